@@ -1,0 +1,314 @@
+// Package config defines memgate's configuration: defaults, then a strictly
+// decoded YAML file, then GATEWAY_* environment overrides, then validation.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole gateway configuration. Every field has a default set by
+// Default; config.yaml at the repository root documents each key.
+type Config struct {
+	// Listen is the HTTP listen address (GATEWAY_LISTEN).
+	Listen string `yaml:"listen"`
+	// LogLevel is debug, info, warn or error (GATEWAY_LOG_LEVEL).
+	LogLevel string `yaml:"log_level"`
+	// MaxBodyBytes caps a request body; larger bodies get 413 (GATEWAY_MAX_BODY_BYTES).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ShutdownGrace is how long in-flight requests and streams may run after
+	// SIGTERM before they are cancelled.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Upstream is the OpenAI-compatible API memgate forwards to.
+	Upstream Upstream `yaml:"upstream"`
+	// ContextWindows maps model names (or prefixes) to their context window in
+	// tokens, overriding and extending the built-in table.
+	ContextWindows map[string]int `yaml:"context_windows"`
+	// Store selects and configures the memory store.
+	Store Store `yaml:"store"`
+	// Capture configures how exchanges are persisted.
+	Capture Capture `yaml:"capture"`
+	// Memory configures what is injected into upstream requests.
+	Memory Memory `yaml:"memory"`
+	// Keys are the gateway API keys. When any is configured, every request
+	// must present one as "Authorization: Bearer <key>".
+	Keys []Key `yaml:"keys"`
+}
+
+// Upstream configures the upstream client.
+type Upstream struct {
+	// BaseURL is the upstream API root, including /v1 (GATEWAY_UPSTREAM_BASE_URL).
+	BaseURL string `yaml:"base_url"`
+	// APIKey replaces the client's Authorization when set (GATEWAY_UPSTREAM_API_KEY).
+	APIKey string `yaml:"api_key"`
+	// ConnectTimeout bounds dialing the upstream.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// FirstByteTimeout bounds the wait for the upstream's response headers.
+	FirstByteTimeout Duration `yaml:"first_byte_timeout"`
+	// IdleStreamTimeout aborts a stream that sends nothing for this long.
+	IdleStreamTimeout Duration `yaml:"idle_stream_timeout"`
+	// MaxIdleConns is the size of the keep-alive pool per upstream host.
+	MaxIdleConns int `yaml:"max_idle_conns"`
+	// Retries is how many times a request is retried on connection errors,
+	// 429, 502, 503 and 504, only before any byte reached the client.
+	Retries int `yaml:"retries"`
+	// RetryBaseDelay is the first backoff; it doubles per attempt, with jitter.
+	RetryBaseDelay Duration `yaml:"retry_base_delay"`
+	// RetryMaxDelay caps one backoff, including a Retry-After the upstream asks for.
+	RetryMaxDelay Duration `yaml:"retry_max_delay"`
+	// Breaker configures the circuit breaker in front of the upstream.
+	Breaker Breaker `yaml:"breaker"`
+}
+
+// Breaker configures a circuit breaker.
+type Breaker struct {
+	// ConsecutiveFailures opens the breaker.
+	ConsecutiveFailures int `yaml:"consecutive_failures"`
+	// OpenTimeout is how long the breaker stays open before letting probes through.
+	OpenTimeout Duration `yaml:"open_timeout"`
+	// HalfOpenRequests is how many probe requests are let through when half-open.
+	HalfOpenRequests int `yaml:"half_open_requests"`
+}
+
+// Store selects the memory store.
+type Store struct {
+	// Driver is sqlite (embedded default) or postgres (GATEWAY_STORE).
+	Driver string `yaml:"driver"`
+	// SQLitePath is the database file for the sqlite driver (GATEWAY_SQLITE_PATH).
+	SQLitePath string `yaml:"sqlite_path"`
+	// PostgresURL is the PostgreSQL connection string (GATEWAY_POSTGRES_URL).
+	PostgresURL string `yaml:"postgres_url"`
+	// RedisURL is the Redis URL for the hot cache and capture queue in
+	// postgres mode (GATEWAY_REDIS_URL); empty disables Redis.
+	RedisURL string `yaml:"redis_url"`
+}
+
+// Capture configures exchange persistence.
+type Capture struct {
+	// Worker runs the capture queue consumers inside `gateway serve`.
+	Worker bool `yaml:"worker"`
+	// Redact replaces secrets (API keys, tokens, private keys, card numbers)
+	// with typed placeholders before anything is stored.
+	Redact bool `yaml:"redact"`
+	// RedactPatterns are extra regular expressions to redact, by placeholder name.
+	RedactPatterns map[string]string `yaml:"redact_patterns"`
+}
+
+// Memory configures memory injection.
+type Memory struct {
+	// RecentMessages bounds how many stored messages are prepended to a request
+	// that carries only new messages.
+	RecentMessages int `yaml:"recent_messages"`
+	// LoadTimeout is the deadline for loading memory; past it the request is
+	// forwarded without memory and marked X-Memory-Degraded: true.
+	LoadTimeout Duration `yaml:"load_timeout"`
+}
+
+// Key is one gateway API key.
+type Key struct {
+	// Hash is "sha256:<hex>" of the key (see `gateway hash-key`).
+	Hash string `yaml:"hash"`
+	// Tenant is the tenant the key acts for.
+	Tenant string `yaml:"tenant"`
+	// ChooseTenant lets the key pick another tenant with X-Memory-Tenant.
+	ChooseTenant bool `yaml:"choose_tenant"`
+}
+
+// Default returns the configuration used when nothing overrides it.
+func Default() Config {
+	return Config{
+		Listen:        ":8080",
+		LogLevel:      "info",
+		MaxBodyBytes:  8 << 20,
+		ShutdownGrace: Duration(30 * time.Second),
+		Upstream: Upstream{
+			BaseURL:           "https://api.openai.com/v1",
+			ConnectTimeout:    Duration(5 * time.Second),
+			FirstByteTimeout:  Duration(120 * time.Second),
+			IdleStreamTimeout: Duration(60 * time.Second),
+			MaxIdleConns:      1024,
+			Retries:           2,
+			RetryBaseDelay:    Duration(100 * time.Millisecond),
+			RetryMaxDelay:     Duration(5 * time.Second),
+			Breaker: Breaker{
+				ConsecutiveFailures: 5,
+				OpenTimeout:         Duration(30 * time.Second),
+				HalfOpenRequests:    1,
+			},
+		},
+		Store: Store{
+			Driver:     "sqlite",
+			SQLitePath: "./data/memgate.db",
+		},
+		Capture: Capture{Worker: true, Redact: true},
+		Memory: Memory{
+			RecentMessages: 20,
+			LoadTimeout:    Duration(150 * time.Millisecond),
+		},
+	}
+}
+
+// Load builds the configuration: defaults, then the YAML file named by
+// GATEWAY_CONFIG (if any), then environment overrides, then Validate.
+func Load(getenv func(string) string) (Config, error) {
+	cfg := Default()
+	if path := getenv("GATEWAY_CONFIG"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := Decode(data, &cfg); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&cfg, getenv); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Decode strictly decodes YAML into cfg: unknown keys are errors.
+func Decode(data []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// applyEnv overrides cfg from the GATEWAY_* variables.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	str := map[string]*string{
+		"GATEWAY_LISTEN":            &cfg.Listen,
+		"GATEWAY_LOG_LEVEL":         &cfg.LogLevel,
+		"GATEWAY_UPSTREAM_BASE_URL": &cfg.Upstream.BaseURL,
+		"GATEWAY_UPSTREAM_API_KEY":  &cfg.Upstream.APIKey,
+		"GATEWAY_STORE":             &cfg.Store.Driver,
+		"GATEWAY_SQLITE_PATH":       &cfg.Store.SQLitePath,
+		"GATEWAY_POSTGRES_URL":      &cfg.Store.PostgresURL,
+		"GATEWAY_REDIS_URL":         &cfg.Store.RedisURL,
+	}
+	for name, dst := range str {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	if v := getenv("GATEWAY_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("GATEWAY_MAX_BODY_BYTES: %q is not a whole number", v)
+		}
+		cfg.MaxBodyBytes = n
+	}
+	return nil
+}
+
+// Validate checks every value and names the offending key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, a...)...))
+	}
+	if c.Listen == "" {
+		bad("listen", "must not be empty")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if c.MaxBodyBytes <= 0 {
+		bad("max_body_bytes", "must be positive")
+	}
+	if u, err := url.Parse(c.Upstream.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("upstream.base_url", "%q is not an http(s) URL", c.Upstream.BaseURL)
+	}
+	for key, d := range map[string]Duration{
+		"upstream.connect_timeout":      c.Upstream.ConnectTimeout,
+		"upstream.first_byte_timeout":   c.Upstream.FirstByteTimeout,
+		"upstream.idle_stream_timeout":  c.Upstream.IdleStreamTimeout,
+		"upstream.retry_base_delay":     c.Upstream.RetryBaseDelay,
+		"upstream.retry_max_delay":      c.Upstream.RetryMaxDelay,
+		"upstream.breaker.open_timeout": c.Upstream.Breaker.OpenTimeout,
+		"shutdown_grace":                c.ShutdownGrace,
+		"memory.load_timeout":           c.Memory.LoadTimeout,
+	} {
+		if d <= 0 {
+			bad(key, "must be positive")
+		}
+	}
+	if c.Upstream.MaxIdleConns <= 0 {
+		bad("upstream.max_idle_conns", "must be positive")
+	}
+	if c.Upstream.Retries < 0 {
+		bad("upstream.retries", "must not be negative")
+	}
+	if c.Upstream.Breaker.ConsecutiveFailures <= 0 {
+		bad("upstream.breaker.consecutive_failures", "must be positive")
+	}
+	if c.Upstream.Breaker.HalfOpenRequests <= 0 {
+		bad("upstream.breaker.half_open_requests", "must be positive")
+	}
+	for model, n := range c.ContextWindows {
+		if n <= 0 {
+			bad("context_windows."+model, "must be positive")
+		}
+	}
+	switch c.Store.Driver {
+	case "sqlite":
+		if c.Store.SQLitePath == "" {
+			bad("store.sqlite_path", "must not be empty with the sqlite driver")
+		}
+	case "postgres":
+		if c.Store.PostgresURL == "" {
+			bad("store.postgres_url", "must be set with the postgres driver")
+		}
+	default:
+		bad("store.driver", "%q is not sqlite or postgres", c.Store.Driver)
+	}
+	if c.Memory.RecentMessages < 0 {
+		bad("memory.recent_messages", "must not be negative")
+	}
+	for i, k := range c.Keys {
+		key := fmt.Sprintf("keys[%d]", i)
+		if !strings.HasPrefix(k.Hash, "sha256:") || len(k.Hash) != len("sha256:")+64 {
+			bad(key+".hash", "must be sha256:<64 hex digits> (see `gateway hash-key`)")
+		}
+		if k.Tenant == "" {
+			bad(key+".tenant", "must not be empty")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Duration is a time.Duration written in YAML as "150ms", "30s", "5m".
+type Duration time.Duration
+
+// UnmarshalYAML parses a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -1,0 +1,52 @@
+package memory
+
+// Plan is what storing an exchange does to a conversation's live branch,
+// decided by Align.
+type Plan struct {
+	// SupersedeFrom is the Seq from which stored messages leave the live
+	// branch (the client edited or regenerated a turn); 0 means none do.
+	SupersedeFrom int64
+	// Prior is the part of the client's history memgate has not stored yet;
+	// it is stored before the exchange's turn and reply.
+	Prior []Message
+}
+
+// Align compares the history a client resent (prior) with the live branch of
+// the stored conversation (stored, in Seq order) and decides what is new.
+//
+// The client's history is matched against the stored messages at the offset
+// where the longest run of equal fingerprints starts (the latest such offset
+// on ties), so a client that sends only a window of its history still aligns.
+//   - The run reaches the end of the stored branch: the remainder of prior is
+//     new (history the gateway never saw) and nothing is superseded.
+//   - The run stops inside the stored branch: the client edited or
+//     regenerated an earlier turn. The stored messages after the run are
+//     superseded (kept, no longer live) and the rest of prior is stored as the
+//     new branch.
+//   - Nothing matches: all of prior is new.
+//
+// Clients that send only their newest turn have an empty prior, and Align
+// returns an empty plan.
+func Align(stored, prior []Message) Plan {
+	if len(prior) == 0 {
+		return Plan{}
+	}
+	bestOff, bestLen := -1, 0
+	for off := range stored {
+		n := 0
+		for n < len(prior) && off+n < len(stored) && stored[off+n].Fingerprint() == prior[n].Fingerprint() {
+			n++
+		}
+		if n > 0 && n >= bestLen {
+			bestOff, bestLen = off, n
+		}
+	}
+	if bestOff < 0 {
+		return Plan{Prior: prior}
+	}
+	p := Plan{Prior: prior[bestLen:]}
+	if end := bestOff + bestLen; end < len(stored) {
+		p.SupersedeFrom = stored[end].Seq
+	}
+	return p
+}

@@ -1,0 +1,145 @@
+// Package memory holds memgate's domain vocabulary: who a request belongs to,
+// the messages of a conversation, the exchanges captured from the upstream,
+// and the errors callers act on. It imports only the standard library; every
+// other package speaks in its terms.
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"time"
+)
+
+// Sentinel errors that callers check with errors.Is. Only internal/proxy turns
+// them into HTTP statuses.
+var (
+	// ErrNotFound reports that the addressed conversation, user or fact does not exist
+	// (within the caller's tenant).
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid reports input that breaks a documented rule.
+	ErrInvalid = errors.New("invalid input")
+	// ErrUnavailable reports that a memory backend could not be reached.
+	ErrUnavailable = errors.New("memory backend unavailable")
+)
+
+// DefaultTenant is the tenant of requests that name none when no gateway keys
+// are configured.
+const DefaultTenant = "default"
+
+// idPattern is the contract for tenant, user and conversation ids.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
+
+// ValidID reports whether s is a well-formed id: 1–128 characters of
+// [A-Za-z0-9._:@-].
+func ValidID(s string) bool { return idPattern.MatchString(s) }
+
+// Identity names whose memory a request reads and writes.
+type Identity struct {
+	Tenant       string
+	User         string
+	Conversation string
+}
+
+// Mode is the per-request memory mode chosen by the X-Memory-Mode header.
+type Mode string
+
+// The memory modes.
+const (
+	ModeOn    Mode = "on"    // inject memory and store the exchange
+	ModeOff   Mode = "off"   // plain proxy
+	ModeRead  Mode = "read"  // inject memory, store nothing
+	ModeWrite Mode = "write" // store the exchange, inject nothing
+)
+
+// ParseMode returns the Mode named by s ("" means ModeOn).
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "":
+		return ModeOn, nil
+	case ModeOn, ModeOff, ModeRead, ModeWrite:
+		return Mode(s), nil
+	}
+	return "", ErrInvalid
+}
+
+// Injects reports whether memory is added to the upstream request in mode m.
+func (m Mode) Injects() bool { return m == ModeOn || m == ModeRead }
+
+// Stores reports whether the exchange is captured in mode m.
+func (m Mode) Stores() bool { return m == ModeOn || m == ModeWrite }
+
+// Conversation is one thread of messages between a user and the model.
+type Conversation struct {
+	Tenant       string    `json:"tenant"`
+	User         string    `json:"user"`
+	ID           string    `json:"id"`
+	MessageCount int       `json:"message_count"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Message is one stored chat message. Raw holds the OpenAI message object
+// exactly as it was exchanged (tool calls, content parts, name); Content is
+// its text, for display, search and token counting.
+type Message struct {
+	Tenant       string `json:"-"`
+	User         string `json:"-"`
+	Conversation string `json:"conversation"`
+	// Seq orders the messages of a conversation, starting at 1.
+	Seq int64 `json:"seq"`
+	// Key is the deterministic idempotency key: the same captured message
+	// always has the same key, so redelivery never stores it twice.
+	Key       string          `json:"key"`
+	Role      string          `json:"role"`
+	Content   string          `json:"content"`
+	Raw       json.RawMessage `json:"raw"`
+	Tokens    int             `json:"tokens"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Usage is the token usage the upstream reported for an exchange.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Exchange is one request/reply pair handed to capture. Prior holds the
+// non-system messages the client sent before its current turn (empty for
+// clients that send only new messages); Turn holds the current user or tool
+// messages; Reply is the assistant message, reassembled when streamed.
+type Exchange struct {
+	// ID identifies the exchange (the request id); message keys derive from it.
+	ID string `json:"id"`
+	Identity
+	Model string    `json:"model"`
+	Prior []Message `json:"prior,omitempty"`
+	Turn  []Message `json:"turn"`
+	Reply Message   `json:"reply"`
+	Usage *Usage    `json:"usage,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+// SaveResult reports what storing an exchange changed.
+type SaveResult struct {
+	// Inserted is the number of new messages stored.
+	Inserted int
+	// Superseded is the number of stored messages moved off the live branch
+	// because the client edited or regenerated an earlier turn.
+	Superseded int
+	// Duplicate is true when the exchange had been stored before.
+	Duplicate bool
+	// Dropped is true when the user was erased after the exchange happened.
+	Dropped bool
+}
+
+// Delivery is one entry claimed from a durable queue.
+type Delivery struct {
+	// ID is the queue's id for the entry, used to acknowledge it.
+	ID string
+	// Payload is the bytes that were enqueued.
+	Payload []byte
+	// Attempts counts deliveries of this entry, this one included.
+	Attempts int
+}
