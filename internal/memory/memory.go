@@ -143,3 +143,35 @@ type Delivery struct {
 	// Attempts counts deliveries of this entry, this one included.
 	Attempts int
 }
+
+// Request is what the proxy hands the memory layer for one chat completion:
+// who is asking, how, and the client's messages exactly as sent.
+type Request struct {
+	Identity
+	Mode Mode
+	// Model is the request's model, for token counting.
+	Model string
+	// Messages are the client's messages, verbatim.
+	Messages []json.RawMessage
+	// Parsed are Messages read by ParseMessage, index for index.
+	Parsed []Message
+	// MaxTokens is the request's max_tokens or max_completion_tokens (0 if absent).
+	MaxTokens int
+	// Budget is the X-Memory-Budget header (0 if absent).
+	Budget int
+	// CrossConversation is false when X-Memory-Cross: off.
+	CrossConversation bool
+}
+
+// Prepared is the memory layer's answer: the messages to forward upstream and
+// the accounting the proxy reports in response headers.
+type Prepared struct {
+	// Messages replace the request's messages upstream.
+	Messages []json.RawMessage
+	// TokensOriginal is what the client's request plus stored history would cost.
+	TokensOriginal int
+	// TokensSent is what Messages cost.
+	TokensSent int
+	// OverBudget is true when the parts that are never dropped alone exceed the budget.
+	OverBudget bool
+}
