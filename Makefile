@@ -1,0 +1,50 @@
+# memgate — developer entry points. `make test` installs and starts the
+# services the tests need (PostgreSQL 15 + pgvector, Redis) when missing.
+
+GO       ?= go
+BIN      ?= bin/gateway
+PKGS     ?= ./...
+PGBASE   ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+REDISURL ?= redis://127.0.0.1:6379/0
+
+.PHONY: all build run test test-short services bench lint fmt vet migrate clean
+
+all: lint test
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/gateway
+
+## run: start the gateway on its embedded default (SQLite under ./data).
+run: build
+	./$(BIN) serve
+
+## services: install (apt) and start PostgreSQL 15 + pgvector and Redis when missing.
+services:
+	bash scripts/services.sh
+
+## test: every test, against real PostgreSQL + pgvector and Redis. Fails if they are unreachable.
+test: services
+	MEMGATE_TEST_POSTGRES_URL="$(PGBASE)" MEMGATE_TEST_REDIS_URL="$(REDISURL)" \
+		$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## test-short: unit tests only (integration tests skip under -short).
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## bench: load benchmarks and Go micro-benchmarks; rewrites BENCHMARKS.md.
+bench: services
+	bash scripts/bench.sh
+
+## lint: gofmt and go vet.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+migrate: build
+	./$(BIN) migrate
+
+clean:
+	rm -rf bin data

@@ -1,0 +1,86 @@
+// Package archtest guards memgate's import graph: the layering in
+// shared/STYLE.md fails the build when a package imports what it must not.
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/memgate/memgate/"
+
+// rules maps a package (relative to the module) to internal packages it must
+// never import, directly or indirectly.
+var rules = map[string][]string{
+	"internal/memory":      {"internal/"},
+	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
+	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
+	"internal/redisstore":  {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
+	"internal/inject":      {"internal/proxy", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/capture":     {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/recall":      {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/compaction":  {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/tokens":      {"internal/proxy", "internal/inject", "internal/capture"},
+}
+
+// deps lists every package of the module with its transitive dependencies.
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		m[strings.TrimPrefix(f[0], module)] = f[1:]
+	}
+	return m
+}
+
+func TestImportGraph(t *testing.T) {
+	all := deps(t)
+	for pkg, forbidden := range rules {
+		ds, ok := all[pkg]
+		if !ok {
+			continue // not written yet
+		}
+		for _, d := range ds {
+			rel, internal := strings.CutPrefix(d, module)
+			if !internal {
+				continue
+			}
+			for _, f := range forbidden {
+				if rel == f || strings.HasPrefix(rel, f) && (strings.HasSuffix(f, "/") || strings.HasPrefix(rel, f+"/")) {
+					t.Errorf("%s imports %s, which it must not", pkg, rel)
+				}
+			}
+		}
+	}
+	for pkg, ds := range all {
+		if pkg == "cmd/gateway" || strings.HasPrefix(pkg, "internal/proxy") {
+			continue
+		}
+		for _, d := range ds {
+			if d == module+"internal/proxy" {
+				t.Errorf("%s imports internal/proxy: only cmd/gateway may", pkg)
+			}
+		}
+	}
+}
+
+func TestDomainImportsOnlyStandardLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+"internal/memory").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+			t.Errorf("internal/memory imports %s: the domain package uses the standard library only", imp)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package capture
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// StreamReply reassembles the assistant message of a streamed chat
+// completion from its chunks: content and refusal deltas concatenated, tool
+// calls merged by index, the finish reason, and the usage of the final usage
+// chunk. Only choice 0 is kept. A StreamReply is used by one goroutine.
+type StreamReply struct {
+	role         string
+	content      strings.Builder
+	sawContent   bool
+	refusal      strings.Builder
+	calls        map[int]*toolCall
+	fn           *functionCall
+	finishReason string
+	usage        *memory.Usage
+	chunks       int
+}
+
+// toolCall is one tool call being reassembled.
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+// functionCall is the function of a tool call, or a legacy function_call.
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// streamChunk is the part of a chat.completion.chunk StreamReply reads.
+type streamChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int          `json:"index"`
+				ID       string       `json:"id"`
+				Type     string       `json:"type"`
+				Function functionCall `json:"function"`
+			} `json:"tool_calls"`
+			FunctionCall *functionCall `json:"function_call"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *memory.Usage   `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// NewStreamReply returns an empty StreamReply.
+func NewStreamReply() *StreamReply {
+	return &StreamReply{calls: map[int]*toolCall{}}
+}
+
+// Add folds in one chunk: data is the JSON payload of one SSE "data:" line
+// (never the [DONE] sentinel). It fails with memory.ErrInvalid on a payload
+// that is not JSON or that carries an error object instead of a chunk.
+func (s *StreamReply) Add(data []byte) error {
+	var c streamChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("%w: stream chunk: %v", memory.ErrInvalid, err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return fmt.Errorf("%w: stream carried an error object", memory.ErrInvalid)
+	}
+	s.chunks++
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		d := ch.Delta
+		if d.Role != "" {
+			s.role = d.Role
+		}
+		if d.Content != nil {
+			s.content.WriteString(*d.Content)
+			s.sawContent = true
+		}
+		if d.Refusal != nil {
+			s.refusal.WriteString(*d.Refusal)
+		}
+		for _, tc := range d.ToolCalls {
+			cur := s.calls[tc.Index]
+			if cur == nil {
+				cur = &toolCall{}
+				s.calls[tc.Index] = cur
+			}
+			cur.ID = mergePiece(cur.ID, tc.ID)
+			cur.Type = mergePiece(cur.Type, tc.Type)
+			cur.Function.Name = mergePiece(cur.Function.Name, tc.Function.Name)
+			cur.Function.Arguments += tc.Function.Arguments
+		}
+		if d.FunctionCall != nil {
+			if s.fn == nil {
+				s.fn = &functionCall{}
+			}
+			s.fn.Name = mergePiece(s.fn.Name, d.FunctionCall.Name)
+			s.fn.Arguments += d.FunctionCall.Arguments
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finishReason = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+// mergePiece merges a streamed identifier piece: the first piece sets it, a
+// repetition of the whole value (some upstreams resend it on every chunk) is
+// ignored, and anything else is appended.
+func mergePiece(have, piece string) string {
+	switch {
+	case piece == "" || piece == have:
+		return have
+	case have == "":
+		return piece
+	}
+	return have + piece
+}
+
+// FinishReason returns the finish reason of choice 0 ("" if none arrived).
+func (s *StreamReply) FinishReason() string { return s.finishReason }
+
+// Result returns the reassembled assistant message — its Raw JSON-equal to
+// the message object a non-streamed request would have returned, as read by
+// ReplyFromJSON — and the usage (nil when the stream reported none). It fails
+// with memory.ErrInvalid when no chunk arrived.
+func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
+	if s.chunks == 0 {
+		return memory.Message{}, nil, fmt.Errorf("%w: empty stream", memory.ErrInvalid)
+	}
+	fields := map[string]json.RawMessage{}
+	put := func(key string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("%w: encode %s: %v", memory.ErrInvalid, key, err)
+		}
+		fields[key] = b
+		return nil
+	}
+	role := s.role
+	if role == "" {
+		role = "assistant"
+	}
+	if err := put("role", role); err != nil {
+		return memory.Message{}, nil, err
+	}
+	if s.sawContent {
+		if err := put("content", s.content.String()); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	if s.refusal.Len() > 0 {
+		if err := put("refusal", s.refusal.String()); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	if len(s.calls) > 0 {
+		idx := make([]int, 0, len(s.calls))
+		for i := range s.calls {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		calls := make([]toolCall, 0, len(idx))
+		for _, i := range idx {
+			tc := *s.calls[i]
+			if tc.Type == "" {
+				tc.Type = "function"
+			}
+			calls = append(calls, tc)
+		}
+		if err := put("tool_calls", calls); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	if s.fn != nil {
+		if err := put("function_call", s.fn); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	msg, err := canonical(fields)
+	if err != nil {
+		return memory.Message{}, nil, err
+	}
+	return msg, s.usage, nil
+}

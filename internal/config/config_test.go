@@ -1,0 +1,128 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+}
+
+// TestRepositoryConfigMatchesDefaults keeps config.yaml honest: it documents
+// every key with its default, so decoding it must give exactly Default().
+func TestRepositoryConfigMatchesDefaults(t *testing.T) {
+	data, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	if err := Decode(data, &got); err != nil {
+		t.Fatalf("config.yaml: %v", err)
+	}
+	want := Default()
+	if len(got.ContextWindows) == 0 {
+		got.ContextWindows = nil
+	}
+	if len(got.Capture.RedactPatterns) == 0 {
+		got.Capture.RedactPatterns = nil
+	}
+	if len(got.Keys) == 0 {
+		got.Keys = nil
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("config.yaml differs from Default():\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yml", "listen: \":9999\"\nupstream:\n  retries: 4\n  retry_base_delay: 10ms\nmemory:\n  load_timeout: 1s\n")
+	unknown := write("unknown.yml", "listen: \":1\"\nupstream:\n  bogus_key: 1\n")
+	badDur := write("dur.yml", "memory:\n  load_timeout: soon\n")
+	badVal := write("val.yml", "store:\n  driver: mysql\n")
+
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{name: "defaults", env: nil, check: func(t *testing.T, c Config) {
+			if c.Listen != ":8080" || c.Upstream.BaseURL != "https://api.openai.com/v1" || c.MaxBodyBytes != 8<<20 {
+				t.Errorf("unexpected defaults: %+v", c)
+			}
+		}},
+		{name: "file", env: map[string]string{"GATEWAY_CONFIG": good}, check: func(t *testing.T, c Config) {
+			if c.Listen != ":9999" || c.Upstream.Retries != 4 || c.Upstream.RetryBaseDelay.D() != 10*time.Millisecond || c.Memory.LoadTimeout.D() != time.Second {
+				t.Errorf("file not applied: %+v", c)
+			}
+		}},
+		{name: "env overrides file", env: map[string]string{
+			"GATEWAY_CONFIG": good, "GATEWAY_LISTEN": "127.0.0.1:1", "GATEWAY_UPSTREAM_BASE_URL": "http://u:1/v1",
+			"GATEWAY_UPSTREAM_API_KEY": "k", "GATEWAY_LOG_LEVEL": "debug", "GATEWAY_MAX_BODY_BYTES": "100",
+			"GATEWAY_STORE": "postgres", "GATEWAY_POSTGRES_URL": "postgres://x", "GATEWAY_REDIS_URL": "redis://y",
+			"GATEWAY_SQLITE_PATH": "/tmp/x.db",
+		}, check: func(t *testing.T, c Config) {
+			if c.Listen != "127.0.0.1:1" || c.Upstream.BaseURL != "http://u:1/v1" || c.Upstream.APIKey != "k" ||
+				c.LogLevel != "debug" || c.MaxBodyBytes != 100 || c.Store.Driver != "postgres" ||
+				c.Store.PostgresURL != "postgres://x" || c.Store.RedisURL != "redis://y" || c.Store.SQLitePath != "/tmp/x.db" {
+				t.Errorf("env not applied: %+v", c)
+			}
+		}},
+		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
+		{name: "bad duration", env: map[string]string{"GATEWAY_CONFIG": badDur}, wantErr: "soon"},
+		{name: "bad driver", env: map[string]string{"GATEWAY_CONFIG": badVal}, wantErr: "store.driver"},
+		{name: "bad log level", env: map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, wantErr: "log_level"},
+		{name: "bad body size", env: map[string]string{"GATEWAY_MAX_BODY_BYTES": "big"}, wantErr: "GATEWAY_MAX_BODY_BYTES"},
+		{name: "zero body size", env: map[string]string{"GATEWAY_MAX_BODY_BYTES": "0"}, wantErr: "max_body_bytes"},
+		{name: "bad upstream", env: map[string]string{"GATEWAY_UPSTREAM_BASE_URL": "ftp://x"}, wantErr: "upstream.base_url"},
+		{name: "postgres without url", env: map[string]string{"GATEWAY_STORE": "postgres"}, wantErr: "store.postgres_url"},
+		{name: "missing file", env: map[string]string{"GATEWAY_CONFIG": filepath.Join(dir, "nope.yml")}, wantErr: "read config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(envOf(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want mention of %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestValidateKeys(t *testing.T) {
+	c := Default()
+	c.Keys = []Key{{Hash: "plain", Tenant: ""}}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "keys[0].hash") || !strings.Contains(err.Error(), "keys[0].tenant") {
+		t.Fatalf("err = %v", err)
+	}
+	c.Keys = []Key{{Hash: "sha256:" + strings.Repeat("ab", 32), Tenant: "acme"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

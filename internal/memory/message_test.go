@@ -1,0 +1,132 @@
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestParseMessage(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		role    string
+		content string
+		wantErr bool
+	}{
+		{"string content", `{"role":"user","content":"hello"}`, "user", "hello", false},
+		{"null content with tool calls", `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lisbon\"}"}}]}`, "assistant", `[tool_call get_weather({"city":"Lisbon"})]`, false},
+		{"parts with image", `{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAA"}}]}`, "user", "what is this?\n[image]", false},
+		{"refusal", `{"role":"assistant","content":null,"refusal":"I can't help with that."}`, "assistant", "I can't help with that.", false},
+		{"tool result", `{"role":"tool","tool_call_id":"c1","content":"18C"}`, "tool", "18C", false},
+		{"no role", `{"content":"x"}`, "", "", true},
+		{"not an object", `"hi"`, "", "", true},
+		{"bad content", `{"role":"user","content":42}`, "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseMessage(json.RawMessage(tt.raw))
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Role != tt.role || m.Content != tt.content || string(m.Raw) != tt.raw {
+				t.Fatalf("got role=%q content=%q raw=%s", m.Role, m.Content, m.Raw)
+			}
+		})
+	}
+}
+
+func msgs(spec ...string) []Message {
+	out := make([]Message, 0, len(spec)/2)
+	for i := 0; i+1 < len(spec); i += 2 {
+		out = append(out, Message{Role: spec[i], Content: spec[i+1], Seq: int64(len(out) + 1)})
+	}
+	return out
+}
+
+func TestSplitTurn(t *testing.T) {
+	tests := []struct {
+		name        string
+		in          []Message
+		prior, turn int
+	}{
+		{"only new user", msgs("user", "hi"), 0, 1},
+		{"full history", msgs("user", "a", "assistant", "b", "user", "c"), 2, 1},
+		{"tool results", msgs("user", "a", "assistant", "call", "tool", "r1", "tool", "r2"), 2, 2},
+		{"empty", nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, tu := SplitTurn(tt.in)
+			if len(p) != tt.prior || len(tu) != tt.turn {
+				t.Fatalf("prior=%d turn=%d, want %d %d", len(p), len(tu), tt.prior, tt.turn)
+			}
+		})
+	}
+}
+
+func TestAlign(t *testing.T) {
+	stored := msgs("user", "a", "assistant", "b", "user", "c", "assistant", "d")
+	tests := []struct {
+		name          string
+		stored, prior []Message
+		supersede     int64
+		newPrior      []string
+	}{
+		{"new-only client", stored, nil, 0, nil},
+		{"in sync full history", stored, msgs("user", "a", "assistant", "b", "user", "c", "assistant", "d"), 0, nil},
+		{"window of history", stored, msgs("user", "c", "assistant", "d"), 0, nil},
+		{"history never seen", stored, msgs("user", "x", "assistant", "y"), 0, []string{"x", "y"}},
+		{"nothing stored", nil, msgs("user", "x", "assistant", "y"), 0, []string{"x", "y"}},
+		{"client knows more", msgs("user", "a", "assistant", "b"), msgs("user", "a", "assistant", "b", "user", "c", "assistant", "d"), 0, []string{"c", "d"}},
+		{"regenerated last reply", stored, msgs("user", "a", "assistant", "b"), 3, nil},
+		{"edited earlier turn", stored, msgs("user", "a", "assistant", "b", "user", "C2", "assistant", "D2"), 3, []string{"C2", "D2"}},
+		{"repeated turns pick latest", msgs("user", "ok", "assistant", "sure", "user", "ok", "assistant", "sure"), msgs("user", "ok", "assistant", "sure"), 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Align(tt.stored, tt.prior)
+			if p.SupersedeFrom != tt.supersede {
+				t.Errorf("SupersedeFrom = %d, want %d", p.SupersedeFrom, tt.supersede)
+			}
+			var got []string
+			for _, m := range p.Prior {
+				got = append(got, m.Content)
+			}
+			if len(got) != len(tt.newPrior) {
+				t.Fatalf("new prior = %q, want %q", got, tt.newPrior)
+			}
+			for i := range got {
+				if got[i] != tt.newPrior[i] {
+					t.Fatalf("new prior = %q, want %q", got, tt.newPrior)
+				}
+			}
+		})
+	}
+}
+
+func TestValidIDAndMode(t *testing.T) {
+	for id, ok := range map[string]bool{"u-1": true, "a.b:c@d_e": true, "": false, "has space": false, "é": false, string(make([]byte, 129)): false} {
+		if ValidID(id) != ok {
+			t.Errorf("ValidID(%q) = %v", id, !ok)
+		}
+	}
+	for s, want := range map[string]Mode{"": ModeOn, "on": ModeOn, "off": ModeOff, "read": ModeRead, "write": ModeWrite} {
+		m, err := ParseMode(s)
+		if err != nil || m != want {
+			t.Errorf("ParseMode(%q) = %v, %v", s, m, err)
+		}
+	}
+	if _, err := ParseMode("maybe"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ParseMode(maybe) err = %v", err)
+	}
+	if !ModeRead.Injects() || ModeRead.Stores() || ModeWrite.Injects() || !ModeWrite.Stores() || ModeOff.Injects() || ModeOff.Stores() {
+		t.Error("mode predicates wrong")
+	}
+}

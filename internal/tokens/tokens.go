@@ -1,0 +1,120 @@
+// Package tokens counts tokens the way OpenAI bills them: tiktoken encodings
+// loaded from the binary (no network at run time), a chat message list's
+// per-message and reply-priming overhead, and a model → context-window table.
+package tokens
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Encoding names.
+const (
+	O200kBase  = "o200k_base"
+	CL100kBase = "cl100k_base"
+)
+
+// encoders holds the two encodings every Counter shares. tiktoken-go keeps its
+// BPE loader and rank tables in package globals, so the encoders are built
+// once per process, on the first New; they are immutable afterwards and safe
+// for concurrent use.
+var encoders = sync.OnceValues(func() (map[string]*tiktoken.Tiktoken, error) {
+	// The offline loader reads the rank files embedded in the binary; the
+	// default loader would download them.
+	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+	m := make(map[string]*tiktoken.Tiktoken, 2)
+	for _, name := range []string{O200kBase, CL100kBase} {
+		enc, err := tiktoken.GetEncoding(name)
+		if err != nil {
+			return nil, fmt.Errorf("load encoding %s: %w", name, err)
+		}
+		m[name] = enc
+	}
+	return m, nil
+})
+
+// Counter counts tokens per model and answers context-window sizes. It is
+// safe for concurrent use.
+type Counter struct {
+	o200k   *tiktoken.Tiktoken
+	cl100k  *tiktoken.Tiktoken
+	windows windowTable
+}
+
+// New returns a Counter. windows maps model names or prefixes to context
+// windows in tokens; it overrides and extends the built-in table (see
+// ContextWindow). The first call loads the embedded encodings (a few hundred
+// milliseconds); later calls share them.
+func New(windows map[string]int) (*Counter, error) {
+	for k, v := range windows {
+		if k == "" || v <= 0 {
+			return nil, fmt.Errorf("context window %q: %d: must be a non-empty model and a positive size", k, v)
+		}
+	}
+	encs, err := encoders()
+	if err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
+	}
+	return &Counter{
+		o200k:   encs[O200kBase],
+		cl100k:  encs[CL100kBase],
+		windows: newWindowTable(windows),
+	}, nil
+}
+
+// Encoding returns the name of the encoding used for model: cl100k_base for
+// gpt-4 (but not gpt-4o, gpt-4.1 or gpt-4.5), gpt-3.5 and the text-embedding
+// models; o200k_base for everything else, unknown models included. A
+// fine-tune prefix ("ft:") and a provider prefix ("openai/") are ignored.
+func Encoding(model string) string {
+	m := baseModel(model)
+	switch {
+	case strings.HasPrefix(m, "gpt-4o"), strings.HasPrefix(m, "gpt-4.1"), strings.HasPrefix(m, "gpt-4.5"):
+		return O200kBase
+	case strings.HasPrefix(m, "gpt-4"), strings.HasPrefix(m, "gpt-3.5"), strings.HasPrefix(m, "gpt-35"),
+		strings.HasPrefix(m, "text-embedding-"):
+		return CL100kBase
+	}
+	return O200kBase
+}
+
+// baseModel strips a provider prefix ("openai/gpt-4o") and a fine-tune prefix
+// ("ft:gpt-4o-mini:org::id") from a model name.
+func baseModel(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return strings.TrimPrefix(m, "ft:")
+}
+
+// encoder returns the encoder for model.
+func (c *Counter) encoder(model string) *tiktoken.Tiktoken {
+	if Encoding(model) == CL100kBase {
+		return c.cl100k
+	}
+	return c.o200k
+}
+
+// Text returns the number of tokens s encodes to for model. Special-token
+// text such as "<|endoftext|>" is counted as ordinary text, as it is when it
+// appears in a chat message.
+func (c *Counter) Text(model, s string) int {
+	if s == "" {
+		return 0
+	}
+	return len(c.encoder(model).EncodeOrdinary(s))
+}
+
+// ContextWindow returns model's context window in tokens: the configured or
+// built-in entry whose key is the longest prefix of the model name, or
+// DefaultContextWindow (128000) when none matches. Built-in: gpt-4o and
+// gpt-4o-mini 128000, gpt-4.1* 1047576, gpt-4-turbo 128000, gpt-4 8192,
+// gpt-3.5-turbo 16385, o1/o3/o4-mini 200000, gpt-5* 400000.
+func (c *Counter) ContextWindow(model string) int {
+	return c.windows.lookup(baseModel(model))
+}
