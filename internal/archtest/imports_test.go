@@ -27,7 +27,7 @@ var rules = map[string][]string{
 // deps lists every package of the module with its transitive dependencies.
 func deps(t *testing.T) map[string][]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...").Output()
+	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestImportGraph(t *testing.T) {
 }
 
 func TestDomainImportsOnlyStandardLibrary(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+"internal/memory").Output()
+	out, err := exec.Command("go", "list", "-e", "-f", `{{join .Imports " "}}`, module+"internal/memory").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
