@@ -1,0 +1,100 @@
+package memory
+
+import "time"
+
+// FactType classifies what a fact says about a user.
+type FactType string
+
+// The fact types.
+const (
+	FactProfile      FactType = "profile"
+	FactPreference   FactType = "preference"
+	FactGoal         FactType = "goal"
+	FactLimit        FactType = "limit"
+	FactDecision     FactType = "decision"
+	FactRelationship FactType = "relationship"
+	FactEvent        FactType = "event"
+)
+
+// Valid reports whether t is one of the fact types.
+func (t FactType) Valid() bool {
+	switch t {
+	case FactProfile, FactPreference, FactGoal, FactLimit, FactDecision, FactRelationship, FactEvent:
+		return true
+	}
+	return false
+}
+
+// Fact is something a user stated about themselves: a goal, a limit, a
+// preference, a decision. Facts are kept per (tenant, user, type, key); a
+// contradicting value supersedes the old one, which keeps the time it stopped
+// being true.
+type Fact struct {
+	ID     int64    `json:"id"`
+	Tenant string   `json:"-"`
+	User   string   `json:"user"`
+	Type   FactType `json:"type"`
+	// Key is the normalised subject ("city", "savings_goal").
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// Confidence is in [0, 1].
+	Confidence float64 `json:"confidence"`
+	// Mentions counts how often the fact was stated.
+	Mentions int `json:"mentions"`
+	// Pinned facts are always injected and never compressed away.
+	Pinned bool `json:"pinned"`
+	// Conversation is where the fact was last stated ("" when added by the API).
+	Conversation string     `json:"conversation,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	SupersededAt *time.Time `json:"superseded_at,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+}
+
+// Current reports whether the fact is true at now: not superseded, not expired.
+func (f Fact) Current(now time.Time) bool {
+	return f.SupersededAt == nil && (f.ExpiresAt == nil || now.Before(*f.ExpiresAt))
+}
+
+// Summary is one version of a conversation's rolling summary, covering the
+// messages with Seq in [FromSeq, ToSeq].
+type Summary struct {
+	Tenant       string    `json:"-"`
+	User         string    `json:"-"`
+	Conversation string    `json:"conversation"`
+	Version      int       `json:"version"`
+	FromSeq      int64     `json:"from_seq"`
+	ToSeq        int64     `json:"to_seq"`
+	Text         string    `json:"text"`
+	KeyEvents    []string  `json:"key_events"`
+	Preserved    Preserved `json:"preserved"`
+	Tokens       int       `json:"tokens"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Preserved lists the specifics a summary must carry verbatim.
+type Preserved struct {
+	Numbers   []string `json:"numbers"`
+	Dates     []string `json:"dates"`
+	Decisions []string `json:"decisions"`
+}
+
+// Item is a recallable passage: a turn (or a chunk of a long one), a summary
+// or a fact, with its embedding.
+type Item struct {
+	ID           int64     `json:"id"`
+	Tenant       string    `json:"-"`
+	User         string    `json:"user"`
+	Conversation string    `json:"conversation"`
+	// Kind is "message", "summary" or "fact".
+	Kind string `json:"kind"`
+	// Ref points at the source: a message key, a summary version, a fact id.
+	Ref       string    `json:"ref"`
+	Text      string    `json:"text"`
+	Embedding []float32 `json:"-"`
+	Model     string    `json:"model"`
+	Dims      int       `json:"dims"`
+	CreatedAt time.Time `json:"created_at"`
+	// Score is set by searches.
+	Score float64 `json:"score,omitempty"`
+}
