@@ -82,10 +82,10 @@ type Preserved struct {
 // Item is a recallable passage: a turn (or a chunk of a long one), a summary
 // or a fact, with its embedding.
 type Item struct {
-	ID           int64     `json:"id"`
-	Tenant       string    `json:"-"`
-	User         string    `json:"user"`
-	Conversation string    `json:"conversation"`
+	ID           int64  `json:"id"`
+	Tenant       string `json:"-"`
+	User         string `json:"user"`
+	Conversation string `json:"conversation"`
 	// Kind is "message", "summary" or "fact".
 	Kind string `json:"kind"`
 	// Ref points at the source: a message key, a summary version, a fact id.
