@@ -1,0 +1,65 @@
+package recall
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+func embedOne(t *testing.T, l *Local, s string) []float32 {
+	t.Helper()
+	v, err := l.Embed(context.Background(), []string{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v[0]
+}
+
+func TestLocalDeterministicAndNormalised(t *testing.T) {
+	l := NewLocal(384)
+	a, b := embedOne(t, l, "I am vegetarian and live in Lisbon"), embedOne(t, l, "I am vegetarian and live in Lisbon")
+	if len(a) != 384 {
+		t.Fatalf("dims = %d", len(a))
+	}
+	var norm float64
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatal("not deterministic")
+		}
+		norm += float64(a[i]) * float64(a[i])
+	}
+	if math.Abs(norm-1) > 1e-4 {
+		t.Fatalf("norm = %v", norm)
+	}
+	if z := embedOne(t, l, "!!!"); Cosine(z, z) != 0 {
+		t.Fatal("empty text should embed to the zero vector")
+	}
+}
+
+// TestLocalRanksOverlapAboveUnrelated documents what the local embedder can
+// match: shared words and inflections rank above unrelated text.
+func TestLocalRanksOverlapAboveUnrelated(t *testing.T) {
+	l := NewLocal(384)
+	tests := []struct{ query, related, unrelated string }{
+		{"any vegetarian dinner ideas?", "I am vegetarian since 2019", "my car needs new tyres"},
+		{"where do I live, Lisbon or Porto?", "I moved to Porto in May", "the meeting is on Tuesday"},
+		{"quanto quero economizar?", "quero economizar R$ 5.000 até junho", "gosto de futebol aos domingos"},
+		{"vegetarians", "vegetarian", "mechanic"},
+	}
+	for _, tt := range tests {
+		q := embedOne(t, l, tt.query)
+		rel, unrel := Cosine(q, embedOne(t, l, tt.related)), Cosine(q, embedOne(t, l, tt.unrelated))
+		if rel <= unrel {
+			t.Errorf("%q: related %.3f <= unrelated %.3f", tt.query, rel, unrel)
+		}
+	}
+}
+
+func BenchmarkLocalEmbed(b *testing.B) {
+	l := NewLocal(384)
+	text := []string{"I want to save R$ 5.000 by June, and remind me if the rent goes above 1,200 euros a month."}
+	b.SetBytes(int64(len(text[0])))
+	for b.Loop() {
+		l.Embed(context.Background(), text)
+	}
+}
