@@ -2,6 +2,55 @@ package redact
 
 import "strings"
 
+// findCards returns the spans of the card numbers in s: runs of 13–19
+// digits, separated at most by single spaces or dashes, standing as a word of
+// their own, that cardNumber accepts. In a longer run the longest leading
+// groups that form a card are taken (a card number followed by a year).
+func findCards(s string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(s); {
+		if !isDigit(s[i]) || (i > 0 && isWordByte(s[i-1])) {
+			i++
+			continue
+		}
+		// Extend the run; ends[k] is the index after the k-th group.
+		var ends []int
+		j := i
+		for {
+			for j < len(s) && isDigit(s[j]) {
+				j++
+			}
+			ends = append(ends, j)
+			if j+1 < len(s) && (s[j] == ' ' || s[j] == '-') && isDigit(s[j+1]) {
+				j++
+				continue
+			}
+			break
+		}
+		if j < len(s) && isWordByte(s[j]) {
+			i = j // glued to letters: an id, not a card
+			continue
+		}
+		for k := len(ends) - 1; k >= 0; k-- {
+			if cardNumber(s[i:ends[k]]) {
+				out = append(out, [2]int{i, ends[k]})
+				break
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// isDigit reports whether c is an ASCII digit.
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// isWordByte reports whether c is an ASCII letter, digit or underscore (a
+// regexp \w byte).
+func isWordByte(c byte) bool {
+	return isDigit(c) || c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z')
+}
+
 // cardNumber reports whether s (digits with optional single spaces or
 // dashes) is a plausible payment card number: 13–19 digits with a length
 // its issuer uses, grouped the way cards are written, and a valid Luhn

@@ -19,14 +19,19 @@ func Placeholder(kind string) string { return "[redacted:" + kind + "]" }
 type rule struct {
 	name string
 	re   *regexp.Regexp
-	// maybe is a cheap test that rules the pattern out on most text; nil
-	// means always try the regexp.
-	maybe func(string) bool
+	// anchors, when set, are the literals every match starts with: re (which
+	// then begins with ^) is only tried where one occurs, at a word boundary.
+	// Scanning for literals first keeps redaction fast on ordinary text.
+	anchors []string
+	// fold makes the anchors match regardless of ASCII case.
+	fold bool
 	// valid, when set, vets a match (the "secret" group if the pattern has
 	// one); matches it rejects are left alone.
 	valid func(string) bool
 	// group is the index of the "secret" submatch, or 0 for the whole match.
 	group int
+	// scan, when set, replaces re: it returns the spans of the secrets in s.
+	scan func(s string) [][2]int
 }
 
 // Redactor replaces secrets with typed placeholders. It is safe for
@@ -40,51 +45,44 @@ type Redactor struct {
 func builtin() []rule {
 	return []rule{
 		{
-			name:  "private_key",
-			re:    regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`),
-			maybe: func(s string) bool { return strings.Contains(s, "PRIVATE KEY-----") },
+			name:    "private_key",
+			anchors: []string{"-----BEGIN"},
+			re:      regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`),
 		},
 		{
-			name:  "jwt",
-			re:    regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`),
-			maybe: func(s string) bool { return strings.Contains(s, "eyJ") },
+			name:    "jwt",
+			anchors: []string{"eyJ"},
+			re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`),
 		},
 		{
-			name:  "openai_key",
-			re:    regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}`),
-			maybe: func(s string) bool { return strings.Contains(s, "sk-") },
+			name:    "openai_key",
+			anchors: []string{"sk-"},
+			re:      regexp.MustCompile(`^sk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}`),
 		},
 		{
-			name: "aws_access_key",
-			re:   regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`),
-			maybe: func(s string) bool {
-				return strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA") || strings.Contains(s, "AGPA") ||
-					strings.Contains(s, "AIDA") || strings.Contains(s, "AROA")
-			},
+			name:    "aws_access_key",
+			anchors: []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA"},
+			re:      regexp.MustCompile(`^[A-Z]{4}[0-9A-Z]{16}\b`),
 		},
 		{
-			name:  "github_token",
-			re:    regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`),
-			maybe: func(s string) bool { return strings.Contains(s, "gh") || strings.Contains(s, "github_pat_") },
+			name:    "github_token",
+			anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
+			re:      regexp.MustCompile(`^(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`),
 		},
 		{
-			name:  "slack_token",
-			re:    regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-			maybe: func(s string) bool { return strings.Contains(s, "xox") },
+			name:    "slack_token",
+			anchors: []string{"xox"},
+			re:      regexp.MustCompile(`^xox[abprs]-[A-Za-z0-9-]{10,}`),
 		},
 		{
-			name:  "bearer_token",
-			re:    regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})`),
-			maybe: func(s string) bool { return containsFold(s, "bearer") },
-			valid: tokenLike,
-			group: 1,
+			name:    "bearer_token",
+			anchors: []string{"bearer"},
+			fold:    true,
+			re:      regexp.MustCompile(`^(?i)bearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})`),
+			valid:   tokenLike,
+			group:   1,
 		},
-		{
-			name:  "card",
-			re:    regexp.MustCompile(`\b\d(?:[ -]?\d){11,18}\b`),
-			maybe: func(s string) bool { return countDigits(s) >= 13 },
-			valid: cardNumber,
-		},
+		{name: "card", scan: findCards},
 	}
 }
 
@@ -129,20 +127,14 @@ func (r *Redactor) String(s string) (string, int) {
 
 // apply redacts one kind of secret in s.
 func (ru *rule) apply(s string) (string, int) {
-	if ru.maybe != nil && !ru.maybe(s) {
-		return s, 0
-	}
-	locs := ru.re.FindAllStringSubmatchIndex(s, -1)
-	if len(locs) == 0 {
+	spans := ru.spans(s)
+	if len(spans) == 0 {
 		return s, 0
 	}
 	var b strings.Builder
 	last, n := 0, 0
-	for _, loc := range locs {
-		start, end := loc[2*ru.group], loc[2*ru.group+1]
-		if start < 0 || (ru.valid != nil && !ru.valid(s[start:end])) {
-			continue
-		}
+	for _, sp := range spans {
+		start, end := sp[0], sp[1]
 		if n == 0 {
 			b.Grow(len(s))
 		}
@@ -158,33 +150,86 @@ func (ru *rule) apply(s string) (string, int) {
 	return b.String(), n
 }
 
+// spans returns where the rule's secrets are in s, in order.
+func (ru *rule) spans(s string) [][2]int {
+	if ru.scan != nil {
+		return ru.scan(s)
+	}
+	if len(ru.anchors) > 0 {
+		return ru.anchoredSpans(s)
+	}
+	var out [][2]int
+	for _, loc := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+		if sp, ok := ru.secret(s, 0, loc); ok {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// anchoredSpans tries the anchored regexp at every occurrence of an anchor
+// that starts a word, left to right, without overlaps.
+func (ru *rule) anchoredSpans(s string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(s); {
+		at := -1
+		for _, a := range ru.anchors {
+			if k := index(s[i:], a, ru.fold); k >= 0 && (at < 0 || i+k < at) {
+				at = i + k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		i = at + 1
+		if at > 0 && isWordByte(s[at-1]) {
+			continue
+		}
+		loc := ru.re.FindStringSubmatchIndex(s[at:])
+		if loc == nil {
+			continue
+		}
+		if sp, ok := ru.secret(s, at, loc); ok {
+			out = append(out, sp)
+			i = sp[1]
+		}
+	}
+	return out
+}
+
+// secret returns the span of the secret in a match loc of s[off:], if the
+// rule's validator accepts it.
+func (ru *rule) secret(s string, off int, loc []int) ([2]int, bool) {
+	start, end := loc[2*ru.group], loc[2*ru.group+1]
+	if start < 0 {
+		return [2]int{}, false
+	}
+	start, end = start+off, end+off
+	if ru.valid != nil && !ru.valid(s[start:end]) {
+		return [2]int{}, false
+	}
+	return [2]int{start, end}, true
+}
+
+// index returns the first index of sub in s, ignoring ASCII case when fold
+// is set (sub is then lowercase), or -1.
+func index(s, sub string, fold bool) int {
+	if !fold {
+		return strings.Index(s, sub)
+	}
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i]|0x20 == sub[0] && strings.EqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
 // tokenLike reports whether the word after "Bearer" looks like a credential
 // rather than prose ("bearer instruments"): it has a digit or a token
 // punctuation mark, or is too long for a word.
 func tokenLike(s string) bool {
 	return len(s) >= 24 || strings.ContainsAny(s, "0123456789._~+/=-")
-}
-
-// containsFold reports whether s contains the ASCII-lowercase word sub,
-// ignoring ASCII case.
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i]|0x20 == sub[0] && strings.EqualFold(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// countDigits counts the ASCII digits in s.
-func countDigits(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] >= '0' && s[i] <= '9' {
-			n++
-		}
-	}
-	return n
 }
 
 // Message returns m with its Content and every string value of its Raw JSON
