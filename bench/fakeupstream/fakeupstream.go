@@ -1,0 +1,126 @@
+// Package fakeupstream is a fast stand-in for an OpenAI-compatible API, for
+// benchmarks: POST /v1/chat/completions answers a fixed chat.completion, or a
+// fixed SSE stream when the request asks for "stream": true, after an
+// optional fixed latency. It does as little work as a real server can, so a
+// benchmark measures the proxy in front of it rather than the upstream.
+package fakeupstream
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Options configure the fake upstream.
+type Options struct {
+	// Latency is waited before the response headers (default 0).
+	Latency time.Duration
+	// ChunkInterval is waited between stream events (default 0).
+	ChunkInterval time.Duration
+	// Chunks is the number of content deltas in a stream (default 8).
+	Chunks int
+}
+
+// Completion is the fixed non-streaming reply body.
+const Completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,` +
+	`"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant",` +
+	`"content":"Hello! This is a fixed benchmark reply from the fake upstream.","refusal":null},` +
+	`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":25,"completion_tokens":14,` +
+	`"total_tokens":39},"system_fingerprint":"fp_bench"}`
+
+// chunk renders one SSE chat.completion.chunk event.
+func chunk(delta, finish string) []byte {
+	if finish == "" {
+		finish = "null"
+	} else {
+		finish = `"` + finish + `"`
+	}
+	return fmt.Appendf(nil, `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,`+
+		`"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_bench","choices":[{"index":0,`+
+		`"delta":%s,"logprobs":null,"finish_reason":%s}]}`+"\n\n", delta, finish)
+}
+
+// Stream returns the events of the fixed streamed reply: a role delta,
+// chunks content deltas, a finish chunk, a usage chunk and [DONE].
+func Stream(chunks int) [][]byte {
+	words := strings.Fields("Hello! This is a fixed benchmark reply from the fake upstream, streamed in pieces.")
+	ev := [][]byte{chunk(`{"role":"assistant","content":""}`, "")}
+	for i := range chunks {
+		ev = append(ev, chunk(fmt.Sprintf(`{"content":%q}`, words[i%len(words)]+" "), ""))
+	}
+	ev = append(ev, chunk(`{}`, "stop"),
+		[]byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,`+
+			`"model":"gpt-4o-mini-2024-07-18","choices":[],"usage":{"prompt_tokens":25,`+
+			`"completion_tokens":`+fmt.Sprint(chunks)+`,"total_tokens":`+fmt.Sprint(25+chunks)+"}}\n\n"),
+		[]byte("data: [DONE]\n\n"))
+	return ev
+}
+
+// Handler returns the fake upstream's handler. It serves
+// /v1/chat/completions (POST) and /v1/models (GET); everything else is 404
+// in OpenAI's error shape.
+func Handler(opts Options) http.Handler {
+	if opts.Chunks <= 0 {
+		opts.Chunks = 8
+	}
+	events := Stream(opts.Chunks)
+	completion := []byte(Completion)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		if opts.Latency > 0 {
+			time.Sleep(opts.Latency)
+		}
+		if !wantsStream(body) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", fmt.Sprint(len(completion)))
+			w.Write(completion)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		rc := http.NewResponseController(w)
+		for i, ev := range events {
+			if i > 0 && opts.ChunkInterval > 0 {
+				time.Sleep(opts.ChunkInterval)
+			}
+			if _, err := w.Write(ev); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	})
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o-mini","object":"model","created":1700000000,"owned_by":"bench"}]}`)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}`)
+	})
+	return mux
+}
+
+// wantsStream reports whether a request body sets "stream": true. It scans
+// the bytes instead of decoding the JSON, which keeps the fake upstream cheap;
+// benchmark bodies are compact JSON.
+func wantsStream(body []byte) bool {
+	i := bytes.Index(body, []byte(`"stream"`))
+	if i < 0 {
+		return false
+	}
+	rest := bytes.TrimLeft(body[i+len(`"stream"`):], " \t\r\n")
+	rest = bytes.TrimPrefix(rest, []byte(":"))
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	return bytes.HasPrefix(rest, []byte("true"))
+}

@@ -1,0 +1,126 @@
+package fakeupstream
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustServer(tb testing.TB, opts Options) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(Handler(opts))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func TestCompletion(t *testing.T) {
+	srv := mustServer(t, Options{})
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+		t.Errorf("status %d, reply %+v", resp.StatusCode, c)
+	}
+}
+
+func TestStream(t *testing.T) {
+	srv := mustServer(t, Options{Chunks: 5})
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-4o-mini","stream": true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			events = append(events, line)
+		}
+	}
+	// role + 5 content + finish + usage + [DONE]
+	if len(events) != 9 || events[len(events)-1] != "[DONE]" {
+		t.Fatalf("got %d events ending %q", len(events), events[len(events)-1])
+	}
+	var content strings.Builder
+	for _, ev := range events[:len(events)-1] {
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(ev), &c); err != nil {
+			t.Fatalf("event %q: %v", ev, err)
+		}
+		for _, ch := range c.Choices {
+			content.WriteString(ch.Delta.Content)
+		}
+		if c.Usage != nil && c.Usage.CompletionTokens != 5 {
+			t.Errorf("usage completion_tokens %d, want 5", c.Usage.CompletionTokens)
+		}
+	}
+	if content.String() != "Hello! This is a fixed " {
+		t.Errorf("content %q", content.String())
+	}
+}
+
+func TestWantsStream(t *testing.T) {
+	tests := []struct {
+		body string
+		want bool
+	}{
+		{`{"stream":true}`, true},
+		{`{"stream" : true}`, true},
+		{`{"stream":false}`, false},
+		{`{"messages":[]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			if got := wantsStream([]byte(tt.body)); got != tt.want {
+				t.Errorf("wantsStream(%s) = %v", tt.body, got)
+			}
+		})
+	}
+}
+
+func TestLatency(t *testing.T) {
+	srv := mustServer(t, Options{Latency: 30 * time.Millisecond})
+	start := time.Now()
+	resp, err := http.Get(srv.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Errorf("completion took %v, want ≥ 30ms latency", took)
+	}
+}

@@ -1,0 +1,166 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// mustServer starts a test server that counts the requests it answers.
+func mustServer(tb testing.TB, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	tb.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.Copy(io.Discard, r.Body)
+		h(w, r)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func okHandler(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }
+
+func TestRunRequestCount(t *testing.T) {
+	srv, served := mustServer(t, okHandler)
+	tests := []struct {
+		name  string
+		conns int
+		n     int
+	}{
+		{"one connection", 1, 50},
+		{"eight connections", 8, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := served.Load()
+			res, err := Run(context.Background(), Options{
+				Request: Request{URL: srv.URL, Body: []byte(`{}`)},
+				Conns:   tt.conns, Requests: tt.n,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != uint64(tt.n) || res.Errors != 0 {
+				t.Errorf("requests/errors = %d/%d, want %d/0 (%s)", res.Requests, res.Errors, tt.n, res.FirstError)
+			}
+			if got := served.Load() - before; got != int64(tt.n) {
+				t.Errorf("server saw %d requests, want %d", got, tt.n)
+			}
+			if res.Latency.Count() != uint64(tt.n) || res.Latency.Quantile(0.5) <= 0 || res.RPS() <= 0 {
+				t.Errorf("latency count %d p50 %v rps %v", res.Latency.Count(), res.Latency.Quantile(0.5), res.RPS())
+			}
+			if res.Bytes != uint64(tt.n*len(`{"ok":true}`)) {
+				t.Errorf("bytes %d", res.Bytes)
+			}
+		})
+	}
+}
+
+func TestRunCountsErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+		h      http.HandlerFunc
+		want   string
+	}{
+		{"5xx status", false, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+		}, "status 502"},
+		{"stream without DONE", true, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "data: {}\n\n")
+		}, "[DONE]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := mustServer(t, tt.h)
+			res, err := Run(context.Background(), Options{
+				Request: Request{URL: srv.URL}, Conns: 2, Requests: 10, Stream: tt.stream,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Errors != 10 || res.Requests != 0 || !strings.Contains(res.FirstError, tt.want) {
+				t.Errorf("errors %d requests %d first %q", res.Errors, res.Requests, res.FirstError)
+			}
+		})
+	}
+}
+
+func TestRunStreamTTFB(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "data: {}\n\n")
+		http.NewResponseController(w).Flush()
+		<-release
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	// Hold the stream open so the last byte arrives well after the first.
+	time.AfterFunc(20*time.Millisecond, func() { close(release) })
+	res, err := Run(context.Background(), Options{Request: Request{URL: srv.URL}, Requests: 1, Stream: true})
+	if err != nil || res.Requests != 1 {
+		t.Fatalf("err %v requests %d (%s)", err, res.Requests, res.FirstError)
+	}
+	if ttfb, lat := res.TTFB.Max(), res.Latency.Max(); ttfb >= lat || lat < 20*time.Millisecond {
+		t.Errorf("ttfb %v should be below total latency %v (≥20ms)", ttfb, lat)
+	}
+}
+
+func TestRunDurationAndWarmup(t *testing.T) {
+	srv, served := mustServer(t, okHandler)
+	res, err := Run(context.Background(), Options{
+		Request: Request{URL: srv.URL}, Conns: 2, Duration: 200 * time.Millisecond, Warmup: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Requests >= uint64(served.Load()) {
+		t.Errorf("measured %d of %d served; warmup requests must not be measured", res.Requests, served.Load())
+	}
+	if res.Elapsed < 150*time.Millisecond || res.Elapsed > 2*time.Second {
+		t.Errorf("elapsed %v, want about 200ms", res.Elapsed)
+	}
+}
+
+func TestRunOpenLoopRate(t *testing.T) {
+	srv, _ := mustServer(t, okHandler)
+	res, err := Run(context.Background(), Options{
+		Request: Request{URL: srv.URL}, Conns: 4, Rate: 200, Duration: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200/s for 0.5 s schedules 100 requests; a trivial server keeps up.
+	if res.Requests < 90 || res.Requests > 101 || res.Errors != 0 {
+		t.Errorf("open loop completed %d requests (%d errors), want ≈100", res.Requests, res.Errors)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	srv, _ := mustServer(t, okHandler)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Options{Request: Request{URL: srv.URL}, Conns: 2, Duration: time.Hour})
+	}()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	for _, o := range []Options{{}, {Request: Request{URL: "http://x"}}} {
+		if _, err := Run(context.Background(), o); err == nil {
+			t.Errorf("Run(%+v) succeeded", o)
+		}
+	}
+}
