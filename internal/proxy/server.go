@@ -1,0 +1,161 @@
+// Package proxy is memgate's HTTP front: an OpenAI-compatible reverse proxy
+// that forwards every /v1 route to the upstream unchanged, except that chat
+// completions pass through a memory seam (Preparer rewrites the messages,
+// Capturer receives the finished exchange). It owns upstream retries, circuit
+// breakers, SSE relaying, metrics and the translation of errors into
+// OpenAI-shaped JSON.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/config"
+)
+
+// Deps are the proxy's optional collaborators. With all of them nil the
+// proxy is a plain OpenAI pass-through.
+type Deps struct {
+	// Resolver maps a request to its identity and memory mode; nil means
+	// memory is off for every request and no gateway key is checked.
+	Resolver IdentityResolver
+	// Preparer rewrites the messages of memory-on chat requests.
+	Preparer Preparer
+	// Capturer receives completed exchanges of storing modes.
+	Capturer Capturer
+	// Ready reports whether the proxy's dependencies can serve; /readyz
+	// answers 503 while it fails. nil means always ready.
+	Ready func(ctx context.Context) error
+	// Collectors are extra Prometheus collectors exposed on /metrics.
+	Collectors []prometheus.Collector
+}
+
+// Server is the gateway's HTTP server.
+type Server struct {
+	cfg      config.Config
+	deps     Deps
+	log      *slog.Logger
+	m        *metrics
+	up       *upstream
+	breakers *breakers
+	handler  http.Handler
+	idPrefix string
+
+	// baseCtx is the parent of every request context; cancelling it ends
+	// the streams still running when the shutdown grace period is over.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	srv        *http.Server
+	shutdown   sync.Once
+	done       chan struct{}
+}
+
+// New returns a Server forwarding to cfg.Upstream, ready to Run.
+func New(cfg config.Config, deps Deps, logger *slog.Logger) (*Server, error) {
+	m, err := newMetrics(deps.Collectors)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	s := &Server{cfg: cfg, deps: deps, log: logger, m: m, idPrefix: newIDPrefix(), done: make(chan struct{})}
+	s.breakers = newBreakers(cfg.Upstream.Breaker, m, logger)
+	if s.up, err = newUpstream(cfg.Upstream, s.breakers, m); err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.echoError
+	s.routes(e)
+	s.handler = e
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.srv = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// No WriteTimeout: streams last as long as the model writes.
+	}
+	return s, nil
+}
+
+// Handler returns the gateway's HTTP handler, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run serves on ln until ctx ends, then shuts down gracefully (see
+// Shutdown). It returns nil after a clean shutdown.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	err := s.Shutdown(context.WithoutCancel(ctx))
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests,
+// streams included, for up to ShutdownGrace; the ones still running then are
+// cancelled (their upstream requests too) and their connections closed.
+// Shutdown returns when every handler has returned or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdown.Do(func() {
+		defer close(s.done)
+		grace := s.cfg.ShutdownGrace.D()
+		gctx, cancel := context.WithTimeout(ctx, grace)
+		defer cancel()
+		s.log.Info("shutting down", "grace", grace.String())
+		err = s.srv.Shutdown(gctx)
+		if err == nil {
+			return
+		}
+		s.log.Warn("shutdown grace period over, cancelling in-flight requests")
+		s.cancelBase()
+		// Handlers see their context end and return; give them a moment
+		// before their connections are cut.
+		fctx, fcancel := context.WithTimeout(ctx, time.Second)
+		defer fcancel()
+		if s.srv.Shutdown(fctx) != nil {
+			s.srv.Close()
+		}
+		err = nil
+	})
+	<-s.done
+	s.cancelBase()
+	return err
+}
+
+// echoError answers requests echo's router rejects (unknown route, wrong
+// method) in OpenAI error shape.
+func (s *Server) echoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status := http.StatusInternalServerError
+	msg := "internal error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		status = he.Code
+		msg = fmt.Sprint(he.Message)
+	}
+	typ := typeInvalidRequest
+	if status >= 500 {
+		typ = typeServer
+		s.log.Error("handler error", "error", err)
+	}
+	writeError(c.Response(), &apiError{Status: status, Type: typ, Message: msg})
+}

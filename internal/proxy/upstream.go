@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/memgate/memgate/internal/config"
+)
+
+// upstream is the client for the OpenAI-compatible API memgate forwards to:
+// a pooled transport behind per-host circuit breakers, with retries for chat
+// completions.
+type upstream struct {
+	base      *url.URL
+	transport *http.Transport
+	rt        http.RoundTripper
+	// auth is "Bearer <api key>", or "" to pass the client's Authorization.
+	auth           string
+	retries        int
+	baseDelay      time.Duration
+	maxDelay       time.Duration
+	idleTimeout    time.Duration
+	chatTarget     *url.URL
+	retriesCounter interface{ Inc() }
+}
+
+func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics) (*upstream, error) {
+	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("upstream base url: %w", err)
+	}
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          cfg.MaxIdleConns,
+		MaxIdleConnsPerHost:   cfg.MaxIdleConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout.D(),
+		ResponseHeaderTimeout: cfg.FirstByteTimeout.D(),
+		ExpectContinueTimeout: time.Second,
+		// The proxy relays bytes: it never asks for compression itself, and
+		// passes the client's Accept-Encoding through on pass-through routes.
+		DisableCompression: true,
+		ReadBufferSize:     16 << 10,
+		WriteBufferSize:    16 << 10,
+	}
+	u := &upstream{
+		base:           base,
+		transport:      t,
+		rt:             &breakerTransport{next: t, breakers: breakers},
+		retries:        cfg.Retries,
+		baseDelay:      cfg.RetryBaseDelay.D(),
+		maxDelay:       cfg.RetryMaxDelay.D(),
+		idleTimeout:    cfg.IdleStreamTimeout.D(),
+		retriesCounter: m.retries,
+	}
+	if cfg.APIKey != "" {
+		u.auth = "Bearer " + cfg.APIKey
+	}
+	u.chatTarget = u.target("/v1/chat/completions")
+	return u, nil
+}
+
+// target maps a client path under /v1 onto the upstream base URL.
+func (u *upstream) target(path string) *url.URL {
+	t := *u.base
+	t.Path = u.base.Path + strings.TrimPrefix(path, "/v1")
+	t.RawPath = ""
+	return &t
+}
+
+// hopHeaders are connection-level headers never forwarded (RFC 9110 7.6.1).
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// outHeader builds the headers of a chat request to the upstream: the
+// client's, minus hop-by-hop and X-Memory-* headers, Content-Length and
+// Accept-Encoding (the body is read for capture), with X-Request-Id set and
+// Authorization replaced by the configured key (or dropped when gateway keys
+// are in use and none is configured).
+func (u *upstream) outHeader(in http.Header, requestID string, dropAuth bool) http.Header {
+	out := make(http.Header, len(in)+1)
+	for k, v := range in {
+		if hopHeaders[k] || isMemoryHeader(k) || k == "Content-Length" || k == "Accept-Encoding" || k == "Host" {
+			continue
+		}
+		out[k] = v
+	}
+	u.setAuth(out, dropAuth)
+	out["X-Request-Id"] = []string{requestID}
+	return out
+}
+
+func (u *upstream) setAuth(h http.Header, dropAuth bool) {
+	switch {
+	case u.auth != "":
+		h["Authorization"] = []string{u.auth}
+	case dropAuth:
+		delete(h, "Authorization")
+	}
+}
+
+// isMemoryHeader reports whether a canonical header key is one of memgate's
+// own X-Memory-* request headers, which never go upstream.
+func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
+
+// replayBody is a request body over bytes the proxy owns. It records whether
+// the transport closed it, i.e. finished reading it.
+type replayBody struct {
+	r      bytes.Reader
+	closed atomic.Bool
+}
+
+func (b *replayBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *replayBody) Close() error               { b.closed.Store(true); return nil }
+
+// attempt is one upstream try; done reports whether its body may be reused.
+type attempt struct{ body *replayBody }
+
+func (a attempt) done() bool { return a.body == nil || a.body.closed.Load() }
+
+// postChat sends body to the chat completions endpoint, retrying connection
+// errors, 429, 502, 503 and 504 with jittered exponential backoff (honouring
+// Retry-After, capped at RetryMaxDelay). Nothing has been written to the
+// client while it retries. bodyFree reports, once the exchange is over,
+// whether the transport has released body.
+func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte) (resp *http.Response, bodyFree func() bool, err error) {
+	var tries []attempt
+	bodyFree = func() bool {
+		for _, a := range tries {
+			if !a.done() {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; ; n++ {
+		rb := &replayBody{}
+		rb.r.Reset(body)
+		tries = append(tries, attempt{rb})
+		req := &http.Request{
+			Method:        http.MethodPost,
+			URL:           u.chatTarget,
+			Proto:         "HTTP/1.1",
+			ProtoMajor:    1,
+			ProtoMinor:    1,
+			Header:        header,
+			Body:          rb,
+			ContentLength: int64(len(body)),
+			Host:          u.base.Host,
+		}
+		req = req.WithContext(ctx)
+		resp, err = u.rt.RoundTrip(req)
+		if n >= u.retries || ctx.Err() != nil {
+			return resp, bodyFree, err
+		}
+		var delay time.Duration
+		switch {
+		case err != nil:
+			if !retryableErr(err) {
+				return nil, bodyFree, err
+			}
+			delay = u.backoff(n)
+		case retryableStatus(resp.StatusCode):
+			delay = u.backoff(n)
+			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				delay = min(ra, u.maxDelay)
+			}
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		default:
+			return resp, bodyFree, nil
+		}
+		u.retriesCounter.Inc()
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, bodyFree, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the jittered delay before retry n+1: base·2ⁿ, scaled by a
+// random factor in [0.5, 1.5), capped at RetryMaxDelay.
+func (u *upstream) backoff(n int) time.Duration {
+	d := u.baseDelay << min(n, 20)
+	d = time.Duration(float64(d) * (0.5 + rand.Float64()))
+	return min(d, u.maxDelay)
+}
+
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// retryableErr reports whether a transport error is a connection failure
+// worth retrying: not a cancellation, an open breaker or a timeout.
+func retryableErr(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errBreakerOpen) {
+		return false
+	}
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// retryAfter parses a Retry-After value: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// upstreamError translates a failed upstream call into the gateway error the
+// client gets: 503 for an open breaker, 504 for a timeout, else 502.
+func upstreamError(err error) *apiError {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errBreakerOpen):
+		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "upstream_unavailable",
+			Message: "The upstream API is failing; memgate's circuit breaker is open. Retry later."}
+	case errors.Is(err, errIdleTimeout), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return &apiError{Status: http.StatusGatewayTimeout, Type: typeUpstream, Code: "upstream_timeout",
+			Message: "The upstream API did not answer in time."}
+	}
+	return &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: "upstream_error",
+		Message: "The upstream API could not be reached."}
+}
+
+// errIdleTimeout is the cause of a request cancelled because its upstream
+// body stayed silent for IdleStreamTimeout.
+var errIdleTimeout = errors.New("upstream stream idle timeout")
+
+// idleBody cancels its request when no byte arrives for the idle timeout.
+type idleBody struct {
+	io.ReadCloser
+	timer *time.Timer
+	d     time.Duration
+}
+
+// watchIdle wraps body so that cancel(errIdleTimeout) runs when a read waits
+// longer than d.
+func watchIdle(body io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) *idleBody {
+	return &idleBody{ReadCloser: body, d: d, timer: time.AfterFunc(d, func() { cancel(errIdleTimeout) })}
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.d)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.ReadCloser.Close()
+}
