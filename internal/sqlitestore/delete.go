@@ -1,0 +1,67 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DeleteConversation removes a conversation with its messages, exchange
+// records, summaries and memory items (and their FTS rows), or returns
+// memory.ErrNotFound. Facts about the user are user-level and stay; use
+// DeleteUser to erase them.
+func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
+			id.Tenant, id.User, id.Conversation)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
+		}
+		for _, table := range []string{"memory_items", "summaries", "messages", "exchanges"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+				id.Tenant, id.User, id.Conversation); err != nil {
+				return fmt.Errorf("delete %s: %w", table, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	return nil
+}
+
+// DeleteUser erases everything stored about a user in a tenant — memory
+// items (and their FTS rows), facts, summaries, messages, exchange records and
+// conversations — and records the erasure time, so captures of that user that
+// happened before it and are still queued are dropped by SaveExchange. It
+// succeeds for a user with nothing stored, and never touches the same user id
+// in another tenant.
+func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversations"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
+				return fmt.Errorf("delete %s: %w", table, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (tenant, user_id, erased_at) VALUES (?, ?, ?)
+			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = MAX(erased_at, excluded.erased_at)`,
+			tenant, user, nanos(time.Now())); err != nil {
+			return fmt.Errorf("record erasure: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete user: %w", err)
+	}
+	s.logger.Info("erased user", "tenant", tenant)
+	return nil
+}

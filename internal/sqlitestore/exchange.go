@@ -1,0 +1,201 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// tailExtra is how many live messages beyond len(ex.Prior) SaveExchange
+// loads to align a resent history with the stored branch.
+const tailExtra = 64
+
+// SaveExchange stores an exchange in one write transaction. In order it:
+// drops the exchange (Dropped) when the user was erased at or after ex.At;
+// reports a Duplicate when the conversation already holds ex.ID; creates the
+// conversation; aligns ex.Prior with the last len(ex.Prior)+64 live messages
+// (memory.Align); marks the messages of a replaced branch superseded (kept,
+// with superseded_at, but no longer live); and inserts the unseen prior
+// messages, the turn and the reply with Seq continuing after the highest
+// stored Seq and Key memory.Key(ex.ID, i). A zero ex.At means now.
+//
+// It fails with memory.ErrInvalid for a malformed identity, an empty exchange
+// id, a message without a role, or a Raw that is not JSON.
+func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	if err := validateExchange(ex); err != nil {
+		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
+	}
+	at := ex.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	var res memory.SaveResult
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		res = memory.SaveResult{}
+		erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
+		if err != nil {
+			return err
+		}
+		if erased >= nanos(at) {
+			res.Dropped = true
+			return nil
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM exchanges
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND id = ?`,
+			ex.Tenant, ex.User, ex.Conversation, ex.ID).Scan(&one)
+		switch {
+		case err == nil:
+			res.Duplicate = true
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("check exchange: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
+			return fmt.Errorf("create conversation: %w", err)
+		}
+		tail, err := liveTail(ctx, tx, ex.Identity, len(ex.Prior)+tailExtra)
+		if err != nil {
+			return err
+		}
+		plan := memory.Align(tail, ex.Prior)
+		if plan.SupersedeFrom > 0 {
+			r, err := tx.ExecContext(ctx, `UPDATE messages SET superseded_at = ?
+				WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL`,
+				nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom)
+			if err != nil {
+				return fmt.Errorf("supersede branch: %w", err)
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("supersede branch: %w", err)
+			}
+			res.Superseded = int(n)
+		}
+		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
+		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
+		if err := insertMessages(ctx, tx, ex, at, msgs); err != nil {
+			return err
+		}
+		res.Inserted = len(msgs)
+		var prompt, completion int
+		if ex.Usage != nil {
+			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO exchanges
+			(tenant, user_id, conversation, id, model, prompt_tokens, completion_tokens, at, stored_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
+			return fmt.Errorf("record exchange: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations
+			SET message_count = message_count + ? - ?, updated_at = MAX(updated_at, ?)
+			WHERE tenant = ? AND user_id = ? AND id = ?`,
+			res.Inserted, res.Superseded, nanos(at), ex.Tenant, ex.User, ex.Conversation); err != nil {
+			return fmt.Errorf("update conversation: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+	}
+	return res, nil
+}
+
+// insertMessages appends msgs to the conversation after its highest Seq.
+func insertMessages(ctx context.Context, tx *sql.Tx, ex memory.Exchange, at time.Time, msgs []memory.Message) error {
+	var last int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+		ex.Tenant, ex.User, ex.Conversation).Scan(&last); err != nil {
+		return fmt.Errorf("next seq: %w", err)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages
+		(tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare insert message: %w", err)
+	}
+	defer stmt.Close()
+	for i, m := range msgs {
+		raw, err := rawJSON(m)
+		if err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, ex.Tenant, ex.User, ex.Conversation, last+int64(i)+1,
+			memory.Key(ex.ID, i), m.Role, m.Content, raw, m.Tokens, nanos(at)); err != nil {
+			return fmt.Errorf("insert message %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// erasedAt returns when the user was last erased, in Unix nanoseconds, or
+// the minimum int64 when never.
+func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error) {
+	var at int64
+	err := q.QueryRowContext(ctx, `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return -1 << 63, nil
+	case err != nil:
+		return 0, fmt.Errorf("check erasure: %w", err)
+	}
+	return at, nil
+}
+
+// rawJSON returns the message's verbatim JSON, or a minimal OpenAI message
+// built from its role and content when Raw is empty.
+func rawJSON(m memory.Message) (string, error) {
+	if len(m.Raw) == 0 {
+		b, err := json.Marshal(struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{m.Role, m.Content})
+		if err != nil {
+			return "", fmt.Errorf("encode message: %w", err)
+		}
+		return string(b), nil
+	}
+	if !json.Valid(m.Raw) {
+		return "", fmt.Errorf("%w: message raw is not JSON", memory.ErrInvalid)
+	}
+	return string(m.Raw), nil
+}
+
+// validateIdentity checks the ids of a conversation.
+func validateIdentity(id memory.Identity) error {
+	for _, f := range []struct{ name, v string }{
+		{"tenant", id.Tenant}, {"user", id.User}, {"conversation", id.Conversation},
+	} {
+		if !memory.ValidID(f.v) {
+			return fmt.Errorf("%w: %s id %q", memory.ErrInvalid, f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// validateExchange checks what SaveExchange relies on.
+func validateExchange(ex memory.Exchange) error {
+	if err := validateIdentity(ex.Identity); err != nil {
+		return err
+	}
+	if ex.ID == "" {
+		return fmt.Errorf("%w: exchange has no id", memory.ErrInvalid)
+	}
+	for _, group := range [][]memory.Message{ex.Prior, ex.Turn, {ex.Reply}} {
+		for _, m := range group {
+			if m.Role == "" {
+				return fmt.Errorf("%w: message without a role", memory.ErrInvalid)
+			}
+		}
+	}
+	return nil
+}

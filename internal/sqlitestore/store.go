@@ -1,0 +1,145 @@
+// Package sqlitestore is memgate's embedded memory store: conversations,
+// messages, summaries, facts, memory items (with embeddings and FTS5) and the
+// capture outbox, in one SQLite file through modernc.org/sqlite.
+//
+// Writes go through a pool of exactly one connection whose transactions begin
+// IMMEDIATE, so writers in this process queue in database/sql instead of
+// failing with SQLITE_BUSY, and writers in other processes wait on the busy
+// timeout. Reads use a separate read-only pool that WAL mode lets run
+// alongside the writer.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// busyTimeout is how long a connection waits for another process's write
+// lock before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is a memory store in one SQLite file. It is safe for concurrent use.
+type Store struct {
+	write  *sql.DB
+	read   *sql.DB
+	logger *slog.Logger
+	outbox *Outbox
+}
+
+// Open opens (creating if needed, with its parent directory) the database at
+// path, configures WAL mode, a busy timeout, foreign keys and
+// synchronous=NORMAL, and applies pending migrations. The caller closes the
+// Store.
+func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open sqlite store: %w: empty path", memory.ErrInvalid)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("open sqlite store: create directory: %w", err)
+	}
+	write, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_txlock":       {"immediate"},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_foreign_keys": {"1"},
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	// The write connection is opened first: it creates the file and switches
+	// it to WAL before any reader attaches.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_query_only":   {"1"},
+		"_foreign_keys": {"1"},
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+	}))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+
+	s := &Store{write: write, read: read, logger: logger}
+	s.outbox = newOutbox(s)
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn builds a modernc.org/sqlite URI for path with the given parameters.
+func dsn(path string, params url.Values) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
+}
+
+// Ping reports whether both connection pools can reach the database.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite writer: %w: %w", memory.ErrUnavailable, err)
+	}
+	if err := s.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite reader: %w: %w", memory.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Close closes both connection pools. Waiting Claims on the outbox fail.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Outbox returns the durable capture queue kept in the same database. Every
+// call returns the same Outbox, so an Enqueue wakes Claims blocked in this
+// process.
+func (s *Store) Outbox() *Outbox { return s.outbox }
+
+// inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
+// writer connection) and commits it when fn returns nil.
+func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// nanos encodes a time as stored: Unix nanoseconds.
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+// fromNanos decodes a stored time, in UTC.
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
