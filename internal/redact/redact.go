@@ -233,7 +233,8 @@ func tokenLike(s string) bool {
 }
 
 // Message returns m with its Content and every string value of its Raw JSON
-// redacted, and how many secrets were replaced. Raw stays valid JSON.
+// redacted, and how many secrets were replaced (counted in Raw when the
+// message has one, since Content is derived from it). Raw stays valid JSON.
 func (r *Redactor) Message(m memory.Message) (memory.Message, int, error) {
 	var n int
 	m.Content, n = r.String(m.Content)
@@ -243,7 +244,7 @@ func (r *Redactor) Message(m memory.Message) (memory.Message, int, error) {
 			return memory.Message{}, 0, fmt.Errorf("redact message: %w", err)
 		}
 		m.Raw = raw
-		n += k
+		n = k // Content is a projection of Raw: count its secrets once
 	}
 	return m, n, nil
 }

@@ -191,7 +191,7 @@ func TestMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 || got.Content != "key [redacted:openai_key]" || strings.Contains(string(got.Raw), openaiKey) {
+	if n != 1 || got.Content != "key [redacted:openai_key]" || strings.Contains(string(got.Raw), openaiKey) {
 		t.Fatalf("Message = %q %s (%d)", got.Content, got.Raw, n)
 	}
 	if string(m.Raw) != string(raw) {

@@ -1,0 +1,211 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// WorkerOptions tunes a Worker. Zero fields take the defaults noted.
+type WorkerOptions struct {
+	// Consumer names this worker in the queue (default host-pid).
+	Consumer string
+	// Batch is how many entries one Claim takes (default 32).
+	Batch int
+	// StaleAfter is when another consumer's unacknowledged entries are
+	// reclaimed (default 30s).
+	StaleAfter time.Duration
+	// Block is how long one Claim waits for new entries (default 2s).
+	Block time.Duration
+	// BackoffBase and BackoffMax bound the wait after a failed Claim or save
+	// (defaults 100ms and 10s).
+	BackoffBase, BackoffMax time.Duration
+}
+
+func (o WorkerOptions) withDefaults() WorkerOptions {
+	if o.Consumer == "" {
+		host, _ := os.Hostname()
+		o.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.Batch <= 0 {
+		o.Batch = 32
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 30 * time.Second
+	}
+	if o.Block <= 0 {
+		o.Block = 2 * time.Second
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 100 * time.Millisecond
+	}
+	if o.BackoffMax < o.BackoffBase {
+		o.BackoffMax = max(10*time.Second, o.BackoffBase)
+	}
+	return o
+}
+
+// Worker drains the capture queue into the store. Each entry is acknowledged
+// only after its exchange is committed, so a worker that dies in between
+// leaves it to be redelivered, and the store's idempotent save keeps it from
+// being stored twice.
+type Worker struct {
+	queue  Queue
+	saver  Saver
+	logger *slog.Logger
+	opts   WorkerOptions
+
+	saved, duplicates, dropped, poison prometheus.Counter
+	failures                           *prometheus.CounterVec
+	lag                                prometheus.Histogram
+}
+
+// NewWorker returns a Worker; logger may be nil.
+func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *Worker {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{
+		queue:  q,
+		saver:  saver,
+		logger: logger,
+		opts:   opts.withDefaults(),
+		saved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_saved_total",
+			Help: "Queued exchanges the worker stored.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_duplicates_total",
+			Help: "Queued exchanges that had been stored before (redeliveries).",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_erased_total",
+			Help: "Queued exchanges discarded because their user was erased.",
+		}),
+		poison: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_poison_total",
+			Help: "Queue entries acknowledged without storing: undecodable or rejected as invalid.",
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_capture_worker_failures_total",
+			Help: "Worker failures by stage (claim, save, ack); the entries are retried.",
+		}, []string{"stage"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "memgate_capture_lag_seconds",
+			Help:    "Time from the exchange to its storage by the worker.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10),
+		}),
+	}
+}
+
+// Collectors returns the Worker's metrics for the caller to register.
+func (w *Worker) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{w.saved, w.duplicates, w.dropped, w.poison, w.failures, w.lag}
+}
+
+// Run claims and stores batches until ctx is cancelled, then returns nil.
+// A failed save leaves the entry and the rest of its batch unacknowledged —
+// they are redelivered after StaleAfter, in order — and backs off.
+func (w *Worker) Run(ctx context.Context) error {
+	delay := w.opts.BackoffBase
+	backoff := func() bool {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		delay = min(2*delay, w.opts.BackoffMax)
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		ds, err := w.queue.Claim(ctx, w.opts.Consumer, w.opts.Batch, w.opts.StaleAfter, w.opts.Block)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.failures.WithLabelValues("claim").Inc()
+			w.logger.Warn("capture worker cannot claim", "err", err)
+			if !backoff() {
+				return nil
+			}
+			continue
+		}
+		if err := w.process(ctx, ds); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !backoff() {
+				return nil
+			}
+			continue
+		}
+		delay = w.opts.BackoffBase
+	}
+}
+
+// process stores a batch in order and acknowledges what was committed (or
+// is poison). It stops at the first failed save and returns its error.
+func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
+	acks := make([]string, 0, len(ds))
+	var failed error
+	for _, d := range ds {
+		var ex memory.Exchange
+		if err := json.Unmarshal(d.Payload, &ex); err != nil || ex.ID == "" {
+			w.poison.Inc()
+			w.logger.Error("capture worker discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
+			acks = append(acks, d.ID)
+			continue
+		}
+		res, err := w.saver.SaveExchange(ctx, ex)
+		if err != nil {
+			if errors.Is(err, memory.ErrInvalid) {
+				w.poison.Inc()
+				w.logger.Error("capture worker discards an exchange the store rejects", "entry", d.ID, "exchange", ex.ID, "err", err)
+				acks = append(acks, d.ID)
+				continue
+			}
+			w.failures.WithLabelValues("save").Inc()
+			w.logger.Warn("capture worker cannot save; will retry", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
+			failed = fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			break
+		}
+		switch {
+		case res.Duplicate:
+			w.duplicates.Inc()
+		case res.Dropped:
+			w.dropped.Inc()
+		default:
+			w.saved.Inc()
+			if !ex.At.IsZero() {
+				w.lag.Observe(time.Since(ex.At).Seconds())
+			}
+		}
+		acks = append(acks, d.ID)
+	}
+	if len(acks) > 0 {
+		// Acknowledge even if ctx was just cancelled: the saves committed.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err := w.queue.Ack(actx, acks...)
+		cancel()
+		if err != nil {
+			w.failures.WithLabelValues("ack").Inc()
+			w.logger.Warn("capture worker cannot acknowledge; entries will be redelivered", "entries", len(acks), "err", err)
+			if failed == nil {
+				failed = fmt.Errorf("ack: %w", err)
+			}
+		}
+	}
+	return failed
+}
