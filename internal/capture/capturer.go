@@ -92,10 +92,10 @@ type Capturer struct {
 	retry     chan []byte // encoded, redacted exchanges waiting to be retried
 	retryOnce sync.Once   // closes retry
 	retrying  atomic.Int64
-	ctx      context.Context // cancelled when Close gives up
-	cancel   context.CancelFunc
-	pumpDone chan struct{}
-	done     chan struct{}
+	ctx       context.Context // cancelled when Close gives up
+	cancel    context.CancelFunc
+	pumpDone  chan struct{}
+	done      chan struct{}
 }
 
 // New returns a running Capturer. q may be nil, in which case exchanges are
