@@ -224,3 +224,5 @@ func TestCaptureAssignsIDAndTime(t *testing.T) {
 		t.Fatal("At not set")
 	}
 }
+
+var _ Redactor = (*redact.Redactor)(nil)

@@ -1,0 +1,114 @@
+package inject
+
+import (
+	"encoding/json"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// toolFields are the parts of a message that tie tool calls to their results.
+type toolFields struct {
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// toolInfo reads a message's tool call ids (assistant) or answered call id
+// (tool).
+func toolInfo(m memory.Message) (calls []string, answers string) {
+	if len(m.Raw) == 0 {
+		return nil, ""
+	}
+	var f toolFields
+	if err := json.Unmarshal(m.Raw, &f); err != nil {
+		return nil, ""
+	}
+	for _, c := range f.ToolCalls {
+		calls = append(calls, c.ID)
+	}
+	return calls, f.ToolCallID
+}
+
+// usableHistory returns the stored messages that can go before the client's
+// messages (next) without breaking the tool-call protocol: system messages
+// are skipped; a tool result whose call is not kept (the window began in the
+// middle of a call, or the call was dropped) is dropped; and an assistant
+// message with tool calls is dropped, with its results, unless every call is
+// answered by the tool messages after it — in the history, or, for the last
+// one, at the start of next (the client answering the calls of the stored
+// reply). Raw of each kept message is returned.
+func usableHistory(stored, next []memory.Message) []json.RawMessage {
+	var out []json.RawMessage
+	open := map[string]bool{} // call ids of the kept assistant message being answered
+	for i := 0; i < len(stored); i++ {
+		m := stored[i]
+		switch {
+		case memory.IsSystem(m.Role):
+			continue
+		case m.Role == "tool":
+			_, id := toolInfo(m)
+			if !open[id] {
+				continue // orphan
+			}
+			out = append(out, rawOf(m))
+			continue
+		}
+		clear(open)
+		calls, _ := toolInfo(m)
+		if m.Role == "assistant" && len(calls) > 0 {
+			if !answered(calls, stored[i+1:], next) {
+				// Skip the call and its partial results.
+				for i+1 < len(stored) && stored[i+1].Role == "tool" {
+					i++
+				}
+				continue
+			}
+			for _, id := range calls {
+				open[id] = true
+			}
+		}
+		out = append(out, rawOf(m))
+	}
+	return out
+}
+
+// answered reports whether every call id is answered by the tool messages
+// that follow: those leading after (stored), and when they run to its end,
+// those leading next (the client's messages).
+func answered(calls []string, after, next []memory.Message) bool {
+	got := map[string]bool{}
+	lead := func(msgs []memory.Message) bool { // reports whether msgs are all tool results
+		for _, m := range msgs {
+			if m.Role != "tool" {
+				return false
+			}
+			_, id := toolInfo(m)
+			got[id] = true
+		}
+		return true
+	}
+	if lead(after) {
+		lead(next)
+	}
+	for _, id := range calls {
+		if !got[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// rawOf returns a stored message's Raw, or a minimal message object for one
+// stored without it.
+func rawOf(m memory.Message) json.RawMessage {
+	if len(m.Raw) > 0 {
+		return m.Raw
+	}
+	// Marshalling two strings cannot fail.
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{m.Role, m.Content})
+	return b
+}
