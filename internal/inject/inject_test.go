@@ -165,27 +165,27 @@ func TestPrepare(t *testing.T) {
 			want: []string{sys, u1, a1, uNew},
 		},
 		{
-			name:   "mode off", stored: full, recent: 20,
+			name: "mode off", stored: full, recent: 20,
 			req:  request(t, memory.ModeOff, uNew),
 			want: []string{uNew},
 		},
 		{
-			name:   "mode write", stored: full, recent: 20,
+			name: "mode write", stored: full, recent: 20,
 			req:  request(t, memory.ModeWrite, uNew),
 			want: []string{uNew},
 		},
 		{
-			name:   "no user", stored: full, recent: 20,
+			name: "no user", stored: full, recent: 20,
 			req:  func() memory.Request { r := request(t, memory.ModeOn, uNew); r.User = ""; return r }(),
 			want: []string{uNew},
 		},
 		{
-			name:   "no conversation", stored: full, recent: 20,
+			name: "no conversation", stored: full, recent: 20,
 			req:  func() memory.Request { r := request(t, memory.ModeOn, uNew); r.Conversation = ""; return r }(),
 			want: []string{uNew},
 		},
 		{
-			name:   "recent messages disabled", stored: full, recent: 0,
+			name: "recent messages disabled", stored: full, recent: 0,
 			req:  request(t, memory.ModeOn, uNew),
 			want: []string{uNew},
 		},
@@ -196,7 +196,7 @@ func TestPrepare(t *testing.T) {
 			wantCalls: 1,
 		},
 		{
-			name:   "proxy did not parse", stored: []string{u1, a1}, recent: 20,
+			name: "proxy did not parse", stored: []string{u1, a1}, recent: 20,
 			req:       func() memory.Request { r := request(t, memory.ModeOn, uNew); r.Parsed = nil; return r }(),
 			want:      []string{u1, a1, uNew},
 			wantCalls: 1,
