@@ -1,0 +1,105 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/redact"
+	"github.com/memgate/memgate/internal/sqlitestore"
+)
+
+var (
+	_ Queue = (*sqlitestore.Outbox)(nil)
+	_ Saver = (*sqlitestore.Store)(nil)
+)
+
+func mustSQLite(tb testing.TB) *sqlitestore.Store {
+	tb.Helper()
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(tb.TempDir(), "memgate.db"), nil)
+	if err != nil {
+		tb.Fatalf("open sqlite: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func outboxPending(tb testing.TB, s *sqlitestore.Store) int64 {
+	tb.Helper()
+	n, err := s.Outbox().Pending(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+func TestSQLiteCaptureStoresEveryTurnOnce(t *testing.T) {
+	store := mustSQLite(t)
+	r, err := redact.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	secret := "AKIA" + "IOSFODNN7EXAMPLE"
+	c := mustCapturer(t, store.Outbox(), store, r, Options{})
+	for i := range n {
+		c.Capture(context.Background(), exchange(t, fmt.Sprintf("req-%02d", i), fmt.Sprintf("question %d %s", i, secret), fmt.Sprintf("answer %d", i)))
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := outboxPending(t, store); got != n {
+		t.Fatalf("outbox pending = %d, want %d", got, n)
+	}
+	w := NewWorker(store.Outbox(), store, nil, fastWorker())
+	mustRunWorker(t, w)
+	waitFor(t, "outbox drained", func() bool { return outboxPending(t, store) == 0 })
+
+	msgs, err := store.Recent(context.Background(), memory.Identity{Tenant: "t1", User: "u1", Conversation: "c1"}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2*n {
+		t.Fatalf("stored %d messages, want %d", len(msgs), 2*n)
+	}
+	for i := range n {
+		q, a := msgs[2*i], msgs[2*i+1]
+		if q.Role != "user" || !strings.HasPrefix(q.Content, fmt.Sprintf("question %d ", i)) || a.Content != fmt.Sprintf("answer %d", i) {
+			t.Fatalf("turn %d stored as %q / %q", i, q.Content, a.Content)
+		}
+		if strings.Contains(q.Content, secret) || strings.Contains(string(q.Raw), secret) {
+			t.Fatalf("secret reached the store: %q %s", q.Content, q.Raw)
+		}
+	}
+	if value(t, w.saved) != n {
+		t.Fatalf("worker saved = %v", value(t, w.saved))
+	}
+}
+
+func TestSQLiteWorkerKilledBetweenSaveAndAck(t *testing.T) {
+	store := mustSQLite(t)
+	for i := range 3 {
+		enqueue(t, store.Outbox(), exchange(t, fmt.Sprint("req-", i), fmt.Sprint("q", i), fmt.Sprint("a", i)))
+	}
+	crash := &crashAfterSave{Saver: store, crashed: map[string]bool{}}
+	w := NewWorker(store.Outbox(), crash, nil, fastWorker())
+	mustRunWorker(t, w)
+	waitFor(t, "outbox drained after redelivery", func() bool { return outboxPending(t, store) == 0 })
+	msgs, err := store.Recent(context.Background(), memory.Identity{Tenant: "t1", User: "u1", Conversation: "c1"}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Content)
+	}
+	if want := "q0 a0 q1 a1 q2 a2"; strings.Join(got, " ") != want {
+		t.Fatalf("stored %q, want %q (each once)", strings.Join(got, " "), want)
+	}
+	if value(t, w.duplicates) != 3 {
+		t.Fatalf("duplicates = %v, want 3", value(t, w.duplicates))
+	}
+}
