@@ -35,7 +35,8 @@ type rule struct {
 }
 
 // Redactor replaces secrets with typed placeholders. It is safe for
-// concurrent use.
+// concurrent use. A nil *Redactor redacts nothing, so redaction can be
+// switched off by passing nil.
 type Redactor struct {
 	rules []rule
 }
@@ -114,8 +115,11 @@ func New(extra map[string]string) (*Redactor, error) {
 }
 
 // String returns s with every secret replaced by its placeholder, and how
-// many secrets were replaced.
+// many secrets were replaced. A nil Redactor returns s unchanged.
 func (r *Redactor) String(s string) (string, int) {
+	if r == nil {
+		return s, 0
+	}
 	total := 0
 	for i := range r.rules {
 		var n int

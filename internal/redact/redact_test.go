@@ -199,6 +199,15 @@ func TestMessage(t *testing.T) {
 	}
 }
 
+func TestNilRedactor(t *testing.T) {
+	var r *Redactor
+	m := memory.Message{Role: "user", Content: awsKey, Raw: json.RawMessage(`{"role":"user","content":"` + awsKey + `"}`)}
+	got, n, err := r.Message(m)
+	if err != nil || n != 0 || got.Content != awsKey || string(got.Raw) != string(m.Raw) {
+		t.Fatalf("nil Redactor changed the message: %+v %d %v", got, n, err)
+	}
+}
+
 func quoteTest(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
