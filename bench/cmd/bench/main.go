@@ -1,0 +1,44 @@
+// Command bench is memgate's overhead benchmark (`make bench`). It starts a
+// fake upstream, a bare httputil.ReverseProxy and the memgate gateway as
+// separate processes, drives each with the project's own load generator at
+// several concurrencies, runs the Go micro-benchmarks, and writes the results
+// into BENCHMARKS.md before printing them.
+//
+//	go run ./bench/cmd/bench -out BENCHMARKS.md
+//
+// See -help for the knobs (concurrencies, duration, open-loop rate, upstream
+// latency, targets).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program. When the process was started as one of the
+// benchmark's server children (roleEnv set), it serves that role until ctx
+// ends; otherwise it runs the benchmark.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if role := getenv(roleEnv); role != "" {
+		return serveRole(ctx, role, getenv, stdout)
+	}
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	return benchmark(ctx, cfg, stdout, stderr)
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// server is a benchmark server running as a child process.
+type server struct {
+	name    string
+	baseURL string // ends in /v1
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+// startChild re-executes this binary in a server role (see serveRole) and
+// waits for it to report its address.
+func startChild(ctx context.Context, dir, role string, env ...string) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role}, env...)...)
+	s := &server{name: role, logPath: filepath.Join(dir, role+".log")}
+	logf, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create log: %w", err)
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	if err := s.start(cmd); err != nil {
+		return nil, err
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), listeningPrefix); ok {
+				lines <- addr
+				return
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case addr, ok := <-lines:
+		if !ok {
+			s.stop()
+			return nil, fmt.Errorf("%s exited before listening: %s", role, s.logTail())
+		}
+		s.baseURL = "http://" + addr + "/v1"
+		return s, nil
+	case <-time.After(15 * time.Second):
+		s.stop()
+		return nil, fmt.Errorf("%s did not start within 15s: %s", role, s.logTail())
+	}
+}
+
+// startGateway runs the memgate binary as `gateway serve` in front of
+// upstream, on a free port, with its store in dir.
+func startGateway(ctx context.Context, dir, bin, upstream string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "serve")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GATEWAY_UPSTREAM_BASE_URL="+upstream,
+		"GATEWAY_LISTEN="+addr,
+		"GATEWAY_LOG_LEVEL=warn",
+		"GATEWAY_SQLITE_PATH="+filepath.Join(dir, "memgate.db"),
+	)
+	s := &server{name: "gateway", baseURL: "http://" + addr + "/v1", logPath: filepath.Join(dir, "gateway.log")}
+	logf, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create log: %w", err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := s.start(cmd); err != nil {
+		return nil, err
+	}
+	if err := s.waitHealthy(ctx, "http://"+addr+"/healthz", 30*time.Second); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *server) start(cmd *exec.Cmd) error {
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	return nil
+}
+
+// waitHealthy polls url until it answers 200, the process exits, or the
+// deadline passes.
+func (s *server) waitHealthy(ctx context.Context, url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%s exited during start-up: %s", s.name, s.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not healthy within %v: %s", s.name, within, s.logTail())
+}
+
+// stop asks the process to exit and waits for it.
+func (s *server) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// logTail returns the end of the process's log, for error messages.
+func (s *server) logTail() string {
+	b, _ := os.ReadFile(s.logPath)
+	b = bytes.TrimSpace(b)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	if len(b) == 0 {
+		return "(no output)"
+	}
+	return string(b)
+}
+
+// procStats is a snapshot of a process's resource use.
+type procStats struct {
+	cpu time.Duration // user + system
+	rss int64         // resident set, bytes
+}
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat times; 100 on Linux.
+const clockTick = 100
+
+// stats reads the process's CPU time and RSS from /proc.
+func (s *server) stats() (procStats, error) {
+	pid := s.cmd.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStats{}, fmt.Errorf("read stat: %w", err)
+	}
+	// Fields after the parenthesised command name; utime and stime are the
+	// 14th and 15th fields of the whole line.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return procStats{}, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 22 {
+		return procStats{}, errors.New("short /proc stat")
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	rssPages, _ := strconv.ParseInt(f[21], 10, 64)
+	return procStats{
+		cpu: time.Duration(ut+st) * time.Second / clockTick,
+		rss: rssPages * int64(os.Getpagesize()),
+	}, nil
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// buildGateway compiles ./cmd/gateway of the module at root into dir.
+func buildGateway(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "gateway")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/gateway")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build ./cmd/gateway: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot returns the directory of the enclosing go.mod.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside a Go module; run from the memgate repository")
+	}
+	return filepath.Dir(mod), nil
+}
