@@ -1,0 +1,70 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DeleteConversation removes a conversation with its messages, summaries and
+// memory items, or returns memory.ErrNotFound.
+func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx,
+			`DELETE FROM memory_items WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+			id.Tenant, id.User, id.Conversation); err != nil {
+			return fmt.Errorf("delete memory items: %w", unavailable(err))
+		}
+		// Messages and summaries go with the conversation (ON DELETE CASCADE).
+		tag, err := tx.Exec(ctx,
+			`DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+			id.Tenant, id.User, id.Conversation)
+		if err != nil {
+			return fmt.Errorf("delete conversation: %w", unavailable(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return memory.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: delete conversation %s: %w", id.Conversation, err)
+	}
+	return nil
+}
+
+// DeleteUser erases everything stored about a user in a tenant —
+// conversations, messages, summaries, facts, memory items — and records the
+// erasure time, so that SaveExchange drops captures of the user that happened
+// at or before it. It holds the user's advisory lock exclusively, so no
+// capture of the user commits halfway through. Erasing an unknown user is
+// not an error: it still records the time.
+func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
+	now := time.Now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
+			return fmt.Errorf("lock user: %w", unavailable(err))
+		}
+		for _, table := range []string{"memory_items", "facts", "conversations"} {
+			if _, err := tx.Exec(ctx,
+				"DELETE FROM "+table+" WHERE tenant = $1 AND user_id = $2", tenant, user); err != nil {
+				return fmt.Errorf("delete %s: %w", table, unavailable(err))
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO erasures (tenant, user_id, erased_at) VALUES ($1, $2, $3)
+			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, EXCLUDED.erased_at)`,
+			tenant, user, now); err != nil {
+			return fmt.Errorf("record erasure: %w", unavailable(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: delete user: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// querier is what the read helpers need of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryMessages runs a query whose first three parameters are the tenant,
+// user and conversation of id, followed by args, and whose columns are seq,
+// key, role, content, raw, tokens, created_at.
+func queryMessages(ctx context.Context, q querier, id memory.Identity, sql string, args ...any) ([]memory.Message, error) {
+	rows, err := q.Query(ctx, sql, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Message, error) {
+		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var raw []byte
+		if err := row.Scan(&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt); err != nil {
+			return m, err
+		}
+		if raw != nil {
+			m.Raw = json.RawMessage(raw)
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		return m, nil
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return msgs, nil
+}
+
+// Recent returns up to n newest live messages of the conversation, oldest
+// first; an unknown conversation has none.
+func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	msgs, err := queryMessages(ctx, s.pool, id, `
+		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
+		ORDER BY seq DESC LIMIT $4`, n)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: recent: %w", err)
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
+
+// Conversations lists a user's conversations in the tenant, most recently
+// updated first (ties by id), with their live message counts.
+func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.id, c.created_at, c.updated_at,
+		       (SELECT count(*) FROM messages m
+		        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.id
+		          AND m.superseded_at IS NULL)
+		FROM conversations c
+		WHERE c.tenant = $1 AND c.user_id = $2
+		ORDER BY c.updated_at DESC, c.id`, tenant, user)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list conversations: %w", unavailable(err))
+	}
+	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Conversation, error) {
+		c := memory.Conversation{Tenant: tenant, User: user}
+		err := row.Scan(&c.ID, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list conversations: %w", unavailable(err))
+	}
+	return cs, nil
+}
+
+// Conversation returns one conversation and all its live messages in Seq
+// order, read from one snapshot, or memory.ErrNotFound.
+func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
+	var msgs []memory.Message
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var created, updated time.Time
+		err := tx.QueryRow(ctx, `
+			SELECT created_at, updated_at FROM conversations
+			WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+			id.Tenant, id.User, id.Conversation).Scan(&created, &updated)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return memory.ErrNotFound
+		}
+		if err != nil {
+			return unavailable(err)
+		}
+		c.CreatedAt, c.UpdatedAt = created.UTC(), updated.UTC()
+		msgs, err = queryMessages(ctx, tx, id, `
+			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
+			ORDER BY seq`)
+		return err
+	})
+	if err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("pgstore: conversation %s: %w", id.Conversation, unavailable(err))
+	}
+	c.MessageCount = len(msgs)
+	return c, msgs, nil
+}

@@ -1,0 +1,153 @@
+// Package pgstore is memgate's PostgreSQL + pgvector memory store: the
+// conversations, messages, erasures, summaries, facts and searchable memory
+// items of every tenant, behind a pgx v5 connection pool.
+//
+// Open applies the embedded migrations (migrations/postgres) before it
+// returns, so a Store is always on the current schema. Several gateway and
+// worker processes may share one database: migrations are serialized with an
+// advisory lock, writes to one conversation are serialized by a row lock, and
+// message keys make redelivered captures no-ops.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Store is a memory store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+}
+
+// Open connects to the database at url, applies pending migrations and
+// returns a ready Store. The pool registers pgvector's types on every
+// connection. Close releases it.
+func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse url: %w", err)
+	}
+
+	// Migrate on a plain connection first: the pool's AfterConnect needs the
+	// vector type, which the first migration creates.
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w: %w", memory.ErrUnavailable, err)
+	}
+	err = migrate(ctx, conn, logger)
+	if cerr := conn.Close(ctx); err == nil && cerr != nil {
+		err = fmt.Errorf("pgstore: close migration connection: %w", cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
+			return fmt.Errorf("register pgvector types: %w", err)
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: create pool: %w", err)
+	}
+	s := &Store{pool: pool, logger: logger}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Migrate applies the embedded migrations that the database has not
+// recorded yet, each in its own transaction, under an advisory lock shared by
+// every replica. Open already calls it; it is exported for `gateway migrate`.
+func (s *Store) Migrate(ctx context.Context) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: acquire connection: %w", err)
+	}
+	defer c.Release()
+	return migrate(ctx, c.Conn(), s.logger)
+}
+
+// Ping reports whether the database is reachable; its error wraps
+// memory.ErrUnavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("pgstore: ping: %w: %w", memory.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Close closes the pool, waiting for acquired connections to be released.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// inTx runs fn in a transaction, committing when it returns nil and rolling
+// back otherwise.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) (err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", unavailable(err))
+	}
+	defer func() {
+		if err != nil {
+			if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+				s.logger.Warn("pgstore: rollback failed", "err", rerr)
+			}
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", unavailable(err))
+	}
+	return nil
+}
+
+// unavailable marks connection-level failures (refused, reset, server
+// shutting down) with memory.ErrUnavailable, so callers can degrade instead
+// of failing; SQL errors and sentinels pass through unchanged.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, memory.ErrUnavailable) {
+		return err
+	}
+	var (
+		connErr *pgconn.ConnectError
+		netErr  net.Error
+		pgErr   *pgconn.PgError
+	)
+	switch {
+	case errors.As(err, &pgErr):
+		// Class 08 is connection exception; 57P0x the server shutting down.
+		if !strings.HasPrefix(pgErr.Code, "08") && !strings.HasPrefix(pgErr.Code, "57P0") {
+			return err
+		}
+	case errors.As(err, &connErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
+}
