@@ -15,6 +15,7 @@ func (s *Server) routes(e *echo.Echo) {
 	// Stored chat completions (GET, DELETE) are the upstream's business.
 	e.Match([]string{http.MethodGet, http.MethodDelete, http.MethodPut, http.MethodPatch}, "/v1/chat/completions", pass)
 	e.POST("/v1/memory/preview", s.instrument("preview", s.handlePreview))
+	s.adminRoutes(e)
 	e.Any("/v1/*", pass)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)

@@ -35,6 +35,9 @@ type Deps struct {
 	// Ready reports whether the proxy's dependencies can serve; /readyz
 	// answers 503 while it fails. nil means always ready.
 	Ready func(ctx context.Context) error
+	// Admin serves the memory management API (/v1/memory/conversations,
+	// /v1/memory/users); nil answers it with 503.
+	Admin MemoryAdmin
 	// Collectors are extra Prometheus collectors exposed on /metrics.
 	Collectors []prometheus.Collector
 }

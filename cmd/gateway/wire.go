@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/capture"
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/inject"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pgstore"
+	"github.com/memgate/memgate/internal/proxy"
+	"github.com/memgate/memgate/internal/redact"
+	"github.com/memgate/memgate/internal/redisstore"
+	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/tokens"
+)
+
+// store is what the gateway needs of a memory store adapter.
+type store interface {
+	proxy.MemoryAdmin
+	inject.HistoryReader
+	capture.Saver
+	Ping(ctx context.Context) error
+}
+
+// memoryLayer is the wired memory: the store, the capture queue and its
+// consumers, and the request-side assembler.
+type memoryLayer struct {
+	store    store
+	queue    capture.Queue // nil: captures are saved directly
+	capturer *capture.Capturer
+	worker   *capture.Worker // nil without a queue
+	preparer *inject.Assembler
+	closers  []func() error
+}
+
+// openStore opens the configured store and its queue, applying migrations.
+// The returned closers release them, last opened first.
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (store, capture.Queue, []func() error, error) {
+	switch cfg.Store.Driver {
+	case "sqlite":
+		st, err := sqlitestore.Open(ctx, cfg.Store.SQLitePath, logger)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("open sqlite store: %w", err)
+		}
+		return st, st.Outbox(), []func() error{st.Close}, nil
+	case "postgres":
+		pg, err := pgstore.Open(ctx, cfg.Store.PostgresURL, logger)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		closers := []func() error{pg.Close}
+		if cfg.Store.RedisURL == "" {
+			return pg, nil, closers, nil
+		}
+		rdb, err := redisstore.NewClient(cfg.Store.RedisURL)
+		if err != nil {
+			pg.Close()
+			return nil, nil, nil, err
+		}
+		closers = append(closers, rdb.Close)
+		q, err := redisstore.NewQueue(ctx, rdb, redisstore.QueueConfig{Prefix: "memgate:"})
+		if err != nil {
+			// Redis down at start-up: serve anyway, saving captures directly.
+			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
+			return pg, nil, closers, nil
+		}
+		return pg, q, closers, nil
+	}
+	return nil, nil, nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
+}
+
+// openMemory wires the memory layer for serve (and, without the HTTP side,
+// for worker).
+func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
+	st, q, closers, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	m := &memoryLayer{store: st, queue: q, closers: closers}
+	var red capture.Redactor
+	if cfg.Capture.Redact {
+		r, err := redact.New(cfg.Capture.RedactPatterns)
+		if err != nil {
+			m.close()
+			return nil, fmt.Errorf("capture.redact_patterns: %w", err)
+		}
+		red = r
+	}
+	m.capturer = capture.New(q, st, red, logger, capture.Options{})
+	if q != nil {
+		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{})
+	}
+	m.preparer = inject.New(st, counter, inject.Options{RecentMessages: cfg.Memory.RecentMessages}, logger)
+	return m, nil
+}
+
+// deps returns the proxy's collaborators.
+func (m *memoryLayer) deps(cfg config.Config) proxy.Deps {
+	d := proxy.Deps{
+		Resolver: auth.New(cfg.Keys),
+		Preparer: m.preparer,
+		Capturer: m.capturer,
+		Admin:    m.store,
+		Ready:    m.store.Ping,
+	}
+	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
+	if m.worker != nil {
+		d.Collectors = append(d.Collectors, m.worker.Collectors()...)
+	}
+	return d
+}
+
+// shutdown flushes pending captures (within ctx) and closes the store.
+func (m *memoryLayer) shutdown(ctx context.Context) error {
+	err := m.capturer.Close(ctx)
+	return errors.Join(err, m.close())
+}
+
+func (m *memoryLayer) close() error {
+	var errs []error
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		errs = append(errs, m.closers[i]())
+	}
+	return errors.Join(errs...)
+}
