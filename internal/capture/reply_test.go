@@ -198,6 +198,28 @@ func TestStreamReplyRejects(t *testing.T) {
 	}
 }
 
+func TestStreamReplyCallsWithoutIndex(t *testing.T) {
+	// Some OpenAI-compatible upstreams send each tool call whole, all at index 0.
+	s := NewStreamReply()
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"a","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","type":"function","function":{"name":"b","arguments":"{\"x\":1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	} {
+		if err := s.Add([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"a","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"b","arguments":"{\"x\":1}"}}]}`
+	if !jsonEqual(t, m.Raw, []byte(want)) {
+		t.Fatalf("raw = %s, want %s", m.Raw, want)
+	}
+}
+
 func TestStreamReplyRepeatedToolName(t *testing.T) {
 	// Some upstreams resend the id and name on every tool-call chunk.
 	s := NewStreamReply()

@@ -19,6 +19,7 @@ type StreamReply struct {
 	sawContent   bool
 	refusal      strings.Builder
 	calls        map[int]*toolCall
+	alias        map[int]int // delta index → slot in calls, when they differ
 	fn           *functionCall
 	finishReason string
 	usage        *memory.Usage
@@ -62,7 +63,16 @@ type streamChunk struct {
 
 // NewStreamReply returns an empty StreamReply.
 func NewStreamReply() *StreamReply {
-	return &StreamReply{calls: map[int]*toolCall{}}
+	return &StreamReply{calls: map[int]*toolCall{}, alias: map[int]int{}}
+}
+
+// nextSlot returns a slot after every tool call seen so far.
+func (s *StreamReply) nextSlot() int {
+	n := 0
+	for i := range s.calls {
+		n = max(n, i+1)
+	}
+	return n
 }
 
 // Add folds in one chunk: data is the JSON payload of one SSE "data:" line
@@ -96,10 +106,21 @@ func (s *StreamReply) Add(data []byte) error {
 			s.refusal.WriteString(*d.Refusal)
 		}
 		for _, tc := range d.ToolCalls {
-			cur := s.calls[tc.Index]
+			slot, ok := s.alias[tc.Index]
+			if !ok {
+				slot = tc.Index
+			}
+			cur := s.calls[slot]
+			if cur != nil && tc.ID != "" && cur.ID != "" && tc.ID != cur.ID {
+				// A different call at the same index: an upstream that leaves
+				// index at 0 and sends each call whole. Give it its own slot.
+				slot = s.nextSlot()
+				s.alias[tc.Index] = slot
+				cur = nil
+			}
 			if cur == nil {
 				cur = &toolCall{}
-				s.calls[tc.Index] = cur
+				s.calls[slot] = cur
 			}
 			cur.ID = mergePiece(cur.ID, tc.ID)
 			cur.Type = mergePiece(cur.Type, tc.Type)
