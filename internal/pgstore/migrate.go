@@ -97,3 +97,6 @@ func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err erro
 	}
 	return nil
 }
+
+// migrationsFS is the embedded migration files.
+func migrationsFS() fs.FS { return migrations.FS }
