@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // mustRunWorker runs w until the test ends.
@@ -179,5 +180,19 @@ func TestWorkerStopsOnCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestCollectorsRegisterTogether(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c := mustCapturer(t, newFakeQueue(), newFakeSaver(), nil, Options{})
+	w := NewWorker(newFakeQueue(), newFakeSaver(), nil, WorkerOptions{})
+	for _, col := range append(c.Collectors(), w.Collectors()...) {
+		if err := reg.Register(col); err != nil {
+			t.Fatalf("register: %v", err)
+		}
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("gather: %v", err)
 	}
 }
