@@ -97,6 +97,12 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 	wantCapture := memOn && mode.Stores() && s.deps.Capturer != nil && resp.StatusCode/100 == 2
 	rc := http.NewResponseController(w.Writer)
 	if isEventStream(resp.Header) {
+		// The client learns at once that the stream started, as it would
+		// from the upstream itself.
+		if rc.Flush() != nil {
+			x.status = statusClientClosed
+			return
+		}
 		var t *tee
 		if wantCapture {
 			t = newTee()

@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// gateway is a proxy under test in front of a fake upstream.
+type gateway struct {
+	URL  string
+	srv  *Server
+	up   *upstreamtest.Server
+	logs *syncBuffer
+}
+
+// testConfig is the default configuration with fast retries, pointed at up.
+func testConfig(up *upstreamtest.Server) config.Config {
+	cfg := config.Default()
+	cfg.Upstream.BaseURL = up.URL()
+	cfg.Upstream.RetryBaseDelay = config.Duration(time.Millisecond)
+	cfg.Upstream.RetryMaxDelay = config.Duration(20 * time.Millisecond)
+	cfg.Upstream.FirstByteTimeout = config.Duration(10 * time.Second)
+	cfg.ShutdownGrace = config.Duration(5 * time.Second)
+	cfg.Upstream.IdleStreamTimeout = config.Duration(5 * time.Second)
+	return cfg
+}
+
+// mustGateway starts a proxy for up, with cfg adjusted by mutate, served by
+// an httptest server closed when the test ends. Logs are kept at debug level.
+func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Config), deps Deps) *gateway {
+	tb.Helper()
+	cfg := testConfig(up)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := New(cfg, deps, logger)
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	tb.Cleanup(ts.Close)
+	tb.Cleanup(s.up.transport.CloseIdleConnections)
+	return &gateway{URL: ts.URL, srv: s, up: up, logs: logs}
+}
+
+// post sends body to path with the given headers and returns the response
+// and its whole body.
+func (g *gateway) post(tb testing.TB, path, body string, header map[string]string) (*http.Response, []byte) {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.URL+path, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return do(tb, req)
+}
+
+func do(tb testing.TB, req *http.Request) (*http.Response, []byte) {
+	tb.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("read body: %v", err)
+	}
+	return resp, b
+}
+
+// metrics returns the gateway's /metrics text.
+func (g *gateway) metrics(tb testing.TB) string {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/metrics", nil)
+	_, b := do(tb, req)
+	return string(b)
+}
+
+// waitMetric polls /metrics until it contains line.
+func (g *gateway) waitMetric(tb testing.TB, line string) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m := g.metrics(tb)
+		if strings.Contains(m, line) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("metric %q not found in:\n%s", line, grepLines(m, "memgate_"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// apiErrorBody decodes an OpenAI-shaped error body, failing the test when it
+// is not one.
+func apiErrorBody(tb testing.TB, b []byte) (typ, code, param string) {
+	tb.Helper()
+	var e struct {
+		Error *struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil || e.Error == nil || e.Error.Message == "" || e.Error.Type == "" {
+		tb.Fatalf("not an OpenAI error body: %s", b)
+	}
+	if e.Error.Code != nil {
+		code = *e.Error.Code
+	}
+	if e.Error.Param != nil {
+		param = *e.Error.Param
+	}
+	return e.Error.Type, code, param
+}
+
+// jsonEqual reports whether a and b hold equal JSON values.
+func jsonEqual(tb testing.TB, a, b []byte) bool {
+	tb.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		tb.Fatalf("unmarshal %s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		tb.Fatalf("unmarshal %s: %v", b, err)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// wait receives from ch or fails after 5s.
+func wait[T any](tb testing.TB, ch <-chan T, what string) T {
+	tb.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		tb.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+// streamRequest starts a streaming chat request and returns the response,
+// whose body the caller reads.
+func (g *gateway) streamRequest(tb testing.TB, ctx context.Context, header map[string]string) *http.Response {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("stream request: %v", err)
+	}
+	tb.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+const simpleChat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`

@@ -1,0 +1,173 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+func TestRetryBeforeFirstByte(t *testing.T) {
+	ok := upstreamtest.Chat(upstreamtest.DefaultReply)
+	fail := func(status int) http.Handler { return upstreamtest.Error(status, "server_error", "", "try again") }
+	tests := []struct {
+		name       string
+		handler    http.Handler
+		retries    int
+		maxDelay   time.Duration
+		wantStatus int
+		wantCalls  int
+		minElapsed time.Duration
+	}{
+		{"429 then 200", upstreamtest.Sequence(upstreamtest.RateLimited("0"), ok), 2, 20 * time.Millisecond, 200, 2, 0},
+		{"502 503 504 then 200", upstreamtest.Sequence(fail(502), fail(503), fail(504), ok), 3, 20 * time.Millisecond, 200, 4, 0},
+		{"Retry-After honoured", upstreamtest.Sequence(upstreamtest.RateLimited("1"), ok), 2, 5 * time.Second, 200, 2, time.Second},
+		{"Retry-After capped", upstreamtest.Sequence(upstreamtest.RateLimited("120"), ok), 2, 300 * time.Millisecond, 200, 2, 300 * time.Millisecond},
+		{"retries exhausted", fail(503), 2, 20 * time.Millisecond, 503, 3, 0},
+		{"500 not retried", upstreamtest.Sequence(fail(500), ok), 2, 20 * time.Millisecond, 500, 1, 0},
+		{"400 not retried", upstreamtest.Sequence(fail(400), ok), 2, 20 * time.Millisecond, 400, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, tt.handler)
+			g := mustGateway(t, up, func(c *config.Config) {
+				c.Upstream.Retries = tt.retries
+				c.Upstream.RetryMaxDelay = config.Duration(tt.maxDelay)
+			}, Deps{})
+			start := time.Now()
+			resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
+			elapsed := time.Since(start)
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, b)
+			}
+			if n := up.Calls(); n != tt.wantCalls {
+				t.Errorf("upstream calls %d, want %d", n, tt.wantCalls)
+			}
+			if elapsed < tt.minElapsed {
+				t.Errorf("answered after %v, want at least %v (Retry-After)", elapsed, tt.minElapsed)
+			}
+			if tt.maxDelay < time.Second && elapsed > 3*time.Second {
+				t.Errorf("answered after %v: Retry-After was not capped", elapsed)
+			}
+			if tt.wantStatus == 200 {
+				if ids := requestIDs(up); ids[0] != ids[len(ids)-1] {
+					t.Errorf("retries sent different request ids %v", ids)
+				}
+			}
+		})
+	}
+}
+
+func requestIDs(up *upstreamtest.Server) []string {
+	var ids []string
+	for _, r := range up.Requests() {
+		ids = append(ids, r.Header.Get("X-Request-Id"))
+	}
+	return ids
+}
+
+func TestRetryOnConnectionError(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	var dropped atomic.Bool
+	up.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if dropped.CompareAndSwap(false, true) {
+			panic(http.ErrAbortHandler) // connection closed without a response
+		}
+		upstreamtest.Default().ServeHTTP(w, r)
+	}))
+	g := mustGateway(t, up, nil, Deps{})
+	resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if n := up.Calls(); n != 2 {
+		t.Errorf("upstream calls %d, want 2", n)
+	}
+}
+
+func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
+	up := upstreamtest.New(t, upstreamtest.Error(500, "server_error", "", "boom"))
+	g := mustGateway(t, up, func(c *config.Config) {
+		c.Upstream.Retries = 0
+		c.Upstream.Breaker.ConsecutiveFailures = 3
+		c.Upstream.Breaker.OpenTimeout = config.Duration(300 * time.Millisecond)
+	}, Deps{})
+	for i := range 3 {
+		if resp, _ := g.post(t, "/v1/chat/completions", simpleChat, nil); resp.StatusCode != 500 {
+			t.Fatalf("request %d: status %d, want the upstream's 500", i, resp.StatusCode)
+		}
+	}
+	g.waitMetric(t, `memgate_upstream_breaker_state{host="`+up.Addr()[len("http://"):]+`"} 2`)
+	for i := range 5 {
+		start := time.Now()
+		resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("open breaker, request %d: status %d, want 503", i, resp.StatusCode)
+		}
+		if _, code, _ := apiErrorBody(t, b); code != "upstream_unavailable" {
+			t.Errorf("code %q, want upstream_unavailable", code)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("open breaker answered after %v", d)
+		}
+	}
+	if n := up.Calls(); n != 3 {
+		t.Errorf("upstream calls %d while open, want 3", n)
+	}
+	up.SetHandler(nil)
+	up.SetHandler(upstreamtest.Default())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, _ := g.post(t, "/v1/chat/completions", simpleChat, nil)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker did not close: status %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := up.Calls(); n != 4 {
+		t.Errorf("upstream calls %d after closing, want 4", n)
+	}
+}
+
+func TestUpstreamTimeouts(t *testing.T) {
+	t.Run("first byte", func(t *testing.T) {
+		up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		g := mustGateway(t, up, func(c *config.Config) {
+			c.Upstream.FirstByteTimeout = config.Duration(100 * time.Millisecond)
+		}, Deps{})
+		resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
+		if resp.StatusCode != http.StatusGatewayTimeout {
+			t.Fatalf("status %d, want 504: %s", resp.StatusCode, b)
+		}
+		if _, code, _ := apiErrorBody(t, b); code != "upstream_timeout" {
+			t.Errorf("code %q, want upstream_timeout", code)
+		}
+		if n := up.Calls(); n != 1 {
+			t.Errorf("upstream calls %d, want 1 (timeouts are not retried)", n)
+		}
+	})
+	t.Run("idle stream", func(t *testing.T) {
+		feed := upstreamtest.NewFeed()
+		up := upstreamtest.New(t, feed)
+		g := mustGateway(t, up, func(c *config.Config) {
+			c.Upstream.IdleStreamTimeout = config.Duration(150 * time.Millisecond)
+		}, Deps{})
+		resp := g.streamRequest(t, context.Background(), nil)
+		br := bufio.NewReader(resp.Body)
+		feed.Send(t, `{"n":1}`)
+		readEvent(t, br)
+		wait(t, feed.Canceled(), "idle upstream stream to be cancelled")
+		if _, err := io.ReadAll(br); err == nil {
+			t.Error("client saw a clean end of an aborted stream")
+		}
+	})
+}

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// readEvent reads one SSE event (up to its blank line) from br.
+func readEvent(tb testing.TB, br *bufio.Reader) string {
+	tb.Helper()
+	var b strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			tb.Fatalf("read event: %v (got %q)", err, b.String())
+		}
+		if line == "\n" {
+			return b.String()
+		}
+		b.WriteString(line)
+	}
+}
+
+func TestStreamRelaysByteForByte(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{})
+	reply := upstreamtest.Reply{Content: "Sure. ", ToolCalls: []upstreamtest.ToolCall{
+		{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Lisbon"}`},
+		{ID: "call_2", Name: "get_time", Arguments: `{"tz":"WET"}`},
+	}}
+	up.SetHandler(upstreamtest.Chat(reply))
+	body := `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	resp, got := g.post(t, "/v1/chat/completions", body, nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var want strings.Builder
+	for _, e := range upstreamtest.StreamEvents("gpt-4o", reply, true) {
+		want.WriteString("data: " + e + "\n\n")
+	}
+	want.WriteString("data: [DONE]\n\n")
+	if string(got) != want.String() {
+		t.Errorf("stream differs:\n got %q\nwant %q", got, want.String())
+	}
+	if !strings.Contains(string(got), `"choices":[],"usage":{"prompt_tokens":9`) {
+		t.Errorf("usage chunk missing")
+	}
+}
+
+func TestStreamFirstEventArrivesBeforeUpstreamFinishes(t *testing.T) {
+	feed := upstreamtest.NewFeed()
+	up := upstreamtest.New(t, feed)
+	g := mustGateway(t, up, nil, Deps{})
+	resp := g.streamRequest(t, context.Background(), nil)
+	br := bufio.NewReader(resp.Body)
+	events := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}
+	for _, e := range events {
+		feed.Send(t, e)
+		// The upstream still holds the rest of the stream: this event can
+		// only arrive because the gateway flushed it.
+		if got := readEvent(t, br); got != "data: "+e+"\n" {
+			t.Fatalf("event %q, want data: %s", got, e)
+		}
+	}
+	feed.End(t)
+	if got := readEvent(t, br); got != "data: [DONE]\n" {
+		t.Fatalf("last event %q, want [DONE]", got)
+	}
+	if rest, _ := io.ReadAll(br); len(rest) != 0 {
+		t.Errorf("unexpected trailing bytes %q", rest)
+	}
+}
+
+func TestClientDisconnectCancelsUpstream(t *testing.T) {
+	feed := upstreamtest.NewFeed()
+	up := upstreamtest.New(t, feed)
+	g := mustGateway(t, up, nil, Deps{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := g.streamRequest(t, ctx, nil)
+	br := bufio.NewReader(resp.Body)
+	feed.Send(t, `{"n":1}`)
+	readEvent(t, br)
+	cancel()
+	wait(t, feed.Canceled(), "upstream request to be cancelled")
+	g.waitMetric(t, `memgate_http_requests_total{route="chat",status="499"} 1`)
+}
+
+func TestStreamBrokenMidwayIsAbortedNotRetried(t *testing.T) {
+	feed := upstreamtest.NewFeed()
+	up := upstreamtest.New(t, feed)
+	g := mustGateway(t, up, nil, Deps{})
+	resp := g.streamRequest(t, context.Background(), nil)
+	br := bufio.NewReader(resp.Body)
+	feed.Send(t, `{"n":1}`)
+	readEvent(t, br)
+	feed.Break(t)
+	rest, err := io.ReadAll(br)
+	if err == nil {
+		t.Errorf("client read a clean end after the upstream broke (got %q)", rest)
+	}
+	if strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("broken stream was completed: %q", rest)
+	}
+	if n := up.Calls(); n != 1 {
+		t.Errorf("upstream called %d times, want 1 (no retry after the first byte)", n)
+	}
+	g.waitMetric(t, `memgate_http_requests_total{route="chat",status="502"} 1`)
+}
