@@ -40,9 +40,13 @@ type Redactor interface {
 // Options tunes a Capturer. Zero fields take the defaults noted.
 type Options struct {
 	// Buffer is the capacity of the hand-off channel between requests and the
-	// background goroutine (default 1024). When it is full, Capture drops the
-	// exchange, counts it and logs an error, rather than delay the client.
+	// background goroutine (default 4096). When it is full, Capture waits for
+	// room for up to FullWait: the proxy calls Capture after the client has
+	// its whole reply, so the wait slows the handler, not the client.
 	Buffer int
+	// FullWait bounds that wait (default 30s); only past it is an exchange
+	// dropped, counted and logged.
+	FullWait time.Duration
 	// RetryBuffer bounds the exchanges waiting for the queue or the store to
 	// come back (default 1024). When it is full the background goroutine
 	// waits, and Buffer absorbs new captures.
@@ -56,7 +60,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Buffer <= 0 {
-		o.Buffer = 1024
+		o.Buffer = 4096
+	}
+	if o.FullWait <= 0 {
+		o.FullWait = 30 * time.Second
 	}
 	if o.RetryBuffer <= 0 {
 		o.RetryBuffer = 1024
@@ -129,8 +136,9 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 
 // Capture hands an exchange over for persistence and returns at once; it
 // never waits on the queue or the store. An exchange without an ID gets a
-// random one, which then keys its messages. Capture after Close, or with the
-// hand-off buffer full, drops the exchange, counts it and logs an error.
+// random one, which then keys its messages. With the hand-off buffer full it
+// waits up to Options.FullWait for room. Capture after Close, or past that
+// wait, drops the exchange, counts it and logs an error.
 func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 	if ex.ID == "" {
 		ex.ID = randomID()
@@ -147,7 +155,16 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 	select {
 	case c.in <- ex:
 		c.metrics.captured.Inc()
+		return
 	default:
+	}
+	c.metrics.failures.WithLabelValues("buffer_full").Inc()
+	t := time.NewTimer(c.opts.FullWait)
+	defer t.Stop()
+	select {
+	case c.in <- ex:
+		c.metrics.captured.Inc()
+	case <-t.C:
 		c.drop(ctx, ex, "capture buffer full")
 	}
 }

@@ -61,11 +61,13 @@ func TestCapturerPaths(t *testing.T) {
 	}
 }
 
-func TestCaptureNeverBlocks(t *testing.T) {
+// TestCaptureBoundedWhenFull: with the queue hung and the buffer full,
+// Capture waits at most FullWait, then drops and counts the exchange.
+func TestCaptureBoundedWhenFull(t *testing.T) {
 	q, s := newFakeQueue(), newFakeSaver()
 	release := make(chan struct{})
 	q.block = release // every Enqueue hangs until released
-	c := New(q, s, nil, nil, Options{Buffer: 2})
+	c := New(q, s, nil, nil, Options{Buffer: 2, FullWait: time.Millisecond})
 	done := make(chan struct{})
 	go func() {
 		for i := range 50 {
@@ -76,7 +78,7 @@ func TestCaptureNeverBlocks(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("Capture blocked while the queue hung")
+		t.Fatal("Capture blocked past FullWait while the queue hung")
 	}
 	dropped := value(t, c.metrics.dropped)
 	if dropped < 47 || dropped > 48 { // one in flight in pump, two buffered
@@ -93,6 +95,33 @@ func TestCaptureNeverBlocks(t *testing.T) {
 	c.Capture(context.Background(), exchange(t, "late", "hi", "hello"))
 	if value(t, c.metrics.dropped) != dropped+1 {
 		t.Error("capture after Close not counted as dropped")
+	}
+}
+
+// TestCaptureWaitsForRoom: a burst larger than the buffer is not dropped
+// when the queue frees room within FullWait.
+func TestCaptureWaitsForRoom(t *testing.T) {
+	q, s := newFakeQueue(), newFakeSaver()
+	release := make(chan struct{})
+	q.block = release
+	c := New(q, s, nil, nil, Options{Buffer: 2, FullWait: time.Minute})
+	done := make(chan struct{})
+	go func() {
+		for i := range 20 {
+			c.Capture(context.Background(), exchange(t, fmt.Sprint("ex", i), "hi", "hello"))
+		}
+		close(done)
+	}()
+	close(release) // the queue comes back while Capture waits
+	<-done
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := value(t, c.metrics.dropped); d != 0 {
+		t.Fatalf("dropped = %v, want 0", d)
+	}
+	if n := len(q.payloads()); n != 20 {
+		t.Fatalf("enqueued = %d, want 20", n)
 	}
 }
 
