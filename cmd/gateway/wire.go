@@ -63,7 +63,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 			return nil, nil, nil, err
 		}
 		closers = append(closers, rdb.Close)
-		q, err := redisstore.NewQueue(ctx, rdb, redisstore.QueueConfig{Prefix: "memgate:"})
+		q, err := redisstore.NewQueue(ctx, rdb, redisstore.QueueConfig{Prefix: cfg.Store.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)

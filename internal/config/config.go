@@ -90,6 +90,9 @@ type Store struct {
 	// RedisURL is the Redis URL for the hot cache and capture queue in
 	// postgres mode (GATEWAY_REDIS_URL); empty disables Redis.
 	RedisURL string `yaml:"redis_url"`
+	// RedisPrefix starts every Redis key memgate uses, so several deployments
+	// can share one Redis.
+	RedisPrefix string `yaml:"redis_prefix"`
 }
 
 // Capture configures exchange persistence.
@@ -146,8 +149,9 @@ func Default() Config {
 			},
 		},
 		Store: Store{
-			Driver:     "sqlite",
-			SQLitePath: "./data/memgate.db",
+			Driver:      "sqlite",
+			SQLitePath:  "./data/memgate.db",
+			RedisPrefix: "memgate:",
 		},
 		Capture: Capture{Worker: true, Redact: true},
 		Memory: Memory{
