@@ -16,11 +16,20 @@ import (
 )
 
 // NewClient returns a Redis client for url (redis://[:password@]host:port/db
-// or rediss:// for TLS). It does not connect until first used.
+// or rediss:// for TLS). It does not connect until first used. Unless the
+// URL says otherwise (dial_timeout=…), dialing gives up after one second and
+// one retry, so an unreachable Redis degrades the cache quickly instead of
+// stalling requests.
 func NewClient(url string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: parse url: %w", err)
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = time.Second
+	}
+	if opts.DialerRetries == 0 {
+		opts.DialerRetries = 1
 	}
 	return redis.NewClient(opts), nil
 }

@@ -1,0 +1,308 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Backend is the memory store a Cache sits in front of. The Cache serves the
+// whole store contract, so it needs all of it: it reads through Recent and
+// delegates everything else.
+type Backend interface {
+	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
+	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
+	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	DeleteConversation(ctx context.Context, id memory.Identity) error
+	DeleteUser(ctx context.Context, tenant, user string) error
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// CacheConfig tunes a Cache.
+type CacheConfig struct {
+	// Prefix is prepended to every key (e.g. "memgate:").
+	Prefix string
+	// Window is how many of a conversation's newest live messages are cached;
+	// default 50. Recent calls asking for more go to the backend.
+	Window int
+	// TTL is how long an unused conversation stays cached; every read renews
+	// it. Default 1h.
+	TTL time.Duration
+}
+
+// tombstoneTTL is how long a deleted conversation refuses to be cached
+// again, so a read that loaded it just before the delete cannot put it back.
+const tombstoneTTL = 30 * time.Second
+
+// tombstone is the version a deleted conversation's cache carries: larger
+// than any real Seq, so no refill passes the version check.
+const tombstone = "9223372036854775807"
+
+// Cache keeps the recent window of each conversation in a capped Redis list
+// in front of a Backend, and is itself a complete memory store:
+//
+//   - Recent(n ≤ Window) reads the list, renewing its TTL; on a miss it reads
+//     Window messages from the backend and fills the list.
+//   - SaveExchange writes through to the backend, then reloads the window
+//     from it (so edits and regenerations that supersede messages are
+//     reflected exactly), or drops the cached window if the reload fails.
+//   - DeleteConversation and DeleteUser delete from the backend, then drop
+//     the cached windows (each user's cached conversations are tracked in a
+//     set).
+//
+// Every fill is versioned by the newest Seq it holds, so a slow reader can
+// never overwrite a fresher window. When Redis fails, reads and writes go to
+// the backend alone and a warning is logged (never message contents); the
+// deletes, however, return an error wrapping memory.ErrUnavailable when the
+// cache could not be cleared, because erased data must not stay served.
+type Cache struct {
+	rdb    redis.UniversalClient
+	inner  Backend
+	logger *slog.Logger
+	prefix string
+	window int
+	ttl    time.Duration
+}
+
+// NewCache returns a Cache of inner on rdb.
+func NewCache(rdb redis.UniversalClient, inner Backend, logger *slog.Logger, cfg CacheConfig) *Cache {
+	if cfg.Window <= 0 {
+		cfg.Window = 50
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = time.Hour
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{rdb: rdb, inner: inner, logger: logger, prefix: cfg.Prefix, window: cfg.Window, ttl: cfg.TTL}
+}
+
+// cachedMessage is a message as stored in the list; the identity is the key's.
+type cachedMessage struct {
+	Seq       int64           `json:"s"`
+	Key       string          `json:"k"`
+	Role      string          `json:"r"`
+	Content   string          `json:"c"`
+	Raw       json.RawMessage `json:"j,omitempty"`
+	Tokens    int             `json:"t"`
+	CreatedAt time.Time       `json:"at"`
+}
+
+// Keys. Ids cannot contain '/', so the joins are unambiguous.
+func (c *Cache) listKey(id memory.Identity) string {
+	return c.prefix + "recent:" + id.Tenant + "/" + id.User + "/" + id.Conversation
+}
+func (c *Cache) versionKey(id memory.Identity) string { return c.listKey(id) + ":v" }
+func (c *Cache) userKey(tenant, user string) string {
+	return c.prefix + "recent-convs:" + tenant + "/" + user
+}
+
+// fillScript replaces a cached window unless a fresher one (higher version)
+// is there. KEYS: list, version, user set. ARGV: version, ttl ms, messages.
+var fillScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if cur > tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+if #ARGV > 2 then
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('SADD', KEYS[3], KEYS[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+return 1
+`)
+
+// Recent returns up to n newest live messages of the conversation, oldest
+// first, from the cache when it holds them.
+func (c *Cache) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if n > c.window {
+		return c.inner.Recent(ctx, id, n)
+	}
+	msgs, hit, err := c.readWindow(ctx, id, n)
+	if err != nil {
+		c.logger.Warn("redisstore: cache read failed; reading the store", "tenant", id.Tenant, "err", err)
+		return c.inner.Recent(ctx, id, n)
+	}
+	if hit {
+		return msgs, nil
+	}
+	all, err := c.inner.Recent(ctx, id, c.window)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) > 0 {
+		if err := c.fill(ctx, id, all); err != nil {
+			c.logger.Warn("redisstore: cache fill failed", "tenant", id.Tenant, "err", err)
+		}
+	}
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return all, nil
+}
+
+// readWindow reads the newest n cached messages and renews the TTLs; hit is
+// false when nothing is cached.
+func (c *Cache) readWindow(ctx context.Context, id memory.Identity, n int) ([]memory.Message, bool, error) {
+	var lr *redis.StringSliceCmd
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		lr = p.LRange(ctx, c.listKey(id), int64(-n), -1)
+		p.PExpire(ctx, c.listKey(id), c.ttl)
+		p.PExpire(ctx, c.versionKey(id), c.ttl)
+		p.PExpire(ctx, c.userKey(id.Tenant, id.User), c.ttl)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	items := lr.Val()
+	if len(items) == 0 {
+		return nil, false, nil
+	}
+	msgs := make([]memory.Message, len(items))
+	for i, it := range items {
+		var cm cachedMessage
+		if err := json.Unmarshal([]byte(it), &cm); err != nil {
+			return nil, false, fmt.Errorf("decode cached message: %w", err)
+		}
+		msgs[i] = memory.Message{
+			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+			Seq: cm.Seq, Key: cm.Key, Role: cm.Role, Content: cm.Content,
+			Raw: cm.Raw, Tokens: cm.Tokens, CreatedAt: cm.CreatedAt,
+		}
+	}
+	return msgs, true, nil
+}
+
+// fill replaces the cached window with msgs (the newest live messages,
+// oldest first), unless a fresher window is cached.
+func (c *Cache) fill(ctx context.Context, id memory.Identity, msgs []memory.Message) error {
+	args := make([]any, 0, len(msgs)+2)
+	var version int64
+	if len(msgs) > 0 {
+		version = msgs[len(msgs)-1].Seq
+	}
+	args = append(args, version, c.ttl.Milliseconds())
+	for _, m := range msgs {
+		b, err := json.Marshal(cachedMessage{
+			Seq: m.Seq, Key: m.Key, Role: m.Role, Content: m.Content,
+			Raw: m.Raw, Tokens: m.Tokens, CreatedAt: m.CreatedAt,
+		})
+		if err != nil {
+			return fmt.Errorf("encode message: %w", err)
+		}
+		args = append(args, b)
+	}
+	keys := []string{c.listKey(id), c.versionKey(id), c.userKey(id.Tenant, id.User)}
+	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	return nil
+}
+
+// SaveExchange stores ex in the backend, then refreshes the conversation's
+// cached window from it.
+func (c *Cache) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := c.inner.SaveExchange(ctx, ex)
+	if err != nil || res.Duplicate || res.Dropped {
+		return res, err
+	}
+	msgs, err := c.inner.Recent(ctx, ex.Identity, c.window)
+	if err == nil {
+		err = c.fill(ctx, ex.Identity, msgs)
+	}
+	if err != nil {
+		c.logger.Warn("redisstore: cache refresh after save failed; dropping the cached window", "tenant", ex.Tenant, "err", err)
+		if derr := c.rdb.Del(ctx, c.listKey(ex.Identity), c.versionKey(ex.Identity)).Err(); derr != nil {
+			c.logger.Warn("redisstore: dropping the cached window failed", "tenant", ex.Tenant, "err", derr)
+		}
+	}
+	return res, nil
+}
+
+// invalidate drops cached windows and leaves tombstones that keep in-flight
+// refills from restoring them.
+func (c *Cache) invalidate(ctx context.Context, userKey string, lists ...string) error {
+	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, l := range lists {
+			p.Del(ctx, l)
+			p.Set(ctx, l+":v", tombstone, tombstoneTTL)
+			p.SRem(ctx, userKey, l)
+		}
+		return nil
+	})
+	return err
+}
+
+// DeleteConversation deletes the conversation from the backend and drops its
+// cached window, even when the backend reports memory.ErrNotFound.
+func (c *Cache) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := c.inner.DeleteConversation(ctx, id)
+	if err != nil && !errors.Is(err, memory.ErrNotFound) {
+		return err
+	}
+	if cerr := c.invalidate(ctx, c.userKey(id.Tenant, id.User), c.listKey(id)); cerr != nil {
+		return fmt.Errorf("redisstore: clear cached conversation: %w: %w", memory.ErrUnavailable, cerr)
+	}
+	return err
+}
+
+// DeleteUser erases the user in the backend and drops every cached window of
+// theirs.
+func (c *Cache) DeleteUser(ctx context.Context, tenant, user string) error {
+	if err := c.inner.DeleteUser(ctx, tenant, user); err != nil {
+		return err
+	}
+	uk := c.userKey(tenant, user)
+	lists, err := c.rdb.SMembers(ctx, uk).Result()
+	if err == nil && len(lists) > 0 {
+		err = c.invalidate(ctx, uk, lists...)
+	}
+	if err == nil {
+		err = c.rdb.Del(ctx, uk).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: clear cached conversations: %w: %w", memory.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Conversations delegates to the backend.
+func (c *Cache) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	return c.inner.Conversations(ctx, tenant, user)
+}
+
+// Conversation delegates to the backend.
+func (c *Cache) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	return c.inner.Conversation(ctx, id)
+}
+
+// Ping reports the backend's health; Redis being down only degrades the
+// cache, so it is not checked here (see PingCache).
+func (c *Cache) Ping(ctx context.Context) error { return c.inner.Ping(ctx) }
+
+// PingCache reports whether Redis answers.
+func (c *Cache) PingCache(ctx context.Context) error {
+	if err := c.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: ping: %w", unavailable(err))
+	}
+	return nil
+}
+
+// Close closes the backend. The Redis client belongs to the caller.
+func (c *Cache) Close() error { return c.inner.Close() }
+
