@@ -305,4 +305,3 @@ func (c *Cache) PingCache(ctx context.Context) error {
 
 // Close closes the backend. The Redis client belongs to the caller.
 func (c *Cache) Close() error { return c.inner.Close() }
-
