@@ -172,10 +172,15 @@ func (s *Server) inject(ctx context.Context, h http.Header, x *exchange, body *c
 }
 
 // streamFailed ends a response whose upstream body broke after the headers
-// were sent: a gone client is recorded as 499; otherwise the connection is
-// aborted so the client sees an incomplete response, never a truncated one
+// were sent: a gone client is recorded as 499; otherwise (an upstream
+// failure, or shutdown cancelling the stream) the connection is aborted so the client sees an incomplete response, never a truncated one
 // passed off as complete.
 func (s *Server) streamFailed(r *http.Request, x *exchange, err error) {
+	if s.baseCtx.Err() != nil {
+		// Shutdown's grace period is over: cut the stream.
+		x.status = http.StatusServiceUnavailable
+		panic(http.ErrAbortHandler)
+	}
 	if err == errClientGone || r.Context().Err() != nil {
 		x.status = statusClientClosed
 		return

@@ -1,0 +1,316 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// preparerFunc adapts a function to Preparer.
+type preparerFunc func(ctx context.Context, req memory.Request) (memory.Prepared, error)
+
+func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
+	return f(ctx, req)
+}
+
+// chanCapturer hands every captured exchange to a channel.
+type chanCapturer chan memory.Exchange
+
+func (c chanCapturer) Capture(_ context.Context, ex memory.Exchange) { c <- ex }
+
+var memoryNote = json.RawMessage(`{"role":"system","content":"Memory: the user likes tea."}`)
+
+// injecting prepends memoryNote to the client's messages and records the
+// request it was given.
+func injecting(got chan<- memory.Request) preparerFunc {
+	return func(_ context.Context, req memory.Request) (memory.Prepared, error) {
+		got <- req
+		msgs := append([]json.RawMessage{memoryNote}, req.Messages...)
+		return memory.Prepared{Messages: msgs, TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
+	}
+}
+
+const memoryChat = `{"model":"gpt-4o","temperature":0.2,"user":"body-user","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"messages":[` +
+	`{"role":"system","content":"Be brief."},{"role":"user","content":"I like tea"},{"role":"assistant","content":"Noted."},{"role":"user","content":"What do I like?"}]}`
+
+func TestMemoryInjection(t *testing.T) {
+	reqs := make(chan memory.Request, 1)
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: injecting(reqs)})
+	resp, b := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{
+		"X-Memory-User": "alice", "X-Memory-Budget": "500", "X-Memory-Cross": "off", "X-Memory-Conversation": "c1",
+	})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	req := wait(t, reqs, "Prepare")
+	if req.User != "alice" || req.Tenant != memory.DefaultTenant || req.Conversation != "c1" || req.Budget != 500 ||
+		req.CrossConversation || req.Model != "gpt-4o" || len(req.Messages) != 4 || len(req.Parsed) != 4 || req.Parsed[3].Content != "What do I like?" {
+		t.Errorf("memory request %+v", req)
+	}
+	for k, want := range map[string]string{
+		"X-Memory-Tokens-Original": "120", "X-Memory-Tokens-Sent": "80", "X-Memory-Over-Budget": "true",
+		"X-Memory-Conversation": "c1", "X-Memory-Degraded": "",
+	} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	var sent, orig map[string]json.RawMessage
+	json.Unmarshal(up.Last(t).Body, &sent)
+	json.Unmarshal([]byte(memoryChat), &orig)
+	var msgs []json.RawMessage
+	json.Unmarshal(sent["messages"], &msgs)
+	if len(msgs) != 5 || !jsonEqual(t, msgs[0], memoryNote) {
+		t.Errorf("upstream messages %s", sent["messages"])
+	}
+	delete(sent, "messages")
+	delete(orig, "messages")
+	a, _ := json.Marshal(sent)
+	o, _ := json.Marshal(orig)
+	if !jsonEqual(t, a, o) {
+		t.Errorf("fields other than messages changed:\n got %s\nwant %s", a, o)
+	}
+}
+
+func TestMemoryDegradesToOriginalMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		prep preparerFunc
+	}{
+		{"error", func(context.Context, memory.Request) (memory.Prepared, error) {
+			return memory.Prepared{}, memory.ErrUnavailable
+		}},
+		{"deadline honoured", func(ctx context.Context, _ memory.Request) (memory.Prepared, error) {
+			<-ctx.Done()
+			return memory.Prepared{}, ctx.Err()
+		}},
+		{"deadline ignored", func(context.Context, memory.Request) (memory.Prepared, error) {
+			time.Sleep(time.Second)
+			return memory.Prepared{Messages: []json.RawMessage{memoryNote}}, nil
+		}},
+		{"no messages", func(context.Context, memory.Request) (memory.Prepared, error) { return memory.Prepared{}, nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			g := mustGateway(t, up, func(c *config.Config) { c.Memory.LoadTimeout = config.Duration(50 * time.Millisecond) },
+				Deps{Resolver: auth.New(nil), Preparer: tt.prep})
+			start := time.Now()
+			resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
+			if d := time.Since(start); d > 500*time.Millisecond {
+				t.Errorf("took %v: the load timeout was not enforced", d)
+			}
+			if resp.StatusCode != 200 || resp.Header.Get("X-Memory-Degraded") != "true" {
+				t.Errorf("status %d, X-Memory-Degraded %q", resp.StatusCode, resp.Header.Get("X-Memory-Degraded"))
+			}
+			if got := string(up.Last(t).Body); got != memoryChat {
+				t.Errorf("degraded request was not forwarded verbatim: %s", got)
+			}
+			g.waitMetric(t, "memgate_memory_degraded_total 1")
+		})
+	}
+}
+
+func TestMemoryOffForwardsVerbatim(t *testing.T) {
+	tests := []struct {
+		name   string
+		header map[string]string
+		body   string
+	}{
+		{"no user", nil, simpleChat},
+		{"mode off", map[string]string{"X-Memory-User": "alice", "X-Memory-Mode": "off"}, simpleChat},
+		{"mode write", map[string]string{"X-Memory-User": "alice", "X-Memory-Mode": "write"}, simpleChat},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			called := make(chan memory.Request, 1)
+			up := upstreamtest.New(t, nil)
+			g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: injecting(called)})
+			resp, _ := g.post(t, "/v1/chat/completions", tt.body, tt.header)
+			if resp.StatusCode != 200 || string(up.Last(t).Body) != tt.body {
+				t.Errorf("status %d, upstream body %s", resp.StatusCode, up.Last(t).Body)
+			}
+			if len(called) != 0 {
+				t.Error("Prepare was called")
+			}
+		})
+	}
+}
+
+func TestCapture(t *testing.T) {
+	reply := upstreamtest.Reply{Content: "You like tea.", Usage: &upstreamtest.Usage{PromptTokens: 30, CompletionTokens: 4}}
+	tests := []struct {
+		name   string
+		body   string
+		header map[string]string
+		want   bool
+	}{
+		{"non-streaming", memoryChat, map[string]string{"X-Memory-User": "alice"}, true},
+		{"streaming", strings.Replace(memoryChat, `"temperature"`, `"stream":true,"stream_options":{"include_usage":true},"temperature"`, 1), map[string]string{"X-Memory-User": "alice"}, true},
+		{"read mode stores nothing", memoryChat, map[string]string{"X-Memory-User": "alice", "X-Memory-Mode": "read"}, false},
+		{"no user", strings.Replace(memoryChat, `"user":"body-user",`, "", 1), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			captured := make(chanCapturer, 1)
+			up := upstreamtest.New(t, upstreamtest.Chat(reply))
+			g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+			resp, b := g.post(t, "/v1/chat/completions", tt.body, tt.header)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if !tt.want {
+				// The exchange would have been captured before the
+				// response ended for non-streams; give a stream's
+				// capture goroutine no chance to hide a bug.
+				select {
+				case ex := <-captured:
+					t.Fatalf("captured %+v", ex)
+				case <-time.After(50 * time.Millisecond):
+				}
+				return
+			}
+			ex := wait(t, captured, "capture")
+			conv := resp.Header.Get("X-Memory-Conversation")
+			if !memory.ValidID(conv) {
+				t.Errorf("generated conversation %q is not a valid id", conv)
+			}
+			if ex.ID != resp.Header.Get("X-Request-Id") || ex.User != "alice" || ex.Conversation != conv || ex.Model != "gpt-4o" {
+				t.Errorf("exchange %+v", ex)
+			}
+			if len(ex.Prior) != 2 || ex.Prior[0].Content != "I like tea" || len(ex.Turn) != 1 || ex.Turn[0].Content != "What do I like?" {
+				t.Errorf("prior %+v turn %+v", ex.Prior, ex.Turn)
+			}
+			if ex.Reply.Role != "assistant" || ex.Reply.Content != "You like tea." {
+				t.Errorf("reply %+v", ex.Reply)
+			}
+			if ex.Usage == nil || ex.Usage.TotalTokens != 34 {
+				t.Errorf("usage %+v", ex.Usage)
+			}
+		})
+	}
+}
+
+func TestCaptureSkipsFailedExchanges(t *testing.T) {
+	captured := make(chanCapturer, 1)
+	up := upstreamtest.New(t, upstreamtest.Error(400, "invalid_request_error", "", "bad"))
+	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+	if resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"}); resp.StatusCode != 400 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if len(captured) != 0 {
+		t.Error("a failed exchange was captured")
+	}
+}
+
+func TestIdentityErrors(t *testing.T) {
+	keyed := auth.New([]config.Key{{Hash: auth.HashKey("gw-key"), Tenant: "acme"}})
+	tests := []struct {
+		name     string
+		resolver IdentityResolver
+		path     string
+		header   map[string]string
+		status   int
+		param    string
+	}{
+		{"missing key", keyed, "/v1/chat/completions", nil, 401, ""},
+		{"wrong key", keyed, "/v1/chat/completions", map[string]string{"Authorization": "Bearer nope"}, 401, ""},
+		{"missing key on pass-through", keyed, "/v1/models", nil, 401, ""},
+		{"foreign tenant", keyed, "/v1/chat/completions", map[string]string{"Authorization": "Bearer gw-key", "X-Memory-Tenant": "other"}, 403, ""},
+		{"bad user header", auth.New(nil), "/v1/chat/completions", map[string]string{"X-Memory-User": "no spaces allowed"}, 400, "X-Memory-User"},
+		{"bad mode", auth.New(nil), "/v1/chat/completions", map[string]string{"X-Memory-User": "a", "X-Memory-Mode": "sometimes"}, 400, "X-Memory-Mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			g := mustGateway(t, up, nil, Deps{Resolver: tt.resolver})
+			method := http.MethodPost
+			if tt.path == "/v1/models" {
+				method = http.MethodGet
+			}
+			req, _ := http.NewRequest(method, g.URL+tt.path, strings.NewReader(simpleChat))
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			resp, b := do(t, req)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+			if _, _, param := apiErrorBody(t, b); param != tt.param {
+				t.Errorf("param %q, want %q", param, tt.param)
+			}
+			if up.Calls() != 0 {
+				t.Error("upstream was called")
+			}
+		})
+	}
+}
+
+func TestGatewayKeyNeverGoesUpstream(t *testing.T) {
+	keyed := auth.New([]config.Key{{Hash: auth.HashKey("gw-key"), Tenant: "acme"}})
+	tests := []struct{ name, apiKey, want string }{
+		{"configured key replaces it", "sk-upstream", "Bearer sk-upstream"},
+		{"dropped without a configured key", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = tt.apiKey }, Deps{Resolver: keyed})
+			for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+				resp, b := g.post(t, path, simpleChat, map[string]string{"Authorization": "Bearer gw-key"})
+				if resp.StatusCode != 200 {
+					t.Fatalf("%s: status %d: %s", path, resp.StatusCode, b)
+				}
+				if got := up.Last(t).Header.Get("Authorization"); got != tt.want {
+					t.Errorf("%s: upstream Authorization %q, want %q", path, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestPreview(t *testing.T) {
+	reqs := make(chan memory.Request, 1)
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: injecting(reqs)})
+	resp, b := g.post(t, "/v1/memory/preview", memoryChat, map[string]string{"X-Memory-User": "alice"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	var p struct {
+		Messages       []json.RawMessage `json:"messages"`
+		TokensOriginal int               `json:"tokens_original"`
+		TokensSent     int               `json:"tokens_sent"`
+		OverBudget     bool              `json:"over_budget"`
+		Conversation   string            `json:"conversation"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Messages) != 5 || p.TokensOriginal != 120 || p.TokensSent != 80 || !p.OverBudget || !memory.ValidID(p.Conversation) {
+		t.Errorf("preview %s", b)
+	}
+	if up.Calls() != 0 {
+		t.Error("preview called the upstream")
+	}
+
+	failing := preparerFunc(func(context.Context, memory.Request) (memory.Prepared, error) {
+		return memory.Prepared{}, errors.New("store down")
+	})
+	g = mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: failing})
+	resp, b = g.post(t, "/v1/memory/preview", memoryChat, map[string]string{"X-Memory-User": "alice"})
+	if resp.StatusCode != 503 {
+		t.Fatalf("failing preparer: status %d: %s", resp.StatusCode, b)
+	}
+	apiErrorBody(t, b)
+}
