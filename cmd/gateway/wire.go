@@ -93,7 +93,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	m.capturer = capture.New(q, st, red, logger, capture.Options{})
 	if q != nil {
-		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{})
+		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D()})
 	}
 	m.preparer = inject.New(st, counter, inject.Options{RecentMessages: cfg.Memory.RecentMessages}, logger)
 	return m, nil

@@ -104,6 +104,10 @@ type Capture struct {
 	Redact bool `yaml:"redact"`
 	// RedactPatterns are extra regular expressions to redact, by placeholder name.
 	RedactPatterns map[string]string `yaml:"redact_patterns"`
+	// ReclaimAfter is how long a claimed capture may stay unacknowledged
+	// (its worker crashed, or the store was down) before another worker
+	// takes it over and retries it.
+	ReclaimAfter Duration `yaml:"reclaim_after"`
 }
 
 // Memory configures memory injection.
@@ -153,7 +157,7 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true},
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second)},
 		Memory: Memory{
 			RecentMessages: 20,
 			LoadTimeout:    Duration(150 * time.Millisecond),
