@@ -12,6 +12,7 @@ import (
 )
 
 func TestPostgresURLCreatesAndDropsDatabase(t *testing.T) {
+	skipShort(t, "PostgreSQL")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -69,6 +70,7 @@ func TestPostgresURLIsUniquePerCall(t *testing.T) {
 }
 
 func TestRedisPrefixCleansItsKeys(t *testing.T) {
+	skipShort(t, "Redis")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	opts, err := redis.ParseURL(RedisURL(t))
