@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -118,6 +119,11 @@ func (c *Counter) content(model string, raw json.RawMessage) int {
 		return 0
 	}
 	if raw[0] == '"' {
+		// The message was valid JSON, so a string without escapes is its
+		// own text: skip decoding it a second time.
+		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+			return c.Text(model, string(raw[1:len(raw)-1]))
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return c.Text(model, string(raw))

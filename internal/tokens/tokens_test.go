@@ -109,6 +109,11 @@ func TestMessagesStructure(t *testing.T) {
 			want: tokens.PerMessage + text("user") + text("hello there") + text("general"),
 		},
 		{
+			name: "escaped string content is decoded",
+			msg:  `{"role":"user","content":"line one\nline two \"quoted\" \u00e9t\u00e9"}`,
+			want: tokens.PerMessage + text("user") + text("line one\nline two \"quoted\" été"),
+		},
+		{
 			name: "low detail image",
 			msg:  `{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"low"}}]}`,
 			want: tokens.PerMessage + text("user") + tokens.ImageLow,
