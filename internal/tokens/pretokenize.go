@@ -29,12 +29,12 @@ import (
 
 // Character classes, as bits.
 const (
-	clLetter = 1 << iota // \p{L}
-	clNumber             // \p{N}
-	clSpace              // \s
-	clNewline            // \r or \n
-	clUpper              // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
-	clLower              // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+	clLetter  = 1 << iota // \p{L}
+	clNumber              // \p{N}
+	clSpace               // \s
+	clNewline             // \r or \n
+	clUpper               // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+	clLower               // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
 )
 
 // asciiClass holds the classes of the ASCII characters.
