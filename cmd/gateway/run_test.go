@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// logSink collects run's log lines and reports the address of the
+// "listening" line.
+type logSink struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	for _, line := range bytes.Split(p, []byte("\n")) {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(line, &l) == nil && l.Msg == "listening" {
+			s.addr <- l.Addr
+		}
+	}
+	return len(p), nil
+}
+
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// env returns a getenv over vars.
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// mustServe runs `gateway serve` in-process on a free port in front of up
+// and returns its base URL once /healthz answers; the server stops, and its
+// run error is checked, when the test ends.
+func mustServe(t *testing.T, up *upstreamtest.Server) (string, *logSink) {
+	t.Helper()
+	logs := &logSink{addr: make(chan string, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	getenv := env(map[string]string{
+		"GATEWAY_LISTEN":            "127.0.0.1:0",
+		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
+		"GATEWAY_SQLITE_PATH":       filepath.Join(t.TempDir(), "memgate.db"),
+	})
+	go func() { done <- run(ctx, []string{"gateway", "serve"}, getenv, strings.NewReader(""), io.Discard, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("run did not return after cancel")
+		}
+	})
+	var addr string
+	select {
+	case addr = <-logs.addr:
+	case err := <-done:
+		t.Fatalf("run returned early: %v\n%s", err, logs)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no listening line:\n%s", logs)
+	}
+	url := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return url, logs
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz never answered 200 (last error %v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	url, logs := mustServe(t, up)
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x_extra":{"a":1}}`
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer sk-client-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != string(upstreamtest.Completion("gpt-4o-mini", upstreamtest.DefaultReply)) {
+		t.Fatalf("status %d body %s", resp.StatusCode, got)
+	}
+	if sent := up.Last(t); string(sent.Body) != body || sent.Header.Get("Authorization") != "Bearer sk-client-secret" {
+		t.Errorf("upstream got %s with Authorization %q", sent.Body, sent.Header.Get("Authorization"))
+	}
+	for _, path := range []string{"/readyz", "/metrics"} {
+		resp, err := http.Get(url + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: %v %v", path, resp.StatusCode, err)
+		}
+		resp.Body.Close()
+	}
+	if strings.Contains(logs.String(), "sk-client-secret") {
+		t.Error("logs contain the client's key")
+	}
+}
+
+func TestRunCommands(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		getenv  map[string]string
+		want    string
+		wantErr string
+	}{
+		{"version", []string{"gateway", "version"}, "", nil, "memgate ", ""},
+		{"hash-key argument", []string{"gateway", "hash-key", "gw-secret"}, "", nil, auth.HashKey("gw-secret") + "\n", ""},
+		{"hash-key stdin", []string{"gateway", "hash-key"}, "gw-secret\n", nil, auth.HashKey("gw-secret") + "\n", ""},
+		{"hash-key empty", []string{"gateway", "hash-key"}, "", nil, "", "empty key"},
+		{"unknown command", []string{"gateway", "frobnicate"}, "", nil, "", `unknown command "frobnicate"`},
+		{"bad config", []string{"gateway", "serve"}, "", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "", "log_level"},
+		{"bad upstream", []string{"gateway"}, "", map[string]string{"GATEWAY_UPSTREAM_BASE_URL": "ftp://x"}, "", "upstream.base_url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tt.args, env(tt.getenv), strings.NewReader(tt.stdin), &out, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out.String(), tt.want) {
+				t.Errorf("output %q, want prefix %q", out.String(), tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/proxy"
+	"github.com/memgate/memgate/internal/tokens"
+)
+
+// flushTimeout bounds how long shutdown waits for pending captures to reach
+// the queue or the store.
+const flushTimeout = 10 * time.Second
+
+// serve runs the gateway until ctx ends or SIGINT/SIGTERM arrives, then
+// shuts down: the HTTP server first (in-flight streams get ShutdownGrace),
+// then pending captures are flushed, the capture worker stopped and the
+// store closed. It logs JSON to logw; the "listening" line carries the bound
+// address.
+func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	mem, err := openMemory(ctx, cfg, counter, logger)
+	if err != nil {
+		return err
+	}
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	var workers sync.WaitGroup
+	if mem.worker != nil && cfg.Capture.Worker {
+		workers.Go(func() {
+			if err := mem.worker.Run(workerCtx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Error("capture worker stopped", "error", err)
+			}
+		})
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := mem.capturer.Close(fctx); err != nil {
+			logger.Error("flush captures", "error", err)
+		}
+		stopWorker()
+		workers.Wait()
+		if err := mem.close(); err != nil {
+			logger.Error("close store", "error", err)
+		}
+	}()
+
+	srv, err := proxy.New(cfg, mem.deps(cfg), logger)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL,
+		"store", cfg.Store.Driver, "gateway_keys", len(cfg.Keys), "version", buildVersion())
+	if err := srv.Run(ctx, ln); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// worker runs only the capture worker, for deployments that persist
+// captures outside the serving processes, until ctx ends or a signal arrives.
+func worker(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	mem, err := openMemory(ctx, cfg, counter, logger)
+	if err != nil {
+		return err
+	}
+	defer mem.close()
+	if mem.worker == nil {
+		return errors.New("worker: the configured store has no capture queue (postgres needs store.redis_url)")
+	}
+	logger.Info("capture worker running", "store", cfg.Store.Driver, "version", buildVersion())
+	if err := mem.worker.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("capture worker: %w", err)
+	}
+	return nil
+}
+
+// setup loads the configuration and builds the JSON logger it asks for.
+func setup(getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("config: %w", err)
+	}
+	return cfg, newLogger(logw, cfg.LogLevel), nil
+}
+
+// newLogger returns a JSON logger at level (debug, info, warn or error).
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
