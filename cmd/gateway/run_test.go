@@ -61,7 +61,9 @@ func mustServe(t *testing.T, up *upstreamtest.Server) (string, *logSink) {
 		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
 		"GATEWAY_SQLITE_PATH":       filepath.Join(t.TempDir(), "memgate.db"),
 	})
-	go func() { done <- run(ctx, []string{"gateway", "serve"}, getenv, strings.NewReader(""), io.Discard, logs) }()
+	go func() {
+		done <- run(ctx, []string{"gateway", "serve"}, getenv, strings.NewReader(""), io.Discard, logs)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
