@@ -20,6 +20,8 @@ const usage = `usage: gateway [command]
 commands:
   serve      run the gateway (default)
   worker     run only the capture worker
+  migrate    apply the store's migrations and exit
+  healthcheck  exit 0 when the local gateway answers /healthz
   version    print the version
   hash-key   print sha256:<hex> of a gateway key, read from the argument or stdin,
              for the keys[].hash setting`
@@ -35,6 +37,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, getenv, stderr)
 	case "worker":
 		return worker(ctx, getenv, stderr)
+	case "migrate":
+		return migrate(ctx, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "memgate", buildVersion())
 		return nil

@@ -63,13 +63,19 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 			return nil, nil, nil, err
 		}
 		closers = append(closers, rdb.Close)
+		// The recent window of each conversation is cached in Redis; every
+		// read and save falls back to PostgreSQL when Redis is away.
+		cached := redisstore.NewCache(rdb, pg, logger, redisstore.CacheConfig{
+			Prefix: cfg.Store.RedisPrefix,
+			Window: max(50, cfg.Memory.RecentMessages),
+		})
 		q, err := redisstore.NewQueue(ctx, rdb, redisstore.QueueConfig{Prefix: cfg.Store.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
-			return pg, nil, closers, nil
+			return cached, nil, closers, nil
 		}
-		return pg, q, closers, nil
+		return cached, q, closers, nil
 	}
 	return nil, nil, nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
 }
