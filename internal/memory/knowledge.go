@@ -89,7 +89,9 @@ type Item struct {
 	// Kind is "message", "summary" or "fact".
 	Kind string `json:"kind"`
 	// Ref points at the source: a message key, a summary version, a fact id.
-	Ref       string    `json:"ref"`
+	Ref string `json:"ref"`
+	// Chunk numbers the pieces of a long source, from 0.
+	Chunk     int       `json:"chunk"`
 	Text      string    `json:"text"`
 	Embedding []float32 `json:"-"`
 	Model     string    `json:"model"`
@@ -97,4 +99,25 @@ type Item struct {
 	CreatedAt time.Time `json:"created_at"`
 	// Score is set by searches.
 	Score float64 `json:"score,omitempty"`
+}
+
+// ItemQuery is one recall search. Tenant and User always scope it; the store
+// applies them inside the query.
+type ItemQuery struct {
+	Tenant string
+	User   string
+	// Conversation, when set, restricts the search to one conversation.
+	Conversation string
+	// ExcludeRefs are item refs never returned (turns already in the recent
+	// window).
+	ExcludeRefs []string
+	// Embedding is the query vector, searched among items embedded with
+	// Model and Dims (nil skips the vector search).
+	Embedding []float32
+	Model     string
+	Dims      int
+	// Text is the full-text query ("" skips the text search).
+	Text string
+	// Limit bounds each ranked list.
+	Limit int
 }

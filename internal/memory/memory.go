@@ -19,6 +19,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrInvalid reports input that breaks a documented rule.
 	ErrInvalid = errors.New("invalid input")
+	// ErrConflict reports a write that lost a race (a summary version that
+	// exists already).
+	ErrConflict = errors.New("conflict")
 	// ErrUnavailable reports that a memory backend could not be reached.
 	ErrUnavailable = errors.New("memory backend unavailable")
 )

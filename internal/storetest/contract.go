@@ -50,3 +50,51 @@ type Queue interface {
 	// Pending reports how many entries are enqueued or claimed but not acknowledged.
 	Pending(ctx context.Context) (int64, error)
 }
+
+// Knowledge is the part of the contract that compaction (issue 4) and recall
+// (issue 5) use: summaries, facts, recallable items and their search. Every
+// call is scoped to a tenant and user inside the query.
+type Knowledge interface {
+	// MessagesAfter returns up to limit live messages of the conversation with
+	// Seq > afterSeq, oldest first.
+	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
+	// LatestSummary returns the newest summary version of the conversation,
+	// or memory.ErrNotFound.
+	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
+	// SaveSummary stores a new summary version. s.Version must be the latest
+	// version + 1 (1 for the first); otherwise it returns memory.ErrConflict
+	// and stores nothing, so two compactions of one conversation never both win.
+	SaveSummary(ctx context.Context, s memory.Summary) error
+
+	// UpsertFact records a statement about a user, per (tenant, user, type,
+	// normalised key): the same value again raises Mentions and Confidence
+	// (max of both, +0.1 capped at 1) and refreshes UpdatedAt; a different
+	// value supersedes the current fact (SupersededAt = f.UpdatedAt, kept in
+	// history) and becomes current. Pinned is sticky (once pinned stays
+	// pinned). When the user then has more than maxPerUser current facts, the
+	// least valuable unpinned ones (fewest mentions, then oldest) are deleted.
+	// It returns the current fact after the upsert.
+	UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error)
+	// Facts returns the user's current facts (not superseded, not expired at
+	// now), most recently updated first; with history, superseded and expired
+	// ones too.
+	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+	// DeleteFact deletes one fact of the user, or returns memory.ErrNotFound.
+	DeleteFact(ctx context.Context, tenant, user string, id int64) error
+
+	// AddItems stores recallable items; an item whose (tenant, user, kind,
+	// ref, chunk) exists already is updated (text, embedding), never duplicated.
+	AddItems(ctx context.Context, items []memory.Item) error
+	// SearchVector ranks the user's items embedded with q.Model/q.Dims by
+	// cosine similarity to q.Embedding (Score = similarity), best first.
+	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	// SearchText ranks the user's items by full-text match of q.Text (Score =
+	// the engine's rank, higher is better), best first.
+	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	// ItemsToEmbed returns up to limit items with ID > afterID whose vector is
+	// missing or was made by another model or dimension, in ID order, for a
+	// resumable reindex.
+	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
+	// SetEmbeddings stores new vectors (with model and dims) for items by ID.
+	SetEmbeddings(ctx context.Context, items []memory.Item) error
+}
