@@ -155,6 +155,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
+// MaxHookAttempts is how many deliveries an entry whose after-save hooks fail
+// gets before it is acknowledged anyway.
+const MaxHookAttempts = 5
+
 // process stores a batch in order and acknowledges what was committed (or
 // is poison). It stops at the first failed save and returns its error.
 func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
@@ -169,6 +173,11 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
 			continue
 		}
 		res, err := w.saver.SaveExchange(ctx, ex)
+		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
+			w.failures.WithLabelValues("hook_gave_up").Inc()
+			w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
+			err = nil
+		}
 		if err != nil {
 			if errors.Is(err, memory.ErrInvalid) {
 				w.poison.Inc()

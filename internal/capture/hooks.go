@@ -1,0 +1,65 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// ErrHook marks a failure of an after-save hook: the exchange itself was
+// stored. The worker retries such an entry like a failed save, and after
+// MaxHookAttempts deliveries acknowledges it anyway so one poisonous hook
+// cannot stall the queue.
+var ErrHook = errors.New("after-save hook failed")
+
+// Hook runs after an exchange was stored: indexing for recall, fact
+// extraction, compaction. It must be idempotent, since a redelivered exchange
+// (Duplicate) runs it again.
+type Hook interface {
+	AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
+}
+
+// HookFunc adapts a function to Hook.
+type HookFunc func(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
+
+// AfterSave calls f.
+func (f HookFunc) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
+	return f(ctx, ex, res)
+}
+
+// hooked is a Saver that runs hooks after each successful save.
+type hooked struct {
+	saver Saver
+	hooks []Hook
+}
+
+// WithHooks returns a Saver that stores through saver and then runs every
+// hook in order, for stored and duplicate exchanges (not for ones dropped
+// because the user was erased). A hook error is returned wrapped with ErrHook
+// after the remaining hooks ran.
+func WithHooks(saver Saver, hooks ...Hook) Saver {
+	if len(hooks) == 0 {
+		return saver
+	}
+	return &hooked{saver: saver, hooks: hooks}
+}
+
+// SaveExchange stores ex, then runs the hooks.
+func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := h.saver.SaveExchange(ctx, ex)
+	if err != nil || res.Dropped {
+		return res, err
+	}
+	var errs []error
+	for _, hk := range h.hooks {
+		if err := hk.AfterSave(ctx, ex, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return res, fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
+	}
+	return res, nil
+}
