@@ -12,7 +12,7 @@ import (
 // pre-tokenizer. It is immutable and safe for concurrent use.
 type encoding struct {
 	name  string
-	ranks map[string]int
+	ranks *rankTable
 	next  func(s string, i int) int
 }
 
@@ -22,7 +22,11 @@ func loadEncoding(name string, next func(string, int) int) (*encoding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s ranks: %w", name, err)
 	}
-	return &encoding{name: name, ranks: ranks, next: next}, nil
+	table, err := newRankTable(ranks)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &encoding{name: name, ranks: table, next: next}, nil
 }
 
 // count returns the number of tokens s encodes to, special-token text
@@ -35,7 +39,7 @@ func (e *encoding) count(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
 		j := e.next(s, i)
-		if _, ok := e.ranks[s[i:j]]; ok {
+		if _, ok := e.ranks.get(s[i:j]); ok {
 			n++
 		} else {
 			n += e.mergeCount(s[i:j])
@@ -69,7 +73,7 @@ func (e *encoding) mergeCount(piece string) int {
 	// pairRank is the rank of parts k..k+skip+1 merged.
 	pairRank := func(k, skip int) int {
 		if k+skip+2 < len(starts) {
-			if r, ok := e.ranks[piece[starts[k]:starts[k+skip+2]]]; ok {
+			if r, ok := e.ranks.get(piece[starts[k]:starts[k+skip+2]]); ok {
 				return r
 			}
 		}
