@@ -39,6 +39,10 @@ type Config struct {
 	Capture Capture `yaml:"capture"`
 	// Memory configures what is injected into upstream requests.
 	Memory Memory `yaml:"memory"`
+	// Compaction configures rolling summaries.
+	Compaction Compaction `yaml:"compaction"`
+	// Recall configures embeddings, search and facts about users.
+	Recall Recall `yaml:"recall"`
 	// Keys are the gateway API keys. When any is configured, every request
 	// must present one as "Authorization: Bearer <key>".
 	Keys []Key `yaml:"keys"`
@@ -118,6 +122,108 @@ type Memory struct {
 	// LoadTimeout is the deadline for loading memory; past it the request is
 	// forwarded without memory and marked X-Memory-Degraded: true.
 	LoadTimeout Duration `yaml:"load_timeout"`
+	// MaxContextTokens caps the prompt memgate assembles; the budget is the
+	// smaller of this and the model's window minus the completion reserve.
+	MaxContextTokens int `yaml:"max_context_tokens"`
+	// CompletionReserve is kept free for the reply when the request sets
+	// neither max_tokens nor max_completion_tokens.
+	CompletionReserve int `yaml:"completion_reserve"`
+	// Shares are the most each memory part may take of the budget; what a
+	// part leaves unused flows to the recent turns.
+	Shares Shares `yaml:"shares"`
+	// Template is the memory block's Go text/template; empty uses the
+	// built-in one.
+	Template string `yaml:"template"`
+}
+
+// Shares are fractions of the budget, each in [0, 1], summing to at most 1.
+type Shares struct {
+	Summary float64 `yaml:"summary"`
+	Facts   float64 `yaml:"facts"`
+	Recall  float64 `yaml:"recall"`
+}
+
+// Compaction configures rolling summaries.
+type Compaction struct {
+	// Enabled runs compaction after captures.
+	Enabled bool `yaml:"enabled"`
+	// BaseURL is the summariser's OpenAI-compatible API root; empty uses
+	// upstream.base_url.
+	BaseURL string `yaml:"base_url"`
+	// APIKey for the summariser; empty uses upstream.api_key.
+	APIKey string `yaml:"api_key"`
+	// Model is the summariser model.
+	Model string `yaml:"model"`
+	// MaxSummaryTokens bounds one summary.
+	MaxSummaryTokens int `yaml:"max_summary_tokens"`
+	// HighWatermark: unsummarised history above this fraction of the recent
+	// share triggers compaction...
+	HighWatermark float64 `yaml:"high_watermark"`
+	// LowWatermark: ...down to this fraction.
+	LowWatermark float64 `yaml:"low_watermark"`
+	// MaxMessages: more unsummarised non-system messages than this also
+	// triggers compaction, keeping KeepMessages verbatim.
+	MaxMessages int `yaml:"max_messages"`
+	// KeepMessages stay verbatim after a count-triggered compaction.
+	KeepMessages int `yaml:"keep_messages"`
+	// FallbackAfter consecutive summariser failures switch a conversation to
+	// the extractive (no-LLM) summariser.
+	FallbackAfter int `yaml:"fallback_after"`
+	// Timeout bounds one summariser call.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Recall configures embeddings, search and facts.
+type Recall struct {
+	// Enabled turns recall (indexing, search, facts about users) on.
+	Enabled bool `yaml:"enabled"`
+	// CrossConversation searches the user's other conversations too
+	// (X-Memory-Cross: off disables it per request).
+	CrossConversation bool `yaml:"cross_conversation"`
+	// TopK is how many passages are recalled at most.
+	TopK int `yaml:"top_k"`
+	// MinSimilarity drops vector matches below this cosine similarity.
+	MinSimilarity float64 `yaml:"min_similarity"`
+	// RecencyHalfLife halves a passage's score per this much age; 0 disables.
+	RecencyHalfLife Duration `yaml:"recency_half_life"`
+	// FactsMaxStored caps the current facts kept per user.
+	FactsMaxStored int `yaml:"facts_max_stored"`
+	// FactsMaxInjected caps the facts put in one prompt.
+	FactsMaxInjected int `yaml:"facts_max_injected"`
+	// FactTTL gives facts of a type an expiry, e.g. {event: 720h}.
+	FactTTL map[string]Duration `yaml:"fact_ttl"`
+	// Extraction configures model-based fact extraction.
+	Extraction Extraction `yaml:"extraction"`
+	// Embeddings configures the embedder.
+	Embeddings Embeddings `yaml:"embeddings"`
+}
+
+// Extraction configures model-based fact extraction.
+type Extraction struct {
+	// Enabled asks a model for facts after each capture (patterns always run).
+	Enabled bool `yaml:"enabled"`
+	// BaseURL empty uses upstream.base_url.
+	BaseURL string `yaml:"base_url"`
+	// APIKey empty uses upstream.api_key.
+	APIKey string `yaml:"api_key"`
+	// Model is the extraction model.
+	Model string `yaml:"model"`
+}
+
+// Embeddings configures the embedder.
+type Embeddings struct {
+	// Provider is local (deterministic, offline) or openai.
+	Provider string `yaml:"provider"`
+	// BaseURL empty uses upstream.base_url (provider openai).
+	BaseURL string `yaml:"base_url"`
+	// APIKey empty uses upstream.api_key (provider openai).
+	APIKey string `yaml:"api_key"`
+	// Model is the embedding model (provider openai).
+	Model string `yaml:"model"`
+	// Dimensions of the vectors.
+	Dimensions int `yaml:"dimensions"`
+	// Batch is how many texts one embeddings call carries.
+	Batch int `yaml:"batch"`
 }
 
 // Key is one gateway API key.
@@ -159,8 +265,33 @@ func Default() Config {
 		},
 		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second)},
 		Memory: Memory{
-			RecentMessages: 20,
-			LoadTimeout:    Duration(150 * time.Millisecond),
+			RecentMessages:    20,
+			LoadTimeout:       Duration(150 * time.Millisecond),
+			MaxContextTokens:  8000,
+			CompletionReserve: 1024,
+			Shares:            Shares{Summary: 0.30, Facts: 0.15, Recall: 0.20},
+		},
+		Compaction: Compaction{
+			Enabled:          true,
+			Model:            "gpt-4o-mini",
+			MaxSummaryTokens: 600,
+			HighWatermark:    0.9,
+			LowWatermark:     0.4,
+			MaxMessages:      20,
+			KeepMessages:     10,
+			FallbackAfter:    3,
+			Timeout:          Duration(30 * time.Second),
+		},
+		Recall: Recall{
+			Enabled:           true,
+			CrossConversation: true,
+			TopK:              5,
+			MinSimilarity:     0.2,
+			RecencyHalfLife:   Duration(90 * 24 * time.Hour),
+			FactsMaxStored:    200,
+			FactsMaxInjected:  20,
+			Extraction:        Extraction{Enabled: true, Model: "gpt-4o-mini"},
+			Embeddings:        Embeddings{Provider: "local", Model: "text-embedding-3-small", Dimensions: 384, Batch: 64},
 		},
 	}
 }
@@ -290,6 +421,72 @@ func (c Config) Validate() error {
 	if c.Memory.RecentMessages < 0 {
 		bad("memory.recent_messages", "must not be negative")
 	}
+	if c.Memory.MaxContextTokens <= 0 {
+		bad("memory.max_context_tokens", "must be positive")
+	}
+	if c.Memory.CompletionReserve < 0 {
+		bad("memory.completion_reserve", "must not be negative")
+	}
+	sh := c.Memory.Shares
+	for key, v := range map[string]float64{"memory.shares.summary": sh.Summary, "memory.shares.facts": sh.Facts, "memory.shares.recall": sh.Recall} {
+		if v < 0 || v > 1 {
+			bad(key, "must be between 0 and 1")
+		}
+	}
+	if sh.Summary+sh.Facts+sh.Recall > 1 {
+		bad("memory.shares", "summary + facts + recall must not exceed 1")
+	}
+	cp := c.Compaction
+	if cp.MaxSummaryTokens <= 0 {
+		bad("compaction.max_summary_tokens", "must be positive")
+	}
+	if cp.LowWatermark <= 0 || cp.HighWatermark > 1 || cp.LowWatermark >= cp.HighWatermark {
+		bad("compaction.low_watermark", "must satisfy 0 < low_watermark < high_watermark <= 1")
+	}
+	if cp.KeepMessages < 0 || cp.MaxMessages <= cp.KeepMessages {
+		bad("compaction.max_messages", "must exceed compaction.keep_messages (>= 0)")
+	}
+	if cp.FallbackAfter <= 0 {
+		bad("compaction.fallback_after", "must be positive")
+	}
+	if cp.Timeout <= 0 {
+		bad("compaction.timeout", "must be positive")
+	}
+	rc := c.Recall
+	if rc.TopK < 0 {
+		bad("recall.top_k", "must not be negative")
+	}
+	if rc.MinSimilarity < -1 || rc.MinSimilarity > 1 {
+		bad("recall.min_similarity", "must be between -1 and 1")
+	}
+	if rc.RecencyHalfLife < 0 {
+		bad("recall.recency_half_life", "must not be negative")
+	}
+	if rc.FactsMaxStored <= 0 {
+		bad("recall.facts_max_stored", "must be positive")
+	}
+	if rc.FactsMaxInjected < 0 {
+		bad("recall.facts_max_injected", "must not be negative")
+	}
+	for typ, d := range rc.FactTTL {
+		if !validFactType(typ) {
+			bad("recall.fact_ttl."+typ, "is not a fact type (profile, preference, goal, limit, decision, relationship, event)")
+		}
+		if d <= 0 {
+			bad("recall.fact_ttl."+typ, "must be positive")
+		}
+	}
+	switch rc.Embeddings.Provider {
+	case "local", "openai":
+	default:
+		bad("recall.embeddings.provider", "%q is not local or openai", rc.Embeddings.Provider)
+	}
+	if rc.Embeddings.Dimensions <= 0 || rc.Embeddings.Dimensions > 16000 {
+		bad("recall.embeddings.dimensions", "must be between 1 and 16000")
+	}
+	if rc.Embeddings.Batch <= 0 {
+		bad("recall.embeddings.batch", "must be positive")
+	}
 	for i, k := range c.Keys {
 		key := fmt.Sprintf("keys[%d]", i)
 		if !strings.HasPrefix(k.Hash, "sha256:") || len(k.Hash) != len("sha256:")+64 {
@@ -300,6 +497,15 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validFactType reports whether s names a fact type.
+func validFactType(s string) bool {
+	switch s {
+	case "profile", "preference", "goal", "limit", "decision", "relationship", "event":
+		return true
+	}
+	return false
 }
 
 // Duration is a time.Duration written in YAML as "150ms", "30s", "5m".

@@ -37,6 +37,9 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 	if len(got.Capture.RedactPatterns) == 0 {
 		got.Capture.RedactPatterns = nil
 	}
+	if len(got.Recall.FactTTL) == 0 {
+		got.Recall.FactTTL = nil
+	}
 	if len(got.Keys) == 0 {
 		got.Keys = nil
 	}
