@@ -121,3 +121,28 @@ type ItemQuery struct {
 	// Limit bounds each ranked list.
 	Limit int
 }
+
+// RecallQuery asks for what a user said before that bears on their newest
+// message.
+type RecallQuery struct {
+	Identity
+	// Text is the query: the newest user message (plus the previous
+	// assistant turn when the message is short).
+	Text string
+	// ExcludeRefs are message keys already in the prompt (the recent window).
+	ExcludeRefs []string
+	// CrossConversation searches the user's other conversations too.
+	CrossConversation bool
+	// Now is the time facts are judged current at (expiry).
+	Now time.Time
+}
+
+// Recalled is the answer to a RecallQuery, best first in each list.
+type Recalled struct {
+	// Facts are the user's current facts, pinned ones included, ranked by
+	// relevance to the query, then mentions, then recency.
+	Facts []Fact
+	// Items are recalled passages, each with its Score, CreatedAt and
+	// Conversation.
+	Items []Item
+}
