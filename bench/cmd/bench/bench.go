@@ -75,6 +75,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 		servers["memgate"] = s
 	}
 
+	mach := describeMachine(ctx) // before the load, for the load average
 	started := time.Now()
 	var cells []cell
 	for _, n := range cfg.conns {
@@ -98,7 +99,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "running Go micro-benchmarks ...")
 		goBench = runGoBench(ctx, root, cfg.goBenchPkg)
 	}
-	rep := report{cfg: cfg, machine: describeMachine(ctx), cells: cells, loadWall: loadWall, goBench: goBench}
+	rep := report{cfg: cfg, machine: mach, cells: cells, loadWall: loadWall, goBench: goBench}
 	overhead, micro := rep.overheadSection(), rep.goBenchSection()
 	if cfg.out != "" {
 		if err := updateFile(cfg.out, overhead, micro); err != nil {

@@ -18,6 +18,7 @@ type machine struct {
 	nproc     int
 	kernel    string
 	goVersion string
+	loadavg   string // 1, 5 and 15 minute load averages when the run began
 }
 
 func describeMachine(ctx context.Context) machine {
@@ -36,6 +37,11 @@ func describeMachine(ctx context.Context) machine {
 			}
 		}
 		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.loadavg = strings.Join(f[:3], " ")
+		}
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(b))

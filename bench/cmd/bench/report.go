@@ -49,6 +49,9 @@ func (r report) overheadSection() string {
 	fmt.Fprintf(&b, "- Date: %s\n", r.machine.date)
 	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs (`nproc`), Linux %s\n", r.machine.cpu, r.machine.nproc, r.machine.kernel)
 	fmt.Fprintf(&b, "- Go: %s\n", r.machine.goVersion)
+	if r.machine.loadavg != "" {
+		fmt.Fprintf(&b, "- Load average before the run (1/5/15 min): %s — anything well above 0 means other work shared the CPUs\n", r.machine.loadavg)
+	}
 	fmt.Fprintf(&b, "- Command: `%s`\n", r.cfg.command)
 	mode := "closed loop (each connection sends its next request when the last one ends)"
 	if r.cfg.rate > 0 {
