@@ -40,12 +40,19 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		writeError(w, aerr)
 		return
 	}
-	parsed, aerr := parseMessages(body.messages)
+	id, mode, aerr := s.identify(r.Header, body.user)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	id, mode, aerr := s.identify(r.Header, body.user)
+	// Memory needs the messages read; a plain proxy only checks them.
+	memOn := id.User != ""
+	var parsed []memory.Message
+	if memOn {
+		parsed, aerr = parseMessages(body.messages)
+	} else {
+		aerr = checkMessages(body.messages)
+	}
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -55,7 +62,6 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		writeError(w, aerr)
 		return
 	}
-	memOn := id.User != ""
 	out := body.raw
 	if memOn {
 		pooled = false

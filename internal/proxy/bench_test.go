@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// benchUpstream is a minimal upstream that records nothing, so the
+// benchmark measures the gateway.
+func benchUpstream(tb testing.TB, stream bool) string {
+	tb.Helper()
+	completion := upstreamtest.Completion("gpt-4o-mini", upstreamtest.DefaultReply)
+	var sse bytes.Buffer
+	for _, e := range upstreamtest.StreamEvents("gpt-4o-mini", upstreamtest.DefaultReply, true) {
+		sse.WriteString("data: " + e + "\n\n")
+	}
+	sse.WriteString("data: [DONE]\n\n")
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(sse.Bytes())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(completion)
+	}))
+	tb.Cleanup(ts.Close)
+	return ts.URL + "/v1"
+}
+
+const benchBody = `{"model":"gpt-4o-mini","temperature":0.2,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
+	`{"role":"user","content":"Tell me about the weather in Lisbon in spring."},{"role":"assistant","content":"It is mild and sunny."},` +
+	`{"role":"user","content":"And in autumn?"}]}`
+
+func benchServer(tb testing.TB, stream bool) http.Handler {
+	tb.Helper()
+	cfg := config.Default()
+	cfg.Upstream.BaseURL = benchUpstream(tb, stream)
+	s, err := New(cfg, Deps{}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.up.transport.CloseIdleConnections)
+	return s.Handler()
+}
+
+func benchmarkChat(b *testing.B, stream bool) {
+	h := benchServer(b, stream)
+	body := []byte(benchBody)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer sk-bench")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+	})
+}
+
+// BenchmarkChatPassthrough measures a memory-off chat completion through the
+// gateway handler, including the loopback round trip to a minimal upstream.
+func BenchmarkChatPassthrough(b *testing.B) { benchmarkChat(b, false) }
+
+// BenchmarkChatStream is BenchmarkChatPassthrough for a streamed answer.
+func BenchmarkChatStream(b *testing.B) { benchmarkChat(b, true) }
+
+// BenchmarkParseChat measures reading the fields the proxy needs from a body.
+func BenchmarkParseChat(b *testing.B) {
+	body := []byte(benchBody)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		cb, err := parseChat(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := parseMessages(cb.messages); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseChatOnly(b *testing.B) {
+	body := []byte(benchBody)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseChat(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
