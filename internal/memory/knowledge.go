@@ -69,7 +69,10 @@ type Summary struct {
 	KeyEvents    []string  `json:"key_events"`
 	Preserved    Preserved `json:"preserved"`
 	Tokens       int       `json:"tokens"`
-	CreatedAt    time.Time `json:"created_at"`
+	// CoveredTokens is what the messages this summary and its predecessors
+	// replaced would cost verbatim, for the tokens-saved accounting.
+	CoveredTokens int       `json:"covered_tokens"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // Preserved lists the specifics a summary must carry verbatim.
