@@ -46,7 +46,7 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		return
 	}
 	// Memory needs the messages read; a plain proxy only checks them.
-	memOn := id.User != ""
+	memOn := id.User != "" && mode != memory.ModeOff
 	var parsed []memory.Message
 	if memOn {
 		parsed, aerr = parseMessages(body.messages)
@@ -78,9 +78,10 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	start := time.Now()
-	resp, bodyFree, err := s.up.postChat(ctx, header, out)
+	var sent sentBodies
+	resp, err := s.up.postChat(ctx, header, out, &sent)
 	defer func() {
-		if !bodyFree() {
+		if !sent.released() {
 			pooled = false
 		}
 	}()

@@ -143,6 +143,9 @@ func TestMemoryOffForwardsVerbatim(t *testing.T) {
 			if len(called) != 0 {
 				t.Error("Prepare was called")
 			}
+			if tt.name != "mode write" && resp.Header.Get("X-Memory-Conversation") != "" {
+				t.Error("X-Memory-Conversation set with memory off")
+			}
 		})
 	}
 }

@@ -36,10 +36,12 @@ func (bufferPool) Put(b []byte) { copyPool.Put(&b) }
 // readBody reads the request body into a pooled buffer, answering 413 when it
 // exceeds limit.
 func readBody(r *http.Request, limit int64) (*bytes.Buffer, *apiError) {
-	tooLarge := &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
-		Message: "The request body exceeds the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes."}
+	tooLarge := func() *apiError {
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
+			Message: "The request body exceeds the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes."}
+	}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	buf := getBodyBuf()
 	if r.ContentLength > 0 {
@@ -52,7 +54,7 @@ func readBody(r *http.Request, limit int64) (*bytes.Buffer, *apiError) {
 	}
 	if int64(buf.Len()) > limit {
 		putBodyBuf(buf)
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	return buf, nil
 }

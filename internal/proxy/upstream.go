@@ -129,31 +129,46 @@ type replayBody struct {
 func (b *replayBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 func (b *replayBody) Close() error               { b.closed.Store(true); return nil }
 
-// attempt is one upstream try; done reports whether its body may be reused.
-type attempt struct{ body *replayBody }
+// sentBodies tracks the request bodies handed to the transport for one
+// exchange, so the caller knows when the bytes behind them may be reused.
+type sentBodies struct {
+	first *replayBody
+	more  []*replayBody
+}
 
-func (a attempt) done() bool { return a.body == nil || a.body.closed.Load() }
+func (s *sentBodies) add(b *replayBody) {
+	if s.first == nil {
+		s.first = b
+		return
+	}
+	s.more = append(s.more, b)
+}
+
+// released reports whether the transport closed every body, i.e. no longer
+// reads the bytes behind them.
+func (s *sentBodies) released() bool {
+	if s.first != nil && !s.first.closed.Load() {
+		return false
+	}
+	for _, b := range s.more {
+		if !b.closed.Load() {
+			return false
+		}
+	}
+	return true
+}
 
 // postChat sends body to the chat completions endpoint, retrying connection
 // errors, 429, 502, 503 and 504 with jittered exponential backoff (honouring
 // Retry-After, capped at RetryMaxDelay). Nothing has been written to the
-// client while it retries. bodyFree reports, once the exchange is over,
-// whether the transport has released body.
-func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte) (resp *http.Response, bodyFree func() bool, err error) {
-	var tries []attempt
-	bodyFree = func() bool {
-		for _, a := range tries {
-			if !a.done() {
-				return false
-			}
-		}
-		return true
-	}
+// client while it retries. Once the exchange is over, sent.released reports
+// whether the transport let go of body.
+func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte, sent *sentBodies) (resp *http.Response, err error) {
 	for n := 0; ; n++ {
 		rb := &replayBody{}
 		rb.r.Reset(body)
-		tries = append(tries, attempt{rb})
-		req := &http.Request{
+		sent.add(rb)
+		req := (&http.Request{
 			Method:        http.MethodPost,
 			URL:           u.chatTarget,
 			Proto:         "HTTP/1.1",
@@ -163,17 +178,16 @@ func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte
 			Body:          rb,
 			ContentLength: int64(len(body)),
 			Host:          u.base.Host,
-		}
-		req = req.WithContext(ctx)
+		}).WithContext(ctx)
 		resp, err = u.rt.RoundTrip(req)
 		if n >= u.retries || ctx.Err() != nil {
-			return resp, bodyFree, err
+			return resp, err
 		}
 		var delay time.Duration
 		switch {
 		case err != nil:
 			if !retryableErr(err) {
-				return nil, bodyFree, err
+				return nil, err
 			}
 			delay = u.backoff(n)
 		case retryableStatus(resp.StatusCode):
@@ -184,14 +198,14 @@ func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		default:
-			return resp, bodyFree, nil
+			return resp, nil
 		}
 		u.retriesCounter.Inc()
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, bodyFree, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		case <-t.C:
 		}
 	}
