@@ -1,0 +1,167 @@
+package upstreamtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/capture"
+)
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestRecordsRequests(t *testing.T) {
+	s := New(t, nil)
+	req, _ := http.NewRequest("POST", s.URL()+"/embeddings?x=1", strings.NewReader(`{"input":"hi"}`))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := s.Last(t)
+	if got.Method != "POST" || got.Path != "/v1/embeddings" || got.RawQuery != "x=1" ||
+		got.Header.Get("Authorization") != "Bearer k" || string(got.Body) != `{"input":"hi"}` || s.Calls() != 1 {
+		t.Errorf("recorded %+v", got)
+	}
+}
+
+// TestChatWireFormat checks that the JSON and the streamed form of a reply
+// carry the same assistant message, as capture reassembles it.
+func TestChatWireFormat(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply Reply
+	}{
+		{"text", Reply{Content: "Hello there, friend."}},
+		{"parallel tool calls", Reply{ToolCalls: []ToolCall{{ID: "c1", Name: "a", Arguments: `{"x":1}`}, {ID: "c2", Name: "b", Arguments: `{"y":"z"}`}}}},
+		{"text and tool call", Reply{Content: "Checking.", ToolCalls: []ToolCall{{ID: "c1", Name: "a", Arguments: `{}`}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t, Chat(tt.reply))
+			_, body := post(t, s.URL()+"/chat/completions", `{"model":"m","messages":[]}`)
+			want, wantUsage, err := capture.ReplyFromJSON([]byte(body))
+			if err != nil {
+				t.Fatalf("ReplyFromJSON(%s): %v", body, err)
+			}
+			resp, stream := post(t, s.URL()+"/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`)
+			if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Errorf("content type %q", ct)
+			}
+			if !strings.HasSuffix(stream, "data: [DONE]\n\n") {
+				t.Errorf("stream does not end with [DONE]: %q", stream)
+			}
+			sr := capture.NewStreamReply()
+			for _, line := range strings.Split(stream, "\n") {
+				p, ok := strings.CutPrefix(line, "data: ")
+				if !ok || p == "[DONE]" {
+					continue
+				}
+				if err := sr.Add([]byte(p)); err != nil {
+					t.Fatalf("Add(%s): %v", p, err)
+				}
+			}
+			got, gotUsage, err := sr.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Content != want.Content || !jsonEqual(t, got.Raw, want.Raw) {
+				t.Errorf("streamed message %s, JSON message %s", got.Raw, want.Raw)
+			}
+			if gotUsage == nil || wantUsage == nil || *gotUsage != *wantUsage {
+				t.Errorf("usage streamed %v, JSON %v", gotUsage, wantUsage)
+			}
+		})
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		t.Fatalf("not JSON: %s / %s", a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+func TestSequenceAndErrors(t *testing.T) {
+	s := New(t, Sequence(RateLimited("3"), Error(503, "server_error", "", "down"), Chat(DefaultReply)))
+	tests := []struct {
+		status     int
+		retryAfter string
+		body       string
+	}{
+		{429, "3", `"code":"rate_limit_exceeded"`},
+		{503, "", `"message":"down","type":"server_error","param":null,"code":null`},
+		{200, "", `"object":"chat.completion"`},
+		{200, "", `"object":"chat.completion"`},
+	}
+	for i, tt := range tests {
+		resp, body := post(t, s.URL()+"/chat/completions", `{"model":"m"}`)
+		if resp.StatusCode != tt.status || resp.Header.Get("Retry-After") != tt.retryAfter || !strings.Contains(body, tt.body) {
+			t.Errorf("call %d: %d Retry-After %q body %s", i, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+}
+
+func TestDefaultRoutes(t *testing.T) {
+	s := New(t, nil)
+	resp, err := http.Get(s.URL() + "/models")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("models: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, body := post(t, s.URL()+"/responses", `{"stream":true}`)
+	if resp.Header.Get("Content-Type") != "text/event-stream" || !strings.Contains(body, "event: response.completed\n") {
+		t.Errorf("responses stream %q", body)
+	}
+	if resp, _ := post(t, s.URL()+"/nope", `{}`); resp.StatusCode != 404 {
+		t.Errorf("unknown route %d", resp.StatusCode)
+	}
+}
+
+func TestFeed(t *testing.T) {
+	f := NewFeed()
+	s := New(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.URL()+"/chat/completions", strings.NewReader(`{}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	select {
+	case <-f.Started():
+	case <-time.After(5 * time.Second):
+		t.Fatal("feed never started")
+	}
+	br := bufio.NewReader(resp.Body)
+	f.Send(t, `{"n":1}`)
+	if line, _ := br.ReadString('\n'); line != "data: {\"n\":1}\n" {
+		t.Fatalf("line %q", line)
+	}
+	cancel()
+	select {
+	case <-f.Canceled():
+	case <-time.After(5 * time.Second):
+		t.Fatal("feed did not see the cancellation")
+	}
+}
