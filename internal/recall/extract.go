@@ -1,0 +1,287 @@
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Chatter is the one call the fact extractor makes (go-openai's client).
+type Chatter interface {
+	CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error)
+}
+
+// FactWriter records facts about users.
+type FactWriter interface {
+	// UpsertFact records f per (tenant, user, type, normalised key) and
+	// returns the current fact; see storetest.Knowledge.
+	UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error)
+}
+
+// Limits of a valid extraction reply.
+const (
+	// MaxFactValue is the longest fact value kept, in characters.
+	MaxFactValue = 300
+	// MaxFactKey is the longest fact key kept, in characters.
+	MaxFactKey = 64
+	// MaxExtracted is how many facts one reply may carry; a longer reply is
+	// cut to its first MaxExtracted items, the rest counted as dropped.
+	MaxExtracted = 20
+	// maxReplyBytes bounds the reply parsed at all.
+	maxReplyBytes = 64 << 10
+)
+
+// ExtractorOptions tune an Extractor.
+type ExtractorOptions struct {
+	// Model is the extraction model.
+	Model string
+	// MaxPerUser is the cap on current facts per user (facts_max_stored).
+	MaxPerUser int
+	// TTL gives facts of a type an expiry after they were stated.
+	TTL map[memory.FactType]time.Duration
+	// Timeout bounds one model call (default 30s).
+	Timeout time.Duration
+}
+
+// Extractor is the capture hook that asks a model which facts the user
+// stated in an exchange and records the valid ones.
+//
+// Extraction is best effort: when the model fails or replies with anything
+// but the JSON asked for, the failure is counted and logged (without message
+// contents) and AfterSave returns nil, so capture never waits on an
+// unavailable model; pattern-detected facts (compaction) keep flowing. A
+// redelivered exchange (res.Duplicate) is not extracted again, since
+// re-stating a fact would raise its mention count.
+type Extractor struct {
+	client Chatter
+	store  FactWriter
+	opts   ExtractorOptions
+	logger *slog.Logger
+	m      *extractMetrics
+}
+
+// NewExtractor returns an Extractor asking client and writing to store.
+// logger may be nil.
+func NewExtractor(client Chatter, store FactWriter, opts ExtractorOptions, logger *slog.Logger) *Extractor {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxPerUser <= 0 {
+		opts.MaxPerUser = 200
+	}
+	return &Extractor{client: client, store: store, opts: opts, logger: logger, m: newExtractMetrics()}
+}
+
+// Collectors returns the Extractor's Prometheus collectors, for the caller
+// to register.
+func (e *Extractor) Collectors() []prometheus.Collector { return e.m.collectors() }
+
+const extractPrompt = `You extract durable facts a user states about themselves from their chat messages.
+Only facts the user states about themselves or their life; nothing the assistant said, no questions, no small talk, no guesses.
+Types: profile (name, city, job, diet...), preference, goal, limit (budgets, allergies, constraints), decision, relationship, event.
+key: a short snake_case subject that stays the same when the value changes (e.g. "city", "diet", "savings_goal", "partner_name").
+value: the fact in a short phrase, keeping amounts, dates and names verbatim.
+confidence: a number from 0 to 1.
+Reply with JSON only, exactly: {"facts": [{"type": string, "key": string, "value": string, "confidence": number}]}. Reply {"facts": []} when there are none.`
+
+// AfterSave extracts facts from the user messages of ex and upserts the
+// valid ones (it implements capture.Hook). It returns an error only when
+// the store fails to record a valid fact, so the worker retries.
+func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
+	if res.Duplicate {
+		return nil
+	}
+	var user []string
+	for _, m := range ex.Turn {
+		if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
+			user = append(user, strings.TrimSpace(m.Content))
+		}
+	}
+	if len(user) == 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	resp, err := e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{
+		Model: e.opts.Model,
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: extractPrompt},
+			{Role: openai.ChatMessageRoleUser, Content: "User messages:\n" + strings.Join(user, "\n")},
+		},
+		Temperature:    0,
+		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+	})
+	if err != nil {
+		e.m.runs.WithLabelValues("model_error").Inc()
+		e.logger.Warn("fact extraction model failed; pattern facts only", "exchange", ex.ID, "error", err)
+		return nil
+	}
+	if len(resp.Choices) == 0 {
+		e.m.runs.WithLabelValues("bad_reply").Inc()
+		e.logger.Warn("fact extraction reply has no choices", "exchange", ex.ID)
+		return nil
+	}
+	facts, dropped, err := ParseFacts(resp.Choices[0].Message.Content)
+	for reason, n := range dropped {
+		e.m.dropped.WithLabelValues(reason).Add(float64(n))
+	}
+	if err != nil {
+		e.m.runs.WithLabelValues("bad_reply").Inc()
+		e.logger.Warn("fact extraction reply rejected", "exchange", ex.ID, "error", err, "bytes", len(resp.Choices[0].Message.Content))
+		return nil
+	}
+	if len(dropped) > 0 {
+		e.logger.Info("fact extraction dropped invalid items", "exchange", ex.ID, "dropped", dropped)
+	}
+	at := ex.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	for _, f := range facts {
+		f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
+		f.Mentions = 1
+		f.CreatedAt, f.UpdatedAt = at, at
+		if ttl, ok := e.opts.TTL[f.Type]; ok && ttl > 0 {
+			exp := at.Add(ttl)
+			f.ExpiresAt = &exp
+		}
+		if _, err := e.store.UpsertFact(ctx, f, e.opts.MaxPerUser); err != nil {
+			e.m.runs.WithLabelValues("store_error").Inc()
+			return fmt.Errorf("extract facts of %s: upsert: %w", ex.ID, err)
+		}
+	}
+	e.m.runs.WithLabelValues("ok").Inc()
+	e.m.stored.Add(float64(len(facts)))
+	return nil
+}
+
+// extracted is one item of an extraction reply.
+type extracted struct {
+	Type       string   `json:"type"`
+	Key        string   `json:"key"`
+	Value      string   `json:"value"`
+	Confidence *float64 `json:"confidence"`
+}
+
+// ParseFacts validates an extraction reply: a JSON object {"facts": [...]}
+// or a bare array of {type, key, value, confidence}, optionally in a
+// Markdown code fence. A reply that is not such JSON (or over 64 KiB) is an
+// error and yields no facts. Otherwise each item is kept or dropped on its
+// own, dropped counts returned by reason: "type" (not one of the fact
+// types), "empty" (blank key or value), "confidence" (missing or outside
+// [0, 1]), "oversized" (key over 64 or value over 300 characters),
+// "too_many" (items past the 20th). Keys are normalised to lower-case
+// snake_case.
+func ParseFacts(reply string) ([]memory.Fact, map[string]int, error) {
+	if len(reply) > maxReplyBytes {
+		return nil, nil, fmt.Errorf("reply of %d bytes exceeds %d", len(reply), maxReplyBytes)
+	}
+	s := strings.TrimSpace(reply)
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		rest = strings.TrimPrefix(rest, "json")
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
+	}
+	var items []json.RawMessage
+	if strings.HasPrefix(s, "[") {
+		if err := json.Unmarshal([]byte(s), &items); err != nil {
+			return nil, nil, fmt.Errorf("reply is not a JSON array of facts: %w", err)
+		}
+	} else {
+		var obj struct {
+			Facts *[]json.RawMessage `json:"facts"`
+		}
+		if err := json.Unmarshal([]byte(s), &obj); err != nil {
+			return nil, nil, fmt.Errorf("reply is not JSON: %w", err)
+		}
+		if obj.Facts == nil {
+			return nil, nil, fmt.Errorf("reply has no facts array")
+		}
+		items = *obj.Facts
+	}
+	dropped := map[string]int{}
+	var out []memory.Fact
+	for i, raw := range items {
+		if i >= MaxExtracted {
+			dropped["too_many"] += len(items) - MaxExtracted
+			break
+		}
+		var x extracted
+		if err := json.Unmarshal(raw, &x); err != nil {
+			dropped["malformed"]++
+			continue
+		}
+		f, reason := validFact(x)
+		if reason != "" {
+			dropped[reason]++
+			continue
+		}
+		out = append(out, f)
+	}
+	if len(dropped) == 0 {
+		dropped = nil
+	}
+	return out, dropped, nil
+}
+
+// validFact checks one extracted item, returning the drop reason if invalid.
+func validFact(x extracted) (memory.Fact, string) {
+	typ := memory.FactType(strings.ToLower(strings.TrimSpace(x.Type)))
+	if !typ.Valid() {
+		return memory.Fact{}, "type"
+	}
+	key, value := NormalizeFactKey(x.Key), strings.TrimSpace(x.Value)
+	if key == "" || value == "" {
+		return memory.Fact{}, "empty"
+	}
+	if utf8.RuneCountInString(key) > MaxFactKey || utf8.RuneCountInString(value) > MaxFactValue {
+		return memory.Fact{}, "oversized"
+	}
+	if x.Confidence == nil || !(*x.Confidence >= 0 && *x.Confidence <= 1) {
+		return memory.Fact{}, "confidence"
+	}
+	return memory.Fact{Type: typ, Key: key, Value: value, Confidence: *x.Confidence}, ""
+}
+
+// NormalizeFactKey lower-cases key and joins its words with underscores
+// ("Savings Goal" → "savings_goal").
+func NormalizeFactKey(key string) string { return strings.Join(tokenize(key), "_") }
+
+// extractMetrics count extraction outcomes.
+type extractMetrics struct {
+	runs    *prometheus.CounterVec
+	dropped *prometheus.CounterVec
+	stored  prometheus.Counter
+}
+
+func newExtractMetrics() *extractMetrics {
+	return &extractMetrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_fact_extraction_runs_total",
+			Help: "Model fact extractions by outcome (ok, model_error, bad_reply, store_error).",
+		}, []string{"outcome"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_fact_extraction_dropped_total",
+			Help: "Extracted fact items dropped by validation, by reason.",
+		}, []string{"reason"}),
+		stored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_fact_extraction_stored_total",
+			Help: "Extracted facts upserted.",
+		}),
+	}
+}
+
+func (m *extractMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.runs, m.dropped, m.stored}
+}

@@ -1,0 +1,219 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// The kinds of memory items.
+const (
+	KindMessage = "message"
+	KindSummary = "summary"
+	KindFact    = "fact"
+)
+
+// IndexStore is what the Indexer reads and writes.
+type IndexStore interface {
+	// AddItems upserts items by (tenant, user, kind, ref, chunk).
+	AddItems(ctx context.Context, items []memory.Item) error
+	// LatestSummary returns the conversation's newest summary or memory.ErrNotFound.
+	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
+	FactReader
+	// Conversation returns the conversation's live messages (used to find
+	// the keys of a redelivered exchange's messages).
+	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+}
+
+// Indexer is the capture hook that makes a stored exchange recallable: its
+// user and assistant turns, the conversation's latest summary and the
+// user's freshly stated facts become embedded memory items.
+type Indexer struct {
+	store  IndexStore
+	emb    Embedder
+	logger *slog.Logger
+}
+
+// NewIndexer returns an Indexer writing to store with vectors from emb.
+// logger may be nil.
+func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Indexer{store: store, emb: emb, logger: logger}
+}
+
+// AfterSave indexes what storing ex added (it implements capture.Hook):
+//   - each user and assistant message stored for ex, as kind "message" items
+//     with Ref its message key (memory.Key(ex.ID, i)), chunked on sentence
+//     boundaries when long; tool results, tool-call-only turns and empty
+//     text are skipped;
+//   - the conversation's latest summary, kind "summary", Ref
+//     "<conversation>:v<version>";
+//   - the user's current facts updated at or after ex.At (the ones this
+//     exchange's hooks stated), kind "fact", Ref the fact id.
+//
+// It is idempotent: items are upserted by (kind, ref, chunk), and a
+// redelivered exchange (res.Duplicate) finds its message keys in the store.
+// An embedding or store failure is returned so the capture worker retries.
+func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
+	msgs, err := ix.storedMessages(ctx, ex, res)
+	if err != nil {
+		return fmt.Errorf("index exchange %s: %w", ex.ID, err)
+	}
+	var items []memory.Item
+	at := ex.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	for _, m := range msgs {
+		if m.Role != "user" && m.Role != "assistant" {
+			continue
+		}
+		created := m.CreatedAt
+		if created.IsZero() {
+			created = at
+		}
+		for i, c := range Chunk(indexableText(m.Content)) {
+			items = append(items, ix.item(ex.Identity, KindMessage, m.Key, i, c, created))
+		}
+	}
+	sum, err := ix.store.LatestSummary(ctx, ex.Identity)
+	switch {
+	case err == nil:
+		ref := fmt.Sprintf("%s:v%d", sum.Conversation, sum.Version)
+		for i, c := range Chunk(sum.Text) {
+			items = append(items, ix.item(ex.Identity, KindSummary, ref, i, c, sum.CreatedAt))
+		}
+	case !errors.Is(err, memory.ErrNotFound):
+		return fmt.Errorf("index exchange %s: load summary: %w", ex.ID, err)
+	}
+	facts, err := ix.store.Facts(ctx, ex.Tenant, ex.User, time.Now(), false)
+	if err != nil {
+		return fmt.Errorf("index exchange %s: load facts: %w", ex.ID, err)
+	}
+	for _, f := range facts {
+		if f.UpdatedAt.Before(at) {
+			continue
+		}
+		items = append(items, ix.factItem(f))
+	}
+	if err := ix.add(ctx, items); err != nil {
+		return fmt.Errorf("index exchange %s: %w", ex.ID, err)
+	}
+	return nil
+}
+
+// IndexFact makes one fact searchable (used when a fact is added through the
+// management API).
+func (ix *Indexer) IndexFact(ctx context.Context, f memory.Fact) error {
+	if err := ix.add(ctx, []memory.Item{ix.factItem(f)}); err != nil {
+		return fmt.Errorf("index fact %d: %w", f.ID, err)
+	}
+	return nil
+}
+
+func (ix *Indexer) factItem(f memory.Fact) memory.Item {
+	it := ix.item(memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation},
+		KindFact, strconv.FormatInt(f.ID, 10), 0, FactText(f), f.UpdatedAt)
+	return it
+}
+
+func (ix *Indexer) item(id memory.Identity, kind, ref string, chunk int, text string, at time.Time) memory.Item {
+	return memory.Item{
+		Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+		Kind: kind, Ref: ref, Chunk: chunk, Text: text,
+		Model: ix.emb.Model(), Dims: ix.emb.Dims(), CreatedAt: at,
+	}
+}
+
+// add embeds items and stores them.
+func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	texts := make([]string, len(items))
+	for i, it := range items {
+		texts[i] = it.Text
+	}
+	vecs, err := ix.emb.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("embed %d items: %w", len(items), err)
+	}
+	for i := range items {
+		items[i].Embedding = vecs[i]
+	}
+	if err := ix.store.AddItems(ctx, items); err != nil {
+		return fmt.Errorf("add %d items: %w", len(items), err)
+	}
+	ix.logger.Debug("indexed memory items", "tenant", items[0].Tenant, "items", len(items))
+	return nil
+}
+
+// storedMessages returns the messages storing ex inserted, with their keys.
+// For a fresh save they are the last res.Inserted of prior, turn and reply
+// (the store inserts the unseen suffix of ex.Prior, then ex.Turn, then
+// ex.Reply, keyed memory.Key(ex.ID, 0..)); for a duplicate they are read
+// back from the store by key prefix.
+func (ix *Indexer) storedMessages(ctx context.Context, ex memory.Exchange, res memory.SaveResult) ([]memory.Message, error) {
+	if !res.Duplicate {
+		all := make([]memory.Message, 0, len(ex.Prior)+len(ex.Turn)+1)
+		all = append(append(append(all, ex.Prior...), ex.Turn...), ex.Reply)
+		n := min(max(res.Inserted, 0), len(all))
+		out := make([]memory.Message, n)
+		for i, m := range all[len(all)-n:] {
+			m.Key = memory.Key(ex.ID, i)
+			out[i] = m
+		}
+		return out, nil
+	}
+	_, live, err := ix.store.Conversation(ctx, ex.Identity)
+	if err != nil {
+		if errors.Is(err, memory.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("load conversation: %w", err)
+	}
+	prefix := ex.ID + ":"
+	var out []memory.Message
+	for _, m := range live {
+		if rest, ok := strings.CutPrefix(m.Key, prefix); ok && isDigits(rest) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// indexableText drops the "[tool_call ...]" lines memory.ParseMessage adds
+// for tool calls: a call's arguments are not something the user said.
+func indexableText(content string) string {
+	if !strings.Contains(content, "[tool_call ") {
+		return content
+	}
+	lines := strings.Split(content, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "[tool_call ") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
+}

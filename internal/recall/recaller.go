@@ -1,0 +1,215 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// FactReader lists a user's facts.
+type FactReader interface {
+	// Facts returns the user's current facts (history: superseded and
+	// expired ones too), most recently updated first.
+	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+}
+
+// RecallOptions tune a Recaller.
+type RecallOptions struct {
+	// CrossConversation lets recall search the user's other conversations;
+	// a request can only narrow it (RecallQuery.CrossConversation false).
+	CrossConversation bool
+	// FactsMax caps the facts returned by Recall (0: none).
+	FactsMax int
+	// FactRelevance is the cosine similarity from which a fact counts as
+	// relevant to the query; below it, facts rank by mentions and recency.
+	FactRelevance float64
+}
+
+// Recaller answers recall queries: the user's current facts and passages
+// from their earlier messages, summaries and facts. It is safe for
+// concurrent use.
+type Recaller struct {
+	facts  FactReader
+	search *Searcher
+	emb    Embedder
+	opts   RecallOptions
+}
+
+// NewRecaller returns a Recaller reading facts from facts and passages
+// through search, ranking facts with emb (the searcher's embedder).
+func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOptions) *Recaller {
+	return &Recaller{facts: facts, search: search, emb: emb, opts: opts}
+}
+
+// Recall returns what q's user said before that bears on q.Text.
+//
+// Facts: the user's current facts (never superseded or expired ones — the
+// store filters them at q.Now), pinned ones first, each group ranked by
+// relevance to q.Text (cosine of the embedded fact and query; below
+// FactRelevance counts as unrelated), then mentions, then recency; at most
+// FactsMax in all.
+//
+// Items: passages from Searcher.Search, scoped to q.Tenant and q.User, to
+// q.Conversation unless both the Recaller's and the query's
+// CrossConversation are on, never with a Ref in q.ExcludeRefs. Fact items
+// are left out (the facts come in Facts, and a superseded fact's item must
+// never resurface), and so are summaries of q.Conversation (the assembler
+// injects its latest summary itself).
+func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Recalled, error) {
+	now := q.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	facts, err := r.facts.Facts(ctx, q.Tenant, q.User, now, false)
+	if err != nil {
+		return memory.Recalled{}, fmt.Errorf("recall facts: %w", err)
+	}
+	var out memory.Recalled
+	out.Facts, err = r.rankFacts(ctx, facts, q.Text, now)
+	if err != nil {
+		return memory.Recalled{}, err
+	}
+	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now}
+	if !(r.opts.CrossConversation && q.CrossConversation) {
+		sq.Conversation = q.Conversation
+	}
+	items, err := r.search.Search(ctx, sq)
+	if err != nil {
+		return memory.Recalled{}, fmt.Errorf("recall passages: %w", err)
+	}
+	for _, it := range items {
+		if it.Kind == KindFact || (it.Kind == KindSummary && it.Conversation == q.Conversation) {
+			continue
+		}
+		it.Embedding = nil
+		out.Items = append(out.Items, it)
+	}
+	return out, nil
+}
+
+// Search returns the user's best passages for query across all their
+// conversations, for the management API: at most topK (0: the configured
+// top_k), best first, with fact items only for facts still current.
+func (r *Recaller) Search(ctx context.Context, tenant, user, query string, topK int) ([]memory.Item, error) {
+	now := time.Now()
+	items, err := r.search.Search(ctx, SearchQuery{Tenant: tenant, User: user, Text: query, TopK: topK, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	var current map[string]bool
+	out := make([]memory.Item, 0, len(items))
+	for _, it := range items {
+		if it.Kind == KindFact {
+			if current == nil {
+				facts, err := r.facts.Facts(ctx, tenant, user, now, false)
+				if err != nil {
+					return nil, fmt.Errorf("search facts: %w", err)
+				}
+				current = make(map[string]bool, len(facts))
+				for _, f := range facts {
+					current[strconv.FormatInt(f.ID, 10)] = true
+				}
+			}
+			if !current[it.Ref] {
+				continue
+			}
+		}
+		it.Embedding = nil
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// FactText is how a fact is embedded and indexed: "type key: value".
+func FactText(f memory.Fact) string {
+	return string(f.Type) + " " + strings.ReplaceAll(f.Key, "_", " ") + ": " + f.Value
+}
+
+// rankFacts orders facts (see Recall) and caps them at FactsMax.
+func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query string, now time.Time) ([]memory.Fact, error) {
+	if r.opts.FactsMax <= 0 || len(facts) == 0 {
+		return nil, nil
+	}
+	rel := make([]float64, len(facts))
+	if strings.TrimSpace(query) != "" {
+		texts := make([]string, 0, len(facts)+1)
+		texts = append(texts, query)
+		for _, f := range facts {
+			texts = append(texts, FactText(f))
+		}
+		vecs, err := r.emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("embed facts: %w", err)
+		}
+		for i := range facts {
+			if c := Cosine(vecs[0], vecs[i+1]); c >= r.opts.FactRelevance {
+				rel[i] = c
+			}
+		}
+	}
+	order := make([]int, len(facts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		fa, fb := facts[order[a]], facts[order[b]]
+		if fa.Pinned != fb.Pinned {
+			return fa.Pinned
+		}
+		if ra, rb := rel[order[a]], rel[order[b]]; ra != rb {
+			return ra > rb
+		}
+		if fa.Mentions != fb.Mentions {
+			return fa.Mentions > fb.Mentions
+		}
+		return fa.UpdatedAt.After(fb.UpdatedAt)
+	})
+	out := make([]memory.Fact, 0, min(len(facts), r.opts.FactsMax))
+	for _, i := range order {
+		if len(out) == r.opts.FactsMax {
+			break
+		}
+		if facts[i].Current(now) {
+			out = append(out, facts[i])
+		}
+	}
+	return out, nil
+}
+
+// QueryText is the recall query for a request's messages: the newest user
+// message's text, preceded by the assistant message before it when the user
+// message is short (under 8 words, e.g. "and in Porto?", "yes, do that"),
+// so a follow-up still finds its topic. System, developer and tool messages
+// are skipped. It returns "" when there is no user message.
+func QueryText(msgs []memory.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		text := strings.TrimSpace(msgs[i].Content)
+		if len(strings.Fields(text)) >= shortQueryWords {
+			return text
+		}
+		for j := i - 1; j >= 0; j-- {
+			if msgs[j].Role == "assistant" {
+				if prev := strings.TrimSpace(msgs[j].Content); prev != "" {
+					return prev + "\n" + text
+				}
+				break
+			}
+			if msgs[j].Role == "user" {
+				break
+			}
+		}
+		return text
+	}
+	return ""
+}
+
+// shortQueryWords: a user message with fewer words is "short" (QueryText).
+const shortQueryWords = 8

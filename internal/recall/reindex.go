@@ -1,0 +1,64 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Reembedder is what a reindex reads and writes.
+type Reembedder interface {
+	// ItemsToEmbed returns up to limit items with ID > afterID whose vector
+	// was not made by model/dims, in ID order.
+	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
+	// SetEmbeddings stores new vectors (with model and dims) by item ID.
+	SetEmbeddings(ctx context.Context, items []memory.Item) error
+}
+
+// Progress reports a reindex's headway: items re-embedded so far and the
+// last item ID done.
+type Progress func(done int, lastID int64)
+
+// Reindex re-embeds, batch by batch in ID order, every item whose vector
+// was not made by emb's model and dimension, and returns how many it
+// re-embedded. Each batch is committed before the next is read, so an
+// interrupted reindex loses at most one batch of work and a rerun resumes
+// where it stopped (done items no longer need embedding). progress, if not
+// nil, is called after each batch.
+func Reindex(ctx context.Context, store Reembedder, emb Embedder, batch int, progress Progress) (int, error) {
+	batch = max(1, batch)
+	var after int64
+	done := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		items, err := store.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), after, batch)
+		if err != nil {
+			return done, fmt.Errorf("reindex after item %d: %w", after, err)
+		}
+		if len(items) == 0 {
+			return done, nil
+		}
+		texts := make([]string, len(items))
+		for i, it := range items {
+			texts[i] = it.Text
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return done, fmt.Errorf("reindex after item %d: %w", after, err)
+		}
+		for i := range items {
+			items[i].Embedding, items[i].Model, items[i].Dims = vecs[i], emb.Model(), emb.Dims()
+		}
+		if err := store.SetEmbeddings(ctx, items); err != nil {
+			return done, fmt.Errorf("reindex after item %d: %w", after, err)
+		}
+		done += len(items)
+		after = items[len(items)-1].ID
+		if progress != nil {
+			progress(done, after)
+		}
+	}
+}

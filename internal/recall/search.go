@@ -1,0 +1,250 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// ItemSearcher is the ranked retrieval a store provides. Both calls are
+// scoped to q.Tenant and q.User inside the query.
+type ItemSearcher interface {
+	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+}
+
+// rrfK is the reciprocal rank fusion constant: an item at rank r (from 1) of
+// a list scores 1/(rrfK+r).
+const rrfK = 60
+
+// dupCosine is the similarity above which two passages count as the same.
+const dupCosine = 0.95
+
+// SearchOptions tune a Searcher.
+type SearchOptions struct {
+	// TopK is how many passages a search returns at most (default 5).
+	TopK int
+	// MinSimilarity drops vector matches below this cosine similarity.
+	MinSimilarity float64
+	// RecencyHalfLife halves a passage's score per this much age; 0 disables.
+	RecencyHalfLife time.Duration
+}
+
+// Searcher is hybrid search over a user's memory items: vector and
+// full-text rankings fused by reciprocal rank fusion, filtered and
+// re-weighted. It is safe for concurrent use.
+type Searcher struct {
+	store ItemSearcher
+	emb   Embedder
+	opts  SearchOptions
+}
+
+// NewSearcher returns a Searcher over store embedding queries with emb.
+func NewSearcher(store ItemSearcher, emb Embedder, opts SearchOptions) *Searcher {
+	if opts.TopK <= 0 {
+		opts.TopK = 5
+	}
+	return &Searcher{store: store, emb: emb, opts: opts}
+}
+
+// SearchQuery is one hybrid search.
+type SearchQuery struct {
+	Tenant, User string
+	// Conversation, when set, restricts the search to one conversation.
+	Conversation string
+	// Text is the query.
+	Text string
+	// ExcludeRefs are refs never returned.
+	ExcludeRefs []string
+	// TopK overrides the Searcher's TopK when positive.
+	TopK int
+	// Now is when recency is measured from (zero: time.Now()).
+	Now time.Time
+}
+
+// Search returns the user's best passages for q.Text, best first, each with
+// Score in (0, 1]. Candidates come from the store's vector ranking (embedded
+// with the Searcher's embedder; matches below MinSimilarity dropped) and
+// its full-text ranking, fused by reciprocal rank fusion (k = 60) and
+// normalised so an item first in both lists scores 1; the score is then
+// halved per RecencyHalfLife of age; passages with the same normalised text
+// or a cosine similarity above 0.95 to a better one are dropped; at most
+// TopK remain. An empty query returns nothing.
+func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, error) {
+	text := strings.TrimSpace(q.Text)
+	if text == "" {
+		return nil, nil
+	}
+	topK := s.opts.TopK
+	if q.TopK > 0 {
+		topK = q.TopK
+	}
+	vecs, err := s.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("embed query: %w", err)
+	}
+	iq := memory.ItemQuery{
+		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
+		ExcludeRefs: q.ExcludeRefs,
+		Embedding:   vecs[0], Model: s.emb.Model(), Dims: s.emb.Dims(),
+		Text:  text,
+		Limit: max(20, 4*topK),
+	}
+	byVec, err := s.store.SearchVector(ctx, iq)
+	if err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	byText, err := s.store.SearchText(ctx, iq)
+	if err != nil {
+		return nil, fmt.Errorf("text search: %w", err)
+	}
+	kept := byVec[:0:0]
+	for _, it := range byVec {
+		if it.Score >= s.opts.MinSimilarity {
+			kept = append(kept, it)
+		}
+	}
+	now := q.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	fused := Fuse(kept, byText)
+	excluded := make(map[string]bool, len(q.ExcludeRefs))
+	for _, r := range q.ExcludeRefs {
+		excluded[r] = true
+	}
+	out := fused[:0]
+	for _, it := range fused {
+		if excluded[it.Ref] {
+			continue
+		}
+		it.Score *= RecencyWeight(now.Sub(it.CreatedAt), s.opts.RecencyHalfLife)
+		out = append(out, it)
+	}
+	sortByScore(out)
+	out, err = s.dedup(ctx, out, topK)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// itemKey identifies an item across rankings.
+func itemKey(it memory.Item) string {
+	return fmt.Sprintf("%s\x00%s\x00%d", it.Kind, it.Ref, it.Chunk)
+}
+
+// Fuse merges rankings by reciprocal rank fusion: an item scores the sum
+// over the lists it appears in of 1/(60+rank), ranks from 1, divided by the
+// best possible score 2/61 so an item first in two lists scores 1. Items are
+// the same when kind, ref and chunk are; the first occurrence's fields are
+// kept (an embedding from any list is kept). The result is best first.
+func Fuse(lists ...[]memory.Item) []memory.Item {
+	const best = 2.0 / (rrfK + 1)
+	idx := map[string]int{}
+	var out []memory.Item
+	for _, l := range lists {
+		for rank, it := range l {
+			k := itemKey(it)
+			add := 1.0 / float64(rrfK+rank+1) / best
+			if i, ok := idx[k]; ok {
+				out[i].Score += add
+				if out[i].Embedding == nil {
+					out[i].Embedding = it.Embedding
+				}
+				continue
+			}
+			idx[k] = len(out)
+			it.Score = add
+			out = append(out, it)
+		}
+	}
+	sortByScore(out)
+	return out
+}
+
+// sortByScore orders items best first, newer first on ties, then by ID.
+func sortByScore(items []memory.Item) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].Score != items[j].Score {
+			return items[i].Score > items[j].Score
+		}
+		if !items[i].CreatedAt.Equal(items[j].CreatedAt) {
+			return items[i].CreatedAt.After(items[j].CreatedAt)
+		}
+		return items[i].ID < items[j].ID
+	})
+}
+
+// RecencyWeight is the factor a passage of the given age is scored by:
+// 0.5^(age/halfLife), 1 for halfLife <= 0 or a non-positive age.
+func RecencyWeight(age, halfLife time.Duration) float64 {
+	if halfLife <= 0 || age <= 0 {
+		return 1
+	}
+	return math.Pow(0.5, float64(age)/float64(halfLife))
+}
+
+// normText is a passage's text for duplicate detection: lower case, words
+// of letters and digits, single spaces.
+func normText(s string) string { return strings.Join(tokenize(s), " ") }
+
+// dedup keeps, walking items best first, those whose normalised text differs
+// from every kept one and whose vector is within dupCosine of none, until
+// topK are kept. Items without a vector (text-only hits) are embedded here.
+func (s *Searcher) dedup(ctx context.Context, items []memory.Item, topK int) ([]memory.Item, error) {
+	var missing []string
+	var at []int
+	for i, it := range items {
+		if len(it.Embedding) != s.emb.Dims() {
+			missing = append(missing, it.Text)
+			at = append(at, i)
+		}
+	}
+	if len(missing) > 0 {
+		vecs, err := s.emb.Embed(ctx, missing)
+		if err != nil {
+			return nil, fmt.Errorf("embed results: %w", err)
+		}
+		for j, i := range at {
+			items[i].Embedding = vecs[j]
+		}
+	}
+	return Dedup(items, topK), nil
+}
+
+// Dedup walks items in order and keeps each one whose normalised text
+// (lower case, punctuation dropped) differs from every kept item's and whose
+// embedding has a cosine similarity of at most 0.95 with every kept item's,
+// until limit are kept (limit <= 0: no limit).
+func Dedup(items []memory.Item, limit int) []memory.Item {
+	var out []memory.Item
+	seen := map[string]bool{}
+	for _, it := range items {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		n := normText(it.Text)
+		if seen[n] {
+			continue
+		}
+		dup := false
+		for _, k := range out {
+			if len(k.Embedding) > 0 && len(k.Embedding) == len(it.Embedding) && Cosine(k.Embedding, it.Embedding) > dupCosine {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		seen[n] = true
+		out = append(out, it)
+	}
+	return out
+}
