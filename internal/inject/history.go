@@ -37,9 +37,9 @@ func toolInfo(m memory.Message) (calls []string, answers string) {
 // message with tool calls is dropped, with its results, unless every call is
 // answered by the tool messages after it — in the history, or, for the last
 // one, at the start of next (the client answering the calls of the stored
-// reply). Raw of each kept message is returned.
-func usableHistory(stored, next []memory.Message) []json.RawMessage {
-	var out []json.RawMessage
+// reply). Each kept message is returned with Raw set (see rawOf).
+func usableHistory(stored, next []memory.Message) []memory.Message {
+	var out []memory.Message
 	open := map[string]bool{} // call ids of the kept assistant message being answered
 	for i := 0; i < len(stored); i++ {
 		m := stored[i]
@@ -51,7 +51,7 @@ func usableHistory(stored, next []memory.Message) []json.RawMessage {
 			if !open[id] {
 				continue // orphan
 			}
-			out = append(out, rawOf(m))
+			out = append(out, withRaw(m))
 			continue
 		}
 		clear(open)
@@ -68,9 +68,15 @@ func usableHistory(stored, next []memory.Message) []json.RawMessage {
 				open[id] = true
 			}
 		}
-		out = append(out, rawOf(m))
+		out = append(out, withRaw(m))
 	}
 	return out
+}
+
+// withRaw returns m with Raw set to rawOf(m).
+func withRaw(m memory.Message) memory.Message {
+	m.Raw = rawOf(m)
+	return m
 }
 
 // answered reports whether every call id is answered by the tool messages

@@ -1,6 +1,8 @@
-// Package inject decides what the upstream sees: the client's messages, with
-// the conversation's stored history put back in when the client sent only its
-// newest turn ("zero-code memory").
+// Package inject decides what the upstream sees: within a token budget, the
+// client's system messages, one memory block (pinned facts, the rolling
+// summary, facts about the user, recalled passages), the recent turns — from
+// the store when the client sends only its newest turn — and the current
+// turn.
 package inject
 
 import (
@@ -8,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"text/template"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -18,111 +22,196 @@ type HistoryReader interface {
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
 }
 
-// TokenCounter counts what a list of chat messages costs for a model.
-// *tokens.Counter implements it.
+// SummaryReader loads a conversation's rolling summary.
+type SummaryReader interface {
+	// LatestSummary returns the newest summary version, or memory.ErrNotFound.
+	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
+}
+
+// FactReader loads what is known about a user.
+type FactReader interface {
+	// Facts returns the user's current facts, most recently updated first.
+	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+}
+
+// Recaller answers what a user said before that bears on their newest
+// message (implemented by internal/recall).
+type Recaller interface {
+	Recall(ctx context.Context, q memory.RecallQuery) (memory.Recalled, error)
+}
+
+// TokenCounter counts what chat messages cost for a model and knows the
+// model's context window. *tokens.Counter implements it.
 type TokenCounter interface {
+	// Messages is what a request with msgs costs, reply priming included.
 	Messages(model string, msgs []json.RawMessage) int
+	// RawMessage is what one message costs inside a prompt.
+	RawMessage(model string, raw json.RawMessage) int
+	// Text is what s encodes to.
+	Text(model, s string) int
+	// ContextWindow is the model's context window.
+	ContextWindow(model string) int
+}
+
+// Deps are an Assembler's collaborators. Only History and Counter are
+// required; a nil Summaries, Facts or Recaller leaves that part out. With a
+// Recaller, facts come from its answer and Facts is not used.
+type Deps struct {
+	History   HistoryReader
+	Summaries SummaryReader
+	Facts     FactReader
+	Recaller  Recaller
+	Counter   TokenCounter
+}
+
+// Shares are the most each memory part may take of the budget, as fractions.
+type Shares struct {
+	Summary, Facts, Recall float64
 }
 
 // Options tunes an Assembler.
 type Options struct {
-	// RecentMessages bounds how many stored messages are put back into a
-	// request that carries only new messages; 0 injects nothing.
+	// RecentMessages is how many of a conversation's newest stored messages
+	// are loaded for a client that sends only its newest turn; 0 loads none.
 	RecentMessages int
+	// MaxContextTokens caps the budget; 0 leaves only the model's window.
+	MaxContextTokens int
+	// CompletionReserve is kept free for the reply when the request sets no
+	// max_tokens.
+	CompletionReserve int
+	// Shares bound the memory block's parts; what they leave unused goes to
+	// the recent turns.
+	Shares Shares
+	// FactsMax caps the unpinned facts injected (pinned ones are bounded by
+	// the facts share only); 0 injects no unpinned facts.
+	FactsMax int
+	// Template is the memory block's text/template over BlockData; empty
+	// uses DefaultTemplate.
+	Template string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Assembler prepares upstream requests. It is safe for concurrent use.
 type Assembler struct {
-	history HistoryReader
-	counter TokenCounter
-	opts    Options
-	logger  *slog.Logger
+	deps   Deps
+	opts   Options
+	tmpl   *template.Template
+	logger *slog.Logger
 }
 
-// New returns an Assembler. counter may be nil (token counts are then 0),
-// and logger may be nil.
+// New returns an Assembler that only puts stored history back (no summary,
+// facts or recall), within the model's window. counter may be nil (token
+// counts are then 0 and nothing is trimmed), and logger may be nil.
 func New(history HistoryReader, counter TokenCounter, opts Options, logger *slog.Logger) *Assembler {
+	if counter == nil {
+		counter = zeroCounter{}
+	}
+	a, err := NewAssembler(Deps{History: history, Counter: counter}, Options{
+		RecentMessages: opts.RecentMessages, MaxContextTokens: opts.MaxContextTokens,
+		CompletionReserve: opts.CompletionReserve, Now: opts.Now,
+	}, logger)
+	if err != nil {
+		panic(err) // unreachable: the default template parses
+	}
+	return a
+}
+
+// NewAssembler returns an Assembler. It fails when the template does not
+// parse, the shares are out of range, or History or Counter is missing.
+func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, error) {
+	if deps.History == nil || deps.Counter == nil {
+		return nil, fmt.Errorf("inject: history and counter are required: %w", memory.ErrInvalid)
+	}
+	sh := opts.Shares
+	if sh.Summary < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.Summary+sh.Facts+sh.Recall > 1 {
+		return nil, fmt.Errorf("inject: shares %+v must be non-negative and sum to at most 1: %w", sh, memory.ErrInvalid)
+	}
+	src := opts.Template
+	if src == "" {
+		src = DefaultTemplate
+	}
+	tmpl, err := template.New("memory").Option("missingkey=error").Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("inject: memory template: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Assembler{history: history, counter: counter, opts: opts, logger: logger}
+	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, logger: logger}, nil
 }
 
-// Prepare returns the messages to send upstream for req.
+// Budget returns the token budget for req: the smaller of MaxContextTokens
+// (when set) and the model's context window minus the completion reserve
+// (req.MaxTokens, else CompletionReserve), lowered — never raised — by
+// req.Budget. It is never negative.
+func (a *Assembler) Budget(req memory.Request) int {
+	reserve := req.MaxTokens
+	if reserve <= 0 {
+		reserve = a.opts.CompletionReserve
+	}
+	b := a.deps.Counter.ContextWindow(req.Model) - reserve
+	if a.opts.MaxContextTokens > 0 {
+		b = min(b, a.opts.MaxContextTokens)
+	}
+	if req.Budget > 0 {
+		b = min(b, req.Budget)
+	}
+	return max(b, 0)
+}
+
+// Prepare returns the messages to send upstream for req, within Budget(req).
 //
-// A client that sent history of its own (an assistant message before its
-// current turn) gets its messages back unchanged. So does a request whose
-// mode does not inject, or that names no user or conversation. Otherwise the
-// conversation's newest RecentMessages stored messages are loaded and the
-// result is: the client's system and developer messages (in order,
-// untouched), then the stored history (each message's Raw), then the
-// client's other messages. The history never starts with a tool result whose
-// call was cut off, and never leaves a tool call unanswered.
+// The result is, in order: the client's system and developer messages
+// (untouched, first), one memory block (a system message rendered from the
+// template: pinned facts, the rolling summary, facts about the user, recalled
+// passages — each part within its share), the recent turns, and the current
+// turn (from the newest user message on). A client that sent only its
+// newest turn gets the conversation's stored messages after the summary as
+// recent turns; a client that sent its own history keeps as much of it as
+// fits, newest first, and gets the stored summary for the overflow.
 //
-// TokensOriginal counts the client's messages plus all loaded history;
-// TokensSent counts the result. A failure to load history is returned
-// wrapped, and the caller forwards the request without memory.
+// Prepare never drops a system message or the current turn and never splits
+// an assistant message with tool calls from the tool messages answering it.
+// When those alone exceed the budget they are forwarded without memory and
+// OverBudget is set. A request whose mode does not inject, or that names no
+// user, gets its messages back unchanged. A failure to load memory is
+// returned wrapped, and the caller forwards the request without memory.
 func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
 	parsed, err := parsedMessages(req)
 	if err != nil {
 		return memory.Prepared{}, err
 	}
-	var system []json.RawMessage
-	var rest []json.RawMessage
-	var restParsed []memory.Message
+	var system, rest []memory.Message
 	for i, m := range parsed {
+		m.Raw = req.Messages[i]
 		if memory.IsSystem(m.Role) {
-			system = append(system, req.Messages[i])
+			system = append(system, m)
 			continue
 		}
-		rest = append(rest, req.Messages[i])
-		restParsed = append(restParsed, m)
+		rest = append(rest, m)
 	}
-	unchanged := func() memory.Prepared {
-		n := a.count(req.Model, req.Messages)
-		return memory.Prepared{Messages: req.Messages, TokensOriginal: n, TokensSent: n}
+	if !req.Mode.Injects() || req.User == "" {
+		n := a.deps.Counter.Messages(req.Model, req.Messages)
+		return memory.Prepared{Messages: req.Messages, TokensOriginal: n, TokensSent: n}, nil
 	}
-	prior, _ := memory.SplitTurn(restParsed)
-	if len(prior) > 0 || !req.Mode.Injects() || req.User == "" || req.Conversation == "" || a.opts.RecentMessages <= 0 {
-		return unchanged(), nil
-	}
-	stored, err := a.history.Recent(ctx, req.Identity, a.opts.RecentMessages)
+	prior, _ := memory.SplitTurn(rest)
+	fullHistory := len(prior) > 0
+	ld, err := a.load(ctx, req, rest, fullHistory)
 	if err != nil {
-		return memory.Prepared{}, fmt.Errorf("load recent history: %w", err)
+		return memory.Prepared{}, err
 	}
-	history := usableHistory(stored, restParsed)
-	if len(history) == 0 {
-		return unchanged(), nil
+	p, err := a.assemble(req, system, rest, fullHistory, ld)
+	if err != nil {
+		return memory.Prepared{}, err
 	}
-	out := make([]json.RawMessage, 0, len(system)+len(history)+len(rest))
-	out = append(out, system...)
-	out = append(out, history...)
-	out = append(out, rest...)
-	sent := a.count(req.Model, out)
-	original := sent
-	if len(history) != len(stored) {
-		all := make([]json.RawMessage, 0, len(req.Messages)+len(stored))
-		all = append(all, req.Messages...)
-		for _, m := range stored {
-			all = append(all, rawOf(m))
-		}
-		original = a.count(req.Model, all)
-	}
-	a.logger.DebugContext(ctx, "history injected", "conversation", req.Conversation,
-		"stored", len(stored), "injected", len(history), "tokens", sent)
-	return memory.Prepared{
-		Messages:       out,
-		TokensOriginal: original,
-		TokensSent:     sent,
-	}, nil
-}
-
-// count returns what msgs cost, or 0 without a counter.
-func (a *Assembler) count(model string, msgs []json.RawMessage) int {
-	if a.counter == nil {
-		return 0
-	}
-	return a.counter.Messages(model, msgs)
+	a.logger.DebugContext(ctx, "prompt assembled", "conversation", req.Conversation,
+		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
+		"over_budget", p.OverBudget, "parts", p.Parts)
+	return p, nil
 }
 
 // parsedMessages returns req.Parsed, parsing req.Messages when the proxy did
@@ -141,3 +230,11 @@ func parsedMessages(req memory.Request) ([]memory.Message, error) {
 	}
 	return out, nil
 }
+
+// zeroCounter counts nothing: the Assembler of New without a counter.
+type zeroCounter struct{}
+
+func (zeroCounter) Messages(string, []json.RawMessage) int { return 0 }
+func (zeroCounter) RawMessage(string, json.RawMessage) int { return 0 }
+func (zeroCounter) Text(string, string) int                { return 0 }
+func (zeroCounter) ContextWindow(string) int               { return 1 << 30 }

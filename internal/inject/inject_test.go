@@ -39,6 +39,10 @@ func (byteCounter) Messages(model string, msgs []json.RawMessage) int {
 	return n
 }
 
+func (byteCounter) RawMessage(model string, raw json.RawMessage) int { return 3 + len(raw) }
+func (byteCounter) Text(model, s string) int                         { return len(s) }
+func (byteCounter) ContextWindow(model string) int                   { return 1 << 20 }
+
 func mustMsg(tb testing.TB, raw string) memory.Message {
 	tb.Helper()
 	m, err := memory.ParseMessage(json.RawMessage(raw))

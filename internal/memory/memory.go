@@ -177,4 +177,12 @@ type Prepared struct {
 	TokensSent int
 	// OverBudget is true when the parts that are never dropped alone exceed the budget.
 	OverBudget bool
+	// Budget is the token budget the messages were assembled within (0 when
+	// none was applied).
+	Budget int
+	// Parts break TokensSent down by part of the prompt: "system", "memory"
+	// (the whole memory block, of which "pinned", "summary", "facts" and
+	// "recall" are the sections' text), "recent" and "current"; TokensSent is
+	// system + memory + recent + current + the reply priming.
+	Parts map[string]int
 }

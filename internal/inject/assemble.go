@@ -1,0 +1,165 @@
+package inject
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// assemble builds the upstream message list from the client's system
+// messages and other messages (rest) and the loaded memory, within
+// a.Budget(req). See Prepare for the contract.
+func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	model := req.Model
+	budget := a.Budget(req)
+	cost := func(m memory.Message) int { return a.deps.Counter.RawMessage(model, m.Raw) }
+	sum := func(ms []memory.Message) int {
+		n := 0
+		for _, m := range ms {
+			n += cost(m)
+		}
+		return n
+	}
+
+	// The conversation: stored history after the summary (new-only
+	// clients), then the client's messages. From cur on it is the current
+	// turn, which is never dropped.
+	var unsummarised, history []memory.Message
+	if !fullHistory {
+		for _, m := range ld.stored {
+			if memory.IsSystem(m.Role) || (ld.summary != nil && m.Seq <= ld.summary.ToSeq) {
+				continue
+			}
+			unsummarised = append(unsummarised, m)
+		}
+		history = usableHistory(unsummarised, rest)
+	}
+	conv := make([]memory.Message, 0, len(history)+len(rest))
+	conv = append(conv, history...)
+	conv = append(conv, rest...)
+	cur := currentStart(conv, len(history), rest)
+	candidates, current := conv[:cur], conv[cur:]
+
+	original := a.deps.Counter.Messages(model, req.Messages)
+	if !fullHistory {
+		if ld.summary != nil {
+			original += ld.summary.CoveredTokens
+		}
+		for _, m := range unsummarised {
+			original += a.deps.Counter.RawMessage(model, rawOf(m))
+		}
+	}
+
+	priming := a.deps.Counter.Messages(model, nil)
+	parts := map[string]int{"system": sum(system), "current": sum(current)}
+	fixed := priming + parts["system"] + parts["current"]
+	if fixed > budget {
+		// Only the untouchable parts, and still too many: forward them.
+		out := raws(system, current)
+		return memory.Prepared{
+			Messages: out, TokensOriginal: original, TokensSent: a.deps.Counter.Messages(model, out),
+			OverBudget: true, Budget: budget, Parts: parts,
+		}, nil
+	}
+	room := budget - fixed
+	keep := recallFilter(req, conv, history, ld.summary != nil)
+
+	// A new-only client always gets the summary (the history before it is
+	// not loaded); a full-history client only when its own history overflows.
+	withSummary := !fullHistory
+	var (
+		blk      json.RawMessage
+		blkCost  int
+		sections map[string]int
+		kept     []memory.Message
+		spent    int
+	)
+	for {
+		sel := a.selectParts(model, budget, room, ld, withSummary, keep)
+		var err error
+		blk, blkCost, sections, err = a.block(model, sel, room)
+		if err != nil {
+			return memory.Prepared{}, err
+		}
+		kept, spent = fitNewest(candidates, cost, room-blkCost)
+		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
+			break
+		}
+		withSummary = true
+	}
+
+	out := make([]json.RawMessage, 0, len(system)+1+len(kept)+len(current))
+	out = append(out, raws(system)...)
+	if blk != nil {
+		out = append(out, blk)
+	}
+	out = append(out, raws(kept, current)...)
+	for k, v := range sections {
+		parts[k] = v
+	}
+	parts["memory"] = blkCost
+	parts["recent"] = spent
+	return memory.Prepared{
+		Messages:       out,
+		TokensOriginal: original,
+		TokensSent:     priming + parts["system"] + blkCost + spent + parts["current"],
+		Budget:         budget,
+		Parts:          parts,
+	}, nil
+}
+
+// currentStart returns the index in conv where the current turn starts: the
+// client's turn (after its last assistant message, at index turnFrom+len of
+// its prior), extended back to the newest user message when the turn is
+// tool results answering an earlier assistant call (or empty).
+func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) int {
+	prior, _ := memory.SplitTurn(rest)
+	start := historyLen + len(prior)
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == "user" {
+			return min(start, i)
+		}
+	}
+	return start
+}
+
+// recallFilter returns the test a recalled item must pass to be shown: it
+// is not one of the messages already in the prompt (by stored key or by
+// text), nor, when the summary is loaded, a summary of this conversation.
+func recallFilter(req memory.Request, conv, history []memory.Message, haveSummary bool) func(memory.Item) bool {
+	keys := make(map[string]bool, len(history))
+	for _, m := range history {
+		if m.Key != "" {
+			keys[m.Key] = true
+		}
+	}
+	texts := make(map[string]bool, len(conv))
+	for _, m := range conv {
+		texts[strings.TrimSpace(m.Content)] = true
+	}
+	return func(it memory.Item) bool {
+		switch {
+		case it.Kind == "message" && keys[it.Ref]:
+			return false
+		case it.Kind == "summary" && haveSummary && it.Conversation == req.Conversation:
+			return false
+		}
+		return !texts[strings.TrimSpace(it.Text)]
+	}
+}
+
+// raws returns the Raw of every message of the lists, in order.
+func raws(lists ...[]memory.Message) []json.RawMessage {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	out := make([]json.RawMessage, 0, n)
+	for _, l := range lists {
+		for _, m := range l {
+			out = append(out, rawOf(m))
+		}
+	}
+	return out
+}

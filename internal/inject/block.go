@@ -1,0 +1,253 @@
+package inject
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DefaultTemplate renders the memory block when Options.Template is empty.
+// Templates are Go text/template over BlockData; an empty rendering (after
+// trimming spaces) adds no block.
+const DefaultTemplate = `{{if or .Pinned .Summary .Facts .Passages -}}
+<memory>
+What memgate remembers about this user and conversation. Use it when relevant; the user does not see it.
+{{- if .Pinned}}
+
+Pinned — the user's standing goals, limits, preferences and decisions:
+{{- range .Pinned}}
+- {{.Value}}
+{{- end}}
+{{- end}}
+{{- if .Summary}}
+
+Summary of the earlier conversation:
+{{.Summary}}
+{{- end}}
+{{- if .Facts}}
+
+Facts about the user:
+{{- range .Facts}}
+- {{.Type}}: {{.Value}}
+{{- end}}
+{{- end}}
+{{- if .Passages}}
+
+Recalled from earlier messages:
+{{- range .Passages}}
+- [{{.Date}}, conversation {{.Conversation}}] {{.Text}}
+{{- end}}
+{{- end}}
+</memory>
+{{- end}}`
+
+// BlockData is what the memory template renders.
+type BlockData struct {
+	// Pinned are facts that are always injected: goals, limits, preferences
+	// and decisions the user stated.
+	Pinned []memory.Fact
+	// Summary is the conversation's rolling summary ("" when none is shown).
+	Summary string
+	// Facts are other current facts about the user, most relevant first.
+	Facts []memory.Fact
+	// Passages are recalled earlier messages, most relevant first.
+	Passages []Passage
+}
+
+// Passage is one recalled passage as the template sees it.
+type Passage struct {
+	// Date is when it was said, as 2006-01-02.
+	Date string
+	// Conversation is where it was said.
+	Conversation string
+	// Kind is "message", "summary" or "fact".
+	Kind string
+	// Text is the passage.
+	Text string
+}
+
+// section names, also the keys of Prepared.Parts.
+const (
+	partPinned  = "pinned"
+	partSummary = "summary"
+	partFacts   = "facts"
+	partRecall  = "recall"
+)
+
+// selection is the content chosen for a memory block.
+type selection struct {
+	data BlockData
+}
+
+// selectParts chooses the block's content in priority order — pinned facts,
+// the summary, other facts, recalled passages — each within its share of
+// budget and all within room.
+func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withSummary bool, keep func(memory.Item) bool) selection {
+	var sel selection
+	sh := a.opts.Shares
+	factsCap := min(int(sh.Facts*float64(budget)), room)
+	used := 0
+	for _, f := range ld.facts {
+		if !f.Pinned {
+			continue
+		}
+		c := a.lineCost(model, f.Value)
+		if used+c > factsCap {
+			continue
+		}
+		used += c
+		sel.data.Pinned = append(sel.data.Pinned, f)
+	}
+	room -= used
+	if withSummary && ld.summary != nil {
+		text := a.fitText(model, ld.summary.Text, min(int(sh.Summary*float64(budget)), room))
+		c := a.deps.Counter.Text(model, text)
+		sel.data.Summary = text
+		room -= c
+	}
+	factsCap = min(factsCap-used, room)
+	used = 0
+	n := 0
+	for _, f := range ld.facts {
+		if f.Pinned || n >= a.opts.FactsMax {
+			continue
+		}
+		c := a.lineCost(model, string(f.Type)+": "+f.Value)
+		if used+c > factsCap {
+			continue
+		}
+		used += c
+		n++
+		sel.data.Facts = append(sel.data.Facts, f)
+	}
+	room -= used
+	recallCap := min(int(sh.Recall*float64(budget)), room)
+	used = 0
+	for _, it := range ld.items {
+		if !keep(it) {
+			continue
+		}
+		p := Passage{Date: it.CreatedAt.UTC().Format("2006-01-02"), Conversation: it.Conversation, Kind: it.Kind, Text: it.Text}
+		c := a.lineCost(model, fmt.Sprintf("[%s, conversation %s] %s", p.Date, p.Conversation, p.Text))
+		if used+c > recallCap {
+			continue
+		}
+		used += c
+		sel.data.Passages = append(sel.data.Passages, p)
+	}
+	return sel
+}
+
+// shrink drops the least important remaining item of the selection —
+// a passage, then an unpinned fact, then the summary, then a pinned fact,
+// newest-ranked last — and reports whether anything was left to drop.
+func (sel *selection) shrink() bool {
+	d := &sel.data
+	switch {
+	case len(d.Passages) > 0:
+		d.Passages = d.Passages[:len(d.Passages)-1]
+	case len(d.Facts) > 0:
+		d.Facts = d.Facts[:len(d.Facts)-1]
+	case d.Summary != "":
+		d.Summary = ""
+	case len(d.Pinned) > 0:
+		d.Pinned = d.Pinned[:len(d.Pinned)-1]
+	default:
+		return false
+	}
+	return true
+}
+
+// lineCost is what one "- text" line of a section costs.
+func (a *Assembler) lineCost(model, text string) int {
+	return a.deps.Counter.Text(model, "- "+text+"\n")
+}
+
+// fitText returns text, or as many of its leading lines (the last one cut
+// at a word) as fit in limit tokens.
+func (a *Assembler) fitText(model, text string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	if a.deps.Counter.Text(model, text) <= limit {
+		return text
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if a.deps.Counter.Text(model, b.String()+line) <= limit {
+			b.WriteString(line)
+			continue
+		}
+		for _, w := range strings.SplitAfter(line, " ") {
+			if a.deps.Counter.Text(model, b.String()+w) > limit {
+				break
+			}
+			b.WriteString(w)
+		}
+		break
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// render executes the template over sel and returns the memory block as a
+// system message, or nil when the rendering is empty.
+func (a *Assembler) render(sel selection) (json.RawMessage, error) {
+	var b strings.Builder
+	if err := a.tmpl.Execute(&b, sel.data); err != nil {
+		return nil, fmt.Errorf("render memory block: %w", err)
+	}
+	text := strings.TrimSpace(b.String())
+	if text == "" {
+		return nil, nil
+	}
+	raw, err := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{"system", text})
+	if err != nil {
+		return nil, fmt.Errorf("encode memory block: %w", err)
+	}
+	return raw, nil
+}
+
+// block renders sel, shrinking it until the block costs at most room, and
+// returns the block (nil for none), its cost and the section costs of what
+// was kept.
+func (a *Assembler) block(model string, sel selection, room int) (json.RawMessage, int, map[string]int, error) {
+	for {
+		raw, err := a.render(sel)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		c := 0
+		if raw != nil {
+			c = a.deps.Counter.RawMessage(model, raw)
+		}
+		if c <= room {
+			return raw, c, a.sectionCosts(model, sel), nil
+		}
+		if !sel.shrink() {
+			return nil, 0, map[string]int{}, nil
+		}
+	}
+}
+
+// sectionCosts recounts each section's text after shrinking.
+func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
+	out := map[string]int{}
+	for _, f := range sel.data.Pinned {
+		out[partPinned] += a.lineCost(model, f.Value)
+	}
+	if sel.data.Summary != "" {
+		out[partSummary] = a.deps.Counter.Text(model, sel.data.Summary)
+	}
+	for _, f := range sel.data.Facts {
+		out[partFacts] += a.lineCost(model, string(f.Type)+": "+f.Value)
+	}
+	for _, p := range sel.data.Passages {
+		out[partRecall] += a.lineCost(model, fmt.Sprintf("[%s, conversation %s] %s", p.Date, p.Conversation, p.Text))
+	}
+	return out
+}
