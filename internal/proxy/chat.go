@@ -124,14 +124,14 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 			return
 		}
 		if t != nil {
-			go func() {
+			s.captures.Go(func() {
 				reply, usage, err := t.result()
 				if err != nil {
 					s.captureSkipped(x, err)
 					return
 				}
 				s.captureExchange(r.Context(), x, id, body.model, parsed, reply, usage)
-			}()
+			})
 		}
 		return
 	}

@@ -50,6 +50,8 @@ func TestChatUpstreamAuthAndHeaders(t *testing.T) {
 		"X-Memory-User":   "alice",
 		"OpenAI-Beta":     "assistants=v2",
 		"Accept-Encoding": "gzip",
+		"Connection":      "keep-alive, X-Hop",
+		"X-Hop":           "private",
 	})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
@@ -59,6 +61,7 @@ func TestChatUpstreamAuthAndHeaders(t *testing.T) {
 		"Authorization": "Bearer sk-gateway",
 		"Openai-Beta":   "assistants=v2",
 		"X-Memory-User": "",
+		"X-Hop":         "",
 	} {
 		if got := h.Get(k); got != want {
 			t.Errorf("upstream %s = %q, want %q", k, got, want)

@@ -12,8 +12,9 @@ import (
 func (s *Server) routes(e *echo.Echo) {
 	pass := s.instrument("passthrough", s.handlePassthrough(s.newReverseProxy()))
 	e.POST("/v1/chat/completions", s.instrument("chat", s.handleChat))
-	// Stored chat completions (GET, DELETE) are the upstream's business.
-	e.Match([]string{http.MethodGet, http.MethodDelete, http.MethodPut, http.MethodPatch}, "/v1/chat/completions", pass)
+	// Stored chat completions (GET, DELETE) and CORS preflights are the
+	// upstream's business.
+	e.Match([]string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}, "/v1/chat/completions", pass)
 	e.POST("/v1/memory/preview", s.instrument("preview", s.handlePreview))
 	s.adminRoutes(e)
 	e.Any("/v1/*", pass)

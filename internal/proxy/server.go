@@ -60,6 +60,9 @@ type Server struct {
 	srv        *http.Server
 	shutdown   sync.Once
 	done       chan struct{}
+	// captures are the stream captures still being reassembled after
+	// their response ended; Shutdown waits for them.
+	captures sync.WaitGroup
 }
 
 // New returns a Server forwarding to cfg.Upstream, ready to Run.
@@ -100,6 +103,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			// Shutdown was called directly; wait for it to finish.
+			<-s.done
+			return nil
+		}
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -113,11 +121,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 // Shutdown stops accepting connections and waits for in-flight requests,
 // streams included, for up to ShutdownGrace; the ones still running then are
 // cancelled (their upstream requests too) and their connections closed.
-// Shutdown returns when every handler has returned or ctx ends.
+// Shutdown returns when every handler has returned (or ctx ended) and every
+// finished exchange was handed to the Capturer.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdown.Do(func() {
 		defer close(s.done)
+		// Streams that ended hand their exchange to the Capturer before
+		// the caller closes it.
+		defer s.captures.Wait()
 		grace := s.cfg.ShutdownGrace.D()
 		gctx, cancel := context.WithTimeout(ctx, grace)
 		defer cancel()

@@ -186,3 +186,25 @@ func TestShutdownCancelsStreamsAfterGrace(t *testing.T) {
 		t.Error("client saw a clean end of a cancelled stream")
 	}
 }
+
+func TestRunReturnsAfterDirectShutdown(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	s := newServer(t, up, time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(t, done, "Run"); err != nil {
+		t.Errorf("Run after Shutdown: %v", err)
+	}
+}

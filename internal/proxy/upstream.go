@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -100,6 +101,14 @@ func (u *upstream) outHeader(in http.Header, requestID string, dropAuth bool) ht
 			continue
 		}
 		out[k] = v
+	}
+	// Headers the client's Connection header names are hop-by-hop too.
+	for _, v := range in["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				delete(out, http.CanonicalHeaderKey(name))
+			}
+		}
 	}
 	u.setAuth(out, dropAuth)
 	out["X-Request-Id"] = []string{requestID}
