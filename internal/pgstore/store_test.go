@@ -45,6 +45,12 @@ func mustOpenURL(tb testing.TB, url string) *Store {
 	return s
 }
 
+var _ storetest.KnowledgeStore = (*Store)(nil)
+
+func TestKnowledgeContract(t *testing.T) {
+	storetest.RunKnowledge(t, func(t *testing.T) storetest.KnowledgeStore { return mustOpen(t) })
+}
+
 func TestStoreContract(t *testing.T) {
 	storetest.RunStore(t, func(t *testing.T) storetest.Store { return mustOpen(t) })
 }

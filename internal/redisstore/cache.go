@@ -14,7 +14,8 @@ import (
 )
 
 // Backend is the memory store a Cache sits in front of. The Cache serves the
-// whole store contract, so it needs all of it: it reads through Recent and
+// whole store contract — conversations (storetest.Store) and knowledge
+// (storetest.Knowledge) — so it needs all of it: it reads through Recent and
 // delegates everything else.
 type Backend interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
@@ -25,6 +26,18 @@ type Backend interface {
 	DeleteUser(ctx context.Context, tenant, user string) error
 	Ping(ctx context.Context) error
 	Close() error
+
+	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
+	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
+	SaveSummary(ctx context.Context, s memory.Summary) error
+	UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error)
+	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+	DeleteFact(ctx context.Context, tenant, user string, id int64) error
+	AddItems(ctx context.Context, items []memory.Item) error
+	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
+	SetEmbeddings(ctx context.Context, items []memory.Item) error
 }
 
 // CacheConfig tunes a Cache.

@@ -314,3 +314,12 @@ func TestCacheFallsBackWhenRedisIsDown(t *testing.T) {
 		}
 	}
 }
+
+var _ storetest.KnowledgeStore = (*Cache)(nil)
+
+func TestCacheKnowledgeContract(t *testing.T) {
+	storetest.RunKnowledge(t, func(t *testing.T) storetest.KnowledgeStore {
+		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
+		return c
+	})
+}

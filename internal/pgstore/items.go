@@ -1,0 +1,180 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// itemColumns are the columns scanItem reads, in order.
+const itemColumns = `id, tenant, user_id, coalesce(conversation, ''), kind, source, chunk, content,
+	coalesce(model, ''), coalesce(dims, 0), created_at`
+
+// scanItem reads one row of itemColumns followed by extra destinations.
+func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
+	var it memory.Item
+	dest := append([]any{&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
+		&it.Text, &it.Model, &it.Dims, &it.CreatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return memory.Item{}, err
+	}
+	it.CreatedAt = it.CreatedAt.UTC()
+	return it, nil
+}
+
+// vectorArg returns the embedding as a query argument: NULL when absent.
+func vectorArg(v []float32) *pgvector.Vector {
+	if len(v) == 0 {
+		return nil
+	}
+	vec := pgvector.NewVector(v)
+	return &vec
+}
+
+// embeddingOf checks an item's vector against its Model and Dims and returns
+// the dims to record (0 with no vector).
+func embeddingOf(it memory.Item) (int, error) {
+	if len(it.Embedding) == 0 {
+		return 0, nil
+	}
+	if it.Dims != 0 && it.Dims != len(it.Embedding) {
+		return 0, fmt.Errorf("%w: item %s/%d has %d dims but a %d-dimension vector",
+			memory.ErrInvalid, it.Ref, it.Chunk, it.Dims, len(it.Embedding))
+	}
+	if it.Model == "" {
+		return 0, fmt.Errorf("%w: item %s/%d has a vector but no model", memory.ErrInvalid, it.Ref, it.Chunk)
+	}
+	return len(it.Embedding), nil
+}
+
+// validItem checks what AddItems stores.
+func validItem(it memory.Item) error {
+	switch {
+	case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
+		return fmt.Errorf("%w: bad tenant or user id", memory.ErrInvalid)
+	case it.Conversation != "" && !memory.ValidID(it.Conversation):
+		return fmt.Errorf("%w: bad conversation id", memory.ErrInvalid)
+	case it.Kind != "message" && it.Kind != "summary" && it.Kind != "fact":
+		return fmt.Errorf("%w: unknown item kind %q", memory.ErrInvalid, it.Kind)
+	case it.Ref == "":
+		return fmt.Errorf("%w: item without ref", memory.ErrInvalid)
+	case it.Chunk < 0:
+		return fmt.Errorf("%w: negative chunk", memory.ErrInvalid)
+	}
+	_, err := embeddingOf(it)
+	return err
+}
+
+// AddItems stores recallable items in one transaction. An item whose
+// (tenant, user, kind, ref, chunk) exists already is updated in place — its
+// text, conversation and vector — never duplicated; an update without a
+// vector keeps the stored one when the text is unchanged and clears it
+// otherwise (the text needs embedding again). A zero CreatedAt means now.
+func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	now := time.Now()
+	b := &pgx.Batch{}
+	for _, it := range items {
+		if err := validItem(it); err != nil {
+			return fmt.Errorf("pgstore: add items: %w", err)
+		}
+		dims, _ := embeddingOf(it)
+		var dimsArg, modelArg any
+		if dims > 0 {
+			dimsArg, modelArg = dims, it.Model
+		}
+		at := it.CreatedAt
+		if at.IsZero() {
+			at = now
+		}
+		b.Queue(`
+			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
+			                          embedding, dims, model, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
+				conversation = coalesce(EXCLUDED.conversation, memory_items.conversation),
+				content = EXCLUDED.content,
+				embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.embedding ELSE EXCLUDED.embedding END,
+				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.dims ELSE EXCLUDED.dims END,
+				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.model ELSE EXCLUDED.model END`,
+			it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
+			vectorArg(it.Embedding), dimsArg, modelArg, at)
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return unavailable(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: add %d items: %w", len(items), err)
+	}
+	return nil
+}
+
+// ItemsToEmbed returns up to limit items of any tenant with ID > afterID
+// whose vector is missing or was made by another model or dimension, in ID
+// order, for a resumable reindex.
+func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id > $3 AND (embedding IS NULL OR model IS DISTINCT FROM $1 OR dims IS DISTINCT FROM $2)
+		ORDER BY id LIMIT $4`, model, dims, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: items to embed: %w", unavailable(err))
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) { return scanItem(r) })
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: items to embed: %w", unavailable(err))
+	}
+	return items, nil
+}
+
+// SetEmbeddings stores new vectors, with their Model and Dims, for items by
+// ID (and by Tenant and User when set, which lets the update use the primary
+// key). Items that no longer exist are skipped.
+func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, it := range items {
+		dims, err := embeddingOf(it)
+		if err != nil {
+			return fmt.Errorf("pgstore: set embeddings: %w", err)
+		}
+		if dims == 0 {
+			return fmt.Errorf("pgstore: set embeddings: %w: item %d without a vector", memory.ErrInvalid, it.ID)
+		}
+		if it.Tenant != "" && it.User != "" {
+			b.Queue(`UPDATE memory_items SET embedding = $4, dims = $5, model = $6
+				WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+				it.Tenant, it.User, it.ID, vectorArg(it.Embedding), dims, it.Model)
+		} else {
+			b.Queue(`UPDATE memory_items SET embedding = $2, dims = $3, model = $4 WHERE id = $1`,
+				it.ID, vectorArg(it.Embedding), dims, it.Model)
+		}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return unavailable(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: set %d embeddings: %w", len(items), err)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// HNSW search settings. ef_search bounds the candidate list of one index
+// scan; iterative scans (pgvector 0.8) keep scanning when the tenant and user
+// filters reject candidates, up to hnsw.max_scan_tuples.
+const (
+	minEFSearch = 40
+	maxEFSearch = 1000
+)
+
+// searchVectorSQL returns the statement SearchVector runs for q, and its
+// arguments. The dimension is a literal, not a parameter: the planner can use
+// the partial expression index memory_items_embedding_384 only when the
+// query repeats its expression (embedding::vector(384)) and its predicate
+// (dims = 384) verbatim. Tenant and user filter the index scan itself.
+func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
+	args := []any{q.Tenant, q.User, pgvector.NewVector(q.Embedding), q.Limit}
+	var where strings.Builder
+	if q.Model != "" {
+		args = append(args, q.Model)
+		fmt.Fprintf(&where, " AND model = $%d", len(args))
+	}
+	if q.Conversation != "" {
+		args = append(args, q.Conversation)
+		fmt.Fprintf(&where, " AND conversation = $%d", len(args))
+	}
+	if len(q.ExcludeRefs) > 0 {
+		args = append(args, q.ExcludeRefs)
+		fmt.Fprintf(&where, " AND NOT (source = ANY($%d))", len(args))
+	}
+	d := strconv.Itoa(dims)
+	sql := `SELECT ` + itemColumns + `, embedding::vector(` + d + `) <=> $3 AS distance
+		FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND dims = ` + d + where.String() + `
+		ORDER BY embedding::vector(` + d + `) <=> $3
+		LIMIT $4`
+	return sql, args
+}
+
+// SearchVector ranks the user's items embedded with q.Model and q.Dims by
+// cosine similarity to q.Embedding (Score = 1 - cosine distance), best first,
+// up to q.Limit; no embedding or no limit finds nothing. For 384 dimensions
+// the query runs on the HNSW index with iterative scanning, so filtered
+// scans still fill the limit; like any HNSW search it is approximate.
+func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	if len(q.Embedding) == 0 || q.Limit <= 0 {
+		return nil, nil
+	}
+	dims := q.Dims
+	if dims == 0 {
+		dims = len(q.Embedding)
+	}
+	if dims != len(q.Embedding) {
+		return nil, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, dims, len(q.Embedding))
+	}
+	sql, args := searchVectorSQL(q, dims)
+	ef := min(max(minEFSearch, q.Limit), maxEFSearch)
+	var items []memory.Item
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef))
+		var err error
+		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+			items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+				var dist float64
+				it, err := scanItem(r, &dist)
+				it.Score = 1 - dist
+				return it, err
+			})
+			return err
+		})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search vector: %w", unavailable(err))
+	}
+	// relaxed_order may return a few rows slightly out of order.
+	slices.SortStableFunc(items, func(a, b memory.Item) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return 0
+	})
+	return items, nil
+}
+
+// maxTextTerms bounds the words of a full-text query.
+const maxTextTerms = 32
+
+// textStopwords are the commonest English and Portuguese words, left out of
+// full-text queries: the 'simple' configuration keeps every word, and a
+// query word like "the" would match nearly every item.
+var textStopwords = map[string]bool{
+	"the": true, "a": true, "an": true, "and": true, "or": true, "to": true, "of": true, "in": true,
+	"on": true, "is": true, "are": true, "was": true, "i": true, "you": true, "it": true, "for": true,
+	"my": true, "me": true, "what": true, "do": true, "can": true, "with": true, "at": true, "be": true,
+	"this": true, "that": true, "o": true, "e": true, "de": true, "da": true, "em": true,
+	"um": true, "uma": true, "que": true, "eu": true, "meu": true, "minha": true, "para": true,
+	"com": true, "no": true, "na": true, "os": true, "as": true,
+}
+
+// textQuery turns free user text into a tsquery string that matches items
+// containing any of its words ("lisbon | vegetarian"). Words are runs of
+// letters, digits and marks, so no punctuation or operator the user typed
+// reaches the tsquery parser; stopwords are dropped unless nothing else is
+// left. It returns "" when the text has no words.
+func textQuery(text string) string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
+	var terms, stop []string
+	seen := map[string]bool{}
+	for _, w := range words {
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		if textStopwords[w] {
+			stop = append(stop, w)
+		} else {
+			terms = append(terms, w)
+		}
+	}
+	if len(terms) == 0 {
+		terms = stop
+	}
+	if len(terms) > maxTextTerms {
+		terms = terms[:maxTextTerms]
+	}
+	return strings.Join(terms, " | ")
+}
+
+// searchTextSQL returns the statement SearchText runs for q and the tsquery
+// string tq, and its arguments. The GIN index memory_items_tsv (tenant,
+// user_id, tsv) serves tenant, user and match together.
+func searchTextSQL(q memory.ItemQuery, tq string) (string, []any) {
+	args := []any{q.Tenant, q.User, tq, q.Limit}
+	var where strings.Builder
+	if q.Conversation != "" {
+		args = append(args, q.Conversation)
+		fmt.Fprintf(&where, " AND conversation = $%d", len(args))
+	}
+	if len(q.ExcludeRefs) > 0 {
+		args = append(args, q.ExcludeRefs)
+		fmt.Fprintf(&where, " AND NOT (source = ANY($%d))", len(args))
+	}
+	sql := `SELECT ` + itemColumns + `, ts_rank_cd(tsv, query) AS score
+		FROM memory_items, to_tsquery('simple', $3) AS query
+		WHERE tenant = $1 AND user_id = $2 AND tsv @@ query` + where.String() + `
+		ORDER BY score DESC, id DESC
+		LIMIT $4`
+	return sql, args
+}
+
+// SearchText ranks the user's items by full-text match of q.Text against any
+// of its words (PostgreSQL's 'simple' configuration, cover-density rank as
+// Score, higher is better), best first, up to q.Limit. Any text is accepted:
+// punctuation and tsquery operators are never interpreted; text without
+// words finds nothing.
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	tq := textQuery(q.Text)
+	if tq == "" || q.Limit <= 0 {
+		return nil, nil
+	}
+	sql, args := searchTextSQL(q, tq)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search text: %w", unavailable(err))
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+		var score float32
+		it, err := scanItem(r, &score)
+		it.Score = float64(score)
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search text: %w", unavailable(err))
+	}
+	return items, nil
+}
