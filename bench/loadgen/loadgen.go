@@ -47,6 +47,9 @@ type Options struct {
 	Stream bool
 	// Timeout bounds one request (default 30 s).
 	Timeout time.Duration
+	// ConnHeader, when set, adds headers for the requests of connection
+	// (worker) i in [0, Conns), for example a conversation id per connection.
+	ConnHeader func(i int) http.Header
 }
 
 // Result is what a Run measured.
@@ -79,6 +82,7 @@ func (r Result) RPS() float64 {
 
 // worker holds one goroutine's private statistics, merged after the run.
 type worker struct {
+	header    http.Header // Request.Header plus ConnHeader's, fixed for the run
 	lat, ttfb *Histogram
 	ok, errs  uint64
 	bytes     uint64
@@ -138,7 +142,16 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 	workers := make([]*worker, opts.Conns)
 	for i := range workers {
-		workers[i] = &worker{lat: NewHistogram(), ttfb: NewHistogram(), buf: make([]byte, 32<<10)}
+		h := opts.Request.Header.Clone()
+		if opts.ConnHeader != nil {
+			if h == nil {
+				h = http.Header{}
+			}
+			for k, v := range opts.ConnHeader(i) {
+				h[k] = v
+			}
+		}
+		workers[i] = &worker{header: h, lat: NewHistogram(), ttfb: NewHistogram(), buf: make([]byte, 32<<10)}
 	}
 	var wg sync.WaitGroup
 	var lastDone atomic.Int64
@@ -260,7 +273,7 @@ func (w *worker) send(ctx context.Context, client *http.Client, opts Options, st
 	if err != nil {
 		return 0, 0, fmt.Errorf("build request: %w", err)
 	}
-	for k, v := range r.Header {
+	for k, v := range w.header {
 		req.Header[k] = v
 	}
 	resp, err := client.Do(req)

@@ -2,10 +2,12 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,6 +110,36 @@ func TestRunStreamTTFB(t *testing.T) {
 	}
 	if ttfb, lat := res.TTFB.Max(), res.Latency.Max(); ttfb >= lat || lat < 20*time.Millisecond {
 		t.Errorf("ttfb %v should be below total latency %v (≥20ms)", ttfb, lat)
+	}
+}
+
+func TestRunConnHeader(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]bool{}
+	srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.Header.Get("X-Common")+"/"+r.Header.Get("X-Conn")] = true
+		mu.Unlock()
+	})
+	// Every worker sends at least once in 200 ms.
+	res, err := Run(context.Background(), Options{
+		Request:    Request{URL: srv.URL, Header: http.Header{"X-Common": {"c"}}},
+		Conns:      3,
+		Duration:   200 * time.Millisecond,
+		ConnHeader: func(i int) http.Header { return http.Header{"X-Conn": {fmt.Sprint(i)}} },
+	})
+	if err != nil || res.Requests == 0 {
+		t.Fatalf("err %v, requests %d", err, res.Requests)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"c/0", "c/1", "c/2"} {
+		if !got[want] {
+			t.Errorf("no request carried %q; saw %v", want, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("saw header combinations %v, want exactly 3", got)
 	}
 }
 

@@ -124,7 +124,17 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns in
 		"Content-Type":  {"application/json"},
 		"Authorization": {"Bearer sk-bench-not-a-real-key"},
 	}
-	if serverOf(target) == "memgate" {
+	var connHeader func(int) http.Header
+	switch {
+	case memoryOn(target):
+		h.Set("X-Memory-Mode", "on")
+		h.Set("X-Memory-User", "bench")
+		// One conversation per connection, so turns of a conversation
+		// arrive in order, as they do from a chat app.
+		connHeader = func(i int) http.Header {
+			return http.Header{"X-Memory-Conversation": {fmt.Sprintf("%s-c%d-%d", target, conns, i)}}
+		}
+	case serverOf(target) == "memgate":
 		h.Set("X-Memory-Mode", "off")
 		h.Set("X-Memory-User", "bench")
 		h.Set("X-Memory-Conversation", "bench")
@@ -143,11 +153,12 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns in
 			Header: h,
 			Body:   fmt.Appendf(nil, requestBody, extra),
 		},
-		Conns:    conns,
-		Duration: cfg.duration,
-		Warmup:   cfg.warmup,
-		Rate:     cfg.rate,
-		Stream:   streaming(target),
+		Conns:      conns,
+		Duration:   cfg.duration,
+		Warmup:     cfg.warmup,
+		Rate:       cfg.rate,
+		Stream:     streaming(target),
+		ConnHeader: connHeader,
 	})
 	if err != nil {
 		return cell{}, err

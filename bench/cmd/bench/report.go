@@ -63,6 +63,7 @@ func (r report) overheadSection() string {
 		"- **direct** — the fake upstream itself: the floor.\n" +
 		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process.\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
+		"- **memgate-memory** (when selected) — `X-Memory-Mode: on`, SQLite store, one conversation per connection, warmed up by the warm-up period: history is loaded, injected and every exchange captured.\n" +
 		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n\n" +
 		"Columns: *+p50/+p99* is the latency added over the floor at the same concurrency (direct, or direct-stream for streams); " +
 		"*÷ httputil* compares with the bare proxy at the same concurrency (req/s ratio: higher is better; p50 ratio: lower is better); " +
