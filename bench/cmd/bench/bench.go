@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/memgate/memgate/bench/loadgen"
@@ -80,10 +82,15 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 	var cells []cell
 	for _, n := range cfg.conns {
 		for _, t := range cfg.targets {
-			c, err := measure(ctx, cfg, servers[serverOf(t)], t, n)
-			if err != nil {
-				return fmt.Errorf("%s at %d conns: %w", t, n, err)
+			var runs []cell
+			for range cfg.repeat {
+				c, err := measure(ctx, cfg, servers[serverOf(t)], t, n)
+				if err != nil {
+					return fmt.Errorf("%s at %d conns: %w", t, n, err)
+				}
+				runs = append(runs, c)
 			}
+			c := median(runs)
 			fmt.Fprintf(stderr, "%-16s c=%-4d %9.0f req/s  p50 %-9v p99 %-9v errors %d\n", t, n,
 				c.res.RPS(), round(c.res.Latency.Quantile(0.5)), round(c.res.Latency.Quantile(0.99)), c.res.Errors)
 			if c.res.Errors > 0 {
@@ -178,6 +185,12 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns in
 		cpuPerReq: (after.cpu - b.cpu) / time.Duration(res.Requests+res.Errors),
 		rss:       after.rss,
 	}, nil
+}
+
+// median returns the run with the median req/s.
+func median(runs []cell) cell {
+	slices.SortFunc(runs, func(a, b cell) int { return cmp.Compare(a.res.RPS(), b.res.RPS()) })
+	return runs[len(runs)/2]
 }
 
 // round trims a duration for display.

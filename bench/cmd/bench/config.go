@@ -16,6 +16,7 @@ type config struct {
 	duration   time.Duration
 	warmup     time.Duration
 	rate       float64
+	repeat     int
 	latency    time.Duration
 	chunks     int
 	targets    []string
@@ -43,6 +44,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&conns, "conns", "1,16,64", "comma-separated concurrencies (connections per cell)")
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time per cell")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up per cell")
+	fs.IntVar(&c.repeat, "repeat", 1, "measure each cell this many times and report the run with the median req/s (damps noise from other work on the machine)")
 	fs.Float64Var(&c.rate, "rate", 0, "open loop: requests per second per cell (0: closed loop)")
 	fs.DurationVar(&c.latency, "upstream-latency", 0, "fixed latency of the fake upstream before its response headers")
 	fs.IntVar(&c.chunks, "chunks", 8, "content deltas per streamed reply")
@@ -71,6 +73,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if p = strings.TrimSpace(p); p != "" {
 			c.goBenchPkg = append(c.goBenchPkg, p)
 		}
+	}
+	if c.repeat < 1 {
+		return config{}, fmt.Errorf("-repeat must be at least 1")
 	}
 	if c.duration <= 0 {
 		return config{}, fmt.Errorf("-duration must be positive")

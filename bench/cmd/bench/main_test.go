@@ -42,7 +42,7 @@ func TestRunWritesReport(t *testing.T) {
 	}
 	var stdout, stderr strings.Builder
 	args := []string{"bench", "-out", out, "-targets", "direct,httputil,direct-stream", "-conns", "1,4",
-		"-duration", "300ms", "-warmup", "50ms", "-gobench=false"}
+		"-duration", "300ms", "-warmup", "50ms", "-repeat", "2", "-gobench=false"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
@@ -129,6 +129,17 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+func TestMedian(t *testing.T) {
+	runs := []cell{
+		{conns: 1, res: fixedResult(300, time.Millisecond)},
+		{conns: 2, res: fixedResult(100, time.Millisecond)},
+		{conns: 3, res: fixedResult(200, time.Millisecond)},
+	}
+	if got := median(runs); got.conns != 3 {
+		t.Errorf("median picked the run with %.0f req/s, want 200", got.res.RPS())
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -139,6 +150,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"bench", "-conns", "0"}, false},
 		{[]string{"bench", "-targets", "nginx"}, false},
 		{[]string{"bench", "-duration", "0s"}, false},
+		{[]string{"bench", "-repeat", "0"}, false},
+		{[]string{"bench", "-repeat", "3"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -57,8 +57,12 @@ func (r report) overheadSection() string {
 	if r.cfg.rate > 0 {
 		mode = fmt.Sprintf("open loop at %.0f req/s per cell, latency from each request's scheduled start", r.cfg.rate)
 	}
-	fmt.Fprintf(&b, "- Load: %s; %v measured after %v warm-up per cell; fake upstream latency %v, %d content deltas per stream; load phase took %v\n",
-		mode, r.cfg.duration, r.cfg.warmup, r.cfg.latency, r.cfg.chunks, r.loadWall.Round(time.Second))
+	repeat := ""
+	if r.cfg.repeat > 1 {
+		repeat = fmt.Sprintf(" (each cell run %d times, the run with the median req/s reported)", r.cfg.repeat)
+	}
+	fmt.Fprintf(&b, "- Load: %s; %v measured after %v warm-up per cell%s; fake upstream latency %v, %d content deltas per stream; load phase took %v\n",
+		mode, r.cfg.duration, r.cfg.warmup, repeat, r.cfg.latency, r.cfg.chunks, r.loadWall.Round(time.Second))
 	b.WriteString("\nTargets, all in front of the same fake upstream process:\n\n" +
 		"- **direct** — the fake upstream itself: the floor.\n" +
 		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process.\n" +
