@@ -78,6 +78,8 @@ func New(cfg config.Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// echo's own rare warnings go to the structured log.
+	e.Logger.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelWarn).Writer())
 	e.HTTPErrorHandler = s.echoError
 	s.routes(e)
 	s.handler = e
