@@ -56,7 +56,8 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 //
 // Items: passages from Searcher.Search, scoped to q.Tenant and q.User, to
 // q.Conversation unless both the Recaller's and the query's
-// CrossConversation are on, never with a Ref in q.ExcludeRefs. Fact items
+// CrossConversation are on (with either off and no q.Conversation, no
+// passages), never with a Ref in q.ExcludeRefs. Fact items
 // are left out (the facts come in Facts, and a superseded fact's item must
 // never resurface), and so are summaries of q.Conversation (the assembler
 // injects its latest summary itself).
@@ -76,6 +77,9 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	}
 	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now}
 	if !(r.opts.CrossConversation && q.CrossConversation) {
+		if q.Conversation == "" {
+			return out, nil // no conversation to stay within
+		}
 		sq.Conversation = q.Conversation
 	}
 	items, err := r.search.Search(ctx, sq)

@@ -1,0 +1,208 @@
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// embeddingsServer is a fake /v1/embeddings endpoint answering each input
+// with a deterministic dims-dimensional vector, recording batch sizes.
+type embeddingsServer struct {
+	mu      sync.Mutex
+	batches []int
+	dims    int
+}
+
+func (s *embeddingsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Input      []string `json:"input"`
+		Model      string   `json:"model"`
+		Dimensions int      `json:"dimensions"`
+	}
+	if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil {
+		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.batches = append(s.batches, len(req.Input))
+	s.mu.Unlock()
+	local := NewLocal(req.Dimensions)
+	vecs, _ := local.Embed(r.Context(), req.Input)
+	type datum struct {
+		Object    string    `json:"object"`
+		Index     int       `json:"index"`
+		Embedding []float32 `json:"embedding"`
+	}
+	resp := struct {
+		Object string  `json:"object"`
+		Data   []datum `json:"data"`
+		Model  string  `json:"model"`
+	}{Object: "list", Model: req.Model}
+	// Answer in reverse order: the embedder must place vectors by index.
+	for i := len(vecs) - 1; i >= 0; i-- {
+		resp.Data = append(resp.Data, datum{"embedding", i, vecs[i]})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp)
+}
+
+func (s *embeddingsServer) calls() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.batches...)
+}
+
+func mustOpenAIEmbedder(t *testing.T, dims, batch int) (*OpenAI, *embeddingsServer) {
+	t.Helper()
+	fake := &embeddingsServer{dims: dims}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	cfg := openai.DefaultConfig("test-key")
+	cfg.BaseURL = srv.URL + "/v1"
+	return NewOpenAI(openai.NewClientWithConfig(cfg), "text-embedding-3-small", dims, batch), fake
+}
+
+// memCache is an in-memory EmbeddingCache.
+type memCache struct {
+	mu   sync.Mutex
+	m    map[string][]float32
+	fail error
+}
+
+func (c *memCache) GetEmbeddings(_ context.Context, model string, dims int, hashes []string) (map[string][]float32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail != nil {
+		return nil, c.fail
+	}
+	out := map[string][]float32{}
+	for _, h := range hashes {
+		if v, ok := c.m[fmt.Sprint(model, dims, h)]; ok {
+			out[h] = v
+		}
+	}
+	return out, nil
+}
+
+func (c *memCache) PutEmbeddings(_ context.Context, model string, dims int, vecs map[string][]float32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail != nil {
+		return c.fail
+	}
+	if c.m == nil {
+		c.m = map[string][]float32{}
+	}
+	for h, v := range vecs {
+		c.m[fmt.Sprint(model, dims, h)] = v
+	}
+	return nil
+}
+
+func TestOpenAIEmbedderBatches(t *testing.T) {
+	tests := []struct {
+		name  string
+		texts int
+		batch int
+		want  []int
+	}{
+		{"one batch", 3, 64, []int{3}},
+		{"exact batches", 4, 2, []int{2, 2}},
+		{"remainder", 5, 2, []int{2, 2, 1}},
+		{"nothing", 0, 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			emb, fake := mustOpenAIEmbedder(t, 16, tt.batch)
+			texts := make([]string, tt.texts)
+			for i := range texts {
+				texts[i] = fmt.Sprintf("text number %d about Lisbon", i)
+			}
+			vecs, err := emb.Embed(context.Background(), texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fake.calls(); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("batches = %v, want %v", got, tt.want)
+			}
+			want, _ := NewLocal(16).Embed(context.Background(), texts)
+			for i := range texts {
+				if Cosine(vecs[i], want[i]) < 0.9999 {
+					t.Fatalf("vector %d is not the one for its text", i)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAIEmbedderRejectsWrongDimensions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-0.2,0.3]}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = srv.URL + "/v1"
+	emb := NewOpenAI(openai.NewClientWithConfig(cfg), "m", 8, 4)
+	if _, err := emb.Embed(context.Background(), []string{"x"}); err == nil {
+		t.Fatal("a 3-dimensional answer for 8 dimensions must fail")
+	}
+}
+
+func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
+	emb, fake := mustOpenAIEmbedder(t, 16, 2)
+	cache := &memCache{}
+	c := NewCached(emb, cache, nil)
+	ctx := context.Background()
+	first, err := c.Embed(ctx, []string{"I live in Lisbon", "I am vegetarian", "I live in Lisbon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.calls(); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("first call batches = %v, want one request with the 2 distinct texts", got)
+	}
+	second, err := c.Embed(ctx, []string{"I am vegetarian", "I live in Lisbon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.calls()); n != 1 {
+		t.Fatalf("cached texts made %d more requests", n-1)
+	}
+	if Cosine(second[1], first[0]) < 0.9999 || Cosine(second[0], first[1]) < 0.9999 {
+		t.Fatal("cached vectors differ from the embedded ones")
+	}
+	if _, err := c.Embed(ctx, []string{"I am vegetarian", "I moved to Porto"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.calls(); fmt.Sprint(got) != "[2 1]" {
+		t.Fatalf("batches = %v, want only the new text embedded", got)
+	}
+}
+
+func TestCachedEmbedderSurvivesCacheFailure(t *testing.T) {
+	emb, fake := mustOpenAIEmbedder(t, 16, 8)
+	c := NewCached(emb, &memCache{fail: errors.New("redis down")}, nil)
+	vecs, err := c.Embed(context.Background(), []string{"a b c", "d e f"})
+	if err != nil || len(vecs) != 2 || len(vecs[1]) != 16 {
+		t.Fatalf("Embed = %d vectors, %v; want the embedder's answer", len(vecs), err)
+	}
+	if len(fake.calls()) != 1 {
+		t.Fatal("the embedder was not called")
+	}
+}
+
+func TestContentHashSeparatesModels(t *testing.T) {
+	if ContentHash("a", "text") == ContentHash("b", "text") || ContentHash("a", "x") == ContentHash("a", "y") {
+		t.Fatal("hash collides across models or texts")
+	}
+	if ContentHash("ab", "c") == ContentHash("a", "bc") {
+		t.Fatal("model and text boundary is ambiguous")
+	}
+}

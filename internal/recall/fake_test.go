@@ -1,0 +1,226 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// fakeStore is an in-memory Knowledge store for unit tests: cosine search
+// over items, word-overlap text search, facts with the upsert rules of the
+// contract.
+type fakeStore struct {
+	mu       sync.Mutex
+	items    []memory.Item
+	nextID   int64
+	facts    []memory.Fact
+	summary  map[string]memory.Summary
+	messages map[string][]memory.Message
+	failAdd  error
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{summary: map[string]memory.Summary{}, messages: map[string][]memory.Message{}}
+}
+
+func (s *fakeStore) AddItems(_ context.Context, items []memory.Item) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failAdd != nil {
+		return s.failAdd
+	}
+next:
+	for _, it := range items {
+		for i, old := range s.items {
+			if old.Tenant == it.Tenant && old.User == it.User && old.Kind == it.Kind && old.Ref == it.Ref && old.Chunk == it.Chunk {
+				it.ID = old.ID
+				s.items[i] = it
+				continue next
+			}
+		}
+		s.nextID++
+		it.ID = s.nextID
+		s.items = append(s.items, it)
+	}
+	return nil
+}
+
+func (s *fakeStore) scoped(q memory.ItemQuery) []memory.Item {
+	ex := map[string]bool{}
+	for _, r := range q.ExcludeRefs {
+		ex[r] = true
+	}
+	var out []memory.Item
+	for _, it := range s.items {
+		if it.Tenant != q.Tenant || it.User != q.User || ex[it.Ref] {
+			continue
+		}
+		if q.Conversation != "" && it.Conversation != q.Conversation {
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func (s *fakeStore) SearchVector(_ context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []memory.Item
+	for _, it := range s.scoped(q) {
+		if it.Model != q.Model || it.Dims != q.Dims || len(it.Embedding) != len(q.Embedding) {
+			continue
+		}
+		it.Score = Cosine(it.Embedding, q.Embedding)
+		out = append(out, it)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out[:min(len(out), q.Limit)], nil
+}
+
+func (s *fakeStore) SearchText(_ context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	words := map[string]bool{}
+	for _, w := range tokenize(q.Text) {
+		if !stopwords[w] {
+			words[w] = true
+		}
+	}
+	var out []memory.Item
+	for _, it := range s.scoped(q) {
+		n := 0
+		for _, w := range tokenize(it.Text) {
+			if words[w] {
+				n++
+			}
+		}
+		if n > 0 {
+			it.Score = float64(n)
+			it.Embedding = nil // like a real text search: no vectors
+			out = append(out, it)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out[:min(len(out), q.Limit)], nil
+}
+
+func (s *fakeStore) ItemsToEmbed(_ context.Context, model string, dims int, after int64, limit int) ([]memory.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []memory.Item
+	for _, it := range s.items {
+		if it.ID > after && (it.Model != model || it.Dims != dims || it.Embedding == nil) && len(out) < limit {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) SetEmbeddings(_ context.Context, items []memory.Item) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range items {
+		for i := range s.items {
+			if s.items[i].ID == n.ID {
+				s.items[i].Embedding, s.items[i].Model, s.items[i].Dims = n.Embedding, n.Model, n.Dims
+			}
+		}
+	}
+	return nil
+}
+
+func (s *fakeStore) LatestSummary(_ context.Context, id memory.Identity) (memory.Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum, ok := s.summary[id.Tenant+"/"+id.User+"/"+id.Conversation]
+	if !ok {
+		return memory.Summary{}, memory.ErrNotFound
+	}
+	return sum, nil
+}
+
+func (s *fakeStore) Conversation(_ context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msgs, ok := s.messages[id.Tenant+"/"+id.User+"/"+id.Conversation]
+	if !ok {
+		return memory.Conversation{}, nil, memory.ErrNotFound
+	}
+	return memory.Conversation{ID: id.Conversation}, msgs, nil
+}
+
+func (s *fakeStore) Facts(_ context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []memory.Fact
+	for _, f := range s.facts {
+		if f.Tenant == tenant && f.User == user && (history || f.Current(now)) {
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	return out, nil
+}
+
+func (s *fakeStore) UpsertFact(_ context.Context, f memory.Fact, _ int) (memory.Fact, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := strings.ToLower(strings.Join(strings.Fields(f.Key), " "))
+	for i, old := range s.facts {
+		if old.Tenant != f.Tenant || old.User != f.User || old.Type != f.Type || strings.ToLower(old.Key) != key || old.SupersededAt != nil {
+			continue
+		}
+		if old.Value == f.Value {
+			s.facts[i].Mentions++
+			s.facts[i].UpdatedAt = f.UpdatedAt
+			return s.facts[i], nil
+		}
+		at := f.UpdatedAt
+		s.facts[i].SupersededAt = &at
+		f.Pinned = f.Pinned || old.Pinned
+	}
+	s.nextID++
+	f.ID, f.Key = s.nextID, key
+	if f.Mentions == 0 {
+		f.Mentions = 1
+	}
+	s.facts = append(s.facts, f)
+	return f, nil
+}
+
+func (s *fakeStore) DeleteFact(_ context.Context, tenant, user string, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.facts {
+		if f.ID == id && f.Tenant == tenant && f.User == user {
+			s.facts = append(s.facts[:i], s.facts[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
+}
+
+// countingEmbedder wraps an Embedder and counts the texts it embeds.
+type countingEmbedder struct {
+	Embedder
+	mu    sync.Mutex
+	texts int
+	err   error
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
+	c.texts += len(texts)
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return c.Embedder.Embed(ctx, texts)
+}

@@ -1,0 +1,133 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+func itemRefs(st *fakeStore, kind string) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []string
+	for _, it := range st.items {
+		if it.Kind == kind {
+			out = append(out, it.Ref+"#"+string(rune('0'+it.Chunk)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestIndexerAfterSave(t *testing.T) {
+	at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	msg := func(role, text string) memory.Message { return memory.Message{Role: role, Content: text} }
+	long := strings.Repeat("I want to save R$ 5.000 by June and keep the rent under 1.200 euros. ", 40)
+	tests := []struct {
+		name string
+		ex   memory.Exchange
+		res  memory.SaveResult
+		want []string
+	}{
+		{"turn and reply", memory.Exchange{ID: "e1", Identity: id, At: at,
+			Turn: []memory.Message{msg("user", "I am vegetarian")}, Reply: msg("assistant", "Noted!")},
+			memory.SaveResult{Inserted: 2}, []string{"e1:0#0", "e1:1#0"}},
+		{"unseen prior suffix only", memory.Exchange{ID: "e2", Identity: id, At: at,
+			Prior: []memory.Message{msg("user", "old"), msg("assistant", "stored before"), msg("user", "new to us"), msg("assistant", "also new")},
+			Turn:  []memory.Message{msg("user", "next")}, Reply: msg("assistant", "ok")},
+			memory.SaveResult{Inserted: 4}, []string{"e2:0#0", "e2:1#0", "e2:2#0", "e2:3#0"}},
+		{"tool messages, tool calls and empty text skipped", memory.Exchange{ID: "e3", Identity: id, At: at,
+			Prior: []memory.Message{msg("user", "weather?"), msg("assistant", "[tool_call weather({\"city\":\"Lisbon\"})]")},
+			Turn:  []memory.Message{msg("tool", "18C")}, Reply: msg("assistant", "  ")},
+			memory.SaveResult{Inserted: 4}, []string{"e3:0#0"}},
+		{"long reply chunked", memory.Exchange{ID: "e4", Identity: id, At: at,
+			Turn: []memory.Message{msg("user", "plan?")}, Reply: msg("assistant", long)},
+			memory.SaveResult{Inserted: 2}, []string{"e4:0#0", "e4:1#0", "e4:1#1", "e4:1#2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newFakeStore()
+			ix := NewIndexer(st, NewLocal(64), nil)
+			for range 2 { // idempotent: a second run changes nothing
+				if err := ix.AfterSave(context.Background(), tt.ex, tt.res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := itemRefs(st, KindMessage); !eqStrings(got, tt.want) {
+				t.Fatalf("items = %v, want %v", got, tt.want)
+			}
+			for _, it := range st.items {
+				if it.Model != LocalModel || it.Dims != 64 || len(it.Embedding) != 64 || it.Tenant != "t" || it.User != "u" || it.Conversation != "c" || !it.CreatedAt.Equal(at) {
+					t.Fatalf("item %s badly recorded: %+v", it.Ref, it)
+				}
+			}
+		})
+	}
+}
+
+func TestIndexerDuplicateReadsKeysBack(t *testing.T) {
+	st := newFakeStore()
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	st.messages["t/u/c"] = []memory.Message{
+		{Key: "e0:0", Role: "user", Content: "earlier"},
+		{Key: "e1:0", Role: "user", Content: "resent history"},
+		{Key: "e1:1", Role: "user", Content: "I am vegetarian"},
+		{Key: "e1:2", Role: "assistant", Content: "Noted"},
+		{Key: "e10:0", Role: "user", Content: "other exchange with a longer id"},
+	}
+	ix := NewIndexer(st, NewLocal(32), nil)
+	ex := memory.Exchange{ID: "e1", Identity: id, Turn: []memory.Message{{Role: "user", Content: "I am vegetarian"}}, Reply: memory.Message{Role: "assistant", Content: "Noted"}}
+	if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Duplicate: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := itemRefs(st, KindMessage); !eqStrings(got, []string{"e1:0#0", "e1:1#0", "e1:2#0"}) {
+		t.Fatalf("items = %v", got)
+	}
+}
+
+func TestIndexerSummaryAndFreshFacts(t *testing.T) {
+	at := time.Now()
+	st := newFakeStore()
+	st.summary["t/u/c"] = memory.Summary{Conversation: "c", Version: 3, Text: "The user is vegetarian.", CreatedAt: at}
+	st.facts = []memory.Fact{
+		{ID: 7, Tenant: "t", User: "u", Type: memory.FactProfile, Key: "diet", Value: "vegetarian", UpdatedAt: at},
+		{ID: 8, Tenant: "t", User: "u", Type: memory.FactGoal, Key: "car", Value: "buy a car", UpdatedAt: at.Add(-time.Hour)},
+	}
+	ix := NewIndexer(st, NewLocal(32), nil)
+	ex := memory.Exchange{ID: "e", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: at, Reply: memory.Message{Role: "assistant", Content: "hi"}}
+	if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := itemRefs(st, KindSummary); !eqStrings(got, []string{"c:v3#0"}) {
+		t.Fatalf("summary items = %v", got)
+	}
+	if got := itemRefs(st, KindFact); !eqStrings(got, []string{"7#0"}) {
+		t.Fatalf("fact items = %v, want only the fact stated with this exchange", got)
+	}
+}
+
+func TestIndexerReturnsFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*fakeStore, *countingEmbedder)
+	}{
+		{"embedder down", func(_ *fakeStore, e *countingEmbedder) { e.err = errors.New("503") }},
+		{"store down", func(s *fakeStore, _ *countingEmbedder) { s.failAdd = memory.ErrUnavailable }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, emb := newFakeStore(), &countingEmbedder{Embedder: NewLocal(8)}
+			tt.setup(st, emb)
+			ex := memory.Exchange{ID: "e", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Reply: memory.Message{Role: "assistant", Content: "hi"}}
+			if err := NewIndexer(st, emb, nil).AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 1}); err == nil {
+				t.Fatal("a failure must be returned so the worker retries")
+			}
+		})
+	}
+}
