@@ -1,0 +1,235 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// factColumns are the columns scanFact reads, in order.
+const factColumns = `id, tenant, user_id, COALESCE(conversation, ''), type, key, value, confidence,
+	mentions, pinned, created_at, updated_at, superseded_at, expires_at`
+
+// normKey normalises a fact key: lower-case, runs of whitespace collapsed to
+// one space, trimmed. Keys equal after normalisation name the same fact.
+func normKey(key string) string {
+	return strings.Join(strings.Fields(strings.ToLower(key)), " ")
+}
+
+// sameValue reports whether two statements of a fact say the same thing:
+// equal up to case and whitespace.
+func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
+
+// UpsertFact records a statement about a user in one write transaction, per
+// (tenant, user, type, normalised key):
+//   - no current fact: f is inserted (Mentions at least 1, Confidence clamped
+//     to [0, 1]);
+//   - the same value (up to case and whitespace): Mentions + 1, Confidence =
+//     min(1, max(old, new) + 0.1), UpdatedAt = f.UpdatedAt, Value, ExpiresAt
+//     (when f sets one) and Conversation (when f names one) refreshed;
+//   - a different value: the current fact is superseded at f.UpdatedAt (kept
+//     as history) and f becomes current.
+//
+// Pinned is sticky: a key once pinned stays pinned, also across a new value.
+// With maxPerUser > 0, when the user then has more current (not superseded)
+// facts than maxPerUser, the least valuable unpinned ones other than the
+// upserted fact are deleted: expired first, then fewest mentions, then least
+// recently updated. Zero CreatedAt/UpdatedAt mean now. It returns the current
+// fact, and memory.ErrInvalid for a bad id, type, or an empty key or value.
+func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
+	norm := normKey(f.Key)
+	switch {
+	case !memory.ValidID(f.Tenant) || !memory.ValidID(f.User):
+		return memory.Fact{}, fmt.Errorf("upsert fact: %w: tenant %q user %q", memory.ErrInvalid, f.Tenant, f.User)
+	case !f.Type.Valid():
+		return memory.Fact{}, fmt.Errorf("upsert fact: %w: type %q", memory.ErrInvalid, f.Type)
+	case norm == "" || strings.TrimSpace(f.Value) == "":
+		return memory.Fact{}, fmt.Errorf("upsert fact: %w: empty key or value", memory.ErrInvalid)
+	}
+	now := time.Now()
+	if f.UpdatedAt.IsZero() {
+		f.UpdatedAt = now
+	}
+	if f.CreatedAt.IsZero() {
+		f.CreatedAt = f.UpdatedAt
+	}
+	f.Confidence = min(1, max(0, f.Confidence))
+	f.Mentions = max(1, f.Mentions)
+	var out memory.Fact
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		cur, err := scanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
+			WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ? AND superseded_at IS NULL`,
+			f.Tenant, f.User, string(f.Type), norm))
+		found := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("load current fact: %w", err)
+		}
+		var id int64
+		switch {
+		case found && sameValue(cur.Value, f.Value):
+			id = cur.ID
+			_, err = tx.ExecContext(ctx, `UPDATE facts SET
+					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
+					pinned = pinned OR ?, updated_at = ?,
+					conversation = COALESCE(?, conversation), expires_at = COALESCE(?, expires_at)
+				WHERE id = ?`,
+				f.Value, f.Confidence, f.Pinned, nanos(f.UpdatedAt), nullString(f.Conversation), nullTime(f.ExpiresAt), id)
+			if err != nil {
+				return fmt.Errorf("restate fact: %w", err)
+			}
+		default:
+			if found {
+				if _, err := tx.ExecContext(ctx, `UPDATE facts SET superseded_at = ? WHERE id = ?`,
+					nanos(f.UpdatedAt), cur.ID); err != nil {
+					return fmt.Errorf("supersede fact: %w", err)
+				}
+				f.Pinned = f.Pinned || cur.Pinned
+			}
+			err = tx.QueryRowContext(ctx, `INSERT INTO facts (tenant, user_id, conversation, type, key, norm_key,
+					value, confidence, mentions, pinned, created_at, updated_at, expires_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				f.Tenant, f.User, nullString(f.Conversation), string(f.Type), strings.TrimSpace(f.Key), norm,
+				f.Value, f.Confidence, f.Mentions, f.Pinned, nanos(f.CreatedAt), nanos(f.UpdatedAt), nullTime(f.ExpiresAt)).
+				Scan(&id)
+			if err != nil {
+				return fmt.Errorf("insert fact: %w", err)
+			}
+		}
+		if maxPerUser > 0 {
+			if err := evictFacts(ctx, tx, f.Tenant, f.User, id, maxPerUser, now); err != nil {
+				return err
+			}
+		}
+		out, err = scanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts WHERE id = ?`, id))
+		if err != nil {
+			return fmt.Errorf("load upserted fact: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return memory.Fact{}, fmt.Errorf("upsert fact: %w", err)
+	}
+	return out, nil
+}
+
+// evictFacts deletes the user's least valuable unpinned current facts, never
+// keep, until at most maxPerUser current facts remain.
+func evictFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keep int64, maxPerUser int, now time.Time) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM facts
+		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL`, tenant, user).Scan(&n); err != nil {
+		return fmt.Errorf("count facts: %w", err)
+	}
+	if n <= maxPerUser {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE id IN (
+		SELECT id FROM facts
+		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL AND NOT pinned AND id != ?
+		ORDER BY (expires_at IS NOT NULL AND expires_at <= ?) DESC, mentions, updated_at, id
+		LIMIT ?)`, tenant, user, keep, nanos(now), n-maxPerUser)
+	if err != nil {
+		return fmt.Errorf("evict facts: %w", err)
+	}
+	return nil
+}
+
+// Facts returns the user's current facts (not superseded, not expired at
+// now), most recently updated first; with history, superseded and expired
+// ones too. An unknown user has none.
+func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	q := `SELECT ` + factColumns + ` FROM facts WHERE tenant = ? AND user_id = ?`
+	args := []any{tenant, user}
+	if !history {
+		q += ` AND superseded_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
+		args = append(args, nanos(now))
+	}
+	rows, err := s.read.QueryContext(ctx, q+` ORDER BY updated_at DESC, id DESC`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list facts: %w", err)
+	}
+	defer rows.Close()
+	fs := []memory.Fact{}
+	for rows.Next() {
+		f, err := scanFact(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list facts: %w", err)
+		}
+		fs = append(fs, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list facts: %w", err)
+	}
+	return fs, nil
+}
+
+// DeleteFact deletes one fact of the user, with the recall items made from
+// it, or returns memory.ErrNotFound when the user has no fact with that id.
+func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE tenant = ? AND user_id = ? AND id = ?`, tenant, user, id)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+			WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ?`,
+			tenant, user, strconv.FormatInt(id, 10)); err != nil {
+			return fmt.Errorf("delete fact items: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete fact: %w", err)
+	}
+	return nil
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanFact reads one row of factColumns.
+func scanFact(r rowScanner) (memory.Fact, error) {
+	var f memory.Fact
+	var typ string
+	var created, updated int64
+	var superseded, expires sql.NullInt64
+	if err := r.Scan(&f.ID, &f.Tenant, &f.User, &f.Conversation, &typ, &f.Key, &f.Value, &f.Confidence,
+		&f.Mentions, &f.Pinned, &created, &updated, &superseded, &expires); err != nil {
+		return memory.Fact{}, err
+	}
+	f.Type = memory.FactType(typ)
+	f.CreatedAt, f.UpdatedAt = fromNanos(created), fromNanos(updated)
+	f.SupersededAt, f.ExpiresAt = timePtr(superseded), timePtr(expires)
+	return f, nil
+}
+
+// nullString stores "" as NULL.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// nullTime stores a nil time as NULL.
+func nullTime(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: nanos(*t), Valid: true}
+}
+
+// timePtr decodes a nullable stored time.
+func timePtr(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}

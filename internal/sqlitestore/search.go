@@ -1,0 +1,278 @@
+package sqlitestore
+
+import (
+	"container/heap"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unicode"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// maxQueryTerms bounds how many distinct words of a text query are searched.
+const maxQueryTerms = 64
+
+// SearchVector ranks the user's items embedded with q.Model and q.Dims by
+// cosine similarity to q.Embedding (Score = similarity, in [-1, 1]), best
+// first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs. The
+// candidates' vectors are loaded (scoped in SQL by tenant, user, model, dims
+// and conversation) and scored in Go with a top-k heap; only the winners'
+// rows are then read whole. An empty embedding or Limit <= 0 finds nothing.
+func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	if len(q.Embedding) == 0 || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	if q.Dims != 0 && q.Dims != len(q.Embedding) {
+		return nil, fmt.Errorf("search vector: %w: query of %d dims says %d", memory.ErrInvalid, len(q.Embedding), q.Dims)
+	}
+	qnorm := norm(q.Embedding)
+	if qnorm == 0 {
+		return []memory.Item{}, nil
+	}
+	where, args, err := itemScope(q)
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	args = append(args, q.Model, len(q.Embedding))
+	rows, err := s.read.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
+		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	top := make(topK, 0, q.Limit+1)
+	for rows.Next() {
+		var id int64
+		var vec sql.RawBytes
+		if err := rows.Scan(&id, &vec); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("search vector: %w", err)
+		}
+		score, ok := cosineBytes(q.Embedding, qnorm, vec)
+		if !ok {
+			continue
+		}
+		top.offer(scored{id: id, score: score}, q.Limit)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	rows.Close()
+	best := top.sorted()
+	items, err := s.itemsByID(ctx, best)
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	return items, nil
+}
+
+// SearchText ranks the user's items by FTS5 match of q.Text (Score = -bm25,
+// higher is better), best first, up to q.Limit, honouring q.Conversation and
+// q.ExcludeRefs. The text is never passed to FTS5 as syntax: it is split into
+// words (letters and digits), and the distinct words are ORed as quoted
+// terms, so any passage sharing a word matches and passages sharing more and
+// rarer words rank higher. Text without words, or Limit <= 0, finds nothing.
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	match := ftsQuery(q.Text)
+	if match == "" || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	where, args, err := itemScope(q)
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	args = append([]any{match}, args...)
+	args = append(args, q.Limit)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+itemColumns+`, -bm25(memory_items_fts) AS score
+		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
+		WHERE memory_items_fts MATCH ? AND `+where+`
+		ORDER BY score DESC, memory_items.id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	defer rows.Close()
+	items := []memory.Item{}
+	for rows.Next() {
+		var it memory.Item
+		var vec []byte
+		var created int64
+		if err := rows.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
+			&it.Text, &vec, &it.Model, &it.Dims, &created, &it.Score); err != nil {
+			return nil, fmt.Errorf("search text: %w", err)
+		}
+		it.Embedding = decodeVector(vec)
+		it.CreatedAt = fromNanos(created)
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	return items, nil
+}
+
+// itemScope returns the WHERE clause (on memory_items) and its arguments that
+// scope a search to q's tenant, user, conversation and excluded refs.
+func itemScope(q memory.ItemQuery) (string, []any, error) {
+	where := `memory_items.tenant = ? AND memory_items.user_id = ?`
+	args := []any{q.Tenant, q.User}
+	if q.Conversation != "" {
+		where += ` AND memory_items.conversation = ?`
+		args = append(args, q.Conversation)
+	}
+	if len(q.ExcludeRefs) > 0 {
+		refs, err := json.Marshal(q.ExcludeRefs)
+		if err != nil {
+			return "", nil, fmt.Errorf("encode excluded refs: %w", err)
+		}
+		where += ` AND memory_items.source NOT IN (SELECT value FROM json_each(?))`
+		args = append(args, string(refs))
+	}
+	return where, args, nil
+}
+
+// ftsQuery turns user text into a safe FTS5 query: its distinct lower-cased
+// words (runs of letters, digits and combining marks), each double-quoted,
+// joined by OR. It returns "" when the text has no words.
+func ftsQuery(text string) string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
+	})
+	seen := make(map[string]bool, len(words))
+	var b strings.Builder
+	for _, w := range words {
+		if seen[w] {
+			continue
+		}
+		if len(seen) == maxQueryTerms {
+			break
+		}
+		seen[w] = true
+		if b.Len() > 0 {
+			b.WriteString(" OR ")
+		}
+		// Words hold no quote characters, so quoting needs no escaping.
+		b.WriteByte('"')
+		b.WriteString(w)
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+// itemsByID loads whole items for ranked ids, keeping their order and
+// scores; ids deleted since they were ranked are skipped.
+func (s *Store) itemsByID(ctx context.Context, ranked []scored) ([]memory.Item, error) {
+	if len(ranked) == 0 {
+		return []memory.Item{}, nil
+	}
+	ids := make([]int64, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.id
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode ids: %w", err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	loaded, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	byID := make(map[int64]memory.Item, len(loaded))
+	for _, it := range loaded {
+		byID[it.ID] = it
+	}
+	items := make([]memory.Item, 0, len(ranked))
+	for _, r := range ranked {
+		if it, ok := byID[r.id]; ok {
+			it.Score = r.score
+			items = append(items, it)
+		}
+	}
+	return items, nil
+}
+
+// norm is the Euclidean length of v.
+func norm(v []float32) float64 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	return math.Sqrt(sum)
+}
+
+// cosineBytes is the cosine similarity of q (of length qnorm) and a stored
+// little-endian float32 vector, read in place. ok is false when the stored
+// vector has another length or no length at all.
+func cosineBytes(q []float32, qnorm float64, b []byte) (score float64, ok bool) {
+	if len(b) != 4*len(q) {
+		return 0, false
+	}
+	var dot, vv float32
+	for i, x := range q {
+		y := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		dot += x * y
+		vv += y * y
+	}
+	if vv == 0 {
+		return 0, false
+	}
+	return float64(dot) / (qnorm * math.Sqrt(float64(vv))), true
+}
+
+// scored is one ranked candidate.
+type scored struct {
+	id    int64
+	score float64
+}
+
+// worse orders candidates: lower score, then (on ties) higher id, is worse.
+func (a scored) worse(b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.id > b.id
+}
+
+// topK is a min-heap of the best candidates seen, worst on top.
+type topK []scored
+
+func (h topK) Len() int           { return len(h) }
+func (h topK) Less(i, j int) bool { return h[i].worse(h[j]) }
+func (h topK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *topK) Push(x any)        { *h = append(*h, x.(scored)) }
+func (h *topK) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// offer keeps c when it is among the k best seen.
+func (h *topK) offer(c scored, k int) {
+	if len(*h) < k {
+		heap.Push(h, c)
+		return
+	}
+	if (*h)[0].worse(c) {
+		(*h)[0] = c
+		heap.Fix(h, 0)
+	}
+}
+
+// sorted empties the heap into a best-first slice.
+func (h *topK) sorted() []scored {
+	out := make([]scored, len(*h))
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(scored)
+	}
+	return out
+}
