@@ -1,0 +1,233 @@
+package pgstore
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/testenv"
+)
+
+// randomVector returns a unit vector of dims dimensions drawn from r.
+func randomVector(r *rand.Rand, dims int) []float32 {
+	v := make([]float32, dims)
+	var n float64
+	for i := range v {
+		x := r.NormFloat64()
+		v[i] = float32(x)
+		n += x * x
+	}
+	n = math.Sqrt(n)
+	for i := range v {
+		v[i] = float32(float64(v[i]) / n)
+	}
+	return v
+}
+
+// mustAddVectors stores perUser 384-dimension items for each of users users
+// in tenants t0 and t1, in conversations c0..c2, and analyzes the table.
+func mustAddVectors(tb testing.TB, s *Store, users, perUser int) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	var items []memory.Item
+	for _, tenant := range []string{"t0", "t1"} {
+		for u := range users {
+			for i := range perUser {
+				items = append(items, memory.Item{
+					Tenant: tenant, User: fmt.Sprintf("u%d", u), Conversation: fmt.Sprintf("c%d", i%3),
+					Kind: "message", Ref: fmt.Sprintf("k%d", i), Text: fmt.Sprintf("text %d", i),
+					Embedding: randomVector(r, 384), Model: "local", Dims: 384,
+				})
+			}
+		}
+	}
+	for len(items) > 0 {
+		n := min(len(items), 500)
+		if err := s.AddItems(testCtx(tb), items[:n]); err != nil {
+			tb.Fatalf("AddItems: %v", err)
+		}
+		items = items[n:]
+	}
+	if _, err := s.pool.Exec(testCtx(tb), "ANALYZE memory_items"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// mustForceIndexes makes every new session of the store's database avoid
+// sequential scans, bitmap scans and sorts — what the planner does on a big
+// table — and returns a store whose pool sees that setting.
+func mustForceIndexes(tb testing.TB, url string) *Store {
+	tb.Helper()
+	s := mustOpenURL(tb, url)
+	if _, err := s.pool.Exec(testCtx(tb), `DO $$ BEGIN
+		EXECUTE format('ALTER DATABASE %I SET enable_seqscan = off', current_database());
+		EXECUTE format('ALTER DATABASE %I SET enable_bitmapscan = off', current_database());
+		EXECUTE format('ALTER DATABASE %I SET enable_sort = off', current_database());
+	END $$`); err != nil {
+		tb.Fatal(err)
+	}
+	return mustOpenURL(tb, url)
+}
+
+// TestSearchVectorSQLUsesHNSW explains the statement SearchVector runs: for
+// 384 dimensions it scans the partial HNSW index, with the tenant, user and
+// every optional filter applied by that scan, not after the query.
+func TestSearchVectorSQLUsesHNSW(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	mustAddVectors(t, mustOpenURL(t, url), 10, 30)
+	s := mustForceIndexes(t, url)
+	r := rand.New(rand.NewPCG(3, 4))
+
+	tests := []struct {
+		name string
+		q    memory.ItemQuery
+		want []string // filter terms the index scan must apply
+	}{
+		{"tenant and user", memory.ItemQuery{Tenant: "t1", User: "u3", Limit: 5},
+			[]string{"tenant", "user_id"}},
+		{"all filters", memory.ItemQuery{Tenant: "t1", User: "u3", Model: "local", Conversation: "c1",
+			ExcludeRefs: []string{"k1", "k4"}, Limit: 5},
+			[]string{"tenant", "user_id", "model", "conversation", "source"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.q.Embedding, tt.q.Dims = randomVector(r, 384), 384
+			sql, args := searchVectorSQL(tt.q, 384)
+			rows, err := s.pool.Query(testCtx(t), "EXPLAIN "+sql, args...)
+			if err != nil {
+				t.Fatalf("EXPLAIN: %v", err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := regexp.MustCompile(`'\[[^']*\]'`).ReplaceAllString(strings.Join(lines, "\n"), "'[...]'")
+			// The scan node and the lines under it (Order By, Filter) up to
+			// the next node.
+			_, scan, ok := strings.Cut(plan, "Index Scan using memory_items_embedding_384")
+			if !ok {
+				t.Fatalf("SearchVector's plan does not scan the HNSW index:\n%s", plan)
+			}
+			if i := strings.Index(scan, "->"); i >= 0 {
+				scan = scan[:i]
+			}
+			_, filter, ok := strings.Cut(scan, "Filter:")
+			if !ok {
+				t.Fatalf("the HNSW scan applies no filter:\n%s", plan)
+			}
+			for _, col := range tt.want {
+				if !strings.Contains(filter, col) {
+					t.Errorf("the HNSW scan's filter lacks %s:\n%s", col, plan)
+				}
+			}
+		})
+	}
+}
+
+// TestSearchVectorIterativeScanFillsLimit searches, through the HNSW index,
+// for a user who owns 1 in 40 of the vectors: a plain HNSW scan would find
+// only a handful of theirs among its ef_search candidates; the iterative scan
+// keeps going until the limit is filled, with the user's items only, best
+// first, and the same best match as an exact search.
+func TestSearchVectorIterativeScanFillsLimit(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	mustAddVectors(t, mustOpenURL(t, url), 20, 60)
+	s := mustForceIndexes(t, url)
+	r := rand.New(rand.NewPCG(5, 6))
+	const limit = 40
+	for trial := range 3 {
+		q := memory.ItemQuery{Tenant: "t0", User: fmt.Sprintf("u%d", trial), Model: "local", Dims: 384,
+			Embedding: randomVector(r, 384), Limit: limit}
+		got, err := s.SearchVector(testCtx(t), q)
+		if err != nil {
+			t.Fatalf("SearchVector: %v", err)
+		}
+		if len(got) != limit {
+			t.Fatalf("SearchVector for %s returned %d items, want the limit %d", q.User, len(got), limit)
+		}
+		for i, it := range got {
+			if it.Tenant != q.Tenant || it.User != q.User || it.Dims != 384 || it.Model != "local" {
+				t.Fatalf("item %d belongs to %s/%s (%s, %d dims)", i, it.Tenant, it.User, it.Model, it.Dims)
+			}
+			if i > 0 && it.Score > got[i-1].Score {
+				t.Fatalf("item %d scores %v above item %d's %v", i, it.Score, i-1, got[i-1].Score)
+			}
+		}
+		var bestRef string
+		var bestScore float64
+		if err := s.pool.QueryRow(testCtx(t), `SELECT source, 1 - (embedding <=> $3) FROM memory_items
+			WHERE tenant = $1 AND user_id = $2 ORDER BY embedding <=> $3 LIMIT 1`,
+			q.Tenant, q.User, vectorArg(q.Embedding)).Scan(&bestRef, &bestScore); err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Ref != bestRef || math.Abs(got[0].Score-bestScore) > 1e-5 {
+			t.Fatalf("best match = %s (%v), exact search says %s (%v)", got[0].Ref, got[0].Score, bestRef, bestScore)
+		}
+	}
+}
+
+func TestTextQuery(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"Lisbon", "lisbon"},
+		{"What is my city?", "city"},
+		{"what is it", "what | is | it"},
+		{`"R$ 5.000" & (savings) | !x`, "r | 5 | 000 | savings | x"},
+		{"São Paulo café", "são | paulo | café"},
+		{"a a A", "a"},
+		{"?!... ---", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := textQuery(tt.in); got != tt.want {
+				t.Fatalf("textQuery(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	var many string
+	for i := range 100 {
+		many += fmt.Sprintf(" word%d", i)
+	}
+	if n := strings.Count(textQuery(many), "|") + 1; n != maxTextTerms {
+		t.Fatalf("textQuery of 100 words has %d terms, want %d", n, maxTextTerms)
+	}
+}
+
+// TestSearchTextFiltersInsideScan explains SearchText's statement: an index
+// finds the tenant's user's rows and the same scan applies the match, so no
+// other user's rows are ever ranked.
+func TestSearchTextFiltersInsideScan(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	mustAddVectors(t, mustOpenURL(t, url), 5, 20)
+	s := mustForceIndexes(t, url)
+	sql, args := searchTextSQL(memory.ItemQuery{Tenant: "t0", User: "u1", Limit: 5}, textQuery("text 7"))
+	rows, err := s.pool.Query(testCtx(t), "EXPLAIN "+sql, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN: %v", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	// The scan is the last node: everything from its Sort's input down.
+	_, scan, ok := strings.Cut(plan, "Sort Key:")
+	if !ok {
+		t.Fatalf("unexpected plan:\n%s", plan)
+	}
+	_, cond, _ := strings.Cut(scan, "Index Cond:")
+	if !strings.Contains(cond, "tenant") || !strings.Contains(cond, "user_id") {
+		t.Errorf("no index condition on tenant and user:\n%s", plan)
+	}
+	if _, rest, _ := strings.Cut(scan, "->"); !strings.Contains(rest, "tsv @@") {
+		t.Errorf("the match is not applied by the scan:\n%s", plan)
+	}
+}
