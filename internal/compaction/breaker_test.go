@@ -5,13 +5,15 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 func TestBreakerOpensAndRecovers(t *testing.T) {
 	down := errors.New("503")
 	inner := &fakeSummarizer{err: down}
 	b := NewBreaker(inner, 2, 50*time.Millisecond)
-	in := Input{Messages: nil, MaxTokens: 10}
+	in := Input{Messages: []memory.Message{{Role: "user", Content: "hi"}}, MaxTokens: 10}
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := b.Summarize(ctx, in); !errors.Is(err, down) {
