@@ -21,6 +21,8 @@ commands:
   serve      run the gateway (default)
   worker     run only the capture worker
   migrate    apply the store's migrations and exit
+  reindex    re-embed memory items made by another embedding model or dimension
+             (resumable: interrupt and run again)
   healthcheck  exit 0 when the local gateway answers /healthz
   version    print the version
   hash-key   print sha256:<hex> of a gateway key, read from the argument or stdin,
@@ -39,6 +41,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return worker(ctx, getenv, stderr)
 	case "migrate":
 		return migrate(ctx, getenv, stdout, stderr)
+	case "reindex":
+		return reindex(ctx, getenv, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
 	case "version":

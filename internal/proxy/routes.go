@@ -17,6 +17,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.Match([]string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}, "/v1/chat/completions", pass)
 	e.POST("/v1/memory/preview", s.instrument("preview", s.handlePreview))
 	s.adminRoutes(e)
+	s.recallRoutes(e)
 	e.Any("/v1/*", pass)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)

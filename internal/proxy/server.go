@@ -38,6 +38,9 @@ type Deps struct {
 	// Admin serves the memory management API (/v1/memory/conversations,
 	// /v1/memory/users); nil answers it with 503.
 	Admin MemoryAdmin
+	// Recall serves the facts and search management API
+	// (/v1/memory/users/{user}/facts, /v1/memory/search); nil answers it with 503.
+	Recall RecallAdmin
 	// Collectors are extra Prometheus collectors exposed on /metrics.
 	Collectors []prometheus.Collector
 }

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/capture"
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/recall"
+	"github.com/memgate/memgate/internal/redisstore"
+)
+
+// recallStore is what recall reads and writes in the memory store.
+type recallStore interface {
+	recall.ItemSearcher
+	recall.IndexStore
+	recall.ManageStore
+}
+
+// embeddingCacheTTL is how long the Redis embedding cache keeps a vector.
+const embeddingCacheTTL = 30 * 24 * time.Hour
+
+// extractionTimeout bounds one fact-extraction model call.
+const extractionTimeout = 30 * time.Second
+
+// recallLayer is the wired recall: what the assembler, the capture worker
+// and the management API use.
+type recallLayer struct {
+	// embedder embeds queries and items (behind the cache for openai).
+	embedder recall.Embedder
+	// recaller is the assembler's inject.Recaller.
+	recaller *recall.Recaller
+	// manager is proxy.Deps.Recall.
+	manager *recall.Manager
+	// hooks run after each capture, in order: fact extraction (when
+	// enabled), then indexing (which indexes the facts just stated).
+	hooks []capture.Hook
+	// collectors are recall's Prometheus collectors.
+	collectors []prometheus.Collector
+	closers    []func() error
+}
+
+// openRecall builds recall from cfg over st, or returns nil when
+// recall.enabled is false. st must implement the Knowledge contract; the
+// embedder is recall.embeddings.provider (see newEmbedder).
+func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, error) {
+	rc := cfg.Recall
+	if !rc.Enabled {
+		return nil, nil
+	}
+	rs, ok := st.(recallStore)
+	if !ok {
+		return nil, fmt.Errorf("recall: the %s store does not support recall (%T): %w", cfg.Store.Driver, st, memory.ErrInvalid)
+	}
+	emb, closers, err := newEmbedder(cfg, st, logger)
+	if err != nil {
+		return nil, err
+	}
+	l := &recallLayer{embedder: emb, closers: closers}
+	searcher := recall.NewSearcher(rs, emb, recall.SearchOptions{
+		TopK:            rc.TopK,
+		MinSimilarity:   rc.MinSimilarity,
+		RecencyHalfLife: rc.RecencyHalfLife.D(),
+	})
+	l.recaller = recall.NewRecaller(rs, searcher, emb, recall.RecallOptions{
+		CrossConversation: rc.CrossConversation,
+		FactsMax:          rc.FactsMaxInjected,
+		FactRelevance:     rc.MinSimilarity,
+	})
+	indexer := recall.NewIndexer(rs, emb, logger)
+	ttl := factTTL(rc.FactTTL)
+	l.manager = recall.NewManager(rs, indexer, l.recaller, rc.FactsMaxStored, ttl)
+	if rc.Extraction.Enabled {
+		base, key := rc.Extraction.BaseURL, rc.Extraction.APIKey
+		if base == "" {
+			base = cfg.Upstream.BaseURL
+		}
+		if key == "" {
+			key = cfg.Upstream.APIKey
+		}
+		oc := openai.DefaultConfig(key)
+		oc.BaseURL = base
+		oc.HTTPClient = &http.Client{Timeout: extractionTimeout}
+		x := recall.NewExtractor(openai.NewClientWithConfig(oc), rs, recall.ExtractorOptions{
+			Model:      rc.Extraction.Model,
+			MaxPerUser: rc.FactsMaxStored,
+			TTL:        ttl,
+			Timeout:    extractionTimeout,
+		}, logger)
+		l.hooks = append(l.hooks, x)
+		l.collectors = append(l.collectors, x.Collectors()...)
+	}
+	l.hooks = append(l.hooks, indexer)
+	return l, nil
+}
+
+// close releases what openRecall opened.
+func (l *recallLayer) close() error {
+	if l == nil {
+		return nil
+	}
+	var errs []error
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		errs = append(errs, l.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// factTTL converts recall.fact_ttl to fact types.
+func factTTL(in map[string]config.Duration) map[memory.FactType]time.Duration {
+	out := make(map[memory.FactType]time.Duration, len(in))
+	for typ, d := range in {
+		out[memory.FactType(typ)] = d.D()
+	}
+	return out
+}
+
+// newEmbedder returns the configured embedder. Provider local is the
+// deterministic offline embedder with recall.embeddings.dimensions. Provider
+// openai calls recall.embeddings.base_url (default upstream.base_url) with
+// recall.embeddings.api_key (default upstream.api_key), model and
+// dimensions, recall.embeddings.batch texts per call, behind an embedding
+// cache keyed by content hash: the store's own table when it has one
+// (sqlite), else Redis when store.redis_url is set (postgres), else none.
+// The closers release what it opened.
+func newEmbedder(cfg config.Config, st any, logger *slog.Logger) (recall.Embedder, []func() error, error) {
+	ec := cfg.Recall.Embeddings
+	switch ec.Provider {
+	case "local":
+		return recall.NewLocal(ec.Dimensions), nil, nil
+	case "openai":
+	default:
+		return nil, nil, fmt.Errorf("recall.embeddings.provider %q: %w", ec.Provider, memory.ErrInvalid)
+	}
+	base, key := ec.BaseURL, ec.APIKey
+	if base == "" {
+		base = cfg.Upstream.BaseURL
+	}
+	if key == "" {
+		key = cfg.Upstream.APIKey
+	}
+	oc := openai.DefaultConfig(key)
+	oc.BaseURL = base
+	oc.HTTPClient = &http.Client{Timeout: cfg.Upstream.FirstByteTimeout.D()}
+	emb := recall.NewOpenAI(openai.NewClientWithConfig(oc), ec.Model, ec.Dimensions, ec.Batch)
+	if cache, ok := st.(recall.EmbeddingCache); ok {
+		return recall.NewCached(emb, cache, logger), nil, nil
+	}
+	if cfg.Store.RedisURL == "" {
+		logger.Warn("no embedding cache: every text is embedded by the provider")
+		return emb, nil, nil
+	}
+	rdb, err := redisstore.NewClient(cfg.Store.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedding cache: %w", err)
+	}
+	cache := redisstore.NewEmbeddingCache(rdb, cfg.Store.RedisPrefix, embeddingCacheTTL)
+	return recall.NewCached(emb, cache, logger), []func() error{rdb.Close}, nil
+}
+
+// reindexBatch is how many items one reindex step reads, embeds and writes.
+const reindexBatch = 256
+
+// reindex re-embeds every memory item whose vector was made by another
+// model or dimension than the configured embedder's, printing progress to
+// stdout at most once a second. It is resumable: interrupted (SIGINT,
+// SIGTERM), it stops after the batch in hand, and a rerun continues.
+func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, _, closers, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	re, ok := st.(recall.Reembedder)
+	if !ok {
+		return fmt.Errorf("reindex: the %s store cannot list items to embed (%T)", cfg.Store.Driver, st)
+	}
+	emb, embClosers, err := newEmbedder(cfg, st, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range embClosers {
+			c()
+		}
+	}()
+	fmt.Fprintf(stdout, "reindexing items not embedded with %s (%d dimensions)\n", emb.Model(), emb.Dims())
+	start, last := time.Now(), time.Now()
+	done, err := recall.Reindex(ctx, re, emb, reindexBatch, func(n int, lastID int64) {
+		if time.Since(last) >= time.Second {
+			last = time.Now()
+			fmt.Fprintf(stdout, "reindexed %d items (up to id %d)\n", n, lastID)
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stdout, "interrupted after %d items; run reindex again to resume\n", done)
+		}
+		return fmt.Errorf("reindex: %w", err)
+	}
+	fmt.Fprintf(stdout, "reindexed %d items in %s\n", done, time.Since(start).Round(time.Millisecond))
+	return nil
+}
