@@ -73,6 +73,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	}
 	read, err := sql.Open("sqlite", dsn(path, url.Values{
 		"_query_only":   {"1"},
+		"_pragma":       {"mmap_size(268435456)"},
 		"_foreign_keys": {"1"},
 		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
 	}))
