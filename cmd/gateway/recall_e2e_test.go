@@ -130,7 +130,9 @@ func TestRecallManagementAPI(t *testing.T) {
 				{"type": "goal", "key": "k", "value": "v", "surprise": true},
 			}
 			for _, body := range bad {
-				var e struct{ Error struct{ Type, Message string } }
+				var e struct {
+					Error struct{ Type, Message string }
+				}
 				if code := apiCall(t, http.MethodPost, base, nil, body, &e); code != http.StatusBadRequest || e.Error.Type != "invalid_request_error" {
 					t.Fatalf("POST %v = %d %+v, want a 400 invalid_request_error", body, code, e)
 				}
