@@ -70,6 +70,7 @@ func parseChat(raw []byte) (chatBody, *apiError) {
 	if b.msgStart < 0 || raw[b.msgStart] != '[' {
 		return b, invalid("messages", "You must provide a messages parameter: an array of message objects.")
 	}
+	b.messages = make([]json.RawMessage, 0, 16)
 	for i := skipWS(raw, b.msgStart+1); raw[i] != ']'; {
 		end := skipValue(raw, i)
 		b.messages = append(b.messages, json.RawMessage(raw[i:end]))
