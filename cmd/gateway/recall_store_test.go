@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/recall"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// replyChatter answers every extraction with one fixed reply.
+type replyChatter string
+
+func (c replyChatter) CreateChatCompletion(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	return openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Role: "assistant", Content: string(c)}}}}, nil
+}
+
+// TestExtractionRepliesNeverPollute: malformed, oversized and unknown-type
+// extraction replies store nothing (or only their valid items) in the real
+// facts table, and never fail the capture.
+func TestExtractionRepliesNeverPollute(t *testing.T) {
+	many := make([]string, 30)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"type":"goal","key":"goal %d","value":"goal number %d","confidence":0.5}`, i, i)
+	}
+	tests := []struct {
+		name   string
+		reply  string
+		stored int
+	}{
+		{"prose", "The user lives in Lisbon.", 0},
+		{"truncated JSON", `{"facts":[{"type":"profile","key":"city","value":"Lis`, 0},
+		{"wrong shape", `{"facts":{"city":"Lisbon"}}`, 0},
+		{"oversized reply", `{"facts":[{"type":"profile","key":"bio","value":"` + strings.Repeat("x", 80<<10) + `","confidence":1}]}`, 0},
+		{"unknown types only", `{"facts":[{"type":"password","key":"pw","value":"hunter2","confidence":1},{"type":"PROFILEX","key":"a","value":"b","confidence":1}]}`, 0},
+		{"oversized value and bad confidence dropped", `{"facts":[{"type":"profile","key":"bio","value":"` + strings.Repeat("x", 301) + `","confidence":1},{"type":"profile","key":"age","value":"33","confidence":7},{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`, 1},
+		{"wrong value types dropped", `{"facts":[{"type":"profile","key":"age","value":33,"confidence":1},null,{"type":"goal","key":"car","value":"buy a car","confidence":"high"}]}`, 0},
+		{"too many items capped", `{"facts":[` + strings.Join(many, ",") + `]}`, recall.MaxExtracted},
+	}
+	up := upstreamtest.New(t, upstreamtest.Default())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			cfg := mk(t)
+			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+			st, _, closers, err := openStore(context.Background(), cfg, logger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				for i := len(closers) - 1; i >= 0; i-- {
+					closers[i]()
+				}
+			})
+			rs := st.(recallStore)
+			for i, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					u := fmt.Sprintf("u%d", i)
+					id := memory.Identity{Tenant: "t", User: u, Conversation: "c"}
+					ex := memory.Exchange{ID: "ex-" + u, Identity: id, At: time.Now(),
+						Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon and want to buy a car."}},
+						Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+					res, err := st.SaveExchange(context.Background(), ex)
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := recall.NewExtractor(replyChatter(tt.reply), rs, recall.ExtractorOptions{Model: "m", MaxPerUser: 200}, logger)
+					if err := x.AfterSave(context.Background(), ex, res); err != nil {
+						t.Fatalf("AfterSave = %v", err)
+					}
+					facts, err := rs.Facts(context.Background(), "t", u, time.Now(), true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(facts) != tt.stored {
+						t.Fatalf("stored %d facts, want %d: %+v", len(facts), tt.stored, facts)
+					}
+					for _, f := range facts {
+						if !f.Type.Valid() || f.Key == "" || f.Value == "" || len(f.Value) > recall.MaxFactValue || f.Confidence < 0 || f.Confidence > 1 {
+							t.Fatalf("invalid fact stored: %+v", f)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestReindexCommand: after the embedding dimension changes, `gateway
+// reindex` re-embeds every item once; a rerun finds nothing left.
+func TestReindexCommand(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "memgate.db")
+	cfgPath := filepath.Join(dir, "config.yaml")
+	writeCfg := func(dims int) {
+		t.Helper()
+		yaml := fmt.Sprintf("store:\n  driver: sqlite\n  sqlite_path: %s\nrecall:\n  embeddings:\n    provider: local\n    dimensions: %d\n", dbPath, dims)
+		if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	getenv := func(k string) string {
+		if k == "GATEWAY_CONFIG" {
+			return cfgPath
+		}
+		return ""
+	}
+	reindexOut := func() string {
+		t.Helper()
+		var out, logs bytes.Buffer
+		if err := run(context.Background(), []string{"gateway", "reindex"}, getenv, nil, &out, &logs); err != nil {
+			t.Fatalf("reindex: %v\n%s", err, logs.String())
+		}
+		return out.String()
+	}
+
+	writeCfg(384)
+	if got := reindexOut(); !strings.Contains(got, "reindexed 0 items") {
+		t.Fatalf("empty store: %q", got)
+	}
+	// Index three passages with 384-dimensional vectors.
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	st, _, closers, err := openStore(context.Background(), mustLoad(t, getenv), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := recall.NewIndexer(st.(recallStore), recall.NewLocal(384), logger)
+	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(),
+		Prior: []memory.Message{{Role: "user", Content: "I live in Lisbon."}, {Role: "assistant", Content: "Nice city."}},
+		Turn:  []memory.Message{{Role: "user", Content: "I am vegetarian."}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+	res, err := st.SaveExchange(context.Background(), ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.AfterSave(context.Background(), ex, res); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
+
+	writeCfg(64)
+	if got := reindexOut(); !strings.Contains(got, "reindexed 4 items in") || !strings.Contains(got, "64 dimensions") {
+		t.Fatalf("reindex after a dimension change: %q", got)
+	}
+	if got := reindexOut(); !strings.Contains(got, "reindexed 0 items") {
+		t.Fatalf("rerun: %q", got)
+	}
+}
+
+// mustLoad loads the configuration getenv names.
+func mustLoad(t *testing.T, getenv func(string) string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
