@@ -78,13 +78,10 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	start := time.Now()
-	var sent sentBodies
-	resp, err := s.up.postChat(ctx, header, out, &sent)
-	defer func() {
-		if !sent.released() {
-			pooled = false
-		}
-	}()
+	// The transport may still hold the body after RoundTrip returns: its
+	// bytes are never handed back to the pool.
+	pooled = false
+	resp, err := s.up.postChat(ctx, header, out)
 	if err != nil {
 		x.upstream = time.Since(start)
 		if r.Context().Err() != nil {

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
@@ -128,55 +127,17 @@ func (u *upstream) setAuth(h http.Header, dropAuth bool) {
 // own X-Memory-* request headers, which never go upstream.
 func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 
-// replayBody is a request body over bytes the proxy owns. It records whether
-// the transport closed it, i.e. finished reading it.
-type replayBody struct {
-	r      bytes.Reader
-	closed atomic.Bool
-}
-
-func (b *replayBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *replayBody) Close() error               { b.closed.Store(true); return nil }
-
-// sentBodies tracks the request bodies handed to the transport for one
-// exchange, so the caller knows when the bytes behind them may be reused.
-type sentBodies struct {
-	first *replayBody
-	more  []*replayBody
-}
-
-func (s *sentBodies) add(b *replayBody) {
-	if s.first == nil {
-		s.first = b
-		return
-	}
-	s.more = append(s.more, b)
-}
-
-// released reports whether the transport closed every body, i.e. no longer
-// reads the bytes behind them.
-func (s *sentBodies) released() bool {
-	if s.first != nil && !s.first.closed.Load() {
-		return false
-	}
-	for _, b := range s.more {
-		if !b.closed.Load() {
-			return false
-		}
-	}
-	return true
-}
-
 // postChat sends body to the chat completions endpoint, retrying connection
 // errors, 429, 502, 503 and 504 with jittered exponential backoff (honouring
 // Retry-After, capped at RetryMaxDelay). Nothing has been written to the
-// client while it retries. Once the exchange is over, sent.released reports
-// whether the transport let go of body.
-func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte, sent *sentBodies) (resp *http.Response, err error) {
+// client while it retries. The transport may read body until the exchange
+// is over, so the caller must not reuse its bytes.
+//
+// The body is an io.NopCloser over a *bytes.Reader on purpose: net/http
+// recognises that in-memory reader and writes headers and body in one
+// flush (one syscall, one packet) instead of flushing the headers first.
+func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte) (resp *http.Response, err error) {
 	for n := 0; ; n++ {
-		rb := &replayBody{}
-		rb.r.Reset(body)
-		sent.add(rb)
 		req := (&http.Request{
 			Method:        http.MethodPost,
 			URL:           u.chatTarget,
@@ -184,7 +145,7 @@ func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte
 			ProtoMajor:    1,
 			ProtoMinor:    1,
 			Header:        header,
-			Body:          rb,
+			Body:          io.NopCloser(bytes.NewReader(body)),
 			ContentLength: int64(len(body)),
 			Host:          u.base.Host,
 		}).WithContext(ctx)
