@@ -103,14 +103,13 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	return &recallGateway{URL: hs.URL, store: st, recall: rl}
 }
 
-// recallConfigs are storeConfigs with a fast memory load timeout relaxed
-// (recall embeds on the request path) and compaction off.
+// recallConfigs are storeConfigs (default memory.load_timeout: recall must
+// fit in it) with compaction off, so only recall writes facts.
 func recallConfigs(t *testing.T, up *upstreamtest.Server) map[string]func(t *testing.T) config.Config {
 	out := map[string]func(t *testing.T) config.Config{}
 	for name, mk := range storeConfigs(t, up) {
 		out[name] = func(t *testing.T) config.Config {
 			c := mk(t)
-			c.Memory.LoadTimeout = config.Duration(5 * time.Second)
 			c.Compaction.Enabled = false
 			return c
 		}
