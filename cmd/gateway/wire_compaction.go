@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/compaction"
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/inject"
+	"github.com/memgate/memgate/internal/tokens"
+)
+
+// assemblerStore is what prompt assembly reads from the memory store.
+type assemblerStore interface {
+	inject.HistoryReader
+	inject.SummaryReader
+	inject.FactReader
+}
+
+// compactionStore is what compaction reads and writes in the memory store.
+type compactionStore interface {
+	compaction.Store
+	compaction.FactWriter
+}
+
+// budgetFor returns the token budget of a request to model that sets no
+// max_tokens and no X-Memory-Budget, as inject.Assembler.Budget computes it.
+func budgetFor(cfg config.Config, counter *tokens.Counter, model string) int {
+	return max(0, min(cfg.Memory.MaxContextTokens, counter.ContextWindow(model)-cfg.Memory.CompletionReserve))
+}
+
+// historyMessages is how many stored messages are loaded per request: enough
+// for the unsummarised tail compaction leaves (it compacts past
+// compaction.max_messages), never fewer than memory.recent_messages.
+func historyMessages(cfg config.Config) int {
+	n := cfg.Memory.RecentMessages
+	if cfg.Compaction.Enabled && n > 0 {
+		n = max(n, cfg.Compaction.MaxMessages+cfg.Compaction.KeepMessages)
+	}
+	return n
+}
+
+// newAssembler builds the request-side prompt assembler from cfg: budget,
+// shares and template from memory.*, facts cap from recall.*. rec may be nil
+// (no recall: only pinned facts are loaded from st).
+func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, counter *tokens.Counter, logger *slog.Logger) (*inject.Assembler, error) {
+	deps := inject.Deps{History: st, Summaries: st, Facts: st, Counter: counter}
+	if rec != nil {
+		deps.Recaller = rec
+	}
+	if !cfg.Compaction.Enabled {
+		deps.Summaries = nil
+	}
+	a, err := inject.NewAssembler(deps, inject.Options{
+		RecentMessages:    historyMessages(cfg),
+		MaxContextTokens:  cfg.Memory.MaxContextTokens,
+		CompletionReserve: cfg.Memory.CompletionReserve,
+		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
+		FactsMax:          cfg.Recall.FactsMaxInjected,
+		Template:          cfg.Memory.Template,
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("memory.template: %w", err)
+	}
+	return a, nil
+}
+
+// newCompactor builds the compaction after-save hook from cfg, or returns
+// nil when compaction.enabled is false. The summariser is compaction.model
+// at compaction.base_url (default upstream.base_url) with compaction.api_key
+// (default upstream.api_key), each call bounded by compaction.timeout,
+// behind a circuit breaker configured like the upstream's; the extractive
+// summariser takes over after compaction.fallback_after failures in a row.
+// The watermarks are fractions of the recent turns' share of the budget of
+// a request to compaction.model.
+func newCompactor(cfg config.Config, st compactionStore, counter *tokens.Counter, logger *slog.Logger) *compaction.Compactor {
+	cp := cfg.Compaction
+	if !cp.Enabled {
+		return nil
+	}
+	base, key := cp.BaseURL, cp.APIKey
+	if base == "" {
+		base = cfg.Upstream.BaseURL
+	}
+	if key == "" {
+		key = cfg.Upstream.APIKey
+	}
+	oc := openai.DefaultConfig(key)
+	oc.BaseURL = base
+	oc.HTTPClient = &http.Client{Timeout: cp.Timeout.D()}
+	count := func(s string) int { return counter.Text(cp.Model, s) }
+	model := compaction.NewLLM(openai.NewClientWithConfig(oc), cp.Model, count)
+	br := cfg.Upstream.Breaker
+	primary := compaction.NewBreaker(model, uint32(br.ConsecutiveFailures), br.OpenTimeout.D())
+
+	budget := budgetFor(cfg, counter, cp.Model)
+	sh := cfg.Memory.Shares
+	recent := int(float64(budget) * max(0, 1-sh.Summary-sh.Facts-sh.Recall))
+	maxSummary := cp.MaxSummaryTokens
+	if s := int(sh.Summary * float64(budget)); s > 0 {
+		maxSummary = min(maxSummary, s)
+	}
+	return compaction.New(st, st, primary, compaction.NewExtractive(count), counter, compaction.Options{
+		RecentTokens:     recent,
+		HighWatermark:    cp.HighWatermark,
+		LowWatermark:     cp.LowWatermark,
+		MaxMessages:      cp.MaxMessages,
+		KeepMessages:     cp.KeepMessages,
+		MaxSummaryTokens: maxSummary,
+		FallbackAfter:    cp.FallbackAfter,
+		MaxFacts:         cfg.Recall.FactsMaxStored,
+		Timeout:          cp.Timeout.D(),
+		Model:            cp.Model,
+	}, logger)
+}
