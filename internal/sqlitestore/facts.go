@@ -40,7 +40,9 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 // With maxPerUser > 0, when the user then has more current (not superseded)
 // facts than maxPerUser, the least valuable unpinned ones other than the
 // upserted fact are deleted: expired first, then fewest mentions, then least
-// recently updated. Zero CreatedAt/UpdatedAt mean now. It returns the current
+// recently updated. The recall items made from a superseded or evicted fact
+// (kind "fact", Ref = its id) are deleted with it. Zero CreatedAt/UpdatedAt
+// mean now. It returns the current
 // fact, and memory.ErrInvalid for a bad id, type, or an empty key or value.
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	norm := normKey(f.Key)
@@ -89,6 +91,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 					nanos(f.UpdatedAt), cur.ID); err != nil {
 					return fmt.Errorf("supersede fact: %w", err)
 				}
+				if err := deleteFactItems(ctx, tx, f.Tenant, f.User, cur.ID); err != nil {
+					return err
+				}
 				f.Pinned = f.Pinned || cur.Pinned
 			}
 			err = tx.QueryRowContext(ctx, `INSERT INTO facts (tenant, user_id, conversation, type, key, norm_key,
@@ -129,13 +134,44 @@ func evictFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keep int64
 	if n <= maxPerUser {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE id IN (
+	rows, err := tx.QueryContext(ctx, `DELETE FROM facts WHERE id IN (
 		SELECT id FROM facts
 		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL AND NOT pinned AND id != ?
 		ORDER BY (expires_at IS NOT NULL AND expires_at <= ?) DESC, mentions, updated_at, id
-		LIMIT ?)`, tenant, user, keep, nanos(now), n-maxPerUser)
+		LIMIT ?) RETURNING id`, tenant, user, keep, nanos(now), n-maxPerUser)
 	if err != nil {
 		return fmt.Errorf("evict facts: %w", err)
+	}
+	var evicted []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("evict facts: %w", err)
+		}
+		evicted = append(evicted, id)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("evict facts: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("evict facts: %w", err)
+	}
+	for _, id := range evicted {
+		if err := deleteFactItems(ctx, tx, tenant, user, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteFactItems removes the recall items made from a fact (kind "fact",
+// Ref = its id), so a fact that is no longer current is never recalled.
+func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id int64) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+		WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ?`,
+		tenant, user, strconv.FormatInt(id, 10)); err != nil {
+		return fmt.Errorf("delete items of fact %d: %w", id, err)
 	}
 	return nil
 }
@@ -182,12 +218,7 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) e
 		} else if n == 0 {
 			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
-			WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ?`,
-			tenant, user, strconv.FormatInt(id, 10)); err != nil {
-			return fmt.Errorf("delete fact items: %w", err)
-		}
-		return nil
+		return deleteFactItems(ctx, tx, tenant, user, id)
 	})
 	if err != nil {
 		return fmt.Errorf("delete fact: %w", err)

@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"math"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -333,4 +335,56 @@ func testFactTenantIsolation(t *testing.T, s KnowledgeStore) {
 	}
 	assertValues(t, "acme facts after erasing other/alice", mustFacts(t, s, "acme", "alice", baseTime, true), "Lisbon")
 	assertValues(t, "other facts after erasure", mustFacts(t, s, "other", "alice", baseTime, true))
+}
+
+// testFactItemsFollowTheirFact covers the recall items made from facts (kind
+// "fact", Ref = the fact's id): superseding, evicting or deleting a fact
+// removes its item from search, so a fact that is no longer true is never
+// recalled. Items of current facts stay.
+func testFactItemsFollowTheirFact(t *testing.T, s KnowledgeStore) {
+	owner := memory.Identity{Tenant: "acme", User: "alice"}
+	state := func(key, value string, n, maxPerUser int) memory.Fact {
+		t.Helper()
+		f := mustUpsertFact(t, s, fact("acme", "alice", memory.FactProfile, key, value, n), maxPerUser)
+		mustAddItems(t, s, item(owner, "fact", strconv.FormatInt(f.ID, 10), key+": "+value, vec4(1, float32(n), 0, 0)))
+		return f
+	}
+	search := func(text string) []string {
+		t.Helper()
+		var out []string
+		for _, it := range mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: text, Limit: 10}) {
+			out = append(out, it.Text)
+		}
+		slices.Sort(out)
+		return out
+	}
+	// Bob's item under the same fact-id ref space is never touched.
+	bobFact := mustUpsertFact(t, s, fact("acme", "bob", memory.FactProfile, "city", "Lisbon", 0), 0)
+	mustAddItems(t, s, item(memory.Identity{Tenant: "acme", User: "bob"}, "fact", strconv.FormatInt(bobFact.ID, 10), "city: Lisbon", vec4(1, 0, 0, 0)))
+
+	state("city", "Lisbon", 0, 0)
+	porto := state("city", "Porto", 1, 0)
+	if got := search("city Lisbon Porto"); !slices.Equal(got, []string{"city: Porto"}) {
+		t.Fatalf("after moving to Porto, search = %q, want only the current fact", got)
+	}
+	state("drink", "tea", 2, 0)
+	state("food", "fish", 3, 2) // two current facts allowed: Porto (oldest, 1 mention) is evicted
+	if got := search("city Porto"); len(got) != 0 {
+		t.Fatalf("after the cap evicted Porto, search = %q, want nothing", got)
+	}
+	if err := s.DeleteFact(testCtx(t), "acme", "alice", porto.ID); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("DeleteFact of an evicted fact = %v, want memory.ErrNotFound", err)
+	}
+	current := mustFacts(t, s, "acme", "alice", baseTime, false)
+	assertValues(t, "current facts", current, "fish", "tea")
+	if err := s.DeleteFact(testCtx(t), "acme", "alice", current[0].ID); err != nil {
+		t.Fatalf("DeleteFact: %v", err)
+	}
+	if got := search("city food fish drink tea"); !slices.Equal(got, []string{"drink: tea"}) {
+		t.Fatalf("after DeleteFact, search = %q, want only the tea fact", got)
+	}
+	vec := mustSearchVector(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4, Limit: 10})
+	assertRefs(t, "SearchVector of fact items", vec, []string{strconv.FormatInt(current[1].ID, 10)})
+	bob := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "bob", Text: "city Lisbon", Limit: 10})
+	assertRefs(t, "bob's fact items", bob, []string{strconv.FormatInt(bobFact.ID, 10)})
 }

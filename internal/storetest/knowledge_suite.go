@@ -41,6 +41,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactOrder", testFactOrder},
 		{"DeleteFact", testDeleteFact},
 		{"FactTenantIsolation", testFactTenantIsolation},
+		{"FactItemsFollowTheirFact", testFactItemsFollowTheirFact},
 		{"AddItemsIdempotent", testAddItemsIdempotent},
 		{"SearchVectorRanksByCosine", testSearchVectorRanks},
 		{"SearchVectorScope", testSearchVectorScope},
