@@ -168,3 +168,58 @@ func mustLoad(t *testing.T, getenv func(string) string) config.Config {
 	}
 	return cfg
 }
+
+// BenchmarkRecall measures one Recall (facts ranked against the query plus
+// hybrid search) for a user with 2,000 indexed passages and 50 facts, on
+// SQLite (PostgreSQL search at scale is `make bench`'s), with the local
+// 384-dimensional embedder.
+func BenchmarkRecall(b *testing.B) {
+	cfg := config.Default()
+	cfg.Store.SQLitePath = filepath.Join(b.TempDir(), "memgate.db")
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	ctx := context.Background()
+	st, _, closers, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	rl, err := openRecall(cfg, st, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs := st.(recallStore)
+	words := strings.Fields("Lisbon Porto vegetarian dinner rent budget car tyres sister wedding Sintra trip Rome savings June jazz tennis garden cat doctor dentist train")
+	var items []memory.Item
+	for i := range 2000 {
+		text := fmt.Sprintf("Passage %d: I talked about %s and %s with %s.", i, words[i%len(words)], words[(i*7)%len(words)], words[(i*13)%len(words)])
+		items = append(items, memory.Item{Tenant: "t", User: "u", Conversation: fmt.Sprintf("c%d", i%20), Kind: recall.KindMessage, Ref: fmt.Sprintf("e%d:0", i), Text: text, CreatedAt: time.Now()})
+	}
+	local := recall.NewLocal(cfg.Recall.Embeddings.Dimensions)
+	texts := make([]string, len(items))
+	for i := range items {
+		texts[i] = items[i].Text
+	}
+	vecs, _ := local.Embed(ctx, texts)
+	for i := range items {
+		items[i].Embedding, items[i].Model, items[i].Dims = vecs[i], local.Model(), local.Dims()
+	}
+	if err := rs.AddItems(ctx, items); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := rs.UpsertFact(ctx, memory.Fact{Tenant: "t", User: "u", Type: memory.FactPreference, Key: fmt.Sprintf("k%d", i), Value: "likes " + words[i%len(words)], Confidence: 0.8, UpdatedAt: time.Now()}, 200); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c1"}, Text: "Any vegetarian dinner ideas in Lisbon on my budget?", CrossConversation: true}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := rl.recaller.Recall(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
