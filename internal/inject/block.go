@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -202,14 +203,16 @@ func (a *Assembler) render(sel selection) (json.RawMessage, error) {
 	if text == "" {
 		return nil, nil
 	}
-	raw, err := json.Marshal(struct {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep the <memory> delimiters readable upstream
+	if err := enc.Encode(struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
-	}{"system", text})
-	if err != nil {
+	}{"system", text}); err != nil {
 		return nil, fmt.Errorf("encode memory block: %w", err)
 	}
-	return raw, nil
+	return bytes.TrimSpace(buf.Bytes()), nil
 }
 
 // block renders sel, shrinking it until the block costs at most room, and
