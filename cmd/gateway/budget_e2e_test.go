@@ -280,6 +280,8 @@ func TestBudgetPreviewEqualsUpstream(t *testing.T) {
 			var pv struct {
 				Messages   []json.RawMessage `json:"messages"`
 				TokensSent int               `json:"tokens_sent"`
+				Budget     int               `json:"budget"`
+				Parts      map[string]int    `json:"parts"`
 			}
 			if resp.StatusCode != http.StatusOK || json.Unmarshal(pb, &pv) != nil {
 				t.Fatalf("preview %d: %s", resp.StatusCode, pb)
@@ -292,18 +294,33 @@ func TestBudgetPreviewEqualsUpstream(t *testing.T) {
 			if h, _ := strconv.Atoi(res.Header.Get("X-Memory-Tokens-Sent")); pv.TokensSent != h {
 				t.Fatalf("preview tokens_sent %d, chat sent %d", pv.TokensSent, h)
 			}
+			const replyPriming = 3
+			ps := pv.Parts
+			if sum := ps["system"] + ps["memory"] + ps["recent"] + ps["current"] + replyPriming; sum != pv.TokensSent || pv.Budget != 1200 {
+				t.Fatalf("parts %v add up to %d, tokens_sent %d, budget %d", ps, sum, pv.TokensSent, pv.Budget)
+			}
+			if ps["summary"] == 0 || ps["pinned"] == 0 || ps["recent"] == 0 {
+				t.Fatalf("parts %v: want a summary, pinned facts and recent turns", ps)
+			}
+			if v := metricValue(t, g.URL, "memgate_memory_tokens_saved_total"); v == "" || v == "0" {
+				t.Fatalf("memgate_memory_tokens_saved_total = %q", v)
+			}
 		})
 	}
 }
 
-// canonical re-encodes a message list compactly for comparison.
+// canonical re-encodes a message list for comparison (key order and
+// escaping normalised).
 func canonical(t *testing.T, msgs []json.RawMessage) string {
 	t.Helper()
 	var b bytes.Buffer
 	for _, m := range msgs {
-		if err := json.Compact(&b, m); err != nil {
+		var v any
+		if err := json.Unmarshal(m, &v); err != nil {
 			t.Fatal(err)
 		}
+		out, _ := json.Marshal(v)
+		b.Write(out)
 		b.WriteByte('\n')
 	}
 	return b.String()

@@ -129,6 +129,10 @@ func (s *Server) prepareWithin(ctx context.Context, req memory.Request) (memory.
 		if r.err == nil && len(r.p.Messages) == 0 {
 			r.err = errors.New("prepare returned no messages")
 		}
+		if r.err == nil {
+			s.m.tokensSent.Add(float64(r.p.TokensSent))
+			s.m.tokensSaved.Add(float64(max(0, r.p.TokensOriginal-r.p.TokensSent)))
+		}
 		return r.p, r.err
 	case <-ctx.Done():
 		return memory.Prepared{}, ctx.Err()

@@ -26,6 +26,8 @@ type metrics struct {
 	degraded  prometheus.Counter
 	retries   prometheus.Counter
 	captureDr prometheus.Counter
+	// tokensSent and tokensSaved account the prompts memory assembled.
+	tokensSent, tokensSaved prometheus.Counter
 }
 
 // latencyBuckets span 50µs to 60s: gateway overhead sits at the low end,
@@ -62,9 +64,16 @@ func newMetrics(extra []prometheus.Collector) (*metrics, error) {
 		captureDr: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_capture_skipped_total", Help: "Completed exchanges not captured because the reply could not be read or the stream tee overflowed.",
 		}),
+		tokensSent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_memory_tokens_sent_total", Help: "Prompt tokens sent upstream in requests whose messages memory assembled.",
+		}),
+		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_memory_tokens_saved_total", Help: "Prompt tokens the client's request plus its stored history would have cost beyond what was sent.",
+		}),
 	}
 	cs := append([]prometheus.Collector{
 		m.requests, m.latency, m.upstream, m.overhead, m.breaker, m.inFlight, m.degraded, m.retries, m.captureDr,
+		m.tokensSent, m.tokensSaved,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 	}, extra...)
 	for _, c := range cs {

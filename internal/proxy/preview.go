@@ -14,6 +14,10 @@ type previewResponse struct {
 	TokensSent     int               `json:"tokens_sent"`
 	OverBudget     bool              `json:"over_budget"`
 	Conversation   string            `json:"conversation"`
+	// Budget and Parts are the assembly's token budget and its accounting
+	// per part (see memory.Prepared).
+	Budget int            `json:"budget"`
+	Parts  map[string]int `json:"parts,omitempty"`
 }
 
 // handlePreview serves POST /v1/memory/preview: the same body and headers as
@@ -67,6 +71,7 @@ func (s *Server) handlePreview(w *echo.Response, r *http.Request, x *exchange) {
 	out, err := json.Marshal(previewResponse{
 		Messages: p.Messages, TokensOriginal: p.TokensOriginal, TokensSent: p.TokensSent,
 		OverBudget: p.OverBudget, Conversation: id.Conversation,
+		Budget: p.Budget, Parts: p.Parts,
 	})
 	if err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The preview could not be encoded."})
