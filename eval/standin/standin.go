@@ -62,14 +62,12 @@ type Server struct {
 	calls    []Call
 	counts   map[Kind]int
 	inflight int
-	// changed is closed and replaced whenever a request finishes.
-	changed chan struct{}
 }
 
 // New returns a stand-in upstream; serve it with httptest or http.Server
 // under the /v1 prefix.
 func New() *Server {
-	return &Server{counts: map[Kind]int{}, changed: make(chan struct{})}
+	return &Server{counts: map[Kind]int{}}
 }
 
 // chatRequest is the part of a chat-completions body the stand-in reads.
@@ -127,8 +125,6 @@ func (s *Server) begin() {
 func (s *Server) end() {
 	s.mu.Lock()
 	s.inflight--
-	close(s.changed)
-	s.changed = make(chan struct{})
 	s.mu.Unlock()
 }
 
@@ -146,12 +142,11 @@ func (s *Server) Count(kind Kind) int {
 	return s.counts[kind]
 }
 
-// InFlight returns how many requests are being answered now, and a channel
-// closed when any of them finishes.
-func (s *Server) InFlight() (int, <-chan struct{}) {
+// Busy returns how many requests are being answered now.
+func (s *Server) Busy() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inflight, s.changed
+	return s.inflight
 }
 
 // LastChat returns the newest recorded chat turn (not a side call).

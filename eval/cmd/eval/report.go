@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/eval/standin"
+	"github.com/memgate/memgate/eval/synth"
+)
+
+// Target of issue 6 at the 4k budget.
+const (
+	targetBudget   = 4000
+	targetRatio    = 3.0
+	targetCoverage = 0.70
+	targetStale    = 0.05
+)
+
+// markdown renders the report: context, the table, the target check.
+func (r *results) markdown() string {
+	var b strings.Builder
+	o := r.o
+	fmt.Fprintf(&b, "## Memory quality (`make eval`)\n\n")
+	fmt.Fprintf(&b, "- Machine: %s, %d CPUs, %s/%s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s)\n", strings.TrimSpace(r.command), o.seed, elapsed(r))
+	fmt.Fprintf(&b, "- Data: %d synthetic users × %d sessions × %d user turns (%d turns replayed), %d planted items per category per user, %d probes; full history ≈ %.0f tokens per probe\n",
+		o.users, o.synth.Sessions, o.synth.TurnsPerSession, r.turns, o.synth.ItemsPerCategory, r.probes, r.fullTokens)
+	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, built-in default config; the application sends only its newest message; probes are asked in %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
+		probeWhere(o.probeIn), o.model)
+	fmt.Fprintf(&b, "- Upstream: a **stand-in** (eval/standin), not a model: generic chat answers; extractive summaries (%d calls) and pattern-based fact extraction (%d calls) in place of an LLM\n",
+		r.sideCalls[standin.KindSummary], r.sideCalls[standin.KindFacts])
+	fmt.Fprintf(&b, "- Baselines from the same history and tokenizer: last-N truncation keeps the newest whole turns that fit the budget; full history keeps everything\n\n")
+
+	fmt.Fprintf(&b, "| budget | method |")
+	for _, c := range synth.Categories {
+		fmt.Fprintf(&b, " %s |", c)
+	}
+	fmt.Fprintf(&b, " overall | stale | mean prompt tokens |\n|---|---|")
+	for range synth.Categories {
+		b.WriteString("---:|")
+	}
+	b.WriteString("---:|---:|---:|\n")
+	row := func(c cell, label string) {
+		t, ok := r.tallies[c]
+		if !ok {
+			return
+		}
+		fmt.Fprintf(&b, "| %s | %s |", label, c.method)
+		for _, cat := range synth.Categories {
+			if v, ok := t.Coverage(cat); ok {
+				fmt.Fprintf(&b, " %s |", pct(v))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		stale := "–"
+		if v, ok := t.StaleRate(); ok {
+			stale = pct(v)
+		}
+		fmt.Fprintf(&b, " **%s** | %s | %.0f |\n", pct(t.Overall()), stale, t.MeanTokens())
+	}
+	for _, bud := range o.budgets {
+		row(cell{bud, methodMemgate}, fmt.Sprint(bud))
+		row(cell{bud, methodTruncate}, fmt.Sprint(bud))
+	}
+	row(cell{0, methodFull}, "none")
+	b.WriteString("\nCoverage: share of probes whose answer value reached the upstream prompt (verbatim turn, recalled passage, fact, pinned fact or summary). ")
+	b.WriteString("Stale: share of changed-fact probes whose superseded value was in the prompt without the winning value, or listed as a current (pinned or user) fact — see eval/score.\n")
+	if r.degraded > 0 || r.overBudget > 0 || r.headerDiff > 0 {
+		fmt.Fprintf(&b, "\nmemgate probes degraded (memory not loaded in time): %d; over budget: %d; X-Memory-Tokens-Sent differing from the count of what arrived upstream: %d.\n", r.degraded, r.overBudget, r.headerDiff)
+	}
+	b.WriteString("\n" + r.targetCheck())
+	return b.String()
+}
+
+// targetCheck prints the issue's target at the 4k budget as PASS/FAIL lines.
+func (r *results) targetCheck() string {
+	mem, ok1 := r.tallies[cell{targetBudget, methodMemgate}]
+	tr, ok2 := r.tallies[cell{targetBudget, methodTruncate}]
+	if !ok1 || !ok2 {
+		return fmt.Sprintf("Target check skipped: the %d-token budget was not measured.\n", targetBudget)
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Target at %d tokens:\n\n```\n", targetBudget)
+	m, t := mem.Overall(), tr.Overall()
+	ratio := "∞"
+	if t > 0 {
+		ratio = fmt.Sprintf("%.1f×", m/t)
+	}
+	fmt.Fprintf(&b, "%s coverage >= %.0f× truncation: %s vs %s (%s)\n", verdict(m >= targetRatio*t && m > 0), targetRatio, pct(m), pct(t), ratio)
+	fmt.Fprintf(&b, "%s coverage > %s: %s\n", verdict(m > targetCoverage), pct(targetCoverage), pct(m))
+	s, _ := mem.StaleRate()
+	fmt.Fprintf(&b, "%s stale-fact rate < %s: %s\n```\n", verdict(s < targetStale), pct(targetStale), pct(s))
+	return b.String()
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }
+
+func probeWhere(in string) string {
+	if in == "last" {
+		return "the user's last session"
+	}
+	return "a new conversation"
+}
+
+func elapsed(r *results) string {
+	return fmt.Sprintf("%s in all, replay %s", r.elapsed.Round(time.Second), r.replay.Round(time.Second))
+}
+
+// cpuModel returns the CPU model name from /proc/cpuinfo, or "unknown CPU".
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

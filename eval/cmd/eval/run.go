@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/eval/launch"
+	"github.com/memgate/memgate/eval/standin"
+	"github.com/memgate/memgate/eval/synth"
+	"github.com/memgate/memgate/internal/tokens"
+)
+
+// options are the command's flags.
+type options struct {
+	seed     uint64
+	users    int
+	synth    synth.Options
+	budgets  []int
+	out      string
+	gateway  string
+	model    string
+	probeIn  string
+	keep     bool
+	config   string
+	deadline time.Duration
+}
+
+// parseFlags reads the command line; the defaults are the reported run.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{synth: synth.DefaultOptions()}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Uint64Var(&o.seed, "seed", 1, "generator seed; user i gets seed*1000+i")
+	fs.IntVar(&o.users, "users", 4, "synthetic users (one long multi-session conversation each)")
+	fs.IntVar(&o.synth.Sessions, "sessions", o.synth.Sessions, "sessions (conversations) per user")
+	fs.IntVar(&o.synth.TurnsPerSession, "turns", o.synth.TurnsPerSession, "user turns per session")
+	fs.IntVar(&o.synth.ItemsPerCategory, "items", o.synth.ItemsPerCategory, "planted items per category per user")
+	budgets := fs.String("budgets", "1000,2000,4000,8000", "token budgets (X-Memory-Budget), comma-separated")
+	fs.StringVar(&o.out, "out", "", "also write the markdown report to this file")
+	fs.StringVar(&o.gateway, "gateway", "", "gateway binary to run (default: go build ./cmd/gateway into a temp dir)")
+	fs.StringVar(&o.model, "model", "gpt-4o-mini", "model named in requests (tokenizer and context window)")
+	fs.StringVar(&o.probeIn, "probe-in", "new", "where probes are asked: new (a fresh conversation per user) or last (the user's last session)")
+	fs.StringVar(&o.config, "config", "", "extra gateway YAML config file (default: the built-in defaults)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (gateway log, SQLite database)")
+	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long")
+	if err := fs.Parse(args[1:]); err != nil {
+		return o, err
+	}
+	for _, f := range strings.Split(*budgets, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("-budgets: %q is not a positive whole number", f)
+		}
+		o.budgets = append(o.budgets, n)
+	}
+	if o.probeIn != "new" && o.probeIn != "last" {
+		return o, fmt.Errorf("-probe-in: %q is not new or last", o.probeIn)
+	}
+	if o.users < 1 {
+		return o, errors.New("-users must be at least 1")
+	}
+	return o, nil
+}
+
+// run is the whole program.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.deadline)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	started := time.Now()
+
+	counter, err := tokens.New(nil)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	var convs []synth.Conversation
+	for u := range o.users {
+		c, err := synth.Generate(o.seed*1000+uint64(u+1), fmt.Sprintf("eval-u%d", u+1), o.synth)
+		if err != nil {
+			return err
+		}
+		convs = append(convs, c)
+	}
+
+	dir, err := os.MkdirTemp("", "memgate-eval-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	if o.keep {
+		log.Info("keeping the temp dir", "dir", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin := o.gateway
+	if bin == "" {
+		root, err := launch.ModuleRoot()
+		if err != nil {
+			return err
+		}
+		log.Info("building the gateway")
+		if bin, err = launch.Build(ctx, root, dir); err != nil {
+			return err
+		}
+	}
+	extra := ""
+	if o.config != "" {
+		b, err := os.ReadFile(o.config)
+		if err != nil {
+			return fmt.Errorf("-config: %w", err)
+		}
+		extra = string(b)
+	}
+
+	up := standin.New()
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer scancel()
+		if err := gw.Stop(sctx); err != nil {
+			log.Warn("stop gateway", "error", err)
+		}
+	}()
+
+	h := &harness{o: o, gw: gw, up: up, counter: counter, log: log}
+	res, err := h.evaluate(ctx, convs)
+	if err != nil {
+		return fmt.Errorf("%w (gateway log: %s; run with -keep to keep it)", err, gw.LogPath)
+	}
+	res.elapsed = time.Since(started)
+	res.command = "go run ./eval/cmd/eval " + strings.Join(args[1:], " ")
+	report := res.markdown()
+	fmt.Fprint(stdout, report)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", o.out, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Who names the memory a request reads and writes.
+type Who struct {
+	User         string
+	Conversation string
+	// Mode is X-Memory-Mode ("" is on).
+	Mode string
+	// Budget is X-Memory-Budget (0: none).
+	Budget int
+}
+
+// Reply is what the gateway answered to a chat request.
+type Reply struct {
+	Content string
+	// TokensOriginal, TokensSent are the X-Memory-Tokens-* headers (-1 when
+	// absent).
+	TokensOriginal, TokensSent int
+	Degraded, OverBudget       bool
+}
+
+// Chat sends a non-streaming chat completion with messages for who.
+func (g *Gateway) Chat(ctx context.Context, model string, who Who, messages []json.RawMessage) (Reply, error) {
+	body, err := json.Marshal(map[string]any{"model": model, "messages": messages})
+	if err != nil {
+		return Reply{}, fmt.Errorf("encode chat request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return Reply{}, fmt.Errorf("chat request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer not-a-real-key")
+	req.Header.Set("X-Memory-User", who.User)
+	req.Header.Set("X-Memory-Conversation", who.Conversation)
+	if who.Mode != "" {
+		req.Header.Set("X-Memory-Mode", who.Mode)
+	}
+	if who.Budget > 0 {
+		req.Header.Set("X-Memory-Budget", strconv.Itoa(who.Budget))
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return Reply{}, fmt.Errorf("chat: %w", err)
+	}
+	defer drain(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Reply{}, fmt.Errorf("read chat reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Reply{}, fmt.Errorf("chat: status %d: %s", resp.StatusCode, b)
+	}
+	var cc struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &cc); err != nil || len(cc.Choices) == 0 {
+		return Reply{}, fmt.Errorf("chat reply is not a chat completion: %s", b)
+	}
+	h := func(name string) int {
+		n, err := strconv.Atoi(resp.Header.Get(name))
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	return Reply{
+		Content:        cc.Choices[0].Message.Content,
+		TokensOriginal: h("X-Memory-Tokens-Original"),
+		TokensSent:     h("X-Memory-Tokens-Sent"),
+		Degraded:       resp.Header.Get("X-Memory-Degraded") == "true",
+		OverBudget:     resp.Header.Get("X-Memory-Over-Budget") == "true",
+	}, nil
+}
+
+// StoredMessages returns how many live messages the gateway has stored for
+// the conversation (0 when it does not exist yet).
+func (g *Gateway) StoredMessages(ctx context.Context, user, conversation string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/v1/memory/conversations/"+conversation+"?user="+user, nil)
+	if err != nil {
+		return 0, fmt.Errorf("conversation request: %w", err)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("get conversation: %w", err)
+	}
+	defer drain(resp.Body)
+	if resp.StatusCode == http.StatusNotFound {
+		return 0, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("get conversation: status %d: %s", resp.StatusCode, b)
+	}
+	var c struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return 0, fmt.Errorf("decode conversation: %w", err)
+	}
+	return len(c.Messages), nil
+}
+
+// WaitStored polls until the conversation holds at least n messages, or ctx
+// ends.
+func (g *Gateway) WaitStored(ctx context.Context, user, conversation string, n int) error {
+	for {
+		got, err := g.StoredMessages(ctx, user, conversation)
+		if err != nil {
+			return err
+		}
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("conversation %s holds %d messages, want %d: %w", conversation, got, n, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Metric returns the sum of the samples of a Prometheus counter or gauge
+// named name on /metrics (0 when absent).
+func (g *Gateway) Metric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/metrics", nil)
+	if err != nil {
+		return 0, fmt.Errorf("metrics request: %w", err)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("get metrics: %w", err)
+	}
+	defer drain(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("read metrics: %w", err)
+	}
+	return sumMetric(string(b), name), nil
+}
+
+// processedMetrics are the worker and capturer counters whose sum is the
+// number of exchanges fully handled: stored (after-save hooks — indexing,
+// fact extraction, compaction — included), found duplicate, or refused.
+var processedMetrics = []string{
+	"memgate_capture_saved_total",
+	"memgate_capture_duplicates_total",
+	"memgate_capture_erased_total",
+	"memgate_capture_poison_total",
+	"memgate_capture_direct_saved_total",
+	"memgate_capture_direct_duplicates_total",
+}
+
+// Processed returns how many captured exchanges the gateway has fully
+// handled.
+func (g *Gateway) Processed(ctx context.Context) (int, error) {
+	var done float64
+	for _, m := range processedMetrics {
+		v, err := g.Metric(ctx, m)
+		if err != nil {
+			return 0, err
+		}
+		done += v
+	}
+	return int(done), nil
+}
+
+// WaitProcessed polls until the gateway has handled n exchanges and idle
+// reports no side work under way (the upstream answering no summary or
+// extraction call), or ctx ends.
+func (g *Gateway) WaitProcessed(ctx context.Context, n int, idle func() bool) error {
+	for {
+		done, err := g.Processed(ctx)
+		if err != nil {
+			return err
+		}
+		if done >= n && (idle == nil || idle()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gateway handled %d of %d exchanges: %w", done, n, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
