@@ -88,7 +88,9 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	}
 	args = append([]any{match}, args...)
 	args = append(args, q.Limit)
-	rows, err := s.read.QueryContext(ctx, `SELECT `+itemColumns+`, -bm25(memory_items_fts) AS score
+	// Rank ids only, so the sorter never carries texts or vectors of the
+	// rows that lose; the winners are then read whole.
+	rows, err := s.read.QueryContext(ctx, `SELECT memory_items.id, -bm25(memory_items_fts) AS score
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
 		ORDER BY score DESC, memory_items.id LIMIT ?`, args...)
@@ -96,20 +98,20 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	defer rows.Close()
-	items := []memory.Item{}
+	ranked := make([]scored, 0, q.Limit)
 	for rows.Next() {
-		var it memory.Item
-		var vec []byte
-		var created int64
-		if err := rows.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
-			&it.Text, &vec, &it.Model, &it.Dims, &created, &it.Score); err != nil {
+		var r scored
+		if err := rows.Scan(&r.id, &r.score); err != nil {
 			return nil, fmt.Errorf("search text: %w", err)
 		}
-		it.Embedding = decodeVector(vec)
-		it.CreatedAt = fromNanos(created)
-		items = append(items, it)
+		ranked = append(ranked, r)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	rows.Close()
+	items, err := s.itemsByID(ctx, ranked)
+	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	return items, nil
