@@ -1,0 +1,29 @@
+package main
+
+// session is one scripted conversation.
+type session struct {
+	when  string
+	turns []string
+}
+
+// demoUser is the user the script speaks for.
+const demoUser = "marta"
+
+// script is the demo conversation: facts stated in the first sessions, a
+// fact that changes, and questions in the last session that need them.
+var script = []session{
+	{when: "Monday 2 March", turns: []string{
+		"Hi! I'm Marta. I live in Lisbon and I'm vegetarian.",
+		"I want to save R$ 5.000 by June for a trip to Japan.",
+		"Can you suggest a quick dinner idea for tonight?",
+	}},
+	{when: "Friday 8 May", turns: []string{
+		"Big news: I moved to Porto last month!",
+		"My sister Ana is visiting on 12 June, any ideas for a day out?",
+		"Tell me something fun about octopuses.",
+	}},
+	{when: "Wednesday 10 June", turns: []string{
+		"Can you recommend a restaurant for dinner with my sister?",
+		"How much did I want to save, and for what?",
+	}},
+}
