@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/compaction"
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/inject"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/sqlitestore"
+)
+
+// warmConversation is a SQLite store holding one conversation of turns
+// exchanges, compacted as it grew by the default configuration (with the
+// extractive summariser: deterministic, no model), and the assembler over it.
+type warmConversation struct {
+	st  *sqlitestore.Store
+	asm *inject.Assembler
+	id  memory.Identity
+	// full[i] is what the whole history before turn i+1 costs verbatim.
+	full []int
+	// sent[i] is what the assembled prompt of turn i+1 cost.
+	sent []int
+}
+
+// benchTurn is the user's message at turn i: a few sentences, some with
+// specifics, like a real chat.
+func benchTurn(i int) string {
+	if i == 3 {
+		return "I want to save R$ 5.000 by June. " + goal
+	}
+	return fmt.Sprintf("Turn %d. I looked at my expenses again today and the groceries were about %d euros, "+
+		"which feels like a lot for two people. What would you suggest to cut this week?", i, 40+i%60)
+}
+
+func benchReply(i int) string {
+	return fmt.Sprintf("Here are three ideas for turn %d: plan meals for the week, buy store brands, and cook in batches "+
+		"on Sunday so you skip takeaway. That could save around %d euros.", i, 10+i%25)
+}
+
+// newWarmConversation drives turns exchanges through the assembler and the
+// store, compacting after each one; record keeps the token curve.
+func newWarmConversation(tb testing.TB, turns int, record bool) *warmConversation {
+	tb.Helper()
+	counter, err := sharedCounter()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(tb.TempDir(), "bench.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	cfg := config.Default()
+	asm, err := newAssembler(cfg, st, nil, counter, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// newCompactor's settings with the extractive summariser only: same
+	// triggers, no network.
+	extractive := compaction.NewExtractive(func(s string) int { return counter.Text(cfg.Compaction.Model, s) })
+	budget := budgetFor(cfg, counter, cfg.Compaction.Model)
+	sh := cfg.Memory.Shares
+	comp := compaction.New(st, st, nil, extractive, counter, compaction.Options{
+		RecentTokens:  int(float64(budget) * (1 - sh.Summary - sh.Facts - sh.Recall)),
+		HighWatermark: cfg.Compaction.HighWatermark, LowWatermark: cfg.Compaction.LowWatermark,
+		MaxMessages: cfg.Compaction.MaxMessages, KeepMessages: cfg.Compaction.KeepMessages,
+		MaxSummaryTokens: min(cfg.Compaction.MaxSummaryTokens, int(sh.Summary*float64(budget))),
+		FallbackAfter:    1, MaxFacts: cfg.Recall.FactsMaxStored, Model: cfg.Compaction.Model,
+	}, nil)
+	w := &warmConversation{st: st, asm: asm, id: memory.Identity{Tenant: "t", User: "u", Conversation: "bench"}}
+	full := 0
+	sys := json.RawMessage(`{"role":"system","content":"You are a frugal finance coach."}`)
+	sysCost := counter.RawMessage("gpt-4o-mini", sys)
+	for i := 1; i <= turns; i++ {
+		u := mustJSON(tb, map[string]string{"role": "user", "content": benchTurn(i)})
+		if record {
+			p, err := asm.Prepare(ctx, memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: []json.RawMessage{sys, u}})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			w.full = append(w.full, full+sysCost+counter.RawMessage("gpt-4o-mini", u)+3)
+			w.sent = append(w.sent, p.TokensSent)
+		}
+		a := mustJSON(tb, map[string]string{"role": "assistant", "content": benchReply(i)})
+		um, _ := memory.ParseMessage(u)
+		am, _ := memory.ParseMessage(a)
+		ex := memory.Exchange{ID: fmt.Sprintf("x%d", i), Identity: w.id, Model: "gpt-4o-mini",
+			Turn: []memory.Message{um}, Reply: am, At: time.Now()}
+		res, err := st.SaveExchange(ctx, ex)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := comp.AfterSave(ctx, ex, res); err != nil {
+			tb.Fatal(err)
+		}
+		full += counter.RawMessage("gpt-4o-mini", u) + counter.RawMessage("gpt-4o-mini", a)
+	}
+	return w
+}
+
+func mustJSON(tb testing.TB, v any) json.RawMessage {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkTokensCurve reports the prompt tokens sent per request against
+// what the full history would cost, at turns 10, 100 and 1000 of a long
+// synthetic conversation under the default budget (8000 tokens). It runs
+// the conversation once, whatever b.N.
+func BenchmarkTokensCurve(b *testing.B) {
+	w := newWarmConversation(b, 1000, true)
+	for b.Loop() {
+	}
+	for _, turn := range []int{10, 100, 1000} {
+		b.ReportMetric(float64(w.sent[turn-1]), fmt.Sprintf("sent@%d", turn))
+		b.ReportMetric(float64(w.full[turn-1]), fmt.Sprintf("full@%d", turn))
+	}
+}
+
+// BenchmarkPrepare measures assembly on a warm 300-turn conversation
+// (summary, pinned facts, recent turns from SQLite) against pass-through
+// (memory off: the client's messages counted and returned).
+func BenchmarkPrepare(b *testing.B) {
+	w := newWarmConversation(b, 300, false)
+	msgs := []json.RawMessage{
+		json.RawMessage(`{"role":"system","content":"You are a frugal finance coach."}`),
+		json.RawMessage(`{"role":"user","content":"Should I cancel my streaming subscriptions?"}`),
+	}
+	for _, mode := range []memory.Mode{memory.ModeOff, memory.ModeOn} {
+		b.Run(string(mode), func(b *testing.B) {
+			req := memory.Request{Identity: w.id, Mode: mode, Model: "gpt-4o-mini", Messages: msgs}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := w.asm.Prepare(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
