@@ -74,6 +74,9 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 	if r.load, err = load(ctx, conn, c, n, deadline.Add(-2*time.Minute)); err != nil {
 		return r, err
 	}
+	if r.load.loaded == 0 {
+		return result{items: n, users: o.users, note: "not measured: the time budget ran out"}, nil
+	}
 	if r.load.loaded < n {
 		r.items = r.load.loaded
 		r.note = fmt.Sprintf("asked for %d items; the time budget allowed loading %d", n, r.load.loaded)
