@@ -53,9 +53,16 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 
 // SearchVector ranks the user's items embedded with q.Model and q.Dims by
 // cosine similarity to q.Embedding (Score = 1 - cosine distance), best first,
-// up to q.Limit; no embedding or no limit finds nothing. For 384 dimensions
-// the query runs on the HNSW index with iterative scanning, so filtered
-// scans still fill the limit; like any HNSW search it is approximate.
+// up to q.Limit; no embedding or no limit finds nothing, and an empty
+// q.Model matches vectors of any model with q.Dims.
+//
+// The planner picks the access path. When the user's items are few next to
+// the table (the common case: bench/search measures it choosing the
+// (tenant, user_id) btree index at 10 and 100 items per user), it reads them
+// by that index and ranks them exactly. For 384 dimensions it may instead
+// scan the HNSW index; the scan is then iterative (relaxed order, ef_search
+// at least the limit), so the tenant and user filters still fill the limit
+// up to hnsw.max_scan_tuples, and like any HNSW search it is approximate.
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	if len(q.Embedding) == 0 || q.Limit <= 0 {
 		return nil, nil
