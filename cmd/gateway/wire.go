@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
@@ -35,7 +37,10 @@ type memoryLayer struct {
 	capturer *capture.Capturer
 	worker   *capture.Worker // nil without a queue
 	preparer *inject.Assembler
-	closers  []func() error
+	recall   *recallLayer // nil when recall is off
+	// collectors are the memory layer's own Prometheus collectors (compaction).
+	collectors []prometheus.Collector
+	closers    []func() error
 }
 
 // openStore opens the configured store and its queue, applying migrations.
@@ -81,27 +86,60 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 }
 
 // openMemory wires the memory layer for serve (and, without the HTTP side,
-// for worker).
+// for worker): the store and its queue; the after-save hooks (compaction,
+// fact extraction, recall indexing) run by the capture worker and by direct
+// saves alike; and the budgeted assembler with recall.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	st, q, closers, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	m := &memoryLayer{store: st, queue: q, closers: closers}
+	fail := func(err error) (*memoryLayer, error) {
+		m.close()
+		return nil, err
+	}
 	var red capture.Redactor
 	if cfg.Capture.Redact {
 		r, err := redact.New(cfg.Capture.RedactPatterns)
 		if err != nil {
-			m.close()
-			return nil, fmt.Errorf("capture.redact_patterns: %w", err)
+			return fail(fmt.Errorf("capture.redact_patterns: %w", err))
 		}
 		red = r
 	}
-	m.capturer = capture.New(q, st, red, logger, capture.Options{})
-	if q != nil {
-		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D()})
+	var hooks []capture.Hook
+	if cfg.Compaction.Enabled {
+		cs, ok := st.(compactionStore)
+		if !ok {
+			return fail(fmt.Errorf("compaction: the %s store does not support summaries (%T): %w", cfg.Store.Driver, st, memory.ErrInvalid))
+		}
+		comp := newCompactor(cfg, cs, counter, logger)
+		hooks = append(hooks, comp)
+		m.collectors = append(m.collectors, comp.Collectors()...)
 	}
-	m.preparer = inject.New(st, counter, inject.Options{RecentMessages: cfg.Memory.RecentMessages}, logger)
+	rl, err := openRecall(cfg, st, logger)
+	if err != nil {
+		return fail(err)
+	}
+	var rec inject.Recaller
+	if rl != nil {
+		m.closers = append(m.closers, rl.close)
+		hooks = append(hooks, rl.hooks...)
+		rec = rl.recaller
+		m.recall = rl
+	}
+	as, ok := st.(assemblerStore)
+	if !ok {
+		return fail(fmt.Errorf("inject: the %s store cannot serve assembly (%T): %w", cfg.Store.Driver, st, memory.ErrInvalid))
+	}
+	if m.preparer, err = newAssembler(cfg, as, rec, counter, logger); err != nil {
+		return fail(err)
+	}
+	saver := capture.WithHooks(st, hooks...)
+	m.capturer = capture.New(q, saver, red, logger, capture.Options{})
+	if q != nil {
+		m.worker = capture.NewWorker(q, saver, logger, capture.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D()})
+	}
 	return m, nil
 }
 
@@ -114,9 +152,16 @@ func (m *memoryLayer) deps(cfg config.Config) proxy.Deps {
 		Admin:    m.store,
 		Ready:    m.store.Ping,
 	}
+	d.Collectors = append(d.Collectors, m.collectors...)
 	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
 	if m.worker != nil {
 		d.Collectors = append(d.Collectors, m.worker.Collectors()...)
+	}
+	if m.recall != nil {
+		// Only a non-nil manager goes into the interface (a typed nil would not
+		// compare equal to nil).
+		d.Recall = m.recall.manager
+		d.Collectors = append(d.Collectors, m.recall.collectors...)
 	}
 	return d
 }

@@ -85,7 +85,7 @@ func TestKeysBadInputStoreNothing(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	if got := up.Last(t).Header.Get("Authorization"); got != "Bearer sk-upstream-secret" {
+	if got := lastChat(t, up).Header.Get("Authorization"); got != "Bearer sk-upstream-secret" {
 		t.Fatalf("upstream Authorization = %q", got)
 	}
 	waitStored(t, g, memory.Identity{Tenant: "acme", User: "u", Conversation: "k"}, 2)

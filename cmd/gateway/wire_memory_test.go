@@ -169,13 +169,30 @@ func waitStored(t *testing.T, g *testGateway, id memory.Identity, n int) []memor
 	}
 }
 
-// upstreamTexts returns the role:content lines of the last request upstream.
+// lastChat returns the newest chat completion the upstream received from a
+// client request, skipping memgate's own background model calls (compaction
+// and fact extraction ask for response_format json_object).
+func lastChat(t *testing.T, up *upstreamtest.Server) upstreamtest.Request {
+	t.Helper()
+	reqs := up.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		r := reqs[i]
+		if r.Path == "/v1/chat/completions" && !bytes.Contains(r.Body, []byte(`"response_format"`)) {
+			return r
+		}
+	}
+	t.Fatal("no chat completion reached the upstream")
+	return upstreamtest.Request{}
+}
+
+// upstreamTexts returns the role:content lines of the last client chat
+// request upstream, without memgate's memory block.
 func upstreamTexts(t *testing.T, up *upstreamtest.Server) []string {
 	t.Helper()
 	var req struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
-	if err := json.Unmarshal(up.Last(t).Body, &req); err != nil {
+	if err := json.Unmarshal(lastChat(t, up).Body, &req); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -183,6 +200,9 @@ func upstreamTexts(t *testing.T, up *upstreamtest.Server) []string {
 		m, err := memory.ParseMessage(raw)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if m.Role == "system" && strings.HasPrefix(m.Content, "<memory>") {
+			continue
 		}
 		out = append(out, m.Role+": "+m.Content)
 	}
