@@ -7,7 +7,7 @@ PKGS     ?= ./...
 PGBASE   ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 REDISURL ?= redis://127.0.0.1:6379/0
 
-.PHONY: all build run test test-short services bench lint fmt vet migrate clean
+.PHONY: all build run demo test test-short services bench eval lint fmt vet migrate clean
 
 all: lint test
 
@@ -17,6 +17,10 @@ build:
 ## run: start the gateway on its embedded default (SQLite under ./data).
 run: build
 	./$(BIN) serve
+
+## demo: a scripted multi-session conversation through memgate and a local stand-in upstream (no API key, no services).
+demo:
+	bash scripts/demo.sh
 
 ## services: install (apt) and start PostgreSQL 15 + pgvector and Redis when missing.
 services:
@@ -34,6 +38,10 @@ test-short:
 ## bench: load benchmarks and Go micro-benchmarks; rewrites BENCHMARKS.md.
 bench: services
 	bash scripts/bench.sh
+
+## eval: memory-quality evaluation (synthetic conversations, probes, baselines); writes its table into BENCHMARKS.md.
+eval:
+	bash scripts/eval.sh
 
 ## lint: gofmt and go vet.
 lint:
