@@ -1,14 +1,73 @@
 #!/usr/bin/env bash
-# bench.sh — memgate's overhead benchmark (`make bench`).
+# bench.sh — memgate's benchmarks (`make bench`); rewrites their sections of
+# BENCHMARKS.md and prints them. About 12–15 minutes on 2 cores.
 #
-# Starts a fake upstream, a bare httputil.ReverseProxy and the gateway as
-# separate processes, drives each at 1, 16 and 64 connections with the
-# project's own load generator (bench/loadgen), runs the Go micro-benchmarks
-# of internal/tokens and internal/proxy, writes BENCHMARKS.md and prints the
-# tables. About 2–3 minutes. Extra arguments go to the benchmark, e.g.
-#   scripts/bench.sh -conns 1,16,64,256 -duration 10s
+# 1. Overhead (go run ./bench/cmd/bench): a fake upstream, a bare
+#    httputil.ReverseProxy and two gateways (SQLite; PostgreSQL + Redis) as
+#    separate processes, driven by the project's own load generator at 1, 16,
+#    64 and 256 connections, streaming and not, memory off and on; capture
+#    throughput and lag; the gateway's RSS over 100k memory-on requests; the
+#    Go micro-benchmarks.
+# 2. Recall search on PostgreSQL + pgvector (go run ./bench/search), when
+#    present, at BENCH_SEARCH_SIZES (default 10000,100000; add 1000000 for
+#    the 1M run, with a larger BENCH_SEARCH_BUDGET), within
+#    BENCH_SEARCH_BUDGET (default 4m). BENCH_SEARCH_SIZES=none skips it.
+# 3. The token curve of issue #4 (go run ./bench/tokencurve), when present.
+#
+# Services: PostgreSQL at MEMGATE_BENCH_POSTGRES_URL (default
+# postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable; the benchmarks
+# create and drop throwaway databases on it) and Redis at
+# MEMGATE_BENCH_REDIS_URL (default redis://127.0.0.1:6379/0, under a unique
+# key prefix). `make bench` starts them first.
+#
+# Extra arguments go to the overhead benchmark, e.g.
+#   scripts/bench.sh -conns 1,64 -duration 10s
 #   scripts/bench.sh -rate 2000            # open loop at 2000 req/s per cell
 #   scripts/bench.sh -upstream-latency 20ms
+#   scripts/bench.sh -rss-requests 0       # skip the sustained run
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go run ./bench/cmd/bench -out BENCHMARKS.md "$@"
+
+out=BENCHMARKS.md
+export MEMGATE_BENCH_POSTGRES_URL="${MEMGATE_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+export MEMGATE_BENCH_REDIS_URL="${MEMGATE_BENCH_REDIS_URL:-redis://127.0.0.1:6379/0}"
+search_sizes="${BENCH_SEARCH_SIZES:-10000,100000}"
+search_budget="${BENCH_SEARCH_BUDGET:-4m}"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+started=$(date +%s)
+status=0
+
+# Built once: the benchmark re-executes itself for its server processes.
+go build -o "$tmp/bench" ./bench/cmd/bench
+MEMGATE_BENCH_COMMAND="make bench" "$tmp/bench" -out "$out" "$@"
+
+# fold NAME FILE puts FILE into the NAME section of BENCHMARKS.md.
+fold() { "$tmp/bench" fold -out "$out" -section "$1" "$2"; }
+
+if [ -f bench/search/main.go ] && [ "$search_sizes" != "none" ]; then
+	echo "recall search benchmark: sizes $search_sizes, budget $search_budget ..." >&2
+	if go run ./bench/search -db "$MEMGATE_BENCH_POSTGRES_URL" -sizes "$search_sizes" \
+		-budget "$search_budget" -out "$tmp/search.md" >/dev/null; then
+		fold search "$tmp/search.md"
+		cat "$tmp/search.md"
+	else
+		echo "bench.sh: the recall search benchmark failed" >&2
+		status=1
+	fi
+fi
+
+if [ -f bench/tokencurve/main.go ]; then
+	echo "token curve benchmark ..." >&2
+	if go run ./bench/tokencurve -out "$tmp/tokencurve.md" >/dev/null; then
+		fold tokencurve "$tmp/tokencurve.md"
+		cat "$tmp/tokencurve.md"
+	else
+		echo "bench.sh: the token curve benchmark failed" >&2
+		status=1
+	fi
+fi
+
+echo "bench.sh: done in $(( $(date +%s) - started ))s; results in $out" >&2
+exit $status

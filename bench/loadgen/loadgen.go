@@ -38,6 +38,10 @@ type Options struct {
 	Duration time.Duration
 	// Requests stops the run after this many measured requests (0: no limit).
 	Requests int
+	// PerConn stops each connection after it has sent this many requests,
+	// warm-up included (0: no limit). Closed loop only; with ConnHeader it
+	// gives every connection's conversation exactly PerConn turns.
+	PerConn int
 	// Warmup is run before the measured period and not recorded.
 	Warmup time.Duration
 	// Rate switches to open loop at this many requests per second.
@@ -96,8 +100,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if opts.Request.URL == "" {
 		return Result{}, errors.New("loadgen: no URL")
 	}
-	if opts.Duration <= 0 && opts.Requests <= 0 {
+	if opts.Duration <= 0 && opts.Requests <= 0 && opts.PerConn <= 0 {
 		return Result{}, errors.New("loadgen: need a duration or a request count")
+	}
+	if opts.PerConn > 0 && opts.Rate > 0 {
+		return Result{}, errors.New("loadgen: PerConn needs the closed loop (no Rate)")
 	}
 	opts.Conns = max(opts.Conns, 1)
 	if opts.Timeout <= 0 {
@@ -160,7 +167,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	} else {
 		for _, w := range workers {
 			wg.Go(func() {
-				for {
+				for sent := 0; opts.PerConn <= 0 || sent < opts.PerConn; sent++ {
 					start := time.Now()
 					run, measured := admit(start)
 					if !run {

@@ -143,6 +143,49 @@ func TestRunConnHeader(t *testing.T) {
 	}
 }
 
+func TestRunPerConn(t *testing.T) {
+	var mu sync.Mutex
+	perConn := map[string]int{}
+	srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		perConn[r.Header.Get("X-Conn")]++
+		mu.Unlock()
+	})
+	tests := []struct {
+		name          string
+		conns, per    int
+		wantMeasured  uint64
+		requestsLimit int
+	}{
+		{"every connection sends exactly PerConn", 4, 7, 28, 0},
+		{"the request limit still applies", 4, 7, 10, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			clear(perConn)
+			mu.Unlock()
+			res, err := Run(context.Background(), Options{
+				Request: Request{URL: srv.URL}, Conns: tt.conns, PerConn: tt.per, Requests: tt.requestsLimit,
+				ConnHeader: func(i int) http.Header { return http.Header{"X-Conn": {fmt.Sprint(i)}} },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != tt.wantMeasured {
+				t.Errorf("measured %d requests, want %d", res.Requests, tt.wantMeasured)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for c, n := range perConn {
+				if n > tt.per || tt.requestsLimit == 0 && n != tt.per {
+					t.Errorf("connection %s sent %d requests, want %d", c, n, tt.per)
+				}
+			}
+		})
+	}
+}
+
 func TestRunDurationAndWarmup(t *testing.T) {
 	srv, served := mustServer(t, okHandler)
 	res, err := Run(context.Background(), Options{
@@ -190,7 +233,8 @@ func TestRunCancel(t *testing.T) {
 }
 
 func TestRunRejectsBadOptions(t *testing.T) {
-	for _, o := range []Options{{}, {Request: Request{URL: "http://x"}}} {
+	for _, o := range []Options{{}, {Request: Request{URL: "http://x"}},
+		{Request: Request{URL: "http://x"}, PerConn: 3, Rate: 10}} {
 		if _, err := Run(context.Background(), o); err == nil {
 			t.Errorf("Run(%+v) succeeded", o)
 		}

@@ -3,10 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -17,6 +19,9 @@ import (
 const requestBody = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
 	`{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.2%s}`
 
+// benchUser is the memory user of every memory-on request.
+const benchUser = "bench"
+
 // cell is one measured (target, concurrency) pair.
 type cell struct {
 	target string
@@ -26,9 +31,13 @@ type cell struct {
 	// upstream's for the direct targets, the proxy's otherwise).
 	cpuPerReq time.Duration
 	rss       int64
+	// capture is set for memory-on targets: what capture did from the start
+	// of the cell until its backlog was stored.
+	capture *captureStat
 }
 
-// benchmark runs every cell, then the Go micro-benchmarks, and reports.
+// benchmark starts the servers, prefills the memory-on conversations, runs
+// every cell, the sustained run and the Go micro-benchmarks, and reports.
 func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	root, err := moduleRoot(ctx)
 	if err != nil {
@@ -39,51 +48,26 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 		return fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-
-	need := map[string]bool{}
-	for _, t := range cfg.targets {
-		need[serverOf(t)] = true
-	}
-	servers := map[string]*server{}
-	defer func() {
-		for _, s := range servers {
-			s.stop()
-		}
-	}()
-	up, err := startChild(ctx, dir, "upstream", latencyEnv+"="+cfg.latency.String(), fmt.Sprintf("%s=%d", chunksEnv, cfg.chunks))
+	servers, stop, err := startServers(ctx, cfg, root, dir, stderr)
+	defer stop()
 	if err != nil {
 		return err
-	}
-	servers["direct"] = up
-	if need["httputil"] {
-		s, err := startChild(ctx, dir, "httputil", upstreamEnv+"="+up.baseURL[:len(up.baseURL)-len("/v1")])
-		if err != nil {
-			return err
-		}
-		servers["httputil"] = s
-	}
-	if need["memgate"] {
-		bin := cfg.gateway
-		if bin == "" {
-			fmt.Fprintln(stderr, "building ./cmd/gateway ...")
-			if bin, err = buildGateway(ctx, root, dir); err != nil {
-				return err
-			}
-		}
-		s, err := startGateway(ctx, dir, bin, up.baseURL)
-		if err != nil {
-			return err
-		}
-		servers["memgate"] = s
 	}
 
 	mach := describeMachine(ctx) // before the load, for the load average
 	started := time.Now()
+	for _, t := range cfg.targets {
+		if memoryOn(t) {
+			if err := prefill(ctx, cfg, servers[serverOf(t)], t, slices.Max(cfg.conns), stderr); err != nil {
+				return fmt.Errorf("prefill %s: %w", t, err)
+			}
+		}
+	}
 	var cells []cell
 	for _, n := range cfg.conns {
 		for _, t := range cfg.targets {
 			var runs []cell
-			for range cfg.repeat {
+			for range cfg.repeats(t, n) {
 				c, err := measure(ctx, cfg, servers[serverOf(t)], t, n)
 				if err != nil {
 					return fmt.Errorf("%s at %d conns: %w", t, n, err)
@@ -91,7 +75,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 				runs = append(runs, c)
 			}
 			c := median(runs)
-			fmt.Fprintf(stderr, "%-16s c=%-4d %9.0f req/s  p50 %-9v p99 %-9v errors %d\n", t, n,
+			fmt.Fprintf(stderr, "%-24s c=%-4d %9.0f req/s  p50 %-9v p99 %-9v errors %d\n", t, n,
 				c.res.RPS(), round(c.res.Latency.Quantile(0.5)), round(c.res.Latency.Quantile(0.99)), c.res.Errors)
 			if c.res.Errors > 0 {
 				fmt.Fprintf(stderr, "  first error: %s\n", c.res.FirstError)
@@ -100,13 +84,27 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 		}
 	}
 	loadWall := time.Since(started)
+	rep := report{cfg: cfg, machine: mach, cells: cells, loadWall: loadWall}
 
-	var goBench string
+	for _, name := range []string{"memgate", "memgate-pg"} {
+		if s := servers[name]; s != nil && usesMemory(cfg, name) {
+			c, err := checkStore(ctx, s, name, benchUser, cfg.drainTimeout)
+			if err != nil {
+				return fmt.Errorf("check %s store: %w", name, err)
+			}
+			rep.stores = append(rep.stores, c)
+		}
+	}
+	if cfg.sustainedRun() {
+		fmt.Fprintf(stderr, "sustained run: %d memory-on requests ...\n", cfg.rssRequests)
+		if rep.sustained, err = runSustained(ctx, cfg, servers["memgate"], stderr); err != nil {
+			return err
+		}
+	}
 	if cfg.goBench {
 		fmt.Fprintln(stderr, "running Go micro-benchmarks ...")
-		goBench = runGoBench(ctx, root, cfg.goBenchPkg)
+		rep.goBench = runGoBench(ctx, root, cfg.goBenchPkg)
 	}
-	rep := report{cfg: cfg, machine: mach, cells: cells, loadWall: loadWall, goBench: goBench}
 	overhead, micro := rep.overheadSection(), rep.goBenchSection()
 	if cfg.out != "" {
 		if err := updateFile(cfg.out, overhead, micro); err != nil {
@@ -121,30 +119,156 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 	return nil
 }
 
-// measure runs one cell against s.
-func measure(ctx context.Context, cfg config, s *server, target string, conns int) (cell, error) {
-	extra := ""
-	if streaming(target) {
-		extra = `,"stream":true,"stream_options":{"include_usage":true}`
+// usesMemory reports whether any selected target sends memory-on requests to the server named name.
+func usesMemory(cfg config, name string) bool {
+	for _, t := range cfg.targets {
+		if memoryOn(t) && serverOf(t) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// startServers starts the fake upstream and the servers the targets need.
+// stop stops them and removes the PostgreSQL database and Redis keys; call
+// it even when err is set.
+func startServers(ctx context.Context, cfg config, root, dir string, stderr io.Writer) (map[string]*server, func(), error) {
+	servers := map[string]*server{}
+	var backend *pgBackend
+	stop := func() {
+		for _, s := range servers {
+			s.stop()
+		}
+		if backend != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err := backend.close(cctx); err != nil {
+				fmt.Fprintf(stderr, "clean up %s: %v\n", backend.name, err)
+			}
+		}
+	}
+	need := map[string]bool{}
+	for _, t := range cfg.targets {
+		need[serverOf(t)] = true
+	}
+	up, err := startChild(ctx, dir, "upstream", latencyEnv+"="+cfg.latency.String(), fmt.Sprintf("%s=%d", chunksEnv, cfg.chunks))
+	if err != nil {
+		return servers, stop, err
+	}
+	servers["direct"] = up
+	if need["httputil"] {
+		s, err := startChild(ctx, dir, "httputil", upstreamEnv+"="+up.rootURL())
+		if err != nil {
+			return servers, stop, err
+		}
+		servers["httputil"] = s
+	}
+	if !need["memgate"] && !need["memgate-pg"] {
+		return servers, stop, nil
+	}
+	bin := cfg.gateway
+	if bin == "" {
+		fmt.Fprintln(stderr, "building ./cmd/gateway ...")
+		if bin, err = buildGateway(ctx, root, dir); err != nil {
+			return servers, stop, err
+		}
+	}
+	if need["memgate"] {
+		s, err := startGateway(ctx, dir, bin, "memgate", up.baseURL, "GATEWAY_STORE=sqlite", "GATEWAY_SQLITE_PATH="+filepath.Join(dir, "memgate.db"))
+		if err != nil {
+			return servers, stop, err
+		}
+		servers["memgate"] = s
+	}
+	if need["memgate-pg"] {
+		if backend, err = newPGBackend(ctx, cfg.postgresURL, cfg.redisURL); err != nil {
+			return servers, stop, err
+		}
+		env, err := backend.gatewayEnv(dir)
+		if err != nil {
+			return servers, stop, err
+		}
+		s, err := startGateway(ctx, dir, bin, "memgate-pg", up.baseURL, env...)
+		if err != nil {
+			return servers, stop, err
+		}
+		servers["memgate-pg"] = s
+	}
+	return servers, stop, nil
+}
+
+// chatRequest is the benchmark's chat completion request to s, streamed or
+// not, with extra headers.
+func chatRequest(s *server, stream bool, extra http.Header) loadgen.Request {
+	tail := ""
+	if stream {
+		tail = `,"stream":true,"stream_options":{"include_usage":true}`
 	}
 	h := http.Header{
 		"Content-Type":  {"application/json"},
 		"Authorization": {"Bearer sk-bench-not-a-real-key"},
 	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return loadgen.Request{
+		Method: http.MethodPost,
+		URL:    s.baseURL + "/chat/completions",
+		Header: h,
+		Body:   fmt.Appendf(nil, requestBody, tail),
+	}
+}
+
+// prefill gives each of the conns conversations of a memory-on target
+// cfg.prefill stored turns, so that its cells measure warm conversations
+// whose history fills memgate's recent window, and waits until capture has
+// stored them.
+func prefill(ctx context.Context, cfg config, s *server, target string, conns int, stderr io.Writer) error {
+	if cfg.prefill == 0 {
+		return nil
+	}
+	fmt.Fprintf(stderr, "prefilling %d conversations of %s with %d turns ...\n", conns, target, cfg.prefill)
+	res, err := loadgen.Run(ctx, loadgen.Options{
+		Request:    chatRequest(s, streaming(target), memoryHeaders()),
+		Conns:      conns,
+		PerConn:    cfg.prefill,
+		Stream:     streaming(target),
+		ConnHeader: conversationHeader(target),
+	})
+	if err != nil {
+		return err
+	}
+	if res.Errors > 0 {
+		return fmt.Errorf("%d failed requests (first: %s)", res.Errors, res.FirstError)
+	}
+	m, err := scrapeMetrics(ctx, s)
+	if err != nil {
+		return err
+	}
+	if _, ok, err := waitDrained(ctx, s, m, cfg.drainTimeout); err != nil || !ok {
+		return errors.Join(err, fmt.Errorf("capture backlog not stored within %v", cfg.drainTimeout))
+	}
+	return nil
+}
+
+// measure runs one cell against s. For a memory-on target it also waits
+// until capture has stored the cell's exchanges, so the next cell starts
+// without a backlog, and records how long that took.
+func measure(ctx context.Context, cfg config, s *server, target string, conns int) (cell, error) {
+	var h http.Header
 	var connHeader func(int) http.Header
+	var watch *captureWatch
 	switch {
 	case memoryOn(target):
-		h.Set("X-Memory-Mode", "on")
-		h.Set("X-Memory-User", "bench")
-		// One conversation per connection, so turns of a conversation
-		// arrive in order, as they do from a chat app.
-		connHeader = func(i int) http.Header {
-			return http.Header{"X-Memory-Conversation": {fmt.Sprintf("%s-c%d-%d", target, conns, i)}}
+		h = memoryHeaders()
+		// The conversations the prefill warmed, one per connection.
+		connHeader = conversationHeader(target)
+		var err error
+		if watch, err = watchCapture(ctx, s); err != nil {
+			return cell{}, err
 		}
 	case serverOf(target) == "memgate":
-		h.Set("X-Memory-Mode", "off")
-		h.Set("X-Memory-User", "bench")
-		h.Set("X-Memory-Conversation", "bench")
+		h = http.Header{"X-Memory-Mode": {"off"}, "X-Memory-User": {benchUser}, "X-Memory-Conversation": {"bench"}}
 	}
 	// Snapshot the server's CPU time when the measured period begins, after
 	// the warm-up (the load generator starts measuring at the same offset).
@@ -154,12 +278,7 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns in
 		before <- st
 	})
 	res, err := loadgen.Run(ctx, loadgen.Options{
-		Request: loadgen.Request{
-			Method: http.MethodPost,
-			URL:    s.baseURL + "/chat/completions",
-			Header: h,
-			Body:   fmt.Appendf(nil, requestBody, extra),
-		},
+		Request:    chatRequest(s, streaming(target), h),
 		Conns:      conns,
 		Duration:   cfg.duration,
 		Warmup:     cfg.warmup,
@@ -178,13 +297,21 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns in
 		return cell{}, err
 	}
 	b := <-before
-	return cell{
+	c := cell{
 		target:    target,
 		conns:     conns,
 		res:       res,
 		cpuPerReq: (after.cpu - b.cpu) / time.Duration(res.Requests+res.Errors),
 		rss:       after.rss,
-	}, nil
+	}
+	if watch != nil {
+		st, err := watch.finish(ctx, cfg.drainTimeout)
+		if err != nil {
+			return cell{}, err
+		}
+		c.capture = &st
+	}
+	return c, nil
 }
 
 // median returns the run with the median req/s.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,31 +25,68 @@ type config struct {
 	goBench    bool
 	goBenchPkg []string
 	command    string
+	// repeatSingle is the repeat count of the one-connection cells, whose
+	// microsecond latencies suffer most from other work on the machine.
+	repeatSingle int
+	// postgresURL is the server on which the memgate-memory-pg targets get a
+	// throwaway database; redisURL the Redis they use (with a unique prefix).
+	postgresURL, redisURL string
+	// rssRequests is the length of the sustained memory-on run that samples
+	// the gateway's RSS (0: skip it); rssConns its concurrency.
+	rssRequests, rssConns int
+	// prefill is how many turns each memory-on conversation holds before
+	// its first measured cell.
+	prefill int
+	// drainTimeout bounds the wait for the capture backlog after a cell;
+	// rssDrain the wait after the sustained run.
+	drainTimeout, rssDrain time.Duration
 }
 
-// defaultTargets are measured unless -targets says otherwise: the overhead
-// suite of issue #2.
-var defaultTargets = []string{"direct", "httputil", "memgate", "direct-stream", "httputil-stream", "memgate-stream"}
+// Defaults of the PostgreSQL and Redis the memgate-memory-pg targets use,
+// overridable by these environment variables and by flags.
+const (
+	postgresEnv     = "MEMGATE_BENCH_POSTGRES_URL"
+	redisEnv        = "MEMGATE_BENCH_REDIS_URL"
+	defaultPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	defaultRedis    = "redis://127.0.0.1:6379/0"
+	// commandEnv names the command that ran the benchmark (scripts/bench.sh
+	// sets it), for the report.
+	commandEnv = "MEMGATE_BENCH_COMMAND"
+)
 
-// allTargets lists every target in report order. The memgate-memory targets
-// run with X-Memory-Mode: on against the gateway's embedded SQLite store, one
-// conversation per connection that the warm-up has already filled.
-var allTargets = append(defaultTargets[:len(defaultTargets):len(defaultTargets)], "memgate-memory", "memgate-memory-stream")
+// allTargets lists every target in report order; all are measured unless
+// -targets says otherwise. The memgate-memory targets run with
+// X-Memory-Mode: on, one warm conversation per connection: on the gateway's
+// embedded SQLite store, and (-pg) on a second gateway using PostgreSQL and
+// Redis.
+var allTargets = []string{
+	"direct", "httputil", "memgate", "memgate-memory", "memgate-memory-pg",
+	"direct-stream", "httputil-stream", "memgate-stream", "memgate-memory-stream", "memgate-memory-pg-stream",
+}
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
 	var conns, targets, pkgs string
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "markdown file to write the results into (empty: print only)")
-	fs.StringVar(&conns, "conns", "1,16,64", "comma-separated concurrencies (connections per cell)")
-	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time per cell")
+	fs.StringVar(&conns, "conns", "1,16,64,256", "comma-separated concurrencies (connections per cell)")
+	fs.DurationVar(&c.duration, "duration", 3*time.Second, "measured time per cell")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up per cell")
 	fs.IntVar(&c.repeat, "repeat", 1, "measure each cell this many times and report the run with the median req/s (damps noise from other work on the machine)")
+	fs.IntVar(&c.repeatSingle, "repeat-single", 3, "repeat count of the 1-connection cells (at least -repeat)")
 	fs.Float64Var(&c.rate, "rate", 0, "open loop: requests per second per cell (0: closed loop)")
 	fs.DurationVar(&c.latency, "upstream-latency", 0, "fixed latency of the fake upstream before its response headers")
 	fs.IntVar(&c.chunks, "chunks", 8, "content deltas per streamed reply")
-	fs.StringVar(&targets, "targets", strings.Join(defaultTargets, ","), "comma-separated targets: "+strings.Join(allTargets, ", "))
+	fs.StringVar(&targets, "targets", strings.Join(allTargets, ","), "comma-separated targets: "+strings.Join(allTargets, ", "))
+	fs.StringVar(&c.postgresURL, "postgres-url", envOr(getenv, postgresEnv, defaultPostgres),
+		"PostgreSQL server for the -pg targets; a throwaway database is created and dropped on it (env "+postgresEnv+")")
+	fs.StringVar(&c.redisURL, "redis-url", envOr(getenv, redisEnv, defaultRedis), "Redis for the -pg targets, used under a unique key prefix (env "+redisEnv+")")
+	fs.IntVar(&c.rssRequests, "rss-requests", 100000, "requests of the sustained memory-on run that samples the gateway's RSS (0: skip)")
+	fs.IntVar(&c.rssConns, "rss-conns", 64, "connections (and conversations) of the sustained run")
+	fs.IntVar(&c.prefill, "prefill", 12, "turns stored in each memory-on conversation before it is measured")
+	fs.DurationVar(&c.drainTimeout, "drain-timeout", 2*time.Minute, "longest wait for the capture backlog after a memory-on cell")
+	fs.DurationVar(&c.rssDrain, "rss-drain", 30*time.Second, "longest wait for the capture backlog after the sustained run (its drain rate is reported either way)")
 	fs.StringVar(&c.gateway, "gateway", "", "prebuilt gateway binary (default: go build ./cmd/gateway)")
 	fs.BoolVar(&c.goBench, "gobench", true, "also run the Go micro-benchmarks")
 	fs.StringVar(&pkgs, "gobench-pkgs", "./internal/tokens/,./internal/proxy/", "packages for the Go micro-benchmarks")
@@ -77,11 +115,26 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.repeat < 1 {
 		return config{}, fmt.Errorf("-repeat must be at least 1")
 	}
+	c.repeatSingle = max(c.repeatSingle, c.repeat)
+	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 {
+		return config{}, fmt.Errorf("-rss-requests and -prefill must not be negative, -rss-conns must be positive")
+	}
 	if c.duration <= 0 {
 		return config{}, fmt.Errorf("-duration must be positive")
 	}
 	c.command = "go run ./bench/cmd/bench " + strings.Join(args[1:], " ")
+	if via := getenv(commandEnv); via != "" {
+		c.command = via + "` → `" + c.command
+	}
 	return c, nil
+}
+
+// envOr returns getenv(name), or def when it is empty.
+func envOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func known(t string) bool {
@@ -112,12 +165,32 @@ func baselineOf(target string) string {
 	return "httputil"
 }
 
-// serverOf names the process that serves target.
+// serverOf names the process that serves target: direct, httputil,
+// memgate (SQLite) or memgate-pg (PostgreSQL + Redis).
 func serverOf(target string) string {
-	if strings.HasPrefix(target, "memgate") {
+	switch {
+	case strings.HasPrefix(target, "memgate-memory-pg"):
+		return "memgate-pg"
+	case strings.HasPrefix(target, "memgate"):
 		return "memgate"
 	}
 	return strings.TrimSuffix(target, "-stream")
+}
+
+// sustainedRun reports whether the sustained memory-on run happens: it
+// needs -rss-requests and the memgate-memory target (SQLite).
+func (c config) sustainedRun() bool {
+	return c.rssRequests > 0 && slices.Contains(c.targets, "memgate-memory")
+}
+
+// repeats returns how many times target's cell at conns is measured. The
+// 1-connection cells of the proxies (not the memory-on ones, whose
+// milliseconds of real work make scheduling noise small) get repeatSingle.
+func (c config) repeats(target string, conns int) int {
+	if conns == 1 && !memoryOn(target) {
+		return c.repeatSingle
+	}
+	return c.repeat
 }
 
 // memoryOn reports whether target asks memgate for memory.

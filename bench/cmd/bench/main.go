@@ -1,11 +1,19 @@
 // Command bench is memgate's overhead benchmark (`make bench`). It starts a
-// fake upstream, a bare httputil.ReverseProxy and the memgate gateway as
-// separate processes, drives each with the project's own load generator at
-// several concurrencies, runs the Go micro-benchmarks, and writes the results
-// into BENCHMARKS.md before printing them.
+// fake upstream, a bare httputil.ReverseProxy and two memgate gateways (the
+// embedded SQLite store; PostgreSQL + Redis on a throwaway database and key
+// prefix) as separate processes, and drives each with the project's own load
+// generator at several concurrencies, streaming and not, memory off and on.
+// For memory-on cells it reads the gateway's capture metrics until every
+// captured turn is stored (capture throughput and lag); then it sends a long
+// memory-on run while sampling the gateway's RSS, runs the Go
+// micro-benchmarks, and writes the results into BENCHMARKS.md before
+// printing them.
 //
 //	go run ./bench/cmd/bench -out BENCHMARKS.md
+//	go run ./bench/cmd/bench fold -out BENCHMARKS.md -section search search.md
 //
+// The second form folds another benchmark's markdown into its own marked
+// section of the file (see fold).
 // See -help for the knobs (concurrencies, duration, open-loop rate, upstream
 // latency, targets).
 package main
@@ -36,7 +44,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if role := getenv(roleEnv); role != "" {
 		return serveRole(ctx, role, getenv, stdout)
 	}
-	cfg, err := parseFlags(args, stderr)
+	if len(args) > 1 && args[1] == "fold" {
+		return fold(args[2:], stderr)
+	}
+	cfg, err := parseFlags(args, getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestRunWritesReport(t *testing.T) {
 	}
 	var stdout, stderr strings.Builder
 	args := []string{"bench", "-out", out, "-targets", "direct,httputil,direct-stream", "-conns", "1,4",
-		"-duration", "300ms", "-warmup", "50ms", "-repeat", "2", "-gobench=false"}
+		"-duration", "300ms", "-warmup", "50ms", "-repeat", "2", "-repeat-single", "2", "-gobench=false"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
@@ -155,7 +155,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			_, err := parseFlags(tt.args, &strings.Builder{})
+			_, err := parseFlags(tt.args, func(string) string { return "" }, &strings.Builder{})
 			if (err == nil) != tt.ok {
 				t.Errorf("err = %v, want ok=%v", err, tt.ok)
 			}

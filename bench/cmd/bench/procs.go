@@ -75,21 +75,21 @@ func startChild(ctx context.Context, dir, role string, env ...string) (*server, 
 }
 
 // startGateway runs the memgate binary as `gateway serve` in front of
-// upstream, on a free port, with its store in dir.
-func startGateway(ctx context.Context, dir, bin, upstream string) (*server, error) {
+// upstream, on a free port, working in dir, with env added to its
+// environment (the store's settings).
+func startGateway(ctx context.Context, dir, bin, name, upstream string, env ...string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, "serve")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(),
 		"GATEWAY_UPSTREAM_BASE_URL="+upstream,
 		"GATEWAY_LISTEN="+addr,
 		"GATEWAY_LOG_LEVEL=warn",
-		"GATEWAY_SQLITE_PATH="+filepath.Join(dir, "memgate.db"),
-	)
-	s := &server{name: "gateway", baseURL: "http://" + addr + "/v1", logPath: filepath.Join(dir, "gateway.log")}
+	), env...)
+	s := &server{name: name, baseURL: "http://" + addr + "/v1", logPath: filepath.Join(dir, name+".log")}
 	logf, err := os.Create(s.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("create log: %w", err)
@@ -105,6 +105,9 @@ func startGateway(ctx context.Context, dir, bin, upstream string) (*server, erro
 	}
 	return s, nil
 }
+
+// rootURL is the server's address without the /v1 API prefix.
+func (s *server) rootURL() string { return strings.TrimSuffix(s.baseURL, "/v1") }
 
 func (s *server) start(cmd *exec.Cmd) error {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

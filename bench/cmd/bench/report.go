@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -25,11 +26,13 @@ const fileHeader = "# memgate benchmarks\n\n" +
 
 // report renders a run's results.
 type report struct {
-	cfg      config
-	machine  machine
-	cells    []cell
-	loadWall time.Duration
-	goBench  string
+	cfg       config
+	machine   machine
+	cells     []cell
+	loadWall  time.Duration
+	goBench   string
+	sustained sustained
+	stores    []storeCheck
 }
 
 // find returns the cell for target at conns.
@@ -41,6 +44,17 @@ func (r report) find(target string, conns int) (cell, bool) {
 	}
 	return cell{}, false
 }
+
+// howToRead explains the tables; it is part of the written section.
+const howToRead = "**How to read this.** Every row is one target at one concurrency, all in front of the same fake upstream, measured in this run. " +
+	"*direct* (the upstream alone) is the physical floor: *added* is a target's latency minus direct's at the same concurrency and percentile " +
+	"(percentiles do not subtract exactly, so small negative values are noise). " +
+	"*httputil*, a bare `httputil.ReverseProxy`, is the baseline every proxy is judged against: the ratio next to each number is target ÷ httputil " +
+	"at the same concurrency — above 1× is better for req/s, below 1× is better for latency. " +
+	"*memgate* is pass-through (`X-Memory-Mode: off`); the *memgate-memory* rows do the real work of memory on every request " +
+	"(load the conversation, assemble the prompt within the token budget, capture the exchange), so compare them with *memgate* to see what memory costs. " +
+	"On a machine with few cores the load generator, the upstream and the proxy compete for CPU, so absolute numbers move between runs " +
+	"while the ratios within a run hold; *CPU/req* is each serving process's own cost.\n"
 
 // overheadSection renders the proxy overhead section, markers included.
 func (r report) overheadSection() string {
@@ -58,47 +72,20 @@ func (r report) overheadSection() string {
 		mode = fmt.Sprintf("open loop at %.0f req/s per cell, latency from each request's scheduled start", r.cfg.rate)
 	}
 	repeat := ""
-	if r.cfg.repeat > 1 {
-		repeat = fmt.Sprintf(" (each cell run %d times, the run with the median req/s reported)", r.cfg.repeat)
+	if r.cfg.repeat > 1 || r.cfg.repeatSingle > 1 {
+		repeat = fmt.Sprintf(" (each cell run %d times, 1-connection cells %d times; the run with the median req/s reported)", r.cfg.repeat, r.cfg.repeatSingle)
 	}
 	fmt.Fprintf(&b, "- Load: %s; %v measured after %v warm-up per cell%s; fake upstream latency %v, %d content deltas per stream; load phase took %v\n",
 		mode, r.cfg.duration, r.cfg.warmup, repeat, r.cfg.latency, r.cfg.chunks, r.loadWall.Round(time.Second))
 	b.WriteString("\nTargets, all in front of the same fake upstream process:\n\n" +
 		"- **direct** — the fake upstream itself: the floor.\n" +
-		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process.\n" +
+		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process: the baseline.\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
-		"- **memgate-memory** (when selected) — `X-Memory-Mode: on`, SQLite store, one conversation per connection, warmed up by the warm-up period: history is loaded, injected and every exchange captured.\n" +
-		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n\n" +
-		"Columns: *+p50/+p99* is the latency added over the floor at the same concurrency (direct, or direct-stream for streams); " +
-		"*÷ httputil* compares with the bare proxy at the same concurrency (req/s ratio: higher is better; p50 ratio: lower is better); " +
-		"*CPU/req* is the serving process's user+system CPU per request (the upstream's for direct, the proxy's alone otherwise); *RSS* after the cell.\n\n")
-	b.WriteString("| target | conns | req/s | p50 | p99 | p99.9 | +p50 | +p99 | req/s ÷ httputil | p50 ÷ httputil | TTFB p50 | CPU/req | RSS MB | errors |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, c := range r.cells {
-		l := c.res.Latency
-		row := []string{
-			c.target, fmt.Sprint(c.conns), fmt.Sprintf("%.0f", c.res.RPS()),
-			fmtDur(l.Quantile(0.5)), fmtDur(l.Quantile(0.99)), fmtDur(l.Quantile(0.999)),
-		}
-		if f, ok := r.find(floorOf(c.target), c.conns); ok && f.target != c.target {
-			row = append(row, fmtDelta(l.Quantile(0.5)-f.res.Latency.Quantile(0.5)),
-				fmtDelta(l.Quantile(0.99)-f.res.Latency.Quantile(0.99)))
-		} else {
-			row = append(row, "—", "—")
-		}
-		if base, ok := r.find(baselineOf(c.target), c.conns); ok {
-			row = append(row, fmt.Sprintf("%.2f×", c.res.RPS()/base.res.RPS()),
-				fmt.Sprintf("%.2f×", float64(l.Quantile(0.5))/float64(base.res.Latency.Quantile(0.5))))
-		} else {
-			row = append(row, "—", "—")
-		}
-		ttfb := "—"
-		if streaming(c.target) {
-			ttfb = fmtDur(c.res.TTFB.Quantile(0.5))
-		}
-		row = append(row, ttfb, fmtDur(c.cpuPerReq), fmt.Sprintf("%.1f", float64(c.rss)/(1<<20)), fmt.Sprint(c.res.Errors))
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-	}
+		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store; one conversation per connection, each holding at least %d turns before it is measured: history is loaded, injected and every exchange captured.\n", r.cfg.prefill) +
+		"- **memgate-memory-pg** — the same on a second gateway using PostgreSQL + pgvector (a throwaway database) and Redis (hot cache and capture queue, under a unique key prefix).\n" +
+		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n\n")
+	b.WriteString(howToRead + "\n")
+	b.WriteString("### Non-streaming\n\n" + r.table(false) + "\n### Streaming\n\n" + r.table(true))
 	if r.proxyStreamErrors() {
 		b.WriteString("\nErrors on *httputil-stream* are the bare proxy's, not the load generator's: its `http.Server` closes the inbound " +
 			"request body once response headers are written while `http.Transport` may still be reading it, which tears down the " +
@@ -107,7 +94,114 @@ func (r report) overheadSection() string {
 	if goals := r.goals(); goals != "" {
 		b.WriteString("\n" + goals)
 	}
+	if c := r.captureSection(); c != "" {
+		b.WriteString("\n" + c)
+	}
+	if s := r.rssSection(); s != "" {
+		b.WriteString("\n" + s)
+	}
 	b.WriteString("\n" + r.machine.coresNote() + "\n" + overheadEnd + "\n")
+	return b.String()
+}
+
+// table renders the streamed or the non-streamed cells.
+func (r report) table(stream bool) string {
+	var b strings.Builder
+	b.WriteString("| target | conns | req/s (÷ httputil) | p50 (÷ httputil) | p99 (÷ httputil) | p99.9 (÷ httputil) | added p50 / p99 / p99.9 |")
+	if stream {
+		b.WriteString(" TTFB p50 (added) | TTFB p99 (added) |")
+	}
+	b.WriteString(" CPU/req | RSS MB | errors |\n|---|--:|--:|--:|--:|--:|--:|")
+	if stream {
+		b.WriteString("--:|--:|")
+	}
+	b.WriteString("--:|--:|--:|\n")
+	qs := []float64{0.5, 0.99, 0.999}
+	for _, c := range r.cells {
+		if streaming(c.target) != stream {
+			continue
+		}
+		base, hasBase := r.find(baselineOf(c.target), c.conns)
+		floor, hasFloor := r.find(floorOf(c.target), c.conns)
+		hasFloor = hasFloor && floor.target != c.target
+		// ratio renders " (x ÷ the baseline's)", where of reads the number.
+		ratio := func(of func(cell) float64) string {
+			if !hasBase || of(base) == 0 {
+				return ""
+			}
+			return fmt.Sprintf(" (%.2f×)", of(c)/of(base))
+		}
+		row := []string{c.target, fmt.Sprint(c.conns),
+			fmt.Sprintf("%.0f", c.res.RPS()) + ratio(func(x cell) float64 { return x.res.RPS() })}
+		var added []string
+		for _, q := range qs {
+			v := c.res.Latency.Quantile(q)
+			row = append(row, fmtDur(v)+ratio(func(x cell) float64 { return float64(x.res.Latency.Quantile(q)) }))
+			if hasFloor {
+				added = append(added, fmtDelta(v-floor.res.Latency.Quantile(q)))
+			}
+		}
+		if hasFloor {
+			row = append(row, strings.Join(added, " / "))
+		} else {
+			row = append(row, "—")
+		}
+		if stream {
+			for _, q := range []float64{0.5, 0.99} {
+				v := c.res.TTFB.Quantile(q)
+				cellText := fmtDur(v)
+				if hasFloor {
+					cellText += " (" + fmtDelta(v-floor.res.TTFB.Quantile(q)) + ")"
+				}
+				row = append(row, cellText)
+			}
+		}
+		row = append(row, fmtDur(c.cpuPerReq), fmt.Sprintf("%.1f", mb(c.rss)), fmt.Sprint(c.res.Errors))
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// captureSection renders what capture did in the memory-on cells.
+func (r report) captureSection() string {
+	var rows []string
+	for _, c := range r.cells {
+		if c.capture == nil {
+			continue
+		}
+		st := c.capture
+		drain := fmtDur(st.drain)
+		if !st.drained {
+			drain = "not drained in " + r.cfg.drainTimeout.String()
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %s | **%.0f** | %s | %s | %s | %.0f |",
+			c.target, c.conns, st.exchanges, st.backlog, drain, st.turnsPerSecond(),
+			fmtDur(st.lagMean), fmtBound(st.lagP50), fmtBound(st.lagP99), st.lost))
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Capture under the overhead load\n\n" +
+		"For every memory-on cell (warm-up included): exchanges (turns: the user message and the reply) captured; the backlog not yet " +
+		"in the store when the load stopped; how long after the load the last of them was stored; turns persisted per second over " +
+		"load + drain (a worker that keeps up persists as fast as the gateway serves); the worker's lag from the exchange to its storage " +
+		"(`memgate_capture_lag_seconds`: mean, and the upper bound of the histogram bucket holding p50 and p99); exchanges lost " +
+		"(dropped, poison or erased). Read from the gateway's `/metrics` before and after each cell; the next cell starts once the backlog is stored.\n\n")
+	b.WriteString("| target | conns | turns captured | backlog at load end | drained after | turns/s persisted | lag mean | lag p50 ≤ | lag p99 ≤ | lost |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n")
+	if len(r.stores) > 0 {
+		b.WriteString("\nCross-check against the stores at the end of the run (management API, `GET /v1/memory/conversations?user=bench`, every prefill, cell and sustained request included):\n\n")
+		for _, s := range r.stores {
+			mark := "✅"
+			if float64(s.messages) != 2*s.exchanges {
+				mark = "❌"
+			}
+			fmt.Fprintf(&b, "- %s %s: the store holds %d messages for %.0f exchanges the capture metrics count as stored (2 messages each).\n",
+				mark, s.server, s.messages, s.exchanges)
+		}
+	}
 	return b.String()
 }
 
@@ -204,9 +298,13 @@ func replaceSection(doc, section string) string {
 	return doc + section
 }
 
-// fmtDur renders a latency compactly (µs below 10 ms).
+// fmtDur renders a latency compactly: three significant digits or so, in µs below 1 ms.
 func fmtDur(d time.Duration) string {
 	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= 100*time.Millisecond:
+		return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
 	case d >= 10*time.Millisecond:
 		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	case d >= time.Millisecond:
@@ -215,6 +313,19 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
 	}
 	return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+}
+
+// fmtBound renders a histogram bucket bound given in seconds, or "—".
+func fmtBound(sec float64) string {
+	switch {
+	case sec <= 0:
+		return "—"
+	case math.IsInf(sec, 1):
+		return "∞"
+	case sec < 1:
+		return fmt.Sprintf("%gms", math.Round(sec*1e6)/1e3)
+	}
+	return fmt.Sprintf("%gs", sec)
 }
 
 // fmtDelta renders a signed latency difference.

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/bench/loadgen"
+)
+
+// rssSample is the gateway's memory after some number of requests of the
+// sustained run.
+type rssSample struct {
+	requests   uint64 // successful requests so far
+	errors     uint64
+	rps        float64 // of the stretch that ended here
+	p99        time.Duration
+	rss        int64 // resident set, bytes
+	heapInuse  float64
+	goroutines float64
+}
+
+// sustained is the result of the sustained memory-on run.
+type sustained struct {
+	conns   int
+	samples []rssSample
+	capture captureStat
+	// afterDrain is the sample taken once the capture backlog was stored.
+	afterDrain rssSample
+}
+
+// rssStretches is how many times the sustained run samples the gateway.
+const rssStretches = 10
+
+// runSustained sends cfg.rssRequests memory-on requests to s (the SQLite
+// gateway) in rssStretches stretches, sampling the process's RSS, Go heap
+// and goroutines after each, then waits for capture to store the backlog.
+func runSustained(ctx context.Context, cfg config, s *server, stderr io.Writer) (sustained, error) {
+	out := sustained{conns: cfg.rssConns}
+	watch, err := watchCapture(ctx, s)
+	if err != nil {
+		return out, err
+	}
+	per := max(cfg.rssRequests/rssStretches, 1)
+	var done, errs uint64
+	for i := range rssStretches {
+		n := per
+		if i == rssStretches-1 {
+			n = cfg.rssRequests - per*(rssStretches-1)
+		}
+		if n <= 0 {
+			break
+		}
+		res, err := loadgen.Run(ctx, loadgen.Options{
+			Request:    chatRequest(s, false, memoryHeaders()),
+			Conns:      cfg.rssConns,
+			Requests:   n,
+			ConnHeader: conversationHeader("rss"),
+		})
+		if err != nil {
+			return out, fmt.Errorf("sustained run: %w", err)
+		}
+		done += res.Requests
+		errs += res.Errors
+		smp, err := sample(ctx, s)
+		if err != nil {
+			return out, err
+		}
+		smp.requests, smp.errors, smp.rps, smp.p99 = done, errs, res.RPS(), res.Latency.Quantile(0.99)
+		out.samples = append(out.samples, smp)
+		fmt.Fprintf(stderr, "sustained  %7d requests  %6.0f req/s  RSS %.1f MB  heap %.1f MB  goroutines %.0f\n",
+			done, smp.rps, mb(smp.rss), smp.heapInuse/(1<<20), smp.goroutines)
+	}
+	if out.capture, err = watch.finish(ctx, cfg.rssDrain); err != nil {
+		return out, err
+	}
+	if out.afterDrain, err = sample(ctx, s); err != nil {
+		return out, err
+	}
+	out.afterDrain.requests, out.afterDrain.errors = done, errs
+	return out, nil
+}
+
+// sample reads the process's RSS and the Go runtime's heap and goroutines.
+func sample(ctx context.Context, s *server) (rssSample, error) {
+	st, err := s.stats()
+	if err != nil {
+		return rssSample{}, err
+	}
+	m, err := scrapeMetrics(ctx, s)
+	if err != nil {
+		return rssSample{}, err
+	}
+	return rssSample{rss: st.rss, heapInuse: m[mHeapInuse], goroutines: m[mGoroutines]}, nil
+}
+
+// mb converts bytes to MiB.
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// rssSection renders the sustained run.
+func (r report) rssSection() string {
+	u := r.sustained
+	if len(u.samples) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	first, last := u.samples[0], u.samples[len(u.samples)-1]
+	fmt.Fprintf(&b, "### Gateway memory under sustained load\n\n"+
+		"%d requests with memory on (SQLite store, closed loop, %d connections, each its own conversation, "+
+		"so every conversation grows to about %d turns), in %d stretches; after each the gateway process's RSS "+
+		"(from /proc), Go heap in use and goroutines (from its /metrics).\n\n",
+		last.requests+last.errors, u.conns, int(last.requests)/max(u.conns, 1), len(u.samples))
+	b.WriteString("| requests | req/s (stretch) | p99 (stretch) | RSS MB | heap in use MB | goroutines | errors |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+	row := func(label string, s rssSample, rate bool) {
+		rps, p99 := "—", "—"
+		if rate {
+			rps, p99 = fmt.Sprintf("%.0f", s.rps), fmtDur(s.p99)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.1f | %.0f | %d |\n", label, rps, p99, mb(s.rss), s.heapInuse/(1<<20), s.goroutines, s.errors)
+	}
+	for _, s := range u.samples {
+		row(fmt.Sprint(s.requests), s, true)
+	}
+	row("after the capture drain", u.afterDrain, false)
+	mid := u.samples[len(u.samples)/2-1+len(u.samples)%2]
+	fmt.Fprintf(&b, "\nRSS after %d requests %.1f MB, after %d %.1f MB, after %d %.1f MB: last ÷ first = **%.2f×**, "+
+		"last ÷ middle = %.2f× (heap in use: %.2f×). ",
+		first.requests, mb(first.rss), mid.requests, mb(mid.rss), last.requests, mb(last.rss),
+		float64(last.rss)/float64(first.rss), float64(last.rss)/float64(mid.rss), last.heapInuse/max(first.heapInuse, 1))
+	b.WriteString("Memory that levels off between the middle and the end of the run is bounded; growth proportional to the " +
+		"requests served would show as a ratio near requests(last) ÷ requests(middle).\n")
+	c := u.capture
+	drain := fmt.Sprintf("stored %s later", fmtDur(c.drain))
+	if !c.drained {
+		drain = fmt.Sprintf("%.0f still waiting after %s (the queue is durable: they are stored later)", c.exchanges-c.persisted-c.lost, fmtDur(c.drain))
+	}
+	fmt.Fprintf(&b, "\nCapture during this run: %.0f exchanges captured, %.0f persisted, %.0f lost; backlog at the end of the load %.0f, %s; "+
+		"**%.0f turns/s persisted** over load + drain, %.0f turns/s during the drain alone (the worker without competing load); "+
+		"worker lag mean %s, p50 ≤ %s, p99 ≤ %s.\n",
+		c.exchanges, c.persisted, c.lost, c.backlog, drain, c.turnsPerSecond(), c.drainRate(),
+		fmtDur(c.lagMean), fmtBound(c.lagP50), fmtBound(c.lagP99))
+	return b.String()
+}
+
+// memoryHeaders are the headers of a memory-on request of the user "bench";
+// the conversation is set per connection.
+func memoryHeaders() http.Header {
+	return http.Header{"X-Memory-Mode": {"on"}, "X-Memory-User": {benchUser}}
+}
+
+// conversationHeader gives connection i the conversation prefix-i, so the
+// turns of a conversation arrive in order, as they do from a chat app.
+func conversationHeader(prefix string) func(int) http.Header {
+	return func(i int) http.Header {
+		return http.Header{"X-Memory-Conversation": {fmt.Sprintf("%s-%d", prefix, i)}}
+	}
+}
