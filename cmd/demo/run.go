@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	up := standin.New()
+	up := standin.New(standin.Options{})
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: demoConfig})

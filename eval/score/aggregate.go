@@ -7,6 +7,7 @@ type Tally struct {
 	covered, total map[synth.Category]int
 	stale, changed int
 	tokens, n      int
+	sources        map[string]int
 }
 
 // Add records an outcome.
@@ -26,6 +27,21 @@ func (t *Tally) Add(o Outcome) {
 	}
 	t.tokens += o.Tokens
 	t.n++
+	if t.sources == nil {
+		t.sources = map[string]int{}
+	}
+	for _, s := range o.Sources {
+		t.sources[s]++
+	}
+}
+
+// Source returns the share of probes whose winning value was found in
+// source (see Outcome.Sources); a probe may count for several sources.
+func (t *Tally) Source(source string) float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return float64(t.sources[source]) / float64(t.n)
 }
 
 // Coverage returns the share of covered probes in cat, and whether any

@@ -13,8 +13,8 @@
 //     a line of a current-facts section of a system message without a
 //     historical marker ("superseded", "previously", "formerly", "no
 //     longer", "used to", "until", "antes", "anteriormente"). A current-facts
-//     section starts at a system-message line that mentions "facts" (or
-//     "fatos") and runs to the next blank line, heading or tag. A superseded
+//     section starts at a system-message heading that mentions "facts",
+//     "fatos" or "pinned" and runs to the next blank line, heading or tag. A superseded
 //     value shown only in dated history next to the winning value (a verbatim
 //     old turn, a recalled passage) is not stale: the model sees both and
 //     the newer statement.
@@ -41,6 +41,10 @@ type Outcome struct {
 	Changed bool
 	Stale   bool
 	Tokens  int
+	// Sources name where the winning value was found: "turn" (a verbatim
+	// user or assistant message), or the memory-block section ("pinned",
+	// "facts", "summary", "recalled", "memory" when unlabelled).
+	Sources []string
 }
 
 // Judge scores prompt (the message list sent upstream, the probe last) for
@@ -49,6 +53,9 @@ func Judge(p synth.Probe, prompt []Message, tokens int) Outcome {
 	ctx := searched(prompt)
 	o := Outcome{Category: p.Category, Tokens: tokens, Changed: len(p.Stale) > 0}
 	o.Covered = synth.Contains(ctx, p.Want)
+	if o.Covered {
+		o.Sources = sources(prompt, p.Want)
+	}
 	for _, old := range p.Stale {
 		if !synth.Contains(ctx, old) {
 			continue
@@ -81,7 +88,7 @@ func searched(prompt []Message) string {
 }
 
 var (
-	factsHeading = regexp.MustCompile(`(?i)\b(facts|fatos)\b`)
+	factsHeading = regexp.MustCompile(`(?i)\b(facts|fatos|pinned)\b`)
 	historical   = regexp.MustCompile(`(?i)\b(superseded|previously|formerly|no longer|used to|until|antes|anteriormente)\b`)
 )
 
@@ -117,4 +124,61 @@ func sectionStart(t string) bool {
 	return strings.HasPrefix(t, "#") || strings.HasPrefix(t, "<") ||
 		(strings.HasSuffix(t, ":") && len(t) < 80) ||
 		(strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]"))
+}
+
+// sources returns where v occurs in the prompt (the newest user message
+// left out), each source once, in prompt order.
+func sources(prompt []Message, v string) []string {
+	var out []string
+	add := func(s string) {
+		for _, have := range out {
+			if have == s {
+				return
+			}
+		}
+		out = append(out, s)
+	}
+	last := len(prompt) - 1
+	for last >= 0 && prompt[last].Role != "user" {
+		last--
+	}
+	for i, m := range prompt {
+		if i == last || !synth.Contains(m.Content, v) {
+			continue
+		}
+		if m.Role != "system" && m.Role != "developer" {
+			add("turn")
+			continue
+		}
+		section := "memory"
+		for _, line := range strings.Split(m.Content, "\n") {
+			t := strings.TrimSpace(line)
+			if sectionStart(t) {
+				if name := sectionName(t); name != "" {
+					section = name
+				}
+				continue
+			}
+			if synth.Contains(t, v) {
+				add(section)
+			}
+		}
+	}
+	return out
+}
+
+// sectionName classifies a memory-block heading.
+func sectionName(heading string) string {
+	h := strings.ToLower(heading)
+	switch {
+	case strings.Contains(h, "pinned"):
+		return "pinned"
+	case strings.Contains(h, "summary"):
+		return "summary"
+	case strings.Contains(h, "recalled") || strings.Contains(h, "recall"):
+		return "recalled"
+	case factsHeading.MatchString(h):
+		return "facts"
+	}
+	return ""
 }

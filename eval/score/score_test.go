@@ -1,6 +1,7 @@
 package score
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/eval/synth"
@@ -71,5 +72,28 @@ func TestTally(t *testing.T) {
 	}
 	if m := tl.MeanTokens(); m != 250 {
 		t.Errorf("mean tokens = %v", m)
+	}
+}
+
+func TestSources(t *testing.T) {
+	block := "<memory>\nWhat memgate remembers.\n\nPinned — the user's standing goals:\n- I moved to Porto.\n\nSummary of the earlier conversation:\nThe user lives in Porto.\n\nFacts about the user:\n- profile: Porto\n\nRecalled from earlier messages:\n- [2026-01-05, conversation c1] I moved to Porto.\n</memory>"
+	tests := []struct {
+		name   string
+		prompt []Message
+		want   []string
+	}{
+		{"every block section", []Message{{"system", "app"}, {"system", block}, {"user", "where do I live?"}}, []string{"pinned", "summary", "facts", "recalled"}},
+		{"turn", []Message{{"system", "app"}, {"user", "I moved to Porto."}, {"assistant", "ok"}, {"user", "where?"}}, []string{"turn"}},
+		{"unlabelled block", []Message{{"system", "<memory>\nlives in Porto\n</memory>"}, {"user", "where?"}}, []string{"memory"}},
+		{"not covered", []Message{{"system", "app"}, {"user", "where?"}}, nil},
+	}
+	p := synth.Probe{Category: synth.Changed, Want: "Porto"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Judge(p, tt.prompt, 1).Sources
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("sources %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

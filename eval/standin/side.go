@@ -135,16 +135,18 @@ func salient(s string) bool {
 	if numberRe.MatchString(s) || monthRe.MatchString(s) || statedRe.MatchString(s) {
 		return true
 	}
-	words := strings.Fields(s)
-	for i, w := range words {
-		if i == 0 {
-			continue
-		}
+	return hasName(s)
+}
+
+// hasName reports whether a word after the first starts with a capital
+// letter (other than the pronoun I).
+func hasName(s string) bool {
+	for i, w := range strings.Fields(s) {
 		w = strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) })
-		if w == "" || w == "I" || strings.HasPrefix(w, "I'") {
+		if i == 0 || w == "" || w == "I" || strings.HasPrefix(w, "I'") {
 			continue
 		}
-		if r := []rune(w); unicode.IsUpper(r[0]) {
+		if unicode.IsUpper([]rune(w)[0]) {
 			return true
 		}
 	}
@@ -225,6 +227,9 @@ var factRules = []factRule{
 	{"event", "", regexp.MustCompile(`(?i)\b(?:appointment|interview|conference|vence em|aniversário)\b`), 0},
 }
 
+// firstPerson marks a statement about the speaker.
+var firstPerson = regexp.MustCompile(`(?i)\b(?:i|i'm|i've|my|we|our|eu|meu|minha|meus|minhas|gastei|reduzi)\b`)
+
 // Facts returns the stand-in extractor's JSON reply: {"facts": [...]} with
 // the facts a few fixed English and Portuguese patterns find in the user's
 // lines ("user: ..." lines when present, else all the input).
@@ -244,6 +249,7 @@ func Facts(input string) string {
 			if strings.HasSuffix(s, "?") {
 				continue
 			}
+			matched := false
 			for _, r := range factRules {
 				m := r.re.FindStringSubmatch(s)
 				if m == nil {
@@ -258,7 +264,14 @@ func Facts(input string) string {
 					key = normalise(s)
 				}
 				facts = append(facts, fact{Type: r.typ, Key: key, Value: v, Confidence: 0.8})
+				matched = true
 				break
+			}
+			// Any other first-person statement carrying a specific (a
+			// number, a date, a name) is a fact about the user, as a model
+			// would report it.
+			if !matched && firstPerson.MatchString(s) && (numberRe.MatchString(s) || monthRe.MatchString(s) || hasName(s)) {
+				facts = append(facts, fact{Type: "profile", Key: normalise(s), Value: s, Confidence: 0.6})
 			}
 		}
 	}

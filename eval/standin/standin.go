@@ -56,8 +56,17 @@ type Call struct {
 	Reply string
 }
 
+// Options tune the stand-in.
+type Options struct {
+	// NoFacts answers every fact-extraction request with no facts, as a
+	// model that finds nothing would; memgate then has only its own pattern
+	// detection, summaries and recall.
+	NoFacts bool
+}
+
 // Server is the stand-in upstream. The zero value is not usable; call New.
 type Server struct {
+	opts     Options
 	mu       sync.Mutex
 	calls    []Call
 	counts   map[Kind]int
@@ -66,8 +75,8 @@ type Server struct {
 
 // New returns a stand-in upstream; serve it with httptest or http.Server
 // under the /v1 prefix.
-func New() *Server {
-	return &Server{counts: map[Kind]int{}}
+func New(opts Options) *Server {
+	return &Server{opts: opts, counts: map[Kind]int{}}
 }
 
 // chatRequest is the part of a chat-completions body the stand-in reads.
@@ -105,6 +114,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.ResponseFormat != nil && req.ResponseFormat.Type == "json_object" {
 		call.Kind, call.Reply = sideCall(call.Messages)
+		if call.Kind == KindFacts && s.opts.NoFacts {
+			call.Reply = `{"facts": []}`
+		}
 	} else {
 		call.Reply = ChatReply(lastUser(call.Messages))
 	}
@@ -223,17 +235,35 @@ var (
 		"Most people find it easier when they set a regular time for it and remove small distractions from the way.",
 		"A simple approach works well here: pick one option, try it for a while, and adjust based on what you notice.",
 		"Uma boa ideia é começar devagar, manter a rotina e ajustar aos poucos conforme você for percebendo o que funciona.",
+		"It also helps to keep notes as you go, because patterns become obvious only when you can look back over a few weeks.",
+		"If something feels like too much, scale it down until it feels almost too easy, then build up gradually from there.",
+		"Ask a friend to join or check in with you now and then; a bit of accountability goes a long way for most people.",
+		"Keep in mind that there is rarely one right answer, so treat the first attempt as an experiment rather than a commitment.",
+		"Também vale a pena revisar o que deu certo no fim de cada semana e ajustar o plano com calma, sem pressa.",
+		"Finally, be kind to yourself when things slip; the goal is steady progress over time, not a perfect record.",
 	}
 	closers = []string{"Let me know if you want more detail.", "Want me to go deeper on any part?", "Hope that helps!", "Qualquer coisa, é só falar.", "Shall I make a checklist?"}
 )
 
-// ChatReply returns the stand-in's answer to a user message: two or three
-// generic sentences picked by a hash of the message.
+// ReplyBodies is how many body sentences a chat reply carries: with an
+// opener and a closer, about 130 tokens, the length of a typical short
+// assistant answer.
+const ReplyBodies = 4
+
+// ChatReply returns the stand-in's answer to a user message: an opener,
+// ReplyBodies generic sentences and a closer, picked by a hash of the
+// message.
 func ChatReply(user string) string {
 	h := fnv.New32a()
 	h.Write([]byte(user))
 	n := h.Sum32()
-	return openers[n%uint32(len(openers))] + " " + bodies[(n/7)%uint32(len(bodies))] + " " + closers[(n/41)%uint32(len(closers))]
+	parts := []string{openers[n%uint32(len(openers))]}
+	first := int((n / 7) % uint32(len(bodies)))
+	for i := range ReplyBodies {
+		parts = append(parts, bodies[(first+i)%len(bodies)])
+	}
+	parts = append(parts, closers[(n/41)%uint32(len(closers))])
+	return strings.Join(parts, " ")
 }
 
 // writeCompletion writes a chat.completion object.

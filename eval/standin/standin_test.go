@@ -11,7 +11,7 @@ import (
 
 func mustServer(tb testing.TB) (*Server, string) {
 	tb.Helper()
-	s := New()
+	s := New(Options{})
 	srv := httptest.NewServer(s)
 	tb.Cleanup(srv.Close)
 	return s, srv.URL + "/v1"
@@ -157,6 +157,8 @@ func TestFacts(t *testing.T) {
 		{"I changed careers, I'm a data analyst now.", "profile", "job", "data analyst", 1},
 		{"I prefer green tea over coffee, honestly.", "preference", "i_prefer_green_tea_over_coffee_honestly", "green tea", 1},
 		{"Where do I live?", "", "", "", 0},
+		{"My rent is €1,240 a month, which is a lot.", "profile", "my_rent_is_1_240_a_month_which", "1,240", 1},
+		{"Gastei R$ 1.230 no conserto do carro.", "profile", "gastei_r_1_230_no_conserto_do_carro", "1.230", 1},
 		{"Tell me something interesting about owls.", "", "", "", 0},
 	}
 	for _, tt := range tests {
@@ -176,5 +178,24 @@ func TestFacts(t *testing.T) {
 				t.Fatalf("fact %+v", f)
 			}
 		})
+	}
+}
+
+func TestNoFacts(t *testing.T) {
+	s := New(Options{NoFacts: true})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	resp := post(t, srv.URL+"/v1", `{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"system","content":"You extract durable facts."},{"role":"user","content":"User messages:\nI live in Lisbon."}]}`)
+	var cc struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&cc); err != nil || len(cc.Choices) != 1 {
+		t.Fatalf("reply: %v", err)
+	}
+	var r struct{ Facts []fact }
+	if err := json.Unmarshal([]byte(cc.Choices[0].Message.Content), &r); err != nil || r.Facts == nil || len(r.Facts) != 0 {
+		t.Fatalf("NoFacts reply %q", cc.Choices[0].Message.Content)
 	}
 }

@@ -1,8 +1,9 @@
 // Package synth generates long synthetic conversations for the memory-quality
 // evaluation: one user talking to an assistant over many dated sessions, with
 // items planted at varying depths — amounts, dates, names, preferences, goals
-// and facts that later change — buried in ordinary chatter, and one probe
-// question per item tied to the turn(s) that answer it.
+// and facts that later change — buried in ordinary chatter, and two probe
+// questions per item (one reusing the statement's words, one not) tied to
+// the turn(s) that answer them.
 //
 // Generation is a pure function of the seed and the options: the same inputs
 // always produce the same conversation, byte for byte.
@@ -86,10 +87,22 @@ type Item struct {
 	Planted []Ref
 }
 
+// The probe styles.
+const (
+	// Direct questions reuse the words of the statement ("How much do I pay
+	// in rent?" for "My rent is €1,240").
+	Direct = "direct"
+	// Indirect questions need the value without naming its topic's words
+	// ("Is my housing cost reasonable?").
+	Indirect = "indirect"
+)
+
 // Probe is a question whose answer is one item's Value.
 type Probe struct {
 	ItemID   string
 	Category Category
+	// Style is Direct or Indirect; every item gets one probe of each.
+	Style    string
 	Question string
 	// Want is the value that answers the question.
 	Want string
@@ -183,7 +196,7 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 			p := bank[bi](g)
 			id := fmt.Sprintf("%s-%s-%d", user, cat, n)
 			it := Item{ID: id, Category: cat, Value: p.value}
-			pr := Probe{ItemID: id, Category: cat, Question: p.question, Want: p.value}
+			pr := Probe{ItemID: id, Category: cat, Style: Direct, Question: p.question, Want: p.value}
 			if p.old == "" {
 				r, err := take(anywhere)
 				if err != nil {
@@ -212,7 +225,9 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 				pr.Evidence = []Ref{r2}
 			}
 			c.Items = append(c.Items, it)
-			c.Probes = append(c.Probes, pr)
+			ind := pr
+			ind.Style, ind.Question = Indirect, p.indirect
+			c.Probes = append(c.Probes, pr, ind)
 		}
 	}
 	if err := c.check(); err != nil {

@@ -46,12 +46,22 @@ func TestGenerateShape(t *testing.T) {
 		}
 	}
 	perCat := map[Category]int{}
+	styles := map[string]map[string]bool{}
 	for _, p := range c.Probes {
 		perCat[p.Category]++
+		if styles[p.ItemID] == nil {
+			styles[p.ItemID] = map[string]bool{}
+		}
+		styles[p.ItemID][p.Style] = true
 	}
 	for _, cat := range Categories {
-		if perCat[cat] != o.ItemsPerCategory {
-			t.Errorf("%s: %d probes, want %d", cat, perCat[cat], o.ItemsPerCategory)
+		if perCat[cat] != 2*o.ItemsPerCategory {
+			t.Errorf("%s: %d probes, want %d", cat, perCat[cat], 2*o.ItemsPerCategory)
+		}
+	}
+	for _, it := range c.Items {
+		if !styles[it.ID][Direct] || !styles[it.ID][Indirect] {
+			t.Errorf("item %s probes: %v, want one direct and one indirect", it.ID, styles[it.ID])
 		}
 	}
 }
@@ -77,6 +87,9 @@ func TestProbesReferencePlantedItems(t *testing.T) {
 				if !Contains(c.Turn(r), p.Want) {
 					t.Errorf("seed %d: evidence turn %q lacks %q", seed, c.Turn(r), p.Want)
 				}
+			}
+			if p.Question == "" {
+				t.Fatalf("seed %d: empty %s question for %s", seed, p.Style, p.ItemID)
 			}
 			if Contains(p.Question, p.Want) {
 				t.Errorf("seed %d: question %q contains its answer", seed, p.Question)

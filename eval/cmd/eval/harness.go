@@ -21,6 +21,7 @@ const appSystem = "You are a friendly personal assistant. Answer briefly."
 // The methods compared.
 const (
 	methodMemgate  = "memgate"
+	methodPatterns = "memgate, no model facts"
 	methodTruncate = "last-N truncation"
 	methodFull     = "full history"
 )
@@ -35,16 +36,19 @@ type harness struct {
 	sent    int // exchanges sent with memory on
 }
 
-// cell is one (budget, method) row of the report; budget 0 is no budget.
+// cell is one (budget, method) row of the report, for the probes of one
+// style ("" for all); budget 0 is no budget.
 type cell struct {
 	budget int
 	method string
+	style  string
 }
 
 // results are everything the report shows.
 type results struct {
 	o          options
 	tallies    map[cell]*score.Tally
+	methods    []string // memgate variants measured, in order
 	degraded   int
 	overBudget int
 	probes     int
@@ -55,6 +59,33 @@ type results struct {
 	elapsed    time.Duration
 	command    string
 	replay     time.Duration
+	details    []detail
+}
+
+// detail is one judged probe, for the -details file.
+type detail struct {
+	User     string         `json:"user"`
+	Item     string         `json:"item"`
+	Category synth.Category `json:"category"`
+	Style    string         `json:"style"`
+	Question string         `json:"question"`
+	Want     string         `json:"want"`
+	Stale    []string       `json:"stale,omitempty"`
+	Method   string         `json:"method"`
+	Budget   int            `json:"budget"`
+	Covered  bool           `json:"covered"`
+	IsStale  bool           `json:"is_stale,omitempty"`
+	Sources  []string       `json:"sources,omitempty"`
+	Tokens   int            `json:"tokens"`
+}
+
+// add records one judged probe: in its row, in its row for the probe's
+// style, and in the details.
+func (r *results) add(user string, p synth.Probe, method string, budget int, o score.Outcome) {
+	r.tally(cell{budget, method, ""}).Add(o)
+	r.tally(cell{budget, method, p.Style}).Add(o)
+	r.details = append(r.details, detail{User: user, Item: p.ItemID, Category: p.Category, Style: p.Style, Question: p.Question, Want: p.Want, Stale: p.Stale,
+		Method: method, Budget: budget, Covered: o.Covered, IsStale: o.Stale, Sources: o.Sources, Tokens: o.Tokens})
 }
 
 func (r *results) tally(c cell) *score.Tally {
@@ -66,10 +97,9 @@ func (r *results) tally(c cell) *score.Tally {
 	return t
 }
 
-// evaluate replays every conversation, then asks every probe at every budget.
-func (h *harness) evaluate(ctx context.Context, convs []synth.Conversation) (*results, error) {
-	res := &results{o: h.o, tallies: map[cell]*score.Tally{}}
-	system := []json.RawMessage{rawMessage("system", appSystem)}
+// replayAll replays every conversation and returns their histories (user
+// and assistant messages, in order).
+func (h *harness) replayAll(ctx context.Context, convs []synth.Conversation, system []json.RawMessage) ([][]json.RawMessage, error) {
 	histories := make([][]json.RawMessage, len(convs))
 	start := time.Now()
 	for i, c := range convs {
@@ -78,29 +108,27 @@ func (h *harness) evaluate(ctx context.Context, convs []synth.Conversation) (*re
 			return nil, fmt.Errorf("replay %s: %w", c.User, err)
 		}
 		histories[i] = hist
-		res.turns += len(hist) / 2
 		h.log.Info("replayed", "user", c.User, "turns", len(hist)/2, "elapsed", time.Since(start).Round(time.Millisecond))
 	}
-	res.replay = time.Since(start)
-	var fullSum float64
-	for i, c := range convs {
+	return histories, nil
+}
+
+// probe asks every probe of every conversation at every budget through
+// memgate, in a new conversation or the user's last session (where), and
+// records the outcomes under method. Probes are read-only (X-Memory-Mode:
+// read), so they never change what later probes see.
+func (h *harness) probe(ctx context.Context, convs []synth.Conversation, system []json.RawMessage, where, method string, res *results) error {
+	for _, c := range convs {
 		conv := c.User + "-probe"
-		if h.o.probeIn == "last" {
+		if where == probeLast {
 			conv = c.Sessions[len(c.Sessions)-1].Conversation
 		}
 		for _, p := range c.Probes {
 			q := rawMessage("user", p.Question)
-			full := baseline.Full(system, histories[i], q)
-			ft := h.counter.Messages(h.o.model, full)
-			fullSum += float64(ft)
-			res.tally(cell{0, methodFull}).Add(score.Judge(p, toScore(full), ft))
 			for _, b := range h.o.budgets {
-				tr := baseline.Truncate(h.counter, h.o.model, system, histories[i], q, b)
-				res.tally(cell{b, methodTruncate}).Add(score.Judge(p, toScore(tr), h.counter.Messages(h.o.model, tr)))
-
 				prompt, reply, err := h.ask(ctx, launch.Who{User: c.User, Conversation: conv, Mode: "read", Budget: b}, system, q, p.Question)
 				if err != nil {
-					return nil, fmt.Errorf("probe %s at %d: %w", p.ItemID, b, err)
+					return fmt.Errorf("probe %s at %d: %w", p.ItemID, b, err)
 				}
 				n := h.counter.Messages(h.o.model, prompt)
 				if reply.TokensSent >= 0 && reply.TokensSent != n {
@@ -112,17 +140,33 @@ func (h *harness) evaluate(ctx context.Context, convs []synth.Conversation) (*re
 				if reply.OverBudget {
 					res.overBudget++
 				}
-				res.tally(cell{b, methodMemgate}).Add(score.Judge(p, toScore(prompt), n))
+				res.add(c.User, p, method, b, score.Judge(p, toScore(prompt), n))
+			}
+		}
+	}
+	return nil
+}
+
+// baselines judges the truncation and full-history prompts built from the
+// replayed histories.
+func baselines(o options, counter *tokens.Counter, convs []synth.Conversation, histories [][]json.RawMessage, system []json.RawMessage, res *results) {
+	var fullSum float64
+	for i, c := range convs {
+		res.turns += len(histories[i]) / 2
+		for _, p := range c.Probes {
+			q := rawMessage("user", p.Question)
+			full := baseline.Full(system, histories[i], q)
+			ft := counter.Messages(o.model, full)
+			fullSum += float64(ft)
+			res.add(c.User, p, methodFull, 0, score.Judge(p, toScore(full), ft))
+			for _, b := range o.budgets {
+				tr := baseline.Truncate(counter, o.model, system, histories[i], q, b)
+				res.add(c.User, p, methodTruncate, b, score.Judge(p, toScore(tr), counter.Messages(o.model, tr)))
 			}
 			res.probes++
 		}
 	}
 	res.fullTokens = fullSum / float64(max(1, res.probes))
-	res.sideCalls = map[standin.Kind]int{}
-	for _, k := range []standin.Kind{standin.KindSummary, standin.KindFacts, standin.KindJSON} {
-		res.sideCalls[k] = h.up.Count(k)
-	}
-	return res, nil
 }
 
 // replay sends every user turn of c, each in its session's conversation,

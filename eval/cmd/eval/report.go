@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,9 +30,9 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s)\n", strings.TrimSpace(r.command), o.seed, elapsed(r))
 	fmt.Fprintf(&b, "- Data: %d synthetic users × %d sessions × %d user turns (%d turns replayed), %d planted items per category per user, %d probes; full history ≈ %.0f tokens per probe\n",
 		o.users, o.synth.Sessions, o.synth.TurnsPerSession, r.turns, o.synth.ItemsPerCategory, r.probes, r.fullTokens)
-	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, built-in default config; the application sends only its newest message; probes are asked in %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
+	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, built-in default config; the application sends only its newest message, each session under its own conversation id; probes are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
 		probeWhere(o.probeIn), o.model)
-	fmt.Fprintf(&b, "- Upstream: a **stand-in** (eval/standin), not a model: generic chat answers; extractive summaries (%d calls) and pattern-based fact extraction (%d calls) in place of an LLM\n",
+	fmt.Fprintf(&b, "- Upstream: a **stand-in** (eval/standin), not a model: generic chat answers of about 130 tokens that never repeat the user's specifics; extractive summaries (%d calls) and pattern-based fact extraction (%d calls) in place of an LLM\n",
 		r.sideCalls[standin.KindSummary], r.sideCalls[standin.KindFacts])
 	fmt.Fprintf(&b, "- Baselines from the same history and tokenizer: last-N truncation keeps the newest whole turns that fit the budget; full history keeps everything\n\n")
 
@@ -63,13 +64,24 @@ func (r *results) markdown() string {
 		}
 		fmt.Fprintf(&b, " **%s** | %s | %.0f |\n", pct(t.Overall()), stale, t.MeanTokens())
 	}
-	for _, bud := range o.budgets {
-		row(cell{bud, methodMemgate}, fmt.Sprint(bud))
-		row(cell{bud, methodTruncate}, fmt.Sprint(bud))
+	methods := r.methods
+	if len(methods) == 0 {
+		methods = []string{methodMemgate}
 	}
-	row(cell{0, methodFull}, "none")
+	for _, bud := range o.budgets {
+		for _, m := range methods {
+			row(cell{bud, m, ""}, fmt.Sprint(bud))
+		}
+		row(cell{bud, methodTruncate, ""}, fmt.Sprint(bud))
+	}
+	row(cell{0, methodFull, ""}, "none")
 	b.WriteString("\nCoverage: share of probes whose answer value reached the upstream prompt (verbatim turn, recalled passage, fact, pinned fact or summary). ")
 	b.WriteString("Stale: share of changed-fact probes whose superseded value was in the prompt without the winning value, or listed as a current (pinned or user) fact — see eval/score.\n")
+	if slices.Contains(methods, methodPatterns) {
+		fmt.Fprintf(&b, "\n*%s*: the same gateway, but the stand-in's fact extraction finds nothing, so memgate has only its own pinned-fact patterns, summaries and recall — an upper bound on what the stand-in extractor contributes.\n", methodPatterns)
+	}
+	b.WriteString(r.styleTable(methods))
+	b.WriteString(r.sourceTable(methods))
 	if r.degraded > 0 || r.overBudget > 0 || r.headerDiff > 0 {
 		fmt.Fprintf(&b, "\nmemgate probes degraded (memory not loaded in time): %d; over budget: %d; X-Memory-Tokens-Sent differing from the count of what arrived upstream: %d.\n", r.degraded, r.overBudget, r.headerDiff)
 	}
@@ -77,10 +89,68 @@ func (r *results) markdown() string {
 	return b.String()
 }
 
+// styleTable shows coverage for direct questions (reusing the statement's
+// words) and indirect ones (not), for every method.
+func (r *results) styleTable(methods []string) string {
+	var b strings.Builder
+	b.WriteString("\nCoverage by question style — direct questions reuse the words of the statement (\"How much do I pay in rent each month?\"), indirect ones do not (\"Is my housing cost reasonable for a two-bedroom place?\"):\n\n| budget | method | direct | indirect | stale (direct) | stale (indirect) |\n|---|---|---:|---:|---:|---:|\n")
+	line := func(bud int, label, m string) {
+		d, ok1 := r.tallies[cell{bud, m, synth.Direct}]
+		in, ok2 := r.tallies[cell{bud, m, synth.Indirect}]
+		if !ok1 || !ok2 {
+			return
+		}
+		ds, _ := d.StaleRate()
+		is, _ := in.StaleRate()
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", label, m, pct(d.Overall()), pct(in.Overall()), pct(ds), pct(is))
+	}
+	for _, bud := range r.o.budgets {
+		for _, m := range methods {
+			line(bud, fmt.Sprint(bud), m)
+		}
+		line(bud, fmt.Sprint(bud), methodTruncate)
+	}
+	line(0, "none", methodFull)
+	return b.String()
+}
+
+// sources are the places evidence is found, in report order.
+var sources = []string{"turn", "pinned", "facts", "summary", "recalled", "memory"}
+
+// sourceTable shows where memgate's evidence was found: the share of probes
+// whose winning value appeared in each part of the prompt (a probe can count
+// for several).
+func (r *results) sourceTable(methods []string) string {
+	var b strings.Builder
+	b.WriteString("\nWhere the evidence was (share of probes whose answer value appeared in each part of the prompt; a probe can count for several):\n\n| budget | method |")
+	for _, s := range sources {
+		fmt.Fprintf(&b, " %s |", s)
+	}
+	b.WriteString("\n|---|---|")
+	for range sources {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, bud := range r.o.budgets {
+		for _, m := range methods {
+			t, ok := r.tallies[cell{bud, m, ""}]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %s |", bud, m)
+			for _, s := range sources {
+				fmt.Fprintf(&b, " %s |", pct(t.Source(s)))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
 // targetCheck prints the issue's target at the 4k budget as PASS/FAIL lines.
 func (r *results) targetCheck() string {
-	mem, ok1 := r.tallies[cell{targetBudget, methodMemgate}]
-	tr, ok2 := r.tallies[cell{targetBudget, methodTruncate}]
+	mem, ok1 := r.tallies[cell{targetBudget, methodMemgate, ""}]
+	tr, ok2 := r.tallies[cell{targetBudget, methodTruncate, ""}]
 	if !ok1 || !ok2 {
 		return fmt.Sprintf("Target check skipped: the %d-token budget was not measured.\n", targetBudget)
 	}
@@ -106,11 +176,19 @@ func (r *results) targetCheck() string {
 
 func pct(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }
 
-func probeWhere(in string) string {
-	if in == "last" {
-		return "the user's last session"
+func probeWhere(in []string) string {
+	var parts []string
+	for i, w := range in {
+		p := "in a new conversation"
+		if w == probeLast {
+			p = "in the user's last session (continuing it)"
+		}
+		if i == 0 && len(in) > 1 {
+			p += " (rows \"memgate\")"
+		}
+		parts = append(parts, p)
 	}
-	return "a new conversation"
+	return strings.Join(parts, " and ")
 }
 
 func elapsed(r *results) string {

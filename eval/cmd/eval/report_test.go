@@ -42,8 +42,8 @@ func TestTargetCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &results{tallies: map[cell]*score.Tally{}}
 			if !tt.skipped {
-				r.tallies[cell{targetBudget, methodMemgate}] = tt.mem
-				r.tallies[cell{targetBudget, methodTruncate}] = tt.tr
+				r.tallies[cell{targetBudget, methodMemgate, ""}] = tt.mem
+				r.tallies[cell{targetBudget, methodTruncate, ""}] = tt.tr
 			}
 			got := r.targetCheck()
 			for _, w := range tt.want {
@@ -61,11 +61,11 @@ func TestMarkdownTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &results{o: o, tallies: map[cell]*score.Tally{
-		{1000, methodMemgate}:  tallyOf(5, 10, 0, 2),
-		{1000, methodTruncate}: tallyOf(1, 10, 1, 2),
-		{4000, methodMemgate}:  tallyOf(9, 10, 0, 2),
-		{4000, methodTruncate}: tallyOf(2, 10, 0, 2),
-		{0, methodFull}:        tallyOf(10, 10, 0, 2),
+		{1000, methodMemgate, ""}:  tallyOf(5, 10, 0, 2),
+		{1000, methodTruncate, ""}: tallyOf(1, 10, 1, 2),
+		{4000, methodMemgate, ""}:  tallyOf(9, 10, 0, 2),
+		{4000, methodTruncate, ""}: tallyOf(2, 10, 0, 2),
+		{0, methodFull, ""}:        tallyOf(10, 10, 0, 2),
 	}}
 	md := r.markdown()
 	for _, w := range []string{
@@ -92,6 +92,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"eval", "-budgets", "1k"}, true},
 		{[]string{"eval", "-budgets", "0"}, true},
 		{[]string{"eval", "-probe-in", "middle"}, true},
+		{[]string{"eval", "-probe-in", "last"}, false},
+		{[]string{"eval", "-probe-in", "new,last"}, false},
 		{[]string{"eval", "-users", "0"}, true},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,11 +10,13 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memgate/memgate/eval/launch"
+	"github.com/memgate/memgate/eval/score"
 	"github.com/memgate/memgate/eval/standin"
 	"github.com/memgate/memgate/eval/synth"
 	"github.com/memgate/memgate/internal/tokens"
@@ -28,8 +31,10 @@ type options struct {
 	out      string
 	gateway  string
 	model    string
-	probeIn  string
+	probeIn  []string
 	keep     bool
+	ablation bool
+	details  string
 	config   string
 	deadline time.Duration
 }
@@ -48,9 +53,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	fs.StringVar(&o.gateway, "gateway", "", "gateway binary to run (default: go build ./cmd/gateway into a temp dir)")
 	fs.StringVar(&o.model, "model", "gpt-4o-mini", "model named in requests (tokenizer and context window)")
-	fs.StringVar(&o.probeIn, "probe-in", "new", "where probes are asked: new (a fresh conversation per user) or last (the user's last session)")
+	probeIn := fs.String("probe-in", "new,last", "where probes are asked, comma-separated: new (a fresh conversation per user), last (the user's last session)")
 	fs.StringVar(&o.config, "config", "", "extra gateway YAML config file (default: the built-in defaults)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (gateway log, SQLite database)")
+	fs.BoolVar(&o.ablation, "ablation", true, "also measure memgate with a fact extractor that finds nothing (its own patterns, summaries and recall only)")
+	fs.StringVar(&o.details, "details", "", "write one JSON line per judged probe to this file")
 	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
@@ -62,8 +69,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		o.budgets = append(o.budgets, n)
 	}
-	if o.probeIn != "new" && o.probeIn != "last" {
-		return o, fmt.Errorf("-probe-in: %q is not new or last", o.probeIn)
+	for _, f := range strings.Split(*probeIn, ",") {
+		f = strings.TrimSpace(f)
+		if f != probeNew && f != probeLast {
+			return o, fmt.Errorf("-probe-in: %q is not new or last", f)
+		}
+		o.probeIn = append(o.probeIn, f)
 	}
 	if o.users < 1 {
 		return o, errors.New("-users must be at least 1")
@@ -124,27 +135,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		extra = string(b)
 	}
 
-	up := standin.New()
-	upSrv := httptest.NewServer(up)
-	defer upSrv.Close()
-	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra})
-	if err != nil {
-		return err
+	variants := []variant{{method: methodMemgate}}
+	if o.ablation {
+		variants = append(variants, variant{method: methodPatterns, up: standin.Options{NoFacts: true}})
 	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer scancel()
-		if err := gw.Stop(sctx); err != nil {
-			log.Warn("stop gateway", "error", err)
+	res := &results{o: o, tallies: map[cell]*score.Tally{}, sideCalls: map[standin.Kind]int{}}
+	system := []json.RawMessage{rawMessage("system", appSystem)}
+	for i, v := range variants {
+		vdir := filepath.Join(dir, fmt.Sprintf("run%d", i+1))
+		if err := os.Mkdir(vdir, 0o700); err != nil {
+			return fmt.Errorf("temp dir: %w", err)
 		}
-	}()
-
-	h := &harness{o: o, gw: gw, up: up, counter: counter, log: log}
-	res, err := h.evaluate(ctx, convs)
-	if err != nil {
-		return fmt.Errorf("%w (gateway log: %s; run with -keep to keep it)", err, gw.LogPath)
+		log.Info("measuring", "method", v.method)
+		histories, err := measure(ctx, o, v, bin, vdir, extra, counter, log, convs, system, res)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			baselines(o, counter, convs, histories, system, res)
+		}
 	}
 	res.elapsed = time.Since(started)
+	if o.details != "" {
+		if err := writeDetails(o.details, res.details); err != nil {
+			return err
+		}
+	}
 	res.command = "go run ./eval/cmd/eval " + strings.Join(args[1:], " ")
 	report := res.markdown()
 	fmt.Fprint(stdout, report)
@@ -152,6 +168,89 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", o.out, err)
 		}
+	}
+	return nil
+}
+
+// Where probes are asked.
+const (
+	probeNew  = "new"  // a fresh conversation of the user
+	probeLast = "last" // the user's last session, continued
+)
+
+// methodName labels memgate's row for probes asked where; the first place
+// listed keeps the plain name.
+func methodName(method, where, first string) string {
+	if where == first {
+		return method
+	}
+	if where == probeLast {
+		return method + ", asked in last session"
+	}
+	return method + ", asked in a new conversation"
+}
+
+// variant is one memgate configuration measured.
+type variant struct {
+	method string
+	up     standin.Options
+}
+
+// measure runs a fresh gateway (in dir) in front of a fresh stand-in,
+// replays the conversations, probes them, and returns the histories.
+func measure(ctx context.Context, o options, v variant, bin, dir, extra string, counter *tokens.Counter, log *slog.Logger,
+	convs []synth.Conversation, system []json.RawMessage, res *results) (histories [][]json.RawMessage, err error) {
+	up := standin.New(v.up)
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer scancel()
+		if serr := gw.Stop(sctx); serr != nil {
+			log.Warn("stop gateway", "error", serr)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w (gateway log: %s; run with -keep to keep it)", err, gw.LogPath)
+		}
+	}()
+	h := &harness{o: o, gw: gw, up: up, counter: counter, log: log}
+	start := time.Now()
+	histories, err = h.replayAll(ctx, convs, system)
+	if err != nil {
+		return nil, err
+	}
+	res.replay += time.Since(start)
+	for i, where := range o.probeIn {
+		if i > 0 && v.up.NoFacts {
+			break // the ablation is measured where the main row is
+		}
+		m := methodName(v.method, where, o.probeIn[0])
+		if err := h.probe(ctx, convs, system, where, m, res); err != nil {
+			return nil, err
+		}
+		res.methods = append(res.methods, m)
+	}
+	for _, k := range []standin.Kind{standin.KindSummary, standin.KindFacts, standin.KindJSON} {
+		res.sideCalls[k] += up.Count(k)
+	}
+	return histories, nil
+}
+
+// writeDetails writes one JSON line per judged probe.
+func writeDetails(path string, ds []detail) error {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	for _, d := range ds {
+		if err := enc.Encode(d); err != nil {
+			return fmt.Errorf("encode details: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
