@@ -64,18 +64,18 @@ func (p *printer) turn(user string, call standin.Call, reply launch.Reply, sent,
 // API.
 func (p *printer) facts(ctx context.Context, gateway, user string) {
 	var body struct {
-		Facts []struct {
+		Data []struct {
 			Type   string `json:"type"`
 			Key    string `json:"key"`
 			Value  string `json:"value"`
 			Pinned bool   `json:"pinned"`
-		} `json:"facts"`
+		} `json:"data"`
 	}
 	if !getJSON(ctx, gateway+"/v1/memory/users/"+user+"/facts", &body) {
 		return
 	}
 	fmt.Fprintf(p.w, "\n\nFacts memgate holds about %q now (GET /v1/memory/users/%s/facts):\n", user, user)
-	for _, f := range body.Facts {
+	for _, f := range body.Data {
 		pin := ""
 		if f.Pinned {
 			pin = " (pinned)"

@@ -16,11 +16,13 @@ var script = []session{
 		"Hi! I'm Marta. I live in Lisbon and I'm vegetarian.",
 		"I want to save R$ 5.000 by June for a trip to Japan.",
 		"Can you suggest a quick dinner idea for tonight?",
+		"Thanks! Any tips to stay motivated while saving?",
 	}},
 	{when: "Friday 8 May", turns: []string{
 		"Big news: I moved to Porto last month!",
 		"My sister Ana is visiting on 12 June, any ideas for a day out?",
 		"Tell me something fun about octopuses.",
+		"What could we do on a rainy afternoon here?",
 	}},
 	{when: "Wednesday 10 June", turns: []string{
 		"Can you recommend a restaurant for dinner with my sister?",

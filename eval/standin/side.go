@@ -211,13 +211,14 @@ type fact struct {
 type factRule struct {
 	typ, key string
 	re       *regexp.Regexp
-	// group is the submatch holding the value; 0 keeps the whole sentence.
+	// group is the submatch holding the value; 0 keeps the whole sentence,
+	// -1 takes the first non-empty group.
 	group int
 }
 
 var factRules = []factRule{
 	{"profile", "city", regexp.MustCompile(`(?i)\b(?:i live in|i moved to|i've moved to|moro em|me mudei para|mudei para)\s+(\p{Lu}[\p{L}-]+)`), 1},
-	{"profile", "diet", regexp.MustCompile(`(?i)\bi'?m (vegan|vegetarian|pescatarian)\b|\bsou (vegan[oa]|vegetarian[oa])\b`), 0},
+	{"profile", "diet", regexp.MustCompile(`(?i)\bi'?m (vegan|vegetarian|pescatarian)\b|\bsou (vegan[oa]|vegetarian[oa])\b`), -1},
 	{"profile", "job", regexp.MustCompile(`(?i)\b(?:i work as an? |i'm an? (?:[\p{L} ]+) now|trabalho como )`), 0},
 	{"profile", "car", regexp.MustCompile(`(?i)\b(?:i drive an? |new car, an? )`), 0},
 	{"limit", "eating_out_budget", regexp.MustCompile(`(?i)\b(?:budget for eating out|eating-out budget|orçamento (?:para|de) restaurantes)\b`), 0},
@@ -249,23 +250,37 @@ func Facts(input string) string {
 			if strings.HasSuffix(s, "?") {
 				continue
 			}
+			// Every keyed fact the sentence states, then, if none, the
+			// first kind of unkeyed fact it matches.
 			matched := false
-			for _, r := range factRules {
-				m := r.re.FindStringSubmatch(s)
-				if m == nil {
-					continue
+			for _, keyed := range []bool{true, false} {
+				for _, r := range factRules {
+					if (r.key != "") != keyed || (!keyed && matched) {
+						continue
+					}
+					m := r.re.FindStringSubmatch(s)
+					if m == nil {
+						continue
+					}
+					v := s
+					switch {
+					case r.group > 0:
+						v = m[r.group]
+					case r.group < 0:
+						for _, g := range m[1:] {
+							if g != "" {
+								v = g
+								break
+							}
+						}
+					}
+					key := r.key
+					if key == "" {
+						key = normalise(s)
+					}
+					facts = append(facts, fact{Type: r.typ, Key: key, Value: v, Confidence: 0.8})
+					matched = true
 				}
-				v := s
-				if r.group > 0 {
-					v = m[r.group]
-				}
-				key := r.key
-				if key == "" {
-					key = normalise(s)
-				}
-				facts = append(facts, fact{Type: r.typ, Key: key, Value: v, Confidence: 0.8})
-				matched = true
-				break
 			}
 			// Any other first-person statement carrying a specific (a
 			// number, a date, a name) is a fact about the user, as a model

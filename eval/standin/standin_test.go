@@ -154,6 +154,7 @@ func TestFacts(t *testing.T) {
 		{"I moved to Porto last month and I'm still unpacking.", "profile", "city", "Porto", 1},
 		{"Eu moro em Lisboa, num apartamento pequeno.", "profile", "city", "Lisboa", 1},
 		{"Diet update: I'm vegan now.", "profile", "diet", "vegan", 1},
+		{"I live in Lisbon and I'm vegetarian.", "profile", "city", "Lisbon", 2},
 		{"I changed careers, I'm a data analyst now.", "profile", "job", "data analyst", 1},
 		{"I prefer green tea over coffee, honestly.", "preference", "i_prefer_green_tea_over_coffee_honestly", "green tea", 1},
 		{"Where do I live?", "", "", "", 0},
