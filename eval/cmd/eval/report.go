@@ -30,8 +30,12 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s)\n", strings.TrimSpace(r.command), o.seed, elapsed(r))
 	fmt.Fprintf(&b, "- Data: %d synthetic users × %d sessions × %d user turns (%d turns replayed), %d planted items per category per user, %d probes; full history ≈ %.0f tokens per probe\n",
 		o.users, o.synth.Sessions, o.synth.TurnsPerSession, r.turns, o.synth.ItemsPerCategory, r.probes, r.fullTokens)
-	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, built-in default config; the application sends only its newest message, each session under its own conversation id; probes are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
-		probeWhere(o.probeIn), o.model)
+	cfg := "built-in default config except `memory.load_timeout: 5s` (so machine load cannot drop memory from a probe)"
+	if o.config != "" {
+		cfg = "config " + o.config
+	}
+	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, %s; the application sends only its newest message, each session under its own conversation id; probes are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
+		cfg, probeWhere(o.probeIn), o.model)
 	fmt.Fprintf(&b, "- Upstream: a **stand-in** (eval/standin), not a model: generic chat answers of about 130 tokens that never repeat the user's specifics; extractive summaries (%d calls) and pattern-based fact extraction (%d calls) in place of an LLM\n",
 		r.sideCalls[standin.KindSummary], r.sideCalls[standin.KindFacts])
 	fmt.Fprintf(&b, "- Baselines from the same history and tokenizer: last-N truncation keeps the newest whole turns that fit the budget; full history keeps everything\n\n")
@@ -85,9 +89,19 @@ func (r *results) markdown() string {
 	if r.degraded > 0 || r.overBudget > 0 || r.headerDiff > 0 {
 		fmt.Fprintf(&b, "\nmemgate probes degraded (memory not loaded in time): %d; over budget: %d; X-Memory-Tokens-Sent differing from the count of what arrived upstream: %d.\n", r.degraded, r.overBudget, r.headerDiff)
 	}
+	b.WriteString(caveats)
 	b.WriteString("\n" + r.targetCheck())
 	return b.String()
 }
+
+// caveats say what the numbers do not show.
+const caveats = `
+Caveats:
+- The upstream is a stand-in. Its summaries keep the user's salient sentences verbatim and its fact extraction is a set of English and Portuguese patterns; a real model summarises and extracts differently (better at paraphrase, worse at keeping every figure verbatim). The "no model facts" row bounds what the stand-in extractor contributes.
+- Coverage needs the planted value verbatim (word-bounded, case-insensitive): a summary that rewrote "R$ 5.000" as "5k reais" would count as a miss, and a prompt that carries the value without the model using it counts as a hit — coverage is evidence reaching the model, not a correct answer.
+- The default embedder is memgate's local one, which matches words, not meaning; the indirect questions show what that costs.
+- Messages are stored at replay time, minutes apart, so the sessions' narrative dates (weeks apart) play no part in recency weighting or in the dates shown with recalled passages.
+`
 
 // styleTable shows coverage for direct questions (reusing the statement's
 // words) and indirect ones (not), for every method.
