@@ -57,7 +57,7 @@ func (p *printer) turn(user string, call standin.Call, reply launch.Reply, sent,
 	if reply.Degraded {
 		fmt.Fprint(p.w, " · X-Memory-Degraded: true (memory not loaded in time)")
 	}
-	fmt.Fprintf(p.w, "\nassistant (stand-in) › %s\n", reply.Content)
+	fmt.Fprintf(p.w, "\nassistant (stand-in) › %s\n", short(reply.Content, 110))
 }
 
 // facts prints what memgate stored about the user, through the management
