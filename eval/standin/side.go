@@ -48,7 +48,7 @@ var (
 	numberRe    = regexp.MustCompile(`\d[\d.,]*\d|\d`)
 	dateRe      = regexp.MustCompile(`(?i)\b\d{1,2} (?:de )?(?:january|february|march|april|may|june|july|august|september|october|november|december|janeiro|fevereiro|março|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)\b`)
 	monthRe     = regexp.MustCompile(`(?i)\b(?:january|february|march|april|may|june|july|august|september|october|november|december|janeiro|fevereiro|março|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)\b`)
-	statedRe    = regexp.MustCompile(`(?i)\b(?:i prefer|i love|i like|i'd rather|i hate|i want|my goal|i plan|i'm planning|i need to|i moved|i live|i work|i'm a|i am a|i'm (?:vegan|vegetarian|pescatarian)|i decided|my budget|budget|prefiro|gosto de|quero|minha meta|meu objetivo|moro em|mudei|orçamento|decidi|se chama|named|called)\b`)
+	statedRe    = regexp.MustCompile(`(?i)\b(?:i (?:always |really |usually )?(?:prefer|love|like)|i'd rather|i hate|i want|my goal|i plan|i'm planning|i need to|i moved|i live|i work|i'm a|i am a|i'm (?:vegan|vegetarian|pescatarian)|i decided|my budget|budget|prefiro|gosto de|quero|minha meta|meu objetivo|moro em|mudei|orçamento|decidi|se chama|named|called)\b`)
 	decidedRe   = regexp.MustCompile(`(?i)\b(?:i decided|i've decided|decidi|decidimos|i chose|escolhi)\b`)
 )
 
@@ -222,7 +222,7 @@ var factRules = []factRule{
 	{"profile", "job", regexp.MustCompile(`(?i)\b(?:i work as an? |i'm an? (?:[\p{L} ]+) now|trabalho como )`), 0},
 	{"profile", "car", regexp.MustCompile(`(?i)\b(?:i drive an? |new car, an? )`), 0},
 	{"limit", "eating_out_budget", regexp.MustCompile(`(?i)\b(?:budget for eating out|eating-out budget|orçamento (?:para|de) restaurantes)\b`), 0},
-	{"preference", "", regexp.MustCompile(`(?i)\b(?:i prefer|i love|i'd rather|prefiro|eu gosto de)\b`), 0},
+	{"preference", "", regexp.MustCompile(`(?i)\b(?:i (?:always |really |usually )?(?:prefer|love)|i'd rather|prefiro|eu gosto de)\b`), 0},
 	{"goal", "", regexp.MustCompile(`(?i)\b(?:i want to|my goal is|i'm planning to|i need to|quero|minha meta)\b`), 0},
 	{"relationship", "", regexp.MustCompile(`(?i)\b(?:is called|named (?:him|her)|se chama|my landlord|lessons are with|meu médico|my sister)\b`), 0},
 	{"event", "", regexp.MustCompile(`(?i)\b(?:appointment|interview|conference|vence em|aniversário)\b`), 0},

@@ -158,6 +158,7 @@ func TestFacts(t *testing.T) {
 		{"I changed careers, I'm a data analyst now.", "profile", "job", "data analyst", 1},
 		{"I prefer green tea over coffee, honestly.", "preference", "i_prefer_green_tea_over_coffee_honestly", "green tea", 1},
 		{"Where do I live?", "", "", "", 0},
+		{"On flights I always prefer aisle seats.", "preference", "on_flights_i_always_prefer_aisle_seats", "aisle", 1},
 		{"My rent is €1,240 a month, which is a lot.", "profile", "my_rent_is_1_240_a_month_which", "1,240", 1},
 		{"Gastei R$ 1.230 no conserto do carro.", "profile", "gastei_r_1_230_no_conserto_do_carro", "1.230", 1},
 		{"Tell me something interesting about owls.", "", "", "", 0},
