@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # bench.sh — memgate's benchmarks (`make bench`); rewrites their sections of
-# BENCHMARKS.md and prints them. About 12–15 minutes on 2 cores.
+# BENCHMARKS.md and prints them. About 15 minutes on 2 cores.
 #
 # 1. Overhead (go run ./bench/cmd/bench): a fake upstream, a bare
 #    httputil.ReverseProxy and two gateways (SQLite; PostgreSQL + Redis) as
 #    separate processes, driven by the project's own load generator at 1, 16,
 #    64 and 256 connections, streaming and not, memory off and on; capture
-#    throughput and lag; the gateway's RSS over 100k memory-on requests; the
-#    Go micro-benchmarks.
+#    throughput and lag; the gateway's RSS over 100k memory-on requests
+#    (within -rss-budget, default 4m); the Go micro-benchmarks, including the
+#    token curve of issue #4 (prompt tokens sent against the full history).
 # 2. Recall search on PostgreSQL + pgvector (go run ./bench/search), when
 #    present, at BENCH_SEARCH_SIZES (default 10000,100000; add 1000000 for
 #    the 1M run, with a larger BENCH_SEARCH_BUDGET), within
 #    BENCH_SEARCH_BUDGET (default 4m). BENCH_SEARCH_SIZES=none skips it.
-# 3. The token curve of issue #4 (go run ./bench/tokencurve), when present.
 #
 # Services: PostgreSQL at MEMGATE_BENCH_POSTGRES_URL (default
 # postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable; the benchmarks
@@ -54,17 +54,6 @@ if [ -f bench/search/main.go ] && [ "$search_sizes" != "none" ]; then
 		cat "$tmp/search.md"
 	else
 		echo "bench.sh: the recall search benchmark failed" >&2
-		status=1
-	fi
-fi
-
-if [ -f bench/tokencurve/main.go ]; then
-	echo "token curve benchmark ..." >&2
-	if go run ./bench/tokencurve -out "$tmp/tokencurve.md" >/dev/null; then
-		fold tokencurve "$tmp/tokencurve.md"
-		cat "$tmp/tokencurve.md"
-	else
-		echo "bench.sh: the token curve benchmark failed" >&2
 		status=1
 	fi
 fi

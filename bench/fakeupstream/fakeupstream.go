@@ -1,7 +1,9 @@
 // Package fakeupstream is a fast stand-in for an OpenAI-compatible API, for
 // benchmarks: POST /v1/chat/completions answers a fixed chat.completion, or a
 // fixed SSE stream when the request asks for "stream": true, after an
-// optional fixed latency. It does as little work as a real server can, so a
+// optional fixed latency. A request for a JSON object (response_format
+// json_object: memgate's fact extraction and summariser calls) gets a fixed
+// valid one, as a real model would give. It does as little work as a real server can, so a
 // benchmark measures the proxy in front of it rather than the upstream.
 package fakeupstream
 
@@ -30,6 +32,17 @@ const Completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":
 	`"content":"Hello! This is a fixed benchmark reply from the fake upstream.","refusal":null},` +
 	`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":25,"completion_tokens":14,` +
 	`"total_tokens":39},"system_fingerprint":"fp_bench"}`
+
+// JSONReply is the content of the reply to a request for a JSON object. It
+// satisfies both structured calls memgate makes of a model: fact extraction
+// (no facts in a greeting) and the rolling summary.
+const JSONReply = `{"facts":[],"summary":"The user asked the assistant for a short greeting, several times.",` +
+	`"key_events":["The user asked for a greeting."],"preserved":{"numbers":[],"dates":[],"decisions":[]}}`
+
+// jsonCompletion is the reply body carrying JSONReply.
+var jsonCompletion = fmt.Sprintf(`{"id":"chatcmpl-bench-json","object":"chat.completion","created":1700000000,`+
+	`"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":%q,"refusal":null},`+
+	`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":40,"total_tokens":160}}`, JSONReply)
 
 // chunk renders one SSE chat.completion.chunk event.
 func chunk(delta, finish string) []byte {
@@ -67,7 +80,7 @@ func Handler(opts Options) http.Handler {
 		opts.Chunks = 8
 	}
 	events := Stream(opts.Chunks)
-	completion := []byte(Completion)
+	completion, structured := []byte(Completion), []byte(jsonCompletion)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -79,9 +92,13 @@ func Handler(opts Options) http.Handler {
 			time.Sleep(opts.Latency)
 		}
 		if !wantsStream(body) {
+			reply := completion
+			if wantsJSON(body) {
+				reply = structured
+			}
 			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", fmt.Sprint(len(completion)))
-			w.Write(completion)
+			w.Header().Set("Content-Length", fmt.Sprint(len(reply)))
+			w.Write(reply)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -109,6 +126,13 @@ func Handler(opts Options) http.Handler {
 		io.WriteString(w, `{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}`)
 	})
 	return mux
+}
+
+// wantsJSON reports whether a request asks for a JSON object
+// (response_format {"type": "json_object"}), scanning the bytes like
+// wantsStream.
+func wantsJSON(body []byte) bool {
+	return bytes.Contains(body, []byte(`"response_format"`)) && bytes.Contains(body, []byte(`"json_object"`))
 }
 
 // wantsStream reports whether a request body sets "stream": true. It scans

@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/compaction"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 func mustServer(tb testing.TB, opts Options) *httptest.Server {
@@ -122,5 +127,47 @@ func TestLatency(t *testing.T) {
 	resp.Body.Close()
 	if took := time.Since(start); took < 30*time.Millisecond {
 		t.Errorf("completion took %v, want ≥ 30ms latency", took)
+	}
+}
+
+// memgate's structured model calls (the rolling summary, fact extraction)
+// get replies they accept, so a benchmark's capture worker does the work a
+// real model enables instead of retrying failures.
+func TestJSONReply(t *testing.T) {
+	srv := mustServer(t, Options{})
+	cfg := openai.DefaultConfig("sk-test")
+	cfg.BaseURL = srv.URL + "/v1"
+	client := openai.NewClientWithConfig(cfg)
+
+	sum := compaction.NewLLM(client, "gpt-4o-mini", func(s string) int { return len(strings.Fields(s)) })
+	out, err := sum.Summarize(t.Context(), compaction.Input{
+		Messages:  []memory.Message{{Role: "user", Content: "Say hello."}, {Role: "assistant", Content: "Hello!"}},
+		MaxTokens: 200,
+	})
+	if err != nil || out.Summary == "" {
+		t.Errorf("summariser: %+v, %v", out, err)
+	}
+
+	resp, err := client.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{
+		Model:          "gpt-4o-mini",
+		Messages:       []openai.ChatCompletionMessage{{Role: "user", Content: "User messages:\nhi"}},
+		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+	})
+	if err != nil || len(resp.Choices) != 1 {
+		t.Fatalf("extraction call: %v", err)
+	}
+	var facts struct {
+		Facts *[]json.RawMessage `json:"facts"`
+	}
+	if err := json.Unmarshal([]byte(resp.Choices[0].Message.Content), &facts); err != nil || facts.Facts == nil {
+		t.Errorf("extraction reply %q: facts %v, %v", resp.Choices[0].Message.Content, facts.Facts, err)
+	}
+
+	// A plain request still gets the plain reply.
+	plain, err := client.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{
+		Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}},
+	})
+	if err != nil || json.Valid([]byte(plain.Choices[0].Message.Content)) {
+		t.Errorf("plain reply %+v, %v", plain, err)
 	}
 }

@@ -54,6 +54,11 @@ type Options struct {
 	// ConnHeader, when set, adds headers for the requests of connection
 	// (worker) i in [0, Conns), for example a conversation id per connection.
 	ConnHeader func(i int) http.Header
+	// Vary, when set, gives connection conn's seq-th request (from 0,
+	// warm-up included) its own body (nil keeps Request.Body) and extra
+	// headers (applied after ConnHeader's), for example a different user
+	// message each turn, or a new conversation every few turns.
+	Vary func(conn, seq int) (body []byte, header http.Header)
 }
 
 // Result is what a Run measured.
@@ -86,6 +91,8 @@ func (r Result) RPS() float64 {
 
 // worker holds one goroutine's private statistics, merged after the run.
 type worker struct {
+	conn      int
+	seq       int         // requests sent so far
 	header    http.Header // Request.Header plus ConnHeader's, fixed for the run
 	lat, ttfb *Histogram
 	ok, errs  uint64
@@ -158,7 +165,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 				h[k] = v
 			}
 		}
-		workers[i] = &worker{header: h, lat: NewHistogram(), ttfb: NewHistogram(), buf: make([]byte, 32<<10)}
+		workers[i] = &worker{conn: i, header: h, lat: NewHistogram(), ttfb: NewHistogram(), buf: make([]byte, 32<<10)}
 	}
 	var wg sync.WaitGroup
 	var lastDone atomic.Int64
@@ -276,11 +283,22 @@ func (w *worker) send(ctx context.Context, client *http.Client, opts Options, st
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	r := opts.Request
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(r.Body))
+	body, extra := r.Body, http.Header(nil)
+	if opts.Vary != nil {
+		var b []byte
+		if b, extra = opts.Vary(w.conn, w.seq); b != nil {
+			body = b
+		}
+	}
+	w.seq++
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, fmt.Errorf("build request: %w", err)
 	}
 	for k, v := range w.header {
+		req.Header[k] = v
+	}
+	for k, v := range extra {
 		req.Header[k] = v
 	}
 	resp, err := client.Do(req)

@@ -186,6 +186,40 @@ func TestRunPerConn(t *testing.T) {
 	}
 }
 
+func TestRunVary(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // X-Turn → body
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen[r.Header.Get("X-Conn")+"/"+r.Header.Get("X-Turn")] = string(b)
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	res, err := Run(context.Background(), Options{
+		Request: Request{URL: srv.URL, Body: []byte("fixed")}, Conns: 2, PerConn: 3,
+		ConnHeader: func(i int) http.Header { return http.Header{"X-Conn": {fmt.Sprint(i)}, "X-Turn": {"overridden"}} },
+		Vary: func(conn, seq int) ([]byte, http.Header) {
+			h := http.Header{"X-Turn": {fmt.Sprint(seq)}}
+			if seq == 2 {
+				return nil, h // keeps Request.Body
+			}
+			return []byte(fmt.Sprintf("c%d-t%d", conn, seq)), h
+		},
+	})
+	if err != nil || res.Requests != 6 {
+		t.Fatalf("err %v, requests %d (%s)", err, res.Requests, res.FirstError)
+	}
+	want := map[string]string{"0/0": "c0-t0", "0/1": "c0-t1", "0/2": "fixed", "1/0": "c1-t0", "1/1": "c1-t1", "1/2": "fixed"}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, v := range want {
+		if seen[k] != v {
+			t.Errorf("request %s carried %q, want %q (saw %v)", k, seen[k], v, seen)
+		}
+	}
+}
+
 func TestRunDurationAndWarmup(t *testing.T) {
 	srv, served := mustServer(t, okHandler)
 	res, err := Run(context.Background(), Options{

@@ -15,11 +15,10 @@ import (
 	"github.com/memgate/memgate/bench/loadgen"
 )
 
-// requestBody is a small, typical chat completion request.
-const requestBody = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
-	`{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.2%s}`
+// fixedMessage is the user message of the proxies' cells.
+const fixedMessage = "Say hello in one short sentence."
 
-// benchUser is the memory user of every memory-on request.
+// benchUser is the X-Memory-User of the pass-through cells.
 const benchUser = "bench"
 
 // cell is one measured (target, concurrency) pair.
@@ -56,25 +55,29 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 
 	mach := describeMachine(ctx) // before the load, for the load average
 	started := time.Now()
+	warm := map[string]bool{}
 	for _, t := range cfg.targets {
-		if memoryOn(t) {
+		if memoryOn(t) && !warm[serverOf(t)] {
+			warm[serverOf(t)] = true
 			if err := prefill(ctx, cfg, servers[serverOf(t)], t, slices.Max(cfg.conns), stderr); err != nil {
 				return fmt.Errorf("prefill %s: %w", t, err)
 			}
 		}
 	}
 	var cells []cell
+	runs := 0 // cells measured, repeats included
 	for _, n := range cfg.conns {
 		for _, t := range cfg.targets {
-			var runs []cell
+			var same []cell
 			for range cfg.repeats(t, n) {
-				c, err := measure(ctx, cfg, servers[serverOf(t)], t, n)
+				runs++
+				c, err := measure(ctx, cfg, servers[serverOf(t)], t, n, runs*1_000_000)
 				if err != nil {
 					return fmt.Errorf("%s at %d conns: %w", t, n, err)
 				}
-				runs = append(runs, c)
+				same = append(same, c)
 			}
-			c := median(runs)
+			c := median(same)
 			fmt.Fprintf(stderr, "%-24s c=%-4d %9.0f req/s  p50 %-9v p99 %-9v errors %d\n", t, n,
 				c.res.RPS(), round(c.res.Latency.Quantile(0.5)), round(c.res.Latency.Quantile(0.99)), c.res.Errors)
 			if c.res.Errors > 0 {
@@ -88,7 +91,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 
 	for _, name := range []string{"memgate", "memgate-pg"} {
 		if s := servers[name]; s != nil && usesMemory(cfg, name) {
-			c, err := checkStore(ctx, s, name, benchUser, cfg.drainTimeout)
+			c, err := checkStore(ctx, s, name, cellUsers(cfg, name), cfg.drainTimeout)
 			if err != nil {
 				return fmt.Errorf("check %s store: %w", name, err)
 			}
@@ -117,6 +120,20 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 		fmt.Fprint(stdout, "\n", micro)
 	}
 	return nil
+}
+
+// cellUsers lists the users of the memory-on cells served by name.
+func cellUsers(cfg config, name string) []string {
+	var users []string
+	for _, t := range cfg.targets {
+		if memoryOn(t) && serverOf(t) == name {
+			for i := range slices.Max(cfg.conns) {
+				users = append(users, memoryUser(t, i))
+			}
+			return users
+		}
+	}
+	return users
 }
 
 // usesMemory reports whether any selected target sends memory-on requests to the server named name.
@@ -200,10 +217,6 @@ func startServers(ctx context.Context, cfg config, root, dir string, stderr io.W
 // chatRequest is the benchmark's chat completion request to s, streamed or
 // not, with extra headers.
 func chatRequest(s *server, stream bool, extra http.Header) loadgen.Request {
-	tail := ""
-	if stream {
-		tail = `,"stream":true,"stream_options":{"include_usage":true}`
-	}
 	h := http.Header{
 		"Content-Type":  {"application/json"},
 		"Authorization": {"Bearer sk-bench-not-a-real-key"},
@@ -215,12 +228,12 @@ func chatRequest(s *server, stream bool, extra http.Header) loadgen.Request {
 		Method: http.MethodPost,
 		URL:    s.baseURL + "/chat/completions",
 		Header: h,
-		Body:   fmt.Appendf(nil, requestBody, tail),
+		Body:   chatBody(fixedMessage, stream),
 	}
 }
 
-// prefill gives each of the conns conversations of a memory-on target
-// cfg.prefill stored turns, so that its cells measure warm conversations
+// prefill gives each of the conns conversations of a gateway's memory-on
+// targets cfg.prefill stored turns, so that its cells measure warm conversations
 // whose history fills memgate's recent window, and waits until capture has
 // stored them.
 func prefill(ctx context.Context, cfg config, s *server, target string, conns int, stderr io.Writer) error {
@@ -229,11 +242,12 @@ func prefill(ctx context.Context, cfg config, s *server, target string, conns in
 	}
 	fmt.Fprintf(stderr, "prefilling %d conversations of %s with %d turns ...\n", conns, target, cfg.prefill)
 	res, err := loadgen.Run(ctx, loadgen.Options{
-		Request:    chatRequest(s, streaming(target), memoryHeaders()),
+		Request:    chatRequest(s, streaming(target), memoryOnHeader()),
 		Conns:      conns,
 		PerConn:    cfg.prefill,
 		Stream:     streaming(target),
-		ConnHeader: conversationHeader(target),
+		ConnHeader: memoryIdentity(target),
+		Vary:       varyTurns(streaming(target)),
 	})
 	if err != nil {
 		return err
@@ -253,16 +267,23 @@ func prefill(ctx context.Context, cfg config, s *server, target string, conns in
 
 // measure runs one cell against s. For a memory-on target it also waits
 // until capture has stored the cell's exchanges, so the next cell starts
-// without a backlog, and records how long that took.
-func measure(ctx context.Context, cfg config, s *server, target string, conns int) (cell, error) {
+// without a backlog, and records how long that took; seqBase numbers its
+// turns apart from every earlier run's.
+func measure(ctx context.Context, cfg config, s *server, target string, conns, seqBase int) (cell, error) {
 	var h http.Header
 	var connHeader func(int) http.Header
+	var vary func(int, int) ([]byte, http.Header)
 	var watch *captureWatch
 	switch {
 	case memoryOn(target):
-		h = memoryHeaders()
-		// The conversations the prefill warmed, one per connection.
-		connHeader = conversationHeader(target)
+		h = memoryOnHeader()
+		// The users and conversations the prefill warmed, one per
+		// connection, each turn different; the sequence numbers go on from
+		// seqBase, so no turn repeats one stored before.
+		connHeader = memoryIdentity(target)
+		vary = func(conn, seq int) ([]byte, http.Header) {
+			return chatBody(userMessage(conn, seqBase+seq), streaming(target)), nil
+		}
 		var err error
 		if watch, err = watchCapture(ctx, s); err != nil {
 			return cell{}, err
@@ -285,6 +306,7 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns in
 		Rate:       cfg.rate,
 		Stream:     streaming(target),
 		ConnHeader: connHeader,
+		Vary:       vary,
 	})
 	if err != nil {
 		return cell{}, err

@@ -262,12 +262,13 @@ func storedMessages(ctx context.Context, s *server, user string) (int, error) {
 // what the capture metrics say was stored.
 type storeCheck struct {
 	server    string
+	users     int
 	messages  int     // counted through the management API
 	exchanges float64 // newly stored exchanges, from the metrics
 }
 
-// checkStore counts what s's store holds for user after draining capture.
-func checkStore(ctx context.Context, s *server, name, user string, timeout time.Duration) (storeCheck, error) {
+// checkStore counts what s's store holds for users after draining capture.
+func checkStore(ctx context.Context, s *server, name string, users []string, timeout time.Duration) (storeCheck, error) {
 	m, err := scrapeMetrics(ctx, s)
 	if err != nil {
 		return storeCheck{}, err
@@ -275,9 +276,13 @@ func checkStore(ctx context.Context, s *server, name, user string, timeout time.
 	if m, _, err = waitDrained(ctx, s, m, timeout); err != nil {
 		return storeCheck{}, err
 	}
-	n, err := storedMessages(ctx, s, user)
-	if err != nil {
-		return storeCheck{}, err
+	c := storeCheck{server: name, users: len(users), exchanges: m.stored()}
+	for _, u := range users {
+		n, err := storedMessages(ctx, s, u)
+		if err != nil {
+			return storeCheck{}, fmt.Errorf("user %s: %w", u, err)
+		}
+		c.messages += n
 	}
-	return storeCheck{server: name, messages: n, exchanges: m.stored()}, nil
+	return c, nil
 }

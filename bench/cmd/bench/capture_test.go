@@ -39,8 +39,8 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprint(w, f.metrics)
 	case "/v1/memory/conversations":
-		if r.URL.Query().Get("user") != benchUser {
-			http.Error(w, "wrong user", http.StatusBadRequest)
+		if r.URL.Query().Get("user") == "" {
+			http.Error(w, "no user", http.StatusBadRequest)
 			return
 		}
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"a","message_count":4},{"id":"b","message_count":6}]}`)
@@ -178,11 +178,11 @@ func TestCaptureWatchTimesOut(t *testing.T) {
 
 func TestCheckStore(t *testing.T) {
 	f := &fakeGateway{metrics: captureMetrics(5, 5, nil, 0)}
-	c, err := checkStore(context.Background(), mustFakeGateway(t, f), "memgate", benchUser, time.Second)
+	c, err := checkStore(context.Background(), mustFakeGateway(t, f), "memgate", []string{"u-0", "u-1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.messages != 10 || c.exchanges != 5 {
-		t.Errorf("got %+v, want 10 messages for 5 exchanges", c)
+	if c.messages != 20 || c.exchanges != 5 || c.users != 2 {
+		t.Errorf("got %+v, want 20 messages of 2 users, 5 exchanges", c)
 	}
 }

@@ -23,7 +23,7 @@ type config struct {
 	targets    []string
 	gateway    string
 	goBench    bool
-	goBenchPkg []string
+	goBenchPkg []goBenchPkg
 	command    string
 	// repeatSingle is the repeat count of the one-connection cells, whose
 	// microsecond latencies suffer most from other work on the machine.
@@ -32,8 +32,10 @@ type config struct {
 	// throwaway database; redisURL the Redis they use (with a unique prefix).
 	postgresURL, redisURL string
 	// rssRequests is the length of the sustained memory-on run that samples
-	// the gateway's RSS (0: skip it); rssConns its concurrency.
+	// the gateway's RSS (0: skip it); rssConns its concurrency; rssBudget
+	// the most time it may take.
 	rssRequests, rssConns int
+	rssBudget             time.Duration
 	// prefill is how many turns each memory-on conversation holds before
 	// its first measured cell.
 	prefill int
@@ -83,13 +85,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"PostgreSQL server for the -pg targets; a throwaway database is created and dropped on it (env "+postgresEnv+")")
 	fs.StringVar(&c.redisURL, "redis-url", envOr(getenv, redisEnv, defaultRedis), "Redis for the -pg targets, used under a unique key prefix (env "+redisEnv+")")
 	fs.IntVar(&c.rssRequests, "rss-requests", 100000, "requests of the sustained memory-on run that samples the gateway's RSS (0: skip)")
-	fs.IntVar(&c.rssConns, "rss-conns", 64, "connections (and conversations) of the sustained run")
-	fs.IntVar(&c.prefill, "prefill", 12, "turns stored in each memory-on conversation before it is measured")
+	fs.IntVar(&c.rssConns, "rss-conns", 64, "connections of the sustained run")
+	fs.DurationVar(&c.rssBudget, "rss-budget", 4*time.Minute, "time limit of the sustained run's load; it stops early, and says so, when -rss-requests do not fit")
+	fs.IntVar(&c.prefill, "prefill", 10, "turns stored in each memory-on conversation before it is measured")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 2*time.Minute, "longest wait for the capture backlog after a memory-on cell")
 	fs.DurationVar(&c.rssDrain, "rss-drain", 30*time.Second, "longest wait for the capture backlog after the sustained run (its drain rate is reported either way)")
 	fs.StringVar(&c.gateway, "gateway", "", "prebuilt gateway binary (default: go build ./cmd/gateway)")
 	fs.BoolVar(&c.goBench, "gobench", true, "also run the Go micro-benchmarks")
-	fs.StringVar(&pkgs, "gobench-pkgs", "./internal/tokens/,./internal/proxy/", "packages for the Go micro-benchmarks")
+	fs.StringVar(&pkgs, "gobench-pkgs", defaultGoBench, "packages for the Go micro-benchmarks, each optionally =-bench pattern")
 	if err := fs.Parse(args[1:]); err != nil {
 		return config{}, err
 	}
@@ -109,15 +112,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	for _, p := range strings.Split(pkgs, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			c.goBenchPkg = append(c.goBenchPkg, p)
+			c.goBenchPkg = append(c.goBenchPkg, parseGoBench(p))
 		}
 	}
 	if c.repeat < 1 {
 		return config{}, fmt.Errorf("-repeat must be at least 1")
 	}
 	c.repeatSingle = max(c.repeatSingle, c.repeat)
-	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 {
-		return config{}, fmt.Errorf("-rss-requests and -prefill must not be negative, -rss-conns must be positive")
+	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.rssBudget <= 0 {
+		return config{}, fmt.Errorf("-rss-requests and -prefill must not be negative, -rss-conns and -rss-budget must be positive")
 	}
 	if c.duration <= 0 {
 		return config{}, fmt.Errorf("-duration must be positive")

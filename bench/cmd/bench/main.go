@@ -14,6 +14,7 @@
 //
 // The second form folds another benchmark's markdown into its own marked
 // section of the file (see fold).
+//
 // See -help for the knobs (concurrencies, duration, open-loop rate, upstream
 // latency, targets).
 package main

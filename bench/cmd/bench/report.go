@@ -81,7 +81,11 @@ func (r report) overheadSection() string {
 		"- **direct** — the fake upstream itself: the floor.\n" +
 		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process: the baseline.\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
-		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store; one conversation per connection, each holding at least %d turns before it is measured: history is loaded, injected and every exchange captured.\n", r.cfg.prefill) +
+		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store, default configuration; each connection is its own user "+
+			"with one conversation holding at least %d turns before it is measured, and every turn is a different message: memory is loaded "+
+			"(recent turns, summary, facts, recalled passages), the prompt assembled within the budget, and the exchange captured; "+
+			"the capture worker then indexes it for recall, extracts facts and updates the summary, and the fake upstream answers those "+
+			"model calls (fact extraction for each exchange, a summary now and then) with a valid JSON reply.\n", r.cfg.prefill) +
 		"- **memgate-memory-pg** — the same on a second gateway using PostgreSQL + pgvector (a throwaway database) and Redis (hot cache and capture queue, under a unique key prefix).\n" +
 		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n\n")
 	b.WriteString(howToRead + "\n")
@@ -192,14 +196,15 @@ func (r report) captureSection() string {
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")
 	if len(r.stores) > 0 {
-		b.WriteString("\nCross-check against the stores at the end of the run (management API, `GET /v1/memory/conversations?user=bench`, every prefill, cell and sustained request included):\n\n")
+		b.WriteString("\nCross-check against the stores once the cells' captures were stored (management API, `GET /v1/memory/conversations?user=…` " +
+			"for every user of the cells, prefill included, against the exchanges the capture metrics count as newly stored, 2 messages each):\n\n")
 		for _, s := range r.stores {
 			mark := "✅"
 			if float64(s.messages) != 2*s.exchanges {
 				mark = "❌"
 			}
-			fmt.Fprintf(&b, "- %s %s: the store holds %d messages for %.0f exchanges the capture metrics count as stored (2 messages each).\n",
-				mark, s.server, s.messages, s.exchanges)
+			fmt.Fprintf(&b, "- %s %s: %d users hold %d messages; capture stored %.0f exchanges.\n",
+				mark, s.server, s.users, s.messages, s.exchanges)
 		}
 	}
 	return b.String()
@@ -246,16 +251,6 @@ func (r report) goals() string {
 		return ""
 	}
 	return "Goals (issue #2):\n\n" + strings.Join(lines, "\n") + "\n"
-}
-
-// goBenchSection renders the Go micro-benchmark output, markers included.
-func (r report) goBenchSection() string {
-	if r.goBench == "" {
-		return ""
-	}
-	return goBenchStart + "\n## Go micro-benchmarks\n\n" +
-		"`go test -run '^$' -bench . -benchmem " + strings.Join(r.cfg.goBenchPkg, " ") + "` (token counting: MB/s of message text and msgs/s; proxy: allocations per request).\n\n" +
-		"```\n" + strings.TrimSpace(r.goBench) + "\n```\n" + goBenchEnd + "\n"
 }
 
 // updateFile writes the sections into path, replacing earlier versions of

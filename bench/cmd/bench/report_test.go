@@ -113,6 +113,10 @@ func TestRSSSection(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, got)
 		}
 	}
+	u.stopped, u.asked, u.budget = true, 200000, 4*time.Minute
+	if got := (report{sustained: u}).rssSection(); !strings.Contains(got, "stopped after 100000 of the 200000 requests asked for: its time limit (`-rss-budget 4m0s`)") {
+		t.Errorf("a stopped run does not say so:\n%s", got)
+	}
 	if (report{}).rssSection() != "" {
 		t.Error("a run without the sustained stage renders a section")
 	}
@@ -156,5 +160,37 @@ func TestTargets(t *testing.T) {
 	}
 	if len(cfg.targets) != len(allTargets) || !cfg.sustainedRun() || cfg.postgresURL != defaultPostgres {
 		t.Errorf("defaults: targets %v, sustained %v, postgres %q", cfg.targets, cfg.sustainedRun(), cfg.postgresURL)
+	}
+}
+
+func TestGoBench(t *testing.T) {
+	out := "pkg: github.com/memgate/memgate/cmd/gateway\n" +
+		"BenchmarkTokensCurve-2   \t       1\t 51234 ns/op\t      5000 full@10\t      5000 sent@10\t     51000 full@100\t      7400 sent@100\t    520000 full@1000\t      7900 sent@1000\n" +
+		"BenchmarkPrepare/on-2    \t    1000\t 250000 ns/op\n"
+	pts := tokenCurve(out)
+	want := []curvePoint{{10, 5000, 5000}, {100, 7400, 51000}, {1000, 7900, 520000}}
+	if len(pts) != len(want) {
+		t.Fatalf("points %v, want %v", pts, want)
+	}
+	for i := range want {
+		if pts[i] != want[i] {
+			t.Errorf("point %d = %+v, want %+v", i, pts[i], want[i])
+		}
+	}
+	r := report{goBench: out}
+	r.cfg.goBenchPkg = []goBenchPkg{parseGoBench("./internal/tokens/"), parseGoBench("./cmd/gateway/=^Benchmark(TokensCurve|Prepare)$")}
+	sec := r.goBenchSection()
+	for _, s := range []string{
+		"`go test -run ^$ -bench . -benchmem ./internal/tokens/`",
+		"`go test -run ^$ -bench ^Benchmark(TokensCurve|Prepare)$ -benchmem ./cmd/gateway/`",
+		"| 1000 | 520000 | 7900 | 0.02× |",
+		goBenchStart, goBenchEnd,
+	} {
+		if !strings.Contains(sec, s) {
+			t.Errorf("section lacks %q:\n%s", s, sec)
+		}
+	}
+	if tokenCurve("BenchmarkText-2 100 5 ns/op") != nil {
+		t.Error("points from a run without the token curve")
 	}
 }

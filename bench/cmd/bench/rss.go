@@ -26,6 +26,9 @@ type rssSample struct {
 // sustained is the result of the sustained memory-on run.
 type sustained struct {
 	conns   int
+	asked   int           // requests asked for
+	budget  time.Duration // time limit of the load
+	stopped bool          // the budget ran out before the requests were sent
 	samples []rssSample
 	capture captureStat
 	// afterDrain is the sample taken once the capture backlog was stored.
@@ -39,7 +42,8 @@ const rssStretches = 10
 // gateway) in rssStretches stretches, sampling the process's RSS, Go heap
 // and goroutines after each, then waits for capture to store the backlog.
 func runSustained(ctx context.Context, cfg config, s *server, stderr io.Writer) (sustained, error) {
-	out := sustained{conns: cfg.rssConns}
+	out := sustained{conns: cfg.rssConns, asked: cfg.rssRequests, budget: cfg.rssBudget}
+	deadline := time.Now().Add(cfg.rssBudget)
 	watch, err := watchCapture(ctx, s)
 	if err != nil {
 		return out, err
@@ -54,11 +58,17 @@ func runSustained(ctx context.Context, cfg config, s *server, stderr io.Writer) 
 		if n <= 0 {
 			break
 		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			out.stopped = true
+			break
+		}
 		res, err := loadgen.Run(ctx, loadgen.Options{
-			Request:    chatRequest(s, false, memoryHeaders()),
-			Conns:      cfg.rssConns,
-			Requests:   n,
-			ConnHeader: conversationHeader("rss"),
+			Request:  chatRequest(s, false, memoryOnHeader()),
+			Conns:    cfg.rssConns,
+			Requests: n,
+			Duration: left,
+			Vary:     func(conn, seq int) ([]byte, http.Header) { return varySustained(conn, int(done)+seq) },
 		})
 		if err != nil {
 			return out, fmt.Errorf("sustained run: %w", err)
@@ -73,6 +83,10 @@ func runSustained(ctx context.Context, cfg config, s *server, stderr io.Writer) 
 		out.samples = append(out.samples, smp)
 		fmt.Fprintf(stderr, "sustained  %7d requests  %6.0f req/s  RSS %.1f MB  heap %.1f MB  goroutines %.0f\n",
 			done, smp.rps, mb(smp.rss), smp.heapInuse/(1<<20), smp.goroutines)
+		if res.Requests+res.Errors < uint64(n) {
+			out.stopped = true
+			break
+		}
 	}
 	if out.capture, err = watch.finish(ctx, cfg.rssDrain); err != nil {
 		return out, err
@@ -109,10 +123,10 @@ func (r report) rssSection() string {
 	var b strings.Builder
 	first, last := u.samples[0], u.samples[len(u.samples)-1]
 	fmt.Fprintf(&b, "### Gateway memory under sustained load\n\n"+
-		"%d requests with memory on (SQLite store, closed loop, %d connections, each its own conversation, "+
-		"so every conversation grows to about %d turns), in %d stretches; after each the gateway process's RSS "+
-		"(from /proc), Go heap in use and goroutines (from its /metrics).\n\n",
-		last.requests+last.errors, u.conns, int(last.requests)/max(u.conns, 1), len(u.samples))
+		"%d requests with memory on (SQLite store, closed loop, %d connections; each connection is a new user with a new "+
+		"conversation every %d turns, about %d users in all, every turn a different message), in %d stretches; after each "+
+		"the gateway process's RSS (from /proc), Go heap in use and goroutines (from its /metrics).\n\n",
+		last.requests+last.errors, u.conns, sustainedTurns, int(last.requests+last.errors)/sustainedTurns, len(u.samples))
 	b.WriteString("| requests | req/s (stretch) | p99 (stretch) | RSS MB | heap in use MB | goroutines | errors |\n|--:|--:|--:|--:|--:|--:|--:|\n")
 	row := func(label string, s rssSample, rate bool) {
 		rps, p99 := "—", "—"
@@ -130,6 +144,10 @@ func (r report) rssSection() string {
 		"last ÷ middle = %.2f× (heap in use: %.2f×). ",
 		first.requests, mb(first.rss), mid.requests, mb(mid.rss), last.requests, mb(last.rss),
 		float64(last.rss)/float64(first.rss), float64(last.rss)/float64(mid.rss), last.heapInuse/max(first.heapInuse, 1))
+	if u.stopped {
+		fmt.Fprintf(&b, "The run stopped after %d of the %d requests asked for: its time limit (`-rss-budget %v`) ran out. ",
+			last.requests+last.errors, u.asked, u.budget)
+	}
 	b.WriteString("Memory that levels off between the middle and the end of the run is bounded; growth proportional to the " +
 		"requests served would show as a ratio near requests(last) ÷ requests(middle).\n")
 	c := u.capture
@@ -145,16 +163,5 @@ func (r report) rssSection() string {
 	return b.String()
 }
 
-// memoryHeaders are the headers of a memory-on request of the user "bench";
-// the conversation is set per connection.
-func memoryHeaders() http.Header {
-	return http.Header{"X-Memory-Mode": {"on"}, "X-Memory-User": {benchUser}}
-}
-
-// conversationHeader gives connection i the conversation prefix-i, so the
-// turns of a conversation arrive in order, as they do from a chat app.
-func conversationHeader(prefix string) func(int) http.Header {
-	return func(i int) http.Header {
-		return http.Header{"X-Memory-Conversation": {fmt.Sprintf("%s-%d", prefix, i)}}
-	}
-}
+// memoryOnHeader turns memory on; the identity is set per connection.
+func memoryOnHeader() http.Header { return http.Header{"X-Memory-Mode": {"on"}} }
