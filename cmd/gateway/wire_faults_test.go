@@ -94,6 +94,7 @@ func TestPostgresDownDegradesAndCapturesLater(t *testing.T) {
 	pp := mustFaultProxy(t, hostOf(t, cfg.Store.PostgresURL))
 	cfg.Store.PostgresURL = viaProxy(t, cfg.Store.PostgresURL, pp)
 	cfg.Capture.ReclaimAfter = config.Duration(500 * time.Millisecond)
+	cfg.Memory.LoadTimeout = config.Duration(2 * time.Second)
 	g := startGateway(t, cfg)
 
 	id := memory.Identity{Tenant: memory.DefaultTenant, User: "erin", Conversation: "pg-fault"}

@@ -102,6 +102,10 @@ func storeConfigs(t *testing.T, up *upstreamtest.Server) map[string]func(t *test
 		c := config.Default()
 		c.Upstream.BaseURL = up.URL()
 		c.Upstream.Retries = 0
+		// These tests check what memory holds, not how fast it loads: under
+		// -race on a busy machine the default 150ms deadline would degrade
+		// requests (forward them without memory) and hide what is checked.
+		c.Memory.LoadTimeout = config.Duration(10 * time.Second)
 		return c
 	}
 	return map[string]func(t *testing.T) config.Config{
@@ -233,8 +237,8 @@ func TestThreeTurnsRememberedAcrossRestart(t *testing.T) {
 
 			g = startGateway(t, cfg)
 			r := chat(t, g.URL, h, false, sys, user("where do I live?"))
-			if r.Status != 200 {
-				t.Fatalf("status %d: %s", r.Status, r.Body)
+			if r.Status != 200 || r.Header.Get("X-Memory-Degraded") != "" {
+				t.Fatalf("status %d, degraded %q: %s", r.Status, r.Header.Get("X-Memory-Degraded"), r.Body)
 			}
 			want := []string{
 				"system: You are terse.",
