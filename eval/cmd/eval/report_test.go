@@ -105,3 +105,21 @@ func TestParseFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestDisplayCommand(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval"}, "go run ./eval/cmd/eval"},
+		{[]string{"eval", "-out", "/tmp/x/eval.md", "-seed", "2"}, "go run ./eval/cmd/eval -seed 2"},
+		{[]string{"eval", "-out=/tmp/x.md", "--details", "d.jsonl", "-users", "8"}, "go run ./eval/cmd/eval -users 8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := displayCommand(tt.args); got != tt.want {
+				t.Fatalf("displayCommand(%q) = %q, want %q", tt.args, got, tt.want)
+			}
+		})
+	}
+}

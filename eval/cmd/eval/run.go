@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	res.command = "go run ./eval/cmd/eval " + strings.Join(args[1:], " ")
+	res.command = displayCommand(args)
 	report := res.markdown()
 	fmt.Fprint(stdout, report)
 	if o.out != "" {
@@ -261,4 +261,22 @@ func writeDetails(path string, ds []detail) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// displayCommand is the command line shown in the report, without the
+// output-file flags (their temp paths say nothing about the measurement).
+func displayCommand(args []string) string {
+	out := []string{"go run ./eval/cmd/eval"}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "out" || name == "details") {
+			if !hasValue {
+				i++ // skip the value
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
 }
