@@ -54,7 +54,9 @@ const howToRead = "**How to read this.** Every row is one target at one concurre
 	"*memgate* is pass-through (`X-Memory-Mode: off`); the *memgate-memory* rows do the real work of memory on every request " +
 	"(load the conversation, assemble the prompt within the token budget, capture the exchange), so compare them with *memgate* to see what memory costs. " +
 	"On a machine with few cores the load generator, the upstream and the proxy compete for CPU, so absolute numbers move between runs " +
-	"while the ratios within a run hold; *CPU/req* is each serving process's own cost.\n"
+	"while the ratios within a run hold; *CPU/req* is each serving process's own cost. " +
+	"A memory-on request whose memory does not load within `memory.load_timeout` (default 150 ms) is forwarded without it " +
+	"(`X-Memory-Degraded: true`); rows marked ⚠ measured partly that degraded path, and say how much.\n"
 
 // overheadSection renders the proxy overhead section, markers included.
 func (r report) overheadSection() string {
@@ -135,7 +137,11 @@ func (r report) table(stream bool) string {
 			}
 			return fmt.Sprintf(" (%.2f×)", of(c)/of(base))
 		}
-		row := []string{c.target, fmt.Sprint(c.conns),
+		name := c.target
+		if c.capture != nil && c.capture.degraded > 0 {
+			name += fmt.Sprintf(" ⚠ %.0f%% degraded", 100*c.capture.degradedShare())
+		}
+		row := []string{name, fmt.Sprint(c.conns),
 			fmt.Sprintf("%.0f", c.res.RPS()) + ratio(func(x cell) float64 { return x.res.RPS() })}
 		var added []string
 		for _, q := range qs {
@@ -178,8 +184,8 @@ func (r report) captureSection() string {
 		if !st.drained {
 			drain = "not drained in " + r.cfg.drainTimeout.String()
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %s | **%.0f** | %s | %s | %s | %.0f |",
-			c.target, c.conns, st.exchanges, st.backlog, drain, st.turnsPerSecond(),
+		rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f%% | %.0f | %s | **%.0f** | %s | %s | %s | %.0f |",
+			c.target, c.conns, st.exchanges, 100*st.degradedShare(), st.backlog, drain, st.turnsPerSecond(),
 			fmtDur(st.lagMean), fmtBound(st.lagP50), fmtBound(st.lagP99), st.lost))
 	}
 	if len(rows) == 0 {
@@ -187,13 +193,15 @@ func (r report) captureSection() string {
 	}
 	var b strings.Builder
 	b.WriteString("### Capture under the overhead load\n\n" +
-		"For every memory-on cell (warm-up included): exchanges (turns: the user message and the reply) captured; the backlog not yet " +
+		"For every memory-on cell (warm-up included): exchanges (turns: the user message and the reply) captured; the share of " +
+		"requests *degraded* — forwarded without memory because it did not load within `memory.load_timeout` " +
+		"(`memgate_memory_degraded_total`); the backlog not yet " +
 		"in the store when the load stopped; how long after the load the last of them was stored; turns persisted per second over " +
 		"load + drain (a worker that keeps up persists as fast as the gateway serves); the worker's lag from the exchange to its storage " +
 		"(`memgate_capture_lag_seconds`: mean, and the upper bound of the histogram bucket holding p50 and p99); exchanges lost " +
 		"(dropped, poison or erased). Read from the gateway's `/metrics` before and after each cell; the next cell starts once the backlog is stored.\n\n")
-	b.WriteString("| target | conns | turns captured | backlog at load end | drained after | turns/s persisted | lag mean | lag p50 ≤ | lag p99 ≤ | lost |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| target | conns | turns captured | degraded | backlog at load end | drained after | turns/s persisted | lag mean | lag p50 ≤ | lag p99 ≤ | lost |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")
 	if len(r.stores) > 0 {
 		b.WriteString("\nCross-check against the stores once the cells' captures were stored (management API, `GET /v1/memory/conversations?user=…` " +

@@ -64,7 +64,7 @@ func TestTables(t *testing.T) {
 		{target: "httputil", conns: 64, res: fixedResult(2000, 10*time.Millisecond)},
 		{target: "memgate", conns: 64, res: fixedResult(4000, 4*time.Millisecond)},
 		{target: "memgate-memory-pg", conns: 64, res: fixedResult(1000, 20*time.Millisecond),
-			capture: &captureStat{exchanges: 4000, persisted: 4000, backlog: 1000, load: 4 * time.Second, drain: time.Second, drained: true,
+			capture: &captureStat{exchanges: 4000, degraded: 1000, persisted: 4000, backlog: 1000, load: 4 * time.Second, drain: time.Second, drained: true,
 				lagMean: 200 * time.Millisecond, lagP50: 0.08, lagP99: 1.28}},
 		{target: "direct-stream", conns: 64, res: fixedResult(6000, 2*time.Millisecond)},
 		{target: "memgate-stream", conns: 64, res: fixedResult(3000, 5*time.Millisecond)},
@@ -75,9 +75,9 @@ func TestTables(t *testing.T) {
 	}{
 		{"ratios and added latency", plain, "| memgate | 64 | 4000 (2.00×) | 4.00ms (0.40×) | 4.00ms (0.40×) | 4.00ms (0.40×) | +3.00ms / +3.00ms / +3.00ms |"},
 		{"the floor adds nothing", plain, "| direct | 64 | 8000 (4.00×) | 1.00ms (0.10×) | 1.00ms (0.10×) | 1.00ms (0.10×) | — |"},
-		{"memory on PostgreSQL", plain, "| memgate-memory-pg | 64 | 1000 (0.50×) |"},
+		{"memory on PostgreSQL, flagged degraded", plain, "| memgate-memory-pg ⚠ 25% degraded | 64 | 1000 (0.50×) |"},
 		{"streams without a bare proxy have no ratio", stream, "| memgate-stream | 64 | 3000 | 5.00ms | 5.00ms | 5.00ms | +3.00ms / +3.00ms / +3.00ms |"},
-		{"capture row", capture, "| memgate-memory-pg | 64 | 4000 | 1000 | 1.00s | **800** | 200ms | 80ms | 1.28s | 0 |"},
+		{"capture row", capture, "| memgate-memory-pg | 64 | 4000 | 25% | 1000 | 1.00s | **800** | 200ms | 80ms | 1.28s | 0 |"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
