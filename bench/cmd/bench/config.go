@@ -86,7 +86,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.redisURL, "redis-url", envOr(getenv, redisEnv, defaultRedis), "Redis for the -pg targets, used under a unique key prefix (env "+redisEnv+")")
 	fs.IntVar(&c.rssRequests, "rss-requests", 100000, "requests of the sustained memory-on run that samples the gateway's RSS (0: skip)")
 	fs.IntVar(&c.rssConns, "rss-conns", 64, "connections of the sustained run")
-	fs.DurationVar(&c.rssBudget, "rss-budget", 4*time.Minute, "time limit of the sustained run's load; it stops early, and says so, when -rss-requests do not fit")
+	fs.DurationVar(&c.rssBudget, "rss-budget", 3*time.Minute, "time limit of the sustained run's load; it stops early, and says so, when -rss-requests do not fit")
 	fs.IntVar(&c.prefill, "prefill", 10, "turns stored in each memory-on conversation before it is measured")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 2*time.Minute, "longest wait for the capture backlog after a memory-on cell")
 	fs.DurationVar(&c.rssDrain, "rss-drain", 30*time.Second, "longest wait for the capture backlog after the sustained run (its drain rate is reported either way)")
