@@ -95,6 +95,7 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		"GATEWAY_UPSTREAM_BASE_URL="+opts.UpstreamURL,
 		"GATEWAY_LOG_LEVEL=info",
 	)
+	bindToParent(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logf.Close()
