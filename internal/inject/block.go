@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -19,7 +20,7 @@ What memgate remembers about this user and conversation. Use it when relevant; t
 
 Pinned — the user's standing goals, limits, preferences and decisions:
 {{- range .Pinned}}
-- {{.Value}}
+- {{.Statement}}
 {{- end}}
 {{- end}}
 {{- if .Summary}}
@@ -31,7 +32,7 @@ Summary of the earlier conversation:
 
 Facts about the user:
 {{- range .Facts}}
-- {{.Type}}: {{.Value}}
+- {{.Statement}}
 {{- end}}
 {{- end}}
 {{- if .Passages}}
@@ -94,7 +95,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		if !f.Pinned {
 			continue
 		}
-		c := a.lineCost(model, f.Value)
+		c := a.lineCost(model, f.Statement())
 		if used+c > factsCap {
 			continue
 		}
@@ -112,10 +113,10 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 	used = 0
 	n := 0
 	for _, f := range ld.facts {
-		if f.Pinned || n >= a.opts.FactsMax {
+		if f.Pinned || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
 			continue
 		}
-		c := a.lineCost(model, string(f.Type)+": "+f.Value)
+		c := a.lineCost(model, f.Statement())
 		if used+c > factsCap {
 			continue
 		}
@@ -241,16 +242,40 @@ func (a *Assembler) block(model string, sel selection, room int) (json.RawMessag
 func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
 	out := map[string]int{}
 	for _, f := range sel.data.Pinned {
-		out[partPinned] += a.lineCost(model, f.Value)
+		out[partPinned] += a.lineCost(model, f.Statement())
 	}
 	if sel.data.Summary != "" {
 		out[partSummary] = a.deps.Counter.Text(model, sel.data.Summary)
 	}
 	for _, f := range sel.data.Facts {
-		out[partFacts] += a.lineCost(model, string(f.Type)+": "+f.Value)
+		out[partFacts] += a.lineCost(model, f.Statement())
 	}
 	for _, p := range sel.data.Passages {
 		out[partRecall] += a.lineCost(model, fmt.Sprintf("[%s, conversation %s] %s", p.Date, p.Conversation, p.Text))
 	}
 	return out
+}
+
+// restates reports whether f says what one of the pinned facts already says
+// (the same statement stored under another key, e.g. by pattern detection
+// and by model extraction), compared on letters and digits only.
+func restates(pinned []memory.Fact, f memory.Fact) bool {
+	v := foldText(f.Value)
+	if v == "" {
+		return false
+	}
+	for _, p := range pinned {
+		pv := foldText(p.Value)
+		if pv != "" && (strings.Contains(pv, v) || strings.Contains(v, pv)) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldText lower-cases s and keeps only letters and digits, one space apart.
+func foldText(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
 }

@@ -1,6 +1,9 @@
 package memory
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // FactType classifies what a fact says about a user.
 type FactType string
@@ -148,4 +151,17 @@ type Recalled struct {
 	// Items are recalled passages, each with its Score, CreatedAt and
 	// Conversation.
 	Items []Item
+}
+
+// Statement renders the fact as one line for a prompt: the value itself when
+// it is a sentence that names its subject ("I moved to Porto last month"),
+// else "key: value" ("city: Porto"), so a short extracted value never loses
+// what it is about.
+func (f Fact) Statement() string {
+	words := len(strings.Fields(f.Value))
+	key := strings.ReplaceAll(strings.TrimSpace(f.Key), "_", " ")
+	if key == "" || words >= 4 || strings.Contains(strings.ToLower(f.Value), strings.ToLower(key)) {
+		return f.Value
+	}
+	return key + ": " + f.Value
 }

@@ -130,3 +130,20 @@ func TestValidIDAndMode(t *testing.T) {
 		t.Error("mode predicates wrong")
 	}
 }
+
+func TestFactStatement(t *testing.T) {
+	tests := []struct {
+		key, value, want string
+	}{
+		{"city", "Porto", "city: Porto"},
+		{"savings_goal", "R$ 5.000", "savings goal: R$ 5.000"},
+		{"i moved to porto", "I moved to Porto last month", "I moved to Porto last month"},
+		{"city", "moved to the city of Porto", "moved to the city of Porto"},
+		{"", "vegetarian", "vegetarian"},
+	}
+	for _, tt := range tests {
+		if got := (Fact{Key: tt.key, Value: tt.value}).Statement(); got != tt.want {
+			t.Errorf("Statement(%q, %q) = %q, want %q", tt.key, tt.value, got, tt.want)
+		}
+	}
+}
