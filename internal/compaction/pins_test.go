@@ -53,6 +53,29 @@ func TestDetectPins(t *testing.T) {
 	}
 }
 
+func TestDetectPinsClauses(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string // type/key=value
+	}{
+		{"I live in Lisbon and I'm vegetarian.", []string{"profile/city=I live in Lisbon.", "profile/diet=I'm vegetarian."}},
+		{"I work as a nurse, and I always prefer night shifts.", []string{"profile/job=I work as a nurse.", "preference/i always prefer night shifts=I always prefer night shifts."}},
+		{"I'm a pescatarian.", []string{"profile/diet=I'm a pescatarian."}},
+		{"I want to save R$ 5.000 by June.", []string{"goal/i want to save r 5 000 by june=I want to save R$ 5.000 by June."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			var got []string
+			for _, f := range DetectPins(tt.text) {
+				got = append(got, string(f.Type)+"/"+f.Key+"="+f.Value)
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Fatalf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSentencesKeepNumbers(t *testing.T) {
 	got := Sentences("Save R$ 5.000 by June. Pi is 3.14! Ok?\nnext line")
 	want := []string{"Save R$ 5.000 by June.", "Pi is 3.14!", "Ok?", "next line"}
