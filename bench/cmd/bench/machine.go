@@ -19,6 +19,7 @@ type machine struct {
 	kernel    string
 	goVersion string
 	loadavg   string // 1, 5 and 15 minute load averages when the run began
+	commit    string // of the code measured, "+ changes" when the tree is dirty
 }
 
 func describeMachine(ctx context.Context) machine {
@@ -45,6 +46,12 @@ func describeMachine(ctx context.Context) machine {
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(b))
+	}
+	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		m.commit = strings.TrimSpace(string(out))
+		if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			m.commit += " + uncommitted changes"
+		}
 	}
 	if out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output(); err == nil {
 		m.goVersion = strings.TrimSpace(string(out))

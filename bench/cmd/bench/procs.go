@@ -210,6 +210,32 @@ func (s *server) stats() (procStats, error) {
 	}, nil
 }
 
+// rssSplit reads the process's resident set split into anonymous memory
+// (heap, stacks: what the process allocated) and file-backed pages (the
+// binary, and database files mapped into memory, which the kernel may drop
+// and re-read at will), in bytes, from /proc/PID/status.
+func (s *server) rssSplit() (anon, file int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read status: %w", err)
+	}
+	return statusKB(b, "RssAnon:") << 10, statusKB(b, "RssFile:") << 10, nil
+}
+
+// statusKB returns the value in kB of a /proc/PID/status field, or 0.
+func statusKB(status []byte, field string) int64 {
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -69,6 +69,9 @@ func (r report) overheadSection() string {
 		fmt.Fprintf(&b, "- Load average before the run (1/5/15 min): %s — anything well above 0 means other work shared the CPUs\n", r.machine.loadavg)
 	}
 	fmt.Fprintf(&b, "- Command: `%s`\n", r.cfg.command)
+	if r.machine.commit != "" {
+		fmt.Fprintf(&b, "- Code: commit %s\n", r.machine.commit)
+	}
 	mode := "closed loop (each connection sends its next request when the last one ends)"
 	if r.cfg.rate > 0 {
 		mode = fmt.Sprintf("open loop at %.0f req/s per cell, latency from each request's scheduled start", r.cfg.rate)

@@ -96,15 +96,16 @@ func TestRSSSection(t *testing.T) {
 	u.conns = 64
 	for i := 1; i <= rssStretches; i++ {
 		u.samples = append(u.samples, rssSample{requests: uint64(i * 10000), rps: 500, p99: 50 * time.Millisecond,
-			rss: int64(100+i) << 20, heapInuse: 30 << 20, goroutines: 80})
+			rss: int64(100+i) << 20, anon: int64(40+i) << 20, file: 60 << 20, heapInuse: 30 << 20, goroutines: 80})
 	}
 	u.afterDrain = rssSample{requests: 100000, rss: 111 << 20}
 	u.capture = captureStat{exchanges: 100000, persisted: 60000, atLoadEnd: 50000, load: 200 * time.Second, drain: 30 * time.Second}
 	got := report{sustained: u}.rssSection()
 	for _, want := range []string{
-		"| 10000 | 500 | 50.0ms | 101.0 | 30.0 | 80 | 0 |",
+		"| 10000 | 500 | 50.0ms | 101.0 | 41.0 | 60.0 | 30.0 | 80 | 0 |",
 		"| after the capture drain | — | — | 111.0 |",
 		"RSS after 10000 requests 101.0 MB, after 50000 105.0 MB, after 100000 110.0 MB: last ÷ first = **1.09×**",
+		"anonymous memory last ÷ first = **1.22×**, last ÷ middle = 1.11×",
 		"40000 still waiting after 30.00s",
 		"**261 turns/s persisted**",
 		"333 turns/s during the drain alone",

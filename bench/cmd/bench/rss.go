@@ -19,6 +19,7 @@ type rssSample struct {
 	rps        float64 // of the stretch that ended here
 	p99        time.Duration
 	rss        int64 // resident set, bytes
+	anon, file int64 // rss split: anonymous and file-backed
 	heapInuse  float64
 	goroutines float64
 }
@@ -104,11 +105,23 @@ func sample(ctx context.Context, s *server) (rssSample, error) {
 	if err != nil {
 		return rssSample{}, err
 	}
+	anon, file, err := s.rssSplit()
+	if err != nil {
+		return rssSample{}, err
+	}
 	m, err := scrapeMetrics(ctx, s)
 	if err != nil {
 		return rssSample{}, err
 	}
-	return rssSample{rss: st.rss, heapInuse: m[mHeapInuse], goroutines: m[mGoroutines]}, nil
+	return rssSample{rss: st.rss, anon: anon, file: file, heapInuse: m[mHeapInuse], goroutines: m[mGoroutines]}, nil
+}
+
+// ratio is a ÷ b, or 0 when b is 0.
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 // mb converts bytes to MiB.
@@ -125,15 +138,19 @@ func (r report) rssSection() string {
 	fmt.Fprintf(&b, "### Gateway memory under sustained load\n\n"+
 		"%d requests with memory on (SQLite store, closed loop, %d connections; each connection is a new user with a new "+
 		"conversation every %d turns, about %d users in all, every turn a different message), in %d stretches; after each "+
-		"the gateway process's RSS (from /proc), Go heap in use and goroutines (from its /metrics).\n\n",
+		"the gateway process's RSS, split into anonymous memory (what the process allocated) and file-backed pages (the binary and "+
+		"the memory-mapped SQLite database, which the kernel drops and re-reads as it likes), from /proc, and its Go heap in use "+
+		"and goroutines, from its /metrics.\n\n",
 		last.requests+last.errors, u.conns, sustainedTurns, int(last.requests+last.errors)/sustainedTurns, len(u.samples))
-	b.WriteString("| requests | req/s (stretch) | p99 (stretch) | RSS MB | heap in use MB | goroutines | errors |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| requests | req/s (stretch) | p99 (stretch) | RSS MB | anonymous MB | file-backed MB | heap in use MB | goroutines | errors |\n" +
+		"|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	row := func(label string, s rssSample, rate bool) {
 		rps, p99 := "—", "—"
 		if rate {
 			rps, p99 = fmt.Sprintf("%.0f", s.rps), fmtDur(s.p99)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.1f | %.0f | %d |\n", label, rps, p99, mb(s.rss), s.heapInuse/(1<<20), s.goroutines, s.errors)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | %d |\n",
+			label, rps, p99, mb(s.rss), mb(s.anon), mb(s.file), s.heapInuse/(1<<20), s.goroutines, s.errors)
 	}
 	for _, s := range u.samples {
 		row(fmt.Sprint(s.requests), s, true)
@@ -141,9 +158,10 @@ func (r report) rssSection() string {
 	row("after the capture drain", u.afterDrain, false)
 	mid := u.samples[len(u.samples)/2-1+len(u.samples)%2]
 	fmt.Fprintf(&b, "\nRSS after %d requests %.1f MB, after %d %.1f MB, after %d %.1f MB: last ÷ first = **%.2f×**, "+
-		"last ÷ middle = %.2f× (heap in use: %.2f×). ",
+		"last ÷ middle = %.2f×; anonymous memory last ÷ first = **%.2f×**, last ÷ middle = %.2f×; Go heap in use last ÷ first = %.2f×. ",
 		first.requests, mb(first.rss), mid.requests, mb(mid.rss), last.requests, mb(last.rss),
-		float64(last.rss)/float64(first.rss), float64(last.rss)/float64(mid.rss), last.heapInuse/max(first.heapInuse, 1))
+		ratio(last.rss, first.rss), ratio(last.rss, mid.rss), ratio(last.anon, first.anon), ratio(last.anon, mid.anon),
+		last.heapInuse/max(first.heapInuse, 1))
 	if u.stopped {
 		fmt.Fprintf(&b, "The run stopped after %d of the %d requests asked for: its time limit (`-rss-budget %v`) ran out. ",
 			last.requests+last.errors, u.asked, u.budget)
