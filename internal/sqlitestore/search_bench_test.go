@@ -72,3 +72,32 @@ func BenchmarkSearchText(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearchTextManyUsers measures one user's top-10 full-text search
+// in a store shared by 100 users with 100 items each, all sharing words: the
+// search must cost what the user's items cost, not what the store holds.
+func BenchmarkSearchTextManyUsers(b *testing.B) {
+	s, _ := mustTempStore(b)
+	ctx := context.Background()
+	for u := range 100 {
+		items := make([]memory.Item, 0, 100)
+		for i := range 100 {
+			items = append(items, memory.Item{
+				Tenant: "acme", User: fmt.Sprintf("user%d", u), Conversation: "c",
+				Kind: "message", Ref: fmt.Sprintf("u%d-ex-%d:0", u, i),
+				Text: fmt.Sprintf("turn %d about savings, trips and the weather in Lisbon", i),
+			})
+		}
+		if err := s.AddItems(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	query := memory.ItemQuery{Tenant: "acme", User: "user7", Text: "what did I say about the weather in Lisbon?", Limit: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.SearchText(ctx, query)
+		if err != nil || len(got) != 10 {
+			b.Fatalf("SearchText = %d items, %v", len(got), err)
+		}
+	}
+}
