@@ -86,11 +86,17 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
+	// The user is matched inside FTS5 (its user_id column), so only that
+	// user's matches are ranked; user ids hold no quote characters
+	// (memory.ValidID), so quoting needs no escaping. The WHERE clause below
+	// still checks tenant and user exactly.
+	match = `user_id : "` + q.User + `" AND (` + match + `)`
 	args = append([]any{match}, args...)
 	args = append(args, q.Limit)
 	// Rank ids only, so the sorter never carries texts or vectors of the
-	// rows that lose; the winners are then read whole.
-	rows, err := s.read.QueryContext(ctx, `SELECT memory_items.id, -bm25(memory_items_fts) AS score
+	// rows that lose; the winners are then read whole. The user_id column
+	// weighs nothing in the rank.
+	rows, err := s.read.QueryContext(ctx, `SELECT memory_items.id, -bm25(memory_items_fts, 1.0, 0.0) AS score
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
 		ORDER BY score DESC, memory_items.id LIMIT ?`, args...)
@@ -145,15 +151,26 @@ func ftsQuery(text string) string {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})
 	seen := make(map[string]bool, len(words))
-	var b strings.Builder
+	var terms, stop []string
 	for _, w := range words {
 		if seen[w] {
 			continue
 		}
-		if len(seen) == maxQueryTerms {
-			break
-		}
 		seen[w] = true
+		if ftsStopwords[w] {
+			stop = append(stop, w)
+		} else {
+			terms = append(terms, w)
+		}
+	}
+	if len(terms) == 0 {
+		terms = stop
+	}
+	if len(terms) > maxQueryTerms {
+		terms = terms[:maxQueryTerms]
+	}
+	var b strings.Builder
+	for _, w := range terms {
 		if b.Len() > 0 {
 			b.WriteString(" OR ")
 		}
@@ -163,6 +180,20 @@ func ftsQuery(text string) string {
 		b.WriteByte('"')
 	}
 	return b.String()
+}
+
+// ftsStopwords are the commonest English and Portuguese words, left out of
+// full-text queries unless nothing else is left: ORed in, a word like "the"
+// matches nearly every item and makes FTS5 read its whole posting list.
+var ftsStopwords = map[string]bool{
+	"the": true, "a": true, "an": true, "and": true, "or": true, "to": true, "of": true, "in": true,
+	"on": true, "is": true, "are": true, "was": true, "i": true, "you": true, "it": true, "for": true,
+	"my": true, "me": true, "what": true, "do": true, "did": true, "does": true, "can": true, "with": true,
+	"at": true, "be": true, "this": true, "that": true, "about": true, "say": true, "said": true,
+	"how": true, "we": true, "your": true, "have": true, "has": true, "had": true,
+	"o": true, "e": true, "de": true, "da": true, "em": true, "um": true, "uma": true,
+	"que": true, "eu": true, "meu": true, "minha": true, "para": true, "com": true, "no": true,
+	"na": true, "os": true, "as": true,
 }
 
 // itemsByID loads whole items for ranked ids, keeping their order and
