@@ -13,7 +13,19 @@ import (
 func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
 	model := req.Model
 	budget := a.Budget(req)
-	cost := func(m memory.Message) int { return a.deps.Counter.RawMessage(model, m.Raw) }
+	// Every message is tokenized once: the accounting of the original
+	// request, the untouchable parts and the fitting of recent turns all
+	// count the same messages.
+	memo := make(map[string]int, len(req.Messages)+len(ld.stored))
+	cost := func(m memory.Message) int {
+		raw := rawOf(m)
+		if c, ok := memo[string(raw)]; ok {
+			return c
+		}
+		c := a.deps.Counter.RawMessage(model, raw)
+		memo[string(raw)] = c
+		return c
+	}
 	sum := func(ms []memory.Message) int {
 		n := 0
 		for _, m := range ms {
@@ -41,17 +53,16 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	cur := currentStart(conv, len(history), rest)
 	candidates, current := conv[:cur], conv[cur:]
 
-	original := a.deps.Counter.Messages(model, req.Messages)
+	priming := a.deps.Counter.Messages(model, nil)
+	// system and rest are the client's messages, Raw for Raw.
+	original := priming + sum(system) + sum(rest)
 	if !fullHistory {
 		if ld.summary != nil {
 			original += ld.summary.CoveredTokens
 		}
-		for _, m := range unsummarised {
-			original += a.deps.Counter.RawMessage(model, rawOf(m))
-		}
+		original += sum(unsummarised)
 	}
 
-	priming := a.deps.Counter.Messages(model, nil)
 	parts := map[string]int{"system": sum(system), "current": sum(current)}
 	fixed := priming + parts["system"] + parts["current"]
 	if fixed > budget {
