@@ -29,18 +29,9 @@ const flushTimeout = 10 * time.Second
 // store closed. It logs JSON to logw; the "listening" line carries the bound
 // address.
 func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
-	cfg, logger, err := setup(getenv, logw)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	counter, err := tokens.New(cfg.ContextWindows)
-	if err != nil {
-		return fmt.Errorf("tokens: %w", err)
-	}
-	mem, err := openMemory(ctx, cfg, counter, logger)
+	cfg, logger, mem, err := start(ctx, getenv, logw)
 	if err != nil {
 		return err
 	}
@@ -86,17 +77,9 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 // worker runs only the capture worker, for deployments that persist
 // captures outside the serving processes, until ctx ends or a signal arrives.
 func worker(ctx context.Context, getenv func(string) string, logw io.Writer) error {
-	cfg, logger, err := setup(getenv, logw)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	counter, err := tokens.New(cfg.ContextWindows)
-	if err != nil {
-		return fmt.Errorf("tokens: %w", err)
-	}
-	mem, err := openMemory(ctx, cfg, counter, logger)
+	cfg, logger, mem, err := start(ctx, getenv, logw)
 	if err != nil {
 		return err
 	}
@@ -109,6 +92,24 @@ func worker(ctx context.Context, getenv func(string) string, logw io.Writer) err
 		return fmt.Errorf("capture worker: %w", err)
 	}
 	return nil
+}
+
+// start loads the configuration, builds the logger and the token counter,
+// and opens the memory layer: what serve and worker share.
+func start(ctx context.Context, getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, *memoryLayer, error) {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return cfg, nil, nil, fmt.Errorf("tokens: %w", err)
+	}
+	mem, err := openMemory(ctx, cfg, counter, logger)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	return cfg, logger, mem, nil
 }
 
 // setup loads the configuration and builds the JSON logger it asks for.
