@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -43,9 +43,14 @@ type gateway struct {
 	logs *syncBuffer
 }
 
+// httpServerUnderTest is the config's http_server for the gateways tests
+// start; TestStdlibHTTPServer switches it.
+var httpServerUnderTest = config.Default().HTTPServer
+
 // testConfig is the default configuration with fast retries, pointed at up.
 func testConfig(up *upstreamtest.Server) config.Config {
 	cfg := config.Default()
+	cfg.HTTPServer = httpServerUnderTest
 	cfg.Upstream.BaseURL = up.URL()
 	cfg.Upstream.RetryBaseDelay = config.Duration(time.Millisecond)
 	cfg.Upstream.RetryMaxDelay = config.Duration(20 * time.Millisecond)
@@ -56,7 +61,8 @@ func testConfig(up *upstreamtest.Server) config.Config {
 }
 
 // mustGateway starts a proxy for up, with cfg adjusted by mutate, served by
-// an httptest server closed when the test ends. Logs are kept at debug level.
+// its own Run (so by the HTTP server the config chooses) on a loopback port
+// until the test ends. Logs are kept at debug level.
 func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Config), deps Deps) *gateway {
 	tb.Helper()
 	cfg := testConfig(up)
@@ -69,10 +75,21 @@ func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Con
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
-	ts := httptest.NewServer(s.Handler())
-	tb.Cleanup(ts.Close)
-	tb.Cleanup(s.up.transport.CloseIdleConnections)
-	return &gateway{URL: ts.URL, srv: s, up: up, logs: logs}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, ln) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Run: %v", err)
+		}
+		s.up.transport.CloseIdleConnections()
+	})
+	return &gateway{URL: "http://" + ln.Addr().String(), srv: s, up: up, logs: logs}
 }
 
 // post sends body to path with the given headers and returns the response

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/httpserve"
 )
 
 // Deps are the proxy's optional collaborators. With all of them nil the
@@ -60,7 +61,7 @@ type Server struct {
 	// the streams still running when the shutdown grace period is over.
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
-	srv        *http.Server
+	srv        httpServer
 	shutdown   sync.Once
 	done       chan struct{}
 	// captures are the stream captures still being reassembled after
@@ -87,15 +88,39 @@ func New(cfg config.Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	s.routes(e)
 	s.handler = e
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
-	s.srv = &http.Server{
-		Handler:           e,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		// No WriteTimeout: streams last as long as the model writes.
+	// No write timeout: streams last as long as the model writes.
+	if cfg.HTTPServer == "stdlib" {
+		s.srv = &http.Server{
+			Handler:           e,
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+	} else {
+		s.srv = &httpserve.Server{
+			Handler:           e,
+			BaseContext:       s.baseCtx,
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			Logger:            logger,
+		}
 	}
 	return s, nil
+}
+
+// Timeouts of the client connections.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+)
+
+// httpServer is what Run and Shutdown need of net/http's server or
+// httpserve's.
+type httpServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
 }
 
 // Handler returns the gateway's HTTP handler, for tests and embedding.

@@ -208,3 +208,25 @@ func TestRunReturnsAfterDirectShutdown(t *testing.T) {
 		t.Errorf("Run after Shutdown: %v", err)
 	}
 }
+
+// TestStdlibHTTPServer runs the wire-level tests again on net/http's
+// server (http_server: stdlib); every other test runs on memgate's.
+func TestStdlibHTTPServer(t *testing.T) {
+	if httpServerUnderTest == "stdlib" {
+		t.Fatal("the default HTTP server is expected to be memgate's")
+	}
+	httpServerUnderTest = "stdlib"
+	defer func() { httpServerUnderTest = config.Default().HTTPServer }()
+	for name, test := range map[string]func(*testing.T){
+		"ChatForwardsBodyUnchanged":                     TestChatForwardsBodyUnchanged,
+		"BadInput":                                      TestBadInput,
+		"PassthroughRoutes":                             TestPassthroughRoutes,
+		"StreamRelaysByteForByte":                       TestStreamRelaysByteForByte,
+		"StreamFirstEventArrivesBeforeUpstreamFinishes": TestStreamFirstEventArrivesBeforeUpstreamFinishes,
+		"ClientDisconnectCancelsUpstream":               TestClientDisconnectCancelsUpstream,
+		"SDKStream":                                     TestSDKStream,
+		"ShutdownLetsInFlightStreamFinish":              TestShutdownLetsInFlightStreamFinish,
+	} {
+		t.Run(name, test)
+	}
+}

@@ -1,0 +1,448 @@
+// Package httpserve serves HTTP/1.1 to an http.Handler with one goroutine
+// per connection and no helper goroutine per request.
+//
+// net/http's server starts a background read for every request whose body
+// was read to the end (to notice a client that goes away) and tears it down
+// when the handler returns. On a machine whose idle cores sleep, each of those
+// hand-offs between threads costs tens of microseconds, which dominates a
+// proxy's added latency at low concurrency. This server reads a request,
+// runs the handler and writes the response on the connection's own goroutine,
+// and only watches the connection for a disconnect once a handler has run
+// longer than WatchAfter or has flushed (started streaming) — the requests
+// for which a disconnect can matter.
+//
+// Requests are parsed by net/http (http.ReadRequest), so header and body
+// framing rules (chunked bodies, conflicting lengths, header syntax) are the
+// standard library's. What it does not do: TLS, HTTP/2, Hijack, trailers and
+// content sniffing (a response without Content-Type gets none).
+package httpserve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves HTTP/1.1 connections to Handler. Set the fields before
+// Serve; zero fields take the defaults noted.
+type Server struct {
+	Handler http.Handler
+	// BaseContext is the parent of every request's context (default
+	// context.Background()).
+	BaseContext context.Context
+	// ReadHeaderTimeout bounds reading a request's headers (default 10s).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends nothing for
+	// this long (default 120s).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps a request's line and headers (default 1 MiB);
+	// larger ones get 431.
+	MaxHeaderBytes int
+	// WatchAfter is how long a handler runs before its connection is
+	// watched for the client going away, which cancels the request's
+	// context (default 5ms). A flush starts the watch at once.
+	WatchAfter time.Duration
+	// Logger receives handler panics and connection errors (default: none).
+	Logger *slog.Logger
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closing   atomic.Bool
+}
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = http.ErrServerClosed
+
+func (s *Server) readHeaderTimeout() time.Duration {
+	return orDefault(s.ReadHeaderTimeout, 10*time.Second)
+}
+func (s *Server) idleTimeout() time.Duration { return orDefault(s.IdleTimeout, 120*time.Second) }
+func (s *Server) watchAfter() time.Duration  { return orDefault(s.WatchAfter, 5*time.Millisecond) }
+
+func (s *Server) maxHeaderBytes() int64 {
+	if s.MaxHeaderBytes > 0 {
+		return int64(s.MaxHeaderBytes)
+	}
+	return http.DefaultMaxHeaderBytes
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Serve accepts connections on ln until Shutdown or Close, and returns
+// ErrServerClosed then; any other accept error is returned at once.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(ln)
+	base := s.BaseContext
+	if base == nil {
+		base = context.Background()
+	}
+	var delay time.Duration
+	for {
+		rwc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: back off as
+				// net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.logger().Warn("http accept error; retrying", "err", err, "delay", delay.String())
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		c := newConn(s, rwc, base)
+		if !s.addConn(c) {
+			rwc.Close()
+			return ErrServerClosed
+		}
+		go c.serve()
+	}
+}
+
+func (s *Server) track(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	if s.listeners == nil {
+		s.listeners = make(map[net.Listener]struct{})
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, ln)
+	s.mu.Unlock()
+}
+
+func (s *Server) addConn(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[*conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, closes idle connections, and waits until every
+// connection has finished its request in flight and closed, or ctx ends
+// (then it returns ctx's error and leaves the rest running; Close cuts
+// them).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeListeners()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.closeIdle() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error {
+	s.closeListeners()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.rwc.Close()
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	s.closing.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+}
+
+// closeIdle closes the connections waiting for a request and reports
+// whether none are left.
+func (s *Server) closeIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.Load() == stateIdle {
+			c.rwc.Close()
+		}
+	}
+	return len(s.conns) == 0
+}
+
+// Connection states, for Shutdown.
+const (
+	stateIdle   int32 = iota // waiting for the first byte of a request
+	stateActive              // reading a request or running its handler
+)
+
+// conn is one client connection.
+type conn struct {
+	srv   *Server
+	rwc   net.Conn
+	base  context.Context
+	lr    *limitReader
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	state atomic.Int32
+	// remote is the client's address, formatted once.
+	remote string
+	// buf holds a response body whose length is not known yet; reused by
+	// every request on the connection.
+	buf []byte
+}
+
+func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
+	c := &conn{srv: s, rwc: rwc, base: base, remote: rwc.RemoteAddr().String()}
+	c.lr = &limitReader{r: rwc, n: noLimit}
+	c.br = bufio.NewReaderSize(c.lr, 4<<10)
+	c.bw = bufio.NewWriterSize(rwc, 4<<10)
+	c.buf = make([]byte, 0, holdLimit)
+	return c
+}
+
+// noLimit is the limitReader budget outside request headers.
+const noLimit = 1<<62 - 1
+
+// limitReader reads from r until n bytes were read, then reports
+// errHeaderTooLarge.
+type limitReader struct {
+	r io.Reader
+	n int64
+}
+
+var errHeaderTooLarge = errors.New("request headers too large")
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+func (c *conn) serve() {
+	defer func() {
+		c.rwc.Close()
+		c.srv.removeConn(c)
+	}()
+	for {
+		c.state.Store(stateIdle)
+		if c.srv.closing.Load() {
+			return
+		}
+		// Wait for the next request without the header deadline, then
+		// give its headers ReadHeaderTimeout.
+		c.rwc.SetReadDeadline(time.Now().Add(c.srv.idleTimeout()))
+		if _, err := c.br.Peek(1); err != nil {
+			return
+		}
+		c.state.Store(stateActive)
+		if c.srv.closing.Load() && c.br.Buffered() == 0 {
+			return
+		}
+		c.rwc.SetReadDeadline(time.Now().Add(c.srv.readHeaderTimeout()))
+		c.lr.n = c.srv.maxHeaderBytes() + 4<<10 // bufio's look-ahead
+		req, err := http.ReadRequest(c.br)
+		c.lr.n = noLimit
+		if err != nil {
+			c.reject(err)
+			return
+		}
+		c.rwc.SetReadDeadline(time.Time{})
+		if !c.handle(req) {
+			return
+		}
+	}
+}
+
+// reject answers a request that could not be parsed, as net/http would, and
+// the connection is closed after it.
+func (c *conn) reject(err error) {
+	var status int
+	var msg string
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.As(err, &ne) && ne.Timeout():
+		return // the client went away or was too slow: nothing to answer
+	case errors.Is(err, errHeaderTooLarge):
+		status, msg = http.StatusRequestHeaderFieldsTooLarge, "request headers too large"
+	default:
+		status, msg = http.StatusBadRequest, "malformed HTTP request"
+	}
+	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.bw.WriteString("HTTP/1.1 ")
+	c.bw.WriteString(statusLine(status))
+	c.bw.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ")
+	c.bw.WriteString(itoa(int64(len(msg))))
+	c.bw.WriteString("\r\n\r\n")
+	c.bw.WriteString(msg)
+	c.bw.Flush()
+}
+
+// handle runs the handler for req and writes its response; it reports
+// whether the connection may serve another request.
+func (c *conn) handle(req *http.Request) (keepAlive bool) {
+	if req.ProtoMajor != 1 {
+		c.reject(errors.New("unsupported protocol version"))
+		return false
+	}
+	if req.ProtoAtLeast(1, 1) && len(req.Header["Host"]) == 0 && req.Host == "" {
+		c.reject(errors.New("missing required Host header"))
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(c.base)
+	defer cancel(nil)
+	req = req.WithContext(ctx)
+	req.RemoteAddr = c.remote
+
+	body := &bodyReader{rc: req.Body, c: c}
+	if req.Body == http.NoBody || req.ContentLength == 0 {
+		body.eof.Store(true)
+	}
+	if req.ProtoAtLeast(1, 1) && hasToken(req.Header.Get("Expect"), "100-continue") {
+		body.continueNeeded = true
+		req.Header.Del("Expect")
+	}
+	req.Body = body
+
+	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
+	w.watch = watcher{c: c, body: body, cancel: cancel}
+	body.watch = &w.watch
+	w.timer = time.AfterFunc(c.srv.watchAfter(), w.watch.start)
+
+	panicked := c.run(w, req)
+	w.timer.Stop()
+	gone := w.watch.stop()
+	if panicked {
+		// Like net/http: the connection is cut, the client sees an
+		// aborted response.
+		return false
+	}
+	w.finish()
+	if w.err != nil || gone || body.continueNeeded {
+		// A client that asked to continue and was never told to may or
+		// may not send its body: the connection cannot be reused.
+		return false
+	}
+	// A body the handler did not read is drained if small, as net/http
+	// does, so the next request can be read.
+	if !body.eof.Load() {
+		n, err := io.CopyN(io.Discard, body.rc, 256<<10)
+		if err == nil || n >= 256<<10 {
+			return false
+		}
+		if !errors.Is(err, io.EOF) {
+			return false
+		}
+	}
+	return !w.closeAfter && !req.Close && !c.srv.closing.Load()
+}
+
+// run calls the handler, recovering a panic (other than
+// http.ErrAbortHandler) into a logged error.
+func (c *conn) run(w *response, req *http.Request) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			if v != http.ErrAbortHandler {
+				c.srv.logger().Error("http handler panicked", "method", req.Method, "path", req.URL.Path, "panic", v)
+			}
+		}
+	}()
+	c.srv.Handler.ServeHTTP(w, req)
+	return false
+}
+
+// bodyReader is a request body that records when it was read to the end
+// (from then on the connection's reader is free for the watcher) and sends
+// 100 Continue before the first read when the client asked for it.
+type bodyReader struct {
+	rc             io.ReadCloser
+	c              *conn
+	eof            atomic.Bool
+	continueNeeded bool
+	closed         atomic.Bool
+	// watch is started when the body ends if it was asked for earlier.
+	watch *watcher
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.continueNeeded {
+		b.continueNeeded = false
+		b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		if err := b.c.bw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+		b.watch.bodyDone()
+	}
+	return n, err
+}
+
+// Close marks the body closed; what is left unread is drained (or the
+// connection closed) after the handler returns.
+func (b *bodyReader) Close() error {
+	b.closed.Store(true)
+	return nil
+}
