@@ -186,7 +186,7 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 		q += ` AND superseded_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
 		args = append(args, nanos(now))
 	}
-	rows, err := s.read.QueryContext(ctx, q+` ORDER BY updated_at DESC, id DESC`, args...)
+	rows, err := s.reads.QueryContext(ctx, q+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list facts: %w", err)
 	}

@@ -25,7 +25,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	if n <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := liveTail(ctx, s.read, id, n)
+	msgs, err := liveTail(ctx, s.reads, id, n)
 	if err != nil {
 		return nil, fmt.Errorf("recent messages: %w", err)
 	}
@@ -69,7 +69,7 @@ func scanMessages(rows *sql.Rows, id memory.Identity) ([]memory.Message, error) 
 // Conversations lists a user's conversations, most recently updated first.
 // An unknown user has none.
 func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, message_count, created_at, updated_at FROM conversations
+	rows, err := s.reads.QueryContext(ctx, `SELECT id, message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -14,15 +15,25 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// textWindow is how many of the newest matching items SearchText ranks.
+const textWindow = 256
+
 // maxQueryTerms bounds how many distinct words of a text query are searched.
 const maxQueryTerms = 64
 
 // SearchVector ranks the user's items embedded with q.Model and q.Dims by
 // cosine similarity to q.Embedding (Score = similarity, in [-1, 1]), best
 // first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs. The
-// candidates' vectors are loaded (scoped in SQL by tenant, user, model, dims
-// and conversation) and scored in Go with a top-k heap; only the winners'
-// rows are then read whole. An empty embedding or Limit <= 0 finds nothing.
+// candidates are scored in Go with a top-k heap; only the winners' rows are
+// then read whole. An empty embedding or Limit <= 0 finds nothing.
+//
+// The user's vectors are kept in memory (see userVectors): a search reads
+// one row of memory_item_revisions to check they are current and, after
+// inserts, only the new rows, so its I/O does not grow with the user's
+// history; the scoring still visits every vector of the user (about 0.1 µs
+// per item of 384 dimensions). A user too large for the cache
+// (vectorCacheBytes) has the candidates' vectors read from SQL each search,
+// scoped by tenant, user, model, dims and conversation.
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	if len(q.Embedding) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
@@ -34,12 +45,23 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
+	set, err := s.userVectors(ctx, vecKey{tenant: q.Tenant, user: q.User, model: q.Model, dims: len(q.Embedding)})
+	switch {
+	case err == nil:
+		items, err := s.itemsByID(ctx, searchSet(set, q, qnorm))
+		if err != nil {
+			return nil, fmt.Errorf("search vector: %w", err)
+		}
+		return items, nil
+	case !errors.Is(err, errTooBig):
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
 	where, args, err := itemScope(q)
 	if err != nil {
 		return nil, fmt.Errorf("search vector: %w", err)
 	}
 	args = append(args, q.Model, len(q.Embedding))
-	rows, err := s.read.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
+	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
 		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search vector: %w", err)
@@ -71,9 +93,34 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	return items, nil
 }
 
+// searchSet ranks set's vectors by cosine similarity to q.Embedding (of
+// length qnorm) within q's conversation and excluded refs, and returns the
+// best q.Limit, best first.
+func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
+	var excluded map[string]bool
+	if len(q.ExcludeRefs) > 0 {
+		excluded = make(map[string]bool, len(q.ExcludeRefs))
+		for _, r := range q.ExcludeRefs {
+			excluded[r] = true
+		}
+	}
+	dims := len(q.Embedding)
+	top := make(topK, 0, q.Limit+1)
+	for i, id := range set.ids {
+		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
+			continue
+		}
+		d := dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
+		top.offer(scored{id: id, score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
+	}
+	return top.sorted()
+}
+
 // SearchText ranks the user's items by FTS5 match of q.Text (Score = -bm25,
 // higher is better), best first, up to q.Limit, honouring q.Conversation and
-// q.ExcludeRefs. The text is never passed to FTS5 as syntax: it is split into
+// q.ExcludeRefs. Only the newest textWindow matching items are ranked: the
+// cost stays flat as the history grows, and an older passage is still found
+// by SearchVector, which covers the whole history. The text is never passed to FTS5 as syntax: it is split into
 // words (letters and digits), and the distinct words are ORed as quoted
 // terms, so any passage sharing a word matches and passages sharing more and
 // rarer words rank higher. Text without words, or Limit <= 0, finds nothing.
@@ -92,31 +139,34 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	// still checks tenant and user exactly.
 	match = `user_id : "` + q.User + `" AND (` + match + `)`
 	args = append([]any{match}, args...)
-	args = append(args, q.Limit)
-	// Rank ids only, so the sorter never carries texts or vectors of the
-	// rows that lose; the winners are then read whole. The user_id column
-	// weighs nothing in the rank.
-	rows, err := s.read.QueryContext(ctx, `SELECT memory_items.id, -bm25(memory_items_fts, 1.0, 0.0) AS score
+	args = append(args, textWindow)
+	// FTS5 walks the matches newest first (rowid order, which it serves
+	// without sorting) and stops after textWindow of them, so bm25 — the
+	// bulk of the cost — is computed for at most that many rows however
+	// many the user's history holds; they are ranked here, by id only, so
+	// the texts and vectors of the rows that lose are never read. The
+	// user_id column weighs nothing in the rank.
+	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, -bm25(memory_items_fts, 1.0, 0.0)
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
-		ORDER BY score DESC, memory_items.id LIMIT ?`, args...)
+		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	defer rows.Close()
-	ranked := make([]scored, 0, q.Limit)
+	top := make(topK, 0, q.Limit+1)
 	for rows.Next() {
 		var r scored
 		if err := rows.Scan(&r.id, &r.score); err != nil {
 			return nil, fmt.Errorf("search text: %w", err)
 		}
-		ranked = append(ranked, r)
+		top.offer(r, q.Limit)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	rows.Close()
-	items, err := s.itemsByID(ctx, ranked)
+	items, err := s.itemsByID(ctx, top.sorted())
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
@@ -210,7 +260,7 @@ func (s *Store) itemsByID(ctx context.Context, ranked []scored) ([]memory.Item, 
 	if err != nil {
 		return nil, fmt.Errorf("encode ids: %w", err)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
 		WHERE id IN (SELECT value FROM json_each(?))`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("load items: %w", err)

@@ -35,6 +35,11 @@ type Store struct {
 	read   *sql.DB
 	logger *slog.Logger
 	outbox *Outbox
+	// vectors holds users' vectors for SearchVector.
+	vectors *vectorCache
+	// reads runs the request path's reads on read through prepared
+	// statements.
+	reads *stmtCache
 }
 
 // Open opens (creating if needed, with its parent directory) the database at
@@ -85,7 +90,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, logger: logger}
+	s := &Store{write: write, read: read, logger: logger, vectors: newVectorCache(vectorCacheBytes),
+		reads: newStmtCache(read)}
 	s.outbox = newOutbox(s)
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
@@ -112,7 +118,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both connection pools. Waiting Claims on the outbox fail.
 func (s *Store) Close() error {
-	return errors.Join(s.read.Close(), s.write.Close())
+	return errors.Join(s.reads.Close(), s.read.Close(), s.write.Close())
 }
 
 // Outbox returns the durable capture queue kept in the same database. Every

@@ -18,7 +18,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
 		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, afterSeq, limit)
 	if err != nil {
@@ -37,7 +37,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
 	var keyEvents, preserved string
 	var created int64
-	err := s.read.QueryRowContext(ctx, `SELECT version, from_seq, to_seq, content, key_events, preserved,
+	err := s.reads.QueryRowContext(ctx, `SELECT version, from_seq, to_seq, content, key_events, preserved,
 			tokens, covered_tokens, created_at
 		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
 		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation).
