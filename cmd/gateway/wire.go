@@ -36,6 +36,8 @@ type memoryLayer struct {
 	queue    capture.Queue // nil: captures are saved directly
 	capturer *capture.Capturer
 	worker   *capture.Worker // nil without a queue
+	// hooks are the after-save hooks (compaction, extraction, indexing).
+	hooks    []capture.Hook
 	preparer *inject.Assembler
 	recall   *recallLayer // nil when recall is off
 	// collectors are the memory layer's own Prometheus collectors (compaction).
@@ -135,10 +137,12 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if m.preparer, err = newAssembler(cfg, as, rec, counter, logger); err != nil {
 		return fail(err)
 	}
-	saver := capture.WithHooks(st, hooks...)
-	m.capturer = capture.New(q, saver, red, logger, capture.Options{})
+	m.hooks = hooks
+	// Direct saves (no queue, or the queue down) run the hooks per exchange;
+	// the worker runs them once per claimed batch.
+	m.capturer = capture.New(q, capture.WithHooks(st, hooks...), red, logger, capture.Options{})
 	if q != nil {
-		m.worker = capture.NewWorker(q, saver, logger, capture.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D()})
+		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), Hooks: hooks})
 	}
 	return m, nil
 }

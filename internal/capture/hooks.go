@@ -21,6 +21,17 @@ type Hook interface {
 	AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
 }
 
+// BatchHook is a Hook that can also handle the exchanges of one claimed
+// batch in a single call (exs[i] stored with results[i], oldest first), so
+// that work shared by exchanges of the same conversation or user — loading
+// the conversation, compacting it, one embedding call, one write
+// transaction — is done once per batch instead of once per exchange. The
+// outcome must be the same as calling AfterSave for each in order.
+type BatchHook interface {
+	Hook
+	AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error
+}
+
 // HookFunc adapts a function to Hook.
 type HookFunc func(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
 
@@ -62,4 +73,28 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 		return res, fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
 	}
 	return res, nil
+}
+
+// runHooks runs every hook, in order, over stored exchanges: a BatchHook
+// once for all of them, any other hook once per exchange, oldest first. A
+// hook error is returned wrapped with ErrHook after the remaining hooks ran.
+func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
+	var errs []error
+	for _, hk := range hooks {
+		if bh, ok := hk.(BatchHook); ok {
+			if err := bh.AfterSaveBatch(ctx, exs, results); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for i, ex := range exs {
+			if err := hk.AfterSave(ctx, ex, results[i]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
+	}
+	return nil
 }

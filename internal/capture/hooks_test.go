@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,5 +81,187 @@ func TestWorkerGivesUpOnFailingHook(t *testing.T) {
 	cancel()
 	if got := calls.Load(); got != MaxHookAttempts {
 		t.Fatalf("hook ran %d times, want %d", got, MaxHookAttempts)
+	}
+}
+
+// batchRecorder is a BatchHook that records the batches and exchanges it
+// ran over, failing while fail returns an error.
+type batchRecorder struct {
+	mu      sync.Mutex
+	batches [][]string
+	dups    map[string]int
+	fail    func(ids []string) error
+}
+
+func (r *batchRecorder) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
+	return r.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
+}
+
+func (r *batchRecorder) AfterSaveBatch(_ context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for i, ex := range exs {
+		ids = append(ids, ex.ID)
+		if results[i].Duplicate {
+			r.dups[ex.ID]++
+		}
+	}
+	if r.fail != nil {
+		if err := r.fail(ids); err != nil {
+			return err
+		}
+	}
+	r.batches = append(r.batches, ids)
+	return nil
+}
+
+// done returns the exchange ids of the batches that succeeded, in order.
+func (r *batchRecorder) done() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, b := range r.batches {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// TestWorkerRunsHooksPerBatch: the worker's BatchHooks run once per claimed
+// batch over its stored exchanges in order, plain hooks once per exchange,
+// in the configured order, before the batch is acknowledged.
+func TestWorkerRunsHooksPerBatch(t *testing.T) {
+	q, s := newFakeQueue(), newFakeSaver()
+	var want []string
+	for i := range 10 {
+		id := fmt.Sprintf("ex%02d", i)
+		want = append(want, id)
+		enqueue(t, q, exchange(t, id, "hi", "hello"))
+	}
+	var (
+		mu    sync.Mutex
+		trace []string
+	)
+	plain := HookFunc(func(_ context.Context, ex memory.Exchange, _ memory.SaveResult) error {
+		mu.Lock()
+		trace = append(trace, "plain:"+ex.ID)
+		mu.Unlock()
+		return nil
+	})
+	rec := &batchRecorder{dups: map[string]int{}, fail: func(ids []string) error {
+		mu.Lock()
+		trace = append(trace, "batch:"+strings.Join(ids, ","))
+		mu.Unlock()
+		return nil
+	}}
+	opts := fastWorker()
+	opts.Hooks = []Hook{plain, rec}
+	w := NewWorker(q, s, nil, opts)
+	mustRunWorker(t, w)
+	waitFor(t, "drained", func() bool { return pending(t, q) == 0 })
+	if got := rec.done(); !slices.Equal(got, want) {
+		t.Fatalf("batch hook saw %v, want %v once each in order", got, want)
+	}
+	rec.mu.Lock()
+	batches := len(rec.batches)
+	rec.mu.Unlock()
+	if batches != 3 { // 10 entries, batches of 4
+		t.Fatalf("batch hook ran %d times, want 3 (once per claimed batch)", batches)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "plain:ex00 plain:ex01 plain:ex02 plain:ex03 batch:ex00,ex01,ex02,ex03"; strings.Join(trace[:5], " ") != want {
+		t.Fatalf("first batch traced %v, want %s", trace[:5], want)
+	}
+}
+
+// TestWorkerKilledBetweenSaveAndHooks: a worker that dies after storing a
+// batch but before its hooks ran leaves the entries to another worker,
+// which finds them stored (duplicates) and runs the hooks: every exchange
+// is stored once and hooked.
+func TestWorkerKilledBetweenSaveAndHooks(t *testing.T) {
+	store := mustSQLite(t)
+	for i := range 6 {
+		enqueue(t, store.Outbox(), exchange(t, fmt.Sprint("req-", i), fmt.Sprint("q", i), fmt.Sprint("a", i)))
+	}
+	ctx, kill := context.WithCancel(context.Background())
+	killed := make(chan struct{})
+	dying := &batchRecorder{dups: map[string]int{}, fail: func([]string) error {
+		kill() // the process dies while the hooks run
+		select {
+		case <-killed:
+		default:
+			close(killed)
+		}
+		return ctx.Err()
+	}}
+	opts := fastWorker()
+	opts.Consumer, opts.Hooks = "dies", []Hook{dying}
+	first := NewWorker(store.Outbox(), store, nil, opts)
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	<-killed
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if value(t, first.saved) == 0 {
+		t.Fatal("the first worker stored nothing before dying")
+	}
+	if n := outboxPending(t, store); n != 6 {
+		t.Fatalf("outbox pending = %d after the kill, want all 6 (nothing acknowledged before the hooks ran)", n)
+	}
+
+	rec := &batchRecorder{dups: map[string]int{}}
+	opts.Consumer, opts.Hooks = "survivor", []Hook{rec}
+	second := NewWorker(store.Outbox(), store, nil, opts)
+	mustRunWorker(t, second)
+	waitFor(t, "outbox drained by the survivor", func() bool { return outboxPending(t, store) == 0 })
+	want := []string{"req-0", "req-1", "req-2", "req-3", "req-4", "req-5"}
+	if got := rec.done(); !slices.Equal(got, want) {
+		t.Fatalf("hooks ran for %v, want %v once each", got, want)
+	}
+	msgs, err := store.Recent(context.Background(), memory.Identity{Tenant: "t1", User: "u1", Conversation: "c1"}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Content)
+	}
+	if want := "q0 a0 q1 a1 q2 a2 q3 a3 q4 a4 q5 a5"; strings.Join(got, " ") != want {
+		t.Fatalf("stored %q, want %q (each once)", strings.Join(got, " "), want)
+	}
+	stored := int(value(t, first.saved))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for id, n := range rec.dups {
+		if n != 1 {
+			t.Fatalf("%s hooked as a duplicate %d times", id, n)
+		}
+	}
+	if len(rec.dups) != stored {
+		t.Fatalf("survivor saw %d duplicates, want the %d the first worker stored", len(rec.dups), stored)
+	}
+}
+
+// TestWorkerGivesUpOnFailingBatchHook: entries whose worker hooks keep
+// failing are redelivered, then acknowledged after MaxHookAttempts.
+func TestWorkerGivesUpOnFailingBatchHook(t *testing.T) {
+	q, s := newFakeQueue(), newFakeSaver()
+	var calls atomic.Int32
+	rec := &batchRecorder{dups: map[string]int{}, fail: func([]string) error { calls.Add(1); return errors.New("always") }}
+	enqueue(t, q, exchange(t, "ex1", "hi", "hello"))
+	w := NewWorker(q, s, nil, WorkerOptions{StaleAfter: time.Millisecond, Block: 5 * time.Millisecond,
+		BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, Hooks: []Hook{rec}})
+	mustRunWorker(t, w)
+	waitFor(t, "acknowledged", func() bool { return pending(t, q) == 0 })
+	if got := calls.Load(); got != MaxHookAttempts {
+		t.Fatalf("hook ran %d times, want %d", got, MaxHookAttempts)
+	}
+	if got := value(t, w.failures.WithLabelValues("hook_gave_up")); got != 1 {
+		t.Fatalf("hook_gave_up = %v, want 1", got)
+	}
+	if got := s.ids(); !slices.Equal(got, []string{"ex1"}) {
+		t.Fatalf("stored %v, want ex1 once", got)
 	}
 }

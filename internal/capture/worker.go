@@ -27,6 +27,11 @@ type WorkerOptions struct {
 	// BackoffBase and BackoffMax bound the wait after a failed Claim or save
 	// (defaults 100ms and 10s).
 	BackoffBase, BackoffMax time.Duration
+	// Hooks run, in order, after each claimed batch is stored and before it
+	// is acknowledged, over the batch's stored and duplicate exchanges: a
+	// BatchHook once per batch, any other Hook once per exchange. Entries
+	// whose hooks failed are redelivered, up to MaxHookAttempts deliveries.
+	Hooks []Hook
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -95,7 +100,7 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_worker_failures_total",
-			Help: "Worker failures by stage (claim, save, ack); the entries are retried.",
+			Help: "Worker failures by stage (claim, save, hook, ack; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
 		}, []string{"stage"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_lag_seconds",
@@ -159,11 +164,19 @@ func (w *Worker) Run(ctx context.Context) error {
 // gets before it is acknowledged anyway.
 const MaxHookAttempts = 5
 
-// process stores a batch in order and acknowledges what was committed (or
-// is poison). It stops at the first failed save and returns its error.
+// process stores a batch in order, runs the hooks over what it stored, and
+// acknowledges what was committed and hooked (or is poison, or gave up on
+// its hooks). It stops at the first failed save; it returns that error, or
+// else the hooks' error.
 func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
 	acks := make([]string, 0, len(ds))
-	var failed error
+	var (
+		failed error
+		// The stored exchanges waiting for the hooks, with their deliveries.
+		exs     []memory.Exchange
+		results []memory.SaveResult
+		hooked  []memory.Delivery
+	)
 	for _, d := range ds {
 		var ex memory.Exchange
 		if err := json.Unmarshal(d.Payload, &ex); err != nil || ex.ID == "" {
@@ -201,7 +214,33 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
 				w.lag.Observe(time.Since(ex.At).Seconds())
 			}
 		}
-		acks = append(acks, d.ID)
+		if len(w.opts.Hooks) == 0 || res.Dropped {
+			acks = append(acks, d.ID)
+			continue
+		}
+		exs, results, hooked = append(exs, ex), append(results, res), append(hooked, d)
+	}
+	if len(hooked) > 0 {
+		if err := runHooks(ctx, w.opts.Hooks, exs, results); err != nil {
+			// Which exchange failed is not known: the batch is retried,
+			// except the entries that had their last attempt.
+			w.failures.WithLabelValues("hook").Inc()
+			for _, d := range hooked {
+				if d.Attempts >= MaxHookAttempts {
+					w.failures.WithLabelValues("hook_gave_up").Inc()
+					w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "attempts", d.Attempts, "err", err)
+					acks = append(acks, d.ID)
+				}
+			}
+			w.logger.Warn("capture worker after-save hooks failed; will retry", "entries", len(hooked), "err", err)
+			if failed == nil {
+				failed = err
+			}
+		} else {
+			for _, d := range hooked {
+				acks = append(acks, d.ID)
+			}
+		}
 	}
 	if len(acks) > 0 {
 		// Acknowledge even if ctx was just cancelled: the saves committed.

@@ -139,6 +139,38 @@ func (c *Compactor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 	return errors.Join(pinErr, c.Compact(ctx, ex.Identity, model))
 }
 
+// AfterSaveBatch does what AfterSave does for each exchange of a batch
+// (it implements capture.BatchHook), compacting each conversation once,
+// after the pins of all its exchanges: the summary then covers the whole
+// batch, and the conversation is read and counted once.
+func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	var errs []error
+	models := map[memory.Identity]string{}
+	var order []memory.Identity
+	for i, ex := range exs {
+		if results[i].Dropped || ex.Tenant == "" || ex.User == "" || ex.Conversation == "" {
+			continue
+		}
+		if err := c.pin(ctx, ex); err != nil {
+			errs = append(errs, err)
+		}
+		model := ex.Model
+		if model == "" {
+			model = c.opts.Model
+		}
+		if _, ok := models[ex.Identity]; !ok {
+			order = append(order, ex.Identity)
+		}
+		models[ex.Identity] = model
+	}
+	for _, id := range order {
+		if err := c.Compact(ctx, id, models[id]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // pin records the facts the exchange's user messages state as pinned facts.
 func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
 	if c.facts == nil || c.pinned.has(ex.ID) {

@@ -321,3 +321,41 @@ func TestAfterSavePinsOnce(t *testing.T) {
 		t.Fatal("a dropped exchange was processed")
 	}
 }
+
+// TestAfterSaveBatchCompactsOncePerConversation: a batch pins what every
+// exchange states and compacts the conversation once, after all of it.
+func TestAfterSaveBatchCompactsOncePerConversation(t *testing.T) {
+	st := &memStore{}
+	sum := &fakeSummarizer{}
+	c := newTestCompactor(st, sum, nil)
+	var exs []memory.Exchange
+	var results []memory.SaveResult
+	for i := range 5 {
+		st.add("user", fmt.Sprintf("m%d", 2*i+1))
+		st.add("assistant", fmt.Sprintf("m%d", 2*i+2))
+		text := fmt.Sprintf("question %d", i)
+		if i == 1 {
+			text = "My goal is to save 5000 euros by June."
+		}
+		exs = append(exs, exchange(fmt.Sprint("e", i), text))
+		results = append(results, memory.SaveResult{Inserted: 2})
+	}
+	if err := c.AfterSaveBatch(context.Background(), exs, results); err != nil {
+		t.Fatal(err)
+	}
+	if sum.calls != 1 || len(st.summaries) != 1 {
+		t.Fatalf("summariser calls %d, summaries %d: want one compaction for the batch", sum.calls, len(st.summaries))
+	}
+	if got := st.summaries[0].ToSeq; got != 7 {
+		t.Fatalf("summary covers up to seq %d, want 7 (10 messages, keep 3)", got)
+	}
+	var goals int
+	for _, f := range st.facts {
+		if f.Type == memory.FactGoal {
+			goals++
+		}
+	}
+	if goals != 1 {
+		t.Fatalf("facts = %+v, want the goal pinned once", st.facts)
+	}
+}

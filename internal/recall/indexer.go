@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -38,6 +39,9 @@ type Indexer struct {
 	store  IndexStore
 	emb    Embedder
 	logger *slog.Logger
+	// summaries remembers the summary versions this process indexed, so an
+	// unchanged summary is not embedded and written again for every exchange.
+	summaries recentSet
 }
 
 // NewIndexer returns an Indexer writing to store with vectors from emb.
@@ -46,7 +50,7 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Indexer{store: store, emb: emb, logger: logger}
+	return &Indexer{store: store, emb: emb, logger: logger, summaries: recentSet{max: 4096}}
 }
 
 // AfterSave indexes what storing ex added (it implements capture.Hook):
@@ -55,7 +59,8 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //     boundaries when long; tool results, tool-call-only turns and empty
 //     text are skipped;
 //   - the conversation's latest summary, kind "summary", Ref
-//     "<conversation>:v<version>";
+//     "<conversation>:v<version>", unless this process indexed that version
+//     already;
 //   - the user's current facts updated at or after ex.At (the ones this
 //     exchange's hooks stated), kind "fact", Ref the fact id.
 //
@@ -63,51 +68,129 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 // redelivered exchange (res.Duplicate) finds its message keys in the store.
 // An embedding or store failure is returned so the capture worker retries.
 func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	msgs, err := ix.storedMessages(ctx, ex, res)
-	if err != nil {
-		return fmt.Errorf("index exchange %s: %w", ex.ID, err)
-	}
-	var items []memory.Item
-	at := ex.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	for _, m := range msgs {
-		if m.Role != "user" && m.Role != "assistant" {
+	return ix.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
+}
+
+// AfterSaveBatch indexes a batch of stored exchanges as AfterSave does each
+// (it implements capture.BatchHook), reading each conversation's summary and
+// each user's facts once, with one embedding call and one store write for
+// the whole batch. Exchanges dropped because their user was erased are
+// skipped.
+func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	type userKey struct{ tenant, user string }
+	var (
+		items []memory.Item
+		convs []memory.Identity
+		users []userKey
+		since = map[userKey]time.Time{}
+		seen  = map[memory.Identity]bool{}
+		now   = time.Now()
+	)
+	for i, ex := range exs {
+		if results[i].Dropped {
 			continue
 		}
-		created := m.CreatedAt
-		if created.IsZero() {
-			created = at
+		msgs, err := ix.storedMessages(ctx, ex, results[i])
+		if err != nil {
+			return fmt.Errorf("index exchange %s: %w", ex.ID, err)
 		}
-		for i, c := range Chunk(indexableText(m.Content)) {
-			items = append(items, ix.item(ex.Identity, KindMessage, m.Key, i, c, created))
+		at := ex.At
+		if at.IsZero() {
+			at = now
+		}
+		for _, m := range msgs {
+			if m.Role != "user" && m.Role != "assistant" {
+				continue
+			}
+			created := m.CreatedAt
+			if created.IsZero() {
+				created = at
+			}
+			for i, c := range Chunk(indexableText(m.Content)) {
+				items = append(items, ix.item(ex.Identity, KindMessage, m.Key, i, c, created))
+			}
+		}
+		if !seen[ex.Identity] {
+			seen[ex.Identity] = true
+			convs = append(convs, ex.Identity)
+		}
+		u := userKey{ex.Tenant, ex.User}
+		if first, ok := since[u]; !ok {
+			users = append(users, u)
+			since[u] = at
+		} else if at.Before(first) {
+			since[u] = at
 		}
 	}
-	sum, err := ix.store.LatestSummary(ctx, ex.Identity)
-	switch {
-	case err == nil:
-		ref := fmt.Sprintf("%s:v%d", sum.Conversation, sum.Version)
-		for i, c := range Chunk(sum.Text) {
-			items = append(items, ix.item(ex.Identity, KindSummary, ref, i, c, sum.CreatedAt))
+	var summaryKeys []string
+	for _, id := range convs {
+		sum, err := ix.store.LatestSummary(ctx, id)
+		switch {
+		case err == nil:
+			ref := fmt.Sprintf("%s:v%d", sum.Conversation, sum.Version)
+			key := id.Tenant + "\x00" + id.User + "\x00" + ref + "\x00" + strconv.FormatInt(sum.CreatedAt.UnixNano(), 10)
+			if ix.summaries.has(key) {
+				continue
+			}
+			summaryKeys = append(summaryKeys, key)
+			for i, c := range Chunk(sum.Text) {
+				items = append(items, ix.item(id, KindSummary, ref, i, c, sum.CreatedAt))
+			}
+		case !errors.Is(err, memory.ErrNotFound):
+			return fmt.Errorf("index conversation %s: load summary: %w", id.Conversation, err)
 		}
-	case !errors.Is(err, memory.ErrNotFound):
-		return fmt.Errorf("index exchange %s: load summary: %w", ex.ID, err)
 	}
-	facts, err := ix.store.Facts(ctx, ex.Tenant, ex.User, time.Now(), false)
-	if err != nil {
-		return fmt.Errorf("index exchange %s: load facts: %w", ex.ID, err)
-	}
-	for _, f := range facts {
-		if f.UpdatedAt.Before(at) {
-			continue
+	for _, u := range users {
+		facts, err := ix.store.Facts(ctx, u.tenant, u.user, now, false)
+		if err != nil {
+			return fmt.Errorf("index facts of user %s: %w", u.user, err)
 		}
-		items = append(items, ix.factItem(f))
+		for _, f := range facts {
+			if f.UpdatedAt.Before(since[u]) {
+				continue
+			}
+			items = append(items, ix.factItem(f))
+		}
 	}
 	if err := ix.add(ctx, items); err != nil {
-		return fmt.Errorf("index exchange %s: %w", ex.ID, err)
+		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
+	}
+	for _, key := range summaryKeys {
+		ix.summaries.add(key)
 	}
 	return nil
+}
+
+// recentSet remembers up to max keys, forgetting the oldest first. It is
+// safe for concurrent use.
+type recentSet struct {
+	mu    sync.Mutex
+	m     map[string]bool
+	order []string
+	max   int
+}
+
+func (s *recentSet) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[key]
+}
+
+func (s *recentSet) add(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]bool{}
+	}
+	if s.m[key] {
+		return
+	}
+	s.m[key] = true
+	s.order = append(s.order, key)
+	if len(s.order) > s.max {
+		delete(s.m, s.order[0])
+		s.order = s.order[1:]
+	}
 }
 
 // IndexFact makes one fact searchable (used when a fact is added through the

@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -129,5 +130,75 @@ func TestIndexerReturnsFailures(t *testing.T) {
 				t.Fatal("a failure must be returned so the worker retries")
 			}
 		})
+	}
+}
+
+// TestIndexerBatchMatchesOneByOne: a batch indexes the same items as the
+// exchanges one at a time, with one embedding call, and an unchanged
+// summary is embedded once, not once per exchange.
+func TestIndexerBatchMatchesOneByOne(t *testing.T) {
+	at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	setup := func() (*fakeStore, *countingEmbedder, *Indexer) {
+		st, emb := newFakeStore(), &countingEmbedder{Embedder: NewLocal(32)}
+		st.summary["t/u/c"] = memory.Summary{Conversation: "c", Version: 2, Text: "The user saves for a car.", CreatedAt: at}
+		st.facts = []memory.Fact{
+			{ID: 7, Tenant: "t", User: "u", Type: memory.FactProfile, Key: "diet", Value: "vegetarian", UpdatedAt: at.Add(time.Minute)},
+			{ID: 8, Tenant: "t", User: "u", Type: memory.FactGoal, Key: "car", Value: "buy a car", UpdatedAt: at.Add(-time.Hour)},
+			{ID: 9, Tenant: "t", User: "v", Type: memory.FactProfile, Key: "city", Value: "Porto", UpdatedAt: at},
+		}
+		return st, emb, NewIndexer(st, emb, nil)
+	}
+	var exs []memory.Exchange
+	var results []memory.SaveResult
+	for i, conv := range []string{"c", "c", "d", "c"} {
+		user := "u"
+		if conv == "d" {
+			user = "v"
+		}
+		exs = append(exs, memory.Exchange{ID: fmt.Sprint("e", i), Identity: memory.Identity{Tenant: "t", User: user, Conversation: conv},
+			At:   at.Add(time.Duration(i) * time.Second),
+			Turn: []memory.Message{{Role: "user", Content: fmt.Sprint("question ", i)}}, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", i)}})
+		results = append(results, memory.SaveResult{Inserted: 2})
+	}
+	results = append(results[:2], memory.SaveResult{Dropped: true}, results[3])
+
+	oneSt, oneEmb, one := setup()
+	for i, ex := range exs {
+		if results[i].Dropped {
+			continue // WithHooks runs no hook for a dropped exchange
+		}
+		if err := one.AfterSave(context.Background(), ex, results[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batchSt, batchEmb, batch := setup()
+	if err := batch.AfterSaveBatch(context.Background(), exs, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{KindMessage, KindSummary, KindFact} {
+		if a, b := itemRefs(oneSt, kind), itemRefs(batchSt, kind); !eqStrings(a, b) || len(a) == 0 {
+			t.Fatalf("%s items: one by one %v, batch %v", kind, a, b)
+		}
+	}
+	if got := itemRefs(batchSt, KindMessage); len(got) != 6 {
+		t.Fatalf("message items = %v, want the 3 kept exchanges' 6 messages", got)
+	}
+	if got := itemRefs(batchSt, KindFact); !eqStrings(got, []string{"7#0"}) {
+		t.Fatalf("fact items = %v, want only u's fact stated during the batch (v's exchange was dropped)", got)
+	}
+	// One by one: 6 messages + the summary once (not 3 times) + fact 7 each time.
+	if oneEmb.texts != 6+1+3 {
+		t.Fatalf("one by one embedded %d texts, want 10 (the summary only once)", oneEmb.texts)
+	}
+	if batchEmb.texts != 6+1+1 {
+		t.Fatalf("batch embedded %d texts, want 8", batchEmb.texts)
+	}
+	// A new summary version is indexed again.
+	batchSt.summary["t/u/c"] = memory.Summary{Conversation: "c", Version: 3, Text: "The user saves for a red car.", CreatedAt: at.Add(time.Hour)}
+	if err := batch.AfterSave(context.Background(), exs[3], memory.SaveResult{Duplicate: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := itemRefs(batchSt, KindSummary); !eqStrings(got, []string{"c:v2#0", "c:v3#0"}) {
+		t.Fatalf("summary items = %v", got)
 	}
 }

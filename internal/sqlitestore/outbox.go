@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,11 +112,17 @@ func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleA
 			}
 			entries = append(entries, found...)
 		}
+		if len(entries) == 0 {
+			return nil
+		}
+		args := make([]any, 0, len(entries)+2)
+		args = append(args, consumer, nanos(now))
 		for _, e := range entries {
-			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1 WHERE id = ?`,
-				consumer, nanos(now), e.id); err != nil {
-				return fmt.Errorf("mark claimed: %w", err)
-			}
+			args = append(args, e.id)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1 WHERE id IN (`+
+			placeholders(len(entries))+`)`, args...); err != nil {
+			return fmt.Errorf("mark claimed: %w", err)
 		}
 		return nil
 	})
@@ -160,7 +167,7 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	nums := make([]int64, len(ids))
+	nums := make([]any, len(ids))
 	for i, id := range ids {
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil {
@@ -168,11 +175,14 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 		}
 		nums[i] = n
 	}
+	// One statement per ackChunk ids keeps within SQLite's variable limit.
 	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, n := range nums {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id = ?`, n); err != nil {
+		for len(nums) > 0 {
+			n := min(len(nums), ackChunk)
+			if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id IN (`+placeholders(n)+`)`, nums[:n]...); err != nil {
 				return err
 			}
+			nums = nums[n:]
 		}
 		return nil
 	})
@@ -189,4 +199,12 @@ func (o *Outbox) Pending(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("pending: %w", err)
 	}
 	return n, nil
+}
+
+// ackChunk is how many ids one DELETE of Ack names.
+const ackChunk = 500
+
+// placeholders returns n comma-separated SQL parameters ("?, ?, ?").
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
