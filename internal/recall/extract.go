@@ -3,9 +3,11 @@ package recall
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -100,9 +102,48 @@ Reply with JSON only, exactly: {"facts": [{"type": string, "key": string, "value
 // valid ones (it implements capture.Hook). It returns an error only when
 // the store fails to record a valid fact, so the worker retries.
 func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	if res.Duplicate {
+	if res.Duplicate || res.Dropped {
 		return nil
 	}
+	return e.record(ctx, ex, e.ask(ctx, ex))
+}
+
+// batchCalls bounds the model calls one AfterSaveBatch has in flight.
+const batchCalls = 4
+
+// AfterSaveBatch does what AfterSave does for each exchange of a batch (it
+// implements capture.BatchHook), asking the model about up to 4 exchanges
+// at a time, then recording their facts in the exchanges' order, so a later
+// statement still supersedes an earlier one.
+func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	asked := make([][]memory.Fact, len(exs))
+	sem := make(chan struct{}, batchCalls)
+	var wg sync.WaitGroup
+	for i, ex := range exs {
+		if results[i].Duplicate || results[i].Dropped {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			asked[i] = e.ask(ctx, ex)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for i, ex := range exs {
+		if err := e.record(ctx, ex, asked[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ask asks the model which facts the user messages of ex state and returns
+// the valid ones; failures and invalid replies are counted and logged, and
+// yield none.
+func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	var user []string
 	for _, m := range ex.Turn {
 		if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
@@ -145,6 +186,18 @@ func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 	if len(dropped) > 0 {
 		e.logger.Info("fact extraction dropped invalid items", "exchange", ex.ID, "dropped", dropped)
 	}
+	e.m.runs.WithLabelValues("ok").Inc()
+	if facts == nil {
+		facts = []memory.Fact{}
+	}
+	return facts
+}
+
+// record upserts the facts asked of ex.
+func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact) error {
+	if len(facts) == 0 {
+		return nil
+	}
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
@@ -162,7 +215,6 @@ func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 			return fmt.Errorf("extract facts of %s: upsert: %w", ex.ID, err)
 		}
 	}
-	e.m.runs.WithLabelValues("ok").Inc()
 	e.m.stored.Add(float64(len(facts)))
 	return nil
 }
@@ -269,7 +321,7 @@ func newExtractMetrics() *extractMetrics {
 	return &extractMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_fact_extraction_runs_total",
-			Help: "Model fact extractions by outcome (ok, model_error, bad_reply, store_error).",
+			Help: "Model fact extractions by outcome (ok: a valid reply; model_error, bad_reply; store_error: its facts not recorded).",
 		}, []string{"outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_fact_extraction_dropped_total",

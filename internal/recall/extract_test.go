@@ -212,3 +212,57 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// cityChatter replies with the city after "I live in " in the user
+// message, after a delay that makes later exchanges answer first.
+type cityChatter struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *cityChatter) CreateChatCompletion(_ context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	msg := req.Messages[1].Content
+	city := strings.TrimSuffix(msg[strings.Index(msg, "I live in ")+len("I live in "):], ".")
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	time.Sleep(time.Duration(20-len(city)) * time.Millisecond)
+	reply := fmt.Sprintf(`{"facts":[{"type":"profile","key":"city","value":%q,"confidence":0.9}]}`, city)
+	return openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Content: reply}}}}, nil
+}
+
+// TestExtractorBatchKeepsOrder: the model is asked about a batch's
+// exchanges concurrently, but their facts are recorded in exchange order:
+// the last city stated is current; duplicates are not asked.
+func TestExtractorBatchKeepsOrder(t *testing.T) {
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	var exs []memory.Exchange
+	var results []memory.SaveResult
+	for i, city := range []string{"Lisbon", "Porto", "Faro", "Braga", "Setúbal", "Coimbra"} {
+		exs = append(exs, memory.Exchange{ID: fmt.Sprint("e", i), Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"},
+			At: at.Add(time.Duration(i) * time.Minute), Turn: []memory.Message{{Role: "user", Content: "I live in " + city + "."}}})
+		results = append(results, memory.SaveResult{Inserted: 2})
+	}
+	results[5].Duplicate = true // Coimbra: a redelivery, not asked again
+	st, chat := newFakeStore(), &cityChatter{}
+	x := NewExtractor(chat, st, ExtractorOptions{Model: "m"}, nil)
+	if err := x.AfterSaveBatch(context.Background(), exs, results); err != nil {
+		t.Fatal(err)
+	}
+	if chat.calls != 5 {
+		t.Fatalf("%d model calls, want 5", chat.calls)
+	}
+	var order, current []string
+	for _, f := range st.facts {
+		order = append(order, f.Value)
+		if f.SupersededAt == nil {
+			current = append(current, f.Value)
+		}
+	}
+	if want := []string{"Lisbon", "Porto", "Faro", "Braga", "Setúbal"}; !eqStrings(order, want) {
+		t.Fatalf("facts recorded in order %v, want %v", order, want)
+	}
+	if !eqStrings(current, []string{"Setúbal"}) {
+		t.Fatalf("current city %v, want the last stated", current)
+	}
+}
