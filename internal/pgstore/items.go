@@ -75,26 +75,39 @@ func validItem(it memory.Item) error {
 // text, conversation and vector — never duplicated; an update without a
 // vector keeps the stored one when the text is unchanged and clears it
 // otherwise (the text needs embedding again). A zero CreatedAt means now.
+// A message item whose message was superseded (its branch replaced by an
+// edit or a regeneration) is skipped: SaveExchange deleted the branch's
+// items, and a late index must not bring them back.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	now := time.Now()
-	b := &pgx.Batch{}
 	for _, it := range items {
 		if err := validItem(it); err != nil {
 			return fmt.Errorf("pgstore: add items: %w", err)
 		}
-		dims, _ := embeddingOf(it)
-		var dimsArg, modelArg any
-		if dims > 0 {
-			dimsArg, modelArg = dims, it.Model
+	}
+	now := time.Now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		gone, err := supersededSources(ctx, tx, items)
+		if err != nil {
+			return err
 		}
-		at := it.CreatedAt
-		if at.IsZero() {
-			at = now
-		}
-		b.Queue(`
+		b := &pgx.Batch{}
+		for _, it := range items {
+			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] {
+				continue
+			}
+			dims, _ := embeddingOf(it)
+			var dimsArg, modelArg any
+			if dims > 0 {
+				dimsArg, modelArg = dims, it.Model
+			}
+			at := it.CreatedAt
+			if at.IsZero() {
+				at = now
+			}
+			b.Queue(`
 			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
 			                          embedding, dims, model, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
@@ -107,10 +120,12 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 					THEN memory_items.dims ELSE EXCLUDED.dims END,
 				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
 					THEN memory_items.model ELSE EXCLUDED.model END`,
-			it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
-			vectorArg(it.Embedding), dimsArg, modelArg, at)
-	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+				it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
+				vectorArg(it.Embedding), dimsArg, modelArg, at)
+		}
+		if b.Len() == 0 {
+			return nil
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return unavailable(err)
 		}
@@ -120,6 +135,51 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		return fmt.Errorf("pgstore: add %d items: %w", len(items), err)
 	}
 	return nil
+}
+
+// supersededSources returns, keyed tenant + "\x00" + key, the messages among
+// the sources of items' message items that are superseded. It first takes a
+// share lock on their conversations' rows, which SaveExchange holds
+// exclusively while it supersedes a branch (and deletes the branch's items):
+// the check then sees every supersession committed before, and a later one
+// waits for this transaction and deletes what it stored.
+func supersededSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[string]bool, error) {
+	var tenants, users, convs, keys []string
+	for _, it := range items {
+		if it.Kind == "message" && it.Conversation != "" {
+			tenants, users = append(tenants, it.Tenant), append(users, it.User)
+			convs, keys = append(convs, it.Conversation), append(keys, it.Ref)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, `
+		SELECT 1 FROM conversations c
+		WHERE (c.tenant, c.user_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+		ORDER BY c.tenant, c.user_id, c.id
+		FOR SHARE`, tenants, users, convs); err != nil {
+		return nil, fmt.Errorf("lock conversations: %w", unavailable(err))
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT m.tenant, m.key
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(tenant, user_id, conversation, key)
+		JOIN messages m ON m.tenant = u.tenant AND m.key = u.key
+			AND m.user_id = u.user_id AND m.conversation = u.conversation
+		WHERE m.superseded_at IS NOT NULL`, tenants, users, convs, keys)
+	if err != nil {
+		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
+	}
+	set := map[string]bool{}
+	var tenant, key string
+	_, err = pgx.ForEachRow(rows, []any{&tenant, &key}, func() error {
+		set[tenant+"\x00"+key] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
+	}
+	return set, nil
 }
 
 // ItemsToEmbed returns up to limit items of any tenant with ID > afterID

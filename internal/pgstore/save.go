@@ -112,14 +112,25 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 
 	var res memory.SaveResult
 	if plan.SupersedeFrom > 0 {
-		tag, err := tx.Exec(ctx, `
-			UPDATE messages SET superseded_at = $5
-			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL`,
-			id.Tenant, id.User, id.Conversation, plan.SupersedeFrom, at)
-		if err != nil {
+		// The replaced branch leaves recall with it: its messages' items are
+		// deleted in this transaction. AddItems takes a share lock on the
+		// conversation row (which this transaction holds exclusively since
+		// the upsert above) before it checks that a message is live, so a
+		// late index either commits before this delete sees its rows or
+		// sees the messages superseded and skips them.
+		if err := tx.QueryRow(ctx, `
+			WITH superseded AS (
+				UPDATE messages SET superseded_at = $5
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL
+				RETURNING key
+			), items AS (
+				DELETE FROM memory_items
+				WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source IN (SELECT key FROM superseded)
+			)
+			SELECT count(*) FROM superseded`,
+			id.Tenant, id.User, id.Conversation, plan.SupersedeFrom, at).Scan(&res.Superseded); err != nil {
 			return memory.SaveResult{}, fmt.Errorf("supersede: %w", unavailable(err))
 		}
-		res.Superseded = int(tag.RowsAffected())
 	}
 
 	msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)

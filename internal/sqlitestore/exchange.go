@@ -20,7 +20,8 @@ const tailExtra = 64
 // reports a Duplicate when the conversation already holds ex.ID; creates the
 // conversation; aligns ex.Prior with the last len(ex.Prior)+64 live messages
 // (memory.Align); marks the messages of a replaced branch superseded (kept,
-// with superseded_at, but no longer live); and inserts the unseen prior
+// with superseded_at, but no longer live) and deletes their memory items, so
+// recall never finds them again; and inserts the unseen prior
 // messages, the turn and the reply with Seq continuing after the highest
 // stored Seq and Key memory.Key(ex.ID, i). A zero ex.At means now.
 //
@@ -67,6 +68,15 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 		}
 		plan := memory.Align(tail, ex.Prior)
 		if plan.SupersedeFrom > 0 {
+			// The replaced branch leaves recall with it: its messages' items
+			// go in this transaction, and AddItems refuses them from now on.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+				WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source IN (
+					SELECT key FROM messages
+					WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL)`,
+				ex.Tenant, ex.User, ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom); err != nil {
+				return fmt.Errorf("drop items of superseded branch: %w", err)
+			}
 			r, err := tx.ExecContext(ctx, `UPDATE messages SET superseded_at = ?
 				WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL`,
 				nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom)

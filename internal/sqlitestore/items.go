@@ -25,7 +25,10 @@ func validKind(kind string) bool {
 // (tenant, user, kind, ref, chunk): an existing item gets the new text,
 // embedding, model, dims and conversation, and keeps its ID and CreatedAt.
 // An item without an embedding is stored for ItemsToEmbed to find. A zero
-// CreatedAt means now. It returns memory.ErrInvalid (and stores nothing) for
+// CreatedAt means now. A message item whose message was superseded (its
+// branch replaced by an edit or a regeneration) is skipped: SaveExchange
+// deleted the branch's items, and a late index must not bring them back.
+// It returns memory.ErrInvalid (and stores nothing) for
 // a bad id or kind, an empty ref, or Dims that disagree with the embedding.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
@@ -48,7 +51,24 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		defer stmt.Close()
+		superseded, err := tx.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ? AND superseded_at IS NOT NULL)`)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer superseded.Close()
 		for _, it := range items {
+			// A late index of a message its conversation has since replaced
+			// (edited or regenerated) must not make it recallable again.
+			if it.Kind == "message" && it.Conversation != "" {
+				var gone bool
+				if err := superseded.QueryRowContext(ctx, it.Tenant, it.User, it.Conversation, it.Ref).Scan(&gone); err != nil {
+					return fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+				}
+				if gone {
+					continue
+				}
+			}
 			created := it.CreatedAt
 			if created.IsZero() {
 				created = now

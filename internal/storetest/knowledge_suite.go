@@ -53,6 +53,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"ItemsToEmbedResumable", testItemsToEmbed},
 		{"DeleteUserErasesKnowledge", testDeleteUserErasesKnowledge},
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
+		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
