@@ -16,7 +16,7 @@ import (
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
-const textWindow = 256
+const textWindow = 200
 
 // maxQueryTerms bounds how many distinct words of a text query are searched.
 const maxQueryTerms = 64
@@ -116,17 +116,25 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
 	return top.sorted()
 }
 
-// SearchText ranks the user's items by FTS5 match of q.Text (Score = -bm25,
-// higher is better), best first, up to q.Limit, honouring q.Conversation and
-// q.ExcludeRefs. Only the newest textWindow matching items are ranked: the
-// cost stays flat as the history grows, and an older passage is still found
-// by SearchVector, which covers the whole history. The text is never passed to FTS5 as syntax: it is split into
-// words (letters and digits), and the distinct words are ORed as quoted
-// terms, so any passage sharing a word matches and passages sharing more and
-// rarer words rank higher. Text without words, or Limit <= 0, finds nothing.
+// SearchText ranks the user's items matching q.Text (Score > 0, higher is
+// better), best first, up to q.Limit, honouring q.Conversation and
+// q.ExcludeRefs. The text is never passed to FTS5 as syntax: it is split
+// into words (letters and digits), and the distinct words are ORed as
+// quoted terms, so any passage sharing a word matches. Text without words,
+// or Limit <= 0, finds nothing.
+//
+// FTS5 finds the newest textWindow matching items (walking its index
+// newest first, without ranking), and they are ranked here by Okapi BM25
+// (k1 = 1.2, b = 0.75, as FTS5's bm25) with term statistics taken over
+// those candidates: passages sharing more and rarer words, more often,
+// rank higher. FTS5's own bm25() counts every match of every term of the
+// user's history first, which grew linearly with it (10k items: ~5 ms per
+// search); this costs the same at any history size. An older passage
+// beyond the window is still found by SearchVector, which covers the
+// whole history.
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	match := ftsQuery(q.Text)
-	if match == "" || q.Limit <= 0 {
+	terms := ftsTerms(q.Text)
+	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
 	where, args, err := itemScope(q)
@@ -134,19 +142,13 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	// The user is matched inside FTS5 (its user_id column), so only that
-	// user's matches are ranked; user ids hold no quote characters
+	// user's items are walked; user ids hold no quote characters
 	// (memory.ValidID), so quoting needs no escaping. The WHERE clause below
 	// still checks tenant and user exactly.
-	match = `user_id : "` + q.User + `" AND (` + match + `)`
+	match := `user_id : "` + q.User + `" AND (` + ftsMatch(terms) + `)`
 	args = append([]any{match}, args...)
 	args = append(args, textWindow)
-	// FTS5 walks the matches newest first (rowid order, which it serves
-	// without sorting) and stops after textWindow of them, so bm25 — the
-	// bulk of the cost — is computed for at most that many rows however
-	// many the user's history holds; they are ranked here, by id only, so
-	// the texts and vectors of the rows that lose are never read. The
-	// user_id column weighs nothing in the rank.
-	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, -bm25(memory_items_fts, 1.0, 0.0)
+	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, memory_items.text
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
 		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args...)
@@ -154,19 +156,20 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	defer rows.Close()
-	top := make(topK, 0, q.Limit+1)
+	r := newTextRanker(terms)
 	for rows.Next() {
-		var r scored
-		if err := rows.Scan(&r.id, &r.score); err != nil {
+		var id int64
+		var text sql.RawBytes
+		if err := rows.Scan(&id, &text); err != nil {
 			return nil, fmt.Errorf("search text: %w", err)
 		}
-		top.offer(r, q.Limit)
+		r.add(id, text)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	rows.Close()
-	items, err := s.itemsByID(ctx, top.sorted())
+	items, err := s.itemsByID(ctx, r.best(q.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
@@ -193,10 +196,11 @@ func itemScope(q memory.ItemQuery) (string, []any, error) {
 	return where, args, nil
 }
 
-// ftsQuery turns user text into a safe FTS5 query: its distinct lower-cased
-// words (runs of letters, digits and combining marks), each double-quoted,
-// joined by OR. It returns "" when the text has no words.
-func ftsQuery(text string) string {
+// ftsTerms returns the words of user text that a full-text search looks
+// for: its distinct lower-cased words (runs of letters, digits and
+// combining marks) that are not stopwords — or the stopwords, when nothing
+// else is left — at most maxQueryTerms of them.
+func ftsTerms(text string) []string {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})
@@ -219,12 +223,17 @@ func ftsQuery(text string) string {
 	if len(terms) > maxQueryTerms {
 		terms = terms[:maxQueryTerms]
 	}
+	return terms
+}
+
+// ftsMatch ORs terms as quoted FTS5 strings. Words hold no quote
+// characters, so quoting needs no escaping.
+func ftsMatch(terms []string) string {
 	var b strings.Builder
 	for _, w := range terms {
 		if b.Len() > 0 {
 			b.WriteString(" OR ")
 		}
-		// Words hold no quote characters, so quoting needs no escaping.
 		b.WriteByte('"')
 		b.WriteString(w)
 		b.WriteByte('"')

@@ -1,0 +1,170 @@
+package sqlitestore
+
+import (
+	"math"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Okapi BM25 parameters, FTS5's defaults.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// textRanker scores full-text candidates by Okapi BM25 over the query's
+// terms, with document frequencies and the average length taken over the
+// candidates themselves.
+type textRanker struct {
+	terms map[string]int // folded term -> index
+	ids   []int64
+	lens  []int
+	tf    []int32 // len(terms) counts per candidate
+	df    []int
+	total int
+}
+
+func newTextRanker(terms []string) *textRanker {
+	r := &textRanker{terms: make(map[string]int, len(terms))}
+	for _, t := range terms {
+		f := foldWord(t)
+		if _, ok := r.terms[f]; !ok {
+			r.terms[f] = len(r.terms)
+		}
+	}
+	r.df = make([]int, len(r.terms))
+	return r
+}
+
+// add counts one candidate's words (split and folded as FTS5's unicode61
+// tokenizer with remove_diacritics does, for the common Latin letters).
+func (r *textRanker) add(id int64, text []byte) {
+	n := len(r.terms)
+	base := len(r.tf)
+	for range n {
+		r.tf = append(r.tf, 0)
+	}
+	counts := r.tf[base:]
+	words := 0
+	var buf [64]byte
+	for i := 0; i < len(text); {
+		// Skip separators.
+		c, size := decodeRune(text[i:])
+		if !isWordRune(c) {
+			i += size
+			continue
+		}
+		w := buf[:0]
+		for i < len(text) {
+			c, size = decodeRune(text[i:])
+			if !isWordRune(c) {
+				break
+			}
+			if c < utf8.RuneSelf {
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				w = append(w, byte(c))
+			} else {
+				w = utf8.AppendRune(w, foldRune(c))
+			}
+			i += size
+		}
+		words++
+		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
+			counts[k]++
+		}
+	}
+	for k, c := range counts {
+		if c > 0 {
+			r.df[k]++
+		}
+	}
+	r.ids = append(r.ids, id)
+	r.lens = append(r.lens, words)
+	r.total += words
+}
+
+// best returns the limit best candidates, best first (ties: lower id
+// first), each scored by BM25 (> 0; a candidate none of whose words were
+// recognised still scores a little, below every one that was).
+func (r *textRanker) best(limit int) []scored {
+	if len(r.ids) == 0 || limit <= 0 {
+		return nil
+	}
+	n := float64(len(r.ids))
+	avg := max(float64(r.total)/n, 1)
+	idf := make([]float64, len(r.df))
+	for k, df := range r.df {
+		// FTS5's floor keeps a term in every candidate slightly positive.
+		idf[k] = max(math.Log((n-float64(df)+0.5)/(float64(df)+0.5)), 1e-6)
+	}
+	top := make(topK, 0, limit+1)
+	nt := len(r.terms)
+	for i, id := range r.ids {
+		score := 1e-9
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(r.lens[i])/avg)
+		for k, c := range r.tf[i*nt : (i+1)*nt] {
+			if c > 0 {
+				tf := float64(c)
+				score += idf[k] * tf * (bm25K1 + 1) / (tf + norm)
+			}
+		}
+		top.offer(scored{id: id, score: score}, limit)
+	}
+	return top.sorted()
+}
+
+// decodeRune is utf8.DecodeRune with a fast path for ASCII.
+func decodeRune(b []byte) (rune, int) {
+	if b[0] < utf8.RuneSelf {
+		return rune(b[0]), 1
+	}
+	return utf8.DecodeRune(b)
+}
+
+// isWordRune reports whether c belongs to a word: a letter, digit or
+// combining mark.
+func isWordRune(c rune) bool {
+	if c < utf8.RuneSelf {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return unicode.IsLetter(c) || unicode.IsDigit(c) || unicode.Is(unicode.Mn, c)
+}
+
+// foldWord lower-cases w and strips the diacritics foldRune knows.
+func foldWord(w string) string {
+	b := make([]byte, 0, len(w))
+	for _, c := range w {
+		b = utf8.AppendRune(b, foldRune(c))
+	}
+	return string(b)
+}
+
+// foldRune lower-cases c and strips the diacritics of the common Latin
+// letters (Portuguese, Spanish, French, German).
+func foldRune(c rune) rune {
+	c = unicode.ToLower(c)
+	if c < 0xe0 || c > 0x17f {
+		return c
+	}
+	switch c {
+	case 'à', 'á', 'â', 'ã', 'ä', 'å':
+		return 'a'
+	case 'ç':
+		return 'c'
+	case 'è', 'é', 'ê', 'ë':
+		return 'e'
+	case 'ì', 'í', 'î', 'ï':
+		return 'i'
+	case 'ñ':
+		return 'n'
+	case 'ò', 'ó', 'ô', 'õ', 'ö':
+		return 'o'
+	case 'ù', 'ú', 'û', 'ü':
+		return 'u'
+	case 'ý', 'ÿ':
+		return 'y'
+	}
+	return c
+}

@@ -1,0 +1,55 @@
+package sqlitestore
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestTextRanker checks the BM25 order over candidates: rarer shared words
+// beat common ones, more occurrences beat fewer, a longer text with the same
+// hits ranks lower, diacritics and case are folded, and ties go to the lower
+// id.
+func TestTextRanker(t *testing.T) {
+	tests := []struct {
+		name  string
+		terms []string
+		texts map[int64]string
+		want  []int64
+	}{
+		{"rare word beats common word", []string{"porto", "moved"},
+			map[int64]string{1: "I moved house", 2: "I moved to Porto", 3: "we moved the sofa", 4: "moved on"},
+			[]int64{2, 4, 1, 3}}, // then shortest first
+		{"more occurrences rank higher", []string{"budget"},
+			map[int64]string{1: "budget", 2: "budget budget", 3: "no match here", 4: "nothing"},
+			[]int64{2, 1, 3, 4}},
+		{"shorter text ranks higher", []string{"lisbon"},
+			map[int64]string{1: "we spent a long weekend walking around Lisbon with friends", 2: "Lisbon trip", 3: "x", 4: "y"},
+			[]int64{2, 1, 3, 4}},
+		{"diacritics and case folded", []string{"sao", "paulo"},
+			map[int64]string{1: "São Paulo é grande", 2: "nada", 3: "outra", 4: "mais"},
+			[]int64{1, 2, 3, 4}},
+		{"ties by id", []string{"x"},
+			map[int64]string{7: "x y", 3: "x y", 5: "x y"},
+			[]int64{3, 5, 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newTextRanker(tt.terms)
+			ids := make([]int64, 0, len(tt.texts))
+			for id := range tt.texts {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			for _, id := range ids {
+				r.add(id, []byte(tt.texts[id]))
+			}
+			var got []int64
+			for _, s := range r.best(10) {
+				got = append(got, s.id)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("order = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
