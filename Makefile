@@ -7,7 +7,7 @@ PKGS     ?= ./...
 PGBASE   ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 REDISURL ?= redis://127.0.0.1:6379/0
 
-.PHONY: all build run demo test test-short services bench eval lint fmt vet migrate clean
+.PHONY: all build run demo test test-short services bench bench-search-1m eval lint fmt vet migrate clean
 
 all: lint test
 
@@ -38,6 +38,11 @@ test-short:
 ## bench: load benchmarks and Go micro-benchmarks; rewrites BENCHMARKS.md.
 bench: services
 	bash scripts/bench.sh
+
+## bench-search-1m: the recall search benchmark alone at 1M items (~30 min on 2 cores: too long for `make bench`); writes its own section of BENCHMARKS.md.
+bench-search-1m: services
+	BENCH_SEARCH_ONLY=1 BENCH_SEARCH_SIZES=1000000 BENCH_SEARCH_BUDGET=60m BENCH_SEARCH_SECTION=search-1m \
+		bash scripts/bench.sh
 
 ## eval: memory-quality evaluation (synthetic conversations, probes, baselines); writes its table into BENCHMARKS.md.
 eval:

@@ -194,17 +194,20 @@ func (s *chanSource) Next() bool {
 func (s *chanSource) Values() ([]any, error) { return s.cur[s.i], nil }
 func (s *chanSource) Err() error             { return nil }
 
-// buildIndex creates the HNSW index from its definition, giving up at
-// deadline; built is false when it did not finish in time.
-func buildIndex(ctx context.Context, conn *pgx.Conn, def string, deadline time.Time) (elapsed time.Duration, built bool, err error) {
+// buildIndex creates the HNSW index from its definition (the migration's, so
+// the same m and ef_construction as production), with mem as
+// maintenance_work_mem, giving up at deadline; built is false when it did
+// not finish in time.
+func buildIndex(ctx context.Context, conn *pgx.Conn, def, mem string, deadline time.Time) (elapsed time.Duration, built bool, err error) {
 	left := time.Until(deadline)
 	if left <= 0 {
 		return 0, false, nil
 	}
 	// Two cores: one leader plus one parallel worker; the graph must fit in
-	// maintenance_work_mem or the build slows down by an order of magnitude.
+	// maintenance_work_mem or the build slows down by an order of magnitude
+	// (pgvector then says so in a NOTICE, which measure logs and reports).
 	for _, set := range []string{
-		"SET maintenance_work_mem = '3GB'",
+		"SET maintenance_work_mem = '" + mem + "'",
 		"SET max_parallel_maintenance_workers = 1",
 		fmt.Sprintf("SET statement_timeout = %d", left.Milliseconds()),
 	} {
@@ -212,6 +215,7 @@ func buildIndex(ctx context.Context, conn *pgx.Conn, def string, deadline time.T
 			return 0, false, fmt.Errorf("%s: %w", set, err)
 		}
 	}
+	defer conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
 	defer conn.Exec(context.WithoutCancel(ctx), "RESET statement_timeout")
 	start := time.Now()
 	_, err = conn.Exec(ctx, def)

@@ -46,6 +46,10 @@ type options struct {
 	budget      time.Duration
 	seed        uint64
 	out         string
+	// buildMem is maintenance_work_mem for the HNSW build: the whole graph
+	// must fit in it (about 2.3 kB per 384-dimension item with m = 16).
+	buildMem string
+	title    string // the report's heading
 }
 
 // parseFlags reads args.
@@ -67,6 +71,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.budget, "budget", 9*time.Minute, "time limit for the whole run")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated corpus and queries")
 	fs.StringVar(&o.out, "out", "", "also write the markdown report to this file")
+	fs.StringVar(&o.title, "title", "Recall search on PostgreSQL + pgvector", "heading of the markdown report")
+	fs.StringVar(&o.buildMem, "build-mem", "4GB", "maintenance_work_mem of the HNSW build (the graph must fit: about 2.3 kB per item)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -104,10 +110,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			continue
 		}
 		logger.Info("measuring", "items", n)
+		started := time.Now()
 		r, err := measure(ctx, o, n, deadline, logger)
 		if err != nil {
 			return fmt.Errorf("%d items: %w", n, err)
 		}
+		r.took = time.Since(started)
+		logger.Info("measured", "items", n, "took", r.took)
 		results = append(results, r)
 	}
 	report := render(o, env, loadStart, results)

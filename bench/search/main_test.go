@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -102,5 +103,27 @@ func TestRenderReportsUnmeasuredSizes(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestRenderTitleDurationAndPlans(t *testing.T) {
+	o := options{sizes: []int{10}, users: 2, queries: 3, hnswQueries: 3, limit: 1, title: "Search at 1M"}
+	out := render(o, "env", "1.0", []result{{
+		items: 10, users: 2, load: loadStats{elapsed: time.Second, embedBusy: time.Second, loaded: 10},
+		build: time.Second, built: true, took: 95 * time.Second,
+		explainPlanner: "Limit\n  ->  Sort", explainHNSW: "Limit\n  ->  Index Scan using memory_items_embedding_384",
+	}})
+	for _, want := range []string{"## Search at 1M\n", "| 10 | 10 | 10 | 1s | 10 | 1m35s |",
+		"-- planner's choice\nLimit\n  ->  Sort\n", "Index Scan using memory_items_embedding_384"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestVectorLiteralHidden(t *testing.T) {
+	got := vectorLiteral.ReplaceAllString(`Order By: ((embedding)::vector(384) <=> '[0,0.5,-1e-05]'::vector)`, "$$3")
+	if want := `Order By: ((embedding)::vector(384) <=> $3)`; got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

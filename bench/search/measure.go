@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/pgstore"
@@ -34,6 +37,10 @@ type result struct {
 	recall       float64 // HNSW recall@limit against the exact search
 	text         latency
 	note         string
+	took         time.Duration // the whole size: load, build and searches
+	// explainPlanner and explainHNSW are EXPLAIN (COSTS OFF) of one search
+	// as the planner runs it and with the HNSW index forced.
+	explainPlanner, explainHNSW string
 }
 
 // query is one prepared search.
@@ -55,7 +62,16 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 		return r, err
 	}
 	defer store.Close()
-	conn, err := pgx.Connect(ctx, dbURL)
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return r, err
+	}
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		logger.Info("postgres notice", "message", n.Message, "detail", n.Detail)
+		notices = append(notices, n.Message)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return r, err
 	}
@@ -117,9 +133,15 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 	}
 
 	// Keep a minute for the searches on the index.
-	r.build, r.built, err = buildIndex(ctx, conn, indexDef, deadline.Add(-time.Minute))
+	notices = notices[:0]
+	r.build, r.built, err = buildIndex(ctx, conn, indexDef, o.buildMem, deadline.Add(-time.Minute))
 	if err != nil {
 		return r, err
+	}
+	for _, m := range notices {
+		if strings.Contains(m, "maintenance_work_mem") {
+			r.note = strings.TrimPrefix(r.note+"; ", "; ") + "HNSW build: " + strings.TrimSuffix(m, ".")
+		}
 	}
 	logger.Info("HNSW build", "items", n, "elapsed", r.build, "finished", r.built)
 	if !r.built {
@@ -144,6 +166,12 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 		return r, fmt.Errorf("planner search: %w", err)
 	}
 	if r.plannerPlan, err = chosenIndex(ctx, conn, before); err != nil {
+		return r, err
+	}
+	if r.explainPlanner, err = explain(ctx, conn, qs[0], emb.Model(), o.limit, false); err != nil {
+		return r, err
+	}
+	if r.explainHNSW, err = explain(ctx, conn, qs[0], emb.Model(), o.limit, true); err != nil {
 		return r, err
 	}
 
@@ -176,6 +204,48 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 	}
 	return r, nil
 }
+
+// explain returns EXPLAIN (ANALYZE, COSTS OFF) of one vector search shaped
+// as pgstore.SearchVector runs it (the same predicate, order, limit and
+// iterative-scan settings), as the planner chooses or with the HNSW index
+// forced.
+func explain(ctx context.Context, conn *pgx.Conn, q query, model string, limit int, forceHNSW bool) (string, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	sets := []string{
+		"SET LOCAL hnsw.iterative_scan = relaxed_order",
+		fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", max(40, limit)),
+	}
+	if forceHNSW {
+		sets = append(sets, "SET LOCAL enable_sort = off", "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off")
+	}
+	for _, s := range sets {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return "", fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+		SELECT id, embedding::vector(384) <=> $3 AS distance
+		FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND dims = 384 AND model = $5
+		ORDER BY embedding::vector(384) <=> $3
+		LIMIT $4`, benchTenant, q.user, pgvector.NewVector(q.vec), limit, model)
+	if err != nil {
+		return "", fmt.Errorf("explain: %w", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("explain: %w", err)
+	}
+	// The query vector is 384 numbers; show it as the parameter it is.
+	return vectorLiteral.ReplaceAllString(strings.Join(lines, "\n"), "$$3"), nil
+}
+
+// vectorLiteral matches a vector constant in EXPLAIN output.
+var vectorLiteral = regexp.MustCompile(`'\[[^\]]*\]'::vector`)
 
 // ids lists the items' IDs.
 func ids(items []memory.Item) []int64 {

@@ -41,7 +41,7 @@ func lat(l latency) string {
 // render writes the markdown report.
 func render(o options, env, loadStart string, rs []result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Recall search on PostgreSQL + pgvector\n\n")
+	fmt.Fprintf(&b, "## %s\n\n", o.title)
 	fmt.Fprintf(&b, "`go run ./bench/search -sizes %s -users %d -queries %d -limit %d -seed %d` — %s.\n\n",
 		joinSizes(o.sizes), o.users, o.queries, o.limit, o.seed, env)
 	fmt.Fprintf(&b, "Items are generated texts of 8–39 Zipf-distributed words from an %d-word vocabulary, "+
@@ -52,11 +52,11 @@ func render(o options, env, loadStart string, rs []result) string {
 		vocabularySize, o.users, o.limit, o.queries, min(o.queries, o.hnswQueries), loadStart, loadAverage())
 
 	b.WriteString("### Indexing\n\n")
-	b.WriteString("| items | embed + COPY (items/s) | embedder alone (items/s per core) | HNSW build | HNSW build (items/s) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| items | embed + COPY (items/s) | embedder alone (items/s per core) | HNSW build | HNSW build (items/s) | whole size (load, build, searches) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		if r.load.elapsed == 0 {
-			fmt.Fprintf(&b, "| %d | – | – | – | – |\n", r.items)
+			fmt.Fprintf(&b, "| %d | – | – | – | – | – |\n", r.items)
 			continue
 		}
 		build, rate := "–", "–"
@@ -67,8 +67,9 @@ func render(o options, env, loadStart string, rs []result) string {
 		case r.build > 0:
 			build = "not finished in " + r.build.Round(time.Second).String()
 		}
-		fmt.Fprintf(&b, "| %d | %.0f | %.0f | %s | %s |\n", r.items,
-			float64(r.items)/r.load.elapsed.Seconds(), float64(r.items)/r.load.embedBusy.Seconds(), build, rate)
+		fmt.Fprintf(&b, "| %d | %.0f | %.0f | %s | %s | %s |\n", r.items,
+			float64(r.items)/r.load.elapsed.Seconds(), float64(r.items)/r.load.embedBusy.Seconds(), build, rate,
+			r.took.Round(time.Second))
 	}
 
 	b.WriteString("\n### Search latency (ms, p50 / p99)\n\n")
@@ -93,6 +94,14 @@ func render(o options, env, loadStart string, rs []result) string {
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
+	}
+	for _, r := range rs {
+		if r.explainPlanner == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n<details><summary>%d items: EXPLAIN ANALYZE of one search, as planned and with HNSW forced</summary>\n\n", r.items)
+		fmt.Fprintf(&b, "```\n-- planner's choice\n%s\n-- HNSW forced (enable_sort, enable_seqscan, enable_bitmapscan off)\n%s\n```\n\n</details>\n",
+			r.explainPlanner, r.explainHNSW)
 	}
 	return b.String()
 }
