@@ -54,6 +54,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteUserErasesKnowledge", testDeleteUserErasesKnowledge},
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
+		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

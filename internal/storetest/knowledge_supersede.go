@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -100,4 +103,40 @@ func mustItemsToEmbedAll(tb testing.TB, s Knowledge) []memory.Item {
 		tb.Fatalf("ItemsToEmbed: %v", err)
 	}
 	return got
+}
+
+// testLateIndexRacesSupersession runs the indexer's AddItems of an exchange
+// concurrently with the regeneration that supersedes it, many times: whichever
+// commits first, the superseded messages' items end up out of search.
+func testLateIndexRacesSupersession(t *testing.T, s KnowledgeStore) {
+	const rounds = 20
+	for r := range rounds {
+		id := memory.Identity{Tenant: "acme", User: "alice", Conversation: fmt.Sprintf("race%d", r)}
+		mustSave(t, s, simple(t, id, 1))
+		second := simple(t, id, 2)
+		mustSave(t, s, second)
+		regen := exchange(id, fmt.Sprintf("regen-%d", r), 3,
+			[]memory.Message{msg(t, "user", "question 1"), msg(t, "assistant", "answer 1")},
+			[]memory.Message{msg(t, "user", "question 2")}, msg(t, "assistant", "answer 2 again"))
+		late := []memory.Item{
+			item(id, "message", memory.Key(second.ID, 0), "lighthouse question two", vec4(1, 0, 0, 0)),
+			item(id, "message", memory.Key(second.ID, 1), "lighthouse answer two", vec4(1, 0.1, 0, 0)),
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		wg.Go(func() { errs[0] = s.AddItems(testCtx(t), late) })
+		wg.Go(func() { _, errs[1] = s.SaveExchange(testCtx(t), regen) })
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		q := memory.ItemQuery{Tenant: "acme", User: "alice", Conversation: id.Conversation,
+			Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4, Text: "lighthouse", Limit: 10}
+		if got := mustSearchVector(t, s, q); len(got) != 0 {
+			t.Fatalf("round %d: SearchVector = %q, want none (their messages are superseded)", r, refs(got))
+		}
+		if got := mustSearchText(t, s, q); len(got) != 0 {
+			t.Fatalf("round %d: SearchText = %q, want none (their messages are superseded)", r, refs(got))
+		}
+	}
 }
