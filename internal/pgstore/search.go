@@ -77,22 +77,27 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	sql, args := searchVectorSQL(q, dims)
 	ef := min(max(minEFSearch, q.Limit), maxEFSearch)
 	var items []memory.Item
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef))
+	// One round trip: the transaction that scopes the settings, the
+	// settings and the search go out as one pipelined batch (it was three:
+	// BEGIN, the batch, COMMIT). When a statement fails the server skips the
+	// rest, COMMIT included, and the pool discards the connection left in
+	// the failed transaction.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN READ ONLY`)
+	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef))
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		var err error
-		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
-			items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
-				var dist float64
-				it, err := scanItem(r, &dist)
-				it.Score = 1 - dist
-				return it, err
-			})
-			return err
+		items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+			var dist float64
+			it, err := scanItem(r, &dist)
+			it.Score = 1 - dist
+			return it, err
 		})
-		return tx.SendBatch(ctx, b).Close()
+		return err
 	})
+	b.Queue(`COMMIT`)
+	err := s.pool.SendBatch(ctx, b).Close()
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: search vector: %w", unavailable(err))
 	}

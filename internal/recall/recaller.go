@@ -66,25 +66,38 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if now.IsZero() {
 		now = time.Now()
 	}
-	facts, err := r.facts.Facts(ctx, q.Tenant, q.User, now, false)
-	if err != nil {
-		return memory.Recalled{}, fmt.Errorf("recall facts: %w", err)
+	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now}
+	search := true
+	if !(r.opts.CrossConversation && q.CrossConversation) {
+		search = q.Conversation != "" // else no conversation to stay within
+		sq.Conversation = q.Conversation
 	}
+	// Facts and passages are independent: fetch them at once, so a remote
+	// store costs the slower of the two, not their sum.
+	var (
+		items     []memory.Item
+		searchErr error
+		done      = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		if search {
+			items, searchErr = r.search.Search(ctx, sq)
+		}
+	}()
+	facts, err := r.facts.Facts(ctx, q.Tenant, q.User, now, false)
 	var out memory.Recalled
-	out.Facts, err = r.rankFacts(ctx, facts, q.Text, now)
+	if err == nil {
+		out.Facts, err = r.rankFacts(ctx, facts, q.Text, now)
+	} else {
+		err = fmt.Errorf("recall facts: %w", err)
+	}
+	<-done
 	if err != nil {
 		return memory.Recalled{}, err
 	}
-	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now}
-	if !(r.opts.CrossConversation && q.CrossConversation) {
-		if q.Conversation == "" {
-			return out, nil // no conversation to stay within
-		}
-		sq.Conversation = q.Conversation
-	}
-	items, err := r.search.Search(ctx, sq)
-	if err != nil {
-		return memory.Recalled{}, fmt.Errorf("recall passages: %w", err)
+	if searchErr != nil {
+		return memory.Recalled{}, fmt.Errorf("recall passages: %w", searchErr)
 	}
 	for _, it := range items {
 		if it.Kind == KindFact || (it.Kind == KindSummary && it.Conversation == q.Conversation) {

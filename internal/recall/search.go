@@ -95,13 +95,24 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		Text:  text,
 		Limit: max(20, 4*topK),
 	}
+	// The two rankings are independent: run them at once, so a remote
+	// store costs one round trip of latency, not two.
+	var (
+		byText  []memory.Item
+		textErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		byText, textErr = s.store.SearchText(ctx, iq)
+	}()
 	byVec, err := s.store.SearchVector(ctx, iq)
+	<-done
 	if err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
 	}
-	byText, err := s.store.SearchText(ctx, iq)
-	if err != nil {
-		return nil, fmt.Errorf("text search: %w", err)
+	if textErr != nil {
+		return nil, fmt.Errorf("text search: %w", textErr)
 	}
 	kept := byVec[:0:0]
 	for _, it := range byVec {
