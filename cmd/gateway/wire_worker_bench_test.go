@@ -16,6 +16,7 @@ import (
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/testenv"
 )
 
 // pendingQueue is a capture queue that reports its backlog (the SQLite
@@ -52,18 +53,27 @@ func workerTurn(conv, seq int) string {
 // exchanges/s; ns/op and allocs/op are per exchange, all goroutines.
 // "batched" is the gateway's wiring (the hooks run once per claimed
 // batch); "per-exchange" runs them after each save, as direct saves do.
+// The pg variants do the same on PostgreSQL with the Redis queue.
 func BenchmarkCaptureWorker(b *testing.B) {
-	for _, mode := range []string{"batched", "per-exchange"} {
-		b.Run(mode, func(b *testing.B) { benchCaptureWorker(b, mode == "batched") })
+	for _, store := range []string{"sqlite", "pg"} {
+		for _, mode := range []string{"batched", "per-exchange"} {
+			b.Run(store+"/"+mode, func(b *testing.B) { benchCaptureWorker(b, store, mode == "batched") })
+		}
 	}
 }
 
-func benchCaptureWorker(b *testing.B, batched bool) {
+func benchCaptureWorker(b *testing.B, store string, batched bool) {
 	up := httptest.NewServer(fakeupstream.Handler(fakeupstream.Options{}))
 	defer up.Close()
 	cfg := config.Default()
 	cfg.Upstream.BaseURL = up.URL + "/v1"
 	cfg.Store.SQLitePath = filepath.Join(b.TempDir(), "memgate.db")
+	if store == "pg" {
+		cfg.Store.Driver = "postgres"
+		cfg.Store.PostgresURL = testenv.PostgresURL(b)
+		cfg.Store.RedisURL = testenv.RedisURL(b)
+		cfg.Store.RedisPrefix = testenv.RedisPrefix(b)
+	}
 	counter, err := sharedCounter()
 	if err != nil {
 		b.Fatal(err)
