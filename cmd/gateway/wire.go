@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,6 +45,13 @@ type memoryLayer struct {
 	collectors []prometheus.Collector
 	closers    []func() error
 }
+
+// hookDelay is how long the capture worker lets stored exchanges wait for
+// others to share their after-save hooks: under light load the hooks then
+// still run over several exchanges at once (one compaction check per
+// conversation, one embedding call, one write), at the price of indexing
+// and compaction trailing the save by at most this much.
+const hookDelay = 100 * time.Millisecond
 
 // openStore opens the configured store and its queue, applying migrations.
 // The returned closers release them, last opened first.
@@ -142,7 +150,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// the worker runs them once per claimed batch.
 	m.capturer = capture.New(q, capture.WithHooks(st, hooks...), red, logger, capture.Options{})
 	if q != nil {
-		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), Hooks: hooks})
+		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{
+			StaleAfter: cfg.Capture.ReclaimAfter.D(), Hooks: hooks, HookDelay: hookDelay,
+		})
 	}
 	return m, nil
 }

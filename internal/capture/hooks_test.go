@@ -265,3 +265,52 @@ func TestWorkerGivesUpOnFailingBatchHook(t *testing.T) {
 		t.Fatalf("stored %v, want ex1 once", got)
 	}
 }
+
+// TestWorkerHookDelay: with a HookDelay, exchanges are readable as soon as
+// they are stored, and the hooks run once over those stored within the
+// delay; a worker stopping runs the hooks of what it holds.
+func TestWorkerHookDelay(t *testing.T) {
+	q, s := newFakeQueue(), newFakeSaver()
+	rec := &batchRecorder{dups: map[string]int{}}
+	opts := fastWorker()
+	opts.Batch, opts.StaleAfter, opts.HookDelay, opts.Hooks = 32, time.Minute, time.Second, []Hook{rec}
+	w := NewWorker(q, s, nil, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	start := time.Now()
+	enqueue(t, q, exchange(t, "ex0", "hi", "hello"))
+	waitFor(t, "ex0 stored", func() bool { return len(s.ids()) == 1 })
+	enqueue(t, q, exchange(t, "ex1", "hi", "hello"))
+	enqueue(t, q, exchange(t, "ex2", "hi", "hello"))
+	waitFor(t, "all stored", func() bool { return len(s.ids()) == 3 })
+	if got := rec.done(); len(got) != 0 && time.Since(start) < time.Second {
+		t.Fatalf("hooks ran over %v before the delay passed", got)
+	}
+	waitFor(t, "hooked and acknowledged", func() bool { return pending(t, q) == 0 })
+	if time.Since(start) < time.Second {
+		t.Fatalf("acknowledged after %v, before the hooks' delay", time.Since(start))
+	}
+	rec.mu.Lock()
+	batches := slices.Clone(rec.batches)
+	rec.mu.Unlock()
+	if len(batches) != 1 || !slices.Equal(batches[0], []string{"ex0", "ex1", "ex2"}) {
+		t.Fatalf("hook batches %v, want one of ex0..ex2", batches)
+	}
+
+	enqueue(t, q, exchange(t, "ex3", "hi", "hello"))
+	waitFor(t, "ex3 stored", func() bool { return len(s.ids()) == 4 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	done <- nil // for the deferred receive
+	if got := rec.done(); !slices.Equal(got, []string{"ex0", "ex1", "ex2", "ex3"}) {
+		t.Fatalf("hooks ran over %v; a stopping worker must run the hooks of what it holds", got)
+	}
+	if n := pending(t, q); n != 0 {
+		t.Fatalf("pending = %d after the stop, want 0", n)
+	}
+}

@@ -27,11 +27,19 @@ type WorkerOptions struct {
 	// BackoffBase and BackoffMax bound the wait after a failed Claim or save
 	// (defaults 100ms and 10s).
 	BackoffBase, BackoffMax time.Duration
-	// Hooks run, in order, after each claimed batch is stored and before it
-	// is acknowledged, over the batch's stored and duplicate exchanges: a
-	// BatchHook once per batch, any other Hook once per exchange. Entries
-	// whose hooks failed are redelivered, up to MaxHookAttempts deliveries.
+	// Hooks run, in order, after exchanges are stored and before their
+	// entries are acknowledged, over the stored and duplicate exchanges of a
+	// hook batch: a BatchHook once per batch, any other Hook once per
+	// exchange. Entries whose hooks failed are redelivered, up to
+	// MaxHookAttempts deliveries.
 	Hooks []Hook
+	// HookDelay is how long stored exchanges may wait for more to join
+	// their hook batch (up to Batch exchanges), so that under light load
+	// the hooks still run over several exchanges at once (default 0: right
+	// after each claimed batch is stored). The exchanges are readable as soon
+	// as they are stored; their entries stay claimed, and unacknowledged,
+	// until the hooks ran. At most StaleAfter/4.
+	HookDelay time.Duration
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -54,6 +62,7 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.BackoffMax < o.BackoffBase {
 		o.BackoffMax = max(10*time.Second, o.BackoffBase)
 	}
+	o.HookDelay = min(max(o.HookDelay, 0), o.StaleAfter/4)
 	return o
 }
 
@@ -131,23 +140,42 @@ func (w *Worker) Run(ctx context.Context) error {
 			return false
 		}
 	}
+	var held hookBatch
+	// On the way out the held exchanges get their hooks, within a bound;
+	// whatever does not finish is redelivered.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = w.flush(sctx, &held)
+	}()
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		ds, err := w.queue.Claim(ctx, w.opts.Consumer, w.opts.Batch, w.opts.StaleAfter, w.opts.Block)
+		block := w.opts.Block
+		if len(held.ds) > 0 {
+			block = max(time.Millisecond, min(block, w.opts.HookDelay-time.Since(held.since)))
+		}
+		ds, err := w.queue.Claim(ctx, w.opts.Consumer, w.opts.Batch, w.opts.StaleAfter, block)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			w.failures.WithLabelValues("claim").Inc()
 			w.logger.Warn("capture worker cannot claim", "err", err)
+			if err := w.flush(ctx, &held); err != nil && ctx.Err() != nil {
+				return nil
+			}
 			if !backoff() {
 				return nil
 			}
 			continue
 		}
-		if err := w.process(ctx, ds); err != nil {
+		err = w.process(ctx, ds, &held)
+		if err != nil || len(held.ds) >= w.opts.Batch || len(held.ds) > 0 && time.Since(held.since) >= w.opts.HookDelay {
+			err = errors.Join(err, w.flush(ctx, &held))
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -164,19 +192,66 @@ func (w *Worker) Run(ctx context.Context) error {
 // gets before it is acknowledged anyway.
 const MaxHookAttempts = 5
 
-// process stores a batch in order, runs the hooks over what it stored, and
-// acknowledges what was committed and hooked (or is poison, or gave up on
-// its hooks). It stops at the first failed save; it returns that error, or
-// else the hooks' error.
-func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
+// hookBatch is stored exchanges waiting for the hooks, with their deliveries.
+type hookBatch struct {
+	exs     []memory.Exchange
+	results []memory.SaveResult
+	ds      []memory.Delivery
+	since   time.Time // when the first of them was stored
+}
+
+// flush runs the hooks over the held exchanges and acknowledges their
+// entries: all of them when the hooks succeed, else only those that had
+// their last attempt (which exchange failed is not known: the others are
+// redelivered). It empties held and returns the hooks' or the ack's error.
+func (w *Worker) flush(ctx context.Context, held *hookBatch) error {
+	if len(held.ds) == 0 {
+		return nil
+	}
+	defer func() { *held = hookBatch{} }()
+	var acks []string
+	err := runHooks(ctx, w.opts.Hooks, held.exs, held.results)
+	if err != nil {
+		w.failures.WithLabelValues("hook").Inc()
+		for _, d := range held.ds {
+			if d.Attempts >= MaxHookAttempts {
+				w.failures.WithLabelValues("hook_gave_up").Inc()
+				w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "attempts", d.Attempts, "err", err)
+				acks = append(acks, d.ID)
+			}
+		}
+		w.logger.Warn("capture worker after-save hooks failed; will retry", "entries", len(held.ds), "err", err)
+	} else {
+		for _, d := range held.ds {
+			acks = append(acks, d.ID)
+		}
+	}
+	return errors.Join(err, w.ack(ctx, acks))
+}
+
+// ack acknowledges entries whose work is committed, even if ctx was just
+// cancelled.
+func (w *Worker) ack(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	err := w.queue.Ack(actx, ids...)
+	cancel()
+	if err != nil {
+		w.failures.WithLabelValues("ack").Inc()
+		w.logger.Warn("capture worker cannot acknowledge; entries will be redelivered", "entries", len(ids), "err", err)
+		return fmt.Errorf("ack: %w", err)
+	}
+	return nil
+}
+
+// process stores a batch in order, acknowledging what needs no hooks (poison,
+// dropped, or no hooks configured) and adding the rest to held for the
+// hooks. It stops at the first failed save and returns its error.
+func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBatch) error {
 	acks := make([]string, 0, len(ds))
-	var (
-		failed error
-		// The stored exchanges waiting for the hooks, with their deliveries.
-		exs     []memory.Exchange
-		results []memory.SaveResult
-		hooked  []memory.Delivery
-	)
+	var failed error
 	for _, d := range ds {
 		var ex memory.Exchange
 		if err := json.Unmarshal(d.Payload, &ex); err != nil || ex.ID == "" {
@@ -218,42 +293,10 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery) error {
 			acks = append(acks, d.ID)
 			continue
 		}
-		exs, results, hooked = append(exs, ex), append(results, res), append(hooked, d)
-	}
-	if len(hooked) > 0 {
-		if err := runHooks(ctx, w.opts.Hooks, exs, results); err != nil {
-			// Which exchange failed is not known: the batch is retried,
-			// except the entries that had their last attempt.
-			w.failures.WithLabelValues("hook").Inc()
-			for _, d := range hooked {
-				if d.Attempts >= MaxHookAttempts {
-					w.failures.WithLabelValues("hook_gave_up").Inc()
-					w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "attempts", d.Attempts, "err", err)
-					acks = append(acks, d.ID)
-				}
-			}
-			w.logger.Warn("capture worker after-save hooks failed; will retry", "entries", len(hooked), "err", err)
-			if failed == nil {
-				failed = err
-			}
-		} else {
-			for _, d := range hooked {
-				acks = append(acks, d.ID)
-			}
+		if len(held.ds) == 0 {
+			held.since = time.Now()
 		}
+		held.exs, held.results, held.ds = append(held.exs, ex), append(held.results, res), append(held.ds, d)
 	}
-	if len(acks) > 0 {
-		// Acknowledge even if ctx was just cancelled: the saves committed.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		err := w.queue.Ack(actx, acks...)
-		cancel()
-		if err != nil {
-			w.failures.WithLabelValues("ack").Inc()
-			w.logger.Warn("capture worker cannot acknowledge; entries will be redelivered", "entries", len(acks), "err", err)
-			if failed == nil {
-				failed = fmt.Errorf("ack: %w", err)
-			}
-		}
-	}
-	return failed
+	return errors.Join(failed, w.ack(ctx, acks))
 }
