@@ -130,7 +130,11 @@ func BenchmarkTokensCurve(b *testing.B) {
 
 // BenchmarkPrepare measures assembly on a warm 300-turn conversation
 // (summary, pinned facts, recent turns from SQLite) against pass-through
-// (memory off: the client's messages counted and returned).
+// (memory off: the client's messages counted and returned). The recall-N
+// cases add recall as wired by default (local embedder, 384 dimensions,
+// hybrid search, top_k 5) over a user whose memory holds N items: the
+// conversation's own 600 turns and N-600 passages from 40 earlier
+// conversations.
 func BenchmarkPrepare(b *testing.B) {
 	w := newWarmConversation(b, 300, false)
 	msgs := []json.RawMessage{
@@ -147,5 +151,99 @@ func BenchmarkPrepare(b *testing.B) {
 				}
 			}
 		})
+	}
+	cfg := config.Default()
+	rl, err := openRecall(cfg, w.st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	counter, err := sharedCounter()
+	if err != nil {
+		b.Fatal(err)
+	}
+	asm, err := newAssembler(cfg, w.st, rl.recaller, counter, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	held := 0
+	for _, n := range []int{3000, 10000} {
+		seedRecallHistory(b, w.st, rl.embedder, w.id, held, n)
+		held = n
+		b.Run(fmt.Sprintf("recall-%d", n), func(b *testing.B) {
+			req := memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: msgs,
+				CrossConversation: true}
+			p, err := asm.Prepare(context.Background(), req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if p.Parts["recall"] == 0 {
+				b.Fatalf("nothing recalled: parts %v", p.Parts)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := asm.Prepare(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// prepTopics feed the earlier conversations of seedRecallHistory.
+var prepTopics = []string{"rent", "groceries", "streaming subscriptions", "gym membership", "train tickets",
+	"holiday in Porto", "car insurance", "coffee out", "electricity bill", "phone plan", "birthday gifts",
+	"pension account", "emergency fund", "credit card interest", "takeaway dinners", "books", "cinema"}
+
+// seedRecallHistory grows the user's memory items from have to n: first the
+// warm conversation's 600 turns (when have is 0), then passages of earlier
+// conversations, embedded with emb as the indexer would.
+func seedRecallHistory(tb testing.TB, st *sqlitestore.Store, emb interface {
+	Embed(context.Context, []string) ([][]float32, error)
+	Model() string
+	Dims() int
+}, id memory.Identity, have, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	var batch []memory.Item
+	flush := func() {
+		texts := make([]string, len(batch))
+		for i, it := range batch {
+			texts[i] = it.Text
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for i := range batch {
+			batch[i].Embedding, batch[i].Model, batch[i].Dims = vecs[i], emb.Model(), emb.Dims()
+		}
+		if err := st.AddItems(ctx, batch); err != nil {
+			tb.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	at := time.Now().Add(-90 * 24 * time.Hour)
+	for i := have; i < n; i++ {
+		it := memory.Item{Tenant: id.Tenant, User: id.User, Kind: "message", CreatedAt: at.Add(time.Duration(i) * time.Minute)}
+		if i < 600 {
+			it.Conversation, it.Ref = id.Conversation, memory.Key(fmt.Sprintf("x%d", i/2+1), i%2)
+			if i%2 == 0 {
+				it.Text = benchTurn(i/2 + 1)
+			} else {
+				it.Text = benchReply(i/2 + 1)
+			}
+		} else {
+			topic := prepTopics[i%len(prepTopics)]
+			it.Conversation, it.Ref = fmt.Sprintf("old%d", i%40), fmt.Sprintf("old-%d:0", i)
+			it.Text = fmt.Sprintf("Note %d: last month I spent about %d euros on %s, and I would like to spend "+
+				"less on %s next month without giving up %s.", i, 10+i%90, topic, topic, prepTopics[(i/7)%len(prepTopics)])
+		}
+		batch = append(batch, it)
+		if len(batch) == 500 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
 	}
 }
