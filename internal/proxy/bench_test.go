@@ -48,7 +48,7 @@ func benchServer(tb testing.TB, stream bool) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(s.up.transport.CloseIdleConnections)
+	tb.Cleanup(s.up.closeIdle)
 	return s.Handler()
 }
 

@@ -44,8 +44,12 @@ type gateway struct {
 }
 
 // httpServerUnderTest is the config's http_server for the gateways tests
-// start; TestStdlibHTTPServer switches it.
-var httpServerUnderTest = config.Default().HTTPServer
+// start, and stdlibChat sends their chat completions through net/http's
+// Transport instead of h1client; TestStdlibStack switches both.
+var (
+	httpServerUnderTest = config.Default().HTTPServer
+	stdlibChat          = false
+)
 
 // testConfig is the default configuration with fast retries, pointed at up.
 func testConfig(up *upstreamtest.Server) config.Config {
@@ -75,6 +79,9 @@ func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Con
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
+	if stdlibChat {
+		s.up.chat = s.up.rt
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("listen: %v", err)
@@ -87,7 +94,7 @@ func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Con
 		if err := <-done; err != nil {
 			tb.Errorf("Run: %v", err)
 		}
-		s.up.transport.CloseIdleConnections()
+		s.up.closeIdle()
 	})
 	return &gateway{URL: "http://" + ln.Addr().String(), srv: s, up: up, logs: logs}
 }

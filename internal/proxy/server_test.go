@@ -209,14 +209,15 @@ func TestRunReturnsAfterDirectShutdown(t *testing.T) {
 	}
 }
 
-// TestStdlibHTTPServer runs the wire-level tests again on net/http's
-// server (http_server: stdlib); every other test runs on memgate's.
-func TestStdlibHTTPServer(t *testing.T) {
-	if httpServerUnderTest == "stdlib" {
-		t.Fatal("the default HTTP server is expected to be memgate's")
+// TestStdlibStack runs the wire-level tests again on net/http's server
+// (http_server: stdlib) and Transport (what https upstreams use); every other
+// test runs on memgate's server and h1client.
+func TestStdlibStack(t *testing.T) {
+	if httpServerUnderTest == "stdlib" || stdlibChat {
+		t.Fatal("the tests are expected to default to memgate's server and h1client")
 	}
-	httpServerUnderTest = "stdlib"
-	defer func() { httpServerUnderTest = config.Default().HTTPServer }()
+	httpServerUnderTest, stdlibChat = "stdlib", true
+	defer func() { httpServerUnderTest, stdlibChat = config.Default().HTTPServer, false }()
 	for name, test := range map[string]func(*testing.T){
 		"ChatForwardsBodyUnchanged":                     TestChatForwardsBodyUnchanged,
 		"BadInput":                                      TestBadInput,
@@ -228,5 +229,30 @@ func TestStdlibHTTPServer(t *testing.T) {
 		"ShutdownLetsInFlightStreamFinish":              TestShutdownLetsInFlightStreamFinish,
 	} {
 		t.Run(name, test)
+	}
+}
+
+func TestChatTransportChoice(t *testing.T) {
+	tests := []struct {
+		base   string
+		wantH1 bool
+	}{
+		{"http://127.0.0.1:8000/v1", true},
+		{"https://api.openai.com/v1", false},
+	}
+	for _, tt := range tests {
+		cfg := config.Default().Upstream
+		cfg.BaseURL = tt.base
+		m, err := newMetrics(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := newUpstream(cfg, newBreakers(cfg.Breaker, m, slog.New(slog.DiscardHandler)), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.h1 != nil; got != tt.wantH1 {
+			t.Errorf("%s: h1client used %v, want %v", tt.base, got, tt.wantH1)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/h1client"
 )
 
 // upstream is the client for the OpenAI-compatible API memgate forwards to:
@@ -25,6 +26,11 @@ type upstream struct {
 	base      *url.URL
 	transport *http.Transport
 	rt        http.RoundTripper
+	// chat sends chat completions: through h1 (no goroutine hand-offs per
+	// request) when the upstream is plain http:// and reached without a
+	// proxy, else through rt.
+	chat http.RoundTripper
+	h1   *h1client.Transport
 	// auth is "Bearer <api key>", or "" to pass the client's Authorization.
 	auth           string
 	retries        int
@@ -71,7 +77,25 @@ func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics) (*upstream
 		u.auth = "Bearer " + cfg.APIKey
 	}
 	u.chatTarget = u.target("/v1/chat/completions")
+	u.chat = u.rt
+	if proxied, err := http.ProxyFromEnvironment(&http.Request{URL: u.chatTarget}); base.Scheme == "http" && err == nil && proxied == nil {
+		u.h1 = &h1client.Transport{
+			DialTimeout:           cfg.ConnectTimeout.D(),
+			ResponseHeaderTimeout: cfg.FirstByteTimeout.D(),
+			MaxIdleConnsPerHost:   cfg.MaxIdleConns,
+			IdleConnTimeout:       90 * time.Second,
+		}
+		u.chat = &breakerTransport{next: u.h1, breakers: breakers}
+	}
 	return u, nil
+}
+
+// closeIdle closes the pooled upstream connections.
+func (u *upstream) closeIdle() {
+	u.transport.CloseIdleConnections()
+	if u.h1 != nil {
+		u.h1.CloseIdleConnections()
+	}
 }
 
 // target maps a client path under /v1 onto the upstream base URL.
@@ -137,6 +161,7 @@ func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 // recognises that in-memory reader and writes headers and body in one
 // flush (one syscall, one packet) instead of flushing the headers first.
 func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte) (resp *http.Response, err error) {
+	getBody := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	for n := 0; ; n++ {
 		req := (&http.Request{
 			Method:        http.MethodPost,
@@ -146,10 +171,11 @@ func (u *upstream) postChat(ctx context.Context, header http.Header, body []byte
 			ProtoMinor:    1,
 			Header:        header,
 			Body:          io.NopCloser(bytes.NewReader(body)),
+			GetBody:       getBody,
 			ContentLength: int64(len(body)),
 			Host:          u.base.Host,
 		}).WithContext(ctx)
-		resp, err = u.rt.RoundTrip(req)
+		resp, err = u.chat.RoundTrip(req)
 		if n >= u.retries || ctx.Err() != nil {
 			return resp, err
 		}
