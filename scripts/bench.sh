@@ -7,7 +7,7 @@
 #    separate processes, driven by the project's own load generator at 1, 16,
 #    64 and 256 connections, streaming and not, memory off and on; capture
 #    throughput and lag; the gateway's RSS over 100k memory-on requests
-#    (within -rss-budget, default 3m); the Go micro-benchmarks, including the
+#    (within -rss-budget, default 5m); the Go micro-benchmarks, including the
 #    token curve of issue #4 (prompt tokens sent against the full history).
 # 2. Recall search on PostgreSQL + pgvector (go run ./bench/search), when
 #    present, at BENCH_SEARCH_SIZES (default 10000,100000), within
