@@ -72,7 +72,9 @@ func validItem(it memory.Item) error {
 
 // AddItems stores recallable items in one transaction. An item whose
 // (tenant, user, kind, ref, chunk) exists already is updated in place — its
-// text, conversation and vector — never duplicated; an update without a
+// text, conversation and vector — never duplicated, and left untouched when
+// none of them changed (a re-indexed item then costs no new row version and
+// no HNSW insertion); an update without a
 // vector keeps the stored one when the text is unchanged and clears it
 // otherwise (the text needs embedding again). A zero CreatedAt means now.
 // A message item whose message was superseded (its branch replaced by an
@@ -119,7 +121,11 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
 					THEN memory_items.dims ELSE EXCLUDED.dims END,
 				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.model ELSE EXCLUDED.model END`,
+					THEN memory_items.model ELSE EXCLUDED.model END
+			WHERE memory_items.content IS DISTINCT FROM EXCLUDED.content
+				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
+				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
+					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`,
 				it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
 				vectorArg(it.Embedding), dimsArg, modelArg, at)
 		}
