@@ -14,18 +14,19 @@ const (
 
 // textRanker scores full-text candidates by Okapi BM25 over the query's
 // terms, with document frequencies and the average length taken over the
-// candidates themselves.
+// candidates, in a corpus of at least corpus documents.
 type textRanker struct {
-	terms map[string]int // folded term -> index
-	ids   []int64
-	lens  []int
-	tf    []int32 // len(terms) counts per candidate
-	df    []int
-	total int
+	corpus int
+	terms  map[string]int // folded term -> index
+	ids    []int64
+	lens   []int
+	tf     []int32 // len(terms) counts per candidate
+	df     []int
+	total  int
 }
 
-func newTextRanker(terms []string) *textRanker {
-	r := &textRanker{terms: make(map[string]int, len(terms))}
+func newTextRanker(terms []string, corpus int) *textRanker {
+	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms))}
 	for _, t := range terms {
 		f := foldWord(t)
 		if _, ok := r.terms[f]; !ok {
@@ -92,8 +93,8 @@ func (r *textRanker) best(limit int) []scored {
 	if len(r.ids) == 0 || limit <= 0 {
 		return nil
 	}
-	n := float64(len(r.ids))
-	avg := max(float64(r.total)/n, 1)
+	n := float64(max(len(r.ids), r.corpus))
+	avg := max(float64(r.total)/float64(len(r.ids)), 1)
 	idf := make([]float64, len(r.df))
 	for k, df := range r.df {
 		// FTS5's floor keeps a term in every candidate slightly positive.

@@ -11,30 +11,36 @@ import (
 // id.
 func TestTextRanker(t *testing.T) {
 	tests := []struct {
-		name  string
-		terms []string
-		texts map[int64]string
-		want  []int64
+		name   string
+		terms  []string
+		corpus int
+		texts  map[int64]string
+		want   []int64
 	}{
-		{"rare word beats common word", []string{"porto", "moved"},
+		{"rare word beats common word", []string{"porto", "moved"}, 0,
 			map[int64]string{1: "I moved house", 2: "I moved to Porto", 3: "we moved the sofa", 4: "moved on"},
 			[]int64{2, 4, 1, 3}}, // then shortest first
-		{"more occurrences rank higher", []string{"budget"},
+		{"more occurrences rank higher", []string{"budget"}, 0,
 			map[int64]string{1: "budget", 2: "budget budget", 3: "no match here", 4: "nothing"},
 			[]int64{2, 1, 3, 4}},
-		{"shorter text ranks higher", []string{"lisbon"},
+		{"shorter text ranks higher", []string{"lisbon"}, 0,
 			map[int64]string{1: "we spent a long weekend walking around Lisbon with friends", 2: "Lisbon trip", 3: "x", 4: "y"},
 			[]int64{2, 1, 3, 4}},
-		{"diacritics and case folded", []string{"sao", "paulo"},
+		{"diacritics and case folded", []string{"sao", "paulo"}, 0,
 			map[int64]string{1: "São Paulo é grande", 2: "nada", 3: "outra", 4: "mais"},
 			[]int64{1, 2, 3, 4}},
-		{"ties by id", []string{"x"},
+		{"ties by id", []string{"x"}, 0,
 			map[int64]string{7: "x y", 3: "x y", 5: "x y"},
 			[]int64{3, 5, 7}},
+		// Every candidate holds the term: within a larger corpus it still
+		// discriminates, the shorter text first (alone, its idf is floored).
+		{"term in every candidate of a larger corpus", []string{"rent"}, 1000,
+			map[int64]string{1: "rent was late again this month sadly", 2: "rent went up", 3: "the rent"},
+			[]int64{3, 2, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTextRanker(tt.terms)
+			r := newTextRanker(tt.terms, tt.corpus)
 			ids := make([]int64, 0, len(tt.texts))
 			for id := range tt.texts {
 				ids = append(ids, id)
