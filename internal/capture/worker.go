@@ -141,13 +141,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	var held hookBatch
+	hooks := w.startHooks(ctx)
 	// On the way out the held exchanges get their hooks, within a bound;
 	// whatever does not finish is redelivered.
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = w.flush(sctx, &held)
-	}()
+	defer func() { hooks.stop(held) }()
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -163,17 +160,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			w.failures.WithLabelValues("claim").Inc()
 			w.logger.Warn("capture worker cannot claim", "err", err)
-			if err := w.flush(ctx, &held); err != nil && ctx.Err() != nil {
-				return nil
-			}
-			if !backoff() {
+			if !hooks.hand(ctx, &held) || !backoff() {
 				return nil
 			}
 			continue
 		}
 		err = w.process(ctx, ds, &held)
 		if err != nil || len(held.ds) >= w.opts.Batch || len(held.ds) > 0 && time.Since(held.since) >= w.opts.HookDelay {
-			err = errors.Join(err, w.flush(ctx, &held))
+			if !hooks.hand(ctx, &held) {
+				return nil
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -186,6 +182,82 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		delay = w.opts.BackoffBase
 	}
+}
+
+// hookStage runs the hooks of stored exchanges on its own goroutine, batch
+// after batch in the order they were stored, while the worker stores the
+// next ones: a store that waits on a server (PostgreSQL) then overlaps the
+// saves with the hooks' writes. Its channel holds one batch, so the saves
+// stay at most two batches ahead of the hooks.
+type hookStage struct {
+	w      *Worker
+	in     chan hookBatch
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startHooks starts the hook stage. Its context survives ctx, so that
+// what was stored before ctx ended still gets its hooks; stop bounds that.
+func (w *Worker) startHooks(ctx context.Context) *hookStage {
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &hookStage{w: w, in: make(chan hookBatch, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		delay := w.opts.BackoffBase
+		for hb := range h.in {
+			if err := w.flush(hctx, &hb); err != nil && hctx.Err() == nil {
+				// The entries are redelivered; wait before the next batch
+				// (the saves wait for room meanwhile).
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-hctx.Done():
+				}
+				t.Stop()
+				delay = min(2*delay, w.opts.BackoffMax)
+				continue
+			}
+			delay = w.opts.BackoffBase
+		}
+	}()
+	return h
+}
+
+// hand passes the held exchanges to the hook stage and empties held. It
+// returns false, keeping held, when ctx ends first.
+func (h *hookStage) hand(ctx context.Context, held *hookBatch) bool {
+	if len(held.ds) == 0 {
+		return true
+	}
+	select {
+	case h.in <- *held:
+		*held = hookBatch{}
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stop hands over what is still held, lets the stage finish for up to 5s,
+// then cancels what remains (those entries are redelivered) and waits.
+func (h *hookStage) stop(held hookBatch) {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	if len(held.ds) > 0 {
+		select {
+		case h.in <- held:
+		case <-t.C:
+			h.cancel()
+		}
+	}
+	close(h.in)
+	select {
+	case <-h.done:
+	case <-t.C:
+		h.cancel()
+		<-h.done
+	}
+	h.cancel()
 }
 
 // MaxHookAttempts is how many deliveries an entry whose after-save hooks fail
