@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,11 +146,13 @@ func BenchmarkPrepare(b *testing.B) {
 		b.Run(string(mode), func(b *testing.B) {
 			req := memory.Request{Identity: w.id, Mode: mode, Model: "gpt-4o-mini", Messages: msgs}
 			b.ReportAllocs()
+			cpu := processCPU(b)
 			for b.Loop() {
 				if _, err := w.asm.Prepare(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.report(b)
 		})
 	}
 	cfg := config.Default()
@@ -180,13 +183,35 @@ func BenchmarkPrepare(b *testing.B) {
 				b.Fatalf("nothing recalled: parts %v", p.Parts)
 			}
 			b.ReportAllocs()
+			cpu := processCPU(b)
 			for b.Loop() {
 				if _, err := asm.Prepare(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.report(b)
 		})
 	}
+}
+
+// cpuMark is the process's CPU time (user + system) at a point.
+type cpuMark time.Duration
+
+// processCPU returns the process's CPU time so far.
+func processCPU(tb testing.TB) cpuMark {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return cpuMark(time.Duration(ru.Utime.Nano() + ru.Stime.Nano()))
+}
+
+// report adds the CPU time spent since m per iteration, as cpu-ns/op: on a
+// host shared with other work it moves far less than the wall time, since
+// time spent waiting for a core is not counted.
+func (m cpuMark) report(b *testing.B) {
+	b.ReportMetric(float64(processCPU(b)-m)/float64(b.N), "cpu-ns/op")
 }
 
 // prepTopics feed the earlier conversations of seedRecallHistory.
