@@ -50,25 +50,31 @@ func (r *textRanker) add(id int64, text []byte) {
 	var buf [64]byte
 	for i := 0; i < len(text); {
 		// Skip separators.
-		c, size := decodeRune(text[i:])
-		if !isWordRune(c) {
+		if c := text[i]; c < utf8.RuneSelf {
+			if asciiFold[c] == 0 {
+				i++
+				continue
+			}
+		} else if c, size := utf8.DecodeRune(text[i:]); !isWordRune(c) {
 			i += size
 			continue
 		}
 		w := buf[:0]
 		for i < len(text) {
-			c, size = decodeRune(text[i:])
+			if c := text[i]; c < utf8.RuneSelf {
+				f := asciiFold[c]
+				if f == 0 {
+					break
+				}
+				w = append(w, f)
+				i++
+				continue
+			}
+			c, size := utf8.DecodeRune(text[i:])
 			if !isWordRune(c) {
 				break
 			}
-			if c < utf8.RuneSelf {
-				if 'A' <= c && c <= 'Z' {
-					c += 'a' - 'A'
-				}
-				w = append(w, byte(c))
-			} else {
-				w = utf8.AppendRune(w, foldRune(c))
-			}
+			w = utf8.AppendRune(w, foldRune(c))
 			i += size
 		}
 		words++
@@ -116,13 +122,18 @@ func (r *textRanker) best(limit int) []scored {
 	return top.sorted()
 }
 
-// decodeRune is utf8.DecodeRune with a fast path for ASCII.
-func decodeRune(b []byte) (rune, int) {
-	if b[0] < utf8.RuneSelf {
-		return rune(b[0]), 1
+// asciiFold maps an ASCII byte of a word to its lower case, and every
+// other ASCII byte to 0.
+var asciiFold = func() (t [utf8.RuneSelf]byte) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c)
 	}
-	return utf8.DecodeRune(b)
-}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = byte(c)
+		t[c-'a'+'A'] = byte(c)
+	}
+	return t
+}()
 
 // isWordRune reports whether c belongs to a word: a letter, digit or
 // combining mark.
