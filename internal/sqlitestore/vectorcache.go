@@ -18,6 +18,10 @@ import (
 // 1,536) is searched in SQL instead.
 const vectorCacheBytes = 128 << 20
 
+// slotOverhead is what one cached key is accounted for besides its
+// vectors (the slot, the map entry, the list element), roughly.
+const slotOverhead = 256
+
 // vecKey names one user's vectors of one model and dimension.
 type vecKey struct {
 	tenant, user, model string
@@ -92,9 +96,9 @@ func (c *vectorCache) slot(key vecKey) *vecSlot {
 // publish records set as sl's (nil forgets it) and evicts least recently
 // used slots past the bound, never sl itself.
 func (c *vectorCache) publish(sl *vecSlot, set *vecSet) {
-	size := 0
+	size := slotOverhead // so that slots without vectors are bounded too
 	if set != nil {
-		size = set.size()
+		size += set.size()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

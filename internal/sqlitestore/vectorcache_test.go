@@ -2,10 +2,12 @@ package sqlitestore_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/sqlitestore"
 )
 
 // vecItem is an item of acme/alice with a 4-dimension vector.
@@ -97,5 +99,34 @@ func TestSearchVectorScoresMatchCosine(t *testing.T) {
 	}
 	if len(items) != 1 || items[0].Ref != "a" || items[0].Score < 0.5999 || items[0].Score > 0.6001 {
 		t.Fatalf("SearchVector = %+v, want only a with score 0.6 (a zero vector never matches)", items)
+	}
+}
+
+// TestVectorCacheBounded searches many users' vectors through a Store and
+// checks the cache holds no more than its bound, while every search still
+// finds the user's own item.
+func TestVectorCacheBounded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := mustTempStore(t)
+	const limit = 4000 // about ten users of one small vector
+	sqlitestore.SetVectorCacheLimit(s, limit)
+	var items []memory.Item
+	for u := range 50 {
+		it := vecItem("c", "r", 1, float32(u), 0, 0)
+		it.User = fmt.Sprintf("user%d", u)
+		items = append(items, it)
+	}
+	if err := s.AddItems(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	for u := range 50 {
+		q := memory.ItemQuery{Tenant: "acme", User: fmt.Sprintf("user%d", u), Embedding: []float32{1, 0, 0, 0}, Model: "m", Dims: 4, Limit: 3}
+		if got := searchRefs(t, s, q); !slices.Equal(got, []string{"r"}) {
+			t.Fatalf("user%d: SearchVector = %v, want [r]", u, got)
+		}
+	}
+	n, bytes := sqlitestore.VectorCacheUsage(s)
+	if n == 0 || n >= 20 || bytes > limit {
+		t.Fatalf("cache holds %d keys, %d bytes; want between 1 and 20 keys within %d bytes", n, bytes, limit)
 	}
 }
