@@ -67,9 +67,12 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 }
 
 // Worker drains the capture queue into the store. Each entry is acknowledged
-// only after its exchange is committed, so a worker that dies in between
-// leaves it to be redelivered, and the store's idempotent save keeps it from
-// being stored twice.
+// only after its exchange is committed and, with WorkerOptions.Hooks, its
+// after-save hooks ran, so a worker that dies in between leaves it to be
+// redelivered: the store's idempotent save keeps it from being stored twice
+// and reports it as a duplicate, for which the hooks run again. The hooks
+// run on a second goroutine, batch by batch in storage order, while the
+// next exchanges are stored.
 type Worker struct {
 	queue  Queue
 	saver  Saver
