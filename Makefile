@@ -39,7 +39,7 @@ test-short:
 bench: services
 	bash scripts/bench.sh
 
-## bench-search-1m: the recall search benchmark alone at 1M items (~30 min on 2 cores: too long for `make bench`); writes its own section of BENCHMARKS.md.
+## bench-search-1m: the recall search benchmark alone at 1M items (20-30 min on 2 cores: too long for `make bench`); writes its own section of BENCHMARKS.md.
 bench-search-1m: services
 	BENCH_SEARCH_ONLY=1 BENCH_SEARCH_SIZES=1000000 BENCH_SEARCH_BUDGET=60m BENCH_SEARCH_SECTION=search-1m \
 		bash scripts/bench.sh

@@ -15,8 +15,8 @@
 #    BENCH_SEARCH_SECTION (default search). BENCH_SEARCH_SIZES=none skips it.
 #
 # BENCH_SEARCH_ONLY=1 runs the search benchmark alone. The 1M-item run does
-# not fit the 15 minutes (on 2 cores loading 1M items takes ~4 min and the
-# HNSW build 11-20 min); `make bench-search-1m` runs it on its own:
+# not fit the 15 minutes (on 2 cores loading 1M items takes 1.5-4 min and the
+# HNSW build 17-23 min); `make bench-search-1m` runs it on its own (20-30 min):
 #   BENCH_SEARCH_ONLY=1 BENCH_SEARCH_SIZES=1000000 BENCH_SEARCH_BUDGET=60m \
 #     BENCH_SEARCH_SECTION=search-1m scripts/bench.sh
 #
