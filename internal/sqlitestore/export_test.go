@@ -11,3 +11,6 @@ func VectorCacheUsage(s *Store) (keys, bytes int) {
 	defer s.vectors.mu.Unlock()
 	return len(s.vectors.slots), s.vectors.bytes
 }
+
+// SetReadConns bounds s's read pool to n connections.
+func SetReadConns(s *Store, n int) { s.read.SetMaxOpenConns(n) }

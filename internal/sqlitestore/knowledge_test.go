@@ -25,6 +25,19 @@ func TestKnowledgeContract(t *testing.T) {
 	})
 }
 
+// TestKnowledgeOnOneReadConnection runs the contract with a read pool of one
+// connection: a read that queries again while its rows still hold a
+// connection blocks forever there. Under load, with every pooled connection
+// held that way, the request path deadlocked until its contexts expired
+// (every memory-on request at 16 connections degraded).
+func TestKnowledgeOnOneReadConnection(t *testing.T) {
+	storetest.RunKnowledge(t, func(t *testing.T) storetest.KnowledgeStore {
+		s, _ := mustTempStore(t)
+		sqlitestore.SetReadConns(s, 1)
+		return s
+	})
+}
+
 // TestUpgradeFromFirstMigration opens a database made by the first
 // migration alone, holding a summary: the upgrade keeps it (covering no
 // tokens) and later versions record covered tokens.

@@ -151,6 +151,16 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	match := `user_id : "` + q.User + `" AND (` + ftsMatch(terms) + `)`
 	args = append([]any{match}, args...)
 	args = append(args, textWindow)
+	// The user's item count (inserts, as memory_item_revisions counts
+	// them) stands for the corpus size in the terms' idf. It is read
+	// before the matches: a query issued while rows hold a connection
+	// waits for a second one, and with every reader doing that under load
+	// the pool deadlocks until the contexts expire.
+	var total int
+	if err := s.reads.QueryRowContext(ctx, `SELECT added FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
+		q.Tenant, q.User).Scan(&total); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
 	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, memory_items.text
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
@@ -159,13 +169,6 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	defer rows.Close()
-	// The user's item count (inserts, as memory_item_revisions counts
-	// them) stands for the corpus size in the terms' idf.
-	var total int
-	if err := s.reads.QueryRowContext(ctx, `SELECT added FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
-		q.Tenant, q.User).Scan(&total); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("search text: %w", err)
-	}
 	r := newTextRanker(terms, total)
 	for rows.Next() {
 		var id int64
