@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/seen"
 )
 
 // Store is what compaction needs of a memory store: the unsummarised
@@ -84,7 +85,7 @@ type Compactor struct {
 
 	locks    keyedLocks
 	failures failureCounts
-	pinned   seenSet
+	pinned   seen.Set
 
 	summaries *prometheus.CounterVec
 	failed    prometheus.Counter
@@ -104,7 +105,7 @@ func New(store Store, facts FactWriter, primary, fallback Summarizer, counter To
 	opts.FallbackAfter = max(opts.FallbackAfter, 1)
 	return &Compactor{
 		store: store, facts: facts, primary: primary, fallback: fallback, counter: counter, opts: opts, logger: logger,
-		pinned: seenSet{max: 4096},
+		pinned: seen.Set{Max: 4096},
 		summaries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_compaction_summaries_total", Help: "Summary versions written, by summariser (model, extractive).",
 		}, []string{"summariser"}),
@@ -173,7 +174,7 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 
 // pin records the facts the exchange's user messages state as pinned facts.
 func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
-	if c.facts == nil || c.pinned.has(ex.ID) {
+	if c.facts == nil || c.pinned.Has(ex.ID) {
 		return nil
 	}
 	at := ex.At
@@ -193,6 +194,6 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
 			c.pins.Inc()
 		}
 	}
-	c.pinned.add(ex.ID)
+	c.pinned.Add(ex.ID)
 	return nil
 }

@@ -73,36 +73,3 @@ func (f *failureCounts) reset(key string) {
 	delete(f.m, key)
 	f.mu.Unlock()
 }
-
-// seenSet remembers recent keys, up to a bound, oldest forgotten first.
-type seenSet struct {
-	mu    sync.Mutex
-	m     map[string]bool
-	order []string
-	max   int
-}
-
-// has reports whether key was added and is still remembered.
-func (s *seenSet) has(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[key]
-}
-
-// add remembers key.
-func (s *seenSet) add(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]bool{}
-	}
-	if s.m[key] {
-		return
-	}
-	s.m[key] = true
-	s.order = append(s.order, key)
-	if len(s.order) > s.max {
-		delete(s.m, s.order[0])
-		s.order = s.order[1:]
-	}
-}

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/seen"
 )
 
 // The kinds of memory items.
@@ -41,7 +41,7 @@ type Indexer struct {
 	logger *slog.Logger
 	// summaries remembers the summary versions this process indexed, so an
 	// unchanged summary is not embedded and written again for every exchange.
-	summaries recentSet
+	summaries seen.Set
 }
 
 // NewIndexer returns an Indexer writing to store with vectors from emb.
@@ -50,7 +50,7 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Indexer{store: store, emb: emb, logger: logger, summaries: recentSet{max: 4096}}
+	return &Indexer{store: store, emb: emb, logger: logger, summaries: seen.Set{Max: 4096}}
 }
 
 // AfterSave indexes what storing ex added (it implements capture.Hook):
@@ -129,7 +129,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		case err == nil:
 			ref := fmt.Sprintf("%s:v%d", sum.Conversation, sum.Version)
 			key := id.Tenant + "\x00" + id.User + "\x00" + ref + "\x00" + strconv.FormatInt(sum.CreatedAt.UnixNano(), 10)
-			if ix.summaries.has(key) {
+			if ix.summaries.Has(key) {
 				continue
 			}
 			summaryKeys = append(summaryKeys, key)
@@ -156,41 +156,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
 	}
 	for _, key := range summaryKeys {
-		ix.summaries.add(key)
+		ix.summaries.Add(key)
 	}
 	return nil
-}
-
-// recentSet remembers up to max keys, forgetting the oldest first. It is
-// safe for concurrent use.
-type recentSet struct {
-	mu    sync.Mutex
-	m     map[string]bool
-	order []string
-	max   int
-}
-
-func (s *recentSet) has(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[key]
-}
-
-func (s *recentSet) add(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]bool{}
-	}
-	if s.m[key] {
-		return
-	}
-	s.m[key] = true
-	s.order = append(s.order, key)
-	if len(s.order) > s.max {
-		delete(s.m, s.order[0])
-		s.order = s.order[1:]
-	}
 }
 
 // IndexFact makes one fact searchable (used when a fact is added through the
