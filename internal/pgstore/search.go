@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -117,47 +116,13 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 // maxTextTerms bounds the words of a full-text query.
 const maxTextTerms = 32
 
-// textStopwords are the commonest English and Portuguese words, left out of
-// full-text queries: the 'simple' configuration keeps every word, and a
-// query word like "the" would match nearly every item.
-var textStopwords = map[string]bool{
-	"the": true, "a": true, "an": true, "and": true, "or": true, "to": true, "of": true, "in": true,
-	"on": true, "is": true, "are": true, "was": true, "i": true, "you": true, "it": true, "for": true,
-	"my": true, "me": true, "what": true, "do": true, "can": true, "with": true, "at": true, "be": true,
-	"this": true, "that": true, "o": true, "e": true, "de": true, "da": true, "em": true,
-	"um": true, "uma": true, "que": true, "eu": true, "meu": true, "minha": true, "para": true,
-	"com": true, "no": true, "na": true, "os": true, "as": true,
-}
-
 // textQuery turns free user text into a tsquery string that matches items
 // containing any of its words ("lisbon | vegetarian"). Words are runs of
 // letters, digits and marks, so no punctuation or operator the user typed
 // reaches the tsquery parser; stopwords are dropped unless nothing else is
 // left. It returns "" when the text has no words.
 func textQuery(text string) string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
-	var terms, stop []string
-	seen := map[string]bool{}
-	for _, w := range words {
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
-		if textStopwords[w] {
-			stop = append(stop, w)
-		} else {
-			terms = append(terms, w)
-		}
-	}
-	if len(terms) == 0 {
-		terms = stop
-	}
-	if len(terms) > maxTextTerms {
-		terms = terms[:maxTextTerms]
-	}
-	return strings.Join(terms, " | ")
+	return strings.Join(memory.QueryTerms(text, maxTextTerms), " | ")
 }
 
 // searchTextSQL returns the statement SearchText runs for q and the tsquery

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -136,7 +135,7 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
 // beyond the window is still found by SearchVector, which covers the
 // whole history.
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	terms := ftsTerms(q.Text)
+	terms := memory.QueryTerms(q.Text, maxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
@@ -209,36 +208,6 @@ func itemScope(q memory.ItemQuery) (string, []any, error) {
 	return where, args, nil
 }
 
-// ftsTerms returns the words of user text that a full-text search looks
-// for: its distinct lower-cased words (runs of letters, digits and
-// combining marks) that are not stopwords — or the stopwords, when nothing
-// else is left — at most maxQueryTerms of them.
-func ftsTerms(text string) []string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
-	})
-	seen := make(map[string]bool, len(words))
-	var terms, stop []string
-	for _, w := range words {
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
-		if ftsStopwords[w] {
-			stop = append(stop, w)
-		} else {
-			terms = append(terms, w)
-		}
-	}
-	if len(terms) == 0 {
-		terms = stop
-	}
-	if len(terms) > maxQueryTerms {
-		terms = terms[:maxQueryTerms]
-	}
-	return terms
-}
-
 // ftsMatch ORs terms as quoted FTS5 strings. Words hold no quote
 // characters, so quoting needs no escaping.
 func ftsMatch(terms []string) string {
@@ -252,20 +221,6 @@ func ftsMatch(terms []string) string {
 		b.WriteByte('"')
 	}
 	return b.String()
-}
-
-// ftsStopwords are the commonest English and Portuguese words, left out of
-// full-text queries unless nothing else is left: ORed in, a word like "the"
-// matches nearly every item and makes FTS5 read its whole posting list.
-var ftsStopwords = map[string]bool{
-	"the": true, "a": true, "an": true, "and": true, "or": true, "to": true, "of": true, "in": true,
-	"on": true, "is": true, "are": true, "was": true, "i": true, "you": true, "it": true, "for": true,
-	"my": true, "me": true, "what": true, "do": true, "did": true, "does": true, "can": true, "with": true,
-	"at": true, "be": true, "this": true, "that": true, "about": true, "say": true, "said": true,
-	"how": true, "we": true, "your": true, "have": true, "has": true, "had": true,
-	"o": true, "e": true, "de": true, "da": true, "em": true, "um": true, "uma": true,
-	"que": true, "eu": true, "meu": true, "minha": true, "para": true, "com": true, "no": true,
-	"na": true, "os": true, "as": true,
 }
 
 // itemsByID loads whole items for ranked ids, keeping their order and

@@ -1,0 +1,53 @@
+package memory
+
+import (
+	"strings"
+	"unicode"
+)
+
+// QueryTerms returns the words of user text that a full-text search looks
+// for: its distinct lower-cased words (runs of letters, digits and marks,
+// so no punctuation or operator reaches a query parser) that are not
+// stopwords — or the stopwords, when nothing else is left — at most max of
+// them, in order of appearance. Both stores build their full-text queries
+// from it.
+func QueryTerms(text string, max int) []string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
+	seen := make(map[string]bool, len(words))
+	var terms, stop []string
+	for _, w := range words {
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		if stopwords[w] {
+			stop = append(stop, w)
+		} else {
+			terms = append(terms, w)
+		}
+	}
+	if len(terms) == 0 {
+		terms = stop
+	}
+	if len(terms) > max {
+		terms = terms[:max]
+	}
+	return terms
+}
+
+// stopwords are the commonest English and Portuguese words, left out of
+// full-text queries unless nothing else is left: ORed in, a word like "the"
+// matches nearly every item and makes the index read its whole posting
+// list.
+var stopwords = map[string]bool{
+	"the": true, "a": true, "an": true, "and": true, "or": true, "to": true, "of": true, "in": true,
+	"on": true, "is": true, "are": true, "was": true, "i": true, "you": true, "it": true, "for": true,
+	"my": true, "me": true, "what": true, "do": true, "did": true, "does": true, "can": true, "with": true,
+	"at": true, "be": true, "this": true, "that": true, "about": true, "say": true, "said": true,
+	"how": true, "we": true, "your": true, "have": true, "has": true, "had": true,
+	"o": true, "e": true, "de": true, "da": true, "em": true, "um": true, "uma": true,
+	"que": true, "eu": true, "meu": true, "minha": true, "para": true, "com": true, "no": true,
+	"na": true, "os": true, "as": true,
+}

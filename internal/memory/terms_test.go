@@ -1,0 +1,26 @@
+package memory
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestQueryTerms(t *testing.T) {
+	tests := []struct {
+		text string
+		max  int
+		want []string
+	}{
+		{"Where do I live? Lisbon!", 10, []string{"where", "live", "lisbon"}},
+		{"the THE the", 10, []string{"the"}},                                       // only stopwords: kept
+		{`"vegetarian" OR (NOT meat)*`, 10, []string{"vegetarian", "not", "meat"}}, // operators are just punctuation
+		{"olá, São Paulo", 10, []string{"olá", "são", "paulo"}},
+		{"one two three", 2, []string{"one", "two"}},
+		{"?!", 10, nil},
+	}
+	for _, tt := range tests {
+		if got := QueryTerms(tt.text, tt.max); !slices.Equal(got, tt.want) {
+			t.Errorf("QueryTerms(%q, %d) = %q, want %q", tt.text, tt.max, got, tt.want)
+		}
+	}
+}
