@@ -10,6 +10,9 @@
 // connection: a cancelled context interrupts the connection through a
 // deadline (context.AfterFunc), and a pooled connection the server closed
 // while idle is noticed on use and the request sent once more on a new one.
+// Reads and writes are raw system calls (rawconn), and the response header
+// timeout is a coarse.Timer rather than a connection deadline, so a request
+// arms no runtime timer: each of those woke another thread.
 //
 // What it does not do, by design: TLS, HTTP/2, proxies, compression,
 // 1xx-informational handling beyond skipping them, and protocol upgrades.
@@ -26,6 +29,9 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/memgate/memgate/internal/coarse"
+	"github.com/memgate/memgate/internal/rawconn"
 )
 
 // Transport is the RoundTripper. Set the fields before use; zero fields
@@ -34,16 +40,30 @@ type Transport struct {
 	// DialTimeout bounds connecting (default 5s).
 	DialTimeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for the response's headers
-	// once the request is written (0: none).
+	// once the request is written (0: none); it fires up to the Clock's
+	// resolution late.
 	ResponseHeaderTimeout time.Duration
+	// Clock runs ResponseHeaderTimeout (default: a clock of the
+	// transport's own with 5ms resolution).
+	Clock *coarse.Clock
 	// MaxIdleConnsPerHost caps the idle pool of each host (default 100).
 	MaxIdleConnsPerHost int
 	// IdleConnTimeout closes a pooled connection unused for this long
 	// (default 90s).
 	IdleConnTimeout time.Duration
 
-	mu   sync.Mutex
-	idle map[string][]*conn
+	clockOnce sync.Once
+	mu        sync.Mutex
+	idle      map[string][]*conn
+}
+
+func (t *Transport) clock() *coarse.Clock {
+	t.clockOnce.Do(func() {
+		if t.Clock == nil {
+			t.Clock = coarse.New(5 * time.Millisecond)
+		}
+	})
+	return t.Clock
 }
 
 // conn is one keep-alive connection to a host.
@@ -53,6 +73,10 @@ type conn struct {
 	bw        *bufio.Writer
 	host      string
 	idleSince time.Time
+	// timer is the response header timeout; expire, its callback, fails
+	// the read in progress with a past read deadline.
+	timer  coarse.Timer
+	expire func()
 }
 
 // ErrScheme is returned for a request this transport cannot send.
@@ -126,12 +150,16 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		stop()
 		return nil, stale(fmt.Errorf("write request: %w", err))
 	}
-	if t.ResponseHeaderTimeout > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
+	timed := t.ResponseHeaderTimeout > 0
+	if timed {
+		t.clock().Arm(&c.timer, t.ResponseHeaderTimeout, c.expire)
 	}
+	// expired disarms the header timeout and reports whether it fired.
+	expired := func() bool { return timed && !c.timer.Stop() }
 	// The first byte tells a stale pooled connection (nothing ever
 	// arrives) from a response that breaks off.
 	if _, err := c.br.Peek(1); err != nil {
+		expired()
 		stop()
 		if isTimeout(err) && ctx.Err() == nil {
 			return nil, &timeoutError{"h1client: timeout awaiting response headers"}
@@ -143,6 +171,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		var err error
 		resp, err = http.ReadResponse(c.br, req)
 		if err != nil {
+			expired()
 			stop()
 			if isTimeout(err) && ctx.Err() == nil {
 				return nil, &timeoutError{"h1client: timeout awaiting response headers"}
@@ -154,8 +183,14 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 			break
 		}
 	}
-	if t.ResponseHeaderTimeout > 0 {
-		c.nc.SetReadDeadline(time.Time{})
+	if expired() {
+		// It fired as the headers arrived: the connection's read
+		// deadline has passed, so the body could not be read.
+		stop()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, &timeoutError{"h1client: timeout awaiting response headers"}
 	}
 	b := &body{rc: resp.Body, c: c, t: t, ctx: ctx, stop: stop, reusable: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody {
@@ -186,7 +221,10 @@ func (t *Transport) dial(ctx context.Context, host string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 16<<10), host: host}, nil
+	nc = rawconn.Wrap(nc)
+	c := &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 16<<10), host: host}
+	c.expire = func() { c.nc.SetReadDeadline(time.Unix(1, 0)) }
+	return c, nil
 }
 
 // get takes the most recently used idle connection to host, closing the

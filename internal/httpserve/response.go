@@ -35,7 +35,6 @@ type response struct {
 	err           error // the first write error; every later write fails
 
 	watch watcher
-	timer *time.Timer
 }
 
 // Header returns the response headers, to be set before WriteHeader.
@@ -309,7 +308,7 @@ func (w *watcher) stop() bool {
 	if !started {
 		return false
 	}
-	w.c.rwc.SetReadDeadline(time.Unix(1, 0))
+	w.c.rwc.SetReadDeadline(aLongTimeAgo)
 	<-w.done
 	w.c.rwc.SetReadDeadline(time.Time{})
 	return w.gone.Load()

@@ -11,6 +11,11 @@
 // longer than WatchAfter or has flushed (started streaming) — the requests
 // for which a disconnect can matter.
 //
+// Its timeouts (idle, header, watch) are coarse.Timers, not connection
+// deadlines or runtime timers: arming a runtime timer per request woke
+// another thread per request. Reads and writes are raw system calls
+// (rawconn) for the same reason.
+//
 // Requests are parsed by net/http (http.ReadRequest), so header and body
 // framing rules (chunked bodies, conflicting lengths, header syntax) are the
 // standard library's. What it does not do: TLS, HTTP/2, Hijack, trailers and
@@ -25,9 +30,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/memgate/memgate/internal/coarse"
+	"github.com/memgate/memgate/internal/rawconn"
 )
 
 // Server serves HTTP/1.1 connections to Handler. Set the fields before
@@ -47,11 +56,17 @@ type Server struct {
 	MaxHeaderBytes int
 	// WatchAfter is how long a handler runs before its connection is
 	// watched for the client going away, which cancels the request's
-	// context (default 5ms). A flush starts the watch at once.
+	// context (default 5ms, up to the Clock's resolution later). A flush
+	// starts the watch at once.
 	WatchAfter time.Duration
 	// Logger receives handler panics and connection errors (default: none).
 	Logger *slog.Logger
+	// Clock runs the connections' timeouts (default: a clock of the
+	// server's own with 5ms resolution); they fire up to its resolution
+	// late.
+	Clock *coarse.Clock
 
+	clockOnce sync.Once
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -66,6 +81,15 @@ func (s *Server) readHeaderTimeout() time.Duration {
 }
 func (s *Server) idleTimeout() time.Duration { return orDefault(s.IdleTimeout, 120*time.Second) }
 func (s *Server) watchAfter() time.Duration  { return orDefault(s.WatchAfter, 5*time.Millisecond) }
+
+func (s *Server) clock() *coarse.Clock {
+	s.clockOnce.Do(func() {
+		if s.Clock == nil {
+			s.Clock = coarse.New(5 * time.Millisecond)
+		}
+	})
+	return s.Clock
+}
 
 func (s *Server) maxHeaderBytes() int64 {
 	if s.MaxHeaderBytes > 0 {
@@ -96,6 +120,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	defer s.untrack(ln)
+	s.clock()
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -239,10 +264,22 @@ type conn struct {
 	// buf holds a response body whose length is not known yet; reused by
 	// every request on the connection.
 	buf []byte
+	// deadline bounds the wait for a request (IdleTimeout) and for its
+	// headers (ReadHeaderTimeout); expire is its callback.
+	deadline coarse.Timer
+	expire   func()
+	// watchTimer starts the disconnect watch after WatchAfter.
+	watchTimer coarse.Timer
 }
 
+// aLongTimeAgo is a read deadline that has passed: setting it interrupts a
+// blocked read.
+var aLongTimeAgo = time.Unix(1, 0)
+
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
+	rwc = rawconn.Wrap(rwc)
 	c := &conn{srv: s, rwc: rwc, base: base, remote: rwc.RemoteAddr().String()}
+	c.expire = func() { c.rwc.SetReadDeadline(aLongTimeAgo) }
 	c.lr = &limitReader{r: rwc, n: noLimit}
 	c.br = bufio.NewReaderSize(c.lr, 4<<10)
 	c.bw = bufio.NewWriterSize(rwc, 4<<10)
@@ -284,25 +321,34 @@ func (c *conn) serve() {
 		if c.srv.closing.Load() {
 			return
 		}
-		// Wait for the next request without the header deadline, then
-		// give its headers ReadHeaderTimeout.
-		c.rwc.SetReadDeadline(time.Now().Add(c.srv.idleTimeout()))
+		// Wait for the next request for IdleTimeout, then give its
+		// headers ReadHeaderTimeout. A timeout that fires sets a past
+		// read deadline, which fails the read in progress.
+		c.srv.clock().Arm(&c.deadline, c.srv.idleTimeout(), c.expire)
 		if _, err := c.br.Peek(1); err != nil {
+			c.deadline.Stop()
 			return
 		}
 		c.state.Store(stateActive)
 		if c.srv.closing.Load() && c.br.Buffered() == 0 {
+			c.deadline.Stop()
 			return
 		}
-		c.rwc.SetReadDeadline(time.Now().Add(c.srv.readHeaderTimeout()))
+		c.deadline.Reset(c.srv.readHeaderTimeout())
 		c.lr.n = c.srv.maxHeaderBytes() + 4<<10 // bufio's look-ahead
 		req, err := http.ReadRequest(c.br)
 		c.lr.n = noLimit
+		if !c.deadline.Stop() {
+			// It fired: the connection's read deadline has passed,
+			// whether or not the headers made it in time.
+			if err == nil {
+				err = os.ErrDeadlineExceeded
+			}
+		}
 		if err != nil {
 			c.reject(err)
 			return
 		}
-		c.rwc.SetReadDeadline(time.Time{})
 		if !c.handle(req) {
 			return
 		}
@@ -363,10 +409,10 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
 	w.watch = watcher{c: c, body: body, cancel: cancel}
 	body.watch = &w.watch
-	w.timer = time.AfterFunc(c.srv.watchAfter(), w.watch.start)
+	c.srv.clock().Arm(&c.watchTimer, c.srv.watchAfter(), w.watch.start)
 
 	panicked := c.run(w, req)
-	w.timer.Stop()
+	c.watchTimer.Stop()
 	gone := w.watch.stop()
 	if panicked {
 		// Like net/http: the connection is cut, the client sees an

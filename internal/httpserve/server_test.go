@@ -453,3 +453,65 @@ func TestShutdownGivesUpAtDeadline(t *testing.T) {
 		t.Fatalf("Shutdown: %v, want DeadlineExceeded", err)
 	}
 }
+
+func TestTimeoutsCloseTheConnection(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	tests := []struct {
+		name string
+		// send is what the client writes before it goes silent.
+		send, want string
+	}{
+		{"idle after a request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "ok"},
+		{"idle before any request", "", ""},
+		{"headers never finish", "GET / HTTP/1.1\r\nHost: x\r\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Server{Handler: ok, IdleTimeout: 30 * time.Millisecond, ReadHeaderTimeout: 30 * time.Millisecond}
+			go s.Serve(ln)
+			t.Cleanup(func() { s.Close() })
+			c := dial(t, ln.Addr().String())
+			start := time.Now()
+			if tt.send != "" {
+				c.send(t, tt.send)
+			}
+			if tt.want != "" {
+				if _, body := c.read(t, http.MethodGet); body != tt.want {
+					t.Fatalf("body %q, want %q", body, tt.want)
+				}
+			}
+			// closed waits up to 2s: far more than the timeout.
+			if !c.closed() {
+				t.Fatal("the server kept the silent connection open")
+			}
+			if took := time.Since(start); took < 30*time.Millisecond {
+				t.Fatalf("closed after %v, before the 30ms timeout", took)
+			}
+		})
+	}
+}
+
+func TestBusyConnectionOutlivesTheTimeouts(t *testing.T) {
+	// A client that keeps sending requests, each well within the
+	// timeouts, for several times their length is never cut off.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		IdleTimeout: 40 * time.Millisecond, ReadHeaderTimeout: 40 * time.Millisecond}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	c := dial(t, ln.Addr().String())
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		c.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if _, body := c.read(t, http.MethodGet); body != "ok" {
+			t.Fatalf("body %q", body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

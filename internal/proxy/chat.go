@@ -93,7 +93,7 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		writeError(w, e)
 		return
 	}
-	up := watchIdle(resp.Body, s.up.idleTimeout, cancel)
+	up := s.up.watchIdle(resp.Body, cancel)
 	defer up.Close()
 	copyResponseHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)

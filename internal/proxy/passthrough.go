@@ -53,7 +53,7 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		BufferPool: bufferPool{},
 		ModifyResponse: func(resp *http.Response) error {
 			if st, ok := resp.Request.Context().Value(passKey{}).(*passState); ok {
-				resp.Body = &timedBody{idleBody: watchIdle(resp.Body, s.up.idleTimeout, st.cancel), st: st}
+				resp.Body = &timedBody{idleBody: s.up.watchIdle(resp.Body, st.cancel), st: st}
 			}
 			if v, ok := resp.Header["X-Request-Id"]; ok {
 				delete(resp.Header, "X-Request-Id")

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/coarse"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/httpserve"
 )
@@ -77,7 +78,10 @@ func New(cfg config.Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: logger, m: m, idPrefix: newIDPrefix(), done: make(chan struct{})}
 	s.breakers = newBreakers(cfg.Upstream.Breaker, m, logger)
-	if s.up, err = newUpstream(cfg.Upstream, s.breakers, m); err != nil {
+	// One clock for the per-request timeouts of the client and upstream
+	// connections: arming a runtime timer per request woke a thread.
+	clock := coarse.New(timeoutResolution)
+	if s.up, err = newUpstream(cfg.Upstream, s.breakers, m, clock); err != nil {
 		return nil, err
 	}
 	e := echo.New()
@@ -104,6 +108,7 @@ func New(cfg config.Config, deps Deps, logger *slog.Logger) (*Server, error) {
 			ReadHeaderTimeout: readHeaderTimeout,
 			IdleTimeout:       idleTimeout,
 			Logger:            logger,
+			Clock:             clock,
 		}
 	}
 	return s, nil
@@ -111,6 +116,8 @@ func New(cfg config.Config, deps Deps, logger *slog.Logger) (*Server, error) {
 
 // Timeouts of the client connections.
 const (
+	// timeoutResolution is how late a per-request timeout may fire.
+	timeoutResolution = 5 * time.Millisecond
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
 )

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/coarse"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -247,7 +248,7 @@ func TestChatTransportChoice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u, err := newUpstream(cfg, newBreakers(cfg.Breaker, m, slog.New(slog.DiscardHandler)), m)
+		u, err := newUpstream(cfg, newBreakers(cfg.Breaker, m, slog.New(slog.DiscardHandler)), m, coarse.New(timeoutResolution))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memgate/memgate/internal/coarse"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/h1client"
 )
@@ -39,9 +40,11 @@ type upstream struct {
 	idleTimeout    time.Duration
 	chatTarget     *url.URL
 	retriesCounter interface{ Inc() }
+	// clock runs the idle-stream and first-byte timeouts.
+	clock *coarse.Clock
 }
 
-func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics) (*upstream, error) {
+func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics, clock *coarse.Clock) (*upstream, error) {
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("upstream base url: %w", err)
@@ -72,6 +75,7 @@ func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics) (*upstream
 		maxDelay:       cfg.RetryMaxDelay.D(),
 		idleTimeout:    cfg.IdleStreamTimeout.D(),
 		retriesCounter: m.retries,
+		clock:          clock,
 	}
 	if cfg.APIKey != "" {
 		u.auth = "Bearer " + cfg.APIKey
@@ -84,6 +88,7 @@ func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics) (*upstream
 			ResponseHeaderTimeout: cfg.FirstByteTimeout.D(),
 			MaxIdleConnsPerHost:   cfg.MaxIdleConns,
 			IdleConnTimeout:       90 * time.Second,
+			Clock:                 clock,
 		}
 		u.chat = &breakerTransport{next: u.h1, breakers: breakers}
 	}
@@ -270,14 +275,16 @@ var errIdleTimeout = errors.New("upstream stream idle timeout")
 // idleBody cancels its request when no byte arrives for the idle timeout.
 type idleBody struct {
 	io.ReadCloser
-	timer *time.Timer
+	timer coarse.Timer
 	d     time.Duration
 }
 
 // watchIdle wraps body so that cancel(errIdleTimeout) runs when a read waits
-// longer than d.
-func watchIdle(body io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) *idleBody {
-	return &idleBody{ReadCloser: body, d: d, timer: time.AfterFunc(d, func() { cancel(errIdleTimeout) })}
+// longer than the idle-stream timeout (up to the clock's resolution more).
+func (u *upstream) watchIdle(body io.ReadCloser, cancel context.CancelCauseFunc) *idleBody {
+	b := &idleBody{ReadCloser: body, d: u.idleTimeout}
+	u.clock.Arm(&b.timer, b.d, func() { cancel(errIdleTimeout) })
+	return b
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package rawconn
+
+import "net"
+
+func wrap(c net.Conn) net.Conn { return c }
