@@ -142,7 +142,7 @@ var errStale = errors.New("h1client: connection closed by the server before it a
 // exchange writes req on c and reads the response headers.
 func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
-	if err := req.Write(c.bw); err != nil {
+	if err := writeRequest(c.bw, req); err != nil {
 		stop()
 		return nil, stale(fmt.Errorf("write request: %w", err))
 	}

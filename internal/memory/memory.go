@@ -7,7 +7,6 @@ package memory
 import (
 	"encoding/json"
 	"errors"
-	"regexp"
 	"time"
 )
 
@@ -30,12 +29,26 @@ var (
 // are configured.
 const DefaultTenant = "default"
 
-// idPattern is the contract for tenant, user and conversation ids.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
-
 // ValidID reports whether s is a well-formed id: 1–128 characters of
-// [A-Za-z0-9._:@-].
-func ValidID(s string) bool { return idPattern.MatchString(s) }
+// [A-Za-z0-9._:@-]. It is the contract for tenant, user and conversation
+// ids, checked on every request.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		switch c {
+		case '.', '_', ':', '@', '-':
+			continue
+		}
+		return false
+	}
+	return true
+}
 
 // Identity names whose memory a request reads and writes.
 type Identity struct {

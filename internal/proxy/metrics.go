@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,6 +105,16 @@ type routeMetrics struct {
 	latency  prometheus.ObserverVec
 	upstream prometheus.Observer
 	overhead prometheus.Observer
+	// byStatus holds the request counter and latency histogram of each
+	// status seen, so recording a request neither hashes labels nor
+	// takes the vectors' locks; the last slot is for "other".
+	byStatus [len(statusText) + 1]atomic.Pointer[statusMetrics]
+}
+
+// statusMetrics are a route's collectors for one status.
+type statusMetrics struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 func (m *metrics) route(name string) *routeMetrics {
@@ -119,12 +130,21 @@ func (m *metrics) route(name string) *routeMetrics {
 
 // observe records one finished request.
 func (r *routeMetrics) observe(status int, total, upstream time.Duration) {
-	s := "other"
+	i := len(statusText)
 	if status > 0 && status < len(statusText) {
-		s = statusText[status]
+		i = status
 	}
-	r.requests.WithLabelValues(s).Inc()
-	r.latency.WithLabelValues(s).Observe(total.Seconds())
+	sm := r.byStatus[i].Load()
+	if sm == nil {
+		s := "other"
+		if i < len(statusText) {
+			s = statusText[i]
+		}
+		sm = &statusMetrics{requests: r.requests.WithLabelValues(s), latency: r.latency.WithLabelValues(s)}
+		r.byStatus[i].Store(sm)
+	}
+	sm.requests.Inc()
+	sm.latency.Observe(total.Seconds())
 	if upstream > 0 {
 		r.upstream.Observe(upstream.Seconds())
 		r.overhead.Observe(max(total-upstream, 0).Seconds())
