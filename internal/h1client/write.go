@@ -6,7 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
+
+	"github.com/memgate/memgate/internal/wirehdr"
 )
 
 // writeRequest writes req as HTTP/1.1 to bw, as req.Write would for the
@@ -38,32 +39,23 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	bw.WriteByte(' ')
 	bw.WriteString(req.URL.RequestURI())
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(cleanValue(host))
+	bw.WriteString(wirehdr.CleanValue(host))
 	bw.WriteString("\r\n")
 	if _, ok := req.Header["User-Agent"]; !ok {
 		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
 	}
-	for k, vs := range req.Header {
-		switch k {
-		case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
-			continue // written from the request's fields
-		case "User-Agent":
-			if len(vs) == 0 {
-				continue
-			}
-			// net/http sends only the first User-Agent.
-			vs = vs[:1]
-		}
-		if !validName(k) {
+	for k := range req.Header {
+		if !wirehdr.ValidName(k) {
 			return fmt.Errorf("http: invalid header field name %q", k)
 		}
-		for _, v := range vs {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			bw.WriteString(cleanValue(v))
-			bw.WriteString("\r\n")
-		}
 	}
+	if ua := req.Header["User-Agent"]; len(ua) > 0 {
+		// net/http sends only the first User-Agent.
+		bw.WriteString("User-Agent: ")
+		bw.WriteString(wirehdr.CleanValue(ua[0]))
+		bw.WriteString("\r\n")
+	}
+	wirehdr.Write(bw, req.Header, fromFields)
 	if req.Close {
 		bw.WriteString("Connection: close\r\n")
 	}
@@ -87,32 +79,18 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	return nil
 }
 
+// fromFields reports the header fields written from the request's own
+// fields rather than its Header.
+func fromFields(k string) bool {
+	switch k {
+	case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
+
 // sendsZeroLength reports whether a request of method without a body says
 // "Content-Length: 0", as net/http's does.
 func sendsZeroLength(method string) bool {
 	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
-}
-
-// cleanValue is a header value as net/http writes it: CR and LF become
-// spaces, and surrounding spaces and tabs are trimmed.
-func cleanValue(v string) string {
-	if strings.ContainsAny(v, "\r\n") {
-		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
-	}
-	return strings.Trim(v, " \t")
-}
-
-// validName reports whether k can be written as a header name: a non-empty
-// token without separators, spaces or controls.
-func validName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

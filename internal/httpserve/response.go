@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/memgate/memgate/internal/wirehdr"
 )
 
 // holdLimit is how much of a response body of unknown length is held back
@@ -175,7 +177,7 @@ func (w *response) sendHeader() {
 		bw.WriteString(httpDate())
 		bw.WriteString("\r\n")
 	}
-	h.Write(bw)
+	wirehdr.Write(bw, h, nil)
 	if w.chunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
