@@ -85,6 +85,10 @@ func (r report) overheadSection() string {
 	b.WriteString("\nTargets, all in front of the same fake upstream process:\n\n" +
 		"- **direct** — the fake upstream itself: the floor.\n" +
 		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process: the baseline.\n" +
+		"- **lean** — a reference, not a product: a forwarder that does only the per-request work a gateway cannot skip (reads the header fields, " +
+		"checks the body is JSON, gives the request an id, calls the upstream under a context and a circuit breaker, records a counter and a " +
+		"latency histogram) and scans HTTP/1.1 framing itself, with no HTTP library; Content-Length bodies only, so it has no streaming row. " +
+		"It shows how close a Go gateway can get to the floor on this machine; memgate's distance from it is what memgate's HTTP stack costs.\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
 		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store, default configuration; each connection is its own user "+
 			"with one conversation holding at least %d turns before it is measured, and every turn is a different message: memory is loaded "+

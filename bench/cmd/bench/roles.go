@@ -16,8 +16,8 @@ import (
 
 // Environment of a server child process.
 const (
-	roleEnv     = "MEMGATE_BENCH_ROLE"     // "upstream" or "httputil"
-	upstreamEnv = "MEMGATE_BENCH_UPSTREAM" // httputil: the upstream base URL
+	roleEnv     = "MEMGATE_BENCH_ROLE"     // "upstream", "httputil" or "lean"
+	upstreamEnv = "MEMGATE_BENCH_UPSTREAM" // httputil, lean: the upstream base URL
 	latencyEnv  = "MEMGATE_BENCH_LATENCY"  // upstream: fixed latency
 	chunksEnv   = "MEMGATE_BENCH_CHUNKS"   // upstream: content deltas per stream
 )
@@ -26,9 +26,18 @@ const (
 const listeningPrefix = "listening on "
 
 // serveRole runs a server child: the fake upstream, or a bare
-// httputil.ReverseProxy in front of it. It listens on a free loopback port,
-// prints that address to stdout, and serves until ctx ends.
+// httputil.ReverseProxy or the lean forwarder in front of it. It listens on
+// a free loopback port, prints that address to stdout, and serves until ctx
+// ends.
 func serveRole(ctx context.Context, role string, getenv func(string) string, stdout io.Writer) error {
+	if role == "lean" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		fmt.Fprintf(stdout, "%s%s\n", listeningPrefix, ln.Addr())
+		return serveLean(ctx, ln, getenv(upstreamEnv))
+	}
 	var h http.Handler
 	switch role {
 	case "upstream":
