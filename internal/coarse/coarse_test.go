@@ -208,3 +208,65 @@ func BenchmarkTimeAfterFunc(b *testing.B) {
 		}
 	})
 }
+
+// fakeConn records read deadlines.
+type fakeConn struct {
+	mu sync.Mutex
+	rd []time.Time
+}
+
+func (f *fakeConn) SetReadDeadline(t time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rd = append(f.rd, t)
+	return nil
+}
+
+func (f *fakeConn) deadlines() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.rd...)
+}
+
+func TestReadTimeout(t *testing.T) {
+	c := New(time.Millisecond)
+	t.Run("stopped in time", func(t *testing.T) {
+		var conn fakeConn
+		var r ReadTimeout
+		if r.Stop() {
+			t.Fatal("an unarmed ReadTimeout reported expired")
+		}
+		c.ArmRead(&r, &conn, time.Hour)
+		if !r.Reset(time.Hour) {
+			t.Fatal("Reset of an armed ReadTimeout reported false")
+		}
+		if r.Stop() {
+			t.Fatal("a ReadTimeout stopped before its deadline reported expired")
+		}
+		if r.Stop() {
+			t.Fatal("a second Stop reported expired")
+		}
+		if got := conn.deadlines(); len(got) != 0 {
+			t.Fatalf("read deadlines set: %v", got)
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		var conn fakeConn
+		var r ReadTimeout
+		c.ArmRead(&r, &conn, time.Millisecond)
+		for len(conn.deadlines()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if got := conn.deadlines(); len(got) != 1 || !got[0].Before(time.Now()) {
+			t.Fatalf("read deadlines %v, want one in the past", got)
+		}
+		if !r.Stop() {
+			t.Fatal("Stop after expiry did not report it")
+		}
+		// Armed again (the next wait on the connection), it is fresh.
+		c.ArmRead(&r, &conn, time.Hour)
+		if r.Stop() {
+			t.Fatal("a re-armed ReadTimeout reported the old expiry")
+		}
+	})
+}

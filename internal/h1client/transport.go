@@ -73,10 +73,8 @@ type conn struct {
 	bw        *bufio.Writer
 	host      string
 	idleSince time.Time
-	// timer is the response header timeout; expire, its callback, fails
-	// the read in progress with a past read deadline.
-	timer  coarse.Timer
-	expire func()
+	// headerTimeout bounds the wait for the response headers.
+	headerTimeout coarse.ReadTimeout
 }
 
 // ErrScheme is returned for a request this transport cannot send.
@@ -150,16 +148,13 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		stop()
 		return nil, stale(fmt.Errorf("write request: %w", err))
 	}
-	timed := t.ResponseHeaderTimeout > 0
-	if timed {
-		t.clock().Arm(&c.timer, t.ResponseHeaderTimeout, c.expire)
+	if t.ResponseHeaderTimeout > 0 {
+		t.clock().ArmRead(&c.headerTimeout, c.nc, t.ResponseHeaderTimeout)
 	}
-	// expired disarms the header timeout and reports whether it fired.
-	expired := func() bool { return timed && !c.timer.Stop() }
 	// The first byte tells a stale pooled connection (nothing ever
 	// arrives) from a response that breaks off.
 	if _, err := c.br.Peek(1); err != nil {
-		expired()
+		c.headerTimeout.Stop()
 		stop()
 		if isTimeout(err) && ctx.Err() == nil {
 			return nil, &timeoutError{"h1client: timeout awaiting response headers"}
@@ -171,7 +166,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		var err error
 		resp, err = http.ReadResponse(c.br, req)
 		if err != nil {
-			expired()
+			c.headerTimeout.Stop()
 			stop()
 			if isTimeout(err) && ctx.Err() == nil {
 				return nil, &timeoutError{"h1client: timeout awaiting response headers"}
@@ -183,7 +178,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 			break
 		}
 	}
-	if expired() {
+	if c.headerTimeout.Stop() {
 		// It fired as the headers arrived: the connection's read
 		// deadline has passed, so the body could not be read.
 		stop()
@@ -222,9 +217,7 @@ func (t *Transport) dial(ctx context.Context, host string) (*conn, error) {
 		return nil, err
 	}
 	nc = rawconn.Wrap(nc)
-	c := &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 16<<10), host: host}
-	c.expire = func() { c.nc.SetReadDeadline(time.Unix(1, 0)) }
-	return c, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 16<<10), host: host}, nil
 }
 
 // get takes the most recently used idle connection to host, closing the

@@ -265,9 +265,8 @@ type conn struct {
 	// every request on the connection.
 	buf []byte
 	// deadline bounds the wait for a request (IdleTimeout) and for its
-	// headers (ReadHeaderTimeout); expire is its callback.
-	deadline coarse.Timer
-	expire   func()
+	// headers (ReadHeaderTimeout).
+	deadline coarse.ReadTimeout
 	// watchTimer starts the disconnect watch after WatchAfter.
 	watchTimer coarse.Timer
 }
@@ -279,7 +278,6 @@ var aLongTimeAgo = time.Unix(1, 0)
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	rwc = rawconn.Wrap(rwc)
 	c := &conn{srv: s, rwc: rwc, base: base, remote: rwc.RemoteAddr().String()}
-	c.expire = func() { c.rwc.SetReadDeadline(aLongTimeAgo) }
 	c.lr = &limitReader{r: rwc, n: noLimit}
 	c.br = bufio.NewReaderSize(c.lr, 4<<10)
 	c.bw = bufio.NewWriterSize(rwc, 4<<10)
@@ -322,9 +320,8 @@ func (c *conn) serve() {
 			return
 		}
 		// Wait for the next request for IdleTimeout, then give its
-		// headers ReadHeaderTimeout. A timeout that fires sets a past
-		// read deadline, which fails the read in progress.
-		c.srv.clock().Arm(&c.deadline, c.srv.idleTimeout(), c.expire)
+		// headers ReadHeaderTimeout.
+		c.srv.clock().ArmRead(&c.deadline, c.rwc, c.srv.idleTimeout())
 		if _, err := c.br.Peek(1); err != nil {
 			c.deadline.Stop()
 			return
@@ -338,12 +335,10 @@ func (c *conn) serve() {
 		c.lr.n = c.srv.maxHeaderBytes() + 4<<10 // bufio's look-ahead
 		req, err := http.ReadRequest(c.br)
 		c.lr.n = noLimit
-		if !c.deadline.Stop() {
-			// It fired: the connection's read deadline has passed,
-			// whether or not the headers made it in time.
-			if err == nil {
-				err = os.ErrDeadlineExceeded
-			}
+		if c.deadline.Stop() && err == nil {
+			// The headers made it, but the connection's read deadline
+			// has passed: it cannot be read again.
+			err = os.ErrDeadlineExceeded
 		}
 		if err != nil {
 			c.reject(err)
