@@ -41,21 +41,21 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(wirehdr.CleanValue(host))
 	bw.WriteString("\r\n")
-	if _, ok := req.Header["User-Agent"]; !ok {
+	// net/http sends a default User-Agent when there is none, only the
+	// first when there are several, and none when it is empty.
+	switch ua, ok := req.Header["User-Agent"]; {
+	case !ok:
 		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
-	}
-	for k := range req.Header {
-		if !wirehdr.ValidName(k) {
-			return fmt.Errorf("http: invalid header field name %q", k)
-		}
-	}
-	if ua := req.Header["User-Agent"]; len(ua) > 0 {
-		// net/http sends only the first User-Agent.
+	case len(ua) > 0 && ua[0] != "":
 		bw.WriteString("User-Agent: ")
 		bw.WriteString(wirehdr.CleanValue(ua[0]))
 		bw.WriteString("\r\n")
 	}
-	wirehdr.Write(bw, req.Header, fromFields)
+	if err := wirehdr.Write(bw, req.Header, fromFields); err != nil {
+		// The connection is closed on error: what was buffered is never
+		// sent.
+		return err
+	}
 	if req.Close {
 		bw.WriteString("Connection: close\r\n")
 	}

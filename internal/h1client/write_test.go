@@ -36,6 +36,7 @@ func TestWriteRequestMatchesNetHTTP(t *testing.T) {
 		{name: "host override and close", method: "POST", url: "http://10.0.0.1/v1/x", body: "{}", host: "api.example",
 			header: http.Header{"Content-Length": {"999"}, "Host": {"ignored"}}, close: true},
 		{name: "two user agents", method: "POST", url: "http://up/v1/x", body: "{}", header: http.Header{"User-Agent": {"a", "b"}}},
+		{name: "empty user agent", method: "POST", url: "http://up/v1/x", body: "{}", header: http.Header{"User-Agent": {""}}},
 		{name: "unknown length goes chunked", method: "POST", url: "http://up/v1/x", body: body, unknownLength: true,
 			header: http.Header{"Content-Type": {"application/json"}}},
 	}

@@ -177,7 +177,7 @@ func (w *response) sendHeader() {
 		bw.WriteString(httpDate())
 		bw.WriteString("\r\n")
 	}
-	wirehdr.Write(bw, h, nil)
+	wirehdr.Write(bw, h, nil) // fields with invalid names are dropped, as net/http does
 	if w.chunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}

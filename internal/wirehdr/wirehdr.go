@@ -11,15 +11,24 @@ package wirehdr
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"strings"
 )
 
 // Write writes every field of h whose name skip does not reject (skip may be
-// nil), one "Name: value\r\n" line per value.
-func Write(bw *bufio.Writer, h http.Header, skip func(name string) bool) {
+// nil), one "Name: value\r\n" line per value. A field whose name is not a
+// valid token is dropped and reported in the error, so a caller that must
+// refuse such a header (a client writing a request, as net/http's does) can,
+// while a server writing a response ignores it.
+func Write(bw *bufio.Writer, h http.Header, skip func(name string) bool) error {
+	var err error
 	for k, vs := range h {
-		if !ValidName(k) || skip != nil && skip(k) {
+		if skip != nil && skip(k) {
+			continue
+		}
+		if !ValidName(k) {
+			err = fmt.Errorf("http: invalid header field name %q", k)
 			continue
 		}
 		for _, v := range vs {
@@ -29,6 +38,7 @@ func Write(bw *bufio.Writer, h http.Header, skip func(name string) bool) {
 			bw.WriteString("\r\n")
 		}
 	}
+	return err
 }
 
 // newlines turns CR and LF into spaces, as net/http does.

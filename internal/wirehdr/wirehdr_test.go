@@ -27,8 +27,11 @@ func TestWriteMatchesNetHTTP(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var ours, theirs bytes.Buffer
 			bw := bufio.NewWriter(&ours)
-			Write(bw, tt.h, nil)
+			err := Write(bw, tt.h, nil)
 			bw.Flush()
+			if wantErr := tt.name == "invalid names dropped"; (err != nil) != wantErr {
+				t.Fatalf("Write error %v, want one: %v", err, wantErr)
+			}
 			if err := tt.h.Write(&theirs); err != nil {
 				t.Fatal(err)
 			}
