@@ -49,9 +49,6 @@ func New(res time.Duration) *Clock {
 	return &Clock{res: res, idleTicks: max(int(time.Second/res), 1)}
 }
 
-// Resolution is how late a timer may fire.
-func (c *Clock) Resolution() time.Duration { return c.res }
-
 // Timer states.
 const (
 	stateIdle int32 = iota

@@ -3,13 +3,13 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/config"
@@ -180,15 +180,8 @@ func BenchmarkServedChat(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, ln) }()
-	b.Cleanup(func() { cancel(); <-done })
-	c, err := net.Dial("tcp", ln.Addr().String())
+	url, _ := mustRun(b, s)
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -130,16 +130,12 @@ func (m *metrics) route(name string) *routeMetrics {
 
 // observe records one finished request.
 func (r *routeMetrics) observe(status int, total, upstream time.Duration) {
-	i := len(statusText)
+	i, s := len(statusText), "other"
 	if status > 0 && status < len(statusText) {
-		i = status
+		i, s = status, statusText[status]
 	}
 	sm := r.byStatus[i].Load()
 	if sm == nil {
-		s := "other"
-		if i < len(statusText) {
-			s = statusText[i]
-		}
 		sm = &statusMetrics{requests: r.requests.WithLabelValues(s), latency: r.latency.WithLabelValues(s)}
 		r.byStatus[i].Store(sm)
 	}

@@ -43,7 +43,7 @@ var errLeanFraming = errors.New("lean: only Content-Length framing is supported"
 // header fields for which drop reports true.
 func readLean(br *bufio.Reader, m *leanMessage, drop func(name []byte) bool) error {
 	m.head = m.head[:0]
-	n := -1
+	n := 0
 	for first := true; ; first = false {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -69,9 +69,6 @@ func readLean(br *bufio.Reader, m *leanMessage, drop func(name []byte) bool) err
 			}
 		}
 		m.head = append(m.head, line...)
-	}
-	if n < 0 {
-		n = 0
 	}
 	if cap(m.body) < n {
 		m.body = make([]byte, n)
@@ -151,8 +148,8 @@ func serveLean(ctx context.Context, ln net.Listener, upstream string) error {
 						if err != nil {
 							return struct{}{}, err
 						}
-						up, ubr = rawconn.Wrap(uc), bufio.NewReader(uc)
-						ubr.Reset(up)
+						up = rawconn.Wrap(uc)
+						ubr = bufio.NewReader(up)
 					}
 					out = appendLean(out[:0], &req, id)
 					if _, err := up.Write(out); err != nil {
