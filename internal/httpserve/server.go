@@ -333,7 +333,7 @@ func (c *conn) serve() {
 		}
 		c.deadline.Reset(c.srv.readHeaderTimeout())
 		c.lr.n = c.srv.maxHeaderBytes() + 4<<10 // bufio's look-ahead
-		req, err := http.ReadRequest(c.br)
+		req, err := readRequest(c.br, c.srv.maxHeaderBytes())
 		c.lr.n = noLimit
 		if c.deadline.Stop() && err == nil {
 			// The headers made it, but the connection's read deadline
