@@ -164,7 +164,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	var resp *http.Response
 	for {
 		var err error
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err = readResponse(c.br, req)
 		if err != nil {
 			c.headerTimeout.Stop()
 			stop()

@@ -1,0 +1,258 @@
+package wirehdr
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/textproto"
+)
+
+// Reading. memgate's server and upstream client parse a message head here
+// when it is plainly formed, and leave every other head to net/http's
+// readers, which then read it from the same buffered bytes: this package
+// accepts only heads net/http would parse to the same result (each reader's
+// fuzz test holds it to that), so the wire rules stay net/http's. Why: at
+// one request in flight, textproto's general reader was the largest single
+// share of a proxied request's CPU time.
+
+// MaxFields is the most header fields ParseFields takes.
+const MaxFields = 64
+
+// SplitHead returns the head at the start of b — its start line and header
+// fields, each with its CRLF — as one string, and the number of bytes it
+// spans with the blank line that ends it; ok is false when b holds no
+// complete head. One string for the whole head lets every name and value be
+// a slice of it: one allocation for the text of a message.
+func SplitHead(b []byte) (head string, n int, ok bool) {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		return "", 0, false
+	}
+	return string(b[:end+2]), end + 4, true
+}
+
+// Line returns the line of head starting at offset i without its CRLF, and
+// the offset of the next line; ok is false when the line does not end in
+// CRLF or holds a bare CR or LF.
+func Line(head string, i int) (line string, next int, ok bool) {
+	for j := i; j+1 < len(head); j++ {
+		switch head[j] {
+		case '\r':
+			if head[j+1] != '\n' {
+				return "", 0, false
+			}
+			return head[i:j], j + 2, true
+		case '\n':
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// ParseFields parses block, header field lines each ended by CRLF, into a
+// header as textproto's reader and net/http would: canonical names, values
+// without surrounding spaces and tabs, and Cache-Control: no-cache added
+// for a Pragma: no-cache without one. It reports false for anything not
+// plainly formed: a name with a non-token byte or space before its colon,
+// a control byte in a value, obsolete line folding, a bare CR or LF, or
+// more than MaxFields fields.
+func ParseFields(block string) (http.Header, bool) {
+	var fields [MaxFields]struct{ name, value string }
+	nf := 0
+	for i := 0; i < len(block); {
+		line, next, ok := Line(block, i)
+		if !ok || nf == MaxFields {
+			return nil, false
+		}
+		name, value, ok := fieldLine(line)
+		if !ok {
+			return nil, false
+		}
+		fields[nf].name, fields[nf].value = canonicalKey(name), value
+		nf++
+		i = next
+	}
+	// The map and one backing array for its values, as textproto does.
+	h := make(http.Header, nf)
+	vals := make([]string, nf)
+	for j := range nf {
+		f := fields[j]
+		if v, ok := h[f.name]; ok {
+			h[f.name] = append(v, f.value)
+			continue
+		}
+		vals[j] = f.value
+		h[f.name] = vals[j : j+1 : j+1]
+	}
+	if pragma := h["Pragma"]; len(pragma) > 0 && pragma[0] == "no-cache" {
+		if _, ok := h["Cache-Control"]; !ok {
+			h["Cache-Control"] = []string{"no-cache"}
+		}
+	}
+	return h, true
+}
+
+// fieldLine splits "Name: value" into its name and its value without the
+// surrounding spaces and tabs.
+func fieldLine(line string) (name, value string, ok bool) {
+	colon := 0
+	for colon < len(line) && line[colon] != ':' {
+		if !isToken(line[colon]) {
+			return "", "", false
+		}
+		colon++
+	}
+	if colon == 0 || colon == len(line) {
+		return "", "", false
+	}
+	v := line[colon+1:]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return "", "", false
+		}
+	}
+	return line[:colon], trimOWS(v), true
+}
+
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey, without its allocation
+// when the name is canonical already (as most clients send it).
+func canonicalKey(name string) string {
+	upper := true
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			return textproto.CanonicalMIMEHeaderKey(name)
+		}
+		upper = c == '-'
+	}
+	return name
+}
+
+// Length returns the one Content-Length of h: -1 when there is none; ok is
+// false when there are several or the value is not all digits (net/http
+// accepts some of those, with rules of its own).
+func Length(h http.Header) (n int64, ok bool) {
+	v, present := h["Content-Length"]
+	if !present {
+		return -1, true
+	}
+	if len(v) != 1 || v[0] == "" || len(v[0]) > 18 {
+		return 0, false
+	}
+	for i := 0; i < len(v[0]); i++ {
+		c := v[0][i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// HasToken reports whether one of the comma-separated values vs holds
+// token, case-insensitively (as in Connection: keep-alive, close).
+func HasToken(vs []string, token string) bool {
+	for _, v := range vs {
+		for len(v) > 0 {
+			var part string
+			if i := indexComma(v); i >= 0 {
+				part, v = v[:i], v[i+1:]
+			} else {
+				part, v = v, ""
+			}
+			if equalFold(trimOWS(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func indexComma(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			return i
+		}
+	}
+	return -1
+}
+
+// equalFold is strings.EqualFold for ASCII tokens.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// IsToken reports whether c may appear in an RFC 9110 token (a method or a
+// field name).
+func IsToken(c byte) bool { return isToken(c) }
+
+func isToken(c byte) bool { return c < 0x80 && tokenTable[c] }
+
+var tokenTable = func() (t [128]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// Body is a message body of a known length n read from r: it reports
+// io.EOF after n bytes, and io.ErrUnexpectedEOF when r ends before.
+func Body(r io.Reader, n int64) io.ReadCloser { return &lengthBody{r: r, n: n} }
+
+type lengthBody struct {
+	r io.Reader
+	n int64
+}
+
+func (b *lengthBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= int64(n)
+	if err == io.EOF {
+		if b.n > 0 {
+			return n, io.ErrUnexpectedEOF
+		}
+	} else if err == nil && b.n == 0 {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *lengthBody) Close() error { return nil }
