@@ -43,8 +43,14 @@ type Transport struct {
 	// once the request is written (0: none); it fires up to the Clock's
 	// resolution late.
 	ResponseHeaderTimeout time.Duration
-	// Clock runs ResponseHeaderTimeout (default: a clock of the
-	// transport's own with 5ms resolution).
+	// BodyIdleTimeout bounds the silence while a response body is read:
+	// a body from which no byte arrives for this long fails with a timeout
+	// error and its connection is closed (0: none). It fires up to the
+	// Clock's resolution late, and counts from the last byte that arrived,
+	// whether or not the caller was reading then.
+	BodyIdleTimeout time.Duration
+	// Clock runs ResponseHeaderTimeout and BodyIdleTimeout (default: a
+	// clock of the transport's own with 5ms resolution).
 	Clock *coarse.Clock
 	// MaxIdleConnsPerHost caps the idle pool of each host (default 100).
 	MaxIdleConnsPerHost int
@@ -73,8 +79,9 @@ type conn struct {
 	bw        *bufio.Writer
 	host      string
 	idleSince time.Time
-	// headerTimeout bounds the wait for the response headers.
-	headerTimeout coarse.ReadTimeout
+	// readTimeout bounds the wait for the response headers, then the
+	// silences of its body.
+	readTimeout coarse.ReadTimeout
 }
 
 // ErrScheme is returned for a request this transport cannot send.
@@ -149,12 +156,12 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		return nil, stale(fmt.Errorf("write request: %w", err))
 	}
 	if t.ResponseHeaderTimeout > 0 {
-		t.clock().ArmRead(&c.headerTimeout, c.nc, t.ResponseHeaderTimeout)
+		t.clock().ArmRead(&c.readTimeout, c.nc, t.ResponseHeaderTimeout)
 	}
 	// The first byte tells a stale pooled connection (nothing ever
 	// arrives) from a response that breaks off.
 	if _, err := c.br.Peek(1); err != nil {
-		c.headerTimeout.Stop()
+		c.readTimeout.Stop()
 		stop()
 		if isTimeout(err) && ctx.Err() == nil {
 			return nil, &timeoutError{"h1client: timeout awaiting response headers"}
@@ -166,7 +173,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		var err error
 		resp, err = readResponse(c.br, req)
 		if err != nil {
-			c.headerTimeout.Stop()
+			c.readTimeout.Stop()
 			stop()
 			if isTimeout(err) && ctx.Err() == nil {
 				return nil, &timeoutError{"h1client: timeout awaiting response headers"}
@@ -178,7 +185,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 			break
 		}
 	}
-	if c.headerTimeout.Stop() {
+	if c.readTimeout.Stop() {
 		// It fired as the headers arrived: the connection's read
 		// deadline has passed, so the body could not be read.
 		stop()
@@ -191,6 +198,10 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	if resp.Body == http.NoBody {
 		b.release(true)
 	} else {
+		if t.BodyIdleTimeout > 0 {
+			b.idle = true
+			t.clock().ArmRead(&c.readTimeout, c.nc, t.BodyIdleTimeout)
+		}
 		resp.Body = b
 	}
 	return resp, nil
@@ -288,8 +299,10 @@ type body struct {
 	ctx      context.Context
 	stop     func() bool
 	reusable bool
-	done     bool
-	err      error
+	// idle reports that c.readTimeout runs BodyIdleTimeout.
+	idle bool
+	done bool
+	err  error
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -302,12 +315,17 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := b.rc.Read(p)
+	if b.idle && n > 0 && err == nil {
+		b.c.readTimeout.Reset(b.t.BodyIdleTimeout)
+	}
 	switch {
 	case err == io.EOF:
 		b.release(true)
 	case err != nil:
 		if b.ctx.Err() != nil {
 			err = context.Cause(b.ctx)
+		} else if b.idle && b.c.readTimeout.Stop() {
+			err = &timeoutError{"h1client: response body idle for longer than " + b.t.BodyIdleTimeout.String()}
 		}
 		b.err = err
 		b.release(false)
@@ -328,6 +346,10 @@ func (b *body) Close() error {
 
 func (b *body) release(complete bool) {
 	b.done = true
+	if b.idle && b.c.readTimeout.Stop() {
+		// Its deadline has passed: the connection cannot be read again.
+		complete = false
+	}
 	// stop reports false when the context's deadline trick already ran:
 	// the connection's deadline is poisoned.
 	if b.stop() && complete && b.reusable && b.c.br.Buffered() == 0 {

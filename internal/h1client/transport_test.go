@@ -280,3 +280,71 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal("no error from a closed port")
 	}
 }
+
+func TestBodyIdleTimeout(t *testing.T) {
+	t.Run("silence fails the read and closes the connection", func(t *testing.T) {
+		gone := make(chan struct{})
+		ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/next" {
+				io.WriteString(w, "ok")
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: 1\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			close(gone)
+		})
+		tr := &Transport{BodyIdleTimeout: 30 * time.Millisecond}
+		defer tr.CloseIdleConnections()
+		resp, err := post(t, tr, context.Background(), ts.URL, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read %q, err %v; want a timeout", b, err)
+		}
+		if string(b) != "data: 1\n\n" {
+			t.Errorf("read %q before the timeout", b)
+		}
+		select {
+		case <-gone:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server never saw the connection close")
+		}
+		resp, err = post(t, tr, context.Background(), ts.URL+"/next", "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "ok" || conns.Load() != 2 {
+			t.Fatalf("next request: %q on connection %d, want ok on a new one (2)", got, conns.Load())
+		}
+	})
+	t.Run("a body that keeps coming outlives it", func(t *testing.T) {
+		ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+			for i := range 6 {
+				if i > 0 {
+					time.Sleep(15 * time.Millisecond)
+				}
+				io.WriteString(w, strconv.Itoa(i))
+				w.(http.Flusher).Flush()
+			}
+		})
+		tr := &Transport{BodyIdleTimeout: 60 * time.Millisecond}
+		defer tr.CloseIdleConnections()
+		for range 2 {
+			resp, err := post(t, tr, context.Background(), ts.URL, "{}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, resp); got != "012345" {
+				t.Fatalf("body %q, want 012345", got)
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Fatalf("%d connections, want 1 (the first reused)", n)
+		}
+	})
+}

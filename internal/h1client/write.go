@@ -60,8 +60,9 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		bw.WriteString("Connection: close\r\n")
 	}
 	if req.ContentLength > 0 || sendsZeroLength(method) {
+		var num [20]byte
 		bw.WriteString("Content-Length: ")
-		bw.WriteString(strconv.FormatInt(max(req.ContentLength, 0), 10))
+		bw.Write(strconv.AppendInt(num[:0], max(req.ContentLength, 0), 10))
 		bw.WriteString("\r\n")
 	}
 	_, err := bw.WriteString("\r\n")

@@ -267,8 +267,14 @@ type conn struct {
 	// deadline bounds the wait for a request (IdleTimeout) and for its
 	// headers (ReadHeaderTimeout).
 	deadline coarse.ReadTimeout
-	// watchTimer starts the disconnect watch after WatchAfter.
+	// watchTimer starts the disconnect watch after WatchAfter, through
+	// startWatch (resp.watch.start, made once).
 	watchTimer coarse.Timer
+	startWatch func()
+	// body and resp are the request body and response of the request in
+	// progress.
+	body bodyReader
+	resp response
 }
 
 // aLongTimeAgo is a read deadline that has passed: setting it interrupts a
@@ -391,7 +397,11 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	req = req.WithContext(ctx)
 	req.RemoteAddr = c.remote
 
-	body := &bodyReader{rc: req.Body, c: c}
+	// The body reader and the response are the connection's, reset for
+	// each request: a handler may not use either after it returns, and the
+	// watch is over by then (watch.stop waits for it).
+	body := &c.body
+	*body = bodyReader{rc: req.Body, c: c}
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		body.eof.Store(true)
 	}
@@ -401,10 +411,14 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	}
 	req.Body = body
 
-	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
+	w := &c.resp
+	*w = response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
 	w.watch = watcher{c: c, body: body, cancel: cancel}
 	body.watch = &w.watch
-	c.srv.clock().Arm(&c.watchTimer, c.srv.watchAfter(), w.watch.start)
+	if c.startWatch == nil {
+		c.startWatch = w.watch.start
+	}
+	c.srv.clock().Arm(&c.watchTimer, c.srv.watchAfter(), c.startWatch)
 
 	panicked := c.run(w, req)
 	c.watchTimer.Stop()

@@ -27,15 +27,7 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		writeError(w, aerr)
 		return
 	}
-	// The body buffer goes back to the pool only when nothing can still
-	// read it: not memory code running on, not the transport.
-	pooled := true
-	defer func() {
-		if pooled {
-			putBodyBuf(buf)
-		}
-	}()
-	body, aerr := parseChat(buf.Bytes())
+	body, aerr := parseChat(buf)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -64,7 +56,6 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 	}
 	out := body.raw
 	if memOn {
-		pooled = false
 		if id.Conversation == "" {
 			id.Conversation = newConversationID()
 			mreq.Identity = id
@@ -75,12 +66,11 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		}
 	}
 	header := s.up.outHeader(r.Header, x.id, s.requireKey())
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
+	ctx, cancel := s.up.chatContext(r.Context())
+	if cancel != nil {
+		defer cancel(nil)
+	}
 	start := time.Now()
-	// The transport may still hold the body after RoundTrip returns: its
-	// bytes are never handed back to the pool.
-	pooled = false
 	resp, err := s.up.postChat(ctx, header, out)
 	if err != nil {
 		x.upstream = time.Since(start)
@@ -221,7 +211,7 @@ func isEventStream(h http.Header) bool {
 }
 
 // clientWriter reports any failed write to the client as errClientGone.
-type clientWriter struct{ w io.Writer }
+type clientWriter struct{ w *echo.Response } // one pointer: boxing it allocates nothing
 
 func (c clientWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)

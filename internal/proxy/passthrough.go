@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -53,7 +54,7 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		BufferPool: bufferPool{},
 		ModifyResponse: func(resp *http.Response) error {
 			if st, ok := resp.Request.Context().Value(passKey{}).(*passState); ok {
-				resp.Body = &timedBody{idleBody: s.up.watchIdle(resp.Body, st.cancel), st: st}
+				resp.Body = &timedBody{ReadCloser: s.up.watchIdle(resp.Body, st.cancel), st: st}
 			}
 			if v, ok := resp.Header["X-Request-Id"]; ok {
 				delete(resp.Header, "X-Request-Id")
@@ -86,13 +87,13 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 
 // timedBody records the upstream time when the response body is closed.
 type timedBody struct {
-	*idleBody
+	io.ReadCloser
 	st *passState
 }
 
 func (b *timedBody) Close() error {
 	b.st.x.upstream = time.Since(b.st.start)
-	return b.idleBody.Close()
+	return b.ReadCloser.Close()
 }
 
 // handlePassthrough serves every other /v1 route through the reverse proxy,

@@ -8,22 +8,6 @@ import (
 	"sync"
 )
 
-// maxPooledBody is the largest body buffer returned to the pool; bigger ones
-// are left to the garbage collector so one huge request does not pin memory.
-const maxPooledBody = 1 << 20
-
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func getBodyBuf() *bytes.Buffer { return bodyPool.Get().(*bytes.Buffer) }
-
-func putBodyBuf(b *bytes.Buffer) {
-	if b.Cap() > maxPooledBody {
-		return
-	}
-	b.Reset()
-	bodyPool.Put(b)
-}
-
 // copyPool holds the buffers used to relay response bodies.
 var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -33,28 +17,36 @@ type bufferPool struct{}
 func (bufferPool) Get() []byte  { return *copyPool.Get().(*[]byte) }
 func (bufferPool) Put(b []byte) { copyPool.Put(&b) }
 
-// readBody reads the request body into a pooled buffer, answering 413 when it
-// exceeds limit.
-func readBody(r *http.Request, limit int64) (*bytes.Buffer, *apiError) {
+// readBody reads the request body, answering 413 when it exceeds limit. A
+// body of known length is read into a slice of exactly that size: the
+// forwarded body is handed to the transport and never reused, so a pool
+// would only add copies.
+func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	tooLarge := func() *apiError {
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
 			Message: "The request body exceeds the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes."}
 	}
+	unreadable := func() *apiError { return invalid("", "The request body could not be read.") }
 	if r.ContentLength > limit {
 		return nil, tooLarge()
 	}
-	buf := getBodyBuf()
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	if r.ContentLength >= 0 && r.Body != nil {
+		// The server's body reader enforces the length: a short body is
+		// an error, nothing past it is read.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, unreadable()
+		}
+		return b, nil
 	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		putBodyBuf(buf)
-		return nil, invalid("", "The request body could not be read.")
+	var buf bytes.Buffer
+	if r.Body != nil {
+		if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
+			return nil, unreadable()
+		}
 	}
 	if int64(buf.Len()) > limit {
-		putBodyBuf(buf)
 		return nil, tooLarge()
 	}
-	return buf, nil
+	return buf.Bytes(), nil
 }

@@ -30,7 +30,7 @@ func (s *Server) handlePreview(w *echo.Response, r *http.Request, x *exchange) {
 		writeError(w, aerr)
 		return
 	}
-	body, aerr := parseChat(buf.Bytes())
+	body, aerr := parseChat(buf)
 	if aerr != nil {
 		writeError(w, aerr)
 		return

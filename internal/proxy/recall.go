@@ -79,8 +79,7 @@ func decodeStrict(r *http.Request, v any) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	defer putBodyBuf(buf)
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec := json.NewDecoder(bytes.NewReader(buf))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return invalid("", "The request body is not the JSON object expected: "+err.Error())

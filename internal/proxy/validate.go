@@ -42,7 +42,7 @@ func messageLooksValid(m []byte) bool {
 		case strings.EqualFold(k, "role"):
 			switch {
 			case v[0] == '"':
-				role = jsonString(v) != ""
+				role = len(v) > 2 // a JSON string longer than "" is never empty
 			case string(v) != "null":
 				ok = false
 			}
