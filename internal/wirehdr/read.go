@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"strings"
 )
 
 // Reading. memgate's server and upstream client parse a message head here
@@ -57,32 +58,30 @@ func Line(head string, i int) (line string, next int, ok bool) {
 // a control byte in a value, obsolete line folding, a bare CR or LF, or
 // more than MaxFields fields.
 func ParseFields(block string) (http.Header, bool) {
-	var fields [MaxFields]struct{ name, value string }
-	nf := 0
-	for i := 0; i < len(block); {
+	nf := strings.Count(block, "\n")
+	if nf > MaxFields {
+		return nil, false
+	}
+	// The map and one backing array for its values, as textproto does.
+	h := make(http.Header, nf)
+	vals := make([]string, nf)
+	for i, j := 0, 0; i < len(block); j++ {
 		line, next, ok := Line(block, i)
-		if !ok || nf == MaxFields {
+		if !ok {
 			return nil, false
 		}
 		name, value, ok := fieldLine(line)
 		if !ok {
 			return nil, false
 		}
-		fields[nf].name, fields[nf].value = canonicalKey(name), value
-		nf++
-		i = next
-	}
-	// The map and one backing array for its values, as textproto does.
-	h := make(http.Header, nf)
-	vals := make([]string, nf)
-	for j := range nf {
-		f := fields[j]
-		if v, ok := h[f.name]; ok {
-			h[f.name] = append(v, f.value)
-			continue
+		name = canonicalKey(name)
+		if v, ok := h[name]; ok {
+			h[name] = append(v, value)
+		} else {
+			vals[j] = value
+			h[name] = vals[j : j+1 : j+1]
 		}
-		vals[j] = f.value
-		h[f.name] = vals[j : j+1 : j+1]
+		i = next
 	}
 	if pragma := h["Pragma"]; len(pragma) > 0 && pragma[0] == "no-cache" {
 		if _, ok := h["Cache-Control"]; !ok {
