@@ -105,6 +105,15 @@ func (w *response) Write(p []byte) (int, error) {
 		w.buf = w.buf[:0]
 	}
 	w.writeBody(p)
+	if w.written == w.contentLength && w.err == nil {
+		// The body is complete: it goes out now rather than when the
+		// handler returns, so what the handler does after its last write
+		// (metrics, logs, releasing an upstream connection) is not part of
+		// the client's wait.
+		if err := w.c.bw.Flush(); err != nil {
+			w.err = err
+		}
+	}
 	if w.err != nil {
 		return 0, w.err
 	}

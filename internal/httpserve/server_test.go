@@ -293,6 +293,36 @@ func TestFlushSendsBeforeHandlerReturns(t *testing.T) {
 	}
 }
 
+// TestCompleteBodyIsSentBeforeHandlerReturns: once a handler has written
+// all of its declared Content-Length, the client has the whole response,
+// whatever the handler does next.
+func TestCompleteBodyIsSentBeforeHandlerReturns(t *testing.T) {
+	release := make(chan struct{})
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		io.WriteString(w, "he")
+		io.WriteString(w, "llo")
+		<-release
+	}))
+	c := dial(t, addr)
+	c.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handler is still blocked: the body can only be here if it was
+	// sent when complete.
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("body %q %v", b, err)
+	}
+	close(release)
+	c.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := http.ReadResponse(c.br, &http.Request{Method: "GET"}); err != nil {
+		t.Fatalf("second request on the connection: %v", err)
+	}
+}
+
 func TestClientGoneCancelsRequest(t *testing.T) {
 	// The handler reads the body (if any) and waits; the watch starts after
 	// WatchAfter (1ms here), or at once when the body is read later.
