@@ -196,7 +196,7 @@ func (s *Server) captureSkipped(x *exchange, err error) {
 func copyResponseHeader(dst, src http.Header) {
 	for k, v := range src {
 		switch {
-		case hopHeaders[k]:
+		case isHopHeader(k):
 		case k == "X-Request-Id":
 			dst["X-Upstream-Request-Id"] = v
 		default:

@@ -112,10 +112,16 @@ func (u *upstream) target(path string) *url.URL {
 	return &t
 }
 
-// hopHeaders are connection-level headers never forwarded (RFC 9110 7.6.1).
-var hopHeaders = map[string]bool{
-	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+// isHopHeader reports the connection-level headers never forwarded (RFC
+// 9110 7.6.1), by canonical key. A switch, not a map: it runs for every
+// header field of every chat request and response.
+func isHopHeader(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
 }
 
 // outHeader turns the client's header h of a chat request into the header
@@ -135,7 +141,7 @@ func (u *upstream) outHeader(h http.Header, requestID string, dropAuth bool) htt
 		}
 	}
 	for k := range h {
-		if hopHeaders[k] || isMemoryHeader(k) || k == "Content-Length" || k == "Accept-Encoding" || k == "Host" {
+		if isHopHeader(k) || isMemoryHeader(k) || k == "Content-Length" || k == "Accept-Encoding" || k == "Host" {
 			delete(h, k)
 		}
 	}
