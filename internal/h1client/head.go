@@ -17,19 +17,10 @@ import (
 // parses to the same *http.Response (FuzzParseResponseHead holds it to
 // that).
 func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
-	if br.Buffered() == 0 {
-		br.Peek(1) // fill the buffer
-	}
-	if buf, err := br.Peek(br.Buffered()); err == nil {
-		if resp, n := parseResponseHead(buf, req); resp != nil {
-			br.Discard(n)
-			if resp.ContentLength > 0 {
-				resp.Body = wirehdr.Body(br, resp.ContentLength)
-			} else {
-				resp.Body = http.NoBody
-			}
-			return resp, nil
-		}
+	if resp, n := parseResponseHead(wirehdr.Buffered(br), req); resp != nil {
+		br.Discard(n)
+		resp.Body = wirehdr.Body(br, resp.ContentLength)
+		return resp, nil
 	}
 	return http.ReadResponse(br, req)
 }
@@ -39,38 +30,20 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 // req (without its Body) and the number of bytes they span; nil when
 // http.ReadResponse should parse it instead.
 //
-// Plainly formed: "HTTP/1.1 DDD reason" with a status from 200 to 999 other
-// than 204 and 304; header fields as wirehdr.ParseFields takes them; exactly
-// one Content-Length (all digits); no Transfer-Encoding or Trailer; not an
-// answer to HEAD.
+// Plainly formed: as wirehdr.ParseHead takes it, with a Content-Length and
+// a status line "HTTP/1.1 DDD reason" of a status from 200 to 999 other
+// than 204 and 304; and not an answer to HEAD.
 func parseResponseHead(b []byte, req *http.Request) (*http.Response, int) {
 	if req != nil && req.Method == http.MethodHead {
 		return nil, 0
 	}
-	head, n, ok := wirehdr.SplitHead(b)
-	if !ok {
+	head, ok := wirehdr.ParseHead(b)
+	if !ok || head.Length < 0 {
 		return nil, 0
 	}
-	line, next, ok := wirehdr.Line(head, 0)
-	if !ok {
-		return nil, 0
-	}
+	line, h := head.StartLine, head.Header
 	code, ok := statusCode(line)
 	if !ok || code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
-		return nil, 0
-	}
-	h, ok := wirehdr.ParseFields(head[next:])
-	if !ok {
-		return nil, 0
-	}
-	if _, ok := h["Transfer-Encoding"]; ok {
-		return nil, 0
-	}
-	if _, ok := h["Trailer"]; ok {
-		return nil, 0
-	}
-	length, ok := wirehdr.Length(h)
-	if !ok || length < 0 {
 		return nil, 0
 	}
 	resp := &http.Response{
@@ -80,7 +53,7 @@ func parseResponseHead(b []byte, req *http.Request) (*http.Response, int) {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		ContentLength: length,
+		ContentLength: head.Length,
 		Request:       req,
 	}
 	if wirehdr.HasToken(h["Connection"], "close") {
@@ -88,7 +61,7 @@ func parseResponseHead(b []byte, req *http.Request) (*http.Response, int) {
 		resp.Close = true
 		delete(h, "Connection")
 	}
-	return resp, n
+	return resp, head.N
 }
 
 // statusCode reads the code of "HTTP/1.1 DDD" or "HTTP/1.1 DDD reason".

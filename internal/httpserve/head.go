@@ -21,19 +21,10 @@ import (
 // takes only what http.ReadRequest parses to the same *http.Request
 // (FuzzParseHead holds it to that), so the wire rules stay net/http's.
 func readRequest(br *bufio.Reader, maxHeaderBytes int64) (*http.Request, error) {
-	if br.Buffered() == 0 {
-		br.Peek(1) // fill the buffer
-	}
-	if buf, err := br.Peek(br.Buffered()); err == nil {
-		if req, n := parseHead(buf); req != nil && int64(n) <= maxHeaderBytes {
-			br.Discard(n)
-			if req.ContentLength > 0 {
-				req.Body = wirehdr.Body(br, req.ContentLength)
-			} else {
-				req.Body = http.NoBody
-			}
-			return req, nil
-		}
+	if req, n := parseHead(wirehdr.Buffered(br)); req != nil && int64(n) <= maxHeaderBytes {
+		br.Discard(n)
+		req.Body = wirehdr.Body(br, req.ContentLength)
+		return req, nil
 	}
 	return http.ReadRequest(br)
 }
@@ -43,37 +34,18 @@ func readRequest(br *bufio.Reader, maxHeaderBytes int64) (*http.Request, error) 
 // its Body) and the number of bytes they span; nil when http.ReadRequest
 // should parse it instead.
 //
-// Plainly formed: an HTTP/1.1 request line with a token method and an
-// origin-form target; header fields as wirehdr.ParseFields takes them; at
-// most one Host and one Content-Length (all digits); no Transfer-Encoding
-// or Trailer.
+// Plainly formed: as wirehdr.ParseHead takes it, with an HTTP/1.1 request
+// line of a token method and an origin-form target, and at most one Host.
 func parseHead(b []byte) (*http.Request, int) {
-	head, n, ok := wirehdr.SplitHead(b)
+	head, ok := wirehdr.ParseHead(b)
 	if !ok {
 		return nil, 0
 	}
-	line, next, ok := wirehdr.Line(head, 0)
+	method, target, ok := requestLine(head.StartLine)
 	if !ok {
 		return nil, 0
 	}
-	method, target, ok := requestLine(line)
-	if !ok {
-		return nil, 0
-	}
-	h, ok := wirehdr.ParseFields(head[next:])
-	if !ok {
-		return nil, 0
-	}
-	if _, ok := h["Transfer-Encoding"]; ok {
-		return nil, 0
-	}
-	if _, ok := h["Trailer"]; ok {
-		return nil, 0
-	}
-	length, ok := wirehdr.Length(h)
-	if !ok {
-		return nil, 0
-	}
+	h := head.Header
 	req := &http.Request{
 		Method:        method,
 		RequestURI:    target,
@@ -81,7 +53,7 @@ func parseHead(b []byte) (*http.Request, int) {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		ContentLength: max(length, 0),
+		ContentLength: max(head.Length, 0),
 		Close:         wirehdr.HasToken(h["Connection"], "close"),
 	}
 	// As net/http does, Host is kept out of the header map.
@@ -101,7 +73,7 @@ func parseHead(b []byte) (*http.Request, int) {
 		}
 		req.URL = u
 	}
-	return req, n
+	return req, head.N
 }
 
 // requestLine splits "METHOD SP target SP HTTP/1.1".

@@ -1,6 +1,7 @@
 package wirehdr
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net/http"
@@ -30,6 +31,57 @@ func SplitHead(b []byte) (head string, n int, ok bool) {
 		return "", 0, false
 	}
 	return string(b[:end+2]), end + 4, true
+}
+
+// Head is a plainly formed message head.
+type Head struct {
+	// StartLine is the request or status line, without its CRLF.
+	StartLine string
+	Header    http.Header
+	// Length is the Content-Length, -1 when there is none.
+	Length int64
+	// N is the number of bytes the head spans, its blank line included.
+	N int
+}
+
+// ParseHead parses the head at the start of b when it is complete and
+// plainly formed: every line ended by CRLF, header fields as ParseFields
+// takes them, at most one Content-Length (all digits), and no
+// Transfer-Encoding or Trailer. The start line is the caller's to check.
+func ParseHead(b []byte) (Head, bool) {
+	head, n, ok := SplitHead(b)
+	if !ok {
+		return Head{}, false
+	}
+	line, next, ok := Line(head, 0)
+	if !ok {
+		return Head{}, false
+	}
+	h, ok := ParseFields(head[next:])
+	if !ok {
+		return Head{}, false
+	}
+	if _, ok := h["Transfer-Encoding"]; ok {
+		return Head{}, false
+	}
+	if _, ok := h["Trailer"]; ok {
+		return Head{}, false
+	}
+	length, ok := Length(h)
+	if !ok {
+		return Head{}, false
+	}
+	return Head{StartLine: line, Header: h, Length: length, N: n}, true
+}
+
+// Buffered returns the bytes br holds, filling it first when it holds none;
+// they stay valid until br is read.
+func Buffered(br *bufio.Reader) []byte {
+	if br.Buffered() == 0 {
+		br.Peek(1)
+	}
+	b, _ := br.Peek(br.Buffered())
+	return b
 }
 
 // Line returns the line of head starting at offset i without its CRLF, and
@@ -227,8 +279,14 @@ var tokenTable = func() (t [128]bool) {
 }()
 
 // Body is a message body of a known length n read from r: it reports
-// io.EOF after n bytes, and io.ErrUnexpectedEOF when r ends before.
-func Body(r io.Reader, n int64) io.ReadCloser { return &lengthBody{r: r, n: n} }
+// io.EOF after n bytes, and io.ErrUnexpectedEOF when r ends before. With n
+// at most 0 it is http.NoBody.
+func Body(r io.Reader, n int64) io.ReadCloser {
+	if n <= 0 {
+		return http.NoBody
+	}
+	return &lengthBody{r: r, n: n}
+}
 
 type lengthBody struct {
 	r io.Reader
