@@ -301,6 +301,9 @@ type body struct {
 	reusable bool
 	// idle reports that c.readTimeout runs BodyIdleTimeout.
 	idle bool
+	// ended reports that the last bytes were returned: the next Read
+	// reports io.EOF.
+	ended bool
 	done bool
 	err  error
 }
@@ -314,7 +317,18 @@ func (b *body) Read(p []byte) (int, error) {
 		}
 		return 0, io.EOF
 	}
+	if b.ended {
+		b.release(true)
+		return 0, io.EOF
+	}
 	n, err := b.rc.Read(p)
+	if err == io.EOF && n > 0 {
+		// The end came with the last bytes: they go to the caller first,
+		// and the connection is released on the next Read (or Close),
+		// once the caller has passed them on — a proxy's client gets its
+		// answer without waiting for the pool's bookkeeping.
+		b.ended, err = true, nil
+	}
 	if b.idle && n > 0 && err == nil {
 		b.c.readTimeout.Reset(b.t.BodyIdleTimeout)
 	}
@@ -339,7 +353,7 @@ func (b *body) Close() error {
 	defer b.mu.Unlock()
 	if !b.done {
 		b.err = errors.New("h1client: read on closed response body")
-		b.release(false)
+		b.release(b.ended)
 	}
 	return nil
 }

@@ -348,3 +348,30 @@ func TestBodyIdleTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestBodyReadInFullThenClosedIsReused: a body whose last bytes were read
+// counts as complete even when the caller closes it without reading the
+// io.EOF that would follow.
+func TestBodyReadInFullThenClosedIsReused(t *testing.T) {
+	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "3")
+		io.WriteString(w, "abc")
+	})
+	tr := &Transport{}
+	defer tr.CloseIdleConnections()
+	for range 2 {
+		resp, err := post(t, tr, context.Background(), ts.URL, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		n, err := io.ReadFull(resp.Body, buf[:3])
+		if err != nil || string(buf[:n]) != "abc" {
+			t.Fatalf("read %q, %v", buf[:n], err)
+		}
+		resp.Body.Close()
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
+	}
+}
