@@ -14,6 +14,11 @@
 // timeout is a coarse.Timer rather than a connection deadline, so a request
 // arms no runtime timer: each of those woke another thread.
 //
+// Response heads of the plain shape upstreams send (a Content-Length body)
+// are parsed by readResponse through internal/wirehdr; every other by
+// http.ReadResponse. A response body's silences can be bounded too
+// (BodyIdleTimeout), on the same coarse read timeout.
+//
 // What it does not do, by design: TLS, HTTP/2, proxies, compression,
 // 1xx-informational handling beyond skipping them, and protocol upgrades.
 // Use net/http's Transport for those (memgate does, for https upstreams).
@@ -304,8 +309,8 @@ type body struct {
 	// ended reports that the last bytes were returned: the next Read
 	// reports io.EOF.
 	ended bool
-	done bool
-	err  error
+	done  bool
+	err   error
 }
 
 func (b *body) Read(p []byte) (int, error) {

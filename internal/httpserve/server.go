@@ -16,10 +16,16 @@
 // another thread per request. Reads and writes are raw system calls
 // (rawconn) for the same reason.
 //
-// Requests are parsed by net/http (http.ReadRequest), so header and body
-// framing rules (chunked bodies, conflicting lengths, header syntax) are the
-// standard library's. What it does not do: TLS, HTTP/2, Hijack, trailers and
-// content sniffing (a response without Content-Type gets none).
+// A request head of the plain shape almost every client sends, buffered
+// whole, is parsed by this package (readRequest, through internal/wirehdr);
+// every other is parsed by net/http (http.ReadRequest), and the fast parser
+// takes only what http.ReadRequest parses to the same request (a fuzz test
+// holds it to that), so header and body framing rules (chunked bodies,
+// conflicting lengths, header syntax) are the standard library's. A
+// response whose declared Content-Length is written in full is flushed at
+// once, not when the handler returns. What it does not do: TLS, HTTP/2,
+// Hijack, trailers and content sniffing (a response without Content-Type
+// gets none).
 package httpserve
 
 import (
