@@ -70,6 +70,9 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 		for _, t := range cfg.targets {
 			var same []cell
 			for range cfg.repeats(t, n) {
+				if err := settleServers(ctx, servers, stderr); err != nil {
+					return err
+				}
 				runs++
 				c, err := measure(ctx, cfg, servers[serverOf(t)], t, n, runs*1_000_000)
 				if err != nil {

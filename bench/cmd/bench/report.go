@@ -80,7 +80,7 @@ func (r report) overheadSection() string {
 	if r.cfg.repeat > 1 || r.cfg.repeatSingle > 1 {
 		repeat = fmt.Sprintf(" (each cell run %d times, 1-connection cells %d times; the run with the median req/s reported)", r.cfg.repeat, r.cfg.repeatSingle)
 	}
-	fmt.Fprintf(&b, "- Load: %s; %v measured after %v warm-up per cell%s; fake upstream latency %v, %d content deltas per stream; load phase took %v\n",
+	fmt.Fprintf(&b, "- Load: %s; %v measured after %v warm-up per cell%s, each started once the server processes were idle (under 5%% of a CPU over 200ms, waiting up to 60s: a memory-on cell leaves its capture hooks running); fake upstream latency %v, %d content deltas per stream; load phase took %v\n",
 		mode, r.cfg.duration, r.cfg.warmup, repeat, r.cfg.latency, r.cfg.chunks, r.loadWall.Round(time.Second))
 	b.WriteString("\nTargets, all in front of the same fake upstream process:\n\n" +
 		"- **direct** — the fake upstream itself: the floor.\n" +
