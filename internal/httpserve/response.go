@@ -56,11 +56,13 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	if cl := w.header.Get("Content-Length"); cl != "" {
+	// Canonical keys are looked up directly, as net/http's server does:
+	// Header.Get would canonicalize each of them again.
+	if cl := first(w.header, "Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.contentLength = n
 		} else {
-			w.header.Del("Content-Length")
+			delete(w.header, "Content-Length")
 		}
 	}
 }
@@ -158,14 +160,14 @@ func (w *response) Flush() { w.FlushError() }
 func (w *response) sendHeader() {
 	w.headerSent = true
 	h := w.header
-	h.Del("Transfer-Encoding")
-	if hasToken(h.Get("Connection"), "close") {
+	delete(h, "Transfer-Encoding")
+	if hasToken(first(h, "Connection"), "close") {
 		w.closeAfter = true
 	}
-	h.Del("Connection")
+	delete(h, "Connection")
 	hasBody := bodyAllowed(w.status) && w.req.Method != http.MethodHead
 	if !bodyAllowed(w.status) {
-		h.Del("Content-Length")
+		delete(h, "Content-Length")
 	}
 	if hasBody && w.contentLength < 0 {
 		if w.req.ProtoAtLeast(1, 1) {
@@ -339,6 +341,14 @@ func hasToken(v, token string) bool {
 		}
 	}
 	return false
+}
+
+// first returns the first value of h's field named by the canonical key k.
+func first(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // statusLines holds "code text" for the codes net/http knows.

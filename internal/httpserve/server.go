@@ -411,9 +411,9 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		body.eof.Store(true)
 	}
-	if req.ProtoAtLeast(1, 1) && hasToken(req.Header.Get("Expect"), "100-continue") {
+	if req.ProtoAtLeast(1, 1) && hasToken(first(req.Header, "Expect"), "100-continue") {
 		body.continueNeeded = true
-		req.Header.Del("Expect")
+		delete(req.Header, "Expect")
 	}
 	req.Body = body
 

@@ -206,7 +206,7 @@ func copyResponseHeader(dst, src http.Header) {
 }
 
 func isEventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
+	ct := headerValue(h, "Content-Type")
 	return strings.HasPrefix(ct, "text/event-stream")
 }
 

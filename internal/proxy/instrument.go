@@ -35,7 +35,7 @@ func (s *Server) instrument(route string, h handlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		r, w := c.Request(), c.Response()
-		x := exchange{id: requestID(r.Header.Get("X-Request-Id"), s.idPrefix)}
+		x := exchange{id: requestID(headerValue(r.Header, "X-Request-Id"), s.idPrefix)}
 		w.Header()["X-Request-Id"] = []string{x.id}
 		s.m.inFlight.Inc()
 		defer func() {
@@ -53,6 +53,16 @@ func (s *Server) instrument(route string, h handlerFunc) echo.HandlerFunc {
 		h(w, r, &x)
 		return nil
 	}
+}
+
+// headerValue returns the first value of h's field named by the canonical
+// key k: a request's or response's header map has canonical keys, and
+// Header.Get would canonicalize k again on every call of the chat path.
+func headerValue(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 var idCounter atomic.Uint64
@@ -80,7 +90,8 @@ func requestID(client, prefix string) string {
 			return client
 		}
 	}
-	return prefix + strconv.FormatUint(idCounter.Add(1), 36)
+	var b [48]byte
+	return string(strconv.AppendUint(append(b[:0], prefix...), idCounter.Add(1), 36))
 }
 
 // newConversationID returns a random conversation id valid per

@@ -96,9 +96,9 @@ func memoryRequest(h http.Header, id memory.Identity, mode memory.Mode, b *chatB
 		Messages:          b.messages,
 		Parsed:            parsed,
 		MaxTokens:         b.maxTokens,
-		CrossConversation: !strings.EqualFold(strings.TrimSpace(h.Get("X-Memory-Cross")), "off"),
+		CrossConversation: !strings.EqualFold(strings.TrimSpace(headerValue(h, "X-Memory-Cross")), "off"),
 	}
-	if v := h.Get("X-Memory-Budget"); v != "" {
+	if v := headerValue(h, "X-Memory-Budget"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
 			return req, invalid("X-Memory-Budget", "X-Memory-Budget must be a whole number of tokens, at least 1.")
