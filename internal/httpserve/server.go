@@ -273,14 +273,8 @@ type conn struct {
 	// deadline bounds the wait for a request (IdleTimeout) and for its
 	// headers (ReadHeaderTimeout).
 	deadline coarse.ReadTimeout
-	// watchTimer starts the disconnect watch after WatchAfter, through
-	// startWatch (resp.watch.start, made once).
+	// watchTimer starts the disconnect watch after WatchAfter.
 	watchTimer coarse.Timer
-	startWatch func()
-	// body and resp are the request body and response of the request in
-	// progress.
-	body bodyReader
-	resp response
 }
 
 // aLongTimeAgo is a read deadline that has passed: setting it interrupts a
@@ -403,11 +397,10 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	req = req.WithContext(ctx)
 	req.RemoteAddr = c.remote
 
-	// The body reader and the response are the connection's, reset for
-	// each request: a handler may not use either after it returns, and the
-	// watch is over by then (watch.stop waits for it).
-	body := &c.body
-	*body = bodyReader{rc: req.Body, c: c}
+	// The body reader and the response are new for every request, never
+	// reused: a transport's goroutine may still hold the body (and read
+	// it) after the handler returns.
+	body := &bodyReader{rc: req.Body, c: c}
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		body.eof.Store(true)
 	}
@@ -417,14 +410,10 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	}
 	req.Body = body
 
-	w := &c.resp
-	*w = response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
+	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
 	w.watch = watcher{c: c, body: body, cancel: cancel}
 	body.watch = &w.watch
-	if c.startWatch == nil {
-		c.startWatch = w.watch.start
-	}
-	c.srv.clock().Arm(&c.watchTimer, c.srv.watchAfter(), c.startWatch)
+	c.srv.clock().Arm(&c.watchTimer, c.srv.watchAfter(), w.watch.start)
 
 	panicked := c.run(w, req)
 	c.watchTimer.Stop()
@@ -435,21 +424,12 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 		return false
 	}
 	w.finish()
-	if w.err != nil || gone || body.continueNeeded {
-		// A client that asked to continue and was never told to may or
-		// may not send its body: the connection cannot be reused.
+	// The handler's reads of the body are over; a read still in progress
+	// on another goroutine (a transport writing the body upstream) is
+	// waited for by drain.
+	body.closed.Store(true)
+	if w.err != nil || gone || !body.drain(256<<10) {
 		return false
-	}
-	// A body the handler did not read is drained if small, as net/http
-	// does, so the next request can be read.
-	if !body.eof.Load() {
-		n, err := io.CopyN(io.Discard, body.rc, 256<<10)
-		if err == nil || n >= 256<<10 {
-			return false
-		}
-		if !errors.Is(err, io.EOF) {
-			return false
-		}
 	}
 	return !w.closeAfter && !req.Close && !c.srv.closing.Load()
 }
@@ -473,16 +453,23 @@ func (c *conn) run(w *response, req *http.Request) (panicked bool) {
 // (from then on the connection's reader is free for the watcher) and sends
 // 100 Continue before the first read when the client asked for it.
 type bodyReader struct {
+	// mu is held across every read of the connection for the body: the
+	// handler's, a transport goroutine's that outlives the handler (a
+	// reverse proxy writing the body upstream), and the server's drain
+	// after the handler, which must not run beside another read.
+	mu             sync.Mutex
 	rc             io.ReadCloser
 	c              *conn
 	eof            atomic.Bool
-	continueNeeded bool
+	continueNeeded bool // guarded by mu
 	closed         atomic.Bool
 	// watch is started when the body ends if it was asked for earlier.
 	watch *watcher
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed.Load() {
 		return 0, http.ErrBodyReadAfterClose
 	}
@@ -499,6 +486,24 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		b.watch.bodyDone()
 	}
 	return n, err
+}
+
+// drain reads and discards what is left of the body, up to limit bytes,
+// once a read in progress has returned, and reports whether the body ended
+// within them, so that the connection can read its next request. A client
+// that asked to continue and was never told to may or may not send its
+// body: drain reports false for it.
+func (b *bodyReader) drain(limit int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.continueNeeded:
+		return false
+	case b.eof.Load():
+		return true
+	}
+	n, err := io.CopyN(io.Discard, b.rc, limit)
+	return n < limit && errors.Is(err, io.EOF)
 }
 
 // Close marks the body closed; what is left unread is drained (or the

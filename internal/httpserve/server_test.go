@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -543,5 +545,66 @@ func TestBusyConnectionOutlivesTheTimeouts(t *testing.T) {
 			t.Fatalf("body %q", body)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestProxiedBodyLeftUnreadKeepsFraming: a reverse proxy whose upstream
+// answers before reading the body leaves its transport reading the client's
+// body after the handler returned. The server's drain must wait for that
+// read and take the rest, so the next request on the connection is framed
+// where the client put it (run under -race).
+func TestProxiedBodyLeftUnreadKeepsFraming(t *testing.T) {
+	// An upstream that answers the POST at once and reads nothing more of
+	// that connection; GETs (on connections of their own) get their path.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	release := make(chan struct{})
+	defer close(release)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				req, err := http.ReadRequest(bufio.NewReader(nc))
+				if err != nil {
+					return
+				}
+				if req.Method == http.MethodGet {
+					body := "second " + req.URL.Path
+					fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+					return
+				}
+				io.WriteString(nc, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
+				<-release
+			}()
+		}
+	}()
+	target, _ := url.Parse("http://" + ln.Addr().String())
+	addr, _ := start(t, httputil.NewSingleHostReverseProxy(target))
+	c := dial(t, addr)
+	const size = 64 << 10
+	c.send(t, fmt.Sprintf("POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)+strings.Repeat("a", size/2))
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: http.MethodPost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("first: status %d, want 401", resp.StatusCode)
+	}
+	c.send(t, strings.Repeat("b", size/2)+"GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err = http.ReadResponse(c.br, &http.Request{Method: http.MethodGet})
+	if err != nil {
+		t.Fatalf("second request on the connection: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(b) != "second /second" {
+		t.Fatalf("second: %d %q, want 200 \"second /second\"", resp.StatusCode, b)
 	}
 }

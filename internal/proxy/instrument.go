@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -87,7 +88,9 @@ func requestID(client, prefix string) string {
 			}
 		}
 		if ok {
-			return client
+			// A copy: the client's value is a slice of the whole request
+			// head, which the id would otherwise keep alive in captures.
+			return strings.Clone(client)
 		}
 	}
 	var b [48]byte
