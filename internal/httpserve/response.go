@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +57,7 @@ func (w *response) WriteHeader(code int) {
 	w.status = code
 	// Canonical keys are looked up directly, as net/http's server does:
 	// Header.Get would canonicalize each of them again.
-	if cl := first(w.header, "Content-Length"); cl != "" {
+	if cl := wirehdr.Value(w.header, "Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.contentLength = n
 		} else {
@@ -161,7 +160,7 @@ func (w *response) sendHeader() {
 	w.headerSent = true
 	h := w.header
 	delete(h, "Transfer-Encoding")
-	if hasToken(first(h, "Connection"), "close") {
+	if wirehdr.HasToken(h["Connection"], "close") {
 		w.closeAfter = true
 	}
 	delete(h, "Connection")
@@ -330,25 +329,6 @@ func (w *watcher) stop() bool {
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
 	return errors.As(err, &te) && te.Timeout()
-}
-
-// hasToken reports whether the comma-separated header value v holds token,
-// case-insensitively.
-func hasToken(v, token string) bool {
-	for part := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(part), token) {
-			return true
-		}
-	}
-	return false
-}
-
-// first returns the first value of h's field named by the canonical key k.
-func first(h http.Header, k string) string {
-	if v := h[k]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // statusLines holds "code text" for the codes net/http knows.

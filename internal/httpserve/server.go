@@ -43,6 +43,7 @@ import (
 
 	"github.com/memgate/memgate/internal/coarse"
 	"github.com/memgate/memgate/internal/rawconn"
+	"github.com/memgate/memgate/internal/wirehdr"
 )
 
 // Server serves HTTP/1.1 connections to Handler. Set the fields before
@@ -404,7 +405,7 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		body.eof.Store(true)
 	}
-	if req.ProtoAtLeast(1, 1) && hasToken(first(req.Header, "Expect"), "100-continue") {
+	if req.ProtoAtLeast(1, 1) && wirehdr.HasToken(req.Header["Expect"], "100-continue") {
 		body.continueNeeded = true
 		delete(req.Header, "Expect")
 	}

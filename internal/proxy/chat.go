@@ -14,6 +14,7 @@ import (
 
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/wirehdr"
 )
 
 // handleChat serves POST /v1/chat/completions: validate, resolve identity,
@@ -206,7 +207,7 @@ func copyResponseHeader(dst, src http.Header) {
 }
 
 func isEventStream(h http.Header) bool {
-	ct := headerValue(h, "Content-Type")
+	ct := wirehdr.Value(h, "Content-Type")
 	return strings.HasPrefix(ct, "text/event-stream")
 }
 

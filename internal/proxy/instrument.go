@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/memgate/memgate/internal/wirehdr"
 )
 
 // exchange is the bookkeeping of one request, shared between the
@@ -36,7 +38,7 @@ func (s *Server) instrument(route string, h handlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		r, w := c.Request(), c.Response()
-		x := exchange{id: requestID(headerValue(r.Header, "X-Request-Id"), s.idPrefix)}
+		x := exchange{id: requestID(wirehdr.Value(r.Header, "X-Request-Id"), s.idPrefix)}
 		w.Header()["X-Request-Id"] = []string{x.id}
 		s.m.inFlight.Inc()
 		defer func() {
@@ -54,16 +56,6 @@ func (s *Server) instrument(route string, h handlerFunc) echo.HandlerFunc {
 		h(w, r, &x)
 		return nil
 	}
-}
-
-// headerValue returns the first value of h's field named by the canonical
-// key k: a request's or response's header map has canonical keys, and
-// Header.Get would canonicalize k again on every call of the chat path.
-func headerValue(h http.Header, k string) string {
-	if v := h[k]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 var idCounter atomic.Uint64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/wirehdr"
 )
 
 // Preparer rewrites the message list of a memory-on chat request
@@ -96,9 +97,9 @@ func memoryRequest(h http.Header, id memory.Identity, mode memory.Mode, b *chatB
 		Messages:          b.messages,
 		Parsed:            parsed,
 		MaxTokens:         b.maxTokens,
-		CrossConversation: !strings.EqualFold(strings.TrimSpace(headerValue(h, "X-Memory-Cross")), "off"),
+		CrossConversation: !strings.EqualFold(strings.TrimSpace(wirehdr.Value(h, "X-Memory-Cross")), "off"),
 	}
-	if v := headerValue(h, "X-Memory-Budget"); v != "" {
+	if v := wirehdr.Value(h, "X-Memory-Budget"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
 			return req, invalid("X-Memory-Budget", "X-Memory-Budget must be a whole number of tokens, at least 1.")

@@ -210,6 +210,16 @@ func Length(h http.Header) (n int64, ok bool) {
 	return n, true
 }
 
+// Value returns the first value of h's field named by the canonical key k,
+// or "". Header.Get canonicalizes its key on every call; the keys of a
+// parsed header, and the constants callers look up, are canonical already.
+func Value(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // HasToken reports whether one of the comma-separated values vs holds
 // token, case-insensitively (as in Connection: keep-alive, close).
 func HasToken(vs []string, token string) bool {

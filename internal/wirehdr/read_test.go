@@ -82,3 +82,12 @@ func TestBody(t *testing.T) {
 		t.Fatal("an empty body is not http.NoBody")
 	}
 }
+
+func TestValue(t *testing.T) {
+	h := http.Header{"X-A": {"1", "2"}, "X-Empty": {}}
+	for k, want := range map[string]string{"X-A": "1", "X-Empty": "", "X-Missing": ""} {
+		if got := Value(h, k); got != want {
+			t.Errorf("Value(%q) = %q, want %q", k, got, want)
+		}
+	}
+}
