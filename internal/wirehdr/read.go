@@ -17,15 +17,15 @@ import (
 // one request in flight, textproto's general reader was the largest single
 // share of a proxied request's CPU time.
 
-// MaxFields is the most header fields ParseFields takes.
-const MaxFields = 64
+// maxFields is the most header fields parseFields takes.
+const maxFields = 64
 
-// SplitHead returns the head at the start of b — its start line and header
+// splitHead returns the head at the start of b — its start line and header
 // fields, each with its CRLF — as one string, and the number of bytes it
 // spans with the blank line that ends it; ok is false when b holds no
 // complete head. One string for the whole head lets every name and value be
 // a slice of it: one allocation for the text of a message.
-func SplitHead(b []byte) (head string, n int, ok bool) {
+func splitHead(b []byte) (head string, n int, ok bool) {
 	end := bytes.Index(b, []byte("\r\n\r\n"))
 	if end < 0 {
 		return "", 0, false
@@ -45,19 +45,19 @@ type Head struct {
 }
 
 // ParseHead parses the head at the start of b when it is complete and
-// plainly formed: every line ended by CRLF, header fields as ParseFields
+// plainly formed: every line ended by CRLF, header fields as parseFields
 // takes them, at most one Content-Length (all digits), and no
 // Transfer-Encoding or Trailer. The start line is the caller's to check.
 func ParseHead(b []byte) (Head, bool) {
-	head, n, ok := SplitHead(b)
+	head, n, ok := splitHead(b)
 	if !ok {
 		return Head{}, false
 	}
-	line, next, ok := Line(head, 0)
+	start, next, ok := line(head, 0)
 	if !ok {
 		return Head{}, false
 	}
-	h, ok := ParseFields(head[next:])
+	h, ok := parseFields(head[next:])
 	if !ok {
 		return Head{}, false
 	}
@@ -67,11 +67,11 @@ func ParseHead(b []byte) (Head, bool) {
 	if _, ok := h["Trailer"]; ok {
 		return Head{}, false
 	}
-	length, ok := Length(h)
+	length, ok := contentLength(h)
 	if !ok {
 		return Head{}, false
 	}
-	return Head{StartLine: line, Header: h, Length: length, N: n}, true
+	return Head{StartLine: start, Header: h, Length: length, N: n}, true
 }
 
 // Buffered returns the bytes br holds, filling it first when it holds none;
@@ -84,10 +84,10 @@ func Buffered(br *bufio.Reader) []byte {
 	return b
 }
 
-// Line returns the line of head starting at offset i without its CRLF, and
+// line returns the line of head starting at offset i without its CRLF, and
 // the offset of the next line; ok is false when the line does not end in
 // CRLF or holds a bare CR or LF.
-func Line(head string, i int) (line string, next int, ok bool) {
+func line(head string, i int) (l string, next int, ok bool) {
 	for j := i; j+1 < len(head); j++ {
 		switch head[j] {
 		case '\r':
@@ -102,27 +102,27 @@ func Line(head string, i int) (line string, next int, ok bool) {
 	return "", 0, false
 }
 
-// ParseFields parses block, header field lines each ended by CRLF, into a
+// parseFields parses block, header field lines each ended by CRLF, into a
 // header as textproto's reader and net/http would: canonical names, values
 // without surrounding spaces and tabs, and Cache-Control: no-cache added
 // for a Pragma: no-cache without one. It reports false for anything not
 // plainly formed: a name with a non-token byte or space before its colon,
 // a control byte in a value, obsolete line folding, a bare CR or LF, or
-// more than MaxFields fields.
-func ParseFields(block string) (http.Header, bool) {
+// more than maxFields fields.
+func parseFields(block string) (http.Header, bool) {
 	nf := strings.Count(block, "\n")
-	if nf > MaxFields {
+	if nf > maxFields {
 		return nil, false
 	}
 	// The map and one backing array for its values, as textproto does.
 	h := make(http.Header, nf)
 	vals := make([]string, nf)
 	for i, j := 0, 0; i < len(block); j++ {
-		line, next, ok := Line(block, i)
+		l, next, ok := line(block, i)
 		if !ok {
 			return nil, false
 		}
-		name, value, ok := fieldLine(line)
+		name, value, ok := fieldLine(l)
 		if !ok {
 			return nil, false
 		}
@@ -148,7 +148,7 @@ func ParseFields(block string) (http.Header, bool) {
 func fieldLine(line string) (name, value string, ok bool) {
 	colon := 0
 	for colon < len(line) && line[colon] != ':' {
-		if !isToken(line[colon]) {
+		if !IsToken(line[colon]) {
 			return "", "", false
 		}
 		colon++
@@ -162,17 +162,7 @@ func fieldLine(line string) (name, value string, ok bool) {
 			return "", "", false
 		}
 	}
-	return line[:colon], trimOWS(v), true
-}
-
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
+	return line[:colon], strings.Trim(v, " \t"), true
 }
 
 // canonicalKey is textproto.CanonicalMIMEHeaderKey, without its allocation
@@ -189,10 +179,10 @@ func canonicalKey(name string) string {
 	return name
 }
 
-// Length returns the one Content-Length of h: -1 when there is none; ok is
+// contentLength returns the one Content-Length of h: -1 when there is none; ok is
 // false when there are several or the value is not all digits (net/http
 // accepts some of those, with rules of its own).
-func Length(h http.Header) (n int64, ok bool) {
+func contentLength(h http.Header) (n int64, ok bool) {
 	v, present := h["Content-Length"]
 	if !present {
 		return -1, true
@@ -224,14 +214,8 @@ func Value(h http.Header, k string) string {
 // token, case-insensitively (as in Connection: keep-alive, close).
 func HasToken(vs []string, token string) bool {
 	for _, v := range vs {
-		for len(v) > 0 {
-			var part string
-			if i := indexComma(v); i >= 0 {
-				part, v = v[:i], v[i+1:]
-			} else {
-				part, v = v, ""
-			}
-			if equalFold(trimOWS(part), token) {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.Trim(part, " \t"), token) {
 				return true
 			}
 		}
@@ -239,40 +223,9 @@ func HasToken(vs []string, token string) bool {
 	return false
 }
 
-func indexComma(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' {
-			return i
-		}
-	}
-	return -1
-}
-
-// equalFold is strings.EqualFold for ASCII tokens.
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 // IsToken reports whether c may appear in an RFC 9110 token (a method or a
 // field name).
-func IsToken(c byte) bool { return isToken(c) }
-
-func isToken(c byte) bool { return c < 0x80 && tokenTable[c] }
+func IsToken(c byte) bool { return c < 0x80 && tokenTable[c] }
 
 var tokenTable = func() (t [128]bool) {
 	for c := '0'; c <= '9'; c++ {

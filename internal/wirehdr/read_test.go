@@ -24,11 +24,11 @@ func TestParseFields(t *testing.T) {
 		{"folded", "X-A: 1\r\n 2\r\n", nil},
 		{"bare LF", "X-A: 1\n", nil},
 		{"control byte", "X-A: \x00\r\n", nil},
-		{"too many", strings.Repeat("X-A: 1\r\n", MaxFields+1), nil},
+		{"too many", strings.Repeat("X-A: 1\r\n", maxFields+1), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, ok := ParseFields(tt.block)
+			h, ok := parseFields(tt.block)
 			if ok != (tt.want != nil) {
 				t.Fatalf("ok = %v, want %v", ok, tt.want != nil)
 			}

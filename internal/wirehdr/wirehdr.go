@@ -7,6 +7,9 @@
 // allocates for it); the order of header fields carries no meaning, and at
 // one request in flight the sort was a measurable share of what a proxy
 // adds. memgate's server and upstream client write through this package.
+//
+// It also reads message heads of the plain shape clients and upstreams send
+// (ParseHead, in read.go), leaving every other to net/http's readers.
 package wirehdr
 
 import (
@@ -60,7 +63,7 @@ func ValidName(k string) bool {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
-		if !isToken(k[i]) {
+		if !IsToken(k[i]) {
 			return false
 		}
 	}
