@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestStatusKB(t *testing.T) {
@@ -40,5 +41,29 @@ func TestRSSSplit(t *testing.T) {
 	}
 	if anon <= 0 || file <= 0 || anon+file > 2*st.rss {
 		t.Errorf("anon %d + file %d against RSS %d", anon, file, st.rss)
+	}
+}
+
+// stats reads CPU time finely enough to see 30ms of this test's own work.
+func TestStatsCPU(t *testing.T) {
+	p, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: &exec.Cmd{Process: p}}
+	before, err := s.stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for start := time.Now(); time.Since(start) < 30*time.Millisecond; {
+		x++
+	}
+	after, err := s.stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.cpu - before.cpu; d < 20*time.Millisecond || x == 0 {
+		t.Errorf("CPU time grew by %v over 30ms of spinning", d)
 	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -56,26 +53,16 @@ func settle(ctx context.Context, cpu func() (time.Duration, error), window, limi
 	}
 }
 
-// serversCPU returns the total CPU time of servers' processes, from
-// /proc/PID/schedstat (nanoseconds: /proc/PID/stat counts 10ms ticks, too
-// coarse to tell 5% of a CPU over 200ms from none).
+// serversCPU returns the total CPU time of servers' processes.
 func serversCPU(servers map[string]*server) func() (time.Duration, error) {
 	return func() (time.Duration, error) {
 		var total time.Duration
 		for name, s := range servers {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", s.cmd.Process.Pid))
+			st, err := s.stats()
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", name, err)
 			}
-			f := strings.Fields(string(b))
-			if len(f) == 0 {
-				return 0, fmt.Errorf("%s: empty schedstat", name)
-			}
-			ns, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: schedstat: %w", name, err)
-			}
-			total += time.Duration(ns)
+			total += st.cpu
 		}
 		return total, nil
 	}
