@@ -181,23 +181,33 @@ type procStats struct {
 	rss int64         // resident set, bytes
 }
 
-// stats reads the process's CPU time, from /proc/PID/schedstat (in
-// nanoseconds: /proc/PID/stat counts 10ms ticks, too coarse for a short
-// cell's CPU per request or for telling a quiet process from an idle one),
-// and its RSS, from /proc/PID/stat.
+// stats reads the process's CPU time, the sum of its threads'
+// /proc/PID/task/TID/schedstat (in nanoseconds: /proc/PID/stat counts 10ms
+// ticks, too coarse for a short cell's CPU per request or for telling a
+// quiet process from an idle one; /proc/PID/schedstat is the main thread's
+// alone), and its RSS, from /proc/PID/stat. A thread that exited is no
+// longer counted; a Go process keeps its threads.
 func (s *server) stats() (procStats, error) {
 	pid := s.cmd.Process.Pid
-	sched, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return procStats{}, fmt.Errorf("read schedstat: %w", err)
+		return procStats{}, fmt.Errorf("list threads: %w", err)
 	}
-	f := strings.Fields(string(sched))
-	if len(f) == 0 {
-		return procStats{}, errors.New("empty /proc schedstat")
-	}
-	ns, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return procStats{}, fmt.Errorf("parse schedstat: %w", err)
+	var cpu time.Duration
+	for _, t := range tasks {
+		sched, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread has exited
+		}
+		f := strings.Fields(string(sched))
+		if len(f) == 0 {
+			return procStats{}, errors.New("empty /proc schedstat")
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return procStats{}, fmt.Errorf("parse schedstat: %w", err)
+		}
+		cpu += time.Duration(ns)
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -214,7 +224,7 @@ func (s *server) stats() (procStats, error) {
 		return procStats{}, errors.New("short /proc stat")
 	}
 	rssPages, _ := strconv.ParseInt(sf[21], 10, 64)
-	return procStats{cpu: time.Duration(ns), rss: rssPages * int64(os.Getpagesize())}, nil
+	return procStats{cpu: cpu, rss: rssPages * int64(os.Getpagesize())}, nil
 }
 
 // rssSplit reads the process's resident set split into anonymous memory
