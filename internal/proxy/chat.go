@@ -67,12 +67,8 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		}
 	}
 	header := s.up.outHeader(r.Header, x.id, s.requireKey())
-	ctx, cancel := s.up.chatContext(r.Context())
-	if cancel != nil {
-		defer cancel(nil)
-	}
 	start := time.Now()
-	resp, err := s.up.postChat(ctx, header, out)
+	resp, err := s.up.postChat(r.Context(), header, out)
 	if err != nil {
 		x.upstream = time.Since(start)
 		if r.Context().Err() != nil {
@@ -84,7 +80,7 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		writeError(w, e)
 		return
 	}
-	up := s.up.watchIdle(resp.Body, cancel)
+	up := resp.Body
 	defer up.Close()
 	copyResponseHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)

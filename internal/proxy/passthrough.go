@@ -16,9 +16,8 @@ import (
 // passState links a pass-through request to its bookkeeping across the
 // httputil.ReverseProxy hooks.
 type passState struct {
-	x      *exchange
-	cancel context.CancelCauseFunc
-	start  time.Time
+	x     *exchange
+	start time.Time
 }
 
 type passKey struct{}
@@ -54,7 +53,7 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		BufferPool: bufferPool{},
 		ModifyResponse: func(resp *http.Response) error {
 			if st, ok := resp.Request.Context().Value(passKey{}).(*passState); ok {
-				resp.Body = &timedBody{ReadCloser: s.up.watchIdle(resp.Body, st.cancel), st: st}
+				resp.Body = &timedBody{ReadCloser: resp.Body, st: st}
 			}
 			if v, ok := resp.Header["X-Request-Id"]; ok {
 				delete(resp.Header, "X-Request-Id")
@@ -106,10 +105,8 @@ func (s *Server) handlePassthrough(rp *httputil.ReverseProxy) handlerFunc {
 				return
 			}
 		}
-		ctx, cancel := context.WithCancelCause(r.Context())
-		defer cancel(nil)
-		st := &passState{x: x, cancel: cancel}
-		rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, passKey{}, st)))
+		st := &passState{x: x}
+		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), passKey{}, st)))
 		if x.status == 0 && r.Context().Err() != nil {
 			x.status = statusClientClosed
 		}

@@ -228,6 +228,7 @@ func TestStdlibStack(t *testing.T) {
 		"ClientDisconnectCancelsUpstream":               TestClientDisconnectCancelsUpstream,
 		"SDKStream":                                     TestSDKStream,
 		"ShutdownLetsInFlightStreamFinish":              TestShutdownLetsInFlightStreamFinish,
+		"UpstreamTimeouts":                              TestUpstreamTimeouts,
 	} {
 		t.Run(name, test)
 	}

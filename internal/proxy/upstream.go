@@ -37,11 +37,8 @@ type upstream struct {
 	retries        int
 	baseDelay      time.Duration
 	maxDelay       time.Duration
-	idleTimeout    time.Duration
 	chatTarget     *url.URL
 	retriesCounter interface{ Inc() }
-	// clock runs the idle-stream and first-byte timeouts.
-	clock *coarse.Clock
 }
 
 func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics, clock *coarse.Clock) (*upstream, error) {
@@ -69,13 +66,11 @@ func newUpstream(cfg config.Upstream, breakers *breakers, m *metrics, clock *coa
 	u := &upstream{
 		base:           base,
 		transport:      t,
-		rt:             &breakerTransport{next: t, breakers: breakers},
+		rt:             &breakerTransport{next: &idleTransport{next: t, d: cfg.IdleStreamTimeout.D(), clock: clock}, breakers: breakers},
 		retries:        cfg.Retries,
 		baseDelay:      cfg.RetryBaseDelay.D(),
 		maxDelay:       cfg.RetryMaxDelay.D(),
-		idleTimeout:    cfg.IdleStreamTimeout.D(),
 		retriesCounter: m.retries,
-		clock:          clock,
 	}
 	if cfg.APIKey != "" {
 		u.auth = "Bearer " + cfg.APIKey
@@ -282,34 +277,39 @@ func upstreamError(err error) *apiError {
 // body stayed silent for IdleStreamTimeout.
 var errIdleTimeout = errors.New("upstream stream idle timeout")
 
-// idleBody cancels its request when no byte arrives for the idle timeout.
+// idleTransport bounds the silences of a response body for a transport
+// that cannot (net/http's): each request goes out under a context of its
+// own, cancelled with errIdleTimeout when no byte of the body arrives for d
+// (up to the clock's resolution more), and when the body is closed.
+// h1client does the same itself (BodyIdleTimeout), so both transports own
+// the idle-stream timeout and no handler has to.
+type idleTransport struct {
+	next  http.RoundTripper
+	d     time.Duration
+	clock *coarse.Clock
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	b := &idleBody{ReadCloser: resp.Body, d: t.d, cancel: cancel}
+	t.clock.Arm(&b.timer, b.d, func() { cancel(errIdleTimeout) })
+	resp.Body = b
+	return resp, nil
+}
+
+// idleBody is a response body whose request is cancelled when no byte
+// arrives for d, and once it is closed.
 type idleBody struct {
 	io.ReadCloser
-	timer coarse.Timer
-	d     time.Duration
-}
-
-// chatContext returns the context to send a chat request under. Its cancel
-// is nil when the chat transport bounds the silences of a response body
-// itself (h1client's BodyIdleTimeout); otherwise watchIdle needs it to
-// enforce IdleStreamTimeout, and the caller must call it when done.
-func (u *upstream) chatContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
-	if u.h1 != nil {
-		return ctx, nil
-	}
-	return context.WithCancelCause(ctx)
-}
-
-// watchIdle wraps body so that cancel(errIdleTimeout) runs when a read waits
-// longer than the idle-stream timeout (up to the clock's resolution more).
-// With a nil cancel (see chatContext) it returns body as it is.
-func (u *upstream) watchIdle(body io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
-	if cancel == nil {
-		return body
-	}
-	b := &idleBody{ReadCloser: body, d: u.idleTimeout}
-	u.clock.Arm(&b.timer, b.d, func() { cancel(errIdleTimeout) })
-	return b
+	timer  coarse.Timer
+	d      time.Duration
+	cancel context.CancelCauseFunc
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -322,5 +322,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 
 func (b *idleBody) Close() error {
 	b.timer.Stop()
-	return b.ReadCloser.Close()
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
 }
