@@ -99,25 +99,49 @@ func TestBodiesAndReuse(t *testing.T) {
 	}
 }
 
-func TestUnfinishedBodyIsNotReused(t *testing.T) {
-	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, strings.Repeat("z", 64<<10))
-	})
-	tr := &Transport{}
-	defer tr.CloseIdleConnections()
-	for range 2 {
-		resp, err := post(t, tr, context.Background(), ts.URL, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Read(make([]byte, 10))
-		resp.Body.Close()
-		if _, err := resp.Body.Read(make([]byte, 1)); err == nil {
-			t.Fatal("read after Close succeeded")
-		}
+// TestClosedBodyReuse: a body closed before its end takes its connection
+// with it; a body whose last bytes were read counts as complete even when
+// the caller closes it without reading the io.EOF that would follow.
+func TestClosedBodyReuse(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		chunked   bool // no Content-Length: http.ReadResponse's path
+		read      int  // bytes read before Close
+		wantConns int32
+	}{
+		{"closed half-read", strings.Repeat("z", 64<<10), false, 10, 2},
+		{"closed half-read, chunked", strings.Repeat("z", 64<<10), true, 10, 2},
+		{"closed after its last bytes", "abc", false, 3, 1},
 	}
-	if n := conns.Load(); n != 2 {
-		t.Fatalf("%d connections, want 2: a half-read connection must not be reused", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if !tt.chunked {
+					w.Header().Set("Content-Length", strconv.Itoa(len(tt.body)))
+				}
+				io.WriteString(w, tt.body)
+			})
+			tr := &Transport{}
+			defer tr.CloseIdleConnections()
+			for range 2 {
+				resp, err := post(t, tr, context.Background(), ts.URL, "{}")
+				if err != nil {
+					t.Fatal(err)
+				}
+				buf := make([]byte, tt.read)
+				if n, err := io.ReadFull(resp.Body, buf); err != nil || string(buf[:n]) != tt.body[:tt.read] {
+					t.Fatalf("read %q, %v", buf[:n], err)
+				}
+				resp.Body.Close()
+				if _, err := resp.Body.Read(make([]byte, 1)); err == nil {
+					t.Fatal("read after Close succeeded")
+				}
+			}
+			if n := conns.Load(); n != tt.wantConns {
+				t.Fatalf("%d connections, want %d", n, tt.wantConns)
+			}
+		})
 	}
 }
 
@@ -347,31 +371,4 @@ func TestBodyIdleTimeout(t *testing.T) {
 			t.Fatalf("%d connections, want 1 (the first reused)", n)
 		}
 	})
-}
-
-// TestBodyReadInFullThenClosedIsReused: a body whose last bytes were read
-// counts as complete even when the caller closes it without reading the
-// io.EOF that would follow.
-func TestBodyReadInFullThenClosedIsReused(t *testing.T) {
-	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "3")
-		io.WriteString(w, "abc")
-	})
-	tr := &Transport{}
-	defer tr.CloseIdleConnections()
-	for range 2 {
-		resp, err := post(t, tr, context.Background(), ts.URL, "{}")
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 64)
-		n, err := io.ReadFull(resp.Body, buf[:3])
-		if err != nil || string(buf[:n]) != "abc" {
-			t.Fatalf("read %q, %v", buf[:n], err)
-		}
-		resp.Body.Close()
-	}
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections, want 1", n)
-	}
 }
