@@ -203,7 +203,9 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	if resp.Body == http.NoBody {
 		b.release(true)
 	} else {
-		if t.BodyIdleTimeout > 0 {
+		// A body buffered whole already cannot fall silent: its reads
+		// never reach the connection.
+		if t.BodyIdleTimeout > 0 && (resp.ContentLength < 0 || int64(c.br.Buffered()) < resp.ContentLength) {
 			b.idle = true
 			t.clock().ArmRead(&c.readTimeout, c.nc, t.BodyIdleTimeout)
 		}

@@ -29,7 +29,7 @@ type chatBody struct {
 // last occurrence, as in encoding/json.
 func parseChat(raw []byte) (chatBody, *apiError) {
 	b := chatBody{raw: raw, msgStart: -1}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return b, invalid("", "We could not parse the JSON body of your request. The body must be valid JSON.")
 	}
 	i := skipWS(raw, 0)
@@ -159,6 +159,9 @@ func skipWS(b []byte, i int) int {
 // skipString returns the index after the string starting at b[i] == '"'.
 func skipString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
+		if !scanStop[b[i]] {
+			continue
+		}
 		switch b[i] {
 		case '\\':
 			i++
@@ -169,6 +172,16 @@ func skipString(b []byte, i int) int {
 	return i
 }
 
+// scanStop marks the bytes skipString and skipValue look at: quotes,
+// backslashes and brackets. Every other byte is skipped with one table
+// load.
+var scanStop = func() (t [256]bool) {
+	for _, c := range `"\{}[]` {
+		t[c] = true
+	}
+	return t
+}()
+
 // skipValue returns the index after the valid JSON value starting at b[i].
 func skipValue(b []byte, i int) int {
 	switch b[i] {
@@ -177,6 +190,10 @@ func skipValue(b []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
+			if !scanStop[b[i]] {
+				i++
+				continue
+			}
 			switch b[i] {
 			case '"':
 				i = skipString(b, i)
