@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"net/url"
 
@@ -20,33 +21,40 @@ import (
 // was the largest single share of the gateway's own CPU time. parseHead
 // takes only what http.ReadRequest parses to the same *http.Request
 // (FuzzParseHead holds it to that), so the wire rules stay net/http's.
-func readRequest(br *bufio.Reader, maxHeaderBytes int64) (*http.Request, error) {
-	if req, n := parseHead(wirehdr.Buffered(br)); req != nil && int64(n) <= maxHeaderBytes {
+func readRequest(ctx context.Context, br *bufio.Reader, maxHeaderBytes int64) (*http.Request, error) {
+	var req http.Request
+	if n, ok := parseHead(wirehdr.Buffered(br), &req); ok && int64(n) <= maxHeaderBytes {
 		br.Discard(n)
 		req.Body = wirehdr.Body(br, req.ContentLength)
-		return req, nil
+		// The one allocation of the request: req itself stays on the
+		// stack.
+		return req.WithContext(ctx), nil
 	}
-	return http.ReadRequest(br)
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	return r.WithContext(ctx), nil
 }
 
 // parseHead parses the request line and header fields at the start of b
-// when they are complete and plainly formed, returning the request (without
-// its Body) and the number of bytes they span; nil when http.ReadRequest
-// should parse it instead.
+// into req (all but its Body and context) when they are complete and
+// plainly formed, and returns the number of bytes they span; ok is false
+// when http.ReadRequest should parse it instead.
 //
 // Plainly formed: as wirehdr.ParseHead takes it, with an HTTP/1.1 request
 // line of a token method and an origin-form target, and at most one Host.
-func parseHead(b []byte) (*http.Request, int) {
+func parseHead(b []byte, req *http.Request) (n int, ok bool) {
 	head, ok := wirehdr.ParseHead(b)
 	if !ok {
-		return nil, 0
+		return 0, false
 	}
 	method, target, ok := requestLine(head.StartLine)
 	if !ok {
-		return nil, 0
+		return 0, false
 	}
 	h := head.Header
-	req := &http.Request{
+	*req = http.Request{
 		Method:        method,
 		RequestURI:    target,
 		Proto:         "HTTP/1.1",
@@ -59,7 +67,7 @@ func parseHead(b []byte) (*http.Request, int) {
 	// As net/http does, Host is kept out of the header map.
 	if hosts, ok := h["Host"]; ok {
 		if len(hosts) > 1 {
-			return nil, 0
+			return 0, false
 		}
 		req.Host = hosts[0]
 		delete(h, "Host")
@@ -69,11 +77,11 @@ func parseHead(b []byte) (*http.Request, int) {
 	} else {
 		u, err := url.ParseRequestURI(target)
 		if err != nil {
-			return nil, 0
+			return 0, false
 		}
 		req.URL = u
 	}
-	return req, head.N
+	return head.N, true
 }
 
 // requestLine splits "METHOD SP target SP HTTP/1.1".

@@ -340,7 +340,8 @@ func (c *conn) serve() {
 		}
 		c.deadline.Reset(c.srv.readHeaderTimeout())
 		c.lr.n = c.srv.maxHeaderBytes() + 4<<10 // bufio's look-ahead
-		req, err := readRequest(c.br, c.srv.maxHeaderBytes())
+		ctx, cancel := context.WithCancelCause(c.base)
+		req, err := readRequest(ctx, c.br, c.srv.maxHeaderBytes())
 		c.lr.n = noLimit
 		if c.deadline.Stop() && err == nil {
 			// The headers made it, but the connection's read deadline
@@ -348,10 +349,11 @@ func (c *conn) serve() {
 			err = os.ErrDeadlineExceeded
 		}
 		if err != nil {
+			cancel(nil)
 			c.reject(err)
 			return
 		}
-		if !c.handle(req) {
+		if !c.handle(req, cancel) {
 			return
 		}
 	}
@@ -382,9 +384,11 @@ func (c *conn) reject(err error) {
 	c.bw.Flush()
 }
 
-// handle runs the handler for req and writes its response; it reports
-// whether the connection may serve another request.
-func (c *conn) handle(req *http.Request) (keepAlive bool) {
+// handle runs the handler for req, whose context cancel ends, and writes
+// its response; it reports whether the connection may serve another
+// request.
+func (c *conn) handle(req *http.Request, cancel context.CancelCauseFunc) (keepAlive bool) {
+	defer cancel(nil)
 	if req.ProtoMajor != 1 {
 		c.reject(errors.New("unsupported protocol version"))
 		return false
@@ -393,15 +397,16 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 		c.reject(errors.New("missing required Host header"))
 		return false
 	}
-	ctx, cancel := context.WithCancelCause(c.base)
-	defer cancel(nil)
-	req = req.WithContext(ctx)
 	req.RemoteAddr = c.remote
 
 	// The body reader and the response are new for every request, never
 	// reused: a transport's goroutine may still hold the body (and read
-	// it) after the handler returns.
-	body := &bodyReader{rc: req.Body, c: c}
+	// it) after the handler returns. They share one allocation.
+	ex := &exchange{
+		body: bodyReader{rc: req.Body, c: c},
+		w:    response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]},
+	}
+	body, w := &ex.body, &ex.w
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		body.eof.Store(true)
 	}
@@ -411,7 +416,6 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 	}
 	req.Body = body
 
-	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1, buf: c.buf[:0]}
 	w.watch = watcher{c: c, body: body, cancel: cancel}
 	body.watch = &w.watch
 	c.srv.clock().Arm(&c.watchTimer, c.srv.watchAfter(), w.watch.start)
@@ -433,6 +437,12 @@ func (c *conn) handle(req *http.Request) (keepAlive bool) {
 		return false
 	}
 	return !w.closeAfter && !req.Close && !c.srv.closing.Load()
+}
+
+// exchange is the per-request state of a connection.
+type exchange struct {
+	body bodyReader
+	w    response
 }
 
 // run calls the handler, recovering a panic (other than

@@ -118,11 +118,7 @@ func parseFields(block string) (http.Header, bool) {
 	h := make(http.Header, nf)
 	vals := make([]string, nf)
 	for i, j := 0, 0; i < len(block); j++ {
-		l, next, ok := line(block, i)
-		if !ok {
-			return nil, false
-		}
-		name, value, ok := fieldLine(l)
+		name, value, next, ok := field(block, i)
 		if !ok {
 			return nil, false
 		}
@@ -143,26 +139,45 @@ func parseFields(block string) (http.Header, bool) {
 	return h, true
 }
 
-// fieldLine splits "Name: value" into its name and its value without the
-// surrounding spaces and tabs.
-func fieldLine(line string) (name, value string, ok bool) {
-	colon := 0
-	for colon < len(line) && line[colon] != ':' {
-		if !IsToken(line[colon]) {
-			return "", "", false
+// field reads the field line "Name: value\r\n" starting at block[i] in
+// one pass: its name, its value without the surrounding spaces and tabs,
+// and the offset of the next line. ok is false for a name with a non-token
+// byte (a space before the colon included) or no colon, and for a value
+// with a control byte other than tab, DEL, or a CR not followed by LF.
+func field(block string, i int) (name, value string, next int, ok bool) {
+	colon := i
+	for colon < len(block) && block[colon] != ':' {
+		if !IsToken(block[colon]) {
+			return "", "", 0, false
 		}
 		colon++
 	}
-	if colon == 0 || colon == len(line) {
-		return "", "", false
+	if colon == i || colon == len(block) {
+		return "", "", 0, false
 	}
-	v := line[colon+1:]
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return "", "", false
+	end := colon + 1
+	for end < len(block) {
+		if c := block[end]; c < ' ' && c != '\t' || c == 0x7f {
+			break
 		}
+		end++
 	}
-	return line[:colon], strings.Trim(v, " \t"), true
+	if end+1 >= len(block) || block[end] != '\r' || block[end+1] != '\n' {
+		return "", "", 0, false
+	}
+	return block[i:colon], trimOWS(block[colon+1 : end]), end + 2, true
+}
+
+// trimOWS trims spaces and tabs from both ends of v (strings.Trim with a
+// cutset builds a set on every call).
+func trimOWS(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 // canonicalKey is textproto.CanonicalMIMEHeaderKey, without its allocation
@@ -215,7 +230,7 @@ func Value(h http.Header, k string) string {
 func HasToken(vs []string, token string) bool {
 	for _, v := range vs {
 		for part := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.Trim(part, " \t"), token) {
+			if strings.EqualFold(trimOWS(part), token) {
 				return true
 			}
 		}

@@ -50,10 +50,13 @@ var newlines = strings.NewReplacer("\r", " ", "\n", " ")
 // CleanValue is v as net/http writes it: CR and LF become spaces, and
 // surrounding spaces and tabs are trimmed.
 func CleanValue(v string) string {
-	if strings.ContainsAny(v, "\r\n") {
-		v = newlines.Replace(v)
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\r' || v[i] == '\n' {
+			v = newlines.Replace(v)
+			break
+		}
 	}
-	return strings.Trim(v, " \t")
+	return trimOWS(v)
 }
 
 // ValidName reports whether k can be written as a header name: a non-empty
