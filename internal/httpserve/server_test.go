@@ -362,6 +362,55 @@ func TestClientGoneCancelsRequest(t *testing.T) {
 	}
 }
 
+// TestBaseContextEndCancelsRequests: request contexts carry BaseContext's
+// values, and its end cancels the requests in flight (with its cause) and
+// every later one, as if they were its children.
+func TestBaseContextEndCancelsRequests(t *testing.T) {
+	type key struct{}
+	base, cancelBase := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
+	defer cancelBase(nil)
+	stopped := errors.New("shutting down")
+	type seen struct {
+		value any
+		cause error
+	}
+	results := make(chan seen, 2)
+	started := make(chan struct{}, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{BaseContext: base, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			results <- seen{r.Context().Value(key{}), context.Cause(r.Context())}
+		case <-time.After(10 * time.Second):
+			results <- seen{r.Context().Value(key{}), errors.New("the request was not cancelled")}
+		}
+	})}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	defer func() {
+		s.Close()
+		<-done
+	}()
+
+	c := dial(t, ln.Addr().String())
+	c.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	cancelBase(stopped)
+	// A request that starts after the end is cancelled from the start.
+	c2 := dial(t, ln.Addr().String())
+	c2.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	for range 2 {
+		got := <-results
+		if got.value != "v" || !errors.Is(got.cause, stopped) {
+			t.Errorf("value %v, cause %v; want v, %v", got.value, got.cause, stopped)
+		}
+	}
+}
+
 func TestQuickRequestIsNotWatched(t *testing.T) {
 	// A handler that returns before WatchAfter never starts the watcher,
 	// and its context is only cancelled after it returned.

@@ -86,8 +86,8 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 	w.WriteHeader(resp.StatusCode)
 
 	wantCapture := memOn && mode.Stores() && s.deps.Capturer != nil && resp.StatusCode/100 == 2
-	rc := http.NewResponseController(w.Writer)
 	if isEventStream(resp.Header) {
+		rc := http.NewResponseController(w.Writer)
 		// The client learns at once that the stream started, as it would
 		// from the upstream itself.
 		if rc.Flush() != nil {
