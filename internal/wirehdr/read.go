@@ -57,17 +57,11 @@ func ParseHead(b []byte) (Head, bool) {
 	if !ok {
 		return Head{}, false
 	}
-	h, ok := parseFields(head[next:])
-	if !ok {
+	h, framing, ok := parseFields(head[next:])
+	if !ok || framing.transfer {
 		return Head{}, false
 	}
-	if _, ok := h["Transfer-Encoding"]; ok {
-		return Head{}, false
-	}
-	if _, ok := h["Trailer"]; ok {
-		return Head{}, false
-	}
-	length, ok := contentLength(h)
+	length, ok := framing.contentLength()
 	if !ok {
 		return Head{}, false
 	}
@@ -102,41 +96,96 @@ func line(head string, i int) (l string, next int, ok bool) {
 	return "", 0, false
 }
 
+// framing is what parseFields notes of the fields that frame a body, so
+// that ParseHead looks none of them up.
+type framing struct {
+	// transfer reports a Transfer-Encoding or Trailer field.
+	transfer bool
+	// lengths counts the Content-Length fields; length is the first one.
+	lengths int
+	length  string
+}
+
+// contentLength returns the one Content-Length: -1 when there is none; ok
+// is false when there are several or the value is not all digits (net/http
+// accepts some of those, with rules of its own).
+func (f framing) contentLength() (n int64, ok bool) {
+	switch {
+	case f.lengths == 0:
+		return -1, true
+	case f.lengths > 1 || f.length == "" || len(f.length) > 18:
+		return 0, false
+	}
+	for i := 0; i < len(f.length); i++ {
+		c := f.length[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 // parseFields parses block, header field lines each ended by CRLF, into a
 // header as textproto's reader and net/http would: canonical names, values
 // without surrounding spaces and tabs, and Cache-Control: no-cache added
 // for a Pragma: no-cache without one. It reports false for anything not
 // plainly formed: a name with a non-token byte or space before its colon,
 // a control byte in a value, obsolete line folding, a bare CR or LF, or
-// more than maxFields fields.
-func parseFields(block string) (http.Header, bool) {
+// more than maxFields fields. A field costs one map assignment (and a
+// lookup only when a name of its length came before), and the framing
+// fields are noted on the way.
+func parseFields(block string) (http.Header, framing, bool) {
+	var f framing
 	nf := strings.Count(block, "\n")
 	if nf > maxFields {
-		return nil, false
+		return nil, f, false
 	}
 	// The map and one backing array for its values, as textproto does.
 	h := make(http.Header, nf)
 	vals := make([]string, nf)
+	// lengths has bit len(name)%64 set for every name so far: a name of
+	// a new length is no repeat, and needs no lookup to tell.
+	var lengths uint64
+	pragmaNoCache, cacheControl := false, false
 	for i, j := 0, 0; i < len(block); j++ {
 		name, value, next, ok := field(block, i)
 		if !ok {
-			return nil, false
+			return nil, f, false
 		}
 		name = canonicalKey(name)
-		if v, ok := h[name]; ok {
-			h[name] = append(v, value)
+		bit := uint64(1) << (len(name) % 64)
+		var prev []string
+		if lengths&bit != 0 {
+			prev = h[name]
+		}
+		lengths |= bit
+		repeated := prev != nil
+		if repeated {
+			h[name] = append(prev, value)
 		} else {
 			vals[j] = value
 			h[name] = vals[j : j+1 : j+1]
 		}
+		switch name {
+		case "Transfer-Encoding", "Trailer":
+			f.transfer = true
+		case "Content-Length":
+			if f.lengths == 0 {
+				f.length = value
+			}
+			f.lengths++
+		case "Pragma":
+			pragmaNoCache = pragmaNoCache || !repeated && value == "no-cache"
+		case "Cache-Control":
+			cacheControl = true
+		}
 		i = next
 	}
-	if pragma := h["Pragma"]; len(pragma) > 0 && pragma[0] == "no-cache" {
-		if _, ok := h["Cache-Control"]; !ok {
-			h["Cache-Control"] = []string{"no-cache"}
-		}
+	if pragmaNoCache && !cacheControl {
+		h["Cache-Control"] = []string{"no-cache"}
 	}
-	return h, true
+	return h, f, true
 }
 
 // field reads the field line "Name: value\r\n" starting at block[i] in
@@ -192,27 +241,6 @@ func canonicalKey(name string) string {
 		upper = c == '-'
 	}
 	return name
-}
-
-// contentLength returns the one Content-Length of h: -1 when there is none; ok is
-// false when there are several or the value is not all digits (net/http
-// accepts some of those, with rules of its own).
-func contentLength(h http.Header) (n int64, ok bool) {
-	v, present := h["Content-Length"]
-	if !present {
-		return -1, true
-	}
-	if len(v) != 1 || v[0] == "" || len(v[0]) > 18 {
-		return 0, false
-	}
-	for i := 0; i < len(v[0]); i++ {
-		c := v[0][i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 // Value returns the first value of h's field named by the canonical key k,

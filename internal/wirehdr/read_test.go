@@ -16,6 +16,11 @@ func TestParseFields(t *testing.T) {
 	}{
 		{"canonical names, trimmed values", "content-type:  a/b \r\nX-ID:\t1\r\n", http.Header{"Content-Type": {"a/b"}, "X-Id": {"1"}}},
 		{"repeated field", "Vary: a\r\nVary: b\r\n", http.Header{"Vary": {"a", "b"}}},
+		{"repeats among names of one length", "X-A: 1\r\nX-B: 2\r\nx-a: 3\r\nX-C:\r\nX-C: 4\r\nX-A: 5\r\n",
+			http.Header{"X-A": {"1", "3", "5"}, "X-B": {"2"}, "X-C": {"", "4"}}},
+		{"names 64 bytes apart in length", "A: 1\r\n" + strings.Repeat("b", 65) + ": 2\r\nA: 3\r\n",
+			http.Header{"A": {"1", "3"}, "B" + strings.Repeat("b", 64): {"2"}}},
+		{"second pragma only", "Pragma: x\r\nPragma: no-cache\r\n", http.Header{"Pragma": {"x", "no-cache"}}},
 		{"empty value", "X-E:\r\n", http.Header{"X-E": {""}}},
 		{"pragma", "Pragma: no-cache\r\n", http.Header{"Pragma": {"no-cache"}, "Cache-Control": {"no-cache"}}},
 		{"no fields", "", http.Header{}},
@@ -28,7 +33,7 @@ func TestParseFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, ok := parseFields(tt.block)
+			h, _, ok := parseFields(tt.block)
 			if ok != (tt.want != nil) {
 				t.Fatalf("ok = %v, want %v", ok, tt.want != nil)
 			}
