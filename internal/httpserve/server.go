@@ -50,8 +50,9 @@ import (
 // Serve; zero fields take the defaults noted.
 type Server struct {
 	Handler http.Handler
-	// BaseContext is the parent of every request's context (default
-	// context.Background()).
+	// BaseContext gives every request's context its values, and its end
+	// cancels the requests in flight and every later one, as if it were
+	// their parent (default context.Background()).
 	BaseContext context.Context
 	// ReadHeaderTimeout bounds reading a request's headers (default 10s).
 	ReadHeaderTimeout time.Duration
@@ -74,6 +75,7 @@ type Server struct {
 	Clock *coarse.Clock
 
 	clockOnce sync.Once
+	baseOnce  sync.Once
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -135,9 +137,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	// Request contexts are not children of base (registering each one
 	// with base, and removing it, took base's lock twice per request on
 	// every connection); instead base's end cancels the requests in
-	// flight here.
-	stop := context.AfterFunc(base, func() { s.cancelRequests(context.Cause(base)) })
-	defer stop()
+	// flight, also after Serve returned: Shutdown closes the listeners
+	// first and lets the requests run on.
+	s.baseOnce.Do(func() {
+		context.AfterFunc(base, func() { s.cancelRequests(context.Cause(base)) })
+	})
 	var delay time.Duration
 	for {
 		rwc, err := ln.Accept()

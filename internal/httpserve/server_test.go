@@ -363,52 +363,68 @@ func TestClientGoneCancelsRequest(t *testing.T) {
 }
 
 // TestBaseContextEndCancelsRequests: request contexts carry BaseContext's
-// values, and its end cancels the requests in flight (with its cause) and
-// every later one, as if they were its children.
+// values, and its end cancels the requests in flight (with its cause),
+// also once Shutdown has closed the listener and Serve returned, and every
+// later request from its start.
 func TestBaseContextEndCancelsRequests(t *testing.T) {
 	type key struct{}
-	base, cancelBase := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
-	defer cancelBase(nil)
 	stopped := errors.New("shutting down")
 	type seen struct {
 		value any
 		cause error
 	}
-	results := make(chan seen, 2)
-	started := make(chan struct{}, 2)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{BaseContext: base, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		started <- struct{}{}
-		select {
-		case <-r.Context().Done():
-			results <- seen{r.Context().Value(key{}), context.Cause(r.Context())}
-		case <-time.After(10 * time.Second):
-			results <- seen{r.Context().Value(key{}), errors.New("the request was not cancelled")}
+	serve := func(base context.Context) (*Server, net.Listener, chan seen, chan error) {
+		results := make(chan seen, 1)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	})}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	defer func() {
-		s.Close()
-		<-done
-	}()
-
-	c := dial(t, ln.Addr().String())
-	c.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	<-started
-	cancelBase(stopped)
-	// A request that starts after the end is cancelled from the start.
-	c2 := dial(t, ln.Addr().String())
-	c2.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	for range 2 {
-		got := <-results
+		s := &Server{BaseContext: base, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.(http.Flusher).Flush() // the client knows the request started
+			select {
+			case <-r.Context().Done():
+				results <- seen{r.Context().Value(key{}), context.Cause(r.Context())}
+			case <-time.After(10 * time.Second):
+				results <- seen{r.Context().Value(key{}), errors.New("the request was not cancelled")}
+			}
+		})}
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ln) }()
+		t.Cleanup(func() { s.Close() })
+		return s, ln, results, done
+	}
+	check := func(got seen) {
+		t.Helper()
 		if got.value != "v" || !errors.Is(got.cause, stopped) {
 			t.Errorf("value %v, cause %v; want v, %v", got.value, got.cause, stopped)
 		}
 	}
+
+	base, cancelBase := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
+	defer cancelBase(nil)
+	s, ln, results, done := serve(base)
+	c := dial(t, ln.Addr().String())
+	c.send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(c.br, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("response head: %v", err)
+	}
+	// Shutdown closes the listener (Serve returns) and waits for the
+	// request; the end of BaseContext must still reach it.
+	shutdownDone := make(chan error, 1)
+	go func() { shutdownDone <- s.Shutdown(context.Background()) }()
+	if err := <-done; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve returned %v, want ErrServerClosed", err)
+	}
+	cancelBase(stopped)
+	check(<-results)
+	if err := <-shutdownDone; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+
+	// A request that starts after the end is cancelled from the start.
+	_, ln, results, _ = serve(base)
+	dial(t, ln.Addr().String()).send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	check(<-results)
 }
 
 func TestQuickRequestIsNotWatched(t *testing.T) {
