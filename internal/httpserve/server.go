@@ -50,9 +50,8 @@ import (
 // Serve; zero fields take the defaults noted.
 type Server struct {
 	Handler http.Handler
-	// BaseContext gives every request's context its values, and its end
-	// cancels the requests in flight and every later one, as if it were
-	// their parent (default context.Background()).
+	// BaseContext is the parent of every connection's context, and so of
+	// every request's (default context.Background()).
 	BaseContext context.Context
 	// ReadHeaderTimeout bounds reading a request's headers (default 10s).
 	ReadHeaderTimeout time.Duration
@@ -75,7 +74,6 @@ type Server struct {
 	Clock *coarse.Clock
 
 	clockOnce sync.Once
-	baseOnce  sync.Once
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -134,14 +132,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	if base == nil {
 		base = context.Background()
 	}
-	// Request contexts are not children of base (registering each one
-	// with base, and removing it, took base's lock twice per request on
-	// every connection); instead base's end cancels the requests in
-	// flight, also after Serve returned: Shutdown closes the listeners
-	// first and lets the requests run on.
-	s.baseOnce.Do(func() {
-		context.AfterFunc(base, func() { s.cancelRequests(context.Cause(base)) })
-	})
 	var delay time.Duration
 	for {
 		rwc, err := ln.Accept()
@@ -163,6 +153,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		delay = 0
 		c := newConn(s, rwc, base)
 		if !s.addConn(c) {
+			c.cancel()
 			rwc.Close()
 			return ErrServerClosed
 		}
@@ -200,15 +191,6 @@ func (s *Server) addConn(c *conn) bool {
 	}
 	s.conns[c] = struct{}{}
 	return true
-}
-
-// cancelRequests cancels the context of every request in flight.
-func (s *Server) cancelRequests(cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		c.cancelRequest(cause)
-	}
 }
 
 func (s *Server) removeConn(c *conn) {
@@ -280,19 +262,16 @@ const (
 type conn struct {
 	srv *Server
 	rwc net.Conn
-	// base is the server's BaseContext, whose end cancels the request in
-	// flight; reqParent is base without its cancellation, the parent of
-	// each request's context.
-	base      context.Context
-	baseDone  <-chan struct{}
-	reqParent context.Context
-	// cancel cancels the request in flight, nil between requests.
-	cancelMu sync.Mutex
-	cancel   context.CancelCauseFunc
-	lr       *limitReader
-	br       *bufio.Reader
-	bw       *bufio.Writer
-	state    atomic.Int32
+	// ctx is the connection's context, a child of BaseContext and the
+	// parent of its requests' contexts: a request registers with its
+	// connection's context, not with the one BaseContext every
+	// connection shares (whose lock each request took twice).
+	ctx    context.Context
+	cancel context.CancelFunc
+	lr     *limitReader
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	state  atomic.Int32
 	// remote is the client's address, formatted once.
 	remote string
 	// buf holds a response body whose length is not known yet; reused by
@@ -311,7 +290,8 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	rwc = rawconn.Wrap(rwc)
-	c := &conn{srv: s, rwc: rwc, base: base, baseDone: base.Done(), reqParent: context.WithoutCancel(base), remote: rwc.RemoteAddr().String()}
+	c := &conn{srv: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
+	c.ctx, c.cancel = context.WithCancel(base)
 	c.lr = &limitReader{r: rwc, n: noLimit}
 	c.br = bufio.NewReaderSize(c.lr, 4<<10)
 	c.bw = bufio.NewWriterSize(rwc, 4<<10)
@@ -347,6 +327,7 @@ func (c *conn) serve() {
 	defer func() {
 		c.rwc.Close()
 		c.srv.removeConn(c)
+		c.cancel()
 	}()
 	for {
 		c.state.Store(stateIdle)
@@ -367,7 +348,7 @@ func (c *conn) serve() {
 		}
 		c.deadline.Reset(c.srv.readHeaderTimeout())
 		c.lr.n = c.srv.maxHeaderBytes() + 4<<10 // bufio's look-ahead
-		ctx, cancel := c.newRequestContext()
+		ctx, cancel := context.WithCancelCause(c.ctx)
 		req, err := readRequest(ctx, c.br, c.srv.maxHeaderBytes())
 		c.lr.n = noLimit
 		if c.deadline.Stop() && err == nil {
@@ -376,50 +357,13 @@ func (c *conn) serve() {
 			err = os.ErrDeadlineExceeded
 		}
 		if err != nil {
-			c.endRequest()
+			cancel(nil)
 			c.reject(err)
 			return
 		}
 		if !c.handle(req, cancel) {
 			return
 		}
-	}
-}
-
-// newRequestContext returns the context of the next request and its
-// cancel function; endRequest cancels it once the request is over.
-func (c *conn) newRequestContext() (context.Context, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(c.reqParent)
-	c.cancelMu.Lock()
-	c.cancel = cancel
-	c.cancelMu.Unlock()
-	// base may have ended before cancel was set, unseen by cancelRequests.
-	select {
-	case <-c.baseDone:
-		cancel(context.Cause(c.base))
-	default:
-	}
-	return ctx, cancel
-}
-
-// endRequest cancels the context of the request that is over and forgets
-// it.
-func (c *conn) endRequest() {
-	c.cancelMu.Lock()
-	cancel := c.cancel
-	c.cancel = nil
-	c.cancelMu.Unlock()
-	if cancel != nil {
-		cancel(nil)
-	}
-}
-
-// cancelRequest cancels the request in flight, if any.
-func (c *conn) cancelRequest(cause error) {
-	c.cancelMu.Lock()
-	defer c.cancelMu.Unlock()
-	if c.cancel != nil {
-		c.cancel(cause)
 	}
 }
 
@@ -448,11 +392,11 @@ func (c *conn) reject(err error) {
 	c.bw.Flush()
 }
 
-// handle runs the handler for req, whose context cancel cancels early (a
-// client gone), and writes its response; it reports whether the
-// connection may serve another request.
+// handle runs the handler for req, whose context cancel ends, and writes
+// its response; it reports whether the connection may serve another
+// request.
 func (c *conn) handle(req *http.Request, cancel context.CancelCauseFunc) (keepAlive bool) {
-	defer c.endRequest()
+	defer cancel(nil)
 	if req.ProtoMajor != 1 {
 		c.reject(errors.New("unsupported protocol version"))
 		return false
