@@ -214,19 +214,7 @@ func field(block string, i int) (name, value string, next int, ok bool) {
 	if end+1 >= len(block) || block[end] != '\r' || block[end+1] != '\n' {
 		return "", "", 0, false
 	}
-	return block[i:colon], trimOWS(block[colon+1 : end]), end + 2, true
-}
-
-// trimOWS trims spaces and tabs from both ends of v (strings.Trim with a
-// cutset builds a set on every call).
-func trimOWS(v string) string {
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
+	return block[i:colon], textproto.TrimString(block[colon+1 : end]), end + 2, true
 }
 
 // canonicalKey is textproto.CanonicalMIMEHeaderKey, without its allocation
@@ -258,7 +246,7 @@ func Value(h http.Header, k string) string {
 func HasToken(vs []string, token string) bool {
 	for _, v := range vs {
 		for part := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(trimOWS(part), token) {
+			if strings.EqualFold(textproto.TrimString(part), token) {
 				return true
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 )
 
@@ -56,7 +57,7 @@ func CleanValue(v string) string {
 			break
 		}
 	}
-	return trimOWS(v)
+	return textproto.TrimString(v)
 }
 
 // ValidName reports whether k can be written as a header name: a non-empty
