@@ -22,7 +22,8 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // busyTimeout is how long a connection waits for another process's write
@@ -72,7 +73,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	write.SetConnMaxIdleTime(0)
 	// The write connection is opened first: it creates the file and switches
 	// it to WAL before any reader attaches.
-	if err := write.PingContext(ctx); err != nil {
+	if err := pingWhileBusy(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -98,6 +99,28 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		return nil, err
 	}
 	return s, nil
+}
+
+// pingWhileBusy opens db's first connection, retrying for up to busyTimeout
+// while another process or Store holds the lock: switching a new file to WAL
+// can fail with SQLITE_BUSY at once, without waiting on the busy handler,
+// when several openers race on it.
+func pingWhileBusy(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		err := db.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // dsn builds a modernc.org/sqlite URI for path with the given parameters.
