@@ -1,0 +1,134 @@
+// Package body holds a JSON request body as its top-level members, each kept
+// as the exact bytes the client sent, so a gateway can rewrite one member and
+// forward every other one unchanged, in the client's order.
+package body
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrNotObject reports a body that is not one JSON object.
+var ErrNotObject = errors.New("body is not a JSON object")
+
+// Object is a JSON object's members in their original order.
+type Object struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+// Parse reads b, which must hold exactly one JSON object. Member values are
+// the client's bytes; of a repeated key the last value wins (as in
+// encoding/json) at the first key's position.
+func Parse(b []byte) (*Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, ErrNotObject
+	}
+	o := &Object{vals: map[string]json.RawMessage{}}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotObject, err)
+		}
+		key := tok.(string) // inside an object the decoder yields keys as strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%w: member %q: %v", ErrNotObject, key, err)
+		}
+		if _, dup := o.vals[key]; !dup {
+			o.keys = append(o.keys, key)
+		}
+		o.vals[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the object", ErrNotObject)
+	}
+	return o, nil
+}
+
+// Get returns the member's bytes, or nil when it is absent.
+func (o *Object) Get(key string) json.RawMessage { return o.vals[key] }
+
+// Has reports whether the member is present and not null.
+func (o *Object) Has(key string) bool {
+	v, ok := o.vals[key]
+	return ok && string(v) != "null"
+}
+
+// Clone returns a copy that can be changed without changing o.
+func (o *Object) Clone() *Object {
+	c := &Object{keys: append([]string(nil), o.keys...), vals: make(map[string]json.RawMessage, len(o.vals))}
+	for k, v := range o.vals {
+		c.vals[k] = v
+	}
+	return c
+}
+
+// Set replaces the member's value, or appends the member when it is absent.
+// v must be valid JSON.
+func (o *Object) Set(key string, v json.RawMessage) {
+	if _, ok := o.vals[key]; !ok {
+		o.keys = append(o.keys, key)
+	}
+	o.vals[key] = v
+}
+
+// Bytes encodes the object: members in order, each value as stored.
+func (o *Object) Bytes() []byte {
+	n := 2
+	for _, k := range o.keys {
+		n += len(k) + len(o.vals[k]) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k) // a string always encodes
+		b = append(b, kb...)
+		b = append(b, ':')
+		b = append(b, o.vals[k]...)
+	}
+	return append(b, '}')
+}
+
+// Array encodes elements as a JSON array, each element as given.
+func Array(elems []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, e := range elems {
+		n += len(e) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, e := range elems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	return append(b, ']')
+}
+
+// Marshal encodes v like json.Marshal, but leaves <, > and & unescaped so
+// text memgate writes reads as the client would have written it.
+func Marshal(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
