@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // ErrNotObject reports a body that is not one JSON object.
@@ -132,3 +134,27 @@ func Marshal(v any) (json.RawMessage, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// FieldError reports a request member that breaks the dialect's rules. It
+// matches memory.ErrInvalid under errors.Is; Param names the member as
+// OpenAI's and Anthropic's error bodies do ("messages[2].content").
+type FieldError struct {
+	Param string
+	Msg   string
+}
+
+// Invalid returns a *FieldError for param.
+func Invalid(param, format string, args ...any) error {
+	return &FieldError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Error returns "param: message".
+func (e *FieldError) Error() string {
+	if e.Param == "" {
+		return e.Msg
+	}
+	return e.Param + ": " + e.Msg
+}
+
+// Is reports whether target is memory.ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == memory.ErrInvalid }

@@ -1,0 +1,253 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/memgate/memgate/internal/dialect/chat"
+)
+
+// block is an Anthropic content block, as far as memgate reads it.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	Thinking  string          `json:"thinking"`
+	Source    *source         `json:"source"`
+	Title     string          `json:"title"`
+}
+
+// source is an image or document block's source.
+type source struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// toChat converts one Anthropic message to chat messages.
+//
+// A user message's tool_result blocks become tool messages (in order, first,
+// as Anthropic puts them first); its text, image and document blocks become
+// one user message after them. An assistant message becomes one assistant
+// message (see assistantMessage). Blocks chat cannot hold (server tools,
+// redacted thinking, search results) are left out of memory; the client's
+// own blocks still go upstream unchanged.
+func toChat(role string, blocks []block, text *string) ([]chat.Message, error) {
+	if text != nil {
+		if role == "assistant" {
+			return []chat.Message{chat.Assistant(*text, nil, "", "")}, nil
+		}
+		return []chat.Message{{Role: "user", Content: chat.Text(*text)}}, nil
+	}
+	if role == "assistant" {
+		return []chat.Message{assistantMessage(blocks)}, nil
+	}
+	var (
+		out   []chat.Message
+		parts []chat.Part
+	)
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_result":
+			out = append(out, chat.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: chat.Text(toolResultText(b.Content))})
+		default:
+			if p, ok := chatPart(b); ok {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if c := chat.Content(parts); c != nil {
+		out = append(out, chat.Message{Role: "user", Content: c})
+	}
+	if len(out) == 0 {
+		// Nothing chat can hold: keep the turn as an empty user message so
+		// the conversation's shape survives.
+		out = append(out, chat.Message{Role: "user", Content: chat.Text("")})
+	}
+	return out, nil
+}
+
+// assistantMessage converts an assistant's blocks: text blocks concatenated
+// (Claude splits one answer into several text blocks around citations),
+// tool_use blocks as tool calls with the input as compact JSON, thinking
+// blocks joined into reasoning_content. Request history and captured replies
+// go through it alike, so a reply the client sends back as history has the
+// fingerprint capture stored it under.
+func assistantMessage(blocks []block) chat.Message {
+	var (
+		text     strings.Builder
+		thinking []string
+		calls    []chat.ToolCall
+	)
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "thinking":
+			thinking = append(thinking, b.Thinking)
+		case "tool_use":
+			calls = append(calls, chat.ToolCall{ID: b.ID, Type: "function", Function: chat.Function{Name: b.Name, Arguments: compactJSON(b.Input)}})
+		}
+	}
+	return chat.Assistant(text.String(), calls, strings.Join(thinking, "\n"), "")
+}
+
+// compactJSON returns a tool input as compact JSON text ("{}" when absent).
+func compactJSON(in json.RawMessage) string {
+	in = bytes.TrimSpace(in)
+	if len(in) == 0 || string(in) == "null" {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, in); err != nil {
+		return string(in)
+	}
+	return b.String()
+}
+
+// toolResultText flattens a tool_result's content: a string, or blocks whose
+// text is joined with "\n" and whose images show as "[image]".
+func toolResultText(c json.RawMessage) string {
+	if len(c) == 0 || string(c) == "null" {
+		return ""
+	}
+	if c[0] == '"' {
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			return s
+		}
+		return ""
+	}
+	var blocks []block
+	if json.Unmarshal(c, &blocks) != nil {
+		return ""
+	}
+	var out []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			out = append(out, b.Text)
+		case "image":
+			out = append(out, "[image]")
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// chatPart converts a user's text, image or document block to a chat part.
+func chatPart(b block) (chat.Part, bool) {
+	switch b.Type {
+	case "text":
+		return chat.Part{Type: "text", Text: b.Text}, true
+	case "image":
+		if s := b.Source; s != nil {
+			switch s.Type {
+			case "base64":
+				return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, true
+			case "url":
+				return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: s.URL}}, true
+			}
+		}
+	case "document":
+		if s := b.Source; s != nil {
+			switch s.Type {
+			case "base64":
+				return chat.Part{Type: "file", File: &chat.File{FileData: "data:" + s.MediaType + ";base64," + s.Data, Filename: b.Title}}, true
+			case "text":
+				return chat.Part{Type: "text", Text: s.Data}, true
+			}
+		}
+	}
+	return chat.Part{}, false
+}
+
+// outBlock is a content block memgate writes for a stored turn.
+type outBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	Source    *source         `json:"source,omitempty"`
+}
+
+// fromChat converts a stored chat message to the role and blocks of an
+// Anthropic message. System messages and messages with nothing Anthropic
+// can hold yield ok == false. Reasoning is left out: a thinking block needs
+// the provider's signature, which chat history does not keep.
+func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
+	m, parts, err := chat.Decode(raw)
+	if err != nil {
+		return "", nil, false
+	}
+	switch m.Role {
+	case "user":
+		for _, p := range parts {
+			if b, ok := blockOf(p); ok {
+				blocks = append(blocks, b)
+			}
+		}
+		return "user", blocks, len(blocks) > 0
+	case "assistant":
+		if t := chat.TextOf(parts); t != "" {
+			blocks = append(blocks, outBlock{Type: "text", Text: t})
+		}
+		if m.Refusal != "" {
+			blocks = append(blocks, outBlock{Type: "text", Text: m.Refusal})
+		}
+		for _, tc := range m.ToolCalls {
+			in := json.RawMessage(tc.Function.Arguments)
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(in, &obj) != nil || obj == nil {
+				in = json.RawMessage(`{}`)
+			}
+			blocks = append(blocks, outBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: in})
+		}
+		return "assistant", blocks, len(blocks) > 0
+	case "tool":
+		return "user", []outBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: chat.TextOf(parts)}}, m.ToolCallID != ""
+	}
+	return "", nil, false
+}
+
+// blockOf converts a chat part to an Anthropic block.
+func blockOf(p chat.Part) (outBlock, bool) {
+	switch p.Type {
+	case "text":
+		return outBlock{Type: "text", Text: p.Text}, p.Text != ""
+	case "image_url":
+		if media, data, ok := dataURL(p.ImageURL.URL); ok {
+			return outBlock{Type: "image", Source: &source{Type: "base64", MediaType: media, Data: data}}, true
+		}
+		if strings.HasPrefix(p.ImageURL.URL, "https://") || strings.HasPrefix(p.ImageURL.URL, "http://") {
+			return outBlock{Type: "image", Source: &source{Type: "url", URL: p.ImageURL.URL}}, true
+		}
+	case "file":
+		if media, data, ok := dataURL(p.File.FileData); ok && media == "application/pdf" {
+			return outBlock{Type: "document", Source: &source{Type: "base64", MediaType: media, Data: data}}, true
+		}
+	}
+	return outBlock{}, false
+}
+
+// dataURL splits a base64 data: URL into its media type and data.
+func dataURL(u string) (media, data string, ok bool) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", false
+	}
+	head, data, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", false
+	}
+	media, ok = strings.CutSuffix(head, ";base64")
+	return media, data, ok && media != ""
+}

@@ -1,0 +1,289 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Render returns the request body to send upstream for the assembled prompt
+// p (inject's Prepared for this request's Messages):
+//
+//   - Every system message of p that is not the client's own is memory
+//     (the memory block) and is appended to system after the app's text: to
+//     a string system with a blank line between, to a block system as one
+//     more text block (the client's blocks, cache_control included, stay as
+//     they were), or as the whole system when the client set none.
+//   - The client's messages that p keeps go upstream byte for byte. When
+//     inject dropped the oldest ones to fit the budget, whole messages are
+//     kept from the first one p still holds a part of.
+//   - The stored turns p adds before them become Anthropic messages and are
+//     prepended, following Anthropic's rules: roles alternate (consecutive
+//     turns of one role are merged), the first message is the user's, every
+//     tool_use is answered by a tool_result in the very next message and
+//     every tool_result answers a tool_use in the message before. A stored
+//     turn that cannot meet them is dropped, never one of the client's.
+//
+// Every other member of the body is forwarded as the client sent it.
+func (r *Request) Render(p memory.Prepared) ([]byte, error) {
+	var (
+		memTexts []string
+		rest     []json.RawMessage
+	)
+	for _, m := range p.Messages {
+		var head struct {
+			Role string `json:"role"`
+		}
+		if err := json.Unmarshal(m, &head); err != nil {
+			return nil, fmt.Errorf("render: assembled message: %w", err)
+		}
+		if !memory.IsSystem(head.Role) {
+			rest = append(rest, m)
+			continue
+		}
+		if r.sysChat != nil && bytes.Equal(m, r.sysChat) {
+			continue
+		}
+		pm, err := memory.ParseMessage(m)
+		if err != nil {
+			return nil, fmt.Errorf("render: memory block: %w", err)
+		}
+		if pm.Content != "" {
+			memTexts = append(memTexts, pm.Content)
+		}
+	}
+
+	// The client's messages p kept are a suffix of rest; what precedes them
+	// is stored history.
+	client := r.Messages
+	if r.sysChat != nil {
+		client = client[1:]
+	}
+	origin := r.origin[len(r.origin)-len(client):]
+	i, j := len(rest), len(client)
+	for i > 0 && j > 0 && bytes.Equal(rest[i-1], client[j-1]) {
+		i, j = i-1, j-1
+	}
+	first := len(r.messages) - 1
+	if j < len(client) {
+		first = origin[j]
+	}
+	stored := make([]turn, 0, i)
+	for _, raw := range rest[:i] {
+		if role, blocks, ok := fromChat(raw); ok {
+			stored = append(stored, turn{role: role, blocks: blocks})
+		}
+	}
+	msgs, err := arrange(stored, r.messages, first)
+	if err != nil {
+		return nil, err
+	}
+
+	obj := r.obj.Clone()
+	if sys, err := r.systemWith(memTexts); err != nil {
+		return nil, err
+	} else if sys != nil {
+		obj.Set("system", sys)
+	}
+	obj.Set("messages", body.Array(msgs))
+	return obj.Bytes(), nil
+}
+
+// systemWith returns the system member with the memory texts appended, or
+// nil when there are none (the client's member stays).
+func (r *Request) systemWith(texts []string) (json.RawMessage, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	var mem string
+	for i, t := range texts {
+		if i > 0 {
+			mem += "\n\n"
+		}
+		mem += t
+	}
+	switch {
+	case r.system == nil:
+		return body.Marshal(mem)
+	case r.system[0] == '"':
+		var s string
+		if err := json.Unmarshal(r.system, &s); err != nil {
+			return nil, fmt.Errorf("render: system: %w", err)
+		}
+		if s != "" {
+			mem = s + "\n\n" + mem
+		}
+		return body.Marshal(mem)
+	}
+	var blocks []json.RawMessage
+	if err := json.Unmarshal(r.system, &blocks); err != nil {
+		return nil, fmt.Errorf("render: system: %w", err)
+	}
+	b, err := body.Marshal(outBlock{Type: "text", Text: mem})
+	if err != nil {
+		return nil, fmt.Errorf("render: system: %w", err)
+	}
+	return body.Array(append(blocks, b)), nil
+}
+
+// turn is one message being arranged: a stored one (blocks) or one of the
+// client's (raw, never changed).
+type turn struct {
+	role   string
+	blocks []outBlock
+	raw    json.RawMessage
+}
+
+// toolUses returns the ids of the turn's tool_use blocks.
+func (t turn) toolUses() []string {
+	var ids []string
+	for _, b := range t.blocks {
+		if b.Type == "tool_use" {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
+}
+
+// toolResults returns the ids the turn's tool_result blocks answer.
+func (t turn) toolResults() []string {
+	var ids []string
+	for _, b := range t.blocks {
+		if b.Type == "tool_result" {
+			ids = append(ids, b.ToolUseID)
+		}
+	}
+	return ids
+}
+
+// clientTurn reads one of the client's messages for arranging.
+func clientTurn(raw json.RawMessage) turn {
+	role, blocks, _, _ := decodeMessage(raw) // parsed once already
+	t := turn{role: role, raw: raw}
+	for _, b := range blocks {
+		if b.Type == "tool_use" || b.Type == "tool_result" {
+			t.blocks = append(t.blocks, outBlock{Type: b.Type, ID: b.ID, ToolUseID: b.ToolUseID})
+		}
+	}
+	return t
+}
+
+// arrange returns the messages to send: the stored turns, repaired to meet
+// Anthropic's rules, then the client's messages from first on. When the
+// client's messages were cut (first > 0), leading ones that cannot open a
+// conversation (an assistant message, or tool results whose tool_use was
+// cut) are dropped too, keeping at least the last.
+func arrange(stored []turn, client []json.RawMessage, first int) ([]json.RawMessage, error) {
+	if first > 0 {
+		for first < len(client)-1 {
+			t := clientTurn(client[first])
+			if t.role == "user" && len(t.toolResults()) == 0 {
+				break
+			}
+			first++
+		}
+	}
+	head := clientTurn(client[first])
+	stored = repair(stored, head)
+	out := make([]json.RawMessage, 0, len(stored)+len(client)-first)
+	for _, t := range stored {
+		b, err := body.Marshal(struct {
+			Role    string     `json:"role"`
+			Content []outBlock `json:"content"`
+		}{t.role, t.blocks})
+		if err != nil {
+			return nil, fmt.Errorf("render: stored turn: %w", err)
+		}
+		out = append(out, b)
+	}
+	return append(out, client[first:]...), nil
+}
+
+// repair makes the stored turns a valid opening for head, the client's first
+// kept message, dropping blocks and turns until nothing changes.
+func repair(ts []turn, head turn) []turn {
+	for {
+		before := fingerprint(ts)
+		ts = mergeRoles(ts)
+		// The first message is a user's.
+		for len(ts) > 0 && ts[0].role != "user" {
+			ts = ts[1:]
+		}
+		for i := range ts {
+			var prevUses, nextResults []string
+			if i > 0 {
+				prevUses = ts[i-1].toolUses()
+			}
+			if i+1 < len(ts) {
+				nextResults = ts[i+1].toolResults()
+			} else {
+				nextResults = head.toolResults()
+			}
+			ts[i].blocks = slices.DeleteFunc(slices.Clone(ts[i].blocks), func(b outBlock) bool {
+				switch b.Type {
+				case "tool_result":
+					return !slices.Contains(prevUses, b.ToolUseID)
+				case "tool_use":
+					return !slices.Contains(nextResults, b.ID)
+				}
+				return false
+			})
+		}
+		ts = slices.DeleteFunc(ts, func(t turn) bool { return len(t.blocks) == 0 })
+		// The client's first message follows a turn of the other role.
+		if n := len(ts); n > 0 && ts[n-1].role == head.role {
+			ts = ts[:n-1]
+		}
+		if fingerprint(ts) == before {
+			return ts
+		}
+	}
+}
+
+// mergeRoles merges consecutive turns of one role, tool_result blocks first
+// in a merged user turn (Anthropic wants them before any other content).
+func mergeRoles(ts []turn) []turn {
+	out := ts[:0:0]
+	for _, t := range ts {
+		if n := len(out); n > 0 && out[n-1].role == t.role {
+			merged := append(slices.Clone(out[n-1].blocks), t.blocks...)
+			if t.role == "user" {
+				slices.SortStableFunc(merged, func(a, b outBlock) int {
+					return boolInt(b.Type == "tool_result") - boolInt(a.Type == "tool_result")
+				})
+			}
+			out[n-1].blocks = merged
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fingerprint summarises the turns' shape, to detect a repair pass that
+// changed nothing.
+func fingerprint(ts []turn) string {
+	var b bytes.Buffer
+	for _, t := range ts {
+		b.WriteString(t.role)
+		for _, bl := range t.blocks {
+			b.WriteByte(' ')
+			b.WriteString(bl.Type)
+			b.WriteString(bl.ID)
+			b.WriteString(bl.ToolUseID)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,151 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memgate/memgate/internal/dialect/chat"
+	"github.com/memgate/memgate/internal/dialect/sse"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Stream reassembles a streamed Messages API reply for capture. It is an
+// io.Writer fed the raw event stream, in whatever pieces the relay copies
+// it, and never holds more than its limit. It is used by one goroutine.
+type Stream struct {
+	dec     *sse.Decoder
+	blocks  map[int]*streamBlock
+	usage   usage
+	started bool
+	stopped bool
+	err     error
+}
+
+// streamBlock is a content block being reassembled.
+type streamBlock struct {
+	block
+	text      strings.Builder
+	thinking  strings.Builder
+	inputJSON strings.Builder
+	sawInput  bool
+}
+
+// streamEvent is the part of a stream event Stream reads.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		Usage *usage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *block `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+	} `json:"delta"`
+	Usage *usage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// NewStream returns a Stream that gives up (every later Write and Result
+// fail) once more than limit bytes were written; limit <= 0 means none.
+func NewStream(limit int64) *Stream {
+	s := &Stream{blocks: map[int]*streamBlock{}}
+	s.dec = sse.NewDecoder(limit, s.event)
+	return s
+}
+
+// Write feeds the next piece of the event stream.
+func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
+
+// event folds in one event: message_start (usage), content_block_start,
+// content_block_delta (text_delta, input_json_delta, thinking_delta;
+// signature_delta and citations_delta carry nothing chat keeps),
+// content_block_stop, message_delta (usage), message_stop, ping. An error
+// event fails the stream.
+func (s *Stream) event(ev sse.Event) error {
+	var e streamEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return fmt.Errorf("%w: stream event %q: %v", memory.ErrInvalid, ev.Type, err)
+	}
+	switch e.Type {
+	case "message_start":
+		s.started = true
+		if e.Message != nil {
+			s.usage.merge(e.Message.Usage)
+		}
+	case "content_block_start":
+		if e.ContentBlock == nil {
+			return fmt.Errorf("%w: content_block_start without content_block", memory.ErrInvalid)
+		}
+		b := &streamBlock{block: *e.ContentBlock}
+		b.text.WriteString(b.Text)
+		b.thinking.WriteString(b.Thinking)
+		s.blocks[e.Index] = b
+	case "content_block_delta":
+		b := s.blocks[e.Index]
+		if b == nil || e.Delta == nil {
+			return fmt.Errorf("%w: content_block_delta for unknown block %d", memory.ErrInvalid, e.Index)
+		}
+		switch e.Delta.Type {
+		case "text_delta":
+			b.text.WriteString(e.Delta.Text)
+		case "thinking_delta":
+			b.thinking.WriteString(e.Delta.Thinking)
+		case "input_json_delta":
+			b.inputJSON.WriteString(e.Delta.PartialJSON)
+			b.sawInput = true
+		}
+	case "message_delta":
+		s.usage.merge(e.Usage)
+	case "message_stop":
+		s.stopped = true
+	case "error":
+		msg := ""
+		if e.Error != nil {
+			msg = e.Error.Type + ": " + e.Error.Message
+		}
+		return fmt.Errorf("%w: stream error event: %s", memory.ErrInvalid, msg)
+	}
+	return nil
+}
+
+// Result returns the reply reassembled — equal to what ReplyFromJSON reads
+// from the same answer given whole — and the usage. It fails when the stream
+// broke off before message_stop, carried an error event or exceeded the
+// limit.
+func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
+	if err := s.dec.Err(); err != nil {
+		return memory.Message{}, nil, fmt.Errorf("anthropic stream: %w", err)
+	}
+	if !s.started || !s.stopped {
+		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before message_stop", memory.ErrInvalid)
+	}
+	idx := make([]int, 0, len(s.blocks))
+	for i := range s.blocks {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	blocks := make([]block, 0, len(idx))
+	for _, i := range idx {
+		b := s.blocks[i]
+		out := b.block
+		out.Text = b.text.String()
+		out.Thinking = b.thinking.String()
+		if b.sawInput {
+			out.Input = json.RawMessage(b.inputJSON.String())
+		}
+		blocks = append(blocks, out)
+	}
+	msg, err := chat.Encode(assistantMessage(blocks))
+	if err != nil {
+		return memory.Message{}, nil, err
+	}
+	return msg, s.usage.memory(), nil
+}
