@@ -1,0 +1,192 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Render returns the request body to send upstream for the assembled prompt
+// p (inject's Prepared for this request's Messages):
+//
+//   - Every system message of p that is not the client's own is memory
+//     (the memory block) and is appended to instructions after the app's
+//     text, a blank line between (to an array of instructions as one more
+//     developer message); the client's own system and developer items stay
+//     where they were in input.
+//   - The client's items that p keeps go upstream byte for byte; when
+//     inject dropped the oldest to fit the budget, items are kept from the
+//     first one p still holds a part of (system and developer items before
+//     it stay).
+//   - The stored turns p adds before them become input items and are
+//     prepended: user and assistant messages, function_call and
+//     function_call_output items. A stored function call whose output is
+//     missing, or an output whose call is missing, is dropped, as the API
+//     rejects both.
+//   - With previous_response_id the provider holds the history: the memory
+//     block is added, stored turns are not.
+//
+// A string input stays a string when nothing is prepended. Every other
+// member of the body is forwarded as the client sent it.
+func (r *Request) Render(p memory.Prepared) ([]byte, error) {
+	var (
+		memTexts []string
+		rest     []json.RawMessage
+	)
+	for _, m := range p.Messages {
+		var head struct {
+			Role string `json:"role"`
+		}
+		if err := json.Unmarshal(m, &head); err != nil {
+			return nil, fmt.Errorf("render: assembled message: %w", err)
+		}
+		if !memory.IsSystem(head.Role) {
+			rest = append(rest, m)
+			continue
+		}
+		if r.system[string(m)] {
+			continue
+		}
+		pm, err := memory.ParseMessage(m)
+		if err != nil {
+			return nil, fmt.Errorf("render: memory block: %w", err)
+		}
+		if pm.Content != "" {
+			memTexts = append(memTexts, pm.Content)
+		}
+	}
+
+	var client []json.RawMessage
+	var origin []int
+	for i, m := range r.Messages {
+		if !r.system[string(m)] {
+			client = append(client, m)
+			origin = append(origin, r.origin[i])
+		}
+	}
+	i, j := len(rest), len(client)
+	for i > 0 && j > 0 && bytes.Equal(rest[i-1], client[j-1]) {
+		i, j = i-1, j-1
+	}
+	first := len(r.items)
+	if j < len(client) {
+		first = origin[j]
+	}
+	var stored []storedItem
+	if r.PreviousResponseID == "" {
+		for _, raw := range rest[:i] {
+			its, err := fromChat(raw)
+			if err != nil {
+				return nil, fmt.Errorf("render: %w", err)
+			}
+			stored = append(stored, its...)
+		}
+	}
+
+	obj := r.obj.Clone()
+	if len(memTexts) > 0 {
+		instr, err := r.instructionsWith(strings.Join(memTexts, "\n\n"))
+		if err != nil {
+			return nil, err
+		}
+		obj.Set("instructions", instr)
+	}
+	if len(stored) == 0 && first == 0 {
+		return obj.Bytes(), nil // input unchanged
+	}
+	input, err := r.arrange(stored, first)
+	if err != nil {
+		return nil, err
+	}
+	obj.Set("input", body.Array(input))
+	return obj.Bytes(), nil
+}
+
+// instructionsWith returns instructions with the memory text appended.
+func (r *Request) instructionsWith(mem string) (json.RawMessage, error) {
+	switch {
+	case r.instructions == nil:
+		return body.Marshal(mem)
+	case r.instructions[0] == '"':
+		var s string
+		if err := json.Unmarshal(r.instructions, &s); err != nil {
+			return nil, fmt.Errorf("render: instructions: %w", err)
+		}
+		if s != "" {
+			mem = s + "\n\n" + mem
+		}
+		return body.Marshal(mem)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(r.instructions, &items); err != nil {
+		return nil, fmt.Errorf("render: instructions: %w", err)
+	}
+	b, err := body.Marshal(storedItem{Type: "message", Role: "developer", Content: mem})
+	if err != nil {
+		return nil, fmt.Errorf("render: instructions: %w", err)
+	}
+	return body.Array(append(items, b)), nil
+}
+
+// arrange returns the input items: the client's system and developer items
+// before first, the stored items (their orphaned calls and outputs
+// dropped), then the client's items from first on — past leading outputs
+// whose call was cut, when the client's items were cut.
+func (r *Request) arrange(stored []storedItem, first int) ([]json.RawMessage, error) {
+	kinds := make([]item, len(r.items))
+	for i, raw := range r.items {
+		_ = json.Unmarshal(raw, &kinds[i]) // parsed once already
+	}
+	var out []json.RawMessage
+	for i := 0; i < first; i++ {
+		if k := kinds[i]; k.kind() == "message" && (k.Role == "system" || k.Role == "developer") {
+			out = append(out, r.items[i])
+		}
+	}
+	for first > 0 && first < len(r.items)-1 && kinds[first].Type == "function_call_output" {
+		first++
+	}
+	// Calls are answered by outputs anywhere after them; outputs answer
+	// calls before them.
+	answered := map[string]bool{}
+	for _, k := range kinds[first:] {
+		if k.Type == "function_call_output" {
+			answered[k.CallID] = true
+		}
+	}
+	for _, s := range stored {
+		if s.Type == "function_call_output" {
+			answered[s.CallID] = true
+		}
+	}
+	called := map[string]bool{}
+	stored = slices.DeleteFunc(slices.Clone(stored), func(s storedItem) bool {
+		switch s.Type {
+		case "function_call":
+			if !answered[s.CallID] {
+				return true
+			}
+			called[s.CallID] = true
+		case "function_call_output":
+			return !called[s.CallID]
+		}
+		return false
+	})
+	for _, s := range stored {
+		b, err := body.Marshal(s)
+		if err != nil {
+			return nil, fmt.Errorf("render: stored item: %w", err)
+		}
+		out = append(out, b)
+	}
+	if r.inputString {
+		// The synthetic item holds the client's string as a user message.
+		return append(out, r.items...), nil
+	}
+	return append(out, r.items[first:]...), nil
+}

@@ -1,0 +1,61 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/memgate/memgate/internal/dialect/chat"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// response is the part of a response object memgate reads.
+type response struct {
+	Object string          `json:"object"`
+	Status string          `json:"status"`
+	Output []item          `json:"output"`
+	Usage  *usage          `json:"usage"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// usage is the Responses API's usage object.
+type usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// reply converts a response's output items to the chat assistant message
+// memgate stores: output text as content, function calls as tool_calls,
+// reasoning summaries as reasoning_content.
+func (r response) reply() (memory.Message, *memory.Usage, error) {
+	if r.Status == "failed" || len(r.Error) > 0 && string(r.Error) != "null" {
+		return memory.Message{}, nil, fmt.Errorf("%w: the response failed", memory.ErrInvalid)
+	}
+	a := &assistant{}
+	for _, it := range r.Output {
+		a.add(it)
+	}
+	msg, err := chat.Encode(a.message())
+	if err != nil {
+		return memory.Message{}, nil, err
+	}
+	var u *memory.Usage
+	if r.Usage != nil {
+		u = chat.Usage(r.Usage.InputTokens, r.Usage.OutputTokens)
+	}
+	return msg, u, nil
+}
+
+// ReplyFromJSON reads a non-streamed Responses API response and returns its
+// output as one chat assistant message and the usage (nil when absent). It
+// fails with memory.ErrInvalid when the body is not a response or the
+// response failed.
+func ReplyFromJSON(b []byte) (memory.Message, *memory.Usage, error) {
+	var r response
+	if err := json.Unmarshal(b, &r); err != nil {
+		return memory.Message{}, nil, fmt.Errorf("%w: response body: %v", memory.ErrInvalid, err)
+	}
+	if r.Object != "response" {
+		return memory.Message{}, nil, fmt.Errorf("%w: body is a %q, not a response", memory.ErrInvalid, r.Object)
+	}
+	return r.reply()
+}

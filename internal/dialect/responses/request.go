@@ -1,0 +1,181 @@
+// Package responses adapts the OpenAI Responses API (POST /v1/responses) to
+// memgate's memory core: instructions and input items become chat messages
+// for inject and capture, an assembled prompt becomes a Responses body again
+// (memory in instructions, stored turns as input items), and replies — whole
+// or streamed — become the chat assistant message capture stores.
+// Everything memgate does not rewrite (store, tools, reasoning, …) is
+// forwarded as the client sent it.
+package responses
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/chat"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Request is a Responses API request body, read once.
+type Request struct {
+	// Model, Stream, MaxTokens (max_output_tokens), User and
+	// PreviousResponseID are the body's members ("" or 0 when absent).
+	Model              string
+	Stream             bool
+	MaxTokens          int
+	User               string
+	PreviousResponseID string
+	// Messages is the conversation in chat format for the memory core:
+	// instructions as a system message, then the input (see ParseRequest).
+	// Parsed holds them read by memory.ParseMessage, index for index.
+	Messages []json.RawMessage
+	Parsed   []memory.Message
+
+	obj          *body.Object
+	instructions json.RawMessage   // nil when absent
+	input        json.RawMessage   // the input member as sent
+	items        []json.RawMessage // the input items (one synthetic item for a string input)
+	inputString  bool
+	system       map[string]bool // Messages that are the client's own system messages
+	origin       []int           // origin[i]: the item Messages[i] starts at (-1: instructions)
+}
+
+// ParseRequest reads a Responses API request body. The input becomes chat
+// messages: a string is one user message; message items keep their role
+// (input_text as text, input_image as image_url, input_file as file); an
+// assistant message item, the function_call items after it and reasoning
+// items before it make one assistant message (output text as content,
+// function calls as tool_calls, reasoning summaries as reasoning_content);
+// a function_call_output is a tool message. Items chat cannot hold (item
+// references, built-in tool calls) are left out of memory and still
+// forwarded. It fails with a *body.FieldError (matching memory.ErrInvalid)
+// when the body is not an object, model is not a non-empty string, input is
+// neither a string nor an array of items, or a member has the wrong type.
+func ParseRequest(b []byte) (*Request, error) {
+	obj, err := body.Parse(b)
+	if err != nil {
+		return nil, body.Invalid("", "%v", err)
+	}
+	r := &Request{obj: obj, system: map[string]bool{}}
+	for _, m := range []struct {
+		key string
+		v   any
+		msg string
+	}{
+		{"model", &r.Model, "model must be a string"},
+		{"stream", &r.Stream, "stream must be a boolean"},
+		{"max_output_tokens", &r.MaxTokens, "max_output_tokens must be an integer"},
+		{"user", &r.User, "user must be a string"},
+		{"previous_response_id", &r.PreviousResponseID, "previous_response_id must be a string"},
+	} {
+		if obj.Has(m.key) {
+			if err := json.Unmarshal(obj.Get(m.key), m.v); err != nil {
+				return nil, body.Invalid(m.key, "%s", m.msg)
+			}
+		}
+	}
+	if r.Model == "" {
+		return nil, body.Invalid("model", "model must be a non-empty string")
+	}
+	if err := r.readInstructions(); err != nil {
+		return nil, err
+	}
+	if err := r.readInput(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// readInstructions reads instructions: a string, or (newer API versions) an
+// array of message items, whose text becomes one system message.
+func (r *Request) readInstructions() error {
+	if !r.obj.Has("instructions") {
+		return nil
+	}
+	r.instructions = r.obj.Get("instructions")
+	var text string
+	if r.instructions[0] == '"' {
+		if err := json.Unmarshal(r.instructions, &text); err != nil {
+			return body.Invalid("instructions", "instructions must be a string")
+		}
+	} else {
+		var items []item
+		if err := json.Unmarshal(r.instructions, &items); err != nil {
+			return body.Invalid("instructions", "instructions must be a string or an array of input items")
+		}
+		var parts []chat.Part
+		for _, it := range items {
+			ps, _ := it.parts()
+			parts = append(parts, ps...)
+		}
+		text = chat.TextOf(parts)
+	}
+	if text == "" {
+		return nil
+	}
+	return r.add(chat.Message{Role: "system", Content: chat.Text(text)}, -1, "instructions")
+}
+
+// readInput reads the input member.
+func (r *Request) readInput() error {
+	r.input = r.obj.Get("input")
+	if !r.obj.Has("input") {
+		if r.PreviousResponseID == "" {
+			return body.Invalid("input", "input is required")
+		}
+		return nil
+	}
+	if r.input[0] == '"' {
+		var s string
+		if err := json.Unmarshal(r.input, &s); err != nil {
+			return body.Invalid("input", "input must be a string or an array of items")
+		}
+		r.inputString = true
+		it, err := body.Marshal(struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{"user", s})
+		if err != nil {
+			return body.Invalid("input", "%v", err)
+		}
+		r.items = []json.RawMessage{it}
+		return r.add(chat.Message{Role: "user", Content: chat.Text(s)}, 0, "input")
+	}
+	if err := json.Unmarshal(r.input, &r.items); err != nil {
+		return body.Invalid("input", "input must be a string or an array of items")
+	}
+	items := make([]item, len(r.items))
+	for i, raw := range r.items {
+		if err := json.Unmarshal(raw, &items[i]); err != nil {
+			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item must be an object: %v", err)
+		}
+		if items[i].kind() == "" {
+			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
+		}
+	}
+	msgs, origins, err := toChat(items)
+	if err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		if err := r.add(m, origins[i], "input["+strconv.Itoa(origins[i])+"]"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add appends one converted chat message.
+func (r *Request) add(m chat.Message, origin int, param string) error {
+	msg, err := chat.Encode(m)
+	if err != nil {
+		return body.Invalid(param, "%v", err)
+	}
+	if memory.IsSystem(m.Role) {
+		r.system[string(msg.Raw)] = true
+	}
+	r.Messages = append(r.Messages, msg.Raw)
+	r.Parsed = append(r.Parsed, msg)
+	r.origin = append(r.origin, origin)
+	return nil
+}

@@ -1,0 +1,212 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memgate/memgate/internal/dialect/sse"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Stream reassembles a streamed Responses API reply for capture. It is an
+// io.Writer fed the raw event stream, in whatever pieces the relay copies
+// it, and never holds more than its limit. It is used by one goroutine.
+type Stream struct {
+	dec   *sse.Decoder
+	items map[int]*streamItem
+	final *response
+	err   error
+}
+
+// streamItem is an output item being reassembled from its events.
+type streamItem struct {
+	item
+	done      bool // the item is whole: output_item.done arrived
+	texts     map[int]*strings.Builder
+	refusal   strings.Builder
+	args      strings.Builder
+	sawArgs   bool
+	summaries map[int]*strings.Builder
+}
+
+// streamEvent is the part of a stream event Stream reads.
+type streamEvent struct {
+	Type         string    `json:"type"`
+	OutputIndex  int       `json:"output_index"`
+	ContentIndex int       `json:"content_index"`
+	SummaryIndex int       `json:"summary_index"`
+	Item         *item     `json:"item"`
+	Delta        string    `json:"delta"`
+	Text         *string   `json:"text"`
+	Refusal      *string   `json:"refusal"`
+	Arguments    *string   `json:"arguments"`
+	Response     *response `json:"response"`
+	Message      string    `json:"message"`
+}
+
+// NewStream returns a Stream that gives up (every later Write and Result
+// fail) once more than limit bytes were written; limit <= 0 means none.
+func NewStream(limit int64) *Stream {
+	s := &Stream{items: map[int]*streamItem{}}
+	s.dec = sse.NewDecoder(limit, s.event)
+	return s
+}
+
+// Write feeds the next piece of the event stream.
+func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
+
+// at returns the item at an output index, creating it.
+func (s *Stream) at(i int) *streamItem {
+	it := s.items[i]
+	if it == nil {
+		it = &streamItem{texts: map[int]*strings.Builder{}, summaries: map[int]*strings.Builder{}}
+		s.items[i] = it
+	}
+	return it
+}
+
+// builder returns the builder for index i of m, creating it.
+func builder(m map[int]*strings.Builder, i int) *strings.Builder {
+	b := m[i]
+	if b == nil {
+		b = &strings.Builder{}
+		m[i] = b
+	}
+	return b
+}
+
+// event folds in one event: output items as added, their text, refusal,
+// argument and reasoning-summary deltas and done events, the whole item at
+// response.output_item.done, and the final response (usage, and its output
+// when the provider includes it) at response.completed or
+// response.incomplete. response.failed and error fail the stream; other
+// events (created, in_progress, content_part.*) carry nothing more.
+func (s *Stream) event(ev sse.Event) error {
+	var e streamEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return fmt.Errorf("%w: stream event %q: %v", memory.ErrInvalid, ev.Type, err)
+	}
+	switch e.Type {
+	case "response.output_item.added", "response.output_item.done":
+		if e.Item == nil {
+			return fmt.Errorf("%w: %s without item", memory.ErrInvalid, e.Type)
+		}
+		it := s.at(e.OutputIndex)
+		it.item = *e.Item
+		it.done = e.Type == "response.output_item.done"
+	case "response.output_text.delta":
+		builder(s.at(e.OutputIndex).texts, e.ContentIndex).WriteString(e.Delta)
+	case "response.output_text.done":
+		if e.Text != nil {
+			b := builder(s.at(e.OutputIndex).texts, e.ContentIndex)
+			b.Reset()
+			b.WriteString(*e.Text)
+		}
+	case "response.refusal.delta":
+		s.at(e.OutputIndex).refusal.WriteString(e.Delta)
+	case "response.refusal.done":
+		if e.Refusal != nil {
+			it := s.at(e.OutputIndex)
+			it.refusal.Reset()
+			it.refusal.WriteString(*e.Refusal)
+		}
+	case "response.function_call_arguments.delta":
+		it := s.at(e.OutputIndex)
+		it.args.WriteString(e.Delta)
+		it.sawArgs = true
+	case "response.function_call_arguments.done":
+		if e.Arguments != nil {
+			it := s.at(e.OutputIndex)
+			it.args.Reset()
+			it.args.WriteString(*e.Arguments)
+			it.sawArgs = true
+		}
+	case "response.reasoning_summary_text.delta":
+		builder(s.at(e.OutputIndex).summaries, e.SummaryIndex).WriteString(e.Delta)
+	case "response.reasoning_summary_text.done":
+		if e.Text != nil {
+			b := builder(s.at(e.OutputIndex).summaries, e.SummaryIndex)
+			b.Reset()
+			b.WriteString(*e.Text)
+		}
+	case "response.completed", "response.incomplete":
+		if e.Response == nil {
+			return fmt.Errorf("%w: %s without response", memory.ErrInvalid, e.Type)
+		}
+		s.final = e.Response
+	case "response.failed":
+		return fmt.Errorf("%w: the response failed", memory.ErrInvalid)
+	case "error":
+		return fmt.Errorf("%w: stream error event: %s", memory.ErrInvalid, e.Message)
+	}
+	return nil
+}
+
+// whole returns the item as it ended: the output_item.done item when it
+// came, else the item as added with its deltas folded in.
+func (it *streamItem) whole() item {
+	out := it.item
+	if it.done {
+		return out
+	}
+	switch out.Type {
+	case "message":
+		idx := make([]int, 0, len(it.texts))
+		for i := range it.texts {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		var ps []part
+		for _, i := range idx {
+			ps = append(ps, part{Type: "output_text", Text: it.texts[i].String()})
+		}
+		if it.refusal.Len() > 0 {
+			ps = append(ps, part{Type: "refusal", Refusal: it.refusal.String()})
+		}
+		out.Content, _ = json.Marshal(ps) // plain structs always encode
+	case "function_call":
+		if it.sawArgs {
+			out.Arguments = it.args.String()
+		}
+	case "reasoning":
+		idx := make([]int, 0, len(it.summaries))
+		for i := range it.summaries {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		out.Summary = out.Summary[:0]
+		for _, i := range idx {
+			out.Summary = append(out.Summary, struct {
+				Text string `json:"text"`
+			}{it.summaries[i].String()})
+		}
+	}
+	return out
+}
+
+// Result returns the reply reassembled — equal to what ReplyFromJSON reads
+// from the same response given whole — and the usage. It fails when the
+// stream ended without response.completed or response.incomplete, carried
+// response.failed or an error event, or exceeded the limit.
+func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
+	if err := s.dec.Err(); err != nil {
+		return memory.Message{}, nil, fmt.Errorf("responses stream: %w", err)
+	}
+	if s.final == nil {
+		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before response.completed", memory.ErrInvalid)
+	}
+	r := *s.final
+	if len(r.Output) == 0 {
+		idx := make([]int, 0, len(s.items))
+		for i := range s.items {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		for _, i := range idx {
+			r.Output = append(r.Output, s.items[i].whole())
+		}
+	}
+	return r.reply()
+}
