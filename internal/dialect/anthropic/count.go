@@ -55,7 +55,7 @@ const (
 //
 // Measured error (TestClaudeEstimateBound, testdata/claude_tokens.json): over
 // 32 samples, 123 KB of English prose, legal text, chat, Markdown, Go,
-// Python, JavaScript, HTML, SQL-free YAML and Makefiles, JSON, numbers, ids,
+// Python, JavaScript, HTML, YAML, a Makefile, JSON, numbers, ids,
 // base64, URLs, German, French, Spanish, Portuguese, Russian, Chinese,
 // Japanese, Korean, Arabic, Hindi and emoji, the estimate for a Claude 3–4.6
 // model is never below the reference count and at most 2.38 times it (median

@@ -1,0 +1,140 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/sse"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// feed writes stream to a new Stream in pieces of step bytes.
+func feed(t *testing.T, stream []byte, step int, limit int64) *Stream {
+	t.Helper()
+	s := NewStream(limit)
+	for len(stream) > 0 {
+		n := min(step, len(stream))
+		if _, err := s.Write(stream[:n]); err != nil {
+			return s
+		}
+		stream = stream[n:]
+	}
+	return s
+}
+
+func TestStreamMatchesWholeReply(t *testing.T) {
+	stream, err := os.ReadFile("testdata/stream_tool_use.sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile("testdata/reply_tool_use.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantUsage, err := ReplyFromJSON(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRaw := `{"role":"assistant","content":"Okay, let's check the weather in Porto.","tool_calls":[{"id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Porto\",\"unit\":\"celsius\"}"}}],"reasoning_content":"The user wants the weather in Porto; I should call the tool."}`
+	if string(want.Raw) != wantRaw {
+		t.Errorf("whole reply:\n got %s\nwant %s", want.Raw, wantRaw)
+	}
+	if *wantUsage != (memory.Usage{PromptTokens: 572, CompletionTokens: 89, TotalTokens: 661}) {
+		t.Errorf("usage %+v", *wantUsage)
+	}
+	crlf := bytes.ReplaceAll(stream, []byte("\n"), []byte("\r\n"))
+	for _, in := range [][]byte{stream, crlf} {
+		for _, step := range []int{1, 5, 64, 1 << 20} {
+			got, u, err := feed(t, in, step, 0).Result()
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			if string(got.Raw) != string(want.Raw) || got.Content != want.Content {
+				t.Errorf("step %d: streamed %s, whole %s", step, got.Raw, want.Raw)
+			}
+			if *u != *wantUsage {
+				t.Errorf("step %d: usage %+v, want %+v", step, *u, *wantUsage)
+			}
+		}
+	}
+}
+
+// TestReplyFingerprintMatchesResentHistory: a reply the client sends back as
+// history converts to the message capture stored, so alignment finds it.
+func TestReplyFingerprintMatchesResentHistory(t *testing.T) {
+	whole, _ := os.ReadFile("testdata/reply_tool_use.json")
+	reply, _, err := ReplyFromJSON(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Content json.RawMessage `json:"content"`
+	}
+	json.Unmarshal(whole, &resp)
+	body := `{"model":"claude-sonnet-4-5","max_tokens":9,"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":` +
+		string(resp.Content) + `},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","content":"18C"}]}]}`
+	r, err := ParseRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Parsed[1]; got.Fingerprint() != reply.Fingerprint() || string(got.Raw) != string(reply.Raw) {
+		t.Errorf("resent history %s\ncaptured reply %s", got.Raw, reply.Raw)
+	}
+}
+
+func TestStreamFailures(t *testing.T) {
+	stream, _ := os.ReadFile("testdata/stream_tool_use.sse")
+	cut := stream[:bytes.Index(stream, []byte("event: message_delta"))]
+	errEvent := append(bytes.Clone(cut), "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"...)
+	tests := []struct {
+		name   string
+		stream []byte
+		limit  int64
+		want   error
+	}{
+		{"broken off", cut, 0, memory.ErrInvalid},
+		{"error event", errEvent, 0, memory.ErrInvalid},
+		{"over the limit", stream, 512, sse.ErrTooLarge},
+		{"empty", nil, 0, memory.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := feed(t, tt.stream, 100, tt.limit).Result()
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Result error %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReplyFromJSONRejectsErrors(t *testing.T) {
+	for _, b := range []string{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, `nope`} {
+		if _, _, err := ReplyFromJSON([]byte(b)); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("ReplyFromJSON(%s) = %v", b, err)
+		}
+	}
+}
+
+func TestErrorBody(t *testing.T) {
+	tests := []struct {
+		status                     int
+		typ, msg, param, code, out string
+	}{
+		{400, "invalid_request_error", "bad", "messages[1]", "x", `{"type":"error","error":{"type":"invalid_request_error","message":"messages[1]: bad"}}`},
+		{502, "upstream_error", "upstream down", "", "", `{"type":"error","error":{"type":"api_error","message":"upstream down"}}`},
+		{529, "", "busy", "", "", `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`},
+		{401, "authentication_error", "key <missing> & co", "", "", `{"type":"error","error":{"type":"authentication_error","message":"key <missing> & co"}}`},
+	}
+	for _, tt := range tests {
+		if got := string(ErrorBody(tt.status, tt.typ, tt.msg, tt.param, tt.code)); got != tt.out {
+			t.Errorf("ErrorBody(%d, %q) = %s, want %s", tt.status, tt.typ, got, tt.out)
+		}
+	}
+	if !strings.Contains(string(ErrorBody(404, "", "m", "", "")), "not_found_error") {
+		t.Error("404 is not not_found_error")
+	}
+}
