@@ -1,0 +1,123 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// roundTrip is a Responses request carrying a function-call round trip as
+// items, as a client with store=false sends it.
+const roundTrip = `{
+  "model": "gpt-4.1", "store": false, "stream": true, "max_output_tokens": 500, "user": "u-42",
+  "instructions": "You are a travel assistant.",
+  "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+  "input": [
+    {"role": "developer", "content": "Answer briefly."},
+    {"type": "message", "role": "user", "content": [
+      {"type": "input_text", "text": "Weather in Porto?"},
+      {"type": "input_image", "image_url": "https://example.com/porto.jpg", "detail": "low"}
+    ]},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Need the weather tool."}], "encrypted_content": "gAAAA"},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Porto\"}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "18C, sunny"},
+    {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "It is 18C and sunny.", "annotations": []}]},
+    {"type": "item_reference", "id": "ws_9"},
+    {"role": "user", "content": "Thanks! Any museums?"}
+  ]
+}`
+
+func TestParseRequest(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"round_trip", roundTrip},
+		{"string_input_previous_response", `{"model":"gpt-4o","input":"And tomorrow?","previous_response_id":"resp_123"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts := make([]string, len(r.Parsed))
+			for i, m := range r.Parsed {
+				texts[i] = m.Role + ": " + m.Content
+			}
+			out, _ := json.Marshal(map[string]any{
+				"model": r.Model, "stream": r.Stream, "max_tokens": r.MaxTokens, "user": r.User,
+				"previous_response_id": r.PreviousResponseID, "messages": r.Messages, "texts": texts,
+			})
+			golden(t, "parse_"+tt.name, out)
+		})
+	}
+}
+
+func TestParseRequestRejects(t *testing.T) {
+	tests := []struct{ body, param string }{
+		{`"x"`, ""},
+		{`{"input":"x"}`, "model"},
+		{`{"model":"m"}`, "input"},
+		{`{"model":"m","input":5}`, "input"},
+		{`{"model":"m","input":[5]}`, "input[0]"},
+		{`{"model":"m","input":[{"content":"no role"}]}`, "input[0]"},
+		{`{"model":"m","input":[{"role":"tool","content":"x"}]}`, "input[0].role"},
+		{`{"model":"m","input":"x","instructions":5}`, "instructions"},
+		{`{"model":"m","input":"x","max_output_tokens":"lots"}`, "max_output_tokens"},
+		{`{"model":"m","input":"x","previous_response_id":1}`, "previous_response_id"},
+	}
+	for _, tt := range tests {
+		_, err := ParseRequest([]byte(tt.body))
+		var fe *body.FieldError
+		if !errors.Is(err, memory.ErrInvalid) || !errors.As(err, &fe) || fe.Param != tt.param {
+			t.Errorf("ParseRequest(%s) = %v, want an invalid-input error naming %q", tt.body, err, tt.param)
+		}
+	}
+}
+
+// storedTurns is a stored conversation with a tool round trip.
+func storedTurns(t *testing.T) []json.RawMessage {
+	return []json.RawMessage{
+		chatMsg(t, map[string]any{"role": "user", "content": "I moved to Porto."}),
+		chatMsg(t, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+			map[string]any{"id": "call_a", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Porto"}`}},
+			map[string]any{"id": "call_lost", "type": "function", "function": map[string]any{"name": "get_time", "arguments": `{}`}}}}),
+		chatMsg(t, map[string]any{"role": "tool", "tool_call_id": "call_a", "content": "18C"}),
+		chatMsg(t, map[string]any{"role": "tool", "tool_call_id": "call_stray", "content": "?"}),
+		chatMsg(t, map[string]any{"role": "assistant", "content": "Welcome to Porto, 18C today.", "reasoning_content": "r"}),
+	}
+}
+
+func TestRender(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		block    string
+		stored   bool
+		keepFrom int
+	}{
+		{"string_input_new_only", `{"model":"gpt-4o","instructions":"Be kind.","input":"Where do I live?"}`, "Facts:\n- city: Porto", true, 0},
+		{"previous_response_id_gets_no_recent_turns", `{"model":"gpt-4o","previous_response_id":"resp_1","input":[{"role":"user","content":"Where do I live?"}]}`, "Facts:\n- city: Porto", true, 0},
+		{"string_input_only_memory_stays_string", `{"model":"gpt-4o","input":"Hi","store":true}`, "Facts:\n- likes tea", false, 0},
+		{"instructions_array", `{"model":"gpt-4o","instructions":[{"role":"developer","content":"Be kind."}],"input":"Hi"}`, "Facts:\n- likes tea", false, 0},
+		{"trimmed_history", roundTrip, "Summary: weather talk", false, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []json.RawMessage
+			if tt.stored {
+				stored = storedTurns(t)
+			}
+			out, err := r.Render(prepared(r, tt.block, stored, tt.keepFrom))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "render_"+tt.name, out)
+		})
+	}
+}
