@@ -1,0 +1,185 @@
+package dialecttest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/anthropic"
+	"github.com/memgate/memgate/internal/dialect/responses"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// post sends body to the fake and returns the status and response body.
+func post(t *testing.T, url string, body []byte, header map[string]string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// withMemory builds what inject would return for parsed: its system
+// messages, a memory block, stored turns, then its other messages.
+func withMemory(msgs []json.RawMessage, parsed []memory.Message, stored []json.RawMessage) memory.Prepared {
+	var sys, rest []json.RawMessage
+	for i, m := range msgs {
+		if memory.IsSystem(parsed[i].Role) {
+			sys = append(sys, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	out := append(sys, json.RawMessage(`{"role":"system","content":"Facts about the user:\n- city: Porto"}`))
+	out = append(out, stored...)
+	return memory.Prepared{Messages: append(out, rest...)}
+}
+
+var storedToolTurns = []json.RawMessage{
+	json.RawMessage(`{"role":"user","content":"I moved to Porto."}`),
+	json.RawMessage(`{"role":"assistant","content":"Noted.","tool_calls":[{"id":"call_s1","type":"function","function":{"name":"remember","arguments":"{\"city\":\"Porto\"}"}},{"id":"call_s2","type":"function","function":{"name":"remember","arguments":"{}"}}]}`),
+	json.RawMessage(`{"role":"tool","tool_call_id":"call_s1","content":"saved"}`),
+	json.RawMessage(`{"role":"user","content":"Thanks."}`),
+	json.RawMessage(`{"role":"user","content":"Also, I like tea."}`),
+}
+
+// TestAnthropicRenderAcceptedAndReassembled renders a request with memory
+// and stored turns (one tool call unanswered, two user turns in a row), has
+// the fake provider — which enforces the Messages API rules — accept it,
+// and reassembles its streamed reply equal to its whole reply.
+func TestAnthropicRenderAcceptedAndReassembled(t *testing.T) {
+	up := NewUpstream(t)
+	r, err := anthropic.ParseRequest([]byte(`{"model":"claude-sonnet-4-6","max_tokens":64,"system":[{"type":"text","text":"Be brief."}],
+		"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"Weather where I live?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Render(withMemory(r.Messages, r.Parsed, storedToolTurns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	status, whole := post(t, up.URL+"/v1/messages", b, hdr)
+	if status != http.StatusOK {
+		t.Fatalf("upstream rejected the rendered body (%d): %s\n%s", status, whole, b)
+	}
+	if !strings.Contains(string(b), "city: Porto") {
+		t.Errorf("memory missing from %s", b)
+	}
+	want, wantUsage, err := anthropic.ReplyFromJSON(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := bytes.Replace(b, []byte(`"max_tokens":64`), []byte(`"max_tokens":64,"stream":true`), 1)
+	status, events := post(t, up.URL+"/v1/messages", streamed, hdr)
+	if status != http.StatusOK {
+		t.Fatalf("stream: %d %s", status, events)
+	}
+	s := anthropic.NewStream(1 << 20)
+	for _, chunk := range bytes.SplitAfter(events, []byte("\n")) {
+		if _, err := s.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, u, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake numbers its tool ids per request; compare all but the id.
+	norm := func(raw json.RawMessage) string { return strings.Split(string(raw), "toolu_fake")[0] }
+	if norm(got.Raw) != norm(want.Raw) || u.CompletionTokens != wantUsage.CompletionTokens {
+		t.Errorf("streamed %s %+v\nwhole %s %+v", got.Raw, u, want.Raw, wantUsage)
+	}
+}
+
+// TestAnthropicFakeRejectsBrokenRules proves the fake's rule check bites.
+func TestAnthropicFakeRejectsBrokenRules(t *testing.T) {
+	up := NewUpstream(t)
+	hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	for _, msgs := range []string{
+		`[{"role":"assistant","content":"hi"}]`,
+		`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`,
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":"no result"}]`,
+		`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]`,
+	} {
+		status, b := post(t, up.URL+"/v1/messages", []byte(`{"model":"m","max_tokens":5,"messages":`+msgs+`}`), hdr)
+		if status != http.StatusBadRequest || !strings.Contains(string(b), `"type":"error"`) {
+			t.Errorf("%s: %d %s", msgs, status, b)
+		}
+	}
+}
+
+// TestResponsesRenderAcceptedAndReassembled does the same for the
+// Responses API, and checks previous_response_id requests get no stored
+// turns.
+func TestResponsesRenderAcceptedAndReassembled(t *testing.T) {
+	up := NewUpstream(t)
+	hdr := map[string]string{"Authorization": "Bearer k"}
+	r, err := responses.ParseRequest([]byte(`{"model":"gpt-4.1","instructions":"Be brief.","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"input":"Weather where I live?"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Render(withMemory(r.Messages, r.Parsed, storedToolTurns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, whole := post(t, up.URL+"/v1/responses", b, hdr)
+	if status != http.StatusOK {
+		t.Fatalf("upstream rejected the rendered body (%d): %s\n%s", status, whole, b)
+	}
+	if !strings.Contains(string(b), `"instructions":"Be brief.\n\nFacts about the user:\n- city: Porto"`) || !strings.Contains(string(b), `"call_s1"`) || strings.Contains(string(b), `"call_s2"`) {
+		t.Errorf("rendered %s", b)
+	}
+	want, _, err := responses.ReplyFromJSON(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, events := post(t, up.URL+"/v1/responses", bytes.Replace(b, []byte(`"model":"gpt-4.1"`), []byte(`"model":"gpt-4.1","stream":true`), 1), hdr)
+	if status != http.StatusOK {
+		t.Fatalf("stream: %d %s", status, events)
+	}
+	s := responses.NewStream(1 << 20)
+	for _, chunk := range bytes.SplitAfter(events, []byte("\n")) {
+		s.Write(chunk)
+	}
+	got, _, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(raw json.RawMessage) string { return strings.Split(string(raw), "call_fake")[0] }
+	if norm(got.Raw) != norm(want.Raw) {
+		t.Errorf("streamed %s\nwhole %s", got.Raw, want.Raw)
+	}
+
+	var prev struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(whole, &prev)
+	r2, err := responses.ParseRequest([]byte(`{"model":"gpt-4.1","previous_response_id":"` + prev.ID + `","input":[{"type":"function_call_output","call_id":"call_x","output":"18C"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := r2.Render(withMemory(r2.Messages, r2.Parsed, storedToolTurns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := post(t, up.URL+"/v1/responses", b2, hdr); status != http.StatusOK || strings.Contains(string(b2), "I moved to Porto") {
+		t.Errorf("previous_response_id request %s: %d %s", b2, status, body)
+	}
+}

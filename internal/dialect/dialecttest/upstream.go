@@ -1,0 +1,130 @@
+// Package dialecttest provides a fake provider that speaks the Anthropic
+// Messages and OpenAI Responses wire formats exactly — whole and streamed,
+// tool calls included, with the providers' own error shapes for requests
+// that break their rules — and runs the official SDK scripts under
+// testdata/sdk against any base URL.
+package dialecttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Recorded is one request the fake upstream received.
+type Recorded struct {
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// Upstream is a fake provider: POST /v1/messages answers like Anthropic,
+// POST /v1/responses like OpenAI. A request that offers tools and carries no
+// tool result gets a tool call (get the weather in Porto); any other gets a
+// text answer that quotes the latest tool result or user text. Requests that
+// break the provider's rules (see validateMessages, validateResponses) get
+// a 400 in its error shape.
+type Upstream struct {
+	*httptest.Server
+	mu        sync.Mutex
+	requests  []Recorded
+	responses map[string]bool // response ids given out, for previous_response_id
+	n         int
+}
+
+// NewUpstream starts an Upstream, closed when the test ends.
+func NewUpstream(tb testing.TB) *Upstream {
+	tb.Helper()
+	u := &Upstream{responses: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", u.record(u.messages))
+	mux.HandleFunc("POST /v1/responses", u.record(u.responsesAPI))
+	u.Server = httptest.NewServer(mux)
+	tb.Cleanup(u.Close)
+	return u
+}
+
+// Requests returns the requests received so far.
+func (u *Upstream) Requests() []Recorded {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]Recorded(nil), u.requests...)
+}
+
+// next returns a fresh sequence number for ids.
+func (u *Upstream) next() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.n++
+	return u.n
+}
+
+// record reads and records the body, then calls h with it.
+func (u *Upstream) record(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		u.mu.Lock()
+		u.requests = append(u.requests, Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: b})
+		u.mu.Unlock()
+		h(w, r, b)
+	}
+}
+
+// sse writes the events of a stream, flushing after each.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sse{w: w, f: f}
+}
+
+// event writes one event with its type and JSON data.
+func (s *sse) event(typ string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(err) // the fake's own maps always encode
+	}
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// pieces splits s into chunks of about n bytes, as providers stream text.
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut < len(s) && !strings.HasPrefix(s[cut:], " ") && cut-n < 8 {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" || len(out) == 0 {
+		out = append(out, s)
+	}
+	return out
+}
