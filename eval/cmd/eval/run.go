@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-		"strconv"
+	"strconv"
 	"strings"
 	"time"
 
