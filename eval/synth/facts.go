@@ -14,21 +14,24 @@ type singleTmpl struct {
 	values []string
 	say    string // the evidence clause, by {S}
 	ask    string // the question, in the third person
+	// near are lines about the same thing without the answer, said
+	// elsewhere in the conversation.
+	near []string
 }
 
 var singleHop = []singleTmpl{
-	{"pets", []string{"Biscuit", "Pepper", "Mochi", "Waffles", "Juniper", "Pickles"}, "we finally named the new puppy {V}", "What did {S} name the new puppy?"},
-	{"running", []string{"Riverside Half", "Harbour 10k", "Old Town Dash", "Lakeshore Classic"}, "I signed up for the {V} race in the autumn", "Which race did {S} sign up for in the autumn?"},
-	{"cooking", []string{"saffron risotto", "lamb tagine", "mushroom lasagna", "shrimp gumbo", "pumpkin curry"}, "my signature dish for dinner parties is {V}", "What is {S}'s signature dish for dinner parties?"},
-	{"work", []string{"Halvorsen", "Okafor", "Brennan", "Lindqvist", "Marchetti"}, "my new boss at work is called Ms. {V}", "What is the name of {S}'s new boss at work?"},
-	{"family", []string{"Lucia", "Amara", "Noemi", "Ingrid", "Paloma"}, "my sister's baby girl was named {V}", "What was the name of {S}'s sister's baby girl?"},
-	{"travel", []string{"Tromsø", "Cartagena", "Hoi An", "Zanzibar", "Ljubljana"}, "for the summer trip we picked {V} in the end", "Where is {S} going on the summer trip?"},
-	{"garden", []string{"heirloom tomatoes", "purple basil", "sugar snap peas", "rainbow chard"}, "the thing growing best in my garden this year is the {V}", "What is growing best in {S}'s garden this year?"},
-	{"music", []string{"cello", "banjo", "clarinet", "ukulele", "trombone"}, "I started taking {V} lessons on Thursday evenings", "What lessons did {S} start taking on Thursday evenings?"},
-	{"books", []string{"The Salt Road", "Winter Orchard", "A Map of Rain", "The Glass Harbor"}, "our book club picked {V} for next month", "Which book did {S}'s book club pick for next month?"},
-	{"home", []string{"sage green", "terracotta", "navy blue", "butter yellow"}, "we painted the living room {V} over the weekend", "What colour did {S} paint the living room?"},
-	{"health", []string{"Dr. Vasquez", "Dr. Nakamura", "Dr. Adeyemi", "Dr. Fontaine"}, "the new physio for my knee is {V}", "Who is {S}'s new physio for the knee?"},
-	{"kids", []string{"Mrs. Duarte", "Mr. Kowalski", "Ms. Achebe", "Mr. Sandoval"}, "my son's new teacher at school is {V}", "Who is the new teacher of {S}'s son at school?"},
+	{"pets", []string{"Biscuit", "Pepper", "Mochi", "Waffles", "Juniper", "Pickles"}, "we finally named the new puppy {V}", "What did {S} name the new puppy?", []string{"we still can't agree on a name for the new puppy", "the new puppy needs a name that the kids can say"}},
+	{"running", []string{"Riverside Half", "Harbour 10k", "Old Town Dash", "Lakeshore Classic"}, "I signed up for the {V} race in the autumn", "Which race did {S} sign up for in the autumn?", []string{"I might sign up for a race in the autumn, not sure which one", "so many races in the autumn, I can't choose"}},
+	{"cooking", []string{"saffron risotto", "lamb tagine", "mushroom lasagna", "shrimp gumbo", "pumpkin curry"}, "my signature dish for dinner parties is {V}", "What is {S}'s signature dish for dinner parties?", []string{"I never know what to cook for dinner parties", "what would you say is your signature dish?"}},
+	{"work", []string{"Halvorsen", "Okafor", "Brennan", "Lindqvist", "Marchetti"}, "my new boss at work is called Ms. {V}", "What is the name of {S}'s new boss at work?", []string{"my new boss at work keeps calling meetings at lunch", "I still have to learn everyone's name at work"}},
+	{"family", []string{"Lucia", "Amara", "Noemi", "Ingrid", "Paloma"}, "my sister's baby girl was named {V}", "What was the name of {S}'s sister's baby girl?", []string{"my sister's baby girl is sleeping through the night now", "my sister took ages to pick a name for the baby"}},
+	{"travel", []string{"Tromsø", "Cartagena", "Hoi An", "Zanzibar", "Ljubljana"}, "for the summer trip we picked {V} in the end", "Where is {S} going on the summer trip?", []string{"we still haven't picked where to go for the summer trip", "the summer trip planning is taking forever"}},
+	{"garden", []string{"heirloom tomatoes", "purple basil", "sugar snap peas", "rainbow chard"}, "the thing growing best in my garden this year is the {V}", "What is growing best in {S}'s garden this year?", []string{"nothing is growing well in my garden this year", "the garden did much better last year"}},
+	{"music", []string{"cello", "banjo", "clarinet", "ukulele", "trombone"}, "I started taking {V} lessons on Thursday evenings", "What lessons did {S} start taking on Thursday evenings?", []string{"Thursday evenings are my only free time", "I keep saying I'll take music lessons one day"}},
+	{"books", []string{"The Salt Road", "Winter Orchard", "A Map of Rain", "The Glass Harbor"}, "our book club picked {V} for next month", "Which book did {S}'s book club pick for next month?", []string{"our book club can never pick a book for next month", "the book club picked something terrible last month"}},
+	{"home", []string{"sage green", "terracotta", "navy blue", "butter yellow"}, "we painted the living room {V} over the weekend", "What colour did {S} paint the living room?", []string{"we want to paint the living room but can't pick a colour", "the paint samples are all over the living room wall"}},
+	{"health", []string{"Dr. Vasquez", "Dr. Nakamura", "Dr. Adeyemi", "Dr. Fontaine"}, "the new physio for my knee is {V}", "Who is {S}'s new physio for the knee?", []string{"my knee is still not right, I need a new physio", "the physio for my knee cancelled again"}},
+	{"kids", []string{"Mrs. Duarte", "Mr. Kowalski", "Ms. Achebe", "Mr. Sandoval"}, "my son's new teacher at school is {V}", "Who is the new teacher of {S}'s son at school?", []string{"my son's school changed all the teachers this year", "the new teacher sent a very long welcome email"}},
 }
 
 // paraTmpl is a fact asked about without any of its statement's content
@@ -87,21 +90,22 @@ type temporalTmpl struct {
 	topic string
 	say   string // contains {W}
 	ask   string
+	near  []string
 }
 
 var temporal = []temporalTmpl{
-	{"running", "I ran my first 10k race {W}", "When did {S} run their first 10k race?"},
-	{"pets", "we adopted a cat from the shelter {W}", "When did {S} adopt a cat from the shelter?"},
-	{"music", "I went to my first pottery class {W} and loved it", "When did {S} go to their first pottery class?"},
-	{"work", "I got promoted at work {W}", "When did {S} get promoted at work?"},
-	{"home", "we signed the lease for the new apartment {W}", "When did {S} sign the lease for the new apartment?"},
-	{"family", "I visited my grandmother in the hospital {W}", "When did {S} visit their grandmother in the hospital?"},
-	{"travel", "I passed my driving test {W}", "When did {S} pass their driving test?"},
-	{"garden", "I planted the tomatoes in the garden {W}", "When did {S} plant the tomatoes in the garden?"},
-	{"kids", "I took the kids to the aquarium {W}", "When did {S} take the kids to the aquarium?"},
-	{"books", "I finished reading that huge novel {W}", "When did {S} finish reading the huge novel?"},
-	{"cooking", "I baked bread from scratch for the first time {W}", "When did {S} bake bread from scratch for the first time?"},
-	{"health", "I had my job interview at the bank {W}", "When did {S} have a job interview at the bank?"},
+	{"running", "I ran my first 10k race {W}", "When did {S} run their first 10k race?", []string{"I'm nervous about running my first 10k race", "do you remember your first race?"}},
+	{"pets", "we adopted a cat from the shelter {W}", "When did {S} adopt a cat from the shelter?", []string{"we keep visiting the shelter and looking at the cats", "the shelter has so many cats right now"}},
+	{"music", "I went to my first pottery class {W} and loved it", "When did {S} go to their first pottery class?", []string{"I've been thinking about a pottery class", "the pottery class near me is always full"}},
+	{"work", "I got promoted at work {W}", "When did {S} get promoted at work?", []string{"everyone at work is talking about promotions", "I don't think I'll get promoted this year"}},
+	{"home", "we signed the lease for the new apartment {W}", "When did {S} sign the lease for the new apartment?", []string{"the lease for the new apartment is twenty pages long", "we still haven't found a new apartment"}},
+	{"family", "I visited my grandmother in the hospital {W}", "When did {S} visit their grandmother in the hospital?", []string{"my grandmother hates the hospital food", "I should visit my grandmother more often"}},
+	{"travel", "I passed my driving test {W}", "When did {S} pass their driving test?", []string{"my driving test is coming up and I'm terrified", "I failed my first driving test years ago"}},
+	{"garden", "I planted the tomatoes in the garden {W}", "When did {S} plant the tomatoes in the garden?", []string{"it's still too cold to plant the tomatoes", "where in the garden should the tomatoes go?"}},
+	{"kids", "I took the kids to the aquarium {W}", "When did {S} take the kids to the aquarium?", []string{"the kids keep asking to go to the aquarium", "the aquarium is so expensive for a family"}},
+	{"books", "I finished reading that huge novel {W}", "When did {S} finish reading the huge novel?", []string{"that huge novel is taking me forever to read", "I started reading a huge novel, wish me luck"}},
+	{"cooking", "I baked bread from scratch for the first time {W}", "When did {S} bake bread from scratch for the first time?", []string{"I want to try baking bread from scratch", "bread from scratch seems so hard"}},
+	{"health", "I had my job interview at the bank {W}", "When did {S} have a job interview at the bank?", []string{"I have a job interview at the bank soon", "the bank never called me back about the job"}},
 }
 
 // relative times and their offsets in days from the session's date.

@@ -61,10 +61,10 @@ type Options struct {
 	Start time.Time
 }
 
-// DefaultOptions are the options of the reported run: 20 sessions of 32
-// turns, 640 turns in all, 10 questions of each type.
+// DefaultOptions are the options of the reported run: 24 sessions of 36
+// turns, 864 turns in all, 10 questions of each type.
 func DefaultOptions() Options {
-	return Options{Sessions: 20, TurnsPerSession: 32, PerType: 10, Start: time.Date(2023, time.March, 4, 10, 0, 0, 0, time.UTC)}
+	return Options{Sessions: 24, TurnsPerSession: 36, PerType: 10, Start: time.Date(2023, time.March, 4, 10, 0, 0, 0, time.UTC)}
 }
 
 // Turn is one message of a session.
@@ -168,7 +168,7 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 	if o.Sessions < 4 || o.TurnsPerSession < 8 || o.TurnsPerSession%2 != 0 || o.PerType < 1 {
 		return Conversation{}, fmt.Errorf("synth: need at least 4 sessions of an even number (>= 8) of turns and one question per type")
 	}
-	need := o.PerType * 6 // adjacent and multi-hop take two turns
+	need := o.PerType * 10 // adjacent and multi-hop take two turns, near misses two more
 	if need > o.Sessions*o.TurnsPerSession/3 {
 		return Conversation{}, fmt.Errorf("synth: %d sessions of %d turns cannot hold %d questions of each type", o.Sessions, o.TurnsPerSession, o.PerType)
 	}
@@ -220,11 +220,30 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 	}
 	anywhere := func(int) bool { return true }
 	names := func(subject int) (string, string) { return c.Names[subject], c.Names[1-subject] }
-	say := func(r Ref, topic, clause string) {
-		c.Sessions[r.Session].Turns[r.Turn].Text = g.address(c.Names[1-r.Turn%2], capitalise(clause)+".")
+	// say puts clause in the turn at r, now and then (when more) followed
+	// by a line about its topic, as people go on talking. Adjacent answers
+	// and paraphrased facts stay alone: their tests check the wording.
+	say := func(r Ref, topic, clause string, more bool) {
+		text := sentence(clause)
 		if !slices.Contains(sessTopics[r.Session], topic) {
 			sessTopics[r.Session] = append(sessTopics[r.Session], topic)
 		}
+		if more && rng.IntN(2) == 0 {
+			text += " " + sentence(g.one(topicFiller[topic]))
+		}
+		c.Sessions[r.Session].Turns[r.Turn].Text = g.address(c.Names[1-r.Turn%2], text)
+	}
+	// distract says the near-miss lines of a fact elsewhere, by either
+	// speaker: the question's words then match several turns.
+	distract := func(topic string, near []string) error {
+		for _, l := range near {
+			r, err := place(rng.IntN(2), false, anywhere)
+			if err != nil {
+				return err
+			}
+			say(r, topic, l, true)
+		}
+		return nil
 	}
 	q := 0
 	add := func(t QType, text, answer string, ev ...Evidence) {
@@ -242,7 +261,10 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 		s, _ := names(subj)
 		v := g.pick(t.values)
 		key := fill(t.say, "{V}", v)
-		say(r, t.topic, key)
+		say(r, t.topic, key, true)
+		if err := distract(t.topic, t.near); err != nil {
+			return Conversation{}, err
+		}
 		add(SingleHop, fill(t.ask, "{S}", s), v, Evidence{r, key})
 	}
 	for _, i := range rng.Perm(len(adjacent))[:o.PerType] {
@@ -257,7 +279,7 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 		c.Sessions[r.Session].Turns[r.Turn].Text = fill(t.prompt, "{S}", s)
 		ans := Ref{r.Session, r.Turn + 1}
 		key := fill(t.reply, "{V}", v)
-		say(ans, t.topic, key)
+		say(ans, t.topic, key, false)
 		add(Adjacent, fill(t.ask, "{S}", s), v, Evidence{ans, key})
 	}
 	for range o.PerType {
@@ -277,8 +299,8 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 		v := g.pick(d.values)
 		k1 := fill(h.say, "{R}", rel, "{N}", n, "{C}", city)
 		k2 := fill(d.say, "{N}", n, "{V}", v)
-		say(first, "family", k1)
-		say(second, "family", k2)
+		say(first, "family", k1, true)
+		say(second, "family", k2, true)
 		add(MultiHop, fill(d.ask, "{Q}", fill(h.ask, "{R}", rel, "{S}", s, "{C}", city)), v, Evidence{first, k1}, Evidence{second, k2})
 	}
 	for _, i := range rng.Perm(len(temporal))[:o.PerType] {
@@ -291,7 +313,10 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 		s, _ := names(subj)
 		rel := relatives[rng.IntN(len(relatives))]
 		key := fill(t.say, "{W}", rel.text)
-		say(r, t.topic, key)
+		say(r, t.topic, key, true)
+		if err := distract(t.topic, t.near); err != nil {
+			return Conversation{}, err
+		}
 		when := c.Sessions[r.Session].Date.AddDate(0, 0, rel.days)
 		add(Temporal, fill(t.ask, "{S}", s), when.Format("2 January 2006"), Evidence{r, key})
 	}
@@ -305,7 +330,7 @@ func Generate(seed uint64, user string, o Options) (Conversation, error) {
 		s, _ := names(subj)
 		v := g.pick(t.values)
 		key := fill(t.say, "{V}", v)
-		say(r, t.topic, key)
+		say(r, t.topic, key, false)
 		add(Paraphrase, fill(t.para, "{S}", s), v, Evidence{r, key})
 	}
 
@@ -357,9 +382,9 @@ func (g *gen) address(other, text string) string {
 // already has (seen) when it can help it.
 func (g *gen) filler(other string, topics []string, seen map[string]bool) string {
 	switch n := g.rng.IntN(20); {
-	case n < 6:
+	case n < 4:
 		return g.address(other, g.one(chitChat))
-	case n < 8:
+	case n < 6:
 		r := g.one(reactions)
 		if strings.HasSuffix(r, "?") {
 			return other + ", " + r
@@ -374,17 +399,30 @@ func (g *gen) filler(other string, topics []string, seen map[string]bool) string
 			}
 		}
 		seen[l] = true
-		l = capitalise(l)
-		if !strings.HasSuffix(l, "?") {
-			l += "."
-		}
-		return l
+		return sentence(l)
 	}
+	// One to three lines, two most often, and now and then a reaction
+	// first: turns of 10 to 45 tokens, like people typing to a friend.
 	line := topicLine()
-	if g.rng.IntN(3) == 0 {
+	switch g.rng.IntN(6) {
+	case 0:
+		line = capitalise(g.one(reactions)) + "! " + line
+	case 1, 2:
+		line += " " + topicLine() + " " + topicLine()
+	default:
 		line += " " + topicLine()
 	}
 	return g.address(other, line)
+}
+
+// sentence capitalises s and ends it with a full stop unless it is a
+// question.
+func sentence(s string) string {
+	s = capitalise(s)
+	if !strings.HasSuffix(s, "?") && !strings.HasSuffix(s, "!") {
+		s += "."
+	}
+	return s
 }
 
 // lowerFirst lowers the first letter unless the word is "I" or a name.
