@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # eval.sh — memgate's memory-quality evaluation (`make eval`), no LLM judge.
-# Builds the gateway, replays synthetic multi-session conversations through it
-# (a stand-in upstream doubling as summariser and fact extractor, a temp
-# SQLite store), probes every planted item at 1k/2k/4k/8k-token budgets next
-# to last-N truncation and full-history baselines, prints the markdown report
-# and folds it into its own section of BENCHMARKS.md (<!-- bench:eval:... -->).
-# About 2–3 minutes on 2 cores.
+# Builds the gateway and replays long synthetic conversations through it:
+# two friends who call each other by name over 24 dated sessions (864 turns
+# each), the second speaker's lines scripted into a stand-in upstream that
+# also writes summaries and extracts facts, a temp SQLite store. Then it
+# asks 50 questions per conversation (single-hop, adjacent answer,
+# multi-hop, temporal, paraphrase) at 4k/8k-token budgets and reports the
+# share of evidence turns that reached the upstream prompt, by question type
+# and by depth, next to last-N truncation and BM25-over-turns baselines at
+# the same budgets; it folds the markdown into its own section of
+# BENCHMARKS.md (<!-- bench:eval:... -->). About 2 minutes on 2 cores.
 #
-#   EVAL_OUT=other.md scripts/eval.sh     # update another file instead
-#   EVAL_DETAILS=probes.jsonl scripts/eval.sh   # also one JSON line per probe
-#   scripts/eval.sh -users 8 -seed 7      # extra arguments go to the command
-#                                         # (go run ./eval/cmd/eval -h)
+#   EVAL_OUT=other.md scripts/eval.sh            # update another file instead
+#   EVAL_DETAILS=questions.jsonl scripts/eval.sh # also one JSON line per judged question
+#   scripts/eval.sh -users 5 -seed 7             # extra arguments go to the command
+#                                                # (go run ./eval/cmd/eval -h)
+#   scripts/eval.sh -said-at-header X-Memory-Said-At  # send each turn's time once
+#                                                # the gateway takes one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

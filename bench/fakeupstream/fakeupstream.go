@@ -2,8 +2,9 @@
 // benchmarks: POST /v1/chat/completions answers a fixed chat.completion, or a
 // fixed SSE stream when the request asks for "stream": true, after an
 // optional fixed latency. A request for a JSON object (response_format
-// json_object: memgate's fact extraction and summariser calls) gets a fixed
-// valid one, as a real model would give. It does as little work as a real server can, so a
+// json_object: memgate's fact extraction and summariser calls) gets a valid
+// one, as a real model would give: fixed, except that a summary repeats the
+// first words of the messages it summarises. It does as little work as a real server can, so a
 // benchmark measures the proxy in front of it rather than the upstream.
 package fakeupstream
 
@@ -95,6 +96,9 @@ func Handler(opts Options) http.Handler {
 			reply := completion
 			if wantsJSON(body) {
 				reply = structured
+				if sum := summaryCompletion(body); sum != nil {
+					reply = sum
+				}
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", fmt.Sprint(len(reply)))

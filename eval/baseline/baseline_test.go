@@ -80,3 +80,62 @@ func TestTruncate(t *testing.T) {
 		})
 	}
 }
+
+func TestBM25Rank(t *testing.T) {
+	docs := []string{
+		"Hey Leo, thanks!",                                   // 0: names and chit-chat
+		"Leo, the new puppy chewed my shoe",                  // 1
+		"we finally named the new puppy Biscuit",             // 2
+		"Thanks Leo, the puppy is fine",                      // 3
+		"Leo Leo Leo Leo",                                    // 4: a name repeated
+		"we finally named the new puppy Biscuit and the cat", // 5: longer, same words
+	}
+	x := NewBM25(docs)
+	got := x.Rank("What was the new puppy named, Leo?")
+	if len(got) == 0 || got[0] != 2 {
+		t.Fatalf("rank = %v, want document 2 first", got)
+	}
+	pos := func(d int) int {
+		for i, v := range got {
+			if v == d {
+				return i
+			}
+		}
+		return -1
+	}
+	if pos(5) < pos(2) {
+		t.Errorf("the longer document 5 outranks 2: %v", got)
+	}
+	if pos(4) < pos(1) {
+		t.Errorf("a document of names outranks one about the puppy: %v", got)
+	}
+	if r := x.Rank("octopus"); len(r) != 0 {
+		t.Errorf("rank for an unknown word = %v, want none", r)
+	}
+}
+
+func TestPackStaysWithinBudget(t *testing.T) {
+	c := mustCounter(t)
+	const model = "gpt-4o-mini"
+	system := []json.RawMessage{msg("system", "You are a helpful assistant.")}
+	q := msg("user", "what did I say about the puppy?")
+	var passages []string
+	var ranked []int
+	for i := range 300 {
+		passages = append(passages, fmt.Sprintf("[2023-03-%02d] Maya: passage number %d about the puppy and the park", 1+i%28, i))
+		ranked = append(ranked, 299-i)
+	}
+	for _, budget := range []int{50, 500, 2000, 4000} {
+		out := Pack(c, model, system, q, passages, ranked, budget, "Relevant earlier messages:")
+		n := c.Messages(model, out)
+		if n > budget && len(out) > 2 {
+			t.Fatalf("budget %d: %d tokens", budget, n)
+		}
+		if budget >= 2000 && n < budget*9/10 {
+			t.Errorf("budget %d: only %d tokens used", budget, n)
+		}
+		if budget >= 500 && (len(out) != 3 || !json.Valid(out[1])) {
+			t.Fatalf("budget %d: %d messages", budget, len(out))
+		}
+	}
+}

@@ -19,6 +19,11 @@ type Who struct {
 	Mode string
 	// Budget is X-Memory-Budget (0: none).
 	Budget int
+	// At is when the user's message was said, sent in the header named
+	// AtHeader as RFC 3339 (neither empty: not sent). The gateway takes no
+	// such header yet; the evaluation sends it when told its name.
+	At       time.Time
+	AtHeader string
 }
 
 // Reply is what the gateway answered to a chat request.
@@ -49,6 +54,9 @@ func (g *Gateway) Chat(ctx context.Context, model string, who Who, messages []js
 	}
 	if who.Budget > 0 {
 		req.Header.Set("X-Memory-Budget", strconv.Itoa(who.Budget))
+	}
+	if who.AtHeader != "" && !who.At.IsZero() {
+		req.Header.Set(who.AtHeader, who.At.Format(time.RFC3339))
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {

@@ -2,86 +2,90 @@ package score
 
 import "github.com/memgate/memgate/eval/synth"
 
-// Tally accumulates outcomes of one method at one budget.
-type Tally struct {
-	covered, total map[synth.Category]int
-	stale, changed int
-	tokens, n      int
-	sources        map[string]int
+// ratio is covered of total.
+type ratio struct{ covered, total int }
+
+func (r *ratio) add(ok bool) {
+	r.total++
+	if ok {
+		r.covered++
+	}
 }
 
-// Add records an outcome.
-func (t *Tally) Add(o Outcome) {
-	if t.total == nil {
-		t.covered, t.total = map[synth.Category]int{}, map[synth.Category]int{}
+func (r ratio) value() (float64, bool) {
+	if r.total == 0 {
+		return 0, false
 	}
-	t.total[o.Category]++
-	if o.Covered {
-		t.covered[o.Category]++
+	return float64(r.covered) / float64(r.total), true
+}
+
+// Tally accumulates the outcomes of one method at one budget.
+type Tally struct {
+	all     ratio
+	byType  map[synth.QType]*ratio
+	byDepth map[string]*ratio
+	dated   ratio
+	tokens  int
+	prompts int
+}
+
+// Add records the outcomes of one question and the tokens its prompt cost.
+func (t *Tally) Add(outs []Outcome, tokens int) {
+	if t.byType == nil {
+		t.byType, t.byDepth = map[synth.QType]*ratio{}, map[string]*ratio{}
 	}
-	if o.Changed {
-		t.changed++
-		if o.Stale {
-			t.stale++
+	for _, o := range outs {
+		t.all.add(o.Covered)
+		get(t.byType, o.Type).add(o.Covered)
+		get(t.byDepth, Bucket(o.Depth)).add(o.Covered)
+		if o.Type == synth.Temporal {
+			t.dated.add(o.Dated)
 		}
 	}
-	t.tokens += o.Tokens
-	t.n++
-	if t.sources == nil {
-		t.sources = map[string]int{}
-	}
-	for _, s := range o.Sources {
-		t.sources[s]++
-	}
+	t.tokens += tokens
+	t.prompts++
 }
 
-// Source returns the share of probes whose winning value was found in
-// source (see Outcome.Sources); a probe may count for several sources.
-func (t *Tally) Source(source string) float64 {
-	if t.n == 0 {
-		return 0
+func get[K comparable](m map[K]*ratio, k K) *ratio {
+	r, ok := m[k]
+	if !ok {
+		r = &ratio{}
+		m[k] = r
 	}
-	return float64(t.sources[source]) / float64(t.n)
+	return r
 }
 
-// Coverage returns the share of covered probes in cat, and whether any
-// probe of cat was recorded.
-func (t *Tally) Coverage(cat synth.Category) (float64, bool) {
-	if t.total[cat] == 0 {
-		return 0, false
+// Overall returns the share of evidence turns covered.
+func (t *Tally) Overall() float64 { v, _ := t.all.value(); return v }
+
+// Type returns the coverage of questions of type q, and whether there were any.
+func (t *Tally) Type(q synth.QType) (float64, bool) {
+	if r, ok := t.byType[q]; ok {
+		return r.value()
 	}
-	return float64(t.covered[cat]) / float64(t.total[cat]), true
+	return 0, false
 }
 
-// Overall returns the share of covered probes over all categories.
-func (t *Tally) Overall() float64 {
-	c, n := 0, 0
-	for cat, k := range t.total {
-		c += t.covered[cat]
-		n += k
+// Depth returns the coverage of evidence in a depth bucket, and whether
+// there was any.
+func (t *Tally) Depth(bucket string) (float64, bool) {
+	if r, ok := t.byDepth[bucket]; ok {
+		return r.value()
 	}
-	if n == 0 {
-		return 0
-	}
-	return float64(c) / float64(n)
+	return 0, false
 }
 
-// StaleRate returns the share of changed-fact probes judged stale, and
-// whether there were any.
-func (t *Tally) StaleRate() (float64, bool) {
-	if t.changed == 0 {
-		return 0, false
-	}
-	return float64(t.stale) / float64(t.changed), true
-}
+// Dated returns the share of temporal evidence turns covered with their
+// date, and whether there were any.
+func (t *Tally) Dated() (float64, bool) { return t.dated.value() }
 
-// MeanTokens returns the mean prompt tokens per probe.
+// MeanTokens returns the mean prompt tokens per question.
 func (t *Tally) MeanTokens() float64 {
-	if t.n == 0 {
+	if t.prompts == 0 {
 		return 0
 	}
-	return float64(t.tokens) / float64(t.n)
+	return float64(t.tokens) / float64(t.prompts)
 }
 
-// Probes returns how many outcomes were added.
-func (t *Tally) Probes() int { return t.n }
+// Evidence returns how many evidence turns were judged.
+func (t *Tally) Evidence() int { return t.all.total }

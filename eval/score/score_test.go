@@ -1,48 +1,62 @@
 package score
 
 import (
-	"strings"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/eval/synth"
 )
 
+// conv is a two-session conversation of 600 turns with evidence at depths
+// 600 and 50.
+func conv() synth.Conversation {
+	c := synth.Conversation{Names: [2]string{"Maya", "Leo"}}
+	for _, d := range []time.Time{time.Date(2023, 3, 4, 10, 0, 0, 0, time.UTC), time.Date(2023, 5, 14, 9, 0, 0, 0, time.UTC)} {
+		sess := synth.Session{Date: d}
+		for i := range 300 {
+			sess.Turns = append(sess.Turns, synth.Turn{Speaker: i % 2, Text: "Thanks, Leo!"})
+		}
+		c.Sessions = append(c.Sessions, sess)
+	}
+	c.Sessions[0].Turns[0].Text = "Hey Leo, we finally named the new puppy Biscuit."
+	c.Sessions[1].Turns[250].Text = "Leo! I ran my first 10k race yesterday."
+	return c
+}
+
 func TestJudge(t *testing.T) {
-	city := synth.Probe{Category: synth.Changed, Question: "Which city do I live in these days?", Want: "Porto", Stale: []string{"Lisbon"}}
-	rent := synth.Probe{Category: synth.Numbers, Question: "How much do I pay in rent each month?", Want: "1,240"}
+	c := conv()
+	puppy := synth.Question{Type: synth.SingleHop, Text: "What did Maya name the new puppy?",
+		Evidence: []synth.Evidence{{Ref: synth.Ref{Session: 0, Turn: 0}, Key: "we finally named the new puppy Biscuit"}}}
+	race := synth.Question{Type: synth.Temporal, Text: "When did Maya run her first 10k race?",
+		Evidence: []synth.Evidence{{Ref: synth.Ref{Session: 1, Turn: 250}, Key: "I ran my first 10k race yesterday"}}}
 	sys := Message{"system", "You are a helpful assistant."}
 	tests := []struct {
 		name           string
-		probe          synth.Probe
+		q              synth.Question
 		prompt         []Message
-		covered, stale bool
+		covered, dated bool
+		depth          int
 	}{
-		{"verbatim turn", rent, []Message{sys, {"user", "My rent is €1,240 a month."}, {"assistant", "Ok."}, {"user", rent.Question}}, true, false},
-		{"absent", rent, []Message{sys, {"user", "Tell me about owls."}, {"user", rent.Question}}, false, false},
-		{"longer number is not the value", rent, []Message{sys, {"user", "It cost 11,240 in the end."}, {"user", rent.Question}}, false, false},
-		{"only in the question is not evidence", synth.Probe{Category: synth.Names, Want: "Ana"}, []Message{sys, {"user", "Is Ana my sister?"}}, false, false},
-		{"in a summary", rent, []Message{sys, {"system", "Summary of earlier conversation:\nThe user said: My rent is €1,240 a month."}, {"user", rent.Question}}, true, false},
-		{"changed: new only", city, []Message{sys, {"user", "I moved to Porto last month."}, {"user", city.Question}}, true, false},
-		{"changed: old only is stale", city, []Message{sys, {"user", "I live in Lisbon."}, {"user", city.Question}}, false, true},
-		{"changed: both in history is not stale", city, []Message{sys, {"user", "I live in Lisbon."}, {"assistant", "Nice."}, {"user", "I moved to Porto."}, {"user", city.Question}}, true, false},
-		{"changed: neither", city, []Message{sys, {"user", city.Question}}, false, false},
-		{"changed: old presented as a current fact", city, []Message{
-			sys, {"system", "Facts about the user:\n- city: Lisbon\n- city: Porto\n\nRecalled:\n- I moved to Porto."}, {"user", city.Question}}, true, true},
-		{"changed: old marked superseded in facts", city, []Message{
-			sys, {"system", "Facts about the user:\n- city: Porto\n- city: Lisbon (superseded)"}, {"user", city.Question}}, true, false},
-		{"changed: old in recalled passages, new as fact", city, []Message{
-			sys, {"system", "## Facts\n- city: Porto\n\n## Recalled passages\n- [2026-01-05] I live in Lisbon."}, {"user", city.Question}}, true, false},
-		{"changed: old fact in a section after a heading", city, []Message{
-			sys, {"system", "Known facts:\n- lives in Lisbon\nRecent summary:\nmoved to Porto"}, {"user", city.Question}}, true, true},
+		{"verbatim turn", puppy, []Message{sys, {"user", "Hey Leo, we finally named the new puppy Biscuit."}, {"user", puppy.Text}}, true, false, 600},
+		{"recalled passage, other punctuation", puppy, []Message{{"system", "Recalled:\n- [2023-03-04] Maya: we finally named the new puppy  Biscuit!"}, {"user", puppy.Text}}, true, false, 600},
+		{"absent", puppy, []Message{sys, {"user", "Thanks, Leo!"}, {"user", puppy.Text}}, false, false, 600},
+		{"only part of the clause", puppy, []Message{sys, {"assistant", "we finally named the new puppy"}, {"user", puppy.Text}}, false, false, 600},
+		{"only in the question is not evidence", puppy, []Message{sys, {"user", "we finally named the new puppy Biscuit?"}}, false, false, 600},
+		{"temporal without its date", race, []Message{sys, {"user", "Leo! I ran my first 10k race yesterday."}, {"user", race.Text}}, true, false, 50},
+		{"temporal with its ISO date", race, []Message{{"system", "[2023-05-14] Maya: I ran my first 10k race yesterday."}, {"user", race.Text}}, true, true, 50},
+		{"temporal with a spelled date", race, []Message{{"system", "On May 14, 2023 Maya said: I ran my first 10k race yesterday."}, {"user", race.Text}}, true, true, 50},
+		{"temporal with another session's date", race, []Message{{"system", "[2023-03-04] I ran my first 10k race yesterday."}, {"user", race.Text}}, true, false, 50},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Judge(tt.probe, tt.prompt, 42)
-			if o.Covered != tt.covered || o.Stale != tt.stale {
-				t.Fatalf("covered=%v stale=%v, want covered=%v stale=%v", o.Covered, o.Stale, tt.covered, tt.stale)
+			got := Judge(c, tt.q, tt.prompt)
+			if len(got) != 1 {
+				t.Fatalf("%d outcomes, want 1", len(got))
 			}
-			if o.Tokens != 42 || o.Category != tt.probe.Category || o.Changed != (len(tt.probe.Stale) > 0) {
-				t.Fatalf("outcome %+v", o)
+			o := got[0]
+			if o.Covered != tt.covered || o.Dated != tt.dated || o.Depth != tt.depth || o.Type != tt.q.Type {
+				t.Fatalf("outcome %+v, want covered %v dated %v depth %d", o, tt.covered, tt.dated, tt.depth)
 			}
 		})
 	}
@@ -50,50 +64,37 @@ func TestJudge(t *testing.T) {
 
 func TestTally(t *testing.T) {
 	var tl Tally
-	for _, o := range []Outcome{
-		{Category: synth.Numbers, Covered: true, Tokens: 100},
-		{Category: synth.Numbers, Covered: false, Tokens: 200},
-		{Category: synth.Changed, Covered: true, Changed: true, Tokens: 300},
-		{Category: synth.Changed, Covered: false, Changed: true, Stale: true, Tokens: 400},
-	} {
-		tl.Add(o)
+	tl.Add([]Outcome{{Type: synth.MultiHop, Depth: 450, Covered: true}, {Type: synth.MultiHop, Depth: 40, Covered: false}}, 3000)
+	tl.Add([]Outcome{{Type: synth.Temporal, Depth: 150, Covered: true, Dated: false}}, 1000)
+	tl.Add([]Outcome{{Type: synth.Temporal, Depth: 301, Covered: true, Dated: true}}, 2000)
+	eq := func(name string, got float64, ok bool, want float64) {
+		t.Helper()
+		if !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v (%v), want %v", name, got, ok, want)
+		}
 	}
-	if c, ok := tl.Coverage(synth.Numbers); !ok || c != 0.5 {
-		t.Errorf("numbers coverage = %v %v", c, ok)
+	eq("overall", tl.Overall(), true, 0.75)
+	v, ok := tl.Type(synth.MultiHop)
+	eq("multi-hop", v, ok, 0.5)
+	v, ok = tl.Depth(Deep)
+	eq("300+", v, ok, 1)
+	v, ok = tl.Depth(Recent)
+	eq("0–100", v, ok, 0)
+	v, ok = tl.Dated()
+	eq("dated", v, ok, 0.5)
+	eq("mean tokens", tl.MeanTokens(), true, 2000)
+	if _, ok := tl.Type(synth.Paraphrase); ok {
+		t.Error("paraphrase reported without any question")
 	}
-	if _, ok := tl.Coverage(synth.Dates); ok {
-		t.Error("dates coverage reported without probes")
-	}
-	if got := tl.Overall(); got != 0.5 {
-		t.Errorf("overall = %v", got)
-	}
-	if s, ok := tl.StaleRate(); !ok || s != 0.5 {
-		t.Errorf("stale = %v %v", s, ok)
-	}
-	if m := tl.MeanTokens(); m != 250 {
-		t.Errorf("mean tokens = %v", m)
+	if tl.Evidence() != 4 {
+		t.Errorf("evidence = %d, want 4", tl.Evidence())
 	}
 }
 
-func TestSources(t *testing.T) {
-	block := "<memory>\nWhat memgate remembers.\n\nPinned — the user's standing goals:\n- I moved to Porto.\n\nSummary of the earlier conversation:\nThe user lives in Porto.\n\nFacts about the user:\n- profile: Porto\n\nRecalled from earlier messages:\n- [2026-01-05, conversation c1] I moved to Porto.\n</memory>"
-	tests := []struct {
-		name   string
-		prompt []Message
-		want   []string
-	}{
-		{"every block section", []Message{{"system", "app"}, {"system", block}, {"user", "where do I live?"}}, []string{"pinned", "summary", "facts", "recalled"}},
-		{"turn", []Message{{"system", "app"}, {"user", "I moved to Porto."}, {"assistant", "ok"}, {"user", "where?"}}, []string{"turn"}},
-		{"unlabelled block", []Message{{"system", "<memory>\nlives in Porto\n</memory>"}, {"user", "where?"}}, []string{"memory"}},
-		{"not covered", []Message{{"system", "app"}, {"user", "where?"}}, nil},
-	}
-	p := synth.Probe{Category: synth.Changed, Want: "Porto"}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Judge(p, tt.prompt, 1).Sources
-			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
-				t.Fatalf("sources %v, want %v", got, tt.want)
-			}
-		})
+func TestBucket(t *testing.T) {
+	for d, want := range map[int]string{1: Recent, 100: Recent, 101: Middle, 300: Middle, 301: Deep, 640: Deep} {
+		if got := Bucket(d); got != want {
+			t.Errorf("Bucket(%d) = %s, want %s", d, got, want)
+		}
 	}
 }

@@ -2,9 +2,10 @@
 // memory-quality evaluation and the demo so they run with no API key and no
 // network. It is not a language model:
 //
-//   - chat turns get a short, generic assistant answer chosen
-//     deterministically from the user's message (it never repeats the
-//     user's specifics, so whatever reaches a later prompt came from memgate);
+//   - chat turns get the reply a caller queued with Script, or else a
+//     short, generic assistant answer chosen deterministically from the
+//     user's message (it never repeats the user's specifics, so whatever
+//     reaches a later prompt came from memgate);
 //   - requests asking for a JSON object (response_format json_object) are
 //     treated as memgate's own side calls: a summary request gets an
 //     extractive summary (the sentences carrying numbers, dates, names and
@@ -71,6 +72,7 @@ type Server struct {
 	calls    []Call
 	counts   map[Kind]int
 	inflight int
+	script   []string
 }
 
 // New returns a stand-in upstream; serve it with httptest or http.Server
@@ -118,7 +120,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			call.Reply = `{"facts": []}`
 		}
 	} else {
-		call.Reply = ChatReply(lastUser(call.Messages))
+		call.Reply = s.scripted()
+		if call.Reply == "" {
+			call.Reply = ChatReply(lastUser(call.Messages))
+		}
 	}
 	s.record(call)
 	if req.Stream {
@@ -126,6 +131,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCompletion(w, req.Model, call.Reply, call.Messages)
+}
+
+// Script queues reply as the answer to the next chat turn (side calls do
+// not take it): a replay makes the upstream say the second speaker's lines.
+func (s *Server) Script(reply string) {
+	s.mu.Lock()
+	s.script = append(s.script, reply)
+	s.mu.Unlock()
+}
+
+// scripted takes the next queued reply ("" when none is queued).
+func (s *Server) scripted() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.script) == 0 {
+		return ""
+	}
+	r := s.script[0]
+	s.script = s.script[1:]
+	return r
 }
 
 func (s *Server) begin() {

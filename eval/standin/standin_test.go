@@ -201,3 +201,38 @@ func TestNoFacts(t *testing.T) {
 		t.Fatalf("NoFacts reply %q", cc.Choices[0].Message.Content)
 	}
 }
+
+func TestScriptedReplies(t *testing.T) {
+	s := New(Options{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	s.Script("Leo here: we named the puppy Biscuit.")
+	chat := func(body string) string {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var cc struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&cc); err != nil || len(cc.Choices) == 0 {
+			t.Fatalf("decode: %v", err)
+		}
+		return cc.Choices[0].Message.Content
+	}
+	// A side call does not take the scripted reply.
+	side := chat(`{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"system","content":"Extract facts"},{"role":"user","content":"user: hi"}]}`)
+	if strings.Contains(side, "Biscuit") {
+		t.Fatalf("side call took the script: %s", side)
+	}
+	if got := chat(`{"model":"m","messages":[{"role":"user","content":"Hey Leo"}]}`); got != "Leo here: we named the puppy Biscuit." {
+		t.Fatalf("first chat = %q, want the scripted reply", got)
+	}
+	if got := chat(`{"model":"m","messages":[{"role":"user","content":"Hey Leo"}]}`); got != ChatReply("Hey Leo") {
+		t.Fatalf("second chat = %q, want the generic reply", got)
+	}
+}

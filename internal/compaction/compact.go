@@ -27,7 +27,9 @@ const (
 // that loses the race to another process (memory.ErrConflict) is skipped.
 // When the summariser fails the error is returned and nothing is stored —
 // until FallbackAfter consecutive failures, from which on the fallback
-// summariser writes the summary instead.
+// summariser writes the summary instead. A summary CheckSummary rejects
+// (an echo of the instructions, a reply about nothing in the conversation)
+// is never stored: the fallback writes that version at once.
 func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model string) error {
 	key := id.Tenant + "\x00" + id.User + "\x00" + id.Conversation
 	unlock, err := c.locks.lock(ctx, key)
@@ -57,7 +59,7 @@ func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model strin
 		return nil
 	}
 	in := Input{Previous: prev, Messages: leaving, MaxTokens: c.opts.MaxSummaryTokens}
-	out, by, err := c.summarise(ctx, key, in)
+	out, by, err := c.summarise(ctx, key, model, in)
 	if err != nil {
 		c.failed.Inc()
 		return fmt.Errorf("compact conversation %s: %w", id.Conversation, err)
@@ -161,7 +163,7 @@ func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, 
 
 // summarise runs the primary summariser under the timeout, falling back as
 // documented on Compact. It returns the output and which summariser wrote it.
-func (c *Compactor) summarise(ctx context.Context, key string, in Input) (Output, string, error) {
+func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) (Output, string, error) {
 	var err error
 	if c.primary != nil {
 		sctx, cancel := ctx, context.CancelFunc(func() {})
@@ -171,8 +173,26 @@ func (c *Compactor) summarise(ctx context.Context, key string, in Input) (Output
 		out, perr := c.primary.Summarize(sctx, in)
 		cancel()
 		if perr == nil {
+			perr = CheckSummary(in, out, func(s string) int { return c.counter.Text(model, s) })
+		}
+		switch {
+		case perr == nil:
 			c.failures.reset(key)
 			return out, "model", nil
+		case errors.Is(perr, ErrSummaryRejected):
+			// The summariser answered, but with nothing worth keeping:
+			// the extractive summary replaces it now, not after
+			// FallbackAfter tries (the reason names no message content).
+			c.rejected.Inc()
+			c.logger.WarnContext(ctx, "summary rejected; using the extractive summary", "reason", perr)
+			if c.fallback == nil {
+				return Output{}, "", perr
+			}
+			out, ferr := c.fallback.Summarize(ctx, in)
+			if ferr != nil {
+				return Output{}, "", errors.Join(perr, ferr)
+			}
+			return out, "extractive", nil
 		}
 		err = perr
 		if ctx.Err() != nil {

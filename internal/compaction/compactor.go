@@ -89,6 +89,7 @@ type Compactor struct {
 
 	summaries *prometheus.CounterVec
 	failed    prometheus.Counter
+	rejected  prometheus.Counter
 	pins      prometheus.Counter
 }
 
@@ -112,6 +113,9 @@ func New(store Store, facts FactWriter, primary, fallback Summarizer, counter To
 		failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_compaction_failures_total", Help: "Compactions that failed (summariser error or open breaker) and will be retried.",
 		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_compaction_summaries_rejected_total", Help: "Model summaries rejected (echoed instructions, not about the conversation, too long) and replaced by the extractive summary.",
+		}),
 		pins: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_compaction_pinned_facts_total", Help: "Pinned facts recorded from user statements and summary decisions.",
 		}),
@@ -120,7 +124,7 @@ func New(store Store, facts FactWriter, primary, fallback Summarizer, counter To
 
 // Collectors returns the Compactor's metrics for the caller to register.
 func (c *Compactor) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.summaries, c.failed, c.pins}
+	return []prometheus.Collector{c.summaries, c.failed, c.rejected, c.pins}
 }
 
 // AfterSave pins what the exchange's user messages state and compacts the

@@ -74,8 +74,8 @@ func (s *memStore) UpsertFact(_ context.Context, f memory.Fact, _ int) (memory.F
 	return f, nil
 }
 
-// fakeSummarizer joins the previous summary and the messages, failing while
-// err is set, and counts calls.
+// fakeSummarizer joins the previous summary and the messages (the first
+// MaxTokens words of that), failing while err is set, and counts calls.
 type fakeSummarizer struct {
 	mu    sync.Mutex
 	err   error
@@ -98,7 +98,20 @@ func (f *fakeSummarizer) Summarize(_ context.Context, in Input) (Output, error) 
 	for _, m := range in.Messages {
 		parts = append(parts, m.Content)
 	}
-	return Output{Summary: strings.Join(parts, " | "), KeyEvents: []string{"folded " + in.Messages[len(in.Messages)-1].Content},
+	text := strings.Join(parts, " | ")
+	// Within the size asked, as a summariser must be: cut after the
+	// MaxTokens-th word, keeping the text before it as it was.
+	for i, n, inWord := 0, 0, false; in.MaxTokens > 0 && i < len(text); i++ {
+		space := text[i] == ' ' || text[i] == '\n'
+		if inWord && space {
+			if n++; n == in.MaxTokens {
+				text = text[:i]
+				break
+			}
+		}
+		inWord = !space
+	}
+	return Output{Summary: text, KeyEvents: []string{"folded " + in.Messages[len(in.Messages)-1].Content},
 		Preserved: memory.Preserved{Decisions: []string{"The user decided to go by train."}}}, nil
 }
 

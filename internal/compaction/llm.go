@@ -22,7 +22,8 @@ type Chatter interface {
 
 // LLM summarises with an OpenAI-compatible chat model, asking for JSON
 // {summary, key_events[], preserved:{numbers[], dates[], decisions[]}}. An
-// invalid reply is retried once with the validation error.
+// invalid reply (not that JSON, or a summary CheckSummary rejects) is retried
+// once with the reason.
 type LLM struct {
 	client Chatter
 	model  string
@@ -75,7 +76,7 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 			continue
 		}
 		reply := resp.Choices[0].Message.Content
-		out, err := l.validate(reply, in.MaxTokens)
+		out, err := l.validate(reply, in)
 		if err == nil {
 			return out, nil
 		}
@@ -88,8 +89,10 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 	return Output{}, lastErr
 }
 
-// validate parses and checks a reply.
-func (l *LLM) validate(reply string, maxTokens int) (Output, error) {
+// validate parses a reply and checks it with CheckSummary: a reply that is
+// not the JSON asked for is ErrBadReply, one whose summary CheckSummary
+// refuses is ErrSummaryRejected.
+func (l *LLM) validate(reply string, in Input) (Output, error) {
 	reply = strings.TrimSpace(reply)
 	reply = strings.TrimPrefix(reply, "```json")
 	reply = strings.TrimPrefix(reply, "```")
@@ -102,8 +105,8 @@ func (l *LLM) validate(reply string, maxTokens int) (Output, error) {
 	if strings.TrimSpace(out.Summary) == "" {
 		return Output{}, fmt.Errorf("%w: empty summary", ErrBadReply)
 	}
-	if n := l.count(out.Summary); maxTokens > 0 && n > maxTokens*3/2 {
-		return Output{}, fmt.Errorf("%w: summary has %d tokens, the limit is %d", ErrBadReply, n, maxTokens)
+	if err := CheckSummary(in, out, l.count); err != nil {
+		return Output{}, err
 	}
 	return out, nil
 }

@@ -12,34 +12,14 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// pinRule recognises one kind of statement. When Key is empty the fact's key
-// is its normalised sentence, so each distinct goal or decision is its own
-// fact; a fixed Key ("city") makes a newer statement supersede an older one.
-type pinRule struct {
-	typ memory.FactType
-	key string
-	re  *regexp.Regexp
-}
-
-// pinRules are the English and Portuguese patterns of statements worth
-// pinning. They match at word boundaries, case-insensitively.
-var pinRules = []pinRule{
-	// Where the user lives: a newer statement supersedes the older one.
-	{memory.FactProfile, "city", regexp.MustCompile(`(?i)\b(i live in|i'm living in|i am living in|i moved to|i've moved to|i have moved to|i'm moving to|moro em|eu moro em|me mudei para|mudei-me para|estou morando em)\b`)},
-	{memory.FactProfile, "name", regexp.MustCompile(`(?i)\b(my name is|call me|meu nome é|me chamo)\b`)},
-	{memory.FactProfile, "diet", regexp.MustCompile(`(?i)\b(i'm (?:a )?(?:vegetarian|vegan|pescatarian|pescetarian)|i am (?:a )?(?:vegetarian|vegan|pescatarian|pescetarian)|i don't eat meat|i do not eat meat|sou (?:vegetarian|vegan|pescetarian|pescatarian)[oa]|não como carne)\b`)},
-	{memory.FactProfile, "job", regexp.MustCompile(`(?i)\b(i work as|i'm working as|i am working as|i work at|i work for|my job is|my new job is|i started working as|i started working at|trabalho como|trabalho na|trabalho no|trabalho em|meu trabalho é)\b`)},
-	{memory.FactLimit, "", regexp.MustCompile(`(?i)\b(i'm allergic to|i am allergic to|i can't eat|i cannot eat|i can't afford|my budget is|my limit is|never more than|no more than|sou alérgic[oa] a|não posso comer|meu orçamento é|meu limite é|no máximo)\b`)},
-	{memory.FactGoal, "", regexp.MustCompile(`(?i)\b(i want to save|i want to|i'd like to|i would like to|i need to|i plan to|i'm planning to|my goal is|i'm trying to|i hope to|remind me if|remind me when|remind me to|quero economizar|quero juntar|quero|preciso|pretendo|meu objetivo é|minha meta é|me avise se|me avise quando|me lembre de|me lembra de)\b`)},
-	{memory.FactPreference, "", regexp.MustCompile(`(?i)\b(i (?:always |really |usually |generally |much )?prefer|i'd rather|i would rather|i like|i love|i hate|i don't like|i dislike|please always|please never|prefiro|eu gosto de|não gosto de|odeio|adoro)\b`)},
-	{memory.FactDecision, "", regexp.MustCompile(`(?i)\b(i decided|i've decided|i have decided|i'm going with|i chose|i've chosen|we decided|let's go with|decidi|decidimos|vou ficar com|escolhi)\b`)},
-}
-
 // maxPinLen bounds the sentence kept as a fact's value, in bytes.
 const maxPinLen = 300
 
-// DetectPins returns the facts a user message states, one per sentence that
-// matches a rule (the first matching rule wins; questions are skipped). Only user messages carry
+// DetectPins returns the standing facts a user message states — where the
+// user lives, works, what they eat, their goals, limits, preferences,
+// decisions and reminders — one per sentence that matches a rule (the first
+// matching rule wins; questions and one-off requests such as "I want to know
+// the capital of Peru" are skipped; see pinRules). Only user messages carry
 // pins; the value is the sentence itself, so the specifics (amounts, dates,
 // names) survive verbatim.
 func DetectPins(text string) []memory.Fact {
@@ -50,7 +30,7 @@ func DetectPins(text string) []memory.Fact {
 		}
 		var hits []pinRule
 		for _, r := range pinRules {
-			if r.re.MatchString(s) {
+			if r.match(s) {
 				hits = append(hits, r)
 			}
 		}
@@ -70,7 +50,7 @@ func DetectPins(text string) []memory.Fact {
 		for _, r := range hits {
 			v := ""
 			for _, u := range units {
-				if r.re.MatchString(u) {
+				if r.match(u) {
 					v = strings.TrimSpace(u)
 					break
 				}

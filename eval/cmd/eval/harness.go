@@ -21,12 +21,15 @@ const appSystem = "You are a friendly personal assistant. Answer briefly."
 // The methods compared.
 const (
 	methodMemgate  = "memgate"
-	methodPatterns = "memgate, no model facts"
 	methodTruncate = "last-N truncation"
+	methodBM25     = "BM25 over turns"
 	methodFull     = "full history"
 )
 
-// harness replays conversations through a running gateway and probes it.
+// bm25Heading introduces the BM25 baseline's passages.
+const bm25Heading = "Earlier messages that may be relevant (date, speaker: message):"
+
+// harness replays conversations through a running gateway and questions it.
 type harness struct {
 	o       options
 	gw      *launch.Gateway
@@ -36,65 +39,71 @@ type harness struct {
 	sent    int // exchanges sent with memory on
 }
 
-// cell is one (budget, method) row of the report, for the probes of one
-// style ("" for all); budget 0 is no budget.
+// cell is one (budget, method) row of the report; budget 0 is no budget.
 type cell struct {
 	budget int
 	method string
-	style  string
 }
 
 // results are everything the report shows.
 type results struct {
 	o          options
 	tallies    map[cell]*score.Tally
-	methods    []string // memgate variants measured, in order
+	methods    []string // memgate rows, in order
 	degraded   int
 	overBudget int
-	probes     int
-	turns      int
-	sideCalls  map[standin.Kind]int
-	fullTokens float64
 	headerDiff int
+	sideCalls  map[standin.Kind]int
 	elapsed    time.Duration
-	command    string
 	replay     time.Duration
+	command    string
 	details    []detail
+	data       dataStats
 }
 
-// detail is one judged probe, for the -details file.
+// dataStats describe the generated conversations.
+type dataStats struct {
+	users, turns, questions, evidence int
+	turnTokens, fullTokens            float64
+	byType                            map[synth.QType]int
+	byDepth                           map[string]int
+}
+
+// detail is one judged question, for the -details file.
 type detail struct {
-	User     string         `json:"user"`
-	Item     string         `json:"item"`
-	Category synth.Category `json:"category"`
-	Style    string         `json:"style"`
-	Question string         `json:"question"`
-	Want     string         `json:"want"`
-	Stale    []string       `json:"stale,omitempty"`
-	Method   string         `json:"method"`
-	Budget   int            `json:"budget"`
-	Covered  bool           `json:"covered"`
-	IsStale  bool           `json:"is_stale,omitempty"`
-	Sources  []string       `json:"sources,omitempty"`
-	Tokens   int            `json:"tokens"`
+	User     string          `json:"user"`
+	ID       string          `json:"id"`
+	Type     synth.QType     `json:"type"`
+	Question string          `json:"question"`
+	Answer   string          `json:"answer"`
+	Method   string          `json:"method"`
+	Budget   int             `json:"budget"`
+	Tokens   int             `json:"tokens"`
+	Evidence []evidenceJudge `json:"evidence"`
 }
 
-// add records one judged probe: in its row, in its row for the probe's
-// style, and in the details.
-func (r *results) add(user string, p synth.Probe, method string, budget int, o score.Outcome) {
-	r.tally(cell{budget, method, ""}).Add(o)
-	r.tally(cell{budget, method, p.Style}).Add(o)
-	r.details = append(r.details, detail{User: user, Item: p.ItemID, Category: p.Category, Style: p.Style, Question: p.Question, Want: p.Want, Stale: p.Stale,
-		Method: method, Budget: budget, Covered: o.Covered, IsStale: o.Stale, Sources: o.Sources, Tokens: o.Tokens})
+// evidenceJudge is one evidence turn of a detail.
+type evidenceJudge struct {
+	Key     string `json:"key"`
+	Depth   int    `json:"depth"`
+	Covered bool   `json:"covered"`
+	Dated   bool   `json:"dated,omitempty"`
 }
 
-func (r *results) tally(c cell) *score.Tally {
-	t, ok := r.tallies[c]
+// add records one judged question under method and budget.
+func (r *results) add(c synth.Conversation, q synth.Question, method string, budget int, prompt []json.RawMessage, tokens int) {
+	outs := score.Judge(c, q, toScore(prompt))
+	t, ok := r.tallies[cell{budget, method}]
 	if !ok {
 		t = &score.Tally{}
-		r.tallies[c] = t
+		r.tallies[cell{budget, method}] = t
 	}
-	return t
+	t.Add(outs, tokens)
+	d := detail{User: c.User, ID: q.ID, Type: q.Type, Question: q.Text, Answer: q.Answer, Method: method, Budget: budget, Tokens: tokens}
+	for i, o := range outs {
+		d.Evidence = append(d.Evidence, evidenceJudge{Key: q.Evidence[i].Key, Depth: o.Depth, Covered: o.Covered, Dated: o.Dated})
+	}
+	r.details = append(r.details, d)
 }
 
 // replayAll replays every conversation and returns their histories (user
@@ -108,27 +117,57 @@ func (h *harness) replayAll(ctx context.Context, convs []synth.Conversation, sys
 			return nil, fmt.Errorf("replay %s: %w", c.User, err)
 		}
 		histories[i] = hist
-		h.log.Info("replayed", "user", c.User, "turns", len(hist)/2, "elapsed", time.Since(start).Round(time.Millisecond))
+		h.log.Info("replayed", "user", c.User, "turns", len(hist), "elapsed", time.Since(start).Round(time.Millisecond))
 	}
 	return histories, nil
 }
 
-// probe asks every probe of every conversation at every budget through
+// replay sends every first-speaker turn of c, each in its session's
+// conversation, as an application that sends only its newest message
+// would, with the stand-in scripted to answer with the second speaker's
+// turn; it waits after each until memgate has stored the exchange and run
+// its after-save work. It returns the whole history for the baselines.
+func (h *harness) replay(ctx context.Context, c synth.Conversation, system []json.RawMessage) ([]json.RawMessage, error) {
+	var hist []json.RawMessage
+	for _, s := range c.Sessions {
+		for i := 0; i+1 < len(s.Turns); i += 2 {
+			user, reply := s.Turns[i], s.Turns[i+1]
+			u := rawMessage("user", user.Text)
+			msgs := append(append([]json.RawMessage{}, system...), u)
+			h.up.Script(reply.Text)
+			got, err := h.gw.Chat(ctx, h.o.model, launch.Who{User: c.User, Conversation: s.Conversation, At: user.At, AtHeader: h.o.saidAt}, msgs)
+			if err != nil {
+				return nil, err
+			}
+			if got.Content != reply.Text {
+				return nil, fmt.Errorf("the gateway returned %q, not the scripted reply %q", got.Content, reply.Text)
+			}
+			h.sent++
+			if err := h.waitProcessed(ctx, h.sent); err != nil {
+				return nil, err
+			}
+			hist = append(hist, u, rawMessage("assistant", reply.Text))
+		}
+	}
+	return hist, nil
+}
+
+// probe asks every question of every conversation at every budget through
 // memgate, in a new conversation or the user's last session (where), and
-// records the outcomes under method. Probes are read-only (X-Memory-Mode:
-// read), so they never change what later probes see.
+// records the outcomes under method. Questions are read-only (X-Memory-Mode:
+// read), so they never change what later questions see.
 func (h *harness) probe(ctx context.Context, convs []synth.Conversation, system []json.RawMessage, where, method string, res *results) error {
 	for _, c := range convs {
-		conv := c.User + "-probe"
+		conv := c.User + "-questions"
 		if where == probeLast {
 			conv = c.Sessions[len(c.Sessions)-1].Conversation
 		}
-		for _, p := range c.Probes {
-			q := rawMessage("user", p.Question)
+		for _, q := range c.Questions {
+			qm := rawMessage("user", q.Text)
 			for _, b := range h.o.budgets {
-				prompt, reply, err := h.ask(ctx, launch.Who{User: c.User, Conversation: conv, Mode: "read", Budget: b}, system, q, p.Question)
+				prompt, reply, err := h.ask(ctx, launch.Who{User: c.User, Conversation: conv, Mode: "read", Budget: b}, system, qm, q.Text)
 				if err != nil {
-					return fmt.Errorf("probe %s at %d: %w", p.ItemID, b, err)
+					return fmt.Errorf("question %s at %d: %w", q.ID, b, err)
 				}
 				n := h.counter.Messages(h.o.model, prompt)
 				if reply.TokensSent >= 0 && reply.TokensSent != n {
@@ -140,57 +179,70 @@ func (h *harness) probe(ctx context.Context, convs []synth.Conversation, system 
 				if reply.OverBudget {
 					res.overBudget++
 				}
-				res.add(c.User, p, method, b, score.Judge(p, toScore(prompt), n))
+				res.add(c, q, method, b, prompt, n)
 			}
 		}
 	}
 	return nil
 }
 
-// baselines judges the truncation and full-history prompts built from the
+// baselines judges the prompts of last-N truncation, BM25 over single turns
+// (packed into the same budgets) and the full history, built from the
 // replayed histories.
 func baselines(o options, counter *tokens.Counter, convs []synth.Conversation, histories [][]json.RawMessage, system []json.RawMessage, res *results) {
-	var fullSum float64
 	for i, c := range convs {
-		res.turns += len(histories[i]) / 2
-		for _, p := range c.Probes {
-			q := rawMessage("user", p.Question)
-			full := baseline.Full(system, histories[i], q)
-			ft := counter.Messages(o.model, full)
-			fullSum += float64(ft)
-			res.add(c.User, p, methodFull, 0, score.Judge(p, toScore(full), ft))
-			for _, b := range o.budgets {
-				tr := baseline.Truncate(counter, o.model, system, histories[i], q, b)
-				res.add(c.User, p, methodTruncate, b, score.Judge(p, toScore(tr), counter.Messages(o.model, tr)))
+		var passages []string
+		for _, s := range c.Sessions {
+			for _, t := range s.Turns {
+				passages = append(passages, fmt.Sprintf("[%s] %s: %s", s.Date.Format("2006-01-02"), c.Names[t.Speaker], t.Text))
 			}
-			res.probes++
+		}
+		texts := make([]string, 0, len(passages))
+		for _, s := range c.Sessions {
+			for _, t := range s.Turns {
+				texts = append(texts, t.Text)
+			}
+		}
+		index := baseline.NewBM25(texts)
+		for _, q := range c.Questions {
+			qm := rawMessage("user", q.Text)
+			full := baseline.Full(system, histories[i], qm)
+			res.add(c, q, methodFull, 0, full, counter.Messages(o.model, full))
+			ranked := index.Rank(q.Text)
+			for _, b := range o.budgets {
+				tr := baseline.Truncate(counter, o.model, system, histories[i], qm, b)
+				res.add(c, q, methodTruncate, b, tr, counter.Messages(o.model, tr))
+				bm := baseline.Pack(counter, o.model, system, qm, passages, ranked, b, bm25Heading)
+				res.add(c, q, methodBM25, b, bm, counter.Messages(o.model, bm))
+			}
 		}
 	}
-	res.fullTokens = fullSum / float64(max(1, res.probes))
 }
 
-// replay sends every user turn of c, each in its session's conversation,
-// as an application that sends only its newest message would, and waits
-// after each until memgate has stored it and run its after-save work. It
-// returns the whole history (user and assistant messages) for the baselines.
-func (h *harness) replay(ctx context.Context, c synth.Conversation, system []json.RawMessage) ([]json.RawMessage, error) {
-	var hist []json.RawMessage
-	for _, s := range c.Sessions {
-		for _, turn := range s.Turns {
-			u := rawMessage("user", turn)
-			msgs := append(append([]json.RawMessage{}, system...), u)
-			reply, err := h.gw.Chat(ctx, h.o.model, launch.Who{User: c.User, Conversation: s.Conversation}, msgs)
-			if err != nil {
-				return nil, err
+// describe fills the data statistics.
+func (r *results) describe(counter *tokens.Counter, model string, convs []synth.Conversation, histories [][]json.RawMessage, system []json.RawMessage) {
+	d := dataStats{users: len(convs), byType: map[synth.QType]int{}, byDepth: map[string]int{}}
+	var turnTokens, full int
+	for i, c := range convs {
+		for _, s := range c.Sessions {
+			for _, t := range s.Turns {
+				turnTokens += counter.Text(model, t.Text)
+				d.turns++
 			}
-			h.sent++
-			if err := h.waitProcessed(ctx, h.sent); err != nil {
-				return nil, err
+		}
+		full += counter.Messages(model, append(append([]json.RawMessage{}, system...), histories[i]...))
+		for _, q := range c.Questions {
+			d.questions++
+			for _, e := range q.Evidence {
+				d.evidence++
+				d.byType[q.Type]++
+				d.byDepth[score.Bucket(c.Depth(e.Ref))]++
 			}
-			hist = append(hist, u, rawMessage("assistant", reply.Content))
 		}
 	}
-	return hist, nil
+	d.turnTokens = float64(turnTokens) / float64(max(1, d.turns))
+	d.fullTokens = float64(full) / float64(max(1, len(convs)))
+	r.data = d
 }
 
 // waitProcessed waits until the gateway has handled n exchanges and the
@@ -202,8 +254,8 @@ func (h *harness) waitProcessed(ctx context.Context, n int) error {
 	return h.gw.WaitProcessed(ctx, n, func() bool { return h.up.Busy() == 0 })
 }
 
-// ask sends one probe (memory read-only: probes are not stored) and returns
-// the message list the upstream received.
+// ask sends one question (memory read-only: questions are not stored) and
+// returns the message list the upstream received.
 func (h *harness) ask(ctx context.Context, who launch.Who, system []json.RawMessage, q json.RawMessage, question string) ([]json.RawMessage, launch.Reply, error) {
 	msgs := append(append([]json.RawMessage{}, system...), q)
 	reply, err := h.gw.Chat(ctx, h.o.model, who, msgs)
@@ -212,7 +264,7 @@ func (h *harness) ask(ctx context.Context, who launch.Who, system []json.RawMess
 	}
 	call, ok := h.up.LastChat()
 	if !ok || len(call.Messages) == 0 || call.Messages[len(call.Messages)-1].Content != question {
-		return nil, reply, fmt.Errorf("the upstream's last chat request is not this probe")
+		return nil, reply, fmt.Errorf("the upstream's last chat request is not this question")
 	}
 	out := make([]json.RawMessage, len(call.Messages))
 	for i, m := range call.Messages {

@@ -1,11 +1,12 @@
 // Command eval measures memgate's memory quality without an LLM judge: it
-// generates long synthetic conversations with planted facts, replays them
-// through the real gateway binary (SQLite store, a stand-in upstream that
-// doubles as summariser and fact extractor), asks a probe question per
-// planted item at several token budgets, and reports how often the answer's
-// evidence reached the upstream prompt, how often a superseded fact was
-// presented as current, and the prompt tokens sent — next to last-N
-// truncation and full-history baselines computed in the same run.
+// generates long two-speaker conversations (eval/synth) with questions tied
+// to their evidence turns, replays them through the real gateway binary
+// (SQLite store, a stand-in upstream scripted with the second speaker's
+// lines that doubles as summariser and fact extractor), asks every question
+// at several token budgets, and reports the share of evidence turns that
+// reached the upstream prompt by question type and by depth — next to
+// last-N truncation, BM25 over single turns and full-history baselines
+// computed in the same run.
 //
 //	go run ./eval/cmd/eval -out eval-results.md
 package main

@@ -8,73 +8,75 @@ import (
 	"github.com/memgate/memgate/eval/synth"
 )
 
-// tallyOf returns a tally with covered of n probes covered and stale of
-// changed changed-fact probes stale.
-func tallyOf(covered, n, stale, changed int) *score.Tally {
+// tallyOf returns a tally with covered of n evidence turns covered for
+// every question type, the covered ones 400 turns back and the rest 50.
+func tallyOf(covered, n int) *score.Tally {
 	t := &score.Tally{}
-	for i := range n {
-		t.Add(score.Outcome{Category: synth.Numbers, Covered: i < covered, Tokens: 100})
-	}
-	for i := range changed {
-		t.Add(score.Outcome{Category: synth.Changed, Covered: true, Changed: true, Stale: i < stale, Tokens: 100})
+	for _, ty := range synth.Types {
+		for i := range n {
+			depth := 50
+			if i < covered {
+				depth = 400
+			}
+			t.Add([]score.Outcome{{Type: ty, Depth: depth, Covered: i < covered, Dated: ty == synth.Temporal && i < covered}}, 100)
+		}
 	}
 	return t
 }
 
-func TestTargetCheck(t *testing.T) {
+func TestGoalCheck(t *testing.T) {
+	weakType := tallyOf(9, 10)
+	for range 10 {
+		weakType.Add([]score.Outcome{{Type: synth.MultiHop, Depth: 50}}, 100)
+	}
 	tests := []struct {
-		name    string
-		mem, tr *score.Tally
-		want    []string
-		skipped bool
+		name string
+		mem  *score.Tally
+		want []string
 	}{
-		{"all pass", tallyOf(18, 20, 0, 20), tallyOf(2, 20, 0, 0),
-			[]string{"PASS coverage >= 3× truncation", "PASS coverage > 70%", "PASS stale-fact rate < 5%"}, false},
-		{"ratio fails", tallyOf(18, 20, 0, 20), tallyOf(12, 20, 0, 20),
-			[]string{"FAIL coverage >= 3× truncation", "PASS coverage > 70%"}, false},
-		{"coverage and stale fail", tallyOf(2, 20, 5, 20), tallyOf(0, 20, 0, 20),
-			[]string{"FAIL coverage > 70%", "FAIL stale-fact rate < 5%"}, false},
-		{"nothing covered anywhere is no pass", tallyOf(0, 20, 0, 0), tallyOf(0, 20, 0, 0),
-			[]string{"FAIL coverage >= 3× truncation"}, false},
-		{"budget not measured", nil, nil, []string{"skipped"}, true},
+		{"all pass", tallyOf(9, 10), []string{"PASS coverage >= 70%: 90%", "PASS every type >= 50%", "PASS evidence 300+ turns back >= 60%: 100%"}},
+		{"low overall", tallyOf(3, 10), []string{"FAIL coverage >= 70%: 30%", "FAIL every type >= 50%: lowest 30%"}},
+		{"one weak type", weakType, []string{"FAIL every type >= 50%: lowest 45% (multi-hop)"}},
+		{"not measured", nil, []string{"skipped"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &results{tallies: map[cell]*score.Tally{}}
-			if !tt.skipped {
-				r.tallies[cell{targetBudget, methodMemgate, ""}] = tt.mem
-				r.tallies[cell{targetBudget, methodTruncate, ""}] = tt.tr
+			r := &results{tallies: map[cell]*score.Tally{}, methods: []string{methodMemgate}}
+			if tt.mem != nil {
+				r.tallies[cell{targetBudget, methodMemgate}] = tt.mem
 			}
-			got := r.targetCheck()
+			got := r.goalCheck()
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
-					t.Errorf("target check lacks %q:\n%s", w, got)
+					t.Errorf("goal check lacks %q:\n%s", w, got)
 				}
 			}
 		})
 	}
 }
 
-func TestMarkdownTable(t *testing.T) {
-	o, err := parseFlags([]string{"eval", "-budgets", "1000,4000"}, nil)
+func TestMarkdownTables(t *testing.T) {
+	o, err := parseFlags([]string{"eval", "-budgets", "4000"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &results{o: o, tallies: map[cell]*score.Tally{
-		{1000, methodMemgate, ""}:  tallyOf(5, 10, 0, 2),
-		{1000, methodTruncate, ""}: tallyOf(1, 10, 1, 2),
-		{4000, methodMemgate, ""}:  tallyOf(9, 10, 0, 2),
-		{4000, methodTruncate, ""}: tallyOf(2, 10, 0, 2),
-		{0, methodFull, ""}:        tallyOf(10, 10, 0, 2),
+	r := &results{o: o, methods: []string{methodMemgate}, tallies: map[cell]*score.Tally{
+		{4000, methodMemgate}:  tallyOf(5, 10),
+		{4000, methodTruncate}: tallyOf(2, 10),
+		{4000, methodBM25}:     tallyOf(6, 10),
+		{0, methodFull}:        tallyOf(10, 10),
 	}}
 	md := r.markdown()
 	for _, w := range []string{
-		"| budget | method | numbers | dates | names | preferences | goals | changed | overall | stale | mean prompt tokens |",
-		"| 1000 | memgate | 50% | – | – | – | – | 100% | **58%** | 0% | 100 |",
-		"| 1000 | last-N truncation | 10% | – | – | – | – | 100% | **25%** | 50% | 100 |",
+		"| budget | method | single-hop | adjacent | multi-hop | temporal | paraphrase | **overall** | temporal with its date | mean prompt tokens |",
+		"| 4000 | memgate | 50% | 50% | 50% | 50% | 50% | **50%** | 50% | 100 |",
+		"| 4000 | last-N truncation | 20% |",
+		"| 4000 | BM25 over turns | 60% |",
 		"| none | full history | 100% |",
-		"stand-in",
-		"Target at 4000 tokens",
+		"| budget | method | 0–100 | 100–300 | 300+ | overall |",
+		"| 4000 | memgate | 0% | – | 100% | 50% |",
+		"**not delivered**",
+		"Goal of issue 14 at 4000 tokens",
 	} {
 		if !strings.Contains(md, w) {
 			t.Errorf("report lacks %q:\n%s", w, md)
@@ -95,6 +97,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"eval", "-probe-in", "last"}, false},
 		{[]string{"eval", "-probe-in", "new,last"}, false},
 		{[]string{"eval", "-users", "0"}, true},
+		{[]string{"eval", "-said-at-header", "X-Memory-Said-At"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,9 +32,9 @@ type options struct {
 	model    string
 	probeIn  []string
 	keep     bool
-	ablation bool
 	details  string
 	config   string
+	saidAt   string
 	deadline time.Duration
 }
 
@@ -45,19 +44,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Uint64Var(&o.seed, "seed", 1, "generator seed; user i gets seed*1000+i")
-	fs.IntVar(&o.users, "users", 4, "synthetic users (one long multi-session conversation each)")
+	fs.IntVar(&o.users, "users", 3, "synthetic users (one long multi-session conversation each)")
 	fs.IntVar(&o.synth.Sessions, "sessions", o.synth.Sessions, "sessions (conversations) per user")
-	fs.IntVar(&o.synth.TurnsPerSession, "turns", o.synth.TurnsPerSession, "user turns per session")
-	fs.IntVar(&o.synth.ItemsPerCategory, "items", o.synth.ItemsPerCategory, "planted items per category per user")
-	budgets := fs.String("budgets", "1000,2000,4000,8000", "token budgets (X-Memory-Budget), comma-separated")
+	fs.IntVar(&o.synth.TurnsPerSession, "turns", o.synth.TurnsPerSession, "turns per session, both speakers (even)")
+	fs.IntVar(&o.synth.PerType, "questions", o.synth.PerType, "questions of each type per user")
+	budgets := fs.String("budgets", "4000,8000", "token budgets (X-Memory-Budget), comma-separated")
 	fs.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	fs.StringVar(&o.gateway, "gateway", "", "gateway binary to run (default: go build ./cmd/gateway into a temp dir)")
 	fs.StringVar(&o.model, "model", "gpt-4o-mini", "model named in requests (tokenizer and context window)")
-	probeIn := fs.String("probe-in", "new,last", "where probes are asked, comma-separated: new (a fresh conversation per user), last (the user's last session)")
+	probeIn := fs.String("probe-in", "last,new", "where questions are asked, comma-separated: last (the user's last session, continued), new (a fresh conversation per user)")
 	fs.StringVar(&o.config, "config", "", "gateway YAML config file (default: the built-in defaults with memory.load_timeout: 5s)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (gateway log, SQLite database)")
-	fs.BoolVar(&o.ablation, "ablation", true, "also measure memgate with a fact extractor that finds nothing (its own patterns, summaries and recall only)")
-	fs.StringVar(&o.details, "details", "", "write one JSON line per judged probe to this file")
+	fs.StringVar(&o.details, "details", "", "write one JSON line per judged question, method and budget to this file")
+	fs.StringVar(&o.saidAt, "said-at-header", "", "send each replayed turn's time (RFC 3339) in this request header (the gateway takes none yet)")
 	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
@@ -135,26 +134,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		extra = string(b)
 	}
 
-	variants := []variant{{method: methodMemgate}}
-	if o.ablation {
-		variants = append(variants, variant{method: methodPatterns, up: standin.Options{NoFacts: true}})
-	}
 	res := &results{o: o, tallies: map[cell]*score.Tally{}, sideCalls: map[standin.Kind]int{}}
 	system := []json.RawMessage{rawMessage("system", appSystem)}
-	for i, v := range variants {
-		vdir := filepath.Join(dir, fmt.Sprintf("run%d", i+1))
-		if err := os.Mkdir(vdir, 0o700); err != nil {
-			return fmt.Errorf("temp dir: %w", err)
-		}
-		log.Info("measuring", "method", v.method)
-		histories, err := measure(ctx, o, v, bin, vdir, extra, counter, log, convs, system, res)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			baselines(o, counter, convs, histories, system, res)
-		}
+	histories, err := measure(ctx, o, bin, dir, extra, counter, log, convs, system, res)
+	if err != nil {
+		return err
 	}
+	baselines(o, counter, convs, histories, system, res)
+	res.describe(counter, o.model, convs, histories, system)
 	res.elapsed = time.Since(started)
 	if o.details != "" {
 		if err := writeDetails(o.details, res.details); err != nil {
@@ -198,17 +185,11 @@ const evalConfig = `memory:
   load_timeout: 5s
 `
 
-// variant is one memgate configuration measured.
-type variant struct {
-	method string
-	up     standin.Options
-}
-
 // measure runs a fresh gateway (in dir) in front of a fresh stand-in,
-// replays the conversations, probes them, and returns the histories.
-func measure(ctx context.Context, o options, v variant, bin, dir, extra string, counter *tokens.Counter, log *slog.Logger,
+// replays the conversations, asks the questions, and returns the histories.
+func measure(ctx context.Context, o options, bin, dir, extra string, counter *tokens.Counter, log *slog.Logger,
 	convs []synth.Conversation, system []json.RawMessage, res *results) (histories [][]json.RawMessage, err error) {
-	up := standin.New(v.up)
+	up := standin.New(standin.Options{})
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra})
@@ -232,11 +213,8 @@ func measure(ctx context.Context, o options, v variant, bin, dir, extra string, 
 		return nil, err
 	}
 	res.replay += time.Since(start)
-	for i, where := range o.probeIn {
-		if i > 0 && v.up.NoFacts {
-			break // the ablation is measured where the main row is
-		}
-		m := methodName(v.method, where, o.probeIn[0])
+	for _, where := range o.probeIn {
+		m := methodName(methodMemgate, where, o.probeIn[0])
 		if err := h.probe(ctx, convs, system, where, m, res); err != nil {
 			return nil, err
 		}
