@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/tokens"
 )
 
@@ -57,9 +56,9 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 		}
 	}()
 
-	srv, err := proxy.New(cfg, mem.deps(cfg), logger)
+	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
 	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+		return fmt.Errorf("http: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -28,10 +28,6 @@ type Config struct {
 	// ShutdownGrace is how long in-flight requests and streams may run after
 	// SIGTERM before they are cancelled.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
-	// HTTPServer chooses the HTTP/1.1 server: "memgate" (internal/httpserve,
-	// one goroutine per connection) or "stdlib" (net/http's server)
-	// (GATEWAY_HTTP_SERVER).
-	HTTPServer string `yaml:"http_server"`
 	// Upstream is the OpenAI-compatible API memgate forwards to.
 	Upstream Upstream `yaml:"upstream"`
 	// ContextWindows maps model names (or prefixes) to their context window in
@@ -247,7 +243,6 @@ func Default() Config {
 		LogLevel:      "info",
 		MaxBodyBytes:  8 << 20,
 		ShutdownGrace: Duration(30 * time.Second),
-		HTTPServer:    "memgate",
 		Upstream: Upstream{
 			BaseURL:           "https://api.openai.com/v1",
 			ConnectTimeout:    Duration(5 * time.Second),
@@ -338,7 +333,6 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 	str := map[string]*string{
 		"GATEWAY_LISTEN":            &cfg.Listen,
 		"GATEWAY_LOG_LEVEL":         &cfg.LogLevel,
-		"GATEWAY_HTTP_SERVER":       &cfg.HTTPServer,
 		"GATEWAY_UPSTREAM_BASE_URL": &cfg.Upstream.BaseURL,
 		"GATEWAY_UPSTREAM_API_KEY":  &cfg.Upstream.APIKey,
 		"GATEWAY_STORE":             &cfg.Store.Driver,
@@ -377,11 +371,6 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("max_body_bytes", "must be positive")
-	}
-	switch c.HTTPServer {
-	case "memgate", "stdlib":
-	default:
-		bad("http_server", "%q is not one of memgate, stdlib", c.HTTPServer)
 	}
 	if u, err := url.Parse(c.Upstream.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upstream.base_url", "%q is not an http(s) URL", c.Upstream.BaseURL)
