@@ -60,16 +60,19 @@ type Upstream struct {
 	FirstByteTimeout Duration `yaml:"first_byte_timeout"`
 	// IdleStreamTimeout aborts a stream that sends nothing for this long.
 	IdleStreamTimeout Duration `yaml:"idle_stream_timeout"`
-	// MaxIdleConns is the size of the keep-alive pool per upstream host.
+	// MaxIdleConns is the size of the keep-alive pool per upstream host; size
+	// it to the gateway's concurrency.
 	MaxIdleConns int `yaml:"max_idle_conns"`
-	// Retries is how many times a request is retried on connection errors,
-	// 429, 502, 503 and 504, only before any byte reached the client.
+	// Retries is how many times a request is retried when it could not
+	// connect (it never reached the upstream) or the upstream answered 502,
+	// 503 or 504 before any body byte; a 429 is passed to the client.
 	Retries int `yaml:"retries"`
 	// RetryBaseDelay is the first backoff; it doubles per attempt, with jitter.
 	RetryBaseDelay Duration `yaml:"retry_base_delay"`
 	// RetryMaxDelay caps one backoff, including a Retry-After the upstream asks for.
 	RetryMaxDelay Duration `yaml:"retry_max_delay"`
-	// Breaker configures the circuit breaker in front of the upstream.
+	// Breaker configures the circuit breakers in front of the upstream, one
+	// per upstream host and model.
 	Breaker Breaker `yaml:"breaker"`
 }
 

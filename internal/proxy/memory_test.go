@@ -280,3 +280,20 @@ func TestGatewayKeyNeverGoesUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestCaptureCapSkipsHugeReply: a reply larger than the capture cap reaches
+// the client whole and is not captured (counted as too_large).
+func TestCaptureCapSkipsHugeReply(t *testing.T) {
+	huge := upstreamtest.Reply{Content: strings.Repeat("x", maxCaptureBytes+1)}
+	captured := make(chanCapturer, 1)
+	up := upstreamtest.New(t, upstreamtest.Chat(huge))
+	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+	resp, b := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
+	if resp.StatusCode != 200 || len(b) < maxCaptureBytes {
+		t.Fatalf("status %d, %d bytes: the reply did not reach the client whole", resp.StatusCode, len(b))
+	}
+	g.waitMetric(t, `memgate_capture_skipped_total{reason="too_large"} 1`)
+	if len(captured) != 0 {
+		t.Error("an over-cap reply was captured")
+	}
+}
