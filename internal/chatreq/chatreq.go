@@ -58,9 +58,15 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 	f := r.fields
 	// Fields of the wrong type are the upstream's to reject; memgate reads
 	// what it can and forwards the rest.
-	json.Unmarshal(f["model"], &r.Model)
-	json.Unmarshal(f["user"], &r.User)
-	json.Unmarshal(f["stream"], &r.Stream)
+	if v, ok := f["model"]; ok {
+		json.Unmarshal(v, &r.Model)
+	}
+	if v, ok := f["user"]; ok {
+		json.Unmarshal(v, &r.User)
+	}
+	if v, ok := f["stream"]; ok {
+		json.Unmarshal(v, &r.Stream)
+	}
 	if v, ok := f["stream_options"]; ok {
 		var so struct {
 			IncludeUsage bool `json:"include_usage"`
@@ -70,7 +76,7 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 	}
 	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
 		var n int
-		if json.Unmarshal(f[k], &n) == nil && n > 0 {
+		if v, ok := f[k]; ok && json.Unmarshal(v, &n) == nil && n > 0 {
 			r.MaxTokens = n
 		}
 	}
