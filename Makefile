@@ -48,10 +48,11 @@ bench-search-1m: services
 eval:
 	bash scripts/eval.sh
 
-## lint: gofmt and go vet.
+## lint: gofmt, go vet, and go.mod/go.sum as `go mod tidy` leaves them.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

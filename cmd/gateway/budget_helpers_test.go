@@ -19,7 +19,6 @@ import (
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -75,7 +74,7 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	if mem.preparer, err = newAssembler(cfg, ks, nil, counter, logger); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, mem.deps(cfg), logger)
+	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

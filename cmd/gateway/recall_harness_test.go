@@ -16,7 +16,6 @@ import (
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -86,7 +85,7 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 		t.Fatal(err)
 	}
 	capt := capture.New(nil, capture.WithHooks(st, rl.hooks...), nil, logger, capture.Options{})
-	srv, err := proxy.New(cfg, proxy.Deps{
+	srv, err := newHTTP(cfg, httpDeps{
 		Resolver: auth.New(cfg.Keys), Preparer: asm, Capturer: capt,
 		Admin: st, Recall: rl.manager, Ready: st.Ping, Collectors: rl.collectors,
 	}, logger)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/tokens"
 )
 
@@ -57,9 +57,10 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 		}
 	}()
 
-	srv, err := proxy.New(cfg, mem.deps(cfg), logger)
+	routeStdLog(logger)
+	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
 	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+		return fmt.Errorf("http: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -128,4 +129,12 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// routeStdLog sends what libraries write to the standard log package into
+// logger at debug level: net/http's transport logs there, e.g. an upstream's
+// unsolicited response, quoting its bytes (which may hold message text).
+func routeStdLog(logger *slog.Logger) {
+	log.SetFlags(0)
+	log.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelDebug).Writer())
 }

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/memgate/memgate/internal/admin"
 	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
@@ -18,13 +22,14 @@ import (
 	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/redact"
 	"github.com/memgate/memgate/internal/redisstore"
+	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/sqlitestore"
 	"github.com/memgate/memgate/internal/tokens"
 )
 
 // store is what the gateway needs of a memory store adapter.
 type store interface {
-	proxy.MemoryAdmin
+	admin.Store
 	inject.HistoryReader
 	capture.Saver
 	Ping(ctx context.Context) error
@@ -157,9 +162,20 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	return m, nil
 }
 
-// deps returns the proxy's collaborators.
-func (m *memoryLayer) deps(cfg config.Config) proxy.Deps {
-	d := proxy.Deps{
+// httpDeps are the collaborators of the HTTP side.
+type httpDeps struct {
+	Resolver   *auth.Resolver
+	Preparer   proxy.Preparer
+	Capturer   proxy.Capturer
+	Admin      admin.Store
+	Recall     admin.Recall // nil when recall is off
+	Ready      func(ctx context.Context) error
+	Collectors []prometheus.Collector
+}
+
+// deps returns the HTTP side's collaborators.
+func (m *memoryLayer) deps(cfg config.Config) httpDeps {
+	d := httpDeps{
 		Resolver: auth.New(cfg.Keys),
 		Preparer: m.preparer,
 		Capturer: m.capturer,
@@ -178,6 +194,52 @@ func (m *memoryLayer) deps(cfg config.Config) proxy.Deps {
 		d.Collectors = append(d.Collectors, m.recall.collectors...)
 	}
 	return d
+}
+
+// gatewayHTTP is the wired HTTP side: the server, the proxy forwarding /v1
+// and the management API.
+type gatewayHTTP struct {
+	srv   *server.Server
+	proxy *proxy.Proxy
+}
+
+// newHTTP wires the HTTP side for cfg: one Prometheus registry (Go and
+// process collectors, d's, the server's and the proxy's) served on /metrics.
+func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, error) {
+	reg := prometheus.NewRegistry()
+	cs := append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, d.Collectors...)
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	srv, err := server.New(reg, d.Ready, cfg.ShutdownGrace.D(), logger)
+	if err != nil {
+		return nil, err
+	}
+	p, err := proxy.New(proxy.Options{
+		Upstream:     cfg.Upstream,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: d.Preparer, Capturer: d.Capturer}, logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	p.Register(srv)
+	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
+	return &gatewayHTTP{srv: srv, proxy: p}, nil
+}
+
+// Handler returns the gateway's HTTP handler, for tests.
+func (g *gatewayHTTP) Handler() http.Handler { return g.srv.Handler() }
+
+// Run serves on ln until ctx ends (see server.Server.Run), then waits for
+// the captures of finished streams to reach the Capturer.
+func (g *gatewayHTTP) Run(ctx context.Context, ln net.Listener) error {
+	err := g.srv.Run(ctx, ln)
+	g.proxy.Wait()
+	g.proxy.CloseIdleConnections()
+	return err
 }
 
 // shutdown flushes pending captures (within ctx) and closes the store.

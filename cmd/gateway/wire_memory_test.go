@@ -17,7 +17,6 @@ import (
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/tokens"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -68,7 +67,7 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 		cancel()
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, mem.deps(cfg), logger)
+	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,10 +28,6 @@ type Config struct {
 	// ShutdownGrace is how long in-flight requests and streams may run after
 	// SIGTERM before they are cancelled.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
-	// HTTPServer chooses the HTTP/1.1 server: "memgate" (internal/httpserve,
-	// one goroutine per connection) or "stdlib" (net/http's server)
-	// (GATEWAY_HTTP_SERVER).
-	HTTPServer string `yaml:"http_server"`
 	// Upstream is the OpenAI-compatible API memgate forwards to.
 	Upstream Upstream `yaml:"upstream"`
 	// ContextWindows maps model names (or prefixes) to their context window in
@@ -64,16 +60,19 @@ type Upstream struct {
 	FirstByteTimeout Duration `yaml:"first_byte_timeout"`
 	// IdleStreamTimeout aborts a stream that sends nothing for this long.
 	IdleStreamTimeout Duration `yaml:"idle_stream_timeout"`
-	// MaxIdleConns is the size of the keep-alive pool per upstream host.
+	// MaxIdleConns is the size of the keep-alive pool per upstream host; size
+	// it to the gateway's concurrency.
 	MaxIdleConns int `yaml:"max_idle_conns"`
-	// Retries is how many times a request is retried on connection errors,
-	// 429, 502, 503 and 504, only before any byte reached the client.
+	// Retries is how many times a request is retried when it could not
+	// connect (it never reached the upstream) or the upstream answered 502,
+	// 503 or 504 before any body byte; a 429 is passed to the client.
 	Retries int `yaml:"retries"`
 	// RetryBaseDelay is the first backoff; it doubles per attempt, with jitter.
 	RetryBaseDelay Duration `yaml:"retry_base_delay"`
 	// RetryMaxDelay caps one backoff, including a Retry-After the upstream asks for.
 	RetryMaxDelay Duration `yaml:"retry_max_delay"`
-	// Breaker configures the circuit breaker in front of the upstream.
+	// Breaker configures the circuit breakers in front of the upstream, one
+	// per upstream host and model.
 	Breaker Breaker `yaml:"breaker"`
 }
 
@@ -247,7 +246,6 @@ func Default() Config {
 		LogLevel:      "info",
 		MaxBodyBytes:  8 << 20,
 		ShutdownGrace: Duration(30 * time.Second),
-		HTTPServer:    "memgate",
 		Upstream: Upstream{
 			BaseURL:           "https://api.openai.com/v1",
 			ConnectTimeout:    Duration(5 * time.Second),
@@ -338,7 +336,6 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 	str := map[string]*string{
 		"GATEWAY_LISTEN":            &cfg.Listen,
 		"GATEWAY_LOG_LEVEL":         &cfg.LogLevel,
-		"GATEWAY_HTTP_SERVER":       &cfg.HTTPServer,
 		"GATEWAY_UPSTREAM_BASE_URL": &cfg.Upstream.BaseURL,
 		"GATEWAY_UPSTREAM_API_KEY":  &cfg.Upstream.APIKey,
 		"GATEWAY_STORE":             &cfg.Store.Driver,
@@ -377,11 +374,6 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("max_body_bytes", "must be positive")
-	}
-	switch c.HTTPServer {
-	case "memgate", "stdlib":
-	default:
-		bad("http_server", "%q is not one of memgate, stdlib", c.HTTPServer)
 	}
 	if u, err := url.Parse(c.Upstream.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upstream.base_url", "%q is not an http(s) URL", c.Upstream.BaseURL)

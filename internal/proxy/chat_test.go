@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -168,5 +169,25 @@ func TestUpstreamErrorsPassThroughVerbatim(t *testing.T) {
 				t.Errorf("body %s, want upstream's %s", b, want)
 			}
 		})
+	}
+}
+
+// TestOverLimitBodyOfUnknownLengthGets413: a chunked body that outgrows the
+// limit is answered with a readable 413 (not a reset connection).
+func TestOverLimitBodyOfUnknownLengthGets413(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, func(c *config.Config) { c.MaxBodyBytes = 512 }, Deps{})
+	body := `{"model":"x","messages":[{"role":"user","content":"` + strings.Repeat("a", 4000) + `"}]}`
+	// A reader of unknown length makes the client send the body chunked.
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", io.MultiReader(strings.NewReader(body)))
+	resp, b := do(t, req)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413: %s", resp.StatusCode, b)
+	}
+	if _, code, _ := apiErrorBody(t, b); code != "request_too_large" {
+		t.Errorf("code %q, want request_too_large", code)
+	}
+	if up.Calls() != 0 {
+		t.Error("upstream called")
 	}
 }

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -35,26 +38,19 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// gateway is a proxy under test in front of a fake upstream.
+// gateway is a proxy under test, served by a server.Server, in front of a
+// fake upstream.
 type gateway struct {
 	URL  string
-	srv  *Server
+	p    *Proxy
+	srv  *server.Server
 	up   *upstreamtest.Server
 	logs *syncBuffer
 }
 
-// httpServerUnderTest is the config's http_server for the gateways tests
-// start, and stdlibChat sends their chat completions through net/http's
-// Transport instead of h1client; TestStdlibStack switches both.
-var (
-	httpServerUnderTest = config.Default().HTTPServer
-	stdlibChat          = false
-)
-
 // testConfig is the default configuration with fast retries, pointed at up.
 func testConfig(up *upstreamtest.Server) config.Config {
 	cfg := config.Default()
-	cfg.HTTPServer = httpServerUnderTest
 	cfg.Upstream.BaseURL = up.URL()
 	cfg.Upstream.RetryBaseDelay = config.Duration(time.Millisecond)
 	cfg.Upstream.RetryMaxDelay = config.Duration(20 * time.Millisecond)
@@ -64,9 +60,27 @@ func testConfig(up *upstreamtest.Server) config.Config {
 	return cfg
 }
 
+// newGateway builds a server with the proxy's routes for cfg, logging JSON
+// at debug level to logs.
+func newGateway(tb testing.TB, cfg config.Config, deps Deps, ready func(context.Context) error, logs io.Writer) (*server.Server, *Proxy) {
+	tb.Helper()
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(reg, ready, cfg.ShutdownGrace.D(), logger)
+	if err != nil {
+		tb.Fatalf("server.New: %v", err)
+	}
+	p, err := New(Options{Upstream: cfg.Upstream, MaxBodyBytes: cfg.MaxBodyBytes, LoadTimeout: cfg.Memory.LoadTimeout.D()}, deps, logger, reg)
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	p.Register(srv)
+	tb.Cleanup(p.CloseIdleConnections)
+	return srv, p
+}
+
 // mustGateway starts a proxy for up, with cfg adjusted by mutate, served by
-// its own Run (so by the HTTP server the config chooses) on a loopback port
-// until the test ends. Logs are kept at debug level.
+// the server's Run on a loopback port until the test ends.
 func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Config), deps Deps) *gateway {
 	tb.Helper()
 	cfg := testConfig(up)
@@ -74,29 +88,38 @@ func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Con
 		mutate(&cfg)
 	}
 	logs := &syncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := New(cfg, deps, logger)
-	if err != nil {
-		tb.Fatalf("New: %v", err)
-	}
-	if stdlibChat {
-		s.up.chat = s.up.rt
-	}
+	srv, p := newGateway(tb, cfg, deps, nil, logs)
+	url, _ := mustRun(tb, srv, p)
+	return &gateway{URL: url, p: p, srv: srv, up: up, logs: logs}
+}
+
+// mustRun starts srv on a fresh port and returns its URL and a function that
+// shuts it down and waits for Run to return and p's captures.
+func mustRun(tb testing.TB, srv *server.Server, p *Proxy) (url string, stop func() error) {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("listen: %v", err)
+		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, ln) }()
-	tb.Cleanup(func() {
+	go func() { done <- srv.Run(ctx, ln) }()
+	var stopped bool
+	stop = func() error {
+		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("Run: %v", err)
+		err := wait(tb, done, "Run to return")
+		p.Wait()
+		return err
+	}
+	tb.Cleanup(func() {
+		if !stopped {
+			if err := stop(); err != nil {
+				tb.Errorf("Run: %v", err)
+			}
 		}
-		s.up.closeIdle()
 	})
-	return &gateway{URL: "http://" + ln.Addr().String(), srv: s, up: up, logs: logs}
+	return "http://" + ln.Addr().String(), stop
 }
 
 // post sends body to path with the given headers and returns the response

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -282,38 +281,19 @@ func TestGatewayKeyNeverGoesUpstream(t *testing.T) {
 	}
 }
 
-func TestPreview(t *testing.T) {
-	reqs := make(chan memory.Request, 1)
-	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: injecting(reqs)})
-	resp, b := g.post(t, "/v1/memory/preview", memoryChat, map[string]string{"X-Memory-User": "alice"})
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+// TestCaptureCapSkipsHugeReply: a reply larger than the capture cap reaches
+// the client whole and is not captured (counted as too_large).
+func TestCaptureCapSkipsHugeReply(t *testing.T) {
+	huge := upstreamtest.Reply{Content: strings.Repeat("x", maxCaptureBytes+1)}
+	captured := make(chanCapturer, 1)
+	up := upstreamtest.New(t, upstreamtest.Chat(huge))
+	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+	resp, b := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
+	if resp.StatusCode != 200 || len(b) < maxCaptureBytes {
+		t.Fatalf("status %d, %d bytes: the reply did not reach the client whole", resp.StatusCode, len(b))
 	}
-	var p struct {
-		Messages       []json.RawMessage `json:"messages"`
-		TokensOriginal int               `json:"tokens_original"`
-		TokensSent     int               `json:"tokens_sent"`
-		OverBudget     bool              `json:"over_budget"`
-		Conversation   string            `json:"conversation"`
+	g.waitMetric(t, `memgate_capture_skipped_total{reason="too_large"} 1`)
+	if len(captured) != 0 {
+		t.Error("an over-cap reply was captured")
 	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Messages) != 5 || p.TokensOriginal != 120 || p.TokensSent != 80 || !p.OverBudget || !memory.ValidID(p.Conversation) {
-		t.Errorf("preview %s", b)
-	}
-	if up.Calls() != 0 {
-		t.Error("preview called the upstream")
-	}
-
-	failing := preparerFunc(func(context.Context, memory.Request) (memory.Prepared, error) {
-		return memory.Prepared{}, errors.New("store down")
-	})
-	g = mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: failing})
-	resp, b = g.post(t, "/v1/memory/preview", memoryChat, map[string]string{"X-Memory-User": "alice"})
-	if resp.StatusCode != 503 {
-		t.Fatalf("failing preparer: status %d: %s", resp.StatusCode, b)
-	}
-	apiErrorBody(t, b)
 }

@@ -25,10 +25,10 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 		wantCalls  int
 		minElapsed time.Duration
 	}{
-		{"429 then 200", upstreamtest.Sequence(upstreamtest.RateLimited("0"), ok), 2, 20 * time.Millisecond, 200, 2, 0},
+		{"429 passed through, not retried", upstreamtest.Sequence(upstreamtest.RateLimited("1"), ok), 2, 20 * time.Millisecond, 429, 1, 0},
 		{"502 503 504 then 200", upstreamtest.Sequence(fail(502), fail(503), fail(504), ok), 3, 20 * time.Millisecond, 200, 4, 0},
-		{"Retry-After honoured", upstreamtest.Sequence(upstreamtest.RateLimited("1"), ok), 2, 5 * time.Second, 200, 2, time.Second},
-		{"Retry-After capped", upstreamtest.Sequence(upstreamtest.RateLimited("120"), ok), 2, 300 * time.Millisecond, 200, 2, 300 * time.Millisecond},
+		{"Retry-After honoured", upstreamtest.Sequence(upstreamtest.WithHeader(fail(503), "Retry-After", "1"), ok), 2, 5 * time.Second, 200, 2, time.Second},
+		{"Retry-After capped", upstreamtest.Sequence(upstreamtest.WithHeader(fail(503), "Retry-After", "120"), ok), 2, 300 * time.Millisecond, 200, 2, 300 * time.Millisecond},
 		{"retries exhausted", fail(503), 2, 20 * time.Millisecond, 503, 3, 0},
 		{"500 not retried", upstreamtest.Sequence(fail(500), ok), 2, 20 * time.Millisecond, 500, 1, 0},
 		{"400 not retried", upstreamtest.Sequence(fail(400), ok), 2, 20 * time.Millisecond, 400, 1, 0},
@@ -55,6 +55,9 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 			if tt.maxDelay < time.Second && elapsed > 3*time.Second {
 				t.Errorf("answered after %v: Retry-After was not capped", elapsed)
 			}
+			if tt.wantStatus == 429 && resp.Header.Get("Retry-After") != "1" {
+				t.Errorf("429 relayed without its Retry-After: %v", resp.Header)
+			}
 			if tt.wantStatus == 200 {
 				if ids := requestIDs(up); ids[0] != ids[len(ids)-1] {
 					t.Errorf("retries sent different request ids %v", ids)
@@ -72,23 +75,42 @@ func requestIDs(up *upstreamtest.Server) []string {
 	return ids
 }
 
-func TestRetryOnConnectionError(t *testing.T) {
+// TestNoResendAfterUpstreamReadRequest: an upstream that read the request
+// and closed the connection without answering may have started a
+// generation; the POST is not sent again.
+func TestNoResendAfterUpstreamReadRequest(t *testing.T) {
 	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{})
+	// A first exchange leaves a pooled connection, which the second reuses.
+	if resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
 	var dropped atomic.Bool
 	up.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if dropped.CompareAndSwap(false, true) {
-			panic(http.ErrAbortHandler) // connection closed without a response
+			panic(http.ErrAbortHandler) // read, then closed without a response
 		}
 		upstreamtest.Default().ServeHTTP(w, r)
 	}))
-	g := mustGateway(t, up, nil, Deps{})
 	resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502: %s", resp.StatusCode, b)
 	}
 	if n := up.Calls(); n != 2 {
-		t.Errorf("upstream calls %d, want 2", n)
+		t.Errorf("upstream calls %d, want 2 (the dropped request was sent again)", n)
 	}
+}
+
+// TestRetryWhenNotConnected: a request that could not connect never reached
+// the upstream, so it is retried.
+func TestRetryWhenNotConnected(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.BaseURL = "http://127.0.0.1:1/v1" }, Deps{})
+	resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502: %s", resp.StatusCode, b)
+	}
+	g.waitMetric(t, "memgate_upstream_retries_total 2")
 }
 
 func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
@@ -103,7 +125,7 @@ func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
 			t.Fatalf("request %d: status %d, want the upstream's 500", i, resp.StatusCode)
 		}
 	}
-	g.waitMetric(t, `memgate_upstream_breaker_state{host="`+up.Addr()[len("http://"):]+`"} 2`)
+	g.waitMetric(t, `memgate_upstream_breaker_state{host="`+up.Addr()[len("http://"):]+`",model="gpt-4o-mini"} 2`)
 	for i := range 5 {
 		start := time.Now()
 		resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/auth"
-	"github.com/memgate/memgate/internal/coarse"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -29,10 +28,9 @@ func TestMetricsExposed(t *testing.T) {
 		`memgate_http_request_duration_seconds_count{route="chat",status="200"} 1`,
 		`memgate_upstream_duration_seconds_count{route="chat"} 1`,
 		`memgate_gateway_overhead_seconds_count{route="chat"} 1`,
-		`memgate_upstream_breaker_state{host="` + strings.TrimPrefix(up.Addr(), "http://") + `"} 0`,
+		`memgate_upstream_breaker_state{host="` + strings.TrimPrefix(up.Addr(), "http://") + `",model="gpt-4o-mini"} 0`,
 		`memgate_http_in_flight_requests 0`,
 		`memgate_memory_degraded_total 0`,
-		`go_goroutines`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
@@ -43,7 +41,9 @@ func TestMetricsExposed(t *testing.T) {
 func TestHealthAndReadiness(t *testing.T) {
 	up := upstreamtest.New(t, nil)
 	ready := make(chan error, 1)
-	g := mustGateway(t, up, nil, Deps{Ready: func(context.Context) error { return <-ready }})
+	srv, p := newGateway(t, testConfig(up), Deps{}, func(context.Context) error { return <-ready }, io.Discard)
+	url, _ := mustRun(t, srv, p)
+	g := &gateway{URL: url}
 	get := func(path string) int {
 		req, _ := http.NewRequest("GET", g.URL+path, nil)
 		resp, _ := do(t, req)
@@ -91,46 +91,18 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	}
 }
 
-// mustRun starts s on a fresh port and returns its URL and a function that
-// shuts it down and waits for Run to return.
-func mustRun(tb testing.TB, s *Server) (url string, stop func() error) {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, ln) }()
-	var stopped bool
-	stop = func() error {
-		stopped = true
-		cancel()
-		return wait(tb, done, "Run to return")
-	}
-	tb.Cleanup(func() {
-		if !stopped {
-			stop()
-		}
-	})
-	return "http://" + ln.Addr().String(), stop
-}
-
-func newServer(tb testing.TB, up *upstreamtest.Server, grace time.Duration) *Server {
+func newServer(tb testing.TB, up *upstreamtest.Server, grace time.Duration) (*server.Server, *Proxy) {
 	tb.Helper()
 	cfg := testConfig(up)
 	cfg.ShutdownGrace = config.Duration(grace)
-	s, err := New(cfg, Deps{}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return newGateway(tb, cfg, Deps{}, nil, io.Discard)
 }
 
 func TestShutdownLetsInFlightStreamFinish(t *testing.T) {
 	feed := upstreamtest.NewFeed()
 	up := upstreamtest.New(t, feed)
-	url, stop := mustRun(t, newServer(t, up, 10*time.Second))
+	srv, p := newServer(t, up, 10*time.Second)
+	url, stop := mustRun(t, srv, p)
 	g := &gateway{URL: url}
 	resp := g.streamRequest(t, context.Background(), nil)
 	br := bufio.NewReader(resp.Body)
@@ -173,7 +145,8 @@ func TestShutdownLetsInFlightStreamFinish(t *testing.T) {
 func TestShutdownCancelsStreamsAfterGrace(t *testing.T) {
 	feed := upstreamtest.NewFeed()
 	up := upstreamtest.New(t, feed)
-	url, stop := mustRun(t, newServer(t, up, 100*time.Millisecond))
+	srv, p := newServer(t, up, 100*time.Millisecond)
+	url, stop := mustRun(t, srv, p)
 	g := &gateway{URL: url}
 	resp := g.streamRequest(t, context.Background(), nil)
 	br := bufio.NewReader(resp.Body)
@@ -190,7 +163,7 @@ func TestShutdownCancelsStreamsAfterGrace(t *testing.T) {
 
 func TestRunReturnsAfterDirectShutdown(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	s := newServer(t, up, time.Second)
+	s, _ := newServer(t, up, time.Second)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -207,54 +180,5 @@ func TestRunReturnsAfterDirectShutdown(t *testing.T) {
 	}
 	if err := wait(t, done, "Run"); err != nil {
 		t.Errorf("Run after Shutdown: %v", err)
-	}
-}
-
-// TestStdlibStack runs the wire-level tests again on net/http's server
-// (http_server: stdlib) and Transport (what https upstreams use); every other
-// test runs on memgate's server and h1client.
-func TestStdlibStack(t *testing.T) {
-	if httpServerUnderTest == "stdlib" || stdlibChat {
-		t.Fatal("the tests are expected to default to memgate's server and h1client")
-	}
-	httpServerUnderTest, stdlibChat = "stdlib", true
-	defer func() { httpServerUnderTest, stdlibChat = config.Default().HTTPServer, false }()
-	for name, test := range map[string]func(*testing.T){
-		"ChatForwardsBodyUnchanged":                     TestChatForwardsBodyUnchanged,
-		"BadInput":                                      TestBadInput,
-		"PassthroughRoutes":                             TestPassthroughRoutes,
-		"StreamRelaysByteForByte":                       TestStreamRelaysByteForByte,
-		"StreamFirstEventArrivesBeforeUpstreamFinishes": TestStreamFirstEventArrivesBeforeUpstreamFinishes,
-		"ClientDisconnectCancelsUpstream":               TestClientDisconnectCancelsUpstream,
-		"SDKStream":                                     TestSDKStream,
-		"ShutdownLetsInFlightStreamFinish":              TestShutdownLetsInFlightStreamFinish,
-		"UpstreamTimeouts":                              TestUpstreamTimeouts,
-	} {
-		t.Run(name, test)
-	}
-}
-
-func TestChatTransportChoice(t *testing.T) {
-	tests := []struct {
-		base   string
-		wantH1 bool
-	}{
-		{"http://127.0.0.1:8000/v1", true},
-		{"https://api.openai.com/v1", false},
-	}
-	for _, tt := range tests {
-		cfg := config.Default().Upstream
-		cfg.BaseURL = tt.base
-		m, err := newMetrics(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := newUpstream(cfg, newBreakers(cfg.Breaker, m, slog.New(slog.DiscardHandler)), m, coarse.New(timeoutResolution))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := u.h1 != nil; got != tt.wantH1 {
-			t.Errorf("%s: h1client used %v, want %v", tt.base, got, tt.wantH1)
-		}
 	}
 }

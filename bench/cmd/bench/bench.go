@@ -183,13 +183,6 @@ func startServers(ctx context.Context, cfg config, root, dir string, stderr io.W
 		}
 		servers["httputil"] = s
 	}
-	if need["lean"] {
-		s, err := startChild(ctx, dir, "lean", upstreamEnv+"="+up.rootURL())
-		if err != nil {
-			return servers, stop, err
-		}
-		servers["lean"] = s
-	}
 	if !need["memgate"] && !need["memgate-pg"] {
 		return servers, stop, nil
 	}

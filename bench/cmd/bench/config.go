@@ -62,7 +62,7 @@ const (
 // embedded SQLite store, and (-pg) on a second gateway using PostgreSQL and
 // Redis.
 var allTargets = []string{
-	"direct", "httputil", "lean", "memgate", "memgate-memory", "memgate-memory-pg",
+	"direct", "httputil", "memgate", "memgate-memory", "memgate-memory-pg",
 	"direct-stream", "httputil-stream", "memgate-stream", "memgate-memory-stream", "memgate-memory-pg-stream",
 }
 

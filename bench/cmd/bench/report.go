@@ -49,7 +49,7 @@ func (r report) find(target string, conns int) (cell, bool) {
 const howToRead = "**How to read this.** Every row is one target at one concurrency, all in front of the same fake upstream, measured in this run. " +
 	"*direct* (the upstream alone) is the physical floor: *added* is a target's latency minus direct's at the same concurrency and percentile " +
 	"(percentiles do not subtract exactly, so small negative values are noise). " +
-	"*httputil*, a bare `httputil.ReverseProxy`, is the baseline every proxy is judged against: the ratio next to each number is target ÷ httputil " +
+	"*httputil*, a plain `httputil.ReverseProxy` with memgate's transport settings, is the baseline memgate is judged against: the ratio next to each number is target ÷ httputil " +
 	"at the same concurrency — above 1× is better for req/s, below 1× is better for latency. " +
 	"*memgate* is pass-through (`X-Memory-Mode: off`); the *memgate-memory* rows do the real work of memory on every request " +
 	"(load the conversation, assemble the prompt within the token budget, capture the exchange), so compare them with *memgate* to see what memory costs. " +
@@ -84,11 +84,7 @@ func (r report) overheadSection() string {
 		mode, r.cfg.duration, r.cfg.warmup, repeat, r.cfg.latency, r.cfg.chunks, r.loadWall.Round(time.Second))
 	b.WriteString("\nTargets, all in front of the same fake upstream process:\n\n" +
 		"- **direct** — the fake upstream itself: the floor.\n" +
-		"- **httputil** — a bare `net/http/httputil.ReverseProxy` (defaults: `http.DefaultTransport`, which keeps only 2 idle connections per host) in its own process: the baseline.\n" +
-		"- **lean** — a reference, not a product: a forwarder that does only the per-request work a gateway cannot skip (reads the header fields, " +
-		"checks the body is JSON, gives the request an id, calls the upstream under a context and a circuit breaker, records a counter and a " +
-		"latency histogram) and scans HTTP/1.1 framing itself, with no HTTP library; Content-Length bodies only, so it has no streaming row. " +
-		"It shows how close a Go gateway can get to the floor on this machine; memgate's distance from it is what memgate's HTTP stack costs.\n" +
+		"- **httputil** — a plain `net/http/httputil.ReverseProxy` on `net/http`'s server in its own process, given the same `http.Transport` settings as memgate (`internal/upstream`: idle connections per host sized to concurrency, the same timeouts): the baseline. memgate runs the same stack; its distance from this row is memgate's own work (request ids, metrics, JSON parsing and validation of the chat body, breaker and retry layers).\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
 		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store, default configuration; each connection is its own user "+
 			"with one conversation holding at least %d turns before it is measured, and every turn is a different message: memory is loaded "+
@@ -100,7 +96,7 @@ func (r report) overheadSection() string {
 	b.WriteString(howToRead + "\n")
 	b.WriteString("### Non-streaming\n\n" + r.table(false) + "\n### Streaming\n\n" + r.table(true))
 	if r.proxyStreamErrors() {
-		b.WriteString("\nErrors on *httputil-stream* are the bare proxy's, not the load generator's: its `http.Server` closes the inbound " +
+		b.WriteString("\nErrors on *httputil-stream* are the plain proxy's, not the load generator's: its `http.Server` closes the inbound " +
 			"request body once response headers are written while `http.Transport` may still be reading it, which tears down the " +
 			"upstream connection mid-stream (\"ReverseProxy read error during body copy: use of closed network connection\", golang/go#40747).\n")
 	}
@@ -235,8 +231,9 @@ func (r report) proxyStreamErrors() bool {
 	return false
 }
 
-// goals checks issue #2's targets for memgate pass-through against the bare
-// proxy and the floor, for the concurrencies that were measured.
+// goals checks issue #13's target for memgate pass-through against the
+// plain reverse proxy on the same transport settings: at 64 connections
+// memgate's own work on top of the standard stack stays small.
 func (r report) goals() string {
 	var lines []string
 	check := func(ok bool, format string, args ...any) {
@@ -250,22 +247,14 @@ func (r report) goals() string {
 		if b, ok := r.find("httputil", 64); ok {
 			rps := m.res.RPS() / b.res.RPS()
 			p50 := float64(m.res.Latency.Quantile(0.5)) / float64(b.res.Latency.Quantile(0.5))
-			check(rps >= 1.6, "64 conns: memgate serves %.2f× the bare proxy's req/s (goal ≥ 1.6×)", rps)
-			check(p50 <= 0.6, "64 conns: memgate p50 is %.2f× the bare proxy's (goal ≤ 0.6×)", p50)
-		}
-	}
-	if m, ok := r.find("memgate", 1); ok {
-		if f, ok := r.find("direct", 1); ok {
-			d50 := m.res.Latency.Quantile(0.5) - f.res.Latency.Quantile(0.5)
-			d99 := m.res.Latency.Quantile(0.99) - f.res.Latency.Quantile(0.99)
-			check(d50 <= 100*time.Microsecond, "1 conn: memgate adds %s at p50 over the floor (goal ≤ 100µs)", fmtDelta(d50))
-			check(d99 <= 500*time.Microsecond, "1 conn: memgate adds %s at p99 over the floor (goal ≤ 500µs)", fmtDelta(d99))
+			check(rps >= 0.9, "64 conns: memgate serves %.2f× the plain proxy's req/s (goal ≥ 0.9×)", rps)
+			check(p50 <= 1.2, "64 conns: memgate p50 is %.2f× the plain proxy's (goal ≤ 1.2×)", p50)
 		}
 	}
 	if len(lines) == 0 {
 		return ""
 	}
-	return "Goals (issue #2):\n\n" + strings.Join(lines, "\n") + "\n"
+	return "Goals (issue #13):\n\n" + strings.Join(lines, "\n") + "\n"
 }
 
 // updateFile writes the sections into path, replacing earlier versions of

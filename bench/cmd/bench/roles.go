@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/bench/fakeupstream"
+	gwconfig "github.com/memgate/memgate/internal/config"
+	gwserver "github.com/memgate/memgate/internal/server"
+	"github.com/memgate/memgate/internal/upstream"
 )
 
 // Environment of a server child process.
 const (
-	roleEnv     = "MEMGATE_BENCH_ROLE"     // "upstream", "httputil" or "lean"
-	upstreamEnv = "MEMGATE_BENCH_UPSTREAM" // httputil, lean: the upstream base URL
+	roleEnv     = "MEMGATE_BENCH_ROLE"     // "upstream" or "httputil"
+	upstreamEnv = "MEMGATE_BENCH_UPSTREAM" // httputil: the upstream base URL
 	latencyEnv  = "MEMGATE_BENCH_LATENCY"  // upstream: fixed latency
 	chunksEnv   = "MEMGATE_BENCH_CHUNKS"   // upstream: content deltas per stream
 )
@@ -25,19 +28,10 @@ const (
 // listeningPrefix starts the line a child prints once it accepts connections.
 const listeningPrefix = "listening on "
 
-// serveRole runs a server child: the fake upstream, or a bare
-// httputil.ReverseProxy or the lean forwarder in front of it. It listens on
-// a free loopback port, prints that address to stdout, and serves until ctx
-// ends.
+// serveRole runs a server child: the fake upstream, or a plain
+// httputil.ReverseProxy in front of it. It listens on a free loopback port,
+// prints that address to stdout, and serves until ctx ends.
 func serveRole(ctx context.Context, role string, getenv func(string) string, stdout io.Writer) error {
-	if role == "lean" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
-		fmt.Fprintf(stdout, "%s%s\n", listeningPrefix, ln.Addr())
-		return serveLean(ctx, ln, getenv(upstreamEnv))
-	}
 	var h http.Handler
 	switch role {
 	case "upstream":
@@ -60,8 +54,11 @@ func serveRole(ctx context.Context, role string, getenv func(string) string, std
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("%s: bad upstream URL %q", upstreamEnv, getenv(upstreamEnv))
 		}
-		// Bare means defaults: http.DefaultTransport and no tuning.
-		h = httputil.NewSingleHostReverseProxy(u)
+		// The same transport settings as the gateway's (its default
+		// configuration), so the comparison measures memgate's own work.
+		rp := httputil.NewSingleHostReverseProxy(u)
+		rp.Transport = upstream.NewTransport(gwconfig.Default().Upstream)
+		h = rp
 	default:
 		return fmt.Errorf("unknown %s %q", roleEnv, role)
 	}
@@ -69,7 +66,7 @@ func serveRole(ctx context.Context, role string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: gwserver.ReadHeaderTimeout, IdleTimeout: gwserver.IdleTimeout, MaxHeaderBytes: gwserver.MaxHeaderBytes}
 	fmt.Fprintf(stdout, "%s%s\n", listeningPrefix, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -1,0 +1,130 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
+)
+
+type preparerFunc func(ctx context.Context, req memory.Request) (memory.Prepared, error)
+
+func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
+	return f(ctx, req)
+}
+
+// mustAdmin serves a with a server.Server until the test ends.
+func mustAdmin(tb testing.TB, a *Admin) string {
+	tb.Helper()
+	srv, err := server.New(prometheus.NewRegistry(), nil, 0, slog.New(slog.DiscardHandler))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.Register(srv)
+	hs := httptest.NewServer(srv.Handler())
+	tb.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func post(tb testing.TB, url, body string, h map[string]string) (*http.Response, []byte) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+const chat = `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What do I like?"}]}`
+
+func TestPreview(t *testing.T) {
+	note := json.RawMessage(`{"role":"system","content":"Memory: tea."}`)
+	got := make(chan memory.Request, 1)
+	prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
+		got <- req
+		return memory.Prepared{Messages: append([]json.RawMessage{note}, req.Messages...), TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
+	})
+	url := mustAdmin(t, New(auth.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+	resp, b := post(t, url+"/v1/memory/preview", chat, map[string]string{"X-Memory-User": "alice", "X-Memory-Budget": "500"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	var p previewResponse
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Messages) != 3 || p.TokensOriginal != 120 || p.TokensSent != 80 || !p.OverBudget || !memory.ValidID(p.Conversation) {
+		t.Errorf("preview %s", b)
+	}
+	if req := <-got; req.User != "alice" || req.Budget != 500 || len(req.Parsed) != 2 {
+		t.Errorf("memory request %+v", req)
+	}
+
+	tests := []struct {
+		name   string
+		prep   Preparer
+		header map[string]string
+		body   string
+		status int
+	}{
+		{"failing preparer", preparerFunc(func(context.Context, memory.Request) (memory.Prepared, error) {
+			return memory.Prepared{}, errors.New("store down")
+		}), map[string]string{"X-Memory-User": "alice"}, chat, 503},
+		{"no user", prep, nil, chat, 400},
+		{"no memory configured", nil, map[string]string{"X-Memory-User": "alice"}, chat, 503},
+		{"bad body", prep, map[string]string{"X-Memory-User": "alice"}, `{"messages":[`, 400},
+		{"body too large", prep, map[string]string{"X-Memory-User": "alice"}, strings.Repeat(" ", 2<<20) + chat, 413},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := mustAdmin(t, New(auth.New(nil), nil, nil, tt.prep, 1<<20, slog.New(slog.DiscardHandler)))
+			resp, b := post(t, url+"/v1/memory/preview", tt.body, tt.header)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+			var e struct {
+				Error struct{ Message, Type string }
+			}
+			if json.Unmarshal(b, &e) != nil || e.Error.Message == "" || e.Error.Type == "" {
+				t.Errorf("not an OpenAI error body: %s", b)
+			}
+		})
+	}
+}
+
+func TestUnconfiguredRoutesAnswer503(t *testing.T) {
+	url := mustAdmin(t, New(nil, nil, nil, nil, 1<<20, slog.New(slog.DiscardHandler)))
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/v1/memory/conversations?user=alice"},
+		{"DELETE", "/v1/memory/users/alice"},
+		{"GET", "/v1/memory/users/alice/facts"},
+		{"POST", "/v1/memory/search"},
+	} {
+		req, _ := http.NewRequest(tt.method, url+tt.path, strings.NewReader(`{}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			t.Errorf("%s %s: status %d, want 503", tt.method, tt.path, resp.StatusCode)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
+)
+
+// Store is what the conversation routes need of the memory store. Every
+// call is scoped to the caller's tenant.
+type Store interface {
+	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
+	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	DeleteConversation(ctx context.Context, id memory.Identity) error
+	DeleteUser(ctx context.Context, tenant, user string) error
+}
+
+// storeScope is scope for the conversation routes, answering 503 when no
+// store is configured.
+func (a *Admin) storeScope(c echo.Context, user string) (memory.Identity, *apierr.Error) {
+	if a.store == nil {
+		return memory.Identity{}, apierr.Unavailable("Memory is not configured on this gateway.")
+	}
+	return a.scope(c.Request(), user)
+}
+
+// conversationID reads and checks the :id path parameter.
+func conversationID(c echo.Context) (string, *apierr.Error) {
+	id := c.Param("id")
+	if !memory.ValidID(id) {
+		return "", apierr.Invalid("id", "A conversation id must be 1-128 characters of [A-Za-z0-9._:@-].")
+	}
+	return id, nil
+}
+
+// storeError translates a store error.
+func (a *Admin) storeError(c echo.Context, err error) *apierr.Error {
+	if errors.Is(err, memory.ErrNotFound) {
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Code: "not_found", Message: "No such conversation or user in this tenant."}
+	}
+	a.log.Error("memory store error", "request_id", server.RequestID(c), "error", err)
+	return apierr.Unavailable("The memory store could not be reached.")
+}
+
+// handleListConversations serves GET /v1/memory/conversations?user=U.
+func (a *Admin) handleListConversations(c echo.Context) error {
+	id, aerr := a.storeScope(c, c.QueryParam("user"))
+	if aerr != nil {
+		return aerr
+	}
+	convs, err := a.store.Conversations(c.Request().Context(), id.Tenant, id.User)
+	if err != nil {
+		return a.storeError(c, err)
+	}
+	if convs == nil {
+		convs = []memory.Conversation{}
+	}
+	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"object": "list", "data": convs})
+	return nil
+}
+
+// handleGetConversation serves GET /v1/memory/conversations/{id}?user=U.
+func (a *Admin) handleGetConversation(c echo.Context) error {
+	id, aerr := a.storeScope(c, c.QueryParam("user"))
+	if aerr == nil {
+		id.Conversation, aerr = conversationID(c)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	conv, msgs, err := a.store.Conversation(c.Request().Context(), id)
+	if err != nil {
+		return a.storeError(c, err)
+	}
+	if msgs == nil {
+		msgs = []memory.Message{}
+	}
+	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"conversation": conv, "messages": msgs})
+	return nil
+}
+
+// handleDeleteConversation serves DELETE /v1/memory/conversations/{id}?user=U.
+func (a *Admin) handleDeleteConversation(c echo.Context) error {
+	id, aerr := a.storeScope(c, c.QueryParam("user"))
+	if aerr == nil {
+		id.Conversation, aerr = conversationID(c)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	if err := a.store.DeleteConversation(c.Request().Context(), id); err != nil {
+		return a.storeError(c, err)
+	}
+	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"id": id.Conversation, "object": "conversation", "deleted": true})
+	return nil
+}
+
+// handleDeleteUser serves DELETE /v1/memory/users/{user}: everything stored
+// about the user in the caller's tenant is erased, and captures of the user
+// still queued are dropped when they are processed.
+func (a *Admin) handleDeleteUser(c echo.Context) error {
+	id, aerr := a.storeScope(c, c.Param("user"))
+	if aerr != nil {
+		return aerr
+	}
+	if err := a.store.DeleteUser(c.Request().Context(), id.Tenant, id.User); err != nil {
+		return a.storeError(c, err)
+	}
+	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"user": id.User, "object": "user", "deleted": true})
+	return nil
+}

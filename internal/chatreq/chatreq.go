@@ -1,0 +1,158 @@
+// Package chatreq reads an OpenAI Chat Completions request body once, with
+// encoding/json, into the fields memgate acts on; every other field stays
+// the client's JSON (json.RawMessage), so a body whose messages memory does
+// not rewrite is forwarded byte for byte, and one whose messages it rewrites
+// keeps every other field's value.
+package chatreq
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Request is a parsed chat completion request.
+type Request struct {
+	// Raw is the body as the client sent it.
+	Raw []byte
+	// fields are the body's top-level fields, values verbatim.
+	fields map[string]json.RawMessage
+	// Messages are the elements of the messages array, verbatim.
+	Messages []json.RawMessage
+	// Parsed are Messages read by memory.ParseMessage, index for index.
+	Parsed []memory.Message
+
+	Model  string
+	User   string
+	Stream bool
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
+	// MaxTokens is max_completion_tokens, else max_tokens (0 if absent).
+	MaxTokens int
+}
+
+// Parse reads a chat completion body. It accepts exactly one JSON object
+// with a non-empty messages array of valid messages, and answers anything
+// else with a 400 naming the offending parameter. A repeated key counts by
+// its last occurrence, as in encoding/json.
+func Parse(raw []byte) (*Request, *apierr.Error) {
+	r := &Request{Raw: raw}
+	if err := json.Unmarshal(raw, &r.fields); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, apierr.Invalid("", "The request body must be a JSON object.")
+		}
+		return nil, apierr.Invalid("", "We could not parse the JSON body of your request. The body must be valid JSON.")
+	}
+	if r.fields == nil {
+		return nil, apierr.Invalid("", "The request body must be a JSON object.")
+	}
+	f := r.fields
+	// Fields of the wrong type are the upstream's to reject; memgate reads
+	// what it can and forwards the rest.
+	if v, ok := f["model"]; ok {
+		json.Unmarshal(v, &r.Model)
+	}
+	if v, ok := f["user"]; ok {
+		json.Unmarshal(v, &r.User)
+	}
+	if v, ok := f["stream"]; ok {
+		json.Unmarshal(v, &r.Stream)
+	}
+	if v, ok := f["stream_options"]; ok {
+		var so struct {
+			IncludeUsage bool `json:"include_usage"`
+		}
+		json.Unmarshal(v, &so)
+		r.IncludeUsage = so.IncludeUsage
+	}
+	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+		var n int
+		if v, ok := f[k]; ok && json.Unmarshal(v, &n) == nil && n > 0 {
+			r.MaxTokens = n
+		}
+	}
+	msgs, ok := f["messages"]
+	if !ok || json.Unmarshal(msgs, &r.Messages) != nil || r.Messages == nil {
+		return nil, apierr.Invalid("messages", "You must provide a messages parameter: an array of message objects.")
+	}
+	if len(r.Messages) == 0 {
+		return nil, apierr.Invalid("messages", "messages must contain at least one message.")
+	}
+	r.Parsed = make([]memory.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		p, err := memory.ParseMessage(m)
+		if err != nil {
+			return nil, apierr.Invalid("messages["+strconv.Itoa(i)+"]", err.Error())
+		}
+		r.Parsed[i] = p
+	}
+	return r, nil
+}
+
+// WithMessages returns the body with its messages replaced by msgs; every
+// other field keeps the client's value (re-encoded compactly, keys in
+// sorted order, HTML characters unescaped).
+func (r *Request) WithMessages(msgs []json.RawMessage) ([]byte, error) {
+	out := make(map[string]json.RawMessage, len(r.fields))
+	for k, v := range r.fields {
+		out[k] = v
+	}
+	m, err := marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	out["messages"] = m
+	return marshal(out)
+}
+
+// marshal is json.Marshal without HTML escaping, so "<" in a prompt stays
+// "<" upstream.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Memory builds what the memory layer is asked for this request, reading
+// X-Memory-Budget (a whole number ≥ 1) and X-Memory-Cross (off disables
+// cross-conversation recall).
+func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (memory.Request, *apierr.Error) {
+	req := memory.Request{
+		Identity:          id,
+		Mode:              mode,
+		Model:             r.Model,
+		Messages:          r.Messages,
+		Parsed:            r.Parsed,
+		MaxTokens:         r.MaxTokens,
+		CrossConversation: !strings.EqualFold(strings.TrimSpace(h.Get("X-Memory-Cross")), "off"),
+	}
+	if v := h.Get("X-Memory-Budget"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return req, apierr.Invalid("X-Memory-Budget", "X-Memory-Budget must be a whole number of tokens, at least 1.")
+		}
+		req.Budget = n
+	}
+	return req, nil
+}
+
+// NewConversationID returns a random conversation id (valid per
+// memory.ValidID) for a memory-on request that names none.
+func NewConversationID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "conv-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/textproto"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/server"
+)
+
+// forward is one request's state across the reverse proxy's hooks and the
+// transport layers, carried in the request context.
+type forward struct {
+	x *server.Exchange
+	// chat is true on the chat completions route: the response may be
+	// captured, and Accept-Encoding is dropped so it can be read.
+	chat bool
+	// model keys the circuit breaker with the upstream host.
+	model string
+	start time.Time
+	// capture is the pending capture of a memory-on exchange, or nil.
+	capture *chatCapture
+	// bodyFailed is set when reading the client's streamed request body
+	// failed (malformed chunking, a client gone mid-upload): the upstream
+	// call failed for the client's sake, not the upstream's. The
+	// transport reads the body on a goroutine of its own.
+	bodyFailed atomic.Bool
+}
+
+// clientBody is a client's request body streamed upstream, noting a failed
+// read in its forward.
+type clientBody struct {
+	io.ReadCloser
+	f *forward
+}
+
+func (b clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.f.bodyFailed.Store(true)
+	}
+	return n, err
+}
+
+type forwardKey struct{}
+
+// max1xx bounds the informational (1xx) responses relayed before the final
+// one: net/http leaves that limit to whoever receives them (the reverse
+// proxy relays each to the client), so an upstream sending them without end
+// would hold the client until the first-byte timeout.
+const max1xx = 5
+
+// errTooMany1xx fails an upstream request whose upstream sent more than
+// max1xx informational responses.
+var errTooMany1xx = errors.New("upstream sent too many 1xx responses")
+
+// withForward returns r for the reverse proxy: carrying f, and with a trace
+// that fails the upstream request past max1xx informational responses. The
+// trace is installed before the reverse proxy's own (which relays each 1xx),
+// so its error is the one the transport sees.
+func withForward(r *http.Request, f *forward) *http.Request {
+	n := 0
+	ctx := httptrace.WithClientTrace(context.WithValue(r.Context(), forwardKey{}, f), &httptrace.ClientTrace{
+		Got1xxResponse: func(int, textproto.MIMEHeader) error {
+			if n++; n > max1xx {
+				return errTooMany1xx
+			}
+			return nil
+		},
+	})
+	return r.WithContext(ctx)
+}
+
+func forwardOf(ctx context.Context) *forward {
+	f, _ := ctx.Value(forwardKey{}).(*forward)
+	return f
+}
+
+// newReverseProxy returns the one reverse proxy every route goes through:
+// the request goes upstream unchanged (minus hop-by-hop and X-Memory-*
+// headers, with the gateway's auth rule and X-Request-Id), the response
+// comes back unchanged. Event streams and bodies of unknown length are
+// flushed after every write (ReverseProxy's FlushInterval -1 for them).
+func (p *Proxy) newReverseProxy(rt http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      rt,
+		BufferPool:     bufferPool{},
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.proxyError,
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// rewrite maps the client's request onto the upstream.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	in := pr.In.URL
+	out := *p.base
+	out.Path = p.base.Path + strings.TrimPrefix(in.Path, "/v1")
+	out.RawPath = ""
+	if in.RawPath != "" {
+		out.RawPath = p.base.EscapedPath() + strings.TrimPrefix(in.RawPath, "/v1")
+	}
+	out.RawQuery = in.RawQuery
+	pr.Out.URL = &out
+	pr.Out.Host = ""
+	h := pr.Out.Header
+	for k := range h {
+		if isMemoryHeader(k) {
+			delete(h, k)
+		}
+	}
+	switch {
+	case p.auth != "":
+		h["Authorization"] = []string{p.auth}
+	case p.requireKey():
+		// The client's Authorization is its gateway key.
+		delete(h, "Authorization")
+	}
+	f := forwardOf(pr.In.Context())
+	if f == nil {
+		return
+	}
+	h["X-Request-Id"] = []string{f.x.ID()}
+	if f.chat {
+		delete(h, "Accept-Encoding")
+	}
+	f.start = time.Now()
+}
+
+// isMemoryHeader reports whether a canonical header key is one of memgate's
+// own X-Memory-* request headers, which never go upstream.
+func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
+
+// modifyResponse renames the upstream's X-Request-Id (the gateway's own id
+// stays), times the upstream body and attaches the capture of a memory-on
+// chat exchange.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	if v, ok := resp.Header["X-Request-Id"]; ok {
+		delete(resp.Header, "X-Request-Id")
+		resp.Header["X-Upstream-Request-Id"] = v
+	}
+	f := forwardOf(resp.Request.Context())
+	if f == nil {
+		return nil
+	}
+	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
+	if f.capture != nil && resp.StatusCode/100 == 2 {
+		f.capture.attach(resp)
+	}
+	return nil
+}
+
+// proxyError answers a request whose upstream call failed before a
+// response: nothing when the client is gone (recorded as 499), else the
+// gateway error in OpenAI shape.
+func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	f := forwardOf(r.Context())
+	if f != nil && !f.start.IsZero() {
+		f.x.AddUpstream(time.Since(f.start))
+	}
+	if r.Context().Err() != nil {
+		if context.Cause(r.Context()) != server.ErrShutdown {
+			server.ExchangeOf(r.Context()).SetStatus(server.StatusClientClosed)
+		}
+		return
+	}
+	if f != nil && f.bodyFailed.Load() {
+		apierr.Write(w, apierr.Invalid("", "The request body could not be read."))
+		return
+	}
+	e := upstreamError(err)
+	p.log.Warn("upstream request failed", "request_id", server.ExchangeOf(r.Context()).ID(), "status", e.Status, "error", err)
+	apierr.Write(w, e)
+}
+
+// upstreamError translates a failed upstream call into the gateway error the
+// client gets: 503 for an open breaker, 504 for a timeout, else 502.
+func upstreamError(err error) *apierr.Error {
+	switch {
+	case errors.Is(err, errBreakerOpen):
+		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeUpstream, Code: "upstream_unavailable",
+			Message: "The upstream API is failing; memgate's circuit breaker is open. Retry later."}
+	case isTimeout(err):
+		return &apierr.Error{Status: http.StatusGatewayTimeout, Type: apierr.TypeUpstream, Code: "upstream_timeout",
+			Message: "The upstream API did not answer in time."}
+	}
+	return &apierr.Error{Status: http.StatusBadGateway, Type: apierr.TypeUpstream, Code: "upstream_error",
+		Message: "The upstream API could not be reached."}
+}
+
+// timedBody records the upstream time when the response body is closed,
+// and marks the exchange 502 when the upstream body broke (not when the
+// client went away or shutdown cut the request: those are recorded by the
+// server).
+type timedBody struct {
+	io.ReadCloser
+	f   *forward
+	ctx context.Context
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.ctx.Err() == nil {
+		b.f.x.SetStatus(http.StatusBadGateway)
+	}
+	return n, err
+}
+
+func (b *timedBody) Close() error {
+	b.f.x.AddUpstream(time.Since(b.f.start))
+	return b.ReadCloser.Close()
+}
+
+// finalWriter lets the reverse proxy relay the upstream's 1xx responses
+// without echo taking the first one for the final status: the client then
+// sees the real status that follows.
+type finalWriter struct{ *echo.Response }
+
+func (w finalWriter) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.Response.Writer.WriteHeader(code)
+		return
+	}
+	w.Response.WriteHeader(code)
+}
+
+// copyPool holds the buffers used to relay response bodies.
+var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// bufferPool adapts copyPool to httputil.BufferPool.
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte  { return *copyPool.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyPool.Put(&b) }

@@ -1,0 +1,192 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// hostileUpstream is a raw TCP upstream that answers each request with the
+// bytes its behave function writes. It parses requests with net/http (the
+// gateway's framing is not what is under test here) and records the
+// X-Request-Id of every request it read.
+type hostileUpstream struct {
+	ln     net.Listener
+	behave func(c net.Conn, who string) (keep bool)
+	mu     sync.Mutex
+	seen   map[string]int
+	// closed receives once per connection that ended (closed by either
+	// side).
+	closed chan struct{}
+}
+
+func newHostileUpstream(tb testing.TB, behave func(c net.Conn, who string) bool) *hostileUpstream {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u := &hostileUpstream{ln: ln, behave: behave, seen: map[string]int{}, closed: make(chan struct{}, 1000)}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go u.serve(c)
+		}
+	}()
+	return u
+}
+
+func (u *hostileUpstream) serve(c net.Conn) {
+	defer func() {
+		c.Close()
+		u.closed <- struct{}{}
+	}()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		u.mu.Lock()
+		u.seen[req.Header.Get("X-Request-Id")]++
+		u.mu.Unlock()
+		if !u.behave(c, req.Header.Get("X-Who")) {
+			return
+		}
+	}
+}
+
+func (u *hostileUpstream) url() string { return "http://" + u.ln.Addr().String() + "/v1" }
+
+// answer is a complete response whose body names who.
+func answer(who string) string {
+	body := `{"who":"` + who + `"}`
+	return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// TestHostileUpstream: an upstream that breaks HTTP/1.1 never makes one
+// client receive another's answer (or a stray one), and no request is sent
+// upstream twice. Two clients, A and B, alternate; the upstream misbehaves
+// on every answer, or on B's only, as each case says.
+func TestHostileUpstream(t *testing.T) {
+	tests := []struct {
+		name string
+		// behave writes the answer to who's request; false closes the
+		// connection.
+		behave func(c net.Conn, who string) bool
+		// hostileB: B gets an error (502), A its answer; else both get
+		// their answers.
+		hostileB bool
+	}{
+		{"body longer than its Content-Length", func(c net.Conn, who string) bool {
+			io.WriteString(c, answer(who)+answer("intruder"))
+			return true
+		}, false},
+		{"unsolicited response after a delay", func(c net.Conn, who string) bool {
+			io.WriteString(c, answer(who))
+			time.Sleep(20 * time.Millisecond)
+			io.WriteString(c, answer("intruder"))
+			return true
+		}, false},
+		{"huge response head", func(c net.Conn, who string) bool {
+			if who == "B" {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 2<<20)+"\r\nContent-Length: 2\r\n\r\n{}")
+				return false
+			}
+			io.WriteString(c, answer(who))
+			return true
+		}, true},
+		{"1xx storm", func(c net.Conn, who string) bool {
+			if who == "B" {
+				io.WriteString(c, strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n", 50)+answer("intruder"))
+				return true
+			}
+			io.WriteString(c, answer(who))
+			return true
+		}, true},
+		{"close after reading the request", func(c net.Conn, who string) bool {
+			if who == "B" {
+				return false
+			}
+			io.WriteString(c, answer(who))
+			return true
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newHostileUpstream(t, tt.behave)
+			g := mustGateway(t, upstreamtest.New(t, nil), func(c *config.Config) {
+				c.Upstream.BaseURL = u.url()
+				c.Upstream.Retries = 2
+			}, Deps{})
+			clients := map[string]*http.Client{"A": {Transport: &http.Transport{}}, "B": {Transport: &http.Transport{}}}
+			for round := range 4 {
+				for _, who := range []string{"A", "B"} {
+					id := fmt.Sprintf("%s-%d", who, round)
+					req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(simpleChat))
+					req.Header.Set("X-Who", who)
+					req.Header.Set("X-Request-Id", id)
+					resp, err := clients[who].Do(req)
+					if err != nil {
+						t.Fatalf("%s: %v", id, err)
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					wantErr := tt.hostileB && who == "B"
+					switch {
+					case wantErr && resp.StatusCode != http.StatusBadGateway:
+						t.Errorf("%s: status %d, want 502: %s", id, resp.StatusCode, b)
+					case !wantErr && (resp.StatusCode != 200 || string(b) != `{"who":"`+who+`"}`):
+						t.Errorf("%s: got %d %s, want its own answer", id, resp.StatusCode, b)
+					}
+					if !tt.hostileB || who == "B" {
+						// The connection the upstream broke is dropped before
+						// anyone else's request could use it.
+						wait(t, u.closed, id+"'s upstream connection to close")
+					}
+				}
+			}
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			for id, n := range u.seen {
+				if n != 1 {
+					t.Errorf("request %s reached the upstream %d times", id, n)
+				}
+			}
+			if len(u.seen) != 8 {
+				t.Errorf("upstream read %d requests, want 8: %v", len(u.seen), u.seen)
+			}
+		})
+	}
+}
+
+// TestPassthroughRelaysFinalStatusAfter1xx: an upstream's informational
+// responses do not become the client's status.
+func TestPassthroughRelaysFinalStatusAfter1xx(t *testing.T) {
+	u := newHostileUpstream(t, func(c net.Conn, who string) bool {
+		body := `{"id":"file-1"}`
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"+
+			"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+		return true
+	})
+	g := mustGateway(t, upstreamtest.New(t, nil), func(c *config.Config) { c.Upstream.BaseURL = u.url() }, Deps{})
+	resp, b := g.post(t, "/v1/files", `{}`, nil)
+	if resp.StatusCode != http.StatusCreated || string(b) != `{"id":"file-1"}` {
+		t.Errorf("got %d %s, want the upstream's 201 and body", resp.StatusCode, b)
+	}
+}

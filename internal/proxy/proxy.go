@@ -1,0 +1,116 @@
+// Package proxy forwards memgate's /v1 routes to the upstream through one
+// path, httputil.ReverseProxy over the gateway's http.Transport: every route
+// goes upstream unchanged, except that chat completions pass through a
+// memory seam (Preparer rewrites the messages, Capturer receives the
+// finished exchange). Retries, per-upstream-and-model circuit breakers and
+// the idle-stream timeout are RoundTripper layers under the reverse proxy;
+// memory plugs into its Rewrite and ModifyResponse hooks.
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/server"
+	"github.com/memgate/memgate/internal/upstream"
+)
+
+// Options are the proxy's settings.
+type Options struct {
+	// Upstream is the API forwarded to, its timeouts, retries and breaker.
+	Upstream config.Upstream
+	// MaxBodyBytes caps a chat request body (413 beyond).
+	MaxBodyBytes int64
+	// LoadTimeout bounds the Preparer; past it the request goes upstream
+	// without memory.
+	LoadTimeout time.Duration
+}
+
+// Deps are the proxy's optional collaborators. With all of them nil the
+// proxy is a plain OpenAI pass-through.
+type Deps struct {
+	// Resolver maps a request to its identity and memory mode; nil means
+	// memory is off for every request and no gateway key is checked.
+	Resolver IdentityResolver
+	// Preparer rewrites the messages of memory-on chat requests.
+	Preparer Preparer
+	// Capturer receives completed exchanges of storing modes.
+	Capturer Capturer
+}
+
+// Proxy forwards requests to the upstream.
+type Proxy struct {
+	opts Options
+	deps Deps
+	log  *slog.Logger
+	m    *metrics
+	base *url.URL
+	// auth is "Bearer <api key>", or "" to pass the client's Authorization.
+	auth      string
+	transport *http.Transport
+	rp        *httputil.ReverseProxy
+	// captures are the stream captures still being reassembled after
+	// their response ended; Wait waits for them.
+	captures sync.WaitGroup
+}
+
+// New returns a proxy for opts.Upstream whose metrics are registered on
+// reg.
+func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer) (*Proxy, error) {
+	base, err := url.Parse(strings.TrimRight(opts.Upstream.BaseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("upstream base url: %w", err)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register proxy metrics: %w", err)
+	}
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, base: base, transport: upstream.NewTransport(opts.Upstream)}
+	if opts.Upstream.APIKey != "" {
+		p.auth = "Bearer " + opts.Upstream.APIKey
+	}
+	rt := &retryTransport{
+		next: &breakerTransport{
+			next:     &idleTransport{next: p.transport, d: opts.Upstream.IdleStreamTimeout.D()},
+			breakers: newBreakers(opts.Upstream.Breaker, m, logger),
+		},
+		retries:   opts.Upstream.Retries,
+		baseDelay: opts.Upstream.RetryBaseDelay.D(),
+		maxDelay:  opts.Upstream.RetryMaxDelay.D(),
+		retried:   m.retries,
+	}
+	p.rp = p.newReverseProxy(rt)
+	return p, nil
+}
+
+// Register adds the proxy's routes to srv.
+func (p *Proxy) Register(srv *server.Server) {
+	e := srv.Echo()
+	pass := p.handlePassthrough
+	e.POST("/v1/chat/completions", p.handleChat, srv.Route("chat"))
+	// Stored chat completions (GET, DELETE) and CORS preflights are the
+	// upstream's business.
+	e.Match([]string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions},
+		"/v1/chat/completions", pass, srv.Route("passthrough"))
+	e.Any("/v1/*", pass, srv.Route("passthrough"))
+}
+
+// Wait waits for the captures of streams that already ended to reach the
+// Capturer; call it after the server stopped and before closing the
+// Capturer.
+func (p *Proxy) Wait() { p.captures.Wait() }
+
+// CloseIdleConnections closes the pooled upstream connections.
+func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
+
+// requireKey reports whether gateway keys guard the /v1 routes.
+func (p *Proxy) requireKey() bool { return p.deps.Resolver != nil && p.deps.Resolver.RequireKey() }

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// StatusClientClosed is the status recorded when the client went away
+// before the response was complete (nginx's and Caddy's 499).
+const StatusClientClosed = 499
+
+// Exchange is the bookkeeping of one request, shared between the server's
+// middleware and the handler: the request id, the status to record when it
+// differs from the one written, and the time spent upstream.
+type Exchange struct {
+	id       string
+	rm       *routeMetrics
+	route    string
+	status   int
+	upstream time.Duration
+}
+
+type exchangeKey struct{}
+
+// ExchangeOf returns the request's Exchange, or nil when the request was not
+// served through a Server. Its methods accept a nil receiver.
+func ExchangeOf(ctx context.Context) *Exchange {
+	x, _ := ctx.Value(exchangeKey{}).(*Exchange)
+	return x
+}
+
+// ID returns the request id (the client's X-Request-Id when valid, else a
+// generated one); it is also set on the response and sent upstream.
+func (x *Exchange) ID() string {
+	if x == nil {
+		return ""
+	}
+	return x.id
+}
+
+// SetStatus records code instead of the written status: 499 when the
+// client went away, 502 when an upstream body broke after the headers were
+// sent.
+func (x *Exchange) SetStatus(code int) {
+	if x != nil {
+		x.status = code
+	}
+}
+
+// AddUpstream adds d to the time spent waiting on the upstream.
+func (x *Exchange) AddUpstream(d time.Duration) {
+	if x != nil {
+		x.upstream += d
+	}
+}
+
+// RequestID returns the id of the request c serves.
+func RequestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+
+var idCounter atomic.Uint64
+
+// newIDPrefix returns this process's random request id prefix, so generated
+// ids are unique across restarts and replicas.
+func newIDPrefix() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "req-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// requestID returns the client's X-Request-Id when it is 1–128 visible ASCII
+// characters, else a new unique id.
+func requestID(client, prefix string) string {
+	if n := len(client); n > 0 && n <= 128 {
+		ok := true
+		for i := 0; i < n; i++ {
+			if c := client[i]; c <= ' ' || c > '~' {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return client
+		}
+	}
+	return prefix + strconv.FormatUint(idCounter.Add(1), 36)
+}

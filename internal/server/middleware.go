@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// observe is the outermost middleware: it gives the request its id and
+// Exchange, and when it ends records its metrics and
+// writes one access-log line at info (request id, route, method, status,
+// durations; never headers, bodies or keys). A request aborted with
+// http.ErrAbortHandler is recorded (499, or the status the handler set, or
+// 503 when shutdown cut it) and the panic goes on to net/http.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	prefix := newIDPrefix()
+	other := s.m.route("other")
+	return func(c echo.Context) (err error) {
+		start := time.Now()
+		r := c.Request()
+		x := &Exchange{id: requestID(r.Header.Get(echo.HeaderXRequestID), prefix), rm: other, route: "other"}
+		c.Response().Header()[echo.HeaderXRequestID] = []string{x.id}
+		ctx := context.WithValue(r.Context(), exchangeKey{}, x)
+		c.SetRequest(r.WithContext(ctx))
+		aborted := true
+		defer func() {
+			status := c.Response().Status
+			switch {
+			case x.status != 0:
+				status = x.status
+			case aborted && context.Cause(ctx) == ErrShutdown:
+				status = http.StatusServiceUnavailable
+			case aborted:
+				status = StatusClientClosed
+			}
+			total := time.Since(start)
+			x.rm.observe(status, total, x.upstream)
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("request_id", x.id), slog.String("route", x.route), slog.String("method", r.Method),
+				slog.Int("status", status), slog.Duration("duration", total), slog.Duration("upstream", x.upstream))
+		}()
+		if err := next(c); err != nil {
+			// Written now, so the status is known to the log and metrics.
+			c.Error(err)
+		}
+		aborted = false
+		return nil
+	}
+}
+
+// Route returns the middleware that names a route in metrics and logs
+// (e.g. "chat", "passthrough", "memory_admin") and counts its requests in
+// flight; unnamed routes (health, metrics, unknown paths) are "other".
+func (s *Server) Route(name string) echo.MiddlewareFunc {
+	rm := s.m.route(name)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if x := ExchangeOf(c.Request().Context()); x != nil {
+				x.rm, x.route = rm, name
+			}
+			s.m.inFlight.Inc()
+			defer s.m.inFlight.Dec()
+			return next(c)
+		}
+	}
+}
