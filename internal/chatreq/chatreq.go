@@ -127,18 +127,23 @@ func marshal(v any) ([]byte, error) {
 }
 
 // Memory builds what the memory layer is asked for this request, reading
-// X-Memory-Budget (a whole number ≥ 1) and X-Memory-Cross (off disables
-// cross-conversation recall).
+// the memory headers (see Headers).
 func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (memory.Request, *apierr.Error) {
-	req := memory.Request{
-		Identity:          id,
-		Mode:              mode,
-		Model:             r.Model,
-		Messages:          r.Messages,
-		Parsed:            r.Parsed,
-		MaxTokens:         r.MaxTokens,
-		CrossConversation: !strings.EqualFold(strings.TrimSpace(h.Get("X-Memory-Cross")), "off"),
-	}
+	return Headers(h, memory.Request{
+		Identity:  id,
+		Mode:      mode,
+		Model:     r.Model,
+		Messages:  r.Messages,
+		Parsed:    r.Parsed,
+		MaxTokens: r.MaxTokens,
+	})
+}
+
+// Headers completes req, a memory request of any API, with the request's
+// X-Memory-Budget (a whole number ≥ 1) and X-Memory-Cross (off disables
+// cross-conversation recall) headers.
+func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) {
+	req.CrossConversation = !strings.EqualFold(strings.TrimSpace(h.Get("X-Memory-Cross")), "off")
 	if v := h.Get("X-Memory-Budget"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {

@@ -171,8 +171,9 @@ func (a *Assembler) Budget(req memory.Request) int {
 // passages — each part within its share), the recent turns, and the current
 // turn (from the newest user message on). A client that sent only its
 // newest turn gets the conversation's stored messages after the summary as
-// recent turns; a client that sent its own history keeps as much of it as
-// fits, newest first, and gets the stored summary for the overflow.
+// recent turns (none with req.NoRecent: the provider holds them); a client
+// that sent its own history keeps as much of it as fits, newest first, and
+// gets the stored summary for the overflow.
 //
 // Prepare never drops a system message or the current turn and never splits
 // an assistant message with tool calls from the tool messages answering it.

@@ -21,7 +21,7 @@ type loaded struct {
 }
 
 // load fetches the summary, the stored history (for a client that sends only
-// its newest turn) and the facts and recalled passages concurrently, under
+// its newest turn, unless req.NoRecent) and the facts and recalled passages concurrently, under
 // ctx. The first error is returned, wrapped.
 func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.Message, fullHistory bool) (loaded, error) {
 	ld := loaded{now: a.opts.Now()}
@@ -55,7 +55,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			return nil
 		})
 	}
-	if conv && !fullHistory && a.opts.RecentMessages > 0 {
+	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
 		run("recent history", func() error {
 			msgs, err := a.deps.History.Recent(ctx, req.Identity, a.opts.RecentMessages)
 			ld.stored = msgs

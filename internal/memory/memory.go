@@ -177,6 +177,11 @@ type Request struct {
 	Budget int
 	// CrossConversation is false when X-Memory-Cross: off.
 	CrossConversation bool
+	// NoRecent is true when the provider holds the conversation's history
+	// (a Responses API request with previous_response_id): memory (pinned
+	// facts, summary, facts, recall) is injected, stored recent turns are
+	// neither loaded nor sent.
+	NoRecent bool
 }
 
 // Prepared is the memory layer's answer: the messages to forward upstream and
