@@ -74,6 +74,20 @@ type Upstream struct {
 	// Breaker configures the circuit breakers in front of the upstream, one
 	// per upstream host and model.
 	Breaker Breaker `yaml:"breaker"`
+	// Anthropic is where POST /v1/messages (the Anthropic Messages API) and
+	// the other /v1/messages routes go; the timeouts, retries and breakers
+	// above apply to it too.
+	Anthropic Anthropic `yaml:"anthropic"`
+}
+
+// Anthropic configures the Anthropic upstream.
+type Anthropic struct {
+	// BaseURL is the Anthropic API root, including /v1
+	// (GATEWAY_ANTHROPIC_BASE_URL).
+	BaseURL string `yaml:"base_url"`
+	// APIKey, when set, is sent upstream as x-api-key in place of the
+	// client's x-api-key and Authorization (GATEWAY_ANTHROPIC_API_KEY).
+	APIKey string `yaml:"api_key"`
 }
 
 // Breaker configures a circuit breaker.
@@ -260,6 +274,7 @@ func Default() Config {
 				OpenTimeout:         Duration(30 * time.Second),
 				HalfOpenRequests:    1,
 			},
+			Anthropic: Anthropic{BaseURL: "https://api.anthropic.com/v1"},
 		},
 		Store: Store{
 			Driver:      "sqlite",
@@ -334,14 +349,16 @@ func Decode(data []byte, cfg *Config) error {
 // applyEnv overrides cfg from the GATEWAY_* variables.
 func applyEnv(cfg *Config, getenv func(string) string) error {
 	str := map[string]*string{
-		"GATEWAY_LISTEN":            &cfg.Listen,
-		"GATEWAY_LOG_LEVEL":         &cfg.LogLevel,
-		"GATEWAY_UPSTREAM_BASE_URL": &cfg.Upstream.BaseURL,
-		"GATEWAY_UPSTREAM_API_KEY":  &cfg.Upstream.APIKey,
-		"GATEWAY_STORE":             &cfg.Store.Driver,
-		"GATEWAY_SQLITE_PATH":       &cfg.Store.SQLitePath,
-		"GATEWAY_POSTGRES_URL":      &cfg.Store.PostgresURL,
-		"GATEWAY_REDIS_URL":         &cfg.Store.RedisURL,
+		"GATEWAY_LISTEN":             &cfg.Listen,
+		"GATEWAY_LOG_LEVEL":          &cfg.LogLevel,
+		"GATEWAY_UPSTREAM_BASE_URL":  &cfg.Upstream.BaseURL,
+		"GATEWAY_UPSTREAM_API_KEY":   &cfg.Upstream.APIKey,
+		"GATEWAY_ANTHROPIC_BASE_URL": &cfg.Upstream.Anthropic.BaseURL,
+		"GATEWAY_ANTHROPIC_API_KEY":  &cfg.Upstream.Anthropic.APIKey,
+		"GATEWAY_STORE":              &cfg.Store.Driver,
+		"GATEWAY_SQLITE_PATH":        &cfg.Store.SQLitePath,
+		"GATEWAY_POSTGRES_URL":       &cfg.Store.PostgresURL,
+		"GATEWAY_REDIS_URL":          &cfg.Store.RedisURL,
 	}
 	for name, dst := range str {
 		if v := getenv(name); v != "" {
@@ -377,6 +394,9 @@ func (c Config) Validate() error {
 	}
 	if u, err := url.Parse(c.Upstream.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upstream.base_url", "%q is not an http(s) URL", c.Upstream.BaseURL)
+	}
+	if u, err := url.Parse(c.Upstream.Anthropic.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("upstream.anthropic.base_url", "%q is not an http(s) URL", c.Upstream.Anthropic.BaseURL)
 	}
 	for key, d := range map[string]Duration{
 		"upstream.connect_timeout":      c.Upstream.ConnectTimeout,

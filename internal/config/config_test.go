@@ -61,6 +61,7 @@ func TestLoad(t *testing.T) {
 	unknown := write("unknown.yml", "listen: \":1\"\nupstream:\n  bogus_key: 1\n")
 	badDur := write("dur.yml", "memory:\n  load_timeout: soon\n")
 	badVal := write("val.yml", "store:\n  driver: mysql\n")
+	anth := write("anthropic.yml", "upstream:\n  anthropic:\n    base_url: http://claude.test/v1\n")
 
 	tests := []struct {
 		name    string
@@ -90,6 +91,23 @@ func TestLoad(t *testing.T) {
 				t.Errorf("env not applied: %+v", c)
 			}
 		}},
+		{name: "anthropic", env: map[string]string{"GATEWAY_CONFIG": anth}, check: func(t *testing.T, c Config) {
+			if c.Upstream.Anthropic.BaseURL != "http://claude.test/v1" || c.Upstream.Anthropic.APIKey != "" || c.Upstream.BaseURL != "https://api.openai.com/v1" {
+				t.Errorf("anthropic not applied: %+v", c.Upstream)
+			}
+		}},
+		{name: "anthropic env", env: map[string]string{"GATEWAY_CONFIG": anth, "GATEWAY_ANTHROPIC_BASE_URL": "https://a.test/v1", "GATEWAY_ANTHROPIC_API_KEY": "sk-ant"},
+			check: func(t *testing.T, c Config) {
+				if c.Upstream.Anthropic.BaseURL != "https://a.test/v1" || c.Upstream.Anthropic.APIKey != "sk-ant" {
+					t.Errorf("anthropic env not applied: %+v", c.Upstream.Anthropic)
+				}
+			}},
+		{name: "anthropic default", env: nil, check: func(t *testing.T, c Config) {
+			if c.Upstream.Anthropic.BaseURL != "https://api.anthropic.com/v1" {
+				t.Errorf("anthropic default %q", c.Upstream.Anthropic.BaseURL)
+			}
+		}},
+		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},
 		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
 		{name: "bad duration", env: map[string]string{"GATEWAY_CONFIG": badDur}, wantErr: "soon"},
 		{name: "bad driver", env: map[string]string{"GATEWAY_CONFIG": badVal}, wantErr: "store.driver"},
