@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -34,12 +33,14 @@ var (
 	errTeeOverflow     = errors.New("capture tee fell behind the stream")
 )
 
-// chatCapture is the capture of one memory-on chat exchange: the upstream
-// reply is copied as it is relayed, bounded and never blocking the client,
-// and handed to the Capturer once the whole reply reached the client.
-type chatCapture struct {
+// exchangeCapture is the capture of one memory-on exchange of any API: the
+// upstream reply is copied as it is relayed, bounded and never blocking the
+// client, read back by the API's reply reader or stream reassembler, and
+// handed to the Capturer once the whole reply reached the client.
+type exchangeCapture struct {
 	p      *Proxy
 	x      *server.Exchange
+	api    *api
 	id     memory.Identity
 	model  string
 	parsed []memory.Message
@@ -50,9 +51,9 @@ type chatCapture struct {
 }
 
 // attach tees resp's body into the capture.
-func (c *chatCapture) attach(resp *http.Response) {
+func (c *exchangeCapture) attach(resp *http.Response) {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		c.stream = newTee()
+		c.stream = newTee(c.api.stream())
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream}
 		return
 	}
@@ -63,7 +64,7 @@ func (c *chatCapture) attach(resp *http.Response) {
 // finish hands the exchange to the Capturer: at once for a whole reply, on
 // a goroutine (that Proxy.Wait waits for) for a stream whose events are
 // still being reassembled.
-func (c *chatCapture) finish(ctx context.Context) {
+func (c *exchangeCapture) finish(ctx context.Context) {
 	c.done = true
 	switch {
 	case c.stream != nil:
@@ -81,7 +82,7 @@ func (c *chatCapture) finish(ctx context.Context) {
 			c.skipped(errCaptureTooLarge)
 			return
 		}
-		reply, usage, err := capture.ReplyFromJSON(c.reply.buf.Bytes())
+		reply, usage, err := c.api.reply(c.reply.buf.Bytes())
 		if err != nil {
 			c.skipped(err)
 			return
@@ -91,13 +92,13 @@ func (c *chatCapture) finish(ctx context.Context) {
 }
 
 // abandon stops a capture that did not finish (the response was aborted).
-func (c *chatCapture) abandon() {
+func (c *exchangeCapture) abandon() {
 	if !c.done && c.stream != nil {
 		c.stream.abandon()
 	}
 }
 
-func (c *chatCapture) skipped(err error) {
+func (c *exchangeCapture) skipped(err error) {
 	reason := skipUnreadable
 	switch {
 	case errors.Is(err, errCaptureTooLarge):
@@ -112,7 +113,7 @@ func (c *chatCapture) skipped(err error) {
 
 // capture hands a completed exchange to the Capturer, detached from the
 // client's context so a hang-up never loses the turn.
-func (c *chatCapture) capture(ctx context.Context, reply memory.Message, usage *memory.Usage) {
+func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usage *memory.Usage) {
 	nonSystem := make([]memory.Message, 0, len(c.parsed))
 	for _, m := range c.parsed {
 		if !memory.IsSystem(m.Role) {
@@ -167,7 +168,7 @@ func (b *teeBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// tee feeds an event stream, as read, to a capture.StreamReply on its own
+// tee feeds an event stream, as read, to the API's replyStream on its own
 // goroutine through a bounded channel. The relay never waits for it: when
 // the channel is full, or the stream outgrows maxCaptureBytes, the capture
 // is given up, not the client.
@@ -176,12 +177,12 @@ type tee struct {
 	done  chan struct{}
 	bytes int
 	lost  bool
-	reply *capture.StreamReply
+	reply replyStream
 	err   error
 }
 
-func newTee() *tee {
-	t := &tee{ch: make(chan []byte, teeDepth), done: make(chan struct{}), reply: capture.NewStreamReply()}
+func newTee(reply replyStream) *tee {
+	t := &tee{ch: make(chan []byte, teeDepth), done: make(chan struct{}), reply: reply}
 	go t.run()
 	return t
 }
@@ -202,28 +203,12 @@ func (t *tee) feed(chunk []byte) {
 	}
 }
 
-var dataPrefix = []byte("data:")
-
-// run splits the chunks into lines and passes the payload of each data
-// line (except [DONE]) to the StreamReply.
+// run writes the chunks to the replyStream until the first error.
 func (t *tee) run() {
 	defer close(t.done)
-	var line []byte
 	for chunk := range t.ch {
-		for len(chunk) > 0 {
-			i := bytes.IndexByte(chunk, '\n')
-			if i < 0 {
-				line = append(line, chunk...)
-				break
-			}
-			line = append(line, chunk[:i]...)
-			chunk = chunk[i+1:]
-			if t.err == nil && bytes.HasPrefix(line, dataPrefix) {
-				if p := bytes.TrimSpace(line[len(dataPrefix):]); len(p) > 0 && string(p) != "[DONE]" {
-					t.err = t.reply.Add(p)
-				}
-			}
-			line = line[:0]
+		if t.err == nil {
+			_, t.err = t.reply.Write(chunk)
 		}
 	}
 }

@@ -24,14 +24,16 @@ import (
 // transport layers, carried in the request context.
 type forward struct {
 	x *server.Exchange
-	// chat is true on the chat completions route: the response may be
-	// captured, and Accept-Encoding is dropped so it can be read.
-	chat bool
+	// api is the API the request is for: its upstream and error shape.
+	api *api
+	// memory is true on the routes served with memory: the response may
+	// be captured, and Accept-Encoding is dropped so it can be read.
+	memory bool
 	// model keys the circuit breaker with the upstream host.
 	model string
 	start time.Time
 	// capture is the pending capture of a memory-on exchange, or nil.
-	capture *chatCapture
+	capture *exchangeCapture
 	// bodyFailed is set when reading the client's streamed request body
 	// failed (malformed chunking, a client gone mid-upload): the upstream
 	// call failed for the client's sake, not the upstream's. The
@@ -104,14 +106,19 @@ func (p *Proxy) newReverseProxy(rt http.RoundTripper) *httputil.ReverseProxy {
 	}
 }
 
-// rewrite maps the client's request onto the upstream.
+// rewrite maps the client's request onto its API's upstream.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	f := forwardOf(pr.In.Context())
+	t := p.chat.up
+	if f != nil && f.api != nil {
+		t = f.api.up
+	}
 	in := pr.In.URL
-	out := *p.base
-	out.Path = p.base.Path + strings.TrimPrefix(in.Path, "/v1")
+	out := *t.base
+	out.Path = t.base.Path + strings.TrimPrefix(in.Path, "/v1")
 	out.RawPath = ""
 	if in.RawPath != "" {
-		out.RawPath = p.base.EscapedPath() + strings.TrimPrefix(in.RawPath, "/v1")
+		out.RawPath = t.base.EscapedPath() + strings.TrimPrefix(in.RawPath, "/v1")
 	}
 	out.RawQuery = in.RawQuery
 	pr.Out.URL = &out
@@ -122,19 +129,13 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			delete(h, k)
 		}
 	}
-	switch {
-	case p.auth != "":
-		h["Authorization"] = []string{p.auth}
-	case p.requireKey():
-		// The client's Authorization is its gateway key.
-		delete(h, "Authorization")
-	}
-	f := forwardOf(pr.In.Context())
+	// With gateway keys the client's Authorization is its gateway key.
+	t.authorize(h, p.requireKey())
 	if f == nil {
 		return
 	}
 	h["X-Request-Id"] = []string{f.x.ID()}
-	if f.chat {
+	if f.memory {
 		delete(h, "Accept-Encoding")
 	}
 	f.start = time.Now()
@@ -146,7 +147,7 @@ func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 
 // modifyResponse renames the upstream's X-Request-Id (the gateway's own id
 // stays), times the upstream body and attaches the capture of a memory-on
-// chat exchange.
+// exchange.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if v, ok := resp.Header["X-Request-Id"]; ok {
 		delete(resp.Header, "X-Request-Id")
@@ -165,7 +166,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 
 // proxyError answers a request whose upstream call failed before a
 // response: nothing when the client is gone (recorded as 499), else the
-// gateway error in OpenAI shape.
+// gateway error in its API's shape.
 func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	f := forwardOf(r.Context())
 	if f != nil && !f.start.IsZero() {
@@ -177,13 +178,17 @@ func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		return
 	}
+	writeError := apierr.Write
+	if f != nil && f.api != nil {
+		writeError = f.api.writeError
+	}
 	if f != nil && f.bodyFailed.Load() {
-		apierr.Write(w, apierr.Invalid("", "The request body could not be read."))
+		writeError(w, apierr.Invalid("", "The request body could not be read."))
 		return
 	}
 	e := upstreamError(err)
 	p.log.Warn("upstream request failed", "request_id", server.ExchangeOf(r.Context()).ID(), "status", e.Status, "error", err)
-	apierr.Write(w, e)
+	writeError(w, e)
 }
 
 // upstreamError translates a failed upstream call into the gateway error the

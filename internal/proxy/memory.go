@@ -1,16 +1,24 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/chatreq"
+	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
 )
 
-// Preparer rewrites the message list of a memory-on chat request
-// (implemented by internal/inject).
+// Preparer assembles the prompt of a memory-on request of any API, as chat
+// messages (implemented by internal/inject).
 type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 }
@@ -72,4 +80,92 @@ func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.P
 	case <-ctx.Done():
 		return memory.Prepared{}, ctx.Err()
 	}
+}
+
+// handleMemory returns the handler of a's POST route, the one memory path
+// of every API: read the body and let a's adapter parse it (a 400 in a's
+// error shape when it breaks a's rules), resolve the identity, let the
+// Preparer assemble the prompt and the adapter render it (degrading to the
+// client's body on failure), forward through the reverse proxy and capture
+// the exchange. When memory does not rewrite the request the client's body
+// goes upstream byte for byte.
+func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r, w := c.Request(), c.Response()
+		fail := func(e *apierr.Error) error {
+			a.writeError(w, e)
+			return nil
+		}
+		x := server.ExchangeOf(r.Context())
+		raw, aerr := readBody(w, r, p.opts.MaxBodyBytes)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		req, aerr := dialect.Parse(a.name, raw)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		id, mode, aerr := p.identify(r.Header, req.User)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		mreq, aerr := req.Memory(r.Header, id, mode)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		f := &forward{x: x, api: a, memory: true, model: req.Model}
+		out := raw
+		// A Responses request may hold nothing memory can read (only item
+		// references, continuing a stored response).
+		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {
+			if id.Conversation == "" {
+				id.Conversation = chatreq.NewConversationID()
+				mreq.Identity = id
+			}
+			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
+			if mode.Injects() && p.deps.Preparer != nil {
+				out = p.inject(r.Context(), w.Header(), x, req, mreq)
+			}
+			if mode.Stores() && p.deps.Capturer != nil {
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Parsed}
+				defer f.capture.abandon()
+			}
+		}
+		fr := withForward(r, f)
+		fr.Body = io.NopCloser(bytes.NewReader(out))
+		fr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
+		fr.ContentLength = int64(len(out))
+		fr.TransferEncoding = nil
+		p.rp.ServeHTTP(finalWriter{w}, fr)
+		// The reverse proxy returns (rather than aborting the response) only
+		// when the upstream's whole answer reached the client.
+		if f.capture != nil {
+			f.capture.finish(r.Context())
+		}
+		return nil
+	}
+}
+
+// inject asks the Preparer for the prompt to send and returns the body the
+// API's adapter renders from it, setting the X-Memory-* response headers.
+// On any failure it returns the client's body unchanged and marks the
+// response degraded.
+func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *dialect.Request, mreq memory.Request) []byte {
+	prep, err := p.prepareWithin(ctx, mreq)
+	var out []byte
+	if err == nil {
+		out, err = req.Render(prep)
+	}
+	if err != nil {
+		p.m.degraded.Inc()
+		h["X-Memory-Degraded"] = []string{"true"}
+		p.log.Warn("memory unavailable, forwarding without it", "request_id", x.ID(), "api", string(req.API), "error", err)
+		return req.Raw
+	}
+	h["X-Memory-Tokens-Original"] = []string{strconv.Itoa(prep.TokensOriginal)}
+	h["X-Memory-Tokens-Sent"] = []string{strconv.Itoa(prep.TokensSent)}
+	if prep.OverBudget {
+		h["X-Memory-Over-Budget"] = []string{"true"}
+	}
+	return out
 }

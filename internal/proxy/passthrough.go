@@ -8,20 +8,23 @@ import (
 	"github.com/memgate/memgate/internal/server"
 )
 
-// handlePassthrough serves every /v1 route the gateway does not own through
-// the reverse proxy, after checking the gateway key when keys are
-// configured.
-func (p *Proxy) handlePassthrough(c echo.Context) error {
-	r := c.Request()
-	if p.requireKey() {
-		if _, _, aerr := p.identify(r.Header, ""); aerr != nil {
-			return aerr
+// handlePassthrough returns the handler of the /v1 routes the gateway does
+// not own for API a: through the reverse proxy to a's upstream, after
+// checking the gateway key when keys are configured (errors in a's shape).
+func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if p.requireKey() {
+			if _, _, aerr := p.identify(r.Header, ""); aerr != nil {
+				a.writeError(c.Response(), aerr)
+				return nil
+			}
 		}
+		f := &forward{x: server.ExchangeOf(r.Context()), api: a}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = clientBody{ReadCloser: r.Body, f: f}
+		}
+		p.rp.ServeHTTP(finalWriter{c.Response()}, withForward(r, f))
+		return nil
 	}
-	f := &forward{x: server.ExchangeOf(r.Context())}
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = clientBody{ReadCloser: r.Body, f: f}
-	}
-	p.rp.ServeHTTP(finalWriter{c.Response()}, withForward(r, f))
-	return nil
 }

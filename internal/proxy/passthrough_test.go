@@ -66,7 +66,7 @@ func TestPassthroughStreamsAsItArrives(t *testing.T) {
 	feed := upstreamtest.NewFeed()
 	up := upstreamtest.New(t, feed)
 	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = "sk-gateway" }, Deps{})
-	req, _ := http.NewRequestWithContext(context.Background(), "POST", g.URL+"/v1/responses", strings.NewReader(`{"stream":true}`))
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", g.URL+"/v1/completions", strings.NewReader(`{"stream":true}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

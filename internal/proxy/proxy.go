@@ -1,10 +1,13 @@
 // Package proxy forwards memgate's /v1 routes to the upstream through one
 // path, httputil.ReverseProxy over the gateway's http.Transport: every route
-// goes upstream unchanged, except that chat completions pass through a
-// memory seam (Preparer rewrites the messages, Capturer receives the
-// finished exchange). Retries, per-upstream-and-model circuit breakers and
-// the idle-stream timeout are RoundTripper layers under the reverse proxy;
-// memory plugs into its Rewrite and ModifyResponse hooks.
+// goes upstream unchanged, except that the three APIs served with memory —
+// chat completions, the Anthropic Messages API and the OpenAI Responses API
+// — pass through one memory seam: the API's adapter (internal/dialect)
+// reads the body, Preparer assembles the prompt, the adapter renders it
+// back, and Capturer receives the finished exchange. Retries, per-upstream-
+// and-model circuit breakers and the idle-stream timeout are RoundTripper
+// layers under the reverse proxy; memory plugs into its Rewrite and
+// ModifyResponse hooks.
 package proxy
 
 import (
@@ -12,8 +15,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,11 +54,11 @@ type Proxy struct {
 	deps Deps
 	log  *slog.Logger
 	m    *metrics
-	base *url.URL
-	// auth is "Bearer <api key>", or "" to pass the client's Authorization.
-	auth      string
-	transport *http.Transport
-	rp        *httputil.ReverseProxy
+	// chat, messages and responses are the APIs served with memory; chat
+	// (its upstream the OpenAI one) also serves the passthrough routes.
+	chat, messages, responses *api
+	transport                 *http.Transport
+	rp                        *httputil.ReverseProxy
 	// captures are the stream captures still being reassembled after
 	// their response ended; Wait waits for them.
 	captures sync.WaitGroup
@@ -66,18 +67,20 @@ type Proxy struct {
 // New returns a proxy for opts.Upstream whose metrics are registered on
 // reg.
 func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer) (*Proxy, error) {
-	base, err := url.Parse(strings.TrimRight(opts.Upstream.BaseURL, "/"))
+	openai, err := newTarget(opts.Upstream.BaseURL, "Authorization", opts.Upstream.APIKey, "Bearer ")
 	if err != nil {
 		return nil, fmt.Errorf("upstream base url: %w", err)
+	}
+	claude, err := newTarget(opts.Upstream.Anthropic.BaseURL, "X-Api-Key", opts.Upstream.Anthropic.APIKey, "")
+	if err != nil {
+		return nil, fmt.Errorf("anthropic base url: %w", err)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register proxy metrics: %w", err)
 	}
-	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, base: base, transport: upstream.NewTransport(opts.Upstream)}
-	if opts.Upstream.APIKey != "" {
-		p.auth = "Bearer " + opts.Upstream.APIKey
-	}
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, transport: upstream.NewTransport(opts.Upstream),
+		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
 	rt := &retryTransport{
 		next: &breakerTransport{
 			next:     &idleTransport{next: p.transport, d: opts.Upstream.IdleStreamTimeout.D()},
@@ -92,16 +95,26 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	return p, nil
 }
 
-// Register adds the proxy's routes to srv.
+// Register adds the proxy's routes to srv: the three APIs served with
+// memory (routes "chat", "messages", "responses" in metrics and logs), and
+// every other /v1 route passed through ("passthrough") — /v1/messages/…
+// (count_tokens, batches) to the Anthropic upstream, the rest to the OpenAI
+// one.
 func (p *Proxy) Register(srv *server.Server) {
 	e := srv.Echo()
-	pass := p.handlePassthrough
-	e.POST("/v1/chat/completions", p.handleChat, srv.Route("chat"))
-	// Stored chat completions (GET, DELETE) and CORS preflights are the
-	// upstream's business.
-	e.Match([]string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions},
-		"/v1/chat/completions", pass, srv.Route("passthrough"))
-	e.Any("/v1/*", pass, srv.Route("passthrough"))
+	pass := srv.Route("passthrough")
+	// Stored chat completions and responses (GET, DELETE) and CORS
+	// preflights are the upstream's business.
+	others := []string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}
+	for _, a := range []struct {
+		path string
+		api  *api
+	}{{"/v1/chat/completions", p.chat}, {"/v1/messages", p.messages}, {"/v1/responses", p.responses}} {
+		e.POST(a.path, p.handleMemory(a.api), srv.Route(string(a.api.name)))
+		e.Match(others, a.path, p.handlePassthrough(a.api), pass)
+	}
+	e.Any("/v1/messages/*", p.handlePassthrough(p.messages), pass)
+	e.Any("/v1/*", p.handlePassthrough(p.chat), pass)
 }
 
 // Wait waits for the captures of streams that already ended to reach the

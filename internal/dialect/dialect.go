@@ -1,0 +1,133 @@
+// Package dialect reads a request body of any of the three APIs memgate
+// serves with memory — OpenAI Chat Completions, Anthropic Messages, OpenAI
+// Responses — into what the memory core needs (a memory.Request), and
+// renders the core's answer (a memory.Prepared) back into that API's body.
+// The proxy and the management API's preview both go through it, so the
+// three APIs share one memory path: parse, assemble, render.
+package dialect
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/chatreq"
+	"github.com/memgate/memgate/internal/dialect/anthropic"
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/responses"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// API names one of the APIs; the value is also the route's label in metrics
+// and logs.
+type API string
+
+// The APIs memgate serves with memory.
+const (
+	// Chat is OpenAI Chat Completions (POST /v1/chat/completions).
+	Chat API = "chat"
+	// Messages is the Anthropic Messages API (POST /v1/messages).
+	Messages API = "messages"
+	// Responses is the OpenAI Responses API (POST /v1/responses).
+	Responses API = "responses"
+)
+
+// ParseAPI returns the API named s ("chat", "messages", "responses"; ""
+// is chat), or false.
+func ParseAPI(s string) (API, bool) {
+	switch API(s) {
+	case "", Chat:
+		return Chat, true
+	case Messages, Responses:
+		return API(s), true
+	}
+	return "", false
+}
+
+// Request is a request body of one API, read once.
+type Request struct {
+	API API
+	// Raw is the body as the client sent it.
+	Raw []byte
+	// Model, Stream and MaxTokens are the body's; User is the user the body
+	// names (chat and Responses user, Anthropic metadata.user_id), "" when
+	// none.
+	Model     string
+	User      string
+	Stream    bool
+	MaxTokens int
+	// Messages are the conversation as chat messages, Parsed the same read
+	// by memory.ParseMessage, index for index.
+	Messages []json.RawMessage
+	Parsed   []memory.Message
+	// NoRecent is true when the provider holds the history
+	// (previous_response_id): memory is injected, stored turns are not.
+	NoRecent bool
+
+	render func(memory.Prepared) ([]byte, error)
+}
+
+// Parse reads a body of api. A body that breaks the API's rules is a 400
+// naming the offending parameter.
+func Parse(api API, raw []byte) (*Request, *apierr.Error) {
+	switch api {
+	case Messages:
+		r, err := anthropic.ParseRequest(raw)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		user := r.User
+		if !memory.ValidID(user) {
+			// metadata.user_id is an opaque id to Anthropic (often with
+			// characters memgate's ids do not allow): one memgate cannot
+			// use names no memory user, and the request still goes through.
+			user = ""
+		}
+		return &Request{API: api, Raw: raw, Model: r.Model, User: user, Stream: r.Stream, MaxTokens: r.MaxTokens,
+			Messages: r.Messages, Parsed: r.Parsed, render: r.Render}, nil
+	case Responses:
+		r, err := responses.ParseRequest(raw)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
+			Messages: r.Messages, Parsed: r.Parsed, NoRecent: r.PreviousResponseID != "", render: r.Render}, nil
+	}
+	r, aerr := chatreq.Parse(raw)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return &Request{API: Chat, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
+		Messages: r.Messages, Parsed: r.Parsed,
+		render: func(p memory.Prepared) ([]byte, error) { return r.WithMessages(p.Messages) }}, nil
+}
+
+// invalid turns an adapter's parse error into a 400.
+func invalid(err error) *apierr.Error {
+	var fe *body.FieldError
+	if errors.As(err, &fe) {
+		return apierr.Invalid(fe.Param, fe.Msg)
+	}
+	return apierr.Invalid("", err.Error())
+}
+
+// Memory returns what the memory core is asked for this request, with the
+// X-Memory-Budget and X-Memory-Cross headers of h.
+func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (memory.Request, *apierr.Error) {
+	return chatreq.Headers(h, memory.Request{
+		Identity:  id,
+		Mode:      mode,
+		Model:     r.Model,
+		Messages:  r.Messages,
+		Parsed:    r.Parsed,
+		MaxTokens: r.MaxTokens,
+		NoRecent:  r.NoRecent,
+	})
+}
+
+// Render returns the body to send upstream for p, the memory core's answer
+// to this request's memory.Request: the API's adapter puts the memory and
+// the stored turns where that API wants them and keeps every other member
+// as the client sent it.
+func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p) }

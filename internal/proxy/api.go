@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// api is what the proxy needs to know of one API it serves with memory;
+// everything else about the API lives in its adapter (internal/dialect).
+type api struct {
+	name dialect.API
+	// up is the upstream the API goes to.
+	up *target
+	// reply reads a whole 2xx response body into the assistant message
+	// capture stores, and the usage.
+	reply func(body []byte) (memory.Message, *memory.Usage, error)
+	// stream returns a reassembler for a streamed reply.
+	stream func() replyStream
+	// writeError answers a gateway error in the API's error shape.
+	writeError func(w http.ResponseWriter, e *apierr.Error)
+}
+
+// replyStream reassembles a streamed reply for capture: it is written the
+// event stream as relayed, in whatever pieces, by one goroutine.
+type replyStream interface {
+	io.Writer
+	Result() (memory.Message, *memory.Usage, error)
+}
+
+// target is an upstream API root and the credentials the gateway sends it.
+type target struct {
+	base *url.URL
+	// keyHeader and key are the configured provider key and the header it
+	// goes in (Authorization, X-Api-Key), replacing the client's
+	// Authorization; key "" leaves the client's credentials as they are
+	// (but for a gateway key in Authorization, see rewrite).
+	keyHeader, key string
+}
+
+// newTarget returns the target for a base URL and a configured key (sent
+// as prefix+key in header).
+func newTarget(baseURL, header, key, prefix string) (*target, error) {
+	base, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, err
+	}
+	t := &target{base: base, keyHeader: header}
+	if key != "" {
+		t.key = prefix + key
+	}
+	return t, nil
+}
+
+// authorize sets the credentials of an upstream request: the configured key
+// when there is one (the client's Authorization dropped), else the client's
+// own, minus its Authorization when that carries a gateway key.
+func (t *target) authorize(h http.Header, gatewayKeys bool) {
+	switch {
+	case t.key != "":
+		delete(h, "Authorization")
+		h[t.keyHeader] = []string{t.key}
+	case gatewayKeys:
+		delete(h, "Authorization")
+	}
+}

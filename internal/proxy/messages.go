@@ -1,0 +1,34 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect"
+	"github.com/memgate/memgate/internal/dialect/anthropic"
+)
+
+// messagesAPI is POST /v1/messages, the Anthropic Messages API: to the
+// Anthropic upstream (x-api-key, anthropic-version and anthropic-beta pass
+// through), replies read by internal/dialect/anthropic, and every error —
+// memgate's own included — in Anthropic's shape.
+func messagesAPI(up *target) *api {
+	return &api{
+		name:       dialect.Messages,
+		up:         up,
+		reply:      anthropic.ReplyFromJSON,
+		stream:     func() replyStream { return anthropic.NewStream(0) },
+		writeError: writeAnthropicError,
+	}
+}
+
+// writeAnthropicError writes e as {"type":"error","error":{"type","message"}}.
+func writeAnthropicError(w http.ResponseWriter, e *apierr.Error) {
+	b := append(anthropic.ErrorBody(e.Status, e.Type, e.Message, e.Param, e.Code), '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.Status)
+	w.Write(b)
+}
