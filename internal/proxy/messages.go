@@ -23,9 +23,14 @@ func messagesAPI(up *target) *api {
 	}
 }
 
-// writeAnthropicError writes e as {"type":"error","error":{"type","message"}}.
+// writeAnthropicError writes e as {"type":"error","error":{"type","message"}}
+// (a 413 as Anthropic's request_too_large).
 func writeAnthropicError(w http.ResponseWriter, e *apierr.Error) {
-	b := append(anthropic.ErrorBody(e.Status, e.Type, e.Message, e.Param, e.Code), '\n')
+	typ := e.Type
+	if e.Status == http.StatusRequestEntityTooLarge {
+		typ = "request_too_large"
+	}
+	b := append(anthropic.ErrorBody(e.Status, typ, e.Message, e.Param, e.Code), '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
