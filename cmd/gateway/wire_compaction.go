@@ -9,6 +9,7 @@ import (
 
 	"github.com/memgate/memgate/internal/compaction"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/inject"
 	"github.com/memgate/memgate/internal/tokens"
 )
@@ -47,7 +48,9 @@ func historyMessages(cfg config.Config) int {
 // shares and template from memory.*, facts cap from recall.*. rec may be nil
 // (no recall: only pinned facts are loaded from st).
 func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, counter *tokens.Counter, logger *slog.Logger) (*inject.Assembler, error) {
-	deps := inject.Deps{History: st, Summaries: st, Facts: st, Counter: counter}
+	// Claude models (on /v1/messages, or any API) are counted with the
+	// documented upper-bound estimate of internal/dialect/anthropic.
+	deps := inject.Deps{History: st, Summaries: st, Facts: st, Counter: anthropic.NewCounter(counter)}
 	if rec != nil {
 		deps.Recaller = rec
 	}
