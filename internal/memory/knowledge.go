@@ -112,6 +112,13 @@ type Item struct {
 	Score float64 `json:"score,omitempty"`
 }
 
+// MessageRef names one stored message: its conversation and key (a
+// message item's Conversation and Ref).
+type MessageRef struct {
+	Conversation string
+	Key          string
+}
+
 // ItemQuery is one recall search. Tenant and User always scope it; the store
 // applies them inside the query.
 type ItemQuery struct {
