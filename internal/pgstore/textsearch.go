@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -66,7 +67,7 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 			SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('simple', $3))
 			WHERE NOT (lexeme = ANY($4::text[]))
 		), w AS (
-			SELECT f.term, greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > `+strconv.Itoa(memory.CommonTermMinDF)+`) AS selective
+			SELECT f.term, greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective
 			FROM st, memory_term_df f JOIN qt ON qt.term = f.term
 			WHERE f.tenant = $1 AND f.user_id = $2
 		), u AS (
@@ -111,4 +112,32 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("pgstore: search text: %w", unavailable(err))
 	}
 	return items, nil
+}
+
+// CommonTerms returns those of terms (words, as memory.QueryTerms gives
+// them) found in at least minDF of the user's items and at least frac of
+// them: the words a query shares with most of the user's memory (speaker
+// names, common words), which recall leaves out of its vector query.
+func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT d.term FROM memory_item_stats st
+		JOIN memory_term_df d ON d.tenant = st.tenant AND d.user_id = st.user_id
+		WHERE st.tenant = $1 AND st.user_id = $2 AND d.term = ANY($3::text[])
+			AND d.df >= $4 AND d.df >= $5 * st.docs`, tenant, user, terms, minDF, frac)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: common terms: %w", unavailable(err))
+	}
+	common, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: common terms: %w", unavailable(err))
+	}
+	var out []string
+	for _, t := range terms {
+		if slices.Contains(common, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }

@@ -309,3 +309,30 @@ func (s *Store) loadTexts(ctx context.Context, tenant, user string, x *textIndex
 	}
 	return nil
 }
+
+// CommonTerms returns those of terms (words, as memory.QueryTerms gives
+// them) found in at least minDF of the user's items and at least frac of
+// them, in the order given: the words a query shares with most of the
+// user's memory (speaker names, common words), which recall leaves out of
+// its vector query.
+func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.withTextIndex(ctx, tenant, user, func(x *textIndex) {
+		for _, t := range terms {
+			df := len(x.postings[foldWord(t)])
+			if df > 0 && df >= minDF && float64(df) >= frac*float64(len(x.ids)) {
+				out = append(out, t)
+			}
+		}
+	})
+	switch {
+	case errors.Is(err, errTooBig):
+		return nil, nil // no statistics: nothing is known to be common
+	case err != nil:
+		return nil, fmt.Errorf("common terms: %w", err)
+	}
+	return out, nil
+}
