@@ -38,6 +38,8 @@ type Store struct {
 	outbox *Outbox
 	// vectors holds users' vectors for SearchVector.
 	vectors *vectorCache
+	// texts holds users' full-text indexes for SearchText.
+	texts *textCache
 	// reads runs the request path's reads on read through prepared
 	// statements.
 	reads *stmtCache
@@ -92,7 +94,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newVectorCache(vectorCacheBytes),
-		reads: newStmtCache(read)}
+		texts: newTextCache(textCacheBytes), reads: newStmtCache(read)}
 	s.outbox = newOutbox(s)
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
