@@ -37,6 +37,9 @@ type memoryLayer struct {
 	queue    capture.Queue // nil: captures are saved directly
 	capturer *capture.Capturer
 	worker   *capture.Worker // nil without a queue
+	enricher *capture.Enricher
+	// enrichInProcess: the enrichment queue lives in this process's memory.
+	enrichInProcess bool
 	// hooks are the after-save hooks (compaction, extraction, indexing).
 	hooks    []capture.Hook
 	preparer *inject.Assembler
@@ -146,13 +149,8 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	m.hooks = hooks
-	// Direct saves (no queue, or the queue down) run the hooks per exchange;
-	// the worker runs them once per claimed batch.
-	m.capturer = capture.New(q, capture.WithHooks(st, hooks...), red, logger, capture.Options{})
-	if q != nil {
-		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{
-			StaleAfter: cfg.Capture.ReclaimAfter.D(), Hooks: hooks, HookDelay: hookDelay,
-		})
+	if err := m.wireCapture(ctx, cfg, q, red, logger); err != nil {
+		return fail(err)
 	}
 	return m, nil
 }
@@ -161,7 +159,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 func (m *memoryLayer) deps(cfg config.Config) proxy.Deps {
 	d := proxy.Deps{
 		Resolver: auth.New(cfg.Keys),
-		Preparer: m.preparer,
+		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
 		Capturer: m.capturer,
 		Admin:    m.store,
 		Ready:    m.store.Ping,
@@ -170,6 +168,9 @@ func (m *memoryLayer) deps(cfg config.Config) proxy.Deps {
 	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
 	if m.worker != nil {
 		d.Collectors = append(d.Collectors, m.worker.Collectors()...)
+	}
+	if m.enricher != nil {
+		d.Collectors = append(d.Collectors, m.enricher.Collectors()...)
 	}
 	if m.recall != nil {
 		// Only a non-nil manager goes into the interface (a typed nil would not

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,4 +41,16 @@ func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (
 		return false, false, fmt.Errorf("redisstore: lease: %w", unavailable(err))
 	}
 	return n > 0, n == 2, nil
+}
+
+// Sibling returns a queue on another stream next to q's (same client,
+// prefix, group and MaxLen), creating its group: the enrichment stream
+// beside the capture stream.
+func (q *Queue) Sibling(ctx context.Context, stream string) (*Queue, error) {
+	base := strings.TrimSuffix(q.stream, q.name)
+	s := &Queue{rdb: q.rdb, stream: base + stream, name: stream, group: q.group, maxLen: q.maxLen}
+	if err := s.createGroup(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
