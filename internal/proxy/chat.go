@@ -122,8 +122,11 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 	var dst io.Writer = clientWriter{w}
 	var got *bytes.Buffer
 	if wantCapture {
+		// The body is read in full and the exchange stored before the client
+		// gets it: a turn the client has an answer for is never lost to a
+		// crash in between.
 		got = new(bytes.Buffer)
-		dst = io.MultiWriter(dst, got)
+		dst = got
 	}
 	cb := copyPool.Get().(*[]byte)
 	_, err = io.CopyBuffer(dst, up, *cb)
@@ -134,12 +137,14 @@ func (s *Server) handleChat(w *echo.Response, r *http.Request, x *exchange) {
 		return
 	}
 	if got != nil {
-		reply, usage, err := capture.ReplyFromJSON(got.Bytes())
-		if err != nil {
+		if reply, usage, err := capture.ReplyFromJSON(got.Bytes()); err != nil {
 			s.captureSkipped(x, err)
-			return
+		} else {
+			s.captureExchange(r.Context(), x, id, body.model, parsed, reply, usage)
 		}
-		s.captureExchange(r.Context(), x, id, body.model, parsed, reply, usage)
+		if _, err := w.Write(got.Bytes()); err != nil {
+			x.status = statusClientClosed
+		}
 	}
 }
 
