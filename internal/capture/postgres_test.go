@@ -152,7 +152,7 @@ func TestPostgresRequestIDReuse(t *testing.T) {
 	pg := mustPostgres(t)
 	c := mustCapturer(t, nil, pg, nil, Options{})
 	c.Capture(context.Background(), userExchange(t, "alice", "c1", "alice one"))
-	c.Capture(context.Background(), userExchange(t, "alice", "c1", "alice two"))   // same request id again
+	c.Capture(context.Background(), userExchange(t, "alice", "c1", "alice two")) // same request id again
 	c.Capture(context.Background(), userExchange(t, "mallory", "c9", "mallory")) // another user's request id
 	if got := texts(t, pg, memory.Identity{Tenant: "t1", User: "alice", Conversation: "c1"}); strings.Join(got, "|") != "alice one|re: alice one|alice two|re: alice two" {
 		t.Fatalf("alice stored %v", got)
