@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -48,13 +47,6 @@ type memoryLayer struct {
 	collectors []prometheus.Collector
 	closers    []func() error
 }
-
-// hookDelay is how long the capture worker lets stored exchanges wait for
-// others to share their after-save hooks: under light load the hooks then
-// still run over several exchanges at once (one compaction check per
-// conversation, one embedding call, one write), at the price of indexing
-// and compaction trailing the save by at most this much.
-const hookDelay = 100 * time.Millisecond
 
 // openStore opens the configured store and its queue, applying migrations.
 // The returned closers release them, last opened first.
