@@ -36,6 +36,7 @@ type Store struct {
 	read   *sql.DB
 	logger *slog.Logger
 	outbox *Outbox
+	enrich *Outbox
 	// vectors holds users' vectors for SearchVector.
 	vectors *vectorCache
 	// texts holds users' full-text indexes for SearchText.
@@ -95,7 +96,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newVectorCache(vectorCacheBytes),
 		texts: newTextCache(textCacheBytes), reads: newStmtCache(read)}
-	s.outbox = newOutbox(s)
+	s.outbox = newOutbox(s, "outbox")
+	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -150,6 +152,11 @@ func (s *Store) Close() error {
 // call returns the same Outbox, so an Enqueue wakes Claims blocked in this
 // process.
 func (s *Store) Outbox() *Outbox { return s.outbox }
+
+// EnrichOutbox returns the durable queue of stored exchanges waiting for
+// enrichment (fact extraction, summaries, indexing), kept in the same
+// database. Every call returns the same Outbox.
+func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 
 // inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits it when fn returns nil.
