@@ -1,6 +1,7 @@
 // Package redact replaces secrets in text before it is stored: API keys,
-// access tokens, JWTs, private keys and payment card numbers become typed
-// placeholders such as "[redacted:card]".
+// access tokens, JWTs, private keys (PEM and PGP), AWS secret keys, the
+// values of credential fields ("password", "api_key", "token"...) and
+// payment card numbers become typed placeholders such as "[redacted:card]".
 package redact
 
 import (
@@ -48,7 +49,8 @@ func builtin() []rule {
 		{
 			name:    "private_key",
 			anchors: []string{"-----BEGIN"},
-			re:      regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`),
+			// PEM keys, and PGP private key blocks ("... PRIVATE KEY BLOCK-----").
+			re: regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)`),
 		},
 		{
 			name:    "jwt",
@@ -83,6 +85,12 @@ func builtin() []rule {
 			valid:   tokenLike,
 			group:   1,
 		},
+		{name: "aws_secret_key", scan: findAWSSecrets},
+		{name: "password", scan: fieldScan("password")},
+		{name: "api_key", scan: fieldScan("api_key")},
+		{name: "secret", scan: fieldScan("secret")},
+		{name: "token", scan: fieldScan("token")},
+		{name: "card_cvv", scan: fieldScan("card_cvv")},
 		{name: "card", scan: findCards},
 	}
 }
