@@ -290,9 +290,10 @@ func (c *Cache) DeleteConversation(ctx context.Context, id memory.Identity) erro
 
 // eraseScript records a user's erasure and drops every cached window of
 // theirs, atomically: a fill either lands before it (and is dropped) or
-// after it (and is refused by fillScript when it holds older messages).
-// KEYS: user set, erasure. ARGV: erasure time (Unix microseconds), its TTL
-// in ms, the tombstone version, the tombstone TTL in ms.
+// after it (and is refused by fillScript when it holds a message from before
+// the erasure), so no tombstone version is needed and a fresh conversation
+// is cached at once. KEYS: user set, erasure. ARGV: erasure time (Unix
+// microseconds), its TTL in ms.
 var eraseScript = redis.NewScript(`
 local cur = tonumber(redis.call('GET', KEYS[2]) or '-1')
 if tonumber(ARGV[1]) > cur then
@@ -301,8 +302,7 @@ else
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 for _, l in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  redis.call('DEL', l)
-  redis.call('SET', l .. ':v', ARGV[3], 'PX', ARGV[4])
+  redis.call('DEL', l, l .. ':v')
 end
 redis.call('DEL', KEYS[1])
 return 1
@@ -322,8 +322,7 @@ func (c *Cache) DeleteUser(ctx context.Context, tenant, user string) error {
 		at = time.Now()
 	}
 	keys := []string{c.userKey(tenant, user), c.erasedKey(tenant, user)}
-	err = eraseScript.Run(ctx, c.rdb, keys, at.UnixMicro(), max(c.ttl, tombstoneTTL).Milliseconds(),
-		tombstone, tombstoneTTL.Milliseconds()).Err()
+	err = eraseScript.Run(ctx, c.rdb, keys, at.UnixMicro(), max(c.ttl, tombstoneTTL).Milliseconds()).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redisstore: clear cached conversations: %w: %w", memory.ErrUnavailable, err)
 	}
