@@ -74,34 +74,36 @@ func redactedAlready(s string) bool {
 	return strings.HasPrefix(s, "[redacted:") && strings.HasSuffix(s, "]")
 }
 
-// fieldScan returns a scan for the text rule of kind: values of quoted keys
-// that fieldKind maps to kind — `"password": "hunter2"`, `'api_key': 'x'`,
-// `"pin": 1234` — and of unquoted KEY=value assignments (`DB_PASSWORD=x`,
-// `api_key = x`). A value that is a placeholder already is left alone.
-func fieldScan(kind string) func(s string) [][2]int {
-	return func(s string) [][2]int {
-		var out [][2]int
-		for i := 0; i < len(s); {
-			key, start, end, quoted := nextKey(s, i)
-			if end < 0 {
-				break
-			}
-			// A quoted string that is no credential key may hold one (a
-			// snippet in a sentence): go on inside it.
-			i = end
-			if quoted {
-				i = start + 1
-			}
-			if fieldKind(key) != kind {
-				continue
-			}
-			if sp, ok := fieldValue(s, end, quoted); ok && !redactedAlready(s[sp[0]:sp[1]]) {
-				out = append(out, sp)
-				i = sp[1]
-			}
+// findFields returns the spans, and kinds, of the values of credential
+// fields in text: quoted keys that fieldKind names — `"password": "hunter2"`,
+// `'api_key': 'x'`, `"cvv": 123` — and unquoted KEY=value assignments
+// (`DB_PASSWORD=x`, `api_key = x`, `?access_token=x&`). A value that is a
+// placeholder already is left alone.
+func findFields(s string) ([][2]int, []string) {
+	var spans [][2]int
+	var kinds []string
+	for i := 0; i < len(s); {
+		key, start, end, quoted := nextKey(s, i)
+		if end < 0 {
+			break
 		}
-		return out
+		// A quoted string that is no credential key may hold one (a
+		// snippet in a sentence): go on inside it.
+		i = end
+		if quoted {
+			i = start + 1
+		}
+		kind := fieldKind(key)
+		if kind == "" {
+			continue
+		}
+		if sp, ok := fieldValue(s, end, quoted); ok && !redactedAlready(s[sp[0]:sp[1]]) {
+			spans = append(spans, sp)
+			kinds = append(kinds, kind)
+			i = sp[1]
+		}
 	}
+	return spans, kinds
 }
 
 // nextKey finds the next candidate key at or after i: a quoted string, or a

@@ -33,6 +33,9 @@ type rule struct {
 	group int
 	// scan, when set, replaces re: it returns the spans of the secrets in s.
 	scan func(s string) [][2]int
+	// scanKinds, when set, replaces re and name: it returns the spans of
+	// the secrets in s with the placeholder kind of each.
+	scanKinds func(s string) ([][2]int, []string)
 }
 
 // Redactor replaces secrets with typed placeholders. It is safe for
@@ -86,11 +89,7 @@ func builtin() []rule {
 			group:   1,
 		},
 		{name: "aws_secret_key", scan: findAWSSecrets},
-		{name: "password", scan: fieldScan("password")},
-		{name: "api_key", scan: fieldScan("api_key")},
-		{name: "secret", scan: fieldScan("secret")},
-		{name: "token", scan: fieldScan("token")},
-		{name: "card_cvv", scan: fieldScan("card_cvv")},
+		{name: "credential_field", scanKinds: findFields},
 		{name: "card", scan: findCards},
 	}
 }
@@ -139,19 +138,29 @@ func (r *Redactor) String(s string) (string, int) {
 
 // apply redacts one kind of secret in s.
 func (ru *rule) apply(s string) (string, int) {
-	spans := ru.spans(s)
+	var spans [][2]int
+	var kinds []string
+	if ru.scanKinds != nil {
+		spans, kinds = ru.scanKinds(s)
+	} else {
+		spans = ru.spans(s)
+	}
 	if len(spans) == 0 {
 		return s, 0
 	}
 	var b strings.Builder
 	last, n := 0, 0
-	for _, sp := range spans {
+	for i, sp := range spans {
 		start, end := sp[0], sp[1]
 		if n == 0 {
 			b.Grow(len(s))
 		}
 		b.WriteString(s[last:start])
-		b.WriteString(Placeholder(ru.name))
+		if kinds != nil {
+			b.WriteString(Placeholder(kinds[i]))
+		} else {
+			b.WriteString(Placeholder(ru.name))
+		}
 		last = end
 		n++
 	}
