@@ -80,7 +80,8 @@ func validItem(it memory.Item) error {
 // otherwise (the text needs embedding again). A zero CreatedAt means now.
 // A message item whose message was superseded (its branch replaced by an
 // edit or a regeneration) is skipped: SaveExchange deleted the branch's
-// items, and a late index must not bring them back.
+// items, and a late index must not bring them back. Items of a user that
+// ctx's erasure guard refuses (erasure.go) are skipped.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
@@ -92,13 +93,17 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	}
 	now := time.Now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		erased, err := guardItems(ctx, tx, items)
+		if err != nil {
+			return err
+		}
 		gone, err := supersededSources(ctx, tx, items)
 		if err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
 		for _, it := range items {
-			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] {
+			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] || erased[[2]string{it.Tenant, it.User}] {
 				continue
 			}
 			dims, _ := embeddingOf(it)

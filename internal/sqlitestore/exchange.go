@@ -193,7 +193,7 @@ func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error
 	err := q.QueryRowContext(ctx, `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return -1 << 63, nil
+		return noErasure, nil
 	case err != nil:
 		return 0, fmt.Errorf("check erasure: %w", err)
 	}

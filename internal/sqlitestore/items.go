@@ -31,6 +31,7 @@ func validKind(kind string) bool {
 // CreatedAt means now. A message item whose message was superseded (its
 // branch replaced by an edit or a regeneration) is skipped: SaveExchange
 // deleted the branch's items, and a late index must not bring them back.
+// Items of a user that ctx's erasure guard refuses (erasure.go) are skipped.
 // It returns memory.ErrInvalid (and stores nothing) for
 // a bad id or kind, an empty ref, or Dims that disagree with the embedding.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
@@ -61,7 +62,20 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		defer superseded.Close()
+		erased := map[[2]string]bool{}
 		for _, it := range items {
+			// Items of a user erased since they were captured are skipped.
+			u := [2]string{it.Tenant, it.User}
+			gone, checked := erased[u]
+			if !checked {
+				if gone, err = refused(ctx, tx, it.Tenant, it.User); err != nil {
+					return err
+				}
+				erased[u] = gone
+			}
+			if gone {
+				continue
+			}
 			// A late index of a message its conversation has since replaced
 			// (edited or regenerated) must not make it recallable again.
 			if it.Kind == "message" && it.Conversation != "" {

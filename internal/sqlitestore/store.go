@@ -47,8 +47,8 @@ type Store struct {
 }
 
 // Open opens (creating if needed, with its parent directory) the database at
-// path, configures WAL mode, a busy timeout, foreign keys and
-// synchronous=NORMAL, and applies pending migrations. The caller closes the
+// path, configures WAL mode, a busy timeout, foreign keys,
+// synchronous=NORMAL and (on the writer) secure_delete, and applies pending migrations. The caller closes the
 // Store.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
 	if path == "" {
@@ -66,6 +66,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		"_synchronous":  {"NORMAL"},
 		"_foreign_keys": {"1"},
 		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		// Every delete on the writer overwrites the deleted content, so erased
+		// text does not linger in free space (see erasure.go).
+		"_pragma": {"secure_delete(1)"},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
