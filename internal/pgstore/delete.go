@@ -52,7 +52,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
-		for _, table := range []string{"memory_items", "facts", "conversations"} {
+		for _, table := range []string{"memory_items", "facts", "conversations", "dead_letters"} {
 			if _, err := tx.Exec(ctx,
 				"DELETE FROM "+table+" WHERE tenant = $1 AND user_id = $2", tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))

@@ -41,7 +41,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 }
 
 // DeleteUser erases everything stored about a user in a tenant — memory
-// items (and their FTS rows), facts, summaries, messages, exchange records and
+// items (and their FTS rows), facts, summaries, messages, exchange records, dead letters and
 // conversations — and records the erasure time, so captures of that user that
 // happened before it and are still queued are dropped by SaveExchange. It
 // succeeds for a user with nothing stored, and never touches the same user id
@@ -51,7 +51,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 // truncated before it returns.
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversations"} {
+		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversations", "dead_letters"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}

@@ -110,5 +110,11 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 		if got, _ := s.DeadLetters(ctx, "t1"); len(got) != 1 {
 			t.Fatalf("a dead letter of an erased user was written: %+v", got)
 		}
+		if err := s.DeleteUser(ctx, "t1", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.DeadLetters(ctx, "t1"); len(got) != 0 {
+			t.Fatalf("erasing alice kept her dead letters: %+v", got)
+		}
 	})
 }
