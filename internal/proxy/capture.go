@@ -44,6 +44,10 @@ type chatCapture struct {
 	id     memory.Identity
 	model  string
 	parsed []memory.Message
+	// at is when the request arrived: the exchange's time, so a request
+	// that began before an erasure of its user counts as erased data even
+	// when its reply ends after it.
+	at time.Time
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -146,7 +150,7 @@ func (c *chatCapture) capture(ctx context.Context, reply memory.Message, usage *
 		Turn:     turn,
 		Reply:    reply,
 		Usage:    usage,
-		At:       time.Now(),
+		At:       c.at,
 	})
 }
 
