@@ -188,4 +188,6 @@ func (u *UI) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // isStatic reports whether path names an embedded asset.
-func isStatic(path string) bool { return len(path) > len("/ui/static/") && path[:len("/ui/static/")] == "/ui/static/" }
+func isStatic(path string) bool {
+	return len(path) > len("/ui/static/") && path[:len("/ui/static/")] == "/ui/static/"
+}

@@ -76,9 +76,9 @@ func mustStore(tb testing.TB) *sqlitestore.Store {
 		ID:       "req-1",
 		Identity: memory.Identity{Tenant: "acme", User: "alice", Conversation: "trip"},
 		Model:    "gpt-4o-mini",
-		Turn: []memory.Message{msg("user", `{"role":"user","content":"<script>alert('x')</script> my card is [redacted:card] and I live at `+secret+`"}`)},
-		Reply: msg("assistant", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup_city","arguments":"{\"city\":\"Porto\"}"}}]}`),
-		At:    time.Now(),
+		Turn:     []memory.Message{msg("user", `{"role":"user","content":"<script>alert('x')</script> my card is [redacted:card] and I live at `+secret+`"}`)},
+		Reply:    msg("assistant", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup_city","arguments":"{\"city\":\"Porto\"}"}}]}`),
+		At:       time.Now(),
 	}
 	if _, err := st.SaveExchange(context.Background(), ex); err != nil {
 		tb.Fatal(err)
