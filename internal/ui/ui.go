@@ -172,14 +172,15 @@ func (u *UI) redirect(path string) echo.HandlerFunc {
 }
 
 // secureHeaders sets the headers every inspector response carries: no
-// caching, no framing, no inline script or style, no referrer.
+// caching, no framing, no inline script or style, no referrer to other
+// sites (a same-origin one, so the browser sends Origin on form posts).
 func (u *UI) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Referrer-Policy", "same-origin")
 		if c.Request().URL.Path != "" && !isStatic(c.Request().URL.Path) {
 			h.Set("Cache-Control", "no-store")
 		}
