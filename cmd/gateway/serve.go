@@ -37,13 +37,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	}
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
-	if mem.worker != nil && cfg.Capture.Worker {
-		workers.Go(func() {
-			if err := mem.worker.Run(workerCtx); err != nil && !errors.Is(err, context.Canceled) {
-				logger.Error("capture worker stopped", "error", err)
-			}
-		})
-	}
+	workers.Go(func() { _ = mem.runWorkers(workerCtx, cfg.Capture.Worker, logger) })
 	defer func() {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		defer cancel()
@@ -89,7 +83,7 @@ func worker(ctx context.Context, getenv func(string) string, logw io.Writer) err
 		return errors.New("worker: the configured store has no capture queue (postgres needs store.redis_url)")
 	}
 	logger.Info("capture worker running", "store", cfg.Store.Driver, "version", buildVersion())
-	if err := mem.worker.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := mem.runWorkers(ctx, true, logger); err != nil {
 		return fmt.Errorf("capture worker: %w", err)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,6 +42,9 @@ type memoryLayer struct {
 	queue    capture.Queue // nil: captures are saved directly
 	capturer *capture.Capturer
 	worker   *capture.Worker // nil without a queue
+	enricher *capture.Enricher
+	// enrichInProcess: the enrichment queue lives in this process's memory.
+	enrichInProcess bool
 	// hooks are the after-save hooks (compaction, extraction, indexing).
 	hooks    []capture.Hook
 	preparer *inject.Assembler
@@ -51,13 +53,6 @@ type memoryLayer struct {
 	collectors []prometheus.Collector
 	closers    []func() error
 }
-
-// hookDelay is how long the capture worker lets stored exchanges wait for
-// others to share their after-save hooks: under light load the hooks then
-// still run over several exchanges at once (one compaction check per
-// conversation, one embedding call, one write), at the price of indexing
-// and compaction trailing the save by at most this much.
-const hookDelay = 100 * time.Millisecond
 
 // openStore opens the configured store and its queue, applying migrations.
 // The returned closers release them, last opened first.
@@ -152,13 +147,8 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	m.hooks = hooks
-	// Direct saves (no queue, or the queue down) run the hooks per exchange;
-	// the worker runs them once per claimed batch.
-	m.capturer = capture.New(q, capture.WithHooks(st, hooks...), red, logger, capture.Options{})
-	if q != nil {
-		m.worker = capture.NewWorker(q, st, logger, capture.WorkerOptions{
-			StaleAfter: cfg.Capture.ReclaimAfter.D(), Hooks: hooks, HookDelay: hookDelay,
-		})
+	if err := m.wireCapture(ctx, cfg, q, red, logger); err != nil {
+		return fail(err)
 	}
 	return m, nil
 }
@@ -178,7 +168,7 @@ type httpDeps struct {
 func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 	d := httpDeps{
 		Resolver: auth.New(cfg.Keys),
-		Preparer: m.preparer,
+		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
 		Capturer: m.capturer,
 		Admin:    m.store,
 		Ready:    m.store.Ping,
@@ -187,6 +177,9 @@ func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
 	if m.worker != nil {
 		d.Collectors = append(d.Collectors, m.worker.Collectors()...)
+	}
+	if m.enricher != nil {
+		d.Collectors = append(d.Collectors, m.enricher.Collectors()...)
 	}
 	if m.recall != nil {
 		// Only a non-nil manager goes into the interface (a typed nil would not

@@ -73,10 +73,7 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	var wg sync.WaitGroup
-	if mem.worker != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); mem.worker.Run(ctx) }()
-	}
+	wg.Go(func() { _ = mem.runWorkers(ctx, true, logger) })
 	var once sync.Once
 	g := &testGateway{URL: hs.URL, mem: mem}
 	g.stop = func() {

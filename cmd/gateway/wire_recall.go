@@ -99,7 +99,9 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 			TTL:        ttl,
 			Timeout:    extractionTimeout,
 		}, logger)
-		l.hooks = append(l.hooks, x)
+		// One extraction per conversation over the turns a round of enrichment
+		// holds, not one per turn.
+		l.hooks = append(l.hooks, capture.CoalesceTurns(x))
 		l.collectors = append(l.collectors, x.Collectors()...)
 	}
 	l.hooks = append(l.hooks, indexer)

@@ -5,8 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -15,7 +15,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// Queue is the durable capture queue (the SQLite outbox, Redis Streams).
+// Queue is a durable queue (the SQLite outboxes, Redis Streams): the
+// capture queue of exchanges waiting to be stored, and the enrichment queue
+// of stored exchanges waiting for their after-save hooks.
 type Queue interface {
 	// Enqueue durably appends a payload.
 	Enqueue(ctx context.Context, payload []byte) error
@@ -31,6 +33,19 @@ type Saver interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
 }
 
+// BatchSaver is a Saver that can store several exchanges in one transaction
+// (a group commit), all or nothing. The Capturer uses it when the saver has
+// it.
+type BatchSaver interface {
+	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
+}
+
+// DeadLetterer sets aside an exchange the store refused for good. The
+// Capturer and the Worker use it when the saver has it.
+type DeadLetterer interface {
+	DeadLetter(ctx context.Context, d memory.DeadLetter) error
+}
+
 // Redactor removes secrets from a message's Content and Raw, reporting how
 // many it replaced. *redact.Redactor implements it.
 type Redactor interface {
@@ -39,34 +54,56 @@ type Redactor interface {
 
 // Options tunes a Capturer. Zero fields take the defaults noted.
 type Options struct {
-	// Buffer is the capacity of the hand-off channel between requests and the
-	// background goroutine (default 4096). When it is full, Capture waits for
-	// room for up to FullWait: the proxy calls Capture after the client has
-	// its whole reply, so the wait slows the handler, not the client.
-	Buffer int
-	// FullWait bounds that wait (default 30s); only past it is an exchange
-	// dropped, counted and logged.
+	// Enrich is the queue stored exchanges go to for their after-save hooks
+	// (fact extraction, summaries, indexing), drained by an Enricher. Nil:
+	// none (hooks, if any, run inside the Saver).
+	Enrich Queue
+	// Lanes is how many conversations are stored at once (default 4). A
+	// conversation always goes to the same lane, so its turns are stored in
+	// the order they were captured.
+	Lanes int
+	// Batch is the most exchanges one lane stores in one transaction
+	// (default 64).
+	Batch int
+	// Buffer is the capacity of the lanes' hand-off channels together
+	// (default 4096). When a lane is full, Capture waits for room for up to
+	// FullWait (default 30s); only past it is an exchange dropped, counted
+	// and logged.
+	Buffer   int
 	FullWait time.Duration
-	// RetryBuffer bounds the exchanges waiting for the queue or the store to
-	// come back (default 1024). When it is full the background goroutine
-	// waits, and Buffer absorbs new captures.
-	RetryBuffer int
-	// OpTimeout bounds one Enqueue or SaveExchange call (default 5s).
+	// SaveWait bounds how long Capture waits for its exchange to be durable
+	// (stored, or in the capture queue) before it returns anyway (default
+	// 10s). The exchange is still stored after that; only a crash in between
+	// would lose it.
+	SaveWait time.Duration
+	// OpTimeout bounds one store or queue call (default 5s).
 	OpTimeout time.Duration
-	// RetryBase is the first retry delay; it doubles up to RetryMax
-	// (defaults 100ms and 30s).
+	// RetryBase is the first delay between retries of a failed save when
+	// there is no capture queue to hand it to; it doubles up to RetryMax
+	// (defaults 100ms and 30s). The first retry is immediate.
 	RetryBase, RetryMax time.Duration
+	// MaxAttempts is how many times an exchange failing with an error that
+	// is neither invalid input nor an unreachable store is tried before it is
+	// set aside as a dead letter (default 8: about 13s of retries at the
+	// default backoff).
+	MaxAttempts int
 }
 
 func (o Options) withDefaults() Options {
+	if o.Lanes <= 0 {
+		o.Lanes = 4
+	}
+	if o.Batch <= 0 {
+		o.Batch = 64
+	}
 	if o.Buffer <= 0 {
 		o.Buffer = 4096
 	}
 	if o.FullWait <= 0 {
 		o.FullWait = 30 * time.Second
 	}
-	if o.RetryBuffer <= 0 {
-		o.RetryBuffer = 1024
+	if o.SaveWait <= 0 {
+		o.SaveWait = 10 * time.Second
 	}
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = 5 * time.Second
@@ -77,37 +114,72 @@ func (o Options) withDefaults() Options {
 	if o.RetryMax < o.RetryBase {
 		o.RetryMax = max(30*time.Second, o.RetryBase)
 	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
 	return o
 }
 
-// Capturer persists exchanges in the background: it redacts them, enqueues
-// them on the durable queue, falls back to saving directly when the queue
-// fails, and keeps retrying what neither accepted. It is safe for concurrent
-// use.
+// Capturer stores exchanges in their conversations on the request path and
+// hands them to enrichment off it. Capture mints the exchange's key,
+// sanitizes and redacts it, and stores it through its conversation's lane,
+// which groups concurrent exchanges into one transaction; it returns once
+// the exchange is stored or, when the store fails, durably in the capture
+// queue. Wait lets the next request of a conversation wait for the
+// conversation's pending turns. A turn that the store refuses for good is
+// set aside as a dead letter and never holds up the others. It is safe for
+// concurrent use.
 type Capturer struct {
-	queue    Queue // nil: save directly
+	queue    Queue // nil: no fallback; failed saves are retried in place
 	saver    Saver
-	redactor Redactor // nil: no redaction
+	batch    BatchSaver   // nil: one transaction per exchange
+	dead     DeadLetterer // nil: refused exchanges are dropped
+	enrich   Queue        // nil: no enrichment queue
+	redactor Redactor     // nil: no redaction
 	logger   *slog.Logger
 	opts     Options
 	metrics  *capturerMetrics
+	seed     maphash.Seed
 
-	mu     sync.RWMutex // guards closed against the close of in
-	closed bool
-	in     chan memory.Exchange
+	closeMu sync.RWMutex // guards closed against the close of lanes
+	closed  bool
+	lanes   []chan *job
+	running sync.WaitGroup // the lanes
+	watcher sync.WaitGroup // watchQueued
 
-	retry     chan []byte // encoded, redacted exchanges waiting to be retried
-	retryOnce sync.Once   // closes retry
-	retrying  atomic.Int64
-	ctx       context.Context // cancelled when Close gives up
-	cancel    context.CancelFunc
-	pumpDone  chan struct{}
-	done      chan struct{}
+	convMu sync.Mutex
+	convs  map[memory.Identity]*convState
+
+	retrying atomic.Int64
+	ctx      context.Context // cancelled when Close gives up
+	cancel   context.CancelFunc
 }
 
-// New returns a running Capturer. q may be nil, in which case exchanges are
-// saved directly with saver; redactor may be nil to store text as is; logger
-// may be nil. Call Close to flush it.
+// job is one captured exchange on its way to the store.
+type job struct {
+	ex       memory.Exchange
+	payload  []byte // ex encoded, for the capture queue and dead letters
+	start    time.Time
+	attempts int
+	done     chan struct{} // closed once ex is durable or given up
+}
+
+// convState is what the Capturer tracks of a conversation with turns in
+// flight.
+type convState struct {
+	inflight int
+	idle     chan struct{} // closed when inflight drops to 0
+	// queued: some of its turns went to the capture queue, so the later ones
+	// follow them there until the queue has drained, keeping their order.
+	queued bool
+}
+
+// New returns a running Capturer. q, the capture queue turns go to when
+// the store fails, may be nil (failed saves are then retried in place);
+// redactor may be nil to store text as is; logger may be nil. When saver is
+// a BatchSaver, concurrent exchanges share transactions; when it is a
+// DeadLetterer, exchanges it refuses are set aside there. Call Close to
+// flush it.
 func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Options) *Capturer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -117,105 +189,192 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 	c := &Capturer{
 		queue:    q,
 		saver:    saver,
+		enrich:   opts.Enrich,
 		redactor: redactor,
 		logger:   logger,
 		opts:     opts,
 		metrics:  newCapturerMetrics(),
-		in:       make(chan memory.Exchange, opts.Buffer),
-		retry:    make(chan []byte, opts.RetryBuffer),
+		seed:     maphash.MakeSeed(),
+		convs:    map[memory.Identity]*convState{},
 		ctx:      ctx,
 		cancel:   cancel,
-		pumpDone: make(chan struct{}),
-		done:     make(chan struct{}),
 	}
+	c.batch, _ = saver.(BatchSaver)
+	c.dead, _ = saver.(DeadLetterer)
 	c.metrics.retryDepth = func() float64 { return float64(c.retrying.Load()) }
-	go c.pump()
-	go c.retrier()
+	c.metrics.inflight = c.inflight
+	per := max(1, opts.Buffer/opts.Lanes)
+	for range opts.Lanes {
+		ch := make(chan *job, per)
+		c.lanes = append(c.lanes, ch)
+		c.running.Go(func() { c.runLane(ch) })
+	}
+	if q != nil {
+		c.watcher.Go(c.watchQueued)
+	}
 	return c
 }
 
-// Capture hands an exchange over for persistence and returns at once; it
-// never waits on the queue or the store. An exchange without an ID gets a
-// random one, which then keys its messages. With the hand-off buffer full it
-// waits up to Options.FullWait for room. Capture after Close, or past that
-// wait, drops the exchange, counts it and logs an error.
+// Capture stores an exchange and returns once it is durable: saved in its
+// conversation, or, when the store fails, in the capture queue. It waits at
+// most Options.SaveWait (and not past ctx) for that; the exchange is stored
+// anyway. Capture mints the exchange's ID (a client's request id, if the
+// caller put it in ID, moves to RequestID: it never decides what is stored),
+// stamps At when zero, sanitizes and redacts the text. It never fails the
+// caller: an exchange that cannot be stored is dropped or set aside, counted
+// and logged.
 func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
-	if ex.ID == "" {
-		ex.ID = randomID()
+	start := time.Now()
+	if ex.RequestID == "" {
+		ex.RequestID = ex.ID
 	}
+	ex.ID = NewExchangeID()
 	if ex.At.IsZero() {
-		ex.At = time.Now().UTC()
+		ex.At = start.UTC()
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
-		c.drop(ctx, ex, "capturer closed")
+	ex, payload, err := c.prepare(ex)
+	if err != nil {
+		c.metrics.failures.WithLabelValues("encode").Inc()
+		c.drop(ctx, ex, "cannot encode: "+err.Error())
 		return
 	}
+	j := &job{ex: ex, payload: payload, start: start, done: make(chan struct{})}
+	if !c.submit(ctx, j) {
+		return
+	}
+	t := time.NewTimer(c.opts.SaveWait)
+	defer t.Stop()
 	select {
-	case c.in <- ex:
+	case <-j.done:
+	case <-t.C:
+		c.metrics.failures.WithLabelValues("save_wait").Inc()
+		c.logger.WarnContext(ctx, "capture still storing an exchange; not waiting longer", "exchange", ex.ID, "request_id", ex.RequestID)
+	case <-ctx.Done():
+	}
+}
+
+// submit hands j to its conversation's lane, waiting up to FullWait for
+// room. It reports false (and drops j) when the Capturer is closed or the
+// lane stayed full.
+func (c *Capturer) submit(ctx context.Context, j *job) bool {
+	c.closeMu.RLock()
+	defer c.closeMu.RUnlock()
+	if c.closed {
+		c.drop(ctx, j.ex, "capturer closed")
+		return false
+	}
+	lane := c.lanes[maphash.Comparable(c.seed, j.ex.Identity)%uint64(len(c.lanes))]
+	c.begin(j.ex.Identity)
+	select {
+	case lane <- j:
 		c.metrics.captured.Inc()
-		return
+		return true
 	default:
 	}
 	c.metrics.failures.WithLabelValues("buffer_full").Inc()
 	t := time.NewTimer(c.opts.FullWait)
 	defer t.Stop()
 	select {
-	case c.in <- ex:
+	case lane <- j:
 		c.metrics.captured.Inc()
+		return true
 	case <-t.C:
-		c.drop(ctx, ex, "capture buffer full")
+		c.end(j.ex.Identity)
+		c.drop(ctx, j.ex, "capture buffer full")
+		return false
 	}
+}
+
+// Wait returns once no turn of the conversation is being stored by this
+// Capturer (at once when none is), or with ctx's error when ctx ends first.
+// A request calls it before it reads the conversation, so that it sees the
+// turn answered just before it.
+func (c *Capturer) Wait(ctx context.Context, id memory.Identity) error {
+	c.convMu.Lock()
+	var idle chan struct{}
+	if st := c.convs[id]; st != nil && st.inflight > 0 {
+		idle = st.idle
+	}
+	c.convMu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	c.metrics.waits.Inc()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for pending capture: %w", ctx.Err())
+	}
+}
+
+// begin counts a turn of id in flight.
+func (c *Capturer) begin(id memory.Identity) {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	st := c.convs[id]
+	if st == nil {
+		st = &convState{}
+		c.convs[id] = st
+	}
+	if st.inflight == 0 {
+		st.idle = make(chan struct{})
+	}
+	st.inflight++
+}
+
+// end counts a turn of id as no longer in flight.
+func (c *Capturer) end(id memory.Identity) {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	st := c.convs[id]
+	if st == nil {
+		return
+	}
+	if st.inflight--; st.inflight == 0 {
+		close(st.idle)
+		if !st.queued {
+			delete(c.convs, id)
+		}
+	}
+}
+
+// inflight counts the turns in flight, for the gauge.
+func (c *Capturer) inflight() float64 {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	n := 0
+	for _, st := range c.convs {
+		n += st.inflight
+	}
+	return float64(n)
 }
 
 // drop counts and logs an exchange that will not be stored.
 func (c *Capturer) drop(ctx context.Context, ex memory.Exchange, reason string) {
 	c.metrics.dropped.Inc()
 	c.logger.ErrorContext(ctx, "capture dropped an exchange", "reason", reason,
-		"exchange", ex.ID, "tenant", ex.Tenant, "conversation", ex.Conversation)
+		"exchange", ex.ID, "request_id", ex.RequestID, "tenant", ex.Tenant, "conversation", ex.Conversation)
 }
 
-// pump drains the hand-off channel: redact, encode, enqueue, else save
-// directly, else hand to the retrier. While the retrier holds anything, new
-// exchanges queue behind it so a conversation's turns keep their order.
-func (c *Capturer) pump() {
-	defer close(c.pumpDone)
-	for ex := range c.in {
-		payload, err := c.prepare(ex)
-		if err != nil {
-			c.metrics.failures.WithLabelValues("encode").Inc()
-			c.logger.Error("capture cannot encode an exchange; dropped", "exchange", ex.ID, "err", err)
-			c.metrics.dropped.Inc()
-			continue
-		}
-		if c.retrying.Load() == 0 && c.deliver(ex.ID, payload) {
-			continue
-		}
-		c.retrying.Add(1)
-		select {
-		case c.retry <- payload:
-		case <-c.ctx.Done():
-			c.retrying.Add(-1)
-			c.metrics.dropped.Inc()
-			c.logger.Error("capture gave up on an exchange at shutdown", "exchange", ex.ID)
-		}
+// prepare sanitizes and redacts an exchange and encodes it as a queue
+// payload.
+func (c *Capturer) prepare(ex memory.Exchange) (memory.Exchange, []byte, error) {
+	ex, n := SanitizeExchange(ex)
+	if n > 0 {
+		c.metrics.sanitized.Add(float64(n))
 	}
-}
-
-// prepare redacts an exchange and encodes it as a queue payload.
-func (c *Capturer) prepare(ex memory.Exchange) ([]byte, error) {
 	if c.redactor != nil {
 		var err error
 		if ex, err = c.redactExchange(ex); err != nil {
-			return nil, err
+			return ex, nil, err
 		}
 	}
 	payload, err := json.Marshal(ex)
 	if err != nil {
-		return nil, fmt.Errorf("encode exchange: %w", err)
+		return ex, nil, fmt.Errorf("encode exchange: %w", err)
 	}
-	return payload, nil
+	return ex, payload, nil
 }
 
 // redactExchange redacts every message of ex, on copies of its slices.
@@ -254,122 +413,43 @@ func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
 	return ex, nil
 }
 
-// deliver tries once to enqueue payload, then to save it directly. It
-// reports whether either succeeded.
-func (c *Capturer) deliver(id string, payload []byte) bool {
-	if c.queue != nil {
-		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-		err := c.queue.Enqueue(ctx, payload)
-		cancel()
-		if err == nil {
-			c.metrics.enqueued.Inc()
-			return true
-		}
-		c.metrics.failures.WithLabelValues("enqueue").Inc()
-		c.logger.Warn("capture queue unavailable; saving directly", "exchange", id, "err", err)
-	}
-	var ex memory.Exchange
-	if err := json.Unmarshal(payload, &ex); err != nil {
-		// Cannot happen: payload was encoded by prepare.
-		c.logger.Error("capture payload does not decode", "exchange", id, "err", err)
-		return false
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-	res, err := c.saver.SaveExchange(ctx, ex)
-	cancel()
-	if err != nil {
-		if errors.Is(err, memory.ErrInvalid) {
-			// The store will never accept it; retrying would block the rest.
-			c.metrics.failures.WithLabelValues("invalid").Inc()
-			c.metrics.dropped.Inc()
-			c.logger.Error("capture rejected by the store; dropped", "exchange", id, "err", err)
-			return true
-		}
-		c.metrics.failures.WithLabelValues("save").Inc()
-		c.logger.Warn("capture store unavailable; will retry", "exchange", id, "err", err)
-		return false
-	}
-	if c.queue != nil {
-		c.metrics.direct.Inc()
-	}
-	c.metrics.saved.Inc()
-	if res.Duplicate {
-		c.metrics.duplicates.Inc()
-	}
-	return true
-}
-
-// retrier delivers what pump could not, one payload at a time and in order,
-// backing off between attempts until each succeeds or Close gives up.
-func (c *Capturer) retrier() {
-	defer close(c.done)
-	for payload := range c.retry {
-		delay := c.opts.RetryBase
-		for attempt := 1; ; attempt++ {
-			id := payloadID(payload)
-			if c.deliver(id, payload) {
-				break
-			}
-			if attempt == 1 || attempt%10 == 0 {
-				c.logger.Error("capture still failing; holding exchange for retry",
-					"exchange", id, "attempt", attempt, "waiting", c.retrying.Load())
-			}
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-c.ctx.Done():
-				t.Stop()
-			}
-			if c.ctx.Err() != nil {
-				c.metrics.dropped.Inc()
-				c.logger.Error("capture gave up on an exchange at shutdown", "exchange", id)
-				break
-			}
-			delay = min(2*delay, c.opts.RetryMax)
-		}
-		c.retrying.Add(-1)
-	}
-}
-
-// payloadID reads the exchange id of an encoded exchange, for logs.
-func payloadID(payload []byte) string {
-	var v struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal(payload, &v)
-	return v.ID
-}
-
 // Close stops accepting exchanges and waits until everything captured so
-// far is enqueued or stored. If ctx ends first, it abandons what is left
-// (counting and logging each exchange) and returns an error wrapping
-// ctx.Err(). Close is idempotent.
+// far is stored or in the capture queue. If ctx ends first, it abandons what
+// is left (counting and logging each exchange) and returns an error
+// wrapping ctx.Err(). Close is idempotent.
 func (c *Capturer) Close(ctx context.Context) error {
-	c.mu.Lock()
+	c.closeMu.Lock()
 	if !c.closed {
 		c.closed = true
-		close(c.in)
+		for _, ch := range c.lanes {
+			close(ch)
+		}
 	}
-	c.mu.Unlock()
+	c.closeMu.Unlock()
+	done := make(chan struct{})
 	go func() {
-		<-c.pumpDone
-		c.retryOnce.Do(func() { close(c.retry) })
+		c.running.Wait()
+		close(done)
 	}()
+	var err error
 	select {
-	case <-c.done:
-		c.cancel()
-		return nil
+	case <-done:
 	case <-ctx.Done():
-		pending := c.retrying.Load() + int64(len(c.in))
-		c.cancel()
-		<-c.done
-		return fmt.Errorf("close capture with %d exchanges pending: %w", pending, ctx.Err())
+		pending := c.inflight()
+		c.cancel() // the lanes give up what they still hold
+		<-done
+		err = fmt.Errorf("close capture with %.0f exchanges pending: %w", pending, ctx.Err())
 	}
+	c.cancel()
+	c.watcher.Wait()
+	return err
 }
 
-// randomID returns a random exchange id.
-func randomID() string {
+// NewExchangeID returns a new random exchange id ("ex-" and 32 hex digits):
+// the key of an exchange and of its messages, unique within any tenant,
+// user and conversation.
+func NewExchangeID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "cap-" + hex.EncodeToString(b[:])
+	return "ex-" + hex.EncodeToString(b[:])
 }

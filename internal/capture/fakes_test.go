@@ -248,3 +248,13 @@ func value(tb testing.TB, c prometheus.Collector) float64 {
 	}
 	return total
 }
+
+// histCount reads a histogram's observation count.
+func histCount(tb testing.TB, h prometheus.Histogram) uint64 {
+	tb.Helper()
+	var d dto.Metric
+	if err := h.Write(&d); err != nil {
+		tb.Fatal(err)
+	}
+	return d.Histogram.GetSampleCount()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -48,8 +49,9 @@ type hooked struct {
 
 // WithHooks returns a Saver that stores through saver and then runs every
 // hook in order, for stored and duplicate exchanges (not for ones dropped
-// because the user was erased). A hook error is returned wrapped with ErrHook
-// after the remaining hooks ran.
+// because the user was erased), under an erasure guard (see guarded). A hook
+// error is returned wrapped with ErrHook after the remaining hooks ran; one
+// that only reports the user's erasure (memory.ErrErased) is not an error.
 func WithHooks(saver Saver, hooks ...Hook) Saver {
 	if len(hooks) == 0 {
 		return saver
@@ -63,9 +65,10 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 	if err != nil || res.Dropped {
 		return res, err
 	}
+	ctx = guarded(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
 	var errs []error
 	for _, hk := range h.hooks {
-		if err := hk.AfterSave(ctx, ex, res); err != nil {
+		if err := hk.AfterSave(ctx, ex, res); err != nil && !errors.Is(err, memory.ErrErased) {
 			errs = append(errs, err)
 		}
 	}
@@ -76,19 +79,29 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 }
 
 // runHooks runs every hook, in order, over stored exchanges: a BatchHook
-// once for all of them, any other hook once per exchange, oldest first. A
-// hook error is returned wrapped with ErrHook after the remaining hooks ran.
+// once for all of them, any other hook once per exchange, oldest first, all
+// under an erasure guard (see guarded). A hook error is returned wrapped
+// with ErrHook after the remaining hooks ran. An error that reports an
+// erasure (memory.ErrErased) is dropped when it can only be about the erased
+// user: from a per-exchange call, or from a batch of one user's exchanges;
+// in a batch of several users it is returned, so the batch is redelivered
+// and the erased user's exchanges come back Dropped.
 func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
+	ctx = guarded(ctx, exs, results)
+	oneUser := true
+	for _, ex := range exs[min(1, len(exs)):] {
+		oneUser = oneUser && ex.Tenant == exs[0].Tenant && ex.User == exs[0].User
+	}
 	var errs []error
 	for _, hk := range hooks {
 		if bh, ok := hk.(BatchHook); ok {
-			if err := bh.AfterSaveBatch(ctx, exs, results); err != nil {
+			if err := bh.AfterSaveBatch(ctx, exs, results); err != nil && !(oneUser && errors.Is(err, memory.ErrErased)) {
 				errs = append(errs, err)
 			}
 			continue
 		}
 		for i, ex := range exs {
-			if err := hk.AfterSave(ctx, ex, results[i]); err != nil {
+			if err := hk.AfterSave(ctx, ex, results[i]); err != nil && !errors.Is(err, memory.ErrErased) {
 				errs = append(errs, err)
 			}
 		}
@@ -97,4 +110,24 @@ func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results 
 		return fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
 	}
 	return nil
+}
+
+// guarded returns ctx with an erasure guard (memory.WithErasureGuard) for
+// the user of every exchange not dropped, at the earliest At among that
+// user's exchanges: the stores then refuse whatever the hooks write about a
+// user erased at or after the exchanges they work on, even when the erasure
+// commits while they run. An exchange with no At is guarded from now.
+func guarded(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) context.Context {
+	now := time.Now()
+	for i, ex := range exs {
+		if results[i].Dropped {
+			continue
+		}
+		at := ex.At
+		if at.IsZero() {
+			at = now
+		}
+		ctx = memory.WithErasureGuard(ctx, ex.Tenant, ex.User, at)
+	}
+	return ctx
 }

@@ -33,6 +33,14 @@ type WorkerOptions struct {
 	// exchange. Entries whose hooks failed are redelivered, up to
 	// MaxHookAttempts deliveries.
 	Hooks []Hook
+	// Enrich, when set, is where stored exchanges go for enrichment (an
+	// Enricher runs the after-save hooks): the worker then only stores, and
+	// Hooks are not run.
+	Enrich Queue
+	// MaxAttempts is how many times a save failing with an error that is
+	// neither invalid input nor an unreachable store is tried before the
+	// exchange is set aside as a dead letter (default 5).
+	MaxAttempts int
 	// HookDelay is how long stored exchanges may wait for more to join
 	// their hook batch (up to Batch exchanges), so that under light load
 	// the hooks still run over several exchanges at once (default 0: right
@@ -62,26 +70,37 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.BackoffMax < o.BackoffBase {
 		o.BackoffMax = max(10*time.Second, o.BackoffBase)
 	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
 	o.HookDelay = min(max(o.HookDelay, 0), o.StaleAfter/4)
 	return o
 }
 
-// Worker drains the capture queue into the store. Each entry is acknowledged
-// only after its exchange is committed and, with WorkerOptions.Hooks, its
-// after-save hooks ran, so a worker that dies in between leaves it to be
-// redelivered: the store's idempotent save keeps it from being stored twice
-// and reports it as a duplicate, for which the hooks run again. The hooks
-// run on a second goroutine, batch by batch in storage order, while the
-// next exchanges are stored.
+// Worker drains the capture queue — exchanges the Capturer could not store
+// on the request path, and those of older versions — into the store, in
+// queue order. Each entry is acknowledged only after its exchange is
+// committed and either queued for enrichment (WorkerOptions.Enrich) or, with
+// WorkerOptions.Hooks, its after-save hooks ran, so a worker that dies in
+// between leaves it to be redelivered: the store's idempotent save keeps it
+// from being stored twice and reports it as a duplicate. A failed save is
+// retried at once and then with backoff, in place, holding the rest of the
+// batch behind it, so a conversation's turns are stored in the order they
+// were queued; one the store refuses for good is set aside as a dead letter
+// (when the saver is a DeadLetterer) and the batch goes on. When the queue
+// can grant a lease (redisstore.Queue), only the lease holder drains it, so
+// two workers never split a backlog and store its turns out of order. The
+// hooks run on a second goroutine, batch by batch in storage order, while
+// the next exchanges are stored.
 type Worker struct {
 	queue  Queue
 	saver  Saver
 	logger *slog.Logger
 	opts   WorkerOptions
 
-	saved, duplicates, dropped, poison prometheus.Counter
-	failures                           *prometheus.CounterVec
-	lag                                prometheus.Histogram
+	saved, duplicates, dropped, poison, dead prometheus.Counter
+	failures                                 *prometheus.CounterVec
+	lag                                      prometheus.Histogram
 }
 
 // NewWorker returns a Worker; logger may be nil.
@@ -110,6 +129,10 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 			Name: "memgate_capture_poison_total",
 			Help: "Queue entries acknowledged without storing: undecodable or rejected as invalid.",
 		}),
+		dead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_worker_dead_letters_total",
+			Help: "Queued exchanges the store refused for good, set aside as dead letters.",
+		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_worker_failures_total",
 			Help: "Worker failures by stage (claim, save, hook, ack; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
@@ -124,12 +147,13 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 
 // Collectors returns the Worker's metrics for the caller to register.
 func (w *Worker) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{w.saved, w.duplicates, w.dropped, w.poison, w.failures, w.lag}
+	return []prometheus.Collector{w.saved, w.duplicates, w.dropped, w.poison, w.dead, w.failures, w.lag}
 }
 
 // Run claims and stores batches until ctx is cancelled, then returns nil.
-// A failed save leaves the entry and the rest of its batch unacknowledged —
-// they are redelivered after StaleAfter, in order — and backs off.
+// A failed save is retried in place until it succeeds, the store refuses it
+// for good, or ctx ends (the entry and the rest of its batch are then
+// redelivered, in order).
 func (w *Worker) Run(ctx context.Context) error {
 	delay := w.opts.BackoffBase
 	backoff := func() bool {
@@ -156,7 +180,23 @@ func (w *Worker) Run(ctx context.Context) error {
 		if len(held.ds) > 0 {
 			block = max(time.Millisecond, min(block, w.opts.HookDelay-time.Since(held.since)))
 		}
-		ds, err := w.queue.Claim(ctx, w.opts.Consumer, w.opts.Batch, w.opts.StaleAfter, block)
+		stale := w.opts.StaleAfter
+		mine, taken, err := w.lease(ctx)
+		if err == nil && !mine {
+			// Another worker drains the queue; stand by.
+			if !hooks.hand(ctx, &held) || !sleep(ctx, w.opts.Block) {
+				return nil
+			}
+			continue
+		}
+		if taken {
+			// The previous holder is gone: its claimed entries are ours now.
+			stale = time.Millisecond
+		}
+		var ds []memory.Delivery
+		if err == nil {
+			ds, err = w.queue.Claim(ctx, w.opts.Consumer, w.opts.Batch, stale, block)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -321,12 +361,38 @@ func (w *Worker) ack(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// process stores a batch in order, acknowledging what needs no hooks (poison,
-// dropped, or no hooks configured) and adding the rest to held for the
-// hooks. It stops at the first failed save and returns its error.
+// leaser is a queue drained by one consumer at a time.
+type leaser interface {
+	Lease(ctx context.Context, consumer string, ttl time.Duration) (held, taken bool, err error)
+}
+
+// leaseTTL is how long the worker's lease on the queue lasts without
+// renewal (it renews it before every claim and every save attempt).
+func (w *Worker) leaseTTL() time.Duration { return max(4*w.opts.Block, 5*time.Second) }
+
+// lease takes or renews the worker's lease when the queue grants leases;
+// otherwise every worker may drain it (held is true).
+func (w *Worker) lease(ctx context.Context) (held, taken bool, err error) {
+	l, ok := w.queue.(leaser)
+	if !ok {
+		return true, false, nil
+	}
+	return l.Lease(ctx, w.opts.Consumer, w.leaseTTL())
+}
+
+// process stores a batch in order, acknowledging what needs no hooks
+// (poison, dead letters, dropped, everything once queued for enrichment, or
+// no hooks configured) and adding the rest to held for the hooks. A failed
+// save is retried in place; process returns an error only when ctx ended
+// (or an after-save hook failed) before the batch was through, leaving the
+// rest of it for redelivery.
 func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBatch) error {
 	acks := make([]string, 0, len(ds))
-	var failed error
+	var (
+		failed   error
+		enrich   [][]byte
+		enrichAt []string
+	)
 	for _, d := range ds {
 		var ex memory.Exchange
 		if err := json.Unmarshal(d.Payload, &ex); err != nil || ex.ID == "" {
@@ -335,23 +401,14 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 			acks = append(acks, d.ID)
 			continue
 		}
-		res, err := w.saver.SaveExchange(ctx, ex)
-		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
-			w.failures.WithLabelValues("hook_gave_up").Inc()
-			w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
-			err = nil
-		}
+		res, done, err := w.save(ctx, d, ex)
 		if err != nil {
-			if errors.Is(err, memory.ErrInvalid) {
-				w.poison.Inc()
-				w.logger.Error("capture worker discards an exchange the store rejects", "entry", d.ID, "exchange", ex.ID, "err", err)
-				acks = append(acks, d.ID)
-				continue
-			}
-			w.failures.WithLabelValues("save").Inc()
-			w.logger.Warn("capture worker cannot save; will retry", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
-			failed = fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			failed = err
 			break
+		}
+		if done {
+			acks = append(acks, d.ID)
+			continue
 		}
 		switch {
 		case res.Duplicate:
@@ -364,7 +421,14 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 				w.lag.Observe(time.Since(ex.At).Seconds())
 			}
 		}
-		if len(w.opts.Hooks) == 0 || res.Dropped {
+		if w.opts.Enrich != nil && !res.Dropped {
+			p, err := EncodeEnrichment(ex, res)
+			if err == nil {
+				enrich, enrichAt = append(enrich, p), append(enrichAt, d.ID)
+				continue
+			}
+		}
+		if w.opts.Enrich != nil || len(w.opts.Hooks) == 0 || res.Dropped {
 			acks = append(acks, d.ID)
 			continue
 		}
@@ -373,5 +437,87 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 		}
 		held.exs, held.results, held.ds = append(held.exs, ex), append(held.results, res), append(held.ds, d)
 	}
+	if len(enrich) > 0 {
+		var err error
+		for range 2 {
+			if err = enqueueAll(context.WithoutCancel(ctx), w.opts.Enrich, enrich, 5*time.Second); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			w.failures.WithLabelValues("enrich_enqueue").Inc()
+			w.logger.Warn("capture worker cannot queue stored exchanges for enrichment; they stay stored without it", "exchanges", len(enrich), "err", err)
+		}
+		acks = append(acks, enrichAt...)
+	}
 	return errors.Join(failed, w.ack(ctx, acks))
+}
+
+// save stores one queued exchange, retrying a failure in place: at once,
+// then with backoff, renewing the lease before each attempt. done reports
+// that the entry is finished without a result to record (set aside as a
+// dead letter, or stored but its after-save hooks gave up). It returns an
+// error only when ctx ends first, or for a failed after-save hook (left to
+// redelivery, as before).
+func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange) (res memory.SaveResult, done bool, err error) {
+	delay := w.opts.BackoffBase
+	for attempt := 1; ; attempt++ {
+		res, err = w.saver.SaveExchange(ctx, ex)
+		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
+			w.failures.WithLabelValues("hook_gave_up").Inc()
+			w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
+			return res, true, nil
+		}
+		if err == nil {
+			return res, false, nil
+		}
+		w.failures.WithLabelValues("save").Inc()
+		if errors.Is(err, ErrHook) {
+			w.logger.Warn("capture worker after-save hooks failed; will retry", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
+			return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+		}
+		transient := errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+		if errors.Is(err, memory.ErrInvalid) || !transient && attempt >= w.opts.MaxAttempts {
+			w.deadLetter(ctx, d, ex, err)
+			return res, true, nil
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			w.logger.Warn("capture worker cannot save; retrying", "entry", d.ID, "exchange", ex.ID, "attempt", attempt, "err", err)
+		}
+		if attempt > 1 {
+			if !sleep(ctx, delay) {
+				return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			}
+			delay = min(2*delay, w.opts.BackoffMax)
+		}
+		if ctx.Err() != nil {
+			return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+		}
+		if held, _, lerr := w.lease(ctx); lerr == nil && !held {
+			// The lease ran out and another worker took the queue: it
+			// redoes this entry and what follows, in order.
+			return res, false, fmt.Errorf("save exchange %s: lease lost: %w", ex.ID, err)
+		}
+	}
+}
+
+// deadLetter sets aside an exchange the store refuses for good.
+func (w *Worker) deadLetter(ctx context.Context, d memory.Delivery, ex memory.Exchange, cause error) {
+	w.dead.Inc()
+	dl, ok := w.saver.(DeadLetterer)
+	if !ok {
+		w.poison.Inc()
+		w.logger.Error("capture worker discards an exchange the store rejects", "entry", d.ID, "exchange", ex.ID, "err", cause)
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := dl.DeadLetter(dctx, memory.DeadLetter{
+		Exchange: ex.ID, Identity: ex.Identity, Reason: deadReason(cause), Payload: d.Payload, At: ex.At,
+	}); err != nil {
+		w.poison.Inc()
+		w.logger.Error("capture worker discards an exchange the store rejects and cannot set aside", "entry", d.ID, "exchange", ex.ID, "err", err)
+		return
+	}
+	w.logger.Error("capture worker set aside an exchange the store refuses", "entry", d.ID, "exchange", ex.ID, "err", cause)
 }

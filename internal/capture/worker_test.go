@@ -51,15 +51,11 @@ func pending(tb testing.TB, q *fakeQueue) int64 {
 
 func TestWorkerStoresEverythingOnceInOrder(t *testing.T) {
 	q, s := newFakeQueue(), newFakeSaver()
-	c := mustCapturer(t, q, s, nil, Options{})
 	var want []string
 	for i := range 25 {
 		id := fmt.Sprintf("ex%02d", i)
 		want = append(want, id)
-		c.Capture(context.Background(), exchange(t, id, "hi", "hello"))
-	}
-	if err := c.Close(context.Background()); err != nil {
-		t.Fatal(err)
+		enqueue(t, q, exchange(t, id, "hi", "hello"))
 	}
 	w := NewWorker(q, s, nil, fastWorker())
 	mustRunWorker(t, w)
@@ -72,15 +68,23 @@ func TestWorkerStoresEverythingOnceInOrder(t *testing.T) {
 	}
 }
 
-func TestWorkerSaveFailureIsRedelivered(t *testing.T) {
+// TestWorkerRetriesFailedSaveInPlace: a failed save is retried by the
+// worker holding it (at once, then with backoff), not left for the stale
+// reclaim; the batch behind it waits, so the order holds.
+func TestWorkerRetriesFailedSaveInPlace(t *testing.T) {
 	q, s := newFakeQueue(), newFakeSaver()
-	s.setFail(errDown)
+	s.setFail(fmt.Errorf("pg: %w", memory.ErrUnavailable))
 	for i := range 3 {
 		enqueue(t, q, exchange(t, fmt.Sprint("ex", i), "hi", "hello"))
 	}
-	w := NewWorker(q, s, nil, fastWorker())
+	opts := fastWorker()
+	opts.StaleAfter = time.Hour // a reclaim would never come in time
+	w := NewWorker(q, s, nil, opts)
 	mustRunWorker(t, w)
 	waitFor(t, "failed saves", func() bool { return value(t, w.failures) >= 3 })
+	if got := s.calls; got < 2 {
+		t.Fatalf("save calls = %d, want the immediate retry", got)
+	}
 	if pending(t, q) != 3 {
 		t.Fatalf("pending = %d: entries acked without a save", pending(t, q))
 	}

@@ -188,7 +188,8 @@ type Recall struct {
 	// CrossConversation searches the user's other conversations too
 	// (X-Memory-Cross: off disables it per request).
 	CrossConversation bool `yaml:"cross_conversation"`
-	// TopK is how many passages are recalled at most.
+	// TopK is how many passages /v1/memory/search returns by default; the
+	// prompt's passages are chosen by the recall budget, not by TopK.
 	TopK int `yaml:"top_k"`
 	// MinSimilarity drops vector matches below this cosine similarity.
 	MinSimilarity float64 `yaml:"min_similarity"`

@@ -87,7 +87,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		spent    int
 	)
 	for {
-		sel := a.selectParts(model, budget, room, ld, withSummary, keep)
+		sel := a.selectParts(model, budget, room, ld, withSummary, keep, 0)
 		var err error
 		blk, blkCost, sections, err = a.block(model, sel, room)
 		if err != nil {
@@ -98,6 +98,18 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 			break
 		}
 		withSummary = true
+	}
+	// Every recent turn fit and tokens are left: they go to more recalled
+	// passages, within what the recent turns leave.
+	if left := room - blkCost - spent; len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+		sel := a.selectParts(model, budget, room, ld, withSummary, keep, left)
+		b2, c2, s2, err := a.block(model, sel, room-spent)
+		if err != nil {
+			return memory.Prepared{}, err
+		}
+		if c2 > blkCost {
+			blk, blkCost, sections = b2, c2, s2
+		}
 	}
 
 	out := make([]json.RawMessage, 0, len(system)+1+len(kept)+len(current))

@@ -85,11 +85,16 @@ type selection struct {
 
 // selectParts chooses the block's content in priority order — pinned facts,
 // the summary, other facts, recalled passages — each within its share of
-// budget and all within room.
-func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withSummary bool, keep func(memory.Item) bool) selection {
+// budget and all within room. What the summary and the facts leave of
+// their shares flows to the recalled passages, and extra more tokens are
+// theirs too (what the recent turns left unused). Passages are packed best
+// first: each that fits in what is left is taken, one too large is
+// skipped for the smaller ones after it.
+func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withSummary bool, keep func(memory.Item) bool, extra int) selection {
 	var sel selection
 	sh := a.opts.Shares
-	factsCap := min(int(sh.Facts*float64(budget)), room)
+	factsShare := int(sh.Facts * float64(budget))
+	factsCap := min(factsShare, room)
 	used := 0
 	for _, f := range ld.facts {
 		if !f.Pinned {
@@ -103,11 +108,14 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		sel.data.Pinned = append(sel.data.Pinned, f)
 	}
 	room -= used
+	pinned := used
+	summaryShare := int(sh.Summary * float64(budget))
+	summaryUsed := 0
 	if withSummary && ld.summary != nil {
-		text := a.fitText(model, ld.summary.Text, min(int(sh.Summary*float64(budget)), room))
-		c := a.deps.Counter.Text(model, text)
+		text := a.fitText(model, ld.summary.Text, min(summaryShare, room))
+		summaryUsed = a.deps.Counter.Text(model, text)
 		sel.data.Summary = text
-		room -= c
+		room -= summaryUsed
 	}
 	factsCap = min(factsCap-used, room)
 	used = 0
@@ -125,14 +133,19 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		sel.data.Facts = append(sel.data.Facts, f)
 	}
 	room -= used
-	recallCap := min(int(sh.Recall*float64(budget)), room)
+	// The shares the summary and facts left unused are the passages' too.
+	spare := max(summaryShare-summaryUsed, 0) + max(factsShare-pinned-used, 0)
+	recallCap := min(int(sh.Recall*float64(budget))+spare+extra, room)
 	used = 0
 	for _, it := range ld.items {
+		if recallCap-used < minPassageCost {
+			break
+		}
 		if !keep(it) {
 			continue
 		}
-		p := Passage{Date: it.CreatedAt.UTC().Format("2006-01-02"), Conversation: it.Conversation, Kind: it.Kind, Text: it.Text}
-		c := a.lineCost(model, fmt.Sprintf("[%s, conversation %s] %s", p.Date, p.Conversation, p.Text))
+		p := Passage{Date: passageDate(it), Conversation: it.Conversation, Kind: it.Kind, Text: it.Text}
+		c := a.lineCost(model, passageLine(p))
 		if used+c > recallCap {
 			continue
 		}
@@ -140,6 +153,24 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		sel.data.Passages = append(sel.data.Passages, p)
 	}
 	return sel
+}
+
+// minPassageCost is the fewest tokens a passage line costs (its bullet,
+// date and conversation): with less left, packing stops.
+const minPassageCost = 12
+
+// passageDate is when a recalled item was said, as 2006-01-02.
+func passageDate(it memory.Item) string {
+	at := it.SaidAt
+	if at.IsZero() {
+		at = it.CreatedAt
+	}
+	return at.UTC().Format("2006-01-02")
+}
+
+// passageLine is how a passage reads in the block, after its "- ".
+func passageLine(p Passage) string {
+	return "[" + p.Date + ", conversation " + p.Conversation + "] " + p.Text
 }
 
 // shrink drops the least important remaining item of the selection —
@@ -251,7 +282,7 @@ func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
 		out[partFacts] += a.lineCost(model, f.Statement())
 	}
 	for _, p := range sel.data.Passages {
-		out[partRecall] += a.lineCost(model, fmt.Sprintf("[%s, conversation %s] %s", p.Date, p.Conversation, p.Text))
+		out[partRecall] += a.lineCost(model, passageLine(p))
 	}
 	return out
 }

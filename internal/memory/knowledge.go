@@ -106,8 +106,20 @@ type Item struct {
 	Model     string    `json:"model"`
 	Dims      int       `json:"dims"`
 	CreatedAt time.Time `json:"created_at"`
+	// SaidAt is when the source was said: the message's time (capture
+	// time for live traffic, or the time a client supplied for imported
+	// history), a summary's or fact's time otherwise. Zero when stored
+	// means CreatedAt. Recalled passages are dated by it.
+	SaidAt time.Time `json:"said_at"`
 	// Score is set by searches.
 	Score float64 `json:"score,omitempty"`
+}
+
+// MessageRef names one stored message: its conversation and key (a
+// message item's Conversation and Ref).
+type MessageRef struct {
+	Conversation string
+	Key          string
 }
 
 // ItemQuery is one recall search. Tenant and User always scope it; the store

@@ -126,8 +126,13 @@ type Usage struct {
 // clients that send only new messages); Turn holds the current user or tool
 // messages; Reply is the assistant message, reassembled when streamed.
 type Exchange struct {
-	// ID identifies the exchange (the request id); message keys derive from it.
+	// ID identifies the exchange; message keys derive from it. Capture mints
+	// it (random, so unique within any tenant, user and conversation); a
+	// client's request id never decides it.
 	ID string `json:"id"`
+	// RequestID is the request id the exchange was served under (the
+	// client's X-Request-Id or the gateway's), for logs only.
+	RequestID string `json:"request_id,omitempty"`
 	Identity
 	Model string    `json:"model"`
 	Prior []Message `json:"prior,omitempty"`

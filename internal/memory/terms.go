@@ -12,9 +12,7 @@ import (
 // them, in order of appearance. Both stores build their full-text queries
 // from it.
 func QueryTerms(text string, max int) []string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
+	words := queryWords(text)
 	seen := make(map[string]bool, len(words))
 	var terms, stop []string
 	for _, w := range words {
@@ -36,6 +34,54 @@ func QueryTerms(text string, max int) []string {
 	}
 	return terms
 }
+
+// BM25 parameters both stores rank full-text matches with (Okapi BM25, as
+// FTS5's bm25): term frequency saturation and length normalisation.
+const (
+	BM25K1 = 1.2
+	BM25B  = 0.75
+)
+
+// CommonTermMinDF is the document frequency above which a query term found
+// in half a user's items or more is left out of a full-text search: its
+// BM25 weight is floored to nearly nothing (idf ln((N-df+0.5)/(df+0.5)) <=
+// 0), and its posting list is the longest to read. Speaker names and the
+// commonest words are such terms in a long conversation.
+const CommonTermMinDF = 100
+
+// QueryStopwords returns the distinct stopwords of text (lower case), in
+// order of appearance, when text has other words too: the words QueryTerms
+// leaves out. A text of stopwords alone has none left out, and gives nil.
+func QueryStopwords(text string) []string {
+	seen := map[string]bool{}
+	var stop []string
+	other := false
+	for _, w := range queryWords(text) {
+		if !stopwords[w] {
+			other = true
+			continue
+		}
+		if !seen[w] {
+			seen[w] = true
+			stop = append(stop, w)
+		}
+	}
+	if !other {
+		return nil
+	}
+	return stop
+}
+
+// queryWords splits lower-cased text into runs of letters, digits and marks.
+func queryWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
+}
+
+// Stopword reports whether w (lower case) is one of the commonest English
+// and Portuguese words that QueryTerms leaves out of a query.
+func Stopword(w string) bool { return stopwords[w] }
 
 // stopwords are the commonest English and Portuguese words, left out of
 // full-text queries unless nothing else is left: ORed in, a word like "the"

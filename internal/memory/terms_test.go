@@ -24,3 +24,20 @@ func TestQueryTerms(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryStopwords(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"What did Caroline say about the lake?", []string{"what", "did", "say", "about", "the"}},
+		{"what is it", nil}, // stopwords alone: none left out
+		{"Lisbon", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := QueryStopwords(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("QueryStopwords(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("pgstore: delete conversation %s: %w", id.Conversation, err)
 	}
+	s.vacuum.request()
 	return nil
 }
 
@@ -42,14 +43,16 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 // erasure time, so that SaveExchange drops captures of the user that happened
 // at or before it. It holds the user's advisory lock exclusively, so no
 // capture of the user commits halfway through. Erasing an unknown user is
-// not an error: it still records the time.
+// not an error: it still records the time. Later writes guarded by
+// memory.WithErasureGuard are refused, and a background VACUUM reclaims the
+// deleted rows (see erasure.go for what that does and does not guarantee).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	now := time.Now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
-		for _, table := range []string{"memory_items", "facts", "conversations"} {
+		for _, table := range []string{"memory_items", "facts", "conversations", "dead_letters"} {
 			if _, err := tx.Exec(ctx,
 				"DELETE FROM "+table+" WHERE tenant = $1 AND user_id = $2", tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))
@@ -66,5 +69,6 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: delete user: %w", err)
 	}
+	s.vacuum.request()
 	return nil
 }

@@ -90,7 +90,8 @@ func validFact(f memory.Fact) error {
 // (fewest mentions, then least recently updated) beyond maxPerUser are
 // deleted, never the one just upserted. The recall items of superseded and
 // deleted facts (kind "fact", Ref = fact id) are deleted with them. f.Key is
-// stored normalised; a zero f.UpdatedAt means now.
+// stored normalised; a zero f.UpdatedAt means now. It returns
+// memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	if err := validFact(f); err != nil {
 		return memory.Fact{}, fmt.Errorf("pgstore: upsert fact: %w", err)
@@ -106,6 +107,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	}
 	var out memory.Fact
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
 		}

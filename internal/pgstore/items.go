@@ -13,17 +13,17 @@ import (
 
 // itemColumns are the columns scanItem reads, in order.
 const itemColumns = `id, tenant, user_id, coalesce(conversation, ''), kind, source, chunk, content,
-	coalesce(model, ''), coalesce(dims, 0), created_at`
+	coalesce(model, ''), coalesce(dims, 0), created_at, coalesce(said_at, created_at)`
 
 // scanItem reads one row of itemColumns followed by extra destinations.
 func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
 	var it memory.Item
 	dest := append([]any{&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
-		&it.Text, &it.Model, &it.Dims, &it.CreatedAt}, extra...)
+		&it.Text, &it.Model, &it.Dims, &it.CreatedAt, &it.SaidAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return memory.Item{}, err
 	}
-	it.CreatedAt = it.CreatedAt.UTC()
+	it.CreatedAt, it.SaidAt = it.CreatedAt.UTC(), it.SaidAt.UTC()
 	return it, nil
 }
 
@@ -74,12 +74,14 @@ func validItem(it memory.Item) error {
 // (tenant, user, kind, ref, chunk) exists already is updated in place — its
 // text, conversation and vector — never duplicated, and left untouched when
 // none of them changed (a re-indexed item then costs no new row version and
-// no HNSW insertion); an update without a
+// no HNSW insertion); SaidAt (zero: CreatedAt) is stored as when the item's
+// source was said; an update without a
 // vector keeps the stored one when the text is unchanged and clears it
 // otherwise (the text needs embedding again). A zero CreatedAt means now.
 // A message item whose message was superseded (its branch replaced by an
 // edit or a regeneration) is skipped: SaveExchange deleted the branch's
-// items, and a late index must not bring them back.
+// items, and a late index must not bring them back. Items of a user that
+// ctx's erasure guard refuses (erasure.go) are skipped.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
@@ -91,13 +93,17 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	}
 	now := time.Now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		erased, err := guardItems(ctx, tx, items)
+		if err != nil {
+			return err
+		}
 		gone, err := supersededSources(ctx, tx, items)
 		if err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
 		for _, it := range items {
-			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] {
+			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] || erased[[2]string{it.Tenant, it.User}] {
 				continue
 			}
 			dims, _ := embeddingOf(it)
@@ -109,13 +115,24 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			if at.IsZero() {
 				at = now
 			}
+			// A said-at time is stored only when the item brings one (else
+			// it reads as created_at); an update without one keeps the
+			// stored time.
+			var said any
+			switch {
+			case !it.SaidAt.IsZero():
+				said = it.SaidAt
+			case !it.CreatedAt.IsZero():
+				said = it.CreatedAt
+			}
 			b.Queue(`
 			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
-			                          embedding, dims, model, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			                          embedding, dims, model, created_at, said_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
 				conversation = coalesce(EXCLUDED.conversation, memory_items.conversation),
 				content = EXCLUDED.content,
+				said_at = coalesce(EXCLUDED.said_at, memory_items.said_at),
 				embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
 					THEN memory_items.embedding ELSE EXCLUDED.embedding END,
 				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
@@ -123,11 +140,12 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
 					THEN memory_items.model ELSE EXCLUDED.model END
 			WHERE memory_items.content IS DISTINCT FROM EXCLUDED.content
+				OR EXCLUDED.said_at IS NOT NULL AND memory_items.said_at IS DISTINCT FROM EXCLUDED.said_at
 				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
 				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
 					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`,
 				it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
-				vectorArg(it.Embedding), dimsArg, modelArg, at)
+				vectorArg(it.Embedding), dimsArg, modelArg, at, said)
 		}
 		if b.Len() == 0 {
 			return nil

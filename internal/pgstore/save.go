@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,11 +51,11 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 	switch {
 	case errors.Is(err, errFinished):
 		return res, nil
-	case isUniqueViolation(err, "messages_tenant_key_key"):
-		// A concurrent save of the same exchange into another conversation won.
+	case isUniqueViolation(err, messageKeyConstraint):
+		// A concurrent save of the same exchange won.
 		return memory.SaveResult{Duplicate: true}, nil
 	case err != nil:
-		return memory.SaveResult{}, fmt.Errorf("pgstore: save exchange %s: %w", ex.ID, err)
+		return memory.SaveResult{}, fmt.Errorf("pgstore: save exchange %s: %w", ex.ID, permanent(err))
 	}
 	return res, nil
 }
@@ -89,8 +90,8 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 
 	var dup bool
 	if err := tx.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND key = $2)`,
-		id.Tenant, memory.Key(ex.ID, 0)).Scan(&dup); err != nil {
+		`SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND key = $4)`,
+		id.Tenant, id.User, id.Conversation, memory.Key(ex.ID, 0)).Scan(&dup); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("check duplicate: %w", unavailable(err))
 	}
 	if dup {
@@ -180,6 +181,22 @@ func validExchange(ex memory.Exchange) error {
 		return fmt.Errorf("pgstore: %w: exchange %s has no reply", memory.ErrInvalid, ex.ID)
 	}
 	return nil
+}
+
+// messageKeyConstraint makes a message key unique in its conversation.
+const messageKeyConstraint = "messages_conversation_key"
+
+// permanent marks errors that no retry can fix — PostgreSQL's data
+// exceptions (class 22: text it cannot hold, such as a NUL byte, SQLSTATE
+// 22021) and integrity violations (class 23) — with memory.ErrInvalid, so
+// capture sets the exchange aside instead of retrying it forever.
+func permanent(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) &&
+		!isUniqueViolation(err, messageKeyConstraint) && !errors.Is(err, memory.ErrInvalid) {
+		return fmt.Errorf("%w: %w", memory.ErrInvalid, err)
+	}
+	return err
 }
 
 // isUniqueViolation reports whether err is a unique violation of constraint.

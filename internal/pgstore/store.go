@@ -30,6 +30,8 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+	// vacuum reclaims erased rows in the background (erasure.go).
+	vacuum *vacuumer
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -73,6 +75,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		pool.Close()
 		return nil, err
 	}
+	s.vacuum = newVacuumer(pool, logger)
 	return s, nil
 }
 
@@ -97,8 +100,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the pool, waiting for acquired connections to be released.
+// Close stops a running post-erasure VACUUM and closes the pool, waiting
+// for acquired connections to be released.
 func (s *Store) Close() error {
+	s.vacuum.stop()
 	s.pool.Close()
 	return nil
 }

@@ -51,6 +51,10 @@ func TestKnowledgeContract(t *testing.T) {
 	storetest.RunKnowledge(t, func(t *testing.T) storetest.KnowledgeStore { return mustOpen(t) })
 }
 
+func TestErasureContract(t *testing.T) {
+	storetest.RunErasure(t, func(t *testing.T) storetest.KnowledgeStore { return mustOpen(t) })
+}
+
 func TestStoreContract(t *testing.T) {
 	storetest.RunStore(t, func(t *testing.T) storetest.Store { return mustOpen(t) })
 }

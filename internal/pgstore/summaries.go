@@ -61,7 +61,8 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // stored version + 1 (1 for the first); otherwise, or when a concurrent save
 // of the same version committed first, it returns memory.ErrConflict and
 // stores nothing; a version below 1 is never next. A summary of an unknown
-// conversation is memory.ErrNotFound.
+// conversation is memory.ErrNotFound; one that ctx's erasure guard refuses
+// (erasure.go) is memory.ErrErased.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	if sum.Version < 1 {
 		return fmt.Errorf("pgstore: save summary version %d: %w", sum.Version, memory.ErrConflict)
@@ -88,16 +89,26 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	// The insert happens only when the stored latest version is Version-1;
 	// two concurrent saves of the same version both pass that check, and the
 	// primary key lets only one of them commit.
-	tag, err := s.pool.Exec(ctx, `
+	var tag pgconn.CommandTag
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+			return err
+		}
+		var err error
+		tag, err = tx.Exec(ctx, `
 		INSERT INTO summaries (tenant, user_id, conversation, version, from_seq, to_seq, content,
 		                       key_events, preserved, tokens, covered_tokens, created_at, model)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 		WHERE (SELECT coalesce(max(version), 0) FROM summaries
 		       WHERE tenant = $1 AND user_id = $2 AND conversation = $3) = $4 - 1`,
-		sum.Tenant, sum.User, sum.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-		ke, pr, sum.Tokens, sum.CoveredTokens, at, sum.Summariser)
+			sum.Tenant, sum.User, sum.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
+			ke, pr, sum.Tokens, sum.CoveredTokens, at, sum.Summariser)
+		return err
+	})
 	var pgErr *pgconn.PgError
 	switch {
+	case errors.Is(err, memory.ErrErased):
+		return fmt.Errorf("pgstore: save summary: %w", err)
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":
 		return fmt.Errorf("pgstore: save summary version %d: %w", sum.Version, memory.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "23503":

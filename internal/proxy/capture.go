@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -43,31 +44,63 @@ type chatCapture struct {
 	id     memory.Identity
 	model  string
 	parsed []memory.Message
-	// Exactly one of stream and reply is set once a 2xx response arrived.
+	// at is when the request arrived: the exchange's time, so a request
+	// that began before an erasure of its user counts as erased data even
+	// when its reply ends after it.
+	at time.Time
+	// stream is set once a 2xx event stream arrived.
 	stream *tee
-	reply  *copyBody
-	done   bool
+	// done is set once the exchange was handed on or given up.
+	done bool
 }
 
-// attach tees resp's body into the capture.
-func (c *chatCapture) attach(resp *http.Response) {
+// attach tees resp's body into the capture. A whole (non-stream) reply is
+// read here, up to maxCaptureBytes, and handed to the Capturer before any
+// of it is written to the client: a turn the client has an answer for is
+// then durable (Capture returns once it is stored or queued), so a crash
+// between the answer and the queue loses nothing. A read error fails the
+// response before it starts (a 502), never a truncated 200.
+func (c *chatCapture) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		c.stream = newTee()
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream}
-		return
+		return nil
 	}
-	c.reply = &copyBody{ReadCloser: resp.Body}
-	resp.Body = c.reply
+	c.done = true
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
+	if err != nil {
+		return fmt.Errorf("read upstream reply: %w", err)
+	}
+	if len(buf) > maxCaptureBytes {
+		c.skipped(errCaptureTooLarge)
+		resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+		return nil
+	}
+	resp.Body = readCloser{Reader: bytes.NewReader(buf), Closer: resp.Body}
+	reply, usage, err := capture.ReplyFromJSON(buf)
+	if err != nil {
+		c.skipped(err)
+		return nil
+	}
+	c.capture(ctx, reply, usage)
+	return nil
 }
 
-// finish hands the exchange to the Capturer: at once for a whole reply, on
-// a goroutine (that Proxy.Wait waits for) for a stream whose events are
-// still being reassembled.
+// readCloser reads from Reader and closes Closer.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// finish hands a stream's exchange to the Capturer on a goroutine (that
+// Proxy.Wait waits for) once its events are reassembled; a whole reply was
+// captured by attach already.
 func (c *chatCapture) finish(ctx context.Context) {
+	if c.done {
+		return
+	}
 	c.done = true
-	switch {
-	case c.stream != nil:
-		t := c.stream
+	if t := c.stream; t != nil {
 		c.p.captures.Go(func() {
 			reply, usage, err := t.result()
 			if err != nil {
@@ -76,17 +109,6 @@ func (c *chatCapture) finish(ctx context.Context) {
 			}
 			c.capture(ctx, reply, usage)
 		})
-	case c.reply != nil:
-		if c.reply.over {
-			c.skipped(errCaptureTooLarge)
-			return
-		}
-		reply, usage, err := capture.ReplyFromJSON(c.reply.buf.Bytes())
-		if err != nil {
-			c.skipped(err)
-			return
-		}
-		c.capture(ctx, reply, usage)
 	}
 }
 
@@ -128,29 +150,8 @@ func (c *chatCapture) capture(ctx context.Context, reply memory.Message, usage *
 		Turn:     turn,
 		Reply:    reply,
 		Usage:    usage,
-		At:       time.Now(),
+		At:       c.at,
 	})
-}
-
-// copyBody keeps a copy of the body read through it, up to
-// maxCaptureBytes; past that it keeps nothing and marks itself over.
-type copyBody struct {
-	io.ReadCloser
-	buf  bytes.Buffer
-	over bool
-}
-
-func (b *copyBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 && !b.over {
-		if b.buf.Len()+n > maxCaptureBytes {
-			b.over = true
-			b.buf = bytes.Buffer{}
-		} else {
-			b.buf.Write(p[:n])
-		}
-	}
-	return n, err
 }
 
 // teeBody passes what is read through it to a tee.

@@ -56,7 +56,7 @@ func (p *Proxy) handleChat(c echo.Context) error {
 			out = p.inject(r.Context(), w.Header(), x, req, mreq)
 		}
 		if mode.Stores() && p.deps.Capturer != nil {
-			f.capture = &chatCapture{p: p, x: x, id: id, model: req.Model, parsed: req.Parsed}
+			f.capture = &chatCapture{p: p, x: x, id: id, model: req.Model, parsed: req.Parsed, at: time.Now()}
 			defer f.capture.abandon()
 		}
 	}

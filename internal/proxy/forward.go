@@ -158,7 +158,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
 	if f.capture != nil && resp.StatusCode/100 == 2 {
-		f.capture.attach(resp)
+		return f.capture.attach(resp.Request.Context(), resp)
 	}
 	return nil
 }

@@ -211,6 +211,9 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memo
 			f.ExpiresAt = &exp
 		}
 		if _, err := e.store.UpsertFact(ctx, f, e.opts.MaxPerUser); err != nil {
+			if errors.Is(err, memory.ErrErased) {
+				return nil // the user was erased since ex was captured: nothing of it is kept
+			}
 			e.m.runs.WithLabelValues("store_error").Inc()
 			return fmt.Errorf("extract facts of %s: upsert: %w", ex.ID, err)
 		}

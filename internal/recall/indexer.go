@@ -64,6 +64,10 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //   - the user's current facts updated at or after ex.At (the ones this
 //     exchange's hooks stated), kind "fact", Ref the fact id.
 //
+// Every item is dated (CreatedAt and SaidAt) by when its source was said:
+// a message's CreatedAt (the time a client supplied for imported history),
+// else ex.At; a summary's or fact's own time.
+//
 // It is idempotent: items are upserted by (kind, ref, chunk), and a
 // redelivered exchange (res.Duplicate) finds its message keys in the store.
 // An embedding or store failure is returned so the capture worker retries.
@@ -180,7 +184,7 @@ func (ix *Indexer) item(id memory.Identity, kind, ref string, chunk int, text st
 	return memory.Item{
 		Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 		Kind: kind, Ref: ref, Chunk: chunk, Text: text,
-		Model: ix.emb.Model(), Dims: ix.emb.Dims(), CreatedAt: at,
+		Model: ix.emb.Model(), Dims: ix.emb.Dims(), CreatedAt: at, SaidAt: at,
 	}
 }
 

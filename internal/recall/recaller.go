@@ -28,22 +28,43 @@ type RecallOptions struct {
 	// FactRelevance is the cosine similarity from which a fact counts as
 	// relevant to the query; below it, facts rank by mentions and recency.
 	FactRelevance float64
+	// MaxPassages is how many passages Recall returns at most (default
+	// 32): the prompt's recall share, not this number, decides how many
+	// are shown (the assembler packs them best first until it is full).
+	MaxPassages int
+	// ContextTurns is how many turns before and after a recalled turn come
+	// with it (default 1: the question before an answer, the answer after
+	// a question); negative brings none.
+	ContextTurns int
 }
+
+// defaultMaxPassages is RecallOptions.MaxPassages when unset.
+const defaultMaxPassages = 32
 
 // Recaller answers recall queries: the user's current facts and passages
 // from their earlier messages, summaries and facts. It is safe for
 // concurrent use.
 type Recaller struct {
-	facts  FactReader
-	search *Searcher
-	emb    Embedder
-	opts   RecallOptions
+	facts   FactReader
+	context ContextReader // nil when the store keeps no conversations
+	search  *Searcher
+	emb     Embedder
+	opts    RecallOptions
 }
 
 // NewRecaller returns a Recaller reading facts from facts and passages
-// through search, ranking facts with emb (the searcher's embedder).
+// through search, ranking facts with emb (the searcher's embedder). When
+// facts also implements ContextReader, recalled turns come with the turns
+// around them (RecallOptions.ContextTurns).
 func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOptions) *Recaller {
-	return &Recaller{facts: facts, search: search, emb: emb, opts: opts}
+	if opts.MaxPassages <= 0 {
+		opts.MaxPassages = defaultMaxPassages
+	}
+	if opts.ContextTurns == 0 {
+		opts.ContextTurns = 1
+	}
+	cr, _ := facts.(ContextReader)
+	return &Recaller{facts: facts, context: cr, search: search, emb: emb, opts: opts}
 }
 
 // Recall returns what q's user said before that bears on q.Text.
@@ -54,7 +75,9 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 // FactRelevance counts as unrelated), then mentions, then recency; at most
 // FactsMax in all.
 //
-// Items: passages from Searcher.Search, scoped to q.Tenant and q.User, to
+// Items: up to MaxPassages passages from Searcher.Search, best first, each
+// recalled turn with ContextTurns turns before and after it, merged into
+// one passage when they touch (see expand); scoped to q.Tenant and q.User, to
 // q.Conversation unless both the Recaller's and the query's
 // CrossConversation are on (with either off and no q.Conversation, no
 // passages), never with a Ref in q.ExcludeRefs. Fact items
@@ -66,7 +89,8 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if now.IsZero() {
 		now = time.Now()
 	}
-	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now}
+	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now,
+		TopK: r.opts.MaxPassages}
 	search := true
 	if !(r.opts.CrossConversation && q.CrossConversation) {
 		search = q.Conversation != "" // else no conversation to stay within
@@ -83,6 +107,9 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 		defer close(done)
 		if search {
 			items, searchErr = r.search.Search(ctx, sq)
+			if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
+				items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns)
+			}
 		}
 	}()
 	facts, err := r.facts.Facts(ctx, q.Tenant, q.User, now, false)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,25 @@ type ItemSearcher interface {
 	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
 	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
 }
+
+// TermStats is what a store that keeps full-text statistics may offer
+// besides ItemSearcher: which of a query's words most of a user's items
+// hold. A Searcher over such a store leaves those words out of the text it
+// embeds for the vector ranking.
+type TermStats interface {
+	// CommonTerms returns those of terms found in at least minDF of the
+	// user's items and at least frac of them.
+	CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
+}
+
+// Common words, for the vector query: a word in at least commonFrac of a
+// user's items, and in at least commonMinDF of them, says little about
+// which passage a query wants (a speaker's name, "really", "today"), yet
+// in a short text it dominates a hashed embedding.
+const (
+	commonMinDF = 20
+	commonFrac  = 0.1
+)
 
 // rrfK is the reciprocal rank fusion constant: an item at rank r (from 1) of
 // a list scores 1/(rrfK+r).
@@ -40,16 +60,20 @@ type SearchOptions struct {
 // re-weighted. It is safe for concurrent use.
 type Searcher struct {
 	store ItemSearcher
+	stats TermStats // nil when the store keeps none
 	emb   Embedder
 	opts  SearchOptions
 }
 
 // NewSearcher returns a Searcher over store embedding queries with emb.
+// When store also implements TermStats, the words most of a user's items
+// hold are left out of the vector query (see Search).
 func NewSearcher(store ItemSearcher, emb Embedder, opts SearchOptions) *Searcher {
 	if opts.TopK <= 0 {
 		opts.TopK = 5
 	}
-	return &Searcher{store: store, emb: emb, opts: opts}
+	stats, _ := store.(TermStats)
+	return &Searcher{store: store, stats: stats, emb: emb, opts: opts}
 }
 
 // SearchQuery is one hybrid search.
@@ -70,11 +94,18 @@ type SearchQuery struct {
 // Search returns the user's best passages for q.Text, best first, each with
 // Score in (0, 1]. Candidates come from the store's vector ranking (embedded
 // with the Searcher's embedder; matches below MinSimilarity dropped) and
-// its full-text ranking, fused by reciprocal rank fusion (k = 60) and
-// normalised so an item first in both lists scores 1; the score is then
-// halved per RecencyHalfLife of age; passages with the same normalised text
-// or a cosine similarity above 0.95 to a better one are dropped; at most
-// TopK remain. An empty query returns nothing.
+// its full-text ranking (BM25: words most items hold weigh little), fused
+// by reciprocal rank fusion (k = 60) and normalised so an item first in
+// both lists scores 1; the score is then halved per RecencyHalfLife of age
+// (since it was said); passages with the same normalised text or a cosine
+// similarity above 0.95 to a better one are dropped; at most TopK remain.
+// An empty query returns nothing.
+//
+// The vector query is the query's words without stopwords and, when the
+// store keeps term statistics, without the words found in at least 10% of
+// the user's items (and 20 of them): a speaker's name in every turn would
+// otherwise make "Thanks, Mel!" the nearest passage to any question that
+// names Mel. A query of nothing but such words is embedded whole.
 func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, error) {
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
@@ -84,7 +115,11 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if q.TopK > 0 {
 		topK = q.TopK
 	}
-	vecs, err := s.emb.Embed(ctx, []string{text})
+	vecText, err := s.vectorText(ctx, q.Tenant, q.User, text)
+	if err != nil {
+		return nil, err
+	}
+	vecs, err := s.emb.Embed(ctx, []string{vecText})
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
@@ -93,7 +128,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		ExcludeRefs: q.ExcludeRefs,
 		Embedding:   vecs[0], Model: s.emb.Model(), Dims: s.emb.Dims(),
 		Text:  text,
-		Limit: max(20, 4*topK),
+		Limit: max(20, topK+topK/2),
 	}
 	// The two rankings are independent: run them at once, so a remote
 	// store costs one round trip of latency, not two.
@@ -134,7 +169,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		if excluded[it.Ref] {
 			continue
 		}
-		it.Score *= RecencyWeight(now.Sub(it.CreatedAt), s.opts.RecencyHalfLife)
+		it.Score *= RecencyWeight(now.Sub(saidAt(it)), s.opts.RecencyHalfLife)
 		out = append(out, it)
 	}
 	sortByScore(out)
@@ -143,6 +178,44 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// vectorText is the text the vector query embeds for text (see Search).
+func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string) (string, error) {
+	terms := memory.QueryTerms(text, 64)
+	if len(terms) == 0 {
+		return text, nil
+	}
+	if s.stats != nil {
+		common, err := s.stats.CommonTerms(ctx, tenant, user, terms, commonMinDF, commonFrac)
+		if err != nil {
+			return "", fmt.Errorf("query term statistics: %w", err)
+		}
+		if len(common) > 0 {
+			kept := terms[:0:0]
+			for _, t := range terms {
+				if !slices.Contains(common, t) {
+					kept = append(kept, t)
+				}
+			}
+			if len(kept) == 0 {
+				return text, nil
+			}
+			terms = kept
+		}
+	}
+	if memory.Stopword(terms[0]) { // nothing but stopwords
+		return text, nil
+	}
+	return strings.Join(terms, " "), nil
+}
+
+// saidAt is when an item's source was said: SaidAt, else CreatedAt.
+func saidAt(it memory.Item) time.Time {
+	if !it.SaidAt.IsZero() {
+		return it.SaidAt
+	}
+	return it.CreatedAt
 }
 
 // itemKey identifies an item across rankings.

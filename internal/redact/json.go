@@ -4,15 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// JSON returns raw with every string value redacted (object keys are left
-// alone), and how many secrets were replaced. Everything else — key order,
-// spacing, numbers — is kept byte for byte, so the result is raw itself when
-// nothing was found. It fails with memory.ErrInvalid when raw is not valid JSON.
+// JSON returns raw with its secrets redacted, and how many were replaced:
+//   - every string value, through String; a string value that is itself a
+//     JSON object or array (tool-call arguments) is redacted as JSON, so the
+//     rules below apply inside it and it stays valid JSON;
+//   - the value of a key that names a credential ("password", "api_key",
+//     "client_secret", "token", "cvv"...): a string or number becomes the
+//     placeholder string of its kind;
+//   - a number that is a card number becomes "[redacted:card]";
+//   - an object key holding a secret is redacted like a string.
+//
+// Everything else — key order, spacing, other numbers — is kept byte for
+// byte, so the result is raw itself when nothing was found. It fails with
+// memory.ErrInvalid when raw is not valid JSON.
 func (r *Redactor) JSON(raw []byte) ([]byte, int, error) {
 	if r == nil {
 		return raw, 0, nil
@@ -20,42 +30,140 @@ func (r *Redactor) JSON(raw []byte) ([]byte, int, error) {
 	if !json.Valid(raw) {
 		return nil, 0, fmt.Errorf("%w: not valid JSON", memory.ErrInvalid)
 	}
+	return r.json(raw, 0)
+}
+
+// maxNested bounds how deep JSON held in strings is redacted as JSON; deeper
+// strings are redacted as text.
+const maxNested = 4
+
+// json redacts valid JSON raw; depth counts the strings it is nested in.
+func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
 	var out []byte // nil until the first change
 	last, total := 0, 0
+	replace := func(from, to int, with []byte, n int) {
+		out = append(out, raw[last:from]...)
+		out = append(out, with...)
+		last = to
+		total += n
+	}
 	for i := 0; i < len(raw); {
-		if raw[i] != '"' {
+		c := raw[i]
+		if c == '-' || isDigit(c) {
+			end := numberEnd(raw, i)
+			if cardNumber(string(raw[i:end])) {
+				replace(i, end, []byte(`"`+Placeholder("card")+`"`), 1)
+			}
+			i = end
+			continue
+		}
+		if c != '"' {
 			i++
 			continue
 		}
 		end := stringEnd(raw, i)
-		if isKey(raw, end) {
+		s, err := unquote(raw[i:end])
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: string at %d: %v", memory.ErrInvalid, i, err)
+		}
+		if !isKey(raw, end) {
+			red, n, err := r.value(s, depth)
+			if err != nil {
+				return nil, 0, err
+			}
+			if n > 0 {
+				enc, err := quote(red)
+				if err != nil {
+					return nil, 0, err
+				}
+				replace(i, end, enc, n)
+			}
 			i = end
 			continue
 		}
-		lit := raw[i:end]
-		var s string
-		if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
-			s = string(lit[1 : len(lit)-1])
-		} else if err := json.Unmarshal(lit, &s); err != nil {
-			return nil, 0, fmt.Errorf("%w: string at %d: %v", memory.ErrInvalid, i, err)
-		}
-		red, n := r.String(s)
-		if n > 0 {
+		if red, n := r.String(s); n > 0 {
 			enc, err := quote(red)
 			if err != nil {
 				return nil, 0, err
 			}
-			out = append(out, raw[last:i]...)
-			out = append(out, enc...)
-			last = end
-			total += n
+			replace(i, end, enc, n)
 		}
 		i = end
+		kind := fieldKind(s)
+		if kind == "" {
+			continue
+		}
+		// The value of a credential field: a string or a number.
+		j := skipSpace(raw, end)
+		j = skipSpace(raw, j+1) // past the colon
+		switch {
+		case j < len(raw) && raw[j] == '"':
+			vend := stringEnd(raw, j)
+			v, err := unquote(raw[j:vend])
+			if err != nil {
+				return nil, 0, fmt.Errorf("%w: string at %d: %v", memory.ErrInvalid, j, err)
+			}
+			if v != "" && !redactedAlready(v) {
+				// A value that is a recognised secret keeps its own kind.
+				with := Placeholder(kind)
+				if red, n := r.String(v); n == 1 && redactedAlready(red) && strings.Count(red, "[redacted:") == 1 {
+					with = red
+				}
+				replace(j, vend, []byte(`"`+with+`"`), 1)
+			}
+			i = vend
+		case j < len(raw) && (raw[j] == '-' || isDigit(raw[j])):
+			vend := numberEnd(raw, j)
+			replace(j, vend, []byte(`"`+Placeholder(kind)+`"`), 1)
+			i = vend
+		}
 	}
 	if out == nil {
 		return raw, 0, nil
 	}
 	return append(out, raw[last:]...), total, nil
+}
+
+// value redacts a string value: as JSON when it holds a JSON object or array
+// (and depth allows), else as text.
+func (r *Redactor) value(s string, depth int) (string, int, error) {
+	if t := strings.TrimSpace(s); depth < maxNested && len(t) > 1 &&
+		(t[0] == '{' && t[len(t)-1] == '}' || t[0] == '[' && t[len(t)-1] == ']') && json.Valid([]byte(s)) {
+		red, n, err := r.json([]byte(s), depth+1)
+		if err != nil {
+			return "", 0, err
+		}
+		return string(red), n, nil
+	}
+	red, n := r.String(s)
+	return red, n, nil
+}
+
+// unquote decodes a JSON string literal.
+func unquote(lit []byte) (string, error) {
+	if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
+		return string(lit[1 : len(lit)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(lit, &s)
+	return s, err
+}
+
+// numberEnd returns the index just past the JSON number starting at raw[i].
+func numberEnd(raw []byte, i int) int {
+	j := i
+	for j < len(raw) && (isDigit(raw[j]) || strings.IndexByte("+-.eE", raw[j]) >= 0) {
+		j++
+	}
+	return j
+}
+
+// skipSpace returns the index of the first non-space byte at or after i.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // stringEnd returns the index just past the JSON string literal starting at

@@ -1,6 +1,7 @@
 // Package redact replaces secrets in text before it is stored: API keys,
-// access tokens, JWTs, private keys and payment card numbers become typed
-// placeholders such as "[redacted:card]".
+// access tokens, JWTs, private keys (PEM and PGP), AWS secret keys, the
+// values of credential fields ("password", "api_key", "token"...) and
+// payment card numbers become typed placeholders such as "[redacted:card]".
 package redact
 
 import (
@@ -32,6 +33,9 @@ type rule struct {
 	group int
 	// scan, when set, replaces re: it returns the spans of the secrets in s.
 	scan func(s string) [][2]int
+	// scanKinds, when set, replaces re and name: it returns the spans of
+	// the secrets in s with the placeholder kind of each.
+	scanKinds func(s string) ([][2]int, []string)
 }
 
 // Redactor replaces secrets with typed placeholders. It is safe for
@@ -48,7 +52,8 @@ func builtin() []rule {
 		{
 			name:    "private_key",
 			anchors: []string{"-----BEGIN"},
-			re:      regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`),
+			// PEM keys, and PGP private key blocks ("... PRIVATE KEY BLOCK-----").
+			re: regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)`),
 		},
 		{
 			name:    "jwt",
@@ -83,6 +88,8 @@ func builtin() []rule {
 			valid:   tokenLike,
 			group:   1,
 		},
+		{name: "aws_secret_key", scan: findAWSSecrets},
+		{name: "credential_field", scanKinds: findFields},
 		{name: "card", scan: findCards},
 	}
 }
@@ -131,19 +138,29 @@ func (r *Redactor) String(s string) (string, int) {
 
 // apply redacts one kind of secret in s.
 func (ru *rule) apply(s string) (string, int) {
-	spans := ru.spans(s)
+	var spans [][2]int
+	var kinds []string
+	if ru.scanKinds != nil {
+		spans, kinds = ru.scanKinds(s)
+	} else {
+		spans = ru.spans(s)
+	}
 	if len(spans) == 0 {
 		return s, 0
 	}
 	var b strings.Builder
 	last, n := 0, 0
-	for _, sp := range spans {
+	for i, sp := range spans {
 		start, end := sp[0], sp[1]
 		if n == 0 {
 			b.Grow(len(s))
 		}
 		b.WriteString(s[last:start])
-		b.WriteString(Placeholder(ru.name))
+		if kinds != nil {
+			b.WriteString(Placeholder(kinds[i]))
+		} else {
+			b.WriteString(Placeholder(ru.name))
+		}
 		last = end
 		n++
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,7 @@ type Backend interface {
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	DeleteUser(ctx context.Context, tenant, user string) error
+	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
 	Ping(ctx context.Context) error
 	Close() error
 
@@ -119,15 +121,23 @@ func (c *Cache) versionKey(id memory.Identity) string { return c.listKey(id) + "
 func (c *Cache) userKey(tenant, user string) string {
 	return c.prefix + "recent-convs:" + tenant + "/" + user
 }
+func (c *Cache) erasedKey(tenant, user string) string {
+	return c.prefix + "erased:" + tenant + "/" + user
+}
 
 // fillScript replaces a cached window unless a fresher one (higher version)
-// is there. KEYS: list, version, user set. ARGV: version, ttl ms, messages.
+// is there, or the window holds a message created at or before the user's
+// erasure (it was read from the store before the erasure committed). KEYS:
+// list, version, user set, erasure. ARGV: version, ttl ms, oldest message's
+// creation (Unix microseconds), messages.
 var fillScript = redis.NewScript(`
 local cur = tonumber(redis.call('GET', KEYS[2]) or '-1')
 if cur > tonumber(ARGV[1]) then return 0 end
+local erased = redis.call('GET', KEYS[4])
+if erased and tonumber(ARGV[3]) <= tonumber(erased) then return 0 end
 redis.call('DEL', KEYS[1])
-if #ARGV > 2 then
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+if #ARGV > 3 then
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, 4))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
@@ -204,12 +214,16 @@ func (c *Cache) readWindow(ctx context.Context, id memory.Identity, n int) ([]me
 // fill replaces the cached window with msgs (the newest live messages,
 // oldest first), unless a fresher window is cached.
 func (c *Cache) fill(ctx context.Context, id memory.Identity, msgs []memory.Message) error {
-	args := make([]any, 0, len(msgs)+2)
+	args := make([]any, 0, len(msgs)+3)
 	var version int64
+	oldest := int64(math.MaxInt64)
 	if len(msgs) > 0 {
 		version = msgs[len(msgs)-1].Seq
 	}
-	args = append(args, version, c.ttl.Milliseconds())
+	for _, m := range msgs {
+		oldest = min(oldest, m.CreatedAt.UnixMicro())
+	}
+	args = append(args, version, c.ttl.Milliseconds(), oldest)
 	for _, m := range msgs {
 		b, err := json.Marshal(cachedMessage{
 			Seq: m.Seq, Key: m.Key, Role: m.Role, Content: m.Content,
@@ -220,7 +234,7 @@ func (c *Cache) fill(ctx context.Context, id memory.Identity, msgs []memory.Mess
 		}
 		args = append(args, b)
 	}
-	keys := []string{c.listKey(id), c.versionKey(id), c.userKey(id.Tenant, id.User)}
+	keys := []string{c.listKey(id), c.versionKey(id), c.userKey(id.Tenant, id.User), c.erasedKey(id.Tenant, id.User)}
 	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
@@ -274,24 +288,50 @@ func (c *Cache) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	return err
 }
 
-// DeleteUser erases the user in the backend and drops every cached window of
-// theirs.
+// eraseScript records a user's erasure and drops every cached window of
+// theirs, atomically: a fill either lands before it (and is dropped) or
+// after it (and is refused by fillScript when it holds a message from before
+// the erasure), so no tombstone version is needed and a fresh conversation
+// is cached at once. KEYS: user set, erasure. ARGV: erasure time (Unix
+// microseconds), its TTL in ms.
+var eraseScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if tonumber(ARGV[1]) > cur then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+else
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+for _, l in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  redis.call('DEL', l, l .. ':v')
+end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// DeleteUser erases the user in the backend, then, in one step, drops every
+// cached window of theirs and records the erasure time in Redis (for the
+// cache TTL), so a window read from the store before the erasure can never
+// be cached after it.
 func (c *Cache) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err := c.inner.DeleteUser(ctx, tenant, user); err != nil {
 		return err
 	}
-	uk := c.userKey(tenant, user)
-	lists, err := c.rdb.SMembers(ctx, uk).Result()
-	if err == nil && len(lists) > 0 {
-		err = c.invalidate(ctx, uk, lists...)
+	at, err := c.inner.ErasedAt(ctx, tenant, user)
+	if err != nil || at.IsZero() {
+		// Later than the recorded time: refuses at least as much.
+		at = time.Now()
 	}
-	if err == nil {
-		err = c.rdb.Del(ctx, uk).Err()
-	}
-	if err != nil {
+	keys := []string{c.userKey(tenant, user), c.erasedKey(tenant, user)}
+	err = eraseScript.Run(ctx, c.rdb, keys, at.UnixMicro(), max(c.ttl, tombstoneTTL).Milliseconds()).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redisstore: clear cached conversations: %w: %w", memory.ErrUnavailable, err)
 	}
 	return nil
+}
+
+// ErasedAt delegates to the backend.
+func (c *Cache) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
+	return c.inner.ErasedAt(ctx, tenant, user)
 }
 
 // Conversations delegates to the backend.

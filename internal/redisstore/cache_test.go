@@ -323,3 +323,10 @@ func TestCacheKnowledgeContract(t *testing.T) {
 		return c
 	})
 }
+
+func TestCacheErasureContract(t *testing.T) {
+	storetest.RunErasure(t, func(t *testing.T) storetest.KnowledgeStore {
+		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
+		return c
+	})
+}

@@ -58,7 +58,8 @@ const payloadField = "p"
 // across processes.
 type Queue struct {
 	rdb    redis.UniversalClient
-	stream string
+	stream string // prefix + name
+	name   string
 	group  string
 	maxLen int64
 }
@@ -75,7 +76,7 @@ func NewQueue(ctx context.Context, rdb redis.UniversalClient, cfg QueueConfig) (
 	if cfg.MaxLen < 0 {
 		return nil, fmt.Errorf("redisstore: %w: negative MaxLen %d", memory.ErrInvalid, cfg.MaxLen)
 	}
-	q := &Queue{rdb: rdb, stream: cfg.Prefix + cfg.Stream, group: cfg.Group, maxLen: cfg.MaxLen}
+	q := &Queue{rdb: rdb, stream: cfg.Prefix + cfg.Stream, name: cfg.Stream, group: cfg.Group, maxLen: cfg.MaxLen}
 	if err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}

@@ -36,18 +36,22 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
+	s.truncateWAL(ctx)
 	return nil
 }
 
 // DeleteUser erases everything stored about a user in a tenant — memory
-// items (and their FTS rows), facts, summaries, messages, exchange records and
+// items (and their FTS rows), facts, summaries, messages, exchange records, dead letters and
 // conversations — and records the erasure time, so captures of that user that
 // happened before it and are still queued are dropped by SaveExchange. It
 // succeeds for a user with nothing stored, and never touches the same user id
-// in another tenant.
+// in another tenant. Later writes about the user for data captured at or
+// before the erasure are refused (see erasure.go); the deleted text is
+// overwritten on disk (secure_delete) and the WAL is checkpointed and
+// truncated before it returns.
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversations"} {
+		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversations", "dead_letters"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}
@@ -62,6 +66,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("delete user: %w", err)
 	}
+	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
 	return nil
 }

@@ -31,12 +31,54 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 	if err := validateExchange(ex); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
 	}
+	var res memory.SaveResult
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = saveExchange(ctx, tx, ex)
+		return err
+	})
+	if err != nil {
+		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+	}
+	return res, nil
+}
+
+// SaveExchanges stores exchanges in one write transaction (a group commit),
+// each as SaveExchange would, in the order given; results[i] is exs[i]'s. It
+// is all or nothing: on any error nothing is stored, and a caller that wants
+// the others stored saves them one by one. An invalid exchange fails the
+// batch with memory.ErrInvalid before anything is written.
+func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	for _, ex := range exs {
+		if err := validateExchange(ex); err != nil {
+			return nil, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+		}
+	}
+	results := make([]memory.SaveResult, len(exs))
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		for i, ex := range exs {
+			res, err := saveExchange(ctx, tx, ex)
+			if err != nil {
+				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			}
+			results[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("save %d exchanges: %w", len(exs), err)
+	}
+	return results, nil
+}
+
+// saveExchange is SaveExchange's body, in the caller's write transaction.
+func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.SaveResult, error) {
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
 	}
 	var res memory.SaveResult
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	err := func() error {
 		res = memory.SaveResult{}
 		erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
 		if err != nil {
@@ -112,11 +154,8 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 			return fmt.Errorf("update conversation: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
-		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
-	}
-	return res, nil
+	}()
+	return res, err
 }
 
 // insertMessages appends msgs to the conversation after its highest Seq.
@@ -154,7 +193,7 @@ func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error
 	err := q.QueryRowContext(ctx, `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return -1 << 63, nil
+		return noErasure, nil
 	case err != nil:
 		return 0, fmt.Errorf("check erasure: %w", err)
 	}

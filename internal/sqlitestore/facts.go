@@ -43,7 +43,8 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 // recently updated. The recall items made from a superseded or evicted fact
 // (kind "fact", Ref = its id) are deleted with it. Zero CreatedAt/UpdatedAt
 // mean now. It returns the current
-// fact, and memory.ErrInvalid for a bad id, type, or an empty key or value.
+// fact, and memory.ErrInvalid for a bad id, type, or an empty key or value;
+// memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	norm := normKey(f.Key)
 	switch {
@@ -65,6 +66,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	f.Mentions = max(1, f.Mentions)
 	var out memory.Fact
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+			return err
+		}
 		cur, err := scanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ? AND superseded_at IS NULL`,
 			f.Tenant, f.User, string(f.Type), norm))

@@ -14,7 +14,8 @@ import (
 // itemColumns are the columns scanItem reads, in order.
 const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
 	COALESCE(memory_items.conversation, ''), memory_items.kind, memory_items.source, memory_items.chunk,
-	memory_items.text, memory_items.embedding, memory_items.model, memory_items.dims, memory_items.created_at`
+	memory_items.text, memory_items.embedding, memory_items.model, memory_items.dims, memory_items.created_at,
+	COALESCE(memory_items.said_at, memory_items.created_at)`
 
 // validKind reports whether kind is one of the recallable item kinds.
 func validKind(kind string) bool {
@@ -23,11 +24,14 @@ func validKind(kind string) bool {
 
 // AddItems stores recallable items in one write transaction, keyed by
 // (tenant, user, kind, ref, chunk): an existing item gets the new text,
-// embedding, model, dims and conversation, and keeps its ID and CreatedAt.
+// embedding, model, dims and conversation (and SaidAt, when given), and
+// keeps its ID and CreatedAt. SaidAt is when the item's source was said;
+// zero means CreatedAt.
 // An item without an embedding is stored for ItemsToEmbed to find. A zero
 // CreatedAt means now. A message item whose message was superseded (its
 // branch replaced by an edit or a regeneration) is skipped: SaveExchange
 // deleted the branch's items, and a late index must not bring them back.
+// Items of a user that ctx's erasure guard refuses (erasure.go) are skipped.
 // It returns memory.ErrInvalid (and stores nothing) for
 // a bad id or kind, an empty ref, or Dims that disagree with the embedding.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
@@ -42,11 +46,12 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	now := time.Now()
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO memory_items (tenant, user_id, conversation, kind,
-				source, chunk, text, embedding, model, dims, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				source, chunk, text, embedding, model, dims, created_at, said_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
 				conversation = excluded.conversation, text = excluded.text, embedding = excluded.embedding,
-				model = excluded.model, dims = excluded.dims`)
+				model = excluded.model, dims = excluded.dims,
+				said_at = COALESCE(excluded.said_at, memory_items.said_at)`)
 		if err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
@@ -57,7 +62,20 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		defer superseded.Close()
+		erased := map[[2]string]bool{}
 		for _, it := range items {
+			// Items of a user erased since they were captured are skipped.
+			u := [2]string{it.Tenant, it.User}
+			gone, checked := erased[u]
+			if !checked {
+				if gone, err = refused(ctx, tx, it.Tenant, it.User); err != nil {
+					return err
+				}
+				erased[u] = gone
+			}
+			if gone {
+				continue
+			}
 			// A late index of a message its conversation has since replaced
 			// (edited or regenerated) must not make it recallable again.
 			if it.Kind == "message" && it.Conversation != "" {
@@ -73,12 +91,22 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			if created.IsZero() {
 				created = now
 			}
+			// A said-at time is stored only when the item brings one
+			// (else it reads as created_at); an update without one keeps
+			// the stored time.
+			var said any
+			switch {
+			case !it.SaidAt.IsZero():
+				said = nanos(it.SaidAt)
+			case !it.CreatedAt.IsZero():
+				said = nanos(it.CreatedAt)
+			}
 			model, dims := it.Model, len(it.Embedding)
 			if it.Embedding == nil {
 				model = ""
 			}
 			if _, err := stmt.ExecContext(ctx, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
-				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created)); err != nil {
+				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), said); err != nil {
 				return fmt.Errorf("upsert item %s/%s/%d: %w", it.Kind, it.Ref, it.Chunk, err)
 			}
 		}
@@ -177,13 +205,13 @@ func scanItems(rows *sql.Rows) ([]memory.Item, error) {
 	for rows.Next() {
 		var it memory.Item
 		var vec []byte
-		var created int64
+		var created, said int64
 		if err := rows.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
-			&it.Text, &vec, &it.Model, &it.Dims, &created); err != nil {
+			&it.Text, &vec, &it.Model, &it.Dims, &created, &said); err != nil {
 			return nil, err
 		}
 		it.Embedding = decodeVector(vec)
-		it.CreatedAt = fromNanos(created)
+		it.CreatedAt, it.SaidAt = fromNanos(created), fromNanos(said)
 		items = append(items, it)
 	}
 	return items, rows.Err()

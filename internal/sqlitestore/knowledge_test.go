@@ -25,6 +25,13 @@ func TestKnowledgeContract(t *testing.T) {
 	})
 }
 
+func TestErasureContract(t *testing.T) {
+	storetest.RunErasure(t, func(t *testing.T) storetest.KnowledgeStore {
+		s, _ := mustTempStore(t)
+		return s
+	})
+}
+
 // TestKnowledgeOnOneReadConnection runs the contract with a read pool of one
 // connection: a read that queries again while its rows still hold a
 // connection blocks forever there. Under load, with every pooled connection

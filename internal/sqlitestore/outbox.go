@@ -17,27 +17,47 @@ import (
 // wakes it at once.
 const pollInterval = 200 * time.Millisecond
 
-// Outbox is the durable capture queue of the embedded mode: a table in the
-// store's database, drained by in-process workers. Obtain it with
-// (*Store).Outbox. It is safe for concurrent use.
+// Outbox is a durable queue of the embedded mode: a table in the store's
+// database, drained by in-process workers. The store has two: the capture
+// outbox (captures waiting to be stored, (*Store).Outbox) and the
+// enrichment outbox (stored exchanges waiting for extraction, summaries and
+// indexing, (*Store).EnrichOutbox). It is safe for concurrent use.
 type Outbox struct {
-	s *Store
+	s     *Store
+	table string // outbox or enrich_outbox; never user input
 
 	mu   sync.Mutex
 	wake chan struct{} // closed and replaced by every Enqueue
 }
 
-func newOutbox(s *Store) *Outbox {
-	return &Outbox{s: s, wake: make(chan struct{})}
+func newOutbox(s *Store, table string) *Outbox {
+	return &Outbox{s: s, table: table, wake: make(chan struct{})}
 }
 
 // Enqueue durably appends a payload and wakes Claims blocked in this process.
 func (o *Outbox) Enqueue(ctx context.Context, payload []byte) error {
-	if payload == nil {
-		payload = []byte{}
+	return o.EnqueueBatch(ctx, [][]byte{payload})
+}
+
+// EnqueueBatch durably appends payloads, in order, in one transaction, and
+// wakes Claims blocked in this process.
+func (o *Outbox) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	if len(payloads) == 0 {
+		return nil
 	}
-	if _, err := o.s.write.ExecContext(ctx, `INSERT INTO outbox (payload, enqueued_at) VALUES (?, ?)`,
-		payload, nanos(time.Now())); err != nil {
+	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
+		now := nanos(time.Now())
+		for _, p := range payloads {
+			if p == nil {
+				p = []byte{}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+o.table+` (payload, enqueued_at) VALUES (?, ?)`, p, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	o.mu.Lock()
@@ -98,9 +118,9 @@ func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleA
 			sql  string
 			args []any
 		}{
-			{`SELECT id, payload, attempts FROM outbox WHERE claimed_at IS NOT NULL AND claimed_at <= ? ORDER BY id LIMIT ?`,
+			{`SELECT id, payload, attempts FROM ` + o.table + ` WHERE claimed_at IS NOT NULL AND claimed_at <= ? ORDER BY id LIMIT ?`,
 				[]any{nanos(now.Add(-staleAfter))}},
-			{`SELECT id, payload, attempts FROM outbox WHERE claimed_at IS NULL ORDER BY id LIMIT ?`, nil},
+			{`SELECT id, payload, attempts FROM ` + o.table + ` WHERE claimed_at IS NULL ORDER BY id LIMIT ?`, nil},
 		}
 		for _, q := range queries {
 			if len(entries) >= max {
@@ -120,7 +140,7 @@ func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleA
 		for _, e := range entries {
 			args = append(args, e.id)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1 WHERE id IN (`+
+		if _, err := tx.ExecContext(ctx, `UPDATE `+o.table+` SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1 WHERE id IN (`+
 			placeholders(len(entries))+`)`, args...); err != nil {
 			return fmt.Errorf("mark claimed: %w", err)
 		}
@@ -179,7 +199,7 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
 		for len(nums) > 0 {
 			n := min(len(nums), ackChunk)
-			if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id IN (`+placeholders(n)+`)`, nums[:n]...); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (`+placeholders(n)+`)`, nums[:n]...); err != nil {
 				return err
 			}
 			nums = nums[n:]
@@ -195,7 +215,7 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 // Pending reports how many entries are enqueued or claimed but not acknowledged.
 func (o *Outbox) Pending(ctx context.Context) (int64, error) {
 	var n int64
-	if err := o.s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox`).Scan(&n); err != nil {
+	if err := o.s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+o.table).Scan(&n); err != nil {
 		return 0, fmt.Errorf("pending: %w", err)
 	}
 	return n, nil

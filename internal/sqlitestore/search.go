@@ -117,13 +117,52 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
 	return top.sorted()
 }
 
-// SearchText ranks the user's items matching q.Text (Score > 0, higher is
-// better), best first, up to q.Limit, honouring q.Conversation and
-// q.ExcludeRefs. The text is never passed to FTS5 as syntax: it is split
-// into words (letters and digits), and the distinct words are ORed as
-// quoted terms, so any passage sharing a word matches. Text without words,
-// or Limit <= 0, finds nothing.
+// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
+// of them (Score > 0, higher is better), best first, up to q.Limit,
+// honouring q.Conversation and q.ExcludeRefs. The text is never read as
+// query syntax: it is split into words (letters and digits), stopwords left
+// out unless nothing else is left (memory.QueryTerms), and any passage
+// sharing a word matches. Text without words, or Limit <= 0, finds nothing.
 //
+// The ranking reads the user's full-text index kept in memory (textIndex):
+// every item's words, their document frequencies over the user's items
+// (so a speaker's name or a common word found in most items weighs almost
+// nothing, and is not read at all in a long history: see textIndex.search),
+// and the items' lengths. The index is read once and then extended with
+// the rows added since, like the vectors of SearchVector. A user whose
+// index is too large to keep is ranked by searchTextWindow instead.
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	terms := memory.QueryTerms(q.Text, maxQueryTerms)
+	if len(terms) == 0 || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	var best []scored
+	err := s.withTextIndex(ctx, q.Tenant, q.User, func(x *textIndex) {
+		var excluded map[string]bool
+		if len(q.ExcludeRefs) > 0 {
+			excluded = make(map[string]bool, len(q.ExcludeRefs))
+			for _, r := range q.ExcludeRefs {
+				excluded[r] = true
+			}
+		}
+		best = x.search(terms, q.Limit, func(d int32) bool {
+			return (q.Conversation == "" || x.convs[d] == q.Conversation) && !excluded[x.refs[d]]
+		})
+	})
+	switch {
+	case errors.Is(err, errTooBig):
+		return s.searchTextWindow(ctx, q, terms)
+	case err != nil:
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	items, err := s.itemsByID(ctx, best)
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	return items, nil
+}
+
+// searchTextWindow is SearchText for a user too large to index in memory.
 // FTS5 finds the newest textWindow matching items (walking its index
 // newest first, without ranking), and they are ranked here by Okapi BM25
 // (k1 = 1.2, b = 0.75, as FTS5's bm25) over the user's items: the corpus
@@ -134,11 +173,7 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
 // search); this costs the same at any history size. An older passage
 // beyond the window is still found by SearchVector, which covers the
 // whole history.
-func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	terms := memory.QueryTerms(q.Text, maxQueryTerms)
-	if len(terms) == 0 || q.Limit <= 0 {
-		return []memory.Item{}, nil
-	}
+func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	where, args, err := itemScope(q)
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)

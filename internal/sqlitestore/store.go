@@ -36,16 +36,19 @@ type Store struct {
 	read   *sql.DB
 	logger *slog.Logger
 	outbox *Outbox
+	enrich *Outbox
 	// vectors holds users' vectors for SearchVector.
 	vectors *vectorCache
+	// texts holds users' full-text indexes for SearchText.
+	texts *textCache
 	// reads runs the request path's reads on read through prepared
 	// statements.
 	reads *stmtCache
 }
 
 // Open opens (creating if needed, with its parent directory) the database at
-// path, configures WAL mode, a busy timeout, foreign keys and
-// synchronous=NORMAL, and applies pending migrations. The caller closes the
+// path, configures WAL mode, a busy timeout, foreign keys,
+// synchronous=NORMAL and (on the writer) secure_delete, and applies pending migrations. The caller closes the
 // Store.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
 	if path == "" {
@@ -63,6 +66,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		"_synchronous":  {"NORMAL"},
 		"_foreign_keys": {"1"},
 		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		// Every delete on the writer overwrites the deleted content, so erased
+		// text does not linger in free space (see erasure.go).
+		"_pragma": {"secure_delete(1)"},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
@@ -92,8 +98,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newVectorCache(vectorCacheBytes),
-		reads: newStmtCache(read)}
-	s.outbox = newOutbox(s)
+		texts: newTextCache(textCacheBytes), reads: newStmtCache(read)}
+	s.outbox = newOutbox(s, "outbox")
+	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -148,6 +155,11 @@ func (s *Store) Close() error {
 // call returns the same Outbox, so an Enqueue wakes Claims blocked in this
 // process.
 func (s *Store) Outbox() *Outbox { return s.outbox }
+
+// EnrichOutbox returns the durable queue of stored exchanges waiting for
+// enrichment (fact extraction, summaries, indexing), kept in the same
+// database. Every call returns the same Outbox.
+func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 
 // inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits it when fn returns nil.

@@ -64,7 +64,8 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // returns memory.ErrConflict and stores nothing. It returns
 // memory.ErrNotFound when the conversation does not exist and
 // memory.ErrInvalid for malformed ids or FromSeq > ToSeq. A zero CreatedAt
-// means now.
+// means now. It returns memory.ErrErased when ctx's erasure guard refuses
+// the write (erasure.go).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
 	if err := validateIdentity(id); err != nil {
@@ -90,6 +91,9 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		created = time.Now()
 	}
 	err = s.inWrite(ctx, func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+			return err
+		}
 		var latest sql.NullInt64
 		var conv int
 		err := tx.QueryRowContext(ctx, `SELECT

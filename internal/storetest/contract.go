@@ -31,6 +31,11 @@ type Store interface {
 	// DeleteUser erases everything stored about a user in a tenant and records
 	// the erasure time, so captures of that user queued before it are dropped.
 	DeleteUser(ctx context.Context, tenant, user string) error
+	// ErasedAt returns when the user was last erased (the zero time when
+	// never), for writers that check the tombstone themselves (an import).
+	// Writes made under memory.WithErasureGuard are checked by the store, in
+	// the write's transaction: see RunErasure.
+	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 	// Close releases the store.

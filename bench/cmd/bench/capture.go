@@ -22,12 +22,16 @@ const (
 	mDirectSaved = "memgate_capture_direct_saved_total" // duplicates included
 	mDirectDup   = "memgate_capture_direct_duplicates_total"
 	mDropped     = "memgate_capture_dropped_total"
-	mLagBucket   = `memgate_capture_lag_seconds_bucket{le="`
-	mLagSum      = "memgate_capture_lag_seconds_sum"
-	mLagCount    = "memgate_capture_lag_seconds_count"
-	mDegraded    = "memgate_memory_degraded_total" // forwarded without memory
-	mHeapInuse   = "go_memstats_heap_inuse_bytes"
-	mGoroutines  = "go_goroutines"
+	mDead        = "memgate_capture_dead_letters_total"        // refused by the store, set aside
+	mWorkerDead  = "memgate_capture_worker_dead_letters_total" // the same, from the capture queue
+	// The lag reported is enrichment's: capture to the end of the
+	// after-save hooks (storing is on the request path).
+	mLagBucket  = `memgate_enrich_lag_seconds_bucket{le="`
+	mLagSum     = "memgate_enrich_lag_seconds_sum"
+	mLagCount   = "memgate_enrich_lag_seconds_count"
+	mDegraded   = "memgate_memory_degraded_total" // forwarded without memory
+	mHeapInuse  = "go_memstats_heap_inuse_bytes"
+	mGoroutines = "go_goroutines"
 )
 
 // metrics is one scrape of /metrics: series (name plus labels, as printed)
@@ -80,8 +84,11 @@ func (m metrics) stored() float64 {
 	return m[mWorkerSaved] + m[mDirectSaved] - m[mDirectDup]
 }
 
-// lost is how many exchanges will never be stored.
-func (m metrics) lost() float64 { return m[mDropped] + m[mPoison] + m[mErased] }
+// lost is how many exchanges will never be stored: dropped, undecodable,
+// erased, or refused by the store (dead letters).
+func (m metrics) lost() float64 {
+	return m[mDropped] + m[mPoison] + m[mErased] + m[mDead] + m[mWorkerDead]
+}
 
 // drained reports whether every captured exchange is stored or accounted
 // for as lost.
@@ -114,7 +121,7 @@ type captureStat struct {
 	load      time.Duration // the load's wall time, warm-up included
 	drain     time.Duration // load end → everything persisted
 	drained   bool          // false: the drain timed out
-	lagMean   time.Duration // exchange → stored by the worker
+	lagMean   time.Duration // exchange → enriched (after-save hooks done)
 	lagP50    float64       // upper bound (seconds) of the bucket holding the median; 0 when unknown
 	lagP99    float64
 }

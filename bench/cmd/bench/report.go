@@ -200,9 +200,9 @@ func (r report) captureSection() string {
 		"requests *degraded* — forwarded without memory because it did not load within `memory.load_timeout` " +
 		"(`memgate_memory_degraded_total`); the backlog not yet " +
 		"in the store when the load stopped; how long after the load the last of them was stored; turns persisted per second over " +
-		"load + drain (a worker that keeps up persists as fast as the gateway serves); the worker's lag from the exchange to its storage " +
-		"(`memgate_capture_lag_seconds`: mean, and the upper bound of the histogram bucket holding p50 and p99); exchanges lost " +
-		"(dropped, poison or erased). Read from the gateway's `/metrics` before and after each cell; the next cell starts once the backlog is stored.\n\n")
+		"load + drain (exchanges are stored on the request path, so this is the gateway's rate); enrichment's lag from the exchange to " +
+		"the end of its after-save hooks (`memgate_enrich_lag_seconds`: mean, and the upper bound of the histogram bucket holding p50 and p99); exchanges lost " +
+		"(dropped, poison, erased or dead-lettered). Read from the gateway's `/metrics` before and after each cell; the next cell starts once the backlog is stored.\n\n")
 	b.WriteString("| target | conns | turns captured | degraded | backlog at load end | drained after | turns/s persisted | lag mean | lag p50 ≤ | lag p99 ≤ | lost |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")

@@ -1,0 +1,77 @@
+package inject
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// TestRecallTakesWhatOthersLeave covers budget-driven packing: with a short
+// conversation (recent turns need little) and no summary or facts, the
+// recalled passages fill far more than their own share, best first, and the
+// prompt never passes the budget; with a long history the recent turns keep
+// theirs.
+func TestRecallTakesWhatOthersLeave(t *testing.T) {
+	day := time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)
+	var items []memory.Item
+	for i := range 200 {
+		items = append(items, memory.Item{Kind: "message", Ref: fmt.Sprintf("old:%d", i), Conversation: "old",
+			Text: fmt.Sprintf("passage %d: %s", i, strings.Repeat("words of an earlier turn ", 6)), SaidAt: day})
+	}
+	g := &convGen{}
+	for _, tt := range []struct {
+		name   string
+		stored int
+	}{{"short conversation", 4}, {"long conversation", 400}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stored []memory.Message
+			for i := range tt.stored {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				m := g.msg(role, fmt.Sprintf("recent turn %d %s", i, strings.Repeat("chatter ", 10)))
+				m.Seq, m.Key = int64(i+1), fmt.Sprintf("k%d", i)
+				stored = append(stored, m)
+			}
+			mem := &fakeMemory{stored: stored}
+			a, err := NewAssembler(Deps{History: mem, Recaller: fakeRecaller{memory.Recalled{Items: items}}, Counter: mustCounter(t)},
+				Options{RecentMessages: 1000, MaxContextTokens: 8000, CompletionReserve: 1024,
+					Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, Now: func() time.Time { return day }}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request(t, memory.ModeOn, `{"role":"user","content":"what did I say before?"}`)
+			req.Model, req.Budget = "gpt-4o-mini", 4000
+			p, err := a.Prepare(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.TokensSent > 4000 {
+				t.Fatalf("sent %d tokens over a 4000 budget", p.TokensSent)
+			}
+			share := int(0.2 * 4000)
+			switch tt.stored {
+			case 4:
+				// The summary's and facts' shares and what the recent turns
+				// left: nearly the whole budget.
+				if p.Parts["recall"] < 3000 {
+					t.Fatalf("recall took %d tokens (parts %v), want the budget's unused tokens", p.Parts["recall"], p.Parts)
+				}
+			default:
+				// Unused summary and facts shares flow to recall, the rest
+				// is the recent turns'.
+				if p.Parts["recall"] <= share || p.Parts["recall"] > share+int(0.45*4000) || p.Parts["recent"] < 1000 {
+					t.Fatalf("parts %v: recall should take its share and the unused ones, recent the rest", p.Parts)
+				}
+			}
+			if !strings.Contains(string(p.Messages[0]), "passage 0:") {
+				t.Fatalf("the best passage is not in the block")
+			}
+		})
+	}
+}

@@ -1,0 +1,48 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// MessagesAround returns the live messages within radius turns of each
+// message refs names (the message itself included, when live), of the
+// user's conversations, each message once, ordered by conversation and
+// Seq. Raw is left empty. Unknown refs, and refs of other users or tenants,
+// add nothing; radius < 0 finds nothing.
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+	if len(refs) == 0 || radius < 0 {
+		return []memory.Message{}, nil
+	}
+	convs, keys := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		convs[i], keys[i] = r.Conversation, r.Key
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT DISTINCT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at
+		FROM unnest($3::text[], $4::text[]) AS r(conversation, key)
+		JOIN messages h ON h.tenant = $1 AND h.key = r.key AND h.user_id = $2 AND h.conversation = r.conversation
+		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
+			AND m.seq BETWEEN h.seq - $5 AND h.seq + $5 AND m.superseded_at IS NULL
+		ORDER BY m.conversation, m.seq`, tenant, user, convs, keys, radius)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: messages around: %w", unavailable(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Message, error) {
+		m := memory.Message{Tenant: tenant, User: user}
+		err := r.Scan(&m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &m.CreatedAt)
+		m.CreatedAt = m.CreatedAt.UTC()
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: messages around: %w", unavailable(err))
+	}
+	if out == nil {
+		out = []memory.Message{}
+	}
+	return out, nil
+}

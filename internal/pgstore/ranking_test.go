@@ -1,0 +1,13 @@
+package pgstore
+
+import (
+	"testing"
+
+	"github.com/memgate/memgate/internal/storetest"
+)
+
+var _ storetest.RankingStore = (*Store)(nil)
+
+func TestRankingContract(t *testing.T) {
+	storetest.RunRanking(t, func(t *testing.T) storetest.RankingStore { return mustOpen(t) })
+}

@@ -1,0 +1,143 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// maxQueryBytes bounds the query text parsed into terms.
+const maxQueryBytes = 4096
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// searchTextSQL returns the statement SearchText runs for q, and its
+// arguments: Okapi BM25 (k1 = 1.2, b = 0.75) over the user's items, from
+// the statistics memory_item_stats, memory_term_df and memory_item_terms
+// hold (kept by triggers). A term's idf is ln((N - df + 0.5) / (df + 0.5))
+// floored at 1e-6, as FTS5's: a term in half the user's items or more
+// weighs next to nothing, and when it is also in more than
+// memory.CommonTermMinDF items it is left out of the query (neither selects
+// nor scores items, so its long posting list is never read) unless every
+// term of the query is such a term. The
+// query's terms are the lexemes of its text in the 'simple' configuration,
+// as the items' are, without stopwords unless nothing else is left. Ties
+// rank the lower id first.
+func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
+	if stop == nil {
+		stop = []string{} // NULL would match no lexeme
+	}
+	args := []any{q.Tenant, q.User, truncate(q.Text, maxQueryBytes), stop, q.Limit}
+	var where strings.Builder
+	if q.Conversation != "" {
+		args = append(args, q.Conversation)
+		fmt.Fprintf(&where, " AND m.conversation = $%d", len(args))
+	}
+	if len(q.ExcludeRefs) > 0 {
+		args = append(args, q.ExcludeRefs)
+		fmt.Fprintf(&where, " AND NOT (m.source = ANY($%d))", len(args))
+	}
+	// Without a conversation to stay within, only the best limit +
+	// excluded refs items can make the answer: the join with memory_items
+	// reads only those rows.
+	top := ""
+	if q.Conversation == "" {
+		top = fmt.Sprintf(" ORDER BY score DESC, item_id LIMIT $5 + %d", len(q.ExcludeRefs))
+	}
+	sql := `WITH st AS (
+			SELECT docs::float8 AS n, total_len::float8 / greatest(docs, 1) AS avgdl
+			FROM memory_item_stats WHERE tenant = $1 AND user_id = $2
+		), qt AS (
+			SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('simple', $3))
+			WHERE NOT (lexeme = ANY($4::text[]))
+		), w AS (
+			SELECT f.term, greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective
+			FROM st, memory_term_df f JOIN qt ON qt.term = f.term
+			WHERE f.tenant = $1 AND f.user_id = $2
+		), u AS (
+			SELECT term, idf FROM w WHERE selective OR NOT EXISTS (SELECT 1 FROM w WHERE selective)
+		), scored AS (
+			SELECT p.item_id, sum(u.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / st.avgdl))) AS score
+			FROM st, memory_item_terms p JOIN u ON p.term = u.term
+			WHERE p.tenant = $1 AND p.user_id = $2
+			GROUP BY p.item_id` + top + `
+		)
+		SELECT ` + itemColumns + `, score FROM (
+			SELECT m.*, s.score FROM scored s
+			JOIN memory_items m ON m.tenant = $1 AND m.user_id = $2 AND m.id = s.item_id
+			WHERE true` + where.String() + `
+			ORDER BY s.score DESC, m.id
+			LIMIT $5
+		) hits ORDER BY score DESC, id`
+	return sql, args
+}
+
+// SearchText ranks the user's items by Okapi BM25 over all of them (see
+// searchTextSQL; Score is the BM25 score, higher is better), best first, up
+// to q.Limit, honouring q.Conversation and q.ExcludeRefs. Any text is
+// accepted: it is parsed into words, never interpreted as query syntax;
+// text without words, or Limit <= 0, finds nothing.
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	if len(memory.QueryTerms(q.Text, 1)) == 0 || q.Limit <= 0 {
+		return nil, nil
+	}
+	sql, args := searchTextSQL(q, memory.QueryStopwords(q.Text))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search text: %w", unavailable(err))
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+		var score float64
+		it, err := scanItem(r, &score)
+		it.Score = score
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search text: %w", unavailable(err))
+	}
+	return items, nil
+}
+
+// CommonTerms returns those of terms (words, as memory.QueryTerms gives
+// them) found in at least minDF of the user's items and at least frac of
+// them: the words a query shares with most of the user's memory (speaker
+// names, common words), which recall leaves out of its vector query.
+func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT d.term FROM memory_item_stats st
+		JOIN memory_term_df d ON d.tenant = st.tenant AND d.user_id = st.user_id
+		WHERE st.tenant = $1 AND st.user_id = $2 AND d.term = ANY($3::text[])
+			AND d.df >= $4 AND d.df >= $5 * st.docs`, tenant, user, terms, minDF, frac)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: common terms: %w", unavailable(err))
+	}
+	common, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: common terms: %w", unavailable(err))
+	}
+	var out []string
+	for _, t := range terms {
+		if slices.Contains(common, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

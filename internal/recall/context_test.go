@@ -1,0 +1,137 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// fakeContext serves MessagesAround over one conversation's turns.
+type fakeContext struct {
+	msgs  []memory.Message // conversation "c", Seq 1..n
+	calls int
+}
+
+func (f *fakeContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+	f.calls++
+	keep := map[int64]bool{}
+	for _, r := range refs {
+		for _, m := range f.msgs {
+			if r.Conversation == m.Conversation && r.Key == m.Key {
+				for s := m.Seq - int64(radius); s <= m.Seq+int64(radius); s++ {
+					keep[s] = true
+				}
+			}
+		}
+	}
+	var out []memory.Message
+	for _, m := range f.msgs {
+		if keep[m.Seq] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func turnsOf(n int) *fakeContext {
+	f := &fakeContext{}
+	for i := 1; i <= n; i++ {
+		role := "user"
+		if i%2 == 0 {
+			role = "assistant"
+		}
+		f.msgs = append(f.msgs, memory.Message{Conversation: "c", Seq: int64(i), Key: fmt.Sprintf("k%d", i),
+			Role: role, Content: fmt.Sprintf("turn %d", i)})
+	}
+	return f
+}
+
+func hit(seq int, score float64) memory.Item {
+	return memory.Item{Kind: KindMessage, Conversation: "c", Ref: fmt.Sprintf("k%d", seq), Text: fmt.Sprintf("turn %d", seq), Score: score}
+}
+
+func TestExpand(t *testing.T) {
+	summary := memory.Item{Kind: KindSummary, Conversation: "c", Ref: "c:v1", Text: "a summary", Score: 0.7}
+	tests := []struct {
+		name  string
+		items []memory.Item
+		want  []string // passages' texts, in order
+		refs  []string
+	}{
+		{"a hit brings the turns around it", []memory.Item{hit(5, 1)},
+			[]string{"assistant: turn 4\nuser: turn 5\nassistant: turn 6"}, []string{"k5"}},
+		{"first turn has no turn before", []memory.Item{hit(1, 1)},
+			[]string{"user: turn 1\nassistant: turn 2"}, []string{"k1"}},
+		{"touching neighbourhoods merge, in the best hit's place", []memory.Item{summary, hit(8, 0.9), hit(5, 0.8)},
+			[]string{"a summary", "assistant: turn 4\nuser: turn 5\nassistant: turn 6\nuser: turn 7\nassistant: turn 8\nuser: turn 9"},
+			[]string{"c:v1", "k8"}},
+		{"apart, they stay apart", []memory.Item{hit(2, 0.9), hit(12, 0.8)},
+			[]string{"user: turn 1\nassistant: turn 2\nuser: turn 3", "user: turn 11\nassistant: turn 12\nuser: turn 13"},
+			[]string{"k2", "k12"}},
+		{"a hit no longer stored stays as it is", []memory.Item{{Kind: KindMessage, Conversation: "c", Ref: "gone", Text: "old text"}},
+			[]string{"old text"}, []string{"gone"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := expand(context.Background(), turnsOf(20), "t", "u", tt.items, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts, refs []string
+			for _, it := range got {
+				texts, refs = append(texts, it.Text), append(refs, it.Ref)
+			}
+			if !slices.Equal(texts, tt.want) || !slices.Equal(refs, tt.refs) {
+				t.Fatalf("expand = %q %q, want %q %q", texts, refs, tt.want, tt.refs)
+			}
+		})
+	}
+	// A long neighbour is cut; a hit turn is kept whole.
+	f := turnsOf(3)
+	f.msgs[0].Content = strings.Repeat("word ", 1000)
+	got, err := expand(context.Background(), f, "t", "u", []memory.Item{hit(2, 1)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(got[0].Text, "\n")
+	if len(first) > maxNeighbourBytes+20 || !strings.HasSuffix(first, "…") {
+		t.Fatalf("long neighbour not cut: %d bytes", len(first))
+	}
+}
+
+// countingStats is a TermStats that says which words are common.
+type countingStats struct {
+	*fakeStore
+	common []string
+}
+
+func (c countingStats) CommonTerms(_ context.Context, _, _ string, terms []string, _ int, _ float64) ([]string, error) {
+	var out []string
+	for _, t := range terms {
+		if slices.Contains(c.common, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func TestVectorTextLeavesOutCommonWords(t *testing.T) {
+	st := countingStats{fakeStore: newFakeStore(), common: []string{"melanie", "really"}}
+	s := NewSearcher(st, NewLocal(64), SearchOptions{})
+	tests := []struct{ in, want string }{
+		{"What did Melanie really paint?", "paint"},
+		{"Melanie really", "Melanie really"}, // nothing else: embedded whole
+		{"what is it", "what is it"},         // stopwords alone: embedded whole
+		{"Lisbon and Porto", "lisbon porto"},
+	}
+	for _, tt := range tests {
+		got, err := s.vectorText(context.Background(), "t", "u", tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("vectorText(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
