@@ -31,6 +31,8 @@ type Footprint struct {
 	Facts         int `json:"facts"`
 	Items         int `json:"items"`
 	Exchanges     int `json:"exchanges"`
+	// DeadLetters counts captured exchanges the store refused for good.
+	DeadLetters int `json:"dead_letters"`
 	// CachedWindows counts conversation windows held in a cache in front of
 	// the store (0 without one).
 	CachedWindows int `json:"cached_windows"`

@@ -126,8 +126,9 @@ func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Foot
 		(SELECT count(*) FROM messages WHERE tenant = $1 AND user_id = $2),
 		(SELECT count(*) FROM summaries WHERE tenant = $1 AND user_id = $2),
 		(SELECT count(*) FROM facts WHERE tenant = $1 AND user_id = $2),
-		(SELECT count(*) FROM memory_items WHERE tenant = $1 AND user_id = $2)`, tenant, user).
-		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items)
+		(SELECT count(*) FROM memory_items WHERE tenant = $1 AND user_id = $2),
+		(SELECT count(*) FROM dead_letters WHERE tenant = $1 AND user_id = $2)`, tenant, user).
+		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.DeadLetters)
 	if err != nil {
 		return memory.Footprint{}, fmt.Errorf("pgstore: count user rows: %w", unavailable(err))
 	}

@@ -119,8 +119,9 @@ func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Foot
 		(SELECT COUNT(*) FROM summaries WHERE tenant = ?1 AND user_id = ?2),
 		(SELECT COUNT(*) FROM facts WHERE tenant = ?1 AND user_id = ?2),
 		(SELECT COUNT(*) FROM memory_items WHERE tenant = ?1 AND user_id = ?2),
-		(SELECT COUNT(*) FROM exchanges WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).
-		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.Exchanges)
+		(SELECT COUNT(*) FROM exchanges WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).
+		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.Exchanges, &f.DeadLetters)
 	if err != nil {
 		return memory.Footprint{}, fmt.Errorf("count user rows: %w", err)
 	}
