@@ -1,5 +1,5 @@
 # memgate — developer entry points. `make test` installs and starts the
-# services the tests need (PostgreSQL 15 + pgvector, Redis) when missing.
+# services the tests need (PostgreSQL 15 + pgvector, Redis, Chromium) when missing.
 
 GO       ?= go
 BIN      ?= bin/gateway
@@ -22,11 +22,11 @@ run: build
 demo:
 	bash scripts/demo.sh
 
-## services: install (apt) and start PostgreSQL 15 + pgvector and Redis when missing.
+## services: install (apt) and start PostgreSQL 15 + pgvector and Redis, and install Chromium (browser test), when missing.
 services:
 	bash scripts/services.sh
 
-## test: every test, against real PostgreSQL + pgvector and Redis. Fails if they are unreachable.
+## test: every test, against real PostgreSQL + pgvector and Redis, and the inspector in headless Chromium. Fails if any is missing.
 test: services
 	MEMGATE_TEST_POSTGRES_URL="$(PGBASE)" MEMGATE_TEST_REDIS_URL="$(REDISURL)" \
 		$(GO) test -race -count=1 -timeout 20m $(PKGS)

@@ -6,7 +6,9 @@
 #     127.0.0.1:5432 with trust auth for local connections;
 #   - pgvector, built from Debian's source package when
 #     CREATE EXTENSION vector fails;
-#   - Redis on 127.0.0.1:6379.
+#   - Redis on 127.0.0.1:6379;
+#   - Chromium (Debian's chromium package), which the web inspector's
+#     browser test drives headless.
 #
 # It is idempotent: a service that already works is left alone. Each step
 # prints what it did; any failure stops the script with a clear message.
@@ -190,7 +192,19 @@ ensure_redis() {
 	log "Redis answers PING on 127.0.0.1:${REDIS_PORT}"
 }
 
+# ------------------------------------------------------------------ Chromium
+ensure_chromium() {
+	if command -v chromium >/dev/null; then
+		log "chromium already installed; leaving it alone"
+		return
+	fi
+	apt_install chromium
+	command -v chromium >/dev/null || die "chromium installed but not on PATH"
+	log "chromium installed"
+}
+
 ensure_postgres
 ensure_pgvector
 ensure_redis
+ensure_chromium
 log "ready: postgres://postgres@127.0.0.1:${PG_PORT}/postgres redis://127.0.0.1:${REDIS_PORT}/0"

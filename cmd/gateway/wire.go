@@ -21,6 +21,7 @@ import (
 	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/redact"
 	"github.com/memgate/memgate/internal/redisstore"
+	"github.com/memgate/memgate/internal/savings"
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/sqlitestore"
 	"github.com/memgate/memgate/internal/tokens"
@@ -192,8 +193,9 @@ func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 // gatewayHTTP is the wired HTTP side: the server, the proxy forwarding /v1
 // and the management API.
 type gatewayHTTP struct {
-	srv   *server.Server
-	proxy *proxy.Proxy
+	srv     *server.Server
+	proxy   *proxy.Proxy
+	savings *savings.Recorder
 }
 
 // newHTTP wires the HTTP side for cfg: one Prometheus registry (Go and
@@ -210,17 +212,21 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	if err != nil {
 		return nil, err
 	}
+	rec := newSavings(d.Admin, logger)
 	p, err := proxy.New(proxy.Options{
 		Upstream:     cfg.Upstream,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: d.Preparer, Capturer: d.Capturer}, logger, reg)
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer}, logger, reg)
 	if err != nil {
 		return nil, err
 	}
 	p.Register(srv)
 	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
-	return &gatewayHTTP{srv: srv, proxy: p}, nil
+	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
+		return nil, err
+	}
+	return &gatewayHTTP{srv: srv, proxy: p, savings: rec}, nil
 }
 
 // Handler returns the gateway's HTTP handler, for tests.
@@ -229,6 +235,8 @@ func (g *gatewayHTTP) Handler() http.Handler { return g.srv.Handler() }
 // Run serves on ln until ctx ends (see server.Server.Run), then waits for
 // the captures of finished streams to reach the Capturer.
 func (g *gatewayHTTP) Run(ctx context.Context, ln net.Listener) error {
+	stopSavings := runSavings(ctx, g.savings)
+	defer stopSavings()
 	err := g.srv.Run(ctx, ln)
 	g.proxy.Wait()
 	g.proxy.CloseIdleConnections()

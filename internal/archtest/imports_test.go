@@ -22,6 +22,8 @@ var rules = map[string][]string{
 	"internal/recall":            {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/compaction":        {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/tokens":            {"internal/proxy", "internal/inject", "internal/capture"},
+	"internal/ui":                {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/savings":           {"internal/proxy", "internal/inject", "internal/capture", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/dialect/anthropic": {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/dialect/responses": {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 }

@@ -74,6 +74,7 @@ func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model strin
 		Preserved:     out.Preserved,
 		Tokens:        c.counter.Text(model, out.Summary),
 		CoveredTokens: covered,
+		Summariser:    by,
 		CreatedAt:     c.opts.Now(),
 	}
 	if prev != nil {

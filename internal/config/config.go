@@ -46,6 +46,11 @@ type Config struct {
 	// Keys are the gateway API keys. When any is configured, every request
 	// must present one as "Authorization: Bearer <key>".
 	Keys []Key `yaml:"keys"`
+	// AdminKeyHash is "sha256:<hex>" of the admin key, which may use the web
+	// inspector (/ui) on every tenant (GATEWAY_ADMIN_KEY_HASH); empty for
+	// none. With no admin key and no gateway keys, /ui answers loopback
+	// clients only.
+	AdminKeyHash string `yaml:"admin_key_hash"`
 }
 
 // Upstream configures the upstream client.
@@ -360,6 +365,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		"GATEWAY_SQLITE_PATH":        &cfg.Store.SQLitePath,
 		"GATEWAY_POSTGRES_URL":       &cfg.Store.PostgresURL,
 		"GATEWAY_REDIS_URL":          &cfg.Store.RedisURL,
+		"GATEWAY_ADMIN_KEY_HASH":     &cfg.AdminKeyHash,
 	}
 	for name, dst := range str {
 		if v := getenv(name); v != "" {
@@ -510,6 +516,9 @@ func (c Config) Validate() error {
 	}
 	if rc.Embeddings.Batch <= 0 {
 		bad("recall.embeddings.batch", "must be positive")
+	}
+	if h := c.AdminKeyHash; h != "" && (!strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64) {
+		bad("admin_key_hash", "must be sha256:<64 hex digits> (see `gateway hash-key`)")
 	}
 	for i, k := range c.Keys {
 		key := fmt.Sprintf("keys[%d]", i)

@@ -74,8 +74,11 @@ type Summary struct {
 	Tokens       int       `json:"tokens"`
 	// CoveredTokens is what the messages this summary and its predecessors
 	// replaced would cost verbatim, for the tokens-saved accounting.
-	CoveredTokens int       `json:"covered_tokens"`
-	CreatedAt     time.Time `json:"created_at"`
+	CoveredTokens int `json:"covered_tokens"`
+	// Summariser is what wrote the version: "model" or "extractive" (the
+	// deterministic fallback); "" for versions stored before it was recorded.
+	Summariser string    `json:"summariser,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // Preserved lists the specifics a summary must carry verbatim.

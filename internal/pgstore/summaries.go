@@ -97,12 +97,12 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		var err error
 		tag, err = tx.Exec(ctx, `
 		INSERT INTO summaries (tenant, user_id, conversation, version, from_seq, to_seq, content,
-		                       key_events, preserved, tokens, covered_tokens, created_at)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+		                       key_events, preserved, tokens, covered_tokens, created_at, model)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 		WHERE (SELECT coalesce(max(version), 0) FROM summaries
 		       WHERE tenant = $1 AND user_id = $2 AND conversation = $3) = $4 - 1`,
 			sum.Tenant, sum.User, sum.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-			ke, pr, sum.Tokens, sum.CoveredTokens, at)
+			ke, pr, sum.Tokens, sum.CoveredTokens, at, sum.Summariser)
 		return err
 	})
 	var pgErr *pgconn.PgError

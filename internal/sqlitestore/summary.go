@@ -110,10 +110,10 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 			return fmt.Errorf("%w: summary version %d, next is %d", memory.ErrConflict, sum.Version, want)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO summaries (tenant, user_id, conversation, version,
-				from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at, model)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id.Tenant, id.User, id.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(created))
+			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(created), sum.Summariser)
 		if err != nil {
 			return fmt.Errorf("insert summary: %w", err)
 		}
