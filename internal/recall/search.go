@@ -85,15 +85,21 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		topK = q.TopK
 	}
 	vecs, err := s.emb.Embed(ctx, []string{text})
-	if err != nil {
+	// A query embedding that comes too late leaves the full-text ranking
+	// alone (see WithEmbedDeadline).
+	lexical := noteLate(ctx, err)
+	if err != nil && !lexical {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
 	iq := memory.ItemQuery{
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
-		Embedding:   vecs[0], Model: s.emb.Model(), Dims: s.emb.Dims(),
-		Text:  text,
-		Limit: max(20, 4*topK),
+		Model:       s.emb.Model(), Dims: s.emb.Dims(),
+		Text:        text,
+		Limit:       max(20, 4*topK),
+	}
+	if !lexical {
+		iq.Embedding = vecs[0]
 	}
 	// The two rankings are independent: run them at once, so a remote
 	// store costs one round trip of latency, not two.
@@ -106,7 +112,10 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		defer close(done)
 		byText, textErr = s.store.SearchText(ctx, iq)
 	}()
-	byVec, err := s.store.SearchVector(ctx, iq)
+	var byVec []memory.Item
+	if !lexical {
+		byVec, err = s.store.SearchVector(ctx, iq)
+	}
 	<-done
 	if err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
