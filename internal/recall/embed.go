@@ -116,4 +116,3 @@ func ContentHash(model, text string) string {
 	h.Write([]byte(text))
 	return hex.EncodeToString(h.Sum(nil))
 }
-

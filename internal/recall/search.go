@@ -95,8 +95,8 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
 		Model:       s.emb.Model(), Dims: s.emb.Dims(),
-		Text:        text,
-		Limit:       max(20, 4*topK),
+		Text:  text,
+		Limit: max(20, 4*topK),
 	}
 	if !lexical {
 		iq.Embedding = vecs[0]
