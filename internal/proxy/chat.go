@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -48,7 +47,7 @@ func (p *Proxy) handleChat(c echo.Context) error {
 	out := raw
 	if id.User != "" && mode != memory.ModeOff {
 		if id.Conversation == "" {
-			id.Conversation = chatreq.NewConversationID()
+			id.Conversation = conversationFor(id, req.Parsed)
 			mreq.Identity = id
 		}
 		w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
@@ -83,24 +82,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 }
 
 // inject asks the Preparer for the messages to send and returns the body to
-// forward, setting the X-Memory-* response headers. On any failure it
-// returns the client's body unchanged and marks the response degraded.
+// forward (see injectMemory).
 func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *chatreq.Request, mreq memory.Request) []byte {
-	prep, err := p.prepareWithin(ctx, mreq)
-	var out []byte
-	if err == nil {
-		out, err = req.WithMessages(prep.Messages)
-	}
-	if err != nil {
-		p.m.degraded.Inc()
-		h["X-Memory-Degraded"] = []string{"true"}
-		p.log.Warn("memory unavailable, forwarding without it", "request_id", x.ID(), "error", err)
-		return req.Raw
-	}
-	h["X-Memory-Tokens-Original"] = []string{strconv.Itoa(prep.TokensOriginal)}
-	h["X-Memory-Tokens-Sent"] = []string{strconv.Itoa(prep.TokensSent)}
-	if prep.OverBudget {
-		h["X-Memory-Over-Budget"] = []string{"true"}
-	}
-	return out
+	return p.injectMemory(ctx, h, x, mreq, req.Raw, req.WithMessages)
 }

@@ -2,11 +2,17 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
 )
 
 // Preparer rewrites the message list of a memory-on chat request
@@ -43,6 +49,25 @@ func (p *Proxy) identify(h http.Header, bodyUser string) (memory.Identity, memor
 	return id, mode, nil
 }
 
+// conversationFor is the conversation of a memory-on request that names
+// none: a client that resends earlier turns gets the id derived from its
+// history's start (memory.DerivedConversation), so every turn of one chat
+// lands in one conversation; a client that sends only its current turn
+// (a user message, or a tool loop) continues the user's default
+// conversation (memory.DefaultConversation).
+func conversationFor(id memory.Identity, msgs []memory.Message) string {
+	rest := make([]memory.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !memory.IsSystem(m.Role) {
+			rest = append(rest, m)
+		}
+	}
+	if earlier, _ := memory.SplitCurrent(rest); len(earlier) > 0 {
+		return memory.DerivedConversation(id.Tenant, id.User, msgs)
+	}
+	return memory.DefaultConversation
+}
+
 // prepareResult is one Prepare call's outcome.
 type prepareResult struct {
 	p   memory.Prepared
@@ -50,8 +75,12 @@ type prepareResult struct {
 }
 
 // prepareWithin calls Prepare under LoadTimeout and stops waiting when the
-// deadline passes even if Prepare ignores its context.
+// deadline passes even if Prepare ignores its context. The Preparer leaves
+// out, on its own, the parts that are late (Prepared.Degraded); this
+// deadline only bounds one that hangs as a whole.
 func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.Prepared, error) {
+	start := time.Now()
+	defer func() { p.m.prepare.Observe(time.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
 	defer cancel()
 	done := make(chan prepareResult, 1)
@@ -64,12 +93,52 @@ func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.P
 		if r.err == nil && len(r.p.Messages) == 0 {
 			r.err = errors.New("prepare returned no messages")
 		}
-		if r.err == nil {
-			p.m.tokensSent.Add(float64(r.p.TokensSent))
-			p.m.tokensSaved.Add(float64(max(0, r.p.TokensOriginal-r.p.TokensSent)))
-		}
 		return r.p, r.err
 	case <-ctx.Done():
 		return memory.Prepared{}, ctx.Err()
 	}
+}
+
+// injectMemory asks the Preparer for the messages to send and returns the
+// body to forward (render turns them into the client's request), setting
+// the X-Memory-* response headers and the exchange's memory accounting. A
+// part that did not load is named in X-Memory-Degraded (comma-separated,
+// e.g. "embedding" or "recall,summary") and the rest of memory is still
+// used; when preparing fails as a whole the client's body (raw) goes
+// unchanged, marked "store" when the store is unreachable, else "all".
+func (p *Proxy) injectMemory(ctx context.Context, h http.Header, x *server.Exchange, mreq memory.Request, raw []byte, render func([]json.RawMessage) ([]byte, error)) []byte {
+	prep, err := p.prepareWithin(ctx, mreq)
+	var out []byte
+	if err == nil {
+		out, err = render(prep.Messages)
+	}
+	if err != nil {
+		part := memory.DegradedAll
+		if errors.Is(err, memory.ErrUnavailable) {
+			part = memory.DegradedStore
+		}
+		p.m.degraded.WithLabelValues(part).Inc()
+		h["X-Memory-Degraded"] = []string{part}
+		x.SetMemory(0, 0, part)
+		p.log.LogAttrs(ctx, slog.LevelWarn, "memory unavailable, forwarding without it",
+			slog.String("request_id", x.ID()), slog.String("degraded", part), slog.String("error", err.Error()))
+		return raw
+	}
+	saved := max(0, prep.TokensOriginal-prep.TokensSent)
+	p.m.tokensSent.Add(float64(prep.TokensSent))
+	p.m.tokensSaved.Add(float64(saved))
+	degraded := strings.Join(prep.Degraded, ",")
+	for _, part := range prep.Degraded {
+		p.m.degraded.WithLabelValues(part).Inc()
+	}
+	if degraded != "" {
+		h["X-Memory-Degraded"] = []string{degraded}
+	}
+	x.SetMemory(prep.TokensSent, saved, degraded)
+	h["X-Memory-Tokens-Original"] = []string{strconv.Itoa(prep.TokensOriginal)}
+	h["X-Memory-Tokens-Sent"] = []string{strconv.Itoa(prep.TokensSent)}
+	if prep.OverBudget {
+		h["X-Memory-Over-Budget"] = []string{"true"}
+	}
+	return out
 }
