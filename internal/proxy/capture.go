@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/capture"
+	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -202,28 +203,28 @@ func (t *tee) feed(chunk []byte) {
 	}
 }
 
-var dataPrefix = []byte("data:")
-
-// run splits the chunks into lines and passes the payload of each data
-// line (except [DONE]) to the StreamReply.
+// run decodes the chunks as an event stream (sse.Decoder: multi-line data
+// fields joined, CRLF and CR line ends, comments skipped) and passes each
+// event but the [DONE] sentinel to the StreamReply.
 func (t *tee) run() {
 	defer close(t.done)
-	var line []byte
+	dec := sse.NewDecoder(0, func(ev sse.Event) error {
+		if p := bytes.TrimSpace(ev.Data); len(p) > 0 && string(p) != "[DONE]" {
+			return t.reply.AddEvent(ev.Type, p)
+		}
+		return nil
+	})
 	for chunk := range t.ch {
-		for len(chunk) > 0 {
-			i := bytes.IndexByte(chunk, '\n')
-			if i < 0 {
-				line = append(line, chunk...)
-				break
+		if t.err == nil {
+			if _, err := dec.Write(chunk); err != nil {
+				t.err = err
 			}
-			line = append(line, chunk[:i]...)
-			chunk = chunk[i+1:]
-			if t.err == nil && bytes.HasPrefix(line, dataPrefix) {
-				if p := bytes.TrimSpace(line[len(dataPrefix):]); len(p) > 0 && string(p) != "[DONE]" {
-					t.err = t.reply.Add(p)
-				}
-			}
-			line = line[:0]
+		}
+	}
+	// A last event the upstream did not end with a blank line still counts.
+	if t.err == nil {
+		if _, err := dec.Write([]byte("\n\n")); err != nil {
+			t.err = err
 		}
 	}
 }
