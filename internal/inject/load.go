@@ -1,7 +1,9 @@
 package inject
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -171,6 +173,8 @@ wait:
 	if pending[partFacts] {
 		r, ok := got[partFacts]
 		switch {
+		case recalled && ok && r.err == nil:
+			ld.facts = withPinned(r.facts, ld.facts)
 		case recalled:
 			// Recall's facts include the pinned ones.
 		case ok && r.err == nil:
@@ -184,6 +188,25 @@ wait:
 		return loaded{}, fmt.Errorf("load memory: %w", err)
 	}
 	return ld, nil
+}
+
+// withPinned returns the pinned facts first, then the ranked facts that are
+// not among them.
+func withPinned(pinned, ranked []memory.Fact) []memory.Fact {
+	if len(pinned) == 0 {
+		return ranked
+	}
+	have := make(map[[2]string]bool, len(pinned))
+	for _, f := range pinned {
+		have[[2]string{f.Key, f.Value}] = true
+	}
+	out := slices.Clip(pinned)
+	for _, f := range ranked {
+		if !have[[2]string{f.Key, f.Value}] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // lateGrace is how long load waits past the last part's deadline for a part
@@ -211,7 +234,7 @@ func later(a, b time.Time) time.Time {
 }
 
 // continuation returns the stored messages that go before the client's new
-// messages (rest): replies the upstream broke off (memory.Message.Failed)
+// messages (rest), without their reasoning (withoutReasoning): replies the upstream broke off (memory.Message.Failed)
 // are never sent back as if they had been said, and the stored tail that
 // the client repeats at the start of rest — the user turn and assistant tool
 // call a tool loop resends with its results, or a retried message — is left
@@ -220,7 +243,7 @@ func continuation(stored, rest []memory.Message) []memory.Message {
 	out := make([]memory.Message, 0, len(stored))
 	for _, m := range stored {
 		if !m.Failed() {
-			out = append(out, m)
+			out = append(out, withoutReasoning(m))
 		}
 	}
 	for k := min(len(out), len(rest)); k > 0; k-- {
@@ -261,4 +284,33 @@ func recallText(msgs []memory.Message) string {
 		return text
 	}
 	return ""
+}
+
+// reasoningFields are the reply fields that carry a model's reasoning.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// withoutReasoning returns m with the reasoning fields removed from its Raw:
+// the store keeps a reply's reasoning, but it does not go back upstream as
+// history (providers such as DeepSeek reject reasoning_content in input).
+func withoutReasoning(m memory.Message) memory.Message {
+	if m.Role != "assistant" || !bytes.Contains(m.Raw, []byte(`"reasoning`)) {
+		return m
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(m.Raw, &fields) != nil {
+		return m
+	}
+	n := len(fields)
+	for _, f := range reasoningFields {
+		delete(fields, f)
+	}
+	if len(fields) == n {
+		return m
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return m
+	}
+	m.Raw = raw
+	return m
 }
