@@ -113,6 +113,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		byText, textErr = s.store.SearchText(ctx, iq)
 	}()
 	var byVec []memory.Item
+	err = nil
 	if !lexical {
 		byVec, err = s.store.SearchVector(ctx, iq)
 	}
@@ -228,6 +229,12 @@ func (s *Searcher) dedup(ctx context.Context, items []memory.Item, topK int) ([]
 	}
 	if len(missing) > 0 {
 		vecs, err := s.emb.Embed(ctx, missing)
+		if noteLate(ctx, err) {
+			for i := range items {
+				items[i].Embedding = nil // dedup by text alone
+			}
+			return Dedup(items, topK), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("embed results: %w", err)
 		}
