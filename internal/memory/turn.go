@@ -74,3 +74,22 @@ func DerivedConversation(tenant, user string, msgs []Message) string {
 	h.Write([]byte(strings.TrimSpace(first)))
 	return "chat-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
+
+// ImpliedConversation is the conversation of a request that names none. A
+// client that resends earlier turns gets DerivedConversation, so every turn
+// of one chat lands in one conversation; a client that sends only its
+// current turn (a user message, or a tool loop; see SplitCurrent) continues
+// the user's DefaultConversation. msgs are the request's messages, system
+// ones included.
+func ImpliedConversation(tenant, user string, msgs []Message) string {
+	rest := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !IsSystem(m.Role) {
+			rest = append(rest, m)
+		}
+	}
+	if earlier, _ := SplitCurrent(rest); len(earlier) > 0 {
+		return DerivedConversation(tenant, user, msgs)
+	}
+	return DefaultConversation
+}

@@ -50,22 +50,9 @@ func (p *Proxy) identify(h http.Header, bodyUser string) (memory.Identity, memor
 }
 
 // conversationFor is the conversation of a memory-on request that names
-// none: a client that resends earlier turns gets the id derived from its
-// history's start (memory.DerivedConversation), so every turn of one chat
-// lands in one conversation; a client that sends only its current turn
-// (a user message, or a tool loop) continues the user's default
-// conversation (memory.DefaultConversation).
+// none (see memory.ImpliedConversation).
 func conversationFor(id memory.Identity, msgs []memory.Message) string {
-	rest := make([]memory.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if !memory.IsSystem(m.Role) {
-			rest = append(rest, m)
-		}
-	}
-	if earlier, _ := memory.SplitCurrent(rest); len(earlier) > 0 {
-		return memory.DerivedConversation(id.Tenant, id.User, msgs)
-	}
-	return memory.DefaultConversation
+	return memory.ImpliedConversation(id.Tenant, id.User, msgs)
 }
 
 // prepareResult is one Prepare call's outcome.
