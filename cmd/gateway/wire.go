@@ -107,7 +107,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	st, q, closers, err := openStore(ctx, cfg, logger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errStoreDown, err)
 	}
 	m := &memoryLayer{store: st, queue: q, closers: closers}
 	fail := func(err error) (*memoryLayer, error) {
@@ -176,22 +176,17 @@ type httpDeps struct {
 // deps returns the HTTP side's collaborators.
 func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 	d := httpDeps{
-		Resolver: auth.New(cfg.Keys),
+		Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey),
 		Preparer: m.preparer,
 		Capturer: m.capturer,
 		Admin:    m.store,
 		Ready:    m.store.Ping,
 	}
-	d.Collectors = append(d.Collectors, m.collectors...)
-	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
-	if m.worker != nil {
-		d.Collectors = append(d.Collectors, m.worker.Collectors()...)
-	}
+	d.Collectors = m.allCollectors()
 	if m.recall != nil {
 		// Only a non-nil manager goes into the interface (a typed nil would not
 		// compare equal to nil).
 		d.Recall = m.recall.manager
-		d.Collectors = append(d.Collectors, m.recall.collectors...)
 	}
 	return d
 }
@@ -201,6 +196,8 @@ func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 type gatewayHTTP struct {
 	srv   *server.Server
 	proxy *proxy.Proxy
+	// reg is the registry /metrics serves.
+	reg *prometheus.Registry
 }
 
 // newHTTP wires the HTTP side for cfg: one Prometheus registry (Go and
@@ -220,14 +217,14 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	p, err := proxy.New(proxy.Options{
 		Upstream:     cfg.Upstream,
 		MaxBodyBytes: cfg.MaxBodyBytes,
-		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
+		LoadTimeout:  prepareTimeout(cfg),
 	}, proxy.Deps{Resolver: d.Resolver, Preparer: d.Preparer, Capturer: d.Capturer}, logger, reg)
 	if err != nil {
 		return nil, err
 	}
 	p.Register(srv)
 	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
-	return &gatewayHTTP{srv: srv, proxy: p}, nil
+	return &gatewayHTTP{srv: srv, proxy: p, reg: reg}, nil
 }
 
 // Handler returns the gateway's HTTP handler, for tests.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -35,23 +36,24 @@ type OpenAI struct {
 	model  string
 	dims   int
 	batch  int
-	// observe, when set, is told how long each Embed call took.
-	observe func(time.Duration)
+	// latency times each Embed call (memgate_embedding_seconds).
+	latency prometheus.Histogram
 }
 
 // NewOpenAI returns an embedder calling client with model, asking for dims
 // dimensions and sending at most batch texts per request (batch < 1 means 1).
 func NewOpenAI(client EmbeddingsClient, model string, dims, batch int) *OpenAI {
-	return &OpenAI{client: client, model: model, dims: dims, batch: max(1, batch)}
+	return &OpenAI{client: client, model: model, dims: dims, batch: max(1, batch),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "memgate_embedding_seconds",
+			Help:    "Duration of embedding calls to the provider (one per Embed, its batches included), whether a request waited for them or not.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5, 5},
+		})}
 }
 
-// WithLatency returns o reporting the duration of every Embed call to
-// observe (a histogram's Observe in seconds, through EmbedMetrics).
-func (o *OpenAI) WithLatency(observe func(time.Duration)) *OpenAI {
-	c := *o
-	c.observe = observe
-	return &c
-}
+// Collectors returns the embedder's Prometheus collectors: the latency of
+// its calls to the provider.
+func (o *OpenAI) Collectors() []prometheus.Collector { return []prometheus.Collector{o.latency} }
 
 // Model returns the embedding model's name.
 func (o *OpenAI) Model() string { return o.model }
@@ -62,9 +64,7 @@ func (o *OpenAI) Dims() int { return o.dims }
 // Embed returns one vector per text. It fails when the endpoint fails or
 // answers with a vector count or dimension other than asked for.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if o.observe != nil {
-		defer func(start time.Time) { o.observe(time.Since(start)) }(time.Now())
-	}
+	defer func(start time.Time) { o.latency.Observe(time.Since(start).Seconds()) }(time.Now())
 	out := make([][]float32, len(texts))
 	for start := 0; start < len(texts); start += o.batch {
 		end := min(len(texts), start+o.batch)
