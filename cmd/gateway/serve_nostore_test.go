@@ -22,7 +22,9 @@ func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	vars["GATEWAY_LISTEN"] = "127.0.0.1:0"
-	go func() { done <- run(ctx, []string{"gateway", "serve"}, env(vars), strings.NewReader(""), io.Discard, logs) }()
+	go func() {
+		done <- run(ctx, []string{"gateway", "serve"}, env(vars), strings.NewReader(""), io.Discard, logs)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {

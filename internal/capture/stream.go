@@ -50,14 +50,14 @@ type streamChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Role      string  `json:"role"`
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
+			Role    string  `json:"role"`
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
 			// Reasoning text, as DeepSeek-style (reasoning_content) and
 			// OpenRouter-style (reasoning) chat APIs stream it.
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
-			ToolCalls []struct {
+			ToolCalls        []struct {
 				Index    int          `json:"index"`
 				ID       string       `json:"id"`
 				Type     string       `json:"type"`
