@@ -279,7 +279,7 @@ func Default() Config {
 		Memory: Memory{
 			RecentMessages:    20,
 			LoadTimeout:       Duration(150 * time.Millisecond),
-			EmbeddingTimeout:  Duration(250 * time.Millisecond),
+			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
 			Shares:            Shares{Summary: 0.30, Facts: 0.15, Recall: 0.20},
