@@ -95,9 +95,6 @@ func embedCell(ctx context.Context, args []string, stdout, stderr io.Writer) err
 					on, off = append(on, dOn), append(off, dOff)
 					if hdr != "" {
 						degraded[hdr]++
-						if os.Getenv("CELL_DEBUG") != "" {
-							fmt.Fprintln(stderr, "degraded", marker, hdr, dOn)
-						}
 					}
 					mu.Unlock()
 				}
