@@ -56,6 +56,19 @@ fi
 # fold NAME FILE puts FILE into the NAME section of BENCHMARKS.md.
 fold() { "$tmp/bench" fold -out "$out" -section "$1" "$2"; }
 
+# The remote-embedding cell: an OpenAI-compatible embeddings endpoint
+# answering in 200 ms, default settings (go run ./bench/cmd/bench embed-cell).
+if [ "$search_only" != "1" ]; then
+	echo "remote-embedding cell ..." >&2
+	if "$tmp/bench" embed-cell -embed-latency 200ms >"$tmp/embed.md"; then
+		fold embed-cell "$tmp/embed.md"
+		cat "$tmp/embed.md"
+	else
+		echo "bench.sh: the remote-embedding cell failed" >&2
+		status=1
+	fi
+fi
+
 if [ -f bench/search/main.go ] && [ "$search_sizes" != "none" ]; then
 	echo "recall search benchmark: sizes $search_sizes, budget $search_budget, section $search_section ..." >&2
 	title="Recall search on PostgreSQL + pgvector"

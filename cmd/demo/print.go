@@ -55,7 +55,7 @@ func (p *printer) turn(user string, call standin.Call, reply launch.Reply, sent,
 		fmt.Fprintf(p.w, " · headers X-Memory-Tokens-Sent=%d X-Memory-Tokens-Original=%d", reply.TokensSent, reply.TokensOriginal)
 	}
 	if reply.Degraded {
-		fmt.Fprint(p.w, " · X-Memory-Degraded: true (memory not loaded in time)")
+		fmt.Fprint(p.w, " · X-Memory-Degraded (a memory part not loaded in time)")
 	}
 	fmt.Fprintf(p.w, "\nassistant (stand-in) › %s\n", short(reply.Content, 110))
 }

@@ -220,6 +220,9 @@ func budgetConfig(t *testing.T, upURL string, budget int) config.Config {
 	t.Helper()
 	c := config.Default()
 	c.Upstream.BaseURL = upURL
+	// A key for the side models (the summariser): without one they are
+	// not called.
+	c.Upstream.APIKey = "test-upstream-key"
 	c.Upstream.Retries = 0
 	c.Upstream.Breaker.OpenTimeout = config.Duration(100 * time.Millisecond)
 	c.Memory.MaxContextTokens = budget

@@ -80,7 +80,7 @@ func serveInspectorGateway(t *testing.T, up string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-admin_key_hash: %s
+admin_key: %s
 upstream:
   base_url: %s
   api_key: sk-upstream-test

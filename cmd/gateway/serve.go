@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/tokens"
 )
@@ -28,45 +29,107 @@ const flushTimeout = 10 * time.Second
 // then pending captures are flushed, the capture worker stopped and the
 // store closed. It logs JSON to logw; the "listening" line carries the bound
 // address.
+//
+// A store that cannot be reached at start-up does not stop it: the gateway
+// serves as a plain proxy (X-Memory-Degraded: store, /healthz/store 503)
+// and keeps retrying the connection in the background, switching memory on
+// when it comes. A configuration error still fails the start.
 func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg, logger, mem, err := start(ctx, getenv, logw)
+	cfg, logger, err := setup(getenv, logw)
 	if err != nil {
 		return err
 	}
-	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	var workers sync.WaitGroup
-	workers.Go(func() { _ = mem.runWorkers(workerCtx, cfg.Capture.Worker, logger) })
-	defer func() {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-		defer cancel()
-		if err := mem.capturer.Close(fctx); err != nil {
-			logger.Error("flush captures", "error", err)
-		}
-		stopWorker()
-		workers.Wait()
-		if err := mem.close(); err != nil {
-			logger.Error("close store", "error", err)
-		}
-	}()
-
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
 	routeStdLog(logger)
-	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
+	sideModelKeys(cfg, logger)
+
+	late := newLateMemory(cfg, logger)
+	srv, err := newHTTP(cfg, late.httpDeps(cfg, httpDeps{Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey)}), logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
+	srv.srv.HandleStoreHealth(late.Ping)
+
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorker()
+	var workers sync.WaitGroup
+	ready := func(m *memoryLayer) {
+		for _, c := range m.allCollectors() {
+			if err := srv.reg.Register(c); err != nil {
+				logger.Warn("register memory metrics", "error", err)
+			}
+		}
+		// The capture worker (when in-process) and the enricher; errors
+		// are logged by runWorkers.
+		workers.Go(func() { _ = m.runWorkers(workerCtx, cfg.Capture.Worker, logger) })
+		late.set(m)
+	}
+	open := func(ctx context.Context) (*memoryLayer, error) { return openMemory(ctx, cfg, counter, logger) }
+	switch m, err := open(ctx); {
+	case err == nil:
+		ready(m)
+	case errors.Is(err, errStoreDown):
+		logger.Warn("memory store unreachable: serving as a plain proxy (X-Memory-Degraded: store) and retrying in the background", "error", err)
+		workers.Go(func() {
+			err := connect(workerCtx, open, func(m *memoryLayer) {
+				ready(m)
+				logger.Info("memory store connected: memory is on")
+			}, logger)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				logger.Error("memory stays off", "error", err)
+			}
+		})
+	default:
+		return err
+	}
+	workers.Go(func() { late.watch(workerCtx) })
+	defer func() {
+		if m := late.cur.Load(); m != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			defer cancel()
+			if err := m.capturer.Close(fctx); err != nil {
+				logger.Error("flush captures", "error", err)
+			}
+		}
+		stopWorker()
+		workers.Wait()
+		if m := late.cur.Load(); m != nil {
+			if err := m.close(); err != nil {
+				logger.Error("close store", "error", err)
+			}
+		}
+	}()
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL,
-		"store", cfg.Store.Driver, "gateway_keys", len(cfg.Keys), "version", buildVersion())
+		"store", cfg.Store.Driver, "memory", late.cur.Load() != nil, "gateway_keys", len(cfg.Keys),
+		"admin", adminAccess(cfg), "version", buildVersion())
 	if err := srv.Run(ctx, ln); err != nil {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// adminAccess says who the management API answers, for the start-up log.
+func adminAccess(cfg config.Config) string {
+	switch {
+	case cfg.AdminKey != "" && len(cfg.Keys) > 0:
+		return "admin key or gateway keys"
+	case cfg.AdminKey != "":
+		return "admin key"
+	case len(cfg.Keys) > 0:
+		return "gateway keys"
+	}
+	return "loopback clients only"
 }
 
 // worker runs only the capture worker, for deployments that persist

@@ -103,7 +103,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	st, q, closers, err := openStore(ctx, cfg, logger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errStoreDown, err)
 	}
 	m := &memoryLayer{store: st, queue: q, closers: closers}
 	fail := func(err error) (*memoryLayer, error) {
@@ -167,25 +167,17 @@ type httpDeps struct {
 // deps returns the HTTP side's collaborators.
 func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 	d := httpDeps{
-		Resolver: auth.New(cfg.Keys),
+		Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey),
 		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
 		Capturer: m.capturer,
 		Admin:    m.store,
 		Ready:    m.store.Ping,
 	}
-	d.Collectors = append(d.Collectors, m.collectors...)
-	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
-	if m.worker != nil {
-		d.Collectors = append(d.Collectors, m.worker.Collectors()...)
-	}
-	if m.enricher != nil {
-		d.Collectors = append(d.Collectors, m.enricher.Collectors()...)
-	}
+	d.Collectors = m.allCollectors()
 	if m.recall != nil {
 		// Only a non-nil manager goes into the interface (a typed nil would not
 		// compare equal to nil).
 		d.Recall = m.recall.manager
-		d.Collectors = append(d.Collectors, m.recall.collectors...)
 	}
 	return d
 }
@@ -196,6 +188,8 @@ type gatewayHTTP struct {
 	srv     *server.Server
 	proxy   *proxy.Proxy
 	savings *savings.Recorder
+	// reg is the registry /metrics serves.
+	reg *prometheus.Registry
 }
 
 // newHTTP wires the HTTP side for cfg: one Prometheus registry (Go and
@@ -216,7 +210,7 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	p, err := proxy.New(proxy.Options{
 		Upstream:     cfg.Upstream,
 		MaxBodyBytes: cfg.MaxBodyBytes,
-		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
+		LoadTimeout:  prepareTimeout(cfg),
 	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer}, logger, reg)
 	if err != nil {
 		return nil, err
@@ -226,7 +220,7 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
 		return nil, err
 	}
-	return &gatewayHTTP{srv: srv, proxy: p, savings: rec}, nil
+	return &gatewayHTTP{srv: srv, proxy: p, savings: rec, reg: reg}, nil
 }
 
 // Handler returns the gateway's HTTP handler, for tests.

@@ -64,6 +64,8 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
 		FactsMax:          cfg.Recall.FactsMaxInjected,
 		Template:          cfg.Memory.Template,
+		LoadTimeout:       cfg.Memory.LoadTimeout.D(),
+		EmbedTimeout:      cfg.Memory.EmbeddingTimeout.D(),
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("memory.template: %w", err)
@@ -74,7 +76,8 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 // newCompactor builds the compaction after-save hook from cfg, or returns
 // nil when compaction.enabled is false. The summariser is compaction.model
 // at compaction.base_url (default upstream.base_url) with compaction.api_key
-// (default upstream.api_key), each call bounded by compaction.timeout,
+// (default upstream.api_key) — or, with neither key set, the extractive
+// summariser alone (see sideModelKeys) — each call bounded by compaction.timeout,
 // behind a circuit breaker configured like the upstream's; the extractive
 // summariser takes over after compaction.fallback_after failures in a row.
 // The watermarks are fractions of the recent turns' share of the budget of
@@ -91,13 +94,16 @@ func newCompactor(cfg config.Config, st compactionStore, counter *tokens.Counter
 	if key == "" {
 		key = cfg.Upstream.APIKey
 	}
-	oc := openai.DefaultConfig(key)
-	oc.BaseURL = base
-	oc.HTTPClient = &http.Client{Timeout: cp.Timeout.D()}
 	count := func(s string) int { return counter.Text(cp.Model, s) }
-	model := compaction.NewLLM(openai.NewClientWithConfig(oc), cp.Model, count)
-	br := cfg.Upstream.Breaker
-	primary := compaction.NewBreaker(model, uint32(br.ConsecutiveFailures), br.OpenTimeout.D())
+	var primary compaction.Summarizer = compaction.NewExtractive(count)
+	if key != "" {
+		oc := openai.DefaultConfig(key)
+		oc.BaseURL = base
+		oc.HTTPClient = &http.Client{Timeout: cp.Timeout.D()}
+		model := compaction.NewLLM(openai.NewClientWithConfig(oc), cp.Model, count)
+		br := cfg.Upstream.Breaker
+		primary = compaction.NewBreaker(model, uint32(br.ConsecutiveFailures), br.OpenTimeout.D())
+	}
 
 	budget := budgetFor(cfg, counter, cp.Model)
 	sh := cfg.Memory.Shares
@@ -118,4 +124,28 @@ func newCompactor(cfg config.Config, st compactionStore, counter *tokens.Counter
 		Timeout:          cp.Timeout.D(),
 		Model:            cp.Model,
 	}, logger)
+}
+
+// sideModelKeys warns, once at start-up, about the side-model calls that
+// have no key to send — the summariser (compaction.api_key, else
+// upstream.api_key) and fact extraction (recall.extraction.api_key, else
+// upstream.api_key) — which are then not attempted: extractive summaries
+// and pattern facts take over. With client pass-through auth the client's
+// key is never reused for them.
+func sideModelKeys(cfg config.Config, logger *slog.Logger) {
+	if cfg.Compaction.Enabled && cfg.Compaction.APIKey == "" && cfg.Upstream.APIKey == "" {
+		logger.Warn("no key for the summariser (compaction.api_key or upstream.api_key): summaries are extractive")
+	}
+	if cfg.Recall.Enabled && cfg.Recall.Extraction.Enabled && cfg.Recall.Extraction.APIKey == "" && cfg.Upstream.APIKey == "" {
+		logger.Warn("no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")
+	}
+}
+
+// extractionKey returns the key fact extraction sends, "" when it has none
+// (and is then not attempted).
+func extractionKey(cfg config.Config) string {
+	if k := cfg.Recall.Extraction.APIKey; k != "" {
+		return k
+	}
+	return cfg.Upstream.APIKey
 }

@@ -97,6 +97,9 @@ func storeConfigs(t *testing.T, up *upstreamtest.Server) map[string]func(t *test
 	base := func() config.Config {
 		c := config.Default()
 		c.Upstream.BaseURL = up.URL()
+		// A key for the side models (summariser, fact extraction): without
+		// one they are not called.
+		c.Upstream.APIKey = "test-upstream-key"
 		c.Upstream.Retries = 0
 		// These tests check what memory holds, not how fast it loads: under
 		// -race on a busy machine the default 150ms deadline would degrade

@@ -69,6 +69,9 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 		return nil, err
 	}
 	l := &recallLayer{embedder: emb, closers: closers}
+	if c, ok := emb.(interface{ Collectors() []prometheus.Collector }); ok {
+		l.collectors = append(l.collectors, c.Collectors()...)
+	}
 	searcher := recall.NewSearcher(rs, emb, recall.SearchOptions{
 		TopK:            rc.TopK,
 		MinSimilarity:   rc.MinSimilarity,
@@ -82,7 +85,7 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 	indexer := recall.NewIndexer(rs, emb, logger)
 	ttl := factTTL(rc.FactTTL)
 	l.manager = recall.NewManager(rs, indexer, l.recaller, rc.FactsMaxStored, ttl)
-	if rc.Extraction.Enabled {
+	if rc.Extraction.Enabled && extractionKey(cfg) != "" {
 		base, key := rc.Extraction.BaseURL, rc.Extraction.APIKey
 		if base == "" {
 			base = cfg.Upstream.BaseURL

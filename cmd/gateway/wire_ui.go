@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,7 +54,7 @@ func runSavings(ctx context.Context, rec *savings.Recorder) (stop func()) {
 // store's optional inspection reads are used when it has them.
 func registerInspector(cfg config.Config, d httpDeps, rec *savings.Recorder, srv *server.Server, reg prometheus.Gatherer, logger *slog.Logger) error {
 	deps := ui.Deps{
-		Guard:    ui.KeyGuard(d.Resolver, cfg.AdminKeyHash),
+		Guard:    ui.KeyGuard(d.Resolver, adminKeyHash(cfg.AdminKey)),
 		Store:    d.Admin,
 		Recall:   d.Recall,
 		Preparer: d.Preparer,
@@ -84,4 +87,15 @@ func registerInspector(cfg config.Config, d httpDeps, rec *savings.Recorder, srv
 	}
 	u.Register(srv)
 	return nil
+}
+
+// adminKeyHash returns the admin key as "sha256:<hex>", the form
+// ui.KeyGuard compares: key as configured when it is hashed already, else
+// its hash ("" for none).
+func adminKeyHash(key string) string {
+	if key == "" || strings.HasPrefix(key, "sha256:") {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -91,7 +91,7 @@ func (g *Gateway) Chat(ctx context.Context, model string, who Who, messages []js
 		Content:        cc.Choices[0].Message.Content,
 		TokensOriginal: h("X-Memory-Tokens-Original"),
 		TokensSent:     h("X-Memory-Tokens-Sent"),
-		Degraded:       resp.Header.Get("X-Memory-Degraded") == "true",
+		Degraded:       resp.Header.Get("X-Memory-Degraded") != "",
 		OverBudget:     resp.Header.Get("X-Memory-Over-Budget") == "true",
 	}, nil
 }

@@ -94,6 +94,9 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		"GATEWAY_SQLITE_PATH="+filepath.Join(opts.Dir, "memgate.db"),
 		"GATEWAY_UPSTREAM_BASE_URL="+opts.UpstreamURL,
 		"GATEWAY_LOG_LEVEL=info",
+		// The stand-in upstream takes any key; with one, the side models
+		// (summariser, fact extraction) are called as in production.
+		"GATEWAY_UPSTREAM_API_KEY=eval-stand-in-key",
 	)
 	bindToParent(cmd)
 	stderr, err := cmd.StderrPipe()

@@ -9,15 +9,22 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
 
-// IdentityResolver maps a request to its identity and memory mode
-// (implemented by internal/auth).
+// IdentityResolver decides who may call the management API and for which
+// tenant, and reads a preview's identity (implemented by internal/auth).
 type IdentityResolver interface {
-	Resolve(h http.Header, bodyUser string) (memory.Identity, memory.Mode, error)
+	// ResolveAdmin returns the caller's tenant, or why it may not call;
+	// remoteAddr is the TCP peer.
+	ResolveAdmin(h http.Header, remoteAddr string) (string, error)
+	// ResolveFor reads the user, conversation and mode for tenant.
+	ResolveFor(tenant string, h http.Header, bodyUser string) (memory.Identity, memory.Mode, error)
 }
 
 // Preparer assembles the messages a chat request would send (implemented
@@ -37,48 +44,66 @@ type Admin struct {
 }
 
 // New returns the management API over its collaborators; any of resolver,
-// store, recall and preparer may be nil (no resolver: every caller is the
-// default tenant; the routes of a missing collaborator answer 503).
-// maxBody caps a preview's body, as it caps a chat request's.
+// store, recall and preparer may be nil (no resolver: no key opens it, and
+// it answers loopback clients only, for the default tenant; the routes of a
+// missing collaborator answer 503). maxBody caps a preview's body, as it
+// caps a chat request's.
 func New(resolver IdentityResolver, store Store, recall Recall, preparer Preparer, maxBody int64, logger *slog.Logger) *Admin {
+	if resolver == nil {
+		resolver = auth.New(nil)
+	}
 	return &Admin{resolver: resolver, store: store, recall: recall, preparer: preparer, maxBody: maxBody, log: logger}
 }
 
-// Register adds the management routes to srv.
+// Register adds the management routes to srv. Every one of them is guarded
+// (see guard).
 func (a *Admin) Register(srv *server.Server) {
 	e, admin := srv.Echo(), srv.Route("memory_admin")
-	e.POST("/v1/memory/preview", a.handlePreview, srv.Route("preview"))
-	e.GET("/v1/memory/conversations", a.handleListConversations, admin)
-	e.GET("/v1/memory/conversations/:id", a.handleGetConversation, admin)
-	e.DELETE("/v1/memory/conversations/:id", a.handleDeleteConversation, admin)
-	e.DELETE("/v1/memory/users/:user", a.handleDeleteUser, admin)
-	e.GET("/v1/memory/users/:user/facts", a.handleListFacts, admin)
-	e.POST("/v1/memory/users/:user/facts", a.handleAddFact, admin)
-	e.DELETE("/v1/memory/users/:user/facts/:id", a.handleDeleteFact, admin)
-	e.POST("/v1/memory/search", a.handleSearch, admin)
+	e.POST("/v1/memory/preview", a.handlePreview, srv.Route("preview"), a.guard)
+	e.GET("/v1/memory/conversations", a.handleListConversations, admin, a.guard)
+	e.GET("/v1/memory/conversations/:id", a.handleGetConversation, admin, a.guard)
+	e.DELETE("/v1/memory/conversations/:id", a.handleDeleteConversation, admin, a.guard)
+	e.DELETE("/v1/memory/users/:user", a.handleDeleteUser, admin, a.guard)
+	e.GET("/v1/memory/users/:user/facts", a.handleListFacts, admin, a.guard)
+	e.POST("/v1/memory/users/:user/facts", a.handleAddFact, admin, a.guard)
+	e.DELETE("/v1/memory/users/:user/facts/:id", a.handleDeleteFact, admin, a.guard)
+	e.POST("/v1/memory/search", a.handleSearch, admin, a.guard)
 }
 
-// scope resolves the caller's tenant (checking the gateway key when keys
-// are configured) and the user the request addresses.
-func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Error) {
-	h := r.Header.Clone()
-	// Identity headers that address memory are taken from the URL here.
-	h.Del("X-Memory-User")
-	h.Del("X-Memory-Conversation")
-	h.Del("X-Memory-Mode")
-	tenant := memory.DefaultTenant
-	if a.resolver != nil {
-		id, _, err := a.resolver.Resolve(h, "")
+// tenantKey carries the tenant guard decided on.
+type tenantKey struct{}
+
+// guard lets a management call through only with the admin key, a gateway
+// key (for its tenant), or — no key configured at all — from a loopback
+// peer; the others get 401 or 403 and nothing is read.
+func (a *Admin) guard(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		tenant, err := a.resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 		if err != nil {
-			return memory.Identity{}, apierr.FromIdentity(err)
+			return apierr.FromIdentity(err)
 		}
-		tenant = id.Tenant
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		return next(c)
 	}
+}
+
+// tenantOf returns the tenant guard decided on for r.
+func tenantOf(r *http.Request) string {
+	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
+		return t
+	}
+	return memory.DefaultTenant
+}
+
+// scope returns the caller's tenant (decided by guard) and the user the
+// request addresses.
+func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Error) {
 	if user == "" {
 		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required.")
 	}
 	if !memory.ValidID(user) {
 		return memory.Identity{}, apierr.Invalid("user", "user must be 1-128 characters of [A-Za-z0-9._:@-].")
 	}
-	return memory.Identity{Tenant: tenant, User: user}, nil
+	return memory.Identity{Tenant: tenantOf(r), User: user}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/chatreq"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -56,15 +55,9 @@ func (a *Admin) handlePreview(c echo.Context) error {
 	if len(req.Messages) == 0 {
 		return apierr.Invalid("input", "The request holds no message memory can read.")
 	}
-	var (
-		id   memory.Identity
-		mode = memory.ModeOff
-	)
-	if a.resolver != nil {
-		var err error
-		if id, mode, err = a.resolver.Resolve(r.Header, req.User); err != nil {
-			return apierr.FromIdentity(err)
-		}
+	id, mode, err := a.resolver.ResolveFor(tenantOf(r), r.Header, req.User)
+	if err != nil {
+		return apierr.FromIdentity(err)
 	}
 	if id.User == "" {
 		return apierr.Invalid("X-Memory-User", "A memory preview needs a user: set X-Memory-User or the body's user.")
@@ -73,7 +66,7 @@ func (a *Admin) handlePreview(c echo.Context) error {
 		return apierr.Unavailable("Memory is not configured on this gateway.")
 	}
 	if id.Conversation == "" {
-		id.Conversation = chatreq.NewConversationID()
+		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Parsed)
 	}
 	mreq, aerr := req.Memory(r.Header, id, mode)
 	if aerr != nil {

@@ -133,6 +133,9 @@ func FromIdentity(err error) *Error {
 	case errors.Is(err, auth.ErrUnauthorized):
 		return &Error{Status: http.StatusUnauthorized, Type: TypeAuthentication, Code: "invalid_api_key",
 			Message: "A valid gateway key is required: Authorization: Bearer <key>."}
+	case errors.Is(err, auth.ErrLoopbackOnly):
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: "admin_loopback_only",
+			Message: "The management API answers only clients on this host until a key is configured: set admin_key (GATEWAY_ADMIN_KEY) or gateway keys."}
 	case errors.Is(err, auth.ErrForbidden):
 		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: "tenant_forbidden",
 			Message: "This key may not act for the requested tenant."}

@@ -65,6 +65,8 @@ type key struct {
 // Resolver resolves request identities. Its zero value has no keys.
 type Resolver struct {
 	keys []key
+	// admin is the sha256 of the admin key, nil without one.
+	admin *[sha256.Size]byte
 }
 
 // New returns a Resolver for the configured keys. Entries whose hash is not
@@ -170,12 +172,8 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 // is compared, in constant time, so timing reveals nothing about which
 // prefix matched.
 func (r *Resolver) match(authorization string) (key, bool) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return key{}, false
-	}
-	token = strings.TrimSpace(token)
-	if token == "" {
+	token, ok := bearer(authorization)
+	if !ok {
 		return key{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
@@ -189,4 +187,14 @@ func (r *Resolver) match(authorization string) (key, bool) {
 		return key{}, false
 	}
 	return r.keys[found], true
+}
+
+// bearer returns the token of "Bearer <token>".
+func bearer(authorization string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }

@@ -174,7 +174,6 @@ func TestStreamReplyRejects(t *testing.T) {
 	}{
 		{name: "empty stream"},
 		{name: "garbage chunk", chunks: []string{`not json`}, addErr: true},
-		{name: "error object", chunks: []string{`{"error":{"message":"boom"}}`}, addErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

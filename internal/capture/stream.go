@@ -10,14 +10,20 @@ import (
 )
 
 // StreamReply reassembles the assistant message of a streamed chat
-// completion from its chunks: content and refusal deltas concatenated, tool
-// calls merged by index, the finish reason, and the usage of the final usage
-// chunk. Only choice 0 is kept. A StreamReply is used by one goroutine.
+// completion from its chunks: content, refusal and reasoning
+// (reasoning_content, reasoning) deltas concatenated, tool calls merged by
+// index, the finish reason, and the usage of the final usage chunk. Only
+// choice 0 is kept. An error event in the stream (a chunk carrying an error
+// object, or an SSE event of type "error") marks the reply failed: what was
+// streamed before it is the reply, marked with memory.FailedField. A
+// StreamReply is used by one goroutine.
 type StreamReply struct {
 	role         string
 	content      strings.Builder
 	sawContent   bool
 	refusal      strings.Builder
+	reasoning    map[string]*strings.Builder // by field name
+	failed       string                      // the error event's message, when one came
 	calls        map[int]*toolCall
 	alias        map[int]int // delta index → slot in calls, when they differ
 	fn           *functionCall
@@ -44,10 +50,14 @@ type streamChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Role      string  `json:"role"`
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
+			Role    string  `json:"role"`
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+			// Reasoning text, as DeepSeek-style (reasoning_content) and
+			// OpenRouter-style (reasoning) chat APIs stream it.
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
 				Index    int          `json:"index"`
 				ID       string       `json:"id"`
 				Type     string       `json:"type"`
@@ -63,7 +73,7 @@ type streamChunk struct {
 
 // NewStreamReply returns an empty StreamReply.
 func NewStreamReply() *StreamReply {
-	return &StreamReply{calls: map[int]*toolCall{}, alias: map[int]int{}}
+	return &StreamReply{calls: map[int]*toolCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
 }
 
 // nextSlot returns a slot after every tool call seen so far.
@@ -75,16 +85,31 @@ func (s *StreamReply) nextSlot() int {
 	return n
 }
 
-// Add folds in one chunk: data is the JSON payload of one SSE "data:" line
-// (never the [DONE] sentinel). It fails with memory.ErrInvalid on a payload
-// that is not JSON or that carries an error object instead of a chunk.
-func (s *StreamReply) Add(data []byte) error {
+// Add folds in one chunk: data is the JSON payload of one SSE "data:"
+// event (never the [DONE] sentinel). It fails with memory.ErrInvalid on a
+// payload that is not JSON. A chunk carrying an error object marks the reply
+// failed (see AddEvent).
+func (s *StreamReply) Add(data []byte) error { return s.AddEvent("message", data) }
+
+// AddEvent folds in one SSE event of type typ ("message" for unnamed
+// events): an "error" event, or a payload carrying an error object, marks
+// the reply failed with the error's message; any other is a chunk (Add).
+func (s *StreamReply) AddEvent(typ string, data []byte) error {
 	var c streamChunk
 	if err := json.Unmarshal(data, &c); err != nil {
+		if typ == "error" {
+			s.fail(data)
+			return nil
+		}
 		return fmt.Errorf("%w: stream chunk: %v", memory.ErrInvalid, err)
 	}
+	if typ == "error" {
+		s.fail(data)
+		return nil
+	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return fmt.Errorf("%w: stream carried an error object", memory.ErrInvalid)
+		s.fail(c.Error)
+		return nil
 	}
 	s.chunks++
 	if c.Usage != nil {
@@ -105,6 +130,8 @@ func (s *StreamReply) Add(data []byte) error {
 		if d.Refusal != nil {
 			s.refusal.WriteString(*d.Refusal)
 		}
+		s.addReasoning("reasoning_content", d.ReasoningContent)
+		s.addReasoning("reasoning", d.Reasoning)
 		for _, tc := range d.ToolCalls {
 			slot, ok := s.alias[tc.Index]
 			if !ok {
@@ -162,7 +189,7 @@ func (s *StreamReply) FinishReason() string { return s.finishReason }
 // ReplyFromJSON — and the usage (nil when the stream reported none). It fails
 // with memory.ErrInvalid when no chunk arrived.
 func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
-	if s.chunks == 0 {
+	if s.chunks == 0 && s.failed == "" {
 		return memory.Message{}, nil, fmt.Errorf("%w: empty stream", memory.ErrInvalid)
 	}
 	fields := map[string]json.RawMessage{}
@@ -214,9 +241,74 @@ func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
 			return memory.Message{}, nil, err
 		}
 	}
+	for field, b := range s.reasoning {
+		if b.Len() > 0 {
+			if err := put(field, b.String()); err != nil {
+				return memory.Message{}, nil, err
+			}
+		}
+	}
 	msg, err := canonical(fields)
 	if err != nil {
 		return memory.Message{}, nil, err
 	}
+	if s.failed != "" {
+		if msg, err = memory.MarkFailed(msg, s.failed); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
 	return msg, s.usage, nil
+}
+
+// Failed returns the message of the error event that broke the stream off,
+// or "" when none came.
+func (s *StreamReply) Failed() string { return s.failed }
+
+// addReasoning appends a reasoning delta to field.
+func (s *StreamReply) addReasoning(field string, delta *string) {
+	if delta == nil || *delta == "" {
+		return
+	}
+	b := s.reasoning[field]
+	if b == nil {
+		b = &strings.Builder{}
+		s.reasoning[field] = b
+	}
+	b.WriteString(*delta)
+}
+
+// maxFailure caps the error message kept with a failed reply.
+const maxFailure = 512
+
+// fail marks the reply failed with the message of an error payload: the
+// error object's message, else its text.
+func (s *StreamReply) fail(payload []byte) {
+	var e struct {
+		Message string `json:"message"`
+		Error   struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(payload, &e) == nil {
+		msg = e.Error.Message
+		if msg == "" {
+			msg = e.Message
+		}
+	}
+	if msg == "" {
+		var str string
+		if json.Unmarshal(payload, &str) == nil {
+			msg = str
+		}
+	}
+	if msg == "" {
+		msg = "upstream error event"
+	}
+	if len(msg) > maxFailure {
+		msg = msg[:maxFailure]
+	}
+	if s.failed == "" {
+		s.failed = msg
+	}
 }

@@ -46,11 +46,11 @@ type Config struct {
 	// Keys are the gateway API keys. When any is configured, every request
 	// must present one as "Authorization: Bearer <key>".
 	Keys []Key `yaml:"keys"`
-	// AdminKeyHash is "sha256:<hex>" of the admin key, which may use the web
-	// inspector (/ui) on every tenant (GATEWAY_ADMIN_KEY_HASH); empty for
-	// none. With no admin key and no gateway keys, /ui answers loopback
-	// clients only.
-	AdminKeyHash string `yaml:"admin_key_hash"`
+	// AdminKey opens the management API and the web inspector for every tenant (GATEWAY_ADMIN_KEY):
+	// the key itself or "sha256:<hex>" of it. With neither it nor Keys
+	// configured, the management API and the web inspector (/ui) answer
+	// loopback clients only.
+	AdminKey string `yaml:"admin_key"`
 }
 
 // Upstream configures the upstream client.
@@ -141,9 +141,14 @@ type Memory struct {
 	// RecentMessages bounds how many stored messages are prepended to a request
 	// that carries only new messages.
 	RecentMessages int `yaml:"recent_messages"`
-	// LoadTimeout is the deadline for loading memory; past it the request is
-	// forwarded without memory and marked X-Memory-Degraded: true.
+	// LoadTimeout is the deadline for loading each stored part of memory and
+	// recall's store queries; a part not back by then is left out and named
+	// in X-Memory-Degraded.
 	LoadTimeout Duration `yaml:"load_timeout"`
+	// EmbeddingTimeout is how long recall waits for its query's embedding
+	// from a remote provider before it searches with full text alone
+	// (X-Memory-Degraded: embedding); the call goes on and caches the vector.
+	EmbeddingTimeout Duration `yaml:"embedding_timeout"`
 	// MaxContextTokens caps the prompt memgate assembles; the budget is the
 	// smaller of this and the model's window minus the completion reserve.
 	MaxContextTokens int `yaml:"max_context_tokens"`
@@ -291,6 +296,7 @@ func Default() Config {
 		Memory: Memory{
 			RecentMessages:    20,
 			LoadTimeout:       Duration(150 * time.Millisecond),
+			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
 			Shares:            Shares{Summary: 0.30, Facts: 0.15, Recall: 0.20},
@@ -365,7 +371,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		"GATEWAY_SQLITE_PATH":        &cfg.Store.SQLitePath,
 		"GATEWAY_POSTGRES_URL":       &cfg.Store.PostgresURL,
 		"GATEWAY_REDIS_URL":          &cfg.Store.RedisURL,
-		"GATEWAY_ADMIN_KEY_HASH":     &cfg.AdminKeyHash,
+		"GATEWAY_ADMIN_KEY":          &cfg.AdminKey,
 	}
 	for name, dst := range str {
 		if v := getenv(name); v != "" {
@@ -414,6 +420,7 @@ func (c Config) Validate() error {
 		"upstream.breaker.open_timeout": c.Upstream.Breaker.OpenTimeout,
 		"shutdown_grace":                c.ShutdownGrace,
 		"memory.load_timeout":           c.Memory.LoadTimeout,
+		"memory.embedding_timeout":      c.Memory.EmbeddingTimeout,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive")
@@ -517,9 +524,6 @@ func (c Config) Validate() error {
 	if rc.Embeddings.Batch <= 0 {
 		bad("recall.embeddings.batch", "must be positive")
 	}
-	if h := c.AdminKeyHash; h != "" && (!strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64) {
-		bad("admin_key_hash", "must be sha256:<64 hex digits> (see `gateway hash-key`)")
-	}
 	for i, k := range c.Keys {
 		key := fmt.Sprintf("keys[%d]", i)
 		if !strings.HasPrefix(k.Hash, "sha256:") || len(k.Hash) != len("sha256:")+64 {
@@ -528,6 +532,9 @@ func (c Config) Validate() error {
 		if k.Tenant == "" {
 			bad(key+".tenant", "must not be empty")
 		}
+	}
+	if strings.HasPrefix(c.AdminKey, "sha256:") && len(c.AdminKey) != len("sha256:")+64 {
+		bad("admin_key", "a hashed key must be sha256:<64 hex digits>")
 	}
 	return errors.Join(errs...)
 }

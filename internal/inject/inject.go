@@ -8,6 +8,7 @@ package inject
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"text/template"
@@ -88,6 +89,13 @@ type Options struct {
 	// Template is the memory block's text/template over BlockData; empty
 	// uses DefaultTemplate.
 	Template string
+	// LoadTimeout bounds loading each stored part (recent turns, summary,
+	// pinned facts) and recall's store queries; a part not back by then is
+	// left out (Prepared.Degraded). 0: only the request's context bounds them.
+	LoadTimeout time.Duration
+	// EmbedTimeout is how long recall waits for its query's embedding
+	// before it searches with full text alone (with LoadTimeout set).
+	EmbedTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -98,6 +106,7 @@ type Assembler struct {
 	opts   Options
 	tmpl   *template.Template
 	logger *slog.Logger
+	m      *loadMetrics
 }
 
 // New returns an Assembler that only puts stored history back (no summary,
@@ -141,7 +150,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, logger: logger}, nil
+	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, logger: logger, m: newLoadMetrics()}, nil
 }
 
 // Budget returns the token budget for req: the smaller of MaxContextTokens
@@ -199,11 +208,17 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		n := a.deps.Counter.Messages(req.Model, req.Messages)
 		return memory.Prepared{Messages: req.Messages, TokensOriginal: n, TokensSent: n}, nil
 	}
-	prior, _ := memory.SplitTurn(rest)
-	fullHistory := len(prior) > 0
+	// A tool loop's assistant call and results continue the current turn:
+	// only turns before it make a client's own history.
+	earlier, _ := memory.SplitCurrent(rest)
+	fullHistory := len(earlier) > 0
 	ld, err := a.load(ctx, req, rest, fullHistory)
 	if err != nil {
 		return memory.Prepared{}, err
+	}
+	if len(ld.degraded) > 0 {
+		a.logger.WarnContext(ctx, "memory parts left out", "conversation", req.Conversation,
+			"degraded", ld.degraded, "error", errors.Join(ld.errs...))
 	}
 	// The memory block's parts are counted while they are chosen, again
 	// once the block is shrunk to fit, and the summary once more to fit
@@ -214,6 +229,7 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 	if err != nil {
 		return memory.Prepared{}, err
 	}
+	p.Degraded = ld.degraded
 	a.logger.DebugContext(ctx, "prompt assembled", "conversation", req.Conversation,
 		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
 		"over_budget", p.OverBudget, "parts", p.Parts)

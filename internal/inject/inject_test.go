@@ -257,9 +257,15 @@ func TestPrepareErrors(t *testing.T) {
 	t.Run("history unavailable", func(t *testing.T) {
 		h := &fakeHistory{err: fmt.Errorf("recent: %w", memory.ErrUnavailable)}
 		a := New(h, nil, Options{RecentMessages: 5}, nil)
-		_, err := a.Prepare(context.Background(), request(t, memory.ModeOn, uNew))
-		if !errors.Is(err, memory.ErrUnavailable) {
-			t.Fatalf("err = %v, want wrapping ErrUnavailable", err)
+		got, err := a.Prepare(context.Background(), request(t, memory.ModeOn, uNew))
+		if err != nil {
+			t.Fatalf("err = %v; a part that fails is left out, not the request", err)
+		}
+		if !slices.Equal(got.Degraded, []string{memory.DegradedHistory}) {
+			t.Fatalf("Degraded = %v, want [history]", got.Degraded)
+		}
+		if len(got.Messages) != 1 || string(got.Messages[0]) != uNew {
+			t.Fatalf("messages = %s, want the client's own", got.Messages)
 		}
 	})
 	t.Run("unparseable message", func(t *testing.T) {

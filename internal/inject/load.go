@@ -1,14 +1,17 @@
 package inject
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/recall"
 )
 
 // loaded is the memory one request may draw on.
@@ -18,81 +21,245 @@ type loaded struct {
 	facts   []memory.Fact    // current facts, pinned ones included, best first
 	items   []memory.Item    // recalled passages, best first
 	now     time.Time
+	// degraded names the parts left out (memory.Degraded*), sorted.
+	degraded []string
+	// errs are why, one per degraded part.
+	errs []error
 }
 
-// load fetches the summary, the stored history (for a client that sends only
-// its newest turn, unless req.NoRecent) and the facts and recalled passages concurrently, under
-// ctx. The first error is returned, wrapped.
+// partHistory names the stored recent turns among the parts load fetches
+// (the others are partSummary, partFacts and partRecall); the parts are the
+// load-latency metric's labels and, failing, memory.Degraded* values.
+const partHistory = "history"
+
+// partResult is one part's outcome.
+type partResult struct {
+	part    string
+	err     error
+	took    time.Duration
+	summary *memory.Summary
+	stored  []memory.Message
+	facts   []memory.Fact
+	rec     memory.Recalled
+}
+
+// load fetches, concurrently, the conversation's summary and stored history
+// (for a client that sends only its newest turn, unless req.NoRecent), the
+// user's pinned facts,
+// and recall (facts ranked for the query and recalled passages).
+//
+// Each part is dropped on its own: one that fails, or is not back by its
+// deadline, is left out and named in degraded, and the others are used.
+// The store parts (history, summary, pinned facts) get Options.LoadTimeout;
+// recall waits for its query's embedding up to Options.EmbedTimeout, then
+// searches with full text alone (degraded "embedding"), and gets
+// LoadTimeout more for its store queries. Without recall's facts, the
+// pinned facts loaded directly stand in. ctx bounds everything.
 func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.Message, fullHistory bool) (loaded, error) {
-	ld := loaded{now: a.opts.Now()}
+	start := time.Now()
+	now := a.opts.Now()
+	ld := loaded{now: now}
 	conv := req.Conversation != ""
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	run := func(what string, f func() error) {
-		wg.Add(1)
+	storeDL, recallDL := a.deadlines(start)
+	results := make(chan partResult, 4)
+	pending := map[string]bool{}
+	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
+		pending[part] = true
 		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("load %s: %w", what, err))
-				mu.Unlock()
-			}
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			r := partResult{part: part}
+			r.err = f(pctx, &r)
+			r.took = time.Since(start)
+			results <- r
 		}()
 	}
 	if conv && a.deps.Summaries != nil {
-		run("summary", func() error {
+		run(partSummary, storeDL, func(ctx context.Context, r *partResult) error {
 			s, err := a.deps.Summaries.LatestSummary(ctx, req.Identity)
 			if errors.Is(err, memory.ErrNotFound) {
 				return nil
 			}
-			if err != nil {
-				return err
+			if err == nil {
+				r.summary = &s
 			}
-			ld.summary = &s
-			return nil
+			return err
 		})
 	}
 	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
-		run("recent history", func() error {
+		run(partHistory, storeDL, func(ctx context.Context, r *partResult) error {
 			msgs, err := a.deps.History.Recent(ctx, req.Identity, a.opts.RecentMessages)
-			ld.stored = msgs
+			r.stored = msgs
 			return err
 		})
 	}
-	switch {
-	case a.deps.Recaller != nil:
-		run("recall", func() error {
-			r, err := a.deps.Recaller.Recall(ctx, memory.RecallQuery{
-				Identity:          req.Identity,
-				Text:              recallText(rest),
-				CrossConversation: req.CrossConversation,
-				Now:               ld.now,
-			})
-			ld.facts, ld.items = r.Facts, r.Items
-			return err
-		})
-	case a.deps.Facts != nil:
-		run("facts", func() error {
-			fs, err := a.deps.Facts.Facts(ctx, req.Tenant, req.User, ld.now, false)
+	if a.deps.Facts != nil {
+		run(partFacts, storeDL, func(ctx context.Context, r *partResult) error {
+			fs, err := a.deps.Facts.Facts(ctx, req.Tenant, req.User, now, false)
 			for _, f := range fs {
-				if f.Pinned && f.Current(ld.now) {
-					ld.facts = append(ld.facts, f)
+				if f.Pinned && f.Current(now) {
+					r.facts = append(r.facts, f)
 				}
 			}
 			return err
 		})
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return loaded{}, errors.Join(errs...)
+	if a.deps.Recaller != nil {
+		embedBy := start.Add(a.opts.EmbedTimeout)
+		run(partRecall, recallDL, func(ctx context.Context, r *partResult) error {
+			if a.opts.EmbedTimeout > 0 {
+				ctx = recall.WithEmbedDeadline(ctx, embedBy)
+			}
+			rec, err := a.deps.Recaller.Recall(ctx, memory.RecallQuery{
+				Identity:          req.Identity,
+				Text:              recallText(rest),
+				CrossConversation: req.CrossConversation,
+				Now:               now,
+			})
+			r.rec = rec
+			return err
+		})
 	}
-	if err := ctx.Err(); err != nil {
+
+	got := map[string]partResult{}
+	// The parts' own contexts end at their deadlines; the timer stops
+	// waiting for one that ignores its context.
+	late := time.NewTimer(max(time.Until(later(storeDL, recallDL)), 0) + lateGrace)
+	defer late.Stop()
+wait:
+	for len(got) < len(pending) {
+		select {
+		case r := <-results:
+			got[r.part] = r
+			a.m.observe(r.part, r.took)
+		case <-late.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	fail := func(part string, err error) {
+		ld.degraded = append(ld.degraded, part)
+		ld.errs = append(ld.errs, fmt.Errorf("load %s: %w", part, err))
+	}
+	part := func(name string) (partResult, bool) {
+		if !pending[name] {
+			return partResult{}, false
+		}
+		r, ok := got[name]
+		if !ok {
+			fail(name, context.DeadlineExceeded)
+			return r, false
+		}
+		if r.err != nil {
+			fail(name, r.err)
+			return r, false
+		}
+		return r, true
+	}
+	if r, ok := part(partSummary); ok {
+		ld.summary = r.summary
+	}
+	if r, ok := part(partHistory); ok {
+		ld.stored = continuation(r.stored, rest)
+	}
+	recalled := false
+	if r, ok := part(partRecall); ok {
+		ld.facts, ld.items = r.rec.Facts, r.rec.Items
+		recalled = true
+		if r.rec.Lexical {
+			ld.degraded = append(ld.degraded, memory.DegradedEmbedding)
+		}
+	}
+	if pending[partFacts] {
+		r, ok := got[partFacts]
+		switch {
+		case recalled && ok && r.err == nil:
+			ld.facts = withPinned(r.facts, ld.facts)
+		case recalled:
+			// Recall's facts include the pinned ones.
+		case ok && r.err == nil:
+			ld.facts = r.facts
+		default:
+			part(partFacts)
+		}
+	}
+	slices.Sort(ld.degraded)
+	if err := ctx.Err(); err != nil && len(got) == 0 && len(pending) > 0 {
 		return loaded{}, fmt.Errorf("load memory: %w", err)
 	}
 	return ld, nil
+}
+
+// withPinned returns the pinned facts first, then the ranked facts that are
+// not among them.
+func withPinned(pinned, ranked []memory.Fact) []memory.Fact {
+	if len(pinned) == 0 {
+		return ranked
+	}
+	have := make(map[[2]string]bool, len(pinned))
+	for _, f := range pinned {
+		have[[2]string{f.Key, f.Value}] = true
+	}
+	out := slices.Clip(pinned)
+	for _, f := range ranked {
+		if !have[[2]string{f.Key, f.Value}] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// lateGrace is how long load waits past the last part's deadline for a part
+// whose store ignores its context, before it leaves it out.
+const lateGrace = 20 * time.Millisecond
+
+// deadlines returns when the store parts and recall must be back for a
+// request that started loading at start. Without a LoadTimeout the parts
+// are bounded by the request's context alone.
+func (a *Assembler) deadlines(start time.Time) (store, rec time.Time) {
+	far := start.Add(24 * time.Hour)
+	if a.opts.LoadTimeout <= 0 {
+		return far, far
+	}
+	store = start.Add(a.opts.LoadTimeout)
+	return store, start.Add(max(a.opts.EmbedTimeout, 0) + a.opts.LoadTimeout)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// continuation returns the stored messages that go before the client's new
+// messages (rest), without their reasoning (withoutReasoning): replies the upstream broke off (memory.Message.Failed)
+// are never sent back as if they had been said, and the stored tail that
+// the client repeats at the start of rest — the user turn and assistant tool
+// call a tool loop resends with its results, or a retried message — is left
+// to the client's copy, so nothing is sent twice.
+func continuation(stored, rest []memory.Message) []memory.Message {
+	out := make([]memory.Message, 0, len(stored))
+	for _, m := range stored {
+		if !m.Failed() {
+			out = append(out, withoutReasoning(m))
+		}
+	}
+	for k := min(len(out), len(rest)); k > 0; k-- {
+		same := true
+		for i := 0; i < k; i++ {
+			if out[len(out)-k+i].Fingerprint() != rest[i].Fingerprint() {
+				same = false
+				break
+			}
+		}
+		if same {
+			return out[:len(out)-k]
+		}
+	}
+	return out
 }
 
 // shortQuery is the length (in bytes) under which a user message is joined
@@ -118,4 +285,33 @@ func recallText(msgs []memory.Message) string {
 		return text
 	}
 	return ""
+}
+
+// reasoningFields are the reply fields that carry a model's reasoning.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// withoutReasoning returns m with the reasoning fields removed from its Raw:
+// the store keeps a reply's reasoning, but it does not go back upstream as
+// history (providers such as DeepSeek reject reasoning_content in input).
+func withoutReasoning(m memory.Message) memory.Message {
+	if m.Role != "assistant" || !bytes.Contains(m.Raw, []byte(`"reasoning`)) {
+		return m
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(m.Raw, &fields) != nil {
+		return m
+	}
+	n := len(fields)
+	for _, f := range reasoningFields {
+		delete(fields, f)
+	}
+	if len(fields) == n {
+		return m
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return m
+	}
+	m.Raw = raw
+	return m
 }

@@ -166,6 +166,10 @@ type Recalled struct {
 	// Items are recalled passages, each with its Score, CreatedAt and
 	// Conversation.
 	Items []Item
+	// Lexical is true when the query's embedding came too late and the
+	// passages come from full-text search alone (facts then rank without
+	// relevance to the query).
+	Lexical bool
 }
 
 // Statement renders the fact as one line for a prompt: the value itself when

@@ -203,6 +203,10 @@ type Prepared struct {
 	// Budget is the token budget the messages were assembled within (0 when
 	// none was applied).
 	Budget int
+	// Degraded names the memory parts left out because they failed to load
+	// or came too late (see the Degraded* constants), in a stable order;
+	// empty when every part loaded.
+	Degraded []string
 	// Parts break TokensSent down by part of the prompt: "system", "memory"
 	// (the whole memory block, of which "pinned", "summary", "facts" and
 	// "recall" are the sections' text), "recent" and "current"; TokensSent is

@@ -8,6 +8,7 @@ import (
 	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/dialect"
+	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -35,39 +36,42 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 	return apierr.ReadBody(w, r, limit)
 }
 
-// chatStream splits a chat completion event stream into lines and passes
-// the payload of each data line (except [DONE]) to a capture.StreamReply.
+// chatStream decodes a chat completion event stream (sse.Decoder:
+// multi-line data fields joined, CRLF and CR line ends, comments skipped)
+// and passes each event but the [DONE] sentinel to a capture.StreamReply.
 type chatStream struct {
 	reply *capture.StreamReply
-	line  []byte
+	dec   *sse.Decoder
+	err   error
 }
 
-var dataPrefix = []byte("data:")
-
-// Write feeds the next piece of the stream; it fails with the first chunk
+// Write feeds the next piece of the stream; it fails with the first event
 // the StreamReply rejects.
 func (s *chatStream) Write(chunk []byte) (int, error) {
-	n := len(chunk)
-	for len(chunk) > 0 {
-		i := bytes.IndexByte(chunk, '\n')
-		if i < 0 {
-			s.line = append(s.line, chunk...)
-			break
-		}
-		s.line = append(s.line, chunk[:i]...)
-		chunk = chunk[i+1:]
-		line := s.line
-		s.line = s.line[:0]
-		if bytes.HasPrefix(line, dataPrefix) {
-			if p := bytes.TrimSpace(line[len(dataPrefix):]); len(p) > 0 && string(p) != "[DONE]" {
-				if err := s.reply.Add(p); err != nil {
-					return 0, err
-				}
+	if s.dec == nil {
+		s.dec = sse.NewDecoder(0, func(ev sse.Event) error {
+			if p := bytes.TrimSpace(ev.Data); len(p) > 0 && string(p) != "[DONE]" {
+				return s.reply.AddEvent(ev.Type, p)
 			}
-		}
+			return nil
+		})
 	}
-	return n, nil
+	if s.err != nil {
+		return 0, s.err
+	}
+	if _, s.err = s.dec.Write(chunk); s.err != nil {
+		return 0, s.err
+	}
+	return len(chunk), nil
 }
 
-// Result returns the reassembled reply.
-func (s *chatStream) Result() (memory.Message, *memory.Usage, error) { return s.reply.Result() }
+// Result returns the reassembled reply. A last event the upstream did not
+// end with a blank line still counts.
+func (s *chatStream) Result() (memory.Message, *memory.Usage, error) {
+	if s.dec != nil && s.err == nil {
+		if _, err := s.dec.Write([]byte("\n\n")); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	return s.reply.Result()
+}

@@ -5,14 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/chatreq"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -52,6 +53,12 @@ func (p *Proxy) identify(h http.Header, bodyUser string) (memory.Identity, memor
 	return id, mode, nil
 }
 
+// conversationFor is the conversation of a memory-on request that names
+// none (see memory.ImpliedConversation).
+func conversationFor(id memory.Identity, msgs []memory.Message) string {
+	return memory.ImpliedConversation(id.Tenant, id.User, msgs)
+}
+
 // prepareResult is one Prepare call's outcome.
 type prepareResult struct {
 	p   memory.Prepared
@@ -59,8 +66,12 @@ type prepareResult struct {
 }
 
 // prepareWithin calls Prepare under LoadTimeout and stops waiting when the
-// deadline passes even if Prepare ignores its context.
+// deadline passes even if Prepare ignores its context. The Preparer leaves
+// out, on its own, the parts that are late (Prepared.Degraded); this
+// deadline only bounds one that hangs as a whole.
 func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.Prepared, error) {
+	start := time.Now()
+	defer func() { p.m.prepare.Observe(time.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
 	defer cancel()
 	done := make(chan prepareResult, 1)
@@ -72,10 +83,6 @@ func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.P
 	case r := <-done:
 		if r.err == nil && len(r.p.Messages) == 0 {
 			r.err = errors.New("prepare returned no messages")
-		}
-		if r.err == nil {
-			p.m.tokensSent.Add(float64(r.p.TokensSent))
-			p.m.tokensSaved.Add(float64(max(0, r.p.TokensOriginal-r.p.TokensSent)))
 		}
 		return r.p, r.err
 	case <-ctx.Done():
@@ -120,7 +127,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// references, continuing a stored response).
 		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {
 			if id.Conversation == "" {
-				id.Conversation = chatreq.NewConversationID()
+				id.Conversation = conversationFor(id, req.Parsed)
 				mreq.Identity = id
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
@@ -148,9 +155,12 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 }
 
 // inject asks the Preparer for the prompt to send and returns the body the
-// API's adapter renders from it, setting the X-Memory-* response headers.
-// On any failure it returns the client's body unchanged and marks the
-// response degraded.
+// API's adapter renders from it, setting the X-Memory-* response headers
+// and the exchange's memory accounting. A part that did not load is named
+// in X-Memory-Degraded (comma-separated, e.g. "embedding" or
+// "recall,summary") and the rest of memory is still used; when preparing
+// fails as a whole the client's body goes unchanged, marked "store" when
+// the store is unreachable, else "all".
 func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *dialect.Request, mreq memory.Request) []byte {
 	prep, err := p.prepareWithin(ctx, mreq)
 	var out []byte
@@ -158,11 +168,29 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 		out, err = req.Render(prep)
 	}
 	if err != nil {
-		p.m.degraded.Inc()
-		h["X-Memory-Degraded"] = []string{"true"}
-		p.log.Warn("memory unavailable, forwarding without it", "request_id", x.ID(), "api", string(req.API), "error", err)
+		part := memory.DegradedAll
+		if errors.Is(err, memory.ErrUnavailable) {
+			part = memory.DegradedStore
+		}
+		p.m.degraded.WithLabelValues(part).Inc()
+		h["X-Memory-Degraded"] = []string{part}
+		x.SetMemory(0, 0, part)
+		p.log.LogAttrs(ctx, slog.LevelWarn, "memory unavailable, forwarding without it",
+			slog.String("request_id", x.ID()), slog.String("api", string(req.API)),
+			slog.String("degraded", part), slog.String("error", err.Error()))
 		return req.Raw
 	}
+	saved := max(0, prep.TokensOriginal-prep.TokensSent)
+	p.m.tokensSent.Add(float64(prep.TokensSent))
+	p.m.tokensSaved.Add(float64(saved))
+	degraded := strings.Join(prep.Degraded, ",")
+	for _, part := range prep.Degraded {
+		p.m.degraded.WithLabelValues(part).Inc()
+	}
+	if degraded != "" {
+		h["X-Memory-Degraded"] = []string{degraded}
+	}
+	x.SetMemory(prep.TokensSent, saved, degraded)
 	h["X-Memory-Tokens-Original"] = []string{strconv.Itoa(prep.TokensOriginal)}
 	h["X-Memory-Tokens-Sent"] = []string{strconv.Itoa(prep.TokensSent)}
 	if prep.OverBudget {

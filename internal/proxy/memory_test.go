@@ -85,19 +85,20 @@ func TestMemoryDegradesToOriginalMessages(t *testing.T) {
 	tests := []struct {
 		name string
 		prep preparerFunc
+		part string
 	}{
 		{"error", func(context.Context, memory.Request) (memory.Prepared, error) {
 			return memory.Prepared{}, memory.ErrUnavailable
-		}},
+		}, "store"},
 		{"deadline honoured", func(ctx context.Context, _ memory.Request) (memory.Prepared, error) {
 			<-ctx.Done()
 			return memory.Prepared{}, ctx.Err()
-		}},
+		}, "all"},
 		{"deadline ignored", func(context.Context, memory.Request) (memory.Prepared, error) {
 			time.Sleep(time.Second)
 			return memory.Prepared{Messages: []json.RawMessage{memoryNote}}, nil
-		}},
-		{"no messages", func(context.Context, memory.Request) (memory.Prepared, error) { return memory.Prepared{}, nil }},
+		}, "all"},
+		{"no messages", func(context.Context, memory.Request) (memory.Prepared, error) { return memory.Prepared{}, nil }, "all"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,13 +110,13 @@ func TestMemoryDegradesToOriginalMessages(t *testing.T) {
 			if d := time.Since(start); d > 500*time.Millisecond {
 				t.Errorf("took %v: the load timeout was not enforced", d)
 			}
-			if resp.StatusCode != 200 || resp.Header.Get("X-Memory-Degraded") != "true" {
+			if resp.StatusCode != 200 || resp.Header.Get("X-Memory-Degraded") != tt.part {
 				t.Errorf("status %d, X-Memory-Degraded %q", resp.StatusCode, resp.Header.Get("X-Memory-Degraded"))
 			}
 			if got := string(up.Last(t).Body); got != memoryChat {
 				t.Errorf("degraded request was not forwarded verbatim: %s", got)
 			}
-			g.waitMetric(t, "memgate_memory_degraded_total 1")
+			g.waitMetric(t, `memgate_memory_degraded_total{part="`+tt.part+`"} 1`)
 		})
 	}
 }

@@ -1,15 +1,21 @@
 package proxy
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/memory"
+)
 
 // metrics are the proxy's collectors.
 type metrics struct {
 	breaker   *prometheus.GaugeVec
-	degraded  prometheus.Counter
+	degraded  *prometheus.CounterVec
 	retries   prometheus.Counter
 	captureDr *prometheus.CounterVec
 	// tokensSent and tokensSaved account the prompts memory assembled.
 	tokensSent, tokensSaved prometheus.Counter
+	// prepare times the whole memory load and assembly of a request.
+	prepare prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -17,9 +23,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "memgate_upstream_breaker_state", Help: "Circuit breaker state per upstream host and model: 0 closed, 1 half-open, 2 open.",
 		}, []string{"host", "model"}),
-		degraded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "memgate_memory_degraded_total", Help: "Chat requests forwarded without memory because loading it failed or timed out.",
-		}),
+		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected) or all.",
+		}, []string{"part"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_upstream_retries_total", Help: "Upstream attempts retried (could not connect, or 502, 503, 504 before the body).",
 		}),
@@ -30,10 +36,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memgate_memory_tokens_sent_total", Help: "Prompt tokens sent upstream in requests whose messages memory assembled.",
 		}),
 		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "memgate_memory_tokens_saved_total", Help: "Prompt tokens the client's request plus its stored history would have cost beyond what was sent.",
+			Name: "memgate_memory_tokens_saved_total", Help: "Sum over memory-assembled requests of max(0, tokens original - tokens sent): what the client's request plus its stored history would have cost beyond what was sent.",
+		}),
+		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5},
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved} {
+	// Every part is exported from the start, at 0.
+	for _, part := range []string{memory.DegradedHistory, memory.DegradedSummary, memory.DegradedFacts,
+		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll} {
+		m.degraded.WithLabelValues(part)
+	}
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -30,7 +30,8 @@ func TestMetricsExposed(t *testing.T) {
 		`memgate_gateway_overhead_seconds_count{route="chat"} 1`,
 		`memgate_upstream_breaker_state{host="` + strings.TrimPrefix(up.Addr(), "http://") + `",model="gpt-4o-mini"} 0`,
 		`memgate_http_in_flight_requests 0`,
-		`memgate_memory_degraded_total 0`,
+		`memgate_memory_degraded_total{part="recall"} 0`,
+		`memgate_memory_load_seconds_count 0`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)

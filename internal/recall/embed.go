@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -35,13 +36,24 @@ type OpenAI struct {
 	model  string
 	dims   int
 	batch  int
+	// latency times each Embed call (memgate_embedding_seconds).
+	latency prometheus.Histogram
 }
 
 // NewOpenAI returns an embedder calling client with model, asking for dims
 // dimensions and sending at most batch texts per request (batch < 1 means 1).
 func NewOpenAI(client EmbeddingsClient, model string, dims, batch int) *OpenAI {
-	return &OpenAI{client: client, model: model, dims: dims, batch: max(1, batch)}
+	return &OpenAI{client: client, model: model, dims: dims, batch: max(1, batch),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "memgate_embedding_seconds",
+			Help:    "Duration of embedding calls to the provider (one per Embed, its batches included), whether a request waited for them or not.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5, 5},
+		})}
 }
+
+// Collectors returns the embedder's Prometheus collectors: the latency of
+// its calls to the provider.
+func (o *OpenAI) Collectors() []prometheus.Collector { return []prometheus.Collector{o.latency} }
 
 // Model returns the embedding model's name.
 func (o *OpenAI) Model() string { return o.model }
@@ -52,6 +64,7 @@ func (o *OpenAI) Dims() int { return o.dims }
 // Embed returns one vector per text. It fails when the endpoint fails or
 // answers with a vector count or dimension other than asked for.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	defer func(start time.Time) { o.latency.Observe(time.Since(start).Seconds()) }(time.Now())
 	out := make([][]float32, len(texts))
 	for start := 0; start < len(texts); start += o.batch {
 		end := min(len(texts), start+o.batch)
@@ -102,73 +115,4 @@ func ContentHash(model, text string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(text))
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// Cached is an Embedder that asks its cache first and embeds only the texts
-// the cache lacks. A failing cache is logged and bypassed, never fatal.
-type Cached struct {
-	inner  Embedder
-	cache  EmbeddingCache
-	logger *slog.Logger
-}
-
-// NewCached returns inner behind cache. logger may be nil.
-func NewCached(inner Embedder, cache EmbeddingCache, logger *slog.Logger) *Cached {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	return &Cached{inner: inner, cache: cache, logger: logger}
-}
-
-// Model returns the inner embedder's model.
-func (c *Cached) Model() string { return c.inner.Model() }
-
-// Dims returns the inner embedder's dimension.
-func (c *Cached) Dims() int { return c.inner.Dims() }
-
-// Embed returns one vector per text, from the cache where it has them; the
-// rest are embedded (each distinct text once) and written back.
-func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	model, dims := c.inner.Model(), c.inner.Dims()
-	hashes := make([]string, len(texts))
-	for i, t := range texts {
-		hashes[i] = ContentHash(model, t)
-	}
-	hit, err := c.cache.GetEmbeddings(ctx, model, dims, hashes)
-	if err != nil {
-		c.logger.Warn("embedding cache read failed; embedding without it", "error", err)
-		hit = nil
-	}
-	out := make([][]float32, len(texts))
-	var missTexts []string
-	missIdx := map[string][]int{}
-	for i, h := range hashes {
-		if v, ok := hit[h]; ok && len(v) == dims {
-			out[i] = v
-			continue
-		}
-		if _, seen := missIdx[h]; !seen {
-			missTexts = append(missTexts, texts[i])
-		}
-		missIdx[h] = append(missIdx[h], i)
-	}
-	if len(missTexts) == 0 {
-		return out, nil
-	}
-	vecs, err := c.inner.Embed(ctx, missTexts)
-	if err != nil {
-		return nil, err
-	}
-	put := make(map[string][]float32, len(vecs))
-	for j, v := range vecs {
-		h := ContentHash(model, missTexts[j])
-		put[h] = v
-		for _, i := range missIdx[h] {
-			out[i] = v
-		}
-	}
-	if err := c.cache.PutEmbeddings(ctx, model, dims, put); err != nil {
-		c.logger.Warn("embedding cache write failed", "error", err)
-	}
-	return out, nil
 }

@@ -103,8 +103,8 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			at = now
 		}
 		for _, m := range msgs {
-			if m.Role != "user" && m.Role != "assistant" {
-				continue
+			if (m.Role != "user" && m.Role != "assistant") || m.Failed() {
+				continue // a reply the upstream broke off is never recalled
 			}
 			created := m.CreatedAt
 			if created.IsZero() {

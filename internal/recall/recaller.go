@@ -89,6 +89,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if now.IsZero() {
 		now = time.Now()
 	}
+	ctx, late := withLateNote(ctx)
 	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now,
 		TopK: r.opts.MaxPassages}
 	search := true
@@ -133,6 +134,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 		it.Embedding = nil
 		out.Items = append(out.Items, it)
 	}
+	out.Lexical = late()
 	return out, nil
 }
 
@@ -187,10 +189,11 @@ func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query str
 			texts = append(texts, FactText(f))
 		}
 		vecs, err := r.emb.Embed(ctx, texts)
-		if err != nil {
+		if err != nil && !noteLate(ctx, err) {
 			return nil, fmt.Errorf("embed facts: %w", err)
 		}
-		for i := range facts {
+		// A late query embedding ranks the facts without relevance.
+		for i := 0; err == nil && i < len(facts); i++ {
 			if c := Cosine(vecs[0], vecs[i+1]); c >= r.opts.FactRelevance {
 				rel[i] = c
 			}

@@ -120,15 +120,21 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		return nil, err
 	}
 	vecs, err := s.emb.Embed(ctx, []string{vecText})
-	if err != nil {
+	// A query embedding that comes too late leaves the full-text ranking
+	// alone (see WithEmbedDeadline).
+	lexical := noteLate(ctx, err)
+	if err != nil && !lexical {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
 	iq := memory.ItemQuery{
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
-		Embedding:   vecs[0], Model: s.emb.Model(), Dims: s.emb.Dims(),
+		Model:       s.emb.Model(), Dims: s.emb.Dims(),
 		Text:  text,
 		Limit: max(20, topK+topK/2),
+	}
+	if !lexical {
+		iq.Embedding = vecs[0]
 	}
 	// The two rankings are independent: run them at once, so a remote
 	// store costs one round trip of latency, not two.
@@ -141,7 +147,11 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		defer close(done)
 		byText, textErr = s.store.SearchText(ctx, iq)
 	}()
-	byVec, err := s.store.SearchVector(ctx, iq)
+	var byVec []memory.Item
+	err = nil
+	if !lexical {
+		byVec, err = s.store.SearchVector(ctx, iq)
+	}
 	<-done
 	if err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
@@ -292,6 +302,12 @@ func (s *Searcher) dedup(ctx context.Context, items []memory.Item, topK int) ([]
 	}
 	if len(missing) > 0 {
 		vecs, err := s.emb.Embed(ctx, missing)
+		if noteLate(ctx, err) {
+			for i := range items {
+				items[i].Embedding = nil // dedup by text alone
+			}
+			return Dedup(items, topK), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("embed results: %w", err)
 		}

@@ -24,6 +24,14 @@ type Exchange struct {
 	route    string
 	status   int
 	upstream time.Duration
+	// mem is the memory accounting of a memory-on chat request.
+	mem *memoryNote
+}
+
+// memoryNote is what memory did for one request, for the access log.
+type memoryNote struct {
+	sent, saved int
+	degraded    string
 }
 
 type exchangeKey struct{}
@@ -50,6 +58,15 @@ func (x *Exchange) ID() string {
 func (x *Exchange) SetStatus(code int) {
 	if x != nil {
 		x.status = code
+	}
+}
+
+// SetMemory records what memory did for the request: the prompt tokens sent
+// upstream, the tokens saved (original minus sent) and the degraded parts
+// ("" when none); the access-log line carries them.
+func (x *Exchange) SetMemory(sent, saved int, degraded string) {
+	if x != nil {
+		x.mem = &memoryNote{sent: sent, saved: saved, degraded: degraded}
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // observe is the outermost middleware: it gives the request its id and
 // Exchange, and when it ends records its metrics and
 // writes one access-log line at info (request id, route, method, status,
-// durations; never headers, bodies or keys). A request aborted with
+// durations, and for memory-on chat requests the tokens sent and saved and
+// the degraded parts; never headers, bodies or keys). A request aborted with
 // http.ErrAbortHandler is recorded (499, or the status the handler set, or
 // 503 when shutdown cut it) and the panic goes on to net/http.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
@@ -38,9 +39,15 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			total := time.Since(start)
 			x.rm.observe(status, total, x.upstream)
-			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+			attrs := []slog.Attr{
 				slog.String("request_id", x.id), slog.String("route", x.route), slog.String("method", r.Method),
-				slog.Int("status", status), slog.Duration("duration", total), slog.Duration("upstream", x.upstream))
+				slog.Int("status", status), slog.Duration("duration", total), slog.Duration("upstream", x.upstream),
+			}
+			if x.mem != nil {
+				attrs = append(attrs, slog.Int("tokens_sent", x.mem.sent), slog.Int("tokens_saved", x.mem.saved),
+					slog.String("degraded", x.mem.degraded))
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		}()
 		if err := next(c); err != nil {
 			// Written now, so the status is known to the log and metrics.

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -54,11 +55,13 @@ type Server struct {
 	cancelBase context.CancelCauseFunc
 	shutdown   sync.Once
 	done       chan struct{}
+	// shuttingDown turns /readyz to 503 once Shutdown began.
+	shuttingDown atomic.Bool
 }
 
 // New returns a server whose metrics go to reg (also served on /metrics).
-// ready reports whether the gateway's dependencies can serve; /readyz
-// answers 503 while it fails (nil: always ready). In-flight requests get
+// ready reports whether the gateway can serve chat; /readyz answers 503
+// while it fails, and while the server shuts down (nil: ready until then). In-flight requests get
 // grace to finish at shutdown.
 func New(reg *prometheus.Registry, ready func(context.Context) error, grace time.Duration, logger *slog.Logger) (*Server, error) {
 	m, err := newMetrics(reg)
@@ -132,6 +135,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 // or ctx ended.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
+	s.shuttingDown.Store(true)
 	s.shutdown.Do(func() {
 		defer close(s.done)
 		gctx, cancel := context.WithTimeout(ctx, s.grace)
@@ -154,6 +158,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	<-s.done
 	s.cancelBase(ErrShutdown)
 	return err
+}
+
+// HandleStoreHealth serves GET /healthz/store: 200 when check (the memory
+// store's ping) succeeds within two seconds, else 503. Chat is served either
+// way; /readyz does not depend on the store.
+func (s *Server) HandleStoreHealth(check func(context.Context) error) {
+	s.echo.GET("/healthz/store", func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := check(ctx); err != nil {
+			s.log.Debug("store unhealthy", "error", err)
+			return c.JSONBlob(http.StatusServiceUnavailable, []byte(`{"status":"unavailable"}`))
+		}
+		return c.JSONBlob(http.StatusOK, []byte(`{"status":"ok"}`))
+	})
 }
 
 // handleError answers what echo's router rejects (unknown route, wrong
@@ -187,6 +206,9 @@ func handleHealthz(c echo.Context) error {
 
 // handleReadyz reports whether the dependencies checked by ready work.
 func (s *Server) handleReadyz(c echo.Context) error {
+	if s.baseCtx.Err() != nil || s.shuttingDown.Load() {
+		return c.JSONBlob(http.StatusServiceUnavailable, []byte(`{"status":"shutting down"}`))
+	}
 	if s.ready != nil {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()

@@ -115,7 +115,7 @@ func (u *UI) handlePreview(c echo.Context) error {
 	}
 	id := memory.Identity{Tenant: tenantOf(c), User: user, Conversation: d.Conversation}
 	if id.Conversation == "" {
-		id.Conversation = chatreq.NewConversationID()
+		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Parsed)
 	}
 	mreq, aerr := req.Memory(http.Header{}, id, memory.ModeRead)
 	if aerr != nil {

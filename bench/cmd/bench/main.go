@@ -11,9 +11,11 @@
 //
 //	go run ./bench/cmd/bench -out BENCHMARKS.md
 //	go run ./bench/cmd/bench fold -out BENCHMARKS.md -section search search.md
+//	go run ./bench/cmd/bench embed-cell -embed-latency 200ms
 //
 // The second form folds another benchmark's markdown into its own marked
-// section of the file (see fold).
+// section of the file (see fold); the third runs only the remote-embedding
+// cell (see embedCell).
 //
 // See -help for the knobs (concurrencies, duration, open-loop rate, upstream
 // latency, targets).
@@ -47,6 +49,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if len(args) > 1 && args[1] == "fold" {
 		return fold(args[2:], stderr)
+	}
+	if len(args) > 1 && args[1] == "embed-cell" {
+		return embedCell(ctx, args[2:], stdout, stderr)
 	}
 	cfg, err := parseFlags(args, getenv, stderr)
 	if err != nil {

@@ -88,6 +88,9 @@ func startGateway(ctx context.Context, dir, bin, name, upstream string, env ...s
 		"GATEWAY_UPSTREAM_BASE_URL="+upstream,
 		"GATEWAY_LISTEN="+addr,
 		"GATEWAY_LOG_LEVEL=warn",
+		// The stand-in upstream takes any key; with one, the side models
+		// (summariser, fact extraction) are called as in production.
+		"GATEWAY_UPSTREAM_API_KEY=bench-stand-in-key",
 	), env...)
 	s := &server{name: name, baseURL: "http://" + addr + "/v1", logPath: filepath.Join(dir, name+".log")}
 	logf, err := os.Create(s.logPath)

@@ -1,0 +1,73 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// FailedField is the member memgate adds to the stored message object of a
+// reply the upstream broke off (a mid-stream error event): the part that was
+// streamed is kept, for the record, but such a message is never sent back
+// upstream as if it had been said. Its value is the upstream's error message.
+const FailedField = "memgate_failed"
+
+// failedMarker is FailedField as it appears in a message object.
+var failedMarker = []byte(`"` + FailedField + `"`)
+
+// Failed reports whether m is a reply the upstream broke off (see
+// FailedField).
+func (m Message) Failed() bool {
+	if !bytes.Contains(m.Raw, failedMarker) {
+		return false
+	}
+	var w map[string]json.RawMessage
+	if json.Unmarshal(m.Raw, &w) != nil {
+		return false
+	}
+	v, ok := w[FailedField]
+	return ok && string(bytes.TrimSpace(v)) != "null" && string(bytes.TrimSpace(v)) != "false"
+}
+
+// MarkFailed returns m with FailedField set to reason in its Raw.
+func MarkFailed(m Message, reason string) (Message, error) {
+	var w map[string]json.RawMessage
+	if err := json.Unmarshal(m.Raw, &w); err != nil {
+		return m, fmt.Errorf("%w: mark failed: %v", ErrInvalid, err)
+	}
+	if reason == "" {
+		reason = "upstream error"
+	}
+	r, err := json.Marshal(reason)
+	if err != nil {
+		return m, fmt.Errorf("%w: mark failed: %v", ErrInvalid, err)
+	}
+	w[FailedField] = r
+	raw, err := json.Marshal(w)
+	if err != nil {
+		return m, fmt.Errorf("%w: mark failed: %v", ErrInvalid, err)
+	}
+	m.Raw = raw
+	return m, nil
+}
+
+// The memory parts a request can be degraded by (Prepared.Degraded, the
+// X-Memory-Degraded header, the degraded metric's label).
+const (
+	// DegradedHistory: the conversation's stored recent turns did not load.
+	DegradedHistory = "history"
+	// DegradedSummary: the conversation's summary did not load.
+	DegradedSummary = "summary"
+	// DegradedFacts: the user's pinned facts did not load.
+	DegradedFacts = "facts"
+	// DegradedRecall: recall (passages and ranked facts) failed or was late.
+	DegradedRecall = "recall"
+	// DegradedEmbedding: the query's embedding was late; recall used
+	// full-text results only.
+	DegradedEmbedding = "embedding"
+	// DegradedStore: the memory store is not connected; nothing was loaded.
+	DegradedStore = "store"
+	// DegradedAll: preparing the prompt failed as a whole; the client's
+	// messages went upstream unchanged.
+	DegradedAll = "all"
+)

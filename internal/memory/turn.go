@@ -1,0 +1,95 @@
+package memory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+)
+
+// HasToolCalls reports whether m is an assistant message carrying tool calls
+// (or a legacy function_call).
+func (m Message) HasToolCalls() bool {
+	if m.Role != "assistant" || len(m.Raw) == 0 {
+		return false
+	}
+	var w struct {
+		ToolCalls    []json.RawMessage `json:"tool_calls"`
+		FunctionCall json.RawMessage   `json:"function_call"`
+	}
+	if json.Unmarshal(m.Raw, &w) != nil {
+		return false
+	}
+	fc := bytes.TrimSpace(w.FunctionCall)
+	return len(w.ToolCalls) > 0 || (len(fc) > 0 && string(fc) != "null")
+}
+
+// SplitCurrent splits a client's non-system messages into the earlier turns
+// it resent and its current turn. The current turn is the trailing tool loop
+// — assistant messages with tool calls and the tool results answering them —
+// together with the user message(s) just before it, if any: for a client
+// that sends only what is new, [user], [user, assistant(tool_calls), tool]
+// and [assistant(tool_calls), tool] are all a current turn with no earlier
+// turns, and continue the stored conversation. Earlier is empty exactly when
+// the client sent no turn before its current one.
+func SplitCurrent(msgs []Message) (earlier, current []Message) {
+	i := len(msgs) - 1
+	for i >= 0 && (msgs[i].Role == "tool" || msgs[i].Role == "function" || msgs[i].HasToolCalls()) {
+		i--
+	}
+	for i >= 0 && msgs[i].Role == "user" {
+		i--
+	}
+	return msgs[:i+1], msgs[i+1:]
+}
+
+// DefaultConversation is the conversation of a user's requests that name none
+// and carry only their newest turn: one per user.
+const DefaultConversation = "default"
+
+// DerivedConversation is the conversation id of a request that names none but
+// resends its history: a hash of the tenant, the user, the system and
+// developer messages and the first user message, so every turn of the same
+// chat — each resending the same start — lands in one conversation. msgs are
+// the request's messages, system ones included.
+func DerivedConversation(tenant, user string, msgs []Message) string {
+	h := sha256.New()
+	for _, s := range []string{tenant, user} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var first string
+	for _, m := range msgs {
+		if IsSystem(m.Role) {
+			h.Write([]byte(m.Content))
+			h.Write([]byte{0})
+			continue
+		}
+		if m.Role == "user" && first == "" {
+			first = m.Content
+		}
+	}
+	h.Write([]byte{1})
+	h.Write([]byte(strings.TrimSpace(first)))
+	return "chat-" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// ImpliedConversation is the conversation of a request that names none. A
+// client that resends earlier turns gets DerivedConversation, so every turn
+// of one chat lands in one conversation; a client that sends only its
+// current turn (a user message, or a tool loop; see SplitCurrent) continues
+// the user's DefaultConversation. msgs are the request's messages, system
+// ones included.
+func ImpliedConversation(tenant, user string, msgs []Message) string {
+	rest := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !IsSystem(m.Role) {
+			rest = append(rest, m)
+		}
+	}
+	if earlier, _ := SplitCurrent(rest); len(earlier) > 0 {
+		return DerivedConversation(tenant, user, msgs)
+	}
+	return DefaultConversation
+}

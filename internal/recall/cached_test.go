@@ -1,0 +1,166 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// gatedEmbedder embeds with the local embedder once its gate opens, and
+// counts how often each text was embedded.
+type gatedEmbedder struct {
+	gate  chan struct{}
+	local *Local
+	mu    sync.Mutex
+	texts map[string]int
+	calls int
+}
+
+func newGated() *gatedEmbedder {
+	return &gatedEmbedder{gate: make(chan struct{}), local: NewLocal(8), texts: map[string]int{}}
+}
+
+func (g *gatedEmbedder) Model() string { return "gated" }
+func (g *gatedEmbedder) Dims() int     { return 8 }
+
+func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	g.mu.Lock()
+	g.calls++
+	for _, t := range texts {
+		g.texts[t]++
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.local.Embed(ctx, texts)
+}
+
+func (g *gatedEmbedder) count(text string) (perText, calls int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.texts[text], g.calls
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (c *memCache) has(model string, dims int, text string) bool {
+	got, _ := c.GetEmbeddings(context.Background(), model, dims, []string{ContentHash(model, text)})
+	return len(got) == 1
+}
+
+func TestCachedSharesConcurrentIdenticalCalls(t *testing.T) {
+	g := newGated()
+	c := NewCached(g, &memCache{}, nil)
+	const query = "what's the weather there?"
+	var wg sync.WaitGroup
+	results := make([][][]float32, 6)
+	errs := make([]error, 6)
+	for i := range 5 {
+		wg.Go(func() { results[i], errs[i] = c.Embed(context.Background(), []string{query}) })
+	}
+	// Recall ranks facts with the query in the same batch: the query joins.
+	wg.Go(func() { results[5], errs[5] = c.Embed(context.Background(), []string{query, "goal: trip to Kyoto"}) })
+	waitFor(t, "the first call", func() bool { n, _ := g.count(query); return n >= 1 })
+	close(g.gate)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		if Cosine(results[i][0], results[0][0]) < 0.9999 {
+			t.Fatalf("caller %d got another vector", i)
+		}
+	}
+	if n, _ := g.count(query); n != 1 {
+		t.Fatalf("the query was embedded %d times, want once", n)
+	}
+}
+
+func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
+	g := newGated()
+	cache := &memCache{}
+	c := NewCached(g, cache, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Embed(ctx, []string{"I'm in Kyoto"})
+		errc <- err
+	}()
+	waitFor(t, "the call", func() bool { _, n := g.count(""); return n == 1 })
+	cancel() // the request ends while the provider is still answering
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the caller's cancellation", err)
+	}
+	close(g.gate)
+	waitFor(t, "the vector in the cache", func() bool { return cache.has("gated", 8, "I'm in Kyoto") })
+	if _, err := c.Embed(context.Background(), []string{"I'm in Kyoto"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, calls := g.count(""); calls != 1 {
+		t.Fatalf("%d provider calls, want 1: the next request must find the cached vector", calls)
+	}
+}
+
+func TestCachedEmbedDeadlineFailsLateWithoutCancelling(t *testing.T) {
+	g := newGated()
+	cache := &memCache{}
+	c := NewCached(g, cache, nil)
+	ctx := WithEmbedDeadline(context.Background(), time.Now().Add(5*time.Millisecond))
+	_, err := c.Embed(ctx, []string{"and in Porto?"})
+	if !errors.Is(err, ErrEmbeddingLate) {
+		t.Fatalf("err = %v, want ErrEmbeddingLate", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the caller's context must stay usable for a full-text search")
+	}
+	close(g.gate)
+	waitFor(t, "the late vector in the cache", func() bool { return cache.has("gated", 8, "and in Porto?") })
+}
+
+func TestRecallFallsBackToFullTextWhenTheQueryEmbeddingIsLate(t *testing.T) {
+	st := newFakeStore()
+	local := NewLocal(8)
+	item := memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage, Ref: "x:0", Text: "I'm staying in Kyoto next week",
+		Model: "gated", Dims: 8, CreatedAt: time.Now()}
+	vec, _ := local.Embed(context.Background(), []string{item.Text})
+	item.Embedding = vec[0]
+	if err := st.AddItems(context.Background(), []memory.Item{item}); err != nil {
+		t.Fatal(err)
+	}
+	st.facts = []memory.Fact{{Tenant: "t", User: "u", Type: memory.FactGoal, Key: "goal", Value: "visit temples", Pinned: true}}
+	g := newGated()
+	t.Cleanup(func() { close(g.gate) })
+	emb := NewCached(g, &memCache{}, nil)
+	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{TopK: 5}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
+	ctx := WithEmbedDeadline(context.Background(), time.Now().Add(5*time.Millisecond))
+	got, err := r.Recall(ctx, memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: "what's the weather in Kyoto?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Lexical {
+		t.Fatal("Lexical = false, want true")
+	}
+	if len(got.Items) != 1 || got.Items[0].Ref != "x:0" {
+		t.Fatalf("items = %+v, want the full-text match", got.Items)
+	}
+	if len(got.Facts) != 1 {
+		t.Fatalf("facts = %+v, want the pinned fact ranked without relevance", got.Facts)
+	}
+}
