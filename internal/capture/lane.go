@@ -165,6 +165,7 @@ func (c *Capturer) toQueue(j *job) bool {
 	}
 	c.convMu.Unlock()
 	c.metrics.queued.Inc()
+	j.outcome = Queued
 	c.finish(j)
 	return true
 }
@@ -236,11 +237,14 @@ func (c *Capturer) watchQueued() {
 // saved records a stored exchange and releases its waiters.
 func (c *Capturer) saved(j *job, res memory.SaveResult) {
 	c.metrics.saved.Inc()
+	j.outcome = Stored
 	switch {
 	case res.Duplicate:
 		c.metrics.duplicates.Inc()
+		j.outcome = Duplicate
 	case res.Dropped:
 		c.metrics.erased.Inc()
+		j.outcome = Erased
 	}
 	c.metrics.saveSeconds.Observe(time.Since(j.start).Seconds())
 	c.finish(j)
