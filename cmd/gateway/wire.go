@@ -161,6 +161,9 @@ type httpDeps struct {
 	Recall     admin.Recall // nil when recall is off
 	Ready      func(ctx context.Context) error
 	Collectors []prometheus.Collector
+	// Importer and Erasures serve POST /v1/memory/import (nil Importer: 503).
+	Importer admin.Capture
+	Erasures admin.Erasures
 }
 
 // deps returns the HTTP side's collaborators.
@@ -170,7 +173,11 @@ func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
 		Capturer: m.capturer,
 		Admin:    m.store,
+		Importer: m.capturer,
 		Ready:    m.store.Ping,
+	}
+	if e, ok := m.store.(admin.Erasures); ok {
+		d.Erasures = e
 	}
 	d.Collectors = append(d.Collectors, m.collectors...)
 	d.Collectors = append(d.Collectors, m.capturer.Collectors()...)
@@ -220,6 +227,9 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	}
 	p.Register(srv)
 	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
+	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
+		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
+	}, logger).Register(srv)
 	return &gatewayHTTP{srv: srv, proxy: p}, nil
 }
 

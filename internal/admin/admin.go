@@ -61,14 +61,20 @@ func (a *Admin) Register(srv *server.Server) {
 // scope resolves the caller's tenant (checking the gateway key when keys
 // are configured) and the user the request addresses.
 func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Error) {
+	return resolveScope(a.resolver, r, user)
+}
+
+// resolveScope is scope with resolver (nil: every caller is the default
+// tenant).
+func resolveScope(resolver IdentityResolver, r *http.Request, user string) (memory.Identity, *apierr.Error) {
 	h := r.Header.Clone()
 	// Identity headers that address memory are taken from the URL here.
 	h.Del("X-Memory-User")
 	h.Del("X-Memory-Conversation")
 	h.Del("X-Memory-Mode")
 	tenant := memory.DefaultTenant
-	if a.resolver != nil {
-		id, _, err := a.resolver.Resolve(h, "")
+	if resolver != nil {
+		id, _, err := resolver.Resolve(h, "")
 		if err != nil {
 			return memory.Identity{}, apierr.FromIdentity(err)
 		}

@@ -44,6 +44,10 @@ func (p *Proxy) handleChat(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
+	at, aerr := saidAt(r.Header, time.Now())
+	if aerr != nil {
+		return aerr
+	}
 	f := &forward{x: x, chat: true, model: req.Model}
 	out := raw
 	if id.User != "" && mode != memory.ModeOff {
@@ -56,7 +60,7 @@ func (p *Proxy) handleChat(c echo.Context) error {
 			out = p.inject(r.Context(), w.Header(), x, req, mreq)
 		}
 		if mode.Stores() && p.deps.Capturer != nil {
-			f.capture = &chatCapture{p: p, x: x, id: id, model: req.Model, parsed: req.Parsed, at: time.Now()}
+			f.capture = &chatCapture{p: p, x: x, id: id, model: req.Model, parsed: req.Parsed, at: at}
 			defer f.capture.abandon()
 		}
 	}
