@@ -234,8 +234,8 @@ func TestImportRedactsErasesAndRefuses(t *testing.T) {
 				{"bad timestamp", batch(user("q", "yesterday"), reply("a", at(0))), "messages[0].timestamp"},
 				{"future timestamp", batch(user("q", at(0)), reply("a", time.Now().Add(time.Hour).Format(time.RFC3339))), "messages[1].timestamp"},
 				{"out of order", batch(user("q", at(time.Hour)), reply("a", at(0))), "messages[1].timestamp"},
-				{"unknown role", batch(`{"role":"robot","content":"q","timestamp":"` + at(0) + `"}`, reply("a", at(0))), "messages[0].role"},
-				{"no role", batch(`{"content":"q","timestamp":"` + at(0) + `"}`, reply("a", at(0))), "messages[0]"},
+				{"unknown role", batch(`{"role":"robot","content":"q","timestamp":"`+at(0)+`"}`, reply("a", at(0))), "messages[0].role"},
+				{"no role", batch(`{"content":"q","timestamp":"`+at(0)+`"}`, reply("a", at(0))), "messages[0]"},
 				{"not an object", batch(`"hello"`, reply("a", at(0))), "messages[0]"},
 				{"ends unanswered", batch(user("q1", at(0)), reply("a1", at(0)), user("q2", at(time.Minute))), "messages[2]"},
 			}
