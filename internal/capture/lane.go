@@ -308,7 +308,7 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 		if results[i].Dropped {
 			continue
 		}
-		p, err := EncodeEnrichment(j.ex, results[i])
+		p, err := encodeEnrichment(j.ex, results[i], j.start)
 		if err != nil {
 			c.metrics.failures.WithLabelValues("encode").Inc()
 			continue
