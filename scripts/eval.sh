@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # eval.sh — memgate's memory-quality evaluation (`make eval`), no LLM judge.
-# Builds the gateway and replays long synthetic conversations through it:
-# two friends who call each other by name over 24 dated sessions (864 turns
-# each), the second speaker's lines scripted into a stand-in upstream that
-# also writes summaries and extracts facts, a temp SQLite store. Then it
+# Builds the gateway and loads long synthetic conversations into it through
+# POST /v1/memory/import, every message with the time it was said: two
+# friends who call each other by name over 24 dated sessions (864 turns
+# each), a stand-in upstream that writes summaries and extracts facts, a
+# temp SQLite store. Then it
 # asks 50 questions per conversation (single-hop, adjacent answer,
 # multi-hop, temporal, paraphrase) at 4k/8k-token budgets and reports the
 # share of evidence turns that reached the upstream prompt, by question type
@@ -15,8 +16,8 @@
 #   EVAL_DETAILS=questions.jsonl scripts/eval.sh # also one JSON line per judged question
 #   scripts/eval.sh -users 5 -seed 7             # extra arguments go to the command
 #                                                # (go run ./eval/cmd/eval -h)
-#   scripts/eval.sh -said-at-header X-Memory-Said-At  # send each turn's time once
-#                                                # the gateway takes one
+#   scripts/eval.sh -deliver chat                # replay turn by turn as chat completions
+#                                                # (each turn's time in X-Memory-Timestamp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -162,6 +162,9 @@ type httpDeps struct {
 	Recall     admin.Recall // nil when recall is off
 	Ready      func(ctx context.Context) error
 	Collectors []prometheus.Collector
+	// Importer and Erasures serve POST /v1/memory/import (nil Importer: 503).
+	Importer admin.Capture
+	Erasures admin.Erasures
 }
 
 // deps returns the HTTP side's collaborators.
@@ -171,7 +174,11 @@ func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
 		Capturer: m.capturer,
 		Admin:    m.store,
+		Importer: m.capturer,
 		Ready:    m.store.Ping,
+	}
+	if e, ok := m.store.(admin.Erasures); ok {
+		d.Erasures = e
 	}
 	d.Collectors = m.allCollectors()
 	if m.recall != nil {
@@ -217,6 +224,9 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	}
 	p.Register(srv)
 	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
+	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
+		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
+	}, logger).Register(srv)
 	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
 		return nil, err
 	}

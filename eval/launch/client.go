@@ -20,8 +20,8 @@ type Who struct {
 	// Budget is X-Memory-Budget (0: none).
 	Budget int
 	// At is when the user's message was said, sent in the header named
-	// AtHeader as RFC 3339 (neither empty: not sent). The gateway takes no
-	// such header yet; the evaluation sends it when told its name.
+	// AtHeader as RFC 3339 (either empty: not sent); the gateway takes it
+	// as X-Memory-Timestamp.
 	At       time.Time
 	AtHeader string
 }
@@ -204,6 +204,79 @@ func (g *Gateway) WaitProcessed(ctx context.Context, n int, idle func() bool) er
 		case <-ctx.Done():
 			return fmt.Errorf("gateway handled %d of %d exchanges: %w", done, n, ctx.Err())
 		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// Said is one message of an import: its role, text and when it was said.
+type Said struct {
+	Role, Content string
+	At            time.Time
+}
+
+// Imported is the gateway's answer to an import.
+type Imported struct {
+	Exchanges  int `json:"exchanges"`
+	Stored     int `json:"stored"`
+	Duplicates int `json:"duplicates"`
+}
+
+// Import sends past messages of one conversation, with their times, to the
+// gateway's POST /v1/memory/import.
+func (g *Gateway) Import(ctx context.Context, user, conversation string, msgs []Said) (Imported, error) {
+	type wireMsg struct {
+		Role      string `json:"role"`
+		Content   string `json:"content"`
+		Timestamp string `json:"timestamp"`
+	}
+	wm := make([]wireMsg, len(msgs))
+	for i, m := range msgs {
+		wm[i] = wireMsg{m.Role, m.Content, m.At.UTC().Format(time.RFC3339Nano)}
+	}
+	body, err := json.Marshal(map[string]any{"user": user, "conversation": conversation, "messages": wm})
+	if err != nil {
+		return Imported{}, fmt.Errorf("encode import: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/memory/import", bytes.NewReader(body))
+	if err != nil {
+		return Imported{}, fmt.Errorf("import request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return Imported{}, fmt.Errorf("import: %w", err)
+	}
+	defer drain(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Imported{}, fmt.Errorf("read import answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Imported{}, fmt.Errorf("import: status %d: %s", resp.StatusCode, b)
+	}
+	var out Imported
+	if err := json.Unmarshal(b, &out); err != nil {
+		return Imported{}, fmt.Errorf("decode import answer %s: %w", b, err)
+	}
+	return out, nil
+}
+
+// WaitEnriched polls until the gateway has run the after-save work
+// (indexing, fact extraction, compaction) of n stored exchanges and idle
+// reports no side work under way, or ctx ends.
+func (g *Gateway) WaitEnriched(ctx context.Context, n int, idle func() bool) error {
+	for {
+		done, err := g.Metric(ctx, "memgate_enrich_exchanges_total")
+		if err != nil {
+			return err
+		}
+		if int(done) >= n && (idle == nil || idle()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gateway enriched %.0f of %d exchanges: %w", done, n, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

@@ -76,15 +76,20 @@ type tenantKey struct{}
 // guard lets a management call through only with the admin key, a gateway
 // key (for its tenant), or — no key configured at all — from a loopback
 // peer; the others get 401 or 403 and nothing is read.
-func (a *Admin) guard(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		tenant, err := a.resolver.ResolveAdmin(r.Header, r.RemoteAddr)
-		if err != nil {
-			return apierr.FromIdentity(err)
+func (a *Admin) guard(next echo.HandlerFunc) echo.HandlerFunc { return guardWith(a.resolver)(next) }
+
+// guardWith is the management routes' guard over resolver.
+func guardWith(resolver IdentityResolver) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
+			if err != nil {
+				return apierr.FromIdentity(err)
+			}
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+			return next(c)
 		}
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
-		return next(c)
 	}
 }
 
@@ -99,6 +104,11 @@ func tenantOf(r *http.Request) string {
 // scope returns the caller's tenant (decided by guard) and the user the
 // request addresses.
 func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Error) {
+	return scopeOf(r, user)
+}
+
+// scopeOf is scope for any guarded route.
+func scopeOf(r *http.Request, user string) (memory.Identity, *apierr.Error) {
 	if user == "" {
 		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required.")
 	}

@@ -162,6 +162,8 @@ type job struct {
 	start    time.Time
 	attempts int
 	done     chan struct{} // closed once ex is durable or given up
+	// outcome is what became of ex, set before done is closed.
+	outcome Outcome
 }
 
 // convState is what the Capturer tracks of a conversation with turns in

@@ -20,6 +20,10 @@ import (
 type enrichment struct {
 	Exchange memory.Exchange   `json:"exchange"`
 	Result   memory.SaveResult `json:"result"`
+	// CapturedAt is when the exchange was handed to the Capturer (zero when
+	// unknown: the enrichment lag then runs from the exchange's At). An
+	// imported or dated exchange's At is when it was said, long before.
+	CapturedAt time.Time `json:"captured_at,omitzero"`
 }
 
 // EncodeEnrichment encodes a stored exchange for the enrichment queue. Of
@@ -27,9 +31,15 @@ type enrichment struct {
 // stored (the hooks index exactly those), so an entry stays small however
 // much history the client sends.
 func EncodeEnrichment(ex memory.Exchange, res memory.SaveResult) ([]byte, error) {
+	return encodeEnrichment(ex, res, time.Time{})
+}
+
+// encodeEnrichment is EncodeEnrichment for an exchange captured at
+// capturedAt (zero: unknown).
+func encodeEnrichment(ex memory.Exchange, res memory.SaveResult, capturedAt time.Time) ([]byte, error) {
 	keep := min(len(ex.Prior), max(0, res.Inserted-len(ex.Turn)-1))
 	ex.Prior = ex.Prior[len(ex.Prior)-keep:]
-	b, err := json.Marshal(enrichment{Exchange: ex, Result: res})
+	b, err := json.Marshal(enrichment{Exchange: ex, Result: res, CapturedAt: capturedAt})
 	if err != nil {
 		return nil, fmt.Errorf("encode enrichment: %w", err)
 	}
@@ -212,8 +222,13 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 	})
 	exs := make([]memory.Exchange, len(batch))
 	results := make([]memory.SaveResult, len(batch))
+	starts := make([]time.Time, len(batch))
 	for i, en := range batch {
 		exs[i], results[i] = en.Exchange, en.Result
+		starts[i] = en.CapturedAt
+		if starts[i].IsZero() {
+			starts[i] = en.Exchange.At
+		}
 		if i > 0 && exs[i-1].Identity == en.Exchange.Identity {
 			e.coalesced.Inc()
 		}
@@ -241,9 +256,9 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 		delay = min(2*delay, e.opts.BackoffMax)
 	}
 	now := time.Now()
-	for _, ex := range exs {
-		if !ex.At.IsZero() {
-			e.lag.Observe(now.Sub(ex.At).Seconds())
+	for _, start := range starts {
+		if !start.IsZero() {
+			e.lag.Observe(now.Sub(start).Seconds())
 		}
 	}
 	e.enriched.Add(float64(len(exs)))

@@ -165,6 +165,7 @@ func (c *Capturer) toQueue(j *job) bool {
 	}
 	c.convMu.Unlock()
 	c.metrics.queued.Inc()
+	j.outcome = Queued
 	c.finish(j)
 	return true
 }
@@ -236,11 +237,14 @@ func (c *Capturer) watchQueued() {
 // saved records a stored exchange and releases its waiters.
 func (c *Capturer) saved(j *job, res memory.SaveResult) {
 	c.metrics.saved.Inc()
+	j.outcome = Stored
 	switch {
 	case res.Duplicate:
 		c.metrics.duplicates.Inc()
+		j.outcome = Duplicate
 	case res.Dropped:
 		c.metrics.erased.Inc()
+		j.outcome = Erased
 	}
 	c.metrics.saveSeconds.Observe(time.Since(j.start).Seconds())
 	c.finish(j)
@@ -304,7 +308,7 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 		if results[i].Dropped {
 			continue
 		}
-		p, err := EncodeEnrichment(j.ex, results[i])
+		p, err := encodeEnrichment(j.ex, results[i], j.start)
 		if err != nil {
 			c.metrics.failures.WithLabelValues("encode").Inc()
 			continue

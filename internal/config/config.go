@@ -134,6 +134,9 @@ type Capture struct {
 	// (its worker crashed, or the store was down) before another worker
 	// takes it over and retries it.
 	ReclaimAfter Duration `yaml:"reclaim_after"`
+	// ImportMaxMessages is the most messages one POST /v1/memory/import may
+	// hold (larger batches get 400: split them, oldest first).
+	ImportMaxMessages int `yaml:"import_max_messages"`
 }
 
 // Memory configures memory injection.
@@ -292,7 +295,7 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second)},
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), ImportMaxMessages: 1000},
 		Memory: Memory{
 			RecentMessages:    20,
 			LoadTimeout:       Duration(150 * time.Millisecond),
@@ -425,6 +428,9 @@ func (c Config) Validate() error {
 		if d <= 0 {
 			bad(key, "must be positive")
 		}
+	}
+	if c.Capture.ImportMaxMessages <= 0 {
+		bad("capture.import_max_messages", "must be positive")
 	}
 	if c.Upstream.MaxIdleConns <= 0 {
 		bad("upstream.max_idle_conns", "must be positive")

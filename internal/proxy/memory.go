@@ -121,6 +121,10 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
+		at, aerr := saidAt(r.Header, time.Now())
+		if aerr != nil {
+			return fail(aerr)
+		}
 		f := &forward{x: x, api: a, memory: true, model: req.Model}
 		out := raw
 		// A Responses request may hold nothing memory can read (only item
@@ -135,7 +139,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
-				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Parsed, at: time.Now()}
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Parsed, at: at}
 				defer f.capture.abandon()
 			}
 		}

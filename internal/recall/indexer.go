@@ -66,7 +66,10 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //
 // Every item is dated (CreatedAt and SaidAt) by when its source was said:
 // a message's CreatedAt (the time a client supplied for imported history),
-// else ex.At; a summary's or fact's own time.
+// else ex.At; a fact's own time; a summary's time, except that its SaidAt
+// is when the newest message of the batch in its conversation was said
+// when that is earlier (the summary of imported or dated history is as of
+// that history's date, not of the day it was imported).
 //
 // It is idempotent: items are upserted by (kind, ref, chunk), and a
 // redelivered exchange (res.Duplicate) finds its message keys in the store.
@@ -88,7 +91,10 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		users []userKey
 		since = map[userKey]time.Time{}
 		seen  = map[memory.Identity]bool{}
-		now   = time.Now()
+		// latest is when the newest message of each conversation in the
+		// batch was said: the time its summary is as of.
+		latest = map[memory.Identity]time.Time{}
+		now    = time.Now()
 	)
 	for i, ex := range exs {
 		if results[i].Dropped {
@@ -110,9 +116,15 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			if created.IsZero() {
 				created = at
 			}
+			if created.After(latest[ex.Identity]) {
+				latest[ex.Identity] = created
+			}
 			for i, c := range Chunk(indexableText(m.Content)) {
 				items = append(items, ix.item(ex.Identity, KindMessage, m.Key, i, c, created))
 			}
+		}
+		if at.After(latest[ex.Identity]) {
+			latest[ex.Identity] = at
 		}
 		if !seen[ex.Identity] {
 			seen[ex.Identity] = true
@@ -138,7 +150,11 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			}
 			summaryKeys = append(summaryKeys, key)
 			for i, c := range Chunk(sum.Text) {
-				items = append(items, ix.item(id, KindSummary, ref, i, c, sum.CreatedAt))
+				it := ix.item(id, KindSummary, ref, i, c, sum.CreatedAt)
+				if l := latest[id]; !l.IsZero() && l.Before(it.SaidAt) {
+					it.SaidAt = l // summarised history imported or dated in the past
+				}
+				items = append(items, it)
 			}
 		case !errors.Is(err, memory.ErrNotFound):
 			return fmt.Errorf("index conversation %s: load summary: %w", id.Conversation, err)

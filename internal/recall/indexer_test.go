@@ -113,6 +113,45 @@ func TestIndexerSummaryAndFreshFacts(t *testing.T) {
 	}
 }
 
+// TestIndexerDatesSummaryOfPastHistory: the summary written while history
+// said in 2023 is imported today is recalled as of the newest message it
+// covers, not as of the import; a summary of live talk is as of its latest
+// exchange, moments before it was written.
+func TestIndexerDatesSummaryOfPastHistory(t *testing.T) {
+	written := time.Now().UTC()
+	said := time.Date(2023, 5, 7, 18, 30, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		at   time.Time // the exchange's time
+		msg  time.Time // its messages' CreatedAt (zero: none)
+		want time.Time
+	}{
+		{"imported", said.Add(-time.Hour), said, said},
+		{"live", written.Add(-time.Second), time.Time{}, written.Add(-time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newFakeStore()
+			st.summary["t/u/c"] = memory.Summary{Conversation: "c", Version: 1, Text: "They talked about the trip.", CreatedAt: written}
+			ix := NewIndexer(st, NewLocal(32), nil)
+			ex := memory.Exchange{ID: "e", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: tt.at,
+				Turn:  []memory.Message{{Role: "user", Content: "we stayed by the harbour", CreatedAt: tt.msg}},
+				Reply: memory.Message{Role: "assistant", Content: "lovely", CreatedAt: tt.msg}}
+			if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range st.items {
+				if it.Kind == KindSummary && (!it.SaidAt.Equal(tt.want) || !it.CreatedAt.Equal(written)) {
+					t.Fatalf("summary item said %v created %v, want said %v created %v", it.SaidAt, it.CreatedAt, tt.want, written)
+				}
+			}
+			if got := itemRefs(st, KindSummary); len(got) != 1 {
+				t.Fatalf("summary items %v", got)
+			}
+		})
+	}
+}
+
 func TestIndexerReturnsFailures(t *testing.T) {
 	tests := []struct {
 		name  string

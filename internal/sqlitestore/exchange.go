@@ -23,7 +23,9 @@ const tailExtra = 64
 // with superseded_at, but no longer live) and deletes their memory items, so
 // recall never finds them again; and inserts the unseen prior
 // messages, the turn and the reply with Seq continuing after the highest
-// stored Seq and Key memory.Key(ex.ID, i). A zero ex.At means now.
+// stored Seq and Key memory.Key(ex.ID, i). Each message is stored with its
+// own CreatedAt (when it was said: an imported message's timestamp), or
+// ex.At when it has none. A zero ex.At means now.
 //
 // It fails with memory.ErrInvalid for a malformed identity, an empty exchange
 // id, a message without a role, or a Raw that is not JSON.
@@ -158,7 +160,8 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 	return res, err
 }
 
-// insertMessages appends msgs to the conversation after its highest Seq.
+// insertMessages appends msgs to the conversation after its highest Seq,
+// each dated by its CreatedAt, or at when it has none.
 func insertMessages(ctx context.Context, tx *sql.Tx, ex memory.Exchange, at time.Time, msgs []memory.Message) error {
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages
@@ -178,8 +181,12 @@ func insertMessages(ctx context.Context, tx *sql.Tx, ex memory.Exchange, at time
 		if err != nil {
 			return err
 		}
+		created := m.CreatedAt
+		if created.IsZero() {
+			created = at
+		}
 		if _, err := stmt.ExecContext(ctx, ex.Tenant, ex.User, ex.Conversation, last+int64(i)+1,
-			memory.Key(ex.ID, i), m.Role, m.Content, raw, m.Tokens, nanos(at)); err != nil {
+			memory.Key(ex.ID, i), m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
 			return fmt.Errorf("insert message %d: %w", i, err)
 		}
 	}

@@ -20,6 +20,7 @@ func RunStore(t *testing.T, open func(t *testing.T) Store) {
 		run  func(t *testing.T, s Store)
 	}{
 		{"SaveExchangeStoresTurnThenReply", testSaveStoresTurnThenReply},
+		{"MessagesKeepTheirOwnTime", testMessagesKeepTheirOwnTime},
 		{"DuplicateExchange", testDuplicateExchange},
 		{"ResentHistory", testResentHistory},
 		{"UnseenHistory", testUnseenHistory},
@@ -41,6 +42,32 @@ func RunStore(t *testing.T, open func(t *testing.T) Store) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run(t, open(t))
 		})
+	}
+}
+
+// testMessagesKeepTheirOwnTime stores an exchange whose messages carry
+// the times they were said (an import) and one whose messages carry none:
+// the first keep theirs, the second get the exchange's time.
+func testMessagesKeepTheirOwnTime(t *testing.T, s Store) {
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "dated"}
+	said := time.Date(2023, 5, 7, 18, 30, 0, 0, time.UTC)
+	ex := simple(t, id, 1)
+	ex.At = said
+	ex.Turn[0].CreatedAt = said
+	ex.Reply.CreatedAt = said.Add(90 * time.Second)
+	mustSave(t, s, ex)
+	live := simple(t, id, 2)
+	live.At = said.Add(24 * time.Hour)
+	mustSave(t, s, live)
+	_, msgs := mustConversation(t, s, id)
+	want := []time.Time{said, said.Add(90 * time.Second), live.At, live.At}
+	if len(msgs) != len(want) {
+		t.Fatalf("stored %d messages, want %d", len(msgs), len(want))
+	}
+	for i, m := range msgs {
+		if !m.CreatedAt.Equal(want[i]) {
+			t.Errorf("message %d (%s) CreatedAt = %v, want %v", i, m.Content, m.CreatedAt, want[i])
+		}
 	}
 }
 

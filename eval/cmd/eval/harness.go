@@ -31,12 +31,13 @@ const bm25Heading = "Earlier messages that may be relevant (date, speaker: messa
 
 // harness replays conversations through a running gateway and questions it.
 type harness struct {
-	o       options
-	gw      *launch.Gateway
-	up      *standin.Server
-	counter *tokens.Counter
-	log     *slog.Logger
-	sent    int // exchanges sent with memory on
+	o        options
+	gw       *launch.Gateway
+	up       *standin.Server
+	counter  *tokens.Counter
+	log      *slog.Logger
+	sent     int // exchanges sent with memory on
+	imported int // exchanges imported
 }
 
 // cell is one (budget, method) row of the report; budget 0 is no budget.
@@ -106,13 +107,18 @@ func (r *results) add(c synth.Conversation, q synth.Question, method string, bud
 	r.details = append(r.details, d)
 }
 
-// replayAll replays every conversation and returns their histories (user
-// and assistant messages, in order).
+// replayAll delivers every conversation to memgate (imported or replayed,
+// as -deliver says) and returns their histories (user and assistant
+// messages, in order).
 func (h *harness) replayAll(ctx context.Context, convs []synth.Conversation, system []json.RawMessage) ([][]json.RawMessage, error) {
 	histories := make([][]json.RawMessage, len(convs))
 	start := time.Now()
 	for i, c := range convs {
-		hist, err := h.replay(ctx, c, system)
+		deliver := h.replay
+		if h.o.deliver == deliverImport {
+			deliver = h.importHistory
+		}
+		hist, err := deliver(ctx, c, system)
 		if err != nil {
 			return nil, fmt.Errorf("replay %s: %w", c.User, err)
 		}
@@ -148,6 +154,40 @@ func (h *harness) replay(ctx context.Context, c synth.Conversation, system []jso
 			}
 			hist = append(hist, u, rawMessage("assistant", reply.Text))
 		}
+	}
+	return hist, nil
+}
+
+// importHistory imports c, one session (conversation) at a time, each
+// message with the time it was said, as a team migrating its chat history
+// would; then it waits until memgate has run the after-save work (indexing,
+// fact extraction, summaries) of every imported exchange. It returns the
+// whole history for the baselines.
+func (h *harness) importHistory(ctx context.Context, c synth.Conversation, _ []json.RawMessage) ([]json.RawMessage, error) {
+	var hist []json.RawMessage
+	for _, s := range c.Sessions {
+		msgs := make([]launch.Said, 0, len(s.Turns))
+		for _, t := range s.Turns {
+			role := "user"
+			if t.Speaker == 1 {
+				role = "assistant"
+			}
+			msgs = append(msgs, launch.Said{Role: role, Content: t.Text, At: t.At})
+			hist = append(hist, rawMessage(role, t.Text))
+		}
+		got, err := h.gw.Import(ctx, c.User, s.Conversation, msgs)
+		if err != nil {
+			return nil, err
+		}
+		if got.Stored != len(s.Turns)/2 {
+			return nil, fmt.Errorf("import of %s stored %d exchanges, want %d", s.Conversation, got.Stored, len(s.Turns)/2)
+		}
+		h.imported += got.Stored
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := h.gw.WaitEnriched(wctx, h.imported, func() bool { return h.up.Busy() == 0 }); err != nil {
+		return nil, err
 	}
 	return hist, nil
 }

@@ -12,6 +12,14 @@ import (
 	"github.com/memgate/memgate/eval/synth"
 )
 
+// deliveryText says how the history reached memgate.
+func deliveryText(o options) string {
+	if o.deliver == deliverImport {
+		return "the history is loaded through the management API's `POST /v1/memory/import` (one call per session, through the same capture pipeline as live traffic: redaction, storage, then indexing, fact extraction and summaries), and the questions wait until every imported exchange is enriched"
+	}
+	return "the history is replayed turn by turn as chat completions (`-deliver chat`), the application sending only its newest message"
+}
+
 // The goal of issue 14 at the 4k budget.
 const (
 	targetBudget  = 4000
@@ -27,19 +35,22 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "## Memory quality (`make eval`)\n\n")
 	fmt.Fprintf(&b, "- Machine: %s, %d CPUs, %s/%s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s in all, replay %s)\n", strings.TrimSpace(r.command), o.seed, r.elapsed.Round(time.Second), r.replay.Round(time.Second))
+	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s in all, history delivery %s)\n", strings.TrimSpace(r.command), o.seed, r.elapsed.Round(time.Second), r.replay.Round(time.Second))
 	fmt.Fprintf(&b, "- Data: %d synthetic conversations between two friends who call each other by name, %d sessions each on distinct dates, %d turns each (%.0f tokens a turn on average; the whole history ≈ %.0f tokens), mostly chit-chat and everyday topics; %d questions (%d of each type per conversation) needing %d evidence turns: %s deep\n",
 		d.users, o.synth.Sessions, d.turns/max(1, d.users), d.turnTokens, d.fullTokens, d.questions, o.synth.PerType, d.evidence, depthSpread(d))
 	cfg := "built-in default config except `memory.load_timeout: 5s` (so machine load cannot drop memory from a question)"
 	if o.config != "" {
 		cfg = "config " + o.config
 	}
-	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, %s; the application sends only its newest message, each session under its own conversation id, the first speaker as the user and the second as the assistant; questions are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
-		cfg, probeWhere(o.probeIn), o.model)
-	if o.saidAt != "" {
-		fmt.Fprintf(&b, "- Turn times: each replayed user turn carries its time in `%s` (RFC 3339)\n", o.saidAt)
-	} else {
-		b.WriteString("- Turn times: **not delivered** — the gateway takes no timestamp with a message yet, so memgate stores every turn at replay time; `-said-at-header NAME` sends them once it does\n")
+	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, %s; each session is its own conversation, the first speaker the user and the second the assistant; %s; questions are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
+		cfg, deliveryText(o), probeWhere(o.probeIn), o.model)
+	switch {
+	case o.deliver == deliverImport:
+		b.WriteString("- Turn times: every message is imported with the time it was said (its session's date), so memgate stores, indexes and recalls it with that date\n")
+	case o.saidAt != "":
+		fmt.Fprintf(&b, "- Turn times: each replayed turn carries its time in `%s` (RFC 3339)\n", o.saidAt)
+	default:
+		b.WriteString("- Turn times: **not delivered** (`-said-at-header ''`): memgate stores every turn at replay time\n")
 	}
 	fmt.Fprintf(&b, "- Upstream: a **stand-in** (eval/standin), not a model: it says the second speaker's scripted lines, writes extractive summaries (%d calls) and pattern-based facts (%d calls)\n",
 		r.sideCalls[standin.KindSummary], r.sideCalls[standin.KindFacts])

@@ -75,7 +75,8 @@ func TestMarkdownTables(t *testing.T) {
 		"| none | full history | 100% |",
 		"| budget | method | 0–100 | 100–300 | 300+ | overall |",
 		"| 4000 | memgate | 0% | – | 100% | 50% |",
-		"**not delivered**",
+		"imported with the time it was said",
+		"`POST /v1/memory/import`",
 		"Goal of issue 14 at 4000 tokens",
 	} {
 		if !strings.Contains(md, w) {
@@ -98,6 +99,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"eval", "-probe-in", "new,last"}, false},
 		{[]string{"eval", "-users", "0"}, true},
 		{[]string{"eval", "-said-at-header", "X-Memory-Said-At"}, false},
+		{[]string{"eval", "-deliver", "chat"}, false},
+		{[]string{"eval", "-deliver", "replay"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

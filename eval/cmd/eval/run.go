@@ -35,6 +35,7 @@ type options struct {
 	details  string
 	config   string
 	saidAt   string
+	deliver  string
 	deadline time.Duration
 }
 
@@ -56,7 +57,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.config, "config", "", "gateway YAML config file (default: the built-in defaults with memory.load_timeout: 5s)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (gateway log, SQLite database)")
 	fs.StringVar(&o.details, "details", "", "write one JSON line per judged question, method and budget to this file")
-	fs.StringVar(&o.saidAt, "said-at-header", "", "send each replayed turn's time (RFC 3339) in this request header (the gateway takes none yet)")
+	fs.StringVar(&o.deliver, "deliver", deliverImport, "how the history reaches memgate: import (each session through POST /v1/memory/import, every message with its time), chat (turn by turn as chat completions)")
+	fs.StringVar(&o.saidAt, "said-at-header", "X-Memory-Timestamp", "with -deliver chat, send each turn's time (RFC 3339) in this request header (empty: none, every turn is dated at replay time)")
 	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
@@ -74,6 +76,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-probe-in: %q is not new or last", f)
 		}
 		o.probeIn = append(o.probeIn, f)
+	}
+	if o.deliver != deliverImport && o.deliver != deliverChat {
+		return o, fmt.Errorf("-deliver: %q is not import or chat", o.deliver)
+	}
+	if o.deliver == deliverImport {
+		o.saidAt = ""
 	}
 	if o.users < 1 {
 		return o, errors.New("-users must be at least 1")
@@ -158,6 +166,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// How the history reaches memgate.
+const (
+	deliverImport = "import" // POST /v1/memory/import, one session at a time
+	deliverChat   = "chat"   // one chat completion per turn
+)
 
 // Where probes are asked.
 const (

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// TestImportedHistoryIsRecalledWithItsDate imports dated history through
+// the management API on both stores and asks about it in a new
+// conversation: the passage reaches the upstream prompt with the date it
+// was said, not the date it was imported. A live turn sent with
+// X-Memory-Timestamp is stored with that time; a malformed one is a 400.
+func TestImportedHistoryIsRecalledWithItsDate(t *testing.T) {
+	up := upstreamtest.New(t, recallUpstream())
+	const stated = "We stayed at the Lighthouse Inn right by the old harbour."
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			body := map[string]any{"user": "u1", "conversation": "trip-2023", "messages": []map[string]any{
+				{"role": "user", "content": stated, "timestamp": "2023-05-07T18:30:00Z"},
+				{"role": "assistant", "content": "That sounds lovely.", "timestamp": "2023-05-07T18:30:05Z"},
+			}}
+			var res map[string]any
+			if code := apiCall(t, http.MethodPost, g.URL+"/v1/memory/import", nil, body, &res); code != http.StatusOK || res["stored"] != 1.0 {
+				t.Fatalf("import: %d %v", code, res)
+			}
+			eventually(t, "the imported turn to be indexed", func() bool {
+				var found struct {
+					Data []memory.Item `json:"data"`
+				}
+				apiCall(t, http.MethodPost, g.URL+"/v1/memory/search", nil, map[string]any{"user": "u1", "query": "Lighthouse Inn harbour"}, &found)
+				for _, it := range found.Data {
+					if strings.Contains(it.Text, "Lighthouse Inn") {
+						if want := time.Date(2023, 5, 7, 18, 30, 0, 0, time.UTC); !it.SaidAt.Equal(want) {
+							t.Fatalf("indexed item said at %v, want %v", it.SaidAt, want)
+						}
+						return true
+					}
+				}
+				return false
+			})
+			if r := chat(t, g.URL, headers("", "u1", "now"), false, user("Which inn by the old harbour did we stay at?")); r.Status != http.StatusOK {
+				t.Fatalf("chat: %d %s", r.Status, r.Body)
+			}
+			prompt := lastChatPrompt(t, up)
+			if !strings.Contains(prompt, "[2023-05-07, conversation trip-2023] ") || !strings.Contains(prompt, "Lighthouse Inn") {
+				t.Fatalf("the imported passage is not in the prompt with the date it was said:\n%s", prompt)
+			}
+
+			h := headers("", "u1", "live", "X-Memory-Timestamp", "2024-01-02T03:04:05+01:00")
+			if r := chat(t, g.URL, h, false, user("Replayed from our old app.")); r.Status != http.StatusOK {
+				t.Fatalf("chat with X-Memory-Timestamp: %d %s", r.Status, r.Body)
+			}
+			id := memory.Identity{Tenant: memory.DefaultTenant, User: "u1", Conversation: "live"}
+			eventually(t, "the dated live turn to be stored", func() bool {
+				_, msgs, err := g.mem.store.Conversation(context.Background(), id)
+				return err == nil && len(msgs) == 2
+			})
+			_, msgs, _ := g.mem.store.Conversation(context.Background(), id)
+			for _, m := range msgs {
+				if want := time.Date(2024, 1, 2, 2, 4, 5, 0, time.UTC); !m.CreatedAt.Equal(want) {
+					t.Errorf("live %s message stored at %v, want %v", m.Role, m.CreatedAt, want)
+				}
+			}
+			bad := chat(t, g.URL, headers("", "u1", "live", "X-Memory-Timestamp", "last tuesday"), false, user("hi"))
+			if bad.Status != http.StatusBadRequest || !strings.Contains(string(bad.Body), "X-Memory-Timestamp") {
+				t.Fatalf("malformed X-Memory-Timestamp: %d %s, want a 400 naming the header", bad.Status, bad.Body)
+			}
+		})
+	}
+}
