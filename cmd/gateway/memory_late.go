@@ -82,7 +82,7 @@ func (l *lateMemory) collectors() []prometheus.Collector {
 // httpDeps returns the HTTP side's collaborators, all served through l.
 func (l *lateMemory) httpDeps(cfg config.Config, resolver httpDeps) httpDeps {
 	d := resolver
-	d.Preparer, d.Capturer, d.Admin = l, l, l
+	d.Preparer, d.Capturer, d.Admin, d.Importer, d.Erasures = l, l, l, l, l
 	if l.recall {
 		d.Recall = l
 	}
