@@ -26,6 +26,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// defaultMaxConns is the pool's size unless the URL sets pool_max_conns.
+const defaultMaxConns = 16
+
 // Store is a memory store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool   *pgxpool.Pool
@@ -36,7 +39,8 @@ type Store struct {
 
 // Open connects to the database at url, applies pending migrations and
 // returns a ready Store. The pool registers pgvector's types on every
-// connection. Close releases it.
+// connection and holds up to 16 connections unless the URL's pool_max_conns
+// says otherwise. Close releases it.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -60,6 +64,13 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		return nil, err
 	}
 
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (the larger of 4 and the CPUs) starves a gateway:
+		// the capture lanes, the enricher and every request's memory reads
+		// share the pool, and on a small machine four connections made the
+		// requests queue for one (issue 15's benchmark).
+		cfg.MaxConns = defaultMaxConns
+	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
 			return fmt.Errorf("register pgvector types: %w", err)
