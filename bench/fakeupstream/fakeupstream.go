@@ -92,6 +92,9 @@ func Handler(opts Options) http.Handler {
 		if opts.Latency > 0 {
 			time.Sleep(opts.Latency)
 		}
+		if seen, ok := RecallSeen(body); ok {
+			w.Header().Set(RecallHeader, fmt.Sprint(seen))
+		}
 		if !wantsStream(body) {
 			reply := completion
 			if wantsJSON(body) {
@@ -130,6 +133,36 @@ func Handler(opts Options) http.Handler {
 		io.WriteString(w, `{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}`)
 	})
 	return mux
+}
+
+// RecallMarker asks the fake upstream whether the prompt holds a token: a
+// message containing RecallMarker followed by the token (letters and
+// digits; the last marker in the body counts, the newest turn being last)
+// gets the answer in the RecallHeader response header, "true" when
+// the token occurs in the request body other than after the marker. The
+// benchmark's read-your-writes check puts each turn's token in the next
+// turn's marker.
+const (
+	RecallMarker = "recall-check:"
+	RecallHeader = "X-Fake-Recalled"
+)
+
+// RecallSeen reports whether body holds the token its RecallMarker names
+// anywhere else; ok is false without a marker.
+func RecallSeen(body []byte) (seen, ok bool) {
+	i := bytes.LastIndex(body, []byte(RecallMarker)) // the newest turn is last
+	if i < 0 {
+		return false, false
+	}
+	tok := body[i+len(RecallMarker):]
+	n := 0
+	for n < len(tok) && (tok[n] >= 'a' && tok[n] <= 'z' || tok[n] >= '0' && tok[n] <= '9') {
+		n++
+	}
+	if n == 0 {
+		return false, false
+	}
+	return bytes.Count(body, tok[:n]) >= 2, true
 }
 
 // wantsJSON reports whether a request asks for a JSON object

@@ -171,3 +171,21 @@ func TestJSONReply(t *testing.T) {
 		t.Errorf("plain reply %+v, %v", plain, err)
 	}
 }
+
+func TestRecallSeen(t *testing.T) {
+	tests := []struct {
+		body     string
+		seen, ok bool
+	}{
+		{`{"messages":[{"content":"hello"}]}`, false, false},
+		{`{"messages":[{"content":"note t0002 recall-check:t0001"}]}`, false, true},
+		{`{"messages":[{"content":"note t0001 recall-check:t0000"},{"content":"note t0002 recall-check:t0001"}]}`, true, true},
+		{`{"messages":[{"content":"recall-check:"}]}`, false, false},
+	}
+	for _, tt := range tests {
+		seen, ok := RecallSeen([]byte(tt.body))
+		if seen != tt.seen || ok != tt.ok {
+			t.Errorf("RecallSeen(%s) = %v, %v; want %v, %v", tt.body, seen, ok, tt.seen, tt.ok)
+		}
+	}
+}

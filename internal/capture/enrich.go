@@ -66,6 +66,16 @@ type EnrichOptions struct {
 	// BackoffBase and BackoffMax bound the wait between attempts and after a
 	// failed Claim (defaults 100ms and 10s).
 	BackoffBase, BackoffMax time.Duration
+	// Interval is the least time between the starts of two rounds (default
+	// 250ms): under steady load a round gathers the turns of that stretch,
+	// and each conversation's are handled once, together.
+	Interval time.Duration
+	// Share is the most of the wall time the rounds may take (default 0.5):
+	// after a round that took d, the next starts no sooner than d/Share
+	// after it began. Enrichment that falls behind gets fuller rounds, never
+	// more of the machine than its share, so the requests and the saves it
+	// shares the CPUs and the store with never wait for it.
+	Share float64
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -91,6 +101,12 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 	if o.BackoffMax < o.BackoffBase {
 		o.BackoffMax = max(10*time.Second, o.BackoffBase)
 	}
+	if o.Interval <= 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	if o.Share <= 0 || o.Share > 1 {
+		o.Share = 0.5
+	}
 	return o
 }
 
@@ -100,7 +116,9 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 // to Batch), orders it by conversation (each conversation's turns kept in
 // order) and runs every hook once over all of it, so a BatchHook compacts a
 // conversation once and embeds in one call however many turns it got
-// meanwhile. Its lag — capture to enriched — is measured.
+// meanwhile. Rounds are spaced (EnrichOptions.Interval, Share), so that
+// enrichment takes a bounded part of the machine whatever its backlog. Its
+// lag — capture to enriched — is measured.
 type Enricher struct {
 	queue  Queue
 	hooks  []Hook
@@ -179,7 +197,11 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // and never holds up what comes after it for long.
 func (e *Enricher) Run(ctx context.Context) error {
 	delay := e.opts.BackoffBase
+	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {
+		if wait := time.Until(next); wait > 0 && !sleep(ctx, wait) {
+			return nil
+		}
 		ds, err := e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, e.opts.StaleAfter, e.opts.Block)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -195,7 +217,9 @@ func (e *Enricher) Run(ctx context.Context) error {
 		}
 		delay = e.opts.BackoffBase
 		if len(ds) > 0 {
+			start := time.Now()
 			e.round(ctx, ds)
+			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start))/e.opts.Share)))
 		}
 	}
 	return nil

@@ -134,3 +134,64 @@ func TestEnricherRetriesThenGivesUp(t *testing.T) {
 		t.Fatalf("failures = %v", value(t, e.failures))
 	}
 }
+
+// pacedHook records when each round began and how many exchanges it held,
+// and takes work long in each.
+type pacedHook struct {
+	mu     sync.Mutex
+	starts []time.Time
+	sizes  []int
+	work   time.Duration
+}
+
+func (h *pacedHook) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
+	return h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
+}
+
+func (h *pacedHook) AfterSaveBatch(_ context.Context, exs []memory.Exchange, _ []memory.SaveResult) error {
+	h.mu.Lock()
+	h.starts, h.sizes = append(h.starts, time.Now()), append(h.sizes, len(exs))
+	h.mu.Unlock()
+	time.Sleep(h.work)
+	return nil
+}
+
+// TestEnricherPacesItsRounds: rounds start at least Interval apart, and a
+// round that took d is followed by a pause of at least d(1/Share - 1), so
+// turns arriving meanwhile wait for one fuller round instead of the
+// enricher taking the machine.
+func TestEnricherPacesItsRounds(t *testing.T) {
+	q := newFakeQueue()
+	h := &pacedHook{work: 30 * time.Millisecond}
+	const interval = 50 * time.Millisecond
+	e := NewEnricher(q, []Hook{h}, nil, EnrichOptions{Block: 5 * time.Millisecond, Interval: interval, Share: 0.25})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for i := range 40 {
+		enqueueEnriched(t, q, fmt.Sprint("c", i%4), fmt.Sprint("t", i))
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitFor(t, "all enriched", func() bool { return pending(t, q) == 0 })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := 0
+	for i, n := range h.sizes {
+		total += n
+		if i == 0 {
+			continue
+		}
+		// Each round took at least work; at Share 0.25 the next begins at
+		// least 4×work after it began (the larger of that and Interval).
+		if gap := h.starts[i].Sub(h.starts[i-1]); gap < max(interval, 4*h.work) {
+			t.Fatalf("round %d began %v after the previous one, want at least %v", i, gap, max(interval, 4*h.work))
+		}
+	}
+	if total != 40 {
+		t.Fatalf("enriched %d exchanges, want 40", total)
+	}
+	if len(h.sizes) >= 40 {
+		t.Fatalf("%d rounds for 40 exchanges: nothing was gathered", len(h.sizes))
+	}
+}

@@ -17,14 +17,24 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/memgate/memgate/internal/memory"
 )
+
+// defaultMaxConns is the pool's size unless the URL sets pool_max_conns.
+const defaultMaxConns = 16
+
+// cancelDelay is how long a query whose context ended may still run before
+// the server is asked to cancel it (its connection is cut after five
+// times that).
+const cancelDelay = time.Second
 
 // Store is a memory store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
@@ -36,7 +46,8 @@ type Store struct {
 
 // Open connects to the database at url, applies pending migrations and
 // returns a ready Store. The pool registers pgvector's types on every
-// connection. Close releases it.
+// connection and holds up to 16 connections unless the URL's pool_max_conns
+// says otherwise. Close releases it.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -60,6 +71,24 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		return nil, err
 	}
 
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (the larger of 4 and the CPUs) starves a gateway:
+		// the capture lanes, the enricher and every request's memory reads
+		// share the pool, and on a small machine four connections made the
+		// requests queue for one (issue 15's benchmark).
+		cfg.MaxConns = defaultMaxConns
+	}
+	// A request that gives up on its memory (memory.load_timeout) cancels
+	// the context of its queries. pgx's default then interrupts the
+	// connection at once and closes it, and under load that turned every
+	// late read into a new connection — a server backend started, pgvector's
+	// types registered — making the next reads later still. A cancelled
+	// query is left to finish instead (the caller has stopped waiting; the
+	// proxy does not wait for Prepare), then asked to stop after a second,
+	// and its connection cut only after five.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: cancelDelay, DeadlineDelay: 5 * cancelDelay}
+	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
 			return fmt.Errorf("register pgvector types: %w", err)

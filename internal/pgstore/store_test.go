@@ -306,3 +306,22 @@ func TestDeleteUserRacesWithSaves(t *testing.T) {
 		t.Fatalf("%d messages captured before the erasure survived it", n)
 	}
 }
+
+// TestCancelledQueryKeepsItsConnection: a query whose caller gave up (a
+// request past memory.load_timeout) finishes on its connection, which goes
+// back to the pool instead of being closed and replaced.
+func TestCancelledQueryKeepsItsConnection(t *testing.T) {
+	s := mustOpen(t)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		var v any
+		_ = s.pool.QueryRow(ctx, "SELECT pg_sleep(0.1)").Scan(&v)
+		cancel()
+	}
+	if err := s.Ping(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.pool.Stat().NewConnsCount(); n != 1 {
+		t.Fatalf("opened %d connections for queries run one after another, want 1", n)
+	}
+}

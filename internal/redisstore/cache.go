@@ -214,6 +214,19 @@ func (c *Cache) readWindow(ctx context.Context, id memory.Identity, n int) ([]me
 // fill replaces the cached window with msgs (the newest live messages,
 // oldest first), unless a fresher window is cached.
 func (c *Cache) fill(ctx context.Context, id memory.Identity, msgs []memory.Message) error {
+	keys, args, err := c.fillArgs(id, msgs)
+	if err != nil {
+		return err
+	}
+	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	return nil
+}
+
+// fillArgs returns fillScript's keys and arguments for replacing id's
+// cached window with msgs.
+func (c *Cache) fillArgs(id memory.Identity, msgs []memory.Message) ([]string, []any, error) {
 	args := make([]any, 0, len(msgs)+3)
 	var version int64
 	oldest := int64(math.MaxInt64)
@@ -230,15 +243,12 @@ func (c *Cache) fill(ctx context.Context, id memory.Identity, msgs []memory.Mess
 			Raw: m.Raw, Tokens: m.Tokens, CreatedAt: m.CreatedAt,
 		})
 		if err != nil {
-			return fmt.Errorf("encode message: %w", err)
+			return nil, nil, fmt.Errorf("encode message: %w", err)
 		}
 		args = append(args, b)
 	}
 	keys := []string{c.listKey(id), c.versionKey(id), c.userKey(id.Tenant, id.User), c.erasedKey(id.Tenant, id.User)}
-	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return err
-	}
-	return nil
+	return keys, args, nil
 }
 
 // SaveExchange stores ex in the backend, then refreshes the conversation's

@@ -330,3 +330,47 @@ func TestCacheErasureContract(t *testing.T) {
 		return c
 	})
 }
+
+// TestCacheGroupSaveRefreshesEveryWindow: a group commit over several
+// conversations refreshes each one's cached window (in one backend query
+// and one Redis round trip), even after Redis forgot its scripts.
+func TestCacheGroupSaveRefreshesEveryWindow(t *testing.T) {
+	ctx := context.Background()
+	pg := mustPG(t)
+	c, rdb := mustCache(t, pg, CacheConfig{Window: 4, TTL: time.Minute})
+	var ids []memory.Identity
+	for i := range 3 {
+		id := memory.Identity{Tenant: "acme", User: fmt.Sprint("u", i), Conversation: "c1"}
+		ids = append(ids, id)
+		if _, err := c.SaveExchange(ctx, say(id, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round, flush := range []bool{false, true} {
+		if flush {
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var exs []memory.Exchange
+		for _, id := range ids {
+			exs = append(exs, say(id, round+2))
+		}
+		if _, err := c.SaveExchanges(ctx, exs); err != nil {
+			t.Fatalf("SaveExchanges: %v", err)
+		}
+		for _, id := range ids {
+			want, err := pg.Recent(ctx, id, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached, hit, err := c.readWindow(ctx, id, 4)
+			if err != nil || !hit {
+				t.Fatalf("round %d, %s: window not cached (hit %v, %v)", round, id.User, hit, err)
+			}
+			if texts(cached) != texts(want) || !strings.HasSuffix(texts(cached), fmt.Sprintf("a%d", round+2)) {
+				t.Fatalf("round %d, %s: cached %q, store %q", round, id.User, texts(cached), texts(want))
+			}
+		}
+	}
+}

@@ -106,11 +106,16 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 			ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
 			return fmt.Errorf("create conversation: %w", err)
 		}
-		tail, err := liveTail(ctx, tx, ex.Identity, len(ex.Prior)+tailExtra)
-		if err != nil {
-			return err
+		var plan memory.Plan
+		if len(ex.Prior) > 0 {
+			// Without a resent history there is nothing to align (Align
+			// returns an empty plan): the tail is not read.
+			tail, err := liveTail(ctx, tx, ex.Identity, len(ex.Prior)+tailExtra)
+			if err != nil {
+				return err
+			}
+			plan = memory.Align(tail, ex.Prior)
 		}
-		plan := memory.Align(tail, ex.Prior)
 		if plan.SupersedeFrom > 0 {
 			// The replaced branch leaves recall with it: its messages' items
 			// go in this transaction, and AddItems refuses them from now on.

@@ -61,6 +61,89 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 			}
 		}
 	})
+	t.Run("group commit aligns resent history as one by one does", func(t *testing.T) {
+		s, ctx := open(t), testCtx(t)
+		one, group := alice, alice
+		one.Conversation, group.Conversation = "one", "group"
+		q := func(i int) memory.Message { return msg(t, "user", fmt.Sprint("q", i)) }
+		a := func(i int) memory.Message { return msg(t, "assistant", fmt.Sprint("a", i)) }
+		// A client that resends its history, then edits its second turn,
+		// then goes on from the edit, with a never-seen message in between.
+		steps := []struct{ prior, turn []memory.Message }{
+			{nil, []memory.Message{q(0)}},
+			{[]memory.Message{q(0), a(0)}, []memory.Message{q(1)}},
+			{[]memory.Message{q(0), a(0), q(1), a(1)}, []memory.Message{q(2)}},
+			{[]memory.Message{q(0), a(0), msg(t, "user", "q1 edited"), a(9)}, []memory.Message{q(3)}},
+			{[]memory.Message{q(0), a(0), msg(t, "user", "q1 edited"), a(9), q(3), a(3), msg(t, "user", "unseen"), a(8)}, []memory.Message{q(4)}},
+		}
+		var exs []memory.Exchange
+		var want []memory.SaveResult
+		for i, st := range steps {
+			ex := exchange(one, fmt.Sprint("ex", i), i, st.prior, st.turn, a(i))
+			res, err := s.SaveExchange(ctx, ex)
+			if err != nil {
+				t.Fatalf("SaveExchange %d: %v", i, err)
+			}
+			want = append(want, res)
+			ex.Identity = group
+			exs = append(exs, ex)
+		}
+		got, err := s.SaveExchanges(ctx, exs)
+		if err != nil {
+			t.Fatalf("SaveExchanges: %v", err)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("exchange %d: group %+v, one by one %+v", i, got[i], want[i])
+			}
+		}
+		for _, n := range []int{3, 100} {
+			o, err := s.Recent(ctx, one, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := s.Recent(ctx, group, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(contents(g), " ") != strings.Join(contents(o), " ") || len(o) == 0 {
+				t.Fatalf("group holds %q, one by one %q", contents(g), contents(o))
+			}
+			for i := range o {
+				if g[i].Seq != o[i].Seq || g[i].Key[len(g[i].Key)-2:] != o[i].Key[len(o[i].Key)-2:] {
+					t.Fatalf("message %d: group seq %d key %s, one by one seq %d key %s", i, g[i].Seq, g[i].Key, o[i].Seq, o[i].Key)
+				}
+			}
+		}
+	})
+	t.Run("group commit drops an erased user's exchanges and keeps the others", func(t *testing.T) {
+		s, ctx := open(t), testCtx(t)
+		bob := memory.Identity{Tenant: "t1", User: "bob", Conversation: "c1"}
+		if _, err := s.SaveExchange(ctx, exchange(bob, "old", 0, nil, []memory.Message{msg(t, "user", "q")}, msg(t, "assistant", "a"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteUser(ctx, "t1", "bob"); err != nil {
+			t.Fatal(err)
+		}
+		// Bob's exchange dates from before his erasure (baseTime); alice's too,
+		// but she was never erased.
+		res, err := s.SaveExchanges(ctx, []memory.Exchange{
+			exchange(bob, "late", 1, nil, []memory.Message{msg(t, "user", "q2")}, msg(t, "assistant", "a2")),
+			exchange(alice, "fine", 1, nil, []memory.Message{msg(t, "user", "q3")}, msg(t, "assistant", "a3")),
+		})
+		if err != nil {
+			t.Fatalf("SaveExchanges: %v", err)
+		}
+		if !res[0].Dropped || res[1].Dropped || res[1].Inserted != 2 {
+			t.Fatalf("results %+v", res)
+		}
+		if cs, err := s.Conversations(ctx, "t1", "bob"); err != nil || len(cs) != 0 {
+			t.Fatalf("erased bob has conversations %+v (%v)", cs, err)
+		}
+		if msgs, _ := s.Recent(ctx, alice, 10); len(msgs) != 2 {
+			t.Fatalf("alice holds %d messages, want 2", len(msgs))
+		}
+	})
 	t.Run("group commit is all or nothing", func(t *testing.T) {
 		s, ctx := open(t), testCtx(t)
 		good := exchange(alice, "good", 0, nil, []memory.Message{msg(t, "user", "q")}, msg(t, "assistant", "a"))

@@ -101,6 +101,19 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 			rep.stores = append(rep.stores, c)
 		}
 	}
+	for _, name := range []string{"memgate", "memgate-pg"} {
+		if s := servers[name]; s != nil && usesMemory(cfg, name) && cfg.freshTurns > 0 {
+			conns := slices.Max(cfg.conns)
+			fmt.Fprintf(stderr, "read-your-writes check on %s: %d conversations of %d turns ...\n", name, conns, cfg.freshTurns)
+			f, err := runFresh(ctx, s, name, conns, cfg.freshTurns)
+			if err != nil {
+				return fmt.Errorf("read-your-writes check on %s: %w", name, err)
+			}
+			fmt.Fprintf(stderr, "%-24s read-your-writes %.1f%%  degraded %.1f%%  lost %d  duplicated %d  out of order %d  drained after %v\n",
+				name, 100*f.rywShare(), 100*f.capture.degradedShare(), f.lost, f.duplicated, f.outOfOrder, round(f.capture.drain))
+			rep.fresh = append(rep.fresh, f)
+		}
+	}
 	if cfg.sustainedRun() {
 		fmt.Fprintf(stderr, "sustained run: %d memory-on requests ...\n", cfg.rssRequests)
 		if rep.sustained, err = runSustained(ctx, cfg, servers["memgate"], stderr); err != nil {

@@ -39,6 +39,9 @@ type config struct {
 	// prefill is how many turns each memory-on conversation holds before
 	// its first measured cell.
 	prefill int
+	// freshTurns is the length of each conversation of the read-your-writes
+	// check (0: skip it).
+	freshTurns int
 	// drainTimeout bounds the wait for the capture backlog after a cell;
 	// rssDrain the wait after the sustained run.
 	drainTimeout, rssDrain time.Duration
@@ -87,6 +90,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.IntVar(&c.rssRequests, "rss-requests", 100000, "requests of the sustained memory-on run that samples the gateway's RSS (0: skip)")
 	fs.IntVar(&c.rssConns, "rss-conns", 64, "connections of the sustained run")
 	fs.DurationVar(&c.rssBudget, "rss-budget", 5*time.Minute, "time limit of the sustained run's load; it stops early, and says so, when -rss-requests do not fit")
+	fs.IntVar(&c.freshTurns, "fresh-turns", 20, "turns per conversation of the read-your-writes and order check, one conversation per connection of the largest -conns (0: skip it)")
 	fs.IntVar(&c.prefill, "prefill", 10, "turns stored in each memory-on conversation before it is measured")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 90*time.Second, "longest wait for the capture backlog after a memory-on cell")
 	fs.DurationVar(&c.rssDrain, "rss-drain", 15*time.Second, "longest wait for the capture backlog after the sustained run (its drain rate is reported either way)")
@@ -119,7 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return config{}, fmt.Errorf("-repeat must be at least 1")
 	}
 	c.repeatSingle = max(c.repeatSingle, c.repeat)
-	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.rssBudget <= 0 {
+	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.rssBudget <= 0 || c.freshTurns < 0 {
 		return config{}, fmt.Errorf("-rss-requests and -prefill must not be negative, -rss-conns and -rss-budget must be positive")
 	}
 	if c.duration <= 0 {

@@ -33,6 +33,7 @@ type report struct {
 	goBench   string
 	sustained sustained
 	stores    []storeCheck
+	fresh     []fresh
 }
 
 // find returns the cell for target at conns.
@@ -105,6 +106,9 @@ func (r report) overheadSection() string {
 	}
 	if c := r.captureSection(); c != "" {
 		b.WriteString("\n" + c)
+	}
+	if f := r.freshSection(); f != "" {
+		b.WriteString("\n" + f)
 	}
 	if s := r.rssSection(); s != "" {
 		b.WriteString("\n" + s)

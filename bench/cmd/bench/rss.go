@@ -174,10 +174,14 @@ func (r report) rssSection() string {
 		drain = fmt.Sprintf("%.0f still waiting after %s (the queue is durable: they are stored later)", c.exchanges-c.persisted-c.lost, fmtDur(c.drain))
 	}
 	fmt.Fprintf(&b, "\nRequests forwarded without memory (load timeout): %.0f%%. ", 100*c.degradedShare())
-	fmt.Fprintf(&b, "Capture during this run: %.0f exchanges captured, %.0f persisted, %.0f lost; backlog at the end of the load %.0f, %s; "+
+	stored := 0.0
+	if c.exchanges > 0 {
+		stored = 100 * c.persisted / c.exchanges
+	}
+	fmt.Fprintf(&b, "Capture during this run: %.0f exchanges captured, %.0f persisted (**%.1f%% stored by the end of the drain**), %.0f lost; backlog at the end of the load %.0f, %s; "+
 		"**%.0f turns/s persisted** over load + drain, %.0f turns/s during the drain alone (the worker without competing load); "+
-		"worker lag mean %s, p50 ≤ %s, p99 ≤ %s.\n",
-		c.exchanges, c.persisted, c.lost, c.backlog, drain, c.turnsPerSecond(), c.drainRate(),
+		"enrichment lag mean %s, p50 ≤ %s, p99 ≤ %s.\n",
+		c.exchanges, c.persisted, stored, c.lost, c.backlog, drain, c.turnsPerSecond(), c.drainRate(),
 		fmtDur(c.lagMean), fmtBound(c.lagP50), fmtBound(c.lagP99))
 	return b.String()
 }
