@@ -22,12 +22,21 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	for i, r := range refs {
 		convs[i], keys[i] = r.Conversation, r.Key
 	}
+	// Each ref is looked up, and its neighbours read, by index (LATERAL,
+	// fenced with OFFSET 0 so the planner cannot flatten it into joins):
+	// as plain joins, a planner misled by stale statistics (a table filled
+	// since its last ANALYZE) joined every message of the user with every
+	// other, hundreds of milliseconds for a few hundred turns.
 	rows, err := s.pool.Query(ctx, `
 		SELECT DISTINCT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at
 		FROM unnest($3::text[], $4::text[]) AS r(conversation, key)
-		JOIN messages h ON h.tenant = $1 AND h.key = r.key AND h.user_id = $2 AND h.conversation = r.conversation
-		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
-			AND m.seq BETWEEN h.seq - $5 AND h.seq + $5 AND m.superseded_at IS NULL
+		CROSS JOIN LATERAL (
+			SELECT h.seq FROM messages h
+			WHERE h.tenant = $1 AND h.user_id = $2 AND h.conversation = r.conversation AND h.key = r.key OFFSET 0) h
+		CROSS JOIN LATERAL (
+			SELECT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at FROM messages m
+			WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = r.conversation
+				AND m.seq BETWEEN h.seq - $5 AND h.seq + $5 AND m.superseded_at IS NULL OFFSET 0) m
 		ORDER BY m.conversation, m.seq`, tenant, user, convs, keys, radius)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: messages around: %w", unavailable(err))

@@ -38,7 +38,11 @@ func truncate(s string, n int) string {
 // term of the query is such a term. The
 // query's terms are the lexemes of its text in the 'simple' configuration,
 // as the items' are, without stopwords unless nothing else is left. Ties
-// rank the lower id first.
+// rank the lower id first. Every lookup is by index, per term and per hit
+// (LATERAL subqueries fenced with OFFSET 0, the item's ordered by its
+// primary key so that key is the index used): as plain joins, a planner
+// misled by stale statistics (tables filled since their last ANALYZE, as a
+// new deployment's are) scanned all of the user's items for every hit.
 func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	if stop == nil {
 		stop = []string{} // NULL would match no lexeme
@@ -67,20 +71,23 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 			SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('simple', $3))
 			WHERE NOT (lexeme = ANY($4::text[]))
 		), w AS (
-			SELECT f.term, greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective
-			FROM st, memory_term_df f JOIN qt ON qt.term = f.term
-			WHERE f.tenant = $1 AND f.user_id = $2
+			SELECT qt.term, greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective
+			FROM st, qt CROSS JOIN LATERAL (
+				SELECT df FROM memory_term_df f WHERE f.tenant = $1 AND f.user_id = $2 AND f.term = qt.term OFFSET 0) f
 		), u AS (
 			SELECT term, idf FROM w WHERE selective OR NOT EXISTS (SELECT 1 FROM w WHERE selective)
 		), scored AS (
 			SELECT p.item_id, sum(u.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / st.avgdl))) AS score
-			FROM st, memory_item_terms p JOIN u ON p.term = u.term
-			WHERE p.tenant = $1 AND p.user_id = $2
+			FROM st, u CROSS JOIN LATERAL (
+				SELECT item_id, tf, len FROM memory_item_terms p
+				WHERE p.tenant = $1 AND p.user_id = $2 AND p.term = u.term OFFSET 0) p
 			GROUP BY p.item_id` + top + `
 		)
 		SELECT ` + itemColumns + `, score FROM (
 			SELECT m.*, s.score FROM scored s
-			JOIN memory_items m ON m.tenant = $1 AND m.user_id = $2 AND m.id = s.item_id
+			CROSS JOIN LATERAL (
+				SELECT * FROM memory_items m WHERE m.tenant = $1 AND m.user_id = $2 AND m.id = s.item_id
+				ORDER BY m.tenant, m.user_id, m.id LIMIT 1) m
 			WHERE true` + where.String() + `
 			ORDER BY s.score DESC, m.id
 			LIMIT $5

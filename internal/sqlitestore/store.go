@@ -83,9 +83,11 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
+	// The readers do not memory-map the file: in WAL mode every commit makes
+	// each reader unmap it at its next read and fault every page back in,
+	// which under capture's steady writes cost more than reading the pages.
 	read, err := sql.Open("sqlite", dsn(path, url.Values{
 		"_query_only":   {"1"},
-		"_pragma":       {"mmap_size(268435456)"},
 		"_foreign_keys": {"1"},
 		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
 	}))
