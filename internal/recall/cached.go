@@ -53,6 +53,10 @@ type Cached struct {
 
 	mu       sync.Mutex
 	inflight map[string]*flight // by content hash
+	// settled counts flights removed from inflight (their vectors written
+	// to the cache, or failed). A caller whose cache read raced a flight's
+	// end sees it change and reads the cache again rather than embed anew.
+	settled uint64
 }
 
 // flight is one text being embedded; done closes when vec or err is set.
@@ -95,34 +99,46 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	for i, t := range texts {
 		hashes[i] = ContentHash(model, t)
 	}
-	hit, err := c.cache.GetEmbeddings(ctx, model, dims, hashes)
-	if err != nil {
-		c.logger.Warn("embedding cache read failed; embedding without it", "error", err)
-		hit = nil
-	}
 	out := make([][]float32, len(texts))
 	waits := map[string]*flight{}
 	var mineTexts []string
 	var mine []*flight
-	c.mu.Lock()
-	for i, h := range hashes {
-		if v, ok := hit[h]; ok && len(v) == dims {
-			out[i] = v
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		gen := c.settled
+		c.mu.Unlock()
+		hit, err := c.cache.GetEmbeddings(ctx, model, dims, hashes)
+		if err != nil {
+			c.logger.Warn("embedding cache read failed; embedding without it", "error", err)
+			hit = nil
+		}
+		c.mu.Lock()
+		if c.settled != gen && attempt < 2 && c.lacksFlight(hashes, hit, dims) {
+			// A flight ended between the cache read and now: the
+			// vectors it wrote may be the ones missing. Read again.
+			c.mu.Unlock()
 			continue
 		}
-		if _, ok := waits[h]; ok {
-			continue
+		for i, h := range hashes {
+			if v, ok := hit[h]; ok && len(v) == dims {
+				out[i] = v
+				continue
+			}
+			if _, ok := waits[h]; ok {
+				continue
+			}
+			f := c.inflight[h]
+			if f == nil {
+				f = &flight{done: make(chan struct{})}
+				c.inflight[h] = f
+				mineTexts = append(mineTexts, texts[i])
+				mine = append(mine, f)
+			}
+			waits[h] = f
 		}
-		f := c.inflight[h]
-		if f == nil {
-			f = &flight{done: make(chan struct{})}
-			c.inflight[h] = f
-			mineTexts = append(mineTexts, texts[i])
-			mine = append(mine, f)
-		}
-		waits[h] = f
+		c.mu.Unlock()
+		break
 	}
-	c.mu.Unlock()
 	if len(waits) == 0 {
 		return out, nil
 	}
@@ -156,6 +172,20 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return out, nil
 }
 
+// lacksFlight reports whether a text missing from hit has no flight to
+// join. c.mu must be held.
+func (c *Cached) lacksFlight(hashes []string, hit map[string][]float32, dims int) bool {
+	for _, h := range hashes {
+		if v, ok := hit[h]; ok && len(v) == dims {
+			continue
+		}
+		if c.inflight[h] == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // fly embeds texts for the flights fs (index for index) under a context of
 // its own, publishes the result, and writes the vectors to the cache.
 func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight) {
@@ -178,6 +208,7 @@ func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight) {
 		for _, t := range texts {
 			delete(c.inflight, ContentHash(model, t))
 		}
+		c.settled++
 		c.mu.Unlock()
 	}()
 	if err != nil {

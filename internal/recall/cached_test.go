@@ -118,6 +118,63 @@ func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
 	}
 }
 
+// slowReadCache is a memCache whose next read, once armed, runs afterRead
+// between reading and returning: a read that raced a concurrent write.
+type slowReadCache struct {
+	*memCache
+	mu        sync.Mutex
+	afterRead func()
+}
+
+func (c *slowReadCache) GetEmbeddings(ctx context.Context, model string, dims int, hashes []string) (map[string][]float32, error) {
+	got, err := c.memCache.GetEmbeddings(ctx, model, dims, hashes)
+	c.mu.Lock()
+	hook := c.afterRead
+	c.afterRead = nil
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return got, err
+}
+
+// TestCachedRereadsWhenAFlightEndedDuringItsRead: a caller whose cache read
+// missed a vector that a concurrent flight wrote and settled just after must
+// find it, not embed the text again.
+func TestCachedRereadsWhenAFlightEndedDuringItsRead(t *testing.T) {
+	g := newGated()
+	cache := &slowReadCache{memCache: &memCache{}}
+	c := NewCached(g, cache, nil)
+	const text = "my sister is called Ana"
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Embed(context.Background(), []string{text})
+		first <- err
+	}()
+	waitFor(t, "the first call", func() bool { n, _ := g.count(text); return n == 1 })
+	cache.mu.Lock()
+	cache.afterRead = func() {
+		// The second caller has read a miss; now the first flight ends,
+		// writes its vector and leaves inflight.
+		close(g.gate)
+		waitFor(t, "the first flight to settle", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.inflight) == 0
+		})
+	}
+	cache.mu.Unlock()
+	if _, err := c.Embed(context.Background(), []string{text}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n, calls := g.count(text); n != 1 || calls != 1 {
+		t.Fatalf("text embedded %d times in %d calls, want once: the second caller must re-read the cache", n, calls)
+	}
+}
+
 func TestCachedEmbedDeadlineFailsLateWithoutCancelling(t *testing.T) {
 	g := newGated()
 	cache := &memCache{}
