@@ -91,7 +91,13 @@ func captureConfigs(url string) map[string]func(t *testing.T) config.Config {
 // postChat sends one memory-on chat with only the newest message and
 // reports whether it was answered 200 in full.
 func postChat(ctx context.Context, client *http.Client, url, user, conv, text string) bool {
-	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "messages": []any{map[string]string{"role": "user", "content": text}}})
+	return postChatAs(ctx, client, url, user, conv, text, false)
+}
+
+// postChatAs is postChat, streamed when stream is set: a stream counts as
+// answered only when the client read its [DONE] event to its end.
+func postChatAs(ctx context.Context, client *http.Client, url, user, conv, text string, stream bool) bool {
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "stream": stream, "messages": []any{map[string]string{"role": "user", "content": text}}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return false
@@ -105,10 +111,11 @@ func postChat(ctx context.Context, client *http.Client, url, user, conv, text st
 		return false
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
 		return false
 	}
-	return resp.StatusCode == http.StatusOK
+	return !stream || bytes.HasSuffix(got, []byte("data: [DONE]\n\n"))
 }
 
 // TestReadYourWritesUnderLoad: with 32 other connections busy, a turn sent
@@ -160,9 +167,10 @@ func TestReadYourWritesUnderLoad(t *testing.T) {
 }
 
 // TestCrashWindowKill9 builds the gateway, sends chats from several
-// clients, kills the process with SIGKILL mid-load, restarts it, and checks
-// that every turn answered 200 is stored exactly once, in the order sent
-// (a turn in flight at the kill may be stored too, after them).
+// clients (half of them streaming), kills the process with SIGKILL
+// mid-load, restarts it, and checks that every turn answered — a 200, or a
+// stream read to its [DONE] — is stored exactly once, in the order sent (a
+// turn in flight at the kill may be stored too, after them).
 func TestCrashWindowKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the gateway binary")
@@ -200,7 +208,7 @@ func TestCrashWindowKill9(t *testing.T) {
 				wg.Go(func() {
 					for i := 0; ; i++ {
 						text := fmt.Sprintf("c%d turn %d", c, i)
-						if !postChat(context.Background(), client, url, "crash", fmt.Sprint("c", c), text) {
+						if !postChatAs(context.Background(), client, url, "crash", fmt.Sprint("c", c), text, c%2 == 1) {
 							return // the gateway is gone
 						}
 						answered[c] = append(answered[c], text)

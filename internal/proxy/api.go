@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,6 +23,11 @@ type api struct {
 	reply func(body []byte) (memory.Message, *memory.Usage, error)
 	// stream returns a reassembler for a streamed reply.
 	stream func() replyStream
+	// streamEnd reports whether a line of a streamed reply (without its
+	// line ending) begins the stream's terminal event, which is held back
+	// from the client until the exchange is stored; nil when the API has
+	// no such line.
+	streamEnd func(line []byte) bool
 	// writeError answers a gateway error in the API's error shape.
 	writeError func(w http.ResponseWriter, e *apierr.Error)
 }
@@ -68,4 +74,14 @@ func (t *target) authorize(h http.Header, gatewayKeys bool) {
 	case gatewayKeys:
 		delete(h, "Authorization")
 	}
+}
+
+// sseField reports whether line is the SSE field name with value (the
+// space after the colon is optional, as in the SSE grammar).
+func sseField(line []byte, name, value string) bool {
+	rest, ok := bytes.CutPrefix(line, []byte(name+":"))
+	if !ok {
+		return false
+	}
+	return string(bytes.TrimPrefix(rest, []byte(" "))) == value
 }

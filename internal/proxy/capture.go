@@ -64,7 +64,8 @@ type exchangeCapture struct {
 func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		c.stream = newTee(c.api.stream())
-		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream}
+		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
+			onEnd: func() { c.end(ctx) }}
 		return nil
 	}
 	c.done = true
@@ -93,24 +94,30 @@ type readCloser struct {
 	io.Closer
 }
 
-// finish hands a stream's exchange to the Capturer on a goroutine (that
-// Proxy.Wait waits for) once its events are reassembled; a whole reply was
-// captured by attach already.
-func (c *exchangeCapture) finish(ctx context.Context) {
-	if c.done {
+// end hands a stream's exchange to the Capturer once its events are
+// reassembled, and returns when it is stored or queued. The stream's body
+// calls it before the client gets the terminal event (or at the end of a
+// stream that has none), so a stream the client saw complete is durable.
+func (c *exchangeCapture) end(ctx context.Context) {
+	if c.done || c.stream == nil {
 		return
 	}
 	c.done = true
-	if t := c.stream; t != nil {
-		c.p.captures.Go(func() {
-			reply, usage, err := t.result()
-			if err != nil {
-				c.skipped(err)
-				return
-			}
-			c.capture(ctx, reply, usage)
-		})
+	reply, usage, err := c.stream.result()
+	if err != nil {
+		c.skipped(err)
+		return
 	}
+	c.capture(ctx, reply, usage)
+}
+
+// finish captures a stream whose body did not end it (on a goroutine that
+// Proxy.Wait waits for); a whole reply was captured by attach already.
+func (c *exchangeCapture) finish(ctx context.Context) {
+	if c.done || c.stream == nil {
+		return
+	}
+	c.p.captures.Go(func() { c.end(ctx) })
 }
 
 // abandon stops a capture that did not finish (the response was aborted).
@@ -155,18 +162,115 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 	})
 }
 
-// teeBody passes what is read through it to a tee.
+// maxEndLine bounds the start of a line kept to recognise a stream's
+// terminal event across reads; the markers are far shorter.
+const maxEndLine = 64
+
+// teeBody passes what is read through it to a tee. When the API names its
+// terminal event (endLine), the bytes from that event's first line on are
+// held back until the event is complete, onEnd has stored the exchange,
+// and only then released: a client that saw the stream end has its turn
+// stored. A stream without one is stored at its end, before the EOF.
 type teeBody struct {
 	io.ReadCloser
 	t *tee
+	// endLine reports whether a line (without its line ending) begins the
+	// stream's terminal event; nil holds nothing back.
+	endLine func(line []byte) bool
+	onEnd   func()
+
+	line    []byte // the current line's start, up to maxEndLine bytes
+	lineLen int    // the current line's length so far
+	inEnd   bool   // the terminal event began
+	ended   bool   // onEnd ran: the rest passes through untouched
+	held    []byte // bytes read but not yet released
+	err     error  // the upstream's error, returned after held
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.t.feed(p[:n])
+	for {
+		if len(b.held) > 0 && (b.ended || b.err != nil) {
+			n := copy(p, b.held)
+			b.held = b.held[n:]
+			return n, nil
+		}
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.ended {
+			return b.ReadCloser.Read(p)
+		}
+		n, err := b.ReadCloser.Read(p)
+		chunk := p[:n]
+		if n > 0 {
+			b.t.feed(chunk)
+		}
+		if b.onEnd == nil {
+			return n, err
+		}
+		cut, complete := b.scan(chunk)
+		if err == io.EOF {
+			complete = true
+		}
+		if complete {
+			b.onEnd()
+			b.ended = true
+		}
+		switch {
+		case len(b.held) > 0 || (b.inEnd && cut < 0):
+			// Holding since an earlier read: everything joins the hold.
+			b.held = append(b.held, chunk...)
+			b.err = err
+			if !b.ended && err == nil {
+				continue
+			}
+		case b.ended || cut < 0:
+			return n, err
+		default:
+			// The terminal event begins at cut and is not complete: release
+			// what precedes it, hold the rest.
+			b.held = append(b.held, chunk[cut:]...)
+			b.err = err
+			if cut > 0 {
+				return cut, nil
+			}
+		}
 	}
-	return n, err
+}
+
+// scan follows chunk's lines: cut is where, in chunk, the terminal event's
+// first line begins (0 when it began in an earlier chunk, -1 when it did
+// not begin here), complete whether the event ended (its blank line).
+func (b *teeBody) scan(chunk []byte) (cut int, complete bool) {
+	cut = -1
+	start := 0
+	for {
+		i := bytes.IndexByte(chunk[start:], '\n')
+		if i < 0 {
+			b.add(chunk[start:])
+			return cut, false
+		}
+		b.add(chunk[start : start+i])
+		full := len(b.line) == b.lineLen
+		line := bytes.TrimSuffix(b.line, []byte("\r"))
+		switch {
+		case b.inEnd && full && len(line) == 0:
+			return cut, true
+		case !b.inEnd && full && b.endLine != nil && b.endLine(line):
+			b.inEnd = true
+			cut = max(0, start+i-b.lineLen)
+		}
+		b.line, b.lineLen = b.line[:0], 0
+		start += i + 1
+	}
+}
+
+// add appends a piece of the current line.
+func (b *teeBody) add(piece []byte) {
+	b.lineLen += len(piece)
+	if room := maxEndLine + 1 - len(b.line); room > 0 {
+		b.line = append(b.line, piece[:min(room, len(piece))]...)
+	}
 }
 
 // tee feeds an event stream, as read, to the API's replyStream on its own

@@ -24,6 +24,7 @@ func chatAPI(up *target) *api {
 		up:         up,
 		reply:      capture.ReplyFromJSON,
 		stream:     func() replyStream { return &chatStream{reply: capture.NewStreamReply()} },
+		streamEnd:  func(line []byte) bool { return sseField(line, "data", "[DONE]") },
 		writeError: apierr.Write,
 	}
 }

@@ -19,6 +19,7 @@ func messagesAPI(up *target) *api {
 		up:         up,
 		reply:      anthropic.ReplyFromJSON,
 		stream:     func() replyStream { return anthropic.NewStream(0) },
+		streamEnd:  func(line []byte) bool { return sseField(line, "event", "message_stop") },
 		writeError: writeAnthropicError,
 	}
 }

@@ -11,10 +11,13 @@ import (
 // OpenAI's shape.
 func responsesAPI(up *target) *api {
 	return &api{
-		name:       dialect.Responses,
-		up:         up,
-		reply:      responses.ReplyFromJSON,
-		stream:     func() replyStream { return responses.NewStream(0) },
+		name:   dialect.Responses,
+		up:     up,
+		reply:  responses.ReplyFromJSON,
+		stream: func() replyStream { return responses.NewStream(0) },
+		streamEnd: func(line []byte) bool {
+			return sseField(line, "event", "response.completed") || sseField(line, "event", "response.incomplete")
+		},
 		writeError: apierr.Write,
 	}
 }

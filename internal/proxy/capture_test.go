@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// piecesReader returns its data in pieces of at most size bytes, and EOF
+// with the last piece when eofWithData.
+type piecesReader struct {
+	data        []byte
+	size        int
+	eofWithData bool
+}
+
+func (r *piecesReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[:min(r.size, len(r.data))])
+	r.data = r.data[n:]
+	if len(r.data) == 0 && r.eofWithData {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// keptStream keeps what the tee wrote to it.
+type keptStream struct{ bytes.Buffer }
+
+func (k *keptStream) Result() (memory.Message, *memory.Usage, error) {
+	return memory.Message{Role: "assistant", Content: k.String()}, nil, nil
+}
+
+// blankLineEnd returns the index of the newline that ends s's first blank
+// line, or -1.
+func blankLineEnd(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\n' {
+			continue
+		}
+		rest := s[i+1:]
+		switch {
+		case strings.HasPrefix(rest, "\n"):
+			return i + 1
+		case strings.HasPrefix(rest, "\r\n"):
+			return i + 2
+		}
+	}
+	return -1
+}
+
+// TestTeeBodyReleasesTheTerminalEventOnlyOnceStored: the bytes from the
+// terminal event's blank line (which completes it) reaches the client only after onEnd (which
+// stores the exchange) ran, once, with the whole stream already teed; the
+// client gets every byte, unchanged, whatever the read sizes; a stream
+// without a terminal event is stored before its EOF is returned.
+func TestTeeBodyReleasesTheTerminalEventOnlyOnceStored(t *testing.T) {
+	chatEnd := chatAPI(nil).streamEnd
+	anthropicEnd := messagesAPI(nil).streamEnd
+	responsesEnd := responsesAPI(nil).streamEnd
+	tests := []struct {
+		name   string
+		body   string
+		end    func([]byte) bool
+		marker string // the terminal event's first line; "" for none
+	}{
+		{"chat", "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n", chatEnd, "data: [DONE]"},
+		{"chat CRLF, no space", "data: {\"a\":1}\r\n\r\ndata:[DONE]\r\n\r\n", chatEnd, "data:[DONE]"},
+		{"chat marker inside content", "data: {\"c\":\"data: [DONE]\\n\"}\n\n: data: [DONE]\n\ndata: [DONE]\n\n", chatEnd, "\ndata: [DONE]\n\n"},
+		{"chat usage after content", "data: {\"a\":1}\n\ndata: {\"usage\":{}}\n\ndata: [DONE]\n\n", chatEnd, "data: [DONE]"},
+		{"anthropic", "event: message_start\ndata: {}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", anthropicEnd, "event: message_stop"},
+		{"responses", "event: response.created\ndata: {}\n\nevent: response.completed\ndata: {}\n\n", responsesEnd, "event: response.completed"},
+		{"no terminal event", "data: {\"a\":1}\n\n", chatEnd, ""},
+		{"terminal event without its blank line", "data: {\"a\":1}\n\ndata: [DONE]\n", chatEnd, "data: [DONE]"},
+	}
+	for _, tt := range tests {
+		for _, size := range []int{1, 2, 3, 7, 16, 1 << 20} {
+			for _, eofWithData := range []bool{false, true} {
+				kept := &keptStream{}
+				var got []byte
+				ends, endedAt, eofBeforeEnd := 0, -1, false
+				b := &teeBody{
+					ReadCloser: io.NopCloser(&piecesReader{data: []byte(tt.body), size: size, eofWithData: eofWithData}),
+					t:          newTee(kept),
+					endLine:    tt.end,
+				}
+				b.onEnd = func() {
+					ends++
+					endedAt = len(got)
+					if _, _, err := b.t.result(); err != nil {
+						t.Errorf("tee: %v", err)
+					}
+				}
+				buf := make([]byte, 4096)
+				for {
+					n, err := b.Read(buf)
+					got = append(got, buf[:n]...)
+					if errors.Is(err, io.EOF) {
+						eofBeforeEnd = ends == 0
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				name := tt.name
+				if string(got) != tt.body {
+					t.Fatalf("%s/%d: client got %q, want %q", name, size, got, tt.body)
+				}
+				if ends != 1 || eofBeforeEnd {
+					t.Fatalf("%s/%d: onEnd ran %d times (EOF before it: %v), want once before EOF", name, size, ends, eofBeforeEnd)
+				}
+				if kept.String() != tt.body {
+					t.Fatalf("%s/%d: tee kept %q, want the whole stream", name, size, kept.String())
+				}
+				// The client may have the terminal event's lines but not the
+				// blank line that completes (dispatches) it.
+				want := len(tt.body)
+				if tt.marker != "" {
+					pos := strings.LastIndex(tt.body, tt.marker)
+					if k := blankLineEnd(tt.body[pos:]); k >= 0 {
+						want = pos + k
+					}
+				}
+				if endedAt > want {
+					t.Fatalf("%s/%d: the client had %d bytes (%q) before the exchange was stored; want at most %d",
+						name, size, endedAt, got[:endedAt], want)
+				}
+			}
+		}
+	}
+}
