@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -31,46 +29,11 @@ func serveDialects(t *testing.T, openai, anthropic string) string {
 	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logSink{addr: make(chan string, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	getenv := env(map[string]string{
+	base, _ := mustServeEnv(t, map[string]string{
 		"GATEWAY_CONFIG":             cfgPath,
-		"GATEWAY_LISTEN":             "127.0.0.1:0",
 		"GATEWAY_UPSTREAM_BASE_URL":  openai,
 		"GATEWAY_ANTHROPIC_BASE_URL": anthropic,
 		"GATEWAY_SQLITE_PATH":        filepath.Join(dir, "memgate.db"),
-	})
-	go func() {
-		done <- run(ctx, []string{"gateway", "serve"}, getenv, strings.NewReader(""), io.Discard, logs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("run did not return after cancel")
-		}
-	})
-	var addr string
-	select {
-	case addr = <-logs.addr:
-	case err := <-done:
-		t.Fatalf("run returned early: %v\n%s", err, logs)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no listening line:\n%s", logs)
-	}
-	base := "http://" + addr
-	eventually(t, "/healthz", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
 	})
 	return base
 }

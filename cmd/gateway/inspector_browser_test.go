@@ -96,32 +96,8 @@ compaction:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logSink{addr: make(chan string, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"gateway", "serve"}, env(map[string]string{"GATEWAY_CONFIG": path}), strings.NewReader(""), io.Discard, logs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("run did not return after cancel")
-		}
-	})
-	select {
-	case addr := <-logs.addr:
-		return "http://" + addr
-	case err := <-done:
-		t.Fatalf("run returned early: %v\n%s", err, logs)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no listening line:\n%s", logs)
-	}
-	return ""
+	base, _ := mustServeEnv(t, map[string]string{"GATEWAY_CONFIG": path})
+	return base
 }
 
 // seedChat sends one chat turn for maria's trip-2026 conversation.

@@ -48,21 +48,27 @@ func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
-// mustServe runs `gateway serve` in-process on a free port in front of up
-// and returns its base URL once /healthz answers; the server stops, and its
-// run error is checked, when the test ends.
+// mustServe runs `gateway serve` in-process on a free port in front of up,
+// with a SQLite store in a temporary directory (see mustServeEnv).
 func mustServe(t *testing.T, up *upstreamtest.Server) (string, *logSink) {
+	t.Helper()
+	return mustServeEnv(t, map[string]string{
+		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
+		"GATEWAY_SQLITE_PATH":       filepath.Join(t.TempDir(), "memgate.db"),
+	})
+}
+
+// mustServeEnv runs `gateway serve` in-process with vars (plus a free
+// loopback port) and returns its base URL once /healthz answers; the server
+// stops, and its run error is checked, when the test ends.
+func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
 	t.Helper()
 	logs := &logSink{addr: make(chan string, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	getenv := env(map[string]string{
-		"GATEWAY_LISTEN":            "127.0.0.1:0",
-		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
-		"GATEWAY_SQLITE_PATH":       filepath.Join(t.TempDir(), "memgate.db"),
-	})
+	vars["GATEWAY_LISTEN"] = "127.0.0.1:0"
 	go func() {
-		done <- run(ctx, []string{"gateway", "serve"}, getenv, strings.NewReader(""), io.Discard, logs)
+		done <- run(ctx, []string{"gateway", "serve"}, env(vars), strings.NewReader(""), io.Discard, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -71,7 +77,7 @@ func mustServe(t *testing.T, up *upstreamtest.Server) (string, *logSink) {
 			if err != nil {
 				t.Errorf("run: %v", err)
 			}
-		case <-time.After(15 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Error("run did not return after cancel")
 		}
 	})
@@ -80,24 +86,19 @@ func mustServe(t *testing.T, up *upstreamtest.Server) (string, *logSink) {
 	case addr = <-logs.addr:
 	case err := <-done:
 		t.Fatalf("run returned early: %v\n%s", err, logs)
-	case <-time.After(15 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("no listening line:\n%s", logs)
 	}
 	url := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, "/healthz", func() bool {
 		resp, err := http.Get(url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return url, logs
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never answered 200 (last error %v)", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return url, logs
 }
 
 func TestServeEndToEnd(t *testing.T) {

@@ -1,51 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
-
-// mustServeEnv runs `gateway serve` in-process with vars (plus a free
-// loopback port) and returns its base URL once /healthz answers.
-func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
-	t.Helper()
-	logs := &logSink{addr: make(chan string, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	vars["GATEWAY_LISTEN"] = "127.0.0.1:0"
-	go func() {
-		done <- run(ctx, []string{"gateway", "serve"}, env(vars), strings.NewReader(""), io.Discard, logs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("run did not return after cancel")
-		}
-	})
-	select {
-	case addr := <-logs.addr:
-		return "http://" + addr, logs
-	case err := <-done:
-		t.Fatalf("run returned early: %v\n%s", err, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no listening line:\n%s", logs)
-	}
-	return "", nil
-}
 
 // get returns the status of GET url.
 func getStatus(t *testing.T, url string) int {

@@ -32,13 +32,7 @@ var (
 )
 
 func TestString(t *testing.T) {
-	r := mustNew(t, nil)
-	tests := []struct {
-		name string
-		in   string
-		want string
-		n    int
-	}{
+	runStringCases(t, []redactCase{
 		{"openai project key", "my key is " + openaiKey + ", thanks", "my key is [redacted:openai_key], thanks", 1},
 		{"openai legacy key", "OPENAI_API_KEY=" + legacyKey, "OPENAI_API_KEY=[redacted:openai_key]", 1},
 		{"aws", "aws_access_key_id = " + awsKey, "aws_access_key_id = [redacted:aws_access_key]", 1},
@@ -70,12 +64,52 @@ func TestString(t *testing.T) {
 		{"plain text", "Meu nome é Ana e moro em Lisboa.", "Meu nome é Ana e moro em Lisboa.", 0},
 		{"public key", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", 0},
 		{"uuid", "id 123e4567-e89b-12d3-a456-426614174000", "id 123e4567-e89b-12d3-a456-426614174000", 0},
-	}
+	})
+}
+
+// redactCase is one input of a table test and its redaction: the result and
+// the number of secrets removed.
+type redactCase struct {
+	name string
+	in   string
+	want string
+	n    int
+}
+
+// runStringCases checks the default Redactor's String on each case.
+func runStringCases(t *testing.T, tests []redactCase) {
+	t.Helper()
+	r := mustNew(t, nil)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, n := r.String(tc.in)
 			if got != tc.want || n != tc.n {
 				t.Fatalf("String(%q)\n got  %q (%d)\n want %q (%d)", tc.in, got, n, tc.want, tc.n)
+			}
+		})
+	}
+}
+
+// runJSONCases checks the default Redactor's JSON on each case: the result
+// is valid JSON equal to want, and an input with nothing to redact comes
+// back byte for byte.
+func runJSONCases(t *testing.T, tests []redactCase) {
+	t.Helper()
+	r := mustNew(t, nil)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, n, err := r.JSON([]byte(tc.in))
+			if err != nil {
+				t.Fatalf("JSON: %v", err)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("result is not valid JSON: %s", got)
+			}
+			if n != tc.n || !jsonSame(t, got, []byte(tc.want)) {
+				t.Fatalf("JSON(%s)\n got  %s (%d)\n want %s (%d)", tc.in, got, n, tc.want, tc.n)
+			}
+			if tc.n == 0 && string(got) != tc.in {
+				t.Fatalf("unchanged input was re-encoded: %s", got)
 			}
 		})
 	}
@@ -111,12 +145,7 @@ func TestNewRejects(t *testing.T) {
 
 func TestJSON(t *testing.T) {
 	r := mustNew(t, nil)
-	tests := []struct {
-		name string
-		in   string
-		want string
-		n    int
-	}{
+	runJSONCases(t, []redactCase{
 		{
 			name: "content and key untouched",
 			in:   `{"role":"user","content":"use ` + awsKey + ` please"}`,
@@ -157,24 +186,7 @@ func TestJSON(t *testing.T) {
 			in:   `{"role":"user","content":"hello \"world\""}`,
 			want: `{"role":"user","content":"hello \"world\""}`,
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, n, err := r.JSON([]byte(tc.in))
-			if err != nil {
-				t.Fatalf("JSON: %v", err)
-			}
-			if !json.Valid(got) {
-				t.Fatalf("result is not valid JSON: %s", got)
-			}
-			if n != tc.n || !jsonSame(t, got, []byte(tc.want)) {
-				t.Fatalf("JSON(%s)\n got  %s (%d)\n want %s (%d)", tc.in, got, n, tc.want, tc.n)
-			}
-			if tc.n == 0 && string(got) != tc.in {
-				t.Fatalf("unchanged input was re-encoded: %s", got)
-			}
-		})
-	}
+	})
 	if _, _, err := r.JSON([]byte(`{"a":`)); !errors.Is(err, memory.ErrInvalid) {
 		t.Fatalf("invalid JSON: err = %v, want ErrInvalid", err)
 	}

@@ -2,7 +2,7 @@ package sqlitestore
 
 // SetVectorCacheLimit replaces s's vector cache with an empty one bounded
 // at max bytes.
-func SetVectorCacheLimit(s *Store, max int) { s.vectors = newVectorCache(max) }
+func SetVectorCacheLimit(s *Store, max int) { s.vectors = newUserCache[*vecSet](max) }
 
 // VectorCacheUsage reports how many keys s's vector cache holds and the
 // bytes it accounts for them.

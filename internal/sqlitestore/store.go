@@ -99,8 +99,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, logger: logger, vectors: newVectorCache(vectorCacheBytes),
-		texts: newTextCache(textCacheBytes), reads: newStmtCache(read)}
+	s := &Store{write: write, read: read, logger: logger, vectors: newUserCache[*vecSet](vectorCacheBytes),
+		texts: newUserCache[*textIndex](textCacheBytes), reads: newStmtCache(read)}
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {

@@ -1,13 +1,11 @@
 package sqlitestore
 
 import (
-	"container/list"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -175,75 +173,13 @@ func (x *textIndex) search(terms []string, limit int, keep func(doc int32) bool)
 	return top.sorted()
 }
 
-// textSlot holds one user's index; its mutex serializes refreshes and
-// searches of it.
-type textSlot struct {
-	key  vecKey // model and dims unused
-	mu   sync.Mutex
-	idx  *textIndex
-	size int // accounted size, under textCache.mu
-	elem *list.Element
-	// tooBig, under mu, is set once the user's index exceeded the share of
-	// one user: it is then searched by FTS5 until the slot is evicted.
-	tooBig bool
-}
+// textCache keeps users' full-text indexes in memory (model and dims of
+// their keys unused), least recently used evicted first past max bytes. A
+// slot's mutex serializes refreshes and searches of its index.
+type textCache = userCache[*textIndex]
 
-// textCache keeps users' full-text indexes in memory, least recently used
-// evicted first past max bytes. It is safe for concurrent use.
-type textCache struct {
-	mu    sync.Mutex
-	slots map[vecKey]*textSlot
-	lru   *list.List // of *textSlot, most recently used first
-	bytes int
-	max   int
-}
-
-func newTextCache(max int) *textCache {
-	return &textCache{slots: map[vecKey]*textSlot{}, lru: list.New(), max: max}
-}
-
-// slot returns key's slot, created when missing, marked most recently used.
-func (c *textCache) slot(key vecKey) *textSlot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sl, ok := c.slots[key]
-	if !ok {
-		sl = &textSlot{key: key}
-		sl.elem = c.lru.PushFront(sl)
-		c.slots[key] = sl
-		return sl
-	}
-	c.lru.MoveToFront(sl.elem)
-	return sl
-}
-
-// account records sl's index size and evicts least recently used slots
-// past the bound, never sl itself.
-func (c *textCache) account(sl *textSlot) {
-	size := slotOverhead
-	if sl.idx != nil {
-		size += sl.idx.bytes
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.bytes += size - sl.size
-	sl.size = size
-	if _, ok := c.slots[sl.key]; !ok { // evicted while loading: account it again
-		sl.elem = c.lru.PushFront(sl)
-		c.slots[sl.key] = sl
-	}
-	for e := c.lru.Back(); c.bytes > c.max && e != nil; {
-		prev := e.Prev()
-		old := e.Value.(*textSlot)
-		if old != sl {
-			c.lru.Remove(e)
-			delete(c.slots, old.key)
-			c.bytes -= old.size
-			old.size = 0
-		}
-		e = prev
-	}
-}
+// size is roughly what x holds in memory, in bytes.
+func (x *textIndex) size() int { return x.bytes }
 
 // withTextIndex runs fn on the user's index, current as of a moment during
 // the call (extended with the rows added since it was read when only
@@ -264,20 +200,18 @@ func (s *Store) withTextIndex(ctx context.Context, tenant, user string, fn func(
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read item revisions: %w", err)
 	}
-	x := sl.idx
+	x := sl.val
 	if x == nil || x.changed != changed || x.added != added {
 		if x == nil || x.changed != changed {
 			x = &textIndex{postings: map[string][]posting{}}
 		}
 		x.added, x.changed = added, changed
 		if err := s.loadTexts(ctx, tenant, user, x, s.texts.max/4); err != nil {
-			sl.idx = nil
 			sl.tooBig = errors.Is(err, errTooBig)
-			s.texts.account(sl)
+			s.texts.publish(sl, nil)
 			return err
 		}
-		sl.idx = x
-		s.texts.account(sl)
+		s.texts.publish(sl, x)
 	}
 	fn(x)
 	return nil

@@ -1,14 +1,12 @@
 package sqlitestore
 
 import (
-	"container/list"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 )
 
 // vectorCacheBytes bounds the vectors a Store keeps in memory for
@@ -17,10 +15,6 @@ import (
 // exceed a quarter of it (about 21,000 items of 384 dimensions, 5,000 of
 // 1,536) is searched in SQL instead.
 const vectorCacheBytes = 128 << 20
-
-// slotOverhead is what one cached key is accounted for besides its
-// vectors (the slot, the map entry, the list element), roughly.
-const slotOverhead = 256
 
 // vecKey names one user's vectors of one model and dimension.
 type vecKey struct {
@@ -51,76 +45,9 @@ func (s *vecSet) size() int {
 	return n
 }
 
-// vecSlot holds a key's current vecSet; its mutex serializes refreshes of
-// the key, so one reader at a time extends it.
-type vecSlot struct {
-	key  vecKey
-	mu   sync.Mutex
-	set  *vecSet
-	size int // accounted size of set, under vectorCache.mu
-	elem *list.Element
-	// tooBig, under mu, is set once the key's vectors exceeded the share
-	// of one user: it is then searched in SQL until the slot is evicted.
-	tooBig bool
-}
-
-// vectorCache keeps users' vectors in memory, least recently used evicted
-// first past max bytes. It is safe for concurrent use.
-type vectorCache struct {
-	mu    sync.Mutex
-	slots map[vecKey]*vecSlot
-	lru   *list.List // of *vecSlot, most recently used first
-	bytes int
-	max   int
-}
-
-func newVectorCache(max int) *vectorCache {
-	return &vectorCache{slots: map[vecKey]*vecSlot{}, lru: list.New(), max: max}
-}
-
-// slot returns key's slot, created when missing, marked most recently used.
-func (c *vectorCache) slot(key vecKey) *vecSlot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sl, ok := c.slots[key]
-	if !ok {
-		sl = &vecSlot{key: key}
-		sl.elem = c.lru.PushFront(sl)
-		c.slots[key] = sl
-		return sl
-	}
-	c.lru.MoveToFront(sl.elem)
-	return sl
-}
-
-// publish records set as sl's (nil forgets it) and evicts least recently
-// used slots past the bound, never sl itself.
-func (c *vectorCache) publish(sl *vecSlot, set *vecSet) {
-	size := slotOverhead // so that slots without vectors are bounded too
-	if set != nil {
-		size += set.size()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sl.set = set
-	c.bytes += size - sl.size
-	sl.size = size
-	if _, ok := c.slots[sl.key]; !ok { // evicted while loading: account it again
-		sl.elem = c.lru.PushFront(sl)
-		c.slots[sl.key] = sl
-	}
-	for e := c.lru.Back(); c.bytes > c.max && e != nil; {
-		prev := e.Prev()
-		old := e.Value.(*vecSlot)
-		if old != sl {
-			c.lru.Remove(e)
-			delete(c.slots, old.key)
-			c.bytes -= old.size
-			old.size = 0
-		}
-		e = prev
-	}
-}
+// vectorCache keeps users' vectors in memory, one vecSet per key, least
+// recently used evicted first past max bytes.
+type vectorCache = userCache[*vecSet]
 
 // errTooBig reports a user whose vectors are not kept in memory.
 var errTooBig = errors.New("vectors exceed the cache's share for one user")
@@ -144,9 +71,7 @@ func (s *Store) userVectors(ctx context.Context, key vecKey) (*vecSet, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("read item revisions: %w", err)
 	}
-	s.vectors.mu.Lock()
-	cur := sl.set
-	s.vectors.mu.Unlock()
+	cur := s.vectors.value(sl)
 	if cur != nil && cur.changed == changed && cur.added == added {
 		return cur, nil
 	}

@@ -16,14 +16,13 @@ func vecItem(conv, ref string, v ...float32) memory.Item {
 		Text: "text of " + ref, Embedding: v, Model: "m", Dims: len(v)}
 }
 
-// searchRefs runs SearchVector for q and returns the refs found, best first.
-func searchRefs(t *testing.T, s interface {
-	SearchVector(context.Context, memory.ItemQuery) ([]memory.Item, error)
-}, q memory.ItemQuery) []string {
+// searchRefs runs search (a Store's SearchVector or SearchText) for q and
+// returns the refs found, best first.
+func searchRefs(t *testing.T, search func(context.Context, memory.ItemQuery) ([]memory.Item, error), q memory.ItemQuery) []string {
 	t.Helper()
-	items, err := s.SearchVector(context.Background(), q)
+	items, err := search(context.Background(), q)
 	if err != nil {
-		t.Fatalf("SearchVector: %v", err)
+		t.Fatalf("search: %v", err)
 	}
 	refs := make([]string, len(items))
 	for i, it := range items {
@@ -48,7 +47,7 @@ func TestSearchVectorSeesEveryChange(t *testing.T) {
 	}
 	want := func(step string, q memory.ItemQuery, refs ...string) {
 		t.Helper()
-		if got := searchRefs(t, s, q); !slices.Equal(got, refs) {
+		if got := searchRefs(t, s.SearchVector, q); !slices.Equal(got, refs) {
 			t.Fatalf("%s: SearchVector = %v, want %v", step, got, refs)
 		}
 	}
@@ -121,7 +120,7 @@ func TestVectorCacheBounded(t *testing.T) {
 	}
 	for u := range 50 {
 		q := memory.ItemQuery{Tenant: "acme", User: fmt.Sprintf("user%d", u), Embedding: []float32{1, 0, 0, 0}, Model: "m", Dims: 4, Limit: 3}
-		if got := searchRefs(t, s, q); !slices.Equal(got, []string{"r"}) {
+		if got := searchRefs(t, s.SearchVector, q); !slices.Equal(got, []string{"r"}) {
 			t.Fatalf("user%d: SearchVector = %v, want [r]", u, got)
 		}
 	}

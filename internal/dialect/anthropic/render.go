@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/chat"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -30,104 +31,38 @@ import (
 //
 // Every other member of the body is forwarded as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) {
-	var (
-		memTexts []string
-		rest     []json.RawMessage
-	)
-	for _, m := range p.Messages {
-		var head struct {
-			Role string `json:"role"`
-		}
-		if err := json.Unmarshal(m, &head); err != nil {
-			return nil, fmt.Errorf("render: assembled message: %w", err)
-		}
-		if !memory.IsSystem(head.Role) {
-			rest = append(rest, m)
-			continue
-		}
-		if r.sysChat != nil && bytes.Equal(m, r.sysChat) {
-			continue
-		}
-		pm, err := memory.ParseMessage(m)
-		if err != nil {
-			return nil, fmt.Errorf("render: memory block: %w", err)
-		}
-		if pm.Content != "" {
-			memTexts = append(memTexts, pm.Content)
-		}
+	a, err := r.Read(p.Messages, r.own, len(r.messages)-1)
+	if err != nil {
+		return nil, err
 	}
-
-	// The client's messages p kept are a suffix of rest; what precedes them
-	// is stored history.
-	client := r.Messages
-	if r.sysChat != nil {
-		client = client[1:]
-	}
-	origin := r.origin[len(r.origin)-len(client):]
-	i, j := len(rest), len(client)
-	for i > 0 && j > 0 && bytes.Equal(rest[i-1], client[j-1]) {
-		i, j = i-1, j-1
-	}
-	first := len(r.messages) - 1
-	if j < len(client) {
-		first = origin[j]
-	}
-	stored := make([]turn, 0, i)
-	for _, raw := range rest[:i] {
+	stored := make([]turn, 0, len(a.Stored))
+	for _, raw := range a.Stored {
 		if role, blocks, ok := fromChat(raw); ok {
 			stored = append(stored, turn{role: role, blocks: blocks})
 		}
 	}
-	msgs, err := arrange(stored, r.messages, first)
+	msgs, err := arrange(stored, r.messages, a.First)
 	if err != nil {
 		return nil, err
 	}
 
 	obj := r.obj.Clone()
-	if sys, err := r.systemWith(memTexts); err != nil {
-		return nil, err
-	} else if sys != nil {
+	if a.Memory != "" {
+		// The memory goes after the app's system text: to a block system
+		// as one more text block (the client's blocks stay as they were).
+		sys, err := chat.AppendText(r.system, a.Memory, outBlock{Type: "text", Text: a.Memory})
+		if err != nil {
+			return nil, fmt.Errorf("render: system: %w", err)
+		}
 		obj.Set("system", sys)
 	}
 	obj.Set("messages", body.Array(msgs))
 	return obj.Bytes(), nil
 }
 
-// systemWith returns the system member with the memory texts appended, or
-// nil when there are none (the client's member stays).
-func (r *Request) systemWith(texts []string) (json.RawMessage, error) {
-	if len(texts) == 0 {
-		return nil, nil
-	}
-	var mem string
-	for i, t := range texts {
-		if i > 0 {
-			mem += "\n\n"
-		}
-		mem += t
-	}
-	switch {
-	case r.system == nil:
-		return body.Marshal(mem)
-	case r.system[0] == '"':
-		var s string
-		if err := json.Unmarshal(r.system, &s); err != nil {
-			return nil, fmt.Errorf("render: system: %w", err)
-		}
-		if s != "" {
-			mem = s + "\n\n" + mem
-		}
-		return body.Marshal(mem)
-	}
-	var blocks []json.RawMessage
-	if err := json.Unmarshal(r.system, &blocks); err != nil {
-		return nil, fmt.Errorf("render: system: %w", err)
-	}
-	b, err := body.Marshal(outBlock{Type: "text", Text: mem})
-	if err != nil {
-		return nil, fmt.Errorf("render: system: %w", err)
-	}
-	return body.Array(append(blocks, b)), nil
+// own reports whether m, a system message, is the client's system prompt.
+func (r *Request) own(m json.RawMessage) bool {
+	return r.sysChat != nil && bytes.Equal(m, r.sysChat)
 }
 
 // turn is one message being arranged: a stored one (blocks) or one of the

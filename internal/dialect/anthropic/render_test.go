@@ -6,20 +6,22 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 )
 
 // storedTurns is a stored conversation: a tool round trip, a plain turn.
 func storedTurns(t *testing.T) []json.RawMessage {
 	return []json.RawMessage{
-		chatMsg(t, map[string]any{"role": "user", "content": "I moved to Porto. Weather?"}),
-		chatMsg(t, map[string]any{"role": "assistant", "content": nil, "reasoning_content": "need a tool",
+		dialecttest.JSON(t, map[string]any{"role": "user", "content": "I moved to Porto. Weather?"}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": nil, "reasoning_content": "need a tool",
 			"tool_calls": []any{map[string]any{"id": "toolu_a", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Porto"}`}}}}),
-		chatMsg(t, map[string]any{"role": "tool", "tool_call_id": "toolu_a", "content": "18C"}),
-		chatMsg(t, map[string]any{"role": "assistant", "content": "It is 18C in Porto."}),
-		chatMsg(t, map[string]any{"role": "user", "content": []any{
+		dialecttest.JSON(t, map[string]any{"role": "tool", "tool_call_id": "toolu_a", "content": "18C"}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "It is 18C in Porto."}),
+		dialecttest.JSON(t, map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "text", "text": "Look:"},
 			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/jpeg;base64,/9j/"}}}}),
-		chatMsg(t, map[string]any{"role": "assistant", "content": "Nice view."}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "Nice view."}),
 	}
 }
 
@@ -46,8 +48,8 @@ func TestRender(t *testing.T) {
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_q","content":"42"}]}]}`, "",
 			func(t *testing.T) []json.RawMessage {
 				return []json.RawMessage{
-					chatMsg(t, map[string]any{"role": "user", "content": "compute"}),
-					chatMsg(t, map[string]any{"role": "assistant", "content": "Computing.", "tool_calls": []any{
+					dialecttest.JSON(t, map[string]any{"role": "user", "content": "compute"}),
+					dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "Computing.", "tool_calls": []any{
 						map[string]any{"id": "toolu_q", "type": "function", "function": map[string]any{"name": "calc", "arguments": `{"x":1}`}},
 						map[string]any{"id": "toolu_lost", "type": "function", "function": map[string]any{"name": "calc", "arguments": `{}`}}}}),
 				}
@@ -63,14 +65,14 @@ func TestRender(t *testing.T) {
 			if tt.stored != nil {
 				stored = tt.stored(t)
 			}
-			out, err := r.Render(prepared(r, tt.block, stored, tt.keepFrom))
+			out, err := r.Render(dialecttest.Prepared(r.Conversation, tt.block, stored, tt.keepFrom))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := checkRules(out); err != nil {
 				t.Error(err)
 			}
-			golden(t, "render_"+tt.name, out)
+			dialecttest.Golden(t, "render_"+tt.name, out, *update)
 		})
 	}
 }
@@ -150,7 +152,7 @@ func TestRenderRulesProperty(t *testing.T) {
 		for range rng.IntN(9) {
 			switch rng.IntN(5) {
 			case 0, 1:
-				stored = append(stored, chatMsg(t, map[string]any{"role": "user", "content": fmt.Sprintf("u%d", rng.IntN(100))}))
+				stored = append(stored, dialecttest.JSON(t, map[string]any{"role": "user", "content": fmt.Sprintf("u%d", rng.IntN(100))}))
 			case 2:
 				m := map[string]any{"role": "assistant", "content": fmt.Sprintf("a%d", rng.IntN(100))}
 				if rng.IntN(2) == 0 {
@@ -158,15 +160,15 @@ func TestRenderRulesProperty(t *testing.T) {
 					open = append(open, id)
 					m["tool_calls"] = []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}}
 				}
-				stored = append(stored, chatMsg(t, m))
+				stored = append(stored, dialecttest.JSON(t, m))
 			case 3:
 				id := "toolu_stray"
 				if len(open) > 0 && rng.IntN(3) > 0 {
 					id = open[rng.IntN(len(open))]
 				}
-				stored = append(stored, chatMsg(t, map[string]any{"role": "tool", "tool_call_id": id, "content": "r"}))
+				stored = append(stored, dialecttest.JSON(t, map[string]any{"role": "tool", "tool_call_id": id, "content": "r"}))
 			case 4:
-				stored = append(stored, chatMsg(t, map[string]any{"role": "system", "content": "old"}))
+				stored = append(stored, dialecttest.JSON(t, map[string]any{"role": "system", "content": "old"}))
 			}
 		}
 		client := `[{"role":"user","content":"now"}]`
@@ -177,7 +179,7 @@ func TestRenderRulesProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := r.Render(prepared(r, "mem", stored, 0))
+		out, err := r.Render(dialecttest.Prepared(r.Conversation, "mem", stored, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

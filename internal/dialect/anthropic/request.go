@@ -13,7 +13,6 @@ import (
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
-	"github.com/memgate/memgate/internal/memory"
 )
 
 // Request is a Messages API request body, read once.
@@ -24,19 +23,16 @@ type Request struct {
 	Stream    bool
 	MaxTokens int
 	User      string
-	// Messages is the conversation in chat format for the memory core (the
-	// memory.Request's Messages): the system prompt as one system message
-	// when there is one, then each message's blocks as chat messages (see
-	// ToChat). Parsed holds them read by memory.ParseMessage, index for
-	// index.
-	Messages []json.RawMessage
-	Parsed   []memory.Message
+	// Conversation holds the conversation in chat format for the memory
+	// core: the system prompt as one system message when there is one
+	// (origin -1), then each message's blocks as chat messages (see ToChat),
+	// each with the index in the client's messages it came from.
+	chat.Conversation
 
 	obj      *body.Object
 	system   json.RawMessage   // the client's system member (nil when absent)
 	sysChat  json.RawMessage   // Messages[0] when the system prompt made one
 	messages []json.RawMessage // the client's messages, verbatim
-	origin   []int             // origin[i]: the index in messages of Messages[i] (-1: system)
 }
 
 // ParseRequest reads a Messages API request body. It fails with a
@@ -87,7 +83,7 @@ func ParseRequest(b []byte) (*Request, error) {
 			return nil, body.Invalid(param, "%v", err)
 		}
 		for _, m := range msgs {
-			if err := r.add(m, i); err != nil {
+			if _, err := r.Add(m, i); err != nil {
 				return nil, body.Invalid(param, "%v", err)
 			}
 		}
@@ -131,22 +127,10 @@ func (r *Request) readSystem() error {
 	if text == "" {
 		return nil
 	}
-	if err := r.add(chat.Message{Role: "system", Content: chat.Text(text)}, -1); err != nil {
+	if _, err := r.Add(chat.Message{Role: "system", Content: chat.Text(text)}, -1); err != nil {
 		return body.Invalid("system", "%v", err)
 	}
 	r.sysChat = r.Messages[0]
-	return nil
-}
-
-// add appends one converted chat message.
-func (r *Request) add(m chat.Message, origin int) error {
-	msg, err := chat.Encode(m)
-	if err != nil {
-		return err
-	}
-	r.Messages = append(r.Messages, msg.Raw)
-	r.Parsed = append(r.Parsed, msg)
-	r.origin = append(r.origin, origin)
 	return nil
 }
 

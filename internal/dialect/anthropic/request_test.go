@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -58,7 +59,7 @@ func TestParseRequest(t *testing.T) {
 				Messages  []json.RawMessage `json:"messages"`
 				Texts     []string          `json:"texts"`
 			}{r.Model, r.Stream, r.MaxTokens, r.User, r.Messages, contents(r.Parsed)})
-			golden(t, "parse_"+tt.name, out)
+			dialecttest.Golden(t, "parse_"+tt.name, out, *update)
 		})
 	}
 }
@@ -99,7 +100,7 @@ func TestRenderKeepsClientBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.Render(prepared(r, "## Memory\n- city: Porto", nil, 0))
+	out, err := r.Render(dialecttest.Prepared(r.Conversation, "## Memory\n- city: Porto", nil, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

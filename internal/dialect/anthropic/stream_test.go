@@ -8,23 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/memory"
 )
-
-// feed writes stream to a new Stream in pieces of step bytes.
-func feed(t *testing.T, stream []byte, step int, limit int64) *Stream {
-	t.Helper()
-	s := NewStream(limit)
-	for len(stream) > 0 {
-		n := min(step, len(stream))
-		if _, err := s.Write(stream[:n]); err != nil {
-			return s
-		}
-		stream = stream[n:]
-	}
-	return s
-}
 
 func TestStreamMatchesWholeReply(t *testing.T) {
 	stream, err := os.ReadFile("testdata/stream_tool_use.sse")
@@ -47,20 +34,7 @@ func TestStreamMatchesWholeReply(t *testing.T) {
 		t.Errorf("usage %+v", *wantUsage)
 	}
 	crlf := bytes.ReplaceAll(stream, []byte("\n"), []byte("\r\n"))
-	for _, in := range [][]byte{stream, crlf} {
-		for _, step := range []int{1, 5, 64, 1 << 20} {
-			got, u, err := feed(t, in, step, 0).Result()
-			if err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-			if string(got.Raw) != string(want.Raw) || got.Content != want.Content {
-				t.Errorf("step %d: streamed %s, whole %s", step, got.Raw, want.Raw)
-			}
-			if *u != *wantUsage {
-				t.Errorf("step %d: usage %+v, want %+v", step, *u, *wantUsage)
-			}
-		}
-	}
+	dialecttest.CheckStream(t, NewStream, map[string][]byte{"lf": stream, "crlf": crlf}, want, *wantUsage)
 }
 
 // TestReplyFingerprintMatchesResentHistory: a reply the client sends back as
@@ -90,25 +64,12 @@ func TestStreamFailures(t *testing.T) {
 	stream, _ := os.ReadFile("testdata/stream_tool_use.sse")
 	cut := stream[:bytes.Index(stream, []byte("event: message_delta"))]
 	errEvent := append(bytes.Clone(cut), "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"...)
-	tests := []struct {
-		name   string
-		stream []byte
-		limit  int64
-		want   error
-	}{
-		{"broken off", cut, 0, memory.ErrInvalid},
-		{"error event", errEvent, 0, memory.ErrInvalid},
-		{"over the limit", stream, 512, sse.ErrTooLarge},
-		{"empty", nil, 0, memory.ErrInvalid},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := feed(t, tt.stream, 100, tt.limit).Result()
-			if !errors.Is(err, tt.want) {
-				t.Errorf("Result error %v, want %v", err, tt.want)
-			}
-		})
-	}
+	dialecttest.CheckStreamFailures(t, NewStream, 100, []dialecttest.StreamFailure{
+		{Name: "broken off", Stream: cut, Want: memory.ErrInvalid},
+		{Name: "error event", Stream: errEvent, Want: memory.ErrInvalid},
+		{Name: "over the limit", Stream: stream, Limit: 512, Want: sse.ErrTooLarge},
+		{Name: "empty", Want: memory.ErrInvalid},
+	})
 }
 
 func TestReplyFromJSONRejectsErrors(t *testing.T) {

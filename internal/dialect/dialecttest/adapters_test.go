@@ -10,7 +10,6 @@ import (
 
 	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/dialect/responses"
-	"github.com/memgate/memgate/internal/memory"
 )
 
 // post sends body to the fake and returns the status and response body.
@@ -35,21 +34,8 @@ func post(t *testing.T, url string, body []byte, header map[string]string) (int,
 	return resp.StatusCode, b
 }
 
-// withMemory builds what inject would return for parsed: its system
-// messages, a memory block, stored turns, then its other messages.
-func withMemory(msgs []json.RawMessage, parsed []memory.Message, stored []json.RawMessage) memory.Prepared {
-	var sys, rest []json.RawMessage
-	for i, m := range msgs {
-		if memory.IsSystem(parsed[i].Role) {
-			sys = append(sys, m)
-		} else {
-			rest = append(rest, m)
-		}
-	}
-	out := append(sys, json.RawMessage(`{"role":"system","content":"Facts about the user:\n- city: Porto"}`))
-	out = append(out, stored...)
-	return memory.Prepared{Messages: append(out, rest...)}
-}
+// memoryBlock is the memory block the adapter tests render.
+const memoryBlock = "Facts about the user:\n- city: Porto"
 
 var storedToolTurns = []json.RawMessage{
 	json.RawMessage(`{"role":"user","content":"I moved to Porto."}`),
@@ -70,7 +56,7 @@ func TestAnthropicRenderAcceptedAndReassembled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Render(withMemory(r.Messages, r.Parsed, storedToolTurns))
+	b, err := r.Render(Prepared(r.Conversation, memoryBlock, storedToolTurns, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +121,7 @@ func TestResponsesRenderAcceptedAndReassembled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Render(withMemory(r.Messages, r.Parsed, storedToolTurns))
+	b, err := r.Render(Prepared(r.Conversation, memoryBlock, storedToolTurns, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +161,7 @@ func TestResponsesRenderAcceptedAndReassembled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, err := r2.Render(withMemory(r2.Messages, r2.Parsed, storedToolTurns))
+	b2, err := r2.Render(Prepared(r2.Conversation, memoryBlock, storedToolTurns, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

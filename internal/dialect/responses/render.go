@@ -1,13 +1,12 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/chat"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -34,52 +33,13 @@ import (
 // A string input stays a string when nothing is prepended. Every other
 // member of the body is forwarded as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) {
-	var (
-		memTexts []string
-		rest     []json.RawMessage
-	)
-	for _, m := range p.Messages {
-		var head struct {
-			Role string `json:"role"`
-		}
-		if err := json.Unmarshal(m, &head); err != nil {
-			return nil, fmt.Errorf("render: assembled message: %w", err)
-		}
-		if !memory.IsSystem(head.Role) {
-			rest = append(rest, m)
-			continue
-		}
-		if r.system[string(m)] {
-			continue
-		}
-		pm, err := memory.ParseMessage(m)
-		if err != nil {
-			return nil, fmt.Errorf("render: memory block: %w", err)
-		}
-		if pm.Content != "" {
-			memTexts = append(memTexts, pm.Content)
-		}
-	}
-
-	var client []json.RawMessage
-	var origin []int
-	for i, m := range r.Messages {
-		if !r.system[string(m)] {
-			client = append(client, m)
-			origin = append(origin, r.origin[i])
-		}
-	}
-	i, j := len(rest), len(client)
-	for i > 0 && j > 0 && bytes.Equal(rest[i-1], client[j-1]) {
-		i, j = i-1, j-1
-	}
-	first := len(r.items)
-	if j < len(client) {
-		first = origin[j]
+	a, err := r.Read(p.Messages, r.own, len(r.items))
+	if err != nil {
+		return nil, err
 	}
 	var stored []storedItem
 	if r.PreviousResponseID == "" {
-		for _, raw := range rest[:i] {
+		for _, raw := range a.Stored {
 			its, err := fromChat(raw)
 			if err != nil {
 				return nil, fmt.Errorf("render: %w", err)
@@ -89,17 +49,19 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	}
 
 	obj := r.obj.Clone()
-	if len(memTexts) > 0 {
-		instr, err := r.instructionsWith(strings.Join(memTexts, "\n\n"))
+	if a.Memory != "" {
+		// To an array of instructions the memory is one more developer
+		// message.
+		instr, err := chat.AppendText(r.instructions, a.Memory, storedItem{Type: "message", Role: "developer", Content: a.Memory})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("render: instructions: %w", err)
 		}
 		obj.Set("instructions", instr)
 	}
-	if len(stored) == 0 && first == 0 {
+	if len(stored) == 0 && a.First == 0 {
 		return obj.Bytes(), nil // input unchanged
 	}
-	input, err := r.arrange(stored, first)
+	input, err := r.arrange(stored, a.First)
 	if err != nil {
 		return nil, err
 	}
@@ -107,31 +69,8 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	return obj.Bytes(), nil
 }
 
-// instructionsWith returns instructions with the memory text appended.
-func (r *Request) instructionsWith(mem string) (json.RawMessage, error) {
-	switch {
-	case r.instructions == nil:
-		return body.Marshal(mem)
-	case r.instructions[0] == '"':
-		var s string
-		if err := json.Unmarshal(r.instructions, &s); err != nil {
-			return nil, fmt.Errorf("render: instructions: %w", err)
-		}
-		if s != "" {
-			mem = s + "\n\n" + mem
-		}
-		return body.Marshal(mem)
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(r.instructions, &items); err != nil {
-		return nil, fmt.Errorf("render: instructions: %w", err)
-	}
-	b, err := body.Marshal(storedItem{Type: "message", Role: "developer", Content: mem})
-	if err != nil {
-		return nil, fmt.Errorf("render: instructions: %w", err)
-	}
-	return body.Array(append(items, b)), nil
-}
+// own reports whether m, a system message, is one of the client's own.
+func (r *Request) own(m json.RawMessage) bool { return r.system[string(m)] }
 
 // arrange returns the input items: the client's system and developer items
 // before first, the stored items (their orphaned calls and outputs

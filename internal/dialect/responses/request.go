@@ -25,11 +25,10 @@ type Request struct {
 	MaxTokens          int
 	User               string
 	PreviousResponseID string
-	// Messages is the conversation in chat format for the memory core:
-	// instructions as a system message, then the input (see ParseRequest).
-	// Parsed holds them read by memory.ParseMessage, index for index.
-	Messages []json.RawMessage
-	Parsed   []memory.Message
+	// Conversation holds the conversation in chat format for the memory
+	// core: instructions as a system message (origin -1), then the input
+	// (see ParseRequest), each with the input item it starts at.
+	chat.Conversation
 
 	obj          *body.Object
 	instructions json.RawMessage   // nil when absent
@@ -37,7 +36,6 @@ type Request struct {
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
 	system       map[string]bool // Messages that are the client's own system messages
-	origin       []int           // origin[i]: the item Messages[i] starts at (-1: instructions)
 }
 
 // ParseRequest reads a Responses API request body. The input becomes chat
@@ -167,15 +165,12 @@ func (r *Request) readInput() error {
 
 // add appends one converted chat message.
 func (r *Request) add(m chat.Message, origin int, param string) error {
-	msg, err := chat.Encode(m)
+	msg, err := r.Add(m, origin)
 	if err != nil {
 		return body.Invalid(param, "%v", err)
 	}
 	if memory.IsSystem(m.Role) {
 		r.system[string(msg.Raw)] = true
 	}
-	r.Messages = append(r.Messages, msg.Raw)
-	r.Parsed = append(r.Parsed, msg)
-	r.origin = append(r.origin, origin)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -49,7 +50,7 @@ func TestParseRequest(t *testing.T) {
 				"model": r.Model, "stream": r.Stream, "max_tokens": r.MaxTokens, "user": r.User,
 				"previous_response_id": r.PreviousResponseID, "messages": r.Messages, "texts": texts,
 			})
-			golden(t, "parse_"+tt.name, out)
+			dialecttest.Golden(t, "parse_"+tt.name, out, *update)
 		})
 	}
 }
@@ -79,13 +80,13 @@ func TestParseRequestRejects(t *testing.T) {
 // storedTurns is a stored conversation with a tool round trip.
 func storedTurns(t *testing.T) []json.RawMessage {
 	return []json.RawMessage{
-		chatMsg(t, map[string]any{"role": "user", "content": "I moved to Porto."}),
-		chatMsg(t, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+		dialecttest.JSON(t, map[string]any{"role": "user", "content": "I moved to Porto."}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
 			map[string]any{"id": "call_a", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Porto"}`}},
 			map[string]any{"id": "call_lost", "type": "function", "function": map[string]any{"name": "get_time", "arguments": `{}`}}}}),
-		chatMsg(t, map[string]any{"role": "tool", "tool_call_id": "call_a", "content": "18C"}),
-		chatMsg(t, map[string]any{"role": "tool", "tool_call_id": "call_stray", "content": "?"}),
-		chatMsg(t, map[string]any{"role": "assistant", "content": "Welcome to Porto, 18C today.", "reasoning_content": "r"}),
+		dialecttest.JSON(t, map[string]any{"role": "tool", "tool_call_id": "call_a", "content": "18C"}),
+		dialecttest.JSON(t, map[string]any{"role": "tool", "tool_call_id": "call_stray", "content": "?"}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "Welcome to Porto, 18C today.", "reasoning_content": "r"}),
 	}
 }
 
@@ -113,11 +114,11 @@ func TestRender(t *testing.T) {
 			if tt.stored {
 				stored = storedTurns(t)
 			}
-			out, err := r.Render(prepared(r, tt.block, stored, tt.keepFrom))
+			out, err := r.Render(dialecttest.Prepared(r.Conversation, tt.block, stored, tt.keepFrom))
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "render_"+tt.name, out)
+			dialecttest.Golden(t, "render_"+tt.name, out, *update)
 		})
 	}
 }

@@ -6,23 +6,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/memory"
 )
-
-// feed writes stream to a new Stream in pieces of step bytes.
-func feed(t *testing.T, stream []byte, step int, limit int64) *Stream {
-	t.Helper()
-	s := NewStream(limit)
-	for len(stream) > 0 {
-		n := min(step, len(stream))
-		if _, err := s.Write(stream[:n]); err != nil {
-			return s
-		}
-		stream = stream[n:]
-	}
-	return s
-}
 
 func TestStreamMatchesWholeReply(t *testing.T) {
 	whole, err := os.ReadFile("testdata/reply_function_call.json")
@@ -40,24 +27,13 @@ func TestStreamMatchesWholeReply(t *testing.T) {
 	if *wantUsage != (memory.Usage{PromptTokens: 328, CompletionTokens: 52, TotalTokens: 380}) {
 		t.Errorf("usage %+v", *wantUsage)
 	}
+	streams := map[string][]byte{}
 	for _, name := range []string{"stream_function_call.sse", "stream_deltas_only.sse"} {
-		stream, err := os.ReadFile("testdata/" + name)
-		if err != nil {
+		if streams[name], err = os.ReadFile("testdata/" + name); err != nil {
 			t.Fatal(err)
 		}
-		for _, step := range []int{1, 7, 100, 1 << 20} {
-			got, u, err := feed(t, stream, step, 0).Result()
-			if err != nil {
-				t.Fatalf("%s step %d: %v", name, step, err)
-			}
-			if string(got.Raw) != wantRaw {
-				t.Errorf("%s step %d: streamed %s", name, step, got.Raw)
-			}
-			if *u != *wantUsage {
-				t.Errorf("%s step %d: usage %+v", name, step, *u)
-			}
-		}
 	}
+	dialecttest.CheckStream(t, NewStream, streams, want, *wantUsage)
 }
 
 // TestReplyFingerprintMatchesResentInput: the output items a client sends
@@ -85,24 +61,12 @@ func TestStreamFailures(t *testing.T) {
 	cut := stream[:bytes.Index(stream, []byte("event: response.completed"))]
 	failed := append(bytes.Clone(cut), "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n"...)
 	errEv := append(bytes.Clone(cut), "event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n"...)
-	tests := []struct {
-		name   string
-		stream []byte
-		limit  int64
-		want   error
-	}{
-		{"broken off", cut, 0, memory.ErrInvalid},
-		{"failed", failed, 0, memory.ErrInvalid},
-		{"error event", errEv, 0, memory.ErrInvalid},
-		{"over the limit", stream, 1024, sse.ErrTooLarge},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := feed(t, tt.stream, 64, tt.limit).Result(); !errors.Is(err, tt.want) {
-				t.Errorf("Result error %v, want %v", err, tt.want)
-			}
-		})
-	}
+	dialecttest.CheckStreamFailures(t, NewStream, 64, []dialecttest.StreamFailure{
+		{Name: "broken off", Stream: cut, Want: memory.ErrInvalid},
+		{Name: "failed", Stream: failed, Want: memory.ErrInvalid},
+		{Name: "error event", Stream: errEv, Want: memory.ErrInvalid},
+		{Name: "over the limit", Stream: stream, Limit: 1024, Want: sse.ErrTooLarge},
+	})
 	for _, b := range []string{`{"object":"response","status":"failed","error":{"code":"x","message":"y"},"output":[]}`, `{"error":{"message":"bad"}}`, `[`} {
 		if _, _, err := ReplyFromJSON([]byte(b)); !errors.Is(err, memory.ErrInvalid) {
 			t.Errorf("ReplyFromJSON(%s) = %v", b, err)

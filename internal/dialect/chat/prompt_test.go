@@ -1,0 +1,70 @@
+package chat
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestAppendText(t *testing.T) {
+	elem := map[string]string{"type": "text", "text": "mem"}
+	tests := []struct {
+		name, member, want string
+	}{
+		{"absent", "", `"mem"`},
+		{"string", `"be brief"`, `"be brief\n\nmem"`},
+		{"empty string", `""`, `"mem"`},
+		{"array", `[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]`, `[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"text":"mem","type":"text"}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var member json.RawMessage
+			if tt.member != "" {
+				member = json.RawMessage(tt.member)
+			}
+			got, err := AppendText(member, "mem", elem)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("AppendText(%s) = %s, %v; want %s", tt.member, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := AppendText(json.RawMessage(`{"no":1}`), "mem", elem); err == nil {
+		t.Error("AppendText of an object: no error")
+	}
+}
+
+func TestRead(t *testing.T) {
+	msg := func(role, text string) json.RawMessage {
+		b, _ := json.Marshal(map[string]string{"role": role, "content": text})
+		return b
+	}
+	sys, a, b, c := msg("system", "app"), msg("user", "a"), msg("assistant", "b"), msg("user", "c")
+	conv := Conversation{Messages: []json.RawMessage{sys, a, b, c}, Origin: []int{-1, 0, 1, 2}}
+	own := func(m json.RawMessage) bool { return string(m) == string(sys) }
+	stored, mem1, mem2 := msg("user", "stored"), msg("system", "fact one"), msg("system", "fact two")
+	tests := []struct {
+		name       string
+		p          []json.RawMessage
+		wantMemory string
+		wantStored int
+		wantFirst  int
+	}{
+		{"all kept", []json.RawMessage{sys, mem1, stored, a, b, c}, "fact one", 1, 0},
+		{"oldest dropped", []json.RawMessage{sys, mem1, mem2, stored, b, c}, "fact one\n\nfact two", 1, 1},
+		{"none kept", []json.RawMessage{stored}, "", 1, 99},
+		{"nothing added", []json.RawMessage{sys, a, b, c}, "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := conv.Read(tt.p, own, 99)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Memory != tt.wantMemory || len(got.Stored) != tt.wantStored || got.First != tt.wantFirst {
+				t.Errorf("Read = %q, %d stored, first %d; want %q, %d, %d", got.Memory, len(got.Stored), got.First, tt.wantMemory, tt.wantStored, tt.wantFirst)
+			}
+		})
+	}
+	if _, err := conv.Read([]json.RawMessage{json.RawMessage(`[`)}, own, 0); err == nil {
+		t.Error("Read of a broken message: no error")
+	}
+}

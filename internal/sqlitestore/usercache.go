@@ -1,0 +1,102 @@
+package sqlitestore
+
+import (
+	"container/list"
+	"sync"
+)
+
+// slotOverhead is what one cached key is accounted for besides its value
+// (the slot, the map entry, the list element), roughly.
+const slotOverhead = 256
+
+// cached is what a userCache holds per key: a pointer (nil for none) that
+// reports roughly how many bytes it holds.
+type cached interface {
+	comparable
+	size() int
+}
+
+// userSlot holds a key's cached value; its mutex serializes the key's
+// refreshes, so one reader at a time extends or replaces the value.
+type userSlot[V cached] struct {
+	key vecKey
+	mu  sync.Mutex
+	// val is the key's value (nil: none), written holding both mu and
+	// userCache.mu, so either suffices to read it.
+	val  V
+	size int // accounted size of val, under userCache.mu
+	elem *list.Element
+	// tooBig, under mu, is set once the key's value exceeded the share of
+	// one user: the key is then searched in SQL until the slot is evicted.
+	tooBig bool
+}
+
+// userCache keeps a value per user (and model) in memory, least recently
+// used evicted first past max bytes. It is safe for concurrent use. A
+// value's currency is its owner's business: the Store checks it against
+// memory_item_revisions, which the triggers move on every write and erasure,
+// before each use.
+type userCache[V cached] struct {
+	mu    sync.Mutex
+	slots map[vecKey]*userSlot[V]
+	lru   *list.List // of *userSlot[V], most recently used first
+	bytes int
+	max   int
+}
+
+func newUserCache[V cached](max int) *userCache[V] {
+	return &userCache[V]{slots: map[vecKey]*userSlot[V]{}, lru: list.New(), max: max}
+}
+
+// slot returns key's slot, created when missing, marked most recently used.
+func (c *userCache[V]) slot(key vecKey) *userSlot[V] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl, ok := c.slots[key]
+	if !ok {
+		sl = &userSlot[V]{key: key}
+		sl.elem = c.lru.PushFront(sl)
+		c.slots[key] = sl
+		return sl
+	}
+	c.lru.MoveToFront(sl.elem)
+	return sl
+}
+
+// value returns sl's value (nil: none).
+func (c *userCache[V]) value(sl *userSlot[V]) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sl.val
+}
+
+// publish records v as sl's value (nil forgets it) and evicts least
+// recently used slots past the bound, never sl itself. The caller holds
+// sl.mu.
+func (c *userCache[V]) publish(sl *userSlot[V], v V) {
+	size := slotOverhead // so that slots without values are bounded too
+	var none V
+	if v != none {
+		size += v.size()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl.val = v
+	c.bytes += size - sl.size
+	sl.size = size
+	if _, ok := c.slots[sl.key]; !ok { // evicted while loading: account it again
+		sl.elem = c.lru.PushFront(sl)
+		c.slots[sl.key] = sl
+	}
+	for e := c.lru.Back(); c.bytes > c.max && e != nil; {
+		prev := e.Prev()
+		old := e.Value.(*userSlot[V])
+		if old != sl {
+			c.lru.Remove(e)
+			delete(c.slots, old.key)
+			c.bytes -= old.size
+			old.size = 0
+		}
+		e = prev
+	}
+}
