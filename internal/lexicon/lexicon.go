@@ -22,13 +22,11 @@
 package lexicon
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	_ "embed"
 	"fmt"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 )
 
@@ -46,17 +44,34 @@ type Concept struct {
 	Weight float32
 }
 
+// Concepts are a word's concept words, best first. The zero value is empty.
+type Concepts struct {
+	vocab  []string
+	packed []uint32 // concept id<<8 | weight*255
+}
+
+// Len returns the number of concepts.
+func (c Concepts) Len() int { return len(c.packed) }
+
+// At returns the i-th concept, 0 <= i < Len().
+func (c Concepts) At(i int) Concept {
+	p := c.packed[i]
+	return Concept{Word: c.vocab[p>>8], Weight: float32(p&0xff) / 255}
+}
+
 // Lexicon maps words to their concepts. It is immutable and safe for
 // concurrent use.
 type Lexicon struct {
-	words      map[string]*entry
+	vocab      []string
+	words      map[string]entry
 	exceptions map[string]string
 }
 
-// entry is one word of the table.
+// entry is one word of the table: its base form (the key) and its
+// concepts, a window on one array shared by all words.
 type entry struct {
 	base     string
-	concepts []Concept
+	concepts []uint32
 }
 
 // defaultLexicon decodes the embedded table once, on first use: the table is
@@ -65,8 +80,57 @@ type entry struct {
 var defaultLexicon = sync.OnceValues(func() (*Lexicon, error) { return Parse(table) })
 
 // Default returns the lexicon built from the embedded WordNet table,
-// decoding it on the first call (tens of milliseconds, some megabytes).
+// decoding it on the first call (about 100 ms of CPU and 10 MB of heap).
 func Default() (*Lexicon, error) { return defaultLexicon() }
+
+// tableReader walks the lines of a decompressed table.
+type tableReader struct {
+	data []byte
+	line int
+}
+
+// next returns the next line, without its newline.
+func (r *tableReader) next() ([]byte, error) {
+	r.line++
+	if len(r.data) == 0 {
+		return nil, fmt.Errorf("lexicon: line %d: unexpected end", r.line)
+	}
+	i := bytes.IndexByte(r.data, '\n')
+	if i < 0 {
+		i = len(r.data)
+	}
+	l := r.data[:i]
+	r.data = r.data[min(i+1, len(r.data)):]
+	return l, nil
+}
+
+// count reads a line holding one count.
+func (r *tableReader) count() (int, error) {
+	l, err := r.next()
+	if err != nil {
+		return 0, err
+	}
+	n, ok := atoi(l)
+	if !ok {
+		return 0, fmt.Errorf("lexicon: line %d: bad count %q", r.line, l)
+	}
+	return n, nil
+}
+
+// atoi parses a non-negative decimal number.
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
 
 // Parse decodes a gzip-compressed table in the format described in the
 // package documentation.
@@ -75,88 +139,85 @@ func Parse(gz []byte) (*Lexicon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lexicon: %w", err)
 	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	next := func() (string, error) {
-		line++
-		if !sc.Scan() {
-			if err := sc.Err(); err != nil {
-				return "", fmt.Errorf("lexicon: line %d: %w", line, err)
-			}
-			return "", fmt.Errorf("lexicon: line %d: unexpected end", line)
-		}
-		return sc.Text(), nil
+	var buf bytes.Buffer
+	buf.Grow(4 * len(gz)) // the text compresses about 3:1
+	if _, err := buf.ReadFrom(zr); err != nil {
+		return nil, fmt.Errorf("lexicon: %w", err)
 	}
-	count := func() (int, error) {
-		s, err := next()
-		if err != nil {
-			return 0, err
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("lexicon: line %d: bad count %q", line, s)
-		}
-		return n, nil
-	}
-	h, err := next()
+	r := &tableReader{data: buf.Bytes()}
+	h, err := r.next()
 	if err != nil {
 		return nil, err
 	}
-	if h != Header {
+	if string(h) != Header {
 		return nil, fmt.Errorf("lexicon: header %q, want %q", h, Header)
 	}
-	nv, err := count()
+	nv, err := r.count()
 	if err != nil {
 		return nil, err
 	}
-	vocab := make([]string, nv)
-	for i := range vocab {
-		if vocab[i], err = next(); err != nil {
-			return nil, err
-		}
-	}
-	nw, err := count()
-	if err != nil {
-		return nil, err
-	}
-	lx := &Lexicon{words: make(map[string]*entry, nw)}
-	for range nw {
-		s, err := next()
+	lx := &Lexicon{vocab: make([]string, nv)}
+	for i := range lx.vocab {
+		l, err := r.next()
 		if err != nil {
 			return nil, err
 		}
-		f := strings.Fields(s)
-		if len(f) < 2 {
-			return nil, fmt.Errorf("lexicon: line %d: word without concepts", line)
-		}
-		cs := make([]Concept, len(f)-1)
-		for i, e := range f[1:] {
-			id, w, ok := strings.Cut(e, ":")
-			n, err1 := strconv.Atoi(id)
-			q, err2 := strconv.Atoi(w)
-			if !ok || err1 != nil || err2 != nil || n < 0 || n >= nv || q <= 0 || q > 255 {
-				return nil, fmt.Errorf("lexicon: line %d: bad concept %q", line, e)
-			}
-			cs[i] = Concept{Word: vocab[n], Weight: float32(q) / 255}
-		}
-		lx.words[f[0]] = &entry{base: f[0], concepts: cs}
+		lx.vocab[i] = string(l)
 	}
-	ne, err := count()
+	nw, err := r.count()
+	if err != nil {
+		return nil, err
+	}
+	lx.words = make(map[string]entry, nw)
+	packed := make([]uint32, 0, 16*nw)
+	type span struct {
+		word     string
+		from, to int
+	}
+	spans := make([]span, 0, nw)
+	for range nw {
+		l, err := r.next()
+		if err != nil {
+			return nil, err
+		}
+		word, rest, _ := bytes.Cut(l, []byte{' '})
+		if len(word) == 0 || len(rest) == 0 {
+			return nil, fmt.Errorf("lexicon: line %d: word without concepts", r.line)
+		}
+		from := len(packed)
+		for len(rest) > 0 {
+			var e []byte
+			e, rest, _ = bytes.Cut(rest, []byte{' '})
+			id, w, ok := bytes.Cut(e, []byte{':'})
+			n, ok1 := atoi(id)
+			q, ok2 := atoi(w)
+			if !ok || !ok1 || !ok2 || n >= nv || q == 0 || q > 255 {
+				return nil, fmt.Errorf("lexicon: line %d: bad concept %q", r.line, e)
+			}
+			packed = append(packed, uint32(n)<<8|uint32(q))
+		}
+		spans = append(spans, span{string(word), from, len(packed)})
+	}
+	// Windows on the final array: appending may have moved it.
+	packed = slices.Clip(packed)
+	for _, s := range spans {
+		lx.words[s.word] = entry{base: s.word, concepts: packed[s.from:s.to:s.to]}
+	}
+	ne, err := r.count()
 	if err != nil {
 		return nil, err
 	}
 	lx.exceptions = make(map[string]string, ne)
 	for range ne {
-		s, err := next()
+		l, err := r.next()
 		if err != nil {
 			return nil, err
 		}
-		infl, base, ok := strings.Cut(s, " ")
+		infl, base, ok := bytes.Cut(l, []byte{' '})
 		if !ok {
-			return nil, fmt.Errorf("lexicon: line %d: bad exception %q", line, s)
+			return nil, fmt.Errorf("lexicon: line %d: bad exception %q", r.line, l)
 		}
-		lx.exceptions[infl] = base
+		lx.exceptions[string(infl)] = string(base)
 	}
 	return lx, nil
 }
@@ -165,25 +226,28 @@ func Parse(gz []byte) (*Lexicon, error) {
 func (lx *Lexicon) Len() int { return len(lx.words) }
 
 // Lookup returns the base form of word (lower case) and its concept words,
-// best first, or "" and nil when the lexicon does not know it. An
+// best first, or "" and no concepts when the lexicon does not know it. An
 // inflected form is looked up by its base form ("sisters" → "sister",
 // "practising" → "practise", "mice" → "mouse"). Function words ("the",
-// "have", "who") are not looked up. The returned slice is shared: callers
-// must not modify it.
-func (lx *Lexicon) Lookup(word string) (string, []Concept) {
+// "have", "who") are not looked up.
+func (lx *Lexicon) Lookup(word string) (string, Concepts) {
 	if len(word) < 3 || FunctionWord(word) {
-		return "", nil
+		return "", Concepts{}
 	}
 	if e, ok := lx.words[word]; ok {
-		return e.base, e.concepts
+		return e.base, lx.concepts(e)
 	}
 	if base, ok := lx.exceptions[word]; ok {
 		if e, ok := lx.words[base]; ok {
-			return e.base, e.concepts
+			return e.base, lx.concepts(e)
 		}
 	}
-	if e := lx.byBaseForm(word); e != nil {
-		return e.base, e.concepts
+	if e, ok := lx.byBaseForm(word); ok {
+		return e.base, lx.concepts(e)
 	}
-	return "", nil
+	return "", Concepts{}
+}
+
+func (lx *Lexicon) concepts(e entry) Concepts {
+	return Concepts{vocab: lx.vocab, packed: e.concepts}
 }

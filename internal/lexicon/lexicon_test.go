@@ -17,10 +17,10 @@ func mustDefault(tb testing.TB) *Lexicon {
 	return lx
 }
 
-func conceptWords(cs []Concept) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.Word
+func conceptWords(cs Concepts) []string {
+	out := make([]string, cs.Len())
+	for i := range out {
+		out[i] = cs.At(i).Word
 	}
 	return out
 }
@@ -60,9 +60,10 @@ func TestLookupKnowsWordNetConcepts(t *testing.T) {
 			if slices.Contains(got, tt.base) {
 				t.Errorf("concepts %v hold the word itself", got)
 			}
-			for i, c := range cs {
-				if c.Weight <= 0 || c.Weight > 1 || (i > 0 && c.Weight > cs[i-1].Weight) {
-					t.Fatalf("weights not in (0, 1] best first: %v", cs)
+			for i := range cs.Len() {
+				c := cs.At(i)
+				if c.Weight <= 0 || c.Weight > 1 || (i > 0 && c.Weight > cs.At(i-1).Weight) {
+					t.Fatalf("weights not in (0, 1] best first: %v", got)
 				}
 			}
 		})
@@ -72,7 +73,7 @@ func TestLookupKnowsWordNetConcepts(t *testing.T) {
 func TestLookupIgnoresFunctionAndUnknownWords(t *testing.T) {
 	lx := mustDefault(t)
 	for _, w := range []string{"the", "who", "have", "can", "it", "don", "xyzzyq", "carla", "lisboeta", ""} {
-		if base, cs := lx.Lookup(w); base != "" || cs != nil {
+		if base, cs := lx.Lookup(w); base != "" || cs.Len() != 0 {
 			t.Errorf("Lookup(%q) = %q, %v; want nothing", w, base, conceptWords(cs))
 		}
 	}
@@ -86,9 +87,9 @@ func TestTableLeavesOutAbstractConcepts(t *testing.T) {
 		t.Fatalf("table holds %d words, want the WordNet nouns and verbs", lx.Len())
 	}
 	for w, e := range lx.words {
-		for _, c := range e.concepts {
-			if c.Word == "entity" {
-				t.Fatalf("%q has the concept %q", w, c.Word)
+		for _, c := range conceptWords(lx.concepts(e)) {
+			if c == "entity" {
+				t.Fatalf("%q has the concept %q", w, c)
 			}
 		}
 	}
@@ -122,8 +123,8 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, cs := lx.Lookup("violas")
-	if base != "viola" || len(cs) != 2 || cs[0].Word != "instrument" || cs[1].Weight != 1 {
-		t.Fatalf("Lookup(violas) = %q, %v", base, cs)
+	if base != "viola" || cs.Len() != 2 || cs.At(0).Word != "instrument" || cs.At(1).Weight != 1 {
+		t.Fatalf("Lookup(violas) = %q, %v", base, conceptWords(cs))
 	}
 	bad := map[string]string{
 		"header":        "memgate-lexicon 0\n0\n0\n0\n",

@@ -370,9 +370,9 @@ func chosen(ss []sense) []float64 {
 // concepts returns word's concept words with weights.
 //
 // A concept's weight is the sense's share times the concept synset's
-// specificity, times decay per hypernym link between them, times compound
+// salience, times decay per hypernym link between them, times compound
 // for a word taken from a multi-word lemma ("instrument" of "musical
-// instrument"); it is capped at the specificity of the concept word's own
+// instrument"); it is capped at the salience of the concept word's own
 // first sense, so a general word reached through a specific lemma
 // ("person" of "married person") stays as weak as it is on its own.
 func concepts(word string, ss []sense, synsets map[string]*synset, own map[string]float64) map[string]float64 {
@@ -386,7 +386,7 @@ func concepts(word string, ss []sense, synsets map[string]*synset, own map[strin
 			if s == nil || (a[0] == 'n' && s.depth < minDepth) || s.spec < minSpec {
 				continue
 			}
-			w := p * s.spec * math.Pow(decay, float64(d))
+			w := p * salience(s.spec) * math.Pow(decay, float64(d))
 			for _, lemma := range s.words {
 				cws := strings.FieldsFunc(lemma, func(r rune) bool { return r < 'a' || r > 'z' })
 				for _, cw := range cws {
@@ -408,13 +408,23 @@ func concepts(word string, ss []sense, synsets map[string]*synset, own map[strin
 	return out
 }
 
-// ownSpec returns each word's specificity as a concept on its own: that of
+// salience is how much a concept of specificity spec says about a text, as
+// a question would name it: most for the middle of the hierarchy, the
+// basic-level categories people ask with ("instrument", "dog", "spouse",
+// "subject"), less for the rarest synonyms and least for the most abstract
+// concepts. It is 4s(1-s), s capped at 0.85 so a leaf keeps half.
+func salience(spec float64) float64 {
+	s := min(spec, 0.85)
+	return 4 * s * (1 - s)
+}
+
+// ownSpec returns each word's salience as a concept on its own: that of
 // its first sense, nouns before verbs.
 func ownSpec(senses map[string][]sense, synsets map[string]*synset) map[string]float64 {
 	own := make(map[string]float64, len(senses))
 	for w, ss := range senses {
 		if s := synsets[ss[0].id]; s != nil {
-			own[w] = s.spec
+			own[w] = salience(s.spec)
 		}
 	}
 	return own
