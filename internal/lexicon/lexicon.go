@@ -1,18 +1,20 @@
 // Package lexicon gives English words their general concepts, from WordNet:
-// "viola" → stringed, instrument, musical; "sister" → sibling, relative;
-// "greyhound" → hound, dog, canine, mammal, animal. It lets a text that
-// says "viola" meet a question that asks about an "instrument" without a
-// learned embedding model.
+// "viola" → instrument, stringed, musical; "sister" → sibling, relative;
+// "greyhound" → hound, dog, canine, mammal, animal; "drive" → operate,
+// vehicle. It lets a text that says "viola" meet a question that asks about
+// an "instrument" without a learned embedding model.
 //
 // The table (wordnet.txt.gz, built by ./gen from WordNet 3.1; licence in
 // WORDNET-LICENSE) covers single-word English nouns and verbs. For each
-// word it holds the words of its likely senses' synonyms and hypernyms, each
-// with a weight in (0, 1] that is larger the more specific the concept
-// (a synonym near 1, "animal" about 0.3); the most abstract concepts
-// (entity, object, abstraction, act, ...) are left out. Senses are
-// weighted by how often WordNet's tagged corpus uses them, so rare senses
-// add little: the table knows no context, and a word like "bass" brings
-// both fish and music.
+// word it holds the words of its likely senses' synonyms and hypernyms and
+// the nouns of their definitions, each with a weight in (0, 1]: highest
+// for the middle of the hierarchy, the categories people ask with
+// ("instrument", "dog", "spouse", "subject"), lower for rare synonyms and
+// abstract concepts, and none for the most abstract (entity, object,
+// abstraction, ...). Senses are weighted by how often WordNet's tagged
+// corpus uses them, and a name ("Viola" the genus) counts only for a word
+// with no common sense, so rare senses add little; but the table knows no
+// context, and a word like "bass" brings both fish and music.
 //
 // Table format (gzip, text, one record per line): the header line Header;
 // the number of concept words and then one per line (its index is its

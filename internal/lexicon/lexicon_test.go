@@ -44,6 +44,8 @@ func TestLookupKnowsWordNetConcepts(t *testing.T) {
 		{"practising", "practise", []string{"rehearse"}},
 		{"hired", "hire", []string{"employ"}},
 		{"car", "car", []string{"automobile", "vehicle"}},
+		{"drives", "drive", []string{"vehicle"}}, // from the definition
+		{"wednesday", "wednesday", []string{"weekday"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.word, func(t *testing.T) {

