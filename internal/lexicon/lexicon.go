@@ -82,7 +82,7 @@ type entry struct {
 var defaultLexicon = sync.OnceValues(func() (*Lexicon, error) { return Parse(table) })
 
 // Default returns the lexicon built from the embedded WordNet table,
-// decoding it on the first call (about 100 ms of CPU and 10 MB of heap).
+// decoding it on the first call (about 0.1 s of CPU; 15 MB of heap kept).
 func Default() (*Lexicon, error) { return defaultLexicon() }
 
 // tableReader walks the lines of a decompressed table.

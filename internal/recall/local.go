@@ -16,6 +16,10 @@ import (
 // v1 embedder hashed no concepts) are re-embedded by reindex.
 const LocalModel = "memgate-local-lexicon-v2"
 
+// localSurfaceModel names the local embedder's vectors without concepts,
+// the v1 features.
+const localSurfaceModel = "memgate-local-hash-v1"
+
 // Feature weights of the local embedder, relative to a word's own feature
 // (1; its character trigrams add about as much again): its base form when
 // it is inflected ("sisters" → "sister"), and each of its WordNet concepts,
@@ -54,14 +58,21 @@ type Local struct {
 // decodes the embedded WordNet table on first use in the process.
 func NewLocal(dims int) *Local {
 	// The table is compiled into the binary; a decoding error is a build
-	// defect the lexicon's tests catch, and the embedder then falls back
-	// to surface features rather than failing every request.
+	// defect the lexicon's tests catch. The embedder then falls back to
+	// surface features, under their own model name, rather than failing
+	// every request.
 	lex, _ := lexicon.Default()
 	return &Local{dims: dims, lex: lex}
 }
 
-// Model returns the model name recorded with the vectors.
-func (l *Local) Model() string { return LocalModel }
+// Model returns the model name recorded with the vectors: LocalModel, or
+// the v1 name when it embeds without the lexicon.
+func (l *Local) Model() string {
+	if l.lex == nil {
+		return localSurfaceModel
+	}
+	return LocalModel
+}
 
 // Dims returns the vector dimension.
 func (l *Local) Dims() int { return l.dims }

@@ -76,8 +76,15 @@ func TestLocalMatchesConcepts(t *testing.T) {
 			t.Errorf("%q: related %.3f <= unrelated %.3f", tt.query, rel, unrel)
 		}
 	}
-	// Without the lexicon the same pairs share nothing.
+	if l.Model() != LocalModel {
+		t.Fatalf("Model() = %q, want %q", l.Model(), LocalModel)
+	}
+	// Without the lexicon the same pairs share nothing, and the vectors
+	// carry the v1 name: reindex tells the two apart.
 	bare := &Local{dims: 384}
+	if bare.Model() == LocalModel {
+		t.Fatal("an embedder without the lexicon reports the lexicon model")
+	}
 	q := embedOne(t, bare, "which musical instrument does she play?")
 	if c := Cosine(q, embedOne(t, bare, "I've been practising the viola")); c > 0.1 {
 		t.Errorf("surface features alone score the paraphrase %.3f", c)
