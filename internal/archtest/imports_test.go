@@ -14,6 +14,7 @@ const module = "github.com/memgate/memgate/"
 // never import, directly or indirectly.
 var rules = map[string][]string{
 	"internal/memory":      {"internal/"},
+	"internal/lexicon":     {"internal/"},
 	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/redisstore":  {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},

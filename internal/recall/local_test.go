@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"hash/fnv"
 	"math"
 	"testing"
 )
@@ -51,6 +52,51 @@ func TestLocalRanksOverlapAboveUnrelated(t *testing.T) {
 		rel, unrel := Cosine(q, embedOne(t, l, tt.related)), Cosine(q, embedOne(t, l, tt.unrelated))
 		if rel <= unrel {
 			t.Errorf("%q: related %.3f <= unrelated %.3f", tt.query, rel, unrel)
+		}
+	}
+}
+
+// TestLocalMatchesConcepts documents what the WordNet concepts add: a
+// question in general words ranks a statement in specific ones above an
+// unrelated statement, though they share no word.
+func TestLocalMatchesConcepts(t *testing.T) {
+	l := NewLocal(384)
+	tests := []struct{ query, related, unrelated string }{
+		{"which musical instrument does she play?", "I've been practising the viola", "the meeting moved to Thursday"},
+		{"what is the profession of his sibling?", "my sister just got hired as a pharmacist", "we painted the kitchen blue"},
+		{"what breed of animal lives with them?", "we adopted a rescue greyhound", "the train was late again"},
+		{"who is her spouse?", "her husband works nights", "the garden needs water"},
+		{"what vehicle did he buy?", "he finally bought a car", "she started a pottery class"},
+		{"favourite beverage", "I drink oolong every morning", "my knee hurts when I run"},
+	}
+	for _, tt := range tests {
+		q := embedOne(t, l, tt.query)
+		rel, unrel := Cosine(q, embedOne(t, l, tt.related)), Cosine(q, embedOne(t, l, tt.unrelated))
+		if rel <= unrel {
+			t.Errorf("%q: related %.3f <= unrelated %.3f", tt.query, rel, unrel)
+		}
+	}
+	if l.Model() != LocalModel {
+		t.Fatalf("Model() = %q, want %q", l.Model(), LocalModel)
+	}
+	// Without the lexicon the same pairs share nothing, and the vectors
+	// carry the v1 name: reindex tells the two apart.
+	bare := &Local{dims: 384}
+	if bare.Model() == LocalModel {
+		t.Fatal("an embedder without the lexicon reports the lexicon model")
+	}
+	q := embedOne(t, bare, "which musical instrument does she play?")
+	if c := Cosine(q, embedOne(t, bare, "I've been practising the viola")); c > 0.1 {
+		t.Errorf("surface features alone score the paraphrase %.3f", c)
+	}
+}
+
+func TestHashIsFNV1a(t *testing.T) {
+	for _, parts := range [][4]string{{"w:", "viola", "", ""}, {"b:", "rescue", " ", "greyhound"}, {"", "", "", ""}, {"c:", "^vi", "", ""}} {
+		h := fnv.New64a()
+		h.Write([]byte(parts[0] + parts[1] + parts[2] + parts[3]))
+		if got, want := hash(parts[0], parts[1], parts[2], parts[3]), h.Sum64(); got != want {
+			t.Errorf("hash(%q) = %x, want %x", parts, got, want)
 		}
 	}
 }
