@@ -175,12 +175,20 @@ func BenchmarkPrepare(b *testing.B) {
 		b.Run(fmt.Sprintf("recall-%d", n), func(b *testing.B) {
 			req := memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: msgs,
 				CrossConversation: true}
-			p, err := asm.Prepare(context.Background(), req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if p.Parts["recall"] == 0 {
-				b.Fatalf("nothing recalled: parts %v", p.Parts)
+			// The first requests warm the user's search caches, and may
+			// pass the load deadline on a busy machine: measure once recall
+			// answers in time.
+			for deadline := time.Now().Add(time.Minute); ; {
+				p, err := asm.Prepare(context.Background(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.Parts["recall"] > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("nothing recalled: parts %v, degraded %v", p.Parts, p.Degraded)
+				}
 			}
 			b.ReportAllocs()
 			cpu := processCPU(b)
