@@ -175,12 +175,14 @@ func BenchmarkPrepare(b *testing.B) {
 		b.Run(fmt.Sprintf("recall-%d", n), func(b *testing.B) {
 			req := memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: msgs,
 				CrossConversation: true}
-			// The first requests warm the user's search caches, and may
-			// pass the load deadline on a busy machine: measure once recall
-			// answers in time.
+			// The first requests load the user's vectors and text index
+			// into memory, which on a busy machine can outlast
+			// memory.load_timeout (recall is then left out): warm up
+			// until recall is back, within a deadline.
+			var p memory.Prepared
 			for deadline := time.Now().Add(time.Minute); ; {
-				p, err := asm.Prepare(context.Background(), req)
-				if err != nil {
+				var err error
+				if p, err = asm.Prepare(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 				if p.Parts["recall"] > 0 {

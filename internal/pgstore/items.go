@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -92,60 +93,80 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		}
 	}
 	now := time.Now()
+	// An item's arguments and, for the upsert, its SQL text.
+	args := func(it memory.Item) []any {
+		dims, _ := embeddingOf(it)
+		var dimsArg, modelArg any
+		if dims > 0 {
+			dimsArg, modelArg = dims, it.Model
+		}
+		at := it.CreatedAt
+		if at.IsZero() {
+			at = now
+		}
+		// A said-at time is stored only when the item brings one (else
+		// it reads as created_at); an update without one keeps the
+		// stored time.
+		var said any
+		switch {
+		case !it.SaidAt.IsZero():
+			said = it.SaidAt
+		case !it.CreatedAt.IsZero():
+			said = it.CreatedAt
+		}
+		return []any{it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
+			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		erased, err := guardItems(ctx, tx, items)
 		if err != nil {
 			return err
 		}
+		// New items are inserted before their conversations are locked:
+		// inserting is the costly part (the HNSW index, the term
+		// statistics), and a capture saving a turn of the conversation
+		// waits for the lock. Nothing else is written before the lock, so
+		// a supersession committed meanwhile deleted no row of this
+		// transaction's; the rows inserted for a message found superseded
+		// once the lock is held are deleted again below.
+		inserted := make([]int64, len(items)) // id of the row each item inserted (0: none)
+		b := &pgx.Batch{}
+		for i, it := range items {
+			if erased[[2]string{it.Tenant, it.User}] {
+				continue
+			}
+			b.Queue(insertItemSQL, args(it)...).QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&inserted[i])
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil // it exists: updated under the lock below
+				}
+				return err
+			})
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return unavailable(err)
+			}
+		}
 		gone, err := supersededSources(ctx, tx, items)
 		if err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
-		for _, it := range items {
-			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] || erased[[2]string{it.Tenant, it.User}] {
-				continue
-			}
-			dims, _ := embeddingOf(it)
-			var dimsArg, modelArg any
-			if dims > 0 {
-				dimsArg, modelArg = dims, it.Model
-			}
-			at := it.CreatedAt
-			if at.IsZero() {
-				at = now
-			}
-			// A said-at time is stored only when the item brings one (else
-			// it reads as created_at); an update without one keeps the
-			// stored time.
-			var said any
+		var undo []int64
+		b = &pgx.Batch{}
+		for i, it := range items {
 			switch {
-			case !it.SaidAt.IsZero():
-				said = it.SaidAt
-			case !it.CreatedAt.IsZero():
-				said = it.CreatedAt
+			case erased[[2]string{it.Tenant, it.User}]:
+			case it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref]:
+				if inserted[i] != 0 {
+					undo = append(undo, inserted[i])
+				}
+			case inserted[i] == 0:
+				b.Queue(upsertItemSQL, args(it)...)
 			}
-			b.Queue(`
-			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
-			                          embedding, dims, model, created_at, said_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
-				conversation = coalesce(EXCLUDED.conversation, memory_items.conversation),
-				content = EXCLUDED.content,
-				said_at = coalesce(EXCLUDED.said_at, memory_items.said_at),
-				embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.embedding ELSE EXCLUDED.embedding END,
-				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.dims ELSE EXCLUDED.dims END,
-				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.model ELSE EXCLUDED.model END
-			WHERE memory_items.content IS DISTINCT FROM EXCLUDED.content
-				OR EXCLUDED.said_at IS NOT NULL AND memory_items.said_at IS DISTINCT FROM EXCLUDED.said_at
-				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
-				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
-					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`,
-				it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
-				vectorArg(it.Embedding), dimsArg, modelArg, at, said)
+		}
+		if len(undo) > 0 {
+			b.Queue(`DELETE FROM memory_items WHERE id = ANY($1)`, undo)
 		}
 		if b.Len() == 0 {
 			return nil
@@ -262,3 +283,35 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	}
 	return nil
 }
+
+// insertItemSQL inserts an item that is not stored yet and returns its id;
+// it returns no row for one that is (AddItems then updates it with
+// upsertItemSQL). The arguments are upsertItemSQL's.
+const insertItemSQL = `
+			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
+			                          embedding, dims, model, created_at, said_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO NOTHING
+			RETURNING id`
+
+// upsertItemSQL stores an item, updating the stored one in place only when
+// its text, time said, conversation or vector changed (see AddItems).
+const upsertItemSQL = `
+			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
+			                          embedding, dims, model, created_at, said_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
+				conversation = coalesce(EXCLUDED.conversation, memory_items.conversation),
+				content = EXCLUDED.content,
+				said_at = coalesce(EXCLUDED.said_at, memory_items.said_at),
+				embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.embedding ELSE EXCLUDED.embedding END,
+				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.dims ELSE EXCLUDED.dims END,
+				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.model ELSE EXCLUDED.model END
+			WHERE memory_items.content IS DISTINCT FROM EXCLUDED.content
+				OR EXCLUDED.said_at IS NOT NULL AND memory_items.said_at IS DISTINCT FROM EXCLUDED.said_at
+				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
+				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
+					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`

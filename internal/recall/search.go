@@ -115,17 +115,6 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if q.TopK > 0 {
 		topK = q.TopK
 	}
-	vecText, err := s.vectorText(ctx, q.Tenant, q.User, text)
-	if err != nil {
-		return nil, err
-	}
-	vecs, err := s.emb.Embed(ctx, []string{vecText})
-	// A query embedding that comes too late leaves the full-text ranking
-	// alone (see WithEmbedDeadline).
-	lexical := noteLate(ctx, err)
-	if err != nil && !lexical {
-		return nil, fmt.Errorf("embed query: %w", err)
-	}
 	iq := memory.ItemQuery{
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
@@ -133,20 +122,35 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		Text:  text,
 		Limit: max(20, topK+topK/2),
 	}
-	if !lexical {
-		iq.Embedding = vecs[0]
-	}
-	// The two rankings are independent: run them at once, so a remote
-	// store costs one round trip of latency, not two.
+	// The full-text ranking needs neither the query's term statistics nor
+	// its embedding: it runs while they are fetched and computed, so a
+	// remote store costs the round trips of the vector query alone.
 	var (
 		byText  []memory.Item
 		textErr error
 		done    = make(chan struct{})
 	)
+	textQuery := iq
 	go func() {
 		defer close(done)
-		byText, textErr = s.store.SearchText(ctx, iq)
+		byText, textErr = s.store.SearchText(ctx, textQuery)
 	}()
+	vecText, err := s.vectorText(ctx, q.Tenant, q.User, text)
+	if err != nil {
+		<-done
+		return nil, err
+	}
+	vecs, err := s.emb.Embed(ctx, []string{vecText})
+	// A query embedding that comes too late leaves the full-text ranking
+	// alone (see WithEmbedDeadline).
+	lexical := noteLate(ctx, err)
+	if err != nil && !lexical {
+		<-done
+		return nil, fmt.Errorf("embed query: %w", err)
+	}
+	if !lexical {
+		iq.Embedding = vecs[0]
+	}
 	var byVec []memory.Item
 	err = nil
 	if !lexical {

@@ -49,7 +49,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	set, err := s.userVectors(ctx, vecKey{tenant: q.Tenant, user: q.User, model: q.Model, dims: len(q.Embedding)})
 	switch {
 	case err == nil:
-		items, err := s.itemsByID(ctx, searchSet(set, q, qnorm))
+		items, err := s.cachedItemsByID(ctx, q.Tenant, q.User, set.changed, searchSet(set, q, qnorm))
 		if err != nil {
 			return nil, fmt.Errorf("search vector: %w", err)
 		}
@@ -136,8 +136,12 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	var best []scored
+	var (
+		best    []scored
+		changed int64
+	)
 	err := s.withTextIndex(ctx, q.Tenant, q.User, func(x *textIndex) {
+		changed = x.changed
 		var excluded map[string]bool
 		if len(q.ExcludeRefs) > 0 {
 			excluded = make(map[string]bool, len(q.ExcludeRefs))
@@ -155,7 +159,7 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	case err != nil:
 		return nil, fmt.Errorf("search text: %w", err)
 	}
-	items, err := s.itemsByID(ctx, best)
+	items, err := s.cachedItemsByID(ctx, q.Tenant, q.User, changed, best)
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}

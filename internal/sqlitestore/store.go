@@ -41,6 +41,8 @@ type Store struct {
 	vectors *vectorCache
 	// texts holds users' full-text indexes for SearchText.
 	texts *textCache
+	// items holds the items searches returned (itemCache).
+	items *itemCache
 	// reads runs the request path's reads on read through prepared
 	// statements.
 	reads *stmtCache
@@ -100,7 +102,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newUserCache[*vecSet](vectorCacheBytes),
-		texts: newUserCache[*textIndex](textCacheBytes), reads: newStmtCache(read)}
+		texts: newUserCache[*textIndex](textCacheBytes), items: newItemCache(itemCacheBytes), reads: newStmtCache(read)}
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {

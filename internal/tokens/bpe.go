@@ -36,8 +36,14 @@ func (e *encoding) count(s string) int {
 		// tiktoken-go encodes a rune slice, so each invalid byte is U+FFFD.
 		s = string([]rune(s))
 	}
+	return e.countRange(s, 0, len(s))
+}
+
+// countRange returns the number of tokens of the pieces of s from from to
+// to, which must be piece boundaries of valid UTF-8 s.
+func (e *encoding) countRange(s string, from, to int) int {
 	n := 0
-	for i := 0; i < len(s); {
+	for i := from; i < to; {
 		j := e.next(s, i)
 		if _, ok := e.ranks.get(s[i:j]); ok {
 			n++

@@ -44,6 +44,8 @@ type Counter struct {
 	o200k   *encoding
 	cl100k  *encoding
 	windows windowTable
+	// segs remembers the counts of long multi-line texts' lines.
+	segs *segmentCache
 }
 
 // New returns a Counter. windows maps model names or prefixes to context
@@ -64,6 +66,7 @@ func New(windows map[string]int) (*Counter, error) {
 		o200k:   encs[O200kBase],
 		cl100k:  encs[CL100kBase],
 		windows: newWindowTable(windows),
+		segs:    newSegmentCache(),
 	}, nil
 }
 
@@ -103,12 +106,13 @@ func (c *Counter) encoder(model string) *encoding {
 
 // Text returns the number of tokens s encodes to for model. Special-token
 // text such as "<|endoftext|>" is counted as ordinary text, as it is when it
-// appears in a chat message.
+// appears in a chat message. The lines of long multi-line texts (a prompt's
+// memory block, a summary) are counted once and remembered (segmentCache).
 func (c *Counter) Text(model, s string) int {
 	if s == "" {
 		return 0
 	}
-	return c.encoder(model).count(s)
+	return c.segs.count(c.encoder(model), s)
 }
 
 // ContextWindow returns model's context window in tokens: the configured or

@@ -1,0 +1,170 @@
+package sqlitestore
+
+import (
+	"container/list"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// itemCacheBytes bounds the whole items a Store keeps in memory for the
+// searches' results, over all users (least recently searched evicted
+// first): about 20,000 items of 384 dimensions.
+const itemCacheBytes = 32 << 20
+
+// userItems are whole items of one user that searches returned, as of the
+// user's memory_item_revisions changed count.
+type userItems struct {
+	key     vecKey // tenant and user only
+	changed int64
+	items   map[int64]memory.Item
+	size    int
+	elem    *list.Element
+}
+
+// itemCache keeps the items searches return, so that a search whose ranking
+// was read from memory (vectors, full-text index) does not read its best
+// items' rows again from the file: a warm conversation's recall finds
+// mostly the same items request after request, and every commit of the
+// capture path empties the readers' page caches, so each row read cost a
+// system call per page. It is safe for concurrent use.
+//
+// A user's items are kept as of the changed count of memory_item_revisions
+// (every delete and every update of an item's text, vector, conversation,
+// source or time counts there): a search that validated its ranking at
+// another count gets nothing from the cache, and one at a newer count
+// drops the user's items. Inserts do not count, since they never change an
+// item held. So once an erasure or edit has committed, no later search is
+// answered with what it deleted or changed.
+type itemCache struct {
+	mu    sync.Mutex
+	users map[vecKey]*userItems
+	lru   *list.List // of *userItems, most recently used first
+	bytes int
+	max   int
+}
+
+func newItemCache(max int) *itemCache {
+	return &itemCache{users: map[vecKey]*userItems{}, lru: list.New(), max: max}
+}
+
+// itemSize is roughly what one cached item holds in memory, in bytes.
+func itemSize(it memory.Item) int {
+	return 160 + len(it.Conversation) + len(it.Kind) + len(it.Ref) + len(it.Text) + len(it.Model) + 4*len(it.Embedding)
+}
+
+// get returns the cached items of ids for the user at changed, and the ids
+// it does not hold.
+func (c *itemCache) get(tenant, user string, changed int64, ids []int64) (map[int64]memory.Item, []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.users[vecKey{tenant: tenant, user: user}]
+	if !ok || u.changed != changed {
+		return nil, ids
+	}
+	c.lru.MoveToFront(u.elem)
+	got := make(map[int64]memory.Item, len(ids))
+	var missing []int64
+	for _, id := range ids {
+		if it, ok := u.items[id]; ok {
+			got[id] = it
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return got, missing
+}
+
+// put keeps items of the user, read at or after changed, unless the cache
+// holds the user at a newer count; an older count is dropped first.
+func (c *itemCache) put(tenant, user string, changed int64, items []memory.Item) {
+	if len(items) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := vecKey{tenant: tenant, user: user}
+	u, ok := c.users[key]
+	switch {
+	case ok && u.changed > changed:
+		return
+	case ok && u.changed < changed:
+		c.bytes -= u.size
+		u.changed, u.items, u.size = changed, map[int64]memory.Item{}, 0
+	case !ok:
+		u = &userItems{key: key, changed: changed, items: map[int64]memory.Item{}}
+		u.elem = c.lru.PushFront(u)
+		c.users[key] = u
+	}
+	c.lru.MoveToFront(u.elem)
+	for _, it := range items {
+		if _, held := u.items[it.ID]; held {
+			continue
+		}
+		it.Score = 0
+		u.items[it.ID] = it
+		n := itemSize(it)
+		u.size += n
+		c.bytes += n
+	}
+	for e := c.lru.Back(); c.bytes > c.max && e != nil; {
+		prev := e.Prev()
+		old := e.Value.(*userItems)
+		c.lru.Remove(e)
+		delete(c.users, old.key)
+		c.bytes -= old.size
+		e = prev
+	}
+}
+
+// cachedItemsByID is itemsByID for ids ranked from the user's vectors or
+// full-text index as of changed (memory_item_revisions): the items the
+// cache holds at that count come from memory, the others from the file
+// (and are then kept). Each item is returned with its own copy of its
+// embedding.
+func (s *Store) cachedItemsByID(ctx context.Context, tenant, user string, changed int64, ranked []scored) ([]memory.Item, error) {
+	if len(ranked) == 0 {
+		return []memory.Item{}, nil
+	}
+	ids := make([]int64, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.id
+	}
+	got, missing := s.items.get(tenant, user, changed, ids)
+	if len(missing) > 0 {
+		sub := make([]scored, len(missing))
+		for i, id := range missing {
+			sub[i] = scored{id: id}
+		}
+		read, err := s.itemsByID(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		mine := read[:0:0]
+		for _, it := range read {
+			// The ranking is the user's; a row of another user (an id
+			// reused after a delete) is never theirs to see.
+			if it.Tenant == tenant && it.User == user {
+				mine = append(mine, it)
+			}
+		}
+		s.items.put(tenant, user, changed, mine)
+		if got == nil {
+			got = make(map[int64]memory.Item, len(mine))
+		}
+		for _, it := range mine {
+			got[it.ID] = it
+		}
+	}
+	items := make([]memory.Item, 0, len(ranked))
+	for _, r := range ranked {
+		if it, ok := got[r.id]; ok {
+			it.Score = r.score
+			it.Embedding = slices.Clone(it.Embedding)
+			items = append(items, it)
+		}
+	}
+	return items, nil
+}
