@@ -46,6 +46,11 @@ func (c *Capturer) store(batch []*job) {
 		}
 		return
 	}
+	for _, j := range batch {
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+		adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+		cancel()
+	}
 	if c.batch != nil && !c.anyQueued(batch) {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
@@ -57,6 +62,7 @@ func (c *Capturer) store(batch []*job) {
 		if err == nil {
 			c.metrics.groupSize.Observe(float64(len(batch)))
 			for i, j := range batch {
+				c.candidate(j.ex, results[i])
 				c.saved(j, results[i])
 			}
 			c.enqueueEnrichment(batch, results)
@@ -95,6 +101,7 @@ func (c *Capturer) storeOne(j *job) (memory.SaveResult, bool) {
 			res, err := c.saver.SaveExchange(ctx, j.ex)
 			cancel()
 			if err == nil {
+				c.candidate(j.ex, res)
 				c.saved(j, res)
 				return res, !res.Dropped
 			}
@@ -349,4 +356,12 @@ func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Du
 		}
 	}
 	return nil
+}
+
+// candidate records a stored exchange's candidate conversation (see
+// recordCandidate).
+func (c *Capturer) candidate(ex memory.Exchange, res memory.SaveResult) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	recordCandidate(ctx, c.adopter, ex, res, c.logger)
 }
