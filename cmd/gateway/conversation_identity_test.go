@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -112,6 +113,20 @@ func TestFullHistoryChatWithoutHeadersIsOneConversation(t *testing.T) {
 				t.Fatalf("conversations %+v, want only %s with 10 messages", list, derived)
 			}
 
+			// The first turn is recalled in the chat's conversation, whether
+			// it was indexed before or after it moved.
+			eventually(t, "the first turn recalled in the chat's conversation", func() bool {
+				rec, err := g.mem.recall.recaller.Recall(context.Background(), memory.RecallQuery{
+					Identity: id, Text: "Who am I? Ana", Now: time.Now(),
+				})
+				for _, it := range rec.Items {
+					if err == nil && it.Kind == "message" && it.Ref == first(t, g, id).Key && it.Conversation == derived {
+						return true
+					}
+				}
+				return false
+			})
+
 			// Two chats of one user, interleaved, that start differently.
 			two := user + "-two"
 			a := fullHistoryChat(t, g.URL, two, []string{"Plan a trip to Rome."})
@@ -153,4 +168,14 @@ func TestFullHistoryChatWithoutHeadersIsOneConversation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// first returns the conversation's first stored message.
+func first(t *testing.T, g *testGateway, id memory.Identity) memory.Message {
+	t.Helper()
+	_, msgs, err := g.mem.store.Conversation(context.Background(), id)
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("conversation %s: %d messages, %v", id.Conversation, len(msgs), err)
+	}
+	return msgs[0]
 }
