@@ -179,3 +179,39 @@ func first(t *testing.T, g *testGateway, id memory.Identity) memory.Message {
 	}
 	return msgs[0]
 }
+
+// TestFullHistoryChatThroughRun: the 5-turn headerless full-history chat
+// through `gateway serve` (run) ends, as the management API lists it, as
+// one conversation holding its 10 messages in order, and nothing else.
+func TestFullHistoryChatThroughRun(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	url, _ := mustServe(t, up)
+	turns := []string{"I am Ana.", "I live in Lisbon.", "I have a cat.", "She is called Miso.", "What do you know?"}
+	convs := fullHistoryChat(t, url, "ana-run", turns)
+	derived := convs[len(convs)-1]
+	var want []string
+	for _, text := range turns {
+		want = append(want, "user: "+text, "assistant: ack: "+text)
+	}
+	var got []string
+	eventually(t, "the chat stored as one conversation", func() bool {
+		var list struct {
+			Data []memory.Conversation `json:"data"`
+		}
+		if apiCall(t, http.MethodGet, url+"/v1/memory/conversations?user=ana-run", nil, nil, &list) != 200 ||
+			len(list.Data) != 1 || list.Data[0].ID != derived || list.Data[0].MessageCount != 10 {
+			return false
+		}
+		var conv struct {
+			Messages []memory.Message `json:"messages"`
+		}
+		if apiCall(t, http.MethodGet, url+"/v1/memory/conversations/"+derived+"?user=ana-run", nil, nil, &conv) != 200 {
+			return false
+		}
+		got = got[:0]
+		for _, m := range conv.Messages {
+			got = append(got, m.Role+": "+m.Content)
+		}
+		return strings.Join(got, "\n") == strings.Join(want, "\n")
+	})
+}
