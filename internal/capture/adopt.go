@@ -24,6 +24,10 @@ type Adopter interface {
 	// history resent to to) starts with, in one transaction, and returns
 	// how many messages moved.
 	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	// Continued reports whether ex's candidate conversation starts with
+	// ex's turn and reply: the continuation was stored first, with ex as
+	// its resent history.
+	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
 // adoptFirstTurns moves, before an exchange of a derived conversation that
@@ -56,4 +60,21 @@ func recordCandidate(ctx context.Context, a Adopter, ex memory.Exchange, res mem
 	if err := a.RecordCandidate(ctx, ex.Identity, ex.ID, ex.Candidate); err != nil {
 		logger.Warn("capture could not record a first turn's candidate conversation", "exchange", ex.ID, "err", err)
 	}
+}
+
+// storedAhead reports whether ex, a full-history chat's first turn, is
+// stored already, as the history its continuation resent (the
+// continuation was stored first: its capture overtook ex's, say when ex
+// waited in the capture queue). ex is then a duplicate and not stored in
+// the default conversation. A failure is logged and reported as false.
+func storedAhead(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) bool {
+	if a == nil || ex.Candidate == "" {
+		return false
+	}
+	ok, err := a.Continued(ctx, ex)
+	if err != nil {
+		logger.Warn("capture could not check a first turn's candidate conversation", "exchange", ex.ID, "err", err)
+		return false
+	}
+	return ok
 }

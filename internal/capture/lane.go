@@ -46,10 +46,9 @@ func (c *Capturer) store(batch []*job) {
 		}
 		return
 	}
-	for _, j := range batch {
-		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-		adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
-		cancel()
+	batch = c.adoptions(batch)
+	if len(batch) == 0 {
+		return
 	}
 	if c.batch != nil && !c.anyQueued(batch) {
 		exs := make([]memory.Exchange, len(batch))
@@ -364,4 +363,28 @@ func (c *Capturer) candidate(ex memory.Exchange, res memory.SaveResult) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 	defer cancel()
 	recordCandidate(ctx, c.adopter, ex, res, c.logger)
+}
+
+// adoptions keeps a full-history chat's turns in one conversation before
+// a batch is stored (see Adopter): an exchange of a derived conversation
+// first adopts the chat's first turns from the default conversation, and a
+// first turn whose continuation was stored ahead of it is done with, a
+// duplicate. It returns the jobs still to store.
+func (c *Capturer) adoptions(batch []*job) []*job {
+	if c.adopter == nil {
+		return batch
+	}
+	keep := batch[:0]
+	for _, j := range batch {
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+		adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+		ahead := storedAhead(ctx, c.adopter, j.ex, c.logger)
+		cancel()
+		if ahead {
+			c.saved(j, memory.SaveResult{Duplicate: true})
+			continue
+		}
+		keep = append(keep, j)
+	}
+	return keep
 }

@@ -463,6 +463,9 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange
 	delay := w.opts.BackoffBase
 	a, _ := w.saver.(Adopter)
 	adoptFirstTurns(ctx, a, ex, w.logger)
+	if storedAhead(ctx, a, ex, w.logger) {
+		return memory.SaveResult{Duplicate: true}, false, nil
+	}
 	for attempt := 1; ; attempt++ {
 		res, err = w.saver.SaveExchange(ctx, ex)
 		if err == nil || errors.Is(err, ErrHook) {

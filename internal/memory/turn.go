@@ -123,6 +123,19 @@ func Adoptable(stored, prior []Message) int {
 	return whole
 }
 
+// StartsWith reports whether msgs begins with want, by Fingerprint.
+func StartsWith(msgs, want []Message) bool {
+	if len(want) == 0 || len(msgs) < len(want) {
+		return false
+	}
+	for i, m := range want {
+		if msgs[i].Fingerprint() != m.Fingerprint() {
+			return false
+		}
+	}
+	return true
+}
+
 // ExchangeOf returns the exchange id of a message key (see Key).
 func ExchangeOf(key string) string {
 	if i := strings.LastIndexByte(key, ':'); i >= 0 {

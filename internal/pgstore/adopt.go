@@ -154,3 +154,24 @@ func adopt(ctx context.Context, tx pgx.Tx, to memory.Identity, prior []memory.Me
 // errNothingToAdopt rolls back an Adopt that found nothing to move (the
 // conversation row it created with it).
 var errNothingToAdopt = errors.New("nothing to adopt")
+
+// Continued reports whether the conversation ex.Candidate starts with ex's
+// turn and reply (by fingerprint): ex, a full-history chat's first turn,
+// was stored there already, as the history its continuation resent, when
+// the continuation was stored first.
+func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
+	if ex.Candidate == "" {
+		return false, nil
+	}
+	id := ex.Identity
+	id.Conversation = ex.Candidate
+	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
+	stored, err := queryMessages(ctx, s.pool, id, `
+		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
+		ORDER BY seq LIMIT $4`, len(want))
+	if err != nil {
+		return false, fmt.Errorf("pgstore: continued: %w", err)
+	}
+	return memory.StartsWith(stored, want), nil
+}

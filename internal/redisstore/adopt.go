@@ -11,6 +11,7 @@ import (
 type adopter interface {
 	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
 	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
 // RecordCandidate records the exchange's candidate conversation in the
@@ -43,4 +44,13 @@ func (c *Cache) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 		return n, fmt.Errorf("redisstore: clear cached windows after a move: %w: %w", memory.ErrUnavailable, err)
 	}
 	return n, nil
+}
+
+// Continued asks the backend (see capture.Adopter).
+func (c *Cache) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
+	a, ok := c.inner.(adopter)
+	if !ok {
+		return false, nil
+	}
+	return a.Continued(ctx, ex)
 }

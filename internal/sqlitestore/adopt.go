@@ -165,3 +165,27 @@ func adopt(ctx context.Context, tx *sql.Tx, to memory.Identity, prior []memory.M
 	}
 	return len(run), nil
 }
+
+// Continued reports whether the conversation ex.Candidate starts with ex's
+// turn and reply (by fingerprint): ex, a full-history chat's first turn,
+// was stored there already, as the history its continuation resent, when
+// the continuation was stored first.
+func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
+	if ex.Candidate == "" {
+		return false, nil
+	}
+	id := ex.Identity
+	id.Conversation = ex.Candidate
+	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
+		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, len(want))
+	if err != nil {
+		return false, fmt.Errorf("continued: %w", err)
+	}
+	stored, err := scanMessages(rows, id)
+	if err != nil {
+		return false, fmt.Errorf("continued: %w", err)
+	}
+	return memory.StartsWith(stored, want), nil
+}

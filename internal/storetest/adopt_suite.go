@@ -22,6 +22,9 @@ type AdoptStore interface {
 	// keys kept), recall items, exchange records; it returns how many
 	// messages moved.
 	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	// Continued reports whether ex's candidate conversation starts with
+	// ex's turn and reply, by fingerprint.
+	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
 // RunAdopt runs the Adopt contract suite. open must return a fresh, empty
@@ -36,6 +39,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"OnlyWhatMatches", testAdoptOnlyWhatMatches},
 		{"RedeliveredMovedExchangeIsDuplicate", testAdoptRedelivered},
 		{"NothingAfterErasure", testAdoptAfterErasure},
+		{"ContinuationStoredFirst", testContinued},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,4 +171,38 @@ func testAdoptAfterErasure(t *testing.T, s AdoptStore) {
 	}
 	next := continuation(t, "ana")
 	mustAdopt(t, s, next.Identity, next.Prior, 0)
+}
+
+// testContinued: when the continuation is stored before the first turn
+// (its capture overtook the first turn's), Continued recognises the first
+// turn as stored already; a different first turn is not.
+func testContinued(t *testing.T, s AdoptStore) {
+	next := continuation(t, "ana")
+	mustSave(t, s, next)
+	def := memory.Identity{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation}
+	ex := exchange(def, "ex-first-ana", 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!"))
+	continued := func(ex memory.Exchange) bool {
+		t.Helper()
+		ok, err := s.Continued(testCtx(t), ex)
+		if err != nil {
+			t.Fatalf("Continued: %v", err)
+		}
+		return ok
+	}
+	if continued(ex) {
+		t.Fatal("Continued without a candidate = true")
+	}
+	ex.Candidate = adoptTo
+	if !continued(ex) {
+		t.Fatal("Continued = false, want the first turn found at the start of its candidate conversation")
+	}
+	other := ex
+	other.Reply = msg(t, "assistant", "Hi there!")
+	if continued(other) {
+		t.Fatal("Continued = true for a first turn with another reply")
+	}
+	ex.Candidate = "chat-ffffffffffffffffffffffffffffffff"
+	if continued(ex) {
+		t.Fatal("Continued = true for an empty candidate conversation")
+	}
 }
