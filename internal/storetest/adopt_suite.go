@@ -40,6 +40,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"RedeliveredMovedExchangeIsDuplicate", testAdoptRedelivered},
 		{"NothingAfterErasure", testAdoptAfterErasure},
 		{"ContinuationStoredFirst", testContinued},
+		{"LateIndexFollowsTheMove", testAdoptLateIndex},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,5 +205,18 @@ func testContinued(t *testing.T, s AdoptStore) {
 	ex.Candidate = "chat-ffffffffffffffffffffffffffffffff"
 	if continued(ex) {
 		t.Fatal("Continued = true for an empty candidate conversation")
+	}
+}
+
+// testAdoptLateIndex: the first turn indexed after it moved (its
+// enrichment ran late) is indexed in the conversation that holds it now.
+func testAdoptLateIndex(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	next := continuation(t, "ana")
+	mustAdopt(t, s, next.Identity, next.Prior, 2)
+	mustAddItems(t, s, item(first.Identity, "message", memory.Key(first.ID, 1), "Hello Ana!", nil))
+	got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: adoptTo, Text: "hello", Limit: 5})
+	if len(got) != 1 || got[0].Conversation != adoptTo {
+		t.Fatalf("late item = %+v, want it in %s", got, adoptTo)
 	}
 }
