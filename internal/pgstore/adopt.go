@@ -44,6 +44,16 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 	if err := validExchange(memory.Exchange{ID: "-", Identity: to, Reply: memory.Message{Role: "-"}}); err != nil {
 		return 0, err
 	}
+	// Every later turn of a chat asks again: its conversation holds
+	// messages by then, which a read tells without taking any lock.
+	var busy bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
+		to.Tenant, to.User, to.Conversation).Scan(&busy); err != nil {
+		return 0, fmt.Errorf("pgstore: adopt into %s: %w", to.Conversation, unavailable(err))
+	}
+	if busy {
+		return 0, nil
+	}
 	moved := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -43,8 +43,19 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 	if err := validateIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
 		return 0, err
 	}
+	// Every later turn of a chat asks again: its conversation holds
+	// messages by then, which a read tells without taking the writer.
+	var one int
+	err := s.reads.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? LIMIT 1`,
+		to.Tenant, to.User, to.Conversation).Scan(&one)
+	switch {
+	case err == nil:
+		return 0, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, fmt.Errorf("adopt into %s: %w", to.Conversation, err)
+	}
 	moved := 0
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	err = s.inWrite(ctx, func(tx *sql.Tx) error {
 		var err error
 		moved, err = adopt(ctx, tx, to, prior)
 		return err
