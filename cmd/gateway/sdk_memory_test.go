@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -65,7 +66,9 @@ func runChatSDK(t *testing.T, url, scenario string, headers map[string]string) s
 // naming the user only in the body's "user" field and resending its whole
 // history each turn: from the second turn on every turn lands in one
 // derived conversation, which ends holding the chat once (2 messages per
-// turn, not a growing copy per request).
+// turn, not a growing copy per request), its first turn included: that
+// turn, answered in the default conversation, moved into the chat's, and
+// the user has no other conversation.
 func TestSDKBodyUserFullHistoryIsOneConversation(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	g := startGateway(t, storeConfigs(t, up)["sqlite"](t))
@@ -90,6 +93,13 @@ func TestSDKBodyUserFullHistoryIsOneConversation(t *testing.T) {
 		if msgs[i].Content != want {
 			t.Fatalf("stored message %d = %q, want %q", i, msgs[i].Content, want)
 		}
+	}
+	list, err := g.mem.store.Conversations(context.Background(), memory.DefaultTenant, "ana-body-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != derived || list[0].MessageCount != 10 {
+		t.Fatalf("conversations %+v, want only %s with 10 messages", list, derived)
 	}
 }
 

@@ -134,6 +134,7 @@ type Capturer struct {
 	saver    Saver
 	batch    BatchSaver   // nil: one transaction per exchange
 	dead     DeadLetterer // nil: refused exchanges are dropped
+	adopter  Adopter      // nil: a chat's first turn stays where it was stored
 	enrich   Queue        // nil: no enrichment queue
 	redactor Redactor     // nil: no redaction
 	logger   *slog.Logger
@@ -180,8 +181,9 @@ type convState struct {
 // the store fails, may be nil (failed saves are then retried in place);
 // redactor may be nil to store text as is; logger may be nil. When saver is
 // a BatchSaver, concurrent exchanges share transactions; when it is a
-// DeadLetterer, exchanges it refuses are set aside there. Call Close to
-// flush it.
+// DeadLetterer, exchanges it refuses are set aside there; when it is an
+// Adopter, a full-history chat's first turn joins the chat's conversation.
+// Call Close to flush it.
 func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Options) *Capturer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -203,6 +205,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 	}
 	c.batch, _ = saver.(BatchSaver)
 	c.dead, _ = saver.(DeadLetterer)
+	c.adopter, _ = saver.(Adopter)
 	c.metrics.retryDepth = func() float64 { return float64(c.retrying.Load()) }
 	c.metrics.inflight = c.inflight
 	per := max(1, opts.Buffer/opts.Lanes)

@@ -46,6 +46,10 @@ func (c *Capturer) store(batch []*job) {
 		}
 		return
 	}
+	batch = c.adoptions(batch)
+	if len(batch) == 0 {
+		return
+	}
 	if c.batch != nil && !c.anyQueued(batch) {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
@@ -57,6 +61,7 @@ func (c *Capturer) store(batch []*job) {
 		if err == nil {
 			c.metrics.groupSize.Observe(float64(len(batch)))
 			for i, j := range batch {
+				c.candidate(j.ex, results[i])
 				c.saved(j, results[i])
 			}
 			c.enqueueEnrichment(batch, results)
@@ -95,6 +100,7 @@ func (c *Capturer) storeOne(j *job) (memory.SaveResult, bool) {
 			res, err := c.saver.SaveExchange(ctx, j.ex)
 			cancel()
 			if err == nil {
+				c.candidate(j.ex, res)
 				c.saved(j, res)
 				return res, !res.Dropped
 			}
@@ -349,4 +355,36 @@ func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Du
 		}
 	}
 	return nil
+}
+
+// candidate records a stored exchange's candidate conversation (see
+// recordCandidate).
+func (c *Capturer) candidate(ex memory.Exchange, res memory.SaveResult) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	recordCandidate(ctx, c.adopter, ex, res, c.logger)
+}
+
+// adoptions keeps a full-history chat's turns in one conversation before
+// a batch is stored (see Adopter): an exchange of a derived conversation
+// first adopts the chat's first turns from the default conversation, and a
+// first turn whose continuation was stored ahead of it is done with, a
+// duplicate. It returns the jobs still to store.
+func (c *Capturer) adoptions(batch []*job) []*job {
+	if c.adopter == nil {
+		return batch
+	}
+	keep := batch[:0]
+	for _, j := range batch {
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+		adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+		ahead := storedAhead(ctx, c.adopter, j.ex, c.logger)
+		cancel()
+		if ahead {
+			c.saved(j, memory.SaveResult{Duplicate: true})
+			continue
+		}
+		keep = append(keep, j)
+	}
+	return keep
 }

@@ -97,3 +97,45 @@ func TestSQLiteWorkerKilledBetweenSaveAndAck(t *testing.T) {
 		t.Fatalf("duplicates = %v, want 3", value(t, w.duplicates))
 	}
 }
+
+// TestCaptureFirstTurnAfterItsContinuation: a full-history chat's first
+// turn captured after its continuation (which stored it as resent history)
+// is a duplicate: the default conversation stays empty and the chat's
+// conversation holds every turn once. Captured in order, the continuation
+// moves the first turn out of default instead.
+func TestCaptureFirstTurnAfterItsContinuation(t *testing.T) {
+	msg := func(role, text string) memory.Message {
+		return memory.Message{Role: role, Content: text, Raw: []byte(fmt.Sprintf(`{"role":%q,"content":%q}`, role, text))}
+	}
+	def := memory.Identity{Tenant: "t1", User: "u1", Conversation: memory.DefaultConversation}
+	chat := memory.Identity{Tenant: "t1", User: "u1", Conversation: "chat-0123456789abcdef0123456789abcdef"}
+	first := memory.Exchange{Identity: def, Turn: []memory.Message{msg("user", "Hi")}, Reply: msg("assistant", "Hello"), Candidate: chat.Conversation}
+	next := memory.Exchange{Identity: chat, Prior: []memory.Message{msg("user", "Hi"), msg("assistant", "Hello")},
+		Turn: []memory.Message{msg("user", "Bye")}, Reply: msg("assistant", "Ciao"), Derived: true}
+	for _, order := range []string{"continuation first", "in order"} {
+		t.Run(order, func(t *testing.T) {
+			store := mustSQLite(t)
+			c := mustCapturer(t, store.Outbox(), store, nil, Options{})
+			exs := []memory.Exchange{first, next}
+			if order == "continuation first" {
+				exs = []memory.Exchange{next, first}
+			}
+			for _, ex := range exs {
+				c.Capture(context.Background(), ex)
+			}
+			for id, want := range map[memory.Identity]string{def: "", chat: "Hi Hello Bye Ciao"} {
+				msgs, err := store.Recent(context.Background(), id, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, m := range msgs {
+					got = append(got, m.Content)
+				}
+				if strings.Join(got, " ") != want {
+					t.Fatalf("%s holds %q, want %q", id.Conversation, got, want)
+				}
+			}
+		})
+	}
+}

@@ -461,8 +461,16 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 // redelivery, as before).
 func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange) (res memory.SaveResult, done bool, err error) {
 	delay := w.opts.BackoffBase
+	a, _ := w.saver.(Adopter)
+	adoptFirstTurns(ctx, a, ex, w.logger)
+	if storedAhead(ctx, a, ex, w.logger) {
+		return memory.SaveResult{Duplicate: true}, false, nil
+	}
 	for attempt := 1; ; attempt++ {
 		res, err = w.saver.SaveExchange(ctx, ex)
+		if err == nil || errors.Is(err, ErrHook) {
+			recordCandidate(ctx, a, ex, res, w.logger)
+		}
 		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
 			w.failures.WithLabelValues("hook_gave_up").Inc()
 			w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)

@@ -122,7 +122,9 @@ func (c *Compactor) unsummarised(ctx context.Context, id memory.Identity, seq in
 // recent window: none unless a trigger is passed; otherwise all but the
 // newest whole units (a message, or an assistant tool call with its results)
 // that fit within both the low watermark and KeepMessages. It returns the
-// leaving messages and what they cost verbatim.
+// leaving messages and what they cost verbatim. System messages and replies
+// the upstream broke off (memory.Message.Failed) are left out: they are
+// never summarised.
 func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, int) {
 	var (
 		conv  []memory.Message
@@ -130,8 +132,8 @@ func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, 
 		total int
 	)
 	for _, m := range msgs {
-		if memory.IsSystem(m.Role) {
-			continue
+		if memory.IsSystem(m.Role) || m.Failed() {
+			continue // a reply the upstream broke off is never summarised
 		}
 		n := c.counter.Message(model, m)
 		conv = append(conv, m)

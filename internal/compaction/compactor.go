@@ -186,7 +186,7 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
 		at = c.opts.Now()
 	}
 	for _, m := range ex.Turn {
-		if m.Role != "user" {
+		if m.Role != "user" || m.Failed() {
 			continue
 		}
 		for _, f := range DetectPins(m.Content) {

@@ -140,6 +140,15 @@ type Exchange struct {
 	Reply Message   `json:"reply"`
 	Usage *Usage    `json:"usage,omitempty"`
 	At    time.Time `json:"at"`
+	// Candidate is set on an exchange stored in the user's
+	// DefaultConversation by a request that named no conversation and
+	// resent no earlier turn: the conversation a full-history continuation
+	// of it would derive (DerivedConversation). Such a continuation adopts
+	// the exchange (see Adopter).
+	Candidate string `json:"candidate,omitempty"`
+	// Derived is true when Conversation was derived from a resent history
+	// (DerivedConversation) because the request named none.
+	Derived bool `json:"derived,omitempty"`
 }
 
 // SaveResult reports what storing an exchange changed.

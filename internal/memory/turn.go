@@ -93,3 +93,53 @@ func ImpliedConversation(tenant, user string, msgs []Message) string {
 	}
 	return DefaultConversation
 }
+
+// Candidate returns the conversation a full-history continuation of a
+// request that names none would derive, when the request lands in the
+// user's DefaultConversation (it resent no earlier turn), else "". msgs are
+// the request's messages, system ones included.
+func Candidate(tenant, user string, msgs []Message) string {
+	if ImpliedConversation(tenant, user, msgs) != DefaultConversation {
+		return ""
+	}
+	return DerivedConversation(tenant, user, msgs)
+}
+
+// Adoptable returns how many messages of stored (the live messages of the
+// user's DefaultConversation from the first message of an exchange recorded
+// with a candidate, in Seq order) a full-history continuation whose resent
+// history is prior adopts: the longest run of whole exchanges (messages
+// sharing their Key's exchange id) whose messages equal prior's, from its
+// start, by Fingerprint. It is 0 when not even the first exchange matches
+// whole.
+func Adoptable(stored, prior []Message) int {
+	n, whole := 0, 0
+	for n < len(stored) && n < len(prior) && stored[n].Fingerprint() == prior[n].Fingerprint() {
+		n++
+		if n == len(stored) || ExchangeOf(stored[n].Key) != ExchangeOf(stored[n-1].Key) {
+			whole = n
+		}
+	}
+	return whole
+}
+
+// StartsWith reports whether msgs begins with want, by Fingerprint.
+func StartsWith(msgs, want []Message) bool {
+	if len(want) == 0 || len(msgs) < len(want) {
+		return false
+	}
+	for i, m := range want {
+		if msgs[i].Fingerprint() != m.Fingerprint() {
+			return false
+		}
+	}
+	return true
+}
+
+// ExchangeOf returns the exchange id of a message key (see Key).
+func ExchangeOf(key string) string {
+	if i := strings.LastIndexByte(key, ':'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}

@@ -36,3 +36,7 @@ func TestStoreContractThroughGroupCommit(t *testing.T) {
 func TestErasureContractThroughGroupCommit(t *testing.T) {
 	storetest.RunErasure(t, func(t *testing.T) storetest.KnowledgeStore { return groupSaver{mustOpen(t)} })
 }
+
+func TestAdoptContractThroughGroupCommit(t *testing.T) {
+	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore { return groupSaver{mustOpen(t)} })
+}

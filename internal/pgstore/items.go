@@ -152,9 +152,18 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if err != nil {
 			return err
 		}
+		moved, err := movedSources(ctx, tx, items)
+		if err != nil {
+			return err
+		}
 		var undo []int64
 		b = &pgx.Batch{}
 		for i, it := range items {
+			to, ok := moved[it.Tenant+"\x00"+it.User+"\x00"+it.Ref]
+			ok = ok && it.Kind == "message"
+			if ok {
+				it.Conversation = to
+			}
 			switch {
 			case erased[[2]string{it.Tenant, it.User}]:
 			case it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref]:
@@ -163,6 +172,10 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 				}
 			case inserted[i] == 0:
 				b.Queue(upsertItemSQL, args(it)...)
+			case ok:
+				// Inserted before the lock, in the conversation its
+				// message has since left (see Adopt).
+				b.Queue(`UPDATE memory_items SET conversation = $2 WHERE id = $1`, inserted[i], to)
 			}
 		}
 		if len(undo) > 0 {
@@ -225,6 +238,48 @@ func supersededSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map
 		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
 	}
 	return set, nil
+}
+
+// movedSources returns, keyed tenant, user and key joined by "\x00", the
+// conversation that now holds the message of each message item of the
+// default conversation whose message moved out of it (see Adopt): an
+// exchange indexed after its chat moved it is indexed where it lives. It
+// runs after supersededSources, whose share lock on the default
+// conversation's row orders it with a move. Only items whose message is
+// no longer in the default conversation are looked up further.
+func movedSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[string]string, error) {
+	var tenants, users, keys []string
+	for _, it := range items {
+		if it.Kind == "message" && it.Conversation == memory.DefaultConversation {
+			tenants, users, keys = append(tenants, it.Tenant), append(users, it.User), append(keys, it.Ref)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		WITH missing AS MATERIALIZED (
+			SELECT u.tenant, u.user_id, u.key
+			FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tenant, user_id, key)
+			WHERE NOT EXISTS (SELECT 1 FROM messages d
+				WHERE d.tenant = u.tenant AND d.user_id = u.user_id AND d.conversation = $4 AND d.key = u.key))
+		SELECT u.tenant, u.user_id, u.key, m.conversation
+		FROM missing u
+		CROSS JOIN LATERAL (SELECT m.conversation FROM messages m
+			WHERE m.tenant = u.tenant AND m.user_id = u.user_id AND m.key = u.key AND m.superseded_at IS NULL
+			LIMIT 1) m`, tenants, users, keys, memory.DefaultConversation)
+	if err != nil {
+		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
+	}
+	out := map[string]string{}
+	var tenant, user, key, conv string
+	if _, err := pgx.ForEachRow(rows, []any{&tenant, &user, &key, &conv}, func() error {
+		out[tenant+"\x00"+user+"\x00"+key] = conv
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
+	}
+	return out, nil
 }
 
 // ItemsToEmbed returns up to limit items of any tenant with ID > afterID

@@ -88,10 +88,16 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 		return memory.SaveResult{}, fmt.Errorf("lock conversation: %w", unavailable(err))
 	}
 
+	// An exchange stored in the default conversation may since have moved
+	// to its candidate conversation (see Adopt).
+	moved := id.Conversation
+	if ex.Candidate != "" {
+		moved = ex.Candidate
+	}
 	var dup bool
 	if err := tx.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND key = $4)`,
-		id.Tenant, id.User, id.Conversation, memory.Key(ex.ID, 0)).Scan(&dup); err != nil {
+		`SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation IN ($3, $5) AND key = $4)`,
+		id.Tenant, id.User, id.Conversation, memory.Key(ex.ID, 0), moved).Scan(&dup); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("check duplicate: %w", unavailable(err))
 	}
 	if dup {

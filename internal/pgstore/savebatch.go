@@ -126,7 +126,9 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			continue
 		}
 		key := id.Tenant + "/" + id.User + "/" + id.Conversation + "/" + ex.ID
-		if dups[id][memory.Key(ex.ID, 0)] || seen[key] {
+		moved := id
+		moved.Conversation = ex.Candidate
+		if dups[id][memory.Key(ex.ID, 0)] || ex.Candidate != "" && dups[moved][memory.Key(ex.ID, 0)] || seen[key] {
 			results[i].Duplicate = true
 			continue
 		}
@@ -199,6 +201,10 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]t
 			latest[ex.Identity] = at
 		}
 		kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Conversation), append(kk, memory.Key(ex.ID, 0))
+		if ex.Candidate != "" {
+			// It may have been stored and moved there since (see Adopt).
+			kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Candidate), append(kk, memory.Key(ex.ID, 0))
+		}
 	}
 	var cfirst, clatest []time.Time
 	var tt, tu, tc []string

@@ -325,3 +325,9 @@ func TestCancelledQueryKeepsItsConnection(t *testing.T) {
 		t.Fatalf("opened %d connections for queries run one after another, want 1", n)
 	}
 }
+
+var _ storetest.AdoptStore = (*Store)(nil)
+
+func TestAdoptContract(t *testing.T) {
+	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore { return mustOpen(t) })
+}

@@ -49,6 +49,10 @@ type exchangeCapture struct {
 	// that began before an erasure of its user counts as erased data even
 	// when its reply ends after it.
 	at time.Time
+	// candidate and derived are the exchange's memory.Exchange.Candidate
+	// and Derived.
+	candidate string
+	derived   bool
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -159,6 +163,9 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		Reply:    reply,
 		Usage:    usage,
 		At:       c.at,
+
+		Candidate: c.candidate,
+		Derived:   c.derived,
 	})
 }
 

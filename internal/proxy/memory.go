@@ -130,7 +130,8 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// A Responses request may hold nothing memory can read (only item
 		// references, continuing a stored response).
 		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {
-			if id.Conversation == "" {
+			implied := id.Conversation == ""
+			if implied {
 				id.Conversation = conversationFor(id, req.Parsed)
 				mreq.Identity = id
 			}
@@ -140,6 +141,13 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
 				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Parsed, at: at}
+				if implied {
+					// A full-history chat's first turn, stored in the
+					// default conversation, joins the chat's derived
+					// conversation when the chat goes on.
+					f.capture.derived = id.Conversation != memory.DefaultConversation
+					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Parsed)
+				}
 				defer f.capture.abandon()
 			}
 		}

@@ -146,7 +146,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	var user []string
 	for _, m := range ex.Turn {
-		if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
+		if m.Role == "user" && !m.Failed() && strings.TrimSpace(m.Content) != "" {
 			user = append(user, strings.TrimSpace(m.Content))
 		}
 	}

@@ -100,6 +100,10 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		if results[i].Dropped {
 			continue
 		}
+		ex, err := ix.relocated(ctx, ex)
+		if err != nil {
+			return fmt.Errorf("index exchange %s: %w", ex.ID, err)
+		}
 		msgs, err := ix.storedMessages(ctx, ex, results[i])
 		if err != nil {
 			return fmt.Errorf("index exchange %s: %w", ex.ID, err)
@@ -225,6 +229,33 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 	}
 	ix.logger.Debug("indexed memory items", "tenant", items[0].Tenant, "items", len(items))
 	return nil
+}
+
+// relocated returns ex in the conversation its messages live in now: an
+// exchange stored in the default conversation with a candidate
+// (memory.Exchange.Candidate) may have moved there by the time it is
+// indexed, when its chat went on at once.
+func (ix *Indexer) relocated(ctx context.Context, ex memory.Exchange) (memory.Exchange, error) {
+	if ex.Candidate == "" || ex.Candidate == ex.Conversation {
+		return ex, nil
+	}
+	to := ex.Identity
+	to.Conversation = ex.Candidate
+	_, live, err := ix.store.Conversation(ctx, to)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return ex, nil
+	case err != nil:
+		return ex, fmt.Errorf("load conversation: %w", err)
+	}
+	prefix := ex.ID + ":"
+	for _, m := range live {
+		if strings.HasPrefix(m.Key, prefix) {
+			ex.Identity = to
+			return ex, nil
+		}
+	}
+	return ex, nil
 }
 
 // storedMessages returns the messages storing ex inserted, with their keys.

@@ -374,3 +374,12 @@ func TestCacheGroupSaveRefreshesEveryWindow(t *testing.T) {
 		}
 	}
 }
+
+var _ storetest.AdoptStore = (*Cache)(nil)
+
+func TestCacheAdoptContract(t *testing.T) {
+	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore {
+		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
+		return c
+	})
+}

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -11,8 +12,10 @@ import (
 // MessagesAround returns the live messages within radius turns of each
 // message refs names (the message itself included, when live), of the
 // user's conversations, each message once, ordered by conversation and
-// Seq. Raw is left empty. Unknown refs, and
-// refs of other users or tenants, add nothing; radius < 0 finds nothing.
+// Seq. Raw is left empty. A reply the upstream broke off
+// (memory.Message.Failed) is left out: it is never recalled, not even as a
+// neighbour. Unknown refs, and refs of other users or tenants, add nothing;
+// radius < 0 finds nothing.
 func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []memory.Message{}, nil
@@ -25,7 +28,8 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	if err != nil {
 		return nil, fmt.Errorf("messages around: encode refs: %w", err)
 	}
-	rows, err := s.reads.QueryContext(ctx, `SELECT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at
+	rows, err := s.reads.QueryContext(ctx, `SELECT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+			CASE WHEN instr(m.raw, '"`+memory.FailedField+`"') > 0 THEN m.raw END
 		FROM (SELECT DISTINCT json_extract(value, '$[0]') AS conversation, json_extract(value, '$[1]') AS key
 		      FROM json_each(?)) r
 		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
@@ -40,9 +44,15 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	out := []memory.Message{}
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
-		var created int64
-		if err := rows.Scan(&m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created); err != nil {
+		var (
+			created int64
+			marked  sql.NullString
+		)
+		if err := rows.Scan(&m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &marked); err != nil {
 			return nil, fmt.Errorf("messages around: %w", err)
+		}
+		if marked.Valid && (memory.Message{Raw: []byte(marked.String)}).Failed() {
+			continue
 		}
 		m.CreatedAt = fromNanos(created)
 		out = append(out, m)

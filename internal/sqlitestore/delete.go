@@ -25,7 +25,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		} else if n == 0 {
 			return fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
 		}
-		for _, table := range []string{"memory_items", "summaries", "messages", "exchanges"} {
+		for _, table := range []string{"memory_items", "summaries", "messages", "exchanges", "conversation_candidates"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
 				id.Tenant, id.User, id.Conversation); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
@@ -51,7 +51,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 // truncated before it returns.
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversations", "dead_letters"} {
+		for _, table := range []string{"memory_items", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}

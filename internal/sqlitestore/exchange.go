@@ -91,9 +91,15 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 			return nil
 		}
 		var one int
+		// An exchange stored in the default conversation may since have
+		// moved to its candidate conversation (see Adopt).
+		moved := ex.Conversation
+		if ex.Candidate != "" {
+			moved = ex.Candidate
+		}
 		err = tx.QueryRowContext(ctx, `SELECT 1 FROM exchanges
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND id = ?`,
-			ex.Tenant, ex.User, ex.Conversation, ex.ID).Scan(&one)
+			WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`,
+			ex.Tenant, ex.User, ex.Conversation, moved, ex.ID).Scan(&one)
 		switch {
 		case err == nil:
 			res.Duplicate = true

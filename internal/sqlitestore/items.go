@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -85,6 +86,11 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 				}
 				if gone {
 					continue
+				}
+				if it.Conversation == memory.DefaultConversation {
+					if it.Conversation, err = movedTo(ctx, tx, it); err != nil {
+						return err
+					}
 				}
 			}
 			created := it.CreatedAt
@@ -239,4 +245,32 @@ func decodeVector(b []byte) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
+}
+
+// movedTo returns the conversation that holds the message of a message
+// item of the default conversation: the default conversation, unless the
+// message moved out of it (see Adopt) — an exchange indexed after its chat
+// moved it is indexed where it lives. Only a message no longer in the
+// default conversation is looked up further.
+func movedTo(ctx context.Context, tx *sql.Tx, it memory.Item) (string, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
+		it.Tenant, it.User, it.Conversation, it.Ref).Scan(&one)
+	switch {
+	case err == nil:
+		return it.Conversation, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+	}
+	var conv string
+	err = tx.QueryRowContext(ctx, `SELECT conversation FROM messages
+		WHERE tenant = ? AND user_id = ? AND key = ? AND superseded_at IS NULL LIMIT 1`,
+		it.Tenant, it.User, it.Ref).Scan(&conv)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return it.Conversation, nil
+	case err != nil:
+		return "", fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+	}
+	return conv, nil
 }

@@ -158,3 +158,31 @@ func TestKnowledgeRejectsBadInput(t *testing.T) {
 		t.Fatalf("rejected items were stored: %+v, %v", left, err)
 	}
 }
+
+var _ storetest.AdoptStore = (*sqlitestore.Store)(nil)
+
+func TestAdoptContract(t *testing.T) {
+	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore {
+		s, _ := mustTempStore(t)
+		return s
+	})
+}
+
+// groupSaver stores every exchange through SaveExchanges, so the Adopt
+// contract checks the group commit's path too.
+type groupSaver struct{ *sqlitestore.Store }
+
+func (g groupSaver) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := g.SaveExchanges(ctx, []memory.Exchange{ex})
+	if err != nil {
+		return memory.SaveResult{}, err
+	}
+	return res[0], nil
+}
+
+func TestAdoptContractThroughGroupCommit(t *testing.T) {
+	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore {
+		s, _ := mustTempStore(t)
+		return groupSaver{s}
+	})
+}

@@ -39,6 +39,7 @@ func RunRanking(t *testing.T, open func(t *testing.T) RankingStore) {
 		{"SearchTextStatisticsFollowDeletes", testSearchTextStatisticsFollowDeletes},
 		{"ItemsKeepSaidAt", testItemsKeepSaidAt},
 		{"MessagesAround", testMessagesAround},
+		{"MessagesAroundLeavesOutFailedReplies", testMessagesAroundLeavesOutFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -397,5 +398,31 @@ func testMessagesAround(t *testing.T, s RankingStore) {
 		msg(t, "assistant", "answer 4 again")))
 	if got := around([]memory.MessageRef{key(4, 0)}, 1); !slices.Equal(got, []string{"6:answer 3"}) {
 		t.Fatalf("MessagesAround after a regeneration = %q", got)
+	}
+}
+
+// testMessagesAroundLeavesOutFailed: a reply the upstream broke off
+// (memory.FailedField) is never recall context, not even as the neighbour
+// of a recalled turn; the turns around it still are.
+func testMessagesAroundLeavesOutFailed(t *testing.T, s RankingStore) {
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	mustSave(t, s, simple(t, id, 1))
+	broken, err := memory.MarkFailed(msg(t, "assistant", "The vault code is 4417 and"), "overloaded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSave(t, s, exchange(id, "ex-broken", 2, nil, []memory.Message{msg(t, "user", "question 2")}, broken))
+	mustSave(t, s, simple(t, id, 3))
+	refs := []memory.MessageRef{{Conversation: "c1", Key: memory.Key("ex-broken", 0)}, {Conversation: "c1", Key: memory.Key("ex-alice-c1-3", 0)}}
+	got, err := s.MessagesAround(testCtx(t), "acme", "alice", refs, 1)
+	if err != nil {
+		t.Fatalf("MessagesAround: %v", err)
+	}
+	var out []string
+	for _, m := range got {
+		out = append(out, fmt.Sprintf("%d:%s", m.Seq, m.Content))
+	}
+	if want := []string{"2:answer 1", "3:question 2", "5:question 3", "6:answer 3"}; !slices.Equal(out, want) {
+		t.Fatalf("MessagesAround = %q, want %q (the broken-off reply at seq 4 left out)", out, want)
 	}
 }

@@ -1,0 +1,222 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// AdoptStore is a store that moves a full-history chat's first turns from
+// the user's default conversation into the chat's derived conversation
+// (capture.Adopter).
+type AdoptStore interface {
+	KnowledgeStore
+	// RecordCandidate notes that exchange exchangeID, stored in id (the
+	// user's default conversation), is continued by conversation candidate.
+	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
+	// Adopt moves into to, when it holds no message yet, the recorded
+	// exchanges of the user's default conversation that prior starts with
+	// (memory.Adoptable), in one transaction: messages (renumbered from 1,
+	// keys kept), recall items, exchange records; it returns how many
+	// messages moved.
+	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	// Continued reports whether ex's candidate conversation starts with
+	// ex's turn and reply, by fingerprint.
+	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
+}
+
+// RunAdopt runs the Adopt contract suite. open must return a fresh, empty
+// store for every call.
+func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s AdoptStore)
+	}{
+		{"MovesFirstTurnsOnce", testAdoptMoves},
+		{"OnlyWhatMatches", testAdoptOnlyWhatMatches},
+		{"RedeliveredMovedExchangeIsDuplicate", testAdoptRedelivered},
+		{"NothingAfterErasure", testAdoptAfterErasure},
+		{"ContinuationStoredFirst", testContinued},
+		{"LateIndexFollowsTheMove", testAdoptLateIndex},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(t, open(t))
+		})
+	}
+}
+
+const adoptTo = "chat-0123456789abcdef0123456789abcdef"
+
+// firstTurn is a headerless full-history chat's first exchange, stored in
+// the user's default conversation with candidate adoptTo.
+func firstTurn(t *testing.T, s AdoptStore, user string) memory.Exchange {
+	t.Helper()
+	def := memory.Identity{Tenant: "acme", User: user, Conversation: memory.DefaultConversation}
+	ex := exchange(def, "ex-first-"+user, 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!"))
+	ex.Candidate = adoptTo
+	mustSave(t, s, ex)
+	if err := s.RecordCandidate(testCtx(t), def, ex.ID, ex.Candidate); err != nil {
+		t.Fatalf("RecordCandidate: %v", err)
+	}
+	return ex
+}
+
+// continuation is the chat's second turn, resending the first.
+func continuation(t *testing.T, user string) memory.Exchange {
+	ex := exchange(memory.Identity{Tenant: "acme", User: user, Conversation: adoptTo}, "ex-second-"+user, 3,
+		[]memory.Message{msg(t, "user", "Hi, I am Ana."), msg(t, "assistant", "Hello Ana!")},
+		[]memory.Message{msg(t, "user", "I live in Lisbon.")}, msg(t, "assistant", "Nice city."))
+	ex.Derived = true
+	return ex
+}
+
+func mustAdopt(t *testing.T, s AdoptStore, to memory.Identity, prior []memory.Message, want int) {
+	t.Helper()
+	n, err := s.Adopt(testCtx(t), to, prior)
+	if err != nil || n != want {
+		t.Fatalf("Adopt = %d, %v; want %d moved", n, err, want)
+	}
+}
+
+// testAdoptMoves: the first turn moves out of default (a newest-only
+// exchange stored there after it stays), with its recall item; the
+// continuation then stores only what is new; every turn is stored once, in
+// order, Seq from 1.
+func testAdoptMoves(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	def := first.Identity
+	other := exchange(def, "ex-other", 2, nil, []memory.Message{msg(t, "user", "What time is it?")}, msg(t, "assistant", "Noon."))
+	mustSave(t, s, other)
+	mustAddItems(t, s, item(def, "message", memory.Key(first.ID, 0), "Hi, I am Ana.", nil))
+
+	next := continuation(t, "ana")
+	mustAdopt(t, s, next.Identity, next.Prior, 2)
+	mustAdopt(t, s, next.Identity, next.Prior, 0) // the conversation holds messages now
+	res := mustSave(t, s, next)
+	if res.Inserted != 2 || res.Superseded != 0 {
+		t.Fatalf("continuation saved %+v, want its turn and reply only", res)
+	}
+	conv, msgs := mustConversation(t, s, next.Identity)
+	assertContents(t, "derived conversation", msgs, []string{"user:Hi, I am Ana.", "assistant:Hello Ana!", "user:I live in Lisbon.", "assistant:Nice city."})
+	assertLiveOrder(t, next.Identity, conv, msgs)
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has Seq %d, want %d", i, m.Seq, i+1)
+		}
+	}
+	if msgs[0].Key != memory.Key(first.ID, 0) {
+		t.Fatalf("moved message key %q, want %q kept", msgs[0].Key, memory.Key(first.ID, 0))
+	}
+	dconv, dmsgs := mustConversation(t, s, def)
+	assertContents(t, "default conversation", dmsgs, []string{"user:What time is it?", "assistant:Noon."})
+	if dconv.MessageCount != 2 || conv.MessageCount != 4 {
+		t.Fatalf("message counts default %d, derived %d; want 2 and 4", dconv.MessageCount, conv.MessageCount)
+	}
+	got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: adoptTo, Text: "Ana", Limit: 5})
+	if len(got) != 1 || got[0].Conversation != adoptTo {
+		t.Fatalf("the moved message's item = %+v, want it in %s", got, adoptTo)
+	}
+	if got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation, Text: "Ana", Limit: 5}); len(got) != 0 {
+		t.Fatalf("the moved message's item still in default: %+v", got)
+	}
+}
+
+// testAdoptOnlyWhatMatches: nothing moves when the resent history differs
+// from the recorded exchange, when the candidate names another
+// conversation, or when the target already holds messages.
+func testAdoptOnlyWhatMatches(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	next := continuation(t, "ana")
+	edited := slices.Clone(next.Prior)
+	edited[1] = msg(t, "assistant", "Hi there!")
+	mustAdopt(t, s, next.Identity, edited, 0)
+	mustAdopt(t, s, memory.Identity{Tenant: "acme", User: "ana", Conversation: "chat-ffffffffffffffffffffffffffffffff"}, next.Prior, 0)
+	mustAdopt(t, s, memory.Identity{Tenant: "acme", User: "bob", Conversation: adoptTo}, next.Prior, 0)
+	busy := memory.Identity{Tenant: "acme", User: "ana", Conversation: adoptTo}
+	mustSave(t, s, exchange(busy, "ex-busy", 2, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!")))
+	mustAdopt(t, s, busy, next.Prior, 0)
+	_, dmsgs := mustConversation(t, s, first.Identity)
+	assertContents(t, "default conversation", dmsgs, []string{"user:Hi, I am Ana.", "assistant:Hello Ana!"})
+}
+
+// testAdoptRedelivered: a redelivered capture of a moved exchange is a
+// duplicate: it is not stored in default again.
+func testAdoptRedelivered(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	next := continuation(t, "ana")
+	mustAdopt(t, s, next.Identity, next.Prior, 2)
+	// The default conversation held only the first turn: it went with it.
+	assertNotFound(t, s, first.Identity)
+	convs := mustConversations(t, s, "acme", "ana")
+	if len(convs) != 1 || convs[0].ID != adoptTo || convs[0].MessageCount != 2 {
+		t.Fatalf("conversations %+v, want only %s with 2 messages", convs, adoptTo)
+	}
+	if res := mustSave(t, s, first); !res.Duplicate {
+		t.Fatalf("redelivered moved exchange saved %+v, want Duplicate", res)
+	}
+	if msgs := mustRecent(t, s, first.Identity, 10); len(msgs) != 0 {
+		t.Fatalf("default holds %q after the redelivery, want nothing", contents(msgs))
+	}
+}
+
+// testAdoptAfterErasure: an erased user's recorded exchanges are gone with
+// them; nothing is adopted.
+func testAdoptAfterErasure(t *testing.T, s AdoptStore) {
+	firstTurn(t, s, "ana")
+	if err := s.DeleteUser(testCtx(t), "acme", "ana"); err != nil {
+		t.Fatal(err)
+	}
+	next := continuation(t, "ana")
+	mustAdopt(t, s, next.Identity, next.Prior, 0)
+}
+
+// testContinued: when the continuation is stored before the first turn
+// (its capture overtook the first turn's), Continued recognises the first
+// turn as stored already; a different first turn is not.
+func testContinued(t *testing.T, s AdoptStore) {
+	next := continuation(t, "ana")
+	mustSave(t, s, next)
+	def := memory.Identity{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation}
+	ex := exchange(def, "ex-first-ana", 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!"))
+	continued := func(ex memory.Exchange) bool {
+		t.Helper()
+		ok, err := s.Continued(testCtx(t), ex)
+		if err != nil {
+			t.Fatalf("Continued: %v", err)
+		}
+		return ok
+	}
+	if continued(ex) {
+		t.Fatal("Continued without a candidate = true")
+	}
+	ex.Candidate = adoptTo
+	if !continued(ex) {
+		t.Fatal("Continued = false, want the first turn found at the start of its candidate conversation")
+	}
+	other := ex
+	other.Reply = msg(t, "assistant", "Hi there!")
+	if continued(other) {
+		t.Fatal("Continued = true for a first turn with another reply")
+	}
+	ex.Candidate = "chat-ffffffffffffffffffffffffffffffff"
+	if continued(ex) {
+		t.Fatal("Continued = true for an empty candidate conversation")
+	}
+}
+
+// testAdoptLateIndex: the first turn indexed after it moved (its
+// enrichment ran late) is indexed in the conversation that holds it now.
+func testAdoptLateIndex(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	next := continuation(t, "ana")
+	mustAdopt(t, s, next.Identity, next.Prior, 2)
+	mustAddItems(t, s, item(first.Identity, "message", memory.Key(first.ID, 1), "Hello Ana!", nil))
+	got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: adoptTo, Text: "hello", Limit: 5})
+	if len(got) != 1 || got[0].Conversation != adoptTo {
+		t.Fatalf("late item = %+v, want it in %s", got, adoptTo)
+	}
+}
