@@ -95,15 +95,15 @@ func TestRunCountsErrors(t *testing.T) {
 }
 
 func TestRunStreamTTFB(t *testing.T) {
-	release := make(chan struct{})
+	// The stream is held open 20ms after its first event, inside the
+	// request, so the last byte arrives at least 20ms after the request
+	// began and after the first byte.
 	srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "data: {}\n\n")
 		http.NewResponseController(w).Flush()
-		<-release
+		time.Sleep(20 * time.Millisecond)
 		io.WriteString(w, "data: [DONE]\n\n")
 	})
-	// Hold the stream open so the last byte arrives well after the first.
-	time.AfterFunc(20*time.Millisecond, func() { close(release) })
 	res, err := Run(context.Background(), Options{Request: Request{URL: srv.URL}, Requests: 1, Stream: true})
 	if err != nil || res.Requests != 1 {
 		t.Fatalf("err %v requests %d (%s)", err, res.Requests, res.FirstError)
