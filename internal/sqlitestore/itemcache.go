@@ -1,10 +1,8 @@
 package sqlitestore
 
 import (
-	"container/list"
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -15,14 +13,16 @@ import (
 const itemCacheBytes = 32 << 20
 
 // userItems are whole items of one user that searches returned, as of the
-// user's memory_item_revisions changed count.
+// user's memory_item_revisions changed count. Its map is read and written
+// holding the user's slot's mutex.
 type userItems struct {
-	key     vecKey // tenant and user only
 	changed int64
 	items   map[int64]memory.Item
-	size    int
-	elem    *list.Element
+	bytes   int // sum of itemSize over items
 }
+
+// size is roughly what u holds in memory, in bytes.
+func (u *userItems) size() int { return u.bytes }
 
 // itemCache keeps the items searches return, so that a search whose ranking
 // was read from memory (vectors, full-text index) does not read its best
@@ -39,15 +39,11 @@ type userItems struct {
 // item held. So once an erasure or edit has committed, no later search is
 // answered with what it deleted or changed.
 type itemCache struct {
-	mu    sync.Mutex
-	users map[vecKey]*userItems
-	lru   *list.List // of *userItems, most recently used first
-	bytes int
-	max   int
+	users *userCache[*userItems] // keyed by tenant and user only
 }
 
 func newItemCache(max int) *itemCache {
-	return &itemCache{users: map[vecKey]*userItems{}, lru: list.New(), max: max}
+	return &itemCache{users: newUserCache[*userItems](max)}
 }
 
 // itemSize is roughly what one cached item holds in memory, in bytes.
@@ -58,13 +54,13 @@ func itemSize(it memory.Item) int {
 // get returns the cached items of ids for the user at changed, and the ids
 // it does not hold.
 func (c *itemCache) get(tenant, user string, changed int64, ids []int64) (map[int64]memory.Item, []int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	u, ok := c.users[vecKey{tenant: tenant, user: user}]
-	if !ok || u.changed != changed {
+	sl := c.users.slot(vecKey{tenant: tenant, user: user})
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
+	if u == nil || u.changed != changed {
 		return nil, ids
 	}
-	c.lru.MoveToFront(u.elem)
 	got := make(map[int64]memory.Item, len(ids))
 	var missing []int64
 	for _, id := range ids {
@@ -78,45 +74,31 @@ func (c *itemCache) get(tenant, user string, changed int64, ids []int64) (map[in
 }
 
 // put keeps items of the user, read at or after changed, unless the cache
-// holds the user at a newer count; an older count is dropped first.
+// holds the user at a newer count; an older count is dropped first. A user
+// whose items alone exceed the cache's bound is not kept.
 func (c *itemCache) put(tenant, user string, changed int64, items []memory.Item) {
-	if len(items) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := vecKey{tenant: tenant, user: user}
-	u, ok := c.users[key]
+	sl := c.users.slot(vecKey{tenant: tenant, user: user})
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
 	switch {
-	case ok && u.changed > changed:
+	case u != nil && u.changed > changed:
 		return
-	case ok && u.changed < changed:
-		c.bytes -= u.size
-		u.changed, u.items, u.size = changed, map[int64]memory.Item{}, 0
-	case !ok:
-		u = &userItems{key: key, changed: changed, items: map[int64]memory.Item{}}
-		u.elem = c.lru.PushFront(u)
-		c.users[key] = u
+	case u == nil || u.changed < changed:
+		u = &userItems{changed: changed, items: make(map[int64]memory.Item, len(items))}
 	}
-	c.lru.MoveToFront(u.elem)
 	for _, it := range items {
 		if _, held := u.items[it.ID]; held {
 			continue
 		}
 		it.Score = 0
 		u.items[it.ID] = it
-		n := itemSize(it)
-		u.size += n
-		c.bytes += n
+		u.bytes += itemSize(it)
 	}
-	for e := c.lru.Back(); c.bytes > c.max && e != nil; {
-		prev := e.Prev()
-		old := e.Value.(*userItems)
-		c.lru.Remove(e)
-		delete(c.users, old.key)
-		c.bytes -= old.size
-		e = prev
+	if slotOverhead+u.bytes > c.users.max {
+		u = nil
 	}
+	c.users.publish(sl, u) // accounts u's growth, evicts past the bound
 }
 
 // cachedItemsByID is itemsByID for ids ranked from the user's vectors or

@@ -71,8 +71,8 @@ func (c *userCache[V]) value(sl *userSlot[V]) V {
 }
 
 // publish records v as sl's value (nil forgets it) and evicts least
-// recently used slots past the bound, never sl itself. The caller holds
-// sl.mu.
+// recently used slots past the bound, never sl itself. v may be sl's value
+// grown in place: its size is accounted again. The caller holds sl.mu.
 func (c *userCache[V]) publish(sl *userSlot[V], v V) {
 	size := slotOverhead // so that slots without values are bounded too
 	var none V
