@@ -101,57 +101,17 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
+		var kept []memory.Item
 		for _, it := range items {
 			if it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref] || erased[[2]string{it.Tenant, it.User}] {
 				continue
 			}
-			dims, _ := embeddingOf(it)
-			var dimsArg, modelArg any
-			if dims > 0 {
-				dimsArg, modelArg = dims, it.Model
-			}
-			at := it.CreatedAt
-			if at.IsZero() {
-				at = now
-			}
-			// A said-at time is stored only when the item brings one (else
-			// it reads as created_at); an update without one keeps the
-			// stored time.
-			var said any
-			switch {
-			case !it.SaidAt.IsZero():
-				said = it.SaidAt
-			case !it.CreatedAt.IsZero():
-				said = it.CreatedAt
-			}
-			b.Queue(`
-			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
-			                          embedding, dims, model, created_at, said_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
-				conversation = coalesce(EXCLUDED.conversation, memory_items.conversation),
-				content = EXCLUDED.content,
-				said_at = coalesce(EXCLUDED.said_at, memory_items.said_at),
-				embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.embedding ELSE EXCLUDED.embedding END,
-				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.dims ELSE EXCLUDED.dims END,
-				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
-					THEN memory_items.model ELSE EXCLUDED.model END
-			WHERE memory_items.content IS DISTINCT FROM EXCLUDED.content
-				OR EXCLUDED.said_at IS NOT NULL AND memory_items.said_at IS DISTINCT FROM EXCLUDED.said_at
-				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
-				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
-					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`,
-				it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
-				vectorArg(it.Embedding), dimsArg, modelArg, at, said)
+			kept = append(kept, it)
 		}
-		if b.Len() == 0 {
-			return nil
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return unavailable(err)
+		for _, round := range upsertRounds(kept) {
+			if _, err := tx.Exec(ctx, addItemsSQL, itemArgs(round, now)...); err != nil {
+				return unavailable(err)
+			}
 		}
 		return nil
 	})
@@ -159,6 +119,91 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		return fmt.Errorf("pgstore: add %d items: %w", len(items), err)
 	}
 	return nil
+}
+
+// addItemsSQL upserts the items given as parallel arrays in one statement,
+// so the statistics triggers of memory_items (migrations/postgres 0003,
+// 0008) run once for all of them. See AddItems for what an update keeps.
+const addItemsSQL = `
+	INSERT INTO memory_items AS m (tenant, user_id, conversation, kind, source, chunk, content,
+	                               embedding, dims, model, created_at, said_at)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[],
+		$7::text[], $8::vector[], $9::integer[], $10::text[], $11::timestamptz[], $12::timestamptz[])
+	ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
+		conversation = coalesce(EXCLUDED.conversation, m.conversation),
+		content = EXCLUDED.content,
+		said_at = coalesce(EXCLUDED.said_at, m.said_at),
+		embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = m.content
+			THEN m.embedding ELSE EXCLUDED.embedding END,
+		dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = m.content
+			THEN m.dims ELSE EXCLUDED.dims END,
+		model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = m.content
+			THEN m.model ELSE EXCLUDED.model END
+	WHERE m.content IS DISTINCT FROM EXCLUDED.content
+		OR EXCLUDED.said_at IS NOT NULL AND m.said_at IS DISTINCT FROM EXCLUDED.said_at
+		OR EXCLUDED.conversation IS NOT NULL AND m.conversation IS DISTINCT FROM EXCLUDED.conversation
+		OR EXCLUDED.embedding IS NOT NULL AND (m.embedding IS DISTINCT FROM EXCLUDED.embedding
+			OR m.model IS DISTINCT FROM EXCLUDED.model OR m.dims IS DISTINCT FROM EXCLUDED.dims)`
+
+// upsertRounds splits items into the fewest runs of statements that each
+// hold a (tenant, user, kind, ref, chunk) at most once — one statement's
+// ON CONFLICT cannot update a row twice — keeping the order of items that
+// share a key, so a later one still updates what an earlier one stored.
+// Most calls have no repeated key and make one round.
+func upsertRounds(items []memory.Item) [][]memory.Item {
+	type key struct {
+		tenant, user, kind, ref string
+		chunk                   int
+	}
+	var rounds [][]memory.Item
+	seen := map[key]int{} // rounds that hold the key so far
+	for _, it := range items {
+		k := key{it.Tenant, it.User, it.Kind, it.Ref, it.Chunk}
+		r := seen[k]
+		seen[k] = r + 1
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], it)
+	}
+	return rounds
+}
+
+// itemArgs returns the parallel arrays addItemsSQL reads for items. A zero
+// CreatedAt is now; a said-at time is stored only when the item brings one
+// (else it reads as created_at), and an update without one keeps the
+// stored time.
+func itemArgs(items []memory.Item, now time.Time) []any {
+	n := len(items)
+	var (
+		tenants, users, kinds, refs, texts = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		convs, models                      = make([]*string, n), make([]*string, n)
+		chunks, dims                       = make([]int32, n), make([]*int32, n)
+		vecs                               = make([]*pgvector.Vector, n)
+		created, said                      = make([]time.Time, n), make([]*time.Time, n)
+	)
+	for i, it := range items {
+		tenants[i], users[i], kinds[i], refs[i], texts[i] = it.Tenant, it.User, it.Kind, it.Ref, it.Text
+		chunks[i] = int32(it.Chunk)
+		if it.Conversation != "" {
+			convs[i] = &it.Conversation
+		}
+		if d, _ := embeddingOf(it); d > 0 {
+			d32 := int32(d)
+			dims[i], models[i], vecs[i] = &d32, &it.Model, vectorArg(it.Embedding)
+		}
+		created[i] = it.CreatedAt
+		if created[i].IsZero() {
+			created[i] = now
+		}
+		switch {
+		case !it.SaidAt.IsZero():
+			said[i] = &it.SaidAt
+		case !it.CreatedAt.IsZero():
+			said[i] = &it.CreatedAt
+		}
+	}
+	return []any{tenants, users, convs, kinds, refs, chunks, texts, vecs, dims, models, created, said}
 }
 
 // supersededSources returns, keyed tenant + "\x00" + key, the messages among
