@@ -108,6 +108,19 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			}
 			kept = append(kept, it)
 		}
+		if len(kept) == 0 {
+			return nil
+		}
+		// The statistics locks of every user first, in one order: the
+		// insert and update triggers of each statement would otherwise
+		// take them in two runs, and two batches could deadlock.
+		tenants, users := make([]string, len(kept)), make([]string, len(kept))
+		for i, it := range kept {
+			tenants[i], users[i] = it.Tenant, it.User
+		}
+		if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", tenants, users); err != nil {
+			return fmt.Errorf("lock statistics: %w", unavailable(err))
+		}
 		for _, round := range upsertRounds(kept) {
 			if _, err := tx.Exec(ctx, addItemsSQL, itemArgs(round, now)...); err != nil {
 				return unavailable(err)

@@ -13,11 +13,10 @@
 --   * postings of new rows are plain inserts: an item's id is new, and an
 --     update removes the old postings of a changed item before adding its
 --     new ones in the same statement, so a posting cannot exist already;
---   * the (tenant, user) row of memory_item_stats is written first. Its row
---     lock, held to commit, orders every writer of one user's items before
---     it touches that user's document frequencies, so concurrent writers
---     (each statement taking users in key order) never deadlock on them and
---     never lose a count;
+--   * a statement first takes a transaction advisory lock per user whose
+--     statistics it changes (memory_bm25_lock): writers of one user's
+--     statistics take turns to commit, so they never deadlock on the rows
+--     and never lose a count;
 --   * a user whose last item goes (an erasure) loses every row of theirs at
 --     once, by key range, instead of term by term.
 ALTER TABLE memory_item_stats
@@ -32,6 +31,26 @@ ALTER TABLE memory_item_terms
     ALTER COLUMN user_id TYPE text COLLATE "C",
     ALTER COLUMN term TYPE text COLLATE "C";
 
+-- memory_bm25_lock takes the transaction advisory locks of the users'
+-- statistics (key space 5 of hashtextextended), in key order: one writer of
+-- a user's statistics at a time, to its commit, so writers never deadlock on
+-- the statistics rows, whatever order their items come in and whether the
+-- rows exist yet, and never lose a count. A statement that fires two
+-- triggers (INSERT ... ON CONFLICT DO UPDATE fires the insert and the update
+-- one), or a transaction of several statements, takes them in one order
+-- only if it calls this first for all of its users, as AddItems does.
+CREATE FUNCTION memory_bm25_lock(tenants text[], users text[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    k bigint;
+BEGIN
+    FOR k IN SELECT DISTINCT hashtextextended('bm25/' || r.tenant || '/' || r.user_id, 5)
+             FROM unnest(tenants, users) AS r(tenant, user_id) ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock(k);
+    END LOOP;
+END;
+$$;
+
 -- memory_bm25_apply adds (sign 1) or removes (sign -1) the statistics of
 -- the items given as parallel arrays, in one statement per table: the
 -- users' totals, then the terms' document frequencies, then the postings,
@@ -42,6 +61,7 @@ BEGIN
     IF coalesce(cardinality(ids), 0) = 0 THEN
         RETURN;
     END IF;
+    PERFORM memory_bm25_lock(tenants, users);
     INSERT INTO memory_item_stats AS s (tenant, user_id, docs, total_len)
     SELECT r.tenant, r.user_id, sign * count(*),
            sign * coalesce(sum((SELECT coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)
