@@ -122,6 +122,20 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if err != nil {
 			return err
 		}
+		// The BM25 statistics locks of every user first, in one order:
+		// the statements' triggers would otherwise take them as each
+		// statement comes, and two batches could deadlock.
+		var tenants, users []string
+		for _, it := range items {
+			if !erased[[2]string{it.Tenant, it.User}] {
+				tenants, users = append(tenants, it.Tenant), append(users, it.User)
+			}
+		}
+		if len(users) > 0 {
+			if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", tenants, users); err != nil {
+				return fmt.Errorf("lock statistics: %w", unavailable(err))
+			}
+		}
 		// New items are inserted before their conversations are locked:
 		// inserting is the costly part (the HNSW index, the term
 		// statistics), and a capture saving a turn of the conversation
