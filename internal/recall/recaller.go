@@ -29,7 +29,7 @@ type RecallOptions struct {
 	// relevant to the query; below it, facts rank by mentions and recency.
 	FactRelevance float64
 	// MaxPassages is how many passages Recall returns at most (default
-	// 32): the prompt's recall share, not this number, decides how many
+	// 64): the prompt's recall share, not this number, decides how many
 	// are shown (the assembler packs them best first until it is full).
 	MaxPassages int
 	// ContextTurns is how many turns before and after a recalled turn come
@@ -39,7 +39,7 @@ type RecallOptions struct {
 }
 
 // defaultMaxPassages is RecallOptions.MaxPassages when unset.
-const defaultMaxPassages = 32
+const defaultMaxPassages = 64
 
 // Recaller answers recall queries: the user's current facts and passages
 // from their earlier messages, summaries and facts. It is safe for
