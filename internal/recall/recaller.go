@@ -28,9 +28,11 @@ type RecallOptions struct {
 	// FactRelevance is the cosine similarity from which a fact counts as
 	// relevant to the query; below it, facts rank by mentions and recency.
 	FactRelevance float64
-	// MaxPassages is how many passages Recall returns at most (default
-	// 64): the prompt's recall share, not this number, decides how many
-	// are shown (the assembler packs them best first until it is full).
+	// MaxPassages is how many passages Recall returns at least as its
+	// limit (default 64; a query's budget may raise it, one passage per 64
+	// tokens up to 256): the prompt's recall share, not this number,
+	// decides how many are shown (the assembler packs them best first
+	// until it is full).
 	MaxPassages int
 	// ContextTurns is how many turns before and after a recalled turn come
 	// with it (default 1: the question before an answer, the answer after
@@ -40,6 +42,24 @@ type RecallOptions struct {
 
 // defaultMaxPassages is RecallOptions.MaxPassages when unset.
 const defaultMaxPassages = 64
+
+const (
+	// budgetPerPassage is the prompt budget, in tokens, for which recall
+	// returns one passage beyond MaxPassages: about what a recalled turn
+	// with the turns around it costs.
+	budgetPerPassage = 64
+	// maxBudgetPassages bounds the passages a large budget asks for (each
+	// costs a read of the turns around it).
+	maxBudgetPassages = 256
+)
+
+// passages returns how many passages a recall within a prompt budget of
+// budget tokens returns at most: MaxPassages, or more for a budget that can
+// show more (the assembler packs them best first until the recall share is
+// full, so a fixed count would leave a large budget unused).
+func (r *Recaller) passages(budget int) int {
+	return max(r.opts.MaxPassages, min(budget/budgetPerPassage, maxBudgetPassages))
+}
 
 // Recaller answers recall queries: the user's current facts and passages
 // from their earlier messages, summaries and facts. It is safe for
@@ -91,7 +111,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	}
 	ctx, late := withLateNote(ctx)
 	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now,
-		TopK: r.opts.MaxPassages}
+		TopK: r.passages(q.Budget)}
 	search := true
 	if !(r.opts.CrossConversation && q.CrossConversation) {
 		search = q.Conversation != "" // else no conversation to stay within

@@ -187,3 +187,28 @@ func TestQueryText(t *testing.T) {
 		})
 	}
 }
+
+// TestPassagesGrowWithTheBudget: recall returns MaxPassages for small or
+// unknown budgets, one passage per budgetPerPassage tokens for larger ones,
+// and never more than maxBudgetPassages.
+func TestPassagesGrowWithTheBudget(t *testing.T) {
+	r := &Recaller{opts: RecallOptions{MaxPassages: 64}}
+	tests := []struct {
+		budget, want int
+	}{
+		{0, 64},
+		{4000, 64},
+		{8000, 125},
+		{16000, 250},
+		{1 << 20, maxBudgetPassages},
+	}
+	for _, tt := range tests {
+		if got := r.passages(tt.budget); got != tt.want {
+			t.Errorf("passages(%d) = %d, want %d", tt.budget, got, tt.want)
+		}
+	}
+	small := &Recaller{opts: RecallOptions{MaxPassages: 300}}
+	if got := small.passages(8000); got != 300 {
+		t.Errorf("a MaxPassages above the budget's count: passages = %d, want 300", got)
+	}
+}
