@@ -150,9 +150,6 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	// Stored turns, summaries and passages come back request after
-	// request: their counts are remembered rather than counted again.
-	deps.Counter = newCountCache(deps.Counter)
 	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, logger: logger, m: newLoadMetrics()}, nil
 }
 

@@ -86,6 +86,14 @@ func (c *Counter) Messages(model string, msgs []json.RawMessage) int {
 // images (ImageLow or ImageHigh). A message that is not a JSON object is
 // counted as text, so a malformed message is never free.
 func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
+	if len(raw) < memoMinBytes {
+		return c.rawMessage(model, raw)
+	}
+	return c.memo.count(c.memo.key(kindMessage, c.encoder(model).name, "", raw), func() int { return c.rawMessage(model, raw) })
+}
+
+// rawMessage is RawMessage, counted.
+func (c *Counter) rawMessage(model string, raw json.RawMessage) int {
 	var w wireMessage
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return PerMessage + c.Text(model, string(raw))

@@ -1,20 +1,13 @@
 package tokens
 
 import (
-	"hash/maphash"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
-// Bounds of a segmentCache: texts shorter than segmentMinText, or of one
-// line, are counted whole; each of the segmentShards shards keeps at most
-// two generations of segmentGeneration counts (≈ 130,000 in all, a few MB).
-const (
-	segmentMinText    = 512
-	segmentShards     = 16
-	segmentGeneration = 4096
-)
+// segmentMinText is the length below which a text is counted whole: a
+// shorter one gains nothing from being cut.
+const segmentMinText = 512
 
 // segmentCache remembers the token counts of the lines of long multi-line
 // texts. The prompt's memory block is such a text: rebuilt on every
@@ -26,21 +19,14 @@ const (
 // newline and before a character that is not white space, so its count is
 // exactly the sum of its segments' counts: a piece is decided by the text
 // from its start up to at most the character after it, and each segment
-// starts and ends at a piece boundary of the text being counted. Counts are
-// kept by a 128-bit keyed hash of the encoding and the segment (no text is
-// kept); a full generation of a shard becomes its previous one.
+// starts and ends at a piece boundary of the text being counted. The
+// segments' counts are kept in a memo.
 type segmentCache struct {
-	seeds  [2]maphash.Seed
-	shards [segmentShards]segmentShard
+	memo *memo
 }
 
-type segmentShard struct {
-	mu       sync.Mutex
-	cur, old map[[2]uint64]int
-}
-
-func newSegmentCache() *segmentCache {
-	return &segmentCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+func newSegmentCache(m *memo) *segmentCache {
+	return &segmentCache{memo: m}
 }
 
 // count returns the number of tokens s encodes to under e: e.count(s),
@@ -74,42 +60,5 @@ func isSpaceByte(b byte) bool {
 // segment returns the count of s[from:to], whose ends are piece
 // boundaries of s.
 func (c *segmentCache) segment(e *encoding, s string, from, to int) int {
-	var k [2]uint64
-	for i, seed := range c.seeds {
-		var h maphash.Hash
-		h.SetSeed(seed)
-		h.WriteString(e.name)
-		h.WriteByte(0)
-		h.WriteString(s[from:to])
-		k[i] = h.Sum64()
-	}
-	sh := &c.shards[k[0]%segmentShards]
-	sh.mu.Lock()
-	n, ok := sh.cur[k]
-	if !ok {
-		if n, ok = sh.old[k]; ok {
-			sh.putLocked(k, n)
-		}
-	}
-	sh.mu.Unlock()
-	if ok {
-		return n
-	}
-	n = e.countRange(s, from, to)
-	sh.mu.Lock()
-	sh.putLocked(k, n)
-	sh.mu.Unlock()
-	return n
-}
-
-// putLocked adds k to the current generation, rotating a full one out
-// first; sh.mu is held.
-func (sh *segmentShard) putLocked(k [2]uint64, n int) {
-	if len(sh.cur) >= segmentGeneration {
-		sh.old, sh.cur = sh.cur, nil
-	}
-	if sh.cur == nil {
-		sh.cur = make(map[[2]uint64]int, segmentGeneration/4)
-	}
-	sh.cur[k] = n
+	return c.memo.count(c.memo.key(kindSegment, e.name, s[from:to], nil), func() int { return e.countRange(s, from, to) })
 }

@@ -41,7 +41,7 @@ func TestSegmentCountsMatchWholeCounts(t *testing.T) {
 		pool[i] = randomLine(r)
 	}
 	for name, e := range encs {
-		c := newSegmentCache()
+		c := newSegmentCache(newMemo())
 		for i := range 3000 {
 			var b strings.Builder
 			for b.Len() < segmentMinText+r.IntN(4*segmentMinText) {
@@ -72,7 +72,7 @@ func TestSegmentCacheSkipsShortAndOneLineTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := encs[O200kBase]
-	c := newSegmentCache()
+	c := newSegmentCache(newMemo())
 	for _, s := range []string{
 		"short\ntext\n",
 		strings.Repeat("one long line without a newline ", 40),
@@ -91,12 +91,6 @@ func TestSegmentCacheSkipsShortAndOneLineTexts(t *testing.T) {
 
 // held is how many segment counts c holds.
 func (c *segmentCache) held() int {
-	n := 0
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		n += len(sh.cur) + len(sh.old)
-		sh.mu.Unlock()
-	}
+	n, _ := c.memo.stats()
 	return n
 }

@@ -44,9 +44,15 @@ type Counter struct {
 	o200k   *encoding
 	cl100k  *encoding
 	windows windowTable
-	// segs remembers the counts of long multi-line texts' lines.
+	// memo remembers the counts of long texts and messages, whole and
+	// (long multi-line texts) line by line (segs).
+	memo *memo
 	segs *segmentCache
 }
+
+// memoMinBytes is the length below which a text or message is counted each
+// time: hashing it costs about as much.
+const memoMinBytes = 64
 
 // New returns a Counter. windows maps model names or prefixes to context
 // windows in tokens; it overrides and extends the built-in table (see
@@ -62,11 +68,13 @@ func New(windows map[string]int) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
+	m := newMemo()
 	return &Counter{
 		o200k:   encs[O200kBase],
 		cl100k:  encs[CL100kBase],
 		windows: newWindowTable(windows),
-		segs:    newSegmentCache(),
+		memo:    m,
+		segs:    newSegmentCache(m),
 	}, nil
 }
 
@@ -106,13 +114,19 @@ func (c *Counter) encoder(model string) *encoding {
 
 // Text returns the number of tokens s encodes to for model. Special-token
 // text such as "<|endoftext|>" is counted as ordinary text, as it is when it
-// appears in a chat message. The lines of long multi-line texts (a prompt's
-// memory block, a summary) are counted once and remembered (segmentCache).
+// appears in a chat message. Long texts are counted once and remembered —
+// stored turns, summaries and passages come back request after request —
+// and so are the lines of long multi-line texts (a prompt's memory block),
+// which recur in texts that differ (segmentCache).
 func (c *Counter) Text(model, s string) int {
 	if s == "" {
 		return 0
 	}
-	return c.segs.count(c.encoder(model), s)
+	e := c.encoder(model)
+	if len(s) < memoMinBytes {
+		return e.count(s)
+	}
+	return c.memo.count(c.memo.key(kindText, e.name, s, nil), func() int { return c.segs.count(e, s) })
 }
 
 // ContextWindow returns model's context window in tokens: the configured or

@@ -1,0 +1,114 @@
+package tokens
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// Bounds of a memo: each of the memoShards shards keeps at most two
+// generations of memoGeneration counts, so a memo holds at most
+// 2*memoShards*memoGeneration of them (≈ 130,000, a few MB).
+const (
+	memoShards     = 16
+	memoGeneration = 4096
+)
+
+// Kinds of counted text, part of a memo key.
+const (
+	kindText    = 't' // a whole text (Counter.Text)
+	kindMessage = 'r' // a whole chat message (Counter.RawMessage)
+	kindSegment = 's' // a line of a long text (segmentCache)
+)
+
+// memo remembers token counts across calls. A count is a pure function of
+// the encoding and the text, so a remembered one is never stale. Counts
+// are kept by a 128-bit keyed hash of the kind, the encoding and the text
+// (two maphash seeds, random per process); no text is kept, so nothing of
+// a message — an erased user's included — can be read back from it: it
+// only answers what a text the caller already holds costs. Each shard keeps
+// the counts of the current and the previous generation; a full current
+// generation becomes the previous one, so recently used counts stay and
+// memory is bounded. It is safe for concurrent use.
+type memo struct {
+	seeds  [2]maphash.Seed
+	shards [memoShards]memoShard
+}
+
+// memoKey is a text's 128-bit hash, its kind and encoding included.
+type memoKey [2]uint64
+
+type memoShard struct {
+	mu       sync.Mutex
+	cur, old map[memoKey]int
+	hits     int // lookups answered, for tests
+}
+
+func newMemo() *memo {
+	return &memo{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+}
+
+// key hashes kind, the encoding's name and the text (s, then b).
+func (m *memo) key(kind byte, enc, s string, b []byte) memoKey {
+	var k memoKey
+	for i, seed := range m.seeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.WriteByte(kind)
+		h.WriteString(enc)
+		h.WriteByte(0)
+		h.WriteString(s)
+		h.Write(b)
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// count returns k's remembered count, or remembers and returns what
+// compute answers.
+func (m *memo) count(k memoKey, compute func() int) int {
+	sh := &m.shards[k[0]%memoShards]
+	sh.mu.Lock()
+	n, ok := sh.cur[k]
+	if !ok {
+		if n, ok = sh.old[k]; ok {
+			sh.putLocked(k, n) // still in use: keep it past the next rotation
+		}
+	}
+	if ok {
+		sh.hits++
+	}
+	sh.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = compute()
+	sh.mu.Lock()
+	sh.putLocked(k, n)
+	sh.mu.Unlock()
+	return n
+}
+
+// putLocked adds k to the current generation, rotating a full one out
+// first; sh.mu is held.
+func (sh *memoShard) putLocked(k memoKey, n int) {
+	if len(sh.cur) >= memoGeneration {
+		sh.old, sh.cur = sh.cur, nil
+	}
+	if sh.cur == nil {
+		sh.cur = make(map[memoKey]int, memoGeneration/4)
+	}
+	sh.cur[k] = n
+}
+
+// stats returns how many counts m holds and how many lookups it answered,
+// for tests.
+func (m *memo) stats() (held, hits int) {
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		held += len(sh.cur) + len(sh.old)
+		hits += sh.hits
+		sh.mu.Unlock()
+	}
+	return held, hits
+}

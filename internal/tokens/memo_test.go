@@ -1,0 +1,92 @@
+package tokens
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestCounterRemembersLongTextsAndMessages: a long text or message counted
+// again is answered from the memo with the same count; short ones, other
+// encodings, and a message against its own JSON as text are counted apart.
+func TestCounterRemembersLongTextsAndMessages(t *testing.T) {
+	long := strings.Repeat("a stored turn that comes back on every request ", 3)
+	raw := json.RawMessage(fmt.Sprintf(`{"role":"user","content":%q}`, long))
+	tests := []struct {
+		name      string
+		calls     func(c *Counter) []int
+		held, hit int // counts the memo holds and lookups it answered after calls
+	}{
+		// The message, and its long content as a text.
+		{"a long message is counted once", func(c *Counter) []int {
+			return []int{c.RawMessage("gpt-4o", raw), c.RawMessage("gpt-4o", raw)}
+		}, 2, 1},
+		{"a long text is counted once", func(c *Counter) []int {
+			return []int{c.Text("gpt-4o", long), c.Text("gpt-4o", long)}
+		}, 1, 1},
+		{"models of one encoding share a count", func(c *Counter) []int {
+			return []int{c.Text("gpt-4o", long), c.Text("gpt-4o-mini", long)}
+		}, 1, 1},
+		{"encodings are counted apart", func(c *Counter) []int {
+			return []int{c.Text("gpt-4o", long), c.Text("gpt-4", long), c.Text("gpt-4o", long)}
+		}, 2, 1},
+		{"a message and its JSON as text are counted apart", func(c *Counter) []int {
+			return []int{c.RawMessage("gpt-4o", raw), c.Text("gpt-4o", string(raw))}
+		}, 3, 0},
+		{"short texts and messages are not remembered", func(c *Counter) []int {
+			return []int{c.Text("gpt-4o", "hi"), c.Text("gpt-4o", "hi"),
+				c.RawMessage("gpt-4o", json.RawMessage(`{"role":"user","content":"hi"}`)),
+				c.RawMessage("gpt-4o", json.RawMessage(`{"role":"user","content":"hi"}`))}
+		}, 0, 0},
+		{"different texts of one length are counted apart", func(c *Counter) []int {
+			other := strings.Repeat("b", len(long))
+			return []int{c.Text("gpt-4o", long), c.Text("gpt-4o", other), c.Text("gpt-4o", other)}
+		}, 2, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := tc.calls(c)
+			// The same calls on counters that remember nothing yet, one
+			// call each: the remembered counts must be the counted ones.
+			for i, n := range got {
+				if want := tc.calls(fresh)[i]; n != want {
+					t.Errorf("call %d: %d tokens, want %d", i, n, want)
+				}
+				fresh, _ = New(nil)
+			}
+			if held, hits := c.memo.stats(); held != tc.held || hits != tc.hit {
+				t.Errorf("memo holds %d counts and answered %d lookups, want %d and %d", held, hits, tc.held, tc.hit)
+			}
+		})
+	}
+}
+
+// TestMemoBounded counts far more distinct texts than a memo holds: it
+// stays within its bound, answers right, and still holds the newest.
+func TestMemoBounded(t *testing.T) {
+	m := newMemo()
+	limit := 2 * memoShards * memoGeneration
+	for i := range 3 * limit {
+		s := fmt.Sprint("text ", i)
+		if got := m.count(m.key(kindText, "e", s, nil), func() int { return len(s) }); got != len(s) {
+			t.Fatalf("text %d: %d, want %d", i, got, len(s))
+		}
+	}
+	held, _ := m.stats()
+	if held > limit || held == 0 {
+		t.Fatalf("memo holds %d counts, want 1..%d", held, limit)
+	}
+	s := fmt.Sprint("text ", 3*limit-1)
+	if got := m.count(m.key(kindText, "e", s, nil), func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
+		t.Fatalf("newest text: %d, want %d", got, len(s))
+	}
+}
