@@ -47,41 +47,12 @@ func (r *textRanker) add(id int64, text []byte) {
 	}
 	counts := r.tf[base:]
 	words := 0
-	var buf [64]byte
-	for i := 0; i < len(text); {
-		// Skip separators.
-		if c := text[i]; c < utf8.RuneSelf {
-			if asciiFold[c] == 0 {
-				i++
-				continue
-			}
-		} else if c, size := utf8.DecodeRune(text[i:]); !isWordRune(c) {
-			i += size
-			continue
-		}
-		w := buf[:0]
-		for i < len(text) {
-			if c := text[i]; c < utf8.RuneSelf {
-				f := asciiFold[c]
-				if f == 0 {
-					break
-				}
-				w = append(w, f)
-				i++
-				continue
-			}
-			c, size := utf8.DecodeRune(text[i:])
-			if !isWordRune(c) {
-				break
-			}
-			w = utf8.AppendRune(w, foldRune(c))
-			i += size
-		}
+	forEachWord(text, func(w []byte) {
 		words++
 		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
 			counts[k]++
 		}
-	}
+	})
 	for k, c := range counts {
 		if c > 0 {
 			r.df[k]++
