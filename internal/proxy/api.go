@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/url"
@@ -79,9 +78,14 @@ func (t *target) authorize(h http.Header, gatewayKeys bool) {
 // sseField reports whether line is the SSE field name with value (the
 // space after the colon is optional, as in the SSE grammar).
 func sseField(line []byte, name, value string) bool {
-	rest, ok := bytes.CutPrefix(line, []byte(name+":"))
-	if !ok {
+	// Compared as string(bytes) == string, which does not allocate: it
+	// runs on every short line of every memory-on stream.
+	if len(line) <= len(name) || string(line[:len(name)]) != name || line[len(name)] != ':' {
 		return false
 	}
-	return string(bytes.TrimPrefix(rest, []byte(" "))) == value
+	rest := line[len(name)+1:]
+	if len(rest) > 0 && rest[0] == ' ' {
+		rest = rest[1:]
+	}
+	return string(rest) == value
 }

@@ -136,3 +136,28 @@ func TestTeeBodyReleasesTheTerminalEventOnlyOnceStored(t *testing.T) {
 		}
 	}
 }
+
+func TestSSEField(t *testing.T) {
+	tests := []struct {
+		line string
+		want bool
+	}{
+		{"data: [DONE]", true},
+		{"data:[DONE]", true},
+		{"data:  [DONE]", false},
+		{"data: [DONE] ", false},
+		{"data", false},
+		{"data:", false},
+		{"dat: [DONE]", false},
+		{"event: data: [DONE]", false},
+		{": data: [DONE]", false},
+	}
+	for _, tt := range tests {
+		if got := sseField([]byte(tt.line), "data", "[DONE]"); got != tt.want {
+			t.Errorf("sseField(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { sseField([]byte("event: message_stop"), "event", "message_stop") }); n != 0 {
+		t.Errorf("sseField allocates %v times per call, want 0", n)
+	}
+}
