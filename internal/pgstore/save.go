@@ -125,16 +125,7 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 		// the upsert above) before it checks that a message is live, so a
 		// late index either commits before this delete sees its rows or
 		// sees the messages superseded and skips them.
-		if err := tx.QueryRow(ctx, `
-			WITH superseded AS (
-				UPDATE messages SET superseded_at = $5
-				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL
-				RETURNING key
-			), items AS (
-				DELETE FROM memory_items
-				WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source IN (SELECT key FROM superseded)
-			)
-			SELECT count(*) FROM superseded`,
+		if err := tx.QueryRow(ctx, supersedeSQL,
 			id.Tenant, id.User, id.Conversation, plan.SupersedeFrom, at).Scan(&res.Superseded); err != nil {
 			return memory.SaveResult{}, fmt.Errorf("supersede: %w", unavailable(err))
 		}
@@ -170,6 +161,20 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 	res.Inserted = len(msgs)
 	return res, nil
 }
+
+// supersedeSQL marks a conversation's live messages from seq $4 on
+// superseded at $5 and deletes their recall items, answering how many were
+// superseded; $1–$3 are tenant, user and conversation.
+const supersedeSQL = `
+	WITH superseded AS (
+		UPDATE messages SET superseded_at = $5
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL
+		RETURNING key
+	), items AS (
+		DELETE FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source IN (SELECT key FROM superseded)
+	)
+	SELECT count(*) FROM superseded`
 
 // validExchange checks the identity and id an exchange is stored under.
 func validExchange(ex memory.Exchange) error {

@@ -382,17 +382,7 @@ func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time, i 
 	// upsert) before it checks that a message is live, so a late index
 	// either commits before this delete sees its rows or sees the messages
 	// superseded and skips them.
-	w.p.Queue(`
-		WITH superseded AS (
-			UPDATE messages SET superseded_at = $5
-			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL
-			RETURNING key
-		), items AS (
-			DELETE FROM memory_items
-			WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source IN (SELECT key FROM superseded)
-		)
-		SELECT count(*) FROM superseded`,
-		id.Tenant, id.User, id.Conversation, from, at)
+	w.p.Queue(supersedeSQL, id.Tenant, id.User, id.Conversation, from, at)
 	w.steps = append(w.steps, true)
 	w.supersedes = append(w.supersedes, i)
 }
