@@ -1,13 +1,47 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
+
+// aroundCacheBytes bounds the turns around recalled messages a Store keeps
+// in memory, over all users (least recently recalled evicted first).
+const aroundCacheBytes = 16 << 20
+
+// windowKey names the turns within radius of one message.
+type windowKey struct {
+	ref    memory.MessageRef
+	radius int
+}
+
+// userWindows are one user's windows of turns around recalled messages, as
+// of the user's messages_changed count (memory_item_revisions). Its map is
+// read and written holding the user's slot's mutex.
+type userWindows struct {
+	changed int64
+	windows map[windowKey][]memory.Message
+	bytes   int
+}
+
+// size is roughly what u holds in memory, in bytes.
+func (u *userWindows) size() int { return u.bytes }
+
+// windowSize is roughly what one cached window holds in memory, in bytes.
+func windowSize(k windowKey, w []memory.Message) int {
+	n := 96 + len(k.ref.Conversation) + len(k.ref.Key)
+	for _, m := range w {
+		n += 200 + len(m.Conversation) + len(m.Key) + len(m.Role) + len(m.Content)
+	}
+	return n
+}
 
 // MessagesAround returns the live messages within radius turns of each
 // message refs names (the message itself included, when live), of the
@@ -16,49 +50,172 @@ import (
 // (memory.Message.Failed) is left out: it is never recalled, not even as a
 // neighbour. Unknown refs, and refs of other users or tenants, add nothing;
 // radius < 0 finds nothing.
+//
+// The windows of turns read are kept in memory as of the user's
+// messages_changed count, which every update and delete of their messages
+// moves (migration 0013), and read again when it has moved: a warm
+// conversation's recall finds mostly the same turns request after request,
+// and every commit of the capture path empties the readers' page caches.
+// Only windows whose last turn was already stored are kept: a new message
+// takes a seq above every stored one, so it cannot join them.
 func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []memory.Message{}, nil
 	}
+	// The count is read before the turns, so turns read after a change are
+	// never kept as of a count from before it.
+	changed, err := s.messagesChanged(ctx, tenant, user)
+	if err != nil {
+		return nil, err
+	}
+	sl := s.around.slot(vecKey{tenant: tenant, user: user})
+	got := make(map[windowKey][]memory.Message, len(refs))
+	var missing []memory.MessageRef
+	sl.mu.Lock()
+	u := sl.val
+	for _, r := range refs {
+		k := windowKey{ref: r, radius: radius}
+		if _, ok := got[k]; ok {
+			continue
+		}
+		if u != nil && u.changed == changed {
+			if w, ok := u.windows[k]; ok {
+				got[k] = w
+				continue
+			}
+		}
+		got[k] = nil
+		missing = append(missing, r)
+	}
+	sl.mu.Unlock()
+	if len(missing) > 0 {
+		read, closed, err := s.readWindows(ctx, tenant, user, missing, radius)
+		if err != nil {
+			return nil, err
+		}
+		for k, w := range read {
+			got[k] = w
+		}
+		s.keepWindows(sl, changed, read, closed)
+	}
+	type at struct {
+		conversation string
+		seq          int64
+	}
+	seen := make(map[at]bool, 3*len(got))
+	out := []memory.Message{}
+	for _, w := range got {
+		for _, m := range w {
+			if a := (at{m.Conversation, m.Seq}); !seen[a] {
+				seen[a] = true
+				out = append(out, m)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b memory.Message) int {
+		return cmp.Or(cmp.Compare(a.Conversation, b.Conversation), cmp.Compare(a.Seq, b.Seq))
+	})
+	return out, nil
+}
+
+// messagesChanged returns the user's messages_changed count (0 before any
+// change).
+func (s *Store) messagesChanged(ctx context.Context, tenant, user string) (int64, error) {
+	var changed int64
+	err := s.reads.QueryRowContext(ctx, `SELECT messages_changed FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
+		tenant, user).Scan(&changed)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("messages around: read revision: %w", err)
+	}
+	return changed, nil
+}
+
+// keepWindows keeps the closed windows of read for the user at changed,
+// unless the cache holds the user at a newer count; an older count is
+// dropped first. A user whose windows alone exceed the bound is not kept.
+func (s *Store) keepWindows(sl *userSlot[*userWindows], changed int64, read map[windowKey][]memory.Message, closed map[windowKey]bool) {
+	if len(closed) == 0 {
+		return
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
+	switch {
+	case u != nil && u.changed > changed:
+		return
+	case u == nil || u.changed < changed:
+		u = &userWindows{changed: changed, windows: make(map[windowKey][]memory.Message, len(closed))}
+	}
+	for k := range closed {
+		if _, held := u.windows[k]; held {
+			continue
+		}
+		u.windows[k] = read[k]
+		u.bytes += windowSize(k, read[k])
+	}
+	if slotOverhead+u.bytes > s.around.max {
+		u = nil
+	}
+	s.around.publish(sl, u)
+}
+
+// readWindows reads the live turns within radius of each of refs from the
+// file: the windows of the refs that name a stored message, and which of
+// them are closed (their last seq is stored, live or not, so no message
+// can join them without an update, which moves messages_changed).
+func (s *Store) readWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[windowKey][]memory.Message, map[windowKey]bool, error) {
 	pairs := make([][2]string, len(refs))
 	for i, r := range refs {
 		pairs[i] = [2]string{r.Conversation, r.Key}
 	}
 	list, err := json.Marshal(pairs)
 	if err != nil {
-		return nil, fmt.Errorf("messages around: encode refs: %w", err)
+		return nil, nil, fmt.Errorf("messages around: encode refs: %w", err)
 	}
-	rows, err := s.reads.QueryContext(ctx, `SELECT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+	// The superseded turns inside a window are read too (and then left
+	// out), so a window whose last seq is a superseded turn counts as
+	// closed.
+	rows, err := s.reads.QueryContext(ctx, `SELECT r.key, h.seq, m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+			m.superseded_at IS NOT NULL,
 			CASE WHEN instr(m.raw, '"`+memory.FailedField+`"') > 0 THEN m.raw END
 		FROM (SELECT DISTINCT json_extract(value, '$[0]') AS conversation, json_extract(value, '$[1]') AS key
 		      FROM json_each(?)) r
 		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
 		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
-			AND m.seq BETWEEN h.seq - ? AND h.seq + ? AND m.superseded_at IS NULL
-		GROUP BY m.conversation, m.seq
-		ORDER BY m.conversation, m.seq`, string(list), tenant, user, radius, radius)
+			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, string(list), tenant, user, radius, radius)
 	if err != nil {
-		return nil, fmt.Errorf("messages around: %w", err)
+		return nil, nil, fmt.Errorf("messages around: %w", err)
 	}
 	defer rows.Close()
-	out := []memory.Message{}
+	read := make(map[windowKey][]memory.Message, len(refs))
+	closed := make(map[windowKey]bool, len(refs))
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
 		var (
-			created int64
-			marked  sql.NullString
+			hitKey     string
+			hitSeq     int64
+			created    int64
+			superseded bool
+			marked     sql.NullString
 		)
-		if err := rows.Scan(&m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &marked); err != nil {
-			return nil, fmt.Errorf("messages around: %w", err)
+		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &superseded, &marked); err != nil {
+			return nil, nil, fmt.Errorf("messages around: %w", err)
 		}
-		if marked.Valid && (memory.Message{Raw: []byte(marked.String)}).Failed() {
+		k := windowKey{ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, radius: radius}
+		if m.Seq == hitSeq+int64(radius) {
+			closed[k] = true
+		}
+		if _, ok := read[k]; !ok {
+			read[k] = nil // a stored message, even when nothing of it is live
+		}
+		if superseded || (marked.Valid && (memory.Message{Raw: []byte(marked.String)}).Failed()) {
 			continue
 		}
 		m.CreatedAt = fromNanos(created)
-		out = append(out, m)
+		read[k] = append(read[k], m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("messages around: %w", err)
+		return nil, nil, fmt.Errorf("messages around: %w", err)
 	}
-	return out, nil
+	return read, closed, nil
 }

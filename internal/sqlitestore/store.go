@@ -43,6 +43,8 @@ type Store struct {
 	texts *textCache
 	// items holds the items searches returned (itemCache).
 	items *itemCache
+	// around holds the turns around recalled messages (MessagesAround).
+	around *userCache[*userWindows]
 	// reads runs the request path's reads on read through prepared
 	// statements.
 	reads *stmtCache
@@ -102,7 +104,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newUserCache[*vecSet](vectorCacheBytes),
-		texts: newUserCache[*textIndex](textCacheBytes), items: newItemCache(itemCacheBytes), reads: newStmtCache(read)}
+		texts: newUserCache[*textIndex](textCacheBytes), items: newItemCache(itemCacheBytes),
+		around: newUserCache[*userWindows](aroundCacheBytes), reads: newStmtCache(read)}
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {

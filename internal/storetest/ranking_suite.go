@@ -40,6 +40,7 @@ func RunRanking(t *testing.T, open func(t *testing.T) RankingStore) {
 		{"ItemsKeepSaidAt", testItemsKeepSaidAt},
 		{"MessagesAround", testMessagesAround},
 		{"MessagesAroundLeavesOutFailedReplies", testMessagesAroundLeavesOutFailed},
+		{"MessagesAroundFollowsChanges", testMessagesAroundFollowsChanges},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -425,4 +426,70 @@ func testMessagesAroundLeavesOutFailed(t *testing.T, s RankingStore) {
 	if want := []string{"2:answer 1", "3:question 2", "5:question 3", "6:answer 3"}; !slices.Equal(out, want) {
 		t.Fatalf("MessagesAround = %q, want %q (the broken-off reply at seq 4 left out)", out, want)
 	}
+}
+
+// testMessagesAroundFollowsChanges asks for the same turns again and again
+// (a store may keep them) while the conversation changes under them: a new
+// turn joins the window of the last one, a regeneration takes superseded
+// turns out, and a deleted conversation or an erased user leaves nothing,
+// each seen by the very next call. Another user never gets them.
+func testMessagesAroundFollowsChanges(t *testing.T, s RankingStore) {
+	c1 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	c2 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c2"}
+	for n := 1; n <= 3; n++ { // c1 seq 1..6: question n, answer n
+		mustSave(t, s, simple(t, c1, n))
+	}
+	mustSave(t, s, simple(t, c2, 1))
+	ref := func(id memory.Identity, n, i int) memory.MessageRef {
+		return memory.MessageRef{Conversation: id.Conversation, Key: memory.Key(fmt.Sprintf("ex-alice-%s-%d", id.Conversation, n), i)}
+	}
+	around := func(user string, refs ...memory.MessageRef) []string {
+		t.Helper()
+		var out []string
+		for range 2 { // the second call may be answered from memory
+			got, err := s.MessagesAround(testCtx(t), "acme", user, refs, 1)
+			if err != nil {
+				t.Fatalf("MessagesAround: %v", err)
+			}
+			out = out[:0]
+			for _, m := range got {
+				out = append(out, fmt.Sprintf("%s/%d:%s", m.Conversation, m.Seq, m.Content))
+			}
+		}
+		return out
+	}
+	check := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Fatalf("MessagesAround %s = %q, want %q", what, got, want)
+		}
+	}
+	last, middle, first, other := ref(c1, 3, 1), ref(c1, 2, 0), ref(c1, 1, 1), ref(c2, 1, 0)
+	check("of the last turn", around("alice", last), []string{"c1/5:question 3", "c1/6:answer 3"})
+	check("of a middle turn", around("alice", middle), []string{"c1/2:answer 1", "c1/3:question 2", "c1/4:answer 2"})
+	check("of the first answer", around("alice", first), []string{"c1/1:question 1", "c1/2:answer 1", "c1/3:question 2"})
+	check("of another conversation", around("alice", other), []string{"c2/1:question 1", "c2/2:answer 1"})
+	check("for another user", around("bob", last, middle, other), nil)
+
+	mustSave(t, s, simple(t, c1, 4))
+	check("of the last turn after a new one", around("alice", last),
+		[]string{"c1/5:question 3", "c1/6:answer 3", "c1/7:question 4"})
+	check("of a middle turn after a new one", around("alice", middle), []string{"c1/2:answer 1", "c1/3:question 2", "c1/4:answer 2"})
+
+	// Regenerating the second answer supersedes seq 3 onwards.
+	mustSave(t, s, exchange(c1, "regen", 5, []memory.Message{msg(t, "user", "question 1"), msg(t, "assistant", "answer 1")},
+		[]memory.Message{msg(t, "user", "question 2")}, msg(t, "assistant", "answer 2 again")))
+	check("of the first answer after a regeneration", around("alice", first), []string{"c1/1:question 1", "c1/2:answer 1"})
+	check("of a superseded turn", around("alice", middle), []string{"c1/2:answer 1"})
+	check("of the last turn after a regeneration", around("alice", last), nil)
+
+	if err := s.DeleteConversation(testCtx(t), c2); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	check("of a deleted conversation", around("alice", other), nil)
+	check("of the first answer before the erasure", around("alice", first), []string{"c1/1:question 1", "c1/2:answer 1"})
+	if err := s.DeleteUser(testCtx(t), "acme", "alice"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	check("of an erased user", around("alice", first, middle, last, other), nil)
 }
