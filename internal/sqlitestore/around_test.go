@@ -27,7 +27,7 @@ func TestMessagesAroundSeesOtherProcesses(t *testing.T) {
 		t.Helper()
 		at = at.Add(time.Second)
 		ex := memory.Exchange{ID: exID, Identity: id, Model: "m", At: at, Prior: prior,
-			Turn: []memory.Message{{Role: "user", Content: q, Raw: []byte(fmt.Sprintf(`{"role":"user","content":%q}`, q))}},
+			Turn:  []memory.Message{{Role: "user", Content: q, Raw: []byte(fmt.Sprintf(`{"role":"user","content":%q}`, q))}},
 			Reply: memory.Message{Role: "assistant", Content: a, Raw: []byte(fmt.Sprintf(`{"role":"assistant","content":%q}`, a))}}
 		if _, err := st.SaveExchange(ctx, ex); err != nil {
 			t.Fatalf("save %s: %v", exID, err)
