@@ -223,3 +223,32 @@ func BenchmarkRecall(b *testing.B) {
 		}
 	}
 }
+
+// TestEveryStoreGivesRecallItsReads: whatever the store wiring (the
+// embedded file, PostgreSQL behind the Redis cache), recall gets the turns
+// around recalled messages and the user's term statistics. Recall finds
+// them by type assertion, so a wrapper that hid them would silently recall
+// turns without their question or answer, and rank speaker names as
+// content.
+func TestEveryStoreGivesRecallItsReads(t *testing.T) {
+	up := upstreamtest.New(t, upstreamtest.Default())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			st, _, closers, err := openStore(context.Background(), mk(t), slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				for i := len(closers) - 1; i >= 0; i-- {
+					closers[i]()
+				}
+			})
+			if _, ok := st.(recall.ContextReader); !ok {
+				t.Errorf("the %s store (%T) does not read the turns around recalled messages", name, st)
+			}
+			if _, ok := st.(recall.TermStats); !ok {
+				t.Errorf("the %s store (%T) keeps no term statistics for recall", name, st)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -382,4 +383,42 @@ func TestCacheAdoptContract(t *testing.T) {
 		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
 		return c
 	})
+}
+
+var _ storetest.RankingStore = (*Cache)(nil)
+
+// TestCacheRankingContract runs the ranking suite through the Cache: full
+// text search and the turns around recalled messages are the backend's,
+// unchanged.
+func TestCacheRankingContract(t *testing.T) {
+	storetest.RunRanking(t, func(t *testing.T) storetest.RankingStore {
+		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
+		return c
+	})
+}
+
+// TestCacheCommonTerms: the words most of a user's items hold come from
+// the backend's term statistics through the Cache.
+func TestCacheCommonTerms(t *testing.T) {
+	ctx := context.Background()
+	c, _ := mustCache(t, mustPG(t), CacheConfig{})
+	var items []memory.Item
+	for i := range 6 {
+		text := fmt.Sprintf("Caroline says hello number %d", i)
+		if i == 0 {
+			text = "Caroline painted a sunrise"
+		}
+		items = append(items, memory.Item{Tenant: "acme", User: "alice", Conversation: "c1", Kind: "message",
+			Ref: fmt.Sprintf("m%d", i), Text: text, CreatedAt: time.Unix(int64(1000+i), 0)})
+	}
+	if err := c.AddItems(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.CommonTerms(ctx, "acme", "alice", []string{"caroline", "sunrise"}, 2, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"caroline"}) {
+		t.Fatalf("CommonTerms = %q, want [caroline]", got)
+	}
 }
