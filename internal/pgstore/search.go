@@ -42,7 +42,7 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 		fmt.Fprintf(&where, " AND NOT (source = ANY($%d))", len(args))
 	}
 	d := strconv.Itoa(dims)
-	sql := `SELECT ` + itemColumns + `, embedding::vector(` + d + `) <=> $3 AS distance
+	sql := `SELECT ` + itemColumns + `, embedding::vector(` + d + `) <=> $3 AS distance, embedding
 		FROM memory_items
 		WHERE tenant = $1 AND user_id = $2 AND dims = ` + d + where.String() + `
 		ORDER BY embedding::vector(` + d + `) <=> $3
@@ -52,8 +52,9 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 
 // SearchVector ranks the user's items embedded with q.Model and q.Dims by
 // cosine similarity to q.Embedding (Score = 1 - cosine distance), best first,
-// up to q.Limit; no embedding or no limit finds nothing, and an empty
-// q.Model matches vectors of any model with q.Dims.
+// up to q.Limit, each with its Embedding (recall compares the passages it
+// returns with each other); no embedding or no limit finds nothing, and an
+// empty q.Model matches vectors of any model with q.Dims.
 //
 // The planner picks the access path. When the user's items are few next to
 // the table (the common case: bench/search measures it choosing the
@@ -88,9 +89,12 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		var err error
 		items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
-			var dist float64
-			it, err := scanItem(r, &dist)
-			it.Score = 1 - dist
+			var (
+				dist float64
+				vec  pgvector.Vector
+			)
+			it, err := scanItem(r, &dist, &vec)
+			it.Score, it.Embedding = 1-dist, vec.Slice()
 			return it, err
 		})
 		return err

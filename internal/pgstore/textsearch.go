@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -64,6 +65,14 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	if q.Conversation == "" {
 		top = fmt.Sprintf(" ORDER BY score DESC, item_id LIMIT $5 + %d", len(q.ExcludeRefs))
 	}
+	// An item embedded with the query's model and dimensions comes with its
+	// vector, as a vector search's do: recall compares the passages it
+	// returns with each other, and would otherwise embed them again.
+	vec := "NULL::vector"
+	if q.Model != "" && q.Dims > 0 {
+		args = append(args, q.Model)
+		vec = fmt.Sprintf("CASE WHEN model = $%d AND dims = %d THEN embedding END", len(args), q.Dims)
+	}
 	sql := `WITH st AS (
 			SELECT docs::float8 AS n, total_len::float8 / greatest(docs, 1) AS avgdl
 			FROM memory_item_stats WHERE tenant = $1 AND user_id = $2
@@ -83,7 +92,7 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 				WHERE p.tenant = $1 AND p.user_id = $2 AND p.term = u.term OFFSET 0) p
 			GROUP BY p.item_id` + top + `
 		)
-		SELECT ` + itemColumns + `, score FROM (
+		SELECT ` + itemColumns + `, score, ` + vec + ` FROM (
 			SELECT m.*, s.score FROM scored s
 			CROSS JOIN LATERAL (
 				SELECT * FROM memory_items m WHERE m.tenant = $1 AND m.user_id = $2 AND m.id = s.item_id
@@ -97,7 +106,8 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 
 // SearchText ranks the user's items by Okapi BM25 over all of them (see
 // searchTextSQL; Score is the BM25 score, higher is better), best first, up
-// to q.Limit, honouring q.Conversation and q.ExcludeRefs. Any text is
+// to q.Limit, honouring q.Conversation and q.ExcludeRefs; an item embedded
+// with q.Model and q.Dims comes with its Embedding. Any text is
 // accepted: it is parsed into words, never interpreted as query syntax;
 // text without words, or Limit <= 0, finds nothing.
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
@@ -110,9 +120,15 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("pgstore: search text: %w", unavailable(err))
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
-		var score float64
-		it, err := scanItem(r, &score)
+		var (
+			score float64
+			vec   *pgvector.Vector
+		)
+		it, err := scanItem(r, &score, &vec)
 		it.Score = score
+		if vec != nil {
+			it.Embedding = vec.Slice()
+		}
 		return it, err
 	})
 	if err != nil {

@@ -443,3 +443,36 @@ func testDeleteUserErasesKnowledge(t *testing.T, s KnowledgeStore) {
 		t.Fatalf("ItemsToEmbed after DeleteUser = %d items, %v; want the other users' 4", len(rest), err)
 	}
 }
+
+// testSearchesReturnEmbeddings: an item found by either search comes with
+// its vector when it was embedded with the query's model and dimensions
+// (recall compares the passages it returns with each other, and would
+// otherwise embed every one again); an unembedded one comes without.
+func testSearchesReturnEmbeddings(t *testing.T, s KnowledgeStore) {
+	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	want := map[string][]float32{"a1": vec4(1, 0.5, 0, 0), "a2": vec4(0.25, 1, 0, 0), "bare": nil}
+	mustAddItems(t, s,
+		item(alice, "message", "a1", "harbour lighthouse", want["a1"]),
+		item(alice, "message", "a2", "lighthouse keeper", want["a2"]),
+		item(alice, "message", "bare", "lighthouse ghost", nil),
+	)
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4,
+		Text: "lighthouse", Limit: 10}
+	for _, search := range []struct {
+		name string
+		got  []memory.Item
+		n    int
+	}{
+		{"SearchVector", mustSearchVector(t, s, q), 2},
+		{"SearchText", mustSearchText(t, s, q), 3},
+	} {
+		if len(search.got) != search.n {
+			t.Fatalf("%s found %q, want %d items", search.name, refs(search.got), search.n)
+		}
+		for _, it := range search.got {
+			if !slices.Equal(it.Embedding, want[it.Ref]) {
+				t.Errorf("%s: %s Embedding = %v, want %v", search.name, it.Ref, it.Embedding, want[it.Ref])
+			}
+		}
+	}
+}

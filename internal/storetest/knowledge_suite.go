@@ -45,6 +45,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"AddItemsIdempotent", testAddItemsIdempotent},
 		{"SearchVectorRanksByCosine", testSearchVectorRanks},
 		{"SearchVectorScope", testSearchVectorScope},
+		{"SearchesReturnEmbeddings", testSearchesReturnEmbeddings},
 		{"SearchVector384", testSearchVector384},
 		{"SearchVector384Isolation", testSearchVector384Isolation},
 		{"SearchTextRanks", testSearchTextRanks},
