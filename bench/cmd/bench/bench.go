@@ -64,6 +64,9 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 			}
 		}
 	}
+	if err := analyzeAfterPrefill(ctx, servers, stderr); err != nil {
+		return err
+	}
 	var cells []cell
 	runs := 0 // cells measured, repeats included
 	for _, n := range cfg.conns {
@@ -225,6 +228,7 @@ func startServers(ctx context.Context, cfg config, root, dir string, stderr io.W
 		if err != nil {
 			return servers, stop, err
 		}
+		s.dbURL = backend.dbURL
 		servers["memgate-pg"] = s
 	}
 	return servers, stop, nil

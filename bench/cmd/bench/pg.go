@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -146,6 +147,35 @@ func (b *pgBackend) deleteKeys(ctx context.Context) error {
 			return fmt.Errorf("delete redis keys: %w", err)
 		}
 		keys = keys[n:]
+	}
+	return nil
+}
+
+// analyzeAfterPrefill updates the planner statistics of every PostgreSQL
+// database the prefill filled, once the gateways are idle (the prefill's
+// enrichment has indexed it). A database in service has been analyzed by
+// autovacuum; a throwaway one measured in its first minute has not, and
+// PostgreSQL then plans the text search's per-hit item lookups on whichever
+// index of (tenant, user) it finds first, scanning the user's items for
+// every hit: that is the first minute of a new deployment, not the warm
+// conversation the cells measure.
+func analyzeAfterPrefill(ctx context.Context, servers map[string]*server, stderr io.Writer) error {
+	for _, s := range servers {
+		if s.dbURL == "" {
+			continue
+		}
+		if err := settleServers(ctx, servers, stderr); err != nil {
+			return err
+		}
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			return fmt.Errorf("analyze %s: %w", s.name, err)
+		}
+		_, err = conn.Exec(ctx, "ANALYZE")
+		conn.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return fmt.Errorf("analyze %s: %w", s.name, err)
+		}
 	}
 	return nil
 }

@@ -24,6 +24,9 @@ type server struct {
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
+	// dbURL is the PostgreSQL database a memgate-pg gateway stores into
+	// (empty for other servers).
+	dbURL string
 }
 
 // startChild re-executes this binary in a server role (see serveRole) and
