@@ -61,6 +61,9 @@ type Options struct {
 	UpstreamURL string
 	// Config is extra YAML configuration (may be empty: the defaults).
 	Config string
+	// Env are KEY=VALUE settings added to the gateway's environment after
+	// the launcher's own, which they override (e.g. GATEWAY_STORE).
+	Env []string
 }
 
 // Gateway is a running gateway subprocess.
@@ -98,6 +101,7 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		// (summariser, fact extraction) are called as in production.
 		"GATEWAY_UPSTREAM_API_KEY=eval-stand-in-key",
 	)
+	cmd.Env = append(cmd.Env, opts.Env...)
 	bindToParent(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

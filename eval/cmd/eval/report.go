@@ -39,11 +39,15 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "- Data: %d synthetic conversations between two friends who call each other by name, %d sessions each on distinct dates, %d turns each (%.0f tokens a turn on average; the whole history ≈ %.0f tokens), mostly chit-chat and everyday topics; %d questions (%d of each type per conversation) needing %d evidence turns: %s deep\n",
 		d.users, o.synth.Sessions, d.turns/max(1, d.users), d.turnTokens, d.fullTokens, d.questions, o.synth.PerType, d.evidence, depthSpread(d))
 	cfg := "built-in default config except `memory.load_timeout: 5s` (so machine load cannot drop memory from a question)"
+	store := "SQLite store"
+	if o.postgresURL != "" {
+		store = "PostgreSQL + pgvector store (a throwaway database) behind Redis"
+	}
 	if o.config != "" {
 		cfg = "config " + o.config
 	}
-	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, SQLite store, %s; each session is its own conversation, the first speaker the user and the second the assistant; %s; questions are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
-		cfg, deliveryText(o), probeWhere(o.probeIn), o.model)
+	fmt.Fprintf(&b, "- memgate: real `gateway serve` binary, %s, %s; each session is its own conversation, the first speaker the user and the second the assistant; %s; questions are asked %s with `X-Memory-Mode: read` and `X-Memory-Budget: <budget>`, model `%s`\n",
+		store, cfg, deliveryText(o), probeWhere(o.probeIn), o.model)
 	switch {
 	case o.deliver == deliverImport:
 		b.WriteString("- Turn times: every message is imported with the time it was said (its session's date), so memgate stores, indexes and recalls it with that date\n")

@@ -37,6 +37,9 @@ type options struct {
 	saidAt   string
 	deliver  string
 	deadline time.Duration
+	// postgresURL and redisURL, when set, run the gateway on PostgreSQL
+	// (a throwaway database on that server) behind Redis instead of SQLite.
+	postgresURL, redisURL string
 }
 
 // parseFlags reads the command line; the defaults are the reported run.
@@ -55,6 +58,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.model, "model", "gpt-4o-mini", "model named in requests (tokenizer and context window)")
 	probeIn := fs.String("probe-in", "last,new", "where questions are asked, comma-separated: last (the user's last session, continued), new (a fresh conversation per user)")
 	fs.StringVar(&o.config, "config", "", "gateway YAML config file (default: the built-in defaults with memory.load_timeout: 5s)")
+	fs.StringVar(&o.postgresURL, "postgres-url", "", "run the gateway on PostgreSQL + pgvector instead of SQLite: a throwaway database is created (and dropped) on this server; needs -redis-url")
+	fs.StringVar(&o.redisURL, "redis-url", "", "with -postgres-url, the Redis the gateway caches in (under a unique key prefix)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (gateway log, SQLite database)")
 	fs.StringVar(&o.details, "details", "", "write one JSON line per judged question, method and budget to this file")
 	fs.StringVar(&o.deliver, "deliver", deliverImport, "how the history reaches memgate: import (each session through POST /v1/memory/import, every message with its time), chat (turn by turn as chat completions)")
@@ -85,6 +90,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.users < 1 {
 		return o, errors.New("-users must be at least 1")
+	}
+	if (o.postgresURL == "") != (o.redisURL == "") {
+		return o, errors.New("-postgres-url and -redis-url go together")
 	}
 	return o, nil
 }
@@ -206,7 +214,17 @@ func measure(ctx context.Context, o options, bin, dir, extra string, counter *to
 	up := standin.New(standin.Options{})
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
-	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra})
+	var env []string
+	if o.postgresURL != "" {
+		db, err := newScratchDB(ctx, o.postgresURL)
+		if err != nil {
+			return nil, err
+		}
+		defer db.drop(context.WithoutCancel(ctx), log)
+		env = []string{"GATEWAY_STORE=postgres", "GATEWAY_POSTGRES_URL=" + db.url, "GATEWAY_REDIS_URL=" + o.redisURL}
+		extra += "\nstore:\n  redis_prefix: \"" + db.name + ":\"\n"
+	}
+	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra, Env: env})
 	if err != nil {
 		return nil, err
 	}
