@@ -44,8 +44,8 @@ bench-search-1m: services
 	BENCH_SEARCH_ONLY=1 BENCH_SEARCH_SIZES=1000000 BENCH_SEARCH_BUDGET=60m BENCH_SEARCH_SECTION=search-1m \
 		bash scripts/bench.sh
 
-## eval: memory-quality evaluation (synthetic conversations, probes, baselines); writes its table into BENCHMARKS.md.
-eval:
+## eval: memory-quality evaluation (synthetic conversations, probes, baselines) on SQLite and on PostgreSQL + Redis; writes its tables into BENCHMARKS.md.
+eval: services
 	bash scripts/eval.sh
 
 ## lint: gofmt, go vet, and go.mod/go.sum as `go mod tidy` leaves them.

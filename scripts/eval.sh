@@ -4,7 +4,7 @@
 # POST /v1/memory/import, every message with the time it was said: two
 # friends who call each other by name over 24 dated sessions (864 turns
 # each), a stand-in upstream that writes summaries and extracts facts, a
-# temp SQLite store. Then it
+# temp SQLite store (then again on PostgreSQL + pgvector behind Redis). Then it
 # asks 50 questions per conversation (single-hop, adjacent answer,
 # multi-hop, temporal, paraphrase) at 4k/8k-token budgets and reports the
 # share of evidence turns that reached the upstream prompt, by question type
@@ -32,3 +32,13 @@ fi
 go run ./eval/cmd/eval "${args[@]}" "$@"
 go run ./bench/cmd/bench fold -out "$out" -section eval "$tmp/eval.md"
 echo "eval: report folded into $out" >&2
+
+# The same evaluation on PostgreSQL + pgvector behind Redis, the deployment
+# of many gateways: recall must be as good there (EVAL_POSTGRES=0 skips it).
+if [ "${EVAL_POSTGRES:-1}" != 0 ]; then
+	pg="${EVAL_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+	rd="${EVAL_REDIS_URL:-redis://127.0.0.1:6379/0}"
+	go run ./eval/cmd/eval -out "$tmp/eval-pg.md" -postgres-url "$pg" -redis-url "$rd" "$@"
+	go run ./bench/cmd/bench fold -out "$out" -section eval-pg "$tmp/eval-pg.md"
+	echo "eval: PostgreSQL + Redis report folded into $out" >&2
+fi

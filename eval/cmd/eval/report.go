@@ -32,7 +32,11 @@ const (
 func (r *results) markdown() string {
 	var b strings.Builder
 	o, d := r.o, r.data
-	fmt.Fprintf(&b, "## Memory quality (`make eval`)\n\n")
+	if o.postgresURL != "" {
+		fmt.Fprintf(&b, "## Memory quality (`make eval`), PostgreSQL + Redis\n\n")
+	} else {
+		fmt.Fprintf(&b, "## Memory quality (`make eval`)\n\n")
+	}
 	fmt.Fprintf(&b, "- Machine: %s, %d CPUs, %s/%s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s in all, history delivery %s)\n", strings.TrimSpace(r.command), o.seed, r.elapsed.Round(time.Second), r.replay.Round(time.Second))
