@@ -81,6 +81,10 @@ const (
 // selection is the content chosen for a memory block.
 type selection struct {
 	data BlockData
+	// Line costs (lineCost) of data's pinned facts, facts and passages,
+	// one for each, as selectParts counted them; shrink drops the last
+	// ones with the lines.
+	pinnedCosts, factCosts, passageCosts []int
 }
 
 // selectParts chooses the block's content in priority order — pinned facts,
@@ -106,6 +110,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		}
 		used += c
 		sel.data.Pinned = append(sel.data.Pinned, f)
+		sel.pinnedCosts = append(sel.pinnedCosts, c)
 	}
 	room -= used
 	pinned := used
@@ -131,6 +136,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		used += c
 		n++
 		sel.data.Facts = append(sel.data.Facts, f)
+		sel.factCosts = append(sel.factCosts, c)
 	}
 	room -= used
 	// The shares the summary and facts left unused are the passages' too.
@@ -151,6 +157,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		}
 		used += c
 		sel.data.Passages = append(sel.data.Passages, p)
+		sel.passageCosts = append(sel.passageCosts, c)
 	}
 	return sel
 }
@@ -181,12 +188,15 @@ func (sel *selection) shrink() bool {
 	switch {
 	case len(d.Passages) > 0:
 		d.Passages = d.Passages[:len(d.Passages)-1]
+		sel.passageCosts = sel.passageCosts[:len(d.Passages)]
 	case len(d.Facts) > 0:
 		d.Facts = d.Facts[:len(d.Facts)-1]
+		sel.factCosts = sel.factCosts[:len(d.Facts)]
 	case d.Summary != "":
 		d.Summary = ""
 	case len(d.Pinned) > 0:
 		d.Pinned = d.Pinned[:len(d.Pinned)-1]
+		sel.pinnedCosts = sel.pinnedCosts[:len(d.Pinned)]
 	default:
 		return false
 	}
@@ -269,21 +279,22 @@ func (a *Assembler) block(model string, sel selection, room int) (json.RawMessag
 	}
 }
 
-// sectionCosts recounts each section's text after shrinking.
+// sectionCosts adds up each section's line costs after shrinking, as
+// selectParts counted them (the summary is counted again: shrink may have
+// dropped it).
 func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
 	out := map[string]int{}
-	for _, f := range sel.data.Pinned {
-		out[partPinned] += a.lineCost(model, f.Statement())
+	sum := func(part string, costs []int) {
+		for _, c := range costs {
+			out[part] += c
+		}
 	}
+	sum(partPinned, sel.pinnedCosts)
 	if sel.data.Summary != "" {
 		out[partSummary] = a.deps.Counter.Text(model, sel.data.Summary)
 	}
-	for _, f := range sel.data.Facts {
-		out[partFacts] += a.lineCost(model, f.Statement())
-	}
-	for _, p := range sel.data.Passages {
-		out[partRecall] += a.lineCost(model, passageLine(p))
-	}
+	sum(partFacts, sel.factCosts)
+	sum(partRecall, sel.passageCosts)
 	return out
 }
 

@@ -67,21 +67,10 @@ type vecNorm struct {
 	fast bool
 }
 
-// normOf returns v's vecNorm.
+// normOf returns v's vecNorm. The squared norm is a float32 sum of
+// positive terms (vec.Dot), within a factor 1±n·2⁻²⁴ of the exact one.
 func normOf(v []float32) vecNorm {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(v); i += 4 {
-		x := v[i : i+4 : i+4]
-		s0 += float64(x[0]) * float64(x[0])
-		s1 += float64(x[1]) * float64(x[1])
-		s2 += float64(x[2]) * float64(x[2])
-		s3 += float64(x[3]) * float64(x[3])
-	}
-	for ; i < len(v); i++ {
-		s0 += float64(v[i]) * float64(v[i])
-	}
-	sq := (s0 + s1) + (s2 + s3)
+	sq := float64(vec.Dot(v, v))
 	if !(sq >= minSqNorm && sq <= maxSqNorm) { // also NaN
 		return vecNorm{}
 	}
@@ -95,17 +84,19 @@ func normOf(v []float32) vecNorm {
 // error bound of dupCosine, or the bound does not hold (norms out of range,
 // non-finite values), so it answers as Cosine would, always.
 //
-// The bound: vec.Dot errs by at most n·2⁻²⁴·Σ|aᵢbᵢ| ≤ n·2⁻²⁴·|a||b|
-// (Cauchy–Schwarz), so the estimated cosine by at most n·2⁻²⁴ plus the
-// float64 rounding of the norms (about n·2⁻⁵³) and the underflow of the
-// products (at most n·2⁻¹⁵⁰/|a||b| ≤ n·2⁻¹⁵⁰·10³⁰); the margin n·2⁻²² is
-// more than twice their sum, and also covers Cosine's own float64 error.
+// The bound, for n = len(a) and u = 2⁻²⁴: vec.Dot errs by at most
+// n·u·Σ|aᵢbᵢ| ≤ n·u·|a||b| (Cauchy–Schwarz), so the estimated cosine by
+// n·u; the float32 squared norms by a factor 1±n·u each, so the estimate
+// by about another n·u; the products' underflow by at most
+// n·2⁻¹⁵⁰/(|a||b|) ≤ n·2⁻¹⁵⁰·10³⁰, and the float64 arithmetic by a few
+// 2⁻⁵³. The margin n·2⁻²¹ is four times their sum, and also covers
+// Cosine's own float64 error: outside it, Cosine answers as the estimate.
 func nearDup(a, b []float32, na, nb vecNorm) bool {
 	if !na.fast || !nb.fast {
 		return Cosine(a, b) > dupCosine
 	}
 	c := float64(vec.Dot(a, b)) * na.inv * nb.inv
-	if margin := float64(len(a)) * 0x1p-22; math.Abs(c-dupCosine) <= margin || math.IsNaN(c) {
+	if margin := float64(len(a)) * 0x1p-21; math.Abs(c-dupCosine) <= margin || math.IsNaN(c) {
 		return Cosine(a, b) > dupCosine
 	}
 	return c > dupCosine

@@ -167,7 +167,8 @@ func TestDedupMatchesReference(t *testing.T) {
 }
 
 // TestNearDupMatchesCosine compares nearDup with Cosine > 0.95 on pairs
-// around the threshold, where the float32 estimate alone could err.
+// around the threshold, where the float32 estimate alone could err, of
+// vectors scaled from 1e-16 to 1e16.
 func TestNearDupMatchesCosine(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	var dups, near int
@@ -179,6 +180,12 @@ func TestNearDupMatchesCosine(t *testing.T) {
 			}
 			c := 0.95 + (r.Float64()-0.5)*[]float64{1e-3, 1e-6, 1e-9, 1e-12}[r.IntN(4)]
 			b := atCosine(r, a, c)
+			// Scale b within the range the estimate is used for, near
+			// its ends too, and beyond it.
+			scale := []float32{1, 3, 1e-14, 2e14, 1e-16, 1e16}[r.IntN(6)]
+			for i := range b {
+				b[i] *= scale
+			}
 			want := Cosine(a, b) > dupCosine
 			if got := nearDup(a, b, normOf(a), normOf(b)); got != want {
 				t.Fatalf("dims %d, cosine %v: nearDup = %v, Cosine %v", dims, Cosine(a, b), got, want)

@@ -162,7 +162,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if textErr != nil {
 		return nil, fmt.Errorf("text search: %w", textErr)
 	}
-	kept := byVec[:0:0]
+	kept := make([]memory.Item, 0, len(byVec))
 	for _, it := range byVec {
 		if it.Score >= s.opts.MinSimilarity {
 			kept = append(kept, it)
