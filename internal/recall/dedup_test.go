@@ -114,7 +114,7 @@ func randomItems(r *rand.Rand, n, dims int) []memory.Item {
 			}
 		case k < 14: // near an earlier vector: around, or right at, 0.95
 			base := items[r.IntN(i)].Embedding
-			if len(base) != dims || normOf(base).inv == 0 {
+			if nv, _ := normOf(base, nil); len(base) != dims || !nv.fast {
 				base = make([]float32, dims)
 				base[r.IntN(dims)] = 1
 			}
@@ -154,7 +154,7 @@ func randomItems(r *rand.Rand, n, dims int) []memory.Item {
 func TestDedupMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := range 400 {
-		dims := []int{384, 16, 17, 3, 1536}[trial%5]
+		dims := []int{384, 16, 17, 3, 1536, 100, 130}[trial%7]
 		n := r.IntN(120)
 		items := randomItems(r, n, dims)
 		for _, limit := range []int{-1, 0, 1, 5, n / 2, n, n + 3} {
@@ -168,15 +168,27 @@ func TestDedupMatchesReference(t *testing.T) {
 
 // TestNearDupMatchesCosine compares nearDup with Cosine > 0.95 on pairs
 // around the threshold, where the float32 estimate alone could err, of
-// vectors scaled from 1e-16 to 1e16.
+// vectors scaled from 1e-16 to 1e16, some with all their weight in one
+// chunk (so the early rejection's bounds are far from even).
 func TestNearDupMatchesCosine(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	var dups, near int
-	for _, dims := range []int{384, 1536, 5, 16} {
+	for _, dims := range []int{384, 1536, 5, 16, 100, 130} {
 		for range 2000 {
 			a := make([]float32, dims)
 			for i, x := range randUnit(r, dims) {
 				a[i] = float32(x)
+			}
+			if r.IntN(3) == 0 { // all in one chunk of dupChunk dimensions
+				lo := r.IntN(dims/dupChunk+1) * dupChunk
+				for i := range a {
+					if i < lo || i >= lo+dupChunk {
+						a[i] = 0
+					}
+				}
+				if lo >= dims {
+					a[dims-1] = 1
+				}
 			}
 			c := 0.95 + (r.Float64()-0.5)*[]float64{1e-3, 1e-6, 1e-9, 1e-12}[r.IntN(4)]
 			b := atCosine(r, a, c)
@@ -187,7 +199,9 @@ func TestNearDupMatchesCosine(t *testing.T) {
 				b[i] *= scale
 			}
 			want := Cosine(a, b) > dupCosine
-			if got := nearDup(a, b, normOf(a), normOf(b)); got != want {
+			na, _ := normOf(a, nil)
+			nb, _ := normOf(b, nil)
+			if got := nearDup(a, b, na, nb); got != want {
 				t.Fatalf("dims %d, cosine %v: nearDup = %v, Cosine %v", dims, Cosine(a, b), got, want)
 			}
 			if want {
