@@ -45,6 +45,58 @@ Recalled from earlier messages:
 </memory>
 {{- end}}`
 
+// renderDefault writes what DefaultTemplate renders for d, without the
+// template engine's reflection (the block is rendered on every request,
+// and again as it shrinks). TestRenderDefaultMatchesTemplate keeps the two
+// the same: a change to DefaultTemplate must be made here too.
+func renderDefault(b *strings.Builder, d BlockData) {
+	if len(d.Pinned) == 0 && d.Summary == "" && len(d.Facts) == 0 && len(d.Passages) == 0 {
+		return
+	}
+	n := 320 + len(d.Summary) // the headings (about 290 bytes), and at most this per line:
+	for _, f := range d.Pinned {
+		n += 4 + len(f.Key) + 2 + len(f.Value)
+	}
+	for _, f := range d.Facts {
+		n += 4 + len(f.Key) + 2 + len(f.Value)
+	}
+	for _, p := range d.Passages {
+		n += 24 + len(p.Date) + len(p.Conversation) + len(p.Text)
+	}
+	b.Grow(n)
+	b.WriteString("<memory>\nWhat memgate remembers about this user and conversation. Use it when relevant; the user does not see it.")
+	if len(d.Pinned) > 0 {
+		b.WriteString("\n\nPinned — the user's standing goals, limits, preferences and decisions:")
+		for _, f := range d.Pinned {
+			b.WriteString("\n- ")
+			b.WriteString(f.Statement())
+		}
+	}
+	if d.Summary != "" {
+		b.WriteString("\n\nSummary of the earlier conversation:\n")
+		b.WriteString(d.Summary)
+	}
+	if len(d.Facts) > 0 {
+		b.WriteString("\n\nFacts about the user:")
+		for _, f := range d.Facts {
+			b.WriteString("\n- ")
+			b.WriteString(f.Statement())
+		}
+	}
+	if len(d.Passages) > 0 {
+		b.WriteString("\n\nRecalled from earlier messages:")
+		for _, p := range d.Passages {
+			b.WriteString("\n- [")
+			b.WriteString(p.Date)
+			b.WriteString(", conversation ")
+			b.WriteString(p.Conversation)
+			b.WriteString("] ")
+			b.WriteString(p.Text)
+		}
+	}
+	b.WriteString("\n</memory>")
+}
+
 // BlockData is what the memory template renders.
 type BlockData struct {
 	// Pinned are facts that are always injected: goals, limits, preferences
@@ -238,7 +290,9 @@ func (a *Assembler) fitText(model, text string, limit int) string {
 // system message, or nil when the rendering is empty.
 func (a *Assembler) render(sel selection) (json.RawMessage, error) {
 	var b strings.Builder
-	if err := a.tmpl.Execute(&b, sel.data); err != nil {
+	if a.defaultTmpl {
+		renderDefault(&b, sel.data)
+	} else if err := a.tmpl.Execute(&b, sel.data); err != nil {
 		return nil, fmt.Errorf("render memory block: %w", err)
 	}
 	text := strings.TrimSpace(b.String())

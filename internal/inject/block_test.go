@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -68,4 +70,92 @@ func TestSectionCostsMatchRecount(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRenderDefaultMatchesTemplate renders random block data, empty parts
+// and texts with newlines, spaces, markup and template syntax included,
+// through renderDefault and through DefaultTemplate: the texts must be the
+// same.
+func TestRenderDefaultMatchesTemplate(t *testing.T) {
+	tmpl := template.Must(template.New("memory").Option("missingkey=error").Parse(DefaultTemplate))
+	r := rand.New(rand.NewPCG(7, 8))
+	texts := []string{"", " ", "save R$ 5.000 by June", "line one\nline two\n", "  padded  ", "<b>&amp;</b>", "{{.Summary}}",
+		"é ção 日本", "trailing newline\n", "\n\nleading", "\t"}
+	text := func() string { return texts[r.IntN(len(texts))] + texts[r.IntN(len(texts))] }
+	for iter := range 3000 {
+		var d BlockData
+		for i := r.IntN(3); i > 0; i-- {
+			d.Pinned = append(d.Pinned, memory.Fact{Key: []string{"", "goal", "budget_limit"}[r.IntN(3)], Value: text(), Pinned: true})
+		}
+		if r.IntN(2) == 0 {
+			d.Summary = text()
+		}
+		for i := r.IntN(3); i > 0; i-- {
+			d.Facts = append(d.Facts, memory.Fact{Key: []string{"", "city", "diet"}[r.IntN(3)], Value: text()})
+		}
+		for i := r.IntN(4); i > 0; i-- {
+			d.Passages = append(d.Passages, Passage{Date: []string{"", "2026-03-01"}[r.IntN(2)], Conversation: text(), Kind: "message", Text: text()})
+		}
+		if r.IntN(5) == 0 { // empty, not nil
+			d.Pinned, d.Facts = []memory.Fact{}, []memory.Fact{}
+		}
+		var want, got strings.Builder
+		if err := tmpl.Execute(&want, d); err != nil {
+			t.Fatal(err)
+		}
+		renderDefault(&got, d)
+		if got.String() != want.String() {
+			t.Fatalf("iter %d: renderDefault\n%q\ntemplate\n%q", iter, got.String(), want.String())
+		}
+	}
+}
+
+// TestRenderUsesConfiguredTemplate checks that a template other than the
+// default is still executed.
+func TestRenderUsesConfiguredTemplate(t *testing.T) {
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: byteCounter{}}, Options{Template: "{{.Summary}}!"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := a.render(selection{data: BlockData{Summary: "sum"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"role":"system","content":"sum!"}`; string(raw) != want {
+		t.Fatalf("render = %s, want %s", raw, want)
+	}
+}
+
+// BenchmarkRender renders a block of 3 pinned facts, a summary, 5 facts
+// and 100 passages through renderDefault and through the template engine.
+func BenchmarkRender(b *testing.B) {
+	var d BlockData
+	for i := range 3 {
+		d.Pinned = append(d.Pinned, memory.Fact{Key: "goal", Value: fmt.Sprintf("save %d euros a month for the trip", i)})
+	}
+	d.Summary = strings.Repeat("The user is planning a budget for the year. ", 20)
+	for i := range 5 {
+		d.Facts = append(d.Facts, memory.Fact{Key: "city", Value: fmt.Sprintf("lives in Porto %d", i)})
+	}
+	for i := range 100 {
+		d.Passages = append(d.Passages, Passage{Date: "2026-03-01", Conversation: fmt.Sprintf("conv-%d", i%7), Kind: "message",
+			Text: strings.Repeat("we talked about streaming subscriptions and what they cost ", 4)})
+	}
+	tmpl := template.Must(template.New("memory").Option("missingkey=error").Parse(DefaultTemplate))
+	b.Run("renderDefault", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s strings.Builder
+			renderDefault(&s, d)
+		}
+	})
+	b.Run("template", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s strings.Builder
+			if err := tmpl.Execute(&s, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
