@@ -15,6 +15,7 @@ const module = "github.com/memgate/memgate/"
 var rules = map[string][]string{
 	"internal/memory":      {"internal/"},
 	"internal/lexicon":     {"internal/"},
+	"internal/vec":         {"internal/"},
 	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/redisstore":  {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},

@@ -45,6 +45,58 @@ Recalled from earlier messages:
 </memory>
 {{- end}}`
 
+// renderDefault writes what DefaultTemplate renders for d, without the
+// template engine's reflection (the block is rendered on every request,
+// and again as it shrinks). TestRenderDefaultMatchesTemplate keeps the two
+// the same: a change to DefaultTemplate must be made here too.
+func renderDefault(b *strings.Builder, d BlockData) {
+	if len(d.Pinned) == 0 && d.Summary == "" && len(d.Facts) == 0 && len(d.Passages) == 0 {
+		return
+	}
+	n := 320 + len(d.Summary) // the headings (about 290 bytes), and at most this per line:
+	for _, f := range d.Pinned {
+		n += 4 + len(f.Key) + 2 + len(f.Value)
+	}
+	for _, f := range d.Facts {
+		n += 4 + len(f.Key) + 2 + len(f.Value)
+	}
+	for _, p := range d.Passages {
+		n += 24 + len(p.Date) + len(p.Conversation) + len(p.Text)
+	}
+	b.Grow(n)
+	b.WriteString("<memory>\nWhat memgate remembers about this user and conversation. Use it when relevant; the user does not see it.")
+	if len(d.Pinned) > 0 {
+		b.WriteString("\n\nPinned — the user's standing goals, limits, preferences and decisions:")
+		for _, f := range d.Pinned {
+			b.WriteString("\n- ")
+			b.WriteString(f.Statement())
+		}
+	}
+	if d.Summary != "" {
+		b.WriteString("\n\nSummary of the earlier conversation:\n")
+		b.WriteString(d.Summary)
+	}
+	if len(d.Facts) > 0 {
+		b.WriteString("\n\nFacts about the user:")
+		for _, f := range d.Facts {
+			b.WriteString("\n- ")
+			b.WriteString(f.Statement())
+		}
+	}
+	if len(d.Passages) > 0 {
+		b.WriteString("\n\nRecalled from earlier messages:")
+		for _, p := range d.Passages {
+			b.WriteString("\n- [")
+			b.WriteString(p.Date)
+			b.WriteString(", conversation ")
+			b.WriteString(p.Conversation)
+			b.WriteString("] ")
+			b.WriteString(p.Text)
+		}
+	}
+	b.WriteString("\n</memory>")
+}
+
 // BlockData is what the memory template renders.
 type BlockData struct {
 	// Pinned are facts that are always injected: goals, limits, preferences
@@ -81,6 +133,10 @@ const (
 // selection is the content chosen for a memory block.
 type selection struct {
 	data BlockData
+	// Line costs (lineCost) of data's pinned facts, facts and passages,
+	// one for each, as selectParts counted them; shrink drops the last
+	// ones with the lines.
+	pinnedCosts, factCosts, passageCosts []int
 }
 
 // selectParts chooses the block's content in priority order — pinned facts,
@@ -106,6 +162,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		}
 		used += c
 		sel.data.Pinned = append(sel.data.Pinned, f)
+		sel.pinnedCosts = append(sel.pinnedCosts, c)
 	}
 	room -= used
 	pinned := used
@@ -131,6 +188,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		used += c
 		n++
 		sel.data.Facts = append(sel.data.Facts, f)
+		sel.factCosts = append(sel.factCosts, c)
 	}
 	room -= used
 	// The shares the summary and facts left unused are the passages' too.
@@ -151,6 +209,7 @@ func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withS
 		}
 		used += c
 		sel.data.Passages = append(sel.data.Passages, p)
+		sel.passageCosts = append(sel.passageCosts, c)
 	}
 	return sel
 }
@@ -181,12 +240,15 @@ func (sel *selection) shrink() bool {
 	switch {
 	case len(d.Passages) > 0:
 		d.Passages = d.Passages[:len(d.Passages)-1]
+		sel.passageCosts = sel.passageCosts[:len(d.Passages)]
 	case len(d.Facts) > 0:
 		d.Facts = d.Facts[:len(d.Facts)-1]
+		sel.factCosts = sel.factCosts[:len(d.Facts)]
 	case d.Summary != "":
 		d.Summary = ""
 	case len(d.Pinned) > 0:
 		d.Pinned = d.Pinned[:len(d.Pinned)-1]
+		sel.pinnedCosts = sel.pinnedCosts[:len(d.Pinned)]
 	default:
 		return false
 	}
@@ -228,7 +290,9 @@ func (a *Assembler) fitText(model, text string, limit int) string {
 // system message, or nil when the rendering is empty.
 func (a *Assembler) render(sel selection) (json.RawMessage, error) {
 	var b strings.Builder
-	if err := a.tmpl.Execute(&b, sel.data); err != nil {
+	if a.defaultTmpl {
+		renderDefault(&b, sel.data)
+	} else if err := a.tmpl.Execute(&b, sel.data); err != nil {
 		return nil, fmt.Errorf("render memory block: %w", err)
 	}
 	text := strings.TrimSpace(b.String())
@@ -269,21 +333,22 @@ func (a *Assembler) block(model string, sel selection, room int) (json.RawMessag
 	}
 }
 
-// sectionCosts recounts each section's text after shrinking.
+// sectionCosts adds up each section's line costs after shrinking, as
+// selectParts counted them (the summary is counted again: shrink may have
+// dropped it).
 func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
 	out := map[string]int{}
-	for _, f := range sel.data.Pinned {
-		out[partPinned] += a.lineCost(model, f.Statement())
+	sum := func(part string, costs []int) {
+		for _, c := range costs {
+			out[part] += c
+		}
 	}
+	sum(partPinned, sel.pinnedCosts)
 	if sel.data.Summary != "" {
 		out[partSummary] = a.deps.Counter.Text(model, sel.data.Summary)
 	}
-	for _, f := range sel.data.Facts {
-		out[partFacts] += a.lineCost(model, f.Statement())
-	}
-	for _, p := range sel.data.Passages {
-		out[partRecall] += a.lineCost(model, passageLine(p))
-	}
+	sum(partFacts, sel.factCosts)
+	sum(partRecall, sel.passageCosts)
 	return out
 }
 

@@ -55,8 +55,11 @@ func usableHistory(stored, next []memory.Message) []memory.Message {
 			continue
 		}
 		clear(open)
-		calls, _ := toolInfo(m)
-		if m.Role == "assistant" && len(calls) > 0 {
+		var calls []string
+		if m.Role == "assistant" { // only an assistant message's calls count
+			calls, _ = toolInfo(m)
+		}
+		if len(calls) > 0 {
 			if !answered(calls, stored[i+1:], next) {
 				// Skip the call and its partial results.
 				for i+1 < len(stored) && stored[i+1].Role == "tool" {

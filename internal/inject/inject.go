@@ -102,11 +102,14 @@ type Options struct {
 
 // Assembler prepares upstream requests. It is safe for concurrent use.
 type Assembler struct {
-	deps   Deps
-	opts   Options
-	tmpl   *template.Template
-	logger *slog.Logger
-	m      *loadMetrics
+	deps Deps
+	opts Options
+	tmpl *template.Template
+	// defaultTmpl reports whether tmpl is DefaultTemplate, which
+	// renderDefault writes without the template engine.
+	defaultTmpl bool
+	logger      *slog.Logger
+	m           *loadMetrics
 }
 
 // New returns an Assembler that only puts stored history back (no summary,
@@ -150,7 +153,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, logger: logger, m: newLoadMetrics()}, nil
+	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}, nil
 }
 
 // Budget returns the token budget for req: the smaller of MaxContextTokens

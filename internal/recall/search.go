@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -163,7 +162,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if textErr != nil {
 		return nil, fmt.Errorf("text search: %w", textErr)
 	}
-	kept := byVec[:0:0]
+	kept := make([]memory.Item, 0, len(byVec))
 	for _, it := range byVec {
 		if it.Score >= s.opts.MinSimilarity {
 			kept = append(kept, it)
@@ -232,10 +231,14 @@ func saidAt(it memory.Item) time.Time {
 	return it.CreatedAt
 }
 
-// itemKey identifies an item across rankings.
-func itemKey(it memory.Item) string {
-	return fmt.Sprintf("%s\x00%s\x00%d", it.Kind, it.Ref, it.Chunk)
+// itemKey identifies an item across rankings: its kind, ref and chunk.
+type itemKey struct {
+	kind, ref string
+	chunk     int
 }
+
+// keyOf returns the itemKey of it.
+func keyOf(it memory.Item) itemKey { return itemKey{it.Kind, it.Ref, it.Chunk} }
 
 // Fuse merges rankings by reciprocal rank fusion: an item scores the sum
 // over the lists it appears in of 1/(60+rank), ranks from 1, divided by the
@@ -244,11 +247,18 @@ func itemKey(it memory.Item) string {
 // kept (an embedding from any list is kept). The result is best first.
 func Fuse(lists ...[]memory.Item) []memory.Item {
 	const best = 2.0 / (rrfK + 1)
-	idx := map[string]int{}
-	var out []memory.Item
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	if n == 0 {
+		return nil
+	}
+	idx := make(map[itemKey]int, n)
+	out := make([]memory.Item, 0, n)
 	for _, l := range lists {
 		for rank, it := range l {
-			k := itemKey(it)
+			k := keyOf(it)
 			add := 1.0 / float64(rrfK+rank+1) / best
 			if i, ok := idx[k]; ok {
 				out[i].Score += add
@@ -266,17 +276,56 @@ func Fuse(lists ...[]memory.Item) []memory.Item {
 	return out
 }
 
-// sortByScore orders items best first, newer first on ties, then by ID.
+// sortByScore orders items best first, newer first on ties, then by ID,
+// keeping the order of equal items. It sorts indices and then moves each
+// item once: slices.SortStableFunc runs sort.SliceStable's algorithm, so
+// the order is the same, but swapping items of some 200 bytes each in its
+// merges cost more than the comparisons.
 func sortByScore(items []memory.Item) {
-	sort.SliceStable(items, func(i, j int) bool {
-		if items[i].Score != items[j].Score {
-			return items[i].Score > items[j].Score
+	if len(items) < 2 {
+		return
+	}
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case scoreLess(&items[a], &items[b]):
+			return -1
+		case scoreLess(&items[b], &items[a]):
+			return 1
 		}
-		if !items[i].CreatedAt.Equal(items[j].CreatedAt) {
-			return items[i].CreatedAt.After(items[j].CreatedAt)
-		}
-		return items[i].ID < items[j].ID
+		return 0
 	})
+	// Position k takes the item at idx[k]: follow each cycle of the
+	// permutation, marking positions done with idx[k] = k.
+	for i := range idx {
+		if idx[i] == i {
+			continue
+		}
+		tmp := items[i]
+		j := i
+		for idx[j] != i {
+			next := idx[j]
+			items[j] = items[next]
+			idx[j] = j
+			j = next
+		}
+		items[j] = tmp
+		idx[j] = j
+	}
+}
+
+// scoreLess reports whether a sorts before b in sortByScore.
+func scoreLess(a, b *memory.Item) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.ID < b.ID
 }
 
 // RecencyWeight is the factor a passage of the given age is scored by:
@@ -287,10 +336,6 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 	}
 	return math.Pow(0.5, float64(age)/float64(halfLife))
 }
-
-// normText is a passage's text for duplicate detection: lower case, words
-// of letters and digits, single spaces.
-func normText(s string) string { return strings.Join(tokenize(s), " ") }
 
 // dedup keeps, walking items best first, those whose normalised text differs
 // from every kept one and whose vector is within dupCosine of none, until
@@ -320,35 +365,4 @@ func (s *Searcher) dedup(ctx context.Context, items []memory.Item, topK int) ([]
 		}
 	}
 	return Dedup(items, topK), nil
-}
-
-// Dedup walks items in order and keeps each one whose normalised text
-// (lower case, punctuation dropped) differs from every kept item's and whose
-// embedding has a cosine similarity of at most 0.95 with every kept item's,
-// until limit are kept (limit <= 0: no limit).
-func Dedup(items []memory.Item, limit int) []memory.Item {
-	var out []memory.Item
-	seen := map[string]bool{}
-	for _, it := range items {
-		if limit > 0 && len(out) >= limit {
-			break
-		}
-		n := normText(it.Text)
-		if seen[n] {
-			continue
-		}
-		dup := false
-		for _, k := range out {
-			if len(k.Embedding) > 0 && len(k.Embedding) == len(it.Embedding) && Cosine(k.Embedding, it.Embedding) > dupCosine {
-				dup = true
-				break
-			}
-		}
-		if dup {
-			continue
-		}
-		seen[n] = true
-		out = append(out, it)
-	}
-	return out
 }

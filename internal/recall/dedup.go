@@ -1,0 +1,195 @@
+package recall
+
+import (
+	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/vec"
+)
+
+// Dedup walks items in order and keeps each one whose normalised text
+// (lower case, punctuation dropped) differs from every kept item's and whose
+// embedding has a cosine similarity of at most 0.95 with every kept item's,
+// until limit are kept (limit <= 0: no limit). Similarities are those of
+// Cosine: the kept set is the one comparing with Cosine would give, only
+// found faster (see nearDup).
+func Dedup(items []memory.Item, limit int) []memory.Item {
+	n := len(items)
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	out := make([]memory.Item, 0, n)
+	embs := make([][]float32, 0, n) // embs[i] is out[i].Embedding
+	norms := make([]vecNorm, 0, n)  // norms[i] is its norm
+	var tails []float64             // the vecNorms' tails, one after another
+	seen := make(map[string]bool, n)
+	for _, it := range items {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		t := normText(it.Text)
+		if seen[t] {
+			continue
+		}
+		mark := len(tails)
+		var nv vecNorm
+		if len(it.Embedding) > 0 {
+			nv, tails = normOf(it.Embedding, tails)
+		}
+		dup := false
+		for i, e := range embs {
+			if len(e) > 0 && len(e) == len(it.Embedding) && nearDup(e, it.Embedding, norms[i], nv) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			tails = tails[:mark] // a slice of an earlier array stays as it is
+			continue
+		}
+		seen[t] = true
+		out = append(out, it)
+		embs = append(embs, it.Embedding)
+		norms = append(norms, nv)
+	}
+	return out
+}
+
+// Squared norms outside [minSqNorm, maxSqNorm] (or not numbers) leave
+// nearDup to Cosine: there float32 sums could underflow or overflow.
+const (
+	minSqNorm = 1e-30
+	maxSqNorm = 1e30
+)
+
+// dupChunk is how many dimensions nearDup multiplies before it checks
+// whether the rest could still make a pair similar enough.
+const dupChunk = 64
+
+// vecNorm is what nearDup needs of a vector v's norm.
+type vecNorm struct {
+	// tails[k] is the norm of v[k·dupChunk:]; tails[0] is |v|.
+	tails []float64
+	// inv is 1/|v|.
+	inv float64
+	// fast reports whether the float32 error bounds hold for v (its
+	// squared norm is within [minSqNorm, maxSqNorm]).
+	fast bool
+}
+
+// normOf returns v's vecNorm, its tails appended to buf. Squared norms are
+// float32 sums of positive terms (vec.Dot) over dupChunk dimensions, each
+// within a factor 1±dupChunk·2⁻²⁴ of the exact one, added up in float64.
+func normOf(v []float32, buf []float64) (vecNorm, []float64) {
+	start := len(buf)
+	for lo := 0; lo < len(v); lo += dupChunk {
+		c := v[lo:min(lo+dupChunk, len(v))]
+		buf = append(buf, float64(vec.Dot(c, c)))
+	}
+	t := buf[start:]
+	for k := len(t) - 2; k >= 0; k-- {
+		t[k] += t[k+1]
+	}
+	if len(t) == 0 || !(t[0] >= minSqNorm && t[0] <= maxSqNorm) { // also NaN
+		return vecNorm{}, buf[:start]
+	}
+	for k := range t {
+		t[k] = math.Sqrt(t[k])
+	}
+	return vecNorm{tails: t, inv: 1 / t[0], fast: true}, buf
+}
+
+// nearDup reports whether Cosine(a, b) > dupCosine, for vectors of equal
+// length with norms na and nb (normOf). It estimates the cosine from float32
+// dot products over dupChunk dimensions at a time (vec.Dot, several times
+// faster than Cosine's float64 sums). After each chunk, the dot product so
+// far plus the product of the rest's norms bounds the cosine from above
+// (Cauchy–Schwarz): when that is below dupCosine by more than the error
+// margin, the pair is not similar and the rest is not multiplied. At the
+// end, Cosine is asked only when the estimate is within the margin of
+// dupCosine, or the error bounds do not hold (norms out of range,
+// non-finite values): nearDup answers as Cosine would, always.
+//
+// The error bound, for n = len(a) and u = 2⁻²⁴: the dot products err by at
+// most dupChunk·u·Σ|aᵢbᵢ| ≤ n·u·|a||b| (Cauchy–Schwarz), so the estimated
+// cosine by n·u; the norms' float32 sums by a factor 1±n·u, so 1/(|a||b|)
+// and a product of tails over it by about n·u each; the products'
+// underflow by at most n·2⁻¹⁵⁰/(|a||b|) ≤ n·2⁻¹⁵⁰·10³⁰; the float64
+// arithmetic by a few 2⁻⁵³. The margin n·2⁻²¹ = 8·n·u is more than twice
+// their sum, and also covers Cosine's own float64 error.
+func nearDup(a, b []float32, na, nb vecNorm) bool {
+	if !na.fast || !nb.fast {
+		return Cosine(a, b) > dupCosine
+	}
+	margin := float64(len(a)) * 0x1p-21
+	scale := na.inv * nb.inv
+	var d float64
+	for k, lo := 1, 0; lo < len(a); k, lo = k+1, lo+dupChunk {
+		hi := min(lo+dupChunk, len(a))
+		d += float64(vec.Dot(a[lo:hi], b[lo:hi]))
+		if k < len(na.tails) && (d+na.tails[k]*nb.tails[k])*scale < dupCosine-margin {
+			return false
+		}
+	}
+	c := d * scale
+	if math.Abs(c-dupCosine) <= margin || math.IsNaN(c) {
+		return Cosine(a, b) > dupCosine
+	}
+	return c > dupCosine
+}
+
+// normText is a passage's text for duplicate detection: lower case, words
+// of letters and digits, single spaces: strings.Join(tokenize(s), " ") in
+// one pass and one allocation, copying runs of lower-case ASCII words whole.
+func normText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	inWord := false
+	// word starts or continues a word: a space first if it starts one.
+	word := func() {
+		if !inWord && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		inWord = true
+	}
+	for i := 0; i < len(s); {
+		// A run of lower-case ASCII words one space apart is its own
+		// normal form.
+		j := i
+		for j < len(s) {
+			if c := s[j]; c-'a' < 26 || c-'0' < 10 || c == ' ' && j > i && j+1 < len(s) && (s[j+1]-'a' < 26 || s[j+1]-'0' < 10) {
+				j++
+				continue
+			}
+			break
+		}
+		if j > i {
+			word()
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if c-'A' < 26 {
+				word()
+				b.WriteByte(c + 'a' - 'A')
+			} else {
+				inWord = false
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r = unicode.ToLower(r); unicode.IsLetter(r) || unicode.IsDigit(r) {
+			word()
+			b.WriteRune(r)
+		} else {
+			inWord = false
+		}
+	}
+	return b.String()
+}

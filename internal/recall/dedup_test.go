@@ -1,0 +1,383 @@
+package recall
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// dedupReference is Dedup as it was first written: normalised text through
+// tokenize and strings.Join, every pair's similarity through Cosine. Dedup
+// must keep exactly what it keeps.
+func dedupReference(items []memory.Item, limit int) []memory.Item {
+	var out []memory.Item
+	seen := map[string]bool{}
+	for _, it := range items {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		n := strings.Join(tokenize(it.Text), " ")
+		if seen[n] {
+			continue
+		}
+		dup := false
+		for _, k := range out {
+			if len(k.Embedding) > 0 && len(k.Embedding) == len(it.Embedding) && Cosine(k.Embedding, it.Embedding) > dupCosine {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		seen[n] = true
+		out = append(out, it)
+	}
+	return out
+}
+
+// randUnit returns a random vector of length 1 (in float64, then rounded).
+func randUnit(r *rand.Rand, dims int) []float64 {
+	v := make([]float64, dims)
+	var s float64
+	for i := range v {
+		v[i] = r.NormFloat64()
+		s += v[i] * v[i]
+	}
+	for i := range v {
+		v[i] /= math.Sqrt(s)
+	}
+	return v
+}
+
+// atCosine returns a float32 vector whose cosine with base is about c:
+// base·c plus a random direction orthogonal to base times sin.
+func atCosine(r *rand.Rand, base []float32, c float64) []float32 {
+	b := make([]float64, len(base))
+	var bn float64
+	for i, x := range base {
+		b[i] = float64(x)
+		bn += b[i] * b[i]
+	}
+	bn = math.Sqrt(bn)
+	for i := range b {
+		b[i] /= bn
+	}
+	o := randUnit(r, len(base))
+	var d float64
+	for i := range o {
+		d += o[i] * b[i]
+	}
+	var on float64
+	for i := range o {
+		o[i] -= d * b[i]
+		on += o[i] * o[i]
+	}
+	on = math.Sqrt(on)
+	s := math.Sqrt(1 - c*c)
+	out := make([]float32, len(base))
+	for i := range out {
+		out[i] = float32(c*b[i] + s*o[i]/on)
+	}
+	return out
+}
+
+// randomItems returns n items whose texts repeat a few phrases with other
+// case and punctuation, and whose vectors are random, near earlier ones
+// (some within a hair of the 0.95 threshold), scaled, zero, missing, of
+// another length, tiny, huge or not finite.
+func randomItems(r *rand.Rand, n, dims int) []memory.Item {
+	phrases := []string{"I live in Porto", "i LIVE in porto!", "Vegan, since 2019.", "vegan since 2019", "Olá, São Paulo",
+		"OLÁ — SÃO PAULO", "İstanbul trip", "the dog", "", "  ...  ", "a\xffb", "Ⅻ Roman", "ⓐ circled", "Straße"}
+	items := make([]memory.Item, n)
+	for i := range items {
+		it := memory.Item{Kind: KindMessage, Ref: fmt.Sprintf("r%d", i)}
+		if r.IntN(3) == 0 {
+			it.Text = phrases[r.IntN(len(phrases))]
+		} else {
+			it.Text = fmt.Sprintf("passage %d about %s", i, phrases[r.IntN(len(phrases))])
+		}
+		var v []float32
+		switch k := r.IntN(20); {
+		case k < 8 || i == 0:
+			u := randUnit(r, dims)
+			v = make([]float32, dims)
+			for j := range v {
+				v[j] = float32(u[j])
+			}
+		case k < 14: // near an earlier vector: around, or right at, 0.95
+			base := items[r.IntN(i)].Embedding
+			if nv, _ := normOf(base, nil); len(base) != dims || !nv.fast {
+				base = make([]float32, dims)
+				base[r.IntN(dims)] = 1
+			}
+			c := []float64{0.99, 0.96, 0.94, 0.9, 0.95, 0.95 + 1e-7, 0.95 - 1e-7, 0.95 + 1e-5, 0.95 - 1e-5}[r.IntN(9)]
+			v = atCosine(r, base, c)
+		case k == 14:
+			v = make([]float32, dims) // zero
+		case k == 15:
+			v = nil // a text-only hit
+		case k == 16:
+			u := randUnit(r, 8) // another model's length
+			v = make([]float32, 8)
+			for j := range v {
+				v[j] = float32(u[j])
+			}
+		case k == 17: // a copy of an earlier vector, scaled tiny, huge or by 3
+			base := items[r.IntN(i)].Embedding
+			scale := []float32{1e-20, 1e18, 3, 1e-16}[r.IntN(4)]
+			v = make([]float32, len(base))
+			for j := range v {
+				v[j] = base[j] * scale
+			}
+		case k == 18: // an exact copy
+			v = items[r.IntN(i)].Embedding
+		default: // not finite
+			v = make([]float32, dims)
+			v[0] = []float32{float32(math.Inf(1)), float32(math.NaN())}[r.IntN(2)]
+		}
+		it.Embedding = v
+		items[i] = it
+	}
+	return items
+}
+
+// TestDedupMatchesReference compares Dedup with dedupReference on random
+// items, limits and vector lengths.
+func TestDedupMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := range 400 {
+		dims := []int{384, 16, 17, 3, 1536, 100, 130}[trial%7]
+		n := r.IntN(120)
+		items := randomItems(r, n, dims)
+		for _, limit := range []int{-1, 0, 1, 5, n / 2, n, n + 3} {
+			got, want := Dedup(items, limit), dedupReference(items, limit)
+			if !eqStrings(refs(got), refs(want)) {
+				t.Fatalf("trial %d (dims %d, %d items, limit %d): Dedup kept %v, reference %v", trial, dims, n, limit, refs(got), refs(want))
+			}
+		}
+	}
+}
+
+// TestNearDupMatchesCosine compares nearDup with Cosine > 0.95 on pairs
+// around the threshold, where the float32 estimate alone could err, of
+// vectors scaled from 1e-16 to 1e16, some with all their weight in one
+// chunk (so the early rejection's bounds are far from even).
+func TestNearDupMatchesCosine(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var dups, near int
+	for _, dims := range []int{384, 1536, 5, 16, 100, 130} {
+		for range 2000 {
+			a := make([]float32, dims)
+			for i, x := range randUnit(r, dims) {
+				a[i] = float32(x)
+			}
+			if r.IntN(3) == 0 { // all in one chunk of dupChunk dimensions
+				lo := r.IntN(dims/dupChunk+1) * dupChunk
+				for i := range a {
+					if i < lo || i >= lo+dupChunk {
+						a[i] = 0
+					}
+				}
+				if lo >= dims {
+					a[dims-1] = 1
+				}
+			}
+			c := 0.95 + (r.Float64()-0.5)*[]float64{1e-3, 1e-6, 1e-9, 1e-12}[r.IntN(4)]
+			b := atCosine(r, a, c)
+			// Scale b within the range the estimate is used for, near
+			// its ends too, and beyond it.
+			scale := []float32{1, 3, 1e-14, 2e14, 1e-16, 1e16}[r.IntN(6)]
+			for i := range b {
+				b[i] *= scale
+			}
+			want := Cosine(a, b) > dupCosine
+			na, _ := normOf(a, nil)
+			nb, _ := normOf(b, nil)
+			if got := nearDup(a, b, na, nb); got != want {
+				t.Fatalf("dims %d, cosine %v: nearDup = %v, Cosine %v", dims, Cosine(a, b), got, want)
+			}
+			if want {
+				dups++
+			}
+			if math.Abs(Cosine(a, b)-dupCosine) < 1e-9 {
+				near++
+			}
+		}
+	}
+	if dups == 0 || near == 0 {
+		t.Fatalf("the pairs missed the threshold: %d above it, %d within 1e-9", dups, near)
+	}
+}
+
+// TestDedupEdges checks zero vectors, other lengths, missing vectors and
+// the limit on a small case.
+func TestDedupEdges(t *testing.T) {
+	a := []float32{1, 0, 0}
+	items := []memory.Item{
+		{Ref: "a", Text: "I live in Porto", Embedding: a},
+		{Ref: "same-text", Text: "i live, in PORTO!", Embedding: []float32{0, 1, 0}},
+		{Ref: "near", Text: "other", Embedding: []float32{1, 0.1, 0}},  // cosine 0.995
+		{Ref: "apart", Text: "apart", Embedding: []float32{1, 0.4, 0}}, // cosine 0.93
+		{Ref: "zero", Text: "zero", Embedding: []float32{0, 0, 0}},     // never a duplicate
+		{Ref: "zero-again", Text: "zero again", Embedding: []float32{0, 0, 0}},
+		{Ref: "short", Text: "short", Embedding: []float32{1, 0}}, // another length
+		{Ref: "none", Text: "no vector"},
+		{Ref: "last", Text: "last", Embedding: []float32{0, 0, 1}},
+	}
+	want := []string{"a", "apart", "zero", "zero-again", "short", "none", "last"}
+	if got := refs(Dedup(items, 0)); !eqStrings(got, want) {
+		t.Fatalf("Dedup = %v, want %v", got, want)
+	}
+	if got := refs(Dedup(items, 3)); !eqStrings(got, want[:3]) {
+		t.Fatalf("Dedup limit 3 = %v, want %v", got, want[:3])
+	}
+}
+
+// TestNormText compares normText with strings.Join(tokenize(s), " "),
+// which it replaces, on strings that mix case, scripts, punctuation and
+// invalid UTF-8.
+func TestNormText(t *testing.T) {
+	cases := []string{"", " ", "Hello, World!", "  many   spaces  ", "İstanbul", "ÀÉÎ õü", "Straße STRASSE",
+		"a\xffb", "\xff", "x\xed\xa0\x80y", "Ⅻ ⓐ Ⓐ", "ǅ ǈ", "ﬁ ligature", "ΣΑΣ σας", "日本語テキスト", "٣٤ digits ०१",
+		"tab\tnew\nline", "emoji 😀 here", "\u0130\u0049", "Ⱥ Ⱦ", "under_score-dash.dot"}
+	r := rand.New(rand.NewPCG(11, 12))
+	alphabet := []rune("aZ09 ,.!-_İıÅåΣσßǅⅫⓐ日😀\u0300\uFFFD\t")
+	for range 2000 {
+		var b strings.Builder
+		for range r.IntN(20) {
+			if r.IntN(15) == 0 {
+				b.WriteByte(byte(0x80 + r.IntN(0x80))) // a stray byte
+				continue
+			}
+			b.WriteRune(alphabet[r.IntN(len(alphabet))])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, s := range cases {
+		if got, want := normText(s), strings.Join(tokenize(s), " "); got != want {
+			t.Fatalf("normText(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// FuzzNormText checks normText against strings.Join(tokenize(s), " ").
+func FuzzNormText(f *testing.F) {
+	for _, s := range []string{"Hello, World!", "İstanbul a\xffb", "Ⅻ ⓐ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := normText(s), strings.Join(tokenize(s), " "); got != want {
+			t.Fatalf("normText(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// BenchmarkDedup dedups as recall does at a large budget: 250 candidates
+// of about 40 words, embedded by the local embedder (384 dimensions), 125
+// kept.
+func BenchmarkDedup(b *testing.B) {
+	words := strings.Fields(`sister viola greyhound Porto Lisbon vegan dinner recipe streaming subscription budget trip
+		husband night shift rent euros car saving garden tomato bicycle commute office manager deadline doctor
+		appointment knee running marathon coffee bakery weekend beach holiday flight hotel passport birthday
+		party cake gift daughter school teacher homework piano lesson concert ticket museum painting novel
+		library loan bank mortgage interest insurance kitchen renovation plumber neighbour dog walk park rain`)
+	r := rand.New(rand.NewPCG(1, 2))
+	items := make([]memory.Item, 250)
+	texts := make([]string, len(items))
+	for i := range texts {
+		w := make([]string, 40)
+		for j := range w {
+			w[j] = words[r.IntN(len(words))]
+		}
+		texts[i] = strings.Join(w, " ")
+	}
+	vecs, err := NewLocal(384).Embed(b.Context(), texts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range items {
+		items[i] = memory.Item{Kind: KindMessage, Ref: fmt.Sprintf("m%d", i), Text: texts[i], Embedding: vecs[i]}
+	}
+	if kept := len(Dedup(items, 125)); kept != 125 {
+		b.Fatalf("%d kept, want 125: the candidates are too alike to measure", kept)
+	}
+	for _, bm := range []struct {
+		name  string
+		dedup func([]memory.Item, int) []memory.Item
+	}{{"Dedup", Dedup}, {"reference", dedupReference}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bm.dedup(items, 125)
+			}
+		})
+	}
+}
+
+// sortByScoreReference is sortByScore as first written, with
+// sort.SliceStable.
+func sortByScoreReference(items []memory.Item) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].Score != items[j].Score {
+			return items[i].Score > items[j].Score
+		}
+		if !items[i].CreatedAt.Equal(items[j].CreatedAt) {
+			return items[i].CreatedAt.After(items[j].CreatedAt)
+		}
+		return items[i].ID < items[j].ID
+	})
+}
+
+// TestSortByScoreMatchesReference compares sortByScore with
+// sort.SliceStable on items with tied scores, times and IDs, and NaN
+// scores (which order nothing consistently: the two must still agree).
+func TestSortByScoreMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for trial := range 500 {
+		items := make([]memory.Item, r.IntN(300))
+		for i := range items {
+			items[i] = memory.Item{Ref: fmt.Sprintf("r%d", i), ID: int64(r.IntN(5)),
+				Score:     float64(r.IntN(4)) / 4,
+				CreatedAt: t0.Add(time.Duration(r.IntN(3)) * time.Hour)}
+			if trial%3 == 0 && r.IntN(10) == 0 {
+				items[i].Score = math.NaN()
+			}
+		}
+		got, want := slices.Clone(items), slices.Clone(items)
+		sortByScore(got)
+		sortByScoreReference(want)
+		if !eqStrings(refs(got), refs(want)) {
+			t.Fatalf("trial %d: sortByScore %v, reference %v", trial, refs(got), refs(want))
+		}
+	}
+}
+
+func BenchmarkSortByScore(b *testing.B) {
+	r := rand.New(rand.NewPCG(15, 16))
+	items := make([]memory.Item, 300)
+	for i := range items {
+		items[i] = memory.Item{ID: int64(i), Score: r.Float64()}
+	}
+	for _, bm := range []struct {
+		name string
+		sort func([]memory.Item)
+	}{{"sortByScore", sortByScore}, {"reference", sortByScoreReference}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			s := make([]memory.Item, len(items))
+			for b.Loop() {
+				copy(s, items)
+				bm.sort(s)
+			}
+		})
+	}
+}
