@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/vec"
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
@@ -111,7 +112,7 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
 		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
 			continue
 		}
-		d := dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
+		d := vec.Dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
 		top.offer(scored{id: id, score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
 	}
 	return top.sorted()

@@ -149,18 +149,3 @@ func vecNorm(y []float32) float64 {
 	}
 	return math.Sqrt(float64((v0 + v1) + (v2 + v3)))
 }
-
-// dot is q·y; len(y) must be at least len(q). Blocks of 16 elements are
-// summed in SIMD on amd64 (about 4x the scalar loop), the rest here.
-func dot(q, y []float32) float32 {
-	y = y[:len(q)]
-	n := len(q) &^ 15
-	var s float32
-	if n > 0 {
-		s = dotBlocks(q[:n], y[:n])
-	}
-	for i := n; i < len(q); i++ {
-		s += q[i] * y[i]
-	}
-	return s
-}
