@@ -288,17 +288,27 @@ func (a *Assembler) fitText(model, text string, limit int) string {
 
 // render executes the template over sel and returns the memory block as a
 // system message, or nil when the rendering is empty.
-func (a *Assembler) render(sel selection) (json.RawMessage, error) {
+func (a *Assembler) render(sel selection) (json.RawMessage, string, error) {
 	var b strings.Builder
 	if a.defaultTmpl {
 		renderDefault(&b, sel.data)
 	} else if err := a.tmpl.Execute(&b, sel.data); err != nil {
-		return nil, fmt.Errorf("render memory block: %w", err)
+		return nil, "", fmt.Errorf("render memory block: %w", err)
 	}
 	text := strings.TrimSpace(b.String())
 	if text == "" {
-		return nil, nil
+		return nil, "", nil
 	}
+	raw, err := systemRaw(text)
+	if err != nil {
+		return nil, "", err
+	}
+	return raw, text, nil
+}
+
+// systemRaw is the system message whose content is text, as the memory
+// block is sent.
+func systemRaw(text string) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep the <memory> delimiters readable upstream
@@ -316,13 +326,13 @@ func (a *Assembler) render(sel selection) (json.RawMessage, error) {
 // was kept.
 func (a *Assembler) block(model string, sel selection, room int) (json.RawMessage, int, map[string]int, error) {
 	for {
-		raw, err := a.render(sel)
+		raw, text, err := a.render(sel)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		c := 0
 		if raw != nil {
-			c = a.deps.Counter.RawMessage(model, raw)
+			c = systemCost(a.deps.Counter, model, text, raw)
 		}
 		if c <= room {
 			return raw, c, a.sectionCosts(model, sel), nil
@@ -374,4 +384,20 @@ func foldText(s string) string {
 	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), " ")
+}
+
+// systemCounter is a TokenCounter that counts a system message from its
+// text, as RawMessage would count the message, without parsing it again
+// (*tokens.Counter and the Claude estimate are).
+type systemCounter interface {
+	SystemMessage(model, text string) int
+}
+
+// systemCost is what the system message raw, whose content is text, costs:
+// counted from text when c can, else from raw.
+func systemCost(c TokenCounter, model, text string, raw json.RawMessage) int {
+	if sc, ok := c.(systemCounter); ok {
+		return sc.SystemMessage(model, text)
+	}
+	return c.RawMessage(model, raw)
 }

@@ -117,7 +117,7 @@ func TestRenderUsesConfiguredTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := a.render(selection{data: BlockData{Summary: "sum"}})
+	raw, _, err := a.render(selection{data: BlockData{Summary: "sum"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,6 +277,19 @@ func (m *memoCounter) Text(model, s string) int {
 	return n
 }
 
+// SystemMessage counts the memory block with the wrapped counter (see
+// systemCost).
+func (m *memoCounter) SystemMessage(model, text string) int {
+	if sc, ok := m.TokenCounter.(systemCounter); ok {
+		return sc.SystemMessage(model, text)
+	}
+	raw, err := systemRaw(text)
+	if err != nil { // a string always encodes
+		return m.Text(model, text)
+	}
+	return m.TokenCounter.RawMessage(model, raw)
+}
+
 // zeroCounter counts nothing: the Assembler of New without a counter.
 type zeroCounter struct{}
 

@@ -90,3 +90,24 @@ func TestMemoBounded(t *testing.T) {
 		t.Fatalf("newest text: %d, want %d", got, len(s))
 	}
 }
+
+// TestSystemMessageIsRawMessage: counting a system message from its text
+// gives what counting its JSON gives.
+func TestSystemMessageIsRawMessage(t *testing.T) {
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"", "x", "<memory>\n- a\n</memory>", "line\nbreaks\tand \"quotes\" \\ 日本",
+		strings.Repeat("word ", 5000)} {
+		raw, err := json.Marshal(map[string]string{"role": "system", "content": text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, model := range []string{"gpt-4o-mini", "gpt-4", "unknown-model"} {
+			if got, want := c.SystemMessage(model, text), c.RawMessage(model, raw); got != want {
+				t.Errorf("%s: SystemMessage(%.20q) = %d, RawMessage = %d", model, text, got, want)
+			}
+		}
+	}
+}

@@ -92,6 +92,13 @@ func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
 	return c.memo.count(c.memo.key(kindMessage, c.encoder(model).name, "", raw), func() int { return c.rawMessage(model, raw) })
 }
 
+// SystemMessage returns what RawMessage returns for the message
+// {"role":"system","content":text}, without encoding and parsing it: the
+// memory block is counted this way on every request, and it is long.
+func (c *Counter) SystemMessage(model, text string) int {
+	return PerMessage + c.Text(model, "system") + c.Text(model, text)
+}
+
 // rawMessage is RawMessage, counted.
 func (c *Counter) rawMessage(model string, raw json.RawMessage) int {
 	var w wireMessage

@@ -150,6 +150,28 @@ func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
 	return scale(model, n, text)
 }
 
+// SystemMessage returns what RawMessage returns for the message
+// {"role":"system","content":text}, without encoding and parsing it.
+func (c *Counter) SystemMessage(model, text string) int {
+	var n int
+	if sc, ok := c.base.(interface{ SystemMessage(model, text string) int }); ok {
+		n = sc.SystemMessage(model, text)
+	} else {
+		raw, err := json.Marshal(struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{"system", text})
+		if err != nil { // a string always encodes
+			return c.Text(model, text)
+		}
+		n = c.base.RawMessage(model, raw)
+	}
+	if !IsClaude(model) {
+		return n
+	}
+	return scale(model, n, text)
+}
+
 // Messages returns the estimate for a request with msgs: the sum of
 // RawMessage plus the scaled reply priming.
 func (c *Counter) Messages(model string, msgs []json.RawMessage) int {
