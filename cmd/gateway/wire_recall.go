@@ -17,6 +17,7 @@ import (
 
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/lexicon"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/recall"
 	"github.com/memgate/memgate/internal/redisstore"
@@ -76,6 +77,7 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 		TopK:            rc.TopK,
 		MinSimilarity:   rc.MinSimilarity,
 		RecencyHalfLife: rc.RecencyHalfLife.D(),
+		Expander:        newExpander(),
 	})
 	l.recaller = recall.NewRecaller(rs, searcher, emb, recall.RecallOptions{
 		CrossConversation: rc.CrossConversation,
@@ -109,6 +111,17 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 	}
 	l.hooks = append(l.hooks, indexer)
 	return l, nil
+}
+
+// newExpander returns recall's query expander over the embedded English
+// lexicon, or nil (no expansion) when the table fails to decode, a build
+// defect the lexicon's tests catch.
+func newExpander() *recall.Expander {
+	lex, err := lexicon.Default()
+	if err != nil {
+		return nil
+	}
+	return recall.NewExpander(lex)
 }
 
 // close releases what openRecall opened.

@@ -67,6 +67,8 @@ type Lexicon struct {
 	vocab      []string
 	words      map[string]entry
 	exceptions map[string]string
+	// narrower is the table read backwards, built on first use.
+	narrower func() *narrowerIndex
 }
 
 // entry is one word of the table: its base form (the key) and its
@@ -221,6 +223,7 @@ func Parse(gz []byte) (*Lexicon, error) {
 		}
 		lx.exceptions[string(infl)] = string(base)
 	}
+	lx.narrower = sync.OnceValue(func() *narrowerIndex { return buildNarrower(lx) })
 	return lx, nil
 }
 

@@ -166,3 +166,113 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	}
 }
+
+func TestNarrower(t *testing.T) {
+	lx := mustDefault(t)
+	tests := []struct {
+		word string
+		want []string // among the narrower words
+	}{
+		{"instrument", []string{"trombone", "accordion"}},
+		{"instruments", []string{"trombone"}}, // by its base form
+		{"sibling", []string{"brother", "sister"}},
+		{"weekday", []string{"monday", "thursday"}},
+		{"dog", []string{"puppy", "greyhound"}},
+		{"fruit", []string{"mango"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.word, func(t *testing.T) {
+			ns := lx.Narrower(tt.word)
+			got := conceptWords(ns)
+			for _, w := range tt.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("%d narrower words lack %q", len(got), w)
+				}
+			}
+			for i := range ns.Len() {
+				c := ns.At(i)
+				if c.Weight <= 0 || c.Weight > 1 || (i > 0 && c.Weight > ns.At(i-1).Weight) {
+					t.Fatalf("weights not in (0, 1] best first at %d: %v", i, c)
+				}
+				// Every narrower word has the word among its concepts.
+				_, cs := lx.Lookup(c.Word)
+				if i < 50 && !slices.Contains(conceptWords(cs), strings.TrimSuffix(tt.word, "s")) {
+					t.Fatalf("%q is narrower than %q but lacks it: %v", c.Word, tt.word, conceptWords(cs))
+				}
+			}
+		})
+	}
+	for _, w := range []string{"the", "have", "xyzzyq", "", "ab"} {
+		if ns := lx.Narrower(w); ns.Len() != 0 {
+			t.Errorf("Narrower(%q) = %v, want nothing", w, conceptWords(ns))
+		}
+	}
+}
+
+func TestAppendForms(t *testing.T) {
+	lx := mustDefault(t)
+	tests := []struct {
+		base string
+		want []string
+	}{
+		{"puppy", []string{"puppy", "puppies"}},
+		{"watch", []string{"watches", "watched", "watching"}},
+		{"bake", []string{"bakes", "baked", "baking"}},
+		{"free", []string{"freed", "freeing"}},
+		{"play", []string{"plays", "played", "playing"}},
+		{"grow", []string{"grows", "grew", "grown", "growing"}}, // irregular, from WordNet's exceptions
+		{"child", []string{"children"}},
+		{"xyzzyq", []string{"xyzzyq", "xyzzyqs"}}, // not in the table: regular forms only
+	}
+	for _, tt := range tests {
+		got := lx.AppendForms(nil, tt.base)
+		if len(got) == 0 || got[0] != tt.base {
+			t.Errorf("AppendForms(%q) = %q, want the base first", tt.base, got)
+		}
+		for _, w := range tt.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("AppendForms(%q) = %q, lacks %q", tt.base, got, w)
+			}
+		}
+	}
+}
+
+func TestParseNarrower(t *testing.T) {
+	lx, err := Parse(gz(t, Header+"\n2\ninstrument\nstringed\n2\nviola 0:66 1:255\ncello 0:200\n1\nviolae viola\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := lx.Narrower("instrument")
+	if got := conceptWords(ns); !slices.Equal(got, []string{"cello", "viola"}) || ns.At(1).Weight != float32(66)/255 {
+		t.Fatalf("Narrower(instrument) = %v", got)
+	}
+	if got := lx.AppendForms([]string{"x"}, "viola"); got[0] != "x" || !slices.Contains(got, "violae") || !slices.Contains(got, "violas") {
+		t.Fatalf("AppendForms(viola) = %q", got)
+	}
+}
+
+func TestAppendNounForms(t *testing.T) {
+	lx := mustDefault(t)
+	tests := []struct {
+		base      string
+		want, not []string
+	}{
+		{"puppy", []string{"puppy", "puppies"}, []string{"puppied", "puppying"}},
+		{"watch", []string{"watch", "watches"}, []string{"watched", "watching"}},
+		{"grow", []string{"grows", "grew", "grown"}, []string{"growing"}}, // irregular forms kept
+		{"th", []string{"th"}, []string{"thing", "things"}},               // never a function word
+	}
+	for _, tt := range tests {
+		got := lx.AppendNounForms(nil, tt.base)
+		for _, w := range tt.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("AppendNounForms(%q) = %q, lacks %q", tt.base, got, w)
+			}
+		}
+		for _, w := range tt.not {
+			if slices.Contains(got, w) || (w == "thing" && slices.Contains(lx.AppendForms(nil, tt.base), w)) {
+				t.Errorf("AppendNounForms(%q) = %q, holds %q", tt.base, got, w)
+			}
+		}
+	}
+}

@@ -139,6 +139,12 @@ type ItemQuery struct {
 	Dims      int
 	// Text is the full-text query ("" skips the text search).
 	Text string
+	// Related are words related to Text's (its words' synonyms, broader
+	// and narrower terms), each scoring an item as a word of Text would,
+	// times its Weight. They widen the full-text search only: an item
+	// holding a related word and none of Text's is found, below one that
+	// holds Text's rarer words. See RelatedTerm for how stores apply them.
+	Related []RelatedTerm
 	// Limit bounds each ranked list.
 	Limit int
 }

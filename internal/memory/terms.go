@@ -49,6 +49,30 @@ const (
 // commonest words are such terms in a long conversation.
 const CommonTermMinDF = 100
 
+// RelatedTerm is one word a full-text search looks for besides the query's
+// own, with a weight in (0, 1] its BM25 contribution is multiplied by.
+//
+// Both stores apply related terms the same way: a term is a lower-case
+// word as it appears in text (stores fold it as they fold indexed words);
+// a related term that is also one of the query's own words, or is listed
+// twice, counts once, as the query's word or with its highest weight; a
+// weight above 1 counts as 1 and one of 0 or less leaves the term out; a
+// related term in at least 1/RelatedCommonDivisor of the user's items and
+// in more than CommonTermMinDF of them is left out (see
+// RelatedCommonDivisor); and an item holding only related terms still
+// matches.
+type RelatedTerm struct {
+	Term   string
+	Weight float64
+}
+
+// RelatedCommonDivisor sets which related terms a full-text search leaves
+// out: one found in at least 1/RelatedCommonDivisor of the user's items
+// (and in more than CommonTermMinDF of them). Its idf, times a weight
+// below 1, would add little to any item's score, and its posting list is
+// long: a broad category brings everyday words ("animal" → dog, cat).
+const RelatedCommonDivisor = 20
+
 // QueryStopwords returns the distinct stopwords of text (lower case), in
 // order of appearance, when text has other words too: the words QueryTerms
 // leaves out. A text of stopwords alone has none left out, and gives nil.

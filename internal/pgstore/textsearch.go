@@ -38,7 +38,11 @@ func truncate(s string, n int) string {
 // nor scores items, so its long posting list is never read) unless every
 // term of the query is such a term. The
 // query's terms are the lexemes of its text in the 'simple' configuration,
-// as the items' are, without stopwords unless nothing else is left. Ties
+// as the items' are, without stopwords unless nothing else is left; its
+// related terms (q.Related) add their idf times their weight, each once
+// with its highest weight, never when one of the query's own terms is the
+// same word, and never when in 1/memory.RelatedCommonDivisor of the items
+// (see memory.RelatedTerm). Ties
 // rank the lower id first. Every lookup is by index, per term and per hit
 // (LATERAL subqueries fenced with OFFSET 0, the item's ordered by its
 // primary key so that key is the index used): as plain joins, a planner
@@ -48,7 +52,8 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	if stop == nil {
 		stop = []string{} // NULL would match no lexeme
 	}
-	args := []any{q.Tenant, q.User, truncate(q.Text, maxQueryBytes), stop, q.Limit}
+	related, weights := relatedArgs(q.Related)
+	args := []any{q.Tenant, q.User, truncate(q.Text, maxQueryBytes), stop, q.Limit, related, weights}
 	var where strings.Builder
 	if q.Conversation != "" {
 		args = append(args, q.Conversation)
@@ -76,15 +81,23 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	sql := `WITH st AS (
 			SELECT docs::float8 AS n, total_len::float8 / greatest(docs, 1) AS avgdl
 			FROM memory_item_stats WHERE tenant = $1 AND user_id = $2
-		), qt AS (
+		), ot AS (
 			SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('simple', $3))
 			WHERE NOT (lexeme = ANY($4::text[]))
+		), qt AS (
+			SELECT term, 1::float8 AS weight, true AS own FROM ot
+			UNION ALL
+			SELECT r.term, max(r.weight), false FROM unnest($6::text[], $7::float8[]) r(term, weight)
+			WHERE r.weight > 0 AND NOT EXISTS (SELECT 1 FROM ot WHERE ot.term = r.term)
+			GROUP BY r.term
 		), w AS (
-			SELECT qt.term, greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective
+			SELECT qt.term, qt.own, least(qt.weight, 1) * greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective,
+				f.df * ` + strconv.Itoa(memory.RelatedCommonDivisor) + ` >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + ` AS broad
 			FROM st, qt CROSS JOIN LATERAL (
 				SELECT df FROM memory_term_df f WHERE f.tenant = $1 AND f.user_id = $2 AND f.term = qt.term OFFSET 0) f
 		), u AS (
-			SELECT term, idf FROM w WHERE selective OR NOT EXISTS (SELECT 1 FROM w WHERE selective)
+			SELECT term, idf FROM w
+			WHERE (own AND (selective OR NOT EXISTS (SELECT 1 FROM w WHERE selective AND own))) OR NOT (own OR broad)
 		), scored AS (
 			SELECT p.item_id, sum(u.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / st.avgdl))) AS score
 			FROM st, u CROSS JOIN LATERAL (
@@ -102,6 +115,18 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 			LIMIT $5
 		) hits ORDER BY score DESC, id`
 	return sql, args
+}
+
+// relatedArgs returns q.Related as two parallel arrays, terms folded as
+// the 'simple' configuration folds words (lower case).
+func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
+	terms := make([]string, len(related))
+	weights := make([]float64, len(related))
+	for i, r := range related {
+		terms[i] = strings.ToLower(r.Term)
+		weights[i] = r.Weight
+	}
+	return terms, weights
 }
 
 // SearchText ranks the user's items by Okapi BM25 over all of them (see

@@ -92,16 +92,23 @@ func (s *fakeStore) SearchText(_ context.Context, q memory.ItemQuery) ([]memory.
 			words[w] = true
 		}
 	}
+	related := map[string]float64{}
+	for _, r := range q.Related {
+		if !words[r.Term] {
+			related[r.Term] = max(related[r.Term], r.Weight)
+		}
+	}
 	var out []memory.Item
 	for _, it := range s.scoped(q) {
-		n := 0
+		n := 0.0
 		for _, w := range tokenize(it.Text) {
 			if words[w] {
 				n++
 			}
+			n += related[w]
 		}
 		if n > 0 {
-			it.Score = float64(n)
+			it.Score = n
 			it.Embedding = nil // like a real text search: no vectors
 			out = append(out, it)
 		}

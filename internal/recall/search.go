@@ -37,6 +37,9 @@ const (
 	commonFrac  = 0.1
 )
 
+// maxExpandedTerms bounds how many of a query's words are expanded.
+const maxExpandedTerms = 16
+
 // rrfK is the reciprocal rank fusion constant: an item at rank r (from 1) of
 // a list scores 1/(rrfK+r).
 const rrfK = 60
@@ -52,6 +55,9 @@ type SearchOptions struct {
 	MinSimilarity float64
 	// RecencyHalfLife halves a passage's score per this much age; 0 disables.
 	RecencyHalfLife time.Duration
+	// Expander, when set, widens the full-text search with the words
+	// related to the query's (memory.ItemQuery.Related).
+	Expander *Expander
 }
 
 // Searcher is hybrid search over a user's memory items: vector and
@@ -93,7 +99,9 @@ type SearchQuery struct {
 // Search returns the user's best passages for q.Text, best first, each with
 // Score in (0, 1]. Candidates come from the store's vector ranking (embedded
 // with the Searcher's embedder; matches below MinSimilarity dropped) and
-// its full-text ranking (BM25: words most items hold weigh little), fused
+// its full-text ranking (BM25: words most items hold weigh little; with an
+// Expander, the words related to the query's count too, at a reduced
+// weight: see Expander.Related and memory.RelatedTerm), fused
 // by reciprocal rank fusion (k = 60) and normalised so an item first in
 // both lists scores 1; the score is then halved per RecencyHalfLife of age
 // (since it was said); passages with the same normalised text or a cosine
@@ -118,8 +126,9 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
 		Model:       s.emb.Model(), Dims: s.emb.Dims(),
-		Text:  text,
-		Limit: max(20, topK+topK/2),
+		Text:    text,
+		Related: s.opts.Expander.Related(memory.QueryTerms(text, maxExpandedTerms)),
+		Limit:   max(20, topK+topK/2),
 	}
 	// The full-text ranking needs neither the query's term statistics nor
 	// its embedding: it runs while they are fetched and computed, so a

@@ -150,7 +150,7 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 				excluded[r] = true
 			}
 		}
-		best = x.search(terms, q.Limit, func(d int32) bool {
+		best = x.search(terms, q.Related, q.Limit, func(d int32) bool {
 			return (q.Conversation == "" || x.convs[d] == q.Conversation) && !excluded[x.refs[d]]
 		})
 	})
@@ -173,7 +173,10 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 // (k1 = 1.2, b = 0.75, as FTS5's bm25) over the user's items: the corpus
 // size is their count, a term's document frequency its count among the
 // candidates (exact unless the window is full), so passages sharing more
-// and rarer words, more often, rank higher. FTS5's own bm25() counts every match of every term of the
+// and rarer words, more often, rank higher. Related terms (q.Related) add
+// to the scores of the candidates but do not select them: ORed into the
+// match, hundreds of them would fill the window with passages that share
+// none of the query's own words. FTS5's own bm25() counts every match of every term of the
 // user's history first, which grew linearly with it (10k items: ~5 ms per
 // search); this costs the same at any history size. An older passage
 // beyond the window is still found by SearchVector, which covers the
@@ -208,7 +211,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	defer rows.Close()
-	r := newTextRanker(terms, total)
+	r := newTextRanker(terms, q.Related, total)
 	for rows.Next() {
 		var id int64
 		var text sql.RawBytes

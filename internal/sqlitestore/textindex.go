@@ -104,22 +104,33 @@ func forEachWord(text []byte, fn func(w []byte)) {
 	}
 }
 
-// bm25Term is one query term's postings and weight.
+// bm25Term is one query term's postings and idf (a related term's times
+// its weight).
 type bm25Term struct {
 	postings []posting
 	idf      float64
 }
 
-// search ranks the index's items for terms by Okapi BM25 (memory.BM25K1,
-// memory.BM25B) and returns the best limit that keep accepts, best first,
-// ties lower id first. A term's idf is ln((N - df + 0.5) / (df + 0.5))
-// floored at 1e-6 (FTS5's floor); a term in half the items or more and in
-// more than memory.CommonTermMinDF of them is left out unless every term
-// is. Items matching no term are never returned.
-func (x *textIndex) search(terms []string, limit int, keep func(doc int32) bool) []scored {
+// search ranks the index's items for terms and related terms by Okapi
+// BM25 (memory.BM25K1, memory.BM25B) and returns the best limit that keep
+// accepts, best first, ties lower id first. A term's idf is
+// ln((N - df + 0.5) / (df + 0.5)) floored at 1e-6 (FTS5's floor), a
+// related term's times its weight; a term in half the items or more and in
+// more than memory.CommonTermMinDF of them is left out unless every one of
+// terms is, and a related term already in 1/memory.RelatedCommonDivisor of
+// them (see memory.RelatedTerm).
+// Items matching no term are never returned.
+func (x *textIndex) search(terms []string, related []memory.RelatedTerm, limit int, keep func(doc int32) bool) []scored {
 	n := float64(len(x.ids))
 	if n == 0 || limit <= 0 {
 		return nil
+	}
+	common := func(ps []posting) bool {
+		return 2*len(ps) >= len(x.ids) && len(ps) > memory.CommonTermMinDF
+	}
+	idf := func(ps []posting) float64 {
+		df := float64(len(ps))
+		return max(math.Log((n-df+0.5)/(df+0.5)), 1e-6)
 	}
 	var all, selective []bm25Term
 	seen := make(map[string]bool, len(terms))
@@ -133,15 +144,39 @@ func (x *textIndex) search(terms []string, limit int, keep func(doc int32) bool)
 		if len(ps) == 0 {
 			continue
 		}
-		df := float64(len(ps))
-		bt := bm25Term{postings: ps, idf: max(math.Log((n-df+0.5)/(df+0.5)), 1e-6)}
+		bt := bm25Term{postings: ps, idf: idf(ps)}
 		all = append(all, bt)
-		if !(2*len(ps) >= len(x.ids) && len(ps) > memory.CommonTermMinDF) {
+		if !common(ps) {
 			selective = append(selective, bt)
 		}
 	}
 	if len(selective) > 0 {
 		all = selective
+	}
+	// Each related term once, with its highest weight, unless it is one
+	// of terms.
+	var weights map[string]float64
+	var order []string
+	if len(related) > 0 {
+		weights = make(map[string]float64, len(related))
+		order = make([]string, 0, len(related))
+	}
+	for _, r := range related {
+		f := foldTerm(r.Term)
+		if seen[f] || r.Weight <= 0 {
+			continue
+		}
+		w, ok := weights[f]
+		if !ok {
+			order = append(order, f)
+		}
+		weights[f] = max(w, min(r.Weight, 1))
+	}
+	for _, f := range order {
+		ps := x.postings[f]
+		if len(ps) > 0 && !(memory.RelatedCommonDivisor*len(ps) >= len(x.ids) && len(ps) > memory.CommonTermMinDF) {
+			all = append(all, bm25Term{postings: ps, idf: idf(ps) * weights[f]})
+		}
 	}
 	if len(all) == 0 {
 		return nil

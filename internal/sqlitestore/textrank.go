@@ -2,6 +2,8 @@ package sqlitestore
 
 import (
 	"math"
+
+	"github.com/memgate/memgate/internal/memory"
 	"unicode"
 	"unicode/utf8"
 )
@@ -13,24 +15,42 @@ const (
 )
 
 // textRanker scores full-text candidates by Okapi BM25 over the query's
-// terms, with document frequencies and the average length taken over the
-// candidates, in a corpus of at least corpus documents.
+// terms and related terms (a related term's idf times its weight), with
+// document frequencies and the average length taken over the candidates,
+// in a corpus of at least corpus documents.
 type textRanker struct {
-	corpus int
-	terms  map[string]int // folded term -> index
-	ids    []int64
-	lens   []int
-	tf     []int32 // len(terms) counts per candidate
-	df     []int
-	total  int
+	corpus  int
+	terms   map[string]int // folded term -> index
+	weights []float64      // per term: 1, or a related term's weight
+	ids     []int64
+	lens    []int
+	tf      []int32 // len(terms) counts per candidate
+	df      []int
+	total   int
 }
 
-func newTextRanker(terms []string, corpus int) *textRanker {
-	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms))}
+func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *textRanker {
+	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
 	for _, t := range terms {
 		f := foldWord(t)
 		if _, ok := r.terms[f]; !ok {
 			r.terms[f] = len(r.terms)
+			r.weights = append(r.weights, 1)
+		}
+	}
+	own := len(r.terms)
+	for _, t := range related {
+		if t.Weight <= 0 {
+			continue
+		}
+		f := foldTerm(t.Term)
+		k, ok := r.terms[f]
+		switch {
+		case !ok:
+			r.terms[f] = len(r.terms)
+			r.weights = append(r.weights, min(t.Weight, 1))
+		case k >= own:
+			r.weights[k] = max(r.weights[k], min(t.Weight, 1))
 		}
 	}
 	r.df = make([]int, len(r.terms))
@@ -75,7 +95,7 @@ func (r *textRanker) best(limit int) []scored {
 	idf := make([]float64, len(r.df))
 	for k, df := range r.df {
 		// FTS5's floor keeps a term in every candidate slightly positive.
-		idf[k] = max(math.Log((n-float64(df)+0.5)/(float64(df)+0.5)), 1e-6)
+		idf[k] = r.weights[k] * max(math.Log((n-float64(df)+0.5)/(float64(df)+0.5)), 1e-6)
 	}
 	top := make(topK, 0, limit+1)
 	nt := len(r.terms)
@@ -113,6 +133,17 @@ func isWordRune(c rune) bool {
 		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 	}
 	return unicode.IsLetter(c) || unicode.IsDigit(c) || unicode.Is(unicode.Mn, c)
+}
+
+// foldTerm is foldWord without a copy for a word of lower-case ASCII
+// letters and digits, as related terms are.
+func foldTerm(w string) string {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return foldWord(w)
+		}
+	}
+	return w
 }
 
 // foldWord lower-cases w and strips the diacritics foldRune knows.

@@ -35,6 +35,7 @@ func RunRanking(t *testing.T, open func(t *testing.T) RankingStore) {
 		run  func(t *testing.T, s RankingStore)
 	}{
 		{"SearchTextIsBM25", testSearchTextIsBM25},
+		{"SearchTextWeighsRelatedTerms", testSearchTextWeighsRelatedTerms},
 		{"SearchTextFindsOldEvidence", testSearchTextFindsOldEvidence},
 		{"SearchTextStatisticsFollowDeletes", testSearchTextStatisticsFollowDeletes},
 		{"ItemsKeepSaidAt", testItemsKeepSaidAt},
@@ -107,12 +108,16 @@ func refWords(s string) []string {
 }
 
 // refRank is the reference ranking SearchText documents, over items (one
-// user's, all of them) for query, keeping the items keep accepts: Okapi
-// BM25 with k1 1.2, b 0.75, idf ln((N-df+0.5)/(df+0.5)) floored at 1e-6,
-// query terms without stopwords (memory.QueryTerms), common terms (in half
-// the items or more and more than memory.CommonTermMinDF) left out unless
-// all are, ties by lower id.
-func refRank(items []memory.Item, query string, keep func(memory.Item) bool) []memory.Item {
+// user's, all of them) for query and its related terms, keeping the items
+// keep accepts: Okapi BM25 with k1 1.2, b 0.75, idf ln((N-df+0.5)/(df+0.5))
+// floored at 1e-6, query terms without stopwords (memory.QueryTerms),
+// common terms (in half the items or more and more than
+// memory.CommonTermMinDF) left out unless all of the query's own are;
+// related terms as memory.RelatedTerm says (idf times weight, once each
+// with the highest weight, not when a query term, never when in
+// 1/memory.RelatedCommonDivisor of the items and more than
+// memory.CommonTermMinDF); ties by lower id.
+func refRank(items []memory.Item, query string, related []memory.RelatedTerm, keep func(memory.Item) bool) []memory.Item {
 	n := float64(len(items))
 	tf := make([]map[string]int, len(items))
 	df := map[string]int{}
@@ -128,18 +133,36 @@ func refRank(items []memory.Item, query string, keep func(memory.Item) bool) []m
 		}
 	}
 	avg := float64(total) / n
+	common := func(w string) bool { return 2*df[w] >= len(items) && df[w] > memory.CommonTermMinDF }
 	var terms, selective []string
+	own := map[string]bool{}
 	for _, w := range memory.QueryTerms(query, 64) {
+		own[w] = true
 		if df[w] == 0 {
 			continue
 		}
 		terms = append(terms, w)
-		if !(2*df[w] >= len(items) && df[w] > memory.CommonTermMinDF) {
+		if !common(w) {
 			selective = append(selective, w)
 		}
 	}
 	if len(selective) > 0 {
 		terms = selective
+	}
+	weight := map[string]float64{}
+	for _, w := range terms {
+		weight[w] = 1
+	}
+	for _, r := range related {
+		w := strings.ToLower(r.Term)
+		broad := memory.RelatedCommonDivisor*df[w] >= len(items) && df[w] > memory.CommonTermMinDF
+		if own[w] || df[w] == 0 || broad || r.Weight <= 0 {
+			continue
+		}
+		if _, ok := weight[w]; !ok {
+			terms = append(terms, w)
+		}
+		weight[w] = max(weight[w], min(r.Weight, 1))
 	}
 	var out []memory.Item
 	for i, it := range items {
@@ -150,7 +173,7 @@ func refRank(items []memory.Item, query string, keep func(memory.Item) bool) []m
 				continue
 			}
 			hit = true
-			idf := max(math.Log((n-float64(df[w])+0.5)/(float64(df[w])+0.5)), 1e-6)
+			idf := weight[w] * max(math.Log((n-float64(df[w])+0.5)/(float64(df[w])+0.5)), 1e-6)
 			score += idf * c * (memory.BM25K1 + 1) /
 				(c + memory.BM25K1*(1-memory.BM25B+memory.BM25B*float64(len(refWords(it.Text)))/avg))
 		}
@@ -235,7 +258,7 @@ func testSearchTextIsBM25(t *testing.T, s RankingStore) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			want := refRank(all, tt.query, any)
+			want := refRank(all, tt.query, nil, any)
 			got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: tt.query, Limit: 10})
 			if len(want) > 10 {
 				want = want[:10]
@@ -248,11 +271,71 @@ func testSearchTextIsBM25(t *testing.T, s RankingStore) {
 	}
 	t.Run("scoped", func(t *testing.T) {
 		excluded := map[string]bool{"t003": true, "t010": true}
-		want := refRank(all, "LGBTQ support group kids park", func(it memory.Item) bool { return !excluded[it.Ref] })[:5]
+		want := refRank(all, "LGBTQ support group kids park", nil, func(it memory.Item) bool { return !excluded[it.Ref] })[:5]
 		got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Conversation: "c1",
 			Text: "LGBTQ support group kids park", ExcludeRefs: []string{"t003", "t010"}, Limit: 5})
 		assertSameRanking(t, "SearchText scoped", got, want)
 	})
+}
+
+// testSearchTextWeighsRelatedTerms ranks the fixed conversation for
+// queries with related terms (memory.ItemQuery.Related) and checks every
+// store ranks it as the reference does, score for score: a passage that
+// holds only a related word is found, below one holding the query's own
+// rarer words; a related term listed twice counts once, with its highest
+// weight; one that is a query word counts as the query word; a common one
+// (a speaker's name) is left out, and so is one in a twentieth of the
+// items (memory.RelatedCommonDivisor), though as the query's own word it
+// still counts.
+func testSearchTextWeighsRelatedTerms(t *testing.T, s RankingStore) {
+	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	corpus := rankingCorpus(alice)
+	for i := range memory.CommonTermMinDF + 10 { // hiking: in 110 of 370 items
+		it := item(alice, "message", fmt.Sprintf("h%03d", i), fmt.Sprintf("Melanie: we went hiking again, Caroline, trail %d", i), nil)
+		it.CreatedAt = baseTime.Add(time.Duration(corpusSize+i) * time.Minute)
+		corpus = append(corpus, it)
+	}
+	mustAddItems(t, s, corpus...)
+	all := storedItems(t, s, "acme", "alice", corpus)
+	rel := func(pairs ...any) []memory.RelatedTerm {
+		var out []memory.RelatedTerm
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, memory.RelatedTerm{Term: pairs[i].(string), Weight: pairs[i+1].(float64)})
+		}
+		return out
+	}
+	any := func(memory.Item) bool { return true }
+	tests := []struct {
+		name    string
+		query   string
+		related []memory.RelatedTerm
+		first   string // "" when the reference decides alone
+	}{
+		{"only a related word matches", "What ceramics course did Caroline join?",
+			rel("pottery", 0.5, "class", 0.3, "potteries", 0.5), "t150"},
+		{"own rarer words outrank related ones", "Melanie, when is the camping trip?",
+			rel("painted", 0.4, "lake", 0.4), "t095"},
+		{"listed twice, highest weight", "jewellery", rel("necklace", 0.2, "necklace", 0.6, "NECKLACE", 0.1), "t040"},
+		{"a query word is not related", "kids sunrise", rel("kids", 0.1, "lake", 0.3), "t017"},
+		{"common related terms left out", "necklace", rel("caroline", 1.0, "melanie", 0.9), "t040"},
+		{"all own words common", "Caroline Melanie", rel("adoption", 0.5, "agency", 0.5), "t233"},
+		{"weights above one count as one", "meeting", rel("interview", 3.0, "zero", 0.0, "negative", -1.0), "t233"},
+		{"broad related terms left out", "necklace", rel("hiking", 0.9, "trail", 0.9), "t040"},
+		{"broad own terms count", "hiking necklace", rel("trail", 0.9), "t040"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := refRank(all, tt.query, tt.related, any)
+			got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: tt.query, Related: tt.related, Limit: 10})
+			if len(want) > 10 {
+				want = want[:10]
+			}
+			assertSameRanking(t, "SearchText", got, want)
+			if tt.first != "" && (len(got) == 0 || got[0].Ref != tt.first) {
+				t.Fatalf("SearchText(%q, %v) = %q, want %s first", tt.query, tt.related, refs(got), tt.first)
+			}
+		})
+	}
 }
 
 // testSearchTextFindsOldEvidence buries one turn under hundreds of newer
@@ -296,7 +379,7 @@ func testSearchTextStatisticsFollowDeletes(t *testing.T, s RankingStore) {
 		t.Fatalf("SearchText(dinner) after the update = %q", refs(got))
 	}
 	all := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: "bay calm friends lunch", Limit: 5})
-	want := refRank(all, "bay calm friends lunch", func(memory.Item) bool { return true })
+	want := refRank(all, "bay calm friends lunch", nil, func(memory.Item) bool { return true })
 	assertSameRanking(t, "SearchText after delete and update", all, want)
 }
 
