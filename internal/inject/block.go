@@ -332,7 +332,7 @@ func (a *Assembler) block(model string, sel selection, room int) (json.RawMessag
 		}
 		c := 0
 		if raw != nil {
-			c = systemCost(a.deps.Counter, model, text, raw)
+			c = a.deps.Counter.SystemMessage(model, text)
 		}
 		if c <= room {
 			return raw, c, a.sectionCosts(model, sel), nil
@@ -384,20 +384,4 @@ func foldText(s string) string {
 	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), " ")
-}
-
-// systemCounter is a TokenCounter that counts a system message from its
-// text, as RawMessage would count the message, without parsing it again
-// (*tokens.Counter and the Claude estimate are).
-type systemCounter interface {
-	SystemMessage(model, text string) int
-}
-
-// systemCost is what the system message raw, whose content is text, costs:
-// counted from text when c can, else from raw.
-func systemCost(c TokenCounter, model, text string, raw json.RawMessage) int {
-	if sc, ok := c.(systemCounter); ok {
-		return sc.SystemMessage(model, text)
-	}
-	return c.RawMessage(model, raw)
 }

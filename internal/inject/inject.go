@@ -50,6 +50,9 @@ type TokenCounter interface {
 	RawMessage(model string, raw json.RawMessage) int
 	// Text is what s encodes to.
 	Text(model, s string) int
+	// SystemMessage is what RawMessage gives for the system message whose
+	// content is text, counted without parsing it (the memory block).
+	SystemMessage(model, text string) int
 	// ContextWindow is the model's context window.
 	ContextWindow(model string) int
 }
@@ -277,23 +280,11 @@ func (m *memoCounter) Text(model, s string) int {
 	return n
 }
 
-// SystemMessage counts the memory block with the wrapped counter (see
-// systemCost).
-func (m *memoCounter) SystemMessage(model, text string) int {
-	if sc, ok := m.TokenCounter.(systemCounter); ok {
-		return sc.SystemMessage(model, text)
-	}
-	raw, err := systemRaw(text)
-	if err != nil { // a string always encodes
-		return m.Text(model, text)
-	}
-	return m.TokenCounter.RawMessage(model, raw)
-}
-
 // zeroCounter counts nothing: the Assembler of New without a counter.
 type zeroCounter struct{}
 
 func (zeroCounter) Messages(string, []json.RawMessage) int { return 0 }
 func (zeroCounter) RawMessage(string, json.RawMessage) int { return 0 }
 func (zeroCounter) Text(string, string) int                { return 0 }
+func (zeroCounter) SystemMessage(string, string) int       { return 0 }
 func (zeroCounter) ContextWindow(string) int               { return 1 << 30 }

@@ -41,7 +41,14 @@ func (byteCounter) Messages(model string, msgs []json.RawMessage) int {
 
 func (byteCounter) RawMessage(model string, raw json.RawMessage) int { return 3 + len(raw) }
 func (byteCounter) Text(model, s string) int                         { return len(s) }
-func (byteCounter) ContextWindow(model string) int                   { return 1 << 20 }
+func (c byteCounter) SystemMessage(model, text string) int {
+	raw, err := systemRaw(text)
+	if err != nil {
+		panic(err)
+	}
+	return c.RawMessage(model, raw)
+}
+func (byteCounter) ContextWindow(model string) int { return 1 << 20 }
 
 func mustMsg(tb testing.TB, raw string) memory.Message {
 	tb.Helper()

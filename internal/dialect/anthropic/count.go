@@ -15,6 +15,7 @@ type TokenCounter interface {
 	Messages(model string, msgs []json.RawMessage) int
 	RawMessage(model string, raw json.RawMessage) int
 	Text(model, s string) int
+	SystemMessage(model, text string) int
 	ContextWindow(model string) int
 }
 
@@ -153,19 +154,7 @@ func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
 // SystemMessage returns what RawMessage returns for the message
 // {"role":"system","content":text}, without encoding and parsing it.
 func (c *Counter) SystemMessage(model, text string) int {
-	var n int
-	if sc, ok := c.base.(interface{ SystemMessage(model, text string) int }); ok {
-		n = sc.SystemMessage(model, text)
-	} else {
-		raw, err := json.Marshal(struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{"system", text})
-		if err != nil { // a string always encodes
-			return c.Text(model, text)
-		}
-		n = c.base.RawMessage(model, raw)
-	}
+	n := c.base.SystemMessage(model, text)
 	if !IsClaude(model) {
 		return n
 	}

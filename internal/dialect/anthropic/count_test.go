@@ -95,8 +95,7 @@ func TestNewTokenizer(t *testing.T) {
 }
 
 // TestSystemMessageIsRawMessage: counting a system message from its text
-// gives what counting its JSON gives, for Claude and other models, with
-// the tokens counter as base and with a base that only counts JSON.
+// gives what counting its JSON gives, for Claude and other models.
 func TestSystemMessageIsRawMessage(t *testing.T) {
 	tok, err := tokens.New(nil)
 	if err != nil {
@@ -104,21 +103,16 @@ func TestSystemMessageIsRawMessage(t *testing.T) {
 	}
 	texts := []string{"", "hi", "<memory>\nPinned:\n- vegan\n</memory>", "Ünïcödé — 日本語 \"quoted\"\t\\ back",
 		strings.Repeat("Caroline said she painted a sunrise over the lake.\n", 300)}
-	for _, base := range []TokenCounter{tok, jsonOnly{tok}} {
-		c := NewCounter(base)
-		for _, model := range []string{"claude-sonnet-4-5", "gpt-4o-mini"} {
-			for _, text := range texts {
-				raw, err := json.Marshal(map[string]string{"role": "system", "content": text})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got, want := c.SystemMessage(model, text), c.RawMessage(model, raw); got != want {
-					t.Errorf("%T %s: SystemMessage(%.20q) = %d, RawMessage = %d", base, model, text, got, want)
-				}
+	c := NewCounter(tok)
+	for _, model := range []string{"claude-sonnet-4-5", "gpt-4o-mini"} {
+		for _, text := range texts {
+			raw, err := json.Marshal(map[string]string{"role": "system", "content": text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := c.SystemMessage(model, text), c.RawMessage(model, raw); got != want {
+				t.Errorf("%s: SystemMessage(%.20q) = %d, RawMessage = %d", model, text, got, want)
 			}
 		}
 	}
 }
-
-// jsonOnly hides the tokens counter's SystemMessage.
-type jsonOnly struct{ TokenCounter }
