@@ -67,34 +67,15 @@ func (c *Cache) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	return c.inner.SetEmbeddings(ctx, items)
 }
 
-// contextReader is the backend's read of the turns around recalled
-// messages (recall.ContextReader).
-type contextReader interface {
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
-}
-
-// termStats is the backend's count of the words most of a user's items
-// hold (recall.TermStats).
-type termStats interface {
-	CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
-}
-
 // MessagesAround delegates to the backend, so recalled turns come with the
-// turns around them behind the Cache as on the store itself; a backend
-// that cannot read them returns none (the turns are recalled alone).
+// turns around them behind the Cache as on the store itself.
 func (c *Cache) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
-	if cr, ok := c.inner.(contextReader); ok {
-		return cr.MessagesAround(ctx, tenant, user, refs, radius)
-	}
-	return []memory.Message{}, nil
+	return c.inner.MessagesAround(ctx, tenant, user, refs, radius)
 }
 
 // CommonTerms delegates to the backend, so recall leaves a user's most
 // common words (speaker names) out of its vector query behind the Cache as
-// on the store itself; a backend that keeps no term statistics finds none.
+// on the store itself.
 func (c *Cache) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	if ts, ok := c.inner.(termStats); ok {
-		return ts.CommonTerms(ctx, tenant, user, terms, minDF, frac)
-	}
-	return nil, nil
+	return c.inner.CommonTerms(ctx, tenant, user, terms, minDF, frac)
 }
