@@ -22,18 +22,6 @@ type windowKey struct {
 	radius int
 }
 
-// userWindows are one user's windows of turns around recalled messages, as
-// of the user's messages_changed count (memory_item_revisions). Its map is
-// read and written holding the user's slot's mutex.
-type userWindows struct {
-	changed int64
-	windows map[windowKey][]memory.Message
-	bytes   int
-}
-
-// size is roughly what u holds in memory, in bytes.
-func (u *userWindows) size() int { return u.bytes }
-
 // windowSize is roughly what one cached window holds in memory, in bytes.
 func windowSize(k windowKey, w []memory.Message) int {
 	n := 96 + len(k.ref.Conversation) + len(k.ref.Key)
@@ -68,35 +56,39 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	if err != nil {
 		return nil, err
 	}
-	sl := s.around.slot(vecKey{tenant: tenant, user: user})
-	got := make(map[windowKey][]memory.Message, len(refs))
-	var missing []memory.MessageRef
-	sl.mu.Lock()
-	u := sl.val
+	keys := make([]windowKey, 0, len(refs))
+	asked := make(map[windowKey]bool, len(refs))
 	for _, r := range refs {
-		k := windowKey{ref: r, radius: radius}
-		if _, ok := got[k]; ok {
-			continue
+		if k := (windowKey{ref: r, radius: radius}); !asked[k] {
+			asked[k] = true
+			keys = append(keys, k)
 		}
-		if u != nil && u.changed == changed {
-			if w, ok := u.windows[k]; ok {
-				got[k] = w
-				continue
-			}
-		}
-		got[k] = nil
-		missing = append(missing, r)
 	}
-	sl.mu.Unlock()
+	got, missing := s.around.get(tenant, user, changed, keys)
 	if len(missing) > 0 {
-		read, closed, err := s.readWindows(ctx, tenant, user, missing, radius)
+		refs := make([]memory.MessageRef, len(missing))
+		for i, k := range missing {
+			refs[i] = k.ref
+		}
+		read, closed, err := s.readWindows(ctx, tenant, user, refs, radius)
 		if err != nil {
 			return nil, err
+		}
+		if got == nil {
+			got = make(map[windowKey][]memory.Message, len(read))
 		}
 		for k, w := range read {
 			got[k] = w
 		}
-		s.keepWindows(sl, changed, read, closed)
+		// Only closed windows are kept: a new message takes a seq above
+		// every stored one, so it cannot join them.
+		s.around.put(tenant, user, changed, func(yield func(windowKey, []memory.Message) bool) {
+			for k := range closed {
+				if !yield(k, read[k]) {
+					return
+				}
+			}
+		})
 	}
 	type at struct {
 		conversation string
@@ -128,35 +120,6 @@ func (s *Store) messagesChanged(ctx context.Context, tenant, user string) (int64
 		return 0, fmt.Errorf("messages around: read revision: %w", err)
 	}
 	return changed, nil
-}
-
-// keepWindows keeps the closed windows of read for the user at changed,
-// unless the cache holds the user at a newer count; an older count is
-// dropped first. A user whose windows alone exceed the bound is not kept.
-func (s *Store) keepWindows(sl *userSlot[*userWindows], changed int64, read map[windowKey][]memory.Message, closed map[windowKey]bool) {
-	if len(closed) == 0 {
-		return
-	}
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	u := sl.val
-	switch {
-	case u != nil && u.changed > changed:
-		return
-	case u == nil || u.changed < changed:
-		u = &userWindows{changed: changed, windows: make(map[windowKey][]memory.Message, len(closed))}
-	}
-	for k := range closed {
-		if _, held := u.windows[k]; held {
-			continue
-		}
-		u.windows[k] = read[k]
-		u.bytes += windowSize(k, read[k])
-	}
-	if slotOverhead+u.bytes > s.around.max {
-		u = nil
-	}
-	s.around.publish(sl, u)
 }
 
 // readWindows reads the live turns within radius of each of refs from the

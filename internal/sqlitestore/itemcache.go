@@ -12,18 +12,6 @@ import (
 // first): about 20,000 items of 384 dimensions.
 const itemCacheBytes = 32 << 20
 
-// userItems are whole items of one user that searches returned, as of the
-// user's memory_item_revisions changed count. Its map is read and written
-// holding the user's slot's mutex.
-type userItems struct {
-	changed int64
-	items   map[int64]memory.Item
-	bytes   int // sum of itemSize over items
-}
-
-// size is roughly what u holds in memory, in bytes.
-func (u *userItems) size() int { return u.bytes }
-
 // itemCache keeps the items searches return, so that a search whose ranking
 // was read from memory (vectors, full-text index) does not read its best
 // items' rows again from the file: a warm conversation's recall finds
@@ -39,11 +27,11 @@ func (u *userItems) size() int { return u.bytes }
 // item held. So once an erasure or edit has committed, no later search is
 // answered with what it deleted or changed.
 type itemCache struct {
-	users *userCache[*userItems] // keyed by tenant and user only
+	*countedCache[int64, memory.Item]
 }
 
 func newItemCache(max int) *itemCache {
-	return &itemCache{users: newUserCache[*userItems](max)}
+	return &itemCache{newCountedCache(max, func(_ int64, it memory.Item) int { return itemSize(it) })}
 }
 
 // itemSize is roughly what one cached item holds in memory, in bytes.
@@ -51,54 +39,17 @@ func itemSize(it memory.Item) int {
 	return 160 + len(it.Conversation) + len(it.Kind) + len(it.Ref) + len(it.Text) + len(it.Model) + 4*len(it.Embedding)
 }
 
-// get returns the cached items of ids for the user at changed, and the ids
-// it does not hold.
-func (c *itemCache) get(tenant, user string, changed int64, ids []int64) (map[int64]memory.Item, []int64) {
-	sl := c.users.slot(vecKey{tenant: tenant, user: user})
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	u := sl.val
-	if u == nil || u.changed != changed {
-		return nil, ids
-	}
-	got := make(map[int64]memory.Item, len(ids))
-	var missing []int64
-	for _, id := range ids {
-		if it, ok := u.items[id]; ok {
-			got[id] = it
-		} else {
-			missing = append(missing, id)
-		}
-	}
-	return got, missing
-}
-
-// put keeps items of the user, read at or after changed, unless the cache
-// holds the user at a newer count; an older count is dropped first. A user
-// whose items alone exceed the cache's bound is not kept.
+// put keeps items of the user, read at or after changed (see
+// countedCache.put), without their scores.
 func (c *itemCache) put(tenant, user string, changed int64, items []memory.Item) {
-	sl := c.users.slot(vecKey{tenant: tenant, user: user})
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	u := sl.val
-	switch {
-	case u != nil && u.changed > changed:
-		return
-	case u == nil || u.changed < changed:
-		u = &userItems{changed: changed, items: make(map[int64]memory.Item, len(items))}
-	}
-	for _, it := range items {
-		if _, held := u.items[it.ID]; held {
-			continue
+	c.countedCache.put(tenant, user, changed, func(yield func(int64, memory.Item) bool) {
+		for _, it := range items {
+			it.Score = 0
+			if !yield(it.ID, it) {
+				return
+			}
 		}
-		it.Score = 0
-		u.items[it.ID] = it
-		u.bytes += itemSize(it)
-	}
-	if slotOverhead+u.bytes > c.users.max {
-		u = nil
-	}
-	c.users.publish(sl, u) // accounts u's growth, evicts past the bound
+	})
 }
 
 // cachedItemsByID is itemsByID for ids ranked from the user's vectors or

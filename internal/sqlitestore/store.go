@@ -44,7 +44,7 @@ type Store struct {
 	// items holds the items searches returned (itemCache).
 	items *itemCache
 	// around holds the turns around recalled messages (MessagesAround).
-	around *userCache[*userWindows]
+	around *countedCache[windowKey, []memory.Message]
 	// reads runs the request path's reads on read through prepared
 	// statements.
 	reads *stmtCache
@@ -105,7 +105,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newUserCache[*vecSet](vectorCacheBytes),
 		texts: newUserCache[*textIndex](textCacheBytes), items: newItemCache(itemCacheBytes),
-		around: newUserCache[*userWindows](aroundCacheBytes), reads: newStmtCache(read)}
+		around: newCountedCache(aroundCacheBytes, windowSize), reads: newStmtCache(read)}
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {

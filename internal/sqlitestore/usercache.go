@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"container/list"
+	"iter"
 	"sync"
 )
 
@@ -99,4 +100,80 @@ func (c *userCache[V]) publish(sl *userSlot[V], v V) {
 		}
 		e = prev
 	}
+}
+
+// counted are one user's entries as of a count of memory_item_revisions.
+// Its map is read and written holding the user's slot's mutex.
+type counted[K comparable, V any] struct {
+	changed int64
+	m       map[K]V
+	bytes   int // sum of the entries' sizes
+}
+
+// size is roughly what u holds in memory, in bytes.
+func (u *counted[K, V]) size() int { return u.bytes }
+
+// countedCache keeps entries per user as of a revision count (a count of
+// memory_item_revisions that every change of what the entries were read
+// from moves): asked at another count it answers nothing, and entries read
+// at a newer count replace the user's. So once a change has committed, no
+// later read that checked the count first is answered with what it
+// changed. It is safe for concurrent use.
+type countedCache[K comparable, V any] struct {
+	users  *userCache[*counted[K, V]] // keyed by tenant and user only
+	sizeOf func(K, V) int             // roughly what one entry holds, in bytes
+}
+
+func newCountedCache[K comparable, V any](max int, sizeOf func(K, V) int) *countedCache[K, V] {
+	return &countedCache[K, V]{users: newUserCache[*counted[K, V]](max), sizeOf: sizeOf}
+}
+
+// get returns the entries of keys held for the user at changed (nil when
+// none is held at that count), and the keys it does not hold.
+func (c *countedCache[K, V]) get(tenant, user string, changed int64, keys []K) (map[K]V, []K) {
+	sl := c.users.slot(vecKey{tenant: tenant, user: user})
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
+	if u == nil || u.changed != changed {
+		return nil, keys
+	}
+	got := make(map[K]V, len(keys))
+	var missing []K
+	for _, k := range keys {
+		if v, ok := u.m[k]; ok {
+			got[k] = v
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	return got, missing
+}
+
+// put keeps entries of the user, read at or after changed, unless the
+// cache holds the user at a newer count; an older count is dropped first,
+// and an entry already held is kept as it is. A user whose entries alone
+// exceed the cache's bound is not kept.
+func (c *countedCache[K, V]) put(tenant, user string, changed int64, entries iter.Seq2[K, V]) {
+	sl := c.users.slot(vecKey{tenant: tenant, user: user})
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
+	switch {
+	case u != nil && u.changed > changed:
+		return
+	case u == nil || u.changed < changed:
+		u = &counted[K, V]{changed: changed, m: map[K]V{}}
+	}
+	for k, v := range entries {
+		if _, held := u.m[k]; held {
+			continue
+		}
+		u.m[k] = v
+		u.bytes += c.sizeOf(k, v)
+	}
+	if slotOverhead+u.bytes > c.users.max {
+		u = nil
+	}
+	c.users.publish(sl, u) // accounts u's growth, evicts past the bound
 }
