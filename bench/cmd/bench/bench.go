@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/bench/loadgen"
+	"github.com/memgate/memgate/bench/scratch"
 )
 
 // fixedMessage is the user message of the proxies' cells.
@@ -170,7 +171,7 @@ func usesMemory(cfg config, name string) bool {
 // it even when err is set.
 func startServers(ctx context.Context, cfg config, root, dir string, stderr io.Writer) (map[string]*server, func(), error) {
 	servers := map[string]*server{}
-	var backend *pgBackend
+	var backend *scratch.Backend
 	stop := func() {
 		for _, s := range servers {
 			s.stop()
@@ -178,8 +179,8 @@ func startServers(ctx context.Context, cfg config, root, dir string, stderr io.W
 		if backend != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			if err := backend.close(cctx); err != nil {
-				fmt.Fprintf(stderr, "clean up %s: %v\n", backend.name, err)
+			if err := backend.Close(cctx); err != nil {
+				fmt.Fprintf(stderr, "clean up %s: %v\n", backend.Name, err)
 			}
 		}
 	}
@@ -220,7 +221,7 @@ func startServers(ctx context.Context, cfg config, root, dir string, stderr io.W
 		if backend, err = newPGBackend(ctx, cfg.postgresURL, cfg.redisURL); err != nil {
 			return servers, stop, err
 		}
-		env, err := backend.gatewayEnv(dir)
+		env, err := gatewayEnv(backend, dir)
 		if err != nil {
 			return servers, stop, err
 		}
@@ -228,7 +229,7 @@ func startServers(ctx context.Context, cfg config, root, dir string, stderr io.W
 		if err != nil {
 			return servers, stop, err
 		}
-		s.dbURL = backend.dbURL
+		s.dbURL = backend.DBURL
 		servers["memgate-pg"] = s
 	}
 	return servers, stop, nil

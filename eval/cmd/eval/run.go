@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memgate/memgate/bench/scratch"
 	"github.com/memgate/memgate/eval/launch"
 	"github.com/memgate/memgate/eval/score"
 	"github.com/memgate/memgate/eval/standin"
@@ -216,13 +217,18 @@ func measure(ctx context.Context, o options, bin, dir, extra string, counter *to
 	defer upSrv.Close()
 	var env []string
 	if o.postgresURL != "" {
-		db, err := newScratchDB(ctx, o.postgresURL)
+		db, err := scratch.New(ctx, o.postgresURL, o.redisURL, "eval")
 		if err != nil {
 			return nil, err
 		}
-		defer db.drop(context.WithoutCancel(ctx), log)
-		env = []string{"GATEWAY_STORE=postgres", "GATEWAY_POSTGRES_URL=" + db.url, "GATEWAY_REDIS_URL=" + o.redisURL}
-		extra += "\nstore:\n  redis_prefix: \"" + db.name + ":\"\n"
+		// Deferred before the gateway's stop, so it runs after it.
+		defer func() {
+			if err := db.Close(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("remove the eval database and Redis keys", "database", db.Name, "err", err)
+			}
+		}()
+		env = []string{"GATEWAY_STORE=postgres", "GATEWAY_POSTGRES_URL=" + db.DBURL, "GATEWAY_REDIS_URL=" + db.RedisURL}
+		extra += "\nstore:\n  redis_prefix: \"" + db.Prefix + "\"\n"
 	}
 	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra, Env: env})
 	if err != nil {
