@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,31 +100,77 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 }
 
 // WithMessages returns the body with its messages replaced by msgs; every
-// other field keeps the client's value (re-encoded compactly, keys in
-// sorted order, HTML characters unescaped).
+// other field keeps the client's value, byte for byte, keys in sorted order.
+// The values are valid JSON already (the client's were checked by Parse,
+// msgs are whole messages the memory layer read or wrote), so they are
+// joined as they are rather than re-encoded: re-encoding compacted the
+// prompt twice over, a tenth of a memory-on request's CPU. The result is
+// checked once, and an invalid one is an error, never forwarded.
 func (r *Request) WithMessages(msgs []json.RawMessage) ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(r.fields))
+	keys := make([]string, 0, len(r.fields)+1)
+	size := 2
 	for k, v := range r.fields {
-		out[k] = v
+		if k != "messages" {
+			keys = append(keys, k)
+			size += len(k) + len(v) + 4
+		}
 	}
-	m, err := marshal(msgs)
-	if err != nil {
-		return nil, err
+	keys = append(keys, "messages")
+	slices.Sort(keys)
+	for _, m := range msgs {
+		size += len(m) + 1
 	}
-	out["messages"] = m
-	return marshal(out)
+	out := make([]byte, 0, size+16)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		var err error
+		if out, err = appendKey(out, k); err != nil {
+			return nil, err
+		}
+		if k != "messages" {
+			out = append(out, r.fields[k]...)
+			continue
+		}
+		out = append(out, '[')
+		for j, m := range msgs {
+			if j > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, m...)
+		}
+		out = append(out, ']')
+	}
+	out = append(out, '}')
+	if !json.Valid(out) {
+		return nil, errors.New("chatreq: rewritten body is not valid JSON")
+	}
+	return out, nil
 }
 
-// marshal is json.Marshal without HTML escaping, so "<" in a prompt stays
-// "<" upstream.
-func marshal(v any) ([]byte, error) {
+// appendKey appends k as a JSON string and a colon: plain names as they
+// are, others by encoding/json without HTML escaping.
+func appendKey(dst []byte, k string) ([]byte, error) {
+	plain := true
+	for i := 0; i < len(k) && plain; i++ {
+		c := k[i]
+		plain = c == '_' || c == '-' || c == '.' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+	}
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, k...)
+		return append(dst, '"', ':'), nil
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := enc.Encode(k); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	dst = append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+	return append(dst, ':'), nil
 }
 
 // Memory builds what the memory layer is asked for this request, reading

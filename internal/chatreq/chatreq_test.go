@@ -2,6 +2,8 @@ package chatreq
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -59,6 +61,77 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Parse(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestWithMessagesJoinsValuesAsSent checks that the rewritten body holds
+// the same JSON value encoding/json would produce — keys needing escapes
+// included — keeps the client's other values byte for byte, and refuses to
+// produce invalid JSON.
+func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],` +
+		`"odd \"key\" <&>":1, "é":2,"metadata": { "a" : [1, 2] },"messages":[{"role":"user","content":"last wins"}]}`
+	r, perr := Parse([]byte(body))
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	msgs := []json.RawMessage{json.RawMessage(`{"role":"system","content":"memory <b> & \u003c"}`), r.Messages[0]}
+	out, err := r.WithMessages(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	fields := map[string]any{}
+	if err := json.Unmarshal([]byte(body), &fields); err != nil {
+		t.Fatal(err)
+	}
+	var m []any
+	for _, raw := range msgs {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		m = append(m, v)
+	}
+	fields["messages"] = m
+	b, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("WithMessages value:\n got %#v\nwant %#v", got, want)
+	}
+	if !strings.Contains(string(out), `"metadata":{ "a" : [1, 2] }`) {
+		t.Errorf("client value not kept byte for byte: %s", out)
+	}
+	if _, err := r.WithMessages([]json.RawMessage{json.RawMessage(`{"role":"user","content":`)}); err == nil {
+		t.Error("WithMessages joined an invalid message without an error")
+	}
+}
+
+// BenchmarkWithMessages measures rewriting a body whose prompt carries a
+// large memory block.
+func BenchmarkWithMessages(b *testing.B) {
+	r, perr := Parse([]byte(benchBody))
+	if perr != nil {
+		b.Fatal(perr)
+	}
+	block, err := json.Marshal(map[string]string{"role": "system", "content": strings.Repeat("- [2026-01-02] the user said something worth keeping\n", 400)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := append([]json.RawMessage{r.Messages[0], block}, r.Messages[1:]...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.WithMessages(msgs); err != nil {
 			b.Fatal(err)
 		}
 	}
