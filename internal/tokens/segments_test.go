@@ -94,3 +94,41 @@ func (c *segmentCache) held() int {
 	n, _ := c.memo.stats()
 	return n
 }
+
+// TestSegmentCutsArePieceBoundaries checks the byte rule segmentCache cuts
+// by against the pre-tokenizer itself: every position it would cut at is
+// where a piece starts, in both encodings, on random texts built from
+// fragments that stress the rule (newlines before slashes, white space,
+// punctuation runs, non-ASCII).
+func TestSegmentCutsArePieceBoundaries(t *testing.T) {
+	encs, err := encodings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	cuts := 0
+	for name, e := range encs {
+		for i := range 2000 {
+			var b strings.Builder
+			for range 1 + r.IntN(60) {
+				b.WriteString(segmentFragments[r.IntN(len(segmentFragments))])
+			}
+			s := b.String()
+			starts := map[int]bool{}
+			for p := 0; p < len(s); p = e.next(s, p) {
+				starts[p] = true
+			}
+			for j := 1; j < len(s); j++ {
+				if s[j-1] == '\n' && cutBefore(s[j]) {
+					cuts++
+					if !starts[j] {
+						t.Fatalf("%s, text %d: cut at %d is inside a piece: %q | %q", name, i, j, s[:j], s[j:])
+					}
+				}
+			}
+		}
+	}
+	if cuts == 0 {
+		t.Fatal("no text had a cut")
+	}
+}
