@@ -100,8 +100,11 @@ type Item struct {
 	// Ref points at the source: a message key, a summary version, a fact id.
 	Ref string `json:"ref"`
 	// Chunk numbers the pieces of a long source, from 0.
-	Chunk     int       `json:"chunk"`
-	Text      string    `json:"text"`
+	Chunk int    `json:"chunk"`
+	Text  string `json:"text"`
+	// Embedding is the item's vector. In items a search returns it may be
+	// shared with the store's caches and other searches' results: read it,
+	// replace it, never write into it.
 	Embedding []float32 `json:"-"`
 	Model     string    `json:"model"`
 	Dims      int       `json:"dims"`

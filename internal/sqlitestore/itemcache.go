@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -55,8 +54,9 @@ func (c *itemCache) put(tenant, user string, changed int64, items []memory.Item)
 // cachedItemsByID is itemsByID for ids ranked from the user's vectors or
 // full-text index as of changed (memory_item_revisions): the items the
 // cache holds at that count come from memory, the others from the file
-// (and are then kept). Each item is returned with its own copy of its
-// embedding.
+// (and are then kept). The items' embeddings are the cache's own, capped
+// at their length (memory.Item.Embedding: read-only): copying them was a
+// third of the bytes a memory-on request allocated.
 func (s *Store) cachedItemsByID(ctx context.Context, tenant, user string, changed int64, ranked []scored) ([]memory.Item, error) {
 	if len(ranked) == 0 {
 		return []memory.Item{}, nil
@@ -95,7 +95,7 @@ func (s *Store) cachedItemsByID(ctx context.Context, tenant, user string, change
 	for _, r := range ranked {
 		if it, ok := got[r.id]; ok {
 			it.Score = r.score
-			it.Embedding = slices.Clone(it.Embedding)
+			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
 			items = append(items, it)
 		}
 	}

@@ -75,23 +75,27 @@ func TestSearchesSeeEveryItemChange(t *testing.T) {
 	want("erased", "", "")
 }
 
-// TestSearchItemsAreCopies checks a caller writing into a returned item's
-// embedding does not change what the next search returns.
+// TestSearchItemsAreCopies checks a caller changing a returned item, or
+// appending to its embedding, does not change what the next search returns.
 func TestSearchItemsAreCopies(t *testing.T) {
 	ctx := context.Background()
 	s, _ := mustTempStore(t)
-	if err := s.AddItems(ctx, []memory.Item{vecItem("c1", "a", 1, 0, 0, 0)}); err != nil {
+	if err := s.AddItems(ctx, []memory.Item{vecItem("c1", "a", 1, 0, 0, 0), vecItem("c1", "b", 0.9, 0.1, 0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0, 0, 0}, Model: "m", Dims: 4, Limit: 10}
 	for i := range 3 {
 		items, err := s.SearchVector(ctx, q)
-		if err != nil || len(items) != 1 {
+		if err != nil || len(items) != 2 {
 			t.Fatalf("search %d: %v, %v", i, items, err)
 		}
-		if items[0].Embedding[0] != 1 || items[0].Score < 0.999 {
-			t.Fatalf("search %d: embedding %v, score %v", i, items[0].Embedding, items[0].Score)
+		if items[0].Ref != "a" || items[0].Text != "text of a" || items[0].Embedding[0] != 1 || len(items[0].Embedding) != 4 || items[0].Score < 0.999 {
+			t.Fatalf("search %d: %+v", i, items[0])
 		}
-		items[0].Embedding[0] = 42
+		items[0].Text, items[0].Score = "changed", 0
+		_ = append(items[0].Embedding, 7) // must not reach the next item's vector
+		if items[1].Embedding[0] != 0.9 {
+			t.Fatalf("search %d: second embedding %v after an append to the first", i, items[1].Embedding)
+		}
 	}
 }
