@@ -90,23 +90,34 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 			}
 		})
 	}
+	// The windows overlap where hits are near each other: order their
+	// turns by conversation and seq through small keys (sorting the
+	// messages themselves moved 150-byte structs), then drop repeats.
 	type at struct {
 		conversation string
 		seq          int64
+		m            *memory.Message
 	}
-	seen := make(map[at]bool, 3*len(got))
-	out := []memory.Message{}
+	n := 0
 	for _, w := range got {
-		for _, m := range w {
-			if a := (at{m.Conversation, m.Seq}); !seen[a] {
-				seen[a] = true
-				out = append(out, m)
-			}
+		n += len(w)
+	}
+	order := make([]at, 0, n)
+	for _, w := range got {
+		for i := range w {
+			order = append(order, at{w[i].Conversation, w[i].Seq, &w[i]})
 		}
 	}
-	slices.SortFunc(out, func(a, b memory.Message) int {
-		return cmp.Or(cmp.Compare(a.Conversation, b.Conversation), cmp.Compare(a.Seq, b.Seq))
+	slices.SortFunc(order, func(a, b at) int {
+		return cmp.Or(cmp.Compare(a.conversation, b.conversation), cmp.Compare(a.seq, b.seq))
 	})
+	out := make([]memory.Message, 0, len(order))
+	for i, a := range order {
+		if i > 0 && a.seq == order[i-1].seq && a.conversation == order[i-1].conversation {
+			continue
+		}
+		out = append(out, *a.m)
+	}
 	return out, nil
 }
 
