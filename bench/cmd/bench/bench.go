@@ -60,7 +60,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 	for _, t := range cfg.targets {
 		if memoryOn(t) && !warm[serverOf(t)] {
 			warm[serverOf(t)] = true
-			if err := prefill(ctx, cfg, servers[serverOf(t)], t, slices.Max(cfg.conns), stderr); err != nil {
+			if err := prefill(ctx, cfg, servers[serverOf(t)], t, memoryConversations(cfg), stderr); err != nil {
 				return fmt.Errorf("prefill %s: %w", t, err)
 			}
 		}
@@ -147,7 +147,7 @@ func cellUsers(cfg config, name string) []string {
 	var users []string
 	for _, t := range cfg.targets {
 		if memoryOn(t) && serverOf(t) == name {
-			for i := range slices.Max(cfg.conns) {
+			for i := range memoryConversations(cfg) {
 				users = append(users, memoryUser(t, i))
 			}
 			return users
@@ -298,12 +298,16 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns, s
 	switch {
 	case memoryOn(target):
 		h = memoryOnHeader()
-		// The users and conversations the prefill warmed, one per
-		// connection, each turn different; the sequence numbers go on from
-		// seqBase, so no turn repeats one stored before.
-		connHeader = memoryIdentity(target)
+		// The users and conversations the prefill warmed, each
+		// connection cycling through its own share of them (memoryTurn),
+		// each turn different; the sequence numbers go on from seqBase, so
+		// no turn repeats one stored before.
+		n := conns
+		if cfg.conversations > 0 {
+			n = memoryConversations(cfg)
+		}
 		vary = func(conn, seq int) ([]byte, http.Header) {
-			return chatBody(userMessage(conn, seqBase+seq), streaming(target)), nil
+			return chatBody(userMessage(conn, seqBase+seq), streaming(target)), memoryTurn(target, n, conns, conn, seq)
 		}
 		var err error
 		if watch, err = watchCapture(ctx, s); err != nil {

@@ -39,6 +39,10 @@ type config struct {
 	// prefill is how many turns each memory-on conversation holds before
 	// its first measured cell.
 	prefill int
+	// conversations is how many memory-on conversations (one user each) a
+	// gateway's cells spread their turns over, at least the largest conns
+	// (0: each connection keeps its own).
+	conversations int
 	// freshTurns is the length of each conversation of the read-your-writes
 	// check (0: skip it).
 	freshTurns int
@@ -92,6 +96,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&c.rssBudget, "rss-budget", 5*time.Minute, "time limit of the sustained run's load; it stops early, and says so, when -rss-requests do not fit")
 	fs.IntVar(&c.freshTurns, "fresh-turns", 20, "turns per conversation of the read-your-writes and order check, one conversation per connection of the largest -conns (0: skip it)")
 	fs.IntVar(&c.prefill, "prefill", 10, "turns stored in each memory-on conversation before it is measured")
+	fs.IntVar(&c.conversations, "conversations", 0, "memory-on conversations (one user each) prefilled per gateway, at least the largest -conns; "+
+		"when set, a cell of fewer connections moves each connection to its next conversation every turn, so each stays near -prefill turns "+
+		"(0: one per connection of the largest cell, each connection keeping its own)")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 90*time.Second, "longest wait for the capture backlog after a memory-on cell")
 	fs.DurationVar(&c.rssDrain, "rss-drain", 15*time.Second, "longest wait for the capture backlog after the sustained run (its drain rate is reported either way)")
 	fs.StringVar(&c.gateway, "gateway", "", "prebuilt gateway binary (default: go build ./cmd/gateway)")
@@ -123,7 +130,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return config{}, fmt.Errorf("-repeat must be at least 1")
 	}
 	c.repeatSingle = max(c.repeatSingle, c.repeat)
-	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.rssBudget <= 0 || c.freshTurns < 0 {
+	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.conversations < 0 || c.rssBudget <= 0 || c.freshTurns < 0 {
 		return config{}, fmt.Errorf("-rss-requests and -prefill must not be negative, -rss-conns and -rss-budget must be positive")
 	}
 	if c.duration <= 0 {

@@ -87,11 +87,11 @@ func (r report) overheadSection() string {
 		"- **direct** — the fake upstream itself: the floor.\n" +
 		"- **httputil** — a plain `net/http/httputil.ReverseProxy` on `net/http`'s server in its own process, given the same `http.Transport` settings as memgate (`internal/upstream`: idle connections per host sized to concurrency, the same timeouts): the baseline. memgate runs the same stack; its distance from this row is memgate's own work (request ids, metrics, JSON parsing and validation of the chat body, breaker and retry layers).\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
-		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store, default configuration; each connection is its own user "+
+		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store, default configuration; %s "+
 			"with one conversation holding at least %d turns before it is measured, and every turn is a different message: memory is loaded "+
 			"(recent turns, summary, facts, recalled passages), the prompt assembled within the budget, and the exchange captured; "+
 			"the capture worker then indexes it for recall, extracts facts and updates the summary, and the fake upstream answers those "+
-			"model calls (fact extraction for each exchange, a summary now and then) with a valid JSON reply.\n", r.cfg.prefill) +
+			"model calls (fact extraction for each exchange, a summary now and then) with a valid JSON reply.\n", spreadText(r.cfg), r.cfg.prefill) +
 		"- **memgate-memory-pg** — the same on a second gateway using PostgreSQL + pgvector (a throwaway database) and Redis (hot cache and capture queue, under a unique key prefix).\n" +
 		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n\n")
 	b.WriteString(howToRead + "\n")
@@ -337,4 +337,14 @@ func fmtDelta(d time.Duration) string {
 		return "−" + fmtDur(-d)
 	}
 	return "+" + fmtDur(d)
+}
+
+// spreadText says how the memory-on cells use their users (see
+// memoryTurn).
+func spreadText(cfg config) string {
+	if cfg.conversations == 0 {
+		return "each connection is its own user"
+	}
+	return fmt.Sprintf("the cells spread their turns over %d users (a cell of fewer connections moves each connection to its next user every turn, "+
+		"so each conversation grows slowly from its prefill), each", memoryConversations(cfg))
 }

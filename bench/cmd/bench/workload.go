@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -61,6 +62,22 @@ func chatBody(content string, stream bool) []byte {
 // memory-on target. The streamed and non-streamed targets of a gateway
 // share them, so one prefill warms both.
 func memoryUser(target string, conn int) string { return fmt.Sprintf("%s-%d", serverOf(target), conn) }
+
+// memoryConversations is how many memory-on conversations a gateway's
+// cells use: -conversations, at least one per connection of the largest
+// cell.
+func memoryConversations(cfg config) int { return max(slices.Max(cfg.conns), cfg.conversations) }
+
+// memoryTurn returns the header naming the user and conversation of
+// connection conn's seq-th turn in a cell of conns connections over n
+// conversations: each connection cycles through its own n/conns of them,
+// so no two connections share one and, with few connections, each
+// conversation grows by a turn in n/conns instead of every turn.
+func memoryTurn(target string, n, conns, conn, seq int) http.Header {
+	per := max(n/conns, 1)
+	u := memoryUser(target, conn+(seq%per)*conns)
+	return http.Header{"X-Memory-User": {u}, "X-Memory-Conversation": {u}}
+}
 
 // memoryIdentity gives connection i of target its own user and
 // conversation; with the prefill and earlier cells it is warm.

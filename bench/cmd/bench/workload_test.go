@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,38 @@ func TestVarySustained(t *testing.T) {
 				t.Errorf("same user = %v, want %v", same, tt.sameUserWant)
 			}
 		})
+	}
+}
+
+// TestMemoryTurnSpreadsConnections checks the conversations of a cell's
+// turns: no two connections share one, a connection of a full cell keeps
+// its own, and one connection over many conversations visits each in turn.
+func TestMemoryTurnSpreadsConnections(t *testing.T) {
+	user := func(h http.Header) string { return h.Get("X-Memory-User") }
+	for _, tc := range []struct{ n, conns int }{{64, 1}, {64, 16}, {64, 64}, {64, 3}, {10, 64}} {
+		owner := map[string]int{}
+		for conn := range tc.conns {
+			for seq := range 200 {
+				h := memoryTurn("memgate-memory", tc.n, tc.conns, conn, seq)
+				u := user(h)
+				if h.Get("X-Memory-Conversation") != u {
+					t.Fatalf("n %d conns %d: conversation %q for user %q", tc.n, tc.conns, h.Get("X-Memory-Conversation"), u)
+				}
+				if c, ok := owner[u]; ok && c != conn {
+					t.Fatalf("n %d conns %d: %s used by connections %d and %d", tc.n, tc.conns, u, c, conn)
+				}
+				owner[u] = conn
+			}
+		}
+		want := max(tc.n, tc.conns)
+		if tc.n > tc.conns {
+			want = tc.n / tc.conns * tc.conns
+		}
+		if len(owner) != want {
+			t.Errorf("n %d conns %d: %d conversations used, want %d", tc.n, tc.conns, len(owner), want)
+		}
+	}
+	if a, b := user(memoryTurn("memgate-memory", 64, 1, 0, 0)), user(memoryTurn("memgate-memory", 64, 1, 0, 1)); a == b {
+		t.Errorf("one connection stayed on %s for two turns", a)
 	}
 }
