@@ -152,3 +152,40 @@ func jsonEq(t *testing.T, a json.RawMessage, b string) bool {
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
 }
+
+// TestRecallIsAskedForTheSharesTokens checks the budget recall is given:
+// the summary's, facts' and recall's shares of the prompt budget (what
+// packing gives the passages), for the configured shares and budget.
+func TestRecallIsAskedForTheSharesTokens(t *testing.T) {
+	tests := []struct {
+		shares Shares
+		budget int
+		want   int
+	}{
+		{Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, 8000, 5200},
+		{Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, 4000, 2600},
+		{Shares{Summary: 0, Facts: 0, Recall: 1}, 4000, 4000},
+		{Shares{Summary: 0.1, Facts: 0.1, Recall: 0.1}, 1000, 300},
+	}
+	for _, tc := range tests {
+		var got int
+		rec := recallFunc(func(_ context.Context, q memory.RecallQuery) (memory.Recalled, error) {
+			got = q.Budget
+			return memory.Recalled{}, nil
+		})
+		a, err := NewAssembler(Deps{History: &fakeHistory{msgs: msgs(t, u1, a1)}, Recaller: rec, Counter: byteCounter{}}, Options{
+			RecentMessages: 10, Shares: tc.shares, FactsMax: 5, LoadTimeout: time.Minute, EmbedTimeout: time.Minute,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := request(t, memory.ModeOn, uNew)
+		req.Budget = tc.budget
+		if _, err := a.Prepare(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("shares %+v, budget %d: recall asked for %d tokens, want %d", tc.shares, tc.budget, got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"text/template"
 	"time"
 
@@ -176,6 +177,19 @@ func (a *Assembler) Budget(req memory.Request) int {
 		b = min(b, req.Budget)
 	}
 	return max(b, 0)
+}
+
+// passageBudget is what recall is told the passages may fill for req: the
+// summary's, facts' and recall's shares of Budget(req), which is what
+// packing gives them (the shares the summary and facts leave unused go to
+// the passages) unless every recent turn fits with room to spare. Asking
+// recall for passages enough to fill the whole budget cost a third more
+// recall work on every request of a long conversation, and the default
+// configuration's evaluation (make eval, 8000 tokens) scored the same
+// with 24 % fewer prompt tokens.
+func (a *Assembler) passageBudget(req memory.Request) int {
+	sh := a.opts.Shares
+	return int(math.Round(float64(a.Budget(req)) * min(sh.Summary+sh.Facts+sh.Recall, 1)))
 }
 
 // Prepare returns the messages to send upstream for req, within Budget(req).

@@ -115,7 +115,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 				Text:              recallText(rest),
 				CrossConversation: req.CrossConversation,
 				Now:               now,
-				Budget:            a.Budget(req),
+				Budget:            a.passageBudget(req),
 			})
 			r.rec = rec
 			return err

@@ -165,8 +165,9 @@ type RecallQuery struct {
 	CrossConversation bool
 	// Now is the time facts are judged current at (expiry).
 	Now time.Time
-	// Budget is the prompt's token budget (0: unknown). A larger budget
-	// lets recall return more passages, for the assembler to pack.
+	// Budget is how many tokens of the prompt the recalled passages may
+	// fill at most (0: unknown). A larger budget lets recall return more
+	// passages, for the assembler to pack.
 	Budget int
 }
 
