@@ -36,7 +36,7 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 	var res memory.SaveResult
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = saveExchange(ctx, tx, ex)
+		res, err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
 		return err
 	})
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	results := make([]memory.SaveResult, len(exs))
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		for i, ex := range exs {
-			res, err := saveExchange(ctx, tx, ex)
+			res, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
 			if err != nil {
 				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}
@@ -73,8 +73,29 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	return results, nil
 }
 
+// The statements capture's save runs for every exchange, prepared once on
+// the writer (writeTx).
+const (
+	sqlErasedAt           = `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`
+	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
+	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlLastSeq       = `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?`
+	sqlInsertMessage = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlRecordExchange = `INSERT INTO exchanges
+		(tenant, user_id, conversation, id, model, prompt_tokens, completion_tokens, at, stored_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlCountMessages = `UPDATE conversations SET message_count = message_count + ? - ?, updated_at = MAX(updated_at, ?)
+		WHERE tenant = ? AND user_id = ? AND id = ?`
+)
+
+// hotWrites are the write statements a Store prepares when it opens.
+var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
+	sqlRecordExchange, sqlCountMessages}
+
 // saveExchange is SaveExchange's body, in the caller's write transaction.
-func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.SaveResult, error) {
+func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
@@ -97,9 +118,7 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 		if ex.Candidate != "" {
 			moved = ex.Candidate
 		}
-		err = tx.QueryRowContext(ctx, `SELECT 1 FROM exchanges
-			WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`,
-			ex.Tenant, ex.User, ex.Conversation, moved, ex.ID).Scan(&one)
+		err = tx.QueryRowContext(ctx, sqlExchangeStored, ex.Tenant, ex.User, ex.Conversation, moved, ex.ID).Scan(&one)
 		switch {
 		case err == nil:
 			res.Duplicate = true
@@ -107,9 +126,7 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("check exchange: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlCreateConversation, ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
 			return fmt.Errorf("create conversation: %w", err)
 		}
 		var plan memory.Plan
@@ -154,15 +171,11 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 		if ex.Usage != nil {
 			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO exchanges
-			(tenant, user_id, conversation, id, model, prompt_tokens, completion_tokens, at, stored_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, sqlRecordExchange,
 			ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
 			return fmt.Errorf("record exchange: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations
-			SET message_count = message_count + ? - ?, updated_at = MAX(updated_at, ?)
-			WHERE tenant = ? AND user_id = ? AND id = ?`,
+		if _, err := tx.ExecContext(ctx, sqlCountMessages,
 			res.Inserted, res.Superseded, nanos(at), ex.Tenant, ex.User, ex.Conversation); err != nil {
 			return fmt.Errorf("update conversation: %w", err)
 		}
@@ -173,20 +186,11 @@ func saveExchange(ctx context.Context, tx *sql.Tx, ex memory.Exchange) (memory.S
 
 // insertMessages appends msgs to the conversation after its highest Seq,
 // each dated by its CreatedAt, or at when it has none.
-func insertMessages(ctx context.Context, tx *sql.Tx, ex memory.Exchange, at time.Time, msgs []memory.Message) error {
+func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) error {
 	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ?`,
-		ex.Tenant, ex.User, ex.Conversation).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&last); err != nil {
 		return fmt.Errorf("next seq: %w", err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages
-		(tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("prepare insert message: %w", err)
-	}
-	defer stmt.Close()
 	for i, m := range msgs {
 		raw, err := rawJSON(m)
 		if err != nil {
@@ -196,7 +200,7 @@ func insertMessages(ctx context.Context, tx *sql.Tx, ex memory.Exchange, at time
 		if created.IsZero() {
 			created = at
 		}
-		if _, err := stmt.ExecContext(ctx, ex.Tenant, ex.User, ex.Conversation, last+int64(i)+1,
+		if _, err := tx.ExecContext(ctx, sqlInsertMessage, ex.Tenant, ex.User, ex.Conversation, last+int64(i)+1,
 			memory.Key(ex.ID, i), m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
 			return fmt.Errorf("insert message %d: %w", i, err)
 		}
@@ -208,7 +212,7 @@ func insertMessages(ctx context.Context, tx *sql.Tx, ex memory.Exchange, at time
 // the minimum int64 when never.
 func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error) {
 	var at int64
-	err := q.QueryRowContext(ctx, `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&at)
+	err := q.QueryRowContext(ctx, sqlErasedAt, tenant, user).Scan(&at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return noErasure, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -68,6 +69,52 @@ func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	c.stmts[query] = st
 	return st, nil
+}
+
+// prepared returns query's statement when it is already prepared, else nil;
+// it never prepares one (see writeTx).
+func (c *stmtCache) prepared(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stmts[query]
+}
+
+// writeTx is a write transaction whose statements listed in hotWrites run
+// through statements prepared once on the single writer connection, when
+// the Store opened (preparing them inside a transaction would wait for the
+// connection the transaction holds); any other statement is prepared per
+// call, as *sql.Tx does. Capture's save runs eight statements per
+// exchange, and preparing them was a tenth of its CPU.
+type writeTx struct {
+	*sql.Tx
+	stmts *stmtCache
+}
+
+// ExecContext executes query in the transaction.
+func (t writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmts.prepared(query); st != nil {
+		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryRowContext runs query, which returns at most one row, in the
+// transaction.
+func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmts.prepared(query); st != nil {
+		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// prepareWrites prepares hotWrites on the writer, for writeTx.
+func (s *Store) prepareWrites(ctx context.Context) error {
+	for _, q := range hotWrites {
+		if _, err := s.writes.stmt(ctx, q); err != nil {
+			return fmt.Errorf("prepare write statement: %w", err)
+		}
+	}
+	return nil
 }
 
 // Close closes the cached statements; later queries are prepared per call.

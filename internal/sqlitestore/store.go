@@ -46,8 +46,8 @@ type Store struct {
 	// around holds the turns around recalled messages (MessagesAround).
 	around *countedCache[windowKey, []memory.Message]
 	// reads runs the request path's reads on read through prepared
-	// statements.
-	reads *stmtCache
+	// statements; writes holds hotWrites prepared on write (writeTx).
+	reads, writes *stmtCache
 }
 
 // Open opens (creating if needed, with its parent directory) the database at
@@ -105,12 +105,16 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger, vectors: newUserCache[*vecSet](vectorCacheBytes),
 		texts: newUserCache[*textIndex](textCacheBytes), items: newItemCache(itemCacheBytes),
-		around: newCountedCache(aroundCacheBytes, windowSize), reads: newStmtCache(read)}
+		around: newCountedCache(aroundCacheBytes, windowSize), reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if err := s.prepareWrites(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	return s, nil
 }
@@ -155,7 +159,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both connection pools. Waiting Claims on the outbox fail.
 func (s *Store) Close() error {
-	return errors.Join(s.reads.Close(), s.read.Close(), s.write.Close())
+	return errors.Join(s.reads.Close(), s.writes.Close(), s.read.Close(), s.write.Close())
 }
 
 // Outbox returns the durable capture queue kept in the same database. Every
