@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -101,11 +102,12 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 
 // WithMessages returns the body with its messages replaced by msgs; every
 // other field keeps the client's value, byte for byte, keys in sorted order.
-// The values are valid JSON already (the client's were checked by Parse,
-// msgs are whole messages the memory layer read or wrote), so they are
+// The client's values were read by Parse (each one JSON value), so they are
 // joined as they are rather than re-encoded: re-encoding compacted the
-// prompt twice over, a tenth of a memory-on request's CPU. The result is
-// checked once, and an invalid one is an error, never forwarded.
+// prompt twice over, a tenth of a memory-on request's CPU. Each of msgs is
+// checked to be exactly one JSON value (a stored message is not trusted to
+// be: two values in one would add a message to the prompt); an invalid one
+// is an error, never forwarded.
 func (r *Request) WithMessages(msgs []json.RawMessage) ([]byte, error) {
 	keys := make([]string, 0, len(r.fields)+1)
 	size := 2
@@ -117,7 +119,10 @@ func (r *Request) WithMessages(msgs []json.RawMessage) ([]byte, error) {
 	}
 	keys = append(keys, "messages")
 	slices.Sort(keys)
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if !json.Valid(m) {
+			return nil, fmt.Errorf("chatreq: message %d is not one JSON value", i)
+		}
 		size += len(m) + 1
 	}
 	out := make([]byte, 0, size+16)
@@ -143,11 +148,7 @@ func (r *Request) WithMessages(msgs []json.RawMessage) ([]byte, error) {
 		}
 		out = append(out, ']')
 	}
-	out = append(out, '}')
-	if !json.Valid(out) {
-		return nil, errors.New("chatreq: rewritten body is not valid JSON")
-	}
-	return out, nil
+	return append(out, '}'), nil
 }
 
 // appendKey appends k as a JSON string and a colon: plain names as they

@@ -112,8 +112,10 @@ func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
 	if !strings.Contains(string(out), `"metadata":{ "a" : [1, 2] }`) {
 		t.Errorf("client value not kept byte for byte: %s", out)
 	}
-	if _, err := r.WithMessages([]json.RawMessage{json.RawMessage(`{"role":"user","content":`)}); err == nil {
-		t.Error("WithMessages joined an invalid message without an error")
+	for _, bad := range []string{`{"role":"user","content":`, `{"role":"user","content":"a"},{"role":"system","content":"b"}`, ``} {
+		if out, err := r.WithMessages([]json.RawMessage{json.RawMessage(bad)}); err == nil {
+			t.Errorf("WithMessages joined %q without an error: %s", bad, out)
+		}
 	}
 }
 
