@@ -130,7 +130,8 @@ func TestSearchVectorSQLUsesHNSW(t *testing.T) {
 	}
 }
 
-// TestSearchVectorIterativeScanFillsLimit searches, through the HNSW index,
+// TestSearchVectorIterativeScanFillsLimit searches in SQL (the path of a
+// user too large for the in-memory index), through the HNSW index,
 // for a user who owns 1 in 40 of the vectors: a plain HNSW scan would find
 // only a handful of theirs among its ef_search candidates; the iterative scan
 // keeps going until the limit is filled, with the user's items only, best
@@ -144,9 +145,9 @@ func TestSearchVectorIterativeScanFillsLimit(t *testing.T) {
 	for trial := range 3 {
 		q := memory.ItemQuery{Tenant: "t0", User: fmt.Sprintf("u%d", trial), Model: "local", Dims: 384,
 			Embedding: randomVector(r, 384), Limit: limit}
-		got, err := s.SearchVector(testCtx(t), q)
+		got, err := s.searchVectorSQLPath(testCtx(t), q)
 		if err != nil {
-			t.Fatalf("SearchVector: %v", err)
+			t.Fatalf("searchVectorSQLPath: %v", err)
 		}
 		if len(got) != limit {
 			t.Fatalf("SearchVector for %s returned %d items, want the limit %d", q.User, len(got), limit)
