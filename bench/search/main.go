@@ -1,8 +1,10 @@
 // Command search measures recall search on PostgreSQL + pgvector (issue #5):
 // for each size it generates memory items spread over users with the local
 // embedder (384 dimensions), bulk-loads them into a throwaway database,
-// builds the HNSW index, and times SearchVector (exact, through the HNSW
-// index, and as the planner chooses) and SearchText, per user.
+// builds the HNSW index, and times the SQL of SearchVector (exact, through
+// the HNSW index, and as the planner chooses) and SearchText, per user: the
+// statements a user too large for the gateway's in-process index is
+// searched with (pgstore.Store.SQL); smaller users are ranked in memory.
 //
 //	go run ./bench/search -sizes 10000,100000,1000000 -out search.md
 //

@@ -117,7 +117,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 	// Exact: no HNSW index.
 	exactIDs := make([][]int64, len(qs))
 	r.exact, err = timeQueries(ctx, qs, func(ctx context.Context, i int, q query) error {
-		items, err := store.SearchVector(ctx, vectorQ(q))
+		items, err := store.SQL().SearchVector(ctx, vectorQ(q))
 		exactIDs[i] = ids(items)
 		return err
 	})
@@ -125,7 +125,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 		return r, fmt.Errorf("exact search: %w", err)
 	}
 	r.text, err = timeQueries(ctx, qs, func(ctx context.Context, _ int, q query) error {
-		_, err := store.SearchText(ctx, memory.ItemQuery{Tenant: benchTenant, User: q.user, Text: q.text, Limit: o.limit})
+		_, err := store.SQL().SearchText(ctx, memory.ItemQuery{Tenant: benchTenant, User: q.user, Text: q.text, Limit: o.limit})
 		return err
 	})
 	if err != nil {
@@ -153,13 +153,14 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 		return r, err
 	}
 
-	// The planner's choice, as SearchVector runs in production.
+	// The planner's choice, as SearchVector's statement runs in production
+	// for a user too large for the in-process index.
 	before, err := indexScans(ctx, conn)
 	if err != nil {
 		return r, err
 	}
 	r.planner, err = timeQueries(ctx, qs, func(ctx context.Context, _ int, q query) error {
-		_, err := store.SearchVector(ctx, vectorQ(q))
+		_, err := store.SQL().SearchVector(ctx, vectorQ(q))
 		return err
 	})
 	if err != nil {
@@ -186,7 +187,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 	defer forced.Close()
 	var hits, total int
 	r.hnsw, err = timeQueries(ctx, qs[:min(len(qs), o.hnswQueries)], func(ctx context.Context, i int, q query) error {
-		items, err := forced.SearchVector(ctx, vectorQ(q))
+		items, err := forced.SQL().SearchVector(ctx, vectorQ(q))
 		got := ids(items)
 		for _, id := range exactIDs[i] {
 			if slices.Contains(got, id) {

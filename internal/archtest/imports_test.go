@@ -16,6 +16,7 @@ var rules = map[string][]string{
 	"internal/memory":      {"internal/"},
 	"internal/lexicon":     {"internal/"},
 	"internal/vec":         {"internal/"},
+	"internal/itemindex":   {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/redisstore":  {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},

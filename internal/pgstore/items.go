@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -323,6 +326,13 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
+	// By user, then id: the users' rows of memory_item_revisions are
+	// locked at the commit in this order (migration 0010), the same for
+	// every SetEmbeddings, so two of them never deadlock on them.
+	items = slices.Clone(items)
+	slices.SortFunc(items, func(a, b memory.Item) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User), cmp.Compare(a.ID, b.ID))
+	})
 	b := &pgx.Batch{}
 	for _, it := range items {
 		dims, err := embeddingOf(it)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -51,29 +53,44 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 }
 
 // SearchVector ranks the user's items embedded with q.Model and q.Dims by
-// cosine similarity to q.Embedding (Score = 1 - cosine distance), best first,
-// up to q.Limit, each with its Embedding (recall compares the passages it
-// returns with each other); no embedding or no limit finds nothing, and an
-// empty q.Model matches vectors of any model with q.Dims.
+// cosine similarity to q.Embedding (Score = cosine similarity), best first
+// (ties: lower id first), up to q.Limit, each with its Embedding (recall
+// compares the passages it returns with each other), a copy the caller may
+// modify; no embedding, a zero one, or no limit finds nothing, and an empty
+// q.Model matches vectors of any model with q.Dims.
 //
-// The planner picks the access path. When the user's items are few next to
-// the table (the common case: bench/search measures it choosing the
-// (tenant, user_id) btree index at 10 and 100 items per user), it reads them
-// by that index and ranks them exactly. For 384 dimensions it may instead
-// scan the HNSW index; the scan is then iterative (relaxed order, ef_search
-// at least the limit), so the tenant and user filters still fill the limit
-// up to hnsw.max_scan_tuples, and like any HNSW search it is approximate.
+// The user's vectors are ranked exactly in memory (itemindex.Index): a
+// search reads one row of memory_item_revisions to check they are current
+// and, after inserts, only the new rows, and the best items' rows only when
+// they are not held already. A user too large for the cache's share is
+// searched in SQL (searchVectorSQLPath).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	if len(q.Embedding) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	dims := q.Dims
-	if dims == 0 {
-		dims = len(q.Embedding)
+	if q.Dims != 0 && q.Dims != len(q.Embedding) {
+		return nil, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, q.Dims, len(q.Embedding))
 	}
-	if dims != len(q.Embedding) {
-		return nil, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, dims, len(q.Embedding))
+	items, err := s.index.SearchVector(ctx, q)
+	switch {
+	case err == nil:
+		return items, nil
+	case !errors.Is(err, itemindex.ErrTooBig):
+		return nil, fmt.Errorf("pgstore: search vector: %w", err)
 	}
+	return s.searchVectorSQLPath(ctx, q)
+}
+
+// searchVectorSQLPath is SearchVector for a user too large to keep in
+// memory, in one statement, whose access path the planner picks. When the
+// user's items are few next to the table it reads them by the (tenant,
+// user_id) btree index and ranks them exactly. For 384 dimensions it may
+// instead scan the HNSW index; the scan is then iterative (relaxed order,
+// ef_search at least the limit), so the tenant and user filters still fill
+// the limit up to hnsw.max_scan_tuples, and like any HNSW search it is
+// approximate.
+func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	dims := len(q.Embedding)
 	sql, args := searchVectorSQL(q, dims)
 	ef := min(max(minEFSearch, q.Limit), maxEFSearch)
 	var items []memory.Item
@@ -115,4 +132,31 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 		return 0
 	})
 	return items, nil
+}
+
+// SQLSearches runs a Store's searches in PostgreSQL alone, as for a user
+// too large for the in-process index: bench/search measures these
+// statements (exact, as the planner chooses, HNSW forced).
+type SQLSearches struct{ s *Store }
+
+// SQL returns s's searches without the in-process index.
+func (s *Store) SQL() SQLSearches { return SQLSearches{s} }
+
+// SearchVector is Store.SearchVector's statement.
+func (x SQLSearches) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	if len(q.Embedding) == 0 || q.Limit <= 0 {
+		return nil, nil
+	}
+	if q.Dims != 0 && q.Dims != len(q.Embedding) {
+		return nil, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, q.Dims, len(q.Embedding))
+	}
+	return x.s.searchVectorSQLPath(ctx, q)
+}
+
+// SearchText is Store.SearchText's statement.
+func (x SQLSearches) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	if len(memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)) == 0 || q.Limit <= 0 {
+		return nil, nil
+	}
+	return x.s.searchTextSQLPath(ctx, q)
 }

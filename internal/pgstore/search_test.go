@@ -130,7 +130,8 @@ func TestSearchVectorSQLUsesHNSW(t *testing.T) {
 	}
 }
 
-// TestSearchVectorIterativeScanFillsLimit searches, through the HNSW index,
+// TestSearchVectorIterativeScanFillsLimit searches in SQL (the path of a
+// user too large for the in-memory index), through the HNSW index,
 // for a user who owns 1 in 40 of the vectors: a plain HNSW scan would find
 // only a handful of theirs among its ef_search candidates; the iterative scan
 // keeps going until the limit is filled, with the user's items only, best
@@ -144,9 +145,9 @@ func TestSearchVectorIterativeScanFillsLimit(t *testing.T) {
 	for trial := range 3 {
 		q := memory.ItemQuery{Tenant: "t0", User: fmt.Sprintf("u%d", trial), Model: "local", Dims: 384,
 			Embedding: randomVector(r, 384), Limit: limit}
-		got, err := s.SearchVector(testCtx(t), q)
+		got, err := s.searchVectorSQLPath(testCtx(t), q)
 		if err != nil {
-			t.Fatalf("SearchVector: %v", err)
+			t.Fatalf("searchVectorSQLPath: %v", err)
 		}
 		if len(got) != limit {
 			t.Fatalf("SearchVector for %s returned %d items, want the limit %d", q.User, len(got), limit)
@@ -197,4 +198,47 @@ func TestSearchTextReadsPostings(t *testing.T) {
 	if strings.Contains(plan, "Seq Scan") {
 		t.Errorf("sequential scan:\n%s", plan)
 	}
+}
+
+// TestSQLSearchesMatchTheIndex checks SQL(), the statements bench/search
+// measures, finds what the in-process index finds for a user small enough
+// to keep: the same best vector, and text hits of the user only.
+func TestSQLSearchesMatchTheIndex(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	s := mustOpenURL(t, url)
+	mustAddVectors(t, s, 3, 30)
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := range 3 {
+		q := memory.ItemQuery{Tenant: "t1", User: fmt.Sprintf("u%d", trial), Model: "local", Dims: 384,
+			Embedding: randomVector(r, 384), Text: "text 7", Limit: 5}
+		mem, err := s.SearchVector(testCtx(t), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sql, err := s.SQL().SearchVector(testCtx(t), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mem) != 5 || len(sql) != 5 || mem[0].Ref != sql[0].Ref || math.Abs(mem[0].Score-sql[0].Score) > 1e-5 {
+			t.Fatalf("%s: index found %v, SQL %v", q.User, refsOf(mem), refsOf(sql))
+		}
+		text, err := s.SQL().SearchText(testCtx(t), q)
+		if err != nil || len(text) == 0 {
+			t.Fatalf("%s: SQL text search: %v, %v", q.User, text, err)
+		}
+		for _, it := range text {
+			if it.Tenant != q.Tenant || it.User != q.User {
+				t.Fatalf("%s: text hit of %s/%s", q.User, it.Tenant, it.User)
+			}
+		}
+	}
+}
+
+// refsOf lists items' refs.
+func refsOf(items []memory.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Ref
+	}
+	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -42,6 +43,9 @@ type Store struct {
 	logger *slog.Logger
 	// vacuum reclaims erased rows in the background (erasure.go).
 	vacuum *vacuumer
+	// index ranks SearchVector's and SearchText's results from memory
+	// (indexsource.go).
+	index *itemindex.Index
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -99,7 +103,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: create pool: %w", err)
 	}
-	s := &Store{pool: pool, logger: logger}
+	s := &Store{pool: pool, logger: logger, index: itemindex.New(indexSource{pool}, itemindex.DefaultLimits)}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -129,16 +131,42 @@ func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
 	return terms, weights
 }
 
-// SearchText ranks the user's items by Okapi BM25 over all of them (see
-// searchTextSQL; Score is the BM25 score, higher is better), best first, up
-// to q.Limit, honouring q.Conversation and q.ExcludeRefs; an item embedded
-// with q.Model and q.Dims comes with its Embedding. Any text is
-// accepted: it is parsed into words, never interpreted as query syntax;
-// text without words, or Limit <= 0, finds nothing.
+// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
+// of them (Score is the BM25 score, higher is better), best first, up to
+// q.Limit, honouring q.Conversation and q.ExcludeRefs; an item embedded
+// with q.Model and q.Dims comes with its Embedding, a copy the caller may
+// modify. Any text is accepted: it is split into words (memory.QueryTerms,
+// stopwords left out unless nothing else is left), never interpreted as
+// query syntax; text without words, or Limit <= 0, finds nothing.
+//
+// The ranking reads the user's full-text index kept in memory
+// (itemindex.Index.SearchText, the same ranking as the SQLite store's),
+// checked against memory_item_revisions on every search and extended with
+// the rows added since. A user whose index is too large to keep is ranked
+// in SQL, from the statistics of migrations 0003 and 0009 (searchTextSQL).
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if len(memory.QueryTerms(q.Text, 1)) == 0 || q.Limit <= 0 {
+	terms := memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)
+	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
+	items, err := s.index.SearchText(ctx, q, terms)
+	switch {
+	case errors.Is(err, itemindex.ErrTooBig):
+		return s.searchTextSQLPath(ctx, q)
+	case err != nil:
+		return nil, fmt.Errorf("pgstore: search text: %w", err)
+	}
+	for i := range items {
+		if q.Model == "" || items[i].Model != q.Model || items[i].Dims != q.Dims {
+			items[i].Embedding = nil
+		}
+	}
+	return items, nil
+}
+
+// searchTextSQLPath is SearchText for a user too large to index in memory:
+// one statement (searchTextSQL) ranks the user's postings.
+func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	sql, args := searchTextSQL(q, memory.QueryStopwords(q.Text))
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -164,11 +192,21 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 
 // CommonTerms returns those of terms (words, as memory.QueryTerms gives
 // them) found in at least minDF of the user's items and at least frac of
-// them: the words a query shares with most of the user's memory (speaker
-// names, common words), which recall leaves out of its vector query.
+// them, in the order given: the words a query shares with most of the
+// user's memory (speaker names, common words), which recall leaves out of
+// its vector query. The counts are SearchText's: the user's full-text
+// index kept in memory, or for a user too large for it, the statistics of
+// memory_term_df.
 func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	if len(terms) == 0 {
 		return nil, nil
+	}
+	out, err := s.index.CommonTerms(ctx, tenant, user, terms, minDF, frac)
+	switch {
+	case err == nil:
+		return out, nil
+	case !errors.Is(err, itemindex.ErrTooBig):
+		return nil, fmt.Errorf("pgstore: common terms: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT d.term FROM memory_item_stats st
 		JOIN memory_term_df d ON d.tenant = st.tenant AND d.user_id = st.user_id
@@ -181,7 +219,7 @@ func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []st
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: common terms: %w", unavailable(err))
 	}
-	var out []string
+	out = nil
 	for _, t := range terms {
 		if slices.Contains(common, t) {
 			out = append(out, t)

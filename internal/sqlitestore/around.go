@@ -64,7 +64,7 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 			keys = append(keys, k)
 		}
 	}
-	got, missing := s.around.get(tenant, user, changed, keys)
+	got, missing := s.around.Get(tenant, user, changed, keys)
 	if len(missing) > 0 {
 		refs := make([]memory.MessageRef, len(missing))
 		for i, k := range missing {
@@ -82,7 +82,7 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 		}
 		// Only closed windows are kept: a new message takes a seq above
 		// every stored one, so it cannot join them.
-		s.around.put(tenant, user, changed, func(yield func(windowKey, []memory.Message) bool) {
+		s.around.Put(tenant, user, changed, func(yield func(windowKey, []memory.Message) bool) {
 			for k := range closed {
 				if !yield(k, read[k]) {
 					return

@@ -1,7 +1,6 @@
 package sqlitestore
 
 import (
-	"container/heap"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -11,8 +10,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/vec"
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
@@ -20,21 +19,18 @@ import (
 // window, and a point lower at 100.
 const textWindow = 300
 
-// maxQueryTerms bounds how many distinct words of a text query are searched.
-const maxQueryTerms = 64
-
 // SearchVector ranks the user's items embedded with q.Model and q.Dims by
 // cosine similarity to q.Embedding (Score = similarity, in [-1, 1]), best
 // first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs. The
 // candidates are scored in Go with a top-k heap; only the winners' rows are
 // then read whole. An empty embedding or Limit <= 0 finds nothing.
 //
-// The user's vectors are kept in memory (see userVectors): a search reads
+// The user's vectors are kept in memory (see itemindex.Index.SearchVector): a search reads
 // one row of memory_item_revisions to check they are current and, after
 // inserts, only the new rows, so its I/O does not grow with the user's
 // history; the scoring still visits every vector of the user (about 0.1 µs
 // per item of 384 dimensions). A user too large for the cache
-// (vectorCacheBytes) has the candidates' vectors read from SQL each search,
+// (itemindex.DefaultLimits) has the candidates' vectors read from SQL each search,
 // scoped by tenant, user, model, dims and conversation.
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	if len(q.Embedding) == 0 || q.Limit <= 0 {
@@ -43,19 +39,15 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	if q.Dims != 0 && q.Dims != len(q.Embedding) {
 		return nil, fmt.Errorf("search vector: %w: query of %d dims says %d", memory.ErrInvalid, len(q.Embedding), q.Dims)
 	}
-	qnorm := norm(q.Embedding)
+	qnorm := itemindex.Norm(q.Embedding)
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
-	set, err := s.userVectors(ctx, vecKey{tenant: q.Tenant, user: q.User, model: q.Model, dims: len(q.Embedding)})
+	items, err := s.index.SearchVector(ctx, q)
 	switch {
 	case err == nil:
-		items, err := s.cachedItemsByID(ctx, q.Tenant, q.User, set.changed, searchSet(set, q, qnorm))
-		if err != nil {
-			return nil, fmt.Errorf("search vector: %w", err)
-		}
 		return items, nil
-	case !errors.Is(err, errTooBig):
+	case !errors.Is(err, itemindex.ErrTooBig):
 		return nil, fmt.Errorf("search vector: %w", err)
 	}
 	where, args, err := itemScope(q)
@@ -68,7 +60,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	if err != nil {
 		return nil, fmt.Errorf("search vector: %w", err)
 	}
-	top := make(topK, 0, q.Limit+1)
+	top := make(itemindex.TopK, 0, q.Limit+1)
 	for rows.Next() {
 		var id int64
 		var vec sql.RawBytes
@@ -80,42 +72,18 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 		if !ok {
 			continue
 		}
-		top.offer(scored{id: id, score: score}, q.Limit)
+		top.Offer(itemindex.Scored{ID: id, Score: score}, q.Limit)
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()
 		return nil, fmt.Errorf("search vector: %w", err)
 	}
 	rows.Close()
-	best := top.sorted()
-	items, err := s.itemsByID(ctx, best)
+	items, err = s.itemsByID(ctx, top.Sorted())
 	if err != nil {
 		return nil, fmt.Errorf("search vector: %w", err)
 	}
 	return items, nil
-}
-
-// searchSet ranks set's vectors by cosine similarity to q.Embedding (of
-// length qnorm) within q's conversation and excluded refs, and returns the
-// best q.Limit, best first.
-func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
-	var excluded map[string]bool
-	if len(q.ExcludeRefs) > 0 {
-		excluded = make(map[string]bool, len(q.ExcludeRefs))
-		for _, r := range q.ExcludeRefs {
-			excluded[r] = true
-		}
-	}
-	dims := len(q.Embedding)
-	top := make(topK, 0, q.Limit+1)
-	for i, id := range set.ids {
-		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
-			continue
-		}
-		d := vec.Dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
-		top.offer(scored{id: id, score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
-	}
-	return top.sorted()
 }
 
 // SearchText ranks the user's items matching q.Text by Okapi BM25 over all
@@ -125,43 +93,23 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []scored {
 // out unless nothing else is left (memory.QueryTerms), and any passage
 // sharing a word matches. Text without words, or Limit <= 0, finds nothing.
 //
-// The ranking reads the user's full-text index kept in memory (textIndex):
+// The ranking reads the user's full-text index kept in memory (itemindex):
 // every item's words, their document frequencies over the user's items
 // (so a speaker's name or a common word found in most items weighs almost
-// nothing, and is not read at all in a long history: see textIndex.search),
+// nothing, and is not read at all in a long history: see itemindex.Index.SearchText),
 // and the items' lengths. The index is read once and then extended with
 // the rows added since, like the vectors of SearchVector. A user whose
 // index is too large to keep is ranked by searchTextWindow instead.
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	terms := memory.QueryTerms(q.Text, maxQueryTerms)
+	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	var (
-		best    []scored
-		changed int64
-	)
-	err := s.withTextIndex(ctx, q.Tenant, q.User, func(x *textIndex) {
-		changed = x.changed
-		var excluded map[string]bool
-		if len(q.ExcludeRefs) > 0 {
-			excluded = make(map[string]bool, len(q.ExcludeRefs))
-			for _, r := range q.ExcludeRefs {
-				excluded[r] = true
-			}
-		}
-		best = x.search(terms, q.Related, q.Limit, func(d int32) bool {
-			return (q.Conversation == "" || x.convs[d] == q.Conversation) && !excluded[x.refs[d]]
-		})
-	})
+	items, err := s.index.SearchText(ctx, q, terms)
 	switch {
-	case errors.Is(err, errTooBig):
+	case errors.Is(err, itemindex.ErrTooBig):
 		return s.searchTextWindow(ctx, q, terms)
 	case err != nil:
-		return nil, fmt.Errorf("search text: %w", err)
-	}
-	items, err := s.cachedItemsByID(ctx, q.Tenant, q.User, changed, best)
-	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	return items, nil
@@ -268,14 +216,27 @@ func ftsMatch(terms []string) string {
 
 // itemsByID loads whole items for ranked ids, keeping their order and
 // scores; ids deleted since they were ranked are skipped.
-func (s *Store) itemsByID(ctx context.Context, ranked []scored) ([]memory.Item, error) {
+func (s *Store) itemsByID(ctx context.Context, ranked []itemindex.Scored) ([]memory.Item, error) {
 	if len(ranked) == 0 {
 		return []memory.Item{}, nil
 	}
 	ids := make([]int64, len(ranked))
 	for i, r := range ranked {
-		ids[i] = r.id
+		ids[i] = r.ID
 	}
+	loaded, err := s.loadItems(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]memory.Item, len(loaded))
+	for _, it := range loaded {
+		byID[it.ID] = it
+	}
+	return itemindex.InRankOrder(ranked, byID), nil
+}
+
+// loadItems loads the whole items of ids that exist, in any order.
+func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, error) {
 	list, err := json.Marshal(ids)
 	if err != nil {
 		return nil, fmt.Errorf("encode ids: %w", err)
@@ -289,27 +250,7 @@ func (s *Store) itemsByID(ctx context.Context, ranked []scored) ([]memory.Item, 
 	if err != nil {
 		return nil, fmt.Errorf("load items: %w", err)
 	}
-	byID := make(map[int64]memory.Item, len(loaded))
-	for _, it := range loaded {
-		byID[it.ID] = it
-	}
-	items := make([]memory.Item, 0, len(ranked))
-	for _, r := range ranked {
-		if it, ok := byID[r.id]; ok {
-			it.Score = r.score
-			items = append(items, it)
-		}
-	}
-	return items, nil
-}
-
-// norm is the Euclidean length of v.
-func norm(v []float32) float64 {
-	var sum float64
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	return math.Sqrt(sum)
+	return loaded, nil
 }
 
 // cosineBytes is the cosine similarity of q (of length qnorm) and a stored
@@ -343,53 +284,4 @@ func cosineBytes(q []float32, qnorm float64, b []byte) (score float64, ok bool) 
 		return 0, false
 	}
 	return float64(dot) / (qnorm * math.Sqrt(float64(vv))), true
-}
-
-// scored is one ranked candidate.
-type scored struct {
-	id    int64
-	score float64
-}
-
-// worse orders candidates: lower score, then (on ties) higher id, is worse.
-func (a scored) worse(b scored) bool {
-	if a.score != b.score {
-		return a.score < b.score
-	}
-	return a.id > b.id
-}
-
-// topK is a min-heap of the best candidates seen, worst on top.
-type topK []scored
-
-func (h topK) Len() int           { return len(h) }
-func (h topK) Less(i, j int) bool { return h[i].worse(h[j]) }
-func (h topK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *topK) Push(x any)        { *h = append(*h, x.(scored)) }
-func (h *topK) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// offer keeps c when it is among the k best seen.
-func (h *topK) offer(c scored, k int) {
-	if len(*h) < k {
-		heap.Push(h, c)
-		return
-	}
-	if (*h)[0].worse(c) {
-		(*h)[0] = c
-		heap.Fix(h, 0)
-	}
-}
-
-// sorted empties the heap into a best-first slice.
-func (h *topK) sorted() []scored {
-	out := make([]scored, len(*h))
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(scored)
-	}
-	return out
 }

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
@@ -37,14 +38,11 @@ type Store struct {
 	logger *slog.Logger
 	outbox *Outbox
 	enrich *Outbox
-	// vectors holds users' vectors for SearchVector.
-	vectors *vectorCache
-	// texts holds users' full-text indexes for SearchText.
-	texts *textCache
-	// items holds the items searches returned (itemCache).
-	items *itemCache
+	// index ranks SearchVector's and SearchText's results from memory
+	// (indexsource.go).
+	index *itemindex.Index
 	// around holds the turns around recalled messages (MessagesAround).
-	around *countedCache[windowKey, []memory.Message]
+	around *itemindex.CountedCache[windowKey, []memory.Message]
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -103,9 +101,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, logger: logger, vectors: newUserCache[*vecSet](vectorCacheBytes),
-		texts: newUserCache[*textIndex](textCacheBytes), items: newItemCache(itemCacheBytes),
-		around: newCountedCache(aroundCacheBytes, windowSize), reads: newStmtCache(read), writes: newStmtCache(write)}
+	s := &Store{write: write, read: read, logger: logger,
+		around: itemindex.NewCountedCache(aroundCacheBytes, windowSize), reads: newStmtCache(read), writes: newStmtCache(write)}
+	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {

@@ -3,9 +3,8 @@ package sqlitestore
 import (
 	"math"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Okapi BM25 parameters, FTS5's defaults.
@@ -32,7 +31,7 @@ type textRanker struct {
 func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *textRanker {
 	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
 	for _, t := range terms {
-		f := foldWord(t)
+		f := itemindex.FoldWord(t)
 		if _, ok := r.terms[f]; !ok {
 			r.terms[f] = len(r.terms)
 			r.weights = append(r.weights, 1)
@@ -43,7 +42,7 @@ func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *te
 		if t.Weight <= 0 {
 			continue
 		}
-		f := foldTerm(t.Term)
+		f := itemindex.FoldTerm(t.Term)
 		k, ok := r.terms[f]
 		switch {
 		case !ok:
@@ -67,7 +66,7 @@ func (r *textRanker) add(id int64, text []byte) {
 	}
 	counts := r.tf[base:]
 	words := 0
-	forEachWord(text, func(w []byte) {
+	itemindex.ForEachWord(text, func(w []byte) {
 		words++
 		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
 			counts[k]++
@@ -86,7 +85,7 @@ func (r *textRanker) add(id int64, text []byte) {
 // best returns the limit best candidates, best first (ties: lower id
 // first), each scored by BM25 (> 0; a candidate none of whose words were
 // recognised still scores a little, below every one that was).
-func (r *textRanker) best(limit int) []scored {
+func (r *textRanker) best(limit int) []itemindex.Scored {
 	if len(r.ids) == 0 || limit <= 0 {
 		return nil
 	}
@@ -97,7 +96,7 @@ func (r *textRanker) best(limit int) []scored {
 		// FTS5's floor keeps a term in every candidate slightly positive.
 		idf[k] = r.weights[k] * max(math.Log((n-float64(df)+0.5)/(float64(df)+0.5)), 1e-6)
 	}
-	top := make(topK, 0, limit+1)
+	top := make(itemindex.TopK, 0, limit+1)
 	nt := len(r.terms)
 	for i, id := range r.ids {
 		score := 1e-9
@@ -108,77 +107,7 @@ func (r *textRanker) best(limit int) []scored {
 				score += idf[k] * tf * (bm25K1 + 1) / (tf + norm)
 			}
 		}
-		top.offer(scored{id: id, score: score}, limit)
+		top.Offer(itemindex.Scored{ID: id, Score: score}, limit)
 	}
-	return top.sorted()
-}
-
-// asciiFold maps an ASCII byte of a word to its lower case, and every
-// other ASCII byte to 0.
-var asciiFold = func() (t [utf8.RuneSelf]byte) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = byte(c)
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = byte(c)
-		t[c-'a'+'A'] = byte(c)
-	}
-	return t
-}()
-
-// isWordRune reports whether c belongs to a word: a letter, digit or
-// combining mark.
-func isWordRune(c rune) bool {
-	if c < utf8.RuneSelf {
-		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-	}
-	return unicode.IsLetter(c) || unicode.IsDigit(c) || unicode.Is(unicode.Mn, c)
-}
-
-// foldTerm is foldWord without a copy for a word of lower-case ASCII
-// letters and digits, as related terms are.
-func foldTerm(w string) string {
-	for i := 0; i < len(w); i++ {
-		if c := w[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
-			return foldWord(w)
-		}
-	}
-	return w
-}
-
-// foldWord lower-cases w and strips the diacritics foldRune knows.
-func foldWord(w string) string {
-	b := make([]byte, 0, len(w))
-	for _, c := range w {
-		b = utf8.AppendRune(b, foldRune(c))
-	}
-	return string(b)
-}
-
-// foldRune lower-cases c and strips the diacritics of the common Latin
-// letters (Portuguese, Spanish, French, German).
-func foldRune(c rune) rune {
-	c = unicode.ToLower(c)
-	if c < 0xe0 || c > 0x17f {
-		return c
-	}
-	switch c {
-	case 'à', 'á', 'â', 'ã', 'ä', 'å':
-		return 'a'
-	case 'ç':
-		return 'c'
-	case 'è', 'é', 'ê', 'ë':
-		return 'e'
-	case 'ì', 'í', 'î', 'ï':
-		return 'i'
-	case 'ñ':
-		return 'n'
-	case 'ò', 'ó', 'ô', 'õ', 'ö':
-		return 'o'
-	case 'ù', 'ú', 'û', 'ü':
-		return 'u'
-	case 'ý', 'ÿ':
-		return 'y'
-	}
-	return c
+	return top.Sorted()
 }

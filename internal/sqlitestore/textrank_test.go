@@ -66,7 +66,7 @@ func TestTextRanker(t *testing.T) {
 			}
 			var got []int64
 			for _, s := range r.best(10) {
-				got = append(got, s.id)
+				got = append(got, s.ID)
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("order = %v, want %v", got, tt.want)

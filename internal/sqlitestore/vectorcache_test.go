@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/storetest"
 )
 
 // vecItem is an item of acme/alice with a 4-dimension vector.
@@ -31,74 +32,15 @@ func searchRefs(t *testing.T, search func(context.Context, memory.ItemQuery) ([]
 	return refs
 }
 
-// TestSearchVectorSeesEveryChange searches between writes that the vectors
-// held in memory must follow: inserts, an upsert that changes a vector, a
-// deletion, and writes by a second Store on the same file (another process).
-func TestSearchVectorSeesEveryChange(t *testing.T) {
-	ctx := context.Background()
-	s, path := mustTempStore(t)
-	other := mustOpen(t, path)
-	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0, 0, 0}, Model: "m", Dims: 4, Limit: 10}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := func(step string, q memory.ItemQuery, refs ...string) {
-		t.Helper()
-		if got := searchRefs(t, s.SearchVector, q); !slices.Equal(got, refs) {
-			t.Fatalf("%s: SearchVector = %v, want %v", step, got, refs)
-		}
-	}
-	want("empty", q)
-	must(s.AddItems(ctx, []memory.Item{vecItem("c1", "a", 1, 0, 0, 0), vecItem("c2", "b", 1, 1, 0, 0)}))
-	want("first items", q, "a", "b")
-	must(s.AddItems(ctx, []memory.Item{vecItem("c1", "c", 1, 0.5, 0, 0)}))
-	want("insert", q, "a", "c", "b")
-	// An upsert of b with a new vector keeps b's id: the rank must move.
-	must(s.AddItems(ctx, []memory.Item{vecItem("c2", "b", 1, 0.1, 0, 0)}))
-	want("upsert", q, "a", "b", "c")
-	// Another process adds, another connection deletes.
-	must(other.AddItems(ctx, []memory.Item{vecItem("c3", "d", 0.9, 0.01, 0, 0)}))
-	want("insert by another store", q, "a", "d", "b", "c")
-	if _, err := mustRawDB(t, path).ExecContext(ctx, `DELETE FROM memory_items WHERE conversation = 'c1'`); err != nil {
-		t.Fatal(err)
-	}
-	want("delete by another connection", q, "d", "b")
-	// Filters apply to the vectors held.
-	cq := q
-	cq.Conversation = "c2"
-	want("conversation", cq, "b")
-	xq := q
-	xq.ExcludeRefs = []string{"d"}
-	want("excluded ref", xq, "b")
-	// Other users, models and dimensions are never mixed in.
-	bob := vecItem("c1", "e", 1, 0, 0, 0)
-	bob.User = "bob"
-	other3 := vecItem("c1", "f", 1, 0, 0)
-	must(s.AddItems(ctx, []memory.Item{bob, other3}))
-	want("scope", q, "d", "b")
-	must(s.DeleteUser(ctx, "acme", "alice"))
-	want("user deleted", q)
-}
-
-// TestSearchVectorScoresMatchCosine checks the scores of the vectors held in
-// memory are the cosine similarities.
-func TestSearchVectorScoresMatchCosine(t *testing.T) {
-	ctx := context.Background()
-	s, _ := mustTempStore(t)
-	if err := s.AddItems(ctx, []memory.Item{vecItem("c1", "a", 3, 4, 0, 0), vecItem("c1", "z", 0, 0, 0, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	items, err := s.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: "alice",
-		Embedding: []float32{1, 0, 0, 0}, Model: "m", Dims: 4, Limit: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(items) != 1 || items[0].Ref != "a" || items[0].Score < 0.5999 || items[0].Score > 0.6001 {
-		t.Fatalf("SearchVector = %+v, want only a with score 0.6 (a zero vector never matches)", items)
-	}
+func TestFreshnessContract(t *testing.T) {
+	storetest.RunFreshness(t, func(t *testing.T) storetest.Replicas {
+		s, path := mustTempStore(t)
+		db := mustRawDB(t, path)
+		return storetest.Replicas{Mine: s, Other: mustOpen(t, path), Exec: func(ctx context.Context, sql string) error {
+			_, err := db.ExecContext(ctx, sql)
+			return err
+		}}
+	})
 }
 
 // TestVectorCacheBounded searches many users' vectors through a Store and

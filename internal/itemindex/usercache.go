@@ -1,4 +1,4 @@
-package sqlitestore
+package itemindex
 
 import (
 	"container/list"
@@ -10,6 +10,13 @@ import (
 // (the slot, the map entry, the list element), roughly.
 const slotOverhead = 256
 
+// Key names one user's items, and for vectors one model and dimension
+// (Model "" and Dims 0 where unused).
+type Key struct {
+	Tenant, User, Model string
+	Dims                int
+}
+
 // cached is what a userCache holds per key: a pointer (nil for none) that
 // reports roughly how many bytes it holds.
 type cached interface {
@@ -20,7 +27,7 @@ type cached interface {
 // userSlot holds a key's cached value; its mutex serializes the key's
 // refreshes, so one reader at a time extends or replaces the value.
 type userSlot[V cached] struct {
-	key vecKey
+	key Key
 	mu  sync.Mutex
 	// val is the key's value (nil: none), written holding both mu and
 	// userCache.mu, so either suffices to read it.
@@ -28,29 +35,29 @@ type userSlot[V cached] struct {
 	size int // accounted size of val, under userCache.mu
 	elem *list.Element
 	// tooBig, under mu, is set once the key's value exceeded the share of
-	// one user: the key is then searched in SQL until the slot is evicted.
+	// one user: the key is then searched by the store's SQL until the slot
+	// is evicted.
 	tooBig bool
 }
 
 // userCache keeps a value per user (and model) in memory, least recently
 // used evicted first past max bytes. It is safe for concurrent use. A
-// value's currency is its owner's business: the Store checks it against
-// memory_item_revisions, which the triggers move on every write and erasure,
-// before each use.
+// value's currency is its owner's business: the Index checks it against
+// the user's Revisions before each use.
 type userCache[V cached] struct {
 	mu    sync.Mutex
-	slots map[vecKey]*userSlot[V]
+	slots map[Key]*userSlot[V]
 	lru   *list.List // of *userSlot[V], most recently used first
 	bytes int
 	max   int
 }
 
 func newUserCache[V cached](max int) *userCache[V] {
-	return &userCache[V]{slots: map[vecKey]*userSlot[V]{}, lru: list.New(), max: max}
+	return &userCache[V]{slots: map[Key]*userSlot[V]{}, lru: list.New(), max: max}
 }
 
 // slot returns key's slot, created when missing, marked most recently used.
-func (c *userCache[V]) slot(key vecKey) *userSlot[V] {
+func (c *userCache[V]) slot(key Key) *userSlot[V] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl, ok := c.slots[key]
@@ -69,6 +76,13 @@ func (c *userCache[V]) value(sl *userSlot[V]) V {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return sl.val
+}
+
+// usage reports how many keys c holds and the bytes it accounts for them.
+func (c *userCache[V]) usage() (keys, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.slots), c.bytes
 }
 
 // publish records v as sl's value (nil forgets it) and evicts least
@@ -102,8 +116,8 @@ func (c *userCache[V]) publish(sl *userSlot[V], v V) {
 	}
 }
 
-// counted are one user's entries as of a count of memory_item_revisions.
-// Its map is read and written holding the user's slot's mutex.
+// counted are one user's entries as of a revision count. Its map is read
+// and written holding the user's slot's mutex.
 type counted[K comparable, V any] struct {
 	changed int64
 	m       map[K]V
@@ -113,25 +127,28 @@ type counted[K comparable, V any] struct {
 // size is roughly what u holds in memory, in bytes.
 func (u *counted[K, V]) size() int { return u.bytes }
 
-// countedCache keeps entries per user as of a revision count (a count of
-// memory_item_revisions that every change of what the entries were read
-// from moves): asked at another count it answers nothing, and entries read
-// at a newer count replace the user's. So once a change has committed, no
-// later read that checked the count first is answered with what it
-// changed. It is safe for concurrent use.
-type countedCache[K comparable, V any] struct {
+// CountedCache keeps entries per user as of a revision count (a count that
+// every change of what the entries were read from moves, such as
+// Revisions.Changed): asked at another count it answers nothing, and
+// entries read at a newer count replace the user's. So once a change has
+// committed, no later read that checked the count first is answered with
+// what it changed. Users are evicted least recently used first past the
+// cache's bound. It is safe for concurrent use.
+type CountedCache[K comparable, V any] struct {
 	users  *userCache[*counted[K, V]] // keyed by tenant and user only
 	sizeOf func(K, V) int             // roughly what one entry holds, in bytes
 }
 
-func newCountedCache[K comparable, V any](max int, sizeOf func(K, V) int) *countedCache[K, V] {
-	return &countedCache[K, V]{users: newUserCache[*counted[K, V]](max), sizeOf: sizeOf}
+// NewCountedCache returns an empty cache bounded at max bytes, accounting
+// each entry as sizeOf says.
+func NewCountedCache[K comparable, V any](max int, sizeOf func(K, V) int) *CountedCache[K, V] {
+	return &CountedCache[K, V]{users: newUserCache[*counted[K, V]](max), sizeOf: sizeOf}
 }
 
-// get returns the entries of keys held for the user at changed (nil when
+// Get returns the entries of keys held for the user at changed (nil when
 // none is held at that count), and the keys it does not hold.
-func (c *countedCache[K, V]) get(tenant, user string, changed int64, keys []K) (map[K]V, []K) {
-	sl := c.users.slot(vecKey{tenant: tenant, user: user})
+func (c *CountedCache[K, V]) Get(tenant, user string, changed int64, keys []K) (map[K]V, []K) {
+	sl := c.users.slot(Key{Tenant: tenant, User: user})
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	u := sl.val
@@ -150,12 +167,12 @@ func (c *countedCache[K, V]) get(tenant, user string, changed int64, keys []K) (
 	return got, missing
 }
 
-// put keeps entries of the user, read at or after changed, unless the
+// Put keeps entries of the user, read at or after changed, unless the
 // cache holds the user at a newer count; an older count is dropped first,
 // and an entry already held is kept as it is. A user whose entries alone
 // exceed the cache's bound is not kept.
-func (c *countedCache[K, V]) put(tenant, user string, changed int64, entries iter.Seq2[K, V]) {
-	sl := c.users.slot(vecKey{tenant: tenant, user: user})
+func (c *CountedCache[K, V]) Put(tenant, user string, changed int64, entries iter.Seq2[K, V]) {
+	sl := c.users.slot(Key{Tenant: tenant, User: user})
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	u := sl.val

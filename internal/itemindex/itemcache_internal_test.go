@@ -1,4 +1,4 @@
-package sqlitestore
+package itemindex
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func itemBytes(items []memory.Item) int {
 // it answers and the missing ones make up ids.
 func heldIDs(t *testing.T, c *itemCache, user string, changed int64, ids ...int64) []int64 {
 	t.Helper()
-	got, missing := c.get("acme", user, changed, ids)
+	got, missing := c.Get("acme", user, changed, ids)
 	if len(got)+len(missing) != len(ids) {
 		t.Fatalf("get(%s, %d, %v): %d held, missing %v", user, changed, ids, len(got), missing)
 	}
@@ -51,11 +51,7 @@ func heldIDs(t *testing.T, c *itemCache, user string, changed int64, ids ...int6
 	return held
 }
 
-func usage(c *itemCache) (users, bytes int) {
-	c.users.mu.Lock()
-	defer c.users.mu.Unlock()
-	return len(c.users.slots), c.users.bytes
-}
+func usage(c *itemCache) (users, bytes int) { return c.users.usage() }
 
 // TestItemCacheCounts checks a user's items are answered only at the count
 // they were kept at, a newer count replaces them and an older one is

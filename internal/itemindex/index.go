@@ -1,0 +1,267 @@
+// Package itemindex ranks a user's memory items in process, for the stores
+// whose SearchVector and SearchText it serves (SQLite, PostgreSQL): it
+// keeps, per user, the vectors of each model and dimension (exact cosine
+// top-k), an inverted full-text index with the statistics Okapi BM25 needs
+// (words split and folded as SQLite FTS5's unicode61 tokenizer does,
+// related terms weighted), and the whole items searches return, in LRU
+// caches bounded in bytes.
+//
+// What is held is validated on every search by one read of the user's
+// Revisions, two counters the store's triggers move: Added on every insert
+// of an item, Changed on every delete and every update of what a search
+// reads (and whenever an insert cannot be read as the rows above the
+// highest id already held). Same counters: the cache is current; only
+// Added moved: the rows with ids above the highest held are read and
+// appended; Changed moved: everything is read again. The counters never go
+// back (an erasure moves Changed and keeps the user's row), so a cache
+// read before a change can never pass for a later state.
+//
+// A store supplies the reads through the small interfaces below
+// (RevisionReader, VectorLoader, TextLoader, ItemLoader); users too large
+// for their share of a cache get ErrTooBig, and the store searches them in
+// SQL instead.
+package itemindex
+
+import (
+	"context"
+	"errors"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// MaxQueryTerms bounds how many distinct words of a text query the stores
+// search.
+const MaxQueryTerms = 64
+
+// ErrTooBig reports a user whose vectors or full-text index are not kept
+// in memory: they exceed a quarter of their cache's bound. The store then
+// searches the user by its own means.
+var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
+
+// Revisions are a user's item counters (zero for a user never written):
+// Added counts inserts, Changed deletes and changes of what a search reads.
+// Neither ever decreases.
+type Revisions struct {
+	Added, Changed int64
+}
+
+// RevisionReader reads a user's Revisions, in one lookup.
+type RevisionReader interface {
+	ItemRevisions(ctx context.Context, tenant, user string) (Revisions, error)
+}
+
+// VectorLoader reads a user's vectors of key's model and dimension.
+type VectorLoader interface {
+	// LoadVectors calls add, in id order, for each of key's items (tenant,
+	// user, model and Dims; any model when Model is "") with a vector of
+	// key.Dims dimensions and an id above afterID, with the item's
+	// conversation ("" for none), ref and vector (valid during the call
+	// only). It stops at add's first error and returns it.
+	LoadVectors(ctx context.Context, key Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error
+}
+
+// TextLoader reads a user's texts.
+type TextLoader interface {
+	// LoadTexts calls add, in id order, for each of the user's items with
+	// an id above afterID, with its conversation ("" for none), ref and
+	// text (valid during the call only). It stops at add's first error and
+	// returns it.
+	LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error
+}
+
+// ItemLoader reads whole items.
+type ItemLoader interface {
+	// LoadItems returns the items of ids that exist, in any order, each
+	// with its embedding (nil when none). It may return another user's
+	// items for ids that are not the user's: they are dropped.
+	LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error)
+}
+
+// Source is every read an Index makes of its store.
+type Source interface {
+	RevisionReader
+	VectorLoader
+	TextLoader
+	ItemLoader
+}
+
+// Limits bound an Index's caches, in bytes, over all users.
+type Limits struct {
+	// Vectors bounds the vectors kept for SearchVector; a user whose
+	// vectors exceed a quarter of it is not kept (ErrTooBig).
+	Vectors int
+	// Texts bounds the full-text indexes kept for SearchText; a user whose
+	// index exceeds a quarter of it is not kept (ErrTooBig).
+	Texts int
+	// Items bounds the whole items kept for the searches' results.
+	Items int
+}
+
+// DefaultLimits are 128 MiB of vectors (about 85,000 items of 384
+// dimensions; a user of more than about 21,000 such items, or 5,000 of
+// 1,536, is searched in SQL), 128 MiB of full-text indexes (a user of
+// more than about 250,000 items of twenty words is searched in SQL) and 32
+// MiB of items (about 20,000 of 384 dimensions).
+var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20}
+
+// Index ranks users' items from memory, reading its Source only for what
+// changed since it last looked. It is safe for concurrent use.
+type Index struct {
+	src     Source
+	vectors *userCache[*vecSet]
+	texts   *userCache[*textIndex]
+	items   *itemCache
+}
+
+// New returns an empty Index reading src, bounded by lim.
+func New(src Source, lim Limits) *Index {
+	return &Index{src: src, vectors: newUserCache[*vecSet](lim.Vectors),
+		texts: newUserCache[*textIndex](lim.Texts), items: newItemCache(lim.Items)}
+}
+
+// VectorUsage reports how many keys (users, models and dimensions) the
+// vector cache holds and the bytes it accounts for them.
+func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.usage() }
+
+// SearchVector ranks the user's items embedded with q.Model (any model
+// when "") and len(q.Embedding) dimensions by cosine similarity to
+// q.Embedding (Score = similarity, in [-1, 1]), best first (ties: lower id
+// first), up to q.Limit, honouring q.Conversation and q.ExcludeRefs; a
+// stored vector of length 0 never matches. Each item comes with its
+// Embedding, a copy the caller may modify. An empty or zero embedding, or
+// Limit <= 0, finds nothing. It returns ErrTooBig for a user too large to
+// keep.
+//
+// It reads the user's Revisions once and, after inserts, only the new
+// rows; the scoring visits every vector of the user (about 0.1 µs per item
+// of 384 dimensions).
+func (x *Index) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	qnorm := Norm(q.Embedding)
+	if qnorm == 0 || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	set, err := x.userVectors(ctx, Key{Tenant: q.Tenant, User: q.User, Model: q.Model, Dims: len(q.Embedding)})
+	if err != nil {
+		return nil, err
+	}
+	return x.cachedItems(ctx, q.Tenant, q.User, set.changed, searchSet(set, q, qnorm))
+}
+
+// SearchText ranks the user's items sharing a word with terms (query
+// words, as memory.QueryTerms gives them) or q.Related by Okapi BM25 over
+// all of the user's items (see textIndex.search; Score > 0, higher is
+// better), best first, up to q.Limit, honouring q.Conversation and
+// q.ExcludeRefs. Each item comes with its Embedding (nil when none), a
+// copy the caller may modify. It returns ErrTooBig for a user too large to
+// index in memory.
+func (x *Index) SearchText(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+	if len(terms) == 0 || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	var (
+		best    []Scored
+		changed int64
+	)
+	err := x.withTextIndex(ctx, q.Tenant, q.User, func(t *textIndex) {
+		changed = t.changed
+		excluded := refSet(q.ExcludeRefs)
+		best = t.search(terms, q.Related, q.Limit, func(d int32) bool {
+			return (q.Conversation == "" || t.convs[d] == q.Conversation) && !excluded[t.refs[d]]
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return x.cachedItems(ctx, q.Tenant, q.User, changed, best)
+}
+
+// CommonTerms returns those of terms (words, as memory.QueryTerms gives
+// them) found in at least minDF of the user's items and at least frac of
+// them, in the order given: the words a query shares with most of the
+// user's memory (speaker names, common words). It returns ErrTooBig for a
+// user too large to index in memory.
+func (x *Index) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := x.withTextIndex(ctx, tenant, user, func(t *textIndex) {
+		for _, w := range terms {
+			df := len(t.postings[FoldWord(w)])
+			if df > 0 && df >= minDF && float64(df) >= frac*float64(len(t.ids)) {
+				out = append(out, w)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// refSet is refs as a set (nil when empty).
+func refSet(refs []string) map[string]bool {
+	if len(refs) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(refs))
+	for _, r := range refs {
+		set[r] = true
+	}
+	return set
+}
+
+// cachedItems returns the whole items of ranked, ids of the user ranked as
+// of changed (Revisions.Changed), in ranked's order with their scores: the
+// items the cache holds at that count come from memory, the others from
+// the Source (and are then kept). Ids no longer found, or not the user's,
+// are skipped. Each item has its own copy of its embedding.
+func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []Scored) ([]memory.Item, error) {
+	if len(ranked) == 0 {
+		return []memory.Item{}, nil
+	}
+	ids := make([]int64, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.ID
+	}
+	got, missing := x.items.Get(tenant, user, changed, ids)
+	if len(missing) > 0 {
+		read, err := x.src.LoadItems(ctx, tenant, user, missing)
+		if err != nil {
+			return nil, err
+		}
+		mine := read[:0:0]
+		for _, it := range read {
+			// The ranking is the user's; a row of another user (an id
+			// reused after a delete) is never theirs to see.
+			if it.Tenant == tenant && it.User == user {
+				mine = append(mine, it)
+			}
+		}
+		x.items.put(tenant, user, changed, mine)
+		if got == nil {
+			got = make(map[int64]memory.Item, len(mine))
+		}
+		for _, it := range mine {
+			got[it.ID] = it
+		}
+	}
+	return InRankOrder(ranked, got), nil
+}
+
+// InRankOrder returns the items of byID that ranked names, in ranked's
+// order, each with its score; ids missing from byID (deleted since they
+// were ranked) are skipped. The embeddings are the cache's own, capped at
+// their length (memory.Item.Embedding: read-only): copying them was a third
+// of the bytes a memory-on request allocated.
+func InRankOrder(ranked []Scored, byID map[int64]memory.Item) []memory.Item {
+	items := make([]memory.Item, 0, len(ranked))
+	for _, r := range ranked {
+		if it, ok := byID[r.ID]; ok {
+			it.Score = r.Score
+			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
+			items = append(items, it)
+		}
+	}
+	return items
+}

@@ -1,0 +1,139 @@
+package itemindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/vec"
+)
+
+// vecSet is one user's vectors of one model and dimension as of the
+// revisions it was read at. A published vecSet is never written again: a
+// refresh appends past its length (never read through it) or builds a new
+// one.
+type vecSet struct {
+	held
+	vecs  []float32
+	norms []float64 // Euclidean length per item (never 0)
+}
+
+// held are the items a cached value holds, as of the revisions it was
+// read at.
+type held struct {
+	added, changed int64 // Revisions when read
+	maxID          int64 // highest id read (0: none)
+	ids            []int64
+	convs          []string // conversation ("" for none) per item
+	refs           []string // source per item
+}
+
+// size is roughly what s holds in memory, in bytes.
+func (s *vecSet) size() int {
+	n := 4*len(s.vecs) + 8*len(s.ids) + 8*len(s.norms) + 32*len(s.convs)
+	for i := range s.refs {
+		n += len(s.refs[i]) + 16
+	}
+	return n
+}
+
+// userVectors returns key's vectors, current as of a moment during the call:
+// the cached set when the user's revisions have not moved, extended with the
+// rows added since when only inserts happened, else read again whole. It
+// returns ErrTooBig for a user too large to cache.
+func (x *Index) userVectors(ctx context.Context, key Key) (*vecSet, error) {
+	sl := x.vectors.slot(key)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.tooBig {
+		return nil, ErrTooBig
+	}
+	// The revisions are read before the rows: rows read later can only be
+	// newer than the revisions say, and the next search then reads again.
+	rev, err := x.src.ItemRevisions(ctx, key.Tenant, key.User)
+	if err != nil {
+		return nil, fmt.Errorf("read item revisions: %w", err)
+	}
+	cur := x.vectors.value(sl)
+	if cur != nil && cur.changed == rev.Changed && cur.added == rev.Added {
+		return cur, nil
+	}
+	next := &vecSet{}
+	if cur != nil && cur.changed == rev.Changed {
+		// Only inserts since: new rows have ids above every row held.
+		// Appending past cur's length leaves what cur's readers see as is.
+		c := *cur
+		next = &c
+	}
+	next.added, next.changed = rev.Added, rev.Changed
+	if err := x.loadVectors(ctx, key, next); err != nil {
+		sl.tooBig = errors.Is(err, ErrTooBig)
+		x.vectors.publish(sl, nil)
+		return nil, err
+	}
+	x.vectors.publish(sl, next)
+	return next, nil
+}
+
+// loadVectors appends to set key's rows with ids above set.maxID.
+func (x *Index) loadVectors(ctx context.Context, key Key, set *vecSet) error {
+	limit := x.vectors.max / 4
+	err := x.src.LoadVectors(ctx, key, set.maxID, func(id int64, conv, ref string, v []float32) error {
+		set.maxID = max(set.maxID, id)
+		if len(v) != key.Dims {
+			return nil
+		}
+		start := len(set.vecs)
+		set.vecs = append(set.vecs, v...)
+		n := vecNorm(set.vecs[start:])
+		if n == 0 {
+			set.vecs = set.vecs[:start]
+			return nil
+		}
+		set.ids = append(set.ids, id)
+		set.convs = append(set.convs, conv)
+		set.refs = append(set.refs, ref)
+		set.norms = append(set.norms, n)
+		if 4*len(set.vecs) > limit {
+			return ErrTooBig
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrTooBig) {
+		return fmt.Errorf("load vectors: %w", err)
+	}
+	return err
+}
+
+// vecNorm is the length of a stored vector, summed as cosine sums it.
+func vecNorm(y []float32) float64 {
+	var v0, v1, v2, v3 float32
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		ys := y[i : i+4 : i+4]
+		v0, v1, v2, v3 = v0+ys[0]*ys[0], v1+ys[1]*ys[1], v2+ys[2]*ys[2], v3+ys[3]*ys[3]
+	}
+	for ; i < len(y); i++ {
+		v0 += y[i] * y[i]
+	}
+	return math.Sqrt(float64((v0 + v1) + (v2 + v3)))
+}
+
+// searchSet ranks set's vectors by cosine similarity to q.Embedding (of
+// length qnorm) within q's conversation and excluded refs, and returns the
+// best q.Limit, best first.
+func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored {
+	excluded := refSet(q.ExcludeRefs)
+	dims := len(q.Embedding)
+	top := make(TopK, 0, q.Limit+1)
+	for i, id := range set.ids {
+		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
+			continue
+		}
+		d := vec.Dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
+		top.Offer(Scored{ID: id, Score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
+	}
+	return top.Sorted()
+}
