@@ -1,10 +1,10 @@
 package main
 
 import (
-	"slices"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 )
 
