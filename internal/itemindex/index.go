@@ -128,7 +128,7 @@ func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.usage() }
 // q.Embedding (Score = similarity, in [-1, 1]), best first (ties: lower id
 // first), up to q.Limit, honouring q.Conversation and q.ExcludeRefs; a
 // stored vector of length 0 never matches. Each item comes with its
-// Embedding, a copy the caller may modify. An empty or zero embedding, or
+// Embedding (read-only: see memory.Item). An empty or zero embedding, or
 // Limit <= 0, finds nothing. It returns ErrTooBig for a user too large to
 // keep.
 //
@@ -152,7 +152,7 @@ func (x *Index) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 // all of the user's items (see textIndex.search; Score > 0, higher is
 // better), best first, up to q.Limit, honouring q.Conversation and
 // q.ExcludeRefs. Each item comes with its Embedding (nil when none), a
-// copy the caller may modify. It returns ErrTooBig for a user too large to
+// read-only one. It returns ErrTooBig for a user too large to
 // index in memory.
 func (x *Index) SearchText(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
@@ -215,7 +215,7 @@ func refSet(refs []string) map[string]bool {
 // of changed (Revisions.Changed), in ranked's order with their scores: the
 // items the cache holds at that count come from memory, the others from
 // the Source (and are then kept). Ids no longer found, or not the user's,
-// are skipped. Each item has its own copy of its embedding.
+// are skipped. The embeddings are the cache's own (see InRankOrder).
 func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []Scored) ([]memory.Item, error) {
 	if len(ranked) == 0 {
 		return []memory.Item{}, nil

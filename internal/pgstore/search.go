@@ -55,8 +55,8 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 // SearchVector ranks the user's items embedded with q.Model and q.Dims by
 // cosine similarity to q.Embedding (Score = cosine similarity), best first
 // (ties: lower id first), up to q.Limit, each with its Embedding (recall
-// compares the passages it returns with each other), a copy the caller may
-// modify; no embedding, a zero one, or no limit finds nothing, and an empty
+// compares the passages it returns with each other; read-only, see
+// memory.Item); no embedding, a zero one, or no limit finds nothing, and an empty
 // q.Model matches vectors of any model with q.Dims.
 //
 // The user's vectors are ranked exactly in memory (itemindex.Index): a

@@ -134,8 +134,8 @@ func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
 // SearchText ranks the user's items matching q.Text by Okapi BM25 over all
 // of them (Score is the BM25 score, higher is better), best first, up to
 // q.Limit, honouring q.Conversation and q.ExcludeRefs; an item embedded
-// with q.Model and q.Dims comes with its Embedding, a copy the caller may
-// modify. Any text is accepted: it is split into words (memory.QueryTerms,
+// with q.Model and q.Dims comes with its Embedding (read-only, see
+// memory.Item). Any text is accepted: it is split into words (memory.QueryTerms,
 // stopwords left out unless nothing else is left), never interpreted as
 // query syntax; text without words, or Limit <= 0, finds nothing.
 //
