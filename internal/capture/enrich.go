@@ -196,6 +196,9 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // are acknowledged anyway (counted as gave_up): enrichment is best effort
 // and never holds up what comes after it for long.
 func (e *Enricher) Run(ctx context.Context) error {
+	// No client waits on enrichment: a store may let the writes clients
+	// wait on go first.
+	ctx = memory.Background(ctx)
 	delay := e.opts.BackoffBase
 	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {

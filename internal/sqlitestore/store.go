@@ -46,6 +46,8 @@ type Store struct {
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
+	// gate orders the write transactions (writeGate).
+	gate writeGate
 }
 
 // Open opens (creating if needed, with its parent directory) the database at
@@ -171,8 +173,13 @@ func (s *Store) Outbox() *Outbox { return s.outbox }
 func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 
 // inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
-// writer connection) and commits it when fn returns nil.
+// writer connection, in the order writeGate gives) and commits it when fn
+// returns nil.
 func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.gate.acquire(ctx, memory.IsBackground(ctx)); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer s.gate.release()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
