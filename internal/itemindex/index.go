@@ -151,8 +151,8 @@ func (x *Index) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 // words, as memory.QueryTerms gives them) or q.Related by Okapi BM25 over
 // all of the user's items (see textIndex.search; Score > 0, higher is
 // better), best first, up to q.Limit, honouring q.Conversation and
-// q.ExcludeRefs. Each item comes with its Embedding (nil when none), a
-// read-only one. It returns ErrTooBig for a user too large to
+// q.ExcludeRefs. An item embedded with q.Model and q.Dims comes with its
+// Embedding (read-only; see QueryEmbeddings). It returns ErrTooBig for a user too large to
 // index in memory.
 func (x *Index) SearchText(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
@@ -172,7 +172,24 @@ func (x *Index) SearchText(ctx context.Context, q memory.ItemQuery, terms []stri
 	if err != nil {
 		return nil, err
 	}
-	return x.cachedItems(ctx, q.Tenant, q.User, changed, best)
+	items, err := x.cachedItems(ctx, q.Tenant, q.User, changed, best)
+	if err != nil {
+		return nil, err
+	}
+	return QueryEmbeddings(items, q), nil
+}
+
+// QueryEmbeddings keeps the embeddings of items embedded with q.Model and
+// q.Dims and drops the others (none when q names no model): a text
+// search's hits come with the vectors recall can compare with each other,
+// never with another model's.
+func QueryEmbeddings(items []memory.Item, q memory.ItemQuery) []memory.Item {
+	for i := range items {
+		if q.Model == "" || items[i].Model != q.Model || items[i].Dims != q.Dims {
+			items[i].Embedding = nil
+		}
+	}
+	return items
 }
 
 // CommonTerms returns those of terms (words, as memory.QueryTerms gives

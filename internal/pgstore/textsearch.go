@@ -156,11 +156,6 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	case err != nil:
 		return nil, fmt.Errorf("pgstore: search text: %w", err)
 	}
-	for i := range items {
-		if q.Model == "" || items[i].Model != q.Model || items[i].Dims != q.Dims {
-			items[i].Embedding = nil
-		}
-	}
 	return items, nil
 }
 

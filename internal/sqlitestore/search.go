@@ -176,7 +176,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
-	return items, nil
+	return itemindex.QueryEmbeddings(items, q), nil
 }
 
 // itemScope returns the WHERE clause (on memory_items) and its arguments that

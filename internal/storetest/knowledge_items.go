@@ -447,14 +447,18 @@ func testDeleteUserErasesKnowledge(t *testing.T, s KnowledgeStore) {
 // testSearchesReturnEmbeddings: an item found by either search comes with
 // its vector when it was embedded with the query's model and dimensions
 // (recall compares the passages it returns with each other, and would
-// otherwise embed every one again); an unembedded one comes without.
+// otherwise embed every one again); an unembedded one, or one embedded
+// with another model, comes without.
 func testSearchesReturnEmbeddings(t *testing.T, s KnowledgeStore) {
 	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
-	want := map[string][]float32{"a1": vec4(1, 0.5, 0, 0), "a2": vec4(0.25, 1, 0, 0), "bare": nil}
+	want := map[string][]float32{"a1": vec4(1, 0.5, 0, 0), "a2": vec4(0.25, 1, 0, 0), "bare": nil, "other-model": nil}
+	otherModel := item(alice, "message", "other-model", "lighthouse lamp", vec4(1, 0, 0, 0))
+	otherModel.Model = "another-model"
 	mustAddItems(t, s,
 		item(alice, "message", "a1", "harbour lighthouse", want["a1"]),
 		item(alice, "message", "a2", "lighthouse keeper", want["a2"]),
 		item(alice, "message", "bare", "lighthouse ghost", nil),
+		otherModel,
 	)
 	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4,
 		Text: "lighthouse", Limit: 10}
@@ -464,7 +468,7 @@ func testSearchesReturnEmbeddings(t *testing.T, s KnowledgeStore) {
 		n    int
 	}{
 		{"SearchVector", mustSearchVector(t, s, q), 2},
-		{"SearchText", mustSearchText(t, s, q), 3},
+		{"SearchText", mustSearchText(t, s, q), 4},
 	} {
 		if len(search.got) != search.n {
 			t.Fatalf("%s found %q, want %d items", search.name, refs(search.got), search.n)
