@@ -65,11 +65,8 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 // they are not held already. A user too large for the cache's share is
 // searched in SQL (searchVectorSQLPath).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if len(q.Embedding) == 0 || q.Limit <= 0 {
-		return nil, nil
-	}
-	if q.Dims != 0 && q.Dims != len(q.Embedding) {
-		return nil, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, q.Dims, len(q.Embedding))
+	if ok, err := vectorQuery(q); !ok {
+		return nil, err
 	}
 	items, err := s.index.SearchVector(ctx, q)
 	switch {
@@ -144,19 +141,29 @@ func (s *Store) SQL() SQLSearches { return SQLSearches{s} }
 
 // SearchVector is Store.SearchVector's statement.
 func (x SQLSearches) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if len(q.Embedding) == 0 || q.Limit <= 0 {
-		return nil, nil
-	}
-	if q.Dims != 0 && q.Dims != len(q.Embedding) {
-		return nil, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, q.Dims, len(q.Embedding))
+	if ok, err := vectorQuery(q); !ok {
+		return nil, err
 	}
 	return x.s.searchVectorSQLPath(ctx, q)
 }
 
 // SearchText is Store.SearchText's statement.
 func (x SQLSearches) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if len(memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)) == 0 || q.Limit <= 0 {
+	if len(textTerms(q)) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
 	return x.s.searchTextSQLPath(ctx, q)
+}
+
+// vectorQuery reports whether q asks a vector search for anything (an
+// embedding and a limit), and the error of one whose Dims contradict its
+// embedding.
+func vectorQuery(q memory.ItemQuery) (bool, error) {
+	if len(q.Embedding) == 0 || q.Limit <= 0 {
+		return false, nil
+	}
+	if q.Dims != 0 && q.Dims != len(q.Embedding) {
+		return false, fmt.Errorf("pgstore: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, q.Dims, len(q.Embedding))
+	}
+	return true, nil
 }

@@ -145,7 +145,7 @@ func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
 // the rows added since. A user whose index is too large to keep is ranked
 // in SQL, from the statistics of migrations 0003 and 0009 (searchTextSQL).
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	terms := memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)
+	terms := textTerms(q)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
@@ -157,6 +157,11 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, fmt.Errorf("pgstore: search text: %w", err)
 	}
 	return items, nil
+}
+
+// textTerms are the words of q's text a text search looks for.
+func textTerms(q memory.ItemQuery) []string {
+	return memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)
 }
 
 // searchTextSQLPath is SearchText for a user too large to index in memory:
