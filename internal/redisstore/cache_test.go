@@ -83,10 +83,7 @@ func mustCache(tb testing.TB, backend Backend, cfg CacheConfig) (*Cache, *redis.
 }
 
 func TestCacheContract(t *testing.T) {
-	storetest.RunStore(t, func(t *testing.T) storetest.Store {
-		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-		return c
-	})
+	storetest.RunStore(t, func(t *testing.T) storetest.Store { return contractCache(t) })
 }
 
 // say builds the n-th exchange of a conversation.
@@ -318,18 +315,18 @@ func TestCacheFallsBackWhenRedisIsDown(t *testing.T) {
 
 var _ storetest.KnowledgeStore = (*Cache)(nil)
 
+// contractCache is the Cache the store contract suites run against.
+func contractCache(t *testing.T) *Cache {
+	c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
+	return c
+}
+
 func TestCacheKnowledgeContract(t *testing.T) {
-	storetest.RunKnowledge(t, func(t *testing.T) storetest.KnowledgeStore {
-		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-		return c
-	})
+	storetest.RunKnowledge(t, func(t *testing.T) storetest.KnowledgeStore { return contractCache(t) })
 }
 
 func TestCacheErasureContract(t *testing.T) {
-	storetest.RunErasure(t, func(t *testing.T) storetest.KnowledgeStore {
-		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-		return c
-	})
+	storetest.RunErasure(t, func(t *testing.T) storetest.KnowledgeStore { return contractCache(t) })
 }
 
 // TestCacheGroupSaveRefreshesEveryWindow: a group commit over several
@@ -379,10 +376,7 @@ func TestCacheGroupSaveRefreshesEveryWindow(t *testing.T) {
 var _ storetest.AdoptStore = (*Cache)(nil)
 
 func TestCacheAdoptContract(t *testing.T) {
-	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore {
-		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-		return c
-	})
+	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore { return contractCache(t) })
 }
 
 var _ storetest.RankingStore = (*Cache)(nil)
@@ -391,10 +385,7 @@ var _ storetest.RankingStore = (*Cache)(nil)
 // text search and the turns around recalled messages are the backend's,
 // unchanged.
 func TestCacheRankingContract(t *testing.T) {
-	storetest.RunRanking(t, func(t *testing.T) storetest.RankingStore {
-		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-		return c
-	})
+	storetest.RunRanking(t, func(t *testing.T) storetest.RankingStore { return contractCache(t) })
 }
 
 // TestCacheCommonTerms: the words most of a user's items hold come from

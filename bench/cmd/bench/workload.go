@@ -82,10 +82,7 @@ func memoryTurn(target string, n, conns, conn, seq int) http.Header {
 // memoryIdentity gives connection i of target its own user and
 // conversation; with the prefill and earlier cells it is warm.
 func memoryIdentity(target string) func(int) http.Header {
-	return func(i int) http.Header {
-		u := memoryUser(target, i)
-		return http.Header{"X-Memory-User": {u}, "X-Memory-Conversation": {u}}
-	}
+	return func(i int) http.Header { return memoryTurn(target, 1, 1, i, 0) }
 }
 
 // varyTurns gives every turn of a memory-on connection its own message.
