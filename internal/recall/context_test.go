@@ -129,7 +129,7 @@ func TestVectorTextLeavesOutCommonWords(t *testing.T) {
 		{"Lisbon and Porto", "lisbon porto"},
 	}
 	for _, tt := range tests {
-		got, err := s.vectorText(context.Background(), "t", "u", tt.in)
+		got, err := s.vectorText(context.Background(), "t", "u", tt.in, memory.QueryTerms(tt.in, maxQueryTerms))
 		if err != nil || got != tt.want {
 			t.Errorf("vectorText(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}

@@ -40,6 +40,9 @@ const (
 // maxExpandedTerms bounds how many of a query's words are expanded.
 const maxExpandedTerms = 16
 
+// maxQueryTerms bounds the query words the vector query keeps.
+const maxQueryTerms = 64
+
 // rrfK is the reciprocal rank fusion constant: an item at rank r (from 1) of
 // a list scores 1/(rrfK+r).
 const rrfK = 60
@@ -122,12 +125,15 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if q.TopK > 0 {
 		topK = q.TopK
 	}
+	// The query's words, once: the first maxExpandedTerms are expanded
+	// with related words, all of them make the vector query (vectorText).
+	terms := memory.QueryTerms(text, maxQueryTerms)
 	iq := memory.ItemQuery{
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
 		Model:       s.emb.Model(), Dims: s.emb.Dims(),
 		Text:    text,
-		Related: s.opts.Expander.Related(memory.QueryTerms(text, maxExpandedTerms)),
+		Related: s.opts.Expander.Related(terms[:min(len(terms), maxExpandedTerms)]),
 		Limit:   max(20, topK+topK/2),
 	}
 	// The full-text ranking needs neither the query's term statistics nor
@@ -143,7 +149,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		defer close(done)
 		byText, textErr = s.store.SearchText(ctx, textQuery)
 	}()
-	vecText, err := s.vectorText(ctx, q.Tenant, q.User, text)
+	vecText, err := s.vectorText(ctx, q.Tenant, q.User, text, terms)
 	if err != nil {
 		<-done
 		return nil, err
@@ -202,9 +208,9 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	return out, nil
 }
 
-// vectorText is the text the vector query embeds for text (see Search).
-func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string) (string, error) {
-	terms := memory.QueryTerms(text, 64)
+// vectorText is the text the vector query embeds for text, whose words
+// (memory.QueryTerms, up to maxQueryTerms) are terms (see Search).
+func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string, terms []string) (string, error) {
 	if len(terms) == 0 {
 		return text, nil
 	}
