@@ -329,7 +329,7 @@ func TestSearchItemsAreCopies(t *testing.T) {
 		if e := append(v[0].Embedding, 7); &e[0] == &v[0].Embedding[0] {
 			t.Fatalf("search %d: an append wrote into the cached embedding's array", i)
 		}
-		tx, err := x.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Limit: 1}, []string{"porto"})
+		tx, err := x.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Model: "m", Dims: 2, Limit: 1}, []string{"porto"})
 		if err != nil || len(tx) != 1 || tx[0].Embedding[0] != 1 || tx[0].Ref != "a" {
 			t.Fatalf("text search %d: %+v, %v", i, tx, err)
 		}
