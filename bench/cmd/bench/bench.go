@@ -113,8 +113,8 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 			if err != nil {
 				return fmt.Errorf("read-your-writes check on %s: %w", name, err)
 			}
-			fmt.Fprintf(stderr, "%-24s read-your-writes %.1f%%  degraded %.1f%%  lost %d  duplicated %d  out of order %d  drained after %v\n",
-				name, 100*f.rywShare(), 100*f.capture.degradedShare(), f.lost, f.duplicated, f.outOfOrder, round(f.capture.drain))
+			fmt.Fprintf(stderr, "%-24s read-your-writes %.1f%%  degraded history %.1f%% any %.1f%%  lost %d  duplicated %d  out of order %d  drained after %v\n",
+				name, 100*f.rywShare(), 100*f.share(f.degradedHistory), 100*f.share(f.degradedAny), f.lost, f.duplicated, f.outOfOrder, round(f.capture.drain))
 			rep.fresh = append(rep.fresh, f)
 		}
 	}

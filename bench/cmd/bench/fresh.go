@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/bench/fakeupstream"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // freshGap is how long after a turn's answer its conversation's next turn
@@ -32,18 +33,40 @@ type fresh struct {
 	// checked is the turns that asked (all but each conversation's first);
 	// hits those whose prompt held the previous turn.
 	checked, hits int
-	capture       captureStat
+	// Of the checked turns, those the gateway marked X-Memory-Degraded:
+	// with the conversation's history left out, and with any part left out.
+	degradedHistory, degradedAny int
+	capture                      captureStat
 	// From the store: turns stored, never stored, stored more than once, and
 	// stored after a later turn of their conversation.
 	stored, lost, duplicated, outOfOrder int
 }
 
 // rywShare is the share of checked turns whose prompt held the turn before.
-func (f fresh) rywShare() float64 {
+func (f fresh) rywShare() float64 { return f.share(f.hits) }
+
+// share is n as a share of the checked turns.
+func (f fresh) share(n int) float64 {
 	if f.checked == 0 {
 		return 0
 	}
-	return float64(f.hits) / float64(f.checked)
+	return float64(n) / float64(f.checked)
+}
+
+// degradedParts reads an X-Memory-Degraded value (comma-separated parts):
+// whether the conversation's history was left out of the prompt (the
+// history part, or all of memory: store, all), and whether any part was.
+func degradedParts(header string) (history, anyPart bool) {
+	for part := range strings.SplitSeq(header, ",") {
+		switch strings.TrimSpace(part) {
+		case "":
+		case memory.DegradedHistory, memory.DegradedStore, memory.DegradedAll:
+			history, anyPart = true, true
+		default:
+			anyPart = true
+		}
+	}
+	return history, anyPart
 }
 
 // freshToken names turn k of connection c: fixed width, so no token is a
@@ -81,7 +104,7 @@ func runFresh(ctx context.Context, s *server, name string, conns, turns int) (fr
 				if k > 0 {
 					msg += " " + fakeupstream.RecallMarker + freshToken(run, c, k-1)
 				}
-				seen, err := freshTurn(ctx, client, s, user, msg)
+				seen, degraded, err := freshTurn(ctx, client, s, user, msg)
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -93,6 +116,13 @@ func runFresh(ctx context.Context, s *server, name string, conns, turns int) (fr
 					f.checked++
 					if seen {
 						f.hits++
+					}
+					history, anyPart := degradedParts(degraded)
+					if history {
+						f.degradedHistory++
+					}
+					if anyPart {
+						f.degradedAny++
 					}
 				}
 				mu.Unlock()
@@ -144,12 +174,13 @@ func tally(ks []int, turns int) turnTally {
 }
 
 // freshTurn sends one memory-on turn as user and reports what the fake
-// upstream said of the previous turn's token.
-func freshTurn(ctx context.Context, client *http.Client, s *server, user, msg string) (bool, error) {
+// upstream said of the previous turn's token, and the gateway's
+// X-Memory-Degraded (empty when all of memory loaded).
+func freshTurn(ctx context.Context, client *http.Client, s *server, user, msg string) (seen bool, degraded string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.baseURL+"/chat/completions",
 		strings.NewReader(string(chatBody(msg, false))))
 	if err != nil {
-		return false, fmt.Errorf("request: %w", err)
+		return false, "", fmt.Errorf("request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer sk-bench-not-a-real-key")
@@ -158,16 +189,16 @@ func freshTurn(ctx context.Context, client *http.Client, s *server, user, msg st
 	req.Header.Set("X-Memory-Conversation", user)
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return false, fmt.Errorf("read reply: %w", err)
+		return false, "", fmt.Errorf("read reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("status %d", resp.StatusCode)
+		return false, "", fmt.Errorf("status %d", resp.StatusCode)
 	}
-	return resp.Header.Get(fakeupstream.RecallHeader) == "true", nil
+	return resp.Header.Get(fakeupstream.RecallHeader) == "true", resp.Header.Get("X-Memory-Degraded"), nil
 }
 
 // storedTurns reads user's conversation back and returns the turn numbers
@@ -237,12 +268,16 @@ func (r report) freshSection() string {
 	fmt.Fprintf(&b, "### Read-your-writes, order and drain\n\n"+
 		"Each gateway with memory on: %d connections, each a new user with one conversation of %d turns, every turn sent "+
 		"%v after the previous one's answer with only its newest message. *Read-your-writes* is the share of turns (all but "+
-		"each conversation's first) whose prompt, as the fake upstream received it, held the turn before. Then, once the "+
+		"each conversation's first) whose prompt, as the fake upstream received it, held the turn before; *degraded* is the "+
+		"share of those turns the gateway forwarded with a part of memory left out because it failed or did not load within "+
+		"`memory.load_timeout` (`X-Memory-Degraded`): *history*, the conversation's recent turns (the `history` part, or all of "+
+		"memory: `store`, `all`), which leaves the turn before out of the prompt, and *any* part (summary, facts, recall, "+
+		"embedding too). Then, once the "+
 		"stored backlog drained, every conversation is read back through the management API: turns *lost* (never stored), "+
 		"*duplicated* (stored twice) and *out of order* (stored after a later turn of their conversation). Enrichment lag "+
 		"is capture → after-save hooks done (fact extraction, summaries, indexing).\n\n",
 		r.fresh[0].conns, r.fresh[0].turns, freshGap)
-	b.WriteString("| gateway | turns | read-your-writes | degraded | errors | backlog at load end | drained after | lost | duplicated | out of order | enrichment lag p50 ≤ | p99 ≤ |\n" +
+	b.WriteString("| gateway | turns | read-your-writes | degraded (history / any) | errors | backlog at load end | drained after | lost | duplicated | out of order | enrichment lag p50 ≤ | p99 ≤ |\n" +
 		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, f := range r.fresh {
 		c := f.capture
@@ -250,8 +285,8 @@ func (r report) freshSection() string {
 		if !c.drained {
 			drain = "not within " + fmtDur(c.drain)
 		}
-		fmt.Fprintf(&b, "| %s | %d | **%.1f%%** (%d of %d) | %.1f%% | %d | %.0f | %s | %d | %d | %d | %s | %s |\n",
-			f.server, f.conns*f.turns, 100*f.rywShare(), f.hits, f.checked, 100*c.degradedShare(), f.errors,
+		fmt.Fprintf(&b, "| %s | %d | **%.1f%%** (%d of %d) | %.1f%% / %.1f%% | %d | %.0f | %s | %d | %d | %d | %s | %s |\n",
+			f.server, f.conns*f.turns, 100*f.rywShare(), f.hits, f.checked, 100*f.share(f.degradedHistory), 100*f.share(f.degradedAny), f.errors,
 			c.backlog, drain, f.lost, f.duplicated, f.outOfOrder, fmtBound(c.lagP50), fmtBound(c.lagP99))
 	}
 	return b.String()

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/bench/fakeupstream"
 )
 
 func TestTally(t *testing.T) {
@@ -27,11 +33,51 @@ func TestTally(t *testing.T) {
 	}
 }
 
+func TestDegradedParts(t *testing.T) {
+	tests := []struct {
+		header       string
+		history, any bool
+	}{
+		{"", false, false},
+		{"history", true, true},
+		{"recall,history", true, true},
+		{"embedding", false, true},
+		{"recall, summary", false, true},
+		{"store", true, true}, // nothing loaded, history included
+		{"all", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.header, func(t *testing.T) {
+			history, anyPart := degradedParts(tt.header)
+			if history != tt.history || anyPart != tt.any {
+				t.Fatalf("degradedParts(%q) = %v, %v, want %v, %v", tt.header, history, anyPart, tt.history, tt.any)
+			}
+		})
+	}
+}
+
+// TestFreshTurnDegraded checks freshTurn returns the gateway's
+// X-Memory-Degraded along with the fake upstream's answer.
+func TestFreshTurnDegraded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(fakeupstream.RecallHeader, "false")
+		w.Header().Set("X-Memory-Degraded", "history")
+		fmt.Fprint(w, "{}")
+	}))
+	defer srv.Close()
+	seen, degraded, err := freshTurn(context.Background(), srv.Client(), &server{baseURL: srv.URL + "/v1"}, "u", "note")
+	if err != nil || seen || degraded != "history" {
+		t.Fatalf("freshTurn = %v, %q, %v, want false, \"history\", nil", seen, degraded, err)
+	}
+}
+
 func TestFreshSection(t *testing.T) {
-	r := report{fresh: []fresh{{server: "memgate", conns: 4, turns: 5, checked: 16, hits: 15, lost: 1,
+	r := report{fresh: []fresh{{server: "memgate", conns: 4, turns: 5, checked: 16, hits: 12, lost: 1,
+		degradedHistory: 4, degradedAny: 6,
 		capture: captureStat{exchanges: 20, drained: true}}}}
 	got := r.freshSection()
-	for _, want := range []string{"4 connections", "5 turns", "**93.8%** (15 of 16)", "| memgate | 20 |"} {
+	for _, want := range []string{"4 connections", "5 turns", "| degraded (history / any) |",
+		"| memgate | 20 | **75.0%** (12 of 16) | 25.0% / 37.5% |"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks %q:\n%s", want, got)
 		}
