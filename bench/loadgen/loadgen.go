@@ -79,6 +79,10 @@ type Result struct {
 	TTFB *Histogram
 	// Bytes is the response body bytes read in the measured period.
 	Bytes uint64
+	// Degraded is the successful requests whose response named a part of
+	// memory left out (DegradedHeader); DegradedHistory those of them
+	// whose list included the conversation's history (see DegradedParts).
+	Degraded, DegradedHistory uint64
 }
 
 // RPS returns successful requests per second over the measured period.
@@ -97,8 +101,11 @@ type worker struct {
 	lat, ttfb *Histogram
 	ok, errs  uint64
 	bytes     uint64
-	firstErr  error
-	buf       []byte
+	// degraded counts the measured successful responses that set
+	// DegradedHeader, degradedHistory those that left the history out.
+	degraded, degradedHistory uint64
+	firstErr                  error
+	buf                       []byte
 }
 
 // Run drives opts.Request until the measured period or request count is
@@ -197,6 +204,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		res.Requests += w.ok
 		res.Errors += w.errs
 		res.Bytes += w.bytes
+		res.Degraded += w.degraded
+		res.DegradedHistory += w.degradedHistory
 		if res.FirstError == "" && w.firstErr != nil {
 			res.FirstError = w.firstErr.Error()
 		}
@@ -258,7 +267,7 @@ func runOpenLoop(ctx context.Context, client *http.Client, opts Options, workers
 
 // do sends one request and records it when measured.
 func (w *worker) do(ctx context.Context, client *http.Client, opts Options, start time.Time, measured bool) {
-	ttfb, n, err := w.send(ctx, client, opts, start)
+	ttfb, n, degraded, err := w.send(ctx, client, opts, start)
 	if !measured {
 		return
 	}
@@ -271,6 +280,12 @@ func (w *worker) do(ctx context.Context, client *http.Client, opts Options, star
 	}
 	w.ok++
 	w.bytes += uint64(n)
+	if history, anyPart := DegradedParts(degraded); anyPart {
+		w.degraded++
+		if history {
+			w.degradedHistory++
+		}
+	}
 	w.ttfb.Record(ttfb)
 	w.lat.Record(time.Since(start))
 }
@@ -278,8 +293,8 @@ func (w *worker) do(ctx context.Context, client *http.Client, opts Options, star
 var done = []byte("data: [DONE]")
 
 // send performs one request, reading the whole body; it returns the time to
-// the first body byte and the body size.
-func (w *worker) send(ctx context.Context, client *http.Client, opts Options, start time.Time) (time.Duration, int, error) {
+// the first body byte, the body size and the response's DegradedHeader.
+func (w *worker) send(ctx context.Context, client *http.Client, opts Options, start time.Time) (time.Duration, int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	r := opts.Request
@@ -293,7 +308,7 @@ func (w *worker) send(ctx context.Context, client *http.Client, opts Options, st
 	w.seq++
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, fmt.Errorf("build request: %w", err)
+		return 0, 0, "", fmt.Errorf("build request: %w", err)
 	}
 	for k, v := range w.header {
 		req.Header[k] = v
@@ -303,7 +318,7 @@ func (w *worker) send(ctx context.Context, client *http.Client, opts Options, st
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("send: %w", err)
+		return 0, 0, "", fmt.Errorf("send: %w", err)
 	}
 	defer resp.Body.Close()
 	var ttfb time.Duration
@@ -322,16 +337,16 @@ func (w *worker) send(ctx context.Context, client *http.Client, opts Options, st
 			break
 		}
 		if err != nil {
-			return 0, total, fmt.Errorf("read body: %w", err)
+			return 0, total, "", fmt.Errorf("read body: %w", err)
 		}
 	}
 	if resp.StatusCode/100 != 2 {
-		return 0, total, fmt.Errorf("status %d", resp.StatusCode)
+		return 0, total, "", fmt.Errorf("status %d", resp.StatusCode)
 	}
 	if opts.Stream && !bytes.Contains(tail, done) {
-		return 0, total, errors.New("stream did not end with data: [DONE]")
+		return 0, total, "", errors.New("stream did not end with data: [DONE]")
 	}
-	return ttfb, total, nil
+	return ttfb, total, resp.Header.Get(DegradedHeader), nil
 }
 
 // appendTail keeps the last limit bytes of what was read.

@@ -29,7 +29,6 @@ const (
 	mLagBucket  = `memgate_enrich_lag_seconds_bucket{le="`
 	mLagSum     = "memgate_enrich_lag_seconds_sum"
 	mLagCount   = "memgate_enrich_lag_seconds_count"
-	mDegraded   = "memgate_memory_degraded_total" // forwarded without memory
 	mHeapInuse  = "go_memstats_heap_inuse_bytes"
 	mGoroutines = "go_goroutines"
 )
@@ -115,7 +114,6 @@ type captureStat struct {
 	exchanges float64       // captured during the load
 	persisted float64       // reached the store by the end of the drain
 	lost      float64       // dropped, poison or erased
-	degraded  float64       // requests forwarded without memory (it did not load in time)
 	backlog   float64       // captured but not yet persisted when the load ended
 	atLoadEnd float64       // persisted by the end of the load
 	load      time.Duration // the load's wall time, warm-up included
@@ -132,15 +130,6 @@ func (c captureStat) turnsPerSecond() float64 {
 		return c.persisted / d.Seconds()
 	}
 	return 0
-}
-
-// degradedShare is the fraction of the captured exchanges whose request
-// was forwarded without memory.
-func (c captureStat) degradedShare() float64 {
-	if c.exchanges <= 0 {
-		return 0
-	}
-	return c.degraded / c.exchanges
 }
 
 // drainRate is the exchanges persisted per second after the load ended.
@@ -188,7 +177,6 @@ func (w *captureWatch) finish(ctx context.Context, timeout time.Duration) (captu
 		exchanges: atEnd[mCaptured] - b[mCaptured],
 		persisted: last.persisted() - b.persisted(),
 		lost:      last.lost() - b.lost(),
-		degraded:  atEnd[mDegraded] - b[mDegraded],
 		backlog:   max(0, atEnd[mCaptured]-atEnd.persisted()-atEnd.lost()),
 		atLoadEnd: atEnd.persisted() - b.persisted(),
 		load:      loadEnd.Sub(w.start),

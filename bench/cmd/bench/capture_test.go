@@ -71,7 +71,6 @@ func captureMetrics(captured, saved float64, lag map[string]float64, lagSum floa
 	}
 	fmt.Fprintf(&b, "%s %g\n%s %g\n", mLagSum, lagSum, mLagCount, count)
 	fmt.Fprintf(&b, "%s 1.048576e+07\n%s 42\n", mHeapInuse, mGoroutines)
-	fmt.Fprintf(&b, "%s %g\n", mDegraded, captured/10) // one request in ten loaded no memory
 	return b.String()
 }
 
@@ -149,9 +148,6 @@ func TestCaptureWatchWaitsForTheBacklog(t *testing.T) {
 	}
 	if !st.drained || st.exchanges != 50 || st.persisted != 50 || st.backlog != 30 || st.atLoadEnd != 20 || st.lost != 0 {
 		t.Errorf("got %+v, want 50 captured and persisted, backlog 30, 20 at load end, drained", st)
-	}
-	if st.degraded != 5 || st.degradedShare() != 0.1 {
-		t.Errorf("degraded %g (share %g), want 5 (0.1)", st.degraded, st.degradedShare())
 	}
 	if st.drain <= 0 || st.turnsPerSecond() <= 0 || st.drainRate() <= 0 {
 		t.Errorf("drain %v, turns/s %g, drain rate %g: want positive", st.drain, st.turnsPerSecond(), st.drainRate())

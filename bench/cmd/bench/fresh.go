@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/bench/fakeupstream"
-	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/bench/loadgen"
 )
 
 // freshGap is how long after a turn's answer its conversation's next turn
@@ -51,22 +51,6 @@ func (f fresh) share(n int) float64 {
 		return 0
 	}
 	return float64(n) / float64(f.checked)
-}
-
-// degradedParts reads an X-Memory-Degraded value (comma-separated parts):
-// whether the conversation's history was left out of the prompt (the
-// history part, or all of memory: store, all), and whether any part was.
-func degradedParts(header string) (history, anyPart bool) {
-	for part := range strings.SplitSeq(header, ",") {
-		switch strings.TrimSpace(part) {
-		case "":
-		case memory.DegradedHistory, memory.DegradedStore, memory.DegradedAll:
-			history, anyPart = true, true
-		default:
-			anyPart = true
-		}
-	}
-	return history, anyPart
 }
 
 // freshToken names turn k of connection c: fixed width, so no token is a
@@ -117,7 +101,7 @@ func runFresh(ctx context.Context, s *server, name string, conns, turns int) (fr
 					if seen {
 						f.hits++
 					}
-					history, anyPart := degradedParts(degraded)
+					history, anyPart := loadgen.DegradedParts(degraded)
 					if history {
 						f.degradedHistory++
 					}
@@ -198,7 +182,7 @@ func freshTurn(ctx context.Context, client *http.Client, s *server, user, msg st
 	if resp.StatusCode != http.StatusOK {
 		return false, "", fmt.Errorf("status %d", resp.StatusCode)
 	}
-	return resp.Header.Get(fakeupstream.RecallHeader) == "true", resp.Header.Get("X-Memory-Degraded"), nil
+	return resp.Header.Get(fakeupstream.RecallHeader) == "true", resp.Header.Get(loadgen.DegradedHeader), nil
 }
 
 // storedTurns reads user's conversation back and returns the turn numbers

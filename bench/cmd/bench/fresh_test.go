@@ -33,29 +33,6 @@ func TestTally(t *testing.T) {
 	}
 }
 
-func TestDegradedParts(t *testing.T) {
-	tests := []struct {
-		header       string
-		history, any bool
-	}{
-		{"", false, false},
-		{"history", true, true},
-		{"recall,history", true, true},
-		{"embedding", false, true},
-		{"recall, summary", false, true},
-		{"store", true, true}, // nothing loaded, history included
-		{"all", true, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.header, func(t *testing.T) {
-			history, anyPart := degradedParts(tt.header)
-			if history != tt.history || anyPart != tt.any {
-				t.Fatalf("degradedParts(%q) = %v, %v, want %v, %v", tt.header, history, anyPart, tt.history, tt.any)
-			}
-		})
-	}
-}
-
 // TestFreshTurnDegraded checks freshTurn returns the gateway's
 // X-Memory-Degraded along with the fake upstream's answer.
 func TestFreshTurnDegraded(t *testing.T) {

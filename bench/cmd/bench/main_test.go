@@ -99,6 +99,13 @@ func fixedResult(rps float64, d time.Duration) loadgen.Result {
 	return loadgen.Result{Requests: uint64(rps), Elapsed: time.Second, Latency: h, TTFB: loadgen.NewHistogram()}
 }
 
+// degradedResult is res with degraded of its requests answered with
+// X-Memory-Degraded, history of them with the history left out.
+func degradedResult(res loadgen.Result, degraded, history uint64) loadgen.Result {
+	res.Degraded, res.DegradedHistory = degraded, history
+	return res
+}
+
 func TestGoals(t *testing.T) {
 	tests := []struct {
 		name       string

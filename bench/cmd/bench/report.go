@@ -56,8 +56,10 @@ const howToRead = "**How to read this.** Every row is one target at one concurre
 	"(load the conversation, assemble the prompt within the token budget, capture the exchange), so compare them with *memgate* to see what memory costs. " +
 	"On a machine with few cores the load generator, the upstream and the proxy compete for CPU, so absolute numbers move between runs " +
 	"while the ratios within a run hold; *CPU/req* is each serving process's own cost. " +
-	"A memory-on request whose memory does not load within `memory.load_timeout` (default 150 ms) is forwarded without it " +
-	"(`X-Memory-Degraded: true`); rows marked ⚠ measured partly that degraded path, and say how much.\n"
+	"A part of a memory-on request's memory that does not load within `memory.load_timeout` (default 150 ms) is left out of its prompt, " +
+	"and the response's `X-Memory-Degraded` header lists the parts left out (`history`, `summary`, `facts`, `recall`, `embedding`; " +
+	"`store` or `all` when none of memory was used); rows marked ⚠ measured partly that degraded path, and say the share of their " +
+	"requests whose response carried the header.\n"
 
 // overheadSection renders the proxy overhead section, markers included.
 func (r report) overheadSection() string {
@@ -145,8 +147,8 @@ func (r report) table(stream bool) string {
 			return fmt.Sprintf(" (%.2f×)", of(c)/of(base))
 		}
 		name := c.target
-		if c.capture != nil && c.capture.degraded > 0 {
-			name += fmt.Sprintf(" ⚠ %.0f%% degraded", 100*c.capture.degradedShare())
+		if c.res.Degraded > 0 {
+			name += " ⚠ " + fmtShare(c.res.DegradedShare()) + " degraded"
 		}
 		row := []string{name, fmt.Sprint(c.conns),
 			fmt.Sprintf("%.0f", c.res.RPS()) + ratio(func(x cell) float64 { return x.res.RPS() })}
@@ -191,8 +193,8 @@ func (r report) captureSection() string {
 		if !st.drained {
 			drain = "not drained in " + r.cfg.drainTimeout.String()
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f%% | %.0f | %s | **%.0f** | %s | %s | %s | %.0f |",
-			c.target, c.conns, st.exchanges, 100*st.degradedShare(), st.backlog, drain, st.turnsPerSecond(),
+		rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %s / %s | %.0f | %s | **%.0f** | %s | %s | %s | %.0f |",
+			c.target, c.conns, st.exchanges, fmtShare(c.res.DegradedHistoryShare()), fmtShare(c.res.DegradedShare()), st.backlog, drain, st.turnsPerSecond(),
 			fmtDur(st.lagMean), fmtBound(st.lagP50), fmtBound(st.lagP99), st.lost))
 	}
 	if len(rows) == 0 {
@@ -200,14 +202,15 @@ func (r report) captureSection() string {
 	}
 	var b strings.Builder
 	b.WriteString("### Capture under the overhead load\n\n" +
-		"For every memory-on cell (warm-up included): exchanges (turns: the user message and the reply) captured; the share of " +
-		"requests *degraded* — forwarded without memory because it did not load within `memory.load_timeout` " +
-		"(`memgate_memory_degraded_total`); the backlog not yet " +
+		"For every memory-on cell (warm-up included): exchanges (turns: the user message and the reply) captured; the share of the " +
+		"cell's measured requests *degraded* — answered with `X-Memory-Degraded`, some of memory left out because it did not load " +
+		"within `memory.load_timeout`, as counted by the load generator from the responses: *history*, the conversation's recent turns " +
+		"(the `history` part, or all of memory: `store`, `all`), and *any* part; the backlog not yet " +
 		"in the store when the load stopped; how long after the load the last of them was stored; turns persisted per second over " +
 		"load + drain (exchanges are stored on the request path, so this is the gateway's rate); enrichment's lag from the exchange to " +
 		"the end of its after-save hooks (`memgate_enrich_lag_seconds`: mean, and the upper bound of the histogram bucket holding p50 and p99); exchanges lost " +
 		"(dropped, poison, erased or dead-lettered). Read from the gateway's `/metrics` before and after each cell; the next cell starts once the backlog is stored.\n\n")
-	b.WriteString("| target | conns | turns captured | degraded | backlog at load end | drained after | turns/s persisted | lag mean | lag p50 ≤ | lag p99 ≤ | lost |\n")
+	b.WriteString("| target | conns | turns captured | degraded (history / any) | backlog at load end | drained after | turns/s persisted | lag mean | lag p50 ≤ | lag p99 ≤ | lost |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")
 	if len(r.stores) > 0 {
@@ -329,6 +332,21 @@ func fmtBound(sec float64) string {
 		return fmt.Sprintf("%gms", math.Round(sec*1e6)/1e3)
 	}
 	return fmt.Sprintf("%gs", sec)
+}
+
+// fmtShare renders a share (0 to 1) as a percentage: whole percents from
+// 10 %, one decimal below, and "<0.1%" for a share too small to show that
+// is not zero, so that a share under the 1 % goal never reads as 0 %.
+func fmtShare(s float64) string {
+	switch {
+	case s <= 0:
+		return "0%"
+	case s < 0.001:
+		return "<0.1%"
+	case s < 0.1:
+		return fmt.Sprintf("%.1f%%", 100*s)
+	}
+	return fmt.Sprintf("%.0f%%", 100*s)
 }
 
 // fmtDelta renders a signed latency difference.

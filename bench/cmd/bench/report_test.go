@@ -63,9 +63,11 @@ func TestTables(t *testing.T) {
 		{target: "direct", conns: 64, res: fixedResult(8000, 1*time.Millisecond)},
 		{target: "httputil", conns: 64, res: fixedResult(2000, 10*time.Millisecond)},
 		{target: "memgate", conns: 64, res: fixedResult(4000, 4*time.Millisecond)},
-		{target: "memgate-memory-pg", conns: 64, res: fixedResult(1000, 20*time.Millisecond),
-			capture: &captureStat{exchanges: 4000, degraded: 1000, persisted: 4000, backlog: 1000, load: 4 * time.Second, drain: time.Second, drained: true,
+		{target: "memgate-memory-pg", conns: 64, res: degradedResult(fixedResult(1000, 20*time.Millisecond), 250, 100),
+			capture: &captureStat{exchanges: 4000, persisted: 4000, backlog: 1000, load: 4 * time.Second, drain: time.Second, drained: true,
 				lagMean: 200 * time.Millisecond, lagP50: 0.08, lagP99: 1.28}},
+		{target: "memgate-memory-stream", conns: 64, res: degradedResult(fixedResult(2000, 6*time.Millisecond), 8, 0),
+			capture: &captureStat{exchanges: 2000, persisted: 2000, drained: true}},
 		{target: "direct-stream", conns: 64, res: fixedResult(6000, 2*time.Millisecond)},
 		{target: "memgate-stream", conns: 64, res: fixedResult(3000, 5*time.Millisecond)},
 	}}
@@ -76,8 +78,10 @@ func TestTables(t *testing.T) {
 		{"ratios and added latency", plain, "| memgate | 64 | 4000 (2.00×) | 4.00ms (0.40×) | 4.00ms (0.40×) | 4.00ms (0.40×) | +3.00ms / +3.00ms / +3.00ms |"},
 		{"the floor adds nothing", plain, "| direct | 64 | 8000 (4.00×) | 1.00ms (0.10×) | 1.00ms (0.10×) | 1.00ms (0.10×) | — |"},
 		{"memory on PostgreSQL, flagged degraded", plain, "| memgate-memory-pg ⚠ 25% degraded | 64 | 1000 (0.50×) |"},
+		{"under 10 % with a decimal", stream, "| memgate-memory-stream ⚠ 0.4% degraded | 64 |"},
+		{"capture row under 1 %", capture, "| memgate-memory-stream | 64 | 2000 | 0% / 0.4% |"},
 		{"streams without a bare proxy have no ratio", stream, "| memgate-stream | 64 | 3000 | 5.00ms | 5.00ms | 5.00ms | +3.00ms / +3.00ms / +3.00ms |"},
-		{"capture row", capture, "| memgate-memory-pg | 64 | 4000 | 25% | 1000 | 1.00s | **800** | 200ms | 80ms | 1.28s | 0 |"},
+		{"capture row", capture, "| memgate-memory-pg | 64 | 4000 | 10% / 25% | 1000 | 1.00s | **800** | 200ms | 80ms | 1.28s | 0 |"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +89,9 @@ func TestTables(t *testing.T) {
 				t.Errorf("lacks %q:\n%s", tt.want, tt.text)
 			}
 		})
+	}
+	if strings.Contains(plain, "| memgate ⚠") {
+		t.Errorf("a cell without degraded responses is flagged:\n%s", plain)
 	}
 	if strings.Contains(plain, "-stream") || strings.Contains(stream, "| memgate | ") {
 		t.Errorf("streams and non-streams mixed:\n%s\n%s", plain, stream)
@@ -99,6 +106,7 @@ func TestRSSSection(t *testing.T) {
 			rss: int64(100+i) << 20, anon: int64(40+i) << 20, file: 60 << 20, heapInuse: 30 << 20, goroutines: 80})
 	}
 	u.afterDrain = rssSample{requests: 100000, rss: 111 << 20}
+	u.degraded, u.degradedHistory = 700, 30
 	u.capture = captureStat{exchanges: 100000, persisted: 60000, atLoadEnd: 50000, load: 200 * time.Second, drain: 30 * time.Second}
 	got := report{sustained: u}.rssSection()
 	for _, want := range []string{
@@ -109,6 +117,7 @@ func TestRSSSection(t *testing.T) {
 		"40000 still waiting after 30.00s",
 		"**261 turns/s persisted**",
 		"333 turns/s during the drain alone",
+		"**0.7%** of the 100000 successful, <0.1% with the conversation's history left out",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lacks %q:\n%s", want, got)

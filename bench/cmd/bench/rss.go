@@ -31,7 +31,11 @@ type sustained struct {
 	budget  time.Duration // time limit of the load
 	stopped bool          // the budget ran out before the requests were sent
 	samples []rssSample
-	capture captureStat
+	// degraded is the successful requests answered with X-Memory-Degraded
+	// (loadgen.Result.Degraded), degradedHistory those with the
+	// conversation's history left out.
+	degraded, degradedHistory uint64
+	capture                   captureStat
 	// afterDrain is the sample taken once the capture backlog was stored.
 	afterDrain rssSample
 }
@@ -76,6 +80,8 @@ func runSustained(ctx context.Context, cfg config, s *server, stderr io.Writer) 
 		}
 		done += res.Requests
 		errs += res.Errors
+		out.degraded += res.Degraded
+		out.degradedHistory += res.DegradedHistory
 		smp, err := sample(ctx, s)
 		if err != nil {
 			return out, err
@@ -173,7 +179,9 @@ func (r report) rssSection() string {
 	if !c.drained {
 		drain = fmt.Sprintf("%.0f still waiting after %s (the queue is durable: they are stored later)", c.exchanges-c.persisted-c.lost, fmtDur(c.drain))
 	}
-	fmt.Fprintf(&b, "\nRequests forwarded without memory (load timeout): %.0f%%. ", 100*c.degradedShare())
+	fmt.Fprintf(&b, "\nRequests answered with `X-Memory-Degraded` (some of memory left out: it did not load within `memory.load_timeout`): "+
+		"**%s** of the %d successful, %s with the conversation's history left out (`history`, `store`, `all`). ",
+		fmtShare(ratio(int64(u.degraded), int64(last.requests))), last.requests, fmtShare(ratio(int64(u.degradedHistory), int64(last.requests))))
 	stored := 0.0
 	if c.exchanges > 0 {
 		stored = 100 * c.persisted / c.exchanges
