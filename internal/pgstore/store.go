@@ -46,6 +46,8 @@ type Store struct {
 	// index ranks SearchVector's and SearchText's results from memory
 	// (indexsource.go).
 	index *itemindex.Index
+	// around holds the turns around recalled messages (MessagesAround).
+	around *itemindex.Windows
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -103,7 +105,8 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: create pool: %w", err)
 	}
-	s := &Store{pool: pool, logger: logger, index: itemindex.New(indexSource{pool}, itemindex.DefaultLimits)}
+	s := &Store{pool: pool, logger: logger, index: itemindex.New(indexSource{pool}, itemindex.DefaultLimits),
+		around: itemindex.NewWindows(windowSource{pool}, itemindex.DefaultWindowBytes)}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -42,7 +42,7 @@ type Store struct {
 	// (indexsource.go).
 	index *itemindex.Index
 	// around holds the turns around recalled messages (MessagesAround).
-	around *itemindex.CountedCache[windowKey, []memory.Message]
+	around *itemindex.Windows
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -104,8 +104,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger,
-		around: itemindex.NewCountedCache(aroundCacheBytes, windowSize), reads: newStmtCache(read), writes: newStmtCache(write)}
+		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
+	s.around = itemindex.NewWindows(windowSource{s}, itemindex.DefaultWindowBytes)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
