@@ -155,6 +155,12 @@ type Exchange struct {
 type SaveResult struct {
 	// Inserted is the number of new messages stored.
 	Inserted int
+	// Stored are those messages as stored, in Seq order, each as the
+	// store's Recent would return it (identity, Seq, Key, Role, Content,
+	// Raw, Tokens, CreatedAt at the store's precision): a cache of the
+	// conversation's newest turns can append them instead of reading the
+	// window again.
+	Stored []Message
 	// Superseded is the number of stored messages moved off the live branch
 	// because the client edited or regenerated an earlier turn.
 	Superseded int

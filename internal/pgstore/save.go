@@ -136,6 +136,7 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 	msgs = append(msgs, ex.Turn...)
 	msgs = append(msgs, ex.Reply)
 	b := &pgx.Batch{}
+	res.Stored = make([]memory.Message, len(msgs))
 	for i, m := range msgs {
 		created := m.CreatedAt
 		if created.IsZero() {
@@ -145,6 +146,9 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 		if len(m.Raw) > 0 {
 			raw = m.Raw
 		}
+		res.Stored[i] = asStored(memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+			Seq: lastSeq + int64(i) + 1, Key: memory.Key(ex.ID, i), Role: m.Role, Content: m.Content, Raw: m.Raw,
+			Tokens: m.Tokens, CreatedAt: created})
 		b.Queue(`
 			INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
@@ -160,6 +164,18 @@ func saveExchange(ctx context.Context, tx pgx.Tx, ex memory.Exchange, at time.Ti
 	}
 	res.Inserted = len(msgs)
 	return res, nil
+}
+
+// asStored returns m, about to be inserted, as Recent reads it back: its
+// time in UTC at PostgreSQL's microsecond precision (pgx truncates), no
+// Raw when it has none (stored as NULL), and no reasoning-free copy taken
+// (Raw is shared).
+func asStored(m memory.Message) memory.Message {
+	m.CreatedAt = m.CreatedAt.Truncate(time.Microsecond).UTC()
+	if len(m.Raw) == 0 {
+		m.Raw = nil
+	}
+	return m
 }
 
 // supersedeSQL marks a conversation's live messages from seq $4 on

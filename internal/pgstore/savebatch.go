@@ -159,6 +159,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			if b.tailLen[id] > 0 {
 				st.tail = append(st.tail, m)
 			}
+			results[i].Stored = append(results[i].Stored, asStored(m))
 		}
 		st.changed = true
 		if at.After(st.latest) {

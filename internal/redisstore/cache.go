@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,9 +70,12 @@ const tombstone = "9223372036854775807"
 //
 //   - Recent(n ≤ Window) reads the list, renewing its TTL; on a miss it reads
 //     Window messages from the backend and fills the list.
-//   - SaveExchange writes through to the backend, then reloads the window
-//     from it (so edits and regenerations that supersede messages are
-//     reflected exactly), or drops the cached window if the reload fails.
+//   - SaveExchange writes through to the backend, then appends the
+//     messages it stored (memory.SaveResult.Stored) to the cached window
+//     when the save only appended them right after the window's newest
+//     message, or else reloads the window from the backend (so edits and
+//     regenerations that supersede messages are reflected exactly), or
+//     drops the cached window if the reload fails.
 //   - DeleteConversation and DeleteUser delete from the backend, then drop
 //     the cached windows (each user's cached conversations are tracked in a
 //     set).
@@ -253,24 +257,138 @@ func (c *Cache) fillArgs(id memory.Identity, msgs []memory.Message) ([]string, [
 	return keys, args, nil
 }
 
-// SaveExchange stores ex in the backend, then refreshes the conversation's
-// cached window from it.
+// SaveExchange stores ex in the backend, then brings the conversation's
+// cached window up to date: it appends the stored messages when the save
+// only appended (see appendScript), else reloads the window from the
+// backend.
 func (c *Cache) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	res, err := c.inner.SaveExchange(ctx, ex)
 	if err != nil || res.Duplicate || res.Dropped {
 		return res, err
 	}
-	msgs, err := c.inner.Recent(ctx, ex.Identity, c.window)
-	if err == nil {
-		err = c.fill(ctx, ex.Identity, msgs)
+	if appendable(res) && c.appendAll(ctx, []memory.Identity{ex.Identity}, [][]memory.Message{res.Stored}) == nil {
+		return res, nil
 	}
+	c.refresh(ctx, ex.Identity)
+	return res, nil
+}
+
+// appendable reports whether a save only appended messages, which it
+// reports (memory.SaveResult.Stored): they can be appended to the cached
+// window instead of reading it again.
+func appendable(res memory.SaveResult) bool {
+	return res.Superseded == 0 && res.Inserted > 0 && len(res.Stored) == res.Inserted
+}
+
+// appendScript appends a save's messages to a cached window that holds
+// the conversation's newest live messages up to the one just before them
+// (its version is the seq before theirs): no message was stored or
+// superseded in between, so the window plus them, cut to its length, is
+// the newest live messages again (it returns 1). Otherwise — another
+// writer's messages in between, or a window not cached — it drops the list
+// and sets the version to theirs, so no refill read before this save can
+// pass for a later state, and returns 2: the caller reloads the window
+// from the store. It does
+// nothing when the cached version is theirs or newer (a fresher window, a
+// deleted conversation's tombstone), or when the messages date from at or
+// before the user's erasure. KEYS: list, version, user set, erasure.
+// ARGV: the seq before theirs, the last one's seq, ttl ms, the oldest
+// one's creation (Unix microseconds), window length, messages.
+var appendScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if cur >= tonumber(ARGV[2]) then return 0 end
+local erased = redis.call('GET', KEYS[4])
+if erased and tonumber(ARGV[4]) <= tonumber(erased) then return 0 end
+if cur == tonumber(ARGV[1]) and redis.call('LLEN', KEYS[1]) > 0 then
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, 6))
+  redis.call('LTRIM', KEYS[1], -tonumber(ARGV[5]), -1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  redis.call('SADD', KEYS[3], KEYS[1])
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  return 1
+end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+return 2
+`)
+
+// appendArgs returns appendScript's keys and arguments for appending msgs,
+// messages of consecutive seqs, oldest first, to id's cached window.
+func (c *Cache) appendArgs(id memory.Identity, msgs []memory.Message) ([]string, []any, error) {
+	keys, args, err := c.fillArgs(id, msgs)
 	if err != nil {
-		c.logger.Warn("redisstore: cache refresh after save failed; dropping the cached window", "tenant", ex.Tenant, "err", err)
-		if derr := c.rdb.Del(ctx, c.listKey(ex.Identity), c.versionKey(ex.Identity)).Err(); derr != nil {
-			c.logger.Warn("redisstore: dropping the cached window failed", "tenant", ex.Tenant, "err", derr)
+		return nil, nil, err
+	}
+	// fillArgs' arguments are the version (the last seq), ttl, oldest
+	// creation and the messages; appendScript's add the seq before the
+	// first in front and the window's length before the messages.
+	args = append([]any{msgs[0].Seq - 1}, args...)
+	return keys, slices.Insert(args, 4, any(c.window)), nil
+}
+
+// appendAll appends msgs[i], what saves stored in ids[i] (see
+// appendScript), in one Redis round trip. It returns the ids whose windows
+// it could not bring up to date, for the caller to reload: those the
+// script dropped (a gap before the messages, no window cached) and those
+// it failed on (logged).
+func (c *Cache) appendAll(ctx context.Context, ids []memory.Identity, msgs [][]memory.Message) []memory.Identity {
+	cmds, err := c.evalAll(ctx, appendScript, len(ids), func(i int) ([]string, []any, error) {
+		return c.appendArgs(ids[i], msgs[i])
+	})
+	var reload []memory.Identity
+	failed := 0
+	for i, cmd := range cmds {
+		switch {
+		case failedCmd(cmd):
+			failed++
+			reload = append(reload, ids[i])
+		case cmd.Val() == int64(2):
+			reload = append(reload, ids[i])
 		}
 	}
-	return res, nil
+	if failed > 0 {
+		c.logger.Warn("redisstore: cache append after save failed; reloading the windows", "conversations", failed, "err", err)
+	}
+	return reload
+}
+
+// failedCmd reports whether a script run of evalAll failed.
+func failedCmd(cmd *redis.Cmd) bool {
+	return cmd == nil || cmd.Err() != nil && !errors.Is(cmd.Err(), redis.Nil)
+}
+
+// evalAll runs script n times in one pipeline, with the keys and arguments
+// of argsFor(i), and returns each run's command (nil when it was not
+// sent: see failedCmd) and the pipeline's error.
+func (c *Cache) evalAll(ctx context.Context, script *redis.Script, n int, argsFor func(i int) ([]string, []any, error)) ([]*redis.Cmd, error) {
+	run := func(eval func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd) ([]*redis.Cmd, error) {
+		cmds := make([]*redis.Cmd, n)
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range n {
+				keys, args, err := argsFor(i)
+				if err != nil {
+					return err
+				}
+				cmds[i] = eval(p, keys, args)
+			}
+			return nil
+		})
+		return cmds, err
+	}
+	cmds, err := run(func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+		return script.EvalSha(ctx, p, keys, args...)
+	})
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// Redis lost its scripts (a restart): send the script itself.
+		cmds, err = run(func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+			return script.Eval(ctx, p, keys, args...)
+		})
+	}
+	if err == nil {
+		err = errors.New("script failed")
+	}
+	return cmds, err
 }
 
 // invalidate drops cached windows and leaves tombstones that keep in-flight

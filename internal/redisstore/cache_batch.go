@@ -2,10 +2,7 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -21,9 +18,12 @@ type deadLetterer interface {
 }
 
 // SaveExchanges stores exchanges in the backend in one transaction when it
-// can (else one by one, stopping at the first error), then refreshes the
-// cached window of each conversation that changed, once. Like SaveExchange,
-// a failed refresh drops the cached window instead of failing the save.
+// can (else one by one, stopping at the first error), then brings the
+// cached window of each conversation that changed up to date, once: the
+// messages the batch appended are appended (one Redis round trip for all),
+// the windows of conversations that had more than appends are reloaded.
+// Like SaveExchange, a failed refresh drops the cached window instead of
+// failing the save.
 func (c *Cache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	var results []memory.SaveResult
 	if bs, ok := c.inner.(batchSaver); ok {
@@ -41,20 +41,43 @@ func (c *Cache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 			results[i] = res
 		}
 	}
-	seen := make(map[memory.Identity]bool, len(exs))
+	// Per conversation, the messages the batch appended, in order, unless
+	// one of its saves did more than append.
+	stored := make(map[memory.Identity][]memory.Message, len(exs))
 	var changed []memory.Identity
 	for i, ex := range exs {
-		if results[i].Duplicate || results[i].Dropped || seen[ex.Identity] {
+		res := results[i]
+		if res.Duplicate || res.Dropped {
 			continue
 		}
-		seen[ex.Identity] = true
-		changed = append(changed, ex.Identity)
+		msgs, seen := stored[ex.Identity]
+		if !seen {
+			changed = append(changed, ex.Identity)
+		}
+		if appendable(res) && (!seen || msgs != nil) {
+			stored[ex.Identity] = append(msgs, res.Stored...)
+		} else {
+			stored[ex.Identity] = nil
+		}
 	}
-	if rm, ok := c.inner.(recentManyer); ok && len(changed) > 1 {
-		c.refreshAll(ctx, rm, changed)
+	var appends []memory.Identity
+	var appended [][]memory.Message
+	var reload []memory.Identity
+	for _, id := range changed {
+		if msgs := stored[id]; msgs != nil {
+			appends, appended = append(appends, id), append(appended, msgs)
+		} else {
+			reload = append(reload, id)
+		}
+	}
+	if len(appends) > 0 {
+		reload = append(reload, c.appendAll(ctx, appends, appended)...)
+	}
+	if rm, ok := c.inner.(recentManyer); ok && len(reload) > 1 {
+		c.refreshAll(ctx, rm, reload)
 		return results, nil
 	}
-	for _, id := range changed {
+	for _, id := range reload {
 		c.refresh(ctx, id)
 	}
 	return results, nil
@@ -74,39 +97,16 @@ func (c *Cache) refreshAll(ctx context.Context, rm recentManyer, ids []memory.Id
 		c.dropWindows(ctx, ids, err)
 		return
 	}
-	run := func(eval func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd) ([]*redis.Cmd, error) {
-		cmds := make([]*redis.Cmd, len(ids))
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, id := range ids {
-				keys, args, err := c.fillArgs(id, wins[i])
-				if err != nil {
-					return err
-				}
-				cmds[i] = eval(p, keys, args)
-			}
-			return nil
-		})
-		return cmds, err
-	}
-	cmds, err := run(func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
-		return fillScript.EvalSha(ctx, p, keys, args...)
+	cmds, err := c.evalAll(ctx, fillScript, len(ids), func(i int) ([]string, []any, error) {
+		return c.fillArgs(ids[i], wins[i])
 	})
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// Redis lost its scripts (a restart): send the script itself.
-		cmds, err = run(func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
-			return fillScript.Eval(ctx, p, keys, args...)
-		})
-	}
 	var failed []memory.Identity
 	for i, cmd := range cmds {
-		if cmd == nil || cmd.Err() != nil && !errors.Is(cmd.Err(), redis.Nil) {
+		if failedCmd(cmd) {
 			failed = append(failed, ids[i])
 		}
 	}
 	if len(failed) > 0 {
-		if err == nil {
-			err = errors.New("fill failed")
-		}
 		c.dropWindows(ctx, failed, err)
 	}
 }

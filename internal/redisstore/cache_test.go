@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -411,5 +412,113 @@ func TestCacheCommonTerms(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"caroline"}) {
 		t.Fatalf("CommonTerms = %q, want [caroline]", got)
+	}
+}
+
+// TestCacheAppendsWhatSavesStored follows one conversation's cached window
+// through saves that only append (the stored messages are appended, without
+// reading the window from the store again), a save that bypassed the cache
+// (another gateway's, whose window update has not arrived), a stale refill,
+// late appends,
+// an edit that supersedes turns, and a group save: after each, the window
+// Redis holds is the store's newest live messages.
+func TestCacheAppendsWhatSavesStored(t *testing.T) {
+	ctx := context.Background()
+	pg := mustPG(t)
+	backend := &countingBackend{Backend: pg}
+	c, _ := mustCache(t, backend, CacheConfig{Window: 4, TTL: time.Minute})
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	other := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c2"}
+	save := func(ex memory.Exchange) {
+		t.Helper()
+		if _, err := c.SaveExchange(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// same checks the cached window is the store's (a read may reload it
+	// first when reload), and whether reading it reached the store.
+	same := func(step string, id memory.Identity, reload bool) {
+		t.Helper()
+		before := backend.recents()
+		got, err := c.Recent(ctx, id, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reached := backend.recents() > before; reached != reload {
+			t.Fatalf("%s: read reached the store: %v, want %v", step, reached, reload)
+		}
+		want, err := pg.Recent(ctx, id, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: cached window\n%+v\nstore\n%+v", step, got, want)
+		}
+	}
+	save(say(id, 1)) // no window cached: the save reads it from the store
+	same("first save", id, false)
+	before := backend.recents()
+	save(say(id, 2))
+	save(say(id, 3))
+	if backend.recents() != before {
+		t.Fatalf("saves that only appended read the window from the store %d times", backend.recents()-before)
+	}
+	same("appended", id, false)
+
+	// Another gateway's save: this cache's window misses a4 and q4.
+	if _, err := pg.SaveExchange(ctx, say(id, 4)); err != nil {
+		t.Fatal(err)
+	}
+	stale, _, err := c.readWindow(ctx, id, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(say(id, 5)) // cannot append after a gap: the window is read again
+	if err := c.fill(ctx, id, stale); err != nil {
+		t.Fatal(err)
+	}
+	same("after a save this cache did not see, and a stale refill", id, false)
+
+	// An edit of turn 5 supersedes it: the window is read again.
+	edit := say(id, 6)
+	edit.Prior = []memory.Message{
+		{Role: "user", Content: "q4", Raw: []byte(`{"role":"user","content":"q4"}`)},
+		{Role: "assistant", Content: "a4"},
+	}
+	edit.Turn[0].Content, edit.Turn[0].Raw = "q5 edited", []byte(`{"role":"user","content":"q5 edited"}`)
+	res, err := c.SaveExchange(ctx, edit)
+	if err != nil || res.Superseded == 0 {
+		t.Fatalf("edit: %+v, %v", res, err)
+	}
+	same("after an edit", id, false)
+
+	// A group save: two turns of c1 and one of c2, appended in order.
+	save(say(other, 1))
+	same("other conversation", other, false)
+	before = backend.recents()
+	results, err := c.SaveExchanges(ctx, []memory.Exchange{say(id, 7), say(other, 2), say(id, 8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if backend.recents() != before {
+		t.Fatalf("a group save that only appended read windows from the store %d times", backend.recents()-before)
+	}
+	same("group save", id, false)
+	same("group save, other conversation", other, false)
+
+	// An append that arrives late, after a fresher window, changes nothing.
+	if failed := c.appendAll(ctx, []memory.Identity{id}, [][]memory.Message{results[0].Stored}); failed != nil {
+		t.Fatalf("late append failed for %v", failed)
+	}
+	same("late append", id, false)
+	// Nor does one after the conversation was deleted.
+	if err := c.DeleteConversation(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if failed := c.appendAll(ctx, []memory.Identity{other}, [][]memory.Message{results[1].Stored}); failed != nil {
+		t.Fatalf("append after the delete failed for %v", failed)
+	}
+	if got, hit, err := c.readWindow(ctx, other, 4); err != nil || hit {
+		t.Fatalf("deleted conversation's window came back: %q, %v", texts(got), err)
 	}
 }

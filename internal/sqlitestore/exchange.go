@@ -163,10 +163,11 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		}
 		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
 		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
-		if err := insertMessages(ctx, tx, ex, at, msgs); err != nil {
+		stored, err := insertMessages(ctx, tx, ex, at, msgs)
+		if err != nil {
 			return err
 		}
-		res.Inserted = len(msgs)
+		res.Inserted, res.Stored = len(stored), stored
 		var prompt, completion int
 		if ex.Usage != nil {
 			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
@@ -185,27 +186,32 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 }
 
 // insertMessages appends msgs to the conversation after its highest Seq,
-// each dated by its CreatedAt, or at when it has none.
-func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) error {
+// each dated by its CreatedAt, or at when it has none, and returns them as
+// stored (memory.SaveResult.Stored).
+func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, error) {
 	var last int64
 	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&last); err != nil {
-		return fmt.Errorf("next seq: %w", err)
+		return nil, fmt.Errorf("next seq: %w", err)
 	}
+	stored := make([]memory.Message, len(msgs))
 	for i, m := range msgs {
 		raw, err := rawJSON(m)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		created := m.CreatedAt
 		if created.IsZero() {
 			created = at
 		}
-		if _, err := tx.ExecContext(ctx, sqlInsertMessage, ex.Tenant, ex.User, ex.Conversation, last+int64(i)+1,
-			memory.Key(ex.ID, i), m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
-			return fmt.Errorf("insert message %d: %w", i, err)
+		seq, key := last+int64(i)+1, memory.Key(ex.ID, i)
+		if _, err := tx.ExecContext(ctx, sqlInsertMessage, ex.Tenant, ex.User, ex.Conversation, seq,
+			key, m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
+			return nil, fmt.Errorf("insert message %d: %w", i, err)
 		}
+		stored[i] = memory.Message{Tenant: ex.Tenant, User: ex.User, Conversation: ex.Conversation, Seq: seq, Key: key,
+			Role: m.Role, Content: m.Content, Raw: []byte(raw), Tokens: m.Tokens, CreatedAt: fromNanos(nanos(created))}
 	}
-	return nil
+	return stored, nil
 }
 
 // erasedAt returns when the user was last erased, in Unix nanoseconds, or

@@ -93,10 +93,12 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 			t.Fatalf("SaveExchanges: %v", err)
 		}
 		for i := range want {
-			if got[i] != want[i] {
+			if counts(got[i]) != counts(want[i]) || len(got[i].Stored) != got[i].Inserted {
 				t.Fatalf("exchange %d: group %+v, one by one %+v", i, got[i], want[i])
 			}
 		}
+		// The last exchange's messages are the conversation's newest.
+		checkStored(t, s, group, got[len(got)-1])
 		for _, n := range []int{3, 100} {
 			o, err := s.Recent(ctx, one, n)
 			if err != nil {

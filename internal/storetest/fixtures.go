@@ -81,7 +81,39 @@ func mustSave(tb testing.TB, s Store, ex memory.Exchange) memory.SaveResult {
 	if err != nil {
 		tb.Fatalf("SaveExchange(%s): %v", ex.ID, err)
 	}
+	checkStored(tb, s, ex.Identity, res)
 	return res
+}
+
+// checkStored checks a save's Stored messages are the ones it inserted, as
+// Recent reads them back: the newest live messages of the conversation.
+// Call it before anything else writes to the conversation.
+func checkStored(tb testing.TB, s Store, id memory.Identity, res memory.SaveResult) {
+	tb.Helper()
+	if len(res.Stored) != res.Inserted {
+		tb.Fatalf("save of %+v: %d messages Stored, %d Inserted", id, len(res.Stored), res.Inserted)
+	}
+	if res.Inserted == 0 {
+		return
+	}
+	recent, err := s.Recent(testCtx(tb), id, res.Inserted)
+	if err != nil {
+		tb.Fatalf("Recent(%+v): %v", id, err)
+	}
+	if !reflect.DeepEqual(res.Stored, recent) {
+		tb.Fatalf("save of %+v: Stored\n%+v\nbut Recent reads\n%+v", id, res.Stored, recent)
+	}
+}
+
+// saveCounts is what a SaveResult reports besides the messages it stored.
+type saveCounts struct {
+	inserted, superseded int
+	duplicate, dropped   bool
+}
+
+// counts returns r's counts, to compare results.
+func counts(r memory.SaveResult) saveCounts {
+	return saveCounts{inserted: r.Inserted, superseded: r.Superseded, duplicate: r.Duplicate, dropped: r.Dropped}
 }
 
 // mustConversation loads a conversation that must exist.

@@ -21,6 +21,7 @@ func RunStore(t *testing.T, open func(t *testing.T) Store) {
 	}{
 		{"SaveExchangeStoresTurnThenReply", testSaveStoresTurnThenReply},
 		{"MessagesKeepTheirOwnTime", testMessagesKeepTheirOwnTime},
+		{"SaveResultHoldsTheStoredMessages", testSaveResultHoldsStored},
 		{"DuplicateExchange", testDuplicateExchange},
 		{"ResentHistory", testResentHistory},
 		{"UnseenHistory", testUnseenHistory},
@@ -75,7 +76,7 @@ func testSaveStoresTurnThenReply(t *testing.T, s Store) {
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	ex := simple(t, id, 1)
 	res := mustSave(t, s, ex)
-	if want := (memory.SaveResult{Inserted: 2}); res != want {
+	if want := (memory.SaveResult{Inserted: 2}); counts(res) != counts(want) {
 		t.Fatalf("SaveExchange = %+v, want %+v", res, want)
 	}
 	c, msgs := mustConversation(t, s, id)
@@ -120,7 +121,7 @@ func testDuplicateExchange(t *testing.T, s Store) {
 			again := ex
 			tt.mutate(&again)
 			res := mustSave(t, s, again)
-			if want := (memory.SaveResult{Duplicate: true}); res != want {
+			if want := (memory.SaveResult{Duplicate: true}); counts(res) != counts(want) {
 				t.Fatalf("second SaveExchange = %+v, want %+v", res, want)
 			}
 			c, msgs := mustConversation(t, s, id)
@@ -157,7 +158,7 @@ func testResentHistory(t *testing.T, s Store) {
 				ex := exchange(id, fmt.Sprintf("resend-%d-%d", tt.window, n), n,
 					append([]memory.Message(nil), prior...), []memory.Message{turn}, reply)
 				res := mustSave(t, s, ex)
-				if want := (memory.SaveResult{Inserted: 2}); res != want {
+				if want := (memory.SaveResult{Inserted: 2}); counts(res) != counts(want) {
 					t.Fatalf("turn %d: SaveExchange = %+v, want %+v", n, res, want)
 				}
 				history = append(history, turn, reply)
@@ -181,7 +182,7 @@ func testUnseenHistory(t *testing.T, s Store) {
 	ex := exchange(id, "imported-1", 1, prior,
 		[]memory.Message{msg(t, "user", "question 1")}, msg(t, "assistant", "answer 1"))
 	res := mustSave(t, s, ex)
-	if want := (memory.SaveResult{Inserted: 4}); res != want {
+	if want := (memory.SaveResult{Inserted: 4}); counts(res) != counts(want) {
 		t.Fatalf("SaveExchange = %+v, want %+v", res, want)
 	}
 	c, msgs := mustConversation(t, s, id)
@@ -197,7 +198,7 @@ func testUnseenHistory(t *testing.T, s Store) {
 
 	// The same client's next turn resends everything: only the new pair is stored.
 	next := exchange(id, "imported-2", 2, msgs, []memory.Message{msg(t, "user", "question 2")}, msg(t, "assistant", "answer 2"))
-	if res := mustSave(t, s, next); res != (memory.SaveResult{Inserted: 2}) {
+	if res := mustSave(t, s, next); counts(res) != counts(memory.SaveResult{Inserted: 2}) {
 		t.Fatalf("next SaveExchange = %+v, want 2 inserted", res)
 	}
 	if got := mustRecent(t, s, id, 100); len(got) != 6 {
@@ -257,7 +258,7 @@ func testEditAndRegenerate(t *testing.T, s Store) {
 
 			ex := exchange(id, fmt.Sprintf("branch-%d-edit", i), 10, tt.prior, []memory.Message{tt.turn}, tt.reply)
 			res := mustSave(t, s, ex)
-			if want := (memory.SaveResult{Inserted: tt.inserted, Superseded: tt.superseded}); res != want {
+			if want := (memory.SaveResult{Inserted: tt.inserted, Superseded: tt.superseded}); counts(res) != counts(want) {
 				t.Fatalf("SaveExchange = %+v, want %+v", res, want)
 			}
 			c, msgs := mustConversation(t, s, id)
@@ -272,7 +273,7 @@ func testEditAndRegenerate(t *testing.T, s Store) {
 
 			// The next full-history turn continues the new branch.
 			next := exchange(id, fmt.Sprintf("branch-%d-next", i), 11, msgs, []memory.Message{u("next")}, a("next"))
-			if res := mustSave(t, s, next); res != (memory.SaveResult{Inserted: 2}) {
+			if res := mustSave(t, s, next); counts(res) != counts(memory.SaveResult{Inserted: 2}) {
 				t.Fatalf("turn after the edit: SaveExchange = %+v, want 2 inserted, 0 superseded", res)
 			}
 			_, after := mustConversation(t, s, id)
@@ -352,7 +353,7 @@ func testTenantIsolation(t *testing.T, s Store) {
 		ex := exchange(x.id, x.exID, 1, nil,
 			[]memory.Message{msg(t, "user", "secret of "+x.id.Tenant+"/"+x.id.User)},
 			msg(t, "assistant", "noted for "+x.id.Tenant+"/"+x.id.User))
-		if res := mustSave(t, s, ex); res != (memory.SaveResult{Inserted: 2}) {
+		if res := mustSave(t, s, ex); counts(res) != counts(memory.SaveResult{Inserted: 2}) {
 			t.Fatalf("SaveExchange for %+v = %+v, want 2 inserted (exchange ids must not collide across tenants)", x.id, res)
 		}
 	}
@@ -482,13 +483,13 @@ func testDeleteUser(t *testing.T, s Store) {
 				t.Fatalf("SaveExchange: %v", err)
 			}
 			if tt.dropped {
-				if want := (memory.SaveResult{Dropped: true}); res != want {
+				if want := (memory.SaveResult{Dropped: true}); counts(res) != counts(want) {
 					t.Fatalf("SaveExchange = %+v, want %+v", res, want)
 				}
 				assertNotFound(t, s, id)
 				return
 			}
-			if want := (memory.SaveResult{Inserted: 2}); res != want {
+			if want := (memory.SaveResult{Inserted: 2}); counts(res) != counts(want) {
 				t.Fatalf("SaveExchange = %+v, want %+v", res, want)
 			}
 			_, msgs := mustConversation(t, s, id)
@@ -509,7 +510,7 @@ func testRawRoundTrip(t *testing.T, s Store) {
 	answer := rawMsg(t, `{"role":"assistant","content":"It is a cat — ünïcode ✓\nline two","refusal":null}`)
 
 	mustSave(t, s, exchange(id, "raw-1", 1, nil, []memory.Message{user}, call))
-	if res := mustSave(t, s, exchange(id, "raw-2", 2, []memory.Message{user, call}, []memory.Message{result}, answer)); res != (memory.SaveResult{Inserted: 2}) {
+	if res := mustSave(t, s, exchange(id, "raw-2", 2, []memory.Message{user, call}, []memory.Message{result}, answer)); counts(res) != counts(memory.SaveResult{Inserted: 2}) {
 		t.Fatalf("tool result exchange = %+v, want 2 inserted", res)
 	}
 	want := []memory.Message{user, call, result, answer}
@@ -552,7 +553,7 @@ func testConcurrentSaves(t *testing.T, s Store) {
 				ex := exchange(id, fmt.Sprintf("w%d-%d", w, j), n, nil,
 					[]memory.Message{msg(t, "user", fmt.Sprintf("q %d", n))}, msg(t, "assistant", fmt.Sprintf("a %d", n)))
 				res, err := s.SaveExchange(testCtx(t), ex)
-				if err == nil && res != (memory.SaveResult{Inserted: 2}) {
+				if err == nil && counts(res) != counts(memory.SaveResult{Inserted: 2}) {
 					err = fmt.Errorf("exchange %s: result %+v, want 2 inserted", ex.ID, res)
 				}
 				if err != nil {
@@ -590,5 +591,29 @@ func testConcurrentSaves(t *testing.T, s Store) {
 				t.Fatalf("exchange %s: turn seq %d (%v), reply seq %d (%v); want adjacent", exID, turn, okT, reply, okR)
 			}
 		}
+	}
+}
+
+// testSaveResultHoldsStored checks SaveResult.Stored is what Recent reads
+// back (mustSave compares them), for times finer than a store keeps, in
+// another zone, a message without Raw, and history the store had not seen
+// stored along with the turn.
+func testSaveResultHoldsStored(t *testing.T, s Store) {
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "stored"}
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	ex := exchange(id, "first", 1, nil, []memory.Message{msg(t, "user", "question 1")}, msg(t, "assistant", "answer 1"))
+	ex.At = ex.At.Add(123456789 * time.Nanosecond).In(zone)
+	ex.Turn[0].Raw = nil
+	if res := mustSave(t, s, ex); res.Inserted != 2 {
+		t.Fatalf("first save: %+v", res)
+	}
+	// The client resends history holding a turn never stored: it is stored
+	// before the new turn.
+	unseen := msg(t, "user", "said elsewhere")
+	unseen.CreatedAt = baseTime.Add(1500 * time.Millisecond).Add(987 * time.Nanosecond)
+	ex = exchange(id, "second", 2, []memory.Message{msg(t, "user", "question 1"), msg(t, "assistant", "answer 1"), unseen},
+		[]memory.Message{msg(t, "user", "question 2")}, msg(t, "assistant", "answer 2"))
+	if res := mustSave(t, s, ex); res.Inserted != 3 {
+		t.Fatalf("second save: %+v", res)
 	}
 }
