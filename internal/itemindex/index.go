@@ -14,7 +14,9 @@
 // Added moved: the rows with ids above the highest held are read and
 // appended; Changed moved: everything is read again. The counters never go
 // back (an erasure moves Changed and keeps the user's row), so a cache
-// read before a change can never pass for a later state.
+// read before a change can never pass for a later state. A request whose
+// context carries a memory.Memo (a recall) reads them once for all its
+// searches and for the turns around their hits (Windows).
 //
 // A store supplies the reads through the small interfaces below
 // (RevisionReader, VectorLoader, TextLoader, ItemLoader); users too large
@@ -38,16 +40,40 @@ const MaxQueryTerms = 64
 // searches the user by its own means.
 var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 
-// Revisions are a user's item counters (zero for a user never written):
-// Added counts inserts, Changed deletes and changes of what a search reads.
-// Neither ever decreases.
+// Revisions are a user's counters (zero for a user never written): Added
+// counts inserts of items, Changed deletes and changes of what a search
+// reads, Messages updates and deletes of their messages (Windows). None
+// ever decreases.
 type Revisions struct {
-	Added, Changed int64
+	Added, Changed, Messages int64
 }
 
 // RevisionReader reads a user's Revisions, in one lookup.
 type RevisionReader interface {
 	ItemRevisions(ctx context.Context, tenant, user string) (Revisions, error)
+}
+
+// revisionsKey names one user's Revisions of one store in a memory.Memo.
+type revisionsKey struct {
+	src          RevisionReader
+	tenant, user string
+}
+
+// readRevisions reads the user's Revisions from src, once for all of a
+// request when ctx carries a memory.Memo (a recall checks them for each of
+// its searches and for the turns around the hits).
+func readRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
+	memo := memory.MemoFrom(ctx)
+	if memo == nil {
+		return src.ItemRevisions(ctx, tenant, user)
+	}
+	v, err := memo.Do(ctx, revisionsKey{src, tenant, user}, func() (any, error) {
+		return src.ItemRevisions(ctx, tenant, user)
+	})
+	if err != nil {
+		return Revisions{}, err
+	}
+	return v.(Revisions), nil
 }
 
 // VectorLoader reads a user's vectors of key's model and dimension.

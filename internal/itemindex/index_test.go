@@ -24,6 +24,8 @@ type fakeStore struct {
 	reads    map[string]int
 	afterIDs []int64
 	loaded   []int64
+	// failRevisions, when set, fails ItemRevisions.
+	failRevisions error
 }
 
 var _ itemindex.Source = (*fakeStore)(nil)
@@ -82,6 +84,9 @@ func (f *fakeStore) ItemRevisions(_ context.Context, tenant, user string) (itemi
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads["revisions"]++
+	if f.failRevisions != nil {
+		return itemindex.Revisions{}, f.failRevisions
+	}
 	return f.rev[[2]string{tenant, user}], nil
 }
 
@@ -200,6 +205,54 @@ func TestIndexReadsOnlyWhatChanged(t *testing.T) {
 	search("after the erasure", []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3"}, []int64{0, 0})
 	if n := f.count("revisions"); n != 12 {
 		t.Fatalf("%d revisions lookups for 6 searches of each kind, want one per search", n)
+	}
+}
+
+// TestIndexReadsRevisionsOncePerMemo checks that the searches of one
+// request carrying a memory.Memo read the user's revisions once, and that
+// the next request sees a change made in between.
+func TestIndexReadsRevisionsOncePerMemo(t *testing.T) {
+	f := newFakeStore()
+	x := itemindex.New(f, itemindex.DefaultLimits)
+	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10}
+	tq := memory.ItemQuery{Tenant: "acme", User: "alice", Limit: 10}
+	request := func(step string, want []string, revisions int) {
+		t.Helper()
+		ctx := memory.WithMemo(context.Background())
+		before := f.count("revisions")
+		for range 2 {
+			v, err := x.SearchVector(ctx, vq)
+			if got := refsOf(t, v, err); !slices.Equal(got, want) {
+				t.Fatalf("%s: SearchVector = %v, want %v", step, got, want)
+			}
+			tx, err := x.SearchText(ctx, tq, []string{"porto"})
+			if got := refsOf(t, tx, err); !slices.Equal(got, want) {
+				t.Fatalf("%s: SearchText = %v, want %v", step, got, want)
+			}
+		}
+		if n := f.count("revisions") - before; n != revisions {
+			t.Fatalf("%s: %d revisions lookups for one request's four searches, want %d", step, n, revisions)
+		}
+	}
+	f.add(fakeItem("alice", "a", "porto", 1, 0))
+	request("first", []string{"a"}, 1)
+	f.add(fakeItem("alice", "b", "porto", 1, 0))
+	request("after an insert", []string{"a", "b"}, 1)
+	f.remove("acme", "alice")
+	request("after the erasure", []string{}, 1)
+	// A lookup that fails is not kept: the request's next search reads again.
+	f.add(fakeItem("alice", "c", "porto", 1, 0))
+	ctx := memory.WithMemo(context.Background())
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	f.failRevisions = context.Canceled
+	if _, err := x.SearchVector(cancelled, vq); err == nil {
+		t.Fatal("a search whose revisions lookup failed succeeded")
+	}
+	f.failRevisions = nil
+	v, err := x.SearchVector(ctx, vq)
+	if got := refsOf(t, v, err); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("after a failed lookup: SearchVector = %v, want [c]", got)
 	}
 }
 

@@ -176,7 +176,7 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 	}
 	// The revisions are read before the rows: rows read later can only be
 	// newer than the revisions say, and the next search then reads again.
-	rev, err := x.src.ItemRevisions(ctx, tenant, user)
+	rev, err := readRevisions(ctx, x.src, tenant, user)
 	if err != nil {
 		return fmt.Errorf("read item revisions: %w", err)
 	}

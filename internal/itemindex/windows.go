@@ -17,12 +17,11 @@ type WindowKey struct {
 
 // WindowSource is what Windows reads from its store.
 type WindowSource interface {
-	// MessagesChanged returns the user's count of message changes (0
-	// before any): every update and delete of one of their messages, by
-	// any process, moves it, and it never goes back. Inserts need not move
-	// it: a new message takes a seq above every stored one of its
-	// conversation, so it cannot join a closed window.
-	MessagesChanged(ctx context.Context, tenant, user string) (int64, error)
+	// RevisionReader reads the user's Revisions, whose Messages every
+	// update and delete of one of their messages, by any process, moves.
+	// Inserts need not move it: a new message takes a seq above every
+	// stored one of its conversation, so it cannot join a closed window.
+	RevisionReader
 	// ReadWindows reads, for each of refs that names a stored message of
 	// the user, the live turns within radius of it (superseded messages and
 	// replies the upstream broke off left out, Raw empty), ordered by Seq
@@ -32,7 +31,7 @@ type WindowSource interface {
 }
 
 // Windows keeps the turns around recalled messages in memory, per user, as
-// of the user's MessagesChanged count, and reads them again from its
+// of the user's Revisions.Messages count, and reads them again from its
 // WindowSource when the count has moved: a warm conversation's recall
 // finds mostly the same turns request after request. Only closed windows
 // are kept (no new message can join them). It is safe for concurrent use.
@@ -72,10 +71,11 @@ func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory
 	}
 	// The count is read before the turns, so turns read after a change are
 	// never kept as of a count from before it.
-	changed, err := w.src.MessagesChanged(ctx, tenant, user)
+	rev, err := readRevisions(ctx, w.src, tenant, user)
 	if err != nil {
 		return nil, fmt.Errorf("messages around: read revision: %w", err)
 	}
+	changed := rev.Messages
 	keys := make([]WindowKey, 0, len(refs))
 	asked := make(map[WindowKey]bool, len(refs))
 	for _, r := range refs {

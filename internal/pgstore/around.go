@@ -2,11 +2,9 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -33,21 +31,12 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	return out, nil
 }
 
-// windowSource is what the Store's itemindex.Windows reads.
-type windowSource struct{ pool *pgxpool.Pool }
+// windowSource is what the Store's itemindex.Windows reads: the revisions
+// of indexSource (messages_changed among them, migration 0011) and the
+// turns.
+type windowSource struct{ indexSource }
 
 var _ itemindex.WindowSource = windowSource{}
-
-// MessagesChanged reads the user's messages_changed count (0 when none).
-func (src windowSource) MessagesChanged(ctx context.Context, tenant, user string) (int64, error) {
-	var changed int64
-	err := src.pool.QueryRow(ctx, `SELECT messages_changed FROM memory_item_revisions
-		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&changed)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, unavailable(err)
-	}
-	return changed, nil
-}
 
 // ReadWindows reads the turns within radius of each of refs: the windows of
 // the refs that name a stored message, and which of them are closed (their

@@ -25,8 +25,8 @@ var _ itemindex.Source = indexSource{}
 // none).
 func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
 	var rev itemindex.Revisions
-	err := src.pool.QueryRow(ctx, `SELECT added, changed FROM memory_item_revisions
-		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed)
+	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions
+		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return itemindex.Revisions{}, unavailable(err)
 	}

@@ -106,7 +106,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		return nil, fmt.Errorf("pgstore: create pool: %w", err)
 	}
 	s := &Store{pool: pool, logger: logger, index: itemindex.New(indexSource{pool}, itemindex.DefaultLimits),
-		around: itemindex.NewWindows(windowSource{pool}, itemindex.DefaultWindowBytes)}
+		around: itemindex.NewWindows(windowSource{indexSource{pool}}, itemindex.DefaultWindowBytes)}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/memgate/memgate/internal/itemindex"
@@ -33,22 +32,12 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	return out, nil
 }
 
-// windowSource is what the Store's itemindex.Windows reads.
-type windowSource struct{ s *Store }
+// windowSource is what the Store's itemindex.Windows reads: the revisions
+// of indexSource (messages_changed among them, migration 0013) and the
+// turns.
+type windowSource struct{ indexSource }
 
 var _ itemindex.WindowSource = windowSource{}
-
-// MessagesChanged returns the user's messages_changed count (0 before any
-// change).
-func (src windowSource) MessagesChanged(ctx context.Context, tenant, user string) (int64, error) {
-	var changed int64
-	err := src.s.reads.QueryRowContext(ctx, `SELECT messages_changed FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
-		tenant, user).Scan(&changed)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, err
-	}
-	return changed, nil
-}
 
 // ReadWindows reads the live turns within radius of each of refs from the
 // file: the windows of the refs that name a stored message, and which of

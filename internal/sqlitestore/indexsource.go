@@ -24,8 +24,8 @@ var _ itemindex.Source = indexSource{}
 // none).
 func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
 	var rev itemindex.Revisions
-	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed FROM memory_item_revisions
-		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed)
+	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions
+		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return itemindex.Revisions{}, err
 	}

@@ -106,7 +106,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	s := &Store{write: write, read: read, logger: logger,
 		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
-	s.around = itemindex.NewWindows(windowSource{s}, itemindex.DefaultWindowBytes)
+	s.around = itemindex.NewWindows(windowSource{indexSource{s}}, itemindex.DefaultWindowBytes)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
