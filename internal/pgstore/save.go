@@ -28,7 +28,8 @@ var errFinished = errors.New("exchange needs no write")
 const userLockSQL = "SELECT pg_advisory_xact_lock%s(hashtextextended($1 || '/' || $2, 3))"
 
 // SaveExchange stores ex in one transaction, following the storetest.Store
-// contract. Saves to the same conversation are serialized by a row lock on
+// contract: an exchange that only appends (appendsOnly) in one round trip
+// (saveTurn), others in a transaction of several. Saves to the same conversation are serialized by a row lock on
 // the conversation; a redelivered exchange returns Duplicate and writes
 // nothing; an exchange of a user erased at or after ex.At returns Dropped.
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
@@ -38,6 +39,9 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
+	}
+	if appendsOnly(ex) {
+		return s.saveTurn(ctx, ex, at)
 	}
 	var res memory.SaveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

@@ -35,6 +35,14 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 			return nil, err
 		}
 	}
+	if len(exs) == 1 && appendsOnly(exs[0]) {
+		// One exchange, the common case at low load: one round trip.
+		res, err := s.SaveExchange(ctx, exs[0])
+		if err != nil {
+			return nil, err
+		}
+		return []memory.SaveResult{res}, nil
+	}
 	b := newSaveBatch(exs)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
