@@ -27,6 +27,8 @@ package itemindex
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -267,29 +269,46 @@ func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed in
 	for i, r := range ranked {
 		ids[i] = r.ID
 	}
-	got, missing := x.items.Get(tenant, user, changed, ids)
-	if len(missing) > 0 {
+	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
+	if x.items.Fill(tenant, user, changed, ids, items, held) < len(ranked) {
+		var missing []int64
+		for i, ok := range held {
+			if !ok {
+				missing = append(missing, ids[i])
+			}
+		}
 		read, err := x.src.LoadItems(ctx, tenant, user, missing)
 		if err != nil {
 			return nil, err
 		}
-		mine := read[:0:0]
+		mine := make(map[int64]memory.Item, len(read))
 		for _, it := range read {
 			// The ranking is the user's; a row of another user (an id
 			// reused after a delete) is never theirs to see.
 			if it.Tenant == tenant && it.User == user {
-				mine = append(mine, it)
+				mine[it.ID] = it
 			}
 		}
-		x.items.put(tenant, user, changed, mine)
-		if got == nil {
-			got = make(map[int64]memory.Item, len(mine))
-		}
-		for _, it := range mine {
-			got[it.ID] = it
+		x.items.put(tenant, user, changed, slices.Collect(maps.Values(mine)))
+		for i, ok := range held {
+			if it, found := mine[ids[i]]; !ok && found {
+				items[i], held[i] = it, true
+			}
 		}
 	}
-	return InRankOrder(ranked, got), nil
+	// In rank order, with their scores; ids missing (deleted since they were
+	// ranked) are skipped. The embeddings are the cache's own, capped (see
+	// InRankOrder).
+	out := items[:0]
+	for i, ok := range held {
+		if ok {
+			it := items[i]
+			it.Score = ranked[i].Score
+			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 // InRankOrder returns the items of byID that ranked names, in ranked's

@@ -167,6 +167,27 @@ func (c *CountedCache[K, V]) Get(tenant, user string, changed int64, keys []K) (
 	return got, missing
 }
 
+// Fill sets dst[i] to the entry of keys[i] held for the user at changed,
+// and held[i] to whether there is one (dst and held as long as keys), and
+// returns how many there are: Get without building a map.
+func (c *CountedCache[K, V]) Fill(tenant, user string, changed int64, keys []K, dst []V, held []bool) int {
+	sl := c.users.slot(Key{Tenant: tenant, User: user})
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
+	if u == nil || u.changed != changed {
+		return 0
+	}
+	n := 0
+	for i, k := range keys {
+		if v, ok := u.m[k]; ok {
+			dst[i], held[i] = v, true
+			n++
+		}
+	}
+	return n
+}
+
 // Put keeps entries of the user, read at or after changed, unless the
 // cache holds the user at a newer count; an older count is dropped first,
 // and an entry already held is kept as it is. A user whose entries alone
