@@ -18,6 +18,8 @@ type writeGate struct {
 	mu        sync.Mutex
 	busy      bool
 	high, low []chan struct{}
+	// grants counts the transactions let through.
+	grants int
 }
 
 // acquire waits for the writer; background marks a background transaction.
@@ -26,6 +28,7 @@ func (g *writeGate) acquire(ctx context.Context, background bool) error {
 	g.mu.Lock()
 	if !g.busy {
 		g.busy = true
+		g.grants++
 		g.mu.Unlock()
 		return nil
 	}
@@ -70,7 +73,15 @@ func (g *writeGate) release() {
 		g.busy = false
 		return
 	}
+	g.grants++
 	close(next)
+}
+
+// granted is how many transactions the gate has let through.
+func (g *writeGate) granted() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.grants
 }
 
 // waiting is how many transactions wait, client and background.

@@ -3,8 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // waitFor polls cond until it holds or a deadline passes.
@@ -85,5 +89,56 @@ func TestWriteGateGivesUpOnContext(t *testing.T) {
 	defer g.mu.Unlock()
 	if g.busy {
 		t.Fatal("the writer is still held after the last release")
+	}
+}
+
+// TestBackgroundAddItemsTakesTurns checks that enrichment's AddItems
+// (memory.Background) writes a round's items in transactions of at most
+// backgroundItems, each taking the writer anew (so a save waits behind one
+// of them), that a client's AddItems stays one transaction, and that every
+// item is stored either way.
+func TestBackgroundAddItemsTakesTurns(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	items := func(user string, n int) []memory.Item {
+		out := make([]memory.Item, n)
+		for i := range out {
+			out[i] = memory.Item{Tenant: "acme", User: user, Conversation: "c1", Kind: "summary",
+				Ref: fmt.Sprint("r", i), Text: fmt.Sprint("text ", i)}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		n    int
+		txs  int
+	}{
+		{"background round", memory.Background(ctx), 2*backgroundItems + 3, 3},
+		{"background, one transaction's worth", memory.Background(ctx), backgroundItems, 1},
+		{"client", ctx, 2*backgroundItems + 3, 1},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			user := fmt.Sprint("u", i)
+			before := s.gate.granted()
+			if err := s.AddItems(tt.ctx, items(user, tt.n)); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.gate.granted() - before; got != tt.txs {
+				t.Fatalf("%d write transactions, want %d", got, tt.txs)
+			}
+			got, err := s.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: user, Text: "text", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.n {
+				t.Fatalf("%d items stored, want %d", len(got), tt.n)
+			}
+		})
 	}
 }

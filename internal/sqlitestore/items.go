@@ -23,8 +23,12 @@ func validKind(kind string) bool {
 	return kind == "message" || kind == "summary" || kind == "fact"
 }
 
-// AddItems stores recallable items in one write transaction, keyed by
-// (tenant, user, kind, ref, chunk): an existing item gets the new text,
+// AddItems stores recallable items, keyed by (tenant, user, kind, ref,
+// chunk), in one write transaction, or for background work
+// (memory.Background: enrichment) in transactions of at most
+// backgroundItems items, so a save waiting for the single writer waits
+// behind one of them, not behind a whole enrichment round (the upserts are
+// idempotent: a round that fails half-way is written again whole): an existing item gets the new text,
 // embedding, model, dims and conversation (and SaidAt, when given), and
 // keeps its ID and CreatedAt. SaidAt is when the item's source was said;
 // zero means CreatedAt.
@@ -44,6 +48,25 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			return fmt.Errorf("add items: %w", err)
 		}
 	}
+	if !memory.IsBackground(ctx) {
+		return s.addItems(ctx, items)
+	}
+	for len(items) > 0 {
+		n := min(len(items), backgroundItems)
+		if err := s.addItems(ctx, items[:n]); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
+// backgroundItems is the most items one background AddItems transaction
+// writes: a few milliseconds of the writer.
+const backgroundItems = 16
+
+// addItems is AddItems' write transaction.
+func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 	now := time.Now()
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO memory_items (tenant, user_id, conversation, kind,
