@@ -103,8 +103,8 @@ func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory
 			}
 		}
 		w.cache.Put(tenant, user, changed, func(yield func(WindowKey, []memory.Message) bool) {
-			for k := range closed {
-				if asked[k] && !yield(k, read[k]) {
+			for k, ok := range closed {
+				if ok && asked[k] && !yield(k, read[k]) {
 					return
 				}
 			}
