@@ -16,6 +16,7 @@ import (
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/inject"
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/pgstore"
 	"github.com/memgate/memgate/internal/proxy"
@@ -63,12 +64,14 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open sqlite store: %w", err)
 		}
+		st.SetCacheLimits(cacheLimits(cfg.Memory.Cache))
 		return st, st.Outbox(), []func() error{st.Close}, nil
 	case "postgres":
 		pg, err := pgstore.Open(ctx, cfg.Store.PostgresURL, logger)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open postgres store: %w", err)
 		}
+		pg.SetCacheLimits(cacheLimits(cfg.Memory.Cache))
 		closers := []func() error{pg.Close}
 		if cfg.Store.RedisURL == "" {
 			return pg, nil, closers, nil
@@ -94,6 +97,12 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		return cached, q, closers, nil
 	}
 	return nil, nil, nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
+}
+
+// cacheLimits are the bounds of a store's in-memory recall caches that c
+// configures, in bytes: the searches' and the turns around their hits.
+func cacheLimits(c config.Cache) (itemindex.Limits, int) {
+	return itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB << 20
 }
 
 // openMemory wires the memory layer for serve (and, without the HTTP side,

@@ -164,6 +164,27 @@ type Memory struct {
 	// Template is the memory block's Go text/template; empty uses the
 	// built-in one.
 	Template string `yaml:"template"`
+	// Cache bounds what each gateway process keeps in memory to answer
+	// recall (both stores).
+	Cache Cache `yaml:"cache"`
+}
+
+// Cache bounds, in MiB over all users, the in-memory recall caches of one
+// gateway process (least recently searched users evicted first). A user
+// whose vectors or full-text index exceed a quarter of theirs is searched
+// in SQL instead; a gateway whose active users outgrow the items or turns
+// reads them from the store on every search.
+type Cache struct {
+	// VectorsMB bounds the recall items' vectors (128: about 85,000 items
+	// of 384 dimensions).
+	VectorsMB int `yaml:"vectors_mb"`
+	// TextsMB bounds the BM25 full-text indexes.
+	TextsMB int `yaml:"texts_mb"`
+	// ItemsMB bounds the whole items searches return (32: about 20,000 of
+	// 384 dimensions).
+	ItemsMB int `yaml:"items_mb"`
+	// TurnsMB bounds the turns around recalled messages.
+	TurnsMB int `yaml:"turns_mb"`
 }
 
 // Shares are fractions of the budget, each in [0, 1], summing to at most 1.
@@ -298,6 +319,7 @@ func Default() Config {
 		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), ImportMaxMessages: 1000},
 		Memory: Memory{
 			RecentMessages:    20,
+			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16},
 			LoadTimeout:       Duration(150 * time.Millisecond),
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
@@ -469,6 +491,13 @@ func (c Config) Validate() error {
 	}
 	if c.Memory.CompletionReserve < 0 {
 		bad("memory.completion_reserve", "must not be negative")
+	}
+	for key, mb := range map[string]int{"memory.cache.vectors_mb": c.Memory.Cache.VectorsMB,
+		"memory.cache.texts_mb": c.Memory.Cache.TextsMB, "memory.cache.items_mb": c.Memory.Cache.ItemsMB,
+		"memory.cache.turns_mb": c.Memory.Cache.TurnsMB} {
+		if mb <= 0 || mb > 1<<20 {
+			bad(key, "must be between 1 and 1048576 (MiB)")
+		}
 	}
 	sh := c.Memory.Shares
 	for key, v := range map[string]float64{"memory.shares.summary": sh.Summary, "memory.shares.facts": sh.Facts, "memory.shares.recall": sh.Recall} {

@@ -62,6 +62,8 @@ func TestLoad(t *testing.T) {
 	badDur := write("dur.yml", "memory:\n  load_timeout: soon\n")
 	badVal := write("val.yml", "store:\n  driver: mysql\n")
 	anth := write("anthropic.yml", "upstream:\n  anthropic:\n    base_url: http://claude.test/v1\n")
+	cache := write("cache.yml", "memory:\n  cache:\n    vectors_mb: 512\n    items_mb: 64\n")
+	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
 
 	tests := []struct {
 		name    string
@@ -107,6 +109,12 @@ func TestLoad(t *testing.T) {
 				t.Errorf("anthropic default %q", c.Upstream.Anthropic.BaseURL)
 			}
 		}},
+		{name: "cache sizes", env: map[string]string{"GATEWAY_CONFIG": cache}, check: func(t *testing.T, c Config) {
+			if want := (Cache{VectorsMB: 512, TextsMB: 128, ItemsMB: 64, TurnsMB: 16}); c.Memory.Cache != want {
+				t.Errorf("memory.cache = %+v, want %+v", c.Memory.Cache, want)
+			}
+		}},
+		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},
 		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},
 		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
 		{name: "bad duration", env: map[string]string{"GATEWAY_CONFIG": badDur}, wantErr: "soon"},

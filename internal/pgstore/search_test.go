@@ -5,11 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/testenv"
 )
@@ -241,4 +243,30 @@ func refsOf(items []memory.Item) []string {
 		out[i] = it.Ref
 	}
 	return out
+}
+
+// TestCacheLimitsBoundTheIndex sets caches too small to keep any user
+// (SetCacheLimits, as memory.cache configures them): the searches then go
+// to SQL and find what SQL() finds, and the cache stays within its bound.
+func TestCacheLimitsBoundTheIndex(t *testing.T) {
+	s := mustOpenURL(t, testenv.PostgresURL(t))
+	s.SetCacheLimits(itemindex.Limits{Vectors: 1024, Texts: 1024, Items: 1 << 20}, 1<<20)
+	mustAddVectors(t, s, 2, 30)
+	r := rand.New(rand.NewPCG(9, 10))
+	q := memory.ItemQuery{Tenant: "t1", User: "u1", Model: "local", Dims: 384,
+		Embedding: randomVector(r, 384), Text: "text 7", Limit: 5}
+	got, err := s.SearchVector(testCtx(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.SQL().SearchVector(testCtx(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(refsOf(got), refsOf(want)) {
+		t.Fatalf("SearchVector found %v, SQL %v", refsOf(got), refsOf(want))
+	}
+	if _, bytes := s.index.VectorUsage(); bytes > 1024 {
+		t.Fatalf("vector cache holds %d bytes past its 1 KiB bound", bytes)
+	}
 }

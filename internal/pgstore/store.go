@@ -192,3 +192,12 @@ func unavailable(err error) error {
 	}
 	return fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
 }
+
+// SetCacheLimits replaces the Store's in-memory recall caches, before it
+// serves searches, with empty ones bounded by lim and turns bytes (see
+// itemindex.DefaultLimits and itemindex.DefaultWindowBytes, the sizes Open
+// gives them).
+func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
+	s.index = itemindex.New(indexSource{s.pool}, lim)
+	s.around = itemindex.NewWindows(windowSource{indexSource{s.pool}}, turns)
+}
