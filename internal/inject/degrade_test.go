@@ -189,3 +189,48 @@ func TestRecallIsAskedForTheSharesTokens(t *testing.T) {
 		}
 	}
 }
+
+// memoFacts serves pinnedFacts and records the memory.Memo each read
+// carried.
+type memoFacts struct {
+	pinnedFacts
+	memos chan *memory.Memo
+}
+
+func (f memoFacts) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	f.memos <- memory.MemoFrom(ctx)
+	return f.pinnedFacts.Facts(ctx, tenant, user, now, history)
+}
+
+// The parts of one request share one memory.Memo, so a store answers the
+// pinned facts' read and recall's from one read (see the stores' Facts),
+// and each request gets its own.
+func TestPrepareSharesOneMemoPerRequest(t *testing.T) {
+	facts := memoFacts{memos: make(chan *memory.Memo, 4)}
+	recallMemos := make(chan *memory.Memo, 4)
+	rec := recallFunc(func(ctx context.Context, _ memory.RecallQuery) (memory.Recalled, error) {
+		recallMemos <- memory.MemoFrom(ctx)
+		return memory.Recalled{}, nil
+	})
+	a, err := NewAssembler(Deps{History: &fakeHistory{msgs: msgs(t, u1, a1)}, Facts: facts, Recaller: rec, Counter: byteCounter{}}, Options{
+		RecentMessages: 10, Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *memory.Memo
+	for i := range 2 {
+		if _, err := a.Prepare(context.Background(), request(t, memory.ModeOn, uNew)); err != nil {
+			t.Fatal(err)
+		}
+		fm, rm := <-facts.memos, <-recallMemos
+		if fm == nil || fm != rm {
+			t.Fatalf("request %d: facts read under memo %p, recall under %p: want one shared memo", i, fm, rm)
+		}
+		if i == 0 {
+			first = fm
+		} else if fm == first {
+			t.Fatal("two requests shared one memo")
+		}
+	}
+}

@@ -59,6 +59,9 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	start := time.Now()
 	now := a.opts.Now()
 	ld := loaded{now: now}
+	// The parts share the reads they would each make: the user's facts
+	// (pinned ones here, ranked ones in recall), a store's revision counters.
+	ctx = memory.WithMemo(ctx)
 	conv := req.Conversation != ""
 	storeDL, recallDL := a.deadlines(start)
 	results := make(chan partResult, 4)

@@ -65,17 +65,9 @@ type revisionsKey struct {
 // request when ctx carries a memory.Memo (a recall checks them for each of
 // its searches and for the turns around the hits).
 func readRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
-	memo := memory.MemoFrom(ctx)
-	if memo == nil {
-		return src.ItemRevisions(ctx, tenant, user)
-	}
-	v, err := memo.Do(ctx, revisionsKey{src, tenant, user}, func() (any, error) {
+	return memory.Memoized(ctx, revisionsKey{src, tenant, user}, func() (Revisions, error) {
 		return src.ItemRevisions(ctx, tenant, user)
 	})
-	if err != nil {
-		return Revisions{}, err
-	}
-	return v.(Revisions), nil
 }
 
 // VectorLoader reads a user's vectors of key's model and dimension.

@@ -71,3 +71,19 @@ func (m *Memo) Do(ctx context.Context, key any, read func() (any, error)) (any, 
 		// caller's own context).
 	}
 }
+
+// Memoized returns read's value for key from ctx's Memo (see Memo.Do), or
+// calls read directly when ctx carries none. The value is shared by every
+// caller of the request: they must not modify it.
+func Memoized[T any](ctx context.Context, key any, read func() (T, error)) (T, error) {
+	m := MemoFrom(ctx)
+	if m == nil {
+		return read()
+	}
+	v, err := m.Do(ctx, key, func() (any, error) { return read() })
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v.(T), nil
+}

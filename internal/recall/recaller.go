@@ -112,8 +112,11 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	ctx, late := withLateNote(ctx)
 	// The searches and the turns around their hits check the store's
 	// in-memory caches against the user's revision counters: one read
-	// serves them all.
-	ctx = memory.WithMemo(ctx)
+	// serves them all (and all of the request, when the caller's ctx
+	// carries a Memo already).
+	if memory.MemoFrom(ctx) == nil {
+		ctx = memory.WithMemo(ctx)
+	}
 	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now,
 		TopK: r.passages(q.Budget)}
 	search := true

@@ -39,6 +39,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactCapPerUser", testFactCapPerUser},
 		{"FactExpiry", testFactExpiry},
 		{"FactOrder", testFactOrder},
+		{"FactsReadOncePerMemo", testFactsReadOncePerMemo},
 		{"DeleteFact", testDeleteFact},
 		{"FactTenantIsolation", testFactTenantIsolation},
 		{"FactItemsFollowTheirFact", testFactItemsFollowTheirFact},
