@@ -68,8 +68,9 @@ func BenchmarkParse(b *testing.B) {
 
 // TestWithMessagesJoinsValuesAsSent checks that the rewritten body holds
 // the same JSON value encoding/json would produce — keys needing escapes
-// included — keeps the client's other values byte for byte, and refuses to
-// produce invalid JSON.
+// included — and keeps the client's other values byte for byte. (Stored
+// messages that are not one JSON value never reach it: see the inject
+// package's TestStoredMessagesNotOneValueLeftOut.)
 func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],` +
 		`"odd \"key\" <&>":1, "é":2,"metadata": { "a" : [1, 2] },"messages":[{"role":"user","content":"last wins"}]}`
@@ -111,11 +112,6 @@ func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `"metadata":{ "a" : [1, 2] }`) {
 		t.Errorf("client value not kept byte for byte: %s", out)
-	}
-	for _, bad := range []string{`{"role":"user","content":`, `{"role":"user","content":"a"},{"role":"system","content":"b"}`, ``} {
-		if out, err := r.WithMessages([]json.RawMessage{json.RawMessage(bad)}); err == nil {
-			t.Errorf("WithMessages joined %q without an error: %s", bad, out)
-		}
 	}
 }
 

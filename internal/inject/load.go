@@ -247,7 +247,12 @@ func later(a, b time.Time) time.Time {
 func continuation(stored, rest []memory.Message) []memory.Message {
 	out := make([]memory.Message, 0, len(stored))
 	for _, m := range stored {
-		if !m.Failed() {
+		// A stored message is not trusted to be one JSON value (a store
+		// or cache holding two in one would add a message to the prompt):
+		// one that is not is left out (one without Raw is encoded from
+		// its fields). The prompt's other messages are the client's, as
+		// parsed, and the memory block memgate encodes.
+		if !m.Failed() && (len(m.Raw) == 0 || json.Valid(m.Raw)) {
 			out = append(out, withoutReasoning(m))
 		}
 	}

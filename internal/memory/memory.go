@@ -207,7 +207,8 @@ type Request struct {
 // Prepared is the memory layer's answer: the messages to forward upstream and
 // the accounting the proxy reports in response headers.
 type Prepared struct {
-	// Messages replace the request's messages upstream.
+	// Messages replace the request's messages upstream, each exactly one
+	// JSON value.
 	Messages []json.RawMessage
 	// TokensOriginal is what the client's request plus stored history would cost.
 	TokensOriginal int
