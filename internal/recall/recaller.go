@@ -125,31 +125,36 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 		sq.Conversation = q.Conversation
 	}
 	// Facts and passages are independent: fetch them at once, so a remote
-	// store costs the slower of the two, not their sum.
+	// store costs the slower of the two, not their sum. The passages, the
+	// longer of the two, are searched on this goroutine, which runs now:
+	// the facts wait for a free CPU instead of the search.
 	var (
-		items     []memory.Item
-		searchErr error
-		done      = make(chan struct{})
+		out      memory.Recalled
+		factsErr error
+		done     = make(chan struct{})
 	)
 	go func() {
 		defer close(done)
-		if search {
-			items, searchErr = r.search.Search(ctx, sq)
-			if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
-				items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns)
-			}
+		facts, err := r.facts.Facts(ctx, q.Tenant, q.User, now, false)
+		if err != nil {
+			factsErr = fmt.Errorf("recall facts: %w", err)
+			return
 		}
+		out.Facts, factsErr = r.rankFacts(ctx, facts, q.Text, now)
 	}()
-	facts, err := r.facts.Facts(ctx, q.Tenant, q.User, now, false)
-	var out memory.Recalled
-	if err == nil {
-		out.Facts, err = r.rankFacts(ctx, facts, q.Text, now)
-	} else {
-		err = fmt.Errorf("recall facts: %w", err)
+	var (
+		items     []memory.Item
+		searchErr error
+	)
+	if search {
+		items, searchErr = r.search.Search(ctx, sq)
+		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
+			items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns)
+		}
 	}
 	<-done
-	if err != nil {
-		return memory.Recalled{}, err
+	if factsErr != nil {
+		return memory.Recalled{}, factsErr
 	}
 	if searchErr != nil {
 		return memory.Recalled{}, fmt.Errorf("recall passages: %w", searchErr)
