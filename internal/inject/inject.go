@@ -240,12 +240,7 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		a.logger.WarnContext(ctx, "memory parts left out", "conversation", req.Conversation,
 			"degraded", ld.degraded, "error", errors.Join(ld.errs...))
 	}
-	// The memory block's parts are counted while they are chosen, again
-	// once the block is shrunk to fit, and the summary once more to fit
-	// it: one request counts each text once.
-	ra := *a
-	ra.deps.Counter = &memoCounter{TokenCounter: a.deps.Counter}
-	p, err := ra.assemble(req, system, rest, fullHistory, ld)
+	p, err := a.assembleOnce(req, system, rest, fullHistory, ld)
 	if err != nil {
 		return memory.Prepared{}, err
 	}
@@ -254,6 +249,16 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
 		"over_budget", p.OverBudget, "parts", p.Parts)
 	return p, nil
+}
+
+// assembleOnce is assemble with one request's memoCounter: the memory
+// block's parts are counted while they are chosen, again once the block
+// is shrunk to fit, and the summary once more to fit it: one request
+// counts each text once.
+func (a *Assembler) assembleOnce(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	ra := *a
+	ra.deps.Counter = &memoCounter{TokenCounter: a.deps.Counter}
+	return ra.assemble(req, system, rest, fullHistory, ld)
 }
 
 // parsedMessages returns req.Parsed, parsing req.Messages when the proxy did
