@@ -79,17 +79,19 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// A new-only client always gets the summary (the history before it is
 	// not loaded); a full-history client only when its own history overflows.
 	withSummary := !fullHistory
+	pc := a.newPartCosts(model, ld, keep)
 	var (
-		blk      json.RawMessage
+		fx       fixedParts
+		blk      string
 		blkCost  int
 		sections map[string]int
 		kept     []memory.Message
 		spent    int
 	)
 	for {
-		sel := a.selectParts(model, budget, room, ld, withSummary, keep, 0)
+		fx = a.selectFixed(pc, budget, room, ld, withSummary)
 		var err error
-		blk, blkCost, sections, err = a.block(model, sel, room)
+		blk, blkCost, sections, err = a.block(model, pc.pack(fx, 0), room)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
@@ -100,10 +102,10 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		withSummary = true
 	}
 	// Every recent turn fit and tokens are left: they go to more recalled
-	// passages, within what the recent turns leave.
+	// passages, within what the recent turns leave (the same pinned
+	// facts, summary and facts, which the extra tokens do not change).
 	if left := room - blkCost - spent; len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
-		sel := a.selectParts(model, budget, room, ld, withSummary, keep, left)
-		b2, c2, s2, err := a.block(model, sel, room-spent)
+		b2, c2, s2, err := a.block(model, pc.pack(fx, left), room-spent)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
@@ -114,8 +116,12 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 
 	out := make([]json.RawMessage, 0, len(system)+1+len(kept)+len(current))
 	out = append(out, raws(system)...)
-	if blk != nil {
-		out = append(out, blk)
+	if blk != "" {
+		raw, err := systemRaw(blk)
+		if err != nil {
+			return memory.Prepared{}, err
+		}
+		out = append(out, raw)
 	}
 	out = append(out, raws(kept, current)...)
 	for k, v := range sections {
