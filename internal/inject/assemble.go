@@ -15,15 +15,21 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	budget := a.Budget(req)
 	// Every message is tokenized once: the accounting of the original
 	// request, the untouchable parts and the fitting of recent turns all
-	// count the same messages.
-	memo := make(map[string]int, len(req.Messages)+len(ld.stored))
+	// count the same messages, the same Raw (by its bytes' address and
+	// length, which the memo keeps alive: no other bytes can take them).
+	type rawKey struct {
+		p *byte
+		n int
+	}
+	memo := make(map[rawKey]int, len(req.Messages)+len(ld.stored))
 	cost := func(m memory.Message) int {
-		raw := rawOf(m)
-		if c, ok := memo[string(raw)]; ok {
+		raw := rawOf(m) // never empty
+		k := rawKey{&raw[0], len(raw)}
+		if c, ok := memo[k]; ok {
 			return c
 		}
 		c := a.deps.Counter.RawMessage(model, raw)
-		memo[string(raw)] = c
+		memo[k] = c
 		return c
 	}
 	sum := func(ms []memory.Message) int {

@@ -110,7 +110,7 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems int) (*Assembler,
 	return a, req, system, rest, ld
 }
 
-// BenchmarkAssemble measures assembleOnce, as Prepare calls it, over the
+// BenchmarkAssemble measures assemble, as Prepare calls it, over the
 // shared, warm token counter, on benchAssembly's request: 50 recent
 // stored messages and 70 recalled passages (and 20 and 7, as
 // cmd/gateway's BenchmarkPrepare/recall-3000). Each request swaps two
@@ -127,7 +127,7 @@ func BenchmarkAssemble(b *testing.B) {
 				i++
 				j, k := i%len(ld.items), (i*31+7)%len(ld.items)
 				ld.items[j], ld.items[k] = ld.items[k], ld.items[j]
-				if _, err := a.assembleOnce(req, system, rest, false, ld); err != nil {
+				if _, err := a.assemble(req, system, rest, false, ld); err != nil {
 					b.Fatal(err)
 				}
 			}

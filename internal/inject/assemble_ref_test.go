@@ -2,8 +2,8 @@ package inject
 
 // The assembly as it was before its request-path costs were cut (counting
 // each passage line once per request, rendering the block without
-// encoding it until it fits, reading tool-call ids only from messages
-// that can carry them), kept as the reference TestAssembleMatchesReference
+// encoding it until it fits, no memoCounter, reading tool-call ids only
+// from messages that can carry them), kept as the reference TestAssembleMatchesReference
 // compares assemble with. Only names changed (ref…).
 
 import (
@@ -372,4 +372,25 @@ func refToolInfo(m memory.Message) (calls []string, answers string) {
 		calls = append(calls, c.ID)
 	}
 	return calls, f.ToolCallID
+}
+
+// memoCounter is a TokenCounter that counts each text once; it serves one
+// request, from one goroutine.
+type memoCounter struct {
+	TokenCounter
+	text map[[2]string]int // by model and text
+}
+
+// Text is the wrapped counter's Text, remembered by model and text.
+func (m *memoCounter) Text(model, s string) int {
+	if m.text == nil {
+		m.text = make(map[[2]string]int)
+	}
+	key := [2]string{model, s}
+	if n, ok := m.text[key]; ok {
+		return n
+	}
+	n := m.TokenCounter.Text(model, s)
+	m.text[key] = n
+	return n
 }
