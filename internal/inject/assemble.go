@@ -45,12 +45,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// turn, which is never dropped.
 	var unsummarised, history []memory.Message
 	if !fullHistory {
-		for _, m := range ld.stored {
-			if memory.IsSystem(m.Role) || (ld.summary != nil && m.Seq <= ld.summary.ToSeq) {
-				continue
-			}
-			unsummarised = append(unsummarised, m)
-		}
+		unsummarised = unsummarisedOf(ld)
 		history = usableHistory(unsummarised, rest)
 	}
 	conv := make([]memory.Message, 0, len(history)+len(rest))
@@ -88,6 +83,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	pc := a.newPartCosts(model, ld, keep)
 	var (
 		fx       fixedParts
+		all      bool // the block's selection took every passage to be shown
 		blk      string
 		blkCost  int
 		sections map[string]int
@@ -96,8 +92,12 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	)
 	for {
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)
-		var err error
-		blk, blkCost, sections, err = a.block(model, pc.pack(fx, 0), room)
+		var (
+			sel selection
+			err error
+		)
+		sel, all = pc.pack(fx, 0)
+		blk, blkCost, sections, err = a.block(model, sel, room)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
@@ -109,9 +109,13 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	}
 	// Every recent turn fit and tokens are left: they go to more recalled
 	// passages, within what the recent turns leave (the same pinned
-	// facts, summary and facts, which the extra tokens do not change).
-	if left := room - blkCost - spent; len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
-		b2, c2, s2, err := a.block(model, pc.pack(fx, left), room-spent)
+	// facts, summary and facts, which the extra tokens do not change) —
+	// unless every passage is in already: packing again would choose the
+	// same ones, and the block, which cost at most room-spent, would not
+	// shrink.
+	if left := room - blkCost - spent; !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+		sel, _ := pc.pack(fx, left)
+		b2, c2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
@@ -142,6 +146,29 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		Budget:         budget,
 		Parts:          parts,
 	}, nil
+}
+
+// unsummarisedOf returns ld's stored messages that are not system
+// messages and come after the summary: ld.stored itself when that is all
+// of them (it is not to be changed), a copy of those otherwise.
+func unsummarisedOf(ld loaded) []memory.Message {
+	skip := func(m memory.Message) bool {
+		return memory.IsSystem(m.Role) || (ld.summary != nil && m.Seq <= ld.summary.ToSeq)
+	}
+	for i, m := range ld.stored {
+		if !skip(m) {
+			continue
+		}
+		out := make([]memory.Message, i, len(ld.stored)-1)
+		copy(out, ld.stored[:i])
+		for _, m := range ld.stored[i+1:] {
+			if !skip(m) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return ld.stored
 }
 
 // currentStart returns the index in conv where the current turn starts: the

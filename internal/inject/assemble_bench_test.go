@@ -48,8 +48,9 @@ const benchReply = "Hello! This is a fixed benchmark reply from the fake upstrea
 // benchmark's memory-on cell sees it: the default budget (8000 tokens) and
 // shares, nstored recent stored messages after the summary, a summary of
 // about 2,400 bytes, a pinned fact and a few others, and nitems recalled
-// passages (mostly earlier user turns of the conversation).
-func benchAssembly(tb testing.TB, seed uint64, nstored, nitems int) (*Assembler, memory.Request, []memory.Message, []memory.Message, loaded) {
+// passages (mostly earlier user turns of the conversation), each of
+// itemTexts user turns.
+func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (*Assembler, memory.Request, []memory.Message, []memory.Message, loaded) {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	g := &convGen{r: r}
@@ -78,6 +79,9 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems int) (*Assembler,
 	for i := range nitems {
 		it := memory.Item{Kind: "message", Conversation: "bench-0", Ref: memory.Key(fmt.Sprintf("x%d", 1+r.IntN(240)), 0),
 			Text: benchText(r), CreatedAt: day.Add(-time.Duration(i) * time.Hour)}
+		for range itemTexts - 1 {
+			it.Text += " " + benchText(r)
+		}
 		if i%9 == 4 {
 			it.Text = benchReply + " " + benchText(r)
 		}
@@ -112,14 +116,16 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems int) (*Assembler,
 
 // BenchmarkAssemble measures assemble, as Prepare calls it, over the
 // shared, warm token counter, on benchAssembly's request: 50 recent
-// stored messages and 70 recalled passages (and 20 and 7, as
-// cmd/gateway's BenchmarkPrepare/recall-3000). Each request swaps two
-// passages, so that, as in a conversation, the memory block is new while
-// its lines are not.
+// stored messages and 70 recalled passages of one user turn each (all
+// shown), or of three (66 shown, as in the load benchmark's memory-on
+// cell: the tokens the recent turns leave go to more passages), or 20
+// and 7 (as cmd/gateway's BenchmarkPrepare/recall-3000). Each request
+// swaps two passages, so that, as in a conversation, the memory block is
+// new while its lines are not.
 func BenchmarkAssemble(b *testing.B) {
-	for _, c := range []struct{ stored, items int }{{50, 70}, {20, 7}} {
-		b.Run(fmt.Sprintf("stored-%d-items-%d", c.stored, c.items), func(b *testing.B) {
-			a, req, system, rest, ld := benchAssembly(b, 1, c.stored, c.items)
+	for _, c := range []struct{ stored, items, texts int }{{50, 70, 1}, {50, 70, 3}, {20, 7, 1}} {
+		b.Run(fmt.Sprintf("stored-%d-items-%dx%d", c.stored, c.items, c.texts), func(b *testing.B) {
+			a, req, system, rest, ld := benchAssembly(b, 1, c.stored, c.items, c.texts)
 			b.ReportAllocs()
 			cpu0 := processCPU(b)
 			i := 0

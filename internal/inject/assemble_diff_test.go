@@ -79,6 +79,12 @@ func TestAssembleMatchesReference(t *testing.T) {
 			client = append(client, history...)
 		} else {
 			ld.stored = history
+			if len(history) > 0 && r.IntN(4) == 0 { // a stored system message
+				i := r.IntN(len(history))
+				s := g.msg("system", text())
+				s.Seq = history[i].Seq
+				ld.stored = append(history[:i:i], append([]memory.Message{s}, history[i:]...)...)
+			}
 		}
 		client = append(client, g.msg("user", text()))
 		if r.IntN(5) == 0 {

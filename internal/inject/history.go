@@ -74,7 +74,7 @@ func asciiEqualFold(b []byte, s string) bool {
 // one, at the start of next (the client answering the calls of the stored
 // reply). Each kept message is returned with Raw set (see rawOf).
 func usableHistory(stored, next []memory.Message) []memory.Message {
-	var out []memory.Message
+	out := make([]memory.Message, 0, len(stored))
 	open := map[string]bool{} // call ids of the kept assistant message being answered
 	for i := 0; i < len(stored); i++ {
 		m := stored[i]

@@ -127,7 +127,8 @@ func (pc *partCosts) passage(i int) (Passage, int, bool) {
 // the summary, other facts, recalled passages — each within its share of
 // budget and all within room (selectFixed, then pack).
 func (a *Assembler) selectParts(pc *partCosts, budget, room int, ld loaded, withSummary bool, extra int) selection {
-	return pc.pack(a.selectFixed(pc, budget, room, ld, withSummary), extra)
+	sel, _ := pc.pack(a.selectFixed(pc, budget, room, ld, withSummary), extra)
+	return sel
 }
 
 // selectFixed chooses the pinned facts, the summary (withSummary) and
@@ -189,23 +190,35 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 // (what the recent turns left unused), and within fx's room. Passages are
 // packed best first: each that fits in what is left is taken, one too
 // large is skipped for the smaller ones after it. fx is not changed.
-func (pc *partCosts) pack(fx fixedParts, extra int) selection {
+// pack also reports whether it took every passage to be shown: then no
+// larger extra takes more.
+func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 	sel := fx.sel
 	recallCap := min(fx.recallShare+fx.spare+extra, fx.room)
 	used := 0
+	all := true
 	for i := range pc.items {
 		if recallCap-used < minPassageCost {
+			all = false
 			break
 		}
 		p, c, ok := pc.passage(i)
-		if !ok || used+c > recallCap {
+		if !ok {
+			continue
+		}
+		if used+c > recallCap {
+			all = false
 			continue
 		}
 		used += c
+		if sel.data.Passages == nil { // room for all that are left
+			sel.data.Passages = make([]Passage, 0, len(pc.items)-i)
+			sel.passageCosts = make([]int, 0, len(pc.items)-i)
+		}
 		sel.data.Passages = append(sel.data.Passages, p)
 		sel.passageCosts = append(sel.passageCosts, c)
 	}
-	return sel
+	return sel, all
 }
 
 // minPassageCost is the fewest tokens a passage line costs (its bullet,
