@@ -205,11 +205,16 @@ func (a *Assembler) block(model string, sel selection, room int) (string, int, m
 // sectionCosts adds up each section's line costs after shrinking, as
 // selectParts counted them, and the summary's when shrink left it.
 func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
-	out := map[string]int{}
+	out := make(map[string]int, 4)
 	sum := func(part string, costs []int) {
-		for _, c := range costs {
-			out[part] += c
+		if len(costs) == 0 {
+			return
 		}
+		n := 0
+		for _, c := range costs {
+			n += c
+		}
+		out[part] = n
 	}
 	sum(partPinned, sel.pinnedCosts)
 	if sel.data.Summary != "" {
