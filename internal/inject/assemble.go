@@ -15,15 +15,21 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	budget := a.Budget(req)
 	// Every message is tokenized once: the accounting of the original
 	// request, the untouchable parts and the fitting of recent turns all
-	// count the same messages.
-	memo := make(map[string]int, len(req.Messages)+len(ld.stored))
+	// count the same messages, the same Raw (by its bytes' address and
+	// length, which the memo keeps alive: no other bytes can take them).
+	type rawKey struct {
+		p *byte
+		n int
+	}
+	memo := make(map[rawKey]int, len(req.Messages)+len(ld.stored))
 	cost := func(m memory.Message) int {
-		raw := rawOf(m)
-		if c, ok := memo[string(raw)]; ok {
+		raw := rawOf(m) // never empty
+		k := rawKey{&raw[0], len(raw)}
+		if c, ok := memo[k]; ok {
 			return c
 		}
 		c := a.deps.Counter.RawMessage(model, raw)
-		memo[string(raw)] = c
+		memo[k] = c
 		return c
 	}
 	sum := func(ms []memory.Message) int {
@@ -39,12 +45,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// turn, which is never dropped.
 	var unsummarised, history []memory.Message
 	if !fullHistory {
-		for _, m := range ld.stored {
-			if memory.IsSystem(m.Role) || (ld.summary != nil && m.Seq <= ld.summary.ToSeq) {
-				continue
-			}
-			unsummarised = append(unsummarised, m)
-		}
+		unsummarised = unsummarisedOf(ld)
 		history = usableHistory(unsummarised, rest)
 	}
 	conv := make([]memory.Message, 0, len(history)+len(rest))
@@ -79,16 +80,23 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// A new-only client always gets the summary (the history before it is
 	// not loaded); a full-history client only when its own history overflows.
 	withSummary := !fullHistory
+	pc := a.newPartCosts(model, ld, keep)
 	var (
-		blk      json.RawMessage
+		fx       fixedParts
+		all      bool // the block's selection took every passage to be shown
+		blk      string
 		blkCost  int
 		sections map[string]int
 		kept     []memory.Message
 		spent    int
 	)
 	for {
-		sel := a.selectParts(model, budget, room, ld, withSummary, keep, 0)
-		var err error
+		fx = a.selectFixed(pc, budget, room, ld, withSummary)
+		var (
+			sel selection
+			err error
+		)
+		sel, all = pc.pack(fx, 0)
 		blk, blkCost, sections, err = a.block(model, sel, room)
 		if err != nil {
 			return memory.Prepared{}, err
@@ -100,9 +108,13 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		withSummary = true
 	}
 	// Every recent turn fit and tokens are left: they go to more recalled
-	// passages, within what the recent turns leave.
-	if left := room - blkCost - spent; len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
-		sel := a.selectParts(model, budget, room, ld, withSummary, keep, left)
+	// passages, within what the recent turns leave (the same pinned
+	// facts, summary and facts, which the extra tokens do not change) —
+	// unless every passage is in already: packing again would choose the
+	// same ones, and the block, which cost at most room-spent, would not
+	// shrink.
+	if left := room - blkCost - spent; !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+		sel, _ := pc.pack(fx, left)
 		b2, c2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
 			return memory.Prepared{}, err
@@ -114,8 +126,12 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 
 	out := make([]json.RawMessage, 0, len(system)+1+len(kept)+len(current))
 	out = append(out, raws(system)...)
-	if blk != nil {
-		out = append(out, blk)
+	if blk != "" {
+		raw, err := systemRaw(blk)
+		if err != nil {
+			return memory.Prepared{}, err
+		}
+		out = append(out, raw)
 	}
 	out = append(out, raws(kept, current)...)
 	for k, v := range sections {
@@ -130,6 +146,29 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		Budget:         budget,
 		Parts:          parts,
 	}, nil
+}
+
+// unsummarisedOf returns ld's stored messages that are not system
+// messages and come after the summary: ld.stored itself when that is all
+// of them (it is not to be changed), a copy of those otherwise.
+func unsummarisedOf(ld loaded) []memory.Message {
+	skip := func(m memory.Message) bool {
+		return memory.IsSystem(m.Role) || (ld.summary != nil && m.Seq <= ld.summary.ToSeq)
+	}
+	for i, m := range ld.stored {
+		if !skip(m) {
+			continue
+		}
+		out := make([]memory.Message, i, len(ld.stored)-1)
+		copy(out, ld.stored[:i])
+		for _, m := range ld.stored[i+1:] {
+			if !skip(m) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return ld.stored
 }
 
 // currentStart returns the index in conv where the current turn starts: the

@@ -130,108 +130,6 @@ const (
 	partRecall  = "recall"
 )
 
-// selection is the content chosen for a memory block.
-type selection struct {
-	data BlockData
-	// Line costs (lineCost) of data's pinned facts, facts and passages,
-	// one for each, as selectParts counted them; shrink drops the last
-	// ones with the lines.
-	pinnedCosts, factCosts, passageCosts []int
-}
-
-// selectParts chooses the block's content in priority order — pinned facts,
-// the summary, other facts, recalled passages — each within its share of
-// budget and all within room. What the summary and the facts leave of
-// their shares flows to the recalled passages, and extra more tokens are
-// theirs too (what the recent turns left unused). Passages are packed best
-// first: each that fits in what is left is taken, one too large is
-// skipped for the smaller ones after it.
-func (a *Assembler) selectParts(model string, budget, room int, ld loaded, withSummary bool, keep func(memory.Item) bool, extra int) selection {
-	var sel selection
-	sh := a.opts.Shares
-	factsShare := int(sh.Facts * float64(budget))
-	factsCap := min(factsShare, room)
-	used := 0
-	for _, f := range ld.facts {
-		if !f.Pinned {
-			continue
-		}
-		c := a.lineCost(model, f.Statement())
-		if used+c > factsCap {
-			continue
-		}
-		used += c
-		sel.data.Pinned = append(sel.data.Pinned, f)
-		sel.pinnedCosts = append(sel.pinnedCosts, c)
-	}
-	room -= used
-	pinned := used
-	summaryShare := int(sh.Summary * float64(budget))
-	summaryUsed := 0
-	if withSummary && ld.summary != nil {
-		text := a.fitText(model, ld.summary.Text, min(summaryShare, room))
-		summaryUsed = a.deps.Counter.Text(model, text)
-		sel.data.Summary = text
-		room -= summaryUsed
-	}
-	factsCap = min(factsCap-used, room)
-	used = 0
-	n := 0
-	for _, f := range ld.facts {
-		if f.Pinned || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
-			continue
-		}
-		c := a.lineCost(model, f.Statement())
-		if used+c > factsCap {
-			continue
-		}
-		used += c
-		n++
-		sel.data.Facts = append(sel.data.Facts, f)
-		sel.factCosts = append(sel.factCosts, c)
-	}
-	room -= used
-	// The shares the summary and facts left unused are the passages' too.
-	spare := max(summaryShare-summaryUsed, 0) + max(factsShare-pinned-used, 0)
-	recallCap := min(int(sh.Recall*float64(budget))+spare+extra, room)
-	used = 0
-	for _, it := range ld.items {
-		if recallCap-used < minPassageCost {
-			break
-		}
-		if !keep(it) {
-			continue
-		}
-		p := Passage{Date: passageDate(it), Conversation: it.Conversation, Kind: it.Kind, Text: it.Text}
-		c := a.lineCost(model, passageLine(p))
-		if used+c > recallCap {
-			continue
-		}
-		used += c
-		sel.data.Passages = append(sel.data.Passages, p)
-		sel.passageCosts = append(sel.passageCosts, c)
-	}
-	return sel
-}
-
-// minPassageCost is the fewest tokens a passage line costs (its bullet,
-// date and conversation): with less left, packing stops.
-const minPassageCost = 12
-
-// passageDate is when a recalled item was said, as 2006-01-02.
-func passageDate(it memory.Item) string {
-	at := it.SaidAt
-	if at.IsZero() {
-		at = it.CreatedAt
-	}
-	return at.UTC().Format("2006-01-02")
-}
-
-// passageLine is how a passage reads in the block, after its "- ".
-func passageLine(p Passage) string {
-	return "[" + p.Date + ", conversation " + p.Conversation + "] " + p.Text
-}
-
 // shrink drops the least important remaining item of the selection —
 // a passage, then an unpinned fact, then the summary, then a pinned fact,
 // newest-ranked last — and reports whether anything was left to drop.
@@ -255,55 +153,16 @@ func (sel *selection) shrink() bool {
 	return true
 }
 
-// lineCost is what one "- text" line of a section costs.
-func (a *Assembler) lineCost(model, text string) int {
-	return a.deps.Counter.Text(model, "- "+text+"\n")
-}
-
-// fitText returns text, or as many of its leading lines (the last one cut
-// at a word) as fit in limit tokens.
-func (a *Assembler) fitText(model, text string, limit int) string {
-	if limit <= 0 {
-		return ""
-	}
-	if a.deps.Counter.Text(model, text) <= limit {
-		return text
-	}
-	var b strings.Builder
-	for _, line := range strings.SplitAfter(text, "\n") {
-		if a.deps.Counter.Text(model, b.String()+line) <= limit {
-			b.WriteString(line)
-			continue
-		}
-		for _, w := range strings.SplitAfter(line, " ") {
-			if a.deps.Counter.Text(model, b.String()+w) > limit {
-				break
-			}
-			b.WriteString(w)
-		}
-		break
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// render executes the template over sel and returns the memory block as a
-// system message, or nil when the rendering is empty.
-func (a *Assembler) render(sel selection) (json.RawMessage, string, error) {
+// render executes the template over sel and returns the memory block's
+// text, "" when the rendering is empty.
+func (a *Assembler) render(sel selection) (string, error) {
 	var b strings.Builder
 	if a.defaultTmpl {
 		renderDefault(&b, sel.data)
 	} else if err := a.tmpl.Execute(&b, sel.data); err != nil {
-		return nil, "", fmt.Errorf("render memory block: %w", err)
+		return "", fmt.Errorf("render memory block: %w", err)
 	}
-	text := strings.TrimSpace(b.String())
-	if text == "" {
-		return nil, "", nil
-	}
-	raw, err := systemRaw(text)
-	if err != nil {
-		return nil, "", err
-	}
-	return raw, text, nil
+	return strings.TrimSpace(b.String()), nil
 }
 
 // systemRaw is the system message whose content is text, as the memory
@@ -322,40 +181,44 @@ func systemRaw(text string) (json.RawMessage, error) {
 }
 
 // block renders sel, shrinking it until the block costs at most room, and
-// returns the block (nil for none), its cost and the section costs of what
-// was kept.
-func (a *Assembler) block(model string, sel selection, room int) (json.RawMessage, int, map[string]int, error) {
+// returns the block's text ("" for none), its cost and the section costs
+// of what was kept. The text is encoded (systemRaw) only once chosen.
+func (a *Assembler) block(model string, sel selection, room int) (string, int, map[string]int, error) {
 	for {
-		raw, text, err := a.render(sel)
+		text, err := a.render(sel)
 		if err != nil {
-			return nil, 0, nil, err
+			return "", 0, nil, err
 		}
 		c := 0
-		if raw != nil {
+		if text != "" {
 			c = a.deps.Counter.SystemMessage(model, text)
 		}
 		if c <= room {
-			return raw, c, a.sectionCosts(model, sel), nil
+			return text, c, a.sectionCosts(model, sel), nil
 		}
 		if !sel.shrink() {
-			return nil, 0, map[string]int{}, nil
+			return "", 0, map[string]int{}, nil
 		}
 	}
 }
 
 // sectionCosts adds up each section's line costs after shrinking, as
-// selectParts counted them (the summary is counted again: shrink may have
-// dropped it).
+// selectParts counted them, and the summary's when shrink left it.
 func (a *Assembler) sectionCosts(model string, sel selection) map[string]int {
-	out := map[string]int{}
+	out := make(map[string]int, 4)
 	sum := func(part string, costs []int) {
-		for _, c := range costs {
-			out[part] += c
+		if len(costs) == 0 {
+			return
 		}
+		n := 0
+		for _, c := range costs {
+			n += c
+		}
+		out[part] = n
 	}
 	sum(partPinned, sel.pinnedCosts)
 	if sel.data.Summary != "" {
-		out[partSummary] = a.deps.Counter.Text(model, sel.data.Summary)
+		out[partSummary] = sel.summaryCost
 	}
 	sum(partFacts, sel.factCosts)
 	sum(partRecall, sel.passageCosts)

@@ -60,7 +60,8 @@ func TestSectionCostsMatchRecount(t *testing.T) {
 				Text: g.text(), CreatedAt: t0.Add(time.Duration(r.IntN(100)) * time.Hour)})
 		}
 		budget := 50 + r.IntN(2000)
-		sel := a.selectParts(model, budget, budget, ld, true, func(memory.Item) bool { return true }, r.IntN(200))
+		pc := a.newPartCosts(model, ld, func(memory.Item) bool { return true })
+		sel := a.selectParts(pc, budget, budget, ld, true, r.IntN(200))
 		for {
 			if got, want := a.sectionCosts(model, sel), a.recountSections(model, sel); !maps.Equal(got, want) {
 				t.Fatalf("iter %d: sectionCosts %v, recounted %v", iter, got, want)
@@ -117,7 +118,11 @@ func TestRenderUsesConfiguredTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := a.render(selection{data: BlockData{Summary: "sum"}})
+	text, err := a.render(selection{data: BlockData{Summary: "sum"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := systemRaw(text)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -17,8 +18,8 @@ type toolFields struct {
 // toolInfo reads a message's tool call ids (assistant) or answered call id
 // (tool).
 func toolInfo(m memory.Message) (calls []string, answers string) {
-	if len(m.Raw) == 0 {
-		return nil, ""
+	if !mayNameToolCall(m.Raw) {
+		return nil, "" // what decoding it would answer, at a fraction of the cost
 	}
 	var f toolFields
 	if err := json.Unmarshal(m.Raw, &f); err != nil {
@@ -30,6 +31,40 @@ func toolInfo(m memory.Message) (calls []string, answers string) {
 	return calls, f.ToolCallID
 }
 
+// mayNameToolCall reports whether raw may hold a "tool_calls" or
+// "tool_call_id" key as encoding/json matches keys to toolFields: raw
+// holds "tool_call" in any case, or a \u escape, which could spell it.
+// (encoding/json also folds non-ASCII letters, but none folds to one of
+// "tool_call": TestToolCallKeyFolds.) Without either, decoding raw finds
+// neither key, and toolInfo answers nothing.
+func mayNameToolCall(raw []byte) bool {
+	const name = "tool_call"
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	for i := 0; i+len(name) <= len(raw); i++ {
+		if (raw[i] == 't' || raw[i] == 'T') && asciiEqualFold(raw[i:i+len(name)], name) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiEqualFold reports whether b is s, ASCII letters compared without
+// case; s is lower case.
+func asciiEqualFold(b []byte, s string) bool {
+	for i := range len(s) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // usableHistory returns the stored messages that can go before the client's
 // messages (next) without breaking the tool-call protocol: system messages
 // are skipped; a tool result whose call is not kept (the window began in the
@@ -39,7 +74,7 @@ func toolInfo(m memory.Message) (calls []string, answers string) {
 // one, at the start of next (the client answering the calls of the stored
 // reply). Each kept message is returned with Raw set (see rawOf).
 func usableHistory(stored, next []memory.Message) []memory.Message {
-	var out []memory.Message
+	out := make([]memory.Message, 0, len(stored))
 	open := map[string]bool{} // call ids of the kept assistant message being answered
 	for i := 0; i < len(stored); i++ {
 		m := stored[i]

@@ -240,12 +240,7 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		a.logger.WarnContext(ctx, "memory parts left out", "conversation", req.Conversation,
 			"degraded", ld.degraded, "error", errors.Join(ld.errs...))
 	}
-	// The memory block's parts are counted while they are chosen, again
-	// once the block is shrunk to fit, and the summary once more to fit
-	// it: one request counts each text once.
-	ra := *a
-	ra.deps.Counter = &memoCounter{TokenCounter: a.deps.Counter}
-	p, err := ra.assemble(req, system, rest, fullHistory, ld)
+	p, err := a.assemble(req, system, rest, fullHistory, ld)
 	if err != nil {
 		return memory.Prepared{}, err
 	}
@@ -271,27 +266,6 @@ func parsedMessages(req memory.Request) ([]memory.Message, error) {
 		out[i] = m
 	}
 	return out, nil
-}
-
-// memoCounter is a TokenCounter that counts each text once; it serves one
-// request, from one goroutine.
-type memoCounter struct {
-	TokenCounter
-	text map[[2]string]int // by model and text
-}
-
-// Text is the wrapped counter's Text, remembered by model and text.
-func (m *memoCounter) Text(model, s string) int {
-	if m.text == nil {
-		m.text = make(map[[2]string]int)
-	}
-	key := [2]string{model, s}
-	if n, ok := m.text[key]; ok {
-		return n
-	}
-	n := m.TokenCounter.Text(model, s)
-	m.text[key] = n
-	return n
 }
 
 // zeroCounter counts nothing: the Assembler of New without a counter.

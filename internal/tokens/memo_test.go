@@ -111,3 +111,30 @@ func TestSystemMessageIsRawMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoKeysSeparate: a text's key is the same each time, and differs
+// by kind, encoding, length and text, whether the text comes as a string
+// or as bytes.
+func TestMemoKeysSeparate(t *testing.T) {
+	m := newMemo()
+	text := strings.Repeat("a line of text\n", 10)
+	seen := map[memoKey]string{}
+	for _, kind := range []byte{kindText, kindMessage, kindSegment} {
+		for _, enc := range []string{O200kBase, CL100kBase, "other"} {
+			for _, s := range []string{text, text[:len(text)-1], "b" + text[1:]} {
+				k := m.key(kind, enc, s, nil)
+				if kb := m.key(kind, enc, "", []byte(s)); kb != k {
+					t.Errorf("%c %s: key of bytes %v, of the string %v", kind, enc, kb, k)
+				}
+				if k2 := m.key(kind, enc, s, nil); k2 != k {
+					t.Errorf("%c %s: key %v, then %v", kind, enc, k, k2)
+				}
+				name := fmt.Sprintf("%c %s %.20q", kind, enc, s)
+				if other, ok := seen[k]; ok {
+					t.Errorf("%s has the key of %s", name, other)
+				}
+				seen[k] = name
+			}
+		}
+	}
+}
