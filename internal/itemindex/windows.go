@@ -132,6 +132,18 @@ func mergeWindows(wins [][]memory.Message) []memory.Message {
 	slices.SortFunc(ordered, func(a, b []memory.Message) int {
 		return cmp.Or(cmp.Compare(a[0].Conversation, b[0].Conversation), cmp.Compare(a[0].Seq, b[0].Seq))
 	})
+	// Count the turns to keep (of consistent windows), so as to copy them
+	// once into an array of their size.
+	n = 0
+	var last *memory.Message
+	for _, win := range ordered {
+		for i := range win {
+			if m := &win[i]; last == nil || m.Conversation != last.Conversation || m.Seq > last.Seq {
+				n++
+				last = m
+			}
+		}
+	}
 	out := make([]memory.Message, 0, n)
 	from := 0 // out[from:] are the turns of the last window's conversation
 	for _, win := range ordered {
