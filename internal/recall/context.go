@@ -57,9 +57,8 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 		turns[i].follows = msgs[i].Conversation == msgs[i-1].Conversation && msgs[i].Seq == msgs[i-1].Seq+1
 	}
 	at := indexTurns(msgs)
-	out := make([]memory.Item, len(items)) // by rank; passages replace hits
-	copy(out, items)
-	drop := make([]bool, len(items))
+	ranked := make([]rankedItem, len(items)) // passages replace hits
+	kept := len(items)
 	for r, it := range items {
 		if it.Kind != KindMessage {
 			continue
@@ -68,7 +67,8 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 		if !ok {
 			continue
 		}
-		drop[r] = true // unless it is its passage's best hit
+		ranked[r].drop = true // unless it is its passage's best hit
+		kept--
 		turns[i].covered = true
 		for j, n := i, 0; n < radius && j > 0 && turns[j].follows; j, n = j-1, n+1 {
 			turns[j-1].covered = true
@@ -126,19 +126,29 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 					b.WriteString(ellipsis)
 				}
 			}
-			it := &out[best-1]
-			it.Text, it.Embedding = b.String(), nil
-			drop[best-1] = false
+			ranked[best-1] = rankedItem{passage: b.String(), replaced: true}
+			kept++
 		}
 		from = to + 1
 	}
-	kept := out[:0]
-	for r := range out {
-		if !drop[r] {
-			kept = append(kept, out[r])
+	out := make([]memory.Item, 0, kept)
+	for r, it := range items {
+		switch {
+		case ranked[r].replaced:
+			it.Text, it.Embedding = ranked[r].passage, nil
+		case ranked[r].drop:
+			continue
 		}
+		out = append(out, it)
 	}
-	return kept, nil
+	return out, nil
+}
+
+// rankedItem is what expand makes of one item: dropped (a hit in a
+// passage of a better one), replaced by the passage around it, or kept.
+type rankedItem struct {
+	passage        string
+	drop, replaced bool
 }
 
 // turn is what expand knows of one of the turns around the hits.
