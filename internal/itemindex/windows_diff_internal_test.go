@@ -267,3 +267,24 @@ func TestMergeWindowsMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMergeWindows merges the windows (radius 1) of 70 random hits
+// in a 600-turn conversation, as recall asks for them.
+func BenchmarkMergeWindows(b *testing.B) {
+	const conv = "conv-7f3a9c1e2b4d5f60718293a4b5c6d7e8"
+	turns := make([]memory.Message, 600)
+	for i := range turns {
+		turns[i] = memory.Message{Tenant: "acme", User: "alice", Conversation: fmt.Sprint(conv), Seq: int64(i + 1),
+			Key: fmt.Sprintf("ex-%016x:%d", i/2, i%2), Role: "user", Content: "some text"}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	wins := make([][]memory.Message, 70)
+	for i := range wins {
+		at := r.IntN(len(turns))
+		wins[i] = slices.Clone(turns[max(0, at-1):min(len(turns), at+2)])
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		mergeWindows(wins)
+	}
+}
