@@ -66,8 +66,23 @@ func windowSize(k WindowKey, w []memory.Message) int {
 // users or tenants, add nothing; radius < 0 finds nothing. The messages
 // are the cache's copies' values: their fields are shared strings only.
 func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+	shared, err := w.AroundShared(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memory.Message, len(shared))
+	for i, m := range shared {
+		out[i] = *m
+	}
+	return out, nil
+}
+
+// AroundShared is Around answering the cache's messages themselves, not
+// copies: they are shared with every other caller, to read and never to
+// write into. It spares a recall copying the ~200 turns around its hits.
+func (w *Windows) AroundShared(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
-		return []memory.Message{}, nil
+		return []*memory.Message{}, nil
 	}
 	// The count is read before the turns, so turns read after a change are
 	// never kept as of a count from before it.
@@ -120,7 +135,7 @@ func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory
 // the last one appended being one appended already; should one not be
 // (windows that disagree, or a window out of order), the turns are sorted
 // one by one instead (sortWindows).
-func mergeWindows(wins [][]memory.Message) []memory.Message {
+func mergeWindows(wins [][]memory.Message) []*memory.Message {
 	n := 0
 	ordered := make([][]memory.Message, 0, len(wins))
 	for _, win := range wins {
@@ -132,19 +147,7 @@ func mergeWindows(wins [][]memory.Message) []memory.Message {
 	slices.SortFunc(ordered, func(a, b []memory.Message) int {
 		return cmp.Or(cmp.Compare(a[0].Conversation, b[0].Conversation), cmp.Compare(a[0].Seq, b[0].Seq))
 	})
-	// Count the turns to keep (of consistent windows), so as to copy them
-	// once into an array of their size.
-	n = 0
-	var last *memory.Message
-	for _, win := range ordered {
-		for i := range win {
-			if m := &win[i]; last == nil || m.Conversation != last.Conversation || m.Seq > last.Seq {
-				n++
-				last = m
-			}
-		}
-	}
-	out := make([]memory.Message, 0, n)
+	out := make([]*memory.Message, 0, n)
 	from := 0 // out[from:] are the turns of the last window's conversation
 	for _, win := range ordered {
 		if len(out) > 0 && out[len(out)-1].Conversation != win[0].Conversation {
@@ -157,10 +160,10 @@ func mergeWindows(wins [][]memory.Message) []memory.Message {
 				return sortWindows(wins)
 			}
 			if len(out) == from || m.Seq > out[len(out)-1].Seq {
-				out = append(out, *m)
+				out = append(out, m)
 				continue
 			}
-			if _, found := slices.BinarySearchFunc(out[from:], m.Seq, func(o memory.Message, seq int64) int {
+			if _, found := slices.BinarySearchFunc(out[from:], m.Seq, func(o *memory.Message, seq int64) int {
 				return cmp.Compare(o.Seq, seq)
 			}); !found {
 				return sortWindows(wins)
@@ -171,33 +174,27 @@ func mergeWindows(wins [][]memory.Message) []memory.Message {
 }
 
 // sortWindows is mergeWindows for any windows: their turns ordered by
-// conversation and seq, each once. They are ordered through small keys
-// (sorting the messages themselves moved 150-byte structs).
-func sortWindows(wins [][]memory.Message) []memory.Message {
-	type at struct {
-		conversation string
-		seq          int64
-		m            *memory.Message
-	}
+// conversation and seq, each once.
+func sortWindows(wins [][]memory.Message) []*memory.Message {
 	n := 0
 	for _, win := range wins {
 		n += len(win)
 	}
-	order := make([]at, 0, n)
+	order := make([]*memory.Message, 0, n)
 	for _, win := range wins {
 		for i := range win {
-			order = append(order, at{win[i].Conversation, win[i].Seq, &win[i]})
+			order = append(order, &win[i])
 		}
 	}
-	slices.SortFunc(order, func(a, b at) int {
-		return cmp.Or(cmp.Compare(a.conversation, b.conversation), cmp.Compare(a.seq, b.seq))
+	slices.SortFunc(order, func(a, b *memory.Message) int {
+		return cmp.Or(cmp.Compare(a.Conversation, b.Conversation), cmp.Compare(a.Seq, b.Seq))
 	})
-	out := make([]memory.Message, 0, len(order))
-	for i, a := range order {
-		if i > 0 && a.seq == order[i-1].seq && a.conversation == order[i-1].conversation {
+	out := order[:0] // in place: each kept turn is at or before its place in order
+	for _, m := range order {
+		if len(out) > 0 && m.Seq == out[len(out)-1].Seq && m.Conversation == out[len(out)-1].Conversation {
 			continue
 		}
-		out = append(out, *a.m)
+		out = append(out, m)
 	}
 	return out
 }

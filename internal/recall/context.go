@@ -19,6 +19,32 @@ type ContextReader interface {
 	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
 }
 
+// TurnsReader is what a ContextReader may offer besides: the same turns,
+// the store's own (cached) copies shared rather than copied for each call.
+// expand uses it when the store has it.
+type TurnsReader interface {
+	// TurnsAround returns what MessagesAround returns, as pointers to
+	// messages the caller reads and never writes into.
+	TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+}
+
+// turnsAround reads the turns around refs through cr's TurnsAround, when
+// it has one, else through its MessagesAround.
+func turnsAround(ctx context.Context, cr ContextReader, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	if tr, ok := cr.(TurnsReader); ok {
+		return tr.TurnsAround(ctx, tenant, user, refs, radius)
+	}
+	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*memory.Message, len(msgs))
+	for i := range msgs {
+		out[i] = &msgs[i]
+	}
+	return out, nil
+}
+
 // maxNeighbourBytes bounds the text a neighbouring turn adds to a passage
 // (about 300 tokens): a long reply next to a hit is cut at a word.
 const maxNeighbourBytes = 1200
@@ -48,7 +74,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 	if len(refs) == 0 {
 		return items, nil
 	}
-	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
+	msgs, err := turnsAround(ctx, cr, tenant, user, refs, radius)
 	if err != nil {
 		return nil, fmt.Errorf("load context: %w", err)
 	}
@@ -175,7 +201,7 @@ type turnIndex struct {
 }
 
 // indexTurns indexes msgs by their refs.
-func indexTurns(msgs []memory.Message) turnIndex {
+func indexTurns(msgs []*memory.Message) turnIndex {
 	byKey := make(map[string]int, len(msgs))
 	for i, m := range msgs {
 		if j, ok := byKey[m.Key]; ok && msgs[j].Conversation != m.Conversation {
@@ -192,7 +218,7 @@ func indexTurns(msgs []memory.Message) turnIndex {
 
 // find returns the index among msgs (those indexed) of the message of
 // conversation conv and key key, and whether there is one.
-func (x turnIndex) find(msgs []memory.Message, conv, key string) (int, bool) {
+func (x turnIndex) find(msgs []*memory.Message, conv, key string) (int, bool) {
 	if x.byRef != nil {
 		i, ok := x.byRef[memory.MessageRef{Conversation: conv, Key: key}]
 		return i, ok
@@ -208,7 +234,7 @@ func refOf(m memory.Message) memory.MessageRef {
 
 // hitTurnText is what a passage shows of a hit's turn: the whole turn when
 // it is short enough to have been indexed as one chunk, else the hit chunk.
-func hitTurnText(m memory.Message, hit memory.Item) string {
+func hitTurnText(m *memory.Message, hit memory.Item) string {
 	whole := strings.TrimSpace(indexableText(m.Content))
 	if approxTokens(whole) <= chunkMax || len(Chunk(whole)) <= 1 { // Chunk keeps a short text whole
 		return whole

@@ -159,12 +159,30 @@ func (f multiContext) MessagesAround(_ context.Context, _, _ string, refs []memo
 	return out, nil
 }
 
+// sharedContext is a multiContext that also answers TurnsAround, with
+// pointers to its own messages.
+type sharedContext struct{ multiContext }
+
+func (f sharedContext) TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	msgs, _ := f.MessagesAround(ctx, tenant, user, refs, radius)
+	var out []*memory.Message
+	for _, m := range msgs {
+		for i := range f.msgs {
+			if f.msgs[i].Conversation == m.Conversation && f.msgs[i].Seq == m.Seq {
+				out = append(out, &f.msgs[i])
+			}
+		}
+	}
+	return out, nil
+}
+
 // TestExpandMatchesOldExpand runs expand and the algorithm it replaced
 // over random conversations (several, with gaps, keys shared between
 // them, turns empty, long, chunked, with tool calls or non-ASCII text) and
 // random items (hits, several on one turn, hits no longer stored,
 // summaries, facts, hits without a conversation), and wants the same
-// items, texts and order.
+// items, texts and order, over MessagesAround and TurnsAround alike,
+// leaving the shared turns as they were.
 func TestExpandMatchesOldExpand(t *testing.T) {
 	words := []string{"savings", "Lisbon", "déjà", "vu", "ação", "😀", "goal", "R$", "420", "  ", "\n", "."}
 	text := func(r *rand.Rand) string {
@@ -238,12 +256,18 @@ func TestExpandMatchesOldExpand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := expand(context.Background(), f, "t", "u", slices.Clone(items), radius)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d: expand(radius %d)\n = %+v\nwant %+v", seed, radius, got, want)
+		stored := slices.Clone(f.msgs)
+		for _, cr := range []ContextReader{f, sharedContext{f}} {
+			got, err := expand(context.Background(), cr, "t", "u", slices.Clone(items), radius)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d: expand(%T, radius %d)\n = %+v\nwant %+v", seed, cr, radius, got, want)
+			}
+			if !reflect.DeepEqual(f.msgs, stored) {
+				t.Fatalf("seed %d: expand(%T) wrote into the shared turns", seed, cr)
+			}
 		}
 	}
 }

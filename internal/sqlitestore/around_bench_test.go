@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/sqlitestore"
 )
 
 // BenchmarkMessagesAround measures the turns around 70 recalled messages
@@ -16,6 +17,36 @@ import (
 // request after request: the closed windows come from memory, the one at
 // the conversation's end is read again.
 func BenchmarkMessagesAround(b *testing.B) {
+	s, refs := mustAroundCorpus(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.MessagesAround(ctx, "acme", "alice", refs, 1)
+		if err != nil || len(got) < 70 {
+			b.Fatalf("MessagesAround = %d, %v", len(got), err)
+		}
+	}
+}
+
+// BenchmarkTurnsAround is BenchmarkMessagesAround through TurnsAround (the
+// cached turns shared, not copied), as recall reads them.
+func BenchmarkTurnsAround(b *testing.B) {
+	s, refs := mustAroundCorpus(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.TurnsAround(ctx, "acme", "alice", refs, 1)
+		if err != nil || len(got) < 70 {
+			b.Fatalf("TurnsAround = %d, %v", len(got), err)
+		}
+	}
+}
+
+// mustAroundCorpus stores a 600-message conversation for acme/alice and
+// returns 70 refs to its messages, the last one among them, their windows
+// read once.
+func mustAroundCorpus(b *testing.B) (*sqlitestore.Store, []memory.MessageRef) {
+	b.Helper()
 	s, _ := mustTempStore(b)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "conv-7f3a9c1e2b4d5f60718293a4b5c6d7e8"}
 	ctx := context.Background()
@@ -36,11 +67,5 @@ func BenchmarkMessagesAround(b *testing.B) {
 	if _, err := s.MessagesAround(ctx, "acme", "alice", refs, 1); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		got, err := s.MessagesAround(ctx, "acme", "alice", refs, 1)
-		if err != nil || len(got) < 70 {
-			b.Fatalf("MessagesAround = %d, %v", len(got), err)
-		}
-	}
+	return s, refs
 }
