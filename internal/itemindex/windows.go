@@ -66,8 +66,23 @@ func windowSize(k WindowKey, w []memory.Message) int {
 // users or tenants, add nothing; radius < 0 finds nothing. The messages
 // are the cache's copies' values: their fields are shared strings only.
 func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+	shared, err := w.AroundShared(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memory.Message, len(shared))
+	for i, m := range shared {
+		out[i] = *m
+	}
+	return out, nil
+}
+
+// AroundShared is Around answering the cache's messages themselves, not
+// copies: they are shared with every other caller, to read and never to
+// write into. It spares a recall copying the ~200 turns around its hits.
+func (w *Windows) AroundShared(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
-		return []memory.Message{}, nil
+		return []*memory.Message{}, nil
 	}
 	// The count is read before the turns, so turns read after a change are
 	// never kept as of a count from before it.
@@ -76,72 +91,110 @@ func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory
 		return nil, fmt.Errorf("messages around: read revision: %w", err)
 	}
 	changed := rev.Messages
-	keys := make([]WindowKey, 0, len(refs))
-	asked := make(map[WindowKey]bool, len(refs))
-	for _, r := range refs {
-		if k := (WindowKey{Ref: r, Radius: radius}); !asked[k] {
-			asked[k] = true
-			keys = append(keys, k)
-		}
+	// A ref asked twice is looked up twice: cheaper than a set of the keys
+	// when, as in recall, few refs repeat; mergeWindows drops the repeats.
+	keys := make([]WindowKey, len(refs))
+	for i, r := range refs {
+		keys[i] = WindowKey{Ref: r, Radius: radius}
 	}
-	got, missing := w.cache.Get(tenant, user, changed, keys)
-	if len(missing) > 0 {
-		refs := make([]memory.MessageRef, len(missing))
-		for i, k := range missing {
-			refs[i] = k.Ref
+	wins := make([][]memory.Message, len(keys))
+	held := make([]bool, len(keys))
+	if n := w.cache.Fill(tenant, user, changed, keys, wins, held); n < len(keys) {
+		missing := make(map[WindowKey]bool, len(keys)-n)
+		refs := make([]memory.MessageRef, 0, len(keys)-n)
+		for i, k := range keys {
+			if !held[i] && !missing[k] {
+				missing[k] = true
+				refs = append(refs, k.Ref)
+			}
 		}
 		read, closed, err := w.src.ReadWindows(ctx, tenant, user, refs, radius)
 		if err != nil {
 			return nil, fmt.Errorf("messages around: %w", err)
 		}
-		if got == nil {
-			got = make(map[WindowKey][]memory.Message, len(read))
-		}
-		for k, win := range read {
-			if asked[k] {
-				got[k] = win
+		for i, k := range keys {
+			if !held[i] {
+				wins[i] = read[k]
 			}
 		}
 		w.cache.Put(tenant, user, changed, func(yield func(WindowKey, []memory.Message) bool) {
 			for k, ok := range closed {
-				if ok && asked[k] && !yield(k, read[k]) {
+				if ok && missing[k] && !yield(k, read[k]) {
 					return
 				}
 			}
 		})
 	}
-	return mergeWindows(got), nil
+	return mergeWindows(wins), nil
 }
 
 // mergeWindows returns the windows' turns ordered by conversation and seq,
-// each once: windows overlap where hits are near each other. They are
-// ordered through small keys (sorting the messages themselves moved
-// 150-byte structs).
-func mergeWindows(got map[WindowKey][]memory.Message) []memory.Message {
-	type at struct {
-		conversation string
-		seq          int64
-		m            *memory.Message
-	}
+// each once: windows overlap where hits are near each other, and a window
+// may be given twice. Each window being ordered by seq, the windows are
+// ordered by their first turn and appended in turn, a turn at or below
+// the last one appended being one appended already; should one not be
+// (windows that disagree, or a window out of order), the turns are sorted
+// one by one instead (sortWindows).
+func mergeWindows(wins [][]memory.Message) []*memory.Message {
 	n := 0
-	for _, win := range got {
+	ordered := make([][]memory.Message, 0, len(wins))
+	for _, win := range wins {
+		if len(win) > 0 {
+			ordered = append(ordered, win)
+			n += len(win)
+		}
+	}
+	slices.SortFunc(ordered, func(a, b []memory.Message) int {
+		return cmp.Or(cmp.Compare(a[0].Conversation, b[0].Conversation), cmp.Compare(a[0].Seq, b[0].Seq))
+	})
+	out := make([]*memory.Message, 0, n)
+	from := 0 // out[from:] are the turns of the last window's conversation
+	for _, win := range ordered {
+		if len(out) > 0 && out[len(out)-1].Conversation != win[0].Conversation {
+			from = len(out)
+		}
+		conv := win[0].Conversation
+		for i := range win {
+			m := &win[i]
+			if m.Conversation != conv {
+				return sortWindows(wins)
+			}
+			if len(out) == from || m.Seq > out[len(out)-1].Seq {
+				out = append(out, m)
+				continue
+			}
+			if _, found := slices.BinarySearchFunc(out[from:], m.Seq, func(o *memory.Message, seq int64) int {
+				return cmp.Compare(o.Seq, seq)
+			}); !found {
+				return sortWindows(wins)
+			}
+		}
+	}
+	return out
+}
+
+// sortWindows is mergeWindows for any windows: their turns ordered by
+// conversation and seq, each once.
+func sortWindows(wins [][]memory.Message) []*memory.Message {
+	n := 0
+	for _, win := range wins {
 		n += len(win)
 	}
-	order := make([]at, 0, n)
-	for _, win := range got {
+	order := make([]*memory.Message, 0, n)
+	for _, win := range wins {
 		for i := range win {
-			order = append(order, at{win[i].Conversation, win[i].Seq, &win[i]})
+			order = append(order, &win[i])
 		}
 	}
-	slices.SortFunc(order, func(a, b at) int {
-		return cmp.Or(cmp.Compare(a.conversation, b.conversation), cmp.Compare(a.seq, b.seq))
+	slices.SortFunc(order, func(a, b *memory.Message) int {
+		return cmp.Or(cmp.Compare(a.Conversation, b.Conversation), cmp.Compare(a.Seq, b.Seq))
 	})
-	out := make([]memory.Message, 0, len(order))
-	for i, a := range order {
-		if i > 0 && a.seq == order[i-1].seq && a.conversation == order[i-1].conversation {
+	out := order[:0] // in place: each kept turn is at or before its place in order
+	for _, m := range order {
+		if len(out) > 0 && m.Seq == out[len(out)-1].Seq && m.Conversation == out[len(out)-1].Conversation {
 			continue
 		}
-		out = append(out, *a.m)
+		out = append(out, m)
 	}
 	return out
 }

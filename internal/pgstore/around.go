@@ -31,6 +31,17 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	return out, nil
 }
 
+// TurnsAround is MessagesAround answering the Store's cached messages
+// themselves, not copies: they are shared with every other caller, to read
+// and never to write into.
+func (s *Store) TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	out, err := s.around.AroundShared(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return out, nil
+}
+
 // windowSource is what the Store's itemindex.Windows reads: the revisions
 // of indexSource (messages_changed among them, migration 0011) and the
 // turns.

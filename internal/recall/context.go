@@ -19,6 +19,32 @@ type ContextReader interface {
 	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
 }
 
+// TurnsReader is what a ContextReader may offer besides: the same turns,
+// the store's own (cached) copies shared rather than copied for each call.
+// expand uses it when the store has it.
+type TurnsReader interface {
+	// TurnsAround returns what MessagesAround returns, as pointers to
+	// messages the caller reads and never writes into.
+	TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+}
+
+// turnsAround reads the turns around refs through cr's TurnsAround, when
+// it has one, else through its MessagesAround.
+func turnsAround(ctx context.Context, cr ContextReader, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	if tr, ok := cr.(TurnsReader); ok {
+		return tr.TurnsAround(ctx, tenant, user, refs, radius)
+	}
+	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*memory.Message, len(msgs))
+	for i := range msgs {
+		out[i] = &msgs[i]
+	}
+	return out, nil
+}
+
 // maxNeighbourBytes bounds the text a neighbouring turn adds to a passage
 // (about 300 tokens): a long reply next to a hit is cut at a word.
 const maxNeighbourBytes = 1200
@@ -33,94 +59,172 @@ const maxNeighbourBytes = 1200
 // maxNeighbourBytes. Other items, and hits whose turn is no longer stored,
 // are kept as they are.
 func expand(ctx context.Context, cr ContextReader, tenant, user string, items []memory.Item, radius int) ([]memory.Item, error) {
+	if radius <= 0 {
+		return items, nil
+	}
 	var refs []memory.MessageRef
 	for _, it := range items {
 		if it.Kind == KindMessage && it.Conversation != "" {
+			if refs == nil {
+				refs = make([]memory.MessageRef, 0, len(items))
+			}
 			refs = append(refs, memory.MessageRef{Conversation: it.Conversation, Key: it.Ref})
 		}
 	}
-	if len(refs) == 0 || radius <= 0 {
+	if len(refs) == 0 {
 		return items, nil
 	}
-	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
+	msgs, err := turnsAround(ctx, cr, tenant, user, refs, radius)
 	if err != nil {
 		return nil, fmt.Errorf("load context: %w", err)
 	}
-	// follows[i]: msgs[i] is the turn right after msgs[i-1].
-	follows := make([]bool, len(msgs))
-	at := make(map[memory.MessageRef]int, len(msgs))
-	for i, m := range msgs {
-		follows[i] = i > 0 && m.Conversation == msgs[i-1].Conversation && m.Seq == msgs[i-1].Seq+1
-		at[memory.MessageRef{Conversation: m.Conversation, Key: m.Key}] = i
+	turns := make([]turn, len(msgs))
+	for i := 1; i < len(msgs); i++ {
+		turns[i].follows = msgs[i].Conversation == msgs[i-1].Conversation && msgs[i].Seq == msgs[i-1].Seq+1
 	}
-	covered := make([]bool, len(msgs))
-	hitRank := make([]int, len(msgs)) // rank+1 of the best hit on each turn (0: none)
-	hitText := make([]string, len(msgs))
-	ranked := make([]memory.Item, len(items)) // by rank; passages replace hits
-	keep := make([]bool, len(items))
+	at := indexTurns(msgs)
+	ranked := make([]rankedItem, len(items)) // passages replace hits
+	kept := len(items)
 	for r, it := range items {
-		i, ok := at[memory.MessageRef{Conversation: it.Conversation, Key: it.Ref}]
-		if it.Kind != KindMessage || !ok {
-			ranked[r], keep[r] = it, true
+		if it.Kind != KindMessage {
 			continue
 		}
-		covered[i] = true
-		for j, n := i, 0; n < radius && j > 0 && follows[j]; j, n = j-1, n+1 {
-			covered[j-1] = true
+		i, ok := at.find(msgs, it.Conversation, it.Ref)
+		if !ok {
+			continue
 		}
-		for j, n := i, 0; n < radius && j+1 < len(msgs) && follows[j+1]; j, n = j+1, n+1 {
-			covered[j+1] = true
+		ranked[r].drop = true // unless it is its passage's best hit
+		kept--
+		turns[i].covered = true
+		for j, n := i, 0; n < radius && j > 0 && turns[j].follows; j, n = j-1, n+1 {
+			turns[j-1].covered = true
 		}
-		if hitRank[i] == 0 {
-			hitRank[i] = r + 1
-			hitText[i] = hitTurnText(msgs[i], it)
+		for j, n := i, 0; n < radius && j+1 < len(msgs) && turns[j+1].follows; j, n = j+1, n+1 {
+			turns[j+1].covered = true
+		}
+		if turns[i].hitRank == 0 {
+			turns[i].hitRank = r + 1
+			turns[i].text = hitTurnText(msgs[i], it)
 		}
 	}
 	// Each maximal run of covered consecutive turns is one passage, in the
 	// place of its best hit.
 	for from := 0; from < len(msgs); {
-		if !covered[from] {
+		if !turns[from].covered {
 			from++
 			continue
 		}
 		to := from
-		for to+1 < len(msgs) && covered[to+1] && follows[to+1] {
+		for to+1 < len(msgs) && turns[to+1].covered && turns[to+1].follows {
 			to++
 		}
-		best := 0
-		var b strings.Builder
+		best, size := 0, 0
 		for j := from; j <= to; j++ {
-			if hitRank[j] != 0 && (best == 0 || hitRank[j] < best) {
-				best = hitRank[j]
+			t := &turns[j]
+			if t.hitRank != 0 && (best == 0 || t.hitRank < best) {
+				best = t.hitRank
 			}
-			text := hitText[j]
-			if hitRank[j] == 0 {
-				text = clip(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
+			if t.hitRank == 0 {
+				t.text, t.clipped = clip(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
 			}
-			if text == "" {
-				continue
+			if t.text != "" || t.clipped {
+				size += len("\n") + len(msgs[j].Role) + len(": ") + len(t.text)
+				if t.clipped {
+					size += len(ellipsis)
+				}
 			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(msgs[j].Role)
-			b.WriteString(": ")
-			b.WriteString(text)
 		}
 		if best > 0 {
-			it := items[best-1]
-			it.Text, it.Embedding = b.String(), nil
-			ranked[best-1], keep[best-1] = it, true
+			var b strings.Builder
+			b.Grow(max(0, size-len("\n"))) // no line break before the first turn
+			for j := from; j <= to; j++ {
+				t := &turns[j]
+				if t.text == "" && !t.clipped {
+					continue
+				}
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(msgs[j].Role)
+				b.WriteString(": ")
+				b.WriteString(t.text)
+				if t.clipped {
+					b.WriteString(ellipsis)
+				}
+			}
+			ranked[best-1] = rankedItem{passage: b.String(), replaced: true}
+			kept++
 		}
 		from = to + 1
 	}
-	out := make([]memory.Item, 0, len(items))
-	for r, ok := range keep {
-		if ok {
-			out = append(out, ranked[r])
+	out := make([]memory.Item, 0, kept)
+	for r, it := range items {
+		switch {
+		case ranked[r].replaced:
+			it.Text, it.Embedding = ranked[r].passage, nil
+		case ranked[r].drop:
+			continue
 		}
+		out = append(out, it)
 	}
 	return out, nil
+}
+
+// rankedItem is what expand makes of one item: dropped (a hit in a
+// passage of a better one), replaced by the passage around it, or kept.
+type rankedItem struct {
+	passage        string
+	drop, replaced bool
+}
+
+// turn is what expand knows of one of the turns around the hits.
+type turn struct {
+	// follows: the turn is right after the one before it.
+	follows bool
+	// covered: the turn is within radius of a hit.
+	covered bool
+	// hitRank is the rank+1 of the best hit on the turn (0: none).
+	hitRank int
+	// text is what the passage shows of the turn, followed by ellipsis
+	// when clipped.
+	text    string
+	clipped bool
+}
+
+// turnIndex finds a message among the turns around the hits by its ref:
+// by key alone while no two turns share one (keys are unique within a
+// conversation, and recall rarely spans several), by conversation and key
+// otherwise.
+type turnIndex struct {
+	byKey map[string]int
+	byRef map[memory.MessageRef]int
+}
+
+// indexTurns indexes msgs by their refs.
+func indexTurns(msgs []*memory.Message) turnIndex {
+	byKey := make(map[string]int, len(msgs))
+	for i, m := range msgs {
+		if j, ok := byKey[m.Key]; ok && msgs[j].Conversation != m.Conversation {
+			byRef := make(map[memory.MessageRef]int, len(msgs))
+			for i, m := range msgs {
+				byRef[memory.MessageRef{Conversation: m.Conversation, Key: m.Key}] = i
+			}
+			return turnIndex{byRef: byRef}
+		}
+		byKey[m.Key] = i
+	}
+	return turnIndex{byKey: byKey}
+}
+
+// find returns the index among msgs (those indexed) of the message of
+// conversation conv and key key, and whether there is one.
+func (x turnIndex) find(msgs []*memory.Message, conv, key string) (int, bool) {
+	if x.byRef != nil {
+		i, ok := x.byRef[memory.MessageRef{Conversation: conv, Key: key}]
+		return i, ok
+	}
+	i, ok := x.byKey[key]
+	return i, ok && msgs[i].Conversation == conv
 }
 
 // refOf names a stored message.
@@ -130,18 +234,22 @@ func refOf(m memory.Message) memory.MessageRef {
 
 // hitTurnText is what a passage shows of a hit's turn: the whole turn when
 // it is short enough to have been indexed as one chunk, else the hit chunk.
-func hitTurnText(m memory.Message, hit memory.Item) string {
+func hitTurnText(m *memory.Message, hit memory.Item) string {
 	whole := strings.TrimSpace(indexableText(m.Content))
-	if len(Chunk(whole)) <= 1 {
+	if approxTokens(whole) <= chunkMax || len(Chunk(whole)) <= 1 { // Chunk keeps a short text whole
 		return whole
 	}
 	return hit.Text
 }
 
-// clip cuts s to at most n bytes, at the last space before, with "…".
-func clip(s string, n int) string {
+// ellipsis ends a clipped text.
+const ellipsis = " …"
+
+// clip cuts s to at most n bytes, at the last space before: it returns the
+// text to keep and whether it was cut, to be followed by ellipsis then.
+func clip(s string, n int) (string, bool) {
 	if len(s) <= n {
-		return s
+		return s, false
 	}
 	cut := strings.LastIndexByte(s[:n], ' ')
 	if cut <= 0 {
@@ -150,5 +258,5 @@ func clip(s string, n int) string {
 			cut--
 		}
 	}
-	return strings.TrimSpace(s[:cut]) + " …"
+	return strings.TrimSpace(s[:cut]), true
 }

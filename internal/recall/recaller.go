@@ -75,7 +75,8 @@ type Recaller struct {
 // NewRecaller returns a Recaller reading facts from facts and passages
 // through search, ranking facts with emb (the searcher's embedder). When
 // facts also implements ContextReader, recalled turns come with the turns
-// around them (RecallOptions.ContextTurns).
+// around them (RecallOptions.ContextTurns), read through TurnsReader when
+// facts implements it too.
 func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOptions) *Recaller {
 	if opts.MaxPassages <= 0 {
 		opts.MaxPassages = defaultMaxPassages

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +23,13 @@ type RankingStore interface {
 	// referenced message (it included), each once, ordered by conversation
 	// and Seq, scoped to the tenant and user.
 	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
+}
+
+// turnsReader is what a RankingStore may offer besides MessagesAround
+// (recall.TurnsReader): the same turns, shared. The suite checks that it
+// answers what MessagesAround does.
+type turnsReader interface {
+	TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
 // RunRanking runs the ranking suite: SearchText is Okapi BM25 over all of a
@@ -435,6 +443,20 @@ func testMessagesAround(t *testing.T, s RankingStore) {
 		got, err := s.MessagesAround(testCtx(t), "acme", "alice", refs, radius)
 		if err != nil {
 			t.Fatalf("MessagesAround: %v", err)
+		}
+		if tr, ok := s.(turnsReader); ok {
+			shared, err := tr.TurnsAround(testCtx(t), "acme", "alice", refs, radius)
+			if err != nil {
+				t.Fatalf("TurnsAround: %v", err)
+			}
+			if len(shared) != len(got) {
+				t.Fatalf("TurnsAround = %d messages, MessagesAround %d", len(shared), len(got))
+			}
+			for i, m := range shared {
+				if !reflect.DeepEqual(*m, got[i]) {
+					t.Fatalf("TurnsAround[%d] = %+v, MessagesAround's %+v", i, *m, got[i])
+				}
+			}
 		}
 		var out []string
 		for _, m := range got {
