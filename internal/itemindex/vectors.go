@@ -123,17 +123,24 @@ func vecNorm(y []float32) float64 {
 
 // searchSet ranks set's vectors by cosine similarity to q.Embedding (of
 // length qnorm) within q's conversation and excluded refs, and returns the
-// best q.Limit, best first.
+// best q.Limit, best first. A candidate no better than the worst of a full
+// top is dropped before it is offered (Offer would drop it too).
 func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored {
 	excluded := refSet(q.ExcludeRefs)
 	dims := len(q.Embedding)
 	top := make(TopK, 0, q.Limit+1)
+	filter := q.Conversation != "" || excluded != nil
+	vecs, norms, convs, refs := set.vecs, set.norms[:len(set.ids)], set.convs[:len(set.ids)], set.refs[:len(set.ids)]
 	for i, id := range set.ids {
-		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
+		if filter && ((q.Conversation != "" && convs[i] != q.Conversation) || excluded[refs[i]]) {
 			continue
 		}
-		d := vec.Dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
-		top.Offer(Scored{ID: id, Score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
+		d := vec.Dot(q.Embedding, vecs[i*dims:(i+1)*dims])
+		c := Scored{ID: id, Score: float64(d) / (qnorm * norms[i])}
+		if len(top) == q.Limit && !top[0].worse(c) {
+			continue
+		}
+		top.Offer(c, q.Limit)
 	}
 	return top.Sorted()
 }

@@ -1,0 +1,144 @@
+package itemindex
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/vec"
+)
+
+// refTopK is TopK as first written, on container/heap.
+type refTopK []Scored
+
+func (h refTopK) Len() int           { return len(h) }
+func (h refTopK) Less(i, j int) bool { return h[i].worse(h[j]) }
+func (h refTopK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *refTopK) Push(x any)        { *h = append(*h, x.(Scored)) }
+func (h *refTopK) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *refTopK) offer(c Scored, k int) {
+	if len(*h) < k {
+		heap.Push(h, c)
+		return
+	}
+	if (*h)[0].worse(c) {
+		(*h)[0] = c
+		heap.Fix(h, 0)
+	}
+}
+
+func (h *refTopK) sorted() []Scored {
+	out := make([]Scored, len(*h))
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(Scored)
+	}
+	return out
+}
+
+// sameScored reports whether a and b hold the same ids and score bits.
+func sameScored(a, b []Scored) bool {
+	return slices.EqualFunc(a, b, func(x, y Scored) bool {
+		return x.ID == y.ID && math.Float64bits(x.Score) == math.Float64bits(y.Score)
+	})
+}
+
+// TestTopKMatchesContainerHeap offers random candidates (tied scores,
+// repeated ids, NaN scores) to TopK and to the container/heap version it
+// replaced: after every offer the heaps hold the same candidates in the
+// same places, and Sorted gives the same slice.
+func TestTopKMatchesContainerHeap(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 2000 {
+		k := 1 + r.IntN(20) // k >= 1, as for the original
+		var got TopK
+		var want refTopK
+		for range r.IntN(200) {
+			c := Scored{ID: int64(r.IntN(50)), Score: float64(r.IntN(8)) / 8}
+			if trial%4 == 0 && r.IntN(15) == 0 {
+				c.Score = math.NaN()
+			}
+			got.Offer(c, k)
+			want.offer(c, k)
+			if !sameScored(got, want) {
+				t.Fatalf("trial %d: heap %v, container/heap %v", trial, got, want)
+			}
+		}
+		if g, w := got.Sorted(), want.sorted(); !sameScored(g, w) {
+			t.Fatalf("trial %d: Sorted %v, container/heap %v", trial, g, w)
+		}
+	}
+}
+
+// searchSetReference is searchSet as first written: every candidate
+// offered to the container/heap top.
+func searchSetReference(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored {
+	excluded := refSet(q.ExcludeRefs)
+	dims := len(q.Embedding)
+	top := make(refTopK, 0, q.Limit+1)
+	for i, id := range set.ids {
+		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
+			continue
+		}
+		d := vec.Dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
+		top.offer(Scored{ID: id, Score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
+	}
+	return top.sorted()
+}
+
+// TestSearchSetMatchesReference compares searchSet with the reference on
+// random sets: vectors repeated (tied scores), conversation filters,
+// excluded refs, limits below and above the set's size.
+func TestSearchSetMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	const dims = 24
+	for trial := range 300 {
+		set := &vecSet{}
+		n := r.IntN(300)
+		var pool [][]float32
+		for i := range n {
+			var v []float32
+			if len(pool) > 0 && r.IntN(4) == 0 {
+				v = pool[r.IntN(len(pool))]
+			} else {
+				v = make([]float32, dims)
+				for j := range v {
+					v[j] = float32(r.IntN(5) - 2)
+				}
+				if vecNorm(v) == 0 {
+					v[0] = 1
+				}
+				pool = append(pool, v)
+			}
+			set.vecs = append(set.vecs, v...)
+			set.norms = append(set.norms, vecNorm(v))
+			set.ids = append(set.ids, int64(i+1))
+			set.convs = append(set.convs, fmt.Sprintf("c%d", r.IntN(3)))
+			set.refs = append(set.refs, fmt.Sprintf("r%d", r.IntN(n/2+1)))
+		}
+		q := memory.ItemQuery{Embedding: make([]float32, dims), Limit: 1 + r.IntN(150)}
+		for j := range q.Embedding {
+			q.Embedding[j] = float32(r.IntN(5) - 2)
+		}
+		q.Embedding[1] = 1
+		if r.IntN(2) == 0 {
+			q.Conversation = fmt.Sprintf("c%d", r.IntN(4))
+		}
+		for range r.IntN(3) * r.IntN(10) {
+			q.ExcludeRefs = append(q.ExcludeRefs, fmt.Sprintf("r%d", r.IntN(n/2+1)))
+		}
+		qnorm := Norm(q.Embedding)
+		if got, want := searchSet(set, q, qnorm), searchSetReference(set, q, qnorm); !sameScored(got, want) {
+			t.Fatalf("trial %d: searchSet %v, reference %v", trial, got, want)
+		}
+	}
+}
