@@ -17,7 +17,17 @@ import (
 // Cosine: the kept set is the one comparing with Cosine would give, only
 // found faster (see nearDup).
 func Dedup(items []memory.Item, limit int) []memory.Item {
-	n := len(items)
+	cands := make([]cand, len(items))
+	for i := range items {
+		cands[i] = cand{it: &items[i], score: items[i].Score}
+	}
+	return dedupCands(cands, limit)
+}
+
+// dedupCands is Dedup over candidates; the items kept come with their
+// candidates' scores.
+func dedupCands(cands []cand, limit int) []memory.Item {
+	n := len(cands)
 	if limit > 0 && limit < n {
 		n = limit
 	}
@@ -26,10 +36,11 @@ func Dedup(items []memory.Item, limit int) []memory.Item {
 	norms := make([]vecNorm, 0, n)  // norms[i] is its norm
 	var tails []float64             // the vecNorms' tails, one after another
 	seen := make(map[string]bool, n)
-	for _, it := range items {
+	for _, c := range cands {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
+		it := c.it
 		t := normText(it.Text)
 		if seen[t] {
 			continue
@@ -51,7 +62,8 @@ func Dedup(items []memory.Item, limit int) []memory.Item {
 			continue
 		}
 		seen[t] = true
-		out = append(out, it)
+		out = append(out, *it)
+		out[len(out)-1].Score = c.score
 		embs = append(embs, it.Embedding)
 		norms = append(norms, nv)
 	}

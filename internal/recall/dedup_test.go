@@ -322,6 +322,16 @@ func BenchmarkDedup(b *testing.B) {
 	}
 }
 
+// sortByScore orders items as sortCands orders their candidates.
+func sortByScore(items []memory.Item) {
+	cands := make([]cand, len(items))
+	for i := range items {
+		cands[i] = cand{it: &items[i], score: items[i].Score}
+	}
+	sortCands(cands)
+	copy(items, materialize(cands))
+}
+
 // sortByScoreReference is sortByScore as first written, with
 // sort.SliceStable.
 func sortByScoreReference(items []memory.Item) {

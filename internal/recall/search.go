@@ -177,7 +177,9 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if textErr != nil {
 		return nil, fmt.Errorf("text search: %w", textErr)
 	}
-	kept := make([]memory.Item, 0, len(byVec))
+	// The vector ranking is ours (a store's fresh slice): it is filtered
+	// in place.
+	kept := byVec[:0]
 	for _, it := range byVec {
 		if it.Score >= s.opts.MinSimilarity {
 			kept = append(kept, it)
@@ -187,25 +189,23 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if now.IsZero() {
 		now = time.Now()
 	}
-	fused := Fuse(kept, byText)
+	// The candidates point into kept and byText: items are moved only
+	// once, into the result.
+	cands := fuse(kept, byText)
 	excluded := make(map[string]bool, len(q.ExcludeRefs))
 	for _, r := range q.ExcludeRefs {
 		excluded[r] = true
 	}
-	out := fused[:0]
-	for _, it := range fused {
-		if excluded[it.Ref] {
+	out := cands[:0]
+	for _, c := range cands {
+		if excluded[c.it.Ref] {
 			continue
 		}
-		it.Score *= RecencyWeight(now.Sub(saidAt(it)), s.opts.RecencyHalfLife)
-		out = append(out, it)
+		c.score *= RecencyWeight(now.Sub(saidAt(*c.it)), s.opts.RecencyHalfLife)
+		out = append(out, c)
 	}
-	sortByScore(out)
-	out, err = s.dedup(ctx, out, topK)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	sortCands(out)
+	return s.dedup(ctx, out, topK)
 }
 
 // vectorText is the text the vector query embeds for text, whose words
@@ -261,6 +261,38 @@ func keyOf(it memory.Item) itemKey { return itemKey{it.Kind, it.Ref, it.Chunk} }
 // the same when kind, ref and chunk are; the first occurrence's fields are
 // kept (an embedding from any list is kept). The result is best first.
 func Fuse(lists ...[]memory.Item) []memory.Item {
+	lists = slices.Clone(lists)
+	for i, l := range lists {
+		lists[i] = slices.Clone(l) // fuse fills in embeddings
+	}
+	cands := fuse(lists...)
+	if cands == nil {
+		return nil
+	}
+	return materialize(cands)
+}
+
+// cand is a search candidate: an item in one of the rankings (fields of
+// the first occurrence) and its score so far. Candidates are sorted and
+// filtered in place of the items, a tenth of their size.
+type cand struct {
+	it    *memory.Item
+	score float64
+}
+
+// materialize returns the items of cands with their scores.
+func materialize(cands []cand) []memory.Item {
+	out := make([]memory.Item, len(cands))
+	for i, c := range cands {
+		out[i] = *c.it
+		out[i].Score = c.score
+	}
+	return out
+}
+
+// fuse is Fuse over candidates pointing into lists: an item's embedding,
+// when nil, is set in lists to that of a later occurrence.
+func fuse(lists ...[]memory.Item) []cand {
 	const best = 2.0 / (rrfK + 1)
 	n := 0
 	for _, l := range lists {
@@ -270,72 +302,47 @@ func Fuse(lists ...[]memory.Item) []memory.Item {
 		return nil
 	}
 	idx := make(map[itemKey]int, n)
-	out := make([]memory.Item, 0, n)
+	out := make([]cand, 0, n)
 	for _, l := range lists {
-		for rank, it := range l {
-			k := keyOf(it)
+		for rank := range l {
+			it := &l[rank]
+			k := keyOf(*it)
 			add := 1.0 / float64(rrfK+rank+1) / best
 			if i, ok := idx[k]; ok {
-				out[i].Score += add
-				if out[i].Embedding == nil {
-					out[i].Embedding = it.Embedding
+				out[i].score += add
+				if out[i].it.Embedding == nil {
+					out[i].it.Embedding = it.Embedding
 				}
 				continue
 			}
 			idx[k] = len(out)
-			it.Score = add
-			out = append(out, it)
+			out = append(out, cand{it: it, score: add})
 		}
 	}
-	sortByScore(out)
+	sortCands(out)
 	return out
 }
 
-// sortByScore orders items best first, newer first on ties, then by ID,
-// keeping the order of equal items. It sorts indices and then moves each
-// item once: slices.SortStableFunc runs sort.SliceStable's algorithm, so
-// the order is the same, but swapping items of some 200 bytes each in its
-// merges cost more than the comparisons.
-func sortByScore(items []memory.Item) {
-	if len(items) < 2 {
-		return
-	}
-	idx := make([]int, len(items))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
+// sortCands orders candidates best first, newer first on ties, then by
+// ID, keeping the order of equal candidates (slices.SortStableFunc: the
+// order sort.SliceStable gives).
+func sortCands(cands []cand) {
+	slices.SortStableFunc(cands, func(a, b cand) int {
 		switch {
-		case scoreLess(&items[a], &items[b]):
+		case scoreLess(a.score, b.score, a.it, b.it):
 			return -1
-		case scoreLess(&items[b], &items[a]):
+		case scoreLess(b.score, a.score, b.it, a.it):
 			return 1
 		}
 		return 0
 	})
-	// Position k takes the item at idx[k]: follow each cycle of the
-	// permutation, marking positions done with idx[k] = k.
-	for i := range idx {
-		if idx[i] == i {
-			continue
-		}
-		tmp := items[i]
-		j := i
-		for idx[j] != i {
-			next := idx[j]
-			items[j] = items[next]
-			idx[j] = j
-			j = next
-		}
-		items[j] = tmp
-		idx[j] = j
-	}
 }
 
-// scoreLess reports whether a sorts before b in sortByScore.
-func scoreLess(a, b *memory.Item) bool {
-	if a.Score != b.Score {
-		return a.Score > b.Score
+// scoreLess reports whether a (scored sa) sorts before b (scored sb) in
+// sortCands.
+func scoreLess(sa, sb float64, a, b *memory.Item) bool {
+	if sa != sb {
+		return sa > sb
 	}
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.After(b.CreatedAt)
@@ -352,32 +359,33 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 	return math.Pow(0.5, float64(age)/float64(halfLife))
 }
 
-// dedup keeps, walking items best first, those whose normalised text differs
-// from every kept one and whose vector is within dupCosine of none, until
-// topK are kept. Items without a vector (text-only hits) are embedded here.
-func (s *Searcher) dedup(ctx context.Context, items []memory.Item, topK int) ([]memory.Item, error) {
+// dedup keeps, walking cands best first, those whose normalised text
+// differs from every kept one and whose vector is within dupCosine of
+// none, until topK are kept. Candidates without a vector (text-only hits)
+// are embedded here.
+func (s *Searcher) dedup(ctx context.Context, cands []cand, topK int) ([]memory.Item, error) {
 	var missing []string
 	var at []int
-	for i, it := range items {
-		if len(it.Embedding) != s.emb.Dims() {
-			missing = append(missing, it.Text)
+	for i, c := range cands {
+		if len(c.it.Embedding) != s.emb.Dims() {
+			missing = append(missing, c.it.Text)
 			at = append(at, i)
 		}
 	}
 	if len(missing) > 0 {
 		vecs, err := s.emb.Embed(ctx, missing)
 		if noteLate(ctx, err) {
-			for i := range items {
-				items[i].Embedding = nil // dedup by text alone
+			for _, c := range cands {
+				c.it.Embedding = nil // dedup by text alone
 			}
-			return Dedup(items, topK), nil
+			return dedupCands(cands, topK), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("embed results: %w", err)
 		}
 		for j, i := range at {
-			items[i].Embedding = vecs[j]
+			cands[i].it.Embedding = vecs[j]
 		}
 	}
-	return Dedup(items, topK), nil
+	return dedupCands(cands, topK), nil
 }

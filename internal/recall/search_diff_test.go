@@ -1,0 +1,253 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// scriptedStore answers every search with a fresh copy of its lists.
+type scriptedStore struct {
+	byVec, byText []memory.Item
+}
+
+func (s *scriptedStore) SearchVector(context.Context, memory.ItemQuery) ([]memory.Item, error) {
+	return slices.Clone(s.byVec), nil
+}
+
+func (s *scriptedStore) SearchText(context.Context, memory.ItemQuery) ([]memory.Item, error) {
+	return slices.Clone(s.byText), nil
+}
+
+// lateEmbedder is inner, but late (ErrEmbeddingLate) for every call from
+// the lateFrom-th on (counting from 0; negative: never).
+type lateEmbedder struct {
+	inner    Embedder
+	lateFrom int
+	calls    int
+}
+
+func (e *lateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.calls++
+	if e.lateFrom >= 0 && e.calls > e.lateFrom {
+		return nil, ErrEmbeddingLate
+	}
+	return e.inner.Embed(ctx, texts)
+}
+func (e *lateEmbedder) Model() string { return e.inner.Model() }
+func (e *lateEmbedder) Dims() int     { return e.inner.Dims() }
+
+// fuseReference is Fuse as it was before candidates: items copied into a
+// map-indexed slice and sorted with sort.SliceStable.
+func fuseReference(lists ...[]memory.Item) []memory.Item {
+	const best = 2.0 / (rrfK + 1)
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	if n == 0 {
+		return nil
+	}
+	idx := make(map[itemKey]int, n)
+	out := make([]memory.Item, 0, n)
+	for _, l := range lists {
+		for rank, it := range l {
+			k := keyOf(it)
+			add := 1.0 / float64(rrfK+rank+1) / best
+			if i, ok := idx[k]; ok {
+				out[i].Score += add
+				if out[i].Embedding == nil {
+					out[i].Embedding = it.Embedding
+				}
+				continue
+			}
+			idx[k] = len(out)
+			it.Score = add
+			out = append(out, it)
+		}
+	}
+	sortByScoreReference(out)
+	return out
+}
+
+// searchReference is Searcher.Search's ranking as it was before
+// candidates (fuseReference, sortByScoreReference, dedupReference), for a
+// Searcher over a store without term statistics.
+func searchReference(ctx context.Context, s *Searcher, q SearchQuery) ([]memory.Item, error) {
+	text := strings.TrimSpace(q.Text)
+	if text == "" {
+		return nil, nil
+	}
+	topK := s.opts.TopK
+	if q.TopK > 0 {
+		topK = q.TopK
+	}
+	iq := memory.ItemQuery{Tenant: q.Tenant, User: q.User, Conversation: q.Conversation, ExcludeRefs: q.ExcludeRefs,
+		Model: s.emb.Model(), Dims: s.emb.Dims(), Text: text, Limit: max(20, topK+topK/2)}
+	byText, err := s.store.SearchText(ctx, iq)
+	if err != nil {
+		return nil, err
+	}
+	vecs, err := s.emb.Embed(ctx, []string{text})
+	lexical := noteLate(ctx, err)
+	if err != nil && !lexical {
+		return nil, err
+	}
+	var byVec []memory.Item
+	if !lexical {
+		iq.Embedding = vecs[0]
+		if byVec, err = s.store.SearchVector(ctx, iq); err != nil {
+			return nil, err
+		}
+	}
+	kept := make([]memory.Item, 0, len(byVec))
+	for _, it := range byVec {
+		if it.Score >= s.opts.MinSimilarity {
+			kept = append(kept, it)
+		}
+	}
+	fused := fuseReference(kept, byText)
+	excluded := make(map[string]bool, len(q.ExcludeRefs))
+	for _, r := range q.ExcludeRefs {
+		excluded[r] = true
+	}
+	out := fused[:0]
+	for _, it := range fused {
+		if excluded[it.Ref] {
+			continue
+		}
+		it.Score *= RecencyWeight(q.Now.Sub(saidAt(it)), s.opts.RecencyHalfLife)
+		out = append(out, it)
+	}
+	sortByScoreReference(out)
+	var missing []string
+	var at []int
+	for i, it := range out {
+		if len(it.Embedding) != s.emb.Dims() {
+			missing = append(missing, it.Text)
+			at = append(at, i)
+		}
+	}
+	if len(missing) > 0 {
+		vecs, err := s.emb.Embed(ctx, missing)
+		if noteLate(ctx, err) {
+			for i := range out {
+				out[i].Embedding = nil
+			}
+			return oldDedup(out, topK), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			out[i].Embedding = vecs[j]
+		}
+	}
+	return oldDedup(out, topK), nil
+}
+
+// oldDedup is dedupReference, empty but not nil when it keeps nothing,
+// as Dedup always was.
+func oldDedup(items []memory.Item, limit int) []memory.Item {
+	if out := dedupReference(items, limit); out != nil {
+		return out
+	}
+	return []memory.Item{}
+}
+
+// randomRankings returns a vector and a text ranking drawn from random
+// items (randomItems: repeated texts, near and exact duplicate vectors,
+// text-only hits, other lengths, non-finite values), with kinds, refs and
+// chunks that repeat within and across the lists, tied scores, times and
+// IDs, and said-at times on some.
+func randomRankings(r *rand.Rand, dims int, t0 time.Time) (byVec, byText []memory.Item) {
+	pool := randomItems(r, 1+r.IntN(200), dims)
+	for i := range pool {
+		pool[i].ID = int64(r.IntN(len(pool) + 1))
+		pool[i].Kind = []string{KindMessage, KindSummary, KindFact}[r.IntN(3)]
+		pool[i].Ref = fmt.Sprintf("r%d", r.IntN(len(pool)/2+1))
+		pool[i].Chunk = r.IntN(2)
+		pool[i].CreatedAt = t0.Add(-time.Duration(r.IntN(5)) * 24 * time.Hour)
+		if r.IntN(3) == 0 {
+			pool[i].SaidAt = t0.Add(-time.Duration(r.IntN(50)) * time.Hour)
+		}
+	}
+	for range r.IntN(130) {
+		it := pool[r.IntN(len(pool))]
+		it.Score = float64(r.IntN(9)-2) / 8
+		byVec = append(byVec, it)
+	}
+	for range r.IntN(130) {
+		it := pool[r.IntN(len(pool))]
+		it.Score = float64(r.IntN(6))
+		byText = append(byText, it)
+	}
+	return byVec, byText
+}
+
+// sameItems reports whether a and b are the same items, scores to the bit.
+func sameItems(a, b []memory.Item) bool {
+	return len(a) == len(b) && reflect.DeepEqual(a, b) && slices.EqualFunc(a, b, func(x, y memory.Item) bool {
+		return math.Float64bits(x.Score) == math.Float64bits(y.Score)
+	})
+}
+
+// TestSearchMatchesReference compares Searcher.Search with the ranking it
+// replaced on random rankings: duplicates within and across the lists,
+// text-only hits, excluded refs, vector matches below MinSimilarity,
+// recency on and off, late embeddings of the query and of the results.
+func TestSearchMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	const dims = 16
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for trial := range 1500 {
+		byVec, byText := randomRankings(r, dims, t0)
+		st := &scriptedStore{byVec: byVec, byText: byText}
+		opts := SearchOptions{TopK: 1 + r.IntN(90), MinSimilarity: []float64{0, 0.25, -1}[r.IntN(3)]}
+		if r.IntN(2) == 0 {
+			opts.RecencyHalfLife = 72 * time.Hour
+		}
+		lateFrom := []int{-1, -1, 0, 1}[r.IntN(4)]
+		q := SearchQuery{Tenant: "t", User: "u", Text: "porto vegan trip", Now: t0}
+		for range r.IntN(3) * r.IntN(8) {
+			q.ExcludeRefs = append(q.ExcludeRefs, fmt.Sprintf("r%d", r.IntN(100)))
+		}
+		got, err := NewSearcher(st, &lateEmbedder{inner: NewLocal(dims), lateFrom: lateFrom}, opts).Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := searchReference(context.Background(), NewSearcher(st, &lateEmbedder{inner: NewLocal(dims), lateFrom: lateFrom}, opts), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameItems(got, want) {
+			t.Fatalf("trial %d: Search %v, reference %v", trial, refs(got), refs(want))
+		}
+	}
+}
+
+// TestFuseMatchesReference compares Fuse with fuseReference on random
+// rankings, and checks it leaves its lists as they were.
+func TestFuseMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for trial := range 1000 {
+		byVec, byText := randomRankings(r, 16, t0)
+		v, x := slices.Clone(byVec), slices.Clone(byText)
+		got := Fuse(byVec, byText)
+		if !reflect.DeepEqual(v, byVec) || !reflect.DeepEqual(x, byText) {
+			t.Fatalf("trial %d: Fuse changed its lists", trial)
+		}
+		if want := fuseReference(v, x); !sameItems(got, want) {
+			t.Fatalf("trial %d: Fuse %v, reference %v", trial, refs(got), refs(want))
+		}
+	}
+}
