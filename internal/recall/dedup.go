@@ -2,6 +2,7 @@ package recall
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -35,6 +36,11 @@ func dedupCands(cands []cand, limit int) []memory.Item {
 	embs := make([][]float32, 0, n) // embs[i] is out[i].Embedding
 	norms := make([]vecNorm, 0, n)  // norms[i] is its norm
 	var tails []float64             // the vecNorms' tails, one after another
+	// heads holds the first dupChunk dimensions of each kept vector (zeros
+	// past a shorter one's end), one after another: a candidate's first
+	// products with all of them are one vec.Dots call (see nearDupAfter).
+	heads := make([]float32, 0, n*dupChunk)
+	firsts := make([]float32, 0, n) // a candidate's products with heads
 	seen := make(map[string]bool, n)
 	for _, c := range cands {
 		if limit > 0 && len(out) >= limit {
@@ -47,12 +53,33 @@ func dedupCands(cands []cand, limit int) []memory.Item {
 		}
 		mark := len(tails)
 		var nv vecNorm
-		if len(it.Embedding) > 0 {
-			nv, tails = normOf(it.Embedding, tails)
+		v := it.Embedding
+		if len(v) > 0 {
+			nv, tails = normOf(v, tails)
+		}
+		batched := nv.fast && len(v) > dupChunk && len(embs) > 0
+		if batched {
+			firsts = slices.Grow(firsts[:0], len(embs))[:len(embs)]
+			vec.Dots(v[:dupChunk], heads, firsts)
 		}
 		dup := false
 		for i, e := range embs {
-			if len(e) > 0 && len(e) == len(it.Embedding) && nearDup(e, it.Embedding, norms[i], nv) {
+			if len(e) == 0 || len(e) != len(v) {
+				continue
+			}
+			var near bool
+			if na := &norms[i]; batched && na.fast {
+				var d float64
+				d += float64(firsts[i])
+				// nearDupAfter's first test, inline: most pairs end here.
+				if (d+na.tails[1]*nv.tails[1])*(na.inv*nv.inv) < dupCosine-float64(len(v))*0x1p-21 {
+					continue
+				}
+				near = nearDupAfter(e, v, na, &nv, d)
+			} else {
+				near = nearDup(e, v, &norms[i], &nv)
+			}
+			if near {
 				dup = true
 				break
 			}
@@ -64,8 +91,11 @@ func dedupCands(cands []cand, limit int) []memory.Item {
 		seen[t] = true
 		out = append(out, *it)
 		out[len(out)-1].Score = c.score
-		embs = append(embs, it.Embedding)
+		embs = append(embs, v)
 		norms = append(norms, nv)
+		h := len(heads)
+		heads = append(heads, v[:min(len(v), dupChunk)]...)
+		heads = append(heads, make([]float32, dupChunk-(len(heads)-h))...)
 	}
 	return out
 }
@@ -132,19 +162,29 @@ func normOf(v []float32, buf []float64) (vecNorm, []float64) {
 // underflow by at most n·2⁻¹⁵⁰/(|a||b|) ≤ n·2⁻¹⁵⁰·10³⁰; the float64
 // arithmetic by a few 2⁻⁵³. The margin n·2⁻²¹ = 8·n·u is more than twice
 // their sum, and also covers Cosine's own float64 error.
-func nearDup(a, b []float32, na, nb vecNorm) bool {
+func nearDup(a, b []float32, na, nb *vecNorm) bool {
 	if !na.fast || !nb.fast {
 		return Cosine(a, b) > dupCosine
 	}
+	var d float64
+	d += float64(vec.Dot(a[:min(dupChunk, len(a))], b))
+	return nearDupAfter(a, b, na, nb, d)
+}
+
+// nearDupAfter is nearDup for vectors whose norms are both fast, given d,
+// float64(vec.Dot) of their first dupChunk dimensions added to 0.
+func nearDupAfter(a, b []float32, na, nb *vecNorm, d float64) bool {
 	margin := float64(len(a)) * 0x1p-21
 	scale := na.inv * nb.inv
-	var d float64
-	for k, lo := 1, 0; lo < len(a); k, lo = k+1, lo+dupChunk {
-		hi := min(lo+dupChunk, len(a))
-		d += float64(vec.Dot(a[lo:hi], b[lo:hi]))
+	for k, lo := 1, dupChunk; ; k, lo = k+1, lo+dupChunk {
 		if k < len(na.tails) && (d+na.tails[k]*nb.tails[k])*scale < dupCosine-margin {
 			return false
 		}
+		if lo >= len(a) {
+			break
+		}
+		hi := min(lo+dupChunk, len(a))
+		d += float64(vec.Dot(a[lo:hi], b[lo:hi]))
 	}
 	c := d * scale
 	if math.Abs(c-dupCosine) <= margin || math.IsNaN(c) {

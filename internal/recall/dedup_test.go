@@ -201,7 +201,7 @@ func TestNearDupMatchesCosine(t *testing.T) {
 			want := Cosine(a, b) > dupCosine
 			na, _ := normOf(a, nil)
 			nb, _ := normOf(b, nil)
-			if got := nearDup(a, b, na, nb); got != want {
+			if got := nearDup(a, b, &na, &nb); got != want {
 				t.Fatalf("dims %d, cosine %v: nearDup = %v, Cosine %v", dims, Cosine(a, b), got, want)
 			}
 			if want {
@@ -315,9 +315,11 @@ func BenchmarkDedup(b *testing.B) {
 	}{{"Dedup", Dedup}, {"reference", dedupReference}} {
 		b.Run(bm.name, func(b *testing.B) {
 			b.ReportAllocs()
+			start := cpuNow()
 			for b.Loop() {
 				bm.dedup(items, 125)
 			}
+			reportCPU(b, start)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -12,7 +13,9 @@ import (
 )
 
 // ItemSearcher is the ranked retrieval a store provides. Both calls are
-// scoped to q.Tenant and q.User inside the query.
+// scoped to q.Tenant and q.User inside the query. The slices they return
+// are the caller's to change (the items' Embedding arrays are not: see
+// memory.Item).
 type ItemSearcher interface {
 	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
 	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
@@ -246,15 +249,6 @@ func saidAt(it memory.Item) time.Time {
 	return it.CreatedAt
 }
 
-// itemKey identifies an item across rankings: its kind, ref and chunk.
-type itemKey struct {
-	kind, ref string
-	chunk     int
-}
-
-// keyOf returns the itemKey of it.
-func keyOf(it memory.Item) itemKey { return itemKey{it.Kind, it.Ref, it.Chunk} }
-
 // Fuse merges rankings by reciprocal rank fusion: an item scores the sum
 // over the lists it appears in of 1/(60+rank), ranks from 1, divided by the
 // best possible score 2/61 so an item first in two lists scores 1. Items are
@@ -301,21 +295,33 @@ func fuse(lists ...[]memory.Item) []cand {
 	if n == 0 {
 		return nil
 	}
-	idx := make(map[itemKey]int, n)
+	// The candidates by ref: byRef[ref] is the last one with that ref,
+	// sameRef[i] the one before candidate i (-1: none), so a lookup
+	// hashes one short string and compares kind and chunk along the chain.
+	byRef := make(map[string]int32, n)
+	sameRef := make([]int32, 0, n)
 	out := make([]cand, 0, n)
 	for _, l := range lists {
 		for rank := range l {
 			it := &l[rank]
-			k := keyOf(*it)
 			add := 1.0 / float64(rrfK+rank+1) / best
-			if i, ok := idx[k]; ok {
+			head, ok := byRef[it.Ref]
+			i := head
+			if !ok {
+				head, i = -1, -1
+			}
+			for i >= 0 && (out[i].it.Kind != it.Kind || out[i].it.Chunk != it.Chunk) {
+				i = sameRef[i]
+			}
+			if i >= 0 {
 				out[i].score += add
 				if out[i].it.Embedding == nil {
 					out[i].it.Embedding = it.Embedding
 				}
 				continue
 			}
-			idx[k] = len(out)
+			byRef[it.Ref] = int32(len(out))
+			sameRef = append(sameRef, head)
 			out = append(out, cand{it: it, score: add})
 		}
 	}
@@ -325,29 +331,24 @@ func fuse(lists ...[]memory.Item) []cand {
 
 // sortCands orders candidates best first, newer first on ties, then by
 // ID, keeping the order of equal candidates (slices.SortStableFunc: the
-// order sort.SliceStable gives).
+// order sort.SliceStable gives). Scores that are not numbers order like
+// equal ones.
 func sortCands(cands []cand) {
 	slices.SortStableFunc(cands, func(a, b cand) int {
-		switch {
-		case scoreLess(a.score, b.score, a.it, b.it):
-			return -1
-		case scoreLess(b.score, a.score, b.it, a.it):
-			return 1
+		if a.score != b.score {
+			switch {
+			case a.score > b.score:
+				return -1
+			case a.score < b.score:
+				return 1
+			}
+			return 0 // NaN
 		}
-		return 0
+		if c := b.it.CreatedAt.Compare(a.it.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.it.ID, b.it.ID)
 	})
-}
-
-// scoreLess reports whether a (scored sa) sorts before b (scored sb) in
-// sortCands.
-func scoreLess(sa, sb float64, a, b *memory.Item) bool {
-	if sa != sb {
-		return sa > sb
-	}
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.After(b.CreatedAt)
-	}
-	return a.ID < b.ID
 }
 
 // RecencyWeight is the factor a passage of the given age is scored by:

@@ -45,6 +45,15 @@ func (e *lateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 func (e *lateEmbedder) Model() string { return e.inner.Model() }
 func (e *lateEmbedder) Dims() int     { return e.inner.Dims() }
 
+// itemKey identifies an item across rankings: its kind, ref and chunk.
+type itemKey struct {
+	kind, ref string
+	chunk     int
+}
+
+// keyOf returns the itemKey of it.
+func keyOf(it memory.Item) itemKey { return itemKey{it.Kind, it.Ref, it.Chunk} }
+
 // fuseReference is Fuse as it was before candidates: items copied into a
 // map-indexed slice and sorted with sort.SliceStable.
 func fuseReference(lists ...[]memory.Item) []memory.Item {
@@ -250,4 +259,86 @@ func TestFuseMatchesReference(t *testing.T) {
 			t.Fatalf("trial %d: Fuse %v, reference %v", trial, refs(got), refs(want))
 		}
 	}
+}
+
+// BenchmarkSearchRanking measures what Search does past the store: fuse
+// two rankings of 121 items of 384 dimensions (half of them in both),
+// re-weight by recency, sort and dedup to 81; and the same through the
+// former pipeline (searchReference: its Dedup is the Cosine reference, so
+// only the Search case says what recall costs).
+func BenchmarkSearchRanking(b *testing.B) {
+	words := strings.Fields(`sister viola greyhound Porto Lisbon vegan dinner recipe streaming subscription budget trip
+		husband night shift rent euros car saving garden tomato bicycle commute office manager deadline doctor
+		appointment knee running marathon coffee bakery weekend beach holiday flight hotel passport birthday`)
+	r := rand.New(rand.NewPCG(41, 42))
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	emb := NewLocal(384)
+	pool := make([]memory.Item, 400)
+	texts := make([]string, len(pool))
+	for i := range texts {
+		w := make([]string, 8+r.IntN(30))
+		for j := range w {
+			w[j] = words[r.IntN(len(words))]
+		}
+		texts[i] = "Mel: " + strings.Join(w, " ") + "."
+	}
+	vecs, err := emb.Embed(b.Context(), texts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range pool {
+		pool[i] = memory.Item{ID: int64(i + 1), Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage,
+			Ref: fmt.Sprintf("e%d:%d", i/2, i%2), Text: texts[i], Embedding: vecs[i], Model: emb.Model(), Dims: emb.Dims(),
+			CreatedAt: t0.Add(-time.Duration(len(pool)-i) * time.Hour)}
+	}
+	perm := r.Perm(len(pool))
+	st := &scriptedStore{}
+	for k, i := range perm[:121] {
+		it := pool[i]
+		it.Score = 0.6 - float64(k)/400
+		st.byVec = append(st.byVec, it)
+	}
+	for k, i := range perm[60:181] {
+		it := pool[i]
+		it.Score = 12 - float64(k)/20
+		st.byText = append(st.byText, it)
+	}
+	q := SearchQuery{Tenant: "t", User: "u", Text: "what did my sister say about the vegan dinner in Lisbon?", Now: t0}
+	qv, err := emb.Embed(b.Context(), []string{q.Text})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The query's vector comes from a cache, as a warm recall's does.
+	s := NewSearcher(st, fixedEmbedder{emb, qv[0]}, SearchOptions{TopK: 81, RecencyHalfLife: 90 * 24 * time.Hour})
+	for _, bm := range []struct {
+		name   string
+		search func(context.Context, SearchQuery) ([]memory.Item, error)
+	}{{"Search", s.Search}, {"reference", func(ctx context.Context, q SearchQuery) ([]memory.Item, error) {
+		return searchReference(ctx, s, q)
+	}}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			start := cpuNow()
+			for b.Loop() {
+				if got, err := bm.search(b.Context(), q); err != nil || len(got) != 81 {
+					b.Fatalf("%d items, %v", len(got), err)
+				}
+			}
+			reportCPU(b, start)
+		})
+	}
+}
+
+// fixedEmbedder embeds every text as v, with inner's model and dims.
+type fixedEmbedder struct {
+	Embedder
+	v []float32
+}
+
+func (e fixedEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = e.v
+	}
+	return out, nil
 }
