@@ -96,14 +96,15 @@ func searchSetReference(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored
 }
 
 // TestSearchSetMatchesReference compares searchSet with the reference on
-// random sets: vectors repeated (tied scores), conversation filters,
-// excluded refs, limits below and above the set's size.
+// random sets: vectors repeated (tied scores), conversation filters (in
+// runs, as a conversation's items are, and scattered), excluded refs,
+// limits below and above the set's size.
 func TestSearchSetMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
-	const dims = 24
 	for trial := range 300 {
+		dims := []int{24, 32, 384}[trial%3] // off and on vec.Dots' blocks
 		set := &vecSet{}
-		n := r.IntN(300)
+		n := r.IntN(700) // runs longer than dotRun too
 		var pool [][]float32
 		for i := range n {
 			var v []float32
@@ -122,7 +123,11 @@ func TestSearchSetMatchesReference(t *testing.T) {
 			set.vecs = append(set.vecs, v...)
 			set.norms = append(set.norms, vecNorm(v))
 			set.ids = append(set.ids, int64(i+1))
-			set.convs = append(set.convs, fmt.Sprintf("c%d", r.IntN(3)))
+			conv := fmt.Sprintf("c%d", r.IntN(3))
+			if trial%2 == 0 {
+				conv = fmt.Sprintf("c%d", i/50%3)
+			}
+			set.convs = append(set.convs, conv)
 			set.refs = append(set.refs, fmt.Sprintf("r%d", r.IntN(n/2+1)))
 		}
 		q := memory.ItemQuery{Embedding: make([]float32, dims), Limit: 1 + r.IntN(150)}
@@ -139,6 +144,48 @@ func TestSearchSetMatchesReference(t *testing.T) {
 		qnorm := Norm(q.Embedding)
 		if got, want := searchSet(set, q, qnorm), searchSetReference(set, q, qnorm); !sameScored(got, want) {
 			t.Fatalf("trial %d: searchSet %v, reference %v", trial, got, want)
+		}
+	}
+}
+
+// BenchmarkSearchSet ranks a user's 1,200 and 10,000 vectors of 384
+// dimensions for the best 121 (a recall's limit at TopK 81), across
+// conversations and within one (a run of a quarter of the set), with
+// searchSet and with the reference (a Dot per item, container/heap).
+func BenchmarkSearchSet(b *testing.B) {
+	r := rand.New(rand.NewPCG(25, 26))
+	const dims = 384
+	for _, n := range []int{1200, 10_000} {
+		set := &vecSet{}
+		for i := range n {
+			v := make([]float32, dims)
+			for j := range v {
+				v[j] = float32(r.NormFloat64())
+			}
+			set.vecs = append(set.vecs, v...)
+			set.norms = append(set.norms, vecNorm(v))
+			set.ids = append(set.ids, int64(i+1))
+			set.convs = append(set.convs, fmt.Sprintf("c%d", i*4/n))
+			set.refs = append(set.refs, fmt.Sprintf("e%d:0", i))
+		}
+		q := memory.ItemQuery{Embedding: make([]float32, dims), Limit: 121}
+		for j := range q.Embedding {
+			q.Embedding[j] = float32(r.NormFloat64())
+		}
+		qnorm := Norm(q.Embedding)
+		for _, conv := range []string{"", "c3"} {
+			q.Conversation = conv
+			for _, bm := range []struct {
+				name   string
+				search func(*vecSet, memory.ItemQuery, float64) []Scored
+			}{{"searchSet", searchSet}, {"reference", searchSetReference}} {
+				b.Run(fmt.Sprintf("%d/conv=%s/%s", n, conv, bm.name), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						bm.search(set, q, qnorm)
+					}
+				})
+			}
 		}
 	}
 }
