@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -74,6 +75,8 @@ type Searcher struct {
 	stats TermStats // nil when the store keeps none
 	emb   Embedder
 	opts  SearchOptions
+	// scratch holds *searchScratch: the working space of searches, reused.
+	scratch sync.Pool
 }
 
 // NewSearcher returns a Searcher over store embedding queries with emb.
@@ -194,7 +197,9 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	}
 	// The candidates point into kept and byText: items are moved only
 	// once, into the result.
-	cands := fuse(kept, byText)
+	scr := s.getScratch()
+	defer s.putScratch(scr)
+	cands := scr.fuse(kept, byText)
 	excluded := make(map[string]bool, len(q.ExcludeRefs))
 	for _, r := range q.ExcludeRefs {
 		excluded[r] = true
@@ -208,7 +213,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		out = append(out, c)
 	}
 	sortCands(out)
-	return s.dedup(ctx, out, topK)
+	return s.dedup(ctx, scr, out, topK)
 }
 
 // vectorText is the text the vector query embeds for text, whose words
@@ -259,7 +264,7 @@ func Fuse(lists ...[]memory.Item) []memory.Item {
 	for i, l := range lists {
 		lists[i] = slices.Clone(l) // fuse fills in embeddings
 	}
-	cands := fuse(lists...)
+	cands := newSearchScratch().fuse(lists...)
 	if cands == nil {
 		return nil
 	}
@@ -284,9 +289,42 @@ func materialize(cands []cand) []memory.Item {
 	return out
 }
 
-// fuse is Fuse over candidates pointing into lists: an item's embedding,
-// when nil, is set in lists to that of a later occurrence.
-func fuse(lists ...[]memory.Item) []cand {
+// searchScratch is the working space of one search at a time: fuse's and
+// dedup's.
+type searchScratch struct {
+	byRef   map[string]int32 // see fuse
+	sameRef []int32
+	cands   []cand
+	dedupScratch
+}
+
+func newSearchScratch() *searchScratch {
+	return &searchScratch{byRef: map[string]int32{}, dedupScratch: *newDedupScratch(0)}
+}
+
+// getScratch returns a searchScratch for one search, put back with
+// putScratch once the search's result is built.
+func (s *Searcher) getScratch() *searchScratch {
+	if scr, ok := s.scratch.Get().(*searchScratch); ok {
+		return scr
+	}
+	return newSearchScratch()
+}
+
+// putScratch empties scr, forgetting the items it pointed to, and keeps it
+// for another search.
+func (s *Searcher) putScratch(scr *searchScratch) {
+	clear(scr.byRef)
+	clear(scr.cands)
+	scr.sameRef, scr.cands = scr.sameRef[:0], scr.cands[:0]
+	scr.dedupScratch.reset()
+	s.scratch.Put(scr)
+}
+
+// fuse is Fuse over candidates pointing into lists, in scr's space: an
+// item's embedding, when nil, is set in lists to that of a later
+// occurrence.
+func (scr *searchScratch) fuse(lists ...[]memory.Item) []cand {
 	const best = 2.0 / (rrfK + 1)
 	n := 0
 	for _, l := range lists {
@@ -298,9 +336,9 @@ func fuse(lists ...[]memory.Item) []cand {
 	// The candidates by ref: byRef[ref] is the last one with that ref,
 	// sameRef[i] the one before candidate i (-1: none), so a lookup
 	// hashes one short string and compares kind and chunk along the chain.
-	byRef := make(map[string]int32, n)
-	sameRef := make([]int32, 0, n)
-	out := make([]cand, 0, n)
+	byRef := scr.byRef
+	sameRef := scr.sameRef[:0]
+	out := slices.Grow(scr.cands[:0], n)
 	for _, l := range lists {
 		for rank := range l {
 			it := &l[rank]
@@ -326,6 +364,7 @@ func fuse(lists ...[]memory.Item) []cand {
 		}
 	}
 	sortCands(out)
+	scr.sameRef, scr.cands = sameRef, out
 	return out
 }
 
@@ -364,7 +403,7 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 // differs from every kept one and whose vector is within dupCosine of
 // none, until topK are kept. Candidates without a vector (text-only hits)
 // are embedded here.
-func (s *Searcher) dedup(ctx context.Context, cands []cand, topK int) ([]memory.Item, error) {
+func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, topK int) ([]memory.Item, error) {
 	var missing []string
 	var at []int
 	for i, c := range cands {
@@ -379,7 +418,7 @@ func (s *Searcher) dedup(ctx context.Context, cands []cand, topK int) ([]memory.
 			for _, c := range cands {
 				c.it.Embedding = nil // dedup by text alone
 			}
-			return dedupCands(cands, topK), nil
+			return scr.dedupScratch.dedup(cands, topK), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("embed results: %w", err)
@@ -388,5 +427,5 @@ func (s *Searcher) dedup(ctx context.Context, cands []cand, topK int) ([]memory.
 			cands[i].it.Embedding = vecs[j]
 		}
 	}
-	return dedupCands(cands, topK), nil
+	return scr.dedupScratch.dedup(cands, topK), nil
 }

@@ -217,28 +217,83 @@ func TestSearchMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	const dims = 16
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	// Searchers are reused across trials, as a gateway's is across
+	// requests: what one search leaves in the scratch space must not
+	// change the next.
+	type setup struct {
+		topK     int
+		minSim   float64
+		halfLife time.Duration
+		lateFrom int
+	}
+	st := &scriptedStore{}
+	searchers := map[setup]*Searcher{}
+	embs := map[setup]*lateEmbedder{}
 	for trial := range 1500 {
-		byVec, byText := randomRankings(r, dims, t0)
-		st := &scriptedStore{byVec: byVec, byText: byText}
-		opts := SearchOptions{TopK: 1 + r.IntN(90), MinSimilarity: []float64{0, 0.25, -1}[r.IntN(3)]}
+		st.byVec, st.byText = randomRankings(r, dims, t0)
+		su := setup{topK: 1 + r.IntN(12)*r.IntN(8), minSim: []float64{0, 0.25, -1}[r.IntN(3)], lateFrom: []int{-1, -1, 0, 1}[r.IntN(4)]}
 		if r.IntN(2) == 0 {
-			opts.RecencyHalfLife = 72 * time.Hour
+			su.halfLife = 72 * time.Hour
 		}
-		lateFrom := []int{-1, -1, 0, 1}[r.IntN(4)]
+		opts := SearchOptions{TopK: su.topK, MinSimilarity: su.minSim, RecencyHalfLife: su.halfLife}
+		s, ok := searchers[su]
+		if !ok {
+			embs[su] = &lateEmbedder{inner: NewLocal(dims), lateFrom: su.lateFrom}
+			s = NewSearcher(st, embs[su], opts)
+			searchers[su] = s
+		}
+		embs[su].calls = 0
 		q := SearchQuery{Tenant: "t", User: "u", Text: "porto vegan trip", Now: t0}
 		for range r.IntN(3) * r.IntN(8) {
 			q.ExcludeRefs = append(q.ExcludeRefs, fmt.Sprintf("r%d", r.IntN(100)))
 		}
-		got, err := NewSearcher(st, &lateEmbedder{inner: NewLocal(dims), lateFrom: lateFrom}, opts).Search(context.Background(), q)
+		got, err := s.Search(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := searchReference(context.Background(), NewSearcher(st, &lateEmbedder{inner: NewLocal(dims), lateFrom: lateFrom}, opts), q)
+		want, err := searchReference(context.Background(), NewSearcher(st, &lateEmbedder{inner: NewLocal(dims), lateFrom: su.lateFrom}, opts), q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sameItems(got, want) {
 			t.Fatalf("trial %d: Search %v, reference %v", trial, refs(got), refs(want))
+		}
+	}
+}
+
+// TestSearchConcurrent runs one Searcher's searches at once (each with
+// its own scratch space): every one gives the reference's result.
+func TestSearchConcurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	st := &scriptedStore{}
+	st.byVec, st.byText = randomRankings(r, 16, t0)
+	opts := SearchOptions{TopK: 30, RecencyHalfLife: 72 * time.Hour}
+	q := SearchQuery{Tenant: "t", User: "u", Text: "porto vegan trip", Now: t0}
+	want, err := searchReference(context.Background(), NewSearcher(st, NewLocal(16), opts), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSearcher(st, NewLocal(16), opts)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 100 {
+				got, err := s.Search(context.Background(), q)
+				if err == nil && !sameItems(got, want) {
+					err = fmt.Errorf("Search %v, reference %v", refs(got), refs(want))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
