@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -186,6 +187,127 @@ func BenchmarkSearchSet(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// textSearchReference is textIndex.search as it was before candidates were
+// dropped ahead of Offer, on the container/heap top.
+func textSearchReference(t *textIndex, terms []string, related []memory.RelatedTerm, limit int, keep func(doc int32) bool) []Scored {
+	n := float64(len(t.ids))
+	if n == 0 || limit <= 0 {
+		return nil
+	}
+	common := func(ps []posting) bool {
+		return 2*len(ps) >= len(t.ids) && len(ps) > memory.CommonTermMinDF
+	}
+	idf := func(ps []posting) float64 {
+		df := float64(len(ps))
+		return max(math.Log((n-df+0.5)/(df+0.5)), 1e-6)
+	}
+	var all, selective []bm25Term
+	seen := make(map[string]bool, len(terms))
+	for _, w := range terms {
+		f := FoldWord(w)
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		ps := t.postings[f]
+		if len(ps) == 0 {
+			continue
+		}
+		bt := bm25Term{postings: ps, idf: idf(ps)}
+		all = append(all, bt)
+		if !common(ps) {
+			selective = append(selective, bt)
+		}
+	}
+	if len(selective) > 0 {
+		all = selective
+	}
+	// Each related term once, with its highest weight, unless it is one
+	// of terms.
+	var weights map[string]float64
+	var order []string
+	if len(related) > 0 {
+		weights = make(map[string]float64, len(related))
+		order = make([]string, 0, len(related))
+	}
+	for _, r := range related {
+		f := FoldTerm(r.Term)
+		if seen[f] || r.Weight <= 0 {
+			continue
+		}
+		w, ok := weights[f]
+		if !ok {
+			order = append(order, f)
+		}
+		weights[f] = max(w, min(r.Weight, 1))
+	}
+	for _, f := range order {
+		ps := t.postings[f]
+		if len(ps) > 0 && !(memory.RelatedCommonDivisor*len(ps) >= len(t.ids) && len(ps) > memory.CommonTermMinDF) {
+			all = append(all, bm25Term{postings: ps, idf: idf(ps) * weights[f]})
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if cap(t.scores) < len(t.ids) {
+		t.scores = make([]float64, len(t.ids))
+	}
+	scores := t.scores[:len(t.ids)]
+	touched := t.touched[:0]
+	avg := float64(t.total) / n
+	for _, bt := range all {
+		for _, p := range bt.postings {
+			if scores[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			tf := float64(p.tf)
+			scores[p.doc] += bt.idf * tf * (memory.BM25K1 + 1) /
+				(tf + memory.BM25K1*(1-memory.BM25B+memory.BM25B*float64(t.lens[p.doc])/avg))
+		}
+	}
+	top := make(refTopK, 0, limit+1)
+	for _, d := range touched {
+		if keep(d) {
+			top.offer(Scored{ID: t.ids[d], Score: scores[d]}, limit)
+		}
+		scores[d] = 0
+	}
+	t.touched = touched[:0]
+	return top.sorted()
+}
+
+// TestTextSearchMatchesReference compares textIndex.search with the
+// reference on random indexes: repeated words (tied scores), related
+// terms, filters, limits below and above the matches.
+func TestTextSearchMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	words := strings.Fields("lisbon porto vegan dinner sister trip budget rent car garden rain dog park coffee")
+	for trial := range 300 {
+		ti := &textIndex{postings: map[string][]posting{}}
+		for i := range r.IntN(400) {
+			w := make([]string, 1+r.IntN(12))
+			for j := range w {
+				w[j] = words[r.IntN(len(words))]
+			}
+			ti.addDoc(int64(i+1), fmt.Sprintf("c%d", r.IntN(3)), fmt.Sprintf("r%d", i), []byte(strings.Join(w, " ")))
+		}
+		terms := []string{words[r.IntN(len(words))], words[r.IntN(len(words))]}
+		var related []memory.RelatedTerm
+		for range r.IntN(4) {
+			related = append(related, memory.RelatedTerm{Term: words[r.IntN(len(words))], Weight: r.Float64()})
+		}
+		limit := 1 + r.IntN(150)
+		conv := fmt.Sprintf("c%d", r.IntN(4))
+		keep := func(d int32) bool { return trial%2 == 0 || ti.convs[d] == conv }
+		got := ti.search(terms, related, limit, keep)
+		want := textSearchReference(ti, terms, related, limit, keep)
+		if !sameScored(got, want) {
+			t.Fatalf("trial %d: search %v, reference %v", trial, got, want)
 		}
 	}
 }
