@@ -154,8 +154,10 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 	}
 	top := make(TopK, 0, limit+1)
 	for _, d := range touched {
-		if keep(d) {
-			top.Offer(Scored{ID: t.ids[d], Score: scores[d]}, limit)
+		// A candidate no better than a full top's worst is dropped before
+		// it is offered (Offer would drop it too).
+		if c := (Scored{ID: t.ids[d], Score: scores[d]}); (len(top) < limit || top[0].worse(c)) && keep(d) {
+			top.Offer(c, limit)
 		}
 		scores[d] = 0
 	}

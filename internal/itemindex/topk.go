@@ -1,9 +1,6 @@
 package itemindex
 
-import (
-	"container/heap"
-	"math"
-)
+import "math"
 
 // Scored is one ranked candidate: an item's id and its score.
 type Scored struct {
@@ -20,7 +17,11 @@ func (a Scored) worse(b Scored) bool {
 }
 
 // TopK keeps the best candidates offered: a min-heap, worst on top. The
-// zero value is ready to use.
+// zero value is ready to use. It implements container/heap.Interface;
+// Offer and Sorted run container/heap's algorithm (the same comparisons
+// and swaps, so the same results, NaN scores included) without its
+// interface calls, which cost as much as the dot products of a vector
+// search.
 type TopK []Scored
 
 func (h TopK) Len() int           { return len(h) }
@@ -37,12 +38,13 @@ func (h *TopK) Pop() any {
 // Offer keeps c when it is among the k best offered.
 func (h *TopK) Offer(c Scored, k int) {
 	if len(*h) < k {
-		heap.Push(h, c)
+		*h = append(*h, c)
+		h.up(len(*h) - 1)
 		return
 	}
 	if (*h)[0].worse(c) {
 		(*h)[0] = c
-		heap.Fix(h, 0)
+		h.down(0, len(*h))
 	}
 }
 
@@ -50,9 +52,47 @@ func (h *TopK) Offer(c Scored, k int) {
 func (h *TopK) Sorted() []Scored {
 	out := make([]Scored, len(*h))
 	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(Scored)
+		s := *h
+		n := len(s) - 1
+		s[0], s[n] = s[n], s[0]
+		h.down(0, n)
+		out[i] = s[n]
+		*h = s[:n]
 	}
 	return out
+}
+
+// up is container/heap's up.
+func (h TopK) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h[j].worse(h[i]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+// down is container/heap's down.
+func (h TopK) down(i0, n int) bool {
+	i := i0
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h[j2].worse(h[j1]) {
+			j = j2 // right child
+		}
+		if !h[j].worse(h[i]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+	return i > i0
 }
 
 // Norm is the Euclidean length of v.

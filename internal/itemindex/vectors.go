@@ -123,17 +123,43 @@ func vecNorm(y []float32) float64 {
 
 // searchSet ranks set's vectors by cosine similarity to q.Embedding (of
 // length qnorm) within q's conversation and excluded refs, and returns the
-// best q.Limit, best first.
+// best q.Limit, best first. The dot products of each run of consecutive
+// vectors searched are one vec.Dots call (up to dotRun at a time); a
+// candidate no better than the worst of a full top is dropped before it is
+// offered (Offer would drop it too).
 func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored {
 	excluded := refSet(q.ExcludeRefs)
 	dims := len(q.Embedding)
 	top := make(TopK, 0, q.Limit+1)
-	for i, id := range set.ids {
-		if (q.Conversation != "" && set.convs[i] != q.Conversation) || excluded[set.refs[i]] {
+	filter := q.Conversation != "" || excluded != nil
+	n := len(set.ids)
+	vecs, norms, convs, refs := set.vecs[:n*dims], set.norms[:n], set.convs[:n], set.refs[:n]
+	searched := func(i int) bool {
+		return !filter || ((q.Conversation == "" || convs[i] == q.Conversation) && !excluded[refs[i]])
+	}
+	var dots [dotRun]float32
+	for i := 0; i < n; {
+		if !searched(i) {
+			i++
 			continue
 		}
-		d := vec.Dot(q.Embedding, set.vecs[i*dims:(i+1)*dims])
-		top.Offer(Scored{ID: id, Score: float64(d) / (qnorm * set.norms[i])}, q.Limit)
+		j := i + 1
+		for j < n && j-i < dotRun && searched(j) {
+			j++
+		}
+		run := dots[:j-i]
+		vec.Dots(q.Embedding, vecs[i*dims:j*dims], run)
+		for k, d := range run {
+			c := Scored{ID: set.ids[i+k], Score: float64(d) / (qnorm * norms[i+k])}
+			if len(top) == q.Limit && !top[0].worse(c) {
+				continue
+			}
+			top.Offer(c, q.Limit)
+		}
+		i = j
 	}
 	return top.Sorted()
 }
+
+// dotRun is how many vectors searchSet multiplies in one vec.Dots call.
+const dotRun = 256

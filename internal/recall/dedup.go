@@ -1,8 +1,10 @@
 package recall
 
 import (
+	"bytes"
+	"hash/maphash"
 	"math"
-	"strings"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -17,43 +19,146 @@ import (
 // Cosine: the kept set is the one comparing with Cosine would give, only
 // found faster (see nearDup).
 func Dedup(items []memory.Item, limit int) []memory.Item {
+	cands := make([]cand, len(items))
+	for i := range items {
+		cands[i] = cand{it: &items[i], score: items[i].Score}
+	}
 	n := len(items)
 	if limit > 0 && limit < n {
 		n = limit
 	}
+	return newDedupScratch(n).dedup(cands, limit)
+}
+
+// dedupScratch is the working space of one dedup at a time, kept between
+// a Searcher's searches (see Searcher.scratch): a recall's dedup otherwise
+// allocated some 60 KB.
+type dedupScratch struct {
+	seed  maphash.Seed
+	texts []byte           // the kept items' normalised texts, one after another
+	ends  []int32          // ends[i] is where kept item i's text ends in texts
+	seen  map[uint64]int32 // by a text's hash, the last kept item with it
+	prev  []int32          // prev[i], the kept item before i with its hash (-1: none)
+	buf   []byte           // a candidate's normalised text
+	embs  [][]float32      // embs[i] is kept item i's Embedding
+	norms []vecNorm        // norms[i] is its norm
+	tails []float64        // the vecNorms' tails, one after another
+	// heads holds the first dupChunk dimensions of each kept vector (zeros
+	// past a shorter one's end), one after another: a candidate's first
+	// products with all of them are one vec.Dots call (see nearDupAfter).
+	heads  []float32
+	firsts []float32 // a candidate's products with heads
+}
+
+// newDedupScratch returns space for dedups keeping about n items.
+func newDedupScratch(n int) *dedupScratch {
+	return &dedupScratch{seed: maphash.MakeSeed(), seen: make(map[uint64]int32, n)}
+}
+
+// reset empties d, keeping its space, and forgets the vectors it pointed
+// to.
+func (d *dedupScratch) reset() {
+	clear(d.seen)
+	clear(d.embs)
+	clear(d.norms)
+	d.texts, d.ends, d.prev, d.buf = d.texts[:0], d.ends[:0], d.prev[:0], d.buf[:0]
+	d.embs, d.norms, d.tails, d.heads, d.firsts = d.embs[:0], d.norms[:0], d.tails[:0], d.heads[:0], d.firsts[:0]
+}
+
+// text returns kept item i's normalised text.
+func (d *dedupScratch) text(i int32) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = d.ends[i-1]
+	}
+	return d.texts[start:d.ends[i]]
+}
+
+// dedup is Dedup over candidates, in d's space; the items kept come with
+// their candidates' scores.
+func (d *dedupScratch) dedup(cands []cand, limit int) []memory.Item {
+	n := len(cands)
+	if limit > 0 && limit < n {
+		n = limit
+	}
 	out := make([]memory.Item, 0, n)
-	embs := make([][]float32, 0, n) // embs[i] is out[i].Embedding
-	norms := make([]vecNorm, 0, n)  // norms[i] is its norm
-	var tails []float64             // the vecNorms' tails, one after another
-	seen := make(map[string]bool, n)
-	for _, it := range items {
+	d.heads = slices.Grow(d.heads, n*dupChunk)
+	d.embs, d.norms = slices.Grow(d.embs, n), slices.Grow(d.norms, n)
+	d.ends, d.prev = slices.Grow(d.ends, n), slices.Grow(d.prev, n)
+	if cap(d.texts) == 0 { // room for about the first n texts
+		size := 0
+		for _, c := range cands[:n] {
+			size += len(c.it.Text)
+		}
+		d.texts = make([]byte, 0, size)
+	}
+	for _, c := range cands {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
-		t := normText(it.Text)
-		if seen[t] {
+		it := c.it
+		d.buf = appendNormText(d.buf[:0], it.Text)
+		h := maphash.Bytes(d.seed, d.buf)
+		last, ok := d.seen[h]
+		if !ok {
+			last = -1
+		}
+		same := false
+		for i := last; i >= 0 && !same; i = d.prev[i] {
+			same = bytes.Equal(d.text(i), d.buf)
+		}
+		if same {
 			continue
 		}
-		mark := len(tails)
+		mark := len(d.tails)
 		var nv vecNorm
-		if len(it.Embedding) > 0 {
-			nv, tails = normOf(it.Embedding, tails)
+		v := it.Embedding
+		if len(v) > 0 {
+			nv, d.tails = normOf(v, d.tails)
+		}
+		batched := nv.fast && len(v) > dupChunk && len(d.embs) > 0
+		if batched {
+			d.firsts = slices.Grow(d.firsts[:0], len(d.embs))[:len(d.embs)]
+			vec.Dots(v[:dupChunk], d.heads, d.firsts)
 		}
 		dup := false
-		for i, e := range embs {
-			if len(e) > 0 && len(e) == len(it.Embedding) && nearDup(e, it.Embedding, norms[i], nv) {
+		for i, e := range d.embs {
+			if len(e) == 0 || len(e) != len(v) {
+				continue
+			}
+			var near bool
+			if na := &d.norms[i]; batched && na.fast {
+				var dot float64
+				dot += float64(d.firsts[i])
+				// nearDupAfter's first test, inline: most pairs end here.
+				if (dot+na.tails[1]*nv.tails[1])*(na.inv*nv.inv) < dupCosine-float64(len(v))*0x1p-21 {
+					continue
+				}
+				near = nearDupAfter(e, v, na, &nv, dot)
+			} else {
+				near = nearDup(e, v, &d.norms[i], &nv)
+			}
+			if near {
 				dup = true
 				break
 			}
 		}
 		if dup {
-			tails = tails[:mark] // a slice of an earlier array stays as it is
+			d.tails = d.tails[:mark] // a slice of an earlier array stays as it is
 			continue
 		}
-		seen[t] = true
-		out = append(out, it)
-		embs = append(embs, it.Embedding)
-		norms = append(norms, nv)
+		k := int32(len(out))
+		d.texts = append(d.texts, d.buf...)
+		d.ends = append(d.ends, int32(len(d.texts)))
+		d.prev = append(d.prev, last)
+		d.seen[h] = k
+		out = append(out, *it)
+		out[k].Score = c.score
+		d.embs = append(d.embs, v)
+		d.norms = append(d.norms, nv)
+		start := len(d.heads)
+		d.heads = append(d.heads, v[:min(len(v), dupChunk)]...)
+		d.heads = append(d.heads, make([]float32, dupChunk-(len(d.heads)-start))...)
 	}
 	return out
 }
@@ -120,19 +225,29 @@ func normOf(v []float32, buf []float64) (vecNorm, []float64) {
 // underflow by at most n·2⁻¹⁵⁰/(|a||b|) ≤ n·2⁻¹⁵⁰·10³⁰; the float64
 // arithmetic by a few 2⁻⁵³. The margin n·2⁻²¹ = 8·n·u is more than twice
 // their sum, and also covers Cosine's own float64 error.
-func nearDup(a, b []float32, na, nb vecNorm) bool {
+func nearDup(a, b []float32, na, nb *vecNorm) bool {
 	if !na.fast || !nb.fast {
 		return Cosine(a, b) > dupCosine
 	}
+	var d float64
+	d += float64(vec.Dot(a[:min(dupChunk, len(a))], b))
+	return nearDupAfter(a, b, na, nb, d)
+}
+
+// nearDupAfter is nearDup for vectors whose norms are both fast, given d,
+// float64(vec.Dot) of their first dupChunk dimensions added to 0.
+func nearDupAfter(a, b []float32, na, nb *vecNorm, d float64) bool {
 	margin := float64(len(a)) * 0x1p-21
 	scale := na.inv * nb.inv
-	var d float64
-	for k, lo := 1, 0; lo < len(a); k, lo = k+1, lo+dupChunk {
-		hi := min(lo+dupChunk, len(a))
-		d += float64(vec.Dot(a[lo:hi], b[lo:hi]))
+	for k, lo := 1, dupChunk; ; k, lo = k+1, lo+dupChunk {
 		if k < len(na.tails) && (d+na.tails[k]*nb.tails[k])*scale < dupCosine-margin {
 			return false
 		}
+		if lo >= len(a) {
+			break
+		}
+		hi := min(lo+dupChunk, len(a))
+		d += float64(vec.Dot(a[lo:hi], b[lo:hi]))
 	}
 	c := d * scale
 	if math.Abs(c-dupCosine) <= margin || math.IsNaN(c) {
@@ -142,16 +257,20 @@ func nearDup(a, b []float32, na, nb vecNorm) bool {
 }
 
 // normText is a passage's text for duplicate detection: lower case, words
-// of letters and digits, single spaces: strings.Join(tokenize(s), " ") in
-// one pass and one allocation, copying runs of lower-case ASCII words whole.
+// of letters and digits, single spaces: strings.Join(tokenize(s), " ").
 func normText(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
+	return string(appendNormText(make([]byte, 0, len(s)), s))
+}
+
+// appendNormText appends normText(s) to dst, in one pass, copying runs of
+// lower-case ASCII words whole.
+func appendNormText(dst []byte, s string) []byte {
+	start := len(dst)
 	inWord := false
 	// word starts or continues a word: a space first if it starts one.
 	word := func() {
-		if !inWord && b.Len() > 0 {
-			b.WriteByte(' ')
+		if !inWord && len(dst) > start {
+			dst = append(dst, ' ')
 		}
 		inWord = true
 	}
@@ -168,7 +287,7 @@ func normText(s string) string {
 		}
 		if j > i {
 			word()
-			b.WriteString(s[i:j])
+			dst = append(dst, s[i:j]...)
 			i = j
 			continue
 		}
@@ -176,7 +295,7 @@ func normText(s string) string {
 			i++
 			if c-'A' < 26 {
 				word()
-				b.WriteByte(c + 'a' - 'A')
+				dst = append(dst, c+'a'-'A')
 			} else {
 				inWord = false
 			}
@@ -186,10 +305,10 @@ func normText(s string) string {
 		i += size
 		if r = unicode.ToLower(r); unicode.IsLetter(r) || unicode.IsDigit(r) {
 			word()
-			b.WriteRune(r)
+			dst = utf8.AppendRune(dst, r)
 		} else {
 			inWord = false
 		}
 	}
-	return b.String()
+	return dst
 }

@@ -201,7 +201,7 @@ func TestNearDupMatchesCosine(t *testing.T) {
 			want := Cosine(a, b) > dupCosine
 			na, _ := normOf(a, nil)
 			nb, _ := normOf(b, nil)
-			if got := nearDup(a, b, na, nb); got != want {
+			if got := nearDup(a, b, &na, &nb); got != want {
 				t.Fatalf("dims %d, cosine %v: nearDup = %v, Cosine %v", dims, Cosine(a, b), got, want)
 			}
 			if want {
@@ -315,11 +315,23 @@ func BenchmarkDedup(b *testing.B) {
 	}{{"Dedup", Dedup}, {"reference", dedupReference}} {
 		b.Run(bm.name, func(b *testing.B) {
 			b.ReportAllocs()
+			start := cpuNow()
 			for b.Loop() {
 				bm.dedup(items, 125)
 			}
+			reportCPU(b, start)
 		})
 	}
+}
+
+// sortByScore orders items as sortCands orders their candidates.
+func sortByScore(items []memory.Item) {
+	cands := make([]cand, len(items))
+	for i := range items {
+		cands[i] = cand{it: &items[i], score: items[i].Score}
+	}
+	sortCands(cands)
+	copy(items, materialize(cands))
 }
 
 // sortByScoreReference is sortByScore as first written, with

@@ -1,18 +1,22 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // ItemSearcher is the ranked retrieval a store provides. Both calls are
-// scoped to q.Tenant and q.User inside the query.
+// scoped to q.Tenant and q.User inside the query. The slices they return
+// are the caller's to change (the items' Embedding arrays are not: see
+// memory.Item).
 type ItemSearcher interface {
 	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
 	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
@@ -71,6 +75,8 @@ type Searcher struct {
 	stats TermStats // nil when the store keeps none
 	emb   Embedder
 	opts  SearchOptions
+	// scratch holds *searchScratch: the working space of searches, reused.
+	scratch sync.Pool
 }
 
 // NewSearcher returns a Searcher over store embedding queries with emb.
@@ -177,7 +183,9 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if textErr != nil {
 		return nil, fmt.Errorf("text search: %w", textErr)
 	}
-	kept := make([]memory.Item, 0, len(byVec))
+	// The vector ranking is ours (a store's fresh slice): it is filtered
+	// in place.
+	kept := byVec[:0]
 	for _, it := range byVec {
 		if it.Score >= s.opts.MinSimilarity {
 			kept = append(kept, it)
@@ -187,25 +195,25 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	if now.IsZero() {
 		now = time.Now()
 	}
-	fused := Fuse(kept, byText)
+	// The candidates point into kept and byText: items are moved only
+	// once, into the result.
+	scr := s.getScratch()
+	defer s.putScratch(scr)
+	cands := scr.fuse(kept, byText)
 	excluded := make(map[string]bool, len(q.ExcludeRefs))
 	for _, r := range q.ExcludeRefs {
 		excluded[r] = true
 	}
-	out := fused[:0]
-	for _, it := range fused {
-		if excluded[it.Ref] {
+	out := cands[:0]
+	for _, c := range cands {
+		if excluded[c.it.Ref] {
 			continue
 		}
-		it.Score *= RecencyWeight(now.Sub(saidAt(it)), s.opts.RecencyHalfLife)
-		out = append(out, it)
+		c.score *= RecencyWeight(now.Sub(saidAt(*c.it)), s.opts.RecencyHalfLife)
+		out = append(out, c)
 	}
-	sortByScore(out)
-	out, err = s.dedup(ctx, out, topK)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	sortCands(out)
+	return s.dedup(ctx, scr, out, topK)
 }
 
 // vectorText is the text the vector query embeds for text, whose words
@@ -246,21 +254,77 @@ func saidAt(it memory.Item) time.Time {
 	return it.CreatedAt
 }
 
-// itemKey identifies an item across rankings: its kind, ref and chunk.
-type itemKey struct {
-	kind, ref string
-	chunk     int
-}
-
-// keyOf returns the itemKey of it.
-func keyOf(it memory.Item) itemKey { return itemKey{it.Kind, it.Ref, it.Chunk} }
-
 // Fuse merges rankings by reciprocal rank fusion: an item scores the sum
 // over the lists it appears in of 1/(60+rank), ranks from 1, divided by the
 // best possible score 2/61 so an item first in two lists scores 1. Items are
 // the same when kind, ref and chunk are; the first occurrence's fields are
 // kept (an embedding from any list is kept). The result is best first.
 func Fuse(lists ...[]memory.Item) []memory.Item {
+	lists = slices.Clone(lists)
+	for i, l := range lists {
+		lists[i] = slices.Clone(l) // fuse fills in embeddings
+	}
+	cands := newSearchScratch().fuse(lists...)
+	if cands == nil {
+		return nil
+	}
+	return materialize(cands)
+}
+
+// cand is a search candidate: an item in one of the rankings (fields of
+// the first occurrence) and its score so far. Candidates are sorted and
+// filtered in place of the items, a tenth of their size.
+type cand struct {
+	it    *memory.Item
+	score float64
+}
+
+// materialize returns the items of cands with their scores.
+func materialize(cands []cand) []memory.Item {
+	out := make([]memory.Item, len(cands))
+	for i, c := range cands {
+		out[i] = *c.it
+		out[i].Score = c.score
+	}
+	return out
+}
+
+// searchScratch is the working space of one search at a time: fuse's and
+// dedup's.
+type searchScratch struct {
+	byRef   map[string]int32 // see fuse
+	sameRef []int32
+	cands   []cand
+	dedupScratch
+}
+
+func newSearchScratch() *searchScratch {
+	return &searchScratch{byRef: map[string]int32{}, dedupScratch: *newDedupScratch(0)}
+}
+
+// getScratch returns a searchScratch for one search, put back with
+// putScratch once the search's result is built.
+func (s *Searcher) getScratch() *searchScratch {
+	if scr, ok := s.scratch.Get().(*searchScratch); ok {
+		return scr
+	}
+	return newSearchScratch()
+}
+
+// putScratch empties scr, forgetting the items it pointed to, and keeps it
+// for another search.
+func (s *Searcher) putScratch(scr *searchScratch) {
+	clear(scr.byRef)
+	clear(scr.cands)
+	scr.sameRef, scr.cands = scr.sameRef[:0], scr.cands[:0]
+	scr.dedupScratch.reset()
+	s.scratch.Put(scr)
+}
+
+// fuse is Fuse over candidates pointing into lists, in scr's space: an
+// item's embedding, when nil, is set in lists to that of a later
+// occurrence.
+func (scr *searchScratch) fuse(lists ...[]memory.Item) []cand {
 	const best = 2.0 / (rrfK + 1)
 	n := 0
 	for _, l := range lists {
@@ -269,78 +333,61 @@ func Fuse(lists ...[]memory.Item) []memory.Item {
 	if n == 0 {
 		return nil
 	}
-	idx := make(map[itemKey]int, n)
-	out := make([]memory.Item, 0, n)
+	// The candidates by ref: byRef[ref] is the last one with that ref,
+	// sameRef[i] the one before candidate i (-1: none), so a lookup
+	// hashes one short string and compares kind and chunk along the chain.
+	byRef := scr.byRef
+	sameRef := scr.sameRef[:0]
+	out := slices.Grow(scr.cands[:0], n)
 	for _, l := range lists {
-		for rank, it := range l {
-			k := keyOf(it)
+		for rank := range l {
+			it := &l[rank]
 			add := 1.0 / float64(rrfK+rank+1) / best
-			if i, ok := idx[k]; ok {
-				out[i].Score += add
-				if out[i].Embedding == nil {
-					out[i].Embedding = it.Embedding
+			head, ok := byRef[it.Ref]
+			i := head
+			if !ok {
+				head, i = -1, -1
+			}
+			for i >= 0 && (out[i].it.Kind != it.Kind || out[i].it.Chunk != it.Chunk) {
+				i = sameRef[i]
+			}
+			if i >= 0 {
+				out[i].score += add
+				if out[i].it.Embedding == nil {
+					out[i].it.Embedding = it.Embedding
 				}
 				continue
 			}
-			idx[k] = len(out)
-			it.Score = add
-			out = append(out, it)
+			byRef[it.Ref] = int32(len(out))
+			sameRef = append(sameRef, head)
+			out = append(out, cand{it: it, score: add})
 		}
 	}
-	sortByScore(out)
+	sortCands(out)
+	scr.sameRef, scr.cands = sameRef, out
 	return out
 }
 
-// sortByScore orders items best first, newer first on ties, then by ID,
-// keeping the order of equal items. It sorts indices and then moves each
-// item once: slices.SortStableFunc runs sort.SliceStable's algorithm, so
-// the order is the same, but swapping items of some 200 bytes each in its
-// merges cost more than the comparisons.
-func sortByScore(items []memory.Item) {
-	if len(items) < 2 {
-		return
-	}
-	idx := make([]int, len(items))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case scoreLess(&items[a], &items[b]):
-			return -1
-		case scoreLess(&items[b], &items[a]):
-			return 1
+// sortCands orders candidates best first, newer first on ties, then by
+// ID, keeping the order of equal candidates (slices.SortStableFunc: the
+// order sort.SliceStable gives). Scores that are not numbers order like
+// equal ones.
+func sortCands(cands []cand) {
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if a.score != b.score {
+			switch {
+			case a.score > b.score:
+				return -1
+			case a.score < b.score:
+				return 1
+			}
+			return 0 // NaN
 		}
-		return 0
+		if c := b.it.CreatedAt.Compare(a.it.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.it.ID, b.it.ID)
 	})
-	// Position k takes the item at idx[k]: follow each cycle of the
-	// permutation, marking positions done with idx[k] = k.
-	for i := range idx {
-		if idx[i] == i {
-			continue
-		}
-		tmp := items[i]
-		j := i
-		for idx[j] != i {
-			next := idx[j]
-			items[j] = items[next]
-			idx[j] = j
-			j = next
-		}
-		items[j] = tmp
-		idx[j] = j
-	}
-}
-
-// scoreLess reports whether a sorts before b in sortByScore.
-func scoreLess(a, b *memory.Item) bool {
-	if a.Score != b.Score {
-		return a.Score > b.Score
-	}
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.After(b.CreatedAt)
-	}
-	return a.ID < b.ID
 }
 
 // RecencyWeight is the factor a passage of the given age is scored by:
@@ -352,32 +399,33 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 	return math.Pow(0.5, float64(age)/float64(halfLife))
 }
 
-// dedup keeps, walking items best first, those whose normalised text differs
-// from every kept one and whose vector is within dupCosine of none, until
-// topK are kept. Items without a vector (text-only hits) are embedded here.
-func (s *Searcher) dedup(ctx context.Context, items []memory.Item, topK int) ([]memory.Item, error) {
+// dedup keeps, walking cands best first, those whose normalised text
+// differs from every kept one and whose vector is within dupCosine of
+// none, until topK are kept. Candidates without a vector (text-only hits)
+// are embedded here.
+func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, topK int) ([]memory.Item, error) {
 	var missing []string
 	var at []int
-	for i, it := range items {
-		if len(it.Embedding) != s.emb.Dims() {
-			missing = append(missing, it.Text)
+	for i, c := range cands {
+		if len(c.it.Embedding) != s.emb.Dims() {
+			missing = append(missing, c.it.Text)
 			at = append(at, i)
 		}
 	}
 	if len(missing) > 0 {
 		vecs, err := s.emb.Embed(ctx, missing)
 		if noteLate(ctx, err) {
-			for i := range items {
-				items[i].Embedding = nil // dedup by text alone
+			for _, c := range cands {
+				c.it.Embedding = nil // dedup by text alone
 			}
-			return Dedup(items, topK), nil
+			return scr.dedupScratch.dedup(cands, topK), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("embed results: %w", err)
 		}
 		for j, i := range at {
-			items[i].Embedding = vecs[j]
+			cands[i].it.Embedding = vecs[j]
 		}
 	}
-	return Dedup(items, topK), nil
+	return scr.dedupScratch.dedup(cands, topK), nil
 }

@@ -5,3 +5,10 @@ package vec
 //
 //go:noescape
 func dotBlocks(a, b []float32) float32
+
+// dotsBlocks sets out[j] to dotBlocks(a, bs[j·len(a):]) for each j, in SSE
+// (dot_amd64.s). len(a) must be a multiple of 16 and bs at least
+// len(out)·len(a) long.
+//
+//go:noescape
+func dotsBlocks(a, bs, out []float32)

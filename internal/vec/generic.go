@@ -20,3 +20,11 @@ func dotBlocksGeneric(a, b []float32) float32 {
 	}
 	return (lanes[0] + lanes[2]) + (lanes[1] + lanes[3])
 }
+
+// dotsBlocksGeneric is dotsBlocks in Go.
+func dotsBlocksGeneric(a, bs, out []float32) {
+	n := len(a)
+	for j := range out {
+		out[j] = dotBlocksGeneric(a, bs[j*n:(j+1)*n])
+	}
+}

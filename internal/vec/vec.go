@@ -19,3 +19,24 @@ func Dot(a, b []float32) float32 {
 	}
 	return s
 }
+
+// Dots sets out[j] to Dot(a, bs[j·len(a):(j+1)·len(a)]) for each j < len(out),
+// to the bit (the same sums in the same order), in one call: a's products
+// with many rows laid out one after another. bs must hold len(out)·len(a)
+// elements.
+func Dots(a, bs, out []float32) {
+	m := len(a)
+	bs = bs[:len(out)*m]
+	n := m &^ 15
+	if n == m {
+		if m > 0 {
+			dotsBlocks(a, bs, out)
+		} else {
+			clear(out)
+		}
+		return
+	}
+	for j := range out {
+		out[j] = Dot(a, bs[j*m:(j+1)*m])
+	}
+}

@@ -81,3 +81,68 @@ func BenchmarkDot384(b *testing.B) {
 	}
 	_ = s
 }
+
+// TestDots checks Dots against Dot, to the bit, at lengths on and off the
+// 16-element blocks, and dotsBlocks against its Go version.
+func TestDots(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, m := range []int{0, 1, 15, 16, 17, 48, 64, 100, 384} {
+		for _, rows := range []int{0, 1, 2, 7, 81} {
+			a := make([]float32, m)
+			bs := make([]float32, rows*m+3)
+			for i := range a {
+				a[i] = float32(r.NormFloat64())
+			}
+			for i := range bs {
+				bs[i] = float32(r.NormFloat64())
+			}
+			out := make([]float32, rows)
+			for i := range out {
+				out[i] = 42
+			}
+			Dots(a, bs, out)
+			for j := range out {
+				if want := Dot(a, bs[j*m:(j+1)*m]); math.Float32bits(out[j]) != math.Float32bits(want) {
+					t.Fatalf("Dots over %d, row %d of %d = %v, Dot %v", m, j, rows, out[j], want)
+				}
+			}
+			if m%16 == 0 {
+				gen := make([]float32, rows)
+				dotsBlocksGeneric(a, bs, gen)
+				for j := range gen {
+					if math.Float32bits(gen[j]) != math.Float32bits(out[j]) {
+						t.Fatalf("dotsBlocksGeneric over %d, row %d = %v, dotsBlocks %v", m, j, gen[j], out[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDots measures a 384-dimension query against 1,200 rows: one
+// Dots call, and a Dot per row.
+func BenchmarkDots(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const m, rows = 384, 1200
+	a := make([]float32, m)
+	bs := make([]float32, m*rows)
+	for i := range a {
+		a[i] = float32(r.NormFloat64())
+	}
+	for i := range bs {
+		bs[i] = float32(r.NormFloat64())
+	}
+	out := make([]float32, rows)
+	b.Run("Dots", func(b *testing.B) {
+		for b.Loop() {
+			Dots(a, bs, out)
+		}
+	})
+	b.Run("Dot", func(b *testing.B) {
+		for b.Loop() {
+			for j := range out {
+				out[j] = Dot(a, bs[j*m:(j+1)*m])
+			}
+		}
+	})
+}
