@@ -34,11 +34,16 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
 	}
 	var res memory.SaveResult
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	var done []*appended
+	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
+		wtx := writeTx{tx, s.writes}
+		if res, err = saveExchange(ctx, wtx, ex); err != nil {
+			return err
+		}
+		done, err = appendedBy(ctx, wtx, []memory.Exchange{ex}, []memory.SaveResult{res})
 		return err
-	})
+	}, func() { s.advanceTails(done) })
 	if err != nil {
 		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
 	}
@@ -57,16 +62,20 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		}
 	}
 	results := make([]memory.SaveResult, len(exs))
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	var done []*appended
+	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
+		wtx := writeTx{tx, s.writes}
 		for i, ex := range exs {
-			res, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
+			res, err := saveExchange(ctx, wtx, ex)
 			if err != nil {
 				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}
 			results[i] = res
 		}
-		return nil
-	})
+		var err error
+		done, err = appendedBy(ctx, wtx, exs, results)
+		return err
+	}, func() { s.advanceTails(done) })
 	if err != nil {
 		return nil, fmt.Errorf("save %d exchanges: %w", len(exs), err)
 	}
@@ -92,7 +101,7 @@ const (
 
 // hotWrites are the write statements a Store prepares when it opens.
 var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
-	sqlRecordExchange, sqlCountMessages}
+	sqlRecordExchange, sqlCountMessages, sqlMessagesState}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {

@@ -43,6 +43,9 @@ type Store struct {
 	index *itemindex.Index
 	// around holds the turns around recalled messages (MessagesAround).
 	around *itemindex.Windows
+	// tails holds the conversations' newest messages (Recent), per user,
+	// by conversation.
+	tails *itemindex.CountedCache[string, tail]
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -107,6 +110,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
 	s.around = itemindex.NewWindows(windowSource{indexSource{s}}, itemindex.DefaultWindowBytes)
+	s.tails = itemindex.NewCountedCache(defaultTailBytes, tailSize)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
@@ -177,6 +181,13 @@ func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 // writer connection, in the order writeGate gives) and commits it when fn
 // returns nil.
 func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inWriteThen(ctx, fn, nil)
+}
+
+// inWriteThen is inWrite, calling committed (when not nil) once the
+// transaction has committed, before the next write transaction begins: so
+// what it does after each commit happens in the commits' order.
+func (s *Store) inWriteThen(ctx context.Context, fn func(tx *sql.Tx) error, committed func()) error {
 	if err := s.gate.acquire(ctx, memory.IsBackground(ctx)); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -193,6 +204,9 @@ func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if committed != nil {
+		committed()
 	}
 	return nil
 }
