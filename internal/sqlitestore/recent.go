@@ -89,84 +89,65 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	return slices.Clone(msgs[max(0, len(msgs)-n):]), nil
 }
 
-// appended is what one write transaction inserted for one user, for
-// advanceTails.
-type appended struct {
-	tenant, user string
-	// count is the user's messagesState read in the transaction after its
-	// inserts; inserted how many messages the transaction inserted.
-	count    int64
-	inserted int
-	convs    []string                    // distinct, in first-save order
-	stored   map[string][]memory.Message // per conversation, in Seq order
-}
-
-// sqlMessagesState reads a user's messagesState in a write transaction.
-const sqlMessagesState = `SELECT messages_added + messages_changed FROM memory_item_revisions
-	WHERE tenant = ? AND user_id = ?`
-
-// appendedBy groups the messages results report stored by user and
-// conversation (results[i] being exs[i]'s) and reads, in the transaction
-// that stored them, each such user's messagesState.
-func appendedBy(ctx context.Context, tx writeTx, exs []memory.Exchange, results []memory.SaveResult) ([]*appended, error) {
-	var out []*appended
-	for i, res := range results {
-		if res.Inserted == 0 {
+// advanceTails brings the tails held of the users that a committed write
+// transaction stored exchanges of (exs, their results, and before[i] the
+// user's messagesState read in the transaction just before exs[i]'s
+// inserts) to the counts the transaction left. A user held at the count
+// before their first exchange's inserts, whose exchanges superseded
+// nothing and whose counts follow each other (each exchange's count is the
+// one before plus what the one before inserted: nothing else changed
+// their messages in between), was held as of the state just before the
+// transaction, which did nothing to their messages but insert what the
+// results report stored (nothing runs after the last inserts but the
+// exchange's record and the conversation's count, which fire no trigger
+// on messages). The stored messages are then appended to each of their
+// conversations held, and the user's tails moved to the new count. The
+// count only grows, one writer at a time, so no other state has either
+// count. Otherwise the user's tails, stale, are dropped. Messages already
+// held (a Recent that read the file after the commit, keeping what it read
+// as of the count it read before) are not appended again.
+func (s *Store) advanceTails(exs []memory.Exchange, results []memory.SaveResult, before []int64) {
+	for i, ex := range exs {
+		if results[i].Inserted == 0 || slices.ContainsFunc(exs[:i], func(o memory.Exchange) bool {
+			return o.Tenant == ex.Tenant && o.User == ex.User // the user was advanced with it
+		}) {
 			continue
 		}
-		ex := exs[i]
-		var a *appended
-		for _, o := range out {
-			if o.tenant == ex.Tenant && o.user == ex.User {
-				a = o
-				break
+		mine := func(j int) bool {
+			return results[j].Inserted > 0 && exs[j].Tenant == ex.Tenant && exs[j].User == ex.User
+		}
+		from, next := before[i], before[i]
+		var convs []string
+		for j := i; j < len(exs); j++ {
+			if !mine(j) {
+				continue
+			}
+			if results[j].Superseded > 0 || before[j] != next {
+				from = -1 // not only appended: the user's tails are dropped
+			}
+			next = before[j] + int64(results[j].Inserted)
+			if !slices.Contains(convs, exs[j].Conversation) {
+				convs = append(convs, exs[j].Conversation)
 			}
 		}
-		if a == nil {
-			a = &appended{tenant: ex.Tenant, user: ex.User, stored: map[string][]memory.Message{}}
-			out = append(out, a)
-		}
-		a.inserted += res.Inserted
-		if _, seen := a.stored[ex.Conversation]; !seen {
-			a.convs = append(a.convs, ex.Conversation)
-		}
-		a.stored[ex.Conversation] = append(a.stored[ex.Conversation], res.Stored...)
-	}
-	for _, a := range out {
-		if err := tx.QueryRowContext(ctx, sqlMessagesState, a.tenant, a.user).Scan(&a.count); err != nil {
-			return nil, fmt.Errorf("read messages count: %w", err)
-		}
-	}
-	return out, nil
-}
-
-// advanceTails brings the tails held of the users a committed write
-// transaction appended to (appendedBy) to the transaction's counts. A
-// user held at exactly count-inserted was held as of the state just
-// before the transaction and the transaction did nothing else to their
-// messages (any supersede, update or delete, or any insert not reported,
-// moves the count further, and the counts of other states differ: the
-// count only grows and the writer is one at a time), so the stored
-// messages are appended to each of their conversations held. Otherwise
-// the user's tails, stale, are dropped. Messages already held (a Recent
-// that read the file after the commit, keeping what it read as of the
-// count it read before) are not appended again.
-func (s *Store) advanceTails(done []*appended) {
-	for _, a := range done {
-		s.tails.Advance(a.tenant, a.user, a.count-int64(a.inserted), a.count, a.convs,
-			func(conv string, t tail) (tail, bool) {
-				limit := max(len(t.msgs), tailKeep)
-				msgs := t.msgs
-				for _, m := range a.stored[conv] {
+		s.tails.Advance(ex.Tenant, ex.User, from, next, convs, func(conv string, t tail) (tail, bool) {
+			limit := max(len(t.msgs), tailKeep)
+			msgs := t.msgs
+			for j := i; j < len(exs); j++ {
+				if !mine(j) || exs[j].Conversation != conv {
+					continue
+				}
+				for _, m := range results[j].Stored {
 					if len(msgs) == 0 || m.Seq > msgs[len(msgs)-1].Seq {
 						msgs = append(msgs, m)
 					}
 				}
-				all := t.all
-				if len(msgs) > limit {
-					msgs, all = msgs[len(msgs)-limit:], false
-				}
-				return tail{msgs: msgs, all: all}, true
-			})
+			}
+			all := t.all
+			if len(msgs) > limit {
+				msgs, all = msgs[len(msgs)-limit:], false
+			}
+			return tail{msgs: msgs, all: all}, true
+		})
 	}
 }

@@ -175,22 +175,26 @@ func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t, "")
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
-	save := func(exID string) memory.SaveResult {
-		res, err := s.SaveExchange(ctx, memory.Exchange{ID: exID, Identity: id, At: time.Now(),
+	exchange := func(exID string) memory.Exchange {
+		return memory.Exchange{ID: exID, Identity: id, At: time.Now(),
 			Turn:  []memory.Message{{Role: "user", Content: "q " + exID}},
-			Reply: memory.Message{Role: "assistant", Content: "a " + exID}})
+			Reply: memory.Message{Role: "assistant", Content: "a " + exID}}
+	}
+	save := func(ex memory.Exchange) memory.SaveResult {
+		res, err := s.SaveExchange(ctx, ex)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	save("ex1")
+	save(exchange("ex1"))
 	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := messagesState(rev)
-	res := save("ex2")
+	ex2 := exchange("ex2")
+	res := save(ex2)
 	msgs, err := liveTail(ctx, s.reads, id, tailKeep) // read after the commit
 	if err != nil {
 		t.Fatal(err)
@@ -198,8 +202,7 @@ func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
 	s.tails.Put(id.Tenant, id.User, before, func(yield func(string, tail) bool) {
 		yield(id.Conversation, tail{msgs: msgs, all: true})
 	})
-	s.advanceTails([]*appended{{tenant: id.Tenant, user: id.User, count: before + int64(res.Inserted),
-		inserted: res.Inserted, convs: []string{id.Conversation}, stored: map[string][]memory.Message{id.Conversation: res.Stored}}})
+	s.advanceTails([]memory.Exchange{ex2}, []memory.SaveResult{res}, []int64{before})
 	checkRecent(t, ctx, s, id, 10, "after the write-through")
 }
 
