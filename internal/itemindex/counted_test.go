@@ -46,6 +46,10 @@ func TestCountedCacheAdvance(t *testing.T) {
 	if got := get(12, "c1"); got == nil || len(got) != 0 {
 		t.Fatalf("entry edit dropped: %q", got)
 	}
+	c.Forget("acme", "alice")
+	if got := get(12, "c1"); got != nil {
+		t.Fatalf("after Forget: %q", got)
+	}
 	c.Advance("acme", "bob", 0, 3, []string{"c1"}, appendB)
 	if got, _ := c.Get("acme", "bob", 3, []string{"c1"}); got != nil {
 		t.Fatalf("Advance of a user not held: %q", got)

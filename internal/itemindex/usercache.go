@@ -270,3 +270,18 @@ func (c *CountedCache[K, V]) Advance(tenant, user string, from, to int64, keys [
 	}
 	c.users.publish(sl, u) // accounts u's change, evicts past the bound
 }
+
+// Forget drops the user's entries, if any are held: for a writer that
+// erased what they were read from, so that it does not stay in memory
+// until evicted (it would never be answered: the erasure moved the count).
+func (c *CountedCache[K, V]) Forget(tenant, user string) {
+	sl := c.users.held(Key{Tenant: tenant, User: user})
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.val != nil {
+		c.users.publish(sl, nil)
+	}
+}
