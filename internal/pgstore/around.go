@@ -31,19 +31,19 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	return out, nil
 }
 
-// windowSource is what the Store's itemindex.Windows reads: the revisions
-// of indexSource (messages_changed among them, migration 0011) and the
-// turns.
-type windowSource struct{ indexSource }
-
-var _ itemindex.WindowSource = windowSource{}
+// The Store's itemindex.Windows reads its indexSource: the revisions
+// (messages_changed among them, migration 0011) and the turns. One source
+// for both, so a request's memory.Memo holds one read of the revisions for
+// the searches and for the turns around their hits (a memo's key is the
+// source).
+var _ itemindex.WindowSource = indexSource{}
 
 // ReadWindows reads the turns within radius of each of refs: the windows of
 // the refs that name a stored message, and which of them are closed (their
 // last seq is stored, live or not, so no message can join them without an
 // update, which moves messages_changed). Superseded turns are read too,
 // and then left out, so a window ending on one counts as closed.
-func (src windowSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	convs, keys := make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
 		convs[i], keys[i] = r.Conversation, r.Key

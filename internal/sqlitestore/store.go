@@ -109,7 +109,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	s := &Store{write: write, read: read, logger: logger,
 		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
-	s.around = itemindex.NewWindows(windowSource{indexSource{s}}, itemindex.DefaultWindowBytes)
+	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
 	s.tails = itemindex.NewCountedCache(defaultTailBytes, tailSize)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
@@ -223,5 +223,5 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
-	s.around = itemindex.NewWindows(windowSource{indexSource{s}}, turns)
+	s.around = itemindex.NewWindows(indexSource{s}, turns)
 }
