@@ -246,9 +246,6 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 			if _, ok := st.(recall.ContextReader); !ok {
 				t.Errorf("the %s store (%T) does not read the turns around recalled messages", name, st)
 			}
-			if _, ok := st.(recall.TurnsReader); !ok {
-				t.Errorf("the %s store (%T) copies the turns around recalled messages for each recall", name, st)
-			}
 			if _, ok := st.(recall.TermStats); !ok {
 				t.Errorf("the %s store (%T) keeps no term statistics for recall", name, st)
 			}

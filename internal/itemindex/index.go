@@ -44,10 +44,12 @@ var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 
 // Revisions are a user's counters (zero for a user never written): Added
 // counts inserts of items, Changed deletes and changes of what a search
-// reads, Messages updates and deletes of their messages (Windows). None
-// ever decreases.
+// reads, Messages updates and deletes of their messages (Windows), and
+// MessagesAdded inserts of their messages (a store that keeps no cache of
+// a conversation's newest turns may leave it 0). None ever decreases.
 type Revisions struct {
 	Added, Changed, Messages int64
+	MessagesAdded            int64
 }
 
 // RevisionReader reads a user's Revisions, in one lookup.
@@ -61,9 +63,16 @@ type revisionsKey struct {
 	tenant, user string
 }
 
-// readRevisions reads the user's Revisions from src, once for all of a
+// ReadRevisions reads the user's Revisions from src, once for all of a
 // request when ctx carries a memory.Memo (a recall checks them for each of
-// its searches and for the turns around the hits).
+// its searches and for the turns around the hits, a store for the
+// conversation's newest turns): every caller passing an equal src shares
+// the read.
+func ReadRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
+	return readRevisions(ctx, src, tenant, user)
+}
+
+// readRevisions is ReadRevisions.
 func readRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
 	return memory.Memoized(ctx, revisionsKey{src, tenant, user}, func() (Revisions, error) {
 		return src.ItemRevisions(ctx, tenant, user)

@@ -71,6 +71,19 @@ func (c *userCache[V]) slot(key Key) *userSlot[V] {
 	return sl
 }
 
+// held returns key's slot, marked most recently used, or nil when there
+// is none.
+func (c *userCache[V]) held(key Key) *userSlot[V] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl, ok := c.slots[key]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(sl.elem)
+	return sl
+}
+
 // value returns sl's value (nil: none).
 func (c *userCache[V]) value(sl *userSlot[V]) V {
 	c.mu.Lock()
@@ -214,4 +227,61 @@ func (c *CountedCache[K, V]) Put(tenant, user string, changed int64, entries ite
 		u = nil
 	}
 	c.users.publish(sl, u) // accounts u's growth, evicts past the bound
+}
+
+// Advance moves the user's entries held at count from to the newer count
+// to, each entry of keys (distinct) held replaced by what edit returns for
+// it (false: dropped): for a writer that knows exactly what changed
+// between the two counts (a save that only appended) and so what the
+// entries are at to. Entries held at another count below to are dropped,
+// being stale; held at to or above, they are left as they are. A user not
+// held is left so.
+func (c *CountedCache[K, V]) Advance(tenant, user string, from, to int64, keys []K, edit func(K, V) (V, bool)) {
+	sl := c.users.held(Key{Tenant: tenant, User: user})
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	u := sl.val
+	switch {
+	case u == nil || u.changed >= to:
+		return
+	case u.changed != from:
+		c.users.publish(sl, nil)
+		return
+	}
+	u.changed = to
+	for _, k := range keys {
+		v, held := u.m[k]
+		if !held {
+			continue
+		}
+		u.bytes -= c.sizeOf(k, v)
+		if v, keep := edit(k, v); keep {
+			u.m[k] = v
+			u.bytes += c.sizeOf(k, v)
+		} else {
+			delete(u.m, k)
+		}
+	}
+	if slotOverhead+u.bytes > c.users.max {
+		u = nil
+	}
+	c.users.publish(sl, u) // accounts u's change, evicts past the bound
+}
+
+// Forget drops the user's entries, if any are held: for a writer that
+// erased what they were read from, so that it does not stay in memory
+// until evicted (it would never be answered: the erasure moved the count).
+func (c *CountedCache[K, V]) Forget(tenant, user string) {
+	sl := c.users.held(Key{Tenant: tenant, User: user})
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.val != nil {
+		c.users.publish(sl, nil)
+	}
 }

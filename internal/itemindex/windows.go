@@ -64,23 +64,10 @@ func windowSize(k WindowKey, w []memory.Message) int {
 // conversations, each message once, ordered by conversation and Seq, as
 // WindowSource.ReadWindows reads them. Unknown refs, and refs of other
 // users or tenants, add nothing; radius < 0 finds nothing. The messages
-// are the cache's copies' values: their fields are shared strings only.
-func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
-	shared, err := w.AroundShared(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]memory.Message, len(shared))
-	for i, m := range shared {
-		out[i] = *m
-	}
-	return out, nil
-}
-
-// AroundShared is Around answering the cache's messages themselves, not
-// copies: they are shared with every other caller, to read and never to
-// write into. It spares a recall copying the ~200 turns around its hits.
-func (w *Windows) AroundShared(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+// are the cache's own, shared with every other caller, to read and never
+// to write into: copying the ~200 turns around a recall's hits was most of
+// its cost.
+func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}

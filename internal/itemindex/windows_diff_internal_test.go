@@ -184,8 +184,7 @@ func (src *randTurns) ReadWindows(_ context.Context, tenant, user string, refs [
 // TestAroundMatchesOldAround asks a Windows and the algorithm it replaced
 // (each over its own copy of a randomly changing store) for the turns
 // around random refs, repeated and unknown ones among them, and wants the
-// same turns and the same reads of the store every time, from Around and
-// AroundShared alike.
+// same turns and the same reads of the store every time.
 func TestAroundMatchesOldAround(t *testing.T) {
 	ctx := context.Background()
 	for seed := range uint64(300) {
@@ -214,19 +213,13 @@ func TestAroundMatchesOldAround(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []memory.Message
-			if ask%2 == 0 {
-				got, err = newW.Around(ctx, "t", "u", refs, radius)
-			} else { // the same turns, shared
-				var shared []*memory.Message
-				shared, err = newW.AroundShared(ctx, "t", "u", refs, radius)
-				got = make([]memory.Message, len(shared))
-				for i, m := range shared {
-					got[i] = *m
-				}
-			}
+			shared, err := newW.Around(ctx, "t", "u", refs, radius)
 			if err != nil {
 				t.Fatal(err)
+			}
+			got := make([]memory.Message, len(shared))
+			for i, m := range shared {
+				got[i] = *m
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d ask %d: Around(%v, %d)\n = %v\nwant %v", seed, ask, refs, radius, got, want)

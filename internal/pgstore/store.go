@@ -106,7 +106,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		return nil, fmt.Errorf("pgstore: create pool: %w", err)
 	}
 	s := &Store{pool: pool, logger: logger, index: itemindex.New(indexSource{pool}, itemindex.DefaultLimits),
-		around: itemindex.NewWindows(windowSource{indexSource{pool}}, itemindex.DefaultWindowBytes)}
+		around: itemindex.NewWindows(indexSource{pool}, itemindex.DefaultWindowBytes)}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -199,5 +199,5 @@ func unavailable(err error) error {
 // gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
-	s.around = itemindex.NewWindows(windowSource{indexSource{s.pool}}, turns)
+	s.around = itemindex.NewWindows(indexSource{s.pool}, turns)
 }

@@ -15,34 +15,9 @@ import (
 type ContextReader interface {
 	// MessagesAround returns the live messages within radius turns of each
 	// referenced message (it included), each once, ordered by conversation
-	// and Seq.
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
-}
-
-// TurnsReader is what a ContextReader may offer besides: the same turns,
-// the store's own (cached) copies shared rather than copied for each call.
-// expand uses it when the store has it.
-type TurnsReader interface {
-	// TurnsAround returns what MessagesAround returns, as pointers to
-	// messages the caller reads and never writes into.
-	TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
-}
-
-// turnsAround reads the turns around refs through cr's TurnsAround, when
-// it has one, else through its MessagesAround.
-func turnsAround(ctx context.Context, cr ContextReader, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	if tr, ok := cr.(TurnsReader); ok {
-		return tr.TurnsAround(ctx, tenant, user, refs, radius)
-	}
-	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*memory.Message, len(msgs))
-	for i := range msgs {
-		out[i] = &msgs[i]
-	}
-	return out, nil
+	// and Seq: the store's own (cached) messages, shared with every other
+	// caller, which the caller reads and never writes into.
+	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
 // maxNeighbourBytes bounds the text a neighbouring turn adds to a passage
@@ -74,7 +49,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 	if len(refs) == 0 {
 		return items, nil
 	}
-	msgs, err := turnsAround(ctx, cr, tenant, user, refs, radius)
+	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
 	if err != nil {
 		return nil, fmt.Errorf("load context: %w", err)
 	}

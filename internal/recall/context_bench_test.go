@@ -39,17 +39,12 @@ func (src memWindows) ReadWindows(_ context.Context, _, _ string, refs []memory.
 	return read, closed, nil
 }
 
-// windowsReader is a ContextReader and TurnsReader over an
-// itemindex.Windows, as the stores are.
+// windowsReader is a ContextReader over an itemindex.Windows, as the
+// stores are.
 type windowsReader struct{ w *itemindex.Windows }
 
-func (r windowsReader) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+func (r windowsReader) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	return r.w.Around(ctx, tenant, user, refs, radius)
-}
-
-// TurnsAround is MessagesAround shared, as the stores' are.
-func (r windowsReader) TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	return r.w.AroundShared(ctx, tenant, user, refs, radius)
 }
 
 // benchConversation returns a conversation of n turns of realistic length

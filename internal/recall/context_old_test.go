@@ -15,7 +15,7 @@ import (
 
 // oldExpand is expand as it was before it built each passage in one
 // allocation (kept to test the new one against), with the helpers it used.
-func oldExpand(ctx context.Context, cr ContextReader, tenant, user string, items []memory.Item, radius int) ([]memory.Item, error) {
+func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items []memory.Item, radius int) ([]memory.Item, error) {
 	var refs []memory.MessageRef
 	for _, it := range items {
 		if it.Kind == KindMessage && it.Conversation != "" {
@@ -25,10 +25,7 @@ func oldExpand(ctx context.Context, cr ContextReader, tenant, user string, items
 	if len(refs) == 0 || radius <= 0 {
 		return items, nil
 	}
-	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, fmt.Errorf("load context: %w", err)
-	}
+	msgs := cr.copies(refs, radius)
 	// follows[i]: msgs[i] is the turn right after msgs[i-1].
 	follows := make([]bool, len(msgs))
 	at := make(map[memory.MessageRef]int, len(msgs))
@@ -131,12 +128,36 @@ func oldClip(s string, n int) string {
 }
 
 // multiContext serves MessagesAround over several conversations whose
-// turns may have gaps (superseded turns) and share keys.
+// turns may have gaps (superseded turns) and share keys: pointers to its
+// own messages, shared as the stores' are.
 type multiContext struct {
 	msgs []memory.Message // ordered by conversation and Seq
 }
 
-func (f multiContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+func (f multiContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	var out []*memory.Message
+	for i, k := range f.around(refs, radius) {
+		if k {
+			out = append(out, &f.msgs[i])
+		}
+	}
+	return out, nil
+}
+
+// copies returns what MessagesAround does, copied: what oldExpand read.
+func (f multiContext) copies(refs []memory.MessageRef, radius int) []memory.Message {
+	var out []memory.Message
+	for i, k := range f.around(refs, radius) {
+		if k {
+			out = append(out, f.msgs[i])
+		}
+	}
+	return out
+}
+
+// around reports, for each of f's messages, whether it is within radius of
+// a message refs names.
+func (f multiContext) around(refs []memory.MessageRef, radius int) []bool {
 	keep := make([]bool, len(f.msgs))
 	for _, r := range refs {
 		for _, m := range f.msgs {
@@ -150,30 +171,7 @@ func (f multiContext) MessagesAround(_ context.Context, _, _ string, refs []memo
 			}
 		}
 	}
-	var out []memory.Message
-	for i, m := range f.msgs {
-		if keep[i] {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-// sharedContext is a multiContext that also answers TurnsAround, with
-// pointers to its own messages.
-type sharedContext struct{ multiContext }
-
-func (f sharedContext) TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	msgs, _ := f.MessagesAround(ctx, tenant, user, refs, radius)
-	var out []*memory.Message
-	for _, m := range msgs {
-		for i := range f.msgs {
-			if f.msgs[i].Conversation == m.Conversation && f.msgs[i].Seq == m.Seq {
-				out = append(out, &f.msgs[i])
-			}
-		}
-	}
-	return out, nil
+	return keep
 }
 
 // TestExpandMatchesOldExpand runs expand and the algorithm it replaced
@@ -181,8 +179,7 @@ func (f sharedContext) TurnsAround(ctx context.Context, tenant, user string, ref
 // them, turns empty, long, chunked, with tool calls or non-ASCII text) and
 // random items (hits, several on one turn, hits no longer stored,
 // summaries, facts, hits without a conversation), and wants the same
-// items, texts and order, over MessagesAround and TurnsAround alike,
-// leaving the shared turns as they were.
+// items, texts and order, leaving the shared turns as they were.
 func TestExpandMatchesOldExpand(t *testing.T) {
 	words := []string{"savings", "Lisbon", "déjà", "vu", "ação", "😀", "goal", "R$", "420", "  ", "\n", "."}
 	text := func(r *rand.Rand) string {
@@ -257,17 +254,15 @@ func TestExpandMatchesOldExpand(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored := slices.Clone(f.msgs)
-		for _, cr := range []ContextReader{f, sharedContext{f}} {
-			got, err := expand(context.Background(), cr, "t", "u", slices.Clone(items), radius)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("seed %d: expand(%T, radius %d)\n = %+v\nwant %+v", seed, cr, radius, got, want)
-			}
-			if !reflect.DeepEqual(f.msgs, stored) {
-				t.Fatalf("seed %d: expand(%T) wrote into the shared turns", seed, cr)
-			}
+		got, err := expand(context.Background(), f, "t", "u", slices.Clone(items), radius)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: expand(radius %d)\n = %+v\nwant %+v", seed, radius, got, want)
+		}
+		if !reflect.DeepEqual(f.msgs, stored) {
+			t.Fatalf("seed %d: expand wrote into the shared turns", seed)
 		}
 	}
 }

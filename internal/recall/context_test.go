@@ -16,7 +16,7 @@ type fakeContext struct {
 	calls int
 }
 
-func (f *fakeContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+func (f *fakeContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	f.calls++
 	keep := map[int64]bool{}
 	for _, r := range refs {
@@ -28,10 +28,10 @@ func (f *fakeContext) MessagesAround(_ context.Context, _, _ string, refs []memo
 			}
 		}
 	}
-	var out []memory.Message
-	for _, m := range f.msgs {
+	var out []*memory.Message
+	for i, m := range f.msgs {
 		if keep[m.Seq] {
-			out = append(out, m)
+			out = append(out, &f.msgs[i])
 		}
 	}
 	return out, nil

@@ -75,8 +75,7 @@ type Recaller struct {
 // NewRecaller returns a Recaller reading facts from facts and passages
 // through search, ranking facts with emb (the searcher's embedder). When
 // facts also implements ContextReader, recalled turns come with the turns
-// around them (RecallOptions.ContextTurns), read through TurnsReader when
-// facts implements it too.
+// around them (RecallOptions.ContextTurns).
 func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOptions) *Recaller {
 	if opts.MaxPassages <= 0 {
 		opts.MaxPassages = defaultMaxPassages

@@ -39,7 +39,7 @@ type Backend interface {
 	AddItems(ctx context.Context, items []memory.Item) error
 	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
 	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
+	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 	CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
 	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
 	SetEmbeddings(ctx context.Context, items []memory.Item) error

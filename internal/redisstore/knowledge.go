@@ -68,33 +68,10 @@ func (c *Cache) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 }
 
 // MessagesAround delegates to the backend, so recalled turns come with the
-// turns around them behind the Cache as on the store itself.
-func (c *Cache) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+// turns around them behind the Cache as on the store itself (the backend's
+// shared messages, to read and never to write into).
+func (c *Cache) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	return c.inner.MessagesAround(ctx, tenant, user, refs, radius)
-}
-
-// turnsReader is what a Backend may offer besides MessagesAround: the same
-// turns, shared rather than copied (recall.TurnsReader).
-type turnsReader interface {
-	TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
-}
-
-// TurnsAround delegates to the backend's TurnsAround, or to its
-// MessagesAround when it has none, so recall is spared copying the turns
-// around its hits behind the Cache as on the store itself.
-func (c *Cache) TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	if tr, ok := c.inner.(turnsReader); ok {
-		return tr.TurnsAround(ctx, tenant, user, refs, radius)
-	}
-	msgs, err := c.inner.MessagesAround(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*memory.Message, len(msgs))
-	for i := range msgs {
-		out[i] = &msgs[i]
-	}
-	return out, nil
 }
 
 // CommonTerms delegates to the backend, so recall leaves a user's most

@@ -16,7 +16,8 @@ import (
 // Seq. Raw is left empty. A reply the upstream broke off
 // (memory.Message.Failed) is left out: it is never recalled, not even as a
 // neighbour. Unknown refs, and refs of other users or tenants, add nothing;
-// radius < 0 finds nothing.
+// radius < 0 finds nothing. The messages are the Store's cached ones,
+// shared with every other caller, to read and never to write into.
 //
 // The windows of turns read are kept in memory (itemindex.Windows) as of
 // the user's messages_changed count, which every update and delete of
@@ -24,7 +25,7 @@ import (
 // a warm conversation's recall finds mostly the same turns request after
 // request, and every commit of the capture path empties the readers' page
 // caches.
-func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	out, err := s.around.Around(ctx, tenant, user, refs, radius)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
@@ -32,29 +33,18 @@ func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []
 	return out, nil
 }
 
-// TurnsAround is MessagesAround answering the Store's cached messages
-// themselves, not copies: they are shared with every other caller, to read
-// and never to write into.
-func (s *Store) TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	out, err := s.around.AroundShared(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
-	}
-	return out, nil
-}
-
-// windowSource is what the Store's itemindex.Windows reads: the revisions
-// of indexSource (messages_changed among them, migration 0013) and the
-// turns.
-type windowSource struct{ indexSource }
-
-var _ itemindex.WindowSource = windowSource{}
+// The Store's itemindex.Windows reads its indexSource: the revisions
+// (messages_changed among them, migration 0013) and the turns. One source
+// for both, so a request's memory.Memo holds one read of the revisions for
+// the searches and for the turns around their hits (a memo's key is the
+// source).
+var _ itemindex.WindowSource = indexSource{}
 
 // ReadWindows reads the live turns within radius of each of refs from the
 // file: the windows of the refs that name a stored message, and which of
 // them are closed (their last seq is stored, live or not, so no message
 // can join them without an update, which moves messages_changed).
-func (src windowSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	pairs := make([][2]string, len(refs))
 	for i, r := range refs {
 		pairs[i] = [2]string{r.Conversation, r.Key}

@@ -28,20 +28,6 @@ func BenchmarkMessagesAround(b *testing.B) {
 	}
 }
 
-// BenchmarkTurnsAround is BenchmarkMessagesAround through TurnsAround (the
-// cached turns shared, not copied), as recall reads them.
-func BenchmarkTurnsAround(b *testing.B) {
-	s, refs := mustAroundCorpus(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		got, err := s.TurnsAround(ctx, "acme", "alice", refs, 1)
-		if err != nil || len(got) < 70 {
-			b.Fatalf("TurnsAround = %d, %v", len(got), err)
-		}
-	}
-}
-
 // mustAroundCorpus stores a 600-message conversation for acme/alice and
 // returns 70 refs to its messages, the last one among them, their windows
 // read once.

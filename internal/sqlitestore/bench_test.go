@@ -47,3 +47,31 @@ func BenchmarkRecent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecentAfterSave measures a request's pattern on a 2,000-message
+// conversation: a save (which drops every reader's page cache), then the
+// 20 newest messages read under a request's memory.Memo. It includes the
+// save; compare it with BenchmarkSaveExchange.
+func BenchmarkRecentAfterSave(b *testing.B) {
+	s, _ := mustTempStore(b)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "bench"}
+	ctx := context.Background()
+	save := func(i int) {
+		ex := memory.Exchange{ID: fmt.Sprint("ex-", i), Identity: id, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprint("question ", i)}},
+			Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", i)}}
+		if _, err := s.SaveExchange(ctx, ex); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		save(i)
+	}
+	for i := 1000; b.Loop(); i++ {
+		save(i)
+		msgs, err := s.Recent(memory.WithMemo(ctx), id, 20)
+		if err != nil || len(msgs) != 20 {
+			b.Fatalf("Recent = %d, %v", len(msgs), err)
+		}
+	}
+}

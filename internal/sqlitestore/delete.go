@@ -36,6 +36,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
+	s.tails.Forget(id.Tenant, id.User) // stale already: the deletes moved the count
 	s.truncateWAL(ctx)
 	return nil
 }
@@ -66,6 +67,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("delete user: %w", err)
 	}
+	s.tails.Forget(tenant, user) // stale already: the deletes moved the count
 	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
 	return nil

@@ -33,16 +33,17 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 	if err := validateExchange(ex); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
 	}
-	var res memory.SaveResult
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	var res [1]memory.SaveResult
+	var before [1]int64
+	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
+		res[0], before[0], err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
 		return err
-	})
+	}, func() { s.advanceTails([]memory.Exchange{ex}, res[:], before[:]) })
 	if err != nil {
 		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
 	}
-	return res, nil
+	return res[0], nil
 }
 
 // SaveExchanges stores exchanges in one write transaction (a group commit),
@@ -57,16 +58,17 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		}
 	}
 	results := make([]memory.SaveResult, len(exs))
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	before := make([]int64, len(exs))
+	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
 		for i, ex := range exs {
-			res, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
+			res, n, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
 			if err != nil {
 				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}
-			results[i] = res
+			results[i], before[i] = res, n
 		}
 		return nil
-	})
+	}, func() { s.advanceTails(exs, results, before) })
 	if err != nil {
 		return nil, fmt.Errorf("save %d exchanges: %w", len(exs), err)
 	}
@@ -80,7 +82,10 @@ const (
 	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	sqlLastSeq       = `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?`
+	// sqlLastSeq also reads the user's messagesState (Recent's tails).
+	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
+		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
+		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
 	sqlInsertMessage = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlRecordExchange = `INSERT INTO exchanges
@@ -95,12 +100,16 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, 
 	sqlRecordExchange, sqlCountMessages}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction.
-func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {
+// It also returns the user's messagesState read just before the
+// exchange's messages were inserted (when it inserted any), for
+// advanceTails.
+func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
 	}
 	var res memory.SaveResult
+	var before int64
 	err := func() error {
 		res = memory.SaveResult{}
 		erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
@@ -163,11 +172,11 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		}
 		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
 		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
-		stored, err := insertMessages(ctx, tx, ex, at, msgs)
+		stored, n, err := insertMessages(ctx, tx, ex, at, msgs)
 		if err != nil {
 			return err
 		}
-		res.Inserted, res.Stored = len(stored), stored
+		res.Inserted, res.Stored, before = len(stored), stored, n
 		var prompt, completion int
 		if ex.Usage != nil {
 			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
@@ -182,22 +191,23 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		}
 		return nil
 	}()
-	return res, err
+	return res, before, err
 }
 
 // insertMessages appends msgs to the conversation after its highest Seq,
 // each dated by its CreatedAt, or at when it has none, and returns them as
-// stored (memory.SaveResult.Stored).
-func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, error) {
-	var last int64
-	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&last); err != nil {
-		return nil, fmt.Errorf("next seq: %w", err)
+// stored (memory.SaveResult.Stored), with the user's messagesState before
+// them.
+func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, int64, error) {
+	var last, before int64
+	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&last, &before); err != nil {
+		return nil, 0, fmt.Errorf("next seq: %w", err)
 	}
 	stored := make([]memory.Message, len(msgs))
 	for i, m := range msgs {
 		raw, err := rawJSON(m)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		created := m.CreatedAt
 		if created.IsZero() {
@@ -206,12 +216,12 @@ func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time
 		seq, key := last+int64(i)+1, memory.Key(ex.ID, i)
 		if _, err := tx.ExecContext(ctx, sqlInsertMessage, ex.Tenant, ex.User, ex.Conversation, seq,
 			key, m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
-			return nil, fmt.Errorf("insert message %d: %w", i, err)
+			return nil, 0, fmt.Errorf("insert message %d: %w", i, err)
 		}
 		stored[i] = memory.Message{Tenant: ex.Tenant, User: ex.User, Conversation: ex.Conversation, Seq: seq, Key: key,
 			Role: m.Role, Content: m.Content, Raw: []byte(raw), Tokens: m.Tokens, CreatedAt: fromNanos(nanos(created))}
 	}
-	return stored, nil
+	return stored, before, nil
 }
 
 // erasedAt returns when the user was last erased, in Unix nanoseconds, or

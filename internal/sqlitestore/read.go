@@ -19,19 +19,6 @@ type querier interface {
 // messageColumns are the columns scanMessages reads, in order.
 const messageColumns = `seq, key, role, content, raw, tokens, created_at`
 
-// Recent returns up to n newest live messages of the conversation, oldest
-// first; none (and no error) for n <= 0 or an unknown conversation.
-func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
-	if n <= 0 {
-		return []memory.Message{}, nil
-	}
-	msgs, err := liveTail(ctx, s.reads, id, n)
-	if err != nil {
-		return nil, fmt.Errorf("recent messages: %w", err)
-	}
-	return msgs, nil
-}
-
 // liveTail loads the newest n live messages of a conversation in Seq order.
 func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages

@@ -43,6 +43,9 @@ type Store struct {
 	index *itemindex.Index
 	// around holds the turns around recalled messages (MessagesAround).
 	around *itemindex.Windows
+	// tails holds the conversations' newest messages (Recent), per user,
+	// by conversation.
+	tails *itemindex.CountedCache[string, tail]
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -106,7 +109,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	s := &Store{write: write, read: read, logger: logger,
 		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
-	s.around = itemindex.NewWindows(windowSource{indexSource{s}}, itemindex.DefaultWindowBytes)
+	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
+	s.tails = itemindex.NewCountedCache(defaultTailBytes, tailSize)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
@@ -177,6 +181,13 @@ func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 // writer connection, in the order writeGate gives) and commits it when fn
 // returns nil.
 func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inWriteThen(ctx, fn, nil)
+}
+
+// inWriteThen is inWrite, calling committed (when not nil) once the
+// transaction has committed, before the next write transaction begins: so
+// what it does after each commit happens in the commits' order.
+func (s *Store) inWriteThen(ctx context.Context, fn func(tx *sql.Tx) error, committed func()) error {
 	if err := s.gate.acquire(ctx, memory.IsBackground(ctx)); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -194,6 +205,9 @@ func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	if committed != nil {
+		committed()
+	}
 	return nil
 }
 
@@ -209,5 +223,5 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
-	s.around = itemindex.NewWindows(windowSource{indexSource{s}}, turns)
+	s.around = itemindex.NewWindows(indexSource{s}, turns)
 }

@@ -12,7 +12,21 @@ import (
 
 // aroundStore is a store that reads the turns around recalled messages.
 type aroundStore interface {
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
+	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+}
+
+// messagesAround returns s.MessagesAround's messages, copied: the store's
+// own are shared, never to be written into.
+func messagesAround(ctx context.Context, s aroundStore, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
+	shared, err := s.MessagesAround(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memory.Message, len(shared))
+	for i, m := range shared {
+		out[i] = *m
+	}
+	return out, nil
 }
 
 // testMessagesAroundSeesEveryChange keeps asking one store for the turns
@@ -44,7 +58,7 @@ func testMessagesAroundSeesEveryChange(t *testing.T, r Replicas) {
 	want := func(step string, w ...string) {
 		t.Helper()
 		for range 2 { // the second answer may come from memory
-			got, err := s.MessagesAround(ctx, "acme", "alice", []memory.MessageRef{ref}, 1)
+			got, err := messagesAround(ctx, s, "acme", "alice", []memory.MessageRef{ref}, 1)
 			if err != nil {
 				t.Fatalf("%s: %v", step, err)
 			}

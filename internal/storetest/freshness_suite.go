@@ -22,7 +22,8 @@ type Replicas struct {
 
 // RunFreshness runs the freshness suite: whatever a store keeps in memory
 // to search (vectors, full-text index, whole items) or to recall around
-// (the turns around a message) follows every insert,
+// (the turns around a message) or to answer Recent (a conversation's
+// newest messages) follows every insert,
 // update, delete and erasure, made through it, through another store on
 // the same database, or by plain SQL, on its very next search; an erased
 // user's items never come back. open must return replicas on a fresh,
@@ -40,6 +41,7 @@ func RunFreshness(t *testing.T, open func(t *testing.T) Replicas) {
 		{"SearchItemsAreCopies", testSearchItemsAreCopies},
 		{"SearchVectorScoresMatchCosine", testSearchVectorScoresMatchCosine},
 		{"MessagesAroundSeesEveryChange", testMessagesAroundSeesEveryChange},
+		{"RecentSeesEveryChange", testRecentSeesEveryChange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

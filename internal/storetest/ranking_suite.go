@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -21,15 +20,9 @@ type RankingStore interface {
 	KnowledgeStore
 	// MessagesAround returns the live messages within radius turns of each
 	// referenced message (it included), each once, ordered by conversation
-	// and Seq, scoped to the tenant and user.
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error)
-}
-
-// turnsReader is what a RankingStore may offer besides MessagesAround
-// (recall.TurnsReader): the same turns, shared. The suite checks that it
-// answers what MessagesAround does.
-type turnsReader interface {
-	TurnsAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+	// and Seq, scoped to the tenant and user: the store's own messages,
+	// shared, which the caller never writes into.
+	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
 // RunRanking runs the ranking suite: SearchText is Okapi BM25 over all of a
@@ -440,23 +433,9 @@ func testMessagesAround(t *testing.T, s RankingStore) {
 	}
 	around := func(refs []memory.MessageRef, radius int) []string {
 		t.Helper()
-		got, err := s.MessagesAround(testCtx(t), "acme", "alice", refs, radius)
+		got, err := messagesAround(testCtx(t), s, "acme", "alice", refs, radius)
 		if err != nil {
 			t.Fatalf("MessagesAround: %v", err)
-		}
-		if tr, ok := s.(turnsReader); ok {
-			shared, err := tr.TurnsAround(testCtx(t), "acme", "alice", refs, radius)
-			if err != nil {
-				t.Fatalf("TurnsAround: %v", err)
-			}
-			if len(shared) != len(got) {
-				t.Fatalf("TurnsAround = %d messages, MessagesAround %d", len(shared), len(got))
-			}
-			for i, m := range shared {
-				if !reflect.DeepEqual(*m, got[i]) {
-					t.Fatalf("TurnsAround[%d] = %+v, MessagesAround's %+v", i, *m, got[i])
-				}
-			}
 		}
 		var out []string
 		for _, m := range got {
@@ -489,7 +468,7 @@ func testMessagesAround(t *testing.T, s RankingStore) {
 			}
 		})
 	}
-	got, err := s.MessagesAround(testCtx(t), "acme", "bob", []memory.MessageRef{key(2, 1)}, 1)
+	got, err := messagesAround(testCtx(t), s, "acme", "bob", []memory.MessageRef{key(2, 1)}, 1)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("another user's MessagesAround = %v, %v; want nothing", got, err)
 	}
@@ -520,7 +499,7 @@ func testMessagesAroundLeavesOutFailed(t *testing.T, s RankingStore) {
 	mustSave(t, s, exchange(id, "ex-broken", 2, nil, []memory.Message{msg(t, "user", "question 2")}, broken))
 	mustSave(t, s, simple(t, id, 3))
 	refs := []memory.MessageRef{{Conversation: "c1", Key: memory.Key("ex-broken", 0)}, {Conversation: "c1", Key: memory.Key("ex-alice-c1-3", 0)}}
-	got, err := s.MessagesAround(testCtx(t), "acme", "alice", refs, 1)
+	got, err := messagesAround(testCtx(t), s, "acme", "alice", refs, 1)
 	if err != nil {
 		t.Fatalf("MessagesAround: %v", err)
 	}
@@ -552,7 +531,7 @@ func testMessagesAroundFollowsChanges(t *testing.T, s RankingStore) {
 		t.Helper()
 		var out []string
 		for range 2 { // the second call may be answered from memory
-			got, err := s.MessagesAround(testCtx(t), "acme", user, refs, 1)
+			got, err := messagesAround(testCtx(t), s, "acme", user, refs, 1)
 			if err != nil {
 				t.Fatalf("MessagesAround: %v", err)
 			}
