@@ -64,7 +64,8 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open sqlite store: %w", err)
 		}
-		st.SetCacheLimits(cacheLimits(cfg.Memory.Cache))
+		lim, turns := cacheLimits(cfg.Memory.Cache)
+		st.SetCacheLimits(lim, turns, cfg.Memory.Cache.RecentMB<<20)
 		return st, st.Outbox(), []func() error{st.Close}, nil
 	case "postgres":
 		pg, err := pgstore.Open(ctx, cfg.Store.PostgresURL, logger)

@@ -185,6 +185,10 @@ type Cache struct {
 	ItemsMB int `yaml:"items_mb"`
 	// TurnsMB bounds the turns around recalled messages.
 	TurnsMB int `yaml:"turns_mb"`
+	// RecentMB bounds the conversations' newest messages the embedded
+	// (SQLite) store keeps for their recent turns (8: about 25,000
+	// messages, 64 per conversation); PostgreSQL's come from Redis.
+	RecentMB int `yaml:"recent_mb"`
 }
 
 // Shares are fractions of the budget, each in [0, 1], summing to at most 1.
@@ -319,7 +323,7 @@ func Default() Config {
 		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), ImportMaxMessages: 1000},
 		Memory: Memory{
 			RecentMessages:    20,
-			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16},
+			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16, RecentMB: 8},
 			LoadTimeout:       Duration(150 * time.Millisecond),
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
@@ -494,7 +498,7 @@ func (c Config) Validate() error {
 	}
 	for key, mb := range map[string]int{"memory.cache.vectors_mb": c.Memory.Cache.VectorsMB,
 		"memory.cache.texts_mb": c.Memory.Cache.TextsMB, "memory.cache.items_mb": c.Memory.Cache.ItemsMB,
-		"memory.cache.turns_mb": c.Memory.Cache.TurnsMB} {
+		"memory.cache.turns_mb": c.Memory.Cache.TurnsMB, "memory.cache.recent_mb": c.Memory.Cache.RecentMB} {
 		if mb <= 0 || mb > 1<<20 {
 			bad(key, "must be between 1 and 1048576 (MiB)")
 		}

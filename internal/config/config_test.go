@@ -110,7 +110,7 @@ func TestLoad(t *testing.T) {
 			}
 		}},
 		{name: "cache sizes", env: map[string]string{"GATEWAY_CONFIG": cache}, check: func(t *testing.T, c Config) {
-			if want := (Cache{VectorsMB: 512, TextsMB: 128, ItemsMB: 64, TurnsMB: 16}); c.Memory.Cache != want {
+			if want := (Cache{VectorsMB: 512, TextsMB: 128, ItemsMB: 64, TurnsMB: 16, RecentMB: 8}); c.Memory.Cache != want {
 				t.Errorf("memory.cache = %+v, want %+v", c.Memory.Cache, want)
 			}
 		}},

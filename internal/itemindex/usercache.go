@@ -158,6 +158,9 @@ func NewCountedCache[K comparable, V any](max int, sizeOf func(K, V) int) *Count
 	return &CountedCache[K, V]{users: newUserCache[*counted[K, V]](max), sizeOf: sizeOf}
 }
 
+// Usage reports how many users c holds and the bytes it accounts for them.
+func (c *CountedCache[K, V]) Usage() (users, bytes int) { return c.users.usage() }
+
 // Get returns the entries of keys held for the user at changed (nil when
 // none is held at that count), and the keys it does not hold.
 func (c *CountedCache[K, V]) Get(tenant, user string, changed int64, keys []K) (map[K]V, []K) {

@@ -247,3 +247,28 @@ func TestRecentConcurrentSaves(t *testing.T) {
 		checkRecent(t, ctx, s, id, n, "after concurrent saves")
 	}
 }
+
+// TestRecentUnderASmallBound: with memory.cache.recent_mb too small to keep
+// any conversation's tail, Recent still answers what the SQL does, saves
+// of several conversations and users keep it so, and the bound holds.
+func TestRecentUnderASmallBound(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, "")
+	const bound = 2 << 10
+	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes, bound)
+	for i := range 30 {
+		id := memory.Identity{Tenant: "acme", User: fmt.Sprint("u", i%3), Conversation: fmt.Sprint("c", i%2)}
+		ex := memory.Exchange{ID: fmt.Sprint("ex-", i), Identity: id, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("question %d %0200d", i, i)}},
+			Reply: memory.Message{Role: "assistant", Content: fmt.Sprintf("answer %d %0200d", i, i)}}
+		if _, err := s.SaveExchange(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 5, 20} {
+			checkRecent(t, memory.WithMemo(ctx), s, id, n, fmt.Sprint("after save ", i))
+		}
+		if _, bytes := s.tails.Usage(); bytes > bound {
+			t.Fatalf("after save %d the tails hold %d bytes, past the %d bound", i, bytes, bound)
+		}
+	}
+}

@@ -217,11 +217,13 @@ func nanos(t time.Time) int64 { return t.UnixNano() }
 // fromNanos decodes a stored time, in UTC.
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
-// SetCacheLimits replaces the Store's in-memory recall caches, before it
-// serves searches, with empty ones bounded by lim and turns bytes (see
-// itemindex.DefaultLimits and itemindex.DefaultWindowBytes, the sizes Open
-// gives them).
-func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
+// SetCacheLimits replaces the Store's in-memory caches, before it serves
+// requests, with empty ones bounded by lim, turns bytes for the turns
+// around recalled messages and recent bytes for the conversations' newest
+// messages (see itemindex.DefaultLimits, itemindex.DefaultWindowBytes and
+// defaultTailBytes, the sizes Open gives them).
+func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
+	s.tails = itemindex.NewCountedCache(recent, tailSize)
 }
