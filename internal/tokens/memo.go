@@ -26,9 +26,9 @@ const (
 // per process), its kind and encoding, and its length (two texts of one
 // kind, encoding and length colliding answer a wrong count, never a
 // text: about one chance in 10^10 over the memo's 130,000 counts); no
-// text is kept, so nothing of
-// a message — an erased user's included — can be read back from it: it
-// only answers what a text the caller already holds costs. Each shard keeps
+// text is kept, so nothing of a message — an erased user's included — can
+// be read back from it: it only answers what a text the caller already
+// holds costs. Each shard keeps
 // the counts of the current and the previous generation; a full current
 // generation becomes the previous one, so recently used counts stay and
 // memory is bounded. It is safe for concurrent use.
