@@ -228,7 +228,8 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // requests, with empty ones bounded by lim, turns bytes for the turns
 // around recalled messages and recent bytes for the conversations' newest
 // messages (see itemindex.DefaultLimits, itemindex.DefaultWindowBytes and
-// defaultTailBytes, the sizes Open gives them).
+// defaultTailBytes, the sizes Open gives them); the facts and summaries
+// caches are replaced with empty ones of defaultKnowledgeBytes.
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
