@@ -46,10 +46,14 @@ var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 // counts inserts of items, Changed deletes and changes of what a search
 // reads, Messages updates and deletes of their messages (Windows), and
 // MessagesAdded inserts of their messages (a store that keeps no cache of
-// a conversation's newest turns may leave it 0). None ever decreases.
+// a conversation's newest turns may leave it 0), Facts every insert,
+// update and delete of their facts and Summaries of their summaries (a
+// store that keeps no facts or summaries in memory may leave them 0). None
+// ever decreases.
 type Revisions struct {
 	Added, Changed, Messages int64
 	MessagesAdded            int64
+	Facts, Summaries         int64
 }
 
 // RevisionReader reads a user's Revisions, in one lookup.

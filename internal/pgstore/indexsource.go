@@ -22,7 +22,9 @@ type indexSource struct{ pool *pgxpool.Pool }
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none).
+// none). MessagesAdded, Facts and Summaries stay 0: this store reads a
+// conversation's newest turns, the facts and the summaries from the
+// database on every request, keeping none of them in memory.
 func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
 	var rev itemindex.Revisions
 	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions

@@ -36,7 +36,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
-	s.tails.Forget(id.Tenant, id.User) // stale already: the deletes moved the count
+	s.tails.Forget(id.Tenant, id.User) // stale already: the deletes moved the counts
+	s.summaryCache.Forget(id.Tenant, id.User)
 	s.truncateWAL(ctx)
 	return nil
 }
@@ -67,7 +68,9 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("delete user: %w", err)
 	}
-	s.tails.Forget(tenant, user) // stale already: the deletes moved the count
+	s.tails.Forget(tenant, user) // stale already: the deletes moved the counts
+	s.factCache.Forget(tenant, user)
+	s.summaryCache.Forget(tenant, user)
 	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
 	return nil

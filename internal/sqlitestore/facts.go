@@ -186,10 +186,15 @@ func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id in
 //
 // Within one request (ctx carrying a memory.Memo) the facts are read once:
 // the assembler's pinned facts and recall's ranked facts share the read, and
-// the slice, which callers must not modify.
+// the slice, which callers must not modify. Without history the current
+// facts come from memory while the user's facts are unchanged (see
+// currentFacts, knowcache.go).
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	return memory.Memoized(ctx, factsKey{s, tenant, user, now.UnixNano(), history}, func() ([]memory.Fact, error) {
-		return s.facts(ctx, tenant, user, now, history)
+		if history {
+			return s.facts(ctx, tenant, user, now, history)
+		}
+		return s.currentFacts(ctx, tenant, user, now)
 	})
 }
 
@@ -246,6 +251,7 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) e
 	if err != nil {
 		return fmt.Errorf("delete fact: %w", err)
 	}
+	s.factCache.Forget(tenant, user) // stale already: the delete moved the count
 	return nil
 }
 

@@ -14,8 +14,10 @@ import (
 
 // indexSource is what the Store's itemindex.Index reads: the revisions of
 // memory_item_revisions (moved by the triggers of migrations 0005, 0006
-// and 0012 on every write of memory_items, and of 0013 and 0014 on every
-// write of messages, by any connection of any process) and the rows of memory_items, through the read pool.
+// and 0012 on every write of memory_items, of 0013 and 0014 on every
+// write of messages, and of 0015 on every write of facts and summaries, by
+// any connection of any process) and the rows of memory_items, through the
+// read pool.
 type indexSource struct{ s *Store }
 
 var _ itemindex.Source = indexSource{}
@@ -24,8 +26,10 @@ var _ itemindex.Source = indexSource{}
 // none).
 func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
 	var rev itemindex.Revisions
-	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added FROM memory_item_revisions
-		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded)
+	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
+			facts_changed, summaries_changed FROM memory_item_revisions
+		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
+		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return itemindex.Revisions{}, err
 	}

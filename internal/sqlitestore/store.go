@@ -46,6 +46,11 @@ type Store struct {
 	// tails holds the conversations' newest messages (Recent), per user,
 	// by conversation.
 	tails *itemindex.CountedCache[string, tail]
+	// factCache holds each user's facts not superseded (Facts), and
+	// summaryCache each conversation's latest summary (LatestSummary), per
+	// user, by conversation (knowcache.go).
+	factCache    *itemindex.CountedCache[struct{}, []memory.Fact]
+	summaryCache *itemindex.CountedCache[string, heldSummary]
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -111,6 +116,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
 	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
 	s.tails = itemindex.NewCountedCache(defaultTailBytes, tailSize)
+	s.factCache = itemindex.NewCountedCache(defaultKnowledgeBytes, factsSize)
+	s.summaryCache = itemindex.NewCountedCache(defaultKnowledgeBytes, summarySize)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
@@ -221,9 +228,12 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // requests, with empty ones bounded by lim, turns bytes for the turns
 // around recalled messages and recent bytes for the conversations' newest
 // messages (see itemindex.DefaultLimits, itemindex.DefaultWindowBytes and
-// defaultTailBytes, the sizes Open gives them).
+// defaultTailBytes, the sizes Open gives them); the facts and summaries
+// caches are replaced with empty ones of defaultKnowledgeBytes.
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
 	s.tails = itemindex.NewCountedCache(recent, tailSize)
+	s.factCache = itemindex.NewCountedCache(defaultKnowledgeBytes, factsSize)
+	s.summaryCache = itemindex.NewCountedCache(defaultKnowledgeBytes, summarySize)
 }
