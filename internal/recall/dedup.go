@@ -12,24 +12,6 @@ import (
 	"github.com/memgate/memgate/internal/vec"
 )
 
-// Dedup walks items in order and keeps each one whose normalised text
-// (lower case, punctuation dropped) differs from every kept item's and whose
-// embedding has a cosine similarity of at most 0.95 with every kept item's,
-// until limit are kept (limit <= 0: no limit). Similarities are those of
-// Cosine: the kept set is the one comparing with Cosine would give, only
-// found faster (see nearDup).
-func Dedup(items []memory.Item, limit int) []memory.Item {
-	cands := make([]cand, len(items))
-	for i := range items {
-		cands[i] = cand{it: &items[i], score: items[i].Score}
-	}
-	n := len(items)
-	if limit > 0 && limit < n {
-		n = limit
-	}
-	return newDedupScratch(n).dedup(cands, limit)
-}
-
 // dedupScratch is the working space of one dedup at a time, kept between
 // a Searcher's searches (see Searcher.scratch): a recall's dedup otherwise
 // allocated some 60 KB.
@@ -74,8 +56,13 @@ func (d *dedupScratch) text(i int32) []byte {
 	return d.texts[start:d.ends[i]]
 }
 
-// dedup is Dedup over candidates, in d's space; the items kept come with
-// their candidates' scores.
+// dedup walks cands in order and keeps each one whose normalised text
+// (lower case, punctuation dropped) differs from every kept one's and whose
+// embedding has a cosine similarity of at most 0.95 with every kept one's,
+// until limit are kept (limit <= 0: no limit), in d's space. Similarities
+// are those of Cosine: the kept set is the one comparing with Cosine would
+// give, only found faster (see nearDup). The items kept come with their
+// candidates' scores.
 func (d *dedupScratch) dedup(cands []cand, limit int) []memory.Item {
 	n := len(cands)
 	if limit > 0 && limit < n {

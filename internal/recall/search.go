@@ -254,39 +254,12 @@ func saidAt(it memory.Item) time.Time {
 	return it.CreatedAt
 }
 
-// Fuse merges rankings by reciprocal rank fusion: an item scores the sum
-// over the lists it appears in of 1/(60+rank), ranks from 1, divided by the
-// best possible score 2/61 so an item first in two lists scores 1. Items are
-// the same when kind, ref and chunk are; the first occurrence's fields are
-// kept (an embedding from any list is kept). The result is best first.
-func Fuse(lists ...[]memory.Item) []memory.Item {
-	lists = slices.Clone(lists)
-	for i, l := range lists {
-		lists[i] = slices.Clone(l) // fuse fills in embeddings
-	}
-	cands := newSearchScratch().fuse(lists...)
-	if cands == nil {
-		return nil
-	}
-	return materialize(cands)
-}
-
 // cand is a search candidate: an item in one of the rankings (fields of
 // the first occurrence) and its score so far. Candidates are sorted and
 // filtered in place of the items, a tenth of their size.
 type cand struct {
 	it    *memory.Item
 	score float64
-}
-
-// materialize returns the items of cands with their scores.
-func materialize(cands []cand) []memory.Item {
-	out := make([]memory.Item, len(cands))
-	for i, c := range cands {
-		out[i] = *c.it
-		out[i].Score = c.score
-	}
-	return out
 }
 
 // searchScratch is the working space of one search at a time: fuse's and
@@ -321,9 +294,12 @@ func (s *Searcher) putScratch(scr *searchScratch) {
 	s.scratch.Put(scr)
 }
 
-// fuse is Fuse over candidates pointing into lists, in scr's space: an
-// item's embedding, when nil, is set in lists to that of a later
-// occurrence.
+// fuse merges rankings by reciprocal rank fusion, in scr's space: an item
+// scores the sum over the lists it appears in of 1/(60+rank), ranks from
+// 1, divided by the best possible score 2/61 so an item first in two lists
+// scores 1. Items are the same when kind, ref and chunk are; a candidate
+// points at the first occurrence, whose embedding, when nil, is set in
+// lists to that of a later one. The result is best first.
 func (scr *searchScratch) fuse(lists ...[]memory.Item) []cand {
 	const best = 2.0 / (rrfK + 1)
 	n := 0
