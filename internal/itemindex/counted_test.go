@@ -55,3 +55,37 @@ func TestCountedCacheAdvance(t *testing.T) {
 		t.Fatalf("Advance of a user not held: %q", got)
 	}
 }
+
+// TestCountedCacheLookupSet: Set keeps one entry as Put does and Lookup
+// answers it only at its count, for its user, and not after a newer count.
+func TestCountedCacheLookupSet(t *testing.T) {
+	c := itemindex.NewCountedCache(1<<20, func(k string, v int) int { return len(k) + 8 })
+	c.Set("acme", "alice", 3, "c1", 10)
+	tests := []struct {
+		name     string
+		user     string
+		count    int64
+		key      string
+		want     int
+		wantHeld bool
+	}{
+		{"held", "alice", 3, "c1", 10, true},
+		{"another count", "alice", 4, "c1", 0, false},
+		{"another key", "alice", 3, "c2", 0, false},
+		{"another user", "bob", 3, "c1", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, held := c.Lookup("acme", tt.user, tt.count, tt.key); got != tt.want || held != tt.wantHeld {
+				t.Fatalf("Lookup = %d, %v; want %d, %v", got, held, tt.want, tt.wantHeld)
+			}
+		})
+	}
+	c.Set("acme", "alice", 5, "c2", 20)
+	if _, held := c.Lookup("acme", "alice", 3, "c1"); held {
+		t.Fatal("an entry of an older count answered after a newer Set")
+	}
+	if got, held := c.Lookup("acme", "alice", 5, "c2"); !held || got != 20 {
+		t.Fatalf("Lookup after the newer Set = %d, %v", got, held)
+	}
+}

@@ -204,6 +204,20 @@ func (c *CountedCache[K, V]) Fill(tenant, user string, changed int64, keys []K, 
 	return n
 }
 
+// Lookup returns the entry of key held for the user at changed, and
+// whether there is one: Fill for one key.
+func (c *CountedCache[K, V]) Lookup(tenant, user string, changed int64, key K) (V, bool) {
+	keys, dst, held := [1]K{key}, [1]V{}, [1]bool{}
+	c.Fill(tenant, user, changed, keys[:], dst[:], held[:])
+	return dst[0], held[0]
+}
+
+// Set keeps key's entry v of the user, read at or after changed, as Put
+// keeps entries.
+func (c *CountedCache[K, V]) Set(tenant, user string, changed int64, key K, v V) {
+	c.Put(tenant, user, changed, func(yield func(K, V) bool) { yield(key, v) })
+}
+
 // Put keeps entries of the user, read at or after changed, unless the
 // cache holds the user at a newer count; an older count is dropped first,
 // and an entry already held is kept as it is. A user whose entries alone

@@ -208,13 +208,21 @@ type factsKey struct {
 
 // facts reads the user's facts (see Facts).
 func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
-	q := `SELECT ` + factColumns + ` FROM facts WHERE tenant = ? AND user_id = ?`
+	where := ``
 	args := []any{tenant, user}
 	if !history {
-		q += ` AND superseded_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
+		where = ` AND superseded_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
 		args = append(args, nanos(now))
 	}
-	rows, err := s.reads.QueryContext(ctx, q+` ORDER BY updated_at DESC, id DESC`, args...)
+	return s.queryFacts(ctx, where, args...)
+}
+
+// queryFacts reads the facts of a user (args: tenant, user, then where's)
+// that where (a condition after "AND", or "") selects, most recently
+// updated first.
+func (s *Store) queryFacts(ctx context.Context, where string, args ...any) ([]memory.Fact, error) {
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+factColumns+` FROM facts
+		WHERE tenant = ? AND user_id = ?`+where+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list facts: %w", err)
 	}

@@ -61,19 +61,12 @@ func (s *Store) currentFacts(ctx context.Context, tenant, user string, now time.
 		// Without the count nothing held can be trusted, nor kept.
 		return s.facts(ctx, tenant, user, now, false)
 	}
-	keys := [1]struct{}{}
-	var held [1][]memory.Fact
-	var ok [1]bool
-	live := held[0]
-	if s.factCache.Fill(tenant, user, rev.Facts, keys[:], held[:], ok[:]) == 1 {
-		live = held[0]
-	} else {
+	live, ok := s.factCache.Lookup(tenant, user, rev.Facts, struct{}{})
+	if !ok {
 		if live, err = s.liveFacts(ctx, tenant, user); err != nil {
 			return nil, err
 		}
-		s.factCache.Put(tenant, user, rev.Facts, func(yield func(struct{}, []memory.Fact) bool) {
-			yield(struct{}{}, live)
-		})
+		s.factCache.Set(tenant, user, rev.Facts, struct{}{}, live)
 	}
 	return unexpired(live, now), nil
 }
@@ -100,25 +93,7 @@ func unexpired(fs []memory.Fact, now time.Time) []memory.Fact {
 // liveFacts reads the user's facts not superseded, expired or not, most
 // recently updated first.
 func (s *Store) liveFacts(ctx context.Context, tenant, user string) ([]memory.Fact, error) {
-	rows, err := s.reads.QueryContext(ctx, `SELECT `+factColumns+` FROM facts
-		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL
-		ORDER BY updated_at DESC, id DESC`, tenant, user)
-	if err != nil {
-		return nil, fmt.Errorf("list facts: %w", err)
-	}
-	defer rows.Close()
-	fs := []memory.Fact{}
-	for rows.Next() {
-		f, err := scanFact(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list facts: %w", err)
-		}
-		fs = append(fs, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list facts: %w", err)
-	}
-	return fs, nil
+	return s.queryFacts(ctx, ` AND superseded_at IS NULL`, tenant, user)
 }
 
 // LatestSummary returns the newest summary version of the conversation, or
@@ -138,20 +113,15 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 		// Without the count nothing held can be trusted, nor kept.
 		return s.latestSummary(ctx, id)
 	}
-	keys := [1]string{id.Conversation}
-	var held [1]heldSummary
-	var ok [1]bool
-	if s.summaryCache.Fill(id.Tenant, id.User, rev.Summaries, keys[:], held[:], ok[:]) == 1 {
-		return ownSummary(held[0], id)
+	if h, ok := s.summaryCache.Lookup(id.Tenant, id.User, rev.Summaries, id.Conversation); ok {
+		return ownSummary(h, id)
 	}
 	sum, err := s.latestSummary(ctx, id)
 	h := heldSummary{sum: sum, found: err == nil}
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return memory.Summary{}, err
 	}
-	s.summaryCache.Put(id.Tenant, id.User, rev.Summaries, func(yield func(string, heldSummary) bool) {
-		yield(id.Conversation, h)
-	})
+	s.summaryCache.Set(id.Tenant, id.User, rev.Summaries, id.Conversation, h)
 	return ownSummary(h, id)
 }
 

@@ -70,22 +70,15 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 		return msgs, nil
 	}
 	count := messagesState(rev)
-	keys := [1]string{id.Conversation}
-	var held [1]tail
-	var ok [1]bool
-	if s.tails.Fill(id.Tenant, id.User, count, keys[:], held[:], ok[:]) == 1 {
-		if t := held[0]; len(t.msgs) >= n || t.all {
-			return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
-		}
+	if t, ok := s.tails.Lookup(id.Tenant, id.User, count, id.Conversation); ok && (len(t.msgs) >= n || t.all) {
+		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
 	}
 	limit := max(n, tailKeep)
 	msgs, err := liveTail(ctx, s.reads, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("recent messages: %w", err)
 	}
-	s.tails.Put(id.Tenant, id.User, count, func(yield func(string, tail) bool) {
-		yield(id.Conversation, tail{msgs: msgs, all: len(msgs) < limit})
-	})
+	s.tails.Set(id.Tenant, id.User, count, id.Conversation, tail{msgs: msgs, all: len(msgs) < limit})
 	return slices.Clone(msgs[max(0, len(msgs)-n):]), nil
 }
 
