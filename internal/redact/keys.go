@@ -52,10 +52,10 @@ func privateKeyLabel(s string, i int, m *meter) (int, bool) {
 // b64token).
 func isTokenByte(c byte) bool { return isAlnum(c) || strings.IndexByte("._~+/=-", c) >= 0 }
 
-// findBearer returns the spans of the tokens after "Bearer " that tokenLike
-// accepts.
+// findBearer returns the spans of the tokens after "Bearer " (or "bearer",
+// "BEARER") that tokenLike accepts.
 func findBearer(s string, m *meter) []span {
-	f := newFinder(s, []string{"bearer"}, true, m)
+	f := newFinder(s, []string{"Bearer", "bearer", "BEARER"}, false, m)
 	var out []span
 	for i := 0; ; {
 		at, _ := f.find(i)

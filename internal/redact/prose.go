@@ -73,7 +73,7 @@ func lower(s string, w word, buf *[16]byte) []byte {
 // nounKind returns "password" or "pin" when w names a credential, given
 // the words before it.
 func nounKind(s string, w word, prev [3]word) string {
-	if n := w.end - w.start; n < 3 || n > 13 {
+	if n := w.end - w.start; n < 3 || n > 13 || strings.IndexByte("pPsScC", s[w.start]) < 0 {
 		return ""
 	}
 	var buf [16]byte

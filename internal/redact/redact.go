@@ -62,19 +62,17 @@ type Redactor struct {
 // that a JWT behind "Bearer" is reported as a JWT, and a provider's key
 // under a credential field keeps the provider's kind.
 func builtin() []rule {
-	rules := []rule{{name: "private_key", find: findPrivateKeys}}
-	for _, t := range tokens {
-		rules = append(rules, rule{name: t.kind, find: t.find})
+	return []rule{
+		{name: "private_key", find: findPrivateKeys},
+		{name: "token", find: findTokens},
+		{name: "url_password", find: findURLPasswords},
+		{name: "bearer_token", find: findBearer},
+		{name: "header", find: findColonFields},
+		{name: "aws_secret_key", find: findAWSSecrets},
+		{name: "credential_field", find: findFields},
+		{name: "prose", find: findProse},
+		{name: "card", find: findCards},
 	}
-	return append(rules,
-		rule{name: "url_password", find: findURLPasswords},
-		rule{name: "bearer_token", find: findBearer},
-		rule{name: "header", find: findColonFields},
-		rule{name: "aws_secret_key", find: findAWSSecrets},
-		rule{name: "credential_field", find: findFields},
-		rule{name: "prose", find: findProse},
-		rule{name: "card", find: findCards},
-	)
 }
 
 // New returns a Redactor with the built-in rules and the extra patterns

@@ -19,26 +19,52 @@ type token struct {
 	secret func(s string, at, b, end int) (from, to int, ok bool)
 }
 
-// find returns the spans of the token's secrets in s.
-func (t token) find(s string, m *meter) []span {
-	f := newFinder(s, t.prefixes, false, m)
-	var out []span
-	for i := 0; ; {
-		at, k := f.find(i)
-		if at < 0 {
-			return out
+// tokenPrefix is one prefix of one token kind.
+type tokenPrefix struct {
+	token  int // index in tokens
+	prefix string
+}
+
+// tokensByFirstByte lists the prefixes of every token by their first
+// byte, in the order of tokens.
+var tokensByFirstByte = func() (by [256][]tokenPrefix) {
+	for k, t := range tokens {
+		for _, p := range t.prefixes {
+			by[p[0]] = append(by[p[0]], tokenPrefix{k, p})
 		}
-		if at > 0 && isWordByte(s[at-1]) {
-			i = at + 1 // inside a word: an identifier, not a key
+	}
+	return by
+}()
+
+// findTokens returns the spans of the prefixed credentials in s, in one
+// pass: at each word start it tries the prefixes that begin with its byte.
+// After a kind's prefix has been tried, that kind's prefixes inside the run
+// it took are not tried again, so each kind scans each byte once.
+func findTokens(s string, m *meter) []span {
+	var out []span
+	var skip [len(tokens)]int // skip[k]: no prefix of tokens[k] is tried before it
+	m.add(len(s))
+	for i := 0; i < len(s); i++ {
+		cands := tokensByFirstByte[s[i]]
+		if len(cands) == 0 || i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
-		b := at + len(t.prefixes[k])
-		end := runEnd(s, b, t.body, m)
-		if from, to, ok := t.secret(s, at, b, end); ok {
-			out = append(out, span{from, to, t.kind})
+		for _, c := range cands {
+			if i < skip[c.token] || !strings.HasPrefix(s[i:], c.prefix) {
+				continue
+			}
+			t := &tokens[c.token]
+			b := i + len(c.prefix)
+			end := runEnd(s, b, t.body, m)
+			skip[c.token] = end
+			if from, to, ok := t.secret(s, i, b, end); ok {
+				out = append(out, span{from, to, t.kind})
+				i = to - 1
+				break
+			}
 		}
-		i = end
 	}
+	return out
 }
 
 // Byte classes of token bodies.
@@ -97,7 +123,7 @@ func random(s string) bool {
 }
 
 // tokens are the prefixed credentials, most specific first.
-var tokens = []token{
+var tokens = [...]token{
 	// JWTs: three base64url segments, the first a JSON header ("eyJ"); a
 	// JWE's five segments are taken whole.
 	{kind: "jwt", prefixes: []string{"eyJ"}, body: isAlnumDashDot, secret: jwtSecret},
