@@ -189,7 +189,7 @@ func fieldValue(s string, end int, quoted bool, q *quotes) ([2]int, bool) {
 	}
 	if s[j] == '"' || s[j] == '\'' {
 		k := q.end(j)
-		if k < 0 || k-1 == j+1 {
+		if k < 0 || !credentialValue(s[j+1:k-1]) {
 			return [2]int{}, false
 		}
 		return [2]int{j + 1, k - 1}, true
@@ -198,14 +198,66 @@ func fieldValue(s string, end int, quoted bool, q *quotes) ([2]int, bool) {
 		return [2]int{}, false // `"password": null`, an object, true/false
 	}
 	k := runEnd(s, j, isBareValueByte, q.m)
-	if k == j {
+	if k == j || !quoted && !bareValue(s, end, j, k) {
 		return [2]int{}, false
 	}
 	return [2]int{j, k}, true
 }
 
+// bareValue reports whether s[j:k], the unquoted value of the unquoted key
+// ending at end, is a value rather than code or a template: not a call
+// ("getpass()", "os.environ[...]"), a variable ("$X", "${X}", "$(cmd)",
+// "api_key", "settings.SECRET_KEY"), a null or a boolean;
+// and, when blanks surround the '=' ("password = x", as in code), the key
+// starts its line and the value ends it (an INI file).
+func bareValue(s string, end, j, k int) bool {
+	v := s[j:k]
+	if !credentialValue(v) || strings.ContainsAny(v, "([") || emptySetting[strings.ToLower(v)] || v == "undefined" ||
+		fieldKind(v) != "" || codeName(v) {
+		return false
+	}
+	if j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		start := end
+		for start > 0 && (isWordByte(s[start-1]) || s[start-1] == '-' || s[start-1] == '.') {
+			start--
+		}
+		if lineStart, _ := fieldContext(s, start, nil); !lineStart || !lineEnd(s, k, 0, nil) {
+			return false
+		}
+	}
+	return true
+}
+
 // isBareValueByte reports whether c continues an unquoted value.
 func isBareValueByte(c byte) bool { return strings.IndexByte(" \t\r\n\"',;}]&)", c) < 0 }
+
+// credentialValue reports whether v, found where a credential goes, may be
+// one: not empty, a placeholder, a template ("${X}", "<token>", "****") or
+// an Authorization scheme alone ("Bearer ", the token being added in code).
+func credentialValue(v string) bool {
+	if v == "" || redactedAlready(v) || templated(v) {
+		return false
+	}
+	if w := strings.ToLower(strings.TrimSpace(v)); tokenSchemes[w] || paramSchemes[w] {
+		return false
+	}
+	return true
+}
+
+// codeName reports whether v is a name in code rather than a value: words
+// of letters and underscores joined by dots ("settings.SECRET_KEY",
+// "self.token").
+func codeName(v string) bool {
+	if strings.IndexByte(v, '.') <= 0 || v[len(v)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !isLetter(c) && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return !strings.Contains(v, "..")
+}
 
 func skipBlanks(s string, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {

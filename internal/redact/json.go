@@ -106,7 +106,7 @@ func (r *Redactor) json(raw []byte, depth int, m *meter) ([]byte, int, error) {
 			if err != nil {
 				return nil, 0, fmt.Errorf("%w: string at %d: %v", memory.ErrInvalid, j, err)
 			}
-			if v != "" && !redactedAlready(v) {
+			if credentialValue(v) {
 				// A value that is a recognised secret keeps its own kind.
 				with := Placeholder(kind)
 				if red, n := r.redact(v, m); n == 1 && redactedAlready(red) && strings.Count(red, "[redacted:") == 1 {

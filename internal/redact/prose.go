@@ -7,7 +7,7 @@ import "strings"
 // hunter2", "minha senha do banco: abc123". findProse looks for a
 // credential noun (password, passcode, passphrase, PIN, access code, senha,
 // palavra-passe), then, within a few words, a verb or a colon ("is", "was",
-// "é", "era", ":", "="), and takes the word after it as the secret when it
+// "é", "era", ":"), and takes the word after it as the secret when it
 // looks like one. A word with a digit or a symbol always does; a plain word
 // only after a possessive or an article ("my", "the", "a minha") and when it
 // is not a common word ("is too short", "é fraca", "was changed"). A PIN is
@@ -150,7 +150,7 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 		if k >= limit {
 			return span{}, w.end, false
 		}
-		if s[k] == ':' || s[k] == '=' {
+		if s[k] == ':' {
 			verb, j = ":", k+1
 			break
 		}
@@ -213,6 +213,9 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 	if t == k || !secretWord(s[k:t], kind, det, verb == "e") || countFollows(s, e) {
 		return span{}, w.end, false
 	}
+	if verb == ":" && !strongWord(s[k:t]) && !clauseEnds(s, t) {
+		return span{}, w.end, false // "The password: nobody knows it"
+	}
 	if e-k == maxValueProbe { // take the whole value
 		e = runEnd(s, e, func(c byte) bool { return !isSpace(c) }, m)
 		t = e
@@ -228,30 +231,13 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 // an inner capital, or is a plain word that is not a common one, said after
 // a possessive or an article.
 func secretWord(v, kind string, det, weakVerb bool) bool {
-	var letters, digits, symbols, hyphens int
-	upperInside := false
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case isDigit(c):
-			digits++
-		case c >= 'A' && c <= 'Z':
-			letters++
-			upperInside = upperInside || i > 0
-		case isProseLetter(c), c == '\'':
-			letters++
-		case c == '-':
-			hyphens++
-		default:
-			symbols++
-		}
-	}
 	if kind == "pin" {
-		return digits >= 3 && letters == 0 && symbols == 0
+		return len(v) >= 3 && strings.Trim(v, "0123456789") == ""
 	}
-	if digits > 0 || symbols > 0 || upperInside {
-		return digits+letters+symbols+hyphens >= 3
+	if strongWord(v) {
+		return len(v) >= 3
 	}
-	if !det || weakVerb || letters < 3 {
+	if !det || weakVerb || len(v) < 3 {
 		return false
 	}
 	lv := strings.ToLower(v)
@@ -263,11 +249,42 @@ func secretWord(v, kind string, det, weakVerb bool) bool {
 			return false
 		}
 	}
-	if hyphens > 0 {
+	if strings.IndexByte(lv, '-') >= 0 {
 		for part := range strings.SplitSeq(lv, "-") {
 			if commonWord[part] {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// strongWord reports whether v looks made up: it has a digit, a symbol
+// other than a hyphen or an apostrophe, or a capital letter after its
+// first.
+func strongWord(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case isDigit(c), c >= 'A' && c <= 'Z' && i > 0:
+			return true
+		case isProseLetter(c), c == '-', c == '\'':
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// clauseEnds reports whether nothing but a punctuation mark and blanks
+// follow s[i] before the end of the line.
+func clauseEnds(s string, i int) bool {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '.', ',', ';', '!', '?', ' ', '\t', ')':
+		case '\n', '\r':
+			return true
+		default:
+			return false
 		}
 	}
 	return true
@@ -306,7 +323,7 @@ unique random obvious known unknown public private secret hidden visible shared 
 here one two three four five six seven eight nine ten some any all no yes none set reset done gone due over under up
 down out off broken lost stolen terrible awful horrible awesome perfect fantastic funny ridiculous stupid silly dumb
 crazy insane impossible annoying better worse stronger weaker similar identical unchanged mine yours hers theirs
-ours either neither exactly almost nearly then than supposed going getting saved written stored somewhere
+ours either neither nobody somebody everybody anybody someone everyone anyone noone exactly almost nearly then than supposed going getting saved written stored somewhere
 case-sensitive also usually generally far enough unknown sensitive insecure predictable guessable memorable
 complicated expired encrypted hashed changed
 o os as um uma uns umas de do da dos das em no na nos nas que qual quem como onde quando porque muito muita pouco
@@ -316,7 +333,7 @@ pequena simples fácil facil difícil dificil complicada complexa nova novo velh
 temporária temporaria obrigatória obrigatoria necessária necessaria vazia minha meu sua seu nossa nosso essa esse
 esta este isso isto aquela aquele não nao sim também tambem ainda agora já ja só apenas sempre nunca secreta pessoal
 importante única unica aleatória aleatoria óbvia obvia boa bom ruim ótima otima péssima pessima horrível horrivel
-para pra pro por com sem sobre entre até ate ou mas se ser estar está esta bastante super demais parecida
+ninguém ninguem alguém alguem todos todo para pra pro por com sem sobre entre até ate ou mas se ser estar está esta bastante super demais parecida
 la el mi tu su muy es
 `) {
 		m[w] = true
