@@ -1,6 +1,12 @@
 package redact
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
 
 // Fake credentials in the providers' formats, assembled so that no scanner
 // mistakes this file for a leak.
@@ -110,4 +116,51 @@ func TestStringFormats(t *testing.T) {
 		{"SKU", "SKU 4411 and SKETCH", "SKU 4411 and SKETCH", 0},
 		{"SG word", "SG.com is a site", "SG.com is a site", 0},
 	})
+}
+
+// TestIssue24Secrets sends the review's realistic secrets, each in the
+// sentence a user would write, through Message as a chat message and as
+// tool-call arguments: none may remain in the stored Content or Raw.
+func TestIssue24Secrets(t *testing.T) {
+	r := mustNew(t, nil)
+	cases := []struct{ secret, text string }{
+		{stripeKey, "here's our stripe key " + stripeKey},
+		{googleKey, "Google Maps key: " + googleKey},
+		{gitlabPAT, "my gitlab token is " + gitlabPAT},
+		{hfToken, "export HF_TOKEN=" + hfToken},
+		{sendgridKey, "sendgrid " + sendgridKey + " for the mailer"},
+		{npmToken, "npm token " + npmToken},
+		{twilioKey, "Twilio API key " + twilioKey},
+		{"Xk9pQ2vL7", "connect to postgresql://app:Xk9pQ2vL7@db.prod.internal:5432/orders"},
+		{basicCreds, "curl -H 'Authorization: Basic " + basicCreds + "' https://api.example.com"},
+		{"xY9zKq3mNp7RtV2wLs8Bd4Fh", "webhook: " + slackHook},
+		{azureKey, "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=" + azureKey + ";EndpointSuffix=core.windows.net"},
+		{"hunter2", "my password is hunter2"},
+		{"s3nh4Forte", "a minha senha é s3nh4Forte"},
+		{"8413", "o meu pin é 8413"},
+		{openaiKey, "OPENAI key " + openaiKey},
+		{ghToken, "gh token " + ghToken},
+		{awsSecret, "aws_secret_access_key=" + awsSecret},
+		{jwt, "session " + jwt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.text[:min(30, len(tc.text))], func(t *testing.T) {
+			for _, raw := range []string{
+				`{"role":"user","content":` + quoteTest(tc.text) + `}`,
+				`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"note","arguments":` + quoteTest(`{"text":`+quoteTest(tc.text)+`}`) + `}}]}`,
+			} {
+				m, err := memory.ParseMessage(json.RawMessage(raw))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, n, err := r.Message(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 || strings.Contains(got.Content, tc.secret) || strings.Contains(string(got.Raw), tc.secret) || !json.Valid(got.Raw) {
+					t.Fatalf("secret kept (%d redactions): %q %s", n, got.Content, got.Raw)
+				}
+			}
+		})
+	}
 }
