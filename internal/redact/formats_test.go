@@ -61,6 +61,8 @@ func TestStringFormats(t *testing.T) {
 		{"digest", "Authorization: Digest username=\"Mufasa\", realm=\"x@host\", nonce=\"dcd98b71\", response=\"6629fae49393a05397450978507c4ef1\"\nAccept: */*",
 			"Authorization: Digest [redacted:authorization]\nAccept: */*", 1},
 		{"proxy authorization", "Proxy-Authorization: Basic " + basicCreds, "Proxy-Authorization: Basic [redacted:authorization]", 1},
+		{"header in a sentence", "my header is Authorization: Basic " + basicCreds + " and it fails", "my header is Authorization: Basic [redacted:authorization] and it fails", 1},
+		{"header words kept", "send Authorization: Basic credentials are base64 encoded", "send Authorization: Basic credentials are base64 encoded", 0},
 		{"no scheme", "authorization: 9f8e7d6c5b4a39281706", "authorization: [redacted:authorization]", 1},
 		{"api key header", "curl -H \"X-Api-Key: a8f5f167f44f4964e6c998dee827110c\" https://x", "curl -H \"X-Api-Key: [redacted:api_key]\" https://x", 1},
 		{"private token header", "Private-Token: " + "Zx81nQe2LkPq0sVb", "Private-Token: [redacted:token]", 1},
@@ -163,4 +165,32 @@ func TestIssue24Secrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestJSONFormats(t *testing.T) {
+	runJSONCases(t, []redactCase{
+		{
+			name: "provider keys in tool-call arguments",
+			in:   `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"configure","arguments":` + quoteTest(`{"stripe":"`+stripeKey+`","dsn":"postgres://app:Xk9pQ2vL7@db/app","hook":"`+slackHook+`"}`) + `}}]}`,
+			want: `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"configure","arguments":` + quoteTest(`{"stripe":"[redacted:stripe_key]","dsn":"postgres://app:[redacted:url_password]@db/app","hook":"https://hooks.slack.com/services/[redacted:slack_webhook]"}`) + `}}]}`,
+			n:    3,
+		},
+		{
+			name: "prose password in content",
+			in:   `{"role":"user","content":"a minha senha é hunter2, guarda-a"}`,
+			want: `{"role":"user","content":"a minha senha é [redacted:password], guarda-a"}`,
+			n:    1,
+		},
+		{
+			name: "headers object",
+			in:   `{"headers":{"Authorization":"Basic ` + basicCreds + `","X-Api-Key":"a8f5f167f44f4964"}}`,
+			want: `{"headers":{"Authorization":"[redacted:token]","X-Api-Key":"[redacted:api_key]"}}`,
+			n:    2,
+		},
+		{
+			name: "templates and schemes alone kept",
+			in:   `{"password":"${DB_PASSWORD}","Authorization":"Bearer ","api_key":"<YOUR_API_KEY>","token":"****"}`,
+			want: `{"password":"${DB_PASSWORD}","Authorization":"Bearer ","api_key":"<YOUR_API_KEY>","token":"****"}`,
+		},
+	})
 }

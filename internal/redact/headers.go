@@ -6,9 +6,10 @@ import "strings"
 // fields: the Authorization and Proxy-Authorization headers of any scheme
 // (Basic, Bearer, Digest, token...), headers named for a credential
 // (X-Api-Key, Private-Token, X-Auth-Token) and settings at the start of a
-// line (YAML "password: hunter2"). A field's name starts a line or follows a
-// quote (curl -H 'X-Api-Key: ...'); a setting's value is one word, so that
-// prose ("Password: at least 8 characters") is left alone.
+// line (YAML "password: hunter2"). Authorization may be anywhere; another
+// field's name starts a line or follows a quote (curl -H 'X-Api-Key: ...'),
+// and its value is one word, so that prose ("Password: at least 8
+// characters") is left alone.
 func findColonFields(s string, m *meter) []span {
 	q := &quotes{s: s, m: m, from: [2]int{-1, -1}, to: [2]int{-1, -1}}
 	var out []span
@@ -29,17 +30,18 @@ func findColonFields(s string, m *meter) []span {
 		if n == c || !isLetter(s[n]) {
 			continue
 		}
-		lineStart, enclose := fieldContext(s, n, m)
-		if !lineStart && enclose == 0 {
-			continue
+		if n > 0 && isHeaderNameByte(s[n-1]) {
+			continue // a name longer than any field's
 		}
 		name := s[n:c]
+		lineStart, enclose := fieldContext(s, n, m)
 		var sp span
 		var next int
 		ok := false
 		switch {
 		case strings.EqualFold(name, "authorization") || strings.EqualFold(name, "proxy-authorization"):
 			sp, next, ok = authorizationValue(s, c+1, enclose, m)
+		case !lineStart && enclose == 0:
 		case strings.IndexByte(name, '-') >= 0 || lineStart:
 			if kind := fieldKind(name); kind != "" {
 				sp, next, ok = settingValue(s, c+1, kind, enclose, q, m)
@@ -116,21 +118,26 @@ func authorizationValue(s string, i int, enclose byte, m *meter) (sp span, next 
 		}
 		e := runEnd(s, b, isTokenByte, m)
 		next = e
-		if e == b || !lineEnd(s, e, enclose, m) {
+		tok := s[b:e]
+		if e == b || !credentialLike(tok) || !tokenSchemes[scheme] && !lineEnd(s, e, enclose, m) {
 			return span{}, next, false
 		}
-		if tok := s[b:e]; tokenSchemes[scheme] && (len(tok) >= 8 || tokenLike(tok)) || len(tok) >= 8 && tokenLike(tok) {
-			return span{b, e, "authorization"}, next, true
-		}
-		return span{}, next, false
+		return span{b, e, "authorization"}, next, true
 	}
 	// No scheme: the value is the credential.
 	e := runEnd(s, j, isTokenByte, m)
 	next = e
-	if tok := s[j:e]; len(tok) >= 8 && tokenLike(tok) && lineEnd(s, e, enclose, m) {
+	if tok := s[j:e]; len(tok) >= 8 && credentialLike(tok) && lineEnd(s, e, enclose, m) {
 		return span{j, e, "authorization"}, next, true
 	}
 	return span{}, next, false
+}
+
+// credentialLike reports whether an HTTP credential looks generated rather
+// than written ("Bearer tokens are..."): it has a digit or a token
+// punctuation mark, mixes upper and lower case, or is too long for a word.
+func credentialLike(tok string) bool {
+	return tokenLike(tok) || len(tok) >= 8 && random(tok)
 }
 
 // settingValue returns the span of a credential setting's value starting at

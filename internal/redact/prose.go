@@ -185,7 +185,7 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 		k = skipBlanks(s, k+1)
 	}
 	// An adverb between the verb and the value: "is now", "é agora".
-	if x := (word{k, runEnd(s, k, isProseLetter, m)}); x.end > x.start {
+	if x := (word{k, runEnd(s[:limit], min(k, limit), isProseLetter, m)}); x.end > x.start {
 		var buf [16]byte
 		switch string(lower(s, x, &buf)) {
 		case "now", "still", "actually", "currently", "agora", "ainda", "atualmente":
