@@ -3,15 +3,17 @@ package redact
 import "strings"
 
 // Passwords and PINs stated in prose: "my password is hunter2", "the wifi
-// password is 'correct horse'", "my pin is 4821", "a minha senha é
-// hunter2", "minha senha do banco: abc123". findProse looks for a
-// credential noun (password, passcode, passphrase, PIN, access code, senha,
-// palavra-passe), then, within a few words, a verb or a colon ("is", "was",
+// password is 'correct horse'", "my pin is 4821", "my API key is ...", "a
+// minha senha é hunter2", "minha senha do banco: abc123". findProse looks
+// for a credential noun (password, passcode, passphrase, PIN, access or
+// one-time code, token, API key, senha, palavra-passe, código de acesso),
+// then, within a few words, a verb or a colon ("is", "was",
 // "é", "era", ":"), and takes the word after it as the secret when it
 // looks like one. A word with a digit or a symbol always does; a plain word
 // only after a possessive or an article ("my", "the", "a minha") and when it
 // is not a common word ("is too short", "é fraca", "was changed"). A PIN is
-// digits. Counts ("is 12 characters long") are left alone.
+// digits, a token or a key looks generated. Counts ("is 12 characters
+// long") are left alone.
 
 // maxLookahead bounds how far after a noun the verb and the value are
 // looked for, so each noun costs a bounded amount of work.
@@ -70,10 +72,10 @@ func lower(s string, w word, buf *[16]byte) []byte {
 	return b
 }
 
-// nounKind returns "password" or "pin" when w names a credential, given
-// the words before it.
+// nounKind returns the kind of credential w names ("password", "pin",
+// "token", "api_key"), given the words before it, or "".
 func nounKind(s string, w word, prev [3]word) string {
-	if n := w.end - w.start; n < 3 || n > 13 || strings.IndexByte("pPsScC", s[w.start]) < 0 {
+	if n := w.end - w.start; n < 3 || n > 13 || strings.IndexByte("pPsScCkKtT", s[w.start]) < 0 {
 		return ""
 	}
 	var buf [16]byte
@@ -82,6 +84,16 @@ func nounKind(s string, w word, prev [3]word) string {
 		return "password"
 	case "pin":
 		return "pin"
+	case "token":
+		return "token"
+	case "key":
+		var pb [16]byte
+		switch string(lower(s, prev[0], &pb)) {
+		case "api", "secret", "access", "license", "licence", "product", "activation":
+			if blanks(s, prev[0].end, w.start) {
+				return "api_key"
+			}
+		}
 	case "passe": // palavra-passe
 		var pb [16]byte
 		if prev[0].end == w.start-1 && s[prev[0].end] == '-' && string(lower(s, prev[0], &pb)) == "palavra" {
@@ -90,14 +102,24 @@ func nounKind(s string, w word, prev [3]word) string {
 	case "code", "código", "codigo":
 		var pb [16]byte
 		switch string(lower(s, prev[0], &pb)) {
-		case "access", "security", "door", "alarm", "gate", "entry", "garage", "safe", "lock", "unlock", "verification", "pin":
+		case "access", "security", "door", "alarm", "gate", "entry", "garage", "safe", "lock", "unlock", "verification",
+			"pin", "time", "confirmation", "recovery", "backup", "otp", "mfa", "login", "auth", "authentication", "sms":
 			if blanks(s, prev[0].end, w.start) {
+				return "pin"
+			}
+		}
+		for _, q := range codeQualifiers { // "código de acesso"
+			if len(s)-w.end >= len(q) && strings.EqualFold(s[w.end:w.end+len(q)], q) {
 				return "pin"
 			}
 		}
 	}
 	return ""
 }
+
+// codeQualifiers make "código" a PIN in Portuguese.
+var codeQualifiers = []string{" de acesso", " de segurança", " de seguranca", " do alarme", " do portão", " do portao",
+	" de verificação", " de verificacao", " de desbloqueio", " pin"}
 
 // blanks reports whether s[i:j] is one to four spaces or tabs.
 func blanks(s string, i, j int) bool {
@@ -157,8 +179,8 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 		if !isProseLetter(s[k]) {
 			return span{}, w.end, false
 		}
-		x := word{k, k}
-		for x.end < limit && isProseLetter(s[x.end]) {
+		x := word{k, k} // a word, hyphenated ones ("e-mail") whole
+		for x.end < limit && (isProseLetter(s[x.end]) || s[x.end] == '-' && x.end+1 < limit && isProseLetter(s[x.end+1])) {
 			x.end++
 		}
 		var buf [16]byte
@@ -190,6 +212,11 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 		switch string(lower(s, x, &buf)) {
 		case "now", "still", "actually", "currently", "agora", "ainda", "atualmente":
 			k = skipBlanks(s, x.end)
+		}
+	}
+	for _, future := range []string{"going to be ", "gonna be ", "vai ser "} {
+		if limit-k > len(future) && strings.EqualFold(s[k:k+len(future)], future) {
+			k = skipBlanks(s, k+len(future))
 		}
 	}
 	if k >= limit || s[k] == '\n' || s[k] == '\r' || redactedAt(s, k) {
@@ -226,13 +253,17 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 	return span{k, t, kind}, e, true
 }
 
-// secretWord reports whether v, said to be a password or a PIN, looks like
-// one: a PIN is three digits or more; a password has a digit, a symbol or
-// an inner capital, or is a plain word that is not a common one, said after
-// a possessive or an article.
+// secretWord reports whether v, said to be a credential of the kind, looks
+// like one: a PIN is three digits or more; a token or an API key looks
+// generated; a password has a digit, a symbol or an inner capital, or is a
+// plain word that is not a common one, said after a possessive or an
+// article.
 func secretWord(v, kind string, det, weakVerb bool) bool {
-	if kind == "pin" {
+	switch kind {
+	case "pin":
 		return len(v) >= 3 && strings.Trim(v, "0123456789") == ""
+	case "token", "api_key":
+		return len(v) >= 8 && credentialLike(v)
 	}
 	if strongWord(v) {
 		return len(v) >= 3
