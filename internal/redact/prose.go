@@ -259,6 +259,9 @@ func proseValue(s string, w word, det bool, kind string, m *meter) (sp span, nex
 // plain word that is not a common one, said after a possessive or an
 // article.
 func secretWord(v, kind string, det, weakVerb bool) bool {
+	if i := strings.IndexByte(v, '='); i > 0 && strings.Trim(v[i:], "=") != "" {
+		return false // an assignment ("expires_in=3600"), not a value
+	}
 	switch kind {
 	case "pin":
 		return len(v) >= 3 && strings.Trim(v, "0123456789") == ""
