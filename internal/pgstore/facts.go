@@ -92,6 +92,9 @@ func validFact(f memory.Fact) error {
 // deleted facts (kind "fact", Ref = fact id) are deleted with them. f.Key is
 // stored normalised; a zero f.UpdatedAt means now. It returns
 // memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
+// f.Conversation ("" for none) is recorded as a source of the fact, so that
+// deleting the conversation deletes the facts only it stated
+// (forgetConversationFacts).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	if err := validFact(f); err != nil {
 		return memory.Fact{}, fmt.Errorf("pgstore: upsert fact: %w", err)
@@ -157,6 +160,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", unavailable(err))
 			}
+		}
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, at); err != nil {
+			return err
 		}
 		if maxPerUser > 0 {
 			return capFacts(ctx, tx, f.Tenant, f.User, out.ID, maxPerUser)

@@ -37,6 +37,9 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 //     as history) and f becomes current.
 //
 // Pinned is sticky: a key once pinned stays pinned, also across a new value.
+// f.Conversation ("" for none) is recorded as a source of the fact, so that
+// deleting the conversation deletes the facts only it stated
+// (forgetConversationFacts).
 // With maxPerUser > 0, when the user then has more current (not superseded)
 // facts than maxPerUser, the least valuable unpinned ones other than the
 // upserted fact are deleted: expired first, then fewest mentions, then least
@@ -109,6 +112,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", err)
 			}
+		}
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, id, f.UpdatedAt); err != nil {
+			return err
 		}
 		if maxPerUser > 0 {
 			if err := evictFacts(ctx, tx, f.Tenant, f.User, id, maxPerUser, now); err != nil {

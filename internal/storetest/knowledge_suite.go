@@ -55,6 +55,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"ItemsToEmbedResumable", testItemsToEmbed},
 		{"DeleteUserErasesKnowledge", testDeleteUserErasesKnowledge},
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
+		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 	}
