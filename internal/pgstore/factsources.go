@@ -32,7 +32,7 @@ func stateFactSource(ctx context.Context, tx pgx.Tx, tenant, user, conv string, 
 // it alone stated (current or superseded) are deleted — their other
 // sources cascade — and their recall items with them; a fact that
 // survives and named the conversation as where it was last stated names
-// its newest other source instead ('' for the API: NULL), and so do its
+// its newest other source instead (NULL for the API), and so do its
 // items. It returns the type and key of each deleted current fact.
 const forgetConversationSQL = `
 WITH gone_sources AS (
