@@ -53,15 +53,15 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 		var typ, norm string
 		var current bool
 		err := tx.QueryRowContext(ctx, `DELETE FROM facts WHERE id = ? AND tenant = ? AND user_id = ?
-			AND NOT EXISTS (SELECT 1 FROM fact_sources WHERE fact_id = ?)
-			RETURNING type, norm_key, superseded_at IS NULL`, fid, id.Tenant, id.User, fid).Scan(&typ, &norm, &current)
+			AND NOT EXISTS (SELECT 1 FROM fact_sources WHERE tenant = ? AND user_id = ? AND fact_id = ?)
+			RETURNING type, norm_key, superseded_at IS NULL`, fid, id.Tenant, id.User, id.Tenant, id.User, fid).Scan(&typ, &norm, &current)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			// Stated elsewhere too: it stays, naming a surviving source.
 			if _, err := tx.ExecContext(ctx, `UPDATE facts SET conversation = (
-					SELECT NULLIF(conversation, '') FROM fact_sources WHERE fact_id = ?
+					SELECT NULLIF(conversation, '') FROM fact_sources WHERE tenant = ? AND user_id = ? AND fact_id = ?
 					ORDER BY conversation = '', stated_at DESC LIMIT 1)
-				WHERE id = ? AND conversation = ?`, fid, fid, id.Conversation); err != nil {
+				WHERE id = ? AND conversation = ?`, id.Tenant, id.User, fid, fid, id.Conversation); err != nil {
 				return 0, fmt.Errorf("re-source fact %d: %w", fid, err)
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET conversation = (SELECT conversation FROM facts WHERE id = ?)

@@ -8,12 +8,18 @@ CREATE TABLE fact_sources (
     tenant       TEXT    NOT NULL,
     user_id      TEXT    NOT NULL,
     conversation TEXT    NOT NULL,
-    fact_id      INTEGER NOT NULL REFERENCES facts (id) ON DELETE CASCADE,
+    fact_id      INTEGER NOT NULL,
     stated_at    INTEGER NOT NULL,
     PRIMARY KEY (tenant, user_id, conversation, fact_id)
 ) WITHOUT ROWID;
 
-CREATE INDEX fact_sources_by_fact ON fact_sources (fact_id);
+CREATE INDEX fact_sources_by_fact ON fact_sources (tenant, user_id, fact_id);
+
+-- A fact's sources go with it, however it is deleted (a trigger rather
+-- than a foreign key, so the lookup uses the tenant-led index).
+CREATE TRIGGER fact_sources_follow_fact AFTER DELETE ON facts BEGIN
+    DELETE FROM fact_sources WHERE tenant = old.tenant AND user_id = old.user_id AND fact_id = old.id;
+END;
 
 -- Facts stored before this migration name only the conversation that
 -- stated them last: that one becomes their source.
