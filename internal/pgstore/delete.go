@@ -17,6 +17,13 @@ import (
 // stays (forgetConversationFacts).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The user's lock, exclusively: the guarded writes of the
+		// conversation's after-save hooks (which take it shared) either
+		// commit before and are deleted here, or find the conversation
+		// gone (conversationDeleted).
+		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), id.Tenant, id.User); err != nil {
+			return fmt.Errorf("lock user: %w", unavailable(err))
+		}
 		// Messages, summaries and candidates go with the conversation (ON
 		// DELETE CASCADE).
 		tag, err := tx.Exec(ctx,

@@ -129,3 +129,51 @@ func testDeleteConversationDeletesItsFacts(t *testing.T, s KnowledgeStore) {
 		t.Fatalf("SearchVector after deleting cx and cy = %+v, want the API's fact alone", got)
 	}
 }
+
+// testLateWritesOfDeletedConversation covers what the after-save hooks of a
+// conversation's exchanges write once it is deleted: a guarded
+// (memory.WithErasureGuard) UpsertFact naming it returns memory.ErrErased
+// and AddItems skips its items, so a fact extracted or a turn indexed late
+// cannot bring it back; the same writes for a conversation that exists, and
+// for the default conversation (which Adopt removes when it moves its
+// turns), go through.
+func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	cx := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cx"}
+	cy := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cy"}
+	def := memory.Identity{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation}
+	for _, id := range []memory.Identity{cx, cy} {
+		mustSave(t, s, simple(t, id, 1))
+	}
+	captured := baseTime.Add(time.Second)
+	gctx := memory.WithErasureGuard(ctx, "acme", "alice", captured)
+	if err := s.DeleteConversation(ctx, cx); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	late := fact("acme", "alice", memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", 1)
+	late.Conversation, late.Pinned = cx.Conversation, true
+	if _, err := s.UpsertFact(gctx, late, 0); !errors.Is(err, memory.ErrErased) {
+		t.Fatalf("late guarded UpsertFact for the deleted conversation = %v, want memory.ErrErased", err)
+	}
+	if err := s.AddItems(gctx, []memory.Item{
+		item(cx, "message", "late:0", "we move to Lisbon with Mariabelle", vec4(1, 0, 0, 0)),
+		item(cy, "message", "kept:0", "we move to Porto with Mariabelle", vec4(1, 0, 0, 0)),
+		item(def, "message", "first:0", "we move to Braga with Mariabelle", vec4(1, 0, 0, 0)),
+	}); err != nil {
+		t.Fatalf("AddItems: %v", err)
+	}
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Mariabelle", Limit: 10}
+	got := refs(mustSearchText(t, s, q))
+	slices.Sort(got)
+	if want := []string{"first:0", "kept:0"}; !slices.Equal(got, want) {
+		t.Fatalf("items after late indexing = %q, want %q (none of the deleted conversation)", got, want)
+	}
+	for _, id := range []memory.Identity{cy, def} {
+		f := late
+		f.Conversation, f.Key = id.Conversation, "move "+id.Conversation
+		if _, err := s.UpsertFact(gctx, f, 0); err != nil {
+			t.Fatalf("guarded UpsertFact for conversation %q: %v", id.Conversation, err)
+		}
+	}
+	assertValues(t, "facts", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true), late.Value, late.Value)
+}

@@ -56,6 +56,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteUserErasesKnowledge", testDeleteUserErasesKnowledge},
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
 		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
+		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 	}
