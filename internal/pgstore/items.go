@@ -136,7 +136,9 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		}
 		// skip says whether item i is left out: its user erased, or its
 		// conversation deleted, since it was captured.
-		skip := func(i int) bool { return erasedUsers[[2]string{items[i].Tenant, items[i].User}] || deletedConvs[ids[i]] }
+		skip := func(i int) bool {
+			return erasedUsers[[2]string{items[i].Tenant, items[i].User}] || deletedConvs[ids[i]]
+		}
 		// The BM25 statistics locks of every user first, in one order:
 		// the statements' triggers would otherwise take them as each
 		// statement comes, and two batches could deadlock.
