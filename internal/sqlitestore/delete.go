@@ -34,7 +34,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		}
 		// The items of facts another conversation stated too stay, moved
 		// to it; every other item of the conversation goes.
-		if _, err := forgetConversationFacts(ctx, tx, id); err != nil {
+		if err := forgetConversationFacts(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items WHERE tenant = ? AND user_id = ? AND conversation = ?`,
@@ -54,9 +54,10 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 }
 
 // DeleteUser erases everything stored about a user in a tenant — memory
-// items (and their FTS rows), facts, summaries, messages, exchange records, dead letters and
-// conversations — empties the embedding cache (embedcache.go), and records the erasure time, so captures of that user that
-// happened before it and are still queued are dropped by SaveExchange. It
+// items (and their FTS rows), facts, summaries, messages, exchange records,
+// dead letters and conversations — empties the embedding cache
+// (embedcache.go), and records the erasure time, so captures of that user
+// that happened before it and are still queued are dropped by SaveExchange. It
 // succeeds for a user with nothing stored, and never touches the same user id
 // in another tenant. Later writes about the user for data captured at or
 // before the erasure are refused (see erasure.go); the deleted text is

@@ -29,26 +29,25 @@ func stateFactSource(ctx context.Context, tx *sql.Tx, tenant, user, conv string,
 
 // forgetConversationFacts removes conversation id as a source of the user's
 // facts, in tx: a fact (current or superseded) that no other conversation
-// nor the API stated is deleted with its recall items; one that survives and
-// named id as where it was last stated names its newest other source
-// instead, and so do its recall items. When a current fact goes, the newest superseded fact of its type
-// and key still stated elsewhere becomes current again: the user's facts are
-// what they would be had the conversation never been. It returns how many
-// facts it deleted.
-func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity) (int, error) {
+// nor the API stated is deleted with its recall items; one that survives
+// and named id as where it was last stated names its newest other source
+// instead, and so do its recall items. When a current fact goes, the newest
+// superseded fact of its type and key still stated elsewhere becomes
+// current again: the user's facts are what they would be had the
+// conversation never been.
+func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
 	rows, err := tx.QueryContext(ctx, `DELETE FROM fact_sources
 		WHERE tenant = ? AND user_id = ? AND conversation = ? RETURNING fact_id`,
 		id.Tenant, id.User, id.Conversation)
 	if err != nil {
-		return 0, fmt.Errorf("forget fact sources: %w", err)
+		return fmt.Errorf("forget fact sources: %w", err)
 	}
 	ids, err := scanIDs(rows)
 	if err != nil {
-		return 0, fmt.Errorf("forget fact sources: %w", err)
+		return fmt.Errorf("forget fact sources: %w", err)
 	}
 	type factKey struct{ typ, norm string }
 	var reopen []factKey
-	deleted := 0
 	for _, fid := range ids {
 		var typ, norm string
 		var current bool
@@ -62,20 +61,19 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 					SELECT NULLIF(conversation, '') FROM fact_sources WHERE tenant = ? AND user_id = ? AND fact_id = ?
 					ORDER BY conversation = '', stated_at DESC LIMIT 1)
 				WHERE id = ? AND conversation = ?`, id.Tenant, id.User, fid, fid, id.Conversation); err != nil {
-				return 0, fmt.Errorf("re-source fact %d: %w", fid, err)
+				return fmt.Errorf("re-source fact %d: %w", fid, err)
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET conversation = (SELECT conversation FROM facts WHERE id = ?)
 				WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ? AND conversation = ?`,
 				fid, id.Tenant, id.User, strconv.FormatInt(fid, 10), id.Conversation); err != nil {
-				return 0, fmt.Errorf("re-source items of fact %d: %w", fid, err)
+				return fmt.Errorf("re-source items of fact %d: %w", fid, err)
 			}
 			continue
 		case err != nil:
-			return 0, fmt.Errorf("delete fact %d: %w", fid, err)
+			return fmt.Errorf("delete fact %d: %w", fid, err)
 		}
-		deleted++
 		if err := deleteFactItems(ctx, tx, id.Tenant, id.User, fid); err != nil {
-			return 0, err
+			return err
 		}
 		if current {
 			reopen = append(reopen, factKey{typ, norm})
@@ -88,10 +86,10 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 			AND NOT EXISTS (SELECT 1 FROM facts WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ?
 				AND superseded_at IS NULL)`,
 			id.Tenant, id.User, k.typ, k.norm, id.Tenant, id.User, k.typ, k.norm); err != nil {
-			return 0, fmt.Errorf("restore superseded fact: %w", err)
+			return fmt.Errorf("restore superseded fact: %w", err)
 		}
 	}
-	return deleted, nil
+	return nil
 }
 
 // scanIDs reads and closes rows of one integer column.
