@@ -78,7 +78,8 @@ const tombstone = "9223372036854775807"
 //     drops the cached window if the reload fails.
 //   - DeleteConversation and DeleteUser delete from the backend, then drop
 //     the cached windows (each user's cached conversations are tracked in a
-//     set).
+//     set); DeleteUser also empties the embedding cache kept under the same
+//     prefix (see EmbeddingCache).
 //
 // Every fill is versioned by the newest Seq it holds, so a slow reader can
 // never overwrite a fresher window. When Redis fails, reads and writes go to
