@@ -61,8 +61,14 @@ WITH gone_sources AS (
 	  AND g.fact_id NOT IN (SELECT fact_id FROM orphans)
 	RETURNING f.id, f.source_conversation
 ), kept_items AS (
-	UPDATE memory_items i SET conversation = k.source_conversation FROM kept k
-	WHERE i.tenant = $1 AND i.user_id = $2 AND i.kind = 'fact' AND i.source = k.id::text AND i.conversation = $3
+	-- The statement sees facts as it found them: a fact kept names what
+	-- kept set, or else what it named.
+	UPDATE memory_items i SET conversation = CASE WHEN k.id IS NULL THEN f.source_conversation ELSE k.source_conversation END
+	FROM gone_sources g
+	JOIN facts f ON f.tenant = $1 AND f.user_id = $2 AND f.id = g.fact_id
+	LEFT JOIN kept k ON k.id = f.id
+	WHERE i.tenant = $1 AND i.user_id = $2 AND i.kind = 'fact' AND i.source = f.id::text AND i.conversation = $3
+	  AND g.fact_id NOT IN (SELECT fact_id FROM orphans)
 )
 SELECT type, norm_key FROM gone WHERE current`
 

@@ -54,6 +54,12 @@ func testDeleteConversationDeletesItsFacts(t *testing.T, s KnowledgeStore) {
 	// cx said teacher, cy superseded it with nurse: teacher is history of cx alone.
 	state(cx, memory.FactProfile, "job", "teacher", false)
 	state(cy, memory.FactProfile, "job", "nurse", false)
+	// Stated in cx (its item indexed there), then in cy, not indexed again.
+	state(cx, memory.FactProfile, "language", "Portuguese", false)
+	n++
+	restated := fact("acme", "alice", memory.FactProfile, "language", "Portuguese", n)
+	restated.Conversation = cy.Conversation
+	mustUpsertFact(t, s, restated, 0)
 	// The same conversation id under another user and another tenant.
 	bobs := state(bobCx, memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", true)
 	others := state(otherCx, memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", true)
@@ -69,11 +75,11 @@ func testDeleteConversationDeletesItsFacts(t *testing.T, s KnowledgeStore) {
 	current := mustFacts(t, s, "acme", "alice", now, false)
 	got := values(current)
 	slices.Sort(got)
-	if want := []string{"Porto", "cat", "nurse", "tea"}; !slices.Equal(got, want) {
+	if want := []string{"Porto", "Portuguese", "cat", "nurse", "tea"}; !slices.Equal(got, want) {
 		t.Fatalf("current facts after deleting cx = %q, want %q", got, want)
 	}
 	for _, f := range current {
-		want := map[string]string{"tea": "cy", "Porto": "", "cat": "cy", "nurse": "cy"}[f.Value]
+		want := map[string]string{"tea": "cy", "Porto": "", "Portuguese": "cy", "cat": "cy", "nurse": "cy"}[f.Value]
 		if f.Conversation != want {
 			t.Errorf("fact %q names conversation %q after deleting cx, want %q", f.Value, f.Conversation, want)
 		}
@@ -97,16 +103,16 @@ func testDeleteConversationDeletesItsFacts(t *testing.T, s KnowledgeStore) {
 	if got := mustSearchText(t, s, q); len(got) != 0 {
 		t.Fatalf("SearchText for the deleted decision = %+v, want nothing", got)
 	}
-	q.Text = "drink tea city Porto pet dog job teacher nurse"
+	q.Text = "drink tea city Porto pet dog job teacher nurse language Portuguese"
 	texts := []string{}
 	for _, it := range mustSearchText(t, s, q) {
 		texts = append(texts, it.Text)
-		if it.Text == "drink: tea" && it.Conversation != "cy" {
-			t.Errorf("item of the kept tea fact is in conversation %q, want cy", it.Conversation)
+		if (it.Text == "drink: tea" || it.Text == "language: Portuguese") && it.Conversation != "cy" {
+			t.Errorf("item %q of a kept fact is in conversation %q, want cy", it.Text, it.Conversation)
 		}
 	}
 	slices.Sort(texts)
-	if want := []string{"city: Porto", "drink: tea", "job: nurse"}; !slices.Equal(texts, want) {
+	if want := []string{"city: Porto", "drink: tea", "job: nurse", "language: Portuguese"}; !slices.Equal(texts, want) {
 		t.Fatalf("SearchText of fact items after deleting cx = %q, want %q", texts, want)
 	}
 	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: vec4(1, 1, 0, 0), Model: testModel, Dims: 4, Limit: 20}
