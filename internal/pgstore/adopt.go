@@ -158,6 +158,9 @@ func adopt(ctx context.Context, tx pgx.Tx, to memory.Identity, prior []memory.Me
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("move messages: %w", unavailable(err))
 	}
+	if err := adoptFactSources(ctx, tx, from, to); err != nil {
+		return 0, err
+	}
 	return len(run), nil
 }
 

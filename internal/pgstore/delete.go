@@ -10,16 +10,22 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// DeleteConversation removes a conversation with its messages, summaries and
-// memory items, or returns memory.ErrNotFound.
+// DeleteConversation removes a conversation with its messages, summaries,
+// dead letters and memory items, and the facts, pinned or not, current or
+// superseded, that only it stated (with their recall items), or returns
+// memory.ErrNotFound. A fact another conversation or the API also stated
+// stays (forgetConversationFacts).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx,
-			`DELETE FROM memory_items WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
-			id.Tenant, id.User, id.Conversation); err != nil {
-			return fmt.Errorf("delete memory items: %w", unavailable(err))
+		// The user's lock, exclusively: the guarded writes of the
+		// conversation's after-save hooks (which take it shared) either
+		// commit before and are deleted here, or find the conversation
+		// gone (conversationDeleted).
+		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), id.Tenant, id.User); err != nil {
+			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
-		// Messages and summaries go with the conversation (ON DELETE CASCADE).
+		// Messages, summaries and candidates go with the conversation (ON
+		// DELETE CASCADE).
 		tag, err := tx.Exec(ctx,
 			`DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
 			id.Tenant, id.User, id.Conversation)
@@ -28,6 +34,18 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		}
 		if tag.RowsAffected() == 0 {
 			return memory.ErrNotFound
+		}
+		// The items of facts another conversation stated too stay, moved
+		// to it; every other item of the conversation goes.
+		if err := forgetConversationFacts(ctx, tx, id); err != nil {
+			return err
+		}
+		for _, table := range []string{"memory_items", "dead_letters"} {
+			if _, err := tx.Exec(ctx,
+				`DELETE FROM `+table+` WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+				id.Tenant, id.User, id.Conversation); err != nil {
+				return fmt.Errorf("delete %s: %w", table, unavailable(err))
+			}
 		}
 		return nil
 	})
@@ -52,7 +70,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
-		for _, table := range []string{"memory_items", "facts", "conversations", "dead_letters"} {
+		for _, table := range []string{"memory_items", "fact_sources", "facts", "conversations", "dead_letters"} {
 			if _, err := tx.Exec(ctx,
 				"DELETE FROM "+table+" WHERE tenant = $1 AND user_id = $2", tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))

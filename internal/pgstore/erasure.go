@@ -32,6 +32,11 @@ import (
 //     (memory.WithErasureGuard) whose time is at or before erased_at: the
 //     after-save hooks' writes for an exchange captured before the erasure
 //     are refused even when they run after it.
+//   - under such a guard, UpsertFact also returns memory.ErrErased, and
+//     AddItems also skips the items, when the fact or item names a
+//     conversation (other than the default one) that no longer exists:
+//     DeleteConversation deleted it after the exchange was captured
+//     (conversationDeleted).
 //
 // A user who chats again after the erasure starts afresh.
 //
@@ -177,4 +182,51 @@ func (v *vacuumer) loop(ctx context.Context) {
 func (v *vacuumer) stop() {
 	v.cancel()
 	v.wg.Wait()
+}
+
+// conversationDeleted reports whether ctx guards writes about id's user
+// (memory.WithErasureGuard: the write derives from captured exchanges) and
+// id names a conversation that no longer exists: it was deleted after the
+// exchanges were captured, and what they derive (a fact, a recall item)
+// must not bring any of it back. The default conversation is exempt: Adopt
+// removes it when it moves its turns elsewhere. Call it after guard, whose
+// shared user lock DeleteConversation takes exclusively, so no deletion
+// commits between the check and the write.
+func conversationDeleted(ctx context.Context, tx pgx.Tx, id memory.Identity) (bool, error) {
+	deleted, err := deletedConversations(ctx, tx, []memory.Identity{id})
+	return deleted[id], err
+}
+
+// deletedConversations applies conversationDeleted to ids at once and
+// returns those deleted.
+func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity) (map[memory.Identity]bool, error) {
+	var tenants, users, convs []string
+	for _, id := range ids {
+		if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
+			continue
+		}
+		if _, ok := memory.ErasureGuard(ctx, id.Tenant, id.User); ok {
+			tenants, users, convs = append(tenants, id.Tenant), append(users, id.User), append(convs, id.Conversation)
+		}
+	}
+	if len(convs) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT DISTINCT u.tenant, u.user_id, u.conversation
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tenant, user_id, conversation)
+		WHERE NOT EXISTS (SELECT 1 FROM conversations c
+			WHERE c.tenant = u.tenant AND c.user_id = u.user_id AND c.id = u.conversation)`, tenants, users, convs)
+	if err != nil {
+		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
+	}
+	deleted := map[memory.Identity]bool{}
+	var id memory.Identity
+	if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation}, func() error {
+		deleted[id] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
+	}
+	return deleted, nil
 }

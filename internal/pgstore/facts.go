@@ -91,7 +91,11 @@ func validFact(f memory.Fact) error {
 // deleted, never the one just upserted. The recall items of superseded and
 // deleted facts (kind "fact", Ref = fact id) are deleted with them. f.Key is
 // stored normalised; a zero f.UpdatedAt means now. It returns
-// memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
+// memory.ErrErased when ctx's erasure guard refuses the write, or when it
+// guards the write and f.Conversation has since been deleted (erasure.go).
+// f.Conversation ("" for none) is recorded as a source of the fact, so that
+// deleting the conversation deletes the facts only it stated
+// (forgetConversationFacts).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	if err := validFact(f); err != nil {
 		return memory.Fact{}, fmt.Errorf("pgstore: upsert fact: %w", err)
@@ -112,6 +116,11 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		}
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
+		}
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+			return err
+		} else if gone {
+			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
 		}
 		old, err := scanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = $1 AND user_id = $2 AND type = $3 AND norm_key = $4 AND superseded_at IS NULL`,
@@ -157,6 +166,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", unavailable(err))
 			}
+		}
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, at); err != nil {
+			return err
 		}
 		if maxPerUser > 0 {
 			return capFacts(ctx, tx, f.Tenant, f.User, out.ID, maxPerUser)

@@ -85,7 +85,8 @@ func validItem(it memory.Item) error {
 // A message item whose message was superseded (its branch replaced by an
 // edit or a regeneration) is skipped: SaveExchange deleted the branch's
 // items, and a late index must not bring them back. Items of a user that
-// ctx's erasure guard refuses (erasure.go) are skipped.
+// ctx's erasure guard refuses, and, under a guard, items of a conversation
+// deleted since (erasure.go), are skipped.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
@@ -121,16 +122,29 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		erased, err := guardItems(ctx, tx, items)
+		erasedUsers, err := guardItems(ctx, tx, items)
 		if err != nil {
 			return err
+		}
+		ids := make([]memory.Identity, len(items))
+		for i, it := range items {
+			ids[i] = memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
+		}
+		deletedConvs, err := deletedConversations(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		// skip says whether item i is left out: its user erased, or its
+		// conversation deleted, since it was captured.
+		skip := func(i int) bool {
+			return erasedUsers[[2]string{items[i].Tenant, items[i].User}] || deletedConvs[ids[i]]
 		}
 		// The BM25 statistics locks of every user first, in one order:
 		// the statements' triggers would otherwise take them as each
 		// statement comes, and two batches could deadlock.
 		var tenants, users []string
-		for _, it := range items {
-			if !erased[[2]string{it.Tenant, it.User}] {
+		for i, it := range items {
+			if !skip(i) {
 				tenants, users = append(tenants, it.Tenant), append(users, it.User)
 			}
 		}
@@ -149,7 +163,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		inserted := make([]int64, len(items)) // id of the row each item inserted (0: none)
 		b := &pgx.Batch{}
 		for i, it := range items {
-			if erased[[2]string{it.Tenant, it.User}] {
+			if skip(i) {
 				continue
 			}
 			b.Queue(insertItemSQL, args(it)...).QueryRow(func(row pgx.Row) error {
@@ -182,7 +196,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 				it.Conversation = to
 			}
 			switch {
-			case erased[[2]string{it.Tenant, it.User}]:
+			case skip(i):
 			case it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref]:
 				if inserted[i] != 0 {
 					undo = append(undo, inserted[i])

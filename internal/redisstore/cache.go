@@ -78,7 +78,8 @@ const tombstone = "9223372036854775807"
 //     drops the cached window if the reload fails.
 //   - DeleteConversation and DeleteUser delete from the backend, then drop
 //     the cached windows (each user's cached conversations are tracked in a
-//     set).
+//     set); DeleteUser also empties the embedding cache kept under the same
+//     prefix (see EmbeddingCache).
 //
 // Every fill is versioned by the newest Seq it holds, so a slow reader can
 // never overwrite a fresher window. When Redis fails, reads and writes go to
@@ -441,7 +442,8 @@ return 1
 // DeleteUser erases the user in the backend, then, in one step, drops every
 // cached window of theirs and records the erasure time in Redis (for the
 // cache TTL), so a window read from the store before the erasure can never
-// be cached after it.
+// be cached after it; last, it empties the embedding cache kept under the
+// same prefix (clearEmbeddings), which names no owner.
 func (c *Cache) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err := c.inner.DeleteUser(ctx, tenant, user); err != nil {
 		return err
@@ -455,6 +457,11 @@ func (c *Cache) DeleteUser(ctx context.Context, tenant, user string) error {
 	err = eraseScript.Run(ctx, c.rdb, keys, at.UnixMicro(), max(c.ttl, tombstoneTTL).Milliseconds()).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redisstore: clear cached conversations: %w: %w", memory.ErrUnavailable, err)
+	}
+	// The embedding cache under the same prefix names no owner: it is
+	// emptied (see EmbeddingCache).
+	if _, err := clearEmbeddings(ctx, c.rdb, c.prefix); err != nil {
+		return fmt.Errorf("redisstore: erase: %w: %w", memory.ErrUnavailable, err)
 	}
 	return nil
 }

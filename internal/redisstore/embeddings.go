@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,15 @@ const embeddingBatch = 512
 // reindex, a fact stated again — costs no embedding call. Each vector is a
 // plain string of little-endian float32s (4 bytes a dimension) with a TTL,
 // so Redis's own eviction bounds the cache. It is safe for concurrent use.
+//
+// The cache is content-only: a key names a model, a dimension and the hash
+// of a text (recall.ContentHash), never a tenant or a user, and holds no
+// text, so nothing in it can be listed by owner. Because no key says whose
+// text it came from, an erasure empties it: Cache.DeleteUser deletes every
+// key under the prefix (clearEmbeddings), so no vector of the erased user's
+// text — a passage, a fact or a query — is left. A vector still being
+// computed when the erasure runs can be written after it; the TTL, or the
+// next erasure, removes it.
 type EmbeddingCache struct {
 	rdb    redis.UniversalClient
 	prefix string
@@ -36,10 +46,56 @@ func NewEmbeddingCache(rdb redis.UniversalClient, prefix string, ttl time.Durati
 	return &EmbeddingCache{rdb: rdb, prefix: prefix, ttl: ttl}
 }
 
+// embeddingSpace starts every key of the embedding cache after the prefix.
+const embeddingSpace = "emb:"
+
 // key names one cached vector. The hash comes last, so a model name with a
 // ':' in it cannot collide with another model's key.
 func (c *EmbeddingCache) key(model string, dims int, hash string) string {
-	return c.prefix + "emb:" + model + ":" + strconv.Itoa(dims) + ":" + hash
+	return c.prefix + embeddingSpace + model + ":" + strconv.Itoa(dims) + ":" + hash
+}
+
+// clearBatch is how many keys one SCAN step asks for and one UNLINK drops.
+const clearBatch = 1000
+
+// clearEmbeddings deletes every cached vector under prefix (the keys of an
+// EmbeddingCache made with it), SCANning the key space in steps of
+// clearBatch and unlinking what each step finds. rdb is one Redis server
+// (NewClient's), whose SCAN sees every key. It returns how many keys it
+// deleted.
+func clearEmbeddings(ctx context.Context, rdb redis.UniversalClient, prefix string) (int, error) {
+	match := globEscape(prefix+embeddingSpace) + "*"
+	deleted := 0
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, match, clearBatch).Result()
+		if err != nil {
+			return deleted, fmt.Errorf("redisstore: clear embeddings: %w", unavailable(err))
+		}
+		if len(keys) > 0 {
+			n, err := rdb.Unlink(ctx, keys...).Result()
+			if err != nil {
+				return deleted, fmt.Errorf("redisstore: clear embeddings: %w", unavailable(err))
+			}
+			deleted += int(n)
+		}
+		if cursor = next; cursor == 0 {
+			return deleted, nil
+		}
+	}
+}
+
+// globEscape escapes the characters a SCAN MATCH pattern gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // GetEmbeddings returns the cached vectors of the given content hashes that

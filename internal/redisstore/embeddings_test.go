@@ -141,3 +141,59 @@ func TestEmbeddingCacheUnavailable(t *testing.T) {
 		t.Fatalf("PutEmbeddings on a dead Redis = %v, want memory.ErrUnavailable", err)
 	}
 }
+
+// TestEraseEmptiesEmbeddingCache: the embedding cache names no owner, so a
+// user's erasure through the Cache empties the embedding cache kept under
+// the Cache's prefix — every model, every dimension, more keys than one
+// SCAN step returns — and nothing under another deployment's prefix, even
+// one the first prefix would match as a glob pattern.
+func TestEraseEmptiesEmbeddingCache(t *testing.T) {
+	ctx := context.Background()
+	rdb := mustClient(t)
+	base := testenv.RedisPrefix(t)
+	prefix, other := base+"a*", base+"ab"
+	cache := NewCache(rdb, mustPG(t), nil, CacheConfig{Prefix: prefix})
+	mine, theirs := NewEmbeddingCache(rdb, prefix, time.Hour), NewEmbeddingCache(rdb, other, time.Hour)
+	many := map[string][]float32{}
+	for i := range clearBatch + 10 {
+		many[fmt.Sprintf("h%d", i)] = []float32{float32(i), 1}
+	}
+	for _, c := range []*EmbeddingCache{mine, theirs} {
+		if err := c.PutEmbeddings(ctx, "m", 2, many); err != nil {
+			t.Fatalf("PutEmbeddings: %v", err)
+		}
+		if err := c.PutEmbeddings(ctx, "other", 3, map[string][]float32{"h1": {1, 2, 3}}); err != nil {
+			t.Fatalf("PutEmbeddings: %v", err)
+		}
+	}
+	if err := cache.DeleteUser(ctx, "acme", "alice"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	hashes := make([]string, 0, len(many))
+	for h := range many {
+		hashes = append(hashes, h)
+	}
+	for _, tt := range []struct {
+		name  string
+		c     *EmbeddingCache
+		model string
+		dims  int
+		want  int
+	}{
+		{"erased deployment", mine, "m", 2, 0},
+		{"erased deployment, other model", mine, "other", 3, 0},
+		{"other deployment", theirs, "m", 2, len(many)},
+		{"other deployment, other model", theirs, "other", 3, 1},
+	} {
+		got, err := tt.c.GetEmbeddings(ctx, tt.model, tt.dims, hashes)
+		if err != nil {
+			t.Fatalf("%s: GetEmbeddings: %v", tt.name, err)
+		}
+		if len(got) != tt.want {
+			t.Errorf("%s: %d vectors after the erasure, want %d", tt.name, len(got), tt.want)
+		}
+	}
+	if n, err := rdb.Keys(ctx, globEscape(prefix+embeddingSpace)+"*").Result(); err != nil || len(n) != 0 {
+		t.Fatalf("keys left under the erased prefix: %d (%v)", len(n), err)
+	}
+}

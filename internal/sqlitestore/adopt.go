@@ -174,6 +174,9 @@ func adopt(ctx context.Context, tx *sql.Tx, to memory.Identity, prior []memory.M
 		from.Tenant, from.User, from.Conversation, from.Tenant, from.User, from.Conversation); err != nil {
 		return 0, fmt.Errorf("drop empty conversation: %w", err)
 	}
+	if err := adoptFactSources(ctx, tx, from, to); err != nil {
+		return 0, err
+	}
 	return len(run), nil
 }
 

@@ -10,6 +10,17 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// The embedding cache (table embedding_cache) is content-only: a vector is
+// kept under the model, its dimension and the hash of the text it was made
+// from (recall.ContentHash), with no tenant (the column is always ''), no
+// user and no text, so nothing in it can be listed or read by owner, and a
+// hit tells only that some tenant's text had the same hash. Because no row
+// says whose text it came from, DeleteUser empties the whole cache in the
+// erasure's transaction: after an erasure no vector of the erased user's
+// text — a stored passage, a fact or a query — is left in it. A vector still
+// being computed when the erasure commits can be written after it (the
+// write names no owner to refuse); the next erasure removes it.
+
 // GetEmbeddings returns the cached vectors of model and dims for the given
 // content hashes, keyed by hash; hashes never cached are absent from the map.
 // The cache is shared by all tenants: a vector depends only on the model and

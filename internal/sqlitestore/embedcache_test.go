@@ -89,3 +89,36 @@ func TestPutEmbeddingsRejectsBadVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteUserEmptiesEmbeddingCache: the cache names no owner, so an
+// erasure empties it, every model and dimension, in the erasure's
+// transaction: none of the erased user's vectors can be read back, nor are
+// they in the file.
+func TestDeleteUserEmptiesEmbeddingCache(t *testing.T) {
+	s, path := mustTempStore(t)
+	ctx := context.Background()
+	for model, dims := range map[string]int{"m": 3, "other": 2} {
+		vecs := map[string][]float32{"h1": make([]float32, dims), "h2": make([]float32, dims)}
+		if err := s.PutEmbeddings(ctx, model, dims, vecs); err != nil {
+			t.Fatalf("PutEmbeddings(%s): %v", model, err)
+		}
+	}
+	if got, err := s.GetEmbeddings(ctx, "m", 3, []string{"h1", "h2"}); err != nil || len(got) != 2 {
+		t.Fatalf("GetEmbeddings before the erasure = %v, %v; want both", got, err)
+	}
+	if err := s.DeleteUser(ctx, "acme", "alice"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	for model, dims := range map[string]int{"m": 3, "other": 2} {
+		if got, err := s.GetEmbeddings(ctx, model, dims, []string{"h1", "h2"}); err != nil || len(got) != 0 {
+			t.Fatalf("GetEmbeddings(%s) after the erasure = %v, %v; want nothing", model, got, err)
+		}
+	}
+	var rows int
+	if err := mustRawDB(t, path).QueryRow(`SELECT COUNT(*) FROM embedding_cache`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Fatalf("embedding_cache has %d rows after the erasure, want 0", rows)
+	}
+}

@@ -23,6 +23,11 @@ import (
 //     (memory.WithErasureGuard) whose time is at or before erased_at: that is
 //     how the after-save hooks' writes for an exchange captured before the
 //     erasure are refused even when they run after it.
+//   - under such a guard, UpsertFact also returns memory.ErrErased, and
+//     AddItems also skips the items, when the fact or item names a
+//     conversation (other than the default one) that no longer exists:
+//     DeleteConversation deleted it after the exchange was captured
+//     (conversationDeleted).
 //
 // A user who chats again after the erasure starts afresh: exchanges with At
 // after erased_at are stored like a new user's.
@@ -106,4 +111,26 @@ func guard(ctx context.Context, q querier, tenant, user string) error {
 		return memory.ErrErased
 	}
 	return nil
+}
+
+// conversationDeleted reports whether ctx guards writes about id's user
+// (memory.WithErasureGuard: the write derives from captured exchanges) and
+// id names a conversation that no longer exists: it was deleted after the
+// exchanges were captured, and what they derive (a fact, a recall item)
+// must not bring any of it back. The default conversation is exempt: Adopt
+// removes it when it moves its turns elsewhere. q must be the write
+// transaction.
+func conversationDeleted(ctx context.Context, q querier, id memory.Identity) (bool, error) {
+	if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
+		return false, nil
+	}
+	if _, ok := memory.ErasureGuard(ctx, id.Tenant, id.User); !ok {
+		return false, nil
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
+		id.Tenant, id.User, id.Conversation).Scan(&n); err != nil {
+		return false, fmt.Errorf("check conversation: %w", err)
+	}
+	return n == 0, nil
 }

@@ -37,6 +37,9 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 //     as history) and f becomes current.
 //
 // Pinned is sticky: a key once pinned stays pinned, also across a new value.
+// f.Conversation ("" for none) is recorded as a source of the fact, so that
+// deleting the conversation deletes the facts only it stated
+// (forgetConversationFacts).
 // With maxPerUser > 0, when the user then has more current (not superseded)
 // facts than maxPerUser, the least valuable unpinned ones other than the
 // upserted fact are deleted: expired first, then fewest mentions, then least
@@ -44,7 +47,8 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 // (kind "fact", Ref = its id) are deleted with it. Zero CreatedAt/UpdatedAt
 // mean now. It returns the current
 // fact, and memory.ErrInvalid for a bad id, type, or an empty key or value;
-// memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
+// memory.ErrErased when ctx's erasure guard refuses the write, or when it
+// guards the write and f.Conversation has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	norm := normKey(f.Key)
 	switch {
@@ -68,6 +72,11 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
 			return err
+		}
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+			return err
+		} else if gone {
+			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
 		}
 		cur, err := scanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ? AND superseded_at IS NULL`,
@@ -109,6 +118,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", err)
 			}
+		}
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, id, f.UpdatedAt); err != nil {
+			return err
 		}
 		if maxPerUser > 0 {
 			if err := evictFacts(ctx, tx, f.Tenant, f.User, id, maxPerUser, now); err != nil {

@@ -87,6 +87,7 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 		}
 		defer superseded.Close()
 		erased := map[[2]string]bool{}
+		deletedConvs := map[memory.Identity]bool{}
 		for _, it := range items {
 			// Items of a user erased since they were captured are skipped.
 			u := [2]string{it.Tenant, it.User}
@@ -98,6 +99,18 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 				erased[u] = gone
 			}
 			if gone {
+				continue
+			}
+			// Nor are the items of a conversation deleted since.
+			c := memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
+			deleted, checked := deletedConvs[c]
+			if !checked {
+				if deleted, err = conversationDeleted(ctx, tx, c); err != nil {
+					return err
+				}
+				deletedConvs[c] = deleted
+			}
+			if deleted {
 				continue
 			}
 			// A late index of a message its conversation has since replaced

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -41,6 +42,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"NothingAfterErasure", testAdoptAfterErasure},
 		{"ContinuationStoredFirst", testContinued},
 		{"LateIndexFollowsTheMove", testAdoptLateIndex},
+		{"FactSourcesFollowTheMove", testAdoptMovesFactSources},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,5 +220,50 @@ func testAdoptLateIndex(t *testing.T, s AdoptStore) {
 	got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: adoptTo, Text: "hello", Limit: 5})
 	if len(got) != 1 || got[0].Conversation != adoptTo {
 		t.Fatalf("late item = %+v, want it in %s", got, adoptTo)
+	}
+}
+
+// testAdoptMovesFactSources: a pin the first turn stated, attributed to the
+// default conversation, follows the turn into the adopting conversation
+// when the default conversation is left empty, so deleting that
+// conversation deletes the pin; while the default conversation keeps other
+// turns, both are sources, and the pin goes only once both are deleted.
+func testAdoptMovesFactSources(t *testing.T, s AdoptStore) {
+	for _, keepOther := range []bool{false, true} {
+		user := "ana"
+		if keepOther {
+			user = "bea"
+		}
+		first := firstTurn(t, s, user)
+		def := first.Identity
+		if keepOther {
+			mustSave(t, s, exchange(def, "ex-other-"+user, 2, nil, []memory.Message{msg(t, "user", "What time is it?")}, msg(t, "assistant", "Noon.")))
+		}
+		pin := fact("acme", user, memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", 1)
+		pin.Conversation, pin.Pinned = memory.DefaultConversation, true
+		mustUpsertFact(t, s, pin, 0)
+		next := continuation(t, user)
+		mustAdopt(t, s, next.Identity, next.Prior, 2)
+		facts := mustFacts(t, s, "acme", user, baseTime.Add(time.Hour), true)
+		want := next.Conversation
+		if keepOther {
+			want = memory.DefaultConversation
+		}
+		if len(facts) != 1 || facts[0].Conversation != want {
+			t.Fatalf("%s: facts after Adopt = %+v, want the pin naming %q", user, facts, want)
+		}
+		if err := s.DeleteConversation(testCtx(t), next.Identity); err != nil {
+			t.Fatalf("%s: DeleteConversation: %v", user, err)
+		}
+		left := mustFacts(t, s, "acme", user, baseTime.Add(time.Hour), true)
+		if !keepOther {
+			assertValues(t, user+": facts after deleting the adopting conversation", left)
+			continue
+		}
+		assertValues(t, user+": facts after deleting the adopting conversation", left, pin.Value)
+		if err := s.DeleteConversation(testCtx(t), def); err != nil {
+			t.Fatalf("%s: DeleteConversation(default): %v", user, err)
+		}
+		assertValues(t, user+": facts after deleting both", mustFacts(t, s, "acme", user, baseTime.Add(time.Hour), true))
 	}
 }

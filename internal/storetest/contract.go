@@ -26,7 +26,11 @@ type Store interface {
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
 	// Conversation returns one conversation and all its live messages, or memory.ErrNotFound.
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
-	// DeleteConversation removes a conversation and everything in it, or memory.ErrNotFound.
+	// DeleteConversation removes a conversation and everything in it, or
+	// memory.ErrNotFound; with a Knowledge store, that includes the facts
+	// (current or superseded, pinned or not) no other conversation or the
+	// API stated, with their recall items (see
+	// testDeleteConversationDeletesItsFacts).
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	// DeleteUser erases everything stored about a user in a tenant and records
 	// the erasure time, so captures of that user queued before it are dropped.

@@ -55,6 +55,8 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"ItemsToEmbedResumable", testItemsToEmbed},
 		{"DeleteUserErasesKnowledge", testDeleteUserErasesKnowledge},
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
+		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
+		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 	}

@@ -1,0 +1,185 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// testDeleteConversationDeletesItsFacts covers DeleteConversation's facts:
+// the facts only the deleted conversation stated go — pinned or not,
+// current or superseded — with their recall items; a fact another
+// conversation or the API also stated stays (naming a surviving source),
+// and a value the conversation superseded is current again. Other users'
+// facts under the same conversation id are never touched.
+func testDeleteConversationDeletesItsFacts(t *testing.T, s KnowledgeStore) {
+	cx := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cx"}
+	cy := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cy"}
+	bobCx := memory.Identity{Tenant: "acme", User: "bob", Conversation: "cx"}
+	otherCx := memory.Identity{Tenant: "other", User: "alice", Conversation: "cx"}
+	for _, id := range []memory.Identity{cx, cy, bobCx, otherCx} {
+		mustSave(t, s, simple(t, id, 1))
+	}
+	n := 0
+	state := func(id memory.Identity, typ memory.FactType, key, value string, pinned bool) memory.Fact {
+		t.Helper()
+		n++
+		f := fact(id.Tenant, id.User, typ, key, value, n)
+		f.Conversation, f.Pinned = id.Conversation, pinned
+		got := mustUpsertFact(t, s, f, 0)
+		// The fact's recall item, as the indexer makes it: in the
+		// conversation that stated the fact last.
+		owner := id
+		owner.Conversation = got.Conversation
+		mustAddItems(t, s, item(owner, "fact", strconv.FormatInt(got.ID, 10), key+": "+value, vec4(1, float32(n), 0, 0)))
+		return got
+	}
+	api := memory.Identity{Tenant: "acme", User: "alice"}
+
+	// The finding: a decision pinned from cx alone.
+	lisbon := state(cx, memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", true)
+	// Stated in cy, then restated in cx (cx is where it was last stated).
+	state(cy, memory.FactPreference, "drink", "tea", false)
+	tea := state(cx, memory.FactPreference, "drink", "tea", false)
+	// Added through the API, then restated in cx.
+	state(api, memory.FactProfile, "city", "Porto", false)
+	state(cx, memory.FactProfile, "city", "Porto", false)
+	// cy said cat, cx superseded it with dog (pinned).
+	state(cy, memory.FactProfile, "pet", "cat", false)
+	state(cx, memory.FactProfile, "pet", "dog", true)
+	// cx said teacher, cy superseded it with nurse: teacher is history of cx alone.
+	state(cx, memory.FactProfile, "job", "teacher", false)
+	state(cy, memory.FactProfile, "job", "nurse", false)
+	// Stated in cx (its item indexed there), then in cy, not indexed again.
+	state(cx, memory.FactProfile, "language", "Portuguese", false)
+	n++
+	restated := fact("acme", "alice", memory.FactProfile, "language", "Portuguese", n)
+	restated.Conversation = cy.Conversation
+	mustUpsertFact(t, s, restated, 0)
+	// The same conversation id under another user and another tenant.
+	bobs := state(bobCx, memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", true)
+	others := state(otherCx, memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", true)
+
+	if tea.Conversation != "cx" {
+		t.Fatalf("restated fact names %q, want cx (where it was last stated)", tea.Conversation)
+	}
+	if err := s.DeleteConversation(testCtx(t), cx); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+
+	now := baseTime.Add(time.Hour)
+	current := mustFacts(t, s, "acme", "alice", now, false)
+	got := values(current)
+	slices.Sort(got)
+	if want := []string{"Porto", "Portuguese", "cat", "nurse", "tea"}; !slices.Equal(got, want) {
+		t.Fatalf("current facts after deleting cx = %q, want %q", got, want)
+	}
+	for _, f := range current {
+		want := map[string]string{"tea": "cy", "Porto": "", "Portuguese": "cy", "cat": "cy", "nurse": "cy"}[f.Value]
+		if f.Conversation != want {
+			t.Errorf("fact %q names conversation %q after deleting cx, want %q", f.Value, f.Conversation, want)
+		}
+		if f.Value == "cat" && f.Pinned {
+			t.Errorf("restored fact %q is pinned: the pin came from the deleted conversation", f.Value)
+		}
+	}
+	history := values(mustFacts(t, s, "acme", "alice", now, true))
+	for _, gone := range []string{lisbon.Value, "dog", "teacher"} {
+		if slices.Contains(history, gone) {
+			t.Fatalf("history after deleting cx = %q, still holds %q", history, gone)
+		}
+	}
+	if err := s.DeleteFact(testCtx(t), "acme", "alice", lisbon.ID); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("DeleteFact of the pinned decision after deleting cx = %v, want memory.ErrNotFound", err)
+	}
+
+	// Recall items: the deleted facts' are gone, the surviving ones' stay
+	// (moved to the conversation that still states them).
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Lisbon Mariabelle partner", Limit: 10}
+	if got := mustSearchText(t, s, q); len(got) != 0 {
+		t.Fatalf("SearchText for the deleted decision = %+v, want nothing", got)
+	}
+	q.Text = "drink tea city Porto pet dog job teacher nurse language Portuguese"
+	texts := []string{}
+	for _, it := range mustSearchText(t, s, q) {
+		texts = append(texts, it.Text)
+		if (it.Text == "drink: tea" || it.Text == "language: Portuguese") && it.Conversation != "cy" {
+			t.Errorf("item %q of a kept fact is in conversation %q, want cy", it.Text, it.Conversation)
+		}
+	}
+	slices.Sort(texts)
+	if want := []string{"city: Porto", "drink: tea", "job: nurse", "language: Portuguese"}; !slices.Equal(texts, want) {
+		t.Fatalf("SearchText of fact items after deleting cx = %q, want %q", texts, want)
+	}
+	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: vec4(1, 1, 0, 0), Model: testModel, Dims: 4, Limit: 20}
+	for _, it := range mustSearchVector(t, s, vq) {
+		if it.Ref == strconv.FormatInt(lisbon.ID, 10) {
+			t.Fatalf("SearchVector still finds the deleted decision's item %+v", it)
+		}
+	}
+
+	// Bob's and the other tenant's facts under conversation id cx stay.
+	assertValues(t, "bob's facts", mustFacts(t, s, "acme", "bob", now, false), bobs.Value)
+	assertValues(t, "the other tenant's facts", mustFacts(t, s, "other", "alice", now, false), others.Value)
+
+	// Deleting cy too leaves only what the API stated.
+	if err := s.DeleteConversation(testCtx(t), cy); err != nil {
+		t.Fatalf("DeleteConversation(cy): %v", err)
+	}
+	assertValues(t, "facts after deleting cx and cy", mustFacts(t, s, "acme", "alice", now, true), "Porto")
+	if got := mustSearchVector(t, s, vq); len(got) != 1 || got[0].Text != "city: Porto" {
+		t.Fatalf("SearchVector after deleting cx and cy = %+v, want the API's fact alone", got)
+	}
+}
+
+// testLateWritesOfDeletedConversation covers what the after-save hooks of a
+// conversation's exchanges write once it is deleted: a guarded
+// (memory.WithErasureGuard) UpsertFact naming it returns memory.ErrErased
+// and AddItems skips its items, so a fact extracted or a turn indexed late
+// cannot bring it back; the same writes for a conversation that exists, and
+// for the default conversation (which Adopt removes when it moves its
+// turns), go through.
+func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	cx := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cx"}
+	cy := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cy"}
+	def := memory.Identity{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation}
+	for _, id := range []memory.Identity{cx, cy} {
+		mustSave(t, s, simple(t, id, 1))
+	}
+	captured := baseTime.Add(time.Second)
+	gctx := memory.WithErasureGuard(ctx, "acme", "alice", captured)
+	if err := s.DeleteConversation(ctx, cx); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	late := fact("acme", "alice", memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", 1)
+	late.Conversation, late.Pinned = cx.Conversation, true
+	if _, err := s.UpsertFact(gctx, late, 0); !errors.Is(err, memory.ErrErased) {
+		t.Fatalf("late guarded UpsertFact for the deleted conversation = %v, want memory.ErrErased", err)
+	}
+	if err := s.AddItems(gctx, []memory.Item{
+		item(cx, "message", "late:0", "we move to Lisbon with Mariabelle", vec4(1, 0, 0, 0)),
+		item(cy, "message", "kept:0", "we move to Porto with Mariabelle", vec4(1, 0, 0, 0)),
+		item(def, "message", "first:0", "we move to Braga with Mariabelle", vec4(1, 0, 0, 0)),
+	}); err != nil {
+		t.Fatalf("AddItems: %v", err)
+	}
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Mariabelle", Limit: 10}
+	got := refs(mustSearchText(t, s, q))
+	slices.Sort(got)
+	if want := []string{"first:0", "kept:0"}; !slices.Equal(got, want) {
+		t.Fatalf("items after late indexing = %q, want %q (none of the deleted conversation)", got, want)
+	}
+	for _, id := range []memory.Identity{cy, def} {
+		f := late
+		f.Conversation, f.Key = id.Conversation, "move "+id.Conversation
+		if _, err := s.UpsertFact(gctx, f, 0); err != nil {
+			t.Fatalf("guarded UpsertFact for conversation %q: %v", id.Conversation, err)
+		}
+	}
+	assertValues(t, "facts", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true), late.Value, late.Value)
+}
