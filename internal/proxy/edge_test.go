@@ -80,7 +80,7 @@ func TestPassthroughPerTenant(t *testing.T) {
 			}
 			if tt.anthropic {
 				var e struct {
-					Type  string `json:"type"`
+					Type  string                `json:"type"`
 					Error struct{ Type string } `json:"error"`
 				}
 				if err := json.Unmarshal(b, &e); err != nil || e.Type != "error" || e.Error.Type != "permission_error" {
@@ -165,7 +165,7 @@ func TestBrowserGuardOnMemoryRoutes(t *testing.T) {
 			}
 			if tt.path == "/v1/messages" {
 				var e struct {
-					Type  string `json:"type"`
+					Type  string                `json:"type"`
 					Error struct{ Type string } `json:"error"`
 				}
 				if err := json.Unmarshal(b, &e); err != nil || e.Type != "error" || e.Error.Type != "permission_error" {
