@@ -188,7 +188,9 @@ func TestStartupWarnsWhenOpen(t *testing.T) {
 			logs := &logSink{addr: make(chan string, 1)}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- run(ctx, []string{"gateway", "serve"}, env(tt.vars), strings.NewReader(""), io.Discard, logs) }()
+			go func() {
+				done <- run(ctx, []string{"gateway", "serve"}, env(tt.vars), strings.NewReader(""), io.Discard, logs)
+			}()
 			select {
 			case <-logs.addr:
 			case err := <-done:
