@@ -1,7 +1,6 @@
 package server
 
 import (
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -208,11 +207,15 @@ func hasBody(r *http.Request) bool {
 	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 }
 
-// isJSON reports whether a Content-Type is application/json or a +json type.
+// isJSON reports whether a Content-Type is application/json or a +json type
+// (parameters ignored). It runs on every memory-on request, so it reads the
+// media type in place rather than through mime.ParseMediaType's map.
 func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	typ, sub, ok := strings.Cut(mt, "/")
+	if !ok || !strings.EqualFold(typ, "application") {
 		return false
 	}
-	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+	return strings.EqualFold(sub, "json") || (len(sub) > len("+json") && strings.EqualFold(sub[len(sub)-len("+json"):], "+json"))
 }

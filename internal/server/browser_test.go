@@ -62,6 +62,8 @@ func TestBrowserGuardCheck(t *testing.T) {
 		{"form on form route", req{method: "POST", host: "localhost:8080", ct: "application/x-www-form-urlencoded", body: "a=b"}, false, ""},
 		{"delete without body", req{method: "DELETE", host: "localhost:8080"}, true, ""},
 		{"post without body", req{method: "POST", host: "localhost:8080"}, true, ""},
+		{"upper case json", req{method: "POST", host: "localhost:8080", ct: "Application/JSON", body: "{}"}, true, ""},
+		{"json-seq is not json", req{method: "POST", host: "localhost:8080", ct: "application/jsonx", body: "{}"}, true, "unsupported_media_type"},
 		{"problem+json", req{method: "POST", host: "localhost:8080", ct: "application/merge-patch+json", body: "{}"}, true, ""},
 	}
 	for _, tc := range cases {
@@ -126,5 +128,20 @@ func TestBrowserGuardMiddlewareWritesShape(t *testing.T) {
 	}
 	if !strings.Contains(w.Body.String(), `"code":"host_not_allowed"`) {
 		t.Fatalf("body %s", w.Body)
+	}
+}
+
+// BenchmarkBrowserGuardSDK is the guard's cost on an SDK's memory-on
+// request (loopback Host, JSON, no Origin).
+func BenchmarkBrowserGuardSDK(b *testing.B) {
+	g := NewBrowserGuard("127.0.0.1:8080", nil, nil)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader("{}"))
+	r.Host = "localhost:8080"
+	r.Header.Set("Content-Type", "application/json")
+	b.ReportAllocs()
+	for b.Loop() {
+		if e := g.Check(r, true); e != nil {
+			b.Fatal(e)
+		}
 	}
 }
