@@ -224,14 +224,18 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 		return nil, err
 	}
 	rec := newSavings(d.Admin, logger)
+	edge := newEdge(cfg)
 	p, err := proxy.New(proxy.Options{
 		Upstream:     cfg.Upstream,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		LoadTimeout:  prepareTimeout(cfg),
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer}, logger, reg)
+		Passthrough:  cfg.Security.Passthrough,
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer,
+		Browser: edge.chat, Limiter: edge.limiter}, logger, reg)
 	if err != nil {
 		return nil, err
 	}
+	edge.register(srv)
 	p.Register(srv)
 	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
 	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
