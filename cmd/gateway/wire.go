@@ -26,6 +26,7 @@ import (
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/sqlitestore"
 	"github.com/memgate/memgate/internal/tokens"
+	"github.com/memgate/memgate/internal/tracing"
 )
 
 // store is what the gateway needs of a memory store adapter.
@@ -175,6 +176,8 @@ type httpDeps struct {
 	// Importer and Erasures serve POST /v1/memory/import (nil Importer: 503).
 	Importer admin.Capture
 	Erasures admin.Erasures
+	// Tracing traces requests (nil: off).
+	Tracing *tracing.Tracing
 }
 
 // deps returns the HTTP side's collaborators.
@@ -223,12 +226,18 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	if err != nil {
 		return nil, err
 	}
+	tr := d.Tracing
+	if tr == nil {
+		tr = tracing.Off()
+	}
+	tr.Install(srv.Echo())
 	rec := newSavings(d.Admin, logger)
 	p, err := proxy.New(proxy.Options{
-		Upstream:     cfg.Upstream,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		LoadTimeout:  prepareTimeout(cfg),
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer}, logger, reg)
+		Upstream:      cfg.Upstream,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		LoadTimeout:   prepareTimeout(cfg),
+		WrapTransport: tr.Transport,
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: tr.Preparer(recordSavings(rec, d.Preparer)), Capturer: tr.Capturer(d.Capturer)}, logger, reg)
 	if err != nil {
 		return nil, err
 	}

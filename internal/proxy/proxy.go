@@ -34,6 +34,10 @@ type Options struct {
 	// LoadTimeout bounds the Preparer; past it the request goes upstream
 	// without memory.
 	LoadTimeout time.Duration
+	// WrapTransport, when set, wraps the upstream transport under the
+	// retries, breakers and idle timeout: each attempt goes through it
+	// (tracing instruments the upstream calls so).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Deps are the proxy's optional collaborators. With all of them nil the
@@ -81,9 +85,13 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	}
 	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, transport: upstream.NewTransport(opts.Upstream),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
+	var base http.RoundTripper = p.transport
+	if opts.WrapTransport != nil {
+		base = opts.WrapTransport(base)
+	}
 	rt := &retryTransport{
 		next: &breakerTransport{
-			next:     &idleTransport{next: p.transport, d: opts.Upstream.IdleStreamTimeout.D()},
+			next:     &idleTransport{next: base, d: opts.Upstream.IdleStreamTimeout.D()},
 			breakers: newBreakers(opts.Upstream.Breaker, m, logger),
 		},
 		retries:   opts.Upstream.Retries,
