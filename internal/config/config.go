@@ -4,6 +4,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +21,9 @@ import (
 // Config is the whole gateway configuration. Every field has a default set by
 // Default; config.yaml at the repository root documents each key.
 type Config struct {
-	// Listen is the HTTP listen address (GATEWAY_LISTEN).
+	// Listen is the HTTP listen address (GATEWAY_LISTEN). Empty (the
+	// default) is DefaultListen, loopback only, or DefaultListenKeyed when
+	// gateway keys are configured; Load resolves it.
 	Listen string `yaml:"listen"`
 	// LogLevel is debug, info, warn or error (GATEWAY_LOG_LEVEL).
 	LogLevel string `yaml:"log_level"`
@@ -51,7 +55,58 @@ type Config struct {
 	// configured, the management API and the web inspector (/ui) answer
 	// loopback clients only.
 	AdminKey string `yaml:"admin_key"`
+	// Security configures what browsers, tenants and failing clients may
+	// reach.
+	Security Security `yaml:"security"`
 }
+
+// Security configures the gateway's edge: which names and pages may reach
+// routes no key protects, which provider routes tenants may reach, how fast
+// a client may try keys, and how long an inspector session lives.
+type Security struct {
+	// AllowedHosts are the Host names (besides the listen host, loopback
+	// names and IP literals) under which the routes no key protects answer;
+	// ".example.com" allows every name under example.com.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the web origins ("https://app.example.com") whose
+	// pages may call the routes no key protects.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// Passthrough lists the provider routes, beyond the three memgate serves
+	// with memory, that a gateway key may reach ("METHOD /path", a trailing
+	// "*" matching any rest). Every other route is refused with gateway keys
+	// configured, since it would act with the operator's provider key on
+	// data every tenant shares (stored completions, files, batches).
+	Passthrough []string `yaml:"passthrough"`
+	// FailedAuthBurst is how many refused keys or logins a client (an IP
+	// address, an IPv6 /64) may make before it must wait; 0 disables the
+	// limit.
+	FailedAuthBurst int `yaml:"failed_auth_burst"`
+	// FailedAuthRefill gives a client one more attempt per this long.
+	FailedAuthRefill Duration `yaml:"failed_auth_refill"`
+	// SessionIdle ends an inspector session unused for this long.
+	SessionIdle Duration `yaml:"session_idle"`
+	// SessionMaxAge ends an inspector session this long after login,
+	// however much it is used.
+	SessionMaxAge Duration `yaml:"session_max_age"`
+}
+
+// DefaultPassthrough are the provider routes a gateway key reaches by
+// default: stateless ones that read or write no data stored at the
+// provider.
+var DefaultPassthrough = []string{
+	"POST /v1/embeddings",
+	"GET /v1/models",
+	"GET /v1/models/*",
+	"POST /v1/messages/count_tokens",
+}
+
+// DefaultListen and DefaultListenKeyed are where the gateway listens when
+// no listen address is configured: loopback only, unless gateway keys
+// protect it.
+const (
+	DefaultListen      = "127.0.0.1:8080"
+	DefaultListenKeyed = ":8080"
+)
 
 // Upstream configures the upstream client.
 type Upstream struct {
@@ -295,7 +350,7 @@ type Key struct {
 // Default returns the configuration used when nothing overrides it.
 func Default() Config {
 	return Config{
-		Listen:        ":8080",
+		Listen:        "",
 		LogLevel:      "info",
 		MaxBodyBytes:  8 << 20,
 		ShutdownGrace: Duration(30 * time.Second),
@@ -341,6 +396,13 @@ func Default() Config {
 			FallbackAfter:    3,
 			Timeout:          Duration(30 * time.Second),
 		},
+		Security: Security{
+			Passthrough:      append([]string(nil), DefaultPassthrough...),
+			FailedAuthBurst:  20,
+			FailedAuthRefill: Duration(3 * time.Second),
+			SessionIdle:      Duration(8 * time.Hour),
+			SessionMaxAge:    Duration(12 * time.Hour),
+		},
 		Recall: Recall{
 			Enabled:           true,
 			CrossConversation: true,
@@ -357,6 +419,10 @@ func Default() Config {
 
 // Load builds the configuration: defaults, then the YAML file named by
 // GATEWAY_CONFIG (if any), then environment overrides, then Validate.
+//
+// An unset or empty listen address is DefaultListen (loopback) unless
+// gateway keys are configured, then DefaultListenKeyed (every interface);
+// an explicit one is kept as written.
 func Load(getenv func(string) string) (Config, error) {
 	cfg := Default()
 	if path := getenv("GATEWAY_CONFIG"); path != "" {
@@ -370,6 +436,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if err := applyEnv(&cfg, getenv); err != nil {
 		return Config{}, err
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+		if len(cfg.Keys) > 0 {
+			cfg.Listen = DefaultListenKeyed
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
@@ -407,6 +479,15 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 			*dst = v
 		}
 	}
+	if v := getenv("GATEWAY_KEY"); v != "" {
+		// A gateway key for the default tenant, plain or sha256:<hex>.
+		h := v
+		if !strings.HasPrefix(v, "sha256:") {
+			sum := sha256.Sum256([]byte(v))
+			h = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		cfg.Keys = append(cfg.Keys, Key{Hash: h, Tenant: "default"})
+	}
 	if v := getenv("GATEWAY_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -422,9 +503,6 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, a...)...))
-	}
-	if c.Listen == "" {
-		bad("listen", "must not be empty")
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -565,17 +643,64 @@ func (c Config) Validate() error {
 	}
 	for i, k := range c.Keys {
 		key := fmt.Sprintf("keys[%d]", i)
-		if !strings.HasPrefix(k.Hash, "sha256:") || len(k.Hash) != len("sha256:")+64 {
+		if !validHash(k.Hash) {
 			bad(key+".hash", "must be sha256:<64 hex digits> (see `gateway hash-key`)")
 		}
 		if k.Tenant == "" {
 			bad(key+".tenant", "must not be empty")
 		}
 	}
-	if strings.HasPrefix(c.AdminKey, "sha256:") && len(c.AdminKey) != len("sha256:")+64 {
+	if strings.HasPrefix(c.AdminKey, "sha256:") && !validHash(c.AdminKey) {
 		bad("admin_key", "a hashed key must be sha256:<64 hex digits>")
 	}
+	sec := c.Security
+	for i, p := range sec.Passthrough {
+		if !validRoute(p) {
+			bad(fmt.Sprintf("security.passthrough[%d]", i), "%q is not \"METHOD /path\" (a trailing * matches any rest)", p)
+		}
+	}
+	for i, o := range sec.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			bad(fmt.Sprintf("security.allowed_origins[%d]", i), "%q is not an origin (http(s)://host[:port])", o)
+		}
+	}
+	for i, h := range sec.AllowedHosts {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/ ") {
+			bad(fmt.Sprintf("security.allowed_hosts[%d]", i), "%q is not a host name", h)
+		}
+	}
+	if sec.FailedAuthBurst < 0 {
+		bad("security.failed_auth_burst", "must not be negative")
+	}
+	if sec.FailedAuthBurst > 0 && sec.FailedAuthRefill <= 0 {
+		bad("security.failed_auth_refill", "must be positive")
+	}
+	if sec.SessionIdle <= 0 {
+		bad("security.session_idle", "must be positive")
+	}
+	if sec.SessionMaxAge <= 0 {
+		bad("security.session_max_age", "must be positive")
+	}
 	return errors.Join(errs...)
+}
+
+// validHash reports whether s is "sha256:" and 64 hex digits.
+func validHash(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// validRoute reports whether s is "METHOD /path".
+func validRoute(s string) bool {
+	m, p, ok := strings.Cut(s, " ")
+	if !ok || m == "" || strings.ToUpper(m) != m || !strings.HasPrefix(p, "/") || strings.Contains(p, " ") {
+		return false
+	}
+	return !strings.Contains(strings.TrimSuffix(p, "*"), "*")
 }
 
 // validFactType reports whether s names a fact type.

@@ -43,6 +43,12 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 	if len(got.Keys) == 0 {
 		got.Keys = nil
 	}
+	if len(got.Security.AllowedHosts) == 0 {
+		got.Security.AllowedHosts = nil
+	}
+	if len(got.Security.AllowedOrigins) == 0 {
+		got.Security.AllowedOrigins = nil
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("config.yaml differs from Default():\n got %+v\nwant %+v", got, want)
 	}
@@ -72,7 +78,7 @@ func TestLoad(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", env: nil, check: func(t *testing.T, c Config) {
-			if c.Listen != ":8080" || c.Upstream.BaseURL != "https://api.openai.com/v1" || c.MaxBodyBytes != 8<<20 {
+			if c.Listen != "127.0.0.1:8080" || c.Upstream.BaseURL != "https://api.openai.com/v1" || c.MaxBodyBytes != 8<<20 {
 				t.Errorf("unexpected defaults: %+v", c)
 			}
 		}},
@@ -153,5 +159,127 @@ func TestValidateKeys(t *testing.T) {
 	c.Keys = []Key{{Hash: "sha256:" + strings.Repeat("ab", 32), Tenant: "acme"}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestValidateHashHex reproduces finding 9: "sha256:" and 64 characters
+// that are not hex passed as the admin key's (and a gateway key's) hash.
+func TestValidateHashHex(t *testing.T) {
+	notHex := "sha256:" + strings.Repeat("zz", 32)
+	tests := []struct {
+		name    string
+		mutate  func(c *Config)
+		wantErr string
+	}{
+		{"admin non-hex", func(c *Config) { c.AdminKey = notHex }, "admin_key"},
+		{"admin short", func(c *Config) { c.AdminKey = "sha256:abcd" }, "admin_key"},
+		{"admin hex", func(c *Config) { c.AdminKey = "sha256:" + strings.Repeat("AB", 32) }, ""},
+		{"admin plain", func(c *Config) { c.AdminKey = "a plain admin secret" }, ""},
+		{"key non-hex", func(c *Config) { c.Keys = []Key{{Hash: notHex, Tenant: "t"}} }, "keys[0].hash"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want mention of %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestListenDefault: with no listen address configured the gateway listens
+// on loopback, or on every interface once gateway keys protect it; an
+// explicit address is kept.
+func TestListenDefault(t *testing.T) {
+	dir := t.TempDir()
+	keyed := filepath.Join(dir, "keyed.yml")
+	if err := os.WriteFile(keyed, []byte("keys:\n  - hash: sha256:"+strings.Repeat("ab", 32)+"\n    tenant: acme\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyListen := filepath.Join(dir, "empty.yml")
+	if err := os.WriteFile(emptyListen, []byte("listen: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"nothing", nil, DefaultListen},
+		{"empty in file", map[string]string{"GATEWAY_CONFIG": emptyListen}, DefaultListen},
+		{"keys in file", map[string]string{"GATEWAY_CONFIG": keyed}, DefaultListenKeyed},
+		{"GATEWAY_KEY", map[string]string{"GATEWAY_KEY": "s3cret-key"}, DefaultListenKeyed},
+		{"admin key alone keeps loopback", map[string]string{"GATEWAY_ADMIN_KEY": "adm"}, DefaultListen},
+		{"explicit", map[string]string{"GATEWAY_LISTEN": ":8080"}, ":8080"},
+		{"explicit with keys", map[string]string{"GATEWAY_CONFIG": keyed, "GATEWAY_LISTEN": "127.0.0.1:9"}, "127.0.0.1:9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(envOf(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Listen != tt.want {
+				t.Fatalf("listen %q, want %q", c.Listen, tt.want)
+			}
+		})
+	}
+}
+
+func TestGatewayKeyEnv(t *testing.T) {
+	for _, v := range []string{"s3cret-key", "sha256:" + strings.Repeat("0f", 32)} {
+		c, err := Load(envOf(map[string]string{"GATEWAY_KEY": v}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Keys) != 1 || c.Keys[0].Tenant != "default" || !validHash(c.Keys[0].Hash) || strings.Contains(c.Keys[0].Hash, "s3cret") {
+			t.Fatalf("keys %+v", c.Keys)
+		}
+	}
+	if _, err := Load(envOf(map[string]string{"GATEWAY_KEY": "sha256:nothex"})); err == nil || !strings.Contains(err.Error(), "keys[0].hash") {
+		t.Fatalf("bad hashed GATEWAY_KEY: err = %v", err)
+	}
+}
+
+func TestValidateSecurity(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(s *Security)
+		wantErr string
+	}{
+		{"passthrough no method", func(s *Security) { s.Passthrough = []string{"/v1/files"} }, "security.passthrough[0]"},
+		{"passthrough lower method", func(s *Security) { s.Passthrough = []string{"get /v1/files"} }, "security.passthrough[0]"},
+		{"passthrough inner star", func(s *Security) { s.Passthrough = []string{"GET /v1/*/x"} }, "security.passthrough[0]"},
+		{"passthrough ok", func(s *Security) { s.Passthrough = []string{"GET /v1/files", "DELETE /v1/files/*"} }, ""},
+		{"origin with path", func(s *Security) { s.AllowedOrigins = []string{"https://a.example/app"} }, "security.allowed_origins[0]"},
+		{"origin ok", func(s *Security) { s.AllowedOrigins = []string{"http://localhost:3000"} }, ""},
+		{"host with slash", func(s *Security) { s.AllowedHosts = []string{"a.example/x"} }, "security.allowed_hosts[0]"},
+		{"negative burst", func(s *Security) { s.FailedAuthBurst = -1 }, "security.failed_auth_burst"},
+		{"limit off", func(s *Security) { s.FailedAuthBurst, s.FailedAuthRefill = 0, 0 }, ""},
+		{"no max age", func(s *Security) { s.SessionMaxAge = 0 }, "security.session_max_age"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.mutate(&c.Security)
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want mention of %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -70,7 +70,8 @@ func newGateway(tb testing.TB, cfg config.Config, deps Deps, ready func(context.
 	if err != nil {
 		tb.Fatalf("server.New: %v", err)
 	}
-	p, err := New(Options{Upstream: cfg.Upstream, MaxBodyBytes: cfg.MaxBodyBytes, LoadTimeout: cfg.Memory.LoadTimeout.D()}, deps, logger, reg)
+	p, err := New(Options{Upstream: cfg.Upstream, MaxBodyBytes: cfg.MaxBodyBytes, LoadTimeout: cfg.Memory.LoadTimeout.D(),
+		Passthrough: cfg.Security.Passthrough}, deps, logger, reg)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}

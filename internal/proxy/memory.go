@@ -41,14 +41,19 @@ type IdentityResolver interface {
 }
 
 // identify resolves the request's identity and mode. Without a resolver
-// memory is off.
-func (p *Proxy) identify(h http.Header, bodyUser string) (memory.Identity, memory.Mode, *apierr.Error) {
+// memory is off. A refused gateway key is recorded on the request's
+// Exchange, for the failed-key limiter.
+func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, memory.Mode, *apierr.Error) {
 	if p.deps.Resolver == nil {
 		return memory.Identity{}, memory.ModeOff, nil
 	}
-	id, mode, err := p.deps.Resolver.Resolve(h, bodyUser)
+	id, mode, err := p.deps.Resolver.Resolve(r.Header, bodyUser)
 	if err != nil {
-		return id, mode, apierr.FromIdentity(err)
+		aerr := apierr.FromIdentity(err)
+		if aerr.Status == http.StatusUnauthorized {
+			server.ExchangeOf(r.Context()).AuthFailed()
+		}
+		return id, mode, aerr
 	}
 	return id, mode, nil
 }
@@ -113,7 +118,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		id, mode, aerr := p.identify(r.Header, req.User)
+		id, mode, aerr := p.identify(r, req.User)
 		if aerr != nil {
 			return fail(aerr)
 		}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/config"
@@ -34,6 +35,10 @@ type Options struct {
 	// LoadTimeout bounds the Preparer; past it the request goes upstream
 	// without memory.
 	LoadTimeout time.Duration
+	// Passthrough lists the routes ("METHOD /path", a trailing * matching
+	// any rest) forwarded when gateway keys are configured, besides the
+	// three served with memory; nil is config.DefaultPassthrough.
+	Passthrough []string
 	// WrapTransport, when set, wraps the upstream transport under the
 	// retries, breakers and idle timeout: each attempt goes through it
 	// (tracing instruments the upstream calls so).
@@ -50,6 +55,13 @@ type Deps struct {
 	Preparer Preparer
 	// Capturer receives completed exchanges of storing modes.
 	Capturer Capturer
+	// Browser refuses the requests a web page could make (foreign Host,
+	// cross-origin, non-JSON bodies on the memory routes); nil when gateway
+	// keys protect the routes.
+	Browser *server.BrowserGuard
+	// Limiter refuses clients that presented too many bad gateway keys;
+	// nil limits nothing.
+	Limiter *server.FailureLimiter
 }
 
 // Proxy forwards requests to the upstream.
@@ -63,6 +75,8 @@ type Proxy struct {
 	chat, messages, responses *api
 	transport                 *http.Transport
 	rp                        *httputil.ReverseProxy
+	// allowed are the passthrough routes gateway keys may reach.
+	allowed []routeRule
 	// captures are the stream captures still being reassembled after
 	// their response ended; Wait waits for them.
 	captures sync.WaitGroup
@@ -85,6 +99,13 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	}
 	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, transport: upstream.NewTransport(opts.Upstream),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
+	pass := opts.Passthrough
+	if pass == nil {
+		pass = config.DefaultPassthrough
+	}
+	if p.allowed, err = parseRoutes(pass); err != nil {
+		return nil, fmt.Errorf("passthrough routes: %w", err)
+	}
 	var base http.RoundTripper = p.transport
 	if opts.WrapTransport != nil {
 		base = opts.WrapTransport(base)
@@ -107,7 +128,9 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 // memory (routes "chat", "messages", "responses" in metrics and logs), and
 // every other /v1 route passed through ("passthrough") — /v1/messages/…
 // (count_tokens, batches) to the Anthropic upstream, the rest to the OpenAI
-// one.
+// one; with gateway keys, only the allow-listed ones (Options.Passthrough).
+// Every route is behind the failed-key limiter and the browser guard
+// (Deps), which answer in the route's error shape.
 func (p *Proxy) Register(srv *server.Server) {
 	e := srv.Echo()
 	pass := srv.Route("passthrough")
@@ -118,11 +141,18 @@ func (p *Proxy) Register(srv *server.Server) {
 		path string
 		api  *api
 	}{{"/v1/chat/completions", p.chat}, {"/v1/messages", p.messages}, {"/v1/responses", p.responses}} {
-		e.POST(a.path, p.handleMemory(a.api), srv.Route(string(a.api.name)))
-		e.Match(others, a.path, p.handlePassthrough(a.api), pass)
+		e.POST(a.path, p.handleMemory(a.api), p.edge(srv.Route(string(a.api.name)), a.api, true)...)
+		e.Match(others, a.path, p.handlePassthrough(a.api), p.edge(pass, a.api, false)...)
 	}
-	e.Any("/v1/messages/*", p.handlePassthrough(p.messages), pass)
-	e.Any("/v1/*", p.handlePassthrough(p.chat), pass)
+	e.Any("/v1/messages/*", p.handlePassthrough(p.messages), p.edge(pass, p.messages, false)...)
+	e.Any("/v1/*", p.handlePassthrough(p.chat), p.edge(pass, p.chat, false)...)
+}
+
+// edge returns a route's middleware: its name, then the failed-key limiter
+// and the browser guard, answering in a's error shape; jsonBody marks a
+// route whose bodies must be JSON.
+func (p *Proxy) edge(route echo.MiddlewareFunc, a *api, jsonBody bool) []echo.MiddlewareFunc {
+	return []echo.MiddlewareFunc{route, p.deps.Limiter.Middleware(a.writeError), p.deps.Browser.Middleware(jsonBody, a.writeError)}
 }
 
 // Wait waits for the captures of streams that already ended to reach the

@@ -26,6 +26,8 @@ type Exchange struct {
 	upstream time.Duration
 	// mem is the memory accounting of a memory-on chat request.
 	mem *memoryNote
+	// authFailed: the request presented a credential that was refused.
+	authFailed bool
 }
 
 // memoryNote is what memory did for one request, for the access log.
@@ -41,6 +43,11 @@ type exchangeKey struct{}
 func ExchangeOf(ctx context.Context) *Exchange {
 	x, _ := ctx.Value(exchangeKey{}).(*Exchange)
 	return x
+}
+
+// contextWithExchange returns ctx carrying x.
+func contextWithExchange(ctx context.Context, x *Exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, x)
 }
 
 // ID returns the request id (the client's X-Request-Id when valid, else a
@@ -67,6 +74,15 @@ func (x *Exchange) SetStatus(code int) {
 func (x *Exchange) SetMemory(sent, saved int, degraded string) {
 	if x != nil {
 		x.mem = &memoryNote{sent: sent, saved: saved, degraded: degraded}
+	}
+}
+
+// AuthFailed records that the request presented a key (or a login) that
+// was refused; a FailureLimiter in front of the route counts it against the
+// client.
+func (x *Exchange) AuthFailed() {
+	if x != nil {
+		x.authFailed = true
 	}
 }
 

@@ -24,7 +24,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		x := &Exchange{id: requestID(r.Header.Get(echo.HeaderXRequestID), prefix), rm: other, route: "other"}
 		c.Response().Header()[echo.HeaderXRequestID] = []string{x.id}
-		ctx := context.WithValue(r.Context(), exchangeKey{}, x)
+		ctx := contextWithExchange(r.Context(), x)
 		c.SetRequest(r.WithContext(ctx))
 		aborted := true
 		defer func() {

@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// TestPassthroughPerTenant reproduces finding 5: with gateway keys, a
+// tenant's key reached every provider route with the operator's key
+// (GET /v1/chat/completions lists every tenant's stored completions). Now
+// only the allow-listed routes go upstream; the others get 403 in the
+// route's error shape and never reach the provider.
+func TestPassthroughPerTenant(t *testing.T) {
+	const key = "gw-tenant-a"
+	keyed := auth.New([]config.Key{{Hash: auth.HashKey(key), Tenant: "a"}})
+	tests := []struct {
+		name, method, path, body string
+		allow                    []string // nil: the default allow-list
+		want                     int
+		anthropic                bool
+	}{
+		{name: "stored completions", method: "GET", path: "/v1/chat/completions?limit=100", want: 403},
+		{name: "one stored completion", method: "GET", path: "/v1/chat/completions/chatcmpl-1/messages", want: 403},
+		{name: "delete stored completion", method: "DELETE", path: "/v1/chat/completions/chatcmpl-1", want: 403},
+		{name: "files", method: "GET", path: "/v1/files", want: 403},
+		{name: "stored response", method: "GET", path: "/v1/responses/resp_1", want: 403},
+		{name: "batches", method: "POST", path: "/v1/batches", body: `{}`, want: 403},
+		{name: "anthropic batches", method: "GET", path: "/v1/messages/batches", want: 403, anthropic: true},
+		{name: "dot-dot out of models", method: "GET", path: "/v1/models/..%2Ffiles", want: 403},
+		{name: "escaped slash", method: "GET", path: "/v1/models/x%2F..%2F..%2Ffiles", want: 403},
+		{name: "models", method: "GET", path: "/v1/models", want: 200},
+		{name: "one model", method: "GET", path: "/v1/models/gpt-4o-mini", want: 200},
+		{name: "embeddings", method: "POST", path: "/v1/embeddings", body: `{"model":"m","input":"hi"}`, want: 200},
+		{name: "count tokens", method: "POST", path: "/v1/messages/count_tokens", body: `{"model":"m","messages":[]}`, want: 200, anthropic: true},
+		{name: "allow-listed files", method: "GET", path: "/v1/files", allow: []string{"GET /v1/files"}, want: 200},
+		{name: "allow-list replaces defaults", method: "GET", path: "/v1/models", allow: []string{"GET /v1/files"}, want: 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{"object":"list","data":[]}`))
+			}))
+			g := mustGateway(t, up, func(c *config.Config) {
+				c.Upstream.APIKey = "sk-operator"
+				c.Upstream.Anthropic.BaseURL = up.URL()
+				c.Upstream.Anthropic.APIKey = "sk-ant-operator"
+				if tt.allow != nil {
+					c.Security.Passthrough = tt.allow
+				}
+			}, Deps{Resolver: keyed})
+			req, _ := http.NewRequest(tt.method, g.URL+tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, b := do(t, req)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, b)
+			}
+			if tt.want == 200 {
+				if up.Calls() != 1 {
+					t.Fatalf("upstream calls %d, want 1", up.Calls())
+				}
+				return
+			}
+			if up.Calls() != 0 {
+				t.Fatalf("a refused route reached the provider (%d calls)", up.Calls())
+			}
+			if tt.anthropic {
+				var e struct {
+					Type  string                `json:"type"`
+					Error struct{ Type string } `json:"error"`
+				}
+				if err := json.Unmarshal(b, &e); err != nil || e.Type != "error" || e.Error.Type != "permission_error" {
+					t.Fatalf("not an Anthropic error: %s", b)
+				}
+				return
+			}
+			if typ, code, _ := apiErrorBody(t, b); typ != "permission_error" || code != "route_not_allowed" {
+				t.Fatalf("error %s/%s: %s", typ, code, b)
+			}
+		})
+	}
+}
+
+// TestPassthroughWithoutKeysUnchanged: without gateway keys every route
+// still passes through (the client's own provider key goes upstream).
+func TestPassthroughWithoutKeysUnchanged(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil)})
+	req, _ := http.NewRequest("GET", g.URL+"/v1/files", nil)
+	req.Header.Set("Authorization", "Bearer sk-client")
+	do(t, req)
+	if up.Calls() != 1 || up.Last(t).Path != "/v1/files" {
+		t.Fatalf("upstream calls %d", up.Calls())
+	}
+}
+
+// TestBrowserGuardOnMemoryRoutes reproduces finding 4 on the chat routes:
+// with no gateway key, a page could post text/plain with a "user" (or, after
+// a permissive preflight, X-Memory-User) and have the victim's memory put
+// in the prompt, or reach the gateway under a rebinding name. Both are now
+// refused before memory is read, in the route's shape; an SDK's request
+// still goes through.
+func TestBrowserGuardOnMemoryRoutes(t *testing.T) {
+	chatBody := `{"model":"gpt-4o-mini","user":"victim","messages":[{"role":"user","content":"what do you know about me?"}]}`
+	msgBody := `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		name, path, body, ct, host, origin string
+		want                               int
+		code                               string
+	}{
+		{"cross-site text/plain", "/v1/chat/completions", chatBody, "text/plain", "", "https://evil.example", 403, "cross_origin_forbidden"},
+		{"text/plain without origin", "/v1/chat/completions", chatBody, "text/plain", "", "", 415, "unsupported_media_type"},
+		{"rebinding host", "/v1/responses", `{"model":"gpt-4o","input":"hi","user":"victim"}`, "application/json", "attacker.example:8080", "", 403, "host_not_allowed"},
+		{"anthropic shape", "/v1/messages", msgBody, "text/plain", "", "https://evil.example", 403, "cross_origin_forbidden"},
+		{"passthrough rebinding", "/v1/files", "", "", "attacker.example", "", 403, "host_not_allowed"},
+		{"sdk", "/v1/chat/completions", chatBody, "application/json", "", "", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			var called atomic.Int32
+			prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
+				called.Add(1)
+				return memory.Prepared{Messages: req.Messages}, nil
+			})
+			g := mustGateway(t, up, func(c *config.Config) { c.Upstream.Anthropic.BaseURL = up.URL() },
+				Deps{Resolver: auth.New(nil), Preparer: prep, Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})
+			method := "POST"
+			if tt.body == "" {
+				method = "GET"
+			}
+			req, _ := http.NewRequest(method, g.URL+tt.path, strings.NewReader(tt.body))
+			if tt.ct != "" {
+				req.Header.Set("Content-Type", tt.ct)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			resp, b := do(t, req)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, b)
+			}
+			if tt.want == 200 {
+				return
+			}
+			if up.Calls() != 0 || called.Load() != 0 {
+				t.Fatalf("refused request reached upstream (%d) or memory (%d)", up.Calls(), called.Load())
+			}
+			if tt.path == "/v1/messages" {
+				var e struct {
+					Type  string                `json:"type"`
+					Error struct{ Type string } `json:"error"`
+				}
+				if err := json.Unmarshal(b, &e); err != nil || e.Type != "error" || e.Error.Type != "permission_error" {
+					t.Fatalf("not an Anthropic error: %s", b)
+				}
+				return
+			}
+			if _, code, _ := apiErrorBody(t, b); code != tt.code {
+				t.Fatalf("code %q, want %q: %s", code, tt.code, b)
+			}
+		})
+	}
+}
+
+// TestFailedKeysLimited: a client presenting bad gateway keys gets 401
+// until its attempts run out, then 429 with Retry-After, in the route's
+// shape, without its key being checked.
+func TestFailedKeysLimited(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	clock := time.Unix(1_700_000_000, 0)
+	lim := server.NewFailureLimiter(3, time.Minute, 100, func() time.Time { return clock })
+	keyed := auth.New([]config.Key{{Hash: auth.HashKey("good"), Tenant: "a"}})
+	g := mustGateway(t, up, nil, Deps{Resolver: keyed, Limiter: lim})
+	post := func(key string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		return do(t, req)
+	}
+	for i := 0; i < 3; i++ {
+		if resp, b := post("guess"); resp.StatusCode != 401 {
+			t.Fatalf("guess %d: status %d: %s", i, resp.StatusCode, b)
+		}
+	}
+	resp, b := post("good")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "60" {
+		t.Fatalf("limited: status %d Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if _, code, _ := apiErrorBody(t, b); code != "too_many_failed_attempts" {
+		t.Fatalf("code %q", code)
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("upstream calls %d", up.Calls())
+	}
+}
