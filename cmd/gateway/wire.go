@@ -170,7 +170,7 @@ type httpDeps struct {
 	Preparer   proxy.Preparer
 	Capturer   proxy.Capturer
 	Admin      admin.Store
-	Recall     admin.Recall // nil when recall is off
+	Recall     recallService // nil when recall is off
 	Ready      func(ctx context.Context) error
 	Collectors []prometheus.Collector
 	// Importer and Erasures serve POST /v1/memory/import (nil Importer: 503).
@@ -246,6 +246,7 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
 		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
 	}, logger).Register(srv)
+	registerMCP(cfg, d, srv, logger)
 	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
 		return nil, err
 	}
