@@ -132,7 +132,9 @@ func (t *tenantTools) fail(ctx context.Context, op string, err error) error {
 }
 
 // errNotConfigured answers a tool whose service the gateway lacks.
-func errNotConfigured(what string) error { return fmt.Errorf("%s is not configured on this gateway", what) }
+func errNotConfigured(what string) error {
+	return fmt.Errorf("%s is not configured on this gateway", what)
+}
 
 // result answers v as JSON text and as structured content.
 func result(v map[string]any) (*mcp.CallToolResult, any, error) {
