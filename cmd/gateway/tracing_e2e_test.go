@@ -24,16 +24,14 @@ import (
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
-// startTracedGateway is startGateway with tracing recorded by rec; the
-// process's global provider (the enricher's) records there too until the
-// test ends.
-func startTracedGateway(t *testing.T, cfg config.Config, rec *tracetest.SpanRecorder) string {
+// startTracedGateway is startGateway with tracing tr; the process's global
+// provider (the enricher's) is tr's too until the test ends.
+func startTracedGateway(t testing.TB, cfg config.Config, tr *tracing.Tracing) string {
 	t.Helper()
 	counter, err := sharedCounter()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tracing.New(rec, "test", false)
 	otel.SetTracerProvider(tr.Provider)
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -139,7 +137,7 @@ func TestTraceOfAMemoryOnRequest(t *testing.T) {
 	up := upstreamtest.New(t, recallUpstream())
 	cfg := storeConfigs(t, up)["sqlite"](t)
 	rec := tracetest.NewSpanRecorder()
-	url := startTracedGateway(t, cfg, rec)
+	url := startTracedGateway(t, cfg, tracing.New(rec, "test", false))
 	const userID = "traced-user-7f3a"
 	const stated = "I live in Lisbon and I cycle to work every day."
 	const question = "Which bike shop near me would you suggest?"
