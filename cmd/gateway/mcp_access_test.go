@@ -17,8 +17,8 @@ import (
 // initialize is an MCP initialize request body.
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
-// mcpPost sends body to h's /mcp as a client at remote with hdr, and
-// returns the status and body.
+// mcpPost sends body to h's /mcp as a client at remote with hdr (a "Host"
+// entry sets the request's Host), and returns the status and body.
 func mcpPost(t *testing.T, h http.Handler, remote string, hdr map[string]string, body string) (int, string) {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(body))
@@ -26,6 +26,10 @@ func mcpPost(t *testing.T, h http.Handler, remote string, hdr map[string]string,
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range hdr {
+		if k == "Host" {
+			r.Host = v
+			continue
+		}
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
@@ -119,22 +123,8 @@ func TestMCPWithoutKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hdr := tt.hdr
-			r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(initialize))
-			r.RemoteAddr = tt.remote
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			for k, v := range hdr {
-				if k == "Host" {
-					r.Host = v
-					continue
-				}
-				r.Header.Set(k, v)
-			}
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != tt.status || !openAIError(w.Body.String()) {
-				t.Fatalf("%d %s, want %d in OpenAI's shape", w.Code, w.Body, tt.status)
+			if code, body := mcpPost(t, h, tt.remote, tt.hdr, initialize); code != tt.status || !openAIError(body) {
+				t.Fatalf("%d %s, want %d in OpenAI's shape", code, body, tt.status)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +88,28 @@ func TestMCPCommandRejectsABadTenant(t *testing.T) {
 	err := run(context.Background(), []string{"gateway", "mcp", "-tenant", "no spaces"}, env(map[string]string{}), strings.NewReader(""), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "tenant") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestMCPStdioBesideServe: a fact added through `gateway mcp` on the
+// SQLite file a running `gateway serve` uses reaches that gateway's next
+// prompt for the user (the store's caches follow writes of any process).
+func TestMCPStdioBesideServe(t *testing.T) {
+	up := upstreamtest.New(t, recallUpstream())
+	vars := map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL(), "GATEWAY_SQLITE_PATH": filepath.Join(t.TempDir(), "memgate.db")}
+	serveVars := map[string]string{}
+	for k, v := range vars {
+		serveVars[k] = v
+	}
+	url, _ := mustServeEnv(t, serveVars)
+	if r := chat(t, url, headers("", "ana", "c1"), false, user("Hello there.")); r.Status != http.StatusOK {
+		t.Fatalf("chat: %d", r.Status)
+	}
+	mustTool(t, mcpCommand(t, vars), "add_fact", map[string]any{"user": "ana", "type": "limit", "key": "diet", "value": "eats no gluten"}, nil)
+	if r := chat(t, url, headers("", "ana", "c1"), false, user("Suggest a lunch for today.")); r.Status != http.StatusOK {
+		t.Fatalf("chat: %d", r.Status)
+	}
+	if prompt := lastChatPrompt(t, up); !strings.Contains(prompt, "eats no gluten") {
+		t.Fatalf("the fact added by gateway mcp is not in serve's next prompt:\n%s", prompt)
 	}
 }

@@ -2,16 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -28,38 +22,9 @@ import (
 // provider (the enricher's) is tr's too until the test ends.
 func startTracedGateway(t testing.TB, cfg config.Config, tr *tracing.Tracing) string {
 	t.Helper()
-	counter, err := sharedCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
 	otel.SetTracerProvider(tr.Provider)
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	mem, err := openMemory(ctx, cfg, counter, logger)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	d := mem.deps(cfg)
-	d.Tracing = tr
-	srv, err := newHTTP(cfg, d, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = mem.runWorkers(ctx, true, logger) })
-	t.Cleanup(func() {
-		hs.Close()
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		mem.capturer.Close(sctx)
-		cancel()
-		wg.Wait()
-		mem.close()
-	})
-	return hs.URL
+	return startGatewayWith(t, cfg, tr).URL
 }
 
 // spanTree indexes recorded spans of one trace by id.
