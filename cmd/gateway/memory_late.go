@@ -13,6 +13,7 @@ import (
 	"github.com/memgate/memgate/internal/admin"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/recall"
 )
 
 // errStoreDown marks an openMemory failure to reach the store (as opposed
@@ -180,7 +181,7 @@ func (l *lateMemory) store() (admin.Store, error) {
 }
 
 // recallManager returns the opened recall manager, or errNotConnected.
-func (l *lateMemory) recallManager() (admin.Recall, error) {
+func (l *lateMemory) recallManager() (*recall.Manager, error) {
 	m := l.cur.Load()
 	if m == nil || m.recall == nil {
 		return nil, errNotConnected
@@ -258,6 +259,15 @@ func (l *lateMemory) Search(ctx context.Context, tenant, user, query string, top
 		return nil, err
 	}
 	return r.Search(ctx, tenant, user, query, topK)
+}
+
+// SearchIn implements mcpserver.Recall.
+func (l *lateMemory) SearchIn(ctx context.Context, tenant, user, conversation, query string, topK int) ([]memory.Item, error) {
+	r, err := l.recallManager()
+	if err != nil {
+		return nil, err
+	}
+	return r.SearchIn(ctx, tenant, user, conversation, query, topK)
 }
 
 // allCollectors are the opened memory layer's Prometheus collectors.

@@ -23,6 +23,8 @@ commands:
   migrate    apply the store's migrations and exit
   reindex    re-embed memory items made by another embedding model or dimension
              (resumable: interrupt and run again)
+  mcp        serve the memory to a local MCP client over stdin/stdout
+             (flags: -tenant NAME, default "default"; see README "MCP")
   healthcheck  exit 0 when the local gateway answers /healthz
   version    print the version
   hash-key   print sha256:<hex> of a gateway key, read from the argument or stdin,
@@ -43,6 +45,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return migrate(ctx, getenv, stdout, stderr)
 	case "reindex":
 		return reindex(ctx, getenv, stdout, stderr)
+	case "mcp":
+		return mcpStdio(ctx, args[2:], getenv, stdin, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
 	case "version":

@@ -47,9 +47,14 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	}
 	routeStdLog(logger)
 	sideModelKeys(cfg, logger)
+	tr, err := setupTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, logger)
 
 	late := newLateMemory(cfg, logger)
-	srv, err := newHTTP(cfg, late.httpDeps(cfg, httpDeps{Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey)}), logger)
+	srv, err := newHTTP(cfg, late.httpDeps(cfg, httpDeps{Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey), Tracing: tr}), logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
@@ -112,7 +117,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	warnOpen(logger, cfg, ln.Addr())
 	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL,
 		"store", cfg.Store.Driver, "memory", late.cur.Load() != nil, "gateway_keys", len(cfg.Keys),
-		"admin", adminAccess(cfg), "version", buildVersion())
+		"admin", adminAccess(cfg), "tracing", tr.Exporter, "version", buildVersion())
 	if err := srv.Run(ctx, ln); err != nil {
 		return err
 	}
@@ -157,6 +162,11 @@ func worker(ctx context.Context, getenv func(string) string, logw io.Writer) err
 		return err
 	}
 	defer mem.close()
+	tr, err := setupTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, logger)
 	if mem.worker == nil {
 		return errors.New("worker: the configured store has no capture queue (postgres needs store.redis_url)")
 	}

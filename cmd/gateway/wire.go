@@ -26,6 +26,7 @@ import (
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/sqlitestore"
 	"github.com/memgate/memgate/internal/tokens"
+	"github.com/memgate/memgate/internal/tracing"
 )
 
 // store is what the gateway needs of a memory store adapter.
@@ -169,12 +170,14 @@ type httpDeps struct {
 	Preparer   proxy.Preparer
 	Capturer   proxy.Capturer
 	Admin      admin.Store
-	Recall     admin.Recall // nil when recall is off
+	Recall     recallService // nil when recall is off
 	Ready      func(ctx context.Context) error
 	Collectors []prometheus.Collector
 	// Importer and Erasures serve POST /v1/memory/import (nil Importer: 503).
 	Importer admin.Capture
 	Erasures admin.Erasures
+	// Tracing traces requests (nil: off).
+	Tracing *tracing.Tracing
 }
 
 // deps returns the HTTP side's collaborators.
@@ -223,14 +226,20 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	if err != nil {
 		return nil, err
 	}
+	tr := d.Tracing
+	if tr == nil {
+		tr = tracing.Off()
+	}
+	tr.Install(srv.Echo())
 	rec := newSavings(d.Admin, logger)
 	edge := newEdge(cfg)
 	p, err := proxy.New(proxy.Options{
-		Upstream:     cfg.Upstream,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		LoadTimeout:  prepareTimeout(cfg),
-		Passthrough:  cfg.Security.Passthrough,
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer,
+		Upstream:      cfg.Upstream,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		LoadTimeout:   prepareTimeout(cfg),
+		Passthrough:   cfg.Security.Passthrough,
+		WrapTransport: tr.Transport,
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: tr.Preparer(recordSavings(rec, d.Preparer)), Capturer: tr.Capturer(d.Capturer),
 		Browser: edge.chat, Limiter: edge.limiter}, logger, reg)
 	if err != nil {
 		return nil, err
@@ -241,6 +250,7 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
 		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
 	}, logger).Register(srv)
+	registerMCP(cfg, d, srv, logger)
 	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
 		return nil, err
 	}

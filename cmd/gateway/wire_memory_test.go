@@ -19,6 +19,7 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/tokens"
+	"github.com/memgate/memgate/internal/tracing"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -56,6 +57,12 @@ var sharedCounter = sync.OnceValues(func() (*tokens.Counter, error) { return tok
 // (or earlier through stop, to simulate a restart).
 func startGateway(t *testing.T, cfg config.Config) *testGateway {
 	t.Helper()
+	return startGatewayWith(t, cfg, nil)
+}
+
+// startGatewayWith is startGateway with tracing tr (nil: off).
+func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *testGateway {
+	t.Helper()
 	counter, err := sharedCounter()
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +74,9 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 		cancel()
 		t.Fatal(err)
 	}
-	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
+	d := mem.deps(cfg)
+	d.Tracing = tr
+	srv, err := newHTTP(cfg, d, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
@@ -52,7 +54,10 @@ func (m *memoryLayer) wireCapture(ctx context.Context, cfg config.Config, q capt
 			StaleAfter: cfg.Capture.ReclaimAfter.D(), Enrich: eq,
 		})
 	}
-	m.enricher = capture.NewEnricher(eq, m.hooks, logger, capture.EnrichOptions{StaleAfter: cfg.Capture.ReclaimAfter.D()})
+	// The enrichment rounds' spans come from the process's global tracer
+	// provider, which delegates to the one serve or worker sets when
+	// tracing is on, whenever that happens (a no-op one otherwise).
+	m.enricher = capture.NewEnricher(eq, m.hooks, logger, capture.EnrichOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), Tracer: otel.GetTracerProvider()})
 	return nil
 }
 

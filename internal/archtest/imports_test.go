@@ -13,9 +13,11 @@ const module = "github.com/memgate/memgate/"
 // rules maps a package (relative to the module) to internal packages it must
 // never import, directly or indirectly.
 var rules = map[string][]string{
-	"internal/memory":      {"internal/"},
-	"internal/lexicon":     {"internal/"},
-	"internal/vec":         {"internal/"},
+	"internal/memory":  {"internal/"},
+	"internal/lexicon": {"internal/"},
+	"internal/vec":     {"internal/"},
+	// telemetry is imported by the memory path and the stores: it must stay a leaf.
+	"internal/telemetry":   {"internal/"},
 	"internal/itemindex":   {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
@@ -29,6 +31,8 @@ var rules = map[string][]string{
 	"internal/ui":                {"internal/proxy", "internal/inject", "internal/recall", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/savings":           {"internal/proxy", "internal/inject", "internal/capture", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/dialect/anthropic": {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	// tracing wraps the memory core's two sides by their methods alone.
+	"internal/tracing":           {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/dialect/responses": {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 }
 

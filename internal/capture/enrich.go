@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // enrichment is an entry of the enrichment queue: a stored exchange and
@@ -70,6 +73,9 @@ type EnrichOptions struct {
 	// 250ms): under steady load a round gathers the turns of that stretch,
 	// and each conversation's are handled once, together.
 	Interval time.Duration
+	// Tracer, when set, makes each round a "memory.enrich" span linked to
+	// the traced requests whose exchanges it enriches.
+	Tracer trace.TracerProvider
 	// Share is the most of the wall time the rounds may take (default 0.5):
 	// after a round that took d, the next starts no sooner than d/Share
 	// after it began. Enrichment that falls behind gets fuller rounds, never
@@ -264,6 +270,8 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 	// a stopping worker finishes the round it started.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.enrich", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
+	defer span.End()
 	delay := e.opts.BackoffBase
 	for attempt := 1; len(exs) > 0; attempt++ {
 		err := runHooks(hctx, e.hooks, exs, results)
@@ -364,4 +372,16 @@ func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		}
 	}
 	return nil
+}
+
+// traceParents are the traceparents the exchanges carry from the requests
+// that caused them.
+func traceParents(exs []memory.Exchange) []string {
+	var out []string
+	for _, ex := range exs {
+		if ex.TraceParent != "" {
+			out = append(out, ex.TraceParent)
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // HistoryReader loads a conversation's stored messages.
@@ -240,7 +241,9 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		a.logger.WarnContext(ctx, "memory parts left out", "conversation", req.Conversation,
 			"degraded", ld.degraded, "error", errors.Join(ld.errs...))
 	}
+	_, span := telemetry.Start(ctx, "memory.assemble")
 	p, err := a.assemble(req, system, rest, fullHistory, ld)
+	telemetry.End(span, err)
 	if err != nil {
 		return memory.Prepared{}, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/recall"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // loaded is the memory one request may draw on.
@@ -72,7 +73,9 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			r := partResult{part: part}
+			pctx, span := telemetry.Start(pctx, "memory.load."+part)
 			r.err = f(pctx, &r)
+			telemetry.End(span, r.err)
 			r.took = time.Since(start)
 			results <- r
 		}()

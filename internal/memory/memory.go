@@ -149,6 +149,10 @@ type Exchange struct {
 	// Derived is true when Conversation was derived from a resent history
 	// (DerivedConversation) because the request named none.
 	Derived bool `json:"derived,omitempty"`
+	// TraceParent is the W3C traceparent of the traced request that caused
+	// the exchange ("" untraced): it travels through the capture and
+	// enrichment queues so the enrichment's span links back to the request.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // SaveResult reports what storing an exchange changed.

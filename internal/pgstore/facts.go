@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // factLockSQL serializes the fact upserts of one (tenant, user) for the rest
@@ -97,6 +98,7 @@ func validFact(f memory.Fact) error {
 // deleting the conversation deletes the facts only it stated
 // (forgetConversationFacts).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
+	defer telemetry.Span(&ctx, "postgres.UpsertFact")()
 	if err := validFact(f); err != nil {
 		return memory.Fact{}, fmt.Errorf("pgstore: upsert fact: %w", err)
 	}
@@ -230,6 +232,7 @@ func deleteFactItems(ctx context.Context, tx pgx.Tx, tenant, user string, ids []
 // the assembler's pinned facts and recall's ranked facts share the read, and
 // the slice, which callers must not modify.
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	defer telemetry.Span(&ctx, "postgres.Facts")()
 	return memory.Memoized(ctx, factsKey{s, tenant, user, now.UnixNano(), history}, func() ([]memory.Fact, error) {
 		return s.facts(ctx, tenant, user, now, history)
 	})

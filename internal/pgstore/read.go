@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // querier is what the read helpers need of a pool or a transaction.
@@ -47,6 +48,7 @@ func queryMessages(ctx context.Context, q querier, id memory.Identity, sql strin
 // Recent returns up to n newest live messages of the conversation, oldest
 // first; an unknown conversation has none.
 func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	defer telemetry.Span(&ctx, "postgres.Recent")()
 	if n <= 0 {
 		return nil, nil
 	}
@@ -64,6 +66,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 // Conversations lists a user's conversations in the tenant, most recently
 // updated first (ties by id), with their live message counts.
 func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	defer telemetry.Span(&ctx, "postgres.Conversations")()
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.id, c.created_at, c.updated_at,
 		       (SELECT count(*) FROM messages m
@@ -90,6 +93,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 // Conversation returns one conversation and all its live messages in Seq
 // order, read from one snapshot, or memory.ErrNotFound.
 func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	defer telemetry.Span(&ctx, "postgres.Conversation")()
 	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
 	var msgs []memory.Message
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // alignSlack is how many live messages beyond the length of the client's
@@ -33,6 +34,7 @@ const userLockSQL = "SELECT pg_advisory_xact_lock%s(hashtextextended($1 || '/' |
 // the conversation; a redelivered exchange returns Duplicate and writes
 // nothing; an exchange of a user erased at or after ex.At returns Dropped.
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "postgres.SaveExchange")()
 	if err := validExchange(ex); err != nil {
 		return memory.SaveResult{}, err
 	}

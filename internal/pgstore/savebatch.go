@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // SaveExchanges stores exchanges in one transaction (a group commit: one
@@ -30,6 +31,7 @@ import (
 // statement, moves the conversations' last_seq and commits. The alignment
 // runs here, on the tails as the earlier exchanges of the batch leave them.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "postgres.SaveExchanges")()
 	for _, ex := range exs {
 		if err := validExchange(ex); err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // HNSW search settings. ef_search bounds the candidate list of one index
@@ -65,6 +66,7 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 // they are not held already. A user too large for the cache's share is
 // searched in SQL (searchVectorSQLPath).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "postgres.SearchVector")()
 	if ok, err := vectorQuery(q); !ok {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // MessagesAfter returns up to limit live messages of the conversation with
@@ -32,6 +33,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // LatestSummary returns the newest summary version of the conversation, or
 // memory.ErrNotFound.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
+	defer telemetry.Span(&ctx, "postgres.LatestSummary")()
 	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
 	var keyEvents, preserved []byte
 	err := s.pool.QueryRow(ctx, `

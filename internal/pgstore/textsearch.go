@@ -14,6 +14,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // maxQueryBytes bounds the query text parsed into terms.
@@ -145,6 +146,7 @@ func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
 // the rows added since. A user whose index is too large to keep is ranked
 // in SQL, from the statistics of migrations 0003 and 0009 (searchTextSQL).
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "postgres.SearchText")()
 	terms := textTerms(q)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil

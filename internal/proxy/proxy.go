@@ -39,6 +39,10 @@ type Options struct {
 	// any rest) forwarded when gateway keys are configured, besides the
 	// three served with memory; nil is config.DefaultPassthrough.
 	Passthrough []string
+	// WrapTransport, when set, wraps the upstream transport under the
+	// retries, breakers and idle timeout: each attempt goes through it
+	// (tracing instruments the upstream calls so).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Deps are the proxy's optional collaborators. With all of them nil the
@@ -102,9 +106,13 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	if p.allowed, err = parseRoutes(pass); err != nil {
 		return nil, fmt.Errorf("passthrough routes: %w", err)
 	}
+	var base http.RoundTripper = p.transport
+	if opts.WrapTransport != nil {
+		base = opts.WrapTransport(base)
+	}
 	rt := &retryTransport{
 		next: &breakerTransport{
-			next:     &idleTransport{next: p.transport, d: opts.Upstream.IdleStreamTimeout.D()},
+			next:     &idleTransport{next: base, d: opts.Upstream.IdleStreamTimeout.D()},
 			breakers: newBreakers(opts.Upstream.Breaker, m, logger),
 		},
 		retries:   opts.Upstream.Retries,

@@ -101,3 +101,8 @@ func (m *Manager) DeleteFact(ctx context.Context, tenant, user string, id int64)
 func (m *Manager) Search(ctx context.Context, tenant, user, query string, topK int) ([]memory.Item, error) {
 	return m.recaller.Search(ctx, tenant, user, query, topK)
 }
+
+// SearchIn is Search within one conversation ("": all of them).
+func (m *Manager) SearchIn(ctx context.Context, tenant, user, conversation, query string, topK int) ([]memory.Item, error) {
+	return m.recaller.SearchIn(ctx, tenant, user, conversation, query, topK)
+}

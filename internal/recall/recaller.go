@@ -174,8 +174,13 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 // conversations, for the management API: at most topK (0: the configured
 // top_k), best first, with fact items only for facts still current.
 func (r *Recaller) Search(ctx context.Context, tenant, user, query string, topK int) ([]memory.Item, error) {
+	return r.SearchIn(ctx, tenant, user, "", query, topK)
+}
+
+// SearchIn is Search within one conversation of the user's ("": all of them).
+func (r *Recaller) SearchIn(ctx context.Context, tenant, user, conversation, query string, topK int) ([]memory.Item, error) {
 	now := time.Now()
-	items, err := r.search.Search(ctx, SearchQuery{Tenant: tenant, User: user, Text: query, TopK: topK, Now: now})
+	items, err := r.search.Search(ctx, SearchQuery{Tenant: tenant, User: user, Conversation: conversation, Text: query, TopK: topK, Now: now})
 	if err != nil {
 		return nil, err
 	}

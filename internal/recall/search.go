@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // ItemSearcher is the ranked retrieval a store provides. Both calls are
@@ -160,7 +161,9 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		<-done
 		return nil, err
 	}
-	vecs, err := s.emb.Embed(ctx, []string{vecText})
+	ectx, span := telemetry.Start(ctx, "memory.embed")
+	vecs, err := s.emb.Embed(ectx, []string{vecText})
+	telemetry.End(span, err)
 	// A query embedding that comes too late leaves the full-text ranking
 	// alone (see WithEmbedDeadline).
 	lexical := noteLate(ctx, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // Backend is the memory store a Cache sits in front of. The Cache serves the
@@ -156,6 +157,7 @@ return 1
 // Recent returns up to n newest live messages of the conversation, oldest
 // first, from the cache when it holds them.
 func (c *Cache) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	defer telemetry.Span(&ctx, "redis.Recent")()
 	if n <= 0 {
 		return nil, nil
 	}
@@ -263,6 +265,7 @@ func (c *Cache) fillArgs(id memory.Identity, msgs []memory.Message) ([]string, [
 // only appended (see appendScript), else reloads the window from the
 // backend.
 func (c *Cache) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "redis.SaveExchange")()
 	res, err := c.inner.SaveExchange(ctx, ex)
 	if err != nil || res.Duplicate || res.Dropped {
 		return res, err

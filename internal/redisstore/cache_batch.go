@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // batchSaver is a backend that stores several exchanges in one transaction.
@@ -25,6 +26,7 @@ type deadLetterer interface {
 // Like SaveExchange, a failed refresh drops the cached window instead of
 // failing the save.
 func (c *Cache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "redis.SaveExchanges")()
 	var results []memory.SaveResult
 	if bs, ok := c.inner.(batchSaver); ok {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // tailExtra is how many live messages beyond len(ex.Prior) SaveExchange
@@ -30,6 +31,7 @@ const tailExtra = 64
 // It fails with memory.ErrInvalid for a malformed identity, an empty exchange
 // id, a message without a role, or a Raw that is not JSON.
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "sqlite.SaveExchange")()
 	if err := validateExchange(ex); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
 	}
@@ -52,6 +54,7 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 // the others stored saves them one by one. An invalid exchange fails the
 // batch with memory.ErrInvalid before anything is written.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
 	for _, ex := range exs {
 		if err := validateExchange(ex); err != nil {
 			return nil, fmt.Errorf("save exchange %s: %w", ex.ID, err)

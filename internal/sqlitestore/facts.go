@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // factColumns are the columns scanFact reads, in order.
@@ -50,6 +51,7 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 // memory.ErrErased when ctx's erasure guard refuses the write, or when it
 // guards the write and f.Conversation has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
+	defer telemetry.Span(&ctx, "sqlite.UpsertFact")()
 	norm := normKey(f.Key)
 	switch {
 	case !memory.ValidID(f.Tenant) || !memory.ValidID(f.User):
@@ -202,6 +204,7 @@ func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id in
 // facts come from memory while the user's facts are unchanged (see
 // currentFacts, knowcache.go).
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	defer telemetry.Span(&ctx, "sqlite.Facts")()
 	return memory.Memoized(ctx, factsKey{s, tenant, user, now.UnixNano(), history}, func() ([]memory.Fact, error) {
 		if history {
 			return s.facts(ctx, tenant, user, now, history)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // defaultKnowledgeBytes bounds each of a Store's caches of facts and of
@@ -106,6 +107,7 @@ func (s *Store) liveFacts(ctx context.Context, tenant, user string) ([]memory.Fa
 // memory.Memo, and read again from the file when it has moved. The
 // returned summary is the caller's.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
+	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
 	// The count is read before the summary, so a summary read after a
 	// change is never kept as of a count from before it.
 	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)

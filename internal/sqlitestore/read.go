@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // querier is what reads need of a *sql.DB or *sql.Tx.
@@ -56,6 +57,7 @@ func scanMessages(rows *sql.Rows, id memory.Identity) ([]memory.Message, error) 
 // Conversations lists a user's conversations, most recently updated first.
 // An unknown user has none.
 func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	defer telemetry.Span(&ctx, "sqlite.Conversations")()
 	rows, err := s.reads.QueryContext(ctx, `SELECT id, message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
 	if err != nil {
@@ -81,6 +83,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 // Conversation returns one conversation and all its live messages in Seq
 // order, read from one snapshot, or memory.ErrNotFound.
 func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	defer telemetry.Span(&ctx, "sqlite.Conversation")()
 	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)

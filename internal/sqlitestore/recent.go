@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // tailKeep is how many of a conversation's newest live messages the Store
@@ -55,6 +56,7 @@ func messagesState(rev itemindex.Revisions) int64 { return rev.MessagesAdded + r
 // (advanceTails). The returned slice is the caller's; its messages' Raw is
 // shared with the cache and must not be written to.
 func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	defer telemetry.Span(&ctx, "sqlite.Recent")()
 	if n <= 0 {
 		return []memory.Message{}, nil
 	}

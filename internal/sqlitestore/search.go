@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
@@ -33,6 +34,7 @@ const textWindow = 300
 // (itemindex.DefaultLimits) has the candidates' vectors read from SQL each search,
 // scoped by tenant, user, model, dims and conversation.
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
 	if len(q.Embedding) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
@@ -101,6 +103,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 // the rows added since, like the vectors of SearchVector. A user whose
 // index is too large to keep is ranked by searchTextWindow instead.
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "sqlite.SearchText")()
 	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil

@@ -1,0 +1,58 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memgate/memgate/internal/apierr"
+)
+
+// IdentityResolver decides who may use the memory and for which tenant:
+// the management API's key rule (implemented by internal/auth).
+type IdentityResolver interface {
+	// ResolveAdmin returns the caller's tenant, or why it may not call;
+	// remoteAddr is the TCP peer.
+	ResolveAdmin(h http.Header, remoteAddr string) (string, error)
+}
+
+// tenantKey carries the tenant the key rule decided on.
+type tenantKey struct{}
+
+// Handler returns the streamable HTTP endpoint (MCP's "Streamable HTTP"
+// transport, stateless: every POST is answered on its own, so no session
+// outlives the credentials it was opened with). Each request is let through
+// exactly as the management API's are: the admin key opens every tenant
+// (X-Memory-Tenant, else the default), a gateway key its own, and with no
+// key configured only loopback peers get in; the others get 401 or 403 in
+// OpenAI's error shape and no server is made. The caller puts the browser
+// protections (Host, Origin, Content-Type) in front of it; maxBody caps a
+// request body.
+func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		tenant, ok := r.Context().Value(tenantKey{}).(string)
+		if !ok {
+			return nil
+		}
+		return s.Server(tenant)
+	}, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              s.log,
+		MaxRequestBodyBytes: maxBody,
+		// The gateway's browser guard checks the Host (the allow-listed
+		// names included) before this handler runs, as on every route no
+		// key protects; the SDK's own check would refuse a reverse proxy's
+		// allow-listed name on a loopback listener.
+		DisableLocalhostProtection: true,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
+		if err != nil {
+			apierr.Write(w, apierr.FromIdentity(err))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
+}
