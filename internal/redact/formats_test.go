@@ -52,6 +52,8 @@ func TestStringFormats(t *testing.T) {
 			"mongodb+srv://admin:[redacted:url_password]@cluster0.ab1cd.mongodb.net/app", 1},
 		{"url template kept", "postgres://user:${DB_PASSWORD}@localhost/app and https://user:<token>@host",
 			"postgres://user:${DB_PASSWORD}@localhost/app and https://user:<token>@host", 0},
+		{"password starting with a dollar", `{"password": "$uperS3cret"}`, `{"password": "[redacted:password]"}`, 1},
+		{"env reference kept", "DB_PASSWORD=$DB_PASS and TOKEN=${TOKEN}", "DB_PASSWORD=$DB_PASS and TOKEN=${TOKEN}", 0},
 		{"url without password kept", "ssh://git@github.com:22/x and http://localhost:8080/a@b", "ssh://git@github.com:22/x and http://localhost:8080/a@b", 0},
 		// Authorization headers of any scheme.
 		{"basic header", "Authorization: Basic " + basicCreds, "Authorization: Basic [redacted:authorization]", 1},

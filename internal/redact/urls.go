@@ -53,9 +53,18 @@ func templated(v string) bool {
 	if v == "" || strings.Trim(v, "*x.•") == "" {
 		return true
 	}
+	last := v[len(v)-1]
 	switch v[0] {
-	case '$', '<', '{', '%', '[':
-		return true
+	case '$':
+		return len(v) > 1 && (v[1] == '{' || v[1] == '(' || strings.Trim(v[1:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == "")
+	case '<':
+		return last == '>'
+	case '{':
+		return last == '}'
+	case '[':
+		return last == ']'
+	case '%':
+		return len(v) <= 24 && (last == 's' || last == 'd')
 	}
 	return false
 }
