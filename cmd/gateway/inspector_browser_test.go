@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,13 +193,23 @@ func shoot(t *testing.T, ctx context.Context, dir, name string) {
 }
 
 // textOf returns the visible text of the first element sel matches.
+// textOf returns the text of the element sel selects, waiting up to 30s for
+// one to be there: on a busy machine a page can still be replacing its
+// document (a form's redirect) when the element was first seen, and a node
+// seen in the old document is gone from the new one.
 func textOf(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[*string](`(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); return e ? e.innerText : null; })()`))
+		if err == nil && s != nil {
+			return *s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("text of %s: %v (element present: %v)", sel, err, s != nil)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return s
 }
 
 // waitFor reloads u until the JavaScript condition cond holds.
