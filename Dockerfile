@@ -16,6 +16,10 @@ COPY --from=build /out/gateway /app/gateway
 COPY --from=build --chown=nonroot:nonroot /out/data /app/data
 COPY config.yaml /app/config.yaml
 USER nonroot:nonroot
+# Inside a container the gateway must listen on every interface. Give it a
+# gateway key (GATEWAY_KEY, or keys in a config file): without one, whoever
+# reaches the published port can read and plant any user's memory, and
+# start-up logs a warning saying so. docker-compose.yml requires one.
 ENV GATEWAY_LISTEN=:8080 \
     GATEWAY_SQLITE_PATH=/app/data/memgate.db
 EXPOSE 8080

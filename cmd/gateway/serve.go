@@ -114,6 +114,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	warnOpen(logger, cfg, ln.Addr())
 	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL,
 		"store", cfg.Store.Driver, "memory", late.cur.Load() != nil, "gateway_keys", len(cfg.Keys),
 		"admin", adminAccess(cfg), "tracing", tr.Exporter, "version", buildVersion())
@@ -122,6 +123,20 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// warnOpen logs a warning when the gateway listens beyond loopback with no
+// gateway key: whoever reaches it can then read and plant any user's memory
+// (X-Memory-User) and spend the upstream key.
+func warnOpen(logger *slog.Logger, cfg config.Config, addr net.Addr) {
+	if len(cfg.Keys) > 0 {
+		return
+	}
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return
+	}
+	logger.Warn("memory is served to non-loopback clients without gateway keys: anyone who can reach this address can read and plant any user's memory and use the upstream key; configure keys (or GATEWAY_KEY), or listen on 127.0.0.1",
+		"addr", addr.String())
 }
 
 // adminAccess says who the management API answers, for the start-up log.

@@ -232,21 +232,25 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	}
 	tr.Install(srv.Echo())
 	rec := newSavings(d.Admin, logger)
+	edge := newEdge(cfg)
 	p, err := proxy.New(proxy.Options{
 		Upstream:      cfg.Upstream,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		LoadTimeout:   prepareTimeout(cfg),
+		Passthrough:   cfg.Security.Passthrough,
 		WrapTransport: tr.Transport,
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: tr.Preparer(recordSavings(rec, d.Preparer)), Capturer: tr.Capturer(d.Capturer)}, logger, reg)
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: tr.Preparer(recordSavings(rec, d.Preparer)), Capturer: tr.Capturer(d.Capturer),
+		Browser: edge.chat, Limiter: edge.limiter}, logger, reg)
 	if err != nil {
 		return nil, err
 	}
+	edge.register(srv)
 	p.Register(srv)
 	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
 	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
 		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
 	}, logger).Register(srv)
-	registerMCP(cfg, d, srv, logger)
+	registerMCP(cfg, d, edge, srv, logger)
 	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
 		return nil, err
 	}

@@ -85,7 +85,12 @@ func guardWith(resolver IdentityResolver) echo.MiddlewareFunc {
 			r := c.Request()
 			tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 			if err != nil {
-				return apierr.FromIdentity(err)
+				aerr := apierr.FromIdentity(err)
+				if aerr.Status == http.StatusUnauthorized {
+					// Counted by the failed-key limiter in front.
+					server.ExchangeOf(r.Context()).AuthFailed()
+				}
+				return aerr
 			}
 			c.SetRequest(r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 			return next(c)

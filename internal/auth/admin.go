@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
@@ -17,14 +18,21 @@ import (
 var ErrLoopbackOnly = errors.New("the management API answers loopback clients only until admin_key or keys are configured")
 
 // NewWithAdmin returns a Resolver for the configured gateway keys and the
-// admin key (the key itself, or "sha256:<hex>" of it; "" for none).
+// admin key (the key itself, or "sha256:<hex>" of it; "" for none). A value
+// that starts with "sha256:" but is not 64 hex digits (config.Validate
+// rejects it first) is an admin key no key matches: the management API
+// stays closed rather than open as if none were configured.
 func NewWithAdmin(keys []config.Key, adminKey string) *Resolver {
 	r := New(keys)
 	if adminKey == "" {
 		return r
 	}
 	h, ok := parseHash(adminKey)
-	if !ok {
+	switch {
+	case ok:
+	case strings.HasPrefix(adminKey, "sha256:"):
+		r.adminUnusable = true
+	default:
 		h = sha256.Sum256([]byte(adminKey))
 	}
 	r.admin = &h
@@ -90,7 +98,7 @@ func tenantOnly(h http.Header) http.Header {
 // matchAdmin reports whether an Authorization header presents the admin key.
 func (r *Resolver) matchAdmin(authorization string) bool {
 	token, ok := bearer(authorization)
-	if !ok {
+	if !ok || r.adminUnusable {
 		return false
 	}
 	sum := sha256.Sum256([]byte(token))

@@ -67,6 +67,9 @@ type Resolver struct {
 	keys []key
 	// admin is the sha256 of the admin key, nil without one.
 	admin *[sha256.Size]byte
+	// adminUnusable: the configured admin hash is malformed; no key
+	// matches it.
+	adminUnusable bool
 }
 
 // New returns a Resolver for the configured keys. Entries whose hash is not

@@ -146,3 +146,26 @@ func TestResolveWithKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedAdminHashStaysClosed reproduces finding 9 at the resolver:
+// "sha256:" and 64 non-hex characters must not read as "no key configured"
+// (which opens the management API to loopback clients), nor match a key.
+func TestMalformedAdminHashStaysClosed(t *testing.T) {
+	bad := "sha256:" + strings.Repeat("zz", 32)
+	r := NewWithAdmin(nil, bad)
+	for _, key := range []string{"", bad, strings.Repeat("zz", 32)} {
+		h := http.Header{}
+		if key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+		if _, err := r.ResolveAdmin(h, "127.0.0.1:5000"); !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("key %q from loopback: err = %v, want ErrUnauthorized", key, err)
+		}
+	}
+	good := NewWithAdmin(nil, HashKey("adm"))
+	h := http.Header{}
+	h.Set("Authorization", "Bearer adm")
+	if tenant, err := good.ResolveAdmin(h, "203.0.113.1:1"); err != nil || tenant != "default" {
+		t.Fatalf("well-formed hash: %q, %v", tenant, err)
+	}
+}

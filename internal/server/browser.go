@@ -1,7 +1,6 @@
 package server
 
 import (
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,9 +28,11 @@ type ErrorWriter func(w http.ResponseWriter, e *apierr.Error)
 //   - an Origin other than the request's own host or an allow-listed
 //     origin ("null" included); without Origin, Sec-Fetch-Site: cross-site
 //     except on a top-level GET navigation, which cannot read the answer;
-//   - on JSON routes, a POST, PUT or PATCH body that is not declared
-//     application/json (or +json): a page can send text/plain, or a form,
-//     across sites without asking, but not JSON.
+//   - on JSON routes, a POST, PUT or PATCH body declared as anything but
+//     application/json (or +json): a page can send text/plain, a form or
+//     multipart across sites without asking, but not JSON. A body with no
+//     Content-Type passes (scripts and some clients send none; a browser
+//     always sends Origin with a POST, which the rule above checks).
 //
 // SDKs send application/json and no Origin; the inspector's own forms send
 // their own origin.
@@ -82,7 +83,7 @@ func (g *BrowserGuard) Check(r *http.Request, jsonBody bool) *apierr.Error {
 		return &apierr.Error{Status: http.StatusForbidden, Type: apierr.TypePermission, Code: "cross_origin_forbidden",
 			Message: "Cross-origin requests are refused without a key; add the origin to security.allowed_origins or configure gateway keys."}
 	}
-	if jsonBody && hasBody(r) && !isJSON(r.Header.Get("Content-Type")) {
+	if ct := r.Header.Get("Content-Type"); jsonBody && hasBody(r) && ct != "" && !isJSON(ct) {
 		return &apierr.Error{Status: http.StatusUnsupportedMediaType, Type: apierr.TypeInvalidRequest, Code: "unsupported_media_type",
 			Message: "The request body must be sent as Content-Type: application/json."}
 	}
@@ -206,11 +207,15 @@ func hasBody(r *http.Request) bool {
 	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 }
 
-// isJSON reports whether a Content-Type is application/json or a +json type.
+// isJSON reports whether a Content-Type is application/json or a +json type
+// (parameters ignored). It runs on every memory-on request, so it reads the
+// media type in place rather than through mime.ParseMediaType's map.
 func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	typ, sub, ok := strings.Cut(mt, "/")
+	if !ok || !strings.EqualFold(typ, "application") {
 		return false
 	}
-	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+	return strings.EqualFold(sub, "json") || (len(sub) > len("+json") && strings.EqualFold(sub[len(sub)-len("+json"):], "+json"))
 }

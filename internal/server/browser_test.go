@@ -54,11 +54,16 @@ func TestBrowserGuardCheck(t *testing.T) {
 		{"same-origin fetch", req{method: "GET", host: "localhost:8080",
 			hdr: map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"}}, false, ""},
 		{"text/plain no origin", req{method: "POST", host: "localhost:8080", ct: "text/plain", body: "{}"}, true, "unsupported_media_type"},
-		{"no content type", req{method: "POST", host: "localhost:8080", body: "{}"}, true, "unsupported_media_type"},
+		{"no content type", req{method: "POST", host: "localhost:8080", body: "{}"}, true, ""},
+		{"no content type cross-site", req{method: "POST", host: "localhost:8080", body: "{}",
+			hdr: map[string]string{"Origin": "https://evil.example"}}, true, "cross_origin_forbidden"},
+		{"multipart on json route", req{method: "POST", host: "localhost:8080", ct: "multipart/form-data; boundary=x", body: "--x--"}, true, "unsupported_media_type"},
 		{"form on json route", req{method: "POST", host: "localhost:8080", ct: "application/x-www-form-urlencoded", body: "a=b"}, true, "unsupported_media_type"},
 		{"form on form route", req{method: "POST", host: "localhost:8080", ct: "application/x-www-form-urlencoded", body: "a=b"}, false, ""},
 		{"delete without body", req{method: "DELETE", host: "localhost:8080"}, true, ""},
 		{"post without body", req{method: "POST", host: "localhost:8080"}, true, ""},
+		{"upper case json", req{method: "POST", host: "localhost:8080", ct: "Application/JSON", body: "{}"}, true, ""},
+		{"json-seq is not json", req{method: "POST", host: "localhost:8080", ct: "application/jsonx", body: "{}"}, true, "unsupported_media_type"},
 		{"problem+json", req{method: "POST", host: "localhost:8080", ct: "application/merge-patch+json", body: "{}"}, true, ""},
 	}
 	for _, tc := range cases {
@@ -123,5 +128,20 @@ func TestBrowserGuardMiddlewareWritesShape(t *testing.T) {
 	}
 	if !strings.Contains(w.Body.String(), `"code":"host_not_allowed"`) {
 		t.Fatalf("body %s", w.Body)
+	}
+}
+
+// BenchmarkBrowserGuardSDK is the guard's cost on an SDK's memory-on
+// request (loopback Host, JSON, no Origin).
+func BenchmarkBrowserGuardSDK(b *testing.B) {
+	g := NewBrowserGuard("127.0.0.1:8080", nil, nil)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader("{}"))
+	r.Host = "localhost:8080"
+	r.Header.Set("Content-Type", "application/json")
+	b.ReportAllocs()
+	for b.Loop() {
+		if e := g.Check(r, true); e != nil {
+			b.Fatal(e)
+		}
 	}
 }

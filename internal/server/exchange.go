@@ -26,8 +26,10 @@ type Exchange struct {
 	upstream time.Duration
 	// mem is the memory accounting of a memory-on chat request.
 	mem *memoryNote
-	// authFailed: the request presented a credential that was refused.
-	authFailed bool
+	// authFailed: the request presented a credential that was refused;
+	// authCounted: a FailureLimiter counted it (once, however many
+	// limiters the request passed).
+	authFailed, authCounted bool
 }
 
 // memoryNote is what memory did for one request, for the access log.

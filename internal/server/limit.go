@@ -149,7 +149,8 @@ func (l *FailureLimiter) Middleware(write ErrorWriter) echo.MiddlewareFunc {
 				return nil
 			}
 			err := next(c)
-			if x := ExchangeOf(r.Context()); x != nil && x.authFailed {
+			if x := ExchangeOf(r.Context()); x != nil && x.authFailed && !x.authCounted {
+				x.authCounted = true
 				l.Fail(client)
 			}
 			return err

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,27 @@ func New(reg *prometheus.Registry, ready func(context.Context) error, grace time
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// UsePrefix runs mw, in order, on every request whose path is prefix or
+// under it ("/ui" covers "/ui" and "/ui/users", not "/uix"), whichever
+// package registered the route, and on the unknown paths there too: the
+// way to put one guard in front of a whole surface (the management API,
+// the inspector).
+func (s *Server) UsePrefix(prefix string, mw ...echo.MiddlewareFunc) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	for _, m := range mw {
+		s.echo.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			guarded := m(next)
+			return func(c echo.Context) error {
+				p := c.Request().URL.Path
+				if p == prefix || strings.HasPrefix(p, prefix+"/") {
+					return guarded(c)
+				}
+				return next(c)
+			}
+		})
+	}
 }
 
 // Echo returns the echo instance, for registering routes.

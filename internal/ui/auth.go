@@ -40,10 +40,16 @@ type KeyResolver interface {
 //     its tenant (checked by res exactly as for /v1/memory);
 //   - with no key configured at all, only loopback clients are let in, on
 //     any tenant, whatever key they present.
+//
+// An adminHash that is set but not "sha256:" and 64 hex digits lets no one
+// in: a mistyped hash never reads as "no key configured".
 func KeyGuard(res KeyResolver, adminHash string) Guard {
 	var admin []byte
 	if h, ok := strings.CutPrefix(adminHash, "sha256:"); ok {
 		admin, _ = hex.DecodeString(strings.ToLower(h))
+	}
+	if adminHash != "" && len(admin) != sha256.Size {
+		return func(*http.Request, string, string) (string, error) { return "", ErrDenied }
 	}
 	return func(r *http.Request, key, tenant string) (string, error) {
 		if tenant != "" && !memory.ValidID(tenant) {

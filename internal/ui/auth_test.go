@@ -38,6 +38,9 @@ func TestKeyGuard(t *testing.T) {
 		{"nothing configured, IPv6 loopback", KeyGuard(auth.New(nil), ""), "[::1]:5000", "anything", "", "default", nil},
 		{"nothing configured, remote", KeyGuard(auth.New(nil), ""), remote, "", "", "", ErrDenied},
 		{"bad tenant id", KeyGuard(auth.New(nil), ""), local, "", "a/b", "", ErrTenant},
+		// Finding 9: a hash that is not hex read as "no key configured".
+		{"non-hex admin hash, loopback", KeyGuard(auth.New(nil), "sha256:"+strings.Repeat("zz", 32)), local, "", "", "", ErrDenied},
+		{"short admin hash, loopback", KeyGuard(auth.New(nil), "sha256:abc"), local, "anything", "", "", ErrDenied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

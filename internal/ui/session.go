@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/memgate/memgate/internal/server"
 )
 
 // cookieName is the inspector's session cookie.
@@ -23,22 +25,37 @@ const maxSessions = 1024
 // session is one logged-in browser. The key stays on the server; it is
 // checked again by the Guard on every request.
 type session struct {
-	id      string
-	key     string
-	csrf    string
-	expires time.Time
+	id   string
+	key  string
+	csrf string
+	// expires slides with use, never past ends, the absolute end fixed at
+	// login.
+	expires, ends time.Time
 }
 
 // sessions is the in-memory session table.
 type sessions struct {
-	mu  sync.Mutex
-	m   map[string]*session
-	ttl time.Duration
-	max int
+	mu sync.Mutex
+	m  map[string]*session
+	// ttl is the idle timeout, maxAge the absolute lifetime.
+	ttl, maxAge time.Duration
+	max         int
+	now         func() time.Time
 }
 
-func newSessions(ttl time.Duration, max int) *sessions {
-	return &sessions{m: map[string]*session{}, ttl: ttl, max: max}
+// newSessions returns a table of at most max sessions, each ending after
+// ttl unused or maxAge after login; now is the clock.
+func newSessions(ttl, maxAge time.Duration, max int, now func() time.Time) *sessions {
+	return &sessions{m: map[string]*session{}, ttl: ttl, maxAge: maxAge, max: max, now: now}
+}
+
+// until returns when a session used at now expires: ttl later, but never
+// after its absolute end.
+func (s *sessions) until(now, ends time.Time) time.Time {
+	if e := now.Add(s.ttl); e.Before(ends) {
+		return e
+	}
+	return ends
 }
 
 // token returns 32 random bytes, base64url-encoded.
@@ -52,7 +69,7 @@ func token() string {
 func (s *sessions) create(key string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	if len(s.m) >= s.max {
 		var oldest *session
 		for _, x := range s.m {
@@ -68,12 +85,14 @@ func (s *sessions) create(key string) *session {
 			delete(s.m, oldest.id)
 		}
 	}
-	ss := &session{id: token(), key: key, csrf: token(), expires: now.Add(s.ttl)}
+	ends := now.Add(s.maxAge)
+	ss := &session{id: token(), key: key, csrf: token(), ends: ends, expires: s.until(now, ends)}
 	s.m[ss.id] = ss
 	return ss
 }
 
-// get returns the live session id names, extending it, or nil.
+// get returns the live session id names, extending its idle timeout up to
+// its absolute end, or nil.
 func (s *sessions) get(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,12 +100,12 @@ func (s *sessions) get(id string) *session {
 	if ss == nil {
 		return nil
 	}
-	now := time.Now()
-	if ss.expires.Before(now) {
+	now := s.now()
+	if !now.Before(ss.expires) {
 		delete(s.m, id)
 		return nil
 	}
-	ss.expires = now.Add(s.ttl)
+	ss.expires = s.until(now, ss.ends)
 	return ss
 }
 
@@ -222,6 +241,7 @@ func (u *UI) handleLogin(c echo.Context) error {
 	}
 	key := c.FormValue("key")
 	if _, err := u.deps.Guard(c.Request(), key, ""); err != nil {
+		server.ExchangeOf(c.Request().Context()).AuthFailed()
 		return u.render(c, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginData{Next: next, Error: "That key is not accepted here."}})
 	}
 	ss := u.sessions.create(key)

@@ -99,6 +99,11 @@ type Options struct {
 	PreviewModel string
 	// SessionTTL is how long a session lives without use (default 8h).
 	SessionTTL time.Duration
+	// SessionMaxAge is how long a session lives after login, however much
+	// it is used (default 12h).
+	SessionMaxAge time.Duration
+	// Now is the clock sessions are timed by (default time.Now).
+	Now func() time.Time
 }
 
 // Shares are the fractions of the budget each memory part may take.
@@ -127,6 +132,12 @@ func New(deps Deps, opts Options, logger *slog.Logger) (*UI, error) {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = 8 * time.Hour
 	}
+	if opts.SessionMaxAge <= 0 {
+		opts.SessionMaxAge = 12 * time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -137,7 +148,7 @@ func New(deps Deps, opts Options, logger *slog.Logger) (*UI, error) {
 	}
 	return &UI{
 		deps: deps, opts: opts, log: logger, pages: pages,
-		sessions: newSessions(opts.SessionTTL, maxSessions),
+		sessions: newSessions(opts.SessionTTL, opts.SessionMaxAge, maxSessions, opts.Now),
 		static:   http.StripPrefix("/ui/static/", http.FileServer(http.FS(sub))),
 	}, nil
 }
