@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
@@ -139,4 +140,28 @@ func gatewayHandler(t *testing.T, cfg config.Config, g *testGateway) http.Handle
 		t.Fatal(err)
 	}
 	return srv.Handler()
+}
+
+// TestMCPFailedKeysLimited: refused keys on /mcp count against the
+// client's failed-key limit, as on the management API; past it, 429.
+func TestMCPFailedKeysLimited(t *testing.T) {
+	up := upstreamtest.New(t, recallUpstream())
+	cfg := recallConfigs(t, up)["sqlite"](t)
+	cfg.AdminKey = "admin-secret"
+	cfg.Security.FailedAuthBurst = 2
+	cfg.Security.FailedAuthRefill = config.Duration(time.Hour)
+	g := startGateway(t, cfg)
+	h := gatewayHandler(t, cfg, g)
+	bad := map[string]string{"Authorization": "Bearer wrong"}
+	for i := range 2 {
+		if code, _ := mcpPost(t, h, "198.51.100.9:4000", bad, initialize); code != http.StatusUnauthorized {
+			t.Fatalf("refused key %d: %d, want 401", i+1, code)
+		}
+	}
+	if code, body := mcpPost(t, h, "198.51.100.9:4000", map[string]string{"Authorization": "Bearer admin-secret"}, initialize); code != http.StatusTooManyRequests {
+		t.Fatalf("after the burst: %d %s, want 429", code, body)
+	}
+	if code, _ := mcpPost(t, h, "198.51.100.10:4000", map[string]string{"Authorization": "Bearer admin-secret"}, initialize); code != http.StatusOK {
+		t.Fatalf("another client: %d, want 200", code)
+	}
 }

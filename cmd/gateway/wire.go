@@ -250,7 +250,7 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
 		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
 	}, logger).Register(srv)
-	registerMCP(cfg, d, srv, logger)
+	registerMCP(cfg, d, edge, srv, logger)
 	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
 		return nil, err
 	}

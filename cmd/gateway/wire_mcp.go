@@ -48,9 +48,10 @@ func newMCPService(cfg config.Config, d httpDeps, logger *slog.Logger) *mcpserve
 }
 
 // registerMCP serves the MCP streamable HTTP transport on /mcp (route
-// "mcp" in metrics and logs), behind the management API's key rule and,
-// when no key is configured, the browser guard every key-less route has.
-func registerMCP(cfg config.Config, d httpDeps, srv *server.Server, logger *slog.Logger) {
+// "mcp" in metrics and logs), behind the management API's key rule and
+// its edge guards: the failed-key limiter, and the browser guard when no
+// key protects the management API.
+func registerMCP(cfg config.Config, d httpDeps, e edge, srv *server.Server, logger *slog.Logger) {
 	if d.Admin == nil {
 		return
 	}
@@ -59,18 +60,7 @@ func registerMCP(cfg config.Config, d httpDeps, srv *server.Server, logger *slog
 		resolver = d.Resolver
 	}
 	h := newMCPService(cfg, d, logger).Handler(resolver, cfg.MaxBodyBytes)
-	srv.Echo().Any("/mcp", echo.WrapHandler(h), srv.Route("mcp"), mcpBrowserGuard(cfg).Middleware(true, nil))
-}
-
-// mcpBrowserGuard is the browser guard of /mcp: none when a key (gateway
-// or admin) is configured, since then no request gets in without one and a
-// web page cannot attach it; else the Host, Origin and Content-Type checks
-// for the listen address and the security allow-lists.
-func mcpBrowserGuard(cfg config.Config) *server.BrowserGuard {
-	if len(cfg.Keys) > 0 || cfg.AdminKey != "" {
-		return nil
-	}
-	return server.NewBrowserGuard(cfg.Listen, cfg.Security.AllowedHosts, cfg.Security.AllowedOrigins)
+	srv.Echo().Any("/mcp", echo.WrapHandler(h), srv.Route("mcp"), e.limiter.Middleware(nil), e.manage.Middleware(true, nil))
 }
 
 // mcpStdio runs `gateway mcp`: the MCP server over stdin and stdout for a

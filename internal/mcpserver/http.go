@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/server"
 )
 
 // IdentityResolver decides who may use the memory and for which tenant:
@@ -26,9 +27,10 @@ type tenantKey struct{}
 // exactly as the management API's are: the admin key opens every tenant
 // (X-Memory-Tenant, else the default), a gateway key its own, and with no
 // key configured only loopback peers get in; the others get 401 or 403 in
-// OpenAI's error shape and no server is made. The caller puts the browser
-// protections (Host, Origin, Content-Type) in front of it; maxBody caps a
-// request body.
+// OpenAI's error shape and no server is made (a refused key is marked on
+// the request's server.Exchange for the failed-key limiter). The caller
+// puts the browser protections (Host, Origin, Content-Type) in front of
+// it; maxBody caps a request body.
 func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		tenant, ok := r.Context().Value(tenantKey{}).(string)
@@ -50,7 +52,13 @@ func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 		if err != nil {
-			apierr.Write(w, apierr.FromIdentity(err))
+			aerr := apierr.FromIdentity(err)
+			if aerr.Status == http.StatusUnauthorized {
+				// Counted by the failed-key limiter in front, as on the
+				// management API.
+				server.ExchangeOf(r.Context()).AuthFailed()
+			}
+			apierr.Write(w, aerr)
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))

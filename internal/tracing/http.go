@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -43,8 +45,16 @@ func (t *Tracing) Middleware() echo.MiddlewareFunc {
 			err := next(c)
 			status := c.Response().Status
 			if err != nil {
-				if he, ok := err.(*echo.HTTPError); ok {
+				// The error is written after this middleware returns.
+				var he *echo.HTTPError
+				var ae *apierr.Error
+				switch {
+				case errors.As(err, &ae):
+					status = ae.Status
+				case errors.As(err, &he):
 					status = he.Code
+				default:
+					status = http.StatusInternalServerError
 				}
 				span.RecordError(err)
 			}
