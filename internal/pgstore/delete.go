@@ -24,6 +24,12 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), id.Tenant, id.User); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
+		// The user's recall statistics before the conversation's row, in
+		// the order AddItems takes them, as the items deleted below move
+		// the statistics.
+		if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", []string{id.Tenant}, []string{id.User}); err != nil {
+			return fmt.Errorf("lock statistics: %w", unavailable(err))
+		}
 		// Messages, summaries and candidates go with the conversation (ON
 		// DELETE CASCADE).
 		tag, err := tx.Exec(ctx,

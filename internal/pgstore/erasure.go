@@ -53,7 +53,7 @@ import (
 // exclusively, or pg_repack) and WAL/backup retention the operator controls.
 
 // erasedTables are the tables vacuumed after an erasure.
-var erasedTables = []string{"messages", "summaries", "facts", "memory_items", "conversations"}
+var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "memory_items", "conversations"}
 
 // ErasedAt returns when the user was last erased, or the zero time when
 // never. Importers and enrichment workers use it to skip data captured at

@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,4 +185,124 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 		}
 	}
 	assertValues(t, "facts", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true), late.Value, late.Value)
+}
+
+// testGuardedWritesRaceConversationDelete runs writers that keep writing
+// guarded facts and items for a conversation while it is deleted: whatever
+// the interleaving, nothing of it is left once both are done, and the
+// user's other conversation keeps what was written for it.
+func testGuardedWritesRaceConversationDelete(t *testing.T, s KnowledgeStore) {
+	const maxRaceWrites = 2000
+	ctx := testCtx(t)
+	const convs = 3
+	kept := memory.Identity{Tenant: "acme", User: "alice", Conversation: "kept"}
+	mustSave(t, s, simple(t, kept, 1))
+	gctx := memory.WithErasureGuard(ctx, "acme", "alice", baseTime.Add(time.Second))
+	var wg sync.WaitGroup
+	errs := make(chan error, convs*2)
+	for c := range convs {
+		id := memory.Identity{Tenant: "acme", User: "alice", Conversation: fmt.Sprintf("gone%d", c)}
+		mustSave(t, s, simple(t, id, 1))
+		wrote := make(chan struct{})
+		wg.Add(2)
+		go func() { // the hooks
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if i == maxRaceWrites {
+					errs <- fmt.Errorf("%s: guarded writes still accepted after %d rounds", id.Conversation, i)
+					return
+				}
+				f := fact("acme", "alice", memory.FactDecision, fmt.Sprintf("plan %s %d", id.Conversation, i), "move to Lisbon with Mariabelle", i)
+				f.Conversation, f.Pinned = id.Conversation, true
+				_, ferr := s.UpsertFact(gctx, f, 0)
+				ierr := s.AddItems(gctx, []memory.Item{
+					item(id, "message", fmt.Sprintf("%s-r%d:0", id.Conversation, i), "Lisbon with Mariabelle", vec4(1, 0, 0, 0)),
+					item(kept, "message", fmt.Sprintf("kept-%s-r%d:0", id.Conversation, i), "Porto with Mariabelle", vec4(0, 1, 0, 0)),
+				})
+				if i == 0 {
+					close(wrote)
+				}
+				if ierr != nil {
+					errs <- fmt.Errorf("%s AddItems: %w", id.Conversation, ierr)
+					return
+				}
+				if errors.Is(ferr, memory.ErrErased) {
+					return // the delete is seen; the hooks stop
+				}
+				if ferr != nil {
+					errs <- fmt.Errorf("%s UpsertFact: %w", id.Conversation, ferr)
+					return
+				}
+			}
+		}()
+		go func() { // the user
+			defer wg.Done()
+			select {
+			case <-wrote:
+			case <-ctx.Done():
+				return
+			}
+			if err := s.DeleteConversation(context.WithoutCancel(ctx), id); err != nil {
+				errs <- fmt.Errorf("%s DeleteConversation: %w", id.Conversation, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if fs := mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true); len(fs) != 0 {
+		t.Errorf("facts of the deleted conversations left: %d (%+v)", len(fs), fs[0])
+	}
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Lisbon Mariabelle", Limit: 50}
+	for _, it := range mustSearchText(t, s, q) {
+		if it.Conversation != kept.Conversation {
+			t.Fatalf("item %s of deleted conversation %q left", it.Ref, it.Conversation)
+		}
+	}
+	if got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto", Limit: 5}); len(got) == 0 {
+		t.Fatal("the kept conversation's items are gone too")
+	}
+}
+
+// testDeleteConversationRacesIndexing deletes conversations while unguarded
+// writers (the management API, a reindex) keep indexing items of them:
+// neither side fails (no deadlock between their locks).
+func testDeleteConversationRacesIndexing(t *testing.T, s KnowledgeStore) {
+	const rounds = 30
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*rounds)
+	for c := range 3 {
+		id := memory.Identity{Tenant: "acme", User: "alice", Conversation: fmt.Sprintf("busy%d", c)}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				if err := s.AddItems(ctx, []memory.Item{
+					item(id, "message", fmt.Sprintf("%s-%d:0", id.Conversation, i), "the lighthouse keeper", vec4(1, 0, 0, 0)),
+					item(id, "fact", strconv.Itoa(1000*c+i), "profile city: Lisbon", vec4(0, 1, 0, 0)),
+				}); err != nil {
+					errs <- fmt.Errorf("%s AddItems: %w", id.Conversation, err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				mustSave(t, s, simple(t, id, i+1))
+				if err := s.DeleteConversation(ctx, id); err != nil {
+					errs <- fmt.Errorf("%s DeleteConversation: %w", id.Conversation, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -57,6 +57,8 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
 		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
 		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
+		{"GuardedWritesRaceConversationDelete", testGuardedWritesRaceConversationDelete},
+		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 	}
