@@ -176,6 +176,14 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *dialect.Request, mreq memory.Request) []byte {
 	prep, err := p.prepareWithin(ctx, mreq)
 	var out []byte
+	switch strings.ToLower(h.Get("X-Memory-Cache-Breakpoints")) {
+	case "on", "true", "1":
+		req.SetCacheBreakpoints(true)
+	case "off", "false", "0":
+		req.SetCacheBreakpoints(false)
+	default:
+		req.SetCacheBreakpoints(p.opts.CacheBreakpoints)
+	}
 	if err == nil {
 		out, err = req.Render(prep)
 	}
@@ -208,5 +216,14 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 	if prep.OverBudget {
 		h["X-Memory-Over-Budget"] = []string{"true"}
 	}
+	// What the provider's prompt cache can serve: the prompt tokens that
+	// repeat this conversation's previous request from the first byte.
+	k := newPrefixKey(mreq.Tenant, mreq.User, mreq.Conversation, string(req.API), req.Model)
+	repeated := repeatedTokens(p.prefix.repeat(k, out), len(out), prep.TokensSent)
+	p.m.prefixRepeated.Add(float64(repeated))
+	if p.deps.Cache != nil {
+		p.deps.Cache.Repeated(mreq.Tenant, repeated)
+	}
+	h["X-Memory-Prefix-Tokens"] = []string{strconv.Itoa(repeated)}
 	return out
 }
