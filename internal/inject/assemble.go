@@ -111,7 +111,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		// prefix up to the recalled block repeats for many turns.
 		allowance := 0
 		if len(ld.items) > 0 {
-			allowance = min(fx.recallShare+fx.spare, fx.room)
+			allowance = min(fx.recallShare, fx.room)
 		}
 		step := max(budget/16, 1)
 		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
@@ -126,7 +126,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// the extra tokens do not change) — unless every passage is in
 	// already: packing again would choose the same ones, and the block,
 	// which cost at most room-spent, would not shrink.
-	if left := room - blk.cost - spent; !all && left >= minPassageCost && len(ld.items) > 0 {
+	if left := room - blk.cost - spent; a.opts.FillRecall && !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {

@@ -105,6 +105,11 @@ type Options struct {
 	// Position is the role the memory blocks are sent in: PositionSystem
 	// (the default) or PositionUser.
 	Position Position
+	// FillRecall gives the tokens left when every recent turn fits to more
+	// recalled passages. Off, recall keeps to its share and the prompt is
+	// shorter: the recalled block is the volatile part of the prompt, which
+	// a provider's prompt cache cannot serve.
+	FillRecall bool
 }
 
 // Position is where memory goes in a prompt.

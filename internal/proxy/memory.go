@@ -137,6 +137,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
 			if mode.Injects() && p.deps.Preparer != nil {
+				req.SetCacheBreakpoints(p.cacheBreakpoints(r.Header))
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
@@ -176,14 +177,6 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *dialect.Request, mreq memory.Request) []byte {
 	prep, err := p.prepareWithin(ctx, mreq)
 	var out []byte
-	switch strings.ToLower(h.Get("X-Memory-Cache-Breakpoints")) {
-	case "on", "true", "1":
-		req.SetCacheBreakpoints(true)
-	case "off", "false", "0":
-		req.SetCacheBreakpoints(false)
-	default:
-		req.SetCacheBreakpoints(p.opts.CacheBreakpoints)
-	}
 	if err == nil {
 		out, err = req.Render(prep)
 	}
@@ -226,4 +219,17 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 	}
 	h["X-Memory-Prefix-Tokens"] = []string{strconv.Itoa(repeated)}
 	return out
+}
+
+// cacheBreakpoints reports whether a /v1/messages prompt gets cache_control
+// breakpoints: X-Memory-Cache-Breakpoints (on or off) when the request
+// sends it, else Options.CacheBreakpoints.
+func (p *Proxy) cacheBreakpoints(h http.Header) bool {
+	switch strings.ToLower(h.Get("X-Memory-Cache-Breakpoints")) {
+	case "on", "true", "1":
+		return true
+	case "off", "false", "0":
+		return false
+	}
+	return p.opts.CacheBreakpoints
 }

@@ -130,3 +130,33 @@ func TestPrefixesBounded(t *testing.T) {
 		t.Errorf("a different first byte repeats %d bytes", n)
 	}
 }
+
+// TestCacheBreakpointsHeader: X-Memory-Cache-Breakpoints: on adds
+// cache_control after the stable memory of a /v1/messages prompt and at the
+// end of its recent turns (the app's own breakpoint kept); off, or absent
+// with the option off, adds none.
+func TestCacheBreakpointsHeader(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   int // cache_control blocks upstream; the client sends 1
+	}{{"on", 3}, {"off", 1}, {"", 1}} {
+		t.Run("header "+tc.header, func(t *testing.T) {
+			g, fake := dialectGateway(t, rememberingPreparer(nil), nil, nil)
+			h := map[string]string{}
+			for k, v := range claudeHeaders {
+				h[k] = v
+			}
+			if tc.header != "" {
+				h["X-Memory-Cache-Breakpoints"] = tc.header
+			}
+			resp, b := g.post(t, "/v1/messages", claudeBody, h)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			sent := string(fake.Requests()[0].Body)
+			if got := strings.Count(sent, `"cache_control"`); got != tc.want {
+				t.Errorf("%d cache_control upstream, want %d:\n%s", got, tc.want, sent)
+			}
+		})
+	}
+}
