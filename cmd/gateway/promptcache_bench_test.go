@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -86,7 +88,7 @@ func commonPrefix(a, b []byte) int {
 
 // replayForCache replays turns through a fresh gateway and measures the
 // upstream prompts.
-func replayForCache(tb *testing.T, turns int, fullHistory bool) cacheRun {
+func replayForCache(tb *testing.T, turns int, fullHistory bool, mutate func(*config.Config)) cacheRun {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(28, 4))
 	var bodies [][]byte
@@ -94,7 +96,9 @@ func replayForCache(tb *testing.T, turns int, fullHistory bool) cacheRun {
 	up := upstreamtest.New(tb, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(extractionMarker)) {
+		// memgate's own side-model calls (fact extraction, the
+		// summariser: both ask for JSON) are not the conversation's.
+		if bytes.Contains(body, []byte(extractionMarker)) || bytes.Contains(body, []byte(`"response_format"`)) {
 			recallUpstream().ServeHTTP(w, req)
 			return
 		}
@@ -104,7 +108,11 @@ func replayForCache(tb *testing.T, turns int, fullHistory bool) cacheRun {
 	// The default configuration (compaction, recall, extraction on), its
 	// side models answered by the fake upstream (summaries fall back to the
 	// extractive summariser).
-	g := startGateway(tb, storeConfigs(tb, up)["sqlite"](tb))
+	cfg := storeConfigs(tb, up)["sqlite"](tb)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	g := startGateway(tb, cfg)
 	var history []map[string]any
 	h := map[string]string{"X-Memory-User": "cache-user", "X-Memory-Budget": "4000"}
 	if !fullHistory {
@@ -131,6 +139,11 @@ func replayForCache(tb *testing.T, turns int, fullHistory bool) cacheRun {
 			tb.Fatalf("turn %d: reply %s", i, res.Body)
 		}
 		history = append(history, msg, assistant(reply.Choices[0].Message.Content))
+		if !fullHistory {
+			// As a person replies seconds later: the turn is stored
+			// before the next one is asked.
+			waitStored(tb, g, memory.Identity{Tenant: memory.DefaultTenant, User: "cache-user", Conversation: "long-chat"}, len(history))
+		}
 	}
 	var run cacheRun
 	for i := 1; i < len(bodies); i++ {
@@ -180,7 +193,7 @@ func TestPromptCacheShare(t *testing.T) {
 		full bool
 	}{{"newest-only", false}, {"full-history", true}} {
 		t.Run(style.name, func(t *testing.T) {
-			run := replayForCache(t, 100, style.full)
+			run := replayForCache(t, 100, style.full, nil)
 			t.Logf("prompt-cache %s prompts=%d share=%.3f openai50=%.3f openai75=%.3f anthropic=%.3f",
 				style.name, run.prompts, run.share, run.openai50, run.openai75, run.ant)
 			if run.prompts < 20 || run.share < 0.5 {

@@ -57,7 +57,7 @@ func fitNewest(msgs []memory.Message, cost func(memory.Message) int, budget int)
 // windowLow is the low watermark of the recent turns' window, as a
 // fraction of its size: when the turns outgrow the window, the oldest are
 // dropped until what is left fills at most this much of it.
-const windowLow = 0.5
+const windowLow = 0.7
 
 // recentWindow returns the turns of msgs (oldest first) to send as recent
 // turns and their cost. It moves in steps, as compaction does: replaying
