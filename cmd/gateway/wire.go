@@ -239,8 +239,10 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 		LoadTimeout:   prepareTimeout(cfg),
 		Passthrough:   cfg.Security.Passthrough,
 		WrapTransport: tr.Transport,
+		// Anthropic prompts get cache_control after their stable part.
+		CacheBreakpoints: cfg.Memory.CacheBreakpoints,
 	}, proxy.Deps{Resolver: d.Resolver, Preparer: tr.Preparer(recordSavings(rec, d.Preparer)), Capturer: tr.Capturer(d.Capturer),
-		Browser: edge.chat, Limiter: edge.limiter}, logger, reg)
+		Browser: edge.chat, Limiter: edge.limiter, Cache: cacheCounter(rec)}, logger, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 // a.Budget(req). See Prepare for the contract.
 func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
 	model := req.Model
+	ld = quoted(ld)
 	budget := a.Budget(req)
 	// Every message is tokenized once: the accounting of the original
 	// request, the untouchable parts and the fitting of recent turns all
@@ -47,6 +48,9 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	if !fullHistory {
 		unsummarised = unsummarisedOf(ld)
 		history = usableHistory(unsummarised, rest)
+	}
+	if !fullHistory {
+		history = history[a.windowAnchor(ld, history):]
 	}
 	conv := make([]memory.Message, 0, len(history)+len(rest))
 	conv = append(conv, history...)
@@ -84,8 +88,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	var (
 		fx       fixedParts
 		all      bool // the block's selection took every passage to be shown
-		blk      string
-		blkCost  int
+		blk      blocks
 		sections map[string]int
 		kept     []memory.Message
 		spent    int
@@ -97,54 +100,82 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 			err error
 		)
 		sel, all = pc.pack(fx, 0)
-		blk, blkCost, sections, err = a.block(model, sel, room)
+		blk, sections, err = a.block(model, sel, room)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
-		kept, spent = fitNewest(candidates, cost, room-blkCost)
+		// The recent turns' window is sized by what stays the same from
+		// request to request — the budget, the system prompt, the stable
+		// block, what recall may take (not what it took) and the current
+		// turn rounded up — and moves in steps (recentWindow), so the
+		// prefix up to the recalled block repeats for many turns.
+		allowance := 0
+		if len(ld.items) > 0 {
+			allowance = min(fx.recallShare, fx.room)
+		}
+		step := max(budget/16, 1)
+		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
+		kept, spent = recentWindow(candidates, cost, window, room-blk.cost)
 		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
 			break
 		}
 		withSummary = true
 	}
-	// Every recent turn fit and tokens are left: they go to more recalled
-	// passages, within what the recent turns leave (the same pinned
-	// facts, summary and facts, which the extra tokens do not change) —
-	// unless every passage is in already: packing again would choose the
-	// same ones, and the block, which cost at most room-spent, would not
-	// shrink.
-	if left := room - blkCost - spent; !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+	// Tokens are left: they go to more recalled passages, within what the
+	// recent turns leave (the same pinned facts, summary and facts, which
+	// the extra tokens do not change) — unless every passage is in
+	// already: packing again would choose the same ones, and the block,
+	// which cost at most room-spent, would not shrink.
+	if left := room - blk.cost - spent; a.opts.FillRecall && !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
-		b2, c2, s2, err := a.block(model, sel, room-spent)
+		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
-		if c2 > blkCost {
-			blk, blkCost, sections = b2, c2, s2
+		if b2.cost > blk.cost {
+			blk, sections = b2, s2
 		}
 	}
 
-	out := make([]json.RawMessage, 0, len(system)+1+len(kept)+len(current))
+	// Stable to volatile, so that a provider's prompt cache keeps as much
+	// of the previous request's prefix as can be kept: the client's system
+	// messages, the stable memory, the recent turns, what this question
+	// recalled, the current turn.
+	out := make([]json.RawMessage, 0, len(system)+2+len(kept)+len(current))
 	out = append(out, raws(system)...)
-	if blk != "" {
-		raw, err := systemRaw(blk)
-		if err != nil {
-			return memory.Prepared{}, err
+	var bs []memory.Block
+	add := func(text string, stable bool) error {
+		if text == "" {
+			return nil
 		}
+		raw, err := blockRaw(a.opts.Position.role(), text)
+		if err != nil {
+			return err
+		}
+		bs = append(bs, memory.Block{At: len(out), Stable: stable, Text: text})
 		out = append(out, raw)
+		return nil
 	}
-	out = append(out, raws(kept, current)...)
+	if err := add(blk.stable, true); err != nil {
+		return memory.Prepared{}, err
+	}
+	out = append(out, raws(kept)...)
+	if err := add(blk.recalled, false); err != nil {
+		return memory.Prepared{}, err
+	}
+	out = append(out, raws(current)...)
 	for k, v := range sections {
 		parts[k] = v
 	}
-	parts["memory"] = blkCost
+	parts["memory"] = blk.cost
 	parts["recent"] = spent
 	return memory.Prepared{
 		Messages:       out,
 		TokensOriginal: original,
-		TokensSent:     priming + parts["system"] + blkCost + spent + parts["current"],
+		TokensSent:     priming + parts["system"] + blk.cost + spent + parts["current"],
 		Budget:         budget,
 		Parts:          parts,
+		Blocks:         bs,
 	}, nil
 }
 
@@ -224,4 +255,26 @@ func raws(lists ...[]memory.Message) []json.RawMessage {
 		}
 	}
 	return out
+}
+
+// windowAnchor returns where in history (the stored turns after the
+// summary) the recent turns may start. When the store gave all it was asked
+// for (Options.RecentMessages) and the summary does not reach the first of
+// them, older turns were not loaded and the loaded window slides by one
+// message per message: the anchor is then the first message of a block of
+// RecentMessages/2 sequence numbers, so it moves in steps too. Otherwise
+// history starts where the summary ends (or the conversation starts), a
+// stable place: 0.
+func (a *Assembler) windowAnchor(ld loaded, history []memory.Message) int {
+	n := a.opts.RecentMessages
+	if n <= 0 || len(ld.stored) < n || len(history) == 0 || (ld.summary != nil && ld.summary.ToSeq >= ld.stored[0].Seq) {
+		return 0
+	}
+	step := int64(max(n/2, 1))
+	for i := 1; i < len(history); i++ {
+		if history[i].Seq/step != history[i-1].Seq/step {
+			return i
+		}
+	}
+	return 0
 }

@@ -119,6 +119,29 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CachedTokens are the prompt tokens the provider read from its prompt
+	// cache (part of PromptTokens), when it said.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+}
+
+// UnmarshalJSON reads a Usage, and OpenAI's
+// prompt_tokens_details.cached_tokens as CachedTokens.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	type plain Usage
+	var v struct {
+		plain
+		Details *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*u = Usage(v.plain)
+	if u.CachedTokens == 0 && v.Details != nil {
+		u.CachedTokens = v.Details.CachedTokens
+	}
+	return nil
 }
 
 // Exchange is one request/reply pair handed to capture. Prior holds the
@@ -232,4 +255,22 @@ type Prepared struct {
 	// "recall" are the sections' text), "recent" and "current"; TokensSent is
 	// system + memory + recent + current + the reply priming.
 	Parts map[string]int
+	// Blocks locate the memory messages memgate added among Messages, in
+	// order (none when no memory was added). A dialect adapter renders them
+	// where its API wants memory; without Blocks, every system message that
+	// is not the client's own is taken for one stable block.
+	Blocks []Block
+}
+
+// Block is one memory message of a Prepared prompt.
+type Block struct {
+	// At is the message's index in Prepared.Messages.
+	At int
+	// Stable is true for the memory that changes rarely (pinned facts, the
+	// summary, facts about the user), which follows the client's system
+	// messages; false for what this request recalled, which comes right
+	// before the current turn.
+	Stable bool
+	// Text is the block's text, delimiters included.
+	Text string
 }

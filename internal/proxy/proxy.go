@@ -43,6 +43,11 @@ type Options struct {
 	// retries, breakers and idle timeout: each attempt goes through it
 	// (tracing instruments the upstream calls so).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// CacheBreakpoints adds Anthropic cache_control breakpoints after the
+	// stable part of memory-on /v1/messages prompts; the
+	// X-Memory-Cache-Breakpoints header (on, off) overrides it per request.
+	CacheBreakpoints bool
 }
 
 // Deps are the proxy's optional collaborators. With all of them nil the
@@ -62,6 +67,22 @@ type Deps struct {
 	// Limiter refuses clients that presented too many bad gateway keys;
 	// nil limits nothing.
 	Limiter *server.FailureLimiter
+
+	// Cache, when set, counts per tenant the prompt tokens that repeat the
+	// previous request's prefix and those the provider reported reading
+	// from its cache.
+	Cache CacheCounter
+}
+
+// CacheCounter counts prompt-cache tokens per tenant (implemented by
+// internal/savings).
+type CacheCounter interface {
+	// Repeated counts prompt tokens that repeat the previous request's
+	// prefix of the same conversation.
+	Repeated(tenant string, tokens int)
+	// Cached counts prompt tokens the provider reported reading from its
+	// prompt cache.
+	Cached(tenant string, tokens int)
 }
 
 // Proxy forwards requests to the upstream.
@@ -80,6 +101,9 @@ type Proxy struct {
 	// captures are the stream captures still being reassembled after
 	// their response ended; Wait waits for them.
 	captures sync.WaitGroup
+	// prefix measures what each request's prompt repeats of the previous
+	// request's (the provider's prompt cache).
+	prefix *prefixes
 }
 
 // New returns a proxy for opts.Upstream whose metrics are registered on
@@ -97,7 +121,7 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("register proxy metrics: %w", err)
 	}
-	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, transport: upstream.NewTransport(opts.Upstream),
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
 	pass := opts.Passthrough
 	if pass == nil {

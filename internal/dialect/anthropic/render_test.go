@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
@@ -66,6 +67,43 @@ func TestRender(t *testing.T) {
 				stored = tt.stored(t)
 			}
 			out, err := r.Render(dialecttest.Prepared(r.Conversation, tt.block, stored, tt.keepFrom))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkRules(out); err != nil {
+				t.Error(err)
+			}
+			dialecttest.Golden(t, "render_"+tt.name, out, *update)
+		})
+	}
+}
+
+// TestRenderBlocks renders the two memory blocks: the stable one joins
+// the system prompt (or, in user position, opens the first message), the
+// recalled one opens the message that asks the current question — after
+// its tool results — and the rendered body keeps Anthropic's rules.
+func TestRenderBlocks(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		user bool
+	}{
+		{"blocks_string_question", `{"model":"claude-sonnet-4-5","max_tokens":100,"system":"Be kind.","messages":[{"role":"user","content":"What did I say about my city?"}]}`, false},
+		{"blocks_user_position", `{"model":"claude-sonnet-4-5","max_tokens":100,"system":"Be kind.","messages":[{"role":"user","content":"What did I say about my city?"}]}`, true},
+		{"blocks_tool_loop", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[
+			{"role":"user","content":"one"},{"role":"assistant","content":[{"type":"text","text":"two"},{"type":"tool_use","id":"toolu_p","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_p","content":"x"},{"type":"text","text":"three"}]},
+			{"role":"assistant","content":[{"type":"tool_use","id":"toolu_x","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"ok"}]}]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := dialecttest.PreparedBlocks(r.Conversation, "<memory>\nFacts:\n- city: Porto\n</memory>", "<memory>\nRecalled: Porto\n</memory>", tt.user, storedTurns(t), 0)
+			out, err := r.Render(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,5 +237,55 @@ func TestRenderRulesProperty(t *testing.T) {
 				t.Fatalf("iteration %d: %v\nstored %s\nrendered %s", iter, err, stored, out)
 			}
 		}
+	}
+}
+
+// TestRenderCacheBreakpoints: with breakpoints on, cache_control marks the
+// stable memory block and the last block before the question, within what
+// the app's own breakpoints leave of four; off, none is added.
+func TestRenderCacheBreakpoints(t *testing.T) {
+	appBlocks := func(n int) string {
+		var bs []string
+		for i := range n {
+			bs = append(bs, fmt.Sprintf(`{"type":"text","text":"rule %d","cache_control":{"type":"ephemeral"}}`, i))
+		}
+		if n == 0 {
+			return `"Be kind."`
+		}
+		return "[" + strings.Join(bs, ",") + "]"
+	}
+	for _, tt := range []struct {
+		name      string
+		app       int
+		on, user  bool
+		wantAdded int
+	}{
+		{"off", 0, false, false, 0},
+		{"on", 0, true, false, 2},
+		{"on_user_position", 0, true, true, 2},
+		{"app_has_three", 3, true, false, 1},
+		{"app_has_four", 4, true, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"system":` + appBlocks(tt.app) +
+				`,"messages":[{"role":"user","content":"What did I say about my city?"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Breakpoints = tt.on
+			out, err := r.Render(dialecttest.PreparedBlocks(r.Conversation, "<memory>\nFacts:\n- city: Porto\n</memory>", "<memory>\nRecalled\n</memory>", tt.user, storedTurns(t), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkRules(out); err != nil {
+				t.Error(err)
+			}
+			if got := strings.Count(string(out), `"cache_control"`) - tt.app; got != tt.wantAdded {
+				t.Errorf("added %d breakpoints, want %d:\n%s", got, tt.wantAdded, out)
+			}
+			if tt.wantAdded == 2 {
+				dialecttest.Golden(t, "render_breakpoints_"+tt.name, out, *update)
+			}
+		})
 	}
 }
