@@ -75,7 +75,7 @@ func cutBefore(b byte) bool {
 // segment returns the count of s[from:to], whose ends are piece
 // boundaries of s.
 func (c *segmentCache) segment(e *encoding, s string, from, to int) int {
-	return c.memo.count(c.memo.key(kindSegment, e.name, s[from:to], nil), func() int { return e.countRange(s, from, to) })
+	return c.memo.count(c.memo.key(kindSegment, e.name, s[from:to], nil), func() int { n, _ := e.countRange(s, from, to); return n })
 }
 
 // isSpaceByte reports whether b starts a white-space character or is not
