@@ -14,19 +14,17 @@ import "strings"
 const awsContext = 80
 
 // findAWSSecrets returns the spans of the AWS secret access keys in s.
-func findAWSSecrets(s string) [][2]int {
-	var out [][2]int
+func findAWSSecrets(s string, m *meter) []span {
+	var out []span
 	for i := 0; i+40 <= len(s); {
 		if !isBase64Byte(s[i]) || i > 0 && (isBase64Byte(s[i-1]) || s[i-1] == '=') {
 			i++
+			m.add(1)
 			continue
 		}
-		j := i
-		for j < len(s) && isBase64Byte(s[j]) {
-			j++
-		}
-		if j-i == 40 && (j == len(s) || s[j] != '=') && mixed(s[i:j]) && awsNearby(s, i) {
-			out = append(out, [2]int{i, j})
+		j := runEnd(s, i, isBase64Byte, m)
+		if j-i == 40 && (j == len(s) || s[j] != '=') && mixed(s[i:j]) && awsNearby(s, i, m) {
+			out = append(out, span{i, j, "aws_secret_key"})
 		}
 		i = j
 	}
@@ -54,13 +52,13 @@ func mixed(s string) bool {
 
 // awsNearby reports whether the awsContext bytes before at, on the same
 // line, mention AWS, a secret or an access key id.
-func awsNearby(s string, at int) bool {
+func awsNearby(s string, at int, m *meter) bool {
 	from := max(0, at-awsContext)
 	ctx := s[from:at]
 	if nl := strings.LastIndexByte(ctx, '\n'); nl >= 0 {
 		ctx = ctx[nl+1:]
 	}
-	lower := strings.ToLower(ctx)
-	return strings.Contains(lower, "aws") || strings.Contains(lower, "secret") ||
+	m.add(4 * len(ctx))
+	return index(ctx, "aws", true) >= 0 || index(ctx, "secret", true) >= 0 ||
 		strings.Contains(ctx, "AKIA") || strings.Contains(ctx, "ASIA") || strings.Contains(ctx, "[redacted:aws_access_key]")
 }

@@ -5,22 +5,30 @@ import "strings"
 // findCards returns the spans of the card numbers in s: runs of 13–19
 // digits, separated at most by single spaces or dashes, standing as a word of
 // their own, that cardNumber accepts. In a longer run the longest leading
-// groups that form a card are taken (a card number followed by a year).
-func findCards(s string) [][2]int {
-	var out [][2]int
+// groups that form a card are taken (a card number followed by a year). Only
+// the leading groups that hold 19 digits or fewer are tried, so a long run of
+// digit groups costs one pass.
+func findCards(s string, m *meter) []span {
+	var out []span
 	for i := 0; i < len(s); {
 		if !isDigit(s[i]) || (i > 0 && isWordByte(s[i-1])) {
 			i++
+			m.add(1)
 			continue
 		}
-		// Extend the run; ends[k] is the index after the k-th group.
-		var ends []int
+		// Extend the run; ends[:n] are the indexes after the leading
+		// groups that hold at most 19 digits.
+		var ends [19]int
+		n, digits := 0, 0
 		j := i
 		for {
-			for j < len(s) && isDigit(s[j]) {
-				j++
+			k := runEnd(s, j, isDigit, m)
+			digits += k - j
+			if digits <= 19 {
+				ends[n] = k
+				n++
 			}
-			ends = append(ends, j)
+			j = k
 			if j+1 < len(s) && (s[j] == ' ' || s[j] == '-') && isDigit(s[j+1]) {
 				j++
 				continue
@@ -31,9 +39,10 @@ func findCards(s string) [][2]int {
 			i = j // glued to letters: an id, not a card
 			continue
 		}
-		for k := len(ends) - 1; k >= 0; k-- {
+		for k := n - 1; k >= 0; k-- {
 			if cardNumber(s[i:ends[k]]) {
-				out = append(out, [2]int{i, ends[k]})
+				m.add(ends[k] - i)
+				out = append(out, span{i, ends[k], "card"})
 				break
 			}
 		}
@@ -42,43 +51,41 @@ func findCards(s string) [][2]int {
 	return out
 }
 
-// isDigit reports whether c is an ASCII digit.
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// isWordByte reports whether c is an ASCII letter, digit or underscore (a
-// regexp \w byte).
-func isWordByte(c byte) bool {
-	return isDigit(c) || c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z')
-}
-
 // cardNumber reports whether s (digits with optional single spaces or
 // dashes) is a plausible payment card number: 13–19 digits with a length
 // its issuer uses, grouped the way cards are written, and a valid Luhn
 // checksum. Phone numbers, amounts and ids mostly fail one of these.
 func cardNumber(s string) bool {
-	digits := make([]byte, 0, 19)
-	var groups []int
+	if len(s) < 13 || len(s) > 2*19 {
+		return false
+	}
+	var digitBuf [19]byte
+	var groupBuf [19]int
+	digits, groups := digitBuf[:0], groupBuf[:0]
 	sep := byte(0)
 	run := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= '0' && c <= '9' {
+			if len(digits) == 19 {
+				return false
+			}
 			digits = append(digits, c)
 			run++
 			continue
 		}
-		if sep != 0 && c != sep {
-			return false // mixed separators
+		if sep != 0 && c != sep || len(groups) == 18 {
+			return false // mixed separators, or too many groups
 		}
 		sep = c
 		groups = append(groups, run)
 		run = 0
 	}
 	groups = append(groups, run)
-	if len(digits) < 13 || len(digits) > 19 {
+	if len(digits) < 13 {
 		return false
 	}
-	if !issuerLength(string(digits)) || !grouped(groups) {
+	if !issuerLength(digits) || !grouped(groups) {
 		return false
 	}
 	return luhn(digits)
@@ -86,8 +93,9 @@ func cardNumber(s string) bool {
 
 // issuerLength reports whether the number's length fits its issuer prefix
 // (Visa, Mastercard, Amex, Diners, JCB, Discover, UnionPay, Maestro).
-func issuerLength(d string) bool {
-	n := len(d)
+func issuerLength(digits []byte) bool {
+	n := len(digits)
+	d := string(digits[:4]) // (no allocation: the conversion stays local)
 	switch {
 	case d[0] == '4': // Visa
 		return n == 13 || n == 16 || n == 19

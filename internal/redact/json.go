@@ -30,7 +30,7 @@ func (r *Redactor) JSON(raw []byte) ([]byte, int, error) {
 	if !json.Valid(raw) {
 		return nil, 0, fmt.Errorf("%w: not valid JSON", memory.ErrInvalid)
 	}
-	return r.json(raw, 0)
+	return r.json(raw, 0, nil)
 }
 
 // maxNested bounds how deep JSON held in strings is redacted as JSON; deeper
@@ -38,7 +38,7 @@ func (r *Redactor) JSON(raw []byte) ([]byte, int, error) {
 const maxNested = 4
 
 // json redacts valid JSON raw; depth counts the strings it is nested in.
-func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
+func (r *Redactor) json(raw []byte, depth int, m *meter) ([]byte, int, error) {
 	var out []byte // nil until the first change
 	last, total := 0, 0
 	replace := func(from, to int, with []byte, n int) {
@@ -51,7 +51,8 @@ func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
 		c := raw[i]
 		if c == '-' || isDigit(c) {
 			end := numberEnd(raw, i)
-			if cardNumber(string(raw[i:end])) {
+			m.add(end - i)
+			if end-i >= 13 && end-i <= 19 && cardNumber(string(raw[i:end])) {
 				replace(i, end, []byte(`"`+Placeholder("card")+`"`), 1)
 			}
 			i = end
@@ -59,15 +60,17 @@ func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
 		}
 		if c != '"' {
 			i++
+			m.add(1)
 			continue
 		}
 		end := stringEnd(raw, i)
+		m.add(end - i)
 		s, err := unquote(raw[i:end])
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: string at %d: %v", memory.ErrInvalid, i, err)
 		}
 		if !isKey(raw, end) {
-			red, n, err := r.value(s, depth)
+			red, n, err := r.value(s, depth, m)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -81,7 +84,7 @@ func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
 			i = end
 			continue
 		}
-		if red, n := r.String(s); n > 0 {
+		if red, n := r.redact(s, m); n > 0 {
 			enc, err := quote(red)
 			if err != nil {
 				return nil, 0, err
@@ -103,10 +106,10 @@ func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
 			if err != nil {
 				return nil, 0, fmt.Errorf("%w: string at %d: %v", memory.ErrInvalid, j, err)
 			}
-			if v != "" && !redactedAlready(v) {
+			if credentialValue(v) {
 				// A value that is a recognised secret keeps its own kind.
 				with := Placeholder(kind)
-				if red, n := r.String(v); n == 1 && redactedAlready(red) && strings.Count(red, "[redacted:") == 1 {
+				if red, n := r.redact(v, m); n == 1 && redactedAlready(red) && strings.Count(red, "[redacted:") == 1 {
 					with = red
 				}
 				replace(j, vend, []byte(`"`+with+`"`), 1)
@@ -126,16 +129,17 @@ func (r *Redactor) json(raw []byte, depth int) ([]byte, int, error) {
 
 // value redacts a string value: as JSON when it holds a JSON object or array
 // (and depth allows), else as text.
-func (r *Redactor) value(s string, depth int) (string, int, error) {
+func (r *Redactor) value(s string, depth int, m *meter) (string, int, error) {
 	if t := strings.TrimSpace(s); depth < maxNested && len(t) > 1 &&
 		(t[0] == '{' && t[len(t)-1] == '}' || t[0] == '[' && t[len(t)-1] == ']') && json.Valid([]byte(s)) {
-		red, n, err := r.json([]byte(s), depth+1)
+		m.add(len(s))
+		red, n, err := r.json([]byte(s), depth+1, m)
 		if err != nil {
 			return "", 0, err
 		}
 		return string(red), n, nil
 	}
-	red, n := r.String(s)
+	red, n := r.redact(s, m)
 	return red, n, nil
 }
 

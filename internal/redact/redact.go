@@ -1,7 +1,14 @@
-// Package redact replaces secrets in text before it is stored: API keys,
-// access tokens, JWTs, private keys (PEM and PGP), AWS secret keys, the
-// values of credential fields ("password", "api_key", "token"...) and
+// Package redact replaces secrets in text before it is stored: API keys and
+// access tokens of the common providers, JWTs, private keys (PEM and PGP),
+// AWS secret keys, passwords inside URLs, Authorization headers, the values
+// of credential fields ("password", "api_key", "token"...), passwords and
+// PINs stated in prose ("my password is ...", "a minha senha é ...") and
 // payment card numbers become typed placeholders such as "[redacted:card]".
+//
+// Every built-in rule is a single left-to-right pass over the text: the work
+// grows linearly with its length whatever it holds (no rule rescans from
+// each occurrence of a prefix, a digit run or a quote), which the tests check
+// by counting the bytes each rule examines.
 package redact
 
 import (
@@ -16,26 +23,32 @@ import (
 // Placeholder returns the text that replaces a secret of the named kind.
 func Placeholder(kind string) string { return "[redacted:" + kind + "]" }
 
-// rule is one kind of secret.
+// placeholderPrefix starts every placeholder.
+const placeholderPrefix = "[redacted:"
+
+// span is where a secret is in a text, and the kind of its placeholder.
+type span struct {
+	start, end int
+	kind       string
+}
+
+// rule is one kind of secret. find returns the spans of its secrets in s,
+// in order and without overlaps; the built-in ones make one pass over s. m,
+// when not nil, counts the bytes find examined.
 type rule struct {
 	name string
-	re   *regexp.Regexp
-	// anchors, when set, are the literals every match starts with: re (which
-	// then begins with ^) is only tried where one occurs, at a word boundary.
-	// Scanning for literals first keeps redaction fast on ordinary text.
-	anchors []string
-	// fold makes the anchors match regardless of ASCII case.
-	fold bool
-	// valid, when set, vets a match (the "secret" group if the pattern has
-	// one); matches it rejects are left alone.
-	valid func(string) bool
-	// group is the index of the "secret" submatch, or 0 for the whole match.
-	group int
-	// scan, when set, replaces re: it returns the spans of the secrets in s.
-	scan func(s string) [][2]int
-	// scanKinds, when set, replaces re and name: it returns the spans of
-	// the secrets in s with the placeholder kind of each.
-	scanKinds func(s string) ([][2]int, []string)
+	find func(s string, m *meter) []span
+}
+
+// meter counts the bytes the rules examine, so tests can check that the work
+// grows linearly with the input. A nil *meter counts nothing.
+type meter struct{ n int }
+
+// add counts k bytes examined.
+func (m *meter) add(k int) {
+	if m != nil {
+		m.n += k
+	}
 }
 
 // Redactor replaces secrets with typed placeholders. It is safe for
@@ -46,51 +59,19 @@ type Redactor struct {
 }
 
 // builtin are the secret kinds every Redactor knows, most specific first so
-// that a JWT behind "Bearer" is reported as a JWT.
+// that a JWT behind "Bearer" is reported as a JWT, and a provider's key
+// under a credential field keeps the provider's kind.
 func builtin() []rule {
 	return []rule{
-		{
-			name:    "private_key",
-			anchors: []string{"-----BEGIN"},
-			// PEM keys, and PGP private key blocks ("... PRIVATE KEY BLOCK-----").
-			re: regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)`),
-		},
-		{
-			name:    "jwt",
-			anchors: []string{"eyJ"},
-			re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`),
-		},
-		{
-			name:    "openai_key",
-			anchors: []string{"sk-"},
-			re:      regexp.MustCompile(`^sk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}`),
-		},
-		{
-			name:    "aws_access_key",
-			anchors: []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA"},
-			re:      regexp.MustCompile(`^[A-Z]{4}[0-9A-Z]{16}\b`),
-		},
-		{
-			name:    "github_token",
-			anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
-			re:      regexp.MustCompile(`^(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`),
-		},
-		{
-			name:    "slack_token",
-			anchors: []string{"xox"},
-			re:      regexp.MustCompile(`^xox[abprs]-[A-Za-z0-9-]{10,}`),
-		},
-		{
-			name:    "bearer_token",
-			anchors: []string{"bearer"},
-			fold:    true,
-			re:      regexp.MustCompile(`^(?i)bearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})`),
-			valid:   tokenLike,
-			group:   1,
-		},
-		{name: "aws_secret_key", scan: findAWSSecrets},
-		{name: "credential_field", scanKinds: findFields},
-		{name: "card", scan: findCards},
+		{name: "private_key", find: findPrivateKeys},
+		{name: "token", find: findTokens},
+		{name: "url_password", find: findURLPasswords},
+		{name: "bearer_token", find: findBearer},
+		{name: "header", find: findColonFields},
+		{name: "aws_secret_key", find: findAWSSecrets},
+		{name: "credential_field", find: findFields},
+		{name: "prose", find: findProse},
+		{name: "card", find: findCards},
 	}
 }
 
@@ -98,6 +79,11 @@ func builtin() []rule {
 // (placeholder name → regular expression). A pattern with a submatch named
 // "secret" redacts only that submatch. It fails on an invalid pattern or a
 // name outside [A-Za-z0-9_.-].
+//
+// Go's regular expressions run in time linear in the text for each match,
+// but a pattern whose matches need a long look ahead to fail (`a+b|a`) can
+// cost more across all the matches of a long text: keep extra patterns
+// anchored on a literal and bounded (`\bEMP-\d{6}\b`).
 func New(extra map[string]string) (*Redactor, error) {
 	r := &Redactor{rules: builtin()}
 	names := make([]string, 0, len(extra))
@@ -116,141 +102,64 @@ func New(extra map[string]string) (*Redactor, error) {
 		if re.MatchString("") {
 			return nil, fmt.Errorf("redact pattern %q: %w: matches the empty string", name, memory.ErrInvalid)
 		}
-		r.rules = append(r.rules, rule{name: name, re: re, group: max(re.SubexpIndex("secret"), 0)})
+		r.rules = append(r.rules, rule{name: name, find: patternRule(name, re)})
 	}
 	return r, nil
+}
+
+// patternRule returns the find function of an extra pattern.
+func patternRule(name string, re *regexp.Regexp) func(string, *meter) []span {
+	group := max(re.SubexpIndex("secret"), 0)
+	return func(s string, m *meter) []span {
+		m.add(len(s))
+		var out []span
+		for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
+			if start, end := loc[2*group], loc[2*group+1]; start >= 0 && end > start && !redactedAlready(s[start:end]) {
+				out = append(out, span{start, end, name})
+			}
+		}
+		return out
+	}
 }
 
 // String returns s with every secret replaced by its placeholder, and how
 // many secrets were replaced. A nil Redactor returns s unchanged.
 func (r *Redactor) String(s string) (string, int) {
+	return r.redact(s, nil)
+}
+
+// redact is String, counting the bytes examined in m.
+func (r *Redactor) redact(s string, m *meter) (string, int) {
 	if r == nil {
 		return s, 0
 	}
 	total := 0
 	for i := range r.rules {
-		var n int
-		s, n = r.rules[i].apply(s)
-		total += n
+		spans := r.rules[i].find(s, m)
+		if len(spans) == 0 {
+			continue
+		}
+		s = replaceSpans(s, spans, m)
+		total += len(spans)
 	}
 	return s, total
 }
 
-// apply redacts one kind of secret in s.
-func (ru *rule) apply(s string) (string, int) {
-	var spans [][2]int
-	var kinds []string
-	if ru.scanKinds != nil {
-		spans, kinds = ru.scanKinds(s)
-	} else {
-		spans = ru.spans(s)
-	}
-	if len(spans) == 0 {
-		return s, 0
-	}
+// replaceSpans returns s with each span replaced by its placeholder.
+func replaceSpans(s string, spans []span, m *meter) string {
 	var b strings.Builder
-	last, n := 0, 0
-	for i, sp := range spans {
-		start, end := sp[0], sp[1]
-		if n == 0 {
-			b.Grow(len(s))
-		}
-		b.WriteString(s[last:start])
-		if kinds != nil {
-			b.WriteString(Placeholder(kinds[i]))
-		} else {
-			b.WriteString(Placeholder(ru.name))
-		}
-		last = end
-		n++
-	}
-	if n == 0 {
-		return s, 0
+	b.Grow(len(s))
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(s[last:sp.start])
+		b.WriteString(placeholderPrefix)
+		b.WriteString(sp.kind)
+		b.WriteByte(']')
+		last = sp.end
 	}
 	b.WriteString(s[last:])
-	return b.String(), n
-}
-
-// spans returns where the rule's secrets are in s, in order.
-func (ru *rule) spans(s string) [][2]int {
-	if ru.scan != nil {
-		return ru.scan(s)
-	}
-	if len(ru.anchors) > 0 {
-		return ru.anchoredSpans(s)
-	}
-	var out [][2]int
-	for _, loc := range ru.re.FindAllStringSubmatchIndex(s, -1) {
-		if sp, ok := ru.secret(s, 0, loc); ok {
-			out = append(out, sp)
-		}
-	}
-	return out
-}
-
-// anchoredSpans tries the anchored regexp at every occurrence of an anchor
-// that starts a word, left to right, without overlaps.
-func (ru *rule) anchoredSpans(s string) [][2]int {
-	var out [][2]int
-	for i := 0; i < len(s); {
-		at := -1
-		for _, a := range ru.anchors {
-			if k := index(s[i:], a, ru.fold); k >= 0 && (at < 0 || i+k < at) {
-				at = i + k
-			}
-		}
-		if at < 0 {
-			break
-		}
-		i = at + 1
-		if at > 0 && isWordByte(s[at-1]) {
-			continue
-		}
-		loc := ru.re.FindStringSubmatchIndex(s[at:])
-		if loc == nil {
-			continue
-		}
-		if sp, ok := ru.secret(s, at, loc); ok {
-			out = append(out, sp)
-			i = sp[1]
-		}
-	}
-	return out
-}
-
-// secret returns the span of the secret in a match loc of s[off:], if the
-// rule's validator accepts it.
-func (ru *rule) secret(s string, off int, loc []int) ([2]int, bool) {
-	start, end := loc[2*ru.group], loc[2*ru.group+1]
-	if start < 0 {
-		return [2]int{}, false
-	}
-	start, end = start+off, end+off
-	if ru.valid != nil && !ru.valid(s[start:end]) {
-		return [2]int{}, false
-	}
-	return [2]int{start, end}, true
-}
-
-// index returns the first index of sub in s, ignoring ASCII case when fold
-// is set (sub is then lowercase), or -1.
-func index(s, sub string, fold bool) int {
-	if !fold {
-		return strings.Index(s, sub)
-	}
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i]|0x20 == sub[0] && strings.EqualFold(s[i:i+len(sub)], sub) {
-			return i
-		}
-	}
-	return -1
-}
-
-// tokenLike reports whether the word after "Bearer" looks like a credential
-// rather than prose ("bearer instruments"): it has a digit or a token
-// punctuation mark, or is too long for a word.
-func tokenLike(s string) bool {
-	return len(s) >= 24 || strings.ContainsAny(s, "0123456789._~+/=-")
+	m.add(len(s))
+	return b.String()
 }
 
 // Message returns m with its Content and every string value of its Raw JSON
@@ -268,4 +177,14 @@ func (r *Redactor) Message(m memory.Message) (memory.Message, int, error) {
 		n = k // Content is a projection of Raw: count its secrets once
 	}
 	return m, n, nil
+}
+
+// redactedAt reports whether a placeholder starts at s[i].
+func redactedAt(s string, i int) bool {
+	return strings.HasPrefix(s[i:], placeholderPrefix)
+}
+
+// redactedAlready reports whether s is a placeholder.
+func redactedAlready(s string) bool {
+	return strings.HasPrefix(s, placeholderPrefix) && strings.HasSuffix(s, "]")
 }
