@@ -30,30 +30,37 @@ type Input struct {
 // issue 24's reproduction).
 const Size = 240 << 10
 
-// Inputs returns the corpus.
-func Inputs() []Input {
+// Inputs returns the corpus at its full size.
+func Inputs() []Input { return Sized(Size) }
+
+// Sized returns the corpus with its long texts size bytes long and its
+// counts (nesting, tool calls, messages) scaled in proportion: tests
+// compare two sizes to tell linear work from worse.
+func Sized(size int) []Input {
+	scale := func(n int) int { return max(1, int(int64(n)*int64(size)/Size)) }
 	var in []Input
 	one := func(name, text string) {
 		in = append(in, Input{Name: name, Text: text, Body: chat(message("user", text))})
 	}
-	one("letters", letters(Size))
-	one("one-letter", strings.Repeat("a", Size))
-	one("spaces", "start"+strings.Repeat(" ", Size)+"end")
-	one("newlines", "start"+strings.Repeat(" \n", Size/2)+"end")
-	one("digits", strings.Repeat("7", Size))
-	one("digit-groups", repeatTo("4111 ", Size))
-	one("punctuation", repeatTo("!?.,;:-_*", Size))
-	one("cjk", repeatTo("日本語中文한국어", Size))
-	one("emoji", repeatTo("🎉👩‍👩‍👧🇫🇷", Size))
-	one("marks", "a"+strings.Repeat("\u0301", Size/2))
-	one("jwt-prefix", strings.Repeat("eyJ-", 10000))
-	one("unclosed-quotes", `"`+repeatTo(`x \"`, Size))
-	one("credential-keys", repeatTo(`"password": "`, Size))
-	one("nested-json-text", strings.Repeat(`{"a":[`, Size/12)+strings.Repeat(`]}`, Size/12))
+	one("letters", letters(size))
+	one("one-letter", strings.Repeat("a", size))
+	one("spaces", "start"+strings.Repeat(" ", size)+"end")
+	one("newlines", "start"+strings.Repeat(" \n", size/2)+"end")
+	one("digits", strings.Repeat("7", size))
+	one("digit-groups", repeatTo("4111 ", size))
+	one("punctuation", repeatTo("!?.,;:-_*", size))
+	one("cjk", repeatTo("日本語中文한국어", size))
+	one("emoji", repeatTo("🎉👩‍👩‍👧🇫🇷", size))
+	one("marks", "a"+strings.Repeat("\u0301", size/2))
+	one("jwt-prefix", strings.Repeat("eyJ-", scale(10000)))
+	one("unclosed-quotes", `"`+repeatTo(`x \"`, size))
+	one("credential-keys", repeatTo(`"password": "`, size))
+	one("nested-json-text", strings.Repeat(`{"a":[`, size/12)+strings.Repeat(`]}`, size/12))
 
 	// Deeply nested JSON in the request itself, in a field memgate does
 	// not read (encoding/json stops at 10000 levels).
-	nested := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
+	depth := min(scale(9000), 9000)
+	nested := strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
 	in = append(in, Input{
 		Name: "nested-json-body",
 		Text: "What did I say about nesting?",
@@ -64,7 +71,7 @@ func Inputs() []Input {
 	// An assistant turn with many tool calls and their results.
 	var msgs []json.RawMessage
 	var calls []any
-	const tools = 2000
+	tools := scale(2000)
 	for i := range tools {
 		calls = append(calls, map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
 			"function": map[string]any{"name": "lookup", "arguments": fmt.Sprintf(`{"q":"item %d"}`, i)}})
@@ -82,7 +89,7 @@ func Inputs() []Input {
 	// Many tiny messages: a client's whole history sent at once.
 	msgs = msgs[:0]
 	text.Reset()
-	for i := range 20000 {
+	for i := range scale(20000) {
 		role := "user"
 		if i%2 == 1 {
 			role = "assistant"
