@@ -1,12 +1,18 @@
 package main
 
 import (
+	"flag"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/bench/pathological"
 )
+
+// hostileSize is the length of the corpus's long texts in
+// BenchmarkHostileInputs (-hostile-size; three times the default still
+// fits every request in the default 2 MiB body limit).
+var hostileSize = flag.Int("hostile-size", pathological.Size, "length of the hostile corpus's long texts, in bytes")
 
 // BenchmarkHostileInputs sends each input of the hostile corpus
 // (bench/pathological) as one memory-on request through the whole gateway
@@ -19,7 +25,7 @@ import (
 // leaves behind (a larger database, fuller caches) is not charged to the
 // next.
 func BenchmarkHostileInputs(b *testing.B) {
-	for _, in := range pathological.Inputs() {
+	for _, in := range pathological.Sized(*hostileSize) {
 		b.Run(in.Name, func(b *testing.B) {
 			g := startHostileGateway(b, nil)
 			base := g.idleGoroutines(b)
