@@ -337,7 +337,7 @@ func (a *Assembler) within(ctx context.Context) *Assembler {
 		return a
 	}
 	b := *a
-	b.deps.Counter = ctxCounter{inner: a.deps.Counter, ctx: ctx}
+	b.deps.Counter = ctxCounter{inner: a.deps.Counter, done: ctx.Done()}
 	return &b
 }
 
@@ -347,11 +347,22 @@ func (a *Assembler) within(ctx context.Context) *Assembler {
 // caller checks ctx before using what it assembled.
 type ctxCounter struct {
 	inner TokenCounter
-	ctx   context.Context
+	done  <-chan struct{} // the context's Done
+}
+
+// ended reports whether the context ended (a receive that does not block,
+// cheaper than Err's lock).
+func (c ctxCounter) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c ctxCounter) Messages(model string, msgs []json.RawMessage) int {
-	if c.ctx.Err() != nil {
+	if c.ended() {
 		n := 3
 		for _, m := range msgs {
 			n += 3 + len(m)
@@ -362,21 +373,21 @@ func (c ctxCounter) Messages(model string, msgs []json.RawMessage) int {
 }
 
 func (c ctxCounter) RawMessage(model string, raw json.RawMessage) int {
-	if c.ctx.Err() != nil {
+	if c.ended() {
 		return 3 + len(raw)
 	}
 	return c.inner.RawMessage(model, raw)
 }
 
 func (c ctxCounter) Text(model, s string) int {
-	if c.ctx.Err() != nil {
+	if c.ended() {
 		return len(s)
 	}
 	return c.inner.Text(model, s)
 }
 
 func (c ctxCounter) SystemMessage(model, text string) int {
-	if c.ctx.Err() != nil {
+	if c.ended() {
 		return 4 + len(text)
 	}
 	return c.inner.SystemMessage(model, text)
