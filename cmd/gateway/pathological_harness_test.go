@@ -34,9 +34,9 @@ type hostileGateway struct {
 	seq     int
 }
 
-// startHostileGateway wires the gateway for cfg (the default configuration
-// with a SQLite store and the fake upstream when cfg is nil) and stops it
-// when tb ends.
+// startHostileGateway wires the gateway — the default configuration with
+// a SQLite store in a temporary directory and the fake upstream, then tune
+// (when not nil) — and stops it when tb ends.
 func startHostileGateway(tb testing.TB, tune func(*config.Config)) *hostileGateway {
 	tb.Helper()
 	up := httptest.NewServer(fakeupstream.Handler(fakeupstream.Options{}))
