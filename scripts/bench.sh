@@ -9,6 +9,9 @@
 #    throughput and lag; the gateway's RSS over 100k memory-on requests
 #    (within -rss-budget, default 5m); the Go micro-benchmarks, including the
 #    token curve of issue #4 (prompt tokens sent against the full history).
+#    Then the remote-embedding cell, and the hostile-input cell (issue 24:
+#    CPU per request of each input of bench/pathological, BENCH_HOSTILE_RUNS
+#    runs each, default 3).
 # 2. Recall search on PostgreSQL + pgvector (go run ./bench/search), when
 #    present, at BENCH_SEARCH_SIZES (default 10000,100000), within
 #    BENCH_SEARCH_BUDGET (default 4m), folded into BENCHMARKS.md's section
@@ -91,6 +94,19 @@ if [ "$search_only" != "1" ]; then
 	else
 		cat "$tmp/cache.log" >&2
 		echo "bench.sh: the prompt-cache cell failed" >&2
+		status=1
+	fi
+fi
+
+# The hostile-input cell (issue 24): CPU per request of each input of
+# bench/pathological through the whole gateway (go run ./bench/cmd/bench hostile).
+if [ "$search_only" != "1" ]; then
+	echo "hostile-input cell ..." >&2
+	if "$tmp/bench" hostile -runs "${BENCH_HOSTILE_RUNS:-3}" >"$tmp/hostile.md"; then
+		fold hostile "$tmp/hostile.md"
+		cat "$tmp/hostile.md"
+	else
+		echo "bench.sh: the hostile-input cell failed" >&2
 		status=1
 	fi
 fi

@@ -27,7 +27,12 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// LogLevel is debug, info, warn or error (GATEWAY_LOG_LEVEL).
 	LogLevel string `yaml:"log_level"`
-	// MaxBodyBytes caps a request body; larger bodies get 413 (GATEWAY_MAX_BODY_BYTES).
+	// MaxBodyBytes caps a request body; larger bodies get 413
+	// (GATEWAY_MAX_BODY_BYTES). Default 2 MiB: room for half a million
+	// tokens of text (more than any model's window) or a resized image,
+	// while memory's work on one request, linear in its size, stays a few
+	// CPU-seconds at most (issue 24: at 8 MiB a few requests could hold a
+	// gateway's cores).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// ShutdownGrace is how long in-flight requests and streams may run after
 	// SIGTERM before they are cancelled.
@@ -364,12 +369,15 @@ type Key struct {
 	ChooseTenant bool `yaml:"choose_tenant"`
 }
 
+// DefaultMaxBodyBytes is max_body_bytes's default (2 MiB).
+const DefaultMaxBodyBytes = 2 << 20
+
 // Default returns the configuration used when nothing overrides it.
 func Default() Config {
 	return Config{
 		Listen:        "",
 		LogLevel:      "info",
-		MaxBodyBytes:  8 << 20,
+		MaxBodyBytes:  DefaultMaxBodyBytes,
 		ShutdownGrace: Duration(30 * time.Second),
 		Upstream: Upstream{
 			BaseURL:           "https://api.openai.com/v1",

@@ -78,7 +78,7 @@ func TestLoad(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", env: nil, check: func(t *testing.T, c Config) {
-			if c.Listen != "127.0.0.1:8080" || c.Upstream.BaseURL != "https://api.openai.com/v1" || c.MaxBodyBytes != 8<<20 {
+			if c.Listen != "127.0.0.1:8080" || c.Upstream.BaseURL != "https://api.openai.com/v1" || c.MaxBodyBytes != 2<<20 {
 				t.Errorf("unexpected defaults: %+v", c)
 			}
 		}},

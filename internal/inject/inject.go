@@ -284,10 +284,14 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 			"degraded", ld.degraded, "error", errors.Join(ld.errs...))
 	}
 	_, span := telemetry.Start(ctx, "memory.assemble")
-	p, err := a.assemble(req, system, rest, fullHistory, ld)
+	p, err := a.within(ctx).assemble(req, system, rest, fullHistory, ld)
 	telemetry.End(span, err)
 	if err != nil {
 		return memory.Prepared{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Abandoned: the counts after ctx ended were bounds, not counts.
+		return memory.Prepared{}, fmt.Errorf("prepare: %w", err)
 	}
 	p.Degraded = ld.degraded
 	a.logger.DebugContext(ctx, "prompt assembled", "conversation", req.Conversation,

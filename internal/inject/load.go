@@ -55,7 +55,9 @@ type partResult struct {
 // recall waits for its query's embedding up to Options.EmbedTimeout, then
 // searches with full text alone (degraded "embedding"), and gets
 // LoadTimeout more for its store queries. Without recall's facts, the
-// pinned facts loaded directly stand in. ctx bounds everything.
+// pinned facts loaded directly stand in. ctx bounds everything: once it
+// ends load returns its error (the caller gave up; nothing is assembled
+// for it), and the parts still running are cancelled with it.
 func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.Message, fullHistory bool) (loaded, error) {
 	start := time.Now()
 	now := a.opts.Now()
@@ -192,7 +194,8 @@ wait:
 		}
 	}
 	slices.Sort(ld.degraded)
-	if err := ctx.Err(); err != nil && len(got) == 0 && len(pending) > 0 {
+	if err := ctx.Err(); err != nil {
+		// The request's caller gave up: nothing is assembled for it.
 		return loaded{}, fmt.Errorf("load memory: %w", err)
 	}
 	return ld, nil
@@ -327,3 +330,70 @@ func withoutReasoning(m memory.Message) memory.Message {
 	m.Raw = raw
 	return m
 }
+
+// within returns a for one request whose context is ctx: its counter stops
+// counting once ctx ends (ctxCounter), so a Prepare its caller gave up on
+// (the proxy answers without memory at its deadline) stops tokenizing
+// within one text instead of assembling the whole prompt for nobody.
+func (a *Assembler) within(ctx context.Context) *Assembler {
+	if ctx.Done() == nil {
+		return a
+	}
+	b := *a
+	b.deps.Counter = ctxCounter{inner: a.deps.Counter, done: ctx.Done()}
+	return &b
+}
+
+// ctxCounter counts with inner until ctx ends; after that it answers at
+// once with a bound instead — a text's bytes, which no encoding exceeds on
+// valid UTF-8 — so the rest of an abandoned assembly costs nothing. Its
+// caller checks ctx before using what it assembled.
+type ctxCounter struct {
+	inner TokenCounter
+	done  <-chan struct{} // the context's Done
+}
+
+// ended reports whether the context ended (a receive that does not block,
+// cheaper than Err's lock).
+func (c ctxCounter) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c ctxCounter) Messages(model string, msgs []json.RawMessage) int {
+	if c.ended() {
+		n := 3
+		for _, m := range msgs {
+			n += 3 + len(m)
+		}
+		return n
+	}
+	return c.inner.Messages(model, msgs)
+}
+
+func (c ctxCounter) RawMessage(model string, raw json.RawMessage) int {
+	if c.ended() {
+		return 3 + len(raw)
+	}
+	return c.inner.RawMessage(model, raw)
+}
+
+func (c ctxCounter) Text(model, s string) int {
+	if c.ended() {
+		return len(s)
+	}
+	return c.inner.Text(model, s)
+}
+
+func (c ctxCounter) SystemMessage(model, text string) int {
+	if c.ended() {
+		return 4 + len(text)
+	}
+	return c.inner.SystemMessage(model, text)
+}
+
+func (c ctxCounter) ContextWindow(model string) int { return c.inner.ContextWindow(model) }

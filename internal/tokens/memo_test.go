@@ -138,3 +138,25 @@ func TestMemoKeysSeparate(t *testing.T) {
 		}
 	}
 }
+
+// Work counts what was tokenized, not what the memo answered.
+func TestWorkCountsTokenizedBytes(t *testing.T) {
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("all work and no play makes jack a dull boy ", 10)
+	c.Text("gpt-4o", text)
+	w := c.Work()
+	if w.Texts != 1 || w.Bytes != int64(len(text)) || w.Lookups <= 0 || w.Lookups > 3*int64(len(text)) {
+		t.Fatalf("work after one text of %d bytes: %+v", len(text), w)
+	}
+	c.Text("gpt-4o", text)
+	if again := c.Work(); again != w {
+		t.Fatalf("a remembered count added work: %+v, then %+v", w, again)
+	}
+	c.Text("gpt-4", text)
+	if other := c.Work(); other.Texts != 2 || other.Bytes != 2*int64(len(text)) {
+		t.Fatalf("the other encoding's count: %+v", other)
+	}
+}

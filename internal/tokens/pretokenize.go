@@ -26,6 +26,13 @@ import (
 //	\s+
 //
 // \s is unicode.IsSpace, as in regexp2.
+//
+// Splitting is linear in the text on any input: each function scans one
+// run of a character class and returns its end, or (spaces, upperLower)
+// gives back the tail of the run it scanned, which the next call then
+// takes whole — so no byte is examined more than a few times. The
+// pieces can be as long as the text (240 KB of letters is one piece);
+// bpe.go merges long pieces in O(n log n).
 
 // Character classes, as bits.
 const (

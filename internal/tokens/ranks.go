@@ -16,6 +16,9 @@ type rankTable struct {
 	arena []byte
 	slots []rankSlot
 	mask  uint64
+	// maxLen is the longest token's length: a longer text is no token,
+	// answered without hashing it.
+	maxLen int
 }
 
 // rankSlot is one table entry; n == 0 marks an empty slot.
@@ -51,12 +54,16 @@ func newRankTable(ranks map[string]int) (*rankTable, error) {
 		}
 		t.slots[i] = rankSlot{off: uint32(len(t.arena)), rank: uint32(rank), n: uint32(len(tok))}
 		t.arena = append(t.arena, tok...)
+		t.maxLen = max(t.maxLen, len(tok))
 	}
 	return t, nil
 }
 
 // get returns the rank of tok and whether tok is a token.
 func (t *rankTable) get(tok string) (int, bool) {
+	if len(tok) > t.maxLen {
+		return 0, false
+	}
 	i := maphash.String(t.seed, tok) & t.mask
 	for {
 		s := &t.slots[i]

@@ -120,3 +120,41 @@ func FuzzMatchesTiktokenGo(f *testing.F) {
 		checkAgainstReference(t, c, ref, s)
 	})
 }
+
+// Long pieces (longer than the scanning merge's limit, so merged with the
+// heap): runs of one character class and random letters, against
+// tiktoken-go.
+func TestMatchesTiktokenGoLongPieces(t *testing.T) {
+	c := mustCounter(t, nil)
+	ref := mustReference(t)
+	r := rand.New(rand.NewPCG(3, 5))
+	randomFrom := func(alphabet []string, n int) string {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	lower := strings.Split("abcdefghijklmnopqrstuvwxyz", "")
+	texts := []string{
+		strings.Repeat("a", 65), strings.Repeat("a", 1000), strings.Repeat(" ", 300), strings.Repeat("!", 257),
+		strings.Repeat("ab", 400), strings.Repeat("日本語", 100), strings.Repeat("🎉", 80), strings.Repeat("eyJ-", 200),
+		"x" + strings.Repeat("\u0301", 200), strings.Repeat("Ab", 150), strings.Repeat("ABC", 120),
+		strings.Repeat("\t \n", 100) + "z", strings.Repeat("{\"a\":[", 60),
+	}
+	n := 60
+	if testing.Short() {
+		n = 10
+	}
+	for range n {
+		texts = append(texts, randomFrom(lower, 65+r.IntN(1500)))
+		texts = append(texts, randomFrom([]string{"a", "é", "Z", "ñ", "中", "ʰ", "\u0301"}, 65+r.IntN(600)))
+		texts = append(texts, randomFrom([]string{"!", "?", ".", "-", "_", "*", "(", "/"}, 65+r.IntN(600)))
+	}
+	for _, s := range texts {
+		checkAgainstReference(t, c, ref, s)
+		if t.Failed() {
+			return
+		}
+	}
+}

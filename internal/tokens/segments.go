@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -23,10 +24,18 @@ const segmentMinText = 512
 // segments' counts are kept in a memo.
 type segmentCache struct {
 	memo *memo
+	work *workStats
 }
 
-func newSegmentCache(m *memo) *segmentCache {
-	return &segmentCache{memo: m}
+func newSegmentCache(m *memo, w *workStats) *segmentCache {
+	return &segmentCache{memo: m, work: w}
+}
+
+// whole returns e.count(s), its work recorded.
+func (c *segmentCache) whole(e *encoding, s string) int {
+	n, lookups := e.countWork(s)
+	c.work.add(len(s), lookups)
+	return n
 }
 
 // count returns the number of tokens s encodes to under e: e.count(s),
@@ -42,7 +51,7 @@ func newSegmentCache(m *memo) *segmentCache {
 // checks every cut against the pre-tokenizer.
 func (c *segmentCache) count(e *encoding, s string) int {
 	if len(s) < segmentMinText || !utf8.ValidString(s) {
-		return e.count(s)
+		return c.whole(e, s)
 	}
 	n, start := 0, 0
 	for i := 0; ; {
@@ -61,7 +70,7 @@ func (c *segmentCache) count(e *encoding, s string) int {
 		i = j
 	}
 	if start == 0 {
-		return e.count(s) // one line: nothing to share with other texts
+		return c.whole(e, s) // one line: nothing to share with other texts
 	}
 	return n + c.segment(e, s, start, len(s))
 }
@@ -75,11 +84,39 @@ func cutBefore(b byte) bool {
 // segment returns the count of s[from:to], whose ends are piece
 // boundaries of s.
 func (c *segmentCache) segment(e *encoding, s string, from, to int) int {
-	return c.memo.count(c.memo.key(kindSegment, e.name, s[from:to], nil), func() int { return e.countRange(s, from, to) })
+	return c.memo.count(c.memo.key(kindSegment, e.name, s[from:to], nil), func() int {
+		n, lookups := e.countRange(s, from, to)
+		c.work.add(to-from, lookups)
+		return n
+	})
 }
 
 // isSpaceByte reports whether b starts a white-space character or is not
 // ASCII (then treated as possibly white space: no cut before it).
 func isSpaceByte(b byte) bool {
 	return b >= utf8.RuneSelf || b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
+}
+
+// Work is what a Counter has tokenized since it was made: the texts of at
+// least 64 bytes it counted (texts answered from its memo cost nothing,
+// and shorter ones, counted without it, are left out to keep them cheap),
+// their bytes and the rank lookups of their byte-pair merges. Lookups grow linearly
+// with Bytes whatever the text (at most three per byte).
+type Work struct {
+	Texts, Bytes, Lookups int64
+}
+
+// workStats accumulates a Counter's Work.
+type workStats struct {
+	texts, bytes, lookups atomic.Int64
+}
+
+func (w *workStats) add(bytes, lookups int) {
+	w.texts.Add(1)
+	w.bytes.Add(int64(bytes))
+	w.lookups.Add(int64(lookups))
+}
+
+func (w *workStats) load() Work {
+	return Work{Texts: w.texts.Load(), Bytes: w.bytes.Load(), Lookups: w.lookups.Load()}
 }

@@ -41,7 +41,7 @@ func TestSegmentCountsMatchWholeCounts(t *testing.T) {
 		pool[i] = randomLine(r)
 	}
 	for name, e := range encs {
-		c := newSegmentCache(newMemo())
+		c := newSegmentCache(newMemo(), &workStats{})
 		for i := range 3000 {
 			var b strings.Builder
 			for b.Len() < segmentMinText+r.IntN(4*segmentMinText) {
@@ -72,7 +72,7 @@ func TestSegmentCacheSkipsShortAndOneLineTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := encs[O200kBase]
-	c := newSegmentCache(newMemo())
+	c := newSegmentCache(newMemo(), &workStats{})
 	for _, s := range []string{
 		"short\ntext\n",
 		strings.Repeat("one long line without a newline ", 40),

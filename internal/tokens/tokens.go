@@ -48,6 +48,7 @@ type Counter struct {
 	// (long multi-line texts) line by line (segs).
 	memo *memo
 	segs *segmentCache
+	work *workStats
 }
 
 // memoMinBytes is the length below which a text or message is counted each
@@ -68,13 +69,14 @@ func New(windows map[string]int) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
-	m := newMemo()
+	m, w := newMemo(), &workStats{}
 	return &Counter{
 		o200k:   encs[O200kBase],
 		cl100k:  encs[CL100kBase],
 		windows: newWindowTable(windows),
 		memo:    m,
-		segs:    newSegmentCache(m),
+		segs:    newSegmentCache(m, w),
+		work:    w,
 	}, nil
 }
 
@@ -136,4 +138,9 @@ func (c *Counter) Text(model, s string) int {
 // gpt-3.5-turbo 16385, o1/o3/o4-mini 200000, gpt-5* 400000.
 func (c *Counter) ContextWindow(model string) int {
 	return c.windows.lookup(baseModel(model))
+}
+
+// Work returns what c has tokenized so far.
+func (c *Counter) Work() Work {
+	return c.work.load()
 }
