@@ -121,7 +121,19 @@ func TestTraceOfAMemoryOnRequest(t *testing.T) {
 
 	// The upstream saw the trace: a traceparent of the same trace, from a
 	// span of the gateway's.
-	last := up.Last(t)
+	// (Enrichment calls the same upstream, at its own time: the traced
+	// request is the first that carries the question; the enrichment of its
+	// exchange can only come after it.)
+	var last upstreamtest.Request
+	for _, r := range up.Requests() {
+		if strings.Contains(string(r.Body), question) {
+			last = r
+			break
+		}
+	}
+	if last.Header == nil {
+		t.Fatal("the upstream never received the traced question")
+	}
 	if tp := last.Header.Get("traceparent"); !strings.Contains(tp, clientTrace) || strings.Contains(tp, clientSpan) {
 		t.Fatalf("upstream traceparent = %q, want trace %s from a gateway span", tp, clientTrace)
 	}
