@@ -317,7 +317,10 @@ type Recall struct {
 	TopK int `yaml:"top_k"`
 	// MinSimilarity drops vector matches below this cosine similarity.
 	MinSimilarity float64 `yaml:"min_similarity"`
-	// RecencyHalfLife halves a passage's score per this much age; 0 disables.
+	// RecencyHalfLife halves a passage's score per this much age; 0 (the
+	// default) disables it, so old evidence competes on relevance alone (a
+	// newer passage still wins a tie, and a query's own time words, "last
+	// week" or "recently", steer recall toward when it points).
 	RecencyHalfLife Duration `yaml:"recency_half_life"`
 	// FactsMaxStored caps the current facts kept per user.
 	FactsMaxStored int `yaml:"facts_max_stored"`
@@ -434,7 +437,7 @@ func Default() Config {
 			CrossConversation: true,
 			TopK:              5,
 			MinSimilarity:     0.2,
-			RecencyHalfLife:   Duration(90 * 24 * time.Hour),
+			RecencyHalfLife:   0,
 			FactsMaxStored:    200,
 			FactsMaxInjected:  20,
 			Extraction:        Extraction{Enabled: true, Model: "gpt-4o-mini"},
