@@ -208,21 +208,23 @@ func (m *Model) EmbedIDs(ids [][]int) [][]float32 {
 	h = layerNorm(y, m.l1.ln1Scale, m.l1.ln1Bias)
 	att = m.l1.attention(h, spans)
 	addInto(y, linear(att, m.l1.outW, m.l1.outB))
-	m.l1.feedForward(y)
-	// Mean over each text's pieces, tanh layer, unit length.
-	pooled := newMatrix(len(ids), Dims)
+	// Its feed-forward block, then the mean over each text's pieces. The
+	// block's last projection is linear and the mean too, so the mean of
+	// the projections is the projection of the means: it runs once per
+	// text, not once per piece.
+	f := linear(layerNorm(y, m.l1.ln2Scale, m.l1.ln2Bias), m.l1.ffn1W, m.l1.ffn1B)
+	for i, v := range f.data {
+		f.data[i] = max(v, 0)
+	}
+	meanY, meanF := meanRows(y, spans), meanRows(f, spans)
+	pooled := linear(meanF, m.l1.ffn2W, m.l1.ffn2B)
+	addInto(pooled, meanY)
 	for i, sp := range spans {
-		out := pooled.row(i)
-		for r := sp[0]; r < sp[1]; r++ {
-			for j, v := range y.row(r) {
-				out[j] += v
-			}
-		}
-		div := float32(max(sp[1]-sp[0], 1))
-		for j := range out {
-			out[j] /= div
+		if sp[0] == sp[1] {
+			clear(pooled.row(i)) // no pieces: the mean of nothing, 0
 		}
 	}
+	// The tanh layer, unit length.
 	z := linear(pooled, m.tanhW, m.tanhB)
 	vecs := make([][]float32, len(ids))
 	for i := range vecs {
@@ -283,6 +285,25 @@ func (l *layer) feedForward(y matrix) {
 		f.data[i] = max(v, 0)
 	}
 	addInto(y, linear(f, l.ffn2W, l.ffn2B))
+}
+
+// meanRows returns, for each span of x's rows, their mean (zeros for an
+// empty span).
+func meanRows(x matrix, spans [][2]int) matrix {
+	out := newMatrix(len(spans), x.cols)
+	for i, sp := range spans {
+		o := out.row(i)
+		for r := sp[0]; r < sp[1]; r++ {
+			for j, v := range x.row(r) {
+				o[j] += v
+			}
+		}
+		div := float32(max(sp[1]-sp[0], 1))
+		for j := range o {
+			o[j] /= div
+		}
+	}
+	return out
 }
 
 // softmax turns row into probabilities in place.
