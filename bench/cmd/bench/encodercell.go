@@ -26,14 +26,16 @@ import (
 //     does), with a pause between turns as a user reading; the added
 //     latency is memory-on minus memory-off, p50 and p90. Every question
 //     is new, so the query embedding is never a cache hit.
+//
 //   - Many connections (-conns, 64): as many conversations at once, no
 //     pause, memory on; it reports throughput, failed requests, and the
 //     share marked X-Memory-Degraded (by part: "embedding" when the
 //     encoder was saturated past memory.embedding_timeout).
+//
 //   - The gateway's resident memory after both runs (RSS, and its
 //     anonymous part).
 //
-//	go run ./bench/cmd/bench encoder-cell
+//     go run ./bench/cmd/bench encoder-cell
 func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("encoder-cell", flag.ContinueOnError)
 	fs.SetOutput(stderr)
