@@ -21,21 +21,18 @@ import (
 // process after the other, against a stand-in upstream that answers at
 // once.
 //
-//   - One connection: a conversation sends only its newest message, turn
-//     after turn, each turn twice (memory on, then off, as the embed cell
-//     does), with a pause between turns as a user reading; the added
-//     latency is memory-on minus memory-off, p50 and p90. Every question
-//     is new, so the query embedding is never a cache hit.
+// One connection: a conversation sends only its newest message, turn after
+// turn, each turn twice (memory on, then off, as the embed cell does), with
+// a pause between turns as a user reading; the added latency is memory-on
+// minus memory-off, p50 and p90. Every question is new, so the query
+// embedding is never a cache hit. Many connections (-conns, 64): as many
+// conversations at once, no pause, memory on; it reports throughput,
+// failed requests, and the share marked X-Memory-Degraded (by part:
+// "embedding" when the encoder was saturated past
+// memory.embedding_timeout). Last, the gateway's resident memory after
+// both runs (RSS, and its anonymous part).
 //
-//   - Many connections (-conns, 64): as many conversations at once, no
-//     pause, memory on; it reports throughput, failed requests, and the
-//     share marked X-Memory-Degraded (by part: "embedding" when the
-//     encoder was saturated past memory.embedding_timeout).
-//
-//   - The gateway's resident memory after both runs (RSS, and its
-//     anonymous part).
-//
-//     go run ./bench/cmd/bench encoder-cell
+//	go run ./bench/cmd/bench encoder-cell
 func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("encoder-cell", flag.ContinueOnError)
 	fs.SetOutput(stderr)
