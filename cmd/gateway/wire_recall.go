@@ -85,6 +85,10 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 		MinSimilarity:   rc.MinSimilarity,
 		RecencyHalfLife: rc.RecencyHalfLife.D(),
 		Expander:        newExpander(),
+		// The encoder reads the question as a sentence: on eval/synth's
+		// paraphrase probes whole questions put the statement first for
+		// 10 of 12, their rarer words alone for 5.
+		WholeQuery: rc.Embeddings.Provider == "encoder",
 	})
 	l.recaller = recall.NewRecaller(rs, searcher, emb, recall.RecallOptions{
 		CrossConversation: rc.CrossConversation,
