@@ -25,7 +25,9 @@ import (
 // turn, each turn twice (memory on, then off, as the embed cell does), with
 // a pause between turns as a user reading; the added latency is memory-on
 // minus memory-off, p50 and p90. Every question is new, so the query
-// embedding is never a cache hit. Many connections (-conns, 64): as many
+// embedding is never a cache hit; the gateway's CPU time per turn (both
+// requests and the turn's indexing) does not count waiting for a core, as
+// wall time on a busy machine does. Many connections (-conns, 64): as many
 // conversations at once, no pause, memory on; it reports throughput,
 // failed requests, and the share marked X-Memory-Degraded (by part:
 // "embedding" when the encoder was saturated past
@@ -70,7 +72,7 @@ func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	fmt.Fprintf(stdout, "## Embedders on the embedded store: encoder vs local (hashed)\n\n")
 	fmt.Fprintf(stdout, "SQLite, default settings, stand-in upstream answering at once; one connection: %d newest-only turns, memory on and off, %s apart; %d connections: %d turns each, memory on, no pause.\n\n", *turns, *think, *conns, *concTurns)
-	fmt.Fprintf(stdout, "| embedder | 1 conn added p50 | added p90 | %d conns req/s | failed | degraded | p50 | RSS after (anon) |\n|---|---|---|---|---|---|---|---|\n", *conns)
+	fmt.Fprintf(stdout, "| embedder | 1 conn added p50 | added p90 | gateway CPU per turn | %d conns req/s | failed | degraded | p50 | RSS after (anon) |\n|---|---|---|---|---|---|---|---|---|\n", *conns)
 	for _, provider := range []string{"local", "encoder"} {
 		pdir := filepath.Join(dir, provider)
 		if err := os.MkdirAll(pdir, 0o700); err != nil {
@@ -103,7 +105,15 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	// (the encoder decodes its weights on first use) and are not counted.
 	const warm = 3
 	var on, off []time.Duration
+	var cpu0 time.Duration
 	for t := range turns + warm {
+		if t == warm {
+			st, err := gw.stats()
+			if err != nil {
+				return "", err
+			}
+			cpu0 = st.cpu
+		}
 		marker := fmt.Sprintf("[c0 t%d]", t)
 		text := fmt.Sprintf("%s Question %d: what did my sister say about the trip to the mountains in week %d, and who drove?", marker, t, t)
 		dOn, _, err := cellChat(ctx, gw.baseURL, 0, text, "on")
@@ -123,6 +133,11 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 		case <-time.After(think):
 		}
 	}
+	st1, err := gw.stats()
+	if err != nil {
+		return "", err
+	}
+	cpuPerTurn := (st1.cpu - cpu0) / time.Duration(turns)
 	// Many connections, conversations 1..conns.
 	var (
 		mu       sync.Mutex
@@ -169,8 +184,8 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	if len(lat) > 0 {
 		p50 = pct(lat, 0.5)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %.0f | %d of %d | %.1f %% %s | %s | %d MB (%d MB) |",
-		provider, round(pct(on, 0.5)-pct(off, 0.5)), round(pct(on, 0.9)-pct(off, 0.9)),
+	return fmt.Sprintf("| %s | %s | %s | %s | %.0f | %d of %d | %.1f %% %s | %s | %d MB (%d MB) |",
+		provider, round(pct(on, 0.5)-pct(off, 0.5)), round(pct(on, 0.9)-pct(off, 0.9)), round(cpuPerTurn),
 		float64(len(lat))/elapsed.Seconds(), failed, total,
 		100*float64(nDegraded)/float64(max(len(lat), 1)), fmtParts(degraded), round(p50),
 		st.rss>>20, anon>>20), nil
