@@ -348,7 +348,10 @@ func layerNorm(x matrix, scale, bias []float32) matrix {
 	return out
 }
 
-// linear returns x·wᵀ + b, one gemm for all rows (w is out×in).
+// linear returns x·wᵀ + b (w is out×in), as gemms over tiles of at most
+// tileRows rows of x and tileCols rows of w: tiles that small stay on
+// gonum's serial path, whose dot products run the whole input length (its
+// blocked path cuts them into 64-long pieces, at a third more time here).
 func linear(x, w matrix, b []float32) matrix {
 	out := newMatrix(x.rows, w.rows)
 	if x.rows == 0 {
@@ -357,12 +360,25 @@ func linear(x, w matrix, b []float32) matrix {
 	for r := range out.rows {
 		copy(out.row(r), b)
 	}
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas32.General{Rows: x.rows, Cols: x.cols, Stride: x.cols, Data: x.data},
-		blas32.General{Rows: w.rows, Cols: w.cols, Stride: w.cols, Data: w.data},
-		1, blas32.General{Rows: out.rows, Cols: out.cols, Stride: out.cols, Data: out.data})
+	for i := 0; i < x.rows; i += tileRows {
+		rows := min(tileRows, x.rows-i)
+		for j := 0; j < w.rows; j += tileCols {
+			cols := min(tileCols, w.rows-j)
+			blas32.Gemm(blas.NoTrans, blas.Trans, 1,
+				blas32.General{Rows: rows, Cols: x.cols, Stride: x.cols, Data: x.data[i*x.cols:]},
+				blas32.General{Rows: cols, Cols: w.cols, Stride: w.cols, Data: w.data[j*w.cols:]},
+				1, blas32.General{Rows: rows, Cols: cols, Stride: out.cols, Data: out.data[i*out.cols+j:]})
+		}
+	}
 	return out
 }
+
+// Tile sizes of linear: gonum multiplies serially while the product has
+// fewer than 4 blocks of 64×64.
+const (
+	tileRows = 64
+	tileCols = 192
+)
 
 // addInto adds b to a element-wise.
 func addInto(a, b matrix) {
