@@ -17,7 +17,7 @@ import (
 //     slot until that deadline at most; past it the call fails with
 //     ErrEmbeddingLate, so the request searches with full text alone and
 //     says so (X-Memory-Degraded: embedding) instead of queueing behind
-//     the encoder.
+//     the encoder. It too embeds in batches of at most batch texts.
 //   - Any other call (indexing, reindex) embeds in batches of at most
 //     batch texts, taking a slot per batch, and at most slots-1 of them
 //     run at once (one when slots is 1): between two batches a waiting
@@ -68,24 +68,23 @@ func (b *Bounded) Model() string { return b.inner.Model() }
 func (b *Bounded) Dims() int { return b.inner.Dims() }
 
 // Embed returns one vector per text, waiting for slots as Bounded says.
+// Texts are embedded batch texts at a time, a slot taken per batch, so
+// neither a query with many texts (the facts ranked against a question, on
+// a cold cache) nor indexing holds a slot for long; past a query's
+// deadline a batch still runs when a slot is free at once.
 func (b *Bounded) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	deadline, query := ctx.Value(embedDeadlineKey{}).(time.Time)
-	if query {
-		if err := b.acquire(ctx, deadline); err != nil {
-			return nil, err
+	if !query {
+		select {
+		case b.background <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("embed %d texts: %w", len(texts), context.Cause(ctx))
 		}
-		defer func() { <-b.slots }()
-		return b.run(ctx, texts)
+		defer func() { <-b.background }()
 	}
-	select {
-	case b.background <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("embed %d texts: %w", len(texts), context.Cause(ctx))
-	}
-	defer func() { <-b.background }()
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += b.batch {
-		if err := b.acquire(ctx, time.Time{}); err != nil {
+		if err := b.acquire(ctx, deadline); err != nil {
 			return nil, err
 		}
 		vecs, err := b.run(ctx, texts[start:min(len(texts), start+b.batch)])

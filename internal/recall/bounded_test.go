@@ -167,3 +167,27 @@ func TestBoundedBackgroundHonoursCancel(t *testing.T) {
 	}
 	close(g.release)
 }
+
+// TestBoundedQueryBatchesAndStopsAtItsDeadline: a query of many texts runs
+// in batches; once its deadline has passed and the slots are busy, it
+// stops with ErrEmbeddingLate instead of waiting.
+func TestBoundedQueryBatchesAndStopsAtItsDeadline(t *testing.T) {
+	g := &gateEmbedder{}
+	b := NewBounded(g, 1, 2)
+	vecs, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"a", "bb", "ccc", "dddd", "eeeee"})
+	if err != nil || len(vecs) != 5 || vecs[4][0] != 5 {
+		t.Fatalf("vecs %v, err %v", vecs, err)
+	}
+	if len(g.sizes) != 3 || g.sizes[0] != 2 || g.sizes[2] != 1 {
+		t.Fatalf("batches %v, want [2 2 1]", g.sizes)
+	}
+	// Past its deadline with the only slot busy, a query gives up.
+	busy := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 2)}
+	b = NewBounded(busy, 1, 2)
+	go b.Embed(context.Background(), []string{"indexing"})
+	<-busy.entered
+	if _, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(-time.Millisecond)), []string{"q", "r", "s"}); !errors.Is(err, ErrEmbeddingLate) {
+		t.Fatalf("err = %v, want ErrEmbeddingLate", err)
+	}
+	close(busy.release)
+}
