@@ -171,11 +171,12 @@ func (m *Model) Embed(texts []string) [][]float32 {
 			ids[i] = ids[i][:MaxTokens]
 		}
 	}
-	return m.EmbedIDs(ids)
+	return m.embedIDs(ids)
 }
 
-// EmbedIDs is Embed over pieces already tokenized (at most MaxTokens each).
-func (m *Model) EmbedIDs(ids [][]int) [][]float32 {
+// embedIDs is Embed over pieces already tokenized: ids of the vocabulary,
+// at most MaxTokens per text.
+func (m *Model) embedIDs(ids [][]int) [][]float32 {
 	n := 0
 	spans := make([][2]int, len(ids)) // each text's rows
 	for i, s := range ids {
