@@ -111,6 +111,19 @@ if [ "$search_only" != "1" ]; then
 	fi
 fi
 
+# The offline embedders' cell: the built-in encoder against the hashed local
+# embedder on SQLite, at 1 and 64 connections (go run ./bench/cmd/bench encoder-cell).
+if [ "$search_only" != "1" ]; then
+	echo "encoder cell ..." >&2
+	if "$tmp/bench" encoder-cell >"$tmp/encoder.md"; then
+		fold encoder-cell "$tmp/encoder.md"
+		cat "$tmp/encoder.md"
+	else
+		echo "bench.sh: the encoder cell failed" >&2
+		status=1
+	fi
+fi
+
 if [ -f bench/search/main.go ] && [ "$search_sizes" != "none" ]; then
 	echo "recall search benchmark: sizes $search_sizes, budget $search_budget, section $search_section ..." >&2
 	title="Recall search on PostgreSQL + pgvector"

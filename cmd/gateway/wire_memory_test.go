@@ -114,6 +114,9 @@ func storeConfigs(t *testing.T, up *upstreamtest.Server) map[string]func(t *test
 		// -race on a busy machine the default 150ms deadline would degrade
 		// requests (forward them without memory) and hide what is checked.
 		c.Memory.LoadTimeout = config.Duration(10 * time.Second)
+		// Likewise the query's embedding: the built-in encoder under -race
+		// takes longer than the default 300ms.
+		c.Memory.EmbeddingTimeout = config.Duration(10 * time.Second)
 		return c
 	}
 	return map[string]func(t *testing.T) config.Config{

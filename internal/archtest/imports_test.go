@@ -18,6 +18,7 @@ var rules = map[string][]string{
 	"internal/vec":     {"internal/"},
 	// telemetry is imported by the memory path and the stores: it must stay a leaf.
 	"internal/telemetry":   {"internal/"},
+	"internal/encoder":     {"internal/"},
 	"internal/itemindex":   {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
 	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},

@@ -208,26 +208,52 @@ func (ix *Indexer) item(id memory.Identity, kind, ref string, chunk int, text st
 	}
 }
 
-// add embeds items and stores them.
+// indexChunk is how many items one embedding call and one store write of
+// the Indexer hold: a round of many exchanges (an import, a backlog)
+// stores its items as it goes, so a round cut short keeps what it did.
+const indexChunk = 64
+
+// unembeddedWriteTimeout bounds storing, without vectors, the items whose
+// embedding failed (see add).
+const unembeddedWriteTimeout = 5 * time.Second
+
+// add embeds items and stores them, indexChunk at a time. When embedding a
+// chunk fails (the embedder is down, or too slow for the round's
+// deadline), that chunk and the rest are stored without vectors, so full
+// text finds them at once, and the error is returned so the round is tried
+// again (an embedding cache makes the chunks already embedded free); items
+// left without a vector are embedded by `gateway reindex`.
 func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
-	if len(items) == 0 {
-		return nil
+	for start := 0; start < len(items); start += indexChunk {
+		chunk := items[start:min(len(items), start+indexChunk)]
+		texts := make([]string, len(chunk))
+		for i, it := range chunk {
+			texts[i] = it.Text
+		}
+		vecs, err := ix.emb.Embed(ctx, texts)
+		if err != nil {
+			err = fmt.Errorf("embed %d items: %w", len(chunk), err)
+			rest := items[start:]
+			for i := range rest {
+				rest[i].Embedding, rest[i].Model, rest[i].Dims = nil, "", 0
+			}
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unembeddedWriteTimeout)
+			defer cancel()
+			if werr := ix.store.AddItems(wctx, rest); werr != nil {
+				return errors.Join(err, fmt.Errorf("add %d items without vectors: %w", len(rest), werr))
+			}
+			return err
+		}
+		for i := range chunk {
+			chunk[i].Embedding = vecs[i]
+		}
+		if err := ix.store.AddItems(ctx, chunk); err != nil {
+			return fmt.Errorf("add %d items: %w", len(chunk), err)
+		}
 	}
-	texts := make([]string, len(items))
-	for i, it := range items {
-		texts[i] = it.Text
+	if len(items) > 0 {
+		ix.logger.Debug("indexed memory items", "tenant", items[0].Tenant, "items", len(items))
 	}
-	vecs, err := ix.emb.Embed(ctx, texts)
-	if err != nil {
-		return fmt.Errorf("embed %d items: %w", len(items), err)
-	}
-	for i := range items {
-		items[i].Embedding = vecs[i]
-	}
-	if err := ix.store.AddItems(ctx, items); err != nil {
-		return fmt.Errorf("add %d items: %w", len(items), err)
-	}
-	ix.logger.Debug("indexed memory items", "tenant", items[0].Tenant, "items", len(items))
 	return nil
 }
 

@@ -241,3 +241,65 @@ func TestIndexerBatchMatchesOneByOne(t *testing.T) {
 		t.Fatalf("summary items = %v", got)
 	}
 }
+
+// failAfterEmbedder embeds its first ok calls and fails the rest.
+type failAfterEmbedder struct {
+	Embedder
+	ok    int
+	calls int
+}
+
+func (f *failAfterEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	f.calls++
+	if f.calls > f.ok {
+		return nil, ErrEmbeddingLate
+	}
+	return f.Embedder.Embed(ctx, texts)
+}
+
+// TestIndexerKeepsWhatItEmbeddedAndStoresTheRestUnembedded: a round of more
+// than indexChunk items whose embedder fails half-way stores the chunks
+// embedded so far with their vectors and the rest without (full text finds
+// them; reindex embeds them), and still returns the failure so the round
+// is tried again.
+func TestIndexerKeepsWhatItEmbeddedAndStoresTheRestUnembedded(t *testing.T) {
+	st := newFakeStore()
+	emb := &failAfterEmbedder{Embedder: NewLocal(16), ok: 1}
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	var exs []memory.Exchange
+	var res []memory.SaveResult
+	for i := range indexChunk { // two messages each: two chunks' worth
+		exs = append(exs, memory.Exchange{ID: fmt.Sprintf("e%d", i), Identity: id,
+			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("question number %d", i)}},
+			Reply: memory.Message{Role: "assistant", Content: fmt.Sprintf("answer number %d", i)}})
+		res = append(res, memory.SaveResult{Inserted: 2})
+	}
+	err := NewIndexer(st, emb, nil).AfterSaveBatch(context.Background(), exs, res)
+	if !errors.Is(err, ErrEmbeddingLate) {
+		t.Fatalf("err = %v, want the embedding failure", err)
+	}
+	var with, without int
+	for _, it := range st.items {
+		switch {
+		case len(it.Embedding) == 16 && it.Model == LocalModel && it.Dims == 16:
+			with++
+		case it.Embedding == nil && it.Model == "" && it.Dims == 0:
+			without++
+		default:
+			t.Fatalf("item %s: embedding %d dims, model %q, dims %d", it.Ref, len(it.Embedding), it.Model, it.Dims)
+		}
+	}
+	if with != indexChunk || without != indexChunk {
+		t.Fatalf("%d items with vectors and %d without, want %d and %d", with, without, indexChunk, indexChunk)
+	}
+	// Tried again with the embedder back, every item gets its vector.
+	emb.ok = 100
+	if err := NewIndexer(st, emb, nil).AfterSaveBatch(context.Background(), exs, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range st.items {
+		if len(it.Embedding) != 16 {
+			t.Fatalf("item %s still without a vector after the retry", it.Ref)
+		}
+	}
+}

@@ -66,6 +66,10 @@ type SearchOptions struct {
 	// Expander, when set, widens the full-text search with the words
 	// related to the query's (memory.ItemQuery.Related).
 	Expander *Expander
+	// WholeQuery embeds the question as asked rather than its rarer words
+	// (see Search): for a sentence encoder, which reads words in context
+	// and needs the rest of the sentence to tell what is asked.
+	WholeQuery bool
 }
 
 // Searcher is hybrid search over a user's memory items: vector and
@@ -125,7 +129,8 @@ type SearchQuery struct {
 // store keeps term statistics, without the words found in at least 10% of
 // the user's items (and 20 of them): a speaker's name in every turn would
 // otherwise make "Thanks, Mel!" the nearest passage to any question that
-// names Mel. A query of nothing but such words is embedded whole.
+// names Mel. A query of nothing but such words is embedded whole, and so
+// is every query with SearchOptions.WholeQuery.
 func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, error) {
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
@@ -227,7 +232,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 // vectorText is the text the vector query embeds for text, whose words
 // (memory.QueryTerms, up to maxQueryTerms) are terms (see Search).
 func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string, terms []string) (string, error) {
-	if len(terms) == 0 {
+	if len(terms) == 0 || s.opts.WholeQuery {
 		return text, nil
 	}
 	if s.stats != nil {

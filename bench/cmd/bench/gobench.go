@@ -11,10 +11,12 @@ import (
 	"strings"
 )
 
-// defaultGoBench are the Go micro-benchmarks `make bench` runs: token
-// counting, the proxy's per-request allocations, and (issue #4) the prompt
-// tokens memgate sends against the full history, with the cost of assembly.
-const defaultGoBench = "./internal/tokens/,./internal/proxy/,./cmd/gateway/=^Benchmark(TokensCurve|Prepare)$"
+// defaultGoBench are the Go micro-benchmarks `make bench` runs: the
+// built-in encoder (a 20-word query, indexing throughput, the tokenizer;
+// CPU time per op beside wall time), token counting, the proxy's
+// per-request allocations, and (issue #4) the prompt tokens memgate sends
+// against the full history, with the cost of assembly.
+const defaultGoBench = "./internal/encoder/,./internal/tokens/,./internal/proxy/,./cmd/gateway/=^Benchmark(TokensCurve|Prepare)$"
 
 // goBenchPkg is one package of the Go micro-benchmarks and the -bench
 // pattern it runs with.

@@ -13,10 +13,12 @@
 //	go run ./bench/cmd/bench fold -out BENCHMARKS.md -section search search.md
 //	go run ./bench/cmd/bench embed-cell -embed-latency 200ms
 //	go run ./bench/cmd/bench hostile -runs 3
+//	go run ./bench/cmd/bench encoder-cell
 //
 // The second form folds another benchmark's markdown into its own marked
 // section of the file (see fold); the third runs only the remote-embedding
-// cell (see embedCell); the fourth the hostile-input cell (see hostile).
+// cell (see embedCell); the fourth the hostile-input cell (see hostile); the
+// fifth the offline embedders' cell (see encoderCell).
 //
 // See -help for the knobs (concurrencies, duration, open-loop rate, upstream
 // latency, targets).
@@ -56,6 +58,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if len(args) > 1 && args[1] == "hostile" {
 		return hostile(ctx, args[2:], stdout, stderr)
+	}
+	if len(args) > 1 && args[1] == "encoder-cell" {
+		return encoderCell(ctx, args[2:], stdout, stderr)
 	}
 	cfg, err := parseFlags(args, getenv, stderr)
 	if err != nil {

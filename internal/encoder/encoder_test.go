@@ -1,0 +1,90 @@
+package encoder
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestLoadRejectsBrokenAssets: a truncated, garbled or foreign asset is an
+// error, never a panic or a half-loaded model.
+func TestLoadRejectsBrokenAssets(t *testing.T) {
+	raw := mustGunzip(t, modelAsset)
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	for name, asset := range map[string][]byte{
+		"empty":         nil,
+		"not gzip":      []byte("memgate-use-lite 1\n"),
+		"bad magic":     gz(append([]byte("memgate-use-lite 9\n"), raw[len(AssetMagic):]...)),
+		"truncated":     gz(raw[:len(raw)/2]),
+		"header only":   gz(raw[:len(AssetMagic)+4]),
+		"trailing data": gz(append(bytes.Clone(raw), 0)),
+	} {
+		if _, err := Load(asset); !errors.Is(err, errAsset) {
+			t.Errorf("%s: Load err = %v, want errAsset", name, err)
+		}
+	}
+}
+
+func mustGunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := out.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestEmbedAnyInput: whatever the text (huge, invalid UTF-8, control
+// characters, only unknown characters), the vector is a finite unit vector
+// of Dims dimensions, and a huge text costs no more pieces than the model
+// reads.
+func TestEmbedAnyInput(t *testing.T) {
+	m := mustDefault(t)
+	huge := strings.Repeat("memory gateway ", 200000) // 3 MB
+	inputs := []string{huge, "\xff\xfe\xfd invalid", "\x00\x01\x02", "日本語日本語", strings.Repeat("🙂", 5000)}
+	vecs, err := NewEmbedder(m).Embed(context.Background(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vecs {
+		if len(v) != Dims {
+			t.Fatalf("input %d: %d dims", i, len(v))
+		}
+		var ss float64
+		for _, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				t.Fatalf("input %d: non-finite value", i)
+			}
+			ss += float64(x) * float64(x)
+		}
+		if math.Abs(ss-1) > 1e-4 {
+			t.Fatalf("input %d: norm² %.6f, want 1", i, ss)
+		}
+	}
+	if n := len(m.Tokenizer().Encode(huge)); n > maxInputRunes {
+		t.Fatalf("a huge text gave %d pieces, more than the %d characters read", n, maxInputRunes)
+	}
+}
+
+// TestEmbedderHonoursCancel: a cancelled call embeds nothing.
+func TestEmbedderHonoursCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewEmbedder(mustDefault(t)).Embed(ctx, []string{"x"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
