@@ -234,3 +234,33 @@ func TestPrepareSharesOneMemoPerRequest(t *testing.T) {
 		}
 	}
 }
+
+// A question's time words are read against when it was said: recall's
+// query is dated by the request's At (X-Memory-Timestamp), or now without it.
+func TestRecallDatedBySaidAt(t *testing.T) {
+	clock := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	said := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		at, want time.Time
+	}{{said, said}, {time.Time{}, clock}} {
+		var got time.Time
+		rec := recallFunc(func(_ context.Context, q memory.RecallQuery) (memory.Recalled, error) {
+			got = q.Now
+			return memory.Recalled{}, nil
+		})
+		a, err := NewAssembler(Deps{History: &fakeHistory{msgs: msgs(t, u1, a1)}, Recaller: rec, Counter: byteCounter{}}, Options{
+			RecentMessages: 10, FactsMax: 5, LoadTimeout: time.Minute, EmbedTimeout: time.Minute, Now: func() time.Time { return clock },
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := request(t, memory.ModeOn, uNew)
+		req.At = tc.at
+		if _, err := a.Prepare(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if !got.Equal(tc.want) {
+			t.Errorf("At %v: recall dated %v, want %v", tc.at, got, tc.want)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 				Identity:          req.Identity,
 				Text:              recallText(rest),
 				CrossConversation: req.CrossConversation,
-				Now:               now,
+				Now:               recallNow(now, req.At),
 				Budget:            a.passageBudget(req),
 			})
 			r.rec = rec
@@ -397,3 +397,13 @@ func (c ctxCounter) SystemMessage(model, text string) int {
 }
 
 func (c ctxCounter) ContextWindow(model string) int { return c.inner.ContextWindow(model) }
+
+// recallNow is the time a question's time words are read against: when its
+// turn was said (a relayed or replayed conversation's X-Memory-Timestamp),
+// else now.
+func recallNow(now, at time.Time) time.Time {
+	if at.IsZero() {
+		return now
+	}
+	return at
+}

@@ -229,6 +229,10 @@ type Request struct {
 	// facts, summary, facts, recall) is injected, stored recent turns are
 	// neither loaded nor sent.
 	NoRecent bool
+	// At is when the newest turn was said (X-Memory-Timestamp, else the
+	// request's arrival); zero means now. Recall reads a question's time
+	// words ("last week") relative to it.
+	At time.Time
 }
 
 // Prepared is the memory layer's answer: the messages to forward upstream and

@@ -130,6 +130,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
+		mreq.At = at
 		f := &forward{x: x, api: a, memory: true, model: req.Model}
 		out := raw
 		// A Responses request may hold nothing memory can read (only item
