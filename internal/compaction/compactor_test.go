@@ -120,6 +120,7 @@ type wordCounter struct{}
 
 func (wordCounter) Message(_ string, m memory.Message) int { return 3 + len(strings.Fields(m.Content)) }
 func (wordCounter) Text(_ string, s string) int            { return len(strings.Fields(s)) }
+func (wordCounter) Text2(s string) int                     { return len(strings.Fields(s)) }
 
 var testID = memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
 
@@ -370,5 +371,30 @@ func TestAfterSaveBatchCompactsOncePerConversation(t *testing.T) {
 	}
 	if goals != 1 {
 		t.Fatalf("facts = %+v, want the goal pinned once", st.facts)
+	}
+}
+
+func TestSummariserNamedTruthfully(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		primary Summarizer
+		want    string
+	}{
+		{"side model", &fakeSummarizer{}, "model"},
+		{"extractive as the primary (no side-model key)", NewExtractive(wordCounter{}.Text2), "extractive"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &memStore{}
+			for i, m := range []string{"I want to save R$ 5.000 by June.", "ok", "I live in Lisbon.", "nice", "c", "d", "e", "f"} {
+				st.add([]string{"user", "assistant"}[i%2], m)
+			}
+			c := newTestCompactor(st, tt.primary, nil)
+			if err := c.Compact(context.Background(), testID, "m"); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.summaries) != 1 || st.summaries[0].Summariser != tt.want {
+				t.Fatalf("summaries = %+v, want one by %q", st.summaries, tt.want)
+			}
+		})
 	}
 }
