@@ -64,6 +64,7 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
 		FactsMax:          cfg.Recall.FactsMaxInjected,
 		Template:          cfg.Memory.Template,
+		Position:          inject.Position(cfg.Memory.Position),
 		LoadTimeout:       cfg.Memory.LoadTimeout.D(),
 		EmbedTimeout:      cfg.Memory.EmbeddingTimeout.D(),
 	}, logger)

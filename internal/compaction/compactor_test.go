@@ -336,6 +336,36 @@ func TestAfterSavePinsOnce(t *testing.T) {
 	}
 }
 
+// TestPinsOnlyFromTheUser: pins keep what the user said about themself;
+// the same statements in an assistant's reply, a tool's result or a
+// system message are never pinned.
+func TestPinsOnlyFromTheUser(t *testing.T) {
+	const stated = "I want to save R$ 5.000 by June. I am vegetarian."
+	for _, role := range []string{"assistant", "tool", "system", "developer", "function"} {
+		t.Run(role, func(t *testing.T) {
+			st := &memStore{}
+			c := newTestCompactor(st, &fakeSummarizer{}, nil)
+			ex := exchange("ex-"+role, "Hello there.")
+			ex.Turn = append(ex.Turn, memory.Message{Role: role, Content: stated})
+			if err := c.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: len(ex.Turn)}); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.facts) != 0 {
+				t.Fatalf("pinned from a %s message: %+v", role, st.facts)
+			}
+		})
+	}
+	// The same text from the user is pinned: the gate is the role.
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	if err := c.AfterSave(context.Background(), exchange("ex-user", stated), memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 2 {
+		t.Fatalf("user's statements pinned: %+v, want 2", st.facts)
+	}
+}
+
 // TestAfterSaveBatchCompactsOncePerConversation: a batch pins what every
 // exchange states and compacts the conversation once, after all of it.
 func TestAfterSaveBatchCompactsOncePerConversation(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/memgate/memgate/internal/memory"
 )
 
 // ErrBadReply reports a summariser reply that is not the JSON asked for.
@@ -49,7 +47,13 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 	}
 	b.WriteString("New messages:\n")
 	for _, m := range in.Messages {
-		if memory.IsSystem(m.Role) {
+		// Only the user's and the assistant's words are summarised: a
+		// tool's result (a fetched page, an API's answer) is a third
+		// party's text, never read as instructions by the summariser nor
+		// carried into memory (the extractive summariser skips it too);
+		// the assistant's reply after it says what the conversation took
+		// from it.
+		if m.Role != "user" && m.Role != "assistant" {
 			continue
 		}
 		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)

@@ -164,6 +164,11 @@ type Memory struct {
 	// Template is the memory block's Go text/template; empty uses the
 	// built-in one.
 	Template string `yaml:"template"`
+	// Position is the role memory is sent in: "system" (system messages,
+	// the Anthropic system prompt, the Responses instructions, with what a
+	// request recalled right before its question) or "user" (user-role
+	// messages at the same places: no stored text in system role).
+	Position string `yaml:"position"`
 	// Cache bounds what each gateway process keeps in memory to answer
 	// recall (both stores).
 	Cache Cache `yaml:"cache"`
@@ -329,6 +334,7 @@ func Default() Config {
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
 			Shares:            Shares{Summary: 0.30, Facts: 0.15, Recall: 0.20},
+			Position:          "system",
 		},
 		Compaction: Compaction{
 			Enabled:          true,
@@ -495,6 +501,9 @@ func (c Config) Validate() error {
 	}
 	if c.Memory.CompletionReserve < 0 {
 		bad("memory.completion_reserve", "must not be negative")
+	}
+	if c.Memory.Position != "system" && c.Memory.Position != "user" {
+		bad("memory.position", "%q is not system or user", c.Memory.Position)
 	}
 	for key, mb := range map[string]int{"memory.cache.vectors_mb": c.Memory.Cache.VectorsMB,
 		"memory.cache.texts_mb": c.Memory.Cache.TextsMB, "memory.cache.items_mb": c.Memory.Cache.ItemsMB,

@@ -12,6 +12,7 @@ import (
 // a.Budget(req). See Prepare for the contract.
 func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
 	model := req.Model
+	ld = quoted(ld)
 	budget := a.Budget(req)
 	// Every message is tokenized once: the accounting of the original
 	// request, the untouchable parts and the fitting of recent turns all
@@ -84,8 +85,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	var (
 		fx       fixedParts
 		all      bool // the block's selection took every passage to be shown
-		blk      string
-		blkCost  int
+		blk      blocks
 		sections map[string]int
 		kept     []memory.Message
 		spent    int
@@ -97,11 +97,11 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 			err error
 		)
 		sel, all = pc.pack(fx, 0)
-		blk, blkCost, sections, err = a.block(model, sel, room)
+		blk, sections, err = a.block(model, sel, room)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
-		kept, spent = fitNewest(candidates, cost, room-blkCost)
+		kept, spent = fitNewest(candidates, cost, room-blk.cost)
 		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
 			break
 		}
@@ -113,38 +113,56 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// unless every passage is in already: packing again would choose the
 	// same ones, and the block, which cost at most room-spent, would not
 	// shrink.
-	if left := room - blkCost - spent; !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+	if left := room - blk.cost - spent; !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
-		b2, c2, s2, err := a.block(model, sel, room-spent)
+		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
 			return memory.Prepared{}, err
 		}
-		if c2 > blkCost {
-			blk, blkCost, sections = b2, c2, s2
+		if b2.cost > blk.cost {
+			blk, sections = b2, s2
 		}
 	}
 
-	out := make([]json.RawMessage, 0, len(system)+1+len(kept)+len(current))
+	// Stable to volatile, so that a provider's prompt cache keeps as much
+	// of the previous request's prefix as can be kept: the client's system
+	// messages, the stable memory, the recent turns, what this question
+	// recalled, the current turn.
+	out := make([]json.RawMessage, 0, len(system)+2+len(kept)+len(current))
 	out = append(out, raws(system)...)
-	if blk != "" {
-		raw, err := systemRaw(blk)
-		if err != nil {
-			return memory.Prepared{}, err
+	var bs []memory.Block
+	add := func(text string, stable bool) error {
+		if text == "" {
+			return nil
 		}
+		raw, err := blockRaw(a.opts.Position.role(), text)
+		if err != nil {
+			return err
+		}
+		bs = append(bs, memory.Block{At: len(out), Stable: stable, Text: text})
 		out = append(out, raw)
+		return nil
 	}
-	out = append(out, raws(kept, current)...)
+	if err := add(blk.stable, true); err != nil {
+		return memory.Prepared{}, err
+	}
+	out = append(out, raws(kept)...)
+	if err := add(blk.recalled, false); err != nil {
+		return memory.Prepared{}, err
+	}
+	out = append(out, raws(current)...)
 	for k, v := range sections {
 		parts[k] = v
 	}
-	parts["memory"] = blkCost
+	parts["memory"] = blk.cost
 	parts["recent"] = spent
 	return memory.Prepared{
 		Messages:       out,
 		TokensOriginal: original,
-		TokensSent:     priming + parts["system"] + blkCost + spent + parts["current"],
+		TokensSent:     priming + parts["system"] + blk.cost + spent + parts["current"],
 		Budget:         budget,
 		Parts:          parts,
+		Blocks:         bs,
 	}, nil
 }
 

@@ -118,7 +118,7 @@ func TestRenderUsesConfiguredTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := a.render(selection{data: BlockData{Summary: "sum"}})
+	text, _, err := a.render(selection{data: BlockData{Summary: "sum"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,8 @@ func TestRecallTakesWhatOthersLeave(t *testing.T) {
 					t.Fatalf("parts %v: recall should take its share and the unused ones, recent the rest", p.Parts)
 				}
 			}
-			if !strings.Contains(string(p.Messages[0]), "passage 0:") {
+			if n := len(p.Blocks); n == 0 || p.Blocks[n-1].Stable || !strings.Contains(p.Blocks[n-1].Text, "passage 0:") ||
+				!strings.Contains(string(p.Messages[p.Blocks[n-1].At]), "passage 0:") {
 				t.Fatalf("the best passage is not in the block")
 			}
 		})

@@ -102,6 +102,31 @@ type Options struct {
 	EmbedTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Position is the role the memory blocks are sent in: PositionSystem
+	// (the default) or PositionUser.
+	Position Position
+}
+
+// Position is where memory goes in a prompt.
+type Position string
+
+// The positions of memory.
+const (
+	// PositionSystem sends memory as system messages: the stable block
+	// after the client's system messages, the recalled block before the
+	// current turn (each dialect renders them in its API's form).
+	PositionSystem Position = "system"
+	// PositionUser sends both blocks, at the same places, as user-role
+	// messages: no stored text is ever in system role.
+	PositionUser Position = "user"
+)
+
+// role is the chat role of a memory block at p.
+func (p Position) role() string {
+	if p == PositionUser {
+		return "user"
+	}
+	return "system"
 }
 
 // Assembler prepares upstream requests. It is safe for concurrent use.
@@ -150,6 +175,13 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	tmpl, err := template.New("memory").Option("missingkey=error").Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("inject: memory template: %w", err)
+	}
+	switch opts.Position {
+	case "":
+		opts.Position = PositionSystem
+	case PositionSystem, PositionUser:
+	default:
+		return nil, fmt.Errorf("inject: memory position %q must be system or user: %w", opts.Position, memory.ErrInvalid)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -106,18 +106,20 @@ func (pc *partCosts) passage(i int) (Passage, int, bool) {
 		pc.lines.Grow(n)
 	}
 	b := &pc.lines
+	conv := quoteText(it.Conversation)
 	start := b.Len()
 	b.WriteString("- [")
 	var date [16]byte
 	b.Write(passageTime(it).AppendFormat(date[:0], "2006-01-02"))
 	dateEnd := b.Len()
 	b.WriteString(", conversation ")
-	b.WriteString(it.Conversation)
+	b.WriteString(conv)
 	b.WriteString("] ")
-	b.WriteString(it.Text)
+	text := quoteText(it.Text) // stored text is data: it cannot end the block
+	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()
-	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: it.Conversation, Kind: it.Kind, Text: it.Text}
+	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: conv, Kind: it.Kind, Text: text}
 	c := pc.a.deps.Counter.Text(pc.model, s[start:]) // lineCost(model, passageLine(p))
 	pc.passages[i], pc.passageCosts[i], pc.state[i] = p, c, itemShowable
 	return p, c, true

@@ -228,4 +228,22 @@ type Prepared struct {
 	// "recall" are the sections' text), "recent" and "current"; TokensSent is
 	// system + memory + recent + current + the reply priming.
 	Parts map[string]int
+	// Blocks locate the memory messages memgate added among Messages, in
+	// order (none when no memory was added). A dialect adapter renders them
+	// where its API wants memory; without Blocks, every system message that
+	// is not the client's own is taken for one stable block.
+	Blocks []Block
+}
+
+// Block is one memory message of a Prepared prompt.
+type Block struct {
+	// At is the message's index in Prepared.Messages.
+	At int
+	// Stable is true for the memory that changes rarely (pinned facts, the
+	// summary, facts about the user), which follows the client's system
+	// messages; false for what this request recalled, which comes right
+	// before the current turn.
+	Stable bool
+	// Text is the block's text, delimiters included.
+	Text string
 }

@@ -29,7 +29,8 @@ const maxNeighbourBytes = 1200
 // it (the question it answers) and after it (the answer it got), hits
 // whose turns touch or overlap merged into one passage. A passage takes
 // the place, Ref, Score, CreatedAt and SaidAt of its best hit; its Text is
-// its turns in order, one "role: text" line each, hit turns whole (a hit
+// its turns in order, one "role: text" line each (a tool's turn shows
+// nothing: see spoken), hit turns whole (a hit
 // that is a chunk of a long turn stays that chunk) and other turns cut to
 // maxNeighbourBytes. Other items, and hits whose turn is no longer stored,
 // are kept as they are.
@@ -99,7 +100,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 			if t.hitRank != 0 && (best == 0 || t.hitRank < best) {
 				best = t.hitRank
 			}
-			if t.hitRank == 0 {
+			if t.hitRank == 0 && spoken(msgs[j].Role) {
 				t.text, t.clipped = clip(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
 			}
 			if t.text != "" || t.clipped {
@@ -144,6 +145,14 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 	}
 	return out, nil
 }
+
+// spoken reports whether a turn of role is the user's or the assistant's
+// words. Only those are shown around a recalled hit: a tool's result (a
+// fetched page, an API's answer) is a third party's text, which recall
+// never brings back into a prompt, where the memory block would carry it
+// into another conversation with more authority than it had (the
+// assistant's reply after it says what the conversation took from it).
+func spoken(role string) bool { return role == "user" || role == "assistant" }
 
 // rankedItem is what expand makes of one item: dropped (a hit in a
 // passage of a better one), replaced by the passage around it, or kept.

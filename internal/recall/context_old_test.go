@@ -14,7 +14,8 @@ import (
 )
 
 // oldExpand is expand as it was before it built each passage in one
-// allocation (kept to test the new one against), with the helpers it used.
+// allocation (kept to test the new one against), with the helpers it used,
+// and with the rule that a neighbouring tool turn shows nothing.
 func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items []memory.Item, radius int) ([]memory.Item, error) {
 	var refs []memory.MessageRef
 	for _, it := range items {
@@ -74,7 +75,7 @@ func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items 
 				best = hitRank[j]
 			}
 			text := hitText[j]
-			if hitRank[j] == 0 {
+			if hitRank[j] == 0 && (msgs[j].Role == "user" || msgs[j].Role == "assistant") { // a tool's turn shows nothing
 				text = oldClip(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
 			}
 			if text == "" {

@@ -161,6 +161,10 @@ func (u *UI) previewOf(p memory.Prepared) *previewResult {
 		}
 		r.Parts = append(r.Parts, pv)
 	}
+	blocks := make(map[int]bool, len(p.Blocks))
+	for _, b := range p.Blocks {
+		blocks[b.At] = true
+	}
 	for i, raw := range p.Messages {
 		m, err := memory.ParseMessage(raw)
 		if err != nil {
@@ -171,7 +175,7 @@ func (u *UI) previewOf(p memory.Prepared) *previewResult {
 		switch {
 		case i == len(p.Messages)-1:
 			v.Part = "current"
-		case memory.IsSystem(m.Role) && strings.Contains(m.Content, "<memory>"):
+		case blocks[i] || (len(p.Blocks) == 0 && memory.IsSystem(m.Role) && strings.Contains(m.Content, "<memory>")):
 			v.Part = "memory"
 		case memory.IsSystem(m.Role):
 			v.Part = "system"

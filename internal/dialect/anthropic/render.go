@@ -31,7 +31,7 @@ import (
 //
 // Every other member of the body is forwarded as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) {
-	a, err := r.Read(p.Messages, r.own, len(r.messages)-1)
+	a, err := r.Read(p, r.own, len(r.messages)-1)
 	if err != nil {
 		return nil, err
 	}
@@ -46,8 +46,25 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		return nil, err
 	}
 
+	// What this request recalled rides in the messages (system is one
+	// field, the same for every message): a text block opening the user
+	// message that asks the current question, so the system prompt and the
+	// turns before it stay the previous request's prefix.
+	if a.Recalled != "" {
+		i := questionAt(msgs)
+		if msgs[i], err = withLeadingText(msgs[i], a.Recalled); err != nil {
+			return nil, err
+		}
+	}
 	obj := r.obj.Clone()
-	if a.Memory != "" {
+	switch {
+	case a.Memory != "" && a.User:
+		// memory.position: user: the stable memory opens the first
+		// (user) message instead of joining the system prompt.
+		if msgs[0], err = withLeadingText(msgs[0], a.Memory); err != nil {
+			return nil, err
+		}
+	case a.Memory != "":
 		// The memory goes after the app's system text: to a block system
 		// as one more text block (the client's blocks stay as they were).
 		sys, err := chat.AppendText(r.system, a.Memory, outBlock{Type: "text", Text: a.Memory})
@@ -57,6 +74,81 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		obj.Set("system", sys)
 	}
 	obj.Set("messages", body.Array(msgs))
+	return obj.Bytes(), nil
+}
+
+// questionAt returns the index of the message that asks the current
+// question: the last user message with content other than tool results
+// (the text of a tool loop's question, not the results that answer its
+// calls), else the last user message, else 0.
+func questionAt(msgs []json.RawMessage) int {
+	last := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		role, blocks, text, err := decodeMessage(msgs[i])
+		if err != nil || role != "user" {
+			continue
+		}
+		if last < 0 {
+			last = i
+		}
+		if text != nil {
+			return i
+		}
+		for _, b := range blocks {
+			if b.Type != "tool_result" {
+				return i
+			}
+		}
+	}
+	return max(last, 0)
+}
+
+// withLeadingText returns the user message raw with a text block holding
+// text added before its content, after any tool_result blocks (which
+// Anthropic wants first); every other member stays as it was. A string
+// content becomes two text blocks (one when the string is empty: Anthropic
+// refuses an empty text block).
+func withLeadingText(raw json.RawMessage, text string) (json.RawMessage, error) {
+	obj, err := body.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("render: memory: %w", err)
+	}
+	mem, err := body.Marshal(outBlock{Type: "text", Text: text})
+	if err != nil {
+		return nil, fmt.Errorf("render: memory: %w", err)
+	}
+	var content []json.RawMessage
+	c := obj.Get("content")
+	if len(c) > 0 && c[0] == '"' {
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return nil, fmt.Errorf("render: memory: %w", err)
+		}
+		content = []json.RawMessage{mem}
+		if s != "" {
+			b, err := body.Marshal(outBlock{Type: "text", Text: s})
+			if err != nil {
+				return nil, fmt.Errorf("render: memory: %w", err)
+			}
+			content = append(content, b)
+		}
+	} else {
+		if err := json.Unmarshal(c, &content); err != nil {
+			return nil, fmt.Errorf("render: memory: content: %w", err)
+		}
+		at := 0
+		for at < len(content) {
+			var b struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(content[at], &b) != nil || b.Type != "tool_result" {
+				break
+			}
+			at++
+		}
+		content = slices.Insert(content, at, mem)
+	}
+	obj.Set("content", body.Array(content))
 	return obj.Bytes(), nil
 }
 

@@ -77,6 +77,43 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// TestRenderBlocks renders the two memory blocks: the stable one joins
+// the system prompt (or, in user position, opens the first message), the
+// recalled one opens the message that asks the current question — after
+// its tool results — and the rendered body keeps Anthropic's rules.
+func TestRenderBlocks(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		user bool
+	}{
+		{"blocks_string_question", `{"model":"claude-sonnet-4-5","max_tokens":100,"system":"Be kind.","messages":[{"role":"user","content":"What did I say about my city?"}]}`, false},
+		{"blocks_user_position", `{"model":"claude-sonnet-4-5","max_tokens":100,"system":"Be kind.","messages":[{"role":"user","content":"What did I say about my city?"}]}`, true},
+		{"blocks_tool_loop", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[
+			{"role":"user","content":"one"},{"role":"assistant","content":[{"type":"text","text":"two"},{"type":"tool_use","id":"toolu_p","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_p","content":"x"},{"type":"text","text":"three"}]},
+			{"role":"assistant","content":[{"type":"tool_use","id":"toolu_x","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"ok"}]}]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := dialecttest.PreparedBlocks(r.Conversation, "<memory>\nFacts:\n- city: Porto\n</memory>", "<memory>\nRecalled: Porto\n</memory>", tt.user, storedTurns(t), 0)
+			out, err := r.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkRules(out); err != nil {
+				t.Error(err)
+			}
+			dialecttest.Golden(t, "render_"+tt.name, out, *update)
+		})
+	}
+}
+
 // checkRules reports how a rendered body breaks Anthropic's message rules.
 func checkRules(b []byte) error {
 	var req struct {

@@ -36,12 +36,19 @@ func (c *Conversation) Add(m Message, origin int) (memory.Message, error) {
 	return msg, nil
 }
 
-// Assembled is an assembled prompt (inject's Prepared.Messages for a
-// Conversation) read back against the conversation.
+// Assembled is an assembled prompt (inject's Prepared for a Conversation)
+// read back against the conversation.
 type Assembled struct {
-	// Memory is the text of every system message that is not the client's
-	// own, joined by a blank line ("" when there are none).
+	// Memory is the text of the stable memory blocks, joined by a blank
+	// line ("" when there are none): the memory that changes rarely, which
+	// follows the app's own system prompt.
 	Memory string
+	// Recalled is the text of what this request recalled ("" when none),
+	// which goes right before the current turn.
+	Recalled string
+	// User reports that memory is to be sent in user role
+	// (memory.position: user): no stored text in a system prompt.
+	User bool
 	// Stored are the stored turns inject added before the client's kept
 	// messages, in order.
 	Stored []json.RawMessage
@@ -52,11 +59,33 @@ type Assembled struct {
 // Read reads the assembled prompt p. own reports whether a system message
 // is one of the client's own; the client's kept messages are a suffix of
 // the conversation's messages that own does not claim, and none is First
-// when inject kept none of them.
-func (c *Conversation) Read(p []json.RawMessage, own func(json.RawMessage) bool, none int) (Assembled, error) {
-	var texts []string
+// when inject kept none of them. The memory messages are p.Blocks; a p
+// without Blocks has one stable block: every system message own does not
+// claim.
+func (c *Conversation) Read(p memory.Prepared, own func(json.RawMessage) bool, none int) (Assembled, error) {
+	var stable, recalled []string
 	var rest []json.RawMessage
-	for _, m := range p {
+	var a Assembled
+	at := make(map[int]memory.Block, len(p.Blocks))
+	for _, b := range p.Blocks {
+		at[b.At] = b
+	}
+	for i, m := range p.Messages {
+		if b, ok := at[i]; ok {
+			var head struct {
+				Role string `json:"role"`
+			}
+			if err := json.Unmarshal(m, &head); err != nil {
+				return Assembled{}, fmt.Errorf("render: memory block: %w", err)
+			}
+			a.User = head.Role == "user"
+			if b.Stable {
+				stable = append(stable, b.Text)
+			} else {
+				recalled = append(recalled, b.Text)
+			}
+			continue
+		}
 		var head struct {
 			Role string `json:"role"`
 		}
@@ -67,7 +96,7 @@ func (c *Conversation) Read(p []json.RawMessage, own func(json.RawMessage) bool,
 			rest = append(rest, m)
 			continue
 		}
-		if own(m) {
+		if own(m) || len(p.Blocks) > 0 {
 			continue
 		}
 		pm, err := memory.ParseMessage(m)
@@ -75,7 +104,7 @@ func (c *Conversation) Read(p []json.RawMessage, own func(json.RawMessage) bool,
 			return Assembled{}, fmt.Errorf("render: memory block: %w", err)
 		}
 		if pm.Content != "" {
-			texts = append(texts, pm.Content)
+			stable = append(stable, pm.Content)
 		}
 	}
 
@@ -93,7 +122,8 @@ func (c *Conversation) Read(p []json.RawMessage, own func(json.RawMessage) bool,
 	for i > 0 && j > 0 && bytes.Equal(rest[i-1], client[j-1]) {
 		i, j = i-1, j-1
 	}
-	a := Assembled{Memory: strings.Join(texts, "\n\n"), Stored: rest[:i], First: none}
+	a.Memory, a.Recalled = strings.Join(stable, "\n\n"), strings.Join(recalled, "\n\n")
+	a.Stored, a.First = rest[:i], none
 	if j < len(client) {
 		a.First = origin[j]
 	}

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"github.com/memgate/memgate/internal/memory"
 	"testing"
 )
 
@@ -55,7 +56,7 @@ func TestRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := conv.Read(tt.p, own, 99)
+			got, err := conv.Read(memory.Prepared{Messages: tt.p}, own, 99)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +65,22 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
-	if _, err := conv.Read([]json.RawMessage{json.RawMessage(`[`)}, own, 0); err == nil {
+	if _, err := conv.Read(memory.Prepared{Messages: []json.RawMessage{json.RawMessage(`[`)}}, own, 0); err == nil {
 		t.Error("Read of a broken message: no error")
+	}
+
+	// With Blocks, the memory messages are those they name, stable or
+	// recalled, in system or user role; other messages are the
+	// conversation's.
+	recalled := msg("user", "<memory>recalled</memory>")
+	got, err := conv.Read(memory.Prepared{
+		Messages: []json.RawMessage{sys, mem1, stored, recalled, a, b, c},
+		Blocks:   []memory.Block{{At: 1, Stable: true, Text: "fact one"}, {At: 3, Text: "<memory>recalled</memory>"}},
+	}, own, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Memory != "fact one" || got.Recalled != "<memory>recalled</memory>" || !got.User || len(got.Stored) != 1 || got.First != 0 {
+		t.Errorf("Read with blocks = %+v", got)
 	}
 }

@@ -135,3 +135,49 @@ func CheckStreamFailures[S Stream](t *testing.T, newStream func(limit int64) S, 
 		})
 	}
 }
+
+// PreparedBlocks builds what inject returns for the conversation c with
+// memory in two blocks, as inject lays them out: its system messages, the
+// stable block (none when stable is ""), stored turns, its other messages
+// from index keepFrom (among the non-system ones) on, with the recalled
+// block (none when recalled is "") before the last user message. The
+// blocks are system messages, or user messages when user is set
+// (memory.position: user).
+func PreparedBlocks(c chat.Conversation, stable, recalled string, user bool, stored []json.RawMessage, keepFrom int) memory.Prepared {
+	role := "system"
+	if user {
+		role = "user"
+	}
+	var sys, rest []json.RawMessage
+	var restRoles []string
+	for i, m := range c.Messages {
+		if memory.IsSystem(c.Parsed[i].Role) {
+			sys = append(sys, m)
+		} else {
+			rest = append(rest, m)
+			restRoles = append(restRoles, c.Parsed[i].Role)
+		}
+	}
+	var p memory.Prepared
+	out := append([]json.RawMessage(nil), sys...)
+	add := func(text string, stable bool) {
+		b, _ := json.Marshal(map[string]string{"role": role, "content": text})
+		p.Blocks = append(p.Blocks, memory.Block{At: len(out), Stable: stable, Text: text})
+		out = append(out, b)
+	}
+	if stable != "" {
+		add(stable, true)
+	}
+	out = append(out, stored...)
+	kept, keptRoles := rest[keepFrom:], restRoles[keepFrom:]
+	q := len(kept) - 1
+	for q > 0 && keptRoles[q] != "user" {
+		q--
+	}
+	out = append(out, kept[:q]...)
+	if recalled != "" {
+		add(recalled, false)
+	}
+	p.Messages = append(out, kept[q:]...)
+	return p
+}

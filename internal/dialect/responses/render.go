@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
@@ -33,7 +34,7 @@ import (
 // A string input stays a string when nothing is prepended. Every other
 // member of the body is forwarded as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) {
-	a, err := r.Read(p.Messages, r.own, len(r.items))
+	a, err := r.Read(p, r.own, len(r.items))
 	if err != nil {
 		return nil, err
 	}
@@ -49,24 +50,87 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	}
 
 	obj := r.obj.Clone()
-	if a.Memory != "" {
+	// What this request recalled goes right before the current question in
+	// input — except with previous_response_id: the provider would keep
+	// each request's recall in the history it holds, so it joins the
+	// instructions (a system-position block; a user-position one goes in
+	// input all the same: no stored text in instructions).
+	recalledInInput := a.Recalled != "" && (a.User || r.PreviousResponseID == "")
+	var instrText []string
+	if a.Memory != "" && !a.User {
+		instrText = append(instrText, a.Memory)
+	}
+	if a.Recalled != "" && !recalledInInput {
+		instrText = append(instrText, a.Recalled)
+	}
+	if len(instrText) > 0 {
 		// To an array of instructions the memory is one more developer
 		// message.
-		instr, err := chat.AppendText(r.instructions, a.Memory, storedItem{Type: "message", Role: "developer", Content: a.Memory})
+		text := strings.Join(instrText, "\n\n")
+		instr, err := chat.AppendText(r.instructions, text, storedItem{Type: "message", Role: "developer", Content: text})
 		if err != nil {
 			return nil, fmt.Errorf("render: instructions: %w", err)
 		}
 		obj.Set("instructions", instr)
 	}
-	if len(stored) == 0 && a.First == 0 {
+	stableInInput := a.Memory != "" && a.User
+	if len(stored) == 0 && a.First == 0 && !recalledInInput && !stableInInput {
 		return obj.Bytes(), nil // input unchanged
 	}
 	input, err := r.arrange(stored, a.First)
 	if err != nil {
 		return nil, err
 	}
+	role := "developer"
+	if a.User {
+		role = "user"
+	}
+	if recalledInInput {
+		if input, err = insertMessage(input, questionAt(input), role, a.Recalled); err != nil {
+			return nil, err
+		}
+	}
+	if stableInInput {
+		if input, err = insertMessage(input, conversationStart(input), "user", a.Memory); err != nil {
+			return nil, err
+		}
+	}
 	obj.Set("input", body.Array(input))
 	return obj.Bytes(), nil
+}
+
+// insertMessage returns items with a message item of role and text
+// inserted at i.
+func insertMessage(items []json.RawMessage, i int, role, text string) ([]json.RawMessage, error) {
+	b, err := body.Marshal(storedItem{Type: "message", Role: role, Content: text})
+	if err != nil {
+		return nil, fmt.Errorf("render: memory: %w", err)
+	}
+	return slices.Insert(items, i, b), nil
+}
+
+// questionAt returns the index of the last user message among items (the
+// current question), or 0 when there is none.
+func questionAt(items []json.RawMessage) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		var it item
+		if json.Unmarshal(items[i], &it) == nil && it.kind() == "message" && it.Role == "user" {
+			return i
+		}
+	}
+	return 0
+}
+
+// conversationStart returns the index of the first item that is not a
+// system or developer message.
+func conversationStart(items []json.RawMessage) int {
+	for i, raw := range items {
+		var it item
+		if json.Unmarshal(raw, &it) != nil || it.kind() != "message" || (it.Role != "system" && it.Role != "developer") {
+			return i
+		}
+	}
+	return len(items)
 }
 
 // own reports whether m, a system message, is one of the client's own.

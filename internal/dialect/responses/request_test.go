@@ -122,3 +122,39 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderBlocks renders the two memory blocks: the stable one joins
+// the instructions (in user position, a user item opens the input), the
+// recalled one is a developer (user) item right before the current
+// question — in the instructions with previous_response_id and system
+// position, where the provider would otherwise keep every request's.
+func TestRenderBlocks(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		user   bool
+		stored bool
+	}{
+		{"blocks_string_input", `{"model":"gpt-4o","instructions":"Be kind.","input":"Where do I live?"}`, false, true},
+		{"blocks_user_position", `{"model":"gpt-4o","instructions":"Be kind.","input":[{"role":"developer","content":"Dev."},{"role":"user","content":"Where do I live?"}]}`, true, true},
+		{"blocks_previous_response_id", `{"model":"gpt-4o","previous_response_id":"resp_1","input":[{"role":"user","content":"Where do I live?"}]}`, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []json.RawMessage
+			if tt.stored {
+				stored = storedTurns(t)
+			}
+			p := dialecttest.PreparedBlocks(r.Conversation, "<memory>\nFacts:\n- city: Porto\n</memory>", "<memory>\nRecalled: Porto\n</memory>", tt.user, stored, 0)
+			out, err := r.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dialecttest.Golden(t, "render_"+tt.name, out, *update)
+		})
+	}
+}
