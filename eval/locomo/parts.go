@@ -4,7 +4,8 @@ import "strings"
 
 // Message is one message of a prompt: its role and text.
 type Message struct {
-	Role, Content string
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // The parts of a prompt, in report order.

@@ -95,6 +95,8 @@ type loDetail struct {
 	Evidence     []string `json:"evidence"`
 	SessionsAgo  []int    `json:"sessions_ago"`
 	Covered      []bool   `json:"covered"`
+	// Prompt is what the upstream received, with -details-prompts.
+	Prompt []locomo.Message `json:"prompt,omitempty"`
 }
 
 // runLoCoMo measures the LoCoMo conversations of o.locomo, with each client
@@ -213,7 +215,7 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 			who.Conversation = ""
 			key = user + "/" + strconv.Itoa(s.N)
 		}
-		for i, e := range c.Exchanges(si) {
+		for i, e := range clientExchanges(c, si, client) {
 			u := rawMessage("user", e.User)
 			msgs := append(append(append([]json.RawMessage{}, system...), hist...), u)
 			who.At = exchangeAt(s.Date, i)
@@ -264,12 +266,26 @@ func promptBytes(call standin.Call) string {
 	return b.String()
 }
 
-// loHistory is c's whole replayed history (user and assistant messages)
-// and the messages of its last session.
-func loHistory(c locomo.Conversation) (all, last []json.RawMessage) {
+// clientExchanges are the exchanges of c's session si as client sends them.
+// A full-history client has no conversation header: the gateway tells its
+// chats apart by their system prompt and first user message, so a session
+// the assistant opens starts with a user message naming the session's date
+// (as a chat app's date separator would) instead of the bare placeholder,
+// which every such session would share.
+func clientExchanges(c locomo.Conversation, si int, client string) []locomo.Exchange {
+	ex := c.Exchanges(si)
+	if client == clientFull && len(ex) > 0 && ex[0].User == locomo.Placeholder {
+		ex[0].User = "(" + c.Sessions[si].Date.Format("3:04 pm on 2 January, 2006") + ")"
+	}
+	return ex
+}
+
+// loHistory is c's whole history as client replays it (user and assistant
+// messages) and the messages of its last session.
+func loHistory(c locomo.Conversation, client string) (all, last []json.RawMessage) {
 	for si := range c.Sessions {
 		last = last[:0:0]
-		for _, e := range c.Exchanges(si) {
+		for _, e := range clientExchanges(c, si, client) {
 			m := []json.RawMessage{rawMessage("user", e.User), rawMessage("assistant", e.Reply)}
 			all = append(all, m...)
 			last = append(last, m...)
@@ -291,7 +307,7 @@ func loProbe(ctx context.Context, h *harness, c locomo.Conversation, system []js
 	var before []json.RawMessage
 	if client == clientFull {
 		who.Conversation = ""
-		_, before = loHistory(c)
+		_, before = loHistory(c, client)
 	}
 	for _, q := range c.Questions {
 		if !asked(q) {
@@ -347,6 +363,9 @@ func (r *loResults) judge(c locomo.Conversation, q locomo.Question, method strin
 		d.Covered = append(d.Covered, ok)
 	}
 	t.AddPrompt(tokens, budget)
+	if r.o.detailsPrompts {
+		d.Prompt = prompt
+	}
 	if r.o.details != "" {
 		r.details = append(r.details, d)
 	}
@@ -373,7 +392,7 @@ func loBaselines(o options, counter *tokens.Counter, convs []locomo.Conversation
 			}
 		}
 		index := baseline.NewBM25(texts)
-		hist, _ := loHistory(c)
+		hist, _ := loHistory(c, clientNewest)
 		for _, q := range c.Questions {
 			if !asked(q) {
 				continue

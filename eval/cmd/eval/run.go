@@ -50,6 +50,8 @@ type options struct {
 	locomoClients []string
 	// locomoBudget is the questions' X-Memory-Budget.
 	locomoBudget int
+	// detailsPrompts adds each question's prompt to the -details lines.
+	detailsPrompts bool
 }
 
 // parseFlags reads the command line; the defaults are the reported run.
@@ -79,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	pick := fs.String("conversations", "", "with -locomo, the conversations measured, 1-based and comma-separated (e.g. 1,2; default all)")
 	clients := fs.String("client", clientNewest, "with -locomo, the clients replayed, comma-separated: newest (conversation header, newest message only), full (the whole session resent, no conversation header)")
 	fs.IntVar(&o.locomoBudget, "locomo-budget", 4000, "with -locomo, the questions' X-Memory-Budget")
+	fs.BoolVar(&o.detailsPrompts, "details-prompts", false, "with -locomo and -details, add the prompt the upstream received to each question's line")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}
