@@ -28,6 +28,11 @@ const (
 	clientFull = "full"
 )
 
+// loDeadline is -timeout's default with -locomo: the ten conversations'
+// 3,000 exchanges and 1,500 questions per client, with the built-in
+// sentence encoder embedding every message on a busy 2-core machine.
+const loDeadline = 90 * time.Minute
+
 // prefixMinChars: prompts shorter than this are left out of the prefix
 // share (issue 28 counts prompts of 4,000 characters or more).
 const prefixMinChars = 4000

@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.details, "details", "", "write one JSON line per judged question, method and budget to this file")
 	fs.StringVar(&o.deliver, "deliver", deliverImport, "how the history reaches memgate: import (each session through POST /v1/memory/import, every message with its time), chat (turn by turn as chat completions)")
 	fs.StringVar(&o.saidAt, "said-at-header", "X-Memory-Timestamp", "with -deliver chat, send each turn's time (RFC 3339) in this request header (empty: none, every turn is dated at replay time)")
-	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long")
+	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long (with -locomo, 90m unless set)")
 	fs.StringVar(&o.locomo, "locomo", "", "measure the LoCoMo conversations in this locomo10.json (snap-research/LoCoMo) instead of the synthetic set")
 	pick := fs.String("conversations", "", "with -locomo, the conversations measured, 1-based and comma-separated (e.g. 1,2; default all)")
 	clients := fs.String("client", clientNewest, "with -locomo, the clients replayed, comma-separated: newest (conversation header, newest message only), full (the whole session resent, no conversation header)")
@@ -88,6 +88,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.locomo != "" {
 		if err := parseLoCoMoFlags(&o, *pick, *clients); err != nil {
 			return o, err
+		}
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "timeout" })
+		if !set {
+			o.deadline = loDeadline
 		}
 	}
 	for _, f := range strings.Split(*budgets, ",") {
