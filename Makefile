@@ -45,8 +45,9 @@ bench-search-1m: services
 		bash scripts/bench.sh
 
 ## eval: memory-quality evaluation (synthetic conversations, probes, baselines) on SQLite and on PostgreSQL + Redis; writes its tables into BENCHMARKS.md.
+## With LOCOMO=path/to/locomo10.json, LoCoMo too (LOCOMO_CONVERSATIONS=1,2 for a subset, LOCOMO_CLIENTS=newest for one client).
 eval: services
-	bash scripts/eval.sh
+	LOCOMO="$(LOCOMO)" LOCOMO_CONVERSATIONS="$(LOCOMO_CONVERSATIONS)" LOCOMO_CLIENTS="$(LOCOMO_CLIENTS)" bash scripts/eval.sh
 
 ## lint: gofmt, go vet, and go.mod/go.sum as `go mod tidy` leaves them.
 lint:

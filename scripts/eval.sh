@@ -18,6 +18,16 @@
 #                                                # (go run ./eval/cmd/eval -h)
 #   scripts/eval.sh -deliver chat                # replay turn by turn as chat completions
 #                                                # (each turn's time in X-Memory-Timestamp)
+#
+# LoCoMo (issue 26), when LOCOMO names its locomo10.json (the public
+# snap-research/LoCoMo data, never committed here): replayed as a
+# newest-only client and as a full-history client, questions at 4,000
+# tokens, beside BM25 over single turns; folded into its own section
+# (<!-- bench:eval-locomo:... -->). About 8 minutes on 2 cores.
+#
+#   LOCOMO=/work/data/locomo10.json scripts/eval.sh
+#   LOCOMO=... LOCOMO_CONVERSATIONS=1,2 LOCOMO_CLIENTS=newest EVAL_SYNTH=0 EVAL_POSTGRES=0 scripts/eval.sh
+#                                                # a quick iteration: two conversations, LoCoMo only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,9 +39,28 @@ args=(-out "$tmp/eval.md")
 if [ -n "${EVAL_DETAILS:-}" ]; then
 	args+=(-details "$EVAL_DETAILS")
 fi
-go run ./eval/cmd/eval "${args[@]}" "$@"
-go run ./bench/cmd/bench fold -out "$out" -section eval "$tmp/eval.md"
-echo "eval: report folded into $out" >&2
+if [ "${EVAL_SYNTH:-1}" != 0 ]; then
+	go run ./eval/cmd/eval "${args[@]}" "$@"
+	go run ./bench/cmd/bench fold -out "$out" -section eval "$tmp/eval.md"
+	echo "eval: report folded into $out" >&2
+fi
+
+if [ -n "${LOCOMO:-}" ]; then
+	if [ -f "$LOCOMO" ]; then
+		lo=(-locomo "$LOCOMO" -client "${LOCOMO_CLIENTS:-newest,full}" -out "$tmp/locomo.md")
+		if [ -n "${LOCOMO_CONVERSATIONS:-}" ]; then
+			lo+=(-conversations "$LOCOMO_CONVERSATIONS")
+		fi
+		if [ -n "${EVAL_DETAILS:-}" ]; then
+			lo+=(-details "$EVAL_DETAILS.locomo")
+		fi
+		go run ./eval/cmd/eval "${lo[@]}"
+		go run ./bench/cmd/bench fold -out "$out" -section eval-locomo "$tmp/locomo.md"
+		echo "eval: LoCoMo report folded into $out" >&2
+	else
+		echo "eval: LOCOMO=$LOCOMO is not a file: LoCoMo skipped" >&2
+	fi
+fi
 
 # The same evaluation on PostgreSQL + pgvector behind Redis, the deployment
 # of many gateways: recall must be as good there (EVAL_POSTGRES=0 skips it).

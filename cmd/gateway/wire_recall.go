@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/encoder"
 	"github.com/memgate/memgate/internal/lexicon"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/recall"
@@ -29,6 +31,11 @@ type recallStore interface {
 	recall.IndexStore
 	recall.ManageStore
 }
+
+// encoderBatch is how many texts one encoder batch of indexing holds: small
+// enough that a waiting query gets a slot within a few tens of
+// milliseconds.
+const encoderBatch = 8
 
 // embeddingCacheTTL is how long the Redis embedding cache keeps a vector.
 const embeddingCacheTTL = 30 * 24 * time.Hour
@@ -145,9 +152,11 @@ func factTTL(in map[string]config.Duration) map[memory.FactType]time.Duration {
 	return out
 }
 
-// newEmbedder returns the configured embedder. Provider local is the
-// deterministic offline embedder with recall.embeddings.dimensions. Provider
-// openai calls recall.embeddings.base_url (default upstream.base_url) with
+// newEmbedder returns the configured embedder. Provider encoder is the
+// built-in sentence encoder, at most recall.embeddings.concurrency calls at
+// once (0: GOMAXPROCS; see recall.Bounded), behind the embedding cache.
+// Provider local is the deterministic offline embedder with
+// recall.embeddings.dimensions. Provider openai calls recall.embeddings.base_url (default upstream.base_url) with
 // recall.embeddings.api_key (default upstream.api_key), model and
 // dimensions, recall.embeddings.batch texts per call, behind an embedding
 // cache keyed by content hash: the store's own table when it has one
@@ -155,24 +164,35 @@ func factTTL(in map[string]config.Duration) map[memory.FactType]time.Duration {
 // The closers release what it opened.
 func newEmbedder(cfg config.Config, st any, logger *slog.Logger) (recall.Embedder, []func() error, error) {
 	ec := cfg.Recall.Embeddings
+	var emb recall.Embedder
 	switch ec.Provider {
 	case "local":
-		return recall.NewLocal(ec.Dimensions), nil, nil
+		return recall.NewLocal(ec.Dims()), nil, nil
+	case "encoder":
+		m, err := encoder.Default()
+		if err != nil {
+			return nil, nil, fmt.Errorf("load the built-in encoder: %w", err)
+		}
+		slots := ec.Concurrency
+		if slots <= 0 {
+			slots = runtime.GOMAXPROCS(0)
+		}
+		emb = recall.NewBounded(encoder.NewEmbedder(m), slots, encoderBatch)
 	case "openai":
+		base, key := ec.BaseURL, ec.APIKey
+		if base == "" {
+			base = cfg.Upstream.BaseURL
+		}
+		if key == "" {
+			key = cfg.Upstream.APIKey
+		}
+		oc := openai.DefaultConfig(key)
+		oc.BaseURL = base
+		oc.HTTPClient = &http.Client{Timeout: cfg.Upstream.FirstByteTimeout.D()}
+		emb = recall.NewOpenAI(openai.NewClientWithConfig(oc), ec.Model, ec.Dims(), ec.Batch)
 	default:
 		return nil, nil, fmt.Errorf("recall.embeddings.provider %q: %w", ec.Provider, memory.ErrInvalid)
 	}
-	base, key := ec.BaseURL, ec.APIKey
-	if base == "" {
-		base = cfg.Upstream.BaseURL
-	}
-	if key == "" {
-		key = cfg.Upstream.APIKey
-	}
-	oc := openai.DefaultConfig(key)
-	oc.BaseURL = base
-	oc.HTTPClient = &http.Client{Timeout: cfg.Upstream.FirstByteTimeout.D()}
-	emb := recall.NewOpenAI(openai.NewClientWithConfig(oc), ec.Model, ec.Dimensions, ec.Batch)
 	if cache, ok := st.(recall.EmbeddingCache); ok {
 		return recall.NewCached(emb, cache, logger), nil, nil
 	}

@@ -13,7 +13,9 @@ import (
 
 // Who names the memory a request reads and writes.
 type Who struct {
-	User         string
+	User string
+	// Conversation is X-Memory-Conversation ("": not sent, the gateway
+	// derives the conversation from the resent history).
 	Conversation string
 	// Mode is X-Memory-Mode ("" is on).
 	Mode string
@@ -48,7 +50,9 @@ func (g *Gateway) Chat(ctx context.Context, model string, who Who, messages []js
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer not-a-real-key")
 	req.Header.Set("X-Memory-User", who.User)
-	req.Header.Set("X-Memory-Conversation", who.Conversation)
+	if who.Conversation != "" {
+		req.Header.Set("X-Memory-Conversation", who.Conversation)
+	}
 	if who.Mode != "" {
 		req.Header.Set("X-Memory-Mode", who.Mode)
 	}

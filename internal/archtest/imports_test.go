@@ -15,6 +15,7 @@ const module = "github.com/memgate/memgate/"
 var rules = map[string][]string{
 	"internal/memory":      {"internal/"},
 	"internal/lexicon":     {"internal/"},
+	"internal/encoder":     {"internal/"},
 	"internal/vec":         {"internal/"},
 	"internal/itemindex":   {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
 	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},

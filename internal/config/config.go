@@ -149,7 +149,8 @@ type Memory struct {
 	// in X-Memory-Degraded.
 	LoadTimeout Duration `yaml:"load_timeout"`
 	// EmbeddingTimeout is how long recall waits for its query's embedding
-	// from a remote provider before it searches with full text alone
+	// (from a remote provider, or for a free slot of the built-in encoder)
+	// before it searches with full text alone
 	// (X-Memory-Degraded: embedding); the call goes on and caches the vector.
 	EmbeddingTimeout Duration `yaml:"embedding_timeout"`
 	// MaxContextTokens caps the prompt memgate assembles; the budget is the
@@ -245,7 +246,10 @@ type Recall struct {
 	TopK int `yaml:"top_k"`
 	// MinSimilarity drops vector matches below this cosine similarity.
 	MinSimilarity float64 `yaml:"min_similarity"`
-	// RecencyHalfLife halves a passage's score per this much age; 0 disables.
+	// RecencyHalfLife halves a passage's score per this much age; 0 (the
+	// default) disables it, so old evidence competes on relevance alone (a
+	// newer passage still wins a tie, and a query's own time words, "last
+	// week" or "recently", steer recall toward when it points).
 	RecencyHalfLife Duration `yaml:"recency_half_life"`
 	// FactsMaxStored caps the current facts kept per user.
 	FactsMaxStored int `yaml:"facts_max_stored"`
@@ -273,7 +277,9 @@ type Extraction struct {
 
 // Embeddings configures the embedder.
 type Embeddings struct {
-	// Provider is local (deterministic, offline) or openai.
+	// Provider is encoder (the built-in sentence encoder: in process,
+	// offline, 512 dimensions), local (hashed words and WordNet concepts:
+	// deterministic, offline, fastest) or openai (a remote endpoint).
 	Provider string `yaml:"provider"`
 	// BaseURL empty uses upstream.base_url (provider openai).
 	BaseURL string `yaml:"base_url"`
@@ -281,10 +287,32 @@ type Embeddings struct {
 	APIKey string `yaml:"api_key"`
 	// Model is the embedding model (provider openai).
 	Model string `yaml:"model"`
-	// Dimensions of the vectors.
+	// Dimensions of the vectors; 0 is the provider's own (encoder 512,
+	// local and openai 384). The encoder makes 512 only.
 	Dimensions int `yaml:"dimensions"`
-	// Batch is how many texts one embeddings call carries.
+	// Batch is how many texts one embeddings call carries (openai).
 	Batch int `yaml:"batch"`
+	// Concurrency is how many encoder calls run at once (provider
+	// encoder); 0 is the number of CPUs Go uses (GOMAXPROCS). A query that
+	// finds them all busy waits at most memory.embedding_timeout, then
+	// searches with full text alone (X-Memory-Degraded: embedding).
+	Concurrency int `yaml:"concurrency"`
+}
+
+// EncoderDims is the built-in encoder's vector dimension.
+const EncoderDims = 512
+
+// Dims returns the vector dimension: Dimensions, or when 0 the
+// provider's own.
+func (e Embeddings) Dims() int {
+	switch {
+	case e.Dimensions > 0:
+		return e.Dimensions
+	case e.Provider == "encoder":
+		return EncoderDims
+	default:
+		return 384
+	}
 }
 
 // Key is one gateway API key.
@@ -352,11 +380,11 @@ func Default() Config {
 			CrossConversation: true,
 			TopK:              5,
 			MinSimilarity:     0.2,
-			RecencyHalfLife:   Duration(90 * 24 * time.Hour),
+			RecencyHalfLife:   0,
 			FactsMaxStored:    200,
 			FactsMaxInjected:  20,
 			Extraction:        Extraction{Enabled: true, Model: "gpt-4o-mini"},
-			Embeddings:        Embeddings{Provider: "local", Model: "text-embedding-3-small", Dimensions: 384, Batch: 64},
+			Embeddings:        Embeddings{Provider: "encoder", Model: "text-embedding-3-small", Batch: 64},
 		},
 	}
 }
@@ -412,6 +440,9 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		if v := getenv(name); v != "" {
 			*dst = v
 		}
+	}
+	if v := getenv("GATEWAY_EMBEDDINGS_PROVIDER"); v != "" {
+		cfg.Recall.Embeddings.Provider = v
 	}
 	if v := getenv("GATEWAY_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -562,12 +593,19 @@ func (c Config) Validate() error {
 		}
 	}
 	switch rc.Embeddings.Provider {
+	case "encoder":
+		if d := rc.Embeddings.Dimensions; d != 0 && d != EncoderDims {
+			bad("recall.embeddings.dimensions", "the encoder makes %d-dimension vectors: leave it 0 or set %d", EncoderDims, EncoderDims)
+		}
 	case "local", "openai":
 	default:
-		bad("recall.embeddings.provider", "%q is not local or openai", rc.Embeddings.Provider)
+		bad("recall.embeddings.provider", "%q is not encoder, local or openai", rc.Embeddings.Provider)
 	}
-	if rc.Embeddings.Dimensions <= 0 || rc.Embeddings.Dimensions > 16000 {
-		bad("recall.embeddings.dimensions", "must be between 1 and 16000")
+	if rc.Embeddings.Dimensions < 0 || rc.Embeddings.Dimensions > 16000 {
+		bad("recall.embeddings.dimensions", "must be between 0 (the provider's own) and 16000")
+	}
+	if rc.Embeddings.Concurrency < 0 {
+		bad("recall.embeddings.concurrency", "must not be negative (0: one per CPU)")
 	}
 	if rc.Embeddings.Batch <= 0 {
 		bad("recall.embeddings.batch", "must be positive")

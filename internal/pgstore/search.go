@@ -25,9 +25,9 @@ const (
 
 // searchVectorSQL returns the statement SearchVector runs for q, and its
 // arguments. The dimension is a literal, not a parameter: the planner can use
-// the partial expression index memory_items_embedding_384 only when the
-// query repeats its expression (embedding::vector(384)) and its predicate
-// (dims = 384) verbatim. Tenant and user filter the index scan itself.
+// the partial expression indexes memory_items_embedding_384 and _512 only
+// when the query repeats its expression (embedding::vector(384)) and its
+// predicate (dims = 384) verbatim. Tenant and user filter the index scan itself.
 func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 	args := []any{q.Tenant, q.User, pgvector.NewVector(q.Embedding), q.Limit}
 	var where strings.Builder
@@ -81,7 +81,8 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 // searchVectorSQLPath is SearchVector for a user too large to keep in
 // memory, in one statement, whose access path the planner picks. When the
 // user's items are few next to the table it reads them by the (tenant,
-// user_id) btree index and ranks them exactly. For 384 dimensions it may
+// user_id) btree index and ranks them exactly. For 384 and 512 dimensions
+// (the local embedder's and the encoder's) it may
 // instead scan the HNSW index; the scan is then iterative (relaxed order,
 // ef_search at least the limit), so the tenant and user filters still fill
 // the limit up to hnsw.max_scan_tuples, and like any HNSW search it is

@@ -101,7 +101,8 @@ type SearchQuery struct {
 	ExcludeRefs []string
 	// TopK overrides the Searcher's TopK when positive.
 	TopK int
-	// Now is when recency is measured from (zero: time.Now()).
+	// Now is when recency and the query's time words ("last week", "in
+	// May") are measured from (zero: time.Now()).
 	Now time.Time
 }
 
@@ -113,7 +114,9 @@ type SearchQuery struct {
 // weight: see Expander.Related and memory.RelatedTerm), fused
 // by reciprocal rank fusion (k = 60) and normalised so an item first in
 // both lists scores 1; the score is then halved per RecencyHalfLife of age
-// (since it was said); passages with the same normalised text or a cosine
+// (since it was said), and weighed by the query's time words (see
+// parseWhen: a passage said in the window the query names counts double, a
+// query about recent events favours newer passages mildly); passages with the same normalised text or a cosine
 // similarity above 0.95 to a better one are dropped; at most TopK remain.
 // An empty query returns nothing.
 //
@@ -204,12 +207,14 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	for _, r := range q.ExcludeRefs {
 		excluded[r] = true
 	}
+	when := parseWhen(text, now)
 	out := cands[:0]
 	for _, c := range cands {
 		if excluded[c.it.Ref] {
 			continue
 		}
-		c.score *= RecencyWeight(now.Sub(saidAt(*c.it)), s.opts.RecencyHalfLife)
+		said := saidAt(*c.it)
+		c.score *= RecencyWeight(now.Sub(said), s.opts.RecencyHalfLife) * when.weight(said, now)
 		out = append(out, c)
 	}
 	sortCands(out)

@@ -133,7 +133,7 @@ func searchReference(ctx context.Context, s *Searcher, q SearchQuery) ([]memory.
 		if excluded[it.Ref] {
 			continue
 		}
-		it.Score *= RecencyWeight(q.Now.Sub(saidAt(it)), s.opts.RecencyHalfLife)
+		it.Score *= RecencyWeight(q.Now.Sub(saidAt(it)), s.opts.RecencyHalfLife) * parseWhen(q.Text, q.Now).weight(saidAt(it), q.Now)
 		out = append(out, it)
 	}
 	sortByScoreReference(out)

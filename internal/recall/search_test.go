@@ -151,6 +151,9 @@ func TestSearcher(t *testing.T) {
 	}{
 		{"relevant first, unrelated filtered", SearchOptions{TopK: 5, MinSimilarity: 0.2}, SearchQuery{Text: "vegetarian dinner in Lisbon?"}, []string{"a:0", "b:0"}},
 		{"recency favours the newer passage", SearchOptions{TopK: 5, MinSimilarity: 0.2, RecencyHalfLife: 7 * day}, SearchQuery{Text: "vegetarian dinner in Lisbon?"}, []string{"b:0", "a:0"}},
+		{"time words favour what was said then", SearchOptions{TopK: 5, MinSimilarity: 0.2}, SearchQuery{Text: "vegetarian dinner in Lisbon last week?"}, []string{"b:0", "a:0"}},
+		{"time words favour what was said then, Portuguese", SearchOptions{TopK: 5, MinSimilarity: 0.2}, SearchQuery{Text: "vegetarian dinner in Lisbon ontem?"}, []string{"b:0", "a:0"}},
+		{"a month before favours the older passage", SearchOptions{TopK: 5, MinSimilarity: 0.2, RecencyHalfLife: 365 * day}, SearchQuery{Text: "vegetarian dinner in Lisbon in March?"}, []string{"a:0", "b:0"}},
 		{"conversation restriction", SearchOptions{TopK: 5, MinSimilarity: 0.2}, SearchQuery{Text: "vegetarian Lisbon", Conversation: "B"}, []string{"b:0"}},
 		{"exclude refs", SearchOptions{TopK: 5, MinSimilarity: 0.2}, SearchQuery{Text: "vegetarian Lisbon", ExcludeRefs: []string{"a:0"}}, []string{"b:0"}},
 		{"top k", SearchOptions{TopK: 1, MinSimilarity: 0.2}, SearchQuery{Text: "vegetarian Lisbon"}, []string{"a:0"}},

@@ -41,6 +41,17 @@ type options struct {
 	// postgresURL and redisURL, when set, run the gateway on PostgreSQL
 	// (a throwaway database on that server) behind Redis instead of SQLite.
 	postgresURL, redisURL string
+	// locomo, when set, is a locomo10.json file measured instead of the
+	// synthetic set (see locomo.go).
+	locomo string
+	// locomoPick are the 1-based conversations measured (empty: all).
+	locomoPick []int
+	// locomoClients are the clients replayed: newest, full.
+	locomoClients []string
+	// locomoBudget is the questions' X-Memory-Budget.
+	locomoBudget int
+	// detailsPrompts adds each question's prompt to the -details lines.
+	detailsPrompts bool
 }
 
 // parseFlags reads the command line; the defaults are the reported run.
@@ -65,9 +76,24 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.details, "details", "", "write one JSON line per judged question, method and budget to this file")
 	fs.StringVar(&o.deliver, "deliver", deliverImport, "how the history reaches memgate: import (each session through POST /v1/memory/import, every message with its time), chat (turn by turn as chat completions)")
 	fs.StringVar(&o.saidAt, "said-at-header", "X-Memory-Timestamp", "with -deliver chat, send each turn's time (RFC 3339) in this request header (empty: none, every turn is dated at replay time)")
-	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long")
+	fs.DurationVar(&o.deadline, "timeout", 14*time.Minute, "give up after this long (with -locomo, 90m unless set)")
+	fs.StringVar(&o.locomo, "locomo", "", "measure the LoCoMo conversations in this locomo10.json (snap-research/LoCoMo) instead of the synthetic set")
+	pick := fs.String("conversations", "", "with -locomo, the conversations measured, 1-based and comma-separated (e.g. 1,2; default all)")
+	clients := fs.String("client", clientNewest, "with -locomo, the clients replayed, comma-separated: newest (conversation header, newest message only), full (the whole session resent, no conversation header)")
+	fs.IntVar(&o.locomoBudget, "locomo-budget", 4000, "with -locomo, the questions' X-Memory-Budget")
+	fs.BoolVar(&o.detailsPrompts, "details-prompts", false, "with -locomo and -details, add the prompt the upstream received to each question's line")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
+	}
+	if o.locomo != "" {
+		if err := parseLoCoMoFlags(&o, *pick, *clients); err != nil {
+			return o, err
+		}
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "timeout" })
+		if !set {
+			o.deadline = loDeadline
+		}
 	}
 	for _, f := range strings.Split(*budgets, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -151,6 +177,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		extra = string(b)
 	}
 
+	if o.locomo != "" {
+		return runLoCoMo(ctx, o, args, bin, dir, extra, counter, log, stdout, started)
+	}
 	res := &results{o: o, tallies: map[cell]*score.Tally{}, sideCalls: map[standin.Kind]int{}}
 	system := []json.RawMessage{rawMessage("system", appSystem)}
 	histories, err := measure(ctx, o, bin, dir, extra, counter, log, convs, system, res)
@@ -208,33 +237,48 @@ const evalConfig = `memory:
   load_timeout: 5s
 `
 
-// measure runs a fresh gateway (in dir) in front of a fresh stand-in,
-// replays the conversations, asks the questions, and returns the histories.
-func measure(ctx context.Context, o options, bin, dir, extra string, counter *tokens.Counter, log *slog.Logger,
-	convs []synth.Conversation, system []json.RawMessage, res *results) (histories [][]json.RawMessage, err error) {
+// stack is a running gateway in front of a fresh stand-in upstream.
+type stack struct {
+	gw   *launch.Gateway
+	up   *standin.Server
+	stop func(err error) error
+}
+
+// startStack runs a fresh stand-in and a fresh gateway (in dir, on SQLite
+// or, with -postgres-url, on a throwaway PostgreSQL database behind Redis).
+// Its stop stops both and removes the database; given the run's error, it
+// returns it with the gateway log's path added.
+func startStack(ctx context.Context, o options, bin, dir, extra string, log *slog.Logger) (*stack, error) {
 	up := standin.New(standin.Options{})
 	upSrv := httptest.NewServer(up)
-	defer upSrv.Close()
 	var env []string
+	cleanup := []func(){upSrv.Close}
+	undo := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
 	if o.postgresURL != "" {
 		db, err := scratch.New(ctx, o.postgresURL, o.redisURL, "eval")
 		if err != nil {
+			undo()
 			return nil, err
 		}
-		// Deferred before the gateway's stop, so it runs after it.
-		defer func() {
+		cleanup = append(cleanup, func() {
 			if err := db.Close(context.WithoutCancel(ctx)); err != nil {
 				log.Warn("remove the eval database and Redis keys", "database", db.Name, "err", err)
 			}
-		}()
+		})
 		env = []string{"GATEWAY_STORE=postgres", "GATEWAY_POSTGRES_URL=" + db.DBURL, "GATEWAY_REDIS_URL=" + db.RedisURL}
 		extra += "\nstore:\n  redis_prefix: \"" + db.Prefix + "\"\n"
 	}
 	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra, Env: env})
 	if err != nil {
+		undo()
 		return nil, err
 	}
-	defer func() {
+	stop := func(err error) error {
+		defer undo()
 		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer scancel()
 		if serr := gw.Stop(sctx); serr != nil {
@@ -243,7 +287,21 @@ func measure(ctx context.Context, o options, bin, dir, extra string, counter *to
 		if err != nil {
 			err = fmt.Errorf("%w (gateway log: %s; run with -keep to keep it)", err, gw.LogPath)
 		}
-	}()
+		return err
+	}
+	return &stack{gw: gw, up: up, stop: stop}, nil
+}
+
+// measure runs a fresh gateway (in dir) in front of a fresh stand-in,
+// replays the conversations, asks the questions, and returns the histories.
+func measure(ctx context.Context, o options, bin, dir, extra string, counter *tokens.Counter, log *slog.Logger,
+	convs []synth.Conversation, system []json.RawMessage, res *results) (histories [][]json.RawMessage, err error) {
+	st, err := startStack(ctx, o, bin, dir, extra, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = st.stop(err) }()
+	gw, up := st.gw, st.up
 	h := &harness{o: o, gw: gw, up: up, counter: counter, log: log}
 	start := time.Now()
 	histories, err = h.replayAll(ctx, convs, system)

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/eval/locomo"
+)
+
+func TestParseLoCoMoFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantErr  bool
+		pick     []int
+		clients  []string
+		deadline time.Duration
+	}{
+		{name: "defaults", args: []string{"-locomo", "x.json"}, clients: []string{clientNewest}, deadline: loDeadline},
+		{name: "subset and both clients", args: []string{"-locomo", "x.json", "-conversations", "1, 3", "-client", "newest,full"}, pick: []int{1, 3}, clients: []string{clientNewest, clientFull}, deadline: loDeadline},
+		{name: "explicit timeout kept", args: []string{"-locomo", "x.json", "-timeout", "5m"}, clients: []string{clientNewest}, deadline: 5 * time.Minute},
+		{name: "conversation zero", args: []string{"-locomo", "x.json", "-conversations", "0"}, wantErr: true},
+		{name: "conversation not a number", args: []string{"-locomo", "x.json", "-conversations", "conv-26"}, wantErr: true},
+		{name: "unknown client", args: []string{"-locomo", "x.json", "-client", "stream"}, wantErr: true},
+		{name: "budget", args: []string{"-locomo", "x.json", "-locomo-budget", "0"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(append([]string{"eval"}, tt.args...), io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if o.deadline != tt.deadline || strings.Join(o.locomoClients, ",") != strings.Join(tt.clients, ",") || len(o.locomoPick) != len(tt.pick) {
+				t.Fatalf("deadline %v clients %v pick %v, want %v %v %v", o.deadline, o.locomoClients, o.locomoPick, tt.deadline, tt.clients, tt.pick)
+			}
+			for i := range tt.pick {
+				if o.locomoPick[i] != tt.pick[i] {
+					t.Fatalf("pick %v, want %v", o.locomoPick, tt.pick)
+				}
+			}
+		})
+	}
+	// Without -locomo the synthetic set keeps its own deadline.
+	o, err := parseFlags([]string{"eval"}, io.Discard)
+	if err != nil || o.deadline != 14*time.Minute {
+		t.Fatalf("synthetic deadline %v (%v), want 14m", o.deadline, err)
+	}
+}
+
+// TestClientExchanges: a full-history client's assistant-opened sessions
+// start with distinct user messages (the gateway derives a header-less
+// chat's conversation from its first user message); the newest client
+// keeps the placeholder, and the texts are otherwise the same.
+func TestClientExchanges(t *testing.T) {
+	c := locomo.Conversation{Speakers: [2]string{"Ana", "Ben"}}
+	for i, d := range []time.Time{time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC), time.Date(2023, 6, 1, 21, 0, 0, 0, time.UTC)} {
+		c.Sessions = append(c.Sessions, locomo.Session{N: i + 1, Date: d, Turns: []locomo.Turn{
+			{ID: "a", Speaker: 1, Text: "Hi Ana, how are you?"},
+			{ID: "b", Speaker: 0, Text: "Great!"},
+		}})
+	}
+	seen := map[string]bool{}
+	for si := range c.Sessions {
+		newest := clientExchanges(c, si, clientNewest)
+		full := clientExchanges(c, si, clientFull)
+		if newest[0].User != locomo.Placeholder {
+			t.Fatalf("newest client's first message %q, want the placeholder", newest[0].User)
+		}
+		if full[0].User == locomo.Placeholder || seen[full[0].User] {
+			t.Fatalf("full client's first message %q is the placeholder or another session's", full[0].User)
+		}
+		seen[full[0].User] = true
+		if len(newest) != len(full) || newest[0].Reply != full[0].Reply || newest[1] != full[1] {
+			t.Fatalf("clients differ beyond the first message: %+v vs %+v", newest, full)
+		}
+		all, last := loHistory(c, clientFull)
+		var first struct{ Content string }
+		if err := json.Unmarshal(last[0], &first); err != nil || first.Content != clientExchanges(c, len(c.Sessions)-1, clientFull)[0].User {
+			t.Fatalf("last session's history starts with %q (%v)", first.Content, err)
+		}
+		if len(all) != 8 || len(last) != 4 {
+			t.Fatalf("history %d messages, last session %d, want 8 and 4", len(all), len(last))
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package encoder
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/x448/float16"
+)
+
+// AssetMagic opens the model asset (after gzip), naming its format.
+const AssetMagic = "memgate-use-lite 1\n"
+
+// How a tensor's values are stored in the asset.
+const (
+	// KindF32 is little-endian float32s.
+	KindF32 = 0
+	// KindF16 is little-endian IEEE half floats.
+	KindF16 = 1
+	// KindInt8 is one float32 scale per QuantGroup consecutive values
+	// (row-major), then the int8 values (value = int8 × its group's scale).
+	KindInt8 = 2
+)
+
+// QuantGroup is how many consecutive values of an int8 tensor share a
+// scale. Measured on the golden set (worst cosine with the float32
+// reference): one scale per row 0.9988, per 64 values 0.9993, per 32
+// 0.9996 for a 7.6 MB asset (float16: 1.0000 for 13 MB).
+const QuantGroup = 32
+
+// ToFloat16 returns the IEEE half-float bits nearest to v (the generator's
+// -quant f16).
+func ToFloat16(v float32) uint16 { return float16.Fromfloat32(v).Bits() }
+
+// matrix is a dense row-major matrix of float32.
+type matrix struct {
+	rows, cols int
+	data       []float32
+}
+
+// asset is the decoded model file: the vocabulary and the tensors by name.
+type asset struct {
+	pieces  []string
+	scores  []float64
+	tensors map[string]matrix
+}
+
+// errAsset reports a malformed asset.
+var errAsset = errors.New("encoder: malformed model asset")
+
+// decodeAsset reads the gzip'd asset (see gen): the magic, the vocabulary
+// (count; per piece its byte length, bytes and float64 score), then the
+// tensors (count; per tensor its name, kind, rows, columns and values).
+// Every tensor comes back as float32.
+func decodeAsset(gz []byte) (*asset, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errAsset, err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errAsset, err)
+	}
+	r := &reader{b: raw}
+	if string(r.next(len(AssetMagic))) != AssetMagic {
+		return nil, fmt.Errorf("%w: bad magic", errAsset)
+	}
+	a := &asset{tensors: map[string]matrix{}}
+	n := int(r.u32())
+	if n > 1<<20 {
+		return nil, fmt.Errorf("%w: %d pieces", errAsset, n)
+	}
+	a.pieces = make([]string, 0, n)
+	a.scores = make([]float64, 0, n)
+	for range n {
+		p := string(r.next(int(r.u16())))
+		a.pieces = append(a.pieces, p)
+		a.scores = append(a.scores, math.Float64frombits(r.u64()))
+	}
+	nt := int(r.u32())
+	for range nt {
+		if r.err != nil {
+			break
+		}
+		name := string(r.next(int(r.u8())))
+		kind := r.u8()
+		rows, cols := int(r.u32()), int(r.u32())
+		if rows <= 0 || cols <= 0 || rows*cols > 1<<26 {
+			return nil, fmt.Errorf("%w: tensor %q is %d×%d", errAsset, name, rows, cols)
+		}
+		m := matrix{rows: rows, cols: cols, data: make([]float32, rows*cols)}
+		switch kind {
+		case KindF32:
+			b := r.next(4 * rows * cols)
+			for i := range m.data {
+				if b == nil {
+					break
+				}
+				m.data[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+			}
+		case KindF16:
+			b := r.next(2 * rows * cols)
+			for i := range m.data {
+				if b == nil {
+					break
+				}
+				m.data[i] = float16.Frombits(binary.LittleEndian.Uint16(b[2*i:])).Float32()
+			}
+		case KindInt8:
+			scales := make([]float32, (rows*cols+QuantGroup-1)/QuantGroup)
+			for i := range scales {
+				scales[i] = math.Float32frombits(r.u32())
+			}
+			b := r.next(rows * cols)
+			for i := range m.data {
+				if b == nil {
+					break
+				}
+				m.data[i] = float32(int8(b[i])) * scales[i/QuantGroup]
+			}
+		default:
+			return nil, fmt.Errorf("%w: tensor %q of kind %d", errAsset, name, kind)
+		}
+		a.tensors[name] = m
+	}
+	if r.err != nil || r.off != len(raw) {
+		return nil, fmt.Errorf("%w: truncated or trailing bytes", errAsset)
+	}
+	return a, nil
+}
+
+// reader reads little-endian values; past the end it records err and
+// returns zeros.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) next(n int) []byte {
+	if r.err != nil || n < 0 || r.off+n > len(r.b) {
+		r.err = errAsset
+		return nil
+	}
+	s := r.b[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) u8() uint8 {
+	if b := r.next(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *reader) u16() uint16 {
+	if b := r.next(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	if b := r.next(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if b := r.next(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package encoder
+
+import "time"
+
+// cpuNow is 0 where the process's CPU time is not read.
+func cpuNow() time.Duration { return 0 }

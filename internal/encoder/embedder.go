@@ -1,0 +1,32 @@
+package encoder
+
+import (
+	"context"
+	"fmt"
+)
+
+// Embedder is a Model behind memgate's embedder contract (recall.Embedder):
+// Embed with a context and an error, Model and Dims. It computes on the
+// calling goroutine and bounds nothing itself: recall.Bounded limits how
+// many calls run at once.
+type Embedder struct {
+	m *Model
+}
+
+// NewEmbedder returns m as an embedder.
+func NewEmbedder(m *Model) *Embedder { return &Embedder{m: m} }
+
+// Embed returns one vector per text. It fails only when ctx has ended
+// before it starts.
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	return e.m.Embed(texts), nil
+}
+
+// Model returns the model's name (ModelName).
+func (e *Embedder) Model() string { return ModelName }
+
+// Dims returns the vector dimension (Dims).
+func (e *Embedder) Dims() int { return Dims }

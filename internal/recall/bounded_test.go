@@ -1,0 +1,169 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// gateEmbedder is an in-process embedder whose calls block until release
+// is closed (when set), recording how many run at once and their sizes.
+type gateEmbedder struct {
+	release chan struct{}
+	entered chan struct{} // one send per call started (buffered)
+	running atomic.Int32
+	peak    atomic.Int32
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (g *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	n := g.running.Add(1)
+	defer g.running.Add(-1)
+	for {
+		p := g.peak.Load()
+		if n <= p || g.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	g.mu.Lock()
+	g.sizes = append(g.sizes, len(texts))
+	g.mu.Unlock()
+	if g.entered != nil {
+		g.entered <- struct{}{}
+	}
+	if g.release != nil {
+		<-g.release
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t))}
+	}
+	return out, nil
+}
+
+func (g *gateEmbedder) Model() string { return "gate" }
+func (g *gateEmbedder) Dims() int     { return 1 }
+
+var _ Embedder = (*Bounded)(nil)
+
+func TestBoundedQueryGivesUpAtItsDeadlineWhenSaturated(t *testing.T) {
+	g := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 4)}
+	b := NewBounded(g, 1, 8)
+	// A query holds the only slot.
+	holder := make(chan error, 1)
+	go func() {
+		_, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"first"})
+		holder <- err
+	}()
+	<-g.entered
+	// Another query waits no longer than its deadline.
+	_, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(20*time.Millisecond)), []string{"second"})
+	if !errors.Is(err, ErrEmbeddingLate) {
+		t.Fatalf("saturated query: err = %v, want ErrEmbeddingLate", err)
+	}
+	// A query whose deadline has passed fails at once, too.
+	if _, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(-time.Second)), []string{"third"}); !errors.Is(err, ErrEmbeddingLate) {
+		t.Fatalf("past deadline: err = %v, want ErrEmbeddingLate", err)
+	}
+	close(g.release)
+	if err := <-holder; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	// Free again, a query embeds.
+	vecs, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"four"})
+	if err != nil || len(vecs) != 1 || vecs[0][0] != 4 {
+		t.Fatalf("free query: %v, %v", vecs, err)
+	}
+}
+
+func TestBoundedBackgroundBatchesInOrder(t *testing.T) {
+	g := &gateEmbedder{}
+	b := NewBounded(g, 2, 3)
+	texts := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
+	vecs, err := b.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vecs {
+		if int(v[0]) != len(texts[i]) {
+			t.Fatalf("vector %d = %v, want %d", i, v, len(texts[i]))
+		}
+	}
+	if want := []int{3, 3, 1}; len(g.sizes) != len(want) || g.sizes[0] != 3 || g.sizes[1] != 3 || g.sizes[2] != 1 {
+		t.Fatalf("batches %v, want %v", g.sizes, want)
+	}
+}
+
+func TestBoundedBackgroundLeavesAQuerySlot(t *testing.T) {
+	g := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 8)}
+	b := NewBounded(g, 2, 8)
+	var wg sync.WaitGroup
+	for range 3 { // three indexing calls at once: one runs, two wait
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.Embed(context.Background(), []string{"index me"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	<-g.entered
+	// The second slot is the query's: it gets in while indexing holds one.
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"query"})
+		done <- err
+	}()
+	<-g.entered
+	if got := g.running.Load(); got != 2 {
+		t.Fatalf("running = %d, want 2 (one indexing, one query)", got)
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if p := g.peak.Load(); p > 2 {
+		t.Fatalf("peak concurrency %d, slots 2", p)
+	}
+}
+
+func TestBoundedNeverExceedsSlots(t *testing.T) {
+	g := &gateEmbedder{}
+	b := NewBounded(g, 3, 2)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			if i%2 == 0 {
+				ctx = WithEmbedDeadline(ctx, time.Now().Add(time.Hour))
+			}
+			if _, err := b.Embed(ctx, []string{"x", "yy", "zzz"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := g.peak.Load(); p < 1 || p > 3 {
+		t.Fatalf("peak concurrency %d, want 1..3", p)
+	}
+}
+
+func TestBoundedBackgroundHonoursCancel(t *testing.T) {
+	g := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 4)}
+	b := NewBounded(g, 1, 8)
+	go b.Embed(context.Background(), []string{"holds the slot"})
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Embed(ctx, []string{"waits"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	close(g.release)
+}
