@@ -61,7 +61,7 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 		RecentMessages:    historyMessages(cfg),
 		MaxContextTokens:  cfg.Memory.MaxContextTokens,
 		CompletionReserve: cfg.Memory.CompletionReserve,
-		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
+		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Pinned: cfg.Memory.Shares.Pinned, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
 		FactsMax:          cfg.Recall.FactsMaxInjected,
 		Template:          cfg.Memory.Template,
 		Position:          inject.Position(cfg.Memory.Position),
@@ -108,7 +108,7 @@ func newCompactor(cfg config.Config, st compactionStore, counter *tokens.Counter
 
 	budget := budgetFor(cfg, counter, cp.Model)
 	sh := cfg.Memory.Shares
-	recent := int(float64(budget) * max(0, 1-sh.Summary-sh.Facts-sh.Recall))
+	recent := int(float64(budget) * max(0, 1-sh.Total()))
 	maxSummary := cp.MaxSummaryTokens
 	if s := int(sh.Summary * float64(budget)); s > 0 {
 		maxSummary = min(maxSummary, s)

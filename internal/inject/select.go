@@ -140,23 +140,30 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	var sel selection
 	model := pc.model
 	sh := a.opts.Shares
-	factsShare := int(sh.Facts * float64(budget))
-	factsCap := min(factsShare, room)
-	used := 0
+	// Pinned facts, within their own share: ld.facts lists them most
+	// relevant to the current turn first, then most recent (see
+	// orderFacts), so those win when not all fit.
+	pinnedShare := int(sh.Pinned * float64(budget))
+	pinnedCap := min(pinnedShare, room)
+	pinned := 0
+	var shown []bool // by index in ld.facts: chosen as a pin
 	for i, f := range ld.facts {
 		if !f.Pinned {
 			continue
 		}
 		c := pc.fact(i, f)
-		if used+c > factsCap {
+		if pinned+c > pinnedCap {
 			continue
 		}
-		used += c
+		if shown == nil {
+			shown = make([]bool, len(ld.facts))
+		}
+		shown[i] = true
+		pinned += c
 		sel.data.Pinned = append(sel.data.Pinned, f)
 		sel.pinnedCosts = append(sel.pinnedCosts, c)
 	}
-	room -= used
-	pinned := used
+	room -= pinned
 	summaryShare := int(sh.Summary * float64(budget))
 	summaryUsed := 0
 	if withSummary && ld.summary != nil {
@@ -165,11 +172,15 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 		sel.data.Summary, sel.summaryCost = text, c
 		room -= summaryUsed
 	}
-	factsCap = min(factsCap-used, room)
-	used = 0
+	// Other facts, in recall's order. A pin left out of the pinned share
+	// competes here like any fact: it is still stored, and shown when
+	// recall ranks it high enough for this turn.
+	factsShare := int(sh.Facts * float64(budget))
+	factsCap := min(factsShare, room)
+	used := 0
 	n := 0
 	for i, f := range ld.facts {
-		if f.Pinned || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
+		if (shown != nil && shown[i]) || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
 			continue
 		}
 		c := pc.fact(i, f)
@@ -182,8 +193,8 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 		sel.factCosts = append(sel.factCosts, c)
 	}
 	room -= used
-	// The shares the summary and facts left unused are the passages' too.
-	spare := max(summaryShare-summaryUsed, 0) + max(factsShare-pinned-used, 0)
+	// The shares the pins, summary and facts left unused are the passages' too.
+	spare := max(pinnedShare-pinned, 0) + max(summaryShare-summaryUsed, 0) + max(factsShare-used, 0)
 	return fixedParts{sel: sel, room: room, recallShare: int(sh.Recall * float64(budget)), spare: spare}
 }
 
