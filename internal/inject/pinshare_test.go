@@ -19,7 +19,7 @@ func TestPinsWithinTheirShare(t *testing.T) {
 	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	pin := func(i int) memory.Fact {
 		return memory.Fact{Tenant: "t", User: "u", Type: memory.FactPreference, Key: fmt.Sprintf("pref_%02d", i),
-			Value: fmt.Sprintf("I prefer option number %d for the weekly plan %s", i, strings.Repeat("detail ", 6)),
+			Value:  fmt.Sprintf("I prefer option number %d for the weekly plan %s", i, strings.Repeat("detail ", 6)),
 			Pinned: true, UpdatedAt: day.Add(-time.Duration(i) * time.Hour)}
 	}
 	var pins []memory.Fact
