@@ -151,7 +151,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if search {
 		items, searchErr = r.search.Search(ctx, sq)
 		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
-			items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns)
+			items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
 		}
 	}
 	<-done
