@@ -61,12 +61,13 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 		RecentMessages:    historyMessages(cfg),
 		MaxContextTokens:  cfg.Memory.MaxContextTokens,
 		CompletionReserve: cfg.Memory.CompletionReserve,
-		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Pinned: cfg.Memory.Shares.Pinned, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
-		FactsMax:          cfg.Recall.FactsMaxInjected,
-		Template:          cfg.Memory.Template,
-		Position:          inject.Position(cfg.Memory.Position),
-		LoadTimeout:       cfg.Memory.LoadTimeout.D(),
-		EmbedTimeout:      cfg.Memory.EmbeddingTimeout.D(),
+		Shares: inject.Shares{Summary: cfg.Memory.Shares.Summary, ExtractiveSummary: cfg.Memory.Shares.ExtractiveSummary,
+			Pinned: cfg.Memory.Shares.Pinned, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
+		FactsMax:     cfg.Recall.FactsMaxInjected,
+		Template:     cfg.Memory.Template,
+		Position:     inject.Position(cfg.Memory.Position),
+		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
+		EmbedTimeout: cfg.Memory.EmbeddingTimeout.D(),
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("memory.template: %w", err)

@@ -170,9 +170,9 @@ func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, 
 // extract a model summary.
 func (c *Compactor) primaryName() string {
 	if _, ok := c.primary.(*Extractive); ok {
-		return "extractive"
+		return memory.SummariserExtractive
 	}
-	return "model"
+	return memory.SummariserModel
 }
 
 // summarise runs the primary summariser under the timeout, falling back as
@@ -206,7 +206,7 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 			if ferr != nil {
 				return Output{}, "", errors.Join(perr, ferr)
 			}
-			return out, "extractive", nil
+			return out, memory.SummariserExtractive, nil
 		}
 		err = perr
 		if ctx.Err() != nil {
@@ -225,7 +225,7 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 	if ferr != nil {
 		return Output{}, "", errors.Join(err, ferr)
 	}
-	return out, "extractive", nil
+	return out, memory.SummariserExtractive, nil
 }
 
 // pinDecisions records the summariser's preserved decisions as pinned facts.

@@ -201,6 +201,12 @@ type Cache struct {
 type Shares struct {
 	// Summary is the rolling summary's share.
 	Summary float64 `yaml:"summary"`
+	// ExtractiveSummary caps, within Summary, a summary the extractive
+	// summariser wrote (no side-model key, or its fallback): sentences
+	// picked from the conversation, no model. What it leaves goes to the
+	// passages. Default 0: on LoCoMo the passages covered more with those
+	// tokens (BENCHMARKS.md, issue 27).
+	ExtractiveSummary float64 `yaml:"extractive_summary"`
 	// Pinned is the pinned facts' share: beyond it, the pins most relevant
 	// to the current turn, then the most recent, are shown; the others
 	// stay stored and come as facts when recall ranks them for a turn.
@@ -555,7 +561,7 @@ func (c Config) Validate() error {
 		}
 	}
 	sh := c.Memory.Shares
-	for key, v := range map[string]float64{"memory.shares.summary": sh.Summary, "memory.shares.pinned": sh.Pinned, "memory.shares.facts": sh.Facts, "memory.shares.recall": sh.Recall} {
+	for key, v := range map[string]float64{"memory.shares.summary": sh.Summary, "memory.shares.extractive_summary": sh.ExtractiveSummary, "memory.shares.pinned": sh.Pinned, "memory.shares.facts": sh.Facts, "memory.shares.recall": sh.Recall} {
 		if v < 0 || v > 1 {
 			bad(key, "must be between 0 and 1")
 		}

@@ -73,8 +73,13 @@ type Deps struct {
 // Pinned bounds the pinned facts (beyond it, the pins most relevant to the
 // current turn, then the most recent, win; the others may still come as
 // facts, within Facts, when recall ranks them); Facts bounds the other facts.
+//
+// ExtractiveSummary caps, within Summary, a summary the extractive
+// summariser wrote (memory.Summary.Summariser "extractive": sentences
+// picked, no model); what it leaves of Summary goes to the passages.
 type Shares struct {
 	Summary, Pinned, Facts, Recall float64
+	ExtractiveSummary              float64
 }
 
 // total is the sum of the shares.
@@ -171,7 +176,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 		return nil, fmt.Errorf("inject: history and counter are required: %w", memory.ErrInvalid)
 	}
 	sh := opts.Shares
-	if sh.Summary < 0 || sh.Pinned < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.total() > 1 {
+	if sh.Summary < 0 || sh.ExtractiveSummary < 0 || sh.Pinned < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.total() > 1 {
 		return nil, fmt.Errorf("inject: shares %+v must be non-negative and sum to at most 1: %w", sh, memory.ErrInvalid)
 	}
 	src := opts.Template

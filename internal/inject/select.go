@@ -167,7 +167,11 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	summaryShare := int(sh.Summary * float64(budget))
 	summaryUsed := 0
 	if withSummary && ld.summary != nil {
-		text, c := a.fitText(model, ld.summary.Text, min(summaryShare, room))
+		limit := summaryShare
+		if ld.summary.Summariser == memory.SummariserExtractive {
+			limit = min(limit, int(sh.ExtractiveSummary*float64(budget)))
+		}
+		text, c := a.fitText(model, ld.summary.Text, min(limit, room))
 		summaryUsed = c
 		sel.data.Summary, sel.summaryCost = text, c
 		room -= summaryUsed

@@ -82,8 +82,10 @@ type Summary struct {
 	// CoveredTokens is what the messages this summary and its predecessors
 	// replaced would cost verbatim, for the tokens-saved accounting.
 	CoveredTokens int `json:"covered_tokens"`
-	// Summariser is what wrote the version: "model" or "extractive" (the
-	// deterministic fallback); "" for versions stored before it was recorded.
+	// Summariser is what wrote the version: SummariserModel or
+	// SummariserExtractive (sentences picked, no model: the primary without
+	// a side-model key, or the fallback); "" for versions stored before it
+	// was recorded.
 	Summariser string    `json:"summariser,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 }
@@ -204,3 +206,9 @@ func (f Fact) Statement() string {
 	}
 	return key + ": " + f.Value
 }
+
+// Summary.Summariser values.
+const (
+	SummariserModel      = "model"
+	SummariserExtractive = "extractive"
+)
