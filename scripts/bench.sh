@@ -69,6 +69,32 @@ if [ "$search_only" != "1" ]; then
 	fi
 fi
 
+# The prompt-cache cell (issue 28): a 100-turn conversation replayed through
+# the real gateway at a 4,000-token budget, newest-only and full-history; the
+# share of each prompt that repeats the previous request's prefix and the
+# estimated input-cost saving at OpenAI's and Anthropic's cache prices
+# (assumptions in cmd/gateway/promptcache_bench_test.go).
+if [ "$search_only" != "1" ]; then
+	echo "prompt-cache cell ..." >&2
+	if go test -count=1 -run '^TestPromptCacheShare$' -v ./cmd/gateway >"$tmp/cache.log" 2>&1; then
+		{
+			echo "## Prompt cache: repeated prefix and input-cost saving"
+			echo
+			echo "100-turn synthetic conversation through the real gateway (SQLite, default memory, compaction and recall), X-Memory-Budget 4000, prompts of 4,000 characters or more. Share: mean fraction of each prompt's bytes equal to the previous request's from the first byte. Saving: OpenAI cached input at 50% (GPT-4o) or 25% (GPT-4.1) of input; Anthropic reads at 10%, writes at 125%, breakpoint after the stable part (\`go test -run TestPromptCacheShare -v ./cmd/gateway\`)."
+			echo
+			echo "| client | prompts | repeated share | saving OpenAI (50% off) | saving OpenAI (75% off) | saving Anthropic |"
+			echo "|---|---|---|---|---|---|"
+			sed -n 's/.*prompt-cache \([a-z-]*\) prompts=\([0-9]*\) share=\([0-9.]*\) openai50=\([0-9.]*\) openai75=\([0-9.]*\) anthropic=\([0-9.-]*\).*/| \1 | \2 | \3 | \4 | \5 | \6 |/p' "$tmp/cache.log"
+		} >"$tmp/cache.md"
+		fold prompt-cache "$tmp/cache.md"
+		cat "$tmp/cache.md"
+	else
+		cat "$tmp/cache.log" >&2
+		echo "bench.sh: the prompt-cache cell failed" >&2
+		status=1
+	fi
+fi
+
 if [ -f bench/search/main.go ] && [ "$search_sizes" != "none" ]; then
 	echo "recall search benchmark: sizes $search_sizes, budget $search_budget, section $search_section ..." >&2
 	title="Recall search on PostgreSQL + pgvector"

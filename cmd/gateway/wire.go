@@ -228,7 +228,9 @@ func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, 
 		Upstream:     cfg.Upstream,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		LoadTimeout:  prepareTimeout(cfg),
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer}, logger, reg)
+		// Anthropic prompts get cache_control after their stable part.
+		CacheBreakpoints: cfg.Memory.CacheBreakpoints,
+	}, proxy.Deps{Resolver: d.Resolver, Preparer: recordSavings(rec, d.Preparer), Capturer: d.Capturer, Cache: cacheCounter(rec)}, logger, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,7 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 		FactsMax:     cfg.Recall.FactsMaxInjected,
 		Template:     cfg.Memory.Template,
 		Position:     inject.Position(cfg.Memory.Position),
+		FillRecall:   cfg.Memory.FillRecall,
 		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
 		EmbedTimeout: cfg.Memory.EmbeddingTimeout.D(),
 	}, logger)

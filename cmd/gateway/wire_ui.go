@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/savings"
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/ui"
@@ -32,6 +33,15 @@ func recordSavings(rec *savings.Recorder, p savings.Preparer) savings.Preparer {
 		return p
 	}
 	return rec.Wrap(p)
+}
+
+// cacheCounter is rec as the proxy's prompt-cache counter (nil when rec
+// is: a typed nil would not compare equal to nil).
+func cacheCounter(rec *savings.Recorder) proxy.CacheCounter {
+	if rec == nil {
+		return nil
+	}
+	return rec
 }
 
 // runSavings flushes rec in the background until the returned stop is

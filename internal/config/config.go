@@ -170,6 +170,18 @@ type Memory struct {
 	// request recalled right before its question) or "user" (user-role
 	// messages at the same places: no stored text in system role).
 	Position string `yaml:"position"`
+	// CacheBreakpoints adds Anthropic cache_control breakpoints on
+	// /v1/messages after the stable part of the prompt (the stable memory
+	// block, and the end of the recent turns), within what the app's own
+	// breakpoints leave of the API's four; X-Memory-Cache-Breakpoints: on
+	// or off overrides it per request.
+	CacheBreakpoints bool `yaml:"cache_breakpoints"`
+	// FillRecall gives the tokens a prompt leaves unused, when every recent
+	// turn fits, to more recalled passages. Off (the default), recall keeps
+	// to its share: the recalled block is the part of the prompt a
+	// provider's prompt cache cannot serve, so a shorter one keeps more of
+	// each prompt cacheable (and the prompt shorter).
+	FillRecall bool `yaml:"fill_recall"`
 	// Cache bounds what each gateway process keeps in memory to answer
 	// recall (both stores).
 	Cache Cache `yaml:"cache"`

@@ -66,6 +66,17 @@ type Request struct {
 	NoRecent bool
 
 	render func(memory.Prepared) ([]byte, error)
+	// messages is the Anthropic request (Messages API only).
+	messages *anthropic.Request
+}
+
+// SetCacheBreakpoints asks Render to add Anthropic cache_control
+// breakpoints after the stable part of the prompt (Messages API only; the
+// other APIs' providers cache prefixes without them).
+func (r *Request) SetCacheBreakpoints(on bool) {
+	if r.messages != nil {
+		r.messages.Breakpoints = on
+	}
 }
 
 // Parse reads a body of api. A body that breaks the API's rules is a 400
@@ -85,7 +96,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			user = ""
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: user, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, Parsed: r.Parsed, render: r.Render}, nil
+			Messages: r.Messages, Parsed: r.Parsed, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {

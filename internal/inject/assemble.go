@@ -49,6 +49,9 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		unsummarised = unsummarisedOf(ld)
 		history = usableHistory(unsummarised, rest)
 	}
+	if !fullHistory {
+		history = history[a.windowAnchor(ld, history):]
+	}
 	conv := make([]memory.Message, 0, len(history)+len(rest))
 	conv = append(conv, history...)
 	conv = append(conv, rest...)
@@ -101,19 +104,29 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		if err != nil {
 			return memory.Prepared{}, err
 		}
-		kept, spent = fitNewest(candidates, cost, room-blk.cost)
+		// The recent turns' window is sized by what stays the same from
+		// request to request — the budget, the system prompt, the stable
+		// block, what recall may take (not what it took) and the current
+		// turn rounded up — and moves in steps (recentWindow), so the
+		// prefix up to the recalled block repeats for many turns.
+		allowance := 0
+		if len(ld.items) > 0 {
+			allowance = min(fx.recallShare, fx.room)
+		}
+		step := max(budget/16, 1)
+		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
+		kept, spent = recentWindow(candidates, cost, window, room-blk.cost)
 		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
 			break
 		}
 		withSummary = true
 	}
-	// Every recent turn fit and tokens are left: they go to more recalled
-	// passages, within what the recent turns leave (the same pinned
-	// facts, summary and facts, which the extra tokens do not change) —
-	// unless every passage is in already: packing again would choose the
-	// same ones, and the block, which cost at most room-spent, would not
-	// shrink.
-	if left := room - blk.cost - spent; !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+	// Tokens are left: they go to more recalled passages, within what the
+	// recent turns leave (the same pinned facts, summary and facts, which
+	// the extra tokens do not change) — unless every passage is in
+	// already: packing again would choose the same ones, and the block,
+	// which cost at most room-spent, would not shrink.
+	if left := room - blk.cost - spent; a.opts.FillRecall && !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
@@ -242,4 +255,26 @@ func raws(lists ...[]memory.Message) []json.RawMessage {
 		}
 	}
 	return out
+}
+
+// windowAnchor returns where in history (the stored turns after the
+// summary) the recent turns may start. When the store gave all it was asked
+// for (Options.RecentMessages) and the summary does not reach the first of
+// them, older turns were not loaded and the loaded window slides by one
+// message per message: the anchor is then the first message of a block of
+// RecentMessages/2 sequence numbers, so it moves in steps too. Otherwise
+// history starts where the summary ends (or the conversation starts), a
+// stable place: 0.
+func (a *Assembler) windowAnchor(ld loaded, history []memory.Message) int {
+	n := a.opts.RecentMessages
+	if n <= 0 || len(ld.stored) < n || len(history) == 0 || (ld.summary != nil && ld.summary.ToSeq >= ld.stored[0].Seq) {
+		return 0
+	}
+	step := int64(max(n/2, 1))
+	for i := 1; i < len(history); i++ {
+		if history[i].Seq/step != history[i-1].Seq/step {
+			return i
+		}
+	}
+	return 0
 }

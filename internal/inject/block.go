@@ -219,6 +219,8 @@ func systemRaw(text string) (json.RawMessage, error) { return blockRaw("system",
 type blocks struct {
 	stable, recalled string
 	cost             int
+	// stableCost is the stable block's part of cost.
+	stableCost int
 }
 
 // block renders sel, shrinking it until its blocks cost at most room, and
@@ -230,15 +232,15 @@ func (a *Assembler) block(model string, sel selection, room int) (blocks, map[st
 		if err != nil {
 			return blocks{}, nil, err
 		}
-		c := 0
+		sc, rcc := 0, 0
 		if st != "" {
-			c += a.deps.Counter.SystemMessage(model, st)
+			sc = a.deps.Counter.SystemMessage(model, st)
 		}
 		if rc != "" {
-			c += a.deps.Counter.SystemMessage(model, rc)
+			rcc = a.deps.Counter.SystemMessage(model, rc)
 		}
-		if c <= room {
-			return blocks{stable: st, recalled: rc, cost: c}, a.sectionCosts(model, sel), nil
+		if sc+rcc <= room {
+			return blocks{stable: st, recalled: rc, cost: sc + rcc, stableCost: sc}, a.sectionCosts(model, sel), nil
 		}
 		if !sel.shrink() {
 			return blocks{}, map[string]int{}, nil

@@ -1,8 +1,8 @@
 // Package inject decides what the upstream sees: within a token budget, the
-// client's system messages, one memory block (pinned facts, the rolling
-// summary, facts about the user, recalled passages), the recent turns — from
-// the store when the client sends only its newest turn — and the current
-// turn.
+// client's system messages, the stable memory block (pinned facts, the
+// rolling summary, facts about the user), the recent turns — from the store
+// when the client sends only its newest turn — the recalled block (passages
+// recalled for this question) and the current turn.
 package inject
 
 import (
@@ -116,6 +116,11 @@ type Options struct {
 	// Position is the role the memory blocks are sent in: PositionSystem
 	// (the default) or PositionUser.
 	Position Position
+	// FillRecall gives the tokens left when every recent turn fits to more
+	// recalled passages. Off, recall keeps to its share and the prompt is
+	// shorter: the recalled block is the volatile part of the prompt, which
+	// a provider's prompt cache cannot serve.
+	FillRecall bool
 }
 
 // Position is where memory goes in a prompt.
@@ -237,11 +242,16 @@ func (a *Assembler) passageBudget(req memory.Request) int {
 
 // Prepare returns the messages to send upstream for req, within Budget(req).
 //
-// The result is, in order: the client's system and developer messages
-// (untouched, first), one memory block (a system message rendered from the
-// template: pinned facts, the rolling summary, facts about the user, recalled
-// passages — each part within its share), the recent turns, and the current
-// turn (from the newest user message on). A client that sent only its
+// The result is, in order, from what changes least to what changes per
+// question (so a provider's prompt cache serves as much as it can): the
+// client's system and developer messages (untouched, first), the stable
+// memory block (pinned facts, the rolling summary, facts about the user),
+// the recent turns (a window that moves in steps: recentWindow), the
+// recalled block (the passages this question recalled), and the current
+// turn (from the newest user message on). The blocks are rendered from the
+// template with stored text quoted (quoteText), each part within its share,
+// as system messages or, with PositionUser, user messages; Prepared.Blocks
+// locates them. A client that sent only its
 // newest turn gets the conversation's stored messages after the summary as
 // recent turns (none with req.NoRecent: the provider holds them); a client
 // that sent its own history keeps as much of it as fits, newest first, and

@@ -211,7 +211,7 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 // larger extra takes more.
 func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 	sel := fx.sel
-	recallCap := min(fx.recallShare+fx.spare+extra, fx.room)
+	recallCap := min(fx.recallShare+extra, fx.room)
 	used := 0
 	all := true
 	for i := range pc.items {

@@ -53,4 +53,11 @@ type SavingsBucket struct {
 	TokensOriginal int64 `json:"tokens_original"`
 	TokensSent     int64 `json:"tokens_sent"`
 	Degraded       int64 `json:"degraded"`
+	// TokensRepeated are the prompt tokens sent that repeat, from the first
+	// byte, the previous request's prompt of the same conversation: what a
+	// provider's prompt cache can serve.
+	TokensRepeated int64 `json:"tokens_repeated"`
+	// TokensCached are the prompt tokens the provider reported reading from
+	// its prompt cache.
+	TokensCached int64 `json:"tokens_cached"`
 }

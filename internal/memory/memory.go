@@ -119,6 +119,29 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CachedTokens are the prompt tokens the provider read from its prompt
+	// cache (part of PromptTokens), when it said.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+}
+
+// UnmarshalJSON reads a Usage, and OpenAI's
+// prompt_tokens_details.cached_tokens as CachedTokens.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	type plain Usage
+	var v struct {
+		plain
+		Details *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*u = Usage(v.plain)
+	if u.CachedTokens == 0 && v.Details != nil {
+		u.CachedTokens = v.Details.CachedTokens
+	}
+	return nil
 }
 
 // Exchange is one request/reply pair handed to capture. Prior holds the

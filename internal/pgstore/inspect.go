@@ -157,14 +157,16 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 	}
 	b := &pgx.Batch{}
 	for _, x := range bs {
-		b.Queue(`INSERT INTO savings AS s (tenant, bucket, requests, tokens_original, tokens_sent, degraded)
-			VALUES ($1, $2, $3, $4, $5, $6)
+		b.Queue(`INSERT INTO savings AS s (tenant, bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant, bucket) DO UPDATE SET
 				requests = s.requests + EXCLUDED.requests,
 				tokens_original = s.tokens_original + EXCLUDED.tokens_original,
 				tokens_sent = s.tokens_sent + EXCLUDED.tokens_sent,
-				degraded = s.degraded + EXCLUDED.degraded`,
-			x.Tenant, x.Start, x.Requests, x.TokensOriginal, x.TokensSent, x.Degraded)
+				degraded = s.degraded + EXCLUDED.degraded,
+				tokens_repeated = s.tokens_repeated + EXCLUDED.tokens_repeated,
+				tokens_cached = s.tokens_cached + EXCLUDED.tokens_cached`,
+			x.Tenant, x.Start, x.Requests, x.TokensOriginal, x.TokensSent, x.Degraded, x.TokensRepeated, x.TokensCached)
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 	if err != nil {
@@ -176,14 +178,14 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 // Savings returns the tenant's stored savings buckets starting at or after
 // since, oldest first.
 func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
-	rows, err := s.pool.Query(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded
+	rows, err := s.pool.Query(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
 		FROM savings WHERE tenant = $1 AND bucket >= $2 ORDER BY bucket`, tenant, since)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read savings: %w", unavailable(err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.SavingsBucket, error) {
 		b := memory.SavingsBucket{Tenant: tenant}
-		err := row.Scan(&b.Start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded)
+		err := row.Scan(&b.Start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
 		b.Start = b.Start.UTC()
 		return b, err
 	})

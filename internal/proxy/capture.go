@@ -154,6 +154,12 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		}
 	}
 	prior, turn := memory.SplitTurn(nonSystem)
+	if usage != nil && usage.CachedTokens > 0 {
+		c.p.m.providerCached.Add(float64(usage.CachedTokens))
+		if c.p.deps.Cache != nil {
+			c.p.deps.Cache.Cached(c.id.Tenant, usage.CachedTokens)
+		}
+	}
 	c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,

@@ -137,6 +137,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
 			if mode.Injects() && p.deps.Preparer != nil {
+				req.SetCacheBreakpoints(p.cacheBreakpoints(r.Header))
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
@@ -208,5 +209,27 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 	if prep.OverBudget {
 		h["X-Memory-Over-Budget"] = []string{"true"}
 	}
+	// What the provider's prompt cache can serve: the prompt tokens that
+	// repeat this conversation's previous request from the first byte.
+	k := newPrefixKey(mreq.Tenant, mreq.User, mreq.Conversation, string(req.API), req.Model)
+	repeated := repeatedTokens(p.prefix.repeat(k, out), len(out), prep.TokensSent)
+	p.m.prefixRepeated.Add(float64(repeated))
+	if p.deps.Cache != nil {
+		p.deps.Cache.Repeated(mreq.Tenant, repeated)
+	}
+	h["X-Memory-Prefix-Tokens"] = []string{strconv.Itoa(repeated)}
 	return out
+}
+
+// cacheBreakpoints reports whether a /v1/messages prompt gets cache_control
+// breakpoints: X-Memory-Cache-Breakpoints (on or off) when the request
+// sends it, else Options.CacheBreakpoints.
+func (p *Proxy) cacheBreakpoints(h http.Header) bool {
+	switch strings.ToLower(h.Get("X-Memory-Cache-Breakpoints")) {
+	case "on", "true", "1":
+		return true
+	case "off", "false", "0":
+		return false
+	}
+	return p.opts.CacheBreakpoints
 }

@@ -16,6 +16,10 @@ type metrics struct {
 	tokensSent, tokensSaved prometheus.Counter
 	// prepare times the whole memory load and assembly of a request.
 	prepare prometheus.Histogram
+	// prefixRepeated counts the prompt tokens that repeat the previous
+	// request's prefix; providerCached those the provider read from its
+	// cache.
+	prefixRepeated, providerCached prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,6 +42,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_memory_tokens_saved_total", Help: "Sum over memory-assembled requests of max(0, tokens original - tokens sent): what the client's request plus its stored history would have cost beyond what was sent.",
 		}),
+		prefixRepeated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_prompt_prefix_repeated_tokens_total", Help: "Prompt tokens of memory-assembled requests that repeat, byte for byte from the start, the previous request's prompt of the same conversation (what a provider's prompt cache can serve), estimated as the repeated share of the body's bytes times the tokens sent.",
+		}),
+		providerCached: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_provider_cached_tokens_total", Help: "Prompt tokens of captured memory-on exchanges that the provider reported reading from its prompt cache (usage.prompt_tokens_details.cached_tokens, input_tokens_details.cached_tokens, cache_read_input_tokens).",
+		}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5},
@@ -48,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll} {
 		m.degraded.WithLabelValues(part)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare} {
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -34,6 +34,10 @@ type Options struct {
 	// LoadTimeout bounds the Preparer; past it the request goes upstream
 	// without memory.
 	LoadTimeout time.Duration
+	// CacheBreakpoints adds Anthropic cache_control breakpoints after the
+	// stable part of memory-on /v1/messages prompts; the
+	// X-Memory-Cache-Breakpoints header (on, off) overrides it per request.
+	CacheBreakpoints bool
 }
 
 // Deps are the proxy's optional collaborators. With all of them nil the
@@ -46,6 +50,21 @@ type Deps struct {
 	Preparer Preparer
 	// Capturer receives completed exchanges of storing modes.
 	Capturer Capturer
+	// Cache, when set, counts per tenant the prompt tokens that repeat the
+	// previous request's prefix and those the provider reported reading
+	// from its cache.
+	Cache CacheCounter
+}
+
+// CacheCounter counts prompt-cache tokens per tenant (implemented by
+// internal/savings).
+type CacheCounter interface {
+	// Repeated counts prompt tokens that repeat the previous request's
+	// prefix of the same conversation.
+	Repeated(tenant string, tokens int)
+	// Cached counts prompt tokens the provider reported reading from its
+	// prompt cache.
+	Cached(tenant string, tokens int)
 }
 
 // Proxy forwards requests to the upstream.
@@ -62,6 +81,9 @@ type Proxy struct {
 	// captures are the stream captures still being reassembled after
 	// their response ended; Wait waits for them.
 	captures sync.WaitGroup
+	// prefix measures what each request's prompt repeats of the previous
+	// request's (the provider's prompt cache).
+	prefix *prefixes
 }
 
 // New returns a proxy for opts.Upstream whose metrics are registered on
@@ -79,7 +101,7 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("register proxy metrics: %w", err)
 	}
-	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, transport: upstream.NewTransport(opts.Upstream),
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
 	rt := &retryTransport{
 		next: &breakerTransport{

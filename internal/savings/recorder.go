@@ -107,6 +107,28 @@ func (r *Recorder) Record(tenant string, p memory.Prepared) {
 	b.TokensSent += int64(p.TokensSent)
 }
 
+// Repeated counts prompt tokens that repeat the previous request's prefix
+// of the same conversation.
+func (r *Recorder) Repeated(tenant string, tokens int) {
+	if tokens <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entry(tenant).TokensRepeated += int64(tokens)
+}
+
+// Cached counts prompt tokens the provider reported reading from its
+// prompt cache.
+func (r *Recorder) Cached(tenant string, tokens int) {
+	if tokens <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entry(tenant).TokensCached += int64(tokens)
+}
+
 // Degraded counts one request forwarded without memory.
 func (r *Recorder) Degraded(tenant string) {
 	r.mu.Lock()
@@ -138,6 +160,8 @@ func (r *Recorder) Flush(ctx context.Context) error {
 				cur.TokensOriginal += b.TokensOriginal
 				cur.TokensSent += b.TokensSent
 				cur.Degraded += b.Degraded
+				cur.TokensRepeated += b.TokensRepeated
+				cur.TokensCached += b.TokensCached
 			} else if len(r.pending) < maxPending {
 				r.pending[k] = b
 			}

@@ -33,6 +33,8 @@ func (f *fakeStore) AddSavings(_ context.Context, bs []memory.SavingsBucket) err
 		cur.TokensOriginal += b.TokensOriginal
 		cur.TokensSent += b.TokensSent
 		cur.Degraded += b.Degraded
+		cur.TokensRepeated += b.TokensRepeated
+		cur.TokensCached += b.TokensCached
 		f.got[k] = cur
 	}
 	return nil
@@ -63,6 +65,10 @@ func TestRecorderCountsPerTenantAndBucketAndSurvivesAStoreOutage(t *testing.T) {
 	cancel()
 	r.Wrap(ok).Prepare(expired, acme) // outlived its deadline: forwarded without memory
 
+	r.Repeated("acme", 120)
+	r.Cached("acme", 64)
+	r.Repeated("beta", 0) // nothing to count: no bucket
+
 	st.down = true
 	if err := r.Flush(context.Background()); err == nil {
 		t.Fatal("Flush succeeded with the store down")
@@ -77,7 +83,7 @@ func TestRecorderCountsPerTenantAndBucketAndSurvivesAStoreOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]memory.SavingsBucket{
-		"acme@2026-01-01T10:00:00Z": {Requests: 2, TokensOriginal: 2000, TokensSent: 500, Degraded: 2},
+		"acme@2026-01-01T10:00:00Z": {Requests: 2, TokensOriginal: 2000, TokensSent: 500, Degraded: 2, TokensRepeated: 120, TokensCached: 64},
 		"beta@2026-01-01T10:00:00Z": {Requests: 1, TokensOriginal: 1000, TokensSent: 250},
 		"acme@2026-01-01T10:05:00Z": {Requests: 1, TokensOriginal: 1000, TokensSent: 250},
 	}
@@ -86,7 +92,8 @@ func TestRecorderCountsPerTenantAndBucketAndSurvivesAStoreOutage(t *testing.T) {
 	}
 	for k, w := range want {
 		g := st.got[k]
-		if g.Requests != w.Requests || g.TokensOriginal != w.TokensOriginal || g.TokensSent != w.TokensSent || g.Degraded != w.Degraded {
+		if g.Requests != w.Requests || g.TokensOriginal != w.TokensOriginal || g.TokensSent != w.TokensSent || g.Degraded != w.Degraded ||
+			g.TokensRepeated != w.TokensRepeated || g.TokensCached != w.TokensCached {
 			t.Errorf("%s = %+v, want %+v", k, g, w)
 		}
 	}

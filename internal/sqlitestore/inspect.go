@@ -158,14 +158,16 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 	}
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		for _, b := range bs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO savings (tenant, bucket, requests, tokens_original, tokens_sent, degraded)
-				VALUES (?, ?, ?, ?, ?, ?)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO savings (tenant, bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (tenant, bucket) DO UPDATE SET
 					requests = requests + excluded.requests,
 					tokens_original = tokens_original + excluded.tokens_original,
 					tokens_sent = tokens_sent + excluded.tokens_sent,
-					degraded = degraded + excluded.degraded`,
-				b.Tenant, nanos(b.Start), b.Requests, b.TokensOriginal, b.TokensSent, b.Degraded); err != nil {
+					degraded = degraded + excluded.degraded,
+					tokens_repeated = tokens_repeated + excluded.tokens_repeated,
+					tokens_cached = tokens_cached + excluded.tokens_cached`,
+				b.Tenant, nanos(b.Start), b.Requests, b.TokensOriginal, b.TokensSent, b.Degraded, b.TokensRepeated, b.TokensCached); err != nil {
 				return err
 			}
 		}
@@ -180,7 +182,7 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 // Savings returns the tenant's stored savings buckets starting at or after
 // since, oldest first.
 func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded
+	rows, err := s.read.QueryContext(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
 		FROM savings WHERE tenant = ? AND bucket >= ? ORDER BY bucket`, tenant, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("read savings: %w", err)
@@ -190,7 +192,7 @@ func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]
 	for rows.Next() {
 		b := memory.SavingsBucket{Tenant: tenant}
 		var start int64
-		if err := rows.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded); err != nil {
+		if err := rows.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached); err != nil {
 			return nil, fmt.Errorf("read savings: %w", err)
 		}
 		b.Start = fromNanos(start)

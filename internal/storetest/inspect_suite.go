@@ -236,9 +236,9 @@ func testSavings(t *testing.T, s InspectStore) {
 			t.Fatal(err)
 		}
 	}
-	add(memory.SavingsBucket{Tenant: "acme", Start: b1, Requests: 2, TokensOriginal: 1000, TokensSent: 300, Degraded: 1},
-		memory.SavingsBucket{Tenant: "other", Start: b1, Requests: 9, TokensOriginal: 9, TokensSent: 9})
-	add(memory.SavingsBucket{Tenant: "acme", Start: b1, Requests: 1, TokensOriginal: 500, TokensSent: 100},
+	add(memory.SavingsBucket{Tenant: "acme", Start: b1, Requests: 2, TokensOriginal: 1000, TokensSent: 300, Degraded: 1, TokensRepeated: 200, TokensCached: 128},
+		memory.SavingsBucket{Tenant: "other", Start: b1, Requests: 9, TokensOriginal: 9, TokensSent: 9, TokensRepeated: 9})
+	add(memory.SavingsBucket{Tenant: "acme", Start: b1, Requests: 1, TokensOriginal: 500, TokensSent: 100, TokensRepeated: 60},
 		memory.SavingsBucket{Tenant: "acme", Start: b2, Requests: 1, TokensOriginal: 50, TokensSent: 50})
 	add()
 	got, err := s.Savings(ctx, "acme", b1)
@@ -246,7 +246,7 @@ func testSavings(t *testing.T, s InspectStore) {
 		t.Fatal(err)
 	}
 	want := []memory.SavingsBucket{
-		{Tenant: "acme", Start: b1, Requests: 3, TokensOriginal: 1500, TokensSent: 400, Degraded: 1},
+		{Tenant: "acme", Start: b1, Requests: 3, TokensOriginal: 1500, TokensSent: 400, Degraded: 1, TokensRepeated: 260, TokensCached: 128},
 		{Tenant: "acme", Start: b2, Requests: 1, TokensOriginal: 50, TokensSent: 50},
 	}
 	if len(got) != 2 || !got[0].Start.Equal(b1) || !got[1].Start.Equal(b2) {

@@ -32,7 +32,11 @@ type savingsData struct {
 	Totals  memory.SavingsBucket
 	// SavedPct is the share of the full-history tokens memory did not send.
 	SavedPct float64
-	Health   []healthGroup
+	// RepeatedPct is the share of the tokens sent that repeat the previous
+	// request's prompt prefix (cacheable); CachedPct the share the provider
+	// reported reading from its cache.
+	RepeatedPct, CachedPct float64
+	Health                 []healthGroup
 }
 
 // chart is the savings chart, laid out in a 1000×300 SVG viewBox.
@@ -96,9 +100,15 @@ func (u *UI) handleSavings(c echo.Context) error {
 			d.Totals.TokensOriginal += b.TokensOriginal
 			d.Totals.TokensSent += b.TokensSent
 			d.Totals.Degraded += b.Degraded
+			d.Totals.TokensRepeated += b.TokensRepeated
+			d.Totals.TokensCached += b.TokensCached
 		}
 		if d.Totals.TokensOriginal > 0 {
 			d.SavedPct = 1 - float64(d.Totals.TokensSent)/float64(d.Totals.TokensOriginal)
+		}
+		if d.Totals.TokensSent > 0 {
+			d.RepeatedPct = float64(d.Totals.TokensRepeated) / float64(d.Totals.TokensSent)
+			d.CachedPct = float64(d.Totals.TokensCached) / float64(d.Totals.TokensSent)
 		}
 	}
 	if u.deps.Metrics != nil {

@@ -349,3 +349,26 @@ func TestFactsPageSaysWhyAPinIsPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestSavingsShowsThePromptCache: the savings view shows, beside tokens
+// saved, the prompt tokens that repeat the previous request's prefix and
+// those the provider read from its cache, with their shares of tokens sent.
+func TestSavingsShowsThePromptCache(t *testing.T) {
+	st := mustStore(t)
+	if err := st.AddSavings(context.Background(), []memory.SavingsBucket{{Tenant: "acme", Start: time.Now().UTC().Truncate(5 * time.Minute),
+		Requests: 4, TokensOriginal: 20000, TokensSent: 8000, TokensRepeated: 6000, TokensCached: 4000}}); err != nil {
+		t.Fatal(err)
+	}
+	base := mustUI(t, st, adminGuard())
+	c := browser(t)
+	login(t, c, base, adminKey)
+	resp, page := do(t, c, http.MethodGet, base+"/ui/savings?tenant=acme", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, want := range []string{`id="prompt-cache"`, "6,000", "75", "4,000", "50"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("savings page lacks %q", want)
+		}
+	}
+}

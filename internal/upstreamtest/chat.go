@@ -21,6 +21,9 @@ type ToolCall struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens, when set, is reported as
+	// prompt_tokens_details.cached_tokens.
+	CachedTokens int
 }
 
 // Reply scripts one assistant answer. The same Reply is served as a
@@ -84,6 +87,10 @@ func q(s string) string {
 }
 
 func usageJSON(u Usage) string {
+	if u.CachedTokens > 0 {
+		return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}`,
+			u.PromptTokens, u.CompletionTokens, u.PromptTokens+u.CompletionTokens, u.CachedTokens)
+	}
 	return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`,
 		u.PromptTokens, u.CompletionTokens, u.PromptTokens+u.CompletionTokens)
 }

@@ -57,6 +57,10 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		}
 	}
 	obj := r.obj.Clone()
+	left := maxBreakpoints - r.breakpoints
+	if !r.Breakpoints {
+		left = 0
+	}
 	switch {
 	case a.Memory != "" && a.User:
 		// memory.position: user: the stable memory opens the first
@@ -64,6 +68,21 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		if msgs[0], err = withLeadingText(msgs[0], a.Memory); err != nil {
 			return nil, err
 		}
+		if left > 0 {
+			var ok bool
+			if msgs[0], ok, err = markFirstBlock(msgs[0]); err != nil {
+				return nil, err
+			} else if ok {
+				left--
+			}
+		}
+	case a.Memory != "" && left > 0:
+		sys, err := systemWithBreakpoint(r.system, a.Memory)
+		if err != nil {
+			return nil, fmt.Errorf("render: system: %w", err)
+		}
+		obj.Set("system", sys)
+		left--
 	case a.Memory != "":
 		// The memory goes after the app's system text: to a block system
 		// as one more text block (the client's blocks stay as they were).
@@ -72,6 +91,12 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 			return nil, fmt.Errorf("render: system: %w", err)
 		}
 		obj.Set("system", sys)
+	}
+	// The end of the recent turns: the message before the question's.
+	if q := questionAt(msgs); left > 0 && q > 0 && a.Memory+a.Recalled != "" {
+		if msgs[q-1], _, err = markLastBlock(msgs[q-1]); err != nil {
+			return nil, err
+		}
 	}
 	obj.Set("messages", body.Array(msgs))
 	return obj.Bytes(), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
@@ -236,5 +237,55 @@ func TestRenderRulesProperty(t *testing.T) {
 				t.Fatalf("iteration %d: %v\nstored %s\nrendered %s", iter, err, stored, out)
 			}
 		}
+	}
+}
+
+// TestRenderCacheBreakpoints: with breakpoints on, cache_control marks the
+// stable memory block and the last block before the question, within what
+// the app's own breakpoints leave of four; off, none is added.
+func TestRenderCacheBreakpoints(t *testing.T) {
+	appBlocks := func(n int) string {
+		var bs []string
+		for i := range n {
+			bs = append(bs, fmt.Sprintf(`{"type":"text","text":"rule %d","cache_control":{"type":"ephemeral"}}`, i))
+		}
+		if n == 0 {
+			return `"Be kind."`
+		}
+		return "[" + strings.Join(bs, ",") + "]"
+	}
+	for _, tt := range []struct {
+		name      string
+		app       int
+		on, user  bool
+		wantAdded int
+	}{
+		{"off", 0, false, false, 0},
+		{"on", 0, true, false, 2},
+		{"on_user_position", 0, true, true, 2},
+		{"app_has_three", 3, true, false, 1},
+		{"app_has_four", 4, true, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"system":` + appBlocks(tt.app) +
+				`,"messages":[{"role":"user","content":"What did I say about my city?"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Breakpoints = tt.on
+			out, err := r.Render(dialecttest.PreparedBlocks(r.Conversation, "<memory>\nFacts:\n- city: Porto\n</memory>", "<memory>\nRecalled\n</memory>", tt.user, storedTurns(t), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkRules(out); err != nil {
+				t.Error(err)
+			}
+			if got := strings.Count(string(out), `"cache_control"`) - tt.app; got != tt.wantAdded {
+				t.Errorf("added %d breakpoints, want %d:\n%s", got, tt.wantAdded, out)
+			}
+			if tt.wantAdded == 2 {
+				dialecttest.Golden(t, "render_breakpoints_"+tt.name, out, *update)
+			}
+		})
 	}
 }

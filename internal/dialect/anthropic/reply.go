@@ -44,7 +44,9 @@ func (u usage) memory() *memory.Usage {
 		}
 		return *p
 	}
-	return chat.Usage(n(u.InputTokens)+n(u.CacheCreationInputTokens)+n(u.CacheReadInputTokens), n(u.OutputTokens))
+	mu := chat.Usage(n(u.InputTokens)+n(u.CacheCreationInputTokens)+n(u.CacheReadInputTokens), n(u.OutputTokens))
+	mu.CachedTokens = n(u.CacheReadInputTokens)
+	return mu
 }
 
 // ReplyFromJSON reads a non-streamed Messages API response and returns the

@@ -29,10 +29,15 @@ type Request struct {
 	// each with the index in the client's messages it came from.
 	chat.Conversation
 
-	obj      *body.Object
-	system   json.RawMessage   // the client's system member (nil when absent)
-	sysChat  json.RawMessage   // Messages[0] when the system prompt made one
-	messages []json.RawMessage // the client's messages, verbatim
+	// Breakpoints asks Render to add cache_control breakpoints after the
+	// stable part of the prompt (see cache.go).
+	Breakpoints bool
+
+	obj         *body.Object
+	breakpoints int               // the client's own cache_control blocks
+	system      json.RawMessage   // the client's system member (nil when absent)
+	sysChat     json.RawMessage   // Messages[0] when the system prompt made one
+	messages    []json.RawMessage // the client's messages, verbatim
 }
 
 // ParseRequest reads a Messages API request body. It fails with a
@@ -45,7 +50,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
 	}
-	r := &Request{obj: obj}
+	r := &Request{obj: obj, breakpoints: clientBreakpoints(b)}
 	if err := decodeMember(obj, "model", &r.Model); err != nil || r.Model == "" {
 		return nil, body.Invalid("model", "model must be a non-empty string")
 	}

@@ -30,7 +30,7 @@ func TestStreamMatchesWholeReply(t *testing.T) {
 	if string(want.Raw) != wantRaw {
 		t.Errorf("whole reply:\n got %s\nwant %s", want.Raw, wantRaw)
 	}
-	if *wantUsage != (memory.Usage{PromptTokens: 572, CompletionTokens: 89, TotalTokens: 661}) {
+	if *wantUsage != (memory.Usage{PromptTokens: 572, CompletionTokens: 89, TotalTokens: 661, CachedTokens: 100}) {
 		t.Errorf("usage %+v", *wantUsage)
 	}
 	crlf := bytes.ReplaceAll(stream, []byte("\n"), []byte("\r\n"))

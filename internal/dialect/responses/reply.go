@@ -19,8 +19,11 @@ type response struct {
 
 // usage is the Responses API's usage object.
 type usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens        int `json:"input_tokens"`
+	OutputTokens       int `json:"output_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
 }
 
 // reply converts a response's output items to the chat assistant message
@@ -41,6 +44,7 @@ func (r response) reply() (memory.Message, *memory.Usage, error) {
 	var u *memory.Usage
 	if r.Usage != nil {
 		u = chat.Usage(r.Usage.InputTokens, r.Usage.OutputTokens)
+		u.CachedTokens = r.Usage.InputTokensDetails.CachedTokens
 	}
 	return msg, u, nil
 }
