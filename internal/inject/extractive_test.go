@@ -11,9 +11,9 @@ import (
 )
 
 // TestExtractiveSummaryShare: a summary the extractive summariser wrote
-// takes at most ExtractiveSummary of the budget (what it leaves of the
-// summary's share flows on like any unused share); a model's summary
-// keeps the whole share.
+// takes at most ExtractiveSummary of the budget, and the rest of the
+// summary's share goes to the passages; a model's summary keeps the whole
+// share.
 func TestExtractiveSummaryShare(t *testing.T) {
 	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	g := &convGen{}
@@ -54,6 +54,12 @@ func TestExtractiveSummaryShare(t *testing.T) {
 			}
 			if p.TokensSent > 4000 {
 				t.Fatalf("sent %d tokens over a 4000 budget", p.TokensSent)
+			}
+			if tt.by == memory.SummariserExtractive && tt.extractive == 0 && p.Parts[partRecall] < int(0.4*4000) {
+				t.Fatalf("passages took %d tokens (parts %v), want the summary's share too", p.Parts[partRecall], p.Parts)
+			}
+			if tt.by == memory.SummariserModel && p.Parts[partRecall] > int(0.2*4000) {
+				t.Fatalf("passages took %d tokens (parts %v), want their share alone", p.Parts[partRecall], p.Parts)
 			}
 		})
 	}

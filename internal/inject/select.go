@@ -26,6 +26,10 @@ type fixedParts struct {
 	// passages' own share of the budget, and spare what the summary and
 	// facts left of theirs.
 	room, recallShare, spare int
+	// fromSummary is the part of the summary's share that an extractive
+	// summary may not take (Shares.ExtractiveSummary): it goes to the
+	// passages, as measured (BENCHMARKS.md, issue 27).
+	fromSummary int
 }
 
 // partCosts counts the memory block's lines once per request: assemble
@@ -165,11 +169,12 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	}
 	room -= pinned
 	summaryShare := int(sh.Summary * float64(budget))
-	summaryUsed := 0
+	summaryUsed, fromSummary := 0, 0
 	if withSummary && ld.summary != nil {
 		limit := summaryShare
 		if ld.summary.Summariser == memory.SummariserExtractive {
 			limit = min(limit, int(sh.ExtractiveSummary*float64(budget)))
+			fromSummary = summaryShare - limit
 		}
 		text, c := a.fitText(model, ld.summary.Text, min(limit, room))
 		summaryUsed = c
@@ -199,11 +204,12 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	room -= used
 	// The shares the pins, summary and facts left unused are the passages' too.
 	spare := max(pinnedShare-pinned, 0) + max(summaryShare-summaryUsed, 0) + max(factsShare-used, 0)
-	return fixedParts{sel: sel, room: room, recallShare: int(sh.Recall * float64(budget)), spare: spare}
+	return fixedParts{sel: sel, room: room, recallShare: int(sh.Recall * float64(budget)), spare: spare, fromSummary: fromSummary}
 }
 
 // pack adds recalled passages to fx's selection within the passages'
-// share, what the summary and facts left of theirs and extra more tokens
+// share, what an extractive summary may not take of the summary's
+// (fx.fromSummary) and extra more tokens
 // (what the recent turns left unused), and within fx's room. Passages are
 // packed best first: each that fits in what is left is taken, one too
 // large is skipped for the smaller ones after it. fx is not changed.
@@ -211,7 +217,7 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 // larger extra takes more.
 func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 	sel := fx.sel
-	recallCap := min(fx.recallShare+extra, fx.room)
+	recallCap := min(fx.recallShare+fx.fromSummary+extra, fx.room)
 	used := 0
 	all := true
 	for i := range pc.items {
