@@ -61,13 +61,14 @@ func newAssembler(cfg config.Config, st assemblerStore, rec inject.Recaller, cou
 		RecentMessages:    historyMessages(cfg),
 		MaxContextTokens:  cfg.Memory.MaxContextTokens,
 		CompletionReserve: cfg.Memory.CompletionReserve,
-		Shares:            inject.Shares{Summary: cfg.Memory.Shares.Summary, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
-		FactsMax:          cfg.Recall.FactsMaxInjected,
-		Template:          cfg.Memory.Template,
-		Position:          inject.Position(cfg.Memory.Position),
-		FillRecall:        cfg.Memory.FillRecall,
-		LoadTimeout:       cfg.Memory.LoadTimeout.D(),
-		EmbedTimeout:      cfg.Memory.EmbeddingTimeout.D(),
+		Shares: inject.Shares{Summary: cfg.Memory.Shares.Summary, ExtractiveSummary: cfg.Memory.Shares.ExtractiveSummary,
+			Pinned: cfg.Memory.Shares.Pinned, Facts: cfg.Memory.Shares.Facts, Recall: cfg.Memory.Shares.Recall},
+		FactsMax:     cfg.Recall.FactsMaxInjected,
+		Template:     cfg.Memory.Template,
+		Position:     inject.Position(cfg.Memory.Position),
+		FillRecall:   cfg.Memory.FillRecall,
+		LoadTimeout:  cfg.Memory.LoadTimeout.D(),
+		EmbedTimeout: cfg.Memory.EmbeddingTimeout.D(),
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("memory.template: %w", err)
@@ -109,7 +110,7 @@ func newCompactor(cfg config.Config, st compactionStore, counter *tokens.Counter
 
 	budget := budgetFor(cfg, counter, cp.Model)
 	sh := cfg.Memory.Shares
-	recent := int(float64(budget) * max(0, 1-sh.Summary-sh.Facts-sh.Recall))
+	recent := int(float64(budget) * max(0, 1-sh.Total()))
 	maxSummary := cp.MaxSummaryTokens
 	if s := int(sh.Summary * float64(budget)); s > 0 {
 		maxSummary = min(maxSummary, s)

@@ -89,7 +89,7 @@ func registerInspector(cfg config.Config, d httpDeps, rec *savings.Recorder, srv
 	}
 	sh := cfg.Memory.Shares
 	u, err := ui.New(deps, ui.Options{
-		Shares:        ui.Shares{Summary: sh.Summary, Facts: sh.Facts, Recall: sh.Recall},
+		Shares:        ui.Shares{Summary: sh.Summary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall},
 		PreviewModel:  cfg.Compaction.Model,
 		SessionTTL:    cfg.Security.SessionIdle.D(),
 		SessionMaxAge: cfg.Security.SessionMaxAge.D(),

@@ -217,6 +217,7 @@ type factRule struct {
 }
 
 var factRules = []factRule{
+	{"profile", "name", regexp.MustCompile(`(?:^|\s)(?:[Mm]y name is|I'm|I am|[Mm]e chamo|[Mm]eu nome é)\s+(\p{Lu}\p{Ll}+)\s*[.!]?$`), 1},
 	{"profile", "city", regexp.MustCompile(`(?i)\b(?:i live in|i moved to|i've moved to|moro em|me mudei para|mudei para)\s+(\p{Lu}[\p{L}-]+)`), 1},
 	{"profile", "diet", regexp.MustCompile(`(?i)\bi'?m (vegan|vegetarian|pescatarian)\b|\bsou (vegan[oa]|vegetarian[oa])\b`), -1},
 	{"profile", "job", regexp.MustCompile(`(?i)\b(?:i work as an? |i'm an? (?:[\p{L} ]+) now|trabalho como )`), 0},

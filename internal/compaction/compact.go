@@ -164,6 +164,17 @@ func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, 
 	return conv[:keep], total - kept
 }
 
+// primaryName is what a summary the primary wrote is stored as:
+// "extractive" when the primary is the extractive summariser itself (no
+// side model configured), else "model", so the inspector never calls an
+// extract a model summary.
+func (c *Compactor) primaryName() string {
+	if _, ok := c.primary.(*Extractive); ok {
+		return memory.SummariserExtractive
+	}
+	return memory.SummariserModel
+}
+
 // summarise runs the primary summariser under the timeout, falling back as
 // documented on Compact. It returns the output and which summariser wrote it.
 func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) (Output, string, error) {
@@ -181,7 +192,7 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 		switch {
 		case perr == nil:
 			c.failures.reset(key)
-			return out, "model", nil
+			return out, c.primaryName(), nil
 		case errors.Is(perr, ErrSummaryRejected):
 			// The summariser answered, but with nothing worth keeping:
 			// the extractive summary replaces it now, not after
@@ -195,7 +206,7 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 			if ferr != nil {
 				return Output{}, "", errors.Join(perr, ferr)
 			}
-			return out, "extractive", nil
+			return out, memory.SummariserExtractive, nil
 		}
 		err = perr
 		if ctx.Err() != nil {
@@ -214,7 +225,7 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 	if ferr != nil {
 		return Output{}, "", errors.Join(err, ferr)
 	}
-	return out, "extractive", nil
+	return out, memory.SummariserExtractive, nil
 }
 
 // pinDecisions records the summariser's preserved decisions as pinned facts.

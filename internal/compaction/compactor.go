@@ -136,7 +136,7 @@ func (c *Compactor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 	if res.Dropped || ex.Tenant == "" || ex.User == "" || ex.Conversation == "" {
 		return nil
 	}
-	pinErr := c.pin(ctx, ex)
+	pinErr := c.pin(ctx, ex, res)
 	model := ex.Model
 	if model == "" {
 		model = c.opts.Model
@@ -156,7 +156,7 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 		if results[i].Dropped || ex.Tenant == "" || ex.User == "" || ex.Conversation == "" {
 			continue
 		}
-		if err := c.pin(ctx, ex); err != nil {
+		if err := c.pin(ctx, ex, results[i]); err != nil {
 			errs = append(errs, err)
 		}
 		model := ex.Model
@@ -176,8 +176,10 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 	return errors.Join(errs...)
 }
 
-// pin records the facts the exchange's user messages state as pinned facts.
-func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
+// pin records the facts the exchange's user messages state as pinned
+// facts, each with the rule that pinned it and the key of the message
+// that stated it (see turnKeys).
+func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
 	if c.facts == nil || c.pinned.Has(ex.ID) {
 		return nil
 	}
@@ -185,12 +187,15 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
 	if at.IsZero() {
 		at = c.opts.Now()
 	}
-	for _, m := range ex.Turn {
+	keys := turnKeys(ex, res)
+	for i, m := range ex.Turn {
 		if m.Role != "user" || m.Failed() {
 			continue
 		}
-		for _, f := range DetectPins(m.Content) {
+		for _, p := range Detect(m.Content) {
+			f := p.Fact
 			f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
+			f.Rule, f.Source = p.Rule, keys[i]
 			f.CreatedAt, f.UpdatedAt = at, at
 			if _, err := c.facts.UpsertFact(ctx, f, c.opts.MaxFacts); err != nil {
 				return fmt.Errorf("pin fact: %w", err)
@@ -200,4 +205,22 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange) error {
 	}
 	c.pinned.Add(ex.ID)
 	return nil
+}
+
+// turnKeys returns the stored keys of ex.Turn's messages, by index ("" for
+// one not known): each is matched, in order, to a message of res.Stored
+// (what this save inserted) with its role and content. A duplicate save
+// inserted nothing of its own, and its keys are not known here.
+func turnKeys(ex memory.Exchange, res memory.SaveResult) []string {
+	keys := make([]string, len(ex.Turn))
+	next := 0
+	for i, m := range ex.Turn {
+		for j := next; j < len(res.Stored); j++ {
+			if st := res.Stored[j]; st.Role == m.Role && st.Content == m.Content {
+				keys[i], next = st.Key, j+1
+				break
+			}
+		}
+	}
+	return keys
 }

@@ -120,6 +120,7 @@ type wordCounter struct{}
 
 func (wordCounter) Message(_ string, m memory.Message) int { return 3 + len(strings.Fields(m.Content)) }
 func (wordCounter) Text(_ string, s string) int            { return len(strings.Fields(s)) }
+func (wordCounter) Text2(s string) int                     { return len(strings.Fields(s)) }
 
 var testID = memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
 
@@ -400,5 +401,62 @@ func TestAfterSaveBatchCompactsOncePerConversation(t *testing.T) {
 	}
 	if goals != 1 {
 		t.Fatalf("facts = %+v, want the goal pinned once", st.facts)
+	}
+}
+
+func TestSummariserNamedTruthfully(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		primary Summarizer
+		want    string
+	}{
+		{"side model", &fakeSummarizer{}, "model"},
+		{"extractive as the primary (no side-model key)", NewExtractive(wordCounter{}.Text2), "extractive"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &memStore{}
+			for i, m := range []string{"I want to save R$ 5.000 by June.", "ok", "I live in Lisbon.", "nice", "c", "d", "e", "f"} {
+				st.add([]string{"user", "assistant"}[i%2], m)
+			}
+			c := newTestCompactor(st, tt.primary, nil)
+			if err := c.Compact(context.Background(), testID, "m"); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.summaries) != 1 || st.summaries[0].Summariser != tt.want {
+				t.Fatalf("summaries = %+v, want one by %q", st.summaries, tt.want)
+			}
+		})
+	}
+}
+
+// TestPinKeepsRuleAndSource: a pin is stored with the rule that found it
+// and the key of the user message that stated it, for the inspector; a
+// save whose stored messages are not known leaves the source empty.
+func TestPinKeepsRuleAndSource(t *testing.T) {
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	ex := exchange("ex1", "hi there")
+	ex.Turn = append(ex.Turn, memory.Message{Role: "user", Content: "I want to save R$ 5.000 by June for a trip to Japan."})
+	res := memory.SaveResult{Inserted: 3, Stored: []memory.Message{
+		{Role: "user", Content: "hi there", Key: "ex1:0"},
+		{Role: "user", Content: "I want to save R$ 5.000 by June for a trip to Japan.", Key: "ex1:1"},
+		{Role: "assistant", Content: "Good plan.", Key: "ex1:2"},
+	}}
+	if err := c.AfterSave(context.Background(), ex, res); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 {
+		t.Fatalf("facts = %+v, want the savings goal", st.facts)
+	}
+	want := Detect(ex.Turn[1].Content)
+	if f := st.facts[0]; f.Rule == "" || f.Rule != want[0].Rule || f.Source != "ex1:1" {
+		t.Fatalf("fact = %+v, want rule %q and source ex1:1", f, want[0].Rule)
+	}
+	ex2 := exchange("ex2", "Prefiro investir em renda fixa.")
+	if err := c.AfterSave(context.Background(), ex2, memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if f := st.facts[len(st.facts)-1]; f.Rule == "" || f.Source != "" {
+		t.Fatalf("fact = %+v, want a rule and no source", f)
 	}
 }

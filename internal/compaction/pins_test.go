@@ -12,7 +12,7 @@ func TestDetectPins(t *testing.T) {
 	tests := []struct {
 		text string
 		typ  memory.FactType
-		key  string // "" means the normalised sentence
+		key  string // a profile key, or "" for a topic key
 		want string // the value, or "" for no pin
 	}{
 		{"Hi! I want to save R$ 5.000 by June. Thanks.", memory.FactGoal, "", "I want to save R$ 5.000 by June."},
@@ -23,16 +23,24 @@ func TestDetectPins(t *testing.T) {
 		{"Me avise se o aluguel subir.", memory.FactGoal, "", "Me avise se o aluguel subir."},
 		{"Prefiro respostas curtas.", memory.FactPreference, "", "Prefiro respostas curtas."},
 		{"Decidi cancelar a academia.", memory.FactDecision, "", "Decidi cancelar a academia."},
-		{"I live in Lisbon.", memory.FactProfile, "city", "I live in Lisbon."},
-		{"Last month I moved to Porto.", memory.FactProfile, "city", "Last month I moved to Porto."},
+		{"I live in Lisbon.", memory.FactProfile, "city", "Lisbon"},
+		{"Last month I moved to Porto.", memory.FactProfile, "city", "Porto"},
+		{"I'm Marta.", memory.FactProfile, "name", "Marta"},
+		{"Meu nome é Joana.", memory.FactProfile, "name", "Joana"},
+		{"i work as a nurse", memory.FactProfile, "job", "nurse"},
+		{"sou vegetariana", memory.FactProfile, "diet", "vegetariana"},
 		{"I'm allergic to peanuts.", memory.FactLimit, "", "I'm allergic to peanuts."},
-		{"Meu nome é Joana.", memory.FactProfile, "name", "Meu nome é Joana."},
 		{"Minha meta é correr 10 km.", memory.FactGoal, "", "Minha meta é correr 10 km."},
 		{"I want to know the capital of Peru.", "", "", ""},
 		{"I need to convert 5 miles to km.", "", "", ""},
 		{"I'd like a recipe for banana bread.", "", "", ""},
 		{"Quero saber a capital do Peru.", "", "", ""},
 		{"I love it, thanks!", "", "", ""},
+		{"I love the forest and the trees.", "", "", ""},
+		{"They're hilarious and I love listening to them.", "", "", ""},
+		{"After the coffee, we decided to take a walk in Washington Square Park.", "", "", ""},
+		{"My sister loves sushi.", "", "", ""},
+		{"I'm tired.", "", "", ""},
 		{"What's the weather like?", "", "", ""},
 		{"Do you think I want to save more?", "", "", ""},
 		{"The price went from 3.5 to 4.2 yesterday.", "", "", ""},
@@ -50,12 +58,16 @@ func TestDetectPins(t *testing.T) {
 				t.Fatalf("pins = %+v, want one", got)
 			}
 			f := got[0]
-			wantKey := tt.key
-			if wantKey == "" {
-				wantKey = NormalizeKey(tt.want)
+			if f.Type != tt.typ || f.Value != tt.want || !f.Pinned {
+				t.Fatalf("pin = %+v, want type %s value %q", f, tt.typ, tt.want)
 			}
-			if f.Type != tt.typ || f.Value != tt.want || f.Key != wantKey || !f.Pinned {
-				t.Fatalf("pin = %+v, want type %s key %q value %q", f, tt.typ, wantKey, tt.want)
+			if tt.key != "" && f.Key != tt.key {
+				t.Fatalf("key = %q, want %q", f.Key, tt.key)
+			}
+			// A topic key names what the pin is about in a few words;
+			// it is never the sentence folded into a key.
+			if tt.key == "" && (f.Key == NormalizeKey(tt.want) || len(strings.Fields(f.Key)) > 6) {
+				t.Fatalf("key = %q: a sentence, not a topic", f.Key)
 			}
 		})
 	}
@@ -66,10 +78,11 @@ func TestDetectPinsClauses(t *testing.T) {
 		text string
 		want []string // type/key=value
 	}{
-		{"I live in Lisbon and I'm vegetarian.", []string{"profile/city=I live in Lisbon.", "profile/diet=I'm vegetarian."}},
-		{"I work as a nurse, and I always prefer night shifts.", []string{"profile/job=I work as a nurse.", "preference/i always prefer night shifts=I always prefer night shifts."}},
-		{"I'm a pescatarian.", []string{"profile/diet=I'm a pescatarian."}},
-		{"I want to save R$ 5.000 by June.", []string{"goal/i want to save r 5 000 by june=I want to save R$ 5.000 by June."}},
+		{"Hi! I'm Marta. I live in Lisbon and I'm vegetarian.", []string{"profile/name=Marta", "profile/city=Lisbon", "profile/diet=vegetarian"}},
+		{"I work as a nurse, and I always prefer night shifts.", []string{"profile/job=nurse", "preference/preference: night shifts=I always prefer night shifts."}},
+		{"I'm a pescatarian.", []string{"profile/diet=pescatarian"}},
+		{"I want to save R$ 5.000 by June.", []string{"goal/goal: save r 5 000 june=I want to save R$ 5.000 by June."}},
+		{"I want to save $5,000 by June.", []string{"goal/goal: save 5 000 june=I want to save $5,000 by June."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -84,6 +97,20 @@ func TestDetectPinsClauses(t *testing.T) {
 	}
 }
 
+func TestDetectNamesTheRule(t *testing.T) {
+	for text, rule := range map[string]string{
+		"I'm vegetarian":                        "diet",
+		"I want to save R$ 5.000 by June":       "goal",
+		"remind me to take my meds every night": "reminder",
+		"prefiro investir em renda fixa":        "preference",
+	} {
+		got := Detect(text)
+		if len(got) != 1 || got[0].Rule != rule {
+			t.Errorf("Detect(%q) = %+v, want one pin by rule %q", text, got, rule)
+		}
+	}
+}
+
 func TestSentencesKeepNumbers(t *testing.T) {
 	got := Sentences("Save R$ 5.000 by June. Pi is 3.14! Ok?\nnext line")
 	want := []string{"Save R$ 5.000 by June.", "Pi is 3.14!", "Ok?", "next line"}
@@ -93,12 +120,12 @@ func TestSentencesKeepNumbers(t *testing.T) {
 }
 
 func TestPinValueBounded(t *testing.T) {
-	long := "I decided " + strings.Repeat("ção ", 200)
+	long := "I decided to move to Lisbon, " + strings.Repeat("ção ", 200)
 	got := DetectPins(long)
 	if len(got) != 1 || len(got[0].Value) > maxPinLen || len(got[0].Key) > 80 {
 		t.Fatalf("unbounded pin: %d bytes", len(got[0].Value))
 	}
-	if !strings.HasPrefix(got[0].Value, "I decided") {
+	if !strings.HasPrefix(got[0].Value, "I decided to move") {
 		t.Fatal("lost the start of the sentence")
 	}
 }
@@ -112,66 +139,63 @@ func TestPinValueBounded(t *testing.T) {
 const (
 	minPinPrecision = 0.95
 	minPinRecall    = 0.85
+	// The chat-like set (testdata/standing.tsv) is harder: issue 27's
+	// bar is precision 0.90 at recall 0.80.
+	minStandingPrecision = 0.90
+	minStandingRecall    = 0.80
 )
 
 // TestPinPrecisionRecall measures DetectPins on the labelled English and
-// Portuguese sentences of testdata/pins.tsv: a sentence counts as pinned
-// when DetectPins returns any fact for it.
+// Portuguese sentences: testdata/pins.tsv (written sentences, one-off
+// requests on purpose) and testdata/standing.tsv (chat-like lines, see its
+// header). A sentence counts as pinned when DetectPins returns any fact.
 func TestPinPrecisionRecall(t *testing.T) {
-	b, err := os.ReadFile("testdata/pins.tsv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type count struct{ tp, fp, fn, tn int }
-	per := map[string]*count{"all": {}, "en": {}, "pt": {}}
-	n := 0
-	for i, line := range strings.Split(string(b), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) != 3 || (f[0] != "pin" && f[0] != "no") || per[f[1]] == nil {
-			t.Fatalf("line %d: want label<TAB>lang<TAB>sentence: %q", i+1, line)
-		}
-		n++
-		want, got := f[0] == "pin", len(DetectPins(f[2])) > 0
-		for _, c := range []*count{per["all"], per[f[1]]} {
-			switch {
-			case want && got:
-				c.tp++
-			case !want && got:
-				c.fp++
-			case want && !got:
-				c.fn++
-			default:
-				c.tn++
+	for _, tt := range []struct {
+		file      string
+		minN      int
+		prec, rec float64
+	}{
+		{"testdata/pins.tsv", 100, minPinPrecision, minPinRecall},
+		{"testdata/standing.tsv", 300, minStandingPrecision, minStandingRecall},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			f, err := os.Open(tt.file)
+			if err != nil {
+				t.Fatal(err)
 			}
+			defer f.Close()
+			score, err := MeasurePins(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range score.Missed {
+				t.Logf("missed pin: %q", m)
+			}
+			for _, m := range score.False {
+				t.Logf("false pin: %q", m)
+			}
+			for _, k := range []string{"all", "en", "pt"} {
+				c := score.ByLang[k]
+				t.Logf("%-3s precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)", k, c.Precision(), c.Recall(), c.TP, c.FP, c.FN, c.TN)
+			}
+			all := score.ByLang["all"]
+			if n := all.TP + all.FP + all.FN + all.TN; n < tt.minN {
+				t.Fatalf("%d labelled sentences, want at least %d", n, tt.minN)
+			}
+			if p := all.Precision(); p < tt.prec {
+				t.Errorf("precision %.3f, want at least %.2f", p, tt.prec)
+			}
+			if r := all.Recall(); r < tt.rec {
+				t.Errorf("recall %.3f, want at least %.2f", r, tt.rec)
+			}
+		})
+	}
+}
+
+func TestMeasurePinsRejectsBadLines(t *testing.T) {
+	for _, in := range []string{"pin\ten", "maybe\ten\tI live in Lisbon", "pin\tfr\tJe suis"} {
+		if _, err := MeasurePins(strings.NewReader(in)); err == nil {
+			t.Errorf("MeasurePins(%q): want an error", in)
 		}
-		switch {
-		case !want && got:
-			t.Logf("false pin: %q", f[2])
-		case want && !got:
-			t.Logf("missed pin: %q", f[2])
-		}
-	}
-	if n < 100 {
-		t.Fatalf("%d labelled sentences, want at least 100", n)
-	}
-	ratio := func(a, b int) float64 {
-		if a+b == 0 {
-			return 1
-		}
-		return float64(a) / float64(a+b)
-	}
-	for _, k := range []string{"all", "en", "pt"} {
-		c := per[k]
-		t.Logf("%-3s precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)", k, ratio(c.tp, c.fp), ratio(c.tp, c.fn), c.tp, c.fp, c.fn, c.tn)
-	}
-	all := per["all"]
-	if p := ratio(all.tp, all.fp); p < minPinPrecision {
-		t.Errorf("precision %.3f, want at least %.2f", p, minPinPrecision)
-	}
-	if r := ratio(all.tp, all.fn); r < minPinRecall {
-		t.Errorf("recall %.3f, want at least %.2f", r, minPinRecall)
 	}
 }

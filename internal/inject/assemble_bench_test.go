@@ -90,7 +90,7 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (
 	counter := mustCounter(tb)
 	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter}, Options{
 		RecentMessages: nstored, MaxContextTokens: 8000, CompletionReserve: 1024,
-		Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 20, Now: func() time.Time { return day },
+		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20, Now: func() time.Time { return day },
 	}, nil)
 	if err != nil {
 		tb.Fatal(err)

@@ -40,7 +40,7 @@ func TestSectionCostsMatchRecount(t *testing.T) {
 	g := &convGen{r: r}
 	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter}, Options{
 		RecentMessages: 10, MaxContextTokens: 8000, CompletionReserve: 1024,
-		Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

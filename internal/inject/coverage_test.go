@@ -225,7 +225,7 @@ func measureCoverage(t *testing.T, budget int) coverage {
 	now := turns[len(turns)-1].at.Add(time.Hour)
 	asm, err := inject.NewAssembler(inject.Deps{History: st, Summaries: st, Facts: st, Recaller: rec, Counter: counter},
 		inject.Options{RecentMessages: 20, MaxContextTokens: 8000, CompletionReserve: 1024,
-			Shares: inject.Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 20,
+			Shares: inject.Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20,
 			Now: func() time.Time { return now }}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestPrepareDropsOnlyTheLatePart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &fakeHistory{msgs: msgs(t, u1, a1)}
 			a, err := NewAssembler(Deps{History: h, Facts: pinnedFacts{}, Recaller: tc.rec, Counter: byteCounter{}}, Options{
-				RecentMessages: 10, Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+				RecentMessages: 10, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
 				LoadTimeout: 30 * time.Millisecond, EmbedTimeout: 30 * time.Millisecond,
 			}, nil)
 			if err != nil {
@@ -154,7 +154,7 @@ func jsonEq(t *testing.T, a json.RawMessage, b string) bool {
 }
 
 // TestRecallIsAskedForTheSharesTokens checks the budget recall is given:
-// the summary's, facts' and recall's shares of the prompt budget (what
+// the summary's, pins', facts' and recall's shares of the prompt budget (what
 // packing gives the passages), for the configured shares and budget.
 func TestRecallIsAskedForTheSharesTokens(t *testing.T) {
 	tests := []struct {
@@ -162,8 +162,8 @@ func TestRecallIsAskedForTheSharesTokens(t *testing.T) {
 		budget int
 		want   int
 	}{
-		{Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, 8000, 5200},
-		{Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, 4000, 2600},
+		{Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, 8000, 6000},
+		{Shares{Summary: 0.25, Pinned: 0.1, Facts: 0.1, Recall: 0.2}, 4000, 2600},
 		{Shares{Summary: 0, Facts: 0, Recall: 1}, 4000, 4000},
 		{Shares{Summary: 0.1, Facts: 0.1, Recall: 0.1}, 1000, 300},
 	}
@@ -213,7 +213,7 @@ func TestPrepareSharesOneMemoPerRequest(t *testing.T) {
 		return memory.Recalled{}, nil
 	})
 	a, err := NewAssembler(Deps{History: &fakeHistory{msgs: msgs(t, u1, a1)}, Facts: facts, Recaller: rec, Counter: byteCounter{}}, Options{
-		RecentMessages: 10, Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+		RecentMessages: 10, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func TestRecallTakesWhatOthersLeave(t *testing.T) {
 			mem := &fakeMemory{stored: stored}
 			a, err := NewAssembler(Deps{History: mem, Recaller: fakeRecaller{memory.Recalled{Items: items}}, Counter: mustCounter(t)},
 				Options{RecentMessages: 1000, MaxContextTokens: 8000, CompletionReserve: 1024,
-					Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FillRecall: tt.fill, Now: func() time.Time { return day }}, nil)
+					Shares: Shares{Summary: 0.25, Pinned: 0.1, Facts: 0.1, Recall: 0.2}, FillRecall: tt.fill, Now: func() time.Time { return day }}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

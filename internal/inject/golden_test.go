@@ -57,7 +57,7 @@ func TestAssembledPromptGolden(t *testing.T) {
 	}}
 	a, err := NewAssembler(Deps{History: mem, Summaries: mem, Recaller: rec, Counter: mustCounter(t)}, Options{
 		RecentMessages: 20, MaxContextTokens: 8000, CompletionReserve: 1024,
-		Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 20,
+		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20,
 		Now: func() time.Time { return day },
 	}, nil)
 	if err != nil {

@@ -71,9 +71,20 @@ type Deps struct {
 }
 
 // Shares are the most each memory part may take of the budget, as fractions.
+// Pinned bounds the pinned facts (beyond it, the pins most relevant to the
+// current turn, then the most recent, win; the others may still come as
+// facts, within Facts, when recall ranks them); Facts bounds the other facts.
+//
+// ExtractiveSummary caps, within Summary, a summary the extractive
+// summariser wrote (memory.Summary.Summariser "extractive": sentences
+// picked, no model); what it leaves of Summary goes to the passages.
 type Shares struct {
-	Summary, Facts, Recall float64
+	Summary, Pinned, Facts, Recall float64
+	ExtractiveSummary              float64
 }
+
+// total is the sum of the shares.
+func (sh Shares) total() float64 { return sh.Summary + sh.Pinned + sh.Facts + sh.Recall }
 
 // Options tunes an Assembler.
 type Options struct {
@@ -171,7 +182,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 		return nil, fmt.Errorf("inject: history and counter are required: %w", memory.ErrInvalid)
 	}
 	sh := opts.Shares
-	if sh.Summary < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.Summary+sh.Facts+sh.Recall > 1 {
+	if sh.Summary < 0 || sh.ExtractiveSummary < 0 || sh.Pinned < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.total() > 1 {
 		return nil, fmt.Errorf("inject: shares %+v must be non-negative and sum to at most 1: %w", sh, memory.ErrInvalid)
 	}
 	src := opts.Template
@@ -227,7 +238,7 @@ func (a *Assembler) Budget(req memory.Request) int {
 // with 24 % fewer prompt tokens.
 func (a *Assembler) passageBudget(req memory.Request) int {
 	sh := a.opts.Shares
-	return int(math.Round(float64(a.Budget(req)) * min(sh.Summary+sh.Facts+sh.Recall, 1)))
+	return int(math.Round(float64(a.Budget(req)) * min(sh.total(), 1)))
 }
 
 // Prepare returns the messages to send upstream for req, within Budget(req).

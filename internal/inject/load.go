@@ -184,11 +184,11 @@ wait:
 		r, ok := got[partFacts]
 		switch {
 		case recalled && ok && r.err == nil:
-			ld.facts = withPinned(r.facts, ld.facts)
+			ld.facts = orderFacts(r.facts, ld.facts)
 		case recalled:
 			// Recall's facts include the pinned ones.
 		case ok && r.err == nil:
-			ld.facts = r.facts
+			ld.facts = orderFacts(r.facts, nil)
 		default:
 			part(partFacts)
 		}
@@ -201,23 +201,27 @@ wait:
 	return ld, nil
 }
 
-// withPinned returns the pinned facts first, then the ranked facts that are
-// not among them.
-func withPinned(pinned, ranked []memory.Fact) []memory.Fact {
-	if len(pinned) == 0 {
-		return ranked
-	}
-	have := make(map[[2]string]bool, len(pinned))
-	for _, f := range pinned {
+// orderFacts returns recall's ranked facts (most relevant to the current
+// turn first, pinned and not), then the pinned facts that are not among
+// them, most recently stated first: the order in which pins win the pinned
+// share (selectFixed).
+func orderFacts(pinned, ranked []memory.Fact) []memory.Fact {
+	have := make(map[[2]string]bool, len(ranked))
+	for _, f := range ranked {
 		have[[2]string{f.Key, f.Value}] = true
 	}
-	out := slices.Clip(pinned)
-	for _, f := range ranked {
+	var rest []memory.Fact
+	for _, f := range pinned {
 		if !have[[2]string{f.Key, f.Value}] {
-			out = append(out, f)
+			rest = append(rest, f)
 		}
 	}
-	return out
+	if len(rest) == 0 {
+		return ranked
+	}
+	slices.SortStableFunc(rest, func(a, b memory.Fact) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	out := make([]memory.Fact, 0, len(ranked)+len(rest))
+	return append(append(out, ranked...), rest...)
 }
 
 // lateGrace is how long load waits past the last part's deadline for a part

@@ -23,7 +23,7 @@ func TestPrepareNoRecent(t *testing.T) {
 		facts:   []memory.Fact{{Type: memory.FactGoal, Value: "The user is vegetarian.", Pinned: true}},
 	}
 	a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Counter: byteCounter{}},
-		Options{RecentMessages: 10, Shares: Shares{Summary: 0.3, Facts: 0.2}, FactsMax: 5, Now: func() time.Time { return now }}, nil)
+		Options{RecentMessages: 10, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.2}, FactsMax: 5, Now: func() time.Time { return now }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

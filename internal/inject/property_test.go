@@ -166,7 +166,7 @@ func TestPrepareProperties(t *testing.T) {
 		req.Budget = 1 + r.IntN(900)
 		a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Counter: counter}, Options{
 			RecentMessages: 1 + r.IntN(40), MaxContextTokens: 8000, CompletionReserve: 1024,
-			Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+			Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
 		}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -103,7 +103,7 @@ func TestStoredTextCannotBreakOutOfTheBlock(t *testing.T) {
 		tmpl := templates[iter%len(templates)]
 		pos := []Position{PositionSystem, PositionUser}[r.IntN(2)]
 		a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: mustCounter(t)}, Options{
-			MaxContextTokens: 8000, CompletionReserve: 1024, Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+			MaxContextTokens: 8000, CompletionReserve: 1024, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
 			Template: tmpl, Position: pos, Now: func() time.Time { return day },
 		}, nil)
 		if err != nil {
@@ -169,7 +169,7 @@ func TestPositionUserPutsNoMemoryInSystemRole(t *testing.T) {
 	for _, pos := range []Position{PositionSystem, PositionUser} {
 		a, err := NewAssembler(Deps{History: mem, Summaries: mem, Recaller: rec, Counter: mustCounter(t)}, Options{
 			RecentMessages: 10, MaxContextTokens: 8000, CompletionReserve: 1024,
-			Shares: Shares{Summary: 0.3, Facts: 0.15, Recall: 0.2}, FactsMax: 5, Position: pos, Now: func() time.Time { return day },
+			Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5, Position: pos, Now: func() time.Time { return day },
 		}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,10 @@ type fixedParts struct {
 	// passages' own share of the budget, and spare what the summary and
 	// facts left of theirs.
 	room, recallShare, spare int
+	// fromSummary is the part of the summary's share that an extractive
+	// summary may not take (Shares.ExtractiveSummary): it goes to the
+	// passages, as measured (BENCHMARKS.md, issue 27).
+	fromSummary int
 }
 
 // partCosts counts the memory block's lines once per request: assemble
@@ -140,36 +144,52 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	var sel selection
 	model := pc.model
 	sh := a.opts.Shares
-	factsShare := int(sh.Facts * float64(budget))
-	factsCap := min(factsShare, room)
-	used := 0
+	// Pinned facts, within their own share: ld.facts lists them most
+	// relevant to the current turn first, then most recent (see
+	// orderFacts), so those win when not all fit.
+	pinnedShare := int(sh.Pinned * float64(budget))
+	pinnedCap := min(pinnedShare, room)
+	pinned := 0
+	var shown []bool // by index in ld.facts: chosen as a pin
 	for i, f := range ld.facts {
 		if !f.Pinned {
 			continue
 		}
 		c := pc.fact(i, f)
-		if used+c > factsCap {
+		if pinned+c > pinnedCap {
 			continue
 		}
-		used += c
+		if shown == nil {
+			shown = make([]bool, len(ld.facts))
+		}
+		shown[i] = true
+		pinned += c
 		sel.data.Pinned = append(sel.data.Pinned, f)
 		sel.pinnedCosts = append(sel.pinnedCosts, c)
 	}
-	room -= used
-	pinned := used
+	room -= pinned
 	summaryShare := int(sh.Summary * float64(budget))
-	summaryUsed := 0
+	summaryUsed, fromSummary := 0, 0
 	if withSummary && ld.summary != nil {
-		text, c := a.fitText(model, ld.summary.Text, min(summaryShare, room))
+		limit := summaryShare
+		if ld.summary.Summariser == memory.SummariserExtractive {
+			limit = min(limit, int(sh.ExtractiveSummary*float64(budget)))
+			fromSummary = summaryShare - limit
+		}
+		text, c := a.fitText(model, ld.summary.Text, min(limit, room))
 		summaryUsed = c
 		sel.data.Summary, sel.summaryCost = text, c
 		room -= summaryUsed
 	}
-	factsCap = min(factsCap-used, room)
-	used = 0
+	// Other facts, in recall's order. A pin left out of the pinned share
+	// competes here like any fact: it is still stored, and shown when
+	// recall ranks it high enough for this turn.
+	factsShare := int(sh.Facts * float64(budget))
+	factsCap := min(factsShare, room)
+	used := 0
 	n := 0
 	for i, f := range ld.facts {
-		if f.Pinned || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
+		if (shown != nil && shown[i]) || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
 			continue
 		}
 		c := pc.fact(i, f)
@@ -182,13 +202,14 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 		sel.factCosts = append(sel.factCosts, c)
 	}
 	room -= used
-	// The shares the summary and facts left unused are the passages' too.
-	spare := max(summaryShare-summaryUsed, 0) + max(factsShare-pinned-used, 0)
-	return fixedParts{sel: sel, room: room, recallShare: int(sh.Recall * float64(budget)), spare: spare}
+	// The shares the pins, summary and facts left unused are the passages' too.
+	spare := max(pinnedShare-pinned, 0) + max(summaryShare-summaryUsed, 0) + max(factsShare-used, 0)
+	return fixedParts{sel: sel, room: room, recallShare: int(sh.Recall * float64(budget)), spare: spare, fromSummary: fromSummary}
 }
 
 // pack adds recalled passages to fx's selection within the passages'
-// share, what the summary and facts left of theirs and extra more tokens
+// share, what an extractive summary may not take of the summary's
+// (fx.fromSummary) and extra more tokens
 // (what the recent turns left unused), and within fx's room. Passages are
 // packed best first: each that fits in what is left is taken, one too
 // large is skipped for the smaller ones after it. fx is not changed.
@@ -196,7 +217,7 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 // larger extra takes more.
 func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 	sel := fx.sel
-	recallCap := min(fx.recallShare+extra, fx.room)
+	recallCap := min(fx.recallShare+fx.fromSummary+extra, fx.room)
 	used := 0
 	all := true
 	for i := range pc.items {

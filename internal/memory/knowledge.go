@@ -47,7 +47,14 @@ type Fact struct {
 	// Pinned facts are always injected and never compressed away.
 	Pinned bool `json:"pinned"`
 	// Conversation is where the fact was last stated ("" when added by the API).
-	Conversation string     `json:"conversation,omitempty"`
+	Conversation string `json:"conversation,omitempty"`
+	// Rule names the rule that pinned the fact when it was last stated
+	// ("goal", "diet"…; "" when no rule did: a model's extraction, the API).
+	Rule string `json:"rule,omitempty"`
+	// Source is the key of the message of Conversation the fact was last
+	// stated in ("" when unknown). It is a reference, never a copy: the
+	// message's text stays in the conversation, and goes with it.
+	Source       string     `json:"source,omitempty"`
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
 	SupersededAt *time.Time `json:"superseded_at,omitempty"`
@@ -75,8 +82,10 @@ type Summary struct {
 	// CoveredTokens is what the messages this summary and its predecessors
 	// replaced would cost verbatim, for the tokens-saved accounting.
 	CoveredTokens int `json:"covered_tokens"`
-	// Summariser is what wrote the version: "model" or "extractive" (the
-	// deterministic fallback); "" for versions stored before it was recorded.
+	// Summariser is what wrote the version: SummariserModel or
+	// SummariserExtractive (sentences picked, no model: the primary without
+	// a side-model key, or the fallback); "" for versions stored before it
+	// was recorded.
 	Summariser string    `json:"summariser,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 }
@@ -197,3 +206,9 @@ func (f Fact) Statement() string {
 	}
 	return key + ": " + f.Value
 }
+
+// Summary.Summariser values.
+const (
+	SummariserModel      = "model"
+	SummariserExtractive = "extractive"
+)

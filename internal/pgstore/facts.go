@@ -22,7 +22,7 @@ const factLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended('facts/' || $
 
 // factColumns are the columns scanFact reads, in order.
 const factColumns = `id, type, key, value, confidence, mentions, pinned, source_conversation,
-	created_at, updated_at, superseded_at, expires_at`
+	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
 // normalizeFactKey lower-cases a fact key and collapses its whitespace.
 func normalizeFactKey(k string) string {
@@ -41,7 +41,7 @@ func scanFact(row pgx.Row, tenant, user string) (memory.Fact, error) {
 	var typ string
 	var conv *string
 	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &conv,
-		&f.CreatedAt, &f.UpdatedAt, &f.SupersededAt, &f.ExpiresAt); err != nil {
+		&f.CreatedAt, &f.UpdatedAt, &f.SupersededAt, &f.ExpiresAt, &f.Rule, &f.Source); err != nil {
 		return memory.Fact{}, err
 	}
 	f.Type = memory.FactType(typ)
@@ -137,10 +137,12 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			out, err = scanFact(tx.QueryRow(ctx, `UPDATE facts SET
 					mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
 					updated_at = greatest(updated_at, $6),
-					source_conversation = coalesce($7, source_conversation), expires_at = $8
+					source_conversation = coalesce($7, source_conversation), expires_at = $8,
+					pin_rule = CASE WHEN $9::text <> '' THEN $9::text ELSE pin_rule END,
+					source_message = CASE WHEN $10::text <> '' THEN $10::text ELSE source_message END
 				WHERE tenant = $1 AND user_id = $2 AND id = $3
 				RETURNING `+factColumns,
-				f.Tenant, f.User, old.ID, conf, f.Pinned, at, nullString(f.Conversation), f.ExpiresAt), f.Tenant, f.User)
+				f.Tenant, f.User, old.ID, conf, f.Pinned, at, nullString(f.Conversation), f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
 			if err != nil {
 				return fmt.Errorf("update fact: %w", unavailable(err))
 			}
@@ -160,11 +162,11 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			mentions := max(f.Mentions, 1)
 			out, err = scanFact(tx.QueryRow(ctx, `INSERT INTO facts
 					(tenant, user_id, type, key, norm_key, value, confidence, mentions, pinned,
-					 source_conversation, created_at, updated_at, expires_at)
-				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+					 source_conversation, created_at, updated_at, expires_at, pin_rule, source_message)
+				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 				RETURNING `+factColumns,
 				f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, mentions, pinned,
-				nullString(f.Conversation), created, at, f.ExpiresAt), f.Tenant, f.User)
+				nullString(f.Conversation), created, at, f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", unavailable(err))
 			}

@@ -127,7 +127,7 @@ func TestSchemaIndexesLedByTenant(t *testing.T) {
 	}
 	for _, d := range defs {
 		name, def := d[0], d[1]
-		if name == "memory_items_embedding_384" {
+		if name == "memory_items_embedding_384" || name == "memory_items_embedding_512" {
 			continue // pgvector indexes one expression; queries filter by tenant alongside
 		}
 		_, cols, _ := strings.Cut(def, "(")

@@ -20,21 +20,18 @@ type ContextReader interface {
 	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
-// maxNeighbourBytes bounds the text a neighbouring turn adds to a passage
-// (about 300 tokens): a long reply next to a hit is cut at a word.
-const maxNeighbourBytes = 1200
-
 // expand replaces the message hits among items (best first) by passages
 // of the conversation around them: each hit with up to radius turns before
 // it (the question it answers) and after it (the answer it got), hits
 // whose turns touch or overlap merged into one passage. A passage takes
 // the place, Ref, Score, CreatedAt and SaidAt of its best hit; its Text is
 // its turns in order, one "role: text" line each (a tool's turn shows
-// nothing: see spoken), hit turns whole (a hit
-// that is a chunk of a long turn stays that chunk) and other turns cut to
-// maxNeighbourBytes. Other items, and hits whose turn is no longer stored,
-// are kept as they are.
-func expand(ctx context.Context, cr ContextReader, tenant, user string, items []memory.Item, radius int) ([]memory.Item, error) {
+// nothing: see spoken). A hit turn shows its hit (the chunk that matched,
+// for a long turn indexed in chunks) cut to the window around the
+// sentences holding most of query's words (hitWindowBytes), other turns
+// the same within maxNeighbourBytes (see queryMatcher.window). Other
+// items, and hits whose turn is no longer stored, are kept as they are.
+func expand(ctx context.Context, cr ContextReader, tenant, user string, items []memory.Item, radius int, query string) ([]memory.Item, error) {
 	if radius <= 0 {
 		return items, nil
 	}
@@ -59,6 +56,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 		turns[i].follows = msgs[i].Conversation == msgs[i-1].Conversation && msgs[i].Seq == msgs[i-1].Seq+1
 	}
 	at := indexTurns(msgs)
+	mt := newQueryMatcher(query)
 	ranked := make([]rankedItem, len(items)) // passages replace hits
 	kept := len(items)
 	for r, it := range items {
@@ -80,7 +78,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 		}
 		if turns[i].hitRank == 0 {
 			turns[i].hitRank = r + 1
-			turns[i].text = hitTurnText(msgs[i], it)
+			turns[i].text, turns[i].clipped = mt.window(hitTurnText(msgs[i], it), hitWindowBytes)
 		}
 	}
 	// Each maximal run of covered consecutive turns is one passage, in the
@@ -101,7 +99,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 				best = t.hitRank
 			}
 			if t.hitRank == 0 && spoken(msgs[j].Role) {
-				t.text, t.clipped = clip(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
+				t.text, t.clipped = mt.window(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
 			}
 			if t.text != "" || t.clipped {
 				size += len("\n") + len(msgs[j].Role) + len(": ") + len(t.text)

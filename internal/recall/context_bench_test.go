@@ -80,12 +80,12 @@ func BenchmarkExpand(b *testing.B) {
 	}
 	items = append(items, memory.Item{Kind: KindSummary, Conversation: conv, Ref: conv + ":v1", Text: "a summary", Score: 0.01})
 	ctx := context.Background()
-	if _, err := expand(ctx, w, "acme", "alice", items, 1); err != nil {
+	if _, err := expand(ctx, w, "acme", "alice", items, 1, ""); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := expand(ctx, w, "acme", "alice", items, 1); err != nil {
+		if _, err := expand(ctx, w, "acme", "alice", items, 1, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,15 +8,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // oldExpand is expand as it was before it built each passage in one
 // allocation (kept to test the new one against), with the helpers it used,
-// and with the rule that a neighbouring tool turn shows nothing.
-func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items []memory.Item, radius int) ([]memory.Item, error) {
+// and with the rule that a neighbouring tool turn shows nothing; what it
+// shows of each turn is the query's window (queryMatcher.window), as
+// expand's.
+func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items []memory.Item, radius int, query string) ([]memory.Item, error) {
+	mt := newQueryMatcher(query)
 	var refs []memory.MessageRef
 	for _, it := range items {
 		if it.Kind == KindMessage && it.Conversation != "" {
@@ -54,7 +56,7 @@ func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items 
 		}
 		if hitRank[i] == 0 {
 			hitRank[i] = r + 1
-			hitText[i] = oldHitTurnText(msgs[i], it)
+			hitText[i] = shown(mt, oldHitTurnText(msgs[i], it), hitWindowBytes)
 		}
 	}
 	// Each maximal run of covered consecutive turns is one passage, in the
@@ -76,7 +78,7 @@ func oldExpand(ctx context.Context, cr multiContext, tenant, user string, items 
 			}
 			text := hitText[j]
 			if hitRank[j] == 0 && (msgs[j].Role == "user" || msgs[j].Role == "assistant") { // a tool's turn shows nothing
-				text = oldClip(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
+				text = shown(mt, strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
 			}
 			if text == "" {
 				continue
@@ -113,19 +115,14 @@ func oldHitTurnText(m memory.Message, hit memory.Item) string {
 	return hit.Text
 }
 
-// oldClip is clip as it was: it cuts s to at most n bytes, at the last space before, with "…".
-func oldClip(s string, n int) string {
-	if len(s) <= n {
-		return s
+// shown is what a passage shows of a turn's text s within n bytes: its
+// window for mt, followed by " …" when cut.
+func shown(mt *queryMatcher, s string, n int) string {
+	w, cut := mt.window(s, n)
+	if cut {
+		w += " …"
 	}
-	cut := strings.LastIndexByte(s[:n], ' ')
-	if cut <= 0 {
-		cut = n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-	}
-	return strings.TrimSpace(s[:cut]) + " …"
+	return w
 }
 
 // multiContext serves MessagesAround over several conversations whose
@@ -250,12 +247,16 @@ func TestExpandMatchesOldExpand(t *testing.T) {
 			items = append(items, it)
 		}
 		radius := r.IntN(4) - 1
-		want, err := oldExpand(context.Background(), f, "t", "u", slices.Clone(items), radius)
+		query := ""
+		if r.IntN(2) == 0 {
+			query = words[r.IntN(len(words))] + " " + words[r.IntN(len(words))]
+		}
+		want, err := oldExpand(context.Background(), f, "t", "u", slices.Clone(items), radius, query)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stored := slices.Clone(f.msgs)
-		got, err := expand(context.Background(), f, "t", "u", slices.Clone(items), radius)
+		got, err := expand(context.Background(), f, "t", "u", slices.Clone(items), radius, query)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,7 +77,7 @@ func TestExpand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := expand(context.Background(), turnsOf(20), "t", "u", tt.items, 1)
+			got, err := expand(context.Background(), turnsOf(20), "t", "u", tt.items, 1, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestExpand(t *testing.T) {
 	// A long neighbour is cut; a hit turn is kept whole.
 	f := turnsOf(3)
 	f.msgs[0].Content = strings.Repeat("word ", 1000)
-	got, err := expand(context.Background(), f, "t", "u", []memory.Item{hit(2, 1)}, 1)
+	got, err := expand(context.Background(), f, "t", "u", []memory.Item{hit(2, 1)}, 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestExpandLeavesOutToolText(t *testing.T) {
 	}}
 	for _, radius := range []int{1, 2, 3} {
 		got, err := expand(context.Background(), f, "t", "u", []memory.Item{
-			{Kind: KindMessage, Conversation: "c", Ref: "k4", Text: "The page is a welcome note.", Score: 1}}, radius)
+			{Kind: KindMessage, Conversation: "c", Ref: "k4", Text: "The page is a welcome note.", Score: 1}}, radius, "")
 		if err != nil {
 			t.Fatal(err)
 		}

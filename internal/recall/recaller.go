@@ -90,10 +90,12 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 // Recall returns what q's user said before that bears on q.Text.
 //
 // Facts: the user's current facts (never superseded or expired ones — the
-// store filters them at q.Now), pinned ones first, each group ranked by
-// relevance to q.Text (cosine of the embedded fact and query; below
-// FactRelevance counts as unrelated), then mentions, then recency; at most
-// FactsMax in all.
+// store filters them at q.Now), ranked by relevance to q.Text (cosine of
+// the embedded fact and query; below FactRelevance counts as unrelated),
+// then pinned before unpinned, pins by recency and other facts by
+// mentions, then recency; at most FactsMax in all. A relevant fact thus
+// outranks an unrelated pin (the assembler shows pins within their own
+// share, the most relevant and most recent first).
 //
 // Items: up to MaxPassages passages from Searcher.Search, best first, each
 // recalled turn with ContextTurns turns before and after it, merged into
@@ -149,7 +151,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if search {
 		items, searchErr = r.search.Search(ctx, sq)
 		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
-			items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns)
+			items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
 		}
 	}
 	<-done
@@ -242,13 +244,13 @@ func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query str
 	}
 	sort.SliceStable(order, func(a, b int) bool {
 		fa, fb := facts[order[a]], facts[order[b]]
-		if fa.Pinned != fb.Pinned {
-			return fa.Pinned
-		}
 		if ra, rb := rel[order[a]], rel[order[b]]; ra != rb {
 			return ra > rb
 		}
-		if fa.Mentions != fb.Mentions {
+		if fa.Pinned != fb.Pinned {
+			return fa.Pinned
+		}
+		if !fa.Pinned && fa.Mentions != fb.Mentions {
 			return fa.Mentions > fb.Mentions
 		}
 		return fa.UpdatedAt.After(fb.UpdatedAt)

@@ -43,9 +43,10 @@ func TestRecallRanksAndCapsFacts(t *testing.T) {
 		max   int
 		want  []string
 	}{
-		{"pinned, then relevant, then mentions, then recency", "any vegetarian dinner ideas?", 10,
-			[]string{"save R$ 5.000 by June", "vegetarian", "plays tennis", "likes jazz", "rent under 1.200 euros"}},
-		{"cap keeps the best", "any vegetarian dinner ideas?", 2, []string{"save R$ 5.000 by June", "vegetarian"}},
+		{"relevant, then pinned, then mentions, then recency", "any vegetarian dinner ideas?", 10,
+			[]string{"vegetarian", "save R$ 5.000 by June", "plays tennis", "likes jazz", "rent under 1.200 euros"}},
+		{"cap keeps the best", "any vegetarian dinner ideas?", 2, []string{"vegetarian", "save R$ 5.000 by June"}},
+		{"cap keeps the relevant fact over an unrelated pin", "any vegetarian dinner ideas?", 1, []string{"vegetarian"}},
 		{"no query: mentions then recency", "", 10,
 			[]string{"save R$ 5.000 by June", "plays tennis", "likes jazz", "rent under 1.200 euros", "vegetarian"}},
 		{"cap zero", "vegetarian", 0, nil},

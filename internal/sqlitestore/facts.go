@@ -15,7 +15,7 @@ import (
 
 // factColumns are the columns scanFact reads, in order.
 const factColumns = `id, tenant, user_id, COALESCE(conversation, ''), type, key, value, confidence,
-	mentions, pinned, created_at, updated_at, superseded_at, expires_at`
+	mentions, pinned, created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
 // normKey normalises a fact key: lower-case, runs of whitespace collapsed to
 // one space, trimmed. Keys equal after normalisation name the same fact.
@@ -94,9 +94,12 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			_, err = tx.ExecContext(ctx, `UPDATE facts SET
 					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
 					pinned = pinned OR ?, updated_at = ?,
-					conversation = COALESCE(?, conversation), expires_at = COALESCE(?, expires_at)
+					conversation = COALESCE(?, conversation), expires_at = COALESCE(?, expires_at),
+					pin_rule = CASE WHEN ? != '' THEN ? ELSE pin_rule END,
+					source_message = CASE WHEN ? != '' THEN ? ELSE source_message END
 				WHERE id = ?`,
-				f.Value, f.Confidence, f.Pinned, nanos(f.UpdatedAt), nullString(f.Conversation), nullTime(f.ExpiresAt), id)
+				f.Value, f.Confidence, f.Pinned, nanos(f.UpdatedAt), nullString(f.Conversation), nullTime(f.ExpiresAt),
+				f.Rule, f.Rule, f.Source, f.Source, id)
 			if err != nil {
 				return fmt.Errorf("restate fact: %w", err)
 			}
@@ -112,10 +115,11 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				f.Pinned = f.Pinned || cur.Pinned
 			}
 			err = tx.QueryRowContext(ctx, `INSERT INTO facts (tenant, user_id, conversation, type, key, norm_key,
-					value, confidence, mentions, pinned, created_at, updated_at, expires_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+					value, confidence, mentions, pinned, created_at, updated_at, expires_at, pin_rule, source_message)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 				f.Tenant, f.User, nullString(f.Conversation), string(f.Type), strings.TrimSpace(f.Key), norm,
-				f.Value, f.Confidence, f.Mentions, f.Pinned, nanos(f.CreatedAt), nanos(f.UpdatedAt), nullTime(f.ExpiresAt)).
+				f.Value, f.Confidence, f.Mentions, f.Pinned, nanos(f.CreatedAt), nanos(f.UpdatedAt), nullTime(f.ExpiresAt),
+				f.Rule, f.Source).
 				Scan(&id)
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", err)
@@ -288,7 +292,7 @@ func scanFact(r rowScanner) (memory.Fact, error) {
 	var created, updated int64
 	var superseded, expires sql.NullInt64
 	if err := r.Scan(&f.ID, &f.Tenant, &f.User, &f.Conversation, &typ, &f.Key, &f.Value, &f.Confidence,
-		&f.Mentions, &f.Pinned, &created, &updated, &superseded, &expires); err != nil {
+		&f.Mentions, &f.Pinned, &created, &updated, &superseded, &expires, &f.Rule, &f.Source); err != nil {
 		return memory.Fact{}, err
 	}
 	f.Type = memory.FactType(typ)

@@ -416,3 +416,46 @@ func testFactsReadOncePerMemo(t *testing.T, s KnowledgeStore) {
 	assertValues(t, "alice's facts in a new request", facts(memory.WithMemo(testCtx(t)), "alice", false), "vegan", "Lisbon")
 	assertValues(t, "alice's facts outside a request", facts(testCtx(t), "alice", false), "vegan", "Lisbon")
 }
+
+// testFactRuleAndSource covers Rule and Source (why a fact is pinned and
+// the message it was stated in): stored with the fact and read back by
+// UpsertFact and Facts; a restatement that names them replaces them, one
+// that names none (a model's extraction, the API) keeps them; a new value
+// carries its own.
+func testFactRuleAndSource(t *testing.T, s KnowledgeStore) {
+	f := fact("acme", "alice", memory.FactLimit, "diet", "I'm vegetarian", 0)
+	f.Pinned, f.Rule, f.Source = true, "diet", "ex1:0"
+	if got := mustUpsertFact(t, s, f, 0); got.Rule != "diet" || got.Source != "ex1:0" {
+		t.Fatalf("upserted %+v, want rule diet and source ex1:0", got)
+	}
+	again := f
+	again.Rule, again.Source, again.UpdatedAt = "", "", f.UpdatedAt.Add(time.Second)
+	if got := mustUpsertFact(t, s, again, 0); got.Rule != "diet" || got.Source != "ex1:0" || got.Mentions != 2 {
+		t.Fatalf("restated without rule or source: %+v, want them kept", got)
+	}
+	again.Rule, again.Source, again.Conversation, again.UpdatedAt = "diet", "ex7:2", "c2", again.UpdatedAt.Add(time.Second)
+	if got := mustUpsertFact(t, s, again, 0); got.Source != "ex7:2" || got.Conversation != "c2" {
+		t.Fatalf("restated elsewhere: %+v, want source ex7:2 in c2", got)
+	}
+	changed := again
+	changed.Value, changed.Source, changed.UpdatedAt = "I'm vegan now", "ex9:0", again.UpdatedAt.Add(time.Second)
+	mustUpsertFact(t, s, changed, 0)
+	plain := fact("acme", "alice", memory.FactProfile, "city", "Lisbon", 5)
+	mustUpsertFact(t, s, plain, 0)
+	fs, err := s.Facts(testCtx(t), "acme", "alice", baseTime.Add(time.Hour), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]string{}
+	for _, f := range fs {
+		got[f.Value] = [2]string{f.Rule, f.Source}
+	}
+	want := map[string][2]string{
+		"I'm vegetarian": {"diet", "ex7:2"}, "I'm vegan now": {"diet", "ex9:0"}, "Lisbon": {"", ""},
+	}
+	for v, w := range want {
+		if got[v] != w {
+			t.Errorf("fact %q: rule and source %q, want %q (all: %v)", v, got[v], w, got)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactContradiction", testFactContradiction},
 		{"FactNormalisedKey", testFactNormalisedKey},
 		{"FactPinnedSticky", testFactPinnedSticky},
+		{"FactRuleAndSource", testFactRuleAndSource},
 		{"FactCapPerUser", testFactCapPerUser},
 		{"FactExpiry", testFactExpiry},
 		{"FactOrder", testFactOrder},

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -22,10 +23,50 @@ type factsData struct {
 	Past []memory.Fact
 }
 
-// factView is a current fact with the values it replaced, newest first.
+// factView is a current fact with the values it replaced, newest first,
+// and, for a pin, the message that stated it.
 type factView struct {
 	memory.Fact
 	Replaced []memory.Fact
+	// Stated is the message the fact was last stated in (Fact.Source of
+	// Fact.Conversation), when it is still stored; SourceGone says the
+	// fact names one that is not.
+	Stated     *memory.Message
+	SourceGone bool
+}
+
+// maxSourceConversations bounds the conversations the facts page reads to
+// show the messages that stated pins.
+const maxSourceConversations = 20
+
+// withSources sets Stated (or SourceGone) on the pinned facts of cur that
+// name their source message, reading each conversation once.
+func (u *UI) withSources(ctx context.Context, tenant, user string, cur []factView) error {
+	convs := map[string]map[string]*memory.Message{}
+	for i := range cur {
+		f := &cur[i]
+		if !f.Pinned || f.Source == "" || f.Conversation == "" {
+			continue
+		}
+		byKey, ok := convs[f.Conversation]
+		if !ok {
+			if len(convs) == maxSourceConversations {
+				continue
+			}
+			_, msgs, err := u.deps.Store.Conversation(ctx, memory.Identity{Tenant: tenant, User: user, Conversation: f.Conversation})
+			if err != nil && !errors.Is(err, memory.ErrNotFound) {
+				return err
+			}
+			byKey = make(map[string]*memory.Message, len(msgs))
+			for j := range msgs {
+				byKey[msgs[j].Key] = &msgs[j]
+			}
+			convs[f.Conversation] = byKey
+		}
+		f.Stated = byKey[f.Source]
+		f.SourceGone = f.Stated == nil
+	}
+	return nil
 }
 
 // factSubject identifies what a fact is about: its type and normalised key
@@ -72,6 +113,9 @@ func (u *UI) handleFacts(c echo.Context) error {
 			return u.storeFailed(c, err)
 		}
 		d.Current, d.Past = groupFacts(all, time.Now())
+		if err := u.withSources(c.Request().Context(), tenantOf(c), user, d.Current); err != nil {
+			return u.storeFailed(c, err)
+		}
 	}
 	return u.render(c, http.StatusOK, "facts", page{Title: "Facts of " + user, User: user, Nav: "facts", Data: d})
 }

@@ -144,7 +144,7 @@ func (u *UI) previewOf(p memory.Prepared) *previewResult {
 	parts["other"] = max(0, p.TokensSent-parts["system"]-parts["memory"]-parts["recent"]-parts["current"])
 	r.Scale = max(p.Budget, p.TokensSent, 1)
 	sh := u.opts.Shares
-	shares := map[string]float64{"summary": sh.Summary, "facts": sh.Facts, "pinned": sh.Facts, "recall": sh.Recall}
+	shares := map[string]float64{"summary": sh.Summary, "facts": sh.Facts, "pinned": sh.Pinned, "recall": sh.Recall}
 	x := 0.0
 	for _, pl := range partLabels {
 		pv := partView{Name: pl.name, Label: pl.label, Tokens: parts[pl.name], Share: shares[pl.name]}

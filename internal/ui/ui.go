@@ -108,7 +108,7 @@ type Options struct {
 
 // Shares are the fractions of the budget each memory part may take.
 type Shares struct {
-	Summary, Facts, Recall float64
+	Summary, Pinned, Facts, Recall float64
 }
 
 // UI is the web inspector.

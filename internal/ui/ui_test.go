@@ -304,6 +304,52 @@ func TestEraseNeedsConfirmation(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// TestFactsPageSaysWhyAPinIsPinned: a pin shows the rule that pinned it
+// and the message that stated it, linked to its conversation; a pin whose
+// message is gone says so; a pin with no rule says it was set by hand or
+// by a model.
+func TestFactsPageSaysWhyAPinIsPinned(t *testing.T) {
+	st := mustStore(t)
+	ctx := context.Background()
+	ex := memory.Exchange{ID: "req-2", Identity: memory.Identity{Tenant: "acme", User: "alice", Conversation: "trip"}, Model: "gpt-4o-mini",
+		Turn:  []memory.Message{{Role: "user", Content: "By the way I'm allergic to shellfish"}},
+		Reply: memory.Message{Role: "assistant", Content: "Noted."}, At: time.Now()}
+	res, err := st.SaveExchange(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := res.Stored[0].Key
+	for _, f := range []memory.Fact{
+		{Type: memory.FactLimit, Key: "allergy", Value: "I'm allergic to shellfish", Rule: "allergy", Source: key},
+		{Type: memory.FactGoal, Key: "savings", Value: "save R$ 5.000", Rule: "goal", Source: "req-0:9"},
+		{Type: memory.FactPreference, Key: "tone", Value: "short answers"},
+	} {
+		f.Tenant, f.User, f.Conversation, f.Pinned, f.Confidence = "acme", "alice", "trip", true, 0.9
+		if f.Source == "" {
+			f.Conversation = ""
+		}
+		if _, err := st.UpsertFact(ctx, f, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := mustUI(t, st, adminGuard())
+	c := browser(t)
+	login(t, c, base, adminKey)
+	_, page := do(t, c, "GET", base+"/ui/users/alice/facts?tenant=acme", nil)
+	for _, want := range []string{
+		`by rule “allergy”`,
+		`stated in <a href="/ui/users/alice/conversations/trip?tenant=acme#m` + itoa(res.Stored[0].Seq) + `">`,
+		`“By the way I&#39;m allergic to shellfish”`,
+		`by rule “goal”`,
+		`in a message no longer stored`,
+		`by hand or by a model`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("facts page lacks %q:\n%s", want, page)
+		}
+	}
+}
+
 // TestSavingsShowsThePromptCache: the savings view shows, beside tokens
 // saved, the prompt tokens that repeat the previous request's prefix and
 // those the provider read from its cache, with their shares of tokens sent.

@@ -1,0 +1,110 @@
+package recall
+
+import (
+	"strings"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Bounds of what a passage shows of each turn, in bytes (about a quarter
+// as many tokens): a hit turn longer than hitWindowBytes shows the part
+// that matched the query with the sentences around it, a neighbouring
+// turn longer than maxNeighbourBytes the part that matched (or its start).
+// A passage of a long reply and its neighbours then costs a few hundred
+// tokens, not a thousand, so the recall share holds more distinct hits.
+const (
+	hitWindowBytes    = 800
+	maxNeighbourBytes = 560
+)
+
+// queryMatcher tells which words of a text a query names: a word equal to
+// one of the query's terms, or, both at least stemLen letters long,
+// starting with the same stemLen letters ("allergic", "allergies"). It
+// knows no language's grammar: words are memory.QueryTerms' runs of
+// letters, digits and marks.
+type queryMatcher struct {
+	terms map[string]bool
+	stems map[string]bool
+}
+
+// stemLen is how many leading letters two long words share to count as
+// the same word for a window.
+const stemLen = 5
+
+// newQueryMatcher returns the matcher of query's terms (nil when it has none).
+func newQueryMatcher(query string) *queryMatcher {
+	ts := memory.QueryTerms(query, 64)
+	if len(ts) == 0 {
+		return nil
+	}
+	m := &queryMatcher{terms: make(map[string]bool, len(ts)), stems: make(map[string]bool, len(ts))}
+	for _, t := range ts {
+		m.terms[t] = true
+		if r := []rune(t); len(r) >= stemLen {
+			m.stems[string(r[:stemLen])] = true
+		}
+	}
+	return m
+}
+
+// score is how many distinct query words s holds.
+func (m *queryMatcher) score(s string) int {
+	if m == nil {
+		return 0
+	}
+	seen := map[string]bool{}
+	for _, w := range memory.QueryTerms(s, 1<<10) {
+		key := w
+		if !m.terms[w] {
+			r := []rune(w)
+			if len(r) < stemLen || !m.stems[string(r[:stemLen])] {
+				continue
+			}
+			key = string(r[:stemLen])
+		}
+		seen[key] = true
+	}
+	return len(seen)
+}
+
+// window returns what a passage shows of text within limit bytes: all of
+// it when it fits; else the run of whole sentences around the one that
+// holds the most query words (the first such; the text's start when none
+// does), grown a sentence at a time after then before it while it fits,
+// led by "… " when it starts past the text's start. It also reports
+// whether text goes on after the window (the caller adds ellipsis). A
+// single sentence over limit is cut at a word.
+func (m *queryMatcher) window(text string, limit int) (string, bool) {
+	if len(text) <= limit {
+		return text, false
+	}
+	ss := splitSentences(text)
+	best, bestScore := 0, 0
+	if m != nil {
+		for i, s := range ss {
+			if sc := m.score(s); sc > bestScore {
+				best, bestScore = i, sc
+			}
+		}
+	}
+	from, to := best, best+1 // ss[from:to]
+	size := len(ss[best])
+	for grown := true; grown; {
+		grown = false
+		if to < len(ss) && size+1+len(ss[to]) <= limit {
+			size += 1 + len(ss[to])
+			to++
+			grown = true
+		}
+		if from > 0 && size+1+len(ss[from-1]) <= limit {
+			from--
+			size += 1 + len(ss[from])
+			grown = true
+		}
+	}
+	kept, cut := clip(strings.Join(ss[from:to], " "), limit)
+	if from > 0 {
+		kept = "…" + " " + kept
+	}
+	return kept, cut || to < len(ss)
+}
