@@ -121,12 +121,15 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		}
 		withSummary = true
 	}
-	// Tokens are left: they go to more recalled passages, within what the
-	// recent turns leave (the same pinned facts, summary and facts, which
-	// the extra tokens do not change) — unless every passage is in
-	// already: packing again would choose the same ones, and the block,
-	// which cost at most room-spent, would not shrink.
-	if left := room - blk.cost - spent; a.opts.FillRecall && !all && len(kept) == len(candidates) && left >= minPassageCost && len(ld.items) > 0 {
+	// Tokens are left — every recent turn fits, or the window, which moves
+	// in steps, stopped short of the room: they go to more recalled
+	// passages, within what the recent turns leave (the same pinned facts,
+	// summary and facts, which the extra tokens do not change). The
+	// recalled block comes after the recent turns, so its size never moves
+	// the repeated prefix. Unless every passage is in already: packing
+	// again would choose the same ones, and the block, which cost at most
+	// room-spent, would not shrink.
+	if left := room - blk.cost - spent; a.opts.FillRecall && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
