@@ -78,7 +78,7 @@ func TestStoreDownGoesToQueueInOrder(t *testing.T) {
 	if got := len(s.ids()); got != 1 {
 		t.Fatalf("store holds %d, want 1 (the other conversation)", got)
 	}
-	if calls := s.calls; calls != 3 {
+	if calls := s.callCount(); calls != 3 {
 		t.Errorf("save calls = %d, want 3 (a failure, its immediate retry, the other conversation)", calls)
 	}
 	// The worker drains the queue; then the conversation saves directly again.

@@ -169,6 +169,13 @@ func (s *fakeSaver) SaveExchange(ctx context.Context, ex memory.Exchange) (memor
 	return memory.SaveResult{Inserted: len(ex.Turn) + 1}, nil
 }
 
+// callCount is how many times SaveExchange was called.
+func (s *fakeSaver) callCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
 func (s *fakeSaver) ids() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -82,7 +82,7 @@ func TestWorkerRetriesFailedSaveInPlace(t *testing.T) {
 	w := NewWorker(q, s, nil, opts)
 	mustRunWorker(t, w)
 	waitFor(t, "failed saves", func() bool { return value(t, w.failures) >= 3 })
-	if got := s.calls; got < 2 {
+	if got := s.callCount(); got < 2 {
 		t.Fatalf("save calls = %d, want the immediate retry", got)
 	}
 	if pending(t, q) != 3 {
