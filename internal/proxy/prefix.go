@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // A provider bills a prompt's prefix that repeats an earlier request's,
@@ -51,22 +51,17 @@ func newPrefixKey(tenant, user, conversation, api, model string) prefixKey {
 	return k
 }
 
-// prefixes is the table. It is safe for concurrent use.
+// prefixes is the table: an LRU of each conversation's previous body, as
+// chained hashes. It is safe for concurrent use (two requests of one
+// conversation racing measure against whichever came first).
 type prefixes struct {
 	seed maphash.Seed
-	mu   sync.Mutex
-	ll   *list.List // of *prefixEntry, most recent first
-	m    map[prefixKey]*list.Element
-}
-
-// prefixEntry is one conversation's previous body, as chained hashes.
-type prefixEntry struct {
-	key    prefixKey
-	hashes []uint64
+	lru  *lru.Cache[prefixKey, []uint64]
 }
 
 func newPrefixes() *prefixes {
-	return &prefixes{seed: maphash.MakeSeed(), ll: list.New(), m: make(map[prefixKey]*list.Element)}
+	c, _ := lru.New[prefixKey, []uint64](prefixEntries) // errors only on a size <= 0
+	return &prefixes{seed: maphash.MakeSeed(), lru: c}
 }
 
 // chain returns the chained hashes of body's whole prefixChunk-byte
@@ -87,25 +82,13 @@ func (t *prefixes) chain(body []byte) []uint64 {
 // its leading bytes repeat the previous body's (0 for the first).
 func (t *prefixes) repeat(k prefixKey, body []byte) int {
 	hs := t.chain(body)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	prev, _ := t.lru.Get(k)
+	t.lru.Add(k, hs)
 	same := 0
-	if el, ok := t.m[k]; ok {
-		e := el.Value.(*prefixEntry)
-		for same < len(hs) && same < len(e.hashes) && hs[same] == e.hashes[same] {
-			same++
-		}
-		e.hashes = hs
-		t.ll.MoveToFront(el)
-		return same * prefixChunk
+	for same < len(hs) && same < len(prev) && hs[same] == prev[same] {
+		same++
 	}
-	t.m[k] = t.ll.PushFront(&prefixEntry{key: k, hashes: hs})
-	for t.ll.Len() > prefixEntries {
-		old := t.ll.Back()
-		t.ll.Remove(old)
-		delete(t.m, old.Value.(*prefixEntry).key)
-	}
-	return 0
+	return same * prefixChunk
 }
 
 // repeatedTokens estimates the prompt tokens of a body of n bytes costing

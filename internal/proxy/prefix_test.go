@@ -111,8 +111,8 @@ func TestPrefixesBounded(t *testing.T) {
 	for i := range prefixEntries {
 		p.repeat(newPrefixKey("t", "u", strconv.Itoa(i), "chat", "m"), body)
 	}
-	if p.ll.Len() != prefixEntries || len(p.m) != prefixEntries {
-		t.Fatalf("%d entries, want %d", p.ll.Len(), prefixEntries)
+	if p.lru.Len() != prefixEntries {
+		t.Fatalf("%d entries, want %d", p.lru.Len(), prefixEntries)
 	}
 	if n := p.repeat(first, body); n != 0 {
 		t.Errorf("an evicted conversation repeats %d bytes", n)

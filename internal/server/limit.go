@@ -1,15 +1,15 @@
 package server
 
 import (
-	"container/list"
 	"math"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/memgate/memgate/internal/apierr"
 )
@@ -27,22 +27,10 @@ import (
 // usually owns whole), never a forwarded-for header: behind a reverse
 // proxy every client shares the proxy's address.
 type FailureLimiter struct {
-	burst  float64
-	refill time.Duration
-	max    int
-	now    func() time.Time
-
-	mu sync.Mutex
-	// lru holds *failBucket, most recently failed at the front.
-	lru *list.List
-	m   map[string]*list.Element
-}
-
-// failBucket is one client's remaining attempts as of at.
-type failBucket struct {
-	client string
-	tokens float64
-	at     time.Time
+	burst   int
+	refill  time.Duration
+	now     func() time.Time
+	clients *lru.Cache[string, *rate.Limiter]
 }
 
 // NewFailureLimiter returns a limiter allowing burst failures per client,
@@ -55,32 +43,29 @@ func NewFailureLimiter(burst int, refill time.Duration, maxClients int, now func
 	if now == nil {
 		now = time.Now
 	}
-	return &FailureLimiter{burst: float64(burst), refill: refill, max: max(1, maxClients), now: now,
-		lru: list.New(), m: map[string]*list.Element{}}
+	c, _ := lru.New[string, *rate.Limiter](max(1, maxClients)) // errors only on a size <= 0
+	return &FailureLimiter{burst: burst, refill: refill, now: now, clients: c}
 }
 
 // Wait returns how long client must wait before its next attempt (0: it
-// may try now).
+// may try now). A client whose attempts have all come back is forgotten.
 func (l *FailureLimiter) Wait(client string) time.Duration {
 	if l == nil {
 		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	el := l.m[client]
-	if el == nil {
+	b, ok := l.clients.Get(client)
+	if !ok {
 		return 0
 	}
-	b := el.Value.(*failBucket)
-	if l.fill(b) {
-		l.lru.Remove(el)
-		delete(l.m, client)
+	tokens := b.TokensAt(l.now())
+	if tokens >= float64(l.burst) {
+		l.clients.Remove(client)
 		return 0
 	}
-	if b.tokens >= 1 {
+	if tokens >= 1 {
 		return 0
 	}
-	return time.Duration(math.Ceil((1 - b.tokens) * float64(l.refill)))
+	return time.Duration(math.Ceil((1 - tokens) * float64(l.refill)))
 }
 
 // Fail takes one attempt from client.
@@ -88,21 +73,13 @@ func (l *FailureLimiter) Fail(client string) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el := l.m[client]; el != nil {
-		b := el.Value.(*failBucket)
-		l.fill(b)
-		b.tokens = max(b.tokens-1, 0)
-		l.lru.MoveToFront(el)
-		return
+	b, ok := l.clients.Get(client)
+	if !ok {
+		b = rate.NewLimiter(rate.Every(l.refill), l.burst)
+		b.SetLimitAt(l.now(), rate.Every(l.refill)) // start its clock at the injected now
+		l.clients.Add(client, b)
 	}
-	if l.lru.Len() >= l.max {
-		oldest := l.lru.Back()
-		l.lru.Remove(oldest)
-		delete(l.m, oldest.Value.(*failBucket).client)
-	}
-	l.m[client] = l.lru.PushFront(&failBucket{client: client, tokens: l.burst - 1, at: l.now()})
+	b.AllowN(l.now(), 1)
 }
 
 // Clients returns how many clients the limiter remembers.
@@ -110,20 +87,7 @@ func (l *FailureLimiter) Clients() int {
 	if l == nil {
 		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lru.Len()
-}
-
-// fill adds the attempts that came back since b.at; it reports whether the
-// bucket is full again (the client need not be remembered).
-func (l *FailureLimiter) fill(b *failBucket) bool {
-	now := l.now()
-	if el := now.Sub(b.at); el > 0 {
-		b.tokens = min(l.burst, b.tokens+float64(el)/float64(l.refill))
-		b.at = now
-	}
-	return b.tokens >= l.burst
+	return l.clients.Len()
 }
 
 // Middleware returns the limiter as echo middleware: a client out of
