@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/memgate/memgate/internal/compaction"
+	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -139,8 +139,8 @@ func TestJSONReply(t *testing.T) {
 	cfg.BaseURL = srv.URL + "/v1"
 	client := openai.NewClientWithConfig(cfg)
 
-	sum := compaction.NewLLM(client, "gpt-4o-mini", func(s string) int { return len(strings.Fields(s)) })
-	out, err := sum.Summarize(t.Context(), compaction.Input{
+	sum := enrich.NewLLM(client, "gpt-4o-mini", func(s string) int { return len(strings.Fields(s)) })
+	out, err := sum.Summarize(t.Context(), enrich.Input{
 		Messages:  []memory.Message{{Role: "user", Content: "Say hello."}, {Role: "assistant", Content: "Hello!"}},
 		MaxTokens: 200,
 	})

@@ -15,7 +15,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
-	"github.com/memgate/memgate/internal/recall"
+	"github.com/memgate/memgate/internal/engine/recall"
 )
 
 // hnswIndex is the HNSW index the schema defines (migrations/postgres).

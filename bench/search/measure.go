@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/pgstore"
-	"github.com/memgate/memgate/internal/recall"
+	"github.com/memgate/memgate/internal/store/postgres"
 )
 
 // latency summarizes timed calls.
@@ -57,7 +57,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 		return r, err
 	}
 	defer drop()
-	store, err := pgstore.Open(ctx, dbURL, logger)
+	store, err := postgres.Open(ctx, dbURL, logger)
 	if err != nil {
 		return r, err
 	}
@@ -178,7 +178,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 
 	// HNSW forced: without sorts and other scans, only the HNSW index can
 	// deliver rows in distance order.
-	forced, err := pgstore.Open(ctx, withParams(dbURL, map[string]string{
+	forced, err := postgres.Open(ctx, withParams(dbURL, map[string]string{
 		"enable_sort": "off", "enable_seqscan": "off", "enable_bitmapscan": "off",
 	}), logger)
 	if err != nil {
@@ -207,7 +207,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 }
 
 // explain returns EXPLAIN (ANALYZE, COSTS OFF) of one vector search shaped
-// as pgstore.SearchVector runs it (the same predicate, order, limit and
+// as postgres.SearchVector runs it (the same predicate, order, limit and
 // iterative-scan settings), as the planner chooses or with the HNSW index
 // forced.
 func explain(ctx context.Context, conn *pgx.Conn, q query, model string, limit int, forceHNSW bool) (string, error) {

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/compaction"
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/inject"
+	"github.com/memgate/memgate/internal/engine/enrich"
+	"github.com/memgate/memgate/internal/engine/prompt"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
 // warmConversation is a SQLite store holding one conversation of turns
 // exchanges, compacted as it grew by the default configuration (with the
 // extractive summariser: deterministic, no model), and the assembler over it.
 type warmConversation struct {
-	st  *sqlitestore.Store
-	asm *inject.Assembler
+	st  *sqlite.Store
+	asm *prompt.Assembler
 	id  memory.Identity
 	// full[i] is what the whole history before turn i+1 costs verbatim.
 	full []int
@@ -53,7 +53,7 @@ func newWarmConversation(tb testing.TB, turns int, record bool) *warmConversatio
 		tb.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(tb.TempDir(), "bench.db"), nil)
+	st, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "bench.db"), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,10 +65,10 @@ func newWarmConversation(tb testing.TB, turns int, record bool) *warmConversatio
 	}
 	// newCompactor's settings with the extractive summariser only: same
 	// triggers, no network.
-	extractive := compaction.NewExtractive(func(s string) int { return counter.Text(cfg.Compaction.Model, s) })
+	extractive := enrich.NewExtractive(func(s string) int { return counter.Text(cfg.Compaction.Model, s) })
 	budget := budgetFor(cfg, counter, cfg.Compaction.Model)
 	sh := cfg.Memory.Shares
-	comp := compaction.New(st, st, nil, extractive, counter, compaction.Options{
+	comp := enrich.New(st, st, nil, extractive, counter, enrich.Options{
 		RecentTokens:  int(float64(budget) * (1 - sh.Summary - sh.Facts - sh.Recall)),
 		HighWatermark: cfg.Compaction.HighWatermark, LowWatermark: cfg.Compaction.LowWatermark,
 		MaxMessages: cfg.Compaction.MaxMessages, KeepMessages: cfg.Compaction.KeepMessages,
@@ -232,7 +232,7 @@ var prepTopics = []string{"rent", "groceries", "streaming subscriptions", "gym m
 // seedRecallHistory grows the user's memory items from have to n: first the
 // warm conversation's 600 turns (when have is 0), then passages of earlier
 // conversations, embedded with emb as the indexer would.
-func seedRecallHistory(tb testing.TB, st *sqlitestore.Store, emb interface {
+func seedRecallHistory(tb testing.TB, st *sqlite.Store, emb interface {
 	Embed(context.Context, []string) ([][]float32, error)
 	Model() string
 	Dims() int

@@ -67,7 +67,7 @@ func checkWithinBudget(t *testing.T, up *summariserUpstream, res chatResult, bud
 		t.Fatalf("X-Memory-Tokens-Sent = %d, the upstream prompt costs %d", sent, n)
 	}
 	if n > budget {
-		t.Fatalf("upstream prompt costs %d tokens, budget %d:\n%s", n, budget, prompt(t, last))
+		t.Fatalf("upstream prompt costs %d tokens, budget %d:\n%s", n, budget, promptText(t, last))
 	}
 	return last
 }
@@ -111,7 +111,7 @@ func TestBudget300Turns(t *testing.T) {
 				last = checkWithinBudget(t, up, res, testBudget)
 				g.waitHooked(t, int64(i))
 			}
-			text := prompt(t, last)
+			text := promptText(t, last)
 			if !strings.Contains(text, "R$ 5.000 by June") {
 				t.Fatalf("the goal of turn 3 is not in the prompt at turn %d:\n%s", n, text)
 			}
@@ -233,7 +233,7 @@ func TestBudgetFullHistoryClient(t *testing.T) {
 				history = append(history, map[string]any{"role": "assistant", "content": reply.Choices[0].Message["content"]})
 				g.waitHooked(t, int64(i))
 			}
-			text := prompt(t, last)
+			text := promptText(t, last)
 			for _, want := range []string{"system: You are a frugal finance coach.\nsystem: <memory>", "Summary of the earlier conversation:", "R$ 5.000 by June"} {
 				if !strings.Contains(text, want) {
 					t.Fatalf("prompt lacks %q:\n%s", want, text)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -54,20 +54,20 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	}
 	g := &budgetGateway{}
 	mem := &memoryLayer{store: st, queue: q, closers: closers}
-	hooks := []capture.Hook{}
+	hooks := []record.Hook{}
 	if comp := newCompactor(cfg, ks, counter, logger); comp != nil {
 		hooks = append(hooks, comp)
 	}
-	hooks = append(hooks, capture.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+	hooks = append(hooks, record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		g.hooked.Add(1)
 		return nil
 	}))
-	saver := capture.WithHooks(st, hooks...)
-	mem.capturer = capture.New(q, saver, nil, logger, capture.Options{RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	saver := record.WithHooks(st, hooks...)
+	mem.capturer = record.New(q, saver, nil, logger, record.Options{RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	if q == nil {
 		t.Fatal("the budget tests need a capture queue")
 	}
-	mem.worker = capture.NewWorker(q, saver, logger, capture.WorkerOptions{
+	mem.worker = record.NewWorker(q, saver, logger, record.WorkerOptions{
 		StaleAfter: cfg.Capture.ReclaimAfter.D(), Block: 50 * time.Millisecond,
 		BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
 	})
@@ -234,7 +234,7 @@ func budgetConfig(t *testing.T, upURL string, budget int) config.Config {
 }
 
 // prompt joins a message list's role: content lines.
-func prompt(t *testing.T, msgs []json.RawMessage) string {
+func promptText(t *testing.T, msgs []json.RawMessage) string {
 	t.Helper()
 	var b strings.Builder
 	for _, raw := range msgs {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -109,7 +109,7 @@ func TestBrowserOriginEndToEnd(t *testing.T) {
 func TestTenantPassthroughEndToEnd(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	cfg := storeConfigs(t, up)["sqlite"](t)
-	cfg.Keys = []config.Key{{Hash: auth.HashKey("key-a"), Tenant: "a"}}
+	cfg.Keys = []config.Key{{Hash: identity.HashKey("key-a"), Tenant: "a"}}
 	g := startGateway(t, cfg)
 	key := map[string]string{"Authorization": "Bearer key-a"}
 	for _, path := range []string{"/v1/chat/completions?limit=100", "/v1/files", "/v1/responses/resp_123"} {

@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -92,7 +92,7 @@ memory:
 compaction:
   max_messages: 4
   keep_messages: 2
-`, auth.HashKey(inspectorAdminKey), up, filepath.Join(dir, "memgate.db"))
+`, identity.HashKey(inspectorAdminKey), up, filepath.Join(dir, "memgate.db"))
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -56,7 +56,7 @@ func openAIError(body string) bool {
 func TestMCPKeysAndTenants(t *testing.T) {
 	up := upstreamtest.New(t, recallUpstream())
 	cfg := recallConfigs(t, up)["sqlite"](t)
-	cfg.Keys = []config.Key{{Hash: auth.HashKey("key-a"), Tenant: "ta"}, {Hash: auth.HashKey("key-b"), Tenant: "tb"}}
+	cfg.Keys = []config.Key{{Hash: identity.HashKey("key-a"), Tenant: "ta"}, {Hash: identity.HashKey("key-b"), Tenant: "tb"}}
 	cfg.AdminKey = "admin-secret"
 	g := startGateway(t, cfg)
 	h := gatewayHandler(t, cfg, g)

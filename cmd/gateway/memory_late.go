@@ -12,8 +12,8 @@ import (
 
 	"github.com/memgate/memgate/internal/admin"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/recall"
 )
 
 // errStoreDown marks an openMemory failure to reach the store (as opposed

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/memgate/memgate/internal/capture"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -117,7 +117,7 @@ func (l *lateMemory) ErasedAt(ctx context.Context, tenant, user string) (time.Ti
 }
 
 // Import implements admin.Capture through the opened capturer.
-func (l *lateMemory) Import(ctx context.Context, exs []memory.Exchange) ([]capture.Outcome, error) {
+func (l *lateMemory) Import(ctx context.Context, exs []memory.Exchange) ([]record.Outcome, error) {
 	m := l.cur.Load()
 	if m == nil {
 		return nil, errNotConnected

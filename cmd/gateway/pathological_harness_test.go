@@ -17,7 +17,7 @@ import (
 
 	"github.com/memgate/memgate/bench/fakeupstream"
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/tokens"
 )
 
@@ -114,7 +114,7 @@ func (g *hostileGateway) settle(tb testing.TB, base int, limit time.Duration) {
 		var n int64
 		for _, q := range []interface {
 			Pending(context.Context) (int64, error)
-		}{g.mem.queue.(*sqlitestore.Outbox), g.mem.store.(*sqlitestore.Store).EnrichOutbox()} {
+		}{g.mem.queue.(*sqlite.Outbox), g.mem.store.(*sqlite.Store).EnrichOutbox()} {
 			p, err := q.Pending(ctx)
 			if err != nil {
 				tb.Fatal(err)

@@ -10,23 +10,23 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/pgstore"
-	"github.com/memgate/memgate/internal/recall"
-	"github.com/memgate/memgate/internal/redisstore"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/store/postgres"
+	"github.com/memgate/memgate/internal/store/redis"
+	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // The stores implement what recall needs of them.
 var (
-	_ recallStore           = (*sqlitestore.Store)(nil)
-	_ recallStore           = (*pgstore.Store)(nil)
-	_ recallStore           = (*redisstore.Cache)(nil)
-	_ recall.Reembedder     = (*sqlitestore.Store)(nil)
-	_ recall.Reembedder     = (*pgstore.Store)(nil)
-	_ recall.Reembedder     = (*redisstore.Cache)(nil)
-	_ recall.EmbeddingCache = (*sqlitestore.Store)(nil)
-	_ recall.EmbeddingCache = (*redisstore.EmbeddingCache)(nil)
+	_ recallStore           = (*sqlite.Store)(nil)
+	_ recallStore           = (*postgres.Store)(nil)
+	_ recallStore           = (*redis.Cache)(nil)
+	_ recall.Reembedder     = (*sqlite.Store)(nil)
+	_ recall.Reembedder     = (*postgres.Store)(nil)
+	_ recall.Reembedder     = (*redis.Cache)(nil)
+	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
+	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
 )
 
 // embeddingsUpstream answers /v1/embeddings with local-embedder vectors of

@@ -8,7 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/encoder"
-	"github.com/memgate/memgate/internal/recall"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -84,9 +84,9 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt := capture.New(nil, capture.WithHooks(st, rl.hooks...), nil, logger, capture.Options{})
+	capt := record.New(nil, record.WithHooks(st, rl.hooks...), nil, logger, record.Options{})
 	srv, err := newHTTP(cfg, httpDeps{
-		Resolver: auth.New(cfg.Keys), Preparer: asm, Capturer: capt,
+		Resolver: identity.New(cfg.Keys), Preparer: asm, Capturer: capt,
 		Admin: st, Recall: rl.manager, Ready: st.Ping, Collectors: rl.collectors,
 	}, logger)
 	if err != nil {

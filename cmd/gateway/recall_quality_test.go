@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/recall"
 )
 
 // qualityProbe is a statement a user made and a later question about it.
@@ -154,7 +154,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 	}
 	var indexed bool
 	for _, h := range layer.hooks {
-		if b, ok := h.(capture.BatchHook); ok {
+		if b, ok := h.(record.BatchHook); ok {
 			if _, isIndexer := h.(*recall.Indexer); isIndexer {
 				if err := b.AfterSaveBatch(ctx, exs, res); err != nil {
 					t.Fatal(err)

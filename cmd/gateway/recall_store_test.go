@@ -15,8 +15,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/recall"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 

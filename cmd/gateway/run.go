@@ -9,7 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -101,6 +101,6 @@ func hashKey(args []string, stdin io.Reader, stdout io.Writer) error {
 	if key == "" {
 		return errors.New("hash-key: empty key")
 	}
-	fmt.Fprintln(stdout, auth.HashKey(key))
+	fmt.Fprintln(stdout, identity.HashKey(key))
 	return nil
 }

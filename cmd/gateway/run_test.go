@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -141,8 +141,8 @@ func TestRunCommands(t *testing.T) {
 		wantErr string
 	}{
 		{"version", []string{"gateway", "version"}, "", nil, "memgate ", ""},
-		{"hash-key argument", []string{"gateway", "hash-key", "gw-secret"}, "", nil, auth.HashKey("gw-secret") + "\n", ""},
-		{"hash-key stdin", []string{"gateway", "hash-key"}, "gw-secret\n", nil, auth.HashKey("gw-secret") + "\n", ""},
+		{"hash-key argument", []string{"gateway", "hash-key", "gw-secret"}, "", nil, identity.HashKey("gw-secret") + "\n", ""},
+		{"hash-key stdin", []string{"gateway", "hash-key"}, "gw-secret\n", nil, identity.HashKey("gw-secret") + "\n", ""},
 		{"hash-key empty", []string{"gateway", "hash-key"}, "", nil, "", "empty key"},
 		{"unknown command", []string{"gateway", "frobnicate"}, "", nil, "", `unknown command "frobnicate"`},
 		{"bad config", []string{"gateway", "serve"}, "", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "", "log_level"},

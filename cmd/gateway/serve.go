@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/tokens"
 )
 
@@ -54,7 +54,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	defer shutdownTracing(ctx, tr, logger)
 
 	late := newLateMemory(cfg, logger)
-	srv, err := newHTTP(cfg, late.httpDeps(cfg, httpDeps{Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey), Tracing: tr}), logger)
+	srv, err := newHTTP(cfg, late.httpDeps(cfg, httpDeps{Resolver: identity.NewWithAdmin(cfg.Keys, cfg.AdminKey), Tracing: tr}), logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}

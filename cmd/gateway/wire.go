@@ -12,19 +12,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/memgate/memgate/internal/admin"
-	"github.com/memgate/memgate/internal/auth"
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/inject"
+	"github.com/memgate/memgate/internal/engine/prompt"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/pgstore"
 	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/redact"
-	"github.com/memgate/memgate/internal/redisstore"
 	"github.com/memgate/memgate/internal/savings"
 	"github.com/memgate/memgate/internal/server"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/store/postgres"
+	"github.com/memgate/memgate/internal/store/redis"
+	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/tokens"
 	"github.com/memgate/memgate/internal/tracing"
 )
@@ -32,8 +32,8 @@ import (
 // store is what the gateway needs of a memory store adapter.
 type store interface {
 	admin.Store
-	inject.HistoryReader
-	capture.Saver
+	prompt.HistoryReader
+	record.Saver
 	Ping(ctx context.Context) error
 }
 
@@ -41,15 +41,15 @@ type store interface {
 // consumers, and the request-side assembler.
 type memoryLayer struct {
 	store    store
-	queue    capture.Queue // nil: captures are saved directly
-	capturer *capture.Capturer
-	worker   *capture.Worker // nil without a queue
-	enricher *capture.Enricher
+	queue    record.Queue // nil: captures are saved directly
+	capturer *record.Capturer
+	worker   *record.Worker // nil without a queue
+	enricher *record.Enricher
 	// enrichInProcess: the enrichment queue lives in this process's memory.
 	enrichInProcess bool
 	// hooks are the after-save hooks (compaction, extraction, indexing).
-	hooks    []capture.Hook
-	preparer *inject.Assembler
+	hooks    []record.Hook
+	preparer *prompt.Assembler
 	recall   *recallLayer // nil when recall is off
 	// collectors are the memory layer's own Prometheus collectors (compaction).
 	collectors []prometheus.Collector
@@ -58,10 +58,10 @@ type memoryLayer struct {
 
 // openStore opens the configured store and its queue, applying migrations.
 // The returned closers release them, last opened first.
-func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (store, capture.Queue, []func() error, error) {
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (store, record.Queue, []func() error, error) {
 	switch cfg.Store.Driver {
 	case "sqlite":
-		st, err := sqlitestore.Open(ctx, cfg.Store.SQLitePath, logger)
+		st, err := sqlite.Open(ctx, cfg.Store.SQLitePath, logger)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open sqlite store: %w", err)
 		}
@@ -69,7 +69,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		st.SetCacheLimits(lim, turns, cfg.Memory.Cache.RecentMB<<20)
 		return st, st.Outbox(), []func() error{st.Close}, nil
 	case "postgres":
-		pg, err := pgstore.Open(ctx, cfg.Store.PostgresURL, logger)
+		pg, err := postgres.Open(ctx, cfg.Store.PostgresURL, logger)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open postgres store: %w", err)
 		}
@@ -78,7 +78,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		if cfg.Store.RedisURL == "" {
 			return pg, nil, closers, nil
 		}
-		rdb, err := redisstore.NewClient(cfg.Store.RedisURL)
+		rdb, err := redis.NewClient(cfg.Store.RedisURL)
 		if err != nil {
 			pg.Close()
 			return nil, nil, nil, err
@@ -86,11 +86,11 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		closers = append(closers, rdb.Close)
 		// The recent window of each conversation is cached in Redis; every
 		// read and save falls back to PostgreSQL when Redis is away.
-		cached := redisstore.NewCache(rdb, pg, logger, redisstore.CacheConfig{
+		cached := redis.NewCache(rdb, pg, logger, redis.CacheConfig{
 			Prefix: cfg.Store.RedisPrefix,
 			Window: max(50, cfg.Memory.RecentMessages),
 		})
-		q, err := redisstore.NewQueue(ctx, rdb, redisstore.QueueConfig{Prefix: cfg.Store.RedisPrefix})
+		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: cfg.Store.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
@@ -121,7 +121,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.close()
 		return nil, err
 	}
-	var red capture.Redactor
+	var red record.Redactor
 	if cfg.Capture.Redact {
 		r, err := redact.New(cfg.Capture.RedactPatterns)
 		if err != nil {
@@ -129,7 +129,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		}
 		red = r
 	}
-	var hooks []capture.Hook
+	var hooks []record.Hook
 	if cfg.Compaction.Enabled {
 		cs, ok := st.(compactionStore)
 		if !ok {
@@ -143,7 +143,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if err != nil {
 		return fail(err)
 	}
-	var rec inject.Recaller
+	var rec prompt.Recaller
 	if rl != nil {
 		m.closers = append(m.closers, rl.close)
 		hooks = append(hooks, rl.hooks...)
@@ -166,7 +166,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 
 // httpDeps are the collaborators of the HTTP side.
 type httpDeps struct {
-	Resolver   *auth.Resolver
+	Resolver   *identity.Resolver
 	Preparer   proxy.Preparer
 	Capturer   proxy.Capturer
 	Admin      admin.Store
@@ -183,7 +183,7 @@ type httpDeps struct {
 // deps returns the HTTP side's collaborators.
 func (m *memoryLayer) deps(cfg config.Config) httpDeps {
 	d := httpDeps{
-		Resolver: auth.NewWithAdmin(cfg.Keys, cfg.AdminKey),
+		Resolver: identity.NewWithAdmin(cfg.Keys, cfg.AdminKey),
 		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
 		Capturer: m.capturer,
 		Admin:    m.store,

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -20,8 +20,8 @@ func TestKeysBadInputStoreNothing(t *testing.T) {
 	cfg := storeConfigs(t, up)["sqlite"](t)
 	cfg.Upstream.APIKey = "sk-upstream-secret"
 	cfg.Keys = []config.Key{
-		{Hash: auth.HashKey("key-acme"), Tenant: "acme"},
-		{Hash: auth.HashKey("key-admin"), Tenant: "ops", ChooseTenant: true},
+		{Hash: identity.HashKey("key-acme"), Tenant: "acme"},
+		{Hash: identity.HashKey("key-admin"), Tenant: "ops", ChooseTenant: true},
 	}
 	g := startGateway(t, cfg)
 

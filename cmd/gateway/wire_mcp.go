@@ -15,8 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/internal/admin"
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/mcpserver"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -55,7 +55,7 @@ func registerMCP(cfg config.Config, d httpDeps, e edge, srv *server.Server, logg
 	if d.Admin == nil {
 		return
 	}
-	var resolver mcpserver.IdentityResolver = auth.New(nil)
+	var resolver mcpserver.IdentityResolver = identity.New(nil)
 	if d.Resolver != nil {
 		resolver = d.Resolver
 	}

@@ -16,13 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/encoder"
+	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/lexicon"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/recall"
-	"github.com/memgate/memgate/internal/redisstore"
+	"github.com/memgate/memgate/internal/store/redis"
 )
 
 // recallStore is what recall reads and writes in the memory store.
@@ -54,7 +54,7 @@ type recallLayer struct {
 	manager *recall.Manager
 	// hooks run after each capture, in order: fact extraction (when
 	// enabled), then indexing (which indexes the facts just stated).
-	hooks []capture.Hook
+	hooks []record.Hook
 	// collectors are recall's Prometheus collectors.
 	collectors []prometheus.Collector
 	closers    []func() error
@@ -117,7 +117,7 @@ func openRecall(cfg config.Config, st any, logger *slog.Logger) (*recallLayer, e
 		}, logger)
 		// One extraction per conversation over the turns a round of enrichment
 		// holds, not one per turn.
-		l.hooks = append(l.hooks, capture.CoalesceTurns(x))
+		l.hooks = append(l.hooks, record.CoalesceTurns(x))
 		l.collectors = append(l.collectors, x.Collectors()...)
 	}
 	l.hooks = append(l.hooks, indexer)
@@ -204,11 +204,11 @@ func newEmbedder(cfg config.Config, st any, logger *slog.Logger) (recall.Embedde
 		logger.Warn("no embedding cache: every text is embedded by the provider")
 		return emb, nil, nil
 	}
-	rdb, err := redisstore.NewClient(cfg.Store.RedisURL)
+	rdb, err := redis.NewClient(cfg.Store.RedisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("embedding cache: %w", err)
 	}
-	cache := redisstore.NewEmbeddingCache(rdb, cfg.Store.RedisPrefix, embeddingCacheTTL)
+	cache := redis.NewEmbeddingCache(rdb, cfg.Store.RedisPrefix, embeddingCacheTTL)
 	return recall.NewCached(emb, cache, logger), []func() error{rdb.Close}, nil
 }
 

@@ -10,12 +10,12 @@ import (
 
 	"go.opentelemetry.io/otel"
 
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/proxy"
-	"github.com/memgate/memgate/internal/redisstore"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/store/redis"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
 // openEnrichQueue returns the queue stored exchanges wait in for their
@@ -23,18 +23,18 @@ import (
 // the capture stream, or, with PostgreSQL and no Redis (or Redis down at
 // start-up), a queue in this process's memory. durable is false for the
 // last.
-func openEnrichQueue(ctx context.Context, cfg config.Config, st store, captureQueue capture.Queue) (q capture.Queue, durable bool, err error) {
-	if s, ok := st.(*sqlitestore.Store); ok {
+func openEnrichQueue(ctx context.Context, cfg config.Config, st store, captureQueue record.Queue) (q record.Queue, durable bool, err error) {
+	if s, ok := st.(*sqlite.Store); ok {
 		return s.EnrichOutbox(), true, nil
 	}
-	if rq, ok := captureQueue.(*redisstore.Queue); ok {
+	if rq, ok := captureQueue.(*redis.Queue); ok {
 		eq, err := rq.Sibling(ctx, "enrich")
 		if err != nil {
 			return nil, false, fmt.Errorf("enrichment queue: %w", err)
 		}
 		return eq, true, nil
 	}
-	return capture.NewMemoryQueue(0), false, nil
+	return record.NewMemoryQueue(0), false, nil
 }
 
 // wireCapture builds the capture pipeline over st: the Capturer, which
@@ -42,27 +42,27 @@ func openEnrichQueue(ctx context.Context, cfg config.Config, st store, captureQu
 // queue q when the store fails); the Worker, which stores what waits in q;
 // and the Enricher, which runs the after-save hooks from the enrichment
 // queue, off every request and every save.
-func (m *memoryLayer) wireCapture(ctx context.Context, cfg config.Config, q capture.Queue, red capture.Redactor, logger *slog.Logger) error {
+func (m *memoryLayer) wireCapture(ctx context.Context, cfg config.Config, q record.Queue, red record.Redactor, logger *slog.Logger) error {
 	eq, durable, err := openEnrichQueue(ctx, cfg, m.store, q)
 	if err != nil {
 		return err
 	}
 	m.enrichInProcess = !durable
-	m.capturer = capture.New(q, m.store, red, logger, capture.Options{Enrich: eq})
+	m.capturer = record.New(q, m.store, red, logger, record.Options{Enrich: eq})
 	if q != nil {
-		m.worker = capture.NewWorker(q, m.store, logger, capture.WorkerOptions{
+		m.worker = record.NewWorker(q, m.store, logger, record.WorkerOptions{
 			StaleAfter: cfg.Capture.ReclaimAfter.D(), Enrich: eq,
 		})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider, which delegates to the one serve or worker sets when
 	// tracing is on, whenever that happens (a no-op one otherwise).
-	m.enricher = capture.NewEnricher(eq, m.hooks, logger, capture.EnrichOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), Tracer: otel.GetTracerProvider()})
+	m.enricher = record.NewEnricher(eq, m.hooks, logger, record.EnrichOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), Tracer: otel.GetTracerProvider()})
 	return nil
 }
 
 // runWorkers runs the capture queue's worker and the enricher until ctx
-// ends. With all false (capture.worker off: separate worker processes do
+// ends. With all false (record.worker off: separate worker processes do
 // it) only an in-process enrichment queue is drained here, since no other
 // process can reach it.
 func (m *memoryLayer) runWorkers(ctx context.Context, all bool, logger *slog.Logger) error {
@@ -91,7 +91,7 @@ func (m *memoryLayer) runWorkers(ctx context.Context, all bool, logger *slog.Log
 // turn a moment after the last answer finds it in the prompt.
 type awaitingPreparer struct {
 	inner proxy.Preparer
-	c     *capture.Capturer
+	c     *record.Capturer
 }
 
 // Prepare waits for the conversation's pending capture for at most half of

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/bench/fakeupstream"
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/testenv"
 )
@@ -92,7 +92,7 @@ func benchCaptureWorker(b *testing.B, store string, batched bool) {
 	}
 	worker := mem.worker
 	if !batched {
-		worker = capture.NewWorker(mem.queue, capture.WithHooks(mem.store, mem.hooks...), logger, capture.WorkerOptions{})
+		worker = record.NewWorker(mem.queue, record.WithHooks(mem.store, mem.hooks...), logger, record.WorkerOptions{})
 	}
 	const convs = 16
 	seqs := make([]int, convs)

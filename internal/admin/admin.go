@@ -11,14 +11,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/proxy/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 
 // IdentityResolver decides who may call the management API and for which
-// tenant, and reads a preview's identity (implemented by internal/auth).
+// tenant, and reads a preview's identity (implemented by internal/identity).
 type IdentityResolver interface {
 	// ResolveAdmin returns the caller's tenant, or why it may not call;
 	// remoteAddr is the TCP peer.
@@ -28,7 +28,7 @@ type IdentityResolver interface {
 }
 
 // Preparer assembles the messages a chat request would send (implemented
-// by internal/inject).
+// by internal/engine/prompt).
 type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 }
@@ -50,7 +50,7 @@ type Admin struct {
 // caps a chat request's.
 func New(resolver IdentityResolver, store Store, recall Recall, preparer Preparer, maxBody int64, logger *slog.Logger) *Admin {
 	if resolver == nil {
-		resolver = auth.New(nil)
+		resolver = identity.New(nil)
 	}
 	return &Admin{resolver: resolver, store: store, recall: recall, preparer: preparer, maxBody: maxBody, log: logger}
 }

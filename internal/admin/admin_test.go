@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -61,7 +61,7 @@ func TestPreview(t *testing.T) {
 		got <- req
 		return memory.Prepared{Messages: append([]json.RawMessage{note}, req.Messages...), TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
 	})
-	url := mustAdmin(t, New(auth.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
 	resp, b := post(t, url+"/v1/memory/preview", chat, map[string]string{"X-Memory-User": "alice", "X-Memory-Budget": "500"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -94,7 +94,7 @@ func TestPreview(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			url := mustAdmin(t, New(auth.New(nil), nil, nil, tt.prep, 1<<20, slog.New(slog.DiscardHandler)))
+			url := mustAdmin(t, New(identity.New(nil), nil, nil, tt.prep, 1<<20, slog.New(slog.DiscardHandler)))
 			resp, b := post(t, url+"/v1/memory/preview", tt.body, tt.header)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)

@@ -10,37 +10,37 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
 
 func TestManagementAPIIsClosedByDefault(t *testing.T) {
 	const gwKey, adminKey = "gw-secret", "admin-secret"
-	gateway := []config.Key{{Hash: auth.HashKey(gwKey), Tenant: "acme"}}
+	gateway := []config.Key{{Hash: identity.HashKey(gwKey), Tenant: "acme"}}
 	tests := []struct {
 		name       string
-		resolver   *auth.Resolver
+		resolver   *identity.Resolver
 		remote     string
 		header     map[string]string
 		wantStatus int
 		wantTenant string
 	}{
-		{"no key configured: a remote peer is refused, whatever X-Forwarded-For says", auth.New(nil), "203.0.113.7:40000",
+		{"no key configured: a remote peer is refused, whatever X-Forwarded-For says", identity.New(nil), "203.0.113.7:40000",
 			map[string]string{"X-Forwarded-For": "127.0.0.1"}, 403, ""},
-		{"no key configured: loopback answers", auth.New(nil), "127.0.0.1:40000", nil, 200, memory.DefaultTenant},
-		{"no key configured: IPv6 loopback answers", auth.New(nil), "[::1]:40000", nil, 200, memory.DefaultTenant},
-		{"admin key configured: none presented, even on loopback", auth.NewWithAdmin(nil, adminKey), "127.0.0.1:40000", nil, 401, ""},
-		{"admin key opens any tenant from anywhere", auth.NewWithAdmin(gateway, adminKey), "203.0.113.7:40000",
+		{"no key configured: loopback answers", identity.New(nil), "127.0.0.1:40000", nil, 200, memory.DefaultTenant},
+		{"no key configured: IPv6 loopback answers", identity.New(nil), "[::1]:40000", nil, 200, memory.DefaultTenant},
+		{"admin key configured: none presented, even on loopback", identity.NewWithAdmin(nil, adminKey), "127.0.0.1:40000", nil, 401, ""},
+		{"admin key opens any tenant from anywhere", identity.NewWithAdmin(gateway, adminKey), "203.0.113.7:40000",
 			map[string]string{"Authorization": "Bearer " + adminKey, "X-Memory-Tenant": "globex"}, 200, "globex"},
-		{"hashed admin key", auth.NewWithAdmin(nil, auth.HashKey(adminKey)), "203.0.113.7:40000",
+		{"hashed admin key", identity.NewWithAdmin(nil, identity.HashKey(adminKey)), "203.0.113.7:40000",
 			map[string]string{"Authorization": "Bearer " + adminKey}, 200, memory.DefaultTenant},
-		{"gateway key opens its own tenant", auth.NewWithAdmin(gateway, adminKey), "203.0.113.7:40000",
+		{"gateway key opens its own tenant", identity.NewWithAdmin(gateway, adminKey), "203.0.113.7:40000",
 			map[string]string{"Authorization": "Bearer " + gwKey}, 200, "acme"},
-		{"gateway key may not choose another tenant", auth.NewWithAdmin(gateway, ""), "203.0.113.7:40000",
+		{"gateway key may not choose another tenant", identity.NewWithAdmin(gateway, ""), "203.0.113.7:40000",
 			map[string]string{"Authorization": "Bearer " + gwKey, "X-Memory-Tenant": "globex"}, 403, ""},
-		{"wrong key", auth.NewWithAdmin(gateway, adminKey), "127.0.0.1:40000",
+		{"wrong key", identity.NewWithAdmin(gateway, adminKey), "127.0.0.1:40000",
 			map[string]string{"Authorization": "Bearer nope"}, 401, ""},
 	}
 	for _, tc := range tests {

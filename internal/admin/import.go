@@ -14,18 +14,18 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/auth"
-	"github.com/memgate/memgate/internal/capture"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/proxy/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 
 // Capture is what the import route needs of the capture pipeline
-// (implemented by *capture.Capturer): store exchanges with the ids given,
+// (implemented by *record.Capturer): store exchanges with the ids given,
 // as live capture stores them, and report what became of each.
 type Capture interface {
-	Import(ctx context.Context, exs []memory.Exchange) ([]capture.Outcome, error)
+	Import(ctx context.Context, exs []memory.Exchange) ([]record.Outcome, error)
 }
 
 // Erasures reports when a user was last erased (the zero time when never);
@@ -80,7 +80,7 @@ func NewImport(resolver IdentityResolver, capt Capture, erasures Erasures, opts 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if resolver == nil {
-		resolver = auth.New(nil)
+		resolver = identity.New(nil)
 	}
 	return &Import{resolver: resolver, capt: capt, erasures: erasures, opts: opts, log: logger}
 }
@@ -179,13 +179,13 @@ func (im *Import) handle(c echo.Context) error {
 	failed := 0
 	for _, o := range outcomes {
 		switch o {
-		case capture.Stored:
+		case record.Stored:
 			resp.Stored++
-		case capture.Duplicate:
+		case record.Duplicate:
 			resp.Duplicates++
-		case capture.Queued:
+		case record.Queued:
 			resp.Queued++
-		case capture.Erased:
+		case record.Erased:
 			resp.Erased++
 		default:
 			failed++

@@ -14,33 +14,33 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/auth"
-	"github.com/memgate/memgate/internal/capture"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/pgstore"
 	"github.com/memgate/memgate/internal/redact"
 	"github.com/memgate/memgate/internal/server"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/store/postgres"
+	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/testenv"
 )
 
 // importStore is what the import tests need of a store.
 type importStore interface {
-	capture.Saver
+	record.Saver
 	Erasures
 	Store
 }
 
 var (
-	_ Capture  = (*capture.Capturer)(nil)
-	_ Erasures = (*sqlitestore.Store)(nil)
-	_ Erasures = (*pgstore.Store)(nil)
+	_ Capture  = (*record.Capturer)(nil)
+	_ Erasures = (*sqlite.Store)(nil)
+	_ Erasures = (*postgres.Store)(nil)
 )
 
 // importStores opens a fresh store of each kind.
 var importStores = map[string]func(t *testing.T) importStore{
 	"sqlite": func(t *testing.T) importStore {
-		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "memgate.db"), nil)
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "memgate.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ var importStores = map[string]func(t *testing.T) importStore{
 		return s
 	},
 	"postgres": func(t *testing.T) importStore {
-		s, err := pgstore.Open(context.Background(), testenv.PostgresURL(t), nil)
+		s, err := postgres.Open(context.Background(), testenv.PostgresURL(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func mustImport(t *testing.T, st importStore, maxMessages int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt := capture.New(nil, st, red, nil, capture.Options{})
+	capt := record.New(nil, st, red, nil, record.Options{})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -75,7 +75,7 @@ func mustImport(t *testing.T, st importStore, maxMessages int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	NewImport(auth.New(nil), capt, st, ImportOptions{MaxMessages: maxMessages}, nil).Register(srv)
+	NewImport(identity.New(nil), capt, st, ImportOptions{MaxMessages: maxMessages}, nil).Register(srv)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs.URL

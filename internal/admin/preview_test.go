@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -20,7 +20,7 @@ func TestPreviewPerAPI(t *testing.T) {
 		got <- req
 		return memory.Prepared{Messages: append(append([]json.RawMessage(nil), req.Messages...), note), TokensSent: 10}, nil
 	})
-	url := mustAdmin(t, New(auth.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
 	for _, tc := range []struct {
 		api, body, want string
 		noRecent        bool

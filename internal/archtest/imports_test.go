@@ -17,24 +17,24 @@ var rules = map[string][]string{
 	"internal/lexicon": {"internal/"},
 	"internal/vec":     {"internal/"},
 	// telemetry is imported by the memory path and the stores: it must stay a leaf.
-	"internal/telemetry":   {"internal/"},
-	"internal/encoder":     {"internal/"},
-	"internal/itemindex":   {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/sqlitestore": {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
-	"internal/pgstore":     {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
-	"internal/redisstore":  {"internal/proxy", "internal/inject", "internal/recall", "internal/capture", "internal/compaction"},
-	"internal/inject":      {"internal/proxy", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/capture":     {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/recall":      {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/compaction":  {"internal/proxy", "internal/inject", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/tokens":      {"internal/proxy", "internal/inject", "internal/capture"},
-	// internal/ui reads through internal/admin, whose import route stores through internal/capture.
-	"internal/ui":                {"internal/proxy", "internal/inject", "internal/recall", "internal/compaction", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/savings":           {"internal/proxy", "internal/inject", "internal/capture", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/dialect/anthropic": {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/telemetry":      {"internal/"},
+	"internal/encoder":        {"internal/"},
+	"internal/itemindex":      {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/store/sqlite":   {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
+	"internal/store/postgres": {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
+	"internal/store/redis":    {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
+	"internal/engine/prompt":  {"internal/proxy", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/engine/record":  {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/engine/recall":  {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/engine/enrich":  {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/tokens":         {"internal/proxy", "internal/engine/prompt", "internal/engine/record"},
+	// internal/ui reads through internal/admin, whose import route stores through internal/engine/record.
+	"internal/ui":                {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/enrich", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/savings":           {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/dialect/anthropic": {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 	// tracing wraps the memory core's two sides by their methods alone.
-	"internal/tracing":           {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
-	"internal/dialect/responses": {"internal/proxy", "internal/inject", "internal/capture", "internal/recall", "internal/sqlitestore", "internal/pgstore", "internal/redisstore"},
+	"internal/tracing":           {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/dialect/responses": {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 }
 
 // deps lists every package of the module with its transitive dependencies.

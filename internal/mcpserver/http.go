@@ -6,12 +6,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/proxy/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 
 // IdentityResolver decides who may use the memory and for which tenant:
-// the management API's key rule (implemented by internal/auth).
+// the management API's key rule (implemented by internal/identity).
 type IdentityResolver interface {
 	// ResolveAdmin returns the caller's tenant, or why it may not call;
 	// remoteAddr is the TCP peer.

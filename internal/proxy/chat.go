@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/capture"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/sse"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // bodyReadTimeout bounds reading a request body (the server has no read
@@ -17,13 +17,13 @@ import (
 const bodyReadTimeout = 60 * time.Second
 
 // chatAPI is POST /v1/chat/completions: to the OpenAI upstream, replies read
-// by internal/capture, errors in OpenAI's shape.
+// by internal/engine/record, errors in OpenAI's shape.
 func chatAPI(up *target) *api {
 	return &api{
 		name:       dialect.Chat,
 		up:         up,
-		reply:      capture.ReplyFromJSON,
-		stream:     func() replyStream { return &chatStream{reply: capture.NewStreamReply()} },
+		reply:      record.ReplyFromJSON,
+		stream:     func() replyStream { return &chatStream{reply: record.NewStreamReply()} },
 		streamEnd:  func(line []byte) bool { return sseField(line, "data", "[DONE]") },
 		writeError: apierr.Write,
 	}
@@ -39,9 +39,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 
 // chatStream decodes a chat completion event stream (sse.Decoder:
 // multi-line data fields joined, CRLF and CR line ends, comments skipped)
-// and passes each event but the [DONE] sentinel to a capture.StreamReply.
+// and passes each event but the [DONE] sentinel to a record.StreamReply.
 type chatStream struct {
-	reply *capture.StreamReply
+	reply *record.StreamReply
 	dec   *sse.Decoder
 	err   error
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -61,7 +61,7 @@ func dialectGateway(t *testing.T, prep Preparer, capt Capturer, mutate func(*con
 		mutate(&cfg)
 	}
 	logs := &syncBuffer{}
-	srv, p := newGateway(t, cfg, Deps{Resolver: auth.New(cfg.Keys), Preparer: prep, Capturer: capt}, nil, logs)
+	srv, p := newGateway(t, cfg, Deps{Resolver: identity.New(cfg.Keys), Preparer: prep, Capturer: capt}, nil, logs)
 	url, _ := mustRun(t, srv, p)
 	return &gateway{URL: url, p: p, srv: srv, logs: logs}, fake
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -39,7 +39,7 @@ var claudeHeaders = map[string]string{"X-Api-Key": "sk-ant-client", "Anthropic-V
 func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 	capt := make(chanCapturer, 4)
 	key := "gw-key"
-	withKeys := func(c *config.Config) { c.Keys = []config.Key{{Hash: auth.HashKey(key), Tenant: "acme"}} }
+	withKeys := func(c *config.Config) { c.Keys = []config.Key{{Hash: identity.HashKey(key), Tenant: "acme"}} }
 	tests := []struct {
 		name       string
 		mutate     func(*config.Config)
@@ -167,7 +167,7 @@ func TestMessagesPreservesTheBody(t *testing.T) {
 // both. The OpenAI key never reaches Anthropic.
 func TestMessagesCredentials(t *testing.T) {
 	const gw = "gw-secret"
-	keys := []config.Key{{Hash: auth.HashKey(gw), Tenant: "acme"}}
+	keys := []config.Key{{Hash: identity.HashKey(gw), Tenant: "acme"}}
 	for _, tc := range []struct {
 		name              string
 		mutate            func(*config.Config)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -23,7 +23,7 @@ import (
 // route's error shape and never reach the provider.
 func TestPassthroughPerTenant(t *testing.T) {
 	const key = "gw-tenant-a"
-	keyed := auth.New([]config.Key{{Hash: auth.HashKey(key), Tenant: "a"}})
+	keyed := identity.New([]config.Key{{Hash: identity.HashKey(key), Tenant: "a"}})
 	tests := []struct {
 		name, method, path, body string
 		allow                    []string // nil: the default allow-list
@@ -99,7 +99,7 @@ func TestPassthroughPerTenant(t *testing.T) {
 // still passes through (the client's own provider key goes upstream).
 func TestPassthroughWithoutKeysUnchanged(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil)})
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil)})
 	req, _ := http.NewRequest("GET", g.URL+"/v1/files", nil)
 	req.Header.Set("Authorization", "Bearer sk-client")
 	do(t, req)
@@ -138,7 +138,7 @@ func TestBrowserGuardOnMemoryRoutes(t *testing.T) {
 				return memory.Prepared{Messages: req.Messages}, nil
 			})
 			g := mustGateway(t, up, func(c *config.Config) { c.Upstream.Anthropic.BaseURL = up.URL() },
-				Deps{Resolver: auth.New(nil), Preparer: prep, Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})
+				Deps{Resolver: identity.New(nil), Preparer: prep, Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})
 			method := "POST"
 			if tt.body == "" {
 				method = "GET"
@@ -187,7 +187,7 @@ func TestFailedKeysLimited(t *testing.T) {
 	up := upstreamtest.New(t, nil)
 	clock := time.Unix(1_700_000_000, 0)
 	lim := server.NewFailureLimiter(3, time.Minute, 100, func() time.Time { return clock })
-	keyed := auth.New([]config.Key{{Hash: auth.HashKey("good"), Tenant: "a"}})
+	keyed := identity.New([]config.Key{{Hash: identity.HashKey("good"), Tenant: "a"}})
 	g := mustGateway(t, up, nil, Deps{Resolver: keyed, Limiter: lim})
 	post := func(key string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))

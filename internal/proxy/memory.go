@@ -13,26 +13,26 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/proxy/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 
 // Preparer assembles the prompt of a memory-on request of any API, as chat
-// messages (implemented by internal/inject).
+// messages (implemented by internal/engine/prompt).
 type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 }
 
 // Capturer takes a finished exchange; it must not block (implemented by
-// internal/capture).
+// internal/engine/record).
 type Capturer interface {
 	Capture(ctx context.Context, ex memory.Exchange)
 }
 
 // IdentityResolver maps a request to its identity and memory mode
-// (implemented by internal/auth). RequireKey reports whether gateway keys are
+// (implemented by internal/identity). RequireKey reports whether gateway keys are
 // configured, in which case every /v1 route checks them and the client's
 // Authorization never goes upstream.
 type IdentityResolver interface {

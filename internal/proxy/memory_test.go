@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -44,7 +44,7 @@ const memoryChat = `{"model":"gpt-4o","temperature":0.2,"user":"body-user","tool
 func TestMemoryInjection(t *testing.T) {
 	reqs := make(chan memory.Request, 1)
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: injecting(reqs)})
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Preparer: injecting(reqs)})
 	resp, b := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{
 		"X-Memory-User": "alice", "X-Memory-Budget": "500", "X-Memory-Cross": "off", "X-Memory-Conversation": "c1",
 	})
@@ -104,7 +104,7 @@ func TestMemoryDegradesToOriginalMessages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := upstreamtest.New(t, nil)
 			g := mustGateway(t, up, func(c *config.Config) { c.Memory.LoadTimeout = config.Duration(50 * time.Millisecond) },
-				Deps{Resolver: auth.New(nil), Preparer: tt.prep})
+				Deps{Resolver: identity.New(nil), Preparer: tt.prep})
 			start := time.Now()
 			resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
 			if d := time.Since(start); d > 500*time.Millisecond {
@@ -135,7 +135,7 @@ func TestMemoryOffForwardsVerbatim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			called := make(chan memory.Request, 1)
 			up := upstreamtest.New(t, nil)
-			g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: injecting(called)})
+			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Preparer: injecting(called)})
 			resp, _ := g.post(t, "/v1/chat/completions", tt.body, tt.header)
 			if resp.StatusCode != 200 || string(up.Last(t).Body) != tt.body {
 				t.Errorf("status %d, upstream body %s", resp.StatusCode, up.Last(t).Body)
@@ -167,7 +167,7 @@ func TestCapture(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			captured := make(chanCapturer, 1)
 			up := upstreamtest.New(t, upstreamtest.Chat(reply))
-			g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
 			resp, b := g.post(t, "/v1/chat/completions", tt.body, tt.header)
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -207,7 +207,7 @@ func TestCapture(t *testing.T) {
 func TestCaptureSkipsFailedExchanges(t *testing.T) {
 	captured := make(chanCapturer, 1)
 	up := upstreamtest.New(t, upstreamtest.Error(400, "invalid_request_error", "", "bad"))
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
 	if resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"}); resp.StatusCode != 400 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -217,7 +217,7 @@ func TestCaptureSkipsFailedExchanges(t *testing.T) {
 }
 
 func TestIdentityErrors(t *testing.T) {
-	keyed := auth.New([]config.Key{{Hash: auth.HashKey("gw-key"), Tenant: "acme"}})
+	keyed := identity.New([]config.Key{{Hash: identity.HashKey("gw-key"), Tenant: "acme"}})
 	tests := []struct {
 		name     string
 		resolver IdentityResolver
@@ -230,8 +230,8 @@ func TestIdentityErrors(t *testing.T) {
 		{"wrong key", keyed, "/v1/chat/completions", map[string]string{"Authorization": "Bearer nope"}, 401, ""},
 		{"missing key on pass-through", keyed, "/v1/models", nil, 401, ""},
 		{"foreign tenant", keyed, "/v1/chat/completions", map[string]string{"Authorization": "Bearer gw-key", "X-Memory-Tenant": "other"}, 403, ""},
-		{"bad user header", auth.New(nil), "/v1/chat/completions", map[string]string{"X-Memory-User": "no spaces allowed"}, 400, "X-Memory-User"},
-		{"bad mode", auth.New(nil), "/v1/chat/completions", map[string]string{"X-Memory-User": "a", "X-Memory-Mode": "sometimes"}, 400, "X-Memory-Mode"},
+		{"bad user header", identity.New(nil), "/v1/chat/completions", map[string]string{"X-Memory-User": "no spaces allowed"}, 400, "X-Memory-User"},
+		{"bad mode", identity.New(nil), "/v1/chat/completions", map[string]string{"X-Memory-User": "a", "X-Memory-Mode": "sometimes"}, 400, "X-Memory-Mode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,7 +260,7 @@ func TestIdentityErrors(t *testing.T) {
 }
 
 func TestGatewayKeyNeverGoesUpstream(t *testing.T) {
-	keyed := auth.New([]config.Key{{Hash: auth.HashKey("gw-key"), Tenant: "acme"}})
+	keyed := identity.New([]config.Key{{Hash: identity.HashKey("gw-key"), Tenant: "acme"}})
 	tests := []struct{ name, apiKey, want string }{
 		{"configured key replaces it", "sk-upstream", "Bearer sk-upstream"},
 		{"dropped without a configured key", "", ""},
@@ -288,7 +288,7 @@ func TestCaptureCapSkipsHugeReply(t *testing.T) {
 	huge := upstreamtest.Reply{Content: strings.Repeat("x", maxCaptureBytes+1)}
 	captured := make(chanCapturer, 1)
 	up := upstreamtest.New(t, upstreamtest.Chat(huge))
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
 	resp, b := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
 	if resp.StatusCode != 200 || len(b) < maxCaptureBytes {
 		t.Fatalf("status %d, %d bytes: the reply did not reach the client whole", resp.StatusCode, len(b))

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -59,7 +59,7 @@ func TestPrefixRepeatHeader(t *testing.T) {
 	})
 	counts := &cacheCounts{repeated: map[string]int{}, cached: map[string]int{}}
 	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok", Usage: &upstreamtest.Usage{PromptTokens: 2000, CompletionTokens: 2, CachedTokens: 1536}}))
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: prep, Capturer: make(chanCapturer, 16), Cache: counts})
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Preparer: prep, Capturer: make(chanCapturer, 16), Cache: counts})
 	send := func(user, conv, question string) int {
 		t.Helper()
 		body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + question + `"}]}`

@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/proxy/upstream"
 	"github.com/memgate/memgate/internal/server"
-	"github.com/memgate/memgate/internal/upstream"
 )
 
 // Options are the proxy's settings.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // TimestampHeader is the request header that dates a captured exchange:

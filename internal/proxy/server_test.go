@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -72,7 +72,7 @@ func TestHealthAndReadiness(t *testing.T) {
 func TestLogsHoldNoSecrets(t *testing.T) {
 	const secret, content = "sk-very-secret-123", "my private diary entry"
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = "sk-upstream-secret" }, Deps{Resolver: auth.New(nil)})
+	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = "sk-upstream-secret" }, Deps{Resolver: identity.New(nil)})
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + content + `"}]}`
 	h := map[string]string{"Authorization": "Bearer " + secret, "X-Memory-User": "alice"}
 	g.post(t, "/v1/chat/completions", body, h)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -53,7 +53,7 @@ func TestCaptureOfProviderStreamShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			captured := make(chanCapturer, 1)
 			up := upstreamtest.New(t, scriptedStream(tc.body))
-			g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Capturer: captured})
+			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
 			resp, got := g.post(t, "/v1/chat/completions", streamChat, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
 			if resp.StatusCode != 200 || string(got) != tc.body {
 				t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
@@ -89,7 +89,7 @@ func TestDegradedPartsAndTokensSaved(t *testing.T) {
 			Degraded: []string{memory.DegradedEmbedding}}, nil
 	})
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, nil, Deps{Resolver: auth.New(nil), Preparer: prep})
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Preparer: prep})
 	for range 2 {
 		resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
 		if resp.StatusCode != 200 || resp.Header.Get("X-Memory-Degraded") != "embedding" {

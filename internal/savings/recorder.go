@@ -21,7 +21,7 @@ type Store interface {
 }
 
 // Preparer is the memory layer the proxy calls (implemented by
-// internal/inject).
+// internal/engine/prompt).
 type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 }

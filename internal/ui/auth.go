@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -27,7 +27,7 @@ var (
 // returns the tenant to show. It is called on every inspector request.
 type Guard func(r *http.Request, key, tenant string) (string, error)
 
-// KeyResolver is what KeyGuard needs of internal/auth's Resolver.
+// KeyResolver is what KeyGuard needs of internal/identity's Resolver.
 type KeyResolver interface {
 	Resolve(h http.Header, bodyUser string) (memory.Identity, memory.Mode, error)
 	RequireKey() bool
@@ -68,11 +68,11 @@ func KeyGuard(res KeyResolver, adminHash string) Guard {
 			h := http.Header{}
 			h.Set("Authorization", "Bearer "+key)
 			if tenant != "" {
-				h.Set(auth.HeaderTenant, tenant)
+				h.Set(identity.HeaderTenant, tenant)
 			}
 			id, _, err := res.Resolve(h, "")
 			switch {
-			case errors.Is(err, auth.ErrForbidden):
+			case errors.Is(err, identity.ErrForbidden):
 				return "", ErrTenant
 			case err != nil:
 				return "", ErrDenied

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/auth"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 )
 
 func TestKeyGuard(t *testing.T) {
-	gatewayKeys := auth.New([]config.Key{
-		{Hash: auth.HashKey("sk-acme"), Tenant: "acme"},
-		{Hash: auth.HashKey("sk-ops"), Tenant: "ops", ChooseTenant: true},
+	gatewayKeys := identity.New([]config.Key{
+		{Hash: identity.HashKey("sk-acme"), Tenant: "acme"},
+		{Hash: identity.HashKey("sk-ops"), Tenant: "ops", ChooseTenant: true},
 	})
 	local, remote := "127.0.0.1:50000", "203.0.113.9:50000"
 	tests := []struct {
@@ -24,23 +24,23 @@ func TestKeyGuard(t *testing.T) {
 		want        string
 		wantErr     error
 	}{
-		{"admin key, any tenant", KeyGuard(gatewayKeys, auth.HashKey(adminKey)), remote, adminKey, "beta", "beta", nil},
-		{"admin key, default tenant", KeyGuard(gatewayKeys, auth.HashKey(adminKey)), remote, adminKey, "", "default", nil},
-		{"admin only, wrong key", KeyGuard(auth.New(nil), auth.HashKey(adminKey)), local, "sk-nope", "", "", ErrDenied},
-		{"admin only, no key even on loopback", KeyGuard(auth.New(nil), auth.HashKey(adminKey)), local, "", "", "", ErrDenied},
+		{"admin key, any tenant", KeyGuard(gatewayKeys, identity.HashKey(adminKey)), remote, adminKey, "beta", "beta", nil},
+		{"admin key, default tenant", KeyGuard(gatewayKeys, identity.HashKey(adminKey)), remote, adminKey, "", "default", nil},
+		{"admin only, wrong key", KeyGuard(identity.New(nil), identity.HashKey(adminKey)), local, "sk-nope", "", "", ErrDenied},
+		{"admin only, no key even on loopback", KeyGuard(identity.New(nil), identity.HashKey(adminKey)), local, "", "", "", ErrDenied},
 		{"gateway key, own tenant", KeyGuard(gatewayKeys, ""), remote, "sk-acme", "", "acme", nil},
 		{"gateway key, naming its tenant", KeyGuard(gatewayKeys, ""), remote, "sk-acme", "acme", "acme", nil},
 		{"gateway key, another tenant", KeyGuard(gatewayKeys, ""), remote, "sk-acme", "beta", "", ErrTenant},
 		{"choose-tenant key", KeyGuard(gatewayKeys, ""), remote, "sk-ops", "beta", "beta", nil},
-		{"unknown key", KeyGuard(gatewayKeys, auth.HashKey(adminKey)), local, "sk-nope", "", "", ErrDenied},
+		{"unknown key", KeyGuard(gatewayKeys, identity.HashKey(adminKey)), local, "sk-nope", "", "", ErrDenied},
 		{"no key with gateway keys", KeyGuard(gatewayKeys, ""), local, "", "", "", ErrDenied},
-		{"nothing configured, loopback", KeyGuard(auth.New(nil), ""), local, "", "beta", "beta", nil},
-		{"nothing configured, IPv6 loopback", KeyGuard(auth.New(nil), ""), "[::1]:5000", "anything", "", "default", nil},
-		{"nothing configured, remote", KeyGuard(auth.New(nil), ""), remote, "", "", "", ErrDenied},
-		{"bad tenant id", KeyGuard(auth.New(nil), ""), local, "", "a/b", "", ErrTenant},
+		{"nothing configured, loopback", KeyGuard(identity.New(nil), ""), local, "", "beta", "beta", nil},
+		{"nothing configured, IPv6 loopback", KeyGuard(identity.New(nil), ""), "[::1]:5000", "anything", "", "default", nil},
+		{"nothing configured, remote", KeyGuard(identity.New(nil), ""), remote, "", "", "", ErrDenied},
+		{"bad tenant id", KeyGuard(identity.New(nil), ""), local, "", "a/b", "", ErrTenant},
 		// Finding 9: a hash that is not hex read as "no key configured".
-		{"non-hex admin hash, loopback", KeyGuard(auth.New(nil), "sha256:"+strings.Repeat("zz", 32)), local, "", "", "", ErrDenied},
-		{"short admin hash, loopback", KeyGuard(auth.New(nil), "sha256:abc"), local, "anything", "", "", ErrDenied},
+		{"non-hex admin hash, loopback", KeyGuard(identity.New(nil), "sha256:"+strings.Repeat("zz", 32)), local, "", "", "", ErrDenied},
+		{"short admin hash, loopback", KeyGuard(identity.New(nil), "sha256:abc"), local, "anything", "", "", ErrDenied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestSafeNext(t *testing.T) {
 
 func TestAnotherTenantsKeySeesNothing(t *testing.T) {
 	st := mustStore(t) // alice lives in tenant acme
-	guard := KeyGuard(auth.New([]config.Key{{Hash: auth.HashKey("sk-beta"), Tenant: "beta"}}), "")
+	guard := KeyGuard(identity.New([]config.Key{{Hash: identity.HashKey("sk-beta"), Tenant: "beta"}}), "")
 	base := mustUI(t, st, guard)
 	c := browser(t)
 	login(t, c, base, "sk-beta")

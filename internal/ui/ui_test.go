@@ -18,18 +18,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/admin"
-	"github.com/memgate/memgate/internal/auth"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
-	"github.com/memgate/memgate/internal/sqlitestore"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
 // Compile-time checks: the stores serve the inspector.
 var (
-	_ Inspector     = (*sqlitestore.Store)(nil)
-	_ Footprinter   = (*sqlitestore.Store)(nil)
-	_ FactPinner    = (*sqlitestore.Store)(nil)
-	_ SavingsReader = (*sqlitestore.Store)(nil)
+	_ Inspector     = (*sqlite.Store)(nil)
+	_ Footprinter   = (*sqlite.Store)(nil)
+	_ FactPinner    = (*sqlite.Store)(nil)
+	_ SavingsReader = (*sqlite.Store)(nil)
 )
 
 // adminKey is the tests' admin key.
@@ -39,7 +39,7 @@ const adminKey = "sk-admin-test-key"
 const secret = "Porto-apartment-4417"
 
 // recallStore adapts the SQLite store's facts to admin.Recall (no search).
-type recallStore struct{ *sqlitestore.Store }
+type recallStore struct{ *sqlite.Store }
 
 func (r recallStore) Facts(ctx context.Context, tenant, user string, history bool) ([]memory.Fact, error) {
 	return r.Store.Facts(ctx, tenant, user, time.Now(), history)
@@ -58,9 +58,9 @@ var _ admin.Recall = recallStore{}
 // mustStore opens a SQLite store on a temp file seeded with one
 // conversation of alice in tenant acme, holding hostile and redacted text,
 // a tool call and an unpinned fact.
-func mustStore(tb testing.TB) *sqlitestore.Store {
+func mustStore(tb testing.TB) *sqlite.Store {
 	tb.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(tb.TempDir(), "ui.db"), slog.New(slog.DiscardHandler))
+	st, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "ui.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func mustStore(tb testing.TB) *sqlitestore.Store {
 }
 
 // mustUI serves the inspector over st with guard and returns its base URL.
-func mustUI(tb testing.TB, st *sqlitestore.Store, guard Guard) string {
+func mustUI(tb testing.TB, st *sqlite.Store, guard Guard) string {
 	tb.Helper()
 	srv, err := server.New(prometheus.NewRegistry(), nil, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -160,7 +160,7 @@ func csrfOf(tb testing.TB, page string) string {
 
 // adminGuard accepts only adminKey (a gateway key configuration with keys
 // would behave the same for other keys).
-func adminGuard() Guard { return KeyGuard(auth.New(nil), auth.HashKey(adminKey)) }
+func adminGuard() Guard { return KeyGuard(identity.New(nil), identity.HashKey(adminKey)) }
 
 func TestNoDataWithoutAValidKey(t *testing.T) {
 	st := mustStore(t)

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Gateway metrics the benchmark reads (internal/capture and the Go runtime).
+// Gateway metrics the benchmark reads (internal/engine/record and the Go runtime).
 const (
 	mCaptured    = "memgate_capture_captured_total"
 	mWorkerSaved = "memgate_capture_saved_total"

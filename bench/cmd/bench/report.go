@@ -87,7 +87,7 @@ func (r report) overheadSection() string {
 		mode, r.cfg.duration, r.cfg.warmup, repeat, r.cfg.latency, r.cfg.chunks, r.loadWall.Round(time.Second))
 	b.WriteString("\nTargets, all in front of the same fake upstream process:\n\n" +
 		"- **direct** — the fake upstream itself: the floor.\n" +
-		"- **httputil** — a plain `net/http/httputil.ReverseProxy` on `net/http`'s server in its own process, given the same `http.Transport` settings as memgate (`internal/upstream`: idle connections per host sized to concurrency, the same timeouts): the baseline. memgate runs the same stack; its distance from this row is memgate's own work (request ids, metrics, JSON parsing and validation of the chat body, breaker and retry layers).\n" +
+		"- **httputil** — a plain `net/http/httputil.ReverseProxy` on `net/http`'s server in its own process, given the same `http.Transport` settings as memgate (`internal/proxy/upstream`: idle connections per host sized to concurrency, the same timeouts): the baseline. memgate runs the same stack; its distance from this row is memgate's own work (request ids, metrics, JSON parsing and validation of the chat body, breaker and retry layers).\n" +
 		"- **memgate** — `gateway serve` with `X-Memory-Mode: off` (pass-through).\n" +
 		fmt.Sprintf("- **memgate-memory** — `X-Memory-Mode: on` on the embedded SQLite store, default configuration; %s "+
 			"with one conversation holding at least %d turns before it is measured, and every turn is a different message: memory is loaded "+

@@ -13,8 +13,8 @@ import (
 
 	"github.com/memgate/memgate/bench/fakeupstream"
 	gwconfig "github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/proxy/upstream"
 	gwserver "github.com/memgate/memgate/internal/server"
-	"github.com/memgate/memgate/internal/upstream"
 )
 
 // Environment of a server child process.

@@ -1,10 +1,10 @@
-// Command pins measures pin detection (compaction.DetectPins) on labelled
+// Command pins measures pin detection (enrich.DetectPins) on labelled
 // sets of sentences and prints precision and recall per language, as a
 // Markdown table for BENCHMARKS.md (make eval runs it).
 //
 //	go run ./eval/cmd/pins [file.tsv ...]
 //
-// Without arguments it reads the sets under internal/compaction/testdata.
+// Without arguments it reads the sets under internal/engine/enrich/testdata.
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/memgate/memgate/internal/compaction"
+	"github.com/memgate/memgate/internal/engine/enrich"
 )
 
 func main() {
@@ -24,7 +24,7 @@ func main() {
 
 func run(files []string, out io.Writer) error {
 	if len(files) == 0 {
-		files = []string{"internal/compaction/testdata/standing.tsv", "internal/compaction/testdata/pins.tsv"}
+		files = []string{"internal/engine/enrich/testdata/standing.tsv", "internal/engine/enrich/testdata/pins.tsv"}
 	}
 	fmt.Fprintln(out, "| set | language | sentences | precision | recall |")
 	fmt.Fprintln(out, "|---|---|---|---|---|")
@@ -33,7 +33,7 @@ func run(files []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		score, err := compaction.MeasurePins(f)
+		score, err := enrich.MeasurePins(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

@@ -1,0 +1,71 @@
+package enrich
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+func words(s string) int { return len(strings.Fields(s)) }
+
+func TestExtractiveKeepsSpecificsWithinBudget(t *testing.T) {
+	var msgs []memory.Message
+	add := func(role, text string) { msgs = append(msgs, memory.Message{Role: role, Content: text}) }
+	add("user", "hello there")
+	add("assistant", "Hi! How can I help you today?")
+	add("user", "I want to save R$ 5.000 by June.")
+	add("assistant", "Great goal. That is about R$ 830 a month.")
+	for i := 0; i < 40; i++ {
+		add("user", "just chatting about the weather, nothing much")
+		add("assistant", "sounds nice, the weather is lovely")
+	}
+	add("user", "I decided to cancel the gym membership on 2026-03-01.")
+
+	e := NewExtractive(words)
+	out, err := e.Summarize(context.Background(), Input{Messages: msgs, MaxTokens: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if words(out.Summary) > 40+5 { // one separator token per line is allowed for
+		t.Fatalf("summary over budget: %d words: %q", words(out.Summary), out.Summary)
+	}
+	for _, want := range []string{"R$ 5.000 by June", "cancel the gym"} {
+		if !strings.Contains(out.Summary, want) {
+			t.Errorf("summary lost %q:\n%s", want, out.Summary)
+		}
+	}
+	if strings.Contains(out.Summary, "weather") {
+		t.Errorf("summary kept chatter:\n%s", out.Summary)
+	}
+	if len(out.Preserved.Decisions) != 1 || !containsAll(out.Preserved.Numbers, "5.000") {
+		t.Errorf("preserved = %+v", out.Preserved)
+	}
+	// The goal stated first comes before the decision stated last.
+	if strings.Index(out.Summary, "5.000") > strings.Index(out.Summary, "gym") {
+		t.Errorf("order not kept:\n%s", out.Summary)
+	}
+}
+
+func TestExtractiveCarriesPreviousSummary(t *testing.T) {
+	prev := &memory.Summary{Text: "User: I want to save R$ 5.000 by June."}
+	e := NewExtractive(words)
+	out, _ := e.Summarize(context.Background(), Input{Previous: prev, Messages: []memory.Message{{Role: "user", Content: "My budget is 200 euros a week."}}, MaxTokens: 100})
+	if !strings.Contains(out.Summary, "5.000") || !strings.Contains(out.Summary, "200 euros") {
+		t.Fatalf("summary = %q", out.Summary)
+	}
+}
+
+func containsAll(xs []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, x := range xs {
+			found = found || x == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,201 @@
+package enrich
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+func TestDetectPins(t *testing.T) {
+	tests := []struct {
+		text string
+		typ  memory.FactType
+		key  string // a profile key, or "" for a topic key
+		want string // the value, or "" for no pin
+	}{
+		{"Hi! I want to save R$ 5.000 by June. Thanks.", memory.FactGoal, "", "I want to save R$ 5.000 by June."},
+		{"Remind me if my card bill goes over 800 euros", memory.FactGoal, "", "Remind me if my card bill goes over 800 euros"},
+		{"Honestly I prefer window seats on trains.", memory.FactPreference, "", "Honestly I prefer window seats on trains."},
+		{"After a long talk, I decided to sell the car.", memory.FactDecision, "", "After a long talk, I decided to sell the car."},
+		{"Quero economizar 300 reais por mês.", memory.FactGoal, "", "Quero economizar 300 reais por mês."},
+		{"Me avise se o aluguel subir.", memory.FactGoal, "", "Me avise se o aluguel subir."},
+		{"Prefiro respostas curtas.", memory.FactPreference, "", "Prefiro respostas curtas."},
+		{"Decidi cancelar a academia.", memory.FactDecision, "", "Decidi cancelar a academia."},
+		{"I live in Lisbon.", memory.FactProfile, "city", "Lisbon"},
+		{"Last month I moved to Porto.", memory.FactProfile, "city", "Porto"},
+		{"I'm Marta.", memory.FactProfile, "name", "Marta"},
+		{"Meu nome é Joana.", memory.FactProfile, "name", "Joana"},
+		{"i work as a nurse", memory.FactProfile, "job", "nurse"},
+		{"sou vegetariana", memory.FactProfile, "diet", "vegetariana"},
+		{"I'm allergic to peanuts.", memory.FactLimit, "", "I'm allergic to peanuts."},
+		{"Minha meta é correr 10 km.", memory.FactGoal, "", "Minha meta é correr 10 km."},
+		{"I want to know the capital of Peru.", "", "", ""},
+		{"I need to convert 5 miles to km.", "", "", ""},
+		{"I'd like a recipe for banana bread.", "", "", ""},
+		{"Quero saber a capital do Peru.", "", "", ""},
+		{"I love it, thanks!", "", "", ""},
+		{"I love the forest and the trees.", "", "", ""},
+		{"They're hilarious and I love listening to them.", "", "", ""},
+		{"After the coffee, we decided to take a walk in Washington Square Park.", "", "", ""},
+		{"My sister loves sushi.", "", "", ""},
+		{"I'm tired.", "", "", ""},
+		{"What's the weather like?", "", "", ""},
+		{"Do you think I want to save more?", "", "", ""},
+		{"The price went from 3.5 to 4.2 yesterday.", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			got := DetectPins(tt.text)
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("pins = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("pins = %+v, want one", got)
+			}
+			f := got[0]
+			if f.Type != tt.typ || f.Value != tt.want || !f.Pinned {
+				t.Fatalf("pin = %+v, want type %s value %q", f, tt.typ, tt.want)
+			}
+			if tt.key != "" && f.Key != tt.key {
+				t.Fatalf("key = %q, want %q", f.Key, tt.key)
+			}
+			// A topic key names what the pin is about in a few words;
+			// it is never the sentence folded into a key.
+			if tt.key == "" && (f.Key == NormalizeKey(tt.want) || len(strings.Fields(f.Key)) > 6) {
+				t.Fatalf("key = %q: a sentence, not a topic", f.Key)
+			}
+		})
+	}
+}
+
+func TestDetectPinsClauses(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string // type/key=value
+	}{
+		{"Hi! I'm Marta. I live in Lisbon and I'm vegetarian.", []string{"profile/name=Marta", "profile/city=Lisbon", "profile/diet=vegetarian"}},
+		{"I work as a nurse, and I always prefer night shifts.", []string{"profile/job=nurse", "preference/preference: night shifts=I always prefer night shifts."}},
+		{"I'm a pescatarian.", []string{"profile/diet=pescatarian"}},
+		{"I want to save R$ 5.000 by June.", []string{"goal/goal: save r 5 000 june=I want to save R$ 5.000 by June."}},
+		{"I want to save $5,000 by June.", []string{"goal/goal: save 5 000 june=I want to save $5,000 by June."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			var got []string
+			for _, f := range DetectPins(tt.text) {
+				got = append(got, string(f.Type)+"/"+f.Key+"="+f.Value)
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Fatalf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDetectNamesTheRule(t *testing.T) {
+	for text, rule := range map[string]string{
+		"I'm vegetarian":                        "diet",
+		"I want to save R$ 5.000 by June":       "goal",
+		"remind me to take my meds every night": "reminder",
+		"prefiro investir em renda fixa":        "preference",
+	} {
+		got := Detect(text)
+		if len(got) != 1 || got[0].Rule != rule {
+			t.Errorf("Detect(%q) = %+v, want one pin by rule %q", text, got, rule)
+		}
+	}
+}
+
+func TestSentencesKeepNumbers(t *testing.T) {
+	got := Sentences("Save R$ 5.000 by June. Pi is 3.14! Ok?\nnext line")
+	want := []string{"Save R$ 5.000 by June.", "Pi is 3.14!", "Ok?", "next line"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestPinValueBounded(t *testing.T) {
+	long := "I decided to move to Lisbon, " + strings.Repeat("ção ", 200)
+	got := DetectPins(long)
+	if len(got) != 1 || len(got[0].Value) > maxPinLen || len(got[0].Key) > 80 {
+		t.Fatalf("unbounded pin: %d bytes", len(got[0].Value))
+	}
+	if !strings.HasPrefix(got[0].Value, "I decided to move") {
+		t.Fatal("lost the start of the sentence")
+	}
+}
+
+// Thresholds of TestPinPrecisionRecall. A false pin costs its tokens in
+// every later prompt of the user, for good, and crowds out real memory (the
+// issue found 24 one-off requests pinned at 261 tokens a prompt); a missed
+// pin still reaches the model through summaries, facts and recall. So
+// precision is held high — at most one false pin in twenty — and recall
+// only reasonably so.
+const (
+	minPinPrecision = 0.95
+	minPinRecall    = 0.85
+	// The chat-like set (testdata/standing.tsv) is harder: issue 27's
+	// bar is precision 0.90 at recall 0.80.
+	minStandingPrecision = 0.90
+	minStandingRecall    = 0.80
+)
+
+// TestPinPrecisionRecall measures DetectPins on the labelled English and
+// Portuguese sentences: testdata/pins.tsv (written sentences, one-off
+// requests on purpose) and testdata/standing.tsv (chat-like lines, see its
+// header). A sentence counts as pinned when DetectPins returns any fact.
+func TestPinPrecisionRecall(t *testing.T) {
+	for _, tt := range []struct {
+		file      string
+		minN      int
+		prec, rec float64
+	}{
+		{"testdata/pins.tsv", 100, minPinPrecision, minPinRecall},
+		{"testdata/standing.tsv", 300, minStandingPrecision, minStandingRecall},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			f, err := os.Open(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			score, err := MeasurePins(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range score.Missed {
+				t.Logf("missed pin: %q", m)
+			}
+			for _, m := range score.False {
+				t.Logf("false pin: %q", m)
+			}
+			for _, k := range []string{"all", "en", "pt"} {
+				c := score.ByLang[k]
+				t.Logf("%-3s precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)", k, c.Precision(), c.Recall(), c.TP, c.FP, c.FN, c.TN)
+			}
+			all := score.ByLang["all"]
+			if n := all.TP + all.FP + all.FN + all.TN; n < tt.minN {
+				t.Fatalf("%d labelled sentences, want at least %d", n, tt.minN)
+			}
+			if p := all.Precision(); p < tt.prec {
+				t.Errorf("precision %.3f, want at least %.2f", p, tt.prec)
+			}
+			if r := all.Recall(); r < tt.rec {
+				t.Errorf("recall %.3f, want at least %.2f", r, tt.rec)
+			}
+		})
+	}
+}
+
+func TestMeasurePinsRejectsBadLines(t *testing.T) {
+	for _, in := range []string{"pin\ten", "maybe\ten\tI live in Lisbon", "pin\tfr\tJe suis"} {
+		if _, err := MeasurePins(strings.NewReader(in)); err == nil {
+			t.Errorf("MeasurePins(%q): want an error", in)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package enrich
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// ErrSummaryRejected reports a summary that parsed but fails CheckSummary:
+// it echoes the summariser's instructions, says nothing of the conversation,
+// or is too long. The compactor stores the extractive summary instead. Such
+// errors also match ErrBadReply.
+var ErrSummaryRejected = errors.New("summary rejected")
+
+// rejected returns an error matching ErrSummaryRejected and ErrBadReply.
+func rejected(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrBadReply, ErrSummaryRejected, fmt.Sprintf(format, args...))
+}
+
+// Thresholds of CheckSummary.
+const (
+	// minGrounded is the least share of a summary's content words that
+	// must occur in what it summarises (the previous summary and the new
+	// messages). A faithful summary, even a paraphrase, shares most of its
+	// names, numbers and topic words with its source; a reply about the
+	// task ("Here is the summary you asked for") shares none.
+	minGrounded = 0.25
+	// maxEchoed is how many word 4-grams of the instructions a summary may
+	// repeat; maxEchoShare bounds their share of a short summary's 4-grams.
+	maxEchoed    = 2
+	maxEchoShare = 0.3
+	// maxOverLength is how far past the requested size a summary may run.
+	maxOverLength = 1.5
+)
+
+// templateMarkers are fragments of the summariser's prompt that a summary
+// never contains unless it copies the prompt.
+var templateMarkers = []string{"previous summary:", "new messages:", "keep the summary under", "key_events", "reply with json", "that reply was invalid", "json object only"}
+
+// instructionGrams are the word 4-grams of everything the summariser is
+// told besides the conversation.
+var instructionGrams = grams(systemPrompt + "\nPrevious summary:\nNew messages:\nKeep the summary under tokens.\nThat reply was invalid. Reply again with the JSON object only.")
+
+// CheckSummary reports whether out is a summary of in worth storing, and
+// why not (an error wrapping ErrSummaryRejected): it must not echo the
+// summariser's instructions or prompt template, its content words must come
+// mostly from the messages it summarises (or the previous summary), and it
+// must stay within 1.5× in.MaxTokens as count measures it (when both are
+// set). A source without any content word (small talk such as "ok",
+// "thanks") accepts any summary that passes the other checks.
+func CheckSummary(in Input, out Output, count func(string) int) error {
+	text := strings.TrimSpace(out.Summary)
+	if text == "" {
+		return rejected("empty summary")
+	}
+	lower := strings.ToLower(text)
+	for _, m := range templateMarkers {
+		if strings.Contains(lower, m) {
+			return rejected("it repeats the prompt template (%q)", m)
+		}
+	}
+	sg := grams(text)
+	echoed := 0
+	for g := range sg {
+		if instructionGrams[g] {
+			echoed++
+		}
+	}
+	if echoed > maxEchoed || (echoed > 0 && float64(echoed) >= maxEchoShare*float64(len(sg))) {
+		return rejected("it repeats the summariser's instructions (%d phrases)", echoed)
+	}
+	if count != nil && in.MaxTokens > 0 {
+		if n := count(text); float64(n) > maxOverLength*float64(in.MaxTokens) {
+			return rejected("%d tokens, the limit is %d", n, in.MaxTokens)
+		}
+	}
+	var src strings.Builder
+	if in.Previous != nil {
+		src.WriteString(in.Previous.Text)
+		src.WriteByte('\n')
+	}
+	for _, m := range in.Messages {
+		if !memory.IsSystem(m.Role) {
+			src.WriteString(m.Content)
+			src.WriteByte('\n')
+		}
+	}
+	source := map[string]bool{}
+	for _, w := range contentWords(src.String()) {
+		source[stem(w)] = true
+	}
+	if len(source) == 0 {
+		return nil
+	}
+	words := map[string]bool{}
+	for _, w := range contentWords(text) {
+		words[stem(w)] = true
+	}
+	shared := 0
+	for w := range words {
+		if source[w] {
+			shared++
+		}
+	}
+	if len(words) == 0 || float64(shared) < minGrounded*float64(len(words)) {
+		return rejected("%d of its %d content words occur in the conversation", shared, len(words))
+	}
+	return nil
+}
+
+// grams returns the set of lower-case word 4-grams of s.
+func grams(s string) map[string]bool {
+	ws := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	out := map[string]bool{}
+	for i := 0; i+4 <= len(ws); i++ {
+		out[strings.Join(ws[i:i+4], " ")] = true
+	}
+	return out
+}
+
+// contentWords returns the lower-case words of s that carry content: not
+// stop words, not words every summary uses ("user", "conversation"), and
+// at least three letters unless they hold a digit.
+func contentWords(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		digit := strings.IndexFunc(w, unicode.IsDigit) >= 0
+		if (!digit && len([]rune(w)) < 3) || stopWords[w] || summaryWords[w] {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// stem folds inflections crudely to the first five letters, so
+// "planning" meets "planned" and "economizar" meets "economizou" (though
+// "saving" still misses "save"). It errs towards matching, which only makes
+// CheckSummary more lenient.
+func stem(w string) string {
+	rs := []rune(w)
+	if len(rs) > 5 {
+		rs = rs[:5]
+	}
+	return string(rs)
+}
+
+// summaryWords are words any summary may use without taking them from the
+// conversation.
+var summaryWords = setOf(`user users assistant assistants conversation conversations summary summaries chat discussed discuss discusses
+mentioned mentions mention said says told asked asks talked talks stated states wants wanted likes shared noted explained
+usuário usuária assistente conversa resumo disse falou pediu mencionou contou quer gosta`)
+
+// stopWords are English and Portuguese function words.
+var stopWords = setOf(`the and but for nor yet not are was were been being have has had having does did doing done will would shall should can could may might must
+this that these those there here then than them they their theirs what which who whom whose when where why how all any both each few more most other some such
+only own same too very just also into onto from with without about above below over under again further once off out
+its it's his her hers him she he you your yours our ours we us me my mine myself yourself himself herself itself ourselves themselves
+i'm i've i'd i'll don't didn't doesn't isn't aren't wasn't weren't won't can't couldn't shouldn't wouldn't
+because while until upon after before between through during per via yes okay
+que para com por uma umas uns dos das nos nas num numa pelo pela pelos pelas ele ela eles elas você vocês seu sua seus suas
+meu minha meus minhas nosso nossa isso isto aquilo esse essa este esta aquele aquela mas mais muito muita como quando onde
+qual quais quem também já ainda então porque pois sim não está estão estava foi foram ser ter tem tinha são era há sobre entre até sem`)
+
+func setOf(words string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		out[w] = true
+	}
+	return out
+}

@@ -1,0 +1,283 @@
+package prompt
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// assemble builds the upstream message list from the client's system
+// messages and other messages (rest) and the loaded memory, within
+// a.Budget(req). See Prepare for the contract.
+func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	model := req.Model
+	ld = quoted(ld)
+	budget := a.Budget(req)
+	// Every message is tokenized once: the accounting of the original
+	// request, the untouchable parts and the fitting of recent turns all
+	// count the same messages, the same Raw (by its bytes' address and
+	// length, which the memo keeps alive: no other bytes can take them).
+	type rawKey struct {
+		p *byte
+		n int
+	}
+	memo := make(map[rawKey]int, len(req.Messages)+len(ld.stored))
+	cost := func(m memory.Message) int {
+		raw := rawOf(m) // never empty
+		k := rawKey{&raw[0], len(raw)}
+		if c, ok := memo[k]; ok {
+			return c
+		}
+		c := a.deps.Counter.RawMessage(model, raw)
+		memo[k] = c
+		return c
+	}
+	sum := func(ms []memory.Message) int {
+		n := 0
+		for _, m := range ms {
+			n += cost(m)
+		}
+		return n
+	}
+
+	// The conversation: stored history after the summary (new-only
+	// clients), then the client's messages. From cur on it is the current
+	// turn, which is never dropped.
+	var unsummarised, history []memory.Message
+	if !fullHistory {
+		unsummarised = unsummarisedOf(ld)
+		history = usableHistory(unsummarised, rest)
+	}
+	if !fullHistory {
+		history = history[a.windowAnchor(ld, history):]
+	}
+	conv := make([]memory.Message, 0, len(history)+len(rest))
+	conv = append(conv, history...)
+	conv = append(conv, rest...)
+	cur := currentStart(conv, len(history), rest)
+	candidates, current := conv[:cur], conv[cur:]
+
+	priming := a.deps.Counter.Messages(model, nil)
+	// system and rest are the client's messages, Raw for Raw.
+	original := priming + sum(system) + sum(rest)
+	if !fullHistory {
+		if ld.summary != nil {
+			original += ld.summary.CoveredTokens
+		}
+		original += sum(unsummarised)
+	}
+
+	parts := map[string]int{"system": sum(system), "current": sum(current)}
+	fixed := priming + parts["system"] + parts["current"]
+	if fixed > budget {
+		// Only the untouchable parts, and still too many: forward them.
+		out := raws(system, current)
+		return memory.Prepared{
+			Messages: out, TokensOriginal: original, TokensSent: a.deps.Counter.Messages(model, out),
+			OverBudget: true, Budget: budget, Parts: parts,
+		}, nil
+	}
+	room := budget - fixed
+	keep := recallFilter(req, conv, history, ld.summary != nil)
+
+	// A new-only client always gets the summary (the history before it is
+	// not loaded); a full-history client only when its own history overflows.
+	withSummary := !fullHistory
+	pc := a.newPartCosts(model, ld, keep)
+	var (
+		fx       fixedParts
+		all      bool // the block's selection took every passage to be shown
+		blk      blocks
+		sections map[string]int
+		kept     []memory.Message
+		spent    int
+	)
+	for {
+		fx = a.selectFixed(pc, budget, room, ld, withSummary)
+		var (
+			sel selection
+			err error
+		)
+		sel, all = pc.pack(fx, 0)
+		blk, sections, err = a.block(model, sel, room)
+		if err != nil {
+			return memory.Prepared{}, err
+		}
+		// The recent turns' window is sized by what stays the same from
+		// request to request — the budget, the system prompt, the stable
+		// block, what recall may take (not what it took) and the current
+		// turn rounded up — and moves in steps (recentWindow), so the
+		// prefix up to the recalled block repeats for many turns.
+		allowance := 0
+		if len(ld.items) > 0 {
+			allowance = min(fx.recallShare, fx.room)
+		}
+		step := max(budget/16, 1)
+		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
+		kept, spent = recentWindow(candidates, cost, window, room-blk.cost)
+		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
+			break
+		}
+		withSummary = true
+	}
+	// Tokens are left — every recent turn fits, or the window, which moves
+	// in steps, stopped short of the room: they go to more recalled
+	// passages, within what the recent turns leave (the same pinned facts,
+	// summary and facts, which the extra tokens do not change). The
+	// recalled block comes after the recent turns, so its size never moves
+	// the repeated prefix. Unless every passage is in already: packing
+	// again would choose the same ones, and the block, which cost at most
+	// room-spent, would not shrink.
+	if left := room - blk.cost - spent; a.opts.FillRecall && !all && left >= minPassageCost && len(ld.items) > 0 {
+		sel, _ := pc.pack(fx, left)
+		b2, s2, err := a.block(model, sel, room-spent)
+		if err != nil {
+			return memory.Prepared{}, err
+		}
+		if b2.cost > blk.cost {
+			blk, sections = b2, s2
+		}
+	}
+
+	// Stable to volatile, so that a provider's prompt cache keeps as much
+	// of the previous request's prefix as can be kept: the client's system
+	// messages, the stable memory, the recent turns, what this question
+	// recalled, the current turn.
+	out := make([]json.RawMessage, 0, len(system)+2+len(kept)+len(current))
+	out = append(out, raws(system)...)
+	var bs []memory.Block
+	add := func(text string, stable bool) error {
+		if text == "" {
+			return nil
+		}
+		raw, err := blockRaw(a.opts.Position.role(), text)
+		if err != nil {
+			return err
+		}
+		bs = append(bs, memory.Block{At: len(out), Stable: stable, Text: text})
+		out = append(out, raw)
+		return nil
+	}
+	if err := add(blk.stable, true); err != nil {
+		return memory.Prepared{}, err
+	}
+	out = append(out, raws(kept)...)
+	if err := add(blk.recalled, false); err != nil {
+		return memory.Prepared{}, err
+	}
+	out = append(out, raws(current)...)
+	for k, v := range sections {
+		parts[k] = v
+	}
+	parts["memory"] = blk.cost
+	parts["recent"] = spent
+	return memory.Prepared{
+		Messages:       out,
+		TokensOriginal: original,
+		TokensSent:     priming + parts["system"] + blk.cost + spent + parts["current"],
+		Budget:         budget,
+		Parts:          parts,
+		Blocks:         bs,
+	}, nil
+}
+
+// unsummarisedOf returns ld's stored messages that are not system
+// messages and come after the summary: ld.stored itself when that is all
+// of them (it is not to be changed), a copy of those otherwise.
+func unsummarisedOf(ld loaded) []memory.Message {
+	skip := func(m memory.Message) bool {
+		return memory.IsSystem(m.Role) || (ld.summary != nil && m.Seq <= ld.summary.ToSeq)
+	}
+	for i, m := range ld.stored {
+		if !skip(m) {
+			continue
+		}
+		out := make([]memory.Message, i, len(ld.stored)-1)
+		copy(out, ld.stored[:i])
+		for _, m := range ld.stored[i+1:] {
+			if !skip(m) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return ld.stored
+}
+
+// currentStart returns the index in conv where the current turn starts: the
+// client's turn (after its last assistant message, at index turnFrom+len of
+// its prior), extended back to the newest user message when the turn is
+// tool results answering an earlier assistant call (or empty).
+func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) int {
+	prior, _ := memory.SplitTurn(rest)
+	start := historyLen + len(prior)
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == "user" {
+			return min(start, i)
+		}
+	}
+	return start
+}
+
+// recallFilter returns the test a recalled item must pass to be shown: it
+// is not one of the messages already in the prompt (by stored key or by
+// text), nor, when the summary is loaded, a summary of this conversation.
+func recallFilter(req memory.Request, conv, history []memory.Message, haveSummary bool) func(memory.Item) bool {
+	keys := make(map[string]bool, len(history))
+	for _, m := range history {
+		if m.Key != "" {
+			keys[m.Key] = true
+		}
+	}
+	texts := make(map[string]bool, len(conv))
+	for _, m := range conv {
+		texts[strings.TrimSpace(m.Content)] = true
+	}
+	return func(it memory.Item) bool {
+		switch {
+		case it.Kind == "message" && keys[it.Ref]:
+			return false
+		case it.Kind == "summary" && haveSummary && it.Conversation == req.Conversation:
+			return false
+		}
+		return !texts[strings.TrimSpace(it.Text)]
+	}
+}
+
+// raws returns the Raw of every message of the lists, in order.
+func raws(lists ...[]memory.Message) []json.RawMessage {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	out := make([]json.RawMessage, 0, n)
+	for _, l := range lists {
+		for _, m := range l {
+			out = append(out, rawOf(m))
+		}
+	}
+	return out
+}
+
+// windowAnchor returns where in history (the stored turns after the
+// summary) the recent turns may start. When the store gave all it was asked
+// for (Options.RecentMessages) and the summary does not reach the first of
+// them, older turns were not loaded and the loaded window slides by one
+// message per message: the anchor is then the first message of a block of
+// RecentMessages/2 sequence numbers, so it moves in steps too. Otherwise
+// history starts where the summary ends (or the conversation starts), a
+// stable place: 0.
+func (a *Assembler) windowAnchor(ld loaded, history []memory.Message) int {
+	n := a.opts.RecentMessages
+	if n <= 0 || len(ld.stored) < n || len(history) == 0 || (ld.summary != nil && ld.summary.ToSeq >= ld.stored[0].Seq) {
+		return 0
+	}
+	step := int64(max(n/2, 1))
+	for i := 1; i < len(history); i++ {
+		if history[i].Seq/step != history[i-1].Seq/step {
+			return i
+		}
+	}
+	return 0
+}

@@ -1,0 +1,154 @@
+package prompt
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// benchWords are pseudo-words for benchmark texts, drawn like the load
+// benchmark's (bench/cmd/bench) user messages.
+var benchWords = func() []string {
+	const consonants, vowels = "bdfgklmnprstvz", "aeiou"
+	var syl []string
+	for _, c := range consonants {
+		for _, v := range vowels {
+			syl = append(syl, string(c)+string(v))
+		}
+	}
+	var words []string
+	for _, a := range syl {
+		for _, b := range syl {
+			words = append(words, a+b)
+		}
+	}
+	return words
+}()
+
+// benchText is 8 to 24 Zipf-distributed pseudo-words and a question mark.
+func benchText(r *rand.Rand) string {
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(benchWords)-1))
+	n := 8 + r.IntN(17)
+	words := make([]string, n)
+	for i := range words {
+		words[i] = benchWords[z.Uint64()]
+	}
+	return strings.Join(words, " ") + "?"
+}
+
+// benchReply is the load benchmark's fixed upstream reply.
+const benchReply = "Hello! This is a fixed benchmark reply from the fake upstream."
+
+// benchAssembly is one request of a warm long conversation as the load
+// benchmark's memory-on cell sees it: the default budget (8000 tokens) and
+// shares, nstored recent stored messages after the summary, a summary of
+// about 2,400 bytes, a pinned fact and a few others, and nitems recalled
+// passages (mostly earlier user turns of the conversation), each of
+// itemTexts user turns.
+func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (*Assembler, memory.Request, []memory.Message, []memory.Message, loaded) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(seed, 1))
+	g := &convGen{r: r}
+	day := time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)
+	var ld loaded
+	ld.now = day
+	var sum strings.Builder
+	for sum.Len() < 2400 {
+		sum.WriteString("- The user asked: " + benchText(r) + "\n")
+	}
+	ld.summary = &memory.Summary{Version: 7, FromSeq: 1, ToSeq: 500, Text: strings.TrimSpace(sum.String()), CoveredTokens: 12000}
+	for i := range nstored {
+		m := g.msg("user", benchText(r))
+		if i%2 == 1 {
+			m = g.msg("assistant", benchReply)
+		}
+		m.Seq = int64(501 + i)
+		m.Key = memory.Key(fmt.Sprintf("x%d", 250+i/2), i%2)
+		ld.stored = append(ld.stored, m)
+	}
+	ld.facts = []memory.Fact{
+		{Type: memory.FactGoal, Value: "I want to spend less on " + benchText(r), Pinned: true},
+		{Type: memory.FactProfile, Key: "city", Value: "Porto"},
+		{Type: memory.FactPreference, Value: "Prefers short answers"},
+	}
+	for i := range nitems {
+		it := memory.Item{Kind: "message", Conversation: "bench-0", Ref: memory.Key(fmt.Sprintf("x%d", 1+r.IntN(240)), 0),
+			Text: benchText(r), CreatedAt: day.Add(-time.Duration(i) * time.Hour)}
+		for range itemTexts - 1 {
+			it.Text += " " + benchText(r)
+		}
+		if i%9 == 4 {
+			it.Text = benchReply + " " + benchText(r)
+		}
+		ld.items = append(ld.items, it)
+	}
+	counter := mustCounter(tb)
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter}, Options{
+		RecentMessages: nstored, MaxContextTokens: 8000, CompletionReserve: 1024,
+		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20, Now: func() time.Time { return day },
+	}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req := request(tb, memory.ModeOn, `{"role":"system","content":"You are a helpful assistant."}`,
+		fmt.Sprintf(`{"role":"user","content":%q}`, benchText(r)))
+	req.Model = "gpt-4o-mini"
+	parsed, err := parsedMessages(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var system, rest []memory.Message
+	for i, m := range parsed {
+		m.Raw = req.Messages[i]
+		if memory.IsSystem(m.Role) {
+			system = append(system, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	return a, req, system, rest, ld
+}
+
+// BenchmarkAssemble measures assemble, as Prepare calls it, over the
+// shared, warm token counter, on benchAssembly's request: 50 recent
+// stored messages and 70 recalled passages of one user turn each (all
+// shown), or of three (66 shown, as in the load benchmark's memory-on
+// cell: the tokens the recent turns leave go to more passages), or 20
+// and 7 (as cmd/gateway's BenchmarkPrepare/recall-3000). Each request
+// swaps two passages, so that, as in a conversation, the memory block is
+// new while its lines are not.
+func BenchmarkAssemble(b *testing.B) {
+	for _, c := range []struct{ stored, items, texts int }{{50, 70, 1}, {50, 70, 3}, {20, 7, 1}} {
+		b.Run(fmt.Sprintf("stored-%d-items-%dx%d", c.stored, c.items, c.texts), func(b *testing.B) {
+			a, req, system, rest, ld := benchAssembly(b, 1, c.stored, c.items, c.texts)
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			i := 0
+			for b.Loop() {
+				i++
+				j, k := i%len(ld.items), (i*31+7)%len(ld.items)
+				ld.items[j], ld.items[k] = ld.items[k], ld.items[j]
+				if _, err := a.assemble(req, system, rest, false, ld); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU returns the process's CPU time so far (user and system): on a
+// host shared with other work it moves far less than the wall time.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

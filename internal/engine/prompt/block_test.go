@@ -1,0 +1,166 @@
+package prompt
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// recountSections is sectionCosts as first written: every kept line
+// counted again.
+func (a *Assembler) recountSections(model string, sel selection) map[string]int {
+	out := map[string]int{}
+	for _, f := range sel.data.Pinned {
+		out[partPinned] += a.lineCost(model, f.Statement())
+	}
+	if sel.data.Summary != "" {
+		out[partSummary] = a.deps.Counter.Text(model, sel.data.Summary)
+	}
+	for _, f := range sel.data.Facts {
+		out[partFacts] += a.lineCost(model, f.Statement())
+	}
+	for _, p := range sel.data.Passages {
+		out[partRecall] += a.lineCost(model, passageLine(p))
+	}
+	return out
+}
+
+// TestSectionCostsMatchRecount checks that the line costs selectParts
+// records, kept in step by shrink, add up to what counting the kept lines
+// again gives, at every step of shrinking random selections.
+func TestSectionCostsMatchRecount(t *testing.T) {
+	counter := mustCounter(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	g := &convGen{r: r}
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter}, Options{
+		RecentMessages: 10, MaxContextTokens: 8000, CompletionReserve: 1024,
+		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const model = "gpt-4o-mini"
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for iter := range 200 {
+		var ld loaded
+		for i := r.IntN(8); i > 0; i-- {
+			ld.facts = append(ld.facts, memory.Fact{Type: memory.FactGoal, Key: fmt.Sprintf("f%d", i), Value: g.text(), Pinned: r.IntN(2) == 0})
+		}
+		if r.IntN(2) == 0 {
+			ld.summary = &memory.Summary{Version: 1, Text: g.text() + "\n" + g.text()}
+		}
+		for i := r.IntN(40); i > 0; i-- {
+			ld.items = append(ld.items, memory.Item{Kind: "message", Ref: fmt.Sprintf("r%d", i), Conversation: "c" + fmt.Sprint(r.IntN(3)),
+				Text: g.text(), CreatedAt: t0.Add(time.Duration(r.IntN(100)) * time.Hour)})
+		}
+		budget := 50 + r.IntN(2000)
+		pc := a.newPartCosts(model, ld, func(memory.Item) bool { return true })
+		sel := a.selectParts(pc, budget, budget, ld, true, r.IntN(200))
+		for {
+			if got, want := a.sectionCosts(model, sel), a.recountSections(model, sel); !maps.Equal(got, want) {
+				t.Fatalf("iter %d: sectionCosts %v, recounted %v", iter, got, want)
+			}
+			if !sel.shrink() {
+				break
+			}
+		}
+	}
+}
+
+// TestRenderDefaultMatchesTemplate renders random block data, empty parts
+// and texts with newlines, spaces, markup and template syntax included,
+// through renderDefault and through DefaultTemplate: the texts must be the
+// same.
+func TestRenderDefaultMatchesTemplate(t *testing.T) {
+	tmpl := template.Must(template.New("memory").Option("missingkey=error").Parse(DefaultTemplate))
+	r := rand.New(rand.NewPCG(7, 8))
+	texts := []string{"", " ", "save R$ 5.000 by June", "line one\nline two\n", "  padded  ", "<b>&amp;</b>", "{{.Summary}}",
+		"é ção 日本", "trailing newline\n", "\n\nleading", "\t"}
+	text := func() string { return texts[r.IntN(len(texts))] + texts[r.IntN(len(texts))] }
+	for iter := range 3000 {
+		var d BlockData
+		for i := r.IntN(3); i > 0; i-- {
+			d.Pinned = append(d.Pinned, memory.Fact{Key: []string{"", "goal", "budget_limit"}[r.IntN(3)], Value: text(), Pinned: true})
+		}
+		if r.IntN(2) == 0 {
+			d.Summary = text()
+		}
+		for i := r.IntN(3); i > 0; i-- {
+			d.Facts = append(d.Facts, memory.Fact{Key: []string{"", "city", "diet"}[r.IntN(3)], Value: text()})
+		}
+		for i := r.IntN(4); i > 0; i-- {
+			d.Passages = append(d.Passages, Passage{Date: []string{"", "2026-03-01"}[r.IntN(2)], Conversation: text(), Kind: "message", Text: text()})
+		}
+		if r.IntN(5) == 0 { // empty, not nil
+			d.Pinned, d.Facts = []memory.Fact{}, []memory.Fact{}
+		}
+		var want, got strings.Builder
+		if err := tmpl.Execute(&want, d); err != nil {
+			t.Fatal(err)
+		}
+		renderDefault(&got, d)
+		if got.String() != want.String() {
+			t.Fatalf("iter %d: renderDefault\n%q\ntemplate\n%q", iter, got.String(), want.String())
+		}
+	}
+}
+
+// TestRenderUsesConfiguredTemplate checks that a template other than the
+// default is still executed.
+func TestRenderUsesConfiguredTemplate(t *testing.T) {
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: byteCounter{}}, Options{Template: "{{.Summary}}!"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _, err := a.render(selection{data: BlockData{Summary: "sum"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := systemRaw(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"role":"system","content":"sum!"}`; string(raw) != want {
+		t.Fatalf("render = %s, want %s", raw, want)
+	}
+}
+
+// BenchmarkRender renders a block of 3 pinned facts, a summary, 5 facts
+// and 100 passages through renderDefault and through the template engine.
+func BenchmarkRender(b *testing.B) {
+	var d BlockData
+	for i := range 3 {
+		d.Pinned = append(d.Pinned, memory.Fact{Key: "goal", Value: fmt.Sprintf("save %d euros a month for the trip", i)})
+	}
+	d.Summary = strings.Repeat("The user is planning a budget for the year. ", 20)
+	for i := range 5 {
+		d.Facts = append(d.Facts, memory.Fact{Key: "city", Value: fmt.Sprintf("lives in Porto %d", i)})
+	}
+	for i := range 100 {
+		d.Passages = append(d.Passages, Passage{Date: "2026-03-01", Conversation: fmt.Sprintf("conv-%d", i%7), Kind: "message",
+			Text: strings.Repeat("we talked about streaming subscriptions and what they cost ", 4)})
+	}
+	tmpl := template.Must(template.New("memory").Option("missingkey=error").Parse(DefaultTemplate))
+	b.Run("renderDefault", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s strings.Builder
+			renderDefault(&s, d)
+		}
+	})
+	b.Run("template", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s strings.Builder
+			if err := tmpl.Execute(&s, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package prompt
+
+import "github.com/memgate/memgate/internal/memory"
+
+// unit is a run of messages kept or dropped together: a single message, or an
+// assistant message with tool calls followed by the tool messages answering
+// it, so the upstream never sees an orphan tool result.
+type unit struct {
+	start, end int // msgs[start:end]
+	cost       int
+}
+
+// units groups msgs into units, computing each unit's cost.
+func units(msgs []memory.Message, cost func(memory.Message) int) []unit {
+	var out []unit
+	for i := 0; i < len(msgs); {
+		j := i + 1
+		if msgs[i].Role == "assistant" {
+			for j < len(msgs) && msgs[j].Role == "tool" {
+				j++
+			}
+		}
+		u := unit{start: i, end: j}
+		for k := i; k < j; k++ {
+			u.cost += cost(msgs[k])
+		}
+		out = append(out, u)
+		i = j
+	}
+	return out
+}
+
+// fitNewest returns the longest suffix of msgs, in order, whose cost fits in
+// budget, never splitting a tool-call unit and never starting with a tool
+// message whose assistant call was cut off. It also returns the cost spent.
+func fitNewest(msgs []memory.Message, cost func(memory.Message) int, budget int) ([]memory.Message, int) {
+	us := units(msgs, cost)
+	spent := 0
+	first := len(msgs)
+	for i := len(us) - 1; i >= 0; i-- {
+		if spent+us[i].cost > budget {
+			break
+		}
+		spent += us[i].cost
+		first = us[i].start
+	}
+	kept := msgs[first:]
+	// A leading tool message (its assistant call lies before the window, e.g.
+	// when history was loaded from the middle of a unit) is an orphan.
+	for len(kept) > 0 && kept[0].Role == "tool" {
+		spent -= cost(kept[0])
+		kept = kept[1:]
+	}
+	return kept, spent
+}
+
+// windowLow is the low watermark of the recent turns' window, as a
+// fraction of its size: when the turns outgrow the window, the oldest are
+// dropped until what is left fills at most this much of it.
+const windowLow = 0.7
+
+// recentWindow returns the turns of msgs (oldest first) to send as recent
+// turns and their cost. It moves in steps, as compaction does: replaying
+// the conversation unit by unit from msgs[0], whenever the units kept
+// outgrow window (the high watermark) the oldest are dropped down to
+// windowLow of it, so between two such cuts every request keeps the same
+// first turn and its prompt repeats the previous one's up to its newest
+// turns. The result depends only on msgs and window, never on earlier
+// requests: msgs[0] must be a stable place (the conversation's start, the
+// summary's end, windowAnchor). What is kept is then trimmed, oldest first,
+// to fit limit (the tokens actually left) and never starts with a tool
+// message whose call was cut off.
+func recentWindow(msgs []memory.Message, cost func(memory.Message) int, window, limit int) ([]memory.Message, int) {
+	us := units(msgs, cost)
+	low := int(windowLow * float64(max(window, 0)))
+	s, sum := 0, 0
+	for e := range us {
+		sum += us[e].cost
+		if sum > window {
+			for s < e && sum > low {
+				sum -= us[s].cost
+				s++
+			}
+		}
+	}
+	for s < len(us) && sum > limit {
+		sum -= us[s].cost
+		s++
+	}
+	first := len(msgs)
+	if s < len(us) {
+		first = us[s].start
+	}
+	kept := msgs[first:]
+	for len(kept) > 0 && kept[0].Role == "tool" {
+		sum -= cost(kept[0])
+		kept = kept[1:]
+	}
+	return kept, sum
+}

@@ -1,0 +1,158 @@
+package prompt
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// toolFields are the parts of a message that tie tool calls to their results.
+type toolFields struct {
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// toolInfo reads a message's tool call ids (assistant) or answered call id
+// (tool).
+func toolInfo(m memory.Message) (calls []string, answers string) {
+	if !mayNameToolCall(m.Raw) {
+		return nil, "" // what decoding it would answer, at a fraction of the cost
+	}
+	var f toolFields
+	if err := json.Unmarshal(m.Raw, &f); err != nil {
+		return nil, ""
+	}
+	for _, c := range f.ToolCalls {
+		calls = append(calls, c.ID)
+	}
+	return calls, f.ToolCallID
+}
+
+// mayNameToolCall reports whether raw may hold a "tool_calls" or
+// "tool_call_id" key as encoding/json matches keys to toolFields: raw
+// holds "tool_call" in any case, or a \u escape, which could spell it.
+// (encoding/json also folds non-ASCII letters, but none folds to one of
+// "tool_call": TestToolCallKeyFolds.) Without either, decoding raw finds
+// neither key, and toolInfo answers nothing.
+func mayNameToolCall(raw []byte) bool {
+	const name = "tool_call"
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	for i := 0; i+len(name) <= len(raw); i++ {
+		if (raw[i] == 't' || raw[i] == 'T') && asciiEqualFold(raw[i:i+len(name)], name) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiEqualFold reports whether b is s, ASCII letters compared without
+// case; s is lower case.
+func asciiEqualFold(b []byte, s string) bool {
+	for i := range len(s) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// usableHistory returns the stored messages that can go before the client's
+// messages (next) without breaking the tool-call protocol: system messages
+// are skipped; a tool result whose call is not kept (the window began in the
+// middle of a call, or the call was dropped) is dropped; and an assistant
+// message with tool calls is dropped, with its results, unless every call is
+// answered by the tool messages after it — in the history, or, for the last
+// one, at the start of next (the client answering the calls of the stored
+// reply). Each kept message is returned with Raw set (see rawOf).
+func usableHistory(stored, next []memory.Message) []memory.Message {
+	out := make([]memory.Message, 0, len(stored))
+	open := map[string]bool{} // call ids of the kept assistant message being answered
+	for i := 0; i < len(stored); i++ {
+		m := stored[i]
+		switch {
+		case memory.IsSystem(m.Role):
+			continue
+		case m.Role == "tool":
+			_, id := toolInfo(m)
+			if !open[id] {
+				continue // orphan
+			}
+			out = append(out, withRaw(m))
+			continue
+		}
+		clear(open)
+		var calls []string
+		if m.Role == "assistant" { // only an assistant message's calls count
+			calls, _ = toolInfo(m)
+		}
+		if len(calls) > 0 {
+			if !answered(calls, stored[i+1:], next) {
+				// Skip the call and its partial results.
+				for i+1 < len(stored) && stored[i+1].Role == "tool" {
+					i++
+				}
+				continue
+			}
+			for _, id := range calls {
+				open[id] = true
+			}
+		}
+		out = append(out, withRaw(m))
+	}
+	return out
+}
+
+// withRaw returns m with Raw set to rawOf(m).
+func withRaw(m memory.Message) memory.Message {
+	m.Raw = rawOf(m)
+	return m
+}
+
+// answered reports whether every call id is answered by the tool messages
+// that follow: those leading after (stored), and when they run to its end,
+// those leading next (the client's messages).
+func answered(calls []string, after, next []memory.Message) bool {
+	got := map[string]bool{}
+	lead := func(msgs []memory.Message) bool { // reports whether msgs are all tool results
+		for _, m := range msgs {
+			if m.Role != "tool" {
+				return false
+			}
+			_, id := toolInfo(m)
+			got[id] = true
+		}
+		return true
+	}
+	if lead(after) {
+		lead(next)
+	}
+	for _, id := range calls {
+		if !got[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// rawOf returns a stored message's Raw, or a minimal message object for one
+// stored without it.
+func rawOf(m memory.Message) json.RawMessage {
+	if len(m.Raw) > 0 {
+		return m.Raw
+	}
+	// Marshalling two strings cannot fail.
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{m.Role, m.Content})
+	return b
+}

@@ -1,0 +1,413 @@
+package prompt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// loaded is the memory one request may draw on.
+type loaded struct {
+	summary *memory.Summary
+	stored  []memory.Message // newest stored messages, oldest first
+	facts   []memory.Fact    // current facts, pinned ones included, best first
+	items   []memory.Item    // recalled passages, best first
+	now     time.Time
+	// degraded names the parts left out (memory.Degraded*), sorted.
+	degraded []string
+	// errs are why, one per degraded part.
+	errs []error
+}
+
+// partHistory names the stored recent turns among the parts load fetches
+// (the others are partSummary, partFacts and partRecall); the parts are the
+// load-latency metric's labels and, failing, memory.Degraded* values.
+const partHistory = "history"
+
+// partResult is one part's outcome.
+type partResult struct {
+	part    string
+	err     error
+	took    time.Duration
+	summary *memory.Summary
+	stored  []memory.Message
+	facts   []memory.Fact
+	rec     memory.Recalled
+}
+
+// load fetches, concurrently, the conversation's summary and stored history
+// (for a client that sends only its newest turn, unless req.NoRecent), the
+// user's pinned facts,
+// and recall (facts ranked for the query and recalled passages).
+//
+// Each part is dropped on its own: one that fails, or is not back by its
+// deadline, is left out and named in degraded, and the others are used.
+// The store parts (history, summary, pinned facts) get Options.LoadTimeout;
+// recall waits for its query's embedding up to Options.EmbedTimeout, then
+// searches with full text alone (degraded "embedding"), and gets
+// LoadTimeout more for its store queries. Without recall's facts, the
+// pinned facts loaded directly stand in. ctx bounds everything: once it
+// ends load returns its error (the caller gave up; nothing is assembled
+// for it), and the parts still running are cancelled with it.
+func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.Message, fullHistory bool) (loaded, error) {
+	start := time.Now()
+	now := a.opts.Now()
+	ld := loaded{now: now}
+	// The parts share the reads they would each make: the user's facts
+	// (pinned ones here, ranked ones in recall), a store's revision counters.
+	ctx = memory.WithMemo(ctx)
+	conv := req.Conversation != ""
+	storeDL, recallDL := a.deadlines(start)
+	results := make(chan partResult, 4)
+	pending := map[string]bool{}
+	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
+		pending[part] = true
+		go func() {
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			r := partResult{part: part}
+			pctx, span := telemetry.Start(pctx, "memory.load."+part)
+			r.err = f(pctx, &r)
+			telemetry.End(span, r.err)
+			r.took = time.Since(start)
+			results <- r
+		}()
+	}
+	if conv && a.deps.Summaries != nil {
+		run(partSummary, storeDL, func(ctx context.Context, r *partResult) error {
+			s, err := a.deps.Summaries.LatestSummary(ctx, req.Identity)
+			if errors.Is(err, memory.ErrNotFound) {
+				return nil
+			}
+			if err == nil {
+				r.summary = &s
+			}
+			return err
+		})
+	}
+	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
+		run(partHistory, storeDL, func(ctx context.Context, r *partResult) error {
+			msgs, err := a.deps.History.Recent(ctx, req.Identity, a.opts.RecentMessages)
+			r.stored = msgs
+			return err
+		})
+	}
+	if a.deps.Facts != nil {
+		run(partFacts, storeDL, func(ctx context.Context, r *partResult) error {
+			fs, err := a.deps.Facts.Facts(ctx, req.Tenant, req.User, now, false)
+			for _, f := range fs {
+				if f.Pinned && f.Current(now) {
+					r.facts = append(r.facts, f)
+				}
+			}
+			return err
+		})
+	}
+	if a.deps.Recaller != nil {
+		embedBy := start.Add(a.opts.EmbedTimeout)
+		run(partRecall, recallDL, func(ctx context.Context, r *partResult) error {
+			if a.opts.EmbedTimeout > 0 {
+				ctx = recall.WithEmbedDeadline(ctx, embedBy)
+			}
+			rec, err := a.deps.Recaller.Recall(ctx, memory.RecallQuery{
+				Identity:          req.Identity,
+				Text:              recallText(rest),
+				CrossConversation: req.CrossConversation,
+				Now:               recallNow(now, req.At),
+				Budget:            a.passageBudget(req),
+			})
+			r.rec = rec
+			return err
+		})
+	}
+
+	got := map[string]partResult{}
+	// The parts' own contexts end at their deadlines; the timer stops
+	// waiting for one that ignores its context.
+	late := time.NewTimer(max(time.Until(later(storeDL, recallDL)), 0) + lateGrace)
+	defer late.Stop()
+wait:
+	for len(got) < len(pending) {
+		select {
+		case r := <-results:
+			got[r.part] = r
+			a.m.observe(r.part, r.took)
+		case <-late.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	fail := func(part string, err error) {
+		ld.degraded = append(ld.degraded, part)
+		ld.errs = append(ld.errs, fmt.Errorf("load %s: %w", part, err))
+	}
+	part := func(name string) (partResult, bool) {
+		if !pending[name] {
+			return partResult{}, false
+		}
+		r, ok := got[name]
+		if !ok {
+			fail(name, context.DeadlineExceeded)
+			return r, false
+		}
+		if r.err != nil {
+			fail(name, r.err)
+			return r, false
+		}
+		return r, true
+	}
+	if r, ok := part(partSummary); ok {
+		ld.summary = r.summary
+	}
+	if r, ok := part(partHistory); ok {
+		ld.stored = continuation(r.stored, rest)
+	}
+	recalled := false
+	if r, ok := part(partRecall); ok {
+		ld.facts, ld.items = r.rec.Facts, r.rec.Items
+		recalled = true
+		if r.rec.Lexical {
+			ld.degraded = append(ld.degraded, memory.DegradedEmbedding)
+		}
+	}
+	if pending[partFacts] {
+		r, ok := got[partFacts]
+		switch {
+		case recalled && ok && r.err == nil:
+			ld.facts = orderFacts(r.facts, ld.facts)
+		case recalled:
+			// Recall's facts include the pinned ones.
+		case ok && r.err == nil:
+			ld.facts = orderFacts(r.facts, nil)
+		default:
+			part(partFacts)
+		}
+	}
+	slices.Sort(ld.degraded)
+	if err := ctx.Err(); err != nil {
+		// The request's caller gave up: nothing is assembled for it.
+		return loaded{}, fmt.Errorf("load memory: %w", err)
+	}
+	return ld, nil
+}
+
+// orderFacts returns recall's ranked facts (most relevant to the current
+// turn first, pinned and not), then the pinned facts that are not among
+// them, most recently stated first: the order in which pins win the pinned
+// share (selectFixed).
+func orderFacts(pinned, ranked []memory.Fact) []memory.Fact {
+	have := make(map[[2]string]bool, len(ranked))
+	for _, f := range ranked {
+		have[[2]string{f.Key, f.Value}] = true
+	}
+	var rest []memory.Fact
+	for _, f := range pinned {
+		if !have[[2]string{f.Key, f.Value}] {
+			rest = append(rest, f)
+		}
+	}
+	if len(rest) == 0 {
+		return ranked
+	}
+	slices.SortStableFunc(rest, func(a, b memory.Fact) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	out := make([]memory.Fact, 0, len(ranked)+len(rest))
+	return append(append(out, ranked...), rest...)
+}
+
+// lateGrace is how long load waits past the last part's deadline for a part
+// whose store ignores its context, before it leaves it out.
+const lateGrace = 20 * time.Millisecond
+
+// deadlines returns when the store parts and recall must be back for a
+// request that started loading at start. Without a LoadTimeout the parts
+// are bounded by the request's context alone.
+func (a *Assembler) deadlines(start time.Time) (store, rec time.Time) {
+	far := start.Add(24 * time.Hour)
+	if a.opts.LoadTimeout <= 0 {
+		return far, far
+	}
+	store = start.Add(a.opts.LoadTimeout)
+	return store, start.Add(max(a.opts.EmbedTimeout, 0) + a.opts.LoadTimeout)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// continuation returns the stored messages that go before the client's new
+// messages (rest), without their reasoning (withoutReasoning): replies the upstream broke off (memory.Message.Failed)
+// are never sent back as if they had been said, and the stored tail that
+// the client repeats at the start of rest — the user turn and assistant tool
+// call a tool loop resends with its results, or a retried message — is left
+// to the client's copy, so nothing is sent twice.
+func continuation(stored, rest []memory.Message) []memory.Message {
+	out := make([]memory.Message, 0, len(stored))
+	for _, m := range stored {
+		// A stored message is not trusted to be one JSON value (a store
+		// or cache holding two in one would add a message to the prompt):
+		// one that is not is left out (one without Raw is encoded from
+		// its fields). The prompt's other messages are the client's, as
+		// parsed, and the memory block memgate encodes.
+		if !m.Failed() && (len(m.Raw) == 0 || json.Valid(m.Raw)) {
+			out = append(out, withoutReasoning(m))
+		}
+	}
+	for k := min(len(out), len(rest)); k > 0; k-- {
+		same := true
+		for i := 0; i < k; i++ {
+			if out[len(out)-k+i].Fingerprint() != rest[i].Fingerprint() {
+				same = false
+				break
+			}
+		}
+		if same {
+			return out[:len(out)-k]
+		}
+	}
+	return out
+}
+
+// shortQuery is the length (in bytes) under which a user message is joined
+// with the assistant turn before it to make a recall query ("yes, do that").
+const shortQuery = 40
+
+// recallText is the recall query for a client's messages: the newest user
+// message, preceded by the assistant message before it when it is short.
+func recallText(msgs []memory.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		text := msgs[i].Content
+		if len(strings.TrimSpace(text)) < shortQuery {
+			for j := i - 1; j >= 0; j-- {
+				if msgs[j].Role == "assistant" && msgs[j].Content != "" {
+					text = msgs[j].Content + "\n" + text
+					break
+				}
+			}
+		}
+		return text
+	}
+	return ""
+}
+
+// reasoningFields are the reply fields that carry a model's reasoning.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// withoutReasoning returns m with the reasoning fields removed from its Raw:
+// the store keeps a reply's reasoning, but it does not go back upstream as
+// history (providers such as DeepSeek reject reasoning_content in input).
+func withoutReasoning(m memory.Message) memory.Message {
+	if m.Role != "assistant" || !bytes.Contains(m.Raw, []byte(`"reasoning`)) {
+		return m
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(m.Raw, &fields) != nil {
+		return m
+	}
+	n := len(fields)
+	for _, f := range reasoningFields {
+		delete(fields, f)
+	}
+	if len(fields) == n {
+		return m
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return m
+	}
+	m.Raw = raw
+	return m
+}
+
+// within returns a for one request whose context is ctx: its counter stops
+// counting once ctx ends (ctxCounter), so a Prepare its caller gave up on
+// (the proxy answers without memory at its deadline) stops tokenizing
+// within one text instead of assembling the whole prompt for nobody.
+func (a *Assembler) within(ctx context.Context) *Assembler {
+	if ctx.Done() == nil {
+		return a
+	}
+	b := *a
+	b.deps.Counter = ctxCounter{inner: a.deps.Counter, done: ctx.Done()}
+	return &b
+}
+
+// ctxCounter counts with inner until ctx ends; after that it answers at
+// once with a bound instead — a text's bytes, which no encoding exceeds on
+// valid UTF-8 — so the rest of an abandoned assembly costs nothing. Its
+// caller checks ctx before using what it assembled.
+type ctxCounter struct {
+	inner TokenCounter
+	done  <-chan struct{} // the context's Done
+}
+
+// ended reports whether the context ended (a receive that does not block,
+// cheaper than Err's lock).
+func (c ctxCounter) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c ctxCounter) Messages(model string, msgs []json.RawMessage) int {
+	if c.ended() {
+		n := 3
+		for _, m := range msgs {
+			n += 3 + len(m)
+		}
+		return n
+	}
+	return c.inner.Messages(model, msgs)
+}
+
+func (c ctxCounter) RawMessage(model string, raw json.RawMessage) int {
+	if c.ended() {
+		return 3 + len(raw)
+	}
+	return c.inner.RawMessage(model, raw)
+}
+
+func (c ctxCounter) Text(model, s string) int {
+	if c.ended() {
+		return len(s)
+	}
+	return c.inner.Text(model, s)
+}
+
+func (c ctxCounter) SystemMessage(model, text string) int {
+	if c.ended() {
+		return 4 + len(text)
+	}
+	return c.inner.SystemMessage(model, text)
+}
+
+func (c ctxCounter) ContextWindow(model string) int { return c.inner.ContextWindow(model) }
+
+// recallNow is the time a question's time words are read against: when its
+// turn was said (a relayed or replayed conversation's X-Memory-Timestamp),
+// else now.
+func recallNow(now, at time.Time) time.Time {
+	if at.IsZero() {
+		return now
+	}
+	return at
+}

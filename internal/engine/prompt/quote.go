@@ -1,0 +1,122 @@
+package prompt
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Stored text is data (house rule 25): whatever memgate stored — a user's,
+// an assistant's or a tool's words, a summary, a fact — is written into
+// the memory block so that it cannot end the block's delimiters, or open a
+// new one, in any rendering (the default template, a custom one, each
+// dialect's form).
+//
+// quoteText does it by escaping the opening bracket of anything in the
+// text that reads as a tag: "<", or a fullwidth or small less-than sign,
+// followed — after spaces, invisible format characters and slashes — by
+// a letter, "!" or "?", or by nothing (the end of the text), becomes
+// "&lt;". "</memory>", "< /MEMORY>", "<\u200b/memory>" and
+// "＜/ｍｅｍｏｒｙ＞" all lose their bracket, as does a tag of any other
+// name (a custom template's own delimiters included) and "a < b", while
+// "<3", "a <= b" and "->" stay as they were. The text reads the same to a
+// model (an escaped tag is still visibly a tag, as text); only memgate's
+// own delimiters remain tags.
+
+// tagBrackets are the characters quoteText treats as a tag's opening
+// bracket: the less-than sign and its fullwidth and small forms.
+const tagBrackets = "<\uFF1C\uFE64"
+
+// escapedBracket replaces a tag's opening bracket.
+const escapedBracket = "&lt;"
+
+// maxTagLookahead bounds how far past a bracket quoteText looks for the
+// tag's name (runes): each bracket costs at most this much, so quoting is
+// linear in the text's length.
+const maxTagLookahead = 32
+
+// quoteText returns s with every tag-like opening bracket escaped (see
+// above); s itself when it has none.
+func quoteText(s string) string {
+	i := strings.IndexAny(s, tagBrackets)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	last := 0
+	for i >= 0 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		if opensTag(s[i+size:]) {
+			b.WriteString(s[last:i])
+			b.WriteString(escapedBracket)
+			last = i + size
+		}
+		next := strings.IndexAny(s[i+size:], tagBrackets)
+		if next < 0 {
+			break
+		}
+		i += size + next
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// opensTag reports whether rest, the text after a bracket, starts like a
+// tag: after at most maxTagLookahead spaces, format characters and
+// slashes, a letter, "!" or "?" — or nothing at all: what follows the
+// text in the block (a template's next line, another field) is not the
+// text's to choose, so a bracket that ends it is escaped too.
+func opensTag(rest string) bool {
+	for n, r := range rest {
+		if n >= maxTagLookahead*utf8.UTFMax {
+			return false
+		}
+		switch {
+		case unicode.IsLetter(r) || r == '!' || r == '?':
+			return true
+		case r == '/' || r == '\\' || r == '\uFF0F' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r):
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// quoteFact returns f with its key and value quoted (quoteText), as the
+// block shows it.
+func quoteFact(f memory.Fact) memory.Fact {
+	f.Key, f.Value = quoteText(f.Key), quoteText(f.Value)
+	return f
+}
+
+// quoted returns ld with its summary and facts quoted (quoteText); the
+// recalled items are quoted as they become passages (partCosts.passage),
+// since recallFilter compares their text as stored. ld's slices and
+// summary are not changed: quoted copies replace them where needed.
+func quoted(ld loaded) loaded {
+	if ld.summary != nil {
+		if q := quoteText(ld.summary.Text); q != ld.summary.Text {
+			s := *ld.summary
+			s.Text = q
+			ld.summary = &s
+		}
+	}
+	for i, f := range ld.facts {
+		if q := quoteFact(f); q.Key != f.Key || q.Value != f.Value {
+			facts := make([]memory.Fact, len(ld.facts))
+			copy(facts, ld.facts[:i])
+			for j := i; j < len(ld.facts); j++ {
+				facts[j] = quoteFact(ld.facts[j])
+			}
+			ld.facts = facts
+			break
+		}
+	}
+	return ld
+}

@@ -1,0 +1,300 @@
+package prompt
+
+import (
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// selection is the content chosen for a memory block.
+type selection struct {
+	data BlockData
+	// Line costs (lineCost) of data's pinned facts, facts and passages,
+	// one for each, as selectParts counted them; shrink drops the last
+	// ones with the lines.
+	pinnedCosts, factCosts, passageCosts []int
+	// summaryCost is what data.Summary costs (Counter.Text).
+	summaryCost int
+}
+
+// fixedParts is a selection of pinned facts, the summary and facts, and
+// what it leaves the recalled passages.
+type fixedParts struct {
+	sel selection
+	// room is what is left of the block's room; recallShare is the
+	// passages' own share of the budget, and spare what the summary and
+	// facts left of theirs.
+	room, recallShare, spare int
+	// fromSummary is the part of the summary's share that an extractive
+	// summary may not take (Shares.ExtractiveSummary): it goes to the
+	// passages, as measured (BENCHMARKS.md, issue 27).
+	fromSummary int
+}
+
+// partCosts counts the memory block's lines once per request: assemble
+// chooses the block's content up to three times (again with the summary
+// when the recent turns overflow, and with more room for passages when
+// they leave tokens unused), from the same facts and recalled items.
+type partCosts struct {
+	a     *Assembler
+	model string
+	keep  func(memory.Item) bool
+	// factCosts are the line costs of the request's facts, by index;
+	// counted reports which are set.
+	factCosts []int
+	counted   []bool
+	// items are the recalled items; passages and passageCosts are each
+	// as the block shows it and its line cost, by index, set on first use
+	// (state).
+	items        []memory.Item
+	passages     []Passage
+	passageCosts []int
+	state        []itemState
+	// lines holds every passage line built ("- [date, conversation c]
+	// text\n"), back to back: each line counted and each passage's Date
+	// is a substring of it, so a request's lines cost one allocation.
+	lines strings.Builder
+}
+
+// itemState is what partCosts knows of a recalled item.
+type itemState uint8
+
+const (
+	itemUnseen   itemState = iota
+	itemShowable           // passes keep; passage and cost set
+	itemFiltered           // fails keep
+)
+
+// newPartCosts returns the line costs of ld's facts and items for model,
+// none counted yet; keep is the test a recalled item must pass to be
+// shown (recallFilter).
+func (a *Assembler) newPartCosts(model string, ld loaded, keep func(memory.Item) bool) *partCosts {
+	return &partCosts{
+		a: a, model: model, keep: keep,
+		factCosts: make([]int, len(ld.facts)), counted: make([]bool, len(ld.facts)),
+		items: ld.items, passages: make([]Passage, len(ld.items)), passageCosts: make([]int, len(ld.items)),
+		state: make([]itemState, len(ld.items)),
+	}
+}
+
+// fact returns the line cost of the i-th fact, f.
+func (pc *partCosts) fact(i int, f memory.Fact) int {
+	if !pc.counted[i] {
+		pc.factCosts[i] = pc.a.lineCost(pc.model, f.Statement())
+		pc.counted[i] = true
+	}
+	return pc.factCosts[i]
+}
+
+// passage reports whether the i-th recalled item is to be shown and, if
+// so, returns it as a passage and its line cost: what keep and
+// lineCost(passageLine) answer, computed once.
+func (pc *partCosts) passage(i int) (Passage, int, bool) {
+	switch pc.state[i] {
+	case itemShowable:
+		return pc.passages[i], pc.passageCosts[i], true
+	case itemFiltered:
+		return Passage{}, 0, false
+	}
+	it := pc.items[i]
+	if !pc.keep(it) {
+		pc.state[i] = itemFiltered
+		return Passage{}, 0, false
+	}
+	if pc.lines.Cap() == 0 {
+		n := 0
+		for _, it := range pc.items[i:] {
+			n += len("- [2006-01-02, conversation ] \n") + len(it.Conversation) + len(it.Text)
+		}
+		pc.lines.Grow(n)
+	}
+	b := &pc.lines
+	conv := quoteText(it.Conversation)
+	start := b.Len()
+	b.WriteString("- [")
+	var date [16]byte
+	b.Write(passageTime(it).AppendFormat(date[:0], "2006-01-02"))
+	dateEnd := b.Len()
+	b.WriteString(", conversation ")
+	b.WriteString(conv)
+	b.WriteString("] ")
+	text := quoteText(it.Text) // stored text is data: it cannot end the block
+	b.WriteString(text)
+	b.WriteByte('\n')
+	s := b.String()
+	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: conv, Kind: it.Kind, Text: text}
+	c := pc.a.deps.Counter.Text(pc.model, s[start:]) // lineCost(model, passageLine(p))
+	pc.passages[i], pc.passageCosts[i], pc.state[i] = p, c, itemShowable
+	return p, c, true
+}
+
+// selectParts chooses the block's content in priority order — pinned facts,
+// the summary, other facts, recalled passages — each within its share of
+// budget and all within room (selectFixed, then pack).
+func (a *Assembler) selectParts(pc *partCosts, budget, room int, ld loaded, withSummary bool, extra int) selection {
+	sel, _ := pc.pack(a.selectFixed(pc, budget, room, ld, withSummary), extra)
+	return sel
+}
+
+// selectFixed chooses the pinned facts, the summary (withSummary) and
+// other facts of a block, each within its share of budget and all within
+// room.
+func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, withSummary bool) fixedParts {
+	var sel selection
+	model := pc.model
+	sh := a.opts.Shares
+	// Pinned facts, within their own share: ld.facts lists them most
+	// relevant to the current turn first, then most recent (see
+	// orderFacts), so those win when not all fit.
+	pinnedShare := int(sh.Pinned * float64(budget))
+	pinnedCap := min(pinnedShare, room)
+	pinned := 0
+	var shown []bool // by index in ld.facts: chosen as a pin
+	for i, f := range ld.facts {
+		if !f.Pinned {
+			continue
+		}
+		c := pc.fact(i, f)
+		if pinned+c > pinnedCap {
+			continue
+		}
+		if shown == nil {
+			shown = make([]bool, len(ld.facts))
+		}
+		shown[i] = true
+		pinned += c
+		sel.data.Pinned = append(sel.data.Pinned, f)
+		sel.pinnedCosts = append(sel.pinnedCosts, c)
+	}
+	room -= pinned
+	summaryShare := int(sh.Summary * float64(budget))
+	summaryUsed, fromSummary := 0, 0
+	if withSummary && ld.summary != nil {
+		limit := summaryShare
+		if ld.summary.Summariser == memory.SummariserExtractive {
+			limit = min(limit, int(sh.ExtractiveSummary*float64(budget)))
+			fromSummary = summaryShare - limit
+		}
+		text, c := a.fitText(model, ld.summary.Text, min(limit, room))
+		summaryUsed = c
+		sel.data.Summary, sel.summaryCost = text, c
+		room -= summaryUsed
+	}
+	// Other facts, in recall's order. A pin left out of the pinned share
+	// competes here like any fact: it is still stored, and shown when
+	// recall ranks it high enough for this turn.
+	factsShare := int(sh.Facts * float64(budget))
+	factsCap := min(factsShare, room)
+	used := 0
+	n := 0
+	for i, f := range ld.facts {
+		if (shown != nil && shown[i]) || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
+			continue
+		}
+		c := pc.fact(i, f)
+		if used+c > factsCap {
+			continue
+		}
+		used += c
+		n++
+		sel.data.Facts = append(sel.data.Facts, f)
+		sel.factCosts = append(sel.factCosts, c)
+	}
+	room -= used
+	// The shares the pins, summary and facts left unused are the passages' too.
+	spare := max(pinnedShare-pinned, 0) + max(summaryShare-summaryUsed, 0) + max(factsShare-used, 0)
+	return fixedParts{sel: sel, room: room, recallShare: int(sh.Recall * float64(budget)), spare: spare, fromSummary: fromSummary}
+}
+
+// pack adds recalled passages to fx's selection within the passages'
+// share, what an extractive summary may not take of the summary's
+// (fx.fromSummary) and extra more tokens
+// (what the recent turns left unused), and within fx's room. Passages are
+// packed best first: each that fits in what is left is taken, one too
+// large is skipped for the smaller ones after it. fx is not changed.
+// pack also reports whether it took every passage to be shown: then no
+// larger extra takes more.
+func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
+	sel := fx.sel
+	recallCap := min(fx.recallShare+fx.fromSummary+extra, fx.room)
+	used := 0
+	all := true
+	for i := range pc.items {
+		if recallCap-used < minPassageCost {
+			all = false
+			break
+		}
+		p, c, ok := pc.passage(i)
+		if !ok {
+			continue
+		}
+		if used+c > recallCap {
+			all = false
+			continue
+		}
+		used += c
+		if sel.data.Passages == nil { // room for all that are left
+			sel.data.Passages = make([]Passage, 0, len(pc.items)-i)
+			sel.passageCosts = make([]int, 0, len(pc.items)-i)
+		}
+		sel.data.Passages = append(sel.data.Passages, p)
+		sel.passageCosts = append(sel.passageCosts, c)
+	}
+	return sel, all
+}
+
+// minPassageCost is the fewest tokens a passage line costs (its bullet,
+// date and conversation): with less left, packing stops.
+const minPassageCost = 12
+
+// passageDate is when a recalled item was said, as 2006-01-02.
+func passageDate(it memory.Item) string {
+	return passageTime(it).Format("2006-01-02")
+}
+
+// passageTime is when a recalled item was said, in UTC.
+func passageTime(it memory.Item) time.Time {
+	at := it.SaidAt
+	if at.IsZero() {
+		at = it.CreatedAt
+	}
+	return at.UTC()
+}
+
+// passageLine is how a passage reads in the block, after its "- ".
+func passageLine(p Passage) string {
+	return "[" + p.Date + ", conversation " + p.Conversation + "] " + p.Text
+}
+
+// lineCost is what one "- text" line of a section costs.
+func (a *Assembler) lineCost(model, text string) int {
+	return a.deps.Counter.Text(model, "- "+text+"\n")
+}
+
+// fitText returns text, or as many of its leading lines (the last one cut
+// at a word) as fit in limit tokens, and what the returned text costs.
+func (a *Assembler) fitText(model, text string, limit int) (string, int) {
+	if limit <= 0 {
+		return "", a.deps.Counter.Text(model, "")
+	}
+	if c := a.deps.Counter.Text(model, text); c <= limit {
+		return text, c
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if a.deps.Counter.Text(model, b.String()+line) <= limit {
+			b.WriteString(line)
+			continue
+		}
+		for _, w := range strings.SplitAfter(line, " ") {
+			if a.deps.Counter.Text(model, b.String()+w) > limit {
+				break
+			}
+			b.WriteString(w)
+		}
+		break
+	}
+	fit := strings.TrimSpace(b.String())
+	return fit, a.deps.Counter.Text(model, fit)
+}

@@ -1,0 +1,80 @@
+package record
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Adopter keeps a full-history chat's first turn in the chat's conversation
+// (implemented by the stores). A chat whose client resends its whole
+// history and names no conversation sends its first turn alone, exactly
+// like a client that sends only its newest turn, so that turn is stored in
+// the user's default conversation; from the second turn on the chat has a
+// conversation derived from its start (memory.DerivedConversation). The
+// first turn is recorded with the conversation its continuation would
+// derive, and that continuation moves it over before it is stored itself.
+type Adopter interface {
+	// RecordCandidate notes that exchange exchangeID, stored in id (the
+	// user's default conversation), is continued by conversation candidate.
+	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
+	// Adopt moves into to, when it holds nothing yet, the recorded
+	// exchanges of the user's default conversation that prior (the
+	// history resent to to) starts with, in one transaction, and returns
+	// how many messages moved.
+	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	// Continued reports whether ex's candidate conversation starts with
+	// ex's turn and reply: the continuation was stored first, with ex as
+	// its resent history.
+	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
+}
+
+// adoptFirstTurns moves, before an exchange of a derived conversation that
+// resent history is stored, the exchanges of that history stored in the
+// user's default conversation into it (see Adopter), so the save aligns
+// the history with them and stores nothing twice. A failure is logged and
+// the save goes on: the first turns then stay in default, as without an
+// Adopter.
+func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) {
+	if a == nil || !ex.Derived || len(ex.Prior) == 0 {
+		return
+	}
+	n, err := a.Adopt(ctx, ex.Identity, ex.Prior)
+	switch {
+	case err != nil:
+		logger.Warn("capture could not move a chat's first turns into its conversation; they stay in the default conversation",
+			"exchange", ex.ID, "conversation", ex.Conversation, "err", err)
+	case n > 0:
+		logger.Debug("capture moved a chat's first turns into its conversation", "exchange", ex.ID, "conversation", ex.Conversation, "messages", n)
+	}
+}
+
+// recordCandidate records a stored exchange's candidate conversation (see
+// memory.Exchange.Candidate). A failure is logged: the exchange then stays
+// in the default conversation when its chat goes on.
+func recordCandidate(ctx context.Context, a Adopter, ex memory.Exchange, res memory.SaveResult, logger *slog.Logger) {
+	if a == nil || ex.Candidate == "" || res.Dropped {
+		return
+	}
+	if err := a.RecordCandidate(ctx, ex.Identity, ex.ID, ex.Candidate); err != nil {
+		logger.Warn("capture could not record a first turn's candidate conversation", "exchange", ex.ID, "err", err)
+	}
+}
+
+// storedAhead reports whether ex, a full-history chat's first turn, is
+// stored already, as the history its continuation resent (the
+// continuation was stored first: its capture overtook ex's, say when ex
+// waited in the capture queue). ex is then a duplicate and not stored in
+// the default conversation. A failure is logged and reported as false.
+func storedAhead(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) bool {
+	if a == nil || ex.Candidate == "" {
+		return false
+	}
+	ok, err := a.Continued(ctx, ex)
+	if err != nil {
+		logger.Warn("capture could not check a first turn's candidate conversation", "exchange", ex.ID, "err", err)
+		return false
+	}
+	return ok
+}

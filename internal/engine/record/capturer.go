@@ -1,0 +1,460 @@
+package record
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Queue is a durable queue (the SQLite outboxes, Redis Streams): the
+// capture queue of exchanges waiting to be stored, and the enrichment queue
+// of stored exchanges waiting for their after-save hooks.
+type Queue interface {
+	// Enqueue durably appends a payload.
+	Enqueue(ctx context.Context, payload []byte) error
+	// Claim returns up to max deliveries for consumer: stale unacknowledged
+	// entries first, then new ones, waiting up to block for any.
+	Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error)
+	// Ack removes delivered entries for good.
+	Ack(ctx context.Context, ids ...string) error
+}
+
+// Saver stores an exchange idempotently (by ex.ID).
+type Saver interface {
+	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+}
+
+// BatchSaver is a Saver that can store several exchanges in one transaction
+// (a group commit), all or nothing. The Capturer uses it when the saver has
+// it.
+type BatchSaver interface {
+	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
+}
+
+// DeadLetterer sets aside an exchange the store refused for good. The
+// Capturer and the Worker use it when the saver has it.
+type DeadLetterer interface {
+	DeadLetter(ctx context.Context, d memory.DeadLetter) error
+}
+
+// Redactor removes secrets from a message's Content and Raw, reporting how
+// many it replaced. *redact.Redactor implements it.
+type Redactor interface {
+	Message(m memory.Message) (memory.Message, int, error)
+}
+
+// Options tunes a Capturer. Zero fields take the defaults noted.
+type Options struct {
+	// Enrich is the queue stored exchanges go to for their after-save hooks
+	// (fact extraction, summaries, indexing), drained by an Enricher. Nil:
+	// none (hooks, if any, run inside the Saver).
+	Enrich Queue
+	// Lanes is how many conversations are stored at once (default 4). A
+	// conversation always goes to the same lane, so its turns are stored in
+	// the order they were captured.
+	Lanes int
+	// Batch is the most exchanges one lane stores in one transaction
+	// (default 64).
+	Batch int
+	// Buffer is the capacity of the lanes' hand-off channels together
+	// (default 4096). When a lane is full, Capture waits for room for up to
+	// FullWait (default 30s); only past it is an exchange dropped, counted
+	// and logged.
+	Buffer   int
+	FullWait time.Duration
+	// SaveWait bounds how long Capture waits for its exchange to be durable
+	// (stored, or in the capture queue) before it returns anyway (default
+	// 10s). The exchange is still stored after that; only a crash in between
+	// would lose it.
+	SaveWait time.Duration
+	// OpTimeout bounds one store or queue call (default 5s).
+	OpTimeout time.Duration
+	// RetryBase is the first delay between retries of a failed save when
+	// there is no capture queue to hand it to; it doubles up to RetryMax
+	// (defaults 100ms and 30s). The first retry is immediate.
+	RetryBase, RetryMax time.Duration
+	// MaxAttempts is how many times an exchange failing with an error that
+	// is neither invalid input nor an unreachable store is tried before it is
+	// set aside as a dead letter (default 8: about 13s of retries at the
+	// default backoff).
+	MaxAttempts int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Lanes <= 0 {
+		o.Lanes = 4
+	}
+	if o.Batch <= 0 {
+		o.Batch = 64
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 4096
+	}
+	if o.FullWait <= 0 {
+		o.FullWait = 30 * time.Second
+	}
+	if o.SaveWait <= 0 {
+		o.SaveWait = 10 * time.Second
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = 5 * time.Second
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = 100 * time.Millisecond
+	}
+	if o.RetryMax < o.RetryBase {
+		o.RetryMax = max(30*time.Second, o.RetryBase)
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+	return o
+}
+
+// Capturer stores exchanges in their conversations on the request path and
+// hands them to enrichment off it. Capture mints the exchange's key,
+// sanitizes and redacts it, and stores it through its conversation's lane,
+// which groups concurrent exchanges into one transaction; it returns once
+// the exchange is stored or, when the store fails, durably in the capture
+// queue. Wait lets the next request of a conversation wait for the
+// conversation's pending turns. A turn that the store refuses for good is
+// set aside as a dead letter and never holds up the others. It is safe for
+// concurrent use.
+type Capturer struct {
+	queue    Queue // nil: no fallback; failed saves are retried in place
+	saver    Saver
+	batch    BatchSaver   // nil: one transaction per exchange
+	dead     DeadLetterer // nil: refused exchanges are dropped
+	adopter  Adopter      // nil: a chat's first turn stays where it was stored
+	enrich   Queue        // nil: no enrichment queue
+	redactor Redactor     // nil: no redaction
+	logger   *slog.Logger
+	opts     Options
+	metrics  *capturerMetrics
+	seed     maphash.Seed
+
+	closeMu sync.RWMutex // guards closed against the close of lanes
+	closed  bool
+	lanes   []chan *job
+	running sync.WaitGroup // the lanes
+	watcher sync.WaitGroup // watchQueued
+
+	convMu sync.Mutex
+	convs  map[memory.Identity]*convState
+
+	retrying atomic.Int64
+	ctx      context.Context // cancelled when Close gives up
+	cancel   context.CancelFunc
+}
+
+// job is one captured exchange on its way to the store.
+type job struct {
+	ex       memory.Exchange
+	payload  []byte // ex encoded, for the capture queue and dead letters
+	start    time.Time
+	attempts int
+	done     chan struct{} // closed once ex is durable or given up
+	// outcome is what became of ex, set before done is closed.
+	outcome Outcome
+}
+
+// convState is what the Capturer tracks of a conversation with turns in
+// flight.
+type convState struct {
+	inflight int
+	idle     chan struct{} // closed when inflight drops to 0
+	// queued: some of its turns went to the capture queue, so the later ones
+	// follow them there until the queue has drained, keeping their order.
+	queued bool
+}
+
+// New returns a running Capturer. q, the capture queue turns go to when
+// the store fails, may be nil (failed saves are then retried in place);
+// redactor may be nil to store text as is; logger may be nil. When saver is
+// a BatchSaver, concurrent exchanges share transactions; when it is a
+// DeadLetterer, exchanges it refuses are set aside there; when it is an
+// Adopter, a full-history chat's first turn joins the chat's conversation.
+// Call Close to flush it.
+func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Options) *Capturer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Capturer{
+		queue:    q,
+		saver:    saver,
+		enrich:   opts.Enrich,
+		redactor: redactor,
+		logger:   logger,
+		opts:     opts,
+		metrics:  newCapturerMetrics(),
+		seed:     maphash.MakeSeed(),
+		convs:    map[memory.Identity]*convState{},
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	c.batch, _ = saver.(BatchSaver)
+	c.dead, _ = saver.(DeadLetterer)
+	c.adopter, _ = saver.(Adopter)
+	c.metrics.retryDepth = func() float64 { return float64(c.retrying.Load()) }
+	c.metrics.inflight = c.inflight
+	per := max(1, opts.Buffer/opts.Lanes)
+	for range opts.Lanes {
+		ch := make(chan *job, per)
+		c.lanes = append(c.lanes, ch)
+		c.running.Go(func() { c.runLane(ch) })
+	}
+	if q != nil {
+		c.watcher.Go(c.watchQueued)
+	}
+	return c
+}
+
+// Capture stores an exchange and returns once it is durable: saved in its
+// conversation, or, when the store fails, in the capture queue. It waits at
+// most Options.SaveWait (and not past ctx) for that; the exchange is stored
+// anyway. Capture mints the exchange's ID (a client's request id, if the
+// caller put it in ID, moves to RequestID: it never decides what is stored),
+// stamps At when zero, sanitizes and redacts the text. It never fails the
+// caller: an exchange that cannot be stored is dropped or set aside, counted
+// and logged.
+func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
+	start := time.Now()
+	if ex.RequestID == "" {
+		ex.RequestID = ex.ID
+	}
+	ex.ID = NewExchangeID()
+	if ex.At.IsZero() {
+		ex.At = start.UTC()
+	}
+	ex, payload, err := c.prepare(ex)
+	if err != nil {
+		c.metrics.failures.WithLabelValues("encode").Inc()
+		c.drop(ctx, ex, "cannot encode: "+err.Error())
+		return
+	}
+	j := &job{ex: ex, payload: payload, start: start, done: make(chan struct{})}
+	if !c.submit(ctx, j) {
+		return
+	}
+	t := time.NewTimer(c.opts.SaveWait)
+	defer t.Stop()
+	select {
+	case <-j.done:
+	case <-t.C:
+		c.metrics.failures.WithLabelValues("save_wait").Inc()
+		c.logger.WarnContext(ctx, "capture still storing an exchange; not waiting longer", "exchange", ex.ID, "request_id", ex.RequestID)
+	case <-ctx.Done():
+	}
+}
+
+// submit hands j to its conversation's lane, waiting up to FullWait for
+// room. It reports false (and drops j) when the Capturer is closed or the
+// lane stayed full.
+func (c *Capturer) submit(ctx context.Context, j *job) bool {
+	c.closeMu.RLock()
+	defer c.closeMu.RUnlock()
+	if c.closed {
+		c.drop(ctx, j.ex, "capturer closed")
+		return false
+	}
+	lane := c.lanes[maphash.Comparable(c.seed, j.ex.Identity)%uint64(len(c.lanes))]
+	c.begin(j.ex.Identity)
+	select {
+	case lane <- j:
+		c.metrics.captured.Inc()
+		return true
+	default:
+	}
+	c.metrics.failures.WithLabelValues("buffer_full").Inc()
+	t := time.NewTimer(c.opts.FullWait)
+	defer t.Stop()
+	select {
+	case lane <- j:
+		c.metrics.captured.Inc()
+		return true
+	case <-t.C:
+		c.end(j.ex.Identity)
+		c.drop(ctx, j.ex, "capture buffer full")
+		return false
+	}
+}
+
+// Wait returns once no turn of the conversation is being stored by this
+// Capturer (at once when none is), or with ctx's error when ctx ends first.
+// A request calls it before it reads the conversation, so that it sees the
+// turn answered just before it.
+func (c *Capturer) Wait(ctx context.Context, id memory.Identity) error {
+	c.convMu.Lock()
+	var idle chan struct{}
+	if st := c.convs[id]; st != nil && st.inflight > 0 {
+		idle = st.idle
+	}
+	c.convMu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	c.metrics.waits.Inc()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for pending capture: %w", ctx.Err())
+	}
+}
+
+// begin counts a turn of id in flight.
+func (c *Capturer) begin(id memory.Identity) {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	st := c.convs[id]
+	if st == nil {
+		st = &convState{}
+		c.convs[id] = st
+	}
+	if st.inflight == 0 {
+		st.idle = make(chan struct{})
+	}
+	st.inflight++
+}
+
+// end counts a turn of id as no longer in flight.
+func (c *Capturer) end(id memory.Identity) {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	st := c.convs[id]
+	if st == nil {
+		return
+	}
+	if st.inflight--; st.inflight == 0 {
+		close(st.idle)
+		if !st.queued {
+			delete(c.convs, id)
+		}
+	}
+}
+
+// inflight counts the turns in flight, for the gauge.
+func (c *Capturer) inflight() float64 {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	n := 0
+	for _, st := range c.convs {
+		n += st.inflight
+	}
+	return float64(n)
+}
+
+// drop counts and logs an exchange that will not be stored.
+func (c *Capturer) drop(ctx context.Context, ex memory.Exchange, reason string) {
+	c.metrics.dropped.Inc()
+	c.logger.ErrorContext(ctx, "capture dropped an exchange", "reason", reason,
+		"exchange", ex.ID, "request_id", ex.RequestID, "tenant", ex.Tenant, "conversation", ex.Conversation)
+}
+
+// prepare sanitizes and redacts an exchange and encodes it as a queue
+// payload.
+func (c *Capturer) prepare(ex memory.Exchange) (memory.Exchange, []byte, error) {
+	ex, n := SanitizeExchange(ex)
+	if n > 0 {
+		c.metrics.sanitized.Add(float64(n))
+	}
+	if c.redactor != nil {
+		var err error
+		if ex, err = c.redactExchange(ex); err != nil {
+			return ex, nil, err
+		}
+	}
+	payload, err := json.Marshal(ex)
+	if err != nil {
+		return ex, nil, fmt.Errorf("encode exchange: %w", err)
+	}
+	return ex, payload, nil
+}
+
+// redactExchange redacts every message of ex, on copies of its slices.
+func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
+	total := 0
+	red := func(msgs []memory.Message) ([]memory.Message, error) {
+		if msgs == nil {
+			return nil, nil
+		}
+		out := make([]memory.Message, len(msgs))
+		for i, m := range msgs {
+			r, n, err := c.redactor.Message(m)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+			total += n
+		}
+		return out, nil
+	}
+	var err error
+	if ex.Prior, err = red(ex.Prior); err != nil {
+		return ex, fmt.Errorf("redact prior: %w", err)
+	}
+	if ex.Turn, err = red(ex.Turn); err != nil {
+		return ex, fmt.Errorf("redact turn: %w", err)
+	}
+	reply, err := red([]memory.Message{ex.Reply})
+	if err != nil {
+		return ex, fmt.Errorf("redact reply: %w", err)
+	}
+	ex.Reply = reply[0]
+	if total > 0 {
+		c.metrics.redacted.Add(float64(total))
+	}
+	return ex, nil
+}
+
+// Close stops accepting exchanges and waits until everything captured so
+// far is stored or in the capture queue. If ctx ends first, it abandons what
+// is left (counting and logging each exchange) and returns an error
+// wrapping ctx.Err(). Close is idempotent.
+func (c *Capturer) Close(ctx context.Context) error {
+	c.closeMu.Lock()
+	if !c.closed {
+		c.closed = true
+		for _, ch := range c.lanes {
+			close(ch)
+		}
+	}
+	c.closeMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		c.running.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		pending := c.inflight()
+		c.cancel() // the lanes give up what they still hold
+		<-done
+		err = fmt.Errorf("close capture with %.0f exchanges pending: %w", pending, ctx.Err())
+	}
+	c.cancel()
+	c.watcher.Wait()
+	return err
+}
+
+// NewExchangeID returns a new random exchange id ("ex-" and 32 hex digits):
+// the key of an exchange and of its messages, unique within any tenant,
+// user and conversation.
+func NewExchangeID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "ex-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,133 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// ErrHook marks a failure of an after-save hook: the exchange itself was
+// stored. The worker retries such an entry like a failed save, and after
+// MaxHookAttempts deliveries acknowledges it anyway so one poisonous hook
+// cannot stall the queue.
+var ErrHook = errors.New("after-save hook failed")
+
+// Hook runs after an exchange was stored: indexing for recall, fact
+// extraction, compaction. It must be idempotent, since a redelivered exchange
+// (Duplicate) runs it again.
+type Hook interface {
+	AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
+}
+
+// BatchHook is a Hook that can also handle the exchanges of one claimed
+// batch in a single call (exs[i] stored with results[i], oldest first), so
+// that work shared by exchanges of the same conversation or user — loading
+// the conversation, compacting it, one embedding call, one write
+// transaction — is done once per batch instead of once per exchange. The
+// outcome must be the same as calling AfterSave for each in order.
+type BatchHook interface {
+	Hook
+	AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error
+}
+
+// HookFunc adapts a function to Hook.
+type HookFunc func(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
+
+// AfterSave calls f.
+func (f HookFunc) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
+	return f(ctx, ex, res)
+}
+
+// hooked is a Saver that runs hooks after each successful save.
+type hooked struct {
+	saver Saver
+	hooks []Hook
+}
+
+// WithHooks returns a Saver that stores through saver and then runs every
+// hook in order, for stored and duplicate exchanges (not for ones dropped
+// because the user was erased), under an erasure guard (see guarded). A hook
+// error is returned wrapped with ErrHook after the remaining hooks ran; one
+// that only reports the user's erasure (memory.ErrErased) is not an error.
+func WithHooks(saver Saver, hooks ...Hook) Saver {
+	if len(hooks) == 0 {
+		return saver
+	}
+	return &hooked{saver: saver, hooks: hooks}
+}
+
+// SaveExchange stores ex, then runs the hooks.
+func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := h.saver.SaveExchange(ctx, ex)
+	if err != nil || res.Dropped {
+		return res, err
+	}
+	ctx = guarded(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
+	var errs []error
+	for _, hk := range h.hooks {
+		if err := hk.AfterSave(ctx, ex, res); err != nil && !errors.Is(err, memory.ErrErased) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return res, fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// runHooks runs every hook, in order, over stored exchanges: a BatchHook
+// once for all of them, any other hook once per exchange, oldest first, all
+// under an erasure guard (see guarded). A hook error is returned wrapped
+// with ErrHook after the remaining hooks ran. An error that reports an
+// erasure (memory.ErrErased) is dropped when it can only be about the erased
+// user: from a per-exchange call, or from a batch of one user's exchanges;
+// in a batch of several users it is returned, so the batch is redelivered
+// and the erased user's exchanges come back Dropped.
+func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
+	ctx = guarded(ctx, exs, results)
+	oneUser := true
+	for _, ex := range exs[min(1, len(exs)):] {
+		oneUser = oneUser && ex.Tenant == exs[0].Tenant && ex.User == exs[0].User
+	}
+	var errs []error
+	for _, hk := range hooks {
+		if bh, ok := hk.(BatchHook); ok {
+			if err := bh.AfterSaveBatch(ctx, exs, results); err != nil && !(oneUser && errors.Is(err, memory.ErrErased)) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for i, ex := range exs {
+			if err := hk.AfterSave(ctx, ex, results[i]); err != nil && !errors.Is(err, memory.ErrErased) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
+	}
+	return nil
+}
+
+// guarded returns ctx with an erasure guard (memory.WithErasureGuard) for
+// the user of every exchange not dropped, at the earliest At among that
+// user's exchanges: the stores then refuse whatever the hooks write about a
+// user erased at or after the exchanges they work on, even when the erasure
+// commits while they run. An exchange with no At is guarded from now.
+func guarded(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) context.Context {
+	now := time.Now()
+	for i, ex := range exs {
+		if results[i].Dropped {
+			continue
+		}
+		at := ex.At
+		if at.IsZero() {
+			at = now
+		}
+		ctx = memory.WithErasureGuard(ctx, ex.Tenant, ex.User, at)
+	}
+	return ctx
+}

@@ -1,0 +1,172 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/redact"
+)
+
+// TestImportKeepsIDsAndTimesAndIsIdempotent imports dated history into
+// SQLite twice: the first time every exchange is stored, in order, with the
+// caller's ids, redacted, each message with its own time, and queued for
+// enrichment; the second time every exchange is a duplicate and nothing is
+// stored again.
+func TestImportKeepsIDsAndTimesAndIsIdempotent(t *testing.T) {
+	store := mustSQLite(t)
+	r, err := redact.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enrich := newFakeQueue()
+	c := mustCapturer(t, store.Outbox(), store, r, Options{Enrich: enrich})
+	secret := "AKIA" + "IOSFODNN7EXAMPLE"
+	said := time.Date(2024, 3, 1, 9, 0, 0, 0, time.UTC)
+	var exs []memory.Exchange
+	for i := range 5 {
+		ex := exchange(t, fmt.Sprintf("im-%d", i), fmt.Sprintf("question %d %s", i, secret), fmt.Sprintf("answer %d", i))
+		ex.At = said.Add(time.Duration(i) * time.Hour)
+		ex.Turn[0].CreatedAt = ex.At
+		ex.Reply.CreatedAt = ex.At.Add(time.Minute)
+		exs = append(exs, ex)
+	}
+	outcomes, err := c.Import(context.Background(), exs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Repeat([]Outcome{Stored}, 5); !slices.Equal(outcomes, want) {
+		t.Fatalf("first import outcomes %v, want %v", outcomes, want)
+	}
+	id := memory.Identity{Tenant: "t1", User: "u1", Conversation: "c1"}
+	msgs, err := store.Recent(context.Background(), id, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 10 {
+		t.Fatalf("stored %d messages, want 10", len(msgs))
+	}
+	for i, m := range msgs {
+		ex := exs[i/2]
+		wantAt, wantKey := ex.At, memory.Key(ex.ID, 0)
+		if i%2 == 1 {
+			wantAt, wantKey = ex.At.Add(time.Minute), memory.Key(ex.ID, 1)
+		}
+		if m.Key != wantKey || !m.CreatedAt.Equal(wantAt) {
+			t.Errorf("message %d: key %s at %v, want %s at %v", i, m.Key, m.CreatedAt, wantKey, wantAt)
+		}
+		if strings.Contains(m.Content, secret) {
+			t.Errorf("message %d: the secret reached the store: %q", i, m.Content)
+		}
+	}
+	waitFor(t, "5 exchanges queued for enrichment", func() bool { return len(enrich.payloads()) == 5 })
+
+	outcomes, err = c.Import(context.Background(), exs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Repeat([]Outcome{Duplicate}, 5); !slices.Equal(outcomes, want) {
+		t.Fatalf("second import outcomes %v, want %v", outcomes, want)
+	}
+	if msgs, _ := store.Recent(context.Background(), id, 100); len(msgs) != 10 {
+		t.Fatalf("after the second import %d messages, want 10", len(msgs))
+	}
+	// A duplicate goes to enrichment again (its hooks are idempotent, and
+	// it may have been stored by a run that died before enriching it),
+	// marked as such.
+	waitFor(t, "the duplicates queued for enrichment", func() bool { return len(enrich.payloads()) == 10 })
+	for _, p := range enrich.payloads()[5:] {
+		if !strings.Contains(string(p), `"Duplicate":true`) {
+			t.Errorf("re-imported exchange queued for enrichment as new: %.300s", p)
+		}
+	}
+}
+
+// TestImportReportsErasedQueuedAndRefused checks the other outcomes: an
+// exchange dated before its user's erasure is Erased; with the store down,
+// exchanges go to the capture queue (Queued); an exchange without an id is
+// refused before anything is stored.
+func TestImportReportsErasedQueuedAndRefused(t *testing.T) {
+	t.Run("erased", func(t *testing.T) {
+		store := mustSQLite(t)
+		c := mustCapturer(t, nil, store, nil, Options{})
+		if err := store.DeleteUser(context.Background(), "t1", "u1"); err != nil {
+			t.Fatal(err)
+		}
+		before := exchange(t, "im-old", "old question", "old answer")
+		before.At = time.Now().Add(-24 * time.Hour)
+		after := exchange(t, "im-new", "new question", "new answer")
+		after.At = time.Now().Add(time.Second)
+		outcomes, err := c.Import(context.Background(), []memory.Exchange{before, after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []Outcome{Erased, Stored}; !slices.Equal(outcomes, want) {
+			t.Fatalf("outcomes %v, want %v", outcomes, want)
+		}
+	})
+	t.Run("queued", func(t *testing.T) {
+		q, s := newFakeQueue(), newFakeSaver()
+		s.setFail(fmt.Errorf("store down: %w", memory.ErrUnavailable))
+		c := mustCapturer(t, q, s, nil, Options{})
+		outcomes, err := c.Import(context.Background(), []memory.Exchange{exchange(t, "im-1", "q", "a")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []Outcome{Queued}; !slices.Equal(outcomes, want) {
+			t.Fatalf("outcomes %v, want %v", outcomes, want)
+		}
+		if p := q.payloads(); len(p) != 1 || !strings.Contains(string(p[0]), `"id":"im-1"`) {
+			t.Fatalf("capture queue holds %q, want the exchange with its id", p)
+		}
+	})
+	t.Run("no id", func(t *testing.T) {
+		s := newFakeSaver()
+		c := mustCapturer(t, nil, s, nil, Options{})
+		ex := exchange(t, "", "q", "a")
+		if _, err := c.Import(context.Background(), []memory.Exchange{ex}); !errors.Is(err, memory.ErrInvalid) {
+			t.Fatalf("Import without an id: %v, want ErrInvalid", err)
+		}
+		if len(s.ids()) != 0 {
+			t.Fatalf("stored %v", s.ids())
+		}
+	})
+}
+
+// TestImportedEnrichmentLagRunsFromCapture: the enrichment of an exchange
+// said long ago (imported) is timed from its capture, not from when it was
+// said, so a migration does not report years of lag.
+func TestImportedEnrichmentLagRunsFromCapture(t *testing.T) {
+	eq := NewMemoryQueue(0)
+	c := mustCapturer(t, nil, newFakeSaver(), nil, Options{Enrich: eq})
+	var ran atomic.Int64
+	e := NewEnricher(eq, []Hook{HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+		ran.Add(1)
+		return nil
+	})}, nil, EnrichOptions{Block: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ex := exchange(t, "im-old", "q", "a")
+	ex.At = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := c.Import(context.Background(), []memory.Exchange{ex}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the hook to run", func() bool { return histCount(t, e.lag) == 1 })
+	var d dto.Metric
+	if err := e.lag.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if sum := d.Histogram.GetSampleSum(); sum > time.Minute.Seconds() {
+		t.Fatalf("enrichment lag of an imported exchange %.0fs, want it timed from its capture", sum)
+	}
+}

@@ -1,0 +1,390 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// runLane stores the exchanges handed to one lane, in arrival order: each
+// round takes what has queued up (up to Options.Batch) and stores it in one
+// transaction when it can.
+func (c *Capturer) runLane(ch chan *job) {
+	batch := make([]*job, 0, c.opts.Batch)
+	for j := range ch {
+		batch = append(batch[:0], j)
+	fill:
+		for len(batch) < c.opts.Batch {
+			select {
+			case next, ok := <-ch:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, next)
+			default:
+				break fill
+			}
+		}
+		c.store(batch)
+	}
+}
+
+// store stores a lane's batch, then queues the stored exchanges for
+// enrichment. The batch goes in one transaction when the saver can and no
+// conversation of it has turns waiting in the capture queue — even a batch
+// of one: the group commit is the saver's cheapest path (two round trips
+// on PostgreSQL, where one by one takes several per exchange). When that
+// transaction fails, the exchanges are stored one by one, so one bad
+// exchange never holds up the others.
+func (c *Capturer) store(batch []*job) {
+	if c.ctx.Err() != nil {
+		for _, j := range batch {
+			c.giveUp(j)
+		}
+		return
+	}
+	batch = c.adoptions(batch)
+	if len(batch) == 0 {
+		return
+	}
+	if c.batch != nil && !c.anyQueued(batch) {
+		exs := make([]memory.Exchange, len(batch))
+		for i, j := range batch {
+			exs[i] = j.ex
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+		results, err := c.batch.SaveExchanges(ctx, exs)
+		cancel()
+		if err == nil {
+			c.metrics.groupSize.Observe(float64(len(batch)))
+			for i, j := range batch {
+				c.candidate(j.ex, results[i])
+				c.saved(j, results[i])
+			}
+			c.enqueueEnrichment(batch, results)
+			return
+		}
+		c.metrics.failures.WithLabelValues("group").Inc()
+		c.logger.Warn("capture group commit failed; storing one by one", "exchanges", len(batch), "err", err)
+	}
+	var (
+		stored  []*job
+		results []memory.SaveResult
+	)
+	for _, j := range batch {
+		if res, ok := c.storeOne(j); ok {
+			stored, results = append(stored, j), append(results, res)
+		}
+	}
+	c.enqueueEnrichment(stored, results)
+}
+
+// storeOne stores one exchange and reports whether it was saved (stored or
+// found stored before). A failed save is retried at once; if it fails
+// again, the exchange goes to the capture queue (and the conversation's
+// later turns after it, in order), or, without one, is retried with
+// backoff until it is stored or Close gives up. Input the store refuses for
+// good becomes a dead letter.
+func (c *Capturer) storeOne(j *job) (memory.SaveResult, bool) {
+	delay := c.opts.RetryBase
+	for {
+		if c.ctx.Err() != nil {
+			c.giveUp(j)
+			return memory.SaveResult{}, false
+		}
+		if !c.isQueued(j.ex.Identity) {
+			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+			res, err := c.saver.SaveExchange(ctx, j.ex)
+			cancel()
+			if err == nil {
+				c.candidate(j.ex, res)
+				c.saved(j, res)
+				return res, !res.Dropped
+			}
+			if c.refused(j, err) {
+				return memory.SaveResult{}, false
+			}
+			if j.attempts == 1 {
+				continue // the first retry is immediate
+			}
+		}
+		if c.queue != nil && c.toQueue(j) {
+			return memory.SaveResult{}, false
+		}
+		if !c.backoff(j, &delay) {
+			c.giveUp(j)
+			return memory.SaveResult{}, false
+		}
+	}
+}
+
+// refused counts a failed save of j and reports whether j is done with: set
+// aside as a dead letter because the store refuses it for good (invalid
+// input), or because it kept failing with an error that is not the store
+// being away.
+func (c *Capturer) refused(j *job, err error) bool {
+	j.attempts++
+	c.metrics.failures.WithLabelValues("save").Inc()
+	transient := errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	if errors.Is(err, memory.ErrInvalid) || !transient && j.attempts >= c.opts.MaxAttempts {
+		c.deadLetter(j, err)
+		return true
+	}
+	if j.attempts == 1 || j.attempts%10 == 0 {
+		c.logger.Warn("capture cannot store an exchange; retrying", "exchange", j.ex.ID, "attempt", j.attempts, "err", err)
+	}
+	return false
+}
+
+// backoff waits before j's next attempt, doubling delay up to RetryMax. It
+// reports false when Close gave up meanwhile.
+func (c *Capturer) backoff(j *job, delay *time.Duration) bool {
+	c.retrying.Add(1)
+	defer c.retrying.Add(-1)
+	t := time.NewTimer(*delay)
+	defer t.Stop()
+	*delay = min(2**delay, c.opts.RetryMax)
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// toQueue puts j in the capture queue, where the Worker stores it, and marks
+// its conversation so that its later turns follow it there. It reports
+// whether the queue took it.
+func (c *Capturer) toQueue(j *job) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	err := c.queue.Enqueue(ctx, j.payload)
+	cancel()
+	if err != nil {
+		c.metrics.failures.WithLabelValues("enqueue").Inc()
+		c.logger.Warn("capture queue unavailable too; holding the exchange", "exchange", j.ex.ID, "err", err)
+		return false
+	}
+	c.convMu.Lock()
+	if st := c.convs[j.ex.Identity]; st != nil {
+		st.queued = true
+	}
+	c.convMu.Unlock()
+	c.metrics.queued.Inc()
+	j.outcome = Queued
+	c.finish(j)
+	return true
+}
+
+// isQueued reports whether turns of id wait in the capture queue.
+func (c *Capturer) isQueued(id memory.Identity) bool {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	st := c.convs[id]
+	return st != nil && st.queued
+}
+
+// anyQueued reports whether a conversation of batch has turns waiting in
+// the capture queue.
+func (c *Capturer) anyQueued(batch []*job) bool {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	for _, j := range batch {
+		if st := c.convs[j.ex.Identity]; st != nil && st.queued {
+			return true
+		}
+	}
+	return false
+}
+
+// watchQueued lets conversations whose turns went to the capture queue
+// save directly again once the queue has drained (every entry stored and
+// acknowledged), checking every 200ms until Close.
+func (c *Capturer) watchQueued() {
+	type pender interface {
+		Pending(ctx context.Context) (int64, error)
+	}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.convMu.Lock()
+		any := false
+		for _, st := range c.convs {
+			any = any || st.queued
+		}
+		c.convMu.Unlock()
+		if !any {
+			continue
+		}
+		if p, ok := c.queue.(pender); ok {
+			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+			n, err := p.Pending(ctx)
+			cancel()
+			if err != nil || n > 0 {
+				continue
+			}
+		}
+		c.convMu.Lock()
+		for id, st := range c.convs {
+			st.queued = false
+			if st.inflight == 0 {
+				delete(c.convs, id)
+			}
+		}
+		c.convMu.Unlock()
+	}
+}
+
+// saved records a stored exchange and releases its waiters.
+func (c *Capturer) saved(j *job, res memory.SaveResult) {
+	c.metrics.saved.Inc()
+	j.outcome = Stored
+	switch {
+	case res.Duplicate:
+		c.metrics.duplicates.Inc()
+		j.outcome = Duplicate
+	case res.Dropped:
+		c.metrics.erased.Inc()
+		j.outcome = Erased
+	}
+	c.metrics.saveSeconds.Observe(time.Since(j.start).Seconds())
+	c.finish(j)
+}
+
+// finish marks j durable (or given up): its conversation no longer waits
+// for it, nor does Capture.
+func (c *Capturer) finish(j *job) {
+	c.end(j.ex.Identity)
+	close(j.done)
+}
+
+// giveUp drops j at shutdown.
+func (c *Capturer) giveUp(j *job) {
+	c.drop(context.Background(), j.ex, "abandoned at shutdown")
+	c.finish(j)
+}
+
+// deadLetter sets j aside as refused for good, counted and logged, so that
+// it never blocks the turns behind it.
+func (c *Capturer) deadLetter(j *job, cause error) {
+	c.metrics.deadLetters.Inc()
+	if c.dead == nil {
+		c.drop(context.Background(), j.ex, "refused by the store: "+cause.Error())
+		c.finish(j)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	err := c.dead.DeadLetter(ctx, memory.DeadLetter{
+		Exchange: j.ex.ID, Identity: j.ex.Identity, Reason: deadReason(cause), Payload: j.payload, At: j.ex.At,
+	})
+	cancel()
+	if err != nil {
+		c.drop(context.Background(), j.ex, "refused by the store and not set aside: "+err.Error())
+	} else {
+		c.logger.Error("capture set aside an exchange the store refuses", "exchange", j.ex.ID,
+			"request_id", j.ex.RequestID, "tenant", j.ex.Tenant, "conversation", j.ex.Conversation, "err", cause)
+	}
+	c.finish(j)
+}
+
+// deadReason is the stored reason of a dead letter: the error's text, valid
+// UTF-8, at most 1000 bytes.
+func deadReason(err error) string {
+	s, _ := SanitizeText(err.Error())
+	if len(s) > 1000 {
+		s = strings.ToValidUTF8(s[:1000], "")
+	}
+	return s
+}
+
+// enqueueEnrichment hands stored exchanges to the enrichment queue, in one
+// call when the queue takes batches. A failure is retried once at once;
+// then the exchanges are stored without enrichment, counted and logged.
+func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
+	if c.enrich == nil || len(jobs) == 0 {
+		return
+	}
+	payloads := make([][]byte, 0, len(jobs))
+	for i, j := range jobs {
+		if results[i].Dropped {
+			continue
+		}
+		p, err := encodeEnrichment(j.ex, results[i], j.start)
+		if err != nil {
+			c.metrics.failures.WithLabelValues("encode").Inc()
+			continue
+		}
+		payloads = append(payloads, p)
+	}
+	var err error
+	for range 2 {
+		if err = enqueueAll(c.ctx, c.enrich, payloads, c.opts.OpTimeout); err == nil {
+			return
+		}
+	}
+	c.metrics.failures.WithLabelValues("enrich_enqueue").Inc()
+	c.metrics.enrichLost.Add(float64(len(payloads)))
+	c.logger.Warn("capture cannot queue stored exchanges for enrichment; they stay stored without it", "exchanges", len(payloads), "err", err)
+}
+
+// batchEnqueuer is a queue that appends several payloads in one call.
+type batchEnqueuer interface {
+	EnqueueBatch(ctx context.Context, payloads [][]byte) error
+}
+
+// enqueueAll appends payloads to q in order, in one call when q can.
+func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Duration) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if b, ok := q.(batchEnqueuer); ok {
+		return b.EnqueueBatch(ctx, payloads)
+	}
+	for _, p := range payloads {
+		if err := q.Enqueue(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// candidate records a stored exchange's candidate conversation (see
+// recordCandidate).
+func (c *Capturer) candidate(ex memory.Exchange, res memory.SaveResult) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	recordCandidate(ctx, c.adopter, ex, res, c.logger)
+}
+
+// adoptions keeps a full-history chat's turns in one conversation before
+// a batch is stored (see Adopter): an exchange of a derived conversation
+// first adopts the chat's first turns from the default conversation, and a
+// first turn whose continuation was stored ahead of it is done with, a
+// duplicate. It returns the jobs still to store.
+func (c *Capturer) adoptions(batch []*job) []*job {
+	if c.adopter == nil {
+		return batch
+	}
+	keep := batch[:0]
+	for _, j := range batch {
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+		adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+		ahead := storedAhead(ctx, c.adopter, j.ex, c.logger)
+		cancel()
+		if ahead {
+			c.saved(j, memory.SaveResult{Duplicate: true})
+			continue
+		}
+		keep = append(keep, j)
+	}
+	return keep
+}

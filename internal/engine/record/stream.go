@@ -1,0 +1,314 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// StreamReply reassembles the assistant message of a streamed chat
+// completion from its chunks: content, refusal and reasoning
+// (reasoning_content, reasoning) deltas concatenated, tool calls merged by
+// index, the finish reason, and the usage of the final usage chunk. Only
+// choice 0 is kept. An error event in the stream (a chunk carrying an error
+// object, or an SSE event of type "error") marks the reply failed: what was
+// streamed before it is the reply, marked with memory.FailedField. A
+// StreamReply is used by one goroutine.
+type StreamReply struct {
+	role         string
+	content      strings.Builder
+	sawContent   bool
+	refusal      strings.Builder
+	reasoning    map[string]*strings.Builder // by field name
+	failed       string                      // the error event's message, when one came
+	calls        map[int]*toolCall
+	alias        map[int]int // delta index → slot in calls, when they differ
+	fn           *functionCall
+	finishReason string
+	usage        *memory.Usage
+	chunks       int
+}
+
+// toolCall is one tool call being reassembled.
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+// functionCall is the function of a tool call, or a legacy function_call.
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// streamChunk is the part of a chat.completion.chunk StreamReply reads.
+type streamChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Role    string  `json:"role"`
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+			// Reasoning text, as DeepSeek-style (reasoning_content) and
+			// OpenRouter-style (reasoning) chat APIs stream it.
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
+				Index    int          `json:"index"`
+				ID       string       `json:"id"`
+				Type     string       `json:"type"`
+				Function functionCall `json:"function"`
+			} `json:"tool_calls"`
+			FunctionCall *functionCall `json:"function_call"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *memory.Usage   `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// NewStreamReply returns an empty StreamReply.
+func NewStreamReply() *StreamReply {
+	return &StreamReply{calls: map[int]*toolCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
+}
+
+// nextSlot returns a slot after every tool call seen so far.
+func (s *StreamReply) nextSlot() int {
+	n := 0
+	for i := range s.calls {
+		n = max(n, i+1)
+	}
+	return n
+}
+
+// Add folds in one chunk: data is the JSON payload of one SSE "data:"
+// event (never the [DONE] sentinel). It fails with memory.ErrInvalid on a
+// payload that is not JSON. A chunk carrying an error object marks the reply
+// failed (see AddEvent).
+func (s *StreamReply) Add(data []byte) error { return s.AddEvent("message", data) }
+
+// AddEvent folds in one SSE event of type typ ("message" for unnamed
+// events): an "error" event, or a payload carrying an error object, marks
+// the reply failed with the error's message; any other is a chunk (Add).
+func (s *StreamReply) AddEvent(typ string, data []byte) error {
+	var c streamChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		if typ == "error" {
+			s.fail(data)
+			return nil
+		}
+		return fmt.Errorf("%w: stream chunk: %v", memory.ErrInvalid, err)
+	}
+	if typ == "error" {
+		s.fail(data)
+		return nil
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		s.fail(c.Error)
+		return nil
+	}
+	s.chunks++
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		d := ch.Delta
+		if d.Role != "" {
+			s.role = d.Role
+		}
+		if d.Content != nil {
+			s.content.WriteString(*d.Content)
+			s.sawContent = true
+		}
+		if d.Refusal != nil {
+			s.refusal.WriteString(*d.Refusal)
+		}
+		s.addReasoning("reasoning_content", d.ReasoningContent)
+		s.addReasoning("reasoning", d.Reasoning)
+		for _, tc := range d.ToolCalls {
+			slot, ok := s.alias[tc.Index]
+			if !ok {
+				slot = tc.Index
+			}
+			cur := s.calls[slot]
+			if cur != nil && tc.ID != "" && cur.ID != "" && tc.ID != cur.ID {
+				// A different call at the same index: an upstream that leaves
+				// index at 0 and sends each call whole. Give it its own slot.
+				slot = s.nextSlot()
+				s.alias[tc.Index] = slot
+				cur = nil
+			}
+			if cur == nil {
+				cur = &toolCall{}
+				s.calls[slot] = cur
+			}
+			cur.ID = mergePiece(cur.ID, tc.ID)
+			cur.Type = mergePiece(cur.Type, tc.Type)
+			cur.Function.Name = mergePiece(cur.Function.Name, tc.Function.Name)
+			cur.Function.Arguments += tc.Function.Arguments
+		}
+		if d.FunctionCall != nil {
+			if s.fn == nil {
+				s.fn = &functionCall{}
+			}
+			s.fn.Name = mergePiece(s.fn.Name, d.FunctionCall.Name)
+			s.fn.Arguments += d.FunctionCall.Arguments
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finishReason = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+// mergePiece merges a streamed identifier piece: the first piece sets it, a
+// repetition of the whole value (some upstreams resend it on every chunk) is
+// ignored, and anything else is appended.
+func mergePiece(have, piece string) string {
+	switch {
+	case piece == "" || piece == have:
+		return have
+	case have == "":
+		return piece
+	}
+	return have + piece
+}
+
+// FinishReason returns the finish reason of choice 0 ("" if none arrived).
+func (s *StreamReply) FinishReason() string { return s.finishReason }
+
+// Result returns the reassembled assistant message — its Raw JSON-equal to
+// the message object a non-streamed request would have returned, as read by
+// ReplyFromJSON — and the usage (nil when the stream reported none). It fails
+// with memory.ErrInvalid when no chunk arrived.
+func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
+	if s.chunks == 0 && s.failed == "" {
+		return memory.Message{}, nil, fmt.Errorf("%w: empty stream", memory.ErrInvalid)
+	}
+	fields := map[string]json.RawMessage{}
+	put := func(key string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("%w: encode %s: %v", memory.ErrInvalid, key, err)
+		}
+		fields[key] = b
+		return nil
+	}
+	role := s.role
+	if role == "" {
+		role = "assistant"
+	}
+	if err := put("role", role); err != nil {
+		return memory.Message{}, nil, err
+	}
+	if s.sawContent {
+		if err := put("content", s.content.String()); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	if s.refusal.Len() > 0 {
+		if err := put("refusal", s.refusal.String()); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	if len(s.calls) > 0 {
+		idx := make([]int, 0, len(s.calls))
+		for i := range s.calls {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		calls := make([]toolCall, 0, len(idx))
+		for _, i := range idx {
+			tc := *s.calls[i]
+			if tc.Type == "" {
+				tc.Type = "function"
+			}
+			calls = append(calls, tc)
+		}
+		if err := put("tool_calls", calls); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	if s.fn != nil {
+		if err := put("function_call", s.fn); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	for field, b := range s.reasoning {
+		if b.Len() > 0 {
+			if err := put(field, b.String()); err != nil {
+				return memory.Message{}, nil, err
+			}
+		}
+	}
+	msg, err := canonical(fields)
+	if err != nil {
+		return memory.Message{}, nil, err
+	}
+	if s.failed != "" {
+		if msg, err = memory.MarkFailed(msg, s.failed); err != nil {
+			return memory.Message{}, nil, err
+		}
+	}
+	return msg, s.usage, nil
+}
+
+// Failed returns the message of the error event that broke the stream off,
+// or "" when none came.
+func (s *StreamReply) Failed() string { return s.failed }
+
+// addReasoning appends a reasoning delta to field.
+func (s *StreamReply) addReasoning(field string, delta *string) {
+	if delta == nil || *delta == "" {
+		return
+	}
+	b := s.reasoning[field]
+	if b == nil {
+		b = &strings.Builder{}
+		s.reasoning[field] = b
+	}
+	b.WriteString(*delta)
+}
+
+// maxFailure caps the error message kept with a failed reply.
+const maxFailure = 512
+
+// fail marks the reply failed with the message of an error payload: the
+// error object's message, else its text.
+func (s *StreamReply) fail(payload []byte) {
+	var e struct {
+		Message string `json:"message"`
+		Error   struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(payload, &e) == nil {
+		msg = e.Error.Message
+		if msg == "" {
+			msg = e.Message
+		}
+	}
+	if msg == "" {
+		var str string
+		if json.Unmarshal(payload, &str) == nil {
+			msg = str
+		}
+	}
+	if msg == "" {
+		msg = "upstream error event"
+	}
+	if len(msg) > maxFailure {
+		msg = msg[:maxFailure]
+	}
+	if s.failed == "" {
+		s.failed = msg
+	}
+}

@@ -1,0 +1,94 @@
+package record
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+func TestStreamReplyErrorEventKeepsPartialReplyMarkedFailed(t *testing.T) {
+	tests := []struct {
+		name   string
+		events [][2]string // type, data
+		want   string      // content kept
+		reason string
+	}{
+		{"error object mid-stream", [][2]string{
+			{"message", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"The capital "}}]}`},
+			{"message", `{"choices":[{"index":0,"delta":{"content":"of"}}]}`},
+			{"message", `{"error":{"message":"overloaded","type":"server_error"}}`},
+		}, "The capital of", "overloaded"},
+		{"named error event", [][2]string{
+			{"message", `{"choices":[{"index":0,"delta":{"content":"Half"}}]}`},
+			{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		}, "Half", "Overloaded"},
+		{"error before any chunk", [][2]string{
+			{"message", `{"error":{"message":"context length exceeded"}}`},
+		}, "", "context length exceeded"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStreamReply()
+			for _, ev := range tc.events {
+				if err := s.AddEvent(ev[0], []byte(ev[1])); err != nil {
+					t.Fatalf("AddEvent: %v", err)
+				}
+			}
+			msg, _, err := s.Result()
+			if err != nil {
+				t.Fatalf("Result: %v", err)
+			}
+			if !msg.Failed() || s.Failed() != tc.reason {
+				t.Fatalf("failed = %v (%q), want marked with %q: %s", msg.Failed(), s.Failed(), tc.reason, msg.Raw)
+			}
+			if msg.Role != "assistant" || msg.Content != tc.want {
+				t.Fatalf("message %q %q, want assistant %q", msg.Role, msg.Content, tc.want)
+			}
+			var fields map[string]json.RawMessage
+			json.Unmarshal(msg.Raw, &fields)
+			if string(fields[memory.FailedField]) != `"`+tc.reason+`"` {
+				t.Fatalf("raw %s lacks %s", msg.Raw, memory.FailedField)
+			}
+		})
+	}
+}
+
+func TestStreamedAndWholeReplyKeepReasoning(t *testing.T) {
+	whole, _, err := ReplyFromJSON([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"42","reasoning_content":"6 times 7"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStreamReply()
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"6 times"}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":" 7"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}`,
+	} {
+		if err := s.Add([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	streamed, _, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	json.Unmarshal(whole.Raw, &a)
+	json.Unmarshal(streamed.Raw, &b)
+	if ja, _ := json.Marshal(a); string(ja) != string(marshalT(t, b)) {
+		t.Fatalf("streamed %s, whole %s: want the same fields", streamed.Raw, whole.Raw)
+	}
+	if streamed.Failed() {
+		t.Fatal("a complete stream is not failed")
+	}
+}
+
+func marshalT(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,203 @@
+// Package identity decides whose memory a request uses: it checks the gateway API
+// key (when keys are configured), picks the tenant, and reads the user,
+// conversation and memory mode from the X-Memory-* headers.
+package identity
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// The identity headers (a public contract).
+const (
+	HeaderUser         = "X-Memory-User"
+	HeaderConversation = "X-Memory-Conversation"
+	HeaderTenant       = "X-Memory-Tenant"
+	HeaderMode         = "X-Memory-Mode"
+)
+
+// Errors Resolve returns for a bad or missing gateway key.
+var (
+	// ErrUnauthorized reports a missing or unknown gateway key (HTTP 401).
+	ErrUnauthorized = errors.New("missing or invalid gateway API key")
+	// ErrForbidden reports a key choosing a tenant it may not act for (HTTP 403).
+	ErrForbidden = errors.New("this key may not choose another tenant")
+)
+
+// HeaderError reports a malformed identity header (or body "user" field).
+// It wraps memory.ErrInvalid.
+type HeaderError struct {
+	// Header is the offending header's name, or "user" for the body field.
+	Header string
+	// Err is the reason, memory.ErrInvalid.
+	Err error
+}
+
+// Error names the header.
+func (e *HeaderError) Error() string {
+	if e.Header == "user" {
+		return fmt.Sprintf("invalid body field user: %v", e.Err)
+	}
+	return fmt.Sprintf("invalid header %s: %v", e.Header, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *HeaderError) Unwrap() error { return e.Err }
+
+// HeaderName returns the offending header's name ("user" for the body field).
+func (e *HeaderError) HeaderName() string { return e.Header }
+
+// key is one configured gateway key, by the raw bytes of its hash.
+type key struct {
+	hash         [sha256.Size]byte
+	tenant       string
+	chooseTenant bool
+}
+
+// Resolver resolves request identities. Its zero value has no keys.
+type Resolver struct {
+	keys []key
+	// admin is the sha256 of the admin key, nil without one.
+	admin *[sha256.Size]byte
+	// adminUnusable: the configured admin hash is malformed; no key
+	// matches it.
+	adminUnusable bool
+}
+
+// New returns a Resolver for the configured keys. Entries whose hash is not
+// "sha256:<64 hex digits>" are skipped; config.Validate rejects them first.
+func New(keys []config.Key) *Resolver {
+	r := &Resolver{}
+	for _, k := range keys {
+		h, ok := parseHash(k.Hash)
+		if !ok {
+			continue
+		}
+		r.keys = append(r.keys, key{hash: h, tenant: k.Tenant, chooseTenant: k.ChooseTenant})
+	}
+	return r
+}
+
+// HashKey returns the configuration form of a gateway key: "sha256:<hex>".
+func HashKey(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// parseHash decodes "sha256:<hex>".
+func parseHash(s string) ([sha256.Size]byte, bool) {
+	var h [sha256.Size]byte
+	hexPart, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return h, false
+	}
+	if _, err := hex.Decode(h[:], []byte(strings.ToLower(hexPart))); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// RequireKey reports whether requests must present a gateway key, in which
+// case the upstream key comes from configuration, not from the client.
+func (r *Resolver) RequireKey() bool { return len(r.keys) > 0 }
+
+// Resolve reads a request's identity and memory mode.
+//
+// The user is X-Memory-User, else bodyUser (the body's "user" field); an
+// empty user means memory is off for the request, which Resolve leaves to the
+// caller to act on. Ids must satisfy memory.ValidID; a bad one yields a
+// *HeaderError naming it. With keys configured, "Authorization: Bearer <key>"
+// must name one of them (ErrUnauthorized otherwise) and the tenant is the
+// key's; an X-Memory-Tenant naming another tenant is ErrForbidden unless the
+// key may choose its tenant. Without keys the tenant is X-Memory-Tenant or
+// memory.DefaultTenant.
+func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, memory.Mode, error) {
+	var id memory.Identity
+	var k key
+	if r.RequireKey() {
+		var ok bool
+		if k, ok = r.match(h.Get("Authorization")); !ok {
+			return id, "", ErrUnauthorized
+		}
+	}
+	tenantHeader := h.Get(HeaderTenant)
+	if tenantHeader != "" && !memory.ValidID(tenantHeader) {
+		return id, "", &HeaderError{Header: HeaderTenant, Err: memory.ErrInvalid}
+	}
+	if r.RequireKey() {
+		id.Tenant = k.tenant
+		if tenantHeader != "" && tenantHeader != k.tenant {
+			if !k.chooseTenant {
+				return memory.Identity{}, "", ErrForbidden
+			}
+			id.Tenant = tenantHeader
+		}
+	} else {
+		id.Tenant = tenantHeader
+		if id.Tenant == "" {
+			id.Tenant = memory.DefaultTenant
+		}
+	}
+
+	if u := h.Get(HeaderUser); u != "" {
+		if !memory.ValidID(u) {
+			return memory.Identity{}, "", &HeaderError{Header: HeaderUser, Err: memory.ErrInvalid}
+		}
+		id.User = u
+	} else if bodyUser != "" {
+		if !memory.ValidID(bodyUser) {
+			return memory.Identity{}, "", &HeaderError{Header: "user", Err: memory.ErrInvalid}
+		}
+		id.User = bodyUser
+	}
+	if c := h.Get(HeaderConversation); c != "" {
+		if !memory.ValidID(c) {
+			return memory.Identity{}, "", &HeaderError{Header: HeaderConversation, Err: memory.ErrInvalid}
+		}
+		id.Conversation = c
+	}
+	mode, err := memory.ParseMode(strings.ToLower(strings.TrimSpace(h.Get(HeaderMode))))
+	if err != nil {
+		return memory.Identity{}, "", &HeaderError{Header: HeaderMode, Err: memory.ErrInvalid}
+	}
+	return id, mode, nil
+}
+
+// match finds the key an Authorization header presents. Every configured key
+// is compared, in constant time, so timing reveals nothing about which
+// prefix matched.
+func (r *Resolver) match(authorization string) (key, bool) {
+	token, ok := bearer(authorization)
+	if !ok {
+		return key{}, false
+	}
+	sum := sha256.Sum256([]byte(token))
+	found := -1
+	for i := range r.keys {
+		if subtle.ConstantTimeCompare(sum[:], r.keys[i].hash[:]) == 1 && found < 0 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return key{}, false
+	}
+	return r.keys[found], true
+}
+
+// bearer returns the token of "Bearer <token>".
+func bearer(authorization string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}

@@ -1,0 +1,171 @@
+package identity
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+func headers(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func TestHashKey(t *testing.T) {
+	// sha256("abc") is a published test vector.
+	const want = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	if got := HashKey("abc"); got != want {
+		t.Fatalf("HashKey(abc) = %s, want %s", got, want)
+	}
+	if err := (config.Config{Keys: []config.Key{{Hash: HashKey("x"), Tenant: "t"}}}).Validate(); err != nil &&
+		strings.Contains(err.Error(), "keys[0].hash") {
+		t.Fatalf("config rejects HashKey output: %v", err)
+	}
+}
+
+func TestResolveWithoutKeys(t *testing.T) {
+	r := New(nil)
+	if r.RequireKey() {
+		t.Fatal("RequireKey with no keys")
+	}
+	long := strings.Repeat("a", 129)
+	tests := []struct {
+		name       string
+		h          http.Header
+		bodyUser   string
+		want       memory.Identity
+		wantMode   memory.Mode
+		wantHeader string // non-empty: a HeaderError naming it
+	}{
+		{name: "nothing", h: headers(), want: memory.Identity{Tenant: "default"}, wantMode: memory.ModeOn},
+		{name: "all headers", h: headers(HeaderUser, "u-1", HeaderConversation, "c:1", HeaderTenant, "acme", HeaderMode, "read"),
+			want: memory.Identity{Tenant: "acme", User: "u-1", Conversation: "c:1"}, wantMode: memory.ModeRead},
+		{name: "body user", h: headers(HeaderConversation, "c1"), bodyUser: "bob@example.com",
+			want: memory.Identity{Tenant: "default", User: "bob@example.com", Conversation: "c1"}, wantMode: memory.ModeOn},
+		{name: "header beats body", h: headers(HeaderUser, "alice"), bodyUser: "bob",
+			want: memory.Identity{Tenant: "default", User: "alice"}, wantMode: memory.ModeOn},
+		{name: "invalid body user ignored when header set", h: headers(HeaderUser, "alice"), bodyUser: "not valid!",
+			want: memory.Identity{Tenant: "default", User: "alice"}, wantMode: memory.ModeOn},
+		{name: "modes off", h: headers(HeaderUser, "a", HeaderMode, "off"), want: memory.Identity{Tenant: "default", User: "a"}, wantMode: memory.ModeOff},
+		{name: "mode write", h: headers(HeaderUser, "a", HeaderMode, "write"), want: memory.Identity{Tenant: "default", User: "a"}, wantMode: memory.ModeWrite},
+		{name: "mode case-insensitive", h: headers(HeaderMode, "ON"), want: memory.Identity{Tenant: "default"}, wantMode: memory.ModeOn},
+		{name: "bad mode", h: headers(HeaderMode, "sometimes"), wantHeader: HeaderMode},
+		{name: "bad user", h: headers(HeaderUser, "a b"), wantHeader: HeaderUser},
+		{name: "user too long", h: headers(HeaderUser, long), wantHeader: HeaderUser},
+		{name: "bad body user", bodyUser: "ünïcode", h: headers(), wantHeader: "user"},
+		{name: "bad conversation", h: headers(HeaderUser, "a", HeaderConversation, "../etc"), wantHeader: HeaderConversation},
+		{name: "bad tenant", h: headers(HeaderTenant, "a/b"), wantHeader: HeaderTenant},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id, mode, err := r.Resolve(tc.h, tc.bodyUser)
+			if tc.wantHeader != "" {
+				var he *HeaderError
+				if !errors.As(err, &he) {
+					t.Fatalf("err = %v, want *HeaderError", err)
+				}
+				if he.HeaderName() != tc.wantHeader || !errors.Is(err, memory.ErrInvalid) {
+					t.Fatalf("HeaderError = %q (%v), want %q wrapping ErrInvalid", he.HeaderName(), err, tc.wantHeader)
+				}
+				if !strings.Contains(err.Error(), tc.wantHeader) {
+					t.Fatalf("Error() = %q does not name %s", err.Error(), tc.wantHeader)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if id != tc.want || mode != tc.wantMode {
+				t.Fatalf("Resolve = %+v %q, want %+v %q", id, mode, tc.want, tc.wantMode)
+			}
+		})
+	}
+}
+
+func TestResolveWithKeys(t *testing.T) {
+	r := New([]config.Key{
+		{Hash: HashKey("key-acme"), Tenant: "acme"},
+		{Hash: "sha256:" + strings.ToUpper(HashKey("key-admin")[7:]), Tenant: "ops", ChooseTenant: true},
+		{Hash: "md5:nonsense", Tenant: "ignored"},
+	})
+	if !r.RequireKey() {
+		t.Fatal("RequireKey = false with keys")
+	}
+	tests := []struct {
+		name       string
+		h          http.Header
+		wantTenant string
+		wantErr    error
+		wantHeader string
+	}{
+		{name: "key's tenant", h: headers("Authorization", "Bearer key-acme", HeaderUser, "u"), wantTenant: "acme"},
+		{name: "lowercase scheme", h: headers("Authorization", "bearer key-acme"), wantTenant: "acme"},
+		{name: "same tenant header", h: headers("Authorization", "Bearer key-acme", HeaderTenant, "acme"), wantTenant: "acme"},
+		{name: "other tenant forbidden", h: headers("Authorization", "Bearer key-acme", HeaderTenant, "globex"), wantErr: ErrForbidden},
+		{name: "chooser picks tenant", h: headers("Authorization", "Bearer key-admin", HeaderTenant, "globex"), wantTenant: "globex"},
+		{name: "chooser default tenant", h: headers("Authorization", "Bearer key-admin"), wantTenant: "ops"},
+		{name: "missing key", h: headers(HeaderUser, "u"), wantErr: ErrUnauthorized},
+		{name: "unknown key", h: headers("Authorization", "Bearer key-nope"), wantErr: ErrUnauthorized},
+		{name: "basic scheme", h: headers("Authorization", "Basic a2V5LWFjbWU="), wantErr: ErrUnauthorized},
+		{name: "empty bearer", h: headers("Authorization", "Bearer "), wantErr: ErrUnauthorized},
+		{name: "hash itself is not a key", h: headers("Authorization", "Bearer "+HashKey("key-acme")), wantErr: ErrUnauthorized},
+		{name: "401 before 400", h: headers(HeaderTenant, "bad tenant"), wantErr: ErrUnauthorized},
+		{name: "bad tenant with key", h: headers("Authorization", "Bearer key-admin", HeaderTenant, "bad tenant"), wantHeader: HeaderTenant},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id, _, err := r.Resolve(tc.h, "")
+			switch {
+			case tc.wantHeader != "":
+				var he *HeaderError
+				if !errors.As(err, &he) || he.Header != tc.wantHeader {
+					t.Fatalf("err = %v, want HeaderError for %s", err, tc.wantHeader)
+				}
+			case tc.wantErr != nil:
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				if id != (memory.Identity{}) {
+					t.Fatalf("identity %+v returned with error", id)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("Resolve: %v", err)
+				}
+				if id.Tenant != tc.wantTenant {
+					t.Fatalf("tenant = %q, want %q", id.Tenant, tc.wantTenant)
+				}
+			}
+		})
+	}
+}
+
+// TestMalformedAdminHashStaysClosed reproduces finding 9 at the resolver:
+// "sha256:" and 64 non-hex characters must not read as "no key configured"
+// (which opens the management API to loopback clients), nor match a key.
+func TestMalformedAdminHashStaysClosed(t *testing.T) {
+	bad := "sha256:" + strings.Repeat("zz", 32)
+	r := NewWithAdmin(nil, bad)
+	for _, key := range []string{"", bad, strings.Repeat("zz", 32)} {
+		h := http.Header{}
+		if key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+		if _, err := r.ResolveAdmin(h, "127.0.0.1:5000"); !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("key %q from loopback: err = %v, want ErrUnauthorized", key, err)
+		}
+	}
+	good := NewWithAdmin(nil, HashKey("adm"))
+	h := http.Header{}
+	h.Set("Authorization", "Bearer adm")
+	if tenant, err := good.ResolveAdmin(h, "203.0.113.1:1"); err != nil || tenant != "default" {
+		t.Fatalf("well-formed hash: %q, %v", tenant, err)
+	}
+}

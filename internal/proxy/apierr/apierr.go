@@ -1,0 +1,149 @@
+// Package apierr is the OpenAI error shape every memgate route answers
+// with, {"error":{"message","type","param","code"}}, and the request-body
+// reading that turns an over-limit body into a readable 413 of that shape.
+// The proxy, the management API and the server's own errors (unknown route,
+// panic) share it, so a client's SDK parses every gateway error the same way.
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/memgate/memgate/internal/identity"
+)
+
+// Error types of gateway-originated errors, as OpenAI names them.
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeAuthentication = "authentication_error"
+	TypePermission     = "permission_error"
+	TypeUpstream       = "upstream_error"
+	TypeServer         = "server_error"
+)
+
+// Error is a gateway-originated error, written in OpenAI's shape.
+type Error struct {
+	Status  int
+	Type    string
+	Code    string
+	Param   string
+	Message string
+}
+
+func (e *Error) Error() string { return strconv.Itoa(e.Status) + " " + e.Type + ": " + e.Message }
+
+// Invalid returns a 400 invalid_request_error naming param.
+func Invalid(param, msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Message: msg}
+}
+
+// Unavailable returns a 503 server_error with code memory_unavailable.
+func Unavailable(msg string) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Type: TypeServer, Code: "memory_unavailable", Message: msg}
+}
+
+// wire is the JSON form of Error.
+type wire struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+// Write writes e as the response. It must be called before anything else
+// was written.
+func Write(w http.ResponseWriter, e *Error) {
+	var body wire
+	body.Error.Message = e.Message
+	body.Error.Type = e.Type
+	if e.Param != "" {
+		body.Error.Param = &e.Param
+	}
+	if e.Code != "" {
+		body.Error.Code = &e.Code
+	}
+	b, _ := json.Marshal(body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(e.Status)
+	w.Write(append(b, '\n'))
+}
+
+// WriteJSON writes v as a JSON response with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		Write(w, &Error{Status: http.StatusInternalServerError, Type: TypeServer, Message: "The response could not be encoded."})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// ReadBody reads the request body through http.MaxBytesReader, answering
+// (through the returned error) 413 when it exceeds limit: the handler writes
+// that answer before the server closes the connection, so the client reads a
+// 413 rather than a reset. A declared Content-Length over the limit is
+// refused without reading.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Error) {
+	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest, Code: "request_too_large",
+		Message: "The request body exceeds the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes."}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var (
+		b   []byte
+		err error
+	)
+	if r.ContentLength > 0 {
+		// The server's body reader enforces the declared length.
+		b = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, b)
+	} else {
+		b, err = io.ReadAll(body)
+	}
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, tooLarge
+		}
+		return nil, Invalid("", "The request body could not be read.")
+	}
+	return b, nil
+}
+
+// headerNamer is implemented by resolver errors that blame one header.
+type headerNamer interface{ HeaderName() string }
+
+// FromIdentity translates an identity resolver error: 401, 403, or 400
+// naming the offending header.
+func FromIdentity(err error) *Error {
+	switch {
+	case errors.Is(err, identity.ErrUnauthorized):
+		return &Error{Status: http.StatusUnauthorized, Type: TypeAuthentication, Code: "invalid_api_key",
+			Message: "A valid gateway key is required: Authorization: Bearer <key>."}
+	case errors.Is(err, identity.ErrLoopbackOnly):
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: "admin_loopback_only",
+			Message: "The management API answers only clients on this host until a key is configured: set admin_key (GATEWAY_ADMIN_KEY) or gateway keys."}
+	case errors.Is(err, identity.ErrForbidden):
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: "tenant_forbidden",
+			Message: "This key may not act for the requested tenant."}
+	}
+	param := ""
+	var hn headerNamer
+	if errors.As(err, &hn) {
+		param = hn.HeaderName()
+	}
+	return Invalid(param, err.Error())
+}

@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// MessagesAround returns the live messages within radius turns of each
+// message refs names (the message itself included, when live), of the
+// user's conversations, each message once, ordered by conversation and
+// Seq. Raw is left empty. A reply the upstream broke off
+// (memory.Message.Failed) is left out: it is never recalled, not even as a
+// neighbour. Unknown refs, and refs of other users or tenants, add nothing;
+// radius < 0 finds nothing. The messages are the Store's cached ones,
+// shared with every other caller, to read and never to write into.
+//
+// The windows of turns read are kept in memory (itemindex.Windows) as of
+// the user's messages_changed count, which every update and delete of
+// their messages moves at commit, by any process (migration 0011): a warm
+// conversation's recall finds mostly the same turns request after request,
+// and a hit costs the one primary key lookup of the count.
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	out, err := s.around.Around(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return out, nil
+}
+
+// The Store's itemindex.Windows reads its indexSource: the revisions
+// (messages_changed among them, migration 0011) and the turns. One source
+// for both, so a request's memory.Memo holds one read of the revisions for
+// the searches and for the turns around their hits (a memo's key is the
+// source).
+var _ itemindex.WindowSource = indexSource{}
+
+// ReadWindows reads the turns within radius of each of refs: the windows of
+// the refs that name a stored message, and which of them are closed (their
+// last seq is stored, live or not, so no message can join them without an
+// update, which moves messages_changed). Superseded turns are read too,
+// and then left out, so a window ending on one counts as closed.
+func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+	convs, keys := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		convs[i], keys[i] = r.Conversation, r.Key
+	}
+	// Each ref is looked up, and its neighbours read, by index (LATERAL,
+	// fenced with OFFSET 0 so the planner cannot flatten it into joins):
+	// as plain joins, a planner misled by stale statistics (a table filled
+	// since its last ANALYZE) joined every message of the user with every
+	// other, hundreds of milliseconds for a few hundred turns.
+	rows, err := src.pool.Query(ctx, `
+		SELECT h.key, h.seq, m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+			m.superseded_at IS NOT NULL, m.marked
+		FROM (SELECT DISTINCT * FROM unnest($3::text[], $4::text[]) AS r(conversation, key)) r
+		CROSS JOIN LATERAL (
+			SELECT h.key, h.seq FROM messages h
+			WHERE h.tenant = $1 AND h.user_id = $2 AND h.conversation = r.conversation AND h.key = r.key OFFSET 0) h
+		CROSS JOIN LATERAL (
+			SELECT m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at, m.superseded_at,
+				CASE WHEN strpos(m.raw::text, '"`+memory.FailedField+`"') > 0 THEN m.raw::text END AS marked
+			FROM messages m
+			WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = r.conversation
+				AND m.seq BETWEEN h.seq - $5 AND h.seq + $5 OFFSET 0) m
+		ORDER BY m.conversation, h.key, m.seq`, tenant, user, convs, keys, radius)
+	if err != nil {
+		return nil, nil, unavailable(err)
+	}
+	read := make(map[itemindex.WindowKey][]memory.Message, len(refs))
+	closed := make(map[itemindex.WindowKey]bool, len(refs))
+	var (
+		hitKey     string
+		hitSeq     int64
+		superseded bool
+		marked     *string
+		m          = memory.Message{Tenant: tenant, User: user}
+	)
+	_, err = pgx.ForEachRow(rows, []any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &m.CreatedAt, &superseded, &marked}, func() error {
+		k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: radius}
+		if m.Seq == hitSeq+int64(radius) {
+			closed[k] = true
+		}
+		if _, ok := read[k]; !ok {
+			read[k] = nil // a stored message, even when nothing of it is live
+		}
+		if superseded || (marked != nil && (memory.Message{Raw: []byte(*marked)}).Failed()) {
+			return nil
+		}
+		msg := m
+		msg.CreatedAt = msg.CreatedAt.UTC()
+		read[k] = append(read[k], msg)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, unavailable(err)
+	}
+	return read, closed, nil
+}

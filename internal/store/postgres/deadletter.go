@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DeadLetter sets aside an exchange the store refused for good, with the
+// reason. It writes nothing for a user erased at or after d.At (under the
+// same user lock as SaveExchange), so an erasure is not undone through it.
+// The reason is sanitized by the caller; the payload is kept as bytes.
+func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
+	at := d.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	payload := d.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, "_shared"), d.Tenant, d.User); err != nil {
+			return unavailable(err)
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
+			SELECT $1, $2, $3, $4, $5, $6, $7
+			WHERE NOT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $7)`,
+			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, payload, at)
+		return unavailable(err)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: dead letter %s: %w", d.Exchange, err)
+	}
+	return nil
+}
+
+// DeadLetters returns the dead letters of a tenant, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLetter, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT user_id, conversation, exchange, reason, payload, at
+		FROM dead_letters WHERE tenant = $1 ORDER BY id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dead letters: %w", unavailable(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.DeadLetter, error) {
+		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
+		err := row.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &d.At)
+		d.At = d.At.UTC()
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dead letters: %w", unavailable(err))
+	}
+	return out, nil
+}

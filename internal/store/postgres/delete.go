@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DeleteConversation removes a conversation with its messages, summaries,
+// dead letters and memory items, and the facts, pinned or not, current or
+// superseded, that only it stated (with their recall items), or returns
+// memory.ErrNotFound. A fact another conversation or the API also stated
+// stays (forgetConversationFacts).
+func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The user's lock, exclusively: the guarded writes of the
+		// conversation's after-save hooks (which take it shared) either
+		// commit before and are deleted here, or find the conversation
+		// gone (conversationDeleted).
+		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), id.Tenant, id.User); err != nil {
+			return fmt.Errorf("lock user: %w", unavailable(err))
+		}
+		// The user's recall statistics before the conversation's row, in
+		// the order AddItems takes them, as the items deleted below move
+		// the statistics.
+		if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", []string{id.Tenant}, []string{id.User}); err != nil {
+			return fmt.Errorf("lock statistics: %w", unavailable(err))
+		}
+		// Messages, summaries and candidates go with the conversation (ON
+		// DELETE CASCADE).
+		tag, err := tx.Exec(ctx,
+			`DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+			id.Tenant, id.User, id.Conversation)
+		if err != nil {
+			return fmt.Errorf("delete conversation: %w", unavailable(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return memory.ErrNotFound
+		}
+		// The items of facts another conversation stated too stay, moved
+		// to it; every other item of the conversation goes.
+		if err := forgetConversationFacts(ctx, tx, id); err != nil {
+			return err
+		}
+		for _, table := range []string{"memory_items", "dead_letters"} {
+			if _, err := tx.Exec(ctx,
+				`DELETE FROM `+table+` WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+				id.Tenant, id.User, id.Conversation); err != nil {
+				return fmt.Errorf("delete %s: %w", table, unavailable(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: delete conversation %s: %w", id.Conversation, err)
+	}
+	s.vacuum.request()
+	return nil
+}
+
+// DeleteUser erases everything stored about a user in a tenant —
+// conversations, messages, summaries, facts, memory items — and records the
+// erasure time, so that SaveExchange drops captures of the user that happened
+// at or before it. It holds the user's advisory lock exclusively, so no
+// capture of the user commits halfway through. Erasing an unknown user is
+// not an error: it still records the time. Later writes guarded by
+// memory.WithErasureGuard are refused, and a background VACUUM reclaims the
+// deleted rows (see erasure.go for what that does and does not guarantee).
+func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
+	now := time.Now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
+			return fmt.Errorf("lock user: %w", unavailable(err))
+		}
+		for _, table := range []string{"memory_items", "fact_sources", "facts", "conversations", "dead_letters"} {
+			if _, err := tx.Exec(ctx,
+				"DELETE FROM "+table+" WHERE tenant = $1 AND user_id = $2", tenant, user); err != nil {
+				return fmt.Errorf("delete %s: %w", table, unavailable(err))
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO erasures (tenant, user_id, erased_at) VALUES ($1, $2, $3)
+			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, EXCLUDED.erased_at)`,
+			tenant, user, now); err != nil {
+			return fmt.Errorf("record erasure: %w", unavailable(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: delete user: %w", err)
+	}
+	s.vacuum.request()
+	return nil
+}

@@ -1,0 +1,232 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Erasure on PostgreSQL.
+//
+// DeleteUser takes the user's advisory lock exclusively, deletes every row
+// of the user and records a tombstone (tenant, user, erased_at). Every writer
+// takes the same lock shared and checks the tombstone in its own
+// transaction, so a write either commits before the erasure (and is deleted
+// by it) or sees the tombstone:
+//
+//   - SaveExchange drops (Dropped) an exchange whose At is at or before
+//     erased_at, however late it is processed;
+//   - UpsertFact and SaveSummary return memory.ErrErased, and AddItems skips
+//     the user's items, when the context carries a guard
+//     (memory.WithErasureGuard) whose time is at or before erased_at: the
+//     after-save hooks' writes for an exchange captured before the erasure
+//     are refused even when they run after it.
+//   - under such a guard, UpsertFact also returns memory.ErrErased, and
+//     AddItems also skips the items, when the fact or item names a
+//     conversation (other than the default one) that no longer exists:
+//     DeleteConversation deleted it after the exchange was captured
+//     (conversationDeleted).
+//
+// A user who chats again after the erasure starts afresh.
+//
+// On disk: PostgreSQL has no secure delete. After an erasure the store runs
+// VACUUM (INDEX_CLEANUP ON) on the tables that held the user's rows, in the
+// background and coalesced (one run covers every erasure before it starts):
+// the dead row versions and their index entries (full-text included) are
+// removed and their space is marked free, so nothing of the user can be read
+// back by any query, scan, dump or logical replica. VACUUM does not
+// overwrite the freed bytes: they stay in the table, TOAST and index files
+// until PostgreSQL reuses the space, and in WAL segments, physical replicas
+// and base backups until those are recycled. Removing the bytes from the
+// data files needs a rewrite (VACUUM FULL, which locks the table
+// exclusively, or pg_repack) and WAL/backup retention the operator controls.
+
+// erasedTables are the tables vacuumed after an erasure.
+var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "memory_items", "conversations"}
+
+// ErasedAt returns when the user was last erased, or the zero time when
+// never. Importers and enrichment workers use it to skip data captured at
+// or before that time.
+func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
+	var at time.Time
+	err := s.pool.QueryRow(ctx, `SELECT erased_at FROM erasures WHERE tenant = $1 AND user_id = $2`,
+		tenant, user).Scan(&at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("postgres: erased at: %w", unavailable(err))
+	}
+	return at, nil
+}
+
+// guard applies ctx's erasure guard for (tenant, user) (see
+// memory.WithErasureGuard) inside a write transaction: it takes the user's
+// advisory lock shared — so an erasure cannot commit between the check and
+// the write — and returns memory.ErrErased when the user was erased at or
+// after the guard's time. Without a guard it does nothing. Call it before the
+// transaction takes any other lock.
+func guard(ctx context.Context, tx pgx.Tx, tenant, user string) error {
+	since, ok := memory.ErasureGuard(ctx, tenant, user)
+	if !ok {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, "_shared"), tenant, user); err != nil {
+		return fmt.Errorf("lock user: %w", unavailable(err))
+	}
+	var erased bool
+	if err := tx.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $3)`,
+		tenant, user, since).Scan(&erased); err != nil {
+		return fmt.Errorf("check erasure: %w", unavailable(err))
+	}
+	if erased {
+		return memory.ErrErased
+	}
+	return nil
+}
+
+// guardItems applies guard to every user of items, in a fixed order, and
+// returns the users ([tenant, user]) whose items must be skipped.
+func guardItems(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[[2]string]bool, error) {
+	var users [][2]string
+	seen := map[[2]string]bool{}
+	for _, it := range items {
+		k := [2]string{it.Tenant, it.User}
+		if _, ok := memory.ErasureGuard(ctx, it.Tenant, it.User); ok && !seen[k] {
+			seen[k] = true
+			users = append(users, k)
+		}
+	}
+	slices.SortFunc(users, func(a, b [2]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
+	})
+	skip := map[[2]string]bool{}
+	for _, k := range users {
+		switch err := guard(ctx, tx, k[0], k[1]); {
+		case errors.Is(err, memory.ErrErased):
+			skip[k] = true
+		case err != nil:
+			return nil, err
+		}
+	}
+	return skip, nil
+}
+
+// vacuumer runs the post-erasure VACUUM in the background, one at a time:
+// requests that arrive while one runs are served by a single next run.
+type vacuumer struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	kick   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// vacuumTimeout bounds one post-erasure VACUUM.
+const vacuumTimeout = 30 * time.Minute
+
+// newVacuumer starts the background loop; stop ends it.
+func newVacuumer(pool *pgxpool.Pool, logger *slog.Logger) *vacuumer {
+	ctx, cancel := context.WithCancel(context.Background())
+	v := &vacuumer{pool: pool, logger: logger, kick: make(chan struct{}, 1), cancel: cancel}
+	v.wg.Add(1)
+	go v.loop(ctx)
+	return v
+}
+
+// request asks for a VACUUM after the current one (if any); it never blocks.
+func (v *vacuumer) request() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (v *vacuumer) loop(ctx context.Context) {
+	defer v.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.kick:
+		}
+		vctx, cancel := context.WithTimeout(ctx, vacuumTimeout)
+		start := time.Now()
+		// INDEX_CLEANUP ON: without it VACUUM may skip the indexes when few
+		// rows died, leaving the erased rows' index entries in place.
+		_, err := v.pool.Exec(vctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", "))
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				v.logger.Warn("postgres: VACUUM after erasure failed; autovacuum will reclaim the rows later", "err", err)
+			}
+			continue
+		}
+		v.logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(start))
+	}
+}
+
+// stop cancels a running VACUUM and waits for the loop to end.
+func (v *vacuumer) stop() {
+	v.cancel()
+	v.wg.Wait()
+}
+
+// conversationDeleted reports whether ctx guards writes about id's user
+// (memory.WithErasureGuard: the write derives from captured exchanges) and
+// id names a conversation that no longer exists: it was deleted after the
+// exchanges were captured, and what they derive (a fact, a recall item)
+// must not bring any of it back. The default conversation is exempt: Adopt
+// removes it when it moves its turns elsewhere. Call it after guard, whose
+// shared user lock DeleteConversation takes exclusively, so no deletion
+// commits between the check and the write.
+func conversationDeleted(ctx context.Context, tx pgx.Tx, id memory.Identity) (bool, error) {
+	deleted, err := deletedConversations(ctx, tx, []memory.Identity{id})
+	return deleted[id], err
+}
+
+// deletedConversations applies conversationDeleted to ids at once and
+// returns those deleted.
+func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity) (map[memory.Identity]bool, error) {
+	var tenants, users, convs []string
+	for _, id := range ids {
+		if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
+			continue
+		}
+		if _, ok := memory.ErasureGuard(ctx, id.Tenant, id.User); ok {
+			tenants, users, convs = append(tenants, id.Tenant), append(users, id.User), append(convs, id.Conversation)
+		}
+	}
+	if len(convs) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT DISTINCT u.tenant, u.user_id, u.conversation
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tenant, user_id, conversation)
+		WHERE NOT EXISTS (SELECT 1 FROM conversations c
+			WHERE c.tenant = u.tenant AND c.user_id = u.user_id AND c.id = u.conversation)`, tenants, users, convs)
+	if err != nil {
+		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
+	}
+	deleted := map[memory.Identity]bool{}
+	var id memory.Identity
+	if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation}, func() error {
+		deleted[id] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
+	}
+	return deleted, nil
+}

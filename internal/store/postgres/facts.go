@@ -1,0 +1,286 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// factLockSQL serializes the fact upserts of one (tenant, user) for the rest
+// of the transaction, so the per-key supersession and the per-user cap never
+// race. Ids cannot contain '/'.
+const factLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended('facts/' || $1 || '/' || $2, 4))"
+
+// factColumns are the columns scanFact reads, in order.
+const factColumns = `id, type, key, value, confidence, mentions, pinned, source_conversation,
+	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
+
+// normalizeFactKey lower-cases a fact key and collapses its whitespace.
+func normalizeFactKey(k string) string {
+	return strings.Join(strings.Fields(strings.ToLower(k)), " ")
+}
+
+// sameFactValue reports whether two values state the same thing: equal up to
+// case and whitespace.
+func sameFactValue(a, b string) bool {
+	return strings.EqualFold(strings.Join(strings.Fields(a), " "), strings.Join(strings.Fields(b), " "))
+}
+
+// scanFact reads one row of factColumns.
+func scanFact(row pgx.Row, tenant, user string) (memory.Fact, error) {
+	f := memory.Fact{Tenant: tenant, User: user}
+	var typ string
+	var conv *string
+	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &conv,
+		&f.CreatedAt, &f.UpdatedAt, &f.SupersededAt, &f.ExpiresAt, &f.Rule, &f.Source); err != nil {
+		return memory.Fact{}, err
+	}
+	f.Type = memory.FactType(typ)
+	if conv != nil {
+		f.Conversation = *conv
+	}
+	f.CreatedAt, f.UpdatedAt = f.CreatedAt.UTC(), f.UpdatedAt.UTC()
+	for _, t := range []*time.Time{f.SupersededAt, f.ExpiresAt} {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
+	return f, nil
+}
+
+// nullString maps "" to NULL.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// validFact checks what UpsertFact stores.
+func validFact(f memory.Fact) error {
+	switch {
+	case !memory.ValidID(f.Tenant) || !memory.ValidID(f.User):
+		return fmt.Errorf("%w: bad tenant or user id", memory.ErrInvalid)
+	case !f.Type.Valid():
+		return fmt.Errorf("%w: unknown fact type %q", memory.ErrInvalid, f.Type)
+	case normalizeFactKey(f.Key) == "":
+		return fmt.Errorf("%w: fact without key", memory.ErrInvalid)
+	case strings.TrimSpace(f.Value) == "":
+		return fmt.Errorf("%w: fact without value", memory.ErrInvalid)
+	case math.IsNaN(f.Confidence) || f.Confidence < 0 || f.Confidence > 1:
+		return fmt.Errorf("%w: fact confidence %v outside [0, 1]", memory.ErrInvalid, f.Confidence)
+	}
+	return nil
+}
+
+// UpsertFact records a statement about a user, following the
+// storetest.Knowledge contract: per (tenant, user, type, normalised key) the
+// same value (up to case and whitespace) raises Mentions by one and
+// Confidence to min(1, max(old, new)+0.1); a different value supersedes the
+// current fact at f.UpdatedAt and becomes current itself, inheriting a pin.
+// Then, with maxPerUser > 0, the least valuable unpinned current facts
+// (fewest mentions, then least recently updated) beyond maxPerUser are
+// deleted, never the one just upserted. The recall items of superseded and
+// deleted facts (kind "fact", Ref = fact id) are deleted with them. f.Key is
+// stored normalised; a zero f.UpdatedAt means now. It returns
+// memory.ErrErased when ctx's erasure guard refuses the write, or when it
+// guards the write and f.Conversation has since been deleted (erasure.go).
+// f.Conversation ("" for none) is recorded as a source of the fact, so that
+// deleting the conversation deletes the facts only it stated
+// (forgetConversationFacts).
+func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
+	defer telemetry.Span(&ctx, "postgres.UpsertFact")()
+	if err := validFact(f); err != nil {
+		return memory.Fact{}, fmt.Errorf("postgres: upsert fact: %w", err)
+	}
+	f.Key = normalizeFactKey(f.Key)
+	at := f.UpdatedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	created := f.CreatedAt
+	if created.IsZero() {
+		created = at
+	}
+	var out memory.Fact
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
+			return fmt.Errorf("lock facts: %w", unavailable(err))
+		}
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+			return err
+		} else if gone {
+			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
+		}
+		old, err := scanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
+			WHERE tenant = $1 AND user_id = $2 AND type = $3 AND norm_key = $4 AND superseded_at IS NULL`,
+			f.Tenant, f.User, string(f.Type), f.Key), f.Tenant, f.User)
+		found := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("load current fact: %w", unavailable(err))
+		}
+
+		if found && sameFactValue(old.Value, f.Value) {
+			conf := math.Min(1, math.Max(old.Confidence, f.Confidence)+0.1)
+			out, err = scanFact(tx.QueryRow(ctx, `UPDATE facts SET
+					mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
+					updated_at = greatest(updated_at, $6),
+					source_conversation = coalesce($7, source_conversation), expires_at = $8,
+					pin_rule = CASE WHEN $9::text <> '' THEN $9::text ELSE pin_rule END,
+					source_message = CASE WHEN $10::text <> '' THEN $10::text ELSE source_message END
+				WHERE tenant = $1 AND user_id = $2 AND id = $3
+				RETURNING `+factColumns,
+				f.Tenant, f.User, old.ID, conf, f.Pinned, at, nullString(f.Conversation), f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
+			if err != nil {
+				return fmt.Errorf("update fact: %w", unavailable(err))
+			}
+		} else {
+			pinned := f.Pinned
+			if found {
+				if _, err := tx.Exec(ctx, `UPDATE facts SET superseded_at = $4
+					WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+					f.Tenant, f.User, old.ID, at); err != nil {
+					return fmt.Errorf("supersede fact: %w", unavailable(err))
+				}
+				if err := deleteFactItems(ctx, tx, f.Tenant, f.User, []int64{old.ID}); err != nil {
+					return err
+				}
+				pinned = pinned || old.Pinned
+			}
+			mentions := max(f.Mentions, 1)
+			out, err = scanFact(tx.QueryRow(ctx, `INSERT INTO facts
+					(tenant, user_id, type, key, norm_key, value, confidence, mentions, pinned,
+					 source_conversation, created_at, updated_at, expires_at, pin_rule, source_message)
+				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+				RETURNING `+factColumns,
+				f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, mentions, pinned,
+				nullString(f.Conversation), created, at, f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
+			if err != nil {
+				return fmt.Errorf("insert fact: %w", unavailable(err))
+			}
+		}
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, at); err != nil {
+			return err
+		}
+		if maxPerUser > 0 {
+			return capFacts(ctx, tx, f.Tenant, f.User, out.ID, maxPerUser)
+		}
+		return nil
+	})
+	if err != nil {
+		return memory.Fact{}, fmt.Errorf("postgres: upsert fact: %w", err)
+	}
+	return out, nil
+}
+
+// capFacts deletes the least valuable unpinned current facts of a user
+// (fewest mentions, then least recently updated) until at most max current
+// facts remain, sparing keep.
+func capFacts(ctx context.Context, tx pgx.Tx, tenant, user string, keep int64, max int) error {
+	rows, err := tx.Query(ctx, `
+		DELETE FROM facts WHERE tenant = $1 AND user_id = $2 AND id IN (
+			SELECT id FROM facts
+			WHERE tenant = $1 AND user_id = $2 AND superseded_at IS NULL AND NOT pinned AND id <> $3
+			  AND (expires_at IS NULL OR expires_at > now())
+			ORDER BY mentions, updated_at, id
+			LIMIT greatest(0, (SELECT count(*) FROM facts
+				WHERE tenant = $1 AND user_id = $2 AND superseded_at IS NULL
+				  AND (expires_at IS NULL OR expires_at > now())) - $4))
+		RETURNING id`, tenant, user, keep, max)
+	if err != nil {
+		return fmt.Errorf("cap facts: %w", unavailable(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("cap facts: %w", unavailable(err))
+	}
+	return deleteFactItems(ctx, tx, tenant, user, ids)
+}
+
+// deleteFactItems deletes the recall items made from the given facts.
+func deleteFactItems(ctx context.Context, tx pgx.Tx, tenant, user string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	refs := make([]string, len(ids))
+	for i, id := range ids {
+		refs[i] = strconv.FormatInt(id, 10)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND kind = 'fact' AND source = ANY($3)`,
+		tenant, user, refs); err != nil {
+		return fmt.Errorf("delete fact items: %w", unavailable(err))
+	}
+	return nil
+}
+
+// Facts returns the user's current facts (not superseded, not expired at
+// now), most recently updated first; with history, superseded and expired
+// ones too.
+//
+// Within one request (ctx carrying a memory.Memo) the facts are read once:
+// the assembler's pinned facts and recall's ranked facts share the read, and
+// the slice, which callers must not modify.
+func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	defer telemetry.Span(&ctx, "postgres.Facts")()
+	return memory.Memoized(ctx, factsKey{s, tenant, user, now.UnixNano(), history}, func() ([]memory.Fact, error) {
+		return s.facts(ctx, tenant, user, now, history)
+	})
+}
+
+// factsKey names one Facts read of a Store in a memory.Memo.
+type factsKey struct {
+	s            *Store
+	tenant, user string
+	now          int64
+	history      bool
+}
+
+// facts reads the user's facts (see Facts).
+func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+factColumns+` FROM facts
+		WHERE tenant = $1 AND user_id = $2
+		  AND ($4 OR (superseded_at IS NULL AND (expires_at IS NULL OR expires_at > $3)))
+		ORDER BY updated_at DESC, id DESC`, tenant, user, now, history)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: facts: %w", unavailable(err))
+	}
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Fact, error) {
+		return scanFact(r, tenant, user)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: facts: %w", unavailable(err))
+	}
+	return facts, nil
+}
+
+// DeleteFact deletes one fact of the user and its recall items, or returns
+// memory.ErrNotFound when the user has no fact with that id.
+func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM facts WHERE tenant = $1 AND user_id = $2 AND id = $3`, tenant, user, id)
+		if err != nil {
+			return unavailable(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return memory.ErrNotFound
+		}
+		return deleteFactItems(ctx, tx, tenant, user, []int64{id})
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: delete fact %d: %w", id, err)
+	}
+	return nil
+}

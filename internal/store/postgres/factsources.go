@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// A fact's sources are the conversations that stated it (fact_sources,
+// migration postgres/0013), "" standing for the management API: deleting a
+// conversation deletes the facts no other source stated.
+
+// stateFactSource records that conversation conv ("" for none) stated fact
+// id at at.
+func stateFactSource(ctx context.Context, tx pgx.Tx, tenant, user, conv string, id int64, at time.Time) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant, user_id, conversation, fact_id)
+		DO UPDATE SET stated_at = greatest(fact_sources.stated_at, EXCLUDED.stated_at)`,
+		tenant, user, conv, id, at); err != nil {
+		return fmt.Errorf("record source of fact %d: %w", id, unavailable(err))
+	}
+	return nil
+}
+
+// forgetConversationSQL removes a conversation as a source of the user's
+// facts ($1 tenant, $2 user, $3 conversation) in one statement: the facts
+// it alone stated (current or superseded) are deleted — their other
+// sources cascade — and their recall items with them; a fact that
+// survives and named the conversation as where it was last stated names
+// its newest other source instead (NULL for the API), and so do its
+// items. It returns the type and key of each deleted current fact.
+const forgetConversationSQL = `
+WITH gone_sources AS (
+	DELETE FROM fact_sources WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+	RETURNING fact_id
+), orphans AS (
+	-- The statement sees fact_sources as it found them: other
+	-- conversations' rows only count.
+	SELECT g.fact_id FROM gone_sources g
+	WHERE NOT EXISTS (SELECT 1 FROM fact_sources s
+		WHERE s.tenant = $1 AND s.user_id = $2 AND s.fact_id = g.fact_id AND s.conversation <> $3)
+), gone AS (
+	DELETE FROM facts f USING orphans o
+	WHERE f.tenant = $1 AND f.user_id = $2 AND f.id = o.fact_id
+	RETURNING f.id, f.type, f.norm_key, f.superseded_at IS NULL AS current
+), gone_items AS (
+	DELETE FROM memory_items i USING gone g
+	WHERE i.tenant = $1 AND i.user_id = $2 AND i.kind = 'fact' AND i.source = g.id::text
+), kept AS (
+	UPDATE facts f SET source_conversation = (
+		SELECT nullif(s.conversation, '') FROM fact_sources s
+		WHERE s.tenant = $1 AND s.user_id = $2 AND s.fact_id = f.id AND s.conversation <> $3
+		ORDER BY s.conversation = '', s.stated_at DESC LIMIT 1)
+	FROM gone_sources g
+	WHERE f.tenant = $1 AND f.user_id = $2 AND f.id = g.fact_id AND f.source_conversation = $3
+	  AND g.fact_id NOT IN (SELECT fact_id FROM orphans)
+	RETURNING f.id, f.source_conversation
+), kept_items AS (
+	-- The statement sees facts as it found them: a fact kept names what
+	-- kept set, or else what it named.
+	UPDATE memory_items i SET conversation = CASE WHEN k.id IS NULL THEN f.source_conversation ELSE k.source_conversation END
+	FROM gone_sources g
+	JOIN facts f ON f.tenant = $1 AND f.user_id = $2 AND f.id = g.fact_id
+	LEFT JOIN kept k ON k.id = f.id
+	WHERE i.tenant = $1 AND i.user_id = $2 AND i.kind = 'fact' AND i.source = f.id::text AND i.conversation = $3
+	  AND g.fact_id NOT IN (SELECT fact_id FROM orphans)
+)
+SELECT type, norm_key FROM gone WHERE current`
+
+// reopenFactSQL makes the newest superseded fact of each given type and
+// key ($3, $4: parallel arrays) current again, where none is.
+const reopenFactSQL = `
+UPDATE facts f SET superseded_at = NULL
+FROM (
+	SELECT DISTINCT ON (p.type, p.norm_key) p.id
+	FROM facts p JOIN unnest($3::text[], $4::text[]) AS k(type, norm_key)
+		ON p.type = k.type AND p.norm_key = k.norm_key
+	WHERE p.tenant = $1 AND p.user_id = $2 AND p.superseded_at IS NOT NULL
+	  AND NOT EXISTS (SELECT 1 FROM facts c WHERE c.tenant = $1 AND c.user_id = $2
+		AND c.type = p.type AND c.norm_key = p.norm_key AND c.superseded_at IS NULL)
+	ORDER BY p.type, p.norm_key, p.superseded_at DESC, p.id DESC
+) r
+WHERE f.tenant = $1 AND f.user_id = $2 AND f.id = r.id`
+
+// forgetConversationFacts removes conversation id as a source of the user's
+// facts, in tx (forgetConversationSQL). When a current fact goes, the
+// newest superseded fact of its type and key still stated elsewhere
+// becomes current again: the user's facts are what they would be had the
+// conversation never been.
+func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity) error {
+	if _, err := tx.Exec(ctx, factLockSQL, id.Tenant, id.User); err != nil {
+		return fmt.Errorf("lock facts: %w", unavailable(err))
+	}
+	rows, err := tx.Query(ctx, forgetConversationSQL, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return fmt.Errorf("forget facts of conversation: %w", unavailable(err))
+	}
+	var types, keys []string
+	var typ, key string
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &key}, func() error {
+		types, keys = append(types, typ), append(keys, key)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("forget facts of conversation: %w", unavailable(err))
+	}
+	if len(types) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, reopenFactSQL, id.Tenant, id.User, types, keys); err != nil {
+		return fmt.Errorf("reopen superseded facts: %w", unavailable(err))
+	}
+	return nil
+}
+
+// adoptFactSourcesSQL follows an Adopt from conversation $3 to $4 of user
+// ($1, $2) in one statement: see adoptFactSources.
+const adoptFactSourcesSQL = `
+WITH added AS (
+	INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
+	SELECT tenant, user_id, $4, fact_id, stated_at FROM fact_sources
+	WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+	ON CONFLICT DO NOTHING
+), gone AS (
+	SELECT NOT EXISTS (SELECT 1 FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3) AS gone
+), dropped AS (
+	DELETE FROM fact_sources WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND (SELECT gone FROM gone)
+), moved AS (
+	UPDATE facts SET source_conversation = $4
+	WHERE tenant = $1 AND user_id = $2 AND source_conversation = $3 AND (SELECT gone FROM gone)
+)
+UPDATE memory_items SET conversation = $4
+WHERE tenant = $1 AND user_id = $2 AND kind = 'fact' AND conversation = $3 AND (SELECT gone FROM gone)`
+
+// adoptFactSources follows an Adopt from conversation from to to in tx: the
+// facts from stated may have come from the moved exchanges, so to becomes
+// one of their sources. When from is gone (everything in it moved), it is
+// no longer one: its facts, and their recall items, name to instead.
+func adoptFactSources(ctx context.Context, tx pgx.Tx, from, to memory.Identity) error {
+	if _, err := tx.Exec(ctx, adoptFactSourcesSQL, from.Tenant, from.User, from.Conversation, to.Conversation); err != nil {
+		return fmt.Errorf("adopt fact sources: %w", unavailable(err))
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// indexSource is what the Store's itemindex.Index reads: the counters of
+// memory_item_revisions (moved by the triggers of migration 0010 on every
+// write of memory_items, by any process sharing the database) and the rows
+// of memory_items, each read by the table's primary key.
+type indexSource struct{ pool *pgxpool.Pool }
+
+var _ itemindex.Source = indexSource{}
+
+// ItemRevisions reads the user's row of memory_item_revisions (zero when
+// none). MessagesAdded, Facts and Summaries stay 0: this store reads a
+// conversation's newest turns, the facts and the summaries from the
+// database on every request, keeping none of them in memory.
+func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
+	var rev itemindex.Revisions
+	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions
+		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return itemindex.Revisions{}, unavailable(err)
+	}
+	return rev, nil
+}
+
+// LoadVectors reads key's vectors with ids above afterID, in id order.
+func (src indexSource) LoadVectors(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error {
+	sql := `SELECT id, coalesce(conversation, ''), source, embedding FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND id > $3 AND dims = $4 AND embedding IS NOT NULL`
+	args := []any{key.Tenant, key.User, afterID, key.Dims}
+	if key.Model != "" {
+		sql += ` AND model = $5`
+		args = append(args, key.Model)
+	}
+	rows, err := src.pool.Query(ctx, sql+` ORDER BY id`, args...)
+	if err != nil {
+		return unavailable(err)
+	}
+	var (
+		id        int64
+		conv, ref string
+		vec       pgvector.Vector
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, &vec}, func() error {
+		return add(id, conv, ref, vec.Slice())
+	})
+	return unavailable(err)
+}
+
+// LoadTexts reads the user's texts with ids above afterID, in id order.
+func (src indexSource) LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error {
+	rows, err := src.pool.Query(ctx, `SELECT id, coalesce(conversation, ''), source, content FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND id > $3 ORDER BY id`, tenant, user, afterID)
+	if err != nil {
+		return unavailable(err)
+	}
+	var (
+		id        int64
+		conv, ref string
+		text      []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, &text}, func() error {
+		return add(id, conv, ref, text)
+	})
+	return unavailable(err)
+}
+
+// LoadItems reads the user's items of ids, with their embeddings.
+func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error) {
+	rows, err := src.pool.Query(ctx, `SELECT `+itemColumns+`, embedding FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND id = ANY($3)`, tenant, user, ids)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+		var vec *pgvector.Vector
+		it, err := scanItem(r, &vec)
+		if vec != nil {
+			it.Embedding = vec.Slice()
+		}
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", unavailable(err))
+	}
+	return items, nil
+}

@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// The reads below serve the web inspector, not the request path.
+
+// Users lists the users of a tenant that have conversations, most recently
+// active first, at most limit of them (limit <= 0: 100). A non-empty match
+// keeps the users whose id contains it (case-insensitive).
+func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.user_id, count(*), max(c.updated_at),
+		       (SELECT count(*) FROM messages m
+		        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.superseded_at IS NULL)
+		FROM conversations c
+		WHERE c.tenant = $1 AND strpos(lower(c.user_id), $2) > 0
+		GROUP BY c.tenant, c.user_id ORDER BY max(c.updated_at) DESC, c.user_id LIMIT $3`,
+		tenant, strings.ToLower(match), limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list users: %w", unavailable(err))
+	}
+	us, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.UserActivity, error) {
+		var u memory.UserActivity
+		err := row.Scan(&u.User, &u.Conversations, &u.LastActive, &u.Messages)
+		u.LastActive = u.LastActive.UTC()
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list users: %w", unavailable(err))
+	}
+	if us == nil {
+		us = []memory.UserActivity{}
+	}
+	return us, nil
+}
+
+// Branches returns the conversation's superseded messages, grouped by the
+// moment they left the live branch, oldest first; none for an unknown
+// conversation.
+func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT superseded_at, seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NOT NULL
+		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
+	}
+	defer rows.Close()
+	bs := []memory.Branch{}
+	for rows.Next() {
+		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var at time.Time
+		var raw []byte
+		if err := rows.Scan(&at, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt); err != nil {
+			return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
+		}
+		if raw != nil {
+			m.Raw = json.RawMessage(raw)
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		if len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(at) {
+			bs = append(bs, memory.Branch{SupersededAt: at.UTC()})
+		}
+		bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
+	}
+	return bs, nil
+}
+
+// Summaries returns every summary version of the conversation, oldest
+// first; none for an unknown conversation.
+func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, model, created_at
+		FROM summaries WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+		ORDER BY version`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list summaries: %w", unavailable(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Summary, error) {
+		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var keyEvents, preserved []byte
+		if err := row.Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
+			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &sum.CreatedAt); err != nil {
+			return sum, err
+		}
+		if err := json.Unmarshal(keyEvents, &sum.KeyEvents); err != nil {
+			return sum, fmt.Errorf("decode key events: %w", err)
+		}
+		if err := json.Unmarshal(preserved, &sum.Preserved); err != nil {
+			return sum, fmt.Errorf("decode preserved: %w", err)
+		}
+		sum.CreatedAt = sum.CreatedAt.UTC()
+		return sum, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list summaries: %w", unavailable(err))
+	}
+	if out == nil {
+		out = []memory.Summary{}
+	}
+	return out, nil
+}
+
+// Footprint counts the rows stored about a user of a tenant, table by table
+// (this store keeps no separate exchange records).
+func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error) {
+	var f memory.Footprint
+	err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM conversations WHERE tenant = $1 AND user_id = $2),
+		(SELECT count(*) FROM messages WHERE tenant = $1 AND user_id = $2),
+		(SELECT count(*) FROM summaries WHERE tenant = $1 AND user_id = $2),
+		(SELECT count(*) FROM facts WHERE tenant = $1 AND user_id = $2),
+		(SELECT count(*) FROM memory_items WHERE tenant = $1 AND user_id = $2),
+		(SELECT count(*) FROM dead_letters WHERE tenant = $1 AND user_id = $2)`, tenant, user).
+		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.DeadLetters)
+	if err != nil {
+		return memory.Footprint{}, fmt.Errorf("postgres: count user rows: %w", unavailable(err))
+	}
+	return f, nil
+}
+
+// SetFactPinned pins or unpins one current fact of the user, or returns
+// memory.ErrNotFound when the user has no current fact with that id.
+func (s *Store) SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE facts SET pinned = $4
+		WHERE tenant = $1 AND user_id = $2 AND id = $3 AND superseded_at IS NULL`, tenant, user, id, pinned)
+	if err != nil {
+		return fmt.Errorf("postgres: pin fact: %w", unavailable(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: pin fact %d: %w", id, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// AddSavings adds each bucket's counts to the stored ones (a bucket is
+// identified by its tenant and Start), in one transaction.
+func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, x := range bs {
+		b.Queue(`INSERT INTO savings AS s (tenant, bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (tenant, bucket) DO UPDATE SET
+				requests = s.requests + EXCLUDED.requests,
+				tokens_original = s.tokens_original + EXCLUDED.tokens_original,
+				tokens_sent = s.tokens_sent + EXCLUDED.tokens_sent,
+				degraded = s.degraded + EXCLUDED.degraded,
+				tokens_repeated = s.tokens_repeated + EXCLUDED.tokens_repeated,
+				tokens_cached = s.tokens_cached + EXCLUDED.tokens_cached`,
+			x.Tenant, x.Start, x.Requests, x.TokensOriginal, x.TokensSent, x.Degraded, x.TokensRepeated, x.TokensCached)
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+	if err != nil {
+		return fmt.Errorf("postgres: add savings: %w", unavailable(err))
+	}
+	return nil
+}
+
+// Savings returns the tenant's stored savings buckets starting at or after
+// since, oldest first.
+func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
+	rows, err := s.pool.Query(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
+		FROM savings WHERE tenant = $1 AND bucket >= $2 ORDER BY bucket`, tenant, since)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read savings: %w", unavailable(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.SavingsBucket, error) {
+		b := memory.SavingsBucket{Tenant: tenant}
+		err := row.Scan(&b.Start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
+		b.Start = b.Start.UTC()
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read savings: %w", unavailable(err))
+	}
+	if out == nil {
+		out = []memory.SavingsBucket{}
+	}
+	return out, nil
+}

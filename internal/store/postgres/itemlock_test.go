@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// TestAddItemsInsertsBeforeLockingConversation holds a conversation's row
+// as a save superseding a branch does, and indexes two of its turns
+// meanwhile: AddItems inserts them before it waits for the conversation
+// (the costly indexing then never holds up a capture of the conversation),
+// and once the save supersedes one turn and commits, that turn's item is
+// removed again and the other kept.
+func TestAddItemsInsertsBeforeLockingConversation(t *testing.T) {
+	ctx := testCtx(t)
+	s := mustOpen(t)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c"}
+	ex := memory.Exchange{ID: "ex1", Identity: id, At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: "I live in Porto"}}, Reply: memory.Message{Role: "assistant", Content: "Noted"}}
+	if _, err := s.SaveExchange(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	rows, err := s.pool.Query(ctx, `SELECT role, key FROM messages WHERE tenant = 'acme' AND user_id = 'alice' AND conversation = 'c'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var role, key string
+		if err := rows.Scan(&role, &key); err != nil {
+			t.Fatal(err)
+		}
+		keys[role] = key
+	}
+	if rows.Err() != nil || len(keys) != 2 {
+		t.Fatalf("stored messages %v, %v", keys, rows.Err())
+	}
+
+	blocker, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	var blockerPID int32
+	if err := blocker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&blockerPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blocker.Exec(ctx, `SELECT 1 FROM conversations WHERE tenant = 'acme' AND user_id = 'alice' AND id = 'c' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		done <- s.AddItems(ctx, []memory.Item{
+			{Tenant: "acme", User: "alice", Conversation: "c", Kind: "message", Ref: keys["user"], Text: "I live in Porto"},
+			{Tenant: "acme", User: "alice", Conversation: "c", Kind: "message", Ref: keys["assistant"], Text: "Noted"},
+		})
+	}()
+	// Wait for AddItems to queue behind the held conversation.
+	var waiter int32
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := s.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, blockerPID).Scan(&waiter)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AddItems never waited for the conversation: %v", err)
+		}
+	}
+	var inserted bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+		WHERE pid = $1 AND relation = 'memory_items'::regclass AND mode = 'RowExclusiveLock' AND granted)`, waiter).Scan(&inserted); err != nil {
+		t.Fatal(err)
+	}
+	if !inserted {
+		t.Error("AddItems waited for the conversation before inserting its items")
+	}
+	if _, err := blocker.Exec(ctx, `UPDATE messages SET superseded_at = now()
+		WHERE tenant = 'acme' AND user_id = 'alice' AND conversation = 'c' AND key = $1`, keys["user"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := blocker.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("AddItems: %v", err)
+	}
+	got := map[string]bool{}
+	rows, err = s.pool.Query(ctx, `SELECT source FROM memory_items WHERE tenant = 'acme' AND user_id = 'alice'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var src string
+		if err := rows.Scan(&src); err != nil {
+			t.Fatal(err)
+		}
+		got[src] = true
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	if got[keys["user"]] || !got[keys["assistant"]] || len(got) != 1 {
+		t.Errorf("items stored for %v; want only the reply %s (the user turn %s was superseded)", got, keys["assistant"], keys["user"])
+	}
+}

@@ -1,0 +1,410 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// itemColumns are the columns scanItem reads, in order.
+const itemColumns = `id, tenant, user_id, coalesce(conversation, ''), kind, source, chunk, content,
+	coalesce(model, ''), coalesce(dims, 0), created_at, coalesce(said_at, created_at)`
+
+// scanItem reads one row of itemColumns followed by extra destinations.
+func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
+	var it memory.Item
+	dest := append([]any{&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
+		&it.Text, &it.Model, &it.Dims, &it.CreatedAt, &it.SaidAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return memory.Item{}, err
+	}
+	it.CreatedAt, it.SaidAt = it.CreatedAt.UTC(), it.SaidAt.UTC()
+	return it, nil
+}
+
+// vectorArg returns the embedding as a query argument: NULL when absent.
+func vectorArg(v []float32) *pgvector.Vector {
+	if len(v) == 0 {
+		return nil
+	}
+	vec := pgvector.NewVector(v)
+	return &vec
+}
+
+// embeddingOf checks an item's vector against its Model and Dims and returns
+// the dims to record (0 with no vector).
+func embeddingOf(it memory.Item) (int, error) {
+	if len(it.Embedding) == 0 {
+		return 0, nil
+	}
+	if it.Dims != 0 && it.Dims != len(it.Embedding) {
+		return 0, fmt.Errorf("%w: item %s/%d has %d dims but a %d-dimension vector",
+			memory.ErrInvalid, it.Ref, it.Chunk, it.Dims, len(it.Embedding))
+	}
+	if it.Model == "" {
+		return 0, fmt.Errorf("%w: item %s/%d has a vector but no model", memory.ErrInvalid, it.Ref, it.Chunk)
+	}
+	return len(it.Embedding), nil
+}
+
+// validItem checks what AddItems stores.
+func validItem(it memory.Item) error {
+	switch {
+	case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
+		return fmt.Errorf("%w: bad tenant or user id", memory.ErrInvalid)
+	case it.Conversation != "" && !memory.ValidID(it.Conversation):
+		return fmt.Errorf("%w: bad conversation id", memory.ErrInvalid)
+	case it.Kind != "message" && it.Kind != "summary" && it.Kind != "fact":
+		return fmt.Errorf("%w: unknown item kind %q", memory.ErrInvalid, it.Kind)
+	case it.Ref == "":
+		return fmt.Errorf("%w: item without ref", memory.ErrInvalid)
+	case it.Chunk < 0:
+		return fmt.Errorf("%w: negative chunk", memory.ErrInvalid)
+	}
+	_, err := embeddingOf(it)
+	return err
+}
+
+// AddItems stores recallable items in one transaction. An item whose
+// (tenant, user, kind, ref, chunk) exists already is updated in place — its
+// text, conversation and vector — never duplicated, and left untouched when
+// none of them changed (a re-indexed item then costs no new row version and
+// no HNSW insertion); SaidAt (zero: CreatedAt) is stored as when the item's
+// source was said; an update without a
+// vector keeps the stored one when the text is unchanged and clears it
+// otherwise (the text needs embedding again). A zero CreatedAt means now.
+// A message item whose message was superseded (its branch replaced by an
+// edit or a regeneration) is skipped: SaveExchange deleted the branch's
+// items, and a late index must not bring them back. Items of a user that
+// ctx's erasure guard refuses, and, under a guard, items of a conversation
+// deleted since (erasure.go), are skipped.
+func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	for _, it := range items {
+		if err := validItem(it); err != nil {
+			return fmt.Errorf("postgres: add items: %w", err)
+		}
+	}
+	now := time.Now()
+	// An item's arguments and, for the upsert, its SQL text.
+	args := func(it memory.Item) []any {
+		dims, _ := embeddingOf(it)
+		var dimsArg, modelArg any
+		if dims > 0 {
+			dimsArg, modelArg = dims, it.Model
+		}
+		at := it.CreatedAt
+		if at.IsZero() {
+			at = now
+		}
+		// A said-at time is stored only when the item brings one (else
+		// it reads as created_at); an update without one keeps the
+		// stored time.
+		var said any
+		switch {
+		case !it.SaidAt.IsZero():
+			said = it.SaidAt
+		case !it.CreatedAt.IsZero():
+			said = it.CreatedAt
+		}
+		return []any{it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
+			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		erasedUsers, err := guardItems(ctx, tx, items)
+		if err != nil {
+			return err
+		}
+		ids := make([]memory.Identity, len(items))
+		for i, it := range items {
+			ids[i] = memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
+		}
+		deletedConvs, err := deletedConversations(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		// skip says whether item i is left out: its user erased, or its
+		// conversation deleted, since it was captured.
+		skip := func(i int) bool {
+			return erasedUsers[[2]string{items[i].Tenant, items[i].User}] || deletedConvs[ids[i]]
+		}
+		// The BM25 statistics locks of every user first, in one order:
+		// the statements' triggers would otherwise take them as each
+		// statement comes, and two batches could deadlock.
+		var tenants, users []string
+		for i, it := range items {
+			if !skip(i) {
+				tenants, users = append(tenants, it.Tenant), append(users, it.User)
+			}
+		}
+		if len(users) > 0 {
+			if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", tenants, users); err != nil {
+				return fmt.Errorf("lock statistics: %w", unavailable(err))
+			}
+		}
+		// New items are inserted before their conversations are locked:
+		// inserting is the costly part (the HNSW index, the term
+		// statistics), and a capture saving a turn of the conversation
+		// waits for the lock. Nothing else is written before the lock, so
+		// a supersession committed meanwhile deleted no row of this
+		// transaction's; the rows inserted for a message found superseded
+		// once the lock is held are deleted again below.
+		inserted := make([]int64, len(items)) // id of the row each item inserted (0: none)
+		b := &pgx.Batch{}
+		for i, it := range items {
+			if skip(i) {
+				continue
+			}
+			b.Queue(insertItemSQL, args(it)...).QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&inserted[i])
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil // it exists: updated under the lock below
+				}
+				return err
+			})
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return unavailable(err)
+			}
+		}
+		gone, err := supersededSources(ctx, tx, items)
+		if err != nil {
+			return err
+		}
+		moved, err := movedSources(ctx, tx, items)
+		if err != nil {
+			return err
+		}
+		var undo []int64
+		b = &pgx.Batch{}
+		for i, it := range items {
+			to, ok := moved[it.Tenant+"\x00"+it.User+"\x00"+it.Ref]
+			ok = ok && it.Kind == "message"
+			if ok {
+				it.Conversation = to
+			}
+			switch {
+			case skip(i):
+			case it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref]:
+				if inserted[i] != 0 {
+					undo = append(undo, inserted[i])
+				}
+			case inserted[i] == 0:
+				b.Queue(upsertItemSQL, args(it)...)
+			case ok:
+				// Inserted before the lock, in the conversation its
+				// message has since left (see Adopt).
+				b.Queue(`UPDATE memory_items SET conversation = $2 WHERE id = $1`, inserted[i], to)
+			}
+		}
+		if len(undo) > 0 {
+			b.Queue(`DELETE FROM memory_items WHERE id = ANY($1)`, undo)
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return unavailable(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: add %d items: %w", len(items), err)
+	}
+	return nil
+}
+
+// supersededSources returns, keyed tenant + "\x00" + key, the messages among
+// the sources of items' message items that are superseded. It first takes a
+// share lock on their conversations' rows, which SaveExchange holds
+// exclusively while it supersedes a branch (and deletes the branch's items):
+// the check then sees every supersession committed before, and a later one
+// waits for this transaction and deletes what it stored.
+func supersededSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[string]bool, error) {
+	var tenants, users, convs, keys []string
+	for _, it := range items {
+		if it.Kind == "message" && it.Conversation != "" {
+			tenants, users = append(tenants, it.Tenant), append(users, it.User)
+			convs, keys = append(convs, it.Conversation), append(keys, it.Ref)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, `
+		SELECT 1 FROM conversations c
+		WHERE (c.tenant, c.user_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+		ORDER BY c.tenant, c.user_id, c.id
+		FOR SHARE`, tenants, users, convs); err != nil {
+		return nil, fmt.Errorf("lock conversations: %w", unavailable(err))
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT m.tenant, m.key
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(tenant, user_id, conversation, key)
+		JOIN messages m ON m.tenant = u.tenant AND m.key = u.key
+			AND m.user_id = u.user_id AND m.conversation = u.conversation
+		WHERE m.superseded_at IS NOT NULL`, tenants, users, convs, keys)
+	if err != nil {
+		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
+	}
+	set := map[string]bool{}
+	var tenant, key string
+	_, err = pgx.ForEachRow(rows, []any{&tenant, &key}, func() error {
+		set[tenant+"\x00"+key] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
+	}
+	return set, nil
+}
+
+// movedSources returns, keyed tenant, user and key joined by "\x00", the
+// conversation that now holds the message of each message item of the
+// default conversation whose message moved out of it (see Adopt): an
+// exchange indexed after its chat moved it is indexed where it lives. It
+// runs after supersededSources, whose share lock on the default
+// conversation's row orders it with a move. Only items whose message is
+// no longer in the default conversation are looked up further.
+func movedSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[string]string, error) {
+	var tenants, users, keys []string
+	for _, it := range items {
+		if it.Kind == "message" && it.Conversation == memory.DefaultConversation {
+			tenants, users, keys = append(tenants, it.Tenant), append(users, it.User), append(keys, it.Ref)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		WITH missing AS MATERIALIZED (
+			SELECT u.tenant, u.user_id, u.key
+			FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tenant, user_id, key)
+			WHERE NOT EXISTS (SELECT 1 FROM messages d
+				WHERE d.tenant = u.tenant AND d.user_id = u.user_id AND d.conversation = $4 AND d.key = u.key))
+		SELECT u.tenant, u.user_id, u.key, m.conversation
+		FROM missing u
+		CROSS JOIN LATERAL (SELECT m.conversation FROM messages m
+			WHERE m.tenant = u.tenant AND m.user_id = u.user_id AND m.key = u.key AND m.superseded_at IS NULL
+			LIMIT 1) m`, tenants, users, keys, memory.DefaultConversation)
+	if err != nil {
+		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
+	}
+	out := map[string]string{}
+	var tenant, user, key, conv string
+	if _, err := pgx.ForEachRow(rows, []any{&tenant, &user, &key, &conv}, func() error {
+		out[tenant+"\x00"+user+"\x00"+key] = conv
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
+	}
+	return out, nil
+}
+
+// ItemsToEmbed returns up to limit items of any tenant with ID > afterID
+// whose vector is missing or was made by another model or dimension, in ID
+// order, for a resumable reindex.
+func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id > $3 AND (embedding IS NULL OR model IS DISTINCT FROM $1 OR dims IS DISTINCT FROM $2)
+		ORDER BY id LIMIT $4`, model, dims, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: items to embed: %w", unavailable(err))
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) { return scanItem(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: items to embed: %w", unavailable(err))
+	}
+	return items, nil
+}
+
+// SetEmbeddings stores new vectors, with their Model and Dims, for items by
+// ID (and by Tenant and User when set, which lets the update use the primary
+// key). Items that no longer exist are skipped.
+func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	// By user, then id: the users' rows of memory_item_revisions are
+	// locked at the commit in this order (migration 0010), the same for
+	// every SetEmbeddings, so two of them never deadlock on them.
+	items = slices.Clone(items)
+	slices.SortFunc(items, func(a, b memory.Item) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User), cmp.Compare(a.ID, b.ID))
+	})
+	b := &pgx.Batch{}
+	for _, it := range items {
+		dims, err := embeddingOf(it)
+		if err != nil {
+			return fmt.Errorf("postgres: set embeddings: %w", err)
+		}
+		if dims == 0 {
+			return fmt.Errorf("postgres: set embeddings: %w: item %d without a vector", memory.ErrInvalid, it.ID)
+		}
+		if it.Tenant != "" && it.User != "" {
+			b.Queue(`UPDATE memory_items SET embedding = $4, dims = $5, model = $6
+				WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+				it.Tenant, it.User, it.ID, vectorArg(it.Embedding), dims, it.Model)
+		} else {
+			b.Queue(`UPDATE memory_items SET embedding = $2, dims = $3, model = $4 WHERE id = $1`,
+				it.ID, vectorArg(it.Embedding), dims, it.Model)
+		}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return unavailable(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: set %d embeddings: %w", len(items), err)
+	}
+	return nil
+}
+
+// insertItemSQL inserts an item that is not stored yet and returns its id;
+// it returns no row for one that is (AddItems then updates it with
+// upsertItemSQL). The arguments are upsertItemSQL's.
+const insertItemSQL = `
+			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
+			                          embedding, dims, model, created_at, said_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO NOTHING
+			RETURNING id`
+
+// upsertItemSQL stores an item, updating the stored one in place only when
+// its text, time said, conversation or vector changed (see AddItems).
+const upsertItemSQL = `
+			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
+			                          embedding, dims, model, created_at, said_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
+				conversation = coalesce(EXCLUDED.conversation, memory_items.conversation),
+				content = EXCLUDED.content,
+				said_at = coalesce(EXCLUDED.said_at, memory_items.said_at),
+				embedding = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.embedding ELSE EXCLUDED.embedding END,
+				dims = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.dims ELSE EXCLUDED.dims END,
+				model = CASE WHEN EXCLUDED.embedding IS NULL AND EXCLUDED.content = memory_items.content
+					THEN memory_items.model ELSE EXCLUDED.model END
+			WHERE memory_items.content IS DISTINCT FROM EXCLUDED.content
+				OR EXCLUDED.said_at IS NOT NULL AND memory_items.said_at IS DISTINCT FROM EXCLUDED.said_at
+				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
+				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
+					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`

@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// querier is what the read helpers need of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryMessages runs a query whose first three parameters are the tenant,
+// user and conversation of id, followed by args, and whose columns are seq,
+// key, role, content, raw, tokens, created_at.
+func queryMessages(ctx context.Context, q querier, id memory.Identity, sql string, args ...any) ([]memory.Message, error) {
+	rows, err := q.Query(ctx, sql, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Message, error) {
+		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var raw []byte
+		if err := row.Scan(&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt); err != nil {
+			return m, err
+		}
+		if raw != nil {
+			m.Raw = json.RawMessage(raw)
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		return m, nil
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return msgs, nil
+}
+
+// Recent returns up to n newest live messages of the conversation, oldest
+// first; an unknown conversation has none.
+func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	defer telemetry.Span(&ctx, "postgres.Recent")()
+	if n <= 0 {
+		return nil, nil
+	}
+	msgs, err := queryMessages(ctx, s.pool, id, `
+		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
+		ORDER BY seq DESC LIMIT $4`, n)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: recent: %w", err)
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
+
+// Conversations lists a user's conversations in the tenant, most recently
+// updated first (ties by id), with their live message counts.
+func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	defer telemetry.Span(&ctx, "postgres.Conversations")()
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.id, c.created_at, c.updated_at,
+		       (SELECT count(*) FROM messages m
+		        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.id
+		          AND m.superseded_at IS NULL)
+		FROM conversations c
+		WHERE c.tenant = $1 AND c.user_id = $2
+		ORDER BY c.updated_at DESC, c.id`, tenant, user)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list conversations: %w", unavailable(err))
+	}
+	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Conversation, error) {
+		c := memory.Conversation{Tenant: tenant, User: user}
+		err := row.Scan(&c.ID, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list conversations: %w", unavailable(err))
+	}
+	return cs, nil
+}
+
+// Conversation returns one conversation and all its live messages in Seq
+// order, read from one snapshot, or memory.ErrNotFound.
+func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	defer telemetry.Span(&ctx, "postgres.Conversation")()
+	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
+	var msgs []memory.Message
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var created, updated time.Time
+		err := tx.QueryRow(ctx, `
+			SELECT created_at, updated_at FROM conversations
+			WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+			id.Tenant, id.User, id.Conversation).Scan(&created, &updated)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return memory.ErrNotFound
+		}
+		if err != nil {
+			return unavailable(err)
+		}
+		c.CreatedAt, c.UpdatedAt = created.UTC(), updated.UTC()
+		msgs, err = queryMessages(ctx, tx, id, `
+			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
+			ORDER BY seq`)
+		return err
+	})
+	if err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("postgres: conversation %s: %w", id.Conversation, unavailable(err))
+	}
+	c.MessageCount = len(msgs)
+	return c, msgs, nil
+}
+
+// RecentMany returns, for each conversation of ids, up to n newest live
+// messages, oldest first, in one query: out[i] is ids[i]'s.
+func (s *Store) RecentMany(ctx context.Context, ids []memory.Identity, n int) ([][]memory.Message, error) {
+	out := make([][]memory.Message, len(ids))
+	if n <= 0 || len(ids) == 0 {
+		return out, nil
+	}
+	ts, us, cs := make([]string, len(ids)), make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		ts[i], us[i], cs[i] = id.Tenant, id.User, id.Conversation
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT x.o, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
+		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(t, u, c, o)
+		CROSS JOIN LATERAL (
+			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+			WHERE tenant = x.t AND user_id = x.u AND conversation = x.c AND superseded_at IS NULL
+			ORDER BY seq DESC LIMIT $4) m
+		ORDER BY x.o, m.seq`, ts, us, cs, n)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: recent: %w", unavailable(err))
+	}
+	var (
+		o   int64
+		m   memory.Message
+		raw []byte
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&o, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() error {
+		i := int(o) - 1
+		msg := m
+		msg.Tenant, msg.User, msg.Conversation = ids[i].Tenant, ids[i].User, ids[i].Conversation
+		msg.CreatedAt = msg.CreatedAt.UTC()
+		if raw != nil {
+			msg.Raw = json.RawMessage(slices.Clone(raw))
+		}
+		out[i] = append(out[i], msg)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres: recent: %w", unavailable(err))
+	}
+	return out, nil
+}

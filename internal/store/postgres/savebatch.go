@@ -1,0 +1,444 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// SaveExchanges stores exchanges in one transaction (a group commit: one
+// WAL flush for all of them), each as SaveExchange would; results[i] is
+// exs[i]'s. The exchanges of one conversation are stored in the order given;
+// different conversations are taken in key order, so concurrent batches lock
+// conversation rows in the same order and never deadlock. It is all or
+// nothing: on any error nothing is stored and the caller saves them one by
+// one to tell which one failed.
+//
+// However many exchanges it holds, a batch costs two round trips to the
+// server: one pipeline begins the transaction, takes the users' locks, reads
+// their erasures, locks (creating them when new) the conversations and
+// reads the duplicates and, for exchanges that resent history, the live
+// tails to align it with; a second one writes every message in one
+// statement, moves the conversations' last_seq and commits. The alignment
+// runs here, on the tails as the earlier exchanges of the batch leave them.
+func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "postgres.SaveExchanges")()
+	for _, ex := range exs {
+		if err := validExchange(ex); err != nil {
+			return nil, err
+		}
+	}
+	if len(exs) == 1 && appendsOnly(exs[0]) {
+		// One exchange, the common case at low load: one round trip.
+		res, err := s.SaveExchange(ctx, exs[0])
+		if err != nil {
+			return nil, err
+		}
+		return []memory.SaveResult{res}, nil
+	}
+	b := newSaveBatch(exs)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: save %d exchanges: acquire: %w", len(exs), unavailable(err))
+	}
+	defer conn.Release()
+	results, err := b.run(ctx, conn)
+	if err != nil {
+		// Leave no transaction open on the connection: a failed pipeline
+		// skipped its COMMIT. A connection still in a transaction is closed
+		// by the pool on release.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		cancel()
+		if isUniqueViolation(err, messageKeyConstraint) {
+			// A concurrent save of one of them won: the caller saves them
+			// one by one, which reports it as a duplicate.
+			return nil, fmt.Errorf("postgres: save %d exchanges: %w", len(exs), err)
+		}
+		return nil, fmt.Errorf("postgres: save %d exchanges: %w", len(exs), permanent(err))
+	}
+	return results, nil
+}
+
+// saveBatch is the state of one SaveExchanges call.
+type saveBatch struct {
+	exs   []memory.Exchange
+	order []int       // indexes of exs, by identity (stable)
+	ats   []time.Time // each exchange's time (now when zero)
+	users []userKey   // distinct, sorted
+	convs []memory.Identity
+	// tailLen is, per conversation, how many live messages its alignments
+	// need (0: no exchange of it resent history).
+	tailLen map[memory.Identity]int
+}
+
+type userKey struct{ tenant, user string }
+
+func newSaveBatch(exs []memory.Exchange) *saveBatch {
+	b := &saveBatch{exs: exs, order: make([]int, len(exs)), ats: make([]time.Time, len(exs)), tailLen: map[memory.Identity]int{}}
+	now := time.Now()
+	for i, ex := range exs {
+		b.order[i] = i
+		b.ats[i] = cmp.Or(ex.At, now)
+	}
+	slices.SortStableFunc(b.order, func(a, c int) int { return compareIdentity(exs[a].Identity, exs[c].Identity) })
+	for _, i := range b.order {
+		id := exs[i].Identity
+		if n := len(b.convs); n == 0 || b.convs[n-1] != id {
+			b.convs = append(b.convs, id)
+		}
+		if n := len(b.users); n == 0 || b.users[n-1] != (userKey{id.Tenant, id.User}) {
+			b.users = append(b.users, userKey{id.Tenant, id.User})
+		}
+		if len(exs[i].Prior) > 0 {
+			b.tailLen[id] = max(b.tailLen[id], len(exs[i].Prior)+alignSlack)
+		}
+	}
+	return b
+}
+
+func compareIdentity(x, y memory.Identity) int {
+	return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
+}
+
+// convState is what the first pipeline learned of a conversation, kept up
+// to date as the batch's exchanges are planned.
+type convState struct {
+	lastSeq int64
+	tail    []memory.Message // live messages, oldest first
+	changed bool
+	latest  time.Time
+}
+
+// run sends the two pipelines on conn and returns the results.
+func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveResult, error) {
+	erased, convs, dups, err := b.read(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]memory.SaveResult, len(b.exs))
+	w := &batchWriter{}
+	seen := map[string]bool{} // identity and exchange id stored in this batch
+	for _, i := range b.order {
+		ex, at := b.exs[i], b.ats[i]
+		id := ex.Identity
+		if e, ok := erased[userKey{id.Tenant, id.User}]; ok && !e.Before(at) {
+			results[i].Dropped = true
+			continue
+		}
+		key := id.Tenant + "/" + id.User + "/" + id.Conversation + "/" + ex.ID
+		moved := id
+		moved.Conversation = ex.Candidate
+		if dups[id][memory.Key(ex.ID, 0)] || ex.Candidate != "" && dups[moved][memory.Key(ex.ID, 0)] || seen[key] {
+			results[i].Duplicate = true
+			continue
+		}
+		seen[key] = true
+		st := convs[id]
+		if st == nil {
+			return nil, fmt.Errorf("exchange %s: conversation not locked", ex.ID)
+		}
+		var plan memory.Plan
+		if len(ex.Prior) > 0 {
+			tail := st.tail[max(0, len(st.tail)-len(ex.Prior)-alignSlack):]
+			plan = memory.Align(tail, ex.Prior)
+		}
+		if plan.SupersedeFrom > 0 {
+			w.supersede(id, plan.SupersedeFrom, at, i)
+			st.tail = slices.DeleteFunc(st.tail, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom })
+		}
+		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
+		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
+		for k, m := range msgs {
+			st.lastSeq++
+			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
+			m.Seq, m.Key = st.lastSeq, memory.Key(ex.ID, k)
+			if m.CreatedAt.IsZero() {
+				m.CreatedAt = at
+			}
+			w.message(m)
+			if b.tailLen[id] > 0 {
+				st.tail = append(st.tail, m)
+			}
+			results[i].Stored = append(results[i].Stored, asStored(m))
+		}
+		st.changed = true
+		if at.After(st.latest) {
+			st.latest = at
+		}
+		results[i].Inserted = len(msgs)
+	}
+	for _, id := range b.convs {
+		if st := convs[id]; st != nil && st.changed {
+			w.conversation(id, st.lastSeq, st.latest)
+		}
+	}
+	superseded, err := w.send(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range superseded {
+		results[i].Superseded = n
+	}
+	return results, nil
+}
+
+// read sends the first pipeline: BEGIN, the users' shared locks (in key
+// order), their erasures, the conversations' upsert (skipping users erased
+// after all of their exchanges), the duplicates and the tails.
+func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]time.Time, map[memory.Identity]*convState, map[memory.Identity]map[string]bool, error) {
+	var ut, uu []string
+	for _, u := range b.users {
+		ut, uu = append(ut, u.tenant), append(uu, u.user)
+	}
+	latest := map[memory.Identity]time.Time{}
+	first := map[memory.Identity]time.Time{}
+	var ct, cu, cc, kt, ku, kc, kk []string
+	for _, i := range b.order {
+		ex, at := b.exs[i], b.ats[i]
+		if _, ok := first[ex.Identity]; !ok {
+			first[ex.Identity] = at
+		}
+		if at.After(latest[ex.Identity]) {
+			latest[ex.Identity] = at
+		}
+		kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Conversation), append(kk, memory.Key(ex.ID, 0))
+		if ex.Candidate != "" {
+			// It may have been stored and moved there since (see Adopt).
+			kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Candidate), append(kk, memory.Key(ex.ID, 0))
+		}
+	}
+	var cfirst, clatest []time.Time
+	var tt, tu, tc []string
+	var tn []int32
+	for _, id := range b.convs {
+		ct, cu, cc = append(ct, id.Tenant), append(cu, id.User), append(cc, id.Conversation)
+		cfirst, clatest = append(cfirst, first[id]), append(clatest, latest[id])
+		if n := b.tailLen[id]; n > 0 {
+			tt, tu, tc, tn = append(tt, id.Tenant), append(tu, id.User), append(tc, id.Conversation), append(tn, int32(n))
+		}
+	}
+	p := &pgx.Batch{}
+	p.Queue("BEGIN")
+	p.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(t || '/' || u, 3))
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, ut, uu)
+	p.Queue(`SELECT tenant, user_id, max(erased_at) FROM erasures
+		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) GROUP BY tenant, user_id`, ut, uu)
+	// The upsert locks each conversation row until commit: concurrent saves
+	// to it queue here, and each sees the previous one's rows.
+	p.Queue(`INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+		SELECT x.t, x.u, x.c, x.f, x.f
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY AS x(t, u, c, f, l, o)
+		WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant = x.t AND e.user_id = x.u AND e.erased_at >= x.l)
+		ORDER BY x.o
+		ON CONFLICT (tenant, user_id, id) DO UPDATE SET last_seq = conversations.last_seq
+		RETURNING tenant, user_id, id, last_seq`, ct, cu, cc, cfirst, clatest)
+	p.Queue(`SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, u, c, k)
+		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.tenant = x.t AND m.user_id = x.u AND m.conversation = x.c AND m.key = x.k)`,
+		kt, ku, kc, kk)
+	if len(tn) > 0 {
+		p.Queue(`SELECT x.t, x.u, x.c, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS x(t, u, c, n)
+			CROSS JOIN LATERAL (
+				SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+				WHERE tenant = x.t AND user_id = x.u AND conversation = x.c AND superseded_at IS NULL
+				ORDER BY seq DESC LIMIT x.n) m
+			ORDER BY x.t, x.u, x.c, m.seq`, tt, tu, tc, tn)
+	}
+	res := conn.SendBatch(ctx, p)
+	erased := map[userKey]time.Time{}
+	convs := map[memory.Identity]*convState{}
+	dups := map[memory.Identity]map[string]bool{}
+	err := func() error {
+		if _, err := res.Exec(); err != nil {
+			return fmt.Errorf("begin: %w", unavailable(err))
+		}
+		if _, err := res.Exec(); err != nil {
+			return fmt.Errorf("lock users: %w", unavailable(err))
+		}
+		rows, err := res.Query()
+		if err != nil {
+			return fmt.Errorf("check erasures: %w", unavailable(err))
+		}
+		var u userKey
+		var at time.Time
+		if _, err := pgx.ForEachRow(rows, []any{&u.tenant, &u.user, &at}, func() error {
+			erased[u] = at
+			return nil
+		}); err != nil {
+			return fmt.Errorf("check erasures: %w", unavailable(err))
+		}
+		var id memory.Identity
+		var seq int64
+		if rows, err = res.Query(); err != nil {
+			return fmt.Errorf("lock conversations: %w", unavailable(err))
+		}
+		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &seq}, func() error {
+			convs[id] = &convState{lastSeq: seq}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("lock conversations: %w", unavailable(err))
+		}
+		var key string
+		if rows, err = res.Query(); err != nil {
+			return fmt.Errorf("check duplicates: %w", unavailable(err))
+		}
+		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &key}, func() error {
+			if dups[id] == nil {
+				dups[id] = map[string]bool{}
+			}
+			dups[id][key] = true
+			return nil
+		}); err != nil {
+			return fmt.Errorf("check duplicates: %w", unavailable(err))
+		}
+		if len(tn) == 0 {
+			return nil
+		}
+		if rows, err = res.Query(); err != nil {
+			return fmt.Errorf("load tails: %w", unavailable(err))
+		}
+		var m memory.Message
+		var raw []byte
+		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation,
+			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() error {
+			st := convs[id]
+			if st == nil {
+				return nil
+			}
+			msg := m
+			msg.Tenant, msg.User, msg.Conversation = id.Tenant, id.User, id.Conversation
+			msg.CreatedAt = msg.CreatedAt.UTC()
+			if raw != nil {
+				msg.Raw = json.RawMessage(slices.Clone(raw))
+			}
+			st.tail = append(st.tail, msg)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("load tails: %w", unavailable(err))
+		}
+		return nil
+	}()
+	if cerr := res.Close(); err == nil && cerr != nil {
+		err = unavailable(cerr)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return erased, convs, dups, nil
+}
+
+// batchWriter gathers the second pipeline: the messages (written in one
+// statement between supersedes), the supersedes, the conversations' new
+// last_seq, and COMMIT.
+type batchWriter struct {
+	p pgx.Batch
+	// pending messages, as parallel columns.
+	t, u, c, k, role, content []string
+	raw                       []*string
+	seq                       []int64
+	tokens                    []int32
+	created                   []time.Time
+	// supersedes[j] is the exchange whose supersede is the j-th.
+	supersedes []int
+	steps      []bool // per queued statement: true for a supersede
+	// conversations, as parallel columns.
+	ct, cu, cc []string
+	cseq       []int64
+	cat        []time.Time
+}
+
+func (w *batchWriter) message(m memory.Message) {
+	var raw *string
+	if len(m.Raw) > 0 {
+		s := string(m.Raw)
+		raw = &s
+	}
+	w.t, w.u, w.c = append(w.t, m.Tenant), append(w.u, m.User), append(w.c, m.Conversation)
+	w.seq, w.k, w.role, w.content = append(w.seq, m.Seq), append(w.k, m.Key), append(w.role, m.Role), append(w.content, m.Content)
+	w.raw, w.tokens, w.created = append(w.raw, raw), append(w.tokens, int32(m.Tokens)), append(w.created, m.CreatedAt)
+}
+
+// flush queues the pending messages' insert.
+func (w *batchWriter) flush() {
+	if len(w.t) == 0 {
+		return
+	}
+	w.p.Queue(`INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
+		SELECT t, u, c, s, k, r, b, j::json, n, a
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
+			AS x(t, u, c, s, k, r, b, j, n, a)`,
+		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created)
+	w.steps = append(w.steps, false)
+	w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+}
+
+// supersede queues, after the messages so far, the supersede of id's live
+// messages from seq on (and the deletion of their memory items), on
+// behalf of exchange i.
+func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time, i int) {
+	w.flush()
+	// The replaced branch leaves recall with it: its messages' items are
+	// deleted in this transaction. AddItems takes a share lock on the
+	// conversation row (which this transaction holds exclusively since the
+	// upsert) before it checks that a message is live, so a late index
+	// either commits before this delete sees its rows or sees the messages
+	// superseded and skips them.
+	w.p.Queue(supersedeSQL, id.Tenant, id.User, id.Conversation, from, at)
+	w.steps = append(w.steps, true)
+	w.supersedes = append(w.supersedes, i)
+}
+
+func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Time) {
+	w.ct, w.cu, w.cc = append(w.ct, id.Tenant), append(w.cu, id.User), append(w.cc, id.Conversation)
+	w.cseq, w.cat = append(w.cseq, lastSeq), append(w.cat, at)
+}
+
+// send queues the rest and COMMIT, sends the pipeline and returns the
+// superseded counts by exchange index.
+func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) (map[int]int, error) {
+	w.flush()
+	if len(w.ct) > 0 {
+		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
+			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
+		w.steps = append(w.steps, false)
+	}
+	w.p.Queue("COMMIT")
+	res := conn.SendBatch(ctx, &w.p)
+	superseded := map[int]int{}
+	err := func() error {
+		j := 0
+		for _, isSupersede := range w.steps {
+			if !isSupersede {
+				if _, err := res.Exec(); err != nil {
+					return fmt.Errorf("write messages: %w", unavailable(err))
+				}
+				continue
+			}
+			var n int
+			if err := res.QueryRow().Scan(&n); err != nil {
+				return fmt.Errorf("supersede: %w", unavailable(err))
+			}
+			superseded[w.supersedes[j]] += n
+			j++
+		}
+		if _, err := res.Exec(); err != nil {
+			return fmt.Errorf("commit: %w", unavailable(err))
+		}
+		return nil
+	}()
+	if cerr := res.Close(); err == nil && cerr != nil {
+		err = unavailable(cerr)
+	}
+	return superseded, err
+}

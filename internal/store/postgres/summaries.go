@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// MessagesAfter returns up to limit live messages of the conversation with
+// Seq > afterSeq, oldest first; an unknown conversation has none.
+func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	msgs, err := queryMessages(ctx, s.pool, id, `
+		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq > $4
+		ORDER BY seq LIMIT $5`, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: messages after %d: %w", afterSeq, err)
+	}
+	return msgs, nil
+}
+
+// LatestSummary returns the newest summary version of the conversation, or
+// memory.ErrNotFound.
+func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
+	defer telemetry.Span(&ctx, "postgres.LatestSummary")()
+	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+	var keyEvents, preserved []byte
+	err := s.pool.QueryRow(ctx, `
+		SELECT version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at
+		FROM summaries
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation).
+		Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
+			&sum.Tokens, &sum.CoveredTokens, &sum.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, memory.ErrNotFound)
+	}
+	if err != nil {
+		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, unavailable(err))
+	}
+	if err := json.Unmarshal(keyEvents, &sum.KeyEvents); err != nil {
+		return memory.Summary{}, fmt.Errorf("postgres: decode summary key events: %w", err)
+	}
+	if err := json.Unmarshal(preserved, &sum.Preserved); err != nil {
+		return memory.Summary{}, fmt.Errorf("postgres: decode summary preserved: %w", err)
+	}
+	sum.CreatedAt = sum.CreatedAt.UTC()
+	return sum, nil
+}
+
+// SaveSummary stores a new summary version. s.Version must be the latest
+// stored version + 1 (1 for the first); otherwise, or when a concurrent save
+// of the same version committed first, it returns memory.ErrConflict and
+// stores nothing; a version below 1 is never next. A summary of an unknown
+// conversation is memory.ErrNotFound; one that ctx's erasure guard refuses
+// (erasure.go) is memory.ErrErased.
+func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
+	if sum.Version < 1 {
+		return fmt.Errorf("postgres: save summary version %d: %w", sum.Version, memory.ErrConflict)
+	}
+	if sum.FromSeq > sum.ToSeq {
+		return fmt.Errorf("postgres: save summary: %w: covers %d..%d", memory.ErrInvalid, sum.FromSeq, sum.ToSeq)
+	}
+	keyEvents := sum.KeyEvents
+	if keyEvents == nil {
+		keyEvents = []string{}
+	}
+	ke, err := json.Marshal(keyEvents)
+	if err != nil {
+		return fmt.Errorf("postgres: encode summary key events: %w", err)
+	}
+	pr, err := json.Marshal(sum.Preserved)
+	if err != nil {
+		return fmt.Errorf("postgres: encode summary preserved: %w", err)
+	}
+	at := sum.CreatedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	// The insert happens only when the stored latest version is Version-1;
+	// two concurrent saves of the same version both pass that check, and the
+	// primary key lets only one of them commit.
+	var tag pgconn.CommandTag
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+			return err
+		}
+		var err error
+		tag, err = tx.Exec(ctx, `
+		INSERT INTO summaries (tenant, user_id, conversation, version, from_seq, to_seq, content,
+		                       key_events, preserved, tokens, covered_tokens, created_at, model)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+		WHERE (SELECT coalesce(max(version), 0) FROM summaries
+		       WHERE tenant = $1 AND user_id = $2 AND conversation = $3) = $4 - 1`,
+			sum.Tenant, sum.User, sum.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
+			ke, pr, sum.Tokens, sum.CoveredTokens, at, sum.Summariser)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, memory.ErrErased):
+		return fmt.Errorf("postgres: save summary: %w", err)
+	case errors.As(err, &pgErr) && pgErr.Code == "23505":
+		return fmt.Errorf("postgres: save summary version %d: %w", sum.Version, memory.ErrConflict)
+	case errors.As(err, &pgErr) && pgErr.Code == "23503":
+		return fmt.Errorf("postgres: save summary of %s: %w", sum.Conversation, memory.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("postgres: save summary: %w", unavailable(err))
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("postgres: save summary version %d: not the next version: %w", sum.Version, memory.ErrConflict)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// maxQueryBytes bounds the query text parsed into terms.
+const maxQueryBytes = 4096
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// searchTextSQL returns the statement SearchText runs for q, and its
+// arguments: Okapi BM25 (k1 = 1.2, b = 0.75) over the user's items, from
+// the statistics memory_item_stats, memory_term_df and memory_item_terms
+// hold (kept by triggers). A term's idf is ln((N - df + 0.5) / (df + 0.5))
+// floored at 1e-6, as FTS5's: a term in half the user's items or more
+// weighs next to nothing, and when it is also in more than
+// memory.CommonTermMinDF items it is left out of the query (neither selects
+// nor scores items, so its long posting list is never read) unless every
+// term of the query is such a term. The
+// query's terms are the lexemes of its text in the 'simple' configuration,
+// as the items' are, without stopwords unless nothing else is left; its
+// related terms (q.Related) add their idf times their weight, each once
+// with its highest weight, never when one of the query's own terms is the
+// same word, and never when in 1/memory.RelatedCommonDivisor of the items
+// (see memory.RelatedTerm). Ties
+// rank the lower id first. Every lookup is by index, per term and per hit
+// (LATERAL subqueries fenced with OFFSET 0, the item's ordered by its
+// primary key so that key is the index used): as plain joins, a planner
+// misled by stale statistics (tables filled since their last ANALYZE, as a
+// new deployment's are) scanned all of the user's items for every hit.
+func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
+	if stop == nil {
+		stop = []string{} // NULL would match no lexeme
+	}
+	related, weights := relatedArgs(q.Related)
+	args := []any{q.Tenant, q.User, truncate(q.Text, maxQueryBytes), stop, q.Limit, related, weights}
+	var where strings.Builder
+	if q.Conversation != "" {
+		args = append(args, q.Conversation)
+		fmt.Fprintf(&where, " AND m.conversation = $%d", len(args))
+	}
+	if len(q.ExcludeRefs) > 0 {
+		args = append(args, q.ExcludeRefs)
+		fmt.Fprintf(&where, " AND NOT (m.source = ANY($%d))", len(args))
+	}
+	// Without a conversation to stay within, only the best limit +
+	// excluded refs items can make the answer: the join with memory_items
+	// reads only those rows.
+	top := ""
+	if q.Conversation == "" {
+		top = fmt.Sprintf(" ORDER BY score DESC, item_id LIMIT $5 + %d", len(q.ExcludeRefs))
+	}
+	// An item embedded with the query's model and dimensions comes with its
+	// vector, as a vector search's do: recall compares the passages it
+	// returns with each other, and would otherwise embed them again.
+	vec := "NULL::vector"
+	if q.Model != "" && q.Dims > 0 {
+		args = append(args, q.Model)
+		vec = fmt.Sprintf("CASE WHEN model = $%d AND dims = %d THEN embedding END", len(args), q.Dims)
+	}
+	sql := `WITH st AS (
+			SELECT docs::float8 AS n, total_len::float8 / greatest(docs, 1) AS avgdl
+			FROM memory_item_stats WHERE tenant = $1 AND user_id = $2
+		), ot AS (
+			SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('simple', $3))
+			WHERE NOT (lexeme = ANY($4::text[]))
+		), qt AS (
+			SELECT term, 1::float8 AS weight, true AS own FROM ot
+			UNION ALL
+			SELECT r.term, max(r.weight), false FROM unnest($6::text[], $7::float8[]) r(term, weight)
+			WHERE r.weight > 0 AND NOT EXISTS (SELECT 1 FROM ot WHERE ot.term = r.term)
+			GROUP BY r.term
+		), w AS (
+			SELECT qt.term, qt.own, least(qt.weight, 1) * greatest(ln((st.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf, NOT (f.df * 2 >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + `) AS selective,
+				f.df * ` + strconv.Itoa(memory.RelatedCommonDivisor) + ` >= st.n AND f.df > ` + strconv.Itoa(memory.CommonTermMinDF) + ` AS broad
+			FROM st, qt CROSS JOIN LATERAL (
+				SELECT df FROM memory_term_df f WHERE f.tenant = $1 AND f.user_id = $2 AND f.term = qt.term OFFSET 0) f
+		), u AS (
+			SELECT term, idf FROM w
+			WHERE (own AND (selective OR NOT EXISTS (SELECT 1 FROM w WHERE selective AND own))) OR NOT (own OR broad)
+		), scored AS (
+			SELECT p.item_id, sum(u.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / st.avgdl))) AS score
+			FROM st, u CROSS JOIN LATERAL (
+				SELECT item_id, tf, len FROM memory_item_terms p
+				WHERE p.tenant = $1 AND p.user_id = $2 AND p.term = u.term OFFSET 0) p
+			GROUP BY p.item_id` + top + `
+		)
+		SELECT ` + itemColumns + `, score, ` + vec + ` FROM (
+			SELECT m.*, s.score FROM scored s
+			CROSS JOIN LATERAL (
+				SELECT * FROM memory_items m WHERE m.tenant = $1 AND m.user_id = $2 AND m.id = s.item_id
+				ORDER BY m.tenant, m.user_id, m.id LIMIT 1) m
+			WHERE true` + where.String() + `
+			ORDER BY s.score DESC, m.id
+			LIMIT $5
+		) hits ORDER BY score DESC, id`
+	return sql, args
+}
+
+// relatedArgs returns q.Related as two parallel arrays, terms folded as
+// the 'simple' configuration folds words (lower case).
+func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
+	terms := make([]string, len(related))
+	weights := make([]float64, len(related))
+	for i, r := range related {
+		terms[i] = strings.ToLower(r.Term)
+		weights[i] = r.Weight
+	}
+	return terms, weights
+}
+
+// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
+// of them (Score is the BM25 score, higher is better), best first, up to
+// q.Limit, honouring q.Conversation and q.ExcludeRefs; an item embedded
+// with q.Model and q.Dims comes with its Embedding (read-only, see
+// memory.Item). Any text is accepted: it is split into words (memory.QueryTerms,
+// stopwords left out unless nothing else is left), never interpreted as
+// query syntax; text without words, or Limit <= 0, finds nothing.
+//
+// The ranking reads the user's full-text index kept in memory
+// (itemindex.Index.SearchText, the same ranking as the SQLite store's),
+// checked against memory_item_revisions on every search and extended with
+// the rows added since. A user whose index is too large to keep is ranked
+// in SQL, from the statistics of migrations 0003 and 0009 (searchTextSQL).
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "postgres.SearchText")()
+	terms := textTerms(q)
+	if len(terms) == 0 || q.Limit <= 0 {
+		return nil, nil
+	}
+	items, err := s.index.SearchText(ctx, q, terms)
+	switch {
+	case errors.Is(err, itemindex.ErrTooBig):
+		return s.searchTextSQLPath(ctx, q)
+	case err != nil:
+		return nil, fmt.Errorf("postgres: search text: %w", err)
+	}
+	return items, nil
+}
+
+// textTerms are the words of q's text a text search looks for.
+func textTerms(q memory.ItemQuery) []string {
+	return memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)
+}
+
+// searchTextSQLPath is SearchText for a user too large to index in memory:
+// one statement (searchTextSQL) ranks the user's postings.
+func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	sql, args := searchTextSQL(q, memory.QueryStopwords(q.Text))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: search text: %w", unavailable(err))
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+		var (
+			score float64
+			vec   *pgvector.Vector
+		)
+		it, err := scanItem(r, &score, &vec)
+		it.Score = score
+		if vec != nil {
+			it.Embedding = vec.Slice()
+		}
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: search text: %w", unavailable(err))
+	}
+	return items, nil
+}
+
+// CommonTerms returns those of terms (words, as memory.QueryTerms gives
+// them) found in at least minDF of the user's items and at least frac of
+// them, in the order given: the words a query shares with most of the
+// user's memory (speaker names, common words), which recall leaves out of
+// its vector query. The counts are SearchText's: the user's full-text
+// index kept in memory, or for a user too large for it, the statistics of
+// memory_term_df.
+func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	out, err := s.index.CommonTerms(ctx, tenant, user, terms, minDF, frac)
+	switch {
+	case err == nil:
+		return out, nil
+	case !errors.Is(err, itemindex.ErrTooBig):
+		return nil, fmt.Errorf("postgres: common terms: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT d.term FROM memory_item_stats st
+		JOIN memory_term_df d ON d.tenant = st.tenant AND d.user_id = st.user_id
+		WHERE st.tenant = $1 AND st.user_id = $2 AND d.term = ANY($3::text[])
+			AND d.df >= $4 AND d.df >= $5 * st.docs`, tenant, user, terms, minDF, frac)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: common terms: %w", unavailable(err))
+	}
+	common, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: common terms: %w", unavailable(err))
+	}
+	out = nil
+	for _, t := range terms {
+		if slices.Contains(common, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// leaseScript takes or renews a lease. KEYS: lease. ARGV: holder, ttl ms.
+// It returns 1 when the holder renewed its lease, 2 when it just took it,
+// 0 when another holder has it.
+var leaseScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if cur then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 2
+`)
+
+// Lease makes consumer the queue's only consumer for ttl, or renews its
+// lease. held reports whether consumer holds the lease now; taken, that it
+// has just taken it over (from nobody, or from a holder whose lease ran
+// out). A queue whose order matters — a conversation's turns must be stored
+// in the order they were sent — is drained by the lease holder alone, so two
+// workers never split a backlog between them. The lease is a Redis key next
+// to the stream.
+func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (held, taken bool, err error) {
+	if consumer == "" || ttl <= 0 {
+		return false, false, fmt.Errorf("redis: lease: %w: consumer %q, ttl %s", memory.ErrInvalid, consumer, ttl)
+	}
+	n, err := leaseScript.Run(ctx, q.rdb, []string{q.stream + ":lease"}, consumer, max1ms(ttl).Milliseconds()).Int()
+	if err != nil {
+		return false, false, fmt.Errorf("redis: lease: %w", unavailable(err))
+	}
+	return n > 0, n == 2, nil
+}
+
+// Sibling returns a queue on another stream next to q's (same client,
+// prefix, group and MaxLen), creating its group: the enrichment stream
+// beside the capture stream.
+func (q *Queue) Sibling(ctx context.Context, stream string) (*Queue, error) {
+	base := strings.TrimSuffix(q.stream, q.name)
+	s := &Queue{rdb: q.rdb, stream: base + stream, name: stream, group: q.group, maxLen: q.maxLen}
+	if err := s.createGroup(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,102 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// MessagesAround returns the live messages within radius turns of each
+// message refs names (the message itself included, when live), of the
+// user's conversations, each message once, ordered by conversation and
+// Seq. Raw is left empty. A reply the upstream broke off
+// (memory.Message.Failed) is left out: it is never recalled, not even as a
+// neighbour. Unknown refs, and refs of other users or tenants, add nothing;
+// radius < 0 finds nothing. The messages are the Store's cached ones,
+// shared with every other caller, to read and never to write into.
+//
+// The windows of turns read are kept in memory (itemindex.Windows) as of
+// the user's messages_changed count, which every update and delete of
+// their messages moves (migration 0013), and read again when it has moved:
+// a warm conversation's recall finds mostly the same turns request after
+// request, and every commit of the capture path empties the readers' page
+// caches.
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	out, err := s.around.Around(ctx, tenant, user, refs, radius)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return out, nil
+}
+
+// The Store's itemindex.Windows reads its indexSource: the revisions
+// (messages_changed among them, migration 0013) and the turns. One source
+// for both, so a request's memory.Memo holds one read of the revisions for
+// the searches and for the turns around their hits (a memo's key is the
+// source).
+var _ itemindex.WindowSource = indexSource{}
+
+// ReadWindows reads the live turns within radius of each of refs from the
+// file: the windows of the refs that name a stored message, and which of
+// them are closed (their last seq is stored, live or not, so no message
+// can join them without an update, which moves messages_changed).
+func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+	pairs := make([][2]string, len(refs))
+	for i, r := range refs {
+		pairs[i] = [2]string{r.Conversation, r.Key}
+	}
+	list, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("messages around: encode refs: %w", err)
+	}
+	// The superseded turns inside a window are read too (and then left
+	// out), so a window whose last seq is a superseded turn counts as
+	// closed.
+	rows, err := src.s.reads.QueryContext(ctx, `SELECT r.key, h.seq, m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+			m.superseded_at IS NOT NULL,
+			CASE WHEN instr(m.raw, '"`+memory.FailedField+`"') > 0 THEN m.raw END
+		FROM (SELECT DISTINCT json_extract(value, '$[0]') AS conversation, json_extract(value, '$[1]') AS key
+		      FROM json_each(?)) r
+		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
+		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
+			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, string(list), tenant, user, radius, radius)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	read := make(map[itemindex.WindowKey][]memory.Message, len(refs))
+	closed := make(map[itemindex.WindowKey]bool, len(refs))
+	for rows.Next() {
+		m := memory.Message{Tenant: tenant, User: user}
+		var (
+			hitKey     string
+			hitSeq     int64
+			created    int64
+			superseded bool
+			marked     sql.NullString
+		)
+		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &superseded, &marked); err != nil {
+			return nil, nil, err
+		}
+		k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: radius}
+		if m.Seq == hitSeq+int64(radius) {
+			closed[k] = true
+		}
+		if _, ok := read[k]; !ok {
+			read[k] = nil // a stored message, even when nothing of it is live
+		}
+		if superseded || (marked.Valid && (memory.Message{Raw: []byte(marked.String)}).Failed()) {
+			continue
+		}
+		m.CreatedAt = fromNanos(created)
+		read[k] = append(read[k], m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return read, closed, nil
+}

@@ -1,0 +1,64 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DeadLetter sets aside an exchange the store refused for good, with the
+// reason. It writes nothing for a user erased at or after d.At, so an
+// erasure is not undone through it. A zero d.At means now.
+func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
+	at := d.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	payload := d.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		erased, err := erasedAt(ctx, tx, d.Tenant, d.User)
+		if err != nil {
+			return err
+		}
+		if erased >= nanos(at) {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, payload, nanos(at))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("dead letter %s: %w", d.Exchange, err)
+	}
+	return nil
+}
+
+// DeadLetters returns the dead letters of a tenant, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLetter, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT user_id, conversation, exchange, reason, payload, at
+		FROM dead_letters WHERE tenant = ? ORDER BY id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.DeadLetter
+	for rows.Next() {
+		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
+		var at int64
+		if err := rows.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &at); err != nil {
+			return nil, fmt.Errorf("dead letters: %w", err)
+		}
+		d.At = fromNanos(at)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	return out, nil
+}

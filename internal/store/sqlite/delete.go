@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// DeleteConversation removes a conversation with its messages, exchange
+// records, summaries, dead letters and memory items (and their FTS rows),
+// and the facts, pinned or not, current or superseded, that only it stated
+// (with their recall items), or returns memory.ErrNotFound. A fact another
+// conversation or the API also stated stays (forgetConversationFacts).
+func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
+			id.Tenant, id.User, id.Conversation)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
+		}
+		for _, table := range []string{"summaries", "messages", "exchanges", "conversation_candidates", "dead_letters"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+				id.Tenant, id.User, id.Conversation); err != nil {
+				return fmt.Errorf("delete %s: %w", table, err)
+			}
+		}
+		// The items of facts another conversation stated too stay, moved
+		// to it; every other item of the conversation goes.
+		if err := forgetConversationFacts(ctx, tx, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+			id.Tenant, id.User, id.Conversation); err != nil {
+			return fmt.Errorf("delete memory_items: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	s.tails.Forget(id.Tenant, id.User) // stale already: the deletes moved the counts
+	s.factCache.Forget(id.Tenant, id.User)
+	s.summaryCache.Forget(id.Tenant, id.User)
+	s.truncateWAL(ctx)
+	return nil
+}
+
+// DeleteUser erases everything stored about a user in a tenant — memory
+// items (and their FTS rows), facts, summaries, messages, exchange records,
+// dead letters and conversations — empties the embedding cache
+// (embedcache.go), and records the erasure time, so captures of that user
+// that happened before it and are still queued are dropped by SaveExchange. It
+// succeeds for a user with nothing stored, and never touches the same user id
+// in another tenant. Later writes about the user for data captured at or
+// before the erasure are refused (see erasure.go); the deleted text is
+// overwritten on disk (secure_delete) and the WAL is checkpointed and
+// truncated before it returns.
+func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		for _, table := range []string{"memory_items", "fact_sources", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
+				return fmt.Errorf("delete %s: %w", table, err)
+			}
+		}
+		// The embedding cache is content-only: nothing tells which of its
+		// vectors were made from the user's text, so it is emptied.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM embedding_cache`); err != nil {
+			return fmt.Errorf("empty embedding cache: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (tenant, user_id, erased_at) VALUES (?, ?, ?)
+			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = MAX(erased_at, excluded.erased_at)`,
+			tenant, user, nanos(time.Now())); err != nil {
+			return fmt.Errorf("record erasure: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete user: %w", err)
+	}
+	s.tails.Forget(tenant, user) // stale already: the deletes moved the counts
+	s.factCache.Forget(tenant, user)
+	s.summaryCache.Forget(tenant, user)
+	s.truncateWAL(ctx)
+	s.logger.Info("erased user", "tenant", tenant)
+	return nil
+}

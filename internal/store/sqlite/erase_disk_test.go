@@ -1,0 +1,107 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// fileBytes returns the database file and its WAL (missing files are empty).
+func fileBytes(tb testing.TB, path string) []byte {
+	tb.Helper()
+	var all []byte
+	for _, p := range []string{path, path + "-wal", path + "-journal"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			tb.Fatalf("read %s: %v", p, err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+// TestDeleteUserRemovesTextFromDisk stores a unique marker everywhere a
+// user's text goes — messages and their raw JSON, a fact, a summary, a
+// memory item and its full-text index, and a capture outbox entry that was
+// processed and acknowledged — next to another user's rows in the same
+// pages, erases the user, and checks that the marker's bytes are in neither
+// the database file nor the WAL, while the other user's text still is.
+func TestDeleteUserRemovesTextFromDisk(t *testing.T) {
+	ctx := context.Background()
+	s, path := mustTempStore(t)
+	marker := fmt.Sprintf("zqxerasemark%d", time.Now().UnixNano())
+	keep := fmt.Sprintf("zqxkeepmark%d", time.Now().UnixNano())
+	victim := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	bystander := memory.Identity{Tenant: "acme", User: "bob", Conversation: "c1"}
+
+	for _, u := range []struct {
+		id   memory.Identity
+		word string
+	}{{victim, marker}, {bystander, keep}} {
+		ex := memory.Exchange{ID: "ex-" + u.id.User, Identity: u.id, At: time.Now().Add(-time.Minute),
+			Turn:  []memory.Message{{Role: "user", Content: "I live in Porto, code word " + u.word}},
+			Reply: memory.Message{Role: "assistant", Content: "Noted: " + u.word}}
+		payload, err := json.Marshal(ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The capture queue: enqueued, claimed, acknowledged (deleted).
+		if err := s.Outbox().Enqueue(ctx, payload); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := s.Outbox().Claim(ctx, "w", 10, time.Minute, 0)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("Claim = %d entries, %v", len(ds), err)
+		}
+		if _, err := s.SaveExchange(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
+		if u.id == victim {
+			if err := s.Outbox().Ack(ctx, ds[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.UpsertFact(ctx, memory.Fact{Tenant: u.id.Tenant, User: u.id.User, Type: memory.FactProfile,
+			Key: "code_word", Value: u.word, Confidence: 0.9}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveSummary(ctx, memory.Summary{Tenant: u.id.Tenant, User: u.id.User, Conversation: u.id.Conversation,
+			Version: 1, FromSeq: 1, ToSeq: 2, Text: "The user's code word is " + u.word}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddItems(ctx, []memory.Item{{Tenant: u.id.Tenant, User: u.id.User, Conversation: u.id.Conversation,
+			Kind: "message", Ref: memory.Key(ex.ID, 0), Text: "I live in Porto, code word " + u.word,
+			Embedding: []float32{1, 0}, Model: "m", Dims: 2}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := fileBytes(t, path)
+	if !bytes.Contains(before, []byte(marker)) || !bytes.Contains(before, []byte(keep)) {
+		t.Fatal("markers not on disk before the erasure: the test cannot see what it checks")
+	}
+
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	after := fileBytes(t, path)
+	if i := bytes.Index(after, []byte(marker)); i >= 0 {
+		t.Fatalf("erased marker still on disk at byte %d of %d (database + WAL)", i, len(after))
+	}
+	if !bytes.Contains(after, []byte(keep)) {
+		t.Fatal("the other user's text left the disk too")
+	}
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() != 0 {
+		t.Fatalf("WAL is %d bytes after the erasure, want truncated", st.Size())
+	}
+	// The bystander is intact and searchable.
+	items, err := s.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "bob", Text: keep, Limit: 5})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("bystander search = %d items, %v", len(items), err)
+	}
+}

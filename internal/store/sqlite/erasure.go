@@ -1,0 +1,136 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Erasure in the embedded store.
+//
+// DeleteUser deletes every row of the user and records a tombstone (tenant,
+// user, erased_at) in one write transaction. The tombstone is what every later
+// writer checks, in its own write transaction (writes are serialised on the
+// single writer connection, so a check and the write it guards are atomic
+// with respect to an erasure):
+//
+//   - SaveExchange drops (Dropped) an exchange whose At is at or before
+//     erased_at, however late it is processed;
+//   - UpsertFact and SaveSummary return memory.ErrErased, and AddItems skips
+//     the user's items, when the context carries a guard
+//     (memory.WithErasureGuard) whose time is at or before erased_at: that is
+//     how the after-save hooks' writes for an exchange captured before the
+//     erasure are refused even when they run after it.
+//   - under such a guard, UpsertFact also returns memory.ErrErased, and
+//     AddItems also skips the items, when the fact or item names a
+//     conversation (other than the default one) that no longer exists:
+//     DeleteConversation deleted it after the exchange was captured
+//     (conversationDeleted).
+//
+// A user who chats again after the erasure starts afresh: exchanges with At
+// after erased_at are stored like a new user's.
+//
+// The writer connection runs with PRAGMA secure_delete=ON, so SQLite
+// overwrites deleted content (in pages and on freed pages) with zeros, and
+// the full-text index runs with FTS5 secure-delete (migration 0007), so
+// deleted rows' terms are removed from the index at once instead of being
+// shadowed by delete markers. After an erasure a TRUNCATE checkpoint copies
+// the zeroed pages into the database file and empties the WAL, which held
+// the pre-erasure page images.
+
+// ErasedAt returns when the user was last erased, or the zero time when
+// never. Importers and enrichment workers use it to skip data captured at
+// or before that time.
+func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
+	at, err := erasedAt(ctx, s.read, tenant, user)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("erased at: %w", err)
+	}
+	if at == noErasure {
+		return time.Time{}, nil
+	}
+	return fromNanos(at), nil
+}
+
+// noErasure is what erasedAt returns for a user never erased.
+const noErasure = -1 << 63
+
+// refused reports whether ctx guards writes about (tenant, user) (see
+// memory.WithErasureGuard) and the user was erased at or after the guard's
+// time, in which case the write must not happen. q must be the write
+// transaction.
+func refused(ctx context.Context, q querier, tenant, user string) (bool, error) {
+	since, ok := memory.ErasureGuard(ctx, tenant, user)
+	if !ok {
+		return false, nil
+	}
+	at, err := erasedAt(ctx, q, tenant, user)
+	if err != nil {
+		return false, err
+	}
+	return at != noErasure && at >= nanos(since), nil
+}
+
+// checkpointAttempts bounds the TRUNCATE checkpoints tried after an erasure
+// while readers still hold older snapshots.
+const checkpointAttempts = 5
+
+// truncateWAL checkpoints the whole WAL into the database file and truncates
+// it to zero bytes, so page images written before an erasure leave the disk.
+// A reader holding an older snapshot makes the checkpoint report busy; it is
+// retried a few times, then logged: the next erasure, or SQLite's own
+// checkpoints, finish the job.
+func (s *Store) truncateWAL(ctx context.Context) {
+	for attempt := 1; ; attempt++ {
+		var busy, logFrames, done int
+		err := s.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+		if err == nil && busy == 0 {
+			return
+		}
+		if attempt >= checkpointAttempts || ctx.Err() != nil {
+			s.logger.Warn("sqlite: WAL checkpoint after erasure incomplete; erased text may stay in the WAL until the next checkpoint",
+				"busy", busy, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// guard returns memory.ErrErased when refused says the write must not happen.
+func guard(ctx context.Context, q querier, tenant, user string) error {
+	gone, err := refused(ctx, q, tenant, user)
+	if err != nil {
+		return err
+	}
+	if gone {
+		return memory.ErrErased
+	}
+	return nil
+}
+
+// conversationDeleted reports whether ctx guards writes about id's user
+// (memory.WithErasureGuard: the write derives from captured exchanges) and
+// id names a conversation that no longer exists: it was deleted after the
+// exchanges were captured, and what they derive (a fact, a recall item)
+// must not bring any of it back. The default conversation is exempt: Adopt
+// removes it when it moves its turns elsewhere. q must be the write
+// transaction.
+func conversationDeleted(ctx context.Context, q querier, id memory.Identity) (bool, error) {
+	if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
+		return false, nil
+	}
+	if _, ok := memory.ErasureGuard(ctx, id.Tenant, id.User); !ok {
+		return false, nil
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
+		id.Tenant, id.User, id.Conversation).Scan(&n); err != nil {
+		return false, fmt.Errorf("check conversation: %w", err)
+	}
+	return n == 0, nil
+}

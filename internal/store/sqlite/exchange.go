@@ -1,0 +1,291 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// tailExtra is how many live messages beyond len(ex.Prior) SaveExchange
+// loads to align a resent history with the stored branch.
+const tailExtra = 64
+
+// SaveExchange stores an exchange in one write transaction. In order it:
+// drops the exchange (Dropped) when the user was erased at or after ex.At;
+// reports a Duplicate when the conversation already holds ex.ID; creates the
+// conversation; aligns ex.Prior with the last len(ex.Prior)+64 live messages
+// (memory.Align); marks the messages of a replaced branch superseded (kept,
+// with superseded_at, but no longer live) and deletes their memory items, so
+// recall never finds them again; and inserts the unseen prior
+// messages, the turn and the reply with Seq continuing after the highest
+// stored Seq and Key memory.Key(ex.ID, i). Each message is stored with its
+// own CreatedAt (when it was said: an imported message's timestamp), or
+// ex.At when it has none. A zero ex.At means now.
+//
+// It fails with memory.ErrInvalid for a malformed identity, an empty exchange
+// id, a message without a role, or a Raw that is not JSON.
+func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "sqlite.SaveExchange")()
+	if err := validateExchange(ex); err != nil {
+		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
+	}
+	var res [1]memory.SaveResult
+	var before [1]int64
+	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
+		var err error
+		res[0], before[0], err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
+		return err
+	}, func() { s.advanceTails([]memory.Exchange{ex}, res[:], before[:]) })
+	if err != nil {
+		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+	}
+	return res[0], nil
+}
+
+// SaveExchanges stores exchanges in one write transaction (a group commit),
+// each as SaveExchange would, in the order given; results[i] is exs[i]'s. It
+// is all or nothing: on any error nothing is stored, and a caller that wants
+// the others stored saves them one by one. An invalid exchange fails the
+// batch with memory.ErrInvalid before anything is written.
+func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
+	for _, ex := range exs {
+		if err := validateExchange(ex); err != nil {
+			return nil, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+		}
+	}
+	results := make([]memory.SaveResult, len(exs))
+	before := make([]int64, len(exs))
+	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
+		for i, ex := range exs {
+			res, n, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
+			if err != nil {
+				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			}
+			results[i], before[i] = res, n
+		}
+		return nil
+	}, func() { s.advanceTails(exs, results, before) })
+	if err != nil {
+		return nil, fmt.Errorf("save %d exchanges: %w", len(exs), err)
+	}
+	return results, nil
+}
+
+// The statements capture's save runs for every exchange, prepared once on
+// the writer (writeTx).
+const (
+	sqlErasedAt           = `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`
+	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
+	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	// sqlLastSeq also reads the user's messagesState (Recent's tails).
+	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
+		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
+		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
+	sqlInsertMessage = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlRecordExchange = `INSERT INTO exchanges
+		(tenant, user_id, conversation, id, model, prompt_tokens, completion_tokens, at, stored_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlCountMessages = `UPDATE conversations SET message_count = message_count + ? - ?, updated_at = MAX(updated_at, ?)
+		WHERE tenant = ? AND user_id = ? AND id = ?`
+)
+
+// hotWrites are the write statements a Store prepares when it opens.
+var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
+	sqlRecordExchange, sqlCountMessages}
+
+// saveExchange is SaveExchange's body, in the caller's write transaction.
+// It also returns the user's messagesState read just before the
+// exchange's messages were inserted (when it inserted any), for
+// advanceTails.
+func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
+	at := ex.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	var res memory.SaveResult
+	var before int64
+	err := func() error {
+		res = memory.SaveResult{}
+		erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
+		if err != nil {
+			return err
+		}
+		if erased >= nanos(at) {
+			res.Dropped = true
+			return nil
+		}
+		var one int
+		// An exchange stored in the default conversation may since have
+		// moved to its candidate conversation (see Adopt).
+		moved := ex.Conversation
+		if ex.Candidate != "" {
+			moved = ex.Candidate
+		}
+		err = tx.QueryRowContext(ctx, sqlExchangeStored, ex.Tenant, ex.User, ex.Conversation, moved, ex.ID).Scan(&one)
+		switch {
+		case err == nil:
+			res.Duplicate = true
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("check exchange: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, sqlCreateConversation, ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
+			return fmt.Errorf("create conversation: %w", err)
+		}
+		var plan memory.Plan
+		if len(ex.Prior) > 0 {
+			// Without a resent history there is nothing to align (Align
+			// returns an empty plan): the tail is not read.
+			tail, err := liveTail(ctx, tx, ex.Identity, len(ex.Prior)+tailExtra)
+			if err != nil {
+				return err
+			}
+			plan = memory.Align(tail, ex.Prior)
+		}
+		if plan.SupersedeFrom > 0 {
+			// The replaced branch leaves recall with it: its messages' items
+			// go in this transaction, and AddItems refuses them from now on.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+				WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source IN (
+					SELECT key FROM messages
+					WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL)`,
+				ex.Tenant, ex.User, ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom); err != nil {
+				return fmt.Errorf("drop items of superseded branch: %w", err)
+			}
+			r, err := tx.ExecContext(ctx, `UPDATE messages SET superseded_at = ?
+				WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL`,
+				nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom)
+			if err != nil {
+				return fmt.Errorf("supersede branch: %w", err)
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("supersede branch: %w", err)
+			}
+			res.Superseded = int(n)
+		}
+		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
+		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
+		stored, n, err := insertMessages(ctx, tx, ex, at, msgs)
+		if err != nil {
+			return err
+		}
+		res.Inserted, res.Stored, before = len(stored), stored, n
+		var prompt, completion int
+		if ex.Usage != nil {
+			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
+		}
+		if _, err := tx.ExecContext(ctx, sqlRecordExchange,
+			ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
+			return fmt.Errorf("record exchange: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, sqlCountMessages,
+			res.Inserted, res.Superseded, nanos(at), ex.Tenant, ex.User, ex.Conversation); err != nil {
+			return fmt.Errorf("update conversation: %w", err)
+		}
+		return nil
+	}()
+	return res, before, err
+}
+
+// insertMessages appends msgs to the conversation after its highest Seq,
+// each dated by its CreatedAt, or at when it has none, and returns them as
+// stored (memory.SaveResult.Stored), with the user's messagesState before
+// them.
+func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, int64, error) {
+	var last, before int64
+	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&last, &before); err != nil {
+		return nil, 0, fmt.Errorf("next seq: %w", err)
+	}
+	stored := make([]memory.Message, len(msgs))
+	for i, m := range msgs {
+		raw, err := rawJSON(m)
+		if err != nil {
+			return nil, 0, err
+		}
+		created := m.CreatedAt
+		if created.IsZero() {
+			created = at
+		}
+		seq, key := last+int64(i)+1, memory.Key(ex.ID, i)
+		if _, err := tx.ExecContext(ctx, sqlInsertMessage, ex.Tenant, ex.User, ex.Conversation, seq,
+			key, m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
+			return nil, 0, fmt.Errorf("insert message %d: %w", i, err)
+		}
+		stored[i] = memory.Message{Tenant: ex.Tenant, User: ex.User, Conversation: ex.Conversation, Seq: seq, Key: key,
+			Role: m.Role, Content: m.Content, Raw: []byte(raw), Tokens: m.Tokens, CreatedAt: fromNanos(nanos(created))}
+	}
+	return stored, before, nil
+}
+
+// erasedAt returns when the user was last erased, in Unix nanoseconds, or
+// the minimum int64 when never.
+func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error) {
+	var at int64
+	err := q.QueryRowContext(ctx, sqlErasedAt, tenant, user).Scan(&at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return noErasure, nil
+	case err != nil:
+		return 0, fmt.Errorf("check erasure: %w", err)
+	}
+	return at, nil
+}
+
+// rawJSON returns the message's verbatim JSON, or a minimal OpenAI message
+// built from its role and content when Raw is empty.
+func rawJSON(m memory.Message) (string, error) {
+	if len(m.Raw) == 0 {
+		b, err := json.Marshal(struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{m.Role, m.Content})
+		if err != nil {
+			return "", fmt.Errorf("encode message: %w", err)
+		}
+		return string(b), nil
+	}
+	if !json.Valid(m.Raw) {
+		return "", fmt.Errorf("%w: message raw is not JSON", memory.ErrInvalid)
+	}
+	return string(m.Raw), nil
+}
+
+// validateIdentity checks the ids of a conversation.
+func validateIdentity(id memory.Identity) error {
+	for _, f := range []struct{ name, v string }{
+		{"tenant", id.Tenant}, {"user", id.User}, {"conversation", id.Conversation},
+	} {
+		if !memory.ValidID(f.v) {
+			return fmt.Errorf("%w: %s id %q", memory.ErrInvalid, f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// validateExchange checks what SaveExchange relies on.
+func validateExchange(ex memory.Exchange) error {
+	if err := validateIdentity(ex.Identity); err != nil {
+		return err
+	}
+	if ex.ID == "" {
+		return fmt.Errorf("%w: exchange has no id", memory.ErrInvalid)
+	}
+	for _, group := range [][]memory.Message{ex.Prior, ex.Turn, {ex.Reply}} {
+		for _, m := range group {
+			if m.Role == "" {
+				return fmt.Errorf("%w: message without a role", memory.ErrInvalid)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+package sqlite
+
+import "github.com/memgate/memgate/internal/itemindex"
+
+// SetVectorCacheLimit replaces s's in-memory index with an empty one whose
+// vector cache is bounded at max bytes.
+func SetVectorCacheLimit(s *Store, max int) {
+	lim := itemindex.DefaultLimits
+	lim.Vectors = max
+	s.SetCacheLimits(lim, itemindex.DefaultWindowBytes, defaultTailBytes)
+}
+
+// VectorCacheUsage reports how many keys s's vector cache holds and the
+// bytes it accounts for them.
+func VectorCacheUsage(s *Store) (keys, bytes int) { return s.index.VectorUsage() }
+
+// SetReadConns bounds s's read pool to n connections.
+func SetReadConns(s *Store, n int) { s.read.SetMaxOpenConns(n) }

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// A fact's sources are the conversations that stated it (fact_sources,
+// migration sqlite/0016), "" standing for the management API: deleting a
+// conversation deletes the facts no other source stated.
+
+// stateFactSource records that conversation conv ("" for none) stated fact
+// id at at.
+func stateFactSource(ctx context.Context, tx *sql.Tx, tenant, user, conv string, id int64, at time.Time) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, user_id, conversation, fact_id) DO UPDATE SET stated_at = MAX(stated_at, excluded.stated_at)`,
+		tenant, user, conv, id, nanos(at)); err != nil {
+		return fmt.Errorf("record source of fact %d: %w", id, err)
+	}
+	return nil
+}
+
+// forgetConversationFacts removes conversation id as a source of the user's
+// facts, in tx: a fact (current or superseded) that no other conversation
+// nor the API stated is deleted with its recall items; one that survives
+// and named id as where it was last stated names its newest other source
+// instead, and so do its recall items. When a current fact goes, the newest
+// superseded fact of its type and key still stated elsewhere becomes
+// current again: the user's facts are what they would be had the
+// conversation never been.
+func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
+	rows, err := tx.QueryContext(ctx, `DELETE FROM fact_sources
+		WHERE tenant = ? AND user_id = ? AND conversation = ? RETURNING fact_id`,
+		id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return fmt.Errorf("forget fact sources: %w", err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return fmt.Errorf("forget fact sources: %w", err)
+	}
+	type factKey struct{ typ, norm string }
+	var reopen []factKey
+	for _, fid := range ids {
+		var typ, norm string
+		var current bool
+		err := tx.QueryRowContext(ctx, `DELETE FROM facts WHERE id = ? AND tenant = ? AND user_id = ?
+			AND NOT EXISTS (SELECT 1 FROM fact_sources WHERE tenant = ? AND user_id = ? AND fact_id = ?)
+			RETURNING type, norm_key, superseded_at IS NULL`, fid, id.Tenant, id.User, id.Tenant, id.User, fid).Scan(&typ, &norm, &current)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			// Stated elsewhere too: it stays, naming a surviving source.
+			if _, err := tx.ExecContext(ctx, `UPDATE facts SET conversation = (
+					SELECT NULLIF(conversation, '') FROM fact_sources WHERE tenant = ? AND user_id = ? AND fact_id = ?
+					ORDER BY conversation = '', stated_at DESC LIMIT 1)
+				WHERE id = ? AND conversation = ?`, id.Tenant, id.User, fid, fid, id.Conversation); err != nil {
+				return fmt.Errorf("re-source fact %d: %w", fid, err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET conversation = (SELECT conversation FROM facts WHERE id = ?)
+				WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ? AND conversation = ?`,
+				fid, id.Tenant, id.User, strconv.FormatInt(fid, 10), id.Conversation); err != nil {
+				return fmt.Errorf("re-source items of fact %d: %w", fid, err)
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("delete fact %d: %w", fid, err)
+		}
+		if err := deleteFactItems(ctx, tx, id.Tenant, id.User, fid); err != nil {
+			return err
+		}
+		if current {
+			reopen = append(reopen, factKey{typ, norm})
+		}
+	}
+	for _, k := range reopen {
+		if _, err := tx.ExecContext(ctx, `UPDATE facts SET superseded_at = NULL WHERE id = (
+				SELECT id FROM facts WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ?
+				AND superseded_at IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT 1)
+			AND NOT EXISTS (SELECT 1 FROM facts WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ?
+				AND superseded_at IS NULL)`,
+			id.Tenant, id.User, k.typ, k.norm, id.Tenant, id.User, k.typ, k.norm); err != nil {
+			return fmt.Errorf("restore superseded fact: %w", err)
+		}
+	}
+	return nil
+}
+
+// scanIDs reads and closes rows of one integer column.
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return ids, rows.Err()
+}
+
+// adoptFactSources follows an Adopt from conversation from to to in tx: the
+// facts from stated may have come from the moved exchanges, so to becomes
+// one of their sources. When from is gone (everything in it moved), it is
+// no longer one: its facts, and their recall items, name to instead.
+func adoptFactSources(ctx context.Context, tx *sql.Tx, from, to memory.Identity) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
+		SELECT tenant, user_id, ?, fact_id, stated_at FROM fact_sources
+		WHERE tenant = ? AND user_id = ? AND conversation = ?
+		ON CONFLICT DO NOTHING`, to.Conversation, from.Tenant, from.User, from.Conversation); err != nil {
+		return fmt.Errorf("adopt fact sources: %w", err)
+	}
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
+		from.Tenant, from.User, from.Conversation).Scan(&one)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("adopt fact sources: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM fact_sources WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+		from.Tenant, from.User, from.Conversation); err != nil {
+		return fmt.Errorf("adopt fact sources: %w", err)
+	}
+	for _, q := range []string{
+		`UPDATE facts SET conversation = ?4 WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`,
+		`UPDATE memory_items SET conversation = ?4 WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND kind = 'fact'`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, from.Tenant, from.User, from.Conversation, to.Conversation); err != nil {
+			return fmt.Errorf("adopt fact sources: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWriteGateLetsClientsFirst queues background and client transactions
+// behind a running one, in a mixed order, and checks the order they get the
+// writer in: every client one first, each class first come first served,
+// one at a time.
+func TestWriteGateLetsClientsFirst(t *testing.T) {
+	var g writeGate
+	ctx := context.Background()
+	if err := g.acquire(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 8)
+	arrivals := []struct {
+		name       string
+		background bool
+	}{{"bg1", true}, {"client1", false}, {"bg2", true}, {"client2", false}}
+	for i, a := range arrivals {
+		go func() {
+			if err := g.acquire(ctx, a.background); err != nil {
+				t.Error(err)
+				return
+			}
+			order <- a.name
+			g.release()
+		}()
+		// Queue them in this order.
+		waitFor(t, a.name+" to queue", func() bool { h, l := g.waiting(); return h+l == i+1 })
+	}
+	g.release()
+	want := []string{"client1", "client2", "bg1", "bg2"}
+	for i, w := range want {
+		if got := <-order; got != w {
+			t.Fatalf("turn %d went to %s, want %s (order %v)", i, got, w, want)
+		}
+	}
+	waitFor(t, "the writer to be free", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return !g.busy })
+}
+
+// TestWriteGateGivesUpOnContext checks a waiter whose context ends leaves
+// the queue holding nothing, and the writer still passes to the next one.
+func TestWriteGateGivesUpOnContext(t *testing.T) {
+	var g writeGate
+	if err := g.acquire(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- g.acquire(ctx, false) }()
+	waitFor(t, "the waiter to queue", func() bool { h, _ := g.waiting(); return h == 1 })
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire = %v, want context.Canceled", err)
+	}
+	if h, l := g.waiting(); h+l != 0 {
+		t.Fatalf("%d+%d still waiting", h, l)
+	}
+	next := make(chan error, 1)
+	go func() { next <- g.acquire(context.Background(), true) }()
+	waitFor(t, "the next waiter to queue", func() bool { _, l := g.waiting(); return l == 1 })
+	g.release()
+	if err := <-next; err != nil {
+		t.Fatal(err)
+	}
+	g.release()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.busy {
+		t.Fatal("the writer is still held after the last release")
+	}
+}
+
+// TestBackgroundAddItemsTakesTurns checks that enrichment's AddItems
+// (memory.Background) writes a round's items in transactions of at most
+// backgroundItems, each taking the writer anew (so a save waits behind one
+// of them), that a client's AddItems stays one transaction, and that every
+// item is stored either way.
+func TestBackgroundAddItemsTakesTurns(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	items := func(user string, n int) []memory.Item {
+		out := make([]memory.Item, n)
+		for i := range out {
+			out[i] = memory.Item{Tenant: "acme", User: user, Conversation: "c1", Kind: "summary",
+				Ref: fmt.Sprint("r", i), Text: fmt.Sprint("text ", i)}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		n    int
+		txs  int
+	}{
+		{"background round", memory.Background(ctx), 2*backgroundItems + 3, 3},
+		{"background, one transaction's worth", memory.Background(ctx), backgroundItems, 1},
+		{"client", ctx, 2*backgroundItems + 3, 1},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			user := fmt.Sprint("u", i)
+			before := s.gate.granted()
+			if err := s.AddItems(tt.ctx, items(user, tt.n)); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.gate.granted() - before; got != tt.txs {
+				t.Fatalf("%d write transactions, want %d", got, tt.txs)
+			}
+			got, err := s.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: user, Text: "text", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.n {
+				t.Fatalf("%d items stored, want %d", len(got), tt.n)
+			}
+		})
+	}
+}

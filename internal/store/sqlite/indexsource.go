@@ -1,0 +1,109 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// indexSource is what the Store's itemindex.Index reads: the revisions of
+// memory_item_revisions (moved by the triggers of migrations 0005, 0006
+// and 0012 on every write of memory_items, of 0013 and 0014 on every
+// write of messages, and of 0015 on every write of facts and summaries, by
+// any connection of any process) and the rows of memory_items, through the
+// read pool.
+type indexSource struct{ s *Store }
+
+var _ itemindex.Source = indexSource{}
+
+// ItemRevisions reads the user's row of memory_item_revisions (zero when
+// none).
+func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
+	var rev itemindex.Revisions
+	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
+			facts_changed, summaries_changed FROM memory_item_revisions
+		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
+		&rev.Facts, &rev.Summaries)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return itemindex.Revisions{}, err
+	}
+	return rev, nil
+}
+
+// LoadVectors reads key's vectors with ids above afterID, in id order.
+func (src indexSource) LoadVectors(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error {
+	rows, err := src.s.reads.QueryContext(ctx, `SELECT id, COALESCE(conversation, ''), source, embedding FROM memory_items
+		WHERE tenant = ? AND user_id = ? AND model = ? AND dims = ? AND id > ? AND embedding IS NOT NULL
+		ORDER BY id`, key.Tenant, key.User, key.Model, key.Dims, afterID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var v []float32
+	for rows.Next() {
+		var id int64
+		var conv, ref string
+		var b sql.RawBytes
+		if err := rows.Scan(&id, &conv, &ref, &b); err != nil {
+			return err
+		}
+		v = v[:0]
+		for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
+			v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+		}
+		if err := add(id, conv, ref, v); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// LoadTexts reads the user's texts with ids above afterID, in id order.
+func (src indexSource) LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error {
+	rows, err := src.s.reads.QueryContext(ctx, `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
+		WHERE tenant = ? AND user_id = ? AND id > ? ORDER BY id`, tenant, user, afterID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var conv, ref string
+		var text sql.RawBytes
+		if err := rows.Scan(&id, &conv, &ref, &text); err != nil {
+			return err
+		}
+		if err := add(id, conv, ref, text); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// LoadItems reads the items of ids (by id alone: the Index drops any
+// that is not the user's).
+func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
+	return src.s.loadItems(ctx, ids)
+}
+
+// CommonTerms returns those of terms (words, as memory.QueryTerms gives
+// them) found in at least minDF of the user's items and at least frac of
+// them, in the order given: the words a query shares with most of the
+// user's memory (speaker names, common words), which recall leaves out of
+// its vector query. A user too large to index in memory has none.
+func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	out, err := s.index.CommonTerms(ctx, tenant, user, terms, minDF, frac)
+	switch {
+	case errors.Is(err, itemindex.ErrTooBig):
+		return nil, nil // no statistics: nothing is known to be common
+	case err != nil:
+		return nil, fmt.Errorf("common terms: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,205 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// The reads below serve the web inspector, not the request path: they use
+// the read pool directly rather than the prepared-statement cache.
+
+// Users lists the users of a tenant that have conversations, most recently
+// active first, at most limit of them (limit <= 0: 100). A non-empty match
+// keeps the users whose id contains it (case-insensitive).
+func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT user_id, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at)
+		FROM conversations WHERE tenant = ? AND instr(lower(user_id), ?) > 0
+		GROUP BY user_id ORDER BY MAX(updated_at) DESC, user_id LIMIT ?`, tenant, strings.ToLower(match), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	defer rows.Close()
+	us := []memory.UserActivity{}
+	for rows.Next() {
+		var u memory.UserActivity
+		var last int64
+		if err := rows.Scan(&u.User, &u.Conversations, &u.Messages, &last); err != nil {
+			return nil, fmt.Errorf("list users: %w", err)
+		}
+		u.LastActive = fromNanos(last)
+		us = append(us, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return us, nil
+}
+
+// Branches returns the conversation's superseded messages, grouped by the
+// moment they left the live branch, oldest first; none for an unknown
+// conversation.
+func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT superseded_at, `+messageColumns+` FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL
+		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("list superseded messages: %w", err)
+	}
+	defer rows.Close()
+	bs := []memory.Branch{}
+	for rows.Next() {
+		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var raw string
+		var at, created int64
+		if err := rows.Scan(&at, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created); err != nil {
+			return nil, fmt.Errorf("list superseded messages: %w", err)
+		}
+		m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
+		if t := fromNanos(at); len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(t) {
+			bs = append(bs, memory.Branch{SupersededAt: t})
+		}
+		bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list superseded messages: %w", err)
+	}
+	return bs, nil
+}
+
+// Summaries returns every summary version of the conversation, oldest
+// first; none for an unknown conversation.
+func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT version, from_seq, to_seq, content, key_events, preserved,
+			tokens, covered_tokens, model, created_at
+		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
+		ORDER BY version`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("list summaries: %w", err)
+	}
+	defer rows.Close()
+	out := []memory.Summary{}
+	for rows.Next() {
+		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var keyEvents, preserved string
+		var created int64
+		if err := rows.Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
+			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &created); err != nil {
+			return nil, fmt.Errorf("list summaries: %w", err)
+		}
+		if err := json.Unmarshal([]byte(keyEvents), &sum.KeyEvents); err != nil {
+			return nil, fmt.Errorf("list summaries: decode key events: %w", err)
+		}
+		if err := json.Unmarshal([]byte(preserved), &sum.Preserved); err != nil {
+			return nil, fmt.Errorf("list summaries: decode preserved: %w", err)
+		}
+		sum.CreatedAt = fromNanos(created)
+		out = append(out, sum)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list summaries: %w", err)
+	}
+	return out, nil
+}
+
+// Footprint counts the rows stored about a user of a tenant, table by table.
+func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error) {
+	var f memory.Footprint
+	err := s.read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM conversations WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM messages WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM summaries WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM facts WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM memory_items WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM exchanges WHERE tenant = ?1 AND user_id = ?2),
+		(SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).
+		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.Exchanges, &f.DeadLetters)
+	if err != nil {
+		return memory.Footprint{}, fmt.Errorf("count user rows: %w", err)
+	}
+	return f, nil
+}
+
+// SetFactPinned pins or unpins one current fact of the user, or returns
+// memory.ErrNotFound when the user has no current fact with that id.
+func (s *Store) SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE facts SET pinned = ? WHERE tenant = ? AND user_id = ? AND id = ?
+			AND superseded_at IS NULL`, pinned, tenant, user, id)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pin fact: %w", err)
+	}
+	return nil
+}
+
+// AddSavings adds each bucket's counts to the stored ones (a bucket is
+// identified by its tenant and Start), in one write transaction.
+func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		for _, b := range bs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO savings (tenant, bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (tenant, bucket) DO UPDATE SET
+					requests = requests + excluded.requests,
+					tokens_original = tokens_original + excluded.tokens_original,
+					tokens_sent = tokens_sent + excluded.tokens_sent,
+					degraded = degraded + excluded.degraded,
+					tokens_repeated = tokens_repeated + excluded.tokens_repeated,
+					tokens_cached = tokens_cached + excluded.tokens_cached`,
+				b.Tenant, nanos(b.Start), b.Requests, b.TokensOriginal, b.TokensSent, b.Degraded, b.TokensRepeated, b.TokensCached); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("add savings: %w", err)
+	}
+	return nil
+}
+
+// Savings returns the tenant's stored savings buckets starting at or after
+// since, oldest first.
+func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
+		FROM savings WHERE tenant = ? AND bucket >= ? ORDER BY bucket`, tenant, nanos(since))
+	if err != nil {
+		return nil, fmt.Errorf("read savings: %w", err)
+	}
+	defer rows.Close()
+	out := []memory.SavingsBucket{}
+	for rows.Next() {
+		b := memory.SavingsBucket{Tenant: tenant}
+		var start int64
+		if err := rows.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached); err != nil {
+			return nil, fmt.Errorf("read savings: %w", err)
+		}
+		b.Start = fromNanos(start)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read savings: %w", err)
+	}
+	return out, nil
+}

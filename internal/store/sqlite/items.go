@@ -1,0 +1,312 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// itemColumns are the columns scanItem reads, in order.
+const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
+	COALESCE(memory_items.conversation, ''), memory_items.kind, memory_items.source, memory_items.chunk,
+	memory_items.text, memory_items.embedding, memory_items.model, memory_items.dims, memory_items.created_at,
+	COALESCE(memory_items.said_at, memory_items.created_at)`
+
+// validKind reports whether kind is one of the recallable item kinds.
+func validKind(kind string) bool {
+	return kind == "message" || kind == "summary" || kind == "fact"
+}
+
+// AddItems stores recallable items, keyed by (tenant, user, kind, ref,
+// chunk), in one write transaction, or for background work
+// (memory.Background: enrichment) in transactions of at most
+// backgroundItems items, so a save waiting for the single writer waits
+// behind one of them, not behind a whole enrichment round (the upserts are
+// idempotent: a round that fails half-way is written again whole): an existing item gets the new text,
+// embedding, model, dims and conversation (and SaidAt, when given), and
+// keeps its ID and CreatedAt. SaidAt is when the item's source was said;
+// zero means CreatedAt.
+// An item without an embedding is stored for ItemsToEmbed to find. A zero
+// CreatedAt means now. A message item whose message was superseded (its
+// branch replaced by an edit or a regeneration) is skipped: SaveExchange
+// deleted the branch's items, and a late index must not bring them back.
+// Items of a user that ctx's erasure guard refuses (erasure.go) are skipped.
+// It returns memory.ErrInvalid (and stores nothing) for
+// a bad id or kind, an empty ref, or Dims that disagree with the embedding.
+func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	for _, it := range items {
+		if err := validateItem(it); err != nil {
+			return fmt.Errorf("add items: %w", err)
+		}
+	}
+	if !memory.IsBackground(ctx) {
+		return s.addItems(ctx, items)
+	}
+	for len(items) > 0 {
+		n := min(len(items), backgroundItems)
+		if err := s.addItems(ctx, items[:n]); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
+// backgroundItems is the most items one background AddItems transaction
+// writes: a few milliseconds of the writer.
+const backgroundItems = 16
+
+// addItems is AddItems' write transaction.
+func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
+	now := time.Now()
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO memory_items (tenant, user_id, conversation, kind,
+				source, chunk, text, embedding, model, dims, created_at, said_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
+				conversation = excluded.conversation, text = excluded.text, embedding = excluded.embedding,
+				model = excluded.model, dims = excluded.dims,
+				said_at = COALESCE(excluded.said_at, memory_items.said_at)`)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer stmt.Close()
+		superseded, err := tx.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ? AND superseded_at IS NOT NULL)`)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer superseded.Close()
+		erased := map[[2]string]bool{}
+		deletedConvs := map[memory.Identity]bool{}
+		for _, it := range items {
+			// Items of a user erased since they were captured are skipped.
+			u := [2]string{it.Tenant, it.User}
+			gone, checked := erased[u]
+			if !checked {
+				if gone, err = refused(ctx, tx, it.Tenant, it.User); err != nil {
+					return err
+				}
+				erased[u] = gone
+			}
+			if gone {
+				continue
+			}
+			// Nor are the items of a conversation deleted since.
+			c := memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
+			deleted, checked := deletedConvs[c]
+			if !checked {
+				if deleted, err = conversationDeleted(ctx, tx, c); err != nil {
+					return err
+				}
+				deletedConvs[c] = deleted
+			}
+			if deleted {
+				continue
+			}
+			// A late index of a message its conversation has since replaced
+			// (edited or regenerated) must not make it recallable again.
+			if it.Kind == "message" && it.Conversation != "" {
+				var gone bool
+				if err := superseded.QueryRowContext(ctx, it.Tenant, it.User, it.Conversation, it.Ref).Scan(&gone); err != nil {
+					return fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+				}
+				if gone {
+					continue
+				}
+				if it.Conversation == memory.DefaultConversation {
+					if it.Conversation, err = movedTo(ctx, tx, it); err != nil {
+						return err
+					}
+				}
+			}
+			created := it.CreatedAt
+			if created.IsZero() {
+				created = now
+			}
+			// A said-at time is stored only when the item brings one
+			// (else it reads as created_at); an update without one keeps
+			// the stored time.
+			var said any
+			switch {
+			case !it.SaidAt.IsZero():
+				said = nanos(it.SaidAt)
+			case !it.CreatedAt.IsZero():
+				said = nanos(it.CreatedAt)
+			}
+			model, dims := it.Model, len(it.Embedding)
+			if it.Embedding == nil {
+				model = ""
+			}
+			if _, err := stmt.ExecContext(ctx, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
+				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), said); err != nil {
+				return fmt.Errorf("upsert item %s/%s/%d: %w", it.Kind, it.Ref, it.Chunk, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("add items: %w", err)
+	}
+	return nil
+}
+
+// validateItem checks what AddItems relies on.
+func validateItem(it memory.Item) error {
+	switch {
+	case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
+		return fmt.Errorf("%w: item tenant %q user %q", memory.ErrInvalid, it.Tenant, it.User)
+	case it.Conversation != "" && !memory.ValidID(it.Conversation):
+		return fmt.Errorf("%w: item conversation %q", memory.ErrInvalid, it.Conversation)
+	case !validKind(it.Kind):
+		return fmt.Errorf("%w: item kind %q", memory.ErrInvalid, it.Kind)
+	case it.Ref == "" || it.Chunk < 0:
+		return fmt.Errorf("%w: item ref %q chunk %d", memory.ErrInvalid, it.Ref, it.Chunk)
+	}
+	return validateEmbedding(it)
+}
+
+// validateEmbedding checks that an item's vector, model and dims agree.
+func validateEmbedding(it memory.Item) error {
+	if it.Embedding == nil {
+		return nil
+	}
+	if it.Model == "" || (it.Dims != 0 && it.Dims != len(it.Embedding)) || len(it.Embedding) == 0 {
+		return fmt.Errorf("%w: item %d embedding of %d dims says model %q dims %d",
+			memory.ErrInvalid, it.ID, len(it.Embedding), it.Model, it.Dims)
+	}
+	return nil
+}
+
+// ItemsToEmbed returns up to limit items, of every tenant, with ID > afterID
+// whose vector is missing or was made by another model or dimension, in ID
+// order, for a resumable reindex: pass the last ID returned as the next
+// afterID.
+func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
+	if limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id > ? AND (embedding IS NULL OR model != ? OR dims != ?)
+		ORDER BY id LIMIT ?`, afterID, model, dims, limit)
+	if err != nil {
+		return nil, fmt.Errorf("items to embed: %w", err)
+	}
+	items, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("items to embed: %w", err)
+	}
+	return items, nil
+}
+
+// SetEmbeddings stores new vectors (with model and dims) for items by ID, in
+// one write transaction; IDs that no longer exist are skipped. It returns
+// memory.ErrInvalid (and stores nothing) when an item has no vector or its
+// Dims disagree with it.
+func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
+	for _, it := range items {
+		if it.Embedding == nil {
+			return fmt.Errorf("set embeddings: %w: item %d has no vector", memory.ErrInvalid, it.ID)
+		}
+		if err := validateEmbedding(it); err != nil {
+			return fmt.Errorf("set embeddings: %w", err)
+		}
+	}
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE memory_items SET embedding = ?, model = ?, dims = ? WHERE id = ?`)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer stmt.Close()
+		for _, it := range items {
+			if _, err := stmt.ExecContext(ctx, encodeVector(it.Embedding), it.Model, len(it.Embedding), it.ID); err != nil {
+				return fmt.Errorf("update item %d: %w", it.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set embeddings: %w", err)
+	}
+	return nil
+}
+
+// scanItems reads itemColumns rows and closes rows.
+func scanItems(rows *sql.Rows) ([]memory.Item, error) {
+	defer rows.Close()
+	items := []memory.Item{}
+	for rows.Next() {
+		var it memory.Item
+		var vec []byte
+		var created, said int64
+		if err := rows.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
+			&it.Text, &vec, &it.Model, &it.Dims, &created, &said); err != nil {
+			return nil, err
+		}
+		it.Embedding = decodeVector(vec)
+		it.CreatedAt, it.SaidAt = fromNanos(created), fromNanos(said)
+		items = append(items, it)
+	}
+	return items, rows.Err()
+}
+
+// encodeVector stores a vector as little-endian float32s; nil stays NULL.
+func encodeVector(v []float32) []byte {
+	if v == nil {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// decodeVector reads a stored vector; NULL (or a truncated blob) is nil.
+func decodeVector(b []byte) []float32 {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// movedTo returns the conversation that holds the message of a message
+// item of the default conversation: the default conversation, unless the
+// message moved out of it (see Adopt) — an exchange indexed after its chat
+// moved it is indexed where it lives. Only a message no longer in the
+// default conversation is looked up further.
+func movedTo(ctx context.Context, tx *sql.Tx, it memory.Item) (string, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
+		it.Tenant, it.User, it.Conversation, it.Ref).Scan(&one)
+	switch {
+	case err == nil:
+		return it.Conversation, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+	}
+	var conv string
+	err = tx.QueryRowContext(ctx, `SELECT conversation FROM messages
+		WHERE tenant = ? AND user_id = ? AND key = ? AND superseded_at IS NULL LIMIT 1`,
+		it.Tenant, it.User, it.Ref).Scan(&conv)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return it.Conversation, nil
+	case err != nil:
+		return "", fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+	}
+	return conv, nil
+}

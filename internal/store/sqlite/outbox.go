@@ -1,0 +1,230 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// pollInterval is how often a blocked Claim looks again for entries that
+// went stale or were enqueued by another process; an Enqueue in this process
+// wakes it at once.
+const pollInterval = 200 * time.Millisecond
+
+// Outbox is a durable queue of the embedded mode: a table in the store's
+// database, drained by in-process workers. The store has two: the capture
+// outbox (captures waiting to be stored, (*Store).Outbox) and the
+// enrichment outbox (stored exchanges waiting for extraction, summaries and
+// indexing, (*Store).EnrichOutbox). It is safe for concurrent use.
+type Outbox struct {
+	s     *Store
+	table string // outbox or enrich_outbox; never user input
+
+	mu   sync.Mutex
+	wake chan struct{} // closed and replaced by every Enqueue
+}
+
+func newOutbox(s *Store, table string) *Outbox {
+	return &Outbox{s: s, table: table, wake: make(chan struct{})}
+}
+
+// Enqueue durably appends a payload and wakes Claims blocked in this process.
+func (o *Outbox) Enqueue(ctx context.Context, payload []byte) error {
+	return o.EnqueueBatch(ctx, [][]byte{payload})
+}
+
+// EnqueueBatch durably appends payloads, in order, in one transaction, and
+// wakes Claims blocked in this process.
+func (o *Outbox) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
+		now := nanos(time.Now())
+		for _, p := range payloads {
+			if p == nil {
+				p = []byte{}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+o.table+` (payload, enqueued_at) VALUES (?, ?)`, p, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	o.mu.Lock()
+	close(o.wake)
+	o.wake = make(chan struct{})
+	o.mu.Unlock()
+	return nil
+}
+
+// waiter returns the channel the next Enqueue closes.
+func (o *Outbox) waiter() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.wake
+}
+
+// Claim returns up to max deliveries for consumer, oldest first: entries that
+// were claimed (by any consumer) more than staleAfter ago and not
+// acknowledged, then unclaimed ones. Each delivery counts one more attempt.
+// When there are none it waits up to block for some, returning early on an
+// Enqueue in this process and checking again every 200 ms otherwise; it
+// returns no deliveries and no error when block passes. It fails with
+// memory.ErrInvalid for max < 1 or an empty consumer.
+func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error) {
+	if max < 1 || consumer == "" {
+		return nil, fmt.Errorf("claim: %w: max %d, consumer %q", memory.ErrInvalid, max, consumer)
+	}
+	deadline := time.Now().Add(block)
+	for {
+		wake := o.waiter()
+		ds, err := o.claimOnce(ctx, consumer, max, staleAfter)
+		if err != nil || len(ds) > 0 {
+			return ds, err
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nil, nil
+		}
+		timer := time.NewTimer(min(remaining, pollInterval))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("claim: %w", ctx.Err())
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// claimOnce claims what is available now, in one write transaction.
+func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
+	var entries []entry
+	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
+		entries = nil
+		now := time.Now()
+		queries := []struct {
+			sql  string
+			args []any
+		}{
+			{`SELECT id, payload, attempts FROM ` + o.table + ` WHERE claimed_at IS NOT NULL AND claimed_at <= ? ORDER BY id LIMIT ?`,
+				[]any{nanos(now.Add(-staleAfter))}},
+			{`SELECT id, payload, attempts FROM ` + o.table + ` WHERE claimed_at IS NULL ORDER BY id LIMIT ?`, nil},
+		}
+		for _, q := range queries {
+			if len(entries) >= max {
+				break
+			}
+			found, err := selectEntries(ctx, tx, q.sql, append(q.args, max-len(entries))...)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, found...)
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		args := make([]any, 0, len(entries)+2)
+		args = append(args, consumer, nanos(now))
+		for _, e := range entries {
+			args = append(args, e.id)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+o.table+` SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1 WHERE id IN (`+
+			placeholders(len(entries))+`)`, args...); err != nil {
+			return fmt.Errorf("mark claimed: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	ds := make([]memory.Delivery, len(entries))
+	for i, e := range entries {
+		ds[i] = memory.Delivery{ID: strconv.FormatInt(e.id, 10), Payload: e.payload, Attempts: e.attempts + 1}
+	}
+	return ds, nil
+}
+
+// entry is one outbox row as Claim selects it.
+type entry struct {
+	id       int64
+	payload  []byte
+	attempts int
+}
+
+// selectEntries reads outbox rows (id, payload, attempts).
+func selectEntries(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]entry, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("select entries: %w", err)
+	}
+	defer rows.Close()
+	var es []entry
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.id, &e.payload, &e.attempts); err != nil {
+			return nil, fmt.Errorf("select entries: %w", err)
+		}
+		es = append(es, e)
+	}
+	return es, rows.Err()
+}
+
+// Ack removes delivered entries for good. Unknown ids are ignored; ids that
+// are not outbox ids fail with memory.ErrInvalid and nothing is removed.
+func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	nums := make([]any, len(ids))
+	for i, id := range ids {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return fmt.Errorf("ack: %w: id %q", memory.ErrInvalid, id)
+		}
+		nums[i] = n
+	}
+	// One statement per ackChunk ids keeps within SQLite's variable limit.
+	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
+		for len(nums) > 0 {
+			n := min(len(nums), ackChunk)
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (`+placeholders(n)+`)`, nums[:n]...); err != nil {
+				return err
+			}
+			nums = nums[n:]
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return nil
+}
+
+// Pending reports how many entries are enqueued or claimed but not acknowledged.
+func (o *Outbox) Pending(ctx context.Context) (int64, error) {
+	var n int64
+	if err := o.s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+o.table).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pending: %w", err)
+	}
+	return n, nil
+}
+
+// ackChunk is how many ids one DELETE of Ack names.
+const ackChunk = 500
+
+// placeholders returns n comma-separated SQL parameters ("?, ?, ?").
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// querier is what reads need of a *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// messageColumns are the columns scanMessages reads, in order.
+const messageColumns = `seq, key, role, content, raw, tokens, created_at`
+
+// liveTail loads the newest n live messages of a conversation in Seq order.
+func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
+		ORDER BY seq DESC LIMIT ?`, id.Tenant, id.User, id.Conversation, n)
+	if err != nil {
+		return nil, fmt.Errorf("load live tail: %w", err)
+	}
+	msgs, err := scanMessages(rows, id)
+	if err != nil {
+		return nil, fmt.Errorf("load live tail: %w", err)
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
+
+// scanMessages reads messageColumns rows of conversation id and closes rows.
+func scanMessages(rows *sql.Rows, id memory.Identity) ([]memory.Message, error) {
+	defer rows.Close()
+	msgs := []memory.Message{}
+	for rows.Next() {
+		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+		var raw string
+		var created int64
+		if err := rows.Scan(&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created); err != nil {
+			return nil, err
+		}
+		m.Raw = []byte(raw)
+		m.CreatedAt = fromNanos(created)
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+// Conversations lists a user's conversations, most recently updated first.
+// An unknown user has none.
+func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	defer telemetry.Span(&ctx, "sqlite.Conversations")()
+	rows, err := s.reads.QueryContext(ctx, `SELECT id, message_count, created_at, updated_at FROM conversations
+		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	cs := []memory.Conversation{}
+	for rows.Next() {
+		c := memory.Conversation{Tenant: tenant, User: user}
+		var created, updated int64
+		if err := rows.Scan(&c.ID, &c.MessageCount, &created, &updated); err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
+		cs = append(cs, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	return cs, nil
+}
+
+// Conversation returns one conversation and all its live messages in Seq
+// order, read from one snapshot, or memory.ErrNotFound.
+func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	defer telemetry.Span(&ctx, "sqlite.Conversation")()
+	tx, err := s.read.BeginTx(ctx, nil)
+	if err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
+	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
+	var created, updated int64
+	err = tx.QueryRowContext(ctx, `SELECT message_count, created_at, updated_at FROM conversations
+		WHERE tenant = ? AND user_id = ? AND id = ?`, id.Tenant, id.User, id.Conversation).
+		Scan(&c.MessageCount, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return memory.Conversation{}, nil, fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
+	}
+	if err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
+	}
+	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
+	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
+		ORDER BY seq`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
+	}
+	msgs, err := scanMessages(rows, id)
+	if err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
+	}
+	return c, msgs, nil
+}

@@ -1,0 +1,290 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// textWindow is how many of the newest matching items SearchText ranks.
+// make eval (about 400 items per user) scores the same at 300 as with no
+// window, and a point lower at 100.
+const textWindow = 300
+
+// SearchVector ranks the user's items embedded with q.Model and q.Dims by
+// cosine similarity to q.Embedding (Score = similarity, in [-1, 1]), best
+// first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs. The
+// candidates are scored in Go with a top-k heap; only the winners' rows are
+// then read whole. An empty embedding or Limit <= 0 finds nothing.
+//
+// The user's vectors are kept in memory (see itemindex.Index.SearchVector): a search reads
+// one row of memory_item_revisions to check they are current and, after
+// inserts, only the new rows, so its I/O does not grow with the user's
+// history; the scoring still visits every vector of the user (about 0.1 µs
+// per item of 384 dimensions). A user too large for the cache
+// (itemindex.DefaultLimits) has the candidates' vectors read from SQL each search,
+// scoped by tenant, user, model, dims and conversation.
+func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
+	if len(q.Embedding) == 0 || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	if q.Dims != 0 && q.Dims != len(q.Embedding) {
+		return nil, fmt.Errorf("search vector: %w: query of %d dims says %d", memory.ErrInvalid, len(q.Embedding), q.Dims)
+	}
+	qnorm := itemindex.Norm(q.Embedding)
+	if qnorm == 0 {
+		return []memory.Item{}, nil
+	}
+	items, err := s.index.SearchVector(ctx, q)
+	switch {
+	case err == nil:
+		return items, nil
+	case !errors.Is(err, itemindex.ErrTooBig):
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	where, args, err := itemScope(q)
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	args = append(args, q.Model, len(q.Embedding))
+	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
+		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	top := make(itemindex.TopK, 0, q.Limit+1)
+	for rows.Next() {
+		var id int64
+		var vec sql.RawBytes
+		if err := rows.Scan(&id, &vec); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("search vector: %w", err)
+		}
+		score, ok := cosineBytes(q.Embedding, qnorm, vec)
+		if !ok {
+			continue
+		}
+		top.Offer(itemindex.Scored{ID: id, Score: score}, q.Limit)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	rows.Close()
+	items, err = s.itemsByID(ctx, top.Sorted())
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	return items, nil
+}
+
+// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
+// of them (Score > 0, higher is better), best first, up to q.Limit,
+// honouring q.Conversation and q.ExcludeRefs. The text is never read as
+// query syntax: it is split into words (letters and digits), stopwords left
+// out unless nothing else is left (memory.QueryTerms), and any passage
+// sharing a word matches. Text without words, or Limit <= 0, finds nothing.
+//
+// The ranking reads the user's full-text index kept in memory (itemindex):
+// every item's words, their document frequencies over the user's items
+// (so a speaker's name or a common word found in most items weighs almost
+// nothing, and is not read at all in a long history: see itemindex.Index.SearchText),
+// and the items' lengths. The index is read once and then extended with
+// the rows added since, like the vectors of SearchVector. A user whose
+// index is too large to keep is ranked by searchTextWindow instead.
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "sqlite.SearchText")()
+	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
+	if len(terms) == 0 || q.Limit <= 0 {
+		return []memory.Item{}, nil
+	}
+	items, err := s.index.SearchText(ctx, q, terms)
+	switch {
+	case errors.Is(err, itemindex.ErrTooBig):
+		return s.searchTextWindow(ctx, q, terms)
+	case err != nil:
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	return items, nil
+}
+
+// searchTextWindow is SearchText for a user too large to index in memory.
+// FTS5 finds the newest textWindow matching items (walking its index
+// newest first, without ranking), and they are ranked here by Okapi BM25
+// (k1 = 1.2, b = 0.75, as FTS5's bm25) over the user's items: the corpus
+// size is their count, a term's document frequency its count among the
+// candidates (exact unless the window is full), so passages sharing more
+// and rarer words, more often, rank higher. Related terms (q.Related) add
+// to the scores of the candidates but do not select them: ORed into the
+// match, hundreds of them would fill the window with passages that share
+// none of the query's own words. FTS5's own bm25() counts every match of every term of the
+// user's history first, which grew linearly with it (10k items: ~5 ms per
+// search); this costs the same at any history size. An older passage
+// beyond the window is still found by SearchVector, which covers the
+// whole history.
+func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+	where, args, err := itemScope(q)
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	// The user is matched inside FTS5 (its user_id column), so only that
+	// user's items are walked; user ids hold no quote characters
+	// (memory.ValidID), so quoting needs no escaping. The WHERE clause below
+	// still checks tenant and user exactly.
+	match := `user_id : "` + q.User + `" AND (` + ftsMatch(terms) + `)`
+	args = append([]any{match}, args...)
+	args = append(args, textWindow)
+	// The user's item count (inserts, as memory_item_revisions counts
+	// them) stands for the corpus size in the terms' idf. It is read
+	// before the matches: a query issued while rows hold a connection
+	// waits for a second one, and with every reader doing that under load
+	// the pool deadlocks until the contexts expire.
+	var total int
+	if err := s.reads.QueryRowContext(ctx, `SELECT added FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
+		q.Tenant, q.User).Scan(&total); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, memory_items.text
+		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
+		WHERE memory_items_fts MATCH ? AND `+where+`
+		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	defer rows.Close()
+	r := newTextRanker(terms, q.Related, total)
+	for rows.Next() {
+		var id int64
+		var text sql.RawBytes
+		if err := rows.Scan(&id, &text); err != nil {
+			return nil, fmt.Errorf("search text: %w", err)
+		}
+		r.add(id, text)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	rows.Close()
+	items, err := s.itemsByID(ctx, r.best(q.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	return itemindex.QueryEmbeddings(items, q), nil
+}
+
+// itemScope returns the WHERE clause (on memory_items) and its arguments that
+// scope a search to q's tenant, user, conversation and excluded refs.
+func itemScope(q memory.ItemQuery) (string, []any, error) {
+	where := `memory_items.tenant = ? AND memory_items.user_id = ?`
+	args := []any{q.Tenant, q.User}
+	if q.Conversation != "" {
+		where += ` AND memory_items.conversation = ?`
+		args = append(args, q.Conversation)
+	}
+	if len(q.ExcludeRefs) > 0 {
+		refs, err := json.Marshal(q.ExcludeRefs)
+		if err != nil {
+			return "", nil, fmt.Errorf("encode excluded refs: %w", err)
+		}
+		where += ` AND memory_items.source NOT IN (SELECT value FROM json_each(?))`
+		args = append(args, string(refs))
+	}
+	return where, args, nil
+}
+
+// ftsMatch ORs terms as quoted FTS5 strings. Words hold no quote
+// characters, so quoting needs no escaping.
+func ftsMatch(terms []string) string {
+	var b strings.Builder
+	for _, w := range terms {
+		if b.Len() > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteByte('"')
+		b.WriteString(w)
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+// itemsByID loads whole items for ranked ids, keeping their order and
+// scores; ids deleted since they were ranked are skipped.
+func (s *Store) itemsByID(ctx context.Context, ranked []itemindex.Scored) ([]memory.Item, error) {
+	if len(ranked) == 0 {
+		return []memory.Item{}, nil
+	}
+	ids := make([]int64, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.ID
+	}
+	loaded, err := s.loadItems(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]memory.Item, len(loaded))
+	for _, it := range loaded {
+		byID[it.ID] = it
+	}
+	return itemindex.InRankOrder(ranked, byID), nil
+}
+
+// loadItems loads the whole items of ids that exist, in any order.
+func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode ids: %w", err)
+	}
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	loaded, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	return loaded, nil
+}
+
+// cosineBytes is the cosine similarity of q (of length qnorm) and a stored
+// little-endian float32 vector, read in place. ok is false when the stored
+// vector has another length or no length at all.
+func cosineBytes(q []float32, qnorm float64, b []byte) (score float64, ok bool) {
+	if len(b) != 4*len(q) {
+		return 0, false
+	}
+	// Four independent sums per quantity let the loads and multiplies of
+	// neighbouring elements overlap.
+	var d0, d1, d2, d3, v0, v1, v2, v3 float32
+	i := 0
+	for ; i+4 <= len(q); i += 4 {
+		w := b[4*i : 4*i+16 : 4*i+16]
+		qs := q[i : i+4 : i+4]
+		y0 := math.Float32frombits(binary.LittleEndian.Uint32(w[0:]))
+		y1 := math.Float32frombits(binary.LittleEndian.Uint32(w[4:]))
+		y2 := math.Float32frombits(binary.LittleEndian.Uint32(w[8:]))
+		y3 := math.Float32frombits(binary.LittleEndian.Uint32(w[12:]))
+		d0, d1, d2, d3 = d0+qs[0]*y0, d1+qs[1]*y1, d2+qs[2]*y2, d3+qs[3]*y3
+		v0, v1, v2, v3 = v0+y0*y0, v1+y1*y1, v2+y2*y2, v3+y3*y3
+	}
+	for ; i < len(q); i++ {
+		y := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		d0 += q[i] * y
+		v0 += y * y
+	}
+	dot, vv := (d0+d1)+(d2+d3), (v0+v1)+(v2+v3)
+	if vv == 0 {
+		return 0, false
+	}
+	return float64(dot) / (qnorm * math.Sqrt(float64(vv))), true
+}

@@ -1,0 +1,239 @@
+// Package sqlite is memgate's embedded memory store: conversations,
+// messages, summaries, facts, memory items (with embeddings and FTS5) and the
+// capture outbox, in one SQLite file through modernc.org/sqlite.
+//
+// Writes go through a pool of exactly one connection whose transactions begin
+// IMMEDIATE, so writers in this process queue in database/sql instead of
+// failing with SQLITE_BUSY, and writers in other processes wait on the busy
+// timeout. Reads use a separate read-only pool that WAL mode lets run
+// alongside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// busyTimeout is how long a connection waits for another process's write
+// lock before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is a memory store in one SQLite file. It is safe for concurrent use.
+type Store struct {
+	write  *sql.DB
+	read   *sql.DB
+	logger *slog.Logger
+	outbox *Outbox
+	enrich *Outbox
+	// index ranks SearchVector's and SearchText's results from memory
+	// (indexsource.go).
+	index *itemindex.Index
+	// around holds the turns around recalled messages (MessagesAround).
+	around *itemindex.Windows
+	// tails holds the conversations' newest messages (Recent), per user,
+	// by conversation.
+	tails *itemindex.CountedCache[string, tail]
+	// factCache holds each user's facts not superseded (Facts), and
+	// summaryCache each conversation's latest summary (LatestSummary), per
+	// user, by conversation (knowcache.go).
+	factCache    *itemindex.CountedCache[struct{}, []memory.Fact]
+	summaryCache *itemindex.CountedCache[string, heldSummary]
+	// reads runs the request path's reads on read through prepared
+	// statements; writes holds hotWrites prepared on write (writeTx).
+	reads, writes *stmtCache
+	// gate orders the write transactions (writeGate).
+	gate writeGate
+}
+
+// Open opens (creating if needed, with its parent directory) the database at
+// path, configures WAL mode, a busy timeout, foreign keys,
+// synchronous=NORMAL and (on the writer) secure_delete, and applies pending migrations. The caller closes the
+// Store.
+func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open sqlite store: %w: empty path", memory.ErrInvalid)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("open sqlite store: create directory: %w", err)
+	}
+	write, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_txlock":       {"immediate"},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_foreign_keys": {"1"},
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		// Every delete on the writer overwrites the deleted content, so erased
+		// text does not linger in free space (see erasure.go).
+		"_pragma": {"secure_delete(1)"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	// The write connection is opened first: it creates the file and switches
+	// it to WAL before any reader attaches.
+	if err := pingWhileBusy(ctx, write); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	// The readers do not memory-map the file: in WAL mode every commit makes
+	// each reader unmap it at its next read and fault every page back in,
+	// which under capture's steady writes cost more than reading the pages.
+	read, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_query_only":   {"1"},
+		"_foreign_keys": {"1"},
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+	}))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+
+	s := &Store{write: write, read: read, logger: logger,
+		reads: newStmtCache(read), writes: newStmtCache(write)}
+	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
+	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
+	s.tails = itemindex.NewCountedCache(defaultTailBytes, tailSize)
+	s.factCache = itemindex.NewCountedCache(defaultKnowledgeBytes, factsSize)
+	s.summaryCache = itemindex.NewCountedCache(defaultKnowledgeBytes, summarySize)
+	s.outbox = newOutbox(s, "outbox")
+	s.enrich = newOutbox(s, "enrich_outbox")
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.prepareWrites(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	return s, nil
+}
+
+// pingWhileBusy opens db's first connection, retrying for up to busyTimeout
+// while another process or Store holds the lock: switching a new file to WAL
+// can fail with SQLITE_BUSY at once, without waiting on the busy handler,
+// when several openers race on it.
+func pingWhileBusy(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		err := db.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// dsn builds a modernc.org/sqlite URI for path with the given parameters.
+func dsn(path string, params url.Values) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
+}
+
+// Ping reports whether both connection pools can reach the database.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite writer: %w: %w", memory.ErrUnavailable, err)
+	}
+	if err := s.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite reader: %w: %w", memory.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Close closes both connection pools. Waiting Claims on the outbox fail.
+func (s *Store) Close() error {
+	return errors.Join(s.reads.Close(), s.writes.Close(), s.read.Close(), s.write.Close())
+}
+
+// Outbox returns the durable capture queue kept in the same database. Every
+// call returns the same Outbox, so an Enqueue wakes Claims blocked in this
+// process.
+func (s *Store) Outbox() *Outbox { return s.outbox }
+
+// EnrichOutbox returns the durable queue of stored exchanges waiting for
+// enrichment (fact extraction, summaries, indexing), kept in the same
+// database. Every call returns the same Outbox.
+func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
+
+// inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
+// writer connection, in the order writeGate gives) and commits it when fn
+// returns nil.
+func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inWriteThen(ctx, fn, nil)
+}
+
+// inWriteThen is inWrite, calling committed (when not nil) once the
+// transaction has committed, before the next write transaction begins: so
+// what it does after each commit happens in the commits' order.
+func (s *Store) inWriteThen(ctx context.Context, fn func(tx *sql.Tx) error, committed func()) error {
+	if err := s.gate.acquire(ctx, memory.IsBackground(ctx)); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer s.gate.release()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if committed != nil {
+		committed()
+	}
+	return nil
+}
+
+// nanos encodes a time as stored: Unix nanoseconds.
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+// fromNanos decodes a stored time, in UTC.
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// SetCacheLimits replaces the Store's in-memory caches, before it serves
+// requests, with empty ones bounded by lim, turns bytes for the turns
+// around recalled messages and recent bytes for the conversations' newest
+// messages (see itemindex.DefaultLimits, itemindex.DefaultWindowBytes and
+// defaultTailBytes, the sizes Open gives them); the facts and summaries
+// caches are replaced with empty ones of defaultKnowledgeBytes.
+func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
+	s.index = itemindex.New(indexSource{s}, lim)
+	s.around = itemindex.NewWindows(indexSource{s}, turns)
+	s.tails = itemindex.NewCountedCache(recent, tailSize)
+	s.factCache = itemindex.NewCountedCache(defaultKnowledgeBytes, factsSize)
+	s.summaryCache = itemindex.NewCountedCache(defaultKnowledgeBytes, summarySize)
+}

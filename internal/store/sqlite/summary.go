@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// MessagesAfter returns up to limit live messages of the conversation with
+// Seq > afterSeq, oldest first; none (and no error) for limit <= 0 or an
+// unknown conversation.
+func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
+	if limit <= 0 {
+		return []memory.Message{}, nil
+	}
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
+		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
+	}
+	msgs, err := scanMessages(rows, id)
+	if err != nil {
+		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
+	}
+	return msgs, nil
+}
+
+// latestSummary reads the newest summary version of the conversation
+// (LatestSummary, knowcache.go).
+func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
+	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+	var keyEvents, preserved string
+	var created int64
+	err := s.reads.QueryRowContext(ctx, `SELECT version, from_seq, to_seq, content, key_events, preserved,
+			tokens, covered_tokens, created_at
+		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation).
+		Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
+			&sum.Tokens, &sum.CoveredTokens, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
+	}
+	if err != nil {
+		return memory.Summary{}, fmt.Errorf("load summary: %w", err)
+	}
+	if err := json.Unmarshal([]byte(keyEvents), &sum.KeyEvents); err != nil {
+		return memory.Summary{}, fmt.Errorf("load summary: decode key events: %w", err)
+	}
+	if err := json.Unmarshal([]byte(preserved), &sum.Preserved); err != nil {
+		return memory.Summary{}, fmt.Errorf("load summary: decode preserved: %w", err)
+	}
+	sum.CreatedAt = fromNanos(created)
+	return sum, nil
+}
+
+// SaveSummary stores a new summary version in one write transaction. Version
+// must be the latest stored version + 1 (1 for the first); otherwise it
+// returns memory.ErrConflict and stores nothing. It returns
+// memory.ErrNotFound when the conversation does not exist and
+// memory.ErrInvalid for malformed ids or FromSeq > ToSeq. A zero CreatedAt
+// means now. It returns memory.ErrErased when ctx's erasure guard refuses
+// the write (erasure.go).
+func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
+	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
+	if err := validateIdentity(id); err != nil {
+		return fmt.Errorf("save summary: %w", err)
+	}
+	if sum.FromSeq > sum.ToSeq {
+		return fmt.Errorf("save summary: %w: from_seq %d > to_seq %d", memory.ErrInvalid, sum.FromSeq, sum.ToSeq)
+	}
+	keyEvents, err := json.Marshal(nonNil(sum.KeyEvents))
+	if err != nil {
+		return fmt.Errorf("save summary: encode key events: %w", err)
+	}
+	preserved, err := json.Marshal(memory.Preserved{
+		Numbers:   nonNil(sum.Preserved.Numbers),
+		Dates:     nonNil(sum.Preserved.Dates),
+		Decisions: nonNil(sum.Preserved.Decisions),
+	})
+	if err != nil {
+		return fmt.Errorf("save summary: encode preserved: %w", err)
+	}
+	created := sum.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	err = s.inWrite(ctx, func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+			return err
+		}
+		var latest sql.NullInt64
+		var conv int
+		err := tx.QueryRowContext(ctx, `SELECT
+				(SELECT COUNT(*) FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3),
+				(SELECT MAX(version) FROM summaries WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3)`,
+			id.Tenant, id.User, id.Conversation).Scan(&conv, &latest)
+		if err != nil {
+			return fmt.Errorf("load latest version: %w", err)
+		}
+		if conv == 0 {
+			return fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
+		}
+		if want := latest.Int64 + 1; int64(sum.Version) != want {
+			return fmt.Errorf("%w: summary version %d, next is %d", memory.ErrConflict, sum.Version, want)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO summaries (tenant, user_id, conversation, version,
+				from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at, model)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id.Tenant, id.User, id.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
+			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(created), sum.Summariser)
+		if err != nil {
+			return fmt.Errorf("insert summary: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save summary: %w", err)
+	}
+	return nil
+}
+
+// nonNil returns ss, or an empty slice for nil, so it encodes as [].
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}

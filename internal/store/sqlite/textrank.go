@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"math"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Okapi BM25 parameters, FTS5's defaults.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// textRanker scores full-text candidates by Okapi BM25 over the query's
+// terms and related terms (a related term's idf times its weight), with
+// document frequencies and the average length taken over the candidates,
+// in a corpus of at least corpus documents.
+type textRanker struct {
+	corpus  int
+	terms   map[string]int // folded term -> index
+	weights []float64      // per term: 1, or a related term's weight
+	ids     []int64
+	lens    []int
+	tf      []int32 // len(terms) counts per candidate
+	df      []int
+	total   int
+}
+
+func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *textRanker {
+	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
+	for _, t := range terms {
+		f := itemindex.FoldWord(t)
+		if _, ok := r.terms[f]; !ok {
+			r.terms[f] = len(r.terms)
+			r.weights = append(r.weights, 1)
+		}
+	}
+	own := len(r.terms)
+	for _, t := range related {
+		if t.Weight <= 0 {
+			continue
+		}
+		f := itemindex.FoldTerm(t.Term)
+		k, ok := r.terms[f]
+		switch {
+		case !ok:
+			r.terms[f] = len(r.terms)
+			r.weights = append(r.weights, min(t.Weight, 1))
+		case k >= own:
+			r.weights[k] = max(r.weights[k], min(t.Weight, 1))
+		}
+	}
+	r.df = make([]int, len(r.terms))
+	return r
+}
+
+// add counts one candidate's words (split and folded as FTS5's unicode61
+// tokenizer with remove_diacritics does, for the common Latin letters).
+func (r *textRanker) add(id int64, text []byte) {
+	n := len(r.terms)
+	base := len(r.tf)
+	for range n {
+		r.tf = append(r.tf, 0)
+	}
+	counts := r.tf[base:]
+	words := 0
+	itemindex.ForEachWord(text, func(w []byte) {
+		words++
+		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
+			counts[k]++
+		}
+	})
+	for k, c := range counts {
+		if c > 0 {
+			r.df[k]++
+		}
+	}
+	r.ids = append(r.ids, id)
+	r.lens = append(r.lens, words)
+	r.total += words
+}
+
+// best returns the limit best candidates, best first (ties: lower id
+// first), each scored by BM25 (> 0; a candidate none of whose words were
+// recognised still scores a little, below every one that was).
+func (r *textRanker) best(limit int) []itemindex.Scored {
+	if len(r.ids) == 0 || limit <= 0 {
+		return nil
+	}
+	n := float64(max(len(r.ids), r.corpus))
+	avg := max(float64(r.total)/float64(len(r.ids)), 1)
+	idf := make([]float64, len(r.df))
+	for k, df := range r.df {
+		// FTS5's floor keeps a term in every candidate slightly positive.
+		idf[k] = r.weights[k] * max(math.Log((n-float64(df)+0.5)/(float64(df)+0.5)), 1e-6)
+	}
+	top := make(itemindex.TopK, 0, limit+1)
+	nt := len(r.terms)
+	for i, id := range r.ids {
+		score := 1e-9
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(r.lens[i])/avg)
+		for k, c := range r.tf[i*nt : (i+1)*nt] {
+			if c > 0 {
+				tf := float64(c)
+				score += idf[k] * tf * (bm25K1 + 1) / (tf + norm)
+			}
+		}
+		top.Offer(itemindex.Scored{ID: id, Score: score}, limit)
+	}
+	return top.Sorted()
+}
