@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // RecordCandidate notes that the exchange exchangeID, stored in id (the
@@ -40,7 +41,7 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // default conversation already covers stay. It returns how many messages
 // moved (0 when nothing matched).
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if err := validateIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
+	if err := contract.ValidIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
 		return 0, err
 	}
 	// Every later turn of a chat asks again: its conversation holds

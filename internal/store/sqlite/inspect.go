@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // The reads below serve the web inspector, not the request path: they use
@@ -64,10 +64,7 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 			return nil, fmt.Errorf("list superseded messages: %w", err)
 		}
 		m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
-		if t := fromNanos(at); len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(t) {
-			bs = append(bs, memory.Branch{SupersededAt: t})
-		}
-		bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, m)
+		bs = contract.AddToBranches(bs, fromNanos(at), m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list superseded messages: %w", err)
@@ -95,11 +92,8 @@ func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Sum
 			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &created); err != nil {
 			return nil, fmt.Errorf("list summaries: %w", err)
 		}
-		if err := json.Unmarshal([]byte(keyEvents), &sum.KeyEvents); err != nil {
-			return nil, fmt.Errorf("list summaries: decode key events: %w", err)
-		}
-		if err := json.Unmarshal([]byte(preserved), &sum.Preserved); err != nil {
-			return nil, fmt.Errorf("list summaries: decode preserved: %w", err)
+		if err := contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved)); err != nil {
+			return nil, fmt.Errorf("list summaries: %w", err)
 		}
 		sum.CreatedAt = fromNanos(created)
 		out = append(out, sum)
