@@ -85,25 +85,12 @@ func adopt(ctx context.Context, tx *sql.Tx, to memory.Identity, prior []memory.M
 		return 0, fmt.Errorf("check summary: %w", err)
 	}
 	// The newest recorded exchange whose run matches wins.
-	rows, err := tx.QueryContext(ctx, `SELECT m.seq FROM conversation_candidates c
+	starts, err := queryAll(ctx, tx, scanInt64, `SELECT m.seq FROM conversation_candidates c
 		JOIN messages m ON m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.conversation
 			AND m.key = c.first_key AND m.superseded_at IS NULL
 		WHERE c.tenant = ? AND c.user_id = ? AND c.conversation = ? AND c.candidate = ? AND m.seq > ?
 		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation, covered)
 	if err != nil {
-		return 0, fmt.Errorf("find candidates: %w", err)
-	}
-	var starts []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("find candidates: %w", err)
-		}
-		starts = append(starts, seq)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("find candidates: %w", err)
 	}
 	var run []memory.Message

@@ -122,27 +122,12 @@ func evictFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keep int64
 	if n <= maxPerUser {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `DELETE FROM facts WHERE id IN (
+	evicted, err := queryAll(ctx, tx, scanInt64, `DELETE FROM facts WHERE id IN (
 		SELECT id FROM facts
 		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL AND NOT pinned AND id != ?
 		ORDER BY (expires_at IS NOT NULL AND expires_at <= ?) DESC, mentions, updated_at, id
 		LIMIT ?) RETURNING id`, tenant, user, keep, nanos(now), n-maxPerUser)
 	if err != nil {
-		return fmt.Errorf("evict facts: %w", err)
-	}
-	var evicted []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("evict facts: %w", err)
-		}
-		evicted = append(evicted, id)
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("evict facts: %w", err)
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("evict facts: %w", err)
 	}
 	for _, id := range evicted {
@@ -206,21 +191,9 @@ func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, h
 // that where (a condition after "AND", or "") selects, most recently
 // updated first.
 func (s *Store) queryFacts(ctx context.Context, where string, args ...any) ([]memory.Fact, error) {
-	rows, err := s.reads.QueryContext(ctx, `SELECT `+factColumns+` FROM facts
+	fs, err := queryAll(ctx, s.reads, scanFact, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = ? AND user_id = ?`+where+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list facts: %w", err)
-	}
-	defer rows.Close()
-	fs := []memory.Fact{}
-	for rows.Next() {
-		f, err := scanFact(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list facts: %w", err)
-		}
-		fs = append(fs, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list facts: %w", err)
 	}
 	return fs, nil
@@ -248,8 +221,12 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) e
 	return nil
 }
 
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
+// scanInt64 reads a row of one integer.
+func scanInt64(r rowScanner) (int64, error) {
+	var n int64
+	err := r.Scan(&n)
+	return n, err
+}
 
 // scanFact reads one row of factColumns.
 func scanFact(r rowScanner) (memory.Fact, error) {
