@@ -21,10 +21,10 @@ import (
 var (
 	_ recallStore           = (*sqlite.Store)(nil)
 	_ recallStore           = (*postgres.Store)(nil)
-	_ recallStore           = (*redis.Cache)(nil)
+	_ recallStore           = redis.Cached{}
 	_ recall.Reembedder     = (*sqlite.Store)(nil)
 	_ recall.Reembedder     = (*postgres.Store)(nil)
-	_ recall.Reembedder     = (*redis.Cache)(nil)
+	_ recall.Reembedder     = redis.Cached{}
 	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
 	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
 )

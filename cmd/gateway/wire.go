@@ -86,10 +86,10 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (sto
 		closers = append(closers, rdb.Close)
 		// The recent window of each conversation is cached in Redis; every
 		// read and save falls back to PostgreSQL when Redis is away.
-		cached := redis.NewCache(rdb, pg, logger, redis.CacheConfig{
+		cached := redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, logger, redis.CacheConfig{
 			Prefix: cfg.Store.RedisPrefix,
 			Window: max(50, cfg.Memory.RecentMessages),
-		})
+		})}
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: cfg.Store.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.

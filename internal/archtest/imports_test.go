@@ -17,8 +17,10 @@ var rules = map[string][]string{
 	"internal/lexicon": {"internal/"},
 	"internal/vec":     {"internal/"},
 	// telemetry is imported by the memory path and the stores: it must stay a leaf.
-	"internal/telemetry":      {"internal/"},
-	"internal/encoder":        {"internal/"},
+	"internal/telemetry": {"internal/"},
+	"internal/encoder":   {"internal/"},
+	// contract is the stores' shared non-SQL rules: it sees the domain only.
+	"internal/store/contract": {"internal/proxy", "internal/engine", "internal/itemindex", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 	"internal/itemindex":      {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 	"internal/store/sqlite":   {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
 	"internal/store/postgres": {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // posting is one item holding a term: the item's index in its textIndex
@@ -83,10 +83,7 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 	common := func(ps []posting) bool {
 		return 2*len(ps) >= len(t.ids) && len(ps) > memory.CommonTermMinDF
 	}
-	idf := func(ps []posting) float64 {
-		df := float64(len(ps))
-		return max(math.Log((n-df+0.5)/(df+0.5)), 1e-6)
-	}
+	idf := func(ps []posting) float64 { return contract.BM25IDF(n, float64(len(ps))) }
 	var all, selective []bm25Term
 	seen := make(map[string]bool, len(terms))
 	for _, w := range terms {
@@ -147,9 +144,7 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 			if scores[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			tf := float64(p.tf)
-			scores[p.doc] += bt.idf * tf * (memory.BM25K1 + 1) /
-				(tf + memory.BM25K1*(1-memory.BM25B+memory.BM25B*float64(t.lens[p.doc])/avg))
+			scores[p.doc] += contract.BM25(bt.idf, float64(p.tf), float64(t.lens[p.doc]), avg)
 		}
 	}
 	top := make(TopK, 0, limit+1)
