@@ -156,7 +156,7 @@ func BenchmarkPrepare(b *testing.B) {
 		})
 	}
 	cfg := config.Default()
-	rl, err := openRecall(cfg, w.st, nil)
+	rl, err := openRecall(cfg, w.st, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -121,20 +121,16 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 	cfg.Recall.Extraction.Enabled = false
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	st, _, closers, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	})
-	layer, err := openRecall(cfg, st, logger)
+	st := bk.store
+	t.Cleanup(func() { bk.close() })
+	layer, err := openRecall(cfg, st, bk.embeddings, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { layer.close() })
 	var said []string
 	for _, p := range paraphraseProbes {
 		said = append(said, p.said)

@@ -4,12 +4,31 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/tokens"
+	"github.com/memgate/memgate/internal/tracing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -102,5 +121,312 @@ func hashKey(args []string, stdin io.Reader, stdout io.Writer) error {
 		return errors.New("hash-key: empty key")
 	}
 	fmt.Fprintln(stdout, identity.HashKey(key))
+	return nil
+}
+
+// flushTimeout bounds how long shutdown waits for pending captures.
+const flushTimeout = 10 * time.Second
+
+// serve runs the gateway until ctx ends or SIGINT/SIGTERM arrives, then
+// shuts down: the HTTP server first (in-flight streams get ShutdownGrace),
+// then the memory engine (pending captures flushed, workers stopped, store
+// closed). It logs JSON to logw; the "listening" line carries the bound
+// address. A store that cannot be reached at start-up does not stop it:
+// the engine serves as a memory that is down and keeps retrying (see
+// engine.Engine.Start). A configuration error still fails the start.
+func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	// net/http's transport logs to the standard logger, quoting bytes that
+	// may hold message text: debug level only.
+	log.SetFlags(0)
+	log.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelDebug).Writer())
+	sideModelKeys(cfg, logger)
+	tr, err := setupTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, logger)
+	reg := prometheus.NewRegistry()
+	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
+	g, err := newHTTP(cfg, eng, tr, reg, logger)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	open := func(ctx context.Context) (*engine.Core, error) {
+		m, err := openMemory(ctx, cfg, counter, logger)
+		if err != nil {
+			return nil, err
+		}
+		return m.Core, nil
+	}
+	if err := eng.Start(ctx, open); err != nil {
+		return err
+	}
+	defer closeEngine(ctx, eng, logger)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	admin := "loopback clients only"
+	switch {
+	case cfg.AdminKey != "" && len(cfg.Keys) > 0:
+		admin = "admin key or gateway keys"
+	case cfg.AdminKey != "":
+		admin = "admin key"
+	case len(cfg.Keys) > 0:
+		admin = "gateway keys"
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); len(cfg.Keys) == 0 && !net.ParseIP(host).IsLoopback() {
+		logger.Warn("memory is served to non-loopback clients without gateway keys: anyone who can reach this address can read and plant any user's memory and use the upstream key; configure keys (or GATEWAY_KEY), or listen on 127.0.0.1",
+			"addr", ln.Addr().String())
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL,
+		"store", cfg.Store.Driver, "memory", eng.Connected(), "gateway_keys", len(cfg.Keys),
+		"admin", admin, "tracing", tr.Exporter, "version", buildVersion())
+	if err := g.Run(ctx, ln); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// sideModelKeys warns about the side models with no key to send (the
+// client's is never reused for them): they are then not called, and
+// extractive summaries and pattern facts take over.
+func sideModelKeys(cfg config.Config, logger *slog.Logger) {
+	if cfg.Compaction.Enabled && cfg.Compaction.APIKey == "" && cfg.Upstream.APIKey == "" {
+		logger.Warn("no key for the summariser (enrich.api_key or upstream.api_key): summaries are extractive")
+	}
+	if cfg.Recall.Enabled && cfg.Recall.Extraction.Enabled && cfg.Recall.Extraction.APIKey == "" && cfg.Upstream.APIKey == "" {
+		logger.Warn("no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")
+	}
+}
+
+// closeEngine closes eng, flushing pending captures within flushTimeout.
+func closeEngine(ctx context.Context, eng *engine.Engine, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	if err := eng.Close(fctx); err != nil {
+		logger.Error("close memory", "error", err)
+	}
+}
+
+// worker runs only the capture worker and the enricher, for deployments
+// that persist captures outside the serving processes, until ctx ends or
+// a signal arrives.
+func worker(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, logger, mem, err := start(ctx, getenv, logw)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	tr, err := setupTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, logger)
+	if mem.Worker == nil {
+		return errors.New("worker: the configured store has no capture queue (postgres needs store.redis_url)")
+	}
+	logger.Info("capture worker running", "store", cfg.Store.Driver, "version", buildVersion())
+	if err := mem.RunWorkers(ctx, true, logger); err != nil {
+		return fmt.Errorf("capture worker: %w", err)
+	}
+	return nil
+}
+
+// mcpStdio runs `gateway mcp`: the MCP server over stdin and stdout for a
+// local client that starts the command itself. It opens the configured
+// store directly, so whoever can run it with the gateway's configuration
+// acts as the admin key would, for the -tenant flag's tenant (default
+// tenant without it). Logs go to logw; stdout carries the protocol only.
+func mcpStdio(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, logw io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(logw)
+	tenant := fs.String("tenant", memory.DefaultTenant, "the tenant whose memory the tools act on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mcp: unexpected argument %q", fs.Arg(0))
+	}
+	if !memory.ValidID(*tenant) {
+		return fmt.Errorf("mcp: -tenant must be 1-128 characters of [A-Za-z0-9._:@-]: %w", memory.ErrInvalid)
+	}
+	cfg, logger, mem, err := start(ctx, getenv, logw)
+	if err != nil {
+		return err
+	}
+	eng := engine.New(engine.Options{}, logger)
+	eng.Use(mem.Core)
+	defer closeEngine(ctx, eng, logger)
+	var rc recallService
+	if mem.Recall != nil {
+		rc = eng
+	}
+	srv := newMCP(cfg, eng, rc, logger).Server(*tenant)
+	logger.Info("mcp over stdio", "store", cfg.Store.Driver, "version", buildVersion())
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil
+	}
+	return fmt.Errorf("mcp: %w", err)
+}
+
+// nopWriteCloser is stdout, which the protocol's end leaves open.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// start loads the configuration, builds the logger and opens the memory
+// core: what worker and mcp share.
+func start(ctx context.Context, getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, *memoryLayer, error) {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return cfg, nil, nil, fmt.Errorf("tokens: %w", err)
+	}
+	mem, err := openMemory(ctx, cfg, counter, logger)
+	return cfg, logger, mem, err
+}
+
+// setup loads the configuration and builds the JSON logger at its level.
+func setup(getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("config: %w", err)
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel))); err != nil {
+		l = slog.LevelInfo
+	}
+	return cfg, slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: l})), nil
+}
+
+// setupTracing configures tracing from the OTEL_* variables (see
+// tracing.Setup). When it is on, its provider becomes the process's
+// global one, which the enricher's spans and libraries use.
+func setupTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*tracing.Tracing, error) {
+	tr, err := tracing.Setup(ctx, getenv, buildVersion())
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	if tr.Enabled {
+		otel.SetTracerProvider(tr.Provider)
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "error", err) }))
+	}
+	return tr, nil
+}
+
+// shutdownTracing exports the spans still buffered, within five seconds.
+func shutdownTracing(ctx context.Context, tr *tracing.Tracing, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(fctx); err != nil {
+		logger.Warn("flush traces", "error", err)
+	}
+}
+
+// migrate applies the configured store's migrations (opening a store
+// applies them, serialized across replicas) and exits.
+func migrate(ctx context.Context, getenv func(string) string, stdout, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	b, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if err := b.store.Ping(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	fmt.Fprintf(stdout, "migrations applied to the %s store\n", cfg.Store.Driver)
+	return nil
+}
+
+// reindex re-embeds every memory item whose vector was made by another
+// model or dimension than the configured embedder's, printing progress at
+// most once a second. Interrupted, it stops after the batch in hand; a
+// rerun continues.
+func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	emb, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, b.embeddings, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "reindexing items not embedded with %s (%d dimensions)\n", emb.Model(), emb.Dims())
+	start, last := time.Now(), time.Now()
+	done, err := recall.Reindex(ctx, b.store, emb, 256, func(n int, lastID int64) {
+		if time.Since(last) >= time.Second {
+			last = time.Now()
+			fmt.Fprintf(stdout, "reindexed %d items (up to id %d)\n", n, lastID)
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stdout, "interrupted after %d items; run reindex again to resume\n", done)
+		}
+		return fmt.Errorf("reindex: %w", err)
+	}
+	fmt.Fprintf(stdout, "reindexed %d items in %s\n", done, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// healthcheck asks the local gateway's /healthz, for container health
+// checks in images without curl: an error unless the answer is 200.
+func healthcheck(ctx context.Context, getenv func(string) string) error {
+	cfg, _, err := setup(getenv, io.Discard)
+	if err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %q: %w", cfg.Listen, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: status %d", resp.StatusCode)
+	}
 	return nil
 }
