@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
-	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
