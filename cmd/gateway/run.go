@@ -10,7 +10,6 @@ import (
 	"log"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -18,15 +17,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/tokens"
 	"github.com/memgate/memgate/internal/tracing"
 )
@@ -55,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) > 1 {
 		cmd = args[1]
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	switch cmd {
 	case "serve":
 		return serve(ctx, getenv, stderr)
@@ -127,16 +127,13 @@ func hashKey(args []string, stdin io.Reader, stdout io.Writer) error {
 // flushTimeout bounds how long shutdown waits for pending captures.
 const flushTimeout = 10 * time.Second
 
-// serve runs the gateway until ctx ends or SIGINT/SIGTERM arrives, then
-// shuts down: the HTTP server first (in-flight streams get ShutdownGrace),
-// then the memory engine (pending captures flushed, workers stopped, store
-// closed). It logs JSON to logw; the "listening" line carries the bound
-// address. A store that cannot be reached at start-up does not stop it:
-// the engine serves as a memory that is down and keeps retrying (see
-// engine.Engine.Start). A configuration error still fails the start.
+// serve runs the gateway until ctx ends, then shuts down: the HTTP server
+// first (in-flight streams get ShutdownGrace), then the memory engine
+// (pending captures flushed, workers stopped, store closed). It logs JSON
+// to logw; the "listening" line carries the bound address. A store that
+// cannot be reached at start-up does not stop it (see engine.Engine.Start);
+// a configuration error does.
 func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	cfg, logger, err := setup(getenv, logw)
 	if err != nil {
 		return err
@@ -150,25 +147,24 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	log.SetFlags(0)
 	log.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelDebug).Writer())
 	sideModelKeys(cfg, logger)
-	tr, err := setupTracing(ctx, getenv, logger)
+	tr, stopTracing, err := startTracing(ctx, getenv, logger)
 	if err != nil {
 		return err
 	}
-	defer shutdownTracing(ctx, tr, logger)
+	defer stopTracing()
 	reg := prometheus.NewRegistry()
 	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
 	g, err := newHTTP(cfg, eng, tr, reg, logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	open := func(ctx context.Context) (*engine.Core, error) {
+	if err := eng.Start(ctx, func(ctx context.Context) (*engine.Core, error) {
 		m, err := openMemory(ctx, cfg, counter, logger)
 		if err != nil {
 			return nil, err
 		}
 		return m.Core, nil
-	}
-	if err := eng.Start(ctx, open); err != nil {
+	}); err != nil {
 		return err
 	}
 	defer closeEngine(ctx, eng, logger)
@@ -176,22 +172,13 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	admin := "loopback clients only"
-	switch {
-	case cfg.AdminKey != "" && len(cfg.Keys) > 0:
-		admin = "admin key or gateway keys"
-	case cfg.AdminKey != "":
-		admin = "admin key"
-	case len(cfg.Keys) > 0:
-		admin = "gateway keys"
-	}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); len(cfg.Keys) == 0 && !net.ParseIP(host).IsLoopback() {
 		logger.Warn("memory is served to non-loopback clients without gateway keys: anyone who can reach this address can read and plant any user's memory and use the upstream key; configure keys (or GATEWAY_KEY), or listen on 127.0.0.1",
 			"addr", ln.Addr().String())
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL,
-		"store", cfg.Store.Driver, "memory", eng.Connected(), "gateway_keys", len(cfg.Keys),
-		"admin", admin, "tracing", tr.Exporter, "version", buildVersion())
+	admin := map[[2]bool]string{{true, true}: "admin key or gateway keys", {true, false}: "admin key", {false, true}: "gateway keys", {false, false}: "loopback clients only"}
+	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL, "store", cfg.Store.Driver, "memory", eng.Connected(),
+		"gateway_keys", len(cfg.Keys), "admin", admin[[2]bool{cfg.AdminKey != "", len(cfg.Keys) > 0}], "tracing", tr.Exporter, "version", buildVersion())
 	if err := g.Run(ctx, ln); err != nil {
 		return err
 	}
@@ -220,22 +207,36 @@ func closeEngine(ctx context.Context, eng *engine.Engine, logger *slog.Logger) {
 	}
 }
 
+// startTracing configures tracing from the OTEL_* variables (see
+// tracing.Setup) as the process's global provider; stop exports the spans
+// still buffered, within five seconds.
+func startTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (tr *tracing.Tracing, stop func(), err error) {
+	if tr, err = tracing.Setup(ctx, getenv, buildVersion()); err != nil {
+		return nil, nil, fmt.Errorf("tracing: %w", err)
+	}
+	tr.SetGlobal(logger)
+	return tr, func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(fctx); err != nil {
+			logger.Warn("flush traces", "error", err)
+		}
+	}, nil
+}
+
 // worker runs only the capture worker and the enricher, for deployments
-// that persist captures outside the serving processes, until ctx ends or
-// a signal arrives.
+// that persist captures outside the serving processes, until ctx ends.
 func worker(ctx context.Context, getenv func(string) string, logw io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	cfg, logger, mem, err := start(ctx, getenv, logw)
 	if err != nil {
 		return err
 	}
 	defer mem.Close()
-	tr, err := setupTracing(ctx, getenv, logger)
+	_, stopTracing, err := startTracing(ctx, getenv, logger)
 	if err != nil {
 		return err
 	}
-	defer shutdownTracing(ctx, tr, logger)
+	defer stopTracing()
 	if mem.Worker == nil {
 		return errors.New("worker: the configured store has no capture queue (postgres needs store.redis_url)")
 	}
@@ -249,11 +250,9 @@ func worker(ctx context.Context, getenv func(string) string, logw io.Writer) err
 // mcpStdio runs `gateway mcp`: the MCP server over stdin and stdout for a
 // local client that starts the command itself. It opens the configured
 // store directly, so whoever can run it with the gateway's configuration
-// acts as the admin key would, for the -tenant flag's tenant (default
-// tenant without it). Logs go to logw; stdout carries the protocol only.
+// acts as the admin key would, for the -tenant flag's tenant. Logs go to
+// logw; stdout carries the protocol only.
 func mcpStdio(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, logw io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(logw)
 	tenant := fs.String("tenant", memory.DefaultTenant, "the tenant whose memory the tools act on")
@@ -277,19 +276,9 @@ func mcpStdio(ctx context.Context, args []string, getenv func(string) string, st
 	if mem.Recall != nil {
 		rc = eng
 	}
-	srv := newMCP(cfg, eng, rc, logger).Server(*tenant)
 	logger.Info("mcp over stdio", "store", cfg.Store.Driver, "version", buildVersion())
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
-		return nil
-	}
-	return fmt.Errorf("mcp: %w", err)
+	return newMCP(cfg, eng, rc, logger).ServeStdio(ctx, *tenant, stdin, stdout)
 }
-
-// nopWriteCloser is stdout, which the protocol's end leaves open.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // start loads the configuration, builds the logger and opens the memory
 // core: what worker and mcp share.
@@ -317,30 +306,6 @@ func setup(getenv func(string) string, logw io.Writer) (config.Config, *slog.Log
 		l = slog.LevelInfo
 	}
 	return cfg, slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: l})), nil
-}
-
-// setupTracing configures tracing from the OTEL_* variables (see
-// tracing.Setup). When it is on, its provider becomes the process's
-// global one, which the enricher's spans and libraries use.
-func setupTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*tracing.Tracing, error) {
-	tr, err := tracing.Setup(ctx, getenv, buildVersion())
-	if err != nil {
-		return nil, fmt.Errorf("tracing: %w", err)
-	}
-	if tr.Enabled {
-		otel.SetTracerProvider(tr.Provider)
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "error", err) }))
-	}
-	return tr, nil
-}
-
-// shutdownTracing exports the spans still buffered, within five seconds.
-func shutdownTracing(ctx context.Context, tr *tracing.Tracing, logger *slog.Logger) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(fctx); err != nil {
-		logger.Warn("flush traces", "error", err)
-	}
 }
 
 // migrate applies the configured store's migrations (opening a store
@@ -371,8 +336,6 @@ func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	b, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -400,33 +363,11 @@ func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	return nil
 }
 
-// healthcheck asks the local gateway's /healthz, for container health
-// checks in images without curl: an error unless the answer is 200.
+// healthcheck asks the local gateway's /healthz (see server.Healthcheck).
 func healthcheck(ctx context.Context, getenv func(string) string) error {
 	cfg, _, err := setup(getenv, io.Discard)
 	if err != nil {
 		return err
 	}
-	host, port, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %q: %w", cfg.Listen, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: status %d", resp.StatusCode)
-	}
-	return nil
+	return server.Healthcheck(ctx, cfg.Listen)
 }

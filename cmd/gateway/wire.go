@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -270,17 +271,16 @@ func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *
 // upstream.base_url) with key (default upstream.api_key), each call
 // bounded by timeout; nil when there is no key to send.
 func sideModel(base, key string, up config.Upstream, timeout time.Duration) *openai.Client {
-	if base == "" {
-		base = up.BaseURL
-	}
-	if key == "" {
-		key = up.APIKey
-	}
-	if key == "" {
+	if key == "" && up.APIKey == "" {
 		return nil
 	}
-	oc := openai.DefaultConfig(key)
-	oc.BaseURL, oc.HTTPClient = base, &http.Client{Timeout: timeout}
+	return openaiClient(base, key, up, timeout)
+}
+
+// openaiClient is sideModel's client, made whether or not it has a key.
+func openaiClient(base, key string, up config.Upstream, timeout time.Duration) *openai.Client {
+	oc := openai.DefaultConfig(cmp.Or(key, up.APIKey))
+	oc.BaseURL, oc.HTTPClient = cmp.Or(base, up.BaseURL), &http.Client{Timeout: timeout}
 	return openai.NewClientWithConfig(oc)
 }
 
@@ -356,16 +356,7 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 		b := recall.NewBounded(encoder.NewEmbedder(m), slots, encoderBatch)
 		emb, cols = b, b.Collectors()
 	case "openai":
-		base, key := ec.BaseURL, ec.APIKey
-		if base == "" {
-			base = up.BaseURL
-		}
-		if key == "" {
-			key = up.APIKey
-		}
-		oc := openai.DefaultConfig(key)
-		oc.BaseURL, oc.HTTPClient = base, &http.Client{Timeout: up.FirstByteTimeout.D()}
-		o := recall.NewOpenAI(openai.NewClientWithConfig(oc), ec.Model, ec.Dims(), ec.Batch)
+		o := recall.NewOpenAI(openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D()), ec.Model, ec.Dims(), ec.Batch)
 		emb, cols = o, o.Collectors()
 	default:
 		return nil, nil, fmt.Errorf("recall.embeddings.provider %q: %w", ec.Provider, memory.ErrInvalid)
