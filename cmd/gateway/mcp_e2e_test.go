@@ -154,7 +154,7 @@ func TestMCPToolsMatchTheManagementAPI(t *testing.T) {
 					chat(t, g.URL, headers("", uid, "trip"), false, user("I am vegetarian and I live in Lisbon."))
 					chat(t, g.URL, headers("", uid, "work"), false, user("My manager in Lisbon wants the report by Friday."))
 					eventually(t, "both turns indexed", func() bool {
-						items, err := g.mem.recall.manager.Search(context.Background(), memory.DefaultTenant, uid, "Lisbon", 10)
+						items, err := g.mem.recall.Manager.Search(context.Background(), memory.DefaultTenant, uid, "Lisbon", 10)
 						convs := map[string]bool{}
 						for _, it := range items {
 							convs[it.Conversation] = true

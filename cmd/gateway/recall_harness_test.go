@@ -52,7 +52,7 @@ func recallUpstream() http.Handler {
 type recallGateway struct {
 	URL    string
 	store  store
-	recall *recallLayer
+	recall *engine.Recall
 }
 
 // startRecallGateway wires cfg with recall and serves it until the test ends.
@@ -76,12 +76,12 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asm, err := newAssembler(cfg, st, rl.recaller, counter, logger)
+	asm, err := newAssembler(cfg, st, rl.Recaller, counter, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt := record.New(nil, record.WithHooks(st, rl.hooks...), nil, logger, record.Options{})
-	srv, err := newTestHTTP(cfg, &engine.Core{Store: st, Prompt: asm, Capturer: capt, Recall: rl.manager, Collectors: rl.collectors}, nil, logger)
+	capt := record.New(nil, record.WithHooks(st, rl.Hooks...), nil, logger, record.Options{})
+	srv, err := newTestHTTP(cfg, &engine.Core{Store: st, Prompt: asm, Capturer: capt, Recall: rl.Manager, Collectors: rl.Collectors}, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

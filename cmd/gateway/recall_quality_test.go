@@ -149,7 +149,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 		res = append(res, memory.SaveResult{Inserted: 2})
 	}
 	var indexed bool
-	for _, h := range layer.hooks {
+	for _, h := range layer.Hooks {
 		if b, ok := h.(record.BatchHook); ok {
 			if _, isIndexer := h.(*recall.Indexer); isIndexer {
 				if err := b.AfterSaveBatch(ctx, exs, res); err != nil {
@@ -163,7 +163,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 		t.Fatal("no indexer among recall's hooks")
 	}
 	return func(q string) []memory.Item {
-		items, err := layer.manager.Search(ctx, id.Tenant, id.User, q, 5)
+		items, err := layer.Manager.Search(ctx, id.Tenant, id.User, q, 5)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -213,7 +213,7 @@ func BenchmarkRecall(b *testing.B) {
 	q := memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c1"}, Text: "Any vegetarian dinner ideas in Lisbon on my budget?", CrossConversation: true}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := rl.recaller.Recall(ctx, q); err != nil {
+		if _, err := rl.Recaller.Recall(ctx, q); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,14 +15,12 @@ import (
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/dialect/anthropic"
-	"github.com/memgate/memgate/internal/encoder"
 	"github.com/memgate/memgate/internal/engine"
 	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/prompt"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/itemindex"
-	"github.com/memgate/memgate/internal/lexicon"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/redact"
 	"github.com/memgate/memgate/internal/store/postgres"
@@ -61,9 +58,6 @@ var (
 
 // Constants of the wiring.
 const (
-	// encoderBatch is how many texts one encoder batch of indexing holds:
-	// small enough that a waiting query gets a slot within tens of ms.
-	encoderBatch = 8
 	// embeddingCacheTTL is how long the Redis embedding cache keeps a vector.
 	embeddingCacheTTL = 30 * 24 * time.Hour
 	// extractionTimeout bounds one fact-extraction model call.
@@ -153,7 +147,7 @@ type memoryLayer struct {
 	store  store
 	queue  record.Queue // nil: captures are saved directly
 	hooks  []record.Hook
-	recall *recallLayer // nil when recall is off
+	recall *engine.Recall // nil when recall is off
 }
 
 // openMemory wires the memory core over the configured store: the
@@ -185,9 +179,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		if m.recall, err = openRecall(cfg, b.store, b.embeddings, logger); err != nil {
 			return fail(err)
 		}
-		m.hooks = append(m.hooks, m.recall.hooks...)
-		m.Collectors = append(m.Collectors, m.recall.collectors...)
-		m.Recall, rec = m.recall.manager, m.recall.recaller
+		m.hooks = append(m.hooks, m.recall.Hooks...)
+		m.Collectors = append(m.Collectors, m.recall.Collectors...)
+		m.Recall, rec = m.recall.Manager, m.recall.Recaller
 	}
 	if m.Prompt, err = newAssembler(cfg, b.store, rec, counter, logger); err != nil {
 		return fail(err)
@@ -284,86 +278,40 @@ func openaiClient(base, key string, up config.Upstream, timeout time.Duration) *
 	return openai.NewClientWithConfig(oc)
 }
 
-// recallLayer is the wired recall.
-type recallLayer struct {
-	embedder recall.Embedder
-	recaller *recall.Recaller
-	manager  *recall.Manager
-	// hooks run after each capture, in order: fact extraction (when it
-	// has a key), then indexing (which indexes the facts just stated).
-	hooks      []record.Hook
-	collectors []prometheus.Collector
-}
-
-// openRecall builds recall over st with the embedder of
-// recall.embeddings behind cache (nil: none).
-func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger *slog.Logger) (*recallLayer, error) {
+// openRecall wires recall over st with the embedder of recall.embeddings
+// behind cache (nil: none).
+func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger *slog.Logger) (*engine.Recall, error) {
 	rc := cfg.Recall
 	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, logger)
 	if err != nil {
 		return nil, err
 	}
-	l := &recallLayer{embedder: emb, collectors: cols}
-	var expander *recall.Expander
-	if lex, err := lexicon.Default(); err == nil { // a build defect the lexicon's tests catch
-		expander = recall.NewExpander(lex)
-	}
-	searcher := recall.NewSearcher(st, emb, recall.SearchOptions{
-		TopK: rc.TopK, MinSimilarity: rc.MinSimilarity, RecencyHalfLife: rc.RecencyHalfLife.D(), Expander: expander,
-		// The encoder reads the question as a sentence: on eval/synth's
-		// paraphrase probes whole questions put the statement first for
-		// 10 of 12, their rarer words alone for 5.
-		WholeQuery: rc.Embeddings.Provider == "encoder",
-	})
-	l.recaller = recall.NewRecaller(st, searcher, emb, recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity})
-	indexer := recall.NewIndexer(st, emb, logger)
 	ttl := make(map[memory.FactType]time.Duration, len(rc.FactTTL))
 	for typ, d := range rc.FactTTL {
 		ttl[memory.FactType(typ)] = d.D()
 	}
-	l.manager = recall.NewManager(st, indexer, l.recaller, rc.FactsMaxStored, ttl)
-	if c := sideModel(rc.Extraction.BaseURL, rc.Extraction.APIKey, cfg.Upstream, extractionTimeout); rc.Extraction.Enabled && c != nil {
-		x := recall.NewExtractor(c, st, recall.ExtractorOptions{Model: rc.Extraction.Model, MaxPerUser: rc.FactsMaxStored, TTL: ttl, Timeout: extractionTimeout}, logger)
-		// One extraction per conversation over the turns a round of
-		// enrichment holds, not one per turn.
-		l.hooks = append(l.hooks, record.CoalesceTurns(x))
-		l.collectors = append(l.collectors, x.Collectors()...)
+	opts := engine.RecallOptions{
+		Search: recall.SearchOptions{TopK: rc.TopK, MinSimilarity: rc.MinSimilarity, RecencyHalfLife: rc.RecencyHalfLife.D(),
+			// The encoder reads the question as a sentence: on eval/synth's
+			// paraphrase probes whole questions put the statement first for
+			// 10 of 12, their rarer words alone for 5.
+			WholeQuery: rc.Embeddings.Provider == "encoder"},
+		Recall:         recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity},
+		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
+		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout},
 	}
-	l.hooks = append(l.hooks, indexer)
-	return l, nil
+	if c := sideModel(rc.Extraction.BaseURL, rc.Extraction.APIKey, cfg.Upstream, extractionTimeout); rc.Extraction.Enabled && c != nil {
+		opts.Extractor = c
+	}
+	r := engine.NewRecall(st, emb, opts, logger)
+	r.Collectors = append(cols, r.Collectors...)
+	return r, nil
 }
 
 // newEmbedder returns the embedder of ec behind cache (nil: none) and its
-// collectors: provider encoder is the built-in sentence encoder, at most
-// ec.concurrency calls at once (0: GOMAXPROCS); local the deterministic
-// offline embedder; openai the embeddings API at ec.base_url (default
-// upstream.base_url) with ec.api_key (default upstream.api_key).
+// collectors (see engine.NewEmbedder); openai's API is at ec.base_url
+// (default upstream.base_url) with ec.api_key (default upstream.api_key).
 func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
-	var emb recall.Embedder
-	var cols []prometheus.Collector
-	switch ec.Provider {
-	case "local":
-		return recall.NewLocal(ec.Dims()), nil, nil
-	case "encoder":
-		m, err := encoder.Default()
-		if err != nil {
-			return nil, nil, fmt.Errorf("load the built-in encoder: %w", err)
-		}
-		slots := ec.Concurrency
-		if slots <= 0 {
-			slots = runtime.GOMAXPROCS(0)
-		}
-		b := recall.NewBounded(encoder.NewEmbedder(m), slots, encoderBatch)
-		emb, cols = b, b.Collectors()
-	case "openai":
-		o := recall.NewOpenAI(openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D()), ec.Model, ec.Dims(), ec.Batch)
-		emb, cols = o, o.Collectors()
-	default:
-		return nil, nil, fmt.Errorf("recall.embeddings.provider %q: %w", ec.Provider, memory.ErrInvalid)
-	}
-	if cache == nil {
-		logger.Warn("no embedding cache: every text is embedded by the provider")
-		return emb, cols, nil
-	}
-	return recall.NewCached(emb, cache, logger), cols, nil
+	return engine.NewEmbedder(engine.EmbedderOptions{Provider: ec.Provider, Model: ec.Model, Dims: ec.Dims(), Batch: ec.Batch, Concurrency: ec.Concurrency,
+		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
 }
