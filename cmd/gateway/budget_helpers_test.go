@@ -73,7 +73,7 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.srv.Handler())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); mem.Worker.Run(ctx) }()

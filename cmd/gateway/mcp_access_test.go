@@ -139,7 +139,7 @@ func gatewayHandler(t *testing.T, cfg config.Config, g *testGateway) http.Handle
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv.Handler()
+	return srv.srv.Handler()
 }
 
 // TestMCPFailedKeysLimited: refused keys on /mcp count against the

@@ -65,7 +65,7 @@ func startHostileGateway(tb testing.TB, tune func(*config.Config)) *hostileGatew
 		mem.Close()
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(h.Handler())
+	hs := httptest.NewServer(h.srv.Handler())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = mem.RunWorkers(ctx, true, logger) })
 	tb.Cleanup(func() {

@@ -85,7 +85,7 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.srv.Handler())
 	t.Cleanup(func() {
 		hs.Close()
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

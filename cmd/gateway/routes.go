@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,11 +27,18 @@ import (
 // maxLimitedClients bounds the clients the failed-key limiter remembers.
 const maxLimitedClients = 10_000
 
-// recallService is what the management API and MCP need of recall (nil
-// when recall is off).
+// recallService is what the management API and MCP need of recall.
 type recallService interface {
 	admin.Recall
 	mcpserver.Recall
+}
+
+// recallOf is eng as the recallService, nil when recall is off.
+func recallOf(eng *engine.Engine, on bool) recallService {
+	if !on {
+		return nil
+	}
+	return eng
 }
 
 // gatewayHTTP is the wired HTTP side.
@@ -54,9 +60,6 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 	srv, err := server.New(reg, nil, cfg.ShutdownGrace.D(), logger) // chat is served with or without the store
 	if err != nil {
 		return nil, err
-	}
-	if tr == nil {
-		tr = tracing.Off()
 	}
 	tr.Install(srv.Echo())
 	resolver := identity.NewWithAdmin(cfg.Keys, cfg.AdminKey)
@@ -84,13 +87,10 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 	if err != nil {
 		return nil, err
 	}
-	var rc recallService
-	if cfg.Recall.Enabled {
-		rc = eng
-	}
+	rc := recallOf(eng, cfg.Recall.Enabled)
 	sh := cfg.Memory.Shares
 	inspector, err := ui.New(ui.Deps{
-		Guard: ui.KeyGuard(resolver, adminKeyHash(cfg.AdminKey)), Store: eng, Inspect: eng, Footprint: eng, Recall: rc,
+		Guard: ui.KeyGuard(resolver, identity.AdminKeyHash(cfg.AdminKey)), Store: eng, Inspect: eng, Footprint: eng, Recall: rc,
 		Pinner: eng, Preparer: eng, Savings: eng, Flush: rec.Flush, Metrics: reg,
 	}, ui.Options{
 		Shares: ui.Shares{Summary: sh.Summary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall}, PreviewModel: cfg.Compaction.Model,
@@ -135,18 +135,6 @@ func newMCP(cfg config.Config, eng *engine.Engine, rc recallService, logger *slo
 	return mcpserver.New(mcpserver.Deps{Store: eng, Recall: rc, Pinner: eng, Summaries: eng, Preparer: eng},
 		mcpserver.Options{Version: buildVersion(), PreviewModel: cfg.Compaction.Model}, logger)
 }
-
-// adminKeyHash is the admin key as ui.KeyGuard compares it, "sha256:<hex>"
-// ("" for none).
-func adminKeyHash(key string) string {
-	if key == "" || strings.HasPrefix(key, "sha256:") {
-		return key
-	}
-	return identity.HashKey(key)
-}
-
-// Handler returns the gateway's HTTP handler, for tests.
-func (g *gatewayHTTP) Handler() http.Handler { return g.srv.Handler() }
 
 // Run serves on ln until ctx ends (see server.Server.Run), flushing the
 // savings counters in the background, then waits for the captures of

@@ -67,7 +67,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "mcp":
 		return mcpStdio(ctx, args[2:], getenv, stdin, stdout, stderr)
 	case "healthcheck":
-		return healthcheck(ctx, getenv)
+		cfg, _, err := setup(getenv, io.Discard)
+		if err != nil {
+			return err
+		}
+		return server.Healthcheck(ctx, cfg.Listen)
 	case "version":
 		fmt.Fprintln(stdout, "memgate", buildVersion())
 		return nil
@@ -124,9 +128,6 @@ func hashKey(args []string, stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
-// flushTimeout bounds how long shutdown waits for pending captures.
-const flushTimeout = 10 * time.Second
-
 // serve runs the gateway until ctx ends, then shuts down: the HTTP server
 // first (in-flight streams get ShutdownGrace), then the memory engine
 // (pending captures flushed, workers stopped, store closed). It logs JSON
@@ -167,7 +168,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	}); err != nil {
 		return err
 	}
-	defer closeEngine(ctx, eng, logger)
+	defer eng.Close(ctx)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -186,24 +187,14 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	return nil
 }
 
-// sideModelKeys warns about the side models with no key to send (the
-// client's is never reused for them): they are then not called, and
-// extractive summaries and pattern facts take over.
+// sideModelKeys warns about the side models with no key to send: they are
+// not called then (the client's key is never reused for them).
 func sideModelKeys(cfg config.Config, logger *slog.Logger) {
 	if cfg.Compaction.Enabled && cfg.Compaction.APIKey == "" && cfg.Upstream.APIKey == "" {
 		logger.Warn("no key for the summariser (enrich.api_key or upstream.api_key): summaries are extractive")
 	}
 	if cfg.Recall.Enabled && cfg.Recall.Extraction.Enabled && cfg.Recall.Extraction.APIKey == "" && cfg.Upstream.APIKey == "" {
 		logger.Warn("no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")
-	}
-}
-
-// closeEngine closes eng, flushing pending captures within flushTimeout.
-func closeEngine(ctx context.Context, eng *engine.Engine, logger *slog.Logger) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-	defer cancel()
-	if err := eng.Close(fctx); err != nil {
-		logger.Error("close memory", "error", err)
 	}
 }
 
@@ -271,17 +262,12 @@ func mcpStdio(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	eng := engine.New(engine.Options{}, logger)
 	eng.Use(mem.Core)
-	defer closeEngine(ctx, eng, logger)
-	var rc recallService
-	if mem.Recall != nil {
-		rc = eng
-	}
+	defer eng.Close(ctx)
 	logger.Info("mcp over stdio", "store", cfg.Store.Driver, "version", buildVersion())
-	return newMCP(cfg, eng, rc, logger).ServeStdio(ctx, *tenant, stdin, stdout)
+	return newMCP(cfg, eng, recallOf(eng, mem.Recall != nil), logger).ServeStdio(ctx, *tenant, stdin, stdout)
 }
 
-// start loads the configuration, builds the logger and opens the memory
-// core: what worker and mcp share.
+// start is setup, then openMemory: what worker and mcp share.
 func start(ctx context.Context, getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, *memoryLayer, error) {
 	cfg, logger, err := setup(getenv, logw)
 	if err != nil {
@@ -361,13 +347,4 @@ func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	}
 	fmt.Fprintf(stdout, "reindexed %d items in %s\n", done, time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// healthcheck asks the local gateway's /healthz (see server.Healthcheck).
-func healthcheck(ctx context.Context, getenv func(string) string) error {
-	cfg, _, err := setup(getenv, io.Discard)
-	if err != nil {
-		return err
-	}
-	return server.Healthcheck(ctx, cfg.Listen)
 }

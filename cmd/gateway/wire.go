@@ -64,19 +64,15 @@ const (
 	extractionTimeout = 30 * time.Second
 )
 
-// backend is an opened store with what its driver brings: the queues and
-// the embedding cache. A nil queue or cache is the driver's lack of one.
+// backend is an opened store with what its driver brings: the capture
+// queue (nil: none), the enrichment queue (durable false: in this
+// process's memory) and the embedding cache (nil: none).
 type backend struct {
-	store store
-	// queue holds captures the store could not take (nil: none).
-	queue record.Queue
-	// enrich holds stored exchanges for their after-save hooks; durable is
-	// false for a queue in this process's memory.
-	enrich  record.Queue
-	durable bool
-	// embeddings caches embedding vectors by content hash (nil: none).
-	embeddings recall.EmbeddingCache
-	closers    []func() error
+	store         store
+	queue, enrich record.Queue
+	durable       bool
+	embeddings    recall.EmbeddingCache
+	closers       []func() error
 }
 
 // close releases what openStore opened, last opened first.
@@ -92,14 +88,15 @@ func (b *backend) close() error {
 // queues: SQLite's outboxes; PostgreSQL's Redis streams and embedding
 // cache when store.redis_url is set, else queues in this process's memory.
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
-	lim, turns := cacheLimits(cfg.Memory.Cache)
+	c := cfg.Memory.Cache
+	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
 	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
 		st, err := sqlite.Open(ctx, sc.SQLitePath, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
-		st.SetCacheLimits(lim, turns, cfg.Memory.Cache.RecentMB<<20)
+		st.SetCacheLimits(lim, turns, c.RecentMB<<20)
 		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: st, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
@@ -133,12 +130,6 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		return b, nil
 	}
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
-}
-
-// cacheLimits are the bounds, in bytes, of a store's in-memory recall
-// caches: the searches' and the turns around their hits.
-func cacheLimits(c config.Cache) (itemindex.Limits, int) {
-	return itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB << 20
 }
 
 // memoryLayer is the wired memory core with the wiring's view of it.
@@ -192,7 +183,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
-	// provider (see setupTracing), a no-op one while tracing is off.
+	// provider (see startTracing), a no-op one while tracing is off.
 	m.Enricher = record.NewEnricher(b.enrich, m.hooks, logger, record.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
 	return m, nil
 }

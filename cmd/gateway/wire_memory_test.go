@@ -67,15 +67,14 @@ func engineFor(core *engine.Core) *engine.Engine {
 // mcpFor is the MCP service over core, as mcpStdio wires it.
 func mcpFor(cfg config.Config, core *engine.Core, logger *slog.Logger) *mcpserver.Service {
 	eng := engineFor(core)
-	var rc recallService
-	if core.Recall != nil {
-		rc = eng
-	}
-	return newMCP(cfg, eng, rc, logger)
+	return newMCP(cfg, eng, recallOf(eng, core.Recall != nil), logger)
 }
 
 // newTestHTTP wires the HTTP side over core, with tracing tr (nil: off).
 func newTestHTTP(cfg config.Config, core *engine.Core, tr *tracing.Tracing, logger *slog.Logger) (*gatewayHTTP, error) {
+	if tr == nil {
+		tr = tracing.Off()
+	}
 	return newHTTP(cfg, engineFor(core), tr, prometheus.NewRegistry(), logger)
 }
 
@@ -104,7 +103,7 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.srv.Handler())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = mem.RunWorkers(ctx, true, logger) })
 	var once sync.Once

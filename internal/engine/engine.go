@@ -126,6 +126,9 @@ type Options struct {
 	Workers bool
 	// Registerer receives each connected core's collectors (nil: none).
 	Registerer prometheus.Registerer
+	// FlushTimeout bounds how long Close waits for pending captures
+	// (default 10s).
+	FlushTimeout time.Duration
 }
 
 // Engine is the memory core the HTTP side calls. Its methods answer
@@ -145,6 +148,9 @@ type Engine struct {
 
 // New returns an engine with no core connected; Start or Use connects one.
 func New(opts Options, logger *slog.Logger) *Engine {
+	if opts.FlushTimeout <= 0 {
+		opts.FlushTimeout = 10 * time.Second
+	}
 	e := &Engine{opts: opts, log: logger, stop: func() {}}
 	e.dropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "memgate_capture_dropped_store_down_total",
@@ -256,9 +262,17 @@ func (e *Engine) watch(ctx context.Context) {
 	}
 }
 
-// Close flushes pending captures (within ctx), stops the workers and the
-// retries, and closes the core.
-func (e *Engine) Close(ctx context.Context) error {
+// Close flushes pending captures (within Options.FlushTimeout, past ctx's
+// end too), stops the workers and the retries, and closes the core. It
+// logs what failed, and returns it.
+func (e *Engine) Close(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
+	defer cancel()
+	defer func() {
+		if err != nil {
+			e.log.Error("close memory", "error", err)
+		}
+	}()
 	var errs []error
 	if c := e.cur.Load(); c != nil {
 		if err := c.Capturer.Close(ctx); err != nil {
