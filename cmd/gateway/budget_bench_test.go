@@ -156,7 +156,7 @@ func BenchmarkPrepare(b *testing.B) {
 		})
 	}
 	cfg := config.Default()
-	rl, err := openRecall(cfg, w.st, nil)
+	rl, err := openRecall(cfg, w.st, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,13 +164,13 @@ func BenchmarkPrepare(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	asm, err := newAssembler(cfg, w.st, rl.recaller, counter, nil)
+	asm, err := newAssembler(cfg, w.st, rl.Recaller, counter, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	held := 0
 	for _, n := range []int{3000, 10000} {
-		seedRecallHistory(b, w.st, rl.embedder, w.id, held, n)
+		seedRecallHistory(b, w.st, rl.Embedder, w.id, held, n)
 		held = n
 		b.Run(fmt.Sprintf("recall-%d", n), func(b *testing.B) {
 			req := memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: msgs,
