@@ -84,4 +84,3 @@ func appendKey(dst []byte, k string) ([]byte, error) {
 	dst = append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
 	return append(dst, ':'), nil
 }
-

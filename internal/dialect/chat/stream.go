@@ -94,9 +94,9 @@ type streamChunk struct {
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
 			ToolCalls        []struct {
-				Index    int          `json:"index"`
-				ID       string       `json:"id"`
-				Type     string       `json:"type"`
+				Index    int      `json:"index"`
+				ID       string   `json:"id"`
+				Type     string   `json:"type"`
 				Function Function `json:"function"`
 			} `json:"tool_calls"`
 			FunctionCall *Function `json:"function_call"`
