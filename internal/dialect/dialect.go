@@ -7,7 +7,6 @@
 package dialect
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -59,10 +58,9 @@ type Request struct {
 	User      string
 	Stream    bool
 	MaxTokens int
-	// Messages are the conversation as chat messages, Parsed the same read
-	// by memory.ParseMessage, index for index.
-	Messages []json.RawMessage
-	Parsed   []memory.Message
+	// Messages are the conversation as chat messages, each read once by
+	// memory.ParseMessage.
+	Messages []memory.Message
 	// NoRecent is true when the provider holds the history
 	// (previous_response_id): memory is injected, stored turns are not.
 	NoRecent bool
@@ -98,21 +96,21 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			user = ""
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: user, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, Parsed: r.Parsed, render: r.Render, messages: r}, nil
+			Messages: r.Messages, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, Parsed: r.Parsed, NoRecent: r.PreviousResponseID != "", render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.PreviousResponseID != "", render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
 		return nil, invalid(err)
 	}
 	return &Request{API: Chat, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-		Messages: r.Messages, Parsed: r.Parsed, render: r.Render}, nil
+		Messages: r.Messages, render: r.Render}, nil
 }
 
 // invalid turns an adapter's parse error into a 400.
@@ -132,7 +130,6 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (m
 		Mode:      mode,
 		Model:     r.Model,
 		Messages:  r.Messages,
-		Parsed:    r.Parsed,
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
 	})

@@ -214,10 +214,10 @@ type Request struct {
 	Mode Mode
 	// Model is the request's model, for token counting.
 	Model string
-	// Messages are the client's messages, verbatim.
-	Messages []json.RawMessage
-	// Parsed are Messages read by ParseMessage, index for index.
-	Parsed []Message
+	// Messages are the client's messages, each read once by ParseMessage
+	// where the request was parsed: Raw is the message as the client sent
+	// it, Role and Content what every later step reads.
+	Messages []Message
 	// MaxTokens is the request's max_tokens or max_completion_tokens (0 if absent).
 	MaxTokens int
 	// Budget is the X-Memory-Budget header (0 if absent).

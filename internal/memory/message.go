@@ -119,3 +119,13 @@ func SplitTurn(msgs []Message) (prior, turn []Message) {
 	}
 	return nil, msgs
 }
+
+// Raws returns each message's Raw, in order: the messages as a prompt's
+// JSON values.
+func Raws(msgs []Message) []json.RawMessage {
+	out := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Raw
+	}
+	return out
+}

@@ -122,7 +122,7 @@ func (u *UI) handlePreview(c echo.Context) error {
 	}
 	id := memory.Identity{Tenant: tenantOf(c), User: user, Conversation: d.Conversation}
 	if id.Conversation == "" {
-		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Parsed)
+		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
 	}
 	mreq := req.Memory(id, memory.ModeRead)
 	// The page sets no X-Memory-Cross: cross-conversation recall is on.

@@ -31,10 +31,9 @@ type Request struct {
 	Raw []byte
 	// fields are the body's top-level fields, values verbatim.
 	fields map[string]json.RawMessage
-	// Messages are the elements of the messages array, verbatim.
-	Messages []json.RawMessage
-	// Parsed are Messages read by memory.ParseMessage, index for index.
-	Parsed []memory.Message
+	// Messages are the elements of the messages array, each read once by
+	// memory.ParseMessage (Raw: the element as the client sent it).
+	Messages []memory.Message
 
 	Model  string
 	User   string
@@ -87,19 +86,20 @@ func ParseRequest(raw []byte) (*Request, error) {
 		}
 	}
 	msgs, ok := f["messages"]
-	if !ok || json.Unmarshal(msgs, &r.Messages) != nil || r.Messages == nil {
+	var elems []json.RawMessage
+	if !ok || json.Unmarshal(msgs, &elems) != nil || elems == nil {
 		return nil, body.Invalid("messages", "You must provide a messages parameter: an array of message objects.")
 	}
-	if len(r.Messages) == 0 {
+	if len(elems) == 0 {
 		return nil, body.Invalid("messages", "messages must contain at least one message.")
 	}
-	r.Parsed = make([]memory.Message, len(r.Messages))
-	for i, m := range r.Messages {
+	r.Messages = make([]memory.Message, len(elems))
+	for i, m := range elems {
 		p, err := memory.ParseMessage(m)
 		if err != nil {
 			return nil, body.Invalid("messages["+strconv.Itoa(i)+"]", "%s", err.Error())
 		}
-		r.Parsed[i] = p
+		r.Messages[i] = p
 	}
 	return r, nil
 }
@@ -113,7 +113,6 @@ func (r *Request) Memory(id memory.Identity, mode memory.Mode) memory.Request {
 		Mode:      mode,
 		Model:     r.Model,
 		Messages:  r.Messages,
-		Parsed:    r.Parsed,
 		MaxTokens: r.MaxTokens,
 	}
 }

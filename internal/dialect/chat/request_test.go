@@ -22,10 +22,10 @@ func TestParseReadsKnownFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Model != "gpt-4o" || r.User != "u1" || !r.Stream || !r.IncludeUsage || r.MaxTokens != 7 || len(r.Parsed) != 1 || r.Parsed[0].Content != "<hi>" {
+	if r.Model != "gpt-4o" || r.User != "u1" || !r.Stream || !r.IncludeUsage || r.MaxTokens != 7 || len(r.Messages) != 1 || r.Messages[0].Content != "<hi>" {
 		t.Errorf("parsed %+v", r)
 	}
-	out, werr := r.WithMessages([]json.RawMessage{json.RawMessage(`{"role":"system","content":"a<b"}`), r.Messages[0]})
+	out, werr := r.WithMessages([]json.RawMessage{json.RawMessage(`{"role":"system","content":"a<b"}`), r.Messages[0].Raw})
 	if werr != nil {
 		t.Fatal(werr)
 	}
@@ -83,7 +83,7 @@ func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	msgs := []json.RawMessage{json.RawMessage(`{"role":"system","content":"memory <b> & \u003c"}`), r.Messages[0]}
+	msgs := []json.RawMessage{json.RawMessage(`{"role":"system","content":"memory <b> & \u003c"}`), r.Messages[0].Raw}
 	out, err := r.WithMessages(msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func BenchmarkWithMessages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msgs := append([]json.RawMessage{r.Messages[0], block}, r.Messages[1:]...)
+	msgs := append([]json.RawMessage{r.Messages[0].Raw, block}, memory.Raws(r.Messages[1:])...)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := r.WithMessages(msgs); err != nil {
