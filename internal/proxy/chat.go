@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/chat"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // bodyReadTimeout bounds reading a request body (the server has no read
