@@ -40,7 +40,7 @@ func rememberingPreparer(got chan<- memory.Request) preparerFunc {
 			}
 		}
 		out := append(system, json.RawMessage(`{"role":"system","content":"<memory>`+memoryFact+`</memory>"}`))
-		if prior, _ := memory.SplitTurn(parsed); len(prior) == 0 && !req.NoRecent {
+		if prior, _ := memory.SplitAnswered(parsed); len(prior) == 0 && !req.NoRecent {
 			out = append(out, storedTurns...)
 		}
 		out = append(out, rest...)
