@@ -48,12 +48,15 @@ func (s *Stream) Write(chunk []byte) (int, error) {
 }
 
 // Result returns the reassembled reply (see StreamReply.Result). A last
-// event the upstream did not end with a blank line still counts.
+// event the upstream did not end with a blank line still counts. It fails
+// with the error a Write failed with (an event StreamReply rejects, a
+// stream over the limit).
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
-	if s.err == nil {
-		if _, err := s.dec.Write([]byte("\n\n")); err != nil {
-			return memory.Message{}, nil, err
-		}
+	if s.err != nil {
+		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", s.err)
+	}
+	if _, err := s.dec.Write([]byte("\n\n")); err != nil {
+		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", err)
 	}
 	return s.reply.Result()
 }
