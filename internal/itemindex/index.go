@@ -27,9 +27,11 @@ package itemindex
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -141,20 +143,25 @@ var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20
 // changed since it last looked. It is safe for concurrent use.
 type Index struct {
 	src     Source
-	vectors *userCache[*vecSet]
-	texts   *userCache[*textIndex]
-	items   *itemCache
+	vectors slots[*vecSet]
+	texts   slots[*textIndex]
+	items   *cache.Cache[itemKey, memory.Item]
 }
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
-	return &Index{src: src, vectors: newUserCache[*vecSet](lim.Vectors),
-		texts: newUserCache[*textIndex](lim.Texts), items: newItemCache(lim.Items)}
+	return &Index{src: src, vectors: newSlots[*vecSet]("vectors", lim.Vectors),
+		texts: newSlots[*textIndex]("texts", lim.Texts), items: newItemCache(lim.Items)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
 // vector cache holds and the bytes it accounts for them.
-func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.usage() }
+func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.Usage() }
+
+// Collectors returns the Prometheus collectors of x's caches.
+func (x *Index) Collectors() []prometheus.Collector {
+	return slices.Concat(x.vectors.Collectors(), x.texts.Collectors(), x.items.Collectors())
+}
 
 // SearchVector ranks the user's items embedded with q.Model (any model
 // when "") and len(q.Embedding) dimensions by cosine similarity to
@@ -267,53 +274,31 @@ func refSet(refs []string) map[string]bool {
 // the Source (and are then kept). Ids no longer found, or not the user's,
 // are skipped. The embeddings are the cache's own (see InRankOrder).
 func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []Scored) ([]memory.Item, error) {
-	if len(ranked) == 0 {
-		return []memory.Item{}, nil
-	}
-	ids := make([]int64, len(ranked))
-	for i, r := range ranked {
-		ids[i] = r.ID
-	}
-	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
-	if x.items.Fill(tenant, user, changed, ids, items, held) < len(ranked) {
-		var missing []int64
-		for i, ok := range held {
-			if !ok {
-				missing = append(missing, ids[i])
-			}
+	byID := make(map[int64]memory.Item, len(ranked))
+	var missing []int64
+	for _, r := range ranked {
+		if it, ok := x.items.Get(itemKey{tenant, user, changed, r.ID}); ok {
+			byID[r.ID] = it
+		} else {
+			missing = append(missing, r.ID)
 		}
+	}
+	if len(missing) > 0 {
 		read, err := x.src.LoadItems(ctx, tenant, user, missing)
 		if err != nil {
 			return nil, err
 		}
-		mine := make(map[int64]memory.Item, len(read))
 		for _, it := range read {
 			// The ranking is the user's; a row of another user (an id
 			// reused after a delete) is never theirs to see.
 			if it.Tenant == tenant && it.User == user {
-				mine[it.ID] = it
-			}
-		}
-		x.items.put(tenant, user, changed, slices.Collect(maps.Values(mine)))
-		for i, ok := range held {
-			if it, found := mine[ids[i]]; !ok && found {
-				items[i], held[i] = it, true
+				it.Score = 0
+				x.items.Put(itemKey{tenant, user, changed, it.ID}, it)
+				byID[it.ID] = it
 			}
 		}
 	}
-	// In rank order, with their scores; ids missing (deleted since they were
-	// ranked) are skipped. The embeddings are the cache's own, capped (see
-	// InRankOrder).
-	out := items[:0]
-	for i, ok := range held {
-		if ok {
-			it := items[i]
-			it.Score = ranked[i].Score
-			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
-			out = append(out, it)
-		}
-	}
-	return out, nil
+	return InRankOrder(ranked, byID), nil
 }
 
 // InRankOrder returns the items of byID that ranked names, in ranked's

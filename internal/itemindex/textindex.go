@@ -170,7 +170,8 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 // inserts happened, else read again whole), holding the slot's mutex. It
 // returns ErrTooBig for a user too large to index in memory.
 func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(t *textIndex)) error {
-	sl := x.texts.slot(Key{Tenant: tenant, User: user})
+	key := Key{Tenant: tenant, User: user}
+	sl := x.texts.slot(key)
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.tooBig {
@@ -188,12 +189,12 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 			t = &textIndex{postings: map[string][]posting{}}
 		}
 		t.added, t.changed = rev.Added, rev.Changed
-		if err := x.loadTexts(ctx, tenant, user, t, x.texts.max/4); err != nil {
+		if err := x.loadTexts(ctx, tenant, user, t, x.texts.limit()); err != nil {
 			sl.tooBig = errors.Is(err, ErrTooBig)
-			x.texts.publish(sl, nil)
+			x.texts.publish(key, sl, nil)
 			return err
 		}
-		x.texts.publish(sl, t)
+		x.texts.publish(key, sl, t)
 	}
 	fn(t)
 	return nil

@@ -199,9 +199,7 @@ func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tails.Put(id.Tenant, id.User, before, func(yield func(string, tail) bool) {
-		yield(id.Conversation, tail{msgs: msgs, all: true})
-	})
+	s.tails.Put(revKey{id.Tenant, id.User, before, id.Conversation}, tail{msgs: msgs, all: true})
 	s.advanceTails([]memory.Exchange{ex2}, []memory.SaveResult{res}, []int64{before})
 	checkRecent(t, ctx, s, id, 10, "after the write-through")
 }
