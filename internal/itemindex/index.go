@@ -44,47 +44,6 @@ const MaxQueryTerms = 64
 // searches the user by its own means.
 var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 
-// Revisions are a user's counters (zero for a user never written): Added
-// counts inserts of items, Changed deletes and changes of what a search
-// reads, Messages updates and deletes of their messages (Windows), and
-// MessagesAdded inserts of their messages (a store that keeps no cache of
-// a conversation's newest turns may leave it 0), Facts every insert,
-// update and delete of their facts and Summaries of their summaries (a
-// store that keeps no facts or summaries in memory may leave them 0). None
-// ever decreases.
-type Revisions struct {
-	Added, Changed, Messages int64
-	MessagesAdded            int64
-	Facts, Summaries         int64
-}
-
-// RevisionReader reads a user's Revisions, in one lookup.
-type RevisionReader interface {
-	ItemRevisions(ctx context.Context, tenant, user string) (Revisions, error)
-}
-
-// revisionsKey names one user's Revisions of one store in a memory.Memo.
-type revisionsKey struct {
-	src          RevisionReader
-	tenant, user string
-}
-
-// ReadRevisions reads the user's Revisions from src, once for all of a
-// request when ctx carries a memory.Memo (a recall checks them for each of
-// its searches and for the turns around the hits, a store for the
-// conversation's newest turns): every caller passing an equal src shares
-// the read.
-func ReadRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
-	return readRevisions(ctx, src, tenant, user)
-}
-
-// readRevisions is ReadRevisions.
-func readRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
-	return memory.Memoized(ctx, revisionsKey{src, tenant, user}, func() (Revisions, error) {
-		return src.ItemRevisions(ctx, tenant, user)
-	})
-}
-
 // VectorLoader reads a user's vectors of key's model and dimension.
 type VectorLoader interface {
 	// LoadVectors calls add, in id order, for each of key's items (tenant,
@@ -114,7 +73,7 @@ type ItemLoader interface {
 
 // Source is every read an Index makes of its store.
 type Source interface {
-	RevisionReader
+	cache.RevisionReader
 	VectorLoader
 	TextLoader
 	ItemLoader

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"math"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -179,7 +180,7 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 	}
 	// The revisions are read before the rows: rows read later can only be
 	// newer than the revisions say, and the next search then reads again.
-	rev, err := readRevisions(ctx, x.src, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, x.src, tenant, user)
 	if err != nil {
 		return fmt.Errorf("read item revisions: %w", err)
 	}

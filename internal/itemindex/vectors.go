@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"math"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -52,7 +53,7 @@ func (x *Index) userVectors(ctx context.Context, key Key) (*vecSet, error) {
 	}
 	// The revisions are read before the rows: rows read later can only be
 	// newer than the revisions say, and the next search then reads again.
-	rev, err := readRevisions(ctx, x.src, key.Tenant, key.User)
+	rev, err := cache.ReadRevisions(ctx, x.src, key.Tenant, key.User)
 	if err != nil {
 		return nil, fmt.Errorf("read item revisions: %w", err)
 	}

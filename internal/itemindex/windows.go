@@ -24,7 +24,7 @@ type WindowSource interface {
 	// update and delete of one of their messages, by any process, moves.
 	// Inserts need not move it: a new message takes a seq above every
 	// stored one of its conversation, so it cannot join a closed window.
-	RevisionReader
+	cache.RevisionReader
 	// ReadWindows reads, for each of refs that names a stored message of
 	// the user, the live turns within radius of it (superseded messages and
 	// replies the upstream broke off left out, Raw empty), ordered by Seq
@@ -87,7 +87,7 @@ func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory
 	}
 	// The count is read before the turns, so turns read after a change are
 	// never kept as of a count from before it.
-	rev, err := readRevisions(ctx, w.src, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, w.src, tenant, user)
 	if err != nil {
 		return nil, fmt.Errorf("messages around: read revision: %w", err)
 	}

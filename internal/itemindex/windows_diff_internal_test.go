@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -18,7 +19,7 @@ func oldAround(ctx context.Context, w *Windows, tenant, user string, refs []memo
 	if len(refs) == 0 || radius < 0 {
 		return []memory.Message{}, nil
 	}
-	rev, err := readRevisions(ctx, w.src, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, w.src, tenant, user)
 	if err != nil {
 		return nil, fmt.Errorf("messages around: read revision: %w", err)
 	}
@@ -157,8 +158,8 @@ func (src *randTurns) clone() *randTurns {
 	return c
 }
 
-func (src *randTurns) ItemRevisions(context.Context, string, string) (Revisions, error) {
-	return Revisions{Messages: src.messages}, nil
+func (src *randTurns) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{Messages: src.messages}, nil
 }
 
 func (src *randTurns) ReadWindows(_ context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[WindowKey][]memory.Message, map[WindowKey]bool, error) {

@@ -3,6 +3,7 @@ package itemindex_test
 import (
 	"context"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"slices"
 	"sync"
 	"testing"
@@ -20,8 +21,8 @@ type fakeTurns struct {
 	read []string
 }
 
-func (f *fakeTurns) ItemRevisions(context.Context, string, string) (itemindex.Revisions, error) {
-	return itemindex.Revisions{}, nil
+func (f *fakeTurns) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{}, nil
 }
 
 func (f *fakeTurns) ReadWindows(_ context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {

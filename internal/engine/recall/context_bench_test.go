@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -18,8 +19,8 @@ type memWindows struct {
 	convs map[string][]memory.Message
 }
 
-func (memWindows) ItemRevisions(context.Context, string, string) (itemindex.Revisions, error) {
-	return itemindex.Revisions{}, nil
+func (memWindows) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{}, nil
 }
 
 func (src memWindows) ReadWindows(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {

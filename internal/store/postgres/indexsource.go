@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,12 +26,12 @@ var _ itemindex.Source = indexSource{}
 // none). MessagesAdded, Facts and Summaries stay 0: this store reads a
 // conversation's newest turns, the facts and the summaries from the
 // database on every request, keeping none of them in memory.
-func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
-	var rev itemindex.Revisions
+func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
+	var rev cache.Revisions
 	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions
 		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return itemindex.Revisions{}, unavailable(err)
+		return cache.Revisions{}, unavailable(err)
 	}
 	return rev, nil
 }

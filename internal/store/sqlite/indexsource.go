@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"math"
 
 	"github.com/memgate/memgate/internal/itemindex"
@@ -24,14 +25,14 @@ var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none).
-func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
-	var rev itemindex.Revisions
+func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
+	var rev cache.Revisions
 	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
 		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return itemindex.Revisions{}, err
+		return cache.Revisions{}, err
 	}
 	return rev, nil
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"slices"
 	"time"
 
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -28,7 +28,7 @@ type heldSummary struct {
 // revKey names what a Store's caches hold of one user (one conversation's,
 // for summaries and tails; Conv "" for the user's facts) as of a revision
 // count of the user's: Revisions.Facts for facts, Summaries for summaries,
-// messagesState for tails. A write moves the count (migrations 0013-0015's
+// Revisions.Tail for tails. A write moves the count (migrations 0013-0015's
 // triggers, by any connection of any process), so an entry read before it
 // is never looked up again.
 type revKey struct {
@@ -74,7 +74,7 @@ func summarySize(k revKey, h heldSummary) int {
 func (s *Store) currentFacts(ctx context.Context, tenant, user string, now time.Time) ([]memory.Fact, error) {
 	// The count is read before the facts, so facts read after a change are
 	// never kept as of a count from before it.
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, tenant, user)
 	if err != nil {
 		// Without the count nothing held can be trusted, nor kept.
 		return s.facts(ctx, tenant, user, now, false)
@@ -128,7 +128,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
 	// The count is read before the summary, so a summary read after a
 	// change is never kept as of a count from before it.
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		// Without the count nothing held can be trusted, nor kept.
 		return s.latestSummary(ctx, id)

@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"slices"
 
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -38,17 +38,12 @@ func tailSize(k revKey, t tail) int {
 	return n
 }
 
-// messagesState is a count that every change of the user's messages moves
-// and that never goes back, so that equal counts name the same messages:
-// migration 0014's messages_added (every insert) plus 0013's
-// messages_changed (every update and delete).
-func messagesState(rev itemindex.Revisions) int64 { return rev.MessagesAdded + rev.Messages }
-
 // Recent returns up to n newest live messages of the conversation, oldest
 // first; none (and no error) for n <= 0 or an unknown conversation.
 //
 // The newest messages of a conversation are kept in memory as of the
-// user's messages count (messagesState), read once per request when ctx
+// user's messages count (cache.Revisions.Tail: migration 0014's
+// messages_added plus 0013's messages_changed), read once per request when ctx
 // carries a memory.Memo (the read recall's searches share), and read
 // again from the file when it has moved: by another Store's or process's
 // write, an erasure, a retention delete, an edit in SQL. This Store's own
@@ -62,7 +57,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	}
 	// The count is read before the messages, so messages read after a
 	// change are never kept as of a count from before it.
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		// Without the count nothing held can be trusted, nor kept.
 		msgs, err := liveTail(ctx, s.reads, id, n)
@@ -71,7 +66,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 		}
 		return msgs, nil
 	}
-	key := revKey{id.Tenant, id.User, messagesState(rev), id.Conversation}
+	key := revKey{id.Tenant, id.User, rev.Tail(), id.Conversation}
 	if t, ok := s.tails.Get(key); ok && (len(t.msgs) >= n || t.all) {
 		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
 	}
@@ -86,7 +81,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 
 // advanceTails brings the tails held of the users that a committed write
 // transaction stored exchanges of (exs, their results, and before[i] the
-// user's messagesState read in the transaction just before exs[i]'s
+// user's Revisions.Tail read in the transaction just before exs[i]'s
 // inserts) to the counts the transaction left, so that a conversation's
 // next Recent is answered from memory. For a user whose exchanges
 // superseded nothing and whose counts follow each other (each exchange's

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -188,11 +189,11 @@ func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
 		return res
 	}
 	save(exchange("ex1"))
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := messagesState(rev)
+	before := rev.Tail()
 	ex2 := exchange("ex2")
 	res := save(ex2)
 	msgs, err := liveTail(ctx, s.reads, id, tailKeep) // read after the commit
