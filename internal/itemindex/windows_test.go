@@ -3,11 +3,11 @@ package itemindex_test
 import (
 	"context"
 	"fmt"
-	"github.com/memgate/memgate/internal/engine/cache"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )

@@ -3,11 +3,11 @@ package recall
 import (
 	"context"
 	"fmt"
-	"github.com/memgate/memgate/internal/engine/cache"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )

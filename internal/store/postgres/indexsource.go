@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/memgate/memgate/internal/engine/cache"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -97,4 +99,10 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 		return nil, fmt.Errorf("load items: %w", unavailable(err))
 	}
 	return items, nil
+}
+
+// Collectors returns the Prometheus collectors of the Store's caches (see
+// internal/engine/cache), as they are when called: after SetCacheLimits.
+func (s *Store) Collectors() []prometheus.Collector {
+	return slices.Concat(s.index.Collectors(), s.around.Collectors())
 }

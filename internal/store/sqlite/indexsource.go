@@ -6,9 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/memgate/memgate/internal/engine/cache"
 	"math"
+	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -107,4 +110,11 @@ func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []st
 		return nil, fmt.Errorf("common terms: %w", err)
 	}
 	return out, nil
+}
+
+// Collectors returns the Prometheus collectors of the Store's caches (see
+// internal/engine/cache), as they are when called: after SetCacheLimits.
+func (s *Store) Collectors() []prometheus.Collector {
+	return slices.Concat(s.index.Collectors(), s.around.Collectors(), s.tails.Collectors(),
+		s.factCache.Collectors(), s.summaryCache.Collectors())
 }

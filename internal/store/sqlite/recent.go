@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"github.com/memgate/memgate/internal/engine/cache"
 	"slices"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
