@@ -3,11 +3,13 @@
 // keeps, per user, the vectors of each model and dimension (exact cosine
 // top-k), an inverted full-text index with the statistics Okapi BM25 needs
 // (words split and folded as SQLite FTS5's unicode61 tokenizer does,
-// related terms weighted), and the whole items searches return, in LRU
-// caches bounded in bytes.
+// related terms weighted), and the whole items searches return, in
+// caches of internal/engine/cache (bounded in bytes, least recently used
+// evicted first, instrumented).
 //
-// What is held is validated on every search by one read of the user's
-// Revisions, two counters the store's triggers move: Added on every insert
+// The items are kept under the user's cache.Revisions.Changed. The vectors
+// and text index, extended in place after inserts, are checked on every
+// search against one read of the user's Revisions: Added on every insert
 // of an item, Changed on every delete and every update of what a search
 // reads (and whenever an insert cannot be read as the rows above the
 // highest id already held). Same counters: the cache is current; only
@@ -233,12 +235,10 @@ func refSet(refs []string) map[string]bool {
 // the Source (and are then kept). Ids no longer found, or not the user's,
 // are skipped. The embeddings are the cache's own (see InRankOrder).
 func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []Scored) ([]memory.Item, error) {
-	byID := make(map[int64]memory.Item, len(ranked))
+	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
-	for _, r := range ranked {
-		if it, ok := x.items.Get(itemKey{tenant, user, changed, r.ID}); ok {
-			byID[r.ID] = it
-		} else {
+	for i, r := range ranked {
+		if items[i], held[i] = x.items.Get(itemKey{tenant, user, changed, r.ID}); !held[i] {
 			missing = append(missing, r.ID)
 		}
 	}
@@ -250,14 +250,31 @@ func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed in
 		for _, it := range read {
 			// The ranking is the user's; a row of another user (an id
 			// reused after a delete) is never theirs to see.
-			if it.Tenant == tenant && it.User == user {
-				it.Score = 0
-				x.items.Put(itemKey{tenant, user, changed, it.ID}, it)
-				byID[it.ID] = it
+			if it.Tenant != tenant || it.User != user {
+				continue
+			}
+			it.Score = 0
+			x.items.Put(itemKey{tenant, user, changed, it.ID}, it)
+			for i, r := range ranked {
+				if !held[i] && r.ID == it.ID {
+					items[i], held[i] = it, true
+				}
 			}
 		}
 	}
-	return InRankOrder(ranked, byID), nil
+	// In rank order, with their scores; ids missing (deleted since they were
+	// ranked) are skipped. The embeddings are the cache's own, capped (see
+	// InRankOrder).
+	out := items[:0]
+	for i, ok := range held {
+		if ok {
+			it := items[i]
+			it.Score = ranked[i].Score
+			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 // InRankOrder returns the items of byID that ranked names, in ranked's
