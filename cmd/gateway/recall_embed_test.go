@@ -21,10 +21,10 @@ import (
 var (
 	_ store                 = (*sqlite.Store)(nil)
 	_ store                 = (*postgres.Store)(nil)
-	_ store                 = (*redis.Cache)(nil)
+	_ store                 = redis.Cached{}
 	_ recall.Reembedder     = (*sqlite.Store)(nil)
 	_ recall.Reembedder     = (*postgres.Store)(nil)
-	_ recall.Reembedder     = (*redis.Cache)(nil)
+	_ recall.Reembedder     = redis.Cached{}
 	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
 	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
 )

@@ -49,7 +49,7 @@ type store interface {
 var (
 	_ store                 = (*sqlite.Store)(nil)
 	_ store                 = (*postgres.Store)(nil)
-	_ store                 = (*redis.Cache)(nil)
+	_ store                 = redis.Cached{}
 	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
 	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
 	_ record.Queue          = (*sqlite.Outbox)(nil)
@@ -116,7 +116,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		b.embeddings = redis.NewEmbeddingCache(rdb, sc.RedisPrefix, embeddingCacheTTL)
 		// The recent window of each conversation is cached in Redis; every
 		// read and save falls back to PostgreSQL when Redis is away.
-		b.store = redis.NewCache(rdb, pg, logger, redis.CacheConfig{Prefix: sc.RedisPrefix, Window: max(50, cfg.Memory.RecentMessages)})
+		b.store = redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, logger, redis.CacheConfig{Prefix: sc.RedisPrefix, Window: max(50, cfg.Memory.RecentMessages)})}
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
