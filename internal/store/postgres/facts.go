@@ -92,7 +92,7 @@ func validFact(f memory.Fact) error {
 // deleted, never the one just upserted. The recall items of superseded and
 // deleted facts (kind "fact", Ref = fact id) are deleted with them. f.Key is
 // stored normalised; a zero f.UpdatedAt means now. It returns
-// memory.ErrErased when ctx's erasure guard refuses the write, or when it
+// memory.ErrErased when the fact's erasure guard (GuardSince) refuses the write, or when it
 // guards the write and f.Conversation has since been deleted (erasure.go).
 // f.Conversation ("" for none) is recorded as a source of the fact, so that
 // deleting the conversation deletes the facts only it stated
@@ -113,13 +113,13 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	}
 	var out memory.Fact
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); err != nil {
 			return err
 		} else if gone {
 			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)

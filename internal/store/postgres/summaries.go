@@ -63,7 +63,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // stored version + 1 (1 for the first); otherwise, or when a concurrent save
 // of the same version committed first, it returns memory.ErrConflict and
 // stores nothing; a version below 1 is never next. A summary of an unknown
-// conversation is memory.ErrNotFound; one that ctx's erasure guard refuses
+// conversation is memory.ErrNotFound; one that its erasure guard (GuardSince) refuses
 // (erasure.go) is memory.ErrErased.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	if sum.Version < 1 {
@@ -93,7 +93,7 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	// primary key lets only one of them commit.
 	var tag pgconn.CommandTag
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+		if err := guard(ctx, tx, sum.Tenant, sum.User, sum.GuardSince); err != nil {
 			return err
 		}
 		var err error

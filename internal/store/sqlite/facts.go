@@ -48,7 +48,7 @@ func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
 // (kind "fact", Ref = its id) are deleted with it. Zero CreatedAt/UpdatedAt
 // mean now. It returns the current
 // fact, and memory.ErrInvalid for a bad id, type, or an empty key or value;
-// memory.ErrErased when ctx's erasure guard refuses the write, or when it
+// memory.ErrErased when the fact's erasure guard (GuardSince) refuses the write, or when it
 // guards the write and f.Conversation has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.UpsertFact")()
@@ -71,11 +71,13 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	f.Confidence = min(1, max(0, f.Confidence))
 	f.Mentions = max(1, f.Mentions)
 	var out memory.Fact
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+	// A fact derived from captured exchanges (GuardSince set) is
+	// enrichment's, which no client waits on: it lets clients' writes go first.
+	err := s.inWriteAs(ctx, !f.GuardSince.IsZero(), func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); err != nil {
 			return err
 		} else if gone {
 			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)

@@ -64,7 +64,7 @@ func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.S
 // returns memory.ErrConflict and stores nothing. It returns
 // memory.ErrNotFound when the conversation does not exist and
 // memory.ErrInvalid for malformed ids or FromSeq > ToSeq. A zero CreatedAt
-// means now. It returns memory.ErrErased when ctx's erasure guard refuses
+// means now. It returns memory.ErrErased when its erasure guard (GuardSince) refuses
 // the write (erasure.go).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
@@ -90,8 +90,10 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	err = s.inWrite(ctx, func(tx *sql.Tx) error {
-		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+	// A summary derived from captured exchanges (GuardSince set) is
+	// enrichment's, which no client waits on: it lets clients' writes go first.
+	err = s.inWriteAs(ctx, !sum.GuardSince.IsZero(), func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, sum.Tenant, sum.User, sum.GuardSince); err != nil {
 			return err
 		}
 		var latest sql.NullInt64
