@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -60,8 +61,8 @@ func (src *randTurns) change(r *rand.Rand) {
 	src.messages++
 }
 
-func (src *randTurns) ItemRevisions(context.Context, string, string) (Revisions, error) {
-	return Revisions{Messages: src.messages}, nil
+func (src *randTurns) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{Messages: src.messages}, nil
 }
 
 // at returns the index of ref's turn, or -1.
