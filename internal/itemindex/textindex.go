@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // posting is one item holding a term: the item's index in its textIndex
@@ -83,10 +84,7 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 	common := func(ps []posting) bool {
 		return 2*len(ps) >= len(t.ids) && len(ps) > memory.CommonTermMinDF
 	}
-	idf := func(ps []posting) float64 {
-		df := float64(len(ps))
-		return max(math.Log((n-df+0.5)/(df+0.5)), 1e-6)
-	}
+	idf := func(ps []posting) float64 { return contract.BM25IDF(n, float64(len(ps))) }
 	var all, selective []bm25Term
 	seen := make(map[string]bool, len(terms))
 	for _, w := range terms {
@@ -147,9 +145,7 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 			if scores[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			tf := float64(p.tf)
-			scores[p.doc] += bt.idf * tf * (memory.BM25K1 + 1) /
-				(tf + memory.BM25K1*(1-memory.BM25B+memory.BM25B*float64(t.lens[p.doc])/avg))
+			scores[p.doc] += contract.BM25(bt.idf, float64(p.tf), float64(t.lens[p.doc]), avg)
 		}
 	}
 	top := make(TopK, 0, limit+1)
@@ -170,7 +166,8 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 // inserts happened, else read again whole), holding the slot's mutex. It
 // returns ErrTooBig for a user too large to index in memory.
 func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(t *textIndex)) error {
-	sl := x.texts.slot(Key{Tenant: tenant, User: user})
+	key := Key{Tenant: tenant, User: user}
+	sl := x.texts.slot(key)
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.tooBig {
@@ -178,7 +175,7 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 	}
 	// The revisions are read before the rows: rows read later can only be
 	// newer than the revisions say, and the next search then reads again.
-	rev, err := readRevisions(ctx, x.src, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, x.src, tenant, user)
 	if err != nil {
 		return fmt.Errorf("read item revisions: %w", err)
 	}
@@ -188,12 +185,12 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 			t = &textIndex{postings: map[string][]posting{}}
 		}
 		t.added, t.changed = rev.Added, rev.Changed
-		if err := x.loadTexts(ctx, tenant, user, t, x.texts.max/4); err != nil {
+		if err := x.loadTexts(ctx, tenant, user, t, x.texts.limit()); err != nil {
 			sl.tooBig = errors.Is(err, ErrTooBig)
-			x.texts.publish(sl, nil)
+			x.texts.publish(key, sl, nil)
 			return err
 		}
-		x.texts.publish(sl, t)
+		x.texts.publish(key, sl, t)
 	}
 	fn(t)
 	return nil

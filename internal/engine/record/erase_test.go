@@ -263,7 +263,7 @@ func TestEraseRacePostgresRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pg.Close() })
 	queue, rdb := mustRedisQueue(t, prefix)
-	store := redis.NewCache(rdb, pg, nil, redis.CacheConfig{Prefix: prefix})
+	store := redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, nil, redis.CacheConfig{Prefix: prefix})}
 	runEraseRace(t, store, queue, func() int64 {
 		n, err := queue.Pending(context.Background())
 		if err != nil {

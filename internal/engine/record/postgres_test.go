@@ -19,8 +19,8 @@ import (
 var (
 	_ BatchSaver   = (*postgres.Store)(nil)
 	_ DeadLetterer = (*postgres.Store)(nil)
-	_ BatchSaver   = (*redis.Cache)(nil)
-	_ DeadLetterer = (*redis.Cache)(nil)
+	_ BatchSaver   = redis.Cached{}
+	_ DeadLetterer = redis.Cached{}
 )
 
 func mustPostgres(tb testing.TB) *postgres.Store {

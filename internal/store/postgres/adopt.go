@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // RecordCandidate notes that the exchange exchangeID, stored in id (the
@@ -41,8 +42,8 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 	if len(prior) == 0 || to.Conversation == memory.DefaultConversation {
 		return 0, nil
 	}
-	if err := validExchange(memory.Exchange{ID: "-", Identity: to, Reply: memory.Message{Role: "-"}}); err != nil {
-		return 0, err
+	if err := contract.ValidIdentity(to); err != nil {
+		return 0, fmt.Errorf("postgres: adopt: %w", err)
 	}
 	// Every later turn of a chat asks again: its conversation holds
 	// messages by then, which a read tells without taking any lock.

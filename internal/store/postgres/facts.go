@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -23,17 +21,6 @@ const factLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended('facts/' || $
 // factColumns are the columns scanFact reads, in order.
 const factColumns = `id, type, key, value, confidence, mentions, pinned, source_conversation,
 	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
-
-// normalizeFactKey lower-cases a fact key and collapses its whitespace.
-func normalizeFactKey(k string) string {
-	return strings.Join(strings.Fields(strings.ToLower(k)), " ")
-}
-
-// sameFactValue reports whether two values state the same thing: equal up to
-// case and whitespace.
-func sameFactValue(a, b string) bool {
-	return strings.EqualFold(strings.Join(strings.Fields(a), " "), strings.Join(strings.Fields(b), " "))
-}
 
 // scanFact reads one row of factColumns.
 func scanFact(row pgx.Row, tenant, user string) (memory.Fact, error) {
@@ -65,54 +52,27 @@ func nullString(s string) *string {
 	return &s
 }
 
-// validFact checks what UpsertFact stores.
-func validFact(f memory.Fact) error {
-	switch {
-	case !memory.ValidID(f.Tenant) || !memory.ValidID(f.User):
-		return fmt.Errorf("%w: bad tenant or user id", memory.ErrInvalid)
-	case !f.Type.Valid():
-		return fmt.Errorf("%w: unknown fact type %q", memory.ErrInvalid, f.Type)
-	case normalizeFactKey(f.Key) == "":
-		return fmt.Errorf("%w: fact without key", memory.ErrInvalid)
-	case strings.TrimSpace(f.Value) == "":
-		return fmt.Errorf("%w: fact without value", memory.ErrInvalid)
-	case math.IsNaN(f.Confidence) || f.Confidence < 0 || f.Confidence > 1:
-		return fmt.Errorf("%w: fact confidence %v outside [0, 1]", memory.ErrInvalid, f.Confidence)
-	}
-	return nil
-}
-
-// UpsertFact records a statement about a user, following the
-// storetest.Knowledge contract: per (tenant, user, type, normalised key) the
-// same value (up to case and whitespace) raises Mentions by one and
-// Confidence to min(1, max(old, new)+0.1); a different value supersedes the
-// current fact at f.UpdatedAt and becomes current itself, inheriting a pin.
-// Then, with maxPerUser > 0, the least valuable unpinned current facts
-// (fewest mentions, then least recently updated) beyond maxPerUser are
-// deleted, never the one just upserted. The recall items of superseded and
-// deleted facts (kind "fact", Ref = fact id) are deleted with them. f.Key is
-// stored normalised; a zero f.UpdatedAt means now. It returns
-// memory.ErrErased when ctx's erasure guard refuses the write, or when it
-// guards the write and f.Conversation has since been deleted (erasure.go).
-// f.Conversation ("" for none) is recorded as a source of the fact, so that
-// deleting the conversation deletes the facts only it stated
-// (forgetConversationFacts).
+// UpsertFact records a statement about a user, per (tenant, user, type,
+// normalised key), by the contract (storetest.Knowledge; contract.ValidFact,
+// contract.SameFactValue): the same value restated, a different one
+// superseding the current fact, a pin sticky; then, with maxPerUser > 0,
+// the least valuable unpinned current facts beyond it other than this one
+// are deleted (fewest mentions, then least recently updated), and with
+// every fact that stops being current, its recall items. f.Key is stored
+// normalised. f.Conversation is recorded as a source of the fact
+// (forgetConversationFacts). It returns memory.ErrErased when ctx's erasure
+// guard refuses the write, or when it guards the write and f.Conversation
+// has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "postgres.UpsertFact")()
-	if err := validFact(f); err != nil {
+	f, err := contract.ValidFact(f, time.Now())
+	if err != nil {
 		return memory.Fact{}, fmt.Errorf("postgres: upsert fact: %w", err)
 	}
-	f.Key = normalizeFactKey(f.Key)
-	at := f.UpdatedAt
-	if at.IsZero() {
-		at = time.Now()
-	}
-	created := f.CreatedAt
-	if created.IsZero() {
-		created = at
-	}
+	f.Key = contract.FactKey(f.Key)
+	at, created := f.UpdatedAt, f.CreatedAt
 	var out memory.Fact
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
 			return err
 		}
@@ -132,8 +92,8 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			return fmt.Errorf("load current fact: %w", unavailable(err))
 		}
 
-		if found && sameFactValue(old.Value, f.Value) {
-			conf := math.Min(1, math.Max(old.Confidence, f.Confidence)+0.1)
+		if found && contract.SameFactValue(old.Value, f.Value) {
+			conf := contract.RestatedConfidence(old.Confidence, f.Confidence)
 			out, err = scanFact(tx.QueryRow(ctx, `UPDATE facts SET
 					mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
 					updated_at = greatest(updated_at, $6),
@@ -159,13 +119,12 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				}
 				pinned = pinned || old.Pinned
 			}
-			mentions := max(f.Mentions, 1)
 			out, err = scanFact(tx.QueryRow(ctx, `INSERT INTO facts
 					(tenant, user_id, type, key, norm_key, value, confidence, mentions, pinned,
 					 source_conversation, created_at, updated_at, expires_at, pin_rule, source_message)
 				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 				RETURNING `+factColumns,
-				f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, mentions, pinned,
+				f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, f.Mentions, pinned,
 				nullString(f.Conversation), created, at, f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", unavailable(err))
@@ -216,7 +175,7 @@ func deleteFactItems(ctx context.Context, tx pgx.Tx, tenant, user string, ids []
 	}
 	refs := make([]string, len(ids))
 	for i, id := range ids {
-		refs[i] = strconv.FormatInt(id, 10)
+		refs[i] = contract.FactRef(id)
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM memory_items
 		WHERE tenant = $1 AND user_id = $2 AND kind = 'fact' AND source = ANY($3)`,

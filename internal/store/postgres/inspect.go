@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // The reads below serve the web inspector, not the request path.
@@ -71,10 +72,7 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 			m.Raw = json.RawMessage(raw)
 		}
 		m.CreatedAt = m.CreatedAt.UTC()
-		if len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(at) {
-			bs = append(bs, memory.Branch{SupersededAt: at.UTC()})
-		}
-		bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, m)
+		bs = contract.AddToBranches(bs, at.UTC(), m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
@@ -99,11 +97,8 @@ func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Sum
 			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &sum.CreatedAt); err != nil {
 			return sum, err
 		}
-		if err := json.Unmarshal(keyEvents, &sum.KeyEvents); err != nil {
-			return sum, fmt.Errorf("decode key events: %w", err)
-		}
-		if err := json.Unmarshal(preserved, &sum.Preserved); err != nil {
-			return sum, fmt.Errorf("decode preserved: %w", err)
+		if err := contract.ReadSummaryLists(&sum, keyEvents, preserved); err != nil {
+			return sum, err
 		}
 		sum.CreatedAt = sum.CreatedAt.UTC()
 		return sum, nil

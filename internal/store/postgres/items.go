@@ -13,6 +13,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // itemColumns are the columns scanItem reads, in order.
@@ -40,40 +41,6 @@ func vectorArg(v []float32) *pgvector.Vector {
 	return &vec
 }
 
-// embeddingOf checks an item's vector against its Model and Dims and returns
-// the dims to record (0 with no vector).
-func embeddingOf(it memory.Item) (int, error) {
-	if len(it.Embedding) == 0 {
-		return 0, nil
-	}
-	if it.Dims != 0 && it.Dims != len(it.Embedding) {
-		return 0, fmt.Errorf("%w: item %s/%d has %d dims but a %d-dimension vector",
-			memory.ErrInvalid, it.Ref, it.Chunk, it.Dims, len(it.Embedding))
-	}
-	if it.Model == "" {
-		return 0, fmt.Errorf("%w: item %s/%d has a vector but no model", memory.ErrInvalid, it.Ref, it.Chunk)
-	}
-	return len(it.Embedding), nil
-}
-
-// validItem checks what AddItems stores.
-func validItem(it memory.Item) error {
-	switch {
-	case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
-		return fmt.Errorf("%w: bad tenant or user id", memory.ErrInvalid)
-	case it.Conversation != "" && !memory.ValidID(it.Conversation):
-		return fmt.Errorf("%w: bad conversation id", memory.ErrInvalid)
-	case it.Kind != "message" && it.Kind != "summary" && it.Kind != "fact":
-		return fmt.Errorf("%w: unknown item kind %q", memory.ErrInvalid, it.Kind)
-	case it.Ref == "":
-		return fmt.Errorf("%w: item without ref", memory.ErrInvalid)
-	case it.Chunk < 0:
-		return fmt.Errorf("%w: negative chunk", memory.ErrInvalid)
-	}
-	_, err := embeddingOf(it)
-	return err
-}
-
 // AddItems stores recallable items in one transaction. An item whose
 // (tenant, user, kind, ref, chunk) exists already is updated in place — its
 // text, conversation and vector — never duplicated, and left untouched when
@@ -92,17 +59,16 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		return nil
 	}
 	for _, it := range items {
-		if err := validItem(it); err != nil {
+		if err := contract.ValidItem(it); err != nil {
 			return fmt.Errorf("postgres: add items: %w", err)
 		}
 	}
 	now := time.Now()
 	// An item's arguments and, for the upsert, its SQL text.
 	args := func(it memory.Item) []any {
-		dims, _ := embeddingOf(it)
 		var dimsArg, modelArg any
-		if dims > 0 {
-			dimsArg, modelArg = dims, it.Model
+		if len(it.Embedding) > 0 {
+			dimsArg, modelArg = len(it.Embedding), it.Model
 		}
 		at := it.CreatedAt
 		if at.IsZero() {
@@ -112,11 +78,8 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		// it reads as created_at); an update without one keeps the
 		// stored time.
 		var said any
-		switch {
-		case !it.SaidAt.IsZero():
-			said = it.SaidAt
-		case !it.CreatedAt.IsZero():
-			said = it.CreatedAt
+		if t, ok := contract.SaidAt(it); ok {
+			said = t
 		}
 		return []any{it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
 			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
@@ -349,13 +312,10 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	})
 	b := &pgx.Batch{}
 	for _, it := range items {
-		dims, err := embeddingOf(it)
-		if err != nil {
+		if err := contract.ValidEmbedding(it, true); err != nil {
 			return fmt.Errorf("postgres: set embeddings: %w", err)
 		}
-		if dims == 0 {
-			return fmt.Errorf("postgres: set embeddings: %w: item %d without a vector", memory.ErrInvalid, it.ID)
-		}
+		dims := len(it.Embedding)
 		if it.Tenant != "" && it.User != "" {
 			b.Queue(`UPDATE memory_items SET embedding = $4, dims = $5, model = $6
 				WHERE tenant = $1 AND user_id = $2 AND id = $3`,

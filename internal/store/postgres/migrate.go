@@ -3,13 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"sort"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/memgate/memgate/internal/store/contract"
 	migrations "github.com/memgate/memgate/migrations/postgres"
 )
 
@@ -17,38 +15,11 @@ import (
 // across every process sharing the database ("memgate" in ASCII).
 const migrationLock int64 = 0x6d656d67617465
 
-// migration is one embedded SQL file.
-type migration struct {
-	version string // file name without .sql, e.g. 0001_init
-	sql     string
-}
-
-// loadMigrations reads the embedded migration files in name order.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, ".")
-	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	var ms []migration
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
-			continue
-		}
-		b, err := fs.ReadFile(fsys, e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
-		}
-		ms = append(ms, migration{version: strings.TrimSuffix(e.Name(), ".sql"), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
-
 // migrate applies pending migrations on conn. It holds a session advisory
 // lock for the whole run, so concurrent callers wait and then find nothing
 // left to do; each migration and its schema_migrations row commit together.
 func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err error) {
-	ms, err := loadMigrations(migrations.FS)
+	ms, err := contract.Migrations(migrations.FS)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -81,22 +52,19 @@ func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err erro
 	}
 
 	for _, m := range ms {
-		if done[m.version] {
+		if done[m.Name] {
 			continue
 		}
 		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.version)
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Name)
 			return err
 		}); err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.version, err)
+			return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
 		}
-		logger.Info("postgres: applied migration", "version", m.version)
+		logger.Info("postgres: applied migration", "version", m.Name)
 	}
 	return nil
 }
-
-// migrationsFS is the embedded migration files.
-func migrationsFS() fs.FS { return migrations.FS }

@@ -12,12 +12,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // SaveExchanges stores exchanges in one transaction (a group commit: one
-// WAL flush for all of them), each as SaveExchange would; results[i] is
-// exs[i]'s. The exchanges of one conversation are stored in the order given;
+// WAL flush for all of them), each by the store contract (storetest.Store);
+// results[i] is exs[i]'s. The exchanges of one conversation are stored in the order given;
 // different conversations are taken in key order, so concurrent batches lock
 // conversation rows in the same order and never deadlock. It is all or
 // nothing: on any error nothing is stored and the caller saves them one by
@@ -33,13 +34,14 @@ import (
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "postgres.SaveExchanges")()
 	for _, ex := range exs {
-		if err := validExchange(ex); err != nil {
-			return nil, err
+		if err := contract.ValidExchange(ex); err != nil {
+			return nil, fmt.Errorf("postgres: save exchange %s: %w", ex.ID, err)
 		}
 	}
 	if len(exs) == 1 && appendsOnly(exs[0]) {
-		// One exchange, the common case at low load: one round trip.
-		res, err := s.SaveExchange(ctx, exs[0])
+		// One exchange that only appends, the common case at low load: one
+		// round trip, in one statement.
+		res, err := s.saveTurn(ctx, exs[0], cmp.Or(exs[0].At, time.Now()))
 		if err != nil {
 			return nil, err
 		}

@@ -15,8 +15,10 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/store/storetest"
 	"github.com/memgate/memgate/internal/testenv"
+	migrations "github.com/memgate/memgate/migrations/postgres"
 )
 
 var _ storetest.Store = (*Store)(nil)
@@ -79,7 +81,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 		t.Cleanup(func() { stores[i].Close() })
 	}
-	ms, err := loadMigrations(migrationsFS())
+	ms, err := contract.Migrations(migrations.FS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -49,40 +49,25 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	if err != nil {
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, unavailable(err))
 	}
-	if err := json.Unmarshal(keyEvents, &sum.KeyEvents); err != nil {
-		return memory.Summary{}, fmt.Errorf("postgres: decode summary key events: %w", err)
-	}
-	if err := json.Unmarshal(preserved, &sum.Preserved); err != nil {
-		return memory.Summary{}, fmt.Errorf("postgres: decode summary preserved: %w", err)
+	if err := contract.ReadSummaryLists(&sum, keyEvents, preserved); err != nil {
+		return memory.Summary{}, fmt.Errorf("postgres: summary: %w", err)
 	}
 	sum.CreatedAt = sum.CreatedAt.UTC()
 	return sum, nil
 }
 
-// SaveSummary stores a new summary version. s.Version must be the latest
-// stored version + 1 (1 for the first); otherwise, or when a concurrent save
-// of the same version committed first, it returns memory.ErrConflict and
-// stores nothing; a version below 1 is never next. A summary of an unknown
-// conversation is memory.ErrNotFound; one that ctx's erasure guard refuses
-// (erasure.go) is memory.ErrErased.
+// SaveSummary stores a new summary version by the contract
+// (storetest.Knowledge; contract.ValidSummary): the next version, or
+// memory.ErrConflict also when a concurrent save of the same version
+// committed first; an existing conversation or memory.ErrNotFound;
+// memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
-	if sum.Version < 1 {
-		return fmt.Errorf("postgres: save summary version %d: %w", sum.Version, memory.ErrConflict)
+	if err := contract.ValidSummary(sum); err != nil {
+		return fmt.Errorf("postgres: save summary: %w", err)
 	}
-	if sum.FromSeq > sum.ToSeq {
-		return fmt.Errorf("postgres: save summary: %w: covers %d..%d", memory.ErrInvalid, sum.FromSeq, sum.ToSeq)
-	}
-	keyEvents := sum.KeyEvents
-	if keyEvents == nil {
-		keyEvents = []string{}
-	}
-	ke, err := json.Marshal(keyEvents)
+	ke, pr, err := contract.SummaryLists(sum)
 	if err != nil {
-		return fmt.Errorf("postgres: encode summary key events: %w", err)
-	}
-	pr, err := json.Marshal(sum.Preserved)
-	if err != nil {
-		return fmt.Errorf("postgres: encode summary preserved: %w", err)
+		return fmt.Errorf("postgres: save summary: %w", err)
 	}
 	at := sum.CreatedAt
 	if at.IsZero() {

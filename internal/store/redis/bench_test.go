@@ -22,7 +22,9 @@ func BenchmarkRecent(b *testing.B) {
 	}
 	for _, s := range []struct {
 		name  string
-		store Backend
+		store interface {
+			Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
+		}
 	}{{"postgres", pg}, {"cache", c}} {
 		b.Run(fmt.Sprintf("%s/n=20", s.name), func(b *testing.B) {
 			for b.Loop() {

@@ -16,34 +16,20 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// Backend is the memory store a Cache sits in front of. The Cache serves the
-// whole store contract — conversations (storetest.Store) and knowledge
-// (storetest.Knowledge) — so it needs all of it: it reads through Recent and
-// delegates everything else.
+// Backend is what a Cache calls of the memory store it sits in front of:
+// the reads it caches, and the writes and deletes after which it brings its
+// windows up to date. Everything else of the store is the store's own, not
+// the Cache's (see Cached).
 type Backend interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
-	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
-	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	RecentMany(ctx context.Context, ids []memory.Identity, n int) ([][]memory.Message, error)
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	DeleteUser(ctx context.Context, tenant, user string) error
 	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
-	Ping(ctx context.Context) error
-	Close() error
-
-	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
-	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
-	SaveSummary(ctx context.Context, s memory.Summary) error
-	UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error)
-	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
-	DeleteFact(ctx context.Context, tenant, user string, id int64) error
-	AddItems(ctx context.Context, items []memory.Item) error
-	SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
-	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
-	CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
-	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
-	SetEmbeddings(ctx context.Context, items []memory.Item) error
+	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error)
 }
 
 // CacheConfig tunes a Cache.
@@ -67,7 +53,9 @@ const tombstoneTTL = 30 * time.Second
 const tombstone = "9223372036854775807"
 
 // Cache keeps the recent window of each conversation in a capped Redis list
-// in front of a Backend, and is itself a complete memory store:
+// in front of a Backend. It serves only what it caches, and the writes that
+// must keep the windows current (Cached composes it with the store for the
+// rest):
 //
 //   - Recent(n ≤ Window) reads the list, renewing its TTL; on a miss it reads
 //     Window messages from the backend and fills the list.
@@ -469,25 +457,6 @@ func (c *Cache) DeleteUser(ctx context.Context, tenant, user string) error {
 	return nil
 }
 
-// ErasedAt delegates to the backend.
-func (c *Cache) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
-	return c.inner.ErasedAt(ctx, tenant, user)
-}
-
-// Conversations delegates to the backend.
-func (c *Cache) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
-	return c.inner.Conversations(ctx, tenant, user)
-}
-
-// Conversation delegates to the backend.
-func (c *Cache) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
-	return c.inner.Conversation(ctx, id)
-}
-
-// Ping reports the backend's health; Redis being down only degrades the
-// cache, so it is not checked here (see PingCache).
-func (c *Cache) Ping(ctx context.Context) error { return c.inner.Ping(ctx) }
-
 // PingCache reports whether Redis answers.
 func (c *Cache) PingCache(ctx context.Context) error {
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
@@ -495,6 +464,3 @@ func (c *Cache) PingCache(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Close closes the backend. The Redis client belongs to the caller.
-func (c *Cache) Close() error { return c.inner.Close() }

@@ -2,24 +2,12 @@ package redis
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// batchSaver is a backend that stores several exchanges in one transaction.
-type batchSaver interface {
-	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
-}
-
-// deadLetterer is a backend that sets refused exchanges aside.
-type deadLetterer interface {
-	DeadLetter(ctx context.Context, d memory.DeadLetter) error
-}
-
-// SaveExchanges stores exchanges in the backend in one transaction when it
-// can (else one by one, stopping at the first error), then brings the
+// SaveExchanges stores exchanges in the backend in one transaction, then brings the
 // cached window of each conversation that changed up to date, once: the
 // messages the batch appended are appended (one Redis round trip for all),
 // the windows of conversations that had more than appends are reloaded.
@@ -27,21 +15,9 @@ type deadLetterer interface {
 // failing the save.
 func (c *Cache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "redis.SaveExchanges")()
-	var results []memory.SaveResult
-	if bs, ok := c.inner.(batchSaver); ok {
-		var err error
-		if results, err = bs.SaveExchanges(ctx, exs); err != nil {
-			return nil, err
-		}
-	} else {
-		results = make([]memory.SaveResult, len(exs))
-		for i, ex := range exs {
-			res, err := c.inner.SaveExchange(ctx, ex)
-			if err != nil {
-				return nil, err
-			}
-			results[i] = res
-		}
+	results, err := c.inner.SaveExchanges(ctx, exs)
+	if err != nil {
+		return nil, err
 	}
 	// Per conversation, the messages the batch appended, in order, unless
 	// one of its saves did more than append.
@@ -75,8 +51,8 @@ func (c *Cache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	if len(appends) > 0 {
 		reload = append(reload, c.appendAll(ctx, appends, appended)...)
 	}
-	if rm, ok := c.inner.(recentManyer); ok && len(reload) > 1 {
-		c.refreshAll(ctx, rm, reload)
+	if len(reload) > 1 {
+		c.refreshAll(ctx, reload)
 		return results, nil
 	}
 	for _, id := range reload {
@@ -85,16 +61,10 @@ func (c *Cache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	return results, nil
 }
 
-// recentManyer is a backend that reads the windows of several
-// conversations in one query.
-type recentManyer interface {
-	RecentMany(ctx context.Context, ids []memory.Identity, n int) ([][]memory.Message, error)
-}
-
 // refreshAll reloads the cached windows of ids in one backend query and
 // one Redis round trip, dropping those it could not refresh.
-func (c *Cache) refreshAll(ctx context.Context, rm recentManyer, ids []memory.Identity) {
-	wins, err := rm.RecentMany(ctx, ids, c.window)
+func (c *Cache) refreshAll(ctx context.Context, ids []memory.Identity) {
+	wins, err := c.inner.RecentMany(ctx, ids, c.window)
 	if err != nil {
 		c.dropWindows(ctx, ids, err)
 		return
@@ -139,14 +109,4 @@ func (c *Cache) refresh(ctx context.Context, id memory.Identity) {
 	if derr := c.rdb.Del(ctx, c.listKey(id), c.versionKey(id)).Err(); derr != nil {
 		c.logger.Warn("redis: dropping the cached window failed", "tenant", id.Tenant, "err", derr)
 	}
-}
-
-// DeadLetter sets a refused exchange aside in the backend. It fails with
-// memory.ErrInvalid when the backend keeps no dead letters.
-func (c *Cache) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
-	dl, ok := c.inner.(deadLetterer)
-	if !ok {
-		return fmt.Errorf("redis: %w: the backend keeps no dead letters", memory.ErrInvalid)
-	}
-	return dl.DeadLetter(ctx, d)
 }

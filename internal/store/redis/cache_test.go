@@ -22,7 +22,7 @@ import (
 	"github.com/memgate/memgate/internal/testenv"
 )
 
-var _ storetest.Store = (*Cache)(nil)
+var _ storetest.Store = Cached{}
 
 // countingBackend counts the Recent calls that reach the backend.
 type countingBackend struct {
@@ -277,7 +277,8 @@ func TestCacheFallsBackWhenRedisIsDown(t *testing.T) {
 	}
 	t.Cleanup(func() { rdb.Close() })
 	logs := &syncBuffer{}
-	c := NewCache(rdb, mustPG(t), slog.New(slog.NewTextHandler(logs, nil)), CacheConfig{Prefix: "down:"})
+	pg := mustPG(t)
+	c := Cached{Store: pg, Cache: NewCache(rdb, pg, slog.New(slog.NewTextHandler(logs, nil)), CacheConfig{Prefix: "down:"})}
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 
 	for n := 1; n <= 2; n++ {
@@ -314,12 +315,14 @@ func TestCacheFallsBackWhenRedisIsDown(t *testing.T) {
 	}
 }
 
-var _ storetest.KnowledgeStore = (*Cache)(nil)
+var _ storetest.KnowledgeStore = Cached{}
 
-// contractCache is the Cache the store contract suites run against.
-func contractCache(t *testing.T) *Cache {
-	c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-	return c
+// contractCache is the Cache, composed with its store, that the store
+// contract suites run against.
+func contractCache(t *testing.T) Cached {
+	pg := mustPG(t)
+	c, _ := mustCache(t, pg, CacheConfig{Window: 6})
+	return Cached{Store: pg, Cache: c}
 }
 
 func TestCacheKnowledgeContract(t *testing.T) {
@@ -374,13 +377,13 @@ func TestCacheGroupSaveRefreshesEveryWindow(t *testing.T) {
 	}
 }
 
-var _ storetest.AdoptStore = (*Cache)(nil)
+var _ storetest.AdoptStore = Cached{}
 
 func TestCacheAdoptContract(t *testing.T) {
 	storetest.RunAdopt(t, func(t *testing.T) storetest.AdoptStore { return contractCache(t) })
 }
 
-var _ storetest.RankingStore = (*Cache)(nil)
+var _ storetest.RankingStore = Cached{}
 
 // TestCacheRankingContract runs the ranking suite through the Cache: full
 // text search and the turns around recalled messages are the backend's,
@@ -393,7 +396,7 @@ func TestCacheRankingContract(t *testing.T) {
 // the backend's term statistics through the Cache.
 func TestCacheCommonTerms(t *testing.T) {
 	ctx := context.Background()
-	c, _ := mustCache(t, mustPG(t), CacheConfig{})
+	c := contractCache(t)
 	var items []memory.Item
 	for i := range 6 {
 		text := fmt.Sprintf("Caroline says hello number %d", i)

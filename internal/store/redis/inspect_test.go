@@ -9,12 +9,11 @@ import (
 	"github.com/memgate/memgate/internal/store/storetest"
 )
 
-var _ storetest.InspectStore = (*Cache)(nil)
+var _ storetest.InspectStore = Cached{}
 
 func TestCacheInspectContract(t *testing.T) {
 	storetest.RunInspect(t, func(t *testing.T) storetest.InspectStore {
-		c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
-		return c
+		return contractCache(t)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // RecordCandidate notes that the exchange exchangeID, stored in id (the
@@ -40,7 +41,7 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // default conversation already covers stay. It returns how many messages
 // moved (0 when nothing matched).
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if err := validateIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
+	if err := contract.ValidIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
 		return 0, err
 	}
 	// Every later turn of a chat asks again: its conversation holds
@@ -84,25 +85,12 @@ func adopt(ctx context.Context, tx *sql.Tx, to memory.Identity, prior []memory.M
 		return 0, fmt.Errorf("check summary: %w", err)
 	}
 	// The newest recorded exchange whose run matches wins.
-	rows, err := tx.QueryContext(ctx, `SELECT m.seq FROM conversation_candidates c
+	starts, err := queryAll(ctx, tx, scanInt64, `SELECT m.seq FROM conversation_candidates c
 		JOIN messages m ON m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.conversation
 			AND m.key = c.first_key AND m.superseded_at IS NULL
 		WHERE c.tenant = ? AND c.user_id = ? AND c.conversation = ? AND c.candidate = ? AND m.seq > ?
 		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation, covered)
 	if err != nil {
-		return 0, fmt.Errorf("find candidates: %w", err)
-	}
-	var starts []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("find candidates: %w", err)
-		}
-		starts = append(starts, seq)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("find candidates: %w", err)
 	}
 	var run []memory.Message

@@ -41,23 +41,15 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 
 // DeadLetters returns the dead letters of a tenant, oldest first.
 func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLetter, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT user_id, conversation, exchange, reason, payload, at
-		FROM dead_letters WHERE tenant = ? ORDER BY id`, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
-	}
-	defer rows.Close()
-	var out []memory.DeadLetter
-	for rows.Next() {
+	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.DeadLetter, error) {
 		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
 		var at int64
-		if err := rows.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &at); err != nil {
-			return nil, fmt.Errorf("dead letters: %w", err)
-		}
+		err := r.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &at)
 		d.At = fromNanos(at)
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+		return d, err
+	}, `SELECT user_id, conversation, exchange, reason, payload, at
+		FROM dead_letters WHERE tenant = ? ORDER BY id`, tenant)
+	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
 	return out, nil

@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -32,7 +32,7 @@ const tailExtra = 64
 // id, a message without a role, or a Raw that is not JSON.
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchange")()
-	if err := validateExchange(ex); err != nil {
+	if err := contract.ValidExchange(ex); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
 	}
 	var res [1]memory.SaveResult
@@ -56,7 +56,7 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
 	for _, ex := range exs {
-		if err := validateExchange(ex); err != nil {
+		if err := contract.ValidExchange(ex); err != nil {
 			return nil, fmt.Errorf("save exchange %s: %w", ex.ID, err)
 		}
 	}
@@ -85,7 +85,7 @@ const (
 	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	// sqlLastSeq also reads the user's messagesState (Recent's tails).
+	// sqlLastSeq also reads the user's Revisions.Tail (Recent's tails).
 	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
 		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
 		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
@@ -103,7 +103,7 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, 
 	sqlRecordExchange, sqlCountMessages}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction.
-// It also returns the user's messagesState read just before the
+// It also returns the user's Revisions.Tail read just before the
 // exchange's messages were inserted (when it inserted any), for
 // advanceTails.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
@@ -199,7 +199,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 
 // insertMessages appends msgs to the conversation after its highest Seq,
 // each dated by its CreatedAt, or at when it has none, and returns them as
-// stored (memory.SaveResult.Stored), with the user's messagesState before
+// stored (memory.SaveResult.Stored), with the user's Revisions.Tail before
 // them.
 func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, int64, error) {
 	var last, before int64
@@ -208,7 +208,7 @@ func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time
 	}
 	stored := make([]memory.Message, len(msgs))
 	for i, m := range msgs {
-		raw, err := rawJSON(m)
+		raw, err := contract.MessageJSON(m)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -239,53 +239,4 @@ func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error
 		return 0, fmt.Errorf("check erasure: %w", err)
 	}
 	return at, nil
-}
-
-// rawJSON returns the message's verbatim JSON, or a minimal OpenAI message
-// built from its role and content when Raw is empty.
-func rawJSON(m memory.Message) (string, error) {
-	if len(m.Raw) == 0 {
-		b, err := json.Marshal(struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{m.Role, m.Content})
-		if err != nil {
-			return "", fmt.Errorf("encode message: %w", err)
-		}
-		return string(b), nil
-	}
-	if !json.Valid(m.Raw) {
-		return "", fmt.Errorf("%w: message raw is not JSON", memory.ErrInvalid)
-	}
-	return string(m.Raw), nil
-}
-
-// validateIdentity checks the ids of a conversation.
-func validateIdentity(id memory.Identity) error {
-	for _, f := range []struct{ name, v string }{
-		{"tenant", id.Tenant}, {"user", id.User}, {"conversation", id.Conversation},
-	} {
-		if !memory.ValidID(f.v) {
-			return fmt.Errorf("%w: %s id %q", memory.ErrInvalid, f.name, f.v)
-		}
-	}
-	return nil
-}
-
-// validateExchange checks what SaveExchange relies on.
-func validateExchange(ex memory.Exchange) error {
-	if err := validateIdentity(ex.Identity); err != nil {
-		return err
-	}
-	if ex.ID == "" {
-		return fmt.Errorf("%w: exchange has no id", memory.ErrInvalid)
-	}
-	for _, group := range [][]memory.Message{ex.Prior, ex.Turn, {ex.Reply}} {
-		for _, m := range group {
-			if m.Role == "" {
-				return fmt.Errorf("%w: message without a role", memory.ErrInvalid)
-			}
-		}
-	}
-	return nil
 }

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -17,61 +17,27 @@ import (
 const factColumns = `id, tenant, user_id, COALESCE(conversation, ''), type, key, value, confidence,
 	mentions, pinned, created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
-// normKey normalises a fact key: lower-case, runs of whitespace collapsed to
-// one space, trimmed. Keys equal after normalisation name the same fact.
-func normKey(key string) string {
-	return strings.Join(strings.Fields(strings.ToLower(key)), " ")
-}
-
-// sameValue reports whether two statements of a fact say the same thing:
-// equal up to case and whitespace.
-func sameValue(a, b string) bool { return normKey(a) == normKey(b) }
-
-// UpsertFact records a statement about a user in one write transaction, per
-// (tenant, user, type, normalised key):
-//   - no current fact: f is inserted (Mentions at least 1, Confidence clamped
-//     to [0, 1]);
-//   - the same value (up to case and whitespace): Mentions + 1, Confidence =
-//     min(1, max(old, new) + 0.1), UpdatedAt = f.UpdatedAt, Value, ExpiresAt
-//     (when f sets one) and Conversation (when f names one) refreshed;
-//   - a different value: the current fact is superseded at f.UpdatedAt (kept
-//     as history) and f becomes current.
-//
-// Pinned is sticky: a key once pinned stays pinned, also across a new value.
-// f.Conversation ("" for none) is recorded as a source of the fact, so that
-// deleting the conversation deletes the facts only it stated
-// (forgetConversationFacts).
-// With maxPerUser > 0, when the user then has more current (not superseded)
-// facts than maxPerUser, the least valuable unpinned ones other than the
-// upserted fact are deleted: expired first, then fewest mentions, then least
-// recently updated. The recall items made from a superseded or evicted fact
-// (kind "fact", Ref = its id) are deleted with it. Zero CreatedAt/UpdatedAt
-// mean now. It returns the current
-// fact, and memory.ErrInvalid for a bad id, type, or an empty key or value;
+// UpsertFact records a statement about a user in one write transaction,
+// per (tenant, user, type, normalised key), by the contract
+// (storetest.Knowledge; contract.ValidFact, contract.SameFactValue): the
+// same value restated, a different one superseding the current fact, a pin
+// sticky; then, with maxPerUser > 0, the least valuable unpinned current
+// facts beyond it other than this one are deleted (expired first, then
+// fewest mentions, then least recently updated), and with every fact that
+// stops being current, its recall items. f.Conversation is recorded as a
+// source of the fact (forgetConversationFacts). It returns
 // memory.ErrErased when ctx's erasure guard refuses the write, or when it
 // guards the write and f.Conversation has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.UpsertFact")()
-	norm := normKey(f.Key)
-	switch {
-	case !memory.ValidID(f.Tenant) || !memory.ValidID(f.User):
-		return memory.Fact{}, fmt.Errorf("upsert fact: %w: tenant %q user %q", memory.ErrInvalid, f.Tenant, f.User)
-	case !f.Type.Valid():
-		return memory.Fact{}, fmt.Errorf("upsert fact: %w: type %q", memory.ErrInvalid, f.Type)
-	case norm == "" || strings.TrimSpace(f.Value) == "":
-		return memory.Fact{}, fmt.Errorf("upsert fact: %w: empty key or value", memory.ErrInvalid)
-	}
 	now := time.Now()
-	if f.UpdatedAt.IsZero() {
-		f.UpdatedAt = now
+	f, err := contract.ValidFact(f, now)
+	if err != nil {
+		return memory.Fact{}, fmt.Errorf("upsert fact: %w", err)
 	}
-	if f.CreatedAt.IsZero() {
-		f.CreatedAt = f.UpdatedAt
-	}
-	f.Confidence = min(1, max(0, f.Confidence))
-	f.Mentions = max(1, f.Mentions)
+	norm := contract.FactKey(f.Key)
 	var out memory.Fact
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	err = s.inWrite(ctx, func(tx *sql.Tx) error {
 		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
 			return err
 		}
@@ -89,7 +55,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		}
 		var id int64
 		switch {
-		case found && sameValue(cur.Value, f.Value):
+		case found && contract.SameFactValue(cur.Value, f.Value):
 			id = cur.ID
 			_, err = tx.ExecContext(ctx, `UPDATE facts SET
 					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
@@ -156,27 +122,12 @@ func evictFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keep int64
 	if n <= maxPerUser {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `DELETE FROM facts WHERE id IN (
+	evicted, err := queryAll(ctx, tx, scanInt64, `DELETE FROM facts WHERE id IN (
 		SELECT id FROM facts
 		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL AND NOT pinned AND id != ?
 		ORDER BY (expires_at IS NOT NULL AND expires_at <= ?) DESC, mentions, updated_at, id
 		LIMIT ?) RETURNING id`, tenant, user, keep, nanos(now), n-maxPerUser)
 	if err != nil {
-		return fmt.Errorf("evict facts: %w", err)
-	}
-	var evicted []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("evict facts: %w", err)
-		}
-		evicted = append(evicted, id)
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("evict facts: %w", err)
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("evict facts: %w", err)
 	}
 	for _, id := range evicted {
@@ -192,7 +143,7 @@ func evictFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keep int64
 func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id int64) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
 		WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ?`,
-		tenant, user, strconv.FormatInt(id, 10)); err != nil {
+		tenant, user, contract.FactRef(id)); err != nil {
 		return fmt.Errorf("delete items of fact %d: %w", id, err)
 	}
 	return nil
@@ -240,21 +191,9 @@ func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, h
 // that where (a condition after "AND", or "") selects, most recently
 // updated first.
 func (s *Store) queryFacts(ctx context.Context, where string, args ...any) ([]memory.Fact, error) {
-	rows, err := s.reads.QueryContext(ctx, `SELECT `+factColumns+` FROM facts
+	fs, err := queryAll(ctx, s.reads, scanFact, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = ? AND user_id = ?`+where+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list facts: %w", err)
-	}
-	defer rows.Close()
-	fs := []memory.Fact{}
-	for rows.Next() {
-		f, err := scanFact(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list facts: %w", err)
-		}
-		fs = append(fs, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list facts: %w", err)
 	}
 	return fs, nil
@@ -278,12 +217,16 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) e
 	if err != nil {
 		return fmt.Errorf("delete fact: %w", err)
 	}
-	s.factCache.Forget(tenant, user) // stale already: the delete moved the count
+	s.factCache.Drop(ofUser(tenant, user)) // stale already: the delete moved the count
 	return nil
 }
 
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
+// scanInt64 reads a row of one integer.
+func scanInt64(r rowScanner) (int64, error) {
+	var n int64
+	err := r.Scan(&n)
+	return n, err
+}
 
 // scanFact reads one row of factColumns.
 func scanFact(r rowScanner) (memory.Fact, error) {

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // A fact's sources are the conversations that stated it (fact_sources,
@@ -65,7 +65,7 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET conversation = (SELECT conversation FROM facts WHERE id = ?)
 				WHERE tenant = ? AND user_id = ? AND kind = 'fact' AND source = ? AND conversation = ?`,
-				fid, id.Tenant, id.User, strconv.FormatInt(fid, 10), id.Conversation); err != nil {
+				fid, id.Tenant, id.User, contract.FactRef(fid), id.Conversation); err != nil {
 				return fmt.Errorf("re-source items of fact %d: %w", fid, err)
 			}
 			continue

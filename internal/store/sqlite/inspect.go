@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // The reads below serve the web inspector, not the request path: they use
@@ -21,24 +21,16 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT user_id, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at)
+	us, err := queryAll(ctx, s.read, func(r rowScanner) (memory.UserActivity, error) {
+		var u memory.UserActivity
+		var last int64
+		err := r.Scan(&u.User, &u.Conversations, &u.Messages, &last)
+		u.LastActive = fromNanos(last)
+		return u, err
+	}, `SELECT user_id, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at)
 		FROM conversations WHERE tenant = ? AND instr(lower(user_id), ?) > 0
 		GROUP BY user_id ORDER BY MAX(updated_at) DESC, user_id LIMIT ?`, tenant, strings.ToLower(match), limit)
 	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	defer rows.Close()
-	us := []memory.UserActivity{}
-	for rows.Next() {
-		var u memory.UserActivity
-		var last int64
-		if err := rows.Scan(&u.User, &u.Conversations, &u.Messages, &last); err != nil {
-			return nil, fmt.Errorf("list users: %w", err)
-		}
-		u.LastActive = fromNanos(last)
-		us = append(us, u)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	return us, nil
@@ -64,10 +56,7 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 			return nil, fmt.Errorf("list superseded messages: %w", err)
 		}
 		m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
-		if t := fromNanos(at); len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(t) {
-			bs = append(bs, memory.Branch{SupersededAt: t})
-		}
-		bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, m)
+		bs = contract.AddToBranches(bs, fromNanos(at), m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list superseded messages: %w", err)
@@ -78,33 +67,20 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 // Summaries returns every summary version of the conversation, oldest
 // first; none for an unknown conversation.
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT version, from_seq, to_seq, content, key_events, preserved,
-			tokens, covered_tokens, model, created_at
-		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ORDER BY version`, id.Tenant, id.User, id.Conversation)
-	if err != nil {
-		return nil, fmt.Errorf("list summaries: %w", err)
-	}
-	defer rows.Close()
-	out := []memory.Summary{}
-	for rows.Next() {
+	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.Summary, error) {
 		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
 		var keyEvents, preserved string
 		var created int64
-		if err := rows.Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
+		if err := r.Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
 			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &created); err != nil {
-			return nil, fmt.Errorf("list summaries: %w", err)
-		}
-		if err := json.Unmarshal([]byte(keyEvents), &sum.KeyEvents); err != nil {
-			return nil, fmt.Errorf("list summaries: decode key events: %w", err)
-		}
-		if err := json.Unmarshal([]byte(preserved), &sum.Preserved); err != nil {
-			return nil, fmt.Errorf("list summaries: decode preserved: %w", err)
+			return sum, err
 		}
 		sum.CreatedAt = fromNanos(created)
-		out = append(out, sum)
-	}
-	if err := rows.Err(); err != nil {
+		return sum, contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved))
+	}, `SELECT version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, model, created_at
+		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
+		ORDER BY version`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
 	}
 	return out, nil
@@ -182,23 +158,15 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 // Savings returns the tenant's stored savings buckets starting at or after
 // since, oldest first.
 func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
-		FROM savings WHERE tenant = ? AND bucket >= ? ORDER BY bucket`, tenant, nanos(since))
-	if err != nil {
-		return nil, fmt.Errorf("read savings: %w", err)
-	}
-	defer rows.Close()
-	out := []memory.SavingsBucket{}
-	for rows.Next() {
+	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.SavingsBucket, error) {
 		b := memory.SavingsBucket{Tenant: tenant}
 		var start int64
-		if err := rows.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached); err != nil {
-			return nil, fmt.Errorf("read savings: %w", err)
-		}
+		err := r.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
 		b.Start = fromNanos(start)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
+		return b, err
+	}, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
+		FROM savings WHERE tenant = ? AND bucket >= ? ORDER BY bucket`, tenant, nanos(since))
+	if err != nil {
 		return nil, fmt.Errorf("read savings: %w", err)
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // itemColumns are the columns scanItem reads, in order.
@@ -17,11 +18,6 @@ const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
 	COALESCE(memory_items.conversation, ''), memory_items.kind, memory_items.source, memory_items.chunk,
 	memory_items.text, memory_items.embedding, memory_items.model, memory_items.dims, memory_items.created_at,
 	COALESCE(memory_items.said_at, memory_items.created_at)`
-
-// validKind reports whether kind is one of the recallable item kinds.
-func validKind(kind string) bool {
-	return kind == "message" || kind == "summary" || kind == "fact"
-}
 
 // AddItems stores recallable items, keyed by (tenant, user, kind, ref,
 // chunk), in one write transaction, or for background work
@@ -44,7 +40,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		return nil
 	}
 	for _, it := range items {
-		if err := validateItem(it); err != nil {
+		if err := contract.ValidItem(it); err != nil {
 			return fmt.Errorf("add items: %w", err)
 		}
 	}
@@ -137,11 +133,8 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 			// (else it reads as created_at); an update without one keeps
 			// the stored time.
 			var said any
-			switch {
-			case !it.SaidAt.IsZero():
-				said = nanos(it.SaidAt)
-			case !it.CreatedAt.IsZero():
-				said = nanos(it.CreatedAt)
+			if at, ok := contract.SaidAt(it); ok {
+				said = nanos(at)
 			}
 			model, dims := it.Model, len(it.Embedding)
 			if it.Embedding == nil {
@@ -156,33 +149,6 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 	})
 	if err != nil {
 		return fmt.Errorf("add items: %w", err)
-	}
-	return nil
-}
-
-// validateItem checks what AddItems relies on.
-func validateItem(it memory.Item) error {
-	switch {
-	case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
-		return fmt.Errorf("%w: item tenant %q user %q", memory.ErrInvalid, it.Tenant, it.User)
-	case it.Conversation != "" && !memory.ValidID(it.Conversation):
-		return fmt.Errorf("%w: item conversation %q", memory.ErrInvalid, it.Conversation)
-	case !validKind(it.Kind):
-		return fmt.Errorf("%w: item kind %q", memory.ErrInvalid, it.Kind)
-	case it.Ref == "" || it.Chunk < 0:
-		return fmt.Errorf("%w: item ref %q chunk %d", memory.ErrInvalid, it.Ref, it.Chunk)
-	}
-	return validateEmbedding(it)
-}
-
-// validateEmbedding checks that an item's vector, model and dims agree.
-func validateEmbedding(it memory.Item) error {
-	if it.Embedding == nil {
-		return nil
-	}
-	if it.Model == "" || (it.Dims != 0 && it.Dims != len(it.Embedding)) || len(it.Embedding) == 0 {
-		return fmt.Errorf("%w: item %d embedding of %d dims says model %q dims %d",
-			memory.ErrInvalid, it.ID, len(it.Embedding), it.Model, it.Dims)
 	}
 	return nil
 }
@@ -214,10 +180,7 @@ func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterI
 // Dims disagree with it.
 func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	for _, it := range items {
-		if it.Embedding == nil {
-			return fmt.Errorf("set embeddings: %w: item %d has no vector", memory.ErrInvalid, it.ID)
-		}
-		if err := validateEmbedding(it); err != nil {
+		if err := contract.ValidEmbedding(it, true); err != nil {
 			return fmt.Errorf("set embeddings: %w", err)
 		}
 	}

@@ -17,6 +17,28 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// queryAll runs query on q and returns its rows as scan reads them (none:
+// an empty slice).
+func queryAll[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
 // messageColumns are the columns scanMessages reads, in order.
 const messageColumns = `seq, key, role, content, raw, tokens, created_at`
 
@@ -58,23 +80,15 @@ func scanMessages(rows *sql.Rows, id memory.Identity) ([]memory.Message, error) 
 // An unknown user has none.
 func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
 	defer telemetry.Span(&ctx, "sqlite.Conversations")()
-	rows, err := s.reads.QueryContext(ctx, `SELECT id, message_count, created_at, updated_at FROM conversations
-		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	defer rows.Close()
-	cs := []memory.Conversation{}
-	for rows.Next() {
+	cs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Conversation, error) {
 		c := memory.Conversation{Tenant: tenant, User: user}
 		var created, updated int64
-		if err := rows.Scan(&c.ID, &c.MessageCount, &created, &updated); err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
+		err := r.Scan(&c.ID, &c.MessageCount, &created, &updated)
 		c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
-		cs = append(cs, c)
-	}
-	if err := rows.Err(); err != nil {
+		return c, err
+	}, `SELECT id, message_count, created_at, updated_at FROM conversations
+		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
+	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return cs, nil

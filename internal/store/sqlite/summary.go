@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // MessagesAfter returns up to limit live messages of the conversation with
@@ -49,42 +49,26 @@ func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.S
 	if err != nil {
 		return memory.Summary{}, fmt.Errorf("load summary: %w", err)
 	}
-	if err := json.Unmarshal([]byte(keyEvents), &sum.KeyEvents); err != nil {
-		return memory.Summary{}, fmt.Errorf("load summary: decode key events: %w", err)
-	}
-	if err := json.Unmarshal([]byte(preserved), &sum.Preserved); err != nil {
-		return memory.Summary{}, fmt.Errorf("load summary: decode preserved: %w", err)
+	if err := contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved)); err != nil {
+		return memory.Summary{}, fmt.Errorf("load summary: %w", err)
 	}
 	sum.CreatedAt = fromNanos(created)
 	return sum, nil
 }
 
-// SaveSummary stores a new summary version in one write transaction. Version
-// must be the latest stored version + 1 (1 for the first); otherwise it
-// returns memory.ErrConflict and stores nothing. It returns
-// memory.ErrNotFound when the conversation does not exist and
-// memory.ErrInvalid for malformed ids or FromSeq > ToSeq. A zero CreatedAt
-// means now. It returns memory.ErrErased when ctx's erasure guard refuses
-// the write (erasure.go).
+// SaveSummary stores a new summary version in one write transaction, by
+// the contract (storetest.Knowledge; contract.ValidSummary): the next
+// version or memory.ErrConflict, an existing conversation or
+// memory.ErrNotFound, memory.ErrErased when ctx's erasure guard refuses the
+// write (erasure.go). A zero CreatedAt means now.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
-	if err := validateIdentity(id); err != nil {
+	if err := contract.ValidSummary(sum); err != nil {
 		return fmt.Errorf("save summary: %w", err)
 	}
-	if sum.FromSeq > sum.ToSeq {
-		return fmt.Errorf("save summary: %w: from_seq %d > to_seq %d", memory.ErrInvalid, sum.FromSeq, sum.ToSeq)
-	}
-	keyEvents, err := json.Marshal(nonNil(sum.KeyEvents))
+	keyEvents, preserved, err := contract.SummaryLists(sum)
 	if err != nil {
-		return fmt.Errorf("save summary: encode key events: %w", err)
-	}
-	preserved, err := json.Marshal(memory.Preserved{
-		Numbers:   nonNil(sum.Preserved.Numbers),
-		Dates:     nonNil(sum.Preserved.Dates),
-		Decisions: nonNil(sum.Preserved.Decisions),
-	})
-	if err != nil {
-		return fmt.Errorf("save summary: encode preserved: %w", err)
+		return fmt.Errorf("save summary: %w", err)
 	}
 	created := sum.CreatedAt
 	if created.IsZero() {
@@ -123,12 +107,4 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		return fmt.Errorf("save summary: %w", err)
 	}
 	return nil
-}
-
-// nonNil returns ss, or an empty slice for nil, so it encodes as [].
-func nonNil(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
 }

@@ -1,16 +1,9 @@
 package sqlite
 
 import (
-	"math"
-
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-)
-
-// Okapi BM25 parameters, FTS5's defaults.
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // textRanker scores full-text candidates by Okapi BM25 over the query's
@@ -93,18 +86,15 @@ func (r *textRanker) best(limit int) []itemindex.Scored {
 	avg := max(float64(r.total)/float64(len(r.ids)), 1)
 	idf := make([]float64, len(r.df))
 	for k, df := range r.df {
-		// FTS5's floor keeps a term in every candidate slightly positive.
-		idf[k] = r.weights[k] * max(math.Log((n-float64(df)+0.5)/(float64(df)+0.5)), 1e-6)
+		idf[k] = r.weights[k] * contract.BM25IDF(n, float64(df))
 	}
 	top := make(itemindex.TopK, 0, limit+1)
 	nt := len(r.terms)
 	for i, id := range r.ids {
 		score := 1e-9
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(r.lens[i])/avg)
 		for k, c := range r.tf[i*nt : (i+1)*nt] {
 			if c > 0 {
-				tf := float64(c)
-				score += idf[k] * tf * (bm25K1 + 1) / (tf + norm)
+				score += contract.BM25(idf[k], float64(c), float64(r.lens[i]), avg)
 			}
 		}
 		top.Offer(itemindex.Scored{ID: id, Score: score}, limit)
