@@ -16,20 +16,13 @@ import (
 // loads to align a resent history with the stored branch.
 const tailExtra = 64
 
-// SaveExchange stores an exchange in one write transaction. In order it:
-// drops the exchange (Dropped) when the user was erased at or after ex.At;
-// reports a Duplicate when the conversation already holds ex.ID; creates the
-// conversation; aligns ex.Prior with the last len(ex.Prior)+64 live messages
-// (memory.Align); marks the messages of a replaced branch superseded (kept,
-// with superseded_at, but no longer live) and deletes their memory items, so
-// recall never finds them again; and inserts the unseen prior
-// messages, the turn and the reply with Seq continuing after the highest
-// stored Seq and Key memory.Key(ex.ID, i). Each message is stored with its
-// own CreatedAt (when it was said: an imported message's timestamp), or
-// ex.At when it has none. A zero ex.At means now.
-//
-// It fails with memory.ErrInvalid for a malformed identity, an empty exchange
-// id, a message without a role, or a Raw that is not JSON.
+// SaveExchange stores an exchange in one write transaction, by the store
+// contract (storetest.Store; contract.ValidExchange): Dropped after the
+// user's erasure, Duplicate when stored before (also in its candidate
+// conversation), the resent history aligned with the live tail
+// (memory.Align) and a replaced branch superseded with its recall items
+// deleted, the new messages appended with their own CreatedAt (ex.At when
+// zero; a zero ex.At means now).
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchange")()
 	if err := contract.ValidExchange(ex); err != nil {
