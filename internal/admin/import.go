@@ -14,10 +14,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 

@@ -6,9 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 

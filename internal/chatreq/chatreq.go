@@ -16,8 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // Request is a parsed chat completion request.

@@ -11,12 +11,12 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/chatreq"
 	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // API names one of the APIs; the value is also the route's label in metrics

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // api is what the proxy needs to know of one API it serves with memory;

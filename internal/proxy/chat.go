@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // bodyReadTimeout bounds reading a request body (the server has no read

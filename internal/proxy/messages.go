@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/anthropic"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // messagesAPI is POST /v1/messages, the Anthropic Messages API: to the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/memgate/memgate/internal/proxy/apierr"
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/server"
 )
 

@@ -1,9 +1,9 @@
 package proxy
 
 import (
+	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/responses"
-	"github.com/memgate/memgate/internal/proxy/apierr"
 )
 
 // responsesAPI is POST /v1/responses, the OpenAI Responses API: to the

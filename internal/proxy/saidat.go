@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/memgate/memgate/internal/proxy/apierr"
+	"github.com/memgate/memgate/internal/apierr"
 )
 
 // TimestampHeader is the request header that dates a captured exchange:

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
-	"github.com/memgate/memgate/internal/proxy/apierr"
+	"github.com/memgate/memgate/internal/apierr"
 )
 
 // FailureLimiter bounds how fast one client may try keys and logins. Each

@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/memgate/memgate/internal/proxy/apierr"
+	"github.com/memgate/memgate/internal/apierr"
 )
 
 // Limits of the client connections.

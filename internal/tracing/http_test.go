@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/memgate/memgate/internal/proxy/apierr"
+	"github.com/memgate/memgate/internal/apierr"
 )
 
 // TestMiddleware: one server span per request, named by the route pattern
