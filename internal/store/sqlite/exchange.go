@@ -24,28 +24,19 @@ const tailExtra = 64
 // deleted, the new messages appended with their own CreatedAt (ex.At when
 // zero; a zero ex.At means now).
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	defer telemetry.Span(&ctx, "sqlite.SaveExchange")()
-	if err := contract.ValidExchange(ex); err != nil {
-		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
-	}
-	var res [1]memory.SaveResult
-	var before [1]int64
-	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
-		var err error
-		res[0], before[0], err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
-		return err
-	}, func() { s.advanceTails([]memory.Exchange{ex}, res[:], before[:]) })
+	res, err := s.SaveExchanges(ctx, []memory.Exchange{ex})
 	if err != nil {
-		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+		return memory.SaveResult{}, err
 	}
 	return res[0], nil
 }
 
-// SaveExchanges stores exchanges in one write transaction (a group commit),
-// each as SaveExchange would, in the order given; results[i] is exs[i]'s. It
-// is all or nothing: on any error nothing is stored, and a caller that wants
-// the others stored saves them one by one. An invalid exchange fails the
-// batch with memory.ErrInvalid before anything is written.
+// SaveExchanges stores exchanges in one write transaction (a group
+// commit), each by the store contract, in the order given: the one save
+// path, SaveExchange's too. results[i] is exs[i]'s. It is all or nothing:
+// on any error nothing is stored, and a caller that wants the others stored
+// saves them one by one. An invalid exchange fails the batch with
+// memory.ErrInvalid before anything is written.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
 	for _, ex := range exs {
