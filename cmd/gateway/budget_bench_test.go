@@ -82,7 +82,7 @@ func newWarmConversation(tb testing.TB, turns int, record bool) *warmConversatio
 	for i := 1; i <= turns; i++ {
 		u := mustJSON(tb, map[string]string{"role": "user", "content": benchTurn(i)})
 		if record {
-			p, err := asm.Prepare(ctx, memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: []json.RawMessage{sys, u}})
+			p, err := asm.Prepare(ctx, memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: mustMessages(tb, sys, u)})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -138,10 +138,10 @@ func BenchmarkTokensCurve(b *testing.B) {
 // conversations.
 func BenchmarkPrepare(b *testing.B) {
 	w := newWarmConversation(b, 300, false)
-	msgs := []json.RawMessage{
+	msgs := mustMessages(b,
 		json.RawMessage(`{"role":"system","content":"You are a frugal finance coach."}`),
 		json.RawMessage(`{"role":"user","content":"Should I cancel my streaming subscriptions?"}`),
-	}
+	)
 	for _, mode := range []memory.Mode{memory.ModeOff, memory.ModeOn} {
 		b.Run(string(mode), func(b *testing.B) {
 			req := memory.Request{Identity: w.id, Mode: mode, Model: "gpt-4o-mini", Messages: msgs}
@@ -156,7 +156,7 @@ func BenchmarkPrepare(b *testing.B) {
 		})
 	}
 	cfg := config.Default()
-	rl, err := openRecall(cfg, w.st, nil)
+	rl, err := openRecall(cfg, w.st, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,13 +164,13 @@ func BenchmarkPrepare(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	asm, err := newAssembler(cfg, w.st, rl.recaller, counter, nil)
+	asm, err := newAssembler(cfg, w.st, rl.Recaller, counter, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	held := 0
 	for _, n := range []int{3000, 10000} {
-		seedRecallHistory(b, w.st, rl.embedder, w.id, held, n)
+		seedRecallHistory(b, w.st, rl.Embedder, w.id, held, n)
 		held = n
 		b.Run(fmt.Sprintf("recall-%d", n), func(b *testing.B) {
 			req := memory.Request{Identity: w.id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Messages: msgs,
@@ -281,4 +281,18 @@ func seedRecallHistory(tb testing.TB, st *sqlite.Store, emb interface {
 	if len(batch) > 0 {
 		flush()
 	}
+}
+
+// mustMessages reads raws as a request's messages (memory.ParseMessage).
+func mustMessages(tb testing.TB, raws ...json.RawMessage) []memory.Message {
+	tb.Helper()
+	out := make([]memory.Message, len(raws))
+	for i, r := range raws {
+		m, err := memory.ParseMessage(r)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = m
+	}
+	return out
 }

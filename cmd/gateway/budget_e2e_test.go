@@ -74,7 +74,7 @@ func checkWithinBudget(t *testing.T, up *summariserUpstream, res chatResult, bud
 
 func latestSummary(t *testing.T, g *budgetGateway, id memory.Identity) (memory.Summary, bool) {
 	t.Helper()
-	s, err := g.mem.store.(compactionStore).LatestSummary(context.Background(), id)
+	s, err := g.mem.store.LatestSummary(context.Background(), id)
 	if errors.Is(err, memory.ErrNotFound) {
 		return s, false
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -40,48 +41,42 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	st, q, closers, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	ks, ok := st.(interface {
-		assemblerStore
-		compactionStore
-	})
-	if !ok {
-		t.Fatalf("%T does not implement the knowledge methods", st)
-	}
+	st, q := bk.store, bk.queue
 	g := &budgetGateway{}
-	mem := &memoryLayer{store: st, queue: q, closers: closers}
+	mem := &memoryLayer{Core: &engine.Core{Store: st, Close: bk.close}, store: st, queue: q}
 	hooks := []record.Hook{}
-	if comp := newCompactor(cfg, ks, counter, logger); comp != nil {
-		hooks = append(hooks, comp)
+	if cfg.Compaction.Enabled {
+		hooks = append(hooks, newCompactor(cfg, st, counter, logger))
 	}
 	hooks = append(hooks, record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		g.hooked.Add(1)
 		return nil
 	}))
 	saver := record.WithHooks(st, hooks...)
-	mem.capturer = record.New(q, saver, nil, logger, record.Options{RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	mem.Capturer = record.New(q, saver, nil, logger, record.Options{RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	if q == nil {
 		t.Fatal("the budget tests need a capture queue")
 	}
-	mem.worker = record.NewWorker(q, saver, logger, record.WorkerOptions{
+	mem.Worker = record.NewWorker(q, saver, logger, record.WorkerOptions{
 		StaleAfter: cfg.Capture.ReclaimAfter.D(), Block: 50 * time.Millisecond,
 		BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
 	})
-	if mem.preparer, err = newAssembler(cfg, ks, nil, counter, logger); err != nil {
+	if mem.Prompt, err = newAssembler(cfg, st, nil, counter, logger); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newHTTP(cfg, mem.deps(cfg), logger)
+	srv, err := newTestHTTP(cfg, mem.Core, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.srv.Handler())
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); mem.worker.Run(ctx) }()
+	go func() { defer wg.Done(); mem.Worker.Run(ctx) }()
 	var once sync.Once
 	g.testGateway = &testGateway{URL: hs.URL, mem: mem}
 	g.stop = func() {
@@ -89,10 +84,10 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 			hs.Close()
 			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer scancel()
-			mem.capturer.Close(sctx)
+			mem.Capturer.Close(sctx)
 			cancel()
 			wg.Wait()
-			mem.close()
+			mem.Close()
 		})
 	}
 	t.Cleanup(g.stop)

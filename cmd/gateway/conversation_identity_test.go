@@ -116,7 +116,7 @@ func TestFullHistoryChatWithoutHeadersIsOneConversation(t *testing.T) {
 			// The first turn is recalled in the chat's conversation, whether
 			// it was indexed before or after it moved.
 			eventually(t, "the first turn recalled in the chat's conversation", func() bool {
-				rec, err := g.mem.recall.recaller.Recall(context.Background(), memory.RecallQuery{
+				rec, err := g.mem.recall.Recaller.Recall(context.Background(), memory.RecallQuery{
 					Identity: id, Text: "Who am I? Ana", Now: time.Now(),
 				})
 				for _, it := range rec.Items {

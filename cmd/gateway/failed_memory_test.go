@@ -152,7 +152,7 @@ func TestFailedReplyNeverFeedsMemory(t *testing.T) {
 			// its passage holds nothing of the reply that broke off.
 			var items []memory.Item
 			eventually(t, "recall to find the question", func() bool {
-				rec, err := g.mem.recall.recaller.Recall(context.Background(), memory.RecallQuery{
+				rec, err := g.mem.recall.Recaller.Recall(context.Background(), memory.RecallQuery{
 					Identity: memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c2"},
 					Text:     "what was the vault code", CrossConversation: true, Now: time.Now(),
 				})

@@ -135,11 +135,11 @@ func TestMCPWithoutKeys(t *testing.T) {
 // requests from chosen peers.
 func gatewayHandler(t *testing.T, cfg config.Config, g *testGateway) http.Handler {
 	t.Helper()
-	srv, err := newHTTP(cfg, g.mem.deps(cfg), slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	srv, err := newTestHTTP(cfg, g.mem.Core, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv.Handler()
+	return srv.srv.Handler()
 }
 
 // TestMCPFailedKeysLimited: refused keys on /mcp count against the

@@ -131,7 +131,7 @@ func mcpTransports(t *testing.T, cfg config.Config, g *testGateway) map[string]f
 	return map[string]func(t *testing.T) *mcp.ClientSession{
 		"http": func(t *testing.T) *mcp.ClientSession { return mcpOverHTTP(t, g.URL, nil) },
 		"stdio": func(t *testing.T) *mcp.ClientSession {
-			return mcpInMemory(t, newMCPService(cfg, g.mem.deps(cfg), logger).Server(memory.DefaultTenant))
+			return mcpInMemory(t, mcpFor(cfg, g.mem.Core, logger).Server(memory.DefaultTenant))
 		},
 	}
 }
@@ -154,7 +154,7 @@ func TestMCPToolsMatchTheManagementAPI(t *testing.T) {
 					chat(t, g.URL, headers("", uid, "trip"), false, user("I am vegetarian and I live in Lisbon."))
 					chat(t, g.URL, headers("", uid, "work"), false, user("My manager in Lisbon wants the report by Friday."))
 					eventually(t, "both turns indexed", func() bool {
-						items, err := g.mem.recall.manager.Search(context.Background(), memory.DefaultTenant, uid, "Lisbon", 10)
+						items, err := g.mem.recall.Manager.Search(context.Background(), memory.DefaultTenant, uid, "Lisbon", 10)
 						convs := map[string]bool{}
 						for _, it := range items {
 							convs[it.Conversation] = true
@@ -267,7 +267,7 @@ func TestMCPToolsMatchTheManagementAPI(t *testing.T) {
 
 					// The summary resource: the newest version.
 					for v, text := range []string{"First summary.", "They talked about Lisbon."} {
-						err := g.mem.store.(compactionStore).SaveSummary(context.Background(), memory.Summary{Tenant: memory.DefaultTenant, User: uid, Conversation: "trip", Version: v + 1, FromSeq: 1, ToSeq: 2, Text: text})
+						err := g.mem.store.SaveSummary(context.Background(), memory.Summary{Tenant: memory.DefaultTenant, User: uid, Conversation: "trip", Version: v + 1, FromSeq: 1, ToSeq: 2, Text: text})
 						if err != nil {
 							t.Fatal(err)
 						}

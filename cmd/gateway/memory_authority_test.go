@@ -91,7 +91,7 @@ func TestStoredTextCannotBreakOutOfMemory(t *testing.T) {
 					t.Fatalf("chat: %d %s", r.Status, r.Body)
 				}
 				eventually(t, "the planted message to be indexed", func() bool {
-					items, err := g.recall.manager.Search(context.Background(), memory.DefaultTenant, "ana", "bike garage Lisbon", 5)
+					items, err := g.recall.Manager.Search(context.Background(), memory.DefaultTenant, "ana", "bike garage Lisbon", 5)
 					return err == nil && len(items) > 0
 				})
 				const question = "Where do I keep my bike in Lisbon?"
@@ -238,7 +238,7 @@ func TestToolTextNeverRecalled(t *testing.T) {
 				t.Fatalf("chat: %d %s", r.Status, r.Body)
 			}
 			eventually(t, "the reply to be indexed", func() bool {
-				items, err := g.recall.manager.Search(context.Background(), memory.DefaultTenant, "rui", "shops rent city bikes Rodas", 5)
+				items, err := g.recall.Manager.Search(context.Background(), memory.DefaultTenant, "rui", "shops rent city bikes Rodas", 5)
 				return err == nil && len(items) > 0
 			})
 			if r := chat(t, g.URL, headers("", "rui", "conv-b"), false, user("Which shops rent city bikes?")); r.Status != http.StatusOK {

@@ -59,23 +59,23 @@ func startHostileGateway(tb testing.TB, tune func(*config.Config)) *hostileGatew
 		cancel()
 		tb.Fatal(err)
 	}
-	h, err := newHTTP(cfg, mem.deps(cfg), logger)
+	h, err := newTestHTTP(cfg, mem.Core, nil, logger)
 	if err != nil {
 		cancel()
-		mem.close()
+		mem.Close()
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(h.Handler())
+	hs := httptest.NewServer(h.srv.Handler())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = mem.runWorkers(ctx, true, logger) })
+	wg.Go(func() { _ = mem.RunWorkers(ctx, true, logger) })
 	tb.Cleanup(func() {
 		hs.Close()
 		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer scancel()
-		_ = mem.capturer.Close(sctx)
+		_ = mem.Capturer.Close(sctx)
 		cancel()
 		wg.Wait()
-		mem.close()
+		mem.Close()
 	})
 	return &hostileGateway{URL: hs.URL, counter: counter, mem: mem, client: hs.Client()}
 }

@@ -37,7 +37,7 @@ func TestRecallAcrossConversations(t *testing.T) {
 				t.Fatalf("chat: %d %s", r.Status, r.Body)
 			}
 			eventually(t, "the statement to be indexed", func() bool {
-				items, err := g.recall.manager.Search(context.Background(), memory.DefaultTenant, "u1", "vegetarian Lisbon", 5)
+				items, err := g.recall.Manager.Search(context.Background(), memory.DefaultTenant, "u1", "vegetarian Lisbon", 5)
 				return err == nil && len(items) > 0
 			})
 			tests := []struct {

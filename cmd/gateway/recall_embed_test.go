@@ -19,9 +19,9 @@ import (
 
 // The stores implement what recall needs of them.
 var (
-	_ recallStore           = (*sqlite.Store)(nil)
-	_ recallStore           = (*postgres.Store)(nil)
-	_ recallStore           = redis.Cached{}
+	_ store                 = (*sqlite.Store)(nil)
+	_ store                 = (*postgres.Store)(nil)
+	_ store                 = redis.Cached{}
 	_ recall.Reembedder     = (*sqlite.Store)(nil)
 	_ recall.Reembedder     = (*postgres.Store)(nil)
 	_ recall.Reembedder     = redis.Cached{}
@@ -68,24 +68,15 @@ func TestOpenAIEmbedderWiredWithCache(t *testing.T) {
 			cfg := mk(t)
 			cfg.Recall.Embeddings = config.Embeddings{Provider: "openai", BaseURL: emb.URL(), Model: "text-embedding-3-small", Dimensions: 256, Batch: 2}
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			st, _, closers, err := openStore(context.Background(), cfg, logger)
+			bk, err := openStore(context.Background(), cfg, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for i := len(closers) - 1; i >= 0; i-- {
-					closers[i]()
-				}
-			})
-			e, embClosers, err := newEmbedder(cfg, st, logger)
+			t.Cleanup(func() { bk.close() })
+			e, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, bk.embeddings, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for _, c := range embClosers {
-					c()
-				}
-			})
 			if _, ok := e.(*recall.Cached); !ok {
 				t.Fatalf("embedder is %T, want it behind a cache", e)
 			}

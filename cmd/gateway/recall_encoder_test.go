@@ -31,24 +31,15 @@ func TestEncoderEmbedder(t *testing.T) {
 			cfg := mk(t)
 			cfg.Recall.Embeddings.Provider = "encoder"
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			st, _, closers, err := openStore(context.Background(), cfg, logger)
+			bk, err := openStore(context.Background(), cfg, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for i := len(closers) - 1; i >= 0; i-- {
-					closers[i]()
-				}
-			})
-			e, embClosers, err := newEmbedder(cfg, st, logger)
+			t.Cleanup(func() { bk.close() })
+			e, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, bk.embeddings, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for _, c := range embClosers {
-					c()
-				}
-			})
 			if _, ok := e.(*recall.Cached); !ok {
 				t.Fatalf("embedder is %T, want it behind a cache", e)
 			}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine"
 	"github.com/memgate/memgate/internal/engine/record"
-	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -52,7 +52,7 @@ func recallUpstream() http.Handler {
 type recallGateway struct {
 	URL    string
 	store  store
-	recall *recallLayer
+	recall *engine.Recall
 }
 
 // startRecallGateway wires cfg with recall and serves it until the test ends.
@@ -66,33 +66,26 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	st, _, closers, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	})
-	rl, err := openRecall(cfg, st, logger)
+	st := bk.store
+	t.Cleanup(func() { bk.close() })
+	rl, err := openRecall(cfg, st, bk.embeddings, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rl.close() })
-	asm, err := newAssembler(cfg, st.(assemblerStore), rl.recaller, counter, logger)
+	asm, err := newAssembler(cfg, st, rl.Recaller, counter, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt := record.New(nil, record.WithHooks(st, rl.hooks...), nil, logger, record.Options{})
-	srv, err := newHTTP(cfg, httpDeps{
-		Resolver: identity.New(cfg.Keys), Preparer: asm, Capturer: capt,
-		Admin: st, Recall: rl.manager, Ready: st.Ping, Collectors: rl.collectors,
-	}, logger)
+	capt := record.New(nil, record.WithHooks(st, rl.Hooks...), nil, logger, record.Options{})
+	srv, err := newTestHTTP(cfg, &engine.Core{Store: st, Prompt: asm, Capturer: capt, Recall: rl.Manager, Collectors: rl.Collectors}, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.srv.Handler())
 	t.Cleanup(func() {
 		hs.Close()
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

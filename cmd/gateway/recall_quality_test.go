@@ -121,20 +121,16 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 	cfg.Recall.Extraction.Enabled = false
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	st, _, closers, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	})
-	layer, err := openRecall(cfg, st, logger)
+	st := bk.store
+	t.Cleanup(func() { bk.close() })
+	layer, err := openRecall(cfg, st, bk.embeddings, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { layer.close() })
 	var said []string
 	for _, p := range paraphraseProbes {
 		said = append(said, p.said)
@@ -153,7 +149,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 		res = append(res, memory.SaveResult{Inserted: 2})
 	}
 	var indexed bool
-	for _, h := range layer.hooks {
+	for _, h := range layer.Hooks {
 		if b, ok := h.(record.BatchHook); ok {
 			if _, isIndexer := h.(*recall.Indexer); isIndexer {
 				if err := b.AfterSaveBatch(ctx, exs, res); err != nil {
@@ -167,7 +163,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 		t.Fatal("no indexer among recall's hooks")
 	}
 	return func(q string) []memory.Item {
-		items, err := layer.manager.Search(ctx, id.Tenant, id.User, q, 5)
+		items, err := layer.Manager.Search(ctx, id.Tenant, id.User, q, 5)
 		if err != nil {
 			t.Fatal(err)
 		}

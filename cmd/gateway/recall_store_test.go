@@ -54,16 +54,13 @@ func TestExtractionRepliesNeverPollute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := mk(t)
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			st, _, closers, err := openStore(context.Background(), cfg, logger)
+			bk, err := openStore(context.Background(), cfg, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for i := len(closers) - 1; i >= 0; i-- {
-					closers[i]()
-				}
-			})
-			rs := st.(recallStore)
+			st := bk.store
+			t.Cleanup(func() { bk.close() })
+			rs := st
 			for i, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					u := fmt.Sprintf("u%d", i)
@@ -131,11 +128,12 @@ func TestReindexCommand(t *testing.T) {
 	}
 	// Index three passages with 384-dimensional vectors.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	st, _, closers, err := openStore(context.Background(), mustLoad(t, getenv), logger)
+	bk, err := openStore(context.Background(), mustLoad(t, getenv), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix := recall.NewIndexer(st.(recallStore), recall.NewLocal(384), logger)
+	st := bk.store
+	ix := recall.NewIndexer(st, recall.NewLocal(384), logger)
 	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(),
 		Prior: []memory.Message{{Role: "user", Content: "I live in Lisbon."}, {Role: "assistant", Content: "Nice city."}},
 		Turn:  []memory.Message{{Role: "user", Content: "I am vegetarian."}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
@@ -146,9 +144,7 @@ func TestReindexCommand(t *testing.T) {
 	if err := ix.AfterSave(context.Background(), ex, res); err != nil {
 		t.Fatal(err)
 	}
-	for i := len(closers) - 1; i >= 0; i-- {
-		closers[i]()
-	}
+	bk.close()
 
 	writeCfg(64)
 	if got := reindexOut(); !strings.Contains(got, "reindexed 4 items in") || !strings.Contains(got, "64 dimensions") {
@@ -178,20 +174,19 @@ func BenchmarkRecall(b *testing.B) {
 	cfg.Store.SQLitePath = filepath.Join(b.TempDir(), "memgate.db")
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	st, _, closers, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
+	st := bk.store
 	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
+		bk.close()
 	}()
-	rl, err := openRecall(cfg, st, logger)
+	rl, err := openRecall(cfg, st, bk.embeddings, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rs := st.(recallStore)
+	rs := st
 	words := strings.Fields("Lisbon Porto vegetarian dinner rent budget car tyres sister wedding Sintra trip Rome savings June jazz tennis garden cat doctor dentist train")
 	var items []memory.Item
 	for i := range 2000 {
@@ -218,7 +213,7 @@ func BenchmarkRecall(b *testing.B) {
 	q := memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c1"}, Text: "Any vegetarian dinner ideas in Lisbon on my budget?", CrossConversation: true}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := rl.recaller.Recall(ctx, q); err != nil {
+		if _, err := rl.Recaller.Recall(ctx, q); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -234,15 +229,12 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 	up := upstreamtest.New(t, upstreamtest.Default())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
-			st, _, closers, err := openStore(context.Background(), mk(t), slog.New(slog.DiscardHandler))
+			bk, err := openStore(context.Background(), mk(t), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for i := len(closers) - 1; i >= 0; i-- {
-					closers[i]()
-				}
-			})
+			st := bk.store
+			t.Cleanup(func() { bk.close() })
 			if _, ok := st.(recall.ContextReader); !ok {
 				t.Errorf("the %s store (%T) does not read the turns around recalled messages", name, st)
 			}

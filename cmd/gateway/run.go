@@ -4,12 +4,29 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
+	"github.com/memgate/memgate/internal/tokens"
+	"github.com/memgate/memgate/internal/tracing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -36,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) > 1 {
 		cmd = args[1]
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	switch cmd {
 	case "serve":
 		return serve(ctx, getenv, stderr)
@@ -48,7 +67,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "mcp":
 		return mcpStdio(ctx, args[2:], getenv, stdin, stdout, stderr)
 	case "healthcheck":
-		return healthcheck(ctx, getenv)
+		cfg, _, err := setup(getenv, io.Discard)
+		if err != nil {
+			return err
+		}
+		return server.Healthcheck(ctx, cfg.Listen)
 	case "version":
 		fmt.Fprintln(stdout, "memgate", buildVersion())
 		return nil
@@ -102,5 +125,226 @@ func hashKey(args []string, stdin io.Reader, stdout io.Writer) error {
 		return errors.New("hash-key: empty key")
 	}
 	fmt.Fprintln(stdout, identity.HashKey(key))
+	return nil
+}
+
+// serve runs the gateway until ctx ends, then shuts down: the HTTP server
+// first (in-flight streams get ShutdownGrace), then the memory engine
+// (pending captures flushed, workers stopped, store closed). It logs JSON
+// to logw; the "listening" line carries the bound address. A store that
+// cannot be reached at start-up does not stop it (see engine.Engine.Start);
+// a configuration error does.
+func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	// net/http's transport logs to the standard logger, quoting bytes that
+	// may hold message text: debug level only.
+	log.SetFlags(0)
+	log.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelDebug).Writer())
+	sideModelKeys(cfg, logger)
+	tr, stopTracing, err := startTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	reg := prometheus.NewRegistry()
+	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
+	g, err := newHTTP(cfg, eng, tr, reg, logger)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	if err := eng.Start(ctx, func(ctx context.Context) (*engine.Core, error) {
+		m, err := openMemory(ctx, cfg, counter, logger)
+		if err != nil {
+			return nil, err
+		}
+		return m.Core, nil
+	}); err != nil {
+		return err
+	}
+	defer eng.Close(ctx)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); len(cfg.Keys) == 0 && !net.ParseIP(host).IsLoopback() {
+		logger.Warn("memory is served to non-loopback clients without gateway keys: anyone who can reach this address can read and plant any user's memory and use the upstream key; configure keys (or GATEWAY_KEY), or listen on 127.0.0.1",
+			"addr", ln.Addr().String())
+	}
+	admin := map[[2]bool]string{{true, true}: "admin key or gateway keys", {true, false}: "admin key", {false, true}: "gateway keys", {false, false}: "loopback clients only"}
+	logger.Info("listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.BaseURL, "store", cfg.Store.Driver, "memory", eng.Connected(),
+		"gateway_keys", len(cfg.Keys), "admin", admin[[2]bool{cfg.AdminKey != "", len(cfg.Keys) > 0}], "tracing", tr.Exporter, "version", buildVersion())
+	if err := g.Run(ctx, ln); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// sideModelKeys warns about the side models with no key to send: they are
+// not called then (the client's key is never reused for them).
+func sideModelKeys(cfg config.Config, logger *slog.Logger) {
+	if cfg.Compaction.Enabled && cfg.Compaction.APIKey == "" && cfg.Upstream.APIKey == "" {
+		logger.Warn("no key for the summariser (enrich.api_key or upstream.api_key): summaries are extractive")
+	}
+	if cfg.Recall.Enabled && cfg.Recall.Extraction.Enabled && cfg.Recall.Extraction.APIKey == "" && cfg.Upstream.APIKey == "" {
+		logger.Warn("no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")
+	}
+}
+
+// startTracing configures tracing from the OTEL_* variables (see
+// tracing.Setup) as the process's global provider; stop exports the spans
+// still buffered, within five seconds.
+func startTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (tr *tracing.Tracing, stop func(), err error) {
+	if tr, err = tracing.Setup(ctx, getenv, buildVersion()); err != nil {
+		return nil, nil, fmt.Errorf("tracing: %w", err)
+	}
+	tr.SetGlobal(logger)
+	return tr, func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(fctx); err != nil {
+			logger.Warn("flush traces", "error", err)
+		}
+	}, nil
+}
+
+// worker runs only the capture worker and the enricher, for deployments
+// that persist captures outside the serving processes, until ctx ends.
+func worker(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	cfg, logger, mem, err := start(ctx, getenv, logw)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	_, stopTracing, err := startTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	if mem.Worker == nil {
+		return errors.New("worker: the configured store has no capture queue (postgres needs store.redis_url)")
+	}
+	logger.Info("capture worker running", "store", cfg.Store.Driver, "version", buildVersion())
+	if err := mem.RunWorkers(ctx, true, logger); err != nil {
+		return fmt.Errorf("capture worker: %w", err)
+	}
+	return nil
+}
+
+// mcpStdio runs `gateway mcp`: the MCP server over stdin and stdout for a
+// local client that starts the command itself. It opens the configured
+// store directly, so whoever can run it with the gateway's configuration
+// acts as the admin key would, for the -tenant flag's tenant. Logs go to
+// logw; stdout carries the protocol only.
+func mcpStdio(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, logw io.Writer) error {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(logw)
+	tenant := fs.String("tenant", memory.DefaultTenant, "the tenant whose memory the tools act on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mcp: unexpected argument %q", fs.Arg(0))
+	}
+	if !memory.ValidID(*tenant) {
+		return fmt.Errorf("mcp: -tenant must be 1-128 characters of [A-Za-z0-9._:@-]: %w", memory.ErrInvalid)
+	}
+	cfg, logger, mem, err := start(ctx, getenv, logw)
+	if err != nil {
+		return err
+	}
+	eng := engine.New(engine.Options{}, logger)
+	eng.Use(mem.Core)
+	defer eng.Close(ctx)
+	logger.Info("mcp over stdio", "store", cfg.Store.Driver, "version", buildVersion())
+	return newMCP(cfg, eng, recallOf(eng, mem.Recall != nil), logger).ServeStdio(ctx, *tenant, stdin, stdout)
+}
+
+// start is setup, then openMemory: what worker and mcp share.
+func start(ctx context.Context, getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, *memoryLayer, error) {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	counter, err := tokens.New(cfg.ContextWindows)
+	if err != nil {
+		return cfg, nil, nil, fmt.Errorf("tokens: %w", err)
+	}
+	mem, err := openMemory(ctx, cfg, counter, logger)
+	return cfg, logger, mem, err
+}
+
+// setup loads the configuration and builds the JSON logger at its level.
+func setup(getenv func(string) string, logw io.Writer) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("config: %w", err)
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel))); err != nil {
+		l = slog.LevelInfo
+	}
+	return cfg, slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: l})), nil
+}
+
+// migrate applies the configured store's migrations (opening a store
+// applies them, serialized across replicas) and exits.
+func migrate(ctx context.Context, getenv func(string) string, stdout, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	b, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if err := b.store.Ping(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	fmt.Fprintf(stdout, "migrations applied to the %s store\n", cfg.Store.Driver)
+	return nil
+}
+
+// reindex re-embeds every memory item whose vector was made by another
+// model or dimension than the configured embedder's, printing progress at
+// most once a second. Interrupted, it stops after the batch in hand; a
+// rerun continues.
+func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Writer) error {
+	cfg, logger, err := setup(getenv, logw)
+	if err != nil {
+		return err
+	}
+	b, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	emb, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, b.embeddings, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "reindexing items not embedded with %s (%d dimensions)\n", emb.Model(), emb.Dims())
+	start, last := time.Now(), time.Now()
+	done, err := recall.Reindex(ctx, b.store, emb, 256, func(n int, lastID int64) {
+		if time.Since(last) >= time.Second {
+			last = time.Now()
+			fmt.Fprintf(stdout, "reindexed %d items (up to id %d)\n", n, lastID)
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stdout, "interrupted after %d items; run reindex again to resume\n", done)
+		}
+		return fmt.Errorf("reindex: %w", err)
+	}
+	fmt.Fprintf(stdout, "reindexed %d items in %s\n", done, time.Since(start).Round(time.Millisecond))
 	return nil
 }

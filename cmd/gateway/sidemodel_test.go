@@ -39,7 +39,7 @@ func TestSideModelsWithoutKeyAreNotCalled(t *testing.T) {
 	// The after-save hooks ran: compaction left an (extractive) summary.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if _, err := g.mem.store.(assemblerStore).LatestSummary(context.Background(), id); err == nil {
+		if _, err := g.mem.store.LatestSummary(context.Background(), id); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

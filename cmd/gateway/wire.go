@@ -1,126 +1,157 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel"
 
-	"github.com/memgate/memgate/internal/admin"
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/dialect/anthropic"
+	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/prompt"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/engine/record"
-	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/redact"
-	"github.com/memgate/memgate/internal/savings"
-	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/store/postgres"
 	"github.com/memgate/memgate/internal/store/redis"
 	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/tokens"
-	"github.com/memgate/memgate/internal/tracing"
 )
 
-// store is what the gateway needs of a memory store adapter.
+// store is every contract the wiring hands a memory store to. Each
+// driver's store meets all of them (the guards below), so a missing method
+// fails the build, not a request.
 type store interface {
-	admin.Store
+	engine.Store
 	prompt.HistoryReader
+	prompt.SummaryReader
+	prompt.FactReader
 	record.Saver
-	Ping(ctx context.Context) error
+	enrich.Store
+	enrich.FactWriter
+	recall.ItemSearcher
+	recall.IndexStore
+	recall.ManageStore
+	recall.Reembedder
 }
 
-// memoryLayer is the wired memory: the store, the capture queue and its
-// consumers, and the request-side assembler.
-type memoryLayer struct {
-	store    store
-	queue    record.Queue // nil: captures are saved directly
-	capturer *record.Capturer
-	worker   *record.Worker // nil without a queue
-	enricher *record.Enricher
-	// enrichInProcess: the enrichment queue lives in this process's memory.
-	enrichInProcess bool
-	// hooks are the after-save hooks (compaction, extraction, indexing).
-	hooks    []record.Hook
-	preparer *prompt.Assembler
-	recall   *recallLayer // nil when recall is off
-	// collectors are the memory layer's own Prometheus collectors (compaction).
-	collectors []prometheus.Collector
-	closers    []func() error
+var (
+	_ store                 = (*sqlite.Store)(nil)
+	_ store                 = (*postgres.Store)(nil)
+	_ store                 = redis.Cached{}
+	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
+	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
+	_ record.Queue          = (*sqlite.Outbox)(nil)
+	_ record.Queue          = (*redis.Queue)(nil)
+)
+
+// Constants of the wiring.
+const (
+	// embeddingCacheTTL is how long the Redis embedding cache keeps a vector.
+	embeddingCacheTTL = 30 * 24 * time.Hour
+	// extractionTimeout bounds one fact-extraction model call.
+	extractionTimeout = 30 * time.Second
+)
+
+// backend is an opened store with what its driver brings: the capture
+// queue (nil: none), the enrichment queue (durable false: in this
+// process's memory) and the embedding cache (nil: none).
+type backend struct {
+	store         store
+	queue, enrich record.Queue
+	durable       bool
+	embeddings    recall.EmbeddingCache
+	closers       []func() error
 }
 
-// openStore opens the configured store and its queue, applying migrations.
-// The returned closers release them, last opened first.
-func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (store, record.Queue, []func() error, error) {
-	switch cfg.Store.Driver {
+// close releases what openStore opened, last opened first.
+func (b *backend) close() error {
+	var errs []error
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// openStore opens the configured store, applying its migrations, and its
+// queues: SQLite's outboxes; PostgreSQL's Redis streams and embedding
+// cache when store.redis_url is set, else queues in this process's memory.
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
+	c := cfg.Memory.Cache
+	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
+	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
-		st, err := sqlite.Open(ctx, cfg.Store.SQLitePath, logger)
+		st, err := sqlite.Open(ctx, sc.SQLitePath, logger)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("open sqlite store: %w", err)
+			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
-		lim, turns := cacheLimits(cfg.Memory.Cache)
-		st.SetCacheLimits(lim, turns, cfg.Memory.Cache.RecentMB<<20)
-		return st, st.Outbox(), []func() error{st.Close}, nil
+		st.SetCacheLimits(lim, turns, c.RecentMB<<20)
+		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: st, closers: []func() error{st.Close}}, nil
 	case "postgres":
-		pg, err := postgres.Open(ctx, cfg.Store.PostgresURL, logger)
+		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("open postgres store: %w", err)
+			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
-		pg.SetCacheLimits(cacheLimits(cfg.Memory.Cache))
-		closers := []func() error{pg.Close}
-		if cfg.Store.RedisURL == "" {
-			return pg, nil, closers, nil
+		pg.SetCacheLimits(lim, turns)
+		b := &backend{store: pg, enrich: record.NewMemoryQueue(0), closers: []func() error{pg.Close}}
+		if sc.RedisURL == "" {
+			return b, nil
 		}
-		rdb, err := redis.NewClient(cfg.Store.RedisURL)
+		rdb, err := redis.NewClient(sc.RedisURL)
 		if err != nil {
-			pg.Close()
-			return nil, nil, nil, err
+			return nil, errors.Join(err, b.close())
 		}
-		closers = append(closers, rdb.Close)
+		b.closers = append(b.closers, rdb.Close)
+		b.embeddings = redis.NewEmbeddingCache(rdb, sc.RedisPrefix, embeddingCacheTTL)
 		// The recent window of each conversation is cached in Redis; every
 		// read and save falls back to PostgreSQL when Redis is away.
-		cached := redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, logger, redis.CacheConfig{
-			Prefix: cfg.Store.RedisPrefix,
-			Window: max(50, cfg.Memory.RecentMessages),
-		})}
-		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: cfg.Store.RedisPrefix})
+		b.store = redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, logger, redis.CacheConfig{Prefix: sc.RedisPrefix, Window: max(50, cfg.Memory.RecentMessages)})}
+		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
-			return cached, nil, closers, nil
+			return b, nil
 		}
-		return cached, q, closers, nil
+		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
+			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
+		}
+		b.queue, b.durable = q, true
+		return b, nil
 	}
-	return nil, nil, nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
+	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
 }
 
-// cacheLimits are the bounds of a store's in-memory recall caches that c
-// configures, in bytes: the searches' and the turns around their hits.
-func cacheLimits(c config.Cache) (itemindex.Limits, int) {
-	return itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB << 20
+// memoryLayer is the wired memory core with the wiring's view of it.
+type memoryLayer struct {
+	*engine.Core
+	store  store
+	queue  record.Queue // nil: captures are saved directly
+	hooks  []record.Hook
+	recall *engine.Recall // nil when recall is off
 }
 
-// openMemory wires the memory layer for serve (and, without the HTTP side,
-// for worker): the store and its queue; the after-save hooks (compaction,
-// fact extraction, recall indexing) run by the capture worker and by direct
-// saves alike; and the budgeted assembler with recall.
+// openMemory wires the memory core over the configured store: the
+// after-save hooks (compaction, fact extraction, recall indexing), the
+// budgeted assembler with recall, and the capture pipeline. A store it
+// cannot open is engine.ErrStoreDown.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
-	st, q, closers, err := openStore(ctx, cfg, logger)
+	b, err := openStore(ctx, cfg, logger)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errStoreDown, err)
+		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
-	m := &memoryLayer{store: st, queue: q, closers: closers}
-	fail := func(err error) (*memoryLayer, error) {
-		m.close()
-		return nil, err
-	}
+	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable}, store: b.store, queue: b.queue}
+	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
 		r, err := redact.New(cfg.Capture.RedactPatterns)
@@ -129,160 +160,149 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		}
 		red = r
 	}
-	var hooks []record.Hook
 	if cfg.Compaction.Enabled {
-		cs, ok := st.(compactionStore)
-		if !ok {
-			return fail(fmt.Errorf("compaction: the %s store does not support summaries (%T): %w", cfg.Store.Driver, st, memory.ErrInvalid))
-		}
-		comp := newCompactor(cfg, cs, counter, logger)
-		hooks = append(hooks, comp)
-		m.collectors = append(m.collectors, comp.Collectors()...)
-	}
-	rl, err := openRecall(cfg, st, logger)
-	if err != nil {
-		return fail(err)
+		comp := newCompactor(cfg, b.store, counter, logger)
+		m.hooks = append(m.hooks, comp)
+		m.Collectors = append(m.Collectors, comp.Collectors()...)
 	}
 	var rec prompt.Recaller
-	if rl != nil {
-		m.closers = append(m.closers, rl.close)
-		hooks = append(hooks, rl.hooks...)
-		rec = rl.recaller
-		m.recall = rl
+	if cfg.Recall.Enabled {
+		if m.recall, err = openRecall(cfg, b.store, b.embeddings, logger); err != nil {
+			return fail(err)
+		}
+		m.hooks = append(m.hooks, m.recall.Hooks...)
+		m.Collectors = append(m.Collectors, m.recall.Collectors...)
+		m.Recall, rec = m.recall.Manager, m.recall.Recaller
 	}
-	as, ok := st.(assemblerStore)
-	if !ok {
-		return fail(fmt.Errorf("inject: the %s store cannot serve assembly (%T): %w", cfg.Store.Driver, st, memory.ErrInvalid))
-	}
-	if m.preparer, err = newAssembler(cfg, as, rec, counter, logger); err != nil {
+	if m.Prompt, err = newAssembler(cfg, b.store, rec, counter, logger); err != nil {
 		return fail(err)
 	}
-	m.hooks = hooks
-	if err := m.wireCapture(ctx, cfg, q, red, logger); err != nil {
-		return fail(err)
+	stale := cfg.Capture.ReclaimAfter.D()
+	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich})
+	if b.queue != nil {
+		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich})
 	}
+	// The enrichment rounds' spans come from the process's global tracer
+	// provider (see startTracing), a no-op one while tracing is off.
+	m.Enricher = record.NewEnricher(b.enrich, m.hooks, logger, record.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
 	return m, nil
 }
 
-// httpDeps are the collaborators of the HTTP side.
-type httpDeps struct {
-	Resolver   *identity.Resolver
-	Preparer   proxy.Preparer
-	Capturer   proxy.Capturer
-	Admin      admin.Store
-	Recall     recallService // nil when recall is off
-	Ready      func(ctx context.Context) error
-	Collectors []prometheus.Collector
-	// Importer and Erasures serve POST /v1/memory/import (nil Importer: 503).
-	Importer admin.Capture
-	Erasures admin.Erasures
-	// Tracing traces requests (nil: off).
-	Tracing *tracing.Tracing
+// newAssembler builds the prompt assembler: budget, shares and template
+// from memory.*, facts cap from recall.*. rec nil: no recall.
+func newAssembler(cfg config.Config, st store, rec prompt.Recaller, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
+	// Claude models (on /v1/messages, or any API) are counted with the
+	// documented upper-bound estimate of internal/dialect/anthropic.
+	deps := prompt.Deps{History: st, Facts: st, Recaller: rec, Counter: anthropic.NewCounter(counter)}
+	if cfg.Compaction.Enabled {
+		deps.Summaries = st
+	}
+	mc, sh := cfg.Memory, cfg.Memory.Shares
+	a, err := prompt.NewAssembler(deps, prompt.Options{
+		RecentMessages: historyMessages(cfg), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
+		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall},
+		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall,
+		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("memory.template: %w", err)
+	}
+	return a, nil
 }
 
-// deps returns the HTTP side's collaborators.
-func (m *memoryLayer) deps(cfg config.Config) httpDeps {
-	d := httpDeps{
-		Resolver: identity.NewWithAdmin(cfg.Keys, cfg.AdminKey),
-		Preparer: awaitingPreparer{inner: m.preparer, c: m.capturer},
-		Capturer: m.capturer,
-		Admin:    m.store,
-		Importer: m.capturer,
-		Ready:    m.store.Ping,
+// historyMessages is how many stored messages are loaded per request: enough
+// for the unsummarised tail compaction leaves, never fewer than
+// memory.recent_messages.
+func historyMessages(cfg config.Config) int {
+	n := cfg.Memory.RecentMessages
+	if cfg.Compaction.Enabled && n > 0 {
+		n = max(n, cfg.Compaction.MaxMessages+cfg.Compaction.KeepMessages)
 	}
-	if e, ok := m.store.(admin.Erasures); ok {
-		d.Erasures = e
-	}
-	d.Collectors = m.allCollectors()
-	if m.recall != nil {
-		// Only a non-nil manager goes into the interface (a typed nil would not
-		// compare equal to nil).
-		d.Recall = m.recall.manager
-	}
-	return d
+	return n
 }
 
-// gatewayHTTP is the wired HTTP side: the server, the proxy forwarding /v1
-// and the management API.
-type gatewayHTTP struct {
-	srv     *server.Server
-	proxy   *proxy.Proxy
-	savings *savings.Recorder
-	// reg is the registry /metrics serves.
-	reg *prometheus.Registry
+// budgetFor is the token budget of a request to model with no max_tokens
+// and no X-Memory-Budget, as prompt.Assembler.Budget computes it.
+func budgetFor(cfg config.Config, counter *tokens.Counter, model string) int {
+	return max(0, min(cfg.Memory.MaxContextTokens, counter.ContextWindow(model)-cfg.Memory.CompletionReserve))
 }
 
-// newHTTP wires the HTTP side for cfg: one Prometheus registry (Go and
-// process collectors, d's, the server's and the proxy's) served on /metrics.
-func newHTTP(cfg config.Config, d httpDeps, logger *slog.Logger) (*gatewayHTTP, error) {
-	reg := prometheus.NewRegistry()
-	cs := append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, d.Collectors...)
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
+// newCompactor builds the compaction hook: the summariser is
+// compaction.model (key compaction.api_key, else upstream.api_key; with
+// neither, the extractive summariser alone) behind a breaker configured
+// like the upstream's. The watermarks are fractions of the recent turns'
+// share of the budget of a request to compaction.model.
+func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *slog.Logger) *enrich.Compactor {
+	cp := cfg.Compaction
+	count := func(s string) int { return counter.Text(cp.Model, s) }
+	var primary enrich.Summarizer = enrich.NewExtractive(count)
+	if c := sideModel(cp.BaseURL, cp.APIKey, cfg.Upstream, cp.Timeout.D()); c != nil {
+		br := cfg.Upstream.Breaker
+		primary = enrich.NewBreaker(enrich.NewLLM(c, cp.Model, count), uint32(br.ConsecutiveFailures), br.OpenTimeout.D())
 	}
-	srv, err := server.New(reg, d.Ready, cfg.ShutdownGrace.D(), logger)
+	budget, sh := budgetFor(cfg, counter, cp.Model), cfg.Memory.Shares
+	maxSummary := cp.MaxSummaryTokens
+	if s := int(sh.Summary * float64(budget)); s > 0 {
+		maxSummary = min(maxSummary, s)
+	}
+	return enrich.New(st, st, primary, enrich.NewExtractive(count), counter, enrich.Options{
+		RecentTokens: int(float64(budget) * max(0, 1-sh.Total())), HighWatermark: cp.HighWatermark, LowWatermark: cp.LowWatermark,
+		MaxMessages: cp.MaxMessages, KeepMessages: cp.KeepMessages, MaxSummaryTokens: maxSummary, FallbackAfter: cp.FallbackAfter,
+		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Model: cp.Model,
+	}, logger)
+}
+
+// sideModel is an OpenAI client for a side model at base (default
+// upstream.base_url) with key (default upstream.api_key), each call
+// bounded by timeout; nil when there is no key to send.
+func sideModel(base, key string, up config.Upstream, timeout time.Duration) *openai.Client {
+	if key == "" && up.APIKey == "" {
+		return nil
+	}
+	return openaiClient(base, key, up, timeout)
+}
+
+// openaiClient is sideModel's client, made whether or not it has a key.
+func openaiClient(base, key string, up config.Upstream, timeout time.Duration) *openai.Client {
+	oc := openai.DefaultConfig(cmp.Or(key, up.APIKey))
+	oc.BaseURL, oc.HTTPClient = cmp.Or(base, up.BaseURL), &http.Client{Timeout: timeout}
+	return openai.NewClientWithConfig(oc)
+}
+
+// openRecall wires recall over st with the embedder of recall.embeddings
+// behind cache (nil: none).
+func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger *slog.Logger) (*engine.Recall, error) {
+	rc := cfg.Recall
+	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, logger)
 	if err != nil {
 		return nil, err
 	}
-	tr := d.Tracing
-	if tr == nil {
-		tr = tracing.Off()
+	ttl := make(map[memory.FactType]time.Duration, len(rc.FactTTL))
+	for typ, d := range rc.FactTTL {
+		ttl[memory.FactType(typ)] = d.D()
 	}
-	tr.Install(srv.Echo())
-	rec := newSavings(d.Admin, logger)
-	edge := newEdge(cfg)
-	p, err := proxy.New(proxy.Options{
-		Upstream:      cfg.Upstream,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		LoadTimeout:   prepareTimeout(cfg),
-		Passthrough:   cfg.Security.Passthrough,
-		WrapTransport: tr.Transport,
-		// Anthropic prompts get cache_control after their stable part.
-		CacheBreakpoints: cfg.Memory.CacheBreakpoints,
-	}, proxy.Deps{Resolver: d.Resolver, Preparer: tr.Preparer(recordSavings(rec, d.Preparer)), Capturer: tr.Capturer(d.Capturer),
-		Browser: edge.chat, Limiter: edge.limiter, Cache: cacheCounter(rec)}, logger, reg)
-	if err != nil {
-		return nil, err
+	opts := engine.RecallOptions{
+		Search: recall.SearchOptions{TopK: rc.TopK, MinSimilarity: rc.MinSimilarity, RecencyHalfLife: rc.RecencyHalfLife.D(),
+			// The encoder reads the question as a sentence: on eval/synth's
+			// paraphrase probes whole questions put the statement first for
+			// 10 of 12, their rarer words alone for 5.
+			WholeQuery: rc.Embeddings.Provider == "encoder"},
+		Recall:         recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity},
+		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
+		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout},
 	}
-	edge.register(srv)
-	p.Register(srv)
-	admin.New(d.Resolver, d.Admin, d.Recall, d.Preparer, cfg.MaxBodyBytes, logger).Register(srv)
-	admin.NewImport(d.Resolver, d.Importer, d.Erasures, admin.ImportOptions{
-		MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes,
-	}, logger).Register(srv)
-	registerMCP(cfg, d, edge, srv, logger)
-	if err := registerInspector(cfg, d, rec, srv, reg, logger); err != nil {
-		return nil, err
+	if c := sideModel(rc.Extraction.BaseURL, rc.Extraction.APIKey, cfg.Upstream, extractionTimeout); rc.Extraction.Enabled && c != nil {
+		opts.Extractor = c
 	}
-	return &gatewayHTTP{srv: srv, proxy: p, savings: rec, reg: reg}, nil
+	r := engine.NewRecall(st, emb, opts, logger)
+	r.Collectors = append(cols, r.Collectors...)
+	return r, nil
 }
 
-// Handler returns the gateway's HTTP handler, for tests.
-func (g *gatewayHTTP) Handler() http.Handler { return g.srv.Handler() }
-
-// Run serves on ln until ctx ends (see server.Server.Run), then waits for
-// the captures of finished streams to reach the Capturer.
-func (g *gatewayHTTP) Run(ctx context.Context, ln net.Listener) error {
-	stopSavings := runSavings(ctx, g.savings)
-	defer stopSavings()
-	err := g.srv.Run(ctx, ln)
-	g.proxy.Wait()
-	g.proxy.CloseIdleConnections()
-	return err
-}
-
-// shutdown flushes pending captures (within ctx) and closes the store.
-func (m *memoryLayer) shutdown(ctx context.Context) error {
-	err := m.capturer.Close(ctx)
-	return errors.Join(err, m.close())
-}
-
-func (m *memoryLayer) close() error {
-	var errs []error
-	for i := len(m.closers) - 1; i >= 0; i-- {
-		errs = append(errs, m.closers[i]())
-	}
-	return errors.Join(errs...)
+// newEmbedder returns the embedder of ec behind cache (nil: none) and its
+// collectors (see engine.NewEmbedder); openai's API is at ec.base_url
+// (default upstream.base_url) with ec.api_key (default upstream.api_key).
+func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
+	return engine.NewEmbedder(engine.EmbedderOptions{Provider: ec.Provider, Model: ec.Model, Dims: ec.Dims(), Batch: ec.Batch, Concurrency: ec.Concurrency,
+		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
 }

@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/mcpserver"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/tokens"
@@ -53,6 +57,27 @@ type testGateway struct {
 
 var sharedCounter = sync.OnceValues(func() (*tokens.Counter, error) { return tokens.New(nil) })
 
+// engineFor is an engine with core connected, running no workers.
+func engineFor(core *engine.Core) *engine.Engine {
+	e := engine.New(engine.Options{}, slog.New(slog.DiscardHandler))
+	e.Use(core)
+	return e
+}
+
+// mcpFor is the MCP service over core, as mcpStdio wires it.
+func mcpFor(cfg config.Config, core *engine.Core, logger *slog.Logger) *mcpserver.Service {
+	eng := engineFor(core)
+	return newMCP(cfg, eng, recallOf(eng, core.Recall != nil), logger)
+}
+
+// newTestHTTP wires the HTTP side over core, with tracing tr (nil: off).
+func newTestHTTP(cfg config.Config, core *engine.Core, tr *tracing.Tracing, logger *slog.Logger) (*gatewayHTTP, error) {
+	if tr == nil {
+		tr = tracing.Off()
+	}
+	return newHTTP(cfg, engineFor(core), tr, prometheus.NewRegistry(), logger)
+}
+
 // startGateway wires the gateway for cfg and stops it at the end of the test
 // (or earlier through stop, to simulate a restart).
 func startGateway(t *testing.T, cfg config.Config) *testGateway {
@@ -74,15 +99,13 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 		cancel()
 		t.Fatal(err)
 	}
-	d := mem.deps(cfg)
-	d.Tracing = tr
-	srv, err := newHTTP(cfg, d, logger)
+	srv, err := newTestHTTP(cfg, mem.Core, tr, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.srv.Handler())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = mem.runWorkers(ctx, true, logger) })
+	wg.Go(func() { _ = mem.RunWorkers(ctx, true, logger) })
 	var once sync.Once
 	g := &testGateway{URL: hs.URL, mem: mem}
 	g.stop = func() {
@@ -90,10 +113,10 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 			hs.Close()
 			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer scancel()
-			mem.capturer.Close(sctx)
+			mem.Capturer.Close(sctx)
 			cancel()
 			wg.Wait()
-			mem.close()
+			mem.Close()
 		})
 	}
 	t.Cleanup(g.stop)

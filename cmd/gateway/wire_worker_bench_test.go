@@ -85,12 +85,12 @@ func benchCaptureWorker(b *testing.B, store string, batched bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer mem.close()
+	defer mem.Close()
 	pq, ok := mem.queue.(pendingQueue)
-	if !ok || mem.worker == nil {
+	if !ok || mem.Worker == nil {
 		b.Fatalf("no pending-aware capture queue (%T)", mem.queue)
 	}
-	worker := mem.worker
+	worker := mem.Worker
 	if !batched {
 		worker = record.NewWorker(mem.queue, record.WithHooks(mem.store, mem.hooks...), logger, record.WorkerOptions{})
 	}

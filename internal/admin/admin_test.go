@@ -59,7 +59,7 @@ func TestPreview(t *testing.T) {
 	got := make(chan memory.Request, 1)
 	prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
 		got <- req
-		return memory.Prepared{Messages: append([]json.RawMessage{note}, req.Messages...), TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
+		return memory.Prepared{Messages: append([]json.RawMessage{note}, memory.Raws(req.Messages)...), TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
 	})
 	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
 	resp, b := post(t, url+"/v1/memory/preview", chat, map[string]string{"X-Memory-User": "alice", "X-Memory-Budget": "500"})
@@ -73,7 +73,7 @@ func TestPreview(t *testing.T) {
 	if len(p.Messages) != 3 || p.TokensOriginal != 120 || p.TokensSent != 80 || !p.OverBudget || !memory.ValidID(p.Conversation) {
 		t.Errorf("preview %s", b)
 	}
-	if req := <-got; req.User != "alice" || req.Budget != 500 || len(req.Parsed) != 2 {
+	if req := <-got; req.User != "alice" || req.Budget != 500 || len(req.Messages) != 2 {
 		t.Errorf("memory request %+v", req)
 	}
 

@@ -48,7 +48,7 @@ func TestManagementAPIIsClosedByDefault(t *testing.T) {
 			var got string
 			prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
 				got = req.Tenant
-				return memory.Prepared{Messages: req.Messages}, nil
+				return memory.Prepared{Messages: memory.Raws(req.Messages)}, nil
 			})
 			srv, err := server.New(prometheus.NewRegistry(), nil, 0, slog.New(slog.DiscardHandler))
 			if err != nil {

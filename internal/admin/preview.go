@@ -66,7 +66,7 @@ func (a *Admin) handlePreview(c echo.Context) error {
 		return apierr.Unavailable("Memory is not configured on this gateway.")
 	}
 	if id.Conversation == "" {
-		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Parsed)
+		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
 	}
 	mreq, aerr := req.Memory(r.Header, id, mode)
 	if aerr != nil {

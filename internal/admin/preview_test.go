@@ -18,7 +18,7 @@ func TestPreviewPerAPI(t *testing.T) {
 	got := make(chan memory.Request, 1)
 	prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
 		got <- req
-		return memory.Prepared{Messages: append(append([]json.RawMessage(nil), req.Messages...), note), TokensSent: 10}, nil
+		return memory.Prepared{Messages: append(memory.Raws(req.Messages), note), TokensSent: 10}, nil
 	})
 	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
 	for _, tc := range []struct {
@@ -44,7 +44,7 @@ func TestPreviewPerAPI(t *testing.T) {
 				t.Errorf("preview %s", b)
 			}
 			req := <-got
-			if req.User != "alice" || req.Budget != 700 || req.NoRecent != tc.noRecent || req.Parsed[len(req.Parsed)-1].Content != "What do I like?" {
+			if req.User != "alice" || req.Budget != 700 || req.NoRecent != tc.noRecent || req.Messages[len(req.Messages)-1].Content != "What do I like?" {
 				t.Errorf("memory request %+v", req)
 			}
 		})

@@ -26,16 +26,19 @@ var rules = map[string][]string{
 	"internal/store/postgres": {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
 	"internal/store/redis":    {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
 	"internal/engine/prompt":  {"internal/proxy", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/engine/record":  {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/engine/recall":  {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/engine/enrich":  {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/tokens":         {"internal/proxy", "internal/engine/prompt", "internal/engine/record"},
+	// record is the durable write path: replies reach it parsed, as domain
+	// messages, so it never imports a dialect adapter.
+	"internal/engine/record": {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis", "internal/dialect"},
+	"internal/engine/recall": {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/engine/enrich": {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/tokens":        {"internal/proxy", "internal/engine/prompt", "internal/engine/record"},
 	// internal/ui reads through internal/admin, whose import route stores through internal/engine/record.
 	"internal/ui":                {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/enrich", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 	"internal/savings":           {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 	"internal/dialect/anthropic": {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 	// tracing wraps the memory core's two sides by their methods alone.
 	"internal/tracing":           {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+	"internal/dialect/chat":      {"internal/proxy", "internal/apierr", "internal/engine", "internal/store"},
 	"internal/dialect/responses": {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
 }
 

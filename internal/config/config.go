@@ -369,9 +369,9 @@ type Extraction struct {
 type Embeddings struct {
 	// Provider is local (the default: hashed words and WordNet concepts;
 	// deterministic, offline, fastest), encoder (the built-in sentence
-	// encoder: in process, offline, 512 dimensions; about 16 ms of CPU per
-	// query, and on LoCoMo it recalled less than local, see BENCHMARKS.md)
-	// or openai (a remote endpoint).
+	// encoder: in process, offline, 512 dimensions; about 12 ms of CPU per
+	// query, and on LoCoMo about local's coverage, see BENCHMARKS.md) or
+	// openai (a remote endpoint).
 	Provider string `yaml:"provider"`
 	// BaseURL empty uses upstream.base_url (provider openai).
 	BaseURL string `yaml:"base_url"`

@@ -7,14 +7,15 @@
 package dialect
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/chatreq"
 	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/chat"
 	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -57,10 +58,9 @@ type Request struct {
 	User      string
 	Stream    bool
 	MaxTokens int
-	// Messages are the conversation as chat messages, Parsed the same read
-	// by memory.ParseMessage, index for index.
-	Messages []json.RawMessage
-	Parsed   []memory.Message
+	// Messages are the conversation as chat messages, each read once by
+	// memory.ParseMessage.
+	Messages []memory.Message
 	// NoRecent is true when the provider holds the history
 	// (previous_response_id): memory is injected, stored turns are not.
 	NoRecent bool
@@ -96,22 +96,21 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			user = ""
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: user, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, Parsed: r.Parsed, render: r.Render, messages: r}, nil
+			Messages: r.Messages, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, Parsed: r.Parsed, NoRecent: r.PreviousResponseID != "", render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.PreviousResponseID != "", render: r.Render}, nil
 	}
-	r, aerr := chatreq.Parse(raw)
-	if aerr != nil {
-		return nil, aerr
+	r, err := chat.ParseRequest(raw)
+	if err != nil {
+		return nil, invalid(err)
 	}
 	return &Request{API: Chat, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-		Messages: r.Messages, Parsed: r.Parsed,
-		render: func(p memory.Prepared) ([]byte, error) { return r.WithMessages(p.Messages) }}, nil
+		Messages: r.Messages, render: r.Render}, nil
 }
 
 // invalid turns an adapter's parse error into a 400.
@@ -126,15 +125,29 @@ func invalid(err error) *apierr.Error {
 // Memory returns what the memory core is asked for this request, with the
 // X-Memory-Budget and X-Memory-Cross headers of h.
 func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (memory.Request, *apierr.Error) {
-	return chatreq.Headers(h, memory.Request{
+	return Headers(h, memory.Request{
 		Identity:  id,
 		Mode:      mode,
 		Model:     r.Model,
 		Messages:  r.Messages,
-		Parsed:    r.Parsed,
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
 	})
+}
+
+// Headers completes req, a memory request of any API, with the request's
+// X-Memory-Budget (a whole number ≥ 1) and X-Memory-Cross (off disables
+// cross-conversation recall) headers.
+func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) {
+	req.CrossConversation = !strings.EqualFold(strings.TrimSpace(h.Get("X-Memory-Cross")), "off")
+	if v := h.Get("X-Memory-Budget"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return req, apierr.Invalid("X-Memory-Budget", "X-Memory-Budget must be a whole number of tokens, at least 1.")
+		}
+		req.Budget = n
+	}
+	return req, nil
 }
 
 // Render returns the body to send upstream for p, the memory core's answer

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -15,9 +16,12 @@ func TestParse(t *testing.T) {
 		user      string
 		noRecent  bool
 		msgs      int
-		wantParam string // non-empty: a 400 naming it
+		wantParam string // non-empty: a 400 naming it ("-": naming none)
 	}{
 		{"chat", Chat, `{"model":"gpt-4o","user":"bob","messages":[{"role":"user","content":"hi"}]}`, "bob", false, 1, ""},
+		{"chat malformed", Chat, `{"messages":[`, "", false, 0, "-"},
+		{"chat no messages", Chat, `{"model":"x"}`, "", false, 0, "messages"},
+		{"chat bad message", Chat, `{"messages":[{"role":"user","content":"a"},{"content":"b"}]}`, "", false, 0, "messages[1]"},
 		{"messages", Messages, `{"model":"claude-sonnet-4-6","max_tokens":5,"metadata":{"user_id":"bob"},"system":"S","messages":[{"role":"user","content":"hi"}]}`, "bob", false, 2, ""},
 		{"messages opaque user id", Messages, `{"model":"claude-sonnet-4-6","metadata":{"user_id":"user 8f3a/session=9"},"messages":[{"role":"user","content":"hi"}]}`, "", false, 1, ""},
 		{"messages bad", Messages, `{"model":"claude-sonnet-4-6","messages":[{"role":"user","content":5}]}`, "", false, 0, "messages[0]"},
@@ -29,7 +33,8 @@ func TestParse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, aerr := Parse(tt.api, []byte(tt.body))
 			if tt.wantParam != "" {
-				if aerr == nil || aerr.Status != http.StatusBadRequest || aerr.Param != tt.wantParam {
+				want := strings.TrimPrefix(tt.wantParam, "-")
+				if aerr == nil || aerr.Status != http.StatusBadRequest || aerr.Param != want {
 					t.Fatalf("Parse = %v, want a 400 naming %q", aerr, tt.wantParam)
 				}
 				return
@@ -37,7 +42,7 @@ func TestParse(t *testing.T) {
 			if aerr != nil {
 				t.Fatal(aerr)
 			}
-			if r.User != tt.user || r.NoRecent != tt.noRecent || len(r.Messages) != tt.msgs || len(r.Parsed) != tt.msgs || string(r.Raw) != tt.body {
+			if r.User != tt.user || r.NoRecent != tt.noRecent || len(r.Messages) != tt.msgs || string(r.Raw) != tt.body {
 				t.Errorf("parsed %+v", r)
 			}
 			h := http.Header{"X-Memory-Budget": {"300"}, "X-Memory-Cross": {"off"}}
@@ -46,7 +51,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("memory request %+v, %v", mreq, aerr)
 			}
 			// Rendering the messages unchanged keeps the client's body.
-			out, err := r.Render(memory.Prepared{Messages: r.Messages})
+			out, err := r.Render(memory.Prepared{Messages: memory.Raws(r.Messages)})
 			if err != nil {
 				t.Fatal(err)
 			}

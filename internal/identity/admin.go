@@ -115,3 +115,12 @@ func IsLoopback(remoteAddr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// AdminKeyHash returns the admin key as configured (the key itself, or
+// "sha256:<hex>" of it) in its hashed form, "sha256:<hex>"; "" for none.
+func AdminKeyHash(adminKey string) string {
+	if adminKey == "" || strings.HasPrefix(adminKey, "sha256:") {
+		return adminKey
+	}
+	return HashKey(adminKey)
+}

@@ -3,11 +3,13 @@
 // keeps, per user, the vectors of each model and dimension (exact cosine
 // top-k), an inverted full-text index with the statistics Okapi BM25 needs
 // (words split and folded as SQLite FTS5's unicode61 tokenizer does,
-// related terms weighted), and the whole items searches return, in LRU
-// caches bounded in bytes.
+// related terms weighted), and the whole items searches return, in
+// caches of internal/engine/cache (bounded in bytes, least recently used
+// evicted first, instrumented).
 //
-// What is held is validated on every search by one read of the user's
-// Revisions, two counters the store's triggers move: Added on every insert
+// The items are kept under the user's cache.Revisions.Changed. The vectors
+// and text index, extended in place after inserts, are checked on every
+// search against one read of the user's Revisions: Added on every insert
 // of an item, Changed on every delete and every update of what a search
 // reads (and whenever an insert cannot be read as the rows above the
 // highest id already held). Same counters: the cache is current; only
@@ -27,9 +29,11 @@ package itemindex
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -41,47 +45,6 @@ const MaxQueryTerms = 64
 // in memory: they exceed a quarter of their cache's bound. The store then
 // searches the user by its own means.
 var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
-
-// Revisions are a user's counters (zero for a user never written): Added
-// counts inserts of items, Changed deletes and changes of what a search
-// reads, Messages updates and deletes of their messages (Windows), and
-// MessagesAdded inserts of their messages (a store that keeps no cache of
-// a conversation's newest turns may leave it 0), Facts every insert,
-// update and delete of their facts and Summaries of their summaries (a
-// store that keeps no facts or summaries in memory may leave them 0). None
-// ever decreases.
-type Revisions struct {
-	Added, Changed, Messages int64
-	MessagesAdded            int64
-	Facts, Summaries         int64
-}
-
-// RevisionReader reads a user's Revisions, in one lookup.
-type RevisionReader interface {
-	ItemRevisions(ctx context.Context, tenant, user string) (Revisions, error)
-}
-
-// revisionsKey names one user's Revisions of one store in a memory.Memo.
-type revisionsKey struct {
-	src          RevisionReader
-	tenant, user string
-}
-
-// ReadRevisions reads the user's Revisions from src, once for all of a
-// request when ctx carries a memory.Memo (a recall checks them for each of
-// its searches and for the turns around the hits, a store for the
-// conversation's newest turns): every caller passing an equal src shares
-// the read.
-func ReadRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
-	return readRevisions(ctx, src, tenant, user)
-}
-
-// readRevisions is ReadRevisions.
-func readRevisions(ctx context.Context, src RevisionReader, tenant, user string) (Revisions, error) {
-	return memory.Memoized(ctx, revisionsKey{src, tenant, user}, func() (Revisions, error) {
-		return src.ItemRevisions(ctx, tenant, user)
-	})
-}
 
 // VectorLoader reads a user's vectors of key's model and dimension.
 type VectorLoader interface {
@@ -112,7 +75,7 @@ type ItemLoader interface {
 
 // Source is every read an Index makes of its store.
 type Source interface {
-	RevisionReader
+	cache.RevisionReader
 	VectorLoader
 	TextLoader
 	ItemLoader
@@ -141,20 +104,25 @@ var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20
 // changed since it last looked. It is safe for concurrent use.
 type Index struct {
 	src     Source
-	vectors *userCache[*vecSet]
-	texts   *userCache[*textIndex]
-	items   *itemCache
+	vectors slots[*vecSet]
+	texts   slots[*textIndex]
+	items   *cache.Cache[itemKey, memory.Item]
 }
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
-	return &Index{src: src, vectors: newUserCache[*vecSet](lim.Vectors),
-		texts: newUserCache[*textIndex](lim.Texts), items: newItemCache(lim.Items)}
+	return &Index{src: src, vectors: newSlots[*vecSet]("vectors", lim.Vectors),
+		texts: newSlots[*textIndex]("texts", lim.Texts), items: newItemCache(lim.Items)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
 // vector cache holds and the bytes it accounts for them.
-func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.usage() }
+func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.Usage() }
+
+// Collectors returns the Prometheus collectors of x's caches.
+func (x *Index) Collectors() []prometheus.Collector {
+	return slices.Concat(x.vectors.Collectors(), x.texts.Collectors(), x.items.Collectors())
+}
 
 // SearchVector ranks the user's items embedded with q.Model (any model
 // when "") and len(q.Embedding) dimensions by cosine similarity to
@@ -267,37 +235,30 @@ func refSet(refs []string) map[string]bool {
 // the Source (and are then kept). Ids no longer found, or not the user's,
 // are skipped. The embeddings are the cache's own (see InRankOrder).
 func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []Scored) ([]memory.Item, error) {
-	if len(ranked) == 0 {
-		return []memory.Item{}, nil
-	}
-	ids := make([]int64, len(ranked))
-	for i, r := range ranked {
-		ids[i] = r.ID
-	}
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
-	if x.items.Fill(tenant, user, changed, ids, items, held) < len(ranked) {
-		var missing []int64
-		for i, ok := range held {
-			if !ok {
-				missing = append(missing, ids[i])
-			}
+	var missing []int64
+	for i, r := range ranked {
+		if items[i], held[i] = x.items.Get(itemKey{tenant, user, changed, r.ID}); !held[i] {
+			missing = append(missing, r.ID)
 		}
+	}
+	if len(missing) > 0 {
 		read, err := x.src.LoadItems(ctx, tenant, user, missing)
 		if err != nil {
 			return nil, err
 		}
-		mine := make(map[int64]memory.Item, len(read))
 		for _, it := range read {
 			// The ranking is the user's; a row of another user (an id
 			// reused after a delete) is never theirs to see.
-			if it.Tenant == tenant && it.User == user {
-				mine[it.ID] = it
+			if it.Tenant != tenant || it.User != user {
+				continue
 			}
-		}
-		x.items.put(tenant, user, changed, slices.Collect(maps.Values(mine)))
-		for i, ok := range held {
-			if it, found := mine[ids[i]]; !ok && found {
-				items[i], held[i] = it, true
+			it.Score = 0
+			x.items.Put(itemKey{tenant, user, changed, it.ID}, it)
+			for i, r := range ranked {
+				if !held[i] && r.ID == it.ID {
+					items[i], held[i] = it, true
+				}
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -18,7 +19,7 @@ type fakeStore struct {
 	mu     sync.Mutex
 	items  []memory.Item // by id
 	nextID int64
-	rev    map[[2]string]itemindex.Revisions
+	rev    map[[2]string]cache.Revisions
 	// reads counts calls per method; afterIDs records LoadVectors' and
 	// LoadTexts' afterID arguments, and loaded LoadItems' ids.
 	reads    map[string]int
@@ -31,7 +32,7 @@ type fakeStore struct {
 var _ itemindex.Source = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{rev: map[[2]string]itemindex.Revisions{}, reads: map[string]int{}}
+	return &fakeStore{rev: map[[2]string]cache.Revisions{}, reads: map[string]int{}}
 }
 
 func (f *fakeStore) add(items ...memory.Item) {
@@ -80,12 +81,12 @@ func (f *fakeStore) count(method string) int {
 	return f.reads[method]
 }
 
-func (f *fakeStore) ItemRevisions(_ context.Context, tenant, user string) (itemindex.Revisions, error) {
+func (f *fakeStore) ItemRevisions(_ context.Context, tenant, user string) (cache.Revisions, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads["revisions"]++
 	if f.failRevisions != nil {
-		return itemindex.Revisions{}, f.failRevisions
+		return cache.Revisions{}, f.failRevisions
 	}
 	return f.rev[[2]string{tenant, user}], nil
 }

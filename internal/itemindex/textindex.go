@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
 )
@@ -165,7 +166,8 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 // inserts happened, else read again whole), holding the slot's mutex. It
 // returns ErrTooBig for a user too large to index in memory.
 func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(t *textIndex)) error {
-	sl := x.texts.slot(Key{Tenant: tenant, User: user})
+	key := Key{Tenant: tenant, User: user}
+	sl := x.texts.slot(key)
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.tooBig {
@@ -173,7 +175,7 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 	}
 	// The revisions are read before the rows: rows read later can only be
 	// newer than the revisions say, and the next search then reads again.
-	rev, err := readRevisions(ctx, x.src, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, x.src, tenant, user)
 	if err != nil {
 		return fmt.Errorf("read item revisions: %w", err)
 	}
@@ -183,12 +185,12 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 			t = &textIndex{postings: map[string][]posting{}}
 		}
 		t.added, t.changed = rev.Added, rev.Changed
-		if err := x.loadTexts(ctx, tenant, user, t, x.texts.max/4); err != nil {
+		if err := x.loadTexts(ctx, tenant, user, t, x.texts.limit()); err != nil {
 			sl.tooBig = errors.Is(err, ErrTooBig)
-			x.texts.publish(sl, nil)
+			x.texts.publish(key, sl, nil)
 			return err
 		}
-		x.texts.publish(sl, t)
+		x.texts.publish(key, sl, t)
 	}
 	fn(t)
 	return nil

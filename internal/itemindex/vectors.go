@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/vec"
 )
@@ -52,11 +53,11 @@ func (x *Index) userVectors(ctx context.Context, key Key) (*vecSet, error) {
 	}
 	// The revisions are read before the rows: rows read later can only be
 	// newer than the revisions say, and the next search then reads again.
-	rev, err := readRevisions(ctx, x.src, key.Tenant, key.User)
+	rev, err := cache.ReadRevisions(ctx, x.src, key.Tenant, key.User)
 	if err != nil {
 		return nil, fmt.Errorf("read item revisions: %w", err)
 	}
-	cur := x.vectors.value(sl)
+	cur := sl.val
 	if cur != nil && cur.changed == rev.Changed && cur.added == rev.Added {
 		return cur, nil
 	}
@@ -70,16 +71,16 @@ func (x *Index) userVectors(ctx context.Context, key Key) (*vecSet, error) {
 	next.added, next.changed = rev.Added, rev.Changed
 	if err := x.loadVectors(ctx, key, next); err != nil {
 		sl.tooBig = errors.Is(err, ErrTooBig)
-		x.vectors.publish(sl, nil)
+		x.vectors.publish(key, sl, nil)
 		return nil, err
 	}
-	x.vectors.publish(sl, next)
+	x.vectors.publish(key, sl, next)
 	return next, nil
 }
 
 // loadVectors appends to set key's rows with ids above set.maxID.
 func (x *Index) loadVectors(ctx context.Context, key Key, set *vecSet) error {
-	limit := x.vectors.max / 4
+	limit := x.vectors.limit()
 	err := x.src.LoadVectors(ctx, key, set.maxID, func(id int64, conv, ref string, v []float32) error {
 		set.maxID = max(set.maxID, id)
 		if len(v) != key.Dims {

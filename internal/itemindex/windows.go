@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -21,7 +24,7 @@ type WindowSource interface {
 	// update and delete of one of their messages, by any process, moves.
 	// Inserts need not move it: a new message takes a seq above every
 	// stored one of its conversation, so it cannot join a closed window.
-	RevisionReader
+	cache.RevisionReader
 	// ReadWindows reads, for each of refs that names a stored message of
 	// the user, the live turns within radius of it (superseded messages and
 	// replies the upstream broke off left out, Raw empty), ordered by Seq
@@ -37,7 +40,15 @@ type WindowSource interface {
 // are kept (no new message can join them). It is safe for concurrent use.
 type Windows struct {
 	src   WindowSource
-	cache *CountedCache[WindowKey, []memory.Message]
+	cache *cache.Cache[windowKey, []memory.Message]
+}
+
+// windowKey names a window of one user's turns as of their
+// Revisions.Messages.
+type windowKey struct {
+	Tenant, User string
+	Messages     int64
+	WindowKey
 }
 
 // DefaultWindowBytes bounds the turns a Windows keeps, over all users: 16
@@ -47,11 +58,14 @@ const DefaultWindowBytes = 16 << 20
 // NewWindows returns a Windows reading src, bounded at max bytes (least
 // recently recalled users evicted first).
 func NewWindows(src WindowSource, max int) *Windows {
-	return &Windows{src: src, cache: NewCountedCache(max, windowSize)}
+	return &Windows{src: src, cache: cache.New("windows", max, windowSize)}
 }
 
+// Collectors returns the Prometheus collectors of w's cache.
+func (w *Windows) Collectors() []prometheus.Collector { return w.cache.Collectors() }
+
 // windowSize is roughly what one cached window holds in memory, in bytes.
-func windowSize(k WindowKey, w []memory.Message) int {
+func windowSize(k windowKey, w []memory.Message) int {
 	n := 96 + len(k.Ref.Conversation) + len(k.Ref.Key)
 	for _, m := range w {
 		n += 200 + len(m.Conversation) + len(m.Key) + len(m.Role) + len(m.Content)
@@ -73,44 +87,43 @@ func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory
 	}
 	// The count is read before the turns, so turns read after a change are
 	// never kept as of a count from before it.
-	rev, err := readRevisions(ctx, w.src, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, w.src, tenant, user)
 	if err != nil {
 		return nil, fmt.Errorf("messages around: read revision: %w", err)
 	}
 	changed := rev.Messages
 	// A ref asked twice is looked up twice: cheaper than a set of the keys
 	// when, as in recall, few refs repeat; mergeWindows drops the repeats.
-	keys := make([]WindowKey, len(refs))
+	wins := make([][]memory.Message, len(refs))
+	var missing map[WindowKey]bool
+	var unread []memory.MessageRef
 	for i, r := range refs {
-		keys[i] = WindowKey{Ref: r, Radius: radius}
-	}
-	wins := make([][]memory.Message, len(keys))
-	held := make([]bool, len(keys))
-	if n := w.cache.Fill(tenant, user, changed, keys, wins, held); n < len(keys) {
-		missing := make(map[WindowKey]bool, len(keys)-n)
-		refs := make([]memory.MessageRef, 0, len(keys)-n)
-		for i, k := range keys {
-			if !held[i] && !missing[k] {
-				missing[k] = true
-				refs = append(refs, k.Ref)
+		k := WindowKey{Ref: r, Radius: radius}
+		if win, ok := w.cache.Get(windowKey{tenant, user, changed, k}); ok {
+			wins[i] = win
+		} else if !missing[k] {
+			if missing == nil {
+				missing = map[WindowKey]bool{}
 			}
+			missing[k] = true
+			unread = append(unread, r)
 		}
-		read, closed, err := w.src.ReadWindows(ctx, tenant, user, refs, radius)
+	}
+	if len(unread) > 0 {
+		read, closed, err := w.src.ReadWindows(ctx, tenant, user, unread, radius)
 		if err != nil {
 			return nil, fmt.Errorf("messages around: %w", err)
 		}
-		for i, k := range keys {
-			if !held[i] {
+		for i, r := range refs {
+			if k := (WindowKey{Ref: r, Radius: radius}); missing[k] {
 				wins[i] = read[k]
 			}
 		}
-		w.cache.Put(tenant, user, changed, func(yield func(WindowKey, []memory.Message) bool) {
-			for k, ok := range closed {
-				if ok && missing[k] && !yield(k, read[k]) {
-					return
-				}
+		for k, ok := range closed {
+			if ok && missing[k] {
+				w.cache.Put(windowKey{tenant, user, changed, k}, read[k])
 			}
-		})
+		}
 	}
 	return mergeWindows(wins), nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -20,8 +21,8 @@ type fakeTurns struct {
 	read []string
 }
 
-func (f *fakeTurns) ItemRevisions(context.Context, string, string) (itemindex.Revisions, error) {
-	return itemindex.Revisions{}, nil
+func (f *fakeTurns) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{}, nil
 }
 
 func (f *fakeTurns) ReadWindows(_ context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {

@@ -49,7 +49,7 @@ func (t *tenantTools) preview(ctx context.Context, _ *mcp.CallToolRequest, in pr
 	}
 	id := memory.Identity{Tenant: t.tenant, User: in.User, Conversation: in.Conversation}
 	if id.Conversation == "" {
-		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Parsed)
+		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
 	}
 	mreq, aerr := req.Memory(http.Header{}, id, memory.ModeOn)
 	if aerr != nil {

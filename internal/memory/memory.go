@@ -144,10 +144,11 @@ func (u *Usage) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Exchange is one request/reply pair handed to capture. Prior holds the
-// non-system messages the client sent before its current turn (empty for
-// clients that send only new messages); Turn holds the current user or tool
-// messages; Reply is the assistant message, reassembled when streamed.
+// Exchange is one request/reply pair handed to capture. Prior and Turn are
+// the client's non-system messages divided by SplitAnswered: Prior runs
+// through its last assistant message (empty for clients that send only new
+// messages), Turn holds the user or tool messages the reply answers; Reply
+// is the assistant message, reassembled when streamed.
 type Exchange struct {
 	// ID identifies the exchange; message keys derive from it. Capture mints
 	// it (random, so unique within any tenant, user and conversation); a
@@ -214,10 +215,10 @@ type Request struct {
 	Mode Mode
 	// Model is the request's model, for token counting.
 	Model string
-	// Messages are the client's messages, verbatim.
-	Messages []json.RawMessage
-	// Parsed are Messages read by ParseMessage, index for index.
-	Parsed []Message
+	// Messages are the client's messages, each read once by ParseMessage
+	// where the request was parsed: Raw is the message as the client sent
+	// it, Role and Content what every later step reads.
+	Messages []Message
 	// MaxTokens is the request's max_tokens or max_completion_tokens (0 if absent).
 	MaxTokens int
 	// Budget is the X-Memory-Budget header (0 if absent).

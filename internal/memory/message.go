@@ -107,15 +107,12 @@ func (m Message) Fingerprint() string { return m.Role + "\x00" + m.Content }
 // Key returns the idempotency key of the i-th message stored for exchange id.
 func Key(exchangeID string, i int) string { return fmt.Sprintf("%s:%d", exchangeID, i) }
 
-// SplitTurn splits a client's non-system messages into the history it sent
-// (prior) and its current turn: the trailing messages after the last
-// assistant message (the new user message, or the tool results answering the
-// last assistant's tool calls).
-func SplitTurn(msgs []Message) (prior, turn []Message) {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "assistant" {
-			return msgs[:i+1], msgs[i+1:]
-		}
+// Raws returns each message's Raw, in order: the messages as a prompt's
+// JSON values.
+func Raws(msgs []Message) []json.RawMessage {
+	out := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Raw
 	}
-	return nil, msgs
+	return out
 }

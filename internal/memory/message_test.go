@@ -51,27 +51,6 @@ func msgs(spec ...string) []Message {
 	return out
 }
 
-func TestSplitTurn(t *testing.T) {
-	tests := []struct {
-		name        string
-		in          []Message
-		prior, turn int
-	}{
-		{"only new user", msgs("user", "hi"), 0, 1},
-		{"full history", msgs("user", "a", "assistant", "b", "user", "c"), 2, 1},
-		{"tool results", msgs("user", "a", "assistant", "call", "tool", "r1", "tool", "r2"), 2, 2},
-		{"empty", nil, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, tu := SplitTurn(tt.in)
-			if len(p) != tt.prior || len(tu) != tt.turn {
-				t.Fatalf("prior=%d turn=%d, want %d %d", len(p), len(tu), tt.prior, tt.turn)
-			}
-		})
-	}
-}
-
 func TestAlign(t *testing.T) {
 	stored := msgs("user", "a", "assistant", "b", "user", "c", "assistant", "d")
 	tests := []struct {

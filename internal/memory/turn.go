@@ -26,11 +26,12 @@ func (m Message) HasToolCalls() bool {
 }
 
 // SplitCurrent splits a client's non-system messages into the earlier turns
-// it resent and its current turn. The current turn is the trailing tool loop
-// — assistant messages with tool calls and the tool results answering them —
-// together with the user message(s) just before it, if any: for a client
-// that sends only what is new, [user], [user, assistant(tool_calls), tool]
-// and [assistant(tool_calls), tool] are all a current turn with no earlier
+// it resent and its current turn; it is memgate's one definition of the
+// current turn. The current turn is the trailing tool loop — assistant
+// messages with tool calls and the tool results answering them — together
+// with the user message(s) just before it, if any: for a client that sends
+// only what is new, [user], [user, assistant(tool_calls), tool] and
+// [assistant(tool_calls), tool] are all a current turn with no earlier
 // turns, and continue the stored conversation. Earlier is empty exactly when
 // the client sent no turn before its current one.
 func SplitCurrent(msgs []Message) (earlier, current []Message) {
@@ -42,6 +43,23 @@ func SplitCurrent(msgs []Message) (earlier, current []Message) {
 		i--
 	}
 	return msgs[:i+1], msgs[i+1:]
+}
+
+// SplitAnswered splits a client's non-system messages at its last
+// assistant message: answered runs through it (the replies the client
+// resent, which memgate stored when it relayed them), unanswered is what
+// follows (the messages the reply to this request answers: a user message,
+// or the tool results of the last assistant's calls). It is not the current
+// turn (SplitCurrent): a tool loop's assistant call is answered, though
+// the loop is still the current turn. A stored exchange keeps answered as
+// its Prior and unanswered as its Turn.
+func SplitAnswered(msgs []Message) (answered, unanswered []Message) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			return msgs[:i+1], msgs[i+1:]
+		}
+	}
+	return nil, msgs
 }
 
 // DefaultConversation is the conversation of a user's requests that name none

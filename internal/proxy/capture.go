@@ -153,7 +153,7 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 			nonSystem = append(nonSystem, m)
 		}
 	}
-	prior, turn := memory.SplitTurn(nonSystem)
+	prior, turn := memory.SplitAnswered(nonSystem)
 	if usage != nil && usage.CachedTokens > 0 {
 		c.p.m.providerCached.Add(float64(usage.CachedTokens))
 		if c.p.deps.Cache != nil {

@@ -31,16 +31,16 @@ func rememberingPreparer(got chan<- memory.Request) preparerFunc {
 		}
 		var system, rest []json.RawMessage
 		var parsed []memory.Message
-		for i, m := range req.Messages {
-			if memory.IsSystem(req.Parsed[i].Role) {
-				system = append(system, m)
+		for _, m := range req.Messages {
+			if memory.IsSystem(m.Role) {
+				system = append(system, m.Raw)
 			} else {
-				rest = append(rest, m)
-				parsed = append(parsed, req.Parsed[i])
+				rest = append(rest, m.Raw)
+				parsed = append(parsed, m)
 			}
 		}
 		out := append(system, json.RawMessage(`{"role":"system","content":"<memory>`+memoryFact+`</memory>"}`))
-		if prior, _ := memory.SplitTurn(parsed); len(prior) == 0 && !req.NoRecent {
+		if prior, _ := memory.SplitAnswered(parsed); len(prior) == 0 && !req.NoRecent {
 			out = append(out, storedTurns...)
 		}
 		out = append(out, rest...)

@@ -135,7 +135,7 @@ func TestBrowserGuardOnMemoryRoutes(t *testing.T) {
 			var called atomic.Int32
 			prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
 				called.Add(1)
-				return memory.Prepared{Messages: req.Messages}, nil
+				return memory.Prepared{Messages: memory.Raws(req.Messages)}, nil
 			})
 			g := mustGateway(t, up, func(c *config.Config) { c.Upstream.Anthropic.BaseURL = up.URL() },
 				Deps{Resolver: identity.New(nil), Preparer: prep, Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})

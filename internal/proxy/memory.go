@@ -138,7 +138,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {
 			implied := id.Conversation == ""
 			if implied {
-				id.Conversation = conversationFor(id, req.Parsed)
+				id.Conversation = conversationFor(id, req.Messages)
 				mreq.Identity = id
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
@@ -147,13 +147,13 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
-				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Parsed, at: at}
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Messages, at: at}
 				if implied {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived
 					// conversation when the chat goes on.
 					f.capture.derived = id.Conversation != memory.DefaultConversation
-					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Parsed)
+					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Messages)
 				}
 				defer f.capture.abandon()
 			}

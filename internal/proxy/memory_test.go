@@ -33,7 +33,7 @@ var memoryNote = json.RawMessage(`{"role":"system","content":"Memory: the user l
 func injecting(got chan<- memory.Request) preparerFunc {
 	return func(_ context.Context, req memory.Request) (memory.Prepared, error) {
 		got <- req
-		msgs := append([]json.RawMessage{memoryNote}, req.Messages...)
+		msgs := append([]json.RawMessage{memoryNote}, memory.Raws(req.Messages)...)
 		return memory.Prepared{Messages: msgs, TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
 	}
 }
@@ -53,7 +53,7 @@ func TestMemoryInjection(t *testing.T) {
 	}
 	req := wait(t, reqs, "Prepare")
 	if req.User != "alice" || req.Tenant != memory.DefaultTenant || req.Conversation != "c1" || req.Budget != 500 ||
-		req.CrossConversation || req.Model != "gpt-4o" || len(req.Messages) != 4 || len(req.Parsed) != 4 || req.Parsed[3].Content != "What do I like?" {
+		req.CrossConversation || req.Model != "gpt-4o" || len(req.Messages) != 4 || req.Messages[3].Content != "What do I like?" {
 		t.Errorf("memory request %+v", req)
 	}
 	for k, want := range map[string]string{

@@ -54,7 +54,7 @@ func TestPrefixRepeatHeader(t *testing.T) {
 	long := strings.Repeat("The user likes green tea and walks in Lisbon. ", 200) // ~9 KB
 	prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
 		block, _ := json.Marshal(map[string]string{"role": "system", "content": long})
-		msgs := append([]json.RawMessage{block}, req.Messages...)
+		msgs := append([]json.RawMessage{block}, memory.Raws(req.Messages)...)
 		return memory.Prepared{Messages: msgs, TokensOriginal: 3000, TokensSent: 2000}, nil
 	})
 	counts := &cacheCounts{repeated: map[string]int{}, cached: map[string]int{}}

@@ -85,7 +85,7 @@ func TestCaptureOfProviderStreamShapes(t *testing.T) {
 // X-Memory-Degraded and counted by part; tokens saved count original − sent.
 func TestDegradedPartsAndTokensSaved(t *testing.T) {
 	prep := preparerFunc(func(_ context.Context, req memory.Request) (memory.Prepared, error) {
-		return memory.Prepared{Messages: req.Messages, TokensOriginal: 500, TokensSent: 120,
+		return memory.Prepared{Messages: memory.Raws(req.Messages), TokensOriginal: 500, TokensSent: 120,
 			Degraded: []string{memory.DegradedEmbedding}}, nil
 	})
 	up := upstreamtest.New(t, nil)

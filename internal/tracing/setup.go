@@ -16,9 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -140,4 +142,16 @@ func serviceResource(ctx context.Context, version string) *resource.Resource {
 		return resource.NewSchemaless(attribute.String("service.name", "memgate"), attribute.String("service.version", version))
 	}
 	return r
+}
+
+// SetGlobal makes t's provider the process's global one when tracing is
+// on, so spans made outside the request path (the enricher's, otel
+// instrumentation in libraries) are exported too; exporter errors go to
+// logger.
+func (t *Tracing) SetGlobal(logger *slog.Logger) {
+	if !t.Enabled {
+		return
+	}
+	otel.SetTracerProvider(t.Provider)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "error", err) }))
 }

@@ -28,7 +28,7 @@ func TestPreviewShowsPartsAgainstTheirShares(t *testing.T) {
 		got <- req
 		block, _ := json.Marshal(map[string]string{"role": "system", "content": "<memory>\nPinned:\n- <b>bold</b> goal\n</memory>"})
 		return memory.Prepared{
-			Messages: append([]json.RawMessage{block, []byte(`{"role":"user","content":"earlier"}`)}, req.Messages...),
+			Messages: append([]json.RawMessage{block, []byte(`{"role":"user","content":"earlier"}`)}, memory.Raws(req.Messages)...),
 			Budget:   1000, TokensSent: 400, TokensOriginal: 900,
 			Parts: map[string]int{"memory": 200, "pinned": 50, "summary": 120, "recent": 150, "current": 47},
 		}, nil
@@ -50,7 +50,7 @@ func TestPreviewShowsPartsAgainstTheirShares(t *testing.T) {
 	}
 	req := <-got
 	if req.Tenant != "acme" || req.User != "alice" || req.Conversation != "trip" || req.Mode != memory.ModeRead ||
-		len(req.Parsed) != 1 || req.Parsed[0].Content != "where do I live?" {
+		len(req.Messages) != 1 || req.Messages[0].Content != "where do I live?" {
 		t.Errorf("preview asked %+v", req)
 	}
 	for _, want := range []string{

@@ -2,12 +2,14 @@ package ui
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/memgate/memgate/internal/chatreq"
+	dialectbody "github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/chat"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -108,20 +110,23 @@ func (u *UI) handlePreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req, aerr := chatreq.Parse(body)
-	if aerr != nil {
-		d.Error = aerr.Message
+	req, perr := chat.ParseRequest(body)
+	if perr != nil {
+		var fe *dialectbody.FieldError
+		if errors.As(perr, &fe) {
+			d.Error = fe.Msg
+		} else {
+			d.Error = perr.Error()
+		}
 		return u.render(c, http.StatusBadRequest, "preview", p)
 	}
 	id := memory.Identity{Tenant: tenantOf(c), User: user, Conversation: d.Conversation}
 	if id.Conversation == "" {
-		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Parsed)
+		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
 	}
-	mreq, aerr := req.Memory(http.Header{}, id, memory.ModeRead)
-	if aerr != nil {
-		d.Error = aerr.Message
-		return u.render(c, http.StatusBadRequest, "preview", p)
-	}
+	mreq := req.Memory(id, memory.ModeRead)
+	// The page sets no X-Memory-Cross: cross-conversation recall is on.
+	mreq.CrossConversation = true
 	prep, err := u.deps.Preparer.Prepare(ctx, mreq)
 	if err != nil {
 		u.log.Warn("ui: memory preview failed", "request_id", server.RequestID(c), "error", err)

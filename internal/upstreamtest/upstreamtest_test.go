@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/dialect/chat"
 )
 
 func post(t *testing.T, url, body string) (*http.Response, string) {
@@ -55,7 +55,7 @@ func TestChatWireFormat(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New(t, Chat(tt.reply))
 			_, body := post(t, s.URL()+"/chat/completions", `{"model":"m","messages":[]}`)
-			want, wantUsage, err := record.ReplyFromJSON([]byte(body))
+			want, wantUsage, err := chat.ReplyFromJSON([]byte(body))
 			if err != nil {
 				t.Fatalf("ReplyFromJSON(%s): %v", body, err)
 			}
@@ -66,7 +66,7 @@ func TestChatWireFormat(t *testing.T) {
 			if !strings.HasSuffix(stream, "data: [DONE]\n\n") {
 				t.Errorf("stream does not end with [DONE]: %q", stream)
 			}
-			sr := record.NewStreamReply()
+			sr := chat.NewStreamReply()
 			for _, line := range strings.Split(stream, "\n") {
 				p, ok := strings.CutPrefix(line, "data: ")
 				if !ok || p == "[DONE]" {

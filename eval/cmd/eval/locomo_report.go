@@ -82,7 +82,7 @@ func (r *loResults) markdown() string {
 		fmt.Fprintf(&b, "%d %s", byCat[cat], locomo.CategoryName(cat))
 	}
 	fmt.Fprintf(&b, ") naming %d evidence turns; adversarial questions (category 5) are not asked\n", evidence)
-	cfg := "built-in default config except `memory.load_timeout: 5s`"
+	cfg := "built-in default config except `memory.load_timeout: 5s` and `memory.embedding_timeout: 5s`"
 	if o.config != "" {
 		cfg = "config " + o.config
 	}

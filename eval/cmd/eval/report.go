@@ -42,7 +42,7 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "- Command: `%s` (seed %d; %s in all, history delivery %s)\n", strings.TrimSpace(r.command), o.seed, r.elapsed.Round(time.Second), r.replay.Round(time.Second))
 	fmt.Fprintf(&b, "- Data: %d synthetic conversations between two friends who call each other by name, %d sessions each on distinct dates, %d turns each (%.0f tokens a turn on average; the whole history ≈ %.0f tokens), mostly chit-chat and everyday topics; %d questions (%d of each type per conversation) needing %d evidence turns: %s deep\n",
 		d.users, o.synth.Sessions, d.turns/max(1, d.users), d.turnTokens, d.fullTokens, d.questions, o.synth.PerType, d.evidence, depthSpread(d))
-	cfg := "built-in default config except `memory.load_timeout: 5s` (so machine load cannot drop memory from a question)"
+	cfg := "built-in default config except `memory.load_timeout: 5s` and `memory.embedding_timeout: 5s` (so machine load cannot drop memory, or a question's embedding, from a question)"
 	store := "SQLite store"
 	if o.postgresURL != "" {
 		store = "PostgreSQL + pgvector store (a throwaway database) behind Redis"

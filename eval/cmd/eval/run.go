@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.gateway, "gateway", "", "gateway binary to run (default: go build ./cmd/gateway into a temp dir)")
 	fs.StringVar(&o.model, "model", "gpt-4o-mini", "model named in requests (tokenizer and context window)")
 	probeIn := fs.String("probe-in", "last,new", "where questions are asked, comma-separated: last (the user's last session, continued), new (a fresh conversation per user)")
-	fs.StringVar(&o.config, "config", "", "gateway YAML config file (default: the built-in defaults with memory.load_timeout: 5s)")
+	fs.StringVar(&o.config, "config", "", "gateway YAML config file (default: the built-in defaults with memory.load_timeout and memory.embedding_timeout 5s)")
 	fs.StringVar(&o.postgresURL, "postgres-url", "", "run the gateway on PostgreSQL + pgvector instead of SQLite: a throwaway database is created (and dropped) on this server; needs -redis-url")
 	fs.StringVar(&o.redisURL, "redis-url", "", "with -postgres-url, the Redis the gateway caches in (under a unique key prefix)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (gateway log, SQLite database)")
@@ -230,11 +230,14 @@ func methodName(method, where, first string) string {
 }
 
 // evalConfig is the gateway configuration measured: the built-in defaults,
-// except that memory may take up to 5s to load, so a busy machine cannot
-// change what is measured (past the default 150ms deadline the gateway
-// forwards without memory; the report counts any probe that still was).
+// except that memory may take up to 5s to load and a question's embedding
+// up to 5s to come, so a busy machine cannot change what is measured (past
+// the default 150ms and 300ms deadlines the gateway forwards without
+// memory, or searches with full text alone; the report counts any probe
+// that still was degraded).
 const evalConfig = `memory:
   load_timeout: 5s
+  embedding_timeout: 5s
 `
 
 // stack is a running gateway in front of a fresh stand-in upstream.

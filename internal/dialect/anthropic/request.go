@@ -135,7 +135,7 @@ func (r *Request) readSystem() error {
 	if _, err := r.Add(chat.Message{Role: "system", Content: chat.Text(text)}, -1); err != nil {
 		return body.Invalid("system", "%v", err)
 	}
-	r.sysChat = r.Messages[0]
+	r.sysChat = r.Messages[0].Raw
 	return nil
 }
 

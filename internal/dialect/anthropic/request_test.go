@@ -58,7 +58,7 @@ func TestParseRequest(t *testing.T) {
 				User      string            `json:"user"`
 				Messages  []json.RawMessage `json:"messages"`
 				Texts     []string          `json:"texts"`
-			}{r.Model, r.Stream, r.MaxTokens, r.User, r.Messages, contents(r.Parsed)})
+			}{r.Model, r.Stream, r.MaxTokens, r.User, memory.Raws(r.Messages), contents(r.Messages)})
 			dialecttest.Golden(t, "parse_"+tt.name, out, *update)
 		})
 	}

@@ -55,7 +55,7 @@ func TestReplyFingerprintMatchesResentHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.Parsed[1]; got.Fingerprint() != reply.Fingerprint() || string(got.Raw) != string(reply.Raw) {
+	if got := r.Messages[1]; got.Fingerprint() != reply.Fingerprint() || string(got.Raw) != string(reply.Raw) {
 		t.Errorf("resent history %s\ncaptured reply %s", got.Raw, reply.Raw)
 	}
 }

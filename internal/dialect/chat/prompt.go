@@ -15,10 +15,8 @@ import (
 // adapters embed it in their Request.
 type Conversation struct {
 	// Messages is the conversation in chat format (the memory.Request's
-	// Messages); Parsed holds them read by memory.ParseMessage, index for
-	// index.
-	Messages []json.RawMessage
-	Parsed   []memory.Message
+	// Messages), each encoded and read once.
+	Messages []memory.Message
 	// Origin[i] is the index of the client's message or item Messages[i]
 	// starts at; -1 for a system prompt the body holds outside them.
 	Origin []int
@@ -30,8 +28,7 @@ func (c *Conversation) Add(m Message, origin int) (memory.Message, error) {
 	if err != nil {
 		return memory.Message{}, err
 	}
-	c.Messages = append(c.Messages, msg.Raw)
-	c.Parsed = append(c.Parsed, msg)
+	c.Messages = append(c.Messages, msg)
 	c.Origin = append(c.Origin, origin)
 	return msg, nil
 }
@@ -113,8 +110,8 @@ func (c *Conversation) Read(p memory.Prepared, own func(json.RawMessage) bool, n
 	var client []json.RawMessage
 	var origin []int
 	for i, m := range c.Messages {
-		if !own(m) {
-			client = append(client, m)
+		if !own(m.Raw) {
+			client = append(client, m.Raw)
 			origin = append(origin, c.Origin[i])
 		}
 	}

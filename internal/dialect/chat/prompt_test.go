@@ -39,7 +39,15 @@ func TestRead(t *testing.T) {
 		return b
 	}
 	sys, a, b, c := msg("system", "app"), msg("user", "a"), msg("assistant", "b"), msg("user", "c")
-	conv := Conversation{Messages: []json.RawMessage{sys, a, b, c}, Origin: []int{-1, 0, 1, 2}}
+	var conv Conversation
+	for i, m := range []json.RawMessage{sys, a, b, c} {
+		pm, err := memory.ParseMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv.Messages = append(conv.Messages, pm)
+		conv.Origin = append(conv.Origin, i-1)
+	}
 	own := func(m json.RawMessage) bool { return string(m) == string(sys) }
 	stored, mem1, mem2 := msg("user", "stored"), msg("system", "fact one"), msg("system", "fact two")
 	tests := []struct {

@@ -58,11 +58,11 @@ func JSON(tb testing.TB, v any) json.RawMessage {
 // its other messages from index keepFrom (among the non-system ones) on.
 func Prepared(c chat.Conversation, block string, stored []json.RawMessage, keepFrom int) memory.Prepared {
 	var sys, rest []json.RawMessage
-	for i, m := range c.Messages {
-		if memory.IsSystem(c.Parsed[i].Role) {
-			sys = append(sys, m)
+	for _, m := range c.Messages {
+		if memory.IsSystem(m.Role) {
+			sys = append(sys, m.Raw)
 		} else {
-			rest = append(rest, m)
+			rest = append(rest, m.Raw)
 		}
 	}
 	out := append([]json.RawMessage(nil), sys...)
@@ -150,12 +150,12 @@ func PreparedBlocks(c chat.Conversation, stable, recalled string, user bool, sto
 	}
 	var sys, rest []json.RawMessage
 	var restRoles []string
-	for i, m := range c.Messages {
-		if memory.IsSystem(c.Parsed[i].Role) {
-			sys = append(sys, m)
+	for _, m := range c.Messages {
+		if memory.IsSystem(m.Role) {
+			sys = append(sys, m.Raw)
 		} else {
-			rest = append(rest, m)
-			restRoles = append(restRoles, c.Parsed[i].Role)
+			rest = append(rest, m.Raw)
+			restRoles = append(restRoles, m.Role)
 		}
 	}
 	var p memory.Prepared

@@ -42,13 +42,13 @@ func TestParseRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			texts := make([]string, len(r.Parsed))
-			for i, m := range r.Parsed {
+			texts := make([]string, len(r.Messages))
+			for i, m := range r.Messages {
 				texts[i] = m.Role + ": " + m.Content
 			}
 			out, _ := json.Marshal(map[string]any{
 				"model": r.Model, "stream": r.Stream, "max_tokens": r.MaxTokens, "user": r.User,
-				"previous_response_id": r.PreviousResponseID, "messages": r.Messages, "texts": texts,
+				"previous_response_id": r.PreviousResponseID, "messages": memory.Raws(r.Messages), "texts": texts,
 			})
 			dialecttest.Golden(t, "parse_"+tt.name, out, *update)
 		})

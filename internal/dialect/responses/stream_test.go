@@ -51,7 +51,7 @@ func TestReplyFingerprintMatchesResentInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.Parsed[1]; string(got.Raw) != string(reply.Raw) || got.Fingerprint() != reply.Fingerprint() {
+	if got := r.Messages[1]; string(got.Raw) != string(reply.Raw) || got.Fingerprint() != reply.Fingerprint() {
 		t.Errorf("resent input %s\ncaptured reply %s", got.Raw, reply.Raw)
 	}
 }

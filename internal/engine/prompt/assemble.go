@@ -205,13 +205,13 @@ func unsummarisedOf(ld loaded) []memory.Message {
 	return ld.stored
 }
 
-// currentStart returns the index in conv where the current turn starts: the
-// client's turn (after its last assistant message, at index turnFrom+len of
-// its prior), extended back to the newest user message when the turn is
-// tool results answering an earlier assistant call (or empty).
+// currentStart returns the index in conv where the current turn starts:
+// the client's current turn (memory.SplitCurrent of rest, which conv ends
+// with), extended back to the newest user message when the client sent
+// only a tool loop (its question is stored history).
 func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) int {
-	prior, _ := memory.SplitTurn(rest)
-	start := historyLen + len(prior)
+	earlier, _ := memory.SplitCurrent(rest)
+	start := historyLen + len(earlier)
 	for i := len(conv) - 1; i >= 0; i-- {
 		if conv[i].Role == "user" {
 			return min(start, i)

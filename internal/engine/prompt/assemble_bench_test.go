@@ -98,13 +98,8 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (
 	req := request(tb, memory.ModeOn, `{"role":"system","content":"You are a helpful assistant."}`,
 		fmt.Sprintf(`{"role":"user","content":%q}`, benchText(r)))
 	req.Model = "gpt-4o-mini"
-	parsed, err := parsedMessages(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var system, rest []memory.Message
-	for i, m := range parsed {
-		m.Raw = req.Messages[i]
+	for _, m := range req.Messages {
 		if memory.IsSystem(m.Role) {
 			system = append(system, m)
 		} else {

@@ -242,7 +242,7 @@ func measureCoverage(t *testing.T, budget int) coverage {
 	c := coverage{byKind: map[string]int{}, byKindFound: map[string]int{}, tokensLimit: budget}
 	for k, f := range facts {
 		req := memory.Request{Identity: id, Mode: memory.ModeOn, Model: "gpt-4o-mini", Budget: budget,
-			CrossConversation: true, Messages: []json.RawMessage{mustRaw(t, "user", f.question)}}
+			CrossConversation: true, Messages: []memory.Message{mustUserMsg(t, f.question)}}
 		p, err := asm.Prepare(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -302,6 +302,16 @@ func promptText(t *testing.T, msgs []json.RawMessage) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// mustUserMsg is a request's user message saying content.
+func mustUserMsg(t *testing.T, content string) memory.Message {
+	t.Helper()
+	m, err := memory.ParseMessage(mustRaw(t, "user", content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func mustRaw(t *testing.T, role, content string) json.RawMessage {

@@ -265,13 +265,8 @@ func (a *Assembler) passageBudget(req memory.Request) int {
 // user, gets its messages back unchanged. A failure to load memory is
 // returned wrapped, and the caller forwards the request without memory.
 func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
-	parsed, err := parsedMessages(req)
-	if err != nil {
-		return memory.Prepared{}, err
-	}
 	var system, rest []memory.Message
-	for i, m := range parsed {
-		m.Raw = req.Messages[i]
+	for _, m := range req.Messages {
 		if memory.IsSystem(m.Role) {
 			system = append(system, m)
 			continue
@@ -279,8 +274,9 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		rest = append(rest, m)
 	}
 	if !req.Mode.Injects() || req.User == "" {
-		n := a.deps.Counter.Messages(req.Model, req.Messages)
-		return memory.Prepared{Messages: req.Messages, TokensOriginal: n, TokensSent: n}, nil
+		raws := memory.Raws(req.Messages)
+		n := a.deps.Counter.Messages(req.Model, raws)
+		return memory.Prepared{Messages: raws, TokensOriginal: n, TokensSent: n}, nil
 	}
 	// A tool loop's assistant call and results continue the current turn:
 	// only turns before it make a client's own history.
@@ -309,23 +305,6 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
 		"over_budget", p.OverBudget, "parts", p.Parts)
 	return p, nil
-}
-
-// parsedMessages returns req.Parsed, parsing req.Messages when the proxy did
-// not.
-func parsedMessages(req memory.Request) ([]memory.Message, error) {
-	if len(req.Parsed) == len(req.Messages) {
-		return req.Parsed, nil
-	}
-	out := make([]memory.Message, len(req.Messages))
-	for i, raw := range req.Messages {
-		m, err := memory.ParseMessage(raw)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		out[i] = m
-	}
-	return out, nil
 }
 
 // zeroCounter counts nothing: the Assembler of New without a counter.

@@ -3,7 +3,6 @@ package prompt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,8 +75,7 @@ func request(tb testing.TB, mode memory.Mode, raws ...string) memory.Request {
 		Model:    "gpt-4o",
 	}
 	for _, r := range raws {
-		req.Messages = append(req.Messages, json.RawMessage(r))
-		req.Parsed = append(req.Parsed, mustMsg(tb, r))
+		req.Messages = append(req.Messages, mustMsg(tb, r))
 	}
 	return req
 }
@@ -206,12 +204,6 @@ func TestPrepare(t *testing.T) {
 			want:      []string{sys, uNew},
 			wantCalls: 1,
 		},
-		{
-			name: "proxy did not parse", stored: []string{u1, a1}, recent: 20,
-			req:       func() memory.Request { r := request(t, memory.ModeOn, uNew); r.Parsed = nil; return r }(),
-			want:      []string{u1, a1, uNew},
-			wantCalls: 1,
-		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,14 +265,6 @@ func TestPrepareErrors(t *testing.T) {
 		}
 		if len(got.Messages) != 1 || string(got.Messages[0]) != uNew {
 			t.Fatalf("messages = %s, want the client's own", got.Messages)
-		}
-	})
-	t.Run("unparseable message", func(t *testing.T) {
-		a := New(&fakeHistory{}, nil, Options{RecentMessages: 5}, nil)
-		req := memory.Request{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Mode: memory.ModeOn,
-			Messages: []json.RawMessage{json.RawMessage(`{"content":"no role"}`)}}
-		if _, err := a.Prepare(context.Background(), req); !errors.Is(err, memory.ErrInvalid) {
-			t.Fatalf("err = %v, want ErrInvalid", err)
 		}
 	})
 }

@@ -160,8 +160,7 @@ func TestPrepareProperties(t *testing.T) {
 		}
 		req := memory.Request{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Mode: memory.ModeOn, Model: "gpt-4o-mini"}
 		for _, m := range client {
-			req.Messages = append(req.Messages, m.Raw)
-			req.Parsed = append(req.Parsed, m)
+			req.Messages = append(req.Messages, m)
 		}
 		req.Budget = 1 + r.IntN(900)
 		a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Counter: counter}, Options{

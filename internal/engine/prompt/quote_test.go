@@ -111,7 +111,7 @@ func TestStoredTextCannotBreakOutOfTheBlock(t *testing.T) {
 		}
 		req := request(t, memory.ModeOn, `{"role":"user","content":"what did I say?"}`)
 		req.Model = "gpt-4o-mini"
-		p, err := a.assemble(req, nil, req.Parsed, false, ld)
+		p, err := a.assemble(req, nil, req.Messages, false, ld)
 		if err != nil {
 			t.Fatal(err)
 		}

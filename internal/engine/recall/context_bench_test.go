@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -18,8 +19,8 @@ type memWindows struct {
 	convs map[string][]memory.Message
 }
 
-func (memWindows) ItemRevisions(context.Context, string, string) (itemindex.Revisions, error) {
-	return itemindex.Revisions{}, nil
+func (memWindows) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{}, nil
 }
 
 func (src memWindows) ReadWindows(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {

@@ -159,7 +159,7 @@ type Capturer struct {
 // job is one captured exchange on its way to the store.
 type job struct {
 	ex       memory.Exchange
-	payload  []byte // ex encoded, for the capture queue and dead letters
+	payload  []byte // ex encoded, once the capture queue or a dead letter needs it
 	start    time.Time
 	attempts int
 	done     chan struct{} // closed once ex is durable or given up
@@ -237,13 +237,13 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 	if ex.At.IsZero() {
 		ex.At = start.UTC()
 	}
-	ex, payload, err := c.prepare(ex)
+	ex, err := c.prepare(ex)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("encode").Inc()
 		c.drop(ctx, ex, "cannot encode: "+err.Error())
 		return
 	}
-	j := &job{ex: ex, payload: payload, start: start, done: make(chan struct{})}
+	j := &job{ex: ex, start: start, done: make(chan struct{})}
 	if !c.submit(ctx, j) {
 		return
 	}
@@ -362,9 +362,10 @@ func (c *Capturer) drop(ctx context.Context, ex memory.Exchange, reason string) 
 		"exchange", ex.ID, "request_id", ex.RequestID, "tenant", ex.Tenant, "conversation", ex.Conversation)
 }
 
-// prepare sanitizes and redacts an exchange and encodes it as a queue
-// payload.
-func (c *Capturer) prepare(ex memory.Exchange) (memory.Exchange, []byte, error) {
+// prepare sanitizes and redacts an exchange. It is encoded only when the
+// capture queue or a dead letter needs it (see job.encoded): a turn the
+// store takes at once is encoded once, for the enrichment queue.
+func (c *Capturer) prepare(ex memory.Exchange) (memory.Exchange, error) {
 	ex, n := SanitizeExchange(ex)
 	if n > 0 {
 		c.metrics.sanitized.Add(float64(n))
@@ -372,14 +373,24 @@ func (c *Capturer) prepare(ex memory.Exchange) (memory.Exchange, []byte, error) 
 	if c.redactor != nil {
 		var err error
 		if ex, err = c.redactExchange(ex); err != nil {
-			return ex, nil, err
+			return ex, err
 		}
 	}
-	payload, err := json.Marshal(ex)
-	if err != nil {
-		return ex, nil, fmt.Errorf("encode exchange: %w", err)
+	return ex, nil
+}
+
+// encoded returns j's exchange encoded for the capture queue and dead
+// letters, encoding it on first use. A job is handled by one lane at a
+// time.
+func (j *job) encoded() ([]byte, error) {
+	if j.payload == nil {
+		b, err := json.Marshal(j.ex)
+		if err != nil {
+			return nil, fmt.Errorf("encode exchange: %w", err)
+		}
+		j.payload = b
 	}
-	return ex, payload, nil
+	return j.payload, nil
 }
 
 // redactExchange redacts every message of ex, on copies of its slices.

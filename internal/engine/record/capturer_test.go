@@ -298,7 +298,7 @@ func TestCaptureRedactsAndSanitizesBeforeStoring(t *testing.T) {
 	ex.Turn[0].Content += "\x00"
 	ex.Turn[0].Raw = json.RawMessage(`{"role":"user","content":"my key is ` + secret + `\u0000"}`)
 	ex.Model = "gpt\xff"
-	reply, _, err := ReplyFromJSON([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"charge","arguments":"{\"card\":\"4111 1111 1111 1111\"}"}}]}}]}`))
+	reply, err := memory.ParseMessage(json.RawMessage(`{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"card\":\"4111 1111 1111 1111\"}","name":"charge"},"id":"c","type":"function"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,14 +71,14 @@ func (c *Capturer) Import(ctx context.Context, exs []memory.Exchange) ([]Outcome
 		if ex.At.IsZero() {
 			ex.At = start.UTC()
 		}
-		ex, payload, err := c.prepare(ex)
+		ex, err := c.prepare(ex)
 		if err != nil {
 			c.metrics.failures.WithLabelValues("encode").Inc()
 			c.drop(ctx, ex, "cannot encode: "+err.Error())
 			jobs = append(jobs, nil)
 			continue
 		}
-		j := &job{ex: ex, payload: payload, start: start, done: make(chan struct{})}
+		j := &job{ex: ex, start: start, done: make(chan struct{})}
 		if !c.submit(ctx, j) {
 			jobs = append(jobs, nil)
 			continue

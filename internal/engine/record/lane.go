@@ -159,8 +159,16 @@ func (c *Capturer) backoff(j *job, delay *time.Duration) bool {
 // its conversation so that its later turns follow it there. It reports
 // whether the queue took it.
 func (c *Capturer) toQueue(j *job) bool {
+	payload, err := j.encoded()
+	if err != nil {
+		// Not storable anywhere but the store, which is away: drop it.
+		c.metrics.failures.WithLabelValues("encode").Inc()
+		c.drop(context.Background(), j.ex, "cannot encode: "+err.Error())
+		c.finish(j)
+		return true
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-	err := c.queue.Enqueue(ctx, j.payload)
+	err = c.queue.Enqueue(ctx, payload)
 	cancel()
 	if err != nil {
 		c.metrics.failures.WithLabelValues("enqueue").Inc()
@@ -280,9 +288,15 @@ func (c *Capturer) deadLetter(j *job, cause error) {
 		c.finish(j)
 		return
 	}
+	payload, err := j.encoded()
+	if err != nil {
+		c.drop(context.Background(), j.ex, "refused by the store and cannot be encoded: "+err.Error())
+		c.finish(j)
+		return
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-	err := c.dead.DeadLetter(ctx, memory.DeadLetter{
-		Exchange: j.ex.ID, Identity: j.ex.Identity, Reason: deadReason(cause), Payload: j.payload, At: j.ex.At,
+	err = c.dead.DeadLetter(ctx, memory.DeadLetter{
+		Exchange: j.ex.ID, Identity: j.ex.Identity, Reason: deadReason(cause), Payload: payload, At: j.ex.At,
 	})
 	cancel()
 	if err != nil {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -25,12 +28,12 @@ var _ itemindex.Source = indexSource{}
 // none). MessagesAdded, Facts and Summaries stay 0: this store reads a
 // conversation's newest turns, the facts and the summaries from the
 // database on every request, keeping none of them in memory.
-func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
-	var rev itemindex.Revisions
+func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
+	var rev cache.Revisions
 	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions
 		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return itemindex.Revisions{}, unavailable(err)
+		return cache.Revisions{}, unavailable(err)
 	}
 	return rev, nil
 }
@@ -96,4 +99,10 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 		return nil, fmt.Errorf("load items: %w", unavailable(err))
 	}
 	return items, nil
+}
+
+// Collectors returns the Prometheus collectors of the Store's caches (see
+// internal/engine/cache), as they are when called: after SetCacheLimits.
+func (s *Store) Collectors() []prometheus.Collector {
+	return slices.Concat(s.index.Collectors(), s.around.Collectors())
 }

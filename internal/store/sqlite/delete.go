@@ -46,9 +46,10 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
-	s.tails.Forget(id.Tenant, id.User) // stale already: the deletes moved the counts
-	s.factCache.Forget(id.Tenant, id.User)
-	s.summaryCache.Forget(id.Tenant, id.User)
+	// Stale already (the deletes moved the counts), and erased.
+	s.tails.Drop(ofUser(id.Tenant, id.User))
+	s.factCache.Drop(ofUser(id.Tenant, id.User))
+	s.summaryCache.Drop(ofUser(id.Tenant, id.User))
 	s.truncateWAL(ctx)
 	return nil
 }
@@ -85,9 +86,10 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("delete user: %w", err)
 	}
-	s.tails.Forget(tenant, user) // stale already: the deletes moved the counts
-	s.factCache.Forget(tenant, user)
-	s.summaryCache.Forget(tenant, user)
+	// Stale already (the deletes moved the counts), and erased.
+	s.tails.Drop(ofUser(tenant, user))
+	s.factCache.Drop(ofUser(tenant, user))
+	s.summaryCache.Drop(ofUser(tenant, user))
 	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
 	return nil

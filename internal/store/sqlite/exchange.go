@@ -69,7 +69,7 @@ const (
 	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	// sqlLastSeq also reads the user's messagesState (Recent's tails).
+	// sqlLastSeq also reads the user's Revisions.Tail (Recent's tails).
 	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
 		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
 		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
@@ -87,7 +87,7 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, 
 	sqlRecordExchange, sqlCountMessages}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction.
-// It also returns the user's messagesState read just before the
+// It also returns the user's Revisions.Tail read just before the
 // exchange's messages were inserted (when it inserted any), for
 // advanceTails.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
@@ -183,7 +183,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 
 // insertMessages appends msgs to the conversation after its highest Seq,
 // each dated by its CreatedAt, or at when it has none, and returns them as
-// stored (memory.SaveResult.Stored), with the user's messagesState before
+// stored (memory.SaveResult.Stored), with the user's Revisions.Tail before
 // them.
 func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, int64, error) {
 	var last, before int64

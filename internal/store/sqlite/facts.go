@@ -217,7 +217,7 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) e
 	if err != nil {
 		return fmt.Errorf("delete fact: %w", err)
 	}
-	s.factCache.Forget(tenant, user) // stale already: the delete moved the count
+	s.factCache.Drop(ofUser(tenant, user)) // stale already: the delete moved the count
 	return nil
 }
 

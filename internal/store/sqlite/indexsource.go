@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -24,14 +28,14 @@ var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none).
-func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (itemindex.Revisions, error) {
-	var rev itemindex.Revisions
+func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
+	var rev cache.Revisions
 	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
 		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return itemindex.Revisions{}, err
+		return cache.Revisions{}, err
 	}
 	return rev, nil
 }
@@ -106,4 +110,11 @@ func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []st
 		return nil, fmt.Errorf("common terms: %w", err)
 	}
 	return out, nil
+}
+
+// Collectors returns the Prometheus collectors of the Store's caches (see
+// internal/engine/cache), as they are when called: after SetCacheLimits.
+func (s *Store) Collectors() []prometheus.Collector {
+	return slices.Concat(s.index.Collectors(), s.around.Collectors(), s.tails.Collectors(),
+		s.factCache.Collectors(), s.summaryCache.Collectors())
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -25,8 +25,25 @@ type heldSummary struct {
 	found bool
 }
 
+// revKey names what a Store's caches hold of one user (one conversation's,
+// for summaries and tails; Conv "" for the user's facts) as of a revision
+// count of the user's: Revisions.Facts for facts, Summaries for summaries,
+// Revisions.Tail for tails. A write moves the count (migrations 0013-0015's
+// triggers, by any connection of any process), so an entry read before it
+// is never looked up again.
+type revKey struct {
+	Tenant, User string
+	Rev          int64
+	Conv         string
+}
+
+// ofUser reports whether k is of the user's, for an erasure's cache.Drop.
+func ofUser(tenant, user string) func(revKey) bool {
+	return func(k revKey) bool { return k.Tenant == tenant && k.User == user }
+}
+
 // factsSize is roughly what a user's held facts take in memory, in bytes.
-func factsSize(_ struct{}, fs []memory.Fact) int {
+func factsSize(_ revKey, fs []memory.Fact) int {
 	n := 64
 	for _, f := range fs {
 		n += 200 + len(f.Key) + len(f.Value) + len(f.Conversation)
@@ -35,8 +52,8 @@ func factsSize(_ struct{}, fs []memory.Fact) int {
 }
 
 // summarySize is roughly what a held summary takes in memory, in bytes.
-func summarySize(conv string, h heldSummary) int {
-	n := 200 + len(conv) + len(h.sum.Text)
+func summarySize(k revKey, h heldSummary) int {
+	n := 200 + len(k.Conv) + len(h.sum.Text)
 	for _, ss := range [][]string{h.sum.KeyEvents, h.sum.Preserved.Numbers, h.sum.Preserved.Dates, h.sum.Preserved.Decisions} {
 		for _, s := range ss {
 			n += 16 + len(s)
@@ -57,17 +74,18 @@ func summarySize(conv string, h heldSummary) int {
 func (s *Store) currentFacts(ctx context.Context, tenant, user string, now time.Time) ([]memory.Fact, error) {
 	// The count is read before the facts, so facts read after a change are
 	// never kept as of a count from before it.
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, tenant, user)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, tenant, user)
 	if err != nil {
 		// Without the count nothing held can be trusted, nor kept.
 		return s.facts(ctx, tenant, user, now, false)
 	}
-	live, ok := s.factCache.Lookup(tenant, user, rev.Facts, struct{}{})
+	key := revKey{tenant, user, rev.Facts, ""}
+	live, ok := s.factCache.Get(key)
 	if !ok {
 		if live, err = s.liveFacts(ctx, tenant, user); err != nil {
 			return nil, err
 		}
-		s.factCache.Set(tenant, user, rev.Facts, struct{}{}, live)
+		s.factCache.Put(key, live)
 	}
 	return unexpired(live, now), nil
 }
@@ -110,12 +128,13 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
 	// The count is read before the summary, so a summary read after a
 	// change is never kept as of a count from before it.
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		// Without the count nothing held can be trusted, nor kept.
 		return s.latestSummary(ctx, id)
 	}
-	if h, ok := s.summaryCache.Lookup(id.Tenant, id.User, rev.Summaries, id.Conversation); ok {
+	key := revKey{id.Tenant, id.User, rev.Summaries, id.Conversation}
+	if h, ok := s.summaryCache.Get(key); ok {
 		return ownSummary(h, id)
 	}
 	sum, err := s.latestSummary(ctx, id)
@@ -123,7 +142,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return memory.Summary{}, err
 	}
-	s.summaryCache.Set(id.Tenant, id.User, rev.Summaries, id.Conversation, h)
+	s.summaryCache.Put(key, h)
 	return ownSummary(h, id)
 }
 

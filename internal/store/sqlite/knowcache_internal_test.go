@@ -230,7 +230,7 @@ func TestFactsAndSummaryFollowEveryChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := s.factCache.Fill("acme", "alice", before.Facts, make([]struct{}, 1), make([][]memory.Fact, 1), make([]bool, 1)); n != 1 {
+	if _, held := s.factCache.Get(revKey{"acme", "alice", before.Facts, ""}); !held {
 		t.Fatal("alice's facts are not held before her erasure")
 	}
 	if err := s.DeleteUser(context.Background(), "acme", "alice"); err != nil {
@@ -238,11 +238,10 @@ func TestFactsAndSummaryFollowEveryChange(t *testing.T) {
 	}
 	// alice's erased facts and summaries are not kept in memory, not even
 	// as of the counts before the erasure.
-	keys, convs := [1]struct{}{}, [1]string{alice2.Conversation}
-	if n := s.factCache.Fill("acme", "alice", before.Facts, keys[:], make([][]memory.Fact, 1), make([]bool, 1)); n != 0 {
+	if _, held := s.factCache.Get(revKey{"acme", "alice", before.Facts, ""}); held {
 		t.Error("alice's facts are held after her erasure")
 	}
-	if n := s.summaryCache.Fill("acme", "alice", before.Summaries, convs[:], make([]heldSummary, 1), make([]bool, 1)); n != 0 {
+	if _, held := s.summaryCache.Get(revKey{"acme", "alice", before.Summaries, alice2.Conversation}); held {
 		t.Error("alice's summary is held after her erasure")
 	}
 	check("an erasure")

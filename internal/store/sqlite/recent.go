@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -29,8 +29,8 @@ type tail struct {
 }
 
 // tailSize is roughly what one held tail takes in memory, in bytes.
-func tailSize(conv string, t tail) int {
-	n := 64 + len(conv)
+func tailSize(k revKey, t tail) int {
+	n := 64 + len(k.Conv)
 	for _, m := range t.msgs {
 		// The identity's strings are shared by the conversation's messages.
 		n += 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
@@ -38,17 +38,12 @@ func tailSize(conv string, t tail) int {
 	return n
 }
 
-// messagesState is a count that every change of the user's messages moves
-// and that never goes back, so that equal counts name the same messages:
-// migration 0014's messages_added (every insert) plus 0013's
-// messages_changed (every update and delete).
-func messagesState(rev itemindex.Revisions) int64 { return rev.MessagesAdded + rev.Messages }
-
 // Recent returns up to n newest live messages of the conversation, oldest
 // first; none (and no error) for n <= 0 or an unknown conversation.
 //
 // The newest messages of a conversation are kept in memory as of the
-// user's messages count (messagesState), read once per request when ctx
+// user's messages count (cache.Revisions.Tail: migration 0014's
+// messages_added plus 0013's messages_changed), read once per request when ctx
 // carries a memory.Memo (the read recall's searches share), and read
 // again from the file when it has moved: by another Store's or process's
 // write, an erasure, a retention delete, an edit in SQL. This Store's own
@@ -62,7 +57,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	}
 	// The count is read before the messages, so messages read after a
 	// change are never kept as of a count from before it.
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		// Without the count nothing held can be trusted, nor kept.
 		msgs, err := liveTail(ctx, s.reads, id, n)
@@ -71,8 +66,8 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 		}
 		return msgs, nil
 	}
-	count := messagesState(rev)
-	if t, ok := s.tails.Lookup(id.Tenant, id.User, count, id.Conversation); ok && (len(t.msgs) >= n || t.all) {
+	key := revKey{id.Tenant, id.User, rev.Tail(), id.Conversation}
+	if t, ok := s.tails.Get(key); ok && (len(t.msgs) >= n || t.all) {
 		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
 	}
 	limit := max(n, tailKeep)
@@ -80,27 +75,28 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	if err != nil {
 		return nil, fmt.Errorf("recent messages: %w", err)
 	}
-	s.tails.Set(id.Tenant, id.User, count, id.Conversation, tail{msgs: msgs, all: len(msgs) < limit})
+	s.tails.Put(key, tail{msgs: msgs, all: len(msgs) < limit})
 	return slices.Clone(msgs[max(0, len(msgs)-n):]), nil
 }
 
 // advanceTails brings the tails held of the users that a committed write
 // transaction stored exchanges of (exs, their results, and before[i] the
-// user's messagesState read in the transaction just before exs[i]'s
-// inserts) to the counts the transaction left. A user held at the count
-// before their first exchange's inserts, whose exchanges superseded
-// nothing and whose counts follow each other (each exchange's count is the
-// one before plus what the one before inserted: nothing else changed
-// their messages in between), was held as of the state just before the
-// transaction, which did nothing to their messages but insert what the
-// results report stored (nothing runs after the last inserts but the
-// exchange's record and the conversation's count, which fire no trigger
-// on messages). The stored messages are then appended to each of their
-// conversations held, and the user's tails moved to the new count. The
-// count only grows, one writer at a time, so no other state has either
-// count. Otherwise the user's tails, stale, are dropped. Messages already
-// held (a Recent that read the file after the commit, keeping what it read
-// as of the count it read before) are not appended again.
+// user's Revisions.Tail read in the transaction just before exs[i]'s
+// inserts) to the counts the transaction left, so that a conversation's
+// next Recent is answered from memory. For a user whose exchanges
+// superseded nothing and whose counts follow each other (each exchange's
+// count is the one before plus what the one before inserted: nothing else
+// changed their messages in between), a tail held at the count before
+// their first exchange was the state just before the transaction, which
+// did nothing to their messages but insert what the results report stored
+// (nothing runs after the last inserts but the exchange's record and the
+// conversation's count, which fire no trigger on messages); the stored
+// messages appended to it are the tail at the count the transaction left,
+// kept under that count. The count only grows, one writer at a time, so no
+// other state has either count. Otherwise nothing is kept: the tails held,
+// under older counts, are never looked up again. A tail already held at
+// the new count (a Recent that read the file after the commit) is left as
+// it is.
 func (s *Store) advanceTails(exs []memory.Exchange, results []memory.SaveResult, before []int64) {
 	for i, ex := range exs {
 		if results[i].Inserted == 0 || slices.ContainsFunc(exs[:i], func(o memory.Exchange) bool {
@@ -111,38 +107,55 @@ func (s *Store) advanceTails(exs []memory.Exchange, results []memory.SaveResult,
 		mine := func(j int) bool {
 			return results[j].Inserted > 0 && exs[j].Tenant == ex.Tenant && exs[j].User == ex.User
 		}
-		from, next := before[i], before[i]
+		next := before[i]
+		appended := true
 		var convs []string
 		for j := i; j < len(exs); j++ {
 			if !mine(j) {
 				continue
 			}
 			if results[j].Superseded > 0 || before[j] != next {
-				from = -1 // not only appended: the user's tails are dropped
+				appended = false
 			}
 			next = before[j] + int64(results[j].Inserted)
 			if !slices.Contains(convs, exs[j].Conversation) {
 				convs = append(convs, exs[j].Conversation)
 			}
 		}
-		s.tails.Advance(ex.Tenant, ex.User, from, next, convs, func(conv string, t tail) (tail, bool) {
-			limit := max(len(t.msgs), tailKeep)
-			msgs := t.msgs
-			for j := i; j < len(exs); j++ {
-				if !mine(j) || exs[j].Conversation != conv {
-					continue
-				}
-				for _, m := range results[j].Stored {
-					if len(msgs) == 0 || m.Seq > msgs[len(msgs)-1].Seq {
-						msgs = append(msgs, m)
-					}
-				}
+		for _, conv := range convs {
+			t, held := s.tails.Get(revKey{ex.Tenant, ex.User, before[i], conv})
+			to := revKey{ex.Tenant, ex.User, next, conv}
+			if !appended || !held {
+				continue
 			}
-			all := t.all
-			if len(msgs) > limit {
-				msgs, all = msgs[len(msgs)-limit:], false
+			if _, done := s.tails.Get(to); done {
+				continue
 			}
-			return tail{msgs: msgs, all: all}, true
-		})
+			s.tails.Put(to, appendStored(t, exs[i:], results[i:], conv, mine, i))
+		}
 	}
+}
+
+// appendStored returns t with the messages stored in conv by the exchanges
+// of exs that mine (by index offset from) reports appended, the newest
+// max(len(t.msgs), tailKeep) kept. Messages t holds already are not
+// appended again.
+func appendStored(t tail, exs []memory.Exchange, results []memory.SaveResult, conv string, mine func(int) bool, offset int) tail {
+	limit := max(len(t.msgs), tailKeep)
+	msgs := t.msgs
+	for j := range exs {
+		if !mine(j+offset) || exs[j].Conversation != conv {
+			continue
+		}
+		for _, m := range results[j].Stored {
+			if len(msgs) == 0 || m.Seq > msgs[len(msgs)-1].Seq {
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	all := t.all
+	if len(msgs) > limit {
+		msgs, all = msgs[len(msgs)-limit:], false
+	}
+	return tail{msgs: msgs, all: all}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -188,20 +189,18 @@ func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
 		return res
 	}
 	save(exchange("ex1"))
-	rev, err := itemindex.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
+	rev, err := cache.ReadRevisions(ctx, indexSource{s}, id.Tenant, id.User)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := messagesState(rev)
+	before := rev.Tail()
 	ex2 := exchange("ex2")
 	res := save(ex2)
 	msgs, err := liveTail(ctx, s.reads, id, tailKeep) // read after the commit
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tails.Put(id.Tenant, id.User, before, func(yield func(string, tail) bool) {
-		yield(id.Conversation, tail{msgs: msgs, all: true})
-	})
+	s.tails.Put(revKey{id.Tenant, id.User, before, id.Conversation}, tail{msgs: msgs, all: true})
 	s.advanceTails([]memory.Exchange{ex2}, []memory.SaveResult{res}, []int64{before})
 	checkRecent(t, ctx, s, id, 10, "after the write-through")
 }

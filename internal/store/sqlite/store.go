@@ -21,10 +21,12 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/memgate/memgate/internal/itemindex"
-	"github.com/memgate/memgate/internal/memory"
 	"modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // busyTimeout is how long a connection waits for another process's write
@@ -45,12 +47,12 @@ type Store struct {
 	around *itemindex.Windows
 	// tails holds the conversations' newest messages (Recent), per user,
 	// by conversation.
-	tails *itemindex.CountedCache[string, tail]
+	tails *cache.Cache[revKey, tail]
 	// factCache holds each user's facts not superseded (Facts), and
 	// summaryCache each conversation's latest summary (LatestSummary), per
 	// user, by conversation (knowcache.go).
-	factCache    *itemindex.CountedCache[struct{}, []memory.Fact]
-	summaryCache *itemindex.CountedCache[string, heldSummary]
+	factCache    *cache.Cache[revKey, []memory.Fact]
+	summaryCache *cache.Cache[revKey, heldSummary]
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -115,9 +117,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
 	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
-	s.tails = itemindex.NewCountedCache(defaultTailBytes, tailSize)
-	s.factCache = itemindex.NewCountedCache(defaultKnowledgeBytes, factsSize)
-	s.summaryCache = itemindex.NewCountedCache(defaultKnowledgeBytes, summarySize)
+	s.tails = cache.New("recent", defaultTailBytes, tailSize)
+	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
+	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)
 	s.outbox = newOutbox(s, "outbox")
 	s.enrich = newOutbox(s, "enrich_outbox")
 	if err := s.Migrate(ctx); err != nil {
@@ -233,7 +235,7 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
-	s.tails = itemindex.NewCountedCache(recent, tailSize)
-	s.factCache = itemindex.NewCountedCache(defaultKnowledgeBytes, factsSize)
-	s.summaryCache = itemindex.NewCountedCache(defaultKnowledgeBytes, summarySize)
+	s.tails = cache.New("recent", recent, tailSize)
+	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
+	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)
 }

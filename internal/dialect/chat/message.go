@@ -1,10 +1,3 @@
-// Package chat builds and reads the OpenAI Chat Completions messages that
-// memgate stores, for the dialect adapters: every API's turns become these
-// messages on the way in, so one memory serves all of them, and stored ones
-// become the dialect's own on the way out. It also holds what the adapters
-// share around those messages: the conversation with the place each message
-// came from, and the reading of an assembled prompt back into memory text,
-// stored turns and the client's kept messages.
 package chat
 
 import (

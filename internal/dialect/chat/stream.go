@@ -1,13 +1,65 @@
-package record
+package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/memory"
 )
+
+// Stream reassembles a streamed chat completion for capture. It is an
+// io.Writer fed the raw event stream, in whatever pieces the relay copies
+// it (sse.Decoder: multi-line data fields joined, CRLF and CR line ends,
+// comments skipped), and passes each event but the [DONE] sentinel to a
+// StreamReply. It is used by one goroutine.
+type Stream struct {
+	reply *StreamReply
+	dec   *sse.Decoder
+	err   error
+}
+
+// NewStream returns a Stream that gives up (every later Write and Result
+// fail) once more than limit bytes were written; limit <= 0 means none.
+func NewStream(limit int64) *Stream {
+	s := &Stream{reply: NewStreamReply()}
+	s.dec = sse.NewDecoder(limit, func(ev sse.Event) error {
+		if p := bytes.TrimSpace(ev.Data); len(p) > 0 && string(p) != "[DONE]" {
+			return s.reply.AddEvent(ev.Type, p)
+		}
+		return nil
+	})
+	return s
+}
+
+// Write feeds the next piece of the stream; it fails with the first event
+// the StreamReply rejects.
+func (s *Stream) Write(chunk []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if _, s.err = s.dec.Write(chunk); s.err != nil {
+		return 0, s.err
+	}
+	return len(chunk), nil
+}
+
+// Result returns the reassembled reply (see StreamReply.Result). A last
+// event the upstream did not end with a blank line still counts. It fails
+// with the error a Write failed with (an event StreamReply rejects, a
+// stream over the limit).
+func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
+	if s.err != nil {
+		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", s.err)
+	}
+	if _, err := s.dec.Write([]byte("\n\n")); err != nil {
+		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", err)
+	}
+	return s.reply.Result()
+}
 
 // StreamReply reassembles the assistant message of a streamed chat
 // completion from its chunks: content, refusal and reasoning
@@ -24,25 +76,12 @@ type StreamReply struct {
 	refusal      strings.Builder
 	reasoning    map[string]*strings.Builder // by field name
 	failed       string                      // the error event's message, when one came
-	calls        map[int]*toolCall
+	calls        map[int]*ToolCall
 	alias        map[int]int // delta index → slot in calls, when they differ
-	fn           *functionCall
+	fn           *Function
 	finishReason string
 	usage        *memory.Usage
 	chunks       int
-}
-
-// toolCall is one tool call being reassembled.
-type toolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-// functionCall is the function of a tool call, or a legacy function_call.
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
 }
 
 // streamChunk is the part of a chat.completion.chunk StreamReply reads.
@@ -58,12 +97,12 @@ type streamChunk struct {
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
 			ToolCalls        []struct {
-				Index    int          `json:"index"`
-				ID       string       `json:"id"`
-				Type     string       `json:"type"`
-				Function functionCall `json:"function"`
+				Index    int      `json:"index"`
+				ID       string   `json:"id"`
+				Type     string   `json:"type"`
+				Function Function `json:"function"`
 			} `json:"tool_calls"`
-			FunctionCall *functionCall `json:"function_call"`
+			FunctionCall *Function `json:"function_call"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -73,7 +112,7 @@ type streamChunk struct {
 
 // NewStreamReply returns an empty StreamReply.
 func NewStreamReply() *StreamReply {
-	return &StreamReply{calls: map[int]*toolCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
+	return &StreamReply{calls: map[int]*ToolCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
 }
 
 // nextSlot returns a slot after every tool call seen so far.
@@ -146,7 +185,7 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 				cur = nil
 			}
 			if cur == nil {
-				cur = &toolCall{}
+				cur = &ToolCall{}
 				s.calls[slot] = cur
 			}
 			cur.ID = mergePiece(cur.ID, tc.ID)
@@ -156,7 +195,7 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 		}
 		if d.FunctionCall != nil {
 			if s.fn == nil {
-				s.fn = &functionCall{}
+				s.fn = &Function{}
 			}
 			s.fn.Name = mergePiece(s.fn.Name, d.FunctionCall.Name)
 			s.fn.Arguments += d.FunctionCall.Arguments
@@ -224,7 +263,7 @@ func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
 			idx = append(idx, i)
 		}
 		slices.Sort(idx)
-		calls := make([]toolCall, 0, len(idx))
+		calls := make([]ToolCall, 0, len(idx))
 		for _, i := range idx {
 			tc := *s.calls[i]
 			if tc.Type == "" {

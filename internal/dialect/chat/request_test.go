@@ -1,10 +1,14 @@
-package chatreq
+package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 const benchBody = `{"model":"gpt-4o-mini","temperature":0.2,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
@@ -14,14 +18,14 @@ const benchBody = `{"model":"gpt-4o-mini","temperature":0.2,"messages":[{"role":
 func TestParseReadsKnownFields(t *testing.T) {
 	body := `{"model":"gpt-4o","user":"u1","stream":true,"stream_options":{"include_usage":true},"max_tokens":7,` +
 		`"messages":[{"role":"user","content":"<hi>"}],"x":{"y":[1,2]}}`
-	r, err := Parse([]byte(body))
+	r, err := ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Model != "gpt-4o" || r.User != "u1" || !r.Stream || !r.IncludeUsage || r.MaxTokens != 7 || len(r.Parsed) != 1 || r.Parsed[0].Content != "<hi>" {
+	if r.Model != "gpt-4o" || r.User != "u1" || !r.Stream || !r.IncludeUsage || r.MaxTokens != 7 || len(r.Messages) != 1 || r.Messages[0].Content != "<hi>" {
 		t.Errorf("parsed %+v", r)
 	}
-	out, werr := r.WithMessages([]json.RawMessage{json.RawMessage(`{"role":"system","content":"a<b"}`), r.Messages[0]})
+	out, werr := r.WithMessages([]json.RawMessage{json.RawMessage(`{"role":"system","content":"a<b"}`), r.Messages[0].Raw})
 	if werr != nil {
 		t.Fatal(werr)
 	}
@@ -45,9 +49,10 @@ func TestParseRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.body))
-			if err == nil || err.Status != 400 || err.Param != tt.param {
-				t.Errorf("Parse(%s) = %v, want 400 naming %q", tt.body, err, tt.param)
+			_, err := ParseRequest([]byte(tt.body))
+			var fe *body.FieldError
+			if !errors.As(err, &fe) || fe.Param != tt.param || !errors.Is(err, memory.ErrInvalid) {
+				t.Errorf("ParseRequest(%s) = %v, want a field error naming %q (a 400: see dialect.TestParse)", tt.body, err, tt.param)
 			}
 		})
 	}
@@ -60,7 +65,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(body); err != nil {
+		if _, err := ParseRequest(body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -74,11 +79,11 @@ func BenchmarkParse(b *testing.B) {
 func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],` +
 		`"odd \"key\" <&>":1, "é":2,"metadata": { "a" : [1, 2] },"messages":[{"role":"user","content":"last wins"}]}`
-	r, perr := Parse([]byte(body))
+	r, perr := ParseRequest([]byte(body))
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	msgs := []json.RawMessage{json.RawMessage(`{"role":"system","content":"memory <b> & \u003c"}`), r.Messages[0]}
+	msgs := []json.RawMessage{json.RawMessage(`{"role":"system","content":"memory <b> & \u003c"}`), r.Messages[0].Raw}
 	out, err := r.WithMessages(msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +123,7 @@ func TestWithMessagesJoinsValuesAsSent(t *testing.T) {
 // BenchmarkWithMessages measures rewriting a body whose prompt carries a
 // large memory block.
 func BenchmarkWithMessages(b *testing.B) {
-	r, perr := Parse([]byte(benchBody))
+	r, perr := ParseRequest([]byte(benchBody))
 	if perr != nil {
 		b.Fatal(perr)
 	}
@@ -126,7 +131,7 @@ func BenchmarkWithMessages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msgs := append([]json.RawMessage{r.Messages[0], block}, r.Messages[1:]...)
+	msgs := append([]json.RawMessage{r.Messages[0].Raw, block}, memory.Raws(r.Messages[1:])...)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := r.WithMessages(msgs); err != nil {

@@ -1,0 +1,93 @@
+package encoder
+
+// The first layer's two projections of its input, precomputed.
+//
+// A piece's input row is x = 2e + t: its embedding e (twice, as the graph
+// adds it) and its position's signal t. The residual projection is linear,
+// so resW·x = 2·(resW·e) + resW·t: one row of a table per vocabulary entry
+// and one per position. The attention's projection reads the layer norm
+// of x, s⊙(x−μ)/σ + β (μ and σ the row's mean and deviation), whose
+// product with qkvW is
+//
+//	(qkvW·diag(s)·x − μ·qkvW·diag(s)·1) / σ + qkvW·β
+//
+// and qkvW·diag(s)·x splits as the residual does. So both products become
+// lookups and a few additions per piece (a tenth of a 20-word query's
+// multiplications), for about 41 MB of tables computed once at load.
+
+import "math"
+
+// inputTables are the first layer's projections of every vocabulary entry
+// and every position (see the file's comment).
+type inputTables struct {
+	embQKV matrix    // vocabulary × 3·256: qkvW·diag(s)·e
+	posQKV matrix    // MaxTokens × 3·256: qkvW·diag(s)·t
+	sumQKV []float32 // qkvW·diag(s)·1
+	bias   []float32 // qkvW·β + qkv bias
+	embRes matrix    // vocabulary × 512: resW·e
+	posRes matrix    // MaxTokens × 512: resW·t + res bias
+}
+
+// newInputTables computes the tables of the first layer l over the
+// embeddings emb and the position signal timing.
+func newInputTables(l *layer, emb, timing matrix) inputTables {
+	scaled := newMatrix(l.qkvW.rows, l.qkvW.cols)
+	for r := range scaled.rows {
+		for c, w := range l.qkvW.row(r) {
+			scaled.data[r*scaled.cols+c] = w * l.ln1Scale[c]
+		}
+	}
+	t := inputTables{
+		embQKV: linear(emb, scaled, nil),
+		posQKV: linear(timing, scaled, nil),
+		sumQKV: make([]float32, scaled.rows),
+		bias:   make([]float32, scaled.rows),
+		embRes: linear(emb, l.resW, nil),
+		posRes: linear(timing, l.resW, l.resB),
+	}
+	for r := range scaled.rows {
+		var sum, bias float64
+		for c, w := range scaled.row(r) {
+			sum += float64(w)
+			bias += float64(l.qkvW.data[r*l.qkvW.cols+c]) * float64(l.ln1Bias[c])
+		}
+		t.sumQKV[r] = float32(sum)
+		t.bias[r] = float32(bias) + l.qkvB[r]
+	}
+	return t
+}
+
+// project returns, for the pieces ids laid out in spans, the first layer's
+// attention projection (rows × 3·256: q, k, v) and its residual projection
+// (rows × 512). x holds the pieces' input rows.
+func (t *inputTables) project(ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
+	qkv = newMatrix(x.rows, t.embQKV.cols)
+	res = newMatrix(x.rows, t.embRes.cols)
+	n := float32(x.cols)
+	for i, s := range ids {
+		for p, id := range s {
+			r := spans[i][0] + p
+			in := x.row(r)
+			var mean float32
+			for _, v := range in {
+				mean += v
+			}
+			mean /= n
+			var variance float32
+			for _, v := range in {
+				variance += (v - mean) * (v - mean)
+			}
+			variance /= n
+			inv := float32(1 / math.Sqrt(float64(variance+LayerNormEpsilon)))
+			q, e, ps := qkv.row(r), t.embQKV.row(id), t.posQKV.row(p)
+			for j := range q {
+				q[j] = (e[j]+e[j]+ps[j]-mean*t.sumQKV[j])*inv + t.bias[j]
+			}
+			o, e, ps := res.row(r), t.embRes.row(id), t.posRes.row(p)
+			for j := range o {
+				o[j] = e[j] + e[j] + ps[j]
+			}
+		}
+	}
+	return qkv, res
+}

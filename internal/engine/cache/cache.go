@@ -1,0 +1,141 @@
+// Package cache is memgate's one cache mechanism: values read from a store
+// (a user's items, vectors and text index, the turns around recalled
+// messages, a conversation's newest turns, facts, summaries) kept in
+// memory, bounded in bytes, least recently used evicted first, and counted
+// in Prometheus metrics.
+//
+// Freshness is the key's business, decided in one place: a caller puts in
+// the key the revision (generation) of what the value was read from, read
+// once per request before the value. A write moves the revision, so a value
+// read before it is never looked up again (it ages out of the bound), and a
+// value read after it can never be kept under the revision from before.
+// Nothing is validated, advanced or invalidated entry by entry.
+package cache
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// entryOverhead is what one entry is accounted for besides its value (the
+// list element, the map entry, the key), roughly.
+const entryOverhead = 128
+
+// Cache maps keys to values, bounded at a number of bytes (each entry
+// accounted as its size function says), least recently used evicted first.
+// It is safe for concurrent use. Values are shared with every caller:
+// whatever Get returns is read, never written into.
+type Cache[K comparable, V any] struct {
+	name   string
+	sizeOf func(K, V) int
+	max    int
+
+	mu    sync.Mutex
+	elems map[K]*list.Element // of *entry[K, V]
+	order list.List           // most recently used first
+	bytes int
+
+	hits, misses, evictions prometheus.Counter
+	held                    prometheus.GaugeFunc
+}
+
+type entry[K comparable, V any] struct {
+	key  K
+	val  V
+	size int
+}
+
+// New returns an empty Cache named name (its metrics' cache label), bounded
+// at max bytes, accounting each entry as sizeOf says (plus a fixed overhead).
+func New[K comparable, V any](name string, max int, sizeOf func(K, V) int) *Cache[K, V] {
+	c := &Cache[K, V]{name: name, sizeOf: sizeOf, max: max, elems: map[K]*list.Element{}}
+	labels := prometheus.Labels{"cache": name}
+	counter := func(n, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_cache_" + n + "_total", Help: help, ConstLabels: labels})
+	}
+	c.hits = counter("hits", "Lookups a memory cache answered.")
+	c.misses = counter("misses", "Lookups a memory cache could not answer.")
+	c.evictions = counter("evictions", "Entries a memory cache evicted past its bound.")
+	c.held = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "memgate_cache_bytes",
+		Help: "Bytes a memory cache accounts for its entries.", ConstLabels: labels},
+		func() float64 { _, b := c.Usage(); return float64(b) })
+	return c
+}
+
+// Collectors returns c's Prometheus collectors: hits, misses, evictions and
+// bytes held, labelled with c's name.
+func (c *Cache[K, V]) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.hits, c.misses, c.evictions, c.held}
+}
+
+// Max is c's bound, in bytes.
+func (c *Cache[K, V]) Max() int { return c.max }
+
+// Get returns key's value and whether c holds one, marking it most recently
+// used.
+func (c *Cache[K, V]) Get(key K) (V, bool) {
+	c.mu.Lock()
+	e, ok := c.elems[key]
+	if ok {
+		c.order.MoveToFront(e)
+	}
+	c.mu.Unlock()
+	if !ok {
+		c.misses.Inc()
+		var none V
+		return none, false
+	}
+	c.hits.Inc()
+	return e.Value.(*entry[K, V]).val, true
+}
+
+// Put keeps v under key, replacing (and accounting again) any value held,
+// and evicts least recently used entries past the bound. A value larger
+// than the whole bound is not kept (and drops what key held).
+func (c *Cache[K, V]) Put(key K, v V) {
+	size := entryOverhead + c.sizeOf(key, v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.elems[key]; ok {
+		c.remove(e)
+	}
+	if size > c.max {
+		return
+	}
+	c.elems[key] = c.order.PushFront(&entry[K, V]{key: key, val: v, size: size})
+	c.bytes += size
+	for c.bytes > c.max {
+		c.remove(c.order.Back())
+		c.evictions.Inc()
+	}
+}
+
+// Drop removes every entry whose key match reports: for a writer that erased
+// what they were read from, so that it does not stay in memory until
+// evicted (no later lookup would find it: the erasure moved the revision).
+// It visits every entry.
+func (c *Cache[K, V]) Drop(match func(K) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.elems {
+		if match(k) {
+			c.remove(e)
+		}
+	}
+}
+
+// remove forgets e; c.mu is held.
+func (c *Cache[K, V]) remove(e *list.Element) {
+	en := c.order.Remove(e).(*entry[K, V])
+	delete(c.elems, en.key)
+	c.bytes -= en.size
+}
+
+// Usage reports how many entries c holds and the bytes it accounts for them.
+func (c *Cache[K, V]) Usage() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.elems), c.bytes
+}

@@ -1,0 +1,126 @@
+package cache_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/memgate/memgate/internal/engine/cache"
+)
+
+// key names a user's entry as of a revision, as the cache's callers do.
+type key struct {
+	user string
+	rev  int64
+	id   int
+}
+
+func newCache(max int) *cache.Cache[key, string] {
+	return cache.New("test", max, func(_ key, v string) int { return len(v) })
+}
+
+// TestRevisionInTheKey: an entry answers only under the revision it was
+// kept at, for its user and id; a newer revision is a miss until kept.
+func TestRevisionInTheKey(t *testing.T) {
+	c := newCache(1 << 20)
+	c.Put(key{"alice", 3, 1}, "three")
+	tests := []struct {
+		name string
+		k    key
+		want string
+		held bool
+	}{
+		{"held", key{"alice", 3, 1}, "three", true},
+		{"a newer revision", key{"alice", 4, 1}, "", false},
+		{"an older revision", key{"alice", 2, 1}, "", false},
+		{"another id", key{"alice", 3, 2}, "", false},
+		{"another user", key{"bob", 3, 1}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, held := c.Get(tt.k); got != tt.want || held != tt.held {
+				t.Fatalf("Get(%v) = %q, %v; want %q, %v", tt.k, got, held, tt.want, tt.held)
+			}
+		})
+	}
+	c.Put(key{"alice", 3, 1}, "again") // replaced, accounted once
+	if n, bytes := c.Usage(); n != 1 || bytes != 128+len("again") {
+		t.Fatalf("after a replace: %d entries, %d bytes", n, bytes)
+	}
+}
+
+// TestEvictsLeastRecentlyUsed fills a cache bounded at two entries with a
+// third and checks the entry used least recently is the one evicted, the
+// bytes stay within the bound, and a value larger than the bound is not
+// kept (and evicts nothing).
+func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	v := fmt.Sprintf("%0100d", 0)
+	one := 128 + len(v)
+	c := newCache(2*one + one/2)
+	c.Put(key{"alice", 1, 1}, v)
+	c.Put(key{"bob", 1, 1}, v)
+	c.Get(key{"alice", 1, 1}) // alice used after bob
+	c.Put(key{"carol", 1, 1}, v)
+	for user, want := range map[string]bool{"alice": true, "bob": false, "carol": true} {
+		if _, held := c.Get(key{user, 1, 1}); held != want {
+			t.Errorf("%s held %v, want %v", user, held, want)
+		}
+	}
+	if _, bytes := c.Usage(); bytes > c.Max() {
+		t.Fatalf("%d bytes past the bound %d", bytes, c.Max())
+	}
+	c.Put(key{"dave", 1, 1}, fmt.Sprintf("%0*d", c.Max(), 0))
+	if _, held := c.Get(key{"dave", 1, 1}); held {
+		t.Fatal("a value past the bound alone was kept")
+	}
+	for _, user := range []string{"alice", "carol"} {
+		if _, held := c.Get(key{user, 1, 1}); !held {
+			t.Errorf("%s evicted by a value never kept", user)
+		}
+	}
+	if got := value(t, c.Collectors()[2]); got != 1 {
+		t.Fatalf("evictions = %v, want 1", got)
+	}
+}
+
+// TestDropAndMetrics: Drop forgets the matching entries only, and the
+// metrics count the lookups answered and not.
+func TestDropAndMetrics(t *testing.T) {
+	c := newCache(1 << 20)
+	for rev := range int64(3) {
+		c.Put(key{"alice", rev, 1}, "a")
+		c.Put(key{"bob", rev, 1}, "b")
+	}
+	c.Drop(func(k key) bool { return k.user == "alice" })
+	if n, _ := c.Usage(); n != 3 {
+		t.Fatalf("%d entries after Drop, want bob's 3", n)
+	}
+	if _, held := c.Get(key{"alice", 2, 1}); held {
+		t.Fatal("alice's entry survived Drop")
+	}
+	if _, held := c.Get(key{"bob", 2, 1}); !held {
+		t.Fatal("bob's entry dropped")
+	}
+	cs := c.Collectors()
+	if hits, misses := value(t, cs[0]), value(t, cs[1]); hits != 1 || misses != 1 {
+		t.Fatalf("hits %v, misses %v; want 1, 1", hits, misses)
+	}
+	if got := value(t, cs[3]); got != float64(3*(128+1)) {
+		t.Fatalf("bytes gauge %v", got)
+	}
+}
+
+// value reads a counter's or gauge's value.
+func value(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Counter != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// with calls f on the connected core, or answers ErrNotConnected.
+func with[T any](e *Engine, f func(*Core) (T, error)) (T, error) {
+	c := e.cur.Load()
+	if c == nil {
+		var zero T
+		return zero, ErrNotConnected
+	}
+	return f(c)
+}
+
+// withRecall calls f on the connected core's recall manager, or answers
+// ErrNotConnected (also when recall is off).
+func withRecall[T any](e *Engine, f func(*Core) (T, error)) (T, error) {
+	c := e.cur.Load()
+	if c == nil || c.Recall == nil {
+		var zero T
+		return zero, ErrNotConnected
+	}
+	return f(c)
+}
+
+// none adapts a call that returns only an error to with.
+type none struct{}
+
+// Prepare assembles the prompt of a memory-on request. It first waits,
+// briefly, for the conversation's previous turn to be stored — for at most
+// half of what is left of ctx's deadline (100ms without one) — so a user
+// who sends a turn a moment after the last answer finds it in the prompt;
+// past the wait the prompt goes without it.
+func (e *Engine) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
+	return with(e, func(c *Core) (memory.Prepared, error) {
+		wait := 100 * time.Millisecond
+		if dl, ok := ctx.Deadline(); ok {
+			wait = time.Until(dl) / 2
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_ = c.Capturer.Wait(wctx, req.Identity)
+		cancel()
+		return c.Prompt.Prepare(ctx, req)
+	})
+}
+
+// Capture records a finished exchange, or drops and counts it while no
+// core is connected.
+func (e *Engine) Capture(ctx context.Context, ex memory.Exchange) {
+	c := e.cur.Load()
+	if c == nil {
+		e.dropped.Inc()
+		return
+	}
+	c.Capturer.Capture(ctx, ex)
+}
+
+// Import records a batch of past exchanges (see record.Capturer.Import).
+func (e *Engine) Import(ctx context.Context, exs []memory.Exchange) ([]record.Outcome, error) {
+	return with(e, func(c *Core) ([]record.Outcome, error) { return c.Capturer.Import(ctx, exs) })
+}
+
+// Conversations lists a user's conversations.
+func (e *Engine) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
+	return with(e, func(c *Core) ([]memory.Conversation, error) { return c.Store.Conversations(ctx, tenant, user) })
+}
+
+// Conversation reads one conversation and its messages.
+func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	var conv memory.Conversation
+	msgs, err := with(e, func(c *Core) (ms []memory.Message, err error) {
+		conv, ms, err = c.Store.Conversation(ctx, id)
+		return ms, err
+	})
+	return conv, msgs, err
+}
+
+// DeleteConversation deletes one conversation.
+func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.DeleteConversation(ctx, id) })
+	return err
+}
+
+// DeleteUser erases a user.
+func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
+	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.DeleteUser(ctx, tenant, user) })
+	return err
+}
+
+// ErasedAt reports when a user was last erased.
+func (e *Engine) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
+	return with(e, func(c *Core) (time.Time, error) { return c.Store.ErasedAt(ctx, tenant, user) })
+}
+
+// Users lists a tenant's users, most recently active first.
+func (e *Engine) Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error) {
+	return with(e, func(c *Core) ([]memory.UserActivity, error) { return c.Store.Users(ctx, tenant, match, limit) })
+}
+
+// Branches returns a conversation's superseded messages.
+func (e *Engine) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
+	return with(e, func(c *Core) ([]memory.Branch, error) { return c.Store.Branches(ctx, id) })
+}
+
+// Summaries returns every summary version of a conversation.
+func (e *Engine) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
+	return with(e, func(c *Core) ([]memory.Summary, error) { return c.Store.Summaries(ctx, id) })
+}
+
+// Footprint counts what is stored of a user.
+func (e *Engine) Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error) {
+	return with(e, func(c *Core) (memory.Footprint, error) { return c.Store.Footprint(ctx, tenant, user) })
+}
+
+// SetFactPinned pins or unpins a fact.
+func (e *Engine) SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error {
+	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.SetFactPinned(ctx, tenant, user, id, pinned) })
+	return err
+}
+
+// Savings reads a tenant's stored savings counters.
+func (e *Engine) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
+	return with(e, func(c *Core) ([]memory.SavingsBucket, error) { return c.Store.Savings(ctx, tenant, since) })
+}
+
+// AddSavings adds savings counts to the store.
+func (e *Engine) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error {
+	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.AddSavings(ctx, bs) })
+	return err
+}
+
+// Facts lists a user's facts (history: superseded and expired too).
+func (e *Engine) Facts(ctx context.Context, tenant, user string, history bool) ([]memory.Fact, error) {
+	return withRecall(e, func(c *Core) ([]memory.Fact, error) { return c.Recall.Facts(ctx, tenant, user, history) })
+}
+
+// AddFact validates and records a fact.
+func (e *Engine) AddFact(ctx context.Context, f memory.Fact) (memory.Fact, error) {
+	return withRecall(e, func(c *Core) (memory.Fact, error) { return c.Recall.AddFact(ctx, f) })
+}
+
+// DeleteFact deletes one fact.
+func (e *Engine) DeleteFact(ctx context.Context, tenant, user string, id int64) error {
+	_, err := withRecall(e, func(c *Core) (none, error) { return none{}, c.Recall.DeleteFact(ctx, tenant, user, id) })
+	return err
+}
+
+// Search returns the user's best memory items for query, best first.
+func (e *Engine) Search(ctx context.Context, tenant, user, query string, topK int) ([]memory.Item, error) {
+	return withRecall(e, func(c *Core) ([]memory.Item, error) { return c.Recall.Search(ctx, tenant, user, query, topK) })
+}
+
+// SearchIn is Search within one conversation ("" for all of them).
+func (e *Engine) SearchIn(ctx context.Context, tenant, user, conversation, query string, topK int) ([]memory.Item, error) {
+	return withRecall(e, func(c *Core) ([]memory.Item, error) {
+		return c.Recall.SearchIn(ctx, tenant, user, conversation, query, topK)
+	})
+}

@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/encoder"
+	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/lexicon"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// encoderBatch is how many texts one encoder batch of indexing holds: small
+// enough that a waiting query gets a slot within a few tens of
+// milliseconds.
+const encoderBatch = 8
+
+// EmbedderOptions choose an embedder (recall.embeddings).
+type EmbedderOptions struct {
+	// Provider is local (the deterministic offline embedder), encoder (the
+	// built-in sentence encoder) or openai (an embeddings API).
+	Provider    string
+	Model       string
+	Dims, Batch int
+	// Concurrency bounds the encoder's calls at once (0: GOMAXPROCS).
+	Concurrency int
+	// Client is openai's API client.
+	Client recall.EmbeddingsClient
+}
+
+// NewEmbedder returns the embedder opts choose, behind cache (nil: none),
+// and its Prometheus collectors. local is never cached: it is cheaper than
+// the cache.
+func NewEmbedder(opts EmbedderOptions, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
+	var emb recall.Embedder
+	var cols []prometheus.Collector
+	switch opts.Provider {
+	case "local":
+		return recall.NewLocal(opts.Dims), nil, nil
+	case "encoder":
+		m, err := encoder.Default()
+		if err != nil {
+			return nil, nil, fmt.Errorf("load the built-in encoder: %w", err)
+		}
+		slots := opts.Concurrency
+		if slots <= 0 {
+			slots = runtime.GOMAXPROCS(0)
+		}
+		b := recall.NewBounded(encoder.NewEmbedder(m), slots, encoderBatch)
+		emb, cols = b, b.Collectors()
+	case "openai":
+		o := recall.NewOpenAI(opts.Client, opts.Model, opts.Dims, opts.Batch)
+		emb, cols = o, o.Collectors()
+	default:
+		return nil, nil, fmt.Errorf("recall.embeddings.provider %q: %w", opts.Provider, memory.ErrInvalid)
+	}
+	if cache == nil {
+		logger.Warn("no embedding cache: every text is embedded by the provider")
+		return emb, cols, nil
+	}
+	return recall.NewCached(emb, cache, logger), cols, nil
+}
+
+// RecallStore is what recall reads and writes in the memory store.
+type RecallStore interface {
+	recall.ItemSearcher
+	recall.IndexStore
+	recall.ManageStore
+	recall.FactWriter
+}
+
+// RecallOptions configure recall.
+type RecallOptions struct {
+	// Search tunes the searcher; a nil Expander is the embedded English
+	// lexicon's.
+	Search recall.SearchOptions
+	Recall recall.RecallOptions
+	// FactsMaxStored caps a user's stored facts; FactTTL ages them by type.
+	FactsMaxStored int
+	FactTTL        map[memory.FactType]time.Duration
+	// Extractor, when set, states facts from each round of enrichment's
+	// turns with Extraction's model and timeout.
+	Extractor  recall.Chatter
+	Extraction recall.ExtractorOptions
+}
+
+// Recall is recall wired over a store: what the assembler, the after-save
+// hooks and the management API use.
+type Recall struct {
+	Embedder recall.Embedder
+	Recaller *recall.Recaller
+	Manager  *recall.Manager
+	// Hooks run after each capture, in order: fact extraction (with an
+	// Extractor), then indexing (which indexes the facts just stated).
+	Hooks      []record.Hook
+	Collectors []prometheus.Collector
+}
+
+// NewRecall wires recall over st with emb.
+func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *slog.Logger) *Recall {
+	if opts.Search.Expander == nil {
+		if lex, err := lexicon.Default(); err == nil { // else a build defect the lexicon's tests catch
+			opts.Search.Expander = recall.NewExpander(lex)
+		}
+	}
+	r := &Recall{Embedder: emb}
+	r.Recaller = recall.NewRecaller(st, recall.NewSearcher(st, emb, opts.Search), emb, opts.Recall)
+	indexer := recall.NewIndexer(st, emb, logger)
+	r.Manager = recall.NewManager(st, indexer, r.Recaller, opts.FactsMaxStored, opts.FactTTL)
+	if opts.Extractor != nil {
+		xo := opts.Extraction
+		xo.MaxPerUser, xo.TTL = opts.FactsMaxStored, opts.FactTTL
+		x := recall.NewExtractor(opts.Extractor, st, xo, logger)
+		// One extraction per conversation over the turns a round of
+		// enrichment holds, not one per turn.
+		r.Hooks = append(r.Hooks, record.CoalesceTurns(x))
+		r.Collectors = append(r.Collectors, x.Collectors()...)
+	}
+	r.Hooks = append(r.Hooks, indexer)
+	return r
+}
