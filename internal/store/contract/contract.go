@@ -287,3 +287,16 @@ func BM25IDF(n, df float64) float64 {
 func BM25(idf, tf, docLen, avgLen float64) float64 {
 	return idf * tf * (memory.BM25K1 + 1) / (tf + memory.BM25K1*(1-memory.BM25B+memory.BM25B*docLen/avgLen))
 }
+
+// VectorQuery reports whether q asks a vector search for anything (an
+// embedding and a positive limit), and memory.ErrInvalid for one whose Dims
+// contradict its embedding.
+func VectorQuery(q memory.ItemQuery) (bool, error) {
+	if len(q.Embedding) == 0 || q.Limit <= 0 {
+		return false, nil
+	}
+	if q.Dims != 0 && q.Dims != len(q.Embedding) {
+		return false, fmt.Errorf("%w: vector query of %d dims says %d", memory.ErrInvalid, len(q.Embedding), q.Dims)
+	}
+	return true, nil
+}

@@ -10,14 +10,8 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// MessagesAround returns the live messages within radius turns of each
-// message refs names (the message itself included, when live), of the
-// user's conversations, each message once, ordered by conversation and
-// Seq. Raw is left empty. A reply the upstream broke off
-// (memory.Message.Failed) is left out: it is never recalled, not even as a
-// neighbour. Unknown refs, and refs of other users or tenants, add nothing;
-// radius < 0 finds nothing. The messages are the Store's cached ones,
-// shared with every other caller, to read and never to write into.
+// MessagesAround returns the live messages around refs by the contract
+// (storetest.RankingStore).
 //
 // The windows of turns read are kept in memory (itemindex.Windows) as of
 // the user's messages_changed count, which every update and delete of

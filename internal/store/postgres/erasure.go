@@ -17,28 +17,13 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// Erasure on PostgreSQL.
+// Erasure on PostgreSQL, by the erasure contract (storetest.RunErasure).
 //
 // DeleteUser takes the user's advisory lock exclusively, deletes every row
 // of the user and records a tombstone (tenant, user, erased_at). Every writer
 // takes the same lock shared and checks the tombstone in its own
 // transaction, so a write either commits before the erasure (and is deleted
-// by it) or sees the tombstone:
-//
-//   - SaveExchange drops (Dropped) an exchange whose At is at or before
-//     erased_at, however late it is processed;
-//   - UpsertFact and SaveSummary return memory.ErrErased, and AddItems skips
-//     the user's items, when the fact, summary or item carries a guard
-//     (memory.Fact.GuardSince) at or before erased_at: the
-//     after-save hooks' writes for an exchange captured before the erasure
-//     are refused even when they run after it.
-//   - under such a guard, UpsertFact also returns memory.ErrErased, and
-//     AddItems also skips the items, when the fact or item names a
-//     conversation (other than the default one) that no longer exists:
-//     DeleteConversation deleted it after the exchange was captured
-//     (conversationDeleted).
-//
-// A user who chats again after the erasure starts afresh.
+// by it) or sees the tombstone.
 //
 // On disk: PostgreSQL has no secure delete. After an erasure the store runs
 // VACUUM (INDEX_CLEANUP ON) on the tables that held the user's rows, in the

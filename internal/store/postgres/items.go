@@ -41,19 +41,14 @@ func vectorArg(v []float32) *pgvector.Vector {
 	return &vec
 }
 
-// AddItems stores recallable items in one transaction. An item whose
-// (tenant, user, kind, ref, chunk) exists already is updated in place — its
-// text, conversation and vector — never duplicated, and left untouched when
-// none of them changed (a re-indexed item then costs no new row version and
-// no HNSW insertion); SaidAt (zero: CreatedAt) is stored as when the item's
-// source was said; an update without a
-// vector keeps the stored one when the text is unchanged and clears it
-// otherwise (the text needs embedding again). A zero CreatedAt means now.
-// A message item whose message was superseded (its branch replaced by an
-// edit or a regeneration) is skipped: SaveExchange deleted the branch's
-// items, and a late index must not bring them back. Items of a user that
-// their erasure guard (GuardSince) refuses, and, under a guard, items of a conversation
-// deleted since (erasure.go), are skipped.
+// AddItems stores recallable items in one transaction by the contract
+// (storetest.Knowledge; contract.ValidItem): upserted by (tenant, user,
+// kind, ref, chunk); skipped when the user's erasure or a deleted
+// conversation refuses them under their GuardSince (erasure.go), or when a
+// message item's message was superseded. An existing item is left
+// untouched when nothing changed (no new row version, no HNSW insertion);
+// an update without a vector keeps the stored one when the text is
+// unchanged and clears it otherwise.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil

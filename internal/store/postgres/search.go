@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -53,22 +54,18 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 	return sql, args
 }
 
-// SearchVector ranks the user's items embedded with q.Model and q.Dims by
-// cosine similarity to q.Embedding (Score = cosine similarity), best first
-// (ties: lower id first), up to q.Limit, each with its Embedding (recall
-// compares the passages it returns with each other; read-only, see
-// memory.Item); no embedding, a zero one, or no limit finds nothing, and an empty
-// q.Model matches vectors of any model with q.Dims.
-//
-// The user's vectors are ranked exactly in memory (itemindex.Index): a
-// search reads one row of memory_item_revisions to check they are current
-// and, after inserts, only the new rows, and the best items' rows only when
-// they are not held already. A user too large for the cache's share is
-// searched in SQL (searchVectorSQLPath).
+// SearchVector ranks the user's items by cosine similarity to q.Embedding,
+// by the contract (storetest.Knowledge), each with its Embedding (recall
+// compares the passages it returns with each other; read-only). The
+// user's vectors are ranked exactly in memory (itemindex.Index); a user too
+// large for the cache's share is searched in SQL (searchVectorSQLPath).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "postgres.SearchVector")()
-	if ok, err := vectorQuery(q); !ok {
-		return nil, err
+	if ok, err := contract.VectorQuery(q); !ok {
+		if err != nil {
+			return nil, fmt.Errorf("postgres: search vector: %w", err)
+		}
+		return nil, nil
 	}
 	items, err := s.index.SearchVector(ctx, q)
 	switch {
@@ -144,8 +141,11 @@ func (s *Store) SQL() SQLSearches { return SQLSearches{s} }
 
 // SearchVector is Store.SearchVector's statement.
 func (x SQLSearches) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if ok, err := vectorQuery(q); !ok {
-		return nil, err
+	if ok, err := contract.VectorQuery(q); !ok {
+		if err != nil {
+			return nil, fmt.Errorf("postgres: search vector: %w", err)
+		}
+		return nil, nil
 	}
 	return x.s.searchVectorSQLPath(ctx, q)
 }
@@ -156,17 +156,4 @@ func (x SQLSearches) SearchText(ctx context.Context, q memory.ItemQuery) ([]memo
 		return nil, nil
 	}
 	return x.s.searchTextSQLPath(ctx, q)
-}
-
-// vectorQuery reports whether q asks a vector search for anything (an
-// embedding and a limit), and the error of one whose Dims contradict its
-// embedding.
-func vectorQuery(q memory.ItemQuery) (bool, error) {
-	if len(q.Embedding) == 0 || q.Limit <= 0 {
-		return false, nil
-	}
-	if q.Dims != 0 && q.Dims != len(q.Embedding) {
-		return false, fmt.Errorf("postgres: search vector: %w: %d dims asked, %d given", memory.ErrInvalid, q.Dims, len(q.Embedding))
-	}
-	return true, nil
 }

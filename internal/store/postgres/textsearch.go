@@ -133,18 +133,11 @@ func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
 }
 
 // SearchText ranks the user's items matching q.Text by Okapi BM25 over all
-// of them (Score is the BM25 score, higher is better), best first, up to
-// q.Limit, honouring q.Conversation and q.ExcludeRefs; an item embedded
-// with q.Model and q.Dims comes with its Embedding (read-only, see
-// memory.Item). Any text is accepted: it is split into words (memory.QueryTerms,
-// stopwords left out unless nothing else is left), never interpreted as
-// query syntax; text without words, or Limit <= 0, finds nothing.
-//
-// The ranking reads the user's full-text index kept in memory
-// (itemindex.Index.SearchText, the same ranking as the SQLite store's),
-// checked against memory_item_revisions on every search and extended with
-// the rows added since. A user whose index is too large to keep is ranked
-// in SQL, from the statistics of migrations 0003 and 0009 (searchTextSQL).
+// of them, by the contract (storetest.RunRanking); an item embedded with
+// q.Model and q.Dims comes with its Embedding (read-only). The ranking
+// reads the user's full-text index kept in memory
+// (itemindex.Index.SearchText); a user too large for it is ranked in SQL,
+// from the statistics of migrations 0003 and 0009 (searchTextSQL).
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "postgres.SearchText")()
 	terms := textTerms(q)

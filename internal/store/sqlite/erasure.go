@@ -8,29 +8,13 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// Erasure in the embedded store.
+// Erasure in the embedded store, by the erasure contract (storetest.RunErasure).
 //
 // DeleteUser deletes every row of the user and records a tombstone (tenant,
-// user, erased_at) in one write transaction. The tombstone is what every later
-// writer checks, in its own write transaction (writes are serialised on the
-// single writer connection, so a check and the write it guards are atomic
-// with respect to an erasure):
-//
-//   - SaveExchange drops (Dropped) an exchange whose At is at or before
-//     erased_at, however late it is processed;
-//   - UpsertFact and SaveSummary return memory.ErrErased, and AddItems skips
-//     the user's items, when the fact, summary or item carries a guard
-//     (memory.Fact.GuardSince) at or before erased_at: that is how the
-//     after-save hooks' writes for an exchange captured before the erasure
-//     are refused even when they run after it.
-//   - under such a guard, UpsertFact also returns memory.ErrErased, and
-//     AddItems also skips the items, when the fact or item names a
-//     conversation (other than the default one) that no longer exists:
-//     DeleteConversation deleted it after the exchange was captured
-//     (conversationDeleted).
-//
-// A user who chats again after the erasure starts afresh: exchanges with At
-// after erased_at are stored like a new user's.
+// user, erased_at) in one write transaction; every later writer checks it
+// in its own write transaction, and writes are serialised on the single
+// writer connection, so a check and the write it guards are atomic with
+// respect to an erasure.
 //
 // The writer connection runs with PRAGMA secure_delete=ON, so SQLite
 // overwrites deleted content (in pages and on freed pages) with zeros, and

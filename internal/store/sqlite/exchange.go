@@ -16,43 +16,27 @@ import (
 // loads to align a resent history with the stored branch.
 const tailExtra = 64
 
-// SaveExchange stores an exchange in one write transaction. In order it:
-// drops the exchange (Dropped) when the user was erased at or after ex.At;
-// reports a Duplicate when the conversation already holds ex.ID; creates the
-// conversation; aligns ex.Prior with the last len(ex.Prior)+64 live messages
-// (memory.Align); marks the messages of a replaced branch superseded (kept,
-// with superseded_at, but no longer live) and deletes their memory items, so
-// recall never finds them again; and inserts the unseen prior
-// messages, the turn and the reply with Seq continuing after the highest
-// stored Seq and Key memory.Key(ex.ID, i). Each message is stored with its
-// own CreatedAt (when it was said: an imported message's timestamp), or
-// ex.At when it has none. A zero ex.At means now.
-//
-// It fails with memory.ErrInvalid for a malformed identity, an empty exchange
-// id, a message without a role, or a Raw that is not JSON.
+// SaveExchange stores an exchange in one write transaction, by the store
+// contract (storetest.Store; contract.ValidExchange): Dropped after the
+// user's erasure, Duplicate when stored before (also in its candidate
+// conversation), the resent history aligned with the live tail
+// (memory.Align) and a replaced branch superseded with its recall items
+// deleted, the new messages appended with their own CreatedAt (ex.At when
+// zero; a zero ex.At means now).
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	defer telemetry.Span(&ctx, "sqlite.SaveExchange")()
-	if err := contract.ValidExchange(ex); err != nil {
-		return memory.SaveResult{}, fmt.Errorf("save exchange: %w", err)
-	}
-	var res [1]memory.SaveResult
-	var before [1]int64
-	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
-		var err error
-		res[0], before[0], err = saveExchange(ctx, writeTx{tx, s.writes}, ex)
-		return err
-	}, func() { s.advanceTails([]memory.Exchange{ex}, res[:], before[:]) })
+	res, err := s.SaveExchanges(ctx, []memory.Exchange{ex})
 	if err != nil {
-		return memory.SaveResult{}, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+		return memory.SaveResult{}, err
 	}
 	return res[0], nil
 }
 
-// SaveExchanges stores exchanges in one write transaction (a group commit),
-// each as SaveExchange would, in the order given; results[i] is exs[i]'s. It
-// is all or nothing: on any error nothing is stored, and a caller that wants
-// the others stored saves them one by one. An invalid exchange fails the
-// batch with memory.ErrInvalid before anything is written.
+// SaveExchanges stores exchanges in one write transaction (a group
+// commit), each by the store contract, in the order given: the one save
+// path, SaveExchange's too. results[i] is exs[i]'s. It is all or nothing:
+// on any error nothing is stored, and a caller that wants the others stored
+// saves them one by one. An invalid exchange fails the batch with
+// memory.ErrInvalid before anything is written.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
 	for _, ex := range exs {

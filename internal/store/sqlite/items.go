@@ -20,24 +20,15 @@ const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
 	memory_items.text, memory_items.embedding, memory_items.model, memory_items.dims, memory_items.created_at,
 	COALESCE(memory_items.said_at, memory_items.created_at)`
 
-// AddItems stores recallable items, keyed by (tenant, user, kind, ref,
-// chunk), in one write transaction, or, when they derive from captured
-// exchanges (an item has a GuardSince: enrichment's indexing, which no
-// client waits on), in background transactions (inBackgroundWrite) of at
-// most backgroundItems items, so a save waiting for the single writer
-// waits behind one of them, not behind a whole enrichment round (the
-// upserts are idempotent: a round that fails half-way is written again
-// whole): an existing item gets the new text,
-// embedding, model, dims and conversation (and SaidAt, when given), and
-// keeps its ID and CreatedAt. SaidAt is when the item's source was said;
-// zero means CreatedAt.
-// An item without an embedding is stored for ItemsToEmbed to find. A zero
-// CreatedAt means now. A message item whose message was superseded (its
-// branch replaced by an edit or a regeneration) is skipped: SaveExchange
-// deleted the branch's items, and a late index must not bring them back.
-// Items of a user that their erasure guard refuses (erasure.go) are skipped.
-// It returns memory.ErrInvalid (and stores nothing) for
-// a bad id or kind, an empty ref, or Dims that disagree with the embedding.
+// AddItems stores recallable items by the contract (storetest.Knowledge;
+// contract.ValidItem): upserted by (tenant, user, kind, ref, chunk), an
+// existing item keeping its ID and CreatedAt; skipped when the user's
+// erasure or a deleted conversation refuses them under
+// their GuardSince (erasure.go), or when a message item's message was superseded. It writes
+// in one transaction, or for work derived from captured exchanges
+// (items with a GuardSince: enrichment) in transactions of at most backgroundItems items, so a save
+// waiting for the single writer waits behind one of them, not behind a
+// whole enrichment round (the upserts are idempotent).
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil

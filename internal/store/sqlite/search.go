@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -20,26 +21,18 @@ import (
 // window, and a point lower at 100.
 const textWindow = 300
 
-// SearchVector ranks the user's items embedded with q.Model and q.Dims by
-// cosine similarity to q.Embedding (Score = similarity, in [-1, 1]), best
-// first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs. The
-// candidates are scored in Go with a top-k heap; only the winners' rows are
-// then read whole. An empty embedding or Limit <= 0 finds nothing.
-//
-// The user's vectors are kept in memory (see itemindex.Index.SearchVector): a search reads
-// one row of memory_item_revisions to check they are current and, after
-// inserts, only the new rows, so its I/O does not grow with the user's
-// history; the scoring still visits every vector of the user (about 0.1 µs
-// per item of 384 dimensions). A user too large for the cache
-// (itemindex.DefaultLimits) has the candidates' vectors read from SQL each search,
-// scoped by tenant, user, model, dims and conversation.
+// SearchVector ranks the user's items by cosine similarity to q.Embedding,
+// by the contract (storetest.Knowledge). The user's vectors are kept in
+// memory (itemindex.Index.SearchVector); a user too large for the cache
+// (itemindex.DefaultLimits) has the candidates' vectors read from SQL and
+// scored here with a top-k heap, and only the winners' rows read whole.
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
-	if len(q.Embedding) == 0 || q.Limit <= 0 {
+	if ok, err := contract.VectorQuery(q); !ok {
+		if err != nil {
+			return nil, fmt.Errorf("search vector: %w", err)
+		}
 		return []memory.Item{}, nil
-	}
-	if q.Dims != 0 && q.Dims != len(q.Embedding) {
-		return nil, fmt.Errorf("search vector: %w: query of %d dims says %d", memory.ErrInvalid, len(q.Embedding), q.Dims)
 	}
 	qnorm := itemindex.Norm(q.Embedding)
 	if qnorm == 0 {
@@ -89,19 +82,10 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 }
 
 // SearchText ranks the user's items matching q.Text by Okapi BM25 over all
-// of them (Score > 0, higher is better), best first, up to q.Limit,
-// honouring q.Conversation and q.ExcludeRefs. The text is never read as
-// query syntax: it is split into words (letters and digits), stopwords left
-// out unless nothing else is left (memory.QueryTerms), and any passage
-// sharing a word matches. Text without words, or Limit <= 0, finds nothing.
-//
-// The ranking reads the user's full-text index kept in memory (itemindex):
-// every item's words, their document frequencies over the user's items
-// (so a speaker's name or a common word found in most items weighs almost
-// nothing, and is not read at all in a long history: see itemindex.Index.SearchText),
-// and the items' lengths. The index is read once and then extended with
-// the rows added since, like the vectors of SearchVector. A user whose
-// index is too large to keep is ranked by searchTextWindow instead.
+// of them, by the contract (storetest.RunRanking): the text is split into
+// words (memory.QueryTerms), never read as query syntax. The ranking reads
+// the user's full-text index kept in memory (itemindex.Index.SearchText); a
+// user whose index is too large to keep is ranked by searchTextWindow.
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "sqlite.SearchText")()
 	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)

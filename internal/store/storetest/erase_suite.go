@@ -18,6 +18,15 @@ import (
 // in whatever order the write and the erasure happen, while writes for data
 // captured after it (a fresh start), unguarded writes and other users'
 // writes go through. open must return a fresh, empty store for every call.
+//
+// In full, every store: drops (SaveExchange's Dropped) an exchange whose At
+// is at or before the user's erasure, however late it is processed; under
+// a guard, also refuses a fact (memory.ErrErased) and skips an item that
+// names a conversation, other than the default one, deleted after the
+// exchange was captured (DeleteConversation ran since); and stores the
+// exchanges of a user who chats again after the erasure as a new user's.
+// A store checks the tombstone in the write's own transaction, so no
+// erasure commits between the check and the write.
 func RunErasure(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 	t.Helper()
 	tests := []struct {

@@ -19,9 +19,12 @@ import (
 type RankingStore interface {
 	KnowledgeStore
 	// MessagesAround returns the live messages within radius turns of each
-	// referenced message (it included), each once, ordered by conversation
-	// and Seq, scoped to the tenant and user: the store's own messages,
-	// shared, which the caller never writes into.
+	// referenced message (it included, when live), each once, ordered by
+	// conversation and Seq, scoped to the tenant and user, Raw left empty:
+	// the store's own messages, shared, which the caller never writes
+	// into. A reply the upstream broke off (memory.Message.Failed) is left
+	// out, not even a neighbour; unknown refs add nothing; radius < 0 finds
+	// nothing.
 	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
