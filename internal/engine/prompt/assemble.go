@@ -91,17 +91,14 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	if a.kept != nil && !fullHistory {
 		keptBy = a.kept.lookup(req.Identity)
 	}
+	// inBlocks is the text of the kept blocks the recent turns show: known
+	// once the window is, so a second pass packs without what they show.
+	inBlocks := ""
 	if len(keptBy) > 0 {
-		var shown strings.Builder
-		for _, m := range candidates {
-			if m.Role == "user" {
-				shown.WriteString(keptBy[keyOf(m)])
-			}
-		}
-		inBlocks, base := shown.String(), keep
+		base := keep
 		keep = func(it memory.Item) bool {
 			t := strings.TrimSpace(it.Text)
-			return base(it) && (t == "" || !strings.Contains(inBlocks, quoteText(t)))
+			return base(it) && (inBlocks == "" || t == "" || !strings.Contains(inBlocks, quoteText(t)))
 		}
 	}
 	withBlock := func(m memory.Message) (string, int) {
@@ -130,7 +127,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// A new-only client always gets the summary (the history before it is
 	// not loaded); a full-history client only when its own history overflows.
 	withSummary := !fullHistory
-	pc := a.newPartCosts(model, ld, keep)
+	var pc *partCosts
 	var (
 		fx       fixedParts
 		all      bool // the block's selection took every passage to be shown
@@ -139,7 +136,10 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		kept     []memory.Message
 		spent    int
 	)
-	for {
+	for pass := 0; ; pass++ {
+		if pc == nil {
+			pc = a.newPartCosts(model, ld, keep)
+		}
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)
 		var (
 			sel selection
@@ -162,6 +162,18 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		step := max(budget/16, 1)
 		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
 		kept, spent = recentWindow(candidates, groupCost, window, room-blk.cost)
+		if pass == 0 && len(keptBy) > 0 {
+			var shown strings.Builder
+			for _, m := range kept {
+				if b, _ := withBlock(m); b != "" {
+					shown.WriteString(b)
+				}
+			}
+			if shown.Len() > 0 {
+				inBlocks, pc = shown.String(), nil
+				continue
+			}
+		}
 		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
 			break
 		}
