@@ -85,7 +85,7 @@ func guardWith(resolver IdentityResolver) echo.MiddlewareFunc {
 			r := c.Request()
 			tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 			if err != nil {
-				aerr := apierr.FromIdentity(err)
+				aerr := identity.APIError(err)
 				if aerr.Status == http.StatusUnauthorized {
 					// Counted by the failed-key limiter in front.
 					server.ExchangeOf(r.Context()).AuthFailed()

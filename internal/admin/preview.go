@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -57,7 +58,7 @@ func (a *Admin) handlePreview(c echo.Context) error {
 	}
 	id, mode, err := a.resolver.ResolveFor(tenantOf(r), r.Header, req.User)
 	if err != nil {
-		return apierr.FromIdentity(err)
+		return identity.APIError(err)
 	}
 	if id.User == "" {
 		return apierr.Invalid("X-Memory-User", "A memory preview needs a user: set X-Memory-User or the body's user.")

@@ -11,8 +11,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-
-	"github.com/memgate/memgate/internal/identity"
 )
 
 // Error types of gateway-originated errors, as OpenAI names them.
@@ -121,29 +119,4 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Err
 		return nil, Invalid("", "The request body could not be read.")
 	}
 	return b, nil
-}
-
-// headerNamer is implemented by resolver errors that blame one header.
-type headerNamer interface{ HeaderName() string }
-
-// FromIdentity translates an identity resolver error: 401, 403, or 400
-// naming the offending header.
-func FromIdentity(err error) *Error {
-	switch {
-	case errors.Is(err, identity.ErrUnauthorized):
-		return &Error{Status: http.StatusUnauthorized, Type: TypeAuthentication, Code: "invalid_api_key",
-			Message: "A valid gateway key is required: Authorization: Bearer <key>."}
-	case errors.Is(err, identity.ErrLoopbackOnly):
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: "admin_loopback_only",
-			Message: "The management API answers only clients on this host until a key is configured: set admin_key (GATEWAY_ADMIN_KEY) or gateway keys."}
-	case errors.Is(err, identity.ErrForbidden):
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: "tenant_forbidden",
-			Message: "This key may not act for the requested tenant."}
-	}
-	param := ""
-	var hn headerNamer
-	if errors.As(err, &hn) {
-		param = hn.HeaderName()
-	}
-	return Invalid(param, err.Error())
 }

@@ -274,7 +274,7 @@ func (e *Engine) Close(ctx context.Context) (err error) {
 		}
 	}()
 	var errs []error
-	if c := e.cur.Load(); c != nil {
+	if c := e.cur.Load(); c != nil && c.Capturer != nil {
 		if err := c.Capturer.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("flush captures: %w", err))
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/server"
 )
 
@@ -52,7 +53,7 @@ func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 		if err != nil {
-			aerr := apierr.FromIdentity(err)
+			aerr := identity.APIError(err)
 			if aerr.Status == http.StatusUnauthorized {
 				// Counted by the failed-key limiter in front, as on the
 				// management API.

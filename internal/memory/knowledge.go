@@ -59,6 +59,18 @@ type Fact struct {
 	UpdatedAt    time.Time  `json:"updated_at"`
 	SupersededAt *time.Time `json:"superseded_at,omitempty"`
 	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	// GuardSince, set on a write derived from captured exchanges (the
+	// after-save hooks' facts, summaries and items), is when those were
+	// captured: the earliest At among the exchanges of the user that the
+	// write path handed the hooks (SaveResult.GuardSince). A store refuses
+	// the write (UpsertFact returns ErrErased) when the user was erased at or after it, checking in
+	// the write's own transaction, against an erasure that commits
+	// concurrently too, and when it names a conversation (other than the
+	// default one) deleted since; so derived data of captured turns never
+	// outlives an erasure, whatever the order of events. Zero (a write made
+	// now: the management API) is not checked. It is never stored: what a
+	// store returns has it zero.
+	GuardSince time.Time `json:"-"`
 }
 
 // Current reports whether the fact is true at now: not superseded, not expired.
@@ -88,6 +100,9 @@ type Summary struct {
 	// was recorded.
 	Summariser string    `json:"summariser,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// GuardSince guards the write of this summary, as Fact.GuardSince a
+	// fact's (SaveSummary returns ErrErased).
+	GuardSince time.Time `json:"-"`
 }
 
 // Preserved lists the specifics a summary must carry verbatim.
@@ -125,6 +140,9 @@ type Item struct {
 	SaidAt time.Time `json:"said_at"`
 	// Score is set by searches.
 	Score float64 `json:"score,omitempty"`
+	// GuardSince guards the write of this item, as Fact.GuardSince a
+	// fact's (AddItems skips the item).
+	GuardSince time.Time `json:"-"`
 }
 
 // MessageRef names one stored message: its conversation and key (a

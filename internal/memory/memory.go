@@ -196,6 +196,13 @@ type SaveResult struct {
 	Duplicate bool
 	// Dropped is true when the user was erased after the exchange happened.
 	Dropped bool
+	// GuardSince is not set by stores: the write path sets it on the results
+	// it hands the after-save hooks, to the earliest At among the exchanges
+	// of this exchange's user in the batch (now for one without At). Every
+	// fact, summary and item the hooks write deriving from the exchange
+	// carries it as its own GuardSince (see Fact.GuardSince), so a store
+	// refuses it when the user was erased since.
+	GuardSince time.Time
 }
 
 // Delivery is one entry claimed from a durable queue.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -49,7 +50,7 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 	}
 	id, mode, err := p.deps.Resolver.Resolve(r.Header, bodyUser)
 	if err != nil {
-		aerr := apierr.FromIdentity(err)
+		aerr := identity.APIError(err)
 		if aerr.Status == http.StatusUnauthorized {
 			server.ExchangeOf(r.Context()).AuthFailed()
 		}

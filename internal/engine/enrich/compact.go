@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -31,6 +32,12 @@ const (
 // (an echo of the instructions, a reply about nothing in the conversation)
 // is never stored: the fallback writes that version at once.
 func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model string) error {
+	return c.compact(ctx, id, model, time.Time{})
+}
+
+// compact is Compact, the summary and the decisions it pins guarded from
+// guardSince (see memory.Fact.GuardSince; zero: not guarded).
+func (c *Compactor) compact(ctx context.Context, id memory.Identity, model string, guardSince time.Time) error {
 	key := id.Tenant + "\x00" + id.User + "\x00" + id.Conversation
 	unlock, err := c.locks.lock(ctx, key)
 	if err != nil {
@@ -76,6 +83,7 @@ func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model strin
 		CoveredTokens: covered,
 		Summariser:    by,
 		CreatedAt:     c.opts.Now(),
+		GuardSince:    guardSince,
 	}
 	if prev != nil {
 		next.Version = prev.Version + 1
@@ -98,7 +106,7 @@ func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model strin
 	c.summaries.WithLabelValues(by).Inc()
 	c.logger.DebugContext(ctx, "conversation compacted", "conversation", id.Conversation, "version", next.Version,
 		"messages", len(leaving), "to_seq", next.ToSeq, "summary_tokens", next.Tokens, "summariser", by)
-	return c.pinDecisions(ctx, id, out.Preserved.Decisions)
+	return c.pinDecisions(ctx, id, out.Preserved.Decisions, guardSince)
 }
 
 // unsummarised loads the live messages after seq, page by page, up to maxLoad.
@@ -228,8 +236,9 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 	return out, memory.SummariserExtractive, nil
 }
 
-// pinDecisions records the summariser's preserved decisions as pinned facts.
-func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions []string) error {
+// pinDecisions records the summariser's preserved decisions as pinned
+// facts, guarded from guardSince.
+func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions []string, guardSince time.Time) error {
 	if c.facts == nil {
 		return nil
 	}
@@ -243,6 +252,7 @@ func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisi
 			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 			Type: memory.FactDecision, Key: NormalizeKey(v), Value: v,
 			Confidence: 0.7, Mentions: 1, Pinned: true, CreatedAt: now, UpdatedAt: now,
+			GuardSince: guardSince,
 		}
 		if _, err := c.facts.UpsertFact(ctx, f, c.opts.MaxFacts); err != nil {
 			return fmt.Errorf("pin decision: %w", err)

@@ -141,7 +141,7 @@ func (c *Compactor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 	if model == "" {
 		model = c.opts.Model
 	}
-	return errors.Join(pinErr, c.Compact(ctx, ex.Identity, model))
+	return errors.Join(pinErr, c.compact(ctx, ex.Identity, model, res.GuardSince))
 }
 
 // AfterSaveBatch does what AfterSave does for each exchange of a batch
@@ -151,6 +151,7 @@ func (c *Compactor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
 	var errs []error
 	models := map[memory.Identity]string{}
+	guards := map[memory.Identity]time.Time{} // the write path gives a user's exchanges one guard
 	var order []memory.Identity
 	for i, ex := range exs {
 		if results[i].Dropped || ex.Tenant == "" || ex.User == "" || ex.Conversation == "" {
@@ -165,11 +166,12 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 		}
 		if _, ok := models[ex.Identity]; !ok {
 			order = append(order, ex.Identity)
+			guards[ex.Identity] = results[i].GuardSince
 		}
 		models[ex.Identity] = model
 	}
 	for _, id := range order {
-		if err := c.Compact(ctx, id, models[id]); err != nil {
+		if err := c.compact(ctx, id, models[id], guards[id]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -197,6 +199,7 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 			f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
 			f.Rule, f.Source = p.Rule, keys[i]
 			f.CreatedAt, f.UpdatedAt = at, at
+			f.GuardSince = res.GuardSince
 			if _, err := c.facts.UpsertFact(ctx, f, c.opts.MaxFacts); err != nil {
 				return fmt.Errorf("pin fact: %w", err)
 			}

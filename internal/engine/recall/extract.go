@@ -105,7 +105,7 @@ func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 	if res.Duplicate || res.Dropped {
 		return nil
 	}
-	return e.record(ctx, ex, e.ask(ctx, ex))
+	return e.record(ctx, ex, e.ask(ctx, ex), res.GuardSince)
 }
 
 // batchCalls bounds the model calls one AfterSaveBatch has in flight.
@@ -133,7 +133,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 	wg.Wait()
 	var errs []error
 	for i, ex := range exs {
-		if err := e.record(ctx, ex, asked[i]); err != nil {
+		if err := e.record(ctx, ex, asked[i], results[i].GuardSince); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -193,8 +193,9 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	return facts
 }
 
-// record upserts the facts asked of ex.
-func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact) error {
+// record upserts the facts asked of ex, guarded from guardSince (see
+// memory.Fact.GuardSince).
+func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact, guardSince time.Time) error {
 	if len(facts) == 0 {
 		return nil
 	}
@@ -206,6 +207,7 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memo
 		f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
 		f.Mentions = 1
 		f.CreatedAt, f.UpdatedAt = at, at
+		f.GuardSince = guardSince
 		if ttl, ok := e.opts.TTL[f.Type]; ok && ttl > 0 {
 			exp := at.Add(ttl)
 			f.ExpiresAt = &exp

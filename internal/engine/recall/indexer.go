@@ -90,6 +90,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		convs []memory.Identity
 		users []userKey
 		since = map[userKey]time.Time{}
+		// guard is the erasure guard of each user's writes (the earliest
+		// SaveResult.GuardSince of theirs; zero: none).
+		guard = map[userKey]time.Time{}
 		seen  = map[memory.Identity]bool{}
 		// latest is when the newest message of each conversation in the
 		// batch was said: the time its summary is as of.
@@ -141,6 +144,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		} else if at.Before(first) {
 			since[u] = at
 		}
+		if g, ok := guard[u]; !ok || !results[i].GuardSince.IsZero() && (g.IsZero() || results[i].GuardSince.Before(g)) {
+			guard[u] = results[i].GuardSince
+		}
 	}
 	var summaryKeys []string
 	for _, id := range convs {
@@ -175,6 +181,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			}
 			items = append(items, ix.factItem(f))
 		}
+	}
+	for i := range items {
+		items[i].GuardSince = guard[userKey{items[i].Tenant, items[i].User}]
 	}
 	if err := ix.add(ctx, items); err != nil {
 		return fmt.Errorf("index %d exchanges: %w", len(exs), err)

@@ -203,8 +203,10 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // and never holds up what comes after it for long.
 func (e *Enricher) Run(ctx context.Context) error {
 	// No client waits on enrichment: a store may let the writes clients
-	// wait on go first.
-	ctx = memory.Background(ctx)
+	// wait on go first. What the hooks write carries its erasure guard
+	// (memory.Fact.GuardSince), which tells a store the write derives from
+	// captured exchanges, and a store's enrichment queue knows its consumer
+	// is this one.
 	delay := e.opts.BackoffBase
 	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {
@@ -359,6 +361,9 @@ func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		m.Prior = nil
 		res[k].Inserted += results[i].Inserted
 		res[k].Superseded += results[i].Superseded
+		if g := results[i].GuardSince; res[k].GuardSince.IsZero() || !g.IsZero() && g.Before(res[k].GuardSince) {
+			res[k].GuardSince = g // the earliest: what derives from the merged exchange derives from each
+		}
 	}
 	if len(merged) == 0 {
 		return nil

@@ -49,7 +49,8 @@ type hooked struct {
 
 // WithHooks returns a Saver that stores through saver and then runs every
 // hook in order, for stored and duplicate exchanges (not for ones dropped
-// because the user was erased), under an erasure guard (see guarded). A hook
+// because the user was erased), with results that carry their erasure
+// guard (see guarded). A hook
 // error is returned wrapped with ErrHook after the remaining hooks ran; one
 // that only reports the user's erasure (memory.ErrErased) is not an error.
 func WithHooks(saver Saver, hooks ...Hook) Saver {
@@ -65,10 +66,10 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 	if err != nil || res.Dropped {
 		return res, err
 	}
-	ctx = guarded(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
+	hres := guarded([]memory.Exchange{ex}, []memory.SaveResult{res}, time.Now())[0]
 	var errs []error
 	for _, hk := range h.hooks {
-		if err := hk.AfterSave(ctx, ex, res); err != nil && !errors.Is(err, memory.ErrErased) {
+		if err := hk.AfterSave(ctx, ex, hres); err != nil && !errors.Is(err, memory.ErrErased) {
 			errs = append(errs, err)
 		}
 	}
@@ -80,14 +81,14 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 
 // runHooks runs every hook, in order, over stored exchanges: a BatchHook
 // once for all of them, any other hook once per exchange, oldest first, all
-// under an erasure guard (see guarded). A hook error is returned wrapped
-// with ErrHook after the remaining hooks ran. An error that reports an
+// with results that carry their erasure guard (see guarded). A hook error
+// is returned wrapped with ErrHook after the remaining hooks ran. An error that reports an
 // erasure (memory.ErrErased) is dropped when it can only be about the erased
 // user: from a per-exchange call, or from a batch of one user's exchanges;
 // in a batch of several users it is returned, so the batch is redelivered
 // and the erased user's exchanges come back Dropped.
 func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
-	ctx = guarded(ctx, exs, results)
+	results = guarded(exs, results, time.Now())
 	oneUser := true
 	for _, ex := range exs[min(1, len(exs)):] {
 		oneUser = oneUser && ex.Tenant == exs[0].Tenant && ex.User == exs[0].User
@@ -112,13 +113,15 @@ func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results 
 	return nil
 }
 
-// guarded returns ctx with an erasure guard (memory.WithErasureGuard) for
-// the user of every exchange not dropped, at the earliest At among that
-// user's exchanges: the stores then refuse whatever the hooks write about a
-// user erased at or after the exchanges they work on, even when the erasure
-// commits while they run. An exchange with no At is guarded from now.
-func guarded(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) context.Context {
-	now := time.Now()
+// guarded returns a copy of results in which each exchange not dropped
+// carries, as GuardSince, the earliest At among its user's exchanges in
+// exs (now for an exchange without At). The hooks set it on every fact,
+// summary and item they write deriving from the exchange, and the stores
+// then refuse whatever the hooks write about a user erased at or after the
+// exchanges they work on, even when the erasure commits while they run.
+func guarded(exs []memory.Exchange, results []memory.SaveResult, now time.Time) []memory.SaveResult {
+	type user struct{ tenant, user string }
+	since := map[user]time.Time{}
 	for i, ex := range exs {
 		if results[i].Dropped {
 			continue
@@ -127,7 +130,17 @@ func guarded(ctx context.Context, exs []memory.Exchange, results []memory.SaveRe
 		if at.IsZero() {
 			at = now
 		}
-		ctx = memory.WithErasureGuard(ctx, ex.Tenant, ex.User, at)
+		u := user{ex.Tenant, ex.User}
+		if first, ok := since[u]; !ok || at.Before(first) {
+			since[u] = at
+		}
 	}
-	return ctx
+	out := make([]memory.SaveResult, len(results))
+	for i, ex := range exs {
+		out[i] = results[i]
+		if !results[i].Dropped {
+			out[i].GuardSince = since[user{ex.Tenant, ex.User}]
+		}
+	}
+	return out
 }

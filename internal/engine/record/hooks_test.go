@@ -322,3 +322,39 @@ func TestWorkerHookDelay(t *testing.T) {
 		t.Fatalf("pending = %d after the stop, want 0", n)
 	}
 }
+
+// TestGuarded: the hooks' results carry, for each exchange stored, the
+// earliest At among its user's exchanges of the batch (now for one without
+// At), per tenant and user; a dropped exchange carries none and counts for
+// none.
+func TestGuarded(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(24 * time.Hour)
+	ex := func(tenant, user string, at time.Time) memory.Exchange {
+		return memory.Exchange{Identity: memory.Identity{Tenant: tenant, User: user, Conversation: "c"}, At: at}
+	}
+	exs := []memory.Exchange{
+		ex("t", "u", t0.Add(time.Minute)),
+		ex("t", "u", t0), // the earliest wins
+		ex("t", "u", t0.Add(time.Hour)),
+		ex("t", "v", time.Time{}),           // no At: guarded from now
+		ex("t2", "u", t0.Add(2*time.Hour)),  // another tenant's user
+		ex("t", "w", t0.Add(-time.Hour)),    // dropped: no guard, and ...
+		ex("t", "w", t0.Add(3*time.Hour)),   // ... not counted for the others
+		ex("t", "u", t0.Add(-48*time.Hour)), // dropped
+	}
+	results := make([]memory.SaveResult, len(exs))
+	results[5].Dropped, results[7].Dropped = true, true
+	got := guarded(exs, results, now)
+	want := []time.Time{t0, t0, t0, now, t0.Add(2 * time.Hour), {}, t0.Add(3 * time.Hour), {}}
+	for i := range exs {
+		if !got[i].GuardSince.Equal(want[i]) {
+			t.Errorf("exchange %d (%s/%s at %v): GuardSince %v, want %v", i, exs[i].Tenant, exs[i].User, exs[i].At, got[i].GuardSince, want[i])
+		}
+	}
+	for i := range results {
+		if !results[i].GuardSince.IsZero() {
+			t.Fatalf("guarded wrote into its argument: result %d", i)
+		}
+	}
+}

@@ -67,8 +67,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 // erasure time, so that SaveExchange drops captures of the user that happened
 // at or before it. It holds the user's advisory lock exclusively, so no
 // capture of the user commits halfway through. Erasing an unknown user is
-// not an error: it still records the time. Later writes guarded by
-// memory.WithErasureGuard are refused, and a background VACUUM reclaims the
+// not an error: it still records the time. Later writes guarded from
+// before it (memory.Fact.GuardSince) are refused, and a background VACUUM reclaims the
 // deleted rows (see erasure.go for what that does and does not guarantee).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	now := time.Now()

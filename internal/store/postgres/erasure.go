@@ -28,8 +28,8 @@ import (
 //   - SaveExchange drops (Dropped) an exchange whose At is at or before
 //     erased_at, however late it is processed;
 //   - UpsertFact and SaveSummary return memory.ErrErased, and AddItems skips
-//     the user's items, when the context carries a guard
-//     (memory.WithErasureGuard) whose time is at or before erased_at: the
+//     the user's items, when the fact, summary or item carries a guard
+//     (memory.Fact.GuardSince) at or before erased_at: the
 //     after-save hooks' writes for an exchange captured before the erasure
 //     are refused even when they run after it.
 //   - under such a guard, UpsertFact also returns memory.ErrErased, and
@@ -71,15 +71,14 @@ func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, e
 	return at, nil
 }
 
-// guard applies ctx's erasure guard for (tenant, user) (see
-// memory.WithErasureGuard) inside a write transaction: it takes the user's
+// guard applies the erasure guard since of a write about (tenant, user)
+// (see memory.Fact.GuardSince) inside its transaction: it takes the user's
 // advisory lock shared — so an erasure cannot commit between the check and
 // the write — and returns memory.ErrErased when the user was erased at or
-// after the guard's time. Without a guard it does nothing. Call it before the
+// after since. A zero since (no guard) does nothing. Call it before the
 // transaction takes any other lock.
-func guard(ctx context.Context, tx pgx.Tx, tenant, user string) error {
-	since, ok := memory.ErasureGuard(ctx, tenant, user)
-	if !ok {
+func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time) error {
+	if since.IsZero() {
 		return nil
 	}
 	if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, "_shared"), tenant, user); err != nil {
@@ -97,31 +96,36 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string) error {
 	return nil
 }
 
-// guardItems applies guard to every user of items, in a fixed order, and
-// returns the users ([tenant, user]) whose items must be skipped.
-func guardItems(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[[2]string]bool, error) {
-	var users [][2]string
-	seen := map[[2]string]bool{}
+// guardItems applies guard to every user of items, in a fixed order, each
+// with the earliest GuardSince among their items, and returns the users
+// ([tenant, user]) whose items must be skipped, and each user's guard.
+func guardItems(ctx context.Context, tx pgx.Tx, items []memory.Item) (skip map[[2]string]bool, guards map[[2]string]time.Time, err error) {
+	guards = map[[2]string]time.Time{}
 	for _, it := range items {
 		k := [2]string{it.Tenant, it.User}
-		if _, ok := memory.ErasureGuard(ctx, it.Tenant, it.User); ok && !seen[k] {
-			seen[k] = true
+		if g := guards[k]; !it.GuardSince.IsZero() && (g.IsZero() || it.GuardSince.Before(g)) {
+			guards[k] = it.GuardSince
+		}
+	}
+	users := make([][2]string, 0, len(guards))
+	for k, g := range guards {
+		if !g.IsZero() {
 			users = append(users, k)
 		}
 	}
 	slices.SortFunc(users, func(a, b [2]string) int {
 		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
 	})
-	skip := map[[2]string]bool{}
+	skip = map[[2]string]bool{}
 	for _, k := range users {
-		switch err := guard(ctx, tx, k[0], k[1]); {
+		switch err := guard(ctx, tx, k[0], k[1], guards[k]); {
 		case errors.Is(err, memory.ErrErased):
 			skip[k] = true
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return skip, nil
+	return skip, guards, nil
 }
 
 // vacuumer runs the post-erasure VACUUM in the background, one at a time:
@@ -184,30 +188,31 @@ func (v *vacuumer) stop() {
 	v.wg.Wait()
 }
 
-// conversationDeleted reports whether ctx guards writes about id's user
-// (memory.WithErasureGuard: the write derives from captured exchanges) and
-// id names a conversation that no longer exists: it was deleted after the
+// conversationDeleted reports whether a write about id is guarded (since
+// is not zero: see memory.Fact.GuardSince; the write derives from captured
+// exchanges) and id names a conversation that no longer exists: it was deleted after the
 // exchanges were captured, and what they derive (a fact, a recall item)
 // must not bring any of it back. The default conversation is exempt: Adopt
 // removes it when it moves its turns elsewhere. Call it after guard, whose
 // shared user lock DeleteConversation takes exclusively, so no deletion
 // commits between the check and the write.
-func conversationDeleted(ctx context.Context, tx pgx.Tx, id memory.Identity) (bool, error) {
+func conversationDeleted(ctx context.Context, tx pgx.Tx, id memory.Identity, since time.Time) (bool, error) {
+	if since.IsZero() {
+		return false, nil
+	}
 	deleted, err := deletedConversations(ctx, tx, []memory.Identity{id})
 	return deleted[id], err
 }
 
-// deletedConversations applies conversationDeleted to ids at once and
-// returns those deleted.
+// deletedConversations applies conversationDeleted to ids, every one of
+// them guarded, at once and returns those deleted.
 func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity) (map[memory.Identity]bool, error) {
 	var tenants, users, convs []string
 	for _, id := range ids {
 		if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
 			continue
 		}
-		if _, ok := memory.ErasureGuard(ctx, id.Tenant, id.User); ok {
-			tenants, users, convs = append(tenants, id.Tenant), append(users, id.User), append(convs, id.Conversation)
-		}
+		tenants, users, convs = append(tenants, id.Tenant), append(users, id.User), append(convs, id.Conversation)
 	}
 	if len(convs) == 0 {
 		return nil, nil

@@ -60,8 +60,8 @@ func nullString(s string) *string {
 // are deleted (fewest mentions, then least recently updated), and with
 // every fact that stops being current, its recall items. f.Key is stored
 // normalised. f.Conversation is recorded as a source of the fact
-// (forgetConversationFacts). It returns memory.ErrErased when ctx's erasure
-// guard refuses the write, or when it guards the write and f.Conversation
+// (forgetConversationFacts). It returns memory.ErrErased when its erasure
+// guard (GuardSince) refuses the write, or when it guards the write and f.Conversation
 // has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "postgres.UpsertFact")()
@@ -73,13 +73,13 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	at, created := f.UpdatedAt, f.CreatedAt
 	var out memory.Fact
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); err != nil {
 			return err
 		} else if gone {
 			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)

@@ -52,7 +52,7 @@ func vectorArg(v []float32) *pgvector.Vector {
 // A message item whose message was superseded (its branch replaced by an
 // edit or a regeneration) is skipped: SaveExchange deleted the branch's
 // items, and a late index must not bring them back. Items of a user that
-// ctx's erasure guard refuses, and, under a guard, items of a conversation
+// their erasure guard (GuardSince) refuses, and, under a guard, items of a conversation
 // deleted since (erasure.go), are skipped.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
@@ -85,15 +85,19 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		erasedUsers, err := guardItems(ctx, tx, items)
+		erasedUsers, guards, err := guardItems(ctx, tx, items)
 		if err != nil {
 			return err
 		}
 		ids := make([]memory.Identity, len(items))
+		var guarded []memory.Identity
 		for i, it := range items {
 			ids[i] = memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
+			if !guards[[2]string{it.Tenant, it.User}].IsZero() {
+				guarded = append(guarded, ids[i])
+			}
 		}
-		deletedConvs, err := deletedConversations(ctx, tx, ids)
+		deletedConvs, err := deletedConversations(ctx, tx, guarded)
 		if err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // (storetest.Knowledge; contract.ValidSummary): the next version, or
 // memory.ErrConflict also when a concurrent save of the same version
 // committed first; an existing conversation or memory.ErrNotFound;
-// memory.ErrErased when ctx's erasure guard refuses the write (erasure.go).
+// memory.ErrErased when its erasure guard (GuardSince) refuses the write (erasure.go).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	if err := contract.ValidSummary(sum); err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
@@ -78,7 +78,7 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	// primary key lets only one of them commit.
 	var tag pgconn.CommandTag
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+		if err := guard(ctx, tx, sum.Tenant, sum.User, sum.GuardSince); err != nil {
 			return err
 		}
 		var err error

@@ -71,7 +71,9 @@ func (s *Store) PutEmbeddings(ctx context.Context, model string, dims int, vecs 
 		}
 	}
 	now := nanos(time.Now())
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	// No client waits on the cache's writes (recall.Cached writes after it
+	// has answered): they let clients' writes go first.
+	err := s.inBackgroundWrite(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO embedding_cache (tenant, model, dims, hash, vector, created_at)
 			VALUES ('', ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, model, dims, hash) DO UPDATE SET vector = excluded.vector, created_at = excluded.created_at`)

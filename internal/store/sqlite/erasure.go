@@ -19,10 +19,10 @@ import (
 //   - SaveExchange drops (Dropped) an exchange whose At is at or before
 //     erased_at, however late it is processed;
 //   - UpsertFact and SaveSummary return memory.ErrErased, and AddItems skips
-//     the user's items, when the context carries a guard
-//     (memory.WithErasureGuard) whose time is at or before erased_at: that is
-//     how the after-save hooks' writes for an exchange captured before the
-//     erasure are refused even when they run after it.
+//     the user's items, when the fact, summary or item carries a guard
+//     (memory.Fact.GuardSince) at or before erased_at: that is how the
+//     after-save hooks' writes for an exchange captured before the erasure
+//     are refused even when they run after it.
 //   - under such a guard, UpsertFact also returns memory.ErrErased, and
 //     AddItems also skips the items, when the fact or item names a
 //     conversation (other than the default one) that no longer exists:
@@ -57,13 +57,11 @@ func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, e
 // noErasure is what erasedAt returns for a user never erased.
 const noErasure = -1 << 63
 
-// refused reports whether ctx guards writes about (tenant, user) (see
-// memory.WithErasureGuard) and the user was erased at or after the guard's
-// time, in which case the write must not happen. q must be the write
-// transaction.
-func refused(ctx context.Context, q querier, tenant, user string) (bool, error) {
-	since, ok := memory.ErasureGuard(ctx, tenant, user)
-	if !ok {
+// refused reports whether a write about (tenant, user) guarded since (see
+// memory.Fact.GuardSince; zero: not guarded) must not happen: the user was
+// erased at or after since. q must be the write transaction.
+func refused(ctx context.Context, q querier, tenant, user string, since time.Time) (bool, error) {
+	if since.IsZero() {
 		return false, nil
 	}
 	at, err := erasedAt(ctx, q, tenant, user)
@@ -101,9 +99,22 @@ func (s *Store) truncateWAL(ctx context.Context) {
 	}
 }
 
+// itemGuards returns the guard of each user's items: the earliest
+// GuardSince among them (zero: none guarded).
+func itemGuards(items []memory.Item) map[[2]string]time.Time {
+	guards := map[[2]string]time.Time{}
+	for _, it := range items {
+		u := [2]string{it.Tenant, it.User}
+		if g := guards[u]; !it.GuardSince.IsZero() && (g.IsZero() || it.GuardSince.Before(g)) {
+			guards[u] = it.GuardSince
+		}
+	}
+	return guards
+}
+
 // guard returns memory.ErrErased when refused says the write must not happen.
-func guard(ctx context.Context, q querier, tenant, user string) error {
-	gone, err := refused(ctx, q, tenant, user)
+func guard(ctx context.Context, q querier, tenant, user string, since time.Time) error {
+	gone, err := refused(ctx, q, tenant, user, since)
 	if err != nil {
 		return err
 	}
@@ -113,18 +124,15 @@ func guard(ctx context.Context, q querier, tenant, user string) error {
 	return nil
 }
 
-// conversationDeleted reports whether ctx guards writes about id's user
-// (memory.WithErasureGuard: the write derives from captured exchanges) and
-// id names a conversation that no longer exists: it was deleted after the
+// conversationDeleted reports whether a write about id is guarded (since
+// is not zero: see memory.Fact.GuardSince; the write derives from captured
+// exchanges) and id names a conversation that no longer exists: it was deleted after the
 // exchanges were captured, and what they derive (a fact, a recall item)
 // must not bring any of it back. The default conversation is exempt: Adopt
 // removes it when it moves its turns elsewhere. q must be the write
 // transaction.
-func conversationDeleted(ctx context.Context, q querier, id memory.Identity) (bool, error) {
-	if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
-		return false, nil
-	}
-	if _, ok := memory.ErasureGuard(ctx, id.Tenant, id.User); !ok {
+func conversationDeleted(ctx context.Context, q querier, id memory.Identity, since time.Time) (bool, error) {
+	if id.Conversation == "" || id.Conversation == memory.DefaultConversation || since.IsZero() {
 		return false, nil
 	}
 	var n int

@@ -26,7 +26,7 @@ const factColumns = `id, tenant, user_id, COALESCE(conversation, ''), type, key,
 // fewest mentions, then least recently updated), and with every fact that
 // stops being current, its recall items. f.Conversation is recorded as a
 // source of the fact (forgetConversationFacts). It returns
-// memory.ErrErased when ctx's erasure guard refuses the write, or when it
+// memory.ErrErased when its erasure guard (GuardSince) refuses the write, or when it
 // guards the write and f.Conversation has since been deleted (erasure.go).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.UpsertFact")()
@@ -37,11 +37,13 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 	}
 	norm := contract.FactKey(f.Key)
 	var out memory.Fact
-	err = s.inWrite(ctx, func(tx *sql.Tx) error {
-		if err := guard(ctx, tx, f.Tenant, f.User); err != nil {
+	// A fact derived from captured exchanges (GuardSince set) is
+	// enrichment's, which no client waits on: it lets clients' writes go first.
+	err = s.inWriteAs(ctx, !f.GuardSince.IsZero(), func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); err != nil {
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); err != nil {
 			return err
 		} else if gone {
 			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)

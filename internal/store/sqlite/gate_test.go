@@ -93,7 +93,7 @@ func TestWriteGateGivesUpOnContext(t *testing.T) {
 }
 
 // TestBackgroundAddItemsTakesTurns checks that enrichment's AddItems
-// (memory.Background) writes a round's items in transactions of at most
+// (items derived from captured exchanges: GuardSince set) writes a round's items in transactions of at most
 // backgroundItems, each taking the writer anew (so a save waits behind one
 // of them), that a client's AddItems stays one transaction, and that every
 // item is stored either way.
@@ -104,29 +104,30 @@ func TestBackgroundAddItemsTakesTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	items := func(user string, n int) []memory.Item {
+	items := func(user string, n int, guardSince time.Time) []memory.Item {
 		out := make([]memory.Item, n)
 		for i := range out {
-			out[i] = memory.Item{Tenant: "acme", User: user, Conversation: "c1", Kind: "summary",
-				Ref: fmt.Sprint("r", i), Text: fmt.Sprint("text ", i)}
+			out[i] = memory.Item{Tenant: "acme", User: user, Conversation: memory.DefaultConversation, Kind: "summary",
+				Ref: fmt.Sprint("r", i), Text: fmt.Sprint("text ", i), GuardSince: guardSince}
 		}
 		return out
 	}
+	captured := time.Now().Add(-time.Second)
 	tests := []struct {
-		name string
-		ctx  context.Context
-		n    int
-		txs  int
+		name       string
+		guardSince time.Time
+		n          int
+		txs        int
 	}{
-		{"background round", memory.Background(ctx), 2*backgroundItems + 3, 3},
-		{"background, one transaction's worth", memory.Background(ctx), backgroundItems, 1},
-		{"client", ctx, 2*backgroundItems + 3, 1},
+		{"background round", captured, 2*backgroundItems + 3, 3},
+		{"background, one transaction's worth", captured, backgroundItems, 1},
+		{"client", time.Time{}, 2*backgroundItems + 3, 1},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			user := fmt.Sprint("u", i)
 			before := s.gate.granted()
-			if err := s.AddItems(tt.ctx, items(user, tt.n)); err != nil {
+			if err := s.AddItems(ctx, items(user, tt.n, tt.guardSince)); err != nil {
 				t.Fatal(err)
 			}
 			if got := s.gate.granted() - before; got != tt.txs {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -20,11 +21,13 @@ const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
 	COALESCE(memory_items.said_at, memory_items.created_at)`
 
 // AddItems stores recallable items, keyed by (tenant, user, kind, ref,
-// chunk), in one write transaction, or for background work
-// (memory.Background: enrichment) in transactions of at most
-// backgroundItems items, so a save waiting for the single writer waits
-// behind one of them, not behind a whole enrichment round (the upserts are
-// idempotent: a round that fails half-way is written again whole): an existing item gets the new text,
+// chunk), in one write transaction, or, when they derive from captured
+// exchanges (an item has a GuardSince: enrichment's indexing, which no
+// client waits on), in background transactions (inBackgroundWrite) of at
+// most backgroundItems items, so a save waiting for the single writer
+// waits behind one of them, not behind a whole enrichment round (the
+// upserts are idempotent: a round that fails half-way is written again
+// whole): an existing item gets the new text,
 // embedding, model, dims and conversation (and SaidAt, when given), and
 // keeps its ID and CreatedAt. SaidAt is when the item's source was said;
 // zero means CreatedAt.
@@ -32,7 +35,7 @@ const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
 // CreatedAt means now. A message item whose message was superseded (its
 // branch replaced by an edit or a regeneration) is skipped: SaveExchange
 // deleted the branch's items, and a late index must not bring them back.
-// Items of a user that ctx's erasure guard refuses (erasure.go) are skipped.
+// Items of a user that their erasure guard refuses (erasure.go) are skipped.
 // It returns memory.ErrInvalid (and stores nothing) for
 // a bad id or kind, an empty ref, or Dims that disagree with the embedding.
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
@@ -44,12 +47,12 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			return fmt.Errorf("add items: %w", err)
 		}
 	}
-	if !memory.IsBackground(ctx) {
-		return s.addItems(ctx, items)
+	if !slices.ContainsFunc(items, func(it memory.Item) bool { return !it.GuardSince.IsZero() }) {
+		return s.addItems(ctx, items, false)
 	}
 	for len(items) > 0 {
 		n := min(len(items), backgroundItems)
-		if err := s.addItems(ctx, items[:n]); err != nil {
+		if err := s.addItems(ctx, items[:n], true); err != nil {
 			return err
 		}
 		items = items[n:]
@@ -61,10 +64,11 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 // writes: a few milliseconds of the writer.
 const backgroundItems = 16
 
-// addItems is AddItems' write transaction.
-func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
+// addItems is AddItems' write transaction, a background one when
+// background is set.
+func (s *Store) addItems(ctx context.Context, items []memory.Item, background bool) error {
 	now := time.Now()
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+	err := s.inWriteAs(ctx, background, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO memory_items (tenant, user_id, conversation, kind,
 				source, chunk, text, embedding, model, dims, created_at, said_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -82,6 +86,7 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		defer superseded.Close()
+		guards := itemGuards(items)
 		erased := map[[2]string]bool{}
 		deletedConvs := map[memory.Identity]bool{}
 		for _, it := range items {
@@ -89,7 +94,7 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 			u := [2]string{it.Tenant, it.User}
 			gone, checked := erased[u]
 			if !checked {
-				if gone, err = refused(ctx, tx, it.Tenant, it.User); err != nil {
+				if gone, err = refused(ctx, tx, it.Tenant, it.User, guards[u]); err != nil {
 					return err
 				}
 				erased[u] = gone
@@ -101,7 +106,7 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item) error {
 			c := memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
 			deleted, checked := deletedConvs[c]
 			if !checked {
-				if deleted, err = conversationDeleted(ctx, tx, c); err != nil {
+				if deleted, err = conversationDeleted(ctx, tx, c, guards[u]); err != nil {
 					return err
 				}
 				deletedConvs[c] = deleted

@@ -25,13 +25,23 @@ const pollInterval = 200 * time.Millisecond
 type Outbox struct {
 	s     *Store
 	table string // outbox or enrich_outbox; never user input
+	// drainYields makes the consumer's transactions (claims and
+	// acknowledgements) background writes (inBackgroundWrite): set for the
+	// enrichment outbox, whose consumer no client waits on. Enqueues, made
+	// on the way of a request, never yield.
+	drainYields bool
 
 	mu   sync.Mutex
 	wake chan struct{} // closed and replaced by every Enqueue
 }
 
-func newOutbox(s *Store, table string) *Outbox {
-	return &Outbox{s: s, table: table, wake: make(chan struct{})}
+func newOutbox(s *Store, table string, drainYields bool) *Outbox {
+	return &Outbox{s: s, table: table, drainYields: drainYields, wake: make(chan struct{})}
+}
+
+// inDrainWrite runs a transaction of the consumer's (see drainYields).
+func (o *Outbox) inDrainWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return o.s.inWriteAs(ctx, o.drainYields, fn)
 }
 
 // Enqueue durably appends a payload and wakes Claims blocked in this process.
@@ -111,7 +121,7 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 // claimOnce claims what is available now, in one write transaction.
 func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
 	var entries []entry
-	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
+	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
 		entries = nil
 		now := time.Now()
 		queries := []struct {
@@ -196,7 +206,7 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 		nums[i] = n
 	}
 	// One statement per ackChunk ids keeps within SQLite's variable limit.
-	err := o.s.inWrite(ctx, func(tx *sql.Tx) error {
+	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
 		for len(nums) > 0 {
 			n := min(len(nums), ackChunk)
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (`+placeholders(n)+`)`, nums[:n]...); err != nil {

@@ -120,8 +120,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	s.tails = cache.New("recent", defaultTailBytes, tailSize)
 	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
 	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)
-	s.outbox = newOutbox(s, "outbox")
-	s.enrich = newOutbox(s, "enrich_outbox")
+	s.outbox = newOutbox(s, "outbox", false)
+	s.enrich = newOutbox(s, "enrich_outbox", true)
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -188,16 +188,35 @@ func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 
 // inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection, in the order writeGate gives) and commits it when fn
-// returns nil.
+// returns nil. It is a write a client waits on: see inBackgroundWrite for
+// the others.
 func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteThen(ctx, fn, nil)
+	return s.inWriteTx(ctx, false, fn, nil)
+}
+
+// inBackgroundWrite is inWrite for a write no client waits on (writeGate:
+// enrichment's derived writes, its queue's claims and acknowledgements,
+// the embedding cache), which lets waiting writes of clients go first.
+func (s *Store) inBackgroundWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inWriteTx(ctx, true, fn, nil)
+}
+
+// inWriteAs is inBackgroundWrite when background is set, else inWrite.
+func (s *Store) inWriteAs(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
+	return s.inWriteTx(ctx, background, fn, nil)
 }
 
 // inWriteThen is inWrite, calling committed (when not nil) once the
 // transaction has committed, before the next write transaction begins: so
 // what it does after each commit happens in the commits' order.
 func (s *Store) inWriteThen(ctx context.Context, fn func(tx *sql.Tx) error, committed func()) error {
-	if err := s.gate.acquire(ctx, memory.IsBackground(ctx)); err != nil {
+	return s.inWriteTx(ctx, false, fn, committed)
+}
+
+// inWriteTx is the write transaction of inWrite, inBackgroundWrite and
+// inWriteThen; background orders it behind the writes clients wait on.
+func (s *Store) inWriteTx(ctx context.Context, background bool, fn func(tx *sql.Tx) error, committed func()) error {
+	if err := s.gate.acquire(ctx, background); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer s.gate.release()

@@ -59,7 +59,7 @@ func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.S
 // SaveSummary stores a new summary version in one write transaction, by
 // the contract (storetest.Knowledge; contract.ValidSummary): the next
 // version or memory.ErrConflict, an existing conversation or
-// memory.ErrNotFound, memory.ErrErased when ctx's erasure guard refuses the
+// memory.ErrNotFound, memory.ErrErased when its erasure guard (GuardSince) refuses the
 // write (erasure.go). A zero CreatedAt means now.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
@@ -74,8 +74,10 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	err = s.inWrite(ctx, func(tx *sql.Tx) error {
-		if err := guard(ctx, tx, sum.Tenant, sum.User); err != nil {
+	// A summary derived from captured exchanges (GuardSince set) is
+	// enrichment's, which no client waits on: it lets clients' writes go first.
+	err = s.inWriteAs(ctx, !sum.GuardSince.IsZero(), func(tx *sql.Tx) error {
+		if err := guard(ctx, tx, sum.Tenant, sum.User, sum.GuardSince); err != nil {
 			return err
 		}
 		var latest sql.NullInt64

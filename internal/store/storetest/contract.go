@@ -37,7 +37,7 @@ type Store interface {
 	DeleteUser(ctx context.Context, tenant, user string) error
 	// ErasedAt returns when the user was last erased (the zero time when
 	// never), for writers that check the tombstone themselves (an import).
-	// Writes made under memory.WithErasureGuard are checked by the store, in
+	// Writes carrying an erasure guard (memory.Fact.GuardSince) are checked by the store, in
 	// the write's transaction: see RunErasure.
 	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
 	// Ping reports whether the store is reachable.

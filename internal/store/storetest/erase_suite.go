@@ -12,7 +12,7 @@ import (
 )
 
 // RunErasure runs the erasure contract: DeleteUser leaves a tombstone that
-// ErasedAt reports, and every write made under memory.WithErasureGuard for
+// ErasedAt reports, and every write guarded (memory.Fact.GuardSince) for
 // data captured at or before the erasure is refused — UpsertFact and
 // SaveSummary with memory.ErrErased, AddItems by skipping the user's items —
 // in whatever order the write and the erasure happen, while writes for data
@@ -76,7 +76,15 @@ func seedUser(t *testing.T, s KnowledgeStore, id memory.Identity, at time.Time, 
 
 func guardedFact(id memory.Identity, value string, at time.Time) memory.Fact {
 	return memory.Fact{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-		Type: memory.FactProfile, Key: "city", Value: value, Confidence: 0.9, CreatedAt: at, UpdatedAt: at}
+		Type: memory.FactProfile, Key: "city", Value: value, Confidence: 0.9, CreatedAt: at, UpdatedAt: at, GuardSince: at}
+}
+
+// guardedItem is item, written by a hook for exchanges captured at since
+// (memory.Item.GuardSince).
+func guardedItem(id memory.Identity, kind, ref, text string, vec []float32, since time.Time) memory.Item {
+	it := item(id, kind, ref, text, vec)
+	it.GuardSince = since
+	return it
 }
 
 func testGuardRefusesStaleWrites(t *testing.T, s KnowledgeStore) {
@@ -87,23 +95,21 @@ func testGuardRefusesStaleWrites(t *testing.T, s KnowledgeStore) {
 	seedUser(t, s, alice, captured, "Porto")
 	seedUser(t, s, bob, captured, "Lisbon")
 	// The hooks of alice's exchange start before the erasure ...
-	gctx := memory.WithErasureGuard(ctx, alice.Tenant, alice.User, captured)
-	gctx = memory.WithErasureGuard(gctx, bob.Tenant, bob.User, captured)
 	if err := s.DeleteUser(ctx, alice.Tenant, alice.User); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}
 	// ... and write after it.
-	if _, err := s.UpsertFact(gctx, guardedFact(alice, "Porto", captured), 0); !errors.Is(err, memory.ErrErased) {
+	if _, err := s.UpsertFact(ctx, guardedFact(alice, "Porto", captured), 0); !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("guarded UpsertFact of an erased user = %v, want ErrErased", err)
 	}
-	err := s.SaveSummary(gctx, memory.Summary{Tenant: alice.Tenant, User: alice.User, Conversation: alice.Conversation,
-		Version: 1, FromSeq: 1, ToSeq: 2, Text: "lives in Porto", CreatedAt: time.Now()})
+	err := s.SaveSummary(ctx, memory.Summary{Tenant: alice.Tenant, User: alice.User, Conversation: alice.Conversation,
+		Version: 1, FromSeq: 1, ToSeq: 2, Text: "lives in Porto", CreatedAt: time.Now(), GuardSince: captured})
 	if !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("guarded SaveSummary of an erased user = %v, want ErrErased", err)
 	}
-	if err := s.AddItems(gctx, []memory.Item{
-		item(alice, "message", "a:0", "I live in Porto", vec4(1, 0, 0, 0)),
-		item(bob, "message", "b:0", "I live in Lisbon", vec4(1, 0, 0, 0)),
+	if err := s.AddItems(ctx, []memory.Item{
+		guardedItem(alice, "message", "a:0", "I live in Porto", vec4(1, 0, 0, 0), captured),
+		guardedItem(bob, "message", "b:0", "I live in Lisbon", vec4(1, 0, 0, 0), captured),
 	}); err != nil {
 		t.Fatalf("guarded AddItems: %v", err)
 	}
@@ -142,14 +148,13 @@ func testFreshStartAfterErasure(t *testing.T, s KnowledgeStore) {
 	// New traffic after the erasure is a fresh start.
 	fresh := erased.Add(time.Millisecond)
 	seedUser(t, s, alice, fresh, "Braga")
-	gctx := memory.WithErasureGuard(ctx, alice.Tenant, alice.User, fresh)
 	mustUpsertFact(t, s, guardedFact(alice, "Braga", fresh), 0)
-	if err := s.SaveSummary(gctx, memory.Summary{Tenant: alice.Tenant, User: alice.User, Conversation: alice.Conversation,
-		Version: 1, FromSeq: 1, ToSeq: 2, Text: "lives in Braga", CreatedAt: fresh}); err != nil {
+	if err := s.SaveSummary(ctx, memory.Summary{Tenant: alice.Tenant, User: alice.User, Conversation: alice.Conversation,
+		Version: 1, FromSeq: 1, ToSeq: 2, Text: "lives in Braga", CreatedAt: fresh, GuardSince: fresh}); err != nil {
 		t.Fatalf("SaveSummary after a fresh start: %v", err)
 	}
 	mustAddItems(t, s, item(alice, "message", "fresh:0", "I live in Braga", vec4(1, 0, 0, 0)))
-	if _, err := s.UpsertFact(gctx, guardedFact(alice, "Braga", fresh), 0); err != nil {
+	if _, err := s.UpsertFact(ctx, guardedFact(alice, "Braga", fresh), 0); err != nil {
 		t.Fatalf("guarded UpsertFact after a fresh start: %v", err)
 	}
 	assertValues(t, "facts after a fresh start", mustFacts(t, s, alice.Tenant, alice.User, time.Now(), false), "Braga")
@@ -175,7 +180,6 @@ func testGuardedWritesRaceErasure(t *testing.T, s KnowledgeStore) {
 		id := memory.Identity{Tenant: "acme", User: fmt.Sprintf("user%d", u), Conversation: "c1"}
 		captured := time.Now().Add(-time.Second)
 		seedUser(t, s, id, captured, "Porto")
-		gctx := memory.WithErasureGuard(ctx, id.Tenant, id.User, captured)
 		wrote := make(chan struct{})
 		wg.Add(2)
 		go func() { // the hooks
@@ -186,10 +190,10 @@ func testGuardedWritesRaceErasure(t *testing.T, s KnowledgeStore) {
 					errs <- fmt.Errorf("%s: guarded writes still accepted after %d rounds", id.User, i)
 					return
 				}
-				_, ferr := s.UpsertFact(gctx, guardedFact(id, fmt.Sprintf("Porto %d", i), captured), 0)
-				ierr := s.AddItems(gctx, []memory.Item{item(id, "message", fmt.Sprintf("r%d:0", i), "I live in Porto", vec4(1, 0, 0, 0))})
-				serr := s.SaveSummary(gctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-					Version: version, FromSeq: 1, ToSeq: 2, Text: "lives in Porto", CreatedAt: time.Now()})
+				_, ferr := s.UpsertFact(ctx, guardedFact(id, fmt.Sprintf("Porto %d", i), captured), 0)
+				ierr := s.AddItems(ctx, []memory.Item{guardedItem(id, "message", fmt.Sprintf("r%d:0", i), "I live in Porto", vec4(1, 0, 0, 0), captured)})
+				serr := s.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+					Version: version, FromSeq: 1, ToSeq: 2, Text: "lives in Porto", CreatedAt: time.Now(), GuardSince: captured})
 				if serr == nil {
 					version++
 				}

@@ -141,7 +141,7 @@ func testDeleteConversationDeletesItsFacts(t *testing.T, s KnowledgeStore) {
 
 // testLateWritesOfDeletedConversation covers what the after-save hooks of a
 // conversation's exchanges write once it is deleted: a guarded
-// (memory.WithErasureGuard) UpsertFact naming it returns memory.ErrErased
+// (memory.Fact.GuardSince) UpsertFact naming it returns memory.ErrErased
 // and AddItems skips its items, so a fact extracted or a turn indexed late
 // cannot bring it back; the same writes for a conversation that exists, and
 // for the default conversation (which Adopt removes when it moves its
@@ -155,19 +155,18 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 		mustSave(t, s, simple(t, id, 1))
 	}
 	captured := baseTime.Add(time.Second)
-	gctx := memory.WithErasureGuard(ctx, "acme", "alice", captured)
 	if err := s.DeleteConversation(ctx, cx); err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
 	}
 	late := fact("acme", "alice", memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", 1)
-	late.Conversation, late.Pinned = cx.Conversation, true
-	if _, err := s.UpsertFact(gctx, late, 0); !errors.Is(err, memory.ErrErased) {
+	late.Conversation, late.Pinned, late.GuardSince = cx.Conversation, true, captured
+	if _, err := s.UpsertFact(ctx, late, 0); !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("late guarded UpsertFact for the deleted conversation = %v, want memory.ErrErased", err)
 	}
-	if err := s.AddItems(gctx, []memory.Item{
-		item(cx, "message", "late:0", "we move to Lisbon with Mariabelle", vec4(1, 0, 0, 0)),
-		item(cy, "message", "kept:0", "we move to Porto with Mariabelle", vec4(1, 0, 0, 0)),
-		item(def, "message", "first:0", "we move to Braga with Mariabelle", vec4(1, 0, 0, 0)),
+	if err := s.AddItems(ctx, []memory.Item{
+		guardedItem(cx, "message", "late:0", "we move to Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),
+		guardedItem(cy, "message", "kept:0", "we move to Porto with Mariabelle", vec4(1, 0, 0, 0), captured),
+		guardedItem(def, "message", "first:0", "we move to Braga with Mariabelle", vec4(1, 0, 0, 0), captured),
 	}); err != nil {
 		t.Fatalf("AddItems: %v", err)
 	}
@@ -180,7 +179,7 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 	for _, id := range []memory.Identity{cy, def} {
 		f := late
 		f.Conversation, f.Key = id.Conversation, "move "+id.Conversation
-		if _, err := s.UpsertFact(gctx, f, 0); err != nil {
+		if _, err := s.UpsertFact(ctx, f, 0); err != nil {
 			t.Fatalf("guarded UpsertFact for conversation %q: %v", id.Conversation, err)
 		}
 	}
@@ -197,7 +196,7 @@ func testGuardedWritesRaceConversationDelete(t *testing.T, s KnowledgeStore) {
 	const convs = 3
 	kept := memory.Identity{Tenant: "acme", User: "alice", Conversation: "kept"}
 	mustSave(t, s, simple(t, kept, 1))
-	gctx := memory.WithErasureGuard(ctx, "acme", "alice", baseTime.Add(time.Second))
+	captured := baseTime.Add(time.Second)
 	var wg sync.WaitGroup
 	errs := make(chan error, convs*2)
 	for c := range convs {
@@ -213,11 +212,11 @@ func testGuardedWritesRaceConversationDelete(t *testing.T, s KnowledgeStore) {
 					return
 				}
 				f := fact("acme", "alice", memory.FactDecision, fmt.Sprintf("plan %s %d", id.Conversation, i), "move to Lisbon with Mariabelle", i)
-				f.Conversation, f.Pinned = id.Conversation, true
-				_, ferr := s.UpsertFact(gctx, f, 0)
-				ierr := s.AddItems(gctx, []memory.Item{
-					item(id, "message", fmt.Sprintf("%s-r%d:0", id.Conversation, i), "Lisbon with Mariabelle", vec4(1, 0, 0, 0)),
-					item(kept, "message", fmt.Sprintf("kept-%s-r%d:0", id.Conversation, i), "Porto with Mariabelle", vec4(0, 1, 0, 0)),
+				f.Conversation, f.Pinned, f.GuardSince = id.Conversation, true, captured
+				_, ferr := s.UpsertFact(ctx, f, 0)
+				ierr := s.AddItems(ctx, []memory.Item{
+					guardedItem(id, "message", fmt.Sprintf("%s-r%d:0", id.Conversation, i), "Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),
+					guardedItem(kept, "message", fmt.Sprintf("kept-%s-r%d:0", id.Conversation, i), "Porto with Mariabelle", vec4(0, 1, 0, 0), captured),
 				})
 				if i == 0 {
 					close(wrote)
