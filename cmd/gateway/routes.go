@@ -62,7 +62,11 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		return nil, err
 	}
 	tr.Install(srv.Echo())
-	resolver := identity.NewWithAdmin(cfg.Keys, cfg.AdminKey)
+	keys := make([]identity.Key, len(cfg.Keys))
+	for i, k := range cfg.Keys {
+		keys[i] = identity.Key(k) // the same fields, without the YAML tags
+	}
+	resolver := identity.NewWithAdmin(keys, cfg.AdminKey)
 	rec := savings.New(eng, savings.DefaultBucket, nil, logger)
 	sec := cfg.Security
 	// The browser guard stands on every surface no key protects; the
@@ -75,8 +79,13 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		}
 	}
 	limiter := server.NewFailureLimiter(sec.FailedAuthBurst, sec.FailedAuthRefill.D(), maxLimitedClients, nil)
+	up, br := cfg.Upstream, cfg.Upstream.Breaker
 	p, err := proxy.New(proxy.Options{
-		Upstream: cfg.Upstream, MaxBodyBytes: cfg.MaxBodyBytes, Passthrough: sec.Passthrough, WrapTransport: tr.Transport,
+		Upstream: proxy.Upstream{BaseURL: up.BaseURL, APIKey: up.APIKey, ConnectTimeout: up.ConnectTimeout.D(), FirstByteTimeout: up.FirstByteTimeout.D(),
+			IdleStreamTimeout: up.IdleStreamTimeout.D(), MaxIdleConns: up.MaxIdleConns, Retries: up.Retries, RetryBaseDelay: up.RetryBaseDelay.D(),
+			RetryMaxDelay: up.RetryMaxDelay.D(), Anthropic: proxy.Anthropic(up.Anthropic),
+			Breaker: proxy.Breaker{ConsecutiveFailures: br.ConsecutiveFailures, OpenTimeout: br.OpenTimeout.D(), HalfOpenRequests: br.HalfOpenRequests}},
+		MaxBodyBytes: cfg.MaxBodyBytes, Passthrough: sec.Passthrough, WrapTransport: tr.Transport,
 		// The assembler drops late parts on its own; this only stops a
 		// preparation that hangs as a whole.
 		LoadTimeout: 2*cfg.Memory.LoadTimeout.D() + cfg.Memory.EmbeddingTimeout.D() + 100*time.Millisecond,

@@ -193,7 +193,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 func newAssembler(cfg config.Config, st store, rec prompt.Recaller, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
 	// Claude models (on /v1/messages, or any API) are counted with the
 	// documented upper-bound estimate of internal/dialect/anthropic.
-	deps := prompt.Deps{History: st, Facts: st, Recaller: rec, Counter: anthropic.NewCounter(counter)}
+	deps := prompt.Deps{History: st, Facts: st, Recaller: rec, Counter: anthropic.NewCounter(counter, tokens.DefaultContextWindow)}
 	if cfg.Compaction.Enabled {
 		deps.Summaries = st
 	}

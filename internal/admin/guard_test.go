@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -18,7 +17,7 @@ import (
 
 func TestManagementAPIIsClosedByDefault(t *testing.T) {
 	const gwKey, adminKey = "gw-secret", "admin-secret"
-	gateway := []config.Key{{Hash: identity.HashKey(gwKey), Tenant: "acme"}}
+	gateway := []identity.Key{{Hash: identity.HashKey(gwKey), Tenant: "acme"}}
 	tests := []struct {
 		name       string
 		resolver   *identity.Resolver

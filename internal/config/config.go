@@ -505,7 +505,8 @@ func Default() Config {
 //
 // An unset or empty listen address is DefaultListen (loopback) unless
 // gateway keys are configured, then DefaultListenKeyed (every interface);
-// an explicit one is kept as written.
+// an explicit one is kept as written. A passthrough list set to null is
+// DefaultPassthrough; an empty one ([]) allows none.
 func Load(getenv func(string) string) (Config, error) {
 	cfg := Default()
 	if path := getenv("GATEWAY_CONFIG"); path != "" {
@@ -519,6 +520,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if err := applyEnv(&cfg, getenv); err != nil {
 		return Config{}, err
+	}
+	if cfg.Security.Passthrough == nil {
+		cfg.Security.Passthrough = append([]string(nil), DefaultPassthrough...)
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen

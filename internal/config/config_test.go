@@ -70,6 +70,8 @@ func TestLoad(t *testing.T) {
 	anth := write("anthropic.yml", "upstream:\n  anthropic:\n    base_url: http://claude.test/v1\n")
 	cache := write("cache.yml", "memory:\n  cache:\n    vectors_mb: 512\n    items_mb: 64\n")
 	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
+	nullPass := write("nullpass.yml", "security:\n  passthrough:\n")
+	noPass := write("nopass.yml", "security:\n  passthrough: []\n")
 
 	tests := []struct {
 		name    string
@@ -125,6 +127,16 @@ func TestLoad(t *testing.T) {
 		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
 		{name: "bad duration", env: map[string]string{"GATEWAY_CONFIG": badDur}, wantErr: "soon"},
 		{name: "bad driver", env: map[string]string{"GATEWAY_CONFIG": badVal}, wantErr: "store.driver"},
+		{name: "null passthrough is the default", env: map[string]string{"GATEWAY_CONFIG": nullPass}, check: func(t *testing.T, c Config) {
+			if !reflect.DeepEqual(c.Security.Passthrough, DefaultPassthrough) {
+				t.Errorf("passthrough = %q, want %q", c.Security.Passthrough, DefaultPassthrough)
+			}
+		}},
+		{name: "empty passthrough allows none", env: map[string]string{"GATEWAY_CONFIG": noPass}, check: func(t *testing.T, c Config) {
+			if c.Security.Passthrough == nil || len(c.Security.Passthrough) != 0 {
+				t.Errorf("passthrough = %#v, want empty", c.Security.Passthrough)
+			}
+		}},
 		{name: "bad log level", env: map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, wantErr: "log_level"},
 		{name: "bad body size", env: map[string]string{"GATEWAY_MAX_BODY_BYTES": "big"}, wantErr: "GATEWAY_MAX_BODY_BYTES"},
 		{name: "zero body size", env: map[string]string{"GATEWAY_MAX_BODY_BYTES": "0"}, wantErr: "max_body_bytes"},

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -22,7 +21,7 @@ var ErrLoopbackOnly = errors.New("the management API answers loopback clients on
 // that starts with "sha256:" but is not 64 hex digits (config.Validate
 // rejects it first) is an admin key no key matches: the management API
 // stays closed rather than open as if none were configured.
-func NewWithAdmin(keys []config.Key, adminKey string) *Resolver {
+func NewWithAdmin(keys []Key, adminKey string) *Resolver {
 	r := New(keys)
 	if adminKey == "" {
 		return r

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -55,6 +54,17 @@ func (e *HeaderError) Unwrap() error { return e.Err }
 // HeaderName returns the offending header's name ("user" for the body field).
 func (e *HeaderError) HeaderName() string { return e.Header }
 
+// Key is one gateway key a Resolver accepts (keys[] in the
+// configuration).
+type Key struct {
+	// Hash is "sha256:<hex>" of the key (see HashKey).
+	Hash string
+	// Tenant is the tenant the key acts for.
+	Tenant string
+	// ChooseTenant lets the key pick another tenant with X-Memory-Tenant.
+	ChooseTenant bool
+}
+
 // key is one configured gateway key, by the raw bytes of its hash.
 type key struct {
 	hash         [sha256.Size]byte
@@ -73,8 +83,9 @@ type Resolver struct {
 }
 
 // New returns a Resolver for the configured keys. Entries whose hash is not
-// "sha256:<64 hex digits>" are skipped; config.Validate rejects them first.
-func New(keys []config.Key) *Resolver {
+// "sha256:<64 hex digits>" are skipped (the configuration's validation
+// rejects them first).
+func New(keys []Key) *Resolver {
 	r := &Resolver{}
 	for _, k := range keys {
 		h, ok := parseHash(k.Hash)

@@ -90,7 +90,7 @@ func TestResolveWithoutKeys(t *testing.T) {
 }
 
 func TestResolveWithKeys(t *testing.T) {
-	r := New([]config.Key{
+	r := New([]Key{
 		{Hash: HashKey("key-acme"), Tenant: "acme"},
 		{Hash: "sha256:" + strings.ToUpper(HashKey("key-admin")[7:]), Tenant: "ops", ChooseTenant: true},
 		{Hash: "md5:nonsense", Tenant: "ignored"},

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -41,7 +40,7 @@ const benchBody = `{"model":"gpt-4o-mini","temperature":0.2,"messages":[{"role":
 
 func benchServer(tb testing.TB, stream bool) http.Handler {
 	tb.Helper()
-	cfg := config.Default()
+	cfg := defaultConfig()
 	cfg.Upstream.BaseURL = benchUpstream(tb, stream)
 	srv, _ := newGateway(tb, cfg, Deps{}, nil, io.Discard)
 	return srv.Handler()

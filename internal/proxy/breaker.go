@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/sony/gobreaker/v2"
-
-	"github.com/memgate/memgate/internal/config"
 )
 
 // errBreakerOpen reports a request refused because the circuit breaker of
@@ -34,14 +32,14 @@ type breakerKey struct{ host, model string }
 // breakers holds one circuit breaker per upstream host and model, so one
 // failing model does not shut every user of every model out.
 type breakers struct {
-	cfg config.Breaker
+	cfg Breaker
 	m   *metrics
 	log *slog.Logger
 	mu  sync.RWMutex
 	cbs map[breakerKey]*gobreaker.CircuitBreaker[*http.Response]
 }
 
-func newBreakers(cfg config.Breaker, m *metrics, log *slog.Logger) *breakers {
+func newBreakers(cfg Breaker, m *metrics, log *slog.Logger) *breakers {
 	return &breakers{cfg: cfg, m: m, log: log, cbs: map[breakerKey]*gobreaker.CircuitBreaker[*http.Response]{}}
 }
 
@@ -69,7 +67,7 @@ func (b *breakers) get(k breakerKey) *gobreaker.CircuitBreaker[*http.Response] {
 	cb = gobreaker.NewCircuitBreaker[*http.Response](gobreaker.Settings{
 		Name:        k.host + " " + k.model,
 		MaxRequests: uint32(b.cfg.HalfOpenRequests),
-		Timeout:     b.cfg.OpenTimeout.D(),
+		Timeout:     b.cfg.OpenTimeout,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
 		IsExcluded:  func(err error) bool { return errors.Is(err, errNotUpstreams) },
 		OnStateChange: func(_ string, from, to gobreaker.State) {

@@ -10,16 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // breakerConfig opens a breaker after 3 consecutive failures, for long
 // enough that a test sees it open, with no retries.
-func breakerConfig(c *config.Config) {
+func breakerConfig(c *gatewayConfig) {
 	c.Upstream.Retries = 0
 	c.Upstream.Breaker.ConsecutiveFailures = 3
-	c.Upstream.Breaker.OpenTimeout = config.Duration(time.Minute)
+	c.Upstream.Breaker.OpenTimeout = time.Minute
 }
 
 func chatFor(model string) string {

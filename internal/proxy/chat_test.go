@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -45,7 +44,7 @@ func TestChatForwardsBodyUnchanged(t *testing.T) {
 
 func TestChatUpstreamAuthAndHeaders(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = "sk-gateway" }, Deps{})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-gateway" }, Deps{})
 	resp, _ := g.post(t, "/v1/chat/completions", simpleChat, map[string]string{
 		"Authorization":   "Bearer sk-client",
 		"X-Memory-User":   "alice",
@@ -104,7 +103,7 @@ func TestRequestID(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.MaxBodyBytes = 512 }, Deps{})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.MaxBodyBytes = 512 }, Deps{})
 	tests := []struct {
 		name   string
 		body   string
@@ -176,7 +175,7 @@ func TestUpstreamErrorsPassThroughVerbatim(t *testing.T) {
 // limit is answered with a readable 413 (not a reset connection).
 func TestOverLimitBodyOfUnknownLengthGets413(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.MaxBodyBytes = 512 }, Deps{})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.MaxBodyBytes = 512 }, Deps{})
 	body := `{"model":"x","messages":[{"role":"user","content":"` + strings.Repeat("a", 4000) + `"}]}`
 	// A reader of unknown length makes the client send the body chunked.
 	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", io.MultiReader(strings.NewReader(body)))

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
@@ -50,13 +50,13 @@ func rememberingPreparer(got chan<- memory.Request) preparerFunc {
 
 // dialectGateway is a gateway whose OpenAI and Anthropic upstreams are
 // both the dialecttest fake provider, with memory on.
-func dialectGateway(t *testing.T, prep Preparer, capt Capturer, mutate func(*config.Config)) (*gateway, *dialecttest.Upstream) {
+func dialectGateway(t *testing.T, prep Preparer, capt Capturer, mutate func(*gatewayConfig)) (*gateway, *dialecttest.Upstream) {
 	t.Helper()
 	fake := dialecttest.NewUpstream(t)
-	cfg := config.Default()
+	cfg := defaultConfig()
 	cfg.Upstream.BaseURL = fake.URL + "/v1"
 	cfg.Upstream.Anthropic.BaseURL = fake.URL + "/v1"
-	cfg.ShutdownGrace = config.Duration(5e9)
+	cfg.ShutdownGrace = 5 * time.Second
 	if mutate != nil {
 		mutate(&cfg)
 	}

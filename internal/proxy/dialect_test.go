@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -39,10 +38,10 @@ var claudeHeaders = map[string]string{"X-Api-Key": "sk-ant-client", "Anthropic-V
 func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 	capt := make(chanCapturer, 4)
 	key := "gw-key"
-	withKeys := func(c *config.Config) { c.Keys = []config.Key{{Hash: identity.HashKey(key), Tenant: "acme"}} }
+	withKeys := func(c *gatewayConfig) { c.Keys = []identity.Key{{Hash: identity.HashKey(key), Tenant: "acme"}} }
 	tests := []struct {
 		name       string
-		mutate     func(*config.Config)
+		mutate     func(*gatewayConfig)
 		body       string
 		header     map[string]string
 		wantStatus int
@@ -55,8 +54,8 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 		{"bad budget", nil, claudeBody, map[string]string{"X-Memory-User": "alice", "X-Memory-Budget": "lots"}, 400, "invalid_request_error", "X-Memory-Budget"},
 		{"bad user header", nil, claudeBody, map[string]string{"X-Memory-User": "a b"}, 400, "invalid_request_error", "X-Memory-User"},
 		{"no gateway key", withKeys, claudeBody, claudeHeaders, 401, "authentication_error", "gateway key"},
-		{"too large", func(c *config.Config) { c.MaxBodyBytes = 32 }, claudeBody, claudeHeaders, 413, "request_too_large", ""},
-		{"upstream down", func(c *config.Config) { c.Upstream.Anthropic.BaseURL = "http://127.0.0.1:1/v1"; c.Upstream.Retries = 0 },
+		{"too large", func(c *gatewayConfig) { c.MaxBodyBytes = 32 }, claudeBody, claudeHeaders, 413, "request_too_large", ""},
+		{"upstream down", func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = "http://127.0.0.1:1/v1"; c.Upstream.Retries = 0 },
 			claudeBody, claudeHeaders, 502, "api_error", "upstream"},
 	}
 	for _, tt := range tests {
@@ -167,18 +166,18 @@ func TestMessagesPreservesTheBody(t *testing.T) {
 // both. The OpenAI key never reaches Anthropic.
 func TestMessagesCredentials(t *testing.T) {
 	const gw = "gw-secret"
-	keys := []config.Key{{Hash: identity.HashKey(gw), Tenant: "acme"}}
+	keys := []identity.Key{{Hash: identity.HashKey(gw), Tenant: "acme"}}
 	for _, tc := range []struct {
 		name              string
-		mutate            func(*config.Config)
+		mutate            func(*gatewayConfig)
 		header            map[string]string
 		wantKey, wantAuth string
 	}{
-		{"pass through", func(c *config.Config) { c.Upstream.APIKey = "sk-openai" },
+		{"pass through", func(c *gatewayConfig) { c.Upstream.APIKey = "sk-openai" },
 			map[string]string{"X-Api-Key": "sk-ant-client", "Authorization": "Bearer sk-ant-bearer"}, "sk-ant-client", "Bearer sk-ant-bearer"},
-		{"gateway keys", func(c *config.Config) { c.Keys = keys },
+		{"gateway keys", func(c *gatewayConfig) { c.Keys = keys },
 			map[string]string{"X-Api-Key": "sk-ant-client", "Authorization": "Bearer " + gw}, "sk-ant-client", ""},
-		{"configured key", func(c *config.Config) { c.Keys = keys; c.Upstream.Anthropic.APIKey = "sk-ant-gateway" },
+		{"configured key", func(c *gatewayConfig) { c.Keys = keys; c.Upstream.Anthropic.APIKey = "sk-ant-gateway" },
 			map[string]string{"X-Api-Key": "sk-ant-client", "Authorization": "Bearer " + gw}, "sk-ant-gateway", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,7 +207,7 @@ func TestAnthropicPassthroughRoutes(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"input_tokens":3}`))
 	}))
-	g := mustGateway(t, openai, func(c *config.Config) {
+	g := mustGateway(t, openai, func(c *gatewayConfig) {
 		c.Upstream.Anthropic.BaseURL = claude.URL()
 		c.Upstream.APIKey = "sk-openai"
 	}, Deps{})

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -23,7 +22,7 @@ import (
 // route's error shape and never reach the provider.
 func TestPassthroughPerTenant(t *testing.T) {
 	const key = "gw-tenant-a"
-	keyed := identity.New([]config.Key{{Hash: identity.HashKey(key), Tenant: "a"}})
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey(key), Tenant: "a"}})
 	tests := []struct {
 		name, method, path, body string
 		allow                    []string // nil: the default allow-list
@@ -52,12 +51,12 @@ func TestPassthroughPerTenant(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Write([]byte(`{"object":"list","data":[]}`))
 			}))
-			g := mustGateway(t, up, func(c *config.Config) {
+			g := mustGateway(t, up, func(c *gatewayConfig) {
 				c.Upstream.APIKey = "sk-operator"
 				c.Upstream.Anthropic.BaseURL = up.URL()
 				c.Upstream.Anthropic.APIKey = "sk-ant-operator"
 				if tt.allow != nil {
-					c.Security.Passthrough = tt.allow
+					c.Passthrough = tt.allow
 				}
 			}, Deps{Resolver: keyed})
 			req, _ := http.NewRequest(tt.method, g.URL+tt.path, strings.NewReader(tt.body))
@@ -137,7 +136,7 @@ func TestBrowserGuardOnMemoryRoutes(t *testing.T) {
 				called.Add(1)
 				return memory.Prepared{Messages: memory.Raws(req.Messages)}, nil
 			})
-			g := mustGateway(t, up, func(c *config.Config) { c.Upstream.Anthropic.BaseURL = up.URL() },
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
 				Deps{Resolver: identity.New(nil), Preparer: prep, Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})
 			method := "POST"
 			if tt.body == "" {
@@ -187,7 +186,7 @@ func TestFailedKeysLimited(t *testing.T) {
 	up := upstreamtest.New(t, nil)
 	clock := time.Unix(1_700_000_000, 0)
 	lim := server.NewFailureLimiter(3, time.Minute, 100, func() time.Time { return clock })
-	keyed := identity.New([]config.Key{{Hash: identity.HashKey("good"), Tenant: "a"}})
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("good"), Tenant: "a"}})
 	g := mustGateway(t, up, nil, Deps{Resolver: keyed, Limiter: lim})
 	post := func(key string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -48,30 +48,57 @@ type gateway struct {
 	logs *syncBuffer
 }
 
+// gatewayConfig is what a test gateway is built from: the proxy's
+// options, the server's shutdown grace and the gateway keys.
+type gatewayConfig struct {
+	Options
+	ShutdownGrace time.Duration
+	Keys          []identity.Key
+}
+
+// defaultConfig is the gateway's default configuration (internal/config's
+// Default), as the wiring hands it to the proxy.
+func defaultConfig() gatewayConfig {
+	return gatewayConfig{
+		Options: Options{
+			Upstream: Upstream{
+				BaseURL: "https://api.openai.com/v1", ConnectTimeout: 5 * time.Second, FirstByteTimeout: 120 * time.Second,
+				IdleStreamTimeout: 60 * time.Second, MaxIdleConns: 1024, Retries: 2,
+				RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: 5 * time.Second,
+				Breaker:   Breaker{ConsecutiveFailures: 5, OpenTimeout: 30 * time.Second, HalfOpenRequests: 1},
+				Anthropic: Anthropic{BaseURL: "https://api.anthropic.com/v1"},
+			},
+			MaxBodyBytes: 2 << 20,
+			LoadTimeout:  150 * time.Millisecond,
+			Passthrough:  []string{"POST /v1/embeddings", "GET /v1/models", "GET /v1/models/*", "POST /v1/messages/count_tokens"},
+		},
+		ShutdownGrace: 30 * time.Second,
+	}
+}
+
 // testConfig is the default configuration with fast retries, pointed at up.
-func testConfig(up *upstreamtest.Server) config.Config {
-	cfg := config.Default()
+func testConfig(up *upstreamtest.Server) gatewayConfig {
+	cfg := defaultConfig()
 	cfg.Upstream.BaseURL = up.URL()
-	cfg.Upstream.RetryBaseDelay = config.Duration(time.Millisecond)
-	cfg.Upstream.RetryMaxDelay = config.Duration(20 * time.Millisecond)
-	cfg.Upstream.FirstByteTimeout = config.Duration(10 * time.Second)
-	cfg.ShutdownGrace = config.Duration(5 * time.Second)
-	cfg.Upstream.IdleStreamTimeout = config.Duration(5 * time.Second)
+	cfg.Upstream.RetryBaseDelay = time.Millisecond
+	cfg.Upstream.RetryMaxDelay = 20 * time.Millisecond
+	cfg.Upstream.FirstByteTimeout = 10 * time.Second
+	cfg.ShutdownGrace = 5 * time.Second
+	cfg.Upstream.IdleStreamTimeout = 5 * time.Second
 	return cfg
 }
 
 // newGateway builds a server with the proxy's routes for cfg, logging JSON
 // at debug level to logs.
-func newGateway(tb testing.TB, cfg config.Config, deps Deps, ready func(context.Context) error, logs io.Writer) (*server.Server, *Proxy) {
+func newGateway(tb testing.TB, cfg gatewayConfig, deps Deps, ready func(context.Context) error, logs io.Writer) (*server.Server, *Proxy) {
 	tb.Helper()
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
-	srv, err := server.New(reg, ready, cfg.ShutdownGrace.D(), logger)
+	srv, err := server.New(reg, ready, cfg.ShutdownGrace, logger)
 	if err != nil {
 		tb.Fatalf("server.New: %v", err)
 	}
-	p, err := New(Options{Upstream: cfg.Upstream, MaxBodyBytes: cfg.MaxBodyBytes, LoadTimeout: cfg.Memory.LoadTimeout.D(),
-		Passthrough: cfg.Security.Passthrough}, deps, logger, reg)
+	p, err := New(cfg.Options, deps, logger, reg)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
@@ -82,7 +109,7 @@ func newGateway(tb testing.TB, cfg config.Config, deps Deps, ready func(context.
 
 // mustGateway starts a proxy for up, with cfg adjusted by mutate, served by
 // the server's Run on a loopback port until the test ends.
-func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*config.Config), deps Deps) *gateway {
+func mustGateway(tb testing.TB, up *upstreamtest.Server, mutate func(*gatewayConfig), deps Deps) *gateway {
 	tb.Helper()
 	cfg := testConfig(up)
 	if mutate != nil {

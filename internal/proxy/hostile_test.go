@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -130,7 +129,7 @@ func TestHostileUpstream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newHostileUpstream(t, tt.behave)
-			g := mustGateway(t, upstreamtest.New(t, nil), func(c *config.Config) {
+			g := mustGateway(t, upstreamtest.New(t, nil), func(c *gatewayConfig) {
 				c.Upstream.BaseURL = u.url()
 				c.Upstream.Retries = 2
 			}, Deps{})
@@ -184,7 +183,7 @@ func TestPassthroughRelaysFinalStatusAfter1xx(t *testing.T) {
 			"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 		return true
 	})
-	g := mustGateway(t, upstreamtest.New(t, nil), func(c *config.Config) { c.Upstream.BaseURL = u.url() }, Deps{})
+	g := mustGateway(t, upstreamtest.New(t, nil), func(c *gatewayConfig) { c.Upstream.BaseURL = u.url() }, Deps{})
 	resp, b := g.post(t, "/v1/files", `{}`, nil)
 	if resp.StatusCode != http.StatusCreated || string(b) != `{"id":"file-1"}` {
 		t.Errorf("got %d %s, want the upstream's 201 and body", resp.StatusCode, b)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -103,7 +102,7 @@ func TestMemoryDegradesToOriginalMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := upstreamtest.New(t, nil)
-			g := mustGateway(t, up, func(c *config.Config) { c.Memory.LoadTimeout = config.Duration(50 * time.Millisecond) },
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.LoadTimeout = 50 * time.Millisecond },
 				Deps{Resolver: identity.New(nil), Preparer: tt.prep})
 			start := time.Now()
 			resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
@@ -217,7 +216,7 @@ func TestCaptureSkipsFailedExchanges(t *testing.T) {
 }
 
 func TestIdentityErrors(t *testing.T) {
-	keyed := identity.New([]config.Key{{Hash: identity.HashKey("gw-key"), Tenant: "acme"}})
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "acme"}})
 	tests := []struct {
 		name     string
 		resolver IdentityResolver
@@ -260,7 +259,7 @@ func TestIdentityErrors(t *testing.T) {
 }
 
 func TestGatewayKeyNeverGoesUpstream(t *testing.T) {
-	keyed := identity.New([]config.Key{{Hash: identity.HashKey("gw-key"), Tenant: "acme"}})
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "acme"}})
 	tests := []struct{ name, apiKey, want string }{
 		{"configured key replaces it", "sk-upstream", "Bearer sk-upstream"},
 		{"dropped without a configured key", "", ""},
@@ -268,7 +267,7 @@ func TestGatewayKeyNeverGoesUpstream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := upstreamtest.New(t, nil)
-			g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = tt.apiKey }, Deps{Resolver: keyed})
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = tt.apiKey }, Deps{Resolver: keyed})
 			for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
 				resp, b := g.post(t, path, simpleChat, map[string]string{"Authorization": "Bearer gw-key"})
 				if resp.StatusCode != 200 {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -65,7 +64,7 @@ func TestPassthroughRoutes(t *testing.T) {
 func TestPassthroughStreamsAsItArrives(t *testing.T) {
 	feed := upstreamtest.NewFeed()
 	up := upstreamtest.New(t, feed)
-	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = "sk-gateway" }, Deps{})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-gateway" }, Deps{})
 	req, _ := http.NewRequestWithContext(context.Background(), "POST", g.URL+"/v1/completions", strings.NewReader(`{"stream":true}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -86,7 +85,7 @@ func TestPassthroughStreamsAsItArrives(t *testing.T) {
 
 func TestPassthroughUpstreamDown(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.BaseURL = "http://127.0.0.1:1/v1" }, Deps{})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.BaseURL = "http://127.0.0.1:1/v1" }, Deps{})
 	req, _ := http.NewRequest("GET", g.URL+"/v1/models", nil)
 	resp, b := do(t, req)
 	if resp.StatusCode != http.StatusBadGateway {

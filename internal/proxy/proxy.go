@@ -16,39 +16,13 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/proxy/upstream"
 	"github.com/memgate/memgate/internal/server"
 )
-
-// Options are the proxy's settings.
-type Options struct {
-	// Upstream is the API forwarded to, its timeouts, retries and breaker.
-	Upstream config.Upstream
-	// MaxBodyBytes caps a chat request body (413 beyond).
-	MaxBodyBytes int64
-	// LoadTimeout bounds the Preparer; past it the request goes upstream
-	// without memory.
-	LoadTimeout time.Duration
-	// Passthrough lists the routes ("METHOD /path", a trailing * matching
-	// any rest) forwarded when gateway keys are configured, besides the
-	// three served with memory; nil is config.DefaultPassthrough.
-	Passthrough []string
-	// WrapTransport, when set, wraps the upstream transport under the
-	// retries, breakers and idle timeout: each attempt goes through it
-	// (tracing instruments the upstream calls so).
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-
-	// CacheBreakpoints adds Anthropic cache_control breakpoints after the
-	// stable part of memory-on /v1/messages prompts; the
-	// X-Memory-Cache-Breakpoints header (on, off) overrides it per request.
-	CacheBreakpoints bool
-}
 
 // Deps are the proxy's optional collaborators. With all of them nil the
 // proxy is a plain OpenAI pass-through.
@@ -121,13 +95,9 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("register proxy metrics: %w", err)
 	}
-	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream),
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
-	pass := opts.Passthrough
-	if pass == nil {
-		pass = config.DefaultPassthrough
-	}
-	if p.allowed, err = parseRoutes(pass); err != nil {
+	if p.allowed, err = parseRoutes(opts.Passthrough); err != nil {
 		return nil, fmt.Errorf("passthrough routes: %w", err)
 	}
 	var base http.RoundTripper = p.transport
@@ -136,12 +106,12 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	}
 	rt := &retryTransport{
 		next: &breakerTransport{
-			next:     &idleTransport{next: base, d: opts.Upstream.IdleStreamTimeout.D()},
+			next:     &idleTransport{next: base, d: opts.Upstream.IdleStreamTimeout},
 			breakers: newBreakers(opts.Upstream.Breaker, m, logger),
 		},
 		retries:   opts.Upstream.Retries,
-		baseDelay: opts.Upstream.RetryBaseDelay.D(),
-		maxDelay:  opts.Upstream.RetryMaxDelay.D(),
+		baseDelay: opts.Upstream.RetryBaseDelay,
+		maxDelay:  opts.Upstream.RetryMaxDelay,
 		retried:   m.retries,
 	}
 	p.rp = p.newReverseProxy(rt)

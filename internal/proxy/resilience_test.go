@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -36,9 +35,9 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := upstreamtest.New(t, tt.handler)
-			g := mustGateway(t, up, func(c *config.Config) {
+			g := mustGateway(t, up, func(c *gatewayConfig) {
 				c.Upstream.Retries = tt.retries
-				c.Upstream.RetryMaxDelay = config.Duration(tt.maxDelay)
+				c.Upstream.RetryMaxDelay = tt.maxDelay
 			}, Deps{})
 			start := time.Now()
 			resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
@@ -105,7 +104,7 @@ func TestNoResendAfterUpstreamReadRequest(t *testing.T) {
 // the upstream, so it is retried.
 func TestRetryWhenNotConnected(t *testing.T) {
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.BaseURL = "http://127.0.0.1:1/v1" }, Deps{})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.BaseURL = "http://127.0.0.1:1/v1" }, Deps{})
 	resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status %d, want 502: %s", resp.StatusCode, b)
@@ -115,10 +114,10 @@ func TestRetryWhenNotConnected(t *testing.T) {
 
 func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
 	up := upstreamtest.New(t, upstreamtest.Error(500, "server_error", "", "boom"))
-	g := mustGateway(t, up, func(c *config.Config) {
+	g := mustGateway(t, up, func(c *gatewayConfig) {
 		c.Upstream.Retries = 0
 		c.Upstream.Breaker.ConsecutiveFailures = 3
-		c.Upstream.Breaker.OpenTimeout = config.Duration(300 * time.Millisecond)
+		c.Upstream.Breaker.OpenTimeout = 300 * time.Millisecond
 	}, Deps{})
 	for i := range 3 {
 		if resp, _ := g.post(t, "/v1/chat/completions", simpleChat, nil); resp.StatusCode != 500 {
@@ -163,8 +162,8 @@ func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
 func TestUpstreamTimeouts(t *testing.T) {
 	t.Run("first byte", func(t *testing.T) {
 		up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-		g := mustGateway(t, up, func(c *config.Config) {
-			c.Upstream.FirstByteTimeout = config.Duration(100 * time.Millisecond)
+		g := mustGateway(t, up, func(c *gatewayConfig) {
+			c.Upstream.FirstByteTimeout = 100 * time.Millisecond
 		}, Deps{})
 		resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
 		if resp.StatusCode != http.StatusGatewayTimeout {
@@ -180,8 +179,8 @@ func TestUpstreamTimeouts(t *testing.T) {
 	t.Run("idle stream", func(t *testing.T) {
 		feed := upstreamtest.NewFeed()
 		up := upstreamtest.New(t, feed)
-		g := mustGateway(t, up, func(c *config.Config) {
-			c.Upstream.IdleStreamTimeout = config.Duration(150 * time.Millisecond)
+		g := mustGateway(t, up, func(c *gatewayConfig) {
+			c.Upstream.IdleStreamTimeout = 150 * time.Millisecond
 		}, Deps{})
 		resp := g.streamRequest(t, context.Background(), nil)
 		br := bufio.NewReader(resp.Body)

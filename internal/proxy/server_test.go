@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/server"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -72,7 +71,7 @@ func TestHealthAndReadiness(t *testing.T) {
 func TestLogsHoldNoSecrets(t *testing.T) {
 	const secret, content = "sk-very-secret-123", "my private diary entry"
 	up := upstreamtest.New(t, nil)
-	g := mustGateway(t, up, func(c *config.Config) { c.Upstream.APIKey = "sk-upstream-secret" }, Deps{Resolver: identity.New(nil)})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-upstream-secret" }, Deps{Resolver: identity.New(nil)})
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + content + `"}]}`
 	h := map[string]string{"Authorization": "Bearer " + secret, "X-Memory-User": "alice"}
 	g.post(t, "/v1/chat/completions", body, h)
@@ -95,7 +94,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 func newServer(tb testing.TB, up *upstreamtest.Server, grace time.Duration) (*server.Server, *Proxy) {
 	tb.Helper()
 	cfg := testConfig(up)
-	cfg.ShutdownGrace = config.Duration(grace)
+	cfg.ShutdownGrace = grace
 	return newGateway(tb, cfg, Deps{}, nil, io.Discard)
 }
 

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/identity"
 )
 
 func TestKeyGuard(t *testing.T) {
-	gatewayKeys := identity.New([]config.Key{
+	gatewayKeys := identity.New([]identity.Key{
 		{Hash: identity.HashKey("sk-acme"), Tenant: "acme"},
 		{Hash: identity.HashKey("sk-ops"), Tenant: "ops", ChooseTenant: true},
 	})
@@ -72,7 +71,7 @@ func TestSafeNext(t *testing.T) {
 
 func TestAnotherTenantsKeySeesNothing(t *testing.T) {
 	st := mustStore(t) // alice lives in tenant acme
-	guard := KeyGuard(identity.New([]config.Key{{Hash: identity.HashKey("sk-beta"), Tenant: "beta"}}), "")
+	guard := KeyGuard(identity.New([]identity.Key{{Hash: identity.HashKey("sk-beta"), Tenant: "beta"}}), "")
 	base := mustUI(t, st, guard)
 	c := browser(t)
 	login(t, c, base, "sk-beta")

@@ -57,7 +57,7 @@ func serveRole(ctx context.Context, role string, getenv func(string) string, std
 		// The same transport settings as the gateway's (its default
 		// configuration), so the comparison measures memgate's own work.
 		rp := httputil.NewSingleHostReverseProxy(u)
-		rp.Transport = upstream.NewTransport(gwconfig.Default().Upstream)
+		rp.Transport = upstream.NewTransport(transportOptions(gwconfig.Default().Upstream))
 		h = rp
 	default:
 		return fmt.Errorf("unknown %s %q", roleEnv, role)
@@ -81,4 +81,10 @@ func serveRole(ctx context.Context, role string, getenv func(string) string, std
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// transportOptions are the gateway's transport settings for up, as its
+// wiring passes them.
+func transportOptions(up gwconfig.Upstream) upstream.Options {
+	return upstream.Options{ConnectTimeout: up.ConnectTimeout.D(), FirstByteTimeout: up.FirstByteTimeout.D(), MaxIdleConns: up.MaxIdleConns}
 }

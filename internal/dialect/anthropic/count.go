@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/tokens"
 )
 
 // TokenCounter is what Counter wraps and implements: inject's token counter
@@ -71,10 +70,16 @@ const (
 // keep the wrapped counter's estimate, scaled.
 type Counter struct {
 	base TokenCounter
+	// unknown is the window base answers for a model it does not know.
+	unknown int
 }
 
-// NewCounter returns a Counter over base.
-func NewCounter(base TokenCounter) *Counter { return &Counter{base: base} }
+// NewCounter returns a Counter over base, which answers unknown
+// (tokens.DefaultContextWindow) as the context window of a model it does
+// not know.
+func NewCounter(base TokenCounter, unknown int) *Counter {
+	return &Counter{base: base, unknown: unknown}
+}
 
 // IsClaude reports whether model is an Anthropic Claude model ("claude-…",
 // also behind a provider prefix such as "anthropic/").
@@ -175,11 +180,11 @@ func (c *Counter) Messages(model string, msgs []json.RawMessage) int {
 }
 
 // ContextWindow returns the wrapped counter's window, or ContextWindow for a
-// Claude model the wrapped counter does not know (it answers
-// tokens.DefaultContextWindow).
+// Claude model the wrapped counter does not know (it answers the unknown
+// window given to NewCounter).
 func (c *Counter) ContextWindow(model string) int {
 	w := c.base.ContextWindow(model)
-	if IsClaude(model) && w == tokens.DefaultContextWindow {
+	if IsClaude(model) && w == c.unknown {
 		return ContextWindow
 	}
 	return w

@@ -37,7 +37,7 @@ func TestClaudeEstimateBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCounter(base)
+	c := NewCounter(base, tokens.DefaultContextWindow)
 	var ratios []float64
 	for _, s := range data.Samples {
 		est := c.Text("claude-sonnet-4-5", s.Text)
@@ -65,7 +65,7 @@ func TestCounterPassesOtherModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCounter(base)
+	c := NewCounter(base, tokens.DefaultContextWindow)
 	msg := json.RawMessage(`{"role":"user","content":"Olá, mudei-me para o Porto."}`)
 	if c.Text("gpt-4o", "hello") != base.Text("gpt-4o", "hello") || c.RawMessage("gpt-4o", msg) != base.RawMessage("gpt-4o", msg) ||
 		c.Messages("gpt-4o", []json.RawMessage{msg}) != base.Messages("gpt-4o", []json.RawMessage{msg}) || c.ContextWindow("gpt-4o") != 128000 {
@@ -103,7 +103,7 @@ func TestSystemMessageIsRawMessage(t *testing.T) {
 	}
 	texts := []string{"", "hi", "<memory>\nPinned:\n- vegan\n</memory>", "Ünïcödé — 日本語 \"quoted\"\t\\ back",
 		strings.Repeat("Caroline said she painted a sunrise over the lake.\n", 300)}
-	c := NewCounter(tok)
+	c := NewCounter(tok, tokens.DefaultContextWindow)
 	for _, model := range []string{"claude-sonnet-4-5", "gpt-4o-mini"} {
 		for _, text := range texts {
 			raw, err := json.Marshal(map[string]string{"role": "system", "content": text})

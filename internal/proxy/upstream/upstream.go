@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/memgate/memgate/internal/config"
 )
 
 // MaxResponseHeaderBytes caps an upstream response head; a larger one fails
@@ -21,23 +19,34 @@ const MaxResponseHeaderBytes = 1 << 20
 // idleConnTimeout closes pooled upstream connections idle this long.
 const idleConnTimeout = 90 * time.Second
 
-// NewTransport returns the transport for cfg's upstream. Keep-alive
-// connections per host are cfg.MaxIdleConns (sized to the gateway's
+// Options are the transport's settings (upstream.* in the configuration,
+// whose defaults the wiring passes).
+type Options struct {
+	// ConnectTimeout bounds dialing the upstream and the TLS handshake.
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the upstream's response head.
+	FirstByteTimeout time.Duration
+	// MaxIdleConns is the size of the keep-alive pool per upstream host.
+	MaxIdleConns int
+}
+
+// NewTransport returns the transport for opts. Keep-alive
+// connections per host are opts.MaxIdleConns (sized to the gateway's
 // concurrency: net/http's default of 2 makes a busy gateway dial per
 // request); ConnectTimeout bounds dialing and the TLS handshake,
 // FirstByteTimeout the wait for the response head. Compression is left to
 // the client and the upstream: the transport never asks for it itself.
-func NewTransport(cfg config.Upstream) *http.Transport {
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
+func NewTransport(opts Options) *http.Transport {
+	dialer := &net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true, // negotiated by ALPN: https upstreams only
-		MaxIdleConns:           cfg.MaxIdleConns,
-		MaxIdleConnsPerHost:    cfg.MaxIdleConns,
+		MaxIdleConns:           opts.MaxIdleConns,
+		MaxIdleConnsPerHost:    opts.MaxIdleConns,
 		IdleConnTimeout:        idleConnTimeout,
-		TLSHandshakeTimeout:    cfg.ConnectTimeout.D(),
-		ResponseHeaderTimeout:  cfg.FirstByteTimeout.D(),
+		TLSHandshakeTimeout:    opts.ConnectTimeout,
+		ResponseHeaderTimeout:  opts.FirstByteTimeout,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		DisableCompression:     true,

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/memgate/memgate/internal/proxy/upstream"
+)
+
+// Options are the proxy's settings.
+type Options struct {
+	// Upstream is the API forwarded to, its timeouts, retries and breaker.
+	Upstream Upstream
+	// MaxBodyBytes caps a chat request body (413 beyond).
+	MaxBodyBytes int64
+	// LoadTimeout bounds the Preparer; past it the request goes upstream
+	// without memory.
+	LoadTimeout time.Duration
+	// Passthrough lists the routes ("METHOD /path", a trailing * matching
+	// any rest) forwarded when gateway keys are configured, besides the
+	// three served with memory; nil or empty allows none (the
+	// configuration's default lists the stateless ones).
+	Passthrough []string
+	// WrapTransport, when set, wraps the upstream transport under the
+	// retries, breakers and idle timeout: each attempt goes through it
+	// (tracing instruments the upstream calls so).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// CacheBreakpoints adds Anthropic cache_control breakpoints after the
+	// stable part of memory-on /v1/messages prompts; the
+	// X-Memory-Cache-Breakpoints header (on, off) overrides it per request.
+	CacheBreakpoints bool
+}
+
+// Upstream is the API forwarded to: where, with which key, and how
+// patiently (upstream.* in the configuration; the wiring passes its
+// defaults).
+type Upstream struct {
+	// BaseURL is the OpenAI-compatible API root, including /v1.
+	BaseURL string
+	// APIKey replaces the client's Authorization when set.
+	APIKey string
+	// ConnectTimeout bounds dialing the upstream and the TLS handshake.
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the upstream's response head.
+	FirstByteTimeout time.Duration
+	// IdleStreamTimeout aborts a stream that sends nothing for this long.
+	IdleStreamTimeout time.Duration
+	// MaxIdleConns is the size of the keep-alive pool per upstream host.
+	MaxIdleConns int
+	// Retries is how many times a request that never reached the upstream,
+	// or got 502, 503 or 504 before any body byte, is retried.
+	Retries int
+	// RetryBaseDelay is the first backoff; it doubles per attempt, with jitter.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps one backoff, including a Retry-After.
+	RetryMaxDelay time.Duration
+	// Breaker configures the circuit breakers, one per upstream host and
+	// model.
+	Breaker Breaker
+	// Anthropic is where the /v1/messages routes go; the settings above
+	// apply to it too.
+	Anthropic Anthropic
+}
+
+// transport is the upstream transport's part of u.
+func (u Upstream) transport() upstream.Options {
+	return upstream.Options{ConnectTimeout: u.ConnectTimeout, FirstByteTimeout: u.FirstByteTimeout, MaxIdleConns: u.MaxIdleConns}
+}
+
+// Anthropic is the Anthropic upstream.
+type Anthropic struct {
+	// BaseURL is the Anthropic API root, including /v1.
+	BaseURL string
+	// APIKey, when set, is sent as x-api-key in place of the client's
+	// x-api-key and Authorization.
+	APIKey string
+}
+
+// Breaker configures a circuit breaker.
+type Breaker struct {
+	// ConsecutiveFailures opens the breaker.
+	ConsecutiveFailures int
+	// OpenTimeout is how long the breaker stays open before letting probes
+	// through.
+	OpenTimeout time.Duration
+	// HalfOpenRequests is how many probe requests are let through when
+	// half-open.
+	HalfOpenRequests int
+}
