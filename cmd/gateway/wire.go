@@ -201,7 +201,7 @@ func newAssembler(cfg config.Config, st store, rec prompt.Recaller, counter *tok
 	a, err := prompt.NewAssembler(deps, prompt.Options{
 		RecentMessages: historyMessages(cfg), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall},
-		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall,
+		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall,
 		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
 	}, logger)
 	if err != nil {
