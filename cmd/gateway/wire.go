@@ -184,7 +184,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see startTracing), a no-op one while tracing is off.
-	m.Enricher = record.NewEnricher(b.enrich, m.hooks, logger, record.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
 	return m, nil
 }
 
