@@ -184,7 +184,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see startTracing), a no-op one while tracing is off.
-	m.Enricher = record.NewEnricher(b.enrich, m.hooks, logger, record.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
 	return m, nil
 }
 
@@ -201,7 +201,7 @@ func newAssembler(cfg config.Config, st store, rec prompt.Recaller, counter *tok
 	a, err := prompt.NewAssembler(deps, prompt.Options{
 		RecentMessages: historyMessages(cfg), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall},
-		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall,
+		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall,
 		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
 	}, logger)
 	if err != nil {

@@ -243,6 +243,14 @@ type Memory struct {
 	// the recalled block, the part of the prompt a provider's prompt cache
 	// cannot serve, and the prompt are shorter, at the cost of recall.
 	FillRecall bool `yaml:"fill_recall"`
+	// KeepRecall renders each past user turn with the recalled block it
+	// was sent with, in place, so that what a request recalled is part of
+	// the next request's repeated prefix (a provider's prompt cache serves
+	// it); the current question's recall shows only passages not already
+	// in those blocks. The blocks are kept in each gateway process: after a
+	// restart or on another gateway, turns render without them. Off by
+	// default (issue 28).
+	KeepRecall bool `yaml:"keep_recall"`
 	// Cache bounds what each gateway process keeps in memory to answer
 	// recall (both stores).
 	Cache Cache `yaml:"cache"`

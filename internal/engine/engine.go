@@ -1,7 +1,8 @@
 // Package engine is memgate's memory core as the request path sees it: an
 // Engine prepares a memory-on request's prompt (engine/prompt, with
-// engine/recall), records the finished exchange (engine/record, which runs
-// engine/enrich after each save), and serves the management reads. It owns
+// engine/recall), records the finished exchange (engine/record, which
+// queues each stored exchange for engine/enrich), and serves the
+// management reads. It owns
 // the connection to the memory store: started while the store is down, it
 // answers as a memory that is down (memory.ErrUnavailable; captures
 // dropped and counted) and keeps opening the core in the background until
@@ -19,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/prompt"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/engine/record"
@@ -70,7 +72,7 @@ type Core struct {
 	Worker *record.Worker
 	// Enricher runs the after-save hooks; EnrichInProcess says its queue
 	// lives in this process's memory, so only this process can drain it.
-	Enricher        *record.Enricher
+	Enricher        *enrich.Enricher
 	EnrichInProcess bool
 	// Collectors are the core's Prometheus collectors besides its parts'.
 	Collectors []prometheus.Collector

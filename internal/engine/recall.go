@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/encoder"
+	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/lexicon"
@@ -118,7 +119,7 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 		x := recall.NewExtractor(opts.Extractor, st, xo, logger)
 		// One extraction per conversation over the turns a round of
 		// enrichment holds, not one per turn.
-		r.Hooks = append(r.Hooks, record.CoalesceTurns(x))
+		r.Hooks = append(r.Hooks, enrich.CoalesceTurns(x))
 		r.Collectors = append(r.Collectors, x.Collectors()...)
 	}
 	r.Hooks = append(r.Hooks, indexer)

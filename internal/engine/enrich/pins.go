@@ -1,7 +1,3 @@
-// Package enrich keeps long conversations within budget: rolling
-// summaries of the messages that leave the recent window, and pinned facts —
-// goals, limits, preferences and decisions the user stated — that are never
-// compressed away.
 package enrich
 
 import (

@@ -81,10 +81,53 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	room := budget - fixed
 	keep := recallFilter(req, conv, history, ld.summary != nil)
 
+	// With KeepRecall, a past user turn is rendered with the recalled block
+	// it was sent with, right before it (as that request sent it), so the
+	// previous request's prompt is this one's prefix; the turn and its
+	// block count, and are dropped, together. This question's recall gives
+	// only passages those blocks do not show already.
+	var keptBy map[turnKey]string
+	blockCost := map[string]int{}
+	if a.kept != nil && !fullHistory {
+		keptBy = a.kept.lookup(req.Identity)
+	}
+	// inBlocks is the text of the kept blocks the recent turns show: known
+	// once the window is, so a second pass packs without what they show.
+	inBlocks := ""
+	if len(keptBy) > 0 {
+		base := keep
+		keep = func(it memory.Item) bool {
+			t := strings.TrimSpace(it.Text)
+			return base(it) && (inBlocks == "" || t == "" || !strings.Contains(inBlocks, quoteText(t)))
+		}
+	}
+	withBlock := func(m memory.Message) (string, int) {
+		if m.Role != "user" || keptBy == nil {
+			return "", 0
+		}
+		b := keptBy[keyOf(m)]
+		if b == "" {
+			return "", 0
+		}
+		c, ok := blockCost[b]
+		if !ok {
+			raw, err := blockRaw(a.opts.Position.role(), b)
+			if err == nil {
+				c = a.deps.Counter.RawMessage(model, raw)
+			}
+			blockCost[b] = c
+		}
+		return b, c
+	}
+	groupCost := func(m memory.Message) int {
+		_, c := withBlock(m)
+		return cost(m) + c
+	}
+
 	// A new-only client always gets the summary (the history before it is
 	// not loaded); a full-history client only when its own history overflows.
 	withSummary := !fullHistory
-	pc := a.newPartCosts(model, ld, keep)
+	var pc *partCosts
 	var (
 		fx       fixedParts
 		all      bool // the block's selection took every passage to be shown
@@ -93,7 +136,10 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		kept     []memory.Message
 		spent    int
 	)
-	for {
+	for pass := 0; ; pass++ {
+		if pc == nil {
+			pc = a.newPartCosts(model, ld, keep)
+		}
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)
 		var (
 			sel selection
@@ -115,7 +161,19 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		}
 		step := max(budget/16, 1)
 		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
-		kept, spent = recentWindow(candidates, cost, window, room-blk.cost)
+		kept, spent = recentWindow(candidates, groupCost, window, room-blk.cost)
+		if pass == 0 && len(keptBy) > 0 {
+			var shown strings.Builder
+			for _, m := range kept {
+				if b, _ := withBlock(m); b != "" {
+					shown.WriteString(b)
+				}
+			}
+			if shown.Len() > 0 {
+				inBlocks, pc = shown.String(), nil
+				continue
+			}
+		}
 		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
 			break
 		}
@@ -162,9 +220,24 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	if err := add(blk.stable, true); err != nil {
 		return memory.Prepared{}, err
 	}
-	out = append(out, raws(kept)...)
+	for _, m := range kept {
+		if b, _ := withBlock(m); b != "" {
+			if err := add(b, false); err != nil {
+				return memory.Prepared{}, err
+			}
+		}
+		out = append(out, rawOf(m))
+	}
 	if err := add(blk.recalled, false); err != nil {
 		return memory.Prepared{}, err
+	}
+	if a.kept != nil && !fullHistory {
+		for _, m := range current {
+			if m.Role == "user" {
+				a.kept.put(req.Identity, m, blk.recalled)
+				break
+			}
+		}
 	}
 	out = append(out, raws(current)...)
 	for k, v := range sections {

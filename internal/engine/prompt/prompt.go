@@ -122,6 +122,15 @@ type Options struct {
 	// shorter: the recalled block is the volatile part of the prompt, which
 	// a provider's prompt cache cannot serve.
 	FillRecall bool
+	// KeepRecall renders each past user turn with the recalled block it
+	// was sent with, in place, so that what one request recalled is part of
+	// the next request's repeated prefix; this question's recall then shows
+	// only passages those blocks do not. The blocks are kept in this
+	// process, for KeepRecallConversations conversations (default 4096) of
+	// up to RecentMessages turns each; a turn whose block is not held (a
+	// restart, another gateway) is rendered without one.
+	KeepRecall              bool
+	KeepRecallConversations int
 }
 
 // Position is where memory goes in a prompt.
@@ -156,6 +165,9 @@ type Assembler struct {
 	defaultTmpl bool
 	logger      *slog.Logger
 	m           *loadMetrics
+	// kept holds the recalled blocks past turns were sent with
+	// (Options.KeepRecall); nil without it.
+	kept *keptBlocks
 }
 
 // New returns an Assembler that only puts stored history back (no summary,
@@ -206,7 +218,15 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Assembler{deps: deps, opts: opts, tmpl: tmpl, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}, nil
+	a := &Assembler{deps: deps, opts: opts, tmpl: tmpl, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}
+	if opts.KeepRecall {
+		n := opts.KeepRecallConversations
+		if n <= 0 {
+			n = 4096
+		}
+		a.kept = newKeptBlocks(n, max(opts.RecentMessages, 64))
+	}
+	return a, nil
 }
 
 // Budget returns the token budget for req: the smaller of MaxContextTokens

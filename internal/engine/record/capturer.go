@@ -55,8 +55,8 @@ type Redactor interface {
 // Options tunes a Capturer. Zero fields take the defaults noted.
 type Options struct {
 	// Enrich is the queue stored exchanges go to for their after-save hooks
-	// (fact extraction, summaries, indexing), drained by an Enricher. Nil:
-	// none (hooks, if any, run inside the Saver).
+	// (fact extraction, summaries, indexing), drained by engine/enrich's
+	// Enricher. Nil: none (hooks, if any, run inside the Saver).
 	Enrich Queue
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in

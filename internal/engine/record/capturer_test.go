@@ -275,8 +275,8 @@ func TestStoredExchangesGoToEnrichment(t *testing.T) {
 	c.Capture(context.Background(), ex)
 	waitFor(t, "enrichment entry", func() bool { return len(enrich.payloads()) == 1 })
 	ps := enrich.payloads()
-	var en enrichment
-	if err := json.Unmarshal(ps[0], &en); err != nil {
+	en, err := DecodeEnrichment(ps[0])
+	if err != nil {
 		t.Fatal(err)
 	}
 	// The fake saver stores turn + reply only: no prior message was stored.

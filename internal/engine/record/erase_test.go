@@ -1,4 +1,4 @@
-package record
+package record_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
 	"github.com/memgate/memgate/internal/store/redis"
@@ -24,7 +25,7 @@ import (
 // through it, the hooks write to it, the operator erases through it, and the
 // next prompt reads from it.
 type eraseStore interface {
-	Saver
+	record.Saver
 	recall.IndexStore
 	recall.FactWriter
 	enrich.Store
@@ -114,10 +115,10 @@ func (wordCounter) Text(_, s string) int                   { return len(s) / 4 }
 // eraseHooks returns the production hooks — indexing, fact extraction,
 // compaction with pins and summaries — on store, with models that answer
 // after delay().
-func eraseHooks(store eraseStore, delay func() <-chan struct{}) []Hook {
+func eraseHooks(store eraseStore, delay func() <-chan struct{}) []record.Hook {
 	model := slowModel{delay: delay}
 	emb := recall.NewLocal(64)
-	return []Hook{
+	return []record.Hook{
 		recall.NewExtractor(model, store, recall.ExtractorOptions{Model: "extract", MaxPerUser: 50}, nil),
 		enrich.New(store, store, model, nil, wordCounter{}, enrich.Options{
 			RecentTokens: 1000, HighWatermark: 0.8, LowWatermark: 0.4, MaxMessages: 1, KeepMessages: 0,
@@ -191,13 +192,13 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 // of the user may come back — not right after the pipeline settled, and not
 // on any of the checks repeated after it. A fresh chat after the erasure is
 // stored and enriched normally.
-func runEraseRace(t *testing.T, store eraseStore, queue Queue, pending func() int64) {
+func runEraseRace(t *testing.T, store eraseStore, queue record.Queue, pending func() int64) {
 	g := &gate{}
-	opts := fastWorker()
+	opts := record.FastWorker()
 	opts.Hooks = eraseHooks(store, g.delay)
 	opts.StaleAfter = time.Second
-	w := NewWorker(queue, store, nil, opts)
-	mustRunWorker(t, w)
+	w := record.NewWorker(queue, store, nil, opts)
+	record.MustRunWorker(t, w)
 
 	const tries = 10
 	for i := range tries + 1 {
@@ -207,10 +208,10 @@ func runEraseRace(t *testing.T, store eraseStore, queue Queue, pending func() in
 			mode = "after-erase" // the worst order: every model answer lands after the erasure
 		}
 		erased := g.set(mode == "after-erase")
-		ex := exchange(t, fmt.Sprintf("chat-%d", i), "I live in Porto and I am vegan", "Noted: Porto, and vegan.")
+		ex := record.TestExchange(t, fmt.Sprintf("chat-%d", i), "I live in Porto and I am vegan", "Noted: Porto, and vegan.")
 		ex.Identity = id
 		ex.At = time.Now()
-		enqueue(t, queue, ex)
+		record.Enqueue(t, queue, ex)
 		time.Sleep(20 * time.Millisecond) // the operator erases 20 ms later
 		if err := store.DeleteUser(context.Background(), id.Tenant, id.User); err != nil {
 			t.Fatalf("try %d: DeleteUser: %v", i, err)
@@ -229,10 +230,10 @@ func runEraseRace(t *testing.T, store eraseStore, queue Queue, pending func() in
 	// A fresh start after the erasure is remembered as usual.
 	g.set(false)
 	id := memory.Identity{Tenant: "acme", User: "user-0", Conversation: "c1"}
-	ex := exchange(t, "fresh", "I moved to Braga", "Noted: Braga.")
+	ex := record.TestExchange(t, "fresh", "I moved to Braga", "Noted: Braga.")
 	ex.Identity = id
 	ex.At = time.Now()
-	enqueue(t, queue, ex)
+	record.Enqueue(t, queue, ex)
 	waitUntil(t, "the fresh chat and its fact", 20*time.Second, func() bool {
 		msgs, err := store.Recent(context.Background(), id, 50)
 		if err != nil || len(msgs) != 2 {
@@ -249,8 +250,8 @@ func runEraseRace(t *testing.T, store eraseStore, queue Queue, pending func() in
 }
 
 func TestEraseRaceSQLite(t *testing.T) {
-	store := mustSQLite(t)
-	runEraseRace(t, store, store.Outbox(), func() int64 { return outboxPending(t, store) })
+	store := record.MustSQLite(t)
+	runEraseRace(t, store, store.Outbox(), func() int64 { return record.OutboxPending(t, store) })
 }
 
 func TestEraseRacePostgresRedis(t *testing.T) {
@@ -262,7 +263,7 @@ func TestEraseRacePostgresRedis(t *testing.T) {
 		t.Fatalf("open postgres: %v", err)
 	}
 	t.Cleanup(func() { _ = pg.Close() })
-	queue, rdb := mustRedisQueue(t, prefix)
+	queue, rdb := record.MustRedisQueue(t, prefix)
 	store := redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, nil, redis.CacheConfig{Prefix: prefix})}
 	runEraseRace(t, store, queue, func() int64 {
 		n, err := queue.Pending(context.Background())

@@ -79,7 +79,7 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 	return res, nil
 }
 
-// runHooks runs every hook, in order, over stored exchanges: a BatchHook
+// RunHooks runs every hook, in order, over stored exchanges: a BatchHook
 // once for all of them, any other hook once per exchange, oldest first, all
 // with results that carry their erasure guard (see guarded). A hook error
 // is returned wrapped with ErrHook after the remaining hooks ran. An error that reports an
@@ -87,7 +87,7 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 // user: from a per-exchange call, or from a batch of one user's exchanges;
 // in a batch of several users it is returned, so the batch is redelivered
 // and the erased user's exchanges come back Dropped.
-func runHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
+func RunHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
 	results = guarded(exs, results, time.Now())
 	oneUser := true
 	for _, ex := range exs[min(1, len(exs)):] {

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/redact"
@@ -139,34 +136,4 @@ func TestImportReportsErasedQueuedAndRefused(t *testing.T) {
 			t.Fatalf("stored %v", s.ids())
 		}
 	})
-}
-
-// TestImportedEnrichmentLagRunsFromCapture: the enrichment of an exchange
-// said long ago (imported) is timed from its capture, not from when it was
-// said, so a migration does not report years of lag.
-func TestImportedEnrichmentLagRunsFromCapture(t *testing.T) {
-	eq := NewMemoryQueue(0)
-	c := mustCapturer(t, nil, newFakeSaver(), nil, Options{Enrich: eq})
-	var ran atomic.Int64
-	e := NewEnricher(eq, []Hook{HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
-		ran.Add(1)
-		return nil
-	})}, nil, EnrichOptions{Block: 10 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); e.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	ex := exchange(t, "im-old", "q", "a")
-	ex.At = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := c.Import(context.Background(), []memory.Exchange{ex}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the hook to run", func() bool { return histCount(t, e.lag) == 1 })
-	var d dto.Metric
-	if err := e.lag.Write(&d); err != nil {
-		t.Fatal(err)
-	}
-	if sum := d.Histogram.GetSampleSum(); sum > time.Minute.Seconds() {
-		t.Fatalf("enrichment lag of an imported exchange %.0fs, want it timed from its capture", sum)
-	}
 }

@@ -33,9 +33,9 @@ type WorkerOptions struct {
 	// exchange. Entries whose hooks failed are redelivered, up to
 	// MaxHookAttempts deliveries.
 	Hooks []Hook
-	// Enrich, when set, is where stored exchanges go for enrichment (an
-	// Enricher runs the after-save hooks): the worker then only stores, and
-	// Hooks are not run.
+	// Enrich, when set, is where stored exchanges go for enrichment
+	// (engine/enrich's Enricher runs the after-save hooks): the worker then
+	// only stores, and Hooks are not run.
 	Enrich Queue
 	// MaxAttempts is how many times a save failing with an error that is
 	// neither invalid input nor an unreachable store is tried before the
@@ -325,7 +325,7 @@ func (w *Worker) flush(ctx context.Context, held *hookBatch) error {
 	}
 	defer func() { *held = hookBatch{} }()
 	var acks []string
-	err := runHooks(ctx, w.opts.Hooks, held.exs, held.results)
+	err := RunHooks(ctx, w.opts.Hooks, held.exs, held.results)
 	if err != nil {
 		w.failures.WithLabelValues("hook").Inc()
 		for _, d := range held.ds {
@@ -528,4 +528,16 @@ func (w *Worker) deadLetter(ctx context.Context, d memory.Delivery, ex memory.Ex
 		return
 	}
 	w.logger.Error("capture worker set aside an exchange the store refuses", "entry", d.ID, "exchange", ex.ID, "err", cause)
+}
+
+// sleep waits d or until ctx ends, reporting whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

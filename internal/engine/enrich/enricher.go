@@ -1,9 +1,8 @@
-package record
+package enrich
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,40 +13,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
-
-// enrichment is an entry of the enrichment queue: a stored exchange and
-// what storing it changed.
-type enrichment struct {
-	Exchange memory.Exchange   `json:"exchange"`
-	Result   memory.SaveResult `json:"result"`
-	// CapturedAt is when the exchange was handed to the Capturer (zero when
-	// unknown: the enrichment lag then runs from the exchange's At). An
-	// imported or dated exchange's At is when it was said, long before.
-	CapturedAt time.Time `json:"captured_at,omitzero"`
-}
-
-// EncodeEnrichment encodes a stored exchange for the enrichment queue. Of
-// the client's resent history (Prior) it keeps only the messages the save
-// stored (the hooks index exactly those), so an entry stays small however
-// much history the client sends.
-func EncodeEnrichment(ex memory.Exchange, res memory.SaveResult) ([]byte, error) {
-	return encodeEnrichment(ex, res, time.Time{})
-}
-
-// encodeEnrichment is EncodeEnrichment for an exchange captured at
-// capturedAt (zero: unknown).
-func encodeEnrichment(ex memory.Exchange, res memory.SaveResult, capturedAt time.Time) ([]byte, error) {
-	keep := min(len(ex.Prior), max(0, res.Inserted-len(ex.Turn)-1))
-	ex.Prior = ex.Prior[len(ex.Prior)-keep:]
-	b, err := json.Marshal(enrichment{Exchange: ex, Result: res, CapturedAt: capturedAt})
-	if err != nil {
-		return nil, fmt.Errorf("encode enrichment: %w", err)
-	}
-	return b, nil
-}
 
 // EnrichOptions tunes an Enricher. Zero fields take the defaults noted.
 type EnrichOptions struct {
@@ -126,8 +95,8 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 // enrichment takes a bounded part of the machine whatever its backlog. Its
 // lag — capture to enriched — is measured.
 type Enricher struct {
-	queue  Queue
-	hooks  []Hook
+	queue  record.Queue
+	hooks  []record.Hook
 	logger *slog.Logger
 	opts   EnrichOptions
 
@@ -138,7 +107,7 @@ type Enricher struct {
 }
 
 // NewEnricher returns an Enricher of q running hooks; logger may be nil.
-func NewEnricher(q Queue, hooks []Hook, logger *slog.Logger, opts EnrichOptions) *Enricher {
+func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts EnrichOptions) *Enricher {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -239,11 +208,11 @@ func (e *Enricher) Run(ctx context.Context) error {
 // round runs the hooks over one claimed batch and acknowledges it.
 func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 	acks := make([]string, 0, len(ds))
-	var batch []enrichment
+	var batch []record.Enrichment
 	for _, d := range ds {
 		acks = append(acks, d.ID)
-		var en enrichment
-		if err := json.Unmarshal(d.Payload, &en); err != nil || en.Exchange.ID == "" {
+		en, err := record.DecodeEnrichment(d.Payload)
+		if err != nil {
 			e.poison.Inc()
 			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
 			continue
@@ -251,7 +220,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 		batch = append(batch, en)
 	}
 	// Each conversation's turns together, in the order they were stored.
-	slices.SortStableFunc(batch, func(a, b enrichment) int {
+	slices.SortStableFunc(batch, func(a, b record.Enrichment) int {
 		x, y := a.Exchange.Identity, b.Exchange.Identity
 		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
 	})
@@ -276,7 +245,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 	defer span.End()
 	delay := e.opts.BackoffBase
 	for attempt := 1; len(exs) > 0; attempt++ {
-		err := runHooks(hctx, e.hooks, exs, results)
+		err := record.RunHooks(hctx, e.hooks, exs, results)
 		if err == nil {
 			break
 		}
@@ -317,66 +286,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// coalesced is a BatchHook that hands its hook one exchange per
-// conversation per round.
-type coalesced struct{ h Hook }
-
-// CoalesceTurns wraps a hook that does per-exchange work worth doing once
-// over several turns (fact extraction: one model call over all the new user
-// messages): in a batch, the new exchanges of each conversation are merged
-// into one, in order — their turns concatenated, the newest reply, id and
-// time — and the hook runs once per conversation. Duplicates and dropped
-// exchanges are left out, as fact extraction skips them.
-func CoalesceTurns(h Hook) BatchHook { return coalesced{h} }
-
-// AfterSave runs the hook.
-func (c coalesced) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	return c.h.AfterSave(ctx, ex, res)
-}
-
-// AfterSaveBatch merges the batch per conversation and runs the hook over
-// the merged exchanges (in one call when it is a BatchHook).
-func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
-	var (
-		merged []memory.Exchange
-		res    []memory.SaveResult
-		at     = map[memory.Identity]int{}
-	)
-	for i, ex := range exs {
-		if results[i].Duplicate || results[i].Dropped {
-			continue
-		}
-		k, ok := at[ex.Identity]
-		if !ok {
-			at[ex.Identity] = len(merged)
-			ex.Turn = slices.Clone(ex.Turn)
-			merged, res = append(merged, ex), append(res, results[i])
-			continue
-		}
-		m := &merged[k]
-		m.Turn = append(m.Turn, ex.Turn...)
-		m.ID, m.RequestID, m.Reply, m.At, m.Model, m.Usage = ex.ID, ex.RequestID, ex.Reply, ex.At, ex.Model, ex.Usage
-		m.Prior = nil
-		res[k].Inserted += results[i].Inserted
-		res[k].Superseded += results[i].Superseded
-		if g := results[i].GuardSince; res[k].GuardSince.IsZero() || !g.IsZero() && g.Before(res[k].GuardSince) {
-			res[k].GuardSince = g // the earliest: what derives from the merged exchange derives from each
-		}
-	}
-	if len(merged) == 0 {
-		return nil
-	}
-	if bh, ok := c.h.(BatchHook); ok {
-		return bh.AfterSaveBatch(ctx, merged, res)
-	}
-	for i, ex := range merged {
-		if err := c.h.AfterSave(ctx, ex, res[i]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // traceParents are the traceparents the exchanges carry from the requests

@@ -1,4 +1,4 @@
-package record
+package enrich
 
 import (
 	"context"
@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -46,11 +50,11 @@ func (h *recordingHook) snapshot() [][]string {
 	return append([][]string(nil), h.calls...)
 }
 
-func enqueueEnriched(tb testing.TB, q Queue, conv, text string) {
+func enqueueEnriched(tb testing.TB, q record.Queue, conv, text string) {
 	tb.Helper()
-	ex := exchange(tb, NewExchangeID(), text, "ok")
+	ex := storedExchange(tb, record.NewExchangeID(), text, "ok")
 	ex.Conversation = conv
-	p, err := EncodeEnrichment(ex, memory.SaveResult{Inserted: 2})
+	p, err := record.EncodeEnrichment(ex, memory.SaveResult{Inserted: 2})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -63,7 +67,7 @@ func enqueueEnriched(tb testing.TB, q Queue, conv, text string) {
 // conversation's turns together and in order, and extraction (through
 // CoalesceTurns) runs once per conversation per round.
 func TestEnricherCoalescesABacklog(t *testing.T) {
-	q := newFakeQueue()
+	q := record.NewMemoryQueue(0)
 	for i := range 6 {
 		enqueueEnriched(t, q, "a", fmt.Sprint("a", i))
 		enqueueEnriched(t, q, "b", fmt.Sprint("b", i))
@@ -71,13 +75,13 @@ func TestEnricherCoalescesABacklog(t *testing.T) {
 	all, extract := &recordingHook{}, &recordingHook{}
 	var perExchange int
 	var mu sync.Mutex
-	counting := HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+	counting := record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		mu.Lock()
 		perExchange++
 		mu.Unlock()
 		return nil
 	})
-	e := NewEnricher(q, []Hook{all, CoalesceTurns(extract), CoalesceTurns(counting)}, nil, EnrichOptions{Block: 5 * time.Millisecond})
+	e := NewEnricher(q, []record.Hook{all, CoalesceTurns(extract), CoalesceTurns(counting)}, nil, EnrichOptions{Block: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
@@ -112,10 +116,10 @@ func TestEnricherCoalescesABacklog(t *testing.T) {
 // TestEnricherRetriesThenGivesUp: failing hooks are retried in place, then
 // the round is acknowledged anyway, so enrichment never stalls.
 func TestEnricherRetriesThenGivesUp(t *testing.T) {
-	q := newFakeQueue()
+	q := record.NewMemoryQueue(0)
 	enqueueEnriched(t, q, "a", "x")
 	h := &recordingHook{fail: 1}
-	e := NewEnricher(q, []Hook{h}, nil, EnrichOptions{Block: 5 * time.Millisecond, BackoffBase: time.Millisecond})
+	e := NewEnricher(q, []record.Hook{h}, nil, EnrichOptions{Block: 5 * time.Millisecond, BackoffBase: time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
@@ -161,10 +165,10 @@ func (h *pacedHook) AfterSaveBatch(_ context.Context, exs []memory.Exchange, _ [
 // turns arriving meanwhile wait for one fuller round instead of the
 // enricher taking the machine.
 func TestEnricherPacesItsRounds(t *testing.T) {
-	q := newFakeQueue()
+	q := record.NewMemoryQueue(0)
 	h := &pacedHook{work: 30 * time.Millisecond}
 	const interval = 50 * time.Millisecond
-	e := NewEnricher(q, []Hook{h}, nil, EnrichOptions{Block: 5 * time.Millisecond, Interval: interval, Share: 0.25})
+	e := NewEnricher(q, []record.Hook{h}, nil, EnrichOptions{Block: 5 * time.Millisecond, Interval: interval, Share: 0.25})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
@@ -193,5 +197,40 @@ func TestEnricherPacesItsRounds(t *testing.T) {
 	}
 	if len(h.sizes) >= 40 {
 		t.Fatalf("%d rounds for 40 exchanges: nothing was gathered", len(h.sizes))
+	}
+}
+
+// TestImportedEnrichmentLagRunsFromCapture: the enrichment of an exchange
+// said long ago (imported) is timed from its capture, not from when it was
+// said, so a migration does not report years of lag.
+func TestImportedEnrichmentLagRunsFromCapture(t *testing.T) {
+	eq := record.NewMemoryQueue(0)
+	c := record.New(nil, countingSaver{}, nil, nil, record.Options{Enrich: eq})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	var ran atomic.Int64
+	e := NewEnricher(eq, []record.Hook{record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+		ran.Add(1)
+		return nil
+	})}, nil, EnrichOptions{Block: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ex := storedExchange(t, "im-old", "q", "a")
+	ex.At = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := c.Import(context.Background(), []memory.Exchange{ex}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the hook to run", func() bool { return histCount(t, e.lag) == 1 })
+	var d dto.Metric
+	if err := e.lag.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if sum := d.Histogram.GetSampleSum(); sum > time.Minute.Seconds() {
+		t.Fatalf("enrichment lag of an imported exchange %.0fs, want it timed from its capture", sum)
 	}
 }
