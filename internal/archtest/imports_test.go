@@ -1,51 +1,115 @@
-// Package archtest guards memgate's import graph: the layering in
-// shared/STYLE.md fails the build when a package imports what it must not.
+// Package archtest guards memgate's import graph. It is an allow-list: each
+// package of the module names the internal packages it may import, and why.
+// A new package, a new import or a package that disappears fails the test
+// until the list (and docs/architecture.md) says so.
 package archtest
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/memgate/memgate/"
 
-// rules maps a package (relative to the module) to internal packages it must
-// never import, directly or indirectly.
-var rules = map[string][]string{
-	"internal/memory":  {"internal/"},
-	"internal/lexicon": {"internal/"},
-	"internal/vec":     {"internal/"},
-	// telemetry is imported by the memory path and the stores: it must stay a leaf.
-	"internal/telemetry": {"internal/"},
-	"internal/encoder":   {"internal/"},
-	// contract is the stores' shared non-SQL rules: it sees the domain only.
-	"internal/store/contract": {"internal/proxy", "internal/engine", "internal/itemindex", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/itemindex":      {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/store/sqlite":   {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
-	"internal/store/postgres": {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
-	"internal/store/redis":    {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/engine/enrich"},
-	"internal/engine/prompt":  {"internal/proxy", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	// record is the durable write path: replies reach it parsed, as domain
-	// messages, so it never imports a dialect adapter.
-	"internal/engine/record": {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis", "internal/dialect"},
-	"internal/engine/recall": {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/engine/enrich": {"internal/proxy", "internal/engine/prompt", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/tokens":        {"internal/proxy", "internal/engine/prompt", "internal/engine/record"},
-	// internal/ui reads through internal/admin, whose import route stores through internal/engine/record.
-	"internal/ui":                {"internal/proxy", "internal/engine/prompt", "internal/engine/recall", "internal/engine/enrich", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/savings":           {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/dialect/anthropic": {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	// tracing wraps the memory core's two sides by their methods alone.
-	"internal/tracing":           {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
-	"internal/dialect/chat":      {"internal/proxy", "internal/apierr", "internal/engine", "internal/store"},
-	"internal/dialect/responses": {"internal/proxy", "internal/engine/prompt", "internal/engine/record", "internal/engine/recall", "internal/store/sqlite", "internal/store/postgres", "internal/store/redis"},
+// layer is one package's permitted internal imports and the reason for them.
+type layer struct {
+	why   string
+	allow []string
 }
 
-// deps lists every package of the module with its transitive dependencies.
-func deps(t *testing.T) map[string][]string {
+// Shorthands for groups many layers share.
+var (
+	domain   = []string{"internal/memory"}
+	dialects = []string{"internal/dialect", "internal/dialect/anthropic", "internal/dialect/chat", "internal/dialect/responses"}
+)
+
+func with(groups ...[]string) []string { return slices.Concat(groups...) }
+
+// layers is the allow-list, from the leaves up to the binary.
+var layers = map[string]layer{
+	// Leaves: the domain and the pure helpers see nothing of the module.
+	"internal/memory":      {"the domain: types and errors, standard library only", nil},
+	"internal/lexicon":     {"a word list and its expansion: data, no memgate types", nil},
+	"internal/vec":         {"vector arithmetic", nil},
+	"internal/encoder":     {"the sentence encoder: a model over gonum, no memgate types", nil},
+	"internal/telemetry":   {"metric helpers the memory path and the stores share: must stay a leaf", nil},
+	"internal/seen":        {"a bounded set of recently seen keys", nil},
+	"internal/config":      {"strict YAML/env config: read by cmd/gateway alone, which hands each package its own options", nil},
+	"internal/apierr":      {"the OpenAI error shape every route answers with", nil},
+	"internal/dialect/sse": {"server-sent events framing", nil},
+
+	"migrations/sqlite":   {"the embedded store's schema, as embedded SQL files", nil},
+	"migrations/postgres": {"PostgreSQL's schema, as embedded SQL files", nil},
+
+	"internal/lexicon/gen": {"generates the lexicon asset", []string{"internal/lexicon"}},
+	"internal/encoder/gen": {"generates the encoder asset", []string{"internal/encoder"}},
+
+	// Who is asking, and the edge.
+	"internal/identity": {"keys, tenant, user, conversation: answers in the domain's terms and the client's error shape", with(domain, []string{"internal/apierr"})},
+	"internal/server":   {"the echo server, guards and health: the edge knows errors, not memory", []string{"internal/apierr"}},
+
+	// API dialects: each adapter turns its API into domain messages and back.
+	"internal/dialect/body":      {"JSON body helpers the adapters share", domain},
+	"internal/dialect/chat":      {"the Chat Completions adapter: request, reply, stream", with(domain, []string{"internal/dialect/body", "internal/dialect/sse"})},
+	"internal/dialect/anthropic": {"the Anthropic messages adapter, rendered through chat's messages", with(domain, []string{"internal/dialect/body", "internal/dialect/chat", "internal/dialect/sse"})},
+	"internal/dialect/responses": {"the Responses adapter, rendered through chat's messages", with(domain, []string{"internal/dialect/body", "internal/dialect/chat", "internal/dialect/sse"})},
+	"internal/dialect":           {"picks the adapter of a route and reads the memory headers", with(domain, dialects[1:], []string{"internal/apierr", "internal/dialect/body"})},
+	"internal/tokens":            {"token counting over domain messages", domain},
+	"internal/redact":            {"removes secrets from domain messages before they are stored", domain},
+
+	// Forwarding: the one ReverseProxy and its transport.
+	"internal/proxy/upstream": {"the upstream http.Transport", nil},
+	"internal/proxy": {"forwarding: identifies, asks the memory core (by interfaces it declares) and tees the reply",
+		with(domain, dialects, []string{"internal/apierr", "internal/identity", "internal/proxy/upstream", "internal/server"})},
+
+	// The memory core.
+	"internal/engine/cache":  {"one cache mechanism, revision in the key", domain},
+	"internal/engine/recall": {"search, indexing and fact extraction over stores it declares", with(domain, []string{"internal/lexicon", "internal/seen", "internal/telemetry", "internal/vec"})},
+	"internal/engine/prompt": {"budgeted assembly; reads recall's passages", with(domain, []string{"internal/engine/recall", "internal/telemetry"})},
+	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/telemetry"})},
+	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/seen", "internal/telemetry"})},
+	"internal/engine": {"the facade: composes the core's parts over one store and reconnects when it returns",
+		with(domain, []string{"internal/encoder", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/lexicon"})},
+
+	// Stores: adapters that never import their consumers (engine/prompt,
+	// recall, record, enrich, proxy); they share the contract's rules, the
+	// cache mechanism and the in-memory index.
+	"internal/store/contract":  {"the stores' shared non-SQL rules: the domain only", domain},
+	"internal/itemindex":       {"the in-memory item index the SQL stores search", with(domain, []string{"internal/engine/cache", "internal/store/contract", "internal/vec"})},
+	"internal/store/sqlite":    {"SQL for the embedded store", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/sqlite"})},
+	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/postgres"})},
+	"internal/store/redis":     {"Redis queue and caches in front of the PostgreSQL store", with(domain, []string{"internal/store/postgres", "internal/telemetry"})},
+	"internal/store/storetest": {"the contract suites every store runs", domain},
+
+	// Surfaces beside the proxy.
+	"internal/admin":     {"the management API", with(domain, []string{"internal/apierr", "internal/dialect", "internal/engine/record", "internal/identity", "internal/server"})},
+	"internal/mcpserver": {"MCP tools over the management API", with(domain, []string{"internal/admin", "internal/apierr", "internal/dialect", "internal/identity", "internal/server"})},
+	"internal/ui":        {"the web inspector, reading through admin", with(domain, []string{"internal/admin", "internal/dialect/body", "internal/dialect/chat", "internal/identity", "internal/server"})},
+	"internal/savings":   {"tokens saved, counted in the domain's terms", domain},
+	"internal/tracing":   {"wraps the memory core's two sides by their methods alone", with(domain, []string{"internal/apierr", "internal/telemetry"})},
+
+	// Test support.
+	"internal/testenv":             {"the test services' URLs", nil},
+	"internal/upstreamtest":        {"a fake provider speaking the wire formats", nil},
+	"internal/dialect/dialecttest": {"the adapters' shared stream checks", with(domain, []string{"internal/dialect/chat"})},
+	"internal/archtest":            {"this test", nil},
+
+	// The binary: wiring lives here and only here.
+	"cmd/gateway": {"run, routes and wiring, with concrete types", with(domain, dialects[1:2], []string{
+		"internal/admin", "internal/config", "internal/engine", "internal/engine/enrich", "internal/engine/prompt",
+		"internal/engine/recall", "internal/engine/record", "internal/identity", "internal/itemindex", "internal/mcpserver",
+		"internal/proxy", "internal/redact", "internal/savings", "internal/server", "internal/store/postgres",
+		"internal/store/redis", "internal/store/sqlite", "internal/tokens", "internal/tracing", "internal/ui"})},
+}
+
+// imports lists each package under internal/, migrations/ and cmd/gateway
+// with its
+// direct imports within the module (test files excluded).
+func imports(t *testing.T) map[string][]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...").Output()
+	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"internal/...", module+"migrations/...", module+"cmd/gateway").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -55,37 +119,59 @@ func deps(t *testing.T) map[string][]string {
 		if len(f) == 0 {
 			continue
 		}
-		m[strings.TrimPrefix(f[0], module)] = f[1:]
+		var internal []string
+		for _, imp := range f[1:] {
+			if rel, ok := strings.CutPrefix(imp, module); ok {
+				internal = append(internal, rel)
+			}
+		}
+		m[strings.TrimPrefix(f[0], module)] = internal
 	}
 	return m
 }
 
 func TestImportGraph(t *testing.T) {
-	all := deps(t)
-	for pkg, forbidden := range rules {
-		ds, ok := all[pkg]
+	all := imports(t)
+	for pkg, imps := range all {
+		l, ok := layers[pkg]
 		if !ok {
-			continue // not written yet
+			t.Errorf("%s is not in the allow-list: add it to layers with its permitted imports and why", pkg)
+			continue
 		}
-		for _, d := range ds {
-			rel, internal := strings.CutPrefix(d, module)
-			if !internal {
-				continue
-			}
-			for _, f := range forbidden {
-				if rel == f || strings.HasPrefix(rel, f) && (strings.HasSuffix(f, "/") || strings.HasPrefix(rel, f+"/")) {
-					t.Errorf("%s imports %s, which it must not", pkg, rel)
-				}
+		for _, imp := range imps {
+			if !slices.Contains(l.allow, imp) {
+				t.Errorf("%s imports %s, which its layer does not allow (%s)", pkg, imp, l.why)
 			}
 		}
 	}
-	for pkg, ds := range all {
-		if pkg == "cmd/gateway" || strings.HasPrefix(pkg, "internal/proxy") {
+	for pkg, l := range layers {
+		if _, ok := all[pkg]; !ok {
+			t.Errorf("%s is in the allow-list but no longer exists: remove it (and from docs/architecture.md)", pkg)
+		}
+		if l.why == "" {
+			t.Errorf("%s has no reason", pkg)
+		}
+		for _, imp := range l.allow {
+			if _, ok := all[imp]; !ok {
+				t.Errorf("%s may import %s, which no longer exists", pkg, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyTheBinaryWires: proxy, config and the concrete stores are
+// imported by cmd/gateway alone (the stores' own Redis-over-PostgreSQL
+// composition aside).
+func TestOnlyTheBinaryWires(t *testing.T) {
+	for pkg, imps := range imports(t) {
+		if pkg == "cmd/gateway" {
 			continue
 		}
-		for _, d := range ds {
-			if d == module+"internal/proxy" {
-				t.Errorf("%s imports internal/proxy: only cmd/gateway may", pkg)
+		for _, imp := range imps {
+			switch {
+			case imp == "internal/proxy", imp == "internal/config",
+				(imp == "internal/store/sqlite" || imp == "internal/store/postgres" || imp == "internal/store/redis") && !strings.HasPrefix(pkg, "internal/store/"):
+				t.Errorf("%s imports %s: only cmd/gateway may", pkg, imp)
 			}
 		}
 	}
