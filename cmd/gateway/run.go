@@ -148,7 +148,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	log.SetFlags(0)
 	log.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelDebug).Writer())
 	sideModelKeys(cfg, logger)
-	tr, stopTracing, err := startTracing(ctx, getenv, logger)
+	tr, stopTracing, err := tracing.Start(ctx, getenv, buildVersion(), logger)
 	if err != nil {
 		return err
 	}
@@ -198,23 +198,6 @@ func sideModelKeys(cfg config.Config, logger *slog.Logger) {
 	}
 }
 
-// startTracing configures tracing from the OTEL_* variables (see
-// tracing.Setup) as the process's global provider; stop exports the spans
-// still buffered, within five seconds.
-func startTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (tr *tracing.Tracing, stop func(), err error) {
-	if tr, err = tracing.Setup(ctx, getenv, buildVersion()); err != nil {
-		return nil, nil, fmt.Errorf("tracing: %w", err)
-	}
-	tr.SetGlobal(logger)
-	return tr, func() {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tr.Shutdown(fctx); err != nil {
-			logger.Warn("flush traces", "error", err)
-		}
-	}, nil
-}
-
 // worker runs only the capture worker and the enricher, for deployments
 // that persist captures outside the serving processes, until ctx ends.
 func worker(ctx context.Context, getenv func(string) string, logw io.Writer) error {
@@ -223,7 +206,7 @@ func worker(ctx context.Context, getenv func(string) string, logw io.Writer) err
 		return err
 	}
 	defer mem.Close()
-	_, stopTracing, err := startTracing(ctx, getenv, logger)
+	_, stopTracing, err := tracing.Start(ctx, getenv, buildVersion(), logger)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ type store interface {
 	recall.IndexStore
 	recall.ManageStore
 	recall.Reembedder
+	Collectors() []prometheus.Collector // the store's caches
 }
 
 var (
@@ -150,7 +151,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
-	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable}, store: b.store, queue: b.queue}
+	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, Collectors: b.store.Collectors()}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -183,7 +184,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
-	// provider (see startTracing), a no-op one while tracing is off.
+	// provider (see tracing.Start), a no-op one while tracing is off.
 	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
 	return m, nil
 }

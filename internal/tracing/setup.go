@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -154,4 +155,21 @@ func (t *Tracing) SetGlobal(logger *slog.Logger) {
 	}
 	otel.SetTracerProvider(t.Provider)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "error", err) }))
+}
+
+// Start is Setup, then SetGlobal: tracing from the OTEL_* variables as the
+// process's global provider. stop exports the spans still buffered, within
+// five seconds, logging a failure.
+func Start(ctx context.Context, getenv func(string) string, version string, logger *slog.Logger) (t *Tracing, stop func(), err error) {
+	if t, err = Setup(ctx, getenv, version); err != nil {
+		return nil, nil, fmt.Errorf("tracing: %w", err)
+	}
+	t.SetGlobal(logger)
+	return t, func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := t.Shutdown(fctx); err != nil {
+			logger.Warn("flush traces", "error", err)
+		}
+	}, nil
 }
