@@ -86,8 +86,10 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// previous request's prompt is this one's prefix; the turn and its
 	// block count, and are dropped, together. This question's recall gives
 	// only passages those blocks do not show already.
-	var keptBy map[turnKey]string
-	blockCost := map[string]int{}
+	var (
+		keptBy    map[turnKey]string
+		blockCost map[string]int // made once a kept block is found
+	)
 	if a.kept != nil && !fullHistory {
 		keptBy = a.kept.lookup(req.Identity)
 	}
@@ -102,12 +104,15 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		}
 	}
 	withBlock := func(m memory.Message) (string, int) {
-		if m.Role != "user" || keptBy == nil {
+		if m.Role != "user" || len(keptBy) == 0 {
 			return "", 0
 		}
 		b := keptBy[keyOf(m)]
 		if b == "" {
 			return "", 0
+		}
+		if blockCost == nil {
+			blockCost = map[string]int{}
 		}
 		c, ok := blockCost[b]
 		if !ok {
