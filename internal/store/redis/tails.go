@@ -1,0 +1,185 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Tails keeps conversations' newest turns in Redis, shared by every gateway
+// process using it: the second tier of the engine's cache of them
+// (cache.TailTier). A conversation's tail is kept with the revision of its
+// user's messages it was read at (cache.Revisions.Tail, moved by every write
+// of them by any process) and is served only at that revision, so a tail
+// can never be stale: a write moves the revision, and what was kept before
+// it is never served again. One key per conversation holds its newest tail,
+// for TTL after it was kept.
+//
+// Erasure leaves nothing in Redis: each user's keys are listed in a set,
+// which Forget deletes with them, and a tail read before the erasure but
+// kept after it is refused (keepScript), so nothing of the erased user is
+// written back. When Redis fails, a lookup is a miss and a tail is not kept
+// (both log a warning, never message contents); Forget and Drop return an
+// error wrapping memory.ErrUnavailable.
+type Tails struct {
+	rdb    redis.UniversalClient
+	logger *slog.Logger
+	prefix string
+	ttl    time.Duration
+}
+
+// NewTails returns Tails on rdb whose keys start with prefix and live for
+// ttl after they were kept (1h when ttl <= 0).
+func NewTails(rdb redis.UniversalClient, logger *slog.Logger, prefix string, ttl time.Duration) *Tails {
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Tails{rdb: rdb, logger: logger, prefix: prefix, ttl: ttl}
+}
+
+// Keys. Ids cannot contain '/', so the joins are unambiguous.
+func (t *Tails) key(id memory.Identity) string {
+	return t.prefix + "tail:" + id.Tenant + "/" + id.User + "/" + id.Conversation
+}
+func (t *Tails) userKey(tenant, user string) string {
+	return t.prefix + "tails:" + tenant + "/" + user
+}
+func (t *Tails) erasedKey(tenant, user string) string {
+	return t.prefix + "erased:" + tenant + "/" + user
+}
+
+// tailValue is a kept tail, after its revision and a space; the identity
+// is the key's.
+type tailValue struct {
+	All  bool            `json:"a,omitempty"`
+	Msgs []tailedMessage `json:"m"`
+}
+
+// tailedMessage is one message of a kept tail.
+type tailedMessage struct {
+	Seq       int64           `json:"s"`
+	Key       string          `json:"k"`
+	Role      string          `json:"r"`
+	Content   string          `json:"c"`
+	Raw       json.RawMessage `json:"j,omitempty"`
+	Tokens    int             `json:"t"`
+	CreatedAt time.Time       `json:"at"`
+}
+
+// Tail returns the newest messages of id's conversation kept at rev, oldest
+// first, and whether they are all its live messages; ok is false when Redis
+// holds none at rev (or fails: logged).
+func (t *Tails) Tail(ctx context.Context, id memory.Identity, rev int64) (msgs []memory.Message, all, ok bool) {
+	v, err := t.rdb.Get(ctx, t.key(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, false
+	}
+	if err != nil {
+		t.logger.Warn("redis: reading a kept tail failed; reading the store", "tenant", id.Tenant, "err", err)
+		return nil, false, false
+	}
+	at, body, _ := strings.Cut(v, " ")
+	if at != strconv.FormatInt(rev, 10) {
+		return nil, false, false // kept at another revision: never served
+	}
+	var tv tailValue
+	if err := json.Unmarshal([]byte(body), &tv); err != nil {
+		t.logger.Warn("redis: a kept tail does not decode; reading the store", "tenant", id.Tenant, "err", err)
+		return nil, false, false
+	}
+	msgs = make([]memory.Message, len(tv.Msgs))
+	for i, m := range tv.Msgs {
+		msgs[i] = memory.Message{
+			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+			Seq: m.Seq, Key: m.Key, Role: m.Role, Content: m.Content,
+			Raw: m.Raw, Tokens: m.Tokens, CreatedAt: m.CreatedAt,
+		}
+	}
+	return msgs, tv.All, true
+}
+
+// keepScript keeps a tail unless its user was erased at a later revision
+// (the tail was read before the erasure), and lists its key in the user's
+// set. KEYS: tail, user set, erasure. ARGV: revision, ttl ms, value.
+var keepScript = redis.NewScript(`
+local erased = redis.call('GET', KEYS[3])
+if erased and tonumber(ARGV[1]) < tonumber(erased) then return 0 end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
+redis.call('SADD', KEYS[2], KEYS[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
+`)
+
+// KeepTail keeps msgs, read at rev, as the newest messages of id's
+// conversation (all of its live messages when all is set), replacing what
+// was kept of it. A failure is logged, not returned: the tail is read from
+// the store again next time.
+func (t *Tails) KeepTail(ctx context.Context, id memory.Identity, rev int64, msgs []memory.Message, all bool) {
+	tv := tailValue{All: all, Msgs: make([]tailedMessage, len(msgs))}
+	for i, m := range msgs {
+		tv.Msgs[i] = tailedMessage{Seq: m.Seq, Key: m.Key, Role: m.Role, Content: m.Content,
+			Raw: m.Raw, Tokens: m.Tokens, CreatedAt: m.CreatedAt}
+	}
+	body, err := json.Marshal(tv)
+	if err == nil {
+		v := strconv.FormatInt(rev, 10) + " " + string(body)
+		keys := []string{t.key(id), t.userKey(id.Tenant, id.User), t.erasedKey(id.Tenant, id.User)}
+		err = keepScript.Run(ctx, t.rdb, keys, rev, t.ttl.Milliseconds(), v).Err()
+	}
+	if err != nil {
+		t.logger.Warn("redis: keeping a tail failed", "tenant", id.Tenant, "err", err)
+	}
+}
+
+// Forget deletes every tail kept of the user and refuses, for the TTL,
+// any tail of theirs read at a revision before rev (their Tail revision
+// after an erasure): one read before the erasure and kept after it.
+func (t *Tails) Forget(ctx context.Context, tenant, user string, rev int64) error {
+	// The erasure is recorded first: a tail kept after it is refused, one
+	// kept before it is in the set deleted next.
+	if err := t.rdb.Set(ctx, t.erasedKey(tenant, user), rev, t.ttl).Err(); err != nil {
+		return fmt.Errorf("redis: record erasure: %w", unavailable(err))
+	}
+	return t.Drop(ctx, tenant, user)
+}
+
+// Drop deletes every tail kept of the user (each is of a revision no
+// longer current once their messages changed).
+func (t *Tails) Drop(ctx context.Context, tenant, user string) error {
+	set := t.userKey(tenant, user)
+	keys, err := t.rdb.SMembers(ctx, set).Result()
+	if err == nil && len(keys) > 0 {
+		// A tail kept meanwhile stays listed, for the next Drop.
+		_, err = t.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Unlink(ctx, keys...)
+			p.SRem(ctx, set, keys)
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("redis: drop kept tails: %w", unavailable(err))
+	}
+	return nil
+}
+
+// Count returns how many conversations' tails are kept of the user.
+func (t *Tails) Count(ctx context.Context, tenant, user string) (int, error) {
+	keys, err := t.rdb.SMembers(ctx, t.userKey(tenant, user)).Result()
+	if err != nil || len(keys) == 0 {
+		return 0, unavailable(err)
+	}
+	n, err := t.rdb.Exists(ctx, keys...).Result()
+	return int(n), unavailable(err)
+}
