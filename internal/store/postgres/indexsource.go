@@ -17,21 +17,22 @@ import (
 )
 
 // indexSource is what the Store's itemindex.Index reads: the counters of
-// memory_item_revisions (moved by the triggers of migration 0010 on every
-// write of memory_items, by any process sharing the database) and the rows
-// of memory_items, each read by the table's primary key.
+// memory_item_revisions (moved by the triggers of migrations 0010, 0011 and
+// 0021 on every write of memory_items, messages, facts and summaries, by
+// any process sharing the database) and the rows of memory_items, each
+// read by the table's primary key.
 type indexSource struct{ pool *pgxpool.Pool }
 
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none). MessagesAdded, Facts and Summaries stay 0: this store reads a
-// conversation's newest turns, the facts and the summaries from the
-// database on every request, keeping none of them in memory.
+// none).
 func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
 	var rev cache.Revisions
-	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed FROM memory_item_revisions
-		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages)
+	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed, messages_added,
+			facts_changed, summaries_changed FROM memory_item_revisions
+		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
+		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return cache.Revisions{}, unavailable(err)
 	}
