@@ -115,9 +115,9 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		}
 		b.closers = append(b.closers, rdb.Close)
 		b.embeddings = redis.NewEmbeddingCache(rdb, sc.RedisPrefix, embeddingCacheTTL)
-		// The recent window of each conversation is cached in Redis; every
-		// read and save falls back to PostgreSQL when Redis is away.
-		b.store = redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, logger, redis.CacheConfig{Prefix: sc.RedisPrefix, Window: max(50, cfg.Memory.RecentMessages)})}
+		// Conversations' newest turns are kept in Redis too, under the
+		// revision they were read at; a lookup misses when Redis is away.
+		b.store = redis.Cached{Store: pg, Tails: redis.NewTails(rdb, logger, sc.RedisPrefix, 0)}
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.

@@ -80,7 +80,7 @@ var layers = map[string]layer{
 	"internal/itemindex":       {"the in-memory item index the SQL stores search", with(domain, []string{"internal/engine/cache", "internal/store/contract", "internal/vec"})},
 	"internal/store/sqlite":    {"SQL for the embedded store", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/sqlite"})},
 	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/postgres"})},
-	"internal/store/redis":     {"Redis queue and caches in front of the PostgreSQL store", with(domain, []string{"internal/store/postgres", "internal/telemetry"})},
+	"internal/store/redis":     {"Redis queue, embedding cache and the second tier of kept tails beside the PostgreSQL store", with(domain, []string{"internal/store/postgres"})},
 	"internal/store/storetest": {"the contract suites every store runs", domain},
 
 	// Surfaces beside the proxy.

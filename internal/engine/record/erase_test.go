@@ -264,7 +264,7 @@ func TestEraseRacePostgresRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pg.Close() })
 	queue, rdb := record.MustRedisQueue(t, prefix)
-	store := redis.Cached{Store: pg, Cache: redis.NewCache(rdb, pg, nil, redis.CacheConfig{Prefix: prefix})}
+	store := redis.Cached{Store: pg, Tails: redis.NewTails(rdb, nil, prefix, 0)}
 	runEraseRace(t, store, queue, func() int64 {
 		n, err := queue.Pending(context.Background())
 		if err != nil {

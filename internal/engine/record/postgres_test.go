@@ -253,7 +253,7 @@ func TestPostgresRedisReadYourWritesUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	cache := redis.NewCache(rdb, pg, nil, redis.CacheConfig{Prefix: testenv.RedisPrefix(t)})
+	cache := redis.Cached{Store: pg, Tails: redis.NewTails(rdb, nil, testenv.RedisPrefix(t), 0)}
 	c := mustCapturer(t, nil, cache, nil, Options{})
 	var misses atomic.Int64
 	var wg sync.WaitGroup

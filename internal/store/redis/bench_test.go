@@ -2,45 +2,39 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// BenchmarkRecent compares reading a conversation's recent window from
-// PostgreSQL with reading it through the Redis cache.
+// BenchmarkRecent compares reading a conversation's newest turns from
+// PostgreSQL with reading them from Tails.
 func BenchmarkRecent(b *testing.B) {
 	ctx := context.Background()
 	pg := mustPG(b)
-	c, _ := mustCache(b, pg, CacheConfig{})
+	tails := mustTails(b, 0)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "bench"}
 	for n := range 40 {
-		if _, err := c.SaveExchange(ctx, say(id, n)); err != nil {
+		if _, err := pg.SaveExchange(ctx, say(id, n)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for _, s := range []struct {
-		name  string
-		store interface {
-			Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
-		}
-	}{{"postgres", pg}, {"cache", c}} {
-		b.Run(fmt.Sprintf("%s/n=20", s.name), func(b *testing.B) {
-			for b.Loop() {
-				msgs, err := s.store.Recent(ctx, id, 20)
-				if err != nil || len(msgs) != 20 {
-					b.Fatalf("Recent = %d messages, %v", len(msgs), err)
-				}
-			}
-		})
+	window, err := pg.Recent(ctx, id, 50)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Run("SaveExchange/through-cache", func(b *testing.B) {
-		n := 1000
+	tails.KeepTail(ctx, id, 1, window, false)
+	b.Run("postgres/n=50", func(b *testing.B) {
 		for b.Loop() {
-			n++
-			if _, err := c.SaveExchange(ctx, say(id, n)); err != nil {
-				b.Fatal(err)
+			if msgs, err := pg.Recent(ctx, id, 50); err != nil || len(msgs) != 50 {
+				b.Fatalf("Recent = %d messages, %v", len(msgs), err)
+			}
+		}
+	})
+	b.Run("tails/n=50", func(b *testing.B) {
+		for b.Loop() {
+			if msgs, _, ok := tails.Tail(ctx, id, 1); !ok || len(msgs) != 50 {
+				b.Fatalf("Tail = %d messages, %v", len(msgs), ok)
 			}
 		}
 	})

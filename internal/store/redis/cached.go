@@ -2,54 +2,67 @@ package redis
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
 )
 
-// Cached is a PostgreSQL store whose conversations' recent windows a Cache
-// keeps in Redis: the Cache's methods where it caches (the recent windows,
-// and the saves, deletes and moves after which it brings them up to date,
-// and the footprint that counts them), the store's own for everything else.
-// The two are embedded, not wrapped: no method is forwarded by hand, and a
-// method the store gains is Cached's at once. The methods below only pick
-// the Cache where both have one.
+// Cached is a PostgreSQL store whose conversations' newest turns are also
+// kept in Redis (Tails, the engine cache's second tier): the store's
+// methods, but for the deletes, which also delete what Redis keeps of the
+// user, and the footprint, which counts it. Everything Tails keeps is kept
+// under the revision of the user's messages it was read at, so no save
+// needs to touch Redis: a save moves the revision.
 type Cached struct {
 	*postgres.Store
-	*Cache
+	Tails *Tails
 }
 
-// SaveExchange is the Cache's.
-func (s Cached) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	return s.Cache.SaveExchange(ctx, ex)
-}
-
-// SaveExchanges is the Cache's.
-func (s Cached) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	return s.Cache.SaveExchanges(ctx, exs)
-}
-
-// Recent is the Cache's.
-func (s Cached) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
-	return s.Cache.Recent(ctx, id, n)
-}
-
-// DeleteConversation is the Cache's.
+// DeleteConversation deletes the conversation from the store, then every
+// tail kept of its user (none is current after the delete), even when the
+// store reports memory.ErrNotFound.
 func (s Cached) DeleteConversation(ctx context.Context, id memory.Identity) error {
-	return s.Cache.DeleteConversation(ctx, id)
+	err := s.Store.DeleteConversation(ctx, id)
+	if err != nil && !errors.Is(err, memory.ErrNotFound) {
+		return err
+	}
+	if derr := s.Tails.Drop(ctx, id.Tenant, id.User); derr != nil {
+		return derr
+	}
+	return err
 }
 
-// DeleteUser is the Cache's.
+// DeleteUser erases the user in the store, then deletes every tail kept of
+// theirs, refusing any read before the erasure and kept after it
+// (Tails.Forget), and last empties the embedding cache kept under the same
+// prefix, which names no owner (see EmbeddingCache). It returns an error
+// wrapping memory.ErrUnavailable when Redis could not be cleared: erased
+// data must not stay there.
 func (s Cached) DeleteUser(ctx context.Context, tenant, user string) error {
-	return s.Cache.DeleteUser(ctx, tenant, user)
+	if err := s.Store.DeleteUser(ctx, tenant, user); err != nil {
+		return err
+	}
+	if err := s.Tails.Forget(ctx, tenant, user, math.MaxInt64); err != nil {
+		return err
+	}
+	if _, err := clearEmbeddings(ctx, s.Tails.rdb, s.Tails.prefix); err != nil {
+		return fmt.Errorf("redis: erase: %w", err)
+	}
+	return nil
 }
 
-// Adopt is the Cache's.
-func (s Cached) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	return s.Cache.Adopt(ctx, to, prior)
-}
-
-// Footprint is the Cache's.
+// Footprint counts the store's rows of the user and the conversations'
+// tails of theirs Redis keeps.
 func (s Cached) Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error) {
-	return s.Cache.Footprint(ctx, tenant, user)
+	f, err := s.Store.Footprint(ctx, tenant, user)
+	if err != nil {
+		return f, err
+	}
+	if f.CachedWindows, err = s.Tails.Count(ctx, tenant, user); err != nil {
+		return f, fmt.Errorf("redis: count kept tails: %w", err)
+	}
+	return f, nil
 }

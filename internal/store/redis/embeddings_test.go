@@ -143,8 +143,8 @@ func TestEmbeddingCacheUnavailable(t *testing.T) {
 }
 
 // TestEraseEmptiesEmbeddingCache: the embedding cache names no owner, so a
-// user's erasure through the Cache empties the embedding cache kept under
-// the Cache's prefix — every model, every dimension, more keys than one
+// user's erasure through Cached empties the embedding cache kept under
+// its Tails' prefix — every model, every dimension, more keys than one
 // SCAN step returns — and nothing under another deployment's prefix, even
 // one the first prefix would match as a glob pattern.
 func TestEraseEmptiesEmbeddingCache(t *testing.T) {
@@ -152,7 +152,7 @@ func TestEraseEmptiesEmbeddingCache(t *testing.T) {
 	rdb := mustClient(t)
 	base := testenv.RedisPrefix(t)
 	prefix, other := base+"a*", base+"ab"
-	cache := NewCache(rdb, mustPG(t), nil, CacheConfig{Prefix: prefix})
+	cache := Cached{Store: mustPG(t), Tails: NewTails(rdb, nil, prefix, 0)}
 	mine, theirs := NewEmbeddingCache(rdb, prefix, time.Hour), NewEmbeddingCache(rdb, other, time.Hour)
 	many := map[string][]float32{}
 	for i := range clearBatch + 10 {

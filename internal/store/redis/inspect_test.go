@@ -20,7 +20,7 @@ func TestCacheInspectContract(t *testing.T) {
 // TestFootprintCountsCachedWindows: the footprint includes the user's
 // conversation windows held in Redis, and erasure leaves none.
 func TestFootprintCountsCachedWindows(t *testing.T) {
-	c, _ := mustCache(t, mustPG(t), CacheConfig{Window: 6})
+	c := contractCache(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
@@ -29,9 +29,11 @@ func TestFootprintCountsCachedWindows(t *testing.T) {
 	if _, err := c.SaveExchange(ctx, memory.Exchange{ID: "e1", Identity: id, Turn: []memory.Message{turn}, Reply: reply, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Recent(ctx, id, 6); err != nil { // fills the window
+	msgs, err := c.Recent(ctx, id, 6)
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.Tails.KeepTail(ctx, id, 2, msgs, true)
 	fp, err := c.Footprint(ctx, "acme", "alice")
 	if err != nil || fp.CachedWindows != 1 || fp.Messages != 2 {
 		t.Fatalf("Footprint = %+v, %v; want 1 cached window and 2 messages", fp, err)

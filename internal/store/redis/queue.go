@@ -1,6 +1,7 @@
 // Package redis holds memgate's Redis adapters: a durable capture queue
-// on Redis Streams (Queue) and a cache of each conversation's recent window
-// in front of a memory store (Cache).
+// on Redis Streams (Queue), an embedding cache (EmbeddingCache), and the
+// engine cache's second tier of conversations' newest turns (Tails),
+// composed with the PostgreSQL store by Cached.
 package redis
 
 import (
