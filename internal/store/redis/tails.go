@@ -60,22 +60,11 @@ func (t *Tails) erasedKey(tenant, user string) string {
 	return t.prefix + "erased:" + tenant + "/" + user
 }
 
-// tailValue is a kept tail, after its revision and a space; the identity
-// is the key's.
+// tailValue is a kept tail, after its revision and a space; the tenant
+// and user are the key's.
 type tailValue struct {
-	All  bool            `json:"a,omitempty"`
-	Msgs []tailedMessage `json:"m"`
-}
-
-// tailedMessage is one message of a kept tail.
-type tailedMessage struct {
-	Seq       int64           `json:"s"`
-	Key       string          `json:"k"`
-	Role      string          `json:"r"`
-	Content   string          `json:"c"`
-	Raw       json.RawMessage `json:"j,omitempty"`
-	Tokens    int             `json:"t"`
-	CreatedAt time.Time       `json:"at"`
+	All  bool             `json:"all,omitempty"`
+	Msgs []memory.Message `json:"msgs"`
 }
 
 // Tail returns the newest messages of id's conversation kept at rev, oldest
@@ -99,15 +88,14 @@ func (t *Tails) Tail(ctx context.Context, id memory.Identity, rev int64) (msgs [
 		t.logger.Warn("redis: a kept tail does not decode; reading the store", "tenant", id.Tenant, "err", err)
 		return nil, false, false
 	}
-	msgs = make([]memory.Message, len(tv.Msgs))
-	for i, m := range tv.Msgs {
-		msgs[i] = memory.Message{
-			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-			Seq: m.Seq, Key: m.Key, Role: m.Role, Content: m.Content,
-			Raw: m.Raw, Tokens: m.Tokens, CreatedAt: m.CreatedAt,
+	for i := range tv.Msgs {
+		m := &tv.Msgs[i]
+		m.Tenant, m.User = id.Tenant, id.User
+		if string(m.Raw) == "null" { // kept without one
+			m.Raw = nil
 		}
 	}
-	return msgs, tv.All, true
+	return tv.Msgs, tv.All, true
 }
 
 // keepScript keeps a tail unless its user was erased at a later revision
@@ -127,12 +115,7 @@ return 1
 // was kept of it. A failure is logged, not returned: the tail is read from
 // the store again next time.
 func (t *Tails) KeepTail(ctx context.Context, id memory.Identity, rev int64, msgs []memory.Message, all bool) {
-	tv := tailValue{All: all, Msgs: make([]tailedMessage, len(msgs))}
-	for i, m := range msgs {
-		tv.Msgs[i] = tailedMessage{Seq: m.Seq, Key: m.Key, Role: m.Role, Content: m.Content,
-			Raw: m.Raw, Tokens: m.Tokens, CreatedAt: m.CreatedAt}
-	}
-	body, err := json.Marshal(tv)
+	body, err := json.Marshal(tailValue{All: all, Msgs: msgs})
 	if err == nil {
 		v := strconv.FormatInt(rev, 10) + " " + string(body)
 		keys := []string{t.key(id), t.userKey(id.Tenant, id.User), t.erasedKey(id.Tenant, id.User)}

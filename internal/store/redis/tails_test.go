@@ -32,6 +32,9 @@ func tailOf(id memory.Identity, first int64, n int) []memory.Message {
 			Seq: seq, Key: fmt.Sprint("k", seq), Role: "user", Content: fmt.Sprint("m", seq),
 			Raw: []byte(fmt.Sprintf(`{"role":"user","content":"m%d"}`, seq)), Tokens: int(seq),
 			CreatedAt: time.Unix(1700000000+seq, 0).UTC()}
+		if seq%2 == 0 {
+			msgs[i].Role, msgs[i].Raw = "assistant", nil // a reply kept without its JSON
+		}
 	}
 	return msgs
 }
