@@ -1,8 +1,9 @@
 package redis
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,11 +61,11 @@ func (t *Tails) erasedKey(tenant, user string) string {
 	return t.prefix + "erased:" + tenant + "/" + user
 }
 
-// tailValue is a kept tail, after its revision and a space; the tenant
-// and user are the key's.
+// tailValue is a kept tail, gob-encoded after its revision and a space
+// (gob decodes a tail several times faster than encoding/json).
 type tailValue struct {
-	All  bool             `json:"all,omitempty"`
-	Msgs []memory.Message `json:"msgs"`
+	All  bool
+	Msgs []memory.Message
 }
 
 // Tail returns the newest messages of id's conversation kept at rev, oldest
@@ -84,16 +85,13 @@ func (t *Tails) Tail(ctx context.Context, id memory.Identity, rev int64) (msgs [
 		return nil, false, false // kept at another revision: never served
 	}
 	var tv tailValue
-	if err := json.Unmarshal([]byte(body), &tv); err != nil {
+	if err := gob.NewDecoder(strings.NewReader(body)).Decode(&tv); err != nil {
 		t.logger.Warn("redis: a kept tail does not decode; reading the store", "tenant", id.Tenant, "err", err)
 		return nil, false, false
 	}
 	for i := range tv.Msgs {
 		m := &tv.Msgs[i]
-		m.Tenant, m.User = id.Tenant, id.User
-		if string(m.Raw) == "null" { // kept without one
-			m.Raw = nil
-		}
+		m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
 	}
 	return tv.Msgs, tv.All, true
 }
@@ -115,11 +113,12 @@ return 1
 // was kept of it. A failure is logged, not returned: the tail is read from
 // the store again next time.
 func (t *Tails) KeepTail(ctx context.Context, id memory.Identity, rev int64, msgs []memory.Message, all bool) {
-	body, err := json.Marshal(tailValue{All: all, Msgs: msgs})
+	var v bytes.Buffer
+	v.WriteString(strconv.FormatInt(rev, 10) + " ")
+	err := gob.NewEncoder(&v).Encode(tailValue{All: all, Msgs: msgs})
 	if err == nil {
-		v := strconv.FormatInt(rev, 10) + " " + string(body)
 		keys := []string{t.key(id), t.userKey(id.Tenant, id.User), t.erasedKey(id.Tenant, id.User)}
-		err = keepScript.Run(ctx, t.rdb, keys, rev, t.ttl.Milliseconds(), v).Err()
+		err = keepScript.Run(ctx, t.rdb, keys, rev, t.ttl.Milliseconds(), v.Bytes()).Err()
 	}
 	if err != nil {
 		t.logger.Warn("redis: keeping a tail failed", "tenant", id.Tenant, "err", err)
