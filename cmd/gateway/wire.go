@@ -16,6 +16,7 @@ import (
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/prompt"
 	"github.com/memgate/memgate/internal/engine/recall"
@@ -34,10 +35,12 @@ import (
 // fails the build, not a request.
 type store interface {
 	engine.Store
-	prompt.HistoryReader
-	prompt.SummaryReader
-	prompt.FactReader
+	cache.Reader
+	prompt.RevisionReader
 	record.Saver
+	record.BatchSaver
+	record.DeadLetterer
+	record.Adopter
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
@@ -97,7 +100,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
-		st.SetCacheLimits(lim, turns, c.RecentMB<<20)
+		st.SetCacheLimits(lim, turns)
 		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: st, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
@@ -151,7 +154,13 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
-	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, Collectors: b.store.Collectors()}, store: b.store, queue: b.queue}
+	// What a request reads of the store besides its searches (recent
+	// turns, facts, summaries) is kept in memory by the engine, under the
+	// user's revision counters; saves and erasures go through it.
+	cs := withReads(cfg, b.store)
+	b.store = cs
+	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
+		Collectors: append(b.store.Collectors(), cs.reads.Collectors()...)}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -175,7 +184,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.Collectors = append(m.Collectors, m.recall.Collectors...)
 		m.Recall, rec = m.recall.Manager, m.recall.Recaller
 	}
-	if m.Prompt, err = newAssembler(cfg, b.store, rec, counter, logger); err != nil {
+	if m.Prompt, err = newAssembler(cfg, cs, rec, counter, logger); err != nil {
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
@@ -191,12 +200,14 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 
 // newAssembler builds the prompt assembler: budget, shares and template
 // from memory.*, facts cap from recall.*. rec nil: no recall.
-func newAssembler(cfg config.Config, st store, rec prompt.Recaller, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
+func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
 	// Claude models (on /v1/messages, or any API) are counted with the
 	// documented upper-bound estimate of internal/dialect/anthropic.
-	deps := prompt.Deps{History: st, Facts: st, Recaller: rec, Counter: anthropic.NewCounter(counter, tokens.DefaultContextWindow)}
+	reads := st.reads
+	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st,
+		Counter: anthropic.NewCounter(counter, tokens.DefaultContextWindow)}
 	if cfg.Compaction.Enabled {
-		deps.Summaries = st
+		deps.Summaries = reads
 	}
 	mc, sh := cfg.Memory, cfg.Memory.Shares
 	a, err := prompt.NewAssembler(deps, prompt.Options{
@@ -306,4 +317,41 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger
 func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
 	return engine.NewEmbedder(engine.EmbedderOptions{Provider: ec.Provider, Model: ec.Model, Dims: ec.Dims(), Batch: ec.Batch, Concurrency: ec.Concurrency,
 		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
+}
+
+// cachedStore is a store whose saves and erasures also reach the engine's
+// cache of its reads: a save appends the turns it stored to the
+// conversation's newest turns held (cache.Reads.Saved), an erasure drops
+// what is held of the user.
+type cachedStore struct {
+	store
+	reads *cache.Reads
+}
+
+// withReads returns st with the engine's cache of its reads, bounded as
+// memory.cache says.
+func withReads(cfg config.Config, st store) cachedStore {
+	return cachedStore{store: st, reads: cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
+}
+
+func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := s.store.SaveExchange(ctx, ex)
+	if err == nil {
+		s.reads.Saved([]memory.Exchange{ex}, []memory.SaveResult{res})
+	}
+	return res, err
+}
+
+func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	res, err := s.store.SaveExchanges(ctx, exs)
+	if err == nil {
+		s.reads.Saved(exs, res)
+	}
+	return res, err
+}
+
+func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
+	err := s.store.DeleteUser(ctx, tenant, user)
+	s.reads.Forget(tenant, user)
+	return err
 }

@@ -81,7 +81,7 @@ var layers = map[string]layer{
 	"internal/store/sqlite":    {"SQL for the embedded store", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/sqlite"})},
 	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/postgres"})},
 	"internal/store/redis":     {"Redis queue, embedding cache and the second tier of kept tails beside the PostgreSQL store", with(domain, []string{"internal/store/postgres"})},
-	"internal/store/storetest": {"the contract suites every store runs", domain},
+	"internal/store/storetest": {"the contract suites every store runs, and the engine cache they run the freshness suite through", with(domain, []string{"internal/engine/cache"})},
 
 	// Surfaces beside the proxy.
 	"internal/admin":     {"the management API", with(domain, []string{"internal/apierr", "internal/dialect", "internal/engine/record", "internal/identity", "internal/server"})},
@@ -98,7 +98,7 @@ var layers = map[string]layer{
 
 	// The binary: wiring lives here and only here.
 	"cmd/gateway": {"run, routes and wiring, with concrete types", with(domain, dialects[1:2], []string{
-		"internal/admin", "internal/config", "internal/engine", "internal/engine/enrich", "internal/engine/prompt",
+		"internal/admin", "internal/config", "internal/engine", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/cache",
 		"internal/engine/recall", "internal/engine/record", "internal/identity", "internal/itemindex", "internal/mcpserver",
 		"internal/proxy", "internal/redact", "internal/savings", "internal/server", "internal/store/postgres",
 		"internal/store/redis", "internal/store/sqlite", "internal/tokens", "internal/tracing", "internal/ui"})},

@@ -272,9 +272,9 @@ type Cache struct {
 	ItemsMB int `yaml:"items_mb"`
 	// TurnsMB bounds the turns around recalled messages.
 	TurnsMB int `yaml:"turns_mb"`
-	// RecentMB bounds the conversations' newest messages the embedded
-	// (SQLite) store keeps for their recent turns (8: about 25,000
-	// messages, 64 per conversation); PostgreSQL's come from Redis.
+	// RecentMB bounds the conversations' newest messages the engine keeps
+	// for their recent turns, for either store (8: about 25,000 messages,
+	// up to 64 per conversation).
 	RecentMB int `yaml:"recent_mb"`
 }
 

@@ -16,12 +16,12 @@
 // Added moved: the rows with ids above the highest held are read and
 // appended; Changed moved: everything is read again. The counters never go
 // back (an erasure moves Changed and keeps the user's row), so a cache
-// read before a change can never pass for a later state. A request whose
-// context carries a memory.Memo (a recall) reads them once for all its
-// searches and for the turns around their hits (Windows).
+// read before a change can never pass for a later state. A request reads
+// them once and hands them to all its searches and to the turns around
+// their hits (Windows).
 //
 // A store supplies the reads through the small interfaces below
-// (RevisionReader, VectorLoader, TextLoader, ItemLoader); users too large
+// (VectorLoader, TextLoader, ItemLoader); users too large
 // for their share of a cache get ErrTooBig, and the store searches them in
 // SQL instead.
 package itemindex
@@ -75,7 +75,6 @@ type ItemLoader interface {
 
 // Source is every read an Index makes of its store.
 type Source interface {
-	cache.RevisionReader
 	VectorLoader
 	TextLoader
 	ItemLoader
@@ -133,15 +132,15 @@ func (x *Index) Collectors() []prometheus.Collector {
 // Limit <= 0, finds nothing. It returns ErrTooBig for a user too large to
 // keep.
 //
-// It reads the user's Revisions once and, after inserts, only the new
-// rows; the scoring visits every vector of the user (about 0.1 µs per item
+// It keeps the vectors under rev, the user's Revisions read once by the
+// caller's request before, and after inserts reads only the new rows; the scoring visits every vector of the user (about 0.1 µs per item
 // of 384 dimensions).
-func (x *Index) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
 	qnorm := Norm(q.Embedding)
 	if qnorm == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	set, err := x.userVectors(ctx, Key{Tenant: q.Tenant, User: q.User, Model: q.Model, Dims: len(q.Embedding)})
+	set, err := x.userVectors(ctx, rev, Key{Tenant: q.Tenant, User: q.User, Model: q.Model, Dims: len(q.Embedding)})
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +154,7 @@ func (x *Index) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 // q.ExcludeRefs. An item embedded with q.Model and q.Dims comes with its
 // Embedding (read-only; see QueryEmbeddings). It returns ErrTooBig for a user too large to
 // index in memory.
-func (x *Index) SearchText(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
@@ -163,7 +162,7 @@ func (x *Index) SearchText(ctx context.Context, q memory.ItemQuery, terms []stri
 		best    []Scored
 		changed int64
 	)
-	err := x.withTextIndex(ctx, q.Tenant, q.User, func(t *textIndex) {
+	err := x.withTextIndex(ctx, rev, q.Tenant, q.User, func(t *textIndex) {
 		changed = t.changed
 		excluded := refSet(q.ExcludeRefs)
 		best = t.search(terms, q.Related, q.Limit, func(d int32) bool {
@@ -198,12 +197,12 @@ func QueryEmbeddings(items []memory.Item, q memory.ItemQuery) []memory.Item {
 // them, in the order given: the words a query shares with most of the
 // user's memory (speaker names, common words). It returns ErrTooBig for a
 // user too large to index in memory.
-func (x *Index) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+func (x *Index) CommonTerms(ctx context.Context, rev cache.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
 	var out []string
-	err := x.withTextIndex(ctx, tenant, user, func(t *textIndex) {
+	err := x.withTextIndex(ctx, rev, tenant, user, func(t *textIndex) {
 		for _, w := range terms {
 			df := len(t.postings[FoldWord(w)])
 			if df > 0 && df >= minDF && float64(df) >= frac*float64(len(t.ids)) {

@@ -25,8 +25,6 @@ type fakeStore struct {
 	reads    map[string]int
 	afterIDs []int64
 	loaded   []int64
-	// failRevisions, when set, fails ItemRevisions.
-	failRevisions error
 }
 
 var _ itemindex.Source = (*fakeStore)(nil)
@@ -81,14 +79,13 @@ func (f *fakeStore) count(method string) int {
 	return f.reads[method]
 }
 
-func (f *fakeStore) ItemRevisions(_ context.Context, tenant, user string) (cache.Revisions, error) {
+// revs reads the user's (of acme) Revisions, as a request does once
+// before its searches.
+func (f *fakeStore) revs(t testing.TB, user string) cache.Revisions {
+	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reads["revisions"]++
-	if f.failRevisions != nil {
-		return cache.Revisions{}, f.failRevisions
-	}
-	return f.rev[[2]string{tenant, user}], nil
+	return f.rev[[2]string{"acme", user}]
 }
 
 func (f *fakeStore) LoadVectors(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []float32) error) error {
@@ -175,11 +172,11 @@ func TestIndexReadsOnlyWhatChanged(t *testing.T) {
 	terms := []string{"porto"}
 	search := func(step string, wantV, wantT []string, afterIDs []int64) {
 		t.Helper()
-		v, err := x.SearchVector(ctx, vq)
+		v, err := x.SearchVector(ctx, f.revs(t, "alice"), vq)
 		if got := refsOf(t, v, err); !slices.Equal(got, wantV) {
 			t.Fatalf("%s: SearchVector = %v, want %v", step, got, wantV)
 		}
-		tx, err := x.SearchText(ctx, tq, terms)
+		tx, err := x.SearchText(ctx, f.revs(t, "alice"), tq, terms)
 		if got := refsOf(t, tx, err); !slices.Equal(got, wantT) {
 			t.Fatalf("%s: SearchText = %v, want %v", step, got, wantT)
 		}
@@ -204,57 +201,44 @@ func TestIndexReadsOnlyWhatChanged(t *testing.T) {
 	// ones held.
 	f.add(fakeItem("alice", "n1", "porto", 1, 0), fakeItem("alice", "n2", "porto", 1, 0), fakeItem("alice", "n3", "porto", 1, 0))
 	search("after the erasure", []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3"}, []int64{0, 0})
-	if n := f.count("revisions"); n != 12 {
-		t.Fatalf("%d revisions lookups for 6 searches of each kind, want one per search", n)
-	}
 }
 
-// TestIndexReadsRevisionsOncePerMemo checks that the searches of one
-// request carrying a memory.Memo read the user's revisions once, and that
-// the next request sees a change made in between.
-func TestIndexReadsRevisionsOncePerMemo(t *testing.T) {
+// TestIndexKeysByTheRevisionsGiven checks that what a search finds is
+// current as of the Revisions its caller read: searches given the same
+// Revisions read no rows, and a change is seen by the first search given
+// the Revisions read after it, never before (the caller's request reads
+// them once, before its searches).
+func TestIndexKeysByTheRevisionsGiven(t *testing.T) {
+	ctx := context.Background()
 	f := newFakeStore()
 	x := itemindex.New(f, itemindex.DefaultLimits)
 	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10}
 	tq := memory.ItemQuery{Tenant: "acme", User: "alice", Limit: 10}
-	request := func(step string, want []string, revisions int) {
+	request := func(step string, want []string, reads int) {
 		t.Helper()
-		ctx := memory.WithMemo(context.Background())
-		before := f.count("revisions")
+		rev := f.revs(t, "alice")
+		before := f.count("vectors") + f.count("texts")
 		for range 2 {
-			v, err := x.SearchVector(ctx, vq)
+			v, err := x.SearchVector(ctx, rev, vq)
 			if got := refsOf(t, v, err); !slices.Equal(got, want) {
 				t.Fatalf("%s: SearchVector = %v, want %v", step, got, want)
 			}
-			tx, err := x.SearchText(ctx, tq, []string{"porto"})
+			tx, err := x.SearchText(ctx, rev, tq, []string{"porto"})
 			if got := refsOf(t, tx, err); !slices.Equal(got, want) {
 				t.Fatalf("%s: SearchText = %v, want %v", step, got, want)
 			}
 		}
-		if n := f.count("revisions") - before; n != revisions {
-			t.Fatalf("%s: %d revisions lookups for one request's four searches, want %d", step, n, revisions)
+		if n := f.count("vectors") + f.count("texts") - before; n != reads {
+			t.Fatalf("%s: %d row reads for one request's four searches, want %d", step, n, reads)
 		}
 	}
 	f.add(fakeItem("alice", "a", "porto", 1, 0))
-	request("first", []string{"a"}, 1)
+	request("first", []string{"a"}, 2)
+	request("unchanged", []string{"a"}, 0)
 	f.add(fakeItem("alice", "b", "porto", 1, 0))
-	request("after an insert", []string{"a", "b"}, 1)
+	request("after an insert", []string{"a", "b"}, 2)
 	f.remove("acme", "alice")
-	request("after the erasure", []string{}, 1)
-	// A lookup that fails is not kept: the request's next search reads again.
-	f.add(fakeItem("alice", "c", "porto", 1, 0))
-	ctx := memory.WithMemo(context.Background())
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	f.failRevisions = context.Canceled
-	if _, err := x.SearchVector(cancelled, vq); err == nil {
-		t.Fatal("a search whose revisions lookup failed succeeded")
-	}
-	f.failRevisions = nil
-	v, err := x.SearchVector(ctx, vq)
-	if got := refsOf(t, v, err); !slices.Equal(got, []string{"c"}) {
-		t.Fatalf("after a failed lookup: SearchVector = %v, want [c]", got)
-	}
+	request("after the erasure", []string{}, 2)
 }
 
 // TestIndexFilters checks the conversation, excluded refs, model and
@@ -274,20 +258,20 @@ func TestIndexFilters(t *testing.T) {
 		return refsOf(t, items, err)
 	}
 	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10}
-	items, err := x.SearchVector(ctx, q)
+	items, err := x.SearchVector(ctx, f.revs(t, "alice"), q)
 	if got := refsOf(t, items, err); !slices.Equal(got, []string{"other-conv", "a"}) || items[1].Score < 0.5999 || items[1].Score > 0.6001 {
 		t.Fatalf("SearchVector = %v (%+v), want other-conv, then a scoring 0.6", got, items)
 	}
 	q.Conversation = "c1"
-	if got := refs(x.SearchVector(ctx, q)); !slices.Equal(got, []string{"a"}) {
+	if got := refs(x.SearchVector(ctx, f.revs(t, "alice"), q)); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("conversation c1: %v", got)
 	}
 	q.Conversation, q.ExcludeRefs = "", []string{"a"}
-	if got := refs(x.SearchVector(ctx, q)); !slices.Equal(got, []string{"other-conv"}) {
+	if got := refs(x.SearchVector(ctx, f.revs(t, "alice"), q)); !slices.Equal(got, []string{"other-conv"}) {
 		t.Fatalf("a excluded: %v", got)
 	}
 	tq := memory.ItemQuery{Tenant: "acme", User: "alice", Conversation: "c2", Limit: 10}
-	if got := refs(x.SearchText(ctx, tq, []string{"Pörto"})); !slices.Equal(got, []string{"other-conv"}) {
+	if got := refs(x.SearchText(ctx, f.revs(t, "alice"), tq, []string{"Pörto"})); !slices.Equal(got, []string{"other-conv"}) {
 		t.Fatalf("text in c2: %v", got)
 	}
 }
@@ -303,9 +287,10 @@ func TestIndexTooBig(t *testing.T) {
 	}
 	f.add(fakeItem("small", "s", "porto", 1, 0))
 	for _, user := range []string{"big", "small"} {
-		_, verr := x.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: user, Embedding: []float32{1, 0}, Model: "m", Limit: 3})
-		_, terr := x.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: user, Limit: 3}, []string{"porto"})
-		_, cerr := x.CommonTerms(ctx, "acme", user, []string{"porto"}, 1, 0.5)
+		rev := f.revs(t, user)
+		_, verr := x.SearchVector(ctx, rev, memory.ItemQuery{Tenant: "acme", User: user, Embedding: []float32{1, 0}, Model: "m", Limit: 3})
+		_, terr := x.SearchText(ctx, rev, memory.ItemQuery{Tenant: "acme", User: user, Limit: 3}, []string{"porto"})
+		_, cerr := x.CommonTerms(ctx, rev, "acme", user, []string{"porto"}, 1, 0.5)
 		for _, err := range []error{verr, terr, cerr} {
 			if big := errors.Is(err, itemindex.ErrTooBig); big != (user == "big") || (err != nil && !big) {
 				t.Fatalf("%s: %v", user, err)
@@ -338,11 +323,11 @@ func TestIndexConcurrentSearches(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := x.SearchVector(ctx, vq); err != nil {
+				if _, err := x.SearchVector(ctx, f.revs(t, "alice"), vq); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := x.SearchText(ctx, tq, []string{"porto"}); err != nil {
+				if _, err := x.SearchText(ctx, f.revs(t, "alice"), tq, []string{"porto"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -357,11 +342,11 @@ func TestIndexConcurrentSearches(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
-	v, err := x.SearchVector(ctx, vq)
+	v, err := x.SearchVector(ctx, f.revs(t, "alice"), vq)
 	if err != nil || len(v) != 50 {
 		t.Fatalf("SearchVector after the writes: %d items, %v", len(v), err)
 	}
-	tx, err := x.SearchText(ctx, tq, []string{"porto"})
+	tx, err := x.SearchText(ctx, f.revs(t, "alice"), tq, []string{"porto"})
 	if err != nil || len(tx) != 50-7 {
 		t.Fatalf("SearchText after the writes: %d items, %v; want %d", len(tx), err, 50-7)
 	}
@@ -375,7 +360,7 @@ func TestSearchItemsAreCopies(t *testing.T) {
 	x := itemindex.New(f, itemindex.DefaultLimits)
 	f.add(fakeItem("alice", "a", "porto", 1, 0))
 	for i := range 3 {
-		v, err := x.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 1})
+		v, err := x.SearchVector(ctx, f.revs(t, "alice"), memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 1})
 		if err != nil || len(v) != 1 || v[0].Embedding[0] != 1 || v[0].Ref != "a" {
 			t.Fatalf("search %d: %+v, %v", i, v, err)
 		}
@@ -383,7 +368,7 @@ func TestSearchItemsAreCopies(t *testing.T) {
 		if e := append(v[0].Embedding, 7); &e[0] == &v[0].Embedding[0] {
 			t.Fatalf("search %d: an append wrote into the cached embedding's array", i)
 		}
-		tx, err := x.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Model: "m", Dims: 2, Limit: 1}, []string{"porto"})
+		tx, err := x.SearchText(ctx, f.revs(t, "alice"), memory.ItemQuery{Tenant: "acme", User: "alice", Model: "m", Dims: 2, Limit: 1}, []string{"porto"})
 		if err != nil || len(tx) != 1 || tx[0].Embedding[0] != 1 || tx[0].Ref != "a" {
 			t.Fatalf("text search %d: %+v, %v", i, tx, err)
 		}

@@ -165,7 +165,7 @@ func (t *textIndex) search(terms []string, related []memory.RelatedTerm, limit i
 // the call (extended with the rows added since it was read when only
 // inserts happened, else read again whole), holding the slot's mutex. It
 // returns ErrTooBig for a user too large to index in memory.
-func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(t *textIndex)) error {
+func (x *Index) withTextIndex(ctx context.Context, rev cache.Revisions, tenant, user string, fn func(t *textIndex)) error {
 	key := Key{Tenant: tenant, User: user}
 	sl := x.texts.slot(key)
 	sl.mu.Lock()
@@ -173,12 +173,8 @@ func (x *Index) withTextIndex(ctx context.Context, tenant, user string, fn func(
 	if sl.tooBig {
 		return ErrTooBig
 	}
-	// The revisions are read before the rows: rows read later can only be
-	// newer than the revisions say, and the next search then reads again.
-	rev, err := cache.ReadRevisions(ctx, x.src, tenant, user)
-	if err != nil {
-		return fmt.Errorf("read item revisions: %w", err)
-	}
+	// rev was read before the rows: rows read later can only be newer than
+	// it says, and the next search then reads again.
 	t := sl.val
 	if t == nil || t.changed != rev.Changed || t.added != rev.Added {
 		if t == nil || t.changed != rev.Changed {

@@ -44,19 +44,15 @@ func (s *vecSet) size() int {
 // the cached set when the user's revisions have not moved, extended with the
 // rows added since when only inserts happened, else read again whole. It
 // returns ErrTooBig for a user too large to cache.
-func (x *Index) userVectors(ctx context.Context, key Key) (*vecSet, error) {
+func (x *Index) userVectors(ctx context.Context, rev cache.Revisions, key Key) (*vecSet, error) {
 	sl := x.vectors.slot(key)
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.tooBig {
 		return nil, ErrTooBig
 	}
-	// The revisions are read before the rows: rows read later can only be
-	// newer than the revisions say, and the next search then reads again.
-	rev, err := cache.ReadRevisions(ctx, x.src, key.Tenant, key.User)
-	if err != nil {
-		return nil, fmt.Errorf("read item revisions: %w", err)
-	}
+	// rev was read before the rows: rows read later can only be newer than
+	// it says, and the next search then reads again.
 	cur := sl.val
 	if cur != nil && cur.changed == rev.Changed && cur.added == rev.Added {
 		return cur, nil

@@ -20,11 +20,6 @@ type WindowKey struct {
 
 // WindowSource is what Windows reads from its store.
 type WindowSource interface {
-	// RevisionReader reads the user's Revisions, whose Messages every
-	// update and delete of one of their messages, by any process, moves.
-	// Inserts need not move it: a new message takes a seq above every
-	// stored one of its conversation, so it cannot join a closed window.
-	cache.RevisionReader
 	// ReadWindows reads, for each of refs that names a stored message of
 	// the user, the live turns within radius of it (superseded messages and
 	// replies the upstream broke off left out, Raw empty), ordered by Seq
@@ -34,7 +29,10 @@ type WindowSource interface {
 }
 
 // Windows keeps the turns around recalled messages in memory, per user, as
-// of the user's Revisions.Messages count, and reads them again from its
+// of the user's Revisions.Messages count (moved by every update and delete
+// of one of their messages, by any process; an insert need not move it: a
+// new message takes a seq above every stored one of its conversation, so
+// it cannot join a closed window), and reads them again from its
 // WindowSource when the count has moved: a warm conversation's recall
 // finds mostly the same turns request after request. Only closed windows
 // are kept (no new message can join them). It is safe for concurrent use.
@@ -81,16 +79,12 @@ func windowSize(k windowKey, w []memory.Message) int {
 // are the cache's own, shared with every other caller, to read and never
 // to write into: copying the ~200 turns around a recall's hits was most of
 // its cost.
-func (w *Windows) Around(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
-	// The count is read before the turns, so turns read after a change are
-	// never kept as of a count from before it.
-	rev, err := cache.ReadRevisions(ctx, w.src, tenant, user)
-	if err != nil {
-		return nil, fmt.Errorf("messages around: read revision: %w", err)
-	}
+	// rev was read before the turns: turns read after it can only be
+	// newer than it says.
 	changed := rev.Messages
 	// A ref asked twice is looked up twice: cheaper than a set of the keys
 	// when, as in recall, few refs repeat; mergeWindows drops the repeats.

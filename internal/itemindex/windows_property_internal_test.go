@@ -61,10 +61,6 @@ func (src *randTurns) change(r *rand.Rand) {
 	src.messages++
 }
 
-func (src *randTurns) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
-	return cache.Revisions{Messages: src.messages}, nil
-}
-
 // at returns the index of ref's turn, or -1.
 func (src *randTurns) at(ref memory.MessageRef) int {
 	return slices.IndexFunc(src.convs[ref.Conversation], func(t randTurn) bool { return t.key == ref.Key })
@@ -152,7 +148,7 @@ func TestAroundProperties(t *testing.T) {
 			want := src.truth("t", "u", refs, radius)
 			for again := range 2 {
 				src.read = nil
-				shared, err := w.Around(ctx, "t", "u", refs, radius)
+				shared, err := w.Around(ctx, cache.Revisions{Messages: src.messages}, "t", "u", refs, radius)
 				if err != nil {
 					t.Fatal(err)
 				}

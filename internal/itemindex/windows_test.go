@@ -21,10 +21,6 @@ type fakeTurns struct {
 	read []string
 }
 
-func (f *fakeTurns) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
-	return cache.Revisions{}, nil
-}
-
 func (f *fakeTurns) ReadWindows(_ context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -57,7 +53,7 @@ func TestWindowsKeepOnlyClosedWindows(t *testing.T) {
 	refs := []memory.MessageRef{{Conversation: "c", Key: "k2"}, {Conversation: "c", Key: "k6"}, {Conversation: "c", Key: "k2"}}
 	for i, wantRead := range [][]string{{"k2", "k6"}, {"k6"}} {
 		src.read = nil
-		got, err := w.Around(ctx, "t", "u", refs, 1)
+		got, err := w.Around(ctx, cache.Revisions{}, "t", "u", refs, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

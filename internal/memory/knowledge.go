@@ -177,6 +177,10 @@ type ItemQuery struct {
 	Related []RelatedTerm
 	// Limit bounds each ranked list.
 	Limit int
+	// Revisions are the user's revision counters, read once by the request
+	// before its searches: a store that keeps the user's items in memory
+	// keeps them under these. nil: the store reads them itself.
+	Revisions *Revisions
 }
 
 // RecallQuery asks for what a user said before that bears on their newest
@@ -196,6 +200,10 @@ type RecallQuery struct {
 	// fill at most (0: unknown). A larger budget lets recall return more
 	// passages, for the assembler to pack.
 	Budget int
+	// Revisions are the user's revision counters, read once by the request
+	// before any of its reads (see ItemQuery.Revisions); nil: each read
+	// that needs them reads them.
+	Revisions *Revisions
 }
 
 // Recalled is the answer to a RecallQuery, best first in each list.

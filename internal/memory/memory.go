@@ -192,6 +192,14 @@ type SaveResult struct {
 	// Superseded is the number of stored messages moved off the live branch
 	// because the client edited or regenerated an earlier turn.
 	Superseded int
+	// TailBefore is the user's Revisions.Tail just before the exchange's
+	// messages were inserted, read in the store's write transaction, when
+	// TailKnown: nothing else changed the user's messages between that
+	// count and the insert. A cache holding a conversation's newest turns
+	// at that count appends Stored to them (see internal/engine/cache). A
+	// store that cannot read the count there leaves TailKnown false.
+	TailBefore int64
+	TailKnown  bool
 	// Duplicate is true when the exchange had been stored before.
 	Duplicate bool
 	// Dropped is true when the user was erased after the exchange happened.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func (f recallFunc) Recall(ctx context.Context, q memory.RecallQuery) (memory.Re
 // pinnedFacts serves one pinned fact.
 type pinnedFacts struct{}
 
-func (pinnedFacts) Facts(context.Context, string, string, time.Time, bool) ([]memory.Fact, error) {
+func (pinnedFacts) Facts(context.Context, *memory.Revisions, string, string, time.Time, bool) ([]memory.Fact, error) {
 	return []memory.Fact{{Type: memory.FactGoal, Key: "goal", Value: "Save for a trip to Kyoto.", Pinned: true}}, nil
 }
 
@@ -190,48 +191,55 @@ func TestRecallIsAskedForTheSharesTokens(t *testing.T) {
 	}
 }
 
-// memoFacts serves pinnedFacts and records the memory.Memo each read
-// carried.
-type memoFacts struct {
+// revFacts serves pinnedFacts and records the revisions each read was
+// handed.
+type revFacts struct {
 	pinnedFacts
-	memos chan *memory.Memo
+	revs chan *memory.Revisions
 }
 
-func (f memoFacts) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
-	f.memos <- memory.MemoFrom(ctx)
-	return f.pinnedFacts.Facts(ctx, tenant, user, now, history)
+func (f revFacts) Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	f.revs <- rev
+	return f.pinnedFacts.Facts(ctx, rev, tenant, user, now, history)
 }
 
-// The parts of one request share one memory.Memo, so a store answers the
-// pinned facts' read and recall's from one read (see the stores' Facts),
-// and each request gets its own.
-func TestPrepareSharesOneMemoPerRequest(t *testing.T) {
-	facts := memoFacts{memos: make(chan *memory.Memo, 4)}
-	recallMemos := make(chan *memory.Memo, 4)
-	rec := recallFunc(func(ctx context.Context, _ memory.RecallQuery) (memory.Recalled, error) {
-		recallMemos <- memory.MemoFrom(ctx)
+// countingRevisions counts its lookups and answers Facts = the count.
+type countingRevisions struct{ n *atomic.Int64 }
+
+func (c countingRevisions) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
+	return memory.Revisions{Facts: c.n.Add(1)}, nil
+}
+
+// The user's revisions are read once per request, before its parts run,
+// and every part is handed that one read: the pinned facts' read and
+// recall's are current as of the same counters, and each request reads
+// its own.
+func TestPrepareReadsRevisionsOncePerRequest(t *testing.T) {
+	facts := revFacts{revs: make(chan *memory.Revisions, 4)}
+	recallRevs := make(chan *memory.Revisions, 4)
+	rec := recallFunc(func(ctx context.Context, q memory.RecallQuery) (memory.Recalled, error) {
+		recallRevs <- q.Revisions
 		return memory.Recalled{}, nil
 	})
-	a, err := NewAssembler(Deps{History: &fakeHistory{msgs: msgs(t, u1, a1)}, Facts: facts, Recaller: rec, Counter: byteCounter{}}, Options{
+	var lookups atomic.Int64
+	a, err := NewAssembler(Deps{History: &fakeHistory{msgs: msgs(t, u1, a1)}, Facts: facts, Recaller: rec, Counter: byteCounter{},
+		Revisions: countingRevisions{&lookups}}, Options{
 		RecentMessages: 10, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first *memory.Memo
 	for i := range 2 {
 		if _, err := a.Prepare(context.Background(), request(t, memory.ModeOn, uNew)); err != nil {
 			t.Fatal(err)
 		}
-		fm, rm := <-facts.memos, <-recallMemos
-		if fm == nil || fm != rm {
-			t.Fatalf("request %d: facts read under memo %p, recall under %p: want one shared memo", i, fm, rm)
+		fr, rr := <-facts.revs, <-recallRevs
+		if fr == nil || rr == nil || *fr != *rr || fr.Facts != int64(i+1) {
+			t.Fatalf("request %d: facts read as of %v, recall as of %v: want the request's one read (%d)", i, fr, rr, i+1)
 		}
-		if i == 0 {
-			first = fm
-		} else if fm == first {
-			t.Fatal("two requests shared one memo")
-		}
+	}
+	if n := lookups.Load(); n != 2 {
+		t.Fatalf("%d revisions lookups for 2 requests, want 2", n)
 	}
 }
 

@@ -62,11 +62,12 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	start := time.Now()
 	now := a.opts.Now()
 	ld := loaded{now: now}
-	// The parts share the reads they would each make: the user's facts
-	// (pinned ones here, ranked ones in recall), a store's revision counters.
-	ctx = memory.WithMemo(ctx)
 	conv := req.Conversation != ""
 	storeDL, recallDL := a.deadlines(start)
+	// The user's revision counters, read once before the parts run: every
+	// part's reads are current as of them (a cache keeps what it read under
+	// them). Without them the parts read the store.
+	rev := a.revisions(ctx, req.Tenant, req.User, storeDL)
 	results := make(chan partResult, 4)
 	pending := map[string]bool{}
 	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
@@ -84,7 +85,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	}
 	if conv && a.deps.Summaries != nil {
 		run(partSummary, storeDL, func(ctx context.Context, r *partResult) error {
-			s, err := a.deps.Summaries.LatestSummary(ctx, req.Identity)
+			s, err := a.deps.Summaries.LatestSummary(ctx, rev, req.Identity)
 			if errors.Is(err, memory.ErrNotFound) {
 				return nil
 			}
@@ -96,14 +97,14 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	}
 	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
 		run(partHistory, storeDL, func(ctx context.Context, r *partResult) error {
-			msgs, err := a.deps.History.Recent(ctx, req.Identity, a.opts.RecentMessages)
+			msgs, err := a.deps.History.Recent(ctx, rev, req.Identity, a.opts.RecentMessages)
 			r.stored = msgs
 			return err
 		})
 	}
 	if a.deps.Facts != nil {
 		run(partFacts, storeDL, func(ctx context.Context, r *partResult) error {
-			fs, err := a.deps.Facts.Facts(ctx, req.Tenant, req.User, now, false)
+			fs, err := a.deps.Facts.Facts(ctx, rev, req.Tenant, req.User, now, false)
 			for _, f := range fs {
 				if f.Pinned && f.Current(now) {
 					r.facts = append(r.facts, f)
@@ -124,6 +125,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 				CrossConversation: req.CrossConversation,
 				Now:               recallNow(now, req.At),
 				Budget:            a.passageBudget(req),
+				Revisions:         rev,
 			})
 			r.rec = rec
 			return err
@@ -199,6 +201,22 @@ wait:
 		return loaded{}, fmt.Errorf("load memory: %w", err)
 	}
 	return ld, nil
+}
+
+// revisions reads the user's revision counters for one request, within
+// the store parts' deadline; nil without a RevisionReader or when the
+// lookup fails (the parts then read the store).
+func (a *Assembler) revisions(ctx context.Context, tenant, user string, deadline time.Time) *memory.Revisions {
+	if a.deps.Revisions == nil {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	rev, err := a.deps.Revisions.ItemRevisions(ctx, tenant, user)
+	if err != nil {
+		return nil
+	}
+	return &rev
 }
 
 // orderFacts returns recall's ranked facts (most relevant to the current

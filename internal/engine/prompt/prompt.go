@@ -19,22 +19,31 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// HistoryReader loads a conversation's stored messages.
+// HistoryReader loads a conversation's stored messages. Each read is
+// current as of rev, the user's revision counters the request read once
+// (nil: none were read, and the read goes to the store).
 type HistoryReader interface {
 	// Recent returns up to n newest live messages, oldest first.
-	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
+	Recent(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Message, error)
 }
 
-// SummaryReader loads a conversation's rolling summary.
+// SummaryReader loads a conversation's rolling summary (rev: see
+// HistoryReader).
 type SummaryReader interface {
 	// LatestSummary returns the newest summary version, or memory.ErrNotFound.
-	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
+	LatestSummary(ctx context.Context, rev *memory.Revisions, id memory.Identity) (memory.Summary, error)
 }
 
-// FactReader loads what is known about a user.
+// FactReader loads what is known about a user (rev: see HistoryReader).
 type FactReader interface {
 	// Facts returns the user's current facts, most recently updated first.
-	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+	Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+}
+
+// RevisionReader reads a user's revision counters, in one lookup: what
+// every cached read of a request is current as of.
+type RevisionReader interface {
+	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 }
 
 // Recaller answers what a user said before that bears on their newest
@@ -61,13 +70,17 @@ type TokenCounter interface {
 
 // Deps are an Assembler's collaborators. Only History and Counter are
 // required; a nil Summaries, Facts or Recaller leaves that part out. With a
-// Recaller, facts come from its answer and Facts is not used.
+// Recaller, facts come from its answer and Facts is not used. Revisions,
+// when set, is read once per request, before its parts run, and the read
+// handed to each of them; without it (or when the lookup fails) they get
+// nil.
 type Deps struct {
 	History   HistoryReader
 	Summaries SummaryReader
 	Facts     FactReader
 	Recaller  Recaller
 	Counter   TokenCounter
+	Revisions RevisionReader
 }
 
 // Shares are the most each memory part may take of the budget, as fractions.

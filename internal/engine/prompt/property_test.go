@@ -32,18 +32,18 @@ type fakeMemory struct {
 	facts   []memory.Fact
 }
 
-func (f *fakeMemory) Recent(_ context.Context, _ memory.Identity, n int) ([]memory.Message, error) {
+func (f *fakeMemory) Recent(_ context.Context, _ *memory.Revisions, _ memory.Identity, n int) ([]memory.Message, error) {
 	return f.stored[max(0, len(f.stored)-n):], nil
 }
 
-func (f *fakeMemory) LatestSummary(context.Context, memory.Identity) (memory.Summary, error) {
+func (f *fakeMemory) LatestSummary(context.Context, *memory.Revisions, memory.Identity) (memory.Summary, error) {
 	if f.summary == nil {
 		return memory.Summary{}, memory.ErrNotFound
 	}
 	return *f.summary, nil
 }
 
-func (f *fakeMemory) Facts(context.Context, string, string, time.Time, bool) ([]memory.Fact, error) {
+func (f *fakeMemory) Facts(context.Context, *memory.Revisions, string, string, time.Time, bool) ([]memory.Fact, error) {
 	return f.facts, nil
 }
 

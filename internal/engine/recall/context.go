@@ -17,7 +17,9 @@ type ContextReader interface {
 	// referenced message (it included), each once, ordered by conversation
 	// and Seq: the store's own (cached) messages, shared with every other
 	// caller, which the caller reads and never writes into.
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+	// They are current as of rev, the user's Revisions the request read
+	// (nil: the store reads them).
+	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
 // expand replaces the message hits among items (best first) by passages
@@ -31,7 +33,7 @@ type ContextReader interface {
 // sentences holding most of query's words (hitWindowBytes), other turns
 // the same within maxNeighbourBytes (see queryMatcher.window). Other
 // items, and hits whose turn is no longer stored, are kept as they are.
-func expand(ctx context.Context, cr ContextReader, tenant, user string, items []memory.Item, radius int, query string) ([]memory.Item, error) {
+func expand(ctx context.Context, cr ContextReader, rev *memory.Revisions, tenant, user string, items []memory.Item, radius int, query string) ([]memory.Item, error) {
 	if radius <= 0 {
 		return items, nil
 	}
@@ -47,7 +49,7 @@ func expand(ctx context.Context, cr ContextReader, tenant, user string, items []
 	if len(refs) == 0 {
 		return items, nil
 	}
-	msgs, err := cr.MessagesAround(ctx, tenant, user, refs, radius)
+	msgs, err := cr.MessagesAround(ctx, rev, tenant, user, refs, radius)
 	if err != nil {
 		return nil, fmt.Errorf("load context: %w", err)
 	}

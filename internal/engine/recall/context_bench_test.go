@@ -44,8 +44,8 @@ func (src memWindows) ReadWindows(_ context.Context, _, _ string, refs []memory.
 // stores are.
 type windowsReader struct{ w *itemindex.Windows }
 
-func (r windowsReader) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	return r.w.Around(ctx, tenant, user, refs, radius)
+func (r windowsReader) MessagesAround(ctx context.Context, _ *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	return r.w.Around(ctx, memory.Revisions{}, tenant, user, refs, radius)
 }
 
 // benchConversation returns a conversation of n turns of realistic length
@@ -81,12 +81,12 @@ func BenchmarkExpand(b *testing.B) {
 	}
 	items = append(items, memory.Item{Kind: KindSummary, Conversation: conv, Ref: conv + ":v1", Text: "a summary", Score: 0.01})
 	ctx := context.Background()
-	if _, err := expand(ctx, w, "acme", "alice", items, 1, ""); err != nil {
+	if _, err := expand(ctx, w, nil, "acme", "alice", items, 1, ""); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := expand(ctx, w, "acme", "alice", items, 1, ""); err != nil {
+		if _, err := expand(ctx, w, nil, "acme", "alice", items, 1, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,7 +20,7 @@ type multiContext struct {
 	msgs []memory.Message // ordered by conversation and Seq
 }
 
-func (f multiContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+func (f multiContext) MessagesAround(_ context.Context, _ *memory.Revisions, _, _ string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	keep := make([]bool, len(f.msgs))
 	for _, r := range refs {
 		for _, m := range f.msgs {
@@ -250,7 +250,7 @@ func TestExpandProperties(t *testing.T) {
 		radius := r.IntN(4) - 1
 		query := queries[r.IntN(len(queries))]
 		stored := slices.Clone(f.msgs)
-		got, err := expand(context.Background(), f, "t", "u", slices.Clone(items), radius, query)
+		got, err := expand(context.Background(), f, nil, "t", "u", slices.Clone(items), radius, query)
 		if err != nil {
 			t.Fatal(err)
 		}

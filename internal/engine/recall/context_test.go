@@ -16,7 +16,7 @@ type fakeContext struct {
 	calls int
 }
 
-func (f *fakeContext) MessagesAround(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+func (f *fakeContext) MessagesAround(_ context.Context, _ *memory.Revisions, _, _ string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	f.calls++
 	keep := map[int64]bool{}
 	for _, r := range refs {
@@ -77,7 +77,7 @@ func TestExpand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := expand(context.Background(), turnsOf(20), "t", "u", tt.items, 1, "")
+			got, err := expand(context.Background(), turnsOf(20), nil, "t", "u", tt.items, 1, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestExpand(t *testing.T) {
 	// A long neighbour is cut; a hit turn is kept whole.
 	f := turnsOf(3)
 	f.msgs[0].Content = strings.Repeat("word ", 1000)
-	got, err := expand(context.Background(), f, "t", "u", []memory.Item{hit(2, 1)}, 1, "")
+	got, err := expand(context.Background(), f, nil, "t", "u", []memory.Item{hit(2, 1)}, 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestExpandLeavesOutToolText(t *testing.T) {
 		{Conversation: "c", Seq: 6, Key: "k6", Role: "user", Content: "Thanks."},
 	}}
 	for _, radius := range []int{1, 2, 3} {
-		got, err := expand(context.Background(), f, "t", "u", []memory.Item{
+		got, err := expand(context.Background(), f, nil, "t", "u", []memory.Item{
 			{Kind: KindMessage, Conversation: "c", Ref: "k4", Text: "The page is a welcome note.", Score: 1}}, radius, "")
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +136,7 @@ type countingStats struct {
 	common []string
 }
 
-func (c countingStats) CommonTerms(_ context.Context, _, _ string, terms []string, _ int, _ float64) ([]string, error) {
+func (c countingStats) CommonTerms(_ context.Context, _ *memory.Revisions, _, _ string, terms []string, _ int, _ float64) ([]string, error) {
 	var out []string
 	for _, t := range terms {
 		if slices.Contains(c.common, t) {
@@ -156,7 +156,7 @@ func TestVectorTextLeavesOutCommonWords(t *testing.T) {
 		{"Lisbon and Porto", "lisbon porto"},
 	}
 	for _, tt := range tests {
-		got, err := s.vectorText(context.Background(), "t", "u", tt.in, memory.QueryTerms(tt.in, maxQueryTerms))
+		got, err := s.vectorText(context.Background(), nil, "t", "u", tt.in, memory.QueryTerms(tt.in, maxQueryTerms))
 		if err != nil || got != tt.want {
 			t.Errorf("vectorText(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}

@@ -25,7 +25,7 @@ func (g *gatedStats) SearchText(ctx context.Context, q memory.ItemQuery) ([]memo
 	return g.fakeStore.SearchText(ctx, q)
 }
 
-func (g *gatedStats) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+func (g *gatedStats) CommonTerms(ctx context.Context, _ *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	select {
 	case <-g.textStarted:
 		return nil, nil

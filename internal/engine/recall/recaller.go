@@ -112,15 +112,11 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 		now = time.Now()
 	}
 	ctx, late := withLateNote(ctx)
-	// The searches and the turns around their hits check the store's
-	// in-memory caches against the user's revision counters: one read
-	// serves them all (and all of the request, when the caller's ctx
-	// carries a Memo already).
-	if memory.MemoFrom(ctx) == nil {
-		ctx = memory.WithMemo(ctx)
-	}
+	// The searches and the turns around their hits are current as of
+	// q.Revisions, the one read of the user's revision counters the
+	// request made (nil: each reads its own).
 	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now,
-		TopK: r.passages(q.Budget)}
+		TopK: r.passages(q.Budget), Revisions: q.Revisions}
 	search := true
 	if !(r.opts.CrossConversation && q.CrossConversation) {
 		search = q.Conversation != "" // else no conversation to stay within
@@ -151,7 +147,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if search {
 		items, searchErr = r.search.Search(ctx, sq)
 		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
-			items, searchErr = expand(ctx, r.context, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
+			items, searchErr = expand(ctx, r.context, q.Revisions, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
 		}
 	}
 	<-done

@@ -30,7 +30,8 @@ type ItemSearcher interface {
 type TermStats interface {
 	// CommonTerms returns those of terms found in at least minDF of the
 	// user's items and at least frac of them.
-	CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
+	// them, as of rev (see SearchQuery.Revisions).
+	CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
 }
 
 // Common words, for the vector query: a word in at least commonFrac of a
@@ -109,6 +110,10 @@ type SearchQuery struct {
 	// Now is when recency and the query's time words ("last week", "in
 	// May") are measured from (zero: time.Now()).
 	Now time.Time
+	// Revisions are the user's revision counters the request read once
+	// (nil: the store reads them), which the store's reads are current as
+	// of.
+	Revisions *memory.Revisions
 }
 
 // Search returns the user's best passages for q.Text, best first, each with
@@ -147,9 +152,10 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		Tenant: q.Tenant, User: q.User, Conversation: q.Conversation,
 		ExcludeRefs: q.ExcludeRefs,
 		Model:       s.emb.Model(), Dims: s.emb.Dims(),
-		Text:    text,
-		Related: s.opts.Expander.Related(terms[:min(len(terms), maxExpandedTerms)]),
-		Limit:   max(20, topK+topK/2),
+		Text:      text,
+		Related:   s.opts.Expander.Related(terms[:min(len(terms), maxExpandedTerms)]),
+		Limit:     max(20, topK+topK/2),
+		Revisions: q.Revisions,
 	}
 	// The full-text ranking needs neither the query's term statistics nor
 	// its embedding: it runs while they are fetched and computed, so a
@@ -164,7 +170,7 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		defer close(done)
 		byText, textErr = s.store.SearchText(ctx, textQuery)
 	}()
-	vecText, err := s.vectorText(ctx, q.Tenant, q.User, text, terms)
+	vecText, err := s.vectorText(ctx, q.Revisions, q.Tenant, q.User, text, terms)
 	if err != nil {
 		<-done
 		return nil, err
@@ -231,12 +237,12 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 
 // vectorText is the text the vector query embeds for text, whose words
 // (memory.QueryTerms, up to maxQueryTerms) are terms (see Search).
-func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string, terms []string) (string, error) {
+func (s *Searcher) vectorText(ctx context.Context, rev *memory.Revisions, tenant, user, text string, terms []string) (string, error) {
 	if len(terms) == 0 || s.opts.WholeQuery {
 		return text, nil
 	}
 	if s.stats != nil {
-		common, err := s.stats.CommonTerms(ctx, tenant, user, terms, commonMinDF, commonFrac)
+		common, err := s.stats.CommonTerms(ctx, rev, tenant, user, terms, commonMinDF, commonFrac)
 		if err != nil {
 			return "", fmt.Errorf("query term statistics: %w", err)
 		}

@@ -68,12 +68,12 @@ func BenchmarkSearchWarm(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			q := recall.SearchQuery{Tenant: "t", User: "u", Conversation: bm.conv, Now: t0.Add(n * time.Minute),
 				Text: "Mel, what did my sister say about the vegan dinner in Lisbon and the budget for the trip?"}
-			if got, err := s.Search(memory.WithMemo(ctx), q); err != nil || len(got) == 0 {
+			if got, err := s.Search(ctx, q); err != nil || len(got) == 0 {
 				b.Fatalf("Search = %d items, %v", len(got), err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.Search(memory.WithMemo(ctx), q); err != nil {
+				if _, err := s.Search(ctx, q); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -60,7 +60,7 @@ func TestPassageOfALongReplyIsCut(t *testing.T) {
 		{Conversation: "c", Seq: 2, Key: "k2", Role: "assistant", Content: reply},
 		{Conversation: "c", Seq: 3, Key: "k3", Role: "user", Content: filler("answer", 20)},
 	}}
-	got, err := expand(context.Background(), f, "t", "u", []memory.Item{
+	got, err := expand(context.Background(), f, nil, "t", "u", []memory.Item{
 		{Kind: KindMessage, Conversation: "c", Ref: "k2", Text: reply, Score: 1}}, 1, "what should I avoid eating, given my shellfish allergy?")
 	if err != nil {
 		t.Fatal(err)

@@ -18,19 +18,19 @@ import (
 // their messages moves at commit, by any process (migration 0011): a warm
 // conversation's recall finds mostly the same turns request after request,
 // and a hit costs the one primary key lookup of the count.
-func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	out, err := s.around.Around(ctx, tenant, user, refs, radius)
+func (s *Store) MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	r, err := s.revisions(ctx, rev, tenant, user)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: messages around: %w", err)
+	}
+	out, err := s.around.Around(ctx, r, tenant, user, refs, radius)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return out, nil
 }
 
-// The Store's itemindex.Windows reads its indexSource: the revisions
-// (messages_changed among them, migration 0011) and the turns. One source
-// for both, so a request's memory.Memo holds one read of the revisions for
-// the searches and for the turns around their hits (a memo's key is the
-// source).
+// The Store's itemindex.Windows reads the turns from its indexSource.
 var _ itemindex.WindowSource = indexSource{}
 
 // ReadWindows reads the turns within radius of each of refs: the windows of

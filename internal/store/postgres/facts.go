@@ -188,27 +188,8 @@ func deleteFactItems(ctx context.Context, tx pgx.Tx, tenant, user string, ids []
 // Facts returns the user's current facts (not superseded, not expired at
 // now), most recently updated first; with history, superseded and expired
 // ones too.
-//
-// Within one request (ctx carrying a memory.Memo) the facts are read once:
-// the assembler's pinned facts and recall's ranked facts share the read, and
-// the slice, which callers must not modify.
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	defer telemetry.Span(&ctx, "postgres.Facts")()
-	return memory.Memoized(ctx, factsKey{s, tenant, user, now.UnixNano(), history}, func() ([]memory.Fact, error) {
-		return s.facts(ctx, tenant, user, now, history)
-	})
-}
-
-// factsKey names one Facts read of a Store in a memory.Memo.
-type factsKey struct {
-	s            *Store
-	tenant, user string
-	now          int64
-	history      bool
-}
-
-// facts reads the user's facts (see Facts).
-func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = $1 AND user_id = $2
 		  AND ($4 OR (superseded_at IS NULL AND (expires_at IS NULL OR expires_at > $3)))

@@ -32,7 +32,7 @@ func TestFreshnessContract(t *testing.T) {
 	storetest.RunFreshness(t, func(t *testing.T) storetest.Replicas {
 		url := testenv.PostgresURL(t)
 		conn := mustConn(t, url)
-		return storetest.Replicas{Mine: mustOpenURL(t, url), Other: mustOpenURL(t, url),
+		return storetest.Replicas{Mine: storetest.Cached(mustOpenURL(t, url)), Other: mustOpenURL(t, url),
 			Exec: func(ctx context.Context, sql string) error {
 				_, err := conn.Exec(ctx, sql)
 				return err

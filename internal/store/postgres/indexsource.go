@@ -11,32 +11,39 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// indexSource is what the Store's itemindex.Index reads: the counters of
-// memory_item_revisions (moved by the triggers of migrations 0010, 0011 and
-// 0021 on every write of memory_items, messages, facts and summaries, by
-// any process sharing the database) and the rows of memory_items, each
-// read by the table's primary key.
+// indexSource is what the Store's itemindex.Index reads: the rows of
+// memory_items, each read by the table's primary key.
 type indexSource struct{ pool *pgxpool.Pool }
 
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none).
-func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
-	var rev cache.Revisions
-	err := src.pool.QueryRow(ctx, `SELECT added, changed, messages_changed, messages_added,
+// none): the counters the triggers of migrations 0010, 0011 and 0021 move
+// on every write of memory_items, messages, facts and summaries, by any
+// process sharing the database.
+func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
+	var rev memory.Revisions
+	err := s.pool.QueryRow(ctx, `SELECT added, changed, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
 		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return cache.Revisions{}, unavailable(err)
+		return memory.Revisions{}, unavailable(err)
 	}
 	return rev, nil
+}
+
+// revisions returns *rev, the user's Revisions as the caller's request read
+// them, or reads them when rev is nil.
+func (s *Store) revisions(ctx context.Context, rev *memory.Revisions, tenant, user string) (memory.Revisions, error) {
+	if rev != nil {
+		return *rev, nil
+	}
+	return s.ItemRevisions(ctx, tenant, user)
 }
 
 // LoadVectors reads key's vectors with ids above afterID, in id order.

@@ -17,7 +17,7 @@ func TestTailFactSummaryRevisionsFollowWrites(t *testing.T) {
 	ctx := testCtx(t)
 	read := func(user string) cache.Revisions {
 		t.Helper()
-		r, err := indexSource{s.pool}.ItemRevisions(ctx, "acme", user)
+		r, err := s.ItemRevisions(ctx, "acme", user)
 		if err != nil {
 			t.Fatal(err)
 		}

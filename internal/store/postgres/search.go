@@ -67,7 +67,11 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 		}
 		return nil, nil
 	}
-	items, err := s.index.SearchVector(ctx, q)
+	rev, err := s.revisions(ctx, q.Revisions, q.Tenant, q.User)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: search vector: %w", err)
+	}
+	items, err := s.index.SearchVector(ctx, rev, q)
 	switch {
 	case err == nil:
 		return items, nil

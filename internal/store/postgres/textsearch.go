@@ -144,7 +144,11 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	items, err := s.index.SearchText(ctx, q, terms)
+	rev, err := s.revisions(ctx, q.Revisions, q.Tenant, q.User)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: search text: %w", err)
+	}
+	items, err := s.index.SearchText(ctx, rev, q, terms)
 	switch {
 	case errors.Is(err, itemindex.ErrTooBig):
 		return s.searchTextSQLPath(ctx, q)
@@ -192,11 +196,15 @@ func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]me
 // its vector query. The counts are SearchText's: the user's full-text
 // index kept in memory, or for a user too large for it, the statistics of
 // memory_term_df.
-func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	out, err := s.index.CommonTerms(ctx, tenant, user, terms, minDF, frac)
+	r, err := s.revisions(ctx, rev, tenant, user)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: common terms: %w", err)
+	}
+	out, err := s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac)
 	switch {
 	case err == nil:
 		return out, nil

@@ -177,7 +177,7 @@ func TestCacheCommonTerms(t *testing.T) {
 	if err := c.AddItems(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.CommonTerms(ctx, "acme", "alice", []string{"caroline", "sunrise"}, 2, 0.5)
+	got, err := c.CommonTerms(ctx, nil, "acme", "alice", []string{"caroline", "sunrise"}, 2, 0.5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func BenchmarkMessagesAround(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		got, err := s.MessagesAround(ctx, "acme", "alice", refs, 1)
+		got, err := s.MessagesAround(ctx, nil, "acme", "alice", refs, 1)
 		if err != nil || len(got) < 70 {
 			b.Fatalf("MessagesAround = %d, %v", len(got), err)
 		}
@@ -50,7 +50,7 @@ func mustAroundCorpus(b *testing.B) (*sqlite.Store, []memory.MessageRef) {
 	for len(refs) < 70 {
 		refs = append(refs, memory.MessageRef{Conversation: id.Conversation, Key: memory.Key(fmt.Sprintf("ex-%08x", r.IntN(exchanges)), r.IntN(2))})
 	}
-	if _, err := s.MessagesAround(ctx, "acme", "alice", refs, 1); err != nil {
+	if _, err := s.MessagesAround(ctx, nil, "acme", "alice", refs, 1); err != nil {
 		b.Fatal(err)
 	}
 	return s, refs

@@ -50,7 +50,7 @@ func BenchmarkRecent(b *testing.B) {
 
 // BenchmarkRecentAfterSave measures a request's pattern on a 2,000-message
 // conversation: a save (which drops every reader's page cache), then the
-// 20 newest messages read under a request's memory.Memo. It includes the
+// 20 newest messages read. It includes the
 // save; compare it with BenchmarkSaveExchange.
 func BenchmarkRecentAfterSave(b *testing.B) {
 	s, _ := mustTempStore(b)
@@ -69,7 +69,7 @@ func BenchmarkRecentAfterSave(b *testing.B) {
 	}
 	for i := 1000; b.Loop(); i++ {
 		save(i)
-		msgs, err := s.Recent(memory.WithMemo(ctx), id, 20)
+		msgs, err := s.Recent(ctx, id, 20)
 		if err != nil || len(msgs) != 20 {
 			b.Fatalf("Recent = %d, %v", len(msgs), err)
 		}

@@ -47,9 +47,6 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		return fmt.Errorf("delete conversation: %w", err)
 	}
 	// Stale already (the deletes moved the counts), and erased.
-	s.tails.Drop(ofUser(id.Tenant, id.User))
-	s.factCache.Drop(ofUser(id.Tenant, id.User))
-	s.summaryCache.Drop(ofUser(id.Tenant, id.User))
 	s.truncateWAL(ctx)
 	return nil
 }
@@ -87,9 +84,6 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		return fmt.Errorf("delete user: %w", err)
 	}
 	// Stale already (the deletes moved the counts), and erased.
-	s.tails.Drop(ofUser(tenant, user))
-	s.factCache.Drop(ofUser(tenant, user))
-	s.summaryCache.Drop(ofUser(tenant, user))
 	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
 	return nil

@@ -45,17 +45,16 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		}
 	}
 	results := make([]memory.SaveResult, len(exs))
-	before := make([]int64, len(exs))
-	err := s.inWriteThen(ctx, func(tx *sql.Tx) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		for i, ex := range exs {
-			res, n, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
+			res, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
 			if err != nil {
 				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}
-			results[i], before[i] = res, n
+			results[i] = res
 		}
 		return nil
-	}, func() { s.advanceTails(exs, results, before) })
+	})
 	if err != nil {
 		return nil, fmt.Errorf("save %d exchanges: %w", len(exs), err)
 	}
@@ -69,7 +68,7 @@ const (
 	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	// sqlLastSeq also reads the user's Revisions.Tail (Recent's tails).
+	// sqlLastSeq also reads the user's Revisions.Tail (SaveResult.TailBefore).
 	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
 		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
 		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
@@ -87,16 +86,16 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, 
 	sqlRecordExchange, sqlCountMessages}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction.
-// It also returns the user's Revisions.Tail read just before the
-// exchange's messages were inserted (when it inserted any), for
-// advanceTails.
-func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
+// When it inserts messages, the result carries the user's Revisions.Tail
+// read just before the inserts (TailBefore): the transaction holds the
+// file's one write lock, so nothing else changes the user's messages in
+// between.
+func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
 	}
 	var res memory.SaveResult
-	var before int64
 	err := func() error {
 		res = memory.SaveResult{}
 		erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
@@ -163,7 +162,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		if err != nil {
 			return err
 		}
-		res.Inserted, res.Stored, before = len(stored), stored, n
+		res.Inserted, res.Stored, res.TailBefore, res.TailKnown = len(stored), stored, n, true
 		var prompt, completion int
 		if ex.Usage != nil {
 			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
@@ -178,7 +177,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		}
 		return nil
 	}()
-	return res, before, err
+	return res, err
 }
 
 // insertMessages appends msgs to the conversation after its highest Seq,

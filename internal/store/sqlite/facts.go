@@ -154,32 +154,8 @@ func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id in
 // Facts returns the user's current facts (not superseded, not expired at
 // now), most recently updated first; with history, superseded and expired
 // ones too. An unknown user has none.
-//
-// Within one request (ctx carrying a memory.Memo) the facts are read once:
-// the assembler's pinned facts and recall's ranked facts share the read, and
-// the slice, which callers must not modify. Without history the current
-// facts come from memory while the user's facts are unchanged (see
-// currentFacts, knowcache.go).
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.Facts")()
-	return memory.Memoized(ctx, factsKey{s, tenant, user, now.UnixNano(), history}, func() ([]memory.Fact, error) {
-		if history {
-			return s.facts(ctx, tenant, user, now, history)
-		}
-		return s.currentFacts(ctx, tenant, user, now)
-	})
-}
-
-// factsKey names one Facts read of a Store in a memory.Memo.
-type factsKey struct {
-	s            *Store
-	tenant, user string
-	now          int64
-	history      bool
-}
-
-// facts reads the user's facts (see Facts).
-func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	where := ``
 	args := []any{tenant, user}
 	if !history {
@@ -219,7 +195,6 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) e
 	if err != nil {
 		return fmt.Errorf("delete fact: %w", err)
 	}
-	s.factCache.Drop(ofUser(tenant, user)) // stale already: the delete moved the count
 	return nil
 }
 

@@ -11,33 +11,40 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// indexSource is what the Store's itemindex.Index reads: the revisions of
-// memory_item_revisions (moved by the triggers of migrations 0005, 0006
-// and 0012 on every write of memory_items, of 0013 and 0014 on every
-// write of messages, and of 0015 on every write of facts and summaries, by
-// any connection of any process) and the rows of memory_items, through the
-// read pool.
+// indexSource is what the Store's itemindex.Index reads: the rows of
+// memory_items, through the read pool.
 type indexSource struct{ s *Store }
 
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none).
-func (src indexSource) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
-	var rev cache.Revisions
-	err := src.s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
+// none): the counters the triggers of migrations 0005, 0012 and 0021 move
+// on every write of memory_items, of 0013 and 0014 on every write of
+// messages, and of 0015 on every write of facts and summaries, by any
+// connection of any process.
+func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
+	var rev memory.Revisions
+	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
 		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return cache.Revisions{}, err
+		return memory.Revisions{}, err
 	}
 	return rev, nil
+}
+
+// revisions returns *rev, the user's Revisions as the caller's request read
+// them, or reads them when rev is nil.
+func (s *Store) revisions(ctx context.Context, rev *memory.Revisions, tenant, user string) (memory.Revisions, error) {
+	if rev != nil {
+		return *rev, nil
+	}
+	return s.ItemRevisions(ctx, tenant, user)
 }
 
 // LoadVectors reads key's vectors with ids above afterID, in id order.
@@ -101,8 +108,12 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 // them, in the order given: the words a query shares with most of the
 // user's memory (speaker names, common words), which recall leaves out of
 // its vector query. A user too large to index in memory has none.
-func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	out, err := s.index.CommonTerms(ctx, tenant, user, terms, minDF, frac)
+func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	r, err := s.revisions(ctx, rev, tenant, user)
+	if err != nil {
+		return nil, fmt.Errorf("common terms: %w", err)
+	}
+	out, err := s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac)
 	switch {
 	case errors.Is(err, itemindex.ErrTooBig):
 		return nil, nil // no statistics: nothing is known to be common
@@ -115,6 +126,5 @@ func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []st
 // Collectors returns the Prometheus collectors of the Store's caches (see
 // internal/engine/cache), as they are when called: after SetCacheLimits.
 func (s *Store) Collectors() []prometheus.Collector {
-	return slices.Concat(s.index.Collectors(), s.around.Collectors(), s.tails.Collectors(),
-		s.factCache.Collectors(), s.summaryCache.Collectors())
+	return slices.Concat(s.index.Collectors(), s.around.Collectors())
 }

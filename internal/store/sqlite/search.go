@@ -38,7 +38,11 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
-	items, err := s.index.SearchVector(ctx, q)
+	rev, err := s.revisions(ctx, q.Revisions, q.Tenant, q.User)
+	if err != nil {
+		return nil, fmt.Errorf("search vector: %w", err)
+	}
+	items, err := s.index.SearchVector(ctx, rev, q)
 	switch {
 	case err == nil:
 		return items, nil
@@ -92,7 +96,11 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	items, err := s.index.SearchText(ctx, q, terms)
+	rev, err := s.revisions(ctx, q.Revisions, q.Tenant, q.User)
+	if err != nil {
+		return nil, fmt.Errorf("search text: %w", err)
+	}
+	items, err := s.index.SearchText(ctx, rev, q, terms)
 	switch {
 	case errors.Is(err, itemindex.ErrTooBig):
 		return s.searchTextWindow(ctx, q, terms)

@@ -24,7 +24,6 @@ import (
 	"modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -45,14 +44,6 @@ type Store struct {
 	index *itemindex.Index
 	// around holds the turns around recalled messages (MessagesAround).
 	around *itemindex.Windows
-	// tails holds the conversations' newest messages (Recent), per user,
-	// by conversation.
-	tails *cache.Cache[revKey, tail]
-	// factCache holds each user's facts not superseded (Facts), and
-	// summaryCache each conversation's latest summary (LatestSummary), per
-	// user, by conversation (knowcache.go).
-	factCache    *cache.Cache[revKey, []memory.Fact]
-	summaryCache *cache.Cache[revKey, heldSummary]
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -117,9 +108,6 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		reads: newStmtCache(read), writes: newStmtCache(write)}
 	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
 	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
-	s.tails = cache.New("recent", defaultTailBytes, tailSize)
-	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
-	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
 	if err := s.Migrate(ctx); err != nil {
@@ -191,31 +179,24 @@ func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 // returns nil. It is a write a client waits on: see inBackgroundWrite for
 // the others.
 func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteTx(ctx, false, fn, nil)
+	return s.inWriteTx(ctx, false, fn)
 }
 
 // inBackgroundWrite is inWrite for a write no client waits on (writeGate:
 // enrichment's derived writes, its queue's claims and acknowledgements,
 // the embedding cache), which lets waiting writes of clients go first.
 func (s *Store) inBackgroundWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteTx(ctx, true, fn, nil)
+	return s.inWriteTx(ctx, true, fn)
 }
 
 // inWriteAs is inBackgroundWrite when background is set, else inWrite.
 func (s *Store) inWriteAs(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
-	return s.inWriteTx(ctx, background, fn, nil)
+	return s.inWriteTx(ctx, background, fn)
 }
 
-// inWriteThen is inWrite, calling committed (when not nil) once the
-// transaction has committed, before the next write transaction begins: so
-// what it does after each commit happens in the commits' order.
-func (s *Store) inWriteThen(ctx context.Context, fn func(tx *sql.Tx) error, committed func()) error {
-	return s.inWriteTx(ctx, false, fn, committed)
-}
-
-// inWriteTx is the write transaction of inWrite, inBackgroundWrite and
-// inWriteThen; background orders it behind the writes clients wait on.
-func (s *Store) inWriteTx(ctx context.Context, background bool, fn func(tx *sql.Tx) error, committed func()) error {
+// inWriteTx is the write transaction of inWrite and inBackgroundWrite;
+// background orders it behind the writes clients wait on.
+func (s *Store) inWriteTx(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
 	if err := s.gate.acquire(ctx, background); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -233,9 +214,6 @@ func (s *Store) inWriteTx(ctx context.Context, background bool, fn func(tx *sql.
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if committed != nil {
-		committed()
-	}
 	return nil
 }
 
@@ -245,16 +223,11 @@ func nanos(t time.Time) int64 { return t.UnixNano() }
 // fromNanos decodes a stored time, in UTC.
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
-// SetCacheLimits replaces the Store's in-memory caches, before it serves
-// requests, with empty ones bounded by lim, turns bytes for the turns
-// around recalled messages and recent bytes for the conversations' newest
-// messages (see itemindex.DefaultLimits, itemindex.DefaultWindowBytes and
-// defaultTailBytes, the sizes Open gives them); the facts and summaries
-// caches are replaced with empty ones of defaultKnowledgeBytes.
-func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
+// SetCacheLimits replaces the Store's in-memory recall caches, before it
+// serves requests, with empty ones bounded by lim and turns bytes for the
+// turns around recalled messages (see itemindex.DefaultLimits and
+// itemindex.DefaultWindowBytes, the sizes Open gives them).
+func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
-	s.tails = cache.New("recent", recent, tailSize)
-	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
-	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)
 }

@@ -31,9 +31,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	return msgs, nil
 }
 
-// latestSummary reads the newest summary version of the conversation
-// (LatestSummary, knowcache.go).
-func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
+// LatestSummary returns the newest summary version of the conversation, or
+// memory.ErrNotFound when it has none.
+func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
 	var keyEvents, preserved string
 	var created int64

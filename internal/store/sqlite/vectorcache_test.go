@@ -36,7 +36,7 @@ func TestFreshnessContract(t *testing.T) {
 	storetest.RunFreshness(t, func(t *testing.T) storetest.Replicas {
 		s, path := mustTempStore(t)
 		db := mustRawDB(t, path)
-		return storetest.Replicas{Mine: s, Other: mustOpen(t, path), Exec: func(ctx context.Context, sql string) error {
+		return storetest.Replicas{Mine: storetest.Cached(s), Other: mustOpen(t, path), Exec: func(ctx context.Context, sql string) error {
 			_, err := db.ExecContext(ctx, sql)
 			return err
 		}}

@@ -12,13 +12,13 @@ import (
 
 // aroundStore is a store that reads the turns around recalled messages.
 type aroundStore interface {
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
 // messagesAround returns s.MessagesAround's messages, copied: the store's
 // own are shared, never to be written into.
 func messagesAround(ctx context.Context, s aroundStore, tenant, user string, refs []memory.MessageRef, radius int) ([]memory.Message, error) {
-	shared, err := s.MessagesAround(ctx, tenant, user, refs, radius)
+	shared, err := s.MessagesAround(ctx, nil, tenant, user, refs, radius)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ type groupSaver interface {
 // supersedes some through each, an edit and a delete in SQL, a group
 // commit of several users and conversations, a deleted conversation, the
 // user's erasure, and the same exchanges stored again after it. Every
-// answer follows the change before it, for several n, with and without a
-// request's memory.Memo, and is the caller's to change.
+// answer follows the change before it, for several n, and is the caller's
+// to change.
 func testRecentSeesEveryChange(t *testing.T, r Replicas) {
 	ctx := testCtx(t)
 	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
@@ -83,12 +83,8 @@ func testRecentSeesEveryChange(t *testing.T, r Replicas) {
 		t.Helper()
 		for range 2 { // the second answers may come from memory
 			for _, n := range []int{1, 2, 3, 100} {
-				rctx := ctx
-				if n == 2 {
-					rctx = memory.WithMemo(ctx) // a request's reads
-				}
 				exp := w[max(0, len(w)-n):]
-				if got := recent(rctx, step, id, n); !slices.Equal(got, exp) {
+				if got := recent(ctx, step, id, n); !slices.Equal(got, exp) {
 					t.Fatalf("%s: Recent(%s/%s, %d) = %q, want %q", step, id.User, id.Conversation, n, got, exp)
 				}
 			}

@@ -42,6 +42,7 @@ func RunFreshness(t *testing.T, open func(t *testing.T) Replicas) {
 		{"SearchVectorScoresMatchCosine", testSearchVectorScoresMatchCosine},
 		{"MessagesAroundSeesEveryChange", testMessagesAroundSeesEveryChange},
 		{"RecentSeesEveryChange", testRecentSeesEveryChange},
+		{"FactsAndSummarySeeEveryChange", testFactsAndSummarySeeEveryChange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

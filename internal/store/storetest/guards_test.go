@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"github.com/memgate/memgate/internal/admin"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/prompt"
 	"github.com/memgate/memgate/internal/engine/recall"
@@ -26,15 +27,12 @@ var (
 	_ storetest.KnowledgeStore = redis.Cached{}
 	_ storetest.Queue          = (*sqlite.Outbox)(nil)
 	_ storetest.Queue          = (*redis.Queue)(nil)
-	_ prompt.HistoryReader     = (*sqlite.Store)(nil)
-	_ prompt.HistoryReader     = (*postgres.Store)(nil)
-	_ prompt.HistoryReader     = redis.Cached{}
-	_ prompt.SummaryReader     = (*sqlite.Store)(nil)
-	_ prompt.SummaryReader     = (*postgres.Store)(nil)
-	_ prompt.SummaryReader     = redis.Cached{}
-	_ prompt.FactReader        = (*sqlite.Store)(nil)
-	_ prompt.FactReader        = (*postgres.Store)(nil)
-	_ prompt.FactReader        = redis.Cached{}
+	_ cache.Reader             = (*sqlite.Store)(nil)
+	_ cache.Reader             = (*postgres.Store)(nil)
+	_ cache.Reader             = redis.Cached{}
+	_ prompt.RevisionReader    = (*sqlite.Store)(nil)
+	_ prompt.RevisionReader    = (*postgres.Store)(nil)
+	_ prompt.RevisionReader    = redis.Cached{}
 	_ record.Saver             = (*sqlite.Store)(nil)
 	_ record.Saver             = (*postgres.Store)(nil)
 	_ record.Saver             = redis.Cached{}

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"math"
 	"slices"
@@ -388,33 +387,6 @@ func testFactItemsFollowTheirFact(t *testing.T, s KnowledgeStore) {
 	assertRefs(t, "SearchVector of fact items", vec, []string{strconv.FormatInt(current[1].ID, 10)})
 	bob := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "bob", Text: "city Lisbon", Limit: 10})
 	assertRefs(t, "bob's fact items", bob, []string{strconv.FormatInt(bobFact.ID, 10)})
-}
-
-// testFactsReadOncePerMemo covers Facts within one request: under a
-// memory.Memo the user's facts are read once (a fact stored after the read
-// is not seen by the request's later calls), per user and per kind of read
-// (current or history), and a new request (a new Memo, or none) reads again.
-func testFactsReadOncePerMemo(t *testing.T, s KnowledgeStore) {
-	now := baseTime.Add(time.Hour)
-	mustUpsertFact(t, s, fact("acme", "alice", memory.FactProfile, "city", "Lisbon", 0), 0)
-	mustUpsertFact(t, s, fact("acme", "bob", memory.FactProfile, "city", "Oslo", 0), 0)
-	ctx := memory.WithMemo(testCtx(t))
-	facts := func(ctx context.Context, user string, history bool) []memory.Fact {
-		t.Helper()
-		fs, err := s.Facts(ctx, "acme", user, now, history)
-		if err != nil {
-			t.Fatalf("Facts(%s): %v", user, err)
-		}
-		return fs
-	}
-	assertValues(t, "alice's facts in the request", facts(ctx, "alice", false), "Lisbon")
-	mustUpsertFact(t, s, fact("acme", "alice", memory.FactPreference, "diet", "vegan", 1), 0)
-	mustUpsertFact(t, s, fact("acme", "bob", memory.FactPreference, "diet", "omnivore", 1), 0)
-	assertValues(t, "alice's facts read again in the request", facts(ctx, "alice", false), "Lisbon")
-	assertValues(t, "bob's facts in the request", facts(ctx, "bob", false), "omnivore", "Oslo")
-	assertValues(t, "alice's history in the request", facts(ctx, "alice", true), "vegan", "Lisbon")
-	assertValues(t, "alice's facts in a new request", facts(memory.WithMemo(testCtx(t)), "alice", false), "vegan", "Lisbon")
-	assertValues(t, "alice's facts outside a request", facts(testCtx(t), "alice", false), "vegan", "Lisbon")
 }
 
 // testFactRuleAndSource covers Rule and Source (why a fact is pinned and

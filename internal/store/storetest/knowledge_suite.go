@@ -40,7 +40,6 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactCapPerUser", testFactCapPerUser},
 		{"FactExpiry", testFactExpiry},
 		{"FactOrder", testFactOrder},
-		{"FactsReadOncePerMemo", testFactsReadOncePerMemo},
 		{"DeleteFact", testDeleteFact},
 		{"FactTenantIsolation", testFactTenantIsolation},
 		{"FactItemsFollowTheirFact", testFactItemsFollowTheirFact},

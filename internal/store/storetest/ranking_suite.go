@@ -25,7 +25,7 @@ type RankingStore interface {
 	// into. A reply the upstream broke off (memory.Message.Failed) is left
 	// out, not even a neighbour; unknown refs add nothing; radius < 0 finds
 	// nothing.
-	MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
+	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
 // RunRanking runs the ranking suite: SearchText is Okapi BM25 over all of a

@@ -1,0 +1,294 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Reader is what Reads reads through: a store's SQL reads of a
+// conversation's newest turns, its latest summary and a user's facts.
+type Reader interface {
+	// Recent returns up to n newest live messages, oldest first.
+	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
+	// LatestSummary returns the newest summary version, or
+	// memory.ErrNotFound.
+	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
+	// Facts returns the user's current facts at now (with history,
+	// superseded and expired ones too), most recently updated first.
+	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+}
+
+// Default bounds of a Reads' caches, over all users.
+const (
+	// DefaultTailBytes bounds the conversations' newest turns: 8 MiB,
+	// about 25,000 messages of 300 bytes.
+	DefaultTailBytes = 8 << 20
+	// DefaultKnowledgeBytes bounds each of the facts and the summaries: 4
+	// MiB, some thousands of users' facts or conversations' summaries.
+	DefaultKnowledgeBytes = 4 << 20
+)
+
+// tailKeep is how many of a conversation's newest messages a tail grows to
+// as saves append to it (at least: a Recent asking for more keeps what it
+// read).
+const tailKeep = 64
+
+// Reads keeps what a request reads of a store besides its searches in
+// memory: a conversation's newest turns (under the user's Revisions.Tail),
+// a user's facts (under Revisions.Facts) and a conversation's latest
+// summary (under Revisions.Summaries). Each read takes the Revisions its
+// request read once, before any of its reads; nil reads through (a store
+// that keeps no counters, a lookup that failed). A write, by any process,
+// moves the count, so what was read before it is never looked up again and
+// ages out of the bound. It is safe for concurrent use.
+type Reads struct {
+	src       Reader
+	tails     *Cache[convKey, tail]
+	facts     *Cache[convKey, []memory.Fact]
+	summaries *Cache[convKey, heldSummary]
+}
+
+// NewReads returns a Reads over src, its tails bounded at tailBytes and its
+// facts and summaries at knowledgeBytes each.
+func NewReads(src Reader, tailBytes, knowledgeBytes int) *Reads {
+	return &Reads{src: src,
+		tails:     New("recent", tailBytes, tailSize),
+		facts:     New("facts", knowledgeBytes, factsSize),
+		summaries: New("summaries", knowledgeBytes, summarySize)}
+}
+
+// convKey names what Reads holds of one user (one conversation's, for
+// tails and summaries; Conv "" for the user's facts) as of a count of the
+// user's Revisions.
+type convKey struct {
+	Tenant, User string
+	Rev          int64
+	Conv         string
+}
+
+// tail is a conversation's newest live messages, oldest first. Its
+// messages are never modified once held: a save appends to a new slice
+// header (append may share the backing array past the held length, which
+// no reader of the held tail looks at).
+type tail struct {
+	msgs []memory.Message
+	// all is set when msgs are all of the conversation's live messages.
+	all bool
+}
+
+// heldSummary is a conversation's latest summary, or none (found false).
+// Its slices are never modified once held.
+type heldSummary struct {
+	sum   memory.Summary
+	found bool
+}
+
+// Recent returns up to n newest live messages of the conversation, oldest
+// first, as src's Recent does, kept under rev's Tail. The returned slice
+// is the caller's; its messages' Raw is shared and must not be written to.
+func (r *Reads) Recent(ctx context.Context, rev *Revisions, id memory.Identity, n int) ([]memory.Message, error) {
+	if rev == nil || n <= 0 {
+		return r.src.Recent(ctx, id, n)
+	}
+	key := convKey{id.Tenant, id.User, rev.Tail(), id.Conversation}
+	if t, ok := r.tails.Get(key); ok && (len(t.msgs) >= n || t.all) {
+		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
+	}
+	msgs, err := r.src.Recent(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	r.tails.Put(key, tail{msgs: slices.Clone(msgs), all: len(msgs) < n})
+	return msgs, nil
+}
+
+// LatestSummary returns the conversation's newest summary, or
+// memory.ErrNotFound, as src's LatestSummary does, kept (or that there is
+// none) under rev's Summaries. The summary is the caller's.
+func (r *Reads) LatestSummary(ctx context.Context, rev *Revisions, id memory.Identity) (memory.Summary, error) {
+	if rev == nil {
+		return r.src.LatestSummary(ctx, id)
+	}
+	key := convKey{id.Tenant, id.User, rev.Summaries, id.Conversation}
+	h, ok := r.summaries.Get(key)
+	if !ok {
+		sum, err := r.src.LatestSummary(ctx, id)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			return memory.Summary{}, err
+		}
+		h = heldSummary{sum: sum, found: err == nil}
+		r.summaries.Put(key, h)
+	}
+	if !h.found {
+		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
+	}
+	sum := h.sum
+	sum.KeyEvents = slices.Clone(sum.KeyEvents)
+	sum.Preserved.Numbers = slices.Clone(sum.Preserved.Numbers)
+	sum.Preserved.Dates = slices.Clone(sum.Preserved.Dates)
+	sum.Preserved.Decisions = slices.Clone(sum.Preserved.Decisions)
+	return sum, nil
+}
+
+// Facts returns the user's facts as src's Facts does. The current ones
+// (not history) come from the user's facts not superseded, kept under
+// rev's Facts, with expiry applied at now on every call. The slice and its
+// facts are the caller's.
+func (r *Reads) Facts(ctx context.Context, rev *Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	if rev == nil || history {
+		return r.src.Facts(ctx, tenant, user, now, history)
+	}
+	key := convKey{tenant, user, rev.Facts, ""}
+	live, ok := r.facts.Get(key)
+	if !ok {
+		all, err := r.src.Facts(ctx, tenant, user, now, true)
+		if err != nil {
+			return nil, err
+		}
+		live = slices.DeleteFunc(all, func(f memory.Fact) bool { return f.SupersededAt != nil })
+		r.facts.Put(key, live)
+	}
+	out := make([]memory.Fact, 0, len(live))
+	for _, f := range live {
+		if f.ExpiresAt != nil {
+			if !f.ExpiresAt.After(now) {
+				continue
+			}
+			t := *f.ExpiresAt
+			f.ExpiresAt = &t
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Saved brings the tails held of the users whose exchanges were just
+// stored (exs, and results[i] exs[i]'s) to the counts the saves left, so
+// that a conversation's next Recent is answered from memory. A store
+// reports in each result the user's Revisions.Tail just before the
+// exchange's inserts (TailKnown). For a user whose exchanges superseded
+// nothing and whose counts follow each other (each exchange's count is
+// the one before plus what the one before inserted: nothing else changed
+// their messages in between), a tail held at the count before their first
+// exchange was the state just before it, and the stored messages appended
+// to it are the state at the count the last one left: kept under that
+// count, which no other state has (the count only grows). Otherwise
+// nothing is kept: the tails held, under older counts, are never looked up
+// again. A tail already held at the new count is left as it is.
+func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
+	for i, ex := range exs {
+		if results[i].Inserted == 0 || slices.ContainsFunc(exs[:i], func(o memory.Exchange) bool {
+			return o.Tenant == ex.Tenant && o.User == ex.User // the user was advanced with it
+		}) {
+			continue
+		}
+		mine := func(j int) bool {
+			return results[j].Inserted > 0 && exs[j].Tenant == ex.Tenant && exs[j].User == ex.User
+		}
+		next := results[i].TailBefore
+		appended := true
+		var convs []string
+		for j := i; j < len(exs); j++ {
+			if !mine(j) {
+				continue
+			}
+			if !results[j].TailKnown || results[j].Superseded > 0 || results[j].TailBefore != next {
+				appended = false
+				break
+			}
+			next = results[j].TailBefore + int64(results[j].Inserted)
+			if !slices.Contains(convs, exs[j].Conversation) {
+				convs = append(convs, exs[j].Conversation)
+			}
+		}
+		if !appended {
+			continue
+		}
+		for _, conv := range convs {
+			t, held := r.tails.Get(convKey{ex.Tenant, ex.User, results[i].TailBefore, conv})
+			to := convKey{ex.Tenant, ex.User, next, conv}
+			if !held {
+				continue
+			}
+			if _, done := r.tails.Get(to); done {
+				continue
+			}
+			r.tails.Put(to, appendStored(t, exs[i:], results[i:], conv, func(j int) bool { return mine(j + i) }))
+		}
+	}
+}
+
+// appendStored returns t with the messages stored in conv by the exchanges
+// of exs that mine reports appended, the newest max(len(t.msgs), tailKeep)
+// kept. Messages t holds already are not appended again.
+func appendStored(t tail, exs []memory.Exchange, results []memory.SaveResult, conv string, mine func(int) bool) tail {
+	limit := max(len(t.msgs), tailKeep)
+	msgs := t.msgs
+	for j := range exs {
+		if !mine(j) || exs[j].Conversation != conv {
+			continue
+		}
+		for _, m := range results[j].Stored {
+			if len(msgs) == 0 || m.Seq > msgs[len(msgs)-1].Seq {
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	all := t.all
+	if len(msgs) > limit {
+		msgs, all = msgs[len(msgs)-limit:], false
+	}
+	return tail{msgs: msgs, all: all}
+}
+
+// Forget drops everything held of the user: for an erasure, so that what
+// was read before it does not stay in memory until evicted (no later
+// lookup would find it: the erasure moved the counts).
+func (r *Reads) Forget(tenant, user string) {
+	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
+	r.tails.Drop(of)
+	r.facts.Drop(of)
+	r.summaries.Drop(of)
+}
+
+// Collectors returns the Prometheus collectors of r's caches.
+func (r *Reads) Collectors() []prometheus.Collector {
+	return slices.Concat(r.tails.Collectors(), r.facts.Collectors(), r.summaries.Collectors())
+}
+
+// tailSize is roughly what one held tail takes in memory, in bytes.
+func tailSize(k convKey, t tail) int {
+	n := 64 + len(k.Conv)
+	for _, m := range t.msgs {
+		// The identity's strings are shared by the conversation's messages.
+		n += 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
+	}
+	return n
+}
+
+// factsSize is roughly what a user's held facts take in memory, in bytes.
+func factsSize(_ convKey, fs []memory.Fact) int {
+	n := 64
+	for _, f := range fs {
+		n += 200 + len(f.Key) + len(f.Value) + len(f.Conversation)
+	}
+	return n
+}
+
+// summarySize is roughly what a held summary takes in memory, in bytes.
+func summarySize(k convKey, h heldSummary) int {
+	n := 200 + len(k.Conv) + len(h.sum.Text)
+	for _, ss := range [][]string{h.sum.KeyEvents, h.sum.Preserved.Numbers, h.sum.Preserved.Dates, h.sum.Preserved.Decisions} {
+		for _, s := range ss {
+			n += 16 + len(s)
+		}
+	}
+	return n
+}

@@ -1,0 +1,30 @@
+package memory
+
+// Revisions are a user's revision counters, the one source of every cached
+// read's freshness (zero for a user never written). A store's triggers
+// move them on every write, by any connection of any process:
+//
+//   - Added counts inserts of items, Changed deletes and changes of what a
+//     search reads (and an insert that cannot be read as the rows above the
+//     highest id held). The items searches return are kept under Changed;
+//     a user's vectors and text index, extended in place after inserts,
+//     carry both.
+//   - Messages counts updates and deletes of the user's messages (the turns
+//     around recalled messages are kept under it: an insert never joins a
+//     closed window), MessagesAdded inserts; Tail is their sum.
+//   - Facts counts every write of the user's facts, Summaries of their
+//     summaries.
+//
+// None ever decreases (an erasure moves them and keeps the user's row), so
+// a value read before a change can never pass for a later state. A request
+// reads them once, before anything they key, and hands them to every read
+// it makes (see internal/engine/cache).
+type Revisions struct {
+	Added, Changed, Messages int64
+	MessagesAdded            int64
+	Facts, Summaries         int64
+}
+
+// Tail is the count every change of the user's messages moves: a
+// conversation's newest turns are kept under it.
+func (r Revisions) Tail() int64 { return r.MessagesAdded + r.Messages }
