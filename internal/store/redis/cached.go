@@ -22,22 +22,21 @@ type Cached struct {
 }
 
 // DeleteConversation deletes the conversation from the store, then every
-// tail kept of its user (none is current after the delete), even when the
-// store reports memory.ErrNotFound.
+// tail kept of its user (none is current after the delete, see forget),
+// even when the store reports memory.ErrNotFound.
 func (s Cached) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	err := s.Store.DeleteConversation(ctx, id)
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return err
 	}
-	if derr := s.Tails.Drop(ctx, id.Tenant, id.User); derr != nil {
-		return derr
+	if ferr := s.forget(ctx, id.Tenant, id.User); ferr != nil {
+		return ferr
 	}
 	return err
 }
 
-// DeleteUser erases the user in the store, then deletes every tail kept of
-// theirs, refusing any read before the erasure and kept after it
-// (Tails.Forget), and last empties the embedding cache kept under the same
+// DeleteUser erases the user in the store, then every tail kept of theirs
+// (see forget), and last empties the embedding cache kept under the same
 // prefix, which names no owner (see EmbeddingCache). It returns an error
 // wrapping memory.ErrUnavailable when Redis could not be cleared: erased
 // data must not stay there.
@@ -45,13 +44,25 @@ func (s Cached) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err := s.Store.DeleteUser(ctx, tenant, user); err != nil {
 		return err
 	}
-	if err := s.Tails.Forget(ctx, tenant, user, math.MaxInt64); err != nil {
+	if err := s.forget(ctx, tenant, user); err != nil {
 		return err
 	}
 	if _, err := clearEmbeddings(ctx, s.Tails.rdb, s.Tails.prefix); err != nil {
 		return fmt.Errorf("redis: erase: %w", err)
 	}
 	return nil
+}
+
+// forget deletes every tail kept of the user after a delete of their
+// messages, refusing any read before it (Tails.Forget at their Tail
+// revision after it; or at every revision, for the TTL, when that cannot
+// be read).
+func (s Cached) forget(ctx context.Context, tenant, user string) error {
+	after := int64(math.MaxInt64)
+	if rev, err := s.Store.ItemRevisions(ctx, tenant, user); err == nil {
+		after = rev.Tail()
+	}
+	return s.Tails.Forget(ctx, tenant, user, after)
 }
 
 // Footprint counts the store's rows of the user and the conversations'

@@ -10,44 +10,59 @@ import (
 )
 
 // TestCachedErasureLeavesNothingInRedis: after DeleteUser returns, no key
-// of the erased user is left in Redis but the erasure's record, and the
-// race where a request read a conversation from the store just before the
-// erasure and keeps it just after is refused. Deleting a conversation
-// drops every tail of its user.
+// of the erased user is left in Redis but the record of the erasure; a
+// conversation read from the store just before the erasure and kept just
+// after it is refused, while a fresh conversation after it is kept as
+// usual. Deleting a conversation drops every tail of its user, and
+// neither touches another user's.
 func TestCachedErasureLeavesNothingInRedis(t *testing.T) {
 	ctx := context.Background()
 	c := contractCache(t)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	other := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c2"}
 	bob := memory.Identity{Tenant: "acme", User: "bob", Conversation: "c1"}
-	for _, x := range []memory.Identity{id, other, bob} {
-		ex := memory.Exchange{ID: x.User + x.Conversation, Identity: x, At: time.Now().Add(-time.Second),
-			Turn:  []memory.Message{{Role: "user", Content: "I live in Porto and I am vegan"}},
-			Reply: memory.Message{Role: "assistant", Content: "Noted"}}
-		if _, err := c.SaveExchange(ctx, ex); err != nil {
+	// read reads id's newest turns as a request does: the revision first.
+	read := func(id memory.Identity) (int64, []memory.Message) {
+		t.Helper()
+		rev, err := c.ItemRevisions(ctx, id.Tenant, id.User)
+		if err != nil {
 			t.Fatal(err)
 		}
-		msgs, err := c.Recent(ctx, x, 10)
-		if err != nil || len(msgs) != 2 {
-			t.Fatalf("Recent = %d, %v", len(msgs), err)
+		msgs, err := c.Recent(ctx, id, 10)
+		if err != nil {
+			t.Fatal(err)
 		}
-		c.Tails.KeepTail(ctx, x, 2, msgs, true)
+		return rev.Tail(), msgs
+	}
+	save := func(x memory.Identity, exID, text string) {
+		t.Helper()
+		ex := memory.Exchange{ID: exID, Identity: x, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: text}},
+			Reply: memory.Message{Role: "assistant", Content: "Noted"}}
+		if res, err := c.SaveExchange(ctx, ex); err != nil || res.Dropped {
+			t.Fatalf("SaveExchange = %+v, %v", res, err)
+		}
+	}
+	for _, x := range []memory.Identity{id, other, bob} {
+		save(x, x.User+x.Conversation, "I live in Porto and I am vegan")
+		rev, msgs := read(x)
+		c.Tails.KeepTail(ctx, x, rev, msgs, true)
 	}
 	if err := c.DeleteConversation(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := c.Tails.Tail(ctx, id, 2); ok {
-		t.Fatal("a tail of the user survived DeleteConversation")
+	if n, err := c.Tails.Count(ctx, "acme", "alice"); err != nil || n != 0 {
+		t.Fatalf("%d tails of the user survived DeleteConversation (%v)", n, err)
 	}
-	stale, err := c.Recent(ctx, id, 10) // read before the erasure ...
-	if err != nil || len(stale) != 2 {
-		t.Fatalf("Recent = %d, %v", len(stale), err)
+	rev, stale := read(id) // read before the erasure ...
+	if len(stale) != 2 {
+		t.Fatalf("Recent = %d messages, want 2", len(stale))
 	}
-	c.Tails.KeepTail(ctx, id, 3, stale, true)
+	c.Tails.KeepTail(ctx, id, rev, stale, true)
 	if err := c.DeleteUser(ctx, id.Tenant, id.User); err != nil {
 		t.Fatal(err)
 	}
-	c.Tails.KeepTail(ctx, id, 3, stale, true) // ... kept after it
+	c.Tails.KeepTail(ctx, id, rev, stale, true) // ... kept after it
 	keys, err := c.Tails.rdb.Keys(ctx, globEscape(c.Tails.prefix)+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -57,10 +72,26 @@ func TestCachedErasureLeavesNothingInRedis(t *testing.T) {
 			t.Fatalf("key %s of the erased user is left in Redis", k)
 		}
 	}
-	if msgs, err := c.Recent(ctx, id, 10); err != nil || len(msgs) != 0 {
-		t.Fatalf("Recent after the erasure = %d messages, %v", len(msgs), err)
+	if rev, msgs := read(id); len(msgs) != 0 {
+		t.Fatalf("Recent after the erasure = %d messages", len(msgs))
+	} else if keptAt(c.Tails, id, rev) {
+		t.Fatal("a tail is served after the erasure")
 	}
-	if _, _, ok := c.Tails.Tail(ctx, bob, 2); !ok {
-		t.Fatal("erasing alice dropped bob's tail")
+	if bobRev, _ := read(bob); !keptAt(c.Tails, bob, bobRev) {
+		t.Fatal("alice's erasure dropped bob's tail")
 	}
+
+	// A fresh start is kept as usual.
+	save(id, "fresh", "I moved to Braga")
+	rev, fresh := read(id)
+	c.Tails.KeepTail(ctx, id, rev, fresh, true)
+	if msgs, _, ok := c.Tails.Tail(ctx, id, rev); !ok || len(msgs) != 2 || msgs[0].Content != "I moved to Braga" {
+		t.Fatalf("Tail after a fresh start = %+v, %v", msgs, ok)
+	}
+}
+
+// keptAt reports whether tails serve a tail of id at rev.
+func keptAt(tails *Tails, id memory.Identity, rev int64) bool {
+	_, _, ok := tails.Tail(context.Background(), id, rev)
+	return ok
 }

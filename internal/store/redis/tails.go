@@ -25,12 +25,12 @@ import (
 // it is never served again. One key per conversation holds its newest tail,
 // for TTL after it was kept.
 //
-// Erasure leaves nothing in Redis: each user's keys are listed in a set,
-// which Forget deletes with them, and a tail read before the erasure but
-// kept after it is refused (keepScript), so nothing of the erased user is
-// written back. When Redis fails, a lookup is a miss and a tail is not kept
-// (both log a warning, never message contents); Forget and Drop return an
-// error wrapping memory.ErrUnavailable.
+// An erasure or a delete leaves nothing of the user in Redis (Forget): each
+// user's keys are listed in a set, deleted with them, and a tail read
+// before the change but kept after it is refused (keepScript). When Redis
+// fails, a lookup is a miss and a tail is not kept (both log a warning,
+// never message contents); Forget returns an error wrapping
+// memory.ErrUnavailable.
 type Tails struct {
 	rdb    redis.UniversalClient
 	logger *slog.Logger
@@ -61,8 +61,9 @@ func (t *Tails) erasedKey(tenant, user string) string {
 	return t.prefix + "erased:" + tenant + "/" + user
 }
 
-// tailValue is a kept tail, gob-encoded after its revision and a space
-// (gob decodes a tail several times faster than encoding/json).
+// tailValue is a kept tail, gob-encoded (gob decodes a tail several times
+// faster than encoding/json) in the field of its conversation's hash named
+// by its revision.
 type tailValue struct {
 	All  bool
 	Msgs []memory.Message
@@ -72,20 +73,16 @@ type tailValue struct {
 // first, and whether they are all its live messages; ok is false when Redis
 // holds none at rev (or fails: logged).
 func (t *Tails) Tail(ctx context.Context, id memory.Identity, rev int64) (msgs []memory.Message, all, ok bool) {
-	v, err := t.rdb.Get(ctx, t.key(id)).Result()
+	v, err := t.rdb.HGet(ctx, t.key(id), strconv.FormatInt(rev, 10)).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, false, false
+		return nil, false, false // none kept, or at another revision: never served
 	}
 	if err != nil {
 		t.logger.Warn("redis: reading a kept tail failed; reading the store", "tenant", id.Tenant, "err", err)
 		return nil, false, false
 	}
-	at, body, _ := strings.Cut(v, " ")
-	if at != strconv.FormatInt(rev, 10) {
-		return nil, false, false // kept at another revision: never served
-	}
 	var tv tailValue
-	if err := gob.NewDecoder(strings.NewReader(body)).Decode(&tv); err != nil {
+	if err := gob.NewDecoder(strings.NewReader(v)).Decode(&tv); err != nil {
 		t.logger.Warn("redis: a kept tail does not decode; reading the store", "tenant", id.Tenant, "err", err)
 		return nil, false, false
 	}
@@ -96,13 +93,17 @@ func (t *Tails) Tail(ctx context.Context, id memory.Identity, rev int64) (msgs [
 	return tv.Msgs, tv.All, true
 }
 
-// keepScript keeps a tail unless its user was erased at a later revision
-// (the tail was read before the erasure), and lists its key in the user's
-// set. KEYS: tail, user set, erasure. ARGV: revision, ttl ms, value.
+// keepScript keeps a tail, replacing the conversation's hash with one
+// whose only field is the tail's revision, unless its user's erasure (or
+// a delete) was recorded at a later revision (the tail was read before
+// it); it lists the key in the user's set. KEYS: tail, user set, erasure.
+// ARGV: revision, ttl ms, value.
 var keepScript = redis.NewScript(`
-local erased = redis.call('GET', KEYS[3])
+local erased = redis.call('ZSCORE', KEYS[3], 'tail')
 if erased and tonumber(ARGV[1]) < tonumber(erased) then return 0 end
-redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('SADD', KEYS[2], KEYS[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1
@@ -114,7 +115,6 @@ return 1
 // the store again next time.
 func (t *Tails) KeepTail(ctx context.Context, id memory.Identity, rev int64, msgs []memory.Message, all bool) {
 	var v bytes.Buffer
-	v.WriteString(strconv.FormatInt(rev, 10) + " ")
 	err := gob.NewEncoder(&v).Encode(tailValue{All: all, Msgs: msgs})
 	if err == nil {
 		keys := []string{t.key(id), t.userKey(id.Tenant, id.User), t.erasedKey(id.Tenant, id.User)}
@@ -127,23 +127,21 @@ func (t *Tails) KeepTail(ctx context.Context, id memory.Identity, rev int64, msg
 
 // Forget deletes every tail kept of the user and refuses, for the TTL,
 // any tail of theirs read at a revision before rev (their Tail revision
-// after an erasure): one read before the erasure and kept after it.
+// after an erasure or a delete): one read before the change and kept
+// after it.
 func (t *Tails) Forget(ctx context.Context, tenant, user string, rev int64) error {
-	// The erasure is recorded first: a tail kept after it is refused, one
-	// kept before it is in the set deleted next.
-	if err := t.rdb.Set(ctx, t.erasedKey(tenant, user), rev, t.ttl).Err(); err != nil {
-		return fmt.Errorf("redis: record erasure: %w", unavailable(err))
-	}
-	return t.Drop(ctx, tenant, user)
-}
-
-// Drop deletes every tail kept of the user (each is of a revision no
-// longer current once their messages changed).
-func (t *Tails) Drop(ctx context.Context, tenant, user string) error {
-	set := t.userKey(tenant, user)
-	keys, err := t.rdb.SMembers(ctx, set).Result()
-	if err == nil && len(keys) > 0 {
-		// A tail kept meanwhile stays listed, for the next Drop.
+	// The change is recorded first: a tail kept after it is refused, one
+	// kept before it is in the set deleted next (GT: it never goes back).
+	erased, set := t.erasedKey(tenant, user), t.userKey(tenant, user)
+	var members *redis.StringSliceCmd
+	_, err := t.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAddGT(ctx, erased, redis.Z{Score: float64(rev), Member: "tail"})
+		p.PExpire(ctx, erased, t.ttl)
+		members = p.SMembers(ctx, set)
+		return nil
+	})
+	if keys := members.Val(); err == nil && len(keys) > 0 {
+		// A tail kept meanwhile, after the record, is of a later revision.
 		_, err = t.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Unlink(ctx, keys...)
 			p.SRem(ctx, set, keys)
@@ -151,7 +149,7 @@ func (t *Tails) Drop(ctx context.Context, tenant, user string) error {
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("redis: drop kept tails: %w", unavailable(err))
+		return fmt.Errorf("redis: forget kept tails: %w", unavailable(err))
 	}
 	return nil
 }

@@ -87,9 +87,9 @@ func TestTailsServeOnlyTheRevisionKept(t *testing.T) {
 }
 
 // TestTailsForgetLeavesNothing: after Forget nothing of the user is left in
-// Redis, a tail read before the erasure and kept after it is refused, and
-// one read after it is kept as usual. Drop deletes every tail of the user
-// and Count counts them.
+// Redis but the record of the change, a tail read before it and kept after
+// it is refused, one read after it is kept as usual, and a record never
+// goes back. Count counts the user's tails.
 func TestTailsForgetLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	tails := mustTails(t, time.Minute)
@@ -130,16 +130,20 @@ func TestTailsForgetLeavesNothing(t *testing.T) {
 	if msgs, _, ok := tails.Tail(ctx, a1, 10); !ok || !reflect.DeepEqual(msgs, fresh) {
 		t.Fatalf("a tail read after the erasure: %+v, %v; want it kept", msgs, ok)
 	}
-	if err := tails.Drop(ctx, "acme", "alice"); err != nil {
+	if err := tails.Forget(ctx, "acme", "alice", 7); err != nil { // a late, earlier record
 		t.Fatal(err)
 	}
 	if _, _, ok := tails.Tail(ctx, a1, 10); ok {
-		t.Fatal("a tail survived Drop")
+		t.Fatal("a tail survived Forget")
+	}
+	tails.KeepTail(ctx, a1, 9, tailOf(a1, 1, 2), true)
+	if _, _, ok := tails.Tail(ctx, a1, 9); ok {
+		t.Fatal("an earlier record of a change let a tail read before the later one be kept")
 	}
 }
 
 // TestTailsWithRedisDown: every lookup misses and nothing is kept, with a
-// warning that names no message content; Forget and Drop fail with
+// warning that names no message content; Forget fails with
 // memory.ErrUnavailable, since kept tails may survive.
 func TestTailsWithRedisDown(t *testing.T) {
 	ctx := context.Background()
@@ -157,9 +161,6 @@ func TestTailsWithRedisDown(t *testing.T) {
 	}
 	if err := tails.Forget(ctx, "acme", "alice", 2); !errors.Is(err, memory.ErrUnavailable) {
 		t.Fatalf("Forget = %v, want memory.ErrUnavailable", err)
-	}
-	if err := tails.Drop(ctx, "acme", "alice"); !errors.Is(err, memory.ErrUnavailable) {
-		t.Fatalf("Drop = %v, want memory.ErrUnavailable", err)
 	}
 	out := logs.String()
 	if strings.Count(out, "level=WARN") < 2 {
