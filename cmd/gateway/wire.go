@@ -76,6 +76,7 @@ type backend struct {
 	queue, enrich record.Queue
 	durable       bool
 	embeddings    recall.EmbeddingCache
+	tails         cache.TailTier // nil: conversations' turns kept in memory only
 	closers       []func() error
 }
 
@@ -118,9 +119,11 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		}
 		b.closers = append(b.closers, rdb.Close)
 		b.embeddings = redis.NewEmbeddingCache(rdb, sc.RedisPrefix, embeddingCacheTTL)
-		// Conversations' newest turns are kept in Redis too, under the
-		// revision they were read at; a lookup misses when Redis is away.
-		b.store = redis.Cached{Store: pg, Tails: redis.NewTails(rdb, logger, sc.RedisPrefix, 0)}
+		// Conversations' newest turns are kept in Redis too, below memory,
+		// under the revision they were read at; a lookup misses when Redis
+		// is away.
+		tails := redis.NewTails(rdb, logger, sc.RedisPrefix, 0)
+		b.store, b.tails = redis.Cached{Store: pg, Tails: tails}, tails
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
@@ -157,7 +160,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// What a request reads of the store besides its searches (recent
 	// turns, facts, summaries) is kept in memory by the engine, under the
 	// user's revision counters; saves and erasures go through it.
-	cs := withReads(cfg, b.store)
+	cs := withReads(cfg, b.store, b.tails)
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
 		Collectors: append(b.store.Collectors(), cs.reads.Collectors()...)}, store: b.store, queue: b.queue}
@@ -329,9 +332,9 @@ type cachedStore struct {
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
-// memory.cache says.
-func withReads(cfg config.Config, st store) cachedStore {
-	return cachedStore{store: st, reads: cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
+// memory.cache says, conversations' turns kept in tier too (nil: none).
+func withReads(cfg config.Config, st store, tier cache.TailTier) cachedStore {
+	return cachedStore{store: st, reads: cache.NewReads(st, tier, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {

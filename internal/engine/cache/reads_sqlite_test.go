@@ -56,7 +56,7 @@ type viaCache struct {
 }
 
 func newViaCache(s *sqlite.Store, tailBytes int) viaCache {
-	return viaCache{Store: s, r: cache.NewReads(s, tailBytes, cache.DefaultKnowledgeBytes)}
+	return viaCache{Store: s, r: cache.NewReads(s, nil, tailBytes, cache.DefaultKnowledgeBytes)}
 }
 
 func (v viaCache) rev(ctx context.Context, tenant, user string) *memory.Revisions {

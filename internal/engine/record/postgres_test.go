@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
 	"github.com/memgate/memgate/internal/store/redis"
@@ -244,8 +245,10 @@ func TestPostgresRedisOrderAfterOutage(t *testing.T) {
 }
 
 // TestPostgresRedisReadYourWritesUnderLoad: with many conversations
-// captured at once through the Redis-cached store, every turn is in its
-// conversation's window as soon as Capture returns.
+// captured at once through the Redis-backed store, every turn is in its
+// conversation's newest turns, read as a request reads them (the engine's
+// cache, Redis below it, under the user's revision), as soon as Capture
+// returns.
 func TestPostgresRedisReadYourWritesUnderLoad(t *testing.T) {
 	pg := mustPostgres(t)
 	rdb, err := redis.NewClient(testenv.RedisURL(t))
@@ -253,17 +256,24 @@ func TestPostgresRedisReadYourWritesUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	cache := redis.Cached{Store: pg, Tails: redis.NewTails(rdb, nil, testenv.RedisPrefix(t), 0)}
-	c := mustCapturer(t, nil, cache, nil, Options{})
+	tails := redis.NewTails(rdb, nil, testenv.RedisPrefix(t), 0)
+	reads := cache.NewReads(pg, tails, 0, cache.DefaultKnowledgeBytes)
+	c := mustCapturer(t, nil, redis.Cached{Store: pg, Tails: tails}, nil, Options{})
 	var misses atomic.Int64
 	var wg sync.WaitGroup
 	for conv := range 32 {
 		wg.Go(func() {
+			ctx := context.Background()
 			id := memory.Identity{Tenant: "t1", User: "u1", Conversation: fmt.Sprint("c", conv)}
 			for i := range 10 {
 				text := fmt.Sprintf("c%d turn %d", conv, i)
-				c.Capture(context.Background(), userExchange(t, "u1", id.Conversation, text))
-				msgs, err := cache.Recent(context.Background(), id, 2)
+				c.Capture(ctx, userExchange(t, "u1", id.Conversation, text))
+				rev, err := pg.ItemRevisions(ctx, id.Tenant, id.User)
+				if err != nil {
+					misses.Add(1)
+					continue
+				}
+				msgs, err := reads.Recent(ctx, &rev, id, 2)
 				if err != nil || len(msgs) != 2 || msgs[0].Content != text {
 					misses.Add(1)
 				}
