@@ -114,7 +114,7 @@ func (g *hostileGateway) settle(tb testing.TB, base int, limit time.Duration) {
 		var n int64
 		for _, q := range []interface {
 			Pending(context.Context) (int64, error)
-		}{g.mem.queue.(*sqlite.Outbox), g.mem.store.(*sqlite.Store).EnrichOutbox()} {
+		}{g.mem.queue.(*sqlite.Outbox), g.mem.store.(cachedStore).store.(*sqlite.Store).EnrichOutbox()} {
 			p, err := q.Pending(ctx)
 			if err != nil {
 				tb.Fatal(err)

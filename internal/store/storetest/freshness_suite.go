@@ -13,17 +13,18 @@ import (
 // Replicas are two stores on one database, as two gateway processes
 // sharing it hold them, and a third connection to it.
 type Replicas struct {
-	// Mine and Other are the two stores: searches go through Mine, which
-	// keeps what it searched in memory, and writes through either.
+	// Mine and Other are the two stores: reads go through Mine, which
+	// keeps what it read in memory (a store read through Cached, as the
+	// gateway reads it), and writes through either.
 	Mine, Other KnowledgeStore
 	// Exec runs one SQL statement on a connection of neither store.
 	Exec func(ctx context.Context, sql string) error
 }
 
-// RunFreshness runs the freshness suite: whatever a store keeps in memory
-// to search (vectors, full-text index, whole items) or to recall around
-// (the turns around a message) or to answer Recent (a conversation's
-// newest messages) follows every insert,
+// RunFreshness runs the freshness suite: whatever is kept in memory to
+// search (vectors, full-text index, whole items) or to recall around (the
+// turns around a message), or by the engine (Mine read through Cached) to
+// answer Recent, Facts and LatestSummary, follows every insert,
 // update, delete and erasure, made through it, through another store on
 // the same database, or by plain SQL, on its very next search; an erased
 // user's items never come back. open must return replicas on a fresh,
