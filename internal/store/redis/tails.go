@@ -19,11 +19,12 @@ import (
 // Tails keeps conversations' newest turns in Redis, shared by every gateway
 // process using it: the second tier of the engine's cache of them
 // (cache.TailTier). A conversation's tail is kept with the revision of its
-// user's messages it was read at (cache.Revisions.Tail, moved by every write
-// of them by any process) and is served only at that revision, so a tail
-// can never be stale: a write moves the revision, and what was kept before
-// it is never served again. One key per conversation holds its newest tail,
-// for TTL after it was kept.
+// user's messages it was read at (memory.Revisions.Tail, moved by every
+// write of them by any process) and is served only at that revision, so a
+// tail can never be stale: a write moves the revision, and what was kept
+// before it is never served again. One hash per conversation holds its
+// newest tail (one field, named by the revision), for TTL after it was
+// kept.
 //
 // An erasure or a delete leaves nothing of the user in Redis (Forget): each
 // user's keys are listed in a set, deleted with them, and a tail read
