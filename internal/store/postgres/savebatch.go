@@ -101,24 +101,13 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 		if n := len(b.users); n == 0 || b.users[n-1] != (userKey{id.Tenant, id.User}) {
 			b.users = append(b.users, userKey{id.Tenant, id.User})
 		}
-		if len(exs[i].Prior) > 0 {
-			b.tailLen[id] = max(b.tailLen[id], len(exs[i].Prior)+alignSlack)
-		}
+		b.tailLen[id] = max(b.tailLen[id], contract.TailLen(exs[i]))
 	}
 	return b
 }
 
 func compareIdentity(x, y memory.Identity) int {
 	return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
-}
-
-// convState is what the first pipeline learned of a conversation, kept up
-// to date as the batch's exchanges are planned.
-type convState struct {
-	lastSeq int64
-	tail    []memory.Message // live messages, oldest first
-	changed bool
-	latest  time.Time
 }
 
 // run sends the two pipelines on conn and returns the results.
@@ -129,75 +118,40 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	}
 	results := make([]memory.SaveResult, len(b.exs))
 	w := &batchWriter{}
-	seen := map[string]bool{} // identity and exchange id stored in this batch
 	for _, i := range b.order {
 		ex, at := b.exs[i], b.ats[i]
-		id := ex.Identity
-		if e, ok := erased[userKey{id.Tenant, id.User}]; ok && !e.Before(at) {
-			results[i].Dropped = true
-			continue
-		}
-		key := id.Tenant + "/" + id.User + "/" + id.Conversation + "/" + ex.ID
-		moved := id
+		moved := ex.Identity
 		moved.Conversation = ex.Candidate
-		if dups[id][memory.Key(ex.ID, 0)] || ex.Candidate != "" && dups[moved][memory.Key(ex.ID, 0)] || seen[key] {
-			results[i].Duplicate = true
-			continue
+		stored := dups[ex.Identity][memory.Key(ex.ID, 0)] || ex.Candidate != "" && dups[moved][memory.Key(ex.ID, 0)]
+		st := convs[ex.Identity]
+		if st == nil { // its user erased after all of its exchanges
+			st = &contract.SaveConv{}
 		}
-		seen[key] = true
-		st := convs[id]
-		if st == nil {
+		p := contract.PlanSave(ex, at, erased[userKey{ex.Tenant, ex.User}], stored, st)
+		if p.Result.Inserted > 0 && convs[ex.Identity] == nil {
 			return nil, fmt.Errorf("exchange %s: conversation not locked", ex.ID)
 		}
-		var plan memory.Plan
-		if len(ex.Prior) > 0 {
-			tail := st.tail[max(0, len(st.tail)-len(ex.Prior)-alignSlack):]
-			plan = memory.Align(tail, ex.Prior)
+		if p.SupersedeFrom > 0 {
+			w.supersede(ex.Identity, p.SupersedeFrom, at)
 		}
-		if plan.SupersedeFrom > 0 {
-			w.supersede(id, plan.SupersedeFrom, at, i)
-			st.tail = slices.DeleteFunc(st.tail, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom })
-		}
-		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
-		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
-		for k, m := range msgs {
-			st.lastSeq++
-			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
-			m.Seq, m.Key = st.lastSeq, memory.Key(ex.ID, k)
-			if m.CreatedAt.IsZero() {
-				m.CreatedAt = at
-			}
+		for k, m := range p.Result.Stored {
 			w.message(m)
-			if b.tailLen[id] > 0 {
-				st.tail = append(st.tail, m)
-			}
-			results[i].Stored = append(results[i].Stored, asStored(m))
+			p.Result.Stored[k] = asStored(m)
 		}
-		st.changed = true
-		if at.After(st.latest) {
-			st.latest = at
-		}
-		results[i].Inserted = len(msgs)
+		results[i] = p.Result
 	}
 	for _, id := range b.convs {
-		if st := convs[id]; st != nil && st.changed {
-			w.conversation(id, st.lastSeq, st.latest)
+		if st := convs[id]; st != nil && !st.Latest.IsZero() {
+			w.conversation(id, st.LastSeq, st.Latest)
 		}
 	}
-	superseded, err := w.send(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	for i, n := range superseded {
-		results[i].Superseded = n
-	}
-	return results, nil
+	return results, w.send(ctx, conn)
 }
 
 // read sends the first pipeline: BEGIN, the users' shared locks (in key
 // order), their erasures, the conversations' upsert (skipping users erased
 // after all of their exchanges), the duplicates and the tails.
-func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]time.Time, map[memory.Identity]*convState, map[memory.Identity]map[string]bool, error) {
+func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]time.Time, map[memory.Identity]*contract.SaveConv, map[memory.Identity]map[string]bool, error) {
 	var ut, uu []string
 	for _, u := range b.users {
 		ut, uu = append(ut, u.tenant), append(uu, u.user)
@@ -258,7 +212,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]t
 	}
 	res := conn.SendBatch(ctx, p)
 	erased := map[userKey]time.Time{}
-	convs := map[memory.Identity]*convState{}
+	convs := map[memory.Identity]*contract.SaveConv{}
 	dups := map[memory.Identity]map[string]bool{}
 	err := func() error {
 		if _, err := res.Exec(); err != nil {
@@ -285,7 +239,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]t
 			return fmt.Errorf("lock conversations: %w", unavailable(err))
 		}
 		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &seq}, func() error {
-			convs[id] = &convState{lastSeq: seq}
+			convs[id] = &contract.SaveConv{LastSeq: seq}
 			return nil
 		}); err != nil {
 			return fmt.Errorf("lock conversations: %w", unavailable(err))
@@ -323,7 +277,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]t
 			if raw != nil {
 				msg.Raw = json.RawMessage(slices.Clone(raw))
 			}
-			st.tail = append(st.tail, msg)
+			st.Tail = append(st.Tail, msg)
 			return nil
 		}); err != nil {
 			return fmt.Errorf("load tails: %w", unavailable(err))
@@ -350,9 +304,6 @@ type batchWriter struct {
 	seq                       []int64
 	tokens                    []int32
 	created                   []time.Time
-	// supersedes[j] is the exchange whose supersede is the j-th.
-	supersedes []int
-	steps      []bool // per queued statement: true for a supersede
 	// conversations, as parallel columns.
 	ct, cu, cc []string
 	cseq       []int64
@@ -380,14 +331,12 @@ func (w *batchWriter) flush() {
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
 			AS x(t, u, c, s, k, r, b, j, n, a)`,
 		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created)
-	w.steps = append(w.steps, false)
 	w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // supersede queues, after the messages so far, the supersede of id's live
-// messages from seq on (and the deletion of their memory items), on
-// behalf of exchange i.
-func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time, i int) {
+// messages from seq on (and the deletion of their memory items).
+func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time) {
 	w.flush()
 	// The replaced branch leaves recall with it: its messages' items are
 	// deleted in this transaction. AddItems takes a share lock on the
@@ -396,8 +345,6 @@ func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time, i 
 	// either commits before this delete sees its rows or sees the messages
 	// superseded and skips them.
 	w.p.Queue(supersedeSQL, id.Tenant, id.User, id.Conversation, from, at)
-	w.steps = append(w.steps, true)
-	w.supersedes = append(w.supersedes, i)
 }
 
 func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Time) {
@@ -405,42 +352,17 @@ func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Ti
 	w.cseq, w.cat = append(w.cseq, lastSeq), append(w.cat, at)
 }
 
-// send queues the rest and COMMIT, sends the pipeline and returns the
-// superseded counts by exchange index.
-func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) (map[int]int, error) {
+// send queues the rest and COMMIT and sends the pipeline.
+func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) error {
 	w.flush()
 	if len(w.ct) > 0 {
 		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
-		w.steps = append(w.steps, false)
 	}
 	w.p.Queue("COMMIT")
-	res := conn.SendBatch(ctx, &w.p)
-	superseded := map[int]int{}
-	err := func() error {
-		j := 0
-		for _, isSupersede := range w.steps {
-			if !isSupersede {
-				if _, err := res.Exec(); err != nil {
-					return fmt.Errorf("write messages: %w", unavailable(err))
-				}
-				continue
-			}
-			var n int
-			if err := res.QueryRow().Scan(&n); err != nil {
-				return fmt.Errorf("supersede: %w", unavailable(err))
-			}
-			superseded[w.supersedes[j]] += n
-			j++
-		}
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("commit: %w", unavailable(err))
-		}
-		return nil
-	}()
-	if cerr := res.Close(); err == nil && cerr != nil {
-		err = unavailable(cerr)
+	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
+		return fmt.Errorf("write messages: %w", unavailable(err))
 	}
-	return superseded, err
+	return nil
 }
