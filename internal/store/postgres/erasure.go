@@ -189,16 +189,8 @@ func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity)
 		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tenant, user_id, conversation)
 		WHERE NOT EXISTS (SELECT 1 FROM conversations c
 			WHERE c.tenant = u.tenant AND c.user_id = u.user_id AND c.id = u.conversation)`, tenants, users, convs)
-	if err != nil {
-		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
-	}
 	deleted := map[memory.Identity]bool{}
 	var id memory.Identity
-	if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation}, func() error {
-		deleted[id] = true
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
-	}
-	return deleted, nil
+	return deleted, eachRow(rows, err, "check conversations", []any{&id.Tenant, &id.User, &id.Conversation},
+		func() { deleted[id] = true })
 }

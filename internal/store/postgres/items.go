@@ -194,18 +194,10 @@ func supersededSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (
 		JOIN messages m ON m.tenant = u.tenant AND m.key = u.key
 			AND m.user_id = u.user_id AND m.conversation = u.conversation
 		WHERE m.superseded_at IS NOT NULL`, tenants, users, convs, keys)
-	if err != nil {
-		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
-	}
 	set := map[contract.Source]bool{}
 	var src contract.Source
-	if _, err = pgx.ForEachRow(rows, []any{&src.Tenant, &src.User, &src.Conversation, &src.Key}, func() error {
-		set[src] = true
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
-	}
-	return set, nil
+	return set, eachRow(rows, err, "check superseded messages", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
+		func() { set[src] = true })
 }
 
 // movedSources returns, for those of srcs (contract.MovedChecks, of the
@@ -230,19 +222,11 @@ func movedSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (map[c
 		CROSS JOIN LATERAL (SELECT m.conversation FROM messages m
 			WHERE m.tenant = u.tenant AND m.user_id = u.user_id AND m.key = u.key AND m.superseded_at IS NULL
 			LIMIT 1) m`, tenants, users, keys, memory.DefaultConversation)
-	if err != nil {
-		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
-	}
 	out := map[contract.Source]string{}
 	src := contract.Source{Identity: memory.Identity{Conversation: memory.DefaultConversation}}
 	var conv string
-	if _, err := pgx.ForEachRow(rows, []any{&src.Tenant, &src.User, &src.Key, &conv}, func() error {
-		out[src] = conv
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
-	}
-	return out, nil
+	return out, eachRow(rows, err, "find moved messages", []any{&src.Tenant, &src.User, &src.Key, &conv},
+		func() { out[src] = conv })
 }
 
 // sourceColumns returns srcs as parallel columns.

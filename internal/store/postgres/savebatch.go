@@ -76,14 +76,12 @@ type saveBatch struct {
 	exs   []memory.Exchange
 	order []int       // indexes of exs, by identity (stable)
 	ats   []time.Time // each exchange's time (now when zero)
-	users []userKey   // distinct, sorted
+	users []contract.User   // distinct, sorted
 	convs []memory.Identity
 	// tailLen is, per conversation, how many live messages its alignments
 	// need (0: no exchange of it resent history).
 	tailLen map[memory.Identity]int
 }
-
-type userKey struct{ tenant, user string }
 
 func newSaveBatch(exs []memory.Exchange) *saveBatch {
 	b := &saveBatch{exs: exs, order: make([]int, len(exs)), ats: make([]time.Time, len(exs)), tailLen: map[memory.Identity]int{}}
@@ -98,8 +96,8 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 		if n := len(b.convs); n == 0 || b.convs[n-1] != id {
 			b.convs = append(b.convs, id)
 		}
-		if n := len(b.users); n == 0 || b.users[n-1] != (userKey{id.Tenant, id.User}) {
-			b.users = append(b.users, userKey{id.Tenant, id.User})
+		if n := len(b.users); n == 0 || b.users[n-1] != (contract.User{Tenant: id.Tenant, User: id.User}) {
+			b.users = append(b.users, contract.User{Tenant: id.Tenant, User: id.User})
 		}
 		b.tailLen[id] = max(b.tailLen[id], contract.TailLen(exs[i]))
 	}
@@ -120,14 +118,15 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	w := &batchWriter{}
 	for _, i := range b.order {
 		ex, at := b.exs[i], b.ats[i]
-		moved := ex.Identity
+		first := contract.Source{Identity: ex.Identity, Key: memory.Key(ex.ID, 0)}
+		moved := first
 		moved.Conversation = ex.Candidate
-		stored := dups[ex.Identity][memory.Key(ex.ID, 0)] || ex.Candidate != "" && dups[moved][memory.Key(ex.ID, 0)]
+		stored := dups[first] || ex.Candidate != "" && dups[moved]
 		st := convs[ex.Identity]
 		if st == nil { // its user erased after all of its exchanges
 			st = &contract.SaveConv{}
 		}
-		p := contract.PlanSave(ex, at, erased[userKey{ex.Tenant, ex.User}], stored, st)
+		p := contract.PlanSave(ex, at, erased[contract.User{Tenant: ex.Tenant, User: ex.User}], stored, st)
 		if p.Result.Inserted > 0 && convs[ex.Identity] == nil {
 			return nil, fmt.Errorf("exchange %s: conversation not locked", ex.ID)
 		}
@@ -151,10 +150,10 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 // read sends the first pipeline: BEGIN, the users' shared locks (in key
 // order), their erasures, the conversations' upsert (skipping users erased
 // after all of their exchanges), the duplicates and the tails.
-func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]time.Time, map[memory.Identity]*contract.SaveConv, map[memory.Identity]map[string]bool, error) {
+func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.User]time.Time, map[memory.Identity]*contract.SaveConv, map[contract.Source]bool, error) {
 	var ut, uu []string
 	for _, u := range b.users {
-		ut, uu = append(ut, u.tenant), append(uu, u.user)
+		ut, uu = append(ut, u.Tenant), append(uu, u.User)
 	}
 	latest := map[memory.Identity]time.Time{}
 	first := map[memory.Identity]time.Time{}
@@ -211,78 +210,48 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]t
 			ORDER BY x.t, x.u, x.c, m.seq`, tt, tu, tc, tn)
 	}
 	res := conn.SendBatch(ctx, p)
-	erased := map[userKey]time.Time{}
+	erased := map[contract.User]time.Time{}
 	convs := map[memory.Identity]*contract.SaveConv{}
-	dups := map[memory.Identity]map[string]bool{}
+	dups := map[contract.Source]bool{}
 	err := func() error {
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("begin: %w", unavailable(err))
-		}
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("lock users: %w", unavailable(err))
-		}
-		rows, err := res.Query()
-		if err != nil {
-			return fmt.Errorf("check erasures: %w", unavailable(err))
-		}
-		var u userKey
-		var at time.Time
-		if _, err := pgx.ForEachRow(rows, []any{&u.tenant, &u.user, &at}, func() error {
-			erased[u] = at
-			return nil
-		}); err != nil {
-			return fmt.Errorf("check erasures: %w", unavailable(err))
-		}
-		var id memory.Identity
-		var seq int64
-		if rows, err = res.Query(); err != nil {
-			return fmt.Errorf("lock conversations: %w", unavailable(err))
-		}
-		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &seq}, func() error {
-			convs[id] = &contract.SaveConv{LastSeq: seq}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("lock conversations: %w", unavailable(err))
-		}
-		var key string
-		if rows, err = res.Query(); err != nil {
-			return fmt.Errorf("check duplicates: %w", unavailable(err))
-		}
-		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &key}, func() error {
-			if dups[id] == nil {
-				dups[id] = map[string]bool{}
+		for _, what := range []string{"begin", "lock users"} {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("%s: %w", what, unavailable(err))
 			}
-			dups[id][key] = true
-			return nil
+		}
+		var u contract.User
+		var at time.Time
+		rows, err := res.Query()
+		if err := eachRow(rows, err, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at }); err != nil {
+			return err
+		}
+		var src contract.Source
+		var seq int64
+		rows, err = res.Query()
+		if err := eachRow(rows, err, "lock conversations", []any{&src.Tenant, &src.User, &src.Conversation, &seq}, func() {
+			convs[src.Identity] = &contract.SaveConv{LastSeq: seq}
 		}); err != nil {
-			return fmt.Errorf("check duplicates: %w", unavailable(err))
+			return err
 		}
-		if len(tn) == 0 {
-			return nil
-		}
-		if rows, err = res.Query(); err != nil {
-			return fmt.Errorf("load tails: %w", unavailable(err))
+		rows, err = res.Query()
+		if err := eachRow(rows, err, "check duplicates", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
+			func() { dups[src] = true }); err != nil || len(tn) == 0 {
+			return err
 		}
 		var m memory.Message
 		var raw []byte
-		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation,
-			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() error {
-			st := convs[id]
-			if st == nil {
-				return nil
+		rows, err = res.Query()
+		return eachRow(rows, err, "load tails", []any{&m.Tenant, &m.User, &m.Conversation,
+			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() {
+			if st := convs[memory.Identity{Tenant: m.Tenant, User: m.User, Conversation: m.Conversation}]; st != nil {
+				msg := m
+				msg.CreatedAt = msg.CreatedAt.UTC()
+				if raw != nil {
+					msg.Raw = json.RawMessage(slices.Clone(raw))
+				}
+				st.Tail = append(st.Tail, msg)
 			}
-			msg := m
-			msg.Tenant, msg.User, msg.Conversation = id.Tenant, id.User, id.Conversation
-			msg.CreatedAt = msg.CreatedAt.UTC()
-			if raw != nil {
-				msg.Raw = json.RawMessage(slices.Clone(raw))
-			}
-			st.Tail = append(st.Tail, msg)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("load tails: %w", unavailable(err))
-		}
-		return nil
+		})
 	}()
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = unavailable(cerr)
@@ -363,6 +332,18 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) error {
 	w.p.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
 		return fmt.Errorf("write messages: %w", unavailable(err))
+	}
+	return nil
+}
+
+// eachRow calls fn for each row of rows, the result of a query that failed
+// with err or not, scanned into dest; a failure is wrapped as what.
+func eachRow(rows pgx.Rows, err error, what string, dest []any, fn func()) error {
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, dest, func() error { fn(); return nil })
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, unavailable(err))
 	}
 	return nil
 }
