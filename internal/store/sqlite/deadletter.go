@@ -22,14 +22,10 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 		payload = []byte{}
 	}
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		erased, err := erasedAt(ctx, tx, d.Tenant, d.User)
-		if err != nil {
+		if gone, err := refused(ctx, tx, d.Tenant, d.User, at); gone || err != nil {
 			return err
 		}
-		if erased >= nanos(at) {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
+		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, payload, nanos(at))
 		return err
 	})
