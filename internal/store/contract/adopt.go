@@ -63,3 +63,20 @@ func Adoptable(to memory.Identity, prior []memory.Message) (bool, error) {
 	}
 	return len(prior) > 0 && to.Conversation != memory.DefaultConversation, nil
 }
+
+// Continued reports whether the conversation ex.Candidate starts with ex's
+// turn and reply (by fingerprint), read by first (its first n live
+// messages): ex, a full-history chat's first turn, was stored there
+// already, as the history its continuation resent, when the continuation
+// was stored first.
+func Continued(ctx context.Context, ex memory.Exchange,
+	first func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)) (bool, error) {
+	if ex.Candidate == "" {
+		return false, nil
+	}
+	id := ex.Identity
+	id.Conversation = ex.Candidate
+	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
+	stored, err := first(ctx, id, len(want))
+	return err == nil && memory.StartsWith(stored, want), err
+}

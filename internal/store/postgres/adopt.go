@@ -117,10 +117,7 @@ func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]in
 }
 
 func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	stored, err := queryMessages(ctx, a.tx, from, `
-		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq >= $4
-		ORDER BY seq LIMIT $5`, seq, n)
+	stored, err := liveFrom(ctx, a.tx, from, seq, n)
 	if err != nil {
 		return nil, fmt.Errorf("load candidate: %w", err)
 	}
@@ -158,23 +155,22 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 	return adoptFactSources(ctx, a.tx, from, to)
 }
 
-// Continued reports whether the conversation ex.Candidate starts with ex's
-// turn and reply (by fingerprint): ex, a full-history chat's first turn,
-// was stored there already, as the history its continuation resent, when
-// the continuation was stored first.
+// Continued reports whether ex was stored already in its candidate
+// conversation (contract.Continued).
 func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
-	if ex.Candidate == "" {
-		return false, nil
-	}
-	id := ex.Identity
-	id.Conversation = ex.Candidate
-	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
-	stored, err := queryMessages(ctx, s.pool, id, `
-		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
-		ORDER BY seq LIMIT $4`, len(want))
+	ok, err := contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+		return liveFrom(ctx, s.pool, id, 0, n)
+	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: continued: %w", err)
 	}
-	return memory.StartsWith(stored, want), nil
+	return ok, nil
+}
+
+// liveFrom returns up to n live messages of id from seq on, in seq order.
+func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
+	return queryMessages(ctx, q, id, `
+		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq >= $4
+		ORDER BY seq LIMIT $5`, seq, n)
 }

@@ -92,13 +92,7 @@ func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]in
 }
 
 func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	r, err := a.tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq >= ?
-		ORDER BY seq LIMIT ?`, from.Tenant, from.User, from.Conversation, seq, n)
-	if err != nil {
-		return nil, fmt.Errorf("load candidate: %w", err)
-	}
-	stored, err := scanMessages(r, from)
+	stored, err := liveFrom(ctx, a.tx, from, seq, n)
 	if err != nil {
 		return nil, fmt.Errorf("load candidate: %w", err)
 	}
@@ -159,26 +153,25 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 	return adoptFactSources(ctx, tx, from, to)
 }
 
-// Continued reports whether the conversation ex.Candidate starts with ex's
-// turn and reply (by fingerprint): ex, a full-history chat's first turn,
-// was stored there already, as the history its continuation resent, when
-// the continuation was stored first.
+// Continued reports whether ex was stored already in its candidate
+// conversation (contract.Continued).
 func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
-	if ex.Candidate == "" {
-		return false, nil
-	}
-	id := ex.Identity
-	id.Conversation = ex.Candidate
-	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
-	rows, err := s.reads.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, len(want))
+	ok, err := contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+		return liveFrom(ctx, s.reads, id, 0, n)
+	})
 	if err != nil {
 		return false, fmt.Errorf("continued: %w", err)
 	}
-	stored, err := scanMessages(rows, id)
+	return ok, nil
+}
+
+// liveFrom returns up to n live messages of id from seq on, in seq order.
+func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
+	r, err := q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq >= ?
+		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, seq, n)
 	if err != nil {
-		return false, fmt.Errorf("continued: %w", err)
+		return nil, err
 	}
-	return memory.StartsWith(stored, want), nil
+	return scanMessages(r, id)
 }
