@@ -17,7 +17,7 @@ func TestPlanSave(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	turn := func(exID string, prior ...memory.Message) memory.Exchange {
 		return memory.Exchange{ID: exID, Identity: id, Prior: prior,
-			Turn: []memory.Message{msg("user", "q-" + exID)}, Reply: msg("assistant", "a-"+exID)}
+			Turn: []memory.Message{msg("user", "q-"+exID)}, Reply: msg("assistant", "a-"+exID)}
 	}
 	// stored is a live branch u1 a1 u2 a2 at seqs 1..4.
 	stored := func() *SaveConv {
@@ -160,7 +160,9 @@ type fakeAdopt struct {
 	moved  []memory.Message
 }
 
-func (f *fakeAdopt) Lock(context.Context, memory.Identity, memory.Identity) (bool, error) { return true, nil }
+func (f *fakeAdopt) Lock(context.Context, memory.Identity, memory.Identity) (bool, error) {
+	return true, nil
+}
 func (f *fakeAdopt) Candidates(context.Context, memory.Identity, memory.Identity) ([]int64, error) {
 	return f.starts, nil
 }

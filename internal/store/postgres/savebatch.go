@@ -74,9 +74,9 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // saveBatch is the state of one SaveExchanges call.
 type saveBatch struct {
 	exs   []memory.Exchange
-	order []int       // indexes of exs, by identity (stable)
-	ats   []time.Time // each exchange's time (now when zero)
-	users []contract.User   // distinct, sorted
+	order []int           // indexes of exs, by identity (stable)
+	ats   []time.Time     // each exchange's time (now when zero)
+	users []contract.User // distinct, sorted
 	convs []memory.Identity
 	// tailLen is, per conversation, how many live messages its alignments
 	// need (0: no exchange of it resent history).
