@@ -105,3 +105,14 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// DeadLetter returns d as stored: At now when zero, a nil Payload empty.
+func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
+	if d.At.IsZero() {
+		d.At = now
+	}
+	if d.Payload == nil {
+		d.Payload = []byte{}
+	}
+	return d
+}

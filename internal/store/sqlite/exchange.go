@@ -88,7 +88,10 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, 
 // returns the user's Revisions.Tail read before the exchange's messages
 // were inserted (when it inserted any), for advanceTails.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
-	at := cmp.Or(ex.At, time.Now())
+	at := ex.At
+	if at.IsZero() {
+		at = time.Now()
+	}
 	erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
 	if err != nil {
 		return memory.SaveResult{}, 0, err
