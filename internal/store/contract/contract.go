@@ -1,8 +1,11 @@
 // Package contract holds the part of the memory-store contract that is not
 // SQL, stated once for every store: what a valid exchange, item, fact and
-// summary is, when two statements of a fact say the same thing, how a
-// summary's lists and a message's JSON are encoded, how superseded messages
-// group into branches, and how the embedded migrations are read.
+// summary is; how a save stores an exchange (PlanSave: dropped, duplicate,
+// aligned, superseded, numbered); where AddItems writes an item or why it
+// leaves it out (ItemChecks); which first turns Adopt moves (Adopt,
+// Continued); when two statements of a fact say the same thing; how a
+// summary's lists and a message's JSON are encoded; how superseded
+// messages group into branches; and how the embedded migrations are read.
 //
 // The SQL stores (internal/store/sqlite, internal/store/postgres) import it
 // and keep only their SQL; storetest checks the behaviour it gives them. It
