@@ -231,16 +231,20 @@ func itemChecks(ctx context.Context, tx *sql.Tx, items []memory.Item) (contract.
 		c.Superseded[src] = gone
 	}
 	for _, src := range contract.MovedChecks(items) {
-		// Only a message no longer in the default conversation is looked up.
+		// Only a message no longer in the default conversation is looked up
+		// further (by key alone: no index serves it).
 		var conv string
-		err := tx.QueryRowContext(ctx, `SELECT conversation FROM messages
-			WHERE tenant = ?1 AND user_id = ?2 AND key = ?3 AND superseded_at IS NULL
-				AND NOT EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?4 AND key = ?3)
-			LIMIT 1`, src.Tenant, src.User, src.Key, src.Conversation).Scan(&conv)
-		switch {
-		case err == nil:
-			c.Moved[src] = conv
-		case !errors.Is(err, sql.ErrNoRows):
+		err := tx.QueryRowContext(ctx, `SELECT conversation FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
+			src.Tenant, src.User, src.Conversation, src.Key).Scan(&conv)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT conversation FROM messages
+				WHERE tenant = ? AND user_id = ? AND key = ? AND superseded_at IS NULL LIMIT 1`,
+				src.Tenant, src.User, src.Key).Scan(&conv)
+			if err == nil {
+				c.Moved[src] = conv
+			}
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return c, fmt.Errorf("check item source %s: %w", src.Key, err)
 		}
 	}
