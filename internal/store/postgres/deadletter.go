@@ -22,7 +22,7 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 			return unavailable(err)
 		}
 		_, err := tx.Exec(ctx, `
-			INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, d.Payload, d.At)
+			INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			SELECT $1, $2, $3, $4, $5, $6, $7
 			WHERE NOT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $7)`,
 			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, d.At)

@@ -19,7 +19,7 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 		if gone, err := refused(ctx, tx, d.Tenant, d.User, d.At); gone || err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, d.Payload, d.At)
+		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, nanos(d.At))
 		return err
 	})
