@@ -3,17 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
+	"github.com/memgate/memgate/internal/vec"
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
@@ -58,12 +57,12 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	top := make(itemindex.TopK, 0, q.Limit+1)
 	for rows.Next() {
 		var id int64
-		var vec sql.RawBytes
-		if err := rows.Scan(&id, &vec); err != nil {
+		var blob sql.RawBytes
+		if err := rows.Scan(&id, &blob); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("search vector: %w", err)
 		}
-		score, ok := cosineBytes(q.Embedding, qnorm, vec)
+		score, ok := vec.CosineBytes(q.Embedding, qnorm, blob)
 		if !ok {
 			continue
 		}
@@ -146,20 +145,20 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	defer rows.Close()
-	r := newTextRanker(terms, q.Related, total)
+	r := itemindex.NewTextRanker(terms, q.Related, total)
 	for rows.Next() {
 		var id int64
 		var text sql.RawBytes
 		if err := rows.Scan(&id, &text); err != nil {
 			return nil, fmt.Errorf("search text: %w", err)
 		}
-		r.add(id, text)
+		r.Add(id, text)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
 	rows.Close()
-	items, err := s.itemsByID(ctx, r.best(q.Limit))
+	items, err := s.itemsByID(ctx, r.Best(q.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("search text: %w", err)
 	}
@@ -238,37 +237,4 @@ func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, erro
 		return nil, fmt.Errorf("load items: %w", err)
 	}
 	return loaded, nil
-}
-
-// cosineBytes is the cosine similarity of q (of length qnorm) and a stored
-// little-endian float32 vector, read in place. ok is false when the stored
-// vector has another length or no length at all.
-func cosineBytes(q []float32, qnorm float64, b []byte) (score float64, ok bool) {
-	if len(b) != 4*len(q) {
-		return 0, false
-	}
-	// Four independent sums per quantity let the loads and multiplies of
-	// neighbouring elements overlap.
-	var d0, d1, d2, d3, v0, v1, v2, v3 float32
-	i := 0
-	for ; i+4 <= len(q); i += 4 {
-		w := b[4*i : 4*i+16 : 4*i+16]
-		qs := q[i : i+4 : i+4]
-		y0 := math.Float32frombits(binary.LittleEndian.Uint32(w[0:]))
-		y1 := math.Float32frombits(binary.LittleEndian.Uint32(w[4:]))
-		y2 := math.Float32frombits(binary.LittleEndian.Uint32(w[8:]))
-		y3 := math.Float32frombits(binary.LittleEndian.Uint32(w[12:]))
-		d0, d1, d2, d3 = d0+qs[0]*y0, d1+qs[1]*y1, d2+qs[2]*y2, d3+qs[3]*y3
-		v0, v1, v2, v3 = v0+y0*y0, v1+y1*y1, v2+y2*y2, v3+y3*y3
-	}
-	for ; i < len(q); i++ {
-		y := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		d0 += q[i] * y
-		v0 += y * y
-	}
-	dot, vv := (d0+d1)+(d2+d3), (v0+v1)+(v2+v3)
-	if vv == 0 {
-		return 0, false
-	}
-	return float64(dot) / (qnorm * math.Sqrt(float64(vv))), true
 }
