@@ -65,33 +65,17 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 	if err != nil {
 		return nil, nil, unavailable(err)
 	}
-	read := make(map[itemindex.WindowKey][]memory.Message, len(refs))
-	closed := make(map[itemindex.WindowKey]bool, len(refs))
+	wr := itemindex.NewWindowReads(radius, len(refs))
 	var (
 		hitKey     string
 		hitSeq     int64
 		superseded bool
-		marked     *string
+		marked     []byte
 		m          = memory.Message{Tenant: tenant, User: user}
 	)
 	_, err = pgx.ForEachRow(rows, []any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &m.CreatedAt, &superseded, &marked}, func() error {
-		k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: radius}
-		if m.Seq == hitSeq+int64(radius) {
-			closed[k] = true
-		}
-		if _, ok := read[k]; !ok {
-			read[k] = nil // a stored message, even when nothing of it is live
-		}
-		if superseded || (marked != nil && (memory.Message{Raw: []byte(*marked)}).Failed()) {
-			return nil
-		}
-		msg := m
-		msg.CreatedAt = msg.CreatedAt.UTC()
-		read[k] = append(read[k], msg)
+		wr.Add(hitKey, hitSeq, m, superseded, marked)
 		return nil
 	})
-	if err != nil {
-		return nil, nil, unavailable(err)
-	}
-	return read, closed, nil
+	return wr.Read, wr.Closed, unavailable(err)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
@@ -99,6 +100,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
 			return fmt.Errorf("register pgvector types: %w", err)
 		}
+		// Times are read in UTC, as every store returns them.
+		c.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

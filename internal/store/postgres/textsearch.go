@@ -163,11 +163,7 @@ func textTerms(q memory.ItemQuery) []string {
 // one statement (searchTextSQL) ranks the user's postings.
 func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	sql, args := searchTextSQL(q, memory.QueryStopwords(q.Text))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search text: %w", unavailable(err))
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+	items, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Item, error) {
 		var (
 			score float64
 			vec   *pgvector.Vector
@@ -178,9 +174,9 @@ func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]me
 			it.Embedding = vec.Slice()
 		}
 		return it, err
-	})
+	}, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: search text: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: search text: %w", err)
 	}
 	return items, nil
 }
@@ -203,16 +199,12 @@ func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []st
 	case !errors.Is(err, itemindex.ErrTooBig):
 		return nil, fmt.Errorf("postgres: common terms: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT d.term FROM memory_item_stats st
+	common, err := collect(ctx, s.pool, pgx.RowTo[string], `SELECT d.term FROM memory_item_stats st
 		JOIN memory_term_df d ON d.tenant = st.tenant AND d.user_id = st.user_id
 		WHERE st.tenant = $1 AND st.user_id = $2 AND d.term = ANY($3::text[])
 			AND d.df >= $4 AND d.df >= $5 * st.docs`, tenant, user, terms, minDF, frac)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: common terms: %w", unavailable(err))
-	}
-	common, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("postgres: common terms: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: common terms: %w", err)
 	}
 	out = nil
 	for _, t := range terms {

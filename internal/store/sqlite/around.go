@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -62,35 +61,20 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 		return nil, nil, err
 	}
 	defer rows.Close()
-	read := make(map[itemindex.WindowKey][]memory.Message, len(refs))
-	closed := make(map[itemindex.WindowKey]bool, len(refs))
+	wr := itemindex.NewWindowReads(radius, len(refs))
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
 		var (
-			hitKey     string
-			hitSeq     int64
-			created    int64
-			superseded bool
-			marked     sql.NullString
+			hitKey          string
+			hitSeq, created int64
+			superseded      bool
+			marked          []byte
 		)
 		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &superseded, &marked); err != nil {
 			return nil, nil, err
 		}
-		k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: radius}
-		if m.Seq == hitSeq+int64(radius) {
-			closed[k] = true
-		}
-		if _, ok := read[k]; !ok {
-			read[k] = nil // a stored message, even when nothing of it is live
-		}
-		if superseded || (marked.Valid && (memory.Message{Raw: []byte(marked.String)}).Failed()) {
-			continue
-		}
 		m.CreatedAt = fromNanos(created)
-		read[k] = append(read[k], m)
+		wr.Add(hitKey, hitSeq, m, superseded, marked)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	return read, closed, nil
+	return wr.Read, wr.Closed, rows.Err()
 }
