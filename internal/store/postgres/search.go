@@ -61,20 +61,23 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 // large for the cache's share is searched in SQL (searchVectorSQLPath).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "postgres.SearchVector")()
-	if ok, err := contract.VectorQuery(q); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("postgres: search vector: %w", err)
-		}
-		return nil, nil
+	if ok, err := contract.VectorQuery(q); !ok || err != nil {
+		return nil, wrapSearch("vector", err)
 	}
 	items, err := s.index.SearchVector(ctx, q)
-	switch {
-	case err == nil:
-		return items, nil
-	case !errors.Is(err, itemindex.ErrTooBig):
-		return nil, fmt.Errorf("postgres: search vector: %w", err)
+	if errors.Is(err, itemindex.ErrTooBig) {
+		return s.searchVectorSQLPath(ctx, q)
 	}
-	return s.searchVectorSQLPath(ctx, q)
+	return items, wrapSearch("vector", err)
+}
+
+// wrapSearch names the search (vector, text) that failed with err; nil
+// stays nil.
+func wrapSearch(kind string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("postgres: search %s: %w", kind, err)
 }
 
 // searchVectorSQLPath is SearchVector for a user too large to keep in
@@ -114,9 +117,8 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 		return err
 	})
 	b.Queue(`COMMIT`)
-	err := s.pool.SendBatch(ctx, b).Close()
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search vector: %w", unavailable(err))
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, wrapSearch("vector", unavailable(err))
 	}
 	// relaxed_order may return a few rows slightly out of order.
 	slices.SortStableFunc(items, func(a, b memory.Item) int {
@@ -141,11 +143,8 @@ func (s *Store) SQL() SQLSearches { return SQLSearches{s} }
 
 // SearchVector is Store.SearchVector's statement.
 func (x SQLSearches) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if ok, err := contract.VectorQuery(q); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("postgres: search vector: %w", err)
-		}
-		return nil, nil
+	if ok, err := contract.VectorQuery(q); !ok || err != nil {
+		return nil, wrapSearch("vector", err)
 	}
 	return x.s.searchVectorSQLPath(ctx, q)
 }

@@ -145,13 +145,10 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 		return nil, nil
 	}
 	items, err := s.index.SearchText(ctx, q, terms)
-	switch {
-	case errors.Is(err, itemindex.ErrTooBig):
+	if errors.Is(err, itemindex.ErrTooBig) {
 		return s.searchTextSQLPath(ctx, q)
-	case err != nil:
-		return nil, fmt.Errorf("postgres: search text: %w", err)
 	}
-	return items, nil
+	return items, wrapSearch("text", err)
 }
 
 // textTerms are the words of q's text a text search looks for.
@@ -175,10 +172,7 @@ func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]me
 		}
 		return it, err
 	}, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search text: %w", err)
-	}
-	return items, nil
+	return items, wrapSearch("text", err)
 }
 
 // CommonTerms returns those of terms (words, as memory.QueryTerms gives
