@@ -10,7 +10,6 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 	"github.com/memgate/memgate/internal/vec"
 )
@@ -20,39 +19,43 @@ import (
 // window, and a point lower at 100.
 const textWindow = 300
 
-// SearchVector ranks the user's items by cosine similarity to q.Embedding,
-// by the contract (storetest.Knowledge). The user's vectors are kept in
-// memory (itemindex.Index.SearchVector); a user too large for the cache
-// (itemindex.DefaultLimits) has the candidates' vectors read from SQL and
-// scored here with a top-k heap, and only the winners' rows read whole.
+// SearchVector ranks the user's items by cosine similarity to q.Embedding
+// (itemindex.Searcher.SearchVector).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
-	if ok, err := contract.VectorQuery(q); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("search vector: %w", err)
-		}
-		return []memory.Item{}, nil
-	}
+	return s.search.SearchVector(ctx, q)
+}
+
+// SearchText ranks the user's items matching q.Text by Okapi BM25
+// (itemindex.Searcher.SearchText).
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "sqlite.SearchText")()
+	return s.search.SearchText(ctx, q)
+}
+
+// MessagesAround returns the live messages around refs
+// (itemindex.Searcher.MessagesAround).
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	return s.search.MessagesAround(ctx, tenant, user, refs, radius)
+}
+
+// searchVectorSQL is SearchVector for a user too large for the cache
+// (itemindex.DefaultLimits): the candidates' vectors are read from SQL and
+// scored here with a top-k heap, and only the winners' rows read whole.
+func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	qnorm := itemindex.Norm(q.Embedding)
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
-	items, err := s.index.SearchVector(ctx, q)
-	switch {
-	case err == nil:
-		return items, nil
-	case !errors.Is(err, itemindex.ErrTooBig):
-		return nil, fmt.Errorf("search vector: %w", err)
-	}
 	where, args, err := itemScope(q)
 	if err != nil {
-		return nil, fmt.Errorf("search vector: %w", err)
+		return nil, err
 	}
 	args = append(args, q.Model, len(q.Embedding))
 	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
 		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search vector: %w", err)
+		return nil, err
 	}
 	top := make(itemindex.TopK, 0, q.Limit+1)
 	for rows.Next() {
@@ -60,7 +63,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 		var blob sql.RawBytes
 		if err := rows.Scan(&id, &blob); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("search vector: %w", err)
+			return nil, err
 		}
 		score, ok := vec.CosineBytes(q.Embedding, qnorm, blob)
 		if !ok {
@@ -70,35 +73,10 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()
-		return nil, fmt.Errorf("search vector: %w", err)
+		return nil, err
 	}
 	rows.Close()
-	items, err = s.itemsByID(ctx, top.Sorted())
-	if err != nil {
-		return nil, fmt.Errorf("search vector: %w", err)
-	}
-	return items, nil
-}
-
-// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
-// of them, by the contract (storetest.RunRanking): the text is split into
-// words (memory.QueryTerms), never read as query syntax. The ranking reads
-// the user's full-text index kept in memory (itemindex.Index.SearchText); a
-// user whose index is too large to keep is ranked by searchTextWindow.
-func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "sqlite.SearchText")()
-	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
-	if len(terms) == 0 || q.Limit <= 0 {
-		return []memory.Item{}, nil
-	}
-	items, err := s.index.SearchText(ctx, q, terms)
-	switch {
-	case errors.Is(err, itemindex.ErrTooBig):
-		return s.searchTextWindow(ctx, q, terms)
-	case err != nil:
-		return nil, fmt.Errorf("search text: %w", err)
-	}
-	return items, nil
+	return s.itemsByID(ctx, top.Sorted())
 }
 
 // searchTextWindow is SearchText for a user too large to index in memory.
@@ -118,7 +96,7 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	where, args, err := itemScope(q)
 	if err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	// The user is matched inside FTS5 (its user_id column), so only that
 	// user's items are walked; user ids hold no quote characters
@@ -135,14 +113,14 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 	var total int
 	if err := s.reads.QueryRowContext(ctx, `SELECT added FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
 		q.Tenant, q.User).Scan(&total); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, memory_items.text
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
 		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	r := itemindex.NewTextRanker(terms, q.Related, total)
@@ -150,17 +128,17 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 		var id int64
 		var text sql.RawBytes
 		if err := rows.Scan(&id, &text); err != nil {
-			return nil, fmt.Errorf("search text: %w", err)
+			return nil, err
 		}
 		r.Add(id, text)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	rows.Close()
 	items, err := s.itemsByID(ctx, r.Best(q.Limit))
 	if err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	return itemindex.QueryEmbeddings(items, q), nil
 }
