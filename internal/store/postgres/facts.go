@@ -19,22 +19,18 @@ import (
 const factLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended('facts/' || $1 || '/' || $2, 4))"
 
 // factColumns are the columns scanFact reads, in order.
-const factColumns = `id, type, key, value, confidence, mentions, pinned, source_conversation,
+const factColumns = `id, type, key, value, confidence, mentions, pinned, coalesce(source_conversation, ''),
 	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
 // scanFact reads one row of factColumns.
 func scanFact(row pgx.Row, tenant, user string) (memory.Fact, error) {
 	f := memory.Fact{Tenant: tenant, User: user}
 	var typ string
-	var conv *string
-	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &conv,
+	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &f.Conversation,
 		&f.CreatedAt, &f.UpdatedAt, &f.SupersededAt, &f.ExpiresAt, &f.Rule, &f.Source); err != nil {
 		return memory.Fact{}, err
 	}
 	f.Type = memory.FactType(typ)
-	if conv != nil {
-		f.Conversation = *conv
-	}
 	return f, nil
 }
 

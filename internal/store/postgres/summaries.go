@@ -68,16 +68,13 @@ func scanSummary(row pgx.Row, id memory.Identity, withModel bool) (memory.Summar
 // committed first; an existing conversation or memory.ErrNotFound;
 // memory.ErrErased when its erasure guard (GuardSince) refuses the write (erasure.go).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
-	if err := contract.ValidSummary(sum); err != nil {
+	sum, err := contract.ValidSummary(sum, time.Now())
+	if err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
 	}
 	ke, pr, err := contract.SummaryLists(sum)
 	if err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
-	}
-	at := sum.CreatedAt
-	if at.IsZero() {
-		at = time.Now()
 	}
 	// The insert happens only when the stored latest version is Version-1;
 	// two concurrent saves of the same version both pass that check, and the
@@ -95,7 +92,7 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		WHERE (SELECT coalesce(max(version), 0) FROM summaries
 		       WHERE tenant = $1 AND user_id = $2 AND conversation = $3) = $4 - 1`,
 			sum.Tenant, sum.User, sum.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-			ke, pr, sum.Tokens, sum.CoveredTokens, at, sum.Summariser)
+			ke, pr, sum.Tokens, sum.CoveredTokens, sum.CreatedAt, sum.Summariser)
 		return err
 	})
 	var pgErr *pgconn.PgError

@@ -71,16 +71,13 @@ func scanSummary(r rowScanner, id memory.Identity, withModel bool) (memory.Summa
 // write (erasure.go). A zero CreatedAt means now.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
-	if err := contract.ValidSummary(sum); err != nil {
+	sum, err := contract.ValidSummary(sum, time.Now())
+	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
 	}
 	keyEvents, preserved, err := contract.SummaryLists(sum)
 	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
-	}
-	created := sum.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
 	}
 	// A summary derived from captured exchanges (GuardSince set) is
 	// enrichment's, which no client waits on: it lets clients' writes go first.
@@ -107,7 +104,7 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 				from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at, model)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id.Tenant, id.User, id.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(created), sum.Summariser)
+			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(sum.CreatedAt), sum.Summariser)
 		if err != nil {
 			return fmt.Errorf("insert summary: %w", err)
 		}
