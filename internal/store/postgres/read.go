@@ -128,8 +128,16 @@ func (s *Store) RecentMany(ctx context.Context, ids []memory.Identity, n int) ([
 	for i, id := range ids {
 		ts[i], us[i], cs[i] = id.Tenant, id.User, id.Conversation
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT x.o, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
+	_, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (struct{}, error) {
+		var o int64
+		m, err := scanMessage(row, memory.Identity{}, &o)
+		if err == nil {
+			id := ids[o-1]
+			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
+			out[o-1] = append(out[o-1], m)
+		}
+		return struct{}{}, err
+	}, `SELECT m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at, x.o
 		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(t, u, c, o)
 		CROSS JOIN LATERAL (
 			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
@@ -137,24 +145,7 @@ func (s *Store) RecentMany(ctx context.Context, ids []memory.Identity, n int) ([
 			ORDER BY seq DESC LIMIT $4) m
 		ORDER BY x.o, m.seq`, ts, us, cs, n)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: recent: %w", unavailable(err))
-	}
-	var (
-		o   int64
-		m   memory.Message
-		raw []byte
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&o, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() error {
-		i := int(o) - 1
-		msg := m
-		msg.Tenant, msg.User, msg.Conversation = ids[i].Tenant, ids[i].User, ids[i].Conversation
-		if raw != nil {
-			msg.Raw = json.RawMessage(slices.Clone(raw))
-		}
-		out[i] = append(out[i], msg)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("postgres: recent: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: recent: %w", err)
 	}
 	return out, nil
 }
