@@ -37,15 +37,6 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// revisions returns *rev, the user's Revisions as the caller's request read
-// them, or reads them when rev is nil.
-func (s *Store) revisions(ctx context.Context, rev *memory.Revisions, tenant, user string) (memory.Revisions, error) {
-	if rev != nil {
-		return *rev, nil
-	}
-	return s.ItemRevisions(ctx, tenant, user)
-}
-
 // LoadVectors reads key's vectors with ids above afterID, in id order.
 func (src indexSource) LoadVectors(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error {
 	sql := `SELECT id, coalesce(conversation, ''), source, embedding FROM memory_items

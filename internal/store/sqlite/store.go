@@ -40,10 +40,11 @@ type Store struct {
 	outbox *Outbox
 	enrich *Outbox
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go).
-	index *itemindex.Index
-	// around holds the turns around recalled messages (MessagesAround).
+	// (indexsource.go), and around holds the turns around recalled
+	// messages (MessagesAround); search reads them, falling back on SQL.
+	index  *itemindex.Index
 	around *itemindex.Windows
+	search itemindex.Searcher
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -106,8 +107,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger,
 		reads: newStmtCache(read), writes: newStmtCache(write)}
-	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
-	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
+	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
 	if err := s.Migrate(ctx); err != nil {
@@ -230,4 +230,5 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
+	s.search = itemindex.NewSearcher(s.index, s.around, itemindex.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow}, s)
 }
