@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
@@ -76,4 +79,9 @@ func (s Cached) Footprint(ctx context.Context, tenant, user string) (memory.Foot
 		return f, fmt.Errorf("redis: count kept tails: %w", err)
 	}
 	return f, nil
+}
+
+// Collectors returns the store's collectors and Tails'.
+func (s Cached) Collectors() []prometheus.Collector {
+	return slices.Concat(s.Store.Collectors(), s.Tails.Collectors())
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -33,10 +34,11 @@ import (
 // never message contents); Forget returns an error wrapping
 // memory.ErrUnavailable.
 type Tails struct {
-	rdb    redis.UniversalClient
-	logger *slog.Logger
-	prefix string
-	ttl    time.Duration
+	rdb          redis.UniversalClient
+	logger       *slog.Logger
+	prefix       string
+	ttl          time.Duration
+	hits, misses prometheus.Counter
 }
 
 // NewTails returns Tails on rdb whose keys start with prefix and live for
@@ -48,7 +50,19 @@ func NewTails(rdb redis.UniversalClient, logger *slog.Logger, prefix string, ttl
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tails{rdb: rdb, logger: logger, prefix: prefix, ttl: ttl}
+	counter := func(n, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_cache_" + n + "_total", Help: help,
+			ConstLabels: prometheus.Labels{"cache": "recent-redis"}})
+	}
+	return &Tails{rdb: rdb, logger: logger, prefix: prefix, ttl: ttl,
+		hits:   counter("hits", "Lookups a memory cache answered."),
+		misses: counter("misses", "Lookups a memory cache could not answer.")}
+}
+
+// Collectors returns t's Prometheus collectors: the hits and misses of its
+// lookups, as the engine's caches count theirs (cache "recent-redis").
+func (t *Tails) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{t.hits, t.misses}
 }
 
 // Keys. Ids cannot contain '/', so the joins are unambiguous.
@@ -74,6 +88,13 @@ type tailValue struct {
 // first, and whether they are all its live messages; ok is false when Redis
 // holds none at rev (or fails: logged).
 func (t *Tails) Tail(ctx context.Context, id memory.Identity, rev int64) (msgs []memory.Message, all, ok bool) {
+	defer func() {
+		if ok {
+			t.hits.Inc()
+		} else {
+			t.misses.Inc()
+		}
+	}()
 	v, err := t.rdb.HGet(ctx, t.key(id), strconv.FormatInt(rev, 10)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, false // none kept, or at another revision: never served

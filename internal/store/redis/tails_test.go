@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/testenv"
@@ -40,8 +43,8 @@ func tailOf(id memory.Identity, first int64, n int) []memory.Message {
 }
 
 // TestTailsServeOnlyTheRevisionKept: a tail is served at the revision it
-// was kept at, exactly as kept, and at no other; keeping it again at a
-// later revision replaces it.
+// was kept at, exactly as kept, and at no other (each lookup counted as a
+// hit or a miss); keeping it again at a later revision replaces it.
 func TestTailsServeOnlyTheRevisionKept(t *testing.T) {
 	ctx := context.Background()
 	tails := mustTails(t, time.Minute)
@@ -71,6 +74,10 @@ func TestTailsServeOnlyTheRevisionKept(t *testing.T) {
 				t.Fatalf("Tail = %+v (all %v), want %+v (all)", msgs, all, kept)
 			}
 		})
+	}
+
+	if h, m := counted(t, tails.hits), counted(t, tails.misses); h != 1 || m != 3 {
+		t.Fatalf("counted %v hits and %v misses, want 1 and 3", h, m)
 	}
 
 	newer := tailOf(id, 2, 3)
@@ -169,4 +176,14 @@ func TestTailsWithRedisDown(t *testing.T) {
 	if strings.Contains(out, "m1") || strings.Contains(out, "m2") {
 		t.Fatalf("log contains message content:\n%s", out)
 	}
+}
+
+// counted returns c's count.
+func counted(tb testing.TB, c prometheus.Counter) float64 {
+	tb.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		tb.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
