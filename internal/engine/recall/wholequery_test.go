@@ -44,3 +44,27 @@ func TestSearchWholeQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeQueryLeavesOutCommonWords: with WholeQuery, the question is
+// embedded as asked but for the words most of the user's items hold (a
+// speaker's name in every turn), possessive and all; a question of
+// nothing else is embedded whole.
+func TestWholeQueryLeavesOutCommonWords(t *testing.T) {
+	st := countingStats{fakeStore: newFakeStore(), common: []string{"maria", "really"}}
+	s := NewSearcher(st, NewLocal(64), SearchOptions{WholeQuery: true})
+	tests := []struct{ in, want string }{
+		{"What is the name of Maria's second puppy?", "What is the name of second puppy?"},
+		{"Did MARIA’s sister really move to Porto?", "Did sister move to Porto?"},
+		{"Maria, what do you think of Lisbon?", ", what do you think of Lisbon?"},
+		{"Did Maria really?", "Did Maria really?"}, // stopwords and common words alone: whole
+		{"Is Maria really ok?", "Is ok?"},
+		{"Where does Mariana live?", "Where does Mariana live?"},
+		{"Olá, Maria! Você viu o Zé?", "Olá, ! Você viu o Zé?"},
+	}
+	for _, tt := range tests {
+		got, err := s.vectorText(context.Background(), "t", "u", tt.in, memory.QueryTerms(tt.in, maxQueryTerms))
+		if err != nil || got != tt.want {
+			t.Errorf("vectorText(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
