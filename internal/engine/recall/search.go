@@ -266,6 +266,21 @@ func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string, te
 	return strings.Join(terms, " "), nil
 }
 
+// factQuery is the text facts are ranked against for query: with
+// WholeQuery, the text the vector search embeds (one encoder call, shared
+// by the two: see Cached), else query itself.
+func (s *Searcher) factQuery(ctx context.Context, tenant, user, query string) string {
+	text := strings.TrimSpace(query)
+	if !s.opts.WholeQuery || text == "" {
+		return query
+	}
+	v, err := s.vectorText(ctx, tenant, user, text, memory.QueryTerms(text, maxQueryTerms))
+	if err != nil {
+		return query
+	}
+	return v
+}
+
 // withoutWords returns text without the words (lower case, as
 // memory.QueryTerms gives them) of drop, keeping the rest as written: the
 // question as asked, for a sentence encoder, without the words most of a

@@ -68,3 +68,34 @@ func TestWholeQueryLeavesOutCommonWords(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeQueryFactsShareTheQueryText: with WholeQuery the facts are
+// ranked against the text the vector search embeds, so a question costs
+// one encoder call, not two (the full question is never embedded).
+func TestWholeQueryFactsShareTheQueryText(t *testing.T) {
+	st := countingStats{fakeStore: newFakeStore(), common: []string{"maria"}}
+	st.facts = []memory.Fact{{Tenant: "t", User: "u", Type: memory.FactProfile, Key: "pet", Value: "a puppy named Coco"}}
+	emb := &recordingEmbedder{Embedder: NewLocal(64)}
+	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{WholeQuery: true}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
+	const q = "What is the name of Maria's second puppy?"
+	got, err := r.Recall(context.Background(), memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Facts) != 1 {
+		t.Fatalf("facts %+v, want the one stored", got.Facts)
+	}
+	want := "What is the name of second puppy?"
+	queries := 0
+	for _, text := range emb.texts {
+		switch text {
+		case q:
+			t.Fatalf("the whole question was embedded: %q", emb.texts)
+		case want:
+			queries++
+		}
+	}
+	if queries != 2 { // the search's and the facts' (Cached shares them in the gateway)
+		t.Fatalf("embedded %q, want %q for the search and the facts", emb.texts, want)
+	}
+}
