@@ -285,8 +285,8 @@ func (s *Searcher) factQuery(ctx context.Context, tenant, user, query string) st
 // memory.QueryTerms gives them) of drop, keeping the rest as written: the
 // question as asked, for a sentence encoder, without the words most of a
 // user's items hold (a speaker's name). A possessive "'s" goes with its
-// word. When nothing but dropped words and stopwords would be left, text
-// is returned whole.
+// word, and a contraction's tail is never dropped on its own. When nothing
+// but dropped words and stopwords would be left, text is returned whole.
 func withoutWords(text string, drop []string) string {
 	if len(drop) == 0 {
 		return text
@@ -311,7 +311,10 @@ func withoutWords(text string, drop []string) string {
 			j += n
 		}
 		w := strings.ToLower(text[i:j])
-		if !slices.Contains(drop, w) {
+		// A contraction's tail ("s" of "what's", "t" of "don't") stays
+		// with its word, however common.
+		tail := strings.HasSuffix(text[:i], "'") || strings.HasSuffix(text[:i], "’")
+		if tail || !slices.Contains(drop, w) {
 			b.WriteString(text[i:j])
 			kept = kept || !memory.Stopword(w)
 			i = j
