@@ -78,7 +78,7 @@ var layers = map[string]layer{
 	// cache mechanism and the in-memory index.
 	"internal/store/contract":  {"the stores' shared non-SQL rules: the domain only", domain},
 	"internal/itemindex":       {"the in-memory item index the SQL stores search", with(domain, []string{"internal/engine/cache", "internal/store/contract", "internal/vec"})},
-	"internal/store/sqlite":    {"SQL for the embedded store", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/sqlite"})},
+	"internal/store/sqlite":    {"SQL for the embedded store", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "internal/vec", "migrations/sqlite"})},
 	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry", "migrations/postgres"})},
 	"internal/store/redis":     {"Redis queue and caches in front of the PostgreSQL store", with(domain, []string{"internal/store/postgres", "internal/telemetry"})},
 	"internal/store/storetest": {"the contract suites every store runs", domain},

@@ -1,16 +1,17 @@
-package sqlite
+package itemindex
 
 import (
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// textRanker scores full-text candidates by Okapi BM25 over the query's
+// TextRanker scores full-text candidates by Okapi BM25 over the query's
 // terms and related terms (a related term's idf times its weight), with
 // document frequencies and the average length taken over the candidates,
-// in a corpus of at least corpus documents.
-type textRanker struct {
+// in a corpus of at least corpus documents. A store that finds a window of
+// candidates in SQL (the SQLite store's full-text fallback) ranks them
+// with it.
+type TextRanker struct {
 	corpus  int
 	terms   map[string]int // folded term -> index
 	weights []float64      // per term: 1, or a related term's weight
@@ -21,10 +22,13 @@ type textRanker struct {
 	total   int
 }
 
-func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *textRanker {
-	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
+// NewTextRanker returns a TextRanker for the query's terms (words, as
+// memory.QueryTerms gives them) and related terms, in a corpus of at least
+// corpus documents.
+func NewTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *TextRanker {
+	r := &TextRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
 	for _, t := range terms {
-		f := itemindex.FoldWord(t)
+		f := FoldWord(t)
 		if _, ok := r.terms[f]; !ok {
 			r.terms[f] = len(r.terms)
 			r.weights = append(r.weights, 1)
@@ -35,7 +39,7 @@ func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *te
 		if t.Weight <= 0 {
 			continue
 		}
-		f := itemindex.FoldTerm(t.Term)
+		f := FoldTerm(t.Term)
 		k, ok := r.terms[f]
 		switch {
 		case !ok:
@@ -49,9 +53,9 @@ func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *te
 	return r
 }
 
-// add counts one candidate's words (split and folded as FTS5's unicode61
+// Add counts one candidate's words (split and folded as FTS5's unicode61
 // tokenizer with remove_diacritics does, for the common Latin letters).
-func (r *textRanker) add(id int64, text []byte) {
+func (r *TextRanker) Add(id int64, text []byte) {
 	n := len(r.terms)
 	base := len(r.tf)
 	for range n {
@@ -59,7 +63,7 @@ func (r *textRanker) add(id int64, text []byte) {
 	}
 	counts := r.tf[base:]
 	words := 0
-	itemindex.ForEachWord(text, func(w []byte) {
+	ForEachWord(text, func(w []byte) {
 		words++
 		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
 			counts[k]++
@@ -75,10 +79,10 @@ func (r *textRanker) add(id int64, text []byte) {
 	r.total += words
 }
 
-// best returns the limit best candidates, best first (ties: lower id
+// Best returns the limit best candidates, best first (ties: lower id
 // first), each scored by BM25 (> 0; a candidate none of whose words were
 // recognised still scores a little, below every one that was).
-func (r *textRanker) best(limit int) []itemindex.Scored {
+func (r *TextRanker) Best(limit int) []Scored {
 	if len(r.ids) == 0 || limit <= 0 {
 		return nil
 	}
@@ -88,7 +92,7 @@ func (r *textRanker) best(limit int) []itemindex.Scored {
 	for k, df := range r.df {
 		idf[k] = r.weights[k] * contract.BM25IDF(n, float64(df))
 	}
-	top := make(itemindex.TopK, 0, limit+1)
+	top := make(TopK, 0, limit+1)
 	nt := len(r.terms)
 	for i, id := range r.ids {
 		score := 1e-9
@@ -97,7 +101,7 @@ func (r *textRanker) best(limit int) []itemindex.Scored {
 				score += contract.BM25(idf[k], float64(c), float64(r.lens[i]), avg)
 			}
 		}
-		top.Offer(itemindex.Scored{ID: id, Score: score}, limit)
+		top.Offer(Scored{ID: id, Score: score}, limit)
 	}
 	return top.Sorted()
 }
