@@ -196,6 +196,10 @@ type RecallQuery struct {
 	// fill at most (0: unknown). A larger budget lets recall return more
 	// passages, for the assembler to pack.
 	Budget int
+	// EmbedBy, when not zero, is when the query stops waiting for its
+	// embeddings: past it, recall goes on with full-text search alone
+	// (Recalled.Lexical).
+	EmbedBy time.Time
 }
 
 // Recalled is the answer to a RecallQuery, best first in each list.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -114,16 +113,17 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	}
 	if a.deps.Recaller != nil {
 		embedBy := start.Add(a.opts.EmbedTimeout)
+		if a.opts.EmbedTimeout <= 0 {
+			embedBy = time.Time{}
+		}
 		run(partRecall, recallDL, func(ctx context.Context, r *partResult) error {
-			if a.opts.EmbedTimeout > 0 {
-				ctx = recall.WithEmbedDeadline(ctx, embedBy)
-			}
 			rec, err := a.deps.Recaller.Recall(ctx, memory.RecallQuery{
 				Identity:          req.Identity,
 				Text:              recallText(rest),
 				CrossConversation: req.CrossConversation,
 				Now:               recallNow(now, req.At),
 				Budget:            a.passageBudget(req),
+				EmbedBy:           embedBy,
 			})
 			r.rec = rec
 			return err

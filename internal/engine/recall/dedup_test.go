@@ -299,7 +299,7 @@ func BenchmarkDedup(b *testing.B) {
 		}
 		texts[i] = strings.Join(w, " ")
 	}
-	vecs, err := NewLocal(384).Embed(b.Context(), texts)
+	vecs, err := NewLocal(384).Embed(b.Context(), texts, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}
