@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -34,7 +35,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 		}
 		return []memory.Item{}, nil
 	}
-	qnorm := itemindex.Norm(q.Embedding)
+	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
@@ -55,7 +56,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	if err != nil {
 		return nil, fmt.Errorf("search vector: %w", err)
 	}
-	top := make(itemindex.TopK, 0, q.Limit+1)
+	top := make(ranking.TopK, 0, q.Limit+1)
 	for rows.Next() {
 		var id int64
 		var vec sql.RawBytes
@@ -67,7 +68,7 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 		if !ok {
 			continue
 		}
-		top.Offer(itemindex.Scored{ID: id, Score: score}, q.Limit)
+		top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()
@@ -203,7 +204,7 @@ func ftsMatch(terms []string) string {
 
 // itemsByID loads whole items for ranked ids, keeping their order and
 // scores; ids deleted since they were ranked are skipped.
-func (s *Store) itemsByID(ctx context.Context, ranked []itemindex.Scored) ([]memory.Item, error) {
+func (s *Store) itemsByID(ctx context.Context, ranked []ranking.Scored) ([]memory.Item, error) {
 	if len(ranked) == 0 {
 		return []memory.Item{}, nil
 	}

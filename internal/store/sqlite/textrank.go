@@ -1,9 +1,8 @@
 package sqlite
 
 import (
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/contract"
+	"github.com/memgate/memgate/internal/ranking"
 )
 
 // textRanker scores full-text candidates by Okapi BM25 over the query's
@@ -24,7 +23,7 @@ type textRanker struct {
 func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *textRanker {
 	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
 	for _, t := range terms {
-		f := itemindex.FoldWord(t)
+		f := ranking.FoldWord(t)
 		if _, ok := r.terms[f]; !ok {
 			r.terms[f] = len(r.terms)
 			r.weights = append(r.weights, 1)
@@ -35,7 +34,7 @@ func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *te
 		if t.Weight <= 0 {
 			continue
 		}
-		f := itemindex.FoldTerm(t.Term)
+		f := ranking.FoldTerm(t.Term)
 		k, ok := r.terms[f]
 		switch {
 		case !ok:
@@ -59,7 +58,7 @@ func (r *textRanker) add(id int64, text []byte) {
 	}
 	counts := r.tf[base:]
 	words := 0
-	itemindex.ForEachWord(text, func(w []byte) {
+	ranking.ForEachWord(text, func(w []byte) {
 		words++
 		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
 			counts[k]++
@@ -78,7 +77,7 @@ func (r *textRanker) add(id int64, text []byte) {
 // best returns the limit best candidates, best first (ties: lower id
 // first), each scored by BM25 (> 0; a candidate none of whose words were
 // recognised still scores a little, below every one that was).
-func (r *textRanker) best(limit int) []itemindex.Scored {
+func (r *textRanker) best(limit int) []ranking.Scored {
 	if len(r.ids) == 0 || limit <= 0 {
 		return nil
 	}
@@ -86,18 +85,18 @@ func (r *textRanker) best(limit int) []itemindex.Scored {
 	avg := max(float64(r.total)/float64(len(r.ids)), 1)
 	idf := make([]float64, len(r.df))
 	for k, df := range r.df {
-		idf[k] = r.weights[k] * contract.BM25IDF(n, float64(df))
+		idf[k] = r.weights[k] * ranking.BM25IDF(n, float64(df))
 	}
-	top := make(itemindex.TopK, 0, limit+1)
+	top := make(ranking.TopK, 0, limit+1)
 	nt := len(r.terms)
 	for i, id := range r.ids {
 		score := 1e-9
 		for k, c := range r.tf[i*nt : (i+1)*nt] {
 			if c > 0 {
-				score += contract.BM25(idf[k], float64(c), float64(r.lens[i]), avg)
+				score += ranking.BM25(idf[k], float64(c), float64(r.lens[i]), avg)
 			}
 		}
-		top.Offer(itemindex.Scored{ID: id, Score: score}, limit)
+		top.Offer(ranking.Scored{ID: id, Score: score}, limit)
 	}
 	return top.Sorted()
 }
