@@ -386,6 +386,16 @@ func (c ctxCounter) RawMessage(model string, raw json.RawMessage) int {
 	return c.inner.RawMessage(model, raw)
 }
 
+func (c ctxCounter) Message(model string, m memory.Message) int {
+	if c.ended() {
+		if len(m.Raw) == 0 {
+			return 3 + len(m.Role) + len(m.Content)
+		}
+		return 3 + len(m.Raw)
+	}
+	return c.inner.Message(model, m)
+}
+
 func (c ctxCounter) Text(model, s string) int {
 	if c.ended() {
 		return len(s)

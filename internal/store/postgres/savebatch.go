@@ -161,6 +161,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
 		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
 		for k, m := range msgs {
+			m = m.Bare()
 			st.lastSeq++
 			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
 			m.Seq, m.Key = st.lastSeq, memory.Key(ex.ID, k)
