@@ -1,8 +1,11 @@
 // Package contract holds the part of the memory-store contract that is not
 // SQL, stated once for every store: what a valid exchange, item, fact and
-// summary is, when two statements of a fact say the same thing, how a
-// summary's lists and a message's JSON are encoded, how superseded messages
-// group into branches, and how the embedded migrations are read.
+// summary is; how a save stores an exchange (PlanSave: dropped, duplicate,
+// aligned, superseded, numbered); where AddItems writes an item or why it
+// leaves it out (ItemChecks); which first turns Adopt moves (Adopt,
+// Continued); when two statements of a fact say the same thing; how a
+// summary's lists and a message's JSON are encoded; how superseded
+// messages group into branches; and how the embedded migrations are read.
 //
 // The SQL stores (internal/store/sqlite, internal/store/postgres) import it
 // and keep only their SQL; storetest checks the behaviour it gives them. It
@@ -150,20 +153,24 @@ func ValidFact(f memory.Fact, now time.Time) (memory.Fact, error) {
 // FactRef is the Ref of the recall items made from fact id.
 func FactRef(id int64) string { return strconv.FormatInt(id, 10) }
 
-// ValidSummary checks a summary before it is saved: its identity (bad ids
-// are memory.ErrInvalid), a version of at least 1 (else memory.ErrConflict:
-// no version below 1 is ever next) and FromSeq <= ToSeq (memory.ErrInvalid).
-func ValidSummary(s memory.Summary) error {
+// ValidSummary checks a summary before it is saved and returns it as
+// stored, CreatedAt now when zero: its identity (bad ids are
+// memory.ErrInvalid), a version of at least 1 (else memory.ErrConflict: no
+// version below 1 is ever next) and FromSeq <= ToSeq (memory.ErrInvalid).
+func ValidSummary(s memory.Summary, now time.Time) (memory.Summary, error) {
 	if err := ValidIdentity(memory.Identity{Tenant: s.Tenant, User: s.User, Conversation: s.Conversation}); err != nil {
-		return err
+		return s, err
 	}
 	if s.Version < 1 {
-		return fmt.Errorf("summary version %d: %w", s.Version, memory.ErrConflict)
+		return s, fmt.Errorf("summary version %d: %w", s.Version, memory.ErrConflict)
 	}
 	if s.FromSeq > s.ToSeq {
-		return fmt.Errorf("%w: summary covers %d..%d", memory.ErrInvalid, s.FromSeq, s.ToSeq)
+		return s, fmt.Errorf("%w: summary covers %d..%d", memory.ErrInvalid, s.FromSeq, s.ToSeq)
 	}
-	return nil
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now
+	}
+	return s, nil
 }
 
 // SummaryLists encodes a summary's key events and preserved lists as

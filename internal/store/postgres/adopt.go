@@ -28,22 +28,15 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 	return nil
 }
 
-// Adopt moves into conversation to — when it holds no message yet — the
-// exchanges of the user's default conversation recorded with candidate
-// to.Conversation that the resent history prior starts with
-// (memory.Adoptable), all in one transaction that holds the user's
-// shared lock (so no erasure interleaves) and both conversations' rows:
-// their messages (renumbered 1..n in to, keys kept) and their recall items;
-// the candidate records of the moved exchanges go, and so does the default
-// conversation when nothing is left in it. Exchanges a summary of the
-// default conversation already covers stay. It returns how many messages
-// moved (0 when nothing matched).
+// Adopt moves a chat's first turns out of the user's default conversation
+// into to (contract.Adopt), in one transaction that holds the user's
+// shared lock (so no erasure interleaves) and both conversations' rows.
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if len(prior) == 0 || to.Conversation == memory.DefaultConversation {
+	if ok, err := contract.Adoptable(to, prior); !ok {
+		if err != nil {
+			return 0, fmt.Errorf("postgres: adopt: %w", err)
+		}
 		return 0, nil
-	}
-	if err := contract.ValidIdentity(to); err != nil {
-		return 0, fmt.Errorf("postgres: adopt: %w", err)
 	}
 	// Every later turn of a chat asks again: its conversation holds
 	// messages by then, which a read tells without taking any lock.
@@ -58,7 +51,9 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 	moved := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		moved, err = adopt(ctx, tx, to, prior)
+		if moved, err = contract.Adopt(ctx, adoptTx{tx}, to, prior); err == nil && moved == 0 {
+			return errNothingToAdopt
+		}
 		return err
 	})
 	if errors.Is(err, errNothingToAdopt) {
@@ -70,68 +65,66 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 	return moved, nil
 }
 
-func adopt(ctx context.Context, tx pgx.Tx, to memory.Identity, prior []memory.Message) (int, error) {
-	from := to
-	from.Conversation = memory.DefaultConversation
-	if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, "_shared"), to.Tenant, to.User); err != nil {
-		return 0, fmt.Errorf("lock user: %w", unavailable(err))
+// errNothingToAdopt rolls back an Adopt that found nothing to move (the
+// conversation row it created with it).
+var errNothingToAdopt = errors.New("nothing to adopt")
+
+// adoptTx is Adopt's transaction (contract.AdoptTx).
+type adoptTx struct{ tx pgx.Tx }
+
+// Lock takes the user's shared lock, then locks the default
+// conversation's row, then to's (created if new): saves to either wait for
+// the move.
+func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, error) {
+	if _, err := a.tx.Exec(ctx, fmt.Sprintf(userLockSQL, "_shared"), to.Tenant, to.User); err != nil {
+		return false, fmt.Errorf("lock user: %w", unavailable(err))
 	}
-	// Lock the default conversation's row first, then to's (created if
-	// new): saves to either wait for the move.
-	var fromSeq int64
-	err := tx.QueryRow(ctx, `SELECT last_seq FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3 FOR UPDATE`,
+	var fromSeq, toSeq int64
+	err := a.tx.QueryRow(ctx, `SELECT last_seq FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3 FOR UPDATE`,
 		from.Tenant, from.User, from.Conversation).Scan(&fromSeq)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return 0, nil
+		return false, nil
 	case err != nil:
-		return 0, fmt.Errorf("lock conversation: %w", unavailable(err))
+		return false, fmt.Errorf("lock conversation: %w", unavailable(err))
 	}
-	var toSeq int64
-	if err := tx.QueryRow(ctx, `
+	if err := a.tx.QueryRow(ctx, `
 		INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		VALUES ($1, $2, $3, now(), now())
 		ON CONFLICT (tenant, user_id, id) DO UPDATE SET last_seq = conversations.last_seq
 		RETURNING last_seq`, to.Tenant, to.User, to.Conversation).Scan(&toSeq); err != nil {
-		return 0, fmt.Errorf("lock conversation: %w", unavailable(err))
+		return false, fmt.Errorf("lock conversation: %w", unavailable(err))
 	}
-	if toSeq > 0 {
-		return 0, errNothingToAdopt // to has messages of its own
-	}
-	var covered int64
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(to_seq), 0) FROM summaries
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3`, from.Tenant, from.User, from.Conversation).Scan(&covered); err != nil {
-		return 0, fmt.Errorf("check summary: %w", unavailable(err))
-	}
-	rows, err := tx.Query(ctx, `SELECT m.seq FROM conversation_candidates c
+	return toSeq == 0, nil // else to has messages of its own
+}
+
+func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]int64, error) {
+	rows, err := a.tx.Query(ctx, `SELECT m.seq FROM conversation_candidates c
 		JOIN messages m ON m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.conversation
 			AND m.key = c.first_key AND m.superseded_at IS NULL
-		WHERE c.tenant = $1 AND c.user_id = $2 AND c.conversation = $3 AND c.candidate = $4 AND m.seq > $5
-		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation, covered)
+		WHERE c.tenant = $1 AND c.user_id = $2 AND c.conversation = $3 AND c.candidate = $4
+			AND m.seq > (SELECT COALESCE(MAX(to_seq), 0) FROM summaries
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3)
+		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation)
 	if err != nil {
-		return 0, fmt.Errorf("find candidates: %w", unavailable(err))
+		return nil, fmt.Errorf("find candidates: %w", unavailable(err))
 	}
 	starts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return 0, fmt.Errorf("find candidates: %w", unavailable(err))
+		return nil, fmt.Errorf("find candidates: %w", unavailable(err))
 	}
-	var run []memory.Message
-	for _, start := range starts {
-		stored, err := queryMessages(ctx, tx, from, `
-			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq >= $4
-			ORDER BY seq LIMIT $5`, start, len(prior)+1)
-		if err != nil {
-			return 0, fmt.Errorf("load candidate: %w", err)
-		}
-		if n := memory.Adoptable(stored, prior); n > 0 {
-			run = stored[:n]
-			break
-		}
+	return starts, nil
+}
+
+func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n int) ([]memory.Message, error) {
+	stored, err := liveFrom(ctx, a.tx, from, seq, n)
+	if err != nil {
+		return nil, fmt.Errorf("load candidate: %w", err)
 	}
-	if len(run) == 0 {
-		return 0, errNothingToAdopt
-	}
+	return stored, nil
+}
+
+func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error {
 	keys := make([]string, len(run))
 	for i, m := range run {
 		keys[i] = m.Key
@@ -156,36 +149,28 @@ func adopt(ctx context.Context, tx pgx.Tx, to memory.Identity, prior []memory.Me
 	b.Queue(`DELETE FROM conversations c WHERE tenant = $1 AND user_id = $2 AND id = $3
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = $3)`,
 		from.Tenant, from.User, from.Conversation)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return 0, fmt.Errorf("move messages: %w", unavailable(err))
+	if err := a.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("move messages: %w", unavailable(err))
 	}
-	if err := adoptFactSources(ctx, tx, from, to); err != nil {
-		return 0, err
-	}
-	return len(run), nil
+	return adoptFactSources(ctx, a.tx, from, to)
 }
 
-// errNothingToAdopt rolls back an Adopt that found nothing to move (the
-// conversation row it created with it).
-var errNothingToAdopt = errors.New("nothing to adopt")
-
-// Continued reports whether the conversation ex.Candidate starts with ex's
-// turn and reply (by fingerprint): ex, a full-history chat's first turn,
-// was stored there already, as the history its continuation resent, when
-// the continuation was stored first.
+// Continued reports whether ex was stored already in its candidate
+// conversation (contract.Continued).
 func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
-	if ex.Candidate == "" {
-		return false, nil
-	}
-	id := ex.Identity
-	id.Conversation = ex.Candidate
-	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
-	stored, err := queryMessages(ctx, s.pool, id, `
-		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
-		ORDER BY seq LIMIT $4`, len(want))
+	ok, err := contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+		return liveFrom(ctx, s.pool, id, 0, n)
+	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: continued: %w", err)
 	}
-	return memory.StartsWith(stored, want), nil
+	return ok, nil
+}
+
+// liveFrom returns up to n live messages of id from seq on, in seq order.
+func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
+	return queryMessages(ctx, q, id, `
+		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq >= $4
+		ORDER BY seq LIMIT $5`, seq, n)
 }

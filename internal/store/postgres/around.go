@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -10,27 +9,13 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// MessagesAround returns the live messages around refs by the contract
-// (storetest.RankingStore).
-//
-// The windows of turns read are kept in memory (itemindex.Windows) as of
-// the user's messages_changed count, which every update and delete of
-// their messages moves at commit, by any process (migration 0011): a warm
-// conversation's recall finds mostly the same turns request after request,
-// and a hit costs the one primary key lookup of the count.
-func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	out, err := s.around.Around(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	return out, nil
-}
-
-// The Store's itemindex.Windows reads its indexSource: the revisions
-// (messages_changed among them, migration 0011) and the turns. One source
-// for both, so a request's memory.Memo holds one read of the revisions for
-// the searches and for the turns around their hits (a memo's key is the
-// source).
+// The Store's itemindex.Windows (MessagesAround) reads its indexSource:
+// the revisions and the turns. The windows are kept as of the user's
+// messages_changed count, which every update and delete of their messages
+// moves at commit, by any process (migration 0011): a hit costs the one
+// primary key lookup of the count. One source for both, so a request's
+// memory.Memo holds one read of the revisions for the searches and for the
+// turns around their hits (a memo's key is the source).
 var _ itemindex.WindowSource = indexSource{}
 
 // ReadWindows reads the turns within radius of each of refs: the windows of
@@ -65,33 +50,17 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 	if err != nil {
 		return nil, nil, unavailable(err)
 	}
-	read := make(map[itemindex.WindowKey][]memory.Message, len(refs))
-	closed := make(map[itemindex.WindowKey]bool, len(refs))
+	wr := itemindex.NewWindowReads(radius, len(refs))
 	var (
 		hitKey     string
 		hitSeq     int64
 		superseded bool
-		marked     *string
+		marked     []byte
 		m          = memory.Message{Tenant: tenant, User: user}
 	)
 	_, err = pgx.ForEachRow(rows, []any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &m.CreatedAt, &superseded, &marked}, func() error {
-		k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: radius}
-		if m.Seq == hitSeq+int64(radius) {
-			closed[k] = true
-		}
-		if _, ok := read[k]; !ok {
-			read[k] = nil // a stored message, even when nothing of it is live
-		}
-		if superseded || (marked != nil && (memory.Message{Raw: []byte(*marked)}).Failed()) {
-			return nil
-		}
-		msg := m
-		msg.CreatedAt = msg.CreatedAt.UTC()
-		read[k] = append(read[k], msg)
+		wr.Add(hitKey, hitSeq, m, superseded, marked)
 		return nil
 	})
-	if err != nil {
-		return nil, nil, unavailable(err)
-	}
-	return read, closed, nil
+	return wr.Read, wr.Closed, unavailable(err)
 }

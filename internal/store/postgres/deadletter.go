@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // DeadLetter sets aside an exchange the store refused for good, with the
@@ -15,14 +16,7 @@ import (
 // same user lock as SaveExchange), so an erasure is not undone through it.
 // The reason is sanitized by the caller; the payload is kept as bytes.
 func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
-	at := d.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	payload := d.Payload
-	if payload == nil {
-		payload = []byte{}
-	}
+	d = contract.DeadLetter(d, time.Now())
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, "_shared"), d.Tenant, d.User); err != nil {
 			return unavailable(err)
@@ -31,7 +25,7 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 			INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			SELECT $1, $2, $3, $4, $5, $6, $7
 			WHERE NOT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $7)`,
-			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, payload, at)
+			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, d.At)
 		return unavailable(err)
 	})
 	if err != nil {

@@ -1,12 +1,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // Erasure on PostgreSQL, by the erasure contract (storetest.RunErasure).
@@ -81,36 +80,19 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 	return nil
 }
 
-// guardItems applies guard to every user of items, in a fixed order, each
-// with the earliest GuardSince among their items, and returns the users
-// ([tenant, user]) whose items must be skipped, and each user's guard.
-func guardItems(ctx context.Context, tx pgx.Tx, items []memory.Item) (skip map[[2]string]bool, guards map[[2]string]time.Time, err error) {
-	guards = map[[2]string]time.Time{}
-	for _, it := range items {
-		k := [2]string{it.Tenant, it.User}
-		if g := guards[k]; !it.GuardSince.IsZero() && (g.IsZero() || it.GuardSince.Before(g)) {
-			guards[k] = it.GuardSince
-		}
-	}
-	users := make([][2]string, 0, len(guards))
-	for k, g := range guards {
-		if !g.IsZero() {
-			users = append(users, k)
-		}
-	}
-	slices.SortFunc(users, func(a, b [2]string) int {
-		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
-	})
-	skip = map[[2]string]bool{}
-	for _, k := range users {
-		switch err := guard(ctx, tx, k[0], k[1], guards[k]); {
+// guardUsers applies guard to users (contract.ItemGuards: in a fixed
+// order), each with their guard, and returns those erased since.
+func guardUsers(ctx context.Context, tx pgx.Tx, users []contract.User, guards map[contract.User]time.Time) (map[contract.User]bool, error) {
+	erased := map[contract.User]bool{}
+	for _, u := range users {
+		switch err := guard(ctx, tx, u.Tenant, u.User, guards[u]); {
 		case errors.Is(err, memory.ErrErased):
-			skip[k] = true
+			erased[u] = true
 		case err != nil:
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return skip, guards, nil
+	return erased, nil
 }
 
 // vacuumer runs the post-erasure VACUUM in the background, one at a time:
@@ -207,16 +189,8 @@ func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity)
 		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tenant, user_id, conversation)
 		WHERE NOT EXISTS (SELECT 1 FROM conversations c
 			WHERE c.tenant = u.tenant AND c.user_id = u.user_id AND c.id = u.conversation)`, tenants, users, convs)
-	if err != nil {
-		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
-	}
 	deleted := map[memory.Identity]bool{}
 	var id memory.Identity
-	if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation}, func() error {
-		deleted[id] = true
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("check conversations: %w", unavailable(err))
-	}
-	return deleted, nil
+	return deleted, eachRow(rows, err, "check conversations", []any{&id.Tenant, &id.User, &id.Conversation},
+		func() { deleted[id] = true })
 }

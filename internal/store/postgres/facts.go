@@ -19,28 +19,18 @@ import (
 const factLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended('facts/' || $1 || '/' || $2, 4))"
 
 // factColumns are the columns scanFact reads, in order.
-const factColumns = `id, type, key, value, confidence, mentions, pinned, source_conversation,
+const factColumns = `id, type, key, value, confidence, mentions, pinned, coalesce(source_conversation, ''),
 	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
 // scanFact reads one row of factColumns.
 func scanFact(row pgx.Row, tenant, user string) (memory.Fact, error) {
 	f := memory.Fact{Tenant: tenant, User: user}
 	var typ string
-	var conv *string
-	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &conv,
+	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &f.Conversation,
 		&f.CreatedAt, &f.UpdatedAt, &f.SupersededAt, &f.ExpiresAt, &f.Rule, &f.Source); err != nil {
 		return memory.Fact{}, err
 	}
 	f.Type = memory.FactType(typ)
-	if conv != nil {
-		f.Conversation = *conv
-	}
-	f.CreatedAt, f.UpdatedAt = f.CreatedAt.UTC(), f.UpdatedAt.UTC()
-	for _, t := range []*time.Time{f.SupersededAt, f.ExpiresAt} {
-		if t != nil {
-			*t = t.UTC()
-		}
-	}
 	return f, nil
 }
 
@@ -148,7 +138,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 // (fewest mentions, then least recently updated) until at most max current
 // facts remain, sparing keep.
 func capFacts(ctx context.Context, tx pgx.Tx, tenant, user string, keep int64, max int) error {
-	rows, err := tx.Query(ctx, `
+	ids, err := collect(ctx, tx, pgx.RowTo[int64], `
 		DELETE FROM facts WHERE tenant = $1 AND user_id = $2 AND id IN (
 			SELECT id FROM facts
 			WHERE tenant = $1 AND user_id = $2 AND superseded_at IS NULL AND NOT pinned AND id <> $3
@@ -159,11 +149,7 @@ func capFacts(ctx context.Context, tx pgx.Tx, tenant, user string, keep int64, m
 				  AND (expires_at IS NULL OR expires_at > now())) - $4))
 		RETURNING id`, tenant, user, keep, max)
 	if err != nil {
-		return fmt.Errorf("cap facts: %w", unavailable(err))
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return fmt.Errorf("cap facts: %w", unavailable(err))
+		return fmt.Errorf("cap facts: %w", err)
 	}
 	return deleteFactItems(ctx, tx, tenant, user, ids)
 }
@@ -209,18 +195,14 @@ type factsKey struct {
 
 // facts reads the user's facts (see Facts).
 func (s *Store) facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+factColumns+` FROM facts
+	facts, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Fact, error) {
+		return scanFact(r, tenant, user)
+	}, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = $1 AND user_id = $2
 		  AND ($4 OR (superseded_at IS NULL AND (expires_at IS NULL OR expires_at > $3)))
 		ORDER BY updated_at DESC, id DESC`, tenant, user, now, history)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: facts: %w", unavailable(err))
-	}
-	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Fact, error) {
-		return scanFact(r, tenant, user)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: facts: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: facts: %w", err)
 	}
 	return facts, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -22,8 +21,10 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT c.user_id, count(*), max(c.updated_at),
+	us, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.UserActivity, error) {
+		var u memory.UserActivity
+		return u, row.Scan(&u.User, &u.Conversations, &u.LastActive, &u.Messages)
+	}, `SELECT c.user_id, count(*), max(c.updated_at),
 		       (SELECT count(*) FROM messages m
 		        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.superseded_at IS NULL)
 		FROM conversations c
@@ -31,19 +32,7 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 		GROUP BY c.tenant, c.user_id ORDER BY max(c.updated_at) DESC, c.user_id LIMIT $3`,
 		tenant, strings.ToLower(match), limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list users: %w", unavailable(err))
-	}
-	us, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.UserActivity, error) {
-		var u memory.UserActivity
-		err := row.Scan(&u.User, &u.Conversations, &u.LastActive, &u.Messages)
-		u.LastActive = u.LastActive.UTC()
-		return u, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list users: %w", unavailable(err))
-	}
-	if us == nil {
-		us = []memory.UserActivity{}
+		return nil, fmt.Errorf("postgres: list users: %w", err)
 	}
 	return us, nil
 }
@@ -52,30 +41,17 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 // moment they left the live branch, oldest first; none for an unknown
 // conversation.
 func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT superseded_at, seq, key, role, content, raw, tokens, created_at FROM messages
+	bs := []memory.Branch{}
+	_, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (struct{}, error) {
+		var at time.Time
+		m, err := scanMessage(row, id, &at)
+		bs = contract.AddToBranches(bs, at, m)
+		return struct{}{}, err
+	}, `SELECT seq, key, role, content, raw, tokens, created_at, superseded_at FROM messages
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NOT NULL
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
-	}
-	defer rows.Close()
-	bs := []memory.Branch{}
-	for rows.Next() {
-		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-		var at time.Time
-		var raw []byte
-		if err := rows.Scan(&at, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt); err != nil {
-			return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
-		}
-		if raw != nil {
-			m.Raw = json.RawMessage(raw)
-		}
-		m.CreatedAt = m.CreatedAt.UTC()
-		bs = contract.AddToBranches(bs, at.UTC(), m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list superseded messages: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: list superseded messages: %w", err)
 	}
 	return bs, nil
 }
@@ -83,31 +59,12 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 // Summaries returns every summary version of the conversation, oldest
 // first; none for an unknown conversation.
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, model, created_at
-		FROM summaries WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+	out, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.Summary, error) {
+		return scanSummary(row, id, true)
+	}, `SELECT `+summaryColumns+`, model FROM summaries WHERE tenant = $1 AND user_id = $2 AND conversation = $3
 		ORDER BY version`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list summaries: %w", unavailable(err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Summary, error) {
-		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-		var keyEvents, preserved []byte
-		if err := row.Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
-			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &sum.CreatedAt); err != nil {
-			return sum, err
-		}
-		if err := contract.ReadSummaryLists(&sum, keyEvents, preserved); err != nil {
-			return sum, err
-		}
-		sum.CreatedAt = sum.CreatedAt.UTC()
-		return sum, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list summaries: %w", unavailable(err))
-	}
-	if out == nil {
-		out = []memory.Summary{}
+		return nil, fmt.Errorf("postgres: list summaries: %w", err)
 	}
 	return out, nil
 }
@@ -173,22 +130,13 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 // Savings returns the tenant's stored savings buckets starting at or after
 // since, oldest first.
 func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
-	rows, err := s.pool.Query(ctx, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
+	out, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.SavingsBucket, error) {
+		b := memory.SavingsBucket{Tenant: tenant}
+		return b, row.Scan(&b.Start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
+	}, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
 		FROM savings WHERE tenant = $1 AND bucket >= $2 ORDER BY bucket`, tenant, since)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read savings: %w", unavailable(err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.SavingsBucket, error) {
-		b := memory.SavingsBucket{Tenant: tenant}
-		err := row.Scan(&b.Start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
-		b.Start = b.Start.UTC()
-		return b, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: read savings: %w", unavailable(err))
-	}
-	if out == nil {
-		out = []memory.SavingsBucket{}
+		return nil, fmt.Errorf("postgres: read savings: %w", err)
 	}
 	return out, nil
 }

@@ -80,38 +80,26 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		erasedUsers, guards, err := guardItems(ctx, tx, items)
-		if err != nil {
+		users, guards := contract.ItemGuards(items)
+		var checks contract.ItemChecks
+		var err error
+		if checks.Erased, err = guardUsers(ctx, tx, users, guards); err != nil {
 			return err
 		}
-		ids := make([]memory.Identity, len(items))
-		var guarded []memory.Identity
-		for i, it := range items {
-			ids[i] = memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
-			if !guards[[2]string{it.Tenant, it.User}].IsZero() {
-				guarded = append(guarded, ids[i])
-			}
-		}
-		deletedConvs, err := deletedConversations(ctx, tx, guarded)
-		if err != nil {
+		if checks.Deleted, err = deletedConversations(ctx, tx, contract.GuardedConversations(items, guards)); err != nil {
 			return err
-		}
-		// skip says whether item i is left out: its user erased, or its
-		// conversation deleted, since it was captured.
-		skip := func(i int) bool {
-			return erasedUsers[[2]string{items[i].Tenant, items[i].User}] || deletedConvs[ids[i]]
 		}
 		// The BM25 statistics locks of every user first, in one order:
 		// the statements' triggers would otherwise take them as each
 		// statement comes, and two batches could deadlock.
-		var tenants, users []string
-		for i, it := range items {
-			if !skip(i) {
-				tenants, users = append(tenants, it.Tenant), append(users, it.User)
+		var tenants, userIDs []string
+		for _, it := range items {
+			if !checks.Refused(it) {
+				tenants, userIDs = append(tenants, it.Tenant), append(userIDs, it.User)
 			}
 		}
-		if len(users) > 0 {
-			if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", tenants, users); err != nil {
+		if len(userIDs) > 0 {
+			if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", tenants, userIDs); err != nil {
 				return fmt.Errorf("lock statistics: %w", unavailable(err))
 			}
 		}
@@ -125,7 +113,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		inserted := make([]int64, len(items)) // id of the row each item inserted (0: none)
 		b := &pgx.Batch{}
 		for i, it := range items {
-			if skip(i) {
+			if checks.Refused(it) {
 				continue
 			}
 			b.Queue(insertItemSQL, args(it)...).QueryRow(func(row pgx.Row) error {
@@ -141,34 +129,28 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 				return unavailable(err)
 			}
 		}
-		gone, err := supersededSources(ctx, tx, items)
-		if err != nil {
+		if checks.Superseded, err = supersededSources(ctx, tx, contract.SupersededChecks(items)); err != nil {
 			return err
 		}
-		moved, err := movedSources(ctx, tx, items)
-		if err != nil {
+		if checks.Moved, err = movedSources(ctx, tx, contract.MovedChecks(items)); err != nil {
 			return err
 		}
 		var undo []int64
 		b = &pgx.Batch{}
 		for i, it := range items {
-			to, ok := moved[it.Tenant+"\x00"+it.User+"\x00"+it.Ref]
-			ok = ok && it.Kind == "message"
-			if ok {
-				it.Conversation = to
-			}
+			placed, ok := checks.Place(it)
 			switch {
-			case skip(i):
-			case it.Kind == "message" && gone[it.Tenant+"\x00"+it.Ref]:
+			case checks.Refused(it):
+			case !ok:
 				if inserted[i] != 0 {
 					undo = append(undo, inserted[i])
 				}
 			case inserted[i] == 0:
-				b.Queue(upsertItemSQL, args(it)...)
-			case ok:
+				b.Queue(upsertItemSQL, args(placed)...)
+			case placed.Conversation != it.Conversation:
 				// Inserted before the lock, in the conversation its
 				// message has since left (see Adopt).
-				b.Queue(`UPDATE memory_items SET conversation = $2 WHERE id = $1`, inserted[i], to)
+				b.Queue(`UPDATE memory_items SET conversation = $2 WHERE id = $1`, inserted[i], placed.Conversation)
 			}
 		}
 		if len(undo) > 0 {
@@ -188,23 +170,17 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
-// supersededSources returns, keyed tenant + "\x00" + key, the messages among
-// the sources of items' message items that are superseded. It first takes a
-// share lock on their conversations' rows, which SaveExchange holds
-// exclusively while it supersedes a branch (and deletes the branch's items):
-// the check then sees every supersession committed before, and a later one
-// waits for this transaction and deletes what it stored.
-func supersededSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[string]bool, error) {
-	var tenants, users, convs, keys []string
-	for _, it := range items {
-		if it.Kind == "message" && it.Conversation != "" {
-			tenants, users = append(tenants, it.Tenant), append(users, it.User)
-			convs, keys = append(convs, it.Conversation), append(keys, it.Ref)
-		}
-	}
-	if len(keys) == 0 {
+// supersededSources returns which of srcs (contract.SupersededChecks) are
+// superseded. It first takes a share lock on their conversations' rows,
+// which SaveExchange holds exclusively while it supersedes a branch (and
+// deletes the branch's items): the check then sees every supersession
+// committed before, and a later one waits for this transaction and deletes
+// what it stored.
+func supersededSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (map[contract.Source]bool, error) {
+	if len(srcs) == 0 {
 		return nil, nil
 	}
+	tenants, users, convs, keys := sourceColumns(srcs)
 	if _, err := tx.Exec(ctx, `
 		SELECT 1 FROM conversations c
 		WHERE (c.tenant, c.user_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
@@ -213,43 +189,28 @@ func supersededSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map
 		return nil, fmt.Errorf("lock conversations: %w", unavailable(err))
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT m.tenant, m.key
+		SELECT m.tenant, m.user_id, m.conversation, m.key
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(tenant, user_id, conversation, key)
 		JOIN messages m ON m.tenant = u.tenant AND m.key = u.key
 			AND m.user_id = u.user_id AND m.conversation = u.conversation
 		WHERE m.superseded_at IS NOT NULL`, tenants, users, convs, keys)
-	if err != nil {
-		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
-	}
-	set := map[string]bool{}
-	var tenant, key string
-	_, err = pgx.ForEachRow(rows, []any{&tenant, &key}, func() error {
-		set[tenant+"\x00"+key] = true
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("check superseded messages: %w", unavailable(err))
-	}
-	return set, nil
+	set := map[contract.Source]bool{}
+	var src contract.Source
+	return set, eachRow(rows, err, "check superseded messages", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
+		func() { set[src] = true })
 }
 
-// movedSources returns, keyed tenant, user and key joined by "\x00", the
-// conversation that now holds the message of each message item of the
-// default conversation whose message moved out of it (see Adopt): an
-// exchange indexed after its chat moved it is indexed where it lives. It
-// runs after supersededSources, whose share lock on the default
-// conversation's row orders it with a move. Only items whose message is
-// no longer in the default conversation are looked up further.
-func movedSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[string]string, error) {
-	var tenants, users, keys []string
-	for _, it := range items {
-		if it.Kind == "message" && it.Conversation == memory.DefaultConversation {
-			tenants, users, keys = append(tenants, it.Tenant), append(users, it.User), append(keys, it.Ref)
-		}
-	}
-	if len(keys) == 0 {
+// movedSources returns, for those of srcs (contract.MovedChecks, of the
+// default conversation) whose message moved out of it (see Adopt), the
+// conversation that holds it now. It runs after supersededSources, whose
+// share lock on the default conversation's row orders it with a move.
+// Only messages no longer in the default conversation are looked up
+// further.
+func movedSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (map[contract.Source]string, error) {
+	if len(srcs) == 0 {
 		return nil, nil
 	}
+	tenants, users, _, keys := sourceColumns(srcs)
 	rows, err := tx.Query(ctx, `
 		WITH missing AS MATERIALIZED (
 			SELECT u.tenant, u.user_id, u.key
@@ -261,18 +222,20 @@ func movedSources(ctx context.Context, tx pgx.Tx, items []memory.Item) (map[stri
 		CROSS JOIN LATERAL (SELECT m.conversation FROM messages m
 			WHERE m.tenant = u.tenant AND m.user_id = u.user_id AND m.key = u.key AND m.superseded_at IS NULL
 			LIMIT 1) m`, tenants, users, keys, memory.DefaultConversation)
-	if err != nil {
-		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
+	out := map[contract.Source]string{}
+	src := contract.Source{Identity: memory.Identity{Conversation: memory.DefaultConversation}}
+	var conv string
+	return out, eachRow(rows, err, "find moved messages", []any{&src.Tenant, &src.User, &src.Key, &conv},
+		func() { out[src] = conv })
+}
+
+// sourceColumns returns srcs as parallel columns.
+func sourceColumns(srcs []contract.Source) (tenants, users, convs, keys []string) {
+	for _, s := range srcs {
+		tenants, users = append(tenants, s.Tenant), append(users, s.User)
+		convs, keys = append(convs, s.Conversation), append(keys, s.Key)
 	}
-	out := map[string]string{}
-	var tenant, user, key, conv string
-	if _, err := pgx.ForEachRow(rows, []any{&tenant, &user, &key, &conv}, func() error {
-		out[tenant+"\x00"+user+"\x00"+key] = conv
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("find moved messages: %w", unavailable(err))
-	}
-	return out, nil
+	return tenants, users, convs, keys
 }
 
 // ItemsToEmbed returns up to limit items of any tenant with ID > afterID

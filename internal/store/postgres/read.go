@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,30 +18,42 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// collect runs sql on q and returns its rows as scan reads them (none: an
+// empty slice), a connection failure marked memory.ErrUnavailable.
+func collect[T any](ctx context.Context, q querier, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	return out, unavailable(err)
+}
+
+// liveMessagesSQL selects the live messages of the conversation ($1
+// tenant, $2 user, $3 conversation) in the columns queryMessages reads; a
+// query adds its conditions, order and limit.
+const liveMessagesSQL = `SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+	WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL`
+
 // queryMessages runs a query whose first three parameters are the tenant,
 // user and conversation of id, followed by args, and whose columns are seq,
 // key, role, content, raw, tokens, created_at.
 func queryMessages(ctx context.Context, q querier, id memory.Identity, sql string, args ...any) ([]memory.Message, error) {
-	rows, err := q.Query(ctx, sql, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
-	if err != nil {
-		return nil, unavailable(err)
+	return collect(ctx, q, func(row pgx.CollectableRow) (memory.Message, error) { return scanMessage(row, id) },
+		sql, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
+}
+
+// scanMessage reads a message of conversation id from a row of seq, key,
+// role, content, raw, tokens, created_at, then into extra the columns after
+// them.
+func scanMessage(row pgx.Row, id memory.Identity, extra ...any) (memory.Message, error) {
+	m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+	var raw []byte
+	err := row.Scan(append([]any{&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, extra...)...)
+	if raw != nil {
+		m.Raw = json.RawMessage(raw)
 	}
-	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Message, error) {
-		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-		var raw []byte
-		if err := row.Scan(&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt); err != nil {
-			return m, err
-		}
-		if raw != nil {
-			m.Raw = json.RawMessage(raw)
-		}
-		m.CreatedAt = m.CreatedAt.UTC()
-		return m, nil
-	})
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return msgs, nil
+	return m, err
 }
 
 // Recent returns up to n newest live messages of the conversation, oldest
@@ -52,10 +63,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	if n <= 0 {
 		return nil, nil
 	}
-	msgs, err := queryMessages(ctx, s.pool, id, `
-		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
-		ORDER BY seq DESC LIMIT $4`, n)
+	msgs, err := queryMessages(ctx, s.pool, id, liveMessagesSQL+` ORDER BY seq DESC LIMIT $4`, n)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: recent: %w", err)
 	}
@@ -67,8 +75,10 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 // updated first (ties by id), with their live message counts.
 func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error) {
 	defer telemetry.Span(&ctx, "postgres.Conversations")()
-	rows, err := s.pool.Query(ctx, `
-		SELECT c.id, c.created_at, c.updated_at,
+	cs, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.Conversation, error) {
+		c := memory.Conversation{Tenant: tenant, User: user}
+		return c, row.Scan(&c.ID, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
+	}, `SELECT c.id, c.created_at, c.updated_at,
 		       (SELECT count(*) FROM messages m
 		        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.id
 		          AND m.superseded_at IS NULL)
@@ -76,16 +86,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 		WHERE c.tenant = $1 AND c.user_id = $2
 		ORDER BY c.updated_at DESC, c.id`, tenant, user)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list conversations: %w", unavailable(err))
-	}
-	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Conversation, error) {
-		c := memory.Conversation{Tenant: tenant, User: user}
-		err := row.Scan(&c.ID, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
-		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list conversations: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: list conversations: %w", err)
 	}
 	return cs, nil
 }
@@ -97,22 +98,16 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
 	var msgs []memory.Message
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var created, updated time.Time
-		err := tx.QueryRow(ctx, `
-			SELECT created_at, updated_at FROM conversations
+		err := tx.QueryRow(ctx, `SELECT created_at, updated_at FROM conversations
 			WHERE tenant = $1 AND user_id = $2 AND id = $3`,
-			id.Tenant, id.User, id.Conversation).Scan(&created, &updated)
+			id.Tenant, id.User, id.Conversation).Scan(&c.CreatedAt, &c.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return memory.ErrNotFound
 		}
 		if err != nil {
 			return unavailable(err)
 		}
-		c.CreatedAt, c.UpdatedAt = created.UTC(), updated.UTC()
-		msgs, err = queryMessages(ctx, tx, id, `
-			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL
-			ORDER BY seq`)
+		msgs, err = queryMessages(ctx, tx, id, liveMessagesSQL+` ORDER BY seq`)
 		return err
 	})
 	if err != nil {
@@ -133,8 +128,16 @@ func (s *Store) RecentMany(ctx context.Context, ids []memory.Identity, n int) ([
 	for i, id := range ids {
 		ts[i], us[i], cs[i] = id.Tenant, id.User, id.Conversation
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT x.o, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
+	_, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (struct{}, error) {
+		var o int64
+		m, err := scanMessage(row, memory.Identity{}, &o)
+		if err == nil {
+			id := ids[o-1]
+			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
+			out[o-1] = append(out[o-1], m)
+		}
+		return struct{}{}, err
+	}, `SELECT m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at, x.o
 		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(t, u, c, o)
 		CROSS JOIN LATERAL (
 			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
@@ -142,25 +145,7 @@ func (s *Store) RecentMany(ctx context.Context, ids []memory.Identity, n int) ([
 			ORDER BY seq DESC LIMIT $4) m
 		ORDER BY x.o, m.seq`, ts, us, cs, n)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: recent: %w", unavailable(err))
-	}
-	var (
-		o   int64
-		m   memory.Message
-		raw []byte
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&o, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() error {
-		i := int(o) - 1
-		msg := m
-		msg.Tenant, msg.User, msg.Conversation = ids[i].Tenant, ids[i].User, ids[i].Conversation
-		msg.CreatedAt = msg.CreatedAt.UTC()
-		if raw != nil {
-			msg.Raw = json.RawMessage(slices.Clone(raw))
-		}
-		out[i] = append(out[i], msg)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("postgres: recent: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: recent: %w", err)
 	}
 	return out, nil
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// alignSlack is how many live messages beyond the length of the client's
-// resent history a save compares it with.
-const alignSlack = 64
-
 // userLockSQL takes a transaction-scoped advisory lock on a (tenant, user):
 // shared while an exchange is saved, exclusive while the user is erased, so
 // an erasure never interleaves with a capture. Ids cannot contain '/'.

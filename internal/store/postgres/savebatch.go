@@ -74,16 +74,14 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // saveBatch is the state of one SaveExchanges call.
 type saveBatch struct {
 	exs   []memory.Exchange
-	order []int       // indexes of exs, by identity (stable)
-	ats   []time.Time // each exchange's time (now when zero)
-	users []userKey   // distinct, sorted
+	order []int           // indexes of exs, by identity (stable)
+	ats   []time.Time     // each exchange's time (now when zero)
+	users []contract.User // distinct, sorted
 	convs []memory.Identity
 	// tailLen is, per conversation, how many live messages its alignments
 	// need (0: no exchange of it resent history).
 	tailLen map[memory.Identity]int
 }
-
-type userKey struct{ tenant, user string }
 
 func newSaveBatch(exs []memory.Exchange) *saveBatch {
 	b := &saveBatch{exs: exs, order: make([]int, len(exs)), ats: make([]time.Time, len(exs)), tailLen: map[memory.Identity]int{}}
@@ -98,27 +96,16 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 		if n := len(b.convs); n == 0 || b.convs[n-1] != id {
 			b.convs = append(b.convs, id)
 		}
-		if n := len(b.users); n == 0 || b.users[n-1] != (userKey{id.Tenant, id.User}) {
-			b.users = append(b.users, userKey{id.Tenant, id.User})
+		if n := len(b.users); n == 0 || b.users[n-1] != (contract.User{Tenant: id.Tenant, User: id.User}) {
+			b.users = append(b.users, contract.User{Tenant: id.Tenant, User: id.User})
 		}
-		if len(exs[i].Prior) > 0 {
-			b.tailLen[id] = max(b.tailLen[id], len(exs[i].Prior)+alignSlack)
-		}
+		b.tailLen[id] = max(b.tailLen[id], contract.TailLen(exs[i]))
 	}
 	return b
 }
 
 func compareIdentity(x, y memory.Identity) int {
 	return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
-}
-
-// convState is what the first pipeline learned of a conversation, kept up
-// to date as the batch's exchanges are planned.
-type convState struct {
-	lastSeq int64
-	tail    []memory.Message // live messages, oldest first
-	changed bool
-	latest  time.Time
 }
 
 // run sends the two pipelines on conn and returns the results.
@@ -129,79 +116,44 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	}
 	results := make([]memory.SaveResult, len(b.exs))
 	w := &batchWriter{}
-	seen := map[string]bool{} // identity and exchange id stored in this batch
 	for _, i := range b.order {
 		ex, at := b.exs[i], b.ats[i]
-		id := ex.Identity
-		if e, ok := erased[userKey{id.Tenant, id.User}]; ok && !e.Before(at) {
-			results[i].Dropped = true
-			continue
-		}
-		key := id.Tenant + "/" + id.User + "/" + id.Conversation + "/" + ex.ID
-		moved := id
+		first := contract.Source{Identity: ex.Identity, Key: memory.Key(ex.ID, 0)}
+		moved := first
 		moved.Conversation = ex.Candidate
-		if dups[id][memory.Key(ex.ID, 0)] || ex.Candidate != "" && dups[moved][memory.Key(ex.ID, 0)] || seen[key] {
-			results[i].Duplicate = true
-			continue
+		stored := dups[first] || ex.Candidate != "" && dups[moved]
+		st := convs[ex.Identity]
+		if st == nil { // its user erased after all of its exchanges
+			st = &contract.SaveConv{}
 		}
-		seen[key] = true
-		st := convs[id]
-		if st == nil {
+		p := contract.PlanSave(ex, at, erased[contract.User{Tenant: ex.Tenant, User: ex.User}], stored, st)
+		if p.Result.Inserted > 0 && convs[ex.Identity] == nil {
 			return nil, fmt.Errorf("exchange %s: conversation not locked", ex.ID)
 		}
-		var plan memory.Plan
-		if len(ex.Prior) > 0 {
-			tail := st.tail[max(0, len(st.tail)-len(ex.Prior)-alignSlack):]
-			plan = memory.Align(tail, ex.Prior)
+		if p.SupersedeFrom > 0 {
+			w.supersede(ex.Identity, p.SupersedeFrom, at)
 		}
-		if plan.SupersedeFrom > 0 {
-			w.supersede(id, plan.SupersedeFrom, at, i)
-			st.tail = slices.DeleteFunc(st.tail, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom })
-		}
-		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
-		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
-		for k, m := range msgs {
-			m = m.Bare()
-			st.lastSeq++
-			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
-			m.Seq, m.Key = st.lastSeq, memory.Key(ex.ID, k)
-			if m.CreatedAt.IsZero() {
-				m.CreatedAt = at
-			}
+		for k, m := range p.Result.Stored {
 			w.message(m)
-			if b.tailLen[id] > 0 {
-				st.tail = append(st.tail, m)
-			}
-			results[i].Stored = append(results[i].Stored, asStored(m))
+			p.Result.Stored[k] = asStored(m)
 		}
-		st.changed = true
-		if at.After(st.latest) {
-			st.latest = at
-		}
-		results[i].Inserted = len(msgs)
+		results[i] = p.Result
 	}
 	for _, id := range b.convs {
-		if st := convs[id]; st != nil && st.changed {
-			w.conversation(id, st.lastSeq, st.latest)
+		if st := convs[id]; st != nil && !st.Latest.IsZero() {
+			w.conversation(id, st.LastSeq, st.Latest)
 		}
 	}
-	superseded, err := w.send(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	for i, n := range superseded {
-		results[i].Superseded = n
-	}
-	return results, nil
+	return results, w.send(ctx, conn)
 }
 
 // read sends the first pipeline: BEGIN, the users' shared locks (in key
 // order), their erasures, the conversations' upsert (skipping users erased
 // after all of their exchanges), the duplicates and the tails.
-func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]time.Time, map[memory.Identity]*convState, map[memory.Identity]map[string]bool, error) {
+func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.User]time.Time, map[memory.Identity]*contract.SaveConv, map[contract.Source]bool, error) {
 	var ut, uu []string
 	for _, u := range b.users {
-		ut, uu = append(ut, u.tenant), append(uu, u.user)
+		ut, uu = append(ut, u.Tenant), append(uu, u.User)
 	}
 	latest := map[memory.Identity]time.Time{}
 	first := map[memory.Identity]time.Time{}
@@ -258,78 +210,48 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[userKey]t
 			ORDER BY x.t, x.u, x.c, m.seq`, tt, tu, tc, tn)
 	}
 	res := conn.SendBatch(ctx, p)
-	erased := map[userKey]time.Time{}
-	convs := map[memory.Identity]*convState{}
-	dups := map[memory.Identity]map[string]bool{}
+	erased := map[contract.User]time.Time{}
+	convs := map[memory.Identity]*contract.SaveConv{}
+	dups := map[contract.Source]bool{}
 	err := func() error {
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("begin: %w", unavailable(err))
-		}
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("lock users: %w", unavailable(err))
-		}
-		rows, err := res.Query()
-		if err != nil {
-			return fmt.Errorf("check erasures: %w", unavailable(err))
-		}
-		var u userKey
-		var at time.Time
-		if _, err := pgx.ForEachRow(rows, []any{&u.tenant, &u.user, &at}, func() error {
-			erased[u] = at
-			return nil
-		}); err != nil {
-			return fmt.Errorf("check erasures: %w", unavailable(err))
-		}
-		var id memory.Identity
-		var seq int64
-		if rows, err = res.Query(); err != nil {
-			return fmt.Errorf("lock conversations: %w", unavailable(err))
-		}
-		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &seq}, func() error {
-			convs[id] = &convState{lastSeq: seq}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("lock conversations: %w", unavailable(err))
-		}
-		var key string
-		if rows, err = res.Query(); err != nil {
-			return fmt.Errorf("check duplicates: %w", unavailable(err))
-		}
-		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation, &key}, func() error {
-			if dups[id] == nil {
-				dups[id] = map[string]bool{}
+		for _, what := range []string{"begin", "lock users"} {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("%s: %w", what, unavailable(err))
 			}
-			dups[id][key] = true
-			return nil
+		}
+		var u contract.User
+		var at time.Time
+		rows, err := res.Query()
+		if err := eachRow(rows, err, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at }); err != nil {
+			return err
+		}
+		var src contract.Source
+		var seq int64
+		rows, err = res.Query()
+		if err := eachRow(rows, err, "lock conversations", []any{&src.Tenant, &src.User, &src.Conversation, &seq}, func() {
+			convs[src.Identity] = &contract.SaveConv{LastSeq: seq}
 		}); err != nil {
-			return fmt.Errorf("check duplicates: %w", unavailable(err))
+			return err
 		}
-		if len(tn) == 0 {
-			return nil
-		}
-		if rows, err = res.Query(); err != nil {
-			return fmt.Errorf("load tails: %w", unavailable(err))
+		rows, err = res.Query()
+		if err := eachRow(rows, err, "check duplicates", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
+			func() { dups[src] = true }); err != nil || len(tn) == 0 {
+			return err
 		}
 		var m memory.Message
 		var raw []byte
-		if _, err := pgx.ForEachRow(rows, []any{&id.Tenant, &id.User, &id.Conversation,
-			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() error {
-			st := convs[id]
-			if st == nil {
-				return nil
+		rows, err = res.Query()
+		return eachRow(rows, err, "load tails", []any{&m.Tenant, &m.User, &m.Conversation,
+			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() {
+			if st := convs[memory.Identity{Tenant: m.Tenant, User: m.User, Conversation: m.Conversation}]; st != nil {
+				msg := m
+				msg.CreatedAt = msg.CreatedAt.UTC()
+				if raw != nil {
+					msg.Raw = json.RawMessage(slices.Clone(raw))
+				}
+				st.Tail = append(st.Tail, msg)
 			}
-			msg := m
-			msg.Tenant, msg.User, msg.Conversation = id.Tenant, id.User, id.Conversation
-			msg.CreatedAt = msg.CreatedAt.UTC()
-			if raw != nil {
-				msg.Raw = json.RawMessage(slices.Clone(raw))
-			}
-			st.tail = append(st.tail, msg)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("load tails: %w", unavailable(err))
-		}
-		return nil
+		})
 	}()
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = unavailable(cerr)
@@ -351,9 +273,6 @@ type batchWriter struct {
 	seq                       []int64
 	tokens                    []int32
 	created                   []time.Time
-	// supersedes[j] is the exchange whose supersede is the j-th.
-	supersedes []int
-	steps      []bool // per queued statement: true for a supersede
 	// conversations, as parallel columns.
 	ct, cu, cc []string
 	cseq       []int64
@@ -381,14 +300,12 @@ func (w *batchWriter) flush() {
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
 			AS x(t, u, c, s, k, r, b, j, n, a)`,
 		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created)
-	w.steps = append(w.steps, false)
 	w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // supersede queues, after the messages so far, the supersede of id's live
-// messages from seq on (and the deletion of their memory items), on
-// behalf of exchange i.
-func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time, i int) {
+// messages from seq on (and the deletion of their memory items).
+func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time) {
 	w.flush()
 	// The replaced branch leaves recall with it: its messages' items are
 	// deleted in this transaction. AddItems takes a share lock on the
@@ -397,8 +314,6 @@ func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time, i 
 	// either commits before this delete sees its rows or sees the messages
 	// superseded and skips them.
 	w.p.Queue(supersedeSQL, id.Tenant, id.User, id.Conversation, from, at)
-	w.steps = append(w.steps, true)
-	w.supersedes = append(w.supersedes, i)
 }
 
 func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Time) {
@@ -406,42 +321,29 @@ func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Ti
 	w.cseq, w.cat = append(w.cseq, lastSeq), append(w.cat, at)
 }
 
-// send queues the rest and COMMIT, sends the pipeline and returns the
-// superseded counts by exchange index.
-func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) (map[int]int, error) {
+// send queues the rest and COMMIT and sends the pipeline.
+func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) error {
 	w.flush()
 	if len(w.ct) > 0 {
 		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
-		w.steps = append(w.steps, false)
 	}
 	w.p.Queue("COMMIT")
-	res := conn.SendBatch(ctx, &w.p)
-	superseded := map[int]int{}
-	err := func() error {
-		j := 0
-		for _, isSupersede := range w.steps {
-			if !isSupersede {
-				if _, err := res.Exec(); err != nil {
-					return fmt.Errorf("write messages: %w", unavailable(err))
-				}
-				continue
-			}
-			var n int
-			if err := res.QueryRow().Scan(&n); err != nil {
-				return fmt.Errorf("supersede: %w", unavailable(err))
-			}
-			superseded[w.supersedes[j]] += n
-			j++
-		}
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("commit: %w", unavailable(err))
-		}
-		return nil
-	}()
-	if cerr := res.Close(); err == nil && cerr != nil {
-		err = unavailable(cerr)
+	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
+		return fmt.Errorf("write messages: %w", unavailable(err))
 	}
-	return superseded, err
+	return nil
+}
+
+// eachRow calls fn for each row of rows, the result of a query that failed
+// with err or not, scanned into dest; a failure is wrapped as what.
+func eachRow(rows pgx.Rows, err error, what string, dest []any, fn func()) error {
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, dest, func() error { fn(); return nil })
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, unavailable(err))
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -54,27 +52,44 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 	return sql, args
 }
 
-// SearchVector ranks the user's items by cosine similarity to q.Embedding,
-// by the contract (storetest.Knowledge), each with its Embedding (recall
-// compares the passages it returns with each other; read-only). The
-// user's vectors are ranked exactly in memory (itemindex.Index); a user too
-// large for the cache's share is searched in SQL (searchVectorSQLPath).
+// SearchVector ranks the user's items by cosine similarity to q.Embedding
+// (itemindex.Searcher.SearchVector), each with its Embedding (recall
+// compares the passages it returns with each other; read-only).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "postgres.SearchVector")()
-	if ok, err := contract.VectorQuery(q); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("postgres: search vector: %w", err)
-		}
-		return nil, nil
-	}
-	items, err := s.index.SearchVector(ctx, q)
-	switch {
-	case err == nil:
-		return items, nil
-	case !errors.Is(err, itemindex.ErrTooBig):
-		return nil, fmt.Errorf("postgres: search vector: %w", err)
-	}
-	return s.searchVectorSQLPath(ctx, q)
+	return s.search.SearchVector(ctx, q)
+}
+
+// SearchText ranks the user's items matching q.Text by Okapi BM25
+// (itemindex.Searcher.SearchText); an item embedded with q.Model and
+// q.Dims comes with its Embedding (read-only).
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "postgres.SearchText")()
+	return s.search.SearchText(ctx, q)
+}
+
+// CommonTerms returns those of terms common in the user's items
+// (itemindex.Searcher.CommonTerms; for a user too large for the index, by
+// the statistics of memory_term_df).
+func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	return s.search.CommonTerms(ctx, tenant, user, terms, minDF, frac)
+}
+
+// MessagesAround returns the live messages around refs
+// (itemindex.Searcher.MessagesAround).
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	return s.search.MessagesAround(ctx, tenant, user, refs, radius)
+}
+
+// SQL returns s's searches in PostgreSQL alone, as for a user too large
+// for the in-process index: bench/search measures these statements
+// (exact, as the planner chooses, HNSW forced).
+func (s *Store) SQL() itemindex.Searcher { return itemindex.NewSearcher(nil, nil, s.sqlSearches()) }
+
+// sqlSearches are the Store's searches in SQL alone.
+func (s *Store) sqlSearches() itemindex.SQLSearches {
+	return itemindex.SQLSearches{Vector: s.searchVectorSQLPath, Text: s.searchTextSQLPath,
+		Common: s.commonTermsSQL, MaxQueryBytes: maxQueryBytes}
 }
 
 // searchVectorSQLPath is SearchVector for a user too large to keep in
@@ -114,9 +129,8 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 		return err
 	})
 	b.Queue(`COMMIT`)
-	err := s.pool.SendBatch(ctx, b).Close()
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search vector: %w", unavailable(err))
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, unavailable(err)
 	}
 	// relaxed_order may return a few rows slightly out of order.
 	slices.SortStableFunc(items, func(a, b memory.Item) int {
@@ -129,31 +143,4 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 		return 0
 	})
 	return items, nil
-}
-
-// SQLSearches runs a Store's searches in PostgreSQL alone, as for a user
-// too large for the in-process index: bench/search measures these
-// statements (exact, as the planner chooses, HNSW forced).
-type SQLSearches struct{ s *Store }
-
-// SQL returns s's searches without the in-process index.
-func (s *Store) SQL() SQLSearches { return SQLSearches{s} }
-
-// SearchVector is Store.SearchVector's statement.
-func (x SQLSearches) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if ok, err := contract.VectorQuery(q); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("postgres: search vector: %w", err)
-		}
-		return nil, nil
-	}
-	return x.s.searchVectorSQLPath(ctx, q)
-}
-
-// SearchText is Store.SearchText's statement.
-func (x SQLSearches) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	if len(textTerms(q)) == 0 || q.Limit <= 0 {
-		return nil, nil
-	}
-	return x.s.searchTextSQLPath(ctx, q)
 }

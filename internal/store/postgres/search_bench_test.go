@@ -63,7 +63,7 @@ func BenchmarkSearch(b *testing.B) {
 			{"vector/index", s.SearchVector},
 			{"vector/sql", s.searchVectorSQLPath},
 			{"text/index", s.SearchText},
-			{"text/sql", s.searchTextSQLPath},
+			{"text/sql", s.SQL().SearchText},
 		} {
 			b.Run(fmt.Sprintf("%s/%d-per-user", bm.name, perUser), func(b *testing.B) {
 				for b.Loop() {

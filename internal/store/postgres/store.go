@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
@@ -44,10 +45,11 @@ type Store struct {
 	// vacuum reclaims erased rows in the background (erasure.go).
 	vacuum *vacuumer
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go).
-	index *itemindex.Index
-	// around holds the turns around recalled messages (MessagesAround).
+	// (indexsource.go), and around holds the turns around recalled
+	// messages (MessagesAround); search reads them, falling back on SQL.
+	index  *itemindex.Index
 	around *itemindex.Windows
+	search itemindex.Searcher
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -99,14 +101,17 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
 			return fmt.Errorf("register pgvector types: %w", err)
 		}
+		// Times are read in UTC, as every store returns them.
+		c.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
-	s := &Store{pool: pool, logger: logger, index: itemindex.New(indexSource{pool}, itemindex.DefaultLimits),
-		around: itemindex.NewWindows(indexSource{pool}, itemindex.DefaultWindowBytes)}
+	s := &Store{pool: pool, logger: logger}
+	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -200,4 +205,5 @@ func unavailable(err error) error {
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
 	s.around = itemindex.NewWindows(indexSource{s.pool}, turns)
+	s.search = itemindex.NewSearcher(s.index, s.around, s.sqlSearches())
 }

@@ -20,10 +20,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return nil, nil
 	}
-	msgs, err := queryMessages(ctx, s.pool, id, `
-		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq > $4
-		ORDER BY seq LIMIT $5`, afterSeq, limit)
+	msgs, err := queryMessages(ctx, s.pool, id, liveMessagesSQL+` AND seq > $4 ORDER BY seq LIMIT $5`, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: messages after %d: %w", afterSeq, err)
 	}
@@ -34,26 +31,35 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "postgres.LatestSummary")()
-	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var keyEvents, preserved []byte
-	err := s.pool.QueryRow(ctx, `
-		SELECT version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at
-		FROM summaries
+	sum, err := scanSummary(s.pool.QueryRow(ctx, `SELECT `+summaryColumns+` FROM summaries
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation).
-		Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
-			&sum.Tokens, &sum.CoveredTokens, &sum.CreatedAt)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, false)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
 	if err != nil {
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, unavailable(err))
 	}
-	if err := contract.ReadSummaryLists(&sum, keyEvents, preserved); err != nil {
-		return memory.Summary{}, fmt.Errorf("postgres: summary: %w", err)
-	}
-	sum.CreatedAt = sum.CreatedAt.UTC()
 	return sum, nil
+}
+
+// summaryColumns are the columns scanSummary reads, in order (then model,
+// when asked for).
+const summaryColumns = `version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at`
+
+// scanSummary reads a summary of conversation id from a row of
+// summaryColumns, followed by model when withModel is set.
+func scanSummary(row pgx.Row, id memory.Identity, withModel bool) (memory.Summary, error) {
+	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+	var keyEvents, preserved []byte
+	dest := []any{&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved, &sum.Tokens, &sum.CoveredTokens, &sum.CreatedAt}
+	if withModel {
+		dest = append(dest, &sum.Summariser)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return memory.Summary{}, err
+	}
+	return sum, contract.ReadSummaryLists(&sum, keyEvents, preserved)
 }
 
 // SaveSummary stores a new summary version by the contract
@@ -62,16 +68,13 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // committed first; an existing conversation or memory.ErrNotFound;
 // memory.ErrErased when its erasure guard (GuardSince) refuses the write (erasure.go).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
-	if err := contract.ValidSummary(sum); err != nil {
+	sum, err := contract.ValidSummary(sum, time.Now())
+	if err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
 	}
 	ke, pr, err := contract.SummaryLists(sum)
 	if err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
-	}
-	at := sum.CreatedAt
-	if at.IsZero() {
-		at = time.Now()
 	}
 	// The insert happens only when the stored latest version is Version-1;
 	// two concurrent saves of the same version both pass that check, and the
@@ -89,7 +92,7 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		WHERE (SELECT coalesce(max(version), 0) FROM summaries
 		       WHERE tenant = $1 AND user_id = $2 AND conversation = $3) = $4 - 1`,
 			sum.Tenant, sum.User, sum.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-			ke, pr, sum.Tokens, sum.CoveredTokens, at, sum.Summariser)
+			ke, pr, sum.Tokens, sum.CoveredTokens, sum.CreatedAt, sum.Summariser)
 		return err
 	})
 	var pgErr *pgconn.PgError

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,9 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // maxQueryBytes bounds the query text parsed into terms.
@@ -132,42 +129,11 @@ func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
 	return terms, weights
 }
 
-// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
-// of them, by the contract (storetest.RunRanking); an item embedded with
-// q.Model and q.Dims comes with its Embedding (read-only). The ranking
-// reads the user's full-text index kept in memory
-// (itemindex.Index.SearchText); a user too large for it is ranked in SQL,
-// from the statistics of migrations 0003 and 0009 (searchTextSQL).
-func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "postgres.SearchText")()
-	terms := textTerms(q)
-	if len(terms) == 0 || q.Limit <= 0 {
-		return nil, nil
-	}
-	items, err := s.index.SearchText(ctx, q, terms)
-	switch {
-	case errors.Is(err, itemindex.ErrTooBig):
-		return s.searchTextSQLPath(ctx, q)
-	case err != nil:
-		return nil, fmt.Errorf("postgres: search text: %w", err)
-	}
-	return items, nil
-}
-
-// textTerms are the words of q's text a text search looks for.
-func textTerms(q memory.ItemQuery) []string {
-	return memory.QueryTerms(truncate(q.Text, maxQueryBytes), itemindex.MaxQueryTerms)
-}
-
 // searchTextSQLPath is SearchText for a user too large to index in memory:
 // one statement (searchTextSQL) ranks the user's postings.
-func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery, _ []string) ([]memory.Item, error) {
 	sql, args := searchTextSQL(q, memory.QueryStopwords(q.Text))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search text: %w", unavailable(err))
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+	items, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Item, error) {
 		var (
 			score float64
 			vec   *pgvector.Vector
@@ -178,43 +144,21 @@ func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery) ([]me
 			it.Embedding = vec.Slice()
 		}
 		return it, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search text: %w", unavailable(err))
-	}
-	return items, nil
+	}, sql, args...)
+	return items, err
 }
 
-// CommonTerms returns those of terms (words, as memory.QueryTerms gives
-// them) found in at least minDF of the user's items and at least frac of
-// them, in the order given: the words a query shares with most of the
-// user's memory (speaker names, common words), which recall leaves out of
-// its vector query. The counts are SearchText's: the user's full-text
-// index kept in memory, or for a user too large for it, the statistics of
-// memory_term_df.
-func (s *Store) CommonTerms(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	if len(terms) == 0 {
-		return nil, nil
-	}
-	out, err := s.index.CommonTerms(ctx, tenant, user, terms, minDF, frac)
-	switch {
-	case err == nil:
-		return out, nil
-	case !errors.Is(err, itemindex.ErrTooBig):
-		return nil, fmt.Errorf("postgres: common terms: %w", err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT d.term FROM memory_item_stats st
+// commonTermsSQL is CommonTerms for a user too large for the index: by
+// the statistics of memory_term_df.
+func (s *Store) commonTermsSQL(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+	common, err := collect(ctx, s.pool, pgx.RowTo[string], `SELECT d.term FROM memory_item_stats st
 		JOIN memory_term_df d ON d.tenant = st.tenant AND d.user_id = st.user_id
 		WHERE st.tenant = $1 AND st.user_id = $2 AND d.term = ANY($3::text[])
 			AND d.df >= $4 AND d.df >= $5 * st.docs`, tenant, user, terms, minDF, frac)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: common terms: %w", unavailable(err))
+		return nil, err
 	}
-	common, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("postgres: common terms: %w", unavailable(err))
-	}
-	out = nil
+	var out []string
 	for _, t := range terms {
 		if slices.Contains(common, t) {
 			out = append(out, t)

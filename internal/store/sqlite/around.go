@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -10,28 +9,12 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// MessagesAround returns the live messages around refs by the contract
-// (storetest.RankingStore).
-//
-// The windows of turns read are kept in memory (itemindex.Windows) as of
-// the user's messages_changed count, which every update and delete of
-// their messages moves (migration 0013), and read again when it has moved:
-// a warm conversation's recall finds mostly the same turns request after
-// request, and every commit of the capture path empties the readers' page
-// caches.
-func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	out, err := s.around.Around(ctx, tenant, user, refs, radius)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	return out, nil
-}
-
-// The Store's itemindex.Windows reads its indexSource: the revisions
-// (messages_changed among them, migration 0013) and the turns. One source
-// for both, so a request's memory.Memo holds one read of the revisions for
-// the searches and for the turns around their hits (a memo's key is the
-// source).
+// The Store's itemindex.Windows (MessagesAround) reads its indexSource:
+// the revisions and the turns. The windows are kept as of the user's
+// messages_changed count, which every update and delete of their messages
+// moves (migration 0013). One source for both, so a request's memory.Memo
+// holds one read of the revisions for the searches and for the turns
+// around their hits (a memo's key is the source).
 var _ itemindex.WindowSource = indexSource{}
 
 // ReadWindows reads the live turns within radius of each of refs from the
@@ -62,35 +45,20 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 		return nil, nil, err
 	}
 	defer rows.Close()
-	read := make(map[itemindex.WindowKey][]memory.Message, len(refs))
-	closed := make(map[itemindex.WindowKey]bool, len(refs))
+	wr := itemindex.NewWindowReads(radius, len(refs))
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
 		var (
-			hitKey     string
-			hitSeq     int64
-			created    int64
-			superseded bool
-			marked     sql.NullString
+			hitKey          string
+			hitSeq, created int64
+			superseded      bool
+			marked          []byte
 		)
 		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &superseded, &marked); err != nil {
 			return nil, nil, err
 		}
-		k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: radius}
-		if m.Seq == hitSeq+int64(radius) {
-			closed[k] = true
-		}
-		if _, ok := read[k]; !ok {
-			read[k] = nil // a stored message, even when nothing of it is live
-		}
-		if superseded || (marked.Valid && (memory.Message{Raw: []byte(marked.String)}).Failed()) {
-			continue
-		}
 		m.CreatedAt = fromNanos(created)
-		read[k] = append(read[k], m)
+		wr.Add(hitKey, hitSeq, m, superseded, marked)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	return read, closed, nil
+	return wr.Read, wr.Closed, rows.Err()
 }

@@ -7,30 +7,20 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // DeadLetter sets aside an exchange the store refused for good, with the
 // reason. It writes nothing for a user erased at or after d.At, so an
 // erasure is not undone through it. A zero d.At means now.
 func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
-	at := d.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	payload := d.Payload
-	if payload == nil {
-		payload = []byte{}
-	}
+	d = contract.DeadLetter(d, time.Now())
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		erased, err := erasedAt(ctx, tx, d.Tenant, d.User)
-		if err != nil {
+		if gone, err := refused(ctx, tx, d.Tenant, d.User, d.At); gone || err != nil {
 			return err
 		}
-		if erased >= nanos(at) {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, payload, nanos(at))
+		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, nanos(d.At))
 		return err
 	})
 	if err != nil {

@@ -83,19 +83,6 @@ func (s *Store) truncateWAL(ctx context.Context) {
 	}
 }
 
-// itemGuards returns the guard of each user's items: the earliest
-// GuardSince among them (zero: none guarded).
-func itemGuards(items []memory.Item) map[[2]string]time.Time {
-	guards := map[[2]string]time.Time{}
-	for _, it := range items {
-		u := [2]string{it.Tenant, it.User}
-		if g := guards[u]; !it.GuardSince.IsZero() && (g.IsZero() || it.GuardSince.Before(g)) {
-			guards[u] = it.GuardSince
-		}
-	}
-	return guards
-}
-
 // guard returns memory.ErrErased when refused says the write must not happen.
 func guard(ctx context.Context, q querier, tenant, user string, since time.Time) error {
 	gone, err := refused(ctx, q, tenant, user, since)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -11,10 +12,6 @@ import (
 	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
-
-// tailExtra is how many live messages beyond len(ex.Prior) SaveExchange
-// loads to align a resent history with the stored branch.
-const tailExtra = 64
 
 // SaveExchange stores an exchange in one write transaction, by the store
 // contract (storetest.Store; contract.ValidExchange): Dropped after the
@@ -86,129 +83,89 @@ const (
 var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
 	sqlRecordExchange, sqlCountMessages}
 
-// saveExchange is SaveExchange's body, in the caller's write transaction.
-// It also returns the user's Revisions.Tail read just before the
-// exchange's messages were inserted (when it inserted any), for
-// advanceTails.
+// saveExchange is SaveExchange's body, in the caller's write transaction:
+// it reads what contract.PlanSave needs and writes what it plans. It also
+// returns the user's Revisions.Tail read before the exchange's messages
+// were inserted (when it inserted any), for advanceTails.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, int64, error) {
 	at := ex.At
 	if at.IsZero() {
 		at = time.Now()
 	}
-	var res memory.SaveResult
-	var before int64
-	err := func() error {
-		res = memory.SaveResult{}
-		erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
-		if err != nil {
-			return err
-		}
-		if erased >= nanos(at) {
-			res.Dropped = true
-			return nil
-		}
-		var one int
-		// An exchange stored in the default conversation may since have
-		// moved to its candidate conversation (see Adopt).
-		moved := ex.Conversation
-		if ex.Candidate != "" {
-			moved = ex.Candidate
-		}
-		err = tx.QueryRowContext(ctx, sqlExchangeStored, ex.Tenant, ex.User, ex.Conversation, moved, ex.ID).Scan(&one)
-		switch {
-		case err == nil:
-			res.Duplicate = true
-			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("check exchange: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, sqlCreateConversation, ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
-			return fmt.Errorf("create conversation: %w", err)
-		}
-		var plan memory.Plan
-		if len(ex.Prior) > 0 {
-			// Without a resent history there is nothing to align (Align
-			// returns an empty plan): the tail is not read.
-			tail, err := liveTail(ctx, tx, ex.Identity, len(ex.Prior)+tailExtra)
-			if err != nil {
-				return err
-			}
-			plan = memory.Align(tail, ex.Prior)
-		}
-		if plan.SupersedeFrom > 0 {
-			// The replaced branch leaves recall with it: its messages' items
-			// go in this transaction, and AddItems refuses them from now on.
-			if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
-				WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source IN (
-					SELECT key FROM messages
-					WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL)`,
-				ex.Tenant, ex.User, ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom); err != nil {
-				return fmt.Errorf("drop items of superseded branch: %w", err)
-			}
-			r, err := tx.ExecContext(ctx, `UPDATE messages SET superseded_at = ?
-				WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL`,
-				nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, plan.SupersedeFrom)
-			if err != nil {
-				return fmt.Errorf("supersede branch: %w", err)
-			}
-			n, err := r.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("supersede branch: %w", err)
-			}
-			res.Superseded = int(n)
-		}
-		msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
-		msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
-		stored, n, err := insertMessages(ctx, tx, ex, at, msgs)
-		if err != nil {
-			return err
-		}
-		res.Inserted, res.Stored, before = len(stored), stored, n
-		var prompt, completion int
-		if ex.Usage != nil {
-			prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
-		}
-		if _, err := tx.ExecContext(ctx, sqlRecordExchange,
-			ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
-			return fmt.Errorf("record exchange: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, sqlCountMessages,
-			res.Inserted, res.Superseded, nanos(at), ex.Tenant, ex.User, ex.Conversation); err != nil {
-			return fmt.Errorf("update conversation: %w", err)
-		}
-		return nil
-	}()
-	return res, before, err
-}
-
-// insertMessages appends msgs to the conversation after its highest Seq,
-// each dated by its CreatedAt, or at when it has none, and returns them as
-// stored (memory.SaveResult.Stored), with the user's Revisions.Tail before
-// them.
-func insertMessages(ctx context.Context, tx writeTx, ex memory.Exchange, at time.Time, msgs []memory.Message) ([]memory.Message, int64, error) {
-	var last, before int64
-	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&last, &before); err != nil {
-		return nil, 0, fmt.Errorf("next seq: %w", err)
+	erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
+	if err != nil {
+		return memory.SaveResult{}, 0, err
 	}
-	stored := make([]memory.Message, len(msgs))
-	for i, m := range msgs {
+	var erasedTime time.Time
+	if erased != noErasure {
+		erasedTime = fromNanos(erased)
+	}
+	// An exchange stored in the default conversation may since have moved
+	// to its candidate conversation (see Adopt).
+	var one int
+	err = tx.QueryRowContext(ctx, sqlExchangeStored, ex.Tenant, ex.User, ex.Conversation,
+		cmp.Or(ex.Candidate, ex.Conversation), ex.ID).Scan(&one)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return memory.SaveResult{}, 0, fmt.Errorf("check exchange: %w", err)
+	}
+	var conv contract.SaveConv
+	if n := contract.TailLen(ex); n > 0 {
+		if conv.Tail, err = liveTail(ctx, tx, ex.Identity, n); err != nil {
+			return memory.SaveResult{}, 0, err
+		}
+	}
+	var before int64
+	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&conv.LastSeq, &before); err != nil {
+		return memory.SaveResult{}, 0, fmt.Errorf("next seq: %w", err)
+	}
+	p := contract.PlanSave(ex, at, erasedTime, one == 1, &conv)
+	res := p.Result
+	if res.Inserted == 0 {
+		return res, 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, sqlCreateConversation, ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
+		return res, 0, fmt.Errorf("create conversation: %w", err)
+	}
+	if p.SupersedeFrom > 0 {
+		// The replaced branch leaves recall with it: its messages' items
+		// go in this transaction, and AddItems refuses them from now on.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+			WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source IN (
+				SELECT key FROM messages
+				WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL)`,
+			ex.Tenant, ex.User, ex.Tenant, ex.User, ex.Conversation, p.SupersedeFrom); err != nil {
+			return res, 0, fmt.Errorf("drop items of superseded branch: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET superseded_at = ?
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq >= ? AND superseded_at IS NULL`,
+			nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, p.SupersedeFrom); err != nil {
+			return res, 0, fmt.Errorf("supersede branch: %w", err)
+		}
+	}
+	for i, m := range res.Stored {
 		raw, err := contract.MessageJSON(m)
 		if err != nil {
-			return nil, 0, err
+			return res, 0, err
 		}
-		created := m.CreatedAt
-		if created.IsZero() {
-			created = at
+		if _, err := tx.ExecContext(ctx, sqlInsertMessage, m.Tenant, m.User, m.Conversation, m.Seq,
+			m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt)); err != nil {
+			return res, 0, fmt.Errorf("insert message %d: %w", i, err)
 		}
-		seq, key := last+int64(i)+1, memory.Key(ex.ID, i)
-		if _, err := tx.ExecContext(ctx, sqlInsertMessage, ex.Tenant, ex.User, ex.Conversation, seq,
-			key, m.Role, m.Content, raw, m.Tokens, nanos(created)); err != nil {
-			return nil, 0, fmt.Errorf("insert message %d: %w", i, err)
-		}
-		stored[i] = memory.Message{Tenant: ex.Tenant, User: ex.User, Conversation: ex.Conversation, Seq: seq, Key: key,
-			Role: m.Role, Content: m.Content, Raw: []byte(raw), Tokens: m.Tokens, CreatedAt: fromNanos(nanos(created))}
+		res.Stored[i].Raw, res.Stored[i].CreatedAt = []byte(raw), fromNanos(nanos(m.CreatedAt))
 	}
-	return stored, before, nil
+	var prompt, completion int
+	if ex.Usage != nil {
+		prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
+	}
+	if _, err := tx.ExecContext(ctx, sqlRecordExchange,
+		ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
+		return res, 0, fmt.Errorf("record exchange: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, sqlCountMessages,
+		res.Inserted, res.Superseded, nanos(at), ex.Tenant, ex.User, ex.Conversation); err != nil {
+		return res, 0, fmt.Errorf("update conversation: %w", err)
+	}
+	return res, before, nil
 }
 
 // erasedAt returns when the user was last erased, in Unix nanoseconds, or

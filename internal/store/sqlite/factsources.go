@@ -36,13 +36,9 @@ func stateFactSource(ctx context.Context, tx *sql.Tx, tenant, user, conv string,
 // current again: the user's facts are what they would be had the
 // conversation never been.
 func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
-	rows, err := tx.QueryContext(ctx, `DELETE FROM fact_sources
+	ids, err := queryAll(ctx, tx, scanInt64, `DELETE FROM fact_sources
 		WHERE tenant = ? AND user_id = ? AND conversation = ? RETURNING fact_id`,
 		id.Tenant, id.User, id.Conversation)
-	if err != nil {
-		return fmt.Errorf("forget fact sources: %w", err)
-	}
-	ids, err := scanIDs(rows)
 	if err != nil {
 		return fmt.Errorf("forget fact sources: %w", err)
 	}
@@ -90,23 +86,6 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 		}
 	}
 	return nil
-}
-
-// scanIDs reads and closes rows of one integer column.
-func scanIDs(rows *sql.Rows) ([]int64, error) {
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return ids, rows.Err()
 }
 
 // adoptFactSources follows an Adopt from conversation from to to in tx: the

@@ -40,25 +40,16 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 // moment they left the live branch, oldest first; none for an unknown
 // conversation.
 func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT superseded_at, `+messageColumns+` FROM messages
+	bs := []memory.Branch{}
+	_, err := queryAll(ctx, s.read, func(r rowScanner) (struct{}, error) {
+		var at int64
+		m, err := scanMessage(r, id, &at)
+		bs = contract.AddToBranches(bs, fromNanos(at), m)
+		return struct{}{}, err
+	}, `SELECT `+messageColumns+`, superseded_at FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
-		return nil, fmt.Errorf("list superseded messages: %w", err)
-	}
-	defer rows.Close()
-	bs := []memory.Branch{}
-	for rows.Next() {
-		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-		var raw string
-		var at, created int64
-		if err := rows.Scan(&at, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created); err != nil {
-			return nil, fmt.Errorf("list superseded messages: %w", err)
-		}
-		m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
-		bs = contract.AddToBranches(bs, fromNanos(at), m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list superseded messages: %w", err)
 	}
 	return bs, nil
@@ -68,17 +59,8 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 // first; none for an unknown conversation.
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.Summary, error) {
-		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-		var keyEvents, preserved string
-		var created int64
-		if err := r.Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
-			&sum.Tokens, &sum.CoveredTokens, &sum.Summariser, &created); err != nil {
-			return sum, err
-		}
-		sum.CreatedAt = fromNanos(created)
-		return sum, contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved))
-	}, `SELECT version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, model, created_at
-		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
+		return scanSummary(r, id, true)
+	}, `SELECT `+summaryColumns+`, model FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
 		ORDER BY version`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)

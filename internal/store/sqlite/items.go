@@ -71,55 +71,14 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 			return fmt.Errorf("prepare: %w", err)
 		}
 		defer stmt.Close()
-		superseded, err := tx.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ? AND superseded_at IS NOT NULL)`)
+		checks, err := itemChecks(ctx, tx, items)
 		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
+			return err
 		}
-		defer superseded.Close()
-		guards := itemGuards(items)
-		erased := map[[2]string]bool{}
-		deletedConvs := map[memory.Identity]bool{}
 		for _, it := range items {
-			// Items of a user erased since they were captured are skipped.
-			u := [2]string{it.Tenant, it.User}
-			gone, checked := erased[u]
-			if !checked {
-				if gone, err = refused(ctx, tx, it.Tenant, it.User, guards[u]); err != nil {
-					return err
-				}
-				erased[u] = gone
-			}
-			if gone {
+			it, ok := checks.Place(it)
+			if !ok {
 				continue
-			}
-			// Nor are the items of a conversation deleted since.
-			c := memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}
-			deleted, checked := deletedConvs[c]
-			if !checked {
-				if deleted, err = conversationDeleted(ctx, tx, c, guards[u]); err != nil {
-					return err
-				}
-				deletedConvs[c] = deleted
-			}
-			if deleted {
-				continue
-			}
-			// A late index of a message its conversation has since replaced
-			// (edited or regenerated) must not make it recallable again.
-			if it.Kind == "message" && it.Conversation != "" {
-				var gone bool
-				if err := superseded.QueryRowContext(ctx, it.Tenant, it.User, it.Conversation, it.Ref).Scan(&gone); err != nil {
-					return fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
-				}
-				if gone {
-					continue
-				}
-				if it.Conversation == memory.DefaultConversation {
-					if it.Conversation, err = movedTo(ctx, tx, it); err != nil {
-						return err
-					}
-				}
 			}
 			created := it.CreatedAt
 			if created.IsZero() {
@@ -242,30 +201,52 @@ func decodeVector(b []byte) []float32 {
 	return v
 }
 
-// movedTo returns the conversation that holds the message of a message
-// item of the default conversation: the default conversation, unless the
-// message moved out of it (see Adopt) — an exchange indexed after its chat
-// moved it is indexed where it lives. Only a message no longer in the
-// default conversation is looked up further.
-func movedTo(ctx context.Context, tx *sql.Tx, it memory.Item) (string, error) {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
-		it.Tenant, it.User, it.Conversation, it.Ref).Scan(&one)
-	switch {
-	case err == nil:
-		return it.Conversation, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return "", fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+// itemChecks reads, in AddItems' transaction, what contract.ItemChecks
+// needs to place items.
+func itemChecks(ctx context.Context, tx *sql.Tx, items []memory.Item) (contract.ItemChecks, error) {
+	c := contract.ItemChecks{Erased: map[contract.User]bool{}, Deleted: map[memory.Identity]bool{},
+		Superseded: map[contract.Source]bool{}, Moved: map[contract.Source]string{}}
+	users, guards := contract.ItemGuards(items)
+	for _, u := range users {
+		gone, err := refused(ctx, tx, u.Tenant, u.User, guards[u])
+		if err != nil {
+			return c, err
+		}
+		c.Erased[u] = gone
 	}
-	var conv string
-	err = tx.QueryRowContext(ctx, `SELECT conversation FROM messages
-		WHERE tenant = ? AND user_id = ? AND key = ? AND superseded_at IS NULL LIMIT 1`,
-		it.Tenant, it.User, it.Ref).Scan(&conv)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return it.Conversation, nil
-	case err != nil:
-		return "", fmt.Errorf("check item %s/%s: %w", it.Kind, it.Ref, err)
+	for _, id := range contract.GuardedConversations(items, guards) {
+		deleted, err := conversationDeleted(ctx, tx, id, guards[contract.User{Tenant: id.Tenant, User: id.User}])
+		if err != nil {
+			return c, err
+		}
+		c.Deleted[id] = deleted
 	}
-	return conv, nil
+	for _, src := range contract.SupersededChecks(items) {
+		var gone bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ? AND superseded_at IS NOT NULL)`,
+			src.Tenant, src.User, src.Conversation, src.Key).Scan(&gone); err != nil {
+			return c, fmt.Errorf("check item source %s: %w", src.Key, err)
+		}
+		c.Superseded[src] = gone
+	}
+	for _, src := range contract.MovedChecks(items) {
+		// Only a message no longer in the default conversation is looked up
+		// further (by key alone: no index serves it).
+		var conv string
+		err := tx.QueryRowContext(ctx, `SELECT conversation FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
+			src.Tenant, src.User, src.Conversation, src.Key).Scan(&conv)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT conversation FROM messages
+				WHERE tenant = ? AND user_id = ? AND key = ? AND superseded_at IS NULL LIMIT 1`,
+				src.Tenant, src.User, src.Key).Scan(&conv)
+			if err == nil {
+				c.Moved[src] = conv
+			}
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return c, fmt.Errorf("check item source %s: %w", src.Key, err)
+		}
+	}
+	return c, nil
 }

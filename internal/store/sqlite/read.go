@@ -63,17 +63,24 @@ func scanMessages(rows *sql.Rows, id memory.Identity) ([]memory.Message, error) 
 	defer rows.Close()
 	msgs := []memory.Message{}
 	for rows.Next() {
-		m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-		var raw string
-		var created int64
-		if err := rows.Scan(&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created); err != nil {
+		m, err := scanMessage(rows, id)
+		if err != nil {
 			return nil, err
 		}
-		m.Raw = []byte(raw)
-		m.CreatedAt = fromNanos(created)
 		msgs = append(msgs, m)
 	}
 	return msgs, rows.Err()
+}
+
+// scanMessage reads a message of conversation id from a row of
+// messageColumns, then into extra the columns after them.
+func scanMessage(r rowScanner, id memory.Identity, extra ...any) (memory.Message, error) {
+	m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+	var raw string
+	var created int64
+	err := r.Scan(append([]any{&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created}, extra...)...)
+	m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
+	return m, err
 }
 
 // Conversations lists a user's conversations, most recently updated first.

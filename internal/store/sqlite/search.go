@@ -3,18 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/ranking"
-	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
+	"github.com/memgate/memgate/internal/vec"
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
@@ -22,49 +20,53 @@ import (
 // window, and a point lower at 100.
 const textWindow = 300
 
-// SearchVector ranks the user's items by cosine similarity to q.Embedding,
-// by the contract (storetest.Knowledge). The user's vectors are kept in
-// memory (itemindex.Index.SearchVector); a user too large for the cache
-// (itemindex.DefaultLimits) has the candidates' vectors read from SQL and
-// scored here with a top-k heap, and only the winners' rows read whole.
+// SearchVector ranks the user's items by cosine similarity to q.Embedding
+// (itemindex.Searcher.SearchVector).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
-	if ok, err := contract.VectorQuery(q); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("search vector: %w", err)
-		}
-		return []memory.Item{}, nil
-	}
+	return s.search.SearchVector(ctx, q)
+}
+
+// SearchText ranks the user's items matching q.Text by Okapi BM25
+// (itemindex.Searcher.SearchText).
+func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, "sqlite.SearchText")()
+	return s.search.SearchText(ctx, q)
+}
+
+// MessagesAround returns the live messages around refs
+// (itemindex.Searcher.MessagesAround).
+func (s *Store) MessagesAround(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+	return s.search.MessagesAround(ctx, tenant, user, refs, radius)
+}
+
+// searchVectorSQL is SearchVector for a user too large for the cache
+// (itemindex.DefaultLimits): the candidates' vectors are read from SQL and
+// scored here with a top-k heap, and only the winners' rows read whole.
+func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
-	items, err := s.index.SearchVector(ctx, q)
-	switch {
-	case err == nil:
-		return items, nil
-	case !errors.Is(err, itemindex.ErrTooBig):
-		return nil, fmt.Errorf("search vector: %w", err)
-	}
 	where, args, err := itemScope(q)
 	if err != nil {
-		return nil, fmt.Errorf("search vector: %w", err)
+		return nil, err
 	}
 	args = append(args, q.Model, len(q.Embedding))
 	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
 		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search vector: %w", err)
+		return nil, err
 	}
 	top := make(ranking.TopK, 0, q.Limit+1)
 	for rows.Next() {
 		var id int64
-		var vec sql.RawBytes
-		if err := rows.Scan(&id, &vec); err != nil {
+		var blob sql.RawBytes
+		if err := rows.Scan(&id, &blob); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("search vector: %w", err)
+			return nil, err
 		}
-		score, ok := cosineBytes(q.Embedding, qnorm, vec)
+		score, ok := vec.CosineBytes(q.Embedding, qnorm, blob)
 		if !ok {
 			continue
 		}
@@ -72,35 +74,10 @@ func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()
-		return nil, fmt.Errorf("search vector: %w", err)
+		return nil, err
 	}
 	rows.Close()
-	items, err = s.itemsByID(ctx, top.Sorted())
-	if err != nil {
-		return nil, fmt.Errorf("search vector: %w", err)
-	}
-	return items, nil
-}
-
-// SearchText ranks the user's items matching q.Text by Okapi BM25 over all
-// of them, by the contract (storetest.RunRanking): the text is split into
-// words (memory.QueryTerms), never read as query syntax. The ranking reads
-// the user's full-text index kept in memory (itemindex.Index.SearchText); a
-// user whose index is too large to keep is ranked by searchTextWindow.
-func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "sqlite.SearchText")()
-	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
-	if len(terms) == 0 || q.Limit <= 0 {
-		return []memory.Item{}, nil
-	}
-	items, err := s.index.SearchText(ctx, q, terms)
-	switch {
-	case errors.Is(err, itemindex.ErrTooBig):
-		return s.searchTextWindow(ctx, q, terms)
-	case err != nil:
-		return nil, fmt.Errorf("search text: %w", err)
-	}
-	return items, nil
+	return s.itemsByID(ctx, top.Sorted())
 }
 
 // searchTextWindow is SearchText for a user too large to index in memory.
@@ -120,7 +97,7 @@ func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.It
 func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	where, args, err := itemScope(q)
 	if err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	// The user is matched inside FTS5 (its user_id column), so only that
 	// user's items are walked; user ids hold no quote characters
@@ -137,32 +114,32 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 	var total int
 	if err := s.reads.QueryRowContext(ctx, `SELECT added FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`,
 		q.Tenant, q.User).Scan(&total); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, memory_items.text
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
 		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	r := newTextRanker(terms, q.Related, total)
+	r := ranking.NewTextRanker(terms, q.Related, total)
 	for rows.Next() {
 		var id int64
 		var text sql.RawBytes
 		if err := rows.Scan(&id, &text); err != nil {
-			return nil, fmt.Errorf("search text: %w", err)
+			return nil, err
 		}
-		r.add(id, text)
+		r.Add(id, text)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	rows.Close()
-	items, err := s.itemsByID(ctx, r.best(q.Limit))
+	items, err := s.itemsByID(ctx, r.Best(q.Limit))
 	if err != nil {
-		return nil, fmt.Errorf("search text: %w", err)
+		return nil, err
 	}
 	return itemindex.QueryEmbeddings(items, q), nil
 }
@@ -239,37 +216,4 @@ func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, erro
 		return nil, fmt.Errorf("load items: %w", err)
 	}
 	return loaded, nil
-}
-
-// cosineBytes is the cosine similarity of q (of length qnorm) and a stored
-// little-endian float32 vector, read in place. ok is false when the stored
-// vector has another length or no length at all.
-func cosineBytes(q []float32, qnorm float64, b []byte) (score float64, ok bool) {
-	if len(b) != 4*len(q) {
-		return 0, false
-	}
-	// Four independent sums per quantity let the loads and multiplies of
-	// neighbouring elements overlap.
-	var d0, d1, d2, d3, v0, v1, v2, v3 float32
-	i := 0
-	for ; i+4 <= len(q); i += 4 {
-		w := b[4*i : 4*i+16 : 4*i+16]
-		qs := q[i : i+4 : i+4]
-		y0 := math.Float32frombits(binary.LittleEndian.Uint32(w[0:]))
-		y1 := math.Float32frombits(binary.LittleEndian.Uint32(w[4:]))
-		y2 := math.Float32frombits(binary.LittleEndian.Uint32(w[8:]))
-		y3 := math.Float32frombits(binary.LittleEndian.Uint32(w[12:]))
-		d0, d1, d2, d3 = d0+qs[0]*y0, d1+qs[1]*y1, d2+qs[2]*y2, d3+qs[3]*y3
-		v0, v1, v2, v3 = v0+y0*y0, v1+y1*y1, v2+y2*y2, v3+y3*y3
-	}
-	for ; i < len(q); i++ {
-		y := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		d0 += q[i] * y
-		v0 += y * y
-	}
-	dot, vv := (d0+d1)+(d2+d3), (v0+v1)+(v2+v3)
-	if vv == 0 {
-		return 0, false
-	}
-	return float64(dot) / (qnorm * math.Sqrt(float64(vv))), true
 }

@@ -41,10 +41,11 @@ type Store struct {
 	outbox *Outbox
 	enrich *Outbox
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go).
-	index *itemindex.Index
-	// around holds the turns around recalled messages (MessagesAround).
+	// (indexsource.go), and around holds the turns around recalled
+	// messages (MessagesAround); search reads them, falling back on SQL.
+	index  *itemindex.Index
 	around *itemindex.Windows
+	search itemindex.Searcher
 	// tails holds the conversations' newest messages (Recent), per user,
 	// by conversation.
 	tails *cache.Cache[revKey, tail]
@@ -115,11 +116,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger,
 		reads: newStmtCache(read), writes: newStmtCache(write)}
-	s.index = itemindex.New(indexSource{s}, itemindex.DefaultLimits)
-	s.around = itemindex.NewWindows(indexSource{s}, itemindex.DefaultWindowBytes)
-	s.tails = cache.New("recent", defaultTailBytes, tailSize)
-	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
-	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)
+	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes, defaultTailBytes)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
 	if err := s.Migrate(ctx); err != nil {
@@ -254,6 +251,7 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns, recent int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
+	s.search = itemindex.NewSearcher(s.index, s.around, itemindex.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow})
 	s.tails = cache.New("recent", recent, tailSize)
 	s.factCache = cache.New("facts", defaultKnowledgeBytes, factsSize)
 	s.summaryCache = cache.New("summaries", defaultKnowledgeBytes, summarySize)

@@ -18,13 +18,10 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	rows, err := s.reads.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Message, error) { return scanMessage(r, id) },
+		`SELECT `+messageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
 		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, afterSeq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
-	}
-	msgs, err := scanMessages(rows, id)
 	if err != nil {
 		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
 	}
@@ -34,26 +31,37 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // latestSummary reads the newest summary version of the conversation
 // (LatestSummary, knowcache.go).
 func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
-	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var keyEvents, preserved string
-	var created int64
-	err := s.reads.QueryRowContext(ctx, `SELECT version, from_seq, to_seq, content, key_events, preserved,
-			tokens, covered_tokens, created_at
-		FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation).
-		Scan(&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved,
-			&sum.Tokens, &sum.CoveredTokens, &created)
+	sum, err := scanSummary(s.reads.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries
+		WHERE tenant = ? AND user_id = ? AND conversation = ?
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, false)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
 	if err != nil {
 		return memory.Summary{}, fmt.Errorf("load summary: %w", err)
 	}
-	if err := contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved)); err != nil {
-		return memory.Summary{}, fmt.Errorf("load summary: %w", err)
+	return sum, nil
+}
+
+// summaryColumns are the columns scanSummary reads, in order (then model,
+// when asked for).
+const summaryColumns = `version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at`
+
+// scanSummary reads a summary of conversation id from a row of
+// summaryColumns, followed by model when withModel is set.
+func scanSummary(r rowScanner, id memory.Identity, withModel bool) (memory.Summary, error) {
+	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
+	var keyEvents, preserved string
+	var created int64
+	dest := []any{&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved, &sum.Tokens, &sum.CoveredTokens, &created}
+	if withModel {
+		dest = append(dest, &sum.Summariser)
+	}
+	if err := r.Scan(dest...); err != nil {
+		return memory.Summary{}, err
 	}
 	sum.CreatedAt = fromNanos(created)
-	return sum, nil
+	return sum, contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved))
 }
 
 // SaveSummary stores a new summary version in one write transaction, by
@@ -63,16 +71,13 @@ func (s *Store) latestSummary(ctx context.Context, id memory.Identity) (memory.S
 // write (erasure.go). A zero CreatedAt means now.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
-	if err := contract.ValidSummary(sum); err != nil {
+	sum, err := contract.ValidSummary(sum, time.Now())
+	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
 	}
 	keyEvents, preserved, err := contract.SummaryLists(sum)
 	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
-	}
-	created := sum.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
 	}
 	// A summary derived from captured exchanges (GuardSince set) is
 	// enrichment's, which no client waits on: it lets clients' writes go first.
@@ -99,7 +104,7 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 				from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at, model)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id.Tenant, id.User, id.Conversation, sum.Version, sum.FromSeq, sum.ToSeq, sum.Text,
-			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(created), sum.Summariser)
+			string(keyEvents), string(preserved), sum.Tokens, sum.CoveredTokens, nanos(sum.CreatedAt), sum.Summariser)
 		if err != nil {
 			return fmt.Errorf("insert summary: %w", err)
 		}

@@ -1,4 +1,4 @@
-package sqlite
+package ranking
 
 import (
 	"slices"
@@ -55,17 +55,17 @@ func TestTextRanker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTextRanker(tt.terms, tt.related, tt.corpus)
+			r := NewTextRanker(tt.terms, tt.related, tt.corpus)
 			ids := make([]int64, 0, len(tt.texts))
 			for id := range tt.texts {
 				ids = append(ids, id)
 			}
 			slices.Sort(ids)
 			for _, id := range ids {
-				r.add(id, []byte(tt.texts[id]))
+				r.Add(id, []byte(tt.texts[id]))
 			}
 			var got []int64
-			for _, s := range r.best(10) {
+			for _, s := range r.Best(10) {
 				got = append(got, s.ID)
 			}
 			if !slices.Equal(got, tt.want) {
@@ -80,10 +80,10 @@ func TestTextRanker(t *testing.T) {
 func BenchmarkTextRanker(b *testing.B) {
 	text := []byte("Note 42: last month I spent about 57 euros on streaming subscriptions, and I would like to spend less on them next month.")
 	for b.Loop() {
-		r := newTextRanker([]string{"should", "cancel", "streaming", "subscriptions"}, nil, 3000)
+		r := NewTextRanker([]string{"should", "cancel", "streaming", "subscriptions"}, nil, 3000)
 		for id := range int64(300) {
-			r.add(id, text)
+			r.Add(id, text)
 		}
-		r.best(20)
+		r.Best(20)
 	}
 }

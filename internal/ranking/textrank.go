@@ -1,15 +1,16 @@
-package sqlite
+package ranking
 
 import (
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/ranking"
 )
 
-// textRanker scores full-text candidates by Okapi BM25 over the query's
+// TextRanker scores full-text candidates by Okapi BM25 over the query's
 // terms and related terms (a related term's idf times its weight), with
 // document frequencies and the average length taken over the candidates,
-// in a corpus of at least corpus documents.
-type textRanker struct {
+// in a corpus of at least corpus documents. A store that finds a window of
+// candidates in SQL (the SQLite store's full-text fallback) ranks them
+// with it.
+type TextRanker struct {
 	corpus  int
 	terms   map[string]int // folded term -> index
 	weights []float64      // per term: 1, or a related term's weight
@@ -20,10 +21,13 @@ type textRanker struct {
 	total   int
 }
 
-func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *textRanker {
-	r := &textRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
+// NewTextRanker returns a TextRanker for the query's terms (words, as
+// memory.QueryTerms gives them) and related terms, in a corpus of at least
+// corpus documents.
+func NewTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *TextRanker {
+	r := &TextRanker{corpus: corpus, terms: make(map[string]int, len(terms)+len(related))}
 	for _, t := range terms {
-		f := ranking.FoldWord(t)
+		f := FoldWord(t)
 		if _, ok := r.terms[f]; !ok {
 			r.terms[f] = len(r.terms)
 			r.weights = append(r.weights, 1)
@@ -34,7 +38,7 @@ func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *te
 		if t.Weight <= 0 {
 			continue
 		}
-		f := ranking.FoldTerm(t.Term)
+		f := FoldTerm(t.Term)
 		k, ok := r.terms[f]
 		switch {
 		case !ok:
@@ -48,9 +52,9 @@ func newTextRanker(terms []string, related []memory.RelatedTerm, corpus int) *te
 	return r
 }
 
-// add counts one candidate's words (split and folded as FTS5's unicode61
+// Add counts one candidate's words (split and folded as FTS5's unicode61
 // tokenizer with remove_diacritics does, for the common Latin letters).
-func (r *textRanker) add(id int64, text []byte) {
+func (r *TextRanker) Add(id int64, text []byte) {
 	n := len(r.terms)
 	base := len(r.tf)
 	for range n {
@@ -58,7 +62,7 @@ func (r *textRanker) add(id int64, text []byte) {
 	}
 	counts := r.tf[base:]
 	words := 0
-	ranking.ForEachWord(text, func(w []byte) {
+	ForEachWord(text, func(w []byte) {
 		words++
 		if k, ok := r.terms[string(w)]; ok { // no allocation: map lookup by []byte conversion
 			counts[k]++
@@ -74,10 +78,10 @@ func (r *textRanker) add(id int64, text []byte) {
 	r.total += words
 }
 
-// best returns the limit best candidates, best first (ties: lower id
+// Best returns the limit best candidates, best first (ties: lower id
 // first), each scored by BM25 (> 0; a candidate none of whose words were
 // recognised still scores a little, below every one that was).
-func (r *textRanker) best(limit int) []ranking.Scored {
+func (r *TextRanker) Best(limit int) []Scored {
 	if len(r.ids) == 0 || limit <= 0 {
 		return nil
 	}
@@ -85,18 +89,18 @@ func (r *textRanker) best(limit int) []ranking.Scored {
 	avg := max(float64(r.total)/float64(len(r.ids)), 1)
 	idf := make([]float64, len(r.df))
 	for k, df := range r.df {
-		idf[k] = r.weights[k] * ranking.BM25IDF(n, float64(df))
+		idf[k] = r.weights[k] * BM25IDF(n, float64(df))
 	}
-	top := make(ranking.TopK, 0, limit+1)
+	top := make(TopK, 0, limit+1)
 	nt := len(r.terms)
 	for i, id := range r.ids {
 		score := 1e-9
 		for k, c := range r.tf[i*nt : (i+1)*nt] {
 			if c > 0 {
-				score += ranking.BM25(idf[k], float64(c), float64(r.lens[i]), avg)
+				score += BM25(idf[k], float64(c), float64(r.lens[i]), avg)
 			}
 		}
-		top.Offer(ranking.Scored{ID: id, Score: score}, limit)
+		top.Offer(Scored{ID: id, Score: score}, limit)
 	}
 	return top.Sorted()
 }

@@ -1,0 +1,138 @@
+package itemindex_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// sqlCalls records what a Searcher asked of its store's SQL, and answers
+// each search with one item named after it.
+type sqlCalls struct {
+	calls []string
+	terms []string
+}
+
+func (c *sqlCalls) searches(common bool, maxBytes int) itemindex.SQLSearches {
+	s := itemindex.SQLSearches{
+		Vector: func(context.Context, memory.ItemQuery) ([]memory.Item, error) {
+			c.calls = append(c.calls, "vector")
+			return []memory.Item{{Ref: "sql-vector"}}, nil
+		},
+		Text: func(_ context.Context, _ memory.ItemQuery, terms []string) ([]memory.Item, error) {
+			c.calls, c.terms = append(c.calls, "text"), terms
+			return []memory.Item{{Ref: "sql-text"}}, nil
+		},
+		MaxQueryBytes: maxBytes,
+	}
+	if common {
+		s.Common = func(_ context.Context, _, _ string, terms []string, _ int, _ float64) ([]string, error) {
+			c.calls = append(c.calls, "common")
+			return terms[:1], nil
+		}
+	}
+	return s
+}
+
+// TestSearcherFallsBackOnSQL checks where each search is answered: by the
+// index for a user it keeps, by the store's SQL for a user too large for
+// it (ErrTooBig) or without an index, and by neither for a query that
+// asks for nothing.
+func TestSearcherFallsBackOnSQL(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeStore()
+	f.add(fakeItem("alice", "a", "porto porto", 1, 0), fakeItem("alice", "b", "porto lisbon", 0, 1))
+	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10}
+	tq := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto?", Limit: 10}
+	tiny := itemindex.Limits{Vectors: 4, Texts: 4, Items: 4}
+	tests := []struct {
+		name       string
+		index      *itemindex.Index
+		common     bool
+		wantV      []string
+		wantT      []string
+		wantCommon []string
+		wantCalls  []string
+	}{
+		{"index", itemindex.New(f, itemindex.DefaultLimits), true,
+			[]string{"a", "b"}, []string{"a", "b"}, []string{"porto"}, nil},
+		{"user too large", itemindex.New(f, tiny), true,
+			[]string{"sql-vector"}, []string{"sql-text"}, []string{"porto"}, []string{"vector", "text", "common"}},
+		{"user too large, no SQL statistics", itemindex.New(f, tiny), false,
+			[]string{"sql-vector"}, []string{"sql-text"}, nil, []string{"vector", "text"}},
+		{"no index", nil, true,
+			[]string{"sql-vector"}, []string{"sql-text"}, []string{"porto"}, []string{"vector", "text", "common"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c sqlCalls
+			s := itemindex.NewSearcher(tt.index, nil, c.searches(tt.common, 0))
+			v, err := s.SearchVector(ctx, vq)
+			if got := refsOf(t, v, err); !slices.Equal(got, tt.wantV) {
+				t.Errorf("SearchVector = %v, want %v", got, tt.wantV)
+			}
+			tx, err := s.SearchText(ctx, tq)
+			if got := refsOf(t, tx, err); !slices.Equal(got, tt.wantT) {
+				t.Errorf("SearchText = %v, want %v", got, tt.wantT)
+			}
+			common, err := s.CommonTerms(ctx, "acme", "alice", []string{"porto", "lisbon"}, 1, 0.9)
+			if err != nil || !slices.Equal(common, tt.wantCommon) {
+				t.Errorf("CommonTerms = %v, %v, want %v", common, err, tt.wantCommon)
+			}
+			if !slices.Equal(c.calls, tt.wantCalls) {
+				t.Errorf("SQL calls = %v, want %v", c.calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// TestSearcherQueriesForNothing checks the queries that find nothing
+// without a search (an empty slice, not nil), the one that is invalid,
+// and that MaxQueryBytes bounds the text split into terms.
+func TestSearcherQueriesForNothing(t *testing.T) {
+	ctx := context.Background()
+	var c sqlCalls
+	s := itemindex.NewSearcher(nil, nil, c.searches(true, 10))
+	id := memory.ItemQuery{Tenant: "acme", User: "alice"}
+	for name, q := range map[string]memory.ItemQuery{
+		"no embedding":   {Tenant: "acme", User: "alice", Limit: 5},
+		"no limit":       {Tenant: "acme", User: "alice", Embedding: []float32{1}},
+		"negative limit": {Tenant: "acme", User: "alice", Embedding: []float32{1}, Limit: -1},
+	} {
+		if items, err := s.SearchVector(ctx, q); err != nil || items == nil || len(items) != 0 {
+			t.Errorf("SearchVector(%s) = %v, %v, want an empty slice", name, items, err)
+		}
+	}
+	if _, err := s.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 2}, Dims: 3, Limit: 1}); !errors.Is(err, memory.ErrInvalid) {
+		t.Errorf("SearchVector with contradicting dims = %v, want memory.ErrInvalid", err)
+	}
+	for name, q := range map[string]memory.ItemQuery{
+		"no words": {Tenant: "acme", User: "alice", Text: "?!", Limit: 5},
+		"no limit": {Tenant: "acme", User: "alice", Text: "porto"},
+	} {
+		if items, err := s.SearchText(ctx, q); err != nil || items == nil || len(items) != 0 {
+			t.Errorf("SearchText(%s) = %v, %v, want an empty slice", name, items, err)
+		}
+	}
+	if out, err := s.CommonTerms(ctx, id.Tenant, id.User, nil, 1, 0.5); err != nil || out != nil {
+		t.Errorf("CommonTerms(no terms) = %v, %v, want none", out, err)
+	}
+	if len(c.calls) != 0 {
+		t.Fatalf("queries for nothing reached SQL: %v", c.calls)
+	}
+	q := id
+	q.Text, q.Limit = "porto lisbon madrid", 5 // 10 bytes end inside "lisbon"
+	if _, err := s.SearchText(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"porto", "lisb"}; !slices.Equal(c.terms, want) {
+		t.Fatalf("terms = %v, want %v (the text cut at 10 bytes)", c.terms, want)
+	}
+	if out, err := s.MessagesAround(ctx, "acme", "alice", []memory.MessageRef{{Conversation: "c1", Key: "k"}}, 1); err != nil || out == nil || len(out) != 0 {
+		t.Fatalf("MessagesAround without windows = %v, %v, want an empty slice", out, err)
+	}
+}

@@ -1,0 +1,82 @@
+package contract
+
+import (
+	"context"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// AdoptTx is what Adopt needs of a store's transaction: the SQL of a move
+// of a chat's first turns out of the user's default conversation.
+type AdoptTx interface {
+	// Lock readies the move from from (the default conversation) into
+	// to, taking what locks the store needs; ok is false when there is
+	// nothing to adopt: to holds messages of its own, or from is gone.
+	Lock(ctx context.Context, from, to memory.Identity) (ok bool, err error)
+	// Candidates returns the seqs of the live first messages of from's
+	// exchanges recorded with candidate conversation to (RecordCandidate)
+	// that no summary of from covers, newest first.
+	Candidates(ctx context.Context, from, to memory.Identity) ([]int64, error)
+	// Live returns up to n live messages of from from seq on, in seq order.
+	Live(ctx context.Context, from memory.Identity, seq int64, n int) ([]memory.Message, error)
+	// Move moves run, live messages of from, into to, renumbered 1..n
+	// with their keys, exchange records and recall items, drops their
+	// candidate records and from when nothing is left in it, and moves
+	// the fact sources.
+	Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error
+}
+
+// Adopt moves into conversation to, when it holds no message yet, the
+// exchanges of the user's default conversation recorded with candidate
+// to.Conversation that the resent history prior starts with
+// (memory.Adoptable; the newest recorded exchange whose run matches wins),
+// through tx, and returns how many messages moved (0 when nothing
+// matched). Exchanges a summary of the default conversation covers stay.
+func Adopt(ctx context.Context, tx AdoptTx, to memory.Identity, prior []memory.Message) (int, error) {
+	from := to
+	from.Conversation = memory.DefaultConversation
+	if ok, err := tx.Lock(ctx, from, to); !ok || err != nil {
+		return 0, err
+	}
+	starts, err := tx.Candidates(ctx, from, to)
+	if err != nil {
+		return 0, err
+	}
+	for _, start := range starts {
+		stored, err := tx.Live(ctx, from, start, len(prior)+1)
+		if err != nil {
+			return 0, err
+		}
+		if n := memory.Adoptable(stored, prior); n > 0 {
+			return n, tx.Move(ctx, from, to, stored[:n])
+		}
+	}
+	return 0, nil
+}
+
+// Adoptable reports whether Adopt has anything to try: a valid identity
+// (else memory.ErrInvalid), a conversation other than the default, and a
+// resent history.
+func Adoptable(to memory.Identity, prior []memory.Message) (bool, error) {
+	if err := ValidIdentity(to); err != nil {
+		return false, err
+	}
+	return len(prior) > 0 && to.Conversation != memory.DefaultConversation, nil
+}
+
+// Continued reports whether the conversation ex.Candidate starts with ex's
+// turn and reply (by fingerprint), read by first (its first n live
+// messages): ex, a full-history chat's first turn, was stored there
+// already, as the history its continuation resent, when the continuation
+// was stored first.
+func Continued(ctx context.Context, ex memory.Exchange,
+	first func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)) (bool, error) {
+	if ex.Candidate == "" {
+		return false, nil
+	}
+	id := ex.Identity
+	id.Conversation = ex.Candidate
+	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
+	stored, err := first(ctx, id, len(want))
+	return err == nil && memory.StartsWith(stored, want), err
+}

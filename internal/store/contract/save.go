@@ -1,0 +1,119 @@
+package contract
+
+import (
+	"slices"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// AlignSlack is how many live messages beyond the length of a resent
+// history a save compares it with (memory.Align).
+const AlignSlack = 64
+
+// TailLen is how many of its conversation's newest live messages a save of
+// ex reads to align the history ex resends: none when it resends none.
+func TailLen(ex memory.Exchange) int {
+	if len(ex.Prior) == 0 {
+		return 0
+	}
+	return len(ex.Prior) + AlignSlack
+}
+
+// SaveConv is a conversation as a save transaction found it, which
+// PlanSave advances as it plans the transaction's exchanges into it.
+type SaveConv struct {
+	// LastSeq is the highest seq stored in the conversation.
+	LastSeq int64
+	// Tail is its newest live messages, oldest first: at least TailLen of
+	// every exchange planned into it (nil when none resends history).
+	Tail []memory.Message
+	// Latest is the latest time of the exchanges planned into it; zero
+	// while none was.
+	Latest time.Time
+	saved  map[string]bool // ids of the exchanges planned into it
+}
+
+// SavePlan is how a save stores one exchange (PlanSave).
+type SavePlan struct {
+	// Result is the exchange's result: Dropped or Duplicate, or Inserted,
+	// Superseded and Stored, the messages to append as planned (each store
+	// then gives them its own precision and Raw).
+	Result memory.SaveResult
+	// SupersedeFrom, when positive, is the seq from which the conversation's
+	// live messages leave the live branch, their recall items with them,
+	// before the new messages are appended.
+	SupersedeFrom int64
+}
+
+// PlanSave decides how ex, which happened at at (never zero), is stored
+// into conv by the store contract (storetest.Store), and advances conv:
+//   - Dropped when its user was erased at or after at (erased; zero: never);
+//   - Duplicate when the store found it stored (stored: in its conversation,
+//     or in its candidate conversation, where Adopt may have moved it), or
+//     it was planned into conv before;
+//   - else the history it resends is aligned with conv's tail
+//     (memory.Align), the branch it replaced is superseded, and the new
+//     messages (the history not stored yet, the turn, the reply) are
+//     appended after conv.LastSeq, with ex's identity, the keys
+//     memory.Key(ex.ID, i) and their own CreatedAt (at when zero).
+func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveConv) SavePlan {
+	var p SavePlan
+	switch {
+	case !erased.IsZero() && !erased.Before(at):
+		p.Result.Dropped = true
+		return p
+	case stored || conv.saved[ex.ID]:
+		p.Result.Duplicate = true
+		return p
+	}
+	if conv.saved == nil {
+		conv.saved = map[string]bool{}
+	}
+	conv.saved[ex.ID] = true
+	var plan memory.Plan
+	if len(ex.Prior) > 0 {
+		plan = memory.Align(conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):], ex.Prior)
+	}
+	if plan.SupersedeFrom > 0 {
+		// The tail holds the newest live messages, so every live message
+		// from SupersedeFrom on is in it.
+		kept := slices.IndexFunc(conv.Tail, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom })
+		p.SupersedeFrom, p.Result.Superseded = plan.SupersedeFrom, len(conv.Tail)-kept
+		conv.Tail = conv.Tail[:kept:kept]
+	}
+	msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
+	msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
+	for k := range msgs {
+		m := &msgs[k]
+		*m = m.Bare() // as a store reads it back: without what ParseMessage kept
+		conv.LastSeq++
+		m.Tenant, m.User, m.Conversation = ex.Tenant, ex.User, ex.Conversation
+		m.Seq, m.Key = conv.LastSeq, memory.Key(ex.ID, k)
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = at
+		}
+	}
+	conv.Tail = append(conv.Tail, msgs...)
+	conv.Latest = maxTime(conv.Latest, at)
+	p.Result.Inserted, p.Result.Stored = len(msgs), msgs
+	return p
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// DeadLetter returns d as stored: At now when zero, a nil Payload empty.
+func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
+	if d.At.IsZero() {
+		d.At = now
+	}
+	if d.Payload == nil {
+		d.Payload = []byte{}
+	}
+	return d
+}
