@@ -378,7 +378,7 @@ type Embeddings struct {
 	// Provider is local (the default: hashed words and WordNet concepts;
 	// deterministic, offline, fastest), encoder (the built-in sentence
 	// encoder: in process, offline, 512 dimensions; about 12 ms of CPU per
-	// query, and on LoCoMo 0.780 against local's 0.756, see BENCHMARKS.md) or
+	// query, and on LoCoMo 0.810 against local's 0.763, see BENCHMARKS.md) or
 	// openai (a remote endpoint).
 	Provider string `yaml:"provider"`
 	// BaseURL empty uses upstream.base_url (provider openai).

@@ -33,6 +33,11 @@ const (
 // sentence encoder embedding every message on a busy 2-core machine.
 const loDeadline = 90 * time.Minute
 
+// loEnrichWait bounds the wait, after a replay, for enrichment to catch up
+// with the exchanges sent (the sentence encoder embeds ~60 messages per
+// CPU-second: the ten conversations' 6,000 messages on a busy machine).
+const loEnrichWait = 30 * time.Minute
+
 // prefixMinChars: prompts shorter than this are left out of the prefix
 // share (issue 28 counts prompts of 4,000 characters or more).
 const prefixMinChars = 4000
@@ -192,7 +197,17 @@ func measureLoCoMo(ctx context.Context, o options, bin, dir, extra string, count
 		}
 		log.Info("replayed", "conversation", c.ID, "client", client, "exchanges", lc.exchanges, "elapsed", time.Since(start).Round(time.Millisecond))
 	}
+	// Enrichment (indexing: each turn's embedding; facts; summaries) runs
+	// behind the saves: the questions wait until it has caught up, so the
+	// last conversation replayed is as recallable as the first, whatever
+	// the embedder's speed and the machine's load.
 	lc.replay = time.Since(start)
+	wctx, cancel := context.WithTimeout(ctx, loEnrichWait)
+	err = h.gw.WaitEnriched(wctx, h.sent, func() bool { return h.up.Busy() == 0 })
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("wait for enrichment: %w", err)
+	}
 	method := "memgate, " + client + " client"
 	for _, c := range convs {
 		if err := loProbe(ctx, h, c, system, client, method, lc, res); err != nil {

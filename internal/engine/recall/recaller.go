@@ -91,7 +91,9 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 //
 // Facts: the user's current facts (never superseded or expired ones — the
 // store filters them at q.Now), ranked by relevance to q.Text (cosine of
-// the embedded fact and query; below FactRelevance counts as unrelated),
+// the embedded fact and query, the query embedded as the vector search
+// embeds it with SearchOptions.WholeQuery; below FactRelevance counts as
+// unrelated),
 // then pinned before unpinned, pins by recency and other facts by
 // mentions, then recency; at most FactsMax in all. A relevant fact thus
 // outranks an unrelated pin (the assembler shows pins within their own
@@ -142,7 +144,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 			factsErr = fmt.Errorf("recall facts: %w", err)
 			return
 		}
-		out.Facts, factsLate, factsErr = r.rankFacts(ctx, facts, q.Text, now, q.EmbedBy)
+		out.Facts, factsLate, factsErr = r.rankFacts(ctx, facts, r.search.factQuery(ctx, q.Tenant, q.User, q.Text), now, q.EmbedBy)
 	}()
 	var (
 		items      []memory.Item

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
@@ -68,7 +70,8 @@ type SearchOptions struct {
 	Expander *Expander
 	// WholeQuery embeds the question as asked rather than its rarer words
 	// (see Search): for a sentence encoder, which reads words in context
-	// and needs the rest of the sentence to tell what is asked.
+	// and needs the rest of the sentence to tell what is asked. The words
+	// most of the user's items hold are still left out.
 	WholeQuery bool
 }
 
@@ -132,8 +135,9 @@ type SearchQuery struct {
 // store keeps term statistics, without the words found in at least 10% of
 // the user's items (and 20 of them): a speaker's name in every turn would
 // otherwise make "Thanks, Mel!" the nearest passage to any question that
-// names Mel. A query of nothing but such words is embedded whole, and so
-// is every query with SearchOptions.WholeQuery.
+// names Mel. A query of nothing but such words is embedded whole. With
+// SearchOptions.WholeQuery the question is embedded as asked, without
+// those common words alone (see withoutWords).
 //
 // A query embedding that comes after q.EmbedBy (ErrEmbeddingLate) leaves
 // the full-text ranking alone; results without a vector that come too late
@@ -247,13 +251,16 @@ func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, 
 // vectorText is the text the vector query embeds for text, whose words
 // (memory.QueryTerms, up to maxQueryTerms) are terms (see Search).
 func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string, terms []string) (string, error) {
-	if len(terms) == 0 || s.opts.WholeQuery {
+	if len(terms) == 0 || (s.opts.WholeQuery && s.stats == nil) {
 		return text, nil
 	}
 	if s.stats != nil {
 		common, err := s.stats.CommonTerms(ctx, tenant, user, terms, commonMinDF, commonFrac)
 		if err != nil {
 			return "", fmt.Errorf("query term statistics: %w", err)
+		}
+		if s.opts.WholeQuery {
+			return withoutWords(text, common), nil
 		}
 		if len(common) > 0 {
 			kept := terms[:0:0]
@@ -272,6 +279,79 @@ func (s *Searcher) vectorText(ctx context.Context, tenant, user, text string, te
 		return text, nil
 	}
 	return strings.Join(terms, " "), nil
+}
+
+// factQuery is the text facts are ranked against for query: with
+// WholeQuery, the text the vector search embeds (one encoder call, shared
+// by the two: see Cached), else query itself.
+func (s *Searcher) factQuery(ctx context.Context, tenant, user, query string) string {
+	text := strings.TrimSpace(query)
+	if !s.opts.WholeQuery || text == "" {
+		return query
+	}
+	v, err := s.vectorText(ctx, tenant, user, text, memory.QueryTerms(text, maxQueryTerms))
+	if err != nil {
+		return query
+	}
+	return v
+}
+
+// withoutWords returns text without the words (lower case, as
+// memory.QueryTerms gives them) of drop, keeping the rest as written: the
+// question as asked, for a sentence encoder, without the words most of a
+// user's items hold (a speaker's name). A possessive "'s" goes with its
+// word, and a contraction's tail is never dropped on its own. When nothing
+// but dropped words and stopwords would be left, text is returned whole.
+func withoutWords(text string, drop []string) string {
+	if len(drop) == 0 {
+		return text
+	}
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
+	var b strings.Builder
+	b.Grow(len(text))
+	kept := false // a word that is neither dropped nor a stopword is left
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !isWord(r) {
+			b.WriteString(text[i : i+n])
+			i += n
+			continue
+		}
+		j := i
+		for j < len(text) {
+			r, n := utf8.DecodeRuneInString(text[j:])
+			if !isWord(r) {
+				break
+			}
+			j += n
+		}
+		w := strings.ToLower(text[i:j])
+		// A contraction's tail ("s" of "what's", "t" of "don't") stays
+		// with its word, however common.
+		tail := strings.HasSuffix(text[:i], "'") || strings.HasSuffix(text[:i], "’")
+		if tail || !slices.Contains(drop, w) {
+			b.WriteString(text[i:j])
+			kept = kept || !memory.Stopword(w)
+			i = j
+			continue
+		}
+		// A possessive ("Maria's", "Maria’s") goes with the name.
+		for _, pos := range []string{"'s", "’s"} {
+			rest := text[j:]
+			if len(rest) < len(pos) || !strings.EqualFold(rest[:len(pos)], pos) {
+				continue
+			}
+			if next, _ := utf8.DecodeRuneInString(rest[len(pos):]); len(rest) == len(pos) || !isWord(next) {
+				j += len(pos)
+				break
+			}
+		}
+		i = j
+	}
+	if !kept {
+		return text
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }
 
 // saidAt is when an item's source was said: SaidAt, else CreatedAt.
