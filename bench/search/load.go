@@ -122,7 +122,7 @@ func load(ctx context.Context, conn *pgx.Conn, c *corpus, n int, deadline time.T
 					texts = append(texts, it.text)
 				}
 				t0 := time.Now()
-				vecs, _ := emb.Embed(ctx, texts)
+				vecs, _ := emb.Embed(ctx, texts, time.Time{})
 				spent += time.Since(t0)
 				for j, it := range items {
 					out = append(out, []any{benchTenant, it.user, it.conversation, "message", it.source, 0,

@@ -106,7 +106,7 @@ func measure(ctx context.Context, o options, n int, deadline time.Time, logger *
 	qs := make([]query, o.queries)
 	for i := range qs {
 		qs[i].user, qs[i].text = c.query(i)
-		v, _ := emb.Embed(ctx, []string{qs[i].text})
+		v, _ := emb.Embed(ctx, []string{qs[i].text}, time.Time{})
 		qs[i].vec = v[0]
 	}
 	vectorQ := func(q query) memory.ItemQuery {

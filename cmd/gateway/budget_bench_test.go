@@ -233,7 +233,7 @@ var prepTopics = []string{"rent", "groceries", "streaming subscriptions", "gym m
 // warm conversation's 600 turns (when have is 0), then passages of earlier
 // conversations, embedded with emb as the indexer would.
 func seedRecallHistory(tb testing.TB, st *sqlite.Store, emb interface {
-	Embed(context.Context, []string) ([][]float32, error)
+	Embed(context.Context, []string, time.Time) ([][]float32, error)
 	Model() string
 	Dims() int
 }, id memory.Identity, have, n int) {
@@ -245,7 +245,7 @@ func seedRecallHistory(tb testing.TB, st *sqlite.Store, emb interface {
 		for i, it := range batch {
 			texts[i] = it.Text
 		}
-		vecs, err := emb.Embed(ctx, texts)
+		vecs, err := emb.Embed(ctx, texts, time.Time{})
 		if err != nil {
 			tb.Fatal(err)
 		}

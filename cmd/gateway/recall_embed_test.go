@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine/recall"
@@ -42,7 +43,7 @@ func embeddingsUpstream(texts *atomic.Int64) http.Handler {
 			return
 		}
 		texts.Add(int64(len(req.Input)))
-		vecs, _ := recall.NewLocal(req.Dimensions).Embed(r.Context(), req.Input)
+		vecs, _ := recall.NewLocal(req.Dimensions).Embed(r.Context(), req.Input, time.Time{})
 		type datum struct {
 			Index     int       `json:"index"`
 			Embedding []float32 `json:"embedding"`
@@ -82,14 +83,14 @@ func TestOpenAIEmbedderWiredWithCache(t *testing.T) {
 			}
 			in := []string{"I live in Lisbon " + name, "I am vegetarian " + name, "I moved to Porto " + name}
 			before := texts.Load()
-			first, err := e.Embed(context.Background(), in)
+			first, err := e.Embed(context.Background(), in, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := texts.Load() - before; got != 3 {
 				t.Fatalf("first call embedded %d texts, want 3", got)
 			}
-			second, err := e.Embed(context.Background(), in)
+			second, err := e.Embed(context.Background(), in, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}

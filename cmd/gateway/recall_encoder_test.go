@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/encoder"
@@ -47,7 +48,7 @@ func TestEncoderEmbedder(t *testing.T) {
 				t.Fatalf("embedder %s/%d, want %s/512", e.Model(), e.Dims(), encoder.ModelName)
 			}
 			in := []string{"I grabbed a bite with my sister after work", "We had dinner together at a restaurant", "The car needs new tyres before winter"}
-			vecs, err := e.Embed(context.Background(), in)
+			vecs, err := e.Embed(context.Background(), in, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +56,7 @@ func TestEncoderEmbedder(t *testing.T) {
 			if meal <= errand {
 				t.Fatalf("cosine(bite, dinner) = %.3f <= cosine(bite, tyres) = %.3f", meal, errand)
 			}
-			again, err := e.Embed(context.Background(), in[:1])
+			again, err := e.Embed(context.Background(), in[:1], time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}

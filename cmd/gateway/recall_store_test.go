@@ -198,7 +198,7 @@ func BenchmarkRecall(b *testing.B) {
 	for i := range items {
 		texts[i] = items[i].Text
 	}
-	vecs, _ := local.Embed(ctx, texts)
+	vecs, _ := local.Embed(ctx, texts, time.Time{})
 	for i := range items {
 		items[i].Embedding, items[i].Model, items[i].Dims = vecs[i], local.Model(), local.Dims()
 	}

@@ -3,6 +3,7 @@ package encoder
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Embedder is a Model behind memgate's embedder contract (recall.Embedder):
@@ -17,8 +18,9 @@ type Embedder struct {
 func NewEmbedder(m *Model) *Embedder { return &Embedder{m: m} }
 
 // Embed returns one vector per text. It fails only when ctx has ended
-// before it starts.
-func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// before it starts. It ignores by (the caller's deadline): recall.Bounded
+// decides whether a call waits.
+func (e *Embedder) Embed(ctx context.Context, texts []string, _ time.Time) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}

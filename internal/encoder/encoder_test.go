@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLoadRejectsBrokenAssets: a truncated, garbled or foreign asset is an
@@ -56,7 +57,7 @@ func TestEmbedAnyInput(t *testing.T) {
 	m := mustDefault(t)
 	huge := strings.Repeat("memory gateway ", 200000) // 3 MB
 	inputs := []string{huge, "\xff\xfe\xfd invalid", "\x00\x01\x02", "日本語日本語", strings.Repeat("🙂", 5000)}
-	vecs, err := NewEmbedder(m).Embed(context.Background(), inputs)
+	vecs, err := NewEmbedder(m).Embed(context.Background(), inputs, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestEmbedAnyInput(t *testing.T) {
 func TestEmbedderHonoursCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := NewEmbedder(mustDefault(t)).Embed(ctx, []string{"x"}); !errors.Is(err, context.Canceled) {
+	if _, err := NewEmbedder(mustDefault(t)).Embed(ctx, []string{"x"}, time.Time{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }

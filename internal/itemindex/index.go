@@ -35,6 +35,7 @@ import (
 
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 )
 
 // MaxQueryTerms bounds how many distinct words of a text query the stores
@@ -136,7 +137,7 @@ func (x *Index) Collectors() []prometheus.Collector {
 // caller's request before, and after inserts reads only the new rows; the scoring visits every vector of the user (about 0.1 µs per item
 // of 384 dimensions).
 func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
-	qnorm := Norm(q.Embedding)
+	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
@@ -149,7 +150,7 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 
 // SearchText ranks the user's items sharing a word with terms (query
 // words, as memory.QueryTerms gives them) or q.Related by Okapi BM25 over
-// all of the user's items (see textIndex.search; Score > 0, higher is
+// all of the user's items (see ranking.TextIndex.Search; Score > 0, higher is
 // better), best first, up to q.Limit, honouring q.Conversation and
 // q.ExcludeRefs. An item embedded with q.Model and q.Dims comes with its
 // Embedding (read-only; see QueryEmbeddings). It returns ErrTooBig for a user too large to
@@ -159,13 +160,13 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 		return []memory.Item{}, nil
 	}
 	var (
-		best    []Scored
+		best    []ranking.Scored
 		changed int64
 	)
 	err := x.withTextIndex(ctx, rev, q.Tenant, q.User, func(t *textIndex) {
 		changed = t.changed
 		excluded := refSet(q.ExcludeRefs)
-		best = t.search(terms, q.Related, q.Limit, func(d int32) bool {
+		best = t.Search(t.ids, terms, q.Related, q.Limit, func(d int32) bool {
 			return (q.Conversation == "" || t.convs[d] == q.Conversation) && !excluded[t.refs[d]]
 		})
 	})
@@ -204,7 +205,7 @@ func (x *Index) CommonTerms(ctx context.Context, rev cache.Revisions, tenant, us
 	var out []string
 	err := x.withTextIndex(ctx, rev, tenant, user, func(t *textIndex) {
 		for _, w := range terms {
-			df := len(t.postings[FoldWord(w)])
+			df := t.DocFreq(ranking.FoldWord(w))
 			if df > 0 && df >= minDF && float64(df) >= frac*float64(len(t.ids)) {
 				out = append(out, w)
 			}
@@ -233,7 +234,7 @@ func refSet(refs []string) map[string]bool {
 // items the cache holds at that count come from memory, the others from
 // the Source (and are then kept). Ids no longer found, or not the user's,
 // are skipped. The embeddings are the cache's own (see InRankOrder).
-func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []Scored) ([]memory.Item, error) {
+func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []ranking.Scored) ([]memory.Item, error) {
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
 	for i, r := range ranked {
@@ -281,7 +282,7 @@ func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed in
 // were ranked) are skipped. The embeddings are the cache's own, capped at
 // their length (memory.Item.Embedding: read-only): copying them was a third
 // of the bytes a memory-on request allocated.
-func InRankOrder(ranked []Scored, byID map[int64]memory.Item) []memory.Item {
+func InRankOrder(ranked []ranking.Scored, byID map[int64]memory.Item) []memory.Item {
 	items := make([]memory.Item, 0, len(ranked))
 	for _, r := range ranked {
 		if it, ok := byID[r.ID]; ok {

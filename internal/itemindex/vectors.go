@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 	"github.com/memgate/memgate/internal/vec"
 )
 
@@ -124,10 +125,10 @@ func vecNorm(y []float32) float64 {
 // vectors searched are one vec.Dots call (up to dotRun at a time); a
 // candidate no better than the worst of a full top is dropped before it is
 // offered (Offer would drop it too).
-func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored {
+func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []ranking.Scored {
 	excluded := refSet(q.ExcludeRefs)
 	dims := len(q.Embedding)
-	top := make(TopK, 0, q.Limit+1)
+	top := make(ranking.TopK, 0, q.Limit+1)
 	filter := q.Conversation != "" || excluded != nil
 	n := len(set.ids)
 	vecs, norms, convs, refs := set.vecs[:n*dims], set.norms[:n], set.convs[:n], set.refs[:n]
@@ -147,8 +148,8 @@ func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []Scored {
 		run := dots[:j-i]
 		vec.Dots(q.Embedding, vecs[i*dims:j*dims], run)
 		for k, d := range run {
-			c := Scored{ID: set.ids[i+k], Score: float64(d) / (qnorm * norms[i+k])}
-			if len(top) == q.Limit && !top[0].worse(c) {
+			c := ranking.Scored{ID: set.ids[i+k], Score: float64(d) / (qnorm * norms[i+k])}
+			if len(top) == q.Limit && !top[0].Worse(c) {
 				continue
 			}
 			top.Offer(c, q.Limit)

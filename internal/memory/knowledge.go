@@ -204,6 +204,10 @@ type RecallQuery struct {
 	// before any of its reads (see ItemQuery.Revisions); nil: each read
 	// that needs them reads them.
 	Revisions *Revisions
+	// EmbedBy, when not zero, is when the query stops waiting for its
+	// embeddings: past it, recall goes on with full-text search alone
+	// (Recalled.Lexical).
+	EmbedBy time.Time
 }
 
 // Recalled is the answer to a RecallQuery, best first in each list.

@@ -97,7 +97,9 @@ type Conversation struct {
 
 // Message is one stored chat message. Raw holds the OpenAI message object
 // exactly as it was exchanged (tool calls, content parts, name); Content is
-// its text, for display, search and token counting.
+// its text, for display, search and the token counting of a message
+// without Raw. A message from ParseMessage also keeps what it read of Raw
+// (Decoded), so no later step decodes Raw again.
 type Message struct {
 	Tenant       string `json:"-"`
 	User         string `json:"-"`
@@ -112,6 +114,9 @@ type Message struct {
 	Raw       json.RawMessage `json:"raw"`
 	Tokens    int             `json:"tokens"`
 	CreatedAt time.Time       `json:"created_at"`
+
+	// parsed is what ParseMessage read of Raw (see Decoded).
+	parsed *Parsed
 }
 
 // Usage is the token usage the upstream reported for an exchange.

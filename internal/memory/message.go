@@ -1,12 +1,15 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
-// wireMessage is the part of an OpenAI chat message memgate reads.
+// wireMessage is the part of an OpenAI chat message a valid message must
+// hold well-formed: ParseMessage rejects a message this does not decode.
 type wireMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
@@ -23,25 +26,221 @@ type wireMessage struct {
 	} `json:"tool_calls,omitempty"`
 }
 
+// wireCounted is what memgate reads of a chat message: what a prompt shows
+// of it and what its tokens cost. A message it does not decode is counted
+// as plain text (Parsed.Malformed); one whose tool calls' id or type are
+// not strings decodes here but is not a valid message (wireMessage).
+type wireCounted struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCallID string          `json:"tool_call_id"`
+	Refusal    *string         `json:"refusal"`
+	ToolCalls  []struct {
+		ID       stringOrNull `json:"id"`
+		Type     stringOrNull `json:"type"`
+		Function FunctionCall `json:"function"`
+	} `json:"tool_calls"`
+	FunctionCall *FunctionCall `json:"function_call"`
+}
+
+// stringOrNull reads any JSON value, noting whether it was something other
+// than a string or null (a tool call's id or type that make a message
+// invalid, though it is counted all the same).
+type stringOrNull struct{ other bool }
+
+// UnmarshalJSON notes whether b is neither a string nor null.
+func (v *stringOrNull) UnmarshalJSON(b []byte) error {
+	v.other = len(b) > 0 && b[0] != '"' && string(b) != "null"
+	return nil
+}
+
+// wirePart is one content part, as much of it as a prompt and the token
+// count read. A content whose parts it does not decode is counted as plain
+// text.
+type wirePart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL struct {
+		Detail string `json:"detail"`
+	} `json:"image_url"`
+	Detail string `json:"detail"`
+}
+
+// wirePartText is the part of a content part a valid message must hold
+// well-formed.
+type wirePartText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Parsed is what ParseMessage reads of a message's JSON beyond its text
+// projection: what counting its tokens (internal/tokens) and finding its
+// tool calls need, so that no later step decodes Raw again. Message.Decoded
+// returns it.
+type Parsed struct {
+	// Malformed is true when the JSON is not an object of a chat message's
+	// fields: its tokens are counted as plain text, and the fields below
+	// but Role (when a valid message's) are empty.
+	Malformed bool
+	// Role is the message's role.
+	Role string
+	// Name is the message's name ("" when none).
+	Name string
+	// Refusal is the message's refusal ("" when none).
+	Refusal string
+	// Text is the content read as text: a string content, or the
+	// content's JSON when it is neither a string, null nor an array of
+	// well-formed parts. It is "" when Parts holds the content.
+	Text string
+	// Parts are the content's parts when it is an array of them.
+	Parts []Part
+	// Calls are the functions the message calls: its tool_calls', then its
+	// legacy function_call.
+	Calls []FunctionCall
+
+	// from is the JSON it was read from.
+	from json.RawMessage
+}
+
+// Part is one content part of a message.
+type Part struct {
+	// Type is the part's type: "text", "image_url", "refusal", …
+	Type string
+	// Text is a text part's text.
+	Text string
+	// Refusal is a refusal part's text.
+	Refusal string
+	// Detail is an image's detail level: image_url.detail, else detail.
+	Detail string
+}
+
+// FunctionCall is one function a message calls: a tool call's function,
+// or a legacy function_call.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
 // ParseMessage reads one OpenAI chat message object. The returned Message
-// keeps raw verbatim in Raw and carries the role and a text projection of the
-// content: text parts joined, images as "[image]", tool calls as
-// "[tool_call name(arguments)]". It fails with ErrInvalid when raw is not a
-// JSON object with a role.
+// keeps raw verbatim in Raw and carries the role, a text projection of the
+// content (text parts joined, images as "[image]", tool calls as
+// "[tool_call name(arguments)]") and what counting its tokens needs (see
+// Decoded). It fails with ErrInvalid when raw is not a JSON object with a
+// role.
 func ParseMessage(raw json.RawMessage) (Message, error) {
-	var w wireMessage
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return Message{}, fmt.Errorf("%w: message is not a JSON object: %v", ErrInvalid, err)
-	}
-	if w.Role == "" {
-		return Message{}, fmt.Errorf("%w: message has no role", ErrInvalid)
-	}
-	text, err := contentText(w.Content)
+	p := &Parsed{}
+	content, err := decode(raw, p, true)
 	if err != nil {
 		return Message{}, err
 	}
+	return Message{Role: p.Role, Content: content, Raw: raw, parsed: p}, nil
+}
+
+// Decode reads raw as ParseMessage does, for what counting its tokens
+// needs alone, and never fails: a message ParseMessage rejects comes back
+// with what could be read of it (Malformed when raw is not a JSON object
+// of a chat message's fields). It is how any message's JSON is counted,
+// valid or not.
+func Decode(raw json.RawMessage) Parsed {
+	var p Parsed
+	decode(raw, &p, false)
+	return p
+}
+
+// Decoded returns what ParseMessage read of m.Raw (see Parsed): kept from
+// the parse when m.Raw is still the JSON it read, else read now (Decode:
+// a message built in code, read from a store, or given another Raw since).
+func (m Message) Decoded() Parsed {
+	if p := m.kept(); p != nil {
+		return *p
+	}
+	return Decode(m.Raw)
+}
+
+// Bare returns m without what ParseMessage kept of its Raw (see Decoded):
+// the message as a store reads it back, holding nothing a store need not
+// keep.
+func (m Message) Bare() Message {
+	m.parsed = nil
+	return m
+}
+
+// kept returns what ParseMessage read of m.Raw when m.Raw is still the
+// JSON it read, else nil.
+func (m Message) kept() *Parsed {
+	if p := m.parsed; p != nil && len(m.Raw) > 0 && len(p.from) == len(m.Raw) && &p.from[0] == &m.Raw[0] {
+		return p
+	}
+	return nil
+}
+
+// decode reads raw into p and, with text, returns the text projection of
+// its content (see ParseMessage), or why it is not a valid message; p is
+// filled even then.
+func decode(raw json.RawMessage, p *Parsed, text bool) (string, error) {
+	p.from = raw
+	var w wireCounted
+	if err := json.Unmarshal(raw, &w); err != nil {
+		p.Malformed = true
+		// Without what only the token count reads, it may still be a
+		// valid message.
+		var valid wireMessage
+		if err := json.Unmarshal(raw, &valid); err != nil {
+			return "", fmt.Errorf("%w: message is not a JSON object: %v", ErrInvalid, err)
+		}
+		w = wireCounted{Role: valid.Role, Content: valid.Content}
+		w.Refusal = valid.Refusal
+		for _, tc := range valid.ToolCalls {
+			w.ToolCalls = append(w.ToolCalls, struct {
+				ID       stringOrNull `json:"id"`
+				Type     stringOrNull `json:"type"`
+				Function FunctionCall `json:"function"`
+			}{Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+	}
+	// A tool call's id and type only make a message invalid: it is
+	// counted all the same.
+	var invalid error
+	for _, tc := range w.ToolCalls {
+		if tc.ID.other || tc.Type.other {
+			var valid wireMessage
+			invalid = fmt.Errorf("%w: message is not a JSON object: %v", ErrInvalid, json.Unmarshal(raw, &valid))
+			break
+		}
+	}
+	p.Role = w.Role
+	if !p.Malformed {
+		p.Name = w.Name
+		if w.Refusal != nil {
+			p.Refusal = *w.Refusal
+		}
+		if n := len(w.ToolCalls); n > 0 || w.FunctionCall != nil {
+			p.Calls = make([]FunctionCall, 0, n+1)
+			for _, tc := range w.ToolCalls {
+				p.Calls = append(p.Calls, tc.Function)
+			}
+			if w.FunctionCall != nil {
+				p.Calls = append(p.Calls, *w.FunctionCall)
+			}
+		}
+	}
+	content, cerr := p.readContent(w.Content, text)
+	if invalid != nil {
+		return "", invalid
+	}
+	if w.Role == "" {
+		return "", fmt.Errorf("%w: message has no role", ErrInvalid)
+	}
+	if cerr != nil {
+		return "", cerr
+	}
+	if !text {
+		return "", nil
+	}
 	var b strings.Builder
-	b.WriteString(text)
+	b.WriteString(content)
 	if w.Refusal != nil && *w.Refusal != "" {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
@@ -54,43 +253,87 @@ func ParseMessage(raw json.RawMessage) (Message, error) {
 		}
 		fmt.Fprintf(&b, "[tool_call %s(%s)]", tc.Function.Name, tc.Function.Arguments)
 	}
-	return Message{Role: w.Role, Content: b.String(), Raw: raw}, nil
+	return b.String(), nil
 }
 
-// contentText flattens a message's content: a string, null, or an array of
-// content parts.
-func contentText(c json.RawMessage) (string, error) {
+// readContent reads a message's content c — a string, null, or an array of
+// content parts — into p (unless p is Malformed) and, with text, returns
+// its text projection: text parts joined, other parts as "[type]".
+func (p *Parsed) readContent(c json.RawMessage, text bool) (string, error) {
 	if len(c) == 0 || string(c) == "null" {
 		return "", nil
 	}
 	if c[0] == '"' {
+		// The message decoded, so a string without escapes is its own
+		// text; the token count reads its bytes as they are (invalid
+		// UTF-8 included), the text projection as encoding/json decodes
+		// it.
+		inner := c[1 : len(c)-1]
+		plain := bytes.IndexByte(inner, '\\') < 0
+		if plain && (!text || utf8.Valid(inner)) {
+			s := string(inner)
+			if !p.Malformed {
+				p.Text = s
+			}
+			return s, nil
+		}
 		var s string
 		if err := json.Unmarshal(c, &s); err != nil {
+			if !p.Malformed {
+				p.Text = string(c)
+			}
 			return "", fmt.Errorf("%w: content: %v", ErrInvalid, err)
+		}
+		if !p.Malformed {
+			p.Text = s
+			if plain {
+				p.Text = string(inner)
+			}
 		}
 		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []wirePart
 	if err := json.Unmarshal(c, &parts); err != nil {
-		return "", fmt.Errorf("%w: content must be a string or an array of parts", ErrInvalid)
+		// The token count reads such a content as text; a prompt still
+		// shows it when its parts' types and texts read.
+		if !p.Malformed {
+			p.Text = string(c)
+		}
+		var valid []wirePartText
+		if err := json.Unmarshal(c, &valid); err != nil {
+			return "", fmt.Errorf("%w: content must be a string or an array of parts", ErrInvalid)
+		}
+		parts = make([]wirePart, len(valid))
+		for i, vp := range valid {
+			parts[i] = wirePart{Type: vp.Type, Text: vp.Text}
+		}
+	} else if !p.Malformed {
+		p.Parts = make([]Part, len(parts))
+		for i, wp := range parts {
+			detail := wp.ImageURL.Detail
+			if detail == "" {
+				detail = wp.Detail
+			}
+			p.Parts[i] = Part{Type: wp.Type, Text: wp.Text, Refusal: wp.Refusal, Detail: detail}
+		}
+	}
+	if !text {
+		return "", nil
 	}
 	var b strings.Builder
-	for _, p := range parts {
+	for _, wp := range parts {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		switch p.Type {
+		switch wp.Type {
 		case "text", "input_text", "output_text":
-			b.WriteString(p.Text)
+			b.WriteString(wp.Text)
 		case "image_url", "input_image":
 			b.WriteString("[image]")
 		case "input_audio":
 			b.WriteString("[audio]")
 		default:
-			b.WriteString("[" + p.Type + "]")
+			b.WriteString("[" + wp.Type + "]")
 		}
 	}
 	return b.String(), nil

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -128,6 +129,67 @@ func TestFactStatement(t *testing.T) {
 	for _, tt := range tests {
 		if got := (Fact{Key: tt.key, Value: tt.value}).Statement(); got != tt.want {
 			t.Errorf("Statement(%q, %q) = %q, want %q", tt.key, tt.value, got, tt.want)
+		}
+	}
+}
+
+// TestParseMessageKeepsWhatTheCountReads: ParseMessage keeps the fields
+// the token count reads, and Decoded reads Raw again once Raw is other
+// bytes than those parsed.
+func TestParseMessageKeepsWhatTheCountReads(t *testing.T) {
+	raw := json.RawMessage(`{"role":"assistant","name":"bot","refusal":"no","content":[{"type":"text","text":"hi"},` +
+		`{"type":"image_url","image_url":{"url":"u","detail":"low"}},{"type":"input_image","detail":"high"}],` +
+		`"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"function_call":{"name":"g","arguments":"[]"}}`)
+	m, err := ParseMessage(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Decoded()
+	want := Parsed{Role: "assistant", Name: "bot", Refusal: "no",
+		Parts: []Part{{Type: "text", Text: "hi"}, {Type: "image_url", Detail: "low"}, {Type: "input_image", Detail: "high"}},
+		Calls: []FunctionCall{{Name: "f", Arguments: "{}"}, {Name: "g", Arguments: "[]"}}}
+	p.from, want.from = nil, nil
+	if !reflect.DeepEqual(p, want) {
+		t.Fatalf("Decoded = %+v\nwant %+v", p, want)
+	}
+	if !m.HasToolCalls() {
+		t.Fatal("HasToolCalls = false")
+	}
+	// Another Raw (as redaction gives): read again, not the parse's.
+	m.Raw = json.RawMessage(`{"role":"assistant","content":"plain"}`)
+	if p := m.Decoded(); p.Text != "plain" || p.Calls != nil || p.Name != "" {
+		t.Fatalf("Decoded after Raw changed = %+v", p)
+	}
+	if m.HasToolCalls() {
+		t.Fatal("HasToolCalls after Raw changed = true")
+	}
+	if b := m.Bare(); b.parsed != nil {
+		t.Fatal("Bare kept the parse")
+	}
+}
+
+// TestDecodeNeverFails: what ParseMessage rejects still decodes, for the
+// count: a JSON value that is no message's object as Malformed, a message
+// without a role or with a bad content with what it holds.
+func TestDecodeNeverFails(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want Parsed
+	}{
+		{`not json`, Parsed{Malformed: true}},
+		{``, Parsed{Malformed: true}},
+		{`"hi"`, Parsed{Malformed: true}},
+		{`{"role":"assistant","function_call":"x"}`, Parsed{Malformed: true, Role: "assistant"}},
+		{`{"content":"no role"}`, Parsed{Text: "no role"}},
+		{`{"role":"user","content":42}`, Parsed{Role: "user", Text: "42"}},
+		{`{"role":"user","content":[{"type":"input_image","image_url":"https://x"}]}`, Parsed{Role: "user", Text: `[{"type":"input_image","image_url":"https://x"}]`}},
+		{`{"role":"assistant","tool_calls":[{"id":5,"function":{"name":"f"}}]}`, Parsed{Role: "assistant", Calls: []FunctionCall{{Name: "f"}}}},
+	}
+	for _, tt := range tests {
+		got := Decode(json.RawMessage(tt.raw))
+		got.from = nil
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Decode(%s) = %+v, want %+v", tt.raw, got, tt.want)
 		}
 	}
 }

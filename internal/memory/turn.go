@@ -9,10 +9,14 @@ import (
 )
 
 // HasToolCalls reports whether m is an assistant message carrying tool calls
-// (or a legacy function_call).
+// (or a legacy function_call). It reads what ParseMessage kept of Raw when
+// it can (see Message.Decoded), else Raw.
 func (m Message) HasToolCalls() bool {
 	if m.Role != "assistant" || len(m.Raw) == 0 {
 		return false
+	}
+	if p := m.kept(); p != nil && !p.Malformed {
+		return len(p.Calls) > 0
 	}
 	var w struct {
 		ToolCalls    []json.RawMessage `json:"tool_calls"`

@@ -1,7 +1,6 @@
 package tokens
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -37,36 +36,6 @@ const (
 	OtherPart = 256
 )
 
-// wireMessage is the part of an OpenAI chat message that costs tokens.
-type wireMessage struct {
-	Role         string          `json:"role"`
-	Content      json.RawMessage `json:"content"`
-	Name         string          `json:"name"`
-	Refusal      string          `json:"refusal"`
-	ToolCallID   string          `json:"tool_call_id"`
-	ToolCalls    []wireToolCall  `json:"tool_calls"`
-	FunctionCall *wireFunction   `json:"function_call"`
-}
-
-type wireToolCall struct {
-	Function wireFunction `json:"function"`
-}
-
-type wireFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type wirePart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Refusal  string `json:"refusal"`
-	ImageURL struct {
-		Detail string `json:"detail"`
-	} `json:"image_url"`
-	Detail string `json:"detail"`
-}
-
 // Messages returns what a chat completion request with msgs costs in prompt
 // tokens for model: the sum of RawMessage over msgs plus ReplyPriming. It
 // matches OpenAI's reported prompt_tokens for text messages; tool calls and
@@ -84,12 +53,17 @@ func (c *Counter) Messages(model string, msgs []json.RawMessage) int {
 // prompt for model: PerMessage, its role, text content and text parts,
 // refusal, name (plus PerName), tool calls (name, arguments, PerToolCall) and
 // images (ImageLow or ImageHigh). A message that is not a JSON object is
-// counted as text, so a malformed message is never free.
+// counted as text, so a malformed message is never free. The message is
+// read by memory.Decode.
 func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
 	if len(raw) < memoMinBytes {
-		return c.rawMessage(model, raw)
+		p := memory.Decode(raw)
+		return c.decoded(model, raw, &p)
 	}
-	return c.memo.count(c.memo.key(kindMessage, c.encoder(model).name, "", raw), func() int { return c.rawMessage(model, raw) })
+	return c.memo.count(c.memo.key(kindMessage, c.encoder(model).name, "", raw), func() int {
+		p := memory.Decode(raw)
+		return c.decoded(model, raw, &p)
+	})
 }
 
 // SystemMessage returns what RawMessage returns for the message
@@ -99,56 +73,46 @@ func (c *Counter) SystemMessage(model, text string) int {
 	return PerMessage + c.Text(model, "system") + c.Text(model, text)
 }
 
-// rawMessage is RawMessage, counted.
-func (c *Counter) rawMessage(model string, raw json.RawMessage) int {
-	var w wireMessage
-	if err := json.Unmarshal(raw, &w); err != nil {
+// Message returns what a message costs inside a prompt for model: what
+// RawMessage returns for m.Raw, counted from what memory.ParseMessage read
+// of it (m.Decoded(): a request's messages are not decoded again), or, for
+// a message without Raw, PerMessage plus the role and Content.
+func (c *Counter) Message(model string, m memory.Message) int {
+	if len(m.Raw) == 0 {
+		return PerMessage + c.Text(model, m.Role) + c.Text(model, m.Content)
+	}
+	if len(m.Raw) < memoMinBytes {
+		p := m.Decoded()
+		return c.decoded(model, m.Raw, &p)
+	}
+	return c.memo.count(c.memo.key(kindMessage, c.encoder(model).name, "", m.Raw), func() int {
+		p := m.Decoded()
+		return c.decoded(model, m.Raw, &p)
+	})
+}
+
+// decoded counts the message raw, which memory read as p.
+func (c *Counter) decoded(model string, raw json.RawMessage, p *memory.Parsed) int {
+	if p.Malformed {
 		return PerMessage + c.Text(model, string(raw))
 	}
-	n := PerMessage + c.Text(model, w.Role) + c.content(model, w.Content) + c.Text(model, w.Refusal)
-	if w.Name != "" {
-		n += c.Text(model, w.Name) + PerName
+	n := PerMessage + c.Text(model, p.Role) + c.Text(model, p.Refusal)
+	if p.Parts != nil {
+		n += c.parts(model, p.Parts)
+	} else {
+		n += c.Text(model, p.Text)
 	}
-	for _, tc := range w.ToolCalls {
-		n += PerToolCall + c.Text(model, tc.Function.Name) + c.Text(model, tc.Function.Arguments)
+	if p.Name != "" {
+		n += c.Text(model, p.Name) + PerName
 	}
-	if f := w.FunctionCall; f != nil {
+	for _, f := range p.Calls {
 		n += PerToolCall + c.Text(model, f.Name) + c.Text(model, f.Arguments)
 	}
 	return n
 }
 
-// Message returns what a stored message costs inside a prompt for model. It
-// counts m.Raw with RawMessage when present, otherwise PerMessage plus the
-// role and Content.
-func (c *Counter) Message(model string, m memory.Message) int {
-	if len(m.Raw) > 0 {
-		return c.RawMessage(model, m.Raw)
-	}
-	return PerMessage + c.Text(model, m.Role) + c.Text(model, m.Content)
-}
-
-// content counts a message's content: a string, null, or an array of parts.
-func (c *Counter) content(model string, raw json.RawMessage) int {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0
-	}
-	if raw[0] == '"' {
-		// The message was valid JSON, so a string without escapes is its
-		// own text: skip decoding it a second time.
-		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
-			return c.Text(model, string(raw[1:len(raw)-1]))
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return c.Text(model, string(raw))
-		}
-		return c.Text(model, s)
-	}
-	var parts []wirePart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return c.Text(model, string(raw))
-	}
+// parts counts a content of parts.
+func (c *Counter) parts(model string, parts []memory.Part) int {
 	n := 0
 	for _, p := range parts {
 		switch p.Type {
@@ -157,7 +121,7 @@ func (c *Counter) content(model string, raw json.RawMessage) int {
 		case "refusal":
 			n += c.Text(model, p.Refusal)
 		case "image_url", "input_image":
-			n += imageTokens(p)
+			n += imageTokens(p.Detail)
 		default:
 			n += OtherPart
 		}
@@ -166,11 +130,7 @@ func (c *Counter) content(model string, raw json.RawMessage) int {
 }
 
 // imageTokens estimates an image part by its detail level.
-func imageTokens(p wirePart) int {
-	detail := p.ImageURL.Detail
-	if detail == "" {
-		detail = p.Detail
-	}
+func imageTokens(detail string) int {
 	if detail == "low" {
 		return ImageLow
 	}

@@ -13,6 +13,7 @@ import (
 type TokenCounter interface {
 	Messages(model string, msgs []json.RawMessage) int
 	RawMessage(model string, raw json.RawMessage) int
+	Message(model string, m memory.Message) int
 	Text(model, s string) int
 	SystemMessage(model, text string) int
 	ContextWindow(model string) int
@@ -154,6 +155,20 @@ func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
 		text = m.Content
 	}
 	return scale(model, n, text)
+}
+
+// Message returns the estimate for one message: other models' counts come
+// from the wrapped counter (from what memory.ParseMessage read of m.Raw);
+// a Claude model's is RawMessage's for m.Raw, or, for a message without
+// Raw, the wrapped count scaled over its Content.
+func (c *Counter) Message(model string, m memory.Message) int {
+	if !IsClaude(model) {
+		return c.base.Message(model, m)
+	}
+	if len(m.Raw) > 0 {
+		return c.RawMessage(model, m.Raw)
+	}
+	return scale(model, c.base.Message(model, m), m.Content)
 }
 
 // SystemMessage returns what RawMessage returns for the message

@@ -29,7 +29,14 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		if c, ok := memo[k]; ok {
 			return c
 		}
-		c := a.deps.Counter.RawMessage(model, raw)
+		// A message with Raw is counted from what ParseMessage read of
+		// it, not decoded again.
+		var c int
+		if len(m.Raw) > 0 {
+			c = a.deps.Counter.Message(model, m)
+		} else {
+			c = a.deps.Counter.RawMessage(model, raw)
+		}
 		memo[k] = c
 		return c
 	}

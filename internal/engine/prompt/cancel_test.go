@@ -43,6 +43,11 @@ func (c *cancellingCounter) RawMessage(model string, raw json.RawMessage) int {
 	return c.byteCounter.RawMessage(model, raw)
 }
 
+func (c *cancellingCounter) Message(model string, m memory.Message) int {
+	c.tick()
+	return c.byteCounter.Message(model, m)
+}
+
 func (c *cancellingCounter) Text(model, s string) int {
 	c.tick()
 	return c.byteCounter.Text(model, s)

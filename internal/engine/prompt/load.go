@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
 )
@@ -115,10 +114,10 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	}
 	if a.deps.Recaller != nil {
 		embedBy := start.Add(a.opts.EmbedTimeout)
+		if a.opts.EmbedTimeout <= 0 {
+			embedBy = time.Time{}
+		}
 		run(partRecall, recallDL, func(ctx context.Context, r *partResult) error {
-			if a.opts.EmbedTimeout > 0 {
-				ctx = recall.WithEmbedDeadline(ctx, embedBy)
-			}
 			rec, err := a.deps.Recaller.Recall(ctx, memory.RecallQuery{
 				Identity:          req.Identity,
 				Text:              recallText(rest),
@@ -126,6 +125,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 				Now:               recallNow(now, req.At),
 				Budget:            a.passageBudget(req),
 				Revisions:         rev,
+				EmbedBy:           embedBy,
 			})
 			r.rec = rec
 			return err
@@ -402,6 +402,16 @@ func (c ctxCounter) RawMessage(model string, raw json.RawMessage) int {
 		return 3 + len(raw)
 	}
 	return c.inner.RawMessage(model, raw)
+}
+
+func (c ctxCounter) Message(model string, m memory.Message) int {
+	if c.ended() {
+		if len(m.Raw) == 0 {
+			return 3 + len(m.Role) + len(m.Content)
+		}
+		return 3 + len(m.Raw)
+	}
+	return c.inner.Message(model, m)
 }
 
 func (c ctxCounter) Text(model, s string) int {

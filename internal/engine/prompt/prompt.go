@@ -59,6 +59,10 @@ type TokenCounter interface {
 	Messages(model string, msgs []json.RawMessage) int
 	// RawMessage is what one message costs inside a prompt.
 	RawMessage(model string, raw json.RawMessage) int
+	// Message is what RawMessage gives for m.Raw, counted from what
+	// memory.ParseMessage read of it (a request's messages are decoded
+	// once).
+	Message(model string, m memory.Message) int
 	// Text is what s encodes to.
 	Text(model, s string) int
 	// SystemMessage is what RawMessage gives for the system message whose
@@ -308,7 +312,15 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 	}
 	if !req.Mode.Injects() || req.User == "" {
 		raws := memory.Raws(req.Messages)
-		n := a.deps.Counter.Messages(req.Model, raws)
+		// Counter.Messages of raws, from what ParseMessage read of them.
+		n := a.deps.Counter.Messages(req.Model, nil)
+		for _, m := range req.Messages {
+			if len(m.Raw) > 0 {
+				n += a.deps.Counter.Message(req.Model, m)
+			} else {
+				n += a.deps.Counter.RawMessage(req.Model, m.Raw)
+			}
+		}
 		return memory.Prepared{Messages: raws, TokensOriginal: n, TokensSent: n}, nil
 	}
 	// A tool loop's assistant call and results continue the current turn:
@@ -345,6 +357,7 @@ type zeroCounter struct{}
 
 func (zeroCounter) Messages(string, []json.RawMessage) int { return 0 }
 func (zeroCounter) RawMessage(string, json.RawMessage) int { return 0 }
+func (zeroCounter) Message(string, memory.Message) int     { return 0 }
 func (zeroCounter) Text(string, string) int                { return 0 }
 func (zeroCounter) SystemMessage(string, string) int       { return 0 }
 func (zeroCounter) ContextWindow(string) int               { return 1 << 30 }

@@ -39,6 +39,7 @@ func (byteCounter) Messages(model string, msgs []json.RawMessage) int {
 }
 
 func (byteCounter) RawMessage(model string, raw json.RawMessage) int { return 3 + len(raw) }
+func (byteCounter) Message(model string, m memory.Message) int       { return 3 + len(rawOf(m)) }
 func (byteCounter) Text(model, s string) int                         { return len(s) }
 func (c byteCounter) SystemMessage(model, text string) int {
 	raw, err := systemRaw(text)

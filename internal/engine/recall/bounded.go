@@ -12,8 +12,8 @@ import (
 // built-in encoder): at most slots calls of it run at once, so embedding
 // never takes more than slots cores, however many requests arrive.
 //
-//   - A query's embedding (a call under WithEmbedDeadline, as recall makes
-//     for the request path, or a Cached flight started by one) waits for a
+//   - A query's embedding (a call with a deadline, as recall makes for
+//     the request path, or a Cached flight started by one) waits for a
 //     slot until that deadline at most; past it the call fails with
 //     ErrEmbeddingLate, so the request searches with full text alone and
 //     says so (X-Memory-Degraded: embedding) instead of queueing behind
@@ -70,11 +70,11 @@ func (b *Bounded) Dims() int { return b.inner.Dims() }
 // Embed returns one vector per text, waiting for slots as Bounded says.
 // Texts are embedded batch texts at a time, a slot taken per batch, so
 // neither a query with many texts (the facts ranked against a question, on
-// a cold cache) nor indexing holds a slot for long; past a query's
-// deadline a batch still runs when a slot is free at once.
-func (b *Bounded) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	deadline, query := ctx.Value(embedDeadlineKey{}).(time.Time)
-	if !query {
+// a cold cache) nor indexing holds a slot for long. A call with a
+// deadline (by not zero) is a query; past by a batch still runs when a
+// slot is free at once.
+func (b *Bounded) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
+	if by.IsZero() {
 		select {
 		case b.background <- struct{}{}:
 		case <-ctx.Done():
@@ -84,10 +84,10 @@ func (b *Bounded) Embed(ctx context.Context, texts []string) ([][]float32, error
 	}
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += b.batch {
-		if err := b.acquire(ctx, deadline); err != nil {
+		if err := b.acquire(ctx, by); err != nil {
 			return nil, err
 		}
-		vecs, err := b.run(ctx, texts[start:min(len(texts), start+b.batch)])
+		vecs, err := b.run(ctx, texts[start:min(len(texts), start+b.batch)], by)
 		<-b.slots
 		if err != nil {
 			return nil, err
@@ -127,10 +127,11 @@ func (b *Bounded) acquire(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// run embeds texts with the slot held, timing the call.
-func (b *Bounded) run(ctx context.Context, texts []string) ([][]float32, error) {
+// run embeds texts with the slot held, timing the call; by goes on to the
+// inner embedder.
+func (b *Bounded) run(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	defer func(start time.Time) { b.latency.Observe(time.Since(start).Seconds()) }(time.Now())
-	vecs, err := b.inner.Embed(ctx, texts)
+	vecs, err := b.inner.Embed(ctx, texts, by)
 	if err != nil {
 		return nil, err
 	}

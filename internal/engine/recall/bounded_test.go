@@ -20,7 +20,7 @@ type gateEmbedder struct {
 	sizes   []int
 }
 
-func (g *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (g *gateEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	n := g.running.Add(1)
 	defer g.running.Add(-1)
 	for {
@@ -56,17 +56,17 @@ func TestBoundedQueryGivesUpAtItsDeadlineWhenSaturated(t *testing.T) {
 	// A query holds the only slot.
 	holder := make(chan error, 1)
 	go func() {
-		_, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"first"})
+		_, err := b.Embed(context.Background(), []string{"first"}, time.Now().Add(time.Hour))
 		holder <- err
 	}()
 	<-g.entered
 	// Another query waits no longer than its deadline.
-	_, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(20*time.Millisecond)), []string{"second"})
+	_, err := b.Embed(context.Background(), []string{"second"}, time.Now().Add(20*time.Millisecond))
 	if !errors.Is(err, ErrEmbeddingLate) {
 		t.Fatalf("saturated query: err = %v, want ErrEmbeddingLate", err)
 	}
 	// A query whose deadline has passed fails at once, too.
-	if _, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(-time.Second)), []string{"third"}); !errors.Is(err, ErrEmbeddingLate) {
+	if _, err := b.Embed(context.Background(), []string{"third"}, time.Now().Add(-time.Second)); !errors.Is(err, ErrEmbeddingLate) {
 		t.Fatalf("past deadline: err = %v, want ErrEmbeddingLate", err)
 	}
 	close(g.release)
@@ -74,7 +74,7 @@ func TestBoundedQueryGivesUpAtItsDeadlineWhenSaturated(t *testing.T) {
 		t.Fatalf("holder: %v", err)
 	}
 	// Free again, a query embeds.
-	vecs, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"four"})
+	vecs, err := b.Embed(context.Background(), []string{"four"}, time.Now().Add(time.Hour))
 	if err != nil || len(vecs) != 1 || vecs[0][0] != 4 {
 		t.Fatalf("free query: %v, %v", vecs, err)
 	}
@@ -84,7 +84,7 @@ func TestBoundedBackgroundBatchesInOrder(t *testing.T) {
 	g := &gateEmbedder{}
 	b := NewBounded(g, 2, 3)
 	texts := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
-	vecs, err := b.Embed(context.Background(), texts)
+	vecs, err := b.Embed(context.Background(), texts, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBoundedBackgroundLeavesAQuerySlot(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := b.Embed(context.Background(), []string{"index me"}); err != nil {
+			if _, err := b.Embed(context.Background(), []string{"index me"}, time.Time{}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -115,7 +115,7 @@ func TestBoundedBackgroundLeavesAQuerySlot(t *testing.T) {
 	// The second slot is the query's: it gets in while indexing holds one.
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"query"})
+		_, err := b.Embed(context.Background(), []string{"query"}, time.Now().Add(time.Hour))
 		done <- err
 	}()
 	<-g.entered
@@ -140,11 +140,11 @@ func TestBoundedNeverExceedsSlots(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := context.Background()
+			var by time.Time
 			if i%2 == 0 {
-				ctx = WithEmbedDeadline(ctx, time.Now().Add(time.Hour))
+				by = time.Now().Add(time.Hour)
 			}
-			if _, err := b.Embed(ctx, []string{"x", "yy", "zzz"}); err != nil {
+			if _, err := b.Embed(context.Background(), []string{"x", "yy", "zzz"}, by); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -158,11 +158,11 @@ func TestBoundedNeverExceedsSlots(t *testing.T) {
 func TestBoundedBackgroundHonoursCancel(t *testing.T) {
 	g := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 4)}
 	b := NewBounded(g, 1, 8)
-	go b.Embed(context.Background(), []string{"holds the slot"})
+	go b.Embed(context.Background(), []string{"holds the slot"}, time.Time{})
 	<-g.entered
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := b.Embed(ctx, []string{"waits"}); !errors.Is(err, context.Canceled) {
+	if _, err := b.Embed(ctx, []string{"waits"}, time.Time{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	close(g.release)
@@ -174,7 +174,7 @@ func TestBoundedBackgroundHonoursCancel(t *testing.T) {
 func TestBoundedQueryBatchesAndStopsAtItsDeadline(t *testing.T) {
 	g := &gateEmbedder{}
 	b := NewBounded(g, 1, 2)
-	vecs, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(time.Hour)), []string{"a", "bb", "ccc", "dddd", "eeeee"})
+	vecs, err := b.Embed(context.Background(), []string{"a", "bb", "ccc", "dddd", "eeeee"}, time.Now().Add(time.Hour))
 	if err != nil || len(vecs) != 5 || vecs[4][0] != 5 {
 		t.Fatalf("vecs %v, err %v", vecs, err)
 	}
@@ -184,9 +184,9 @@ func TestBoundedQueryBatchesAndStopsAtItsDeadline(t *testing.T) {
 	// Past its deadline with the only slot busy, a query gives up.
 	busy := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 2)}
 	b = NewBounded(busy, 1, 2)
-	go b.Embed(context.Background(), []string{"indexing"})
+	go b.Embed(context.Background(), []string{"indexing"}, time.Time{})
 	<-busy.entered
-	if _, err := b.Embed(WithEmbedDeadline(context.Background(), time.Now().Add(-time.Millisecond)), []string{"q", "r", "s"}); !errors.Is(err, ErrEmbeddingLate) {
+	if _, err := b.Embed(context.Background(), []string{"q", "r", "s"}, time.Now().Add(-time.Millisecond)); !errors.Is(err, ErrEmbeddingLate) {
 		t.Fatalf("err = %v, want ErrEmbeddingLate", err)
 	}
 	close(busy.release)

@@ -12,9 +12,11 @@ import (
 )
 
 // ErrEmbeddingLate reports that the vectors a caller waited for did not
-// arrive by its embedding deadline (see WithEmbedDeadline). The call goes on
-// without the caller and fills the cache, so the next request with the same
-// text finds its vector there.
+// arrive by its embedding deadline (Embedder.Embed's by): the caller goes
+// on without them (a full-text search in place of the vector one) while
+// its context stays alive for its other work. A Cached embedder's call goes
+// on without the caller and fills the cache, so the next request with the
+// same text finds its vector there.
 var ErrEmbeddingLate = errors.New("embedding late")
 
 // Timeouts of the calls a Cached embedder makes on nobody's behalf.
@@ -25,17 +27,6 @@ const (
 	// cacheWriteTimeout bounds writing the vectors of one call to the cache.
 	cacheWriteTimeout = 5 * time.Second
 )
-
-// embedDeadlineKey carries the time a caller stops waiting for vectors.
-type embedDeadlineKey struct{}
-
-// WithEmbedDeadline returns ctx telling a Cached embedder to wait for the
-// vectors it must fetch no later than t: past it, Embed fails with
-// ErrEmbeddingLate while ctx itself stays alive for the caller's other work
-// (a full-text search in place of the vector one).
-func WithEmbedDeadline(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, embedDeadlineKey{}, t)
-}
 
 // Cached is an Embedder that asks its cache first and embeds only the texts
 // the cache lacks. Concurrent requests for the same text share one call: a
@@ -91,9 +82,10 @@ func (c *Cached) Dims() int { return c.inner.Dims() }
 
 // Embed returns one vector per text, from the cache where it has them; the
 // rest are embedded — each distinct text once, joining a call already
-// embedding it — and written back. It waits until ctx ends or the deadline
-// set by WithEmbedDeadline passes (then ErrEmbeddingLate).
-func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// embedding it — and written back. It waits until ctx ends or, when by is
+// not zero, until by passes (then ErrEmbeddingLate). A call it starts
+// passes by on to the inner embedder.
+func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	model, dims := c.inner.Model(), c.inner.Dims()
 	hashes := make([]string, len(texts))
 	for i, t := range texts {
@@ -143,12 +135,12 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		return out, nil
 	}
 	if len(mine) > 0 {
-		go c.fly(context.WithoutCancel(ctx), mineTexts, mine)
+		go c.fly(context.WithoutCancel(ctx), mineTexts, mine, by)
 	}
 	wctx := ctx
-	if t, ok := ctx.Value(embedDeadlineKey{}).(time.Time); ok {
+	if !by.IsZero() {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(ctx, t)
+		wctx, cancel = context.WithDeadline(ctx, by)
 		defer cancel()
 	}
 	for i, h := range hashes {
@@ -187,11 +179,13 @@ func (c *Cached) lacksFlight(hashes []string, hit map[string][]float32, dims int
 }
 
 // fly embeds texts for the flights fs (index for index) under a context of
-// its own, publishes the result, and writes the vectors to the cache.
-func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight) {
+// its own, passing by (the deadline of the call that started it) to the
+// inner embedder, publishes the result, and writes the vectors to the
+// cache.
+func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.Time) {
 	model, dims := c.inner.Model(), c.inner.Dims()
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	vecs, err := c.inner.Embed(cctx, texts)
+	vecs, err := c.inner.Embed(cctx, texts, by)
 	cancel()
 	for j, f := range fs {
 		if err != nil {
@@ -225,36 +219,6 @@ func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight) {
 	}
 }
 
-// lateNoteKey carries a lateNote.
-type lateNoteKey struct{}
-
-// lateNote records that an embedding came too late for a caller.
-type lateNote struct {
-	mu   sync.Mutex
-	late bool
-}
-
-// withLateNote returns ctx recording whether any Embed under it failed with
-// ErrEmbeddingLate, and the function that reports it.
-func withLateNote(ctx context.Context) (context.Context, func() bool) {
-	n := &lateNote{}
-	return context.WithValue(ctx, lateNoteKey{}, n), func() bool {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.late
-	}
-}
-
-// noteLate reports err to ctx's lateNote when it is ErrEmbeddingLate, and
-// whether it is.
-func noteLate(ctx context.Context, err error) bool {
-	if !errors.Is(err, ErrEmbeddingLate) {
-		return false
-	}
-	if n, ok := ctx.Value(lateNoteKey{}).(*lateNote); ok {
-		n.mu.Lock()
-		n.late = true
-		n.mu.Unlock()
-	}
-	return true
-}
+// isLate reports whether err is ErrEmbeddingLate: the caller goes on
+// without the vectors.
+func isLate(err error) bool { return errors.Is(err, ErrEmbeddingLate) }

@@ -27,7 +27,7 @@ func newGated() *gatedEmbedder {
 func (g *gatedEmbedder) Model() string { return "gated" }
 func (g *gatedEmbedder) Dims() int     { return 8 }
 
-func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (g *gatedEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	g.mu.Lock()
 	g.calls++
 	for _, t := range texts {
@@ -39,7 +39,7 @@ func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return g.local.Embed(ctx, texts)
+	return g.local.Embed(ctx, texts, by)
 }
 
 func (g *gatedEmbedder) count(text string) (perText, calls int) {
@@ -73,10 +73,12 @@ func TestCachedSharesConcurrentIdenticalCalls(t *testing.T) {
 	results := make([][][]float32, 6)
 	errs := make([]error, 6)
 	for i := range 5 {
-		wg.Go(func() { results[i], errs[i] = c.Embed(context.Background(), []string{query}) })
+		wg.Go(func() { results[i], errs[i] = c.Embed(context.Background(), []string{query}, time.Time{}) })
 	}
 	// Recall ranks facts with the query in the same batch: the query joins.
-	wg.Go(func() { results[5], errs[5] = c.Embed(context.Background(), []string{query, "goal: trip to Kyoto"}) })
+	wg.Go(func() {
+		results[5], errs[5] = c.Embed(context.Background(), []string{query, "goal: trip to Kyoto"}, time.Time{})
+	})
 	waitFor(t, "the first call", func() bool { n, _ := g.count(query); return n >= 1 })
 	close(g.gate)
 	wg.Wait()
@@ -100,7 +102,7 @@ func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := c.Embed(ctx, []string{"I'm in Kyoto"})
+		_, err := c.Embed(ctx, []string{"I'm in Kyoto"}, time.Time{})
 		errc <- err
 	}()
 	waitFor(t, "the call", func() bool { _, n := g.count(""); return n == 1 })
@@ -110,7 +112,7 @@ func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
 	}
 	close(g.gate)
 	waitFor(t, "the vector in the cache", func() bool { return cache.has("gated", 8, "I'm in Kyoto") })
-	if _, err := c.Embed(context.Background(), []string{"I'm in Kyoto"}); err != nil {
+	if _, err := c.Embed(context.Background(), []string{"I'm in Kyoto"}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, calls := g.count(""); calls != 1 {
@@ -148,7 +150,7 @@ func TestCachedRereadsWhenAFlightEndedDuringItsRead(t *testing.T) {
 	const text = "my sister is called Ana"
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Embed(context.Background(), []string{text})
+		_, err := c.Embed(context.Background(), []string{text}, time.Time{})
 		first <- err
 	}()
 	waitFor(t, "the first call", func() bool { n, _ := g.count(text); return n == 1 })
@@ -164,7 +166,7 @@ func TestCachedRereadsWhenAFlightEndedDuringItsRead(t *testing.T) {
 		})
 	}
 	cache.mu.Unlock()
-	if _, err := c.Embed(context.Background(), []string{text}); err != nil {
+	if _, err := c.Embed(context.Background(), []string{text}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {
@@ -179,8 +181,8 @@ func TestCachedEmbedDeadlineFailsLateWithoutCancelling(t *testing.T) {
 	g := newGated()
 	cache := &memCache{}
 	c := NewCached(g, cache, nil)
-	ctx := WithEmbedDeadline(context.Background(), time.Now().Add(5*time.Millisecond))
-	_, err := c.Embed(ctx, []string{"and in Porto?"})
+	ctx := context.Background()
+	_, err := c.Embed(ctx, []string{"and in Porto?"}, time.Now().Add(5*time.Millisecond))
 	if !errors.Is(err, ErrEmbeddingLate) {
 		t.Fatalf("err = %v, want ErrEmbeddingLate", err)
 	}
@@ -196,7 +198,7 @@ func TestRecallFallsBackToFullTextWhenTheQueryEmbeddingIsLate(t *testing.T) {
 	local := NewLocal(8)
 	item := memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage, Ref: "x:0", Text: "I'm staying in Kyoto next week",
 		Model: "gated", Dims: 8, CreatedAt: time.Now()}
-	vec, _ := local.Embed(context.Background(), []string{item.Text})
+	vec, _ := local.Embed(context.Background(), []string{item.Text}, time.Time{})
 	item.Embedding = vec[0]
 	if err := st.AddItems(context.Background(), []memory.Item{item}); err != nil {
 		t.Fatal(err)
@@ -206,8 +208,8 @@ func TestRecallFallsBackToFullTextWhenTheQueryEmbeddingIsLate(t *testing.T) {
 	t.Cleanup(func() { close(g.gate) })
 	emb := NewCached(g, &memCache{}, nil)
 	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{TopK: 5}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
-	ctx := WithEmbedDeadline(context.Background(), time.Now().Add(5*time.Millisecond))
-	got, err := r.Recall(ctx, memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: "what's the weather in Kyoto?"})
+	got, err := r.Recall(context.Background(), memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: "what's the weather in Kyoto?",
+		EmbedBy: time.Now().Add(5 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,34 +13,80 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// dedupReference is Dedup as it was first written: normalised text through
-// tokenize and strings.Join, every pair's similarity through Cosine. Dedup
-// must keep exactly what it keeps.
-func dedupReference(items []memory.Item, limit int) []memory.Item {
-	var out []memory.Item
-	seen := map[string]bool{}
-	for _, it := range items {
-		if limit > 0 && len(out) >= limit {
-			break
+// sameText reports whether two passages' texts are the same for dedup:
+// equal once lower-cased with punctuation dropped (the words of
+// tokenize, one space apart).
+func sameText(a, b string) bool {
+	return strings.Join(tokenize(a), " ") == strings.Join(tokenize(b), " ")
+}
+
+// nearVectors reports whether two passages' vectors make them the same for
+// dedup: both present, of one length, with Cosine above 0.95.
+func nearVectors(a, b []float32) bool {
+	return len(a) > 0 && len(a) == len(b) && Cosine(a, b) > dupCosine
+}
+
+// checkDedup checks what Dedup(items, limit) must give, got: a walk of
+// items in order that keeps an item unless it has the text of a kept one
+// or a vector near a kept one's (dropped items never count), and stops
+// once limit are kept (limit <= 0: never). That is:
+//   - got is a subsequence of items, each with its item's fields and
+//     score, at most limit long when limit > 0;
+//   - no kept item has the text of, or a vector near, one kept before it;
+//   - every item the walk passed over (all of them, unless it stopped at
+//     the limit: then those before the last kept one) has the text of, or
+//     a vector near, an item kept before it.
+func checkDedup(t *testing.T, items []memory.Item, limit int, got []memory.Item) {
+	t.Helper()
+	if limit > 0 && len(got) > limit {
+		t.Fatalf("kept %d, limit %d", len(got), limit)
+	}
+	// at[k] is the index in items of kept item k.
+	at := make([]int, len(got))
+	next := 0
+	for k, g := range got {
+		for next < len(items) && items[next].Ref != g.Ref {
+			next++
 		}
-		n := strings.Join(tokenize(it.Text), " ")
-		if seen[n] {
-			continue
+		if next == len(items) {
+			t.Fatalf("kept %v: not a subsequence of the items %v", refs(got), refs(items))
 		}
-		dup := false
-		for _, k := range out {
-			if len(k.Embedding) > 0 && len(k.Embedding) == len(it.Embedding) && Cosine(k.Embedding, it.Embedding) > dupCosine {
-				dup = true
-				break
+		if want := items[next]; g.Text != want.Text || g.Score != want.Score || !sameVector(g.Embedding, want.Embedding) {
+			t.Fatalf("kept item %s changed: %+v, was %+v", g.Ref, g, want)
+		}
+		at[k] = next
+		next++
+	}
+	dupOfKept := func(it memory.Item, kept []memory.Item) (string, bool) {
+		for _, k := range kept {
+			if sameText(it.Text, k.Text) {
+				return "the text of " + k.Ref, true
+			}
+			if nearVectors(it.Embedding, k.Embedding) {
+				return fmt.Sprintf("a vector at cosine %v with %s", Cosine(it.Embedding, k.Embedding), k.Ref), true
 			}
 		}
-		if dup {
+		return "", false
+	}
+	for k := range got {
+		if why, dup := dupOfKept(got[k], got[:k]); dup {
+			t.Fatalf("kept %s, which has %s (kept before it)", got[k].Ref, why)
+		}
+	}
+	walked := len(items)
+	if limit > 0 && len(got) == limit {
+		walked = at[len(at)-1]
+	}
+	k := 0
+	for i := range walked {
+		if k < len(at) && at[k] == i {
+			k++
 			continue
 		}
-		seen[n] = true
-		out = append(out, it)
+		if _, dup := dupOfKept(items[i], got[:k]); !dup {
+			t.Fatalf("dropped %s (limit %d), which repeats no item kept before it; kept %v", items[i].Ref, limit, refs(got))
+		}
 	}
-	return out
 }
 
 // randUnit returns a random vector of length 1 (in float64, then rounded).
@@ -149,20 +195,114 @@ func randomItems(r *rand.Rand, n, dims int) []memory.Item {
 	return items
 }
 
-// TestDedupMatchesReference compares Dedup with dedupReference on random
-// items, limits and vector lengths.
-func TestDedupMatchesReference(t *testing.T) {
+// TestDedupProperties checks Dedup against what it must do (checkDedup)
+// on random items (texts repeating a few phrases, vectors near earlier
+// ones and around the threshold, of other lengths, zero, missing, tiny,
+// huge or not finite), limits and vector lengths, with fixed seeds.
+func TestDedupProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := range 400 {
 		dims := []int{384, 16, 17, 3, 1536, 100, 130}[trial%7]
 		n := r.IntN(120)
 		items := randomItems(r, n, dims)
-		for _, limit := range []int{-1, 0, 1, 5, n / 2, n, n + 3} {
-			got, want := Dedup(items, limit), dedupReference(items, limit)
-			if !eqStrings(refs(got), refs(want)) {
-				t.Fatalf("trial %d (dims %d, %d items, limit %d): Dedup kept %v, reference %v", trial, dims, n, limit, refs(got), refs(want))
-			}
+		for i := range items {
+			items[i].Score = float64(n - i)
 		}
+		for _, limit := range []int{-1, 0, 1, 5, n / 2, n, n + 3} {
+			checkDedup(t, items, limit, Dedup(items, limit))
+		}
+	}
+}
+
+// TestDedupPropertiesNearTheThreshold checks Dedup (checkDedup) on
+// vectors longer than one chunk whose weight is all in their first
+// dupChunk dimensions, many pairs within a hair of the 0.95 threshold:
+// there the bound on a pair's cosine after the first chunk is tight, so a
+// wrong early rejection would show.
+func TestDedupPropertiesNearTheThreshold(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for trial := range 300 {
+		dims := []int{384, 130, 1536}[trial%3]
+		n := 2 + r.IntN(60)
+		items := make([]memory.Item, n)
+		for i := range items {
+			head := make([]float32, dupChunk)
+			if i == 0 || r.IntN(3) == 0 {
+				for j, x := range randUnit(r, dupChunk) {
+					head[j] = float32(x)
+				}
+			} else {
+				c := 0.95 + []float64{1e-7, -1e-7, 1e-5, -1e-5, 1e-4, -1e-4, 1e-3}[r.IntN(7)]
+				head = atCosine(r, items[r.IntN(i)].Embedding[:dupChunk], c)
+			}
+			v := make([]float32, dims)
+			copy(v, head)
+			items[i] = memory.Item{Kind: KindMessage, Ref: fmt.Sprintf("r%d", i), Text: fmt.Sprintf("passage %d", i),
+				Embedding: v, Score: float64(n - i)}
+		}
+		for _, limit := range []int{0, 1 + r.IntN(n)} {
+			checkDedup(t, items, limit, Dedup(items, limit))
+		}
+	}
+}
+
+// TestDedupExamples states what dedup keeps on small cases.
+func TestDedupExamples(t *testing.T) {
+	x, y, z := []float32{1, 0, 0}, []float32{0, 1, 0}, []float32{0, 0, 1}
+	tests := []struct {
+		name  string
+		items []memory.Item
+		limit int
+		want  []string
+	}{
+		{"the first of two texts equal but for case and punctuation", []memory.Item{
+			{Ref: "a", Text: "I live in Porto.", Embedding: x},
+			{Ref: "b", Text: "i LIVE in porto!!", Embedding: y},
+		}, 0, []string{"a"}},
+		{"texts differing by a word are not the same", []memory.Item{
+			{Ref: "a", Text: "I live in Porto", Embedding: x},
+			{Ref: "b", Text: "I lived in Porto", Embedding: y},
+		}, 0, []string{"a", "b"}},
+		{"a vector above 0.95 to a kept one is dropped; at or below it is kept", []memory.Item{
+			{Ref: "a", Text: "one", Embedding: x},
+			{Ref: "near", Text: "two", Embedding: []float32{1, 0.3, 0}},    // cosine 0.958
+			{Ref: "apart", Text: "three", Embedding: []float32{1, 0.4, 0}}, // cosine 0.928
+		}, 0, []string{"a", "apart"}},
+		{"a dropped item never drops another", []memory.Item{
+			{Ref: "a", Text: "one", Embedding: x},
+			{Ref: "b", Text: "two", Embedding: []float32{1, 0.3, 0}},   // near a: dropped
+			{Ref: "c", Text: "three", Embedding: []float32{1, 0.7, 0}}, // near b (0.98), not a (0.82): kept
+			{Ref: "d", Text: "TWO", Embedding: z},                      // b's text, but b was dropped: kept
+		}, 0, []string{"a", "c", "d"}},
+		{"items without a vector, or of another length, are compared by text alone", []memory.Item{
+			{Ref: "a", Text: "one", Embedding: x},
+			{Ref: "none", Text: "two"},
+			{Ref: "short", Text: "three", Embedding: []float32{1, 0}},
+			{Ref: "none-again", Text: "Two!"},
+		}, 0, []string{"a", "none", "short"}},
+		{"zero vectors are near nothing, not even each other", []memory.Item{
+			{Ref: "a", Text: "one", Embedding: []float32{0, 0, 0}},
+			{Ref: "b", Text: "two", Embedding: []float32{0, 0, 0}},
+		}, 0, []string{"a", "b"}},
+		{"the walk stops at the limit", []memory.Item{
+			{Ref: "a", Text: "one", Embedding: x},
+			{Ref: "dup", Text: "ONE", Embedding: y},
+			{Ref: "b", Text: "two", Embedding: y},
+			{Ref: "c", Text: "three", Embedding: z},
+		}, 2, []string{"a", "b"}},
+		{"a negative limit is no limit", []memory.Item{
+			{Ref: "a", Text: "one", Embedding: x},
+			{Ref: "b", Text: "two", Embedding: y},
+		}, -1, []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Dedup(tt.items, tt.limit)
+			if !eqStrings(refs(got), tt.want) {
+				t.Fatalf("Dedup = %v, want %v", refs(got), tt.want)
+			}
+			checkDedup(t, tt.items, tt.limit, got)
+		})
 	}
 }
 
@@ -299,7 +439,7 @@ func BenchmarkDedup(b *testing.B) {
 		}
 		texts[i] = strings.Join(w, " ")
 	}
-	vecs, err := NewLocal(384).Embed(b.Context(), texts)
+	vecs, err := NewLocal(384).Embed(b.Context(), texts, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -309,19 +449,12 @@ func BenchmarkDedup(b *testing.B) {
 	if kept := len(Dedup(items, 125)); kept != 125 {
 		b.Fatalf("%d kept, want 125: the candidates are too alike to measure", kept)
 	}
-	for _, bm := range []struct {
-		name  string
-		dedup func([]memory.Item, int) []memory.Item
-	}{{"Dedup", Dedup}, {"reference", dedupReference}} {
-		b.Run(bm.name, func(b *testing.B) {
-			b.ReportAllocs()
-			start := cpuNow()
-			for b.Loop() {
-				bm.dedup(items, 125)
-			}
-			reportCPU(b, start)
-		})
+	b.ReportAllocs()
+	start := cpuNow()
+	for b.Loop() {
+		Dedup(items, 125)
 	}
+	reportCPU(b, start)
 }
 
 // sortByScore orders items as sortCands orders their candidates.

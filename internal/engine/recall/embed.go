@@ -15,8 +15,13 @@ import (
 // dimensions and are recorded with Model() and Dims(), so a model change is
 // detected and re-embedded by `gateway reindex`.
 type Embedder interface {
-	// Embed returns one vector per text, in order.
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Embed returns one vector per text, in order. by, when not zero, is
+	// when the caller stops waiting (a request's query): an embedder that
+	// may queue or share calls fails with ErrEmbeddingLate past it, and
+	// treats the call as the request path's; by zero is a call on
+	// nobody's behalf (indexing), waited for until ctx ends. An embedder
+	// that does neither ignores by.
+	Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error)
 	// Model names the model the vectors come from.
 	Model() string
 	// Dims is the vector dimension.
@@ -62,8 +67,9 @@ func (o *OpenAI) Model() string { return o.model }
 func (o *OpenAI) Dims() int { return o.dims }
 
 // Embed returns one vector per text. It fails when the endpoint fails or
-// answers with a vector count or dimension other than asked for.
-func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// answers with a vector count or dimension other than asked for. It
+// ignores by: ctx bounds the call.
+func (o *OpenAI) Embed(ctx context.Context, texts []string, _ time.Time) ([][]float32, error) {
 	defer func(start time.Time) { o.latency.Observe(time.Since(start).Seconds()) }(time.Now())
 	out := make([][]float32, len(texts))
 	for start := 0; start < len(texts); start += o.batch {

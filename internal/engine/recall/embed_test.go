@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -35,7 +36,7 @@ func (s *embeddingsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.batches = append(s.batches, len(req.Input))
 	s.mu.Unlock()
 	local := NewLocal(req.Dimensions)
-	vecs, _ := local.Embed(r.Context(), req.Input)
+	vecs, _ := local.Embed(r.Context(), req.Input, time.Time{})
 	type datum struct {
 		Object    string    `json:"object"`
 		Index     int       `json:"index"`
@@ -126,14 +127,14 @@ func TestOpenAIEmbedderBatches(t *testing.T) {
 			for i := range texts {
 				texts[i] = fmt.Sprintf("text number %d about Lisbon", i)
 			}
-			vecs, err := emb.Embed(context.Background(), texts)
+			vecs, err := emb.Embed(context.Background(), texts, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := fake.calls(); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Fatalf("batches = %v, want %v", got, tt.want)
 			}
-			want, _ := NewLocal(16).Embed(context.Background(), texts)
+			want, _ := NewLocal(16).Embed(context.Background(), texts, time.Time{})
 			for i := range texts {
 				if Cosine(vecs[i], want[i]) < 0.9999 {
 					t.Fatalf("vector %d is not the one for its text", i)
@@ -151,7 +152,7 @@ func TestOpenAIEmbedderRejectsWrongDimensions(t *testing.T) {
 	cfg := openai.DefaultConfig("k")
 	cfg.BaseURL = srv.URL + "/v1"
 	emb := NewOpenAI(openai.NewClientWithConfig(cfg), "m", 8, 4)
-	if _, err := emb.Embed(context.Background(), []string{"x"}); err == nil {
+	if _, err := emb.Embed(context.Background(), []string{"x"}, time.Time{}); err == nil {
 		t.Fatal("a 3-dimensional answer for 8 dimensions must fail")
 	}
 }
@@ -161,14 +162,14 @@ func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
 	cache := &memCache{}
 	c := NewCached(emb, cache, nil)
 	ctx := context.Background()
-	first, err := c.Embed(ctx, []string{"I live in Lisbon", "I am vegetarian", "I live in Lisbon"})
+	first, err := c.Embed(ctx, []string{"I live in Lisbon", "I am vegetarian", "I live in Lisbon"}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fake.calls(); fmt.Sprint(got) != "[2]" {
 		t.Fatalf("first call batches = %v, want one request with the 2 distinct texts", got)
 	}
-	second, err := c.Embed(ctx, []string{"I am vegetarian", "I live in Lisbon"})
+	second, err := c.Embed(ctx, []string{"I am vegetarian", "I live in Lisbon"}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
 	if Cosine(second[1], first[0]) < 0.9999 || Cosine(second[0], first[1]) < 0.9999 {
 		t.Fatal("cached vectors differ from the embedded ones")
 	}
-	if _, err := c.Embed(ctx, []string{"I am vegetarian", "I moved to Porto"}); err != nil {
+	if _, err := c.Embed(ctx, []string{"I am vegetarian", "I moved to Porto"}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fake.calls(); fmt.Sprint(got) != "[2 1]" {
@@ -189,7 +190,7 @@ func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
 func TestCachedEmbedderSurvivesCacheFailure(t *testing.T) {
 	emb, fake := mustOpenAIEmbedder(t, 16, 8)
 	c := NewCached(emb, &memCache{fail: errors.New("redis down")}, nil)
-	vecs, err := c.Embed(context.Background(), []string{"a b c", "d e f"})
+	vecs, err := c.Embed(context.Background(), []string{"a b c", "d e f"}, time.Time{})
 	if err != nil || len(vecs) != 2 || len(vecs[1]) != 16 {
 		t.Fatalf("Embed = %d vectors, %v; want the embedder's answer", len(vecs), err)
 	}

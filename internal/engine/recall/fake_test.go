@@ -221,7 +221,7 @@ type countingEmbedder struct {
 	err   error
 }
 
-func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	c.mu.Lock()
 	c.texts += len(texts)
 	err := c.err
@@ -229,5 +229,5 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	if err != nil {
 		return nil, err
 	}
-	return c.Embedder.Embed(ctx, texts)
+	return c.Embedder.Embed(ctx, texts, by)
 }

@@ -239,7 +239,7 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 		for i, it := range chunk {
 			texts[i] = it.Text
 		}
-		vecs, err := ix.emb.Embed(ctx, texts)
+		vecs, err := ix.emb.Embed(ctx, texts, time.Time{})
 		if err != nil {
 			err = fmt.Errorf("embed %d items: %w", len(chunk), err)
 			rest := items[start:]

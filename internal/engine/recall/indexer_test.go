@@ -249,12 +249,12 @@ type failAfterEmbedder struct {
 	calls int
 }
 
-func (f *failAfterEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (f *failAfterEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	f.calls++
 	if f.calls > f.ok {
 		return nil, ErrEmbeddingLate
 	}
-	return f.Embedder.Embed(ctx, texts)
+	return f.Embedder.Embed(ctx, texts, by)
 }
 
 // TestIndexerKeepsWhatItEmbeddedAndStoresTheRestUnembedded: a round of more

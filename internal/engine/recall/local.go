@@ -6,6 +6,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memgate/memgate/internal/lexicon"
@@ -78,7 +79,7 @@ func (l *Local) Model() string {
 func (l *Local) Dims() int { return l.dims }
 
 // Embed returns one vector per text.
-func (l *Local) Embed(_ context.Context, texts []string) ([][]float32, error) {
+func (l *Local) Embed(_ context.Context, texts []string, _ time.Time) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		out[i] = l.vector(t)

@@ -5,11 +5,12 @@ import (
 	"hash/fnv"
 	"math"
 	"testing"
+	"time"
 )
 
 func embedOne(t *testing.T, l *Local, s string) []float32 {
 	t.Helper()
-	v, err := l.Embed(context.Background(), []string{s})
+	v, err := l.Embed(context.Background(), []string{s}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +107,6 @@ func BenchmarkLocalEmbed(b *testing.B) {
 	text := []string{"I want to save R$ 5.000 by June, and remind me if the rent goes above 1,200 euros a month."}
 	b.SetBytes(int64(len(text[0])))
 	for b.Loop() {
-		l.Embed(context.Background(), text)
+		l.Embed(context.Background(), text, time.Time{})
 	}
 }

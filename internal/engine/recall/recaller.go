@@ -113,12 +113,11 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if now.IsZero() {
 		now = time.Now()
 	}
-	ctx, late := withLateNote(ctx)
 	// The searches and the turns around their hits are current as of
 	// q.Revisions, the one read of the user's revision counters the
 	// request made (nil: each reads its own).
 	sq := SearchQuery{Tenant: q.Tenant, User: q.User, Text: q.Text, ExcludeRefs: q.ExcludeRefs, Now: now,
-		TopK: r.passages(q.Budget), Revisions: q.Revisions}
+		TopK: r.passages(q.Budget), Revisions: q.Revisions, EmbedBy: q.EmbedBy}
 	search := true
 	if !(r.opts.CrossConversation && q.CrossConversation) {
 		search = q.Conversation != "" // else no conversation to stay within
@@ -129,9 +128,10 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	// longer of the two, are searched on this goroutine, which runs now:
 	// the facts wait for a free CPU instead of the search.
 	var (
-		out      memory.Recalled
-		factsErr error
-		done     = make(chan struct{})
+		out       memory.Recalled
+		factsErr  error
+		factsLate bool
+		done      = make(chan struct{})
 	)
 	go func() {
 		defer close(done)
@@ -140,14 +140,15 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 			factsErr = fmt.Errorf("recall facts: %w", err)
 			return
 		}
-		out.Facts, factsErr = r.rankFacts(ctx, facts, r.search.factQuery(ctx, q.Revisions, q.Tenant, q.User, q.Text), now)
+		out.Facts, factsLate, factsErr = r.rankFacts(ctx, facts, r.search.factQuery(ctx, q.Revisions, q.Tenant, q.User, q.Text), now, q.EmbedBy)
 	}()
 	var (
-		items     []memory.Item
-		searchErr error
+		items      []memory.Item
+		searchLate bool
+		searchErr  error
 	)
 	if search {
-		items, searchErr = r.search.Search(ctx, sq)
+		items, searchLate, searchErr = r.search.search(ctx, sq)
 		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
 			items, searchErr = expand(ctx, r.context, q.Revisions, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
 		}
@@ -166,7 +167,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 		it.Embedding = nil
 		out.Items = append(out.Items, it)
 	}
-	out.Lexical = late()
+	out.Lexical = searchLate || factsLate
 	return out, nil
 }
 
@@ -213,10 +214,12 @@ func FactText(f memory.Fact) string {
 	return string(f.Type) + " " + strings.ReplaceAll(f.Key, "_", " ") + ": " + f.Value
 }
 
-// rankFacts orders facts (see Recall) and caps them at FactsMax.
-func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query string, now time.Time) ([]memory.Fact, error) {
+// rankFacts orders facts (see Recall) and caps them at FactsMax, waiting
+// for the embeddings until by at most (when not zero): past it (late) the
+// facts rank without relevance to the query.
+func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query string, now, by time.Time) (_ []memory.Fact, late bool, _ error) {
 	if r.opts.FactsMax <= 0 || len(facts) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	rel := make([]float64, len(facts))
 	if strings.TrimSpace(query) != "" {
@@ -225,9 +228,10 @@ func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query str
 		for _, f := range facts {
 			texts = append(texts, FactText(f))
 		}
-		vecs, err := r.emb.Embed(ctx, texts)
-		if err != nil && !noteLate(ctx, err) {
-			return nil, fmt.Errorf("embed facts: %w", err)
+		vecs, err := r.emb.Embed(ctx, texts, by)
+		late = isLate(err)
+		if err != nil && !late {
+			return nil, false, fmt.Errorf("embed facts: %w", err)
 		}
 		// A late query embedding ranks the facts without relevance.
 		for i := 0; err == nil && i < len(facts); i++ {
@@ -262,7 +266,7 @@ func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query str
 			out = append(out, facts[i])
 		}
 	}
-	return out, nil
+	return out, late, nil
 }
 
 // QueryText is the recall query for a request's messages: the newest user

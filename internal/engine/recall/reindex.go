@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -45,7 +46,7 @@ func Reindex(ctx context.Context, store Reembedder, emb Embedder, batch int, pro
 		for i, it := range items {
 			texts[i] = it.Text
 		}
-		vecs, err := emb.Embed(ctx, texts)
+		vecs, err := emb.Embed(ctx, texts, time.Time{})
 		if err != nil {
 			return done, fmt.Errorf("reindex after item %d: %w", after, err)
 		}

@@ -117,6 +117,9 @@ type SearchQuery struct {
 	// (nil: the store reads them), which the store's reads are current as
 	// of.
 	Revisions *memory.Revisions
+	// EmbedBy, when not zero, is when the search stops waiting for its
+	// embeddings (see Search).
+	EmbedBy time.Time
 }
 
 // Search returns the user's best passages for q.Text, best first, each with
@@ -140,10 +143,21 @@ type SearchQuery struct {
 // names Mel. A query of nothing but such words is embedded whole. With
 // SearchOptions.WholeQuery the question is embedded as asked, without
 // those common words alone (see withoutWords).
+//
+// A query embedding that comes after q.EmbedBy (ErrEmbeddingLate) leaves
+// the full-text ranking alone; results without a vector that come too late
+// are deduplicated by text alone.
 func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, error) {
+	items, _, err := s.search(ctx, q)
+	return items, err
+}
+
+// search is Search, also reporting whether an embedding came too late
+// (lexical: the passages were ranked or deduplicated without it).
+func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, lexical bool, _ error) {
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	topK := s.opts.TopK
 	if q.TopK > 0 {
@@ -177,17 +191,17 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	vecText, err := s.vectorText(ctx, q.Revisions, q.Tenant, q.User, text, terms)
 	if err != nil {
 		<-done
-		return nil, err
+		return nil, false, err
 	}
 	ectx, span := telemetry.Start(ctx, "memory.embed")
-	vecs, err := s.emb.Embed(ectx, []string{vecText})
+	vecs, err := s.emb.Embed(ectx, []string{vecText}, q.EmbedBy)
 	telemetry.End(span, err)
 	// A query embedding that comes too late leaves the full-text ranking
-	// alone (see WithEmbedDeadline).
-	lexical := noteLate(ctx, err)
+	// alone.
+	lexical = isLate(err)
 	if err != nil && !lexical {
 		<-done
-		return nil, fmt.Errorf("embed query: %w", err)
+		return nil, false, fmt.Errorf("embed query: %w", err)
 	}
 	if !lexical {
 		iq.Embedding = vecs[0]
@@ -199,10 +213,10 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 	}
 	<-done
 	if err != nil {
-		return nil, fmt.Errorf("vector search: %w", err)
+		return nil, false, fmt.Errorf("vector search: %w", err)
 	}
 	if textErr != nil {
-		return nil, fmt.Errorf("text search: %w", textErr)
+		return nil, false, fmt.Errorf("text search: %w", textErr)
 	}
 	// The vector ranking is ours (a store's fresh slice): it is filtered
 	// in place.
@@ -236,7 +250,8 @@ func (s *Searcher) Search(ctx context.Context, q SearchQuery) ([]memory.Item, er
 		out = append(out, c)
 	}
 	sortCands(out)
-	return s.dedup(ctx, scr, out, topK)
+	items, late, err := s.dedup(ctx, scr, out, topK, q.EmbedBy)
+	return items, lexical || late, err
 }
 
 // vectorText is the text the vector query embeds for text, whose words
@@ -477,8 +492,9 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 // dedup keeps, walking cands best first, those whose normalised text
 // differs from every kept one and whose vector is within dupCosine of
 // none, until topK are kept. Candidates without a vector (text-only hits)
-// are embedded here.
-func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, topK int) ([]memory.Item, error) {
+// are embedded here, waiting until by at most (when not zero): past it
+// (late) they are deduplicated by text alone.
+func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, topK int, by time.Time) (_ []memory.Item, late bool, _ error) {
 	var missing []string
 	var at []int
 	for i, c := range cands {
@@ -488,19 +504,19 @@ func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, 
 		}
 	}
 	if len(missing) > 0 {
-		vecs, err := s.emb.Embed(ctx, missing)
-		if noteLate(ctx, err) {
+		vecs, err := s.emb.Embed(ctx, missing, by)
+		if isLate(err) {
 			for _, c := range cands {
 				c.it.Embedding = nil // dedup by text alone
 			}
-			return scr.dedupScratch.dedup(cands, topK), nil
+			return scr.dedupScratch.dedup(cands, topK), true, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("embed results: %w", err)
+			return nil, false, fmt.Errorf("embed results: %w", err)
 		}
 		for j, i := range at {
 			cands[i].it.Embedding = vecs[j]
 		}
 	}
-	return scr.dedupScratch.dedup(cands, topK), nil
+	return scr.dedupScratch.dedup(cands, topK), false, nil
 }

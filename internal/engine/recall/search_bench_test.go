@@ -53,7 +53,7 @@ func BenchmarkSearchWarm(b *testing.B) {
 		items[i] = memory.Item{Tenant: "t", User: "u", Conversation: conv, Kind: recall.KindMessage,
 			Ref: fmt.Sprintf("e%d:%d", i/2, i%2), Text: texts[i], CreatedAt: t0.Add(time.Duration(i) * time.Minute)}
 	}
-	vecs, err := emb.Embed(ctx, texts)
+	vecs, err := emb.Embed(ctx, texts, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,14 +89,14 @@ type memoEmbedder struct {
 	m  map[string][]float32
 }
 
-func (e *memoEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *memoEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v, ok := e.m[t]
 		if !ok {
-			vs, err := e.Embedder.Embed(ctx, []string{t})
+			vs, err := e.Embedder.Embed(ctx, []string{t}, by)
 			if err != nil {
 				return nil, err
 			}

@@ -36,12 +36,12 @@ type lateEmbedder struct {
 	calls    int
 }
 
-func (e *lateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *lateEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	e.calls++
 	if e.lateFrom >= 0 && e.calls > e.lateFrom {
 		return nil, ErrEmbeddingLate
 	}
-	return e.inner.Embed(ctx, texts)
+	return e.inner.Embed(ctx, texts, by)
 }
 func (e *lateEmbedder) Model() string { return e.inner.Model() }
 func (e *lateEmbedder) Dims() int     { return e.inner.Dims() }
@@ -277,7 +277,7 @@ func TestSearchProperties(t *testing.T) {
 			case len(c.emb) == dims:
 				return c.emb
 			}
-			v, _ := local.Embed(context.Background(), []string{c.first.Text})
+			v, _ := local.Embed(context.Background(), []string{c.first.Text}, time.Time{})
 			return v[0]
 		}
 		if len(got) > su.topK {
@@ -402,7 +402,7 @@ func BenchmarkSearchRanking(b *testing.B) {
 		}
 		texts[i] = "Mel: " + strings.Join(w, " ") + "."
 	}
-	vecs, err := emb.Embed(b.Context(), texts)
+	vecs, err := emb.Embed(b.Context(), texts, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func BenchmarkSearchRanking(b *testing.B) {
 		st.byText = append(st.byText, it)
 	}
 	q := SearchQuery{Tenant: "t", User: "u", Text: "what did my sister say about the vegan dinner in Lisbon?", Now: t0}
-	qv, err := emb.Embed(b.Context(), []string{q.Text})
+	qv, err := emb.Embed(b.Context(), []string{q.Text}, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -446,7 +446,7 @@ type fixedEmbedder struct {
 	v []float32
 }
 
-func (e fixedEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+func (e fixedEmbedder) Embed(_ context.Context, texts []string, by time.Time) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	for i := range out {
 		out[i] = e.v

@@ -84,7 +84,7 @@ func TestRecencyWeight(t *testing.T) {
 
 func TestDedup(t *testing.T) {
 	l := NewLocal(384)
-	vec := func(s string) []float32 { v, _ := l.Embed(context.Background(), []string{s}); return v[0] }
+	vec := func(s string) []float32 { v, _ := l.Embed(context.Background(), []string{s}, time.Time{}); return v[0] }
 	mk := func(ref, text string) memory.Item { return memory.Item{Ref: ref, Text: text, Embedding: vec(text)} }
 	tests := []struct {
 		name  string
@@ -112,7 +112,7 @@ func mustIndex(t *testing.T, st *fakeStore, emb Embedder, items ...memory.Item) 
 	for i, it := range items {
 		texts[i] = it.Text
 	}
-	vecs, err := emb.Embed(context.Background(), texts)
+	vecs, err := emb.Embed(context.Background(), texts, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

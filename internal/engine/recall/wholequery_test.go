@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -16,11 +17,11 @@ type recordingEmbedder struct {
 	texts []string
 }
 
-func (r *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (r *recordingEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	r.mu.Lock()
 	r.texts = append(r.texts, texts...)
 	r.mu.Unlock()
-	return r.Embedder.Embed(ctx, texts)
+	return r.Embedder.Embed(ctx, texts, by)
 }
 
 // TestSearchWholeQuery: by default the vector query is the question's

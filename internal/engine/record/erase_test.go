@@ -157,7 +157,7 @@ func leftOf(t *testing.T, store eraseStore, id memory.Identity) []string {
 			left = append(left, fmt.Sprintf("%d passages matching %q", len(items), word))
 		}
 	}
-	vecs, _ := recall.NewLocal(64).Embed(ctx, []string{"I live in Porto and I am vegan"})
+	vecs, _ := recall.NewLocal(64).Embed(ctx, []string{"I live in Porto and I am vegan"}, time.Time{})
 	if items, err := store.SearchVector(ctx, memory.ItemQuery{Tenant: id.Tenant, User: id.User,
 		Embedding: vecs[0], Model: recall.LocalModel, Dims: 64, Limit: 10}); err != nil {
 		t.Fatalf("SearchVector: %v", err)

@@ -278,23 +278,6 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 	return ms, nil
 }
 
-// BM25IDF is the inverse document frequency every full-text ranking gives
-// a term found in df of n documents: ln((n - df + 0.5) / (df + 0.5)),
-// floored at 1e-6 as FTS5 floors it, so a term in half the documents or
-// more still counts a little.
-func BM25IDF(n, df float64) float64 {
-	return max(math.Log((n-df+0.5)/(df+0.5)), 1e-6)
-}
-
-// BM25 is one term's Okapi BM25 contribution (memory.BM25K1,
-// memory.BM25B) to a document of docLen words, where the average is avgLen,
-// that holds it tf times, for a term of inverse document frequency idf (a
-// related term's times its weight). The SQL fallback of the PostgreSQL
-// store computes the same in its statement.
-func BM25(idf, tf, docLen, avgLen float64) float64 {
-	return idf * tf * (memory.BM25K1 + 1) / (tf + memory.BM25K1*(1-memory.BM25B+memory.BM25B*docLen/avgLen))
-}
-
 // VectorQuery reports whether q asks a vector search for anything (an
 // embedding and a positive limit), and memory.ErrInvalid for one whose Dims
 // contradict its embedding.

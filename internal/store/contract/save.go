@@ -86,6 +86,7 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 	msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
 	for k := range msgs {
 		m := &msgs[k]
+		*m = m.Bare() // as a store reads it back: without what ParseMessage kept
 		conv.LastSeq++
 		m.Tenant, m.User, m.Conversation = ex.Tenant, ex.User, ex.Conversation
 		m.Seq, m.Key = conv.LastSeq, memory.Key(ex.ID, k)

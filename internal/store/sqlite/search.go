@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 	"github.com/memgate/memgate/internal/telemetry"
 	"github.com/memgate/memgate/internal/vec"
 )
@@ -43,7 +44,7 @@ func (s *Store) MessagesAround(ctx context.Context, rev *memory.Revisions, tenan
 // (itemindex.DefaultLimits): the candidates' vectors are read from SQL and
 // scored here with a top-k heap, and only the winners' rows read whole.
 func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	qnorm := itemindex.Norm(q.Embedding)
+	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 {
 		return []memory.Item{}, nil
 	}
@@ -57,7 +58,7 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memo
 	if err != nil {
 		return nil, err
 	}
-	top := make(itemindex.TopK, 0, q.Limit+1)
+	top := make(ranking.TopK, 0, q.Limit+1)
 	for rows.Next() {
 		var id int64
 		var blob sql.RawBytes
@@ -69,7 +70,7 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memo
 		if !ok {
 			continue
 		}
-		top.Offer(itemindex.Scored{ID: id, Score: score}, q.Limit)
+		top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()
@@ -123,7 +124,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 		return nil, err
 	}
 	defer rows.Close()
-	r := itemindex.NewTextRanker(terms, q.Related, total)
+	r := ranking.NewTextRanker(terms, q.Related, total)
 	for rows.Next() {
 		var id int64
 		var text sql.RawBytes
@@ -180,7 +181,7 @@ func ftsMatch(terms []string) string {
 
 // itemsByID loads whole items for ranked ids, keeping their order and
 // scores; ids deleted since they were ranked are skipped.
-func (s *Store) itemsByID(ctx context.Context, ranked []itemindex.Scored) ([]memory.Item, error) {
+func (s *Store) itemsByID(ctx context.Context, ranked []ranking.Scored) ([]memory.Item, error) {
 	if len(ranked) == 0 {
 		return []memory.Item{}, nil
 	}

@@ -1,10 +1,10 @@
-package itemindex_test
+package ranking_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/ranking"
 )
 
 // TestForEachWord checks words are split at anything but letters, digits
@@ -23,18 +23,18 @@ func TestForEachWord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		itemindex.ForEachWord([]byte(tt.text), func(w []byte) { got = append(got, string(w)) })
+		ranking.ForEachWord([]byte(tt.text), func(w []byte) { got = append(got, string(w)) })
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("ForEachWord(%q) = %q, want %q", tt.text, got, tt.want)
 		}
 		for _, w := range tt.want {
-			if f := itemindex.FoldWord(w); f != w {
+			if f := ranking.FoldWord(w); f != w {
 				t.Errorf("FoldWord(%q) = %q, want it unchanged", w, f)
 			}
 		}
 	}
 	for in, want := range map[string]string{"Porto": "porto", "porto": "porto", "São": "sao", "x1": "x1"} {
-		if got := itemindex.FoldTerm(in); got != want {
+		if got := ranking.FoldTerm(in); got != want {
 			t.Errorf("FoldTerm(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -42,11 +42,11 @@ func TestForEachWord(t *testing.T) {
 
 // TestTopK checks the best k are kept, best first, ties lower id first.
 func TestTopK(t *testing.T) {
-	var top itemindex.TopK
+	var top ranking.TopK
 	for id, score := range []float64{0.1, 0.5, 0.3, 0.5, 0.9, 0.2} {
-		top.Offer(itemindex.Scored{ID: int64(id), Score: score}, 3)
+		top.Offer(ranking.Scored{ID: int64(id), Score: score}, 3)
 	}
-	want := []itemindex.Scored{{ID: 4, Score: 0.9}, {ID: 1, Score: 0.5}, {ID: 3, Score: 0.5}}
+	want := []ranking.Scored{{ID: 4, Score: 0.9}, {ID: 1, Score: 0.5}, {ID: 3, Score: 0.5}}
 	if got := top.Sorted(); !slices.Equal(got, want) {
 		t.Fatalf("Sorted = %v, want %v", got, want)
 	}

@@ -1,4 +1,4 @@
-package itemindex
+package ranking
 
 import "math"
 
@@ -8,8 +8,8 @@ type Scored struct {
 	Score float64
 }
 
-// worse orders candidates: lower score, then (on ties) higher id, is worse.
-func (a Scored) worse(b Scored) bool {
+// Worse orders candidates: lower score, then (on ties) higher id, is worse.
+func (a Scored) Worse(b Scored) bool {
 	if a.Score != b.Score {
 		return a.Score < b.Score
 	}
@@ -25,7 +25,7 @@ func (a Scored) worse(b Scored) bool {
 type TopK []Scored
 
 func (h TopK) Len() int           { return len(h) }
-func (h TopK) Less(i, j int) bool { return h[i].worse(h[j]) }
+func (h TopK) Less(i, j int) bool { return h[i].Worse(h[j]) }
 func (h TopK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *TopK) Push(x any)        { *h = append(*h, x.(Scored)) }
 func (h *TopK) Pop() any {
@@ -42,7 +42,7 @@ func (h *TopK) Offer(c Scored, k int) {
 		h.up(len(*h) - 1)
 		return
 	}
-	if (*h)[0].worse(c) {
+	if (*h)[0].Worse(c) {
 		(*h)[0] = c
 		h.down(0, len(*h))
 	}
@@ -66,7 +66,7 @@ func (h *TopK) Sorted() []Scored {
 func (h TopK) up(j int) {
 	for {
 		i := (j - 1) / 2 // parent
-		if i == j || !h[j].worse(h[i]) {
+		if i == j || !h[j].Worse(h[i]) {
 			break
 		}
 		h[i], h[j] = h[j], h[i]
@@ -83,10 +83,10 @@ func (h TopK) down(i0, n int) bool {
 			break
 		}
 		j := j1 // left child
-		if j2 := j1 + 1; j2 < n && h[j2].worse(h[j1]) {
+		if j2 := j1 + 1; j2 < n && h[j2].Worse(h[j1]) {
 			j = j2 // right child
 		}
-		if !h[j].worse(h[i]) {
+		if !h[j].Worse(h[i]) {
 			break
 		}
 		h[i], h[j] = h[j], h[i]

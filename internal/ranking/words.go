@@ -1,4 +1,4 @@
-package itemindex
+package ranking
 
 import (
 	"unicode"

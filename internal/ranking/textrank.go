@@ -1,8 +1,7 @@
-package itemindex
+package ranking
 
 import (
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // TextRanker scores full-text candidates by Okapi BM25 over the query's
@@ -90,7 +89,7 @@ func (r *TextRanker) Best(limit int) []Scored {
 	avg := max(float64(r.total)/float64(len(r.ids)), 1)
 	idf := make([]float64, len(r.df))
 	for k, df := range r.df {
-		idf[k] = r.weights[k] * contract.BM25IDF(n, float64(df))
+		idf[k] = r.weights[k] * BM25IDF(n, float64(df))
 	}
 	top := make(TopK, 0, limit+1)
 	nt := len(r.terms)
@@ -98,7 +97,7 @@ func (r *TextRanker) Best(limit int) []Scored {
 		score := 1e-9
 		for k, c := range r.tf[i*nt : (i+1)*nt] {
 			if c > 0 {
-				score += contract.BM25(idf[k], float64(c), float64(r.lens[i]), avg)
+				score += BM25(idf[k], float64(c), float64(r.lens[i]), avg)
 			}
 		}
 		top.Offer(Scored{ID: id, Score: score}, limit)
