@@ -119,11 +119,19 @@ func (r *Reads) Recent(ctx context.Context, rev *Revisions, id memory.Identity, 
 	return msgs, nil
 }
 
+// keepTimeout bounds keeping one tail in the tier.
+const keepTimeout = 2 * time.Second
+
 // keep keeps t, id's conversation's tail at rev, in the tier, off the
 // caller's path: a tail it keeps late, or not at all, is only a miss.
 func (r *Reads) keep(ctx context.Context, id memory.Identity, rev int64, t tail) {
 	if r.tier != nil {
-		go r.tier.KeepTail(context.WithoutCancel(ctx), id, rev, t.msgs, t.all)
+		go func() {
+			// Bounded on its own: a hung tier holds no goroutine for long.
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+			defer cancel()
+			r.tier.KeepTail(kctx, id, rev, t.msgs, t.all)
+		}()
 	}
 }
 
