@@ -322,39 +322,28 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
 }
 
-// cachedStore is a store whose saves and erasures also reach the engine's
-// cache of its reads: a save appends the turns it stored to the
-// conversation's newest turns held (cache.Reads.Saved), an erasure drops
-// what is held of the user.
+// cachedStore is a store whose reads besides its searches (recent turns,
+// facts, summaries) the engine keeps (cache.Reads), and whose saves and
+// erasures reach what it keeps (cache.Writes).
 type cachedStore struct {
 	store
-	reads *cache.Reads
+	reads  *cache.Reads
+	writes cache.Writes
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
 // memory.cache says, conversations' turns kept in tier too (nil: none).
 func withReads(cfg config.Config, st store, tier cache.TailTier) cachedStore {
-	return cachedStore{store: st, reads: cache.NewReads(st, tier, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
+	r := cache.NewReads(st, tier, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
+	return cachedStore{store: st, reads: r, writes: r.Through(st)}
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	res, err := s.store.SaveExchange(ctx, ex)
-	if err == nil {
-		s.reads.Saved([]memory.Exchange{ex}, []memory.SaveResult{res})
-	}
-	return res, err
+	return s.writes.SaveExchange(ctx, ex)
 }
-
 func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	res, err := s.store.SaveExchanges(ctx, exs)
-	if err == nil {
-		s.reads.Saved(exs, res)
-	}
-	return res, err
+	return s.writes.SaveExchanges(ctx, exs)
 }
-
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	err := s.store.DeleteUser(ctx, tenant, user)
-	s.reads.Forget(tenant, user)
-	return err
+	return s.writes.DeleteUser(ctx, tenant, user)
 }

@@ -1,0 +1,53 @@
+package cache
+
+import (
+	"context"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Writer is what of a store changes what Reads keep: its saves and its
+// erasures.
+type Writer interface {
+	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
+	DeleteUser(ctx context.Context, tenant, user string) error
+}
+
+// Writes are a Writer's saves and erasures, each brought to the Reads
+// too: a save appends the turns it stored to the conversation's newest
+// turns held (Reads.Saved), an erasure drops what is held of the user
+// (Reads.Forget), whether or not the store's delete failed.
+type Writes struct {
+	w Writer
+	r *Reads
+}
+
+// Through returns w's saves and erasures, brought to r.
+func (r *Reads) Through(w Writer) Writes { return Writes{w: w, r: r} }
+
+// SaveExchange saves ex with the Writer and, saved, tells the Reads.
+func (x Writes) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := x.w.SaveExchange(ctx, ex)
+	if err == nil {
+		x.r.Saved([]memory.Exchange{ex}, []memory.SaveResult{res})
+	}
+	return res, err
+}
+
+// SaveExchanges saves exs with the Writer and, saved, tells the Reads.
+func (x Writes) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	res, err := x.w.SaveExchanges(ctx, exs)
+	if err == nil {
+		x.r.Saved(exs, res)
+	}
+	return res, err
+}
+
+// DeleteUser erases the user with the Writer, and drops what the Reads
+// hold of them.
+func (x Writes) DeleteUser(ctx context.Context, tenant, user string) error {
+	err := x.w.DeleteUser(ctx, tenant, user)
+	x.r.Forget(tenant, user)
+	return err
+}
