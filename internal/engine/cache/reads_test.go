@@ -89,3 +89,55 @@ func TestSavesAdvanceTheTail(t *testing.T) {
 		t.Fatal("a Recent without revisions did not read the store")
 	}
 }
+
+// TestWritesReachTheReads: a save made through Writes advances the tail
+// held, so the next Recent reads nothing from the store; an erasure made
+// through it drops what is held of the user, so their next read (even at
+// a revision the erasure would not have moved) reads the store again.
+func TestWritesReachTheReads(t *testing.T) {
+	ctx := context.Background()
+	st := openSQLite(t, "")
+	var reads atomic.Int64
+	r := cache.NewReads(countingStore{st, &reads}, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	w := r.Through(st)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	recent := func(step string, rev memory.Revisions, wantReads int64) {
+		t.Helper()
+		before := reads.Load()
+		if _, err := r.Recent(ctx, &rev, id, 20); err != nil {
+			t.Fatal(err)
+		}
+		if n := reads.Load() - before; n != wantReads {
+			t.Fatalf("%s: %d SQL reads, want %d", step, n, wantReads)
+		}
+	}
+	revs := func() memory.Revisions {
+		t.Helper()
+		rev, err := st.ItemRevisions(ctx, id.Tenant, id.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	for i, batch := range []bool{false, true} {
+		recent("before the save", revs(), 1)
+		ex := memory.Exchange{ID: "ex" + string(rune('a'+i)), Identity: id, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: "question"}},
+			Reply: memory.Message{Role: "assistant", Content: "answer"}}
+		var err error
+		if batch {
+			_, err = w.SaveExchanges(ctx, []memory.Exchange{ex})
+		} else {
+			_, err = w.SaveExchange(ctx, ex)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		recent("after the save", revs(), 0)
+		held := revs()
+		if err := w.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+			t.Fatal(err)
+		}
+		recent("after the erasure, at the revision from before it", held, 1)
+	}
+}
