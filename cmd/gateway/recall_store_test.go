@@ -17,6 +17,7 @@ import (
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/tokens"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -220,21 +221,27 @@ func BenchmarkRecall(b *testing.B) {
 }
 
 // TestEveryStoreGivesRecallItsReads: whatever the store wiring (the
-// embedded file, PostgreSQL behind the Redis cache), recall gets the turns
-// around recalled messages and the user's term statistics. Recall finds
-// them by type assertion, so a wrapper that hid them would silently recall
-// turns without their question or answer, and rank speaker names as
-// content.
+// embedded file, PostgreSQL with Redis beside it), the store the memory
+// core hands to recall — wrapped in the engine's cache of its reads, as
+// openMemory wires it — gets recall the turns around recalled messages and
+// the user's term statistics. Recall finds them by type assertion, so a
+// wrapper that hid them would silently recall turns without their question
+// or answer, and rank speaker names as content (it once did: LoCoMo
+// coverage fell from 0.82 to 0.67).
 func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 	up := upstreamtest.New(t, upstreamtest.Default())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
-			bk, err := openStore(context.Background(), mk(t), slog.New(slog.DiscardHandler))
+			counter, err := tokens.New(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := bk.store
-			t.Cleanup(func() { bk.close() })
+			mem, err := openMemory(context.Background(), mk(t), counter, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { mem.Close() })
+			var st any = mem.store
 			if _, ok := st.(recall.ContextReader); !ok {
 				t.Errorf("the %s store (%T) does not read the turns around recalled messages", name, st)
 			}

@@ -44,6 +44,8 @@ type store interface {
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
+	recall.TermStats     // asserted by recall: the common words left out of its vector query
+	recall.ContextReader // asserted by recall: the turns around its hits
 	recall.IndexStore
 	recall.ManageStore
 	recall.Reembedder
