@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 
@@ -36,15 +35,6 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 		return memory.Revisions{}, err
 	}
 	return rev, nil
-}
-
-// revisions returns *rev, the user's Revisions as the caller's request read
-// them, or reads them when rev is nil.
-func (s *Store) revisions(ctx context.Context, rev *memory.Revisions, tenant, user string) (memory.Revisions, error) {
-	if rev != nil {
-		return *rev, nil
-	}
-	return s.ItemRevisions(ctx, tenant, user)
 }
 
 // LoadVectors reads key's vectors with ids above afterID, in id order.
@@ -103,24 +93,11 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 	return src.s.loadItems(ctx, ids)
 }
 
-// CommonTerms returns those of terms (words, as memory.QueryTerms gives
-// them) found in at least minDF of the user's items and at least frac of
-// them, in the order given: the words a query shares with most of the
-// user's memory (speaker names, common words), which recall leaves out of
-// its vector query. A user too large to index in memory has none.
+// CommonTerms returns those of terms common in the user's items
+// (itemindex.Searcher.CommonTerms; a user too large to index in memory
+// has none).
 func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	r, err := s.revisions(ctx, rev, tenant, user)
-	if err != nil {
-		return nil, fmt.Errorf("common terms: %w", err)
-	}
-	out, err := s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac)
-	switch {
-	case errors.Is(err, itemindex.ErrTooBig):
-		return nil, nil // no statistics: nothing is known to be common
-	case err != nil:
-		return nil, fmt.Errorf("common terms: %w", err)
-	}
-	return out, nil
+	return s.search.CommonTerms(ctx, rev, tenant, user, terms, minDF, frac)
 }
 
 // Collectors returns the Prometheus collectors of the Store's caches (see
