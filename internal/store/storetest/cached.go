@@ -12,6 +12,7 @@ import (
 type Revisioned interface {
 	KnowledgeStore
 	cache.RevisionReader
+	cache.Writer
 	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
@@ -29,12 +30,14 @@ func Cached(s Revisioned) KnowledgeStore {
 // (cache.TailTier), below tailBytes of memory (0: none, every read asks
 // tier first).
 func CachedWith(s Revisioned, tier cache.TailTier, tailBytes int) KnowledgeStore {
-	return cachedStore{Revisioned: s, reads: cache.NewReads(s, tier, tailBytes, cache.DefaultKnowledgeBytes)}
+	r := cache.NewReads(s, tier, tailBytes, cache.DefaultKnowledgeBytes)
+	return cachedStore{Revisioned: s, reads: r, writes: r.Through(s)}
 }
 
 type cachedStore struct {
 	Revisioned
-	reads *cache.Reads
+	reads  *cache.Reads
+	writes cache.Writes // saves and erasures reach the reads, as the gateway wires them
 }
 
 // rev reads the user's revision counters, as a request does before its
@@ -60,37 +63,13 @@ func (s cachedStore) Facts(ctx context.Context, tenant, user string, now time.Ti
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	res, err := s.Revisioned.SaveExchange(ctx, ex)
-	if err == nil {
-		s.reads.Saved([]memory.Exchange{ex}, []memory.SaveResult{res})
-	}
-	return res, err
+	return s.writes.SaveExchange(ctx, ex)
 }
 
-// SaveExchanges is s's group commit when it has one, else its exchanges
-// saved one by one.
 func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	gs, ok := s.Revisioned.(groupSaver)
-	if !ok {
-		out := make([]memory.SaveResult, 0, len(exs))
-		for _, ex := range exs {
-			res, err := s.SaveExchange(ctx, ex)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, res)
-		}
-		return out, nil
-	}
-	res, err := gs.SaveExchanges(ctx, exs)
-	if err == nil {
-		s.reads.Saved(exs, res)
-	}
-	return res, err
+	return s.writes.SaveExchanges(ctx, exs)
 }
 
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	err := s.Revisioned.DeleteUser(ctx, tenant, user)
-	s.reads.Forget(tenant, user)
-	return err
+	return s.writes.DeleteUser(ctx, tenant, user)
 }
