@@ -67,9 +67,13 @@ func NewEmbedder(opts EmbedderOptions, cache recall.EmbeddingCache, logger *slog
 	return recall.NewCached(emb, cache, logger), cols, nil
 }
 
-// RecallStore is what recall reads and writes in the memory store.
+// RecallStore is what recall reads and writes in the memory store: its
+// searches with their term statistics, the turns around a recalled
+// message, its index and facts.
 type RecallStore interface {
 	recall.ItemSearcher
+	recall.TermStats
+	recall.ContextReader
 	recall.IndexStore
 	recall.ManageStore
 	recall.FactWriter
@@ -110,6 +114,7 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 		}
 	}
 	r := &Recall{Embedder: emb}
+	opts.Search.Stats, opts.Recall.Around = st, st
 	r.Recaller = recall.NewRecaller(st, recall.NewSearcher(st, emb, opts.Search), emb, opts.Recall)
 	indexer := recall.NewIndexer(st, emb, logger)
 	r.Manager = recall.NewManager(st, indexer, r.Recaller, opts.FactsMaxStored, opts.FactTTL)

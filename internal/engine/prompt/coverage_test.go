@@ -220,9 +220,9 @@ func measureCoverage(t *testing.T, budget int) coverage {
 		}
 	}
 	searcher := recall.NewSearcher(st, emb, recall.SearchOptions{TopK: 5, MinSimilarity: 0.2,
-		RecencyHalfLife: 90 * 24 * time.Hour})
+		RecencyHalfLife: 90 * 24 * time.Hour, Stats: st})
 	rec := recall.NewRecaller(st, searcher, emb, recall.RecallOptions{CrossConversation: true,
-		FactsMax: 20, FactRelevance: 0.2})
+		FactsMax: 20, FactRelevance: 0.2, Around: st})
 	now := turns[len(turns)-1].at.Add(time.Hour)
 	reads := cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	asm, err := prompt.NewAssembler(prompt.Deps{History: reads, Summaries: reads, Facts: reads, Recaller: rec, Counter: counter, Revisions: st},

@@ -9,9 +9,8 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// ContextReader is what a store that keeps conversations may offer besides
-// ItemSearcher: the turns around a message. A Recaller over such a store
-// brings each recalled turn's neighbours with it.
+// ContextReader is a store's turns around a message. A Recaller given one
+// (RecallOptions.Around) brings each recalled turn's neighbours with it.
 type ContextReader interface {
 	// MessagesAround returns the live messages within radius turns of each
 	// referenced message (it included), each once, ordered by conversation

@@ -148,7 +148,7 @@ func (c countingStats) CommonTerms(_ context.Context, _ *memory.Revisions, _, _ 
 
 func TestVectorTextLeavesOutCommonWords(t *testing.T) {
 	st := countingStats{fakeStore: newFakeStore(), common: []string{"melanie", "really"}}
-	s := NewSearcher(st, NewLocal(64), SearchOptions{})
+	s := NewSearcher(st, NewLocal(64), SearchOptions{Stats: st})
 	tests := []struct{ in, want string }{
 		{"What did Melanie really paint?", "paint"},
 		{"Melanie really", "Melanie really"}, // nothing else: embedded whole

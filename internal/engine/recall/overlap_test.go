@@ -45,7 +45,7 @@ func TestSearchTextOverlapsVectorQuery(t *testing.T) {
 		memory.Item{Tenant: "t1", User: "u1", Conversation: "A", Ref: "a:0", Text: "I am vegetarian and I live in Lisbon", CreatedAt: now},
 		memory.Item{Tenant: "t1", User: "u1", Conversation: "A", Ref: "a:1", Text: "The meeting moved to Tuesday", CreatedAt: now},
 	)
-	s := NewSearcher(st, emb, SearchOptions{TopK: 5, MinSimilarity: 0.2})
+	s := NewSearcher(st, emb, SearchOptions{TopK: 5, MinSimilarity: 0.2, Stats: st})
 	got, err := s.Search(context.Background(), SearchQuery{Tenant: "t1", User: "u1", Text: "vegetarian dinner in Lisbon?", Now: now})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,9 @@ type RecallOptions struct {
 	// with it (default 1: the question before an answer, the answer after
 	// a question); negative brings none.
 	ContextTurns int
+	// Around reads the turns around recalled messages; nil: the store
+	// keeps no conversations, and recalled turns come alone.
+	Around ContextReader
 }
 
 // defaultMaxPassages is RecallOptions.MaxPassages when unset.
@@ -66,16 +69,16 @@ func (r *Recaller) passages(budget int) int {
 // concurrent use.
 type Recaller struct {
 	facts   FactReader
-	context ContextReader // nil when the store keeps no conversations
+	context ContextReader // opts.Around: nil when the store keeps no conversations
 	search  *Searcher
 	emb     Embedder
 	opts    RecallOptions
 }
 
 // NewRecaller returns a Recaller reading facts from facts and passages
-// through search, ranking facts with emb (the searcher's embedder). When
-// facts also implements ContextReader, recalled turns come with the turns
-// around them (RecallOptions.ContextTurns).
+// through search, ranking facts with emb (the searcher's embedder). With
+// opts.Around, recalled turns come with the turns around them
+// (RecallOptions.ContextTurns).
 func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOptions) *Recaller {
 	if opts.MaxPassages <= 0 {
 		opts.MaxPassages = defaultMaxPassages
@@ -83,8 +86,7 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 	if opts.ContextTurns == 0 {
 		opts.ContextTurns = 1
 	}
-	cr, _ := facts.(ContextReader)
-	return &Recaller{facts: facts, context: cr, search: search, emb: emb, opts: opts}
+	return &Recaller{facts: facts, context: opts.Around, search: search, emb: emb, opts: opts}
 }
 
 // Recall returns what q's user said before that bears on q.Text.

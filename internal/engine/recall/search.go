@@ -25,10 +25,9 @@ type ItemSearcher interface {
 	SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
 }
 
-// TermStats is what a store that keeps full-text statistics may offer
-// besides ItemSearcher: which of a query's words most of a user's items
-// hold. A Searcher over such a store leaves those words out of the text it
-// embeds for the vector ranking.
+// TermStats is a store's full-text statistics: which of a query's words
+// most of a user's items hold. A Searcher given them (SearchOptions.Stats)
+// leaves those words out of the text it embeds for the vector ranking.
 type TermStats interface {
 	// CommonTerms returns those of terms found in at least minDF of the
 	// user's items and at least frac of them.
@@ -74,6 +73,9 @@ type SearchOptions struct {
 	// and needs the rest of the sentence to tell what is asked. The words
 	// most of the user's items hold are still left out.
 	WholeQuery bool
+	// Stats are the store's term statistics; nil: the store keeps none,
+	// and every word of a query is embedded.
+	Stats TermStats
 }
 
 // Searcher is hybrid search over a user's memory items: vector and
@@ -81,7 +83,7 @@ type SearchOptions struct {
 // re-weighted. It is safe for concurrent use.
 type Searcher struct {
 	store ItemSearcher
-	stats TermStats // nil when the store keeps none
+	stats TermStats // opts.Stats: nil when the store keeps none
 	emb   Embedder
 	opts  SearchOptions
 	// scratch holds *searchScratch: the working space of searches, reused.
@@ -89,14 +91,13 @@ type Searcher struct {
 }
 
 // NewSearcher returns a Searcher over store embedding queries with emb.
-// When store also implements TermStats, the words most of a user's items
-// hold are left out of the vector query (see Search).
+// With opts.Stats, the words most of a user's items hold are left out of
+// the vector query (see Search).
 func NewSearcher(store ItemSearcher, emb Embedder, opts SearchOptions) *Searcher {
 	if opts.TopK <= 0 {
 		opts.TopK = 5
 	}
-	stats, _ := store.(TermStats)
-	return &Searcher{store: store, stats: stats, emb: emb, opts: opts}
+	return &Searcher{store: store, stats: opts.Stats, emb: emb, opts: opts}
 }
 
 // SearchQuery is one hybrid search.

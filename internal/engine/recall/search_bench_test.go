@@ -63,7 +63,7 @@ func BenchmarkSearchWarm(b *testing.B) {
 	if err := st.AddItems(ctx, items); err != nil {
 		b.Fatal(err)
 	}
-	s := recall.NewSearcher(st, &memoEmbedder{Embedder: emb, m: map[string][]float32{}}, recall.SearchOptions{TopK: 81, RecencyHalfLife: 30 * 24 * time.Hour})
+	s := recall.NewSearcher(st, &memoEmbedder{Embedder: emb, m: map[string][]float32{}}, recall.SearchOptions{TopK: 81, RecencyHalfLife: 30 * 24 * time.Hour, Stats: st})
 	for _, bm := range []struct{ name, conv string }{{"all", ""}, {"conversation", "c1"}} {
 		b.Run(bm.name, func(b *testing.B) {
 			q := recall.SearchQuery{Tenant: "t", User: "u", Conversation: bm.conv, Now: t0.Add(n * time.Minute),

@@ -52,7 +52,7 @@ func TestSearchWholeQuery(t *testing.T) {
 // nothing else is embedded whole.
 func TestWholeQueryLeavesOutCommonWords(t *testing.T) {
 	st := countingStats{fakeStore: newFakeStore(), common: []string{"maria", "really", "s", "t"}}
-	s := NewSearcher(st, NewLocal(64), SearchOptions{WholeQuery: true})
+	s := NewSearcher(st, NewLocal(64), SearchOptions{WholeQuery: true, Stats: st})
 	tests := []struct{ in, want string }{
 		{"What is the name of Maria's second puppy?", "What is the name of second puppy?"},
 		{"Did MARIA’s sister really move to Porto?", "Did sister move to Porto?"},
@@ -78,7 +78,7 @@ func TestWholeQueryFactsShareTheQueryText(t *testing.T) {
 	st := countingStats{fakeStore: newFakeStore(), common: []string{"maria"}}
 	st.facts = []memory.Fact{{Tenant: "t", User: "u", Type: memory.FactProfile, Key: "pet", Value: "a puppy named Coco"}}
 	emb := &recordingEmbedder{Embedder: NewLocal(64)}
-	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{WholeQuery: true}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
+	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{WholeQuery: true, Stats: st}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
 	const q = "What is the name of Maria's second puppy?"
 	got, err := r.Recall(context.Background(), memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: q})
 	if err != nil {
