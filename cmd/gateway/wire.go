@@ -44,8 +44,8 @@ type store interface {
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
-	recall.TermStats     // asserted by recall: the common words left out of its vector query
-	recall.ContextReader // asserted by recall: the turns around its hits
+	recall.TermStats     // recall's: the common words left out of its vector query
+	recall.ContextReader // recall's: the turns around its hits
 	recall.IndexStore
 	recall.ManageStore
 	recall.Reembedder
@@ -60,6 +60,8 @@ var (
 	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
 	_ record.Queue          = (*sqlite.Outbox)(nil)
 	_ record.Queue          = (*redis.Queue)(nil)
+	_ record.Queue          = (*record.MemoryQueue)(nil)
+	_ record.Leaser         = (*redis.Queue)(nil)
 )
 
 // Constants of the wiring.
@@ -79,6 +81,7 @@ type backend struct {
 	durable       bool
 	embeddings    recall.EmbeddingCache
 	tails         cache.TailTier // nil: conversations' turns kept in memory only
+	lease         record.Leaser  // nil: every worker drains the capture queue
 	closers       []func() error
 }
 
@@ -135,7 +138,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
 			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
 		}
-		b.queue, b.durable = q, true
+		b.queue, b.lease, b.durable = q, q, true
 		return b, nil
 	}
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
@@ -193,9 +196,11 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
-	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich})
+	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store})
 	if b.queue != nil {
-		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich})
+		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
+			DeadLetters: b.store, Adopter: b.store, Lease: b.lease})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.

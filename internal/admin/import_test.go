@@ -27,6 +27,9 @@ import (
 // importStore is what the import tests need of a store.
 type importStore interface {
 	record.Saver
+	record.BatchSaver
+	record.DeadLetterer
+	record.Adopter
 	Erasures
 	Store
 }
@@ -65,7 +68,7 @@ func mustImport(t *testing.T, st importStore, maxMessages int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt := record.New(nil, st, red, nil, record.Options{})
+	capt := record.New(nil, st, red, nil, record.Options{Batches: st, DeadLetters: st, Adopter: st})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -138,32 +138,24 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
 	}
-	if p, ok := q.(interface {
-		Pending(ctx context.Context) (int64, error)
-	}); ok {
-		e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "memgate_enrich_backlog",
-			Help: "Stored exchanges waiting for enrichment (queued or being enriched).",
-		}, func() float64 {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			n, err := p.Pending(ctx)
-			if err != nil {
-				return -1
-			}
-			return float64(n)
-		})
-	}
+	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "memgate_enrich_backlog",
+		Help: "Stored exchanges waiting for enrichment (queued or being enriched).",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, err := q.Pending(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	})
 	return e
 }
 
 // Collectors returns the Enricher's metrics for the caller to register.
 func (e *Enricher) Collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag}
-	if e.backlog != nil {
-		cs = append(cs, e.backlog)
-	}
-	return cs
+	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog}
 }
 
 // Run enriches until ctx is cancelled, then returns nil. A round whose hooks

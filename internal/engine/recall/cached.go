@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ErrEmbeddingLate reports that the vectors a caller waited for did not
@@ -63,15 +61,6 @@ func NewCached(inner Embedder, cache EmbeddingCache, logger *slog.Logger) *Cache
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Cached{inner: inner, cache: cache, logger: logger, timeout: DefaultFlightTimeout, inflight: map[string]*flight{}}
-}
-
-// Collectors returns the inner embedder's Prometheus collectors, if it has
-// any.
-func (c *Cached) Collectors() []prometheus.Collector {
-	if in, ok := c.inner.(interface{ Collectors() []prometheus.Collector }); ok {
-		return in.Collectors()
-	}
-	return nil
 }
 
 // Model returns the inner embedder's model.

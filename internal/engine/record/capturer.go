@@ -26,6 +26,11 @@ type Queue interface {
 	Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error)
 	// Ack removes delivered entries for good.
 	Ack(ctx context.Context, ids ...string) error
+	// EnqueueBatch durably appends payloads, in order, in as few calls to
+	// its store as it can.
+	EnqueueBatch(ctx context.Context, payloads [][]byte) error
+	// Pending counts the entries not yet acknowledged.
+	Pending(ctx context.Context) (int64, error)
 }
 
 // Saver stores an exchange idempotently (by ex.ID).
@@ -33,15 +38,16 @@ type Saver interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
 }
 
-// BatchSaver is a Saver that can store several exchanges in one transaction
-// (a group commit), all or nothing. The Capturer uses it when the saver has
-// it.
+// BatchSaver stores several exchanges in one transaction (a group
+// commit), all or nothing. The Capturer uses it when given one
+// (Options.Batches).
 type BatchSaver interface {
 	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
 }
 
 // DeadLetterer sets aside an exchange the store refused for good. The
-// Capturer and the Worker use it when the saver has it.
+// Capturer and the Worker use it when given one (Options.DeadLetters,
+// WorkerOptions.DeadLetters).
 type DeadLetterer interface {
 	DeadLetter(ctx context.Context, d memory.DeadLetter) error
 }
@@ -58,6 +64,15 @@ type Options struct {
 	// (fact extraction, summaries, indexing), drained by engine/enrich's
 	// Enricher. Nil: none (hooks, if any, run inside the Saver).
 	Enrich Queue
+	// Batches stores a lane's exchanges in one transaction; nil: one
+	// transaction per exchange.
+	Batches BatchSaver
+	// DeadLetters keeps the exchanges the store refuses for good; nil:
+	// they are dropped (counted and logged).
+	DeadLetters DeadLetterer
+	// Adopter keeps a full-history chat's first turn in the chat's
+	// conversation (see Adopter); nil: it stays where it was stored.
+	Adopter Adopter
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in
 	// the order they were captured.
@@ -132,9 +147,9 @@ func (o Options) withDefaults() Options {
 type Capturer struct {
 	queue    Queue // nil: no fallback; failed saves are retried in place
 	saver    Saver
-	batch    BatchSaver   // nil: one transaction per exchange
-	dead     DeadLetterer // nil: refused exchanges are dropped
-	adopter  Adopter      // nil: a chat's first turn stays where it was stored
+	batch    BatchSaver   // opts.Batches; nil: one transaction per exchange
+	dead     DeadLetterer // opts.DeadLetters; nil: refused exchanges are dropped
+	adopter  Adopter      // opts.Adopter; nil: a chat's first turn stays where it was stored
 	enrich   Queue        // nil: no enrichment queue
 	redactor Redactor     // nil: no redaction
 	logger   *slog.Logger
@@ -179,11 +194,11 @@ type convState struct {
 
 // New returns a running Capturer. q, the capture queue turns go to when
 // the store fails, may be nil (failed saves are then retried in place);
-// redactor may be nil to store text as is; logger may be nil. When saver is
-// a BatchSaver, concurrent exchanges share transactions; when it is a
-// DeadLetterer, exchanges it refuses are set aside there; when it is an
-// Adopter, a full-history chat's first turn joins the chat's conversation.
-// Call Close to flush it.
+// redactor may be nil to store text as is; logger may be nil. With
+// opts.Batches, concurrent exchanges share transactions; with
+// opts.DeadLetters, exchanges the store refuses are set aside there; with
+// opts.Adopter, a full-history chat's first turn joins the chat's
+// conversation. Call Close to flush it.
 func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Options) *Capturer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -203,9 +218,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		ctx:      ctx,
 		cancel:   cancel,
 	}
-	c.batch, _ = saver.(BatchSaver)
-	c.dead, _ = saver.(DeadLetterer)
-	c.adopter, _ = saver.(Adopter)
+	c.batch, c.dead, c.adopter = opts.Batches, opts.DeadLetters, opts.Adopter
 	c.metrics.retryDepth = func() float64 { return float64(c.retrying.Load()) }
 	c.metrics.inflight = c.inflight
 	per := max(1, opts.Buffer/opts.Lanes)

@@ -160,7 +160,7 @@ func TestCloseGivesUpAtDeadline(t *testing.T) {
 // Capture waits at most FullWait, then drops and counts the exchange.
 func TestCaptureBoundedWhenFull(t *testing.T) {
 	s := newGateSaver()
-	c := New(nil, s, nil, nil, Options{Lanes: 1, Buffer: 2, FullWait: time.Millisecond, SaveWait: time.Millisecond})
+	c := New(nil, s, nil, nil, Options{Lanes: 1, Buffer: 2, FullWait: time.Millisecond, SaveWait: time.Millisecond, Batches: s, DeadLetters: s})
 	for i := range 20 {
 		c.Capture(context.Background(), exchange(t, fmt.Sprint("ex", i), "hi", "hello"))
 	}
@@ -182,7 +182,7 @@ func TestCaptureBoundedWhenFull(t *testing.T) {
 // never wait.
 func TestWaitCoversTheTurnBeingStored(t *testing.T) {
 	s := newGateSaver()
-	c := mustCapturer(t, nil, s, nil, Options{SaveWait: time.Millisecond})
+	c := mustCapturer(t, nil, s, nil, Options{SaveWait: time.Millisecond, Batches: s, DeadLetters: s})
 	ex := exchange(t, "r1", "hi", "hello")
 	c.Capture(context.Background(), ex) // returns after SaveWait; the save hangs
 	other := ex.Identity
@@ -212,7 +212,7 @@ func TestWaitCoversTheTurnBeingStored(t *testing.T) {
 func TestRefusedExchangeIsDeadLetteredOthersStored(t *testing.T) {
 	s := newGateSaver()
 	s.refuse = func(ex memory.Exchange) bool { return strings.Contains(ex.Turn[0].Content, "bad") }
-	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1})
+	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, Batches: s, DeadLetters: s})
 	var wg sync.WaitGroup
 	users := []string{"u1", "u2", "u3", "u4"}
 	for _, u := range users {
@@ -243,7 +243,7 @@ func TestRefusedExchangeIsDeadLetteredOthersStored(t *testing.T) {
 // TestGroupCommit: concurrent captures share transactions.
 func TestGroupCommit(t *testing.T) {
 	s := newGateSaver()
-	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1})
+	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, Batches: s, DeadLetters: s})
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {

@@ -26,6 +26,8 @@ import (
 // next prompt reads from it.
 type eraseStore interface {
 	record.Saver
+	record.DeadLetterer
+	record.Adopter
 	recall.IndexStore
 	recall.FactWriter
 	enrich.Store
@@ -197,6 +199,7 @@ func runEraseRace(t *testing.T, store eraseStore, queue record.Queue, pending fu
 	opts := record.FastWorker()
 	opts.Hooks = eraseHooks(store, g.delay)
 	opts.StaleAfter = time.Second
+	opts.DeadLetters, opts.Adopter = store, store
 	w := record.NewWorker(queue, store, nil, opts)
 	record.MustRunWorker(t, w)
 

@@ -69,6 +69,17 @@ func (q *fakeQueue) Enqueue(ctx context.Context, payload []byte) error {
 	return nil
 }
 
+// EnqueueBatch enqueues payloads one by one, as a queue without batches
+// would.
+func (q *fakeQueue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	for _, p := range payloads {
+		if err := q.Enqueue(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (q *fakeQueue) Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error) {
 	deadline := time.Now().Add(block)
 	for {
@@ -211,6 +222,28 @@ func exchange(tb testing.TB, id, userText, replyText string) memory.Exchange {
 }
 
 // mustCapturer starts a Capturer and closes it when the test ends.
+// storeCaps are what a store offers a Capturer and a Worker besides
+// saving, which the gateway wires in (see withStore).
+type storeCaps interface {
+	BatchSaver
+	DeadLetterer
+	Adopter
+}
+
+// withStore returns o with st's group commits, dead letters and adoption,
+// as the gateway wires a store into a Capturer.
+func withStore(o Options, st storeCaps) Options {
+	o.Batches, o.DeadLetters, o.Adopter = st, st, st
+	return o
+}
+
+// workerWithStore returns o with st's dead letters and adoption, as the
+// gateway wires a store into a Worker.
+func workerWithStore(o WorkerOptions, st storeCaps) WorkerOptions {
+	o.DeadLetters, o.Adopter = st, st
+	return o
+}
+
 func mustCapturer(tb testing.TB, q Queue, s Saver, r Redactor, opts Options) *Capturer {
 	tb.Helper()
 	c := New(q, s, r, nil, opts)

@@ -200,7 +200,7 @@ func TestWorkerKilledBetweenSaveAndHooks(t *testing.T) {
 	// they wait for its hook stage (under -race on a busy machine).
 	opts.StaleAfter = 500 * time.Millisecond
 	opts.Consumer, opts.Hooks = "dies", []Hook{dying}
-	first := NewWorker(store.Outbox(), store, nil, opts)
+	first := NewWorker(store.Outbox(), store, nil, workerWithStore(opts, store))
 	done := make(chan error, 1)
 	go func() { done <- first.Run(ctx) }()
 	<-killed
@@ -216,7 +216,7 @@ func TestWorkerKilledBetweenSaveAndHooks(t *testing.T) {
 
 	rec := &batchRecorder{dups: map[string]int{}}
 	opts.Consumer, opts.Hooks = "survivor", []Hook{rec}
-	second := NewWorker(store.Outbox(), store, nil, opts)
+	second := NewWorker(store.Outbox(), store, nil, workerWithStore(opts, store))
 	mustRunWorker(t, second)
 	waitFor(t, "outbox drained by the survivor", func() bool { return outboxPending(t, store) == 0 })
 	// Entries the first worker never claimed may be hooked before its stale

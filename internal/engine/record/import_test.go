@@ -25,7 +25,7 @@ func TestImportKeepsIDsAndTimesAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	enrich := newFakeQueue()
-	c := mustCapturer(t, store.Outbox(), store, r, Options{Enrich: enrich})
+	c := mustCapturer(t, store.Outbox(), store, r, withStore(Options{Enrich: enrich}, store))
 	secret := "AKIA" + "IOSFODNN7EXAMPLE"
 	said := time.Date(2024, 3, 1, 9, 0, 0, 0, time.UTC)
 	var exs []memory.Exchange
@@ -94,7 +94,7 @@ func TestImportKeepsIDsAndTimesAndIsIdempotent(t *testing.T) {
 func TestImportReportsErasedQueuedAndRefused(t *testing.T) {
 	t.Run("erased", func(t *testing.T) {
 		store := mustSQLite(t)
-		c := mustCapturer(t, nil, store, nil, Options{})
+		c := mustCapturer(t, nil, store, nil, withStore(Options{}, store))
 		if err := store.DeleteUser(context.Background(), "t1", "u1"); err != nil {
 			t.Fatal(err)
 		}

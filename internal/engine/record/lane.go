@@ -211,9 +211,6 @@ func (c *Capturer) anyQueued(batch []*job) bool {
 // save directly again once the queue has drained (every entry stored and
 // acknowledged), checking every 200ms until Close.
 func (c *Capturer) watchQueued() {
-	type pender interface {
-		Pending(ctx context.Context) (int64, error)
-	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -231,13 +228,11 @@ func (c *Capturer) watchQueued() {
 		if !any {
 			continue
 		}
-		if p, ok := c.queue.(pender); ok {
-			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-			n, err := p.Pending(ctx)
-			cancel()
-			if err != nil || n > 0 {
-				continue
-			}
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+		n, err := c.queue.Pending(ctx)
+		cancel()
+		if err != nil || n > 0 {
+			continue
 		}
 		c.convMu.Lock()
 		for id, st := range c.convs {
@@ -348,27 +343,14 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 	c.logger.Warn("capture cannot queue stored exchanges for enrichment; they stay stored without it", "exchanges", len(payloads), "err", err)
 }
 
-// batchEnqueuer is a queue that appends several payloads in one call.
-type batchEnqueuer interface {
-	EnqueueBatch(ctx context.Context, payloads [][]byte) error
-}
-
-// enqueueAll appends payloads to q in order, in one call when q can.
+// enqueueAll appends payloads to q in order, within timeout.
 func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Duration) error {
 	if len(payloads) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if b, ok := q.(batchEnqueuer); ok {
-		return b.EnqueueBatch(ctx, payloads)
-	}
-	for _, p := range payloads {
-		if err := q.Enqueue(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return q.EnqueueBatch(ctx, payloads)
 }
 
 // candidate records a stored exchange's candidate conversation (see

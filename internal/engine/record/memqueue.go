@@ -57,6 +57,25 @@ func (q *MemoryQueue) Enqueue(ctx context.Context, payload []byte) error {
 	return nil
 }
 
+// EnqueueBatch appends payloads in order, all of them or (the queue full)
+// none.
+func (q *MemoryQueue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.entries)+len(payloads) > q.limit {
+		return fmt.Errorf("memory queue full (%d entries): %w", q.limit, memory.ErrUnavailable)
+	}
+	for _, p := range payloads {
+		q.next++
+		id := strconv.FormatInt(q.next, 10)
+		q.entries[id] = &memEntry{payload: slices.Clone(p)}
+		q.order = append(q.order, id)
+	}
+	close(q.wake)
+	q.wake = make(chan struct{})
+	return nil
+}
+
 // Claim returns up to max entries, claimed more than staleAfter ago or never,
 // oldest first, waiting up to block for any.
 func (q *MemoryQueue) Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error) {

@@ -76,7 +76,8 @@ func TestPostgresBadMessageDoesNotBlockOthers(t *testing.T) {
 	}
 	opts := fastWorker()
 	opts.StaleAfter = time.Hour
-	w := NewWorker(rq, pg, nil, opts)
+	opts.Lease = rq
+	w := NewWorker(rq, pg, nil, workerWithStore(opts, pg))
 	mustRunWorker(t, w)
 	waitFor(t, "batch done", func() bool {
 		n, err := rq.Pending(context.Background())
@@ -112,7 +113,7 @@ func TestPostgresBadMessageDoesNotBlockOthers(t *testing.T) {
 // and the others in the group are stored one by one while it is set aside.
 func TestPostgresCaptureSanitizesAndSetsAsideTheRest(t *testing.T) {
 	pg := mustPostgres(t)
-	c := mustCapturer(t, nil, pg, nil, Options{Lanes: 1})
+	c := mustCapturer(t, nil, pg, nil, withStore(Options{Lanes: 1}, pg))
 	var wg sync.WaitGroup
 	for i, u := range []string{"u1", "u2", "u3", "u4", "u5"} {
 		ex := userExchange(t, u, "c1", fmt.Sprint("turn ", i))
@@ -151,7 +152,7 @@ func TestPostgresCaptureSanitizesAndSetsAsideTheRest(t *testing.T) {
 // never drops a turn: the stored key is minted by capture.
 func TestPostgresRequestIDReuse(t *testing.T) {
 	pg := mustPostgres(t)
-	c := mustCapturer(t, nil, pg, nil, Options{})
+	c := mustCapturer(t, nil, pg, nil, withStore(Options{}, pg))
 	c.Capture(context.Background(), userExchange(t, "alice", "c1", "alice one"))
 	c.Capture(context.Background(), userExchange(t, "alice", "c1", "alice two")) // same request id again
 	c.Capture(context.Background(), userExchange(t, "mallory", "c9", "mallory")) // another user's request id
@@ -209,6 +210,7 @@ func TestPostgresRedisOrderAfterOutage(t *testing.T) {
 		opts.Batch = 8
 		opts.StaleAfter = 30 * time.Second
 		opts.Block = 20 * time.Millisecond
+		opts.Lease = q
 		w := NewWorker(q, flaky, nil, opts)
 		workers = append(workers, w)
 		mustRunWorker(t, w)
@@ -258,7 +260,8 @@ func TestPostgresRedisReadYourWritesUnderLoad(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	tails := redis.NewTails(rdb, nil, testenv.RedisPrefix(t), 0)
 	reads := cache.NewReads(pg, tails, 0, cache.DefaultKnowledgeBytes)
-	c := mustCapturer(t, nil, redis.Cached{Store: pg, Tails: tails}, nil, Options{})
+	cached := redis.Cached{Store: pg, Tails: tails}
+	c := mustCapturer(t, nil, cached, nil, withStore(Options{}, cached))
 	var misses atomic.Int64
 	var wg sync.WaitGroup
 	for conv := range 32 {

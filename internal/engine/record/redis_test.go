@@ -76,7 +76,9 @@ func TestRedisQueueHoldsTurnsWhileStoreIsDown(t *testing.T) {
 	for i := n / 2; i < n; i++ {
 		c.Capture(context.Background(), exchange(t, "same-request-id", fmt.Sprint("q", i), fmt.Sprint("a", i)))
 	}
-	w := NewWorker(workQueue, flaky, nil, fastWorker())
+	wo := fastWorker()
+	wo.Lease = workQueue
+	w := NewWorker(workQueue, flaky, nil, wo)
 	mustRunWorker(t, w)
 	waitFor(t, "every turn stored", func() bool {
 		msgs, err := store.Recent(context.Background(), id, 1000)

@@ -44,7 +44,7 @@ func TestSQLiteCaptureStoresEveryTurnOnce(t *testing.T) {
 	}
 	const n = 20
 	secret := "AKIA" + "IOSFODNN7EXAMPLE"
-	c := mustCapturer(t, store.Outbox(), store, r, Options{})
+	c := mustCapturer(t, store.Outbox(), store, r, withStore(Options{}, store))
 	for i := range n {
 		c.Capture(context.Background(), exchange(t, fmt.Sprintf("req-%02d", i), fmt.Sprintf("question %d %s", i, secret), fmt.Sprintf("answer %d", i)))
 	}
@@ -115,7 +115,7 @@ func TestCaptureFirstTurnAfterItsContinuation(t *testing.T) {
 	for _, order := range []string{"continuation first", "in order"} {
 		t.Run(order, func(t *testing.T) {
 			store := mustSQLite(t)
-			c := mustCapturer(t, store.Outbox(), store, nil, Options{})
+			c := mustCapturer(t, store.Outbox(), store, nil, withStore(Options{}, store))
 			exs := []memory.Exchange{first, next}
 			if order == "continuation first" {
 				exs = []memory.Exchange{next, first}

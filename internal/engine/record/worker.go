@@ -37,6 +37,15 @@ type WorkerOptions struct {
 	// (engine/enrich's Enricher runs the after-save hooks): the worker then
 	// only stores, and Hooks are not run.
 	Enrich Queue
+	// DeadLetters keeps the exchanges the store refuses for good; nil:
+	// they are dropped (counted and logged).
+	DeadLetters DeadLetterer
+	// Adopter keeps a full-history chat's first turn in the chat's
+	// conversation (see Adopter); nil: it stays where it was stored.
+	Adopter Adopter
+	// Lease, when set, lets one worker at a time drain the queue
+	// (redis.Queue grants leases); nil: every worker drains it.
+	Lease Leaser
 	// MaxAttempts is how many times a save failing with an error that is
 	// neither invalid input nor an unreachable store is tried before the
 	// exchange is set aside as a dead letter (default 5).
@@ -87,8 +96,8 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 // retried at once and then with backoff, in place, holding the rest of the
 // batch behind it, so a conversation's turns are stored in the order they
 // were queued; one the store refuses for good is set aside as a dead letter
-// (when the saver is a DeadLetterer) and the batch goes on. When the queue
-// can grant a lease (redisstore.Queue), only the lease holder drains it, so
+// (with WorkerOptions.DeadLetters) and the batch goes on. With a lease
+// (WorkerOptions.Lease: redis.Queue's), only the lease holder drains it, so
 // two workers never split a backlog and store its turns out of order. The
 // hooks run on a second goroutine, batch by batch in storage order, while
 // the next exchanges are stored.
@@ -361,8 +370,10 @@ func (w *Worker) ack(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// leaser is a queue drained by one consumer at a time.
-type leaser interface {
+// Leaser grants a queue to one consumer at a time.
+type Leaser interface {
+	// Lease takes or renews consumer's lease for ttl: held reports that
+	// consumer holds it, taken that it was just taken.
 	Lease(ctx context.Context, consumer string, ttl time.Duration) (held, taken bool, err error)
 }
 
@@ -370,14 +381,13 @@ type leaser interface {
 // renewal (it renews it before every claim and every save attempt).
 func (w *Worker) leaseTTL() time.Duration { return max(4*w.opts.Block, 5*time.Second) }
 
-// lease takes or renews the worker's lease when the queue grants leases;
-// otherwise every worker may drain it (held is true).
+// lease takes or renews the worker's lease with WorkerOptions.Lease;
+// without one every worker may drain the queue (held is true).
 func (w *Worker) lease(ctx context.Context) (held, taken bool, err error) {
-	l, ok := w.queue.(leaser)
-	if !ok {
+	if w.opts.Lease == nil {
 		return true, false, nil
 	}
-	return l.Lease(ctx, w.opts.Consumer, w.leaseTTL())
+	return w.opts.Lease.Lease(ctx, w.opts.Consumer, w.leaseTTL())
 }
 
 // process stores a batch in order, acknowledging what needs no hooks
@@ -461,7 +471,7 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 // redelivery, as before).
 func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange) (res memory.SaveResult, done bool, err error) {
 	delay := w.opts.BackoffBase
-	a, _ := w.saver.(Adopter)
+	a := w.opts.Adopter
 	adoptFirstTurns(ctx, a, ex, w.logger)
 	if storedAhead(ctx, a, ex, w.logger) {
 		return memory.SaveResult{Duplicate: true}, false, nil
@@ -512,8 +522,8 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange
 // deadLetter sets aside an exchange the store refuses for good.
 func (w *Worker) deadLetter(ctx context.Context, d memory.Delivery, ex memory.Exchange, cause error) {
 	w.dead.Inc()
-	dl, ok := w.saver.(DeadLetterer)
-	if !ok {
+	dl := w.opts.DeadLetters
+	if dl == nil {
 		w.poison.Inc()
 		w.logger.Error("capture worker discards an exchange the store rejects", "entry", d.ID, "exchange", ex.ID, "err", cause)
 		return

@@ -106,6 +106,25 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
 	return nil
 }
 
+// EnqueueBatch appends payloads in order, in one round trip (a pipeline
+// of XADDs, which Redis runs in order).
+func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, payload := range payloads {
+			args := &redis.XAddArgs{Stream: q.stream, Values: []any{payloadField, payload}}
+			if q.maxLen > 0 {
+				args.MaxLen, args.Approx = q.maxLen, true
+			}
+			p.XAdd(ctx, args)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis: enqueue batch: %w", unavailable(err))
+	}
+	return nil
+}
+
 // Claim returns up to max deliveries for consumer. First it takes over
 // entries that have been pending, unacknowledged, for at least staleAfter
 // (XAUTOCLAIM: a crashed worker's batch is redone), then reads new entries
