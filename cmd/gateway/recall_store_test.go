@@ -16,6 +16,7 @@ import (
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine/recall"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/tokens"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -221,13 +222,14 @@ func BenchmarkRecall(b *testing.B) {
 }
 
 // TestEveryStoreGivesRecallItsReads: whatever the store wiring (the
-// embedded file, PostgreSQL with Redis beside it), the store the memory
-// core hands to recall — wrapped in the engine's cache of its reads, as
-// openMemory wires it — gets recall the turns around recalled messages and
-// the user's term statistics. Recall finds them by type assertion, so a
-// wrapper that hid them would silently recall turns without their question
-// or answer, and rank speaker names as content (it once did: LoCoMo
-// coverage fell from 0.82 to 0.67).
+// embedded file, PostgreSQL with Redis beside it), recall as openMemory
+// wires it — over the store wrapped in the engine's cache of its reads —
+// brings a recalled answer with the question before it. The store's turns
+// around a hit and its term statistics reach recall as options the wiring
+// passes (engine.RecallStore requires both, so a store or wrapper without
+// them does not build); when they did not (a wrapper hid them from a type
+// assertion), recall returned turns without their question or answer and
+// ranked speaker names as content: LoCoMo coverage fell from 0.82 to 0.67.
 func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 	up := upstreamtest.New(t, upstreamtest.Default())
 	for name, mk := range storeConfigs(t, up) {
@@ -241,13 +243,32 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { mem.Close() })
-			var st any = mem.store
-			if _, ok := st.(recall.ContextReader); !ok {
-				t.Errorf("the %s store (%T) does not read the turns around recalled messages", name, st)
+			if mem.recall == nil {
+				t.Fatal("recall is off in the default configuration")
 			}
-			if _, ok := st.(recall.TermStats); !ok {
-				t.Errorf("the %s store (%T) keeps no term statistics for recall", name, st)
+			ctx := context.Background()
+			id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+			ex := memory.Exchange{ID: "ex-around", Identity: id, At: time.Now(),
+				Turn:  []memory.Message{{Role: "user", Content: "What should I name my new greyhound puppy?"}},
+				Reply: memory.Message{Role: "assistant", Content: "Call her Biscuit, after the colour of her coat."}}
+			res, err := mem.store.SaveExchange(ctx, ex)
+			if err != nil {
+				t.Fatal(err)
 			}
+			if err := record.RunHooks(ctx, mem.recall.Hooks, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := mem.recall.Recaller.Recall(ctx, memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "other"},
+				Text: "Biscuit coat colour", CrossConversation: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range got.Items {
+				if strings.Contains(it.Text, "Biscuit") && strings.Contains(it.Text, "greyhound") {
+					return
+				}
+			}
+			t.Errorf("the %s store's recall of the answer lacks the question before it: %+v", name, got.Items)
 		})
 	}
 }
