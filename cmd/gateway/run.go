@@ -154,6 +154,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	}
 	defer stopTracing()
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(counter.Collectors()...)
 	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
 	g, err := newHTTP(cfg, eng, tr, reg, logger)
 	if err != nil {

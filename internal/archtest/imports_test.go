@@ -56,7 +56,7 @@ var layers = map[string]layer{
 	"internal/dialect/anthropic": {"the Anthropic messages adapter, rendered through chat's messages", with(domain, []string{"internal/dialect/body", "internal/dialect/chat", "internal/dialect/sse"})},
 	"internal/dialect/responses": {"the Responses adapter, rendered through chat's messages", with(domain, []string{"internal/dialect/body", "internal/dialect/chat", "internal/dialect/sse"})},
 	"internal/dialect":           {"picks the adapter of a route and reads the memory headers", with(domain, dialects[1:], []string{"internal/apierr", "internal/dialect/body"})},
-	"internal/tokens":            {"token counting over domain messages", domain},
+	"internal/tokens":            {"token counting over domain messages; remembers counts in the one cache mechanism", with(domain, []string{"internal/engine/cache"})},
 	"internal/redact":            {"removes secrets from domain messages before they are stored", domain},
 
 	// Forwarding: the one ReverseProxy and its transport.

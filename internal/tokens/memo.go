@@ -2,16 +2,16 @@ package tokens
 
 import (
 	"hash/maphash"
-	"sync"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 )
 
-// Bounds of a memo: each of the memoShards shards keeps at most two
-// generations of memoGeneration counts, so a memo holds at most
-// 2*memoShards*memoGeneration of them (≈ 130,000, a few MB).
-const (
-	memoShards     = 16
-	memoGeneration = 4096
-)
+// memoBytes bounds a memo (about 100,000 counts).
+const memoBytes = 16 << 20
+
+// memoCountBytes is what one count accounts for besides the cache's
+// overhead per entry: its key and its value.
+const memoCountBytes = 24
 
 // Kinds of counted text, part of a memo key.
 const (
@@ -20,34 +20,28 @@ const (
 	kindSegment = 's' // a line of a long text (segmentCache)
 )
 
-// memo remembers token counts across calls. A count is a pure function of
-// the encoding and the text, so a remembered one is never stale. Counts
-// are kept by a 64-bit keyed hash of the text (a maphash seed, random
-// per process), its kind and encoding, and its length (two texts of one
-// kind, encoding and length colliding answer a wrong count, never a
-// text: about one chance in 10^10 over the memo's 130,000 counts); no
-// text is kept, so nothing of a message — an erased user's included — can
-// be read back from it: it only answers what a text the caller already
-// holds costs. Each shard keeps
-// the counts of the current and the previous generation; a full current
-// generation becomes the previous one, so recently used counts stay and
-// memory is bounded. It is safe for concurrent use.
+// memo remembers token counts across calls, in the one cache mechanism
+// (cache.Cache: bounded in bytes, least recently used evicted first,
+// counted in the cache metrics as "tokens"). A count is a pure function
+// of the encoding and the text, so a remembered one is never stale. Counts
+// are kept by a 64-bit keyed hash of the text (a maphash seed, random per
+// process), its kind and encoding, and its length (two texts of one kind,
+// encoding and length colliding answer a wrong count, never a text: about
+// one chance in 10^10 over the memo's counts); no text is kept, so nothing
+// of a message — an erased user's included — can be read back from it: it
+// only answers what a text the caller already holds costs. It is safe for
+// concurrent use.
 type memo struct {
 	seed   maphash.Seed
-	shards [memoShards]memoShard
+	counts *cache.Cache[memoKey, int]
 }
 
 // memoKey is a text's 64-bit hash and its length, kind and encoding.
 type memoKey [2]uint64
 
-type memoShard struct {
-	mu       sync.Mutex
-	cur, old map[memoKey]int
-	hits     int // lookups answered, for tests
-}
-
 func newMemo() *memo {
-	return &memo{seed: maphash.MakeSeed()}
+	return &memo{seed: maphash.MakeSeed(),
+		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}
 }
 
 // key returns the key of a text (s, then b) of kind under the encoding
@@ -91,49 +85,10 @@ func encodingID(enc string) uint64 {
 // count returns k's remembered count, or remembers and returns what
 // compute answers.
 func (m *memo) count(k memoKey, compute func() int) int {
-	sh := &m.shards[k[0]%memoShards]
-	sh.mu.Lock()
-	n, ok := sh.cur[k]
-	if !ok {
-		if n, ok = sh.old[k]; ok {
-			sh.putLocked(k, n) // still in use: keep it past the next rotation
-		}
-	}
-	if ok {
-		sh.hits++
-	}
-	sh.mu.Unlock()
-	if ok {
+	if n, ok := m.counts.Get(k); ok {
 		return n
 	}
-	n = compute()
-	sh.mu.Lock()
-	sh.putLocked(k, n)
-	sh.mu.Unlock()
+	n := compute()
+	m.counts.Put(k, n)
 	return n
-}
-
-// putLocked adds k to the current generation, rotating a full one out
-// first; sh.mu is held.
-func (sh *memoShard) putLocked(k memoKey, n int) {
-	if len(sh.cur) >= memoGeneration {
-		sh.old, sh.cur = sh.cur, nil
-	}
-	if sh.cur == nil {
-		sh.cur = make(map[memoKey]int, memoGeneration/4)
-	}
-	sh.cur[k] = n
-}
-
-// stats returns how many counts m holds and how many lookups it answered,
-// for tests.
-func (m *memo) stats() (held, hits int) {
-	for i := range m.shards {
-		sh := &m.shards[i]
-		sh.mu.Lock()
-		held += len(sh.cur) + len(sh.old)
-		hits += sh.hits
-		sh.mu.Unlock()
-	}
-	return held, hits
 }

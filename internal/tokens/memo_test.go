@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestCounterRemembersLongTextsAndMessages: a long text or message counted
@@ -63,25 +66,39 @@ func TestCounterRemembersLongTextsAndMessages(t *testing.T) {
 				}
 				fresh, _ = New(nil)
 			}
-			if held, hits := c.memo.stats(); held != tc.held || hits != tc.hit {
+			if held, hits := memoStats(c.memo); held != tc.held || hits != tc.hit {
 				t.Errorf("memo holds %d counts and answered %d lookups, want %d and %d", held, hits, tc.held, tc.hit)
 			}
 		})
 	}
 }
 
+// memoStats returns how many counts m holds and how many lookups it
+// answered.
+func memoStats(m *memo) (held, hits int) {
+	held, _ = m.counts.Usage()
+	var d dto.Metric
+	if err := m.counts.Collectors()[0].(prometheus.Metric).Write(&d); err != nil {
+		panic(err)
+	}
+	return held, int(d.GetCounter().GetValue())
+}
+
 // TestMemoBounded counts far more distinct texts than a memo holds: it
 // stays within its bound, answers right, and still holds the newest.
 func TestMemoBounded(t *testing.T) {
 	m := newMemo()
-	limit := 2 * memoShards * memoGeneration
+	limit := memoBytes / memoCountBytes
 	for i := range 3 * limit {
 		s := fmt.Sprint("text ", i)
 		if got := m.count(m.key(kindText, "e", s, nil), func() int { return len(s) }); got != len(s) {
 			t.Fatalf("text %d: %d, want %d", i, got, len(s))
 		}
 	}
-	held, _ := m.stats()
+	held, bytes := m.counts.Usage()
+	if bytes > memoBytes {
+		t.Fatalf("memo accounts %d bytes, bound %d", bytes, memoBytes)
+	}
 	if held > limit || held == 0 {
 		t.Fatalf("memo holds %d counts, want 1..%d", held, limit)
 	}

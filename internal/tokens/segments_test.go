@@ -91,7 +91,7 @@ func TestSegmentCacheSkipsShortAndOneLineTexts(t *testing.T) {
 
 // held is how many segment counts c holds.
 func (c *segmentCache) held() int {
-	n, _ := c.memo.stats()
+	n, _ := memoStats(c.memo)
 	return n
 }
 

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Encoding names.
@@ -50,6 +52,10 @@ type Counter struct {
 	segs *segmentCache
 	work *workStats
 }
+
+// Collectors returns the Prometheus collectors of c's remembered counts
+// (the "tokens" cache's hits, misses, evictions and bytes).
+func (c *Counter) Collectors() []prometheus.Collector { return c.memo.counts.Collectors() }
 
 // memoMinBytes is the length below which a text or message is counted each
 // time: hashing it costs about as much.
