@@ -199,7 +199,9 @@ func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.
 	}
 	put := make(map[string][]float32, len(vecs))
 	for j, v := range vecs {
-		put[ContentHash(model, texts[j])] = v
+		if len(v) == dims { // the cache keeps only vectors of the model's dimension
+			put[ContentHash(model, texts[j])] = v
+		}
 	}
 	wctx, wcancel := context.WithTimeout(ctx, cacheWriteTimeout)
 	defer wcancel()

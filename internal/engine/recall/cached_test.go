@@ -223,3 +223,47 @@ func TestRecallFallsBackToFullTextWhenTheQueryEmbeddingIsLate(t *testing.T) {
 		t.Fatalf("facts = %+v, want the pinned fact ranked without relevance", got.Facts)
 	}
 }
+
+// wrongDims answers every text with a vector one dimension short.
+type wrongDims struct{ *Local }
+
+func (w wrongDims) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
+	vecs, err := w.Local.Embed(ctx, texts, by)
+	for i := range vecs {
+		vecs[i] = vecs[i][:len(vecs[i])-1]
+	}
+	return vecs, err
+}
+
+// TestCachedKeepsOnlyVectorsOfTheModelsDimension: the persistent layer is
+// SQL or Redis calls alone, so Cached decides what is a vector: one of
+// another length (a corrupted value, another dimension) read from the
+// cache is a miss, embedded again; one of another length embedded is not
+// kept.
+func TestCachedKeepsOnlyVectorsOfTheModelsDimension(t *testing.T) {
+	ctx := context.Background()
+	local := NewLocal(8)
+	t.Run("a short cached value is a miss", func(t *testing.T) {
+		cache := &memCache{}
+		if err := cache.PutEmbeddings(ctx, local.Model(), 8, map[string][]float32{ContentHash(local.Model(), "hi there"): {1, 2, 3}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := NewCached(local, cache, nil).Embed(ctx, []string{"hi there"}, time.Time{})
+		if err != nil || len(got) != 1 || len(got[0]) != 8 {
+			t.Fatalf("Embed = %v, %v; want the embedder's 8-dimensional vector", got, err)
+		}
+	})
+	t.Run("a short embedded vector is not kept", func(t *testing.T) {
+		cache := &memCache{}
+		// The write happens after the answer: wait until the flight is
+		// settled, then nothing may be cached.
+		c := NewCached(wrongDims{local}, cache, nil)
+		if _, err := c.Embed(ctx, []string{"another"}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the flight to settle", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.inflight) == 0 })
+		if cache.has(local.Model(), 8, "another") || len(cache.m) != 0 {
+			t.Fatalf("cached %d vectors of the wrong dimension", len(cache.m))
+		}
+	})
+}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/memgate/memgate/internal/memory"
 )
 
 // embeddingBatch bounds the keys of one MGET or one pipeline.
@@ -100,7 +98,8 @@ func globEscape(s string) string {
 
 // GetEmbeddings returns the cached vectors of the given content hashes that
 // were made by model with dims dimensions; misses are simply absent from the
-// map. A value of the wrong size (another dimension, corruption) is a miss.
+// map. Its caller (recall.Cached) checks each vector's length (a value of
+// another size, corrupted, is a miss there).
 func (c *EmbeddingCache) GetEmbeddings(ctx context.Context, model string, dims int, hashes []string) (map[string][]float32, error) {
 	out := make(map[string][]float32, len(hashes))
 	for start := 0; start < len(hashes); start += embeddingBatch {
@@ -114,24 +113,18 @@ func (c *EmbeddingCache) GetEmbeddings(ctx context.Context, model string, dims i
 			return nil, fmt.Errorf("redis: get embeddings: %w", unavailable(err))
 		}
 		for i, v := range vals {
-			s, ok := v.(string)
-			if !ok || len(s) != 4*dims {
-				continue
+			if s, ok := v.(string); ok {
+				out[batch[i]] = decodeVector(s)
 			}
-			out[batch[i]] = decodeVector(s)
 		}
 	}
 	return out, nil
 }
 
 // PutEmbeddings caches vectors by content hash for model and dims, each with
-// the cache's TTL. Every vector must have dims dimensions.
+// the cache's TTL. Its caller (recall.Cached) hands it only vectors of dims
+// dimensions.
 func (c *EmbeddingCache) PutEmbeddings(ctx context.Context, model string, dims int, vecs map[string][]float32) error {
-	for h, v := range vecs {
-		if len(v) != dims {
-			return fmt.Errorf("redis: put embeddings: %w: vector %s has %d dims, want %d", memory.ErrInvalid, h, len(v), dims)
-		}
-	}
 	p := c.rdb.Pipeline()
 	n := 0
 	flush := func() error {

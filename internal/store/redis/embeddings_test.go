@@ -103,30 +103,6 @@ func TestEmbeddingCacheManyKeysAndTTL(t *testing.T) {
 	}
 }
 
-func TestEmbeddingCacheRejectsWrongDims(t *testing.T) {
-	c := mustEmbeddingCache(t, 0)
-	err := c.PutEmbeddings(context.Background(), "m", 4, map[string][]float32{"h": {1, 2, 3}})
-	if !errors.Is(err, memory.ErrInvalid) {
-		t.Fatalf("PutEmbeddings with a 3-dim vector for 4 dims = %v, want memory.ErrInvalid", err)
-	}
-	if got, err := c.GetEmbeddings(context.Background(), "m", 4, []string{"h"}); err != nil || len(got) != 0 {
-		t.Fatalf("after a rejected put, GetEmbeddings = %v, %v; want nothing", got, err)
-	}
-}
-
-func TestEmbeddingCacheCorruptValueIsAMiss(t *testing.T) {
-	ctx := context.Background()
-	rdb := mustClient(t)
-	c := NewEmbeddingCache(rdb, testenv.RedisPrefix(t), time.Hour)
-	if err := rdb.Set(ctx, c.key("m", 2, "bad"), "abc", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.GetEmbeddings(ctx, "m", 2, []string{"bad"})
-	if err != nil || len(got) != 0 {
-		t.Fatalf("GetEmbeddings of a 3-byte value = %v, %v; want a miss", got, err)
-	}
-}
-
 func TestEmbeddingCacheUnavailable(t *testing.T) {
 	rdb, err := NewClient("redis://" + closedPort(t) + "/0")
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/memgate/memgate/internal/memory"
 )
 
 // The embedding cache (table embedding_cache) is content-only: a vector is
@@ -24,7 +22,7 @@ import (
 // GetEmbeddings returns the cached vectors of model and dims for the given
 // content hashes, keyed by hash; hashes never cached are absent from the map.
 // The cache is shared by all tenants: a vector depends only on the model and
-// the content.
+// the content. Its caller (recall.Cached) checks each vector's length.
 func (s *Store) GetEmbeddings(ctx context.Context, model string, dims int, hashes []string) (map[string][]float32, error) {
 	out := make(map[string][]float32, len(hashes))
 	if len(hashes) == 0 {
@@ -47,9 +45,7 @@ func (s *Store) GetEmbeddings(ctx context.Context, model string, dims int, hashe
 		if err := rows.Scan(&hash, &vec); err != nil {
 			return nil, fmt.Errorf("get embeddings: %w", err)
 		}
-		if v := decodeVector(vec); len(v) == dims {
-			out[hash] = v
-		}
+		out[hash] = decodeVector(vec)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("get embeddings: %w", err)
@@ -58,17 +54,11 @@ func (s *Store) GetEmbeddings(ctx context.Context, model string, dims int, hashe
 }
 
 // PutEmbeddings caches vectors of model and dims by content hash in one
-// write transaction, replacing any cached under the same hash. It returns
-// memory.ErrInvalid (and caches nothing) when a vector's length is not dims
-// or a hash is empty.
+// write transaction, replacing any cached under the same hash. Its caller
+// (recall.Cached) hands it only vectors of dims dimensions.
 func (s *Store) PutEmbeddings(ctx context.Context, model string, dims int, vecs map[string][]float32) error {
 	if len(vecs) == 0 {
 		return nil
-	}
-	for hash, v := range vecs {
-		if hash == "" || len(v) != dims || dims <= 0 {
-			return fmt.Errorf("put embeddings: %w: hash %q has %d dims, want %d", memory.ErrInvalid, hash, len(v), dims)
-		}
 	}
 	now := nanos(time.Now())
 	// No client waits on the cache's writes (recall.Cached writes after it

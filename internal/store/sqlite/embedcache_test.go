@@ -2,11 +2,8 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
-
-	"github.com/memgate/memgate/internal/memory"
 )
 
 func TestEmbeddingCache(t *testing.T) {
@@ -62,31 +59,6 @@ func TestEmbeddingCache(t *testing.T) {
 	}
 	if rows != 4 {
 		t.Fatalf("embedding_cache has %d rows, want 4", rows)
-	}
-}
-
-func TestPutEmbeddingsRejectsBadVectors(t *testing.T) {
-	s, _ := mustTempStore(t)
-	ctx := context.Background()
-	tests := []struct {
-		name string
-		dims int
-		vecs map[string][]float32
-	}{
-		{"wrong length", 3, map[string][]float32{"ok": {1, 2, 3}, "short": {1, 2}}},
-		{"empty hash", 2, map[string][]float32{"": {1, 2}}},
-		{"zero dims", 0, map[string][]float32{"h": {}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := s.PutEmbeddings(ctx, "m", tt.dims, tt.vecs); !errors.Is(err, memory.ErrInvalid) {
-				t.Fatalf("PutEmbeddings = %v, want memory.ErrInvalid", err)
-			}
-			got, err := s.GetEmbeddings(ctx, "m", tt.dims, []string{"ok", "short", "", "h"})
-			if err != nil || len(got) != 0 {
-				t.Fatalf("after a rejected put, GetEmbeddings = %v, %v; want nothing cached", got, err)
-			}
-		})
 	}
 }
 
