@@ -50,6 +50,8 @@ type Store interface {
 type Queue interface {
 	// Enqueue durably appends a payload.
 	Enqueue(ctx context.Context, payload []byte) error
+	// EnqueueBatch durably appends payloads, in order.
+	EnqueueBatch(ctx context.Context, payloads [][]byte) error
 	// Claim returns up to max deliveries for consumer: first entries that another
 	// consumer claimed more than staleAfter ago without acknowledging them,
 	// then new ones, waiting up to block for any to arrive.

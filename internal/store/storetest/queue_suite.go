@@ -20,6 +20,7 @@ func RunQueue(t *testing.T, open func(t *testing.T) Queue) {
 	}{
 		{"EnqueueClaimAck", testEnqueueClaimAck},
 		{"FIFOWithinMax", testFIFOWithinMax},
+		{"BatchKeepsOrder", testBatchKeepsOrder},
 		{"PendingCounts", testPendingCounts},
 		{"RedeliverAfterCrash", testRedeliverAfterCrash},
 		{"AckedNeverReturns", testAckedNeverReturns},
@@ -47,6 +48,23 @@ func mustEnqueue(tb testing.TB, q Queue, payloads ...string) {
 		if err := q.Enqueue(testCtx(tb), []byte(p)); err != nil {
 			tb.Fatalf("Enqueue(%q): %v", p, err)
 		}
+	}
+}
+
+// testBatchKeepsOrder: a batch is claimed in its order, after what was
+// enqueued before it and before what comes after it.
+func testBatchKeepsOrder(t *testing.T, q Queue) {
+	mustEnqueue(t, q, "a")
+	if err := q.EnqueueBatch(testCtx(t), [][]byte{[]byte("b"), []byte("c"), []byte("d")}); err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	mustEnqueue(t, q, "e")
+	var got []string
+	for _, d := range mustClaim(t, q, "w", 10, never, short) {
+		got = append(got, string(d.Payload))
+	}
+	if fmt.Sprint(got) != "[a b c d e]" {
+		t.Fatalf("claimed %v, want [a b c d e]", got)
 	}
 }
 
