@@ -26,7 +26,7 @@ type Outbox struct {
 	s     *Store
 	table string // outbox or enrich_outbox; never user input
 	// drainYields makes the consumer's transactions (claims and
-	// acknowledgements) background writes (inBackgroundWrite): set for the
+	// acknowledgements) background writes (inWriteAs): set for the
 	// enrichment outbox, whose consumer no client waits on. Enqueues, made
 	// on the way of a request, never yield.
 	drainYields bool
