@@ -247,3 +247,10 @@ func TestSearchesRaceWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveTailsContract checks the saves report the count before them
+// (memory.SaveResult.TailKnown), on the one-statement path of a turn
+// and the group commit's.
+func TestSaveTailsContract(t *testing.T) {
+	storetest.RunSaveTails(t, func(t *testing.T) storetest.Revisioned { return mustOpen(t) })
+}

@@ -116,36 +116,3 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	c.MessageCount = len(msgs)
 	return c, msgs, nil
 }
-
-// RecentMany returns, for each conversation of ids, up to n newest live
-// messages, oldest first, in one query: out[i] is ids[i]'s.
-func (s *Store) RecentMany(ctx context.Context, ids []memory.Identity, n int) ([][]memory.Message, error) {
-	out := make([][]memory.Message, len(ids))
-	if n <= 0 || len(ids) == 0 {
-		return out, nil
-	}
-	ts, us, cs := make([]string, len(ids)), make([]string, len(ids)), make([]string, len(ids))
-	for i, id := range ids {
-		ts[i], us[i], cs[i] = id.Tenant, id.User, id.Conversation
-	}
-	_, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (struct{}, error) {
-		var o int64
-		m, err := scanMessage(row, memory.Identity{}, &o)
-		if err == nil {
-			id := ids[o-1]
-			m.Tenant, m.User, m.Conversation = id.Tenant, id.User, id.Conversation
-			out[o-1] = append(out[o-1], m)
-		}
-		return struct{}{}, err
-	}, `SELECT m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at, x.o
-		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(t, u, c, o)
-		CROSS JOIN LATERAL (
-			SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-			WHERE tenant = x.t AND user_id = x.u AND conversation = x.c AND superseded_at IS NULL
-			ORDER BY seq DESC LIMIT $4) m
-		ORDER BY x.o, m.seq`, ts, us, cs, n)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: recent: %w", err)
-	}
-	return out, nil
-}

@@ -144,7 +144,21 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			w.conversation(id, st.LastSeq, st.Latest)
 		}
 	}
-	return results, w.send(ctx, conn)
+	tails, err := w.send(ctx, conn, b.users)
+	if err != nil {
+		return nil, err
+	}
+	// Each user's count moved by what the batch inserted and superseded of
+	// theirs, nothing else (see send): the count before each exchange is
+	// the one after the batch less the moves from it on.
+	for i := len(b.exs) - 1; i >= 0; i-- {
+		r, u := &results[i], contract.User{Tenant: b.exs[i].Tenant, User: b.exs[i].User}
+		if r.Inserted > 0 {
+			tails[u] -= int64(r.Inserted + r.Superseded)
+			r.TailBefore, r.TailKnown = tails[u], r.Superseded == 0
+		}
+	}
+	return results, nil
 }
 
 // read sends the first pipeline: BEGIN, the users' shared locks (in key
@@ -321,19 +335,36 @@ func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Ti
 	w.cseq, w.cat = append(w.cseq, lastSeq), append(w.cat, at)
 }
 
-// send queues the rest and COMMIT and sends the pipeline.
-func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn) error {
+// send queues the rest and COMMIT, sends the pipeline and returns the
+// users' Revisions.Tail as the batch leaves them. The counters move in
+// deferred triggers, fired here just before the commit (SET CONSTRAINTS
+// ALL IMMEDIATE) in the order the commit would: the users' rows of
+// memory_item_revisions are locked from then on, so no other writer moves
+// a count between that read and the commit.
+func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, users []contract.User) (map[contract.User]int64, error) {
 	w.flush()
 	if len(w.ct) > 0 {
 		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
 	}
+	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")
+	var ut, uu []string
+	for _, u := range users {
+		ut, uu = append(ut, u.Tenant), append(uu, u.User)
+	}
+	tails := map[contract.User]int64{}
+	w.p.Queue(`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
+		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu).Query(func(rows pgx.Rows) error {
+		var u contract.User
+		var n int64
+		return eachRow(rows, nil, "read revisions", []any{&u.Tenant, &u.User, &n}, func() { tails[u] = n })
+	})
 	w.p.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
-		return fmt.Errorf("write messages: %w", unavailable(err))
+		return nil, fmt.Errorf("write messages: %w", unavailable(err))
 	}
-	return nil
+	return tails, nil
 }
 
 // eachRow calls fn for each row of rows, the result of a query that failed

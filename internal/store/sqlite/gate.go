@@ -8,7 +8,7 @@ import (
 
 // writeGate orders the write transactions on the single writer connection.
 // A transaction a client waits on (capture's save, an erasure) goes before
-// every waiting background one (inBackgroundWrite: enrichment's derived
+// every waiting background one (inWriteAs: enrichment's derived
 // writes, its queue's claims and acknowledgements, the embedding cache), never
 // ahead of the one running; within a class, first come first served.
 // Without it, a turn's save queued behind enrichment's transactions: 0.4 ms
@@ -76,18 +76,4 @@ func (g *writeGate) release() {
 	}
 	g.grants++
 	close(next)
-}
-
-// granted is how many transactions the gate has let through.
-func (g *writeGate) granted() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.grants
-}
-
-// waiting is how many transactions wait, client and background.
-func (g *writeGate) waiting() (high, low int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.high), len(g.low)
 }

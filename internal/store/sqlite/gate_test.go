@@ -143,3 +143,17 @@ func TestBackgroundAddItemsTakesTurns(t *testing.T) {
 		})
 	}
 }
+
+// granted is how many transactions the gate has let through.
+func (g *writeGate) granted() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.grants
+}
+
+// waiting is how many transactions wait, client and background.
+func (g *writeGate) waiting() (high, low int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.high), len(g.low)
+}

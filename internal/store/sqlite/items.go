@@ -116,13 +116,9 @@ func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterI
 	if limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
+	items, err := queryAll(ctx, s.read, scanItem, `SELECT `+itemColumns+` FROM memory_items
 		WHERE id > ? AND (embedding IS NULL OR model != ? OR dims != ?)
 		ORDER BY id LIMIT ?`, afterID, model, dims, limit)
-	if err != nil {
-		return nil, fmt.Errorf("items to embed: %w", err)
-	}
-	items, err := scanItems(rows)
 	if err != nil {
 		return nil, fmt.Errorf("items to embed: %w", err)
 	}
@@ -158,23 +154,16 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
-// scanItems reads itemColumns rows and closes rows.
-func scanItems(rows *sql.Rows) ([]memory.Item, error) {
-	defer rows.Close()
-	items := []memory.Item{}
-	for rows.Next() {
-		var it memory.Item
-		var vec []byte
-		var created, said int64
-		if err := rows.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
-			&it.Text, &vec, &it.Model, &it.Dims, &created, &said); err != nil {
-			return nil, err
-		}
-		it.Embedding = decodeVector(vec)
-		it.CreatedAt, it.SaidAt = fromNanos(created), fromNanos(said)
-		items = append(items, it)
-	}
-	return items, rows.Err()
+// scanItem reads a row of itemColumns.
+func scanItem(r rowScanner) (memory.Item, error) {
+	var it memory.Item
+	var vec []byte
+	var created, said int64
+	err := r.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
+		&it.Text, &vec, &it.Model, &it.Dims, &created, &said)
+	it.Embedding = decodeVector(vec)
+	it.CreatedAt, it.SaidAt = fromNanos(created), fromNanos(said)
+	return it, err
 }
 
 // encodeVector stores a vector as little-endian float32s; nil stays NULL.

@@ -26,7 +26,7 @@ type Outbox struct {
 	s     *Store
 	table string // outbox or enrich_outbox; never user input
 	// drainYields makes the consumer's transactions (claims and
-	// acknowledgements) background writes (inBackgroundWrite): set for the
+	// acknowledgements) background writes (inWriteAs): set for the
 	// enrichment outbox, whose consumer no client waits on. Enqueues, made
 	// on the way of a request, never yield.
 	drainYields bool
@@ -118,77 +118,41 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 	}
 }
 
-// claimOnce claims what is available now, in one write transaction.
+// claimOnce claims what is available now, in one write transaction:
+// stale entries first, then unclaimed ones, each oldest first.
 func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
-	var entries []entry
+	var ds []memory.Delivery
 	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
-		entries = nil
 		now := time.Now()
-		queries := []struct {
-			sql  string
-			args []any
-		}{
-			{`SELECT id, payload, attempts FROM ` + o.table + ` WHERE claimed_at IS NOT NULL AND claimed_at <= ? ORDER BY id LIMIT ?`,
-				[]any{nanos(now.Add(-staleAfter))}},
-			{`SELECT id, payload, attempts FROM ` + o.table + ` WHERE claimed_at IS NULL ORDER BY id LIMIT ?`, nil},
+		var err error
+		ds, err = queryAll(ctx, tx, func(r rowScanner) (memory.Delivery, error) {
+			var d memory.Delivery
+			var id int64
+			err := r.Scan(&id, &d.Payload, &d.Attempts)
+			d.ID, d.Attempts = strconv.FormatInt(id, 10), d.Attempts+1
+			return d, err
+		}, `SELECT id, payload, attempts FROM `+o.table+` WHERE claimed_at IS NULL OR claimed_at <= ?
+			ORDER BY claimed_at IS NULL, id LIMIT ?`, nanos(now.Add(-staleAfter)), max)
+		if err != nil || len(ds) == 0 {
+			return err
 		}
-		for _, q := range queries {
-			if len(entries) >= max {
-				break
-			}
-			found, err := selectEntries(ctx, tx, q.sql, append(q.args, max-len(entries))...)
-			if err != nil {
-				return err
-			}
-			entries = append(entries, found...)
-		}
-		if len(entries) == 0 {
-			return nil
-		}
-		args := make([]any, 0, len(entries)+2)
-		args = append(args, consumer, nanos(now))
-		for _, e := range entries {
-			args = append(args, e.id)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE `+o.table+` SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1 WHERE id IN (`+
-			placeholders(len(entries))+`)`, args...); err != nil {
-			return fmt.Errorf("mark claimed: %w", err)
-		}
-		return nil
+		_, err = tx.ExecContext(ctx, `UPDATE `+o.table+` SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1
+			WHERE id IN (SELECT value FROM json_each(?))`, consumer, nanos(now), idList(ds))
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	ds := make([]memory.Delivery, len(entries))
-	for i, e := range entries {
-		ds[i] = memory.Delivery{ID: strconv.FormatInt(e.id, 10), Payload: e.payload, Attempts: e.attempts + 1}
-	}
 	return ds, nil
 }
 
-// entry is one outbox row as Claim selects it.
-type entry struct {
-	id       int64
-	payload  []byte
-	attempts int
-}
-
-// selectEntries reads outbox rows (id, payload, attempts).
-func selectEntries(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]entry, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("select entries: %w", err)
+// idList is the deliveries' ids as a JSON array, for json_each.
+func idList(ds []memory.Delivery) string {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
 	}
-	defer rows.Close()
-	var es []entry
-	for rows.Next() {
-		var e entry
-		if err := rows.Scan(&e.id, &e.payload, &e.attempts); err != nil {
-			return nil, fmt.Errorf("select entries: %w", err)
-		}
-		es = append(es, e)
-	}
-	return es, rows.Err()
+	return "[" + strings.Join(ids, ",") + "]"
 }
 
 // Ack removes delivered entries for good. Unknown ids are ignored; ids that
@@ -197,24 +161,17 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	nums := make([]any, len(ids))
+	ds := make([]memory.Delivery, len(ids))
 	for i, id := range ids {
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil {
 			return fmt.Errorf("ack: %w: id %q", memory.ErrInvalid, id)
 		}
-		nums[i] = n
+		ds[i].ID = strconv.FormatInt(n, 10)
 	}
-	// One statement per ackChunk ids keeps within SQLite's variable limit.
 	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
-		for len(nums) > 0 {
-			n := min(len(nums), ackChunk)
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (`+placeholders(n)+`)`, nums[:n]...); err != nil {
-				return err
-			}
-			nums = nums[n:]
-		}
-		return nil
+		_, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (SELECT value FROM json_each(?))`, idList(ds))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
@@ -229,12 +186,4 @@ func (o *Outbox) Pending(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("pending: %w", err)
 	}
 	return n, nil
-}
-
-// ackChunk is how many ids one DELETE of Ack names.
-const ackChunk = 500
-
-// placeholders returns n comma-separated SQL parameters ("?, ?, ?").
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }

@@ -44,13 +44,9 @@ const messageColumns = `seq, key, role, content, raw, tokens, created_at`
 
 // liveTail loads the newest n live messages of a conversation in Seq order.
 func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryMessages(ctx, q, id, `SELECT `+messageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq DESC LIMIT ?`, id.Tenant, id.User, id.Conversation, n)
-	if err != nil {
-		return nil, fmt.Errorf("load live tail: %w", err)
-	}
-	msgs, err := scanMessages(rows, id)
+		ORDER BY seq DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("load live tail: %w", err)
 	}
@@ -58,18 +54,12 @@ func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memo
 	return msgs, nil
 }
 
-// scanMessages reads messageColumns rows of conversation id and closes rows.
-func scanMessages(rows *sql.Rows, id memory.Identity) ([]memory.Message, error) {
-	defer rows.Close()
-	msgs := []memory.Message{}
-	for rows.Next() {
-		m, err := scanMessage(rows, id)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, rows.Err()
+// queryMessages runs query, whose first parameters are the tenant, user
+// and conversation of id followed by args, and reads its messageColumns
+// rows.
+func queryMessages(ctx context.Context, q querier, id memory.Identity, query string, args ...any) ([]memory.Message, error) {
+	return queryAll(ctx, q, func(r rowScanner) (memory.Message, error) { return scanMessage(r, id) },
+		query, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
 }
 
 // scanMessage reads a message of conversation id from a row of
@@ -122,13 +112,9 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
 	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
-	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryMessages(ctx, tx, id, `SELECT `+messageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq`, id.Tenant, id.User, id.Conversation)
-	if err != nil {
-		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
-	}
-	msgs, err := scanMessages(rows, id)
+		ORDER BY seq`)
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}

@@ -206,12 +206,8 @@ func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, erro
 	if err != nil {
 		return nil, fmt.Errorf("encode ids: %w", err)
 	}
-	rows, err := s.reads.QueryContext(ctx, `SELECT `+itemColumns+` FROM memory_items
+	loaded, err := queryAll(ctx, s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
 		WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-	if err != nil {
-		return nil, fmt.Errorf("load items: %w", err)
-	}
-	loaded, err := scanItems(rows)
 	if err != nil {
 		return nil, fmt.Errorf("load items: %w", err)
 	}

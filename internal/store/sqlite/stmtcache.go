@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // maxCachedStmts bounds the read statements a Store keeps prepared; past it,
@@ -13,70 +14,59 @@ import (
 // dozen distinct statements.
 const maxCachedStmts = 64
 
-// stmtCache keeps read statements prepared, by SQL text, on the read pool:
-// each is parsed once per connection instead of once per query (SQLite's
-// parser and planner were about a tenth of a memory-on request's CPU). It
-// is safe for concurrent use.
+// stmtCache keeps statements prepared, by SQL text, on its pool: each is
+// parsed once per connection instead of once per query (SQLite's parser
+// and planner were about a tenth of a memory-on request's CPU). It is safe
+// for concurrent use.
 type stmtCache struct {
-	db     *sql.DB
-	mu     sync.Mutex
-	stmts  map[string]*sql.Stmt
-	closed bool
+	db    *sql.DB
+	stmts sync.Map // SQL text -> *sql.Stmt
+	n     atomic.Int32
 }
 
-func newStmtCache(db *sql.DB) *stmtCache {
-	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}}
-}
+func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db} }
 
-// QueryContext runs query on the read pool through its cached statement.
+// QueryContext runs query on the pool through its cached statement.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := c.stmt(ctx, query)
-	if err != nil || st == nil {
-		return c.db.QueryContext(ctx, query, args...)
+	if st := c.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
-	return st.QueryContext(ctx, args...)
+	return c.db.QueryContext(ctx, query, args...)
 }
 
-// QueryRowContext runs query on the read pool through its cached statement.
+// QueryRowContext runs query on the pool through its cached statement.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := c.stmt(ctx, query)
-	if err != nil || st == nil {
-		// Prepared again here, the error is reported through the Row.
-		return c.db.QueryRowContext(ctx, query, args...)
+	if st := c.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return c.db.QueryRowContext(ctx, query, args...) // a bad query's error comes through the Row
 }
 
-// stmt returns query's statement, prepared on first use; nil (and no error)
-// when the cache is full or closed.
-func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	c.mu.Lock()
-	st, ok := c.stmts[query]
-	full := c.closed || len(c.stmts) >= maxCachedStmts
-	c.mu.Unlock()
-	if ok || full {
-		return st, nil
+// stmt returns query's statement, prepared on first use; nil when the
+// cache is full or preparing fails (the caller then runs query as is).
+func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := c.prepared(query); st != nil || c.n.Load() >= maxCachedStmts {
+		return st
 	}
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if prev, ok := c.stmts[query]; ok || c.closed { // prepared meanwhile, or closed
+	if prev, loaded := c.stmts.LoadOrStore(query, st); loaded { // prepared meanwhile
 		st.Close()
-		return prev, nil
+		return prev.(*sql.Stmt)
 	}
-	c.stmts[query] = st
-	return st, nil
+	c.n.Add(1)
+	return st
 }
 
 // prepared returns query's statement when it is already prepared, else nil;
 // it never prepares one (see writeTx).
 func (c *stmtCache) prepared(query string) *sql.Stmt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stmts[query]
+	if st, ok := c.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	return nil
 }
 
 // writeTx is a write transaction whose statements listed in hotWrites run
@@ -110,22 +100,21 @@ func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any)
 // prepareWrites prepares hotWrites on the writer, for writeTx.
 func (s *Store) prepareWrites(ctx context.Context) error {
 	for _, q := range hotWrites {
-		if _, err := s.writes.stmt(ctx, q); err != nil {
+		st, err := s.write.PrepareContext(ctx, q)
+		if err != nil {
 			return fmt.Errorf("prepare write statement: %w", err)
 		}
+		s.writes.stmts.Store(q, st)
 	}
 	return nil
 }
 
-// Close closes the cached statements; later queries are prepared per call.
+// Close closes the cached statements.
 func (c *stmtCache) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
 	var errs []error
-	for q, st := range c.stmts {
-		errs = append(errs, st.Close())
-		delete(c.stmts, q)
-	}
+	c.stmts.Range(func(_, st any) bool {
+		errs = append(errs, st.(*sql.Stmt).Close())
+		return true
+	})
 	return errors.Join(errs...)
 }

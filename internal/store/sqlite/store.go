@@ -176,27 +176,22 @@ func (s *Store) EnrichOutbox() *Outbox { return s.enrich }
 
 // inWrite runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection, in the order writeGate gives) and commits it when fn
-// returns nil. It is a write a client waits on: see inBackgroundWrite for
-// the others.
+// returns nil. It is a write a client waits on: see inWriteAs for the
+// others.
 func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteTx(ctx, false, fn)
+	return s.inWriteAs(ctx, false, fn)
 }
 
-// inBackgroundWrite is inWrite for a write no client waits on (writeGate:
-// enrichment's derived writes, its queue's claims and acknowledgements,
-// the embedding cache), which lets waiting writes of clients go first.
+// inBackgroundWrite is inWriteAs for a background write.
 func (s *Store) inBackgroundWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteTx(ctx, true, fn)
+	return s.inWriteAs(ctx, true, fn)
 }
 
-// inWriteAs is inBackgroundWrite when background is set, else inWrite.
+// inWriteAs is inWrite, for a write no client waits on when background
+// is set (writeGate: enrichment's derived writes, its queue's claims and
+// acknowledgements, the embedding cache), which lets waiting writes of
+// clients go first.
 func (s *Store) inWriteAs(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
-	return s.inWriteTx(ctx, background, fn)
-}
-
-// inWriteTx is the write transaction of inWrite and inBackgroundWrite;
-// background orders it behind the writes clients wait on.
-func (s *Store) inWriteTx(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
 	if err := s.gate.acquire(ctx, background); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

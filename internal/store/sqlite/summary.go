@@ -19,10 +19,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Message, error) { return scanMessage(r, id) },
-		`SELECT `+messageColumns+` FROM messages
+	msgs, err := queryMessages(ctx, s.reads, id, `SELECT `+messageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
-		ORDER BY seq LIMIT ?`, id.Tenant, id.User, id.Conversation, afterSeq, limit)
+		ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
 	}

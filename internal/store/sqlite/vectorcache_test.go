@@ -71,3 +71,10 @@ func TestVectorCacheBounded(t *testing.T) {
 		t.Fatalf("cache holds %d keys, %d bytes; want between 1 and 20 keys within %d bytes", n, bytes, limit)
 	}
 }
+
+func TestSaveTailsContract(t *testing.T) {
+	storetest.RunSaveTails(t, func(t *testing.T) storetest.Revisioned {
+		s, _ := mustTempStore(t)
+		return s
+	})
+}
