@@ -81,8 +81,14 @@ func BenchmarkMemoryTurn(b *testing.B) {
 	}
 	b.ReportAllocs()
 	cpu := processCPU(b)
+	recalled := 0
 	for b.Loop() {
-		step()
+		if step().Parts["recall"] > 0 {
+			recalled++
+		}
 	}
 	cpu.report(b)
+	// The share of turns whose prompt holds recalled passages: a build
+	// whose recall came late (memory.load_timeout) did less work.
+	b.ReportMetric(float64(recalled)/float64(b.N), "recalled/op")
 }
