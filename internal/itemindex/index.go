@@ -7,18 +7,21 @@
 // caches of internal/engine/cache (bounded in bytes, least recently used
 // evicted first, instrumented).
 //
-// The items are kept under the user's cache.Revisions.Changed. The vectors
-// and text index, extended in place after inserts, are checked on every
-// search against one read of the user's Revisions: Added on every insert
-// of an item, Changed on every delete and every update of what a search
-// reads (and whenever an insert cannot be read as the rows above the
-// highest id already held). Same counters: the cache is current; only
-// Added moved: the rows with ids above the highest held are read and
-// appended; Changed moved: everything is read again. The counters never go
-// back (an erasure moves Changed and keeps the user's row), so a cache
-// read before a change can never pass for a later state. A request reads
-// them once and hands them to all its searches and to the turns around
-// their hits (Windows).
+// Everything is kept under the user's cache.Revisions, read once by the
+// caller's request before its searches and handed to all of them and to
+// the turns around their hits (Windows). The vectors and text index,
+// extended in place after inserts, are checked against Added and Changed:
+// Added moves on every insert of an item, Changed on every delete and
+// every update of what a search ranks by (and whenever an insert cannot be
+// read as the rows above the highest id already held). Same counts: the
+// index is current; only Added moved: the rows with ids above the highest
+// held are read and appended; Changed moved: everything is read again. The
+// whole items are kept under Items (Changed plus Dated, which an update of
+// an item's time said alone moves: a fact stated again, turn after turn,
+// has its items read again but never the user's vectors and text index).
+// The counters never go back (an erasure moves Changed and keeps the
+// user's row), so a cache read before a change can never pass for a later
+// state.
 //
 // A store supplies the reads through the small interfaces below
 // (VectorLoader, TextLoader, ItemLoader); users too large
@@ -145,7 +148,7 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 	if err != nil {
 		return nil, err
 	}
-	return x.cachedItems(ctx, q.Tenant, q.User, set.changed, searchSet(set, q, qnorm))
+	return x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), searchSet(set, q, qnorm))
 }
 
 // SearchText ranks the user's items sharing a word with terms (query
@@ -159,12 +162,8 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	var (
-		best    []ranking.Scored
-		changed int64
-	)
+	var best []ranking.Scored
 	err := x.withTextIndex(ctx, rev, q.Tenant, q.User, func(t *textIndex) {
-		changed = t.changed
 		excluded := refSet(q.ExcludeRefs)
 		best = t.Search(t.ids, terms, q.Related, q.Limit, func(d int32) bool {
 			return (q.Conversation == "" || t.convs[d] == q.Conversation) && !excluded[t.refs[d]]
@@ -173,7 +172,7 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 	if err != nil {
 		return nil, err
 	}
-	items, err := x.cachedItems(ctx, q.Tenant, q.User, changed, best)
+	items, err := x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), best)
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +229,15 @@ func refSet(refs []string) map[string]bool {
 }
 
 // cachedItems returns the whole items of ranked, ids of the user ranked as
-// of changed (Revisions.Changed), in ranked's order with their scores: the
+// of at (Revisions.Items), in ranked's order with their scores: the
 // items the cache holds at that count come from memory, the others from
 // the Source (and are then kept). Ids no longer found, or not the user's,
 // are skipped. The embeddings are the cache's own (see InRankOrder).
-func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed int64, ranked []ranking.Scored) ([]memory.Item, error) {
+func (x *Index) cachedItems(ctx context.Context, tenant, user string, at int64, ranked []ranking.Scored) ([]memory.Item, error) {
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
 	for i, r := range ranked {
-		if items[i], held[i] = x.items.Get(itemKey{tenant, user, changed, r.ID}); !held[i] {
+		if items[i], held[i] = x.items.Get(itemKey{tenant, user, at, r.ID}); !held[i] {
 			missing = append(missing, r.ID)
 		}
 	}
@@ -254,7 +253,7 @@ func (x *Index) cachedItems(ctx context.Context, tenant, user string, changed in
 				continue
 			}
 			it.Score = 0
-			x.items.Put(itemKey{tenant, user, changed, it.ID}, it)
+			x.items.Put(itemKey{tenant, user, at, it.ID}, it)
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {
 					items[i], held[i] = it, true

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
@@ -57,6 +58,22 @@ func (f *fakeStore) change(id int64, fn func(*memory.Item)) {
 			k := [2]string{f.items[i].Tenant, f.items[i].User}
 			r := f.rev[k]
 			r.Changed++
+			f.rev[k] = r
+		}
+	}
+}
+
+// redate sets the time said of the item of id and counts it for its user,
+// as the stores' triggers do for an update of that alone.
+func (f *fakeStore) redate(id int64, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.items {
+		if f.items[i].ID == id {
+			f.items[i].SaidAt = at
+			k := [2]string{f.items[i].Tenant, f.items[i].User}
+			r := f.rev[k]
+			r.Dated++
 			f.rev[k] = r
 		}
 	}
@@ -208,6 +225,40 @@ func TestIndexReadsOnlyWhatChanged(t *testing.T) {
 	// ones held.
 	f.add(fakeItem("alice", "n1", "porto", 1, 0), fakeItem("alice", "n2", "porto", 1, 0), fakeItem("alice", "n3", "porto", 1, 0))
 	search("after the erasure", []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3"}, []int64{0, 0})
+}
+
+// TestIndexRedatedItemsOnly checks that an update of an item's time said
+// alone (a fact stated again) reads the items searches return again, with
+// their new time, and neither the vectors nor the full-text index.
+func TestIndexRedatedItemsOnly(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeStore()
+	x := itemindex.New(f, itemindex.DefaultLimits)
+	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10}
+	tq := memory.ItemQuery{Tenant: "acme", User: "alice", Limit: 10}
+	f.add(fakeItem("alice", "a", "porto", 1, 0), fakeItem("alice", "b", "porto lisbon", 1, 1))
+	said := func(step string, want int64) {
+		t.Helper()
+		v, err := x.SearchVector(ctx, f.revs(t, "alice"), vq)
+		if err != nil || len(v) != 2 || v[0].Ref != "a" || v[0].SaidAt.Unix() != want {
+			t.Fatalf("%s: SearchVector = %+v, %v; want a said at %d first", step, v, err, want)
+		}
+		tx, err := x.SearchText(ctx, f.revs(t, "alice"), tq, []string{"porto"})
+		if err != nil || len(tx) != 2 || tx[0].Ref != "a" || tx[0].SaidAt.Unix() != want {
+			t.Fatalf("%s: SearchText = %+v, %v; want a said at %d first", step, tx, err, want)
+		}
+	}
+	said("first", time.Time{}.Unix())
+	f.takeAfterIDs()
+	items := f.count("items")
+	f.redate(1, time.Unix(5000, 0))
+	said("redated", 5000)
+	if got := f.takeAfterIDs(); len(got) != 0 {
+		t.Fatalf("redated: vectors or texts read again (rows above %v)", got)
+	}
+	if n := f.count("items") - items; n == 0 {
+		t.Fatal("redated: the items were not read again")
+	}
 }
 
 // TestIndexKeysByTheRevisionsGiven checks that what a search finds is

@@ -5,15 +5,15 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// itemKey names one item of a user as of the user's Revisions.Changed
+// itemKey names one item of a user as of the user's Revisions.Items
 // (every delete and every update of an item's text, vector, conversation,
 // source or time moves it; inserts do not, since they never change an item
-// held). A search that validated its ranking at one count is answered only
-// with items read at that count: once an erasure or edit has committed, no
-// later search is answered with what it deleted or changed.
+// held). A search is answered only with items read at the count its
+// request read: once an erasure or edit has committed, no later search is
+// answered with what it deleted or changed.
 type itemKey struct {
 	Tenant, User string
-	Changed, ID  int64
+	Items, ID    int64
 }
 
 // newItemCache returns the cache of the items searches return, so that a

@@ -31,32 +31,24 @@ func (t *textIndex) addDoc(id int64, conv, ref string, text []byte) {
 	t.heldBytes += 8 + 16 + len(conv) + 16 + len(ref)
 }
 
-// withTextIndex runs fn on the user's index, current as of a moment during
-// the call (extended with the rows added since it was read when only
-// inserts happened, else read again whole), holding the slot's mutex. It
-// returns ErrTooBig for a user too large to index in memory.
+// withTextIndex runs fn on the user's index, current as of rev
+// (slots.current), holding the slot's mutex (fn's searches write the
+// index's scratch space). It returns ErrTooBig for a user too large to
+// index in memory.
 func (x *Index) withTextIndex(ctx context.Context, rev cache.Revisions, tenant, user string, fn func(t *textIndex)) error {
 	key := Key{Tenant: tenant, User: user}
 	sl := x.texts.slot(key)
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if sl.tooBig {
-		return ErrTooBig
-	}
-	// rev was read before the rows: rows read later can only be newer than
-	// it says, and the next search then reads again.
-	t := sl.val
-	if t == nil || t.changed != rev.Changed || t.added != rev.Added {
-		if t == nil || t.changed != rev.Changed {
-			t = &textIndex{}
+	// Read and extended under the slot's mutex only: in place.
+	t, err := x.texts.currentLocked(sl, key, rev, func(cur *textIndex) *textIndex {
+		if cur == nil {
+			return &textIndex{}
 		}
-		t.added, t.changed = rev.Added, rev.Changed
-		if err := x.loadTexts(ctx, tenant, user, t, x.texts.limit()); err != nil {
-			sl.tooBig = errors.Is(err, ErrTooBig)
-			x.texts.publish(key, sl, nil)
-			return err
-		}
-		x.texts.publish(key, sl, t)
+		return cur
+	}, func(t *textIndex) error { return x.loadTexts(ctx, tenant, user, t, x.texts.limit()) })
+	if err != nil {
+		return err
 	}
 	fn(t)
 	return nil

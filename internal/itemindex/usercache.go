@@ -1,6 +1,7 @@
 package itemindex
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/memgate/memgate/internal/engine/cache"
@@ -13,11 +14,12 @@ type Key struct {
 	Dims                int
 }
 
-// sized is what a slot holds: a pointer (nil for none) that reports
-// roughly how many bytes it holds.
+// sized is what a slot holds: a pointer (nil for none) to a value read at
+// some Revisions (stamp), that reports roughly how many bytes it holds.
 type sized interface {
 	comparable
 	size() int
+	stamp() *held
 }
 
 // slot is one key's in-memory index (vectors, full-text), kept in a
@@ -64,6 +66,46 @@ func (c slots[V]) publish(key Key, sl *slot[V], v V) {
 		sl.bytes = v.size()
 	}
 	c.Put(key, sl)
+}
+
+// current returns key's value, current as of a moment during the call: the
+// value held when the user's Revisions have not moved since it was read
+// (rev was read before its rows: rows read later can only be newer than it
+// says, and the next search then reads again), extended by load with the
+// rows added since when only inserts happened, else a fresh one read whole
+// by load. extend returns the value to load into: a new one for none, else
+// the value held or, when readers use it outside the slot's mutex, a copy
+// to append to. It returns ErrTooBig for a key too large to keep; the slot then
+// answers ErrTooBig until it is evicted.
+func (c slots[V]) current(key Key, rev cache.Revisions, extend func(cur V) V, load func(V) error) (V, error) {
+	sl := c.slot(key)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return c.currentLocked(sl, key, rev, extend, load)
+}
+
+// currentLocked is current for key's slot sl, whose mutex the caller holds.
+func (c slots[V]) currentLocked(sl *slot[V], key Key, rev cache.Revisions, extend func(cur V) V, load func(V) error) (V, error) {
+	var none V
+	if sl.tooBig {
+		return none, ErrTooBig
+	}
+	cur := sl.val
+	if cur != none && cur.stamp().changed == rev.Changed && cur.stamp().added == rev.Added {
+		return cur, nil
+	}
+	if cur != none && cur.stamp().changed != rev.Changed {
+		cur = none
+	}
+	next := extend(cur)
+	next.stamp().added, next.stamp().changed = rev.Added, rev.Changed
+	if err := load(next); err != nil {
+		sl.tooBig = errors.Is(err, ErrTooBig)
+		c.publish(key, sl, none)
+		return none, err
+	}
+	c.publish(key, sl, next)
+	return next, nil
 }
 
 // limit is the share of the cache's bound one key may take.

@@ -41,38 +41,20 @@ func (s *vecSet) size() int {
 	return n
 }
 
-// userVectors returns key's vectors, current as of a moment during the call:
-// the cached set when the user's revisions have not moved, extended with the
-// rows added since when only inserts happened, else read again whole. It
-// returns ErrTooBig for a user too large to cache.
+// stamp returns the revisions s was read at.
+func (h *held) stamp() *held { return h }
+
+// userVectors returns key's vectors, current as of rev (slots.current).
 func (x *Index) userVectors(ctx context.Context, rev cache.Revisions, key Key) (*vecSet, error) {
-	sl := x.vectors.slot(key)
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.tooBig {
-		return nil, ErrTooBig
-	}
-	// rev was read before the rows: rows read later can only be newer than
-	// it says, and the next search then reads again.
-	cur := sl.val
-	if cur != nil && cur.changed == rev.Changed && cur.added == rev.Added {
-		return cur, nil
-	}
-	next := &vecSet{}
-	if cur != nil && cur.changed == rev.Changed {
-		// Only inserts since: new rows have ids above every row held.
-		// Appending past cur's length leaves what cur's readers see as is.
-		c := *cur
-		next = &c
-	}
-	next.added, next.changed = rev.Added, rev.Changed
-	if err := x.loadVectors(ctx, key, next); err != nil {
-		sl.tooBig = errors.Is(err, ErrTooBig)
-		x.vectors.publish(key, sl, nil)
-		return nil, err
-	}
-	x.vectors.publish(key, sl, next)
-	return next, nil
+	// Its searches read it outside the slot's mutex: a set is extended as a
+	// copy, appending past the held set's length (never read through it).
+	return x.vectors.current(key, rev, func(cur *vecSet) *vecSet {
+		next := vecSet{}
+		if cur != nil {
+			next = *cur
+		}
+		return &next
+	}, func(set *vecSet) error { return x.loadVectors(ctx, key, set) })
 }
 
 // loadVectors appends to set key's rows with ids above set.maxID.

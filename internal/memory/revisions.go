@@ -5,10 +5,11 @@ package memory
 // move them on every write, by any connection of any process:
 //
 //   - Added counts inserts of items, Changed deletes and changes of what a
-//     search reads (and an insert that cannot be read as the rows above the
-//     highest id held). The items searches return are kept under Changed;
-//     a user's vectors and text index, extended in place after inserts,
-//     carry both.
+//     search ranks by (and an insert that cannot be read as the rows above
+//     the highest id held), Dated the updates that change an item's time
+//     said alone (a fact stated again). A user's vectors and text index,
+//     extended in place after inserts, carry Added and Changed; the items
+//     searches return are kept under Items.
 //   - Messages counts updates and deletes of the user's messages (the turns
 //     around recalled messages are kept under it: an insert never joins a
 //     closed window), MessagesAdded inserts; Tail is their sum.
@@ -20,10 +21,15 @@ package memory
 // reads them once, before anything they key, and hands them to every read
 // it makes (see internal/engine/cache).
 type Revisions struct {
-	Added, Changed, Messages int64
-	MessagesAdded            int64
-	Facts, Summaries         int64
+	Added, Changed, Dated int64
+	Messages              int64
+	MessagesAdded         int64
+	Facts, Summaries      int64
 }
+
+// Items is the count every change of the user's items moves but their
+// inserts: the items searches return are kept under it.
+func (r Revisions) Items() int64 { return r.Changed + r.Dated }
 
 // Tail is the count every change of the user's messages moves: a
 // conversation's newest turns are kept under it.

@@ -58,11 +58,12 @@ func bothSearches(t *testing.T, s *Store, q memory.ItemQuery) [2][]string {
 	return out
 }
 
-// revisions reads the user's counters (zero when no row).
+// revisions reads the user's counters (zero when no row): added, the
+// count every change moves (changed + dated: Revisions.Items) and max_id.
 func revisions(t *testing.T, s *Store, user string) [3]int64 {
 	t.Helper()
 	var r [3]int64
-	err := s.pool.QueryRow(testCtx(t), `SELECT added, changed, max_id FROM memory_item_revisions
+	err := s.pool.QueryRow(testCtx(t), `SELECT added, changed + dated, max_id FROM memory_item_revisions
 		WHERE tenant = 'acme' AND user_id = $1`, user).Scan(&r[0], &r[1], &r[2])
 	if err != nil && err != pgx.ErrNoRows {
 		t.Fatal(err)
@@ -70,9 +71,9 @@ func revisions(t *testing.T, s *Store, user string) [3]int64 {
 	return r
 }
 
-// TestItemRevisionsFollowWrites checks the counters of migration 0010:
-// inserts move added, deletes and updates of what a search reads move
-// changed, a write that changes nothing searched moves nothing, and an
+// TestItemRevisionsFollowWrites checks the counters of migrations 0010
+// and 0023: inserts move added, deletes and updates of what a search reads
+// move changed or (the time said alone) dated, a write that changes nothing searched moves nothing, and an
 // erasure moves changed and keeps the user's row, so no counter ever goes
 // back.
 func TestItemRevisionsFollowWrites(t *testing.T) {

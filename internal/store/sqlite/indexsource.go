@@ -21,15 +21,15 @@ type indexSource struct{ s *Store }
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none): the counters the triggers of migrations 0005, 0012 and 0021 move
+// none): the counters the triggers of migrations 0005, 0012, 0021 and 0023 move
 // on every write of memory_items, of 0013 and 0014 on every write of
 // messages, and of 0015 on every write of facts and summaries, by any
 // connection of any process.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, messages_changed, messages_added,
+	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Messages, &rev.MessagesAdded,
+		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return memory.Revisions{}, err
