@@ -150,7 +150,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
-			pc = a.newPartCosts(model, ld, keep)
+			pc = a.newPartCosts(model, req.Conversation, ld, keep)
 		}
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)
 		var (

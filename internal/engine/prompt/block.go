@@ -38,9 +38,9 @@ Facts about the user:
 {{- end}}
 {{- if .Passages}}
 
-Recalled from earlier messages:
+Recalled from earlier messages (of this conversation unless another is named):
 {{- range .Passages}}
-- [{{.Date}}, conversation {{.Conversation}}] {{.Text}}
+- [{{.Date}}{{if not .Here}}, conversation {{.Conversation}}{{end}}] {{.Text}}
 {{- end}}
 {{- end}}
 </memory>
@@ -85,12 +85,14 @@ func renderDefault(b *strings.Builder, d BlockData) {
 		}
 	}
 	if len(d.Passages) > 0 {
-		b.WriteString("\n\nRecalled from earlier messages:")
+		b.WriteString("\n\nRecalled from earlier messages (of this conversation unless another is named):")
 		for _, p := range d.Passages {
 			b.WriteString("\n- [")
 			b.WriteString(p.Date)
-			b.WriteString(", conversation ")
-			b.WriteString(p.Conversation)
+			if !p.Here {
+				b.WriteString(", conversation ")
+				b.WriteString(p.Conversation)
+			}
 			b.WriteString("] ")
 			b.WriteString(p.Text)
 		}
@@ -117,6 +119,11 @@ type Passage struct {
 	Date string
 	// Conversation is where it was said.
 	Conversation string
+	// Here reports whether it was said in the request's own conversation:
+	// the default template names the conversation of the others only (a
+	// conversation ID on every line, a UUID for many clients, costs more
+	// tokens than a short passage's date and role).
+	Here bool
 	// Kind is "message", "summary" or "fact".
 	Kind string
 	// Text is the passage.

@@ -60,7 +60,7 @@ func TestSectionCostsMatchRecount(t *testing.T) {
 				Text: g.text(), CreatedAt: t0.Add(time.Duration(r.IntN(100)) * time.Hour)})
 		}
 		budget := 50 + r.IntN(2000)
-		pc := a.newPartCosts(model, ld, func(memory.Item) bool { return true })
+		pc := a.newPartCosts(model, "c0", ld, func(memory.Item) bool { return true })
 		sel := a.selectParts(pc, budget, budget, ld, true, r.IntN(200))
 		for {
 			if got, want := a.sectionCosts(model, sel), a.recountSections(model, sel); !maps.Equal(got, want) {
@@ -95,7 +95,7 @@ func TestRenderDefaultMatchesTemplate(t *testing.T) {
 			d.Facts = append(d.Facts, memory.Fact{Key: []string{"", "city", "diet"}[r.IntN(3)], Value: text()})
 		}
 		for i := r.IntN(4); i > 0; i-- {
-			d.Passages = append(d.Passages, Passage{Date: []string{"", "2026-03-01"}[r.IntN(2)], Conversation: text(), Kind: "message", Text: text()})
+			d.Passages = append(d.Passages, Passage{Date: []string{"", "2026-03-01"}[r.IntN(2)], Conversation: text(), Here: r.IntN(2) == 0, Kind: "message", Text: text()})
 		}
 		if r.IntN(5) == 0 { // empty, not nil
 			d.Pinned, d.Facts = []memory.Fact{}, []memory.Fact{}
@@ -163,4 +163,50 @@ func BenchmarkRender(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPassagesNameOtherConversationsOnly checks that a recalled passage of
+// the request's own conversation is dated without its conversation's name
+// and that one of another conversation names it, in the lines counted and
+// in the rendered block alike.
+func TestPassagesNameOtherConversationsOnly(t *testing.T) {
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: mustCounter(t)}, Options{
+		RecentMessages: 10, MaxContextTokens: 8000, CompletionReserve: 1024,
+		Shares: Shares{Recall: 0.5},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const model = "gpt-4o-mini"
+	said := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	ld := loaded{items: []memory.Item{
+		{Kind: "message", Ref: "r1", Conversation: "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", Text: "user: I only have weekends free.", SaidAt: said},
+		{Kind: "message", Ref: "r2", Conversation: "trip-planning", Text: "user: A rail pass costs R$ 1.900.", SaidAt: said},
+	}}
+	pc := a.newPartCosts(model, "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", ld, func(memory.Item) bool { return true })
+	sel := a.selectParts(pc, 4000, 4000, ld, false, 0)
+	if got := len(sel.data.Passages); got != 2 {
+		t.Fatalf("%d passages, want 2", got)
+	}
+	if !sel.data.Passages[0].Here || sel.data.Passages[1].Here {
+		t.Fatalf("Here = %v, %v; want true, false", sel.data.Passages[0].Here, sel.data.Passages[1].Here)
+	}
+	_, recalled, err := a.render(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\n- [2026-03-01] user: I only have weekends free.",
+		"\n- [2026-03-01, conversation trip-planning] user: A rail pass costs R$ 1.900.",
+	} {
+		if !strings.Contains(recalled, want) {
+			t.Errorf("recalled block lacks %q:\n%s", want, recalled)
+		}
+	}
+	if strings.Contains(recalled, "3f1c9a2e") {
+		t.Errorf("recalled block names the request's own conversation:\n%s", recalled)
+	}
+	if got, want := a.sectionCosts(model, sel), a.recountSections(model, sel); !maps.Equal(got, want) {
+		t.Errorf("sectionCosts %v, recounted %v", got, want)
+	}
 }

@@ -40,6 +40,9 @@ type partCosts struct {
 	a     *Assembler
 	model string
 	keep  func(memory.Item) bool
+	// conv is the request's conversation: its passages' lines do not name
+	// it (Passage.Here).
+	conv string
 	// factCosts are the line costs of the request's facts, by index;
 	// counted reports which are set.
 	factCosts []int
@@ -52,7 +55,7 @@ type partCosts struct {
 	passageCosts []int
 	state        []itemState
 	// lines holds every passage line built ("- [date, conversation c]
-	// text\n"), back to back: each line counted and each passage's Date
+	// text\n", or "- [date] text\n" for conv's), back to back: each line counted and each passage's Date
 	// is a substring of it, so a request's lines cost one allocation.
 	lines strings.Builder
 }
@@ -66,12 +69,12 @@ const (
 	itemFiltered           // fails keep
 )
 
-// newPartCosts returns the line costs of ld's facts and items for model,
-// none counted yet; keep is the test a recalled item must pass to be
+// newPartCosts returns the line costs of ld's facts and items for model
+// in a request of conversation conv, none counted yet; keep is the test a recalled item must pass to be
 // shown (recallFilter).
-func (a *Assembler) newPartCosts(model string, ld loaded, keep func(memory.Item) bool) *partCosts {
+func (a *Assembler) newPartCosts(model, conv string, ld loaded, keep func(memory.Item) bool) *partCosts {
 	return &partCosts{
-		a: a, model: model, keep: keep,
+		a: a, model: model, keep: keep, conv: conv,
 		factCosts: make([]int, len(ld.facts)), counted: make([]bool, len(ld.facts)),
 		items: ld.items, passages: make([]Passage, len(ld.items)), passageCosts: make([]int, len(ld.items)),
 		state: make([]itemState, len(ld.items)),
@@ -112,18 +115,21 @@ func (pc *partCosts) passage(i int) (Passage, int, bool) {
 	b := &pc.lines
 	conv := quoteText(it.Conversation)
 	start := b.Len()
+	here := it.Conversation == pc.conv
 	b.WriteString("- [")
 	var date [16]byte
 	b.Write(passageTime(it).AppendFormat(date[:0], "2006-01-02"))
 	dateEnd := b.Len()
-	b.WriteString(", conversation ")
-	b.WriteString(conv)
+	if !here {
+		b.WriteString(", conversation ")
+		b.WriteString(conv)
+	}
 	b.WriteString("] ")
 	text := quoteText(it.Text) // stored text is data: it cannot end the block
 	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()
-	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: conv, Kind: it.Kind, Text: text}
+	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: conv, Here: here, Kind: it.Kind, Text: text}
 	c := pc.a.deps.Counter.Text(pc.model, s[start:]) // lineCost(model, passageLine(p))
 	pc.passages[i], pc.passageCosts[i], pc.state[i] = p, c, itemShowable
 	return p, c, true
@@ -264,6 +270,9 @@ func passageTime(it memory.Item) time.Time {
 
 // passageLine is how a passage reads in the block, after its "- ".
 func passageLine(p Passage) string {
+	if p.Here {
+		return "[" + p.Date + "] " + p.Text
+	}
 	return "[" + p.Date + ", conversation " + p.Conversation + "] " + p.Text
 }
 

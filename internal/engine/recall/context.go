@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -23,7 +24,8 @@ type ContextReader interface {
 
 // expand replaces the message hits among items (best first) by passages
 // of the conversation around them: each hit with up to radius turns before
-// it (the question it answers) and after it (the answer it got), hits
+// it (the question it answers) and after it (the answer it got), none
+// across a pause longer than maxTurnGap (see follows), hits
 // whose turns touch or overlap merged into one passage. A passage takes
 // the place, Ref, Score, CreatedAt and SaidAt of its best hit; its Text is
 // its turns in order, one "role: text" line each (a tool's turn shows
@@ -54,7 +56,7 @@ func expand(ctx context.Context, cr ContextReader, rev *memory.Revisions, tenant
 	}
 	turns := make([]turn, len(msgs))
 	for i := 1; i < len(msgs); i++ {
-		turns[i].follows = msgs[i].Conversation == msgs[i-1].Conversation && msgs[i].Seq == msgs[i-1].Seq+1
+		turns[i].follows = follows(msgs[i-1], msgs[i])
 	}
 	at := indexTurns(msgs)
 	mt := newQueryMatcher(query)
@@ -143,6 +145,26 @@ func expand(ctx context.Context, cr ContextReader, rev *memory.Revisions, tenant
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// maxTurnGap is the longest pause between two consecutive turns of a
+// conversation for one to be shown around the other: past it the talk has
+// moved on (a chat picked up the next day, a session opened weeks later),
+// and the turn before the pause would fill the passage with a goodbye,
+// and be shown under the hit's date, which is not its own.
+const maxTurnGap = 6 * time.Hour
+
+// follows reports whether b is the turn right after a in their
+// conversation, said within maxTurnGap of it (see maxTurnGap). Turns of
+// unknown time (zero) follow by their order alone.
+func follows(a, b *memory.Message) bool {
+	if a.Conversation != b.Conversation || b.Seq != a.Seq+1 {
+		return false
+	}
+	if a.CreatedAt.IsZero() || b.CreatedAt.IsZero() {
+		return true
+	}
+	return b.CreatedAt.Sub(a.CreatedAt) <= maxTurnGap
 }
 
 // spoken reports whether a turn of role is the user's or the assistant's

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -100,6 +101,58 @@ func TestExpand(t *testing.T) {
 	first, _, _ := strings.Cut(got[0].Text, "\n")
 	if len(first) > maxNeighbourBytes+20 || !strings.HasSuffix(first, "…") {
 		t.Fatalf("long neighbour not cut: %d bytes", len(first))
+	}
+}
+
+// TestExpandStopsAtAPause: a turn said more than maxTurnGap before or
+// after its neighbour (the goodbye that ended yesterday's chat, the
+// greeting of a session weeks later) is not shown around it, and turns
+// of a session within it are; hits across a pause stay apart, each under
+// its own date.
+func TestExpandStopsAtAPause(t *testing.T) {
+	day1 := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	day9 := time.Date(2026, 3, 9, 9, 0, 0, 0, time.UTC)
+	f := turnsOf(6)
+	for i := range f.msgs {
+		at := day1.Add(time.Duration(i) * time.Minute) // turns 1-3: a session on day 1
+		if i >= 3 {
+			at = day9.Add(time.Duration(i) * time.Minute) // turns 4-6: a session on day 9
+		}
+		f.msgs[i].CreatedAt = at
+	}
+	tests := []struct {
+		name  string
+		items []memory.Item
+		want  []string
+	}{
+		{"the first turn of a session", []memory.Item{hit(4, 1)}, []string{"assistant: turn 4\nuser: turn 5"}},
+		{"the last turn of a session", []memory.Item{hit(3, 1)}, []string{"assistant: turn 2\nuser: turn 3"}},
+		{"hits on both sides of the pause", []memory.Item{hit(3, 1), hit(4, 0.9)},
+			[]string{"assistant: turn 2\nuser: turn 3", "assistant: turn 4\nuser: turn 5"}},
+		{"within a session", []memory.Item{hit(5, 1)}, []string{"assistant: turn 4\nuser: turn 5\nassistant: turn 6"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := expand(context.Background(), f, nil, "t", "u", tt.items, 1, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, it := range got {
+				texts = append(texts, it.Text)
+			}
+			if !slices.Equal(texts, tt.want) {
+				t.Fatalf("expand = %q, want %q", texts, tt.want)
+			}
+		})
+	}
+	// Turns of unknown time follow by their order alone.
+	got, err := expand(context.Background(), turnsOf(6), nil, "t", "u", []memory.Item{hit(4, 1)}, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "user: turn 3\nassistant: turn 4\nuser: turn 5"; len(got) != 1 || got[0].Text != want {
+		t.Fatalf("undated turns: expand = %+v, want %q", got, want)
 	}
 }
 
