@@ -279,6 +279,9 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 				}
 			}
 			prev[key], prevMsgs[key] = prompt, seen
+			if err := h.writeReplayPrompt(c.ID, client, seen); err != nil {
+				return err
+			}
 			if client == clientFull {
 				hist = append(hist, u, rawMessage("assistant", e.Reply))
 			}
@@ -445,4 +448,33 @@ func toLoCoMo(msgs []json.RawMessage) []locomo.Message {
 		out[i] = locomo.Message{Role: m.Role, Content: m.Content}
 	}
 	return out
+}
+
+// writeReplayPrompt appends a replayed exchange's prompt to the
+// -replay-prompts file, when one is set.
+func (h *harness) writeReplayPrompt(conversation, client string, prompt []locomo.Message) error {
+	if h.o.replayPrompts == "" {
+		return nil
+	}
+	f, err := os.OpenFile(h.o.replayPrompts, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	line, err := json.Marshal(struct {
+		Conversation string           `json:"conversation"`
+		Client       string           `json:"client"`
+		Prompt       []locomo.Message `json:"prompt"`
+	}{conversation, client, prompt})
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	return nil
 }

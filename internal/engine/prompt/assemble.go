@@ -3,6 +3,7 @@ package prompt
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -103,7 +104,19 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 				recentKeys[m.Key] = true
 			}
 		}
-		stableFacts, lateFacts = stableFactOrder(ld.facts, req.Conversation, recentKeys, fullHistory)
+		// The stable block chooses from all the user's current facts, not
+		// only those recall ranked for this turn.
+		ld.facts = withCurrent(ld.facts, ld.current)
+		since := time.Time{} // when the oldest turn shown verbatim was said
+		if len(unsummarised) > 0 {
+			since = unsummarised[0].CreatedAt
+		}
+		stableFacts, lateFacts = stableFactOrder(ld.facts, req.Conversation, recentKeys, since, fullHistory)
+		if a.opts.FillWhen == FillAsked && !asked {
+			// A turn that asks nothing does without the facts of the
+			// turns shown verbatim: its prompt's volatile end stays small.
+			lateFacts = []int{}
+		}
 	}
 
 	// With KeepRecall, a past user turn is rendered with the recalled block

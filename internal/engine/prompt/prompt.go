@@ -150,9 +150,11 @@ type Options struct {
 	// turn to turn: it shows the pinned facts and the facts known when
 	// the summary it shows was written (all facts, without a summary:
 	// none), chosen newest first and not by relevance to the turn; the
-	// facts learnt since, ranked for the turn, go with the recalled
-	// block. Off, the block shows the facts most relevant to the turn,
-	// and changes with it.
+	// facts learnt since (from the turns shown verbatim), ranked for the
+	// turn, go with the recalled block, on a turn that asks something
+	// (asks) when FillWhen is FillAsked, on every turn otherwise. Off,
+	// the block shows the facts most relevant to the turn, and changes
+	// with it.
 	StableFacts bool
 	// KeepRecall renders each past user turn with the recalled block it
 	// was sent with, in place, so that what one request recalled is part of

@@ -338,16 +338,19 @@ func allIndexes(n int) []int {
 // stableFactOrder splits the indexes of facts (recall's order) for
 // Options.StableFacts: late are the facts learnt from what the prompt
 // shows verbatim — stated in this conversation, in one of the unsummarised
-// stored messages (whose keys are recentKeys) or, for a client that sends
-// its own history (fullHistory), anywhere in it — in recall's order; stable
+// stored messages (whose keys are recentKeys; for a fact that names no
+// message, updated at or after since, when the oldest of them was said)
+// or, for a client that sends its own history (fullHistory), anywhere in
+// it — in recall's order; stable
 // are the others, pinned ones included, newest first (then by key and
 // value), an order that does not depend on the current turn. The stable
 // block then changes when compaction summarises the turns a fact came
 // from, not with every turn.
-func stableFactOrder(facts []memory.Fact, conversation string, recentKeys map[string]bool, fullHistory bool) (stable, late []int) {
+func stableFactOrder(facts []memory.Fact, conversation string, recentKeys map[string]bool, since time.Time, fullHistory bool) (stable, late []int) {
 	stable, late = []int{}, []int{}
 	for i, f := range facts {
-		if !f.Pinned && f.Conversation == conversation && (fullHistory || f.Source == "" || recentKeys[f.Source]) {
+		fromRecent := recentKeys[f.Source] || (f.Source == "" && !since.IsZero() && !f.UpdatedAt.Before(since))
+		if !f.Pinned && f.Conversation == conversation && (fullHistory || fromRecent) {
 			late = append(late, i)
 			continue
 		}
@@ -364,4 +367,23 @@ func stableFactOrder(facts []memory.Fact, conversation string, recentKeys map[st
 		return strings.Compare(fx.Value, fy.Value)
 	})
 	return stable, late
+}
+
+// withCurrent returns ranked (recall's facts, best first) followed by the
+// facts of current it does not hold (by key and value).
+func withCurrent(ranked, current []memory.Fact) []memory.Fact {
+	if len(current) == 0 {
+		return ranked
+	}
+	have := make(map[[2]string]bool, len(ranked))
+	for _, f := range ranked {
+		have[[2]string{f.Key, f.Value}] = true
+	}
+	out := slices.Clip(ranked)
+	for _, f := range current {
+		if !have[[2]string{f.Key, f.Value}] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
