@@ -21,8 +21,9 @@ type loaded struct {
 	facts   []memory.Fact    // current facts, pinned ones included, best first
 	items   []memory.Item    // recalled passages, best first
 	// current are all the user's current facts, with Options.StableFacts
-	// (recall gives only those it ranks best for the turn): what the
-	// stable block chooses from.
+	// and a Recaller (recall gives only those it ranks best for the turn;
+	// without recall, only pinned facts are shown): what the stable block
+	// chooses from.
 	current []memory.Fact
 	now     time.Time
 	// degraded names the parts left out (memory.Degraded*), sorted.
@@ -116,7 +117,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 				if f.Pinned {
 					r.facts = append(r.facts, f)
 				}
-				if a.opts.StableFacts {
+				if a.opts.StableFacts && a.deps.Recaller != nil {
 					r.current = append(r.current, f)
 				}
 			}
