@@ -251,8 +251,8 @@ type Memory struct {
 	// restart or on another gateway, turns render without them. Off by
 	// default (issue 28).
 	KeepRecall bool `yaml:"keep_recall"`
-	// FillRecallWhen is which turns fill_recall fills on: "always" (the
-	// default) or "asked" (a turn with a question mark or that opens with
+	// FillRecallWhen is which turns fill_recall fills on: "always" or
+	// "asked" (the default: a turn with a question mark or that opens with
 	// an interrogative, English or Portuguese); a turn that asks nothing
 	// then keeps its passages to shares.statement_recall, so its prompt's
 	// volatile end is small and a provider's prompt cache serves the rest
@@ -262,8 +262,9 @@ type Memory struct {
 	// to turn: pinned facts and facts learnt from turns already
 	// summarised (or said in other conversations), newest first, not
 	// ranked for the turn; facts learnt from the turns the prompt shows
-	// verbatim go with the recalled block. Off by default: the block shows
-	// the facts most relevant to the turn (issue 28).
+	// verbatim go with the recalled block. On by default; off, the block
+	// shows the facts most relevant to the turn and changes with every
+	// turn (issue 28).
 	StableFacts bool `yaml:"stable_facts"`
 	// Cache bounds what each gateway process keeps in memory to answer
 	// recall (both stores).
@@ -311,7 +312,8 @@ type Shares struct {
 	// Recall is the recalled passages' share.
 	Recall float64 `yaml:"recall"`
 	// StatementRecall, with fill_recall_when "asked", bounds the passages
-	// of a turn that asks nothing (0: recall); never above recall. It is
+	// of a turn that asks nothing (0: recall; default 0.02, measured in
+	// BENCHMARKS.md, issue 28); never above recall. It is
 	// not part of the sum: it bounds what recall's share may take.
 	StatementRecall float64 `yaml:"statement_recall"`
 }
@@ -482,10 +484,11 @@ func Default() Config {
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
-			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20},
+			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20, StatementRecall: 0.02},
 			Position:          "system",
 			FillRecall:        true,
-			FillRecallWhen:    "always",
+			FillRecallWhen:    "asked",
+			StableFacts:       true,
 		},
 		Compaction: Compaction{
 			Enabled:          true,
