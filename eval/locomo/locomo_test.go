@@ -235,3 +235,33 @@ func TestTally(t *testing.T) {
 		t.Errorf("prompts: over %d, max %d, mean %v", tl.OverBudget, tl.MaxTokens, tl.MeanTokens())
 	}
 }
+
+func TestPrefixBreak(t *testing.T) {
+	sys := Message{Role: "system", Content: "You are helpful."}
+	stable := func(facts string) Message {
+		return Message{Role: "system", Content: "<memory>\nframing\n\nSummary of the earlier conversation:\nsum\n\nFacts about the user:\n- " + facts + "\n</memory>"}
+	}
+	recalled := func(p string) Message {
+		return Message{Role: "system", Content: "<memory>\nframing\n\nRecalled from earlier messages:\n- " + p + "\n</memory>"}
+	}
+	u := func(s string) Message { return Message{Role: "user", Content: s} }
+	a := func(s string) Message { return Message{Role: "assistant", Content: s} }
+	prev := []Message{sys, stable("f1"), u("1"), a("1"), recalled("p1"), u("2")}
+	for _, tc := range []struct {
+		name string
+		cur  []Message
+		want string
+	}{
+		{"grows", append(append([]Message{}, prev...), a("2"), u("3")), BreakNone},
+		{"facts change", []Message{sys, stable("f2"), u("1"), a("1"), u("2"), a("2"), recalled("p2"), u("3")}, PartFacts},
+		{"recall not kept", []Message{sys, stable("f1"), u("1"), a("1"), u("2"), a("2"), recalled("p2"), u("3")}, PartRecall},
+		{"window drops", []Message{sys, stable("f1"), u("2"), a("2"), recalled("p2"), u("3")}, PartRecent},
+		{"recall changes in place", []Message{sys, stable("f1"), u("1"), a("1"), recalled("p2"), u("2")}, PartRecall},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PrefixBreak(prev, tc.cur); got != tc.want {
+				t.Errorf("PrefixBreak = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -136,3 +136,64 @@ func PrefixShare(prev, cur string) float64 {
 	}
 	return float64(i) / float64(len(cur))
 }
+
+// The places a prompt stops repeating the previous one (PrefixBreak),
+// besides the parts.
+const (
+	// BreakNone: the prompt is the previous one, or starts with all of it.
+	BreakNone = "none (the previous prompt repeats whole)"
+)
+
+// PrefixBreak names the part of cur where it stops repeating prev: the
+// part (Parts) of the first message that differs, and, inside a memory
+// block, the section of its first differing line (PartHeader for the
+// framing). Where prev had a memory block and cur has another message
+// (the previous request's recalled block is not sent again), it is that
+// block's section. A cur that starts with every message of prev gives
+// BreakNone.
+func PrefixBreak(prev, cur []Message) string {
+	i := 0
+	for i < len(prev) && i < len(cur) && prev[i] == cur[i] {
+		i++
+	}
+	if i == len(prev) || i == len(cur) {
+		return BreakNone
+	}
+	m, was := cur[i], prev[i].Content
+	if !strings.Contains(m.Content, "<memory>") && strings.Contains(was, "<memory>") {
+		// The block is gone: its first section names it.
+		for _, line := range strings.Split(was, "\n") {
+			if h, ok := heading(line); ok {
+				return h
+			}
+		}
+		return PartHeader
+	}
+	if strings.Contains(m.Content, "<memory>") {
+		wasLines := strings.Split(was, "\n")
+		part := PartHeader
+		for j, line := range strings.Split(m.Content, "\n") {
+			if h, ok := heading(line); ok {
+				part = h
+			}
+			if j >= len(wasLines) || wasLines[j] != line {
+				return part
+			}
+		}
+		return part
+	}
+	last := -1
+	for j := len(cur) - 1; j >= 0; j-- {
+		if cur[j].Role == "user" {
+			last = j
+			break
+		}
+	}
+	switch {
+	case i == last:
+		return PartCurrent
+	case m.Role == "system" || m.Role == "developer":
+		return PartSystem
+	}
+	return PartRecent
+}

@@ -251,6 +251,21 @@ type Memory struct {
 	// restart or on another gateway, turns render without them. Off by
 	// default (issue 28).
 	KeepRecall bool `yaml:"keep_recall"`
+	// FillRecallWhen is which turns fill_recall fills on: "always" or
+	// "asked" (the default: a turn with a question mark or that opens with
+	// an interrogative, English or Portuguese); a turn that asks nothing
+	// then keeps its passages to shares.statement_recall, so its prompt's
+	// volatile end is small and a provider's prompt cache serves the rest
+	// (issue 28).
+	FillRecallWhen string `yaml:"fill_recall_when"`
+	// StableFacts keeps the stable memory block's facts the same from turn
+	// to turn: pinned facts and facts learnt from turns already
+	// summarised (or said in other conversations), newest first, not
+	// ranked for the turn; facts learnt from the turns the prompt shows
+	// verbatim go with the recalled block. On by default; off, the block
+	// shows the facts most relevant to the turn and changes with every
+	// turn (issue 28).
+	StableFacts bool `yaml:"stable_facts"`
 	// Cache bounds what each gateway process keeps in memory to answer
 	// recall (both stores).
 	Cache Cache `yaml:"cache"`
@@ -296,6 +311,11 @@ type Shares struct {
 	Facts float64 `yaml:"facts"`
 	// Recall is the recalled passages' share.
 	Recall float64 `yaml:"recall"`
+	// StatementRecall, with fill_recall_when "asked", bounds the passages
+	// of a turn that asks nothing (0: recall; default 0.02, measured in
+	// BENCHMARKS.md, issue 28); never above recall. It is
+	// not part of the sum: it bounds what recall's share may take.
+	StatementRecall float64 `yaml:"statement_recall"`
 }
 
 // Total is the sum of the shares: what the memory block may take at most
@@ -464,9 +484,11 @@ func Default() Config {
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
-			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20},
+			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20, StatementRecall: 0.02},
 			Position:          "system",
 			FillRecall:        true,
+			FillRecallWhen:    "asked",
+			StableFacts:       true,
 		},
 		Compaction: Compaction{
 			Enabled:          true,
@@ -674,8 +696,11 @@ func (c Config) Validate() error {
 			bad(key, "must be between 1 and 1048576 (MiB)")
 		}
 	}
+	if w := c.Memory.FillRecallWhen; w != "always" && w != "asked" {
+		bad("memory.fill_recall_when", "%q is not always or asked", w)
+	}
 	sh := c.Memory.Shares
-	for key, v := range map[string]float64{"memory.shares.summary": sh.Summary, "memory.shares.extractive_summary": sh.ExtractiveSummary, "memory.shares.pinned": sh.Pinned, "memory.shares.facts": sh.Facts, "memory.shares.recall": sh.Recall} {
+	for key, v := range map[string]float64{"memory.shares.summary": sh.Summary, "memory.shares.extractive_summary": sh.ExtractiveSummary, "memory.shares.pinned": sh.Pinned, "memory.shares.facts": sh.Facts, "memory.shares.recall": sh.Recall, "memory.shares.statement_recall": sh.StatementRecall} {
 		if v < 0 || v > 1 {
 			bad(key, "must be between 0 and 1")
 		}

@@ -295,3 +295,22 @@ func TestValidateSecurity(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateFillRecallWhen(t *testing.T) {
+	for _, tc := range []struct {
+		when string
+		ok   bool
+	}{{"always", true}, {"asked", true}, {"", false}, {"sometimes", false}} {
+		c := Default()
+		c.Memory.FillRecallWhen = tc.when
+		err := c.Validate()
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "memory.fill_recall_when")) {
+			t.Errorf("fill_recall_when %q: err = %v, want ok %v", tc.when, err, tc.ok)
+		}
+	}
+	c := Default()
+	c.Memory.Shares.StatementRecall = 1.5
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "memory.shares.statement_recall") {
+		t.Errorf("statement_recall 1.5: err = %v", err)
+	}
+}

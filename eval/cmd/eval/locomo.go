@@ -90,8 +90,11 @@ type loClient struct {
 	// (prefixN of them, prefixSkipped shorter than prefixMinChars).
 	prefix                 float64
 	prefixN, prefixSkipped int
-	degraded, overHeader   int
-	sideCalls              map[standin.Kind]int
+	// breaks counts the counted prompts by where each stops repeating
+	// the previous one (locomo.PrefixBreak).
+	breaks               map[string]int
+	degraded, overHeader int
+	sideCalls            map[standin.Kind]int
 }
 
 // loDetail is one judged question, for -details.
@@ -227,6 +230,7 @@ func measureLoCoMo(ctx context.Context, o options, bin, dir, extra string, count
 func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []json.RawMessage, client string, lc *loClient) error {
 	user := loUser(c)
 	prev := map[string]string{} // the previous prompt of each conversation
+	prevMsgs := map[string][]locomo.Message{}
 	for si, s := range c.Sessions {
 		var hist []json.RawMessage
 		who := launch.Who{User: user, Conversation: user, AtHeader: "X-Memory-Timestamp"}
@@ -258,15 +262,26 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 			}
 			h.up.Reset()
 			prompt := promptBytes(call)
+			seen := make([]locomo.Message, len(call.Messages))
+			for i, m := range call.Messages {
+				seen[i] = locomo.Message{Role: m.Role, Content: m.Content}
+			}
 			if p, ok := prev[key]; ok {
 				if len(prompt) >= prefixMinChars {
 					lc.prefix += locomo.PrefixShare(p, prompt)
 					lc.prefixN++
+					if lc.breaks == nil {
+						lc.breaks = map[string]int{}
+					}
+					lc.breaks[locomo.PrefixBreak(prevMsgs[key], seen)]++
 				} else {
 					lc.prefixSkipped++
 				}
 			}
-			prev[key] = prompt
+			prev[key], prevMsgs[key] = prompt, seen
+			if err := h.writeReplayPrompt(c.ID, client, seen); err != nil {
+				return err
+			}
 			if client == clientFull {
 				hist = append(hist, u, rawMessage("assistant", e.Reply))
 			}
@@ -433,4 +448,33 @@ func toLoCoMo(msgs []json.RawMessage) []locomo.Message {
 		out[i] = locomo.Message{Role: m.Role, Content: m.Content}
 	}
 	return out
+}
+
+// writeReplayPrompt appends a replayed exchange's prompt to the
+// -replay-prompts file, when one is set.
+func (h *harness) writeReplayPrompt(conversation, client string, prompt []locomo.Message) error {
+	if h.o.replayPrompts == "" {
+		return nil
+	}
+	f, err := os.OpenFile(h.o.replayPrompts, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	line, err := json.Marshal(struct {
+		Conversation string           `json:"conversation"`
+		Client       string           `json:"client"`
+		Prompt       []locomo.Message `json:"prompt"`
+	}{conversation, client, prompt})
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("replay prompts: %w", err)
+	}
+	return nil
 }

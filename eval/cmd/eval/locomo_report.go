@@ -175,6 +175,14 @@ func (r *loResults) markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %.3f | %d | %d |\n", c.name, share, c.prefixN, c.prefixSkipped)
 	}
+	b.WriteString("\nWhere the counted prompts stop repeating the previous one (the part of the first differing message; in a memory block, the section of its first differing line):\n\n| client | part | prompts |\n|---|---|---:|\n")
+	for _, c := range r.clients {
+		for _, p := range append([]string{locomo.BreakNone}, locomo.Parts...) {
+			if n := c.breaks[p]; n > 0 {
+				fmt.Fprintf(&b, "| %s | %s | %d |\n", c.name, p, n)
+			}
+		}
+	}
 	for _, c := range r.clients {
 		if c.degraded > 0 || c.overHeader > 0 {
 			fmt.Fprintf(&b, "\n%s client: questions degraded (a memory part not loaded in time): %d; marked X-Memory-Over-Budget: %d.\n", c.name, c.degraded, c.overHeader)

@@ -52,6 +52,9 @@ type options struct {
 	locomoBudget int
 	// detailsPrompts adds each question's prompt to the -details lines.
 	detailsPrompts bool
+	// replayPrompts, when set, is a file that gets one JSON line per
+	// replayed exchange: the prompt the upstream received.
+	replayPrompts string
 }
 
 // parseFlags reads the command line; the defaults are the reported run.
@@ -81,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	pick := fs.String("conversations", "", "with -locomo, the conversations measured, 1-based and comma-separated (e.g. 1,2; default all)")
 	clients := fs.String("client", clientNewest, "with -locomo, the clients replayed, comma-separated: newest (conversation header, newest message only), full (the whole session resent, no conversation header)")
 	fs.IntVar(&o.locomoBudget, "locomo-budget", 4000, "with -locomo, the questions' X-Memory-Budget")
+	fs.StringVar(&o.replayPrompts, "replay-prompts", "", "with -locomo, write the prompt of each replayed exchange to this file, one JSON line each (conversation, client, prompt)")
 	fs.BoolVar(&o.detailsPrompts, "details-prompts", false, "with -locomo and -details, add the prompt the upstream received to each question's line")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err

@@ -3,6 +3,7 @@ package prompt
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -87,6 +88,36 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	}
 	room := budget - fixed
 	keep := recallFilter(req, conv, history, ld.summary != nil)
+	// A turn that asks nothing keeps recall to its statement share and is
+	// not filled (FillAsked): its prompt's volatile end stays small.
+	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
+	recallShare := int(a.opts.Shares.Recall * float64(budget))
+	statementShare := recallShare
+	if !asked && a.opts.Shares.StatementRecall > 0 {
+		statementShare = min(recallShare, int(a.opts.Shares.StatementRecall*float64(budget)))
+	}
+	var stableFacts, lateFacts []int
+	if a.opts.StableFacts {
+		recentKeys := make(map[string]bool, len(unsummarised))
+		for _, m := range unsummarised {
+			if m.Key != "" {
+				recentKeys[m.Key] = true
+			}
+		}
+		// The stable block chooses from all the user's current facts, not
+		// only those recall ranked for this turn.
+		ld.facts = withCurrent(ld.facts, ld.current)
+		since := time.Time{} // when the oldest turn shown verbatim was said
+		if len(unsummarised) > 0 {
+			since = unsummarised[0].CreatedAt
+		}
+		stableFacts, lateFacts = stableFactOrder(ld.facts, req.Conversation, recentKeys, since, fullHistory)
+		if a.opts.FillWhen == FillAsked && !asked {
+			// A turn that asks nothing does without the facts of the
+			// turns shown verbatim: its prompt's volatile end stays small.
+			lateFacts = []int{}
+		}
+	}
 
 	// With KeepRecall, a past user turn is rendered with the recalled block
 	// it was sent with, right before it (as that request sent it), so the
@@ -151,8 +182,12 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	for pass := 0; ; pass++ {
 		if pc == nil {
 			pc = a.newPartCosts(model, req.Conversation, ld, keep)
+			pc.stable, pc.late = stableFacts, lateFacts
 		}
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)
+		if !asked {
+			fx.recallShare, fx.fromSummary = statementShare, 0
+		}
 		var (
 			sel selection
 			err error
@@ -169,7 +204,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		// prefix up to the recalled block repeats for many turns.
 		allowance := 0
 		if len(ld.items) > 0 {
-			allowance = min(fx.recallShare, fx.room)
+			allowance = min(recallShare, fx.room)
 		}
 		step := max(budget/16, 1)
 		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
@@ -199,7 +234,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// the repeated prefix. Unless every passage is in already: packing
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
-	if left := room - blk.cost - spent; a.opts.FillRecall && !all && left >= minPassageCost && len(ld.items) > 0 {
+	if left := room - blk.cost - spent; a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {

@@ -150,6 +150,7 @@ func (sel *selection) shrink() bool {
 	case len(d.Facts) > 0:
 		d.Facts = d.Facts[:len(d.Facts)-1]
 		sel.factCosts = sel.factCosts[:len(d.Facts)]
+		sel.lateFacts = max(sel.lateFacts-1, 0)
 	case d.Summary != "":
 		d.Summary = ""
 	case len(d.Pinned) > 0:
@@ -162,15 +163,17 @@ func (sel *selection) shrink() bool {
 }
 
 // render executes the template over sel's stable part (pinned facts,
-// summary, facts) and over its recalled passages, and returns the two
+// summary, facts but the late ones) and over its recalled part (the late
+// facts, in recall's order, and the passages), and returns the two
 // blocks' texts, each "" when its rendering is empty.
 func (a *Assembler) render(sel selection) (stable, recalled string, err error) {
 	d := sel.data
-	stable, err = a.renderData(BlockData{Pinned: sortedFacts(d.Pinned), Summary: d.Summary, Facts: sortedFacts(d.Facts)})
+	n := len(d.Facts) - sel.lateFacts // the facts of the stable block
+	stable, err = a.renderData(BlockData{Pinned: sortedFacts(d.Pinned), Summary: d.Summary, Facts: sortedFacts(d.Facts[:n])})
 	if err != nil {
 		return "", "", err
 	}
-	recalled, err = a.renderData(BlockData{Passages: d.Passages})
+	recalled, err = a.renderData(BlockData{Facts: d.Facts[n:], Passages: d.Passages})
 	return stable, recalled, err
 }
 

@@ -20,6 +20,11 @@ type loaded struct {
 	stored  []memory.Message // newest stored messages, oldest first
 	facts   []memory.Fact    // current facts, pinned ones included, best first
 	items   []memory.Item    // recalled passages, best first
+	// current are all the user's current facts, with Options.StableFacts
+	// and a Recaller (recall gives only those it ranks best for the turn;
+	// without recall, only pinned facts are shown): what the stable block
+	// chooses from.
+	current []memory.Fact
 	now     time.Time
 	// degraded names the parts left out (memory.Degraded*), sorted.
 	degraded []string
@@ -40,6 +45,7 @@ type partResult struct {
 	summary *memory.Summary
 	stored  []memory.Message
 	facts   []memory.Fact
+	current []memory.Fact
 	rec     memory.Recalled
 }
 
@@ -105,8 +111,14 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 		run(partFacts, storeDL, func(ctx context.Context, r *partResult) error {
 			fs, err := a.deps.Facts.Facts(ctx, rev, req.Tenant, req.User, now, false)
 			for _, f := range fs {
-				if f.Pinned && f.Current(now) {
+				if !f.Current(now) {
+					continue
+				}
+				if f.Pinned {
 					r.facts = append(r.facts, f)
+				}
+				if a.opts.StableFacts && a.deps.Recaller != nil {
+					r.current = append(r.current, f)
 				}
 			}
 			return err
@@ -184,6 +196,9 @@ wait:
 	}
 	if pending[partFacts] {
 		r, ok := got[partFacts]
+		if ok && r.err == nil {
+			ld.current = r.current
+		}
 		switch {
 		case recalled && ok && r.err == nil:
 			ld.facts = orderFacts(r.facts, ld.facts)

@@ -95,9 +95,13 @@ type Deps struct {
 // ExtractiveSummary caps, within Summary, a summary the extractive
 // summariser wrote (memory.Summary.Summariser "extractive": sentences
 // picked, no model); what it leaves of Summary goes to the passages.
+//
+// StatementRecall, with Options.FillWhen FillAsked, bounds the passages of
+// a turn that asks nothing (0: Recall); it never raises them above Recall.
 type Shares struct {
 	Summary, Pinned, Facts, Recall float64
 	ExtractiveSummary              float64
+	StatementRecall                float64
 }
 
 // total is the sum of the shares.
@@ -139,6 +143,19 @@ type Options struct {
 	// shorter: the recalled block is the volatile part of the prompt, which
 	// a provider's prompt cache cannot serve.
 	FillRecall bool
+	// FillWhen is which turns FillRecall fills on: FillAlways (the
+	// default, "") or FillAsked.
+	FillWhen RecallFill
+	// StableFacts keeps the stable memory block's facts the same from
+	// turn to turn: it shows the pinned facts and the facts known when
+	// the summary it shows was written (all facts, without a summary:
+	// none), chosen newest first and not by relevance to the turn; the
+	// facts learnt since (from the turns shown verbatim), ranked for the
+	// turn, go with the recalled block, on a turn that asks something
+	// (asks) when FillWhen is FillAsked, on every turn otherwise. Off,
+	// the block shows the facts most relevant to the turn, and changes
+	// with it.
+	StableFacts bool
 	// KeepRecall renders each past user turn with the recalled block it
 	// was sent with, in place, so that what one request recalled is part of
 	// the next request's repeated prefix; this question's recall then shows
@@ -211,7 +228,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 		return nil, fmt.Errorf("prompt: history and counter are required: %w", memory.ErrInvalid)
 	}
 	sh := opts.Shares
-	if sh.Summary < 0 || sh.ExtractiveSummary < 0 || sh.Pinned < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.total() > 1 {
+	if sh.Summary < 0 || sh.ExtractiveSummary < 0 || sh.Pinned < 0 || sh.Facts < 0 || sh.Recall < 0 || sh.StatementRecall < 0 || sh.total() > 1 {
 		return nil, fmt.Errorf("prompt: shares %+v must be non-negative and sum to at most 1: %w", sh, memory.ErrInvalid)
 	}
 	src := opts.Template
@@ -221,6 +238,13 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	tmpl, err := template.New("memory").Option("missingkey=error").Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("prompt: memory template: %w", err)
+	}
+	switch opts.FillWhen {
+	case "":
+		opts.FillWhen = FillAlways
+	case FillAlways, FillAsked:
+	default:
+		return nil, fmt.Errorf("prompt: recall fill %q must be always or asked: %w", opts.FillWhen, memory.ErrInvalid)
 	}
 	switch opts.Position {
 	case "":

@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,9 @@ type selection struct {
 	pinnedCosts, factCosts, passageCosts []int
 	// summaryCost is what data.Summary costs (Counter.Text).
 	summaryCost int
+	// lateFacts is how many of data.Facts, at its end, go with the
+	// recalled block, not the stable one (Options.StableFacts).
+	lateFacts int
 }
 
 // fixedParts is a selection of pinned facts, the summary and facts, and
@@ -54,6 +58,11 @@ type partCosts struct {
 	passages     []Passage
 	passageCosts []int
 	state        []itemState
+	// stable and late, with Options.StableFacts, are the indexes of the
+	// facts the stable block may show, in the order they are chosen
+	// (stableFactOrder), and of the others, in recall's order; nil
+	// without it.
+	stable, late []int
 	// lines holds every passage line built ("- [date, conversation c]
 	// text\n", or "- [date] text\n" for conv's), back to back: each line counted and each passage's Date
 	// is a substring of it, so a request's lines cost one allocation.
@@ -156,8 +165,13 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	pinnedShare := int(sh.Pinned * float64(budget))
 	pinnedCap := min(pinnedShare, room)
 	pinned := 0
-	var shown []bool // by index in ld.facts: chosen as a pin
-	for i, f := range ld.facts {
+	var shown []bool      // by index in ld.facts: chosen as a pin
+	pinOrder := pc.stable // the pins: in the stable order, with StableFacts
+	if pinOrder == nil {
+		pinOrder = allIndexes(len(ld.facts))
+	}
+	for _, i := range pinOrder {
+		f := ld.facts[i]
 		if !f.Pinned {
 			continue
 		}
@@ -194,18 +208,31 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	factsCap := min(factsShare, room)
 	used := 0
 	n := 0
-	for i, f := range ld.facts {
-		if (shown != nil && shown[i]) || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
-			continue
+	orders := [][]int{allIndexes(len(ld.facts))}
+	if pc.stable != nil || pc.late != nil {
+		// The stable block's facts first, then the facts learnt since,
+		// which go with the recalled block.
+		orders = [][]int{pc.stable, pc.late}
+	}
+	for k, order := range orders {
+		before := len(sel.data.Facts)
+		for _, i := range order {
+			f := ld.facts[i]
+			if (shown != nil && shown[i]) || n >= a.opts.FactsMax || restates(sel.data.Pinned, f) {
+				continue
+			}
+			c := pc.fact(i, f)
+			if used+c > factsCap {
+				continue
+			}
+			used += c
+			n++
+			sel.data.Facts = append(sel.data.Facts, f)
+			sel.factCosts = append(sel.factCosts, c)
 		}
-		c := pc.fact(i, f)
-		if used+c > factsCap {
-			continue
+		if k == 1 {
+			sel.lateFacts = len(sel.data.Facts) - before
 		}
-		used += c
-		n++
-		sel.data.Facts = append(sel.data.Facts, f)
-		sel.factCosts = append(sel.factCosts, c)
 	}
 	room -= used
 	// The shares the pins, summary and facts left unused are the passages' too.
@@ -306,4 +333,66 @@ func (a *Assembler) fitText(model, text string, limit int) (string, int) {
 	}
 	fit := strings.TrimSpace(b.String())
 	return fit, a.deps.Counter.Text(model, fit)
+}
+
+// allIndexes returns 0, 1, …, n-1.
+func allIndexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// stableFactOrder splits the indexes of facts (recall's order) for
+// Options.StableFacts: late are the facts learnt from what the prompt
+// shows verbatim — stated in this conversation, in one of the unsummarised
+// stored messages (whose keys are recentKeys; for a fact that names no
+// message, updated at or after since, when the oldest of them was said)
+// or, for a client that sends its own history (fullHistory), anywhere in
+// it — in recall's order; stable
+// are the others, pinned ones included, newest first (then by key and
+// value), an order that does not depend on the current turn. The stable
+// block then changes when compaction summarises the turns a fact came
+// from, not with every turn.
+func stableFactOrder(facts []memory.Fact, conversation string, recentKeys map[string]bool, since time.Time, fullHistory bool) (stable, late []int) {
+	stable, late = []int{}, []int{}
+	for i, f := range facts {
+		fromRecent := recentKeys[f.Source] || (f.Source == "" && !since.IsZero() && !f.UpdatedAt.Before(since))
+		if !f.Pinned && f.Conversation == conversation && (fullHistory || fromRecent) {
+			late = append(late, i)
+			continue
+		}
+		stable = append(stable, i)
+	}
+	slices.SortStableFunc(stable, func(x, y int) int {
+		fx, fy := facts[x], facts[y]
+		if c := fy.UpdatedAt.Compare(fx.UpdatedAt); c != 0 {
+			return c
+		}
+		if c := strings.Compare(fx.Key, fy.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(fx.Value, fy.Value)
+	})
+	return stable, late
+}
+
+// withCurrent returns ranked (recall's facts, best first) followed by the
+// facts of current it does not hold (by key and value).
+func withCurrent(ranked, current []memory.Fact) []memory.Fact {
+	if len(current) == 0 {
+		return ranked
+	}
+	have := make(map[[2]string]bool, len(ranked))
+	for _, f := range ranked {
+		have[[2]string{f.Key, f.Value}] = true
+	}
+	out := slices.Clip(ranked)
+	for _, f := range current {
+		if !have[[2]string{f.Key, f.Value}] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
