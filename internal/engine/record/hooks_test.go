@@ -156,6 +156,9 @@ func TestWorkerRunsHooksPerBatch(t *testing.T) {
 	}}
 	opts := fastWorker()
 	opts.Hooks = []Hook{plain, rec}
+	// Nothing here needs a reclaim: a long lease keeps a slow claimed batch
+	// (-race on a busy machine) from being delivered a second time.
+	opts.StaleAfter = time.Minute
 	w := NewWorker(q, s, nil, opts)
 	mustRunWorker(t, w)
 	waitFor(t, "drained", func() bool { return pending(t, q) == 0 })
