@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,7 +98,13 @@ func TestMCPCommandRejectsABadTenant(t *testing.T) {
 func TestMCPStdioBesideServe(t *testing.T) {
 	up := upstreamtest.New(t, recallUpstream())
 	vars := map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL(), "GATEWAY_SQLITE_PATH": filepath.Join(t.TempDir(), "memgate.db")}
-	serveVars := map[string]string{}
+	// A generous load timeout: on a busy machine under -race the default can
+	// leave memory out of the prompt, and the fact with it.
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 10s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveVars := map[string]string{"GATEWAY_CONFIG": cfgPath}
 	for k, v := range vars {
 		serveVars[k] = v
 	}
