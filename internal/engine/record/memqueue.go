@@ -43,18 +43,7 @@ func NewMemoryQueue(limit int) *MemoryQueue {
 
 // Enqueue appends a payload.
 func (q *MemoryQueue) Enqueue(ctx context.Context, payload []byte) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.entries) >= q.limit {
-		return fmt.Errorf("memory queue full (%d entries): %w", q.limit, memory.ErrUnavailable)
-	}
-	q.next++
-	id := strconv.FormatInt(q.next, 10)
-	q.entries[id] = &memEntry{payload: slices.Clone(payload)}
-	q.order = append(q.order, id)
-	close(q.wake)
-	q.wake = make(chan struct{})
-	return nil
+	return q.EnqueueBatch(ctx, [][]byte{payload})
 }
 
 // EnqueueBatch appends payloads in order, all of them or (the queue full)
