@@ -96,11 +96,7 @@ func (q *Queue) createGroup(ctx context.Context) error {
 
 // Enqueue appends payload to the stream.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
-	args := &redis.XAddArgs{Stream: q.stream, Values: []any{payloadField, payload}}
-	if q.maxLen > 0 {
-		args.MaxLen, args.Approx = q.maxLen, true
-	}
-	if err := q.rdb.XAdd(ctx, args).Err(); err != nil {
+	if err := q.rdb.XAdd(ctx, q.xadd(payload)).Err(); err != nil {
 		return fmt.Errorf("redis: enqueue: %w", unavailable(err))
 	}
 	return nil
@@ -111,11 +107,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
 func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, payload := range payloads {
-			args := &redis.XAddArgs{Stream: q.stream, Values: []any{payloadField, payload}}
-			if q.maxLen > 0 {
-				args.MaxLen, args.Approx = q.maxLen, true
-			}
-			p.XAdd(ctx, args)
+			p.XAdd(ctx, q.xadd(payload))
 		}
 		return nil
 	})
@@ -123,6 +115,15 @@ func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 		return fmt.Errorf("redis: enqueue batch: %w", unavailable(err))
 	}
 	return nil
+}
+
+// xadd is the XADD of one payload to the stream, trimmed near maxLen.
+func (q *Queue) xadd(payload []byte) *redis.XAddArgs {
+	args := &redis.XAddArgs{Stream: q.stream, Values: []any{payloadField, payload}}
+	if q.maxLen > 0 {
+		args.MaxLen, args.Approx = q.maxLen, true
+	}
+	return args
 }
 
 // Claim returns up to max deliveries for consumer. First it takes over
