@@ -92,8 +92,9 @@ func TestEmbedderHonoursCancel(t *testing.T) {
 }
 
 // TestEmbedIgnoresEarlierCalls: a text's vector is the same, to the bit,
-// alone, in a batch, and after calls of other sizes (the calls share
-// scratch memory), on every order tried.
+// alone, in a batch of any order, and after calls of other sizes: a call
+// keeps nothing of another, and no text of a batch reaches another's
+// pieces.
 func TestEmbedIgnoresEarlierCalls(t *testing.T) {
 	m := mustDefault(t)
 	texts := []string{

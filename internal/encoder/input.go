@@ -38,12 +38,12 @@ func newInputTables(l *layer, emb, timing matrix) inputTables {
 		}
 	}
 	t := inputTables{
-		embQKV: linear(newMatrix(emb.rows, scaled.rows), emb, scaled, nil),
-		posQKV: linear(newMatrix(timing.rows, scaled.rows), timing, scaled, nil),
+		embQKV: linear(emb, scaled, nil),
+		posQKV: linear(timing, scaled, nil),
 		sumQKV: make([]float32, scaled.rows),
 		bias:   make([]float32, scaled.rows),
-		embRes: linear(newMatrix(emb.rows, l.resW.rows), emb, l.resW, nil),
-		posRes: linear(newMatrix(timing.rows, l.resW.rows), timing, l.resW, l.resB),
+		embRes: linear(emb, l.resW, nil),
+		posRes: linear(timing, l.resW, l.resB),
 	}
 	for r := range scaled.rows {
 		var sum, bias float64
@@ -59,10 +59,10 @@ func newInputTables(l *layer, emb, timing matrix) inputTables {
 
 // project returns, for the pieces ids laid out in spans, the first layer's
 // attention projection (rows × 3·256: q, k, v) and its residual projection
-// (rows × 512), in memory of ws. x holds the pieces' input rows.
-func (t *inputTables) project(ws *workspace, ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
-	qkv = ws.matrix(x.rows, t.embQKV.cols)
-	res = ws.matrix(x.rows, t.embRes.cols)
+// (rows × 512). x holds the pieces' input rows.
+func (t *inputTables) project(ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
+	qkv = newMatrix(x.rows, t.embQKV.cols)
+	res = newMatrix(x.rows, t.embRes.cols)
 	n := float32(x.cols)
 	for i, s := range ids {
 		for p, id := range s {

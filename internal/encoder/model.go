@@ -66,7 +66,6 @@ type Model struct {
 	in     inputTables // the first layer's projections of its input
 	tanhW  matrix
 	tanhB  []float32
-	work   sync.Pool // of *workspace, the scratch memory of Embed calls
 }
 
 // layer is one transformer layer's weights; matrices are out×in.
@@ -118,7 +117,6 @@ func Load(gz []byte) (*Model, error) {
 	}
 	vec := func(name string, n int) []float32 { return get(name, 1, n).data }
 	m := &Model{tok: newTokenizer(a.pieces, a.scores)}
-	m.work.New = func() any { return new(workspace) }
 	m.emb = get("embeddings", 8002, embedDims)
 	if len(a.pieces) > m.emb.rows {
 		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), m.emb.rows)
@@ -195,13 +193,10 @@ func (m *Model) embedIDs(ids [][]int) [][]float32 {
 		spans[i] = [2]int{n, n + len(s)}
 		n += len(s)
 	}
-	ws := m.work.Get().(*workspace)
-	defer m.work.Put(ws)
-	ws.reset()
 	// x: every piece's embedding plus its position's signal, plus the
 	// embedding again: the graph adds its embedding scatter to the
 	// (embedding + signal) scatter, so pieces count twice.
-	x := ws.matrix(n, embedDims)
+	x := newMatrix(n, embedDims)
 	for i, s := range ids {
 		for p, id := range s {
 			row := x.row(spans[i][0] + p)
@@ -215,36 +210,33 @@ func (m *Model) embedIDs(ids [][]int) [][]float32 {
 	// Layer 0: attention over 256 dimensions, projected to 512, plus the
 	// input projected to 512 as its residual.
 	// Its two projections of x are read from tables (see inputTables).
-	qkv, r := m.in.project(ws, ids, spans, x)
-	att := m.l0.attention(ws, qkv, spans)
-	y := linear(ws.matrix(n, Dims), att, m.l0.outW, m.l0.outB)
+	qkv, r := m.in.project(ids, spans, x)
+	att := m.l0.attention(qkv, spans)
+	y := linear(att, m.l0.outW, m.l0.outB)
 	addInto(y, r)
-	m.l0.feedForward(ws, y)
+	m.l0.feedForward(y)
 	// Layer 1: the same over 512 dimensions, the residual as is.
-	h := layerNorm(ws.matrix(n, Dims), y, m.l1.ln1Scale, m.l1.ln1Bias)
-	qkv = linear(ws.matrix(n, 3*Dims), h, m.l1.qkvW, m.l1.qkvB)
-	att = m.l1.attention(ws, qkv, spans)
-	addInto(y, linear(ws.matrix(n, Dims), att, m.l1.outW, m.l1.outB))
+	h := layerNorm(y, m.l1.ln1Scale, m.l1.ln1Bias)
+	att = m.l1.attention(linear(h, m.l1.qkvW, m.l1.qkvB), spans)
+	addInto(y, linear(att, m.l1.outW, m.l1.outB))
 	// Its feed-forward block, then the mean over each text's pieces. The
 	// block's last projection is linear and the mean too, so the mean of
 	// the projections is the projection of the means: it runs once per
 	// text, not once per piece.
-	h = layerNorm(h, y, m.l1.ln2Scale, m.l1.ln2Bias)
-	f := linear(ws.matrix(n, ffnDims), h, m.l1.ffn1W, m.l1.ffn1B)
+	f := linear(layerNorm(y, m.l1.ln2Scale, m.l1.ln2Bias), m.l1.ffn1W, m.l1.ffn1B)
 	for i, v := range f.data {
 		f.data[i] = max(v, 0)
 	}
-	meanY := meanRows(ws.zeros(len(spans), Dims), y, spans)
-	meanF := meanRows(ws.zeros(len(spans), ffnDims), f, spans)
-	pooled := linear(ws.matrix(len(spans), Dims), meanF, m.l1.ffn2W, m.l1.ffn2B)
+	meanY, meanF := meanRows(y, spans), meanRows(f, spans)
+	pooled := linear(meanF, m.l1.ffn2W, m.l1.ffn2B)
 	addInto(pooled, meanY)
 	for i, sp := range spans {
 		if sp[0] == sp[1] {
 			clear(pooled.row(i)) // no pieces: the mean of nothing, 0
 		}
 	}
-	// The tanh layer, unit length, into memory of the caller's.
-	z := linear(newMatrix(len(spans), Dims), pooled, m.tanhW, m.tanhB)
+	// The tanh layer, unit length.
+	z := linear(pooled, m.tanhW, m.tanhB)
 	vecs := make([][]float32, len(ids))
 	for i := range vecs {
 		v := z.row(i)
@@ -265,19 +257,18 @@ func (m *Model) embedIDs(ids [][]int) [][]float32 {
 // attention returns multi-head self-attention over each text's rows of
 // qkv (rows × 3d: the queries, keys and values of the layer's input): no
 // text attends to another's pieces.
-func (l *layer) attention(ws *workspace, qkv matrix, spans [][2]int) matrix {
+func (l *layer) attention(qkv matrix, spans [][2]int) matrix {
 	d := qkv.cols / 3
-	out := ws.matrix(qkv.rows, d)
+	out := newMatrix(qkv.rows, d)
 	scale := float32(1 / math.Sqrt(float64(l.headDim)))
-	longest := 0
-	for _, sp := range spans {
-		longest = max(longest, sp[1]-sp[0])
-	}
-	scores := ws.matrix(longest, longest).data
+	var scores []float32
 	for _, sp := range spans {
 		t := sp[1] - sp[0]
 		if t == 0 {
 			continue
+		}
+		if cap(scores) < t*t {
+			scores = make([]float32, t*t)
 		}
 		s := blas32.General{Rows: t, Cols: t, Stride: t, Data: scores[:t*t]}
 		for hd := range heads {
@@ -301,9 +292,9 @@ func (l *layer) attention(ws *workspace, qkv matrix, spans [][2]int) matrix {
 // ten nonzero (92 % zeros on a 20-word question), so W2's product is
 // computed as the sum, for each nonzero value, of that value times its row
 // of W2ᵀ: a tenth of a dense product's work.
-func (l *layer) feedForward(ws *workspace, y matrix) {
-	h := layerNorm(ws.matrix(y.rows, y.cols), y, l.ln2Scale, l.ln2Bias)
-	f := linear(ws.matrix(y.rows, ffnDims), h, l.ffn1W, l.ffn1B)
+func (l *layer) feedForward(y matrix) {
+	h := layerNorm(y, l.ln2Scale, l.ln2Bias)
+	f := linear(h, l.ffn1W, l.ffn1B)
 	for r := range y.rows {
 		out := blas32.Vector{N: y.cols, Inc: 1, Data: y.row(r)}
 		for j, b := range l.ffn2B {
@@ -317,9 +308,10 @@ func (l *layer) feedForward(ws *workspace, y matrix) {
 	}
 }
 
-// meanRows sets out's rows (one per span, zero on entry) to the means of
-// each span of x's rows (zeros for an empty span), and returns out.
-func meanRows(out, x matrix, spans [][2]int) matrix {
+// meanRows returns, for each span of x's rows, their mean (zeros for an
+// empty span).
+func meanRows(x matrix, spans [][2]int) matrix {
+	out := newMatrix(len(spans), x.cols)
 	for i, sp := range spans {
 		o := out.row(i)
 		for r := sp[0]; r < sp[1]; r++ {
@@ -352,9 +344,10 @@ func softmax(row []float32) {
 	}
 }
 
-// layerNorm sets out's rows to x's normalised to mean 0 and variance 1,
-// times scale plus bias, and returns out (which may be x).
-func layerNorm(out, x matrix, scale, bias []float32) matrix {
+// layerNorm returns each row of x normalised to mean 0 and variance 1,
+// times scale plus bias.
+func layerNorm(x matrix, scale, bias []float32) matrix {
+	out := newMatrix(x.rows, x.cols)
 	n := float32(x.cols)
 	for r := range x.rows {
 		in, o := x.row(r), out.row(r)
@@ -376,21 +369,17 @@ func layerNorm(out, x matrix, scale, bias []float32) matrix {
 	return out
 }
 
-// linear sets out (x.rows × w.rows) to x·wᵀ + b (w is out×in) and
-// returns it, as gemms over tiles of at most tileRows rows of x and
-// tileCols rows of w: tiles that small stay on gonum's serial path, whose
-// dot products run the whole input length (its blocked path cuts them into
-// 64-long pieces, at a third more time here). A nil b is zeros.
-func linear(out, x, w matrix, b []float32) matrix {
+// linear returns x·wᵀ + b (w is out×in), as gemms over tiles of at most
+// tileRows rows of x and tileCols rows of w: tiles that small stay on
+// gonum's serial path, whose dot products run the whole input length (its
+// blocked path cuts them into 64-long pieces, at a third more time here).
+func linear(x, w matrix, b []float32) matrix {
+	out := newMatrix(x.rows, w.rows)
 	if x.rows == 0 {
 		return out
 	}
 	for r := range out.rows {
-		if b == nil {
-			clear(out.row(r))
-		} else {
-			copy(out.row(r), b)
-		}
+		copy(out.row(r), b)
 	}
 	for i := 0; i < x.rows; i += tileRows {
 		rows := min(tileRows, x.rows-i)
