@@ -23,8 +23,11 @@
 # snap-research/LoCoMo data, never committed here): replayed as a
 # newest-only client and as a full-history client, questions at 4,000
 # tokens, beside BM25 over single turns; folded into its own section
-# (<!-- bench:eval-locomo:... -->). About 5 minutes on 2 cores with the
-# hashed embedder (much longer with a sentence encoder: -timeout is 90m).
+# (<!-- bench:eval-locomo:... -->). With the default embedder (the built-in
+# encoder) all ten conversations take about 4 minutes a client on a quiet
+# 2-core machine, much longer on a busy one (-timeout is 90m); with the
+# hashed embedder (-config naming a file that sets
+# recall.embeddings.provider: local) about 5 minutes for both clients.
 #
 #   LOCOMO=/work/data/locomo10.json scripts/eval.sh
 #   LOCOMO=... LOCOMO_CONVERSATIONS=1,2 LOCOMO_CLIENTS=newest EVAL_SYNTH=0 EVAL_POSTGRES=0 scripts/eval.sh
