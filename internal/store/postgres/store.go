@@ -28,6 +28,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // defaultMaxConns is the pool's size unless the URL sets pool_max_conns.
@@ -49,7 +50,7 @@ type Store struct {
 	// messages (MessagesAround); search reads them, falling back on SQL.
 	index  *itemindex.Index
 	around *itemindex.Windows
-	search itemindex.Searcher
+	search search.Searcher
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -205,5 +206,5 @@ func unavailable(err error) error {
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
 	s.around = itemindex.NewWindows(indexSource{s.pool}, turns)
-	s.search = itemindex.NewSearcher(s.index, s.around, s.sqlSearches(), s)
+	s.search = search.NewSearcher(s.index, s.around, s.sqlSearches(), s)
 }

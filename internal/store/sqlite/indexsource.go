@@ -94,7 +94,7 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 }
 
 // CommonTerms returns those of terms common in the user's items
-// (itemindex.Searcher.CommonTerms; a user too large to index in memory
+// (search.Searcher.CommonTerms; a user too large to index in memory
 // has none).
 func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	return s.search.CommonTerms(ctx, rev, tenant, user, terms, minDF, frac)

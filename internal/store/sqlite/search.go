@@ -21,21 +21,21 @@ import (
 const textWindow = 300
 
 // SearchVector ranks the user's items by cosine similarity to q.Embedding
-// (itemindex.Searcher.SearchVector).
+// (search.Searcher.SearchVector).
 func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
 	return s.search.SearchVector(ctx, q)
 }
 
 // SearchText ranks the user's items matching q.Text by Okapi BM25
-// (itemindex.Searcher.SearchText).
+// (search.Searcher.SearchText).
 func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, "sqlite.SearchText")()
 	return s.search.SearchText(ctx, q)
 }
 
 // MessagesAround returns the live messages around refs
-// (itemindex.Searcher.MessagesAround).
+// (search.Searcher.MessagesAround).
 func (s *Store) MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	return s.search.MessagesAround(ctx, rev, tenant, user, refs, radius)
 }

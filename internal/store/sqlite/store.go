@@ -26,6 +26,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // busyTimeout is how long a connection waits for another process's write
@@ -44,7 +45,7 @@ type Store struct {
 	// messages (MessagesAround); search reads them, falling back on SQL.
 	index  *itemindex.Index
 	around *itemindex.Windows
-	search itemindex.Searcher
+	search search.Searcher
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -225,5 +226,5 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
-	s.search = itemindex.NewSearcher(s.index, s.around, itemindex.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow}, s)
+	s.search = search.NewSearcher(s.index, s.around, search.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow}, s)
 }
