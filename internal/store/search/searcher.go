@@ -25,13 +25,15 @@ type SQLSearches struct {
 	// Vector ranks the user's items by cosine similarity to q.Embedding,
 	// as itemindex.Index.SearchVector does; q asks for something (contract.VectorQuery).
 	Vector func(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
-	// Text ranks the user's items for terms (at least one, from q.Text)
-	// and q.Related, as itemindex.Index.SearchText does; q.Limit > 0.
+	// Text ranks the user's items for terms (at least one, from q.Text,
+	// which is cut to MaxQueryBytes) and q.Related, as
+	// itemindex.Index.SearchText does; q.Limit > 0.
 	Text func(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error)
 	// Common, when set, counts terms as itemindex.Index.CommonTerms does; nil: no
 	// term is known to be common.
 	Common func(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
-	// MaxQueryBytes, when > 0, bounds the query text split into terms.
+	// MaxQueryBytes, when > 0, bounds the query text split into terms
+	// and handed to Text.
 	MaxQueryBytes int
 }
 
@@ -103,7 +105,8 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 // words (memory.QueryTerms), never read as query syntax. Nothing (an
 // empty slice) for a text without words or a limit below 1.
 func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	terms := memory.QueryTerms(truncate(q.Text, s.sql.MaxQueryBytes), itemindex.MaxQueryTerms)
+	q.Text = truncate(q.Text, s.sql.MaxQueryBytes)
+	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}

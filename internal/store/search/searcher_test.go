@@ -17,6 +17,7 @@ import (
 type sqlCalls struct {
 	calls []string
 	terms []string
+	text  string // the query text Text got
 }
 
 func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
@@ -25,8 +26,8 @@ func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
 			c.calls = append(c.calls, "vector")
 			return []memory.Item{{Ref: "sql-vector"}}, nil
 		},
-		Text: func(_ context.Context, _ memory.ItemQuery, terms []string) ([]memory.Item, error) {
-			c.calls, c.terms = append(c.calls, "text"), terms
+		Text: func(_ context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+			c.calls, c.terms, c.text = append(c.calls, "text"), terms, q.Text
 			return []memory.Item{{Ref: "sql-text"}}, nil
 		},
 		MaxQueryBytes: maxBytes,
@@ -192,6 +193,9 @@ func TestSearcherQueriesForNothing(t *testing.T) {
 	}
 	if want := []string{"porto", "lisb"}; !slices.Equal(c.terms, want) {
 		t.Fatalf("terms = %v, want %v (the text cut at 10 bytes)", c.terms, want)
+	}
+	if want := "porto lisb"; c.text != want {
+		t.Fatalf("SQL searched the text %q, want %q (cut at 10 bytes)", c.text, want)
 	}
 	if out, err := s.MessagesAround(ctx, nil, "acme", "alice", []memory.MessageRef{{Conversation: "c1", Key: "k"}}, 1); err != nil || out == nil || len(out) != 0 {
 		t.Fatalf("MessagesAround without windows = %v, %v, want an empty slice", out, err)
