@@ -39,6 +39,9 @@ const defaultMaxConns = 16
 // times that).
 const cancelDelay = time.Second
 
+// searcher is the Store's recall reads, embedded (search.Searcher).
+type searcher = search.Searcher
+
 // Store is a memory store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool   *pgxpool.Pool
@@ -47,10 +50,13 @@ type Store struct {
 	vacuum *vacuumer
 	// index ranks SearchVector's and SearchText's results from memory
 	// (indexsource.go), and around holds the turns around recalled
-	// messages (MessagesAround); search reads them, falling back on SQL.
+	// messages (MessagesAround); the searcher, whose methods are the
+	// Store's SearchVector, SearchText, CommonTerms and MessagesAround
+	// (each item with its Embedding, read-only), reads them, falling back
+	// on SQL (search.go).
 	index  *itemindex.Index
 	around *itemindex.Windows
-	search search.Searcher
+	searcher
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -206,5 +212,5 @@ func unavailable(err error) error {
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
 	s.around = itemindex.NewWindows(indexSource{s.pool}, turns)
-	s.search = search.NewSearcher(s.index, s.around, s.sqlSearches(), s)
+	s.searcher = search.NewSearcher(s.index, s.around, s.sqlSearches(), s)
 }

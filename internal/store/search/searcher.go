@@ -17,6 +17,7 @@ import (
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // SQLSearches are a store's searches in SQL alone, which a Searcher runs
@@ -35,13 +36,16 @@ type SQLSearches struct {
 	// MaxQueryBytes, when > 0, bounds the query text split into terms
 	// and handed to Text.
 	MaxQueryBytes int
+	// Store names the store in the trace spans of SearchVector and
+	// SearchText ("sqlite": sqlite.SearchVector).
+	Store string
 }
 
 // Searcher is a store's recall reads: its items ranked by vector and by
 // text, the terms common in them, and the turns around hits. It answers
 // from an itemindex.Index and an itemindex.Windows, kept in memory, and for a user too large
-// for the Index from the store's own SQL. A store's SearchVector,
-// SearchText, CommonTerms and MessagesAround are these.
+// for the Index from the store's own SQL. A store embeds it: its
+// SearchVector, SearchText, CommonTerms and MessagesAround are these.
 type Searcher struct {
 	index   *itemindex.Index // nil: SQL alone
 	windows *itemindex.Windows
@@ -77,6 +81,7 @@ func (s Searcher) revisions(ctx context.Context, rev *memory.Revisions, tenant, 
 // query without an embedding or a positive limit, memory.ErrInvalid for
 // one whose Dims contradict its embedding.
 func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, s.sql.Store+".SearchVector")()
 	if ok, err := contract.VectorQuery(q); err != nil {
 		return nil, wrap("search vector", err)
 	} else if !ok {
@@ -105,6 +110,7 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 // words (memory.QueryTerms), never read as query syntax. Nothing (an
 // empty slice) for a text without words or a limit below 1.
 func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, s.sql.Store+".SearchText")()
 	q.Text = truncate(q.Text, s.sql.MaxQueryBytes)
 	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {

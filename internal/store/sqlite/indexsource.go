@@ -93,13 +93,6 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 	return src.s.loadItems(ctx, ids)
 }
 
-// CommonTerms returns those of terms common in the user's items
-// (search.Searcher.CommonTerms; a user too large to index in memory
-// has none).
-func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	return s.search.CommonTerms(ctx, rev, tenant, user, terms, minDF, frac)
-}
-
 // Collectors returns the Prometheus collectors of the Store's caches (see
 // internal/engine/cache), as they are when called: after SetCacheLimits.
 func (s *Store) Collectors() []prometheus.Collector {

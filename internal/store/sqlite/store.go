@@ -33,6 +33,9 @@ import (
 // lock before failing with SQLITE_BUSY.
 const busyTimeout = 10 * time.Second
 
+// searcher is the Store's recall reads, embedded (search.Searcher).
+type searcher = search.Searcher
+
 // Store is a memory store in one SQLite file. It is safe for concurrent use.
 type Store struct {
 	write  *sql.DB
@@ -42,10 +45,12 @@ type Store struct {
 	enrich *Outbox
 	// index ranks SearchVector's and SearchText's results from memory
 	// (indexsource.go), and around holds the turns around recalled
-	// messages (MessagesAround); search reads them, falling back on SQL.
+	// messages (MessagesAround); the searcher, whose methods are the
+	// Store's SearchVector, SearchText, CommonTerms and MessagesAround,
+	// reads them, falling back on SQL (search.go).
 	index  *itemindex.Index
 	around *itemindex.Windows
-	search search.Searcher
+	searcher
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -226,5 +231,6 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.around = itemindex.NewWindows(indexSource{s}, turns)
-	s.search = search.NewSearcher(s.index, s.around, search.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow}, s)
+	s.searcher = search.NewSearcher(s.index, s.around,
+		search.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow, Store: "sqlite"}, s)
 }
