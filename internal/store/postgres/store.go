@@ -49,13 +49,12 @@ type Store struct {
 	// vacuum reclaims erased rows in the background (erasure.go).
 	vacuum *vacuumer
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go), and around holds the turns around recalled
-	// messages (MessagesAround); the searcher, whose methods are the
-	// Store's SearchVector, SearchText, CommonTerms and MessagesAround
-	// (each item with its Embedding, read-only), reads them, falling back
-	// on SQL (search.go).
-	index  *itemindex.Index
-	around *itemindex.Windows
+	// (indexsource.go). The searcher, whose methods are the Store's
+	// SearchVector, SearchText, CommonTerms, MessagesAround and Collectors
+	// (each item with its Embedding, read-only), reads it and the turns
+	// around recalled messages kept in memory, falling back on SQL
+	// (search.go).
+	index *itemindex.Index
 	searcher
 }
 
@@ -211,6 +210,5 @@ func unavailable(err error) error {
 // gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
-	s.around = itemindex.NewWindows(indexSource{s.pool}, turns)
-	s.searcher = search.NewSearcher(s.index, s.around, s.sqlSearches(), s)
+	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s.pool}, turns), s.sqlSearches(), s)
 }

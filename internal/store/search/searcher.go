@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -176,6 +178,19 @@ func (s Searcher) MessagesAround(ctx context.Context, rev *memory.Revisions, ten
 		return nil, wrap("messages around", err)
 	}
 	return s.windows.Around(ctx, r, tenant, user, refs, radius)
+}
+
+// Collectors returns the Prometheus collectors of the Searcher's index and
+// windows caches (see internal/engine/cache).
+func (s Searcher) Collectors() []prometheus.Collector {
+	var cs []prometheus.Collector
+	if s.index != nil {
+		cs = append(cs, s.index.Collectors()...)
+	}
+	if s.windows != nil {
+		cs = append(cs, s.windows.Collectors()...)
+	}
+	return cs
 }
 
 // wrap names the read that failed with err; nil stays nil.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -41,7 +43,8 @@ func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
 	return s
 }
 
-// fakeStore is an itemindex.Source and a cache.RevisionReader over fixed
+// fakeStore is an itemindex.Source, an itemindex.WindowSource (holding no
+// turns) and a cache.RevisionReader over fixed
 // items of one user, every one an insert.
 type fakeStore []memory.Item
 
@@ -199,5 +202,53 @@ func TestSearcherQueriesForNothing(t *testing.T) {
 	}
 	if out, err := s.MessagesAround(ctx, nil, "acme", "alice", []memory.MessageRef{{Conversation: "c1", Key: "k"}}, 1); err != nil || out == nil || len(out) != 0 {
 		t.Fatalf("MessagesAround without windows = %v, %v, want an empty slice", out, err)
+	}
+}
+
+func (fakeStore) ReadWindows(context.Context, string, string, []memory.MessageRef, int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+	return nil, nil, nil
+}
+
+// TestSearcherCollectors checks that a Searcher reports the metrics of
+// every cache it reads (a store's Collectors are these), and none when it
+// searches in SQL alone.
+func TestSearcherCollectors(t *testing.T) {
+	f := fakeStore{}
+	tests := []struct {
+		name string
+		s    search.Searcher
+		want []string // the caches named, sorted
+	}{
+		{"index and windows", search.NewSearcher(itemindex.New(f, itemindex.DefaultLimits), itemindex.NewWindows(f, 1<<20), search.SQLSearches{}, f),
+			[]string{"items", "texts", "vectors", "windows"}},
+		{"SQL alone", search.NewSearcher(nil, nil, search.SQLSearches{}, nil), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			for _, c := range tt.s.Collectors() {
+				if err := reg.Register(c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, mf := range families {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "cache" && !slices.Contains(got, l.GetValue()) {
+							got = append(got, l.GetValue())
+						}
+					}
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("caches = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -44,12 +44,11 @@ type Store struct {
 	outbox *Outbox
 	enrich *Outbox
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go), and around holds the turns around recalled
-	// messages (MessagesAround); the searcher, whose methods are the
-	// Store's SearchVector, SearchText, CommonTerms and MessagesAround,
-	// reads them, falling back on SQL (search.go).
-	index  *itemindex.Index
-	around *itemindex.Windows
+	// (indexsource.go). The searcher, whose methods are the Store's
+	// SearchVector, SearchText, CommonTerms, MessagesAround and
+	// Collectors, reads it and the turns around recalled messages kept in
+	// memory, falling back on SQL (search.go).
+	index *itemindex.Index
 	searcher
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
@@ -230,7 +229,6 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // itemindex.DefaultWindowBytes, the sizes Open gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
-	s.around = itemindex.NewWindows(indexSource{s}, turns)
-	s.searcher = search.NewSearcher(s.index, s.around,
+	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s}, turns),
 		search.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow, Store: "sqlite"}, s)
 }
