@@ -44,8 +44,8 @@ func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
 }
 
 // fakeStore is an itemindex.Source, an itemindex.WindowSource (holding no
-// turns) and a cache.RevisionReader over fixed
-// items of one user, every one an insert.
+// turns) and a cache.RevisionReader over fixed items of one user, every
+// one an insert.
 type fakeStore []memory.Item
 
 var _ itemindex.Source = fakeStore(nil)
