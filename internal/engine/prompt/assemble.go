@@ -382,15 +382,24 @@ func raws(lists ...[]memory.Message) []json.RawMessage {
 
 // windowAnchor returns where in history (the stored turns after the
 // summary) the recent turns may start. When the store gave all it was asked
-// for (Options.RecentMessages) and the summary does not reach the first of
-// them, older turns were not loaded and the loaded window slides by one
-// message per message: the anchor is then the first message of a block of
+// for (Options.RecentMessages) and the first of them does not follow the
+// summary (its sequence number is past the summary's end, or 0 without
+// one, plus one), older
+// turns were not loaded and the loaded window slides by one message per
+// message: the anchor is then the first message of a block of
 // RecentMessages/2 sequence numbers, so it moves in steps too. Otherwise
-// history starts where the summary ends (or the conversation starts), a
-// stable place: 0.
+// history starts where the summary ends (or the conversation starts, at
+// sequence number 1), a stable place: 0. A load that starts right after the summary is such a
+// place: no turn is missing between them, and anchoring it in steps would
+// drop turns a request earlier kept (a break of the repeated prefix just
+// before compaction moves the summary anyway).
 func (a *Assembler) windowAnchor(ld loaded, history []memory.Message) int {
 	n := a.opts.RecentMessages
-	if n <= 0 || len(ld.stored) < n || len(history) == 0 || (ld.summary != nil && ld.summary.ToSeq >= ld.stored[0].Seq) {
+	var covered int64 // the last sequence number before the turns to show: the summary's end
+	if ld.summary != nil {
+		covered = ld.summary.ToSeq
+	}
+	if n <= 0 || len(ld.stored) < n || len(history) == 0 || covered+1 >= ld.stored[0].Seq {
 		return 0
 	}
 	step := int64(max(n/2, 1))
