@@ -278,7 +278,9 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	if err := add(blk.recalled, false); err != nil {
 		return memory.Prepared{}, err
 	}
-	if a.kept != nil && !fullHistory {
+	if a.kept != nil && !fullHistory && req.Mode.Stores() {
+		// Only a turn that is stored comes back as a recent turn: a
+		// read-mode question's block would push real turns' blocks out.
 		for _, m := range current {
 			if m.Role == "user" {
 				a.kept.put(req.Identity, m, blk.recalled)
