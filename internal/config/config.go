@@ -696,6 +696,9 @@ func (c Config) Validate() error {
 			bad(key, "must be between 1 and 1048576 (MiB)")
 		}
 	}
+	if v := c.Memory.FillVolatile; v < 0 || v >= 1 {
+		bad("memory.fill_volatile", "must satisfy 0 <= fill_volatile < 1")
+	}
 	if w := c.Memory.FillRecallWhen; w != "always" && w != "asked" {
 		bad("memory.fill_recall_when", "%q is not always or asked", w)
 	}

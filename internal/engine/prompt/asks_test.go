@@ -25,6 +25,26 @@ func TestAsks(t *testing.T) {
 		{"Lembra do restaurante que eu falei", true},
 		{"Fui ao mercado ontem.", false},
 		{"", false},
+		// A question put to the assistant alone asks its view or help,
+		// not what the user said before.
+		{"That sounds fun! What about you?", false},
+		{"Nice bowl. Did you make it?", false},
+		{"Can you explain how tides work?", false},
+		{"E você, como está?", false},
+		{"How are you? I moved to Porto last month.", false},
+		// ... unless the user or the past is in it too.
+		{"Do you remember the festival?", true},
+		{"What do you think of my plan?", true},
+		{"Can you tell me what we decided?", true},
+		{"What did you recommend last week?", true},
+		{"Você lembra do meu aniversário?", true},
+		{"Really? And what did I say about Porto?", true},
+		// A question about someone else is not put to the assistant.
+		{"When did Caroline go to the support group?", true},
+		{"Onde a Ana mora agora?", true},
+		// An interrogative opener without a question mark.
+		{"how do you pronounce it", false},
+		{"tell me where I parked", true},
 	} {
 		if got := asks(tc.text); got != tc.want {
 			t.Errorf("asks(%q) = %v, want %v", tc.text, got, tc.want)
