@@ -253,11 +253,23 @@ type Memory struct {
 	KeepRecall bool `yaml:"keep_recall"`
 	// FillRecallWhen is which turns fill_recall fills on: "always" or
 	// "asked" (the default: a turn with a question mark or that opens with
-	// an interrogative, English or Portuguese); a turn that asks nothing
+	// an interrogative, English or Portuguese, unless its question is put
+	// to the assistant alone: "you" without "I", "my", "we" or a word of
+	// the past, as in "What about you?"); a turn that asks nothing
 	// then keeps its passages to shares.statement_recall, so its prompt's
 	// volatile end is small and a provider's prompt cache serves the rest
 	// (issue 28).
 	FillRecallWhen string `yaml:"fill_recall_when"`
+	// HoldSummary shows a conversation (of a client that sends only its
+	// newest turn) the summary its previous turn was shown, with every
+	// turn after it verbatim, until those turns outgrow the recent turns'
+	// window; then the newest summary. A new summary version changes the
+	// stable block, and every byte of the prompt after it: held, it does
+	// so once per window instead of once per compaction (issue 28). Each
+	// request then loads up to twice compaction's max_messages plus
+	// keep_messages stored messages. The summaries are held in the
+	// gateway process; after a restart the newest is shown. On by default.
+	HoldSummary bool `yaml:"hold_summary"`
 	// StableFacts keeps the stable memory block's facts the same from turn
 	// to turn: pinned facts and facts learnt from turns already
 	// summarised (or said in other conversations), newest first, not
@@ -489,6 +501,7 @@ func Default() Config {
 			FillRecall:        true,
 			FillRecallWhen:    "asked",
 			StableFacts:       true,
+			HoldSummary:       true,
 		},
 		Compaction: Compaction{
 			Enabled:          true,
@@ -695,9 +708,6 @@ func (c Config) Validate() error {
 		if mb <= 0 || mb > 1<<20 {
 			bad(key, "must be between 1 and 1048576 (MiB)")
 		}
-	}
-	if v := c.Memory.FillVolatile; v < 0 || v >= 1 {
-		bad("memory.fill_volatile", "must satisfy 0 <= fill_volatile < 1")
 	}
 	if w := c.Memory.FillRecallWhen; w != "always" && w != "asked" {
 		bad("memory.fill_recall_when", "%q is not always or asked", w)

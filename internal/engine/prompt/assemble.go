@@ -1,17 +1,68 @@
 package prompt
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// assembleHeld is assemble, showing a new-only client's conversation the
+// summary its previous stored turn was shown (Options.HoldSummary) when
+// one is held, older than ld's, and every turn after it is loaded and
+// fits both the recent turns' window and their share of the budget (what
+// the memory block's shares leave), on a turn recall does not fill
+// (Options.FillRecall, FillWhen); otherwise ld's. A stored turn's prompt
+// then holds the summary it showed for the next request.
+func (a *Assembler) assembleHeld(ctx context.Context, req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	asm := a.within(ctx)
+	if fullHistory {
+		return asm.assemble(req, system, rest, fullHistory, ld)
+	}
+	shown := ld.summary
+	var (
+		p   memory.Prepared
+		err error
+	)
+	// A turn whose free room recall fills shows the newest summary, the
+	// shortest account of the past, and leaves recall the most room.
+	fills := a.opts.FillRecall && (a.opts.FillWhen != FillAsked || currentAsks(rest))
+	if h := a.held.usable(req.Identity, ld.summary, ld.stored); h != nil && !fills {
+		hl := ld
+		hl.summary = h
+		var all bool
+		p, all, err = asm.assembleWindow(req, system, rest, fullHistory, hl)
+		// The turns after the held summary are all shown and within the
+		// recent turns' share of the budget (what compaction keeps them
+		// to, and what the memory block's shares leave).
+		recentShare := int((1 - min(a.opts.Shares.total(), 1)) * float64(p.Budget))
+		if err == nil && all && p.Parts["recent"] <= recentShare {
+			shown = h
+		}
+	}
+	if shown == ld.summary {
+		p, _, err = asm.assembleWindow(req, system, rest, fullHistory, ld)
+	}
+	if err == nil && req.Mode.Stores() && (shown != nil || !slices.Contains(ld.degraded, partSummary)) {
+		a.held.put(req.Identity, shown)
+	}
+	return p, err
+}
+
 // assemble builds the upstream message list from the client's system
 // messages and other messages (rest) and the loaded memory, within
 // a.Budget(req). See Prepare for the contract.
 func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	p, _, err := a.assembleWindow(req, system, rest, fullHistory, ld)
+	return p, err
+}
+
+// assembleWindow is assemble; it also reports whether the prompt shows
+// every turn the recent turns' window was offered (none dropped).
+func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, bool, error) {
 	model := req.Model
 	ld = quoted(ld)
 	budget := a.Budget(req)
@@ -84,7 +135,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		return memory.Prepared{
 			Messages: out, TokensOriginal: original, TokensSent: a.deps.Counter.Messages(model, out),
 			OverBudget: true, Budget: budget, Parts: parts,
-		}, nil
+		}, false, nil
 	}
 	room := budget - fixed
 	keep := recallFilter(req, conv, history, ld.summary != nil)
@@ -195,7 +246,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		sel, all = pc.pack(fx, 0)
 		blk, sections, err = a.block(model, sel, room)
 		if err != nil {
-			return memory.Prepared{}, err
+			return memory.Prepared{}, false, err
 		}
 		// The recent turns' window is sized by what stays the same from
 		// request to request — the budget, the system prompt, the stable
@@ -234,11 +285,12 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	// the repeated prefix. Unless every passage is in already: packing
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
-	if left := room - blk.cost - spent; a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
+	left := room - blk.cost - spent
+	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
-			return memory.Prepared{}, err
+			return memory.Prepared{}, false, err
 		}
 		if b2.cost > blk.cost {
 			blk, sections = b2, s2
@@ -265,18 +317,18 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		return nil
 	}
 	if err := add(blk.stable, true); err != nil {
-		return memory.Prepared{}, err
+		return memory.Prepared{}, false, err
 	}
 	for _, m := range kept {
 		if b, _ := withBlock(m); b != "" {
 			if err := add(b, false); err != nil {
-				return memory.Prepared{}, err
+				return memory.Prepared{}, false, err
 			}
 		}
 		out = append(out, rawOf(m))
 	}
 	if err := add(blk.recalled, false); err != nil {
-		return memory.Prepared{}, err
+		return memory.Prepared{}, false, err
 	}
 	if a.kept != nil && !fullHistory && req.Mode.Stores() {
 		// Only a turn that is stored comes back as a recent turn: a
@@ -301,7 +353,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		Budget:         budget,
 		Parts:          parts,
 		Blocks:         bs,
-	}, nil
+	}, len(kept) == len(candidates), nil
 }
 
 // unsummarisedOf returns ld's stored messages that are not system
