@@ -256,7 +256,7 @@ type Memory struct {
 	// an interrogative, English or Portuguese, unless its question is put
 	// to the assistant alone: "you" without "I", "my", "we" or a word of
 	// the past, as in "What about you?"); a turn that asks nothing
-	// then keeps its passages to shares.statement_recall, so its prompt's
+	// then keeps its passages to shares.statement_recall (0: none), so its prompt's
 	// volatile end is small and a provider's prompt cache serves the rest
 	// (issue 28).
 	FillRecallWhen string `yaml:"fill_recall_when"`
@@ -324,7 +324,7 @@ type Shares struct {
 	// Recall is the recalled passages' share.
 	Recall float64 `yaml:"recall"`
 	// StatementRecall, with fill_recall_when "asked", bounds the passages
-	// of a turn that asks nothing (0: recall; default 0.02, measured in
+	// of a turn that asks nothing (0: none; default 0.02, measured in
 	// BENCHMARKS.md, issue 28); never above recall. It is
 	// not part of the sum: it bounds what recall's share may take.
 	StatementRecall float64 `yaml:"statement_recall"`

@@ -69,11 +69,12 @@ func TestFillAskedFillsOnlyQuestions(t *testing.T) {
 	const budget = 4000
 	statement := `{"role":"user","content":"I booked the train to Lisbon."}`
 	question := `{"role":"user","content":"When is my trip to Lisbon?"}`
+	statementShare := 0.05
 	recallTokens := func(when RecallFill, turn string) int {
 		t.Helper()
 		a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}},
 			Options{RecentMessages: 10, MaxContextTokens: budget, FillRecall: true, FillWhen: when,
-				Shares: Shares{Recall: 0.2, StatementRecall: 0.05}, Now: func() time.Time { return now }}, nil)
+				Shares: Shares{Recall: 0.2, StatementRecall: statementShare}, Now: func() time.Time { return now }}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +92,13 @@ func TestFillAskedFillsOnlyQuestions(t *testing.T) {
 	}
 	if got := recallTokens(FillAlways, statement); got <= budget/5 {
 		t.Errorf("FillAlways, statement: passages take %d tokens, want them filled beyond the share %d", got, budget/5)
+	}
+	statementShare = 0
+	if got := recallTokens(FillAsked, statement); got != 0 {
+		t.Errorf("FillAsked, statement share 0: passages take %d tokens, want none", got)
+	}
+	if got := recallTokens(FillAsked, question); got <= budget/5 {
+		t.Errorf("FillAsked, statement share 0, question: passages take %d tokens, want them filled beyond the share %d", got, budget/5)
 	}
 }
 

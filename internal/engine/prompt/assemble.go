@@ -144,7 +144,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
 	recallShare := int(a.opts.Shares.Recall * float64(budget))
 	statementShare := recallShare
-	if !asked && a.opts.Shares.StatementRecall > 0 {
+	if !asked {
+		// Shares.StatementRecall 0: no passages.
 		statementShare = min(recallShare, int(a.opts.Shares.StatementRecall*float64(budget)))
 	}
 	var stableFacts, lateFacts []int

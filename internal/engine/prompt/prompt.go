@@ -97,7 +97,7 @@ type Deps struct {
 // picked, no model); what it leaves of Summary goes to the passages.
 //
 // StatementRecall, with Options.FillWhen FillAsked, bounds the passages of
-// a turn that asks nothing (0: Recall); it never raises them above Recall.
+// a turn that asks nothing (0: none); it never raises them above Recall.
 type Shares struct {
 	Summary, Pinned, Facts, Recall float64
 	ExtractiveSummary              float64
