@@ -324,8 +324,10 @@ type Shares struct {
 	// Recall is the recalled passages' share.
 	Recall float64 `yaml:"recall"`
 	// StatementRecall, with fill_recall_when "asked", bounds the passages
-	// of a turn that asks nothing (0: none; default 0.02, measured in
-	// BENCHMARKS.md, issue 28); never above recall. It is
+	// of a turn that asks nothing (0, the default: none; issue 28,
+	// session 11: on LoCoMo, 0.02 cost 0.08 of the newest client's prefix
+	// share and 0.12 of the full client's, and nothing of coverage, which
+	// is measured at questions); never above recall. It is
 	// not part of the sum: it bounds what recall's share may take.
 	StatementRecall float64 `yaml:"statement_recall"`
 }
@@ -496,7 +498,7 @@ func Default() Config {
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
-			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20, StatementRecall: 0.02},
+			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20, StatementRecall: 0},
 			Position:          "system",
 			FillRecall:        true,
 			FillRecallWhen:    "asked",
