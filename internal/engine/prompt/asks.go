@@ -74,17 +74,20 @@ func questions(text string) []string {
 
 // toAssistant reports whether a question's words (lower case) address the
 // assistant alone: they name it ("you", "você") and neither the user ("I",
-// "my", "we", "eu", "meu") nor the past ("remember", "last", "lembra",
-// "antes"). Such a question asks the assistant's view, state or help
-// ("What about you?", "Can you explain this?"): what it answers is in the
-// turns the prompt shows, not in what the user said long ago, and its turn
-// is not filled with recalled passages. A question in the third person
-// ("When did Ana move to Porto?") is not put to the assistant alone.
+// "my", "we", "eu", "meu"), nor the past ("remember", "last", "lembra",
+// "antes"), nor advice for the user ("suggest", "recommend", "help",
+// "sugere", "ajuda": what to advise depends on what the user said
+// before). Such a question asks the assistant's own view or state ("What
+// about you?", "Did you make it?", "What do you think?"): what it answers
+// is in the turns the prompt shows, not in what the user said long ago,
+// and its turn is not filled with recalled passages. A question in the
+// third person ("When did Ana move to Porto?") is not put to the assistant
+// alone.
 func toAssistant(words []string) bool {
 	second := false
 	for _, w := range words {
 		switch {
-		case firstPerson[w] || pastWords[w]:
+		case firstPerson[w] || pastWords[w] || adviceWords[w]:
 			return false
 		case secondPerson[w]:
 			second = true
@@ -93,8 +96,8 @@ func toAssistant(words []string) bool {
 	return second
 }
 
-// secondPerson, firstPerson and pastWords are the words toAssistant reads
-// (English and Portuguese).
+// secondPerson, firstPerson, pastWords and adviceWords are the words
+// toAssistant reads (English and Portuguese).
 var (
 	secondPerson = map[string]bool{
 		"you": true, "your": true, "yours": true, "yourself": true, "you're": true, "you've": true,
@@ -109,6 +112,14 @@ var (
 		"eu": true, "mim": true, "meu": true, "minha": true, "meus": true, "minhas": true,
 		"comigo": true, "nós": true, "nos": true, "nosso": true, "nossa": true, "nossos": true,
 		"nossas": true, "conosco": true,
+	}
+	adviceWords = map[string]bool{
+		"suggest": true, "suggestion": true, "suggestions": true, "recommend": true,
+		"recommendation": true, "recommendations": true, "advice": true, "advise": true,
+		"tip": true, "tips": true, "help": true,
+		"sugere": true, "sugerir": true, "sugestão": true, "sugestões": true, "recomenda": true,
+		"recomendar": true, "recomendação": true, "conselho": true, "conselhos": true,
+		"aconselha": true, "ajuda": true, "ajudar": true, "dica": true, "dicas": true,
 	}
 	pastWords = map[string]bool{
 		"remember": true, "remind": true, "recall": true, "earlier": true, "before": true,

@@ -30,6 +30,7 @@ func TestAsks(t *testing.T) {
 		{"That sounds fun! What about you?", false},
 		{"Nice bowl. Did you make it?", false},
 		{"Can you explain how tides work?", false},
+		{"What do you think?", false},
 		{"E você, como está?", false},
 		{"How are you? I moved to Porto last month.", false},
 		// ... unless the user or the past is in it too.
@@ -38,6 +39,8 @@ func TestAsks(t *testing.T) {
 		{"Can you tell me what we decided?", true},
 		{"What did you recommend last week?", true},
 		{"Você lembra do meu aniversário?", true},
+		{"The groceries were 80 euros. What would you suggest to cut this week?", true},
+		{"Você tem alguma dica?", true},
 		{"Really? And what did I say about Porto?", true},
 		// A question about someone else is not put to the assistant.
 		{"When did Caroline go to the support group?", true},
