@@ -286,8 +286,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// the repeated prefix. Unless every passage is in already: packing
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
-	left := room - blk.cost - spent
-	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
+	if left := room - blk.cost - spent; a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
