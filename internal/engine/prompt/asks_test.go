@@ -161,3 +161,43 @@ func TestStableFactsIgnoreTheTurn(t *testing.T) {
 		t.Errorf("the fact of a turn shown verbatim is not with the recalled block:\n%s", joined(p))
 	}
 }
+
+// TestStableFactsPinOfAVerbatimTurnWaits: with StableFacts, a pinned fact
+// learnt from a turn the prompt shows verbatim goes with the recalled
+// block, like any fact of such a turn, so it does not change the stable
+// block (and every byte after it) the turn after it was said; a pin of an
+// older turn is in the stable block.
+func TestStableFactsPinOfAVerbatimTurnWaits(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	mem := &fakeMemory{stored: msgs(t, u1, a1)}
+	for i := range mem.stored {
+		mem.stored[i].Seq = int64(i + 1)
+		mem.stored[i].Key = fmt.Sprint("m", i+1)
+	}
+	fresh := memory.Fact{ID: 1, Key: "goal", Value: "run a marathon", Pinned: true, Conversation: "c", Source: "m1", UpdatedAt: now}
+	old := memory.Fact{ID: 2, Key: "diet", Value: "vegetarian", Pinned: true, Conversation: "elsewhere", UpdatedAt: now.Add(-time.Hour)}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Facts: []memory.Fact{fresh, old}}, nil
+	})
+	a, err := NewAssembler(Deps{History: mem, Facts: mem, Recaller: rec, Counter: byteCounter{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, FactsMax: 10, StableFacts: true,
+			Shares: Shares{Pinned: 0.1, Facts: 0.2, Recall: 0.2}, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.facts = []memory.Fact{fresh, old}
+	p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, uNew))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Blocks) < 2 || !p.Blocks[0].Stable {
+		t.Fatalf("want a stable and a recalled block:\n%s", joined(p))
+	}
+	stable, recalled := p.Blocks[0].Text, p.Blocks[len(p.Blocks)-1].Text
+	if strings.Contains(stable, "marathon") || !strings.Contains(stable, "vegetarian") {
+		t.Errorf("stable block, want the older pin only:\n%s", stable)
+	}
+	if !strings.Contains(recalled, "marathon") {
+		t.Errorf("the pin of the verbatim turn is not with the recalled block:\n%s", recalled)
+	}
+}
