@@ -271,10 +271,10 @@ type Memory struct {
 	// gateway process; after a restart the newest is shown. On by default.
 	HoldSummary bool `yaml:"hold_summary"`
 	// StableFacts keeps the stable memory block's facts the same from turn
-	// to turn: facts, pinned or not, learnt from turns already
+	// to turn: pinned facts and facts learnt from turns already
 	// summarised (or said in other conversations), newest first, not
 	// ranked for the turn; facts learnt from the turns the prompt shows
-	// verbatim, pins included, go with the recalled block. On by default; off, the block
+	// verbatim go with the recalled block. On by default; off, the block
 	// shows the facts most relevant to the turn and changes with every
 	// turn (issue 28).
 	StableFacts bool `yaml:"stable_facts"`

@@ -147,11 +147,11 @@ type Options struct {
 	// default, "") or FillAsked.
 	FillWhen RecallFill
 	// StableFacts keeps the stable memory block's facts the same from
-	// turn to turn: it shows the facts, pinned or not, known when the
-	// summary it shows was written (all facts, without a summary: none),
-	// chosen newest first and not by relevance to the turn; the facts
-	// learnt since (from the turns shown verbatim, pins included), ranked
-	// for the turn, go with the recalled block, on a turn that asks something
+	// turn to turn: it shows the pinned facts and the facts known when
+	// the summary it shows was written (all facts, without a summary:
+	// none), chosen newest first and not by relevance to the turn; the
+	// facts learnt since (from the turns shown verbatim), ranked for the
+	// turn, go with the recalled block, on a turn that asks something
 	// (asks) when FillWhen is FillAsked, on every turn otherwise. Off,
 	// the block shows the facts most relevant to the turn, and changes
 	// with it.

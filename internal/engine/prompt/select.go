@@ -345,21 +345,21 @@ func allIndexes(n int) []int {
 }
 
 // stableFactOrder splits the indexes of facts (recall's order) for
-// Options.StableFacts: late are the facts, pinned or not, learnt from what
-// the prompt shows verbatim — stated in this conversation, in one of the
-// unsummarised stored messages (whose keys are recentKeys; for a fact that
-// names no message, updated at or after since, when the oldest of them was
-// said) or, for a client that sends its own history (fullHistory),
-// anywhere in it — in recall's order (a pin there would change the stable
-// block the turn after it was said; its turn is in the prompt); stable are
-// the others, newest first (then by key and value), an order that does not
-// depend on the current turn. The stable block then changes when
-// compaction summarises the turns a fact came from, not with every turn.
+// Options.StableFacts: late are the facts learnt from what the prompt
+// shows verbatim — stated in this conversation, in one of the unsummarised
+// stored messages (whose keys are recentKeys; for a fact that names no
+// message, updated at or after since, when the oldest of them was said)
+// or, for a client that sends its own history (fullHistory), anywhere in
+// it — in recall's order; stable
+// are the others, pinned ones included, newest first (then by key and
+// value), an order that does not depend on the current turn. The stable
+// block then changes when compaction summarises the turns a fact came
+// from, not with every turn.
 func stableFactOrder(facts []memory.Fact, conversation string, recentKeys map[string]bool, since time.Time, fullHistory bool) (stable, late []int) {
 	stable, late = []int{}, []int{}
 	for i, f := range facts {
 		fromRecent := recentKeys[f.Source] || (f.Source == "" && !since.IsZero() && !f.UpdatedAt.Before(since))
-		if f.Conversation == conversation && (fullHistory || fromRecent) {
+		if !f.Pinned && f.Conversation == conversation && (fullHistory || fromRecent) {
 			late = append(late, i)
 			continue
 		}
