@@ -91,8 +91,10 @@ type loClient struct {
 	prefix                 float64
 	prefixN, prefixSkipped int
 	// breaks counts the counted prompts by where each stops repeating
-	// the previous one (locomo.PrefixBreak).
+	// the previous one (locomo.PrefixBreak), and lost sums, by the same
+	// place, what each such prompt does not repeat (1 − its share).
 	breaks               map[string]int
+	lost                 map[string]float64
 	degraded, overHeader int
 	sideCalls            map[standin.Kind]int
 }
@@ -268,12 +270,15 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 			}
 			if p, ok := prev[key]; ok {
 				if len(prompt) >= prefixMinChars {
-					lc.prefix += locomo.PrefixShare(p, prompt)
+					share := locomo.PrefixShare(p, prompt)
+					lc.prefix += share
 					lc.prefixN++
 					if lc.breaks == nil {
-						lc.breaks = map[string]int{}
+						lc.breaks, lc.lost = map[string]int{}, map[string]float64{}
 					}
-					lc.breaks[locomo.PrefixBreak(prevMsgs[key], seen)]++
+					at := locomo.PrefixBreak(prevMsgs[key], seen)
+					lc.breaks[at]++
+					lc.lost[at] += 1 - share
 				} else {
 					lc.prefixSkipped++
 				}

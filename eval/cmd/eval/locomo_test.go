@@ -89,3 +89,19 @@ func TestClientExchanges(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakRows: each place a prompt stopped repeating gets its count, the
+// share its prompts did not repeat on average, and its part of what the
+// mean share misses; the parts add up to 1 − the mean share.
+func TestBreakRows(t *testing.T) {
+	c := &loClient{name: "newest", prefixN: 4, prefix: 0.9 + 0.5 + 0.5 + 1,
+		breaks: map[string]int{locomo.BreakNone: 1, locomo.PartSummary: 2, locomo.PartRecall: 1},
+		lost:   map[string]float64{locomo.BreakNone: 0, locomo.PartSummary: 0.5 + 0.5, locomo.PartRecall: 0.1}}
+	got := c.breakRows()
+	want := "| newest | " + locomo.BreakNone + " | 1 | 0.000 | 0.000 |\n" +
+		"| newest | " + locomo.PartSummary + " | 2 | 0.500 | 0.250 |\n" +
+		"| newest | " + locomo.PartRecall + " | 1 | 0.100 | 0.025 |\n"
+	if got != want {
+		t.Errorf("rows:\n%s\nwant:\n%s", got, want)
+	}
+}
