@@ -28,6 +28,25 @@ const (
 	clientFull = "full"
 )
 
+// The -side-model choices.
+const (
+	// sideStandIn: the gateway has an upstream key, so its side models
+	// (summariser, fact extraction) are the stand-in upstream.
+	sideStandIn = "stand-in"
+	// sideNone: the gateway has no key of its own (the client's is
+	// forwarded), so it summarises extractively and extracts facts by
+	// pattern alone.
+	sideNone = "none"
+)
+
+// The -pace choices.
+const (
+	// paceEnriched sends an exchange once the previous one is enriched.
+	paceEnriched = "enriched"
+	// paceSaved sends an exchange once the previous one is saved.
+	paceSaved = "saved"
+)
+
 // loDeadline is -timeout's default with -locomo: the ten conversations'
 // 3,000 exchanges and 1,500 questions per client, with the built-in
 // sentence encoder embedding every message on a busy 2-core machine.
@@ -60,6 +79,12 @@ func parseLoCoMoFlags(o *options, pick, clients string) error {
 			return fmt.Errorf("-client: %q is not newest or full", f)
 		}
 		o.locomoClients = append(o.locomoClients, f)
+	}
+	if o.sideModel != sideStandIn && o.sideModel != sideNone {
+		return fmt.Errorf("-side-model: %q is not stand-in or none", o.sideModel)
+	}
+	if o.pace != paceEnriched && o.pace != paceSaved {
+		return fmt.Errorf("-pace: %q is not enriched or saved", o.pace)
 	}
 	if o.locomoBudget <= 0 {
 		return fmt.Errorf("-locomo-budget must be positive")
@@ -94,7 +119,11 @@ type loClient struct {
 	// the previous one (locomo.PrefixBreak).
 	breaks               map[string]int
 	degraded, overHeader int
-	sideCalls            map[standin.Kind]int
+	// enrichFailures counts the failed enrichment rounds and claims
+	// (memgate_enrich_failures_total, every stage) before the questions:
+	// a round given up leaves turns unembedded or unsummarised.
+	enrichFailures int
+	sideCalls      map[standin.Kind]int
 }
 
 // loDetail is one judged question, for -details.
@@ -211,6 +240,11 @@ func measureLoCoMo(ctx context.Context, o options, bin, dir, extra string, count
 	if err != nil {
 		return nil, fmt.Errorf("wait for enrichment: %w", err)
 	}
+	failed, err := h.gw.Metric(ctx, "memgate_enrich_failures_total")
+	if err != nil {
+		return nil, fmt.Errorf("enrichment failures: %w", err)
+	}
+	lc.enrichFailures = int(failed)
 	method := "memgate, " + client + " client"
 	for _, c := range convs {
 		if err := loProbe(ctx, h, c, system, client, method, lc, res); err != nil {
@@ -255,6 +289,17 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 			lc.exchanges++
 			if err := h.waitProcessed(ctx, h.sent); err != nil {
 				return err
+			}
+			if h.o.pace == paceEnriched {
+				// Each exchange is enriched on its own, as when a
+				// conversation spans months: what enrichment writes
+				// (summaries, facts) is then the same in every run.
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				err := h.gw.WaitEnriched(wctx, h.sent, func() bool { return h.up.Busy() == 0 })
+				cancel()
+				if err != nil {
+					return err
+				}
 			}
 			call, ok := h.up.LastChat()
 			if !ok {

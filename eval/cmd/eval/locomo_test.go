@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"strings"
@@ -18,6 +19,8 @@ func TestParseLoCoMoFlags(t *testing.T) {
 		pick     []int
 		clients  []string
 		deadline time.Duration
+		side     string // "" is sideStandIn
+		pace     string // "" is paceEnriched
 	}{
 		{name: "defaults", args: []string{"-locomo", "x.json"}, clients: []string{clientNewest}, deadline: loDeadline},
 		{name: "subset and both clients", args: []string{"-locomo", "x.json", "-conversations", "1, 3", "-client", "newest,full"}, pick: []int{1, 3}, clients: []string{clientNewest, clientFull}, deadline: loDeadline},
@@ -26,6 +29,9 @@ func TestParseLoCoMoFlags(t *testing.T) {
 		{name: "conversation not a number", args: []string{"-locomo", "x.json", "-conversations", "conv-26"}, wantErr: true},
 		{name: "unknown client", args: []string{"-locomo", "x.json", "-client", "stream"}, wantErr: true},
 		{name: "budget", args: []string{"-locomo", "x.json", "-locomo-budget", "0"}, wantErr: true},
+		{name: "no side model, paced by saves", args: []string{"-locomo", "x.json", "-side-model", "none", "-pace", "saved"}, clients: []string{clientNewest}, deadline: loDeadline, side: sideNone, pace: paceSaved},
+		{name: "unknown side model", args: []string{"-locomo", "x.json", "-side-model", "gpt"}, wantErr: true},
+		{name: "unknown pace", args: []string{"-locomo", "x.json", "-pace", "fast"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,6 +44,9 @@ func TestParseLoCoMoFlags(t *testing.T) {
 			}
 			if o.deadline != tt.deadline || strings.Join(o.locomoClients, ",") != strings.Join(tt.clients, ",") || len(o.locomoPick) != len(tt.pick) {
 				t.Fatalf("deadline %v clients %v pick %v, want %v %v %v", o.deadline, o.locomoClients, o.locomoPick, tt.deadline, tt.clients, tt.pick)
+			}
+			if side, pace := cmp.Or(tt.side, sideStandIn), cmp.Or(tt.pace, paceEnriched); o.sideModel != side || o.pace != pace {
+				t.Fatalf("side model %q pace %q, want %q %q", o.sideModel, o.pace, side, pace)
 			}
 			for i := range tt.pick {
 				if o.locomoPick[i] != tt.pick[i] {
