@@ -17,6 +17,7 @@ import (
 	"github.com/memgate/memgate/eval/locomo"
 	"github.com/memgate/memgate/eval/standin"
 	"github.com/memgate/memgate/internal/tokens"
+	"gopkg.in/yaml.v3"
 )
 
 // The clients a LoCoMo replay plays.
@@ -157,6 +158,11 @@ func runLoCoMo(ctx context.Context, o options, args []string, bin, dir, extra st
 				return fmt.Errorf("-conversations: %d, but %s holds %d", n, o.locomo, len(all))
 			}
 			convs = append(convs, all[n-1])
+		}
+	}
+	if o.pace == paceEnriched && o.enrichInterval > 0 {
+		if extra, err = withDefault(extra, []string{"capture", "enrich_interval"}, o.enrichInterval.String()); err != nil {
+			return err
 		}
 	}
 	res := &loResults{o: o, convs: convs, baseline: map[string]*locomo.Tally{}}
@@ -522,4 +528,38 @@ func (h *harness) writeReplayPrompt(conversation, client string, prompt []locomo
 		return fmt.Errorf("replay prompts: %w", err)
 	}
 	return nil
+}
+
+// withDefault returns the YAML config cfg with value at path (keys of
+// nested mappings) unless cfg sets it already.
+func withDefault(cfg string, path []string, value string) (string, error) {
+	root := map[string]any{}
+	if err := yaml.Unmarshal([]byte(cfg), &root); err != nil {
+		return "", fmt.Errorf("gateway config: %w", err)
+	}
+	if root == nil {
+		root = map[string]any{}
+	}
+	m := root
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			if m[k] != nil {
+				return "", fmt.Errorf("gateway config: %s is not a mapping", k)
+			}
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	last := path[len(path)-1]
+	if _, ok := m[last]; ok {
+		return cfg, nil
+	}
+	m[last] = value
+	b, err := yaml.Marshal(root)
+	if err != nil {
+		return "", fmt.Errorf("gateway config: %w", err)
+	}
+	return string(b), nil
 }

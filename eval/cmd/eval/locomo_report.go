@@ -54,7 +54,11 @@ func (r *loResults) markdown() string {
 		fmt.Fprintf(&b, "; %s client replay %s", c.name, c.replay.Round(time.Second))
 	}
 	b.WriteString(")\n")
-	fmt.Fprintf(&b, "- Side model: %s; pace: each exchange sent once the previous one was %s\n", o.sideModel, o.pace)
+	fmt.Fprintf(&b, "- Side model: %s; pace: each exchange sent once the previous one was %s", o.sideModel, o.pace)
+	if o.pace == paceEnriched && o.enrichInterval > 0 {
+		fmt.Fprintf(&b, " (capture.enrich_interval %s unless the config sets it)", o.enrichInterval)
+	}
+	b.WriteString("\n")
 	turns, sessions, questions, evidence := 0, 0, 0, 0
 	byCat := map[int]int{}
 	var ids []string

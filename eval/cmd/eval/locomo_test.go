@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/eval/locomo"
+	"gopkg.in/yaml.v3"
 )
 
 func TestParseLoCoMoFlags(t *testing.T) {
@@ -96,5 +97,54 @@ func TestClientExchanges(t *testing.T) {
 		if len(all) != 8 || len(last) != 4 {
 			t.Fatalf("history %d messages, last session %d, want 8 and 4", len(all), len(last))
 		}
+	}
+}
+
+// TestWithDefault: the setting is added where the config lacks it, under
+// existing or new mappings, and a config that sets it keeps its own.
+func TestWithDefault(t *testing.T) {
+	path := []string{"capture", "enrich_interval"}
+	tests := []struct {
+		name, cfg string
+		want      string // capture.enrich_interval after
+		wantErr   bool
+	}{
+		{name: "empty config", cfg: "", want: "10ms"},
+		{name: "other sections kept", cfg: "memory:\n  load_timeout: 60s\n", want: "10ms"},
+		{name: "section without the key", cfg: "capture:\n  redact: false\n", want: "10ms"},
+		{name: "key set", cfg: "capture:\n  enrich_interval: 1s\n", want: "1s"},
+		{name: "section not a mapping", cfg: "capture: 3\n", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := withDefault(tt.cfg, path, "10ms")
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			var c struct {
+				Capture struct {
+					EnrichInterval string `yaml:"enrich_interval"`
+					Redact         *bool  `yaml:"redact"`
+				} `yaml:"capture"`
+				Memory struct {
+					LoadTimeout string `yaml:"load_timeout"`
+				} `yaml:"memory"`
+			}
+			if err := yaml.Unmarshal([]byte(got), &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Capture.EnrichInterval != tt.want {
+				t.Fatalf("enrich_interval %q, want %q in:\n%s", c.Capture.EnrichInterval, tt.want, got)
+			}
+			if strings.Contains(tt.cfg, "load_timeout") && c.Memory.LoadTimeout != "60s" {
+				t.Fatalf("memory.load_timeout lost:\n%s", got)
+			}
+			if strings.Contains(tt.cfg, "redact") && (c.Capture.Redact == nil || *c.Capture.Redact) {
+				t.Fatalf("capture.redact lost:\n%s", got)
+			}
+		})
 	}
 }

@@ -62,6 +62,9 @@ type options struct {
 	// pace is when a LoCoMo replay sends its next exchange: paceEnriched
 	// (once the previous one is enriched) or paceSaved (once it is saved).
 	pace string
+	// enrichInterval, with paceEnriched, is the gateway's
+	// capture.enrich_interval unless the config sets it (0: leave it).
+	enrichInterval time.Duration
 }
 
 // parseFlags reads the command line; the defaults are the reported run.
@@ -94,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.replayPrompts, "replay-prompts", "", "with -locomo, write the prompt of each replayed exchange to this file, one JSON line each (conversation, client, prompt)")
 	fs.StringVar(&o.sideModel, "side-model", sideStandIn, "with -locomo, who writes summaries and extracts facts: stand-in (the stand-in upstream as a side model, through the gateway's upstream key) or none (no side-model key: the client's key is forwarded, memgate summarises extractively and extracts facts by pattern, as out of the box)")
 	fs.StringVar(&o.pace, "pace", paceEnriched, "with -locomo, when the next exchange is sent: enriched (once the previous one is indexed, summarised and its facts extracted, as in a conversation spread over months: the run is repeatable) or saved (once it is stored: faster, but what enrichment coalesces, and so the summaries and facts, depends on timing)")
+	fs.DurationVar(&o.enrichInterval, "enrich-interval", 10*time.Millisecond, "with -locomo and -pace enriched, the gateway's capture.enrich_interval unless -config sets it: each round enriches one exchange, so the interval is only a wait (0: the gateway's default, for builds without the setting)")
 	fs.BoolVar(&o.detailsPrompts, "details-prompts", false, "with -locomo and -details, add the prompt the upstream received to each question's line")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
