@@ -81,9 +81,6 @@ func parseLoCoMoFlags(o *options, pick, clients string) error {
 		}
 		o.locomoClients = append(o.locomoClients, f)
 	}
-	if o.sideModel != sideStandIn && o.sideModel != sideNone {
-		return fmt.Errorf("-side-model: %q is not stand-in or none", o.sideModel)
-	}
 	if o.pace != paceEnriched && o.pace != paceSaved {
 		return fmt.Errorf("-pace: %q is not enriched or saved", o.pace)
 	}

@@ -20,7 +20,7 @@ func TestParseLoCoMoFlags(t *testing.T) {
 		pick     []int
 		clients  []string
 		deadline time.Duration
-		side     string // "" is sideStandIn
+		side     string // "" is sideNone
 		pace     string // "" is paceEnriched
 	}{
 		{name: "defaults", args: []string{"-locomo", "x.json"}, clients: []string{clientNewest}, deadline: loDeadline},
@@ -30,7 +30,7 @@ func TestParseLoCoMoFlags(t *testing.T) {
 		{name: "conversation not a number", args: []string{"-locomo", "x.json", "-conversations", "conv-26"}, wantErr: true},
 		{name: "unknown client", args: []string{"-locomo", "x.json", "-client", "stream"}, wantErr: true},
 		{name: "budget", args: []string{"-locomo", "x.json", "-locomo-budget", "0"}, wantErr: true},
-		{name: "no side model, paced by saves", args: []string{"-locomo", "x.json", "-side-model", "none", "-pace", "saved"}, clients: []string{clientNewest}, deadline: loDeadline, side: sideNone, pace: paceSaved},
+		{name: "stand-in side model, paced by saves", args: []string{"-locomo", "x.json", "-side-model", "stand-in", "-pace", "saved"}, clients: []string{clientNewest}, deadline: loDeadline, side: sideStandIn, pace: paceSaved},
 		{name: "unknown side model", args: []string{"-locomo", "x.json", "-side-model", "gpt"}, wantErr: true},
 		{name: "unknown pace", args: []string{"-locomo", "x.json", "-pace", "fast"}, wantErr: true},
 	}
@@ -46,7 +46,7 @@ func TestParseLoCoMoFlags(t *testing.T) {
 			if o.deadline != tt.deadline || strings.Join(o.locomoClients, ",") != strings.Join(tt.clients, ",") || len(o.locomoPick) != len(tt.pick) {
 				t.Fatalf("deadline %v clients %v pick %v, want %v %v %v", o.deadline, o.locomoClients, o.locomoPick, tt.deadline, tt.clients, tt.pick)
 			}
-			if side, pace := cmp.Or(tt.side, sideStandIn), cmp.Or(tt.pace, paceEnriched); o.sideModel != side || o.pace != pace {
+			if side, pace := cmp.Or(tt.side, sideNone), cmp.Or(tt.pace, paceEnriched); o.sideModel != side || o.pace != pace {
 				t.Fatalf("side model %q pace %q, want %q %q", o.sideModel, o.pace, side, pace)
 			}
 			for i := range tt.pick {
@@ -56,10 +56,11 @@ func TestParseLoCoMoFlags(t *testing.T) {
 			}
 		})
 	}
-	// Without -locomo the synthetic set keeps its own deadline.
+	// Without -locomo the synthetic set keeps its own deadline and its
+	// stand-in side model.
 	o, err := parseFlags([]string{"eval"}, io.Discard)
-	if err != nil || o.deadline != 14*time.Minute {
-		t.Fatalf("synthetic deadline %v (%v), want 14m", o.deadline, err)
+	if err != nil || o.deadline != 14*time.Minute || o.sideModel != sideStandIn {
+		t.Fatalf("synthetic deadline %v, side model %q (%v), want 14m and %q", o.deadline, o.sideModel, err, sideStandIn)
 	}
 }
 
