@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,47 @@ func TestEmbedderHonoursCancel(t *testing.T) {
 	cancel()
 	if _, err := NewEmbedder(mustDefault(t)).Embed(ctx, []string{"x"}, time.Time{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestEmbedIgnoresEarlierCalls: a text's vector is the same, to the bit,
+// alone, in a batch of any order, and after calls of other sizes: a call
+// keeps nothing of another, and no text of a batch reaches another's
+// pieces.
+func TestEmbedIgnoresEarlierCalls(t *testing.T) {
+	m := mustDefault(t)
+	texts := []string{
+		"my sister found a new job in Lisbon",
+		"",
+		strings.Repeat("a long message about the trip to the mountains ", 20),
+		"OK",
+		"we grabbed a bite after the interview went well",
+	}
+	alone := make([][]float32, len(texts))
+	for i, s := range texts {
+		alone[i] = m.Embed([]string{s})[0]
+	}
+	for _, tc := range []struct {
+		name  string
+		batch []int // indexes into texts
+	}{
+		{"all", []int{0, 1, 2, 3, 4}},
+		{"reversed", []int{4, 3, 2, 1, 0}},
+		{"long first", []int{2, 0}},
+		{"empty between", []int{3, 1, 4}},
+		{"one after a long batch", []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := make([]string, len(tc.batch))
+			for i, j := range tc.batch {
+				batch[i] = texts[j]
+			}
+			got := m.Embed(batch)
+			for i, j := range tc.batch {
+				if !slices.Equal(got[i], alone[j]) {
+					t.Errorf("text %d in batch %v: vector differs from its own (cosine %.6f)", j, tc.batch, cosine(got[i], alone[j]))
+				}
+			}
+		})
 	}
 }
