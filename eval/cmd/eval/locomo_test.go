@@ -149,3 +149,40 @@ func TestWithDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestLoCoMoReportNamesSetupAndFailures: the report says which side model
+// and pace the run had, and warns when enrichment failed before the
+// questions (what those rounds should have written may be missing).
+func TestLoCoMoReportNamesSetupAndFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		failures int
+		want     []string
+		notWant  []string
+	}{
+		{"defaults, no failure", nil, 0, []string{"Side model: none; pace: each exchange sent once the previous one was enriched (capture.enrich_interval 10ms"}, []string{"enrichment failed"}},
+		{"stand-in, saved, failures", []string{"-side-model", "stand-in", "-pace", "saved"}, 3, []string{"Side model: stand-in; pace: each exchange sent once the previous one was saved\n", "enrichment failed 3 times"}, []string{"enrich_interval"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(append([]string{"eval", "-locomo", "x.json"}, tt.args...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &loResults{o: o, baseline: map[string]*locomo.Tally{loBM25: locomo.NewTally(), loTruncate: locomo.NewTally()},
+				clients: []*loClient{{name: clientNewest, tally: locomo.NewTally(), partTokens: map[string]int{}, enrichFailures: tt.failures}}}
+			md := r.markdown()
+			for _, s := range tt.want {
+				if !strings.Contains(md, s) {
+					t.Errorf("report lacks %q:\n%s", s, md)
+				}
+			}
+			for _, s := range tt.notWant {
+				if strings.Contains(md, s) {
+					t.Errorf("report has %q:\n%s", s, md)
+				}
+			}
+		})
+	}
+}
