@@ -194,6 +194,10 @@ type Capture struct {
 	// (its worker crashed, or the store was down) before another worker
 	// takes it over and retries it.
 	ReclaimAfter Duration `yaml:"reclaim_after"`
+	// EnrichInterval is the least time between the starts of two
+	// enrichment rounds (indexing, facts, compaction; default 250ms): under
+	// steady load a round gathers the turns of that stretch.
+	EnrichInterval Duration `yaml:"enrich_interval"`
 	// ImportMaxMessages is the most messages one POST /v1/memory/import may
 	// hold (larger batches get 400: split them, oldest first).
 	ImportMaxMessages int `yaml:"import_max_messages"`
@@ -490,7 +494,7 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), ImportMaxMessages: 1000},
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), ImportMaxMessages: 1000},
 		Memory: Memory{
 			RecentMessages:    20,
 			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16, RecentMB: 8},
@@ -655,6 +659,7 @@ func (c Config) Validate() error {
 		"shutdown_grace":                c.ShutdownGrace,
 		"memory.load_timeout":           c.Memory.LoadTimeout,
 		"memory.embedding_timeout":      c.Memory.EmbeddingTimeout,
+		"capture.enrich_interval":       c.Capture.EnrichInterval,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive")

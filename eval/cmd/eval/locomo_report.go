@@ -54,6 +54,11 @@ func (r *loResults) markdown() string {
 		fmt.Fprintf(&b, "; %s client replay %s", c.name, c.replay.Round(time.Second))
 	}
 	b.WriteString(")\n")
+	fmt.Fprintf(&b, "- Side model: %s; pace: each exchange sent once the previous one was %s", o.sideModel, o.pace)
+	if o.pace == paceEnriched && o.enrichInterval > 0 {
+		fmt.Fprintf(&b, " (capture.enrich_interval %s unless the config sets it)", o.enrichInterval)
+	}
+	b.WriteString("\n")
 	turns, sessions, questions, evidence := 0, 0, 0, 0
 	byCat := map[int]int{}
 	var ids []string
@@ -180,6 +185,9 @@ func (r *loResults) markdown() string {
 		b.WriteString(c.breakRows())
 	}
 	for _, c := range r.clients {
+		if c.enrichFailures > 0 {
+			fmt.Fprintf(&b, "\n%s client: enrichment failed %d times before the questions (memgate_enrich_failures_total; see the gateway log): what those rounds should have indexed or summarised may be missing.\n", c.name, c.enrichFailures)
+		}
 		if c.degraded > 0 || c.overHeader > 0 {
 			fmt.Fprintf(&b, "\n%s client: questions degraded (a memory part not loaded in time): %d; marked X-Memory-Over-Budget: %d.\n", c.name, c.degraded, c.overHeader)
 		}
