@@ -87,13 +87,33 @@ func toAssistant(words []string) bool {
 	second := false
 	for _, w := range words {
 		switch {
-		case firstPerson[w] || pastWords[w] || adviceWords[w]:
+		case firstPerson[w] || pastWords[w] || adviceWords[w] || hasStem(w, memoryStems):
 			return false
 		case secondPerson[w]:
 			second = true
 		}
 	}
 	return second
+}
+
+// hasStem reports whether w begins with one of stems.
+func hasStem(w string, stems []string) bool {
+	for _, st := range stems {
+		if strings.HasPrefix(w, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// memoryStems begin the inflected forms of the words that ask for what was
+// said or advised before ("which book did you recommend", "the place you
+// suggested", "o filme que você recomendou"): a question with one of them
+// is not put to the assistant alone, whatever its person.
+var memoryStems = []string{
+	"recommend", "suggest", "mention", "rememb", "remind", "recall", "advis",
+	"told", "said", "gave", "earlier", "previous",
+	"recomend", "suger", "mencion", "lembr", "aconselh", "ajud", "indic", "disse", "falou", "contou",
 }
 
 // secondPerson, firstPerson, pastWords and adviceWords are the words

@@ -41,6 +41,11 @@ func TestAsks(t *testing.T) {
 		{"Você lembra do meu aniversário?", true},
 		{"The groceries were 80 euros. What would you suggest to cut this week?", true},
 		{"Você tem alguma dica?", true},
+		{"Which book did you recommend?", true},
+		{"What was the name of the place you suggested?", true},
+		{"Is that the one you mentioned?", true},
+		{"Qual filme você recomendou?", true},
+		{"Você lembrou?", true},
 		{"Really? And what did I say about Porto?", true},
 		// A question about someone else is not put to the assistant.
 		{"When did Caroline go to the support group?", true},
