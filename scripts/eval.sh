@@ -23,11 +23,11 @@
 # snap-research/LoCoMo data, never committed here): replayed as a
 # newest-only client and as a full-history client, questions at 4,000
 # tokens, beside BM25 over single turns; folded into its own section
-# (<!-- bench:eval-locomo:... -->). With the default embedder (the built-in
-# encoder) all ten conversations take about 4 minutes a client on a quiet
-# 2-core machine, much longer on a busy one (-timeout is 90m); with the
-# hashed embedder (-config naming a file that sets
-# recall.embeddings.provider: local) about 5 minutes for both clients.
+# (<!-- bench:eval-locomo:... -->). The gateway runs as out of the box, with
+# no side-model key (-side-model stand-in gives it the stand-in as one), and
+# each exchange is sent once the previous one is enriched, so two runs of a
+# build agree (-pace saved: faster, but summaries and facts then depend on
+# timing). About 10 minutes on 2 cores.
 #
 #   LOCOMO=/work/data/locomo10.json scripts/eval.sh
 #   LOCOMO=... LOCOMO_CONVERSATIONS=1,2 LOCOMO_CLIENTS=newest EVAL_SYNTH=0 EVAL_POSTGRES=0 scripts/eval.sh

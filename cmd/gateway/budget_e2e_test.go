@@ -125,8 +125,11 @@ func TestBudget300Turns(t *testing.T) {
 			if !ok || s.Version < 5 || !strings.HasPrefix(s.Text, "MODEL SUMMARY:") {
 				t.Fatalf("summary %+v, want several model-written versions", s)
 			}
-			if !strings.Contains(text, "Summary of the earlier conversation:\n"+s.Text) {
-				t.Fatalf("the latest summary is not in the prompt:\n%s", text)
+			// A model-written version is shown: the latest, or (with
+			// memory.hold_summary) the one an earlier turn showed, while
+			// the turns after it fit.
+			if !strings.Contains(text, "Summary of the earlier conversation:\nMODEL SUMMARY:") {
+				t.Fatalf("no model-written summary in the prompt:\n%s", text)
 			}
 			orig, _ := strconv.Atoi(res.Header.Get("X-Memory-Tokens-Original"))
 			sent, _ := strconv.Atoi(res.Header.Get("X-Memory-Tokens-Sent"))

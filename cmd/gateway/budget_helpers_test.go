@@ -53,7 +53,7 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	if cfg.Compaction.Enabled {
 		hooks = append(hooks, newCompactor(cfg, st, counter, logger))
 	}
-	hooks = append(hooks, record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+	hooks = append(hooks, record.EachExchange(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		g.hooked.Add(1)
 		return nil
 	}))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine/recall"
-	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -150,13 +149,11 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 	}
 	var indexed bool
 	for _, h := range layer.Hooks {
-		if b, ok := h.(record.BatchHook); ok {
-			if _, isIndexer := h.(*recall.Indexer); isIndexer {
-				if err := b.AfterSaveBatch(ctx, exs, res); err != nil {
-					t.Fatal(err)
-				}
-				indexed = true
+		if ix, isIndexer := h.(*recall.Indexer); isIndexer {
+			if err := ix.AfterSaveBatch(ctx, exs, res); err != nil {
+				t.Fatal(err)
 			}
+			indexed = true
 		}
 	}
 	if !indexed {

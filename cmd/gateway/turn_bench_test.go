@@ -68,7 +68,7 @@ func BenchmarkMemoryTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, h := range hooks {
-			if err := h.AfterSave(ctx, ex, res); err != nil {
+			if err := h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -204,7 +204,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Tracer: otel.GetTracerProvider()})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider()})
 	return m, nil
 }
 
@@ -224,7 +224,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counte
 		RecentMessages: historyMessages(cfg), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall, StatementRecall: sh.StatementRecall},
 		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall,
-		FillWhen: prompt.RecallFill(mc.FillRecallWhen), StableFacts: mc.StableFacts,
+		FillWhen: prompt.RecallFill(mc.FillRecallWhen), StableFacts: mc.StableFacts, HoldSummary: mc.HoldSummary,
 		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
 	}, logger)
 	if err != nil {
@@ -234,12 +234,17 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counte
 }
 
 // historyMessages is how many stored messages are loaded per request: enough
-// for the unsummarised tail compaction leaves, never fewer than
-// memory.recent_messages.
+// for the unsummarised tail compaction leaves (twice that with
+// memory.hold_summary, for the turns after a held summary), never fewer
+// than memory.recent_messages.
 func historyMessages(cfg config.Config) int {
 	n := cfg.Memory.RecentMessages
 	if cfg.Compaction.Enabled && n > 0 {
-		n = max(n, cfg.Compaction.MaxMessages+cfg.Compaction.KeepMessages)
+		tail := cfg.Compaction.MaxMessages + cfg.Compaction.KeepMessages
+		if cfg.Memory.HoldSummary {
+			tail *= 2
+		}
+		n = max(n, tail)
 	}
 	return n
 }

@@ -194,6 +194,10 @@ type Capture struct {
 	// (its worker crashed, or the store was down) before another worker
 	// takes it over and retries it.
 	ReclaimAfter Duration `yaml:"reclaim_after"`
+	// EnrichInterval is the least time between the starts of two
+	// enrichment rounds (indexing, facts, compaction; default 250ms): under
+	// steady load a round gathers the turns of that stretch.
+	EnrichInterval Duration `yaml:"enrich_interval"`
 	// ImportMaxMessages is the most messages one POST /v1/memory/import may
 	// hold (larger batches get 400: split them, oldest first).
 	ImportMaxMessages int `yaml:"import_max_messages"`
@@ -253,11 +257,23 @@ type Memory struct {
 	KeepRecall bool `yaml:"keep_recall"`
 	// FillRecallWhen is which turns fill_recall fills on: "always" or
 	// "asked" (the default: a turn with a question mark or that opens with
-	// an interrogative, English or Portuguese); a turn that asks nothing
-	// then keeps its passages to shares.statement_recall, so its prompt's
+	// an interrogative, English or Portuguese, unless its question is put
+	// to the assistant alone: "you" without "I", "my", "we" or a word of
+	// the past, as in "What about you?"); a turn that asks nothing
+	// then keeps its passages to shares.statement_recall (0: none), so its prompt's
 	// volatile end is small and a provider's prompt cache serves the rest
 	// (issue 28).
 	FillRecallWhen string `yaml:"fill_recall_when"`
+	// HoldSummary shows a conversation (of a client that sends only its
+	// newest turn) the summary its previous turn was shown, with every
+	// turn after it verbatim, until those turns outgrow the recent turns'
+	// window; then the newest summary. A new summary version changes the
+	// stable block, and every byte of the prompt after it: held, it does
+	// so once per window instead of once per compaction (issue 28). Each
+	// request then loads up to twice compaction's max_messages plus
+	// keep_messages stored messages. The summaries are held in the
+	// gateway process; after a restart the newest is shown. On by default.
+	HoldSummary bool `yaml:"hold_summary"`
 	// StableFacts keeps the stable memory block's facts the same from turn
 	// to turn: pinned facts and facts learnt from turns already
 	// summarised (or said in other conversations), newest first, not
@@ -312,8 +328,10 @@ type Shares struct {
 	// Recall is the recalled passages' share.
 	Recall float64 `yaml:"recall"`
 	// StatementRecall, with fill_recall_when "asked", bounds the passages
-	// of a turn that asks nothing (0: recall; default 0.02, measured in
-	// BENCHMARKS.md, issue 28); never above recall. It is
+	// of a turn that asks nothing (0, the default: none; issue 28,
+	// session 11: on LoCoMo, 0.02 cost 0.08 of the newest client's prefix
+	// share and 0.12 of the full client's, and nothing of coverage, which
+	// is measured at questions); never above recall. It is
 	// not part of the sum: it bounds what recall's share may take.
 	StatementRecall float64 `yaml:"statement_recall"`
 }
@@ -478,7 +496,7 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), ImportMaxMessages: 1000},
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), ImportMaxMessages: 1000},
 		Memory: Memory{
 			RecentMessages:    20,
 			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16, RecentMB: 8},
@@ -486,11 +504,12 @@ func Default() Config {
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
 			CompletionReserve: 1024,
-			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20, StatementRecall: 0.02},
+			Shares:            Shares{Summary: 0.25, Pinned: 0.10, Facts: 0.10, Recall: 0.20, StatementRecall: 0},
 			Position:          "system",
 			FillRecall:        true,
 			FillRecallWhen:    "asked",
 			StableFacts:       true,
+			HoldSummary:       true,
 		},
 		Compaction: Compaction{
 			Enabled:          true,
@@ -642,6 +661,7 @@ func (c Config) Validate() error {
 		"shutdown_grace":                c.ShutdownGrace,
 		"memory.load_timeout":           c.Memory.LoadTimeout,
 		"memory.embedding_timeout":      c.Memory.EmbeddingTimeout,
+		"capture.enrich_interval":       c.Capture.EnrichInterval,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive")

@@ -70,6 +70,7 @@ func TestLoad(t *testing.T) {
 	anth := write("anthropic.yml", "upstream:\n  anthropic:\n    base_url: http://claude.test/v1\n")
 	cache := write("cache.yml", "memory:\n  cache:\n    vectors_mb: 512\n    items_mb: 64\n")
 	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
+	noInterval := write("nointerval.yml", "capture:\n  enrich_interval: 0s\n")
 	nullPass := write("nullpass.yml", "security:\n  passthrough:\n")
 	noPass := write("nopass.yml", "security:\n  passthrough: []\n")
 
@@ -133,6 +134,7 @@ func TestLoad(t *testing.T) {
 			}
 		}},
 		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},
+		{name: "zero enrich interval", env: map[string]string{"GATEWAY_CONFIG": noInterval}, wantErr: "capture.enrich_interval"},
 		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},
 		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
 		{name: "bad duration", env: map[string]string{"GATEWAY_CONFIG": badDur}, wantErr: "soon"},

@@ -26,7 +26,7 @@
 // A store supplies the reads through the small interfaces below
 // (VectorLoader, TextLoader, ItemLoader); users too large
 // for their share of a cache get ErrTooBig, and the store searches them in
-// SQL instead.
+// SQL instead (internal/store/search picks the index or the SQL).
 package itemindex
 
 import (

@@ -96,13 +96,6 @@ func (f *fakeStore) count(method string) int {
 	return f.reads[method]
 }
 
-// ItemRevisions reads the user's Revisions, for a Searcher handed none.
-func (f *fakeStore) ItemRevisions(_ context.Context, tenant, user string) (cache.Revisions, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rev[[2]string{tenant, user}], nil
-}
-
 // revs reads the user's (of acme) Revisions, as a request does once
 // before its searches.
 func (f *fakeStore) revs(t testing.TB, user string) cache.Revisions {

@@ -17,6 +17,7 @@ import (
 	"github.com/memgate/memgate/eval/locomo"
 	"github.com/memgate/memgate/eval/standin"
 	"github.com/memgate/memgate/internal/tokens"
+	"gopkg.in/yaml.v3"
 )
 
 // The clients a LoCoMo replay plays.
@@ -26,6 +27,25 @@ const (
 	// clientFull resends the whole session so far and no conversation
 	// header (the gateway derives the conversation).
 	clientFull = "full"
+)
+
+// The -side-model choices.
+const (
+	// sideStandIn: the gateway has an upstream key, so its side models
+	// (summariser, fact extraction) are the stand-in upstream.
+	sideStandIn = "stand-in"
+	// sideNone: the gateway has no key of its own (the client's is
+	// forwarded), so it summarises extractively and extracts facts by
+	// pattern alone.
+	sideNone = "none"
+)
+
+// The -pace choices.
+const (
+	// paceEnriched sends an exchange once the previous one is enriched.
+	paceEnriched = "enriched"
+	// paceSaved sends an exchange once the previous one is saved.
+	paceSaved = "saved"
 )
 
 // loDeadline is -timeout's default with -locomo: the ten conversations'
@@ -61,6 +81,9 @@ func parseLoCoMoFlags(o *options, pick, clients string) error {
 		}
 		o.locomoClients = append(o.locomoClients, f)
 	}
+	if o.pace != paceEnriched && o.pace != paceSaved {
+		return fmt.Errorf("-pace: %q is not enriched or saved", o.pace)
+	}
 	if o.locomoBudget <= 0 {
 		return fmt.Errorf("-locomo-budget must be positive")
 	}
@@ -91,10 +114,16 @@ type loClient struct {
 	prefix                 float64
 	prefixN, prefixSkipped int
 	// breaks counts the counted prompts by where each stops repeating
-	// the previous one (locomo.PrefixBreak).
+	// the previous one (locomo.PrefixBreak), and lost sums, by the same
+	// place, what each such prompt does not repeat (1 − its share).
 	breaks               map[string]int
+	lost                 map[string]float64
 	degraded, overHeader int
-	sideCalls            map[standin.Kind]int
+	// enrichFailures counts the failed enrichment rounds and claims
+	// (memgate_enrich_failures_total, every stage) before the questions:
+	// a round given up leaves turns unembedded or unsummarised.
+	enrichFailures int
+	sideCalls      map[standin.Kind]int
 }
 
 // loDetail is one judged question, for -details.
@@ -128,6 +157,11 @@ func runLoCoMo(ctx context.Context, o options, args []string, bin, dir, extra st
 				return fmt.Errorf("-conversations: %d, but %s holds %d", n, o.locomo, len(all))
 			}
 			convs = append(convs, all[n-1])
+		}
+	}
+	if o.pace == paceEnriched && o.enrichInterval > 0 {
+		if extra, err = withDefault(extra, []string{"capture", "enrich_interval"}, o.enrichInterval.String()); err != nil {
+			return err
 		}
 	}
 	res := &loResults{o: o, convs: convs, baseline: map[string]*locomo.Tally{}}
@@ -211,6 +245,11 @@ func measureLoCoMo(ctx context.Context, o options, bin, dir, extra string, count
 	if err != nil {
 		return nil, fmt.Errorf("wait for enrichment: %w", err)
 	}
+	failed, err := h.gw.Metric(ctx, "memgate_enrich_failures_total")
+	if err != nil {
+		return nil, fmt.Errorf("enrichment failures: %w", err)
+	}
+	lc.enrichFailures = int(failed)
 	method := "memgate, " + client + " client"
 	for _, c := range convs {
 		if err := loProbe(ctx, h, c, system, client, method, lc, res); err != nil {
@@ -256,6 +295,17 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 			if err := h.waitProcessed(ctx, h.sent); err != nil {
 				return err
 			}
+			if h.o.pace == paceEnriched {
+				// Each exchange is enriched on its own, as when a
+				// conversation spans months: what enrichment writes
+				// (summaries, facts) is then the same in every run.
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				err := h.gw.WaitEnriched(wctx, h.sent, func() bool { return h.up.Busy() == 0 })
+				cancel()
+				if err != nil {
+					return err
+				}
+			}
 			call, ok := h.up.LastChat()
 			if !ok {
 				return fmt.Errorf("the upstream saw no chat request")
@@ -268,12 +318,15 @@ func loReplay(ctx context.Context, h *harness, c locomo.Conversation, system []j
 			}
 			if p, ok := prev[key]; ok {
 				if len(prompt) >= prefixMinChars {
-					lc.prefix += locomo.PrefixShare(p, prompt)
+					share := locomo.PrefixShare(p, prompt)
+					lc.prefix += share
 					lc.prefixN++
 					if lc.breaks == nil {
-						lc.breaks = map[string]int{}
+						lc.breaks, lc.lost = map[string]int{}, map[string]float64{}
 					}
-					lc.breaks[locomo.PrefixBreak(prevMsgs[key], seen)]++
+					at := locomo.PrefixBreak(prevMsgs[key], seen)
+					lc.breaks[at]++
+					lc.lost[at] += 1 - share
 				} else {
 					lc.prefixSkipped++
 				}
@@ -477,4 +530,38 @@ func (h *harness) writeReplayPrompt(conversation, client string, prompt []locomo
 		return fmt.Errorf("replay prompts: %w", err)
 	}
 	return nil
+}
+
+// withDefault returns the YAML config cfg with value at path (keys of
+// nested mappings) unless cfg sets it already.
+func withDefault(cfg string, path []string, value string) (string, error) {
+	root := map[string]any{}
+	if err := yaml.Unmarshal([]byte(cfg), &root); err != nil {
+		return "", fmt.Errorf("gateway config: %w", err)
+	}
+	if root == nil {
+		root = map[string]any{}
+	}
+	m := root
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			if m[k] != nil {
+				return "", fmt.Errorf("gateway config: %s is not a mapping", k)
+			}
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	last := path[len(path)-1]
+	if _, ok := m[last]; ok {
+		return cfg, nil
+	}
+	m[last] = value
+	b, err := yaml.Marshal(root)
+	if err != nil {
+		return "", fmt.Errorf("gateway config: %w", err)
+	}
+	return string(b), nil
 }

@@ -54,6 +54,11 @@ func (r *loResults) markdown() string {
 		fmt.Fprintf(&b, "; %s client replay %s", c.name, c.replay.Round(time.Second))
 	}
 	b.WriteString(")\n")
+	fmt.Fprintf(&b, "- Side model: %s; pace: each exchange sent once the previous one was %s", o.sideModel, o.pace)
+	if o.pace == paceEnriched && o.enrichInterval > 0 {
+		fmt.Fprintf(&b, " (capture.enrich_interval %s unless the config sets it)", o.enrichInterval)
+	}
+	b.WriteString("\n")
 	turns, sessions, questions, evidence := 0, 0, 0, 0
 	byCat := map[int]int{}
 	var ids []string
@@ -175,20 +180,33 @@ func (r *loResults) markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %.3f | %d | %d |\n", c.name, share, c.prefixN, c.prefixSkipped)
 	}
-	b.WriteString("\nWhere the counted prompts stop repeating the previous one (the part of the first differing message; in a memory block, the section of its first differing line):\n\n| client | part | prompts |\n|---|---|---:|\n")
+	b.WriteString("\nWhere the counted prompts stop repeating the previous one (the part of the first differing message; in a memory block, the section of its first differing line), and the share those prompts do not repeat: on average over them, and as their part of what the mean prefix share misses (the parts' parts add up to 1 − the mean share):\n\n| client | part | prompts | mean unrepeated share | of the mean share missed |\n|---|---|---:|---:|---:|\n")
 	for _, c := range r.clients {
-		for _, p := range append([]string{locomo.BreakNone}, locomo.Parts...) {
-			if n := c.breaks[p]; n > 0 {
-				fmt.Fprintf(&b, "| %s | %s | %d |\n", c.name, p, n)
-			}
-		}
+		b.WriteString(c.breakRows())
 	}
 	for _, c := range r.clients {
+		if c.enrichFailures > 0 {
+			fmt.Fprintf(&b, "\n%s client: enrichment failed %d times before the questions (memgate_enrich_failures_total; see the gateway log): what those rounds should have indexed or summarised may be missing.\n", c.name, c.enrichFailures)
+		}
 		if c.degraded > 0 || c.overHeader > 0 {
 			fmt.Fprintf(&b, "\n%s client: questions degraded (a memory part not loaded in time): %d; marked X-Memory-Over-Budget: %d.\n", c.name, c.degraded, c.overHeader)
 		}
 	}
 	b.WriteString("\n" + r.goalCheck())
+	return b.String()
+}
+
+// breakRows are c's rows of the prefix-break table: for each place a
+// counted prompt stopped repeating the previous one, how many did, the
+// share they did not repeat on average, and that summed over the counted
+// prompts (what the place costs the mean prefix share).
+func (c *loClient) breakRows() string {
+	var b strings.Builder
+	for _, p := range append([]string{locomo.BreakNone}, locomo.Parts...) {
+		if n := c.breaks[p]; n > 0 {
+			fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f |\n", c.name, p, n, c.lost[p]/float64(n), c.lost[p]/float64(max(c.prefixN, 1)))
+		}
+	}
 	return b.String()
 }
 

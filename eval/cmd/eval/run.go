@@ -55,6 +55,16 @@ type options struct {
 	// replayPrompts, when set, is a file that gets one JSON line per
 	// replayed exchange: the prompt the upstream received.
 	replayPrompts string
+	// sideModel is who writes summaries and extracts facts with -locomo:
+	// sideStandIn (the stand-in upstream, as a side model) or sideNone (no
+	// side-model key: memgate's own extractive summariser and patterns).
+	sideModel string
+	// pace is when a LoCoMo replay sends its next exchange: paceEnriched
+	// (once the previous one is enriched) or paceSaved (once it is saved).
+	pace string
+	// enrichInterval, with paceEnriched, is the gateway's
+	// capture.enrich_interval unless the config sets it (0: leave it).
+	enrichInterval time.Duration
 }
 
 // parseFlags reads the command line; the defaults are the reported run.
@@ -85,6 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	clients := fs.String("client", clientNewest, "with -locomo, the clients replayed, comma-separated: newest (conversation header, newest message only), full (the whole session resent, no conversation header)")
 	fs.IntVar(&o.locomoBudget, "locomo-budget", 4000, "with -locomo, the questions' X-Memory-Budget")
 	fs.StringVar(&o.replayPrompts, "replay-prompts", "", "with -locomo, write the prompt of each replayed exchange to this file, one JSON line each (conversation, client, prompt)")
+	fs.StringVar(&o.sideModel, "side-model", "", "who writes summaries and extracts facts: stand-in (the stand-in upstream as a side model, through the gateway's upstream key; the synthetic set's default) or none (no side-model key: the client's key is forwarded, memgate summarises extractively and extracts facts by pattern, as out of the box; the default with -locomo, whose goal is at the default config)")
+	fs.StringVar(&o.pace, "pace", paceEnriched, "with -locomo, when the next exchange is sent: enriched (once the previous one is indexed, summarised and its facts extracted, as in a conversation spread over months: the run is repeatable) or saved (once it is stored: faster, but what enrichment coalesces, and so the summaries and facts, depends on timing)")
+	fs.DurationVar(&o.enrichInterval, "enrich-interval", 10*time.Millisecond, "with -locomo and -pace enriched, the gateway's capture.enrich_interval unless -config sets it: each round enriches one exchange, so the interval is only a wait (0: the gateway's default, for builds without the setting)")
 	fs.BoolVar(&o.detailsPrompts, "details-prompts", false, "with -locomo and -details, add the prompt the upstream received to each question's line")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
@@ -98,6 +111,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if !set {
 			o.deadline = loDeadline
 		}
+	}
+	if o.sideModel == "" {
+		o.sideModel = sideStandIn
+		if o.locomo != "" {
+			o.sideModel = sideNone
+		}
+	}
+	if o.sideModel != sideStandIn && o.sideModel != sideNone {
+		return o, fmt.Errorf("-side-model: %q is not stand-in or none", o.sideModel)
 	}
 	for _, f := range strings.Split(*budgets, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -278,6 +300,11 @@ func startStack(ctx context.Context, o options, bin, dir, extra string, log *slo
 		})
 		env = []string{"GATEWAY_STORE=postgres", "GATEWAY_POSTGRES_URL=" + db.DBURL, "GATEWAY_REDIS_URL=" + db.RedisURL}
 		extra += "\nstore:\n  redis_prefix: \"" + db.Prefix + "\"\n"
+	}
+	if o.sideModel == sideNone {
+		// No upstream key: the client's own is forwarded, and there is
+		// no side model to call.
+		env = append(env, "GATEWAY_UPSTREAM_API_KEY=")
 	}
 	gw, err := launch.Start(ctx, launch.Options{Binary: bin, Dir: dir, UpstreamURL: upSrv.URL + "/v1", Config: extra, Env: env})
 	if err != nil {

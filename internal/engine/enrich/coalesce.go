@@ -8,25 +8,21 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// coalesced is a BatchHook that hands its hook one exchange per
-// conversation per round.
+// coalesced is a Hook that hands its hook one exchange per conversation
+// per round.
 type coalesced struct{ h record.Hook }
 
 // CoalesceTurns wraps a hook that does per-exchange work worth doing once
 // over several turns (fact extraction: one model call over all the new user
 // messages): in a batch, the new exchanges of each conversation are merged
 // into one, in order — their turns concatenated, the newest reply, id and
-// time — and the hook runs once per conversation. Duplicates and dropped
-// exchanges are left out, as fact extraction skips them.
-func CoalesceTurns(h record.Hook) record.BatchHook { return coalesced{h} }
-
-// AfterSave runs the hook.
-func (c coalesced) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	return c.h.AfterSave(ctx, ex, res)
-}
+// time — and the hook runs once over the merged exchanges, one per
+// conversation. Duplicates and dropped exchanges are left out, as fact
+// extraction skips them.
+func CoalesceTurns(h record.Hook) record.Hook { return coalesced{h} }
 
 // AfterSaveBatch merges the batch per conversation and runs the hook over
-// the merged exchanges (in one call when it is a BatchHook).
+// the merged exchanges.
 func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
 	var (
 		merged []memory.Exchange
@@ -57,13 +53,5 @@ func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 	if len(merged) == 0 {
 		return nil
 	}
-	if bh, ok := c.h.(record.BatchHook); ok {
-		return bh.AfterSaveBatch(ctx, merged, res)
-	}
-	for i, ex := range merged {
-		if err := c.h.AfterSave(ctx, ex, res[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.h.AfterSaveBatch(ctx, merged, res)
 }

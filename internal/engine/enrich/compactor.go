@@ -72,7 +72,7 @@ type Options struct {
 // Compactor keeps conversations bounded, after each stored exchange: it pins
 // the goals, limits, preferences and decisions the user stated, and when the
 // unsummarised history passes a trigger it folds the oldest of it into the
-// next rolling summary version. It implements capture.Hook and is safe for
+// next rolling summary version. It implements record.Hook and is safe for
 // concurrent use.
 type Compactor struct {
 	store    Store
@@ -145,7 +145,7 @@ func (c *Compactor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 }
 
 // AfterSaveBatch does what AfterSave does for each exchange of a batch
-// (it implements capture.BatchHook), compacting each conversation once,
+// (it implements record.Hook), compacting each conversation once,
 // after the pins of all its exchanges: the summary then covers the whole
 // batch, and the conversation is read and counted once.
 func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {

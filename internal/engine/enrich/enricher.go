@@ -89,7 +89,7 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 // extraction, compaction, indexing) over stored exchanges, off the path of
 // every request and of every save. Each round takes whatever is queued (up
 // to Batch), orders it by conversation (each conversation's turns kept in
-// order) and runs every hook once over all of it, so a BatchHook compacts a
+// order) and runs every hook once over all of it, so a hook compacts a
 // conversation once and embeds in one call however many turns it got
 // meanwhile. Rounds are spaced (EnrichOptions.Interval, Share), so that
 // enrichment takes a bounded part of the machine whatever its backlog. Its

@@ -23,10 +23,6 @@ type recordingHook struct {
 	fail  int        // fail this many calls first
 }
 
-func (h *recordingHook) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	return h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
-}
-
 func (h *recordingHook) AfterSaveBatch(_ context.Context, exs []memory.Exchange, _ []memory.SaveResult) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -75,7 +71,7 @@ func TestEnricherCoalescesABacklog(t *testing.T) {
 	all, extract := &recordingHook{}, &recordingHook{}
 	var perExchange int
 	var mu sync.Mutex
-	counting := record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+	counting := record.EachExchange(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		mu.Lock()
 		perExchange++
 		mu.Unlock()
@@ -148,10 +144,6 @@ type pacedHook struct {
 	work   time.Duration
 }
 
-func (h *pacedHook) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	return h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
-}
-
 func (h *pacedHook) AfterSaveBatch(_ context.Context, exs []memory.Exchange, _ []memory.SaveResult) error {
 	h.mu.Lock()
 	h.starts, h.sizes = append(h.starts, time.Now()), append(h.sizes, len(exs))
@@ -212,7 +204,7 @@ func TestImportedEnrichmentLagRunsFromCapture(t *testing.T) {
 		_ = c.Close(ctx)
 	})
 	var ran atomic.Int64
-	e := NewEnricher(eq, []record.Hook{record.HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+	e := NewEnricher(eq, []record.Hook{record.EachExchange(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		ran.Add(1)
 		return nil
 	})}, nil, EnrichOptions{Block: 10 * time.Millisecond})

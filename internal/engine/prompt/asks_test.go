@@ -25,6 +25,34 @@ func TestAsks(t *testing.T) {
 		{"Lembra do restaurante que eu falei", true},
 		{"Fui ao mercado ontem.", false},
 		{"", false},
+		// A question put to the assistant alone asks its view or help,
+		// not what the user said before.
+		{"That sounds fun! What about you?", false},
+		{"Nice bowl. Did you make it?", false},
+		{"Can you explain how tides work?", false},
+		{"What do you think?", false},
+		{"E você, como está?", false},
+		{"How are you? I moved to Porto last month.", false},
+		// ... unless the user or the past is in it too.
+		{"Do you remember the festival?", true},
+		{"What do you think of my plan?", true},
+		{"Can you tell me what we decided?", true},
+		{"What did you recommend last week?", true},
+		{"Você lembra do meu aniversário?", true},
+		{"The groceries were 80 euros. What would you suggest to cut this week?", true},
+		{"Você tem alguma dica?", true},
+		{"Which book did you recommend?", true},
+		{"What was the name of the place you suggested?", true},
+		{"Is that the one you mentioned?", true},
+		{"Qual filme você recomendou?", true},
+		{"Você lembrou?", true},
+		{"Really? And what did I say about Porto?", true},
+		// A question about someone else is not put to the assistant.
+		{"When did Caroline go to the support group?", true},
+		{"Onde a Ana mora agora?", true},
+		// An interrogative opener without a question mark.
+		{"how do you pronounce it", false},
+		{"tell me where I parked", true},
 	} {
 		if got := asks(tc.text); got != tc.want {
 			t.Errorf("asks(%q) = %v, want %v", tc.text, got, tc.want)
@@ -49,11 +77,12 @@ func TestFillAskedFillsOnlyQuestions(t *testing.T) {
 	const budget = 4000
 	statement := `{"role":"user","content":"I booked the train to Lisbon."}`
 	question := `{"role":"user","content":"When is my trip to Lisbon?"}`
+	statementShare := 0.05
 	recallTokens := func(when RecallFill, turn string) int {
 		t.Helper()
 		a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}},
 			Options{RecentMessages: 10, MaxContextTokens: budget, FillRecall: true, FillWhen: when,
-				Shares: Shares{Recall: 0.2, StatementRecall: 0.05}, Now: func() time.Time { return now }}, nil)
+				Shares: Shares{Recall: 0.2, StatementRecall: statementShare}, Now: func() time.Time { return now }}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +100,13 @@ func TestFillAskedFillsOnlyQuestions(t *testing.T) {
 	}
 	if got := recallTokens(FillAlways, statement); got <= budget/5 {
 		t.Errorf("FillAlways, statement: passages take %d tokens, want them filled beyond the share %d", got, budget/5)
+	}
+	statementShare = 0
+	if got := recallTokens(FillAsked, statement); got != 0 {
+		t.Errorf("FillAsked, statement share 0: passages take %d tokens, want none", got)
+	}
+	if got := recallTokens(FillAsked, question); got <= budget/5 {
+		t.Errorf("FillAsked, statement share 0, question: passages take %d tokens, want them filled beyond the share %d", got, budget/5)
 	}
 }
 

@@ -1,17 +1,68 @@
 package prompt
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// assembleHeld is assemble, showing a new-only client's conversation the
+// summary its previous stored turn was shown (Options.HoldSummary) when
+// one is held, older than ld's, and every turn after it is loaded and
+// fits both the recent turns' window and their share of the budget (what
+// the memory block's shares leave), on a turn recall does not fill
+// (Options.FillRecall, FillWhen); otherwise ld's. A stored turn's prompt
+// then holds the summary it showed for the next request.
+func (a *Assembler) assembleHeld(ctx context.Context, req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	asm := a.within(ctx)
+	if fullHistory {
+		return asm.assemble(req, system, rest, fullHistory, ld)
+	}
+	shown := ld.summary
+	var (
+		p   memory.Prepared
+		err error
+	)
+	// A turn whose free room recall fills shows the newest summary, the
+	// shortest account of the past, and leaves recall the most room.
+	fills := a.opts.FillRecall && (a.opts.FillWhen != FillAsked || currentAsks(rest))
+	if h := a.held.usable(req.Identity, ld.summary, ld.stored); h != nil && !fills {
+		hl := ld
+		hl.summary = h
+		var all bool
+		p, all, err = asm.assembleWindow(req, system, rest, fullHistory, hl)
+		// The turns after the held summary are all shown and within the
+		// recent turns' share of the budget (what compaction keeps them
+		// to, and what the memory block's shares leave).
+		recentShare := int((1 - min(a.opts.Shares.total(), 1)) * float64(p.Budget))
+		if err == nil && all && p.Parts["recent"] <= recentShare {
+			shown = h
+		}
+	}
+	if shown == ld.summary {
+		p, _, err = asm.assembleWindow(req, system, rest, fullHistory, ld)
+	}
+	if err == nil && req.Mode.Stores() && (shown != nil || !slices.Contains(ld.degraded, partSummary)) {
+		a.held.put(req.Identity, shown)
+	}
+	return p, err
+}
+
 // assemble builds the upstream message list from the client's system
 // messages and other messages (rest) and the loaded memory, within
 // a.Budget(req). See Prepare for the contract.
 func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
+	p, _, err := a.assembleWindow(req, system, rest, fullHistory, ld)
+	return p, err
+}
+
+// assembleWindow is assemble; it also reports whether the prompt shows
+// every turn the recent turns' window was offered (none dropped).
+func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, bool, error) {
 	model := req.Model
 	ld = quoted(ld)
 	budget := a.Budget(req)
@@ -84,7 +135,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		return memory.Prepared{
 			Messages: out, TokensOriginal: original, TokensSent: a.deps.Counter.Messages(model, out),
 			OverBudget: true, Budget: budget, Parts: parts,
-		}, nil
+		}, false, nil
 	}
 	room := budget - fixed
 	keep := recallFilter(req, conv, history, ld.summary != nil)
@@ -93,7 +144,8 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
 	recallShare := int(a.opts.Shares.Recall * float64(budget))
 	statementShare := recallShare
-	if !asked && a.opts.Shares.StatementRecall > 0 {
+	if !asked {
+		// Shares.StatementRecall 0: no passages.
 		statementShare = min(recallShare, int(a.opts.Shares.StatementRecall*float64(budget)))
 	}
 	var stableFacts, lateFacts []int
@@ -195,7 +247,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		sel, all = pc.pack(fx, 0)
 		blk, sections, err = a.block(model, sel, room)
 		if err != nil {
-			return memory.Prepared{}, err
+			return memory.Prepared{}, false, err
 		}
 		// The recent turns' window is sized by what stays the same from
 		// request to request — the budget, the system prompt, the stable
@@ -238,7 +290,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
-			return memory.Prepared{}, err
+			return memory.Prepared{}, false, err
 		}
 		if b2.cost > blk.cost {
 			blk, sections = b2, s2
@@ -265,20 +317,22 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		return nil
 	}
 	if err := add(blk.stable, true); err != nil {
-		return memory.Prepared{}, err
+		return memory.Prepared{}, false, err
 	}
 	for _, m := range kept {
 		if b, _ := withBlock(m); b != "" {
 			if err := add(b, false); err != nil {
-				return memory.Prepared{}, err
+				return memory.Prepared{}, false, err
 			}
 		}
 		out = append(out, rawOf(m))
 	}
 	if err := add(blk.recalled, false); err != nil {
-		return memory.Prepared{}, err
+		return memory.Prepared{}, false, err
 	}
-	if a.kept != nil && !fullHistory {
+	if a.kept != nil && !fullHistory && req.Mode.Stores() {
+		// Only a turn that is stored comes back as a recent turn: a
+		// read-mode question's block would push real turns' blocks out.
 		for _, m := range current {
 			if m.Role == "user" {
 				a.kept.put(req.Identity, m, blk.recalled)
@@ -299,7 +353,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 		Budget:         budget,
 		Parts:          parts,
 		Blocks:         bs,
-	}, nil
+	}, len(kept) == len(candidates), nil
 }
 
 // unsummarisedOf returns ld's stored messages that are not system
@@ -382,15 +436,24 @@ func raws(lists ...[]memory.Message) []json.RawMessage {
 
 // windowAnchor returns where in history (the stored turns after the
 // summary) the recent turns may start. When the store gave all it was asked
-// for (Options.RecentMessages) and the summary does not reach the first of
-// them, older turns were not loaded and the loaded window slides by one
-// message per message: the anchor is then the first message of a block of
+// for (Options.RecentMessages) and the first of them does not follow the
+// summary (its sequence number is past the summary's end, or 0 without
+// one, plus one), older
+// turns were not loaded and the loaded window slides by one message per
+// message: the anchor is then the first message of a block of
 // RecentMessages/2 sequence numbers, so it moves in steps too. Otherwise
-// history starts where the summary ends (or the conversation starts), a
-// stable place: 0.
+// history starts where the summary ends (or the conversation starts, at
+// sequence number 1), a stable place: 0. A load that starts right after the summary is such a
+// place: no turn is missing between them, and anchoring it in steps would
+// drop turns a request earlier kept (a break of the repeated prefix just
+// before compaction moves the summary anyway).
 func (a *Assembler) windowAnchor(ld loaded, history []memory.Message) int {
 	n := a.opts.RecentMessages
-	if n <= 0 || len(ld.stored) < n || len(history) == 0 || (ld.summary != nil && ld.summary.ToSeq >= ld.stored[0].Seq) {
+	var covered int64 // the last sequence number before the turns to show: the summary's end
+	if ld.summary != nil {
+		covered = ld.summary.ToSeq
+	}
+	if n <= 0 || len(ld.stored) < n || len(history) == 0 || covered+1 >= ld.stored[0].Seq {
 		return 0
 	}
 	step := int64(max(n/2, 1))

@@ -73,3 +73,66 @@ func TestPinsWithinTheirShare(t *testing.T) {
 		t.Fatalf("passages took %d tokens (parts %v), want their share", p.Parts[partRecall], p.Parts)
 	}
 }
+
+// TestPinnedSentenceShownOnce: a sentence pinned twice (under two keys, as
+// when two rules match it or it is said again) takes one line of the
+// block, in the pinned part, and never comes again as a fact; pins that
+// differ are all shown.
+func TestPinnedSentenceShownOnce(t *testing.T) {
+	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	pin := func(key, value string, age time.Duration) memory.Fact {
+		return memory.Fact{Tenant: "t", User: "u", Type: memory.FactPreference, Key: key, Value: value, Pinned: true, UpdatedAt: day.Add(-age)}
+	}
+	const twice = "I chose them because they help families with adoption."
+	tests := []struct {
+		name  string
+		facts []memory.Fact
+		want  map[string]int // line text → times in the block
+	}{
+		{"same sentence, two keys", []memory.Fact{pin("decision_adoption", twice, time.Hour), pin("goal_adoption", twice, 2*time.Hour), pin("diet", "I'm vegetarian", 3*time.Hour)},
+			map[string]int{twice: 1, "I'm vegetarian": 1}},
+		{"same sentence, other case and punctuation", []memory.Fact{pin("a", twice, time.Hour), pin("b", strings.ToUpper(strings.TrimSuffix(twice, ".")), 2*time.Hour)},
+			map[string]int{twice: 1}},
+		{"different sentences", []memory.Fact{pin("a", twice, time.Hour), pin("b", "I live in Lisbon", 2*time.Hour)},
+			map[string]int{twice: 1, "I live in Lisbon": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &convGen{}
+			mem := &fakeMemory{stored: []memory.Message{g.msg("user", "hello"), g.msg("assistant", "hi")}, facts: tt.facts}
+			rec := fakeRecaller{memory.Recalled{Facts: tt.facts}}
+			a, err := NewAssembler(Deps{History: mem, Facts: mem, Recaller: rec, Counter: mustCounter(t)},
+				Options{RecentMessages: 10, Shares: Shares{Summary: 0.25, Pinned: 0.1, Facts: 0.1, Recall: 0.2}, FactsMax: 20,
+					Now: func() time.Time { return day }}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request(t, memory.ModeOn, `{"role":"user","content":"what should I do this weekend?"}`)
+			req.Model, req.Budget = "gpt-4o-mini", 4000
+			p, err := a.Prepare(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := ""
+			for _, b := range p.Blocks {
+				text += b.Text
+			}
+			lines := 0
+			for _, l := range strings.Split(text, "\n") {
+				if strings.HasPrefix(l, "- ") {
+					lines++
+				}
+			}
+			want := 0
+			for s, n := range tt.want {
+				want += n
+				if got := strings.Count(strings.ToLower(text), strings.ToLower(strings.TrimSuffix(s, "."))); got != n {
+					t.Fatalf("%q shown %d times, want %d:\n%s", s, got, n, text)
+				}
+			}
+			if lines != want {
+				t.Fatalf("%d lines in the block, want %d:\n%s", lines, want, text)
+			}
+		})
+	}
+}

@@ -97,7 +97,7 @@ type Deps struct {
 // picked, no model); what it leaves of Summary goes to the passages.
 //
 // StatementRecall, with Options.FillWhen FillAsked, bounds the passages of
-// a turn that asks nothing (0: Recall); it never raises them above Recall.
+// a turn that asks nothing (0: none); it never raises them above Recall.
 type Shares struct {
 	Summary, Pinned, Facts, Recall float64
 	ExtractiveSummary              float64
@@ -165,6 +165,17 @@ type Options struct {
 	// restart, another gateway) is rendered without one.
 	KeepRecall              bool
 	KeepRecallConversations int
+	// HoldSummary shows a new-only client's conversation the summary its
+	// previous stored turn was shown, with every turn after it, until
+	// those turns no longer fit the recent turns' window (or are no
+	// longer all loaded), except on a turn whose free room recall fills
+	// (FillRecall, FillWhen): then the newest summary. A new summary version
+	// then changes the prompt's stable block once per window, not once
+	// per compaction. The summaries are held in this process, for
+	// HoldSummaryConversations conversations (default 4096); after a
+	// restart, or on another gateway, the newest summary is shown.
+	HoldSummary              bool
+	HoldSummaryConversations int
 }
 
 // Position is where memory goes in a prompt.
@@ -202,6 +213,9 @@ type Assembler struct {
 	// kept holds the recalled blocks past turns were sent with
 	// (Options.KeepRecall); nil without it.
 	kept *keptBlocks
+	// held holds the summary each conversation was last shown
+	// (Options.HoldSummary); nil without it.
+	held *heldSummaries
 }
 
 // New returns an Assembler that only puts stored history back (no summary,
@@ -266,6 +280,13 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 			n = 4096
 		}
 		a.kept = newKeptBlocks(n, max(opts.RecentMessages, 64))
+	}
+	if opts.HoldSummary {
+		n := opts.HoldSummaryConversations
+		if n <= 0 {
+			n = 4096
+		}
+		a.held = newHeldSummaries(n)
 	}
 	return a, nil
 }
@@ -360,7 +381,7 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 			"degraded", ld.degraded, "error", errors.Join(ld.errs...))
 	}
 	_, span := telemetry.Start(ctx, "memory.assemble")
-	p, err := a.within(ctx).assemble(req, system, rest, fullHistory, ld)
+	p, err := a.assembleHeld(ctx, req, system, rest, fullHistory, ld)
 	telemetry.End(span, err)
 	if err != nil {
 		return memory.Prepared{}, err

@@ -170,9 +170,16 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 	if pinOrder == nil {
 		pinOrder = allIndexes(len(ld.facts))
 	}
+	var pinLines map[string]bool // the pins chosen, as foldText of their line
 	for _, i := range pinOrder {
 		f := ld.facts[i]
 		if !f.Pinned {
+			continue
+		}
+		// The same sentence pinned twice (two rules, or said twice
+		// under another topic) is shown once.
+		line := foldText(f.Statement())
+		if pinLines[line] {
 			continue
 		}
 		c := pc.fact(i, f)
@@ -183,6 +190,10 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 			shown = make([]bool, len(ld.facts))
 		}
 		shown[i] = true
+		if pinLines == nil {
+			pinLines = map[string]bool{}
+		}
+		pinLines[line] = true
 		pinned += c
 		sel.data.Pinned = append(sel.data.Pinned, f)
 		sel.pinnedCosts = append(sel.pinnedCosts, c)

@@ -99,7 +99,7 @@ confidence: a number from 0 to 1.
 Reply with JSON only, exactly: {"facts": [{"type": string, "key": string, "value": string, "confidence": number}]}. Reply {"facts": []} when there are none.`
 
 // AfterSave extracts facts from the user messages of ex and upserts the
-// valid ones (it implements capture.Hook). It returns an error only when
+// valid ones (it implements record.Hook through AfterSaveBatch). It returns an error only when
 // the store fails to record a valid fact, so the worker retries.
 func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
 	if res.Duplicate || res.Dropped {
@@ -112,7 +112,7 @@ func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 const batchCalls = 4
 
 // AfterSaveBatch does what AfterSave does for each exchange of a batch (it
-// implements capture.BatchHook), asking the model about up to 4 exchanges
+// implements record.Hook), asking the model about up to 4 exchanges
 // at a time, then recording their facts in the exchanges' order, so a later
 // statement still supersedes an earlier one.
 func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {

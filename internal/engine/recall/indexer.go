@@ -53,7 +53,7 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 	return &Indexer{store: store, emb: emb, logger: logger, summaries: seen.Set{Max: 4096}}
 }
 
-// AfterSave indexes what storing ex added (it implements capture.Hook):
+// AfterSave indexes what storing ex added (it implements record.Hook through AfterSaveBatch):
 //   - each user and assistant message stored for ex, as kind "message" items
 //     with Ref its message key (memory.Key(ex.ID, i)), chunked on sentence
 //     boundaries when long; tool results, tool-call-only turns and empty
@@ -79,7 +79,7 @@ func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory
 }
 
 // AfterSaveBatch indexes a batch of stored exchanges as AfterSave does each
-// (it implements capture.BatchHook), reading each conversation's summary and
+// (it implements record.Hook), reading each conversation's summary and
 // each user's facts once, with one embedding call and one store write for
 // the whole batch. Exchanges dropped because their user was erased are
 // skipped.

@@ -15,30 +15,41 @@ import (
 // cannot stall the queue.
 var ErrHook = errors.New("after-save hook failed")
 
-// Hook runs after an exchange was stored: indexing for recall, fact
-// extraction, compaction. It must be idempotent, since a redelivered exchange
-// (Duplicate) runs it again.
+// Hook runs after exchanges are stored: indexing for recall, fact
+// extraction, compaction. It gets the exchanges of one batch in a single
+// call (exs[i] stored with results[i], oldest first), so that work shared by
+// exchanges of the same conversation or user — loading the conversation,
+// compacting it, one embedding call, one write transaction — is done once
+// per batch instead of once per exchange; a batch may hold one exchange. It
+// must be idempotent, since a redelivered exchange (Duplicate) runs it
+// again. A hook whose work is per exchange is adapted with EachExchange.
 type Hook interface {
-	AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
-}
-
-// BatchHook is a Hook that can also handle the exchanges of one claimed
-// batch in a single call (exs[i] stored with results[i], oldest first), so
-// that work shared by exchanges of the same conversation or user — loading
-// the conversation, compacting it, one embedding call, one write
-// transaction — is done once per batch instead of once per exchange. The
-// outcome must be the same as calling AfterSave for each in order.
-type BatchHook interface {
-	Hook
 	AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error
 }
 
-// HookFunc adapts a function to Hook.
-type HookFunc func(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error
+// HookFunc adapts a function over a batch to Hook.
+type HookFunc func(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error
 
-// AfterSave calls f.
-func (f HookFunc) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	return f(ctx, ex, res)
+// AfterSaveBatch calls f.
+func (f HookFunc) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	return f(ctx, exs, results)
+}
+
+// EachExchange adapts a per-exchange function to Hook: it calls f once per
+// exchange of a batch, oldest first, even after one failed, and returns
+// the failures joined. A failure that reports an erasure
+// (memory.ErrErased) is left out: it can only be about that exchange's
+// user, whom the store has already forgotten.
+func EachExchange(f func(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error) Hook {
+	return HookFunc(func(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+		var errs []error
+		for i, ex := range exs {
+			if err := f(ctx, ex, results[i]); err != nil && !errors.Is(err, memory.ErrErased) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // hooked is a Saver that runs hooks after each successful save.
@@ -66,27 +77,16 @@ func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.S
 	if err != nil || res.Dropped {
 		return res, err
 	}
-	hres := guarded([]memory.Exchange{ex}, []memory.SaveResult{res}, time.Now())[0]
-	var errs []error
-	for _, hk := range h.hooks {
-		if err := hk.AfterSave(ctx, ex, hres); err != nil && !errors.Is(err, memory.ErrErased) {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return res, fmt.Errorf("%w: %w", ErrHook, errors.Join(errs...))
-	}
-	return res, nil
+	return res, RunHooks(ctx, h.hooks, []memory.Exchange{ex}, []memory.SaveResult{res})
 }
 
-// RunHooks runs every hook, in order, over stored exchanges: a BatchHook
-// once for all of them, any other hook once per exchange, oldest first, all
-// with results that carry their erasure guard (see guarded). A hook error
-// is returned wrapped with ErrHook after the remaining hooks ran. An error that reports an
-// erasure (memory.ErrErased) is dropped when it can only be about the erased
-// user: from a per-exchange call, or from a batch of one user's exchanges;
-// in a batch of several users it is returned, so the batch is redelivered
-// and the erased user's exchanges come back Dropped.
+// RunHooks runs every hook, in order, once over stored exchanges (oldest
+// first), with results that carry their erasure guard (see guarded). A
+// hook error is returned wrapped with ErrHook after the remaining hooks
+// ran. An error that reports an erasure (memory.ErrErased) is dropped when
+// it can only be about the erased user, in a batch of one user's
+// exchanges; in a batch of several users it is returned, so the batch is
+// redelivered and the erased user's exchanges come back Dropped.
 func RunHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results []memory.SaveResult) error {
 	results = guarded(exs, results, time.Now())
 	oneUser := true
@@ -95,16 +95,8 @@ func RunHooks(ctx context.Context, hooks []Hook, exs []memory.Exchange, results 
 	}
 	var errs []error
 	for _, hk := range hooks {
-		if bh, ok := hk.(BatchHook); ok {
-			if err := bh.AfterSaveBatch(ctx, exs, results); err != nil && !(oneUser && errors.Is(err, memory.ErrErased)) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		for i, ex := range exs {
-			if err := hk.AfterSave(ctx, ex, results[i]); err != nil && !errors.Is(err, memory.ErrErased) {
-				errs = append(errs, err)
-			}
+		if err := hk.AfterSaveBatch(ctx, exs, results); err != nil && !(oneUser && errors.Is(err, memory.ErrErased)) {
+			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {

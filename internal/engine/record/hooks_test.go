@@ -39,7 +39,7 @@ func TestWithHooks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls int
-			h := HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error { calls++; return tt.hookErr })
+			h := EachExchange(func(context.Context, memory.Exchange, memory.SaveResult) error { calls++; return tt.hookErr })
 			_, err := WithHooks(resultSaver{tt.res}, h, h).SaveExchange(context.Background(), memory.Exchange{ID: "x"})
 			if calls != tt.calls {
 				t.Fatalf("hook calls = %d, want %d", calls, tt.calls)
@@ -51,12 +51,70 @@ func TestWithHooks(t *testing.T) {
 	}
 }
 
+// TestRunHooksErasure: a hook's report of an erasure is no failure when it
+// can only be about the erased user — from one exchange (EachExchange) or
+// from a batch of one user — and a failure in a batch of several users,
+// so the batch is redelivered; every hook runs even after one failed.
+func TestRunHooksErasure(t *testing.T) {
+	one := []memory.Exchange{
+		{ID: "a1", Identity: memory.Identity{Tenant: "t", User: "ann", Conversation: "c"}},
+		{ID: "a2", Identity: memory.Identity{Tenant: "t", User: "ann", Conversation: "c"}},
+	}
+	several := append(slices.Clone(one), memory.Exchange{ID: "b1", Identity: memory.Identity{Tenant: "t", User: "bob", Conversation: "c"}})
+	erased := fmt.Errorf("save fact: %w", memory.ErrErased)
+	boom := errors.New("store down")
+	batch := func(err error) Hook {
+		return HookFunc(func(context.Context, []memory.Exchange, []memory.SaveResult) error { return err })
+	}
+	each := func(err error) Hook {
+		return EachExchange(func(_ context.Context, ex memory.Exchange, _ memory.SaveResult) error {
+			if ex.User == "ann" {
+				return err
+			}
+			return nil
+		})
+	}
+	tests := []struct {
+		name     string
+		hook     Hook
+		exs      []memory.Exchange
+		wantErrs []error // nil: RunHooks succeeds
+	}{
+		{"batch of one user, erased", batch(erased), one, nil},
+		{"batch of several users, erased", batch(erased), several, []error{ErrHook, memory.ErrErased}},
+		{"per exchange, several users, erased", each(erased), several, nil},
+		{"per exchange, several users, failed", each(boom), several, []error{ErrHook, boom}},
+		{"batch of one user, failed", batch(boom), one, []error{ErrHook, boom}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var after int
+			last := HookFunc(func(_ context.Context, exs []memory.Exchange, _ []memory.SaveResult) error {
+				after += len(exs)
+				return nil
+			})
+			err := RunHooks(context.Background(), []Hook{tt.hook, last}, tt.exs, make([]memory.SaveResult, len(tt.exs)))
+			if after != len(tt.exs) {
+				t.Fatalf("the hook after saw %d exchanges, want %d", after, len(tt.exs))
+			}
+			if (err == nil) != (tt.wantErrs == nil) {
+				t.Fatalf("RunHooks = %v, want errors %v", err, tt.wantErrs)
+			}
+			for _, want := range tt.wantErrs {
+				if !errors.Is(err, want) {
+					t.Fatalf("RunHooks = %v, want it to be %v", err, want)
+				}
+			}
+		})
+	}
+}
+
 // TestWorkerGivesUpOnFailingHook: an entry whose hook keeps failing is
 // redelivered, then acknowledged after MaxHookAttempts.
 func TestWorkerGivesUpOnFailingHook(t *testing.T) {
 	q, s := newFakeQueue(), newFakeSaver()
 	var calls atomic.Int32
-	failing := HookFunc(func(context.Context, memory.Exchange, memory.SaveResult) error {
+	failing := EachExchange(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		calls.Add(1)
 		return errors.New("always")
 	})
@@ -84,17 +142,13 @@ func TestWorkerGivesUpOnFailingHook(t *testing.T) {
 	}
 }
 
-// batchRecorder is a BatchHook that records the batches and exchanges it
+// batchRecorder is a Hook that records the batches and exchanges it
 // ran over, failing while fail returns an error.
 type batchRecorder struct {
 	mu      sync.Mutex
 	batches [][]string
 	dups    map[string]int
 	fail    func(ids []string) error
-}
-
-func (r *batchRecorder) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	return r.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
 }
 
 func (r *batchRecorder) AfterSaveBatch(_ context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
@@ -127,8 +181,8 @@ func (r *batchRecorder) done() []string {
 	return out
 }
 
-// TestWorkerRunsHooksPerBatch: the worker's BatchHooks run once per claimed
-// batch over its stored exchanges in order, plain hooks once per exchange,
+// TestWorkerRunsHooksPerBatch: the worker's hooks run once per claimed
+// batch over its stored exchanges in order, per-exchange hooks (EachExchange) once per exchange,
 // in the configured order, before the batch is acknowledged.
 func TestWorkerRunsHooksPerBatch(t *testing.T) {
 	q, s := newFakeQueue(), newFakeSaver()
@@ -142,7 +196,7 @@ func TestWorkerRunsHooksPerBatch(t *testing.T) {
 		mu    sync.Mutex
 		trace []string
 	)
-	plain := HookFunc(func(_ context.Context, ex memory.Exchange, _ memory.SaveResult) error {
+	plain := EachExchange(func(_ context.Context, ex memory.Exchange, _ memory.SaveResult) error {
 		mu.Lock()
 		trace = append(trace, "plain:"+ex.ID)
 		mu.Unlock()

@@ -29,8 +29,7 @@ type WorkerOptions struct {
 	BackoffBase, BackoffMax time.Duration
 	// Hooks run, in order, after exchanges are stored and before their
 	// entries are acknowledged, over the stored and duplicate exchanges of a
-	// hook batch: a BatchHook once per batch, any other Hook once per
-	// exchange. Entries whose hooks failed are redelivered, up to
+	// hook batch, each hook once per batch. Entries whose hooks failed are redelivered, up to
 	// MaxHookAttempts deliveries.
 	Hooks []Hook
 	// Enrich, when set, is where stored exchanges go for enrichment

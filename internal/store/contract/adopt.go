@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -45,7 +46,7 @@ func Adopt(ctx context.Context, tx AdoptTx, to memory.Identity, prior []memory.M
 	for _, start := range starts {
 		stored, err := tx.Live(ctx, from, start, len(prior)+1)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("load candidate: %w", err)
 		}
 		if n := memory.Adoptable(stored, prior); n > 0 {
 			return n, tx.Move(ctx, from, to, stored[:n])

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // The Store's itemindex.Windows (MessagesAround) reads its indexSource:
@@ -50,7 +51,7 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 	if err != nil {
 		return nil, nil, unavailable(err)
 	}
-	wr := itemindex.NewWindowReads(radius, len(refs))
+	wr := search.NewWindowReads(radius, len(refs))
 	var (
 		hitKey     string
 		hitSeq     int64

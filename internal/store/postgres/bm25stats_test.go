@@ -67,9 +67,12 @@ func bm25Text(r *rand.Rand, n int) string {
 	return strings.Join(words, " ")
 }
 
+// TestBM25StatisticsFollowBulkWrites: after bulk inserts, updates and
+// deletes, through the store and in plain SQL, every BM25 statistics row
+// equals its recomputation from memory_items. Each step has its own
+// deadline (testCtx), so a slow machine slows the test without failing it.
 func TestBM25StatisticsFollowBulkWrites(t *testing.T) {
 	s := mustOpen(t)
-	ctx := testCtx(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	item := func(tenant, user string, i int) memory.Item {
 		return memory.Item{Tenant: tenant, User: user, Conversation: fmt.Sprintf("c%d", i%4), Kind: "message",
@@ -81,7 +84,7 @@ func TestBM25StatisticsFollowBulkWrites(t *testing.T) {
 	for i := range 400 {
 		items = append(items, item("t0", "alice", i), item("t0", "bob", i), item("t1", "alice", i))
 	}
-	if err := s.AddItems(ctx, items); err != nil {
+	if err := s.AddItems(testCtx(t), items); err != nil {
 		t.Fatalf("AddItems: %v", err)
 	}
 	if n := mustMatchRecomputedBM25(t, s); n == 0 {
@@ -96,12 +99,12 @@ func TestBM25StatisticsFollowBulkWrites(t *testing.T) {
 	}
 	last := item("t1", "alice", 5)
 	updates = append(updates, item("t1", "alice", 5), item("t1", "alice", 5), last)
-	if err := s.AddItems(ctx, updates); err != nil {
+	if err := s.AddItems(testCtx(t), updates); err != nil {
 		t.Fatalf("AddItems (updates): %v", err)
 	}
 	mustMatchRecomputedBM25(t, s)
 	var got string
-	if err := s.pool.QueryRow(ctx, `SELECT content FROM memory_items WHERE tenant = 't1' AND user_id = 'alice' AND source = 'k5'`).Scan(&got); err != nil || got != last.Text {
+	if err := s.pool.QueryRow(testCtx(t), `SELECT content FROM memory_items WHERE tenant = 't1' AND user_id = 'alice' AND source = 'k5'`).Scan(&got); err != nil || got != last.Text {
 		t.Fatalf("repeated key stored %q (%v), want the last text %q", got, err, last.Text)
 	}
 
@@ -114,26 +117,26 @@ func TestBM25StatisticsFollowBulkWrites(t *testing.T) {
 		`UPDATE memory_items SET said_at = now() WHERE tenant = 't1'`, // no text change
 		`DELETE FROM memory_items WHERE tenant = 't0' AND user_id = 'bob' AND source LIKE 'k2%'`,
 	} {
-		if _, err := s.pool.Exec(ctx, sql); err != nil {
+		if _, err := s.pool.Exec(testCtx(t), sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 		mustMatchRecomputedBM25(t, s)
 	}
 	// A conversation's items go in one statement, as DeleteConversation
 	// deletes them.
-	if _, err := s.pool.Exec(ctx, `DELETE FROM memory_items WHERE tenant = 't1' AND user_id = 'alice' AND conversation = 'c1'`); err != nil {
+	if _, err := s.pool.Exec(testCtx(t), `DELETE FROM memory_items WHERE tenant = 't1' AND user_id = 'alice' AND conversation = 'c1'`); err != nil {
 		t.Fatal(err)
 	}
 	mustMatchRecomputedBM25(t, s)
 
 	// Erasure leaves no statistics of the user, and the others' intact.
-	if err := s.DeleteUser(ctx, "t0", "bob"); err != nil {
+	if err := s.DeleteUser(testCtx(t), "t0", "bob"); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}
 	mustMatchRecomputedBM25(t, s)
 	for _, table := range []string{"memory_item_stats", "memory_term_df", "memory_item_terms"} {
 		var n int
-		if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+table+" WHERE tenant = 't0' AND user_id = 'bob'").Scan(&n); err != nil {
+		if err := s.pool.QueryRow(testCtx(t), "SELECT count(*) FROM "+table+" WHERE tenant = 't0' AND user_id = 'bob'").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 {
@@ -142,7 +145,7 @@ func TestBM25StatisticsFollowBulkWrites(t *testing.T) {
 	}
 
 	// Deleting every remaining item leaves no statistics at all.
-	if _, err := s.pool.Exec(ctx, "DELETE FROM memory_items"); err != nil {
+	if _, err := s.pool.Exec(testCtx(t), "DELETE FROM memory_items"); err != nil {
 		t.Fatal(err)
 	}
 	if n := mustMatchRecomputedBM25(t, s); n != 0 {
@@ -158,7 +161,6 @@ func TestBM25StatisticsFollowBulkWrites(t *testing.T) {
 // at once is memory_items' concern, not the statistics').
 func TestBM25StatisticsConcurrentWriters(t *testing.T) {
 	s := mustOpen(t)
-	ctx := testCtx(t)
 	const writers, rounds, perRound = 4, 6, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*rounds*2)
@@ -176,11 +178,11 @@ func TestBM25StatisticsConcurrentWriters(t *testing.T) {
 						// Some are updates of the writer's earlier items.
 						Ref: fmt.Sprintf("w%d-k%d", w, r.IntN(rounds*perRound/2)), Text: bm25Text(r, 3+r.IntN(20))})
 				}
-				if err := s.AddItems(ctx, items); err != nil {
+				if err := s.AddItems(testCtx(t), items); err != nil {
 					errs <- fmt.Errorf("writer %d round %d: AddItems: %w", w, round, err)
 					return
 				}
-				if _, err := s.pool.Exec(ctx, `DELETE FROM memory_items WHERE tenant = 't' AND source LIKE $1`,
+				if _, err := s.pool.Exec(testCtx(t), `DELETE FROM memory_items WHERE tenant = 't' AND source LIKE $1`,
 					fmt.Sprintf("w%d-k%d%%", w, r.IntN(10))); err != nil {
 					errs <- fmt.Errorf("writer %d round %d: delete: %w", w, round, err)
 					return

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -98,10 +96,4 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 		return nil, fmt.Errorf("load items: %w", unavailable(err))
 	}
 	return items, nil
-}
-
-// Collectors returns the Prometheus collectors of the Store's caches (see
-// internal/engine/cache), as they are when called: after SetCacheLimits.
-func (s *Store) Collectors() []prometheus.Collector {
-	return slices.Concat(s.index.Collectors(), s.around.Collectors())
 }

@@ -15,14 +15,11 @@ import (
 // across every process sharing the database ("memgate" in ASCII).
 const migrationLock int64 = 0x6d656d67617465
 
-// migrate applies pending migrations on conn. It holds a session advisory
-// lock for the whole run, so concurrent callers wait and then find nothing
-// left to do; each migration and its schema_migrations row commit together.
+// migrate applies pending migrations on conn (contract.Migrate). It holds
+// a session advisory lock for the whole run, so concurrent callers wait
+// and then find nothing left to do; each migration and its
+// schema_migrations row commit together.
 func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err error) {
-	ms, err := contract.Migrations(migrations.FS)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
 		return fmt.Errorf("postgres: take migration lock: %w", unavailable(err))
 	}
@@ -31,40 +28,29 @@ func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err erro
 			err = fmt.Errorf("postgres: release migration lock: %w", uerr)
 		}
 	}()
-
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    text PRIMARY KEY,
 		applied_at timestamptz NOT NULL DEFAULT now()
 	)`); err != nil {
 		return fmt.Errorf("postgres: create schema_migrations: %w", err)
 	}
-	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
-	if err != nil {
-		return fmt.Errorf("postgres: read schema_migrations: %w", err)
-	}
-	applied, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("postgres: read schema_migrations: %w", err)
-	}
-	done := make(map[string]bool, len(applied))
-	for _, v := range applied {
-		done[v] = true
-	}
-
-	for _, m := range ms {
-		if done[m.Name] {
-			continue
-		}
-		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	apply := func(ctx context.Context, m contract.Migration) (applied bool, err error) {
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var done bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)", m.Name).Scan(&done); err != nil || done {
+				return err
+			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Name)
+			applied = err == nil
 			return err
-		}); err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
-		}
-		logger.Info("postgres: applied migration", "version", m.Name)
+		})
+		return applied, err
+	}
+	if err := contract.Migrate(ctx, migrations.FS, apply, logger, "postgres"); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
 }

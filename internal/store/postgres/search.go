@@ -10,9 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/telemetry"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // HNSW search settings. ef_search bounds the candidate list of one index
@@ -52,46 +51,17 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 	return sql, args
 }
 
-// SearchVector ranks the user's items by cosine similarity to q.Embedding
-// (itemindex.Searcher.SearchVector), each with its Embedding (recall
-// compares the passages it returns with each other; read-only).
-func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "postgres.SearchVector")()
-	return s.search.SearchVector(ctx, q)
-}
-
-// SearchText ranks the user's items matching q.Text by Okapi BM25
-// (itemindex.Searcher.SearchText); an item embedded with q.Model and
-// q.Dims comes with its Embedding (read-only).
-func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "postgres.SearchText")()
-	return s.search.SearchText(ctx, q)
-}
-
-// CommonTerms returns those of terms common in the user's items
-// (itemindex.Searcher.CommonTerms; for a user too large for the index, by
-// the statistics of memory_term_df).
-func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	return s.search.CommonTerms(ctx, rev, tenant, user, terms, minDF, frac)
-}
-
-// MessagesAround returns the live messages around refs
-// (itemindex.Searcher.MessagesAround).
-func (s *Store) MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	return s.search.MessagesAround(ctx, rev, tenant, user, refs, radius)
-}
-
 // SQL returns s's searches in PostgreSQL alone, as for a user too large
 // for the in-process index: bench/search measures these statements
 // (exact, as the planner chooses, HNSW forced).
-func (s *Store) SQL() itemindex.Searcher {
-	return itemindex.NewSearcher(nil, nil, s.sqlSearches(), nil)
+func (s *Store) SQL() search.Searcher {
+	return search.NewSearcher(nil, nil, s.sqlSearches(), nil)
 }
 
 // sqlSearches are the Store's searches in SQL alone.
-func (s *Store) sqlSearches() itemindex.SQLSearches {
-	return itemindex.SQLSearches{Vector: s.searchVectorSQLPath, Text: s.searchTextSQLPath,
-		Common: s.commonTermsSQL, MaxQueryBytes: maxQueryBytes}
+func (s *Store) sqlSearches() search.SQLSearches {
+	return search.SQLSearches{Vector: s.searchVectorSQLPath, Text: s.searchTextSQLPath,
+		Common: s.commonTermsSQL, MaxQueryBytes: maxQueryBytes, Store: "postgres"}
 }
 
 // searchVectorSQLPath is SearchVector for a user too large to keep in

@@ -28,6 +28,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // defaultMaxConns is the pool's size unless the URL sets pool_max_conns.
@@ -38,6 +39,9 @@ const defaultMaxConns = 16
 // times that).
 const cancelDelay = time.Second
 
+// searcher is the Store's recall reads, embedded (search.Searcher).
+type searcher = search.Searcher
+
 // Store is a memory store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool   *pgxpool.Pool
@@ -45,11 +49,13 @@ type Store struct {
 	// vacuum reclaims erased rows in the background (erasure.go).
 	vacuum *vacuumer
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go), and around holds the turns around recalled
-	// messages (MessagesAround); search reads them, falling back on SQL.
-	index  *itemindex.Index
-	around *itemindex.Windows
-	search itemindex.Searcher
+	// (indexsource.go). The searcher, whose methods are the Store's
+	// SearchVector, SearchText, CommonTerms, MessagesAround and Collectors
+	// (each item with its Embedding, read-only), reads it and the turns
+	// around recalled messages kept in memory, falling back on SQL
+	// (search.go).
+	index *itemindex.Index
+	searcher
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -204,6 +210,5 @@ func unavailable(err error) error {
 // gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
-	s.around = itemindex.NewWindows(indexSource{s.pool}, turns)
-	s.search = itemindex.NewSearcher(s.index, s.around, s.sqlSearches(), s)
+	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s.pool}, turns), s.sqlSearches(), s)
 }

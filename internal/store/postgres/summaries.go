@@ -31,9 +31,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "postgres.LatestSummary")()
-	sum, err := scanSummary(s.pool.QueryRow(ctx, `SELECT `+summaryColumns+` FROM summaries
+	sum, err := scanSummary(s.pool.QueryRow(ctx, `SELECT `+summaryColumns+`, model FROM summaries
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, false)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}

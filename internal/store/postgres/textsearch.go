@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -14,19 +13,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// maxQueryBytes bounds the query text parsed into terms.
+// maxQueryBytes bounds the query text parsed into terms (the Searcher cuts
+// it: search.SQLSearches.MaxQueryBytes).
 const maxQueryBytes = 4096
-
-// truncate cuts s to at most n bytes at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // searchTextSQL returns the statement SearchText runs for q, and its
 // arguments: Okapi BM25 (k1 = 1.2, b = 0.75) over the user's items, from
@@ -53,7 +42,7 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 		stop = []string{} // NULL would match no lexeme
 	}
 	related, weights := relatedArgs(q.Related)
-	args := []any{q.Tenant, q.User, truncate(q.Text, maxQueryBytes), stop, q.Limit, related, weights}
+	args := []any{q.Tenant, q.User, q.Text, stop, q.Limit, related, weights}
 	var where strings.Builder
 	if q.Conversation != "" {
 		args = append(args, q.Conversation)

@@ -92,11 +92,7 @@ func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]in
 }
 
 func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	stored, err := liveFrom(ctx, a.tx, from, seq, n)
-	if err != nil {
-		return nil, fmt.Errorf("load candidate: %w", err)
-	}
-	return stored, nil
+	return liveFrom(ctx, a.tx, from, seq, n)
 }
 
 func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // The Store's itemindex.Windows (MessagesAround) reads its indexSource:
@@ -45,7 +46,7 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 		return nil, nil, err
 	}
 	defer rows.Close()
-	wr := itemindex.NewWindowReads(radius, len(refs))
+	wr := search.NewWindowReads(radius, len(refs))
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
 		var (

@@ -6,9 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"slices"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -91,17 +88,4 @@ func (src indexSource) LoadTexts(ctx context.Context, tenant, user string, after
 // that is not the user's).
 func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
 	return src.s.loadItems(ctx, ids)
-}
-
-// CommonTerms returns those of terms common in the user's items
-// (itemindex.Searcher.CommonTerms; a user too large to index in memory
-// has none).
-func (s *Store) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
-	return s.search.CommonTerms(ctx, rev, tenant, user, terms, minDF, frac)
-}
-
-// Collectors returns the Prometheus collectors of the Store's caches (see
-// internal/engine/cache), as they are when called: after SetCacheLimits.
-func (s *Store) Collectors() []prometheus.Collector {
-	return slices.Concat(s.index.Collectors(), s.around.Collectors())
 }

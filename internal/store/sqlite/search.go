@@ -11,7 +11,6 @@ import (
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/ranking"
-	"github.com/memgate/memgate/internal/telemetry"
 	"github.com/memgate/memgate/internal/vec"
 )
 
@@ -19,26 +18,6 @@ import (
 // make eval (about 400 items per user) scores the same at 300 as with no
 // window, and a point lower at 100.
 const textWindow = 300
-
-// SearchVector ranks the user's items by cosine similarity to q.Embedding
-// (itemindex.Searcher.SearchVector).
-func (s *Store) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "sqlite.SearchVector")()
-	return s.search.SearchVector(ctx, q)
-}
-
-// SearchText ranks the user's items matching q.Text by Okapi BM25
-// (itemindex.Searcher.SearchText).
-func (s *Store) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	defer telemetry.Span(&ctx, "sqlite.SearchText")()
-	return s.search.SearchText(ctx, q)
-}
-
-// MessagesAround returns the live messages around refs
-// (itemindex.Searcher.MessagesAround).
-func (s *Store) MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	return s.search.MessagesAround(ctx, rev, tenant, user, refs, radius)
-}
 
 // searchVectorSQL is SearchVector for a user too large for the cache
 // (itemindex.DefaultLimits): the candidates' vectors are read from SQL and

@@ -26,11 +26,15 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // busyTimeout is how long a connection waits for another process's write
 // lock before failing with SQLITE_BUSY.
 const busyTimeout = 10 * time.Second
+
+// searcher is the Store's recall reads, embedded (search.Searcher).
+type searcher = search.Searcher
 
 // Store is a memory store in one SQLite file. It is safe for concurrent use.
 type Store struct {
@@ -40,11 +44,12 @@ type Store struct {
 	outbox *Outbox
 	enrich *Outbox
 	// index ranks SearchVector's and SearchText's results from memory
-	// (indexsource.go), and around holds the turns around recalled
-	// messages (MessagesAround); search reads them, falling back on SQL.
-	index  *itemindex.Index
-	around *itemindex.Windows
-	search itemindex.Searcher
+	// (indexsource.go). The searcher, whose methods are the Store's
+	// SearchVector, SearchText, CommonTerms, MessagesAround and
+	// Collectors, reads it and the turns around recalled messages kept in
+	// memory, falling back on SQL (search.go).
+	index *itemindex.Index
+	searcher
 	// reads runs the request path's reads on read through prepared
 	// statements; writes holds hotWrites prepared on write (writeTx).
 	reads, writes *stmtCache
@@ -224,6 +229,6 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // itemindex.DefaultWindowBytes, the sizes Open gives them).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
-	s.around = itemindex.NewWindows(indexSource{s}, turns)
-	s.search = itemindex.NewSearcher(s.index, s.around, itemindex.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow}, s)
+	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s}, turns),
+		search.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow, Store: "sqlite"}, s)
 }

@@ -32,9 +32,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound when it has none.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
-	sum, err := scanSummary(s.reads.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries
+	sum, err := scanSummary(s.reads.QueryRowContext(ctx, `SELECT `+summaryColumns+`, model FROM summaries
 		WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, false)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}

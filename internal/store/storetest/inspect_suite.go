@@ -167,6 +167,11 @@ func testSummaryHistory(t *testing.T, s InspectStore) {
 			t.Errorf("summary %d = %+v", i+1, got)
 		}
 	}
+	// The prompt reads the latest version, and who wrote it decides its
+	// share (an extractive summary's is memory.shares.extractive_summary).
+	if latest, err := s.LatestSummary(ctx, id); err != nil || latest.Version != 2 || latest.Summariser != "extractive" {
+		t.Fatalf("LatestSummary = %+v, %v; want version 2 by the extractive summariser", latest, err)
+	}
 }
 
 func testFootprint(t *testing.T, s InspectStore) {

@@ -267,10 +267,11 @@ func testGuardedWritesRaceConversationDelete(t *testing.T, s KnowledgeStore) {
 
 // testDeleteConversationRacesIndexing deletes conversations while unguarded
 // writers (the management API, a reindex) keep indexing items of them:
-// neither side fails (no deadlock between their locks).
+// neither side fails (no deadlock between their locks). Each call has its
+// own suiteTimeout, so a deadlocked call fails it however long the whole
+// race takes on a loaded machine.
 func testDeleteConversationRacesIndexing(t *testing.T, s KnowledgeStore) {
 	const rounds = 30
-	ctx := testCtx(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*rounds)
 	for c := range 3 {
@@ -279,7 +280,7 @@ func testDeleteConversationRacesIndexing(t *testing.T, s KnowledgeStore) {
 		go func() {
 			defer wg.Done()
 			for i := range rounds {
-				if err := s.AddItems(ctx, []memory.Item{
+				if err := s.AddItems(testCtx(t), []memory.Item{
 					item(id, "message", fmt.Sprintf("%s-%d:0", id.Conversation, i), "the lighthouse keeper", vec4(1, 0, 0, 0)),
 					item(id, "fact", strconv.Itoa(1000*c+i), "profile city: Lisbon", vec4(0, 1, 0, 0)),
 				}); err != nil {
@@ -292,7 +293,7 @@ func testDeleteConversationRacesIndexing(t *testing.T, s KnowledgeStore) {
 			defer wg.Done()
 			for i := range rounds {
 				mustSave(t, s, simple(t, id, i+1))
-				if err := s.DeleteConversation(ctx, id); err != nil {
+				if err := s.DeleteConversation(testCtx(t), id); err != nil {
 					errs <- fmt.Errorf("%s DeleteConversation: %w", id.Conversation, err)
 					return
 				}

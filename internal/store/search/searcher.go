@@ -1,4 +1,11 @@
-package itemindex
+// Package search answers a store's recall reads — its items ranked by
+// vector and by text, the terms common in them, and the turns around hits
+// — from the in-memory item index (internal/itemindex) when it keeps the
+// user, and from the store's own SQL when the user is too large for it.
+// The SQL stores' SearchVector, SearchText, CommonTerms and MessagesAround
+// are a Searcher's; the ranking of those results, fusion included, is
+// internal/engine/recall's.
+package search
 
 import (
 	"context"
@@ -6,35 +13,44 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
+	"github.com/memgate/memgate/internal/telemetry"
 )
 
 // SQLSearches are a store's searches in SQL alone, which a Searcher runs
-// for a user too large for its Index (ErrTooBig).
+// for a user too large for its Index (itemindex.ErrTooBig).
 type SQLSearches struct {
 	// Vector ranks the user's items by cosine similarity to q.Embedding,
-	// as Index.SearchVector does; q asks for something (contract.VectorQuery).
+	// as itemindex.Index.SearchVector does; q asks for something (contract.VectorQuery).
 	Vector func(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
-	// Text ranks the user's items for terms (at least one, from q.Text)
-	// and q.Related, as Index.SearchText does; q.Limit > 0.
+	// Text ranks the user's items for terms (at least one, from q.Text,
+	// which is cut to MaxQueryBytes) and q.Related, as
+	// itemindex.Index.SearchText does; q.Limit > 0.
 	Text func(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error)
-	// Common, when set, counts terms as Index.CommonTerms does; nil: no
+	// Common, when set, counts terms as itemindex.Index.CommonTerms does; nil: no
 	// term is known to be common.
 	Common func(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
-	// MaxQueryBytes, when > 0, bounds the query text split into terms.
+	// MaxQueryBytes, when > 0, bounds the query text split into terms
+	// and handed to Text.
 	MaxQueryBytes int
+	// Store names the store in the trace spans of SearchVector and
+	// SearchText ("sqlite": sqlite.SearchVector).
+	Store string
 }
 
 // Searcher is a store's recall reads: its items ranked by vector and by
 // text, the terms common in them, and the turns around hits. It answers
-// from an Index and a Windows, kept in memory, and for a user too large
-// for the Index from the store's own SQL. A store's SearchVector,
-// SearchText, CommonTerms and MessagesAround are these.
+// from an itemindex.Index and an itemindex.Windows, kept in memory, and for a user too large
+// for the Index from the store's own SQL. A store embeds it: its
+// SearchVector, SearchText, CommonTerms and MessagesAround are these.
 type Searcher struct {
-	index   *Index // nil: SQL alone
-	windows *Windows
+	index   *itemindex.Index // nil: SQL alone
+	windows *itemindex.Windows
 	sql     SQLSearches
 	revs    cache.RevisionReader
 }
@@ -45,7 +61,7 @@ type Searcher struct {
 // keyed by the user's Revisions: the request's read, handed to each
 // search (memory.ItemQuery.Revisions, the rev arguments), or read from
 // revs when a caller hands none.
-func NewSearcher(index *Index, windows *Windows, sql SQLSearches, revs cache.RevisionReader) Searcher {
+func NewSearcher(index *itemindex.Index, windows *itemindex.Windows, sql SQLSearches, revs cache.RevisionReader) Searcher {
 	return Searcher{index: index, windows: windows, sql: sql, revs: revs}
 }
 
@@ -67,12 +83,13 @@ func (s Searcher) revisions(ctx context.Context, rev *memory.Revisions, tenant, 
 // query without an embedding or a positive limit, memory.ErrInvalid for
 // one whose Dims contradict its embedding.
 func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	defer telemetry.Span(&ctx, s.sql.Store+".SearchVector")()
 	if ok, err := contract.VectorQuery(q); err != nil {
 		return nil, wrap("search vector", err)
 	} else if !ok {
 		return []memory.Item{}, nil
 	}
-	err := ErrTooBig
+	err := itemindex.ErrTooBig
 	if s.index != nil {
 		var rev cache.Revisions
 		if rev, err = s.revisions(ctx, q.Revisions, q.Tenant, q.User); err != nil {
@@ -83,7 +100,7 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 			return items, nil
 		}
 	}
-	if !errors.Is(err, ErrTooBig) {
+	if !errors.Is(err, itemindex.ErrTooBig) {
 		return nil, wrap("search vector", err)
 	}
 	items, err := s.sql.Vector(ctx, q)
@@ -95,11 +112,13 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 // words (memory.QueryTerms), never read as query syntax. Nothing (an
 // empty slice) for a text without words or a limit below 1.
 func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
-	terms := memory.QueryTerms(truncate(q.Text, s.sql.MaxQueryBytes), MaxQueryTerms)
+	defer telemetry.Span(&ctx, s.sql.Store+".SearchText")()
+	q.Text = truncate(q.Text, s.sql.MaxQueryBytes)
+	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	err := ErrTooBig
+	err := itemindex.ErrTooBig
 	if s.index != nil {
 		var rev cache.Revisions
 		if rev, err = s.revisions(ctx, q.Revisions, q.Tenant, q.User); err != nil {
@@ -110,7 +129,7 @@ func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.
 			return items, nil
 		}
 	}
-	if !errors.Is(err, ErrTooBig) {
+	if !errors.Is(err, itemindex.ErrTooBig) {
 		return nil, wrap("search text", err)
 	}
 	items, err := s.sql.Text(ctx, q, terms)
@@ -127,7 +146,7 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	err := ErrTooBig
+	err := itemindex.ErrTooBig
 	if s.index != nil {
 		var r cache.Revisions
 		if r, err = s.revisions(ctx, rev, tenant, user); err != nil {
@@ -138,7 +157,7 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 			return out, nil
 		}
 	}
-	if !errors.Is(err, ErrTooBig) {
+	if !errors.Is(err, itemindex.ErrTooBig) {
 		return nil, wrap("common terms", err)
 	}
 	if s.sql.Common == nil {
@@ -149,7 +168,7 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 }
 
 // MessagesAround returns the live messages around refs by the contract
-// (storetest.RankingStore), as Windows.Around reads them.
+// (storetest.RankingStore), as itemindex.Windows.Around reads them.
 func (s Searcher) MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if s.windows == nil || len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
@@ -159,6 +178,19 @@ func (s Searcher) MessagesAround(ctx context.Context, rev *memory.Revisions, ten
 		return nil, wrap("messages around", err)
 	}
 	return s.windows.Around(ctx, r, tenant, user, refs, radius)
+}
+
+// Collectors returns the Prometheus collectors of the Searcher's index and
+// windows caches (see internal/engine/cache).
+func (s Searcher) Collectors() []prometheus.Collector {
+	var cs []prometheus.Collector
+	if s.index != nil {
+		cs = append(cs, s.index.Collectors()...)
+	}
+	if s.windows != nil {
+		cs = append(cs, s.windows.Collectors()...)
+	}
+	return cs
 }
 
 // wrap names the read that failed with err; nil stays nil.

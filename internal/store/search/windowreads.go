@@ -1,20 +1,23 @@
-package itemindex
+package search
 
-import "github.com/memgate/memgate/internal/memory"
+import (
+	"github.com/memgate/memgate/internal/itemindex"
+	"github.com/memgate/memgate/internal/memory"
+)
 
 // WindowReads gathers what a store's ReadWindows reads, one row at a time,
-// into the windows and closed flags WindowSource.ReadWindows returns.
+// into the windows and closed flags itemindex.WindowSource.ReadWindows returns.
 type WindowReads struct {
 	radius int
 	// Read and Closed are ReadWindows' results.
-	Read   map[WindowKey][]memory.Message
-	Closed map[WindowKey]bool
+	Read   map[itemindex.WindowKey][]memory.Message
+	Closed map[itemindex.WindowKey]bool
 }
 
 // NewWindowReads returns an empty WindowReads for windows of radius turns
 // around refs refs.
 func NewWindowReads(radius, refs int) *WindowReads {
-	return &WindowReads{radius: radius, Read: make(map[WindowKey][]memory.Message, refs), Closed: make(map[WindowKey]bool, refs)}
+	return &WindowReads{radius: radius, Read: make(map[itemindex.WindowKey][]memory.Message, refs), Closed: make(map[itemindex.WindowKey]bool, refs)}
 }
 
 // Add records turn m, read within the radius of the message hitKey of m's
@@ -23,7 +26,7 @@ func NewWindowReads(radius, refs int) *WindowReads {
 // but still makes the hit a stored message and closes its window when it
 // is the window's last seq.
 func (w *WindowReads) Add(hitKey string, hitSeq int64, m memory.Message, superseded bool, marked []byte) {
-	k := WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: w.radius}
+	k := itemindex.WindowKey{Ref: memory.MessageRef{Conversation: m.Conversation, Key: hitKey}, Radius: w.radius}
 	if m.Seq == hitSeq+int64(w.radius) {
 		w.Closed[k] = true
 	}

@@ -1,4 +1,4 @@
-package itemindex_test
+package search_test
 
 import (
 	"context"
@@ -6,8 +6,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // sqlCalls records what a Searcher asked of its store's SQL, and answers
@@ -15,16 +19,17 @@ import (
 type sqlCalls struct {
 	calls []string
 	terms []string
+	text  string // the query text Text got
 }
 
-func (c *sqlCalls) searches(common bool, maxBytes int) itemindex.SQLSearches {
-	s := itemindex.SQLSearches{
+func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
+	s := search.SQLSearches{
 		Vector: func(context.Context, memory.ItemQuery) ([]memory.Item, error) {
 			c.calls = append(c.calls, "vector")
 			return []memory.Item{{Ref: "sql-vector"}}, nil
 		},
-		Text: func(_ context.Context, _ memory.ItemQuery, terms []string) ([]memory.Item, error) {
-			c.calls, c.terms = append(c.calls, "text"), terms
+		Text: func(_ context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+			c.calls, c.terms, c.text = append(c.calls, "text"), terms, q.Text
 			return []memory.Item{{Ref: "sql-text"}}, nil
 		},
 		MaxQueryBytes: maxBytes,
@@ -38,14 +43,74 @@ func (c *sqlCalls) searches(common bool, maxBytes int) itemindex.SQLSearches {
 	return s
 }
 
+// fakeStore is an itemindex.Source, an itemindex.WindowSource (holding no
+// turns) and a cache.RevisionReader over fixed items of one user, every
+// one an insert.
+type fakeStore []memory.Item
+
+var _ itemindex.Source = fakeStore(nil)
+
+func (f fakeStore) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
+	return cache.Revisions{Added: int64(len(f))}, nil
+}
+
+func (f fakeStore) LoadVectors(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []float32) error) error {
+	for _, it := range f {
+		if it.Model == key.Model && len(it.Embedding) == key.Dims && it.ID > afterID {
+			if err := add(it.ID, it.Conversation, it.Ref, slices.Clone(it.Embedding)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (f fakeStore) LoadTexts(_ context.Context, _, _ string, afterID int64, add func(int64, string, string, []byte) error) error {
+	for _, it := range f {
+		if it.ID > afterID {
+			if err := add(it.ID, it.Conversation, it.Ref, []byte(it.Text)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (f fakeStore) LoadItems(_ context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
+	var out []memory.Item
+	for _, it := range f {
+		if slices.Contains(ids, it.ID) {
+			it.Embedding = slices.Clone(it.Embedding)
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func fakeItem(id int64, ref, text string, v ...float32) memory.Item {
+	return memory.Item{ID: id, Tenant: "acme", User: "alice", Conversation: "c1", Kind: "message", Ref: ref, Text: text,
+		Embedding: v, Model: "m", Dims: len(v)}
+}
+
+func refsOf(t *testing.T, items []memory.Item, err error) []string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Ref
+	}
+	return out
+}
+
 // TestSearcherFallsBackOnSQL checks where each search is answered: by the
 // index for a user it keeps, by the store's SQL for a user too large for
 // it (ErrTooBig) or without an index, and by neither for a query that
 // asks for nothing.
 func TestSearcherFallsBackOnSQL(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeStore()
-	f.add(fakeItem("alice", "a", "porto porto", 1, 0), fakeItem("alice", "b", "porto lisbon", 0, 1))
+	f := fakeStore{fakeItem(1, "a", "porto porto", 1, 0), fakeItem(2, "b", "porto lisbon", 0, 1)}
 	vq := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10}
 	tq := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto?", Limit: 10}
 	tiny := itemindex.Limits{Vectors: 4, Texts: 4, Items: 4}
@@ -70,7 +135,7 @@ func TestSearcherFallsBackOnSQL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var c sqlCalls
-			s := itemindex.NewSearcher(tt.index, nil, c.searches(tt.common, 0), f)
+			s := search.NewSearcher(tt.index, nil, c.searches(tt.common, 0), f)
 			v, err := s.SearchVector(ctx, vq)
 			if got := refsOf(t, v, err); !slices.Equal(got, tt.wantV) {
 				t.Errorf("SearchVector = %v, want %v", got, tt.wantV)
@@ -96,7 +161,7 @@ func TestSearcherFallsBackOnSQL(t *testing.T) {
 func TestSearcherQueriesForNothing(t *testing.T) {
 	ctx := context.Background()
 	var c sqlCalls
-	s := itemindex.NewSearcher(nil, nil, c.searches(true, 10), nil)
+	s := search.NewSearcher(nil, nil, c.searches(true, 10), nil)
 	id := memory.ItemQuery{Tenant: "acme", User: "alice"}
 	for name, q := range map[string]memory.ItemQuery{
 		"no embedding":   {Tenant: "acme", User: "alice", Limit: 5},
@@ -132,7 +197,58 @@ func TestSearcherQueriesForNothing(t *testing.T) {
 	if want := []string{"porto", "lisb"}; !slices.Equal(c.terms, want) {
 		t.Fatalf("terms = %v, want %v (the text cut at 10 bytes)", c.terms, want)
 	}
+	if want := "porto lisb"; c.text != want {
+		t.Fatalf("SQL searched the text %q, want %q (cut at 10 bytes)", c.text, want)
+	}
 	if out, err := s.MessagesAround(ctx, nil, "acme", "alice", []memory.MessageRef{{Conversation: "c1", Key: "k"}}, 1); err != nil || out == nil || len(out) != 0 {
 		t.Fatalf("MessagesAround without windows = %v, %v, want an empty slice", out, err)
+	}
+}
+
+func (fakeStore) ReadWindows(context.Context, string, string, []memory.MessageRef, int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+	return nil, nil, nil
+}
+
+// TestSearcherCollectors checks that a Searcher reports the metrics of
+// every cache it reads (a store's Collectors are these), and none when it
+// searches in SQL alone.
+func TestSearcherCollectors(t *testing.T) {
+	f := fakeStore{}
+	tests := []struct {
+		name string
+		s    search.Searcher
+		want []string // the caches named, sorted
+	}{
+		{"index and windows", search.NewSearcher(itemindex.New(f, itemindex.DefaultLimits), itemindex.NewWindows(f, 1<<20), search.SQLSearches{}, f),
+			[]string{"items", "texts", "vectors", "windows"}},
+		{"SQL alone", search.NewSearcher(nil, nil, search.SQLSearches{}, nil), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			for _, c := range tt.s.Collectors() {
+				if err := reg.Register(c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, mf := range families {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "cache" && !slices.Contains(got, l.GetValue()) {
+							got = append(got, l.GetValue())
+						}
+					}
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("caches = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
