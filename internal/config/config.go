@@ -293,13 +293,13 @@ type Memory struct {
 // in SQL instead; a gateway whose active users outgrow the items or turns
 // reads them from the store on every search.
 type Cache struct {
-	// VectorsMB bounds the recall items' vectors (128: about 85,000 items
-	// of 384 dimensions).
+	// VectorsMB bounds the recall items' vectors (128: about 63,000 items
+	// of the encoder's 512 dimensions, 83,000 of 384).
 	VectorsMB int `yaml:"vectors_mb"`
 	// TextsMB bounds the BM25 full-text indexes.
 	TextsMB int `yaml:"texts_mb"`
-	// ItemsMB bounds the whole items searches return (32: about 20,000 of
-	// 384 dimensions).
+	// ItemsMB bounds the whole items searches return (32: about 15,000 of
+	// 512 dimensions, 20,000 of 384).
 	ItemsMB int `yaml:"items_mb"`
 	// TurnsMB bounds the turns around recalled messages.
 	TurnsMB int `yaml:"turns_mb"`
