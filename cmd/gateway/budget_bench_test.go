@@ -132,7 +132,7 @@ func BenchmarkTokensCurve(b *testing.B) {
 // BenchmarkPrepare measures assembly on a warm 300-turn conversation
 // (summary, pinned facts, recent turns from SQLite) against pass-through
 // (memory off: the client's messages counted and returned). The recall-N
-// cases add recall as wired by default (local embedder, 384 dimensions,
+// cases add recall with the local embedder (384 dimensions,
 // hybrid search, top_k 5) over a user whose memory holds N items: the
 // conversation's own 600 turns and N-600 passages from 40 earlier
 // conversations.
@@ -156,6 +156,11 @@ func BenchmarkPrepare(b *testing.B) {
 		})
 	}
 	cfg := config.Default()
+	// The hashed embedder: the recall-N cases measure assembly and search
+	// over N items, and seed up to thousands of passages, which the
+	// encoder would take minutes to embed; its own cost is measured by
+	// internal/encoder's benchmarks and bench's encoder cell.
+	cfg.Recall.Embeddings.Provider = "local"
 	rl, err := openRecall(cfg, w.st, nil, nil)
 	if err != nil {
 		b.Fatal(err)

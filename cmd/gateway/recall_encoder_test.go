@@ -20,17 +20,11 @@ var _ recall.Embedder = (*encoder.Embedder)(nil)
 // recorded), behind the store's embedding cache, and its vectors match
 // meaning: a meal said one way is nearer a meal said another way than an
 // unrelated errand.
-func TestEncoderEmbedder(t *testing.T) {
-	// local stays the default until the encoder recalls more on real
-	// conversations (LoCoMo: 0.49 against local's 0.61, same build).
-	if p := config.Default().Recall.Embeddings.Provider; p != "local" {
-		t.Fatalf("default provider %q, want local", p)
-	}
+func TestEncoderIsTheDefaultEmbedder(t *testing.T) {
 	up := upstreamtest.New(t, upstreamtest.Default())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
 			cfg := mk(t)
-			cfg.Recall.Embeddings.Provider = "encoder"
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 			bk, err := openStore(context.Background(), cfg, logger)
 			if err != nil {

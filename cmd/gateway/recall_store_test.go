@@ -173,6 +173,10 @@ func mustLoad(t *testing.T, getenv func(string) string) config.Config {
 // 384-dimensional embedder.
 func BenchmarkRecall(b *testing.B) {
 	cfg := config.Default()
+	// The passages below carry the local embedder's vectors, so recall
+	// must embed the query with it too (the encoder's cost is measured by
+	// internal/encoder's benchmarks and bench's encoder cell).
+	cfg.Recall.Embeddings.Provider = "local"
 	cfg.Store.SQLitePath = filepath.Join(b.TempDir(), "memgate.db")
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()

@@ -25,6 +25,10 @@ import (
 func BenchmarkMemoryTurn(b *testing.B) {
 	w := newWarmConversation(b, 300, false)
 	cfg := config.Default()
+	// The hashed embedder: this measures the turn's own path (store,
+	// search, assembly, enrichment), which the encoder's ~6 ms a text
+	// would drown; bench's encoder cell measures the encoder's turn.
+	cfg.Recall.Embeddings.Provider = "local"
 	rl, err := openRecall(cfg, w.st, nil, nil)
 	if err != nil {
 		b.Fatal(err)

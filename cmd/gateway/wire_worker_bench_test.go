@@ -66,6 +66,10 @@ func benchCaptureWorker(b *testing.B, store string, batched bool) {
 	up := httptest.NewServer(fakeupstream.Handler(fakeupstream.Options{}))
 	defer up.Close()
 	cfg := config.Default()
+	// The hashed embedder: this measures the worker's batching and the
+	// stores' writes, which the encoder's ~6 ms a message indexed would
+	// drown.
+	cfg.Recall.Embeddings.Provider = "local"
 	cfg.Upstream.BaseURL = up.URL + "/v1"
 	cfg.Store.SQLitePath = filepath.Join(b.TempDir(), "memgate.db")
 	if store == "pg" {

@@ -293,13 +293,13 @@ type Memory struct {
 // in SQL instead; a gateway whose active users outgrow the items or turns
 // reads them from the store on every search.
 type Cache struct {
-	// VectorsMB bounds the recall items' vectors (128: about 85,000 items
-	// of 384 dimensions).
+	// VectorsMB bounds the recall items' vectors (128: about 63,000 items
+	// of the encoder's 512 dimensions, 83,000 of 384).
 	VectorsMB int `yaml:"vectors_mb"`
 	// TextsMB bounds the BM25 full-text indexes.
 	TextsMB int `yaml:"texts_mb"`
-	// ItemsMB bounds the whole items searches return (32: about 20,000 of
-	// 384 dimensions).
+	// ItemsMB bounds the whole items searches return (32: about 15,000 of
+	// 512 dimensions, 20,000 of 384).
 	ItemsMB int `yaml:"items_mb"`
 	// TurnsMB bounds the turns around recalled messages.
 	TurnsMB int `yaml:"turns_mb"`
@@ -413,11 +413,13 @@ type Extraction struct {
 
 // Embeddings configures the embedder.
 type Embeddings struct {
-	// Provider is local (the default: hashed words and WordNet concepts;
-	// deterministic, offline, fastest), encoder (the built-in sentence
-	// encoder: in process, offline, 512 dimensions; about 12 ms of CPU per
-	// query, and on LoCoMo 0.810 against local's 0.763, see BENCHMARKS.md) or
-	// openai (a remote endpoint).
+	// Provider is encoder (the default: the built-in sentence encoder, in
+	// process, offline, 512 dimensions; about 6 ms of CPU per 20-word query
+	// on a Zen 5 core, and on LoCoMo 0.82 against local's 0.77, see
+	// BENCHMARKS.md), local (hashed words and WordNet concepts, 384
+	// dimensions; deterministic, offline, well under a millisecond: the fast
+	// option) or openai (a remote endpoint). After a change, run `gateway
+	// reindex`.
 	Provider string `yaml:"provider"`
 	// BaseURL empty uses upstream.base_url (provider openai).
 	BaseURL string `yaml:"base_url"`
@@ -536,7 +538,7 @@ func Default() Config {
 			FactsMaxStored:    200,
 			FactsMaxInjected:  20,
 			Extraction:        Extraction{Enabled: true, Model: "gpt-4o-mini"},
-			Embeddings:        Embeddings{Provider: "local", Model: "text-embedding-3-small", Batch: 64},
+			Embeddings:        Embeddings{Provider: "encoder", Model: "text-embedding-3-small", Batch: 64},
 		},
 	}
 }

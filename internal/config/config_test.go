@@ -123,6 +123,16 @@ func TestLoad(t *testing.T) {
 				t.Errorf("memory.cache = %+v, want %+v", c.Memory.Cache, want)
 			}
 		}},
+		{name: "embedder default", env: nil, check: func(t *testing.T, c Config) {
+			if e := c.Recall.Embeddings; e.Provider != "encoder" || e.Dims() != EncoderDims {
+				t.Errorf("embedder %s/%d, want encoder/%d", e.Provider, e.Dims(), EncoderDims)
+			}
+		}},
+		{name: "embedder env", env: map[string]string{"GATEWAY_EMBEDDINGS_PROVIDER": "local"}, check: func(t *testing.T, c Config) {
+			if e := c.Recall.Embeddings; e.Provider != "local" || e.Dims() != 384 {
+				t.Errorf("embedder %s/%d, want local/384", e.Provider, e.Dims())
+			}
+		}},
 		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},
 		{name: "zero enrich interval", env: map[string]string{"GATEWAY_CONFIG": noInterval}, wantErr: "capture.enrich_interval"},
 		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},
