@@ -58,27 +58,45 @@ func TestHostileInputsCostLinearWork(t *testing.T) {
 			inputs = append(inputs, in)
 		}
 	}
-	for _, in := range inputs {
-		t.Run(in.Name, func(t *testing.T) {
-			// A deadline that does not pass, so Prepare's work is all counted.
-			g := startHostileGateway(t, func(c *config.Config) { c.Memory.LoadTimeout = config.Duration(time.Minute) })
-			w, h := g.measure(t, in.Body, g.idleGoroutines(t))
-			size := int64(len(in.Body))
-			t.Logf("%d bytes: tokenized %d (%.1f×), %d lookups, allocated %d bytes (%.0f×) in %d objects; degraded %q",
-				size, w.tokenized, float64(w.tokenized)/float64(size), w.lookups, w.allocBytes,
-				float64(w.allocBytes)/float64(size), w.allocs, h.Get("X-Memory-Degraded"))
-			if w.tokenized > 4*size {
-				t.Errorf("tokenized %d bytes for a %d-byte request", w.tokenized, size)
+	// The default embedder (the built-in encoder) and the fast one (local,
+	// hashed words and trigrams) each see every input.
+	for _, provider := range []string{"", "local"} {
+		for _, in := range inputs {
+			name := in.Name
+			if provider != "" {
+				name += "/" + provider
 			}
-			if w.lookups > 3*w.tokenized {
-				t.Errorf("%d rank lookups for %d bytes tokenized", w.lookups, w.tokenized)
-			}
-			if w.allocBytes > uint64(2000*size) {
-				t.Errorf("allocated %d bytes for a %d-byte request", w.allocBytes, size)
-			}
-			if w.allocs > uint64(20*size) {
-				t.Errorf("allocated %d objects for a %d-byte request", w.allocs, size)
-			}
-		})
+			t.Run(name, func(t *testing.T) { hostileCostsLinearWork(t, in, provider) })
+		}
+	}
+}
+
+// hostileCostsLinearWork sends one hostile input through a gateway whose
+// embedder is provider (empty: the default) and checks its counted work.
+func hostileCostsLinearWork(t *testing.T, in pathological.Input, provider string) {
+	t.Helper()
+	// A deadline that does not pass, so Prepare's work is all counted.
+	g := startHostileGateway(t, func(c *config.Config) {
+		c.Memory.LoadTimeout = config.Duration(time.Minute)
+		if provider != "" {
+			c.Recall.Embeddings.Provider = provider
+		}
+	})
+	w, h := g.measure(t, in.Body, g.idleGoroutines(t))
+	size := int64(len(in.Body))
+	t.Logf("%d bytes: tokenized %d (%.1f×), %d lookups, allocated %d bytes (%.0f×) in %d objects; degraded %q",
+		size, w.tokenized, float64(w.tokenized)/float64(size), w.lookups, w.allocBytes,
+		float64(w.allocBytes)/float64(size), w.allocs, h.Get("X-Memory-Degraded"))
+	if w.tokenized > 4*size {
+		t.Errorf("tokenized %d bytes for a %d-byte request", w.tokenized, size)
+	}
+	if w.lookups > 3*w.tokenized {
+		t.Errorf("%d rank lookups for %d bytes tokenized", w.lookups, w.tokenized)
+	}
+	if w.allocBytes > uint64(2000*size) {
+		t.Errorf("allocated %d bytes for a %d-byte request", w.allocBytes, size)
+	}
+	if w.allocs > uint64(20*size) {
+		t.Errorf("allocated %d objects for a %d-byte request", w.allocs, size)
 	}
 }
