@@ -1,8 +1,7 @@
 package prompt
 
 import (
-	"container/list"
-	"sync"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -16,20 +15,15 @@ import (
 // on another gateway, or for a conversation it no longer holds, the newest
 // summary is shown. Safe for concurrent use.
 type heldSummaries struct {
-	mu    sync.Mutex
-	convs map[memory.Identity]*list.Element // of held
-	lru   *list.List                        // most recently put first
-	max   int
-}
-
-// held is one conversation's held summary.
-type held struct {
-	id      memory.Identity
-	summary memory.Summary
+	convs *lru.Cache[memory.Identity, memory.Summary]
 }
 
 func newHeldSummaries(convs int) *heldSummaries {
-	return &heldSummaries{convs: map[memory.Identity]*list.Element{}, lru: list.New(), max: max(convs, 1)}
+	c, err := lru.New[memory.Identity, memory.Summary](max(convs, 1))
+	if err != nil { // only for a size below 1
+		panic(err)
+	}
+	return &heldSummaries{convs: c}
 }
 
 // usable returns the summary held for id when it is older than latest (a
@@ -40,13 +34,8 @@ func (h *heldSummaries) usable(id memory.Identity, latest *memory.Summary, store
 	if h == nil || latest == nil || len(stored) == 0 {
 		return nil
 	}
-	h.mu.Lock()
-	e, ok := h.convs[id]
-	var s memory.Summary
-	if ok {
-		s = e.Value.(held).summary
-	}
-	h.mu.Unlock()
+	// Peek: a read does not make a conversation recently put.
+	s, ok := h.convs.Peek(id)
 	if !ok || s.Version >= latest.Version || s.ToSeq+1 < stored[0].Seq {
 		return nil
 	}
@@ -59,23 +48,9 @@ func (h *heldSummaries) put(id memory.Identity, s *memory.Summary) {
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e, ok := h.convs[id]
-	switch {
-	case s == nil && ok:
-		h.lru.Remove(e)
-		delete(h.convs, id)
-	case s == nil:
-	case ok:
-		e.Value = held{id: id, summary: *s}
-		h.lru.MoveToFront(e)
-	default:
-		if h.lru.Len() >= h.max {
-			last := h.lru.Back()
-			h.lru.Remove(last)
-			delete(h.convs, last.Value.(held).id)
-		}
-		h.convs[id] = h.lru.PushFront(held{id: id, summary: *s})
+	if s == nil {
+		h.convs.Remove(id)
+		return
 	}
+	h.convs.Add(id, *s)
 }
