@@ -133,21 +133,16 @@ var (
 		"comigo": true, "nós": true, "nos": true, "nosso": true, "nossa": true, "nossos": true,
 		"nossas": true, "conosco": true,
 	}
+	// Whole words only; the words with inflected forms are memoryStems.
 	adviceWords = map[string]bool{
-		"suggest": true, "suggestion": true, "suggestions": true, "recommend": true,
-		"recommendation": true, "recommendations": true, "advice": true, "advise": true,
-		"tip": true, "tips": true, "help": true,
-		"sugere": true, "sugerir": true, "sugestão": true, "sugestões": true, "recomenda": true,
-		"recomendar": true, "recomendação": true, "conselho": true, "conselhos": true,
-		"aconselha": true, "ajuda": true, "ajudar": true, "dica": true, "dicas": true,
+		"advice": true, "tip": true, "tips": true, "help": true,
+		"sugestão": true, "sugestões": true, "conselho": true, "conselhos": true,
+		"dica": true, "dicas": true,
 	}
 	pastWords = map[string]bool{
-		"remember": true, "remind": true, "recall": true, "earlier": true, "before": true,
-		"ago": true, "again": true, "last": true, "previous": true, "previously": true,
-		"told": true, "said": true, "mentioned": true,
-		"lembra": true, "lembras": true, "lembrar": true, "lembre": true, "antes": true,
-		"atrás": true, "novamente": true, "última": true, "último": true, "passado": true,
-		"passada": true, "disse": true, "falou": true, "contou": true, "mencionou": true,
+		"before": true, "ago": true, "again": true, "last": true,
+		"antes": true, "atrás": true, "novamente": true, "última": true, "último": true,
+		"passado": true, "passada": true,
 	}
 )
 
