@@ -30,7 +30,7 @@ func (a *Assembler) assembleHeld(ctx context.Context, req memory.Request, system
 	// A turn whose free room recall fills shows the newest summary, the
 	// shortest account of the past, and leaves recall the most room.
 	fills := a.opts.FillRecall && (a.opts.FillWhen != FillAsked || currentAsks(rest))
-	if h := a.held.usable(req.Identity, ld.summary, ld.stored); h != nil && !fills {
+	if h := a.held.usable(req.Identity, ld.rev, ld.summary, ld.stored); h != nil && !fills {
 		hl := ld
 		hl.summary = h
 		var all bool
@@ -47,7 +47,7 @@ func (a *Assembler) assembleHeld(ctx context.Context, req memory.Request, system
 		p, _, err = asm.assembleWindow(req, system, rest, fullHistory, ld)
 	}
 	if err == nil && req.Mode.Stores() && (shown != nil || !slices.Contains(ld.degraded, partSummary)) {
-		a.held.put(req.Identity, shown)
+		a.held.put(req.Identity, ld.rev, shown)
 	}
 	return p, err
 }

@@ -13,44 +13,56 @@ import (
 // client's system messages. It lives in one gateway process and is
 // bounded (least recently put conversations go first): after a restart,
 // on another gateway, or for a conversation it no longer holds, the newest
-// summary is shown. Safe for concurrent use.
+// summary is shown. A summary is held under the user's Messages revision
+// (memory.Revisions), which only an update or delete of their messages
+// moves (an erasure, a conversation deleted or moved, a reply
+// superseded), never a new turn: after one, nothing held before it is
+// shown again. Safe for concurrent use.
 type heldSummaries struct {
-	convs *lru.Cache[memory.Identity, memory.Summary]
+	convs *lru.Cache[memory.Identity, held]
+}
+
+// held is a summary and the Messages revision it was held under.
+type held struct {
+	summary  memory.Summary
+	messages int64
 }
 
 func newHeldSummaries(convs int) *heldSummaries {
-	c, err := lru.New[memory.Identity, memory.Summary](max(convs, 1))
+	c, err := lru.New[memory.Identity, held](max(convs, 1))
 	if err != nil { // only for a size below 1
 		panic(err)
 	}
 	return &heldSummaries{convs: c}
 }
 
-// usable returns the summary held for id when it is older than latest (a
-// summary of the same conversation) and stored, the newest stored messages
-// loaded, reach back to the first turn after it: the prompt can then show
-// it with every turn it does not cover. Otherwise it returns nil.
-func (h *heldSummaries) usable(id memory.Identity, latest *memory.Summary, stored []memory.Message) *memory.Summary {
-	if h == nil || latest == nil || len(stored) == 0 {
+// usable returns the summary held for id when it was held under rev's
+// Messages revision, is older than latest (a summary of the same
+// conversation) and stored, the newest stored messages loaded, reach back
+// to the first turn after it: the prompt can then show it with every turn
+// it does not cover. Otherwise (rev unknown included) it returns nil.
+func (h *heldSummaries) usable(id memory.Identity, rev *memory.Revisions, latest *memory.Summary, stored []memory.Message) *memory.Summary {
+	if h == nil || rev == nil || latest == nil || len(stored) == 0 {
 		return nil
 	}
 	// Peek: a read does not make a conversation recently put.
-	s, ok := h.convs.Peek(id)
-	if !ok || s.Version >= latest.Version || s.ToSeq+1 < stored[0].Seq {
+	e, ok := h.convs.Peek(id)
+	if !ok || e.messages != rev.Messages || e.summary.Version >= latest.Version || e.summary.ToSeq+1 < stored[0].Seq {
 		return nil
 	}
-	return &s
+	return &e.summary
 }
 
-// put holds s as what id's last stored turn was shown; nil (the turn was
-// shown no summary) holds nothing for id.
-func (h *heldSummaries) put(id memory.Identity, s *memory.Summary) {
+// put holds s, under rev's Messages revision, as what id's last stored
+// turn was shown; nil (the turn was shown no summary, or rev is unknown)
+// holds nothing for id.
+func (h *heldSummaries) put(id memory.Identity, rev *memory.Revisions, s *memory.Summary) {
 	if h == nil {
 		return
 	}
-	if s == nil {
+	if s == nil || rev == nil {
 		h.convs.Remove(id)
 		return
 	}
-	h.convs.Add(id, *s)
+	h.convs.Add(id, held{summary: *s, messages: rev.Messages})
 }

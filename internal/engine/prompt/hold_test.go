@@ -16,7 +16,9 @@ import (
 // replace the one the previous stored turn was shown while every turn
 // after that one still fits the window: the previous prompt stays the
 // next one's prefix. When the turns no longer fit, or without
-// HoldSummary, the newest summary is shown.
+// HoldSummary, the newest summary is shown. So is it after an update or
+// delete of the user's messages (an erasure moves their Messages
+// revision), and when the revisions cannot be read.
 func TestHoldSummary(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	turn := func(seq int) memory.Message {
@@ -35,19 +37,29 @@ func TestHoldSummary(t *testing.T) {
 		budget   int
 		next     string // the next turn
 		wantHeld bool
+		// moved: the user's messages were updated or deleted between the
+		// two requests; noRev: no revisions to read.
+		moved, noRev bool
 	}{
-		{"held while the turns fit", true, 100000, "", true},
-		{"held on a turn recall does not fill", true, 100000, `{"role":"user","content":"Sounds good."}`, true},
-		{"newest without HoldSummary", false, 100000, "", false},
-		{"newest when the turns outgrow the window", true, 900, "", false},
-		{"newest on a turn recall fills", true, 100000, `{"role":"user","content":"When is my trip?"}`, false},
+		{"held while the turns fit", true, 100000, "", true, false, false},
+		{"held on a turn recall does not fill", true, 100000, `{"role":"user","content":"Sounds good."}`, true, false, false},
+		{"newest without HoldSummary", false, 100000, "", false, false, false},
+		{"newest when the turns outgrow the window", true, 900, "", false, false, false},
+		{"newest on a turn recall fills", true, 100000, `{"role":"user","content":"When is my trip?"}`, false, false, false},
+		{"newest after the user's messages changed", true, 100000, "", false, true, false},
+		{"newest without revisions", true, 100000, "", false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := &fakeMemory{summary: &memory.Summary{Version: 1, FromSeq: 1, ToSeq: 4, Text: "First summary.", Summariser: memory.SummariserModel}}
 			for seq := 5; seq <= 14; seq++ {
 				mem.stored = append(mem.stored, turn(seq))
 			}
-			a, err := NewAssembler(Deps{History: mem, Summaries: mem, Counter: byteCounter{}},
+			rev := &messageRevisions{}
+			deps := Deps{History: mem, Summaries: mem, Counter: byteCounter{}, Revisions: rev}
+			if tc.noRev {
+				deps.Revisions = nil
+			}
+			a, err := NewAssembler(deps,
 				Options{RecentMessages: 40, MaxContextTokens: tc.budget, Shares: Shares{Summary: 0.1}, HoldSummary: tc.hold,
 					FillRecall: true, FillWhen: FillAsked,
 					Now: func() time.Time { return now }}, nil)
@@ -68,6 +80,9 @@ func TestHoldSummary(t *testing.T) {
 			// second summary.
 			mem.stored = append(mem.stored, cur, turn(16))
 			mem.summary = &memory.Summary{Version: 2, FromSeq: 1, ToSeq: 10, Text: "Second summary.", Summariser: memory.SummariserModel}
+			if tc.moved {
+				rev.messages++
+			}
 			next := tc.next
 			if next == "" {
 				next = string(turn(17).Raw)
@@ -98,4 +113,11 @@ func TestHoldSummary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// messageRevisions answers a user's revisions with Messages = messages.
+type messageRevisions struct{ messages int64 }
+
+func (r *messageRevisions) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
+	return memory.Revisions{Messages: r.messages}, nil
 }

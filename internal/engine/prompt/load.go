@@ -26,6 +26,8 @@ type loaded struct {
 	// chooses from.
 	current []memory.Fact
 	now     time.Time
+	// rev are the user's revisions read before the parts (nil: unknown).
+	rev *memory.Revisions
 	// degraded names the parts left out (memory.Degraded*), sorted.
 	degraded []string
 	// errs are why, one per degraded part.
@@ -73,6 +75,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	// part's reads are current as of them (a cache keeps what it read under
 	// them). Without them the parts read the store.
 	rev := a.revisions(ctx, req.Tenant, req.User, storeDL)
+	ld.rev = rev
 	results := make(chan partResult, 4)
 	pending := map[string]bool{}
 	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
