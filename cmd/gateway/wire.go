@@ -96,6 +96,7 @@ func (b *backend) close() error {
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
 	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
+	emb := cache.NewEmbeddings(cache.DefaultEmbeddingBytes)
 	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
 		st, err := sqlite.Open(ctx, sc.SQLitePath, logger)
@@ -103,16 +104,14 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
 		st.SetCacheLimits(lim, turns)
-		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true,
-			embeddings: cache.NewEmbeddings(cache.DefaultEmbeddingBytes), closers: []func() error{st.Close}}, nil
+		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
 		pg.SetCacheLimits(lim, turns)
-		b := &backend{store: pg, enrich: record.NewMemoryQueue(0),
-			embeddings: cache.NewEmbeddings(cache.DefaultEmbeddingBytes), closers: []func() error{pg.Close}}
+		b := &backend{store: pg, enrich: record.NewMemoryQueue(0), embeddings: emb, closers: []func() error{pg.Close}}
 		if sc.RedisURL == "" {
 			return b, nil
 		}
