@@ -80,7 +80,9 @@ var (
 	// momentRe: the clause is about this moment or a past or coming event,
 	// not a standing state.
 	momentRe = phrases(
-		`now`, `right now`, `rn`, `today`, `tonight`, `this (?:morning|afternoon|evening|weekend)`, `yesterday`, `last (?:night|week|weekend)`,
+		`now`, `right now`, `rn`, `today`, `tonight`, `this (?:morning|afternoon|evening|weekend)`, `yesterday`,
+		`last (?:night|week|weekend|month|year|summer|winter|spring|fall|autumn|time)`, `as a kid`, `ago`,
+		`semana passada`, `mês passado`, `ano passado`, `quando (?:eu )?era (?:criança|pequen[oa])`,
 		`tomorrow`, `at the moment`, `just`, `real quick`,
 		`agora`, `hoje`, `ontem`, `amanhã`, `amanha`, `neste momento`, `nesse momento`, `esta noite`, `essa noite`, `hoje à noite`, `rapidinho`,
 	)
@@ -92,10 +94,21 @@ var (
 		`his`, `her`, `their`, `our`, `a lot about`, `him`, `spending time with`,
 		`isso`, `isto`, `esse`, `essa`, `este`, `esta`, `aquele`, `aquela`, `eles`, `elas`, `você`, `vc`, `vocês`, `sua`, `seu`,
 		`quando`, `como`, `o`, `a`, `os`, `as`, `do`, `da`, `dos`, `das`, `disso`, `desse`, `dessa`, `dele`, `dela`, `te`,
+		// "doing something I love is awesome": a verb after "I love" shows
+		// a relative clause, whose object is outside it.
+		`is`, `are`, `was`, `were`, `makes`, `made`, `é`, `são`, `foi`, `era`, `faz`,
+		// "all the lights", "todas essas luzinhas": the things in view.
+		`all (?:the|these|those|this|that|of)`, `everything (?:about|here|in)`,
+		`tod[oa]s? (?:[oa]s?|ess[ea]s?|est[ea]s?|aquel[ea]s?|iss[oa])`, `tudo (?:isso|nesse|nessa|neste|nesta|aqui|daqui|sobre|no|na|em)`,
 	)
 	// pronounRe: a pronoun anywhere in the object points back at the
 	// conversation ("listening to them", "sunsets like this").
-	pronounRe = phrases(`it`, `them`, `this`, `that`, `these`, `those`, `eles`, `elas`, `isso`, `isto`, `esse`, `essa`, `you`, `vocês`)
+	// A person or place pronoun ("making him laugh", "I go there") is as
+	// empty as "it": its referent is outside the sentence.
+	pronounRe = phrases(`it`, `them`, `this`, `that`, `these`, `those`, `eles`, `elas`, `isso`, `isto`, `esse`, `essa`, `you`, `vocês`,
+		`him`, `there`, `ele`, `ela`, `lá`, `ali`, `aí`, `aquele`, `aquela`, `aqueles`, `aquelas`, `aquilo`,
+		// "a fan of your work": the other person's, not the user's.
+		`your`, `seu`, `sua`, `teu`, `tua`)
 	// choiceDeicticRe: a choice among what the assistant listed.
 	choiceDeicticRe = phrases(`first`, `second`, `third`, `last one`, `other one`, `one`, `option`, `opção`, `primeir[oa]`, `segund[oa]`, `terceir[oa]`, `outr[oa]`, `it`, `that`, `this`, `isso`, `esse`, `essa`)
 	// standingDecisionRe: what follows "I decided to / decidi" in a
@@ -104,13 +117,33 @@ var (
 	standingDecisionRe = startsWith(
 		`not`, `never`, `no longer`, `stop`, `quit`, `cancel`, `move`, `sell`, `buy (?:a|an|our|my) (?:house|home|car|flat|apartment)`, `go (?:freelance|vegan|vegetarian|back to|part-time|full-time)`,
 		`homeschool`, `switch`, `change (?:jobs|careers|my)`, `leave (?:my|the) (?:job|company|firm)`, `rent`, `get (?:married|divorced|a dog|a cat)`,
-		`retire`, `keep`, `study`, `learn`, `join`, `enroll`, `adopt`, `invest`, `save`, `pay off`, `give up`, `cut`,
+		`retire`, `keep`, `study`, `learn`, `become`, `join`, `enroll`, `adopt`, `invest`, `save`, `pay off`, `give up`, `cut`,
 		`não`, `nunca`, `parar`, `cancelar`, `mudar`, `me mudar`, `vender`, `comprar (?:uma|um|a|o) (?:casa|carro|apartamento)`, `largar`, `sair do (?:emprego|trabalho)`,
-		`adotar`, `investir`, `estudar`, `aprender`, `voltar a estudar`, `trancar`, `economizar`, `juntar`, `quitar`, `deixar de`, `trocar de (?:emprego|carreira|área)`,
+		`adotar`, `investir`, `estudar`, `virar`, `me tornar`, `aprender`, `voltar a estudar`, `trancar`, `economizar`, `juntar`, `quitar`, `deixar de`, `trocar de (?:emprego|carreira|área)`,
 	)
 	// remindStandingRe: a reminder that stands ("remind me if…", "every
 	// Sunday", "me avise se…"), not one about today.
 	remindStandingRe = phrases(`if`, `when`, `whenever`, `every`, `each`, `before`, `se`, `quando`, `sempre`, `todo`, `toda`, `todos`, `todas`, `antes`)
+	// offerRe: "let me know if you need anything", "me avisa se precisar"
+	// offers help to the other person; it asks nothing standing of the
+	// assistant.
+	offerRe = startsWith(`(?:(?:if|when|whenever|se|quando) )?(?:you|u|ya|você|vc|tu|precisar|quiser|puder)`, `(?:if|se) (?:there's|tem) anything`)
+	// possessionRe: "I don't have a recipe / any plans" says what the user
+	// lacks, not what they avoid.
+	possessionRe = phrases(`(?:don't|do not|never|can't|cannot|won't) have (?:a|an|any|the|much|many|big|enough|time|plans|my|your|no)`)
+	// sceneRe: the sentence describes the scene in front of the user ("it
+	// looks so cozy", "tá lindo", "right now"), so a taste stated in it is a
+	// reaction to the moment.
+	sceneRe = phrases(`it looks`, `it's looking`, `looks? so`, `so (?:cozy|pretty|beautiful|gorgeous|lovely|cute)`, `right now`, `rn`,
+		`at the moment`, `(?:está|esta|tá|ta|ficou|que) (?:muito |tão |tao )?lind[oa]`, `neste momento`, `nesse momento`, `agora`)
+	// bareFanRe: "I'm a huge fan (too)", "sou muito fã": a fan of what the
+	// other person said.
+	bareFanRe = regexp.MustCompile(`^(?:(?:a|an|um|uma|big|huge|total|massive|real|true|muito|grande|super) )*(?:fan|fã)(?:\s+(?:too|also|as well|tb|também|tbm))?\s*[.!]*$`)
+	// thisTimeRe: "this year", "esse ano" point at a time, not at
+	// something in the conversation; subjectPrefix and pointsOutside drop
+	// them first.
+	thisTimeRe = phrases(`(?:this|that) (?:year|month|week|summer|winter|spring|fall|autumn|semester|time)`, `these days`,
+		`(?:esse|este|neste|nesse) (?:ano|mês|mes|semestre|verão|inverno)`, `(?:essa|esta|nesta|nessa) semana`)
 	// remindQuestionRe: "remind me what / me lembra como" asks a question.
 	remindQuestionRe = startsWith(`what`, `how`, `who`, `where`, `which`, `why`, `o que`, `como`, `quem`, `onde`, `qual`, `quais`, `por que`)
 	// moneyLimitRe: a "no more than" about money is a limit; about the
@@ -126,6 +159,30 @@ var (
 		`(?:\d+|uma|duas|três|tres|quatro|cinco) vez(?:es)? por (?:dia|semana|mês|mes)`, `aos (?:sábados|domingos|fins de semana)`,
 	)
 )
+
+// pointsOutside reports a pronoun in the object whose referent is outside
+// the sentence ("try them someday"), time words aside ("this year").
+func pointsOutside(rest string) bool {
+	return pronounRe.MatchString(thisTimeRe.ReplaceAllString(rest, " "))
+}
+
+// echoWords add nothing to an object: "I love to", "I love it too", "adoro
+// demais".
+var echoWords = map[string]bool{
+	"to": true, "too": true, "also": true, "so": true, "much": true, "a": true, "lot": true, "as": true, "well": true,
+	"também": true, "tb": true, "demais": true, "muito": true, "mesmo": true, "sim": true,
+}
+
+// bareObject reports an object with nothing of its own ("I love to!!",
+// "yeah I love too"): its referent is what the other person said.
+func bareObject(rest string) bool {
+	for _, w := range strings.Fields(rest) {
+		if w = strings.Trim(w, ".!,;:?"); w != "" && !echoWords[w] {
+			return false
+		}
+	}
+	return true
+}
 
 // professions are nouns that make "I'm a …" / "sou …" a job.
 var professions = phrases(
@@ -164,5 +221,5 @@ var fillerRe = regexp.MustCompile(`\s*\b(?:these days|nowadays|btw|tbh|honestly|
 var chatSpellings = map[string]string{
 	"im": "i'm", "i'm": "i'm", "ive": "i've", "dont": "don't", "cant": "can't", "wont": "won't", "didnt": "didn't", "doesnt": "doesn't",
 	"id": "i'd", "i": "i", "wanna": "want to", "gonna": "going to", "nao": "não", "pra": "para", "pro": "para o", "tb": "também",
-	"tbm": "também", "vc": "você", "entao": "então", "eh": "é", "q": "que", "tá": "está", "ta": "está", "msm": "mesmo",
+	"tbm": "também", "vc": "você", "thats": "that's", "whats": "what's", "entao": "então", "eh": "é", "q": "que", "tá": "está", "ta": "está", "msm": "mesmo",
 }

@@ -48,6 +48,7 @@ func Detect(text string) []Pin {
 			continue // a question states nothing
 		}
 		clauses := splitClauses(s)
+		scene := sceneRe.MatchString(fold(s))
 		type hit struct {
 			clause string
 			r      *pinRule
@@ -56,7 +57,7 @@ func Detect(text string) []Pin {
 		}
 		var hits []hit
 		for _, c := range clauses {
-			if r, slot, rest, ok := classify(c); ok {
+			if r, slot, rest, ok := classify(c); ok && !(scene && r.momentary) {
 				hits = append(hits, hit{c, r, slot, rest})
 			}
 		}
@@ -119,6 +120,10 @@ type pinRule struct {
 	accept func(rest, clause string) bool
 	// slot, when set, extracts a short value from the rest.
 	slot func(rest, orig string) string
+	// momentary marks a taste or habit, which a scene of the moment
+	// anywhere in the sentence ("…, it looks so cozy", "right now")
+	// turns into a reaction to that moment.
+	momentary bool
 }
 
 // classify returns the first rule that accepts the clause.
@@ -156,12 +161,13 @@ func classify(clause string) (*pinRule, string, string, bool) {
 // otherSubjectRe: words before a match that make someone else the subject
 // ("my sister says I love…", "if I want to…").
 var otherSubjectRe = phrases(`my`, `his`, `her`, `their`, `your`, `he`, `she`, `they`, `says`, `said`, `thinks`, `think`, `if`, `when`, `whether`,
-	`that`, `who`, `minha`, `meu`, `ele`, `ela`, `eles`, `elas`, `disse`, `diz`, `acha`, `se`, `quando`, `que`, `não sei`, `don't know`, `wonder`, `do you`)
+	`that`, `who`, `why`, `how`, `what`, `it`, `this`, `these`, `those`, `there`, `is`, `was`, `are`, `remind`, `reminds`, `reminded`, `makes`, `made`,
+	`por que`, `porque`, `por isso`, `lembra`, `lembrou`, `isso`, `minha`, `meu`, `ele`, `ela`, `eles`, `elas`, `disse`, `diz`, `acha`, `se`, `quando`, `que`, `não sei`, `don't know`, `wonder`, `do you`)
 
 // subjectPrefix reports whether what precedes a match leaves the user as
 // its subject: a few filler or time words at most.
 func subjectPrefix(p string) bool {
-	p = strings.TrimSpace(p)
+	p = strings.TrimSpace(thisTimeRe.ReplaceAllString(p, " "))
 	if p == "" {
 		return true
 	}
@@ -284,7 +290,7 @@ var oneOffRefusalRe = startsWith(`(?:not|não|nao) (?:to )?(?:go|ir|come|vir|att
 // namesSomething: the object is the user's own, not "it / that / the blue
 // one / your idea" from the conversation.
 func namesSomething(rest, _ string) bool {
-	return rest != "" && !deicticRe.MatchString(rest) && !pronounRe.MatchString(rest)
+	return !bareObject(rest) && !deicticRe.MatchString(rest) && !pronounRe.MatchString(rest)
 }
 
 // wantGoal accepts a weak "I want to / I need to / quero / preciso" as a
@@ -293,8 +299,8 @@ func wantGoal(rest, clause string) bool {
 	rest = strings.TrimPrefix(strings.TrimPrefix(rest, "to "), "de ")
 	switch {
 	case goalVerbRe.MatchString(rest):
-		return !momentRe.MatchString(clause) || horizonRe.MatchString(clause)
-	case requestRe.MatchString(rest), thingRe.MatchString(rest):
+		return (!momentRe.MatchString(clause) || horizonRe.MatchString(clause)) && !pointsOutside(rest)
+	case requestRe.MatchString(rest), thingRe.MatchString(rest), pointsOutside(rest):
 		return false
 	}
 	return horizonRe.MatchString(clause)
@@ -306,11 +312,11 @@ func standingDecision(rest, clause string) bool {
 }
 
 func choice(rest, clause string) bool {
-	return rest != "" && !choiceDeicticRe.MatchString(rest) && !momentRe.MatchString(clause)
+	return rest != "" && !choiceDeicticRe.MatchString(rest) && !pronounRe.MatchString(rest) && !momentRe.MatchString(clause)
 }
 
 func standingReminder(rest, clause string) bool {
-	return !remindQuestionRe.MatchString(rest) && remindStandingRe.MatchString(rest) && !momentRe.MatchString(clause)
+	return !remindQuestionRe.MatchString(rest) && !offerRe.MatchString(rest) && remindStandingRe.MatchString(rest) && !momentRe.MatchString(clause)
 }
 
 func aboutMoney(_, clause string) bool { return moneyLimitRe.MatchString(clause) }
@@ -376,7 +382,9 @@ var pinRules = []pinRule{
 		`(?:meu filho|minha filha|meus filhos|meu bebê) (?:é|tem) (?:\w+ )?(?:alérgic|alergia|intolerân|intoleran)\w*`),
 		accept: func(rest, clause string) bool { return !pronounRe.MatchString(rest) }},
 	{name: "avoids", typ: memory.FactLimit, re: phrases(`(?:i don't|i do not|i never|i can't|i cannot|i won't) (?:eat|have|drink|touch|do|drive|fly|smoke)`,
-		`não (?:como|bebo|posso comer|posso beber|dirijo|fumo|tomo|como mais)`), accept: all(notMoment, func(rest, _ string) bool { return !pronounRe.MatchString(rest) })},
+		`não (?:como|bebo|posso comer|posso beber|dirijo|fumo|tomo|como mais)`), accept: all(notMoment, func(rest, clause string) bool {
+		return !pronounRe.MatchString(rest) && !possessionRe.MatchString(clause)
+	})},
 	{name: "age", typ: memory.FactProfile, key: "age", re: regexp.MustCompile(`(?:^|\s)(?:i'm|i am|tenho) (\d{1,3})(?: years old| yo| anos(?: de idade)?)?\s*[.!]?$`)},
 	{name: "job", typ: memory.FactProfile, key: "job", slot: jobSlot, re: phrases(`i work as`, `i'm working as`, `i am working as`, `i work at`, `i work for`,
 		`i work in`, `i work from`, `i work (?:nights|days|weekends|shifts|part-time|full-time|remotely) (?:at|for|in|as)`, `trabalho (?:à|de) (?:noite|dia) (?:num|numa|na|no|em|como)`, `my job is`, `i started working as`, `i started working at`, `trabalho como`, `trabalho na`, `trabalho no`,
@@ -421,23 +429,25 @@ var pinRules = []pinRule{
 	{name: "instruction", typ: memory.FactPreference, re: phrases(`please always`, `please never`, `(?:please )?keep (?:your |the |my )?(?:answers|replies|responses)`, `mantenha as respostas`, `always answer`, `always reply`, `never use`, `don't ever use`,
 		`sempre responda`, `sempre me responda`, `nunca use`, `nunca me`)},
 	{name: "preference", typ: memory.FactPreference, re: phrases(`i (?:always |really |usually |generally |much |definitely |strongly )?prefer`, `i'd (?:much )?rather`, `i would rather`,
-		`(?:eu )?prefiro`), accept: all(notMoment, namesSomething)},
+		`(?:eu )?prefiro`), accept: all(notMoment, namesSomething), momentary: true},
 	{name: "taste", typ: memory.FactPreference, re: phrases(
 		`i (?:really |absolutely |just |totally |truly |do |kinda |kind of )?(?:love|like|enjoy|hate|dislike|adore|can't stand|cannot stand|don't like|do not like|don't enjoy|can't live without)`,
-		`(?:eu )?(?:gosto (?:muito |demais |bastante )?de|não gosto (?:muito )?de|adoro|odeio|detesto|curto|amo)`), accept: all(notMoment, namesSomething)},
+		`(?:eu )?(?:gosto (?:muito |demais |bastante )?de|não gosto (?:muito )?de|adoro|odeio|detesto|curto|amo)`), accept: all(notMoment, namesSomething), momentary: true},
 	{name: "hobby", typ: memory.FactPreference, re: phrases(`i play`, `toco`, `jogo`), accept: func(rest, clause string) bool {
 		return !momentRe.MatchString(clause) && startsWith(`(?:the )?(?:piano|guitar|violin|drums|bass|cello|flute|sax|saxophone|ukulele|trumpet)`,
 			`tennis`, `soccer`, `football`, `basketball`, `volleyball`, `chess`, `golf`, `padel`, `baseball`, `hockey`,
 			`piano`, `violão`, `guitarra`, `bateria`, `violino`, `baixo`, `flauta`, `tênis`, `tenis`, `futebol`, `vôlei`, `xadrez`, `basquete`).MatchString(rest)
 	}},
-	{name: "habit", typ: memory.FactPreference, re: regexp.MustCompile(`(?:^|\s)i (\w+)`), accept: habit},
-	{name: "habit", typ: memory.FactPreference, re: regexp.MustCompile(`^(?:eu )?(?:sempre |nunca |só |so )?(\p{L}+o|vou)\s`), accept: habitPT},
+	{name: "habit", typ: memory.FactPreference, re: regexp.MustCompile(`(?:^|\s)i (\w+)`), accept: habit, momentary: true},
+	{name: "habit", typ: memory.FactPreference, re: regexp.MustCompile(`^(?:eu )?(?:sempre |nunca |só |so )?(\p{L}+o|vou)\s`), accept: habitPT, momentary: true},
 	{name: "profile", typ: memory.FactProfile, re: phrases(`(?:i'm|i am) (?:a|an)`), accept: func(rest, clause string) bool {
-		return !startsWith(`bit`, `little`, `lot`, `mess`, `wreck`, `fan of (?:it|that|this|your|yours|them)`, `big fan of (?:it|that|this|your)`).MatchString(rest) &&
+		return !startsWith(`bit`, `little`, `lot`, `mess`, `wreck`, `mix`, `fan of (?:it|that|this|your|yours|them)`, `big fan of (?:it|that|this|your)`).MatchString(rest) &&
+			!bareFanRe.MatchString(rest) &&
 			!momentRe.MatchString(clause) && !pronounRe.MatchString(rest) && rest != ""
 	}},
 	{name: "profile", typ: memory.FactProfile, re: startsWith(`(?:eu )?sou`), accept: func(rest, _ string) bool {
-		return rest != "" && !startsWith(`eu`, `grat[oa]`, `muito grat[oa]`, `fã d(?:isso|esse|essa|ele|ela)`, `a favor`, `contra`).MatchString(rest) && !pronounRe.MatchString(rest)
+		return rest != "" && !startsWith(`eu`, `grat[oa]`, `muito grat[oa]`, `fã d(?:isso|esse|essa|ele|ela)`, `a favor`, `contra`).MatchString(rest) &&
+			!bareFanRe.MatchString(rest) && !pronounRe.MatchString(rest)
 	}},
 }
 
@@ -447,6 +457,11 @@ var notHabitVerbs = map[string]bool{
 	"might": true, "think": true, "guess": true, "hope": true, "said": true, "say": true, "mean": true, "know": true, "just": true,
 	"can't": true, "cannot": true, "can": true, "feel": true, "felt": true, "went": true, "got": true, "saw": true, "told": true,
 	"wonder": true, "believe": true, "see": true, "agree": true, "bet": true, "suppose": true, "wish": true, "thought": true,
+	// Past tenses the "-ed" test misses: they tell what happened.
+	"knew": true, "made": true, "took": true, "came": true, "found": true, "gave": true, "left": true, "met": true, "ran": true,
+	"wrote": true, "ate": true, "drank": true, "bought": true, "brought": true, "began": true, "became": true, "kept": true,
+	"sent": true, "spent": true, "lost": true, "won": true, "heard": true, "fell": true, "grew": true, "drove": true, "flew": true,
+	"forgot": true, "sat": true, "stood": true, "wore": true, "dreamt": true,
 }
 
 // habit accepts "I <verb> … always / every Tuesday / three times a week".
@@ -459,18 +474,51 @@ func habit(rest, clause string) bool {
 	if len(w) == 0 {
 		return false
 	}
+	for len(w) > 1 && habitAdverbs[w[0]] {
+		w = w[1:] // "i never knew": the verb is "knew"
+	}
 	v := w[0]
-	if notHabitVerbs[v] || strings.HasSuffix(v, "ed") || strings.HasPrefix(v, "'") {
+	if notHabitVerbs[v] || strings.HasSuffix(v, "ed") || strings.HasPrefix(v, "'") || perfect(w) {
 		return false
 	}
 	return habitRe.MatchString(clause) && !momentRe.MatchString(clause) && !pronounRe.MatchString(rest)
 }
 
+// habitAdverbs stand between "I" and its verb ("I always cook").
+var habitAdverbs = map[string]bool{
+	"always": true, "never": true, "usually": true, "often": true, "normally": true, "only": true, "sometimes": true,
+	"really": true, "also": true, "still": true, "generally": true, "rarely": true, "ever": true, "mostly": true,
+}
+
+// perfect reports "have (never) been / gone / tried…": what the user has
+// or has not done so far, an experience rather than a habit.
+func perfect(w []string) bool {
+	if w[0] != "have" && w[0] != "has" && w[0] != "had" {
+		return false
+	}
+	for _, x := range w[1:min(len(w), 4)] {
+		if habitAdverbs[x] {
+			continue
+		}
+		return strings.HasSuffix(x, "ed") || strings.HasSuffix(x, "en") || participles[x]
+	}
+	return false
+}
+
+var participles = map[string]bool{
+	"been": true, "gone": true, "done": true, "seen": true, "had": true, "met": true, "made": true, "read": true, "heard": true,
+	"felt": true, "found": true, "got": true, "gotten": true, "known": true, "thought": true, "won": true, "lost": true, "run": true,
+}
+
 // habitPT accepts a Portuguese first-person verb with a habit ("faço
 // musculação três vezes por semana", "só compro roupa usada").
 func habitPT(rest, clause string) bool {
+	verb := strings.TrimPrefix(clause, "eu ")
+	for _, a := range []string{"sempre ", "nunca ", "só ", "so "} {
+		verb = strings.TrimPrefix(verb, a)
+	}
 	return habitRe.MatchString(clause) && !momentRe.MatchString(clause) && !pronounRe.MatchString(rest) &&
-		!startsWith(`não sei`, `acho`, `tenho que`, `fico`).MatchString(clause)
+		!startsWith(`não sei`, `acho`, `tenho que`, `fico`, `fui`, `estive`).MatchString(verb)
 }
 
 // Sentences splits text into trimmed sentences at '.', '!', '?' and line

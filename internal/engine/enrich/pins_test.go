@@ -73,6 +73,49 @@ func TestDetectPins(t *testing.T) {
 	}
 }
 
+// TestDetectPinsNotStanding covers the classes of false pin found on
+// replayed chats: each sentence has a standing-looking verb, and each is
+// momentary, refers outside itself, or tells an event.
+func TestDetectPinsNotStanding(t *testing.T) {
+	tests := []struct{ class, text string }{
+		{"scene of the moment", "amo todas essas luzinhas, ta lindo demais"},
+		{"scene of the moment", "i love fresh tulips on the table, it looks so cozy"},
+		{"bare echo", "yeah i love to"},
+		{"bare echo", "Im a huge fan too"},
+		{"bare echo", "sou muito fã tb"},
+		{"love in a subordinate clause", "it reminds me why i love painting so much"},
+		{"love in a subordinate clause", "thats why i love my job"},
+		{"love in a relative clause", "working with kids and doing something i love is awesome"},
+		{"pronoun object", "i chose them because they were cheaper"},
+		{"pronoun object", "i love making him laugh"},
+		{"pronoun object", "escolhi aquela porque tava mais barata"},
+		{"pronoun object", "i'd love to visit them someday"},
+		{"place pronoun", "sempre vou lá pra pensar"},
+		{"the other person's", "sou fã do seu trabalho"},
+		{"past event", "i never knew otters held hands"},
+		{"past event", "i have never been on a cruise before"},
+		{"past event", "i always wanted to see the northern lights as a kid"},
+		{"feeling of the moment", "im a mix of nervous and excited"},
+		{"possession, not a limit", "i don't have a recipe, i just wing it"},
+		{"offer to the other person", "let me know if you need a ride or if i can help"},
+		{"offer to the other person", "me avisa se precisar de qualquer coisa"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.class+"/"+tt.text, func(t *testing.T) {
+			if got := Detect(tt.text); len(got) != 0 {
+				t.Fatalf("pinned %+v by rule %q, want nothing", got[0].Fact, got[0].Rule)
+			}
+		})
+	}
+	// The same words stay pins where the sentence carries its referent.
+	for _, text := range []string{"i love painting landscapes", "i'm a huge fan of horror movies", "this year I want to learn the guitar",
+		"I want to learn Japanese this year.", "quero aprender violão esse ano", "i usually take the bus to work", "i never eat breakfast"} {
+		if len(Detect(text)) != 1 {
+			t.Errorf("Detect(%q) = %+v, want one pin", text, Detect(text))
+		}
+	}
+}
+
 func TestDetectPinsClauses(t *testing.T) {
 	tests := []struct {
 		text string
