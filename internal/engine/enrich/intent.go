@@ -68,7 +68,7 @@ var (
 	horizonRe = phrases(
 		`by (?:the end|next|january|february|march|april|may|june|july|august|september|october|november|december|summer|winter|spring|autumn|fall|christmas|\d{2,4})`,
 		`before (?:the|my|next|\d{4}|january|february|march|april|may|june|july|august|september|october|november|december|summer|winter|spring|autumn|fall|christmas)`,
-		`this year`, `next (?:year|month|spring|summer|autumn|fall|winter|semester)`, `in (?:january|february|march|april|may|june|july|august|september|october|november|december|the spring|the summer|the fall|the autumn|the winter)`, `in the next (?:\w+ )?(?:years?|months)`, `within (?:a|the|\w+) (?:years?|months)`,
+		`this year`, `next (?:year|spring|summer|autumn|fall|winter|semester)`, `in (?:january|february|march|april|may|june|july|august|september|october|november|december|the spring|the summer|the fall|the autumn|the winter)`, `in the next (?:\w+ )?(?:years?|months)`, `within (?:a|the|\w+) (?:years?|months)`,
 		`one day`, `someday`, `some day`, `eventually`, `in the long run`, `for good`,
 		`every (?:day|week|month|year|morning|night|evening|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)`,
 		`each (?:day|week|month|year)`, `(?:a|per) (?:day|week|month|year)`,

@@ -99,6 +99,7 @@ func TestDetectPinsNotStanding(t *testing.T) {
 		{"possession, not a limit", "i don't have a recipe, i just wing it"},
 		{"offer to the other person", "let me know if you need a ride or if i can help"},
 		{"offer to the other person", "me avisa se precisar de qualquer coisa"},
+		{"one-off plan for next month", "im planning to repaint the kitchen next month"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.class+"/"+tt.text, func(t *testing.T) {
