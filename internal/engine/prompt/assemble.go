@@ -171,17 +171,19 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		}
 	}
 
-	// With KeepRecall, a past user turn is rendered with the recalled block
-	// it was sent with, right before it (as that request sent it), so the
-	// previous request's prompt is this one's prefix; the turn and its
-	// block count, and are dropped, together. This question's recall gives
-	// only passages those blocks do not show already.
+	// With KeepRecall (KeepRecallResent for a full-history client), a
+	// past user turn is rendered with the recalled block it was sent with,
+	// right before it (as that request sent it), so the previous request's
+	// prompt is this one's prefix; the turns and their blocks share the
+	// recent turns' window, blocks leaving first (blockWindow). This
+	// question's recall gives only passages those blocks do not show
+	// already.
 	var (
-		keptBy    map[turnKey]string
-		blockCost map[string]int // made once a kept block is found
+		keptBy     map[turnKey]string
+		blockCosts map[string]int // made once a kept block is found
 	)
-	if a.kept != nil && !fullHistory {
-		keptBy = a.kept.lookup(req.Identity)
+	if a.keepsRecall(fullHistory) {
+		keptBy = a.kept.lookup(req.Identity, ld.rev)
 	}
 	// inBlocks is the text of the kept blocks the recent turns show: known
 	// once the window is, so a second pass packs without what they show.
@@ -201,22 +203,22 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if b == "" {
 			return "", 0
 		}
-		if blockCost == nil {
-			blockCost = map[string]int{}
+		if blockCosts == nil {
+			blockCosts = map[string]int{}
 		}
-		c, ok := blockCost[b]
+		c, ok := blockCosts[b]
 		if !ok {
 			raw, err := blockRaw(a.opts.Position.role(), b)
 			if err == nil {
 				c = a.deps.Counter.RawMessage(model, raw)
 			}
-			blockCost[b] = c
+			blockCosts[b] = c
 		}
 		return b, c
 	}
-	groupCost := func(m memory.Message) int {
+	blockCost := func(m memory.Message) int {
 		_, c := withBlock(m)
-		return cost(m) + c
+		return c
 	}
 
 	// A new-only client always gets the summary (the history before it is
@@ -230,6 +232,9 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		sections map[string]int
 		kept     []memory.Message
 		spent    int
+		// blocksFrom is the index in kept of the first turn shown with
+		// its kept block: older turns' blocks were dropped first.
+		blocksFrom int
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
@@ -260,10 +265,15 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		}
 		step := max(budget/16, 1)
 		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
-		kept, spent = recentWindow(candidates, groupCost, window, room-blk.cost)
+		if len(keptBy) > 0 {
+			kept, blocksFrom, spent = blockWindow(candidates, cost, blockCost, window, room-blk.cost)
+		} else {
+			kept, spent = recentWindow(candidates, cost, window, room-blk.cost)
+			blocksFrom = len(kept)
+		}
 		if pass == 0 && len(keptBy) > 0 {
 			var shown strings.Builder
-			for _, m := range kept {
+			for _, m := range kept[blocksFrom:] {
 				if b, _ := withBlock(m); b != "" {
 					shown.WriteString(b)
 				}
@@ -319,8 +329,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if err := add(blk.stable, true); err != nil {
 		return memory.Prepared{}, false, err
 	}
-	for _, m := range kept {
-		if b, _ := withBlock(m); b != "" {
+	for i, m := range kept {
+		if b, _ := withBlock(m); b != "" && i >= blocksFrom {
 			if err := add(b, false); err != nil {
 				return memory.Prepared{}, false, err
 			}
@@ -330,15 +340,10 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if err := add(blk.recalled, false); err != nil {
 		return memory.Prepared{}, false, err
 	}
-	if a.kept != nil && !fullHistory && req.Mode.Stores() {
-		// Only a turn that is stored comes back as a recent turn: a
-		// read-mode question's block would push real turns' blocks out.
-		for _, m := range current {
-			if m.Role == "user" {
-				a.kept.put(req.Identity, m, blk.recalled)
-				break
-			}
-		}
+	if req.Mode.Stores() {
+		// Only a turn that is stored comes back as a recent turn (or is
+		// resent as one: a read-mode question is not part of its chat).
+		a.keepBlock(req, ld.rev, fullHistory, current, blk.recalled)
 	}
 	out = append(out, raws(current)...)
 	for k, v := range sections {

@@ -98,3 +98,64 @@ func recentWindow(msgs []memory.Message, cost func(memory.Message) int, window, 
 	}
 	return kept, sum
 }
+
+// blockWindow is recentWindow for turns rendered with the recalled blocks
+// they were sent with (block: a message's block cost, 0 for none; a
+// block goes before its unit's first message). Replaying from msgs[0],
+// whenever the turns and their blocks outgrow window, the oldest blocks
+// go first, as many as bring them down to windowLow of it, and only then,
+// with no block left to drop, the oldest turns: what a request recalled
+// stays where it was, request after request, and blocks leave several at
+// once, so the prompt repeats the previous one between two such cuts. The
+// trim to limit also drops blocks before turns. It returns the turns to
+// send, from which index of them on their blocks are shown, and what they
+// and those blocks cost.
+func blockWindow(msgs []memory.Message, cost, block func(memory.Message) int, window, limit int) ([]memory.Message, int, int) {
+	us := units(msgs, cost)
+	bc := make([]int, len(us))
+	for i, u := range us {
+		bc[i] = block(msgs[u.start])
+	}
+	low := int(windowLow * float64(max(window, 0)))
+	// Units from s are kept; blocks are shown for units from b on (b >= s).
+	s, b, sum := 0, 0, 0
+	// shrink drops, while the sum exceeds to, blocks of units up to e,
+	// oldest first, then units before e.
+	shrink := func(e, to int) {
+		for b < len(us) && b <= e && sum > to {
+			sum -= bc[b]
+			b++
+		}
+		for s < e && sum > to {
+			sum -= us[s].cost
+			if s >= b {
+				sum -= bc[s]
+				b = s + 1
+			}
+			s++
+		}
+	}
+	for e := range us {
+		sum += us[e].cost + bc[e]
+		if sum > window {
+			shrink(e, low)
+		}
+	}
+	if sum > limit {
+		shrink(len(us), limit)
+	}
+	first, from := len(msgs), len(msgs)
+	if s < len(us) {
+		first = us[s].start
+	}
+	if b < len(us) {
+		from = us[b].start
+	}
+	kept := msgs[first:]
+	for len(kept) > 0 && kept[0].Role == "tool" {
+		sum -= cost(kept[0])
+		kept = kept[1:]
+		first++
+	}
+	return kept, max(from-first, 0), sum
+}
