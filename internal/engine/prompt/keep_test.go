@@ -25,7 +25,7 @@ func TestKeepRecallRepeatsPrefix(t *testing.T) {
 		return memory.Recalled{Items: items}, nil
 	})
 	for _, keepOn := range []bool{false, true} {
-		a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}},
+		a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
 			Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, KeepRecall: keepOn, Now: func() time.Time { return now }}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestKeepRecallKeepsOnlyStoredTurns(t *testing.T) {
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: items}, nil
 	})
-	a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}},
+	a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
 		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, KeepRecall: true, Now: func() time.Time { return now }}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,5 +104,124 @@ func TestKeepRecallKeepsOnlyStoredTurns(t *testing.T) {
 	}
 	if !prefix {
 		t.Errorf("after read-mode questions, the first turn's prompt is not the next one's prefix:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+}
+
+// prefixOf reports whether p1's messages begin p2's, byte for byte.
+func prefixOf(p1, p2 memory.Prepared) bool {
+	if len(p1.Messages) > len(p2.Messages) {
+		return false
+	}
+	for i := range p1.Messages {
+		if !bytes.Equal(p1.Messages[i], p2.Messages[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestKeepRecallResent: a full-history chat (KeepRecallResent) resends a
+// turn that recalled; the turn is rendered with the block it was sent
+// with, so the previous prompt is the next one's prefix, a later
+// question's recall shows only what that block does not, and after the
+// user's messages change (an erasure) the block is not shown again.
+func TestKeepRecallResent(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const (
+		uAsk  = `{"role":"user","content":"What did I say about tea?"}`
+		aAns  = `{"role":"assistant","content":"You drink it daily."}`
+		uStmt = `{"role":"user","content":"Right, thanks."}`
+		aOK   = `{"role":"assistant","content":"Any time."}`
+		uAsk2 = `{"role":"user","content":"Where do I live?"}`
+	)
+	tea := memory.Item{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}
+	lisbon := memory.Item{ID: 2, Kind: "message", Ref: "k-lis", Conversation: "other", Text: "Ana lives in Lisbon.", Score: 1, CreatedAt: now.Add(-time.Hour)}
+	for _, keepOn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep=%v", keepOn), func(t *testing.T) {
+			items := []memory.Item{tea}
+			rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+				return memory.Recalled{Items: items}, nil
+			})
+			revs := &messageRevisions{messages: 7}
+			a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: revs},
+				Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, FillRecall: true, FillWhen: FillAsked,
+					KeepRecallResent: keepOn, Now: func() time.Time { return now }}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prep := func(raws ...string) memory.Prepared {
+				t.Helper()
+				p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			p1 := prep(u1, a1, uAsk)
+			if !strings.Contains(joined(p1), "drinks tea") {
+				t.Fatalf("the asking turn recalled nothing:\n%s", joined(p1))
+			}
+			p2 := prep(u1, a1, uAsk, aAns, uStmt)
+			if got := prefixOf(p1, p2); got != keepOn {
+				t.Errorf("the asking turn's prompt is the next one's prefix = %v, want %v\n%s\n---\n%s", got, keepOn, joined(p1), joined(p2))
+			}
+			if !keepOn {
+				return
+			}
+			items = []memory.Item{tea, lisbon}
+			p3 := prep(u1, a1, uAsk, aAns, uStmt, aOK, uAsk2)
+			if !prefixOf(p2, p3) {
+				t.Errorf("the statement's prompt is not the next question's prefix:\n%s\n---\n%s", joined(p2), joined(p3))
+			}
+			if last := p3.Blocks[len(p3.Blocks)-1]; strings.Contains(last.Text, "drinks tea") || !strings.Contains(last.Text, "Lisbon") {
+				t.Errorf("the new question's recall shows %q, want only the passage the kept block does not", last.Text)
+			}
+			revs.messages++ // the user's messages changed: an erasure
+			items = nil
+			if p4 := prep(u1, a1, uAsk, aAns, uStmt); strings.Contains(joined(p4), "drinks tea") {
+				t.Errorf("a block kept before the user's messages changed is shown again:\n%s", joined(p4))
+			}
+		})
+	}
+}
+
+// TestKeepRecallResentFirstTurn: a full-history chat's first request
+// (one user message, no conversation named: the user's default
+// conversation) keeps its block for the conversation the chat's second
+// request derives, so the first prompt is the second's prefix.
+func TestKeepRecallResentFirstTurn(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const (
+		sys  = `{"role":"system","content":"Be brief."}`
+		uAsk = `{"role":"user","content":"What did I say about tea?"}`
+		aAns = `{"role":"assistant","content":"You drink it daily."}`
+		uOK  = `{"role":"user","content":"Right, thanks."}`
+	)
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: []memory.Item{{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}}}, nil
+	})
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, FillRecall: true, FillWhen: FillAsked,
+			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := request(t, memory.ModeOn, sys, uAsk)
+	first.Conversation = memory.ImpliedConversation(first.Tenant, first.User, first.Messages)
+	p1, err := a.Prepare(context.Background(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := request(t, memory.ModeOn, sys, uAsk, aAns, uOK)
+	second.Conversation = memory.ImpliedConversation(second.Tenant, second.User, second.Messages)
+	if first.Conversation != memory.DefaultConversation || second.Conversation == first.Conversation {
+		t.Fatalf("conversations %q, %q: want the default one, then a derived one", first.Conversation, second.Conversation)
+	}
+	p2, err := a.Prepare(context.Background(), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(joined(p1), "drinks tea") || !prefixOf(p1, p2) {
+		t.Errorf("the chat's first prompt is not its second's prefix:\n%s\n---\n%s", joined(p1), joined(p2))
 	}
 }
