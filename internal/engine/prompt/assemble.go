@@ -235,6 +235,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		// blocksFrom is the index in kept of the first turn shown with
 		// its kept block: older turns' blocks were dropped first.
 		blocksFrom int
+		// window is the recent turns' window, step what it moves by.
+		window, step int
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
@@ -263,8 +265,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if len(ld.items) > 0 {
 			allowance = min(recallShare, fx.room)
 		}
-		step := max(budget/16, 1)
-		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
+		step = max(budget/16, 1)
+		window = budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
 		if len(keptBy) > 0 {
 			kept, blocksFrom, spent = blockWindow(candidates, cost, blockCost, window, room-blk.cost)
 		} else {
@@ -296,7 +298,15 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// the repeated prefix. Unless every passage is in already: packing
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
-	if left := room - blk.cost - spent; a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
+	left := room - blk.cost - spent
+	if req.Mode.Stores() && a.keepsBlock(req, fullHistory) {
+		// This turn's block is kept and shown with it from the next
+		// request on: filled at most to a step short of the window, it
+		// stays there, with room for the turns to come, instead of
+		// being dropped at once.
+		left = min(left, window-step-spent-(blk.cost-blk.stableCost))
+	}
+	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {

@@ -138,6 +138,24 @@ func (a *Assembler) keepsRecall(fullHistory bool) bool {
 	return a.opts.KeepRecall
 }
 
+// keepsBlock reports whether the current turn's block of req is kept
+// (keepBlock) for its conversation or, for a full-history chat's first
+// request, for the conversation the chat's next request derives.
+func (a *Assembler) keepsBlock(req memory.Request, fullHistory bool) bool {
+	return a.keepsRecall(fullHistory) || a.firstOfChat(req, fullHistory) != ""
+}
+
+// firstOfChat returns, when req may be a full-history chat's first
+// request (no history resent, the user's default conversation) and
+// KeepRecallResent is on, the conversation the chat's next request
+// derives (memory.Candidate); otherwise "".
+func (a *Assembler) firstOfChat(req memory.Request, fullHistory bool) string {
+	if fullHistory || !a.keepsRecall(true) || req.Conversation != memory.DefaultConversation {
+		return ""
+	}
+	return memory.Candidate(req.Tenant, req.User, req.Messages)
+}
+
 // keepBlock keeps block (rev: see keptBlocks) as what the current turn's
 // user message was sent with, for the next request of req's conversation
 // when keepsRecall. A full-history chat's first request carries no history
@@ -153,10 +171,7 @@ func (a *Assembler) keepBlock(req memory.Request, rev *memory.Revisions, fullHis
 	if a.keepsRecall(fullHistory) {
 		a.kept.put(req.Identity, rev, current[i], block)
 	}
-	if fullHistory || !a.keepsRecall(true) || req.Conversation != memory.DefaultConversation {
-		return
-	}
-	if c := memory.Candidate(req.Tenant, req.User, req.Messages); c != "" {
+	if c := a.firstOfChat(req, fullHistory); c != "" {
 		id := req.Identity
 		id.Conversation = c
 		a.kept.put(id, rev, current[i], block)
