@@ -225,3 +225,48 @@ func TestKeepRecallResentFirstTurn(t *testing.T) {
 		t.Errorf("the chat's first prompt is not its second's prefix:\n%s\n---\n%s", joined(p1), joined(p2))
 	}
 }
+
+// TestKeptBlockLeavesRoom: recall enough to fill any budget. A turn whose
+// block is kept (stored, KeepRecallResent) fills it only a step short of
+// the recent turns' window, so the block is still shown, in place, on
+// the next turn, and that turn's prompt repeats the previous one whole; a
+// read-mode question's block, which is not kept, fills the budget.
+func TestKeptBlockLeavesRoom(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const (
+		uAsk  = `{"role":"user","content":"What did I say about my trips?"}`
+		aAns  = `{"role":"assistant","content":"Many things."}`
+		uStmt = `{"role":"user","content":"Right, thanks."}`
+	)
+	var items []memory.Item
+	for i := range 60 {
+		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
+			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
+	}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.2}, FillRecall: true, FillWhen: FillAsked,
+			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep := func(mode memory.Mode, raws ...string) memory.Prepared {
+		t.Helper()
+		p, err := a.Prepare(context.Background(), request(t, mode, raws...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	read := prep(memory.ModeRead, u1, a1, uAsk)
+	p1 := prep(memory.ModeOn, u1, a1, uAsk)
+	p2 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt)
+	if !prefixOf(p1, p2) {
+		t.Errorf("the kept block was not shown in place on the next turn:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+	if r, k := read.Parts["recall"], p1.Parts["recall"]; r <= k || read.TokensSent < 3500 {
+		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d: want the read-mode one to fill the budget", r, read.TokensSent, k)
+	}
+}
