@@ -182,7 +182,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		keptBy     map[turnKey]string
 		blockCosts map[string]int // made once a kept block is found
 	)
-	if a.keepsRecall(fullHistory) {
+	if a.keepsRecall(req, fullHistory) {
 		keptBy = a.kept.lookup(req.Identity, ld.rev)
 	}
 	// inBlocks is the text of the kept blocks the recent turns show: known

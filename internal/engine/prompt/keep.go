@@ -125,11 +125,14 @@ func (k *keptBlocks) put(id memory.Identity, rev *memory.Revisions, m memory.Mes
 	c.blocks[t] = block
 }
 
-// keepsRecall reports whether past turns are rendered with their kept
-// blocks for a client that resends its history (fullHistory:
-// Options.KeepRecallResent) or sends only its newest turn (KeepRecall).
-func (a *Assembler) keepsRecall(fullHistory bool) bool {
-	if a.kept == nil {
+// keepsRecall reports whether past turns of req are rendered with their
+// kept blocks: for a client that resends its history (fullHistory) with
+// Options.KeepRecallResent, for one that sends only its newest turn with
+// KeepRecall, and only when req's API renders blocks in place
+// (memory.Request.BlocksInPlace): where the recalled blocks all go before
+// the current turn, kept ones would add tokens no cache serves.
+func (a *Assembler) keepsRecall(req memory.Request, fullHistory bool) bool {
+	if a.kept == nil || !req.BlocksInPlace {
 		return false
 	}
 	if fullHistory {
@@ -142,7 +145,7 @@ func (a *Assembler) keepsRecall(fullHistory bool) bool {
 // (keepBlock) for its conversation or, for a full-history chat's first
 // request, for the conversation the chat's next request derives.
 func (a *Assembler) keepsBlock(req memory.Request, fullHistory bool) bool {
-	return a.keepsRecall(fullHistory) || a.firstOfChat(req, fullHistory) != ""
+	return a.keepsRecall(req, fullHistory) || a.firstOfChat(req, fullHistory) != ""
 }
 
 // firstOfChat returns, when req may be a full-history chat's first
@@ -150,7 +153,7 @@ func (a *Assembler) keepsBlock(req memory.Request, fullHistory bool) bool {
 // KeepRecallResent is on, the conversation the chat's next request
 // derives (memory.Candidate); otherwise "".
 func (a *Assembler) firstOfChat(req memory.Request, fullHistory bool) string {
-	if fullHistory || !a.keepsRecall(true) || req.Conversation != memory.DefaultConversation {
+	if fullHistory || !a.keepsRecall(req, true) || req.Conversation != memory.DefaultConversation {
 		return ""
 	}
 	return memory.Candidate(req.Tenant, req.User, req.Messages)
@@ -168,7 +171,7 @@ func (a *Assembler) keepBlock(req memory.Request, rev *memory.Revisions, fullHis
 	if i < 0 {
 		return
 	}
-	if a.keepsRecall(fullHistory) {
+	if a.keepsRecall(req, fullHistory) {
 		a.kept.put(req.Identity, rev, current[i], block)
 	}
 	if c := a.firstOfChat(req, fullHistory); c != "" {

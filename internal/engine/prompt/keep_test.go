@@ -124,7 +124,9 @@ func prefixOf(p1, p2 memory.Prepared) bool {
 // turn that recalled; the turn is rendered with the block it was sent
 // with, so the previous prompt is the next one's prefix, a later
 // question's recall shows only what that block does not, and after the
-// user's messages change (an erasure) the block is not shown again.
+// user's messages change (an erasure) the block is not shown again. An
+// API that moves every recalled block before the current turn
+// (BlocksInPlace false: Anthropic, Responses) keeps none.
 func TestKeepRecallResent(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const (
@@ -136,8 +138,12 @@ func TestKeepRecallResent(t *testing.T) {
 	)
 	tea := memory.Item{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}
 	lisbon := memory.Item{ID: 2, Kind: "message", Ref: "k-lis", Conversation: "other", Text: "Ana lives in Lisbon.", Score: 1, CreatedAt: now.Add(-time.Hour)}
-	for _, keepOn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("keep=%v", keepOn), func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		keep, inPlace bool
+	}{{"off", false, true}, {"on", true, true}, {"on, blocks moved by the API", true, false}} {
+		keepOn := tc.keep && tc.inPlace
+		t.Run(tc.name, func(t *testing.T) {
 			items := []memory.Item{tea}
 			rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 				return memory.Recalled{Items: items}, nil
@@ -145,13 +151,15 @@ func TestKeepRecallResent(t *testing.T) {
 			revs := &messageRevisions{messages: 7}
 			a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: revs},
 				Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, FillRecall: true, FillWhen: FillAsked,
-					KeepRecallResent: keepOn, Now: func() time.Time { return now }}, nil)
+					KeepRecallResent: tc.keep, Now: func() time.Time { return now }}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			prep := func(raws ...string) memory.Prepared {
 				t.Helper()
-				p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws...))
+				req := request(t, memory.ModeOn, raws...)
+				req.BlocksInPlace = tc.inPlace
+				p, err := a.Prepare(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
 				}
