@@ -188,11 +188,11 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// inBlocks is the text of the kept blocks the recent turns show: known
 	// once the window is, so a second pass packs without what they show.
 	inBlocks := ""
+	var shown func(memory.Item) bool
 	if len(keptBy) > 0 {
-		base := keep
-		keep = func(it memory.Item) bool {
+		shown = func(it memory.Item) bool {
 			t := strings.TrimSpace(it.Text)
-			return base(it) && (inBlocks == "" || t == "" || !strings.Contains(inBlocks, quoteText(t)))
+			return inBlocks != "" && t != "" && strings.Contains(inBlocks, quoteText(t))
 		}
 	}
 	withBlock := func(m memory.Message) (string, int) {
@@ -241,6 +241,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	for pass := 0; ; pass++ {
 		if pc == nil {
 			pc = a.newPartCosts(model, req.Conversation, ld, keep)
+			pc.shown = shown
 			pc.stable, pc.late = stableFacts, lateFacts
 		}
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)

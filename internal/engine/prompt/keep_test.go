@@ -278,3 +278,47 @@ func TestKeptBlockLeavesRoom(t *testing.T) {
 		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d: want the read-mode one to fill the budget", r, read.TokensSent, k)
 	}
 }
+
+// TestKeptPassagesCountAgainstRecall: a question whose best passages a
+// kept block shows already gets a block of only what it would have shown
+// besides them: the kept ones use up its share as if shown again, so the
+// block neither repeats them nor reaches further down recall's ranking.
+func TestKeptPassagesCountAgainstRecall(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const (
+		uAsk  = `{"role":"user","content":"What do I drink?"}`
+		aAns  = `{"role":"assistant","content":"Tea."}`
+		uAsk2 = `{"role":"user","content":"And where do I live?"}`
+	)
+	item := func(id int64, text string) memory.Item {
+		return memory.Item{ID: id, Kind: "message", Ref: fmt.Sprint("k", id), Conversation: "other", Text: text, Score: 1 / float64(id), CreatedAt: now.Add(-time.Hour)}
+	}
+	items := []memory.Item{item(1, "Ana drinks tea."), item(2, "Ana lives in Lisbon."), item(3, "Ana once visited Oslo.")}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	// Recall's share (120 tokens) fits two passage lines (about 50 each).
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.03}, FillWhen: FillAsked,
+			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := a.Prepare(context.Background(), request(t, memory.ModeOn, u1, a1, uAsk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := joined(p1); !strings.Contains(got, "drinks tea") || !strings.Contains(got, "Lisbon") || strings.Contains(got, "Oslo") {
+		t.Fatalf("the first question's block does not hold the two best passages only:\n%s", got)
+	}
+	p2, err := a.Prepare(context.Background(), request(t, memory.ModeOn, u1, a1, uAsk, aAns, uAsk2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !prefixOf(p1, p2) {
+		t.Fatalf("the kept block is not in place:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+	if fresh := joined(p2)[len(joined(p1)):]; strings.Contains(fresh, "drinks tea") || strings.Contains(fresh, "Lisbon") || strings.Contains(fresh, "Oslo") {
+		t.Errorf("the second question's block repeats a kept passage or reaches past its share:\n%s", fresh)
+	}
+}
