@@ -175,7 +175,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// past user turn is rendered with the recalled block it was sent with,
 	// right before it (as that request sent it), so the previous request's
 	// prompt is this one's prefix; the turns and their blocks share the
-	// recent turns' window, blocks leaving first (blockWindow). This
+	// recent turns' window, blocks leaving first (recentWindow). This
 	// question's recall gives only passages those blocks do not show
 	// already.
 	var (
@@ -268,12 +268,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		}
 		step = max(budget/16, 1)
 		window = budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
-		if len(keptBy) > 0 {
-			kept, blocksFrom, spent = blockWindow(candidates, cost, blockCost, window, room-blk.cost)
-		} else {
-			kept, spent = recentWindow(candidates, cost, window, room-blk.cost)
-			blocksFrom = len(kept)
-		}
+		kept, blocksFrom, spent = recentWindow(candidates, cost, blockCost, window, room-blk.cost)
 		if pass == 0 && len(keptBy) > 0 {
 			var shown strings.Builder
 			for _, m := range kept[blocksFrom:] {

@@ -60,57 +60,23 @@ func fitNewest(msgs []memory.Message, cost func(memory.Message) int, budget int)
 const windowLow = 0.7
 
 // recentWindow returns the turns of msgs (oldest first) to send as recent
-// turns and their cost. It moves in steps, as compaction does: replaying
-// the conversation unit by unit from msgs[0], whenever the units kept
-// outgrow window (the high watermark) the oldest are dropped down to
-// windowLow of it, so between two such cuts every request keeps the same
-// first turn and its prompt repeats the previous one's up to its newest
-// turns. The result depends only on msgs and window, never on earlier
-// requests: msgs[0] must be a stable place (the conversation's start, the
-// summary's end, windowAnchor). What is kept is then trimmed, oldest first,
-// to fit limit (the tokens actually left) and never starts with a tool
-// message whose call was cut off.
-func recentWindow(msgs []memory.Message, cost func(memory.Message) int, window, limit int) ([]memory.Message, int) {
-	us := units(msgs, cost)
-	low := int(windowLow * float64(max(window, 0)))
-	s, sum := 0, 0
-	for e := range us {
-		sum += us[e].cost
-		if sum > window {
-			for s < e && sum > low {
-				sum -= us[s].cost
-				s++
-			}
-		}
-	}
-	for s < len(us) && sum > limit {
-		sum -= us[s].cost
-		s++
-	}
-	first := len(msgs)
-	if s < len(us) {
-		first = us[s].start
-	}
-	kept := msgs[first:]
-	for len(kept) > 0 && kept[0].Role == "tool" {
-		sum -= cost(kept[0])
-		kept = kept[1:]
-	}
-	return kept, sum
-}
-
-// blockWindow is recentWindow for turns rendered with the recalled blocks
-// they were sent with (block: a message's block cost, 0 for none; a
-// block goes before its unit's first message). Replaying from msgs[0],
-// whenever the turns and their blocks outgrow window, the oldest blocks
-// go first, as many as bring them down to windowLow of it, and only then,
-// with no block left to drop, the oldest turns: what a request recalled
-// stays where it was, request after request, and blocks leave several at
-// once, so the prompt repeats the previous one between two such cuts. The
-// trim to limit also drops blocks before turns. It returns the turns to
-// send, from which index of them on their blocks are shown, and what they
-// and those blocks cost.
-func blockWindow(msgs []memory.Message, cost, block func(memory.Message) int, window, limit int) ([]memory.Message, int, int) {
+// turns, each rendered with the recalled block it was sent with (block: a
+// message's block cost, 0 for none; a block goes before its unit's first
+// message), from which index of them on their blocks are shown, and what
+// the turns and those blocks cost. It moves in steps, as compaction does:
+// replaying the conversation unit by unit from msgs[0], whenever the units
+// kept and their blocks outgrow window (the high watermark), the oldest
+// blocks go first, down to windowLow of it, and only then, with no block
+// left to drop, the oldest turns. So between two such cuts every request
+// keeps the same first turn and blocks, and its prompt repeats the previous
+// one's up to its newest turns; what a request recalled stays where it
+// was, and blocks leave several at once. The result depends only on msgs
+// and window, never on earlier requests: msgs[0] must be a stable place
+// (the conversation's start, the summary's end, windowAnchor). What is
+// kept is then trimmed, blocks before turns, oldest first, to fit limit
+// (the tokens actually left) and never starts with a tool message whose
+// call was cut off.
+func recentWindow(msgs []memory.Message, cost, block func(memory.Message) int, window, limit int) ([]memory.Message, int, int) {
 	us := units(msgs, cost)
 	bc := make([]int, len(us))
 	for i, u := range us {

@@ -37,10 +37,10 @@ func shownOf(kept []memory.Message, from int, block func(memory.Message) int) []
 	return out
 }
 
-// TestBlockWindowDropsBlocksFirst: when the turns and their blocks
+// TestRecentWindowDropsBlocksFirst: when the turns and their blocks
 // outgrow the window, the oldest blocks leave, down to the low watermark,
 // and every turn stays.
-func TestBlockWindowDropsBlocksFirst(t *testing.T) {
+func TestRecentWindowDropsBlocksFirst(t *testing.T) {
 	msgs := windowTurns(4)
 	cost := func(memory.Message) int { return 10 }
 	block := func(m memory.Message) int {
@@ -50,48 +50,26 @@ func TestBlockWindowDropsBlocksFirst(t *testing.T) {
 		return 0
 	}
 	// 50, 60, 110 > 100: the first block goes (70 <= 70), then 80.
-	kept, from, spent := blockWindow(msgs, cost, block, 100, 1000)
+	kept, from, spent := recentWindow(msgs, cost, block, 100, 1000)
 	want := []shownTurn{{0, false}, {1, false}, {2, true}, {3, false}}
 	if got := shownOf(kept, from, block); !slices.Equal(got, want) || spent != 80 {
 		t.Errorf("shown %v, spent %d; want %v, 80", got, spent, want)
 	}
 }
 
-// TestBlockWindowWithoutBlocks: with no blocks the window is
-// recentWindow's.
-func TestBlockWindowWithoutBlocks(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		msgs := windowTurns(1 + r.IntN(40))
-		costs := make(map[int64]int, len(msgs))
-		for _, m := range msgs {
-			costs[m.Seq] = 1 + r.IntN(30)
-		}
-		cost := func(m memory.Message) int { return costs[m.Seq] }
-		window := 20 + r.IntN(300)
-		limit := window + r.IntN(100) - 50
-		want, wantSpent := recentWindow(msgs, cost, window, limit)
-		none := func(memory.Message) int { return 0 }
-		got, from, spent := blockWindow(msgs, cost, none, window, limit)
-		if !slices.Equal(shownOf(got, from, none), shownOf(want, len(want), none)) || spent != wantSpent {
-			t.Fatalf("window %d, limit %d: blockWindow kept %d (spent %d), recentWindow %d (spent %d)", window, limit, len(got), spent, len(want), wantSpent)
-		}
-	}
-}
-
-// TestBlockWindowMovesInSteps: as a chat grows turn by turn, each
-// request's window either extends the previous one's (the same turns and
+// TestRecentWindowMovesInSteps: as a chat grows turn by turn, with or
+// without blocks, each request's window either extends the previous one's (the same turns and
 // blocks, then the new ones: the previous prompt repeats) or is cut, and
 // a cut leaves at most the low watermark: blocks and turns leave several
 // at once, never one per turn.
-func TestBlockWindowMovesInSteps(t *testing.T) {
+func TestRecentWindowMovesInSteps(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := range 100 {
 		msgs := windowTurns(60)
 		costs, blocks := map[int64]int{}, map[int64]int{}
 		for _, m := range msgs {
 			costs[m.Seq] = 5 + r.IntN(40)
-			if m.Role == "user" && r.IntN(3) == 0 {
+			if m.Role == "user" && round%2 == 1 && r.IntN(3) == 0 { // even rounds: no blocks
 				blocks[m.Seq] = 50 + r.IntN(300)
 			}
 		}
@@ -102,7 +80,7 @@ func TestBlockWindowMovesInSteps(t *testing.T) {
 		var prev []shownTurn
 		cuts := 0
 		for n := 1; n <= len(msgs); n++ {
-			kept, from, spent := blockWindow(msgs[:n], cost, block, window, 1<<30)
+			kept, from, spent := recentWindow(msgs[:n], cost, block, window, 1<<30)
 			cur := shownOf(kept, from, block)
 			if spent > window {
 				t.Fatalf("round %d, %d turns: spent %d over the window %d", round, n, spent, window)

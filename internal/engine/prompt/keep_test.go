@@ -107,6 +107,14 @@ func TestKeepRecallKeepsOnlyStoredTurns(t *testing.T) {
 	}
 }
 
+// A full-history chat's turns: a question that recalls, its answer, a
+// statement.
+const (
+	uAsk  = `{"role":"user","content":"What did I say about tea?"}`
+	aAns  = `{"role":"assistant","content":"You drink it daily."}`
+	uStmt = `{"role":"user","content":"Right, thanks."}`
+)
+
 // prefixOf reports whether p1's messages begin p2's, byte for byte.
 func prefixOf(p1, p2 memory.Prepared) bool {
 	if len(p1.Messages) > len(p2.Messages) {
@@ -130,9 +138,6 @@ func prefixOf(p1, p2 memory.Prepared) bool {
 func TestKeepRecallResent(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const (
-		uAsk  = `{"role":"user","content":"What did I say about tea?"}`
-		aAns  = `{"role":"assistant","content":"You drink it daily."}`
-		uStmt = `{"role":"user","content":"Right, thanks."}`
 		aOK   = `{"role":"assistant","content":"Any time."}`
 		uAsk2 = `{"role":"user","content":"Where do I live?"}`
 	)
@@ -199,12 +204,7 @@ func TestKeepRecallResent(t *testing.T) {
 // request derives, so the first prompt is the second's prefix.
 func TestKeepRecallResentFirstTurn(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	const (
-		sys  = `{"role":"system","content":"Be brief."}`
-		uAsk = `{"role":"user","content":"What did I say about tea?"}`
-		aAns = `{"role":"assistant","content":"You drink it daily."}`
-		uOK  = `{"role":"user","content":"Right, thanks."}`
-	)
+	const sys = `{"role":"system","content":"Be brief."}`
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: []memory.Item{{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}}}, nil
 	})
@@ -220,7 +220,7 @@ func TestKeepRecallResentFirstTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := request(t, memory.ModeOn, sys, uAsk, aAns, uOK)
+	second := request(t, memory.ModeOn, sys, uAsk, aAns, uStmt)
 	second.Conversation = memory.ImpliedConversation(second.Tenant, second.User, second.Messages)
 	if first.Conversation != memory.DefaultConversation || second.Conversation == first.Conversation {
 		t.Fatalf("conversations %q, %q: want the default one, then a derived one", first.Conversation, second.Conversation)
@@ -241,11 +241,6 @@ func TestKeepRecallResentFirstTurn(t *testing.T) {
 // read-mode question's block, which is not kept, fills the budget.
 func TestKeptBlockLeavesRoom(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	const (
-		uAsk  = `{"role":"user","content":"What did I say about my trips?"}`
-		aAns  = `{"role":"assistant","content":"Many things."}`
-		uStmt = `{"role":"user","content":"Right, thanks."}`
-	)
 	var items []memory.Item
 	for i := range 60 {
 		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
@@ -285,11 +280,7 @@ func TestKeptBlockLeavesRoom(t *testing.T) {
 // block neither repeats them nor reaches further down recall's ranking.
 func TestKeptPassagesCountAgainstRecall(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	const (
-		uAsk  = `{"role":"user","content":"What do I drink?"}`
-		aAns  = `{"role":"assistant","content":"Tea."}`
-		uAsk2 = `{"role":"user","content":"And where do I live?"}`
-	)
+	const uAsk2 = `{"role":"user","content":"And where do I live?"}`
 	item := func(id int64, text string) memory.Item {
 		return memory.Item{ID: id, Kind: "message", Ref: fmt.Sprint("k", id), Conversation: "other", Text: text, Score: 1 / float64(id), CreatedAt: now.Add(-time.Hour)}
 	}

@@ -169,7 +169,7 @@ type Options struct {
 	// history (a full-history chat): each resent user turn is rendered
 	// with the recalled block it was sent with. When the resent turns and
 	// their blocks outgrow the recent turns' window, blocks leave before
-	// turns, oldest first and several at once (blockWindow). A chat's
+	// turns, oldest first and several at once (recentWindow). A chat's
 	// first request, which carries no history and lands in the user's
 	// default conversation, keeps its block for the conversation its
 	// continuation derives (memory.Candidate).
