@@ -297,10 +297,10 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	left := room - blk.cost - spent
 	if req.Mode.Stores() && a.keepsBlock(req, fullHistory) {
 		// This turn's block is kept and shown with it from the next
-		// request on: filled at most to a step short of the window, it
-		// stays there, with room for the turns to come, instead of
-		// being dropped at once.
-		left = min(left, window-step-spent-(blk.cost-blk.stableCost))
+		// request on: filled at most to the window's low watermark (where
+		// a cut leaves it), it stays there while the turns to come fill
+		// the rest, instead of being cut at once.
+		left = min(left, int(windowLow*float64(window))-spent-(blk.cost-blk.stableCost))
 	}
 	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
@@ -349,7 +349,15 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if req.Mode.Stores() {
 		// Only a turn that is stored comes back as a recent turn (or is
 		// resent as one: a read-mode question is not part of its chat).
-		a.keepBlock(req, ld.rev, fullHistory, current, blk.recalled)
+		// A block that does not fit the window beside the turns and
+		// blocks shown is not kept: kept, the next request would cut the
+		// window, and the older blocks with it; not kept, only this
+		// block leaves, as it would without KeepRecall.
+		keptBlock := blk.recalled
+		if spent+blk.cost-blk.stableCost > window {
+			keptBlock = ""
+		}
+		a.keepBlock(req, ld.rev, fullHistory, current, keptBlock)
 	}
 	out = append(out, raws(current)...)
 	for k, v := range sections {

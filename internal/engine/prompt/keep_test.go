@@ -115,6 +115,16 @@ const (
 	uStmt = `{"role":"user","content":"Right, thanks."}`
 )
 
+// hasBlock reports whether p shows a memory block of the given text.
+func hasBlock(p memory.Prepared, text string) bool {
+	for _, b := range p.Blocks {
+		if b.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
 // prefixOf reports whether p1's messages begin p2's, byte for byte.
 func prefixOf(p1, p2 memory.Prepared) bool {
 	if len(p1.Messages) > len(p2.Messages) {
@@ -271,6 +281,24 @@ func TestKeptBlockLeavesRoom(t *testing.T) {
 	}
 	if r, k := read.Parts["recall"], p1.Parts["recall"]; r <= k || read.TokensSent < 3500 {
 		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d: want the read-mode one to fill the budget", r, read.TokensSent, k)
+	}
+	// Another question, of other passages: its block, at least recall's
+	// share, no longer fits beside the kept one and is not kept, so the
+	// next turn drops it alone (where it stood) and keeps the first.
+	first := p1.Blocks[len(p1.Blocks)-1].Text
+	for i := range items {
+		items[i].Text = fmt.Sprintf("Recipe %d: Ana's grandmother baked rye bread with caraway every Sunday.", i)
+	}
+	const uAsk2 = `{"role":"user","content":"What did I say about baking?"}`
+	p3 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2)
+	if !strings.Contains(joined(p3), "Recipe 0") || !hasBlock(p3, first) {
+		t.Fatalf("the second question shows no new block, or not the kept one:\n%s", joined(p3))
+	}
+	p4 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2, aAns, uStmt)
+	before := p3
+	before.Messages = p3.Messages[:len(p3.Messages)-2] // all but its block and question
+	if !prefixOf(before, p4) || !hasBlock(p4, first) || strings.Contains(joined(p4), "Recipe 0") {
+		t.Errorf("the block that did not fit was kept, or the kept one left:\n%s\n---\n%s", joined(p3), joined(p4))
 	}
 }
 
