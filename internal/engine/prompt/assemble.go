@@ -175,9 +175,9 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// past user turn is rendered with the recalled block it was sent with,
 	// right before it (as that request sent it), so the previous request's
 	// prompt is this one's prefix; the turns and their blocks share the
-	// recent turns' window, blocks leaving first (recentWindow). This
-	// question's recall gives only passages those blocks do not show
-	// already.
+	// recent turns' window, blocks leaving first (recentWindow). The
+	// passages those blocks show count against this question's recall as
+	// if shown again, and are not (partCosts.shown).
 	var (
 		keptBy     map[turnKey]string
 		blockCosts map[string]int // made once a kept block is found
@@ -235,8 +235,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		// blocksFrom is the index in kept of the first turn shown with
 		// its kept block: older turns' blocks were dropped first.
 		blocksFrom int
-		// window is the recent turns' window, step what it moves by.
-		window, step int
+		// window is the recent turns' window.
+		window int
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
@@ -266,7 +266,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if len(ld.items) > 0 {
 			allowance = min(recallShare, fx.room)
 		}
-		step = max(budget/16, 1)
+		step := max(budget/16, 1)
 		window = budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
 		kept, blocksFrom, spent = recentWindow(candidates, cost, blockCost, window, room-blk.cost)
 		if pass == 0 && len(keptBy) > 0 {
