@@ -235,8 +235,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		// blocksFrom is the index in kept of the first turn shown with
 		// its kept block: older turns' blocks were dropped first.
 		blocksFrom int
-		// window is the recent turns' window.
-		window int
+		// window is the recent turns' window, step what it moves by.
+		window, step int
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
@@ -266,7 +266,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if len(ld.items) > 0 {
 			allowance = min(recallShare, fx.room)
 		}
-		step := max(budget/16, 1)
+		step = max(budget/16, 1)
 		window = budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
 		kept, blocksFrom, spent = recentWindow(candidates, cost, blockCost, window, room-blk.cost)
 		if pass == 0 && len(keptBy) > 0 {
@@ -349,12 +349,14 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if req.Mode.Stores() {
 		// Only a turn that is stored comes back as a recent turn (or is
 		// resent as one: a read-mode question is not part of its chat).
-		// A block that does not fit the window beside the turns and
-		// blocks shown is not kept: kept, the next request would cut the
-		// window, and the older blocks with it; not kept, only this
-		// block leaves, as it would without KeepRecall.
+		// A block is kept only when it leaves the window at about its low
+		// watermark (within a step), as a block filled for keeping does:
+		// one that leaves less room would have the next requests cut the
+		// window, and the older blocks with it, within a turn or two (a
+		// chat whose every turn asks); not kept, only this block leaves,
+		// where it stood, as it would without KeepRecall.
 		keptBlock := blk.recalled
-		if spent+blk.cost-blk.stableCost > window {
+		if spent+blk.cost-blk.stableCost > int(windowLow*float64(window))+step {
 			keptBlock = ""
 		}
 		a.keepBlock(req, ld.rev, fullHistory, current, keptBlock)
