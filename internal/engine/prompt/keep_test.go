@@ -282,13 +282,14 @@ func TestKeptBlockLeavesRoom(t *testing.T) {
 	if r, k := read.Parts["recall"], p1.Parts["recall"]; r <= k || read.TokensSent < 3500 {
 		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d: want the read-mode one to fill the budget", r, read.TokensSent, k)
 	}
-	// Another question, of other passages: its block, at least recall's
-	// share, no longer fits beside the kept one and is not kept, so the
-	// next turn drops it alone (where it stood) and keeps the first.
+	// Another question, of another passage: its block would fit the
+	// window beside the kept one but leave it above its low watermark
+	// (and a step), so it is not kept: the next turn drops it alone
+	// (where it stood) and keeps the first, with no cut.
 	first := p1.Blocks[len(p1.Blocks)-1].Text
-	for i := range items {
-		items[i].Text = fmt.Sprintf("Recipe %d: Ana's grandmother baked rye bread with caraway every Sunday.", i)
-	}
+	items = items[:1]
+	items[0].Text = "Recipe 0: Ana's grandmother baked rye bread with caraway every Sunday."
+	items[0].Ref = "k-recipe"
 	const uAsk2 = `{"role":"user","content":"What did I say about baking?"}`
 	p3 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2)
 	if !strings.Contains(joined(p3), "Recipe 0") || !hasBlock(p3, first) {
