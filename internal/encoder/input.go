@@ -28,22 +28,22 @@ type inputTables struct {
 	posRes matrix    // MaxTokens × 512: resW·t + res bias
 }
 
-// newInputTables computes the tables of the first layer l over the
+// newInputTables computes, into w, the tables of the first layer l over the
 // embeddings emb and the position signal timing.
-func newInputTables(l *layer, emb, timing matrix) inputTables {
+func newInputTables(w *weights, l *layer, emb, timing matrix) inputTables {
 	scaled := newMatrix(l.qkvW.rows, l.qkvW.cols)
 	for r := range scaled.rows {
-		for c, w := range l.qkvW.row(r) {
-			scaled.data[r*scaled.cols+c] = w * l.ln1Scale[c]
+		for c, v := range l.qkvW.row(r) {
+			scaled.data[r*scaled.cols+c] = v * l.ln1Scale[c]
 		}
 	}
 	t := inputTables{
-		embQKV: linear(emb, scaled, nil),
-		posQKV: linear(timing, scaled, nil),
-		sumQKV: make([]float32, scaled.rows),
-		bias:   make([]float32, scaled.rows),
-		embRes: linear(emb, l.resW, nil),
-		posRes: linear(timing, l.resW, l.resB),
+		embQKV: linear(w.matrix(emb.rows, scaled.rows), emb, scaled, nil),
+		posQKV: linear(w.matrix(timing.rows, scaled.rows), timing, scaled, nil),
+		sumQKV: w.floats(scaled.rows),
+		bias:   w.floats(scaled.rows),
+		embRes: linear(w.matrix(emb.rows, l.resW.rows), emb, l.resW, nil),
+		posRes: linear(w.matrix(timing.rows, l.resW.rows), timing, l.resW, l.resB),
 	}
 	for r := range scaled.rows {
 		var sum, bias float64
@@ -59,10 +59,10 @@ func newInputTables(l *layer, emb, timing matrix) inputTables {
 
 // project returns, for the pieces ids laid out in spans, the first layer's
 // attention projection (rows × 3·256: q, k, v) and its residual projection
-// (rows × 512). x holds the pieces' input rows.
-func (t *inputTables) project(ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
-	qkv = newMatrix(x.rows, t.embQKV.cols)
-	res = newMatrix(x.rows, t.embRes.cols)
+// (rows × 512), computed on s. x holds the pieces' input rows.
+func (t *inputTables) project(s *scratch, ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
+	qkv = s.matrix(x.rows, t.embQKV.cols)
+	res = s.matrix(x.rows, t.embRes.cols)
 	n := float32(x.cols)
 	for i, s := range ids {
 		for p, id := range s {
