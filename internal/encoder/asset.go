@@ -91,25 +91,31 @@ var errAsset = errors.New("encoder: malformed model asset")
 // decodeAsset reads the gzip'd asset (see gen): the magic, the vocabulary
 // (count; per piece its byte length, bytes and float64 score), then the
 // tensors (count; per tensor its name, kind, rows, columns and values).
-// It checks every tensor's length and leaves the values encoded.
-func decodeAsset(gz []byte) (*asset, error) {
+// It checks every tensor's length and leaves the values encoded, in the
+// unzipped bytes, which it takes from alloc: the asset's pieces and scores
+// are copies, its tensors are not.
+func decodeAsset(gz []byte, alloc func(n int) []byte) (*asset, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errAsset, err)
 	}
-	// The gzip trailer's last four bytes are the size unzipped (mod 2³²):
-	// read into a buffer of that size, not one grown by doubling.
-	var buf bytes.Buffer
-	if n := len(gz); n >= 4 {
-		buf.Grow(int(min(binary.LittleEndian.Uint32(gz[n-4:]), maxAsset)))
+	// The gzip trailer's last four bytes are the size unzipped (mod 2³²,
+	// checked by the reader at the end along with the checksum): the
+	// asset unzips into storage of that size from alloc.
+	if len(gz) < 4 {
+		return nil, fmt.Errorf("%w: too short", errAsset)
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(zr, maxAsset+1)); err != nil {
+	size := binary.LittleEndian.Uint32(gz[len(gz)-4:])
+	if size > maxAsset {
+		return nil, fmt.Errorf("%w: %d bytes unzipped", errAsset, size)
+	}
+	raw := alloc(int(size))
+	if _, err := io.ReadFull(zr, raw); err != nil {
 		return nil, fmt.Errorf("%w: %w", errAsset, err)
 	}
-	if buf.Len() > maxAsset {
-		return nil, fmt.Errorf("%w: over %d bytes unzipped", errAsset, maxAsset)
+	if n, err := zr.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		return nil, fmt.Errorf("%w: more than its stated size, or a bad checksum (%v)", errAsset, err)
 	}
-	raw := buf.Bytes()
 	r := &reader{b: raw}
 	if string(r.next(len(AssetMagic))) != AssetMagic {
 		return nil, fmt.Errorf("%w: bad magic", errAsset)

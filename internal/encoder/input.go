@@ -15,21 +15,26 @@ package encoder
 // lookups and a few additions per piece (a tenth of a 20-word query's
 // multiplications), for about 41 MB of tables computed once at load.
 
-import "math"
+import (
+	"math"
+
+	"github.com/x448/float16"
+)
 
 // inputTables are the first layer's projections of every vocabulary entry
 // and every position (see the file's comment).
 type inputTables struct {
-	embQKV matrix    // vocabulary × 3·256: qkvW·diag(s)·e
-	posQKV matrix    // MaxTokens × 3·256: qkvW·diag(s)·t
-	sumQKV []float32 // qkvW·diag(s)·1
-	bias   []float32 // qkvW·β + qkv bias
-	embRes matrix    // vocabulary × 512: resW·e
-	posRes matrix    // MaxTokens × 512: resW·t + res bias
+	embQKV halfMatrix // vocabulary × 3·256: qkvW·diag(s)·e
+	posQKV matrix     // MaxTokens × 3·256: qkvW·diag(s)·t
+	sumQKV []float32  // qkvW·diag(s)·1
+	bias   []float32  // qkvW·β + qkv bias
+	embRes halfMatrix // vocabulary × 512: resW·e
+	posRes matrix     // MaxTokens × 512: resW·t + res bias
 }
 
 // newInputTables computes, into w, the tables of the first layer l over the
-// embeddings emb and the position signal timing.
+// embeddings emb and the position signal timing; the vocabulary's in half
+// floats.
 func newInputTables(w *weights, l *layer, emb, timing matrix) inputTables {
 	scaled := newMatrix(l.qkvW.rows, l.qkvW.cols)
 	for r := range scaled.rows {
@@ -38,11 +43,11 @@ func newInputTables(w *weights, l *layer, emb, timing matrix) inputTables {
 		}
 	}
 	t := inputTables{
-		embQKV: linear(w.matrix(emb.rows, scaled.rows), emb, scaled, nil),
+		embQKV: halfLinear(w, emb, scaled),
 		posQKV: linear(w.matrix(timing.rows, scaled.rows), timing, scaled, nil),
 		sumQKV: w.floats(scaled.rows),
 		bias:   w.floats(scaled.rows),
-		embRes: linear(w.matrix(emb.rows, l.resW.rows), emb, l.resW, nil),
+		embRes: halfLinear(w, emb, l.resW),
 		posRes: linear(w.matrix(timing.rows, l.resW.rows), timing, l.resW, l.resB),
 	}
 	for r := range scaled.rows {
@@ -81,13 +86,34 @@ func (t *inputTables) project(s *scratch, ids [][]int, spans [][2]int, x matrix)
 			inv := float32(1 / math.Sqrt(float64(variance+LayerNormEpsilon)))
 			q, e, ps := qkv.row(r), t.embQKV.row(id), t.posQKV.row(p)
 			for j := range q {
-				q[j] = (e[j]+e[j]+ps[j]-mean*t.sumQKV[j])*inv + t.bias[j]
+				e := half(e[j])
+				q[j] = (e+e+ps[j]-mean*t.sumQKV[j])*inv + t.bias[j]
 			}
 			o, e, ps := res.row(r), t.embRes.row(id), t.posRes.row(p)
 			for j := range o {
-				o[j] = e[j] + e[j] + ps[j]
+				e := half(e[j])
+				o[j] = e + e + ps[j]
 			}
 		}
 	}
 	return qkv, res
+}
+
+// halfLinear returns x·wtᵀ in half floats from w, computed a block of rows
+// at a time so the load never holds the whole product in float32.
+func halfLinear(w *weights, x, wt matrix) halfMatrix {
+	const block = 256
+	out := w.halfMatrix(x.rows, wt.rows)
+	buf := make([]float32, block*wt.rows)
+	for r := 0; r < x.rows; r += block {
+		rows := min(block, x.rows-r)
+		in := matrix{rows: rows, cols: x.cols, data: x.data[r*x.cols : (r+rows)*x.cols]}
+		p := matrix{rows: rows, cols: wt.rows, data: buf[:rows*wt.rows]}
+		clear(p.data)
+		linear(p, in, wt, nil)
+		for i, v := range p.data {
+			out.data[r*out.cols+i] = float16.Fromfloat32(v).Bits()
+		}
+	}
+	return out
 }

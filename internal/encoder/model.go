@@ -61,8 +61,8 @@ var modelAsset []byte
 // call computes on its own buffers (see scratch).
 type Model struct {
 	tok    *Tokenizer
-	emb    matrix // vocabulary × 256
-	timing matrix // MaxTokens × 256: the position signal of each position
+	emb    halfMatrix // vocabulary × 256
+	timing matrix     // MaxTokens × 256: the position signal of each position
 	l0, l1 layer
 	in     inputTables // the first layer's projections of its input
 	tanhW  matrix
@@ -105,20 +105,23 @@ func Default() (*Model, error) {
 
 // Load decodes a model asset written by ./gen.
 func Load(gz []byte) (*Model, error) {
-	a, err := decodeAsset(gz)
+	// The tensors the model keeps go to w; the asset unzipped, and the
+	// tensors only the load reads (for the tables, the transpose and the
+	// half floats), to tmp, unmapped when the load ends: what a load
+	// leaves on the heap would stay resident until the heap grows into it.
+	w, tmp := &weights{}, &weights{}
+	defer func() { releaseMappings(tmp.maps) }()
+	a, err := decodeAsset(gz, tmp.bytes)
 	if err != nil {
 		return nil, err
 	}
-	// The tensors the model keeps go to w; the ones only the tables
-	// (and the transpose) read are decoded on the heap, for the load only.
-	w := &weights{}
 	var missing []string
 	get := func(name string, rows, cols int, keep bool) matrix {
 		var m matrix
 		if keep {
 			m = w.matrix(rows, cols)
 		} else {
-			m = newMatrix(rows, cols)
+			m = tmp.matrix(rows, cols)
 		}
 		t, ok := a.tensors[name]
 		if !ok || t.rows != rows || t.cols != cols {
@@ -131,10 +134,10 @@ func Load(gz []byte) (*Model, error) {
 	vec := func(name string, n int) []float32 { return get(name, 1, n, true).data }
 	m := &Model{tok: newTokenizer(a.pieces, a.scores)}
 	m.scratch.New = func() any { return new(scratch) }
-	m.emb = get("embeddings", 8002, embedDims, true)
-	if len(a.pieces) > m.emb.rows {
+	emb := get("embeddings", 8002, embedDims, false) // kept in half floats, below
+	if len(a.pieces) > emb.rows {
 		releaseMappings(w.maps)
-		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), m.emb.rows)
+		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), emb.rows)
 	}
 	m.timing = timingSignal(w, vec("timing", embedDims/2))
 	for i, l := range []*layer{&m.l0, &m.l1} {
@@ -164,7 +167,8 @@ func Load(gz []byte) (*Model, error) {
 		releaseMappings(w.maps)
 		return nil, fmt.Errorf("%w: missing or misshapen %v", errAsset, missing)
 	}
-	m.in = newInputTables(w, &m.l0, m.emb, m.timing)
+	m.in = newInputTables(w, &m.l0, emb, m.timing)
+	m.emb = toHalf(w, emb)
 	m.l0.qkvW, m.l0.resW = matrix{}, matrix{} // in the tables now
 	if err := w.seal(); err != nil {
 		releaseMappings(w.maps)
@@ -253,7 +257,8 @@ func (m *Model) embedIDs(s *scratch, ids [][]int, vecs [][]float32) {
 			e := m.emb.row(id)
 			t := m.timing.row(p)
 			for j := range row {
-				row[j] = e[j] + e[j] + t[j]
+				e := half(e[j])
+				row[j] = e + e + t[j]
 			}
 		}
 	}

@@ -1,5 +1,11 @@
 package encoder
 
+import (
+	"unsafe"
+
+	"github.com/x448/float16"
+)
+
 // weights is where a model keeps its tensors. Each tensor of at least
 // offHeapBytes lives in memory mapped from the operating system, outside
 // the Go heap, and is made read-only once the model is built; smaller ones
@@ -23,18 +29,50 @@ const offHeapBytes = 64 << 10
 
 // floats returns zeroed storage for n float32 values.
 func (w *weights) floats(n int) []float32 {
-	if 4*n >= offHeapBytes {
-		if f, b, ok := mapFloats(n); ok {
-			w.maps = append(w.maps, b)
-			return f
-		}
+	if b := w.mapped(4 * n); b != nil {
+		return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)
 	}
 	return make([]float32, n)
+}
+
+// bytes returns zeroed storage for n bytes.
+func (w *weights) bytes(n int) []byte {
+	if b := w.mapped(n); b != nil {
+		return b
+	}
+	return make([]byte, n)
+}
+
+// halves returns zeroed storage for n half floats.
+func (w *weights) halves(n int) []uint16 {
+	if b := w.mapped(2 * n); b != nil {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	}
+	return make([]uint16, n)
+}
+
+// mapped returns n mapped bytes, or nil when n is under offHeapBytes or
+// the system refuses.
+func (w *weights) mapped(n int) []byte {
+	if n < offHeapBytes {
+		return nil
+	}
+	b, ok := mapBytes(n)
+	if !ok {
+		return nil
+	}
+	w.maps = append(w.maps, b)
+	return b
 }
 
 // matrix returns a zeroed rows×cols matrix from w.
 func (w *weights) matrix(rows, cols int) matrix {
 	return matrix{rows: rows, cols: cols, data: w.floats(rows * cols)}
+}
+
+// halfMatrix returns a zeroed rows×cols half-float matrix from w.
+func (w *weights) halfMatrix(rows, cols int) halfMatrix {
+	return halfMatrix{rows: rows, cols: cols, data: w.halves(rows * cols)}
 }
 
 // seal makes every mapped tensor read-only: a write to a finished model's
@@ -55,3 +93,26 @@ func releaseMappings(maps [][]byte) {
 		unmapMapping(b)
 	}
 }
+
+// halfMatrix is a dense row-major matrix of IEEE half floats: the tables
+// read a row at a time per piece (the embeddings, the first layer's
+// projections of them), where half precision changes no vector measurably
+// (worst golden cosine 0.999597 → 0.999596) and halves their 49 MB.
+type halfMatrix struct {
+	rows, cols int
+	data       []uint16
+}
+
+func (m halfMatrix) row(i int) []uint16 { return m.data[i*m.cols : (i+1)*m.cols] }
+
+// toHalf returns m rounded to half floats in storage from w.
+func toHalf(w *weights, m matrix) halfMatrix {
+	h := w.halfMatrix(m.rows, m.cols)
+	for i, v := range m.data {
+		h.data[i] = float16.Fromfloat32(v).Bits()
+	}
+	return h
+}
+
+// half returns the float32 of half-float bits.
+func half(b uint16) float32 { return float16.Frombits(b).Float32() }

@@ -15,13 +15,22 @@ func heapLive() uint64 {
 	return ms.HeapAlloc
 }
 
+// skipUnlessMapping skips tb where memory cannot be mapped (the weights
+// are then on the heap).
+func skipUnlessMapping(tb testing.TB) {
+	tb.Helper()
+	b, ok := mapBytes(offHeapBytes)
+	if !ok {
+		tb.Skip("no memory mapping on this system: the weights are on the heap")
+	}
+	unmapMapping(b)
+}
+
 // TestModelWeightsLiveOffTheHeap: a loaded model adds little to the Go
 // heap (its ~66 MB of tensors are mapped outside it, so they do not raise
 // the collector's goal), and nothing of its load is left behind.
 func TestModelWeightsLiveOffTheHeap(t *testing.T) {
-	if _, _, ok := mapFloats(1); !ok {
-		t.Skip("no memory mapping on this system: the weights are on the heap")
-	}
+	skipUnlessMapping(t)
 	before := heapLive()
 	m, err := Load(modelAsset)
 	if err != nil {
@@ -41,16 +50,14 @@ func TestModelWeightsLiveOffTheHeap(t *testing.T) {
 // (here a panic, with SetPanicOnFault) instead of changing every later
 // vector.
 func TestModelWeightsAreReadOnly(t *testing.T) {
-	if _, _, ok := mapFloats(1); !ok {
-		t.Skip("no memory mapping on this system")
-	}
+	skipUnlessMapping(t)
 	m := mustDefault(t)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	for name, data := range map[string][]float32{
-		"embeddings":       m.emb.data,
-		"first layer W2ᵀ":  m.l0.ffn2T.data,
-		"input table":      m.in.embQKV.data,
-		"second layer qkv": m.l1.qkvW.data,
+	for name, write := range map[string]func(){
+		"embeddings":       func() { m.emb.data[100] = 1 },
+		"first layer W2ᵀ":  func() { m.l0.ffn2T.data[100] = 1 },
+		"input table":      func() { m.in.embQKV.data[100] = 1 },
+		"second layer qkv": func() { m.l1.qkvW.data[100] = 1 },
 	} {
 		func() {
 			defer func() {
@@ -58,7 +65,7 @@ func TestModelWeightsAreReadOnly(t *testing.T) {
 					t.Errorf("%s: a write did not fault", name)
 				}
 			}()
-			data[len(data)/2] = 1
+			write()
 		}()
 	}
 }

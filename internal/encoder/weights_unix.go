@@ -4,19 +4,15 @@ package encoder
 
 import (
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// mapFloats maps n zeroed float32s of anonymous private memory. ok is false
+// mapBytes maps n zeroed bytes of anonymous private memory. ok is false
 // when the system refuses.
-func mapFloats(n int) (f []float32, b []byte, ok bool) {
-	b, err := unix.Mmap(-1, 0, 4*n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
-		return nil, nil, false
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n), b, true
+func mapBytes(n int) (b []byte, ok bool) {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	return b, err == nil
 }
 
 // protectMapping makes a mapping read-only.
@@ -27,5 +23,5 @@ func protectMapping(b []byte) error {
 	return nil
 }
 
-// unmapMapping unmaps a mapping made by mapFloats.
+// unmapMapping unmaps a mapping made by mapBytes.
 func unmapMapping(b []byte) { _ = unix.Munmap(b) }
