@@ -96,8 +96,9 @@ var (
 )
 
 // Default returns the compiled-in model, decoding it on first use: about
-// 25 MB of float32 weights and 41 MB of the first layer's precomputed
-// projections (see inputTables), outside the Go heap (see weights).
+// 19 MB of float32 weights, and 25 MB of half floats for the vocabulary's
+// embeddings and the first layer's precomputed projections of them (see
+// inputTables), outside the Go heap (see weights).
 func Default() (*Model, error) {
 	defaultOnce.Do(func() { defaultModel, defaultErr = Load(modelAsset) })
 	return defaultModel, defaultErr

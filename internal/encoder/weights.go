@@ -11,10 +11,10 @@ import (
 // the Go heap, and is made read-only once the model is built; smaller ones
 // (biases, scales) live on the heap.
 //
-// The model's ~66 MB of weights and tables are live for the whole process.
+// The model's ~44 MB of weights and tables are live for the whole process.
 // On the Go heap they would count in the collector's goal (the next
 // collection starts when the heap has grown by GOGC % of what is live), so
-// a busy gateway would let another ~66 MB of garbage pile up before
+// a busy gateway would let another ~44 MB of garbage pile up before
 // collecting: memory held for nothing. Mapped, they are resident once and
 // the heap's goal is set by the gateway's own data. They hold float32s
 // only, never a pointer the collector would need to see. Where mapping is

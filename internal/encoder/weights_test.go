@@ -27,7 +27,7 @@ func skipUnlessMapping(tb testing.TB) {
 }
 
 // TestModelWeightsLiveOffTheHeap: a loaded model adds little to the Go
-// heap (its ~66 MB of tensors are mapped outside it, so they do not raise
+// heap (its ~44 MB of tensors are mapped outside it, so they do not raise
 // the collector's goal), and nothing of its load is left behind.
 func TestModelWeightsLiveOffTheHeap(t *testing.T) {
 	skipUnlessMapping(t)
