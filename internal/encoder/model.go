@@ -111,7 +111,13 @@ func Load(gz []byte) (*Model, error) {
 	// half floats), to tmp, unmapped when the load ends: what a load
 	// leaves on the heap would stay resident until the heap grows into it.
 	w, tmp := &weights{}, &weights{}
-	defer func() { releaseMappings(tmp.maps) }()
+	built := false
+	defer func() {
+		releaseMappings(tmp.maps)
+		if !built {
+			releaseMappings(w.maps)
+		}
+	}()
 	a, err := decodeAsset(gz, tmp.bytes)
 	if err != nil {
 		return nil, err
@@ -137,7 +143,6 @@ func Load(gz []byte) (*Model, error) {
 	m.scratch.New = func() any { return new(scratch) }
 	emb := get("embeddings", 8002, embedDims, false) // kept in half floats, below
 	if len(a.pieces) > emb.rows {
-		releaseMappings(w.maps)
 		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), emb.rows)
 	}
 	m.timing = timingSignal(w, vec("timing", embedDims/2))
@@ -165,16 +170,15 @@ func Load(gz []byte) (*Model, error) {
 	}
 	m.tanhW, m.tanhB = get("tanh.w", Dims, Dims, true), vec("tanh.b", Dims)
 	if missing != nil {
-		releaseMappings(w.maps)
 		return nil, fmt.Errorf("%w: missing or misshapen %v", errAsset, missing)
 	}
 	m.in = newInputTables(w, &m.l0, emb, m.timing)
 	m.emb = toHalf(w, emb)
 	m.l0.qkvW, m.l0.resW = matrix{}, matrix{} // in the tables now
 	if err := w.seal(); err != nil {
-		releaseMappings(w.maps)
 		return nil, err
 	}
+	built = true
 	runtime.AddCleanup(m, releaseMappings, w.maps)
 	return m, nil
 }
