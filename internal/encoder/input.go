@@ -16,11 +16,7 @@ package encoder
 // multiplications), for tables computed once at load: 41 MB in float32,
 // 21 MB as kept (the vocabulary's rows in half floats, see halfMatrix).
 
-import (
-	"math"
-
-	"github.com/x448/float16"
-)
+import "math"
 
 // inputTables are the first layer's projections of every vocabulary entry
 // and every position (see the file's comment).
@@ -112,9 +108,7 @@ func halfLinear(w *weights, x, wt matrix) halfMatrix {
 		p := matrix{rows: rows, cols: wt.rows, data: buf[:rows*wt.rows]}
 		clear(p.data)
 		linear(p, in, wt, nil)
-		for i, v := range p.data {
-			out.data[r*out.cols+i] = float16.Fromfloat32(v).Bits()
-		}
+		putHalves(out.data[r*out.cols:], p.data)
 	}
 	return out
 }

@@ -108,10 +108,15 @@ func (m halfMatrix) row(i int) []uint16 { return m.data[i*m.cols : (i+1)*m.cols]
 // toHalf returns m rounded to half floats in storage from w.
 func toHalf(w *weights, m matrix) halfMatrix {
 	h := w.halfMatrix(m.rows, m.cols)
-	for i, v := range m.data {
-		h.data[i] = float16.Fromfloat32(v).Bits()
-	}
+	putHalves(h.data, m.data)
 	return h
+}
+
+// putHalves writes src rounded to half floats into dst.
+func putHalves(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = float16.Fromfloat32(v).Bits()
+	}
 }
 
 // half returns the float32 of half-float bits.
