@@ -105,11 +105,7 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	// One connection. Conversation 0; the first turns warm the process
 	// (the encoder decodes its weights on first use) and are not counted.
 	const warm = 3
-	fresh, err := gw.stats()
-	if err != nil {
-		return "", err
-	}
-	freshAnon, _, err := gw.rssSplit()
+	fresh, freshAnon, err := residentMemory(gw)
 	if err != nil {
 		return "", err
 	}
@@ -176,11 +172,7 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	st, err := gw.stats()
-	if err != nil {
-		return "", err
-	}
-	anon, _, err := gw.rssSplit()
+	rss, anon, err := residentMemory(gw)
 	if err != nil {
 		return "", err
 	}
@@ -197,5 +189,15 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 		provider, round(pct(on, 0.5)-pct(off, 0.5)), round(pct(on, 0.9)-pct(off, 0.9)), round(cpuPerTurn),
 		float64(len(lat))/elapsed.Seconds(), failed, total,
 		100*float64(nDegraded)/float64(max(len(lat), 1)), fmtParts(degraded), round(p50),
-		fresh.rss>>20, freshAnon>>20, st.rss>>20, anon>>20), nil
+		fresh>>20, freshAnon>>20, rss>>20, anon>>20), nil
+}
+
+// residentMemory returns gw's resident set and its anonymous part, bytes.
+func residentMemory(gw *server) (rss, anon int64, err error) {
+	st, err := gw.stats()
+	if err != nil {
+		return 0, 0, err
+	}
+	anon, _, err = gw.rssSplit()
+	return st.rss, anon, err
 }
