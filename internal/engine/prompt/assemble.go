@@ -295,11 +295,16 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
 	left := room - blk.cost - spent
-	if req.Mode.Stores() && a.keepsBlock(req, fullHistory) {
+	if req.Mode.Stores() && a.keepsRecall(req, fullHistory) {
 		// This turn's block is kept and shown with it from the next
 		// request on: filled at most to the window's low watermark (where
 		// a cut leaves it), it stays there while the turns to come fill
-		// the rest, instead of being cut at once.
+		// the rest, instead of being cut at once. Not for a request that
+		// may be a full-history chat's first (firstOfChat): it looks just
+		// like a client that sends only its newest turn and no
+		// conversation, whose recall must not shrink for a chat that may
+		// never come; its block is kept only if it leaves the window at
+		// its low watermark anyway (below).
 		left = min(left, int(windowLow*float64(window))-spent-(blk.cost-blk.stableCost))
 	}
 	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {

@@ -342,3 +342,42 @@ func TestKeptPassagesCountAgainstRecall(t *testing.T) {
 		t.Errorf("the second question's block repeats a kept passage or reaches past its share:\n%s", fresh)
 	}
 }
+
+// TestFirstOfChatFillsAsNewestOnly: a request with no history and no
+// conversation may be a full-history chat's first, or a client that sends
+// only its newest turn and names no conversation. Its recall fills the
+// budget as it would without keep_recall_resent: the chat may never come.
+func TestFirstOfChatFillsAsNewestOnly(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var items []memory.Item
+	for i := range 60 {
+		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
+			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
+	}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	recall := func(keep bool) int {
+		t.Helper()
+		a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+			Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.2}, FillRecall: true, FillWhen: FillAsked,
+				KeepRecallResent: keep, Now: func() time.Time { return now }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := request(t, memory.ModeOn, uAsk)
+		req.Conversation = memory.ImpliedConversation(req.Tenant, req.User, req.Messages)
+		if req.Conversation != memory.DefaultConversation {
+			t.Fatalf("conversation %q, want the default one", req.Conversation)
+		}
+		p, err := a.Prepare(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Parts["recall"]
+	}
+	off, on := recall(false), recall(true)
+	if on < off || off < 2500 {
+		t.Errorf("recall tokens: %d with keep_recall_resent, %d without; want the same fill (over 2,500)", on, off)
+	}
+}
