@@ -214,7 +214,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counte
 	a, err := prompt.NewAssembler(deps, prompt.Options{
 		RecentMessages: historyMessages(cfg), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall, StatementRecall: sh.StatementRecall},
-		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall,
+		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall, KeepRecallResent: mc.KeepRecallResent,
 		FillWhen: prompt.RecallFill(mc.FillRecallWhen), StableFacts: mc.StableFacts, HoldSummary: mc.HoldSummary,
 		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
 	}, logger)

@@ -255,6 +255,14 @@ type Memory struct {
 	// restart or on another gateway, turns render without them. Off by
 	// default (issue 28).
 	KeepRecall bool `yaml:"keep_recall"`
+	// KeepRecallResent is keep_recall for a client that resends its whole
+	// history (a full-history chat): each resent user turn is rendered
+	// with the recalled block it was sent with, so a turn that recalled
+	// leaves its block in place for the turns after it and their prompts
+	// repeat it (a provider's prompt cache serves it); when the turns and
+	// blocks outgrow the recent turns' window, blocks leave first, oldest
+	// first and several at once. On by default (issue 28).
+	KeepRecallResent bool `yaml:"keep_recall_resent"`
 	// FillRecallWhen is which turns fill_recall fills on: "always" or
 	// "asked" (the default: a turn with a question mark or that opens with
 	// an interrogative, English or Portuguese, unless its question is put
@@ -510,6 +518,7 @@ func Default() Config {
 			FillRecallWhen:    "asked",
 			StableFacts:       true,
 			HoldSummary:       true,
+			KeepRecallResent:  true,
 		},
 		Compaction: Compaction{
 			Enabled:          true,

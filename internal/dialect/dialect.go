@@ -132,6 +132,8 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (m
 		Messages:  r.Messages,
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
+		// Only Chat Completions renders each block where it stands.
+		BlocksInPlace: r.API == Chat,
 	})
 }
 

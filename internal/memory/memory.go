@@ -250,6 +250,12 @@ type Request struct {
 	// facts, summary, facts, recall) is injected, stored recent turns are
 	// neither loaded nor sent.
 	NoRecent bool
+	// BlocksInPlace is true when the request's API renders every memory
+	// block of Prepared where it stands among the messages (Chat
+	// Completions). Without it the recalled blocks are all moved before
+	// the current turn (Anthropic Messages, Responses), so a past turn's
+	// block cannot stay in place and none is kept.
+	BlocksInPlace bool
 	// At is when the newest turn was said (X-Memory-Timestamp, else the
 	// request's arrival); zero means now. Recall reads a question's time
 	// words ("last week") relative to it.

@@ -84,6 +84,9 @@ func parseLoCoMoFlags(o *options, pick, clients string) error {
 	if o.pace != paceEnriched && o.pace != paceSaved {
 		return fmt.Errorf("-pace: %q is not enriched or saved", o.pace)
 	}
+	if o.questionMode != "read" && o.questionMode != "on" {
+		return fmt.Errorf("-question-mode %q: want read or on", o.questionMode)
+	}
 	if o.locomoBudget <= 0 {
 		return fmt.Errorf("-locomo-budget must be positive")
 	}
@@ -391,7 +394,11 @@ func asked(q locomo.Question) bool { return q.Category >= 1 && q.Category <= 4 &
 // client resending c's last session), and judges what reached the upstream.
 func loProbe(ctx context.Context, h *harness, c locomo.Conversation, system []json.RawMessage, client, method string, lc *loClient, res *loResults) error {
 	user := loUser(c)
-	who := launch.Who{User: user, Conversation: user, Mode: "read", Budget: h.o.locomoBudget, At: questionAt(c), AtHeader: "X-Memory-Timestamp"}
+	mode := h.o.questionMode
+	if mode == "on" {
+		mode = ""
+	}
+	who := launch.Who{User: user, Conversation: user, Mode: mode, Budget: h.o.locomoBudget, At: questionAt(c), AtHeader: "X-Memory-Timestamp"}
 	var before []json.RawMessage
 	if client == clientFull {
 		who.Conversation = ""

@@ -50,6 +50,9 @@ type options struct {
 	locomoClients []string
 	// locomoBudget is the questions' X-Memory-Budget.
 	locomoBudget int
+	// questionMode is the questions' X-Memory-Mode ("read", or "on" as a
+	// user asking in the chat would: the question is then stored too).
+	questionMode string
 	// detailsPrompts adds each question's prompt to the -details lines.
 	detailsPrompts bool
 	// replayPrompts, when set, is a file that gets one JSON line per
@@ -94,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	pick := fs.String("conversations", "", "with -locomo, the conversations measured, 1-based and comma-separated (e.g. 1,2; default all)")
 	clients := fs.String("client", clientNewest, "with -locomo, the clients replayed, comma-separated: newest (conversation header, newest message only), full (the whole session resent, no conversation header)")
 	fs.IntVar(&o.locomoBudget, "locomo-budget", 4000, "with -locomo, the questions' X-Memory-Budget")
+	fs.StringVar(&o.questionMode, "question-mode", "read", "with -locomo, the questions' X-Memory-Mode: read (nothing stored), or on (asked as a chat turn, and stored: each question is then part of the memory the next one reads)")
 	fs.StringVar(&o.replayPrompts, "replay-prompts", "", "with -locomo, write the prompt of each replayed exchange to this file, one JSON line each (conversation, client, prompt)")
 	fs.StringVar(&o.sideModel, "side-model", "", "who writes summaries and extracts facts: stand-in (the stand-in upstream as a side model, through the gateway's upstream key; the synthetic set's default) or none (no side-model key: the client's key is forwarded, memgate summarises extractively and extracts facts by pattern, as out of the box; the default with -locomo, whose goal is at the default config)")
 	fs.StringVar(&o.pace, "pace", paceEnriched, "with -locomo, when the next exchange is sent: enriched (once the previous one is indexed, summarised and its facts extracted, as in a conversation spread over months: the run is repeatable) or saved (once it is stored: faster, but what enrichment coalesces, and so the summaries and facts, depends on timing)")

@@ -171,26 +171,28 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		}
 	}
 
-	// With KeepRecall, a past user turn is rendered with the recalled block
-	// it was sent with, right before it (as that request sent it), so the
-	// previous request's prompt is this one's prefix; the turn and its
-	// block count, and are dropped, together. This question's recall gives
-	// only passages those blocks do not show already.
+	// With KeepRecall (KeepRecallResent for a full-history client), a
+	// past user turn is rendered with the recalled block it was sent with,
+	// right before it (as that request sent it), so the previous request's
+	// prompt is this one's prefix; the turns and their blocks share the
+	// recent turns' window, blocks leaving first (recentWindow). The
+	// passages those blocks show count against this question's recall as
+	// if shown again, and are not (partCosts.shown).
 	var (
-		keptBy    map[turnKey]string
-		blockCost map[string]int // made once a kept block is found
+		keptBy     map[turnKey]string
+		blockCosts map[string]int // made once a kept block is found
 	)
-	if a.kept != nil && !fullHistory {
-		keptBy = a.kept.lookup(req.Identity)
+	if a.keepsRecall(req, fullHistory) {
+		keptBy = a.kept.lookup(req.Identity, ld.rev)
 	}
 	// inBlocks is the text of the kept blocks the recent turns show: known
 	// once the window is, so a second pass packs without what they show.
 	inBlocks := ""
+	var shown func(memory.Item) bool
 	if len(keptBy) > 0 {
-		base := keep
-		keep = func(it memory.Item) bool {
+		shown = func(it memory.Item) bool {
 			t := strings.TrimSpace(it.Text)
-			return base(it) && (inBlocks == "" || t == "" || !strings.Contains(inBlocks, quoteText(t)))
+			return inBlocks != "" && t != "" && strings.Contains(inBlocks, quoteText(t))
 		}
 	}
 	withBlock := func(m memory.Message) (string, int) {
@@ -201,22 +203,22 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if b == "" {
 			return "", 0
 		}
-		if blockCost == nil {
-			blockCost = map[string]int{}
+		if blockCosts == nil {
+			blockCosts = map[string]int{}
 		}
-		c, ok := blockCost[b]
+		c, ok := blockCosts[b]
 		if !ok {
 			raw, err := blockRaw(a.opts.Position.role(), b)
 			if err == nil {
 				c = a.deps.Counter.RawMessage(model, raw)
 			}
-			blockCost[b] = c
+			blockCosts[b] = c
 		}
 		return b, c
 	}
-	groupCost := func(m memory.Message) int {
+	blockCost := func(m memory.Message) int {
 		_, c := withBlock(m)
-		return cost(m) + c
+		return c
 	}
 
 	// A new-only client always gets the summary (the history before it is
@@ -230,10 +232,16 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		sections map[string]int
 		kept     []memory.Message
 		spent    int
+		// blocksFrom is the index in kept of the first turn shown with
+		// its kept block: older turns' blocks were dropped first.
+		blocksFrom int
+		// window is the recent turns' window, step what it moves by.
+		window, step int
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
 			pc = a.newPartCosts(model, req.Conversation, ld, keep)
+			pc.shown = shown
 			pc.stable, pc.late = stableFacts, lateFacts
 		}
 		fx = a.selectFixed(pc, budget, room, ld, withSummary)
@@ -258,12 +266,12 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if len(ld.items) > 0 {
 			allowance = min(recallShare, fx.room)
 		}
-		step := max(budget/16, 1)
-		window := budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
-		kept, spent = recentWindow(candidates, groupCost, window, room-blk.cost)
+		step = max(budget/16, 1)
+		window = budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
+		kept, blocksFrom, spent = recentWindow(candidates, cost, blockCost, window, room-blk.cost)
 		if pass == 0 && len(keptBy) > 0 {
 			var shown strings.Builder
-			for _, m := range kept {
+			for _, m := range kept[blocksFrom:] {
 				if b, _ := withBlock(m); b != "" {
 					shown.WriteString(b)
 				}
@@ -286,7 +294,20 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// the repeated prefix. Unless every passage is in already: packing
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
-	if left := room - blk.cost - spent; a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
+	left := room - blk.cost - spent
+	if req.Mode.Stores() && a.keepsRecall(req, fullHistory) {
+		// This turn's block is kept and shown with it from the next
+		// request on: filled at most to the window's low watermark (where
+		// a cut leaves it), it stays there while the turns to come fill
+		// the rest, instead of being cut at once. Not for a request that
+		// may be a full-history chat's first (firstOfChat): it looks just
+		// like a client that sends only its newest turn and no
+		// conversation, whose recall must not shrink for a chat that may
+		// never come; its block is kept only if it leaves the window at
+		// its low watermark anyway (below).
+		left = min(left, int(windowLow*float64(window))-spent-(blk.cost-blk.stableCost))
+	}
+	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
 		if err != nil {
@@ -319,8 +340,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if err := add(blk.stable, true); err != nil {
 		return memory.Prepared{}, false, err
 	}
-	for _, m := range kept {
-		if b, _ := withBlock(m); b != "" {
+	for i, m := range kept {
+		if b, _ := withBlock(m); b != "" && i >= blocksFrom {
 			if err := add(b, false); err != nil {
 				return memory.Prepared{}, false, err
 			}
@@ -330,15 +351,20 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if err := add(blk.recalled, false); err != nil {
 		return memory.Prepared{}, false, err
 	}
-	if a.kept != nil && !fullHistory && req.Mode.Stores() {
-		// Only a turn that is stored comes back as a recent turn: a
-		// read-mode question's block would push real turns' blocks out.
-		for _, m := range current {
-			if m.Role == "user" {
-				a.kept.put(req.Identity, m, blk.recalled)
-				break
-			}
+	if req.Mode.Stores() {
+		// Only a turn that is stored comes back as a recent turn (or is
+		// resent as one: a read-mode question is not part of its chat).
+		// A block is kept only when it leaves the window at about its low
+		// watermark (within a step), as a block filled for keeping does:
+		// one that leaves less room would have the next requests cut the
+		// window, and the older blocks with it, within a turn or two (a
+		// chat whose every turn asks); not kept, only this block leaves,
+		// where it stood, as it would without KeepRecall.
+		keptBlock := blk.recalled
+		if spent+blk.cost-blk.stableCost > int(windowLow*float64(window))+step {
+			keptBlock = ""
 		}
+		a.keepBlock(req, ld.rev, fullHistory, current, keptBlock)
 	}
 	out = append(out, raws(current)...)
 	for k, v := range sections {

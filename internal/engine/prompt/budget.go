@@ -60,41 +60,68 @@ func fitNewest(msgs []memory.Message, cost func(memory.Message) int, budget int)
 const windowLow = 0.7
 
 // recentWindow returns the turns of msgs (oldest first) to send as recent
-// turns and their cost. It moves in steps, as compaction does: replaying
-// the conversation unit by unit from msgs[0], whenever the units kept
-// outgrow window (the high watermark) the oldest are dropped down to
-// windowLow of it, so between two such cuts every request keeps the same
-// first turn and its prompt repeats the previous one's up to its newest
-// turns. The result depends only on msgs and window, never on earlier
-// requests: msgs[0] must be a stable place (the conversation's start, the
-// summary's end, windowAnchor). What is kept is then trimmed, oldest first,
-// to fit limit (the tokens actually left) and never starts with a tool
-// message whose call was cut off.
-func recentWindow(msgs []memory.Message, cost func(memory.Message) int, window, limit int) ([]memory.Message, int) {
+// turns, each rendered with the recalled block it was sent with (block: a
+// message's block cost, 0 for none; a block goes before its unit's first
+// message), from which index of them on their blocks are shown, and what
+// the turns and those blocks cost. It moves in steps, as compaction does:
+// replaying the conversation unit by unit from msgs[0], whenever the units
+// kept and their blocks outgrow window (the high watermark), the oldest
+// blocks go first, down to windowLow of it, and only then, with no block
+// left to drop, the oldest turns. So between two such cuts every request
+// keeps the same first turn and blocks, and its prompt repeats the previous
+// one's up to its newest turns; what a request recalled stays where it
+// was, and blocks leave several at once. The result depends only on msgs
+// and window, never on earlier requests: msgs[0] must be a stable place
+// (the conversation's start, the summary's end, windowAnchor). What is
+// kept is then trimmed, blocks before turns, oldest first, to fit limit
+// (the tokens actually left) and never starts with a tool message whose
+// call was cut off.
+func recentWindow(msgs []memory.Message, cost, block func(memory.Message) int, window, limit int) ([]memory.Message, int, int) {
 	us := units(msgs, cost)
+	bc := make([]int, len(us))
+	for i, u := range us {
+		bc[i] = block(msgs[u.start])
+	}
 	low := int(windowLow * float64(max(window, 0)))
-	s, sum := 0, 0
-	for e := range us {
-		sum += us[e].cost
-		if sum > window {
-			for s < e && sum > low {
-				sum -= us[s].cost
-				s++
+	// Units from s are kept; blocks are shown for units from b on (b >= s).
+	s, b, sum := 0, 0, 0
+	// shrink drops, while the sum exceeds to, blocks of units up to e,
+	// oldest first, then units before e.
+	shrink := func(e, to int) {
+		for b < len(us) && b <= e && sum > to {
+			sum -= bc[b]
+			b++
+		}
+		for s < e && sum > to {
+			sum -= us[s].cost
+			if s >= b {
+				sum -= bc[s]
+				b = s + 1
 			}
+			s++
 		}
 	}
-	for s < len(us) && sum > limit {
-		sum -= us[s].cost
-		s++
+	for e := range us {
+		sum += us[e].cost + bc[e]
+		if sum > window {
+			shrink(e, low)
+		}
 	}
-	first := len(msgs)
+	if sum > limit {
+		shrink(len(us), limit)
+	}
+	first, from := len(msgs), len(msgs)
 	if s < len(us) {
 		first = us[s].start
+	}
+	if b < len(us) {
+		from = us[b].start
 	}
 	kept := msgs[first:]
 	for len(kept) > 0 && kept[0].Role == "tool" {
 		sum -= cost(kept[0])
 		kept = kept[1:]
+		first++
 	}
-	return kept, sum
+	return kept, max(from-first, 0), sum
 }

@@ -2,34 +2,53 @@ package prompt
 
 import (
 	"crypto/sha256"
+	"slices"
 	"strings"
 	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // keptBlocks remembers, per conversation, the recalled block each user turn
-// was sent with (Options.KeepRecall), so that the next request renders that
-// turn with its block in place and the previous request's prompt repeats as
-// its prefix. It lives in one gateway process and is bounded: after a
-// restart, on another gateway, or for a turn it no longer holds, the turn is
-// rendered without its block (today's layout). Safe for concurrent use.
+// was sent with (Options.KeepRecall, Options.KeepRecallResent), so that the
+// next request renders that turn with its block in place and the previous
+// request's prompt repeats as its prefix. It lives in one gateway process
+// and is bounded (least recently used conversations go first): after a
+// restart, on another gateway, or for a turn it no longer holds, the turn
+// is rendered without its block. A conversation's blocks are held under
+// the user's Messages and Changed revisions (memory.Revisions), which an
+// erasure, a deleted or moved conversation, a superseded reply and a
+// deleted or changed item move, never a new turn: after one, no block held
+// before it is shown again. Without revisions nothing is held. Safe for
+// concurrent use.
 type keptBlocks struct {
+	// mu guards the keptConv values, which put changes in place.
 	mu    sync.Mutex
-	convs map[memory.Identity]*keptConv
-	order []memory.Identity // oldest first, for eviction
-	max   int               // conversations held
-	per   int               // turns held per conversation
+	convs *lru.Cache[memory.Identity, *keptConv]
+	per   int // blocks held per conversation
 }
 
-// keptConv is one conversation's blocks, by turn, oldest first.
+// keptConv is one conversation's blocks, by turn, oldest first, and the
+// revisions they were held under.
 type keptConv struct {
+	rev    keptRev
 	turns  []turnKey
 	blocks map[turnKey]string
 }
 
+// keptRev is what a kept block's freshness is judged by: the user's
+// Messages and Changed revisions.
+type keptRev struct{ messages, changed int64 }
+
+func keptRevOf(rev *memory.Revisions) keptRev {
+	return keptRev{messages: rev.Messages, changed: rev.Changed}
+}
+
 // turnKey identifies a user turn by its role and text: the current turn's
-// message and the stored message the write path makes of it agree on both.
+// message, the stored message the write path makes of it and the same turn
+// resent by a full-history client agree on both.
 type turnKey [sha256.Size]byte
 
 func keyOf(m memory.Message) turnKey {
@@ -37,16 +56,24 @@ func keyOf(m memory.Message) turnKey {
 }
 
 func newKeptBlocks(convs, perConv int) *keptBlocks {
-	return &keptBlocks{convs: map[memory.Identity]*keptConv{}, max: max(convs, 1), per: max(perConv, 1)}
+	c, err := lru.New[memory.Identity, *keptConv](max(convs, 1))
+	if err != nil { // only for a size below 1
+		panic(err)
+	}
+	return &keptBlocks{convs: c, per: max(perConv, 1)}
 }
 
-// lookup returns the blocks kept for id's turns (nil when none). The map
+// lookup returns the blocks kept for id's turns under rev (nil when none,
+// or when rev is unknown or not the one they were kept under). The map
 // returned is a copy.
-func (k *keptBlocks) lookup(id memory.Identity) map[turnKey]string {
+func (k *keptBlocks) lookup(id memory.Identity, rev *memory.Revisions) map[turnKey]string {
+	if k == nil || rev == nil {
+		return nil
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	c := k.convs[id]
-	if c == nil {
+	c, ok := k.convs.Get(id)
+	if !ok || c.rev != keptRevOf(rev) || len(c.blocks) == 0 {
 		return nil
 	}
 	out := make(map[turnKey]string, len(c.blocks))
@@ -56,22 +83,38 @@ func (k *keptBlocks) lookup(id memory.Identity) map[turnKey]string {
 	return out
 }
 
-// put keeps block as what the turn m of id was sent with (block may be
-// empty: the turn was sent without one).
-func (k *keptBlocks) put(id memory.Identity, m memory.Message, block string) {
+// put keeps block, under rev, as what the turn m of id was sent with; an
+// empty block (the turn was sent without one) forgets what an earlier turn
+// of the same text was kept with. Blocks kept under other revisions are
+// dropped first; with rev unknown nothing is kept. Only turns with a block
+// take one of the conversation's places, so a long chat of statements does
+// not push its asking turns' blocks out.
+func (k *keptBlocks) put(id memory.Identity, rev *memory.Revisions, m memory.Message, block string) {
+	if k == nil || rev == nil {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	c := k.convs[id]
-	if c == nil {
-		if len(k.order) >= k.max {
-			delete(k.convs, k.order[0])
-			k.order = k.order[1:]
+	r := keptRevOf(rev)
+	c, ok := k.convs.Get(id)
+	if !ok || c.rev != r {
+		if block == "" {
+			if ok {
+				k.convs.Remove(id)
+			}
+			return
 		}
-		c = &keptConv{blocks: map[turnKey]string{}}
-		k.convs[id] = c
-		k.order = append(k.order, id)
+		c = &keptConv{rev: r, blocks: map[turnKey]string{}}
+		k.convs.Add(id, c)
 	}
 	t := keyOf(m)
+	if block == "" {
+		if _, ok := c.blocks[t]; ok {
+			delete(c.blocks, t)
+			c.turns = slices.DeleteFunc(c.turns, func(x turnKey) bool { return x == t })
+		}
+		return
+	}
 	if _, ok := c.blocks[t]; !ok {
 		c.turns = append(c.turns, t)
 		if len(c.turns) > k.per {
@@ -80,4 +123,60 @@ func (k *keptBlocks) put(id memory.Identity, m memory.Message, block string) {
 		}
 	}
 	c.blocks[t] = block
+}
+
+// keepsRecall reports whether past turns of req are rendered with their
+// kept blocks: for a client that resends its history (fullHistory) with
+// Options.KeepRecallResent, for one that sends only its newest turn with
+// KeepRecall, and only when req's API renders blocks in place
+// (memory.Request.BlocksInPlace): where the recalled blocks all go before
+// the current turn, kept ones would add tokens no cache serves.
+func (a *Assembler) keepsRecall(req memory.Request, fullHistory bool) bool {
+	if a.kept == nil || !req.BlocksInPlace {
+		return false
+	}
+	if fullHistory {
+		return a.opts.KeepRecallResent
+	}
+	return a.opts.KeepRecall
+}
+
+// keepsBlock reports whether the current turn's block of req is kept
+// (keepBlock) for its conversation or, for a full-history chat's first
+// request, for the conversation the chat's next request derives.
+func (a *Assembler) keepsBlock(req memory.Request, fullHistory bool) bool {
+	return a.keepsRecall(req, fullHistory) || a.firstOfChat(req, fullHistory) != ""
+}
+
+// firstOfChat returns, when req may be a full-history chat's first
+// request (no history resent, the user's default conversation) and
+// KeepRecallResent is on, the conversation the chat's next request
+// derives (memory.Candidate); otherwise "".
+func (a *Assembler) firstOfChat(req memory.Request, fullHistory bool) string {
+	if fullHistory || !a.keepsRecall(req, true) || req.Conversation != memory.DefaultConversation {
+		return ""
+	}
+	return memory.Candidate(req.Tenant, req.User, req.Messages)
+}
+
+// keepBlock keeps block (rev: see keptBlocks) as what the current turn's
+// user message was sent with, for the next request of req's conversation
+// when keepsRecall. A full-history chat's first request carries no history
+// and lands in the user's default conversation; the chat's next request,
+// which resends it, derives its own (memory.Candidate): with
+// KeepRecallResent the block is kept for that conversation too, so the
+// chat's second prompt repeats its first.
+func (a *Assembler) keepBlock(req memory.Request, rev *memory.Revisions, fullHistory bool, current []memory.Message, block string) {
+	i := slices.IndexFunc(current, func(m memory.Message) bool { return m.Role == "user" })
+	if i < 0 {
+		return
+	}
+	if a.keepsRecall(req, fullHistory) {
+		a.kept.put(req.Identity, rev, current[i], block)
+	}
+	if c := a.firstOfChat(req, fullHistory); c != "" {
+		id := req.Identity
+		id.Conversation = c
+		a.kept.put(id, rev, current[i], block)
+	}
 }

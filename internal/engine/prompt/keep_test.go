@@ -25,7 +25,7 @@ func TestKeepRecallRepeatsPrefix(t *testing.T) {
 		return memory.Recalled{Items: items}, nil
 	})
 	for _, keepOn := range []bool{false, true} {
-		a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}},
+		a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
 			Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, KeepRecall: keepOn, Now: func() time.Time { return now }}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestKeepRecallKeepsOnlyStoredTurns(t *testing.T) {
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: items}, nil
 	})
-	a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}},
+	a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
 		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, KeepRecall: true, Now: func() time.Time { return now }}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,5 +104,280 @@ func TestKeepRecallKeepsOnlyStoredTurns(t *testing.T) {
 	}
 	if !prefix {
 		t.Errorf("after read-mode questions, the first turn's prompt is not the next one's prefix:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+}
+
+// A full-history chat's turns: a question that recalls, its answer, a
+// statement.
+const (
+	uAsk  = `{"role":"user","content":"What did I say about tea?"}`
+	aAns  = `{"role":"assistant","content":"You drink it daily."}`
+	uStmt = `{"role":"user","content":"Right, thanks."}`
+)
+
+// hasBlock reports whether p shows a memory block of the given text.
+func hasBlock(p memory.Prepared, text string) bool {
+	for _, b := range p.Blocks {
+		if b.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixOf reports whether p1's messages begin p2's, byte for byte.
+func prefixOf(p1, p2 memory.Prepared) bool {
+	if len(p1.Messages) > len(p2.Messages) {
+		return false
+	}
+	for i := range p1.Messages {
+		if !bytes.Equal(p1.Messages[i], p2.Messages[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestKeepRecallResent: a full-history chat (KeepRecallResent) resends a
+// turn that recalled; the turn is rendered with the block it was sent
+// with, so the previous prompt is the next one's prefix, a later
+// question's recall shows only what that block does not, and after the
+// user's messages change (an erasure) the block is not shown again. An
+// API that moves every recalled block before the current turn
+// (BlocksInPlace false: Anthropic, Responses) keeps none.
+func TestKeepRecallResent(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const (
+		aOK   = `{"role":"assistant","content":"Any time."}`
+		uAsk2 = `{"role":"user","content":"Where do I live?"}`
+	)
+	tea := memory.Item{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}
+	lisbon := memory.Item{ID: 2, Kind: "message", Ref: "k-lis", Conversation: "other", Text: "Ana lives in Lisbon.", Score: 1, CreatedAt: now.Add(-time.Hour)}
+	for _, tc := range []struct {
+		name          string
+		keep, inPlace bool
+	}{{"off", false, true}, {"on", true, true}, {"on, blocks moved by the API", true, false}} {
+		keepOn := tc.keep && tc.inPlace
+		t.Run(tc.name, func(t *testing.T) {
+			items := []memory.Item{tea}
+			rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+				return memory.Recalled{Items: items}, nil
+			})
+			revs := &messageRevisions{messages: 7}
+			a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: revs},
+				Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, FillRecall: true, FillWhen: FillAsked,
+					KeepRecallResent: tc.keep, Now: func() time.Time { return now }}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prep := func(raws ...string) memory.Prepared {
+				t.Helper()
+				req := request(t, memory.ModeOn, raws...)
+				req.BlocksInPlace = tc.inPlace
+				p, err := a.Prepare(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			p1 := prep(u1, a1, uAsk)
+			if !strings.Contains(joined(p1), "drinks tea") {
+				t.Fatalf("the asking turn recalled nothing:\n%s", joined(p1))
+			}
+			p2 := prep(u1, a1, uAsk, aAns, uStmt)
+			if got := prefixOf(p1, p2); got != keepOn {
+				t.Errorf("the asking turn's prompt is the next one's prefix = %v, want %v\n%s\n---\n%s", got, keepOn, joined(p1), joined(p2))
+			}
+			if !keepOn {
+				return
+			}
+			items = []memory.Item{tea, lisbon}
+			p3 := prep(u1, a1, uAsk, aAns, uStmt, aOK, uAsk2)
+			if !prefixOf(p2, p3) {
+				t.Errorf("the statement's prompt is not the next question's prefix:\n%s\n---\n%s", joined(p2), joined(p3))
+			}
+			if last := p3.Blocks[len(p3.Blocks)-1]; strings.Contains(last.Text, "drinks tea") || !strings.Contains(last.Text, "Lisbon") {
+				t.Errorf("the new question's recall shows %q, want only the passage the kept block does not", last.Text)
+			}
+			revs.messages++ // the user's messages changed: an erasure
+			items = nil
+			if p4 := prep(u1, a1, uAsk, aAns, uStmt); strings.Contains(joined(p4), "drinks tea") {
+				t.Errorf("a block kept before the user's messages changed is shown again:\n%s", joined(p4))
+			}
+		})
+	}
+}
+
+// TestKeepRecallResentFirstTurn: a full-history chat's first request
+// (one user message, no conversation named: the user's default
+// conversation) keeps its block for the conversation the chat's second
+// request derives, so the first prompt is the second's prefix.
+func TestKeepRecallResentFirstTurn(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const sys = `{"role":"system","content":"Be brief."}`
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: []memory.Item{{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}}}, nil
+	})
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, FillRecall: true, FillWhen: FillAsked,
+			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := request(t, memory.ModeOn, sys, uAsk)
+	first.Conversation = memory.ImpliedConversation(first.Tenant, first.User, first.Messages)
+	p1, err := a.Prepare(context.Background(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := request(t, memory.ModeOn, sys, uAsk, aAns, uStmt)
+	second.Conversation = memory.ImpliedConversation(second.Tenant, second.User, second.Messages)
+	if first.Conversation != memory.DefaultConversation || second.Conversation == first.Conversation {
+		t.Fatalf("conversations %q, %q: want the default one, then a derived one", first.Conversation, second.Conversation)
+	}
+	p2, err := a.Prepare(context.Background(), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(joined(p1), "drinks tea") || !prefixOf(p1, p2) {
+		t.Errorf("the chat's first prompt is not its second's prefix:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+}
+
+// TestKeptBlockLeavesRoom: recall enough to fill any budget. A turn whose
+// block is kept (stored, KeepRecallResent) fills it only a step short of
+// the recent turns' window, so the block is still shown, in place, on
+// the next turn, and that turn's prompt repeats the previous one whole; a
+// read-mode question's block, which is not kept, fills the budget.
+func TestKeptBlockLeavesRoom(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var items []memory.Item
+	for i := range 60 {
+		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
+			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
+	}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.2}, FillRecall: true, FillWhen: FillAsked,
+			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep := func(mode memory.Mode, raws ...string) memory.Prepared {
+		t.Helper()
+		p, err := a.Prepare(context.Background(), request(t, mode, raws...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	read := prep(memory.ModeRead, u1, a1, uAsk)
+	p1 := prep(memory.ModeOn, u1, a1, uAsk)
+	p2 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt)
+	if !prefixOf(p1, p2) {
+		t.Errorf("the kept block was not shown in place on the next turn:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+	if r, k := read.Parts["recall"], p1.Parts["recall"]; r <= k || read.TokensSent < 3500 {
+		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d: want the read-mode one to fill the budget", r, read.TokensSent, k)
+	}
+	// Another question, of another passage: its block would fit the
+	// window beside the kept one but leave it above its low watermark
+	// (and a step), so it is not kept: the next turn drops it alone
+	// (where it stood) and keeps the first, with no cut.
+	first := p1.Blocks[len(p1.Blocks)-1].Text
+	items = items[:1]
+	items[0].Text = "Recipe 0: Ana's grandmother baked rye bread with caraway every Sunday."
+	items[0].Ref = "k-recipe"
+	const uAsk2 = `{"role":"user","content":"What did I say about baking?"}`
+	p3 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2)
+	if !strings.Contains(joined(p3), "Recipe 0") || !hasBlock(p3, first) {
+		t.Fatalf("the second question shows no new block, or not the kept one:\n%s", joined(p3))
+	}
+	p4 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2, aAns, uStmt)
+	before := p3
+	before.Messages = p3.Messages[:len(p3.Messages)-2] // all but its block and question
+	if !prefixOf(before, p4) || !hasBlock(p4, first) || strings.Contains(joined(p4), "Recipe 0") {
+		t.Errorf("the block that did not fit was kept, or the kept one left:\n%s\n---\n%s", joined(p3), joined(p4))
+	}
+}
+
+// TestKeptPassagesCountAgainstRecall: a question whose best passages a
+// kept block shows already gets a block of only what it would have shown
+// besides them: the kept ones use up its share as if shown again, so the
+// block neither repeats them nor reaches further down recall's ranking.
+func TestKeptPassagesCountAgainstRecall(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const uAsk2 = `{"role":"user","content":"And where do I live?"}`
+	item := func(id int64, text string) memory.Item {
+		return memory.Item{ID: id, Kind: "message", Ref: fmt.Sprint("k", id), Conversation: "other", Text: text, Score: 1 / float64(id), CreatedAt: now.Add(-time.Hour)}
+	}
+	items := []memory.Item{item(1, "Ana drinks tea."), item(2, "Ana lives in Lisbon."), item(3, "Ana once visited Oslo.")}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	// Recall's share (120 tokens) fits two passage lines (about 50 each).
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.03}, FillWhen: FillAsked,
+			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := a.Prepare(context.Background(), request(t, memory.ModeOn, u1, a1, uAsk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := joined(p1); !strings.Contains(got, "drinks tea") || !strings.Contains(got, "Lisbon") || strings.Contains(got, "Oslo") {
+		t.Fatalf("the first question's block does not hold the two best passages only:\n%s", got)
+	}
+	p2, err := a.Prepare(context.Background(), request(t, memory.ModeOn, u1, a1, uAsk, aAns, uAsk2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !prefixOf(p1, p2) {
+		t.Fatalf("the kept block is not in place:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+	if fresh := joined(p2)[len(joined(p1)):]; strings.Contains(fresh, "drinks tea") || strings.Contains(fresh, "Lisbon") || strings.Contains(fresh, "Oslo") {
+		t.Errorf("the second question's block repeats a kept passage or reaches past its share:\n%s", fresh)
+	}
+}
+
+// TestFirstOfChatFillsAsNewestOnly: a request with no history and no
+// conversation may be a full-history chat's first, or a client that sends
+// only its newest turn and names no conversation. Its recall fills the
+// budget as it would without keep_recall_resent: the chat may never come.
+func TestFirstOfChatFillsAsNewestOnly(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var items []memory.Item
+	for i := range 60 {
+		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
+			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
+	}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	recall := func(keep bool) int {
+		t.Helper()
+		a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+			Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.2}, FillRecall: true, FillWhen: FillAsked,
+				KeepRecallResent: keep, Now: func() time.Time { return now }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := request(t, memory.ModeOn, uAsk)
+		req.Conversation = memory.ImpliedConversation(req.Tenant, req.User, req.Messages)
+		if req.Conversation != memory.DefaultConversation {
+			t.Fatalf("conversation %q, want the default one", req.Conversation)
+		}
+		p, err := a.Prepare(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Parts["recall"]
+	}
+	off, on := recall(false), recall(true)
+	if on < off || off < 2500 {
+		t.Errorf("recall tokens: %d with keep_recall_resent, %d without; want the same fill (over 2,500)", on, off)
 	}
 }

@@ -165,6 +165,15 @@ type Options struct {
 	// restart, another gateway) is rendered without one.
 	KeepRecall              bool
 	KeepRecallConversations int
+	// KeepRecallResent is KeepRecall for a client that resends its
+	// history (a full-history chat): each resent user turn is rendered
+	// with the recalled block it was sent with. When the resent turns and
+	// their blocks outgrow the recent turns' window, blocks leave before
+	// turns, oldest first and several at once (recentWindow). A chat's
+	// first request, which carries no history and lands in the user's
+	// default conversation, keeps its block for the conversation its
+	// continuation derives (memory.Candidate).
+	KeepRecallResent bool
 	// HoldSummary shows a new-only client's conversation the summary its
 	// previous stored turn was shown, with every turn after it, until
 	// those turns no longer fit the recent turns' window (or are no
@@ -274,7 +283,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 		logger = slog.New(slog.DiscardHandler)
 	}
 	a := &Assembler{deps: deps, opts: opts, tmpl: tmpl, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}
-	if opts.KeepRecall {
+	if opts.KeepRecall || opts.KeepRecallResent {
 		n := opts.KeepRecallConversations
 		if n <= 0 {
 			n = 4096

@@ -71,9 +71,10 @@ func msgs(tb testing.TB, raws ...string) []memory.Message {
 func request(tb testing.TB, mode memory.Mode, raws ...string) memory.Request {
 	tb.Helper()
 	req := memory.Request{
-		Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"},
-		Mode:     mode,
-		Model:    "gpt-4o",
+		Identity:      memory.Identity{Tenant: "t", User: "u", Conversation: "c"},
+		Mode:          mode,
+		Model:         "gpt-4o",
+		BlocksInPlace: true, // as Chat Completions
 	}
 	for _, r := range raws {
 		req.Messages = append(req.Messages, mustMsg(tb, r))

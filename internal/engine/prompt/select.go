@@ -44,6 +44,11 @@ type partCosts struct {
 	a     *Assembler
 	model string
 	keep  func(memory.Item) bool
+	// shown, when set, reports a passage a kept block of the prompt
+	// shows already (Options.KeepRecall): packing charges its cost, as
+	// if shown, and does not show it again, so this turn's block adds
+	// only what it would have shown and the prompt does not show.
+	shown func(memory.Item) bool
 	// conv is the request's conversation: its passages' lines do not name
 	// it (Passage.Here).
 	conv string
@@ -76,6 +81,7 @@ const (
 	itemUnseen   itemState = iota
 	itemShowable           // passes keep; passage and cost set
 	itemFiltered           // fails keep
+	itemShown              // passes keep, shown already (shown); cost set
 )
 
 // newPartCosts returns the line costs of ld's facts and items for model
@@ -101,13 +107,16 @@ func (pc *partCosts) fact(i int, f memory.Fact) int {
 
 // passage reports whether the i-th recalled item is to be shown and, if
 // so, returns it as a passage and its line cost: what keep and
-// lineCost(passageLine) answer, computed once.
+// lineCost(passageLine) answer, computed once. An item a kept block shows
+// already (shown) is not to be shown; its line cost is returned still.
 func (pc *partCosts) passage(i int) (Passage, int, bool) {
 	switch pc.state[i] {
 	case itemShowable:
 		return pc.passages[i], pc.passageCosts[i], true
 	case itemFiltered:
 		return Passage{}, 0, false
+	case itemShown:
+		return Passage{}, pc.passageCosts[i], false
 	}
 	it := pc.items[i]
 	if !pc.keep(it) {
@@ -140,6 +149,10 @@ func (pc *partCosts) passage(i int) (Passage, int, bool) {
 	s := b.String()
 	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: conv, Here: here, Kind: it.Kind, Text: text}
 	c := pc.a.deps.Counter.Text(pc.model, s[start:]) // lineCost(model, passageLine(p))
+	if pc.shown != nil && pc.shown(it) {
+		pc.passageCosts[i], pc.state[i] = c, itemShown
+		return Passage{}, c, false
+	}
 	pc.passages[i], pc.passageCosts[i], pc.state[i] = p, c, itemShowable
 	return p, c, true
 }
@@ -270,7 +283,7 @@ func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 			break
 		}
 		p, c, ok := pc.passage(i)
-		if !ok {
+		if !ok && c == 0 {
 			continue
 		}
 		if used+c > recallCap {
@@ -278,6 +291,9 @@ func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 			continue
 		}
 		used += c
+		if !ok { // shown already: charged, not shown again
+			continue
+		}
 		if sel.data.Passages == nil { // room for all that are left
 			sel.data.Passages = make([]Passage, 0, len(pc.items)-i)
 			sel.passageCosts = make([]int, 0, len(pc.items)-i)
