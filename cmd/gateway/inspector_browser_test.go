@@ -394,7 +394,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(counts) < 10 {
+	if len(counts) < 9 {
 		t.Fatalf("erased page shows %d counts", len(counts))
 	}
 	for _, c := range counts {

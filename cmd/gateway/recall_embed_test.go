@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/store/postgres"
-	"github.com/memgate/memgate/internal/store/redis"
 	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -22,12 +22,9 @@ import (
 var (
 	_ store                 = (*sqlite.Store)(nil)
 	_ store                 = (*postgres.Store)(nil)
-	_ store                 = redis.Cached{}
 	_ recall.Reembedder     = (*sqlite.Store)(nil)
 	_ recall.Reembedder     = (*postgres.Store)(nil)
-	_ recall.Reembedder     = redis.Cached{}
-	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
-	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
+	_ recall.EmbeddingCache = (*cache.Embeddings)(nil)
 )
 
 // embeddingsUpstream answers /v1/embeddings with local-embedder vectors of
@@ -58,8 +55,8 @@ func embeddingsUpstream(texts *atomic.Int64) http.Handler {
 }
 
 // TestOpenAIEmbedderWiredWithCache: provider openai embeds through the
-// configured endpoint behind the store's cache (the SQLite table; Redis in
-// postgres mode): the same texts a second time make no request.
+// configured endpoint behind the engine's embedding cache, with either
+// store: the same texts a second time make no request.
 func TestOpenAIEmbedderWiredWithCache(t *testing.T) {
 	var texts atomic.Int64
 	emb := upstreamtest.New(t, embeddingsUpstream(&texts))

@@ -17,7 +17,7 @@ var _ recall.Embedder = (*encoder.Embedder)(nil)
 
 // TestEncoderIsTheDefaultEmbedder: with the default configuration recall
 // embeds with the built-in encoder (512 dimensions, its model name
-// recorded), behind the store's embedding cache, and its vectors match
+// recorded), behind the engine's embedding cache, and its vectors match
 // meaning: a meal said one way is nearer a meal said another way than an
 // unrelated errand.
 func TestEncoderIsTheDefaultEmbedder(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,9 +56,7 @@ type store interface {
 var (
 	_ store                 = (*sqlite.Store)(nil)
 	_ store                 = (*postgres.Store)(nil)
-	_ store                 = redis.Cached{}
-	_ recall.EmbeddingCache = (*sqlite.Store)(nil)
-	_ recall.EmbeddingCache = (*redis.EmbeddingCache)(nil)
+	_ recall.EmbeddingCache = (*cache.Embeddings)(nil)
 	_ record.Queue          = (*sqlite.Outbox)(nil)
 	_ record.Queue          = (*redis.Queue)(nil)
 	_ record.Queue          = (*record.MemoryQueue)(nil)
@@ -66,22 +65,19 @@ var (
 
 // Constants of the wiring.
 const (
-	// embeddingCacheTTL is how long the Redis embedding cache keeps a vector.
-	embeddingCacheTTL = 30 * 24 * time.Hour
 	// extractionTimeout bounds one fact-extraction model call.
 	extractionTimeout = 30 * time.Second
 )
 
 // backend is an opened store with what its driver brings: the capture
-// queue (nil: none), the enrichment queue (durable false: in this
-// process's memory) and the embedding cache (nil: none).
+// queue (nil: none) and the enrichment queue (durable false: in this
+// process's memory); and the embedding cache, in this process's memory.
 type backend struct {
 	store         store
 	queue, enrich record.Queue
 	durable       bool
-	embeddings    recall.EmbeddingCache
-	tails         cache.TailTier // nil: conversations' turns kept in memory only
-	lease         record.Leaser  // nil: every worker drains the capture queue
+	embeddings    *cache.Embeddings
+	lease         record.Leaser // nil: every worker drains the capture queue
 	closers       []func() error
 }
 
@@ -100,6 +96,7 @@ func (b *backend) close() error {
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
 	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
+	emb := cache.NewEmbeddings(cache.DefaultEmbeddingBytes)
 	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
 		st, err := sqlite.Open(ctx, sc.SQLitePath, logger)
@@ -107,14 +104,14 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
 		st.SetCacheLimits(lim, turns)
-		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: st, closers: []func() error{st.Close}}, nil
+		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
 		pg.SetCacheLimits(lim, turns)
-		b := &backend{store: pg, enrich: record.NewMemoryQueue(0), closers: []func() error{pg.Close}}
+		b := &backend{store: pg, enrich: record.NewMemoryQueue(0), embeddings: emb, closers: []func() error{pg.Close}}
 		if sc.RedisURL == "" {
 			return b, nil
 		}
@@ -123,12 +120,6 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, errors.Join(err, b.close())
 		}
 		b.closers = append(b.closers, rdb.Close)
-		b.embeddings = redis.NewEmbeddingCache(rdb, sc.RedisPrefix, embeddingCacheTTL)
-		// Conversations' newest turns are kept in Redis too, below memory,
-		// under the revision they were read at; a lookup misses when Redis
-		// is away.
-		tails := redis.NewTails(rdb, logger, sc.RedisPrefix, 0)
-		b.store, b.tails = redis.Cached{Store: pg, Tails: tails}, tails
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
@@ -165,10 +156,10 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// What a request reads of the store besides its searches (recent
 	// turns, facts, summaries) is kept in memory by the engine, under the
 	// user's revision counters; saves and erasures go through it.
-	cs := withReads(cfg, b.store, b.tails)
+	cs := withReads(cfg, b.store, b.embeddings)
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
-		Collectors: append(b.store.Collectors(), cs.reads.Collectors()...)}, store: b.store, queue: b.queue}
+		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors())}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -345,10 +336,10 @@ type cachedStore struct {
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
-// memory.cache says, conversations' turns kept in tier too (nil: none).
-func withReads(cfg config.Config, st store, tier cache.TailTier) cachedStore {
-	r := cache.NewReads(st, tier, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
-	return cachedStore{store: st, reads: r, writes: r.Through(st)}
+// memory.cache says; its erasures empty emb too (nil: none).
+func withReads(cfg config.Config, st store, emb *cache.Embeddings) cachedStore {
+	r := cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
+	return cachedStore{store: st, reads: r, writes: r.Through(st, emb)}
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {

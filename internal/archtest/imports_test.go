@@ -82,7 +82,7 @@ var layers = map[string]layer{
 	"internal/store/search":    {"the stores' recall reads: the in-memory item index first, the store's SQL for a user too large for it; traced as the stores are", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/telemetry"})},
 	"internal/store/sqlite":    {"SQL for the embedded store; ranks a too-large user's candidates with internal/ranking", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/ranking", "internal/store/contract", "internal/store/search", "internal/telemetry", "internal/vec", "migrations/sqlite"})},
 	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/store/search", "internal/telemetry", "migrations/postgres"})},
-	"internal/store/redis":     {"Redis queue, embedding cache and the second tier of kept tails beside the PostgreSQL store", with(domain, []string{"internal/store/postgres"})},
+	"internal/store/redis":     {"the Redis Streams queues beside the PostgreSQL store: commands only", domain},
 	"internal/store/storetest": {"the contract suites every store runs, and the engine cache they run the freshness suite through", with(domain, []string{"internal/engine/cache"})},
 
 	// Surfaces beside the proxy.

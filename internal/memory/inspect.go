@@ -33,9 +33,6 @@ type Footprint struct {
 	Exchanges     int `json:"exchanges"`
 	// DeadLetters counts captured exchanges the store refused for good.
 	DeadLetters int `json:"dead_letters"`
-	// CachedWindows counts conversation windows held in a cache in front of
-	// the store (0 without one).
-	CachedWindows int `json:"cached_windows"`
 }
 
 // Empty reports whether nothing of the user is stored.

@@ -1,15 +1,18 @@
 // Package cache is memgate's one cache mechanism: values read from a store
 // (a user's items, vectors and text index, the turns around recalled
-// messages, a conversation's newest turns, facts, summaries) kept in
-// memory, bounded in bytes, least recently used evicted first, and counted
-// in Prometheus metrics.
+// messages, a conversation's newest turns, facts, summaries), and the
+// vectors of embedded texts (Embeddings), kept in memory, bounded in bytes,
+// least recently used evicted first, and counted in Prometheus metrics.
+// There is no second tier: each gateway process keeps its own.
 //
 // Freshness is the key's business, decided in one place: a caller puts in
 // the key the revision (generation) of what the value was read from, read
 // once per request before the value. A write moves the revision, so a value
 // read before it is never looked up again (it ages out of the bound), and a
 // value read after it can never be kept under the revision from before.
-// Nothing is validated, advanced or invalidated entry by entry.
+// Nothing is validated, advanced or invalidated entry by entry. (An
+// embedding depends only on its model and text, so its key needs no
+// revision.)
 package cache
 
 import (

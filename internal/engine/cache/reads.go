@@ -50,17 +50,15 @@ const tailKeep = 64
 // ages out of the bound. It is safe for concurrent use.
 type Reads struct {
 	src       Reader
-	tier      TailTier // nil: none
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
 	summaries *Cache[convKey, heldSummary]
 }
 
-// NewReads returns a Reads over src, its tails bounded at tailBytes (and
-// kept in tier too, below memory, unless tier is nil) and its facts and
-// summaries at knowledgeBytes each.
-func NewReads(src Reader, tier TailTier, tailBytes, knowledgeBytes int) *Reads {
-	return &Reads{src: src, tier: tier,
+// NewReads returns a Reads over src, its tails bounded at tailBytes and
+// its facts and summaries at knowledgeBytes each.
+func NewReads(src Reader, tailBytes, knowledgeBytes int) *Reads {
+	return &Reads{src: src,
 		tails:     New("recent", tailBytes, tailSize),
 		facts:     New("facts", knowledgeBytes, factsSize),
 		summaries: New("summaries", knowledgeBytes, summarySize)}
@@ -103,36 +101,12 @@ func (r *Reads) Recent(ctx context.Context, rev *Revisions, id memory.Identity, 
 	if t, ok := r.tails.Get(key); ok && (len(t.msgs) >= n || t.all) {
 		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
 	}
-	if r.tier != nil {
-		if msgs, all, ok := r.tier.Tail(ctx, id, key.Rev); ok && (len(msgs) >= n || all) {
-			r.tails.Put(key, tail{msgs: msgs, all: all})
-			return slices.Clone(msgs[max(0, len(msgs)-n):]), nil
-		}
-	}
 	msgs, err := r.src.Recent(ctx, id, n)
 	if err != nil {
 		return nil, err
 	}
-	t := tail{msgs: slices.Clone(msgs), all: len(msgs) < n}
-	r.tails.Put(key, t)
-	r.keep(ctx, id, key.Rev, t)
+	r.tails.Put(key, tail{msgs: slices.Clone(msgs), all: len(msgs) < n})
 	return msgs, nil
-}
-
-// keepTimeout bounds keeping one tail in the tier.
-const keepTimeout = 2 * time.Second
-
-// keep keeps t, id's conversation's tail at rev, in the tier, off the
-// caller's path: a tail it keeps late, or not at all, is only a miss.
-func (r *Reads) keep(ctx context.Context, id memory.Identity, rev int64, t tail) {
-	if r.tier != nil {
-		go func() {
-			// Bounded on its own: a hung tier holds no goroutine for long.
-			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
-			defer cancel()
-			r.tier.KeepTail(kctx, id, rev, t.msgs, t.all)
-		}()
-	}
 }
 
 // LatestSummary returns the conversation's newest summary, or
@@ -246,9 +220,7 @@ func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
 			if _, done := r.tails.Get(to); done {
 				continue
 			}
-			t = appendStored(t, exs[i:], results[i:], conv, func(j int) bool { return mine(j + i) })
-			r.tails.Put(to, t)
-			r.keep(context.Background(), memory.Identity{Tenant: ex.Tenant, User: ex.User, Conversation: conv}, next, t)
+			r.tails.Put(to, appendStored(t, exs[i:], results[i:], conv, func(j int) bool { return mine(j + i) }))
 		}
 	}
 }

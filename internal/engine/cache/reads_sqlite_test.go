@@ -57,8 +57,8 @@ type viaCache struct {
 }
 
 func newViaCache(s *sqlite.Store, tailBytes int) viaCache {
-	r := cache.NewReads(s, nil, tailBytes, cache.DefaultKnowledgeBytes)
-	return viaCache{Store: s, r: r, w: r.Through(s)}
+	r := cache.NewReads(s, tailBytes, cache.DefaultKnowledgeBytes)
+	return viaCache{Store: s, r: r, w: r.Through(s, nil)}
 }
 
 func (v viaCache) rev(ctx context.Context, tenant, user string) *memory.Revisions {

@@ -14,17 +14,19 @@ type Writer interface {
 	DeleteUser(ctx context.Context, tenant, user string) error
 }
 
-// Writes are a Writer's saves and erasures, each brought to the Reads
+// Writes are a Writer's saves and erasures, each brought to the caches
 // too: a save appends the turns it stored to the conversation's newest
-// turns held (Reads.Saved), an erasure drops what is held of the user
-// (Reads.Forget), whether or not the store's delete failed.
+// turns held (Reads.Saved), an erasure drops what the Reads hold of the
+// user (Reads.Forget) and every embedding kept (Embeddings.Clear, which
+// names no owner), whether or not the store's delete failed.
 type Writes struct {
-	w Writer
-	r *Reads
+	w   Writer
+	r   *Reads
+	emb *Embeddings // nil: none
 }
 
-// Through returns w's saves and erasures, brought to r.
-func (r *Reads) Through(w Writer) Writes { return Writes{w: w, r: r} }
+// Through returns w's saves and erasures, brought to r and emb (nil: none).
+func (r *Reads) Through(w Writer, emb *Embeddings) Writes { return Writes{w: w, r: r, emb: emb} }
 
 // SaveExchange saves ex with the Writer and, saved, tells the Reads.
 func (x Writes) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
@@ -44,10 +46,13 @@ func (x Writes) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	return res, err
 }
 
-// DeleteUser erases the user with the Writer, and drops what the Reads
-// hold of them.
+// DeleteUser erases the user with the Writer, drops what the Reads hold
+// of them and empties the Embeddings.
 func (x Writes) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := x.w.DeleteUser(ctx, tenant, user)
 	x.r.Forget(tenant, user)
+	if x.emb != nil {
+		x.emb.Clear()
+	}
 	return err
 }

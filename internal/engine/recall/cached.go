@@ -17,14 +17,9 @@ import (
 // same text finds its vector there.
 var ErrEmbeddingLate = errors.New("embedding late")
 
-// Timeouts of the calls a Cached embedder makes on nobody's behalf.
-const (
-	// DefaultFlightTimeout bounds one shared embedding call, which no
-	// request's deadline cuts short.
-	DefaultFlightTimeout = 30 * time.Second
-	// cacheWriteTimeout bounds writing the vectors of one call to the cache.
-	cacheWriteTimeout = 5 * time.Second
-)
+// DefaultFlightTimeout bounds one shared embedding call, which no
+// request's deadline cuts short.
+const DefaultFlightTimeout = 30 * time.Second
 
 // Cached is an Embedder that asks its cache first and embeds only the texts
 // the cache lacks. Concurrent requests for the same text share one call: a
@@ -32,20 +27,20 @@ const (
 // under their own context (detached from the caller's, bounded by the flight
 // timeout), so a caller that stops waiting — its request ended, or its embed
 // deadline passed — neither cancels the call nor loses its result, which is
-// written to the cache under its own deadline too. A failing cache is logged
-// and bypassed, never fatal. It is safe for concurrent use.
+// written to the cache. The cache is read under Cached's lock, so its reads
+// must be quick (memory: internal/engine/cache's Embeddings); a failing
+// cache is logged and bypassed, never fatal. It is safe for concurrent use.
 type Cached struct {
 	inner   Embedder
 	cache   EmbeddingCache
 	logger  *slog.Logger
 	timeout time.Duration
 
+	// mu orders cache reads with flights: a flight leaves inflight only
+	// once its vectors are in the cache, so a text missing from the cache
+	// under mu is either being embedded (joined) or embedded anew.
 	mu       sync.Mutex
 	inflight map[string]*flight // by content hash
-	// settled counts flights removed from inflight (their vectors written
-	// to the cache, or failed). A caller whose cache read raced a flight's
-	// end sees it change and reads the cache again rather than embed anew.
-	settled uint64
 }
 
 // flight is one text being embedded; done closes when vec or err is set.
@@ -84,42 +79,29 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 	waits := map[string]*flight{}
 	var mineTexts []string
 	var mine []*flight
-	for attempt := 0; ; attempt++ {
-		c.mu.Lock()
-		gen := c.settled
-		c.mu.Unlock()
-		hit, err := c.cache.GetEmbeddings(ctx, model, dims, hashes)
-		if err != nil {
-			c.logger.Warn("embedding cache read failed; embedding without it", "error", err)
-			hit = nil
-		}
-		c.mu.Lock()
-		if c.settled != gen && attempt < 2 && c.lacksFlight(hashes, hit, dims) {
-			// A flight ended between the cache read and now: the
-			// vectors it wrote may be the ones missing. Read again.
-			c.mu.Unlock()
+	c.mu.Lock()
+	hit, err := c.cache.GetEmbeddings(ctx, model, dims, hashes)
+	if err != nil {
+		c.logger.Warn("embedding cache read failed; embedding without it", "error", err)
+	}
+	for i, h := range hashes {
+		if v, ok := hit[h]; ok && len(v) == dims {
+			out[i] = v
 			continue
 		}
-		for i, h := range hashes {
-			if v, ok := hit[h]; ok && len(v) == dims {
-				out[i] = v
-				continue
-			}
-			if _, ok := waits[h]; ok {
-				continue
-			}
-			f := c.inflight[h]
-			if f == nil {
-				f = &flight{done: make(chan struct{})}
-				c.inflight[h] = f
-				mineTexts = append(mineTexts, texts[i])
-				mine = append(mine, f)
-			}
-			waits[h] = f
+		if _, ok := waits[h]; ok {
+			continue
 		}
-		c.mu.Unlock()
-		break
+		f := c.inflight[h]
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			c.inflight[h] = f
+			mineTexts = append(mineTexts, texts[i])
+			mine = append(mine, f)
+		}
+		waits[h] = f
 	}
+	c.mu.Unlock()
 	if len(waits) == 0 {
 		return out, nil
 	}
@@ -153,20 +135,6 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 	return out, nil
 }
 
-// lacksFlight reports whether a text missing from hit has no flight to
-// join. c.mu must be held.
-func (c *Cached) lacksFlight(hashes []string, hit map[string][]float32, dims int) bool {
-	for _, h := range hashes {
-		if v, ok := hit[h]; ok && len(v) == dims {
-			continue
-		}
-		if c.inflight[h] == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // fly embeds texts for the flights fs (index for index) under a context of
 // its own, passing by (the deadline of the call that started it) to the
 // inner embedder, publishes the result, and writes the vectors to the
@@ -191,7 +159,6 @@ func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.
 		for _, t := range texts {
 			delete(c.inflight, ContentHash(model, t))
 		}
-		c.settled++
 		c.mu.Unlock()
 	}()
 	if err != nil {
@@ -203,9 +170,7 @@ func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.
 			put[ContentHash(model, texts[j])] = v
 		}
 	}
-	wctx, wcancel := context.WithTimeout(ctx, cacheWriteTimeout)
-	defer wcancel()
-	if err := c.cache.PutEmbeddings(wctx, model, dims, put); err != nil {
+	if err := c.cache.PutEmbeddings(ctx, model, dims, put); err != nil {
 		c.logger.Warn("embedding cache write failed", "error", err)
 	}
 }

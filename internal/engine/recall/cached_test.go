@@ -120,60 +120,43 @@ func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
 	}
 }
 
-// slowReadCache is a memCache whose next read, once armed, runs afterRead
-// between reading and returning: a read that raced a concurrent write.
-type slowReadCache struct {
+// slowWriteCache is a memCache whose writes wait for their gate.
+type slowWriteCache struct {
 	*memCache
-	mu        sync.Mutex
-	afterRead func()
+	gate chan struct{}
 }
 
-func (c *slowReadCache) GetEmbeddings(ctx context.Context, model string, dims int, hashes []string) (map[string][]float32, error) {
-	got, err := c.memCache.GetEmbeddings(ctx, model, dims, hashes)
-	c.mu.Lock()
-	hook := c.afterRead
-	c.afterRead = nil
-	c.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	return got, err
+func (c *slowWriteCache) PutEmbeddings(ctx context.Context, model string, dims int, vecs map[string][]float32) error {
+	<-c.gate
+	return c.memCache.PutEmbeddings(ctx, model, dims, vecs)
 }
 
-// TestCachedRereadsWhenAFlightEndedDuringItsRead: a caller whose cache read
-// missed a vector that a concurrent flight wrote and settled just after must
-// find it, not embed the text again.
-func TestCachedRereadsWhenAFlightEndedDuringItsRead(t *testing.T) {
+// TestCachedFlightAnswersUntilItsVectorsAreCached: a text whose call has
+// answered but whose vectors are not yet in the cache is answered by that
+// call, not embedded again; once they are, by the cache.
+func TestCachedFlightAnswersUntilItsVectorsAreCached(t *testing.T) {
 	g := newGated()
-	cache := &slowReadCache{memCache: &memCache{}}
+	close(g.gate)
+	cache := &slowWriteCache{memCache: &memCache{}, gate: make(chan struct{})}
 	c := NewCached(g, cache, nil)
 	const text = "my sister is called Ana"
-	first := make(chan error, 1)
-	go func() {
-		_, err := c.Embed(context.Background(), []string{text}, time.Time{})
-		first <- err
-	}()
-	waitFor(t, "the first call", func() bool { n, _ := g.count(text); return n == 1 })
-	cache.mu.Lock()
-	cache.afterRead = func() {
-		// The second caller has read a miss; now the first flight ends,
-		// writes its vector and leaves inflight.
-		close(g.gate)
-		waitFor(t, "the first flight to settle", func() bool {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return len(c.inflight) == 0
-		})
+	for range 2 { // the second while the first call's vectors wait to be written
+		if _, err := c.Embed(context.Background(), []string{text}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cache.mu.Unlock()
+	close(cache.gate)
+	waitFor(t, "the vector in the cache", func() bool { return cache.has("gated", 8, text) })
+	waitFor(t, "the flight to settle", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.inflight) == 0
+	})
 	if _, err := c.Embed(context.Background(), []string{text}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
 	if n, calls := g.count(text); n != 1 || calls != 1 {
-		t.Fatalf("text embedded %d times in %d calls, want once: the second caller must re-read the cache", n, calls)
+		t.Fatalf("text embedded %d times in %d calls, want once", n, calls)
 	}
 }
 

@@ -104,8 +104,8 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string, _ time.Time) ([][]fl
 	return out, nil
 }
 
-// EmbeddingCache stores vectors by content hash (see ContentHash): Redis in
-// postgres mode, a table in sqlite mode.
+// EmbeddingCache stores vectors by content hash (see ContentHash): the
+// engine's cache (internal/engine/cache's Embeddings).
 type EmbeddingCache interface {
 	// GetEmbeddings returns the cached vectors among hashes (missing ones are absent).
 	GetEmbeddings(ctx context.Context, model string, dims int, hashes []string) (map[string][]float32, error)

@@ -17,7 +17,6 @@ import (
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
-	"github.com/memgate/memgate/internal/store/redis"
 	"github.com/memgate/memgate/internal/testenv"
 )
 
@@ -266,9 +265,8 @@ func TestEraseRacePostgresRedis(t *testing.T) {
 		t.Fatalf("open postgres: %v", err)
 	}
 	t.Cleanup(func() { _ = pg.Close() })
-	queue, rdb := record.MustRedisQueue(t, prefix)
-	store := redis.Cached{Store: pg, Tails: redis.NewTails(rdb, nil, prefix, 0)}
-	runEraseRace(t, store, queue, func() int64 {
+	queue, _ := record.MustRedisQueue(t, prefix)
+	runEraseRace(t, pg, queue, func() int64 {
 		n, err := queue.Pending(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -13,15 +13,12 @@ import (
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
-	"github.com/memgate/memgate/internal/store/redis"
 	"github.com/memgate/memgate/internal/testenv"
 )
 
 var (
 	_ BatchSaver   = (*postgres.Store)(nil)
 	_ DeadLetterer = (*postgres.Store)(nil)
-	_ BatchSaver   = redis.Cached{}
-	_ DeadLetterer = redis.Cached{}
 )
 
 func mustPostgres(tb testing.TB) *postgres.Store {
@@ -246,22 +243,14 @@ func TestPostgresRedisOrderAfterOutage(t *testing.T) {
 	}
 }
 
-// TestPostgresRedisReadYourWritesUnderLoad: with many conversations
-// captured at once through the Redis-backed store, every turn is in its
-// conversation's newest turns, read as a request reads them (the engine's
-// cache, Redis below it, under the user's revision), as soon as Capture
-// returns.
-func TestPostgresRedisReadYourWritesUnderLoad(t *testing.T) {
+// TestPostgresReadYourWritesUnderLoad: with many conversations captured
+// at once, every turn is in its conversation's newest turns, read as a
+// request reads them (the engine's cache, under the user's revision), as
+// soon as Capture returns.
+func TestPostgresReadYourWritesUnderLoad(t *testing.T) {
 	pg := mustPostgres(t)
-	rdb, err := redis.NewClient(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	tails := redis.NewTails(rdb, nil, testenv.RedisPrefix(t), 0)
-	reads := cache.NewReads(pg, tails, 0, cache.DefaultKnowledgeBytes)
-	cached := redis.Cached{Store: pg, Tails: tails}
-	c := mustCapturer(t, nil, cached, nil, withStore(Options{}, cached))
+	reads := cache.NewReads(pg, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	c := mustCapturer(t, nil, pg, nil, withStore(Options{}, pg))
 	var misses atomic.Int64
 	var wg sync.WaitGroup
 	for conv := range 32 {

@@ -1,7 +1,5 @@
-// Package redis holds memgate's Redis adapters: a durable capture queue
-// on Redis Streams (Queue), an embedding cache (EmbeddingCache), and the
-// engine cache's second tier of conversations' newest turns (Tails),
-// composed with the PostgreSQL store by Cached.
+// Package redis holds memgate's Redis adapter: a durable capture queue
+// on Redis Streams (Queue), beside the PostgreSQL store.
 package redis
 
 import (

@@ -89,21 +89,9 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 	} else if !ok {
 		return []memory.Item{}, nil
 	}
-	err := itemindex.ErrTooBig
-	if s.index != nil {
-		var rev cache.Revisions
-		if rev, err = s.revisions(ctx, q.Revisions, q.Tenant, q.User); err != nil {
-			return nil, wrap("search vector", err)
-		}
-		var items []memory.Item
-		if items, err = s.index.SearchVector(ctx, rev, q); err == nil {
-			return items, nil
-		}
-	}
-	if !errors.Is(err, itemindex.ErrTooBig) {
-		return nil, wrap("search vector", err)
-	}
-	items, err := s.sql.Vector(ctx, q)
+	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
+		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchVector(ctx, rev, q) },
+		func() ([]memory.Item, error) { return s.sql.Vector(ctx, q) })
 	return items, wrap("search vector", err)
 }
 
@@ -118,21 +106,9 @@ func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	err := itemindex.ErrTooBig
-	if s.index != nil {
-		var rev cache.Revisions
-		if rev, err = s.revisions(ctx, q.Revisions, q.Tenant, q.User); err != nil {
-			return nil, wrap("search text", err)
-		}
-		var items []memory.Item
-		if items, err = s.index.SearchText(ctx, rev, q, terms); err == nil {
-			return items, nil
-		}
-	}
-	if !errors.Is(err, itemindex.ErrTooBig) {
-		return nil, wrap("search text", err)
-	}
-	items, err := s.sql.Text(ctx, q, terms)
+	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
+		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchText(ctx, rev, q, terms) },
+		func() ([]memory.Item, error) { return s.sql.Text(ctx, q, terms) })
 	return items, wrap("search text", err)
 }
 
@@ -146,25 +122,36 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	err := itemindex.ErrTooBig
-	if s.index != nil {
-		var r cache.Revisions
-		if r, err = s.revisions(ctx, rev, tenant, user); err != nil {
-			return nil, wrap("common terms", err)
-		}
-		var out []string
-		if out, err = s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac); err == nil {
-			return out, nil
-		}
-	}
-	if !errors.Is(err, itemindex.ErrTooBig) {
-		return nil, wrap("common terms", err)
-	}
-	if s.sql.Common == nil {
-		return nil, nil // no statistics: nothing is known to be common
-	}
-	out, err := s.sql.Common(ctx, tenant, user, terms, minDF, frac)
+	out, err := indexFirst(ctx, s, rev, tenant, user,
+		func(r cache.Revisions) ([]string, error) {
+			return s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac)
+		},
+		func() ([]string, error) {
+			if s.sql.Common == nil {
+				return nil, nil // no statistics: nothing is known to be common
+			}
+			return s.sql.Common(ctx, tenant, user, terms, minDF, frac)
+		})
 	return out, wrap("common terms", err)
+}
+
+// indexFirst answers a read of the user from s's Index (fromIndex, handed
+// the user's Revisions: rev, or read when nil), and from the store's SQL
+// (fromSQL) when s has no Index or the user is too large for it
+// (itemindex.ErrTooBig).
+func indexFirst[T any](ctx context.Context, s Searcher, rev *memory.Revisions, tenant, user string,
+	fromIndex func(cache.Revisions) (T, error), fromSQL func() (T, error)) (T, error) {
+	if s.index != nil {
+		r, err := s.revisions(ctx, rev, tenant, user)
+		if err != nil {
+			var none T
+			return none, err
+		}
+		if out, err := fromIndex(r); !errors.Is(err, itemindex.ErrTooBig) {
+			return out, err
+		}
+	}
+	return fromSQL()
 }
 
 // MessagesAround returns the live messages around refs by the contract

@@ -155,6 +155,54 @@ func TestSearcherFallsBackOnSQL(t *testing.T) {
 	}
 }
 
+// failingStore is a fakeStore whose reads of the index, and of the user's
+// revisions when failRevs is set, fail.
+type failingStore struct {
+	fakeStore
+	failRevs bool
+}
+
+var errRead = errors.New("read failed")
+
+func (f failingStore) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
+	if f.failRevs {
+		return cache.Revisions{}, errRead
+	}
+	return f.fakeStore.ItemRevisions(ctx, tenant, user)
+}
+
+func (failingStore) LoadVectors(context.Context, itemindex.Key, int64, func(int64, string, string, []float32) error) error {
+	return errRead
+}
+
+func (failingStore) LoadTexts(context.Context, string, string, int64, func(int64, string, string, []byte) error) error {
+	return errRead
+}
+
+// TestSearcherFailsWithItsIndex: a read of the index (or of the user's
+// revisions) that fails for another reason than a user too large fails the
+// search with that error; the store's SQL is not asked instead.
+func TestSearcherFailsWithItsIndex(t *testing.T) {
+	ctx := context.Background()
+	f := fakeStore{fakeItem(1, "a", "porto porto", 1, 0)}
+	for _, failRevs := range []bool{false, true} {
+		src := failingStore{f, failRevs}
+		var c sqlCalls
+		s := search.NewSearcher(itemindex.New(src, itemindex.DefaultLimits), nil, c.searches(true, 0), src)
+		_, errV := s.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10})
+		_, errT := s.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto?", Limit: 10})
+		_, errC := s.CommonTerms(ctx, nil, "acme", "alice", []string{"porto"}, 1, 0.5)
+		for name, err := range map[string]error{"SearchVector": errV, "SearchText": errT, "CommonTerms": errC} {
+			if !errors.Is(err, errRead) {
+				t.Errorf("revisions fail %v: %s = %v, want the read's error", failRevs, name, err)
+			}
+		}
+		if len(c.calls) != 0 {
+			t.Errorf("revisions fail %v: SQL asked %v after a failed read of the index", failRevs, c.calls)
+		}
+	}
+}
+
 // TestSearcherQueriesForNothing checks the queries that find nothing
 // without a search (an empty slice, not nil), the one that is invalid,
 // and that MaxQueryBytes bounds the text split into terms.

@@ -53,8 +53,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 
 // DeleteUser erases everything stored about a user in a tenant — memory
 // items (and their FTS rows), facts, summaries, messages, exchange records,
-// dead letters and conversations — empties the embedding cache
-// (embedcache.go), and records the erasure time, so captures of that user
+// dead letters and conversations — and records the erasure time, so captures of that user
 // that happened before it and are still queued are dropped by SaveExchange. It
 // succeeds for a user with nothing stored, and never touches the same user id
 // in another tenant. Later writes about the user for data captured at or
@@ -67,11 +66,6 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}
-		}
-		// The embedding cache is content-only: nothing tells which of its
-		// vectors were made from the user's text, so it is emptied.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM embedding_cache`); err != nil {
-			return fmt.Errorf("empty embedding cache: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (tenant, user_id, erased_at) VALUES (?, ?, ?)
 			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = MAX(erased_at, excluded.erased_at)`,

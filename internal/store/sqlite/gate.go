@@ -9,7 +9,7 @@ import (
 // writeGate orders the write transactions on the single writer connection.
 // A transaction a client waits on (capture's save, an erasure) goes before
 // every waiting background one (inWriteAs: enrichment's derived
-// writes, its queue's claims and acknowledgements, the embedding cache), never
+// writes, its queue's claims and acknowledgements), never
 // ahead of the one running; within a class, first come first served.
 // Without it, a turn's save queued behind enrichment's transactions: 0.4 ms
 // on average at one connection, and at 256 connections long enough for

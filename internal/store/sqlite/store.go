@@ -194,7 +194,7 @@ func (s *Store) inBackgroundWrite(ctx context.Context, fn func(tx *sql.Tx) error
 
 // inWriteAs is inWrite, for a write no client waits on when background
 // is set (writeGate: enrichment's derived writes, its queue's claims and
-// acknowledgements, the embedding cache), which lets waiting writes of
+// acknowledgements), which lets waiting writes of
 // clients go first.
 func (s *Store) inWriteAs(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
 	if err := s.gate.acquire(ctx, background); err != nil {

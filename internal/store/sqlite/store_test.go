@@ -87,7 +87,7 @@ func TestOpenConfiguresDatabase(t *testing.T) {
 		}
 	}
 	for _, table := range []string{"conversations", "messages", "exchanges", "erasures", "summaries", "facts",
-		"memory_items", "memory_items_fts", "embedding_cache", "outbox", "schema_migrations"} {
+		"memory_items", "memory_items_fts", "outbox", "schema_migrations"} {
 		var n int
 		if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = ?`, table).Scan(&n); err != nil || n != 1 {
 			t.Errorf("table %s: found %d (%v), want 1", table, n, err)

@@ -23,15 +23,8 @@ type Revisioned interface {
 // it, so that what the cache keeps follows every change as the store
 // does.
 func Cached(s Revisioned) KnowledgeStore {
-	return CachedWith(s, nil, cache.DefaultTailBytes)
-}
-
-// CachedWith is Cached with conversations' newest turns kept in tier too
-// (cache.TailTier), below tailBytes of memory (0: none, every read asks
-// tier first).
-func CachedWith(s Revisioned, tier cache.TailTier, tailBytes int) KnowledgeStore {
-	r := cache.NewReads(s, tier, tailBytes, cache.DefaultKnowledgeBytes)
-	return cachedStore{Revisioned: s, reads: r, writes: r.Through(s)}
+	r := cache.NewReads(s, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	return cachedStore{Revisioned: s, reads: r, writes: r.Through(s, nil)}
 }
 
 type cachedStore struct {
