@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -27,13 +28,5 @@ func rankPassages(passages []memory.Item, query string) {
 		share := float64(mt.score(passages[i].Text)) / n
 		passages[i].Score *= (1 + min(share, 1)) / 2
 	}
-	slices.SortStableFunc(passages, func(a, b memory.Item) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(passages, func(a, b memory.Item) int { return cmp.Compare(b.Score, a.Score) })
 }
