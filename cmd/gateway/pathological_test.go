@@ -84,8 +84,10 @@ func hostileCostsLinearWork(t *testing.T, in pathological.Input, provider string
 	})
 	w, h := g.measure(t, in.Body, g.idleGoroutines(t))
 	size := int64(len(in.Body))
-	t.Logf("%d bytes: tokenized %d (%.1f×), %d lookups, allocated %d bytes (%.0f×) in %d objects; degraded %q",
-		size, w.tokenized, float64(w.tokenized)/float64(size), w.lookups, w.allocBytes,
+	// Sizes in MB: a bare count of bytes (eight digits) was once read as
+	// gigabytes, a thousand times what was allocated.
+	t.Logf("%d bytes: tokenized %d (%.1f×), %d lookups, allocated %.1f MB (%.0f× the request) in %d objects; degraded %q",
+		size, w.tokenized, float64(w.tokenized)/float64(size), w.lookups, float64(w.allocBytes)/1e6,
 		float64(w.allocBytes)/float64(size), w.allocs, h.Get("X-Memory-Degraded"))
 	if w.tokenized > 4*size {
 		t.Errorf("tokenized %d bytes for a %d-byte request", w.tokenized, size)
@@ -94,7 +96,7 @@ func hostileCostsLinearWork(t *testing.T, in pathological.Input, provider string
 		t.Errorf("%d rank lookups for %d bytes tokenized", w.lookups, w.tokenized)
 	}
 	if w.allocBytes > uint64(2000*size) {
-		t.Errorf("allocated %d bytes for a %d-byte request", w.allocBytes, size)
+		t.Errorf("allocated %.1f MB (%.0f×) for a %d-byte request, over 2000×", float64(w.allocBytes)/1e6, float64(w.allocBytes)/float64(size), size)
 	}
 	if w.allocs > uint64(20*size) {
 		t.Errorf("allocated %d objects for a %d-byte request", w.allocs, size)

@@ -42,12 +42,48 @@ type matrix struct {
 	data       []float32
 }
 
-// asset is the decoded model file: the vocabulary and the tensors by name.
+// asset is the parsed model file: the vocabulary, and the tensors by name,
+// still encoded (tensor.decode writes one's values where the model keeps
+// them).
 type asset struct {
 	pieces  []string
 	scores  []float64
-	tensors map[string]matrix
+	tensors map[string]tensor
 }
+
+// tensor is one encoded tensor of the asset: its shape, its kind and its
+// bytes (for KindInt8, the scales then the values).
+type tensor struct {
+	rows, cols int
+	kind       uint8
+	data       []byte
+}
+
+// decode writes t's rows×cols values into dst as float32.
+func (t tensor) decode(dst []float32) {
+	switch t.kind {
+	case KindF32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.data[4*i:]))
+		}
+	case KindF16:
+		for i := range dst {
+			dst[i] = float16.Frombits(binary.LittleEndian.Uint16(t.data[2*i:])).Float32()
+		}
+	case KindInt8:
+		vals := t.data[4*quantGroups(len(dst)):]
+		for i := range dst {
+			scale := math.Float32frombits(binary.LittleEndian.Uint32(t.data[4*(i/QuantGroup):]))
+			dst[i] = float32(int8(vals[i])) * scale
+		}
+	}
+}
+
+// quantGroups is how many scales an int8 tensor of n values has.
+func quantGroups(n int) int { return (n + QuantGroup - 1) / QuantGroup }
+
+// maxAsset bounds an asset's size unzipped (the model's is 8 MB).
+const maxAsset = 1 << 28
 
 // errAsset reports a malformed asset.
 var errAsset = errors.New("encoder: malformed model asset")
@@ -55,21 +91,36 @@ var errAsset = errors.New("encoder: malformed model asset")
 // decodeAsset reads the gzip'd asset (see gen): the magic, the vocabulary
 // (count; per piece its byte length, bytes and float64 score), then the
 // tensors (count; per tensor its name, kind, rows, columns and values).
-// Every tensor comes back as float32.
-func decodeAsset(gz []byte) (*asset, error) {
+// It checks every tensor's length and leaves the values encoded, in the
+// unzipped bytes, which it takes from alloc: the asset's pieces and scores
+// are copies, its tensors are not.
+func decodeAsset(gz []byte, alloc func(n int) []byte) (*asset, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errAsset, err)
 	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
+	// The gzip trailer's last four bytes are the size unzipped (mod 2³²,
+	// checked by the reader at the end along with the checksum): the
+	// asset unzips into storage of that size from alloc.
+	if len(gz) < 4 {
+		return nil, fmt.Errorf("%w: too short", errAsset)
+	}
+	size := binary.LittleEndian.Uint32(gz[len(gz)-4:])
+	if size > maxAsset {
+		return nil, fmt.Errorf("%w: %d bytes unzipped", errAsset, size)
+	}
+	raw := alloc(int(size))
+	if _, err := io.ReadFull(zr, raw); err != nil {
 		return nil, fmt.Errorf("%w: %w", errAsset, err)
+	}
+	if n, err := zr.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		return nil, fmt.Errorf("%w: more than its stated size, or a bad checksum (%v)", errAsset, err)
 	}
 	r := &reader{b: raw}
 	if string(r.next(len(AssetMagic))) != AssetMagic {
 		return nil, fmt.Errorf("%w: bad magic", errAsset)
 	}
-	a := &asset{tensors: map[string]matrix{}}
+	a := &asset{tensors: map[string]tensor{}}
 	n := int(r.u32())
 	if n > 1<<20 {
 		return nil, fmt.Errorf("%w: %d pieces", errAsset, n)
@@ -87,45 +138,23 @@ func decodeAsset(gz []byte) (*asset, error) {
 			break
 		}
 		name := string(r.next(int(r.u8())))
-		kind := r.u8()
-		rows, cols := int(r.u32()), int(r.u32())
-		if rows <= 0 || cols <= 0 || rows*cols > 1<<26 {
-			return nil, fmt.Errorf("%w: tensor %q is %d×%d", errAsset, name, rows, cols)
+		t := tensor{kind: r.u8()}
+		t.rows, t.cols = int(r.u32()), int(r.u32())
+		if t.rows <= 0 || t.cols <= 0 || t.rows*t.cols > 1<<26 {
+			return nil, fmt.Errorf("%w: tensor %q is %d×%d", errAsset, name, t.rows, t.cols)
 		}
-		m := matrix{rows: rows, cols: cols, data: make([]float32, rows*cols)}
-		switch kind {
+		size := t.rows * t.cols
+		switch t.kind {
 		case KindF32:
-			b := r.next(4 * rows * cols)
-			for i := range m.data {
-				if b == nil {
-					break
-				}
-				m.data[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-			}
+			t.data = r.next(4 * size)
 		case KindF16:
-			b := r.next(2 * rows * cols)
-			for i := range m.data {
-				if b == nil {
-					break
-				}
-				m.data[i] = float16.Frombits(binary.LittleEndian.Uint16(b[2*i:])).Float32()
-			}
+			t.data = r.next(2 * size)
 		case KindInt8:
-			scales := make([]float32, (rows*cols+QuantGroup-1)/QuantGroup)
-			for i := range scales {
-				scales[i] = math.Float32frombits(r.u32())
-			}
-			b := r.next(rows * cols)
-			for i := range m.data {
-				if b == nil {
-					break
-				}
-				m.data[i] = float32(int8(b[i])) * scales[i/QuantGroup]
-			}
+			t.data = r.next(4*quantGroups(size) + size)
 		default:
-			return nil, fmt.Errorf("%w: tensor %q of kind %d", errAsset, name, kind)
+			return nil, fmt.Errorf("%w: tensor %q of kind %d", errAsset, name, t.kind)
 		}
-		a.tensors[name] = m
+		a.tensors[name] = t
 	}
 	if r.err != nil || r.off != len(raw) {
 		return nil, fmt.Errorf("%w: truncated or trailing bytes", errAsset)

@@ -13,37 +13,39 @@ package encoder
 //
 // and qkvW·diag(s)·x splits as the residual does. So both products become
 // lookups and a few additions per piece (a tenth of a 20-word query's
-// multiplications), for about 41 MB of tables computed once at load.
+// multiplications), for tables computed once at load: 41 MB in float32,
+// 21 MB as kept (the vocabulary's rows in half floats, see halfMatrix).
 
 import "math"
 
 // inputTables are the first layer's projections of every vocabulary entry
 // and every position (see the file's comment).
 type inputTables struct {
-	embQKV matrix    // vocabulary × 3·256: qkvW·diag(s)·e
-	posQKV matrix    // MaxTokens × 3·256: qkvW·diag(s)·t
-	sumQKV []float32 // qkvW·diag(s)·1
-	bias   []float32 // qkvW·β + qkv bias
-	embRes matrix    // vocabulary × 512: resW·e
-	posRes matrix    // MaxTokens × 512: resW·t + res bias
+	embQKV halfMatrix // vocabulary × 3·256: qkvW·diag(s)·e
+	posQKV matrix     // MaxTokens × 3·256: qkvW·diag(s)·t
+	sumQKV []float32  // qkvW·diag(s)·1
+	bias   []float32  // qkvW·β + qkv bias
+	embRes halfMatrix // vocabulary × 512: resW·e
+	posRes matrix     // MaxTokens × 512: resW·t + res bias
 }
 
-// newInputTables computes the tables of the first layer l over the
-// embeddings emb and the position signal timing.
-func newInputTables(l *layer, emb, timing matrix) inputTables {
+// newInputTables computes, into w, the tables of the first layer l over the
+// embeddings emb and the position signal timing; the vocabulary's in half
+// floats.
+func newInputTables(w *weights, l *layer, emb, timing matrix) inputTables {
 	scaled := newMatrix(l.qkvW.rows, l.qkvW.cols)
 	for r := range scaled.rows {
-		for c, w := range l.qkvW.row(r) {
-			scaled.data[r*scaled.cols+c] = w * l.ln1Scale[c]
+		for c, v := range l.qkvW.row(r) {
+			scaled.data[r*scaled.cols+c] = v * l.ln1Scale[c]
 		}
 	}
 	t := inputTables{
-		embQKV: linear(emb, scaled, nil),
-		posQKV: linear(timing, scaled, nil),
-		sumQKV: make([]float32, scaled.rows),
-		bias:   make([]float32, scaled.rows),
-		embRes: linear(emb, l.resW, nil),
-		posRes: linear(timing, l.resW, l.resB),
+		embQKV: halfLinear(w, emb, scaled),
+		posQKV: linear(w.matrix(timing.rows, scaled.rows), timing, scaled, nil),
+		sumQKV: w.floats(scaled.rows),
+		bias:   w.floats(scaled.rows),
+		embRes: halfLinear(w, emb, l.resW),
+		posRes: linear(w.matrix(timing.rows, l.resW.rows), timing, l.resW, l.resB),
 	}
 	for r := range scaled.rows {
 		var sum, bias float64
@@ -59,10 +61,10 @@ func newInputTables(l *layer, emb, timing matrix) inputTables {
 
 // project returns, for the pieces ids laid out in spans, the first layer's
 // attention projection (rows × 3·256: q, k, v) and its residual projection
-// (rows × 512). x holds the pieces' input rows.
-func (t *inputTables) project(ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
-	qkv = newMatrix(x.rows, t.embQKV.cols)
-	res = newMatrix(x.rows, t.embRes.cols)
+// (rows × 512), computed on s. x holds the pieces' input rows.
+func (t *inputTables) project(s *scratch, ids [][]int, spans [][2]int, x matrix) (qkv, res matrix) {
+	qkv = s.matrix(x.rows, t.embQKV.cols)
+	res = s.matrix(x.rows, t.embRes.cols)
 	n := float32(x.cols)
 	for i, s := range ids {
 		for p, id := range s {
@@ -81,13 +83,32 @@ func (t *inputTables) project(ids [][]int, spans [][2]int, x matrix) (qkv, res m
 			inv := float32(1 / math.Sqrt(float64(variance+LayerNormEpsilon)))
 			q, e, ps := qkv.row(r), t.embQKV.row(id), t.posQKV.row(p)
 			for j := range q {
-				q[j] = (e[j]+e[j]+ps[j]-mean*t.sumQKV[j])*inv + t.bias[j]
+				e := half(e[j])
+				q[j] = (e+e+ps[j]-mean*t.sumQKV[j])*inv + t.bias[j]
 			}
 			o, e, ps := res.row(r), t.embRes.row(id), t.posRes.row(p)
 			for j := range o {
-				o[j] = e[j] + e[j] + ps[j]
+				e := half(e[j])
+				o[j] = e + e + ps[j]
 			}
 		}
 	}
 	return qkv, res
+}
+
+// halfLinear returns x·wtᵀ in half floats from w, computed a block of rows
+// at a time so the load never holds the whole product in float32.
+func halfLinear(w *weights, x, wt matrix) halfMatrix {
+	const block = 256
+	out := w.halfMatrix(x.rows, wt.rows)
+	buf := make([]float32, block*wt.rows)
+	for r := 0; r < x.rows; r += block {
+		rows := min(block, x.rows-r)
+		in := matrix{rows: rows, cols: x.cols, data: x.data[r*x.cols : (r+rows)*x.cols]}
+		p := matrix{rows: rows, cols: wt.rows, data: buf[:rows*wt.rows]}
+		clear(p.data)
+		linear(p, in, wt, nil)
+		putHalves(out.data[r*out.cols:], p.data)
+	}
+	return out
 }

@@ -23,6 +23,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -57,15 +58,17 @@ const ModelName = "use-lite-en-0.2.0"
 var modelAsset []byte
 
 // Model is the loaded encoder. It is safe for concurrent use; each Embed
-// call computes on its own buffers.
+// call computes on its own buffers (see scratch).
 type Model struct {
 	tok    *Tokenizer
-	emb    matrix // vocabulary × 256
-	timing matrix // MaxTokens × 256: the position signal of each position
+	emb    halfMatrix // vocabulary × 256
+	timing matrix     // MaxTokens × 256: the position signal of each position
 	l0, l1 layer
 	in     inputTables // the first layer's projections of its input
 	tanhW  matrix
 	tanhB  []float32
+	// scratch pools the calls' working memory (*scratch).
+	scratch sync.Pool
 }
 
 // layer is one transformer layer's weights; matrices are out×in.
@@ -93,8 +96,9 @@ var (
 )
 
 // Default returns the compiled-in model, decoding it on first use: about
-// 28 MB of float32 weights and 41 MB of the first layer's precomputed
-// projections (see inputTables).
+// 19 MB of float32 weights, and 25 MB of half floats for the vocabulary's
+// embeddings and the first layer's precomputed projections of them (see
+// inputTables), outside the Go heap (see weights).
 func Default() (*Model, error) {
 	defaultOnce.Do(func() { defaultModel, defaultErr = Load(modelAsset) })
 	return defaultModel, defaultErr
@@ -102,60 +106,89 @@ func Default() (*Model, error) {
 
 // Load decodes a model asset written by ./gen.
 func Load(gz []byte) (*Model, error) {
-	a, err := decodeAsset(gz)
+	// The tensors the model keeps go to w; the asset unzipped, and the
+	// tensors only the load reads (for the tables, the transpose and the
+	// half floats), to tmp, unmapped when the load ends: what a load
+	// leaves on the heap would stay resident until the heap grows into it.
+	w, tmp := &weights{}, &weights{}
+	built := false
+	defer func() {
+		releaseMappings(tmp.maps)
+		if !built {
+			releaseMappings(w.maps)
+		}
+	}()
+	a, err := decodeAsset(gz, tmp.bytes)
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	get := func(name string, rows, cols int) matrix {
+	get := func(name string, rows, cols int, keep bool) matrix {
+		var m matrix
+		if keep {
+			m = w.matrix(rows, cols)
+		} else {
+			m = tmp.matrix(rows, cols)
+		}
 		t, ok := a.tensors[name]
 		if !ok || t.rows != rows || t.cols != cols {
 			missing = append(missing, fmt.Sprintf("%s (%d×%d)", name, rows, cols))
-			return matrix{rows: rows, cols: cols, data: make([]float32, rows*cols)}
+			return m
 		}
-		return t
+		t.decode(m.data)
+		return m
 	}
-	vec := func(name string, n int) []float32 { return get(name, 1, n).data }
+	vec := func(name string, n int) []float32 { return get(name, 1, n, true).data }
 	m := &Model{tok: newTokenizer(a.pieces, a.scores)}
-	m.emb = get("embeddings", 8002, embedDims)
-	if len(a.pieces) > m.emb.rows {
-		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), m.emb.rows)
+	m.scratch.New = func() any { return new(scratch) }
+	emb := get("embeddings", 8002, embedDims, false) // kept in half floats, below
+	if len(a.pieces) > emb.rows {
+		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), emb.rows)
 	}
-	m.timing = timingSignal(vec("timing", embedDims/2))
+	m.timing = timingSignal(w, vec("timing", embedDims/2))
 	for i, l := range []*layer{&m.l0, &m.l1} {
 		d := []int{embedDims, Dims}[i]
 		p := fmt.Sprintf("l%d.", i)
 		l.headDim = []int{HeadDim0, HeadDim1}[i]
 		l.ln1Scale, l.ln1Bias = vec(p+"ln1.scale", d), vec(p+"ln1.bias", d)
-		l.qkvW, l.qkvB = get(p+"qkv.w", 3*d, d), vec(p+"qkv.b", 3*d)
-		l.outW, l.outB = get(p+"out.w", Dims, d), vec(p+"out.b", Dims)
+		// The first layer's input projections are read from tables
+		// (see inputTables): their weights are not kept.
+		l.qkvW, l.qkvB = get(p+"qkv.w", 3*d, d, i == 1), vec(p+"qkv.b", 3*d)
+		l.outW, l.outB = get(p+"out.w", Dims, d, true), vec(p+"out.b", Dims)
 		if i == 0 {
-			l.resW, l.resB = get(p+"res.w", Dims, embedDims), vec(p+"res.b", Dims)
+			l.resW, l.resB = get(p+"res.w", Dims, embedDims, false), vec(p+"res.b", Dims)
 		}
 		l.ln2Scale, l.ln2Bias = vec(p+"ln2.scale", Dims), vec(p+"ln2.bias", Dims)
-		l.ffn1W, l.ffn1B = get(p+"ffn1.w", ffnDims, Dims), vec(p+"ffn1.b", ffnDims)
-		l.ffn2W, l.ffn2B = get(p+"ffn2.w", Dims, ffnDims), vec(p+"ffn2.b", Dims)
+		l.ffn1W, l.ffn1B = get(p+"ffn1.w", ffnDims, Dims, true), vec(p+"ffn1.b", ffnDims)
+		l.ffn2W, l.ffn2B = get(p+"ffn2.w", Dims, ffnDims, i == 1), vec(p+"ffn2.b", Dims)
 		if i == 0 {
 			// The first layer's second projection adds the rows of W2ᵀ
 			// that its ReLU leaves nonzero (see feedForward).
-			l.ffn2T, l.ffn2W = transpose(l.ffn2W), matrix{}
+			l.ffn2T = transpose(w.matrix(ffnDims, Dims), l.ffn2W)
+			l.ffn2W = matrix{}
 		}
 	}
-	m.tanhW, m.tanhB = get("tanh.w", Dims, Dims), vec("tanh.b", Dims)
+	m.tanhW, m.tanhB = get("tanh.w", Dims, Dims, true), vec("tanh.b", Dims)
 	if missing != nil {
 		return nil, fmt.Errorf("%w: missing or misshapen %v", errAsset, missing)
 	}
-	m.in = newInputTables(&m.l0, m.emb, m.timing)
+	m.in = newInputTables(w, &m.l0, emb, m.timing)
+	m.emb = toHalf(w, emb)
 	m.l0.qkvW, m.l0.resW = matrix{}, matrix{} // in the tables now
+	if err := w.seal(); err != nil {
+		return nil, err
+	}
+	built = true
+	runtime.AddCleanup(m, releaseMappings, w.maps)
 	return m, nil
 }
 
 // timingSignal returns the position signal of positions 0..MaxTokens-1:
 // sin(position × frequency) for each frequency, then cos of the same, in
 // float32 as the graph computes them.
-func timingSignal(freq []float32) matrix {
+func timingSignal(w *weights, freq []float32) matrix {
 	n := len(freq)
-	t := matrix{rows: MaxTokens, cols: 2 * n, data: make([]float32, MaxTokens*2*n)}
+	t := w.matrix(MaxTokens, 2*n)
 	for p := range MaxTokens {
 		row := t.data[p*2*n:]
 		for j, f := range freq {
@@ -171,8 +204,9 @@ func timingSignal(freq []float32) matrix {
 func (m *Model) Tokenizer() *Tokenizer { return m.tok }
 
 // Embed returns one unit vector of Dims dimensions per text, in order. The
-// texts are computed together: one matrix product per projection for all
-// their pieces. An empty text gets the model's vector of no pieces.
+// texts are computed together, up to chunkRows pieces at a time: one
+// matrix product per projection for all their pieces. An empty text gets
+// the model's vector of no pieces.
 func (m *Model) Embed(texts []string) [][]float32 {
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
@@ -181,54 +215,81 @@ func (m *Model) Embed(texts []string) [][]float32 {
 			ids[i] = ids[i][:MaxTokens]
 		}
 	}
-	return m.embedIDs(ids)
+	out := make([]float32, len(texts)*Dims)
+	vecs := make([][]float32, len(texts))
+	for i := range vecs {
+		vecs[i] = out[i*Dims : (i+1)*Dims : (i+1)*Dims]
+	}
+	s := m.scratch.Get().(*scratch)
+	defer m.scratch.Put(s)
+	for start := 0; start < len(ids); {
+		// A text has at most MaxTokens = chunkRows pieces: every chunk
+		// takes at least one.
+		end, rows := start, 0
+		for end < len(ids) && end-start < chunkRows && rows+len(ids[end]) <= chunkRows {
+			rows += len(ids[end])
+			end++
+		}
+		m.embedIDs(s, ids[start:end], vecs[start:end])
+		start = end
+	}
+	return vecs
 }
 
-// embedIDs is Embed over pieces already tokenized: ids of the vocabulary,
-// at most MaxTokens per text.
-func (m *Model) embedIDs(ids [][]int) [][]float32 {
+// chunkRows is how many pieces (and texts) Embed computes at once: a
+// text's worth, so a call's working memory is bounded (about 5 MB, see
+// scratch) however many texts it is given, with no loss of speed (the
+// products run over tiles of tileRows rows anyway).
+const chunkRows = MaxTokens
+
+// embedIDs writes into vecs the vectors of the texts whose pieces are ids
+// (vocabulary ids, at most MaxTokens per text), computing on s.
+func (m *Model) embedIDs(s *scratch, ids [][]int, vecs [][]float32) {
 	n := 0
 	spans := make([][2]int, len(ids)) // each text's rows
-	for i, s := range ids {
-		spans[i] = [2]int{n, n + len(s)}
-		n += len(s)
+	for i, t := range ids {
+		spans[i] = [2]int{n, n + len(t)}
+		n += len(t)
 	}
+	s.reset(n, len(ids))
 	// x: every piece's embedding plus its position's signal, plus the
 	// embedding again: the graph adds its embedding scatter to the
 	// (embedding + signal) scatter, so pieces count twice.
-	x := newMatrix(n, embedDims)
-	for i, s := range ids {
-		for p, id := range s {
+	x := s.matrix(n, embedDims)
+	for i, t := range ids {
+		for p, id := range t {
 			row := x.row(spans[i][0] + p)
 			e := m.emb.row(id)
 			t := m.timing.row(p)
 			for j := range row {
-				row[j] = e[j] + e[j] + t[j]
+				e := half(e[j])
+				row[j] = e + e + t[j]
 			}
 		}
 	}
 	// Layer 0: attention over 256 dimensions, projected to 512, plus the
 	// input projected to 512 as its residual.
 	// Its two projections of x are read from tables (see inputTables).
-	qkv, r := m.in.project(ids, spans, x)
-	att := m.l0.attention(qkv, spans)
-	y := linear(att, m.l0.outW, m.l0.outB)
+	qkv, r := m.in.project(s, ids, spans, x)
+	att := m.l0.attention(s, qkv, spans)
+	y := linear(s.matrix(n, Dims), att, m.l0.outW, m.l0.outB)
 	addInto(y, r)
-	m.l0.feedForward(y)
+	m.l0.feedForward(s, y)
 	// Layer 1: the same over 512 dimensions, the residual as is.
-	h := layerNorm(y, m.l1.ln1Scale, m.l1.ln1Bias)
-	att = m.l1.attention(linear(h, m.l1.qkvW, m.l1.qkvB), spans)
-	addInto(y, linear(att, m.l1.outW, m.l1.outB))
+	h := layerNorm(s.matrix(n, Dims), y, m.l1.ln1Scale, m.l1.ln1Bias)
+	att = m.l1.attention(s, linear(s.matrix(n, 3*Dims), h, m.l1.qkvW, m.l1.qkvB), spans)
+	addInto(y, linear(s.matrix(n, Dims), att, m.l1.outW, m.l1.outB))
 	// Its feed-forward block, then the mean over each text's pieces. The
 	// block's last projection is linear and the mean too, so the mean of
 	// the projections is the projection of the means: it runs once per
 	// text, not once per piece.
-	f := linear(layerNorm(y, m.l1.ln2Scale, m.l1.ln2Bias), m.l1.ffn1W, m.l1.ffn1B)
+	f := linear(s.matrix(n, ffnDims), layerNorm(s.matrix(n, Dims), y, m.l1.ln2Scale, m.l1.ln2Bias), m.l1.ffn1W, m.l1.ffn1B)
 	for i, v := range f.data {
 		f.data[i] = max(v, 0)
 	}
-	meanY, meanF := meanRows(y, spans), meanRows(f, spans)
-	pooled := linear(meanF, m.l1.ffn2W, m.l1.ffn2B)
+	meanY := meanRows(s.matrix(len(ids), Dims), y, spans)
+	meanF := meanRows(s.matrix(len(ids), ffnDims), f, spans)
+	pooled := linear(s.matrix(len(ids), Dims), meanF, m.l1.ffn2W, m.l1.ffn2B)
 	addInto(pooled, meanY)
 	for i, sp := range spans {
 		if sp[0] == sp[1] {
@@ -236,12 +297,10 @@ func (m *Model) embedIDs(ids [][]int) [][]float32 {
 		}
 	}
 	// The tanh layer, unit length.
-	z := linear(pooled, m.tanhW, m.tanhB)
-	vecs := make([][]float32, len(ids))
-	for i := range vecs {
-		v := z.row(i)
+	z := linear(s.matrix(len(ids), Dims), pooled, m.tanhW, m.tanhB)
+	for i, v := range vecs {
 		var ss float32
-		for j, a := range v {
+		for j, a := range z.row(i) {
 			v[j] = float32(math.Tanh(float64(a)))
 			ss += v[j] * v[j]
 		}
@@ -249,28 +308,22 @@ func (m *Model) embedIDs(ids [][]int) [][]float32 {
 		for j := range v {
 			v[j] *= inv
 		}
-		vecs[i] = v[:Dims:Dims]
 	}
-	return vecs
 }
 
 // attention returns multi-head self-attention over each text's rows of
 // qkv (rows × 3d: the queries, keys and values of the layer's input): no
 // text attends to another's pieces.
-func (l *layer) attention(qkv matrix, spans [][2]int) matrix {
+func (l *layer) attention(sc *scratch, qkv matrix, spans [][2]int) matrix {
 	d := qkv.cols / 3
-	out := newMatrix(qkv.rows, d)
+	out := sc.matrix(qkv.rows, d)
 	scale := float32(1 / math.Sqrt(float64(l.headDim)))
-	var scores []float32
 	for _, sp := range spans {
 		t := sp[1] - sp[0]
 		if t == 0 {
 			continue
 		}
-		if cap(scores) < t*t {
-			scores = make([]float32, t*t)
-		}
-		s := blas32.General{Rows: t, Cols: t, Stride: t, Data: scores[:t*t]}
+		s := blas32.General{Rows: t, Cols: t, Stride: t, Data: sc.matrix(t, t).data}
 		for hd := range heads {
 			off := sp[0]*3*d + hd*l.headDim
 			q := blas32.General{Rows: t, Cols: l.headDim, Stride: 3 * d, Data: qkv.data[off:]}
@@ -292,9 +345,9 @@ func (l *layer) attention(qkv matrix, spans [][2]int) matrix {
 // ten nonzero (92 % zeros on a 20-word question), so W2's product is
 // computed as the sum, for each nonzero value, of that value times its row
 // of W2ᵀ: a tenth of a dense product's work.
-func (l *layer) feedForward(y matrix) {
-	h := layerNorm(y, l.ln2Scale, l.ln2Bias)
-	f := linear(h, l.ffn1W, l.ffn1B)
+func (l *layer) feedForward(s *scratch, y matrix) {
+	h := layerNorm(s.matrix(y.rows, y.cols), y, l.ln2Scale, l.ln2Bias)
+	f := linear(s.matrix(y.rows, l.ffn1W.rows), h, l.ffn1W, l.ffn1B)
 	for r := range y.rows {
 		out := blas32.Vector{N: y.cols, Inc: 1, Data: y.row(r)}
 		for j, b := range l.ffn2B {
@@ -308,10 +361,9 @@ func (l *layer) feedForward(y matrix) {
 	}
 }
 
-// meanRows returns, for each span of x's rows, their mean (zeros for an
-// empty span).
-func meanRows(x matrix, spans [][2]int) matrix {
-	out := newMatrix(len(spans), x.cols)
+// meanRows returns out (zeroed, one row per span) holding, for each span
+// of x's rows, their mean (zeros for an empty span).
+func meanRows(out, x matrix, spans [][2]int) matrix {
 	for i, sp := range spans {
 		o := out.row(i)
 		for r := sp[0]; r < sp[1]; r++ {
@@ -344,10 +396,9 @@ func softmax(row []float32) {
 	}
 }
 
-// layerNorm returns each row of x normalised to mean 0 and variance 1,
-// times scale plus bias.
-func layerNorm(x matrix, scale, bias []float32) matrix {
-	out := newMatrix(x.rows, x.cols)
+// layerNorm returns out (x's shape) holding each row of x normalised to
+// mean 0 and variance 1, times scale plus bias.
+func layerNorm(out, x matrix, scale, bias []float32) matrix {
 	n := float32(x.cols)
 	for r := range x.rows {
 		in, o := x.row(r), out.row(r)
@@ -369,12 +420,12 @@ func layerNorm(x matrix, scale, bias []float32) matrix {
 	return out
 }
 
-// linear returns x·wᵀ + b (w is out×in), as gemms over tiles of at most
+// linear returns out (zeroed, x.rows × w.rows) holding x·wᵀ + b (w is
+// out×in; b may be nil), as gemms over tiles of at most
 // tileRows rows of x and tileCols rows of w: tiles that small stay on
 // gonum's serial path, whose dot products run the whole input length (its
 // blocked path cuts them into 64-long pieces, at a third more time here).
-func linear(x, w matrix, b []float32) matrix {
-	out := newMatrix(x.rows, w.rows)
+func linear(out, x, w matrix, b []float32) matrix {
 	if x.rows == 0 {
 		return out
 	}
@@ -408,9 +459,8 @@ func addInto(a, b matrix) {
 	}
 }
 
-// transpose returns m's transpose.
-func transpose(m matrix) matrix {
-	t := newMatrix(m.cols, m.rows)
+// transpose returns t (m.cols × m.rows) holding m's transpose.
+func transpose(t, m matrix) matrix {
 	for r := range m.rows {
 		for c, v := range m.row(r) {
 			t.data[c*t.cols+r] = v

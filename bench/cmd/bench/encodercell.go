@@ -31,8 +31,9 @@ import (
 // conversations at once, no pause, memory on; it reports throughput,
 // failed requests, and the share marked X-Memory-Degraded (by part:
 // "embedding" when the encoder was saturated past
-// memory.embedding_timeout). Last, the gateway's resident memory after
-// both runs (RSS, and its anonymous part).
+// memory.embedding_timeout). The gateway's resident memory (RSS, and its
+// anonymous part) fresh, once it answers its health check (the encoder
+// is loaded at start), and after both runs.
 //
 //	go run ./bench/cmd/bench encoder-cell
 func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,7 +73,7 @@ func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	fmt.Fprintf(stdout, "## Embedders on the embedded store: encoder vs local (hashed)\n\n")
 	fmt.Fprintf(stdout, "SQLite, default settings, stand-in upstream answering at once; one connection: %d newest-only turns, memory on and off, %s apart; %d connections: %d turns each, memory on, no pause.\n\n", *turns, *think, *conns, *concTurns)
-	fmt.Fprintf(stdout, "| embedder | 1 conn added p50 | added p90 | gateway CPU per turn | %d conns req/s | failed | degraded | p50 | RSS after (anon) |\n|---|---|---|---|---|---|---|---|---|\n", *conns)
+	fmt.Fprintf(stdout, "| embedder | 1 conn added p50 | added p90 | gateway CPU per turn | %d conns req/s | failed | degraded | p50 | RSS fresh (anon) | RSS after (anon) |\n|---|---|---|---|---|---|---|---|---|---|\n", *conns)
 	for _, provider := range []string{"local", "encoder"} {
 		pdir := filepath.Join(dir, provider)
 		if err := os.MkdirAll(pdir, 0o700); err != nil {
@@ -104,6 +105,10 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	// One connection. Conversation 0; the first turns warm the process
 	// (the encoder decodes its weights on first use) and are not counted.
 	const warm = 3
+	fresh, freshAnon, err := residentMemory(gw)
+	if err != nil {
+		return "", err
+	}
 	var on, off []time.Duration
 	var cpu0 time.Duration
 	for t := range turns + warm {
@@ -167,11 +172,7 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	st, err := gw.stats()
-	if err != nil {
-		return "", err
-	}
-	anon, _, err := gw.rssSplit()
+	rss, anon, err := residentMemory(gw)
 	if err != nil {
 		return "", err
 	}
@@ -184,9 +185,19 @@ func runEmbedderCell(ctx context.Context, gw *server, provider string, turns int
 	if len(lat) > 0 {
 		p50 = pct(lat, 0.5)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %.0f | %d of %d | %.1f %% %s | %s | %d MB (%d MB) |",
+	return fmt.Sprintf("| %s | %s | %s | %s | %.0f | %d of %d | %.1f %% %s | %s | %d MB (%d MB) | %d MB (%d MB) |",
 		provider, round(pct(on, 0.5)-pct(off, 0.5)), round(pct(on, 0.9)-pct(off, 0.9)), round(cpuPerTurn),
 		float64(len(lat))/elapsed.Seconds(), failed, total,
 		100*float64(nDegraded)/float64(max(len(lat), 1)), fmtParts(degraded), round(p50),
-		st.rss>>20, anon>>20), nil
+		fresh>>20, freshAnon>>20, rss>>20, anon>>20), nil
+}
+
+// residentMemory returns gw's resident set and its anonymous part, bytes.
+func residentMemory(gw *server) (rss, anon int64, err error) {
+	st, err := gw.stats()
+	if err != nil {
+		return 0, 0, err
+	}
+	anon, _, err = gw.rssSplit()
+	return st.rss, anon, err
 }

@@ -86,10 +86,10 @@ func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory
 func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
 	type userKey struct{ tenant, user string }
 	var (
-		items []memory.Item
-		convs []memory.Identity
-		users []userKey
-		since = map[userKey]time.Time{}
+		items, textOnly []memory.Item
+		convs           []memory.Identity
+		users           []userKey
+		since           = map[userKey]time.Time{}
 		// guard is the erasure guard of each user's writes (the earliest
 		// SaveResult.GuardSince of theirs; zero: none).
 		guard = map[userKey]time.Time{}
@@ -127,7 +127,12 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 				latest[ex.Identity] = created
 			}
 			for i, c := range Chunk(indexableText(m.Content)) {
-				items = append(items, ix.item(ex.Identity, KindMessage, m.Key, i, c, created))
+				it := ix.item(ex.Identity, KindMessage, m.Key, i, c, created)
+				if i >= embeddedChunks {
+					textOnly = append(textOnly, it)
+					continue
+				}
+				items = append(items, it)
 			}
 		}
 		if at.After(latest[ex.Identity]) {
@@ -182,10 +187,15 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			items = append(items, ix.factItem(f))
 		}
 	}
-	for i := range items {
-		items[i].GuardSince = guard[userKey{items[i].Tenant, items[i].User}]
+	for _, its := range [][]memory.Item{items, textOnly} {
+		for i := range its {
+			its[i].GuardSince = guard[userKey{its[i].Tenant, its[i].User}]
+		}
 	}
 	if err := ix.add(ctx, items); err != nil {
+		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
+	}
+	if err := ix.addTextOnly(ctx, textOnly); err != nil {
 		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
 	}
 	for _, key := range summaryKeys {
@@ -216,6 +226,14 @@ func (ix *Indexer) item(id memory.Identity, kind, ref string, chunk int, text st
 		Model: ix.emb.Model(), Dims: ix.emb.Dims(), CreatedAt: at, SaidAt: at,
 	}
 }
+
+// embeddedChunks is how many chunks of one message are embedded. The
+// rest of a longer message (a pasted document, a hostile 2 MiB body) is
+// stored without a vector: full text and the lexicon still find every
+// chunk, but embedding stays bounded per message (about 4,800 tokens, a
+// fraction of a CPU-second with the built-in encoder) instead of growing
+// with the body. `gateway reindex` embeds them when an operator asks.
+const embeddedChunks = 16
 
 // indexChunk is how many items one embedding call and one store write of
 // the Indexer hold: a round of many exchanges (an import, a backlog)
@@ -262,6 +280,22 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 	}
 	if len(items) > 0 {
 		ix.logger.Debug("indexed memory items", "tenant", items[0].Tenant, "items", len(items))
+	}
+	return nil
+}
+
+// addTextOnly stores items without vectors (see embeddedChunks).
+func (ix *Indexer) addTextOnly(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	for i := range items {
+		items[i].Embedding, items[i].Model, items[i].Dims = nil, "", 0
+	}
+	for start := 0; start < len(items); start += indexChunk {
+		if err := ix.store.AddItems(ctx, items[start:min(len(items), start+indexChunk)]); err != nil {
+			return fmt.Errorf("add %d items without vectors: %w", len(items), err)
+		}
 	}
 	return nil
 }

@@ -303,3 +303,55 @@ func TestIndexerKeepsWhatItEmbeddedAndStoresTheRestUnembedded(t *testing.T) {
 		}
 	}
 }
+
+// A message longer than embeddedChunks chunks is indexed whole, but only
+// its first embeddedChunks chunks are embedded: a 2 MiB body must not cost
+// embedding work in proportion to its size. Full text still finds the rest.
+func TestIndexerEmbedsABoundedPartOfALongMessage(t *testing.T) {
+	st, emb := newFakeStore(), &countingEmbedder{Embedder: NewLocal(16)}
+	ix := NewIndexer(st, emb, nil)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	var b strings.Builder
+	for i := range 3 * embeddedChunks * 40 {
+		fmt.Fprintf(&b, "Sentence number %d talks about the harbour and the boats. ", i)
+	}
+	chunks := len(Chunk(b.String()))
+	if chunks <= 2*embeddedChunks {
+		t.Fatalf("test text makes %d chunks, want more than %d", chunks, 2*embeddedChunks)
+	}
+	ex := memory.Exchange{ID: "e1", Identity: id, At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: b.String()}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
+	if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	emb.mu.Lock()
+	embedded := emb.texts
+	emb.mu.Unlock()
+	if want := embeddedChunks + 1; embedded != want { // the long turn's first chunks and the reply
+		t.Fatalf("embedded %d texts, want %d", embedded, want)
+	}
+	var withVec, without int
+	for _, it := range st.items {
+		if it.Ref != "e1:0" {
+			continue
+		}
+		if len(it.Embedding) > 0 {
+			withVec++
+			if it.Chunk >= embeddedChunks {
+				t.Fatalf("chunk %d embedded, want only the first %d", it.Chunk, embeddedChunks)
+			}
+		} else {
+			without++
+			if it.Model != "" || it.Dims != 0 {
+				t.Fatalf("chunk %d stored without a vector names model %q dims %d", it.Chunk, it.Model, it.Dims)
+			}
+		}
+	}
+	if withVec != embeddedChunks || withVec+without != chunks {
+		t.Fatalf("stored %d chunks with vectors and %d without, want %d and %d", withVec, without, embeddedChunks, chunks-embeddedChunks)
+	}
+	hits, err := st.SearchText(context.Background(), memory.ItemQuery{Tenant: "t", User: "u", Text: fmt.Sprintf("number %d", 3*embeddedChunks*40-1), Limit: 5})
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("full text does not find the last chunk: %v, %v", hits, err)
+	}
+}
