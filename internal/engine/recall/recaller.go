@@ -101,9 +101,10 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 // outranks an unrelated pin (the assembler shows pins within their own
 // share, the most relevant and most recent first).
 //
-// Items: up to MaxPassages passages from Searcher.Search, best first, each
-// recalled turn with ContextTurns turns before and after it, merged into
-// one passage when they touch (see expand); scoped to q.Tenant and q.User, to
+// Items: up to MaxPassages passages from Searcher.Search, each recalled
+// turn with ContextTurns turns before and after it, merged into one
+// passage when they touch (see expand), best first by their score weighed
+// by how much of q.Text each passage shows (see rankPassages); scoped to q.Tenant and q.User, to
 // q.Conversation unless both the Recaller's and the query's
 // CrossConversation are on (with either off and no q.Conversation, no
 // passages), never with a Ref in q.ExcludeRefs. Fact items
@@ -153,6 +154,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 		items, searchLate, searchErr = r.search.search(ctx, sq)
 		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
 			items, searchErr = expand(ctx, r.context, q.Revisions, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
+			rankPassages(items, q.Text)
 		}
 	}
 	<-done
