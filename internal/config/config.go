@@ -261,7 +261,9 @@ type Memory struct {
 	// leaves its block in place for the turns after it and their prompts
 	// repeat it (a provider's prompt cache serves it); when the turns and
 	// blocks outgrow the recent turns' window, blocks leave first, oldest
-	// first and several at once. On by default (issue 28).
+	// first and several at once. Off by default: a kept block is filled
+	// only to the window's low watermark, so a question asked in the chat
+	// recalls about half as much (issue 28; BENCHMARKS.md, session 12).
 	KeepRecallResent bool `yaml:"keep_recall_resent"`
 	// FillRecallWhen is which turns fill_recall fills on: "always" or
 	// "asked" (the default: a turn with a question mark or that opens with
@@ -518,7 +520,6 @@ func Default() Config {
 			FillRecallWhen:    "asked",
 			StableFacts:       true,
 			HoldSummary:       true,
-			KeepRecallResent:  true,
 		},
 		Compaction: Compaction{
 			Enabled:          true,
