@@ -251,11 +251,7 @@ func TestKeepRecallResentFirstTurn(t *testing.T) {
 // read-mode question's block, which is not kept, fills the budget.
 func TestKeptBlockLeavesRoom(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var items []memory.Item
-	for i := range 60 {
-		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
-			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
-	}
+	items := trips(now)
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: items}, nil
 	})
@@ -349,11 +345,7 @@ func TestKeptPassagesCountAgainstRecall(t *testing.T) {
 // budget as it would without keep_recall_resent: the chat may never come.
 func TestFirstOfChatFillsAsNewestOnly(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var items []memory.Item
-	for i := range 60 {
-		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
-			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
-	}
+	items := trips(now)
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: items}, nil
 	})
@@ -380,4 +372,14 @@ func TestFirstOfChatFillsAsNewestOnly(t *testing.T) {
 	if on < off || off < 2500 {
 		t.Errorf("recall tokens: %d with keep_recall_resent, %d without; want the same fill (over 2,500)", on, off)
 	}
+}
+
+// trips returns 60 recall items, best first, enough to fill any budget.
+func trips(now time.Time) []memory.Item {
+	var items []memory.Item
+	for i := range 60 {
+		items = append(items, memory.Item{ID: int64(i + 1), Kind: "message", Ref: fmt.Sprint("k", i), Conversation: "other",
+			Text: fmt.Sprintf("Trip %d: Ana took the night train and wrote about every station on the way.", i), Score: 1 - float64(i)/100, CreatedAt: now.Add(-time.Hour)})
+	}
+	return items
 }
