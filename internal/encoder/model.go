@@ -67,8 +67,11 @@ type Model struct {
 	in     inputTables // the first layer's projections of its input
 	tanhW  matrix
 	tanhB  []float32
-	// scratch pools the calls' working memory (*scratch).
-	scratch sync.Pool
+	// scratch holds the working memory of calls that ended, for the next
+	// ones: a bounded free list rather than a sync.Pool, which the
+	// collector empties (and the race detector drops from at random), so
+	// a steady load would keep allocating it.
+	scratch chan *scratch
 }
 
 // layer is one transformer layer's weights; matrices are out×in.
@@ -140,7 +143,7 @@ func Load(gz []byte) (*Model, error) {
 	}
 	vec := func(name string, n int) []float32 { return get(name, 1, n, true).data }
 	m := &Model{tok: newTokenizer(a.pieces, a.scores)}
-	m.scratch.New = func() any { return new(scratch) }
+	m.scratch = make(chan *scratch, max(2, runtime.GOMAXPROCS(0)))
 	emb := get("embeddings", 8002, embedDims, false) // kept in half floats, below
 	if len(a.pieces) > emb.rows {
 		return nil, fmt.Errorf("%w: %d pieces for %d embeddings", errAsset, len(a.pieces), emb.rows)
@@ -220,8 +223,8 @@ func (m *Model) Embed(texts []string) [][]float32 {
 	for i := range vecs {
 		vecs[i] = out[i*Dims : (i+1)*Dims : (i+1)*Dims]
 	}
-	s := m.scratch.Get().(*scratch)
-	defer m.scratch.Put(s)
+	s := m.getScratch()
+	defer m.putScratch(s)
 	for start := 0; start < len(ids); {
 		// A text has at most MaxTokens = chunkRows pieces: every chunk
 		// takes at least one.
@@ -474,3 +477,22 @@ func newMatrix(rows, cols int) matrix {
 }
 
 func (m matrix) row(i int) []float32 { return m.data[i*m.cols : (i+1)*m.cols] }
+
+// getScratch returns a free scratch, or a new one when none is free.
+func (m *Model) getScratch() *scratch {
+	select {
+	case s := <-m.scratch:
+		return s
+	default:
+		return new(scratch)
+	}
+}
+
+// putScratch frees s for the next call, or drops it when as many are free
+// as calls usually run at once.
+func (m *Model) putScratch(s *scratch) {
+	select {
+	case m.scratch <- s:
+	default:
+	}
+}
