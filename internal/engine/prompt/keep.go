@@ -141,12 +141,6 @@ func (a *Assembler) keepsRecall(req memory.Request, fullHistory bool) bool {
 	return a.opts.KeepRecall
 }
 
-// keepsBlock reports whether the current turn's block of req is kept
-// (keepBlock) for its conversation or, for a full-history chat's first
-// request, for the conversation the chat's next request derives.
-func (a *Assembler) keepsBlock(req memory.Request, fullHistory bool) bool {
-	return a.keepsRecall(req, fullHistory) || a.firstOfChat(req, fullHistory) != ""
-}
 
 // firstOfChat returns, when req may be a full-history chat's first
 // request (no history resent, the user's default conversation) and
