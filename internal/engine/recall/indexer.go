@@ -260,14 +260,10 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 		vecs, err := ix.emb.Embed(ctx, texts, time.Time{})
 		if err != nil {
 			err = fmt.Errorf("embed %d items: %w", len(chunk), err)
-			rest := items[start:]
-			for i := range rest {
-				rest[i].Embedding, rest[i].Model, rest[i].Dims = nil, "", 0
-			}
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unembeddedWriteTimeout)
 			defer cancel()
-			if werr := ix.store.AddItems(wctx, rest); werr != nil {
-				return errors.Join(err, fmt.Errorf("add %d items without vectors: %w", len(rest), werr))
+			if werr := ix.addTextOnly(wctx, items[start:]); werr != nil {
+				return errors.Join(err, werr)
 			}
 			return err
 		}
@@ -284,11 +280,10 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
-// addTextOnly stores items without vectors (see embeddedChunks).
+// addTextOnly stores items without vectors, indexChunk at a time: the
+// chunks of a long message past embeddedChunks, and what add could not
+// embed.
 func (ix *Indexer) addTextOnly(ctx context.Context, items []memory.Item) error {
-	if len(items) == 0 {
-		return nil
-	}
 	for i := range items {
 		items[i].Embedding, items[i].Model, items[i].Dims = nil, "", 0
 	}
