@@ -35,6 +35,13 @@ type ContextReader interface {
 // the same within maxNeighbourBytes (see queryMatcher.window). Other
 // items, and hits whose turn is no longer stored, are kept as they are.
 func expand(ctx context.Context, cr ContextReader, rev *memory.Revisions, tenant, user string, items []memory.Item, radius int, query string) ([]memory.Item, error) {
+	return expandWith(ctx, cr, rev, tenant, user, items, radius, newQueryMatcher(query))
+}
+
+// expandWith is expand with the query's matcher made already (nil: a
+// query without words), so a recall that also ranks the passages by it
+// (rankPassages) makes it once.
+func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, tenant, user string, items []memory.Item, radius int, mt *queryMatcher) ([]memory.Item, error) {
 	if radius <= 0 {
 		return items, nil
 	}
@@ -59,7 +66,6 @@ func expand(ctx context.Context, cr ContextReader, rev *memory.Revisions, tenant
 		turns[i].follows = follows(msgs[i-1], msgs[i])
 	}
 	at := indexTurns(msgs)
-	mt := newQueryMatcher(query)
 	ranked := make([]rankedItem, len(items)) // passages replace hits
 	kept := len(items)
 	for r, it := range items {

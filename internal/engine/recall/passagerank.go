@@ -9,7 +9,7 @@ import (
 
 // rankPassages orders passages (expand's: each hit shown with the turns
 // around it), best first, by their score weighed by how much of query
-// they show: Score × (1 + share) / 2, where share is the part of the
+// they show (mt, the query's matcher): Score × (1 + share) / 2, where share is the part of the
 // query's words (memory.QueryTerms, matched as queryMatcher does) found
 // anywhere in the passage's text. A hit is ranked on its own turn, but
 // shown with its neighbours: in conversation the words of a question and
@@ -18,8 +18,7 @@ import (
 // passage holds more of what was asked comes first. Scores stay in
 // (0, 1]; passages of equal weighed score keep their order. A query
 // without words leaves passages as they are.
-func rankPassages(passages []memory.Item, query string) {
-	mt := newQueryMatcher(query)
+func rankPassages(passages []memory.Item, mt *queryMatcher) {
 	if mt == nil || len(passages) < 2 {
 		return
 	}

@@ -44,7 +44,7 @@ func TestRankPassages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ps := slices.Clone(tt.passages)
-			rankPassages(ps, tt.query)
+			rankPassages(ps, newQueryMatcher(tt.query))
 			var got []string
 			for _, it := range ps {
 				got = append(got, it.Ref)

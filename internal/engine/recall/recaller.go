@@ -153,8 +153,9 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 	if search {
 		items, searchLate, searchErr = r.search.search(ctx, sq)
 		if searchErr == nil && r.context != nil && r.opts.ContextTurns > 0 {
-			items, searchErr = expand(ctx, r.context, q.Revisions, q.Tenant, q.User, items, r.opts.ContextTurns, q.Text)
-			rankPassages(items, q.Text)
+			mt := newQueryMatcher(q.Text)
+			items, searchErr = expandWith(ctx, r.context, q.Revisions, q.Tenant, q.User, items, r.opts.ContextTurns, mt)
+			rankPassages(items, mt)
 		}
 	}
 	<-done
