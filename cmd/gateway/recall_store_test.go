@@ -16,7 +16,6 @@ import (
 
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine/recall"
-	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/tokens"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -255,13 +254,7 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 			ex := memory.Exchange{ID: "ex-around", Identity: id, At: time.Now(),
 				Turn:  []memory.Message{{Role: "user", Content: "What should I name my new greyhound puppy?"}},
 				Reply: memory.Message{Role: "assistant", Content: "Call her Biscuit, after the colour of her coat."}}
-			res, err := mem.store.SaveExchange(ctx, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := record.RunHooks(ctx, mem.recall.Hooks, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
-				t.Fatal(err)
-			}
+			saveIndexed(t, ctx, mem, ex)
 			got, err := mem.recall.Recaller.Recall(ctx, memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "other"},
 				Text: "Biscuit coat colour", CrossConversation: true})
 			if err != nil {

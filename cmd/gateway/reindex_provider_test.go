@@ -40,13 +40,7 @@ func TestSwitchToTheEncoderThenReindex(t *testing.T) {
 			ex := memory.Exchange{ID: "ex-switch", Identity: id, At: time.Now(),
 				Turn:  []memory.Message{{Role: "user", Content: "I grabbed a bite with my sister after work at the Biscuit Cafe."}},
 				Reply: memory.Message{Role: "assistant", Content: "Sounds like a lovely evening."}}
-			res, err := mem.store.SaveExchange(ctx, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := record.RunHooks(ctx, mem.recall.Hooks, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
-				t.Fatal(err)
-			}
+			saveIndexed(t, ctx, mem, ex)
 			mem.Close()
 
 			cfg.Recall.Embeddings.Provider = "encoder"
@@ -159,4 +153,17 @@ func reindexWith(t *testing.T, cfg config.Config) string {
 		t.Fatalf("reindex: %v\n%s", err, logs.String())
 	}
 	return out.String()
+}
+
+// saveIndexed stores ex in mem's store and runs its after-save hooks
+// (indexing, facts) on it, as the capture path and the enricher would.
+func saveIndexed(t *testing.T, ctx context.Context, mem *memoryLayer, ex memory.Exchange) {
+	t.Helper()
+	res, err := mem.store.SaveExchange(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := record.RunHooks(ctx, mem.recall.Hooks, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
+		t.Fatal(err)
+	}
 }
