@@ -141,7 +141,6 @@ func (a *Assembler) keepsRecall(req memory.Request, fullHistory bool) bool {
 	return a.opts.KeepRecall
 }
 
-
 // firstOfChat returns, when req may be a full-history chat's first
 // request (no history resent, the user's default conversation) and
 // KeepRecallResent is on, the conversation the chat's next request
