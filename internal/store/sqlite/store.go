@@ -187,11 +187,6 @@ func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.inWriteAs(ctx, false, fn)
 }
 
-// inBackgroundWrite is inWriteAs for a background write.
-func (s *Store) inBackgroundWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteAs(ctx, true, fn)
-}
-
 // inWriteAs is inWrite, for a write no client waits on when background
 // is set (writeGate: enrichment's derived writes, its queue's claims and
 // acknowledgements), which lets waiting writes of
