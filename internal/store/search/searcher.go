@@ -38,7 +38,9 @@ type SQLSearches struct {
 	// ranks them, and the Index reads the best
 	// (itemindex.Index.TextItems).
 	Text func(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error)
-	// TextWindow, when Text is nil, ranks Text's items by their ids.
+	// TextWindow, when Text is nil, ranks Text's items among candidates
+	// the store's SQL picks, and returns the best ids with their scores
+	// (the SQLite store: FTS5's newest matches, ranking.TextRanker).
 	TextWindow func(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error)
 	// Common, when set, counts terms as itemindex.Index.CommonTerms does; nil: no
 	// term is known to be common.
