@@ -148,7 +148,7 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 	if err != nil {
 		return nil, err
 	}
-	return x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), searchSet(set, q, qnorm))
+	return x.Items(ctx, rev, q.Tenant, q.User, searchSet(set, q, qnorm))
 }
 
 // SearchText ranks the user's items sharing a word with terms (query
@@ -183,7 +183,7 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 // text search's hits come with the vectors recall can compare with each
 // other, never with another model's). Ids no longer found are skipped.
 func (x *Index) TextItems(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
-	items, err := x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), ranked)
+	items, err := x.Items(ctx, rev, q.Tenant, q.User, ranked)
 	if err != nil {
 		return nil, err
 	}
@@ -231,12 +231,14 @@ func refSet(refs []string) map[string]bool {
 	return set
 }
 
-// cachedItems returns the whole items of ranked, ids of the user ranked as
-// of at (Revisions.Items), in ranked's order with their scores: the
-// items the cache holds at that count come from memory, the others from
+// Items returns the whole items of ranked, ids of the user's items ranked
+// by a search as of rev (SearchVector, SearchText, or a store's own for a
+// user too large to keep), in ranked's order with their scores: the items
+// the cache holds at rev's Items count come from memory, the others from
 // the Source (and are then kept). Ids no longer found, or not the user's,
-// are skipped. The embeddings are the cache's own.
-func (x *Index) cachedItems(ctx context.Context, tenant, user string, at int64, ranked []ranking.Scored) ([]memory.Item, error) {
+// are skipped. The embeddings are the cache's own (read-only).
+func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
+	at := rev.Items()
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
 	for i, r := range ranked {

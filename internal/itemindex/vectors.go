@@ -87,30 +87,6 @@ func (x *Index) loadVectors(ctx context.Context, key Key, set *vecSet) error {
 	return err
 }
 
-// ScanVector is SearchVector for a user too large to keep (ErrTooBig), by
-// a store with no vector search of its own: it reads the user's vectors
-// from the Source one at a time, keeping none of them, and the best items
-// as SearchVector does.
-func (x *Index) ScanVector(ctx context.Context, rev cache.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
-	qnorm := ranking.Norm(q.Embedding)
-	if qnorm == 0 || q.Limit <= 0 {
-		return []memory.Item{}, nil
-	}
-	excluded := refSet(q.ExcludeRefs)
-	top := make(ranking.TopK, 0, q.Limit+1)
-	key := Key{Tenant: q.Tenant, User: q.User, Model: q.Model, Dims: len(q.Embedding)}
-	err := x.src.LoadVectors(ctx, key, 0, func(id int64, conv, ref string, v []float32) error {
-		if n := vecNorm(v); n > 0 && len(v) == key.Dims && (q.Conversation == "" || conv == q.Conversation) && !excluded[ref] {
-			top.Offer(ranking.Scored{ID: id, Score: float64(vec.Dot(q.Embedding, v)) / (qnorm * n)}, q.Limit)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("scan vectors: %w", err)
-	}
-	return x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), top.Sorted())
-}
-
 // vecNorm is the length of a stored vector, summed as cosine sums it.
 func vecNorm(y []float32) float64 {
 	var v0, v1, v2, v3 float32

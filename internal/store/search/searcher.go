@@ -24,24 +24,23 @@ import (
 )
 
 // SQLSearches are a store's searches in SQL, which a Searcher runs for a
-// user too large for its Index (itemindex.ErrTooBig). A Searcher without
-// an Index needs Vector and Text.
+// user too large for its Index (itemindex.ErrTooBig): each either returns
+// whole items (Vector, Text) or ranks the items' ids, whose rows the Index
+// then reads through its item cache (RankVector, RankText). A Searcher
+// without an Index needs Vector and Text.
 type SQLSearches struct {
 	// Vector ranks the user's items by cosine similarity to q.Embedding,
 	// as itemindex.Index.SearchVector does; q asks for something
-	// (contract.VectorQuery). Nil: the Index reads the user's vectors
-	// from its Source, keeping none (itemindex.Index.ScanVector).
+	// (contract.VectorQuery).
 	Vector func(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	// RankVector, when Vector is nil, ranks Vector's items' ids.
+	RankVector func(ctx context.Context, q memory.ItemQuery) ([]ranking.Scored, error)
 	// Text ranks the user's items for terms (at least one, from q.Text,
 	// which is cut to MaxQueryBytes) and q.Related, as
-	// itemindex.Index.SearchText does; q.Limit > 0. Nil: TextWindow
-	// ranks them, and the Index reads the best
-	// (itemindex.Index.TextItems).
+	// itemindex.Index.SearchText does; q.Limit > 0.
 	Text func(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error)
-	// TextWindow, when Text is nil, ranks Text's items among candidates
-	// the store's SQL picks, and returns the best ids with their scores
-	// (the SQLite store: FTS5's newest matches, ranking.TextRanker).
-	TextWindow func(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error)
+	// RankText, when Text is nil, ranks Text's items' ids.
+	RankText func(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error)
 	// Common, when set, counts terms as itemindex.Index.CommonTerms does; nil: no
 	// term is known to be common.
 	Common func(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
@@ -102,10 +101,14 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
 		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchVector(ctx, rev, q) },
 		func(rev cache.Revisions) ([]memory.Item, error) {
-			if s.sql.Vector == nil {
-				return s.index.ScanVector(ctx, rev, q)
+			if s.sql.Vector != nil {
+				return s.sql.Vector(ctx, q)
 			}
-			return s.sql.Vector(ctx, q)
+			ranked, err := s.sql.RankVector(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			return s.index.Items(ctx, rev, q.Tenant, q.User, ranked)
 		})
 	return items, wrap("search vector", err)
 }
@@ -127,7 +130,7 @@ func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.
 			if s.sql.Text != nil {
 				return s.sql.Text(ctx, q, terms)
 			}
-			ranked, err := s.sql.TextWindow(ctx, q, terms)
+			ranked, err := s.sql.RankText(ctx, q, terms)
 			if err != nil {
 				return nil, err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/ranking"
+	"github.com/memgate/memgate/internal/vec"
 )
 
 // textWindow is how many of the newest matching items SearchText ranks.
@@ -17,8 +18,42 @@ import (
 // window, and a point lower at 100.
 const textWindow = 300
 
+// searchVectorSQL ranks SearchVector's items for a user too large for the
+// index (search.SQLSearches.RankVector): the candidates' vectors are read
+// from SQL and scored in place, with a top-k heap; the Index reads the
+// winners' rows.
+func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]ranking.Scored, error) {
+	qnorm := ranking.Norm(q.Embedding)
+	if qnorm == 0 {
+		return nil, nil
+	}
+	where, args, err := itemScope(q)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, q.Model, len(q.Embedding))
+	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
+		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	top := make(ranking.TopK, 0, q.Limit+1)
+	for rows.Next() {
+		var id int64
+		var blob sql.RawBytes
+		if err := rows.Scan(&id, &blob); err != nil {
+			return nil, err
+		}
+		if score, ok := vec.CosineBytes(q.Embedding, qnorm, blob); ok {
+			top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
+		}
+	}
+	return top.Sorted(), rows.Err()
+}
+
 // searchTextWindow ranks SearchText's items for a user too large to index
-// in memory (search.SQLSearches.TextWindow). FTS5 finds the newest
+// in memory (search.SQLSearches.RankText). FTS5 finds the newest
 // textWindow matching items (walking its index newest first, without
 // ranking), and they are ranked here by Okapi BM25
 // (k1 = 1.2, b = 0.75, as FTS5's bm25) over the user's items: the corpus

@@ -225,5 +225,5 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s}, turns),
-		search.SQLSearches{TextWindow: s.searchTextWindow, Store: "sqlite"}, s)
+		search.SQLSearches{RankVector: s.searchVectorSQL, RankText: s.searchTextWindow, Store: "sqlite"}, s)
 }
