@@ -282,6 +282,9 @@ func TestKeptBlockLeavesRoom(t *testing.T) {
 	read := prep(memory.ModeRead, u1, a1, uAsk)
 	p1 := prep(memory.ModeOn, u1, a1, uAsk)
 	without := prepWith(newAssembler(false), memory.ModeOn, u1, a1, uAsk)
+	if len(read.Blocks) != 1 || len(without.Blocks) != 1 {
+		t.Errorf("a block not kept is split: %d blocks (read-mode question), %d (without KeepRecallResent)", len(read.Blocks), len(without.Blocks))
+	}
 	if len(p1.Blocks) != 2 {
 		t.Fatalf("the kept turn shows %d blocks, want its kept block and the one shown once:\n%s", len(p1.Blocks), joined(p1))
 	}
