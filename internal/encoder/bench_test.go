@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -68,4 +69,21 @@ func BenchmarkTokenize(b *testing.B) {
 		n++
 	}
 	reportCPU(b, start, n)
+}
+
+// BenchmarkEmbedQueryOn is BenchmarkEmbedQuery split over every core
+// (GOMAXPROCS), as a query on an idle encoder runs: its wall time falls,
+// its CPU per op (cpu-ns/op) says what the split costs.
+func BenchmarkEmbedQueryOn(b *testing.B) {
+	m := mustDefault(b)
+	var took []time.Duration
+	start := cpuNow()
+	for b.Loop() {
+		t0 := time.Now()
+		m.EmbedOn([]string{query20}, runtime.GOMAXPROCS(0))
+		took = append(took, time.Since(t0))
+	}
+	reportCPU(b, start, len(took))
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2]), "p50-ns/op")
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // Embedder is a Model behind memgate's embedder contract (recall.Embedder):
-// Embed with a context and an error, Model and Dims. It computes on the
-// calling goroutine and bounds nothing itself: recall.Bounded limits how
-// many calls run at once.
+// Embed with a context and an error, Model and Dims; and EmbedOn, one
+// call spread over several cores (recall.InProcess). It bounds nothing
+// itself: recall.Bounded limits how many cores its calls take.
 type Embedder struct {
 	m *Model
 }
@@ -25,6 +25,16 @@ func (e *Embedder) Embed(ctx context.Context, texts []string, _ time.Time) ([][]
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
 	return e.m.Embed(texts), nil
+}
+
+// EmbedOn is Embed with the call's products split over up to cores
+// goroutines (see Model.EmbedOn): for a caller that holds that many
+// cores for it.
+func (e *Embedder) EmbedOn(ctx context.Context, texts []string, cores int) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	return e.m.EmbedOn(texts, cores), nil
 }
 
 // Model returns the model's name (ModelName).

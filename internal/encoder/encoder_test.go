@@ -132,3 +132,30 @@ func TestEmbedIgnoresEarlierCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestEmbedSameOnAnyCores: a call split over several goroutines gives the
+// vectors of one computed alone, to the bit, for a short question, a text
+// of MaxTokens pieces, and a batch of both.
+func TestEmbedSameOnAnyCores(t *testing.T) {
+	m := mustDefault(t)
+	texts := []string{
+		"Last spring my sister told me about the new job she had found in Lisbon, what was the company called again?",
+		strings.Repeat("a long message about the trip to the mountains ", 20),
+		"OK",
+	}
+	want := m.Embed(texts)
+	for _, n := range []int{2, 3, 8} {
+		for _, batch := range [][]int{{0}, {1}, {0, 1, 2}} {
+			in := make([]string, len(batch))
+			for i, j := range batch {
+				in[i] = texts[j]
+			}
+			got := m.EmbedOn(in, n)
+			for i, j := range batch {
+				if !slices.Equal(got[i], want[j]) {
+					t.Errorf("%d cores, text %d of batch %v: vector differs from one core's (cosine %.6f)", n, j, batch, cosine(got[i], want[j]))
+				}
+			}
+		}
+	}
+}

@@ -41,11 +41,11 @@ func newInputTables(w *weights, l *layer, emb, timing matrix) inputTables {
 	}
 	t := inputTables{
 		embQKV: halfLinear(w, emb, scaled),
-		posQKV: linear(w.matrix(timing.rows, scaled.rows), timing, scaled, nil),
+		posQKV: linear(1, w.matrix(timing.rows, scaled.rows), timing, scaled, nil),
 		sumQKV: w.floats(scaled.rows),
 		bias:   w.floats(scaled.rows),
 		embRes: halfLinear(w, emb, l.resW),
-		posRes: linear(w.matrix(timing.rows, l.resW.rows), timing, l.resW, l.resB),
+		posRes: linear(1, w.matrix(timing.rows, l.resW.rows), timing, l.resW, l.resB),
 	}
 	for r := range scaled.rows {
 		var sum, bias float64
@@ -107,7 +107,7 @@ func halfLinear(w *weights, x, wt matrix) halfMatrix {
 		in := matrix{rows: rows, cols: x.cols, data: x.data[r*x.cols : (r+rows)*x.cols]}
 		p := matrix{rows: rows, cols: wt.rows, data: buf[:rows*wt.rows]}
 		clear(p.data)
-		linear(p, in, wt, nil)
+		linear(1, p, in, wt, nil)
 		putHalves(out.data[r*out.cols:], p.data)
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,8 +45,15 @@ func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	conns := fs.Int("conns", 64, "connections of the concurrent run")
 	concTurns := fs.Int("conc-turns", 8, "turns per conversation in the concurrent run")
 	bin := fs.String("gateway", "", "prebuilt gateway binary (default: go build ./cmd/gateway)")
+	embedders := fs.String("embedders", "local,encoder", "embedders to run, comma-separated (local, encoder)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	providers := strings.Split(*embedders, ",")
+	for _, p := range providers {
+		if p != "local" && p != "encoder" {
+			return fmt.Errorf("-embedders: unknown embedder %q (local, encoder)", p)
+		}
 	}
 	dir, err := os.MkdirTemp("", "memgate-encoder-cell-")
 	if err != nil {
@@ -74,7 +82,7 @@ func encoderCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "## Embedders on the embedded store: encoder vs local (hashed)\n\n")
 	fmt.Fprintf(stdout, "SQLite, default settings, stand-in upstream answering at once; one connection: %d newest-only turns, memory on and off, %s apart; %d connections: %d turns each, memory on, no pause.\n\n", *turns, *think, *conns, *concTurns)
 	fmt.Fprintf(stdout, "| embedder | 1 conn added p50 | added p90 | gateway CPU per turn | %d conns req/s | failed | degraded | p50 | RSS fresh (anon) | RSS after (anon) |\n|---|---|---|---|---|---|---|---|---|---|\n", *conns)
-	for _, provider := range []string{"local", "encoder"} {
+	for _, provider := range providers {
 		pdir := filepath.Join(dir, provider)
 		if err := os.MkdirAll(pdir, 0o700); err != nil {
 			return err

@@ -8,16 +8,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// InProcess is an embedder that computes in process (the built-in
+// encoder, encoder.Embedder), one call on up to a given number of cores.
+type InProcess interface {
+	Embedder
+	// EmbedOn is Embed with the call's work split over up to cores
+	// goroutines.
+	EmbedOn(ctx context.Context, texts []string, cores int) ([][]float32, error)
+}
+
 // Bounded is an Embedder in front of one that computes in process (the
-// built-in encoder): at most slots calls of it run at once, so embedding
-// never takes more than slots cores, however many requests arrive.
+// built-in encoder): its calls take at most slots cores at once, one
+// slot a core, so embedding never takes more than slots cores, however
+// many requests arrive.
 //
 //   - A query's embedding (a call with a deadline, as recall makes for
 //     the request path, or a Cached flight started by one) waits for a
 //     slot until that deadline at most; past it the call fails with
 //     ErrEmbeddingLate, so the request searches with full text alone and
 //     says so (X-Memory-Degraded: embedding) instead of queueing behind
-//     the encoder. It too embeds in batches of at most batch texts.
+//     the encoder. It too embeds in batches of at most batch texts. A
+//     batch also takes the slots free when it starts and runs on that
+//     many cores: a request's query, which it waits for, takes a fraction
+//     of one core's time when the encoder is otherwise idle (as at one
+//     connection), and no more than its one slot when it is busy.
 //   - Any other call (indexing, reindex) embeds in batches of at most
 //     batch texts, taking a slot per batch, and at most slots-1 of them
 //     run at once (one when slots is 1): between two batches a waiting
@@ -25,7 +39,7 @@ import (
 //
 // It is safe for concurrent use.
 type Bounded struct {
-	inner      Embedder
+	inner      InProcess
 	slots      chan struct{}
 	background chan struct{}
 	batch      int
@@ -36,7 +50,7 @@ type Bounded struct {
 
 // NewBounded returns inner limited to slots concurrent calls (at least 1),
 // background calls split into batches of batch texts (at least 1).
-func NewBounded(inner Embedder, slots, batch int) *Bounded {
+func NewBounded(inner InProcess, slots, batch int) *Bounded {
 	slots = max(1, slots)
 	return &Bounded{
 		inner:      inner,
@@ -87,8 +101,14 @@ func (b *Bounded) Embed(ctx context.Context, texts []string, by time.Time) ([][]
 		if err := b.acquire(ctx, by); err != nil {
 			return nil, err
 		}
-		vecs, err := b.run(ctx, texts[start:min(len(texts), start+b.batch)], by)
-		<-b.slots
+		cores := 1
+		if !by.IsZero() {
+			cores += b.spare()
+		}
+		vecs, err := b.run(ctx, texts[start:min(len(texts), start+b.batch)], cores)
+		for range cores {
+			<-b.slots
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -127,11 +147,23 @@ func (b *Bounded) acquire(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// run embeds texts with the slot held, timing the call; by goes on to the
-// inner embedder.
-func (b *Bounded) run(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
+// spare takes the slots free now, without waiting, and returns how many.
+func (b *Bounded) spare() int {
+	n := 0
+	for {
+		select {
+		case b.slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
+// run embeds texts on cores cores, their slots held, timing the call.
+func (b *Bounded) run(ctx context.Context, texts []string, cores int) ([][]float32, error) {
 	defer func(start time.Time) { b.latency.Observe(time.Since(start).Seconds()) }(time.Now())
-	vecs, err := b.inner.Embed(ctx, texts, by)
+	vecs, err := b.inner.EmbedOn(ctx, texts, cores)
 	if err != nil {
 		return nil, err
 	}

@@ -10,19 +10,27 @@ import (
 )
 
 // gateEmbedder is an in-process embedder whose calls block until release
-// is closed (when set), recording how many run at once and their sizes.
+// is closed (when set), recording how many cores its calls take at once,
+// and each call's size and cores.
 type gateEmbedder struct {
 	release chan struct{}
 	entered chan struct{} // one send per call started (buffered)
-	running atomic.Int32
+	running atomic.Int32  // cores of the calls running
 	peak    atomic.Int32
 	mu      sync.Mutex
 	sizes   []int
+	cores   []int
 }
 
-func (g *gateEmbedder) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
-	n := g.running.Add(1)
-	defer g.running.Add(-1)
+var _ InProcess = (*gateEmbedder)(nil)
+
+func (g *gateEmbedder) Embed(ctx context.Context, texts []string, _ time.Time) ([][]float32, error) {
+	return g.EmbedOn(ctx, texts, 1)
+}
+
+func (g *gateEmbedder) EmbedOn(ctx context.Context, texts []string, cores int) ([][]float32, error) {
+	n := g.running.Add(int32(cores))
+	defer g.running.Add(-int32(cores))
 	for {
 		p := g.peak.Load()
 		if n <= p || g.peak.CompareAndSwap(p, n) {
@@ -31,6 +39,7 @@ func (g *gateEmbedder) Embed(ctx context.Context, texts []string, by time.Time) 
 	}
 	g.mu.Lock()
 	g.sizes = append(g.sizes, len(texts))
+	g.cores = append(g.cores, cores)
 	g.mu.Unlock()
 	if g.entered != nil {
 		g.entered <- struct{}{}
@@ -132,6 +141,52 @@ func TestBoundedBackgroundLeavesAQuerySlot(t *testing.T) {
 	}
 }
 
+// TestBoundedQueryTakesIdleCores: a query's batch runs on every slot free
+// when it starts; a background batch on one, however many are free.
+func TestBoundedQueryTakesIdleCores(t *testing.T) {
+	g := &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 8)}
+	b := NewBounded(g, 3, 8)
+	close(g.release)
+	if _, err := b.Embed(context.Background(), []string{"query, idle"}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Embed(context.Background(), []string{"index, idle"}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.cores) != 2 || g.cores[0] != 3 || g.cores[1] != 1 {
+		t.Fatalf("cores %v, want [3 1] (the query on all three idle slots, indexing on one)", g.cores)
+	}
+	// With indexing running, a query takes the slots left.
+	g = &gateEmbedder{release: make(chan struct{}), entered: make(chan struct{}, 8)}
+	b = NewBounded(g, 3, 8)
+	indexed := make(chan error, 1)
+	go func() {
+		_, err := b.Embed(context.Background(), []string{"index me"}, time.Time{})
+		indexed <- err
+	}()
+	<-g.entered
+	queried := make(chan error, 1)
+	go func() {
+		_, err := b.Embed(context.Background(), []string{"query"}, time.Now().Add(time.Hour))
+		queried <- err
+	}()
+	<-g.entered
+	if got := g.running.Load(); got != 3 {
+		t.Fatalf("cores running = %d, want 3 (indexing on one, the query on the two left)", got)
+	}
+	close(g.release)
+	if err := errors.Join(<-indexed, <-queried); err != nil {
+		t.Fatal(err)
+	}
+	if g.cores[0] != 1 || g.cores[1] != 2 {
+		t.Fatalf("cores %v, want [1 2]", g.cores)
+	}
+	// Every slot is free again.
+	if n := b.spare(); n != 3 {
+		t.Fatalf("free slots after the calls: %d, want 3", n)
+	}
+}
+
 func TestBoundedNeverExceedsSlots(t *testing.T) {
 	g := &gateEmbedder{}
 	b := NewBounded(g, 3, 2)
@@ -151,7 +206,7 @@ func TestBoundedNeverExceedsSlots(t *testing.T) {
 	}
 	wg.Wait()
 	if p := g.peak.Load(); p < 1 || p > 3 {
-		t.Fatalf("peak concurrency %d, want 1..3", p)
+		t.Fatalf("peak cores in use %d, want 1..3", p)
 	}
 }
 
