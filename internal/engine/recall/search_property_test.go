@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 )
 
 // scriptedStore answers every search with a fresh copy of its lists.
@@ -97,7 +98,7 @@ func sameItems(a, b []memory.Item) bool {
 type candidate struct {
 	first memory.Item // its first occurrence
 	at    int         // where that is, counting through the lists in order
-	rrf   float64     // Σ 1/(60+rank) over the lists, divided by 2/61
+	rrf   float64     // Σ 1/(60+rank) over the lists, divided by n/61 (n lists, at least 2)
 	emb   []float32   // the first embedding any occurrence has
 }
 
@@ -113,7 +114,7 @@ func fusion(lists ...[]memory.Item) map[itemKey]*candidate {
 				c = &candidate{first: it, at: at}
 				out[keyOf(it)] = c
 			}
-			c.rrf += 1.0 / float64(rrfK+rank+1) / (2.0 / (rrfK + 1))
+			c.rrf += 1.0 / float64(rrfK+rank+1) / (float64(max(2, len(lists))) / (rrfK + 1))
 			if c.emb == nil {
 				c.emb = it.Embedding
 			}
@@ -254,6 +255,15 @@ func TestSearchProperties(t *testing.T) {
 			}
 		}
 		cands := fusion(kept, st.byText)
+		// With a query vector and a candidate vector to feed back, a
+		// second vector ranking (the scripted store's same one) is fused
+		// in.
+		for _, c := range cands {
+			if !queryLate && len(c.emb) == dims && ranking.Norm(c.emb) > 0 {
+				cands = fusion(kept, st.byText, kept)
+				break
+			}
+		}
 		for k := range cands {
 			if slices.Contains(q.ExcludeRefs, k.ref) {
 				delete(cands, k)
