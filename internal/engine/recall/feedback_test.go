@@ -117,3 +117,25 @@ func TestSearchFindsWhatTheBestHitsAreAbout(t *testing.T) {
 		t.Fatalf("found %v, want %v (the question's hit, then the turn near it)", refs(got), want)
 	}
 }
+
+func TestFuseWeighted(t *testing.T) {
+	it := func(ref string) memory.Item { return memory.Item{Kind: KindMessage, Ref: ref} }
+	lists := [][]memory.Item{{it("x"), it("z")}, {it("y")}, {it("y"), it("x")}}
+	got := materialize(newSearchScratch().fuseWeighted([]float64{1, 1, 0.5}, lists...))
+	// y: 1/61 + 0.5/61; x: 1/61 + 0.5/62; z: 1/62; over 2.5/61.
+	want := map[string]float64{"y": 1.5 / 2.5, "x": (1 + 0.5*61.0/62) / 2.5, "z": 61.0 / 62 / 2.5}
+	if order := refs(got); !slices.Equal(order, []string{"y", "x", "z"}) {
+		t.Fatalf("order %v, want [y x z]", order)
+	}
+	for _, g := range got {
+		if math.Abs(g.Score-want[g.Ref]) > 1e-12 {
+			t.Errorf("%s scores %v, want %v", g.Ref, g.Score, want[g.Ref])
+		}
+	}
+	// A ranking of half weight decides nothing against a full one: the
+	// top of a full ranking beats the top of a half one.
+	got = materialize(newSearchScratch().fuseWeighted([]float64{1, 1, 0.5}, []memory.Item{it("a")}, nil, []memory.Item{it("b")}))
+	if order := refs(got); !slices.Equal(order, []string{"a", "b"}) {
+		t.Fatalf("order %v, want [a b]", order)
+	}
+}
