@@ -148,7 +148,7 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 	if err != nil {
 		return nil, err
 	}
-	return x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), searchSet(set, q, qnorm))
+	return x.Items(ctx, rev, q.Tenant, q.User, searchSet(set, q, qnorm))
 }
 
 // SearchText ranks the user's items sharing a word with terms (query
@@ -156,7 +156,7 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 // all of the user's items (see ranking.TextIndex.Search; Score > 0, higher is
 // better), best first, up to q.Limit, honouring q.Conversation and
 // q.ExcludeRefs. An item embedded with q.Model and q.Dims comes with its
-// Embedding (read-only; see QueryEmbeddings). It returns ErrTooBig for a user too large to
+// Embedding (read-only; see TextItems). It returns ErrTooBig for a user too large to
 // index in memory.
 func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
@@ -172,24 +172,27 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 	if err != nil {
 		return nil, err
 	}
-	items, err := x.cachedItems(ctx, q.Tenant, q.User, rev.Items(), best)
+	return x.TextItems(ctx, rev, q, best)
+}
+
+// TextItems returns the whole items of ranked, the user's items a text
+// search for q ranked (SearchText, or a store's own ranking for a user too
+// large to index in memory), as SearchText returns them: in ranked's
+// order, with their scores, an item embedded with q.Model and q.Dims with
+// its Embedding (the others, and all when q names no model, without: a
+// text search's hits come with the vectors recall can compare with each
+// other, never with another model's). Ids no longer found are skipped.
+func (x *Index) TextItems(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
+	items, err := x.Items(ctx, rev, q.Tenant, q.User, ranked)
 	if err != nil {
 		return nil, err
 	}
-	return QueryEmbeddings(items, q), nil
-}
-
-// QueryEmbeddings keeps the embeddings of items embedded with q.Model and
-// q.Dims and drops the others (none when q names no model): a text
-// search's hits come with the vectors recall can compare with each other,
-// never with another model's.
-func QueryEmbeddings(items []memory.Item, q memory.ItemQuery) []memory.Item {
 	for i := range items {
 		if q.Model == "" || items[i].Model != q.Model || items[i].Dims != q.Dims {
 			items[i].Embedding = nil
 		}
 	}
-	return items
+	return items, nil
 }
 
 // CommonTerms returns those of terms (words, as memory.QueryTerms gives
@@ -228,12 +231,14 @@ func refSet(refs []string) map[string]bool {
 	return set
 }
 
-// cachedItems returns the whole items of ranked, ids of the user ranked as
-// of at (Revisions.Items), in ranked's order with their scores: the
-// items the cache holds at that count come from memory, the others from
+// Items returns the whole items of ranked, ids of the user's items ranked
+// by a search as of rev (SearchVector, SearchText, or a store's own for a
+// user too large to keep), in ranked's order with their scores: the items
+// the cache holds at rev's Items count come from memory, the others from
 // the Source (and are then kept). Ids no longer found, or not the user's,
-// are skipped. The embeddings are the cache's own (see InRankOrder).
-func (x *Index) cachedItems(ctx context.Context, tenant, user string, at int64, ranked []ranking.Scored) ([]memory.Item, error) {
+// are skipped. The embeddings are the cache's own (read-only).
+func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
+	at := rev.Items()
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
 	for i, r := range ranked {
@@ -262,8 +267,9 @@ func (x *Index) cachedItems(ctx context.Context, tenant, user string, at int64, 
 		}
 	}
 	// In rank order, with their scores; ids missing (deleted since they were
-	// ranked) are skipped. The embeddings are the cache's own, capped (see
-	// InRankOrder).
+	// ranked) are skipped. The embeddings are the cache's own, capped at
+	// their length (memory.Item.Embedding: read-only): copying them was a
+	// third of the bytes a memory-on request allocated.
 	out := items[:0]
 	for i, ok := range held {
 		if ok {
@@ -274,21 +280,4 @@ func (x *Index) cachedItems(ctx context.Context, tenant, user string, at int64, 
 		}
 	}
 	return out, nil
-}
-
-// InRankOrder returns the items of byID that ranked names, in ranked's
-// order, each with its score; ids missing from byID (deleted since they
-// were ranked) are skipped. The embeddings are the cache's own, capped at
-// their length (memory.Item.Embedding: read-only): copying them was a third
-// of the bytes a memory-on request allocated.
-func InRankOrder(ranked []ranking.Scored, byID map[int64]memory.Item) []memory.Item {
-	items := make([]memory.Item, 0, len(ranked))
-	for _, r := range ranked {
-		if it, ok := byID[r.ID]; ok {
-			it.Score = r.Score
-			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
-			items = append(items, it)
-		}
-	}
-	return items
 }

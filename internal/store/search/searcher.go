@@ -18,20 +18,29 @@ import (
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// SQLSearches are a store's searches in SQL alone, which a Searcher runs
-// for a user too large for its Index (itemindex.ErrTooBig).
+// SQLSearches are a store's searches in SQL, which a Searcher runs for a
+// user too large for its Index (itemindex.ErrTooBig): each either returns
+// whole items (Vector, Text) or ranks the items' ids, whose rows the Index
+// then reads through its item cache (RankVector, RankText). A Searcher
+// without an Index needs Vector and Text.
 type SQLSearches struct {
 	// Vector ranks the user's items by cosine similarity to q.Embedding,
-	// as itemindex.Index.SearchVector does; q asks for something (contract.VectorQuery).
+	// as itemindex.Index.SearchVector does; q asks for something
+	// (contract.VectorQuery).
 	Vector func(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error)
+	// RankVector, when Vector is nil, ranks Vector's items' ids.
+	RankVector func(ctx context.Context, q memory.ItemQuery) ([]ranking.Scored, error)
 	// Text ranks the user's items for terms (at least one, from q.Text,
 	// which is cut to MaxQueryBytes) and q.Related, as
 	// itemindex.Index.SearchText does; q.Limit > 0.
 	Text func(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error)
+	// RankText, when Text is nil, ranks Text's items' ids.
+	RankText func(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error)
 	// Common, when set, counts terms as itemindex.Index.CommonTerms does; nil: no
 	// term is known to be common.
 	Common func(ctx context.Context, tenant, user string, terms []string, minDF int, frac float64) ([]string, error)
@@ -91,7 +100,16 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 	}
 	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
 		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchVector(ctx, rev, q) },
-		func() ([]memory.Item, error) { return s.sql.Vector(ctx, q) })
+		func(rev cache.Revisions) ([]memory.Item, error) {
+			if s.sql.Vector != nil {
+				return s.sql.Vector(ctx, q)
+			}
+			ranked, err := s.sql.RankVector(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			return s.index.Items(ctx, rev, q.Tenant, q.User, ranked)
+		})
 	return items, wrap("search vector", err)
 }
 
@@ -108,7 +126,16 @@ func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.
 	}
 	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
 		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchText(ctx, rev, q, terms) },
-		func() ([]memory.Item, error) { return s.sql.Text(ctx, q, terms) })
+		func(rev cache.Revisions) ([]memory.Item, error) {
+			if s.sql.Text != nil {
+				return s.sql.Text(ctx, q, terms)
+			}
+			ranked, err := s.sql.RankText(ctx, q, terms)
+			if err != nil {
+				return nil, err
+			}
+			return s.index.TextItems(ctx, rev, q, ranked)
+		})
 	return items, wrap("search text", err)
 }
 
@@ -126,7 +153,7 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 		func(r cache.Revisions) ([]string, error) {
 			return s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac)
 		},
-		func() ([]string, error) {
+		func(cache.Revisions) ([]string, error) {
 			if s.sql.Common == nil {
 				return nil, nil // no statistics: nothing is known to be common
 			}
@@ -135,15 +162,16 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 	return out, wrap("common terms", err)
 }
 
-// indexFirst answers a read of the user from s's Index (fromIndex, handed
-// the user's Revisions: rev, or read when nil), and from the store's SQL
-// (fromSQL) when s has no Index or the user is too large for it
-// (itemindex.ErrTooBig).
+// indexFirst answers a read of the user from s's Index (fromIndex), and
+// from the store's SQL (fromSQL) when s has no Index or the user is too
+// large for it (itemindex.ErrTooBig); both are handed the user's
+// Revisions (rev, or read when nil; none without an Index).
 func indexFirst[T any](ctx context.Context, s Searcher, rev *memory.Revisions, tenant, user string,
-	fromIndex func(cache.Revisions) (T, error), fromSQL func() (T, error)) (T, error) {
+	fromIndex, fromSQL func(cache.Revisions) (T, error)) (T, error) {
+	var r cache.Revisions
 	if s.index != nil {
-		r, err := s.revisions(ctx, rev, tenant, user)
-		if err != nil {
+		var err error
+		if r, err = s.revisions(ctx, rev, tenant, user); err != nil {
 			var none T
 			return none, err
 		}
@@ -151,7 +179,7 @@ func indexFirst[T any](ctx context.Context, s Searcher, rev *memory.Revisions, t
 			return out, err
 		}
 	}
-	return fromSQL()
+	return fromSQL(r)
 }
 
 // MessagesAround returns the live messages around refs by the contract

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/ranking"
 	"github.com/memgate/memgate/internal/vec"
@@ -19,13 +18,14 @@ import (
 // window, and a point lower at 100.
 const textWindow = 300
 
-// searchVectorSQL is SearchVector for a user too large for the cache
-// (itemindex.DefaultLimits): the candidates' vectors are read from SQL and
-// scored here with a top-k heap, and only the winners' rows read whole.
-func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+// searchVectorSQL ranks SearchVector's items for a user too large for the
+// index (search.SQLSearches.RankVector): the candidates' vectors are read
+// from SQL and scored in place, with a top-k heap; the Index reads the
+// winners' rows.
+func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]ranking.Scored, error) {
 	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 {
-		return []memory.Item{}, nil
+		return nil, nil
 	}
 	where, args, err := itemScope(q)
 	if err != nil {
@@ -37,31 +37,25 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memo
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	top := make(ranking.TopK, 0, q.Limit+1)
 	for rows.Next() {
 		var id int64
 		var blob sql.RawBytes
 		if err := rows.Scan(&id, &blob); err != nil {
-			rows.Close()
 			return nil, err
 		}
-		score, ok := vec.CosineBytes(q.Embedding, qnorm, blob)
-		if !ok {
-			continue
+		if score, ok := vec.CosineBytes(q.Embedding, qnorm, blob); ok {
+			top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
 		}
-		top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
 	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return nil, err
-	}
-	rows.Close()
-	return s.itemsByID(ctx, top.Sorted())
+	return top.Sorted(), rows.Err()
 }
 
-// searchTextWindow is SearchText for a user too large to index in memory.
-// FTS5 finds the newest textWindow matching items (walking its index
-// newest first, without ranking), and they are ranked here by Okapi BM25
+// searchTextWindow ranks SearchText's items for a user too large to index
+// in memory (search.SQLSearches.RankText). FTS5 finds the newest
+// textWindow matching items (walking its index newest first, without
+// ranking), and they are ranked here by Okapi BM25
 // (k1 = 1.2, b = 0.75, as FTS5's bm25) over the user's items: the corpus
 // size is their count, a term's document frequency its count among the
 // candidates (exact unless the window is full), so passages sharing more
@@ -73,7 +67,7 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]memo
 // search); this costs the same at any history size. An older passage
 // beyond the window is still found by SearchVector, which covers the
 // whole history.
-func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error) {
 	where, args, err := itemScope(q)
 	if err != nil {
 		return nil, err
@@ -115,12 +109,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows.Close()
-	items, err := s.itemsByID(ctx, r.Best(q.Limit))
-	if err != nil {
-		return nil, err
-	}
-	return itemindex.QueryEmbeddings(items, q), nil
+	return r.Best(q.Limit), nil
 }
 
 // itemScope returns the WHERE clause (on memory_items) and its arguments that
@@ -156,27 +145,6 @@ func ftsMatch(terms []string) string {
 		b.WriteByte('"')
 	}
 	return b.String()
-}
-
-// itemsByID loads whole items for ranked ids, keeping their order and
-// scores; ids deleted since they were ranked are skipped.
-func (s *Store) itemsByID(ctx context.Context, ranked []ranking.Scored) ([]memory.Item, error) {
-	if len(ranked) == 0 {
-		return []memory.Item{}, nil
-	}
-	ids := make([]int64, len(ranked))
-	for i, r := range ranked {
-		ids[i] = r.ID
-	}
-	loaded, err := s.loadItems(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[int64]memory.Item, len(loaded))
-	for _, it := range loaded {
-		byID[it.ID] = it
-	}
-	return itemindex.InRankOrder(ranked, byID), nil
 }
 
 // loadItems loads the whole items of ids that exist, in any order.

@@ -101,3 +101,22 @@ func BenchmarkSearchTextManyUsers(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearchVectorTooLarge is BenchmarkSearchVector for a user too
+// large for the in-memory index (a vector cache that keeps no one): the
+// vectors are read from the file at every search.
+func BenchmarkSearchVectorTooLarge(b *testing.B) {
+	s, _ := mustTempStore(b)
+	sqlite.SetVectorCacheLimit(s, 1)
+	const n, dims = 10_000, 384
+	q := mustSearchCorpus(b, s, n, dims)
+	ctx := context.Background()
+	query := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: q, Model: "bench", Dims: dims, Limit: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.SearchVector(ctx, query)
+		if err != nil || len(got) != 10 {
+			b.Fatalf("SearchVector = %d items, %v", len(got), err)
+		}
+	}
+}

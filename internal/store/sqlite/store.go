@@ -187,11 +187,6 @@ func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.inWriteAs(ctx, false, fn)
 }
 
-// inBackgroundWrite is inWriteAs for a background write.
-func (s *Store) inBackgroundWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inWriteAs(ctx, true, fn)
-}
-
 // inWriteAs is inWrite, for a write no client waits on when background
 // is set (writeGate: enrichment's derived writes, its queue's claims and
 // acknowledgements), which lets waiting writes of
@@ -230,5 +225,5 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s}, turns),
-		search.SQLSearches{Vector: s.searchVectorSQL, Text: s.searchTextWindow, Store: "sqlite"}, s)
+		search.SQLSearches{RankVector: s.searchVectorSQL, RankText: s.searchTextWindow, Store: "sqlite"}, s)
 }
