@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 )
 
 // scriptedStore answers every search with a fresh copy of its lists.
@@ -97,23 +98,39 @@ func sameItems(a, b []memory.Item) bool {
 type candidate struct {
 	first memory.Item // its first occurrence
 	at    int         // where that is, counting through the lists in order
-	rrf   float64     // Σ 1/(60+rank) over the lists, divided by 2/61
+	rrf   float64     // Σ weight/(60+rank) over the lists, divided by Σ weight/61 (Σ weight at least 2)
 	emb   []float32   // the first embedding any occurrence has
 }
 
 // fusion returns the candidates of lists by key, as Fuse's contract
 // defines them.
 func fusion(lists ...[]memory.Item) map[itemKey]*candidate {
+	return weightedFusion(nil, lists...)
+}
+
+// weightedFusion is fusion with list i's reciprocal ranks times
+// weights[i] (nil: all 1), normalised by the weights' sum (at least 2).
+func weightedFusion(weights []float64, lists ...[]memory.Item) map[itemKey]*candidate {
+	if weights == nil {
+		weights = make([]float64, len(lists))
+		for i := range weights {
+			weights[i] = 1
+		}
+	}
+	total := 0.0
+	for _, w := range weights {
+		total += w
+	}
 	out := map[itemKey]*candidate{}
 	at := 0
-	for _, l := range lists {
+	for li, l := range lists {
 		for rank, it := range l {
 			c, ok := out[keyOf(it)]
 			if !ok {
 				c = &candidate{first: it, at: at}
 				out[keyOf(it)] = c
 			}
-			c.rrf += 1.0 / float64(rrfK+rank+1) / (2.0 / (rrfK + 1))
+			c.rrf += weights[li] / float64(rrfK+rank+1) / (max(2, total) / (rrfK + 1))
 			if c.emb == nil {
 				c.emb = it.Embedding
 			}
@@ -254,6 +271,15 @@ func TestSearchProperties(t *testing.T) {
 			}
 		}
 		cands := fusion(kept, st.byText)
+		// With a query vector and a candidate vector to feed back, a
+		// second vector ranking (the scripted store's same one) is fused
+		// in.
+		for _, c := range cands {
+			if !queryLate && len(c.emb) == dims && ranking.Norm(c.emb) > 0 {
+				cands = weightedFusion([]float64{1, 1, feedbackWeight}, kept, st.byText, kept)
+				break
+			}
+		}
 		for k := range cands {
 			if slices.Contains(q.ExcludeRefs, k.ref) {
 				delete(cands, k)
