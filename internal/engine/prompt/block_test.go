@@ -25,8 +25,11 @@ func (a *Assembler) recountSections(model string, sel selection) map[string]int 
 	for _, f := range sel.data.Facts {
 		out[partFacts] += a.lineCost(model, f.Statement())
 	}
-	for _, p := range sel.data.Passages {
-		out[partRecall] += a.lineCost(model, passageLine(p))
+	for _, g := range sel.data.Groups() {
+		out[partRecall] += a.deps.Counter.Text(model, groupHeading(g.Date, g.Conversation, g.Here)+"\n")
+		for _, p := range g.Passages {
+			out[partRecall] += a.lineCost(model, p.Text)
+		}
 	}
 	return out
 }
@@ -196,8 +199,8 @@ func TestPassagesNameOtherConversationsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"\n- [2026-03-01] user: I only have weekends free.",
-		"\n- [2026-03-01, conversation trip-planning] user: A rail pass costs R$ 1.900.",
+		"\n[2026-03-01]\n- user: I only have weekends free.",
+		"\n[2026-03-01, conversation trip-planning]\n- user: A rail pass costs R$ 1.900.",
 	} {
 		if !strings.Contains(recalled, want) {
 			t.Errorf("recalled block lacks %q:\n%s", want, recalled)
