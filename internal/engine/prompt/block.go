@@ -90,13 +90,21 @@ func renderDefault(b *strings.Builder, d BlockData) {
 	}
 	if len(d.Passages) > 0 {
 		b.WriteString("\n\nRecalled from earlier messages (of this conversation unless another is named):")
-		for _, g := range d.Groups() {
-			b.WriteString("\n")
-			b.WriteString(groupHeading(g.Date, g.Conversation, g.Here))
-			for _, p := range g.Passages {
-				b.WriteString("\n- ")
-				b.WriteString(p.Text)
+		var prev *Passage
+		for _, i := range groupOrder(d.Passages) {
+			p := &d.Passages[i]
+			if prev == nil || !sameGroup(prev, p) {
+				b.WriteString("\n[")
+				b.WriteString(p.Date)
+				if !p.Here {
+					b.WriteString(", conversation ")
+					b.WriteString(p.Conversation)
+				}
+				b.WriteString("]")
 			}
+			b.WriteString("\n- ")
+			b.WriteString(p.Text)
+			prev = p
 		}
 	}
 	b.WriteString("\n</memory>")
@@ -155,14 +163,10 @@ type PassageGroup struct {
 // passages only, not on the order recall ranked them in, so the same
 // passages always render to the same bytes, and they read as a timeline.
 func (d BlockData) Groups() []PassageGroup {
-	if len(d.Passages) == 0 {
-		return nil
-	}
-	ps := slices.Clone(d.Passages)
-	slices.SortStableFunc(ps, comparePassages)
 	var out []PassageGroup
-	for i, p := range ps {
-		if i == 0 || p.Date != ps[i-1].Date || p.Conversation != ps[i-1].Conversation || p.Here != ps[i-1].Here {
+	for _, i := range groupOrder(d.Passages) {
+		p := d.Passages[i]
+		if len(out) == 0 || !sameGroup(&out[len(out)-1].Passages[0], &p) {
 			out = append(out, PassageGroup{Date: p.Date, Conversation: p.Conversation, Here: p.Here})
 		}
 		g := &out[len(out)-1]
@@ -171,8 +175,23 @@ func (d BlockData) Groups() []PassageGroup {
 	return out
 }
 
+// groupOrder returns the indexes of ps in the order Groups shows them.
+func groupOrder(ps []Passage) []int {
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return comparePassages(&ps[i], &ps[j]) })
+	return order
+}
+
+// sameGroup reports whether x and y are of one PassageGroup.
+func sameGroup(x, y *Passage) bool {
+	return x.Date == y.Date && x.Conversation == y.Conversation && x.Here == y.Here
+}
+
 // comparePassages orders passages as Groups shows them.
-func comparePassages(x, y Passage) int {
+func comparePassages(x, y *Passage) int {
 	if c := strings.Compare(x.Date, y.Date); c != 0 {
 		return c
 	}
