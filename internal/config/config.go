@@ -261,9 +261,11 @@ type Memory struct {
 	// leaves its block in place for the turns after it and their prompts
 	// repeat it (a provider's prompt cache serves it); when the turns and
 	// blocks outgrow the recent turns' window, blocks leave first, oldest
-	// first and several at once. Off by default: a kept block is filled
-	// only to the window's low watermark, so a question asked in the chat
-	// recalls about half as much (issue 28; BENCHMARKS.md, session 12).
+	// first and several at once. The block a turn keeps is filled to the
+	// window's low watermark; what the room holds beyond it goes to a
+	// second block shown with that turn only, so a question asked in the
+	// chat recalls as much as without the option. On by default (issue
+	// 28; BENCHMARKS.md, session 13).
 	KeepRecallResent bool `yaml:"keep_recall_resent"`
 	// FillRecallWhen is which turns fill_recall fills on: "always" or
 	// "asked" (the default: a turn with a question mark or that opens with
@@ -518,6 +520,7 @@ func Default() Config {
 			Position:          "system",
 			FillRecall:        true,
 			FillRecallWhen:    "asked",
+			KeepRecallResent:  true,
 			StableFacts:       true,
 			HoldSummary:       true,
 		},

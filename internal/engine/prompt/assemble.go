@@ -295,26 +295,65 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// again would choose the same ones, and the block, which cost at most
 	// room-spent, would not shrink.
 	left := room - blk.cost - spent
-	if req.Mode.Stores() && a.keepsRecall(req, fullHistory) {
+	keeps := req.Mode.Stores() && a.keepsRecall(req, fullHistory)
+	keepLeft := left
+	if keeps {
 		// This turn's block is kept and shown with it from the next
 		// request on: filled at most to the window's low watermark (where
 		// a cut leaves it), it stays there while the turns to come fill
-		// the rest, instead of being cut at once. Not for a request that
-		// may be a full-history chat's first (firstOfChat): it looks just
-		// like a client that sends only its newest turn and no
-		// conversation, whose recall must not shrink for a chat that may
-		// never come; its block is kept only if it leaves the window at
-		// its low watermark anyway (below).
-		left = min(left, int(windowLow*float64(window))-spent-(blk.cost-blk.stableCost))
+		// the rest, instead of being cut at once. What the room holds
+		// beyond it goes to a second block, shown with this request only
+		// (once, below). Not for a request that may be a full-history
+		// chat's first (firstOfChat): it looks just like a client that
+		// sends only its newest turn and no conversation, whose recall
+		// must not shrink for a chat that may never come; its block is
+		// kept only if it leaves the window at its low watermark anyway
+		// (below).
+		keepLeft = min(left, int(windowLow*float64(window))-spent-(blk.cost-blk.stableCost))
 	}
-	if a.opts.FillRecall && asked && !all && left >= minPassageCost && len(ld.items) > 0 {
+	fill := a.opts.FillRecall && asked && len(ld.items) > 0
+	fillTo := func(left int) error {
+		if !fill || all || left < minPassageCost {
+			return nil
+		}
 		sel, _ := pc.pack(fx, left)
 		b2, s2, err := a.block(model, sel, room-spent)
-		if err != nil {
+		if err == nil && b2.cost > blk.cost {
+			blk, sections = b2, s2
+		}
+		return err
+	}
+	if err := fillTo(keepLeft); err != nil {
+		return memory.Prepared{}, false, err
+	}
+	// A block is kept only when it leaves the window at about its low
+	// watermark (within a step), as a block filled for keeping does: one
+	// that leaves less room would have the next requests cut the window,
+	// and the older blocks with it, within a turn or two (a chat whose
+	// every turn asks); not kept, only this block leaves, where it stood,
+	// as it would without KeepRecall, and it fills the room as it would.
+	keepsBlock := spent+blk.cost-blk.stableCost <= int(windowLow*float64(window))+step
+	var (
+		// once is the block of the passages this request shows and the
+		// next does not: what the room holds beyond the kept block, so
+		// that a turn whose block is kept recalls as much as one whose
+		// block is not. It goes after the kept block, which the next
+		// request repeats.
+		once       blocks
+		onceRecall int // its passages' line costs
+	)
+	switch {
+	case keeps && !keepsBlock:
+		if err := fillTo(left); err != nil {
 			return memory.Prepared{}, false, err
 		}
-		if b2.cost > blk.cost {
-			blk, sections = b2, s2
+	case keeps && fill && !all:
+		pc.showAlso(blk.recalled)
+		sel, _ := pc.pack(fx, left)
+		var err error
+		once, onceRecall, err = a.passagesBlock(model, sel, room-spent-blk.cost)
+		if err != nil {
+			return memory.Prepared{}, false, err
 		}
 	}
 
@@ -351,17 +390,14 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if err := add(blk.recalled, false); err != nil {
 		return memory.Prepared{}, false, err
 	}
+	if err := add(once.recalled, false); err != nil {
+		return memory.Prepared{}, false, err
+	}
 	if req.Mode.Stores() {
 		// Only a turn that is stored comes back as a recent turn (or is
 		// resent as one: a read-mode question is not part of its chat).
-		// A block is kept only when it leaves the window at about its low
-		// watermark (within a step), as a block filled for keeping does:
-		// one that leaves less room would have the next requests cut the
-		// window, and the older blocks with it, within a turn or two (a
-		// chat whose every turn asks); not kept, only this block leaves,
-		// where it stood, as it would without KeepRecall.
 		keptBlock := blk.recalled
-		if spent+blk.cost-blk.stableCost > int(windowLow*float64(window))+step {
+		if !keepsBlock {
 			keptBlock = ""
 		}
 		a.keepBlock(req, ld.rev, fullHistory, current, keptBlock)
@@ -370,12 +406,13 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	for k, v := range sections {
 		parts[k] = v
 	}
-	parts["memory"] = blk.cost
+	parts[partRecall] += onceRecall
+	parts["memory"] = blk.cost + once.cost
 	parts["recent"] = spent
 	return memory.Prepared{
 		Messages:       out,
 		TokensOriginal: original,
-		TokensSent:     priming + parts["system"] + blk.cost + spent + parts["current"],
+		TokensSent:     priming + parts["system"] + blk.cost + once.cost + spent + parts["current"],
 		Budget:         budget,
 		Parts:          parts,
 		Blocks:         bs,

@@ -173,3 +173,35 @@ func (a *Assembler) keepBlock(req memory.Request, rev *memory.Revisions, fullHis
 		a.kept.put(id, rev, current[i], block)
 	}
 }
+
+// showAlso makes pc treat the passages text shows as shown
+// (partCosts.shown) from now on, those it has seen already included: a
+// pack then charges them and shows only the others.
+func (pc *partCosts) showAlso(text string) {
+	if text == "" {
+		return
+	}
+	in := func(it memory.Item) bool {
+		t := strings.TrimSpace(it.Text)
+		return t != "" && strings.Contains(text, quoteText(t))
+	}
+	prev := pc.shown
+	pc.shown = func(it memory.Item) bool { return (prev != nil && prev(it)) || in(it) }
+	for i, s := range pc.state {
+		if s == itemShowable && in(pc.items[i]) {
+			pc.state[i] = itemShown
+		}
+	}
+}
+
+// passagesBlock renders the passages of sel alone (not its facts or
+// summary) as a recalled block, shrunk to cost at most room, and returns
+// it and its passages' line costs; an empty block when sel has none.
+func (a *Assembler) passagesBlock(model string, sel selection, room int) (blocks, int, error) {
+	if len(sel.data.Passages) == 0 {
+		return blocks{}, 0, nil
+	}
+	only := selection{data: BlockData{Passages: sel.data.Passages}, passageCosts: sel.passageCosts}
+	b, sections, err := a.block(model, only, room)
+	return b, sections[partRecall], err
+}

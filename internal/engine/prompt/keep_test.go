@@ -245,23 +245,29 @@ func TestKeepRecallResentFirstTurn(t *testing.T) {
 }
 
 // TestKeptBlockLeavesRoom: recall enough to fill any budget. A turn whose
-// block is kept (stored, KeepRecallResent) fills it only a step short of
-// the recent turns' window, so the block is still shown, in place, on
-// the next turn, and that turn's prompt repeats the previous one whole; a
-// read-mode question's block, which is not kept, fills the budget.
+// block is kept (stored, KeepRecallResent) fills that block only a step
+// short of the recent turns' window, so it is still shown, in place, on
+// the next turn, and that turn's prompt repeats the previous one up to the
+// end of it; the rest of the room goes to a second block, shown with the
+// turn once, so the turn recalls as much as a read-mode question, whose
+// block is not kept, and as the same turn without KeepRecallResent.
 func TestKeptBlockLeavesRoom(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	items := trips(now)
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: items}, nil
 	})
-	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
-		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.2}, FillRecall: true, FillWhen: FillAsked,
-			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
-	if err != nil {
-		t.Fatal(err)
+	newAssembler := func(keep bool) *Assembler {
+		a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+			Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.2}, FillRecall: true, FillWhen: FillAsked,
+				KeepRecallResent: keep, Now: func() time.Time { return now }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	prep := func(mode memory.Mode, raws ...string) memory.Prepared {
+	a := newAssembler(true)
+	prepWith := func(a *Assembler, mode memory.Mode, raws ...string) memory.Prepared {
 		t.Helper()
 		p, err := a.Prepare(context.Background(), request(t, mode, raws...))
 		if err != nil {
@@ -269,32 +275,52 @@ func TestKeptBlockLeavesRoom(t *testing.T) {
 		}
 		return p
 	}
+	prep := func(mode memory.Mode, raws ...string) memory.Prepared {
+		t.Helper()
+		return prepWith(a, mode, raws...)
+	}
 	read := prep(memory.ModeRead, u1, a1, uAsk)
 	p1 := prep(memory.ModeOn, u1, a1, uAsk)
-	p2 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt)
-	if !prefixOf(p1, p2) {
-		t.Errorf("the kept block was not shown in place on the next turn:\n%s\n---\n%s", joined(p1), joined(p2))
+	without := prepWith(newAssembler(false), memory.ModeOn, u1, a1, uAsk)
+	if len(read.Blocks) != 1 || len(without.Blocks) != 1 {
+		t.Errorf("a block not kept is split: %d blocks (read-mode question), %d (without KeepRecallResent)", len(read.Blocks), len(without.Blocks))
 	}
-	if r, k := read.Parts["recall"], p1.Parts["recall"]; r <= k || read.TokensSent < 3500 {
-		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d: want the read-mode one to fill the budget", r, read.TokensSent, k)
+	if len(p1.Blocks) != 2 {
+		t.Fatalf("the kept turn shows %d blocks, want its kept block and the one shown once:\n%s", len(p1.Blocks), joined(p1))
+	}
+	kept, once := p1.Blocks[0].Text, p1.Blocks[1].Text
+	p2 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt)
+	before := p1
+	before.Messages = p1.Messages[:p1.Blocks[1].At] // all but the block shown once and the question
+	if !prefixOf(before, p2) || !hasBlock(p2, kept) || hasBlock(p2, once) {
+		t.Errorf("the kept block was not shown in place on the next turn, or the once block was shown again:\n%s\n---\n%s", joined(p1), joined(p2))
+	}
+	// The second block's framing (about 250 bytes, a token each here)
+	// is all the kept turn's recall may lack.
+	r, k, w := read.Parts["recall"], p1.Parts["recall"], without.Parts["recall"]
+	if k < r-300 || k < w-300 || read.TokensSent < 3500 || p1.TokensSent < 3500 {
+		t.Errorf("recall: read-mode question %d tokens (prompt %d), kept turn %d (prompt %d), without keep %d: want all to fill the budget",
+			r, read.TokensSent, k, p1.TokensSent, w)
+	}
+	if strings.Count(joined(p1), "Trip 1:") != 1 {
+		t.Errorf("a passage is shown twice:\n%s", joined(p1))
 	}
 	// Another question, of another passage: its block would fit the
 	// window beside the kept one but leave it above its low watermark
 	// (and a step), so it is not kept: the next turn drops it alone
 	// (where it stood) and keeps the first, with no cut.
-	first := p1.Blocks[len(p1.Blocks)-1].Text
 	items = items[:1]
 	items[0].Text = "Recipe 0: Ana's grandmother baked rye bread with caraway every Sunday."
 	items[0].Ref = "k-recipe"
 	const uAsk2 = `{"role":"user","content":"What did I say about baking?"}`
 	p3 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2)
-	if !strings.Contains(joined(p3), "Recipe 0") || !hasBlock(p3, first) {
+	if !strings.Contains(joined(p3), "Recipe 0") || !hasBlock(p3, kept) {
 		t.Fatalf("the second question shows no new block, or not the kept one:\n%s", joined(p3))
 	}
 	p4 := prep(memory.ModeOn, u1, a1, uAsk, aAns, uStmt, aAns, uAsk2, aAns, uStmt)
-	before := p3
+	before = p3
 	before.Messages = p3.Messages[:len(p3.Messages)-2] // all but its block and question
-	if !prefixOf(before, p4) || !hasBlock(p4, first) || strings.Contains(joined(p4), "Recipe 0") {
+	if !prefixOf(before, p4) || !hasBlock(p4, kept) || strings.Contains(joined(p4), "Recipe 0") {
 		t.Errorf("the block that did not fit was kept, or the kept one left:\n%s\n---\n%s", joined(p3), joined(p4))
 	}
 }

@@ -159,7 +159,11 @@ type Options struct {
 	// KeepRecall renders each past user turn with the recalled block it
 	// was sent with, in place, so that what one request recalled is part of
 	// the next request's repeated prefix; this question's recall then shows
-	// only passages those blocks do not. The blocks are kept in this
+	// only passages those blocks do not. The block a turn keeps is filled
+	// to the recent turns' window's low watermark; with FillRecall, what
+	// the room holds beyond it goes to a second block, after it, that only
+	// this request shows, so the turn recalls as much as without keeping.
+	// The blocks are kept in this
 	// process, for KeepRecallConversations conversations (default 4096) of
 	// up to RecentMessages turns each; a turn whose block is not held (a
 	// restart, another gateway) is rendered without one.
