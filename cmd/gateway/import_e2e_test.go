@@ -49,7 +49,7 @@ func TestImportedHistoryIsRecalledWithItsDate(t *testing.T) {
 				t.Fatalf("chat: %d %s", r.Status, r.Body)
 			}
 			prompt := lastChatPrompt(t, up)
-			if !strings.Contains(prompt, "[2023-05-07, conversation trip-2023] ") || !strings.Contains(prompt, "Lighthouse Inn") {
+			if !strings.Contains(prompt, "[2023-05-07, conversation trip-2023]\n- ") || !strings.Contains(prompt, "Lighthouse Inn") {
 				t.Fatalf("the imported passage is not in the prompt with the date it was said:\n%s", prompt)
 			}
 

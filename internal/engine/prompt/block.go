@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -39,8 +40,11 @@ Facts about the user:
 {{- if .Passages}}
 
 Recalled from earlier messages (of this conversation unless another is named):
+{{- range .Groups}}
+[{{.Date}}{{if not .Here}}, conversation {{.Conversation}}{{end}}]
 {{- range .Passages}}
-- [{{.Date}}{{if not .Here}}, conversation {{.Conversation}}{{end}}] {{.Text}}
+- {{.Text}}
+{{- end}}
 {{- end}}
 {{- end}}
 </memory>
@@ -86,15 +90,21 @@ func renderDefault(b *strings.Builder, d BlockData) {
 	}
 	if len(d.Passages) > 0 {
 		b.WriteString("\n\nRecalled from earlier messages (of this conversation unless another is named):")
-		for _, p := range d.Passages {
-			b.WriteString("\n- [")
-			b.WriteString(p.Date)
-			if !p.Here {
-				b.WriteString(", conversation ")
-				b.WriteString(p.Conversation)
+		var prev *Passage
+		for _, i := range groupOrder(d.Passages) {
+			p := &d.Passages[i]
+			if prev == nil || !sameGroup(prev, p) {
+				b.WriteString("\n[")
+				b.WriteString(p.Date)
+				if !p.Here {
+					b.WriteString(", conversation ")
+					b.WriteString(p.Conversation)
+				}
+				b.WriteString("]")
 			}
-			b.WriteString("] ")
+			b.WriteString("\n- ")
 			b.WriteString(p.Text)
+			prev = p
 		}
 	}
 	b.WriteString("\n</memory>")
@@ -128,6 +138,86 @@ type Passage struct {
 	Kind string
 	// Text is the passage.
 	Text string
+	// At is when it was said (its best hit's time, in UTC): it orders the
+	// passages of a day (BlockData.Groups).
+	At time.Time
+}
+
+// PassageGroup is the passages of one day and one conversation, shown by
+// the default template under one heading (groupHeading) instead of each
+// with its own: a day's heading costs about as many tokens as a short
+// turn, and recall often brings several passages of one day.
+type PassageGroup struct {
+	// Date, Conversation and Here are those of each of its passages.
+	Date         string
+	Conversation string
+	Here         bool
+	// Passages are in the order they were said.
+	Passages []Passage
+}
+
+// Groups returns d.Passages by day and conversation (PassageGroup): the
+// days oldest first, on a day the request's own conversation first and
+// then the others by name, and in a group the passages in the order they
+// were said (At; the same time: by text). The order depends on the
+// passages only, not on the order recall ranked them in, so the same
+// passages always render to the same bytes, and they read as a timeline.
+func (d BlockData) Groups() []PassageGroup {
+	var out []PassageGroup
+	for _, i := range groupOrder(d.Passages) {
+		p := d.Passages[i]
+		if len(out) == 0 || !sameGroup(&out[len(out)-1].Passages[0], &p) {
+			out = append(out, PassageGroup{Date: p.Date, Conversation: p.Conversation, Here: p.Here})
+		}
+		g := &out[len(out)-1]
+		g.Passages = append(g.Passages, p)
+	}
+	return out
+}
+
+// groupOrder returns the indexes of ps in the order Groups shows them.
+func groupOrder(ps []Passage) []int {
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return comparePassages(&ps[i], &ps[j]) })
+	return order
+}
+
+// sameGroup reports whether x and y are of one PassageGroup.
+func sameGroup(x, y *Passage) bool {
+	return x.Date == y.Date && x.Conversation == y.Conversation && x.Here == y.Here
+}
+
+// comparePassages orders passages as Groups shows them.
+func comparePassages(x, y *Passage) int {
+	if c := strings.Compare(x.Date, y.Date); c != 0 {
+		return c
+	}
+	if x.Here != y.Here {
+		if x.Here {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(x.Conversation, y.Conversation); c != 0 {
+		return c
+	}
+	if c := x.At.Compare(y.At); c != 0 {
+		return c
+	}
+	return strings.Compare(x.Text, y.Text)
+}
+
+// groupHeading is the line that opens a group of passages in the default
+// template: "[date]" for the request's own conversation (here), else
+// "[date, conversation c]".
+func groupHeading(date, conversation string, here bool) string {
+	if here {
+		return "[" + date + "]"
+	}
+	return "[" + date + ", conversation " + conversation + "]"
 }
 
 // section names, also the keys of Prepared.Parts.

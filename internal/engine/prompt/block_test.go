@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -25,8 +26,11 @@ func (a *Assembler) recountSections(model string, sel selection) map[string]int 
 	for _, f := range sel.data.Facts {
 		out[partFacts] += a.lineCost(model, f.Statement())
 	}
-	for _, p := range sel.data.Passages {
-		out[partRecall] += a.lineCost(model, passageLine(p))
+	for _, g := range sel.data.Groups() {
+		out[partRecall] += a.deps.Counter.Text(model, groupHeading(g.Date, g.Conversation, g.Here)+"\n")
+		for _, p := range g.Passages {
+			out[partRecall] += a.lineCost(model, p.Text)
+		}
 	}
 	return out
 }
@@ -95,7 +99,8 @@ func TestRenderDefaultMatchesTemplate(t *testing.T) {
 			d.Facts = append(d.Facts, memory.Fact{Key: []string{"", "city", "diet"}[r.IntN(3)], Value: text()})
 		}
 		for i := r.IntN(4); i > 0; i-- {
-			d.Passages = append(d.Passages, Passage{Date: []string{"", "2026-03-01"}[r.IntN(2)], Conversation: text(), Here: r.IntN(2) == 0, Kind: "message", Text: text()})
+			d.Passages = append(d.Passages, Passage{Date: []string{"", "2026-03-01"}[r.IntN(2)], Conversation: text(), Here: r.IntN(2) == 0, Kind: "message", Text: text(),
+				At: time.Date(2026, 3, 1, r.IntN(3), 0, 0, 0, time.UTC)})
 		}
 		if r.IntN(5) == 0 { // empty, not nil
 			d.Pinned, d.Facts = []memory.Fact{}, []memory.Fact{}
@@ -196,8 +201,8 @@ func TestPassagesNameOtherConversationsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"\n- [2026-03-01] user: I only have weekends free.",
-		"\n- [2026-03-01, conversation trip-planning] user: A rail pass costs R$ 1.900.",
+		"\n[2026-03-01]\n- user: I only have weekends free.",
+		"\n[2026-03-01, conversation trip-planning]\n- user: A rail pass costs R$ 1.900.",
 	} {
 		if !strings.Contains(recalled, want) {
 			t.Errorf("recalled block lacks %q:\n%s", want, recalled)
@@ -208,5 +213,85 @@ func TestPassagesNameOtherConversationsOnly(t *testing.T) {
 	}
 	if got, want := a.sectionCosts(model, sel), a.recountSections(model, sel); !maps.Equal(got, want) {
 		t.Errorf("sectionCosts %v, recounted %v", got, want)
+	}
+}
+
+// TestPassageGroups checks how the default template shows recalled
+// passages: one heading per day and conversation, the days oldest first,
+// the request's own conversation first on a day, the others by name, and
+// in a group the passages in the order they were said, whatever order
+// recall ranked them in.
+func TestPassageGroups(t *testing.T) {
+	at := func(day, hour int) time.Time { return time.Date(2026, 3, day, hour, 0, 0, 0, time.UTC) }
+	here := func(day, hour int, text string) Passage {
+		return Passage{Date: at(day, hour).Format("2006-01-02"), Conversation: "c", Here: true, Kind: "message", Text: text, At: at(day, hour)}
+	}
+	other := func(conv string, day, hour int, text string) Passage {
+		p := here(day, hour, text)
+		p.Conversation, p.Here = conv, false
+		return p
+	}
+	tests := []struct {
+		name     string
+		passages []Passage // recall's order
+		want     string    // the recalled section, after its heading line
+	}{
+		{
+			name:     "one passage",
+			passages: []Passage{here(2, 9, "user: I only have weekends free.")},
+			want:     "[2026-03-02]\n- user: I only have weekends free.",
+		},
+		{
+			name: "a day's passages under one heading, in the order said",
+			passages: []Passage{
+				here(2, 15, "user: Book the Friday class.\nassistant: Booked."),
+				here(2, 9, "user: I only have weekends free."),
+			},
+			want: "[2026-03-02]\n- user: I only have weekends free.\n- user: Book the Friday class.\nassistant: Booked.",
+		},
+		{
+			name: "days oldest first, this conversation first on a day, the others by name",
+			passages: []Passage{
+				other("trip", 5, 8, "user: A rail pass costs R$ 1.900."),
+				here(5, 20, "user: Tudo bem, vamos de trem."),
+				other("budget", 5, 7, "user: Save R$ 500 a month."),
+				here(1, 12, "user: Planning Japan."),
+			},
+			want: "[2026-03-01]\n- user: Planning Japan." +
+				"\n[2026-03-05]\n- user: Tudo bem, vamos de trem." +
+				"\n[2026-03-05, conversation budget]\n- user: Save R$ 500 a month." +
+				"\n[2026-03-05, conversation trip]\n- user: A rail pass costs R$ 1.900.",
+		},
+		{
+			name: "the same time: by text",
+			passages: []Passage{
+				here(3, 9, "user: b"),
+				here(3, 9, "user: a"),
+			},
+			want: "[2026-03-03]\n- user: a\n- user: b",
+		},
+	}
+	const heading = "Recalled from earlier messages (of this conversation unless another is named):\n"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			renderDefault(&b, BlockData{Passages: tt.passages})
+			got := b.String()
+			i := strings.Index(got, heading)
+			if i < 0 {
+				t.Fatalf("no recalled section:\n%s", got)
+			}
+			if got := strings.TrimSuffix(got[i+len(heading):], "\n</memory>"); got != tt.want {
+				t.Fatalf("recalled section\n%s\nwant\n%s", got, tt.want)
+			}
+			// Any ranking of the same passages renders the same bytes.
+			rev := slices.Clone(tt.passages)
+			slices.Reverse(rev)
+			var r strings.Builder
+			renderDefault(&r, BlockData{Passages: rev})
+			if r.String() != got {
+				t.Fatalf("reversed ranking renders\n%s\nwant\n%s", r.String(), got)
+			}
+		})
 	}
 }

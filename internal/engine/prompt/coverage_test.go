@@ -284,11 +284,16 @@ func measureCoverage(t *testing.T, budget int) coverage {
 	return c
 }
 
-// datedNear reports whether the prompt line holding text carries date.
+// datedNear reports whether the heading of the recalled passages' group
+// holding text (the last line before it that opens with "[") carries date.
 func datedNear(prompt, text, date string) bool {
 	i := strings.Index(prompt, text)
-	start := strings.LastIndex(prompt[:i], "\n- [")
-	return start >= 0 && strings.Contains(prompt[start:i], date)
+	start := strings.LastIndex(prompt[:i], "\n[")
+	if start < 0 {
+		return false
+	}
+	heading, _, _ := strings.Cut(prompt[start+1:], "\n")
+	return strings.Contains(heading, date)
 }
 
 // promptText joins the contents of every message but the last (the question).

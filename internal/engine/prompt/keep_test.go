@@ -339,9 +339,10 @@ func TestKeptPassagesCountAgainstRecall(t *testing.T) {
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Items: items}, nil
 	})
-	// Recall's share (120 tokens) fits two passage lines (about 50 each).
+	// Recall's share (80 tokens) fits the group's heading (33 bytes) and
+	// two passage lines (about 20 each), not three.
 	a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
-		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.03}, FillWhen: FillAsked,
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.02}, FillWhen: FillAsked,
 			KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -68,9 +68,14 @@ type partCosts struct {
 	// (stableFactOrder), and of the others, in recall's order; nil
 	// without it.
 	stable, late []int
-	// lines holds every passage line built ("- [date, conversation c]
-	// text\n", or "- [date] text\n" for conv's), back to back: each line counted and each passage's Date
-	// is a substring of it, so a request's lines cost one allocation.
+	// headingCosts are, by index, what the heading of each item's group
+	// (groupHeading) costs as a line, set with passageCosts: pack charges
+	// it to the first passage of a group it takes.
+	headingCosts []int
+	// lines holds every passage's heading and line built ("[date,
+	// conversation c]\n- text\n", or "[date]\n- text\n" for conv's), back
+	// to back: each part counted and each passage's Date a substring of
+	// it, so a request's lines cost one allocation.
 	lines strings.Builder
 }
 
@@ -92,7 +97,7 @@ func (a *Assembler) newPartCosts(model, conv string, ld loaded, keep func(memory
 		a: a, model: model, keep: keep, conv: conv,
 		factCosts: make([]int, len(ld.facts)), counted: make([]bool, len(ld.facts)),
 		items: ld.items, passages: make([]Passage, len(ld.items)), passageCosts: make([]int, len(ld.items)),
-		state: make([]itemState, len(ld.items)),
+		headingCosts: make([]int, len(ld.items)), state: make([]itemState, len(ld.items)),
 	}
 }
 
@@ -106,27 +111,28 @@ func (pc *partCosts) fact(i int, f memory.Fact) int {
 }
 
 // passage reports whether the i-th recalled item is to be shown and, if
-// so, returns it as a passage and its line cost: what keep and
-// lineCost(passageLine) answer, computed once. An item a kept block shows
-// already (shown) is not to be shown; its line cost is returned still.
-func (pc *partCosts) passage(i int) (Passage, int, bool) {
+// so, returns it as a passage, its line cost (lineCost of its text) and
+// what its group's heading costs as a line (headingCost): what keep and
+// the counter answer, computed once. An item a kept block shows already
+// (shown) is not to be shown; its line cost is returned still.
+func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	switch pc.state[i] {
 	case itemShowable:
-		return pc.passages[i], pc.passageCosts[i], true
+		return pc.passages[i], pc.passageCosts[i], pc.headingCosts[i], true
 	case itemFiltered:
-		return Passage{}, 0, false
+		return Passage{}, 0, 0, false
 	case itemShown:
-		return Passage{}, pc.passageCosts[i], false
+		return Passage{}, pc.passageCosts[i], 0, false
 	}
 	it := pc.items[i]
 	if !pc.keep(it) {
 		pc.state[i] = itemFiltered
-		return Passage{}, 0, false
+		return Passage{}, 0, 0, false
 	}
 	if pc.lines.Cap() == 0 {
 		n := 0
 		for _, it := range pc.items[i:] {
-			n += len("- [2006-01-02, conversation ] \n") + len(it.Conversation) + len(it.Text)
+			n += len("[2006-01-02, conversation ]\n- \n") + len(it.Conversation) + len(it.Text)
 		}
 		pc.lines.Grow(n)
 	}
@@ -134,27 +140,31 @@ func (pc *partCosts) passage(i int) (Passage, int, bool) {
 	conv := quoteText(it.Conversation)
 	start := b.Len()
 	here := it.Conversation == pc.conv
-	b.WriteString("- [")
+	at := passageTime(it)
+	b.WriteString("[")
 	var date [16]byte
-	b.Write(passageTime(it).AppendFormat(date[:0], "2006-01-02"))
+	b.Write(at.AppendFormat(date[:0], "2006-01-02"))
 	dateEnd := b.Len()
 	if !here {
 		b.WriteString(", conversation ")
 		b.WriteString(conv)
 	}
-	b.WriteString("] ")
+	b.WriteString("]\n")
+	lineStart := b.Len()
+	b.WriteString("- ")
 	text := quoteText(it.Text) // stored text is data: it cannot end the block
 	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()
-	p := Passage{Date: s[start+len("- [") : dateEnd], Conversation: conv, Here: here, Kind: it.Kind, Text: text}
-	c := pc.a.deps.Counter.Text(pc.model, s[start:]) // lineCost(model, passageLine(p))
+	p = Passage{Date: s[start+len("[") : dateEnd], Conversation: conv, Here: here, Kind: it.Kind, Text: text, At: at}
+	cost = pc.a.deps.Counter.Text(pc.model, s[lineStart:]) // lineCost(model, p.Text)
 	if pc.shown != nil && pc.shown(it) {
-		pc.passageCosts[i], pc.state[i] = c, itemShown
-		return Passage{}, c, false
+		pc.passageCosts[i], pc.state[i] = cost, itemShown
+		return Passage{}, cost, 0, false
 	}
-	pc.passages[i], pc.passageCosts[i], pc.state[i] = p, c, itemShowable
-	return p, c, true
+	heading = pc.a.deps.Counter.Text(pc.model, s[start:lineStart]) // headingCost(model, p)
+	pc.passages[i], pc.passageCosts[i], pc.headingCosts[i], pc.state[i] = p, cost, heading, itemShowable
+	return p, cost, heading, true
 }
 
 // selectParts chooses the block's content in priority order — pinned facts,
@@ -269,7 +279,11 @@ func (a *Assembler) selectFixed(pc *partCosts, budget, room int, ld loaded, with
 // (fx.fromSummary) and extra more tokens
 // (what the recent turns left unused), and within fx's room. Passages are
 // packed best first: each that fits in what is left is taken, one too
-// large is skipped for the smaller ones after it. fx is not changed.
+// large is skipped for the smaller ones after it. The first passage taken
+// of a day and conversation is charged its group's heading too: the
+// passages after it in its group share it (PassageGroup), and shrink,
+// which drops the last passage first, drops the heading with the group's
+// last one. fx is not changed.
 // pack also reports whether it took every passage to be shown: then no
 // larger extra takes more.
 func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
@@ -277,36 +291,46 @@ func (pc *partCosts) pack(fx fixedParts, extra int) (selection, bool) {
 	recallCap := min(fx.recallShare+fx.fromSummary+extra, fx.room)
 	used := 0
 	all := true
+	var headed map[passageGroupKey]bool // the groups taken, whose heading is charged
 	for i := range pc.items {
 		if recallCap-used < minPassageCost {
 			all = false
 			break
 		}
-		p, c, ok := pc.passage(i)
+		p, c, h, ok := pc.passage(i)
 		if !ok && c == 0 {
 			continue
 		}
-		if used+c > recallCap {
+		key := passageGroupKey{date: p.Date, conversation: p.Conversation}
+		if !ok || headed[key] {
+			h = 0
+		}
+		if used+c+h > recallCap {
 			all = false
 			continue
 		}
-		used += c
+		used += c + h
 		if !ok { // shown already: charged, not shown again
 			continue
 		}
 		if sel.data.Passages == nil { // room for all that are left
 			sel.data.Passages = make([]Passage, 0, len(pc.items)-i)
 			sel.passageCosts = make([]int, 0, len(pc.items)-i)
+			headed = map[passageGroupKey]bool{}
 		}
+		headed[key] = true
 		sel.data.Passages = append(sel.data.Passages, p)
-		sel.passageCosts = append(sel.passageCosts, c)
+		sel.passageCosts = append(sel.passageCosts, c+h)
 	}
 	return sel, all
 }
 
-// minPassageCost is the fewest tokens a passage line costs (its bullet,
-// date and conversation): with less left, packing stops.
-const minPassageCost = 12
+// passageGroupKey is a PassageGroup's day and conversation.
+type passageGroupKey struct{ date, conversation string }
+
+// minPassageCost is the fewest tokens a passage costs (its bullet and a
+// short turn with its role): with less left, packing stops.
+const minPassageCost = 6
 
 // passageDate is when a recalled item was said, as 2006-01-02.
 func passageDate(it memory.Item) string {
@@ -320,14 +344,6 @@ func passageTime(it memory.Item) time.Time {
 		at = it.CreatedAt
 	}
 	return at.UTC()
-}
-
-// passageLine is how a passage reads in the block, after its "- ".
-func passageLine(p Passage) string {
-	if p.Here {
-		return "[" + p.Date + "] " + p.Text
-	}
-	return "[" + p.Date + ", conversation " + p.Conversation + "] " + p.Text
 }
 
 // lineCost is what one "- text" line of a section costs.

@@ -87,7 +87,7 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 		}
 		if turns[i].hitRank == 0 {
 			turns[i].hitRank = r + 1
-			turns[i].text, turns[i].clipped = mt.window(hitTurnText(msgs[i], it), hitWindowBytes)
+			turns[i].text, turns[i].clipped = mt.window(hitTurnText(msgs[i], it), hitWindowBytes, false)
 		}
 	}
 	// Each maximal run of covered consecutive turns is one passage, in the
@@ -102,13 +102,17 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 			to++
 		}
 		best, size := 0, 0
+		lastHit := -1 // the latest hit turn before j
 		for j := from; j <= to; j++ {
 			t := &turns[j]
-			if t.hitRank != 0 && (best == 0 || t.hitRank < best) {
-				best = t.hitRank
+			if t.hitRank != 0 {
+				lastHit = j
+				if best == 0 || t.hitRank < best {
+					best = t.hitRank
+				}
 			}
 			if t.hitRank == 0 && spoken(msgs[j].Role) {
-				t.text, t.clipped = mt.window(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes)
+				t.text, t.clipped = mt.window(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes, beforeHit(turns[from:to+1], j-from, lastHit-from))
 			}
 			if t.text != "" || t.clipped {
 				size += len("\n") + len(msgs[j].Role) + len(": ") + len(t.text)
@@ -151,6 +155,21 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// beforeHit reports whether run[j], a turn around the hits of a passage's
+// run of turns, is nearer the hit after it than the one before it
+// (lastHit, the index of the latest hit before j; negative: none): what
+// it shows is then its end, which the hit follows on from (see window).
+// A turn as near one as the other shows its start, as the reply to the
+// hit before it.
+func beforeHit(run []turn, j, lastHit int) bool {
+	for k := j + 1; k < len(run); k++ {
+		if run[k].hitRank != 0 {
+			return lastHit < 0 || k-j < j-lastHit
+		}
+	}
+	return false
 }
 
 // maxTurnGap is the longest pause between two consecutive turns of a

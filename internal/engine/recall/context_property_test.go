@@ -238,8 +238,8 @@ func expectedPassages(f multiContext, items []memory.Item, radius int) (keep []i
 // each passage once, in the place of its best hit, with that hit's fields
 // and no embedding; the passage made of the hit turns and their
 // neighbours within radius, in conversation order, each turn at most
-// once; a long turn cut to its bound (ellipsis after), on a rune
-// boundary; a tool's turn shown only when it is itself a hit; and the
+// once; a long turn cut to its bound (an ellipsis where it was cut), on a
+// rune boundary; a tool's turn shown only when it is itself a hit; and the
 // shared turns left as they were.
 func TestExpandProperties(t *testing.T) {
 	queries := []string{"", "savings goal", "Lisbon déjà"}
@@ -296,7 +296,7 @@ func TestExpandProperties(t *testing.T) {
 					t.Fatalf("seed %d: passage of item %d, line %d = %q, want role %q", seed, r, i, gotLines[i], l.role)
 				case l.bound == 0 && text != l.text:
 					t.Fatalf("seed %d: passage of item %d, line %d = %q, want %q", seed, r, i, text, l.role+": "+l.text)
-				case l.bound > 0 && (!strings.HasSuffix(text, ellipsis) || len(text) > l.bound+len(ellipsis) || !utf8.ValidString(text)):
+				case l.bound > 0 && (!strings.HasSuffix(text, ellipsis) && !strings.HasPrefix(text, "… ") || len(text) > l.bound+len(ellipsis)+len("… ") || !utf8.ValidString(text)):
 					t.Fatalf("seed %d: passage of item %d, line %d (%d bytes) not cut to %d bytes and an ellipsis: %q", seed, r, i, len(text), l.bound, text)
 				}
 			}

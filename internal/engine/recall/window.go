@@ -69,17 +69,24 @@ func (m *queryMatcher) score(s string) int {
 
 // window returns what a passage shows of text within limit bytes: all of
 // it when it fits; else the run of whole sentences around the one that
-// holds the most query words (the first such; the text's start when none
-// does), grown a sentence at a time after then before it while it fits,
-// led by "… " when it starts past the text's start. It also reports
-// whether text goes on after the window (the caller adds ellipsis). A
-// single sentence over limit is cut at a word.
-func (m *queryMatcher) window(text string, limit int) (string, bool) {
+// holds the most query words (the first such; when none does, the text's
+// start, or its last sentence with atEnd), grown a sentence at a time
+// after then before it while it fits, led by "… " when it starts past the
+// text's start. It also reports whether text goes on after the window (the
+// caller adds ellipsis). A single sentence over limit is cut at a word.
+//
+// atEnd is for the turn said right before a passage's hit: what it ended
+// with (the question the hit answers, the offer it takes up) is what the
+// hit follows on from, its start the furthest from it.
+func (m *queryMatcher) window(text string, limit int, atEnd bool) (string, bool) {
 	if len(text) <= limit {
 		return text, false
 	}
 	ss := splitSentences(text)
 	best, bestScore := 0, 0
+	if atEnd {
+		best = len(ss) - 1
+	}
 	if m != nil {
 		for i, s := range ss {
 			if sc := m.score(s); sc > bestScore {

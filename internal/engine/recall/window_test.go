@@ -33,7 +33,7 @@ func TestWindowShowsThePartThatMatched(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cut := newQueryMatcher(tt.query).window(text, hitWindowBytes)
+			got, cut := newQueryMatcher(tt.query).window(text, hitWindowBytes, false)
 			if len(got) > hitWindowBytes+len("… ") || !cut {
 				t.Fatalf("window of %d bytes (cut %v), want at most %d and cut", len(got), cut, hitWindowBytes)
 			}
@@ -45,14 +45,44 @@ func TestWindowShowsThePartThatMatched(t *testing.T) {
 			}
 		})
 	}
-	if got, cut := newQueryMatcher("free").window("short and free", 100); got != "short and free" || cut {
+	if got, cut := newQueryMatcher("free").window("short and free", 100, false); got != "short and free" || cut {
 		t.Fatalf("a short text = %q (cut %v), want it whole", got, cut)
 	}
 }
 
+// TestWindowAtEnd: the window of a turn said before a hit holds the
+// sentences that match the query when some do, as any window, and its
+// last sentences when none does, led by an ellipsis and not followed by
+// one.
+func TestWindowAtEnd(t *testing.T) {
+	last := "So, shall I book the table for Friday?"
+	text := filler("opening", 12) + "I only have weekends free. " + filler("closing", 12) + last
+	tests := []struct {
+		name, query string
+		want        string // a sentence the window holds
+		cut         bool   // text goes on after the window
+	}{
+		{"no word matches: the end", "zebra quantum", last, false},
+		{"no query: the end", "", last, false},
+		{"a matching sentence wins", "when am I free?", "I only have weekends free.", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, cut := newQueryMatcher(tt.query).window(text, maxNeighbourBytes, true)
+			if !strings.Contains(got, tt.want) || !strings.HasPrefix(got, "… ") || cut != tt.cut {
+				t.Fatalf("window %q (cut %v): want it to hold %q, lead with an ellipsis, cut %v", got, cut, tt.want, tt.cut)
+			}
+			if len(got) > maxNeighbourBytes+len("… ") {
+				t.Fatalf("window of %d bytes, want at most %d", len(got), maxNeighbourBytes+len("… "))
+			}
+		})
+	}
+}
+
 // TestPassageOfALongReplyIsCut: a hit in a long reply with long turns
-// around it makes a passage of the part that matched and the start of its
-// neighbours, a fraction of the turns' length, so more hits fit a share.
+// around it makes a passage of the part that matched and the sides of its
+// neighbours nearest it (the end of the turn before, the start of the turn
+// after), a fraction of the turns' length, so more hits fit a share.
 func TestPassageOfALongReplyIsCut(t *testing.T) {
 	reply := filler("reply", 10) + "Since you are allergic to shellfish, skip the paella and take the mushroom risotto. " + filler("more", 10)
 	f := &fakeContext{msgs: []memory.Message{
@@ -79,7 +109,43 @@ func TestPassageOfALongReplyIsCut(t *testing.T) {
 	if len(p) > hitWindowBytes+2*maxNeighbourBytes+64 || len(p) > whole/2 {
 		t.Fatalf("passage of %d bytes for turns of %d: want the part that matched and trimmed neighbours", len(p), whole)
 	}
-	if !strings.Contains(p, "user: The question paragraph number 0") || !strings.Contains(p, "user: The answer paragraph number 0") {
-		t.Fatalf("the neighbours' starts are missing: %q", p)
+	before, _, _ := strings.Cut(p, "\nassistant: ")
+	if !strings.HasPrefix(before, "user: … ") || !strings.HasSuffix(before, "The question paragraph number 19 goes on about the weather and the roads.") {
+		t.Fatalf("the turn before the hit does not show its end: %q", before)
+	}
+	if !strings.Contains(p, "\nuser: The answer paragraph number 0") || !strings.HasSuffix(p, ellipsis) {
+		t.Fatalf("the turn after the hit does not show its start: %q", p)
+	}
+}
+
+// TestBeforeHit: a turn around hits shows its end when the nearest hit is
+// after it, its start when the nearest is before it or both are as near.
+func TestBeforeHit(t *testing.T) {
+	run := func(hits ...int) []turn {
+		r := make([]turn, 7)
+		for _, h := range hits {
+			r[h].hitRank = 1
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		run     []turn
+		j, last int
+		want    bool
+	}{
+		{"the turn before the only hit", run(3), 2, -1, true},
+		{"the turn after the only hit", run(3), 4, 3, false},
+		{"between two hits, as near each", run(1, 3), 2, 1, false},
+		{"nearer the hit after", run(0, 4), 3, 0, true},
+		{"nearer the hit before", run(2, 6), 3, 2, false},
+		{"no hit after", run(0), 1, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := beforeHit(tt.run, tt.j, tt.last); got != tt.want {
+				t.Fatalf("beforeHit = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
