@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -137,5 +138,53 @@ func TestFuseWeighted(t *testing.T) {
 	got = materialize(newSearchScratch().fuseWeighted([]float64{1, 1, 0.5}, []memory.Item{it("a")}, nil, []memory.Item{it("b")}))
 	if order := refs(got); !slices.Equal(order, []string{"a", "b"}) {
 		t.Fatalf("order %v, want [a b]", order)
+	}
+}
+
+// feedbackFailStore fails every vector search after the first: the
+// feedback ranking's search, as a store that errs or a deadline that
+// passes between the two would.
+type feedbackFailStore struct {
+	*fakeStore
+	vectorCalls int
+}
+
+func (s *feedbackFailStore) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
+	s.vectorCalls++
+	if s.vectorCalls > 1 {
+		return nil, errors.New("store went away")
+	}
+	return s.fakeStore.SearchVector(ctx, q)
+}
+
+// TestSearchWithoutFeedbackWhenItsSearchFails: the feedback ranking only
+// adds to the first two; when its search fails the recall returns what
+// they found instead of failing.
+func TestSearchWithoutFeedbackWhenItsSearchFails(t *testing.T) {
+	emb := textEmbedder{
+		"What instruments does she play?": {1, 0, 0},
+		"instruments she play":            {1, 0, 0},
+		"Which instruments do you play?":  {0.8, 0.6, 0},
+		"The clarinet, since I was ten.":  {0.05, 1, 0},
+	}
+	st := &feedbackFailStore{fakeStore: newFakeStore()}
+	var items []memory.Item
+	for i, text := range []string{"Which instruments do you play?", "The clarinet, since I was ten."} {
+		items = append(items, memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage,
+			Ref: string(rune('a' + i)), Text: text, Embedding: emb[text], Model: "fixed", Dims: 3})
+	}
+	if err := st.AddItems(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSearcher(st, emb, SearchOptions{TopK: 5, MinSimilarity: 0.2})
+	got, err := s.Search(context.Background(), SearchQuery{Tenant: "t", User: "u", Text: "What instruments does she play?"})
+	if err != nil {
+		t.Fatalf("search failed with its feedback ranking's search: %v", err)
+	}
+	if st.vectorCalls != 2 {
+		t.Fatalf("%d vector searches, want 2 (the feedback ranking's failed)", st.vectorCalls)
+	}
+	if want := []string{"a"}; !slices.Equal(refs(got), want) {
+		t.Fatalf("found %v, want %v (the first two rankings' hit alone)", refs(got), want)
 	}
 }

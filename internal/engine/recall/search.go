@@ -237,12 +237,13 @@ func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, 
 	if fq := feedbackQuery(iq.Embedding, cands); fq != nil {
 		fiq := iq
 		fiq.Embedding = fq
-		byFeedback, err := s.store.SearchVector(ctx, fiq)
-		if err != nil {
-			return nil, false, fmt.Errorf("feedback vector search: %w", err)
+		// The feedback ranking only adds to what the first two found: when
+		// its search fails (a store's error, the request's deadline), the
+		// recall goes on with them alone instead of failing.
+		if byFeedback, err := s.store.SearchVector(ctx, fiq); err == nil {
+			scr.resetFuse()
+			cands = scr.fuseWeighted([]float64{1, 1, feedbackWeight}, kept, byText, s.similar(byFeedback))
 		}
-		scr.resetFuse()
-		cands = scr.fuseWeighted([]float64{1, 1, feedbackWeight}, kept, byText, s.similar(byFeedback))
 	}
 	excluded := make(map[string]bool, len(q.ExcludeRefs))
 	for _, r := range q.ExcludeRefs {
