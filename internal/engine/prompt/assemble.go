@@ -190,10 +190,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	inBlocks := ""
 	var shown func(memory.Item) bool
 	if len(keptBy) > 0 {
-		shown = func(it memory.Item) bool {
-			t := strings.TrimSpace(it.Text)
-			return inBlocks != "" && t != "" && strings.Contains(inBlocks, quoteText(t))
-		}
+		shown = func(it memory.Item) bool { return blockShows(inBlocks, it) }
 	}
 	withBlock := func(m memory.Message) (string, int) {
 		if m.Role != "user" || len(keptBy) == 0 {

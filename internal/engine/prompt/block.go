@@ -210,16 +210,6 @@ func comparePassages(x, y *Passage) int {
 	return strings.Compare(x.Text, y.Text)
 }
 
-// groupHeading is the line that opens a group of passages in the default
-// template: "[date]" for the request's own conversation (here), else
-// "[date, conversation c]".
-func groupHeading(date, conversation string, here bool) string {
-	if here {
-		return "[" + date + "]"
-	}
-	return "[" + date + ", conversation " + conversation + "]"
-}
-
 // section names, also the keys of Prepared.Parts.
 const (
 	partPinned  = "pinned"

@@ -295,3 +295,13 @@ func TestPassageGroups(t *testing.T) {
 		})
 	}
 }
+
+// groupHeading is the line that opens a group of passages in the default
+// template (as renderDefault and partCosts.passage write it): "[date]" for the request's own conversation (here), else
+// "[date, conversation c]".
+func groupHeading(date, conversation string, here bool) string {
+	if here {
+		return "[" + date + "]"
+	}
+	return "[" + date + ", conversation " + conversation + "]"
+}

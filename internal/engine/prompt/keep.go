@@ -181,17 +181,20 @@ func (pc *partCosts) showAlso(text string) {
 	if text == "" {
 		return
 	}
-	in := func(it memory.Item) bool {
-		t := strings.TrimSpace(it.Text)
-		return t != "" && strings.Contains(text, quoteText(t))
-	}
 	prev := pc.shown
-	pc.shown = func(it memory.Item) bool { return (prev != nil && prev(it)) || in(it) }
+	pc.shown = func(it memory.Item) bool { return (prev != nil && prev(it)) || blockShows(text, it) }
 	for i, s := range pc.state {
-		if s == itemShowable && in(pc.items[i]) {
+		if s == itemShowable && blockShows(text, pc.items[i]) {
 			pc.state[i] = itemShown
 		}
 	}
+}
+
+// blockShows reports whether a rendered block's text shows the recalled
+// item it: its text, quoted as a block quotes it.
+func blockShows(text string, it memory.Item) bool {
+	t := strings.TrimSpace(it.Text)
+	return text != "" && t != "" && strings.Contains(text, quoteText(t))
 }
 
 // passagesBlock renders the passages of sel alone (not its facts or

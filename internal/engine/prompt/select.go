@@ -69,7 +69,7 @@ type partCosts struct {
 	// without it.
 	stable, late []int
 	// headingCosts are, by index, what the heading of each item's group
-	// (groupHeading) costs as a line, set with passageCosts: pack charges
+	// ("[date]" or "[date, conversation c]") costs as a line, set with passageCosts: pack charges
 	// it to the first passage of a group it takes.
 	headingCosts []int
 	// lines holds every passage's heading and line built ("[date,
