@@ -144,7 +144,8 @@ type Passage struct {
 }
 
 // PassageGroup is the passages of one day and one conversation, shown by
-// the default template under one heading (groupHeading) instead of each
+// the default template under one heading ("[date]", or "[date,
+// conversation c]" for another conversation) instead of each
 // with its own: a day's heading costs about as many tokens as a short
 // turn, and recall often brings several passages of one day.
 type PassageGroup struct {

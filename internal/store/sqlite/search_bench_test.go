@@ -41,19 +41,31 @@ func mustSearchCorpus(b *testing.B, s *sqlite.Store, n, dims int) []float32 {
 }
 
 // BenchmarkSearchVector measures a top-10 cosine search over one user's
-// 10,000 items of 384 dimensions.
+// 10,000 items of 384 dimensions: from the in-memory index, and for a
+// user too large for it (a vector cache that keeps no one), whose vectors
+// are read from the file at every search.
 func BenchmarkSearchVector(b *testing.B) {
-	s, _ := mustTempStore(b)
-	const n, dims = 10_000, 384
-	q := mustSearchCorpus(b, s, n, dims)
-	ctx := context.Background()
-	query := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: q, Model: "bench", Dims: dims, Limit: 10}
-	b.ReportAllocs()
-	for b.Loop() {
-		got, err := s.SearchVector(ctx, query)
-		if err != nil || len(got) != 10 {
-			b.Fatalf("SearchVector = %d items, %v", len(got), err)
-		}
+	for _, bc := range []struct {
+		name     string
+		tooLarge bool
+	}{{"indexed", false}, {"too-large", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, _ := mustTempStore(b)
+			if bc.tooLarge {
+				sqlite.SetVectorCacheLimit(s, 1)
+			}
+			const n, dims = 10_000, 384
+			q := mustSearchCorpus(b, s, n, dims)
+			ctx := context.Background()
+			query := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: q, Model: "bench", Dims: dims, Limit: 10}
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := s.SearchVector(ctx, query)
+				if err != nil || len(got) != 10 {
+					b.Fatalf("SearchVector = %d items, %v", len(got), err)
+				}
+			}
+		})
 	}
 }
 
@@ -98,25 +110,6 @@ func BenchmarkSearchTextManyUsers(b *testing.B) {
 		got, err := s.SearchText(ctx, query)
 		if err != nil || len(got) != 10 {
 			b.Fatalf("SearchText = %d items, %v", len(got), err)
-		}
-	}
-}
-
-// BenchmarkSearchVectorTooLarge is BenchmarkSearchVector for a user too
-// large for the in-memory index (a vector cache that keeps no one): the
-// vectors are read from the file at every search.
-func BenchmarkSearchVectorTooLarge(b *testing.B) {
-	s, _ := mustTempStore(b)
-	sqlite.SetVectorCacheLimit(s, 1)
-	const n, dims = 10_000, 384
-	q := mustSearchCorpus(b, s, n, dims)
-	ctx := context.Background()
-	query := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: q, Model: "bench", Dims: dims, Limit: 10}
-	b.ReportAllocs()
-	for b.Loop() {
-		got, err := s.SearchVector(ctx, query)
-		if err != nil || len(got) != 10 {
-			b.Fatalf("SearchVector = %d items, %v", len(got), err)
 		}
 	}
 }
