@@ -1,32 +1,23 @@
-// Package itemindex ranks a user's memory items in process, for the stores
-// whose SearchVector and SearchText it serves (SQLite, PostgreSQL): it
-// keeps, per user, the vectors of each model and dimension (exact cosine
-// top-k), an inverted full-text index with the statistics Okapi BM25 needs
-// (words split and folded as SQLite FTS5's unicode61 tokenizer does,
-// related terms weighted), and the whole items searches return, in
-// caches of internal/engine/cache (bounded in bytes, least recently used
-// evicted first, instrumented).
+// Package itemindex ranks a user's memory items in process for the SQL
+// stores' SearchVector and SearchText: per user, the vectors of each model
+// and dimension (exact cosine top-k), an inverted full-text index for Okapi
+// BM25 (ranking.TextIndex), and the whole items searches return, in
+// internal/engine/cache caches.
 //
 // Everything is kept under the user's cache.Revisions, read once by the
-// caller's request before its searches and handed to all of them and to
-// the turns around their hits (Windows). The vectors and text index,
-// extended in place after inserts, are checked against Added and Changed:
-// Added moves on every insert of an item, Changed on every delete and
-// every update of what a search ranks by (and whenever an insert cannot be
-// read as the rows above the highest id already held). Same counts: the
-// index is current; only Added moved: the rows with ids above the highest
-// held are read and appended; Changed moved: everything is read again. The
-// whole items are kept under Items (Changed plus Dated, which an update of
-// an item's time said alone moves: a fact stated again, turn after turn,
-// has its items read again but never the user's vectors and text index).
-// The counters never go back (an erasure moves Changed and keeps the
-// user's row), so a cache read before a change can never pass for a later
-// state.
+// caller's request before its searches (and the turns around their hits,
+// Windows). The vectors and text index are checked against Added (moved by
+// every insert) and Changed (every delete, every update of what a search
+// ranks by, and an insert that is not above the highest id held): same
+// counts, the index is current; only Added moved, the rows above the
+// highest id held are appended; Changed moved, everything is read again.
+// Whole items are kept under Items (Changed plus Dated, which an update of
+// an item's time said alone moves: a fact stated again has its items read
+// again, never the user's vectors and text index). The counters never go
+// back, so a cache read before a change never passes for a later state.
 //
-// A store supplies the reads through the small interfaces below
-// (VectorLoader, TextLoader, ItemLoader); users too large
-// for their share of a cache get ErrTooBig, and the store searches them in
-// SQL instead (internal/store/search picks the index or the SQL).
+// A store supplies the reads (Source); a user too large for their share of
+// a cache gets ErrTooBig and is searched in SQL (internal/store/search).
 package itemindex
 
 import (
@@ -50,38 +41,20 @@ const MaxQueryTerms = 64
 // searches the user by its own means.
 var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 
-// VectorLoader reads a user's vectors of key's model and dimension.
-type VectorLoader interface {
+// Source is every read an Index makes of its store.
+type Source interface {
 	// LoadVectors calls add, in id order, for each of key's items (tenant,
 	// user, model and Dims; any model when Model is "") with a vector of
 	// key.Dims dimensions and an id above afterID, with the item's
 	// conversation ("" for none), ref and vector (valid during the call
 	// only). It stops at add's first error and returns it.
 	LoadVectors(ctx context.Context, key Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error
-}
-
-// TextLoader reads a user's texts.
-type TextLoader interface {
-	// LoadTexts calls add, in id order, for each of the user's items with
-	// an id above afterID, with its conversation ("" for none), ref and
-	// text (valid during the call only). It stops at add's first error and
-	// returns it.
+	// LoadTexts is LoadVectors for the user's texts, of every item.
 	LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error
-}
-
-// ItemLoader reads whole items.
-type ItemLoader interface {
 	// LoadItems returns the items of ids that exist, in any order, each
 	// with its embedding (nil when none). It may return another user's
 	// items for ids that are not the user's: they are dropped.
 	LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error)
-}
-
-// Source is every read an Index makes of its store.
-type Source interface {
-	VectorLoader
-	TextLoader
-	ItemLoader
 }
 
 // Limits bound an Index's caches, in bytes, over all users.
@@ -96,11 +69,9 @@ type Limits struct {
 	Items int
 }
 
-// DefaultLimits are 128 MiB of vectors (about 85,000 items of 384
-// dimensions; a user of more than about 21,000 such items, or 5,000 of
-// 1,536, is searched in SQL), 128 MiB of full-text indexes (a user of
-// more than about 250,000 items of twenty words is searched in SQL) and 32
-// MiB of items (about 20,000 of 384 dimensions).
+// DefaultLimits are 128 MiB of vectors (a user of more than about 21,000
+// items of 384 dimensions is searched in SQL), 128 MiB of full-text indexes
+// (about 250,000 items of twenty words) and 32 MiB of items.
 var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20}
 
 // Index ranks users' items from memory, reading its Source only for what
@@ -134,10 +105,7 @@ func (x *Index) Collectors() []prometheus.Collector {
 // stored vector of length 0 never matches. Each item comes with its
 // Embedding (read-only: see memory.Item). An empty or zero embedding, or
 // Limit <= 0, finds nothing. It returns ErrTooBig for a user too large to
-// keep.
-//
-// It keeps the vectors under rev, the user's Revisions read once by the
-// caller's request before, and after inserts reads only the new rows; the scoring visits every vector of the user (about 0.1 µs per item
+// keep. The scoring visits every vector of the user (about 0.1 µs per item
 // of 384 dimensions).
 func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
 	qnorm := ranking.Norm(q.Embedding)
@@ -153,11 +121,10 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 
 // SearchText ranks the user's items sharing a word with terms (query
 // words, as memory.QueryTerms gives them) or q.Related by Okapi BM25 over
-// all of the user's items (see ranking.TextIndex.Search; Score > 0, higher is
-// better), best first, up to q.Limit, honouring q.Conversation and
-// q.ExcludeRefs. An item embedded with q.Model and q.Dims comes with its
-// Embedding (read-only; see TextItems). It returns ErrTooBig for a user too large to
-// index in memory.
+// all of the user's items (ranking.TextIndex.Search; Score > 0), best
+// first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs, with
+// embeddings as TextItems gives them. It returns ErrTooBig for a user too
+// large to index in memory.
 func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
@@ -175,13 +142,10 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 	return x.TextItems(ctx, rev, q, best)
 }
 
-// TextItems returns the whole items of ranked, the user's items a text
-// search for q ranked (SearchText, or a store's own ranking for a user too
-// large to index in memory), as SearchText returns them: in ranked's
-// order, with their scores, an item embedded with q.Model and q.Dims with
-// its Embedding (the others, and all when q names no model, without: a
-// text search's hits come with the vectors recall can compare with each
-// other, never with another model's). Ids no longer found are skipped.
+// TextItems returns the whole items of ranked, as a text search for q
+// returns them (Items): only an item embedded with q.Model and q.Dims comes
+// with its Embedding (none when q names no model), so recall compares only
+// vectors of one model.
 func (x *Index) TextItems(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
 	items, err := x.Items(ctx, rev, q.Tenant, q.User, ranked)
 	if err != nil {
@@ -231,12 +195,11 @@ func refSet(refs []string) map[string]bool {
 	return set
 }
 
-// Items returns the whole items of ranked, ids of the user's items ranked
-// by a search as of rev (SearchVector, SearchText, or a store's own for a
-// user too large to keep), in ranked's order with their scores: the items
-// the cache holds at rev's Items count come from memory, the others from
-// the Source (and are then kept). Ids no longer found, or not the user's,
-// are skipped. The embeddings are the cache's own (read-only).
+// Items returns the whole items of ranked (the user's items a search
+// ranked as of rev), in ranked's order with their scores: from memory when
+// held at rev's Items count, else from the Source (then kept). Ids no
+// longer found, or not the user's, are skipped. The embeddings are the
+// cache's own (read-only).
 func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
 	at := rev.Items()
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
@@ -266,10 +229,8 @@ func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user str
 			}
 		}
 	}
-	// In rank order, with their scores; ids missing (deleted since they were
-	// ranked) are skipped. The embeddings are the cache's own, capped at
-	// their length (memory.Item.Embedding: read-only): copying them was a
-	// third of the bytes a memory-on request allocated.
+	// The embeddings are the cache's own, capped at their length: copying
+	// them was a third of the bytes a memory-on request allocated.
 	out := items[:0]
 	for i, ok := range held {
 		if ok {

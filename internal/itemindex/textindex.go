@@ -41,7 +41,7 @@ func (x *Index) withTextIndex(ctx context.Context, rev cache.Revisions, tenant, 
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	// Read and extended under the slot's mutex only: in place.
-	t, err := x.texts.currentLocked(sl, key, rev, func(cur *textIndex) *textIndex {
+	t, err := x.texts.current(sl, key, rev, func(cur *textIndex) *textIndex {
 		if cur == nil {
 			return &textIndex{}
 		}

@@ -22,19 +22,17 @@ type sized interface {
 	stamp() *held
 }
 
-// slot is one key's in-memory index (vectors, full-text), kept in a
-// cache.Cache by Key alone: unlike the entries keyed by a revision, it is
-// extended in place after inserts (only the rows above the highest id held
-// are read), so it carries the Revisions it was read at and is checked
-// against the request's before each use. Its mutex serializes the key's
-// refreshes (and the text index's scratch space).
+// slot is one key's in-memory index (vectors, full-text), kept by Key
+// alone: it is extended in place after inserts, so it carries the
+// Revisions it was read at, checked against the request's before each use.
+// Its mutex serializes the key's refreshes (and the text index's scratch
+// space).
 type slot[V sized] struct {
 	mu sync.Mutex
 	// val is the key's value (nil: none), under mu.
 	val V
 	// tooBig, under mu, is set once the key's value exceeded the share of
-	// one user: the key is then searched by the store's SQL until the slot
-	// is evicted.
+	// one user (ErrTooBig until the slot is evicted).
 	tooBig bool
 	// bytes is val's size when last kept, for the cache's accounting.
 	bytes int
@@ -68,24 +66,16 @@ func (c slots[V]) publish(key Key, sl *slot[V], v V) {
 	c.Put(key, sl)
 }
 
-// current returns key's value, current as of a moment during the call: the
-// value held when the user's Revisions have not moved since it was read
-// (rev was read before its rows: rows read later can only be newer than it
-// says, and the next search then reads again), extended by load with the
-// rows added since when only inserts happened, else a fresh one read whole
-// by load. extend returns the value to load into: a new one for none, else
-// the value held or, when readers use it outside the slot's mutex, a copy
-// to append to. It returns ErrTooBig for a key too large to keep; the slot then
-// answers ErrTooBig until it is evicted.
-func (c slots[V]) current(key Key, rev cache.Revisions, extend func(cur V) V, load func(V) error) (V, error) {
-	sl := c.slot(key)
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	return c.currentLocked(sl, key, rev, extend, load)
-}
-
-// currentLocked is current for key's slot sl, whose mutex the caller holds.
-func (c slots[V]) currentLocked(sl *slot[V], key Key, rev cache.Revisions, extend func(cur V) V, load func(V) error) (V, error) {
+// current returns the value of key's slot sl, whose mutex the caller
+// holds, current as of a moment during the call: the value held when the
+// user's Revisions have not moved since it was read (rev was read before
+// its rows), extended by load with the rows added since when only inserts
+// happened, else a fresh one read whole by load. extend returns the value
+// to load into: a new one for none, else the value held or, when readers
+// use it outside the slot's mutex, a copy to append to. It returns
+// ErrTooBig for a key too large to keep, and so does the slot until it is
+// evicted.
+func (c slots[V]) current(sl *slot[V], key Key, rev cache.Revisions, extend func(cur V) V, load func(V) error) (V, error) {
 	var none V
 	if sl.tooBig {
 		return none, ErrTooBig

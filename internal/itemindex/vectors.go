@@ -12,10 +12,8 @@ import (
 	"github.com/memgate/memgate/internal/vec"
 )
 
-// vecSet is one user's vectors of one model and dimension as of the
-// revisions it was read at. A published vecSet is never written again: a
-// refresh appends past its length (never read through it) or builds a new
-// one.
+// vecSet is one user's vectors of one model and dimension, never written
+// once published: a refresh appends past its length or builds a new one.
 type vecSet struct {
 	held
 	vecs  []float32
@@ -46,9 +44,12 @@ func (h *held) stamp() *held { return h }
 
 // userVectors returns key's vectors, current as of rev (slots.current).
 func (x *Index) userVectors(ctx context.Context, rev cache.Revisions, key Key) (*vecSet, error) {
+	sl := x.vectors.slot(key)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
 	// Its searches read it outside the slot's mutex: a set is extended as a
 	// copy, appending past the held set's length (never read through it).
-	return x.vectors.current(key, rev, func(cur *vecSet) *vecSet {
+	return x.vectors.current(sl, key, rev, func(cur *vecSet) *vecSet {
 		next := vecSet{}
 		if cur != nil {
 			next = *cur
@@ -101,12 +102,10 @@ func vecNorm(y []float32) float64 {
 	return math.Sqrt(float64((v0 + v1) + (v2 + v3)))
 }
 
-// searchSet ranks set's vectors by cosine similarity to q.Embedding (of
-// length qnorm) within q's conversation and excluded refs, and returns the
-// best q.Limit, best first. The dot products of each run of consecutive
-// vectors searched are one vec.Dots call (up to dotRun at a time); a
-// candidate no better than the worst of a full top is dropped before it is
-// offered (Offer would drop it too).
+// searchSet returns the best q.Limit of set's vectors by cosine similarity
+// to q.Embedding (of length qnorm), within q's conversation and excluded
+// refs, best first. Each run of consecutive vectors searched (up to dotRun)
+// is one vec.Dots call.
 func searchSet(set *vecSet, q memory.ItemQuery, qnorm float64) []ranking.Scored {
 	excluded := refSet(q.ExcludeRefs)
 	dims := len(q.Embedding)

@@ -28,14 +28,12 @@ type WindowSource interface {
 	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
 }
 
-// Windows keeps the turns around recalled messages in memory, per user, as
-// of the user's Revisions.Messages count (moved by every update and delete
-// of one of their messages, by any process; an insert need not move it: a
-// new message takes a seq above every stored one of its conversation, so
-// it cannot join a closed window), and reads them again from its
-// WindowSource when the count has moved: a warm conversation's recall
-// finds mostly the same turns request after request. Only closed windows
-// are kept (no new message can join them). It is safe for concurrent use.
+// Windows keeps the turns around recalled messages in memory, per user,
+// under the user's Revisions.Messages (moved by every update and delete of
+// one of their messages): a warm conversation's recall finds mostly the
+// same turns request after request. Only closed windows are kept: a new
+// message takes a seq above every stored one, so none can join them. It
+// is safe for concurrent use.
 type Windows struct {
 	src   WindowSource
 	cache *cache.Cache[windowKey, []memory.Message]
@@ -73,19 +71,15 @@ func windowSize(k windowKey, w []memory.Message) int {
 
 // Around returns the live messages within radius turns of each message
 // refs names (the message itself included, when live), of the user's
-// conversations, each message once, ordered by conversation and Seq, as
-// WindowSource.ReadWindows reads them. Unknown refs, and refs of other
-// users or tenants, add nothing; radius < 0 finds nothing. The messages
-// are the cache's own, shared with every other caller, to read and never
-// to write into: copying the ~200 turns around a recall's hits was most of
-// its cost.
+// conversations, each once, ordered by conversation and Seq. Unknown refs,
+// and other users', add nothing; radius < 0 finds nothing. The messages
+// are the cache's own, never to be written into: copying the ~200 turns
+// around a recall's hits was most of its cost.
 func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
-	// rev was read before the turns: turns read after it can only be
-	// newer than it says.
-	changed := rev.Messages
+	changed := rev.Messages // read before the turns
 	// A ref asked twice is looked up twice: cheaper than a set of the keys
 	// when, as in recall, few refs repeat; mergeWindows drops the repeats.
 	wins := make([][]memory.Message, len(refs))
@@ -122,13 +116,11 @@ func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user 
 	return mergeWindows(wins), nil
 }
 
-// mergeWindows returns the windows' turns ordered by conversation and seq,
-// each once: windows overlap where hits are near each other, and a window
-// may be given twice. Each window being ordered by seq, the windows are
-// ordered by their first turn and appended in turn, a turn at or below
-// the last one appended being one appended already; should one not be
-// (windows that disagree, or a window out of order), the turns are sorted
-// one by one instead (sortWindows).
+// mergeWindows returns the windows' turns (overlapping, maybe repeated)
+// ordered by conversation and seq, each once: the windows, each ordered by
+// seq, are ordered by their first turn and appended in turn, skipping
+// turns appended already; windows that disagree or are out of order are
+// sorted turn by turn instead (sortWindows).
 func mergeWindows(wins [][]memory.Message) []*memory.Message {
 	n := 0
 	ordered := make([][]memory.Message, 0, len(wins))

@@ -1,18 +1,14 @@
 // Package cache is memgate's one cache mechanism: values read from a store
 // (a user's items, vectors and text index, the turns around recalled
-// messages, a conversation's newest turns, facts, summaries), and the
-// vectors of embedded texts (Embeddings), kept in memory, bounded in bytes,
-// least recently used evicted first, and counted in Prometheus metrics.
-// There is no second tier: each gateway process keeps its own.
+// messages, a conversation's newest turns, facts, summaries) and the
+// vectors of embedded texts (Embeddings), kept in memory by each process,
+// bounded in bytes, least recently used evicted first, with metrics.
 //
-// Freshness is the key's business, decided in one place: a caller puts in
-// the key the revision (generation) of what the value was read from, read
-// once per request before the value. A write moves the revision, so a value
-// read before it is never looked up again (it ages out of the bound), and a
-// value read after it can never be kept under the revision from before.
-// Nothing is validated, advanced or invalidated entry by entry. (An
-// embedding depends only on its model and text, so its key needs no
-// revision.)
+// Freshness is decided in the key: it holds the revision of what the value
+// was read from, read once per request before the value. A write moves the
+// revision, so a value read before it is never looked up again (it ages
+// out), and nothing is validated or invalidated entry by entry. (An
+// embedding depends only on its model and text: its key needs no revision.)
 package cache
 
 import (
@@ -76,8 +72,7 @@ func (c *Cache[K, V]) Collectors() []prometheus.Collector {
 // Max is c's bound, in bytes.
 func (c *Cache[K, V]) Max() int { return c.max }
 
-// Get returns key's value and whether c holds one, marking it most recently
-// used.
+// Get returns key's value and whether c holds one, marking it used.
 func (c *Cache[K, V]) Get(key K) (V, bool) {
 	c.mu.Lock()
 	e, ok := c.elems[key]
@@ -94,9 +89,9 @@ func (c *Cache[K, V]) Get(key K) (V, bool) {
 	return e.Value.(*entry[K, V]).val, true
 }
 
-// Put keeps v under key, replacing (and accounting again) any value held,
-// and evicts least recently used entries past the bound. A value larger
-// than the whole bound is not kept (and drops what key held).
+// Put keeps v under key, replacing any value held, and evicts least
+// recently used entries past the bound. A value larger than the whole
+// bound is not kept (and drops what key held).
 func (c *Cache[K, V]) Put(key K, v V) {
 	size := entryOverhead + c.sizeOf(key, v)
 	c.mu.Lock()
@@ -115,10 +110,8 @@ func (c *Cache[K, V]) Put(key K, v V) {
 	}
 }
 
-// Drop removes every entry whose key match reports: for a writer that erased
-// what they were read from, so that it does not stay in memory until
-// evicted (no later lookup would find it: the erasure moved the revision).
-// It visits every entry.
+// Drop removes every entry whose key match reports (visiting them all): for
+// an erasure, so that what it erased does not stay in memory until evicted.
 func (c *Cache[K, V]) Drop(match func(K) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -13,13 +13,11 @@ const DefaultEmbeddingBytes = 16 << 20
 
 // Embeddings keeps vectors in memory by the model and dimension that made
 // them and the hash of the text they embed (recall.ContentHash), so that
-// embedding the same text again — a repeated question, a redelivered
-// capture, a fact stated again — costs no provider call (it is
-// recall.Cached's EmbeddingCache). A vector depends only on the model and
-// the text, so one kept is never stale: no revision is needed. It holds no
-// text and no owner, so nothing in it can be listed by user; because no
-// entry says whose text it came from, an erasure empties it (Writes'
-// DeleteUser). It is safe for concurrent use.
+// embedding the same text again (a repeated question, a redelivered
+// capture, a fact stated again) costs no provider call: recall.Cached's
+// EmbeddingCache. A kept vector is never stale. It holds no text and no
+// owner, so an erasure empties it (Writes.DeleteUser). It is safe for
+// concurrent use.
 type Embeddings struct {
 	vecs *Cache[embeddingKey, []float32]
 }

@@ -12,6 +12,15 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// Revisions are a user's revision counters: what every entry of a cache is
+// keyed by.
+type Revisions = memory.Revisions
+
+// RevisionReader reads a user's Revisions, in one lookup.
+type RevisionReader interface {
+	ItemRevisions(ctx context.Context, tenant, user string) (Revisions, error)
+}
+
 // Reader is what Reads reads through: a store's SQL reads of a
 // conversation's newest turns, its latest summary and a user's facts.
 type Reader interface {
@@ -35,9 +44,8 @@ const (
 	DefaultKnowledgeBytes = 4 << 20
 )
 
-// tailKeep is how many of a conversation's newest messages a tail grows to
-// as saves append to it (at least: a Recent asking for more keeps what it
-// read).
+// tailKeep is how many newest messages a tail grows to as saves append to
+// it (a Recent asking for more keeps what it read).
 const tailKeep = 64
 
 // Reads keeps what a request reads of a store besides its searches in
@@ -45,9 +53,8 @@ const tailKeep = 64
 // a user's facts (under Revisions.Facts) and a conversation's latest
 // summary (under Revisions.Summaries). Each read takes the Revisions its
 // request read once, before any of its reads; nil reads through (a store
-// that keeps no counters, a lookup that failed). A write, by any process,
-// moves the count, so what was read before it is never looked up again and
-// ages out of the bound. It is safe for concurrent use.
+// that keeps no counters, a lookup that failed). It is safe for concurrent
+// use.
 type Reads struct {
 	src       Reader
 	tails     *Cache[convKey, tail]
@@ -73,10 +80,9 @@ type convKey struct {
 	Conv         string
 }
 
-// tail is a conversation's newest live messages, oldest first. Its
-// messages are never modified once held: a save appends to a new slice
-// header (append may share the backing array past the held length, which
-// no reader of the held tail looks at).
+// tail is a conversation's newest live messages, oldest first, never
+// modified once held (a save appends past the held length, which no reader
+// of the held tail looks at).
 type tail struct {
 	msgs []memory.Message
 	// all is set when msgs are all of the conversation's live messages.
@@ -84,7 +90,6 @@ type tail struct {
 }
 
 // heldSummary is a conversation's latest summary, or none (found false).
-// Its slices are never modified once held.
 type heldSummary struct {
 	sum   memory.Summary
 	found bool
@@ -170,18 +175,14 @@ func (r *Reads) Facts(ctx context.Context, rev *Revisions, tenant, user string, 
 }
 
 // Saved brings the tails held of the users whose exchanges were just
-// stored (exs, and results[i] exs[i]'s) to the counts the saves left, so
-// that a conversation's next Recent is answered from memory. A store
-// reports in each result the user's Revisions.Tail just before the
-// exchange's inserts (TailKnown). For a user whose exchanges superseded
-// nothing and whose counts follow each other (each exchange's count is
-// the one before plus what the one before inserted: nothing else changed
-// their messages in between), a tail held at the count before their first
-// exchange was the state just before it, and the stored messages appended
-// to it are the state at the count the last one left: kept under that
-// count, which no other state has (the count only grows). Otherwise
-// nothing is kept: the tails held, under older counts, are never looked up
-// again. A tail already held at the new count is left as it is.
+// stored (exs, results[i] exs[i]'s) to the counts the saves left, so that
+// a conversation's next Recent is answered from memory. Each result holds
+// the user's Revisions.Tail just before its inserts (TailKnown). When a
+// user's exchanges superseded nothing and their counts follow each other
+// (nothing else changed the user's messages in between), the tail held at
+// the count before the first one, with the stored messages appended, is
+// the state at the count the last one left, and is kept under it (the
+// count only grows). Otherwise nothing is kept.
 func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
 	for i, ex := range exs {
 		if results[i].Inserted == 0 || slices.ContainsFunc(exs[:i], func(o memory.Exchange) bool {
@@ -248,9 +249,7 @@ func appendStored(t tail, exs []memory.Exchange, results []memory.SaveResult, co
 	return tail{msgs: msgs, all: all}
 }
 
-// Forget drops everything held of the user: for an erasure, so that what
-// was read before it does not stay in memory until evicted (no later
-// lookup would find it: the erasure moved the counts).
+// Forget drops everything held of the user: for an erasure (see Drop).
 func (r *Reads) Forget(tenant, user string) {
 	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
 	r.tails.Drop(of)

@@ -14,11 +14,9 @@ type Writer interface {
 	DeleteUser(ctx context.Context, tenant, user string) error
 }
 
-// Writes are a Writer's saves and erasures, each brought to the caches
-// too: a save appends the turns it stored to the conversation's newest
-// turns held (Reads.Saved), an erasure drops what the Reads hold of the
-// user (Reads.Forget) and every embedding kept (Embeddings.Clear, which
-// names no owner), whether or not the store's delete failed.
+// Writes are a Writer's saves and erasures, brought to the caches too: a
+// save to the newest turns held (Reads.Saved), an erasure, failed or not,
+// to the Reads (Forget) and the Embeddings (Clear: no entry names its owner).
 type Writes struct {
 	w   Writer
 	r   *Reads
