@@ -10,11 +10,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// DeleteConversation removes a conversation with its messages, summaries,
-// dead letters and memory items, and the facts, pinned or not, current or
-// superseded, that only it stated (with their recall items), or returns
-// memory.ErrNotFound. A fact another conversation or the API also stated
-// stays (forgetConversationFacts).
+// DeleteConversation removes a conversation by the contract
+// (storetest.Store), and the facts that only it stated
+// (forgetConversationFacts).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// The user's lock, exclusively: the guarded writes of the
@@ -62,14 +60,10 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	return nil
 }
 
-// DeleteUser erases everything stored about a user in a tenant —
-// conversations, messages, summaries, facts, memory items — and records the
-// erasure time, so that SaveExchange drops captures of the user that happened
-// at or before it. It holds the user's advisory lock exclusively, so no
-// capture of the user commits halfway through. Erasing an unknown user is
-// not an error: it still records the time. Later writes guarded from
-// before it (memory.Fact.GuardSince) are refused, and a background VACUUM reclaims the
-// deleted rows (see erasure.go for what that does and does not guarantee).
+// DeleteUser erases a user by the erasure contract (storetest.RunErasure),
+// holding the user's advisory lock exclusively, so no capture of the user
+// commits halfway through; a background VACUUM then reclaims the deleted
+// rows (erasure.go says what that does and does not guarantee).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	now := time.Now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

@@ -42,17 +42,10 @@ func nullString(s string) *string {
 	return &s
 }
 
-// UpsertFact records a statement about a user, per (tenant, user, type,
-// normalised key), by the contract (storetest.Knowledge; contract.ValidFact,
-// contract.SameFactValue): the same value restated, a different one
-// superseding the current fact, a pin sticky; then, with maxPerUser > 0,
-// the least valuable unpinned current facts beyond it other than this one
-// are deleted (fewest mentions, then least recently updated), and with
-// every fact that stops being current, its recall items. f.Key is stored
-// normalised. f.Conversation is recorded as a source of the fact
-// (forgetConversationFacts). It returns memory.ErrErased when its erasure
-// guard (GuardSince) refuses the write, or when it guards the write and f.Conversation
-// has since been deleted (erasure.go).
+// UpsertFact records a statement about a user by the contract
+// (storetest.Knowledge; contract.ValidFact), under the user's fact lock
+// (capFacts past maxPerUser); f.Key is stored normalised. f.Conversation
+// is recorded as a source of the fact (forgetConversationFacts).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "postgres.UpsertFact")()
 	f, err := contract.ValidFact(f, time.Now())

@@ -42,13 +42,8 @@ func vectorArg(v []float32) *pgvector.Vector {
 }
 
 // AddItems stores recallable items in one transaction by the contract
-// (storetest.Knowledge; contract.ValidItem): upserted by (tenant, user,
-// kind, ref, chunk); skipped when the user's erasure or a deleted
-// conversation refuses them under their GuardSince (erasure.go), or when a
-// message item's message was superseded. An existing item is left
-// untouched when nothing changed (no new row version, no HNSW insertion);
-// an update without a vector keeps the stored one when the text is
-// unchanged and clears it otherwise.
+// (storetest.Knowledge; contract.ItemChecks). An existing item is left
+// untouched when nothing changed (no new row version, no HNSW insertion).
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil

@@ -205,9 +205,8 @@ func unavailable(err error) error {
 }
 
 // SetCacheLimits replaces the Store's in-memory recall caches, before it
-// serves searches, with empty ones bounded by lim and turns bytes (see
-// itemindex.DefaultLimits and itemindex.DefaultWindowBytes, the sizes Open
-// gives them).
+// serves searches, with empty ones bounded by lim and turns bytes (Open
+// gives itemindex.DefaultLimits and DefaultWindowBytes).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
 	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s.pool}, turns), s.sqlSearches(), s)

@@ -63,10 +63,8 @@ func scanSummary(row pgx.Row, id memory.Identity, withModel bool) (memory.Summar
 }
 
 // SaveSummary stores a new summary version by the contract
-// (storetest.Knowledge; contract.ValidSummary): the next version, or
-// memory.ErrConflict also when a concurrent save of the same version
-// committed first; an existing conversation or memory.ErrNotFound;
-// memory.ErrErased when its erasure guard (GuardSince) refuses the write (erasure.go).
+// (storetest.Knowledge; contract.ValidSummary); of two concurrent saves of
+// one version, the second gets memory.ErrConflict.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	sum, err := contract.ValidSummary(sum, time.Now())
 	if err != nil {

@@ -12,9 +12,8 @@ import (
 )
 
 // RecordCandidate notes that the exchange exchangeID, stored in id (the
-// user's default conversation), would be continued by a full-history
-// request deriving conversation candidate (see memory.Exchange.Candidate),
-// so that Adopt can move it there.
+// user's default conversation), may move to conversation candidate (Adopt;
+// memory.Exchange.Candidate).
 func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO conversation_candidates

@@ -9,11 +9,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// DeleteConversation removes a conversation with its messages, exchange
-// records, summaries, dead letters and memory items (and their FTS rows),
-// and the facts, pinned or not, current or superseded, that only it stated
-// (with their recall items), or returns memory.ErrNotFound. A fact another
-// conversation or the API also stated stays (forgetConversationFacts).
+// DeleteConversation removes a conversation by the contract
+// (storetest.Store), exchange records and FTS rows included, and the facts
+// that only it stated (forgetConversationFacts).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
@@ -51,15 +49,10 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	return nil
 }
 
-// DeleteUser erases everything stored about a user in a tenant — memory
-// items (and their FTS rows), facts, summaries, messages, exchange records,
-// dead letters and conversations — and records the erasure time, so captures of that user
-// that happened before it and are still queued are dropped by SaveExchange. It
-// succeeds for a user with nothing stored, and never touches the same user id
-// in another tenant. Later writes about the user for data captured at or
-// before the erasure are refused (see erasure.go); the deleted text is
-// overwritten on disk (secure_delete) and the WAL is checkpointed and
-// truncated before it returns.
+// DeleteUser erases a user by the erasure contract (storetest.RunErasure),
+// exchange records and FTS rows included; the deleted text is overwritten
+// on disk (secure_delete) and the WAL is checkpointed and truncated before
+// it returns (erasure.go).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		for _, table := range []string{"memory_items", "fact_sources", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {

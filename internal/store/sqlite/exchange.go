@@ -13,13 +13,8 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// SaveExchange stores an exchange in one write transaction, by the store
-// contract (storetest.Store; contract.ValidExchange): Dropped after the
-// user's erasure, Duplicate when stored before (also in its candidate
-// conversation), the resent history aligned with the live tail
-// (memory.Align) and a replaced branch superseded with its recall items
-// deleted, the new messages appended with their own CreatedAt (ex.At when
-// zero; a zero ex.At means now).
+// SaveExchange stores an exchange as SaveExchanges stores a batch of one
+// (contract.PlanSave).
 func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	res, err := s.SaveExchanges(ctx, []memory.Exchange{ex})
 	if err != nil {
@@ -29,11 +24,9 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 }
 
 // SaveExchanges stores exchanges in one write transaction (a group
-// commit), each by the store contract, in the order given: the one save
-// path, SaveExchange's too. results[i] is exs[i]'s. It is all or nothing:
-// on any error nothing is stored, and a caller that wants the others stored
-// saves them one by one. An invalid exchange fails the batch with
-// memory.ErrInvalid before anything is written.
+// commit), each by the store contract (storetest.Store), in the order
+// given; results[i] is exs[i]'s. It is all or nothing: on any error nothing
+// is stored, and the caller saves them one by one.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
 	for _, ex := range exs {

@@ -17,17 +17,10 @@ import (
 const factColumns = `id, tenant, user_id, COALESCE(conversation, ''), type, key, value, confidence,
 	mentions, pinned, created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
-// UpsertFact records a statement about a user in one write transaction,
-// per (tenant, user, type, normalised key), by the contract
-// (storetest.Knowledge; contract.ValidFact, contract.SameFactValue): the
-// same value restated, a different one superseding the current fact, a pin
-// sticky; then, with maxPerUser > 0, the least valuable unpinned current
-// facts beyond it other than this one are deleted (expired first, then
-// fewest mentions, then least recently updated), and with every fact that
-// stops being current, its recall items. f.Conversation is recorded as a
-// source of the fact (forgetConversationFacts). It returns
-// memory.ErrErased when its erasure guard (GuardSince) refuses the write, or when it
-// guards the write and f.Conversation has since been deleted (erasure.go).
+// UpsertFact records a statement about a user in one write transaction by
+// the contract (storetest.Knowledge; contract.ValidFact): past maxPerUser
+// the expired facts go first (evictFacts). f.Conversation is recorded as a
+// source of the fact (forgetConversationFacts).
 func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.UpsertFact")()
 	now := time.Now()

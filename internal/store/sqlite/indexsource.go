@@ -18,10 +18,9 @@ type indexSource struct{ s *Store }
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none): the counters the triggers of migrations 0005, 0012, 0021 and 0023 move
-// on every write of memory_items, of 0013 and 0014 on every write of
-// messages, and of 0015 on every write of facts and summaries, by any
-// connection of any process.
+// none), whose counters triggers move on every write of memory_items
+// (migrations 0005, 0012, 0021, 0023), messages (0013, 0014), facts and
+// summaries (0015).
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
 	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed, messages_added,

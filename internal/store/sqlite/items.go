@@ -21,14 +21,10 @@ const itemColumns = `memory_items.id, memory_items.tenant, memory_items.user_id,
 	COALESCE(memory_items.said_at, memory_items.created_at)`
 
 // AddItems stores recallable items by the contract (storetest.Knowledge;
-// contract.ValidItem): upserted by (tenant, user, kind, ref, chunk), an
-// existing item keeping its ID and CreatedAt; skipped when the user's
-// erasure or a deleted conversation refuses them under
-// their GuardSince (erasure.go), or when a message item's message was superseded. It writes
-// in one transaction, or for work derived from captured exchanges
-// (items with a GuardSince: enrichment) in transactions of at most backgroundItems items, so a save
-// waiting for the single writer waits behind one of them, not behind a
-// whole enrichment round (the upserts are idempotent).
+// contract.ItemChecks) in one transaction or, for enrichment's (items with
+// a GuardSince), in background transactions of at most backgroundItems
+// items, so a save waiting for the single writer waits behind one of them,
+// not behind a whole enrichment round (the upserts are idempotent).
 func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
@@ -110,8 +106,7 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 
 // ItemsToEmbed returns up to limit items, of every tenant, with ID > afterID
 // whose vector is missing or was made by another model or dimension, in ID
-// order, for a resumable reindex: pass the last ID returned as the next
-// afterID.
+// order, for a resumable reindex.
 func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
 	if limit <= 0 {
 		return []memory.Item{}, nil

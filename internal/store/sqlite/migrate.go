@@ -10,12 +10,10 @@ import (
 	sqlitemigrations "github.com/memgate/memgate/migrations/sqlite"
 )
 
-// Migrate applies the embedded migrations that schema_migrations does not
-// record yet, in version order (contract.Migrate), each in its own write
-// transaction together with its record. Write transactions begin
-// IMMEDIATE, so processes migrating the same file at once are serialized
-// and each migration is applied once. Open calls Migrate; calling it again
-// is a no-op unless the binary carries newer migrations.
+// Migrate applies the embedded migrations not applied yet
+// (contract.Migrate), each in its own write transaction with its record:
+// IMMEDIATE, so processes migrating the same file at once apply each once.
+// Open calls it.
 func (s *Store) Migrate(ctx context.Context) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -219,9 +219,8 @@ func nanos(t time.Time) int64 { return t.UnixNano() }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // SetCacheLimits replaces the Store's in-memory recall caches, before it
-// serves requests, with empty ones bounded by lim and turns bytes for the
-// turns around recalled messages (see itemindex.DefaultLimits and
-// itemindex.DefaultWindowBytes, the sizes Open gives them).
+// serves requests, with empty ones bounded by lim and turns bytes (Open
+// gives itemindex.DefaultLimits and DefaultWindowBytes).
 func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s}, turns),

@@ -66,10 +66,7 @@ func scanSummary(r rowScanner, id memory.Identity, withModel bool) (memory.Summa
 }
 
 // SaveSummary stores a new summary version in one write transaction, by
-// the contract (storetest.Knowledge; contract.ValidSummary): the next
-// version or memory.ErrConflict, an existing conversation or
-// memory.ErrNotFound, memory.ErrErased when its erasure guard (GuardSince) refuses the
-// write (erasure.go). A zero CreatedAt means now.
+// the contract (storetest.Knowledge; contract.ValidSummary).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
 	sum, err := contract.ValidSummary(sum, time.Now())

@@ -84,7 +84,9 @@ type Knowledge interface {
 	// history) and becomes current. Pinned is sticky (once pinned stays
 	// pinned). When the user then has more than maxPerUser current facts, the
 	// least valuable unpinned ones (fewest mentions, then oldest) are deleted.
-	// It returns the current fact after the upsert.
+	// It returns the current fact after the upsert, or memory.ErrErased when
+	// its erasure guard refuses it (RunErasure). Recall items of a fact that
+	// stops being current are deleted.
 	UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error)
 	// Facts returns the user's current facts (not superseded, not expired at
 	// now), most recently updated first; with history, superseded and expired
@@ -95,6 +97,8 @@ type Knowledge interface {
 
 	// AddItems stores recallable items; an item whose (tenant, user, kind,
 	// ref, chunk) exists already is updated (text, embedding), never duplicated.
+	// Items the erasure guard refuses, and message items of messages no longer
+	// live, are skipped (contract.ItemChecks).
 	AddItems(ctx context.Context, items []memory.Item) error
 	// SearchVector ranks the user's items embedded with q.Model/q.Dims by
 	// cosine similarity to q.Embedding (Score = similarity), best first.
