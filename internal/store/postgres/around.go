@@ -10,20 +10,13 @@ import (
 	"github.com/memgate/memgate/internal/store/search"
 )
 
-// The Store's itemindex.Windows (MessagesAround) reads its indexSource:
-// the revisions and the turns. The windows are kept as of the user's
-// messages_changed count, which every update and delete of their messages
-// moves at commit, by any process (migration 0011): a hit costs the one
-// primary key lookup of the count. One source for both, so a request's
-// memory.Memo holds one read of the revisions for the searches and for the
-// turns around their hits (a memo's key is the source).
+// The Store's itemindex.Windows (MessagesAround) reads the turns from its
+// indexSource, kept under the user's messages_changed (migration 0011).
 var _ itemindex.WindowSource = indexSource{}
 
-// ReadWindows reads the turns within radius of each of refs: the windows of
-// the refs that name a stored message, and which of them are closed (their
-// last seq is stored, live or not, so no message can join them without an
-// update, which moves messages_changed). Superseded turns are read too,
-// and then left out, so a window ending on one counts as closed.
+// ReadWindows reads the turns within radius of each of refs
+// (itemindex.WindowSource). Superseded turns are read too, and then left
+// out, so a window ending on one counts as closed.
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	convs, keys := make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {

@@ -155,14 +155,11 @@ func (v *vacuumer) stop() {
 	v.wg.Wait()
 }
 
-// conversationDeleted reports whether a write about id is guarded (since
-// is not zero: see memory.Fact.GuardSince; the write derives from captured
-// exchanges) and id names a conversation that no longer exists: it was deleted after the
-// exchanges were captured, and what they derive (a fact, a recall item)
-// must not bring any of it back. The default conversation is exempt: Adopt
-// removes it when it moves its turns elsewhere. Call it after guard, whose
-// shared user lock DeleteConversation takes exclusively, so no deletion
-// commits between the check and the write.
+// conversationDeleted reports whether a guarded write about id (since not
+// zero) must be refused because id's conversation was deleted
+// (contract.GuardedConversations; the default conversation is exempt).
+// Call it after guard, whose shared user lock DeleteConversation takes
+// exclusively, so no deletion commits between the check and the write.
 func conversationDeleted(ctx context.Context, tx pgx.Tx, id memory.Identity, since time.Time) (bool, error) {
 	if since.IsZero() {
 		return false, nil

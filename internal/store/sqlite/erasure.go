@@ -95,13 +95,10 @@ func guard(ctx context.Context, q querier, tenant, user string, since time.Time)
 	return nil
 }
 
-// conversationDeleted reports whether a write about id is guarded (since
-// is not zero: see memory.Fact.GuardSince; the write derives from captured
-// exchanges) and id names a conversation that no longer exists: it was deleted after the
-// exchanges were captured, and what they derive (a fact, a recall item)
-// must not bring any of it back. The default conversation is exempt: Adopt
-// removes it when it moves its turns elsewhere. q must be the write
-// transaction.
+// conversationDeleted reports whether a guarded write about id (since not
+// zero) must be refused because id's conversation was deleted
+// (contract.GuardedConversations; the default conversation is exempt). q
+// must be the write transaction.
 func conversationDeleted(ctx context.Context, q querier, id memory.Identity, since time.Time) (bool, error) {
 	if id.Conversation == "" || id.Conversation == memory.DefaultConversation || since.IsZero() {
 		return false, nil
