@@ -16,21 +16,18 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// SaveExchanges stores exchanges in one transaction (a group commit: one
-// WAL flush for all of them), each by the store contract (storetest.Store);
-// results[i] is exs[i]'s. The exchanges of one conversation are stored in the order given;
-// different conversations are taken in key order, so concurrent batches lock
-// conversation rows in the same order and never deadlock. It is all or
+// SaveExchanges stores exchanges in one transaction (a group commit), each
+// by the store contract (storetest.Store); results[i] is exs[i]'s. One
+// conversation's exchanges are stored in the order given, conversations in
+// key order, so concurrent batches lock rows in one order. It is all or
 // nothing: on any error nothing is stored and the caller saves them one by
-// one to tell which one failed.
+// one.
 //
-// However many exchanges it holds, a batch costs two round trips to the
-// server: one pipeline begins the transaction, takes the users' locks, reads
-// their erasures, locks (creating them when new) the conversations and
-// reads the duplicates and, for exchanges that resent history, the live
-// tails to align it with; a second one writes every message in one
-// statement, moves the conversations' last_seq and commits. The alignment
-// runs here, on the tails as the earlier exchanges of the batch leave them.
+// A batch costs two round trips: one pipeline begins the transaction, takes
+// the users' locks, reads their erasures, locks (creating) the
+// conversations and reads the duplicates and the live tails to align
+// resent history with (contract.PlanSave, here); a second writes every
+// message in one statement, moves the conversations' last_seq and commits.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "postgres.SaveExchanges")()
 	for _, ex := range exs {

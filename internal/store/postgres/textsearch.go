@@ -21,22 +21,17 @@ const maxQueryBytes = 4096
 // arguments: Okapi BM25 (k1 = 1.2, b = 0.75) over the user's items, from
 // the statistics memory_item_stats, memory_term_df and memory_item_terms
 // hold (kept by triggers). A term's idf is ln((N - df + 0.5) / (df + 0.5))
-// floored at 1e-6, as FTS5's: a term in half the user's items or more
-// weighs next to nothing, and when it is also in more than
-// memory.CommonTermMinDF items it is left out of the query (neither selects
-// nor scores items, so its long posting list is never read) unless every
-// term of the query is such a term. The
-// query's terms are the lexemes of its text in the 'simple' configuration,
-// as the items' are, without stopwords unless nothing else is left; its
-// related terms (q.Related) add their idf times their weight, each once
-// with its highest weight, never when one of the query's own terms is the
-// same word, and never when in 1/memory.RelatedCommonDivisor of the items
-// (see memory.RelatedTerm). Ties
-// rank the lower id first. Every lookup is by index, per term and per hit
+// floored at 1e-6, as FTS5's; a term in half the items or more and in more
+// than memory.CommonTermMinDF is left out (its long posting list never
+// read) unless every term of the query is such a term. The query's terms
+// are its lexemes in the 'simple' configuration, as the items', without
+// stopwords unless nothing else is left; related terms (q.Related) add
+// their idf times their highest weight, never for one of the query's own
+// words nor when in 1/memory.RelatedCommonDivisor of the items. Ties rank
+// the lower id first. Every lookup is by index, per term and per hit
 // (LATERAL subqueries fenced with OFFSET 0, the item's ordered by its
-// primary key so that key is the index used): as plain joins, a planner
-// misled by stale statistics (tables filled since their last ANALYZE, as a
-// new deployment's are) scanned all of the user's items for every hit.
+// primary key): as plain joins, a planner misled by stale statistics (a
+// new deployment's) scanned all of the user's items for every hit.
 func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	if stop == nil {
 		stop = []string{} // NULL would match no lexeme

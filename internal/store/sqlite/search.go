@@ -53,20 +53,14 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 }
 
 // searchTextWindow ranks SearchText's items for a user too large to index
-// in memory (search.SQLSearches.RankText). FTS5 finds the newest
-// textWindow matching items (walking its index newest first, without
-// ranking), and they are ranked here by Okapi BM25
-// (k1 = 1.2, b = 0.75, as FTS5's bm25) over the user's items: the corpus
-// size is their count, a term's document frequency its count among the
-// candidates (exact unless the window is full), so passages sharing more
-// and rarer words, more often, rank higher. Related terms (q.Related) add
-// to the scores of the candidates but do not select them: ORed into the
-// match, hundreds of them would fill the window with passages that share
-// none of the query's own words. FTS5's own bm25() counts every match of every term of the
-// user's history first, which grew linearly with it (10k items: ~5 ms per
-// search); this costs the same at any history size. An older passage
-// beyond the window is still found by SearchVector, which covers the
-// whole history.
+// in memory (search.SQLSearches.RankText): FTS5 finds the newest textWindow
+// matching items (without ranking), ranked here by Okapi BM25
+// (ranking.TextRanker) over the user's items, a term's document frequency
+// counted among the candidates (exact unless the window is full). Related
+// terms (q.Related) score the candidates but do not select them (hundreds
+// of them would fill the window). FTS5's own bm25() grew linearly with the
+// history (10k items: ~5 ms per search); this does not. An older passage
+// beyond the window is still found by SearchVector.
 func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error) {
 	where, args, err := itemScope(q)
 	if err != nil {
