@@ -155,13 +155,6 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 		where = ` AND superseded_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
 		args = append(args, nanos(now))
 	}
-	return s.queryFacts(ctx, where, args...)
-}
-
-// queryFacts reads the facts of a user (args: tenant, user, then where's)
-// that where (a condition after "AND", or "") selects, most recently
-// updated first.
-func (s *Store) queryFacts(ctx context.Context, where string, args ...any) ([]memory.Fact, error) {
 	fs, err := queryAll(ctx, s.reads, scanFact, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = ? AND user_id = ?`+where+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
