@@ -191,10 +191,10 @@ func (pc *partCosts) showAlso(text string) {
 }
 
 // blockShows reports whether a rendered block's text shows the recalled
-// item it: its text, quoted as a block quotes it.
+// item it: its text, quoted as a block quotes it (quoteLines).
 func blockShows(text string, it memory.Item) bool {
 	t := strings.TrimSpace(it.Text)
-	return text != "" && t != "" && strings.Contains(text, quoteText(t))
+	return text != "" && t != "" && strings.Contains(text, quoteLines(t))
 }
 
 // passagesBlock renders the passages of sel alone (not its facts or

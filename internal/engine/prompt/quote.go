@@ -88,10 +88,24 @@ func opensTag(rest string) bool {
 	return true
 }
 
-// quoteFact returns f with its key and value quoted (quoteText), as the
+// continuationIndent is what each line of stored text after its first
+// starts with in the block (memory.IndentBreaks): deeper than the lines
+// memgate itself starts — headings, "[date]" lines, "- " bullets, a
+// passage's "role:" lines (which recall indents under the bullet) — so
+// stored text with line breaks cannot forge any of them.
+const continuationIndent = "  "
+
+// quoteLines returns s quoted (quoteText) with its line breaks indented
+// (continuationIndent): how the block shows a fact's key or value, a
+// summary or a recalled passage.
+func quoteLines(s string) string {
+	return memory.IndentBreaks(quoteText(s), continuationIndent)
+}
+
+// quoteFact returns f with its key and value quoted (quoteLines), as the
 // block shows it.
 func quoteFact(f memory.Fact) memory.Fact {
-	f.Key, f.Value = quoteText(f.Key), quoteText(f.Value)
+	f.Key, f.Value = quoteLines(f.Key), quoteLines(f.Value)
 	return f
 }
 
@@ -101,7 +115,9 @@ func quoteFact(f memory.Fact) memory.Fact {
 // summary are not changed: quoted copies replace them where needed.
 func quoted(ld loaded) loaded {
 	if ld.summary != nil {
-		if q := quoteText(ld.summary.Text); q != ld.summary.Text {
+		// The summary is indented whole: its first line is stored text
+		// too, and starts a line of the block.
+		if q := continuationIndent + quoteLines(ld.summary.Text); q != ld.summary.Text {
 			s := *ld.summary
 			s.Text = q
 			ld.summary = &s

@@ -137,7 +137,7 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 		pc.lines.Grow(n)
 	}
 	b := &pc.lines
-	conv := quoteText(it.Conversation)
+	conv := quoteLines(it.Conversation)
 	start := b.Len()
 	here := it.Conversation == pc.conv
 	at := passageTime(it)
@@ -152,7 +152,7 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	b.WriteString("]\n")
 	lineStart := b.Len()
 	b.WriteString("- ")
-	text := quoteText(it.Text) // stored text is data: it cannot end the block
+	text := quoteLines(it.Text) // stored text is data: it cannot end the block, or forge its layout
 	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()

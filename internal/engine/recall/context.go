@@ -134,7 +134,10 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 				}
 				b.WriteString(msgs[j].Role)
 				b.WriteString(": ")
-				b.WriteString(t.text)
+				// A turn's own line breaks are indented, so only this
+				// loop starts a line with a role (a message cannot
+				// forge another turn, or the block's layout).
+				b.WriteString(memory.IndentBreaks(t.text, turnIndent))
 				if t.clipped {
 					b.WriteString(ellipsis)
 				}
@@ -171,6 +174,10 @@ func beforeHit(run []turn, j, lastHit int) bool {
 	}
 	return false
 }
+
+// turnIndent starts each line of a passage's turn after its first (see
+// memory.IndentBreaks).
+const turnIndent = "  "
 
 // maxTurnGap is the longest pause between two consecutive turns of a
 // conversation for one to be shown around the other: past it the talk has
