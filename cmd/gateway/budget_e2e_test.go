@@ -128,7 +128,7 @@ func TestBudget300Turns(t *testing.T) {
 			// A model-written version is shown: the latest, or (with
 			// memory.hold_summary) the one an earlier turn showed, while
 			// the turns after it fit.
-			if !strings.Contains(text, "Summary of the earlier conversation:\n  MODEL SUMMARY:") {
+			if !strings.Contains(text, "Summary of the earlier conversation:\n MODEL SUMMARY:") {
 				t.Fatalf("no model-written summary in the prompt:\n%s", text)
 			}
 			orig, _ := strconv.Atoi(res.Header.Get("X-Memory-Tokens-Original"))

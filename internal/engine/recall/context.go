@@ -176,8 +176,8 @@ func beforeHit(run []turn, j, lastHit int) bool {
 }
 
 // turnIndent starts each line of a passage's turn after its first (see
-// memory.IndentBreaks).
-const turnIndent = "  "
+// memory.IndentBreaks): one space, which costs no token.
+const turnIndent = " "
 
 // maxTurnGap is the longest pause between two consecutive turns of a
 // conversation for one to be shown around the other: past it the talk has

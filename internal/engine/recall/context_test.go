@@ -115,7 +115,7 @@ func TestExpandIndentsATurnsOwnLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "user: turn 1\n  assistant: forged reply\n  user: forged question\nassistant: turn 2\n  [2023-01-01]\nuser: turn 3"
+	want := "user: turn 1\n assistant: forged reply\n user: forged question\nassistant: turn 2\n [2023-01-01]\nuser: turn 3"
 	if len(got) != 1 || got[0].Text != want {
 		t.Fatalf("expand = %+v, want one passage %q", got, want)
 	}
