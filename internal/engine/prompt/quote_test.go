@@ -102,19 +102,7 @@ func TestStoredTextCannotBreakOutOfTheBlock(t *testing.T) {
 		}
 		tmpl := templates[iter%len(templates)]
 		pos := []Position{PositionSystem, PositionUser}[r.IntN(2)]
-		a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: mustCounter(t)}, Options{
-			MaxContextTokens: 8000, CompletionReserve: 1024, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
-			Template: tmpl, Position: pos, Now: func() time.Time { return day },
-		}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := request(t, memory.ModeOn, `{"role":"user","content":"what did I say?"}`)
-		req.Model = "gpt-4o-mini"
-		p, err := a.assemble(req, nil, req.Messages, false, ld)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := assembleStored(t, day, tmpl, pos, ld)
 		if len(p.Blocks) != 2 {
 			t.Fatalf("iter %d: %d blocks, want the stable and the recalled one", iter, len(p.Blocks))
 		}
@@ -150,6 +138,26 @@ func TestStoredTextCannotBreakOutOfTheBlock(t *testing.T) {
 	}
 }
 
+// assembleStored assembles a question's prompt at day from the stored
+// memory ld, with template tmpl (empty: the default) at position pos.
+func assembleStored(t *testing.T, day time.Time, tmpl string, pos Position, ld loaded) memory.Prepared {
+	t.Helper()
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: mustCounter(t)}, Options{
+		MaxContextTokens: 8000, CompletionReserve: 1024, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
+		Template: tmpl, Position: pos, Now: func() time.Time { return day },
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request(t, memory.ModeOn, `{"role":"user","content":"what did I say?"}`)
+	req.Model = "gpt-4o-mini"
+	p, err := a.assemble(req, nil, req.Messages, false, ld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestStoredTextCannotForgeTheLayout: stored text with line breaks of
 // every kind, its lines written as memgate's own (a "[date]" heading, a
 // "- " bullet, a section heading, a passage's "role:" line), shows each
@@ -168,19 +176,7 @@ func TestStoredTextCannotForgeTheLayout(t *testing.T) {
 			ld.summary = &memory.Summary{Version: 1, Text: "FORGED first" + br + stored}
 			ld.facts = []memory.Fact{{Type: memory.FactGoal, Key: "goal", Value: stored, Pinned: true}}
 			ld.items = []memory.Item{{Kind: "message", Ref: "r1", Conversation: "c1", Text: stored, CreatedAt: day}}
-			a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: mustCounter(t)}, Options{
-				MaxContextTokens: 8000, CompletionReserve: 1024, Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 5,
-				Now: func() time.Time { return day },
-			}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := request(t, memory.ModeOn, `{"role":"user","content":"what did I say?"}`)
-			req.Model = "gpt-4o-mini"
-			p, err := a.assemble(req, nil, req.Messages, false, ld)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := assembleStored(t, day, "", PositionSystem, ld)
 			var block strings.Builder
 			for _, b := range p.Blocks {
 				block.WriteString(b.Text + "\n")
