@@ -21,10 +21,7 @@ func NewEmbedder(m *Model) *Embedder { return &Embedder{m: m} }
 // before it starts. It ignores by (the caller's deadline): recall.Bounded
 // decides whether a call waits.
 func (e *Embedder) Embed(ctx context.Context, texts []string, _ time.Time) ([][]float32, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("encoder: %w", err)
-	}
-	return e.m.Embed(texts), nil
+	return e.EmbedOn(ctx, texts, 1)
 }
 
 // EmbedOn is Embed with the call's products split over up to cores

@@ -88,6 +88,22 @@ func (e textEmbedder) Embed(_ context.Context, texts []string, _ time.Time) ([][
 func (textEmbedder) Model() string { return "fixed" }
 func (textEmbedder) Dims() int     { return 3 }
 
+// addTurns stores texts as user u's turns of conversation c, refs "a",
+// "b", … in order, each with its vector in emb.
+func addTurns(t *testing.T, st interface {
+	AddItems(context.Context, []memory.Item) error
+}, emb textEmbedder, texts ...string) {
+	t.Helper()
+	var items []memory.Item
+	for i, text := range texts {
+		items = append(items, memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage,
+			Ref: string(rune('a' + i)), Text: text, Embedding: emb[text], Model: emb.Model(), Dims: emb.Dims()})
+	}
+	if err := st.AddItems(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSearchFindsWhatTheBestHitsAreAbout: a turn that shares no word with
 // the question and is no nearer to it than MinSimilarity is still found
 // when it is near the question's best hit (the second, feedback ranking),
@@ -101,14 +117,7 @@ func TestSearchFindsWhatTheBestHitsAreAbout(t *testing.T) {
 		"The clarinet, since I was ten.":  {0.05, 1, 0},
 		"We went to the beach on Sunday.": {0, 0, 1},
 	}
-	var items []memory.Item
-	for i, text := range []string{"Which instruments do you play?", "The clarinet, since I was ten.", "We went to the beach on Sunday."} {
-		items = append(items, memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage,
-			Ref: string(rune('a' + i)), Text: text, Embedding: emb[text], Model: "fixed", Dims: 3})
-	}
-	if err := st.AddItems(context.Background(), items); err != nil {
-		t.Fatal(err)
-	}
+	addTurns(t, st, emb, "Which instruments do you play?", "The clarinet, since I was ten.", "We went to the beach on Sunday.")
 	s := NewSearcher(st, emb, SearchOptions{TopK: 5, MinSimilarity: 0.2})
 	got, err := s.Search(context.Background(), SearchQuery{Tenant: "t", User: "u", Text: "What instruments does she play?"})
 	if err != nil {
@@ -168,14 +177,7 @@ func TestSearchWithoutFeedbackWhenItsSearchFails(t *testing.T) {
 		"The clarinet, since I was ten.":  {0.05, 1, 0},
 	}
 	st := &feedbackFailStore{fakeStore: newFakeStore()}
-	var items []memory.Item
-	for i, text := range []string{"Which instruments do you play?", "The clarinet, since I was ten."} {
-		items = append(items, memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: KindMessage,
-			Ref: string(rune('a' + i)), Text: text, Embedding: emb[text], Model: "fixed", Dims: 3})
-	}
-	if err := st.AddItems(context.Background(), items); err != nil {
-		t.Fatal(err)
-	}
+	addTurns(t, st, emb, "Which instruments do you play?", "The clarinet, since I was ten.")
 	s := NewSearcher(st, emb, SearchOptions{TopK: 5, MinSimilarity: 0.2})
 	got, err := s.Search(context.Background(), SearchQuery{Tenant: "t", User: "u", Text: "What instruments does she play?"})
 	if err != nil {
