@@ -111,7 +111,7 @@ func quoteFact(f memory.Fact) memory.Fact {
 	return f
 }
 
-// quoted returns ld with its summary and facts quoted (quoteText); the
+// quoted returns ld with its summary and facts quoted (quoteLines); the
 // recalled items are quoted as they become passages (partCosts.passage),
 // since recallFilter compares their text as stored. ld's slices and
 // summary are not changed: quoted copies replace them where needed.
@@ -119,11 +119,9 @@ func quoted(ld loaded) loaded {
 	if ld.summary != nil {
 		// The summary is indented whole: its first line is stored text
 		// too, and starts a line of the block.
-		if q := continuationIndent + quoteLines(ld.summary.Text); q != ld.summary.Text {
-			s := *ld.summary
-			s.Text = q
-			ld.summary = &s
-		}
+		s := *ld.summary
+		s.Text = continuationIndent + quoteLines(s.Text)
+		ld.summary = &s
 	}
 	for i, f := range ld.facts {
 		if q := quoteFact(f); q.Key != f.Key || q.Value != f.Value {
