@@ -24,7 +24,7 @@ var (
 	_ store                 = (*postgres.Store)(nil)
 	_ recall.Reembedder     = (*sqlite.Store)(nil)
 	_ recall.Reembedder     = (*postgres.Store)(nil)
-	_ recall.EmbeddingCache = (*cache.Embeddings)(nil)
+	_ recall.EmbeddingCache = (*cache.Cache[recall.EmbeddingKey, []float32])(nil)
 )
 
 // embeddingsUpstream answers /v1/embeddings with local-embedder vectors of

@@ -56,7 +56,7 @@ type store interface {
 var (
 	_ store                 = (*sqlite.Store)(nil)
 	_ store                 = (*postgres.Store)(nil)
-	_ recall.EmbeddingCache = (*cache.Embeddings)(nil)
+	_ recall.EmbeddingCache = (*cache.Cache[recall.EmbeddingKey, []float32])(nil)
 	_ record.Queue          = (*sqlite.Outbox)(nil)
 	_ record.Queue          = (*redis.Queue)(nil)
 	_ record.Queue          = (*record.MemoryQueue)(nil)
@@ -76,7 +76,7 @@ type backend struct {
 	store         store
 	queue, enrich record.Queue
 	durable       bool
-	embeddings    *cache.Embeddings
+	embeddings    *cache.Cache[recall.EmbeddingKey, []float32]
 	lease         record.Leaser // nil: every worker drains the capture queue
 	closers       []func() error
 }
@@ -96,7 +96,7 @@ func (b *backend) close() error {
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
 	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
-	emb := cache.NewEmbeddings(cache.DefaultEmbeddingBytes)
+	emb := recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes)
 	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
 		st, err := sqlite.Open(ctx, sc.SQLitePath, logger)
@@ -337,7 +337,7 @@ type cachedStore struct {
 
 // withReads returns st with the engine's cache of its reads, bounded as
 // memory.cache says; its erasures empty emb too (nil: none).
-func withReads(cfg config.Config, st store, emb *cache.Embeddings) cachedStore {
+func withReads(cfg config.Config, st store, emb cache.Clearer) cachedStore {
 	r := cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
 	return cachedStore{store: st, reads: r, writes: r.Through(st, emb)}
 }

@@ -64,7 +64,7 @@ func NewEmbedder(opts EmbedderOptions, cache recall.EmbeddingCache, logger *slog
 		logger.Warn("no embedding cache: every text is embedded by the provider")
 		return emb, cols, nil
 	}
-	return recall.NewCached(emb, cache, logger), cols, nil
+	return recall.NewCached(emb, cache), cols, nil
 }
 
 // RecallStore is what recall reads and writes in the memory store: its

@@ -1,7 +1,7 @@
 // Package cache is memgate's one cache mechanism: values read from a store
 // (a user's items, vectors and text index, the turns around recalled
-// messages, a conversation's newest turns, facts, summaries) and the
-// vectors of embedded texts (Embeddings), kept in memory by each process,
+// messages, a conversation's newest turns, facts, summaries), the vectors
+// of embedded texts (recall's) and token counts, kept in memory by each process,
 // bounded in bytes, least recently used evicted first, with metrics.
 //
 // Freshness is decided in the key: it holds the revision of what the value
@@ -121,6 +121,9 @@ func (c *Cache[K, V]) Drop(match func(K) bool) {
 		}
 	}
 }
+
+// Clear removes every entry.
+func (c *Cache[K, V]) Clear() { c.Drop(func(K) bool { return true }) }
 
 // remove forgets e; c.mu is held.
 func (c *Cache[K, V]) remove(e *list.Element) {

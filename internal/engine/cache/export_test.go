@@ -24,7 +24,3 @@ func HoldsSummary(r *Reads, id memory.Identity, rev int64) bool {
 	_, ok := r.summaries.Get(convKey{id.Tenant, id.User, rev, id.Conversation})
 	return ok
 }
-
-// EmbeddingUsage reports how many vectors e holds and the bytes it
-// accounts for them.
-func EmbeddingUsage(e *Embeddings) (entries, bytes int) { return e.vecs.Usage() }

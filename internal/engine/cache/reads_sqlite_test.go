@@ -677,3 +677,20 @@ func TestRecentUnderASmallBound(t *testing.T) {
 		}
 	}
 }
+
+// TestErasureEmptiesEmbeddings: the embeddings name no owner, so an
+// erasure through Writes empties them all (another user's too), whether
+// or not the store's delete succeeded.
+func TestErasureEmptiesEmbeddings(t *testing.T) {
+	st := openSQLite(t, "")
+	e := cache.New("embeddings", 1<<20, func(string, []float32) int { return 8 })
+	w := cache.NewReads(st, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes).Through(st, e)
+	e.Put("h1", []float32{1, 2})
+	e.Put("h2", []float32{3, 4})
+	if err := w.DeleteUser(context.Background(), "acme", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.Usage(); n != 0 {
+		t.Fatalf("after an erasure %d vectors are still in memory", n)
+	}
+}

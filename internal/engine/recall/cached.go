@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/memgate/memgate/internal/engine/cache"
 )
 
 // ErrEmbeddingLate reports that the vectors a caller waited for did not
@@ -21,19 +23,46 @@ var ErrEmbeddingLate = errors.New("embedding late")
 // request's deadline cuts short.
 const DefaultFlightTimeout = 30 * time.Second
 
+// DefaultEmbeddingBytes bounds an embedding cache (NewEmbeddingCache): 16
+// MiB, about 10,000 vectors of 384 dimensions.
+const DefaultEmbeddingBytes = 16 << 20
+
+// EmbeddingKey names a vector in an EmbeddingCache: the model and
+// dimension that made it and the ContentHash of its text. A kept vector
+// is never stale, and names no owner.
+type EmbeddingKey struct {
+	Model string
+	Dims  int
+	Hash  string
+}
+
+// EmbeddingCache keeps vectors by EmbeddingKey, in memory: the engine's
+// cache.Cache (NewEmbeddingCache). Its values are shared: Cached clones
+// what it puts and gets.
+type EmbeddingCache interface {
+	Get(key EmbeddingKey) ([]float32, bool)
+	Put(key EmbeddingKey, vec []float32)
+}
+
+// NewEmbeddingCache returns an empty embedding cache bounded at max bytes,
+// in the one cache mechanism (metrics as cache "embeddings"). It holds no
+// text and no owner, so an erasure empties it (cache.Writes).
+func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
+	return cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int { return len(k.Model) + len(k.Hash) + 4*len(v) })
+}
+
 // Cached is an Embedder that asks its cache first and embeds only the texts
-// the cache lacks. Concurrent requests for the same text share one call: a
-// text already being embedded is waited for, not embedded again. Calls run
-// under their own context (detached from the caller's, bounded by the flight
-// timeout), so a caller that stops waiting — its request ended, or its embed
-// deadline passed — neither cancels the call nor loses its result, which is
-// written to the cache. The cache is read under Cached's lock, so its reads
-// must be quick (memory: internal/engine/cache's Embeddings); a failing
-// cache is logged and bypassed, never fatal. It is safe for concurrent use.
+// the cache lacks, so that embedding the same text again (a repeated
+// question, a redelivered capture, a fact stated again) costs no provider
+// call. Concurrent requests for the same text share one call: a text
+// already being embedded is waited for, not embedded again. Calls run
+// under their own context (detached from the caller's, bounded by the
+// flight timeout), so a caller that stops waiting — its request ended, or
+// its embed deadline passed — neither cancels the call nor loses its
+// result, which is written to the cache. It is safe for concurrent use.
 type Cached struct {
 	inner   Embedder
 	cache   EmbeddingCache
-	logger  *slog.Logger
 	timeout time.Duration
 
 	// mu orders cache reads with flights: a flight leaves inflight only
@@ -45,17 +74,15 @@ type Cached struct {
 
 // flight is one text being embedded; done closes when vec or err is set.
 type flight struct {
+	hash string
 	done chan struct{}
 	vec  []float32
 	err  error
 }
 
-// NewCached returns inner behind cache. logger may be nil.
-func NewCached(inner Embedder, cache EmbeddingCache, logger *slog.Logger) *Cached {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	return &Cached{inner: inner, cache: cache, logger: logger, timeout: DefaultFlightTimeout, inflight: map[string]*flight{}}
+// NewCached returns inner behind cache.
+func NewCached(inner Embedder, cache EmbeddingCache) *Cached {
+	return &Cached{inner: inner, cache: cache, timeout: DefaultFlightTimeout, inflight: map[string]*flight{}}
 }
 
 // Model returns the inner embedder's model.
@@ -64,47 +91,33 @@ func (c *Cached) Model() string { return c.inner.Model() }
 // Dims returns the inner embedder's dimension.
 func (c *Cached) Dims() int { return c.inner.Dims() }
 
-// Embed returns one vector per text, from the cache where it has them; the
-// rest are embedded — each distinct text once, joining a call already
-// embedding it — and written back. It waits until ctx ends or, when by is
-// not zero, until by passes (then ErrEmbeddingLate). A call it starts
-// passes by on to the inner embedder.
+// Embed returns one vector per text, from the cache where it has them (a
+// value of another length than the model's is a miss); the rest are
+// embedded — each distinct text once, joining a call already embedding it
+// — and written back. It waits until ctx ends or, when by is not zero,
+// until by passes (then ErrEmbeddingLate). A call it starts passes by on
+// to the inner embedder.
 func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	model, dims := c.inner.Model(), c.inner.Dims()
-	hashes := make([]string, len(texts))
-	for i, t := range texts {
-		hashes[i] = ContentHash(model, t)
-	}
-	out := make([][]float32, len(texts))
-	waits := map[string]*flight{}
+	out, waits := make([][]float32, len(texts)), make([]*flight, len(texts))
 	var mineTexts []string
 	var mine []*flight
 	c.mu.Lock()
-	hit, err := c.cache.GetEmbeddings(ctx, model, dims, hashes)
-	if err != nil {
-		c.logger.Warn("embedding cache read failed; embedding without it", "error", err)
-	}
-	for i, h := range hashes {
-		if v, ok := hit[h]; ok && len(v) == dims {
-			out[i] = v
-			continue
-		}
-		if _, ok := waits[h]; ok {
+	for i, t := range texts {
+		h := ContentHash(model, t)
+		if v, ok := c.cache.Get(EmbeddingKey{model, dims, h}); ok && len(v) == dims {
+			out[i] = slices.Clone(v)
 			continue
 		}
 		f := c.inflight[h]
 		if f == nil {
-			f = &flight{done: make(chan struct{})}
+			f = &flight{hash: h, done: make(chan struct{})}
 			c.inflight[h] = f
-			mineTexts = append(mineTexts, texts[i])
-			mine = append(mine, f)
+			mineTexts, mine = append(mineTexts, t), append(mine, f)
 		}
-		waits[h] = f
+		waits[i] = f
 	}
 	c.mu.Unlock()
-	if len(waits) == 0 {
-		return out, nil
-	}
 	if len(mine) > 0 {
 		go c.fly(context.WithoutCancel(ctx), mineTexts, mine, by)
 	}
@@ -114,18 +127,17 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 		wctx, cancel = context.WithDeadline(ctx, by)
 		defer cancel()
 	}
-	for i, h := range hashes {
-		if out[i] != nil {
+	for i, f := range waits {
+		if f == nil {
 			continue
 		}
-		f := waits[h]
 		select {
 		case <-f.done:
 		case <-wctx.Done():
 			if ctx.Err() == nil {
-				return nil, fmt.Errorf("embed %d texts: %w", len(waits), ErrEmbeddingLate)
+				return nil, fmt.Errorf("embed %d texts: %w", len(texts), ErrEmbeddingLate)
 			}
-			return nil, fmt.Errorf("embed %d texts: %w", len(waits), context.Cause(ctx))
+			return nil, fmt.Errorf("embed %d texts: %w", len(texts), context.Cause(ctx))
 		}
 		if f.err != nil {
 			return nil, f.err
@@ -137,8 +149,8 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 
 // fly embeds texts for the flights fs (index for index) under a context of
 // its own, passing by (the deadline of the call that started it) to the
-// inner embedder, publishes the result, and writes the vectors to the
-// cache.
+// inner embedder, publishes the result, and writes the vectors of the
+// model's dimension to the cache.
 func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.Time) {
 	model, dims := c.inner.Model(), c.inner.Dims()
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -154,25 +166,16 @@ func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.
 	}
 	// The flights stay joinable (answering at once) until their vectors
 	// are in the cache, so no request in between embeds them again.
-	defer func() {
-		c.mu.Lock()
-		for _, t := range texts {
-			delete(c.inflight, ContentHash(model, t))
-		}
-		c.mu.Unlock()
-	}()
-	if err != nil {
-		return
-	}
-	put := make(map[string][]float32, len(vecs))
-	for j, v := range vecs {
-		if len(v) == dims { // the cache keeps only vectors of the model's dimension
-			put[ContentHash(model, texts[j])] = v
+	for _, f := range fs {
+		if err == nil && len(f.vec) == dims {
+			c.cache.Put(EmbeddingKey{model, dims, f.hash}, slices.Clone(f.vec))
 		}
 	}
-	if err := c.cache.PutEmbeddings(ctx, model, dims, put); err != nil {
-		c.logger.Warn("embedding cache write failed", "error", err)
+	c.mu.Lock()
+	for _, f := range fs {
+		delete(c.inflight, f.hash)
 	}
+	c.mu.Unlock()
 }
 
 // isLate reports whether err is ErrEmbeddingLate: the caller goes on

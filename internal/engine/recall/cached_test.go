@@ -61,13 +61,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func (c *memCache) has(model string, dims int, text string) bool {
-	got, _ := c.GetEmbeddings(context.Background(), model, dims, []string{ContentHash(model, text)})
-	return len(got) == 1
+	_, ok := c.Get(EmbeddingKey{model, dims, ContentHash(model, text)})
+	return ok
 }
 
 func TestCachedSharesConcurrentIdenticalCalls(t *testing.T) {
 	g := newGated()
-	c := NewCached(g, &memCache{}, nil)
+	c := NewCached(g, &memCache{})
 	const query = "what's the weather there?"
 	var wg sync.WaitGroup
 	results := make([][][]float32, 6)
@@ -98,7 +98,7 @@ func TestCachedSharesConcurrentIdenticalCalls(t *testing.T) {
 func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
 	g := newGated()
 	cache := &memCache{}
-	c := NewCached(g, cache, nil)
+	c := NewCached(g, cache)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -126,9 +126,9 @@ type slowWriteCache struct {
 	gate chan struct{}
 }
 
-func (c *slowWriteCache) PutEmbeddings(ctx context.Context, model string, dims int, vecs map[string][]float32) error {
+func (c *slowWriteCache) Put(k EmbeddingKey, v []float32) {
 	<-c.gate
-	return c.memCache.PutEmbeddings(ctx, model, dims, vecs)
+	c.memCache.Put(k, v)
 }
 
 // TestCachedFlightAnswersUntilItsVectorsAreCached: a text whose call has
@@ -138,7 +138,7 @@ func TestCachedFlightAnswersUntilItsVectorsAreCached(t *testing.T) {
 	g := newGated()
 	close(g.gate)
 	cache := &slowWriteCache{memCache: &memCache{}, gate: make(chan struct{})}
-	c := NewCached(g, cache, nil)
+	c := NewCached(g, cache)
 	const text = "my sister is called Ana"
 	for range 2 { // the second while the first call's vectors wait to be written
 		if _, err := c.Embed(context.Background(), []string{text}, time.Time{}); err != nil {
@@ -163,7 +163,7 @@ func TestCachedFlightAnswersUntilItsVectorsAreCached(t *testing.T) {
 func TestCachedEmbedDeadlineFailsLateWithoutCancelling(t *testing.T) {
 	g := newGated()
 	cache := &memCache{}
-	c := NewCached(g, cache, nil)
+	c := NewCached(g, cache)
 	ctx := context.Background()
 	_, err := c.Embed(ctx, []string{"and in Porto?"}, time.Now().Add(5*time.Millisecond))
 	if !errors.Is(err, ErrEmbeddingLate) {
@@ -189,7 +189,7 @@ func TestRecallFallsBackToFullTextWhenTheQueryEmbeddingIsLate(t *testing.T) {
 	st.facts = []memory.Fact{{Tenant: "t", User: "u", Type: memory.FactGoal, Key: "goal", Value: "visit temples", Pinned: true}}
 	g := newGated()
 	t.Cleanup(func() { close(g.gate) })
-	emb := NewCached(g, &memCache{}, nil)
+	emb := NewCached(g, &memCache{})
 	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{TopK: 5}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
 	got, err := r.Recall(context.Background(), memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: "what's the weather in Kyoto?",
 		EmbedBy: time.Now().Add(5 * time.Millisecond)})
@@ -218,8 +218,8 @@ func (w wrongDims) Embed(ctx context.Context, texts []string, by time.Time) ([][
 	return vecs, err
 }
 
-// TestCachedKeepsOnlyVectorsOfTheModelsDimension: the persistent layer is
-// SQL or Redis calls alone, so Cached decides what is a vector: one of
+// TestCachedKeepsOnlyVectorsOfTheModelsDimension: Cached decides what is a
+// vector: one of
 // another length (a corrupted value, another dimension) read from the
 // cache is a miss, embedded again; one of another length embedded is not
 // kept.
@@ -228,10 +228,8 @@ func TestCachedKeepsOnlyVectorsOfTheModelsDimension(t *testing.T) {
 	local := NewLocal(8)
 	t.Run("a short cached value is a miss", func(t *testing.T) {
 		cache := &memCache{}
-		if err := cache.PutEmbeddings(ctx, local.Model(), 8, map[string][]float32{ContentHash(local.Model(), "hi there"): {1, 2, 3}}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := NewCached(local, cache, nil).Embed(ctx, []string{"hi there"}, time.Time{})
+		cache.Put(EmbeddingKey{local.Model(), 8, ContentHash(local.Model(), "hi there")}, []float32{1, 2, 3})
+		got, err := NewCached(local, cache).Embed(ctx, []string{"hi there"}, time.Time{})
 		if err != nil || len(got) != 1 || len(got[0]) != 8 {
 			t.Fatalf("Embed = %v, %v; want the embedder's 8-dimensional vector", got, err)
 		}
@@ -240,7 +238,7 @@ func TestCachedKeepsOnlyVectorsOfTheModelsDimension(t *testing.T) {
 		cache := &memCache{}
 		// The write happens after the answer: wait until the flight is
 		// settled, then nothing may be cached.
-		c := NewCached(wrongDims{local}, cache, nil)
+		c := NewCached(wrongDims{local}, cache)
 		if _, err := c.Embed(ctx, []string{"another"}, time.Time{}); err != nil {
 			t.Fatal(err)
 		}

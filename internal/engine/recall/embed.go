@@ -104,15 +104,6 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string, _ time.Time) ([][]fl
 	return out, nil
 }
 
-// EmbeddingCache stores vectors by content hash (see ContentHash): the
-// engine's cache (internal/engine/cache's Embeddings).
-type EmbeddingCache interface {
-	// GetEmbeddings returns the cached vectors among hashes (missing ones are absent).
-	GetEmbeddings(ctx context.Context, model string, dims int, hashes []string) (map[string][]float32, error)
-	// PutEmbeddings stores vectors by hash.
-	PutEmbeddings(ctx context.Context, model string, dims int, vecs map[string][]float32) error
-}
-
 // ContentHash is the cache key of text embedded by model: the hex sha256 of
 // the model name, a NUL byte and the text.
 func ContentHash(model, text string) string {

@@ -3,7 +3,6 @@ package recall
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,39 +72,24 @@ func mustOpenAIEmbedder(t *testing.T, dims, batch int) (*OpenAI, *embeddingsServ
 
 // memCache is an in-memory EmbeddingCache.
 type memCache struct {
-	mu   sync.Mutex
-	m    map[string][]float32
-	fail error
+	mu sync.Mutex
+	m  map[EmbeddingKey][]float32
 }
 
-func (c *memCache) GetEmbeddings(_ context.Context, model string, dims int, hashes []string) (map[string][]float32, error) {
+func (c *memCache) Get(k EmbeddingKey) ([]float32, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.fail != nil {
-		return nil, c.fail
-	}
-	out := map[string][]float32{}
-	for _, h := range hashes {
-		if v, ok := c.m[fmt.Sprint(model, dims, h)]; ok {
-			out[h] = v
-		}
-	}
-	return out, nil
+	v, ok := c.m[k]
+	return v, ok
 }
 
-func (c *memCache) PutEmbeddings(_ context.Context, model string, dims int, vecs map[string][]float32) error {
+func (c *memCache) Put(k EmbeddingKey, v []float32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.fail != nil {
-		return c.fail
-	}
 	if c.m == nil {
-		c.m = map[string][]float32{}
+		c.m = map[EmbeddingKey][]float32{}
 	}
-	for h, v := range vecs {
-		c.m[fmt.Sprint(model, dims, h)] = v
-	}
-	return nil
+	c.m[k] = v
 }
 
 func TestOpenAIEmbedderBatches(t *testing.T) {
@@ -160,7 +144,7 @@ func TestOpenAIEmbedderRejectsWrongDimensions(t *testing.T) {
 func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
 	emb, fake := mustOpenAIEmbedder(t, 16, 2)
 	cache := &memCache{}
-	c := NewCached(emb, cache, nil)
+	c := NewCached(emb, cache)
 	ctx := context.Background()
 	first, err := c.Embed(ctx, []string{"I live in Lisbon", "I am vegetarian", "I live in Lisbon"}, time.Time{})
 	if err != nil {
@@ -184,18 +168,6 @@ func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
 	}
 	if got := fake.calls(); fmt.Sprint(got) != "[2 1]" {
 		t.Fatalf("batches = %v, want only the new text embedded", got)
-	}
-}
-
-func TestCachedEmbedderSurvivesCacheFailure(t *testing.T) {
-	emb, fake := mustOpenAIEmbedder(t, 16, 8)
-	c := NewCached(emb, &memCache{fail: errors.New("redis down")}, nil)
-	vecs, err := c.Embed(context.Background(), []string{"a b c", "d e f"}, time.Time{})
-	if err != nil || len(vecs) != 2 || len(vecs[1]) != 16 {
-		t.Fatalf("Embed = %d vectors, %v; want the embedder's answer", len(vecs), err)
-	}
-	if len(fake.calls()) != 1 {
-		t.Fatal("the embedder was not called")
 	}
 }
 
