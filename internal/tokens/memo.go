@@ -21,65 +21,39 @@ const (
 )
 
 // memo remembers token counts across calls, in the one cache mechanism
-// (cache.Cache: bounded in bytes, least recently used evicted first,
-// counted in the cache metrics as "tokens"). A count is a pure function
-// of the encoding and the text, so a remembered one is never stale. Counts
-// are kept by a 64-bit keyed hash of the text (a maphash seed, random per
-// process), its kind and encoding, and its length (two texts of one kind,
-// encoding and length colliding answer a wrong count, never a text: about
-// one chance in 10^10 over the memo's counts); no text is kept, so nothing
-// of a message — an erased user's included — can be read back from it: it
-// only answers what a text the caller already holds costs. It is safe for
-// concurrent use.
+// (cache.Cache, counted in the cache metrics as "tokens"). A count is a
+// pure function of the encoding and the text, so a remembered one is never
+// stale. Counts are kept by a 64-bit keyed hash of the text (a maphash
+// seed, random per process) with its length, kind and encoding (two texts
+// of one kind, encoding and length colliding answer a wrong count, never a
+// text: about one chance in 10^10 over the memo's counts); no text is
+// kept, so nothing of a message — an erased user's included — can be read
+// back from it. It is safe for concurrent use.
 type memo struct {
 	seed   maphash.Seed
 	counts *cache.Cache[memoKey, int]
 }
 
-// memoKey is a text's 64-bit hash and its length, kind and encoding.
-type memoKey [2]uint64
+// memoKey names a text: its hash, length, kind and encoding.
+type memoKey struct {
+	hash uint64
+	len  int
+	kind byte
+	enc  *encoding
+}
 
 func newMemo() *memo {
 	return &memo{seed: maphash.MakeSeed(),
 		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}
 }
 
-// key returns the key of a text (s, then b) of kind under the encoding
-// named enc: the text's hash, and its length with the kind and the
-// encoding in the top bytes, so texts of different kinds or encodings
-// never share a key. The hash is one maphash.String (or Bytes) call,
-// a third of the cost of streaming a short text through a maphash.Hash;
-// an encoding other than the two (tests) or a text in two parts (unused)
-// is streamed, the encoding's name included.
-func (m *memo) key(kind byte, enc, s string, b []byte) memoKey {
-	var h uint64
-	id := encodingID(enc)
-	switch {
-	case id != 0 && len(b) == 0:
-		h = maphash.String(m.seed, s)
-	case id != 0 && s == "":
-		h = maphash.Bytes(m.seed, b)
-	default:
-		var hs maphash.Hash
-		hs.SetSeed(m.seed)
-		hs.WriteString(enc)
-		hs.WriteByte(0)
-		hs.WriteString(s)
-		hs.Write(b)
-		h = hs.Sum64()
+// key returns the key of a text of kind under enc: s, or b when it is not
+// nil.
+func (m *memo) key(kind byte, enc *encoding, s string, b []byte) memoKey {
+	if b != nil {
+		return memoKey{maphash.Bytes(m.seed, b), len(b), kind, enc}
 	}
-	return memoKey{h, uint64(len(s)+len(b)) | uint64(kind)<<56 | id<<48}
-}
-
-// encodingID is a small number for each encoding's name, 0 for another.
-func encodingID(enc string) uint64 {
-	switch enc {
-	case O200kBase:
-		return 1
-	case CL100kBase:
-		return 2
-	}
-	return 0
+	return memoKey{maphash.String(m.seed, s), len(s), kind, enc}
 }
 
 // count returns k's remembered count, or remembers and returns what

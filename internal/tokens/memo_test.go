@@ -87,11 +87,11 @@ func memoStats(m *memo) (held, hits int) {
 // TestMemoBounded counts far more distinct texts than a memo holds: it
 // stays within its bound, answers right, and still holds the newest.
 func TestMemoBounded(t *testing.T) {
-	m := newMemo()
+	m, e := newMemo(), &encoding{name: "e"}
 	limit := memoBytes / memoCountBytes
 	for i := range 3 * limit {
 		s := fmt.Sprint("text ", i)
-		if got := m.count(m.key(kindText, "e", s, nil), func() int { return len(s) }); got != len(s) {
+		if got := m.count(m.key(kindText, e, s, nil), func() int { return len(s) }); got != len(s) {
 			t.Fatalf("text %d: %d, want %d", i, got, len(s))
 		}
 	}
@@ -103,7 +103,7 @@ func TestMemoBounded(t *testing.T) {
 		t.Fatalf("memo holds %d counts, want 1..%d", held, limit)
 	}
 	s := fmt.Sprint("text ", 3*limit-1)
-	if got := m.count(m.key(kindText, "e", s, nil), func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
+	if got := m.count(m.key(kindText, e, s, nil), func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
 		t.Fatalf("newest text: %d, want %d", got, len(s))
 	}
 }
@@ -133,20 +133,24 @@ func TestSystemMessageIsRawMessage(t *testing.T) {
 // by kind, encoding, length and text, whether the text comes as a string
 // or as bytes.
 func TestMemoKeysSeparate(t *testing.T) {
-	m := newMemo()
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.memo
 	text := strings.Repeat("a line of text\n", 10)
 	seen := map[memoKey]string{}
 	for _, kind := range []byte{kindText, kindMessage, kindSegment} {
-		for _, enc := range []string{O200kBase, CL100kBase, "other"} {
+		for _, enc := range []*encoding{c.o200k, c.cl100k, {name: "other"}} {
 			for _, s := range []string{text, text[:len(text)-1], "b" + text[1:]} {
 				k := m.key(kind, enc, s, nil)
 				if kb := m.key(kind, enc, "", []byte(s)); kb != k {
-					t.Errorf("%c %s: key of bytes %v, of the string %v", kind, enc, kb, k)
+					t.Errorf("%c %s: key of bytes %v, of the string %v", kind, enc.name, kb, k)
 				}
 				if k2 := m.key(kind, enc, s, nil); k2 != k {
-					t.Errorf("%c %s: key %v, then %v", kind, enc, k, k2)
+					t.Errorf("%c %s: key %v, then %v", kind, enc.name, k, k2)
 				}
-				name := fmt.Sprintf("%c %s %.20q", kind, enc, s)
+				name := fmt.Sprintf("%c %s %.20q", kind, enc.name, s)
 				if other, ok := seen[k]; ok {
 					t.Errorf("%s has the key of %s", name, other)
 				}

@@ -134,7 +134,7 @@ func (c *Counter) Text(model, s string) int {
 	if len(s) < memoMinBytes {
 		return e.count(s)
 	}
-	return c.memo.count(c.memo.key(kindText, e.name, s, nil), func() int { return c.segs.count(e, s) })
+	return c.memo.count(c.memo.key(kindText, e, s, nil), func() int { return c.segs.count(e, s) })
 }
 
 // ContextWindow returns model's context window in tokens: the configured or
