@@ -80,20 +80,17 @@ func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user 
 		return []*memory.Message{}, nil
 	}
 	changed := rev.Messages // read before the turns
-	// A ref asked twice is looked up twice: cheaper than a set of the keys
-	// when, as in recall, few refs repeat; mergeWindows drops the repeats.
-	wins := make([][]memory.Message, len(refs))
-	var missing map[WindowKey]bool
+	wins := make([][]memory.Message, 0, len(refs))
 	var unread []memory.MessageRef
-	for i, r := range refs {
-		k := WindowKey{Ref: r, Radius: radius}
-		if win, ok := w.cache.Get(windowKey{tenant, user, changed, k}); ok {
-			wins[i] = win
-		} else if !missing[k] {
-			if missing == nil {
-				missing = map[WindowKey]bool{}
-			}
-			missing[k] = true
+	asked := make(map[memory.MessageRef]bool, len(refs))
+	for _, r := range refs {
+		if asked[r] {
+			continue
+		}
+		asked[r] = true
+		if win, ok := w.cache.Get(windowKey{tenant, user, changed, WindowKey{Ref: r, Radius: radius}}); ok {
+			wins = append(wins, win)
+		} else {
 			unread = append(unread, r)
 		}
 	}
@@ -102,14 +99,10 @@ func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user 
 		if err != nil {
 			return nil, fmt.Errorf("messages around: %w", err)
 		}
-		for i, r := range refs {
-			if k := (WindowKey{Ref: r, Radius: radius}); missing[k] {
-				wins[i] = read[k]
-			}
-		}
-		for k, ok := range closed {
-			if ok && missing[k] {
-				w.cache.Put(windowKey{tenant, user, changed, k}, read[k])
+		for k, win := range read {
+			wins = append(wins, win)
+			if closed[k] {
+				w.cache.Put(windowKey{tenant, user, changed, k}, win)
 			}
 		}
 	}
@@ -117,51 +110,8 @@ func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user 
 }
 
 // mergeWindows returns the windows' turns (overlapping, maybe repeated)
-// ordered by conversation and seq, each once: the windows, each ordered by
-// seq, are ordered by their first turn and appended in turn, skipping
-// turns appended already; windows that disagree or are out of order are
-// sorted turn by turn instead (sortWindows).
+// ordered by conversation and seq, each once.
 func mergeWindows(wins [][]memory.Message) []*memory.Message {
-	n := 0
-	ordered := make([][]memory.Message, 0, len(wins))
-	for _, win := range wins {
-		if len(win) > 0 {
-			ordered = append(ordered, win)
-			n += len(win)
-		}
-	}
-	slices.SortFunc(ordered, func(a, b []memory.Message) int {
-		return cmp.Or(cmp.Compare(a[0].Conversation, b[0].Conversation), cmp.Compare(a[0].Seq, b[0].Seq))
-	})
-	out := make([]*memory.Message, 0, n)
-	from := 0 // out[from:] are the turns of the last window's conversation
-	for _, win := range ordered {
-		if len(out) > 0 && out[len(out)-1].Conversation != win[0].Conversation {
-			from = len(out)
-		}
-		conv := win[0].Conversation
-		for i := range win {
-			m := &win[i]
-			if m.Conversation != conv {
-				return sortWindows(wins)
-			}
-			if len(out) == from || m.Seq > out[len(out)-1].Seq {
-				out = append(out, m)
-				continue
-			}
-			if _, found := slices.BinarySearchFunc(out[from:], m.Seq, func(o *memory.Message, seq int64) int {
-				return cmp.Compare(o.Seq, seq)
-			}); !found {
-				return sortWindows(wins)
-			}
-		}
-	}
-	return out
-}
-
-// sortWindows is mergeWindows for any windows: their turns ordered by
-// conversation and seq, each once.
-func sortWindows(wins [][]memory.Message) []*memory.Message {
 	n := 0
 	for _, win := range wins {
 		n += len(win)

@@ -174,79 +174,46 @@ func (r *Reads) Facts(ctx context.Context, rev *Revisions, tenant, user string, 
 	return out, nil
 }
 
-// Saved brings the tails held of the users whose exchanges were just
-// stored (exs, results[i] exs[i]'s) to the counts the saves left, so that
-// a conversation's next Recent is answered from memory. Each result holds
-// the user's Revisions.Tail just before its inserts (TailKnown). When a
-// user's exchanges superseded nothing and their counts follow each other
-// (nothing else changed the user's messages in between), the tail held at
-// the count before the first one, with the stored messages appended, is
-// the state at the count the last one left, and is kept under it (the
-// count only grows). Otherwise nothing is kept.
+// Saved brings the tails held to the counts the saves left (exs,
+// results[i] exs[i]'s), so that a conversation's next Recent is answered
+// from memory. Each result holds the user's Revisions.Tail just before its
+// inserts (TailKnown: nothing else changed the user's messages in
+// between); for a save that superseded nothing, the tail held at that
+// count with the stored messages appended is the tail at the count it
+// left, and is kept under it (the count only grows). Otherwise nothing is
+// kept. A batch's saves of one conversation chain, each finding the tail
+// its predecessor kept.
 func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
 	for i, ex := range exs {
-		if results[i].Inserted == 0 || slices.ContainsFunc(exs[:i], func(o memory.Exchange) bool {
-			return o.Tenant == ex.Tenant && o.User == ex.User // the user was advanced with it
-		}) {
+		res := results[i]
+		if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
 			continue
 		}
-		mine := func(j int) bool {
-			return results[j].Inserted > 0 && exs[j].Tenant == ex.Tenant && exs[j].User == ex.User
-		}
-		next := results[i].TailBefore
-		appended := true
-		var convs []string
-		for j := i; j < len(exs); j++ {
-			if !mine(j) {
-				continue
-			}
-			if !results[j].TailKnown || results[j].Superseded > 0 || results[j].TailBefore != next {
-				appended = false
-				break
-			}
-			next = results[j].TailBefore + int64(results[j].Inserted)
-			if !slices.Contains(convs, exs[j].Conversation) {
-				convs = append(convs, exs[j].Conversation)
-			}
-		}
-		if !appended {
+		t, held := r.tails.Get(convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation})
+		to := convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}
+		if !held {
 			continue
 		}
-		for _, conv := range convs {
-			t, held := r.tails.Get(convKey{ex.Tenant, ex.User, results[i].TailBefore, conv})
-			to := convKey{ex.Tenant, ex.User, next, conv}
-			if !held {
-				continue
-			}
-			if _, done := r.tails.Get(to); done {
-				continue
-			}
-			r.tails.Put(to, appendStored(t, exs[i:], results[i:], conv, func(j int) bool { return mine(j + i) }))
+		if _, done := r.tails.Get(to); !done {
+			r.tails.Put(to, appendStored(t, res.Stored))
 		}
 	}
 }
 
-// appendStored returns t with the messages stored in conv by the exchanges
-// of exs that mine reports appended, the newest max(len(t.msgs), tailKeep)
-// kept. Messages t holds already are not appended again.
-func appendStored(t tail, exs []memory.Exchange, results []memory.SaveResult, conv string, mine func(int) bool) tail {
-	limit := max(len(t.msgs), tailKeep)
+// appendStored returns t with stored appended, the newest
+// max(len(t.msgs), tailKeep) kept. Messages t holds already (read after
+// the save committed) are not appended again.
+func appendStored(t tail, stored []memory.Message) tail {
 	msgs := t.msgs
-	for j := range exs {
-		if !mine(j) || exs[j].Conversation != conv {
-			continue
-		}
-		for _, m := range results[j].Stored {
-			if len(msgs) == 0 || m.Seq > msgs[len(msgs)-1].Seq {
-				msgs = append(msgs, m)
-			}
+	for _, m := range stored {
+		if len(msgs) == 0 || m.Seq > msgs[len(msgs)-1].Seq {
+			msgs = append(msgs, m)
 		}
 	}
-	all := t.all
-	if len(msgs) > limit {
-		msgs, all = msgs[len(msgs)-limit:], false
+	if limit := max(len(t.msgs), tailKeep); len(msgs) > limit {
+		return tail{msgs: msgs[len(msgs)-limit:]}
 	}
-	return tail{msgs: msgs, all: all}
+	return tail{msgs: msgs, all: t.all}
 }
 
 // Forget drops everything held of the user: for an erasure (see Drop).
