@@ -32,26 +32,17 @@ func (t *textIndex) addDoc(id int64, conv, ref string, text []byte) {
 }
 
 // withTextIndex runs fn on the user's index, current as of rev
-// (slots.current), holding the slot's mutex (fn's searches write the
-// index's scratch space). It returns ErrTooBig for a user too large to
-// index in memory.
+// (slots.with), holding the slot's mutex (fn's searches write the index's
+// scratch space). It returns ErrTooBig for a user too large to index in
+// memory.
 func (x *Index) withTextIndex(ctx context.Context, rev cache.Revisions, tenant, user string, fn func(t *textIndex)) error {
-	key := Key{Tenant: tenant, User: user}
-	sl := x.texts.slot(key)
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
 	// Read and extended under the slot's mutex only: in place.
-	t, err := x.texts.current(sl, key, rev, func(cur *textIndex) *textIndex {
+	return x.texts.with(Key{Tenant: tenant, User: user}, rev, func(cur *textIndex) *textIndex {
 		if cur == nil {
 			return &textIndex{}
 		}
 		return cur
-	}, func(t *textIndex) error { return x.loadTexts(ctx, tenant, user, t, x.texts.limit()) })
-	if err != nil {
-		return err
-	}
-	fn(t)
-	return nil
+	}, func(t *textIndex) error { return x.loadTexts(ctx, tenant, user, t, x.texts.limit()) }, fn)
 }
 
 // loadTexts indexes into t the user's items with ids above t.maxID; an

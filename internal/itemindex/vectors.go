@@ -20,14 +20,12 @@ type vecSet struct {
 	norms []float64 // Euclidean length per item (never 0)
 }
 
-// held are the items a cached value holds, as of the revisions it was
-// read at.
+// held are the items a cached value holds.
 type held struct {
-	added, changed int64 // Revisions when read
-	maxID          int64 // highest id read (0: none)
-	ids            []int64
-	convs          []string // conversation ("" for none) per item
-	refs           []string // source per item
+	maxID int64 // highest id read (0: none)
+	ids   []int64
+	convs []string // conversation ("" for none) per item
+	refs  []string // source per item
 }
 
 // size is roughly what s holds in memory, in bytes.
@@ -39,23 +37,18 @@ func (s *vecSet) size() int {
 	return n
 }
 
-// stamp returns the revisions s was read at.
-func (h *held) stamp() *held { return h }
-
-// userVectors returns key's vectors, current as of rev (slots.current).
-func (x *Index) userVectors(ctx context.Context, rev cache.Revisions, key Key) (*vecSet, error) {
-	sl := x.vectors.slot(key)
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
+// userVectors returns key's vectors, current as of rev (slots.with).
+func (x *Index) userVectors(ctx context.Context, rev cache.Revisions, key Key) (set *vecSet, err error) {
 	// Its searches read it outside the slot's mutex: a set is extended as a
 	// copy, appending past the held set's length (never read through it).
-	return x.vectors.current(sl, key, rev, func(cur *vecSet) *vecSet {
+	err = x.vectors.with(key, rev, func(cur *vecSet) *vecSet {
 		next := vecSet{}
 		if cur != nil {
 			next = *cur
 		}
 		return &next
-	}, func(set *vecSet) error { return x.loadVectors(ctx, key, set) })
+	}, func(set *vecSet) error { return x.loadVectors(ctx, key, set) }, func(s *vecSet) { set = s })
+	return set, err
 }
 
 // loadVectors appends to set key's rows with ids above set.maxID.
