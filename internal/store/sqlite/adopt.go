@@ -95,57 +95,37 @@ func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n in
 }
 
 func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error {
-	tx := a.tx
-	now := nanos(time.Now())
-	if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, to.Tenant, to.User, to.Conversation, now, now); err != nil {
-		return fmt.Errorf("create conversation: %w", err)
-	}
-	exchanges := map[string]bool{}
+	keys, exchanges := make([]string, len(run)), make([]string, len(run))
 	for i, m := range run {
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET conversation = ?, seq = ?
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
-			to.Conversation, i+1, from.Tenant, from.User, from.Conversation, m.Key); err != nil {
-			return fmt.Errorf("move message: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET conversation = ?
-			WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source = ?`,
-			to.Conversation, to.Tenant, to.User, m.Key); err != nil {
-			return fmt.Errorf("move items: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_candidates
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND first_key = ?`,
-			from.Tenant, from.User, from.Conversation, m.Key); err != nil {
-			return fmt.Errorf("drop candidate: %w", err)
-		}
-		exchanges[memory.ExchangeOf(m.Key)] = true
+		keys[i], exchanges[i] = m.Key, memory.ExchangeOf(m.Key)
 	}
-	for ex := range exchanges {
-		if _, err := tx.ExecContext(ctx, `UPDATE exchanges SET conversation = ?
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND id = ?`,
-			to.Conversation, from.Tenant, from.User, from.Conversation, ex); err != nil {
-			return fmt.Errorf("move exchange: %w", err)
-		}
-	}
-	last := nanos(run[len(run)-1].CreatedAt)
-	for _, c := range []struct {
-		conv  string
-		delta int
-	}{{from.Conversation, -len(run)}, {to.Conversation, len(run)}} {
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations
-			SET message_count = message_count + ?, updated_at = MAX(updated_at, ?)
-			WHERE tenant = ? AND user_id = ? AND id = ?`, c.delta, last, to.Tenant, to.User, c.conv); err != nil {
-			return fmt.Errorf("update conversation: %w", err)
+	// ?1 tenant, ?2 user, ?3 from, ?4 to, ?5 the keys in run's order, ?6
+	// their exchanges, ?7 now, ?8 len(run), ?9 the time of run's last.
+	for _, q := range []struct{ what, sql string }{
+		{"create conversation", `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+			VALUES (?1, ?2, ?4, ?7, ?7) ON CONFLICT DO NOTHING`},
+		{"move messages", `UPDATE messages SET conversation = ?4, seq = k.key + 1 FROM json_each(?5) AS k
+			WHERE messages.tenant = ?1 AND messages.user_id = ?2 AND messages.conversation = ?3 AND messages.key = k.value`},
+		{"move items", `UPDATE memory_items SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND kind = 'message' AND source IN (SELECT value FROM json_each(?5))`},
+		{"drop candidates", `DELETE FROM conversation_candidates
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND first_key IN (SELECT value FROM json_each(?5))`},
+		{"move exchanges", `UPDATE exchanges SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND id IN (SELECT value FROM json_each(?6))`},
+		{"update conversations", `UPDATE conversations
+			SET message_count = message_count + CASE id WHEN ?3 THEN -?8 ELSE ?8 END, updated_at = MAX(updated_at, ?9)
+			WHERE tenant = ?1 AND user_id = ?2 AND id IN (?3, ?4)`},
+		// A default conversation that held nothing but the chat's first
+		// turns goes with them.
+		{"drop empty conversation", `DELETE FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
+			AND NOT EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3)`},
+	} {
+		if _, err := a.tx.ExecContext(ctx, q.sql, from.Tenant, from.User, from.Conversation, to.Conversation,
+			jsonArray(keys), jsonArray(exchanges), nanos(time.Now()), len(run), nanos(run[len(run)-1].CreatedAt)); err != nil {
+			return fmt.Errorf("%s: %w", q.what, err)
 		}
 	}
-	// A default conversation that held nothing but the chat's first turns
-	// goes with them.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?
-		AND NOT EXISTS (SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?)`,
-		from.Tenant, from.User, from.Conversation, from.Tenant, from.User, from.Conversation); err != nil {
-		return fmt.Errorf("drop empty conversation: %w", err)
-	}
-	return adoptFactSources(ctx, tx, from, to)
+	return adoptFactSources(ctx, a.tx, from, to)
 }
 
 // Continued reports whether ex was stored already in its candidate

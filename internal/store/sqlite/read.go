@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,6 +35,13 @@ func queryAll[T any](ctx context.Context, q querier, scan func(rowScanner) (T, e
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// jsonArray encodes v as a JSON array, which json_each reads: a list as
+// one parameter. Values of these types always encode.
+func jsonArray[T string | int64 | [2]string](v []T) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // rowScanner is a *sql.Row or *sql.Rows.
