@@ -98,7 +98,7 @@ func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, erro
 }
 
 func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]int64, error) {
-	rows, err := a.tx.Query(ctx, `SELECT m.seq FROM conversation_candidates c
+	starts, err := collect(ctx, a.tx, pgx.RowTo[int64], `SELECT m.seq FROM conversation_candidates c
 		JOIN messages m ON m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.conversation
 			AND m.key = c.first_key AND m.superseded_at IS NULL
 		WHERE c.tenant = $1 AND c.user_id = $2 AND c.conversation = $3 AND c.candidate = $4
@@ -106,11 +106,7 @@ func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]in
 				WHERE tenant = $1 AND user_id = $2 AND conversation = $3)
 		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation)
 	if err != nil {
-		return nil, fmt.Errorf("find candidates: %w", unavailable(err))
-	}
-	starts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("find candidates: %w", unavailable(err))
+		return nil, fmt.Errorf("find candidates: %w", err)
 	}
 	return starts, nil
 }

@@ -97,19 +97,12 @@ func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity)
 		return fmt.Errorf("lock facts: %w", unavailable(err))
 	}
 	rows, err := tx.Query(ctx, forgetConversationSQL, id.Tenant, id.User, id.Conversation)
-	if err != nil {
-		return fmt.Errorf("forget facts of conversation: %w", unavailable(err))
-	}
 	var types, keys []string
 	var typ, key string
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &key}, func() error {
+	if err := eachRow(rows, err, "forget facts of conversation", []any{&typ, &key}, func() {
 		types, keys = append(types, typ), append(keys, key)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("forget facts of conversation: %w", unavailable(err))
-	}
-	if len(types) == 0 {
-		return nil
+	}); err != nil || len(types) == 0 {
+		return err
 	}
 	if _, err := tx.Exec(ctx, reopenFactSQL, id.Tenant, id.User, types, keys); err != nil {
 		return fmt.Errorf("reopen superseded facts: %w", unavailable(err))

@@ -25,11 +25,7 @@ func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
 	var it memory.Item
 	dest := append([]any{&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
 		&it.Text, &it.Model, &it.Dims, &it.CreatedAt, &it.SaidAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
-		return memory.Item{}, err
-	}
-	it.CreatedAt, it.SaidAt = it.CreatedAt.UTC(), it.SaidAt.UTC()
-	return it, nil
+	return it, row.Scan(dest...) // times in UTC: see Open's AfterConnect
 }
 
 // vectorArg returns the embedding as a query argument: NULL when absent.
@@ -240,15 +236,12 @@ func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterI
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM memory_items
+	items, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Item, error) { return scanItem(r) },
+		`SELECT `+itemColumns+` FROM memory_items
 		WHERE id > $3 AND (embedding IS NULL OR model IS DISTINCT FROM $1 OR dims IS DISTINCT FROM $2)
 		ORDER BY id LIMIT $4`, model, dims, afterID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: items to embed: %w", unavailable(err))
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) { return scanItem(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: items to embed: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: items to embed: %w", err)
 	}
 	return items, nil
 }

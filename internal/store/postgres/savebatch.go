@@ -256,7 +256,6 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() {
 			if st := convs[memory.Identity{Tenant: m.Tenant, User: m.User, Conversation: m.Conversation}]; st != nil {
 				msg := m
-				msg.CreatedAt = msg.CreatedAt.UTC()
 				if raw != nil {
 					msg.Raw = json.RawMessage(slices.Clone(raw))
 				}
