@@ -31,9 +31,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "postgres.LatestSummary")()
-	sum, err := scanSummary(s.pool.QueryRow(ctx, `SELECT `+summaryColumns+`, model FROM summaries
+	sum, err := contract.ScanSummary(s.pool.QueryRow(ctx, `SELECT `+contract.SummaryColumns+` FROM summaries
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, true)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), times{}, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
@@ -41,25 +41,6 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, unavailable(err))
 	}
 	return sum, nil
-}
-
-// summaryColumns are the columns scanSummary reads, in order (then model,
-// when asked for).
-const summaryColumns = `version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at`
-
-// scanSummary reads a summary of conversation id from a row of
-// summaryColumns, followed by model when withModel is set.
-func scanSummary(row pgx.Row, id memory.Identity, withModel bool) (memory.Summary, error) {
-	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var keyEvents, preserved []byte
-	dest := []any{&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved, &sum.Tokens, &sum.CoveredTokens, &sum.CreatedAt}
-	if withModel {
-		dest = append(dest, &sum.Summariser)
-	}
-	if err := row.Scan(dest...); err != nil {
-		return memory.Summary{}, err
-	}
-	return sum, contract.ReadSummaryLists(&sum, keyEvents, preserved)
 }
 
 // SaveSummary stores a new summary version by the contract

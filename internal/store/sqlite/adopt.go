@@ -142,7 +142,7 @@ func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 
 // liveFrom returns up to n live messages of id from seq on, in seq order.
 func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	return queryMessages(ctx, q, id, `SELECT `+messageColumns+` FROM messages
+	return queryMessages(ctx, q, id, `SELECT `+contract.MessageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq >= ?
 		ORDER BY seq LIMIT ?`, seq, n)
 }

@@ -42,11 +42,11 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
 	bs := []memory.Branch{}
 	_, err := queryAll(ctx, s.read, func(r rowScanner) (struct{}, error) {
-		var at int64
-		m, err := scanMessage(r, id, &at)
-		bs = contract.AddToBranches(bs, fromNanos(at), m)
+		var at time.Time
+		m, err := contract.ScanMessage(r, times{}, id, times{}.Dest(&at))
+		bs = contract.AddToBranches(bs, at, m)
 		return struct{}{}, err
-	}, `SELECT `+messageColumns+`, superseded_at FROM messages
+	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
@@ -59,8 +59,8 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 // first; none for an unknown conversation.
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.Summary, error) {
-		return scanSummary(r, id, true)
-	}, `SELECT `+summaryColumns+`, model FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
+		return contract.ScanSummary(r, times{}, id)
+	}, `SELECT `+contract.SummaryColumns+` FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
 		ORDER BY version`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)

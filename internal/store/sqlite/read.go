@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -47,12 +48,9 @@ func jsonArray[T string | int64 | [2]string](v []T) string {
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
-// messageColumns are the columns scanMessages reads, in order.
-const messageColumns = `seq, key, role, content, raw, tokens, created_at`
-
 // liveTail loads the newest n live messages of a conversation in Seq order.
 func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
-	msgs, err := queryMessages(ctx, q, id, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryMessages(ctx, q, id, `SELECT `+contract.MessageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
 		ORDER BY seq DESC LIMIT ?`, n)
 	if err != nil {
@@ -63,22 +61,11 @@ func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memo
 }
 
 // queryMessages runs query, whose first parameters are the tenant, user
-// and conversation of id followed by args, and reads its messageColumns
-// rows.
+// and conversation of id followed by args, and reads its rows of
+// contract.MessageColumns.
 func queryMessages(ctx context.Context, q querier, id memory.Identity, query string, args ...any) ([]memory.Message, error) {
-	return queryAll(ctx, q, func(r rowScanner) (memory.Message, error) { return scanMessage(r, id) },
+	return queryAll(ctx, q, func(r rowScanner) (memory.Message, error) { return contract.ScanMessage(r, times{}, id) },
 		query, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
-}
-
-// scanMessage reads a message of conversation id from a row of
-// messageColumns, then into extra the columns after them.
-func scanMessage(r rowScanner, id memory.Identity, extra ...any) (memory.Message, error) {
-	m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var raw string
-	var created int64
-	err := r.Scan(append([]any{&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created}, extra...)...)
-	m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
-	return m, err
 }
 
 // Conversations lists a user's conversations, most recently updated first.
@@ -120,7 +107,7 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
 	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
-	msgs, err := queryMessages(ctx, tx, id, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryMessages(ctx, tx, id, `SELECT `+contract.MessageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
 		ORDER BY seq`)
 	if err != nil {

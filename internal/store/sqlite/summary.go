@@ -19,7 +19,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := queryMessages(ctx, s.reads, id, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryMessages(ctx, s.reads, id, `SELECT `+contract.MessageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
 		ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
@@ -32,9 +32,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound when it has none.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
-	sum, err := scanSummary(s.reads.QueryRowContext(ctx, `SELECT `+summaryColumns+`, model FROM summaries
+	sum, err := contract.ScanSummary(s.reads.QueryRowContext(ctx, `SELECT `+contract.SummaryColumns+` FROM summaries
 		WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, true)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), times{}, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
@@ -42,27 +42,6 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 		return memory.Summary{}, fmt.Errorf("load summary: %w", err)
 	}
 	return sum, nil
-}
-
-// summaryColumns are the columns scanSummary reads, in order (then model,
-// when asked for).
-const summaryColumns = `version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at`
-
-// scanSummary reads a summary of conversation id from a row of
-// summaryColumns, followed by model when withModel is set.
-func scanSummary(r rowScanner, id memory.Identity, withModel bool) (memory.Summary, error) {
-	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var keyEvents, preserved string
-	var created int64
-	dest := []any{&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved, &sum.Tokens, &sum.CoveredTokens, &created}
-	if withModel {
-		dest = append(dest, &sum.Summariser)
-	}
-	if err := r.Scan(dest...); err != nil {
-		return memory.Summary{}, err
-	}
-	sum.CreatedAt = fromNanos(created)
-	return sum, contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved))
 }
 
 // SaveSummary stores a new summary version in one write transaction, by
