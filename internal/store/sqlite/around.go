@@ -38,15 +38,15 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
 		var (
-			hitKey          string
-			hitSeq, created int64
-			superseded      bool
-			marked          []byte
+			hitKey     string
+			hitSeq     int64
+			superseded bool
+			marked     []byte
 		)
-		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &superseded, &marked); err != nil {
+		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens,
+			(*nanoTime)(&m.CreatedAt), &superseded, &marked); err != nil {
 			return nil, nil, err
 		}
-		m.CreatedAt = fromNanos(created)
 		wr.Add(hitKey, hitSeq, m, superseded, marked)
 	}
 	return wr.Read, wr.Closed, rows.Err()

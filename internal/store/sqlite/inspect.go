@@ -23,10 +23,7 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 	}
 	us, err := queryAll(ctx, s.read, func(r rowScanner) (memory.UserActivity, error) {
 		var u memory.UserActivity
-		var last int64
-		err := r.Scan(&u.User, &u.Conversations, &u.Messages, &last)
-		u.LastActive = fromNanos(last)
-		return u, err
+		return u, r.Scan(&u.User, &u.Conversations, &u.Messages, (*nanoTime)(&u.LastActive))
 	}, `SELECT user_id, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at)
 		FROM conversations WHERE tenant = ? AND instr(lower(user_id), ?) > 0
 		GROUP BY user_id ORDER BY MAX(updated_at) DESC, user_id LIMIT ?`, tenant, strings.ToLower(match), limit)
@@ -142,10 +139,7 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.SavingsBucket, error) {
 		b := memory.SavingsBucket{Tenant: tenant}
-		var start int64
-		err := r.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
-		b.Start = fromNanos(start)
-		return b, err
+		return b, r.Scan((*nanoTime)(&b.Start), &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
 	}, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
 		FROM savings WHERE tenant = ? AND bucket >= ? ORDER BY bucket`, tenant, nanos(since))
 	if err != nil {

@@ -153,11 +153,9 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 func scanItem(r rowScanner) (memory.Item, error) {
 	var it memory.Item
 	var vec []byte
-	var created, said int64
 	err := r.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
-		&it.Text, &vec, &it.Model, &it.Dims, &created, &said)
+		&it.Text, &vec, &it.Model, &it.Dims, (*nanoTime)(&it.CreatedAt), (*nanoTime)(&it.SaidAt))
 	it.Embedding = decodeVector(vec)
-	it.CreatedAt, it.SaidAt = fromNanos(created), fromNanos(said)
 	return it, err
 }
 

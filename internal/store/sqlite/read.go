@@ -74,10 +74,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 	defer telemetry.Span(&ctx, "sqlite.Conversations")()
 	cs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Conversation, error) {
 		c := memory.Conversation{Tenant: tenant, User: user}
-		var created, updated int64
-		err := r.Scan(&c.ID, &c.MessageCount, &created, &updated)
-		c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
-		return c, err
+		return c, r.Scan(&c.ID, &c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	}, `SELECT id, message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
 	if err != nil {
@@ -96,17 +93,15 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
 	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
-	var created, updated int64
 	err = tx.QueryRowContext(ctx, `SELECT message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? AND id = ?`, id.Tenant, id.User, id.Conversation).
-		Scan(&c.MessageCount, &created, &updated)
+		Scan(&c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Conversation{}, nil, fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
 	}
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
-	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
 	msgs, err := queryMessages(ctx, tx, id, `SELECT `+contract.MessageColumns+` FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
 		ORDER BY seq`)
