@@ -140,10 +140,11 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 	b.Queue(`DELETE FROM conversations c WHERE tenant = $1 AND user_id = $2 AND id = $3
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = $3)`,
 		from.Tenant, from.User, from.Conversation)
+	b.Queue(adoptFactSourcesSQL, from.Tenant, from.User, from.Conversation, to.Conversation)
 	if err := a.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("move messages: %w", unavailable(err))
 	}
-	return adoptFactSources(ctx, a.tx, from, to)
+	return nil
 }
 
 // Continued reports whether ex was stored already in its candidate

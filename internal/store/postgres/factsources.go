@@ -111,7 +111,10 @@ func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity)
 }
 
 // adoptFactSourcesSQL follows an Adopt from conversation $3 to $4 of user
-// ($1, $2) in one statement: see adoptFactSources.
+// ($1, $2) in one statement: the facts $3 stated may have come from the
+// moved exchanges, so $4 becomes one of their sources. When $3 is gone
+// (everything in it moved), it is no longer one: its facts, and their
+// recall items, name $4 instead.
 const adoptFactSourcesSQL = `
 WITH added AS (
 	INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
@@ -128,14 +131,3 @@ WITH added AS (
 )
 UPDATE memory_items SET conversation = $4
 WHERE tenant = $1 AND user_id = $2 AND kind = 'fact' AND conversation = $3 AND (SELECT gone FROM gone)`
-
-// adoptFactSources follows an Adopt from conversation from to to in tx: the
-// facts from stated may have come from the moved exchanges, so to becomes
-// one of their sources. When from is gone (everything in it moved), it is
-// no longer one: its facts, and their recall items, name to instead.
-func adoptFactSources(ctx context.Context, tx pgx.Tx, from, to memory.Identity) error {
-	if _, err := tx.Exec(ctx, adoptFactSourcesSQL, from.Tenant, from.User, from.Conversation, to.Conversation); err != nil {
-		return fmt.Errorf("adopt fact sources: %w", unavailable(err))
-	}
-	return nil
-}

@@ -101,6 +101,9 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 	}
 	// ?1 tenant, ?2 user, ?3 from, ?4 to, ?5 the keys in run's order, ?6
 	// their exchanges, ?7 now, ?8 len(run), ?9 the time of run's last.
+	args := []any{from.Tenant, from.User, from.Conversation, to.Conversation,
+		jsonArray(keys), jsonArray(exchanges), nanos(time.Now()), len(run), nanos(run[len(run)-1].CreatedAt)}
+	const fromGone = `NOT EXISTS (SELECT 1 FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)`
 	for _, q := range []struct{ what, sql string }{
 		{"create conversation", `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 			VALUES (?1, ?2, ?4, ?7, ?7) ON CONFLICT DO NOTHING`},
@@ -119,13 +122,23 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 		// turns goes with them.
 		{"drop empty conversation", `DELETE FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
 			AND NOT EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3)`},
+		// The facts from stated may have come from the moved exchanges, so
+		// to becomes one of their sources; when from is gone, it is no
+		// longer one: its facts, and their recall items, name to instead.
+		{"adopt fact sources", `INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
+			SELECT tenant, user_id, ?4, fact_id, stated_at FROM fact_sources
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 ON CONFLICT DO NOTHING`},
+		{"drop fact sources", `DELETE FROM fact_sources WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND ` + fromGone},
+		{"move facts", `UPDATE facts SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND ` + fromGone},
+		{"move fact items", `UPDATE memory_items SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND kind = 'fact' AND ` + fromGone},
 	} {
-		if _, err := a.tx.ExecContext(ctx, q.sql, from.Tenant, from.User, from.Conversation, to.Conversation,
-			jsonArray(keys), jsonArray(exchanges), nanos(time.Now()), len(run), nanos(run[len(run)-1].CreatedAt)); err != nil {
+		if _, err := a.tx.ExecContext(ctx, q.sql, args...); err != nil {
 			return fmt.Errorf("%s: %w", q.what, err)
 		}
 	}
-	return adoptFactSources(ctx, a.tx, from, to)
+	return nil
 }
 
 // Continued reports whether ex was stored already in its candidate
