@@ -97,17 +97,22 @@ func ValidEmbedding(it memory.Item, required bool) error {
 	return nil
 }
 
-// SaidAt is the time said an item stores: its SaidAt, else its CreatedAt;
-// ok is false when it brings neither (the stored time is then kept, or
-// reads as the item's creation).
-func SaidAt(it memory.Item) (at time.Time, ok bool) {
+// ItemTimes are the times AddItems stores for it: created, its CreatedAt
+// (now when zero), and said, its SaidAt, else its CreatedAt; said is nil
+// when it brings neither (the stored time is then kept, or reads as the
+// item's creation).
+func ItemTimes(it memory.Item, now time.Time) (created time.Time, said *time.Time) {
+	created = it.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
 	switch {
 	case !it.SaidAt.IsZero():
-		return it.SaidAt, true
+		return created, &it.SaidAt
 	case !it.CreatedAt.IsZero():
-		return it.CreatedAt, true
+		return created, &it.CreatedAt
 	}
-	return time.Time{}, false
+	return created, nil
 }
 
 // FactKey normalises a fact key: lower-case, runs of whitespace collapsed

@@ -50,23 +50,13 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		}
 	}
 	now := time.Now()
-	// An item's arguments and, for the upsert, its SQL text.
+	// An item's arguments (insertItemSQL's and upsertItemSQL's).
 	args := func(it memory.Item) []any {
 		var dimsArg, modelArg any
 		if len(it.Embedding) > 0 {
 			dimsArg, modelArg = len(it.Embedding), it.Model
 		}
-		at := it.CreatedAt
-		if at.IsZero() {
-			at = now
-		}
-		// A said-at time is stored only when the item brings one (else
-		// it reads as created_at); an update without one keeps the
-		// stored time.
-		var said any
-		if t, ok := contract.SaidAt(it); ok {
-			said = t
-		}
+		at, said := contract.ItemTimes(it, now)
 		return []any{it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
 			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
 	}

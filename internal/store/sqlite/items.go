@@ -76,23 +76,13 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 			if !ok {
 				continue
 			}
-			created := it.CreatedAt
-			if created.IsZero() {
-				created = now
-			}
-			// A said-at time is stored only when the item brings one
-			// (else it reads as created_at); an update without one keeps
-			// the stored time.
-			var said any
-			if at, ok := contract.SaidAt(it); ok {
-				said = nanos(at)
-			}
+			created, said := contract.ItemTimes(it, now)
 			model, dims := it.Model, len(it.Embedding)
 			if it.Embedding == nil {
 				model = ""
 			}
 			if _, err := stmt.ExecContext(ctx, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
-				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), said); err != nil {
+				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), nullTime(said)); err != nil {
 				return fmt.Errorf("upsert item %s/%s/%d: %w", it.Kind, it.Ref, it.Chunk, err)
 			}
 		}
