@@ -161,8 +161,5 @@ func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 
 // liveFrom returns up to n live messages of id from seq on, in seq order.
 func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	return queryMessages(ctx, q, id, `
-		SELECT `+contract.MessageColumns+` FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq >= $4
-		ORDER BY seq LIMIT $5`, seq, n)
+	return queryMessages(ctx, q, id, liveMessagesSQL+` AND seq >= $4 ORDER BY seq LIMIT $5`, seq, n)
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -56,16 +55,12 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 
 // hasMessages reports whether conversation id holds a message.
 func hasMessages(ctx context.Context, q querier, id memory.Identity) (bool, error) {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? LIMIT 1`,
-		id.Tenant, id.User, id.Conversation).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
-	case err != nil:
+	var busy bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?)`,
+		id.Tenant, id.User, id.Conversation).Scan(&busy); err != nil {
 		return false, fmt.Errorf("check conversation: %w", err)
 	}
-	return true, nil
+	return busy, nil
 }
 
 // adoptTx is Adopt's write transaction (contract.AdoptTx).
@@ -155,7 +150,5 @@ func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 
 // liveFrom returns up to n live messages of id from seq on, in seq order.
 func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	return queryMessages(ctx, q, id, `SELECT `+contract.MessageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq >= ?
-		ORDER BY seq LIMIT ?`, seq, n)
+	return queryMessages(ctx, q, id, liveMessagesSQL+` AND seq >= ? ORDER BY seq LIMIT ?`, seq, n)
 }

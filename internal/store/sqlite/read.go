@@ -50,15 +50,19 @@ type rowScanner interface{ Scan(dest ...any) error }
 
 // liveTail loads the newest n live messages of a conversation in Seq order.
 func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
-	msgs, err := queryMessages(ctx, q, id, `SELECT `+contract.MessageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq DESC LIMIT ?`, n)
+	msgs, err := queryMessages(ctx, q, id, liveMessagesSQL+` ORDER BY seq DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("load live tail: %w", err)
 	}
 	slices.Reverse(msgs)
 	return msgs, nil
 }
+
+// liveMessagesSQL selects the live messages of a conversation (its tenant,
+// user and id the first parameters); a query adds its conditions, order
+// and limit.
+const liveMessagesSQL = `SELECT ` + contract.MessageColumns + ` FROM messages
+	WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL`
 
 // queryMessages runs query, whose first parameters are the tenant, user
 // and conversation of id followed by args, and reads its rows of
@@ -102,9 +106,7 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
-	msgs, err := queryMessages(ctx, tx, id, `SELECT `+contract.MessageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq`)
+	msgs, err := queryMessages(ctx, tx, id, liveMessagesSQL+` ORDER BY seq`)
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}

@@ -19,9 +19,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := queryMessages(ctx, s.reads, id, `SELECT `+contract.MessageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
-		ORDER BY seq LIMIT ?`, afterSeq, limit)
+	msgs, err := queryMessages(ctx, s.reads, id, liveMessagesSQL+` AND seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
 	}
