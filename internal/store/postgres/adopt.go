@@ -31,42 +31,18 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // into to (contract.Adopt), in one transaction that holds the user's
 // shared lock (so no erasure interleaves) and both conversations' rows.
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if ok, err := contract.Adoptable(to, prior); !ok {
-		if err != nil {
-			return 0, fmt.Errorf("postgres: adopt: %w", err)
-		}
-		return 0, nil
-	}
-	// Every later turn of a chat asks again: its conversation holds
-	// messages by then, which a read tells without taking any lock.
-	var busy bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
-		to.Tenant, to.User, to.Conversation).Scan(&busy); err != nil {
-		return 0, fmt.Errorf("postgres: adopt into %s: %w", to.Conversation, unavailable(err))
-	}
-	if busy {
-		return 0, nil
-	}
-	moved := 0
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if moved, err = contract.Adopt(ctx, adoptTx{tx}, to, prior); err == nil && moved == 0 {
-			return errNothingToAdopt
-		}
-		return err
+	moved, err := contract.Adopt(ctx, to, prior, func(ctx context.Context) (busy bool, err error) {
+		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
+			to.Tenant, to.User, to.Conversation).Scan(&busy)
+		return busy, unavailable(err)
+	}, func(fn func(contract.AdoptTx) error) error {
+		return s.inTx(ctx, func(tx pgx.Tx) error { return fn(adoptTx{tx}) })
 	})
-	if errors.Is(err, errNothingToAdopt) {
-		return 0, nil
-	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: adopt into %s: %w", to.Conversation, err)
 	}
 	return moved, nil
 }
-
-// errNothingToAdopt rolls back an Adopt that found nothing to move (the
-// conversation row it created with it).
-var errNothingToAdopt = errors.New("nothing to adopt")
 
 // adoptTx is Adopt's transaction (contract.AdoptTx).
 type adoptTx struct{ tx pgx.Tx }

@@ -31,21 +31,12 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 
 // Adopt moves a chat's first turns out of the user's default conversation
 // into to (contract.Adopt), in one write transaction, with their exchange
-// records.
+// records; whether to holds messages is read without taking the writer.
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if ok, err := contract.Adoptable(to, prior); !ok {
-		return 0, err
-	}
-	// Every later turn of a chat asks again: its conversation holds
-	// messages by then, which a read tells without taking the writer.
-	if busy, err := hasMessages(ctx, s.reads, to); busy || err != nil {
-		return 0, err
-	}
-	moved := 0
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		var err error
-		moved, err = contract.Adopt(ctx, adoptTx{tx}, to, prior)
-		return err
+	moved, err := contract.Adopt(ctx, to, prior, func(ctx context.Context) (bool, error) {
+		return hasMessages(ctx, s.reads, to)
+	}, func(fn func(contract.AdoptTx) error) error {
+		return s.inWrite(ctx, func(tx *sql.Tx) error { return fn(adoptTx{tx}) })
 	})
 	if err != nil {
 		return 0, fmt.Errorf("adopt into %s: %w", to.Conversation, err)
