@@ -140,10 +140,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if b.Len() == 0 {
 			return nil
 		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return unavailable(err)
-		}
-		return nil
+		return unavailable(tx.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: add %d items: %w", len(items), err)
@@ -265,12 +262,7 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 				it.ID, vectorArg(it.Embedding), dims, it.Model)
 		}
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return unavailable(err)
-		}
-		return nil
-	})
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return unavailable(tx.SendBatch(ctx, b).Close()) })
 	if err != nil {
 		return fmt.Errorf("postgres: set %d embeddings: %w", len(items), err)
 	}

@@ -58,11 +58,8 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_, _ = conn.Exec(rctx, "ROLLBACK")
 		cancel()
-		if isUniqueViolation(err, messageKeyConstraint) {
-			// A concurrent save of one of them won: the caller saves them
-			// one by one, which reports it as a duplicate.
-			return nil, fmt.Errorf("postgres: save %d exchanges: %w", len(exs), err)
-		}
+		// A concurrent save of one of them that won is not permanent: the
+		// caller saves them one by one, which reports it as a duplicate.
 		return nil, fmt.Errorf("postgres: save %d exchanges: %w", len(exs), permanent(err))
 	}
 	return results, nil

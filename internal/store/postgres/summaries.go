@@ -76,8 +76,6 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	})
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, memory.ErrErased):
-		return fmt.Errorf("postgres: save summary: %w", err)
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":
 		return fmt.Errorf("postgres: save summary version %d: %w", sum.Version, memory.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "23503":
