@@ -40,8 +40,7 @@ import (
 var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "memory_items", "conversations"}
 
 // ErasedAt returns when the user was last erased, or the zero time when
-// never. Importers and enrichment workers use it to skip data captured at
-// or before that time.
+// never (storetest.Store).
 func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
 	var at time.Time // zero when there is no row
 	err := s.pool.QueryRow(ctx, `SELECT erased_at FROM erasures WHERE tenant = $1 AND user_id = $2`,

@@ -152,9 +152,7 @@ func deleteFactItems(ctx context.Context, tx pgx.Tx, tenant, user string, ids []
 	return nil
 }
 
-// Facts returns the user's current facts (not superseded, not expired at
-// now), most recently updated first; with history, superseded and expired
-// ones too.
+// Facts lists the user's facts by the contract (storetest.Knowledge).
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	defer telemetry.Span(&ctx, "postgres.Facts")()
 	facts, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Fact, error) {

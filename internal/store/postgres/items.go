@@ -216,9 +216,8 @@ func sourceColumns(srcs []contract.Source) (tenants, users, convs, keys []string
 	return tenants, users, convs, keys
 }
 
-// ItemsToEmbed returns up to limit items of any tenant with ID > afterID
-// whose vector is missing or was made by another model or dimension, in ID
-// order, for a resumable reindex.
+// ItemsToEmbed lists the items of every tenant to embed again by the
+// contract (storetest.Knowledge).
 func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
 	if limit <= 0 {
 		return nil, nil

@@ -14,8 +14,8 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// MessagesAfter returns up to limit live messages of the conversation with
-// Seq > afterSeq, oldest first; an unknown conversation has none.
+// MessagesAfter reads live messages by the contract (storetest.Knowledge);
+// an unknown conversation has none.
 func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
 	if limit <= 0 {
 		return nil, nil

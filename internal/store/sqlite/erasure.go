@@ -25,8 +25,7 @@ import (
 // the pre-erasure page images.
 
 // ErasedAt returns when the user was last erased, or the zero time when
-// never. Importers and enrichment workers use it to skip data captured at
-// or before that time.
+// never (storetest.Store).
 func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
 	at, err := erasedAt(ctx, s.read, tenant, user)
 	if err != nil {

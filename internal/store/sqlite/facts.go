@@ -127,9 +127,8 @@ func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id in
 	return nil
 }
 
-// Facts returns the user's current facts (not superseded, not expired at
-// now), most recently updated first; with history, superseded and expired
-// ones too. An unknown user has none.
+// Facts lists the user's facts by the contract (storetest.Knowledge); an
+// unknown user has none.
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.Facts")()
 	where := ``
@@ -153,13 +152,8 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE tenant = ? AND user_id = ? AND id = ?`, tenant, user, id)
-		if err != nil {
+		if err := found(r, err, fmt.Sprint("fact ", id)); err != nil {
 			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
 		}
 		return deleteFactItems(ctx, tx, tenant, user, id)
 	})

@@ -89,15 +89,7 @@ func (s *Store) SetFactPinned(ctx context.Context, tenant, user string, id int64
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE facts SET pinned = ? WHERE tenant = ? AND user_id = ? AND id = ?
 			AND superseded_at IS NULL`, pinned, tenant, user, id)
-		if err != nil {
-			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
-		}
-		return nil
+		return found(r, err, fmt.Sprint("fact ", id))
 	})
 	if err != nil {
 		return fmt.Errorf("pin fact: %w", err)

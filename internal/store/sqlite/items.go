@@ -94,9 +94,8 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 	return nil
 }
 
-// ItemsToEmbed returns up to limit items, of every tenant, with ID > afterID
-// whose vector is missing or was made by another model or dimension, in ID
-// order, for a resumable reindex.
+// ItemsToEmbed lists the items of every tenant to embed again by the
+// contract (storetest.Knowledge).
 func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
 	if limit <= 0 {
 		return []memory.Item{}, nil

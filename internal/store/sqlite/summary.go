@@ -12,9 +12,8 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// MessagesAfter returns up to limit live messages of the conversation with
-// Seq > afterSeq, oldest first; none (and no error) for limit <= 0 or an
-// unknown conversation.
+// MessagesAfter reads live messages by the contract (storetest.Knowledge);
+// none (and no error) for limit <= 0 or an unknown conversation.
 func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
 	if limit <= 0 {
 		return []memory.Message{}, nil
