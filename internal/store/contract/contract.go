@@ -159,23 +159,25 @@ func ValidFact(f memory.Fact, now time.Time) (memory.Fact, error) {
 func FactRef(id int64) string { return strconv.FormatInt(id, 10) }
 
 // ValidSummary checks a summary before it is saved and returns it as
-// stored, CreatedAt now when zero: its identity (bad ids are
-// memory.ErrInvalid), a version of at least 1 (else memory.ErrConflict: no
-// version below 1 is ever next) and FromSeq <= ToSeq (memory.ErrInvalid).
-func ValidSummary(s memory.Summary, now time.Time) (memory.Summary, error) {
+// stored, CreatedAt now when zero, with its lists encoded (SummaryLists):
+// its identity (bad ids are memory.ErrInvalid), a version of at least 1
+// (else memory.ErrConflict: no version below 1 is ever next) and FromSeq
+// <= ToSeq (memory.ErrInvalid).
+func ValidSummary(s memory.Summary, now time.Time) (_ memory.Summary, keyEvents, preserved []byte, err error) {
 	if err := ValidIdentity(memory.Identity{Tenant: s.Tenant, User: s.User, Conversation: s.Conversation}); err != nil {
-		return s, err
+		return s, nil, nil, err
 	}
 	if s.Version < 1 {
-		return s, fmt.Errorf("summary version %d: %w", s.Version, memory.ErrConflict)
+		return s, nil, nil, fmt.Errorf("summary version %d: %w", s.Version, memory.ErrConflict)
 	}
 	if s.FromSeq > s.ToSeq {
-		return s, fmt.Errorf("%w: summary covers %d..%d", memory.ErrInvalid, s.FromSeq, s.ToSeq)
+		return s, nil, nil, fmt.Errorf("%w: summary covers %d..%d", memory.ErrInvalid, s.FromSeq, s.ToSeq)
 	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
 	}
-	return s, nil
+	keyEvents, preserved, err = SummaryLists(s)
+	return s, keyEvents, preserved, err
 }
 
 // SummaryLists encodes a summary's key events and preserved lists as

@@ -89,7 +89,10 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 		b.order[i] = i
 		b.ats[i] = cmp.Or(ex.At, now)
 	}
-	slices.SortStableFunc(b.order, func(a, c int) int { return compareIdentity(exs[a].Identity, exs[c].Identity) })
+	slices.SortStableFunc(b.order, func(i, j int) int {
+		x, y := exs[i].Identity, exs[j].Identity
+		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
+	})
 	for _, i := range b.order {
 		id, at := exs[i].Identity, b.ats[i]
 		if n := len(b.ut); n == 0 || b.ut[n-1] != id.Tenant || b.uu[n-1] != id.User {
@@ -107,10 +110,6 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 		b.tailLen[last] = max(b.tailLen[last], int32(contract.TailLen(exs[i])))
 	}
 	return b
-}
-
-func compareIdentity(x, y memory.Identity) int {
-	return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
 }
 
 // run sends the two pipelines on conn and returns the results.

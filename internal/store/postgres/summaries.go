@@ -47,11 +47,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // (storetest.Knowledge; contract.ValidSummary); of two concurrent saves of
 // one version, the second gets memory.ErrConflict.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
-	sum, err := contract.ValidSummary(sum, time.Now())
-	if err != nil {
-		return fmt.Errorf("postgres: save summary: %w", err)
-	}
-	ke, pr, err := contract.SummaryLists(sum)
+	sum, ke, pr, err := contract.ValidSummary(sum, time.Now())
 	if err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
 	}

@@ -45,11 +45,7 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 // the contract (storetest.Knowledge; contract.ValidSummary).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
-	sum, err := contract.ValidSummary(sum, time.Now())
-	if err != nil {
-		return fmt.Errorf("save summary: %w", err)
-	}
-	keyEvents, preserved, err := contract.SummaryLists(sum)
+	sum, keyEvents, preserved, err := contract.ValidSummary(sum, time.Now())
 	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
 	}
