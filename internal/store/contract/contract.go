@@ -4,8 +4,10 @@
 // aligned, superseded, numbered); where AddItems writes an item or why it
 // leaves it out (ItemChecks); which first turns Adopt moves (Adopt,
 // Continued); when two statements of a fact say the same thing; how a
-// summary's lists and a message's JSON are encoded; how superseded
-// messages group into branches; and how the embedded migrations are read.
+// summary's lists and a message's JSON are encoded; how a row reads into a
+// message, summary or fact (ScanMessage, ScanSummary, ScanFact); how
+// superseded messages group into branches; and how the embedded migrations
+// are read.
 //
 // The SQL stores (internal/store/sqlite, internal/store/postgres) import it
 // and keep only their SQL; storetest checks the behaviour it gives them. It
