@@ -48,16 +48,18 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", err)
 		}
+		var id int64
 		if found && contract.SameFactValue(cur.Value, f.Value) {
-			out, err = contract.ScanFact(tx.QueryRowContext(ctx, `UPDATE facts SET
+			id = cur.ID
+			_, err = tx.ExecContext(ctx, `UPDATE facts SET
 					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
 					pinned = pinned OR ?, updated_at = ?,
 					conversation = COALESCE(?, conversation), expires_at = COALESCE(?, expires_at),
 					pin_rule = CASE WHEN ? != '' THEN ? ELSE pin_rule END,
 					source_message = CASE WHEN ? != '' THEN ? ELSE source_message END
-				WHERE id = ? RETURNING `+factColumns,
+				WHERE id = ?`,
 				f.Value, f.Confidence, f.Pinned, nanos(f.UpdatedAt), nullString(f.Conversation), nullTime(f.ExpiresAt),
-				f.Rule, f.Rule, f.Source, f.Source, cur.ID), times{}, f.Tenant, f.User)
+				f.Rule, f.Rule, f.Source, f.Source, id)
 			if err != nil {
 				return fmt.Errorf("restate fact: %w", err)
 			}
@@ -72,21 +74,28 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				}
 				f.Pinned = f.Pinned || cur.Pinned
 			}
-			out, err = contract.ScanFact(tx.QueryRowContext(ctx, `INSERT INTO facts (tenant, user_id, conversation, type, key, norm_key,
+			err = tx.QueryRowContext(ctx, `INSERT INTO facts (tenant, user_id, conversation, type, key, norm_key,
 					value, confidence, mentions, pinned, created_at, updated_at, expires_at, pin_rule, source_message)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+factColumns,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 				f.Tenant, f.User, nullString(f.Conversation), string(f.Type), strings.TrimSpace(f.Key), norm,
 				f.Value, f.Confidence, f.Mentions, f.Pinned, nanos(f.CreatedAt), nanos(f.UpdatedAt), nullTime(f.ExpiresAt),
-				f.Rule, f.Source), times{}, f.Tenant, f.User)
+				f.Rule, f.Source).Scan(&id)
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", err)
 			}
 		}
-		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, f.UpdatedAt); err != nil {
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, id, f.UpdatedAt); err != nil {
 			return err
 		}
 		if maxPerUser > 0 {
-			return evictFacts(ctx, tx, f.Tenant, f.User, out.ID, maxPerUser, now)
+			if err := evictFacts(ctx, tx, f.Tenant, f.User, id, maxPerUser, now); err != nil {
+				return err
+			}
+		}
+		out, err = contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts WHERE id = ?`, id),
+			times{}, f.Tenant, f.User)
+		if err != nil {
+			return fmt.Errorf("load upserted fact: %w", err)
 		}
 		return nil
 	})
@@ -99,12 +108,19 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 // evictFacts deletes the user's least valuable unpinned current facts, never
 // keep, until at most maxPerUser current facts remain.
 func evictFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keep int64, maxPerUser int, now time.Time) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM facts
+		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL`, tenant, user).Scan(&n); err != nil {
+		return fmt.Errorf("count facts: %w", err)
+	}
+	if n <= maxPerUser {
+		return nil
+	}
 	evicted, err := queryAll(ctx, tx, scanInt64, `DELETE FROM facts WHERE id IN (
 		SELECT id FROM facts
-		WHERE tenant = ?1 AND user_id = ?2 AND superseded_at IS NULL AND NOT pinned AND id != ?3
-		ORDER BY (expires_at IS NOT NULL AND expires_at <= ?4) DESC, mentions, updated_at, id
-		LIMIT max(0, (SELECT COUNT(*) FROM facts WHERE tenant = ?1 AND user_id = ?2 AND superseded_at IS NULL) - ?5))
-		RETURNING id`, tenant, user, keep, nanos(now), maxPerUser)
+		WHERE tenant = ? AND user_id = ? AND superseded_at IS NULL AND NOT pinned AND id != ?
+		ORDER BY (expires_at IS NOT NULL AND expires_at <= ?) DESC, mentions, updated_at, id
+		LIMIT ?) RETURNING id`, tenant, user, keep, nanos(now), n-maxPerUser)
 	if err != nil {
 		return fmt.Errorf("evict facts: %w", err)
 	}
