@@ -121,24 +121,23 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 // stale entries first, then unclaimed ones, each oldest first.
 func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
 	var ds []memory.Delivery
-	claimable := ` FROM ` + o.table + ` WHERE claimed_at IS NULL OR claimed_at <= ?
-		ORDER BY claimed_at IS NULL, id LIMIT ?`
 	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
+		var ids []int64
 		var err error
 		ds, err = queryAll(ctx, tx, func(r rowScanner) (memory.Delivery, error) {
 			var d memory.Delivery
 			var id int64
 			err := r.Scan(&id, &d.Payload, &d.Attempts)
-			d.ID, d.Attempts = strconv.FormatInt(id, 10), d.Attempts+1
+			d.ID, d.Attempts, ids = strconv.FormatInt(id, 10), d.Attempts+1, append(ids, id)
 			return d, err
-		}, `SELECT id, payload, attempts`+claimable, nanos(now.Add(-staleAfter)), max)
+		}, `SELECT id, payload, attempts FROM `+o.table+` WHERE claimed_at IS NULL OR claimed_at <= ?
+			ORDER BY claimed_at IS NULL, id LIMIT ?`, nanos(now.Add(-staleAfter)), max)
 		if err != nil || len(ds) == 0 {
 			return err
 		}
-		// The same rows: the transaction holds the file's write lock.
 		_, err = tx.ExecContext(ctx, `UPDATE `+o.table+` SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1
-			WHERE id IN (SELECT id`+claimable+`)`, consumer, nanos(now), nanos(now.Add(-staleAfter)), max)
+			WHERE id IN (SELECT value FROM json_each(?))`, consumer, nanos(now), jsonArray(ids))
 		return err
 	})
 	if err != nil {

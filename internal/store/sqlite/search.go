@@ -60,10 +60,10 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error) {
 	where, args := itemScope(q)
 	// The user is matched inside FTS5 (its user_id column), so only that
-	// user's items are walked; user ids hold no quote characters
-	// (memory.ValidID), so quoting needs no escaping. The WHERE clause below
-	// still checks tenant and user exactly.
-	match := `user_id : "` + q.User + `" AND (` + ftsMatch(terms) + `)`
+	// user's items are walked, and the terms ORed as quoted strings; user
+	// ids (memory.ValidID) and words hold no quote characters, so quoting
+	// needs no escaping. The WHERE clause below checks tenant and user.
+	match := `user_id : "` + q.User + `" AND ("` + strings.Join(terms, `" OR "`) + `")`
 	args = append([]any{match}, args...)
 	args = append(args, textWindow)
 	// The user's item count (inserts, as memory_item_revisions counts
@@ -113,12 +113,6 @@ func itemScope(q memory.ItemQuery) (string, []any) {
 		args = append(args, jsonArray(q.ExcludeRefs))
 	}
 	return where, args
-}
-
-// ftsMatch ORs terms as quoted FTS5 strings. Words hold no quote
-// characters, so quoting needs no escaping.
-func ftsMatch(terms []string) string {
-	return `"` + strings.Join(terms, `" OR "`) + `"`
 }
 
 // loadItems loads the whole items of ids that exist, in any order.
