@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -31,9 +32,42 @@ type AdoptTx interface {
 // exchanges of the user's default conversation recorded with candidate
 // to.Conversation that the resent history prior starts with
 // (memory.Adoptable; the newest recorded exchange whose run matches wins),
-// through tx, and returns how many messages moved (0 when nothing
-// matched). Exchanges a summary of the default conversation covers stay.
-func Adopt(ctx context.Context, tx AdoptTx, to memory.Identity, prior []memory.Message) (int, error) {
+// and returns how many messages moved (0 when nothing matched). Exchanges
+// a summary of the default conversation covers stay.
+//
+// It tries nothing for an invalid identity (memory.ErrInvalid), the
+// default conversation or no history, nor when busy, read outside any
+// transaction, says to holds messages (every later turn of a chat asks
+// again). Else inTx runs the move in one write transaction, through the
+// AdoptTx it hands, and rolls it back when it fails or moves nothing (a
+// store's Lock may have written).
+func Adopt(ctx context.Context, to memory.Identity, prior []memory.Message,
+	busy func(context.Context) (bool, error), inTx func(func(AdoptTx) error) error) (int, error) {
+	if err := ValidIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
+		return 0, err
+	}
+	if b, err := busy(ctx); b || err != nil {
+		return 0, err
+	}
+	moved := 0
+	err := inTx(func(tx AdoptTx) error {
+		var err error
+		if moved, err = adopt(ctx, tx, to, prior); err == nil && moved == 0 {
+			return errNothingToAdopt
+		}
+		return err
+	})
+	if errors.Is(err, errNothingToAdopt) {
+		return 0, nil
+	}
+	return moved, err
+}
+
+// errNothingToAdopt rolls back an Adopt that moved nothing.
+var errNothingToAdopt = errors.New("nothing to adopt")
+
+// adopt is Adopt's transaction, through tx.
+func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, prior []memory.Message) (int, error) {
 	from := to
 	from.Conversation = memory.DefaultConversation
 	if ok, err := tx.Lock(ctx, from, to); !ok || err != nil {
@@ -53,16 +87,6 @@ func Adopt(ctx context.Context, tx AdoptTx, to memory.Identity, prior []memory.M
 		}
 	}
 	return 0, nil
-}
-
-// Adoptable reports whether Adopt has anything to try: a valid identity
-// (else memory.ErrInvalid), a conversation other than the default, and a
-// resent history.
-func Adoptable(to memory.Identity, prior []memory.Message) (bool, error) {
-	if err := ValidIdentity(to); err != nil {
-		return false, err
-	}
-	return len(prior) > 0 && to.Conversation != memory.DefaultConversation, nil
 }
 
 // Continued reports whether the conversation ex.Candidate starts with ex's

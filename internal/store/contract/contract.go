@@ -4,8 +4,10 @@
 // aligned, superseded, numbered); where AddItems writes an item or why it
 // leaves it out (ItemChecks); which first turns Adopt moves (Adopt,
 // Continued); when two statements of a fact say the same thing; how a
-// summary's lists and a message's JSON are encoded; how superseded
-// messages group into branches; and how the embedded migrations are read.
+// summary's lists and a message's JSON are encoded; how a row reads into a
+// message, summary or fact (ScanMessage, ScanSummary, ScanFact); how
+// superseded messages group into branches; and how the embedded migrations
+// are read.
 //
 // The SQL stores (internal/store/sqlite, internal/store/postgres) import it
 // and keep only their SQL; storetest checks the behaviour it gives them. It
@@ -97,17 +99,22 @@ func ValidEmbedding(it memory.Item, required bool) error {
 	return nil
 }
 
-// SaidAt is the time said an item stores: its SaidAt, else its CreatedAt;
-// ok is false when it brings neither (the stored time is then kept, or
-// reads as the item's creation).
-func SaidAt(it memory.Item) (at time.Time, ok bool) {
+// ItemTimes are the times AddItems stores for it: created, its CreatedAt
+// (now when zero), and said, its SaidAt, else its CreatedAt; said is nil
+// when it brings neither (the stored time is then kept, or reads as the
+// item's creation).
+func ItemTimes(it memory.Item, now time.Time) (created time.Time, said *time.Time) {
+	created = it.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
 	switch {
 	case !it.SaidAt.IsZero():
-		return it.SaidAt, true
+		return created, &it.SaidAt
 	case !it.CreatedAt.IsZero():
-		return it.CreatedAt, true
+		return created, &it.CreatedAt
 	}
-	return time.Time{}, false
+	return created, nil
 }
 
 // FactKey normalises a fact key: lower-case, runs of whitespace collapsed
@@ -154,23 +161,25 @@ func ValidFact(f memory.Fact, now time.Time) (memory.Fact, error) {
 func FactRef(id int64) string { return strconv.FormatInt(id, 10) }
 
 // ValidSummary checks a summary before it is saved and returns it as
-// stored, CreatedAt now when zero: its identity (bad ids are
-// memory.ErrInvalid), a version of at least 1 (else memory.ErrConflict: no
-// version below 1 is ever next) and FromSeq <= ToSeq (memory.ErrInvalid).
-func ValidSummary(s memory.Summary, now time.Time) (memory.Summary, error) {
+// stored, CreatedAt now when zero, with its lists encoded (SummaryLists):
+// its identity (bad ids are memory.ErrInvalid), a version of at least 1
+// (else memory.ErrConflict: no version below 1 is ever next) and FromSeq
+// <= ToSeq (memory.ErrInvalid).
+func ValidSummary(s memory.Summary, now time.Time) (_ memory.Summary, keyEvents, preserved []byte, err error) {
 	if err := ValidIdentity(memory.Identity{Tenant: s.Tenant, User: s.User, Conversation: s.Conversation}); err != nil {
-		return s, err
+		return s, nil, nil, err
 	}
 	if s.Version < 1 {
-		return s, fmt.Errorf("summary version %d: %w", s.Version, memory.ErrConflict)
+		return s, nil, nil, fmt.Errorf("summary version %d: %w", s.Version, memory.ErrConflict)
 	}
 	if s.FromSeq > s.ToSeq {
-		return s, fmt.Errorf("%w: summary covers %d..%d", memory.ErrInvalid, s.FromSeq, s.ToSeq)
+		return s, nil, nil, fmt.Errorf("%w: summary covers %d..%d", memory.ErrInvalid, s.FromSeq, s.ToSeq)
 	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
 	}
-	return s, nil
+	keyEvents, preserved, err = SummaryLists(s)
+	return s, keyEvents, preserved, err
 }
 
 // SummaryLists encodes a summary's key events and preserved lists as

@@ -110,15 +110,15 @@ func TestSummaryListsRoundTrip(t *testing.T) {
 		{Tenant: "acme", User: "alice", Conversation: "c1", Version: 0},
 		{Tenant: "acme", User: "alice", Conversation: "c1", Version: 1, FromSeq: 3, ToSeq: 2},
 	} {
-		if _, err := ValidSummary(bad, time.Now()); err == nil {
+		if _, _, _, err := ValidSummary(bad, time.Now()); err == nil {
 			t.Errorf("ValidSummary(%+v) = nil, want an error", bad)
 		}
 	}
 	now := time.Unix(7, 0)
-	if got, err := ValidSummary(memory.Summary{Tenant: "acme", User: "alice", Conversation: "c1", Version: 1}, now); err != nil || !got.CreatedAt.Equal(now) {
+	if got, _, _, err := ValidSummary(memory.Summary{Tenant: "acme", User: "alice", Conversation: "c1", Version: 1}, now); err != nil || !got.CreatedAt.Equal(now) {
 		t.Errorf("ValidSummary without a time = %v, %v, want created now", got.CreatedAt, err)
 	}
-	if got, _ := ValidSummary(memory.Summary{Tenant: "acme", User: "alice", Conversation: "c1", Version: 1, CreatedAt: time.Unix(3, 0)}, now); !got.CreatedAt.Equal(time.Unix(3, 0)) {
+	if got, _, _, _ := ValidSummary(memory.Summary{Tenant: "acme", User: "alice", Conversation: "c1", Version: 1, CreatedAt: time.Unix(3, 0)}, now); !got.CreatedAt.Equal(time.Unix(3, 0)) {
 		t.Errorf("ValidSummary kept CreatedAt %v, want its own", got.CreatedAt)
 	}
 }

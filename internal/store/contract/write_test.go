@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -182,13 +183,34 @@ func TestAdoptMovesTheNewestMatchingRun(t *testing.T) {
 		f.live = append(f.live, memory.Message{Seq: int64(i + 1), Key: fmt.Sprint("e", i/2, ":", i%2), Role: role, Content: c})
 	}
 	to := memory.Identity{Tenant: "acme", User: "alice", Conversation: "chat"}
-	n, err := Adopt(context.Background(), f, to, []memory.Message{msg("user", "hi"), msg("assistant", "hello"), msg("user", "next")})
-	if err != nil || n != 2 || len(f.moved) != 2 || f.moved[0].Seq != 3 {
-		t.Fatalf("Adopt = %d, %v; moved %+v", n, err, f.moved)
+	busy := false
+	var txErr error // what the transaction's function returned: not nil rolls back
+	adopt := func(to memory.Identity, prior ...memory.Message) (int, error) {
+		f.moved, txErr = nil, nil
+		return Adopt(context.Background(), to, prior, func(context.Context) (bool, error) { return busy, nil },
+			func(fn func(AdoptTx) error) error { txErr = fn(f); return txErr })
 	}
-	f.moved = nil
-	if n, err := Adopt(context.Background(), f, to, []memory.Message{msg("user", "nothing stored")}); n != 0 || err != nil || f.moved != nil {
-		t.Fatalf("Adopt of an unknown history = %d, %v; moved %+v", n, err, f.moved)
+	n, err := adopt(to, msg("user", "hi"), msg("assistant", "hello"), msg("user", "next"))
+	if err != nil || n != 2 || len(f.moved) != 2 || f.moved[0].Seq != 3 || txErr != nil {
+		t.Fatalf("Adopt = %d, %v; moved %+v, transaction %v", n, err, f.moved, txErr)
+	}
+	if n, err := adopt(to, msg("user", "nothing stored")); n != 0 || err != nil || f.moved != nil || txErr == nil {
+		t.Fatalf("Adopt of an unknown history = %d, %v; moved %+v, transaction not rolled back", n, err, f.moved)
+	}
+	busy = true
+	if n, err := adopt(to, msg("user", "hi"), msg("assistant", "hello")); n != 0 || err != nil || f.moved != nil {
+		t.Fatalf("Adopt into a conversation with messages = %d, %v; moved %+v", n, err, f.moved)
+	}
+	busy = false
+	def := to
+	def.Conversation = memory.DefaultConversation
+	if n, err := adopt(def, msg("user", "hi"), msg("assistant", "hello")); n != 0 || err != nil || f.moved != nil {
+		t.Fatalf("Adopt into the default conversation = %d, %v; moved %+v", n, err, f.moved)
+	}
+	bad := to
+	bad.User = "a/b"
+	if _, err := adopt(bad, msg("user", "hi")); !errors.Is(err, memory.ErrInvalid) {
+		t.Fatalf("Adopt for a bad id = %v, want memory.ErrInvalid", err)
 	}
 }
 

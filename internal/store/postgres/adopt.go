@@ -31,42 +31,18 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // into to (contract.Adopt), in one transaction that holds the user's
 // shared lock (so no erasure interleaves) and both conversations' rows.
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if ok, err := contract.Adoptable(to, prior); !ok {
-		if err != nil {
-			return 0, fmt.Errorf("postgres: adopt: %w", err)
-		}
-		return 0, nil
-	}
-	// Every later turn of a chat asks again: its conversation holds
-	// messages by then, which a read tells without taking any lock.
-	var busy bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
-		to.Tenant, to.User, to.Conversation).Scan(&busy); err != nil {
-		return 0, fmt.Errorf("postgres: adopt into %s: %w", to.Conversation, unavailable(err))
-	}
-	if busy {
-		return 0, nil
-	}
-	moved := 0
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if moved, err = contract.Adopt(ctx, adoptTx{tx}, to, prior); err == nil && moved == 0 {
-			return errNothingToAdopt
-		}
-		return err
+	moved, err := contract.Adopt(ctx, to, prior, func(ctx context.Context) (busy bool, err error) {
+		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
+			to.Tenant, to.User, to.Conversation).Scan(&busy)
+		return busy, unavailable(err)
+	}, func(fn func(contract.AdoptTx) error) error {
+		return s.inTx(ctx, func(tx pgx.Tx) error { return fn(adoptTx{tx}) })
 	})
-	if errors.Is(err, errNothingToAdopt) {
-		return 0, nil
-	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: adopt into %s: %w", to.Conversation, err)
 	}
 	return moved, nil
 }
-
-// errNothingToAdopt rolls back an Adopt that found nothing to move (the
-// conversation row it created with it).
-var errNothingToAdopt = errors.New("nothing to adopt")
 
 // adoptTx is Adopt's transaction (contract.AdoptTx).
 type adoptTx struct{ tx pgx.Tx }
@@ -98,7 +74,7 @@ func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, erro
 }
 
 func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]int64, error) {
-	rows, err := a.tx.Query(ctx, `SELECT m.seq FROM conversation_candidates c
+	starts, err := collect(ctx, a.tx, pgx.RowTo[int64], `SELECT m.seq FROM conversation_candidates c
 		JOIN messages m ON m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.conversation
 			AND m.key = c.first_key AND m.superseded_at IS NULL
 		WHERE c.tenant = $1 AND c.user_id = $2 AND c.conversation = $3 AND c.candidate = $4
@@ -106,11 +82,7 @@ func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]in
 				WHERE tenant = $1 AND user_id = $2 AND conversation = $3)
 		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation)
 	if err != nil {
-		return nil, fmt.Errorf("find candidates: %w", unavailable(err))
-	}
-	starts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("find candidates: %w", unavailable(err))
+		return nil, fmt.Errorf("find candidates: %w", err)
 	}
 	return starts, nil
 }
@@ -144,10 +116,11 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 	b.Queue(`DELETE FROM conversations c WHERE tenant = $1 AND user_id = $2 AND id = $3
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = $3)`,
 		from.Tenant, from.User, from.Conversation)
+	b.Queue(adoptFactSourcesSQL, from.Tenant, from.User, from.Conversation, to.Conversation)
 	if err := a.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("move messages: %w", unavailable(err))
 	}
-	return adoptFactSources(ctx, a.tx, from, to)
+	return nil
 }
 
 // Continued reports whether ex was stored already in its candidate
@@ -164,8 +137,5 @@ func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 
 // liveFrom returns up to n live messages of id from seq on, in seq order.
 func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	return queryMessages(ctx, q, id, `
-		SELECT seq, key, role, content, raw, tokens, created_at FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND seq >= $4
-		ORDER BY seq LIMIT $5`, seq, n)
+	return queryMessages(ctx, q, id, liveMessagesSQL+` AND seq >= $4 ORDER BY seq LIMIT $5`, seq, n)
 }

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/search"
@@ -41,9 +39,6 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 			WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = r.conversation
 				AND m.seq BETWEEN h.seq - $5 AND h.seq + $5 OFFSET 0) m
 		ORDER BY m.conversation, h.key, m.seq`, tenant, user, convs, keys, radius)
-	if err != nil {
-		return nil, nil, unavailable(err)
-	}
 	wr := search.NewWindowReads(radius, len(refs))
 	var (
 		hitKey     string
@@ -52,9 +47,7 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 		marked     []byte
 		m          = memory.Message{Tenant: tenant, User: user}
 	)
-	_, err = pgx.ForEachRow(rows, []any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &m.CreatedAt, &superseded, &marked}, func() error {
-		wr.Add(hitKey, hitSeq, m, superseded, marked)
-		return nil
-	})
-	return wr.Read, wr.Closed, unavailable(err)
+	err = eachRow(rows, err, "messages around", []any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &m.CreatedAt, &superseded, &marked},
+		func() { wr.Add(hitKey, hitSeq, m, superseded, marked) })
+	return wr.Read, wr.Closed, err
 }

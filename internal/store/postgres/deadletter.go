@@ -36,20 +36,13 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 
 // DeadLetters returns the dead letters of a tenant, oldest first.
 func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLetter, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT user_id, conversation, exchange, reason, payload, at
+	out, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.DeadLetter, error) {
+		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
+		return d, row.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &d.At)
+	}, `SELECT user_id, conversation, exchange, reason, payload, at
 		FROM dead_letters WHERE tenant = $1 ORDER BY id`, tenant)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: dead letters: %w", unavailable(err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.DeadLetter, error) {
-		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
-		err := row.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &d.At)
-		d.At = d.At.UTC()
-		return d, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: dead letters: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: dead letters: %w", err)
 	}
 	return out, nil
 }

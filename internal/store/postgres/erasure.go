@@ -40,16 +40,12 @@ import (
 var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "memory_items", "conversations"}
 
 // ErasedAt returns when the user was last erased, or the zero time when
-// never. Importers and enrichment workers use it to skip data captured at
-// or before that time.
+// never (storetest.Store).
 func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
-	var at time.Time
+	var at time.Time // zero when there is no row
 	err := s.pool.QueryRow(ctx, `SELECT erased_at FROM erasures WHERE tenant = $1 AND user_id = $2`,
 		tenant, user).Scan(&at)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return time.Time{}, nil
-	case err != nil:
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("postgres: erased at: %w", unavailable(err))
 	}
 	return at, nil

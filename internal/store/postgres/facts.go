@@ -18,21 +18,9 @@ import (
 // race. Ids cannot contain '/'.
 const factLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended('facts/' || $1 || '/' || $2, 4))"
 
-// factColumns are the columns scanFact reads, in order.
+// factColumns are the columns contract.ScanFact reads, in order.
 const factColumns = `id, type, key, value, confidence, mentions, pinned, coalesce(source_conversation, ''),
 	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
-
-// scanFact reads one row of factColumns.
-func scanFact(row pgx.Row, tenant, user string) (memory.Fact, error) {
-	f := memory.Fact{Tenant: tenant, User: user}
-	var typ string
-	if err := row.Scan(&f.ID, &typ, &f.Key, &f.Value, &f.Confidence, &f.Mentions, &f.Pinned, &f.Conversation,
-		&f.CreatedAt, &f.UpdatedAt, &f.SupersededAt, &f.ExpiresAt, &f.Rule, &f.Source); err != nil {
-		return memory.Fact{}, err
-	}
-	f.Type = memory.FactType(typ)
-	return f, nil
-}
 
 // nullString maps "" to NULL.
 func nullString(s string) *string {
@@ -67,9 +55,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		} else if gone {
 			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
 		}
-		old, err := scanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
+		old, err := contract.ScanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = $1 AND user_id = $2 AND type = $3 AND norm_key = $4 AND superseded_at IS NULL`,
-			f.Tenant, f.User, string(f.Type), f.Key), f.Tenant, f.User)
+			f.Tenant, f.User, string(f.Type), f.Key), times{}, f.Tenant, f.User)
 		found := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", unavailable(err))
@@ -77,7 +65,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 
 		if found && contract.SameFactValue(old.Value, f.Value) {
 			conf := contract.RestatedConfidence(old.Confidence, f.Confidence)
-			out, err = scanFact(tx.QueryRow(ctx, `UPDATE facts SET
+			out, err = contract.ScanFact(tx.QueryRow(ctx, `UPDATE facts SET
 					mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
 					updated_at = greatest(updated_at, $6),
 					source_conversation = coalesce($7, source_conversation), expires_at = $8,
@@ -85,7 +73,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 					source_message = CASE WHEN $10::text <> '' THEN $10::text ELSE source_message END
 				WHERE tenant = $1 AND user_id = $2 AND id = $3
 				RETURNING `+factColumns,
-				f.Tenant, f.User, old.ID, conf, f.Pinned, at, nullString(f.Conversation), f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
+				f.Tenant, f.User, old.ID, conf, f.Pinned, at, nullString(f.Conversation), f.ExpiresAt, f.Rule, f.Source), times{}, f.Tenant, f.User)
 			if err != nil {
 				return fmt.Errorf("update fact: %w", unavailable(err))
 			}
@@ -102,13 +90,13 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				}
 				pinned = pinned || old.Pinned
 			}
-			out, err = scanFact(tx.QueryRow(ctx, `INSERT INTO facts
+			out, err = contract.ScanFact(tx.QueryRow(ctx, `INSERT INTO facts
 					(tenant, user_id, type, key, norm_key, value, confidence, mentions, pinned,
 					 source_conversation, created_at, updated_at, expires_at, pin_rule, source_message)
 				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 				RETURNING `+factColumns,
 				f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, f.Mentions, pinned,
-				nullString(f.Conversation), created, at, f.ExpiresAt, f.Rule, f.Source), f.Tenant, f.User)
+				nullString(f.Conversation), created, at, f.ExpiresAt, f.Rule, f.Source), times{}, f.Tenant, f.User)
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", unavailable(err))
 			}
@@ -164,13 +152,11 @@ func deleteFactItems(ctx context.Context, tx pgx.Tx, tenant, user string, ids []
 	return nil
 }
 
-// Facts returns the user's current facts (not superseded, not expired at
-// now), most recently updated first; with history, superseded and expired
-// ones too.
+// Facts lists the user's facts by the contract (storetest.Knowledge).
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	defer telemetry.Span(&ctx, "postgres.Facts")()
 	facts, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Fact, error) {
-		return scanFact(r, tenant, user)
+		return contract.ScanFact(r, times{}, tenant, user)
 	}, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = $1 AND user_id = $2
 		  AND ($4 OR (superseded_at IS NULL AND (expires_at IS NULL OR expires_at > $3)))

@@ -97,19 +97,12 @@ func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity)
 		return fmt.Errorf("lock facts: %w", unavailable(err))
 	}
 	rows, err := tx.Query(ctx, forgetConversationSQL, id.Tenant, id.User, id.Conversation)
-	if err != nil {
-		return fmt.Errorf("forget facts of conversation: %w", unavailable(err))
-	}
 	var types, keys []string
 	var typ, key string
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &key}, func() error {
+	if err := eachRow(rows, err, "forget facts of conversation", []any{&typ, &key}, func() {
 		types, keys = append(types, typ), append(keys, key)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("forget facts of conversation: %w", unavailable(err))
-	}
-	if len(types) == 0 {
-		return nil
+	}); err != nil || len(types) == 0 {
+		return err
 	}
 	if _, err := tx.Exec(ctx, reopenFactSQL, id.Tenant, id.User, types, keys); err != nil {
 		return fmt.Errorf("reopen superseded facts: %w", unavailable(err))
@@ -118,7 +111,10 @@ func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity)
 }
 
 // adoptFactSourcesSQL follows an Adopt from conversation $3 to $4 of user
-// ($1, $2) in one statement: see adoptFactSources.
+// ($1, $2) in one statement: the facts $3 stated may have come from the
+// moved exchanges, so $4 becomes one of their sources. When $3 is gone
+// (everything in it moved), it is no longer one: its facts, and their
+// recall items, name $4 instead.
 const adoptFactSourcesSQL = `
 WITH added AS (
 	INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
@@ -135,14 +131,3 @@ WITH added AS (
 )
 UPDATE memory_items SET conversation = $4
 WHERE tenant = $1 AND user_id = $2 AND kind = 'fact' AND conversation = $3 AND (SELECT gone FROM gone)`
-
-// adoptFactSources follows an Adopt from conversation from to to in tx: the
-// facts from stated may have come from the moved exchanges, so to becomes
-// one of their sources. When from is gone (everything in it moved), it is
-// no longer one: its facts, and their recall items, name to instead.
-func adoptFactSources(ctx context.Context, tx pgx.Tx, from, to memory.Identity) error {
-	if _, err := tx.Exec(ctx, adoptFactSourcesSQL, from.Tenant, from.User, from.Conversation, to.Conversation); err != nil {
-		return fmt.Errorf("adopt fact sources: %w", unavailable(err))
-	}
-	return nil
-}

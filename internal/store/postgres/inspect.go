@@ -44,10 +44,10 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 	bs := []memory.Branch{}
 	_, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (struct{}, error) {
 		var at time.Time
-		m, err := scanMessage(row, id, &at)
+		m, err := contract.ScanMessage(row, times{}, id, &at)
 		bs = contract.AddToBranches(bs, at, m)
 		return struct{}{}, err
-	}, `SELECT seq, key, role, content, raw, tokens, created_at, superseded_at FROM messages
+	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NOT NULL
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
@@ -60,8 +60,8 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 // first; none for an unknown conversation.
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
 	out, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.Summary, error) {
-		return scanSummary(row, id, true)
-	}, `SELECT `+summaryColumns+`, model FROM summaries WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+		return contract.ScanSummary(row, times{}, id)
+	}, `SELECT `+contract.SummaryColumns+` FROM summaries WHERE tenant = $1 AND user_id = $2 AND conversation = $3
 		ORDER BY version`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list summaries: %w", err)

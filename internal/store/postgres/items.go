@@ -25,11 +25,7 @@ func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
 	var it memory.Item
 	dest := append([]any{&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
 		&it.Text, &it.Model, &it.Dims, &it.CreatedAt, &it.SaidAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
-		return memory.Item{}, err
-	}
-	it.CreatedAt, it.SaidAt = it.CreatedAt.UTC(), it.SaidAt.UTC()
-	return it, nil
+	return it, row.Scan(dest...) // times in UTC: see Open's AfterConnect
 }
 
 // vectorArg returns the embedding as a query argument: NULL when absent.
@@ -54,23 +50,13 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		}
 	}
 	now := time.Now()
-	// An item's arguments and, for the upsert, its SQL text.
+	// An item's arguments (insertItemSQL's and upsertItemSQL's).
 	args := func(it memory.Item) []any {
 		var dimsArg, modelArg any
 		if len(it.Embedding) > 0 {
 			dimsArg, modelArg = len(it.Embedding), it.Model
 		}
-		at := it.CreatedAt
-		if at.IsZero() {
-			at = now
-		}
-		// A said-at time is stored only when the item brings one (else
-		// it reads as created_at); an update without one keeps the
-		// stored time.
-		var said any
-		if t, ok := contract.SaidAt(it); ok {
-			said = t
-		}
+		at, said := contract.ItemTimes(it, now)
 		return []any{it.Tenant, it.User, nullString(it.Conversation), it.Kind, it.Ref, it.Chunk, it.Text,
 			vectorArg(it.Embedding), dimsArg, modelArg, at, said}
 	}
@@ -154,10 +140,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if b.Len() == 0 {
 			return nil
 		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return unavailable(err)
-		}
-		return nil
+		return unavailable(tx.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: add %d items: %w", len(items), err)
@@ -233,22 +216,18 @@ func sourceColumns(srcs []contract.Source) (tenants, users, convs, keys []string
 	return tenants, users, convs, keys
 }
 
-// ItemsToEmbed returns up to limit items of any tenant with ID > afterID
-// whose vector is missing or was made by another model or dimension, in ID
-// order, for a resumable reindex.
+// ItemsToEmbed lists the items of every tenant to embed again by the
+// contract (storetest.Knowledge).
 func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM memory_items
+	items, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Item, error) { return scanItem(r) },
+		`SELECT `+itemColumns+` FROM memory_items
 		WHERE id > $3 AND (embedding IS NULL OR model IS DISTINCT FROM $1 OR dims IS DISTINCT FROM $2)
 		ORDER BY id LIMIT $4`, model, dims, afterID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: items to embed: %w", unavailable(err))
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) { return scanItem(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: items to embed: %w", unavailable(err))
+		return nil, fmt.Errorf("postgres: items to embed: %w", err)
 	}
 	return items, nil
 }
@@ -282,12 +261,7 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 				it.ID, vectorArg(it.Embedding), dims, it.Model)
 		}
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return unavailable(err)
-		}
-		return nil
-	})
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return unavailable(tx.SendBatch(ctx, b).Close()) })
 	if err != nil {
 		return fmt.Errorf("postgres: set %d embeddings: %w", len(items), err)
 	}

@@ -2,14 +2,15 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -17,6 +18,12 @@ import (
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
+
+// times scans timestamptz as it is, in UTC (Open's AfterConnect).
+type times struct{}
+
+func (times) Dest(t *time.Time) any      { return t }
+func (times) NullDest(t **time.Time) any { return t }
 
 // collect runs sql on q and returns its rows as scan reads them (none: an
 // empty slice), a connection failure marked memory.ErrUnavailable.
@@ -32,28 +39,15 @@ func collect[T any](ctx context.Context, q querier, scan pgx.RowToFunc[T], sql s
 // liveMessagesSQL selects the live messages of the conversation ($1
 // tenant, $2 user, $3 conversation) in the columns queryMessages reads; a
 // query adds its conditions, order and limit.
-const liveMessagesSQL = `SELECT seq, key, role, content, raw, tokens, created_at FROM messages
+const liveMessagesSQL = `SELECT ` + contract.MessageColumns + ` FROM messages
 	WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL`
 
 // queryMessages runs a query whose first three parameters are the tenant,
-// user and conversation of id, followed by args, and whose columns are seq,
-// key, role, content, raw, tokens, created_at.
+// user and conversation of id, followed by args, and whose columns are
+// contract.MessageColumns.
 func queryMessages(ctx context.Context, q querier, id memory.Identity, sql string, args ...any) ([]memory.Message, error) {
-	return collect(ctx, q, func(row pgx.CollectableRow) (memory.Message, error) { return scanMessage(row, id) },
+	return collect(ctx, q, func(row pgx.CollectableRow) (memory.Message, error) { return contract.ScanMessage(row, times{}, id) },
 		sql, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
-}
-
-// scanMessage reads a message of conversation id from a row of seq, key,
-// role, content, raw, tokens, created_at, then into extra the columns after
-// them.
-func scanMessage(row pgx.Row, id memory.Identity, extra ...any) (memory.Message, error) {
-	m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var raw []byte
-	err := row.Scan(append([]any{&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, extra...)...)
-	if raw != nil {
-		m.Raw = json.RawMessage(raw)
-	}
-	return m, err
 }
 
 // Recent returns up to n newest live messages of the conversation, oldest

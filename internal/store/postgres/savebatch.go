@@ -58,11 +58,8 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_, _ = conn.Exec(rctx, "ROLLBACK")
 		cancel()
-		if isUniqueViolation(err, messageKeyConstraint) {
-			// A concurrent save of one of them won: the caller saves them
-			// one by one, which reports it as a duplicate.
-			return nil, fmt.Errorf("postgres: save %d exchanges: %w", len(exs), err)
-		}
+		// A concurrent save of one of them that won is not permanent: the
+		// caller saves them one by one, which reports it as a duplicate.
 		return nil, fmt.Errorf("postgres: save %d exchanges: %w", len(exs), permanent(err))
 	}
 	return results, nil
@@ -71,38 +68,48 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // saveBatch is the state of one SaveExchanges call.
 type saveBatch struct {
 	exs   []memory.Exchange
-	order []int           // indexes of exs, by identity (stable)
-	ats   []time.Time     // each exchange's time (now when zero)
-	users []contract.User // distinct, sorted
-	convs []memory.Identity
-	// tailLen is, per conversation, how many live messages its alignments
-	// need (0: no exchange of it resent history).
-	tailLen map[memory.Identity]int
+	order []int       // indexes of exs, by identity (stable)
+	ats   []time.Time // each exchange's time (now when zero)
+	// ut and uu are the distinct users, sorted, as parallel columns.
+	ut, uu []string
+	// convs are the distinct conversations, sorted, and ct, cu and cc the
+	// same as parallel columns, with the time of each one's first exchange
+	// (cfirst), its latest time (clatest) and how many live messages its
+	// alignments need (tailLen; 0: none of its exchanges resent history).
+	convs           []memory.Identity
+	ct, cu, cc      []string
+	cfirst, clatest []time.Time
+	tailLen         []int32
 }
 
 func newSaveBatch(exs []memory.Exchange) *saveBatch {
-	b := &saveBatch{exs: exs, order: make([]int, len(exs)), ats: make([]time.Time, len(exs)), tailLen: map[memory.Identity]int{}}
+	b := &saveBatch{exs: exs, order: make([]int, len(exs)), ats: make([]time.Time, len(exs))}
 	now := time.Now()
 	for i, ex := range exs {
 		b.order[i] = i
 		b.ats[i] = cmp.Or(ex.At, now)
 	}
-	slices.SortStableFunc(b.order, func(a, c int) int { return compareIdentity(exs[a].Identity, exs[c].Identity) })
+	slices.SortStableFunc(b.order, func(i, j int) int {
+		x, y := exs[i].Identity, exs[j].Identity
+		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
+	})
 	for _, i := range b.order {
-		id := exs[i].Identity
+		id, at := exs[i].Identity, b.ats[i]
+		if n := len(b.ut); n == 0 || b.ut[n-1] != id.Tenant || b.uu[n-1] != id.User {
+			b.ut, b.uu = append(b.ut, id.Tenant), append(b.uu, id.User)
+		}
 		if n := len(b.convs); n == 0 || b.convs[n-1] != id {
 			b.convs = append(b.convs, id)
+			b.ct, b.cu, b.cc = append(b.ct, id.Tenant), append(b.cu, id.User), append(b.cc, id.Conversation)
+			b.cfirst, b.clatest, b.tailLen = append(b.cfirst, at), append(b.clatest, at), append(b.tailLen, 0)
 		}
-		if n := len(b.users); n == 0 || b.users[n-1] != (contract.User{Tenant: id.Tenant, User: id.User}) {
-			b.users = append(b.users, contract.User{Tenant: id.Tenant, User: id.User})
+		last := len(b.convs) - 1
+		if at.After(b.clatest[last]) {
+			b.clatest[last] = at
 		}
-		b.tailLen[id] = max(b.tailLen[id], contract.TailLen(exs[i]))
+		b.tailLen[last] = max(b.tailLen[last], int32(contract.TailLen(exs[i])))
 	}
 	return b
-}
-
-func compareIdentity(x, y memory.Identity) int {
-	return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
 }
 
 // run sends the two pipelines on conn and returns the results.
@@ -141,7 +148,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			w.conversation(id, st.LastSeq, st.Latest)
 		}
 	}
-	tails, err := w.send(ctx, conn, b.users)
+	tails, err := w.send(ctx, conn, b.ut, b.uu)
 	if err != nil {
 		return nil, err
 	}
@@ -162,43 +169,22 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 // order), their erasures, the conversations' upsert (skipping users erased
 // after all of their exchanges), the duplicates and the tails.
 func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.User]time.Time, map[memory.Identity]*contract.SaveConv, map[contract.Source]bool, error) {
-	var ut, uu []string
-	for _, u := range b.users {
-		ut, uu = append(ut, u.Tenant), append(uu, u.User)
-	}
-	latest := map[memory.Identity]time.Time{}
-	first := map[memory.Identity]time.Time{}
-	var ct, cu, cc, kt, ku, kc, kk []string
+	var kt, ku, kc, kk []string
 	for _, i := range b.order {
-		ex, at := b.exs[i], b.ats[i]
-		if _, ok := first[ex.Identity]; !ok {
-			first[ex.Identity] = at
-		}
-		if at.After(latest[ex.Identity]) {
-			latest[ex.Identity] = at
-		}
+		ex := b.exs[i]
 		kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Conversation), append(kk, memory.Key(ex.ID, 0))
 		if ex.Candidate != "" {
 			// It may have been stored and moved there since (see Adopt).
 			kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Candidate), append(kk, memory.Key(ex.ID, 0))
 		}
 	}
-	var cfirst, clatest []time.Time
-	var tt, tu, tc []string
-	var tn []int32
-	for _, id := range b.convs {
-		ct, cu, cc = append(ct, id.Tenant), append(cu, id.User), append(cc, id.Conversation)
-		cfirst, clatest = append(cfirst, first[id]), append(clatest, latest[id])
-		if n := b.tailLen[id]; n > 0 {
-			tt, tu, tc, tn = append(tt, id.Tenant), append(tu, id.User), append(tc, id.Conversation), append(tn, int32(n))
-		}
-	}
+	tails := slices.ContainsFunc(b.tailLen, func(n int32) bool { return n > 0 })
 	p := &pgx.Batch{}
 	p.Queue("BEGIN")
 	p.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(t || '/' || u, 3))
-		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, ut, uu)
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, b.ut, b.uu)
 	p.Queue(`SELECT tenant, user_id, max(erased_at) FROM erasures
-		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) GROUP BY tenant, user_id`, ut, uu)
+		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) GROUP BY tenant, user_id`, b.ut, b.uu)
 	// The upsert locks each conversation row until commit: concurrent saves
 	// to it queue here, and each sees the previous one's rows.
 	p.Queue(`INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
@@ -207,18 +193,18 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 		WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant = x.t AND e.user_id = x.u AND e.erased_at >= x.l)
 		ORDER BY x.o
 		ON CONFLICT (tenant, user_id, id) DO UPDATE SET last_seq = conversations.last_seq
-		RETURNING tenant, user_id, id, last_seq`, ct, cu, cc, cfirst, clatest)
+		RETURNING tenant, user_id, id, last_seq`, b.ct, b.cu, b.cc, b.cfirst, b.clatest)
 	p.Queue(`SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, u, c, k)
 		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.tenant = x.t AND m.user_id = x.u AND m.conversation = x.c AND m.key = x.k)`,
 		kt, ku, kc, kk)
-	if len(tn) > 0 {
+	if tails {
 		p.Queue(`SELECT x.t, x.u, x.c, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS x(t, u, c, n)
 			CROSS JOIN LATERAL (
 				SELECT seq, key, role, content, raw, tokens, created_at FROM messages
 				WHERE tenant = x.t AND user_id = x.u AND conversation = x.c AND superseded_at IS NULL
 				ORDER BY seq DESC LIMIT x.n) m
-			ORDER BY x.t, x.u, x.c, m.seq`, tt, tu, tc, tn)
+			ORDER BY x.t, x.u, x.c, m.seq`, b.ct, b.cu, b.cc, b.tailLen)
 	}
 	res := conn.SendBatch(ctx, p)
 	erased := map[contract.User]time.Time{}
@@ -246,7 +232,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 		}
 		rows, err = res.Query()
 		if err := eachRow(rows, err, "check duplicates", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
-			func() { dups[src] = true }); err != nil || len(tn) == 0 {
+			func() { dups[src] = true }); err != nil || !tails {
 			return err
 		}
 		var m memory.Message
@@ -256,7 +242,6 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() {
 			if st := convs[memory.Identity{Tenant: m.Tenant, User: m.User, Conversation: m.Conversation}]; st != nil {
 				msg := m
-				msg.CreatedAt = msg.CreatedAt.UTC()
 				if raw != nil {
 					msg.Raw = json.RawMessage(slices.Clone(raw))
 				}
@@ -338,7 +323,7 @@ func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Ti
 // ALL IMMEDIATE) in the order the commit would: the users' rows of
 // memory_item_revisions are locked from then on, so no other writer moves
 // a count between that read and the commit.
-func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, users []contract.User) (map[contract.User]int64, error) {
+func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []string) (map[contract.User]int64, error) {
 	w.flush()
 	if len(w.ct) > 0 {
 		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
@@ -346,10 +331,6 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, users []cont
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
 	}
 	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")
-	var ut, uu []string
-	for _, u := range users {
-		ut, uu = append(ut, u.Tenant), append(uu, u.User)
-	}
 	tails := map[contract.User]int64{}
 	w.p.Queue(`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
 		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu).Query(func(rows pgx.Rows) error {

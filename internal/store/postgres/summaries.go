@@ -14,8 +14,8 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// MessagesAfter returns up to limit live messages of the conversation with
-// Seq > afterSeq, oldest first; an unknown conversation has none.
+// MessagesAfter reads live messages by the contract (storetest.Knowledge);
+// an unknown conversation has none.
 func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -31,9 +31,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "postgres.LatestSummary")()
-	sum, err := scanSummary(s.pool.QueryRow(ctx, `SELECT `+summaryColumns+`, model FROM summaries
+	sum, err := contract.ScanSummary(s.pool.QueryRow(ctx, `SELECT `+contract.SummaryColumns+` FROM summaries
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, true)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), times{}, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("postgres: latest summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
@@ -43,34 +43,11 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	return sum, nil
 }
 
-// summaryColumns are the columns scanSummary reads, in order (then model,
-// when asked for).
-const summaryColumns = `version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at`
-
-// scanSummary reads a summary of conversation id from a row of
-// summaryColumns, followed by model when withModel is set.
-func scanSummary(row pgx.Row, id memory.Identity, withModel bool) (memory.Summary, error) {
-	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var keyEvents, preserved []byte
-	dest := []any{&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved, &sum.Tokens, &sum.CoveredTokens, &sum.CreatedAt}
-	if withModel {
-		dest = append(dest, &sum.Summariser)
-	}
-	if err := row.Scan(dest...); err != nil {
-		return memory.Summary{}, err
-	}
-	return sum, contract.ReadSummaryLists(&sum, keyEvents, preserved)
-}
-
 // SaveSummary stores a new summary version by the contract
 // (storetest.Knowledge; contract.ValidSummary); of two concurrent saves of
 // one version, the second gets memory.ErrConflict.
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
-	sum, err := contract.ValidSummary(sum, time.Now())
-	if err != nil {
-		return fmt.Errorf("postgres: save summary: %w", err)
-	}
-	ke, pr, err := contract.SummaryLists(sum)
+	sum, ke, pr, err := contract.ValidSummary(sum, time.Now())
 	if err != nil {
 		return fmt.Errorf("postgres: save summary: %w", err)
 	}
@@ -95,8 +72,6 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	})
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, memory.ErrErased):
-		return fmt.Errorf("postgres: save summary: %w", err)
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":
 		return fmt.Errorf("postgres: save summary version %d: %w", sum.Version, memory.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "23503":

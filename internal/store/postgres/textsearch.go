@@ -36,7 +36,11 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	if stop == nil {
 		stop = []string{} // NULL would match no lexeme
 	}
-	related, weights := relatedArgs(q.Related)
+	// Related terms are folded as the 'simple' configuration folds words.
+	related, weights := make([]string, len(q.Related)), make([]float64, len(q.Related))
+	for i, r := range q.Related {
+		related[i], weights[i] = strings.ToLower(r.Term), r.Weight
+	}
 	args := []any{q.Tenant, q.User, q.Text, stop, q.Limit, related, weights}
 	var where strings.Builder
 	if q.Conversation != "" {
@@ -99,18 +103,6 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 			LIMIT $5
 		) hits ORDER BY score DESC, id`
 	return sql, args
-}
-
-// relatedArgs returns q.Related as two parallel arrays, terms folded as
-// the 'simple' configuration folds words (lower case).
-func relatedArgs(related []memory.RelatedTerm) ([]string, []float64) {
-	terms := make([]string, len(related))
-	weights := make([]float64, len(related))
-	for i, r := range related {
-		terms[i] = strings.ToLower(r.Term)
-		weights[i] = r.Weight
-	}
-	return terms, weights
 }
 
 // searchTextSQLPath is SearchText for a user too large to index in memory:

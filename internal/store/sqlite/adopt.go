@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,21 +31,12 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 
 // Adopt moves a chat's first turns out of the user's default conversation
 // into to (contract.Adopt), in one write transaction, with their exchange
-// records.
+// records; whether to holds messages is read without taking the writer.
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	if ok, err := contract.Adoptable(to, prior); !ok {
-		return 0, err
-	}
-	// Every later turn of a chat asks again: its conversation holds
-	// messages by then, which a read tells without taking the writer.
-	if busy, err := hasMessages(ctx, s.reads, to); busy || err != nil {
-		return 0, err
-	}
-	moved := 0
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		var err error
-		moved, err = contract.Adopt(ctx, adoptTx{tx}, to, prior)
-		return err
+	moved, err := contract.Adopt(ctx, to, prior, func(ctx context.Context) (bool, error) {
+		return hasMessages(ctx, s.reads, to)
+	}, func(fn func(contract.AdoptTx) error) error {
+		return s.inWrite(ctx, func(tx *sql.Tx) error { return fn(adoptTx{tx}) })
 	})
 	if err != nil {
 		return 0, fmt.Errorf("adopt into %s: %w", to.Conversation, err)
@@ -56,16 +46,12 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Me
 
 // hasMessages reports whether conversation id holds a message.
 func hasMessages(ctx context.Context, q querier, id memory.Identity) (bool, error) {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? LIMIT 1`,
-		id.Tenant, id.User, id.Conversation).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
-	case err != nil:
+	var busy bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?)`,
+		id.Tenant, id.User, id.Conversation).Scan(&busy); err != nil {
 		return false, fmt.Errorf("check conversation: %w", err)
 	}
-	return true, nil
+	return busy, nil
 }
 
 // adoptTx is Adopt's write transaction (contract.AdoptTx).
@@ -95,57 +81,50 @@ func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n in
 }
 
 func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error {
-	tx := a.tx
-	now := nanos(time.Now())
-	if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, to.Tenant, to.User, to.Conversation, now, now); err != nil {
-		return fmt.Errorf("create conversation: %w", err)
-	}
-	exchanges := map[string]bool{}
+	keys, exchanges := make([]string, len(run)), make([]string, len(run))
 	for i, m := range run {
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET conversation = ?, seq = ?
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
-			to.Conversation, i+1, from.Tenant, from.User, from.Conversation, m.Key); err != nil {
-			return fmt.Errorf("move message: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET conversation = ?
-			WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source = ?`,
-			to.Conversation, to.Tenant, to.User, m.Key); err != nil {
-			return fmt.Errorf("move items: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_candidates
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND first_key = ?`,
-			from.Tenant, from.User, from.Conversation, m.Key); err != nil {
-			return fmt.Errorf("drop candidate: %w", err)
-		}
-		exchanges[memory.ExchangeOf(m.Key)] = true
+		keys[i], exchanges[i] = m.Key, memory.ExchangeOf(m.Key)
 	}
-	for ex := range exchanges {
-		if _, err := tx.ExecContext(ctx, `UPDATE exchanges SET conversation = ?
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND id = ?`,
-			to.Conversation, from.Tenant, from.User, from.Conversation, ex); err != nil {
-			return fmt.Errorf("move exchange: %w", err)
+	// ?1 tenant, ?2 user, ?3 from, ?4 to, ?5 the keys in run's order, ?6
+	// their exchanges, ?7 now, ?8 len(run), ?9 the time of run's last.
+	args := []any{from.Tenant, from.User, from.Conversation, to.Conversation,
+		jsonArray(keys), jsonArray(exchanges), nanos(time.Now()), len(run), nanos(run[len(run)-1].CreatedAt)}
+	const fromGone = `NOT EXISTS (SELECT 1 FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)`
+	for _, q := range []struct{ what, sql string }{
+		{"create conversation", `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+			VALUES (?1, ?2, ?4, ?7, ?7) ON CONFLICT DO NOTHING`},
+		{"move messages", `UPDATE messages SET conversation = ?4, seq = k.key + 1 FROM json_each(?5) AS k
+			WHERE messages.tenant = ?1 AND messages.user_id = ?2 AND messages.conversation = ?3 AND messages.key = k.value`},
+		{"move items", `UPDATE memory_items SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND kind = 'message' AND source IN (SELECT value FROM json_each(?5))`},
+		{"drop candidates", `DELETE FROM conversation_candidates
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND first_key IN (SELECT value FROM json_each(?5))`},
+		{"move exchanges", `UPDATE exchanges SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND id IN (SELECT value FROM json_each(?6))`},
+		{"update conversations", `UPDATE conversations
+			SET message_count = message_count + CASE id WHEN ?3 THEN -?8 ELSE ?8 END, updated_at = MAX(updated_at, ?9)
+			WHERE tenant = ?1 AND user_id = ?2 AND id IN (?3, ?4)`},
+		// A default conversation that held nothing but the chat's first
+		// turns goes with them.
+		{"drop empty conversation", `DELETE FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
+			AND NOT EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3)`},
+		// The facts from stated may have come from the moved exchanges, so
+		// to becomes one of their sources; when from is gone, it is no
+		// longer one: its facts, and their recall items, name to instead.
+		{"adopt fact sources", `INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
+			SELECT tenant, user_id, ?4, fact_id, stated_at FROM fact_sources
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 ON CONFLICT DO NOTHING`},
+		{"drop fact sources", `DELETE FROM fact_sources WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND ` + fromGone},
+		{"move facts", `UPDATE facts SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND ` + fromGone},
+		{"move fact items", `UPDATE memory_items SET conversation = ?4
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND kind = 'fact' AND ` + fromGone},
+	} {
+		if _, err := a.tx.ExecContext(ctx, q.sql, args...); err != nil {
+			return fmt.Errorf("%s: %w", q.what, err)
 		}
 	}
-	last := nanos(run[len(run)-1].CreatedAt)
-	for _, c := range []struct {
-		conv  string
-		delta int
-	}{{from.Conversation, -len(run)}, {to.Conversation, len(run)}} {
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations
-			SET message_count = message_count + ?, updated_at = MAX(updated_at, ?)
-			WHERE tenant = ? AND user_id = ? AND id = ?`, c.delta, last, to.Tenant, to.User, c.conv); err != nil {
-			return fmt.Errorf("update conversation: %w", err)
-		}
-	}
-	// A default conversation that held nothing but the chat's first turns
-	// goes with them.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?
-		AND NOT EXISTS (SELECT 1 FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?)`,
-		from.Tenant, from.User, from.Conversation, from.Tenant, from.User, from.Conversation); err != nil {
-		return fmt.Errorf("drop empty conversation: %w", err)
-	}
-	return adoptFactSources(ctx, tx, from, to)
+	return nil
 }
 
 // Continued reports whether ex was stored already in its candidate
@@ -162,7 +141,5 @@ func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 
 // liveFrom returns up to n live messages of id from seq on, in seq order.
 func liveFrom(ctx context.Context, q querier, id memory.Identity, seq int64, n int) ([]memory.Message, error) {
-	return queryMessages(ctx, q, id, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq >= ?
-		ORDER BY seq LIMIT ?`, seq, n)
+	return queryMessages(ctx, q, id, liveMessagesSQL+` AND seq >= ? ORDER BY seq LIMIT ?`, seq, n)
 }

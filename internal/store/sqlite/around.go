@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -21,10 +19,6 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 	for i, r := range refs {
 		pairs[i] = [2]string{r.Conversation, r.Key}
 	}
-	list, err := json.Marshal(pairs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("messages around: encode refs: %w", err)
-	}
 	// The superseded turns inside a window are read too (and then left
 	// out), so a window whose last seq is a superseded turn counts as
 	// closed.
@@ -35,7 +29,7 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 		      FROM json_each(?)) r
 		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
 		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
-			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, string(list), tenant, user, radius, radius)
+			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, jsonArray(pairs), tenant, user, radius, radius)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,15 +38,15 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 	for rows.Next() {
 		m := memory.Message{Tenant: tenant, User: user}
 		var (
-			hitKey          string
-			hitSeq, created int64
-			superseded      bool
-			marked          []byte
+			hitKey     string
+			hitSeq     int64
+			superseded bool
+			marked     []byte
 		)
-		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, &created, &superseded, &marked); err != nil {
+		if err := rows.Scan(&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens,
+			(*nanoTime)(&m.CreatedAt), &superseded, &marked); err != nil {
 			return nil, nil, err
 		}
-		m.CreatedAt = fromNanos(created)
 		wr.Add(hitKey, hitSeq, m, superseded, marked)
 	}
 	return wr.Read, wr.Closed, rows.Err()

@@ -33,10 +33,7 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLetter, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.DeadLetter, error) {
 		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
-		var at int64
-		err := r.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, &at)
-		d.At = fromNanos(at)
-		return d, err
+		return d, r.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, (*nanoTime)(&d.At))
 	}, `SELECT user_id, conversation, exchange, reason, payload, at
 		FROM dead_letters WHERE tenant = ? ORDER BY id`, tenant)
 	if err != nil {

@@ -16,13 +16,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
 			id.Tenant, id.User, id.Conversation)
-		if err != nil {
+		if err := found(r, err, "conversation "+id.Conversation); err != nil {
 			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
 		}
 		for _, table := range []string{"summaries", "messages", "exchanges", "conversation_candidates", "dead_letters"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
@@ -47,6 +42,18 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	// Stale already (the deletes moved the counts), and erased.
 	s.truncateWAL(ctx)
 	return nil
+}
+
+// found returns memory.ErrNotFound, naming what, when the statement that
+// answered r and err changed no row; else err.
+func found(r sql.Result, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, memory.ErrNotFound)
 }
 
 // DeleteUser erases a user by the erasure contract (storetest.RunErasure),

@@ -25,21 +25,14 @@ import (
 // the pre-erasure page images.
 
 // ErasedAt returns when the user was last erased, or the zero time when
-// never. Importers and enrichment workers use it to skip data captured at
-// or before that time.
+// never (storetest.Store).
 func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
 	at, err := erasedAt(ctx, s.read, tenant, user)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("erased at: %w", err)
 	}
-	if at == noErasure {
-		return time.Time{}, nil
-	}
-	return fromNanos(at), nil
+	return at, nil
 }
-
-// noErasure is what erasedAt returns for a user never erased.
-const noErasure = -1 << 63
 
 // refused reports whether a write about (tenant, user) guarded since (see
 // memory.Fact.GuardSince; zero: not guarded) must not happen: the user was
@@ -52,7 +45,7 @@ func refused(ctx context.Context, q querier, tenant, user string, since time.Tim
 	if err != nil {
 		return false, err
 	}
-	return at != noErasure && at >= nanos(since), nil
+	return !at.IsZero() && !at.Before(since), nil
 }
 
 // checkpointAttempts bounds the TRUNCATE checkpoints tried after an erasure

@@ -90,10 +90,6 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if err != nil {
 		return memory.SaveResult{}, err
 	}
-	var erasedTime time.Time
-	if erased != noErasure {
-		erasedTime = fromNanos(erased)
-	}
 	// An exchange stored in the default conversation may since have moved
 	// to its candidate conversation (see Adopt).
 	var one int
@@ -112,7 +108,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&conv.LastSeq, &before); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("next seq: %w", err)
 	}
-	p := contract.PlanSave(ex, at, erasedTime, one == 1, &conv)
+	p := contract.PlanSave(ex, at, erased, one == 1, &conv)
 	res := p.Result
 	if res.Inserted == 0 {
 		return res, nil
@@ -163,16 +159,13 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	return res, nil
 }
 
-// erasedAt returns when the user was last erased, in Unix nanoseconds, or
-// the minimum int64 when never.
-func erasedAt(ctx context.Context, q querier, tenant, user string) (int64, error) {
-	var at int64
-	err := q.QueryRowContext(ctx, sqlErasedAt, tenant, user).Scan(&at)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return noErasure, nil
-	case err != nil:
-		return 0, fmt.Errorf("check erasure: %w", err)
+// erasedAt returns when the user was last erased, or the zero time when
+// never.
+func erasedAt(ctx context.Context, q querier, tenant, user string) (time.Time, error) {
+	var at time.Time
+	err := q.QueryRowContext(ctx, sqlErasedAt, tenant, user).Scan((*nanoTime)(&at))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("check erasure: %w", err)
 	}
 	return at, nil
 }

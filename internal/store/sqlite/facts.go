@@ -13,9 +13,9 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// factColumns are the columns scanFact reads, in order.
-const factColumns = `id, tenant, user_id, COALESCE(conversation, ''), type, key, value, confidence,
-	mentions, pinned, created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
+// factColumns are the columns contract.ScanFact reads, in order.
+const factColumns = `id, type, key, value, confidence, mentions, pinned, COALESCE(conversation, ''),
+	created_at, updated_at, superseded_at, expires_at, pin_rule, source_message`
 
 // UpsertFact records a statement about a user in one write transaction by
 // the contract (storetest.Knowledge; contract.ValidFact): past maxPerUser
@@ -41,16 +41,15 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		} else if gone {
 			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
 		}
-		cur, err := scanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
+		cur, err := contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ? AND superseded_at IS NULL`,
-			f.Tenant, f.User, string(f.Type), norm))
+			f.Tenant, f.User, string(f.Type), norm), times{}, f.Tenant, f.User)
 		found := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", err)
 		}
 		var id int64
-		switch {
-		case found && contract.SameFactValue(cur.Value, f.Value):
+		if found && contract.SameFactValue(cur.Value, f.Value) {
 			id = cur.ID
 			_, err = tx.ExecContext(ctx, `UPDATE facts SET
 					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
@@ -64,7 +63,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			if err != nil {
 				return fmt.Errorf("restate fact: %w", err)
 			}
-		default:
+		} else {
 			if found {
 				if _, err := tx.ExecContext(ctx, `UPDATE facts SET superseded_at = ? WHERE id = ?`,
 					nanos(f.UpdatedAt), cur.ID); err != nil {
@@ -80,8 +79,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 				f.Tenant, f.User, nullString(f.Conversation), string(f.Type), strings.TrimSpace(f.Key), norm,
 				f.Value, f.Confidence, f.Mentions, f.Pinned, nanos(f.CreatedAt), nanos(f.UpdatedAt), nullTime(f.ExpiresAt),
-				f.Rule, f.Source).
-				Scan(&id)
+				f.Rule, f.Source).Scan(&id)
 			if err != nil {
 				return fmt.Errorf("insert fact: %w", err)
 			}
@@ -94,7 +92,8 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				return err
 			}
 		}
-		out, err = scanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts WHERE id = ?`, id))
+		out, err = contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts WHERE id = ?`, id),
+			times{}, f.Tenant, f.User)
 		if err != nil {
 			return fmt.Errorf("load upserted fact: %w", err)
 		}
@@ -144,9 +143,8 @@ func deleteFactItems(ctx context.Context, tx *sql.Tx, tenant, user string, id in
 	return nil
 }
 
-// Facts returns the user's current facts (not superseded, not expired at
-// now), most recently updated first; with history, superseded and expired
-// ones too. An unknown user has none.
+// Facts lists the user's facts by the contract (storetest.Knowledge); an
+// unknown user has none.
 func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	defer telemetry.Span(&ctx, "sqlite.Facts")()
 	where := ``
@@ -155,7 +153,9 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 		where = ` AND superseded_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
 		args = append(args, nanos(now))
 	}
-	fs, err := queryAll(ctx, s.reads, scanFact, `SELECT `+factColumns+` FROM facts
+	fs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Fact, error) {
+		return contract.ScanFact(r, times{}, tenant, user)
+	}, `SELECT `+factColumns+` FROM facts
 		WHERE tenant = ? AND user_id = ?`+where+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list facts: %w", err)
@@ -168,13 +168,8 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE tenant = ? AND user_id = ? AND id = ?`, tenant, user, id)
-		if err != nil {
+		if err := found(r, err, fmt.Sprint("fact ", id)); err != nil {
 			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
 		}
 		return deleteFactItems(ctx, tx, tenant, user, id)
 	})
@@ -191,22 +186,6 @@ func scanInt64(r rowScanner) (int64, error) {
 	return n, err
 }
 
-// scanFact reads one row of factColumns.
-func scanFact(r rowScanner) (memory.Fact, error) {
-	var f memory.Fact
-	var typ string
-	var created, updated int64
-	var superseded, expires sql.NullInt64
-	if err := r.Scan(&f.ID, &f.Tenant, &f.User, &f.Conversation, &typ, &f.Key, &f.Value, &f.Confidence,
-		&f.Mentions, &f.Pinned, &created, &updated, &superseded, &expires, &f.Rule, &f.Source); err != nil {
-		return memory.Fact{}, err
-	}
-	f.Type = memory.FactType(typ)
-	f.CreatedAt, f.UpdatedAt = fromNanos(created), fromNanos(updated)
-	f.SupersededAt, f.ExpiresAt = timePtr(superseded), timePtr(expires)
-	return f, nil
-}
-
 // nullString stores "" as NULL.
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
@@ -216,13 +195,4 @@ func nullTime(t *time.Time) sql.NullInt64 {
 		return sql.NullInt64{}
 	}
 	return sql.NullInt64{Int64: nanos(*t), Valid: true}
-}
-
-// timePtr decodes a nullable stored time.
-func timePtr(n sql.NullInt64) *time.Time {
-	if !n.Valid {
-		return nil
-	}
-	t := fromNanos(n.Int64)
-	return &t
 }

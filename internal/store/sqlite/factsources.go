@@ -87,38 +87,3 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 	}
 	return nil
 }
-
-// adoptFactSources follows an Adopt from conversation from to to in tx: the
-// facts from stated may have come from the moved exchanges, so to becomes
-// one of their sources. When from is gone (everything in it moved), it is
-// no longer one: its facts, and their recall items, name to instead.
-func adoptFactSources(ctx context.Context, tx *sql.Tx, from, to memory.Identity) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO fact_sources (tenant, user_id, conversation, fact_id, stated_at)
-		SELECT tenant, user_id, ?, fact_id, stated_at FROM fact_sources
-		WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ON CONFLICT DO NOTHING`, to.Conversation, from.Tenant, from.User, from.Conversation); err != nil {
-		return fmt.Errorf("adopt fact sources: %w", err)
-	}
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
-		from.Tenant, from.User, from.Conversation).Scan(&one)
-	switch {
-	case err == nil:
-		return nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("adopt fact sources: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM fact_sources WHERE tenant = ? AND user_id = ? AND conversation = ?`,
-		from.Tenant, from.User, from.Conversation); err != nil {
-		return fmt.Errorf("adopt fact sources: %w", err)
-	}
-	for _, q := range []string{
-		`UPDATE facts SET conversation = ?4 WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`,
-		`UPDATE memory_items SET conversation = ?4 WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND kind = 'fact'`,
-	} {
-		if _, err := tx.ExecContext(ctx, q, from.Tenant, from.User, from.Conversation, to.Conversation); err != nil {
-			return fmt.Errorf("adopt fact sources: %w", err)
-		}
-	}
-	return nil
-}

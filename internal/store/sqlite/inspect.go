@@ -23,10 +23,7 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 	}
 	us, err := queryAll(ctx, s.read, func(r rowScanner) (memory.UserActivity, error) {
 		var u memory.UserActivity
-		var last int64
-		err := r.Scan(&u.User, &u.Conversations, &u.Messages, &last)
-		u.LastActive = fromNanos(last)
-		return u, err
+		return u, r.Scan(&u.User, &u.Conversations, &u.Messages, (*nanoTime)(&u.LastActive))
 	}, `SELECT user_id, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at)
 		FROM conversations WHERE tenant = ? AND instr(lower(user_id), ?) > 0
 		GROUP BY user_id ORDER BY MAX(updated_at) DESC, user_id LIMIT ?`, tenant, strings.ToLower(match), limit)
@@ -42,11 +39,11 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
 	bs := []memory.Branch{}
 	_, err := queryAll(ctx, s.read, func(r rowScanner) (struct{}, error) {
-		var at int64
-		m, err := scanMessage(r, id, &at)
-		bs = contract.AddToBranches(bs, fromNanos(at), m)
+		var at time.Time
+		m, err := contract.ScanMessage(r, times{}, id, times{}.Dest(&at))
+		bs = contract.AddToBranches(bs, at, m)
 		return struct{}{}, err
-	}, `SELECT `+messageColumns+`, superseded_at FROM messages
+	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
@@ -59,8 +56,8 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 // first; none for an unknown conversation.
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.Summary, error) {
-		return scanSummary(r, id, true)
-	}, `SELECT `+summaryColumns+`, model FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
+		return contract.ScanSummary(r, times{}, id)
+	}, `SELECT `+contract.SummaryColumns+` FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
 		ORDER BY version`, id.Tenant, id.User, id.Conversation)
 	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
@@ -92,15 +89,7 @@ func (s *Store) SetFactPinned(ctx context.Context, tenant, user string, id int64
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE facts SET pinned = ? WHERE tenant = ? AND user_id = ? AND id = ?
 			AND superseded_at IS NULL`, pinned, tenant, user, id)
-		if err != nil {
-			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
-		}
-		return nil
+		return found(r, err, fmt.Sprint("fact ", id))
 	})
 	if err != nil {
 		return fmt.Errorf("pin fact: %w", err)
@@ -142,10 +131,7 @@ func (s *Store) AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
 func (s *Store) Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.SavingsBucket, error) {
 		b := memory.SavingsBucket{Tenant: tenant}
-		var start int64
-		err := r.Scan(&start, &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
-		b.Start = fromNanos(start)
-		return b, err
+		return b, r.Scan((*nanoTime)(&b.Start), &b.Requests, &b.TokensOriginal, &b.TokensSent, &b.Degraded, &b.TokensRepeated, &b.TokensCached)
 	}, `SELECT bucket, requests, tokens_original, tokens_sent, degraded, tokens_repeated, tokens_cached
 		FROM savings WHERE tenant = ? AND bucket >= ? ORDER BY bucket`, tenant, nanos(since))
 	if err != nil {

@@ -76,23 +76,13 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 			if !ok {
 				continue
 			}
-			created := it.CreatedAt
-			if created.IsZero() {
-				created = now
-			}
-			// A said-at time is stored only when the item brings one
-			// (else it reads as created_at); an update without one keeps
-			// the stored time.
-			var said any
-			if at, ok := contract.SaidAt(it); ok {
-				said = nanos(at)
-			}
+			created, said := contract.ItemTimes(it, now)
 			model, dims := it.Model, len(it.Embedding)
 			if it.Embedding == nil {
 				model = ""
 			}
 			if _, err := stmt.ExecContext(ctx, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
-				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), said); err != nil {
+				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), nullTime(said)); err != nil {
 				return fmt.Errorf("upsert item %s/%s/%d: %w", it.Kind, it.Ref, it.Chunk, err)
 			}
 		}
@@ -104,9 +94,8 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 	return nil
 }
 
-// ItemsToEmbed returns up to limit items, of every tenant, with ID > afterID
-// whose vector is missing or was made by another model or dimension, in ID
-// order, for a resumable reindex.
+// ItemsToEmbed lists the items of every tenant to embed again by the
+// contract (storetest.Knowledge).
 func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
 	if limit <= 0 {
 		return []memory.Item{}, nil
@@ -153,11 +142,9 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 func scanItem(r rowScanner) (memory.Item, error) {
 	var it memory.Item
 	var vec []byte
-	var created, said int64
 	err := r.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
-		&it.Text, &vec, &it.Model, &it.Dims, &created, &said)
+		&it.Text, &vec, &it.Model, &it.Dims, (*nanoTime)(&it.CreatedAt), (*nanoTime)(&it.SaidAt))
 	it.Embedding = decodeVector(vec)
-	it.CreatedAt, it.SaidAt = fromNanos(created), fromNanos(said)
 	return it, err
 }
 

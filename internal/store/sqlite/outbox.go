@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -124,12 +123,13 @@ func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleA
 	var ds []memory.Delivery
 	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
+		var ids []int64
 		var err error
 		ds, err = queryAll(ctx, tx, func(r rowScanner) (memory.Delivery, error) {
 			var d memory.Delivery
 			var id int64
 			err := r.Scan(&id, &d.Payload, &d.Attempts)
-			d.ID, d.Attempts = strconv.FormatInt(id, 10), d.Attempts+1
+			d.ID, d.Attempts, ids = strconv.FormatInt(id, 10), d.Attempts+1, append(ids, id)
 			return d, err
 		}, `SELECT id, payload, attempts FROM `+o.table+` WHERE claimed_at IS NULL OR claimed_at <= ?
 			ORDER BY claimed_at IS NULL, id LIMIT ?`, nanos(now.Add(-staleAfter)), max)
@@ -137,7 +137,7 @@ func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleA
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE `+o.table+` SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1
-			WHERE id IN (SELECT value FROM json_each(?))`, consumer, nanos(now), idList(ds))
+			WHERE id IN (SELECT value FROM json_each(?))`, consumer, nanos(now), jsonArray(ids))
 		return err
 	})
 	if err != nil {
@@ -146,31 +146,22 @@ func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleA
 	return ds, nil
 }
 
-// idList is the deliveries' ids as a JSON array, for json_each.
-func idList(ds []memory.Delivery) string {
-	ids := make([]string, len(ds))
-	for i, d := range ds {
-		ids[i] = d.ID
-	}
-	return "[" + strings.Join(ids, ",") + "]"
-}
-
 // Ack removes delivered entries for good. Unknown ids are ignored; ids that
 // are not outbox ids fail with memory.ErrInvalid and nothing is removed.
 func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	ds := make([]memory.Delivery, len(ids))
+	nums := make([]int64, len(ids))
 	for i, id := range ids {
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil {
 			return fmt.Errorf("ack: %w: id %q", memory.ErrInvalid, id)
 		}
-		ds[i].ID = strconv.FormatInt(n, 10)
+		nums[i] = n
 	}
 	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (SELECT value FROM json_each(?))`, idList(ds))
+		_, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(nums))
 		return err
 	})
 	if err != nil {

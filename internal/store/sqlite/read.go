@@ -3,11 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -36,17 +38,19 @@ func queryAll[T any](ctx context.Context, q querier, scan func(rowScanner) (T, e
 	return out, rows.Err()
 }
 
+// jsonArray encodes v as a JSON array, which json_each reads: a list as
+// one parameter. Values of these types always encode.
+func jsonArray[T string | int64 | [2]string](v []T) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
-// messageColumns are the columns scanMessages reads, in order.
-const messageColumns = `seq, key, role, content, raw, tokens, created_at`
-
 // liveTail loads the newest n live messages of a conversation in Seq order.
 func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
-	msgs, err := queryMessages(ctx, q, id, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq DESC LIMIT ?`, n)
+	msgs, err := queryMessages(ctx, q, id, liveMessagesSQL+` ORDER BY seq DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("load live tail: %w", err)
 	}
@@ -54,23 +58,18 @@ func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memo
 	return msgs, nil
 }
 
-// queryMessages runs query, whose first parameters are the tenant, user
-// and conversation of id followed by args, and reads its messageColumns
-// rows.
-func queryMessages(ctx context.Context, q querier, id memory.Identity, query string, args ...any) ([]memory.Message, error) {
-	return queryAll(ctx, q, func(r rowScanner) (memory.Message, error) { return scanMessage(r, id) },
-		query, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
-}
+// liveMessagesSQL selects the live messages of a conversation (its tenant,
+// user and id the first parameters); a query adds its conditions, order
+// and limit.
+const liveMessagesSQL = `SELECT ` + contract.MessageColumns + ` FROM messages
+	WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL`
 
-// scanMessage reads a message of conversation id from a row of
-// messageColumns, then into extra the columns after them.
-func scanMessage(r rowScanner, id memory.Identity, extra ...any) (memory.Message, error) {
-	m := memory.Message{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var raw string
-	var created int64
-	err := r.Scan(append([]any{&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &created}, extra...)...)
-	m.Raw, m.CreatedAt = []byte(raw), fromNanos(created)
-	return m, err
+// queryMessages runs query, whose first parameters are the tenant, user
+// and conversation of id followed by args, and reads its rows of
+// contract.MessageColumns.
+func queryMessages(ctx context.Context, q querier, id memory.Identity, query string, args ...any) ([]memory.Message, error) {
+	return queryAll(ctx, q, func(r rowScanner) (memory.Message, error) { return contract.ScanMessage(r, times{}, id) },
+		query, append([]any{id.Tenant, id.User, id.Conversation}, args...)...)
 }
 
 // Conversations lists a user's conversations, most recently updated first.
@@ -79,10 +78,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 	defer telemetry.Span(&ctx, "sqlite.Conversations")()
 	cs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Conversation, error) {
 		c := memory.Conversation{Tenant: tenant, User: user}
-		var created, updated int64
-		err := r.Scan(&c.ID, &c.MessageCount, &created, &updated)
-		c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
-		return c, err
+		return c, r.Scan(&c.ID, &c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	}, `SELECT id, message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
 	if err != nil {
@@ -101,20 +97,16 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
 	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
-	var created, updated int64
 	err = tx.QueryRowContext(ctx, `SELECT message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? AND id = ?`, id.Tenant, id.User, id.Conversation).
-		Scan(&c.MessageCount, &created, &updated)
+		Scan(&c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Conversation{}, nil, fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
 	}
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
-	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
-	msgs, err := queryMessages(ctx, tx, id, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL
-		ORDER BY seq`)
+	msgs, err := queryMessages(ctx, tx, id, liveMessagesSQL+` ORDER BY seq`)
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,10 +26,7 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 	if qnorm == 0 {
 		return nil, nil
 	}
-	where, args, err := itemScope(q)
-	if err != nil {
-		return nil, err
-	}
+	where, args := itemScope(q)
 	args = append(args, q.Model, len(q.Embedding))
 	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
 		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
@@ -62,15 +58,12 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 // history (10k items: ~5 ms per search); this does not. An older passage
 // beyond the window is still found by SearchVector.
 func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms []string) ([]ranking.Scored, error) {
-	where, args, err := itemScope(q)
-	if err != nil {
-		return nil, err
-	}
+	where, args := itemScope(q)
 	// The user is matched inside FTS5 (its user_id column), so only that
-	// user's items are walked; user ids hold no quote characters
-	// (memory.ValidID), so quoting needs no escaping. The WHERE clause below
-	// still checks tenant and user exactly.
-	match := `user_id : "` + q.User + `" AND (` + ftsMatch(terms) + `)`
+	// user's items are walked, and the terms ORed as quoted strings; user
+	// ids (memory.ValidID) and words hold no quote characters, so quoting
+	// needs no escaping. The WHERE clause below checks tenant and user.
+	match := `user_id : "` + q.User + `" AND ("` + strings.Join(terms, `" OR "`) + `")`
 	args = append([]any{match}, args...)
 	args = append(args, textWindow)
 	// The user's item count (inserts, as memory_item_revisions counts
@@ -108,7 +101,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 
 // itemScope returns the WHERE clause (on memory_items) and its arguments that
 // scope a search to q's tenant, user, conversation and excluded refs.
-func itemScope(q memory.ItemQuery) (string, []any, error) {
+func itemScope(q memory.ItemQuery) (string, []any) {
 	where := `memory_items.tenant = ? AND memory_items.user_id = ?`
 	args := []any{q.Tenant, q.User}
 	if q.Conversation != "" {
@@ -116,39 +109,16 @@ func itemScope(q memory.ItemQuery) (string, []any, error) {
 		args = append(args, q.Conversation)
 	}
 	if len(q.ExcludeRefs) > 0 {
-		refs, err := json.Marshal(q.ExcludeRefs)
-		if err != nil {
-			return "", nil, fmt.Errorf("encode excluded refs: %w", err)
-		}
 		where += ` AND memory_items.source NOT IN (SELECT value FROM json_each(?))`
-		args = append(args, string(refs))
+		args = append(args, jsonArray(q.ExcludeRefs))
 	}
-	return where, args, nil
-}
-
-// ftsMatch ORs terms as quoted FTS5 strings. Words hold no quote
-// characters, so quoting needs no escaping.
-func ftsMatch(terms []string) string {
-	var b strings.Builder
-	for _, w := range terms {
-		if b.Len() > 0 {
-			b.WriteString(" OR ")
-		}
-		b.WriteByte('"')
-		b.WriteString(w)
-		b.WriteByte('"')
-	}
-	return b.String()
+	return where, args
 }
 
 // loadItems loads the whole items of ids that exist, in any order.
 func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, error) {
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return nil, fmt.Errorf("encode ids: %w", err)
-	}
 	loaded, err := queryAll(ctx, s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
-		WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load items: %w", err)
 	}

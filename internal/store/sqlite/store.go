@@ -218,6 +218,36 @@ func nanos(t time.Time) int64 { return t.UnixNano() }
 // fromNanos decodes a stored time, in UTC.
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
+// times scans stored times, Unix nanoseconds (contract.Times).
+type times struct{}
+
+func (times) Dest(t *time.Time) any      { return (*nanoTime)(t) }
+func (times) NullDest(t **time.Time) any { return nullNanoTime{t} }
+
+// nanoTime scans a stored time (fromNanos).
+type nanoTime time.Time
+
+func (n *nanoTime) Scan(v any) error {
+	ns, ok := v.(int64)
+	if !ok {
+		return fmt.Errorf("stored time %v is a %T", v, v)
+	}
+	*n = nanoTime(fromNanos(ns))
+	return nil
+}
+
+// nullNanoTime scans a stored time that may be NULL (nil).
+type nullNanoTime struct{ t **time.Time }
+
+func (n nullNanoTime) Scan(v any) error {
+	if v == nil {
+		*n.t = nil
+		return nil
+	}
+	*n.t = new(time.Time)
+	return (*nanoTime)(*n.t).Scan(v)
+}
+
 // SetCacheLimits replaces the Store's in-memory recall caches, before it
 // serves requests, with empty ones bounded by lim and turns bytes (Open
 // gives itemindex.DefaultLimits and DefaultWindowBytes).

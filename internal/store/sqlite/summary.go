@@ -12,16 +12,13 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// MessagesAfter returns up to limit live messages of the conversation with
-// Seq > afterSeq, oldest first; none (and no error) for limit <= 0 or an
-// unknown conversation.
+// MessagesAfter reads live messages by the contract (storetest.Knowledge);
+// none (and no error) for limit <= 0 or an unknown conversation.
 func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := queryMessages(ctx, s.reads, id, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND seq > ?
-		ORDER BY seq LIMIT ?`, afterSeq, limit)
+	msgs, err := queryMessages(ctx, s.reads, id, liveMessagesSQL+` AND seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
 	}
@@ -32,9 +29,9 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 // memory.ErrNotFound when it has none.
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
-	sum, err := scanSummary(s.reads.QueryRowContext(ctx, `SELECT `+summaryColumns+`, model FROM summaries
+	sum, err := contract.ScanSummary(s.reads.QueryRowContext(ctx, `SELECT `+contract.SummaryColumns+` FROM summaries
 		WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), id, true)
+		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), times{}, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
@@ -44,36 +41,11 @@ func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.S
 	return sum, nil
 }
 
-// summaryColumns are the columns scanSummary reads, in order (then model,
-// when asked for).
-const summaryColumns = `version, from_seq, to_seq, content, key_events, preserved, tokens, covered_tokens, created_at`
-
-// scanSummary reads a summary of conversation id from a row of
-// summaryColumns, followed by model when withModel is set.
-func scanSummary(r rowScanner, id memory.Identity, withModel bool) (memory.Summary, error) {
-	sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation}
-	var keyEvents, preserved string
-	var created int64
-	dest := []any{&sum.Version, &sum.FromSeq, &sum.ToSeq, &sum.Text, &keyEvents, &preserved, &sum.Tokens, &sum.CoveredTokens, &created}
-	if withModel {
-		dest = append(dest, &sum.Summariser)
-	}
-	if err := r.Scan(dest...); err != nil {
-		return memory.Summary{}, err
-	}
-	sum.CreatedAt = fromNanos(created)
-	return sum, contract.ReadSummaryLists(&sum, []byte(keyEvents), []byte(preserved))
-}
-
 // SaveSummary stores a new summary version in one write transaction, by
 // the contract (storetest.Knowledge; contract.ValidSummary).
 func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	id := memory.Identity{Tenant: sum.Tenant, User: sum.User, Conversation: sum.Conversation}
-	sum, err := contract.ValidSummary(sum, time.Now())
-	if err != nil {
-		return fmt.Errorf("save summary: %w", err)
-	}
-	keyEvents, preserved, err := contract.SummaryLists(sum)
+	sum, keyEvents, preserved, err := contract.ValidSummary(sum, time.Now())
 	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
 	}
