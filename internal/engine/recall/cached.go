@@ -24,7 +24,7 @@ var ErrEmbeddingLate = errors.New("embedding late")
 const DefaultFlightTimeout = 30 * time.Second
 
 // DefaultEmbeddingBytes bounds an embedding cache (NewEmbeddingCache): 16
-// MiB, about 10,000 vectors of 384 dimensions.
+// MiB, about 7,400 vectors of the built-in encoder's 512 dimensions.
 const DefaultEmbeddingBytes = 16 << 20
 
 // EmbeddingKey names a vector in an EmbeddingCache: the model and
