@@ -118,6 +118,9 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 		waits[i] = f
 	}
 	c.mu.Unlock()
+	if !slices.ContainsFunc(waits, func(f *flight) bool { return f != nil }) {
+		return out, nil // every vector from the cache: no deadline to arm
+	}
 	if len(mine) > 0 {
 		go c.fly(context.WithoutCancel(ctx), mineTexts, mine, by)
 	}
