@@ -69,15 +69,13 @@ func (c slots[V]) with(key Key, rev cache.Revisions, extend func(cur V) V, load 
 			cur = none
 		}
 		next := extend(cur)
-		err := load(next)
-		sl.val, sl.bytes, sl.added, sl.changed, sl.tooBig = next, next.size(), rev.Added, rev.Changed, errors.Is(err, ErrTooBig)
-		if err != nil {
-			sl.val, sl.bytes = none, 0
-		}
-		c.Put(key, sl) // accounted again, evicting past the bound
-		if err != nil {
+		if err := load(next); err != nil {
+			sl.val, sl.bytes, sl.tooBig = none, 0, errors.Is(err, ErrTooBig)
+			c.Put(key, sl) // accounted again, evicting past the bound
 			return err
 		}
+		sl.val, sl.bytes, sl.added, sl.changed = next, next.size(), rev.Added, rev.Changed
+		c.Put(key, sl)
 	}
 	fn(sl.val)
 	return nil
