@@ -153,8 +153,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
-	// A conversation's recent turns are kept in memory by the engine,
-	// under the user's revision counters; saves and erasures go through it.
+	// What a request reads of the store besides its searches (recent
+	// turns, facts, summaries) is kept in memory by the engine, under the
+	// user's revision counters; saves and erasures go through it.
 	cs := withReads(cfg, b.store, b.embeddings)
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
@@ -325,8 +326,8 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
 }
 
-// cachedStore is a store whose conversations' recent turns the engine
-// keeps (cache.Reads), and whose saves and
+// cachedStore is a store whose reads besides its searches (recent turns,
+// facts, summaries) the engine keeps (cache.Reads), and whose saves and
 // erasures reach what it keeps (cache.Writes).
 type cachedStore struct {
 	store
@@ -337,7 +338,7 @@ type cachedStore struct {
 // withReads returns st with the engine's cache of its reads, bounded as
 // memory.cache says; its erasures empty emb too (nil: none).
 func withReads(cfg config.Config, st store, emb cache.Clearer) cachedStore {
-	r := cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20)
+	r := cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
 	return cachedStore{store: st, reads: r, writes: r.Through(st, emb)}
 }
 

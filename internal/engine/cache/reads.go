@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,32 +34,46 @@ type Reader interface {
 	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
 }
 
-// DefaultTailBytes bounds a Reads' conversations' newest turns, over all
-// users: 8 MiB, about 25,000 messages of 300 bytes.
-const DefaultTailBytes = 8 << 20
+// Default bounds of a Reads' caches, over all users.
+const (
+	// DefaultTailBytes bounds the conversations' newest turns: 8 MiB,
+	// about 25,000 messages of 300 bytes.
+	DefaultTailBytes = 8 << 20
+	// DefaultKnowledgeBytes bounds each of the facts and the summaries: 4
+	// MiB, some thousands of users' facts or conversations' summaries.
+	DefaultKnowledgeBytes = 4 << 20
+)
 
 // tailKeep is how many newest messages a tail grows to as saves append to
 // it (a Recent asking for more keeps what it read).
 const tailKeep = 64
 
-// Reads keeps a conversation's newest turns, read from a store, in memory
-// under the user's Revisions.Tail. Each read takes the Revisions its
+// Reads keeps what a request reads of a store besides its searches in
+// memory: a conversation's newest turns (under the user's Revisions.Tail),
+// a user's facts (under Revisions.Facts) and a conversation's latest
+// summary (under Revisions.Summaries). Each read takes the Revisions its
 // request read once, before any of its reads; nil reads through (a store
-// that keeps no counters, a lookup that failed). A user's facts and a
-// conversation's summary are read from the store on every request: they
-// load beside recall, which takes longer. It is safe for concurrent use.
+// that keeps no counters, a lookup that failed). It is safe for concurrent
+// use.
 type Reads struct {
-	src   Reader
-	tails *Cache[convKey, tail]
+	src       Reader
+	tails     *Cache[convKey, tail]
+	facts     *Cache[convKey, []memory.Fact]
+	summaries *Cache[convKey, heldSummary]
 }
 
-// NewReads returns a Reads over src, its tails bounded at tailBytes.
-func NewReads(src Reader, tailBytes int) *Reads {
-	return &Reads{src: src, tails: New("recent", tailBytes, tailSize)}
+// NewReads returns a Reads over src, its tails bounded at tailBytes and
+// its facts and summaries at knowledgeBytes each.
+func NewReads(src Reader, tailBytes, knowledgeBytes int) *Reads {
+	return &Reads{src: src,
+		tails:     New("recent", tailBytes, tailSize),
+		facts:     New("facts", knowledgeBytes, factsSize),
+		summaries: New("summaries", knowledgeBytes, summarySize)}
 }
 
-// convKey names a conversation's newest turns as of a count of its user's
-// Revisions.Tail.
+// convKey names what Reads holds of one user (one conversation's, for
+// tails and summaries; Conv "" for the user's facts) as of a count of the
+// user's Revisions.
 type convKey struct {
 	Tenant, User string
 	Rev          int64
@@ -71,6 +87,12 @@ type tail struct {
 	msgs []memory.Message
 	// all is set when msgs are all of the conversation's live messages.
 	all bool
+}
+
+// heldSummary is a conversation's latest summary, or none (found false).
+type heldSummary struct {
+	sum   memory.Summary
+	found bool
 }
 
 // Recent returns up to n newest live messages of the conversation, oldest
@@ -93,14 +115,63 @@ func (r *Reads) Recent(ctx context.Context, rev *Revisions, id memory.Identity, 
 }
 
 // LatestSummary returns the conversation's newest summary, or
-// memory.ErrNotFound, read from src.
-func (r *Reads) LatestSummary(ctx context.Context, _ *Revisions, id memory.Identity) (memory.Summary, error) {
-	return r.src.LatestSummary(ctx, id)
+// memory.ErrNotFound, as src's LatestSummary does, kept (or that there is
+// none) under rev's Summaries. The summary is the caller's.
+func (r *Reads) LatestSummary(ctx context.Context, rev *Revisions, id memory.Identity) (memory.Summary, error) {
+	if rev == nil {
+		return r.src.LatestSummary(ctx, id)
+	}
+	key := convKey{id.Tenant, id.User, rev.Summaries, id.Conversation}
+	h, ok := r.summaries.Get(key)
+	if !ok {
+		sum, err := r.src.LatestSummary(ctx, id)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			return memory.Summary{}, err
+		}
+		h = heldSummary{sum: sum, found: err == nil}
+		r.summaries.Put(key, h)
+	}
+	if !h.found {
+		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
+	}
+	sum := h.sum
+	sum.KeyEvents = slices.Clone(sum.KeyEvents)
+	sum.Preserved.Numbers = slices.Clone(sum.Preserved.Numbers)
+	sum.Preserved.Dates = slices.Clone(sum.Preserved.Dates)
+	sum.Preserved.Decisions = slices.Clone(sum.Preserved.Decisions)
+	return sum, nil
 }
 
-// Facts returns the user's facts, read from src.
-func (r *Reads) Facts(ctx context.Context, _ *Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
-	return r.src.Facts(ctx, tenant, user, now, history)
+// Facts returns the user's facts as src's Facts does. The current ones
+// (not history) come from the user's facts not superseded, kept under
+// rev's Facts, with expiry applied at now on every call. The slice and its
+// facts are the caller's.
+func (r *Reads) Facts(ctx context.Context, rev *Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+	if rev == nil || history {
+		return r.src.Facts(ctx, tenant, user, now, history)
+	}
+	key := convKey{tenant, user, rev.Facts, ""}
+	live, ok := r.facts.Get(key)
+	if !ok {
+		all, err := r.src.Facts(ctx, tenant, user, now, true)
+		if err != nil {
+			return nil, err
+		}
+		live = slices.DeleteFunc(all, func(f memory.Fact) bool { return f.SupersededAt != nil })
+		r.facts.Put(key, live)
+	}
+	out := make([]memory.Fact, 0, len(live))
+	for _, f := range live {
+		if f.ExpiresAt != nil {
+			if !f.ExpiresAt.After(now) {
+				continue
+			}
+			t := *f.ExpiresAt
+			f.ExpiresAt = &t
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // Saved brings the tails held to the counts the saves left (exs,
@@ -145,13 +216,18 @@ func appendStored(t tail, stored []memory.Message) tail {
 	return tail{msgs: msgs, all: t.all}
 }
 
-// Forget drops the user's tails: for an erasure (see Drop).
+// Forget drops everything held of the user: for an erasure (see Drop).
 func (r *Reads) Forget(tenant, user string) {
-	r.tails.Drop(func(k convKey) bool { return k.Tenant == tenant && k.User == user })
+	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
+	r.tails.Drop(of)
+	r.facts.Drop(of)
+	r.summaries.Drop(of)
 }
 
-// Collectors returns the Prometheus collectors of r's cache.
-func (r *Reads) Collectors() []prometheus.Collector { return r.tails.Collectors() }
+// Collectors returns the Prometheus collectors of r's caches.
+func (r *Reads) Collectors() []prometheus.Collector {
+	return slices.Concat(r.tails.Collectors(), r.facts.Collectors(), r.summaries.Collectors())
+}
 
 // tailSize is roughly what one held tail takes in memory, in bytes.
 func tailSize(k convKey, t tail) int {
@@ -159,6 +235,26 @@ func tailSize(k convKey, t tail) int {
 	for _, m := range t.msgs {
 		// The identity's strings are shared by the conversation's messages.
 		n += 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
+	}
+	return n
+}
+
+// factsSize is roughly what a user's held facts take in memory, in bytes.
+func factsSize(_ convKey, fs []memory.Fact) int {
+	n := 64
+	for _, f := range fs {
+		n += 200 + len(f.Key) + len(f.Value) + len(f.Conversation)
+	}
+	return n
+}
+
+// summarySize is roughly what a held summary takes in memory, in bytes.
+func summarySize(k convKey, h heldSummary) int {
+	n := 200 + len(k.Conv) + len(h.sum.Text)
+	for _, ss := range [][]string{h.sum.KeyEvents, h.sum.Preserved.Numbers, h.sum.Preserved.Dates, h.sum.Preserved.Decisions} {
+		for _, s := range ss {
+			n += 16 + len(s)
+		}
 	}
 	return n
 }

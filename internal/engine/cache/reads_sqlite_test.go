@@ -57,7 +57,7 @@ type viaCache struct {
 }
 
 func newViaCache(s *sqlite.Store, tailBytes int) viaCache {
-	r := cache.NewReads(s, tailBytes)
+	r := cache.NewReads(s, tailBytes, cache.DefaultKnowledgeBytes)
 	return viaCache{Store: s, r: r, w: r.Through(s, nil)}
 }
 
@@ -328,8 +328,23 @@ func TestFactsAndSummaryFollowEveryChange(t *testing.T) {
 	check("a deleted conversation")
 	f.summarise(s, alice2, "kept")
 	check("a summary to erase")
+	before, err := s.ItemRevisions(context.Background(), "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cache.HoldsFacts(s.r, "acme", "alice", before.Facts) {
+		t.Fatal("alice's facts are not held before her erasure")
+	}
 	if err := s.DeleteUser(context.Background(), "acme", "alice"); err != nil {
 		t.Fatal(err)
+	}
+	// alice's erased facts and summaries are not kept in memory, not even
+	// as of the counts before the erasure.
+	if cache.HoldsFacts(s.r, "acme", "alice", before.Facts) {
+		t.Error("alice's facts are held after her erasure")
+	}
+	if cache.HoldsSummary(s.r, alice2, before.Summaries) {
+		t.Error("alice's summary is held after her erasure")
 	}
 	check("an erasure")
 	if err := other.DeleteUser(context.Background(), "acme", "bob"); err != nil {
@@ -669,7 +684,7 @@ func TestRecentUnderASmallBound(t *testing.T) {
 func TestErasureEmptiesEmbeddings(t *testing.T) {
 	st := openSQLite(t, "")
 	e := cache.New("embeddings", 1<<20, func(string, []float32) int { return 8 })
-	w := cache.NewReads(st, cache.DefaultTailBytes).Through(st, e)
+	w := cache.NewReads(st, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes).Through(st, e)
 	e.Put("h1", []float32{1, 2})
 	e.Put("h2", []float32{3, 4})
 	if err := w.DeleteUser(context.Background(), "acme", "alice"); err != nil {

@@ -32,7 +32,7 @@ func TestSavesAdvanceTheTail(t *testing.T) {
 	ctx := context.Background()
 	st := openSQLite(t, "")
 	var reads atomic.Int64
-	r := cache.NewReads(countingStore{st, &reads}, cache.DefaultTailBytes)
+	r := cache.NewReads(countingStore{st, &reads}, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	n := 0
 	save := func(prior []memory.Message, known bool) {
@@ -98,7 +98,7 @@ func TestWritesReachTheReads(t *testing.T) {
 	ctx := context.Background()
 	st := openSQLite(t, "")
 	var reads atomic.Int64
-	r := cache.NewReads(countingStore{st, &reads}, cache.DefaultTailBytes)
+	r := cache.NewReads(countingStore{st, &reads}, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	w := r.Through(st, nil)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	recent := func(step string, rev memory.Revisions, wantReads int64) {

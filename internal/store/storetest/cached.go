@@ -23,7 +23,7 @@ type Revisioned interface {
 // it, so that what the cache keeps follows every change as the store
 // does.
 func Cached(s Revisioned) KnowledgeStore {
-	r := cache.NewReads(s, cache.DefaultTailBytes)
+	r := cache.NewReads(s, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	return cachedStore{Revisioned: s, reads: r, writes: r.Through(s, nil)}
 }
 
