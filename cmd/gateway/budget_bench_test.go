@@ -66,7 +66,7 @@ func newWarmConversation(tb testing.TB, turns int, record bool) *warmConversatio
 	// newCompactor's settings with the extractive summariser only: same
 	// triggers, no network.
 	extractive := enrich.NewExtractive(func(s string) int { return counter.Text(cfg.Compaction.Model, s) })
-	budget := budgetFor(cfg, counter, cfg.Compaction.Model)
+	budget := cfg.Budget(counter.ContextWindow(cfg.Compaction.Model))
 	sh := cfg.Memory.Shares
 	comp := enrich.New(st, st, nil, extractive, counter, enrich.Options{
 		RecentTokens:  int(float64(budget) * (1 - sh.Summary - sh.Facts - sh.Recall)),

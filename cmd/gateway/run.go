@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -84,25 +85,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }
 
-// buildVersion is the -ldflags version, else the module version or VCS
-// revision recorded in the binary.
+// buildVersion is the -ldflags version, else the module version the go
+// command recorded in the binary (from version control since Go 1.24).
 func buildVersion() string {
-	if version != "" {
-		return version
+	if info, ok := debug.ReadBuildInfo(); version == "" && ok && info.Main.Version != "(devel)" {
+		return cmp.Or(info.Main.Version, "devel")
 	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" {
-			return "devel-" + s.Value[:min(12, len(s.Value))]
-		}
-	}
-	return "devel"
+	return cmp.Or(version, "devel")
 }
 
 // hashKey prints the configuration hash of the key given as the argument or
@@ -147,7 +136,9 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	// may hold message text: debug level only.
 	log.SetFlags(0)
 	log.SetOutput(slog.NewLogLogger(logger.Handler(), slog.LevelDebug).Writer())
-	sideModelKeys(cfg, logger)
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w)
+	}
 	tr, stopTracing, err := tracing.Start(ctx, getenv, buildVersion(), logger)
 	if err != nil {
 		return err
@@ -186,17 +177,6 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-// sideModelKeys warns about the side models with no key to send: they are
-// not called then (the client's key is never reused for them).
-func sideModelKeys(cfg config.Config, logger *slog.Logger) {
-	if cfg.Compaction.Enabled && cfg.Compaction.APIKey == "" && cfg.Upstream.APIKey == "" {
-		logger.Warn("no key for the summariser (enrich.api_key or upstream.api_key): summaries are extractive")
-	}
-	if cfg.Recall.Enabled && cfg.Recall.Extraction.Enabled && cfg.Recall.Extraction.APIKey == "" && cfg.Upstream.APIKey == "" {
-		logger.Warn("no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")
-	}
 }
 
 // worker runs only the capture worker and the enricher, for deployments

@@ -212,7 +212,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counte
 	}
 	mc, sh := cfg.Memory, cfg.Memory.Shares
 	a, err := prompt.NewAssembler(deps, prompt.Options{
-		RecentMessages: historyMessages(cfg), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
+		RecentMessages: cfg.HistoryMessages(), MaxContextTokens: mc.MaxContextTokens, CompletionReserve: mc.CompletionReserve,
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall, StatementRecall: sh.StatementRecall},
 		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall, KeepRecallResent: mc.KeepRecallResent,
 		FillWhen: prompt.RecallFill(mc.FillRecallWhen), StableFacts: mc.StableFacts, HoldSummary: mc.HoldSummary,
@@ -222,28 +222,6 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counte
 		return nil, fmt.Errorf("memory.template: %w", err)
 	}
 	return a, nil
-}
-
-// historyMessages is how many stored messages are loaded per request: enough
-// for the unsummarised tail compaction leaves (twice that with
-// memory.hold_summary, for the turns after a held summary), never fewer
-// than memory.recent_messages.
-func historyMessages(cfg config.Config) int {
-	n := cfg.Memory.RecentMessages
-	if cfg.Compaction.Enabled && n > 0 {
-		tail := cfg.Compaction.MaxMessages + cfg.Compaction.KeepMessages
-		if cfg.Memory.HoldSummary {
-			tail *= 2
-		}
-		n = max(n, tail)
-	}
-	return n
-}
-
-// budgetFor is the token budget of a request to model with no max_tokens
-// and no X-Memory-Budget, as prompt.Assembler.Budget computes it.
-func budgetFor(cfg config.Config, counter *tokens.Counter, model string) int {
-	return max(0, min(cfg.Memory.MaxContextTokens, counter.ContextWindow(model)-cfg.Memory.CompletionReserve))
 }
 
 // newCompactor builds the compaction hook: the summariser is
@@ -259,7 +237,7 @@ func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *
 		br := cfg.Upstream.Breaker
 		primary = enrich.NewBreaker(enrich.NewLLM(c, cp.Model, count), uint32(br.ConsecutiveFailures), br.OpenTimeout.D())
 	}
-	budget, sh := budgetFor(cfg, counter, cp.Model), cfg.Memory.Shares
+	budget, sh := cfg.Budget(counter.ContextWindow(cp.Model)), cfg.Memory.Shares
 	maxSummary := cp.MaxSummaryTokens
 	if s := int(sh.Summary * float64(budget)); s > 0 {
 		maxSummary = min(maxSummary, s)

@@ -890,3 +890,40 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// HistoryMessages is how many stored messages a request loads: enough for
+// the unsummarised tail compaction leaves (twice that with
+// memory.hold_summary, for the turns after a held summary), never fewer
+// than memory.recent_messages.
+func (c Config) HistoryMessages() int {
+	n := c.Memory.RecentMessages
+	if c.Compaction.Enabled && n > 0 {
+		tail := c.Compaction.MaxMessages + c.Compaction.KeepMessages
+		if c.Memory.HoldSummary {
+			tail *= 2
+		}
+		n = max(n, tail)
+	}
+	return n
+}
+
+// Budget is the token budget of a request with no max_tokens and no
+// X-Memory-Budget to a model of the given context window: the window less
+// memory.completion_reserve, at most memory.max_context_tokens.
+func (c Config) Budget(window int) int {
+	return max(0, min(c.Memory.MaxContextTokens, window-c.Memory.CompletionReserve))
+}
+
+// Warnings are what an operator should hear at start-up about a valid
+// configuration: side models with no key to send, which are then not
+// called (a client's key is never reused for them).
+func (c Config) Warnings() []string {
+	var w []string
+	if c.Compaction.Enabled && c.Compaction.APIKey == "" && c.Upstream.APIKey == "" {
+		w = append(w, "no key for the summariser (enrich.api_key or upstream.api_key): summaries are extractive")
+	}
+	if c.Recall.Enabled && c.Recall.Extraction.Enabled && c.Recall.Extraction.APIKey == "" && c.Upstream.APIKey == "" {
+		w = append(w, "no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")
+	}
+	return w
+}

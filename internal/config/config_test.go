@@ -326,3 +326,56 @@ func TestValidateFillRecallWhen(t *testing.T) {
 		t.Errorf("statement_recall 1.5: err = %v", err)
 	}
 }
+
+func TestDerivedSettings(t *testing.T) {
+	maxCtx := Default().Memory.MaxContextTokens
+	tests := []struct {
+		name                    string
+		edit                    func(*Config)
+		window                  int
+		wantHistory, wantBudget int
+		wantWarnings            int
+	}{
+		{name: "compaction's tail beats recent messages", edit: func(c *Config) {
+			c.Memory.RecentMessages, c.Compaction.MaxMessages, c.Compaction.KeepMessages, c.Memory.HoldSummary = 4, 10, 5, false
+		}, window: 128000, wantHistory: 15, wantBudget: maxCtx, wantWarnings: 2},
+		{name: "held summary doubles the tail", edit: func(c *Config) {
+			c.Memory.RecentMessages, c.Compaction.MaxMessages, c.Compaction.KeepMessages, c.Memory.HoldSummary = 4, 10, 5, true
+		}, window: 128000, wantHistory: 30, wantBudget: maxCtx, wantWarnings: 2},
+		{name: "recent messages beat compaction's tail", edit: func(c *Config) {
+			c.Memory.RecentMessages, c.Compaction.MaxMessages, c.Compaction.KeepMessages, c.Memory.HoldSummary = 40, 10, 5, true
+		}, window: 128000, wantHistory: 40, wantBudget: maxCtx, wantWarnings: 2},
+		{name: "no compaction: recent messages alone", edit: func(c *Config) {
+			c.Compaction.Enabled, c.Memory.RecentMessages = false, 7
+		}, window: 128000, wantHistory: 7, wantBudget: maxCtx, wantWarnings: 1},
+		{name: "no recent messages stays none", edit: func(c *Config) { c.Memory.RecentMessages = 0 },
+			window: 128000, wantHistory: 0, wantBudget: maxCtx, wantWarnings: 2},
+		{name: "small window less the reserve", edit: func(c *Config) {
+			c.Memory.RecentMessages, c.Memory.MaxContextTokens, c.Memory.CompletionReserve = 0, 100000, 1000
+		}, window: 8000, wantBudget: 7000, wantWarnings: 2},
+		{name: "window below the reserve", edit: func(c *Config) {
+			c.Memory.RecentMessages, c.Memory.CompletionReserve = 0, 9000
+		}, window: 8000, wantBudget: 0, wantWarnings: 2},
+		{name: "upstream key: no warnings", edit: func(c *Config) { c.Memory.RecentMessages, c.Upstream.APIKey = 0, "sk-test" },
+			window: 128000, wantBudget: maxCtx},
+		{name: "extraction off: the summariser's warning only", edit: func(c *Config) {
+			c.Memory.RecentMessages, c.Recall.Extraction.Enabled = 0, false
+		}, window: 128000, wantBudget: maxCtx, wantWarnings: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			c.Upstream.APIKey = ""
+			tt.edit(&c)
+			if got := c.HistoryMessages(); got != tt.wantHistory {
+				t.Errorf("HistoryMessages() = %d, want %d", got, tt.wantHistory)
+			}
+			if got := c.Budget(tt.window); got != tt.wantBudget {
+				t.Errorf("Budget(%d) = %d, want %d", tt.window, got, tt.wantBudget)
+			}
+			if got := c.Warnings(); len(got) != tt.wantWarnings {
+				t.Errorf("Warnings() = %q, want %d", got, tt.wantWarnings)
+			}
+		})
+	}
+}
