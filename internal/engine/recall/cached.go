@@ -75,9 +75,9 @@ type Cached struct {
 // flight is one text being embedded; done closes when vec or err is set.
 type flight struct {
 	text, hash string
-	done chan struct{}
-	vec  []float32
-	err  error
+	done       chan struct{}
+	vec        []float32
+	err        error
 }
 
 // NewCached returns inner behind cache.
