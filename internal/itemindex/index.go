@@ -224,7 +224,6 @@ func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user str
 			if it.Tenant != tenant || it.User != user {
 				continue
 			}
-			it.Score = 0
 			x.items.Put(itemKey{tenant, user, at, it.ID}, it)
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {

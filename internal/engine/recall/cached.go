@@ -61,9 +61,8 @@ func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
 // its embed deadline passed — neither cancels the call nor loses its
 // result, which is written to the cache. It is safe for concurrent use.
 type Cached struct {
-	inner   Embedder
-	cache   EmbeddingCache
-	timeout time.Duration
+	inner Embedder
+	cache EmbeddingCache
 
 	// mu orders cache reads with flights: a flight leaves inflight only
 	// once its vectors are in the cache, so a text missing from the cache
@@ -82,7 +81,7 @@ type flight struct {
 
 // NewCached returns inner behind cache.
 func NewCached(inner Embedder, cache EmbeddingCache) *Cached {
-	return &Cached{inner: inner, cache: cache, timeout: DefaultFlightTimeout, inflight: map[string]*flight{}}
+	return &Cached{inner: inner, cache: cache, inflight: map[string]*flight{}}
 }
 
 // Model returns the inner embedder's model.
@@ -154,7 +153,7 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	for j, f := range fs {
 		texts[j] = f.text
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := context.WithTimeout(ctx, DefaultFlightTimeout)
 	vecs, err := c.inner.Embed(cctx, texts, by)
 	cancel()
 	for j, f := range fs {
