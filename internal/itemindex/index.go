@@ -43,14 +43,13 @@ var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 
 // Source is every read an Index makes of its store.
 type Source interface {
-	// LoadVectors calls add, in id order, for each of key's items (tenant,
-	// user, model and Dims; any model when Model is "") with a vector of
-	// key.Dims dimensions and an id above afterID, with the item's
-	// conversation ("" for none), ref and vector (valid during the call
-	// only). It stops at add's first error and returns it.
-	LoadVectors(ctx context.Context, key Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error
-	// LoadTexts is LoadVectors for the user's texts, of every item.
-	LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error
+	// Load calls add, in id order, for each of key's items with an id above
+	// afterID: with Dims 0, every item of the user (tenant and user) with
+	// its text; else each with a vector of key.Dims dimensions and of
+	// key.Model (any model when ""), with that vector. Each comes with its
+	// conversation ("" for none) and ref; text and vector are valid during
+	// the call only. It stops at add's first error and returns it.
+	Load(ctx context.Context, key Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error
 	// LoadItems returns the items of ids that exist, in any order, each
 	// with its embedding (nil when none). It may return another user's
 	// items for ids that are not the user's: they are dropped.
@@ -80,13 +79,17 @@ type Index struct {
 	src     Source
 	vectors slots[*vecSet]
 	texts   slots[*textIndex]
-	items   *cache.Cache[itemKey, memory.Item]
+	// items are the items searches return, so that a search ranked from
+	// memory does not read its best items' rows again: a warm
+	// conversation's recall finds mostly the same items request after
+	// request.
+	items *cache.Cache[itemKey, memory.Item]
 }
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
 	return &Index{src: src, vectors: newSlots[*vecSet]("vectors", lim.Vectors),
-		texts: newSlots[*textIndex]("texts", lim.Texts), items: newItemCache(lim.Items)}
+		texts: newSlots[*textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
@@ -112,8 +115,9 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 	if qnorm == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
-	set, err := x.userVectors(ctx, rev, Key{Tenant: q.Tenant, User: q.User, Model: q.Model, Dims: len(q.Embedding)})
-	if err != nil {
+	var set *vecSet
+	key := Key{Tenant: q.Tenant, User: q.User, Model: q.Model, Dims: len(q.Embedding)}
+	if err := x.vectors.with(ctx, x.src, key, rev, func(s *vecSet) { set = s }); err != nil {
 		return nil, err
 	}
 	return x.Items(ctx, rev, q.Tenant, q.User, searchSet(set, q, qnorm))
@@ -130,7 +134,7 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 		return []memory.Item{}, nil
 	}
 	var best []ranking.Scored
-	err := x.withTextIndex(ctx, rev, q.Tenant, q.User, func(t *textIndex) {
+	err := x.texts.with(ctx, x.src, Key{Tenant: q.Tenant, User: q.User}, rev, func(t *textIndex) {
 		excluded := refSet(q.ExcludeRefs)
 		best = t.Search(t.ids, terms, q.Related, q.Limit, func(d int32) bool {
 			return (q.Conversation == "" || t.convs[d] == q.Conversation) && !excluded[t.refs[d]]
@@ -169,7 +173,7 @@ func (x *Index) CommonTerms(ctx context.Context, rev cache.Revisions, tenant, us
 		return nil, nil
 	}
 	var out []string
-	err := x.withTextIndex(ctx, rev, tenant, user, func(t *textIndex) {
+	err := x.texts.with(ctx, x.src, Key{Tenant: tenant, User: user}, rev, func(t *textIndex) {
 		for _, w := range terms {
 			df := t.DocFreq(ranking.FoldWord(w))
 			if df > 0 && df >= minDF && float64(df) >= frac*float64(len(t.ids)) {
@@ -220,7 +224,6 @@ func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user str
 			if it.Tenant != tenant || it.User != user {
 				continue
 			}
-			it.Score = 0
 			x.items.Put(itemKey{tenant, user, at, it.ID}, it)
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {

@@ -21,8 +21,8 @@ type fakeStore struct {
 	items  []memory.Item // by id
 	nextID int64
 	rev    map[[2]string]cache.Revisions
-	// reads counts calls per method; afterIDs records LoadVectors' and
-	// LoadTexts' afterID arguments, and loaded LoadItems' ids.
+	// reads counts calls per method; afterIDs records Load's afterID
+	// arguments, and loaded LoadItems' ids.
 	reads    map[string]int
 	afterIDs []int64
 	loaded   []int64
@@ -105,29 +105,25 @@ func (f *fakeStore) revs(t testing.TB, user string) cache.Revisions {
 	return f.rev[[2]string{"acme", user}]
 }
 
-func (f *fakeStore) LoadVectors(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []float32) error) error {
+func (f *fakeStore) Load(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []byte, []float32) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reads["vectors"]++
 	f.afterIDs = append(f.afterIDs, afterID)
-	for _, it := range f.items {
-		if it.Tenant == key.Tenant && it.User == key.User && it.Model == key.Model && len(it.Embedding) == key.Dims && it.ID > afterID {
-			if err := add(it.ID, it.Conversation, it.Ref, slices.Clone(it.Embedding)); err != nil {
-				return err
+	if key.Dims == 0 {
+		f.reads["texts"]++
+		for _, it := range f.items {
+			if it.Tenant == key.Tenant && it.User == key.User && it.ID > afterID {
+				if err := add(it.ID, it.Conversation, it.Ref, []byte(it.Text), nil); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
 	}
-	return nil
-}
-
-func (f *fakeStore) LoadTexts(_ context.Context, tenant, user string, afterID int64, add func(int64, string, string, []byte) error) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reads["texts"]++
-	f.afterIDs = append(f.afterIDs, afterID)
+	f.reads["vectors"]++
 	for _, it := range f.items {
-		if it.Tenant == tenant && it.User == user && it.ID > afterID {
-			if err := add(it.ID, it.Conversation, it.Ref, []byte(it.Text)); err != nil {
+		if it.Tenant == key.Tenant && it.User == key.User && it.Model == key.Model && len(it.Embedding) == key.Dims && it.ID > afterID {
+			if err := add(it.ID, it.Conversation, it.Ref, nil, slices.Clone(it.Embedding)); err != nil {
 				return err
 			}
 		}

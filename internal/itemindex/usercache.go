@@ -1,7 +1,9 @@
 package itemindex
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/memgate/memgate/internal/engine/cache"
@@ -14,11 +16,21 @@ type Key struct {
 	Dims                int
 }
 
-// sized is what a slot holds: a pointer (nil for none) to a value that
-// reports roughly how many bytes it holds.
-type sized interface {
+// loaded is what a slot holds: a pointer (nil for none) to a key's index
+// read from the Source, row by row.
+type loaded[V any] interface {
 	comparable
+	// size is roughly how many bytes the value holds.
 	size() int
+	// last is the highest id read (0: none).
+	last() int64
+	// grow returns the value to read the rows added since into: a new one
+	// for none (a nil receiver), else the value itself or, when readers
+	// use it outside the slot's mutex, a copy to append to.
+	grow() V
+	// add reads one of key's rows (Source.Load), failing with ErrTooBig
+	// once the value passes limit bytes.
+	add(key Key, limit int, id int64, conv, ref string, text []byte, vec []float32) error
 }
 
 // slot is one key's in-memory index (vectors, full-text), kept by Key
@@ -26,7 +38,7 @@ type sized interface {
 // Revisions it was read at, checked against the request's before each use.
 // Its mutex serializes the key's refreshes (and the text index's scratch
 // space); every field is under it.
-type slot[V sized] struct {
+type slot[V loaded[V]] struct {
 	mu             sync.Mutex
 	val            V     // nil: none
 	added, changed int64 // the Revisions val was read at
@@ -36,22 +48,23 @@ type slot[V sized] struct {
 	bytes  int // val's size when kept, for the cache's accounting
 }
 
-// slots is a cache of slots by Key.
-type slots[V sized] struct{ *cache.Cache[Key, *slot[V]] }
+// slots is a cache of slots by Key, named what it holds.
+type slots[V loaded[V]] struct {
+	name string
+	*cache.Cache[Key, *slot[V]]
+}
 
-func newSlots[V sized](name string, max int) slots[V] {
-	return slots[V]{cache.New(name, max, func(_ Key, sl *slot[V]) int { return sl.bytes })}
+func newSlots[V loaded[V]](name string, max int) slots[V] {
+	return slots[V]{name, cache.New(name, max, func(_ Key, sl *slot[V]) int { return sl.bytes })}
 }
 
 // with runs fn on key's value, current as of a moment during the call,
 // holding the slot's mutex: the value held when the user's Revisions have
-// not moved since it was read (rev was read before its rows), extended by
-// load with the rows added since when only inserts happened, else a fresh
-// one read whole by load. extend returns the value to load into: a new one
-// for none, else the value held or, when readers use it outside the slot's
-// mutex, a copy to append to. It returns ErrTooBig for a key too large to
-// keep, and so does the slot until it is evicted.
-func (c slots[V]) with(key Key, rev cache.Revisions, extend func(cur V) V, load func(V) error, fn func(V)) error {
+// not moved since it was read (rev was read before its rows), grown by the
+// rows added since when only inserts happened, else a fresh one read
+// whole. A key's value may take a quarter of the cache's bound: past it,
+// with returns ErrTooBig, and so does the slot until it is evicted.
+func (c slots[V]) with(ctx context.Context, src Source, key Key, rev cache.Revisions, fn func(V)) error {
 	sl, ok := c.Get(key)
 	if !ok {
 		sl = &slot[V]{}
@@ -68,11 +81,17 @@ func (c slots[V]) with(key Key, rev cache.Revisions, extend func(cur V) V, load 
 		if sl.changed != rev.Changed {
 			cur = none
 		}
-		next := extend(cur)
-		if err := load(next); err != nil {
+		next := cur.grow()
+		err := src.Load(ctx, key, next.last(), func(id int64, conv, ref string, text []byte, vec []float32) error {
+			return next.add(key, c.Max()/4, id, conv, ref, text, vec)
+		})
+		if err != nil {
 			sl.val, sl.bytes, sl.tooBig = none, 0, errors.Is(err, ErrTooBig)
 			c.Put(key, sl) // accounted again, evicting past the bound
-			return err
+			if sl.tooBig {
+				return ErrTooBig
+			}
+			return fmt.Errorf("load %s: %w", c.name, err)
 		}
 		sl.val, sl.bytes, sl.added, sl.changed = next, next.size(), rev.Added, rev.Changed
 		c.Put(key, sl)
@@ -80,6 +99,3 @@ func (c slots[V]) with(key Key, rev cache.Revisions, extend func(cur V) V, load 
 	fn(sl.val)
 	return nil
 }
-
-// limit is the share of the cache's bound one key may take.
-func (c slots[V]) limit() int { return c.Max() / 4 }

@@ -1,19 +1,17 @@
 package itemindex
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/ranking"
 	"github.com/memgate/memgate/internal/vec"
 )
 
 // vecSet is one user's vectors of one model and dimension, never written
-// once published: a refresh appends past its length or builds a new one.
+// once published: its searches read it outside the slot's mutex, so a
+// refresh appends to a copy, past the published set's length, or builds a
+// new one.
 type vecSet struct {
 	held
 	vecs  []float32
@@ -28,6 +26,15 @@ type held struct {
 	refs  []string // source per item
 }
 
+// last is the highest id read (0: none).
+func (h *held) last() int64 { return h.maxID }
+
+// hold records one item read.
+func (h *held) hold(id int64, conv, ref string) {
+	h.ids, h.convs, h.refs = append(h.ids, id), append(h.convs, conv), append(h.refs, ref)
+	h.maxID = max(h.maxID, id)
+}
+
 // size is roughly what s holds in memory, in bytes.
 func (s *vecSet) size() int {
 	n := 4*len(s.vecs) + 8*len(s.ids) + 8*len(s.norms) + 32*len(s.convs)
@@ -37,48 +44,31 @@ func (s *vecSet) size() int {
 	return n
 }
 
-// userVectors returns key's vectors, current as of rev (slots.with).
-func (x *Index) userVectors(ctx context.Context, rev cache.Revisions, key Key) (set *vecSet, err error) {
-	// Its searches read it outside the slot's mutex: a set is extended as a
-	// copy, appending past the held set's length (never read through it).
-	err = x.vectors.with(key, rev, func(cur *vecSet) *vecSet {
-		next := vecSet{}
-		if cur != nil {
-			next = *cur
-		}
-		return &next
-	}, func(set *vecSet) error { return x.loadVectors(ctx, key, set) }, func(s *vecSet) { set = s })
-	return set, err
+// grow returns a copy of s to append to, or a new set for none.
+func (s *vecSet) grow() *vecSet {
+	next := vecSet{}
+	if s != nil {
+		next = *s
+	}
+	return &next
 }
 
-// loadVectors appends to set key's rows with ids above set.maxID.
-func (x *Index) loadVectors(ctx context.Context, key Key, set *vecSet) error {
-	limit := x.vectors.limit()
-	err := x.src.LoadVectors(ctx, key, set.maxID, func(id int64, conv, ref string, v []float32) error {
-		set.maxID = max(set.maxID, id)
-		if len(v) != key.Dims {
-			return nil
-		}
-		start := len(set.vecs)
-		set.vecs = append(set.vecs, v...)
-		n := vecNorm(set.vecs[start:])
-		if n == 0 {
-			set.vecs = set.vecs[:start]
-			return nil
-		}
-		set.ids = append(set.ids, id)
-		set.convs = append(set.convs, conv)
-		set.refs = append(set.refs, ref)
-		set.norms = append(set.norms, n)
-		if 4*len(set.vecs) > limit {
-			return ErrTooBig
-		}
+// add appends one item's vector (of key.Dims dimensions and not zero, else
+// it only counts as read); past limit bytes of vectors it fails with
+// ErrTooBig.
+func (s *vecSet) add(key Key, limit int, id int64, conv, ref string, _ []byte, v []float32) error {
+	s.maxID = max(s.maxID, id)
+	n := vecNorm(v)
+	if len(v) != key.Dims || n == 0 {
 		return nil
-	})
-	if err != nil && !errors.Is(err, ErrTooBig) {
-		return fmt.Errorf("load vectors: %w", err)
 	}
-	return err
+	s.vecs = append(s.vecs, v...)
+	s.norms = append(s.norms, n)
+	s.hold(id, conv, ref)
+	if 4*len(s.vecs) > limit {
+		return ErrTooBig
+	}
+	return nil
 }
 
 // vecNorm is the length of a stored vector, summed as cosine sums it.

@@ -59,7 +59,7 @@ type Reads struct {
 	src       Reader
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
-	summaries *Cache[convKey, heldSummary]
+	summaries *Cache[convKey, *memory.Summary] // nil: none
 }
 
 // NewReads returns a Reads over src, its tails bounded at tailBytes and
@@ -87,12 +87,6 @@ type tail struct {
 	msgs []memory.Message
 	// all is set when msgs are all of the conversation's live messages.
 	all bool
-}
-
-// heldSummary is a conversation's latest summary, or none (found false).
-type heldSummary struct {
-	sum   memory.Summary
-	found bool
 }
 
 // Recent returns up to n newest live messages of the conversation, oldest
@@ -127,14 +121,15 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *Revisions, id memory.Ide
 		sum, err := r.src.LatestSummary(ctx, id)
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			return memory.Summary{}, err
+		} else if err == nil {
+			h = &sum
 		}
-		h = heldSummary{sum: sum, found: err == nil}
 		r.summaries.Put(key, h)
 	}
-	if !h.found {
+	if h == nil {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
-	sum := h.sum
+	sum := *h
 	sum.KeyEvents = slices.Clone(sum.KeyEvents)
 	sum.Preserved.Numbers = slices.Clone(sum.Preserved.Numbers)
 	sum.Preserved.Dates = slices.Clone(sum.Preserved.Dates)
@@ -189,13 +184,8 @@ func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
 		if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
 			continue
 		}
-		t, held := r.tails.Get(convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation})
-		to := convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}
-		if !held {
-			continue
-		}
-		if _, done := r.tails.Get(to); !done {
-			r.tails.Put(to, appendStored(t, res.Stored))
+		if t, held := r.tails.Get(convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}); held {
+			r.tails.Put(convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}, appendStored(t, res.Stored))
 		}
 	}
 }
@@ -249,9 +239,12 @@ func factsSize(_ convKey, fs []memory.Fact) int {
 }
 
 // summarySize is roughly what a held summary takes in memory, in bytes.
-func summarySize(k convKey, h heldSummary) int {
-	n := 200 + len(k.Conv) + len(h.sum.Text)
-	for _, ss := range [][]string{h.sum.KeyEvents, h.sum.Preserved.Numbers, h.sum.Preserved.Dates, h.sum.Preserved.Decisions} {
+func summarySize(k convKey, h *memory.Summary) int {
+	if h == nil {
+		return 200 + len(k.Conv)
+	}
+	n := 200 + len(k.Conv) + len(h.Text)
+	for _, ss := range [][]string{h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions} {
 		for _, s := range ss {
 			n += 16 + len(s)
 		}

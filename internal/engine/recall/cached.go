@@ -61,9 +61,8 @@ func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
 // its embed deadline passed — neither cancels the call nor loses its
 // result, which is written to the cache. It is safe for concurrent use.
 type Cached struct {
-	inner   Embedder
-	cache   EmbeddingCache
-	timeout time.Duration
+	inner Embedder
+	cache EmbeddingCache
 
 	// mu orders cache reads with flights: a flight leaves inflight only
 	// once its vectors are in the cache, so a text missing from the cache
@@ -74,15 +73,15 @@ type Cached struct {
 
 // flight is one text being embedded; done closes when vec or err is set.
 type flight struct {
-	hash string
-	done chan struct{}
-	vec  []float32
-	err  error
+	text, hash string
+	done       chan struct{}
+	vec        []float32
+	err        error
 }
 
 // NewCached returns inner behind cache.
 func NewCached(inner Embedder, cache EmbeddingCache) *Cached {
-	return &Cached{inner: inner, cache: cache, timeout: DefaultFlightTimeout, inflight: map[string]*flight{}}
+	return &Cached{inner: inner, cache: cache, inflight: map[string]*flight{}}
 }
 
 // Model returns the inner embedder's model.
@@ -100,29 +99,23 @@ func (c *Cached) Dims() int { return c.inner.Dims() }
 func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	model, dims := c.inner.Model(), c.inner.Dims()
 	out, waits := make([][]float32, len(texts)), make([]*flight, len(texts))
-	var mineTexts []string
 	var mine []*flight
 	c.mu.Lock()
 	for i, t := range texts {
 		h := ContentHash(model, t)
 		if v, ok := c.cache.Get(EmbeddingKey{model, dims, h}); ok && len(v) == dims {
 			out[i] = slices.Clone(v)
-			continue
+		} else if waits[i] = c.inflight[h]; waits[i] == nil {
+			waits[i] = &flight{text: t, hash: h, done: make(chan struct{})}
+			c.inflight[h], mine = waits[i], append(mine, waits[i])
 		}
-		f := c.inflight[h]
-		if f == nil {
-			f = &flight{hash: h, done: make(chan struct{})}
-			c.inflight[h] = f
-			mineTexts, mine = append(mineTexts, t), append(mine, f)
-		}
-		waits[i] = f
 	}
 	c.mu.Unlock()
 	if !slices.ContainsFunc(waits, func(f *flight) bool { return f != nil }) {
 		return out, nil // every vector from the cache: no deadline to arm
 	}
 	if len(mine) > 0 {
-		go c.fly(context.WithoutCancel(ctx), mineTexts, mine, by)
+		go c.fly(context.WithoutCancel(ctx), mine, by)
 	}
 	wctx := ctx
 	if !by.IsZero() {
@@ -150,19 +143,21 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 	return out, nil
 }
 
-// fly embeds texts for the flights fs (index for index) under a context of
-// its own, passing by (the deadline of the call that started it) to the
-// inner embedder, publishes the result, and writes the vectors of the
-// model's dimension to the cache.
-func (c *Cached) fly(ctx context.Context, texts []string, fs []*flight, by time.Time) {
+// fly embeds the flights' texts under a context of its own, passing by
+// (the deadline of the call that started it) to the inner embedder,
+// publishes the result, and writes the vectors of the model's dimension to
+// the cache.
+func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	model, dims := c.inner.Model(), c.inner.Dims()
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	texts := make([]string, len(fs))
+	for j, f := range fs {
+		texts[j] = f.text
+	}
+	cctx, cancel := context.WithTimeout(ctx, DefaultFlightTimeout)
 	vecs, err := c.inner.Embed(cctx, texts, by)
 	cancel()
 	for j, f := range fs {
-		if err != nil {
-			f.err = err
-		} else {
+		if f.err = err; err == nil {
 			f.vec = vecs[j]
 		}
 		close(f.done)

@@ -35,44 +35,31 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// LoadVectors reads key's vectors with ids above afterID, in id order.
-func (src indexSource) LoadVectors(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error {
-	sql := `SELECT id, coalesce(conversation, ''), source, embedding FROM memory_items
-		WHERE tenant = $1 AND user_id = $2 AND id > $3 AND dims = $4 AND embedding IS NOT NULL`
-	args := []any{key.Tenant, key.User, afterID, key.Dims}
-	if key.Model != "" {
-		sql += ` AND model = $5`
-		args = append(args, key.Model)
+// Load reads key's texts (Dims 0) or vectors with ids above afterID, in
+// id order.
+func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
+	var (
+		id        int64
+		conv, ref string
+		text      []byte
+		vec       pgvector.Vector
+	)
+	sql, args, dst := `SELECT id, coalesce(conversation, ''), source, content FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND id > $3`, []any{key.Tenant, key.User, afterID}, any(&text)
+	if key.Dims > 0 {
+		sql, dst = `SELECT id, coalesce(conversation, ''), source, embedding FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND id > $3 AND dims = $4 AND embedding IS NOT NULL`, &vec
+		if args = append(args, key.Dims); key.Model != "" {
+			sql += ` AND model = $5`
+			args = append(args, key.Model)
+		}
 	}
 	rows, err := src.pool.Query(ctx, sql+` ORDER BY id`, args...)
 	if err != nil {
 		return unavailable(err)
 	}
-	var (
-		id        int64
-		conv, ref string
-		vec       pgvector.Vector
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, &vec}, func() error {
-		return add(id, conv, ref, vec.Slice())
-	})
-	return unavailable(err)
-}
-
-// LoadTexts reads the user's texts with ids above afterID, in id order.
-func (src indexSource) LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error {
-	rows, err := src.pool.Query(ctx, `SELECT id, coalesce(conversation, ''), source, content FROM memory_items
-		WHERE tenant = $1 AND user_id = $2 AND id > $3 ORDER BY id`, tenant, user, afterID)
-	if err != nil {
-		return unavailable(err)
-	}
-	var (
-		id        int64
-		conv, ref string
-		text      []byte
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, &text}, func() error {
-		return add(id, conv, ref, text)
+	_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, dst}, func() error {
+		return add(id, conv, ref, text, vec.Slice())
 	})
 	return unavailable(err)
 }

@@ -54,21 +54,14 @@ func (f fakeStore) ItemRevisions(context.Context, string, string) (cache.Revisio
 	return cache.Revisions{Added: int64(len(f))}, nil
 }
 
-func (f fakeStore) LoadVectors(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []float32) error) error {
+func (f fakeStore) Load(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []byte, []float32) error) error {
 	for _, it := range f {
-		if it.Model == key.Model && len(it.Embedding) == key.Dims && it.ID > afterID {
-			if err := add(it.ID, it.Conversation, it.Ref, slices.Clone(it.Embedding)); err != nil {
+		if key.Dims == 0 && it.ID > afterID {
+			if err := add(it.ID, it.Conversation, it.Ref, []byte(it.Text), nil); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-func (f fakeStore) LoadTexts(_ context.Context, _, _ string, afterID int64, add func(int64, string, string, []byte) error) error {
-	for _, it := range f {
-		if it.ID > afterID {
-			if err := add(it.ID, it.Conversation, it.Ref, []byte(it.Text)); err != nil {
+		} else if key.Dims > 0 && it.Model == key.Model && len(it.Embedding) == key.Dims && it.ID > afterID {
+			if err := add(it.ID, it.Conversation, it.Ref, nil, slices.Clone(it.Embedding)); err != nil {
 				return err
 			}
 		}
@@ -171,11 +164,7 @@ func (f failingStore) ItemRevisions(ctx context.Context, tenant, user string) (c
 	return f.fakeStore.ItemRevisions(ctx, tenant, user)
 }
 
-func (failingStore) LoadVectors(context.Context, itemindex.Key, int64, func(int64, string, string, []float32) error) error {
-	return errRead
-}
-
-func (failingStore) LoadTexts(context.Context, string, string, int64, func(int64, string, string, []byte) error) error {
+func (failingStore) Load(context.Context, itemindex.Key, int64, func(int64, string, string, []byte, []float32) error) error {
 	return errRead
 }
 

@@ -33,11 +33,17 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// LoadVectors reads key's vectors with ids above afterID, in id order.
-func (src indexSource) LoadVectors(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, vec []float32) error) error {
-	rows, err := src.s.reads.QueryContext(ctx, `SELECT id, COALESCE(conversation, ''), source, embedding FROM memory_items
-		WHERE tenant = ? AND user_id = ? AND model = ? AND dims = ? AND id > ? AND embedding IS NOT NULL
-		ORDER BY id`, key.Tenant, key.User, key.Model, key.Dims, afterID)
+// Load reads key's texts (Dims 0) or vectors with ids above afterID, in
+// id order.
+func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
+	query, args := `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
+		WHERE tenant = ? AND user_id = ? AND id > ?`, []any{key.Tenant, key.User, afterID}
+	if key.Dims > 0 {
+		query = `SELECT id, COALESCE(conversation, ''), source, embedding FROM memory_items
+		WHERE tenant = ? AND user_id = ? AND id > ? AND model = ? AND dims = ? AND embedding IS NOT NULL`
+		args = append(args, key.Model, key.Dims)
+	}
+	rows, err := src.s.reads.QueryContext(ctx, query+` ORDER BY id`, args...)
 	if err != nil {
 		return err
 	}
@@ -50,33 +56,14 @@ func (src indexSource) LoadVectors(ctx context.Context, key itemindex.Key, after
 		if err := rows.Scan(&id, &conv, &ref, &b); err != nil {
 			return err
 		}
-		v = v[:0]
-		for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
-			v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+		if key.Dims > 0 {
+			v = v[:0]
+			for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
+				v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+			}
+			b = nil
 		}
-		if err := add(id, conv, ref, v); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// LoadTexts reads the user's texts with ids above afterID, in id order.
-func (src indexSource) LoadTexts(ctx context.Context, tenant, user string, afterID int64, add func(id int64, conv, ref string, text []byte) error) error {
-	rows, err := src.s.reads.QueryContext(ctx, `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
-		WHERE tenant = ? AND user_id = ? AND id > ? ORDER BY id`, tenant, user, afterID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var conv, ref string
-		var text sql.RawBytes
-		if err := rows.Scan(&id, &conv, &ref, &text); err != nil {
-			return err
-		}
-		if err := add(id, conv, ref, text); err != nil {
+		if err := add(id, conv, ref, b, v); err != nil {
 			return err
 		}
 	}

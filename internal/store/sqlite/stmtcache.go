@@ -16,8 +16,9 @@ const maxCachedStmts = 64
 
 // stmtCache keeps statements prepared, by SQL text, on its pool: each is
 // parsed once per connection instead of once per query (SQLite's parser
-// and planner were about a tenth of a memory-on request's CPU). It is safe
-// for concurrent use.
+// and planner were about a tenth of a memory-on request's CPU). The read
+// pool's are prepared on first use; the writer's are hotWrites, prepared
+// when the Store opens (writeTx). It is safe for concurrent use.
 type stmtCache struct {
 	db    *sql.DB
 	stmts sync.Map // SQL text -> *sql.Stmt
@@ -28,7 +29,7 @@ func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db} }
 
 // QueryContext runs query on the pool through its cached statement.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := c.stmt(ctx, query); st != nil {
+	if st, _ := c.stmt(ctx, query, true); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return c.db.QueryContext(ctx, query, args...)
@@ -36,37 +37,30 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 
 // QueryRowContext runs query on the pool through its cached statement.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := c.stmt(ctx, query); st != nil {
+	if st, _ := c.stmt(ctx, query, true); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return c.db.QueryRowContext(ctx, query, args...) // a bad query's error comes through the Row
 }
 
-// stmt returns query's statement, prepared on first use; nil when the
-// cache is full or preparing fails (the caller then runs query as is).
-func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
-	if st := c.prepared(query); st != nil || c.n.Load() >= maxCachedStmts {
-		return st
+// stmt returns query's statement, prepared now when prepare is set and the
+// cache is not full; nil when it has none (the caller then runs query as
+// is).
+func (c *stmtCache) stmt(ctx context.Context, query string, prepare bool) (*sql.Stmt, error) {
+	if st, ok := c.stmts.Load(query); ok || !prepare || c.n.Load() >= maxCachedStmts {
+		st, _ := st.(*sql.Stmt)
+		return st, nil
 	}
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	if prev, loaded := c.stmts.LoadOrStore(query, st); loaded { // prepared meanwhile
 		st.Close()
-		return prev.(*sql.Stmt)
+		return prev.(*sql.Stmt), nil
 	}
 	c.n.Add(1)
-	return st
-}
-
-// prepared returns query's statement when it is already prepared, else nil;
-// it never prepares one (see writeTx).
-func (c *stmtCache) prepared(query string) *sql.Stmt {
-	if st, ok := c.stmts.Load(query); ok {
-		return st.(*sql.Stmt)
-	}
-	return nil
+	return st, nil
 }
 
 // writeTx is a write transaction whose statements listed in hotWrites run
@@ -82,7 +76,7 @@ type writeTx struct {
 
 // ExecContext executes query in the transaction.
 func (t writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.stmts.prepared(query); st != nil {
+	if st, _ := t.stmts.stmt(ctx, query, false); st != nil {
 		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
@@ -91,7 +85,7 @@ func (t writeTx) ExecContext(ctx context.Context, query string, args ...any) (sq
 // QueryRowContext runs query, which returns at most one row, in the
 // transaction.
 func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.stmts.prepared(query); st != nil {
+	if st, _ := t.stmts.stmt(ctx, query, false); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
@@ -100,11 +94,9 @@ func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any)
 // prepareWrites prepares hotWrites on the writer, for writeTx.
 func (s *Store) prepareWrites(ctx context.Context) error {
 	for _, q := range hotWrites {
-		st, err := s.write.PrepareContext(ctx, q)
-		if err != nil {
+		if _, err := s.writes.stmt(ctx, q, true); err != nil {
 			return fmt.Errorf("prepare write statement: %w", err)
 		}
-		s.writes.stmts.Store(q, st)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func TestSaveRunsPreparedWrites(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	for _, q := range hotWrites {
-		if s.writes.prepared(q) == nil {
+		if st, _ := s.writes.stmt(context.Background(), q, false); st == nil {
 			t.Errorf("not prepared: %.60s", q)
 		}
 	}
