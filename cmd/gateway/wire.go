@@ -288,6 +288,9 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger
 		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
 		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout},
 	}
+	if opts.Window, err = engine.EmbedderWindow(rc.Embeddings.Provider); err != nil {
+		return nil, err
+	}
 	if c := sideModel(rc.Extraction.BaseURL, rc.Extraction.APIKey, cfg.Upstream, extractionTimeout); rc.Extraction.Enabled && c != nil {
 		opts.Extractor = c
 	}

@@ -67,6 +67,21 @@ func NewEmbedder(opts EmbedderOptions, cache recall.EmbeddingCache, logger *slog
 	return recall.NewCached(emb, cache), cols, nil
 }
 
+// EmbedderWindow is how much of a text provider's embedder reads: the
+// built-in encoder's first encoder.MaxTokens pieces; nil for the others,
+// which read whole texts (local) or thousands of tokens (openai).
+func EmbedderWindow(provider string) (*recall.Window, error) {
+	if provider != "encoder" {
+		return nil, nil
+	}
+	m, err := encoder.Default()
+	if err != nil {
+		return nil, fmt.Errorf("load the built-in encoder: %w", err)
+	}
+	tok := m.Tokenizer()
+	return &recall.Window{Pieces: func(s string) int { return len(tok.Encode(s)) }, Max: encoder.MaxTokens}, nil
+}
+
 // RecallStore is what recall reads and writes in the memory store: its
 // searches with their term statistics, the turns around a recalled
 // message, its index and facts.
@@ -92,6 +107,9 @@ type RecallOptions struct {
 	// turns with Extraction's model and timeout.
 	Extractor  recall.Chatter
 	Extraction recall.ExtractorOptions
+	// Window is how much of a text the embedder reads (EmbedderWindow);
+	// nil: all of it.
+	Window *recall.Window
 }
 
 // Recall is recall wired over a store: what the assembler, the after-save
@@ -117,6 +135,7 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 	opts.Search.Stats, opts.Recall.Around = st, st
 	r.Recaller = recall.NewRecaller(st, recall.NewSearcher(st, emb, opts.Search), emb, opts.Recall)
 	indexer := recall.NewIndexer(st, emb, logger)
+	indexer.Window = opts.Window
 	r.Manager = recall.NewManager(st, indexer, r.Recaller, opts.FactsMaxStored, opts.FactTTL)
 	if opts.Extractor != nil {
 		xo := opts.Extraction

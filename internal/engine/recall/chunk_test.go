@@ -47,3 +47,107 @@ func TestSplitSentencesKeepsNumbers(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// wordPieces is a Window's piece count for tests: perWord pieces a word.
+func wordPieces(perWord int) func(string) int {
+	return func(s string) int { return perWord * len(strings.Fields(s)) }
+}
+
+func TestWindowChunks(t *testing.T) {
+	sentence := "The boxes are still in the hallway and the movers want another date. "
+	tests := []struct {
+		name    string
+		w       *Window
+		text    string
+		whole   bool // one chunk, the text itself
+		windows int  // at least this many chunks that fit the window
+	}{
+		{name: "no window: as Chunk", w: nil, text: strings.Repeat(sentence, 10), whole: true},
+		{name: "fits the window", w: &Window{Pieces: wordPieces(1), Max: 128}, text: strings.Repeat(sentence, 5), whole: true},
+		{name: "past the window", w: &Window{Pieces: wordPieces(1), Max: 128}, text: strings.Repeat(sentence, 20), windows: 2},
+		{name: "denser text, smaller runs", w: &Window{Pieces: wordPieces(2), Max: 128}, text: strings.Repeat(sentence, 20), windows: 4},
+		{name: "one long sentence cut at words", w: &Window{Pieces: wordPieces(1), Max: 32}, text: strings.Repeat("word ", 300), windows: 8},
+		{name: "past the embedded runs: the rest as Chunk cuts it", w: &Window{Pieces: wordPieces(1), Max: 64}, text: strings.Repeat(sentence, 400), windows: embeddedChunks},
+		{name: "empty", w: &Window{Pieces: wordPieces(1), Max: 128}, text: "  "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.w.chunks(tt.text)
+			text := strings.TrimSpace(tt.text)
+			if tt.whole {
+				if len(got) != 1 || got[0] != text {
+					t.Fatalf("%d chunks, want the whole text as one", len(got))
+				}
+				return
+			}
+			if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.Join(strings.Fields(text), " ") {
+				t.Fatal("the chunks do not hold every word of the text, in order")
+			}
+			if text == "" {
+				if len(got) != 0 {
+					t.Fatalf("%d chunks of empty text", len(got))
+				}
+				return
+			}
+			fit := 0
+			for i, c := range got {
+				if i < embeddedChunks && tt.w.Pieces(c) > tt.w.Max {
+					t.Fatalf("chunk %d has %d pieces, past the window of %d", i, tt.w.Pieces(c), tt.w.Max)
+				}
+				if tt.w.Pieces(c) <= tt.w.Max {
+					fit++
+				}
+			}
+			if fit < tt.windows {
+				t.Fatalf("%d chunks fit the window, want at least %d", fit, tt.windows)
+			}
+			if n := len(Chunk(text)); len(got) > embeddedChunks+n {
+				t.Fatalf("%d chunks: more than %d runs and Chunk's %d for the rest", len(got), embeddedChunks, n)
+			}
+		})
+	}
+}
+
+func TestAround(t *testing.T) {
+	s := strings.Repeat("alpha beta gamma delta ", 100)
+	for _, tt := range []struct{ from, n int }{{0, 50}, {200, 60}, {1000, 80}, {len(s) - 40, 60}, {1200, 400}} {
+		from := tt.from + strings.IndexByte(s[tt.from:], ' ') + 1
+		to := from + 20
+		to += strings.IndexByte(s[to:], ' ')
+		part := s[from:to]
+		got := around(s, from, to, tt.n)
+		if !strings.Contains(got, part) {
+			t.Fatalf("around(%d, %d, %d) = %q: the part %q is not whole", from, to, tt.n, got, part)
+		}
+		body := strings.TrimSuffix(strings.TrimPrefix(got, "…"), ellipsis)
+		if len(body) > tt.n {
+			t.Fatalf("around(%d, %d, %d) holds %d bytes", from, to, tt.n, len(body))
+		}
+		if !strings.Contains(s, body) {
+			t.Fatalf("around(%d, %d, %d) = %q is not a cut of the text at spaces", from, to, tt.n, got)
+		}
+		if !strings.HasPrefix(got, "…") && !strings.HasPrefix(s, body) {
+			t.Fatalf("around(%d, %d, %d) = %q starts inside the text without an ellipsis", from, to, tt.n, got)
+		}
+		if !strings.HasSuffix(got, ellipsis) && !strings.HasSuffix(strings.TrimSpace(s), body) {
+			t.Fatalf("around(%d, %d, %d) = %q ends inside the text without an ellipsis", from, to, tt.n, got)
+		}
+	}
+	if got := around("short text", 0, 5, 100); got != "short text" {
+		t.Fatalf("around of a short text = %q, want it whole", got)
+	}
+}
+
+// TestWindowChunksOfOneHugeSentence: a text with no sentence ends (a
+// hostile body) gets embeddedChunks runs, then chunks of Chunk's size, not
+// a window's: its count of stored items grows as Chunk's would.
+func TestWindowChunksOfOneHugeSentence(t *testing.T) {
+	text := strings.Repeat("word ", 50_000)
+	got := (&Window{Pieces: wordPieces(1), Max: 64}).chunks(text)
+	if n := len(Chunk(text)); len(got) > embeddedChunks+n {
+		t.Fatalf("%d chunks, want at most %d runs and Chunk's %d", len(got), embeddedChunks, n)
+	}
+	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.TrimSpace(text) {
+		t.Fatal("the chunks do not hold every word of the text, in order")
+	}
+}

@@ -270,13 +270,53 @@ func refOf(m memory.Message) memory.MessageRef {
 }
 
 // hitTurnText is what a passage shows of a hit's turn: the whole turn when
-// it is short enough to have been indexed as one chunk, else the hit chunk.
+// it was indexed as one chunk; else the hit chunk with the text around it,
+// up to hitWindowBytes, when the chunk is shorter (a run of sentences the
+// encoder reads whole, see Window); else the whole turn when it is short
+// enough to have been one chunk of Chunk's, else the hit chunk.
 func hitTurnText(m *memory.Message, hit memory.Item) string {
 	whole := strings.TrimSpace(indexableText(m.Content))
+	if len(hit.Text) < len(whole) && len(hit.Text) < hitWindowBytes {
+		if i := strings.Index(whole, hit.Text); i >= 0 {
+			return around(whole, i, i+len(hit.Text), hitWindowBytes-len("…")-len(ellipsis))
+		}
+	}
 	if approxTokens(whole) <= chunkMax || len(Chunk(whole)) <= 1 { // Chunk keeps a short text whole
 		return whole
 	}
 	return hit.Text
+}
+
+// around returns s[from:to] widened on both sides, at spaces, to at most n
+// bytes in all (s[from:to] itself whole), with an ellipsis where s goes
+// on.
+func around(s string, from, to, n int) string {
+	pad := max(0, n-(to-from))
+	lo := max(0, from-pad/2)
+	hi := min(len(s), to+pad-(from-lo))
+	lo = max(0, lo-(pad-(hi-to)-(from-lo))) // room left at the end goes before
+	if lo > 0 {
+		if i := strings.IndexByte(s[lo:from], ' '); i >= 0 {
+			lo += i + 1
+		} else {
+			lo = from
+		}
+	}
+	if hi < len(s) {
+		if i := strings.LastIndexByte(s[to:hi], ' '); i >= 0 {
+			hi = to + i
+		} else {
+			hi = to
+		}
+	}
+	out := strings.TrimSpace(s[lo:hi])
+	if lo > 0 {
+		out = "…" + out
+	}
+	if hi < len(s) {
+		out += ellipsis
+	}
+	return out
 }
 
 // ellipsis ends a clipped text.

@@ -42,6 +42,11 @@ type Indexer struct {
 	// summaries remembers the summary versions this process indexed, so an
 	// unchanged summary is not embedded and written again for every exchange.
 	summaries seen.Set
+	// Window, when set, is how much of a text emb reads: a user message
+	// longer than that is indexed in runs of a few sentences it reads
+	// whole, so a word past the window still reaches the vector search
+	// (nil: messages are cut as Chunk cuts them).
+	Window *Window
 }
 
 // NewIndexer returns an Indexer writing to store with vectors from emb.
@@ -126,7 +131,15 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			if created.After(latest[ex.Identity]) {
 				latest[ex.Identity] = created
 			}
-			for i, c := range Chunk(indexableText(m.Content)) {
+			// What the user says is cut to the embedder's window, so that a
+			// statement made in passing in a long message is found; the
+			// assistant's long replies are cut as Chunk cuts them (a few
+			// items each).
+			w := ix.Window
+			if m.Role != "user" {
+				w = nil
+			}
+			for i, c := range w.chunks(indexableText(m.Content)) {
 				it := ix.item(ex.Identity, KindMessage, m.Key, i, c, created)
 				if i >= embeddedChunks {
 					textOnly = append(textOnly, it)
