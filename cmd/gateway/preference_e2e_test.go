@@ -32,18 +32,7 @@ func chatter(i int) string {
 func TestPreferenceStatedInPassingComesBack(t *testing.T) {
 	reply := strings.Repeat("That sounds like a lot to handle, and it makes sense to take it one piece at a time. ", 8)
 	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: reply}))
-	dir := t.TempDir()
-	// Generous load deadlines: the test asserts what reaches the prompt,
-	// not how fast (a busy machine must not leave recall out).
-	cfgPath := filepath.Join(dir, "memgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 30s\n  embedding_timeout: 20s\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	url, _ := mustServeEnv(t, map[string]string{
-		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
-		"GATEWAY_SQLITE_PATH":       filepath.Join(dir, "memgate.db"),
-		"GATEWAY_CONFIG":            cfgPath,
-	})
+	url := servePatient(t, up)
 	others := []string{
 		"I prefer window seats on long flights.", "I want to learn Spanish this year.",
 		"I decided to cancel my streaming subscription.", "I prefer dark roast coffee in the morning.",
@@ -116,4 +105,23 @@ func TestPreferenceStatedInPassingComesBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// servePatient serves the gateway as `serve` does (SQLite in a temp dir,
+// default settings) in front of up, with generous load deadlines: a test
+// that asserts what reaches the prompt, not how fast, must not have a
+// busy machine leave recall out. It returns the gateway's URL.
+func servePatient(t *testing.T, up *upstreamtest.Server) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "memgate.yaml")
+	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 30s\n  embedding_timeout: 20s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, _ := mustServeEnv(t, map[string]string{
+		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
+		"GATEWAY_SQLITE_PATH":       filepath.Join(dir, "memgate.db"),
+		"GATEWAY_CONFIG":            cfgPath,
+	})
+	return url
 }

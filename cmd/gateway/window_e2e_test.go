@@ -2,8 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,16 +17,7 @@ import (
 // whole, and the passage shows the part that matched.
 func TestWordsPastTheEncoderWindowAreRecalled(t *testing.T) {
 	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "Noted."}))
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "memgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 30s\n  embedding_timeout: 20s\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	url, _ := mustServeEnv(t, map[string]string{
-		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
-		"GATEWAY_SQLITE_PATH":       filepath.Join(dir, "memgate.db"),
-		"GATEWAY_CONFIG":            cfgPath,
-	})
+	url := servePatient(t, up)
 	filler := []string{
 		"So about the office move, it took most of the day again and I keep going back and forth on it.",
 		"There were a lot of small details to sort out, people kept calling, and by the evening I was tired.",
