@@ -74,10 +74,23 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 	}
 	var cands []cand
 	order := 0
+	// A sentence said again (the same words, any case or spacing) is a
+	// candidate once: a summary never pays twice for one line.
+	seen := map[string]bool{}
+	fresh := func(text string) bool {
+		k := strings.ToLower(strings.Join(strings.Fields(text), " "))
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		return true
+	}
 	if in.Previous != nil {
 		for _, s := range Sentences(in.Previous.Text) {
-			cands = append(cands, cand{s, scoreSentence(s, true) + 1, order})
-			order++
+			if fresh(s) {
+				cands = append(cands, cand{s, scoreSentence(s, true) + 1, order})
+				order++
+			}
 		}
 	}
 	var out Output
@@ -98,6 +111,9 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 				continue
 			}
 			text := fmt.Sprintf("%s: %s", who, s)
+			if !fresh(text) {
+				continue
+			}
 			cands = append(cands, cand{text, sc, order})
 			order++
 			out.Preserved.Numbers = append(out.Preserved.Numbers, numberRe.FindAllString(s, -1)...)

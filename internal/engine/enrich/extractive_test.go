@@ -69,3 +69,32 @@ func containsAll(xs []string, want ...string) bool {
 	}
 	return true
 }
+
+// TestExtractiveSaysALineOnce: a sentence said again in later messages,
+// or already in the previous summary, is in the summary once, and the room
+// it would have taken goes to other sentences.
+func TestExtractiveSaysALineOnce(t *testing.T) {
+	repeated := "I need to renew my passport before the summer, the form is confusing."
+	var msgs []memory.Message
+	for i, other := range []string{
+		"My manager asked for the floor plan twice, and the printer jammed both times.",
+		"The movers want another date next month for the boxes in the hallway.",
+		"Tomorrow I have to call the landlord about the keys to the new office.",
+	} {
+		msgs = append(msgs, memory.Message{Role: "user", Content: repeated + " " + other},
+			memory.Message{Role: "assistant", Content: "Noted, that sounds like a long week " + strings.Repeat("!", i+1)})
+	}
+	prev := &memory.Summary{Text: "User: " + strings.ToUpper(repeated)}
+	out, err := NewExtractive(words).Summarize(context.Background(), Input{Messages: msgs, Previous: prev, MaxTokens: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.ToLower(out.Summary), "renew my passport"); n != 1 {
+		t.Fatalf("the repeated sentence is in the summary %d times, want once:\n%s", n, out.Summary)
+	}
+	for _, want := range []string{"floor plan", "movers", "landlord"} {
+		if !strings.Contains(out.Summary, want) {
+			t.Errorf("summary lost %q:\n%s", want, out.Summary)
+		}
+	}
+}
