@@ -65,7 +65,8 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //     text are skipped;
 //   - the conversation's latest summary, kind "summary", Ref
 //     "<conversation>:v<version>", unless this process indexed that version
-//     already;
+//     already or the extractive summariser wrote it (its lines are the
+//     messages' sentences, indexed as theirs);
 //   - the user's current facts updated at or after ex.At (the ones this
 //     exchange's hooks stated), kind "fact", Ref the fact id.
 //
@@ -177,6 +178,12 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 				continue
 			}
 			summaryKeys = append(summaryKeys, key)
+			if sum.Summariser == memory.SummariserExtractive {
+				// Its lines are the messages' own sentences, indexed
+				// already: as passages they only repeat them (and
+				// crowded recall out of long conversations).
+				continue
+			}
 			for i, c := range Chunk(sum.Text) {
 				it := ix.item(id, KindSummary, ref, i, c, sum.CreatedAt)
 				if l := latest[id]; !l.IsZero() && l.Before(it.SaidAt) {

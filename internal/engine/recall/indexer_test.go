@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -353,5 +354,32 @@ func TestIndexerEmbedsABoundedPartOfALongMessage(t *testing.T) {
 	hits, err := st.SearchText(context.Background(), memory.ItemQuery{Tenant: "t", User: "u", Text: fmt.Sprintf("number %d", 3*embeddedChunks*40-1), Limit: 5})
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("full text does not find the last chunk: %v, %v", hits, err)
+	}
+}
+
+// TestIndexerLeavesExtractiveSummariesOut: a summary a model wrote (or one
+// stored before the writer was recorded) is indexed; one the extractive
+// summariser wrote is not, its lines being the messages' own sentences.
+func TestIndexerLeavesExtractiveSummariesOut(t *testing.T) {
+	for _, tt := range []struct {
+		by   string
+		want []string
+	}{
+		{memory.SummariserModel, []string{"c:v3#0"}},
+		{"", []string{"c:v3#0"}},
+		{memory.SummariserExtractive, nil},
+	} {
+		t.Run(cmp.Or(tt.by, "unrecorded"), func(t *testing.T) {
+			st := newFakeStore()
+			st.summary["t/u/c"] = memory.Summary{Conversation: "c", Version: 3, Text: "User: I am vegetarian.", Summariser: tt.by, CreatedAt: time.Now()}
+			ix := NewIndexer(st, NewLocal(32), nil)
+			ex := memory.Exchange{ID: "e", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(), Reply: memory.Message{Role: "assistant", Content: "hi"}}
+			if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := itemRefs(st, KindSummary); !eqStrings(got, tt.want) {
+				t.Fatalf("summary items = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
