@@ -74,11 +74,12 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 	}
 	var cands []cand
 	order := 0
-	// A sentence said again (the same words, any case or spacing) is a
-	// candidate once: a summary never pays twice for one line.
+	// A sentence said again (the same words, any case, spacing or
+	// punctuation) is a candidate once: a summary never pays twice for one
+	// line.
 	seen := map[string]bool{}
 	fresh := func(text string) bool {
-		k := strings.ToLower(strings.Join(strings.Fields(text), " "))
+		k := foldWords(text)
 		if seen[k] {
 			return false
 		}

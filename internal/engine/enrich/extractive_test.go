@@ -70,8 +70,9 @@ func containsAll(xs []string, want ...string) bool {
 	return true
 }
 
-// TestExtractiveSaysALineOnce: a sentence said again in later messages,
-// or already in the previous summary, is in the summary once, and the room
+// TestExtractiveSaysALineOnce: a sentence said again in later messages
+// (in any case or punctuation), or already in the previous summary, is in
+// the summary once, and the room
 // it would have taken goes to other sentences.
 func TestExtractiveSaysALineOnce(t *testing.T) {
 	repeated := "I need to renew my passport before the summer, the form is confusing."
@@ -81,7 +82,11 @@ func TestExtractiveSaysALineOnce(t *testing.T) {
 		"The movers want another date next month for the boxes in the hallway.",
 		"Tomorrow I have to call the landlord about the keys to the new office.",
 	} {
-		msgs = append(msgs, memory.Message{Role: "user", Content: repeated + " " + other},
+		said := repeated
+		if i == 1 { // the same words with other punctuation
+			said = strings.ReplaceAll(strings.TrimSuffix(repeated, "."), ",", "") + "!"
+		}
+		msgs = append(msgs, memory.Message{Role: "user", Content: said + " " + other},
 			memory.Message{Role: "assistant", Content: "Noted, that sounds like a long week " + strings.Repeat("!", i+1)})
 	}
 	prev := &memory.Summary{Text: "User: " + strings.ToUpper(repeated)}

@@ -549,9 +549,12 @@ func Sentences(text string) []string {
 	return out
 }
 
-// NormalizeKey folds a statement to a key: lower case, letters and digits
-// only, single spaces, at most 80 bytes.
-func NormalizeKey(s string) string {
+// NormalizeKey folds a statement to a key: foldWords, at most 80 bytes.
+func NormalizeKey(s string) string { return truncate(foldWords(s), 80) }
+
+// foldWords is s in lower case, its letters and digits only, words one
+// space apart: what two spellings of one statement share.
+func foldWords(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range strings.ToLower(s) {
@@ -565,7 +568,7 @@ func NormalizeKey(s string) string {
 		}
 		space = true
 	}
-	return truncate(b.String(), 80)
+	return b.String()
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

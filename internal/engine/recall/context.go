@@ -292,9 +292,8 @@ func hitTurnText(m *memory.Message, hit memory.Item) string {
 // on.
 func around(s string, from, to, n int) string {
 	pad := max(0, n-(to-from))
-	lo := max(0, from-pad/2)
-	hi := min(len(s), to+pad-(from-lo))
-	lo = max(0, lo-(pad-(hi-to)-(from-lo))) // room left at the end goes before
+	hi := min(len(s), to+pad-min(from, pad/2))
+	lo := max(0, from-(pad-(hi-to))) // room the end leaves goes before
 	if lo > 0 {
 		if i := strings.IndexByte(s[lo:from], ' '); i >= 0 {
 			lo += i + 1
