@@ -116,7 +116,38 @@ func (w *Window) chunks(text string) []string {
 		more, _ := chunkBy(rest, chunkTarget, chunkMax, -1)
 		out = append(out, more...)
 	}
-	return out
+	return spans(text, out)
+}
+
+// spans returns, for chunks cut from text in order (whitespace trimmed,
+// line breaks and runs of spaces joined as one space: the other runes
+// kept), each chunk's span of text itself, so that a passage finds its
+// hit chunk in the message, line breaks and all. A chunk it cannot match
+// is returned as it is.
+func spans(text string, chunks []string) []string {
+	pos := 0
+	for i, c := range chunks {
+		n := 0
+		for _, r := range c {
+			if !unicode.IsSpace(r) {
+				n++
+			}
+		}
+		start := len(text) - len(strings.TrimLeftFunc(text[pos:], unicode.IsSpace))
+		end := start
+		for n > 0 && end < len(text) {
+			r, size := utf8.DecodeRuneInString(text[end:])
+			if !unicode.IsSpace(r) {
+				n--
+			}
+			end += size
+		}
+		if n > 0 {
+			return chunks // not cut from text as described: keep them
+		}
+		chunks[i], pos = text[start:end], end
+	}
+	return chunks
 }
 
 // sampleEnd is where text's sample for Window.chunks ends: at most

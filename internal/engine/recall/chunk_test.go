@@ -65,6 +65,7 @@ func TestWindowChunks(t *testing.T) {
 		{name: "no window: as Chunk", w: nil, text: strings.Repeat(sentence, 10), whole: true},
 		{name: "fits the window", w: &Window{Pieces: wordPieces(1), Max: 128}, text: strings.Repeat(sentence, 5), whole: true},
 		{name: "past the window", w: &Window{Pieces: wordPieces(1), Max: 128}, text: strings.Repeat(sentence, 20), windows: 2},
+		{name: "line breaks kept in the runs", w: &Window{Pieces: wordPieces(1), Max: 128}, text: strings.Repeat("The boxes are still in the hallway\n\nand the movers want another date.\n", 20), windows: 2},
 		{name: "denser text, smaller runs", w: &Window{Pieces: wordPieces(2), Max: 128}, text: strings.Repeat(sentence, 20), windows: 4},
 		{name: "one long sentence cut at words", w: &Window{Pieces: wordPieces(1), Max: 32}, text: strings.Repeat("word ", 300), windows: 8},
 		{name: "past the embedded runs: the rest as Chunk cuts it", w: &Window{Pieces: wordPieces(1), Max: 64}, text: strings.Repeat(sentence, 400), windows: embeddedChunks},
@@ -91,6 +92,9 @@ func TestWindowChunks(t *testing.T) {
 			}
 			fit := 0
 			for i, c := range got {
+				if !strings.Contains(text, c) {
+					t.Fatalf("chunk %d %.60q is not the text's own span", i, c)
+				}
 				if i < embeddedChunks && tt.w.Pieces(c) > tt.w.Max {
 					t.Fatalf("chunk %d has %d pieces, past the window of %d", i, tt.w.Pieces(c), tt.w.Max)
 				}
