@@ -460,3 +460,43 @@ func TestPinKeepsRuleAndSource(t *testing.T) {
 		t.Fatalf("fact = %+v, want a rule and no source", f)
 	}
 }
+
+// listingSummarizer answers with a short summary and n numbers, key events
+// and decisions.
+type listingSummarizer struct{ n int }
+
+func (l listingSummarizer) Summarize(_ context.Context, in Input) (Output, error) {
+	var out Output
+	out.Summary = in.Messages[0].Content
+	for i := 0; i < l.n; i++ {
+		out.KeyEvents = append(out.KeyEvents, fmt.Sprintf("event %d", i))
+		out.Preserved.Numbers = append(out.Preserved.Numbers, fmt.Sprint(i))
+		out.Preserved.Decisions = append(out.Preserved.Decisions, fmt.Sprintf("The user decided on plan %d.", i))
+	}
+	return out, nil
+}
+
+// TestCompactBoundsTheFirstVersionsLists: a summary's key events and
+// preserved lists, and the decisions pinned from them, are bounded on the
+// first version as on every later one.
+func TestCompactBoundsTheFirstVersionsLists(t *testing.T) {
+	st := &memStore{}
+	c := newTestCompactor(st, listingSummarizer{n: 1000}, nil)
+	for i := 1; i <= 20; i++ {
+		st.add([]string{"user", "assistant"}[(i-1)%2], fmt.Sprintf("m%d", i))
+	}
+	if err := c.Compact(context.Background(), testID, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.summaries) != 1 {
+		t.Fatalf("summaries = %d, want 1", len(st.summaries))
+	}
+	s := st.summaries[0]
+	if len(s.KeyEvents) > maxKeyEvents || len(s.Preserved.Numbers) > maxPreserved || len(s.Preserved.Decisions) > maxPreserved {
+		t.Fatalf("first version keeps %d key events, %d numbers, %d decisions; want at most %d, %d, %d",
+			len(s.KeyEvents), len(s.Preserved.Numbers), len(s.Preserved.Decisions), maxKeyEvents, maxPreserved, maxPreserved)
+	}
+	if len(st.facts) > maxPreserved {
+		t.Fatalf("%d decisions pinned, want at most %d", len(st.facts), maxPreserved)
+	}
+}
