@@ -115,7 +115,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	c.summaries.WithLabelValues(by).Inc()
 	c.logger.DebugContext(ctx, "conversation compacted", "conversation", id.Conversation, "version", next.Version,
 		"messages", len(leaving), "to_seq", next.ToSeq, "summary_tokens", next.Tokens, "summariser", by)
-	return c.pinDecisions(ctx, id, out.Preserved.Decisions, guardSince)
+	return c.pinDecisions(ctx, id, usersDecisions(out.Preserved.Decisions, leaving), guardSince)
 }
 
 // unsummarised loads the live messages after seq, page by page, up to maxLoad.
