@@ -137,6 +137,43 @@ func TestTeeBodyReleasesTheTerminalEventOnlyOnceStored(t *testing.T) {
 	}
 }
 
+// TestTeeBodyHoldsABoundedTerminalEvent: an upstream that writes on after
+// the terminal event's first line without ever completing it (no blank
+// line) is relayed as it comes once the hold passes the capture cap,
+// rather than buffered whole in the gateway's memory until its EOF.
+func TestTeeBodyHoldsABoundedTerminalEvent(t *testing.T) {
+	line := strings.Repeat("x", 1<<10) + "\n"
+	body := "data: {\"a\":1}\n\ndata: [DONE]\n" + strings.Repeat(line, 3*maxCaptureBytes/len(line))
+	ends := 0
+	b := &teeBody{
+		ReadCloser: io.NopCloser(&piecesReader{data: []byte(body), size: 32 << 10}),
+		t:          newTee(&keptStream{}),
+		endLine:    chatAPI(nil).streamEnd,
+	}
+	b.onEnd = func() {
+		ends++
+		b.t.result()
+	}
+	var got int
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := b.Read(buf)
+		got += n
+		if len(b.held) > maxCaptureBytes+len(buf) {
+			t.Fatalf("held %d bytes of an incomplete terminal event, want at most %d", len(b.held), maxCaptureBytes+len(buf))
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != len(body) || ends != 1 {
+		t.Fatalf("client got %d of %d bytes, onEnd ran %d times; want all, once", got, len(body), ends)
+	}
+}
+
 func TestSSEField(t *testing.T) {
 	tests := []struct {
 		line string

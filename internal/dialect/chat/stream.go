@@ -78,6 +78,7 @@ type StreamReply struct {
 	failed       string                      // the error event's message, when one came
 	calls        map[int]*ToolCall
 	alias        map[int]int // delta index → slot in calls, when they differ
+	next         int         // a slot after every tool call seen so far
 	fn           *Function
 	finishReason string
 	usage        *memory.Usage
@@ -113,15 +114,6 @@ type streamChunk struct {
 // NewStreamReply returns an empty StreamReply.
 func NewStreamReply() *StreamReply {
 	return &StreamReply{calls: map[int]*ToolCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
-}
-
-// nextSlot returns a slot after every tool call seen so far.
-func (s *StreamReply) nextSlot() int {
-	n := 0
-	for i := range s.calls {
-		n = max(n, i+1)
-	}
-	return n
 }
 
 // Add folds in one chunk: data is the JSON payload of one SSE "data:"
@@ -180,13 +172,14 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 			if cur != nil && tc.ID != "" && cur.ID != "" && tc.ID != cur.ID {
 				// A different call at the same index: an upstream that leaves
 				// index at 0 and sends each call whole. Give it its own slot.
-				slot = s.nextSlot()
+				slot = s.next
 				s.alias[tc.Index] = slot
 				cur = nil
 			}
 			if cur == nil {
 				cur = &ToolCall{}
 				s.calls[slot] = cur
+				s.next = max(s.next, slot+1)
 			}
 			cur.ID = mergePiece(cur.ID, tc.ID)
 			cur.Type = mergePiece(cur.Type, tc.Type)

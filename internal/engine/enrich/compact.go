@@ -71,6 +71,15 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		c.failed.Inc()
 		return fmt.Errorf("compact conversation %s: %w", id.Conversation, err)
 	}
+	// A summariser's lists are held to the bounds a version carries over
+	// from the first version on (a model's reply, or the extractive
+	// summary of a long message, can list thousands).
+	out.KeyEvents = merge(maxKeyEvents, nil, out.KeyEvents)
+	out.Preserved = memory.Preserved{
+		Numbers:   merge(maxPreserved, nil, out.Preserved.Numbers),
+		Dates:     merge(maxPreserved, nil, out.Preserved.Dates),
+		Decisions: merge(maxPreserved, nil, out.Preserved.Decisions),
+	}
 	next := memory.Summary{
 		Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 		Version:       1,
@@ -106,7 +115,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	c.summaries.WithLabelValues(by).Inc()
 	c.logger.DebugContext(ctx, "conversation compacted", "conversation", id.Conversation, "version", next.Version,
 		"messages", len(leaving), "to_seq", next.ToSeq, "summary_tokens", next.Tokens, "summariser", by)
-	return c.pinDecisions(ctx, id, out.Preserved.Decisions, guardSince)
+	return c.pinDecisions(ctx, id, usersDecisions(out.Preserved.Decisions, leaving), guardSince)
 }
 
 // unsummarised loads the live messages after seq, page by page, up to maxLoad.

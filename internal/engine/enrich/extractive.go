@@ -65,7 +65,8 @@ func scoreSentence(s string, first bool) int {
 	return score
 }
 
-// Summarize builds the next summary from in without calling any model.
+// Summarize builds the next summary from in without calling any model,
+// scoring each message's first maxScanBytes of sentences.
 func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 	type cand struct {
 		text  string
@@ -103,7 +104,7 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 		if m.Role == "assistant" {
 			who = "Assistant"
 		}
-		for i, s := range Sentences(m.Content) {
+		for i, s := range scanned(Sentences(m.Content)) {
 			sc := scoreSentence(s, i == 0)
 			if m.Role == "user" {
 				sc++

@@ -2,6 +2,7 @@ package enrich
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -101,5 +102,27 @@ func TestExtractiveSaysALineOnce(t *testing.T) {
 		if !strings.Contains(out.Summary, want) {
 			t.Errorf("summary lost %q:\n%s", want, out.Summary)
 		}
+	}
+}
+
+// TestExtractiveScoresABoundedPartOfAMessage: a huge message's sentences
+// are scored (and its numbers preserved) within the message's first
+// maxScanBytes only.
+func TestExtractiveScoresABoundedPartOfAMessage(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 2<<20; i++ {
+		fmt.Fprintf(&b, "I paid %d dollars on 2026-03-01. ", 100+i)
+	}
+	long := b.String()
+	out, err := NewExtractive(words).Summarize(context.Background(), Input{
+		Messages: []memory.Message{{Role: "user", Content: long}}, MaxTokens: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most := 4 * maxScanBytes / len("I paid 120 dollars on 2026-03-01."); len(out.Preserved.Numbers) > most {
+		t.Fatalf("%d numbers preserved from one message, want at most %d", len(out.Preserved.Numbers), most)
+	}
+	if !strings.Contains(out.Summary, "dollars") {
+		t.Fatalf("summary lost the message: %q", out.Summary)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // ErrBadReply reports a summariser reply that is not the JSON asked for.
@@ -56,7 +58,9 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 		if m.Role != "user" && m.Role != "assistant" {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
+		// A message's own line breaks are indented, so its text cannot
+		// start a line that reads as another role's words.
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, memory.IndentBreaks(m.Content, "  "))
 	}
 	fmt.Fprintf(&b, "\nKeep the summary under %d tokens.", in.MaxTokens)
 	msgs := []openai.ChatCompletionMessage{

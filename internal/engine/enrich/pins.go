@@ -17,6 +17,13 @@ const maxPinLen = 300
 // linear.
 const maxClauseLen = 400
 
+// maxScanBytes bounds how much of one message the rules read (Detect, and
+// the extractive summary's scoring), in bytes of whole sentences: the
+// rules cost tens of microseconds a sentence, so a 2 MiB message of short
+// sentences would cost seconds of enrichment. 16 KiB is several pages of
+// chat; what a longer message says past it is still indexed for recall.
+const maxScanBytes = 16 << 10
+
 // Pin is a standing statement found in a user message, with the rule that
 // found it.
 type Pin struct {
@@ -26,7 +33,8 @@ type Pin struct {
 }
 
 // DetectPins returns the standing facts a user message states, one per
-// clause that a rule accepts (see intent.go for the bar a pin must pass).
+// clause that a rule accepts (see intent.go for the bar a pin must pass),
+// in the message's first maxScanBytes of sentences.
 // Only user messages carry pins. Profile facts get a key and a short value
 // ("name: Marta", "city: Lisbon"), so a newer statement supersedes the
 // older one; the others keep the user's sentence as the value, so amounts,
@@ -43,7 +51,7 @@ func DetectPins(text string) []memory.Fact {
 // Detect is DetectPins with the rule behind each pin.
 func Detect(text string) []Pin {
 	var out []Pin
-	for _, s := range Sentences(text) {
+	for _, s := range scanned(Sentences(text)) {
 		if strings.HasSuffix(s, "?") || len(s) > 4*maxClauseLen {
 			continue // a question states nothing
 		}
@@ -547,6 +555,18 @@ func Sentences(text string) []string {
 	}
 	flush(len(rs))
 	return out
+}
+
+// scanned returns the leading sentences of ss whose bytes together stay
+// within maxScanBytes.
+func scanned(ss []string) []string {
+	n := 0
+	for i, s := range ss {
+		if n += len(s); n > maxScanBytes {
+			return ss[:i]
+		}
+	}
+	return ss
 }
 
 // NormalizeKey folds a statement to a key: foldWords, at most 80 bytes.

@@ -1,6 +1,7 @@
 package enrich
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -241,5 +242,24 @@ func TestMeasurePinsRejectsBadLines(t *testing.T) {
 		if _, err := MeasurePins(strings.NewReader(in)); err == nil {
 			t.Errorf("MeasurePins(%q): want an error", in)
 		}
+	}
+}
+
+// TestDetectReadsABoundedPartOfAMessage: the pin rules read a message's
+// first maxScanBytes of sentences, so the work (and the pins upserted) one
+// message leaves behind is bounded whatever its size; a statement at its
+// start is still found.
+func TestDetectReadsABoundedPartOfAMessage(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("I'm vegetarian. ")
+	for i := 0; b.Len() < 2<<20; i++ {
+		fmt.Fprintf(&b, "I love tea number %d. ", i)
+	}
+	got := Detect(b.String())
+	if len(got) == 0 || got[0].Rule != "diet" {
+		t.Fatalf("lost the first statement: %+v", got[:min(len(got), 1)])
+	}
+	if most := maxScanBytes / len("I love tea number 1."); len(got) > most {
+		t.Fatalf("%d pins from one message, want at most %d (the first %d bytes)", len(got), most, maxScanBytes)
 	}
 }

@@ -111,6 +111,44 @@ func CheckSummary(in Input, out Output, count func(string) int) error {
 	return nil
 }
 
+// minDecisionGrounded is the least share of a preserved decision's
+// content words that the user's own messages must hold for it to be
+// pinned as the user's (usersDecisions).
+const minDecisionGrounded = 0.5
+
+// usersDecisions returns the decisions (a summariser's preserved ones)
+// whose content words come mostly from the user's messages among msgs:
+// what the user decided, not what the assistant's replies (which may
+// repeat a fetched page) said, which a model summariser lists too. Only
+// those are pinned as the user's standing decisions.
+func usersDecisions(decisions []string, msgs []memory.Message) []string {
+	source := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == "user" && !m.Failed() {
+			for _, w := range contentWords(m.Content) {
+				source[stem(w)] = true
+			}
+		}
+	}
+	var out []string
+	for _, d := range decisions {
+		words := map[string]bool{}
+		for _, w := range contentWords(d) {
+			words[stem(w)] = true
+		}
+		shared := 0
+		for w := range words {
+			if source[w] {
+				shared++
+			}
+		}
+		if len(words) > 0 && float64(shared) >= minDecisionGrounded*float64(len(words)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // grams returns the set of lower-case word 4-grams of s.
 func grams(s string) map[string]bool {
 	ws := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })

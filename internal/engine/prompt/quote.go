@@ -16,9 +16,9 @@ import (
 //
 // quoteText does it by escaping the opening bracket of anything in the
 // text that reads as a tag: "<", or a fullwidth or small less-than sign,
-// followed — after spaces, invisible format characters and slashes — by
-// a letter, "!" or "?", or by nothing (the end of the text), becomes
-// "&lt;". "</memory>", "< /MEMORY>", "<\u200b/memory>" and
+// followed — after spaces, invisible format characters, combining marks
+// and slashes — by a letter, "!" or "?", or by nothing (the end of the
+// text), becomes "&lt;". "</memory>", "< /MEMORY>", "<\u200b/memory>" and
 // "＜/ｍｅｍｏｒｙ＞" all lose their bracket, as does a tag of any other
 // name (a custom template's own delimiters included) and "a < b", while
 // "<3", "a <= b" and "->" stay as they were. The text reads the same to a
@@ -68,7 +68,7 @@ func quoteText(s string) string {
 }
 
 // opensTag reports whether rest, the text after a bracket, starts like a
-// tag: after at most maxTagLookahead spaces, format characters and
+// tag: after at most maxTagLookahead spaces, format characters, marks and
 // slashes, a letter, "!" or "?" — or nothing at all: what follows the
 // text in the block (a template's next line, another field) is not the
 // text's to choose, so a bracket that ends it is escaped too.
@@ -80,7 +80,10 @@ func opensTag(rest string) bool {
 		switch {
 		case unicode.IsLetter(r) || r == '!' || r == '?':
 			return true
-		case r == '/' || r == '\\' || r == '\uFF0F' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r):
+		case r == '/' || r == '\\' || r == '\uFF0F' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r):
+			// Marks are as invisible as format characters: a combining
+			// grapheme joiner or a variation selector in "</\u034fmemory>"
+			// hides nothing from a reader.
 			continue
 		}
 		return false

@@ -444,6 +444,42 @@ func testDeleteUserErasesKnowledge(t *testing.T, s KnowledgeStore) {
 	}
 }
 
+// testReindexAfterErasure: a reindex's vectors, computed from the items
+// ItemsToEmbed returned, land on those items only. When their user is
+// erased meanwhile, the rows stored since (another user's, or the same
+// user's new ones, which may take the erased rows' ids) keep their own
+// vectors: no vector of an erased text is stored again.
+func testReindexAfterErasure(t *testing.T, s KnowledgeStore) {
+	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	bob := memory.Identity{Tenant: "acme", User: "bob", Conversation: "c1"}
+	stale := func(it memory.Item) memory.Item { it.Model = "old-model"; return it }
+	mustAddItems(t, s,
+		stale(item(alice, "message", "a1", "the lighthouse keeper", vec4(1, 0, 0, 0))),
+		stale(item(alice, "message", "a2", "my bank pin is hidden", vec4(1, 0, 0, 0))))
+	todo, err := s.ItemsToEmbed(testCtx(t), testModel, 4, 0, 10)
+	if err != nil || len(todo) != 2 {
+		t.Fatalf("ItemsToEmbed = %q, %v; want alice's 2", refs(todo), err)
+	}
+	if err := s.DeleteUser(testCtx(t), "acme", "alice"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	mustAddItems(t, s,
+		item(bob, "message", "b1", "bob's own words", vec4(1, 0, 0, 0)),
+		item(alice, "message", "a3", "alice starts afresh", vec4(1, 0, 0, 0)))
+	for i := range todo {
+		todo[i].Embedding, todo[i].Model, todo[i].Dims = vec4(0, 0, 0, 1), testModel, 4
+	}
+	if err := s.SetEmbeddings(testCtx(t), todo); err != nil {
+		t.Fatalf("SetEmbeddings: %v", err)
+	}
+	for _, id := range []memory.Identity{bob, alice} {
+		got := mustSearchVector(t, s, memory.ItemQuery{Tenant: id.Tenant, User: id.User, Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4, Limit: 5})
+		if len(got) != 1 || math.Abs(got[0].Score-1) > scoreTolerance {
+			t.Errorf("%s after a reindex of erased items: %+v; want their own item at score 1 (its own vector)", id.User, got)
+		}
+	}
+}
+
 // testSearchesReturnEmbeddings: an item found by either search comes with
 // its vector when it was embedded with the query's model and dimensions
 // (recall compares the passages it returns with each other, and would

@@ -54,6 +54,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"SearchTextHostileQueries", testSearchTextHostile},
 		{"ItemsToEmbedResumable", testItemsToEmbed},
 		{"DeleteUserErasesKnowledge", testDeleteUserErasesKnowledge},
+		{"ReindexAfterErasure", testReindexAfterErasure},
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
 		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
 		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
