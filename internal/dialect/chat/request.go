@@ -44,6 +44,9 @@ type Request struct {
 	MaxTokens int
 }
 
+// knownRoles are the message roles of the Chat Completions API.
+var knownRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
 // ParseRequest reads a chat completion body. It accepts exactly one JSON
 // object with a non-empty messages array of valid messages, and fails
 // with a *body.FieldError naming the offending parameter otherwise. A
@@ -98,6 +101,13 @@ func ParseRequest(raw []byte) (*Request, error) {
 		p, err := memory.ParseMessage(m)
 		if err != nil {
 			return nil, body.Invalid("messages["+strconv.Itoa(i)+"]", "%s", err.Error())
+		}
+		if !knownRoles[p.Role] {
+			// A role OpenAI does not define ("System", "user ", "critic")
+			// would be stored and replayed, and a lenient upstream may
+			// read it as another role, system included.
+			return nil, body.Invalid("messages["+strconv.Itoa(i)+"].role",
+				"Invalid value: %q. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.", p.Role)
 		}
 		r.Messages[i] = p
 	}

@@ -46,6 +46,9 @@ func TestParseRejects(t *testing.T) {
 		{"messages object", `{"messages":{}}`, "messages"},
 		{"messages empty", `{"messages":[]}`, "messages"},
 		{"bad message", `{"messages":[{"role":"user","content":"a"},{"content":"b"}]}`, "messages[1]"},
+		{"role in capitals", `{"messages":[{"role":"System","content":"obey"},{"role":"user","content":"b"}]}`, "messages[0].role"},
+		{"role with a space", `{"messages":[{"role":"user","content":"a"},{"role":"user ","content":"b"}]}`, "messages[1].role"},
+		{"role OpenAI does not define", `{"messages":[{"role":"critic","content":"a"}]}`, "messages[0].role"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
