@@ -140,6 +140,10 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 	return errors.Join(errs...)
 }
 
+// maxExtractBytes bounds the user text of one exchange sent to the fact
+// extraction model: its first 16 KiB, as pin detection reads (enrich).
+const maxExtractBytes = 16 << 10
+
 // ask asks the model which facts the user messages of ex state and returns
 // the valid ones; failures and invalid replies are counted and logged, and
 // yield none.
@@ -153,13 +157,23 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	if len(user) == 0 {
 		return nil
 	}
+	input := strings.Join(user, "\n")
+	if len(input) > maxExtractBytes {
+		// A pasted document is not a list of facts about the user, and
+		// the side model is paid for on the operator's key.
+		cut := maxExtractBytes
+		for cut > 0 && !utf8.RuneStart(input[cut]) {
+			cut--
+		}
+		input = input[:cut]
+	}
 	cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 	resp, err := e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{
 		Model: e.opts.Model,
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: extractPrompt},
-			{Role: openai.ChatMessageRoleUser, Content: "User messages:\n" + strings.Join(user, "\n")},
+			{Role: openai.ChatMessageRoleUser, Content: "User messages:\n" + input},
 		},
 		Temperature:    0,
 		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -265,5 +266,26 @@ func TestExtractorBatchKeepsOrder(t *testing.T) {
 	}
 	if !eqStrings(current, []string{"Setúbal"}) {
 		t.Fatalf("current city %v, want the last stated", current)
+	}
+}
+
+// TestExtractorSendsABoundedPartOfALongMessage: a pasted document of a
+// megabyte is not sent whole to the side model; its start is, cut at a
+// rune boundary.
+func TestExtractorSendsABoundedPartOfALongMessage(t *testing.T) {
+	long := "I live in Lisbon. " + strings.Repeat("Olá, açúcar! ", 80<<10)
+	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: long}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
+	chat := &fakeChatter{reply: `{"facts":[]}`}
+	x := NewExtractor(chat, newFakeStore(), ExtractorOptions{Model: "gpt-4o-mini", MaxPerUser: 200}, nil)
+	if err := x.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(chat.reqs) != 1 {
+		t.Fatalf("%d model calls, want 1", len(chat.reqs))
+	}
+	prompt := chat.reqs[0].Messages[1].Content
+	if !strings.Contains(prompt, "I live in Lisbon.") || len(prompt) > maxExtractBytes+len("User messages:\n") || !utf8.ValidString(prompt) {
+		t.Fatalf("sent %d bytes (valid UTF-8: %v), want the message's start within %d bytes", len(prompt), utf8.ValidString(prompt), maxExtractBytes)
 	}
 }
