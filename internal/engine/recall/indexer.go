@@ -42,10 +42,10 @@ type Indexer struct {
 	// summaries remembers the summary versions this process indexed, so an
 	// unchanged summary is not embedded and written again for every exchange.
 	summaries seen.Set
-	// Window, when set, is how much of a text emb reads: a user message
-	// longer than that is indexed in runs of a few sentences it reads
-	// whole, so a word past the window still reaches the vector search
-	// (nil: messages are cut as Chunk cuts them).
+	// Window, when set, is how much of a text emb reads: a message longer
+	// than that is indexed in runs of a few sentences it reads whole, so a
+	// word past the window still reaches the vector search (nil: messages
+	// are cut as Chunk cuts them).
 	Window *Window
 }
 
@@ -132,15 +132,10 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			if created.After(latest[ex.Identity]) {
 				latest[ex.Identity] = created
 			}
-			// What the user says is cut to the embedder's window, so that a
-			// statement made in passing in a long message is found; the
-			// assistant's long replies are cut as Chunk cuts them (a few
-			// items each).
-			w := ix.Window
-			if m.Role != "user" {
-				w = nil
-			}
-			for i, c := range w.chunks(indexableText(m.Content)) {
+			// A long message, the user's or the assistant's, is cut to the
+			// embedder's window, so that what was said in passing far
+			// into it is found by its meaning.
+			for i, c := range ix.Window.chunks(indexableText(m.Content)) {
 				it := ix.item(ex.Identity, KindMessage, m.Key, i, c, created)
 				if i >= embeddedChunks {
 					textOnly = append(textOnly, it)
