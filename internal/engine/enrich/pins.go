@@ -383,6 +383,8 @@ var pinRules = []pinRule{
 	{name: "health", typ: memory.FactLimit, re: phrases(
 		`(?:i'm|i am) (?:severely |very |super |really )?(?:gluten[- ]free|dairy[- ]free|allergic|intolerant|lactose intolerant|gluten intolerant|diabetic|pregnant|colou?rblind|colou?r blind|deaf|celiac|coeliac|epileptic|asthmatic|dyslexic|autistic|vegan)`,
 		`i have (?:type \d )?(?:diabetes|asthma|celiac|coeliac|adhd|epilepsy|(?:a |an )?(?:\w+ )?allergy|high blood pressure|a bad back)`,
+		`i have (?:a |two )?(?:bad|weak|dodgy|injured|bum|trick|chronic) (?:back|knees?|hips?|shoulders?|ankles?|neck|wrists?|heart|elbows?|feet|foot)`,
+		`tenho (?:um |uma )?(?:problema|lesão|lesao|dor crônica|dor cronica) (?:no|na|nos|nas) (?:joelhos?|costas|coluna|quadril|ombros?|tornozelos?|pescoço|punhos?|coração)`,
 		`i use a (?:wheelchair|cane|walker|hearing aid|screen reader)`, `(?:i'm|i am) (?:afraid|scared|terrified) of`,
 		`(?:sou|estou) (?:muito )?(?:alérgic[oa]|alergic[oa]|intolerante|grávida|gravida|diabétic[oa]|daltônic[oa]|celíac[oa]|surd[oa])`,
 		`tenho (?:diabetes|asma|doença celíaca|tdah|epilepsia|alergia|pressão alta|medo de|pavor de|fobia de)`,
@@ -395,7 +397,7 @@ var pinRules = []pinRule{
 	})},
 	{name: "age", typ: memory.FactProfile, key: "age", re: regexp.MustCompile(`(?:^|\s)(?:i'm|i am|tenho) (\d{1,3})(?: years old| yo| anos(?: de idade)?)?\s*[.!]?$`)},
 	{name: "job", typ: memory.FactProfile, key: "job", slot: jobSlot, re: phrases(`i work as`, `i'm working as`, `i am working as`, `i work at`, `i work for`,
-		`i work in`, `i work from`, `i work (?:nights|days|weekends|shifts|part-time|full-time|remotely) (?:at|for|in|as)`, `trabalho (?:à|de) (?:noite|dia) (?:num|numa|na|no|em|como)`, `my job is`, `i started working as`, `i started working at`, `trabalho como`, `trabalho na`, `trabalho no`,
+		`i work in`, `i work from`, `i work (?:nights|days|weekends|(?:night |day |early |late |double )?shifts|part-time|full-time|remotely) (?:at|for|in|as)`, `trabalho (?:à|de) (?:noite|dia) (?:num|numa|na|no|em|como)`, `my job is`, `i started working as`, `i started working at`, `trabalho como`, `trabalho na`, `trabalho no`,
 		`trabalho em`, `trabalho numa`, `trabalho num`, `trabalho de`, `meu trabalho é`, `sou formad[oa] em`)},
 	{name: "job", typ: memory.FactProfile, key: "job", slot: jobSlot, re: phrases(`(?:i'm|i am) (?:a|an)`, `sou`),
 		accept: func(rest, _ string) bool { return professions.MatchString(" " + firstWords(rest, 3)) }},
