@@ -354,6 +354,33 @@ func init() {
 	}
 }
 
+// hoursSlot is the job of "I work night shifts at the hospital": the
+// hours with the place ("night shifts at the hospital"), which the
+// place alone would lose.
+func hoursSlot(rest, orig string) string {
+	f := strings.ToLower(orig)
+	for _, verb := range []string{"work ", "trabalho "} {
+		i := strings.Index(f, verb)
+		if i < 0 {
+			continue
+		}
+		var hours []string
+		for _, w := range strings.Fields(orig[i+len(verb):]) {
+			hours = append(hours, w)
+			if hoursEnd[strings.ToLower(w)] || len(hours) == 4 {
+				break
+			}
+		}
+		if place := firstWords(rest, 4); place != "" {
+			return strings.Join(hours, " ") + " " + place
+		}
+	}
+	return ""
+}
+
+// hoursEnd are the words that end a job's hours ("nights at").
+var hoursEnd = map[string]bool{"at": true, "for": true, "in": true, "as": true, "num": true, "numa": true, "na": true, "no": true, "em": true, "como": true}
+
 func jobSlot(rest, _ string) string {
 	for _, a := range []string{"a ", "an ", "um ", "uma "} {
 		rest = strings.TrimPrefix(rest, a)
@@ -397,8 +424,11 @@ var pinRules = []pinRule{
 	})},
 	{name: "age", typ: memory.FactProfile, key: "age", re: regexp.MustCompile(`(?:^|\s)(?:i'm|i am|tenho) (\d{1,3})(?: years old| yo| anos(?: de idade)?)?\s*[.!]?$`)},
 	{name: "job", typ: memory.FactProfile, key: "job", slot: jobSlot, re: phrases(`i work as`, `i'm working as`, `i am working as`, `i work at`, `i work for`,
-		`i work in`, `i work from`, `i work (?:nights|days|weekends|(?:night |day |early |late |double )?shifts|part-time|full-time|remotely) (?:at|for|in|as)`, `trabalho (?:à|de) (?:noite|dia) (?:num|numa|na|no|em|como)`, `my job is`, `i started working as`, `i started working at`, `trabalho como`, `trabalho na`, `trabalho no`,
+		`i work in`, `i work from`, `my job is`, `i started working as`, `i started working at`, `trabalho como`, `trabalho na`, `trabalho no`,
 		`trabalho em`, `trabalho numa`, `trabalho num`, `trabalho de`, `meu trabalho é`, `sou formad[oa] em`)},
+	{name: "job", typ: memory.FactProfile, key: "job", slot: hoursSlot, re: phrases(
+		`i work (?:nights|days|weekends|(?:night |day |early |late |double )?shifts|part-time|full-time|remotely) (?:at|for|in|as)`,
+		`trabalho (?:à|de) (?:noite|dia) (?:num|numa|na|no|em|como)`)},
 	{name: "job", typ: memory.FactProfile, key: "job", slot: jobSlot, re: phrases(`(?:i'm|i am) (?:a|an)`, `sou`),
 		accept: func(rest, _ string) bool { return professions.MatchString(" " + firstWords(rest, 3)) }},
 	{name: "family", typ: memory.FactProfile, re: phrases(
