@@ -30,6 +30,8 @@ type dedupScratch struct {
 	// products with all of them are one vec.Dots call (see nearDupAfter).
 	heads  []float32
 	firsts []float32 // a candidate's products with heads
+	// messages are the kept messages (conversation, ref): one chunk each.
+	messages map[[2]string]bool
 }
 
 // newDedupScratch returns space for dedups keeping about n items.
@@ -59,7 +61,8 @@ func (d *dedupScratch) text(i int32) []byte {
 // dedup walks cands in order and keeps each one whose normalised text
 // (lower case, punctuation dropped) differs from every kept one's and whose
 // embedding has a cosine similarity of at most 0.95 with every kept one's,
-// until limit are kept (limit <= 0: no limit), in d's space. Similarities
+// and, for a message's chunk, whose message has no chunk kept yet, until
+// limit are kept (limit <= 0: no limit), in d's space. Similarities
 // are those of Cosine: the kept set is the one comparing with Cosine would
 // give, only found faster (see nearDup). The items kept come with their
 // candidates' scores.
@@ -79,11 +82,18 @@ func (d *dedupScratch) dedup(cands []cand, limit int) []memory.Item {
 		}
 		d.texts = make([]byte, 0, size)
 	}
+	clear(d.messages)
 	for _, c := range cands {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
 		it := c.it
+		if it.Kind == KindMessage && d.messages[[2]string{it.Conversation, it.Ref}] {
+			// A recalled message shows once, around its best hit
+			// (expand): another chunk of a kept one would take a place
+			// and show nothing more.
+			continue
+		}
 		d.buf = appendNormText(d.buf[:0], it.Text)
 		h := maphash.Bytes(d.seed, d.buf)
 		last, ok := d.seen[h]
@@ -141,6 +151,12 @@ func (d *dedupScratch) dedup(cands []cand, limit int) []memory.Item {
 		d.seen[h] = k
 		out = append(out, *it)
 		out[k].Score = c.score
+		if it.Kind == KindMessage {
+			if d.messages == nil {
+				d.messages = make(map[[2]string]bool, n)
+			}
+			d.messages[[2]string{it.Conversation, it.Ref}] = true
+		}
 		d.embs = append(d.embs, v)
 		d.norms = append(d.norms, nv)
 		start := len(d.heads)

@@ -310,8 +310,15 @@ func TestSearchProperties(t *testing.T) {
 			fail("%d passages, topK %d", len(got), su.topK)
 		}
 		seen := map[itemKey]bool{}
+		messages := map[[2]string]bool{}
 		for i, it := range got {
 			c, ok := cands[keyOf(it)]
+			if it.Kind == KindMessage {
+				if messages[[2]string{it.Conversation, it.Ref}] {
+					fail("message %s/%s twice", it.Conversation, it.Ref)
+				}
+				messages[[2]string{it.Conversation, it.Ref}] = true
+			}
 			switch {
 			case !ok:
 				fail("%v is no candidate (excluded, filtered out or unknown)", keyOf(it))
@@ -347,13 +354,14 @@ func TestSearchProperties(t *testing.T) {
 			}
 			dup := false
 			for _, g := range got {
-				if before(g, it, cands[keyOf(g)].at, c.at) && isDup(it.Text, embOf(c), g.Text, g.Embedding) {
+				sameMessage := g.Kind == KindMessage && it.Kind == KindMessage && g.Conversation == it.Conversation && g.Ref == it.Ref
+				if before(g, it, cands[keyOf(g)].at, c.at) && (sameMessage || isDup(it.Text, embOf(c), g.Text, g.Embedding)) {
 					dup = true
 					break
 				}
 			}
 			if !dup {
-				fail("%v (score %v) left out, yet it repeats no better passage", k, it.Score)
+				fail("%v (score %v) left out, yet it repeats no better passage nor is another chunk of a better one's message", k, it.Score)
 			}
 		}
 		// A second search gives the same: nothing is left behind in the

@@ -180,6 +180,40 @@ func TestSearcher(t *testing.T) {
 	}
 }
 
+// TestSearcherReturnsAMessageOnce: the chunks of one long message that
+// all match take one place of the top k, the best one's; the next
+// places go to other messages (a passage shows a message once).
+func TestSearcherReturnsAMessageOnce(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	emb := NewLocal(384)
+	st := newFakeStore()
+	m := func(ref string, chunk int, text string) memory.Item {
+		return memory.Item{Tenant: "t1", User: "u1", Conversation: "A", Kind: KindMessage, Ref: ref, Chunk: chunk, Text: text, CreatedAt: now}
+	}
+	mustIndex(t, st, emb,
+		m("long", 0, "Vegetarian restaurants in Lisbon: the best one is by the river"),
+		m("long", 1, "Vegetarian restaurants in Lisbon: the second best is uphill"),
+		m("long", 2, "Vegetarian restaurants in Lisbon: the third is near the station"),
+		m("short", 0, "I am vegetarian and I live in Lisbon"),
+		m("other", 0, "Lisbon has vegetarian markets on Saturdays"),
+	)
+	s := NewSearcher(st, emb, SearchOptions{TopK: 3, MinSimilarity: 0.1})
+	got, err := s.Search(context.Background(), SearchQuery{Tenant: "t1", User: "u1", Text: "vegetarian restaurants in Lisbon", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, it := range got {
+		if seen[it.Ref] {
+			t.Fatalf("message %s returned twice: %v", it.Ref, refs(got))
+		}
+		seen[it.Ref] = true
+	}
+	if len(got) != 3 || !seen["long"] || !seen["short"] || !seen["other"] {
+		t.Fatalf("refs = %v, want long, short and other once each", refs(got))
+	}
+}
+
 func TestSearcherMinSimilarityDropsVectorOnlyMatches(t *testing.T) {
 	emb := NewLocal(384)
 	st := newFakeStore()
