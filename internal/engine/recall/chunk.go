@@ -81,10 +81,8 @@ type Window struct {
 // message, dilutes it among the other sentences: on user messages of
 // about 600 bytes holding one statement among everyday sentences, 0.9
 // found no more statements than no runs at all, 0.35–0.5 a quarter more,
-// single sentences (0.2) half more, at twice the items of 0.35 and with
-// the first embeddedChunks runs covering only about 400 pieces
-// (BENCHMARKS.md, session 16). At 0.35 they cover about 720 pieces, 500
-// words of English. On assistant replies of 1–2 KB holding one
+// single sentences (0.2) half more, at twice the items of 0.35
+// (BENCHMARKS.md, session 16). On assistant replies of 1–2 KB holding one
 // recommendation among advice on the same topic, runs of 0.35–0.5 found
 // a third more of them than the replies' first 128 pieces per chunk, and
 // runs of 0.9 a sixth more (session 17).
@@ -95,32 +93,46 @@ const windowShare = 0.35
 const windowSample = 2048
 
 // chunks splits a message's text for indexing so that the embedder
-// reads every word of it: as Chunk does when w is nil or the text fits the
-// embedder's window whole; else into runs of whole sentences of at most
-// windowShare of the window (sized from the text's own bytes per piece,
-// so Portuguese, which takes about twice the pieces of English per byte,
-// gets shorter runs),
-// the first embeddedChunks of them, then the rest as Chunk cuts it
-// (stored for full text only: see embeddedChunks). Every word of text is
-// in one chunk, in order.
-func (w *Window) chunks(text string) []string {
+// reads every word of it, and says how many of the first chunks are
+// embedded (the rest are stored for full text only: see embeddedChunks).
+// When w is nil or the text fits the embedder's window whole, it cuts as
+// Chunk does, the first embeddedChunks embedded. Else it cuts runs of
+// whole sentences of at most windowShare of the window (sized from the
+// text's own bytes per piece, so Portuguese, which takes about twice the
+// pieces of English per byte, gets shorter runs), as many as read the
+// pieces of embeddedChunks whole windows (about 45 runs, 8 KB of
+// English), all embedded, then the rest as Chunk cuts it. Every word of
+// text is in one chunk, in order.
+func (w *Window) chunks(text string) ([]string, int) {
 	text = strings.TrimSpace(text)
+	whole := func() ([]string, int) {
+		cs := Chunk(text)
+		return cs, min(len(cs), embeddedChunks)
+	}
 	if w == nil || w.Max <= 0 || text == "" {
-		return Chunk(text)
+		return whole()
 	}
 	sample := text[:sampleEnd(text)]
 	n := w.Pieces(sample)
 	if len(sample) == len(text) && n <= w.Max || n == 0 {
-		return Chunk(text)
+		return whole()
 	}
 	maxTok := max(8, int(float64(len(sample))/float64(n)*float64(w.Max)*windowShare)/4)
-	out, rest := chunkBy(splitSentences(text), maxTok*3/4, maxTok, embeddedChunks)
+	out, rest := chunkBy(splitSentences(text), maxTok*3/4, maxTok, embeddedRuns)
+	embedded := len(out)
 	if len(rest) > 0 {
 		more, _ := chunkBy(rest, chunkTarget, chunkMax, -1)
 		out = append(out, more...)
 	}
-	return spans(text, out)
+	return spans(text, out), embedded
 }
+
+// embeddedRuns is how many runs of a long message are embedded: as many
+// pieces as embeddedChunks whole windows, so a message of a few KB has a
+// vector for every word (a 6 KB reply, 16 runs alone, would leave its
+// second half to full text), and embedding stays bounded as before (runs
+// a third of the window cost about half as much per piece).
+const embeddedRuns = 45 // embeddedChunks / windowShare, rounded down
 
 // spans returns, for chunks cut from text in order (whitespace trimmed,
 // line breaks and runs of spaces joined as one space: the other runes

@@ -68,12 +68,12 @@ func TestWindowChunks(t *testing.T) {
 		{name: "line breaks kept in the runs", w: &Window{Pieces: wordPieces(1), Max: 128}, text: strings.Repeat("The boxes are still in the hallway\n\nand the movers want another date.\n", 20), windows: 2},
 		{name: "denser text, smaller runs", w: &Window{Pieces: wordPieces(2), Max: 128}, text: strings.Repeat(sentence, 20), windows: 4},
 		{name: "one long sentence cut at words", w: &Window{Pieces: wordPieces(1), Max: 32}, text: strings.Repeat("word ", 300), windows: 8},
-		{name: "past the embedded runs: the rest as Chunk cuts it", w: &Window{Pieces: wordPieces(1), Max: 64}, text: strings.Repeat(sentence, 400), windows: embeddedChunks},
+		{name: "past the embedded runs: the rest as Chunk cuts it", w: &Window{Pieces: wordPieces(1), Max: 64}, text: strings.Repeat(sentence, 400), windows: embeddedRuns},
 		{name: "empty", w: &Window{Pieces: wordPieces(1), Max: 128}, text: "  "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.w.chunks(tt.text)
+			got, embedded := tt.w.chunks(tt.text)
 			text := strings.TrimSpace(tt.text)
 			if tt.whole {
 				if len(got) != 1 || got[0] != text {
@@ -95,7 +95,7 @@ func TestWindowChunks(t *testing.T) {
 				if !strings.Contains(text, c) {
 					t.Fatalf("chunk %d %.60q is not the text's own span", i, c)
 				}
-				if i < embeddedChunks && tt.w.Pieces(c) > tt.w.Max {
+				if i < embedded && tt.w.Pieces(c) > tt.w.Max {
 					t.Fatalf("chunk %d has %d pieces, past the window of %d", i, tt.w.Pieces(c), tt.w.Max)
 				}
 				if tt.w.Pieces(c) <= tt.w.Max {
@@ -105,8 +105,8 @@ func TestWindowChunks(t *testing.T) {
 			if fit < tt.windows {
 				t.Fatalf("%d chunks fit the window, want at least %d", fit, tt.windows)
 			}
-			if n := len(Chunk(text)); len(got) > embeddedChunks+n {
-				t.Fatalf("%d chunks: more than %d runs and Chunk's %d for the rest", len(got), embeddedChunks, n)
+			if n := len(Chunk(text)); len(got) > embeddedRuns+n || embedded > embeddedRuns {
+				t.Fatalf("%d chunks, %d embedded: more than %d runs embedded and Chunk's %d for the rest", len(got), embedded, embeddedRuns, n)
 			}
 		})
 	}
@@ -147,11 +147,27 @@ func TestAround(t *testing.T) {
 // a window's: its count of stored items grows as Chunk's would.
 func TestWindowChunksOfOneHugeSentence(t *testing.T) {
 	text := strings.Repeat("word ", 50_000)
-	got := (&Window{Pieces: wordPieces(1), Max: 64}).chunks(text)
-	if n := len(Chunk(text)); len(got) > embeddedChunks+n {
-		t.Fatalf("%d chunks, want at most %d runs and Chunk's %d", len(got), embeddedChunks, n)
+	got, embedded := (&Window{Pieces: wordPieces(1), Max: 64}).chunks(text)
+	if n := len(Chunk(text)); len(got) > embeddedRuns+n || embedded > embeddedRuns {
+		t.Fatalf("%d chunks, %d embedded, want at most %d runs embedded and Chunk's %d", len(got), embedded, embeddedRuns, n)
 	}
 	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.TrimSpace(text) {
 		t.Fatal("the chunks do not hold every word of the text, in order")
+	}
+}
+
+// TestWindowChunksEmbedAFewKB: a message of a few KB (here 30 runs, past
+// embeddedChunks) has every run embedded, so no part of it is left to
+// full text alone; a longer one has embeddedRuns embedded.
+func TestWindowChunksEmbedAFewKB(t *testing.T) {
+	sentence := "The boxes are still in the hallway and the movers want another date. "
+	w := &Window{Pieces: wordPieces(1), Max: 64}
+	got, embedded := w.chunks(strings.Repeat(sentence, 30))
+	if len(got) <= embeddedChunks || embedded != len(got) {
+		t.Fatalf("%d runs, %d embedded: want more than %d runs, all embedded", len(got), embedded, embeddedChunks)
+	}
+	got, embedded = w.chunks(strings.Repeat(sentence, 400))
+	if embedded != embeddedRuns || len(got) <= embedded {
+		t.Fatalf("%d chunks, %d embedded: want %d embedded and the rest for full text", len(got), embedded, embeddedRuns)
 	}
 }

@@ -135,9 +135,10 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// A long message, the user's or the assistant's, is cut to the
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
-			for i, c := range ix.Window.chunks(indexableText(m.Content)) {
+			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
+			for i, c := range chunks {
 				it := ix.item(ex.Identity, KindMessage, m.Key, i, c, created)
-				if i >= embeddedChunks {
+				if i >= embedded {
 					textOnly = append(textOnly, it)
 					continue
 				}
