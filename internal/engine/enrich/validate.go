@@ -88,27 +88,38 @@ func CheckSummary(in Input, out Output, count func(string) int) error {
 			src.WriteByte('\n')
 		}
 	}
-	source := map[string]bool{}
-	for _, w := range contentWords(src.String()) {
-		source[stem(w)] = true
-	}
+	source := stems(nil, src.String())
 	if len(source) == 0 {
 		return nil
 	}
-	words := map[string]bool{}
-	for _, w := range contentWords(text) {
-		words[stem(w)] = true
+	if shared, n := grounded(text, source); n == 0 || float64(shared) < minGrounded*float64(n) {
+		return rejected("%d of its %d content words occur in the conversation", shared, n)
 	}
-	shared := 0
+	return nil
+}
+
+// stems adds the stems of text's content words to set (nil: a new one)
+// and returns it.
+func stems(set map[string]bool, text string) map[string]bool {
+	if set == nil {
+		set = map[string]bool{}
+	}
+	for _, w := range contentWords(text) {
+		set[stem(w)] = true
+	}
+	return set
+}
+
+// grounded returns how many of text's n distinct content-word stems are
+// in source.
+func grounded(text string, source map[string]bool) (shared, n int) {
+	words := stems(nil, text)
 	for w := range words {
 		if source[w] {
 			shared++
 		}
 	}
-	if len(words) == 0 || float64(shared) < minGrounded*float64(len(words)) {
-		return rejected("%d of its %d content words occur in the conversation", shared, len(words))
-	}
-	return nil
+	return shared, len(words)
 }
 
 // minDecisionGrounded is the least share of a preserved decision's
@@ -125,24 +136,12 @@ func usersDecisions(decisions []string, msgs []memory.Message) []string {
 	source := map[string]bool{}
 	for _, m := range msgs {
 		if m.Role == "user" && !m.Failed() {
-			for _, w := range contentWords(m.Content) {
-				source[stem(w)] = true
-			}
+			stems(source, m.Content)
 		}
 	}
 	var out []string
 	for _, d := range decisions {
-		words := map[string]bool{}
-		for _, w := range contentWords(d) {
-			words[stem(w)] = true
-		}
-		shared := 0
-		for w := range words {
-			if source[w] {
-				shared++
-			}
-		}
-		if len(words) > 0 && float64(shared) >= minDecisionGrounded*float64(len(words)) {
+		if shared, n := grounded(d, source); n > 0 && float64(shared) >= minDecisionGrounded*float64(n) {
 			out = append(out, d)
 		}
 	}
