@@ -264,6 +264,13 @@ func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, 
 	return items, lexical || late, err
 }
 
+// maxResultEmbeds bounds the text-only hits one search embeds: the tail
+// of a pasted document (past embeddedRuns) is stored without vectors, and
+// a query matching many of its chunks would otherwise embed up to the
+// candidate lists' length on the request's behalf (with the encoder,
+// seconds of a core a request, and every encoder slot taken).
+const maxResultEmbeds = 8
+
 // vectorText is the text the vector query embeds for text, whose words
 // (memory.QueryTerms, up to maxQueryTerms) are terms (see Search).
 func (s *Searcher) vectorText(ctx context.Context, rev *memory.Revisions, tenant, user, text string, terms []string) (string, error) {
@@ -587,14 +594,19 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 
 // dedup keeps, walking cands best first, those whose normalised text
 // differs from every kept one and whose vector is within dupCosine of
-// none, until topK are kept. Candidates without a vector (text-only hits)
-// are embedded here, waiting until by at most (when not zero): past it
-// (late) they are deduplicated by text alone.
+// none, until topK are kept. The best maxResultEmbeds candidates without
+// a vector (text-only hits) are embedded here, waiting until by at most
+// (when not zero): past it (late) they are deduplicated by text alone, as
+// the others without a vector always are.
 func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, topK int, by time.Time) (_ []memory.Item, late bool, _ error) {
 	var missing []string
 	var at []int
 	for i, c := range cands {
-		if len(c.it.Embedding) != s.emb.Dims() {
+		switch {
+		case len(c.it.Embedding) == s.emb.Dims():
+		case len(missing) == maxResultEmbeds:
+			c.it.Embedding = nil // deduplicated by text alone
+		default:
 			missing = append(missing, c.it.Text)
 			at = append(at, i)
 		}

@@ -296,12 +296,34 @@ func TestSearchProperties(t *testing.T) {
 			}
 		}
 		resultsLate = missing > 0 && su.lateFrom == 1
+		// Of the candidates without a vector, the best maxResultEmbeds
+		// are embedded; the others stay without one.
+		var unembedded []*candidate
+		for _, c := range cands {
+			if len(c.emb) != dims {
+				unembedded = append(unembedded, c)
+			}
+		}
+		slices.SortFunc(unembedded, func(a, b *candidate) int {
+			x, y := a.first, b.first
+			x.Score, y.Score = scoreOf(a), scoreOf(b)
+			if before(x, y, a.at, b.at) {
+				return -1
+			}
+			return 1
+		})
+		embedded := map[*candidate]bool{}
+		for _, c := range unembedded[:min(len(unembedded), maxResultEmbeds)] {
+			embedded[c] = true
+		}
 		embOf := func(c *candidate) []float32 {
 			switch {
 			case resultsLate || queryLate && missing > 0:
 				return nil
 			case len(c.emb) == dims:
 				return c.emb
+			case !embedded[c]:
+				return nil
 			}
 			v, _ := local.Embed(context.Background(), []string{c.first.Text}, time.Time{})
 			return v[0]

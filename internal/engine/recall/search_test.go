@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -230,5 +231,37 @@ func TestSearcherMinSimilarityDropsVectorOnlyMatches(t *testing.T) {
 		if len(got) != tt.want {
 			t.Errorf("min %.2f: %d results, want %d", tt.min, len(got), tt.want)
 		}
+	}
+}
+
+// TestSearcherEmbedsFewTextOnlyHits: the chunks of a pasted document past
+// its embedded runs are stored without vectors; a query matching many of
+// them embeds the best maxResultEmbeds on its behalf, not all, and still
+// returns the others (deduplicated by text).
+func TestSearcherEmbedsFewTextOnlyHits(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	var items []memory.Item
+	for i := range 40 { // 40 text-only chunks, of distinct messages here
+		items = append(items, memory.Item{Tenant: "t1", User: "u1", Conversation: "A", Kind: KindMessage, Ref: "doc" + strconv.Itoa(i), Chunk: 100,
+			Text: "Invoice " + strconv.Itoa(i) + ": the lighthouse keeper ordered " + strconv.Itoa(i*7) + " lamps.", CreatedAt: now})
+	}
+	st := newFakeStore()
+	if err := st.AddItems(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+	emb := &countingEmbedder{Embedder: NewLocal(64)}
+	s := NewSearcher(st, emb, SearchOptions{TopK: 30})
+	got, err := s.Search(context.Background(), SearchQuery{Tenant: "t1", User: "u1", Text: "lighthouse keeper lamps", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxResultEmbeds >= len(items) {
+		t.Fatalf("the test needs more text-only hits than maxResultEmbeds (%d)", maxResultEmbeds)
+	}
+	if emb.texts > 1+maxResultEmbeds {
+		t.Fatalf("embedded %d texts for one search, want the query and at most %d hits", emb.texts, maxResultEmbeds)
+	}
+	if len(got) < 20 {
+		t.Fatalf("%d passages, want the text-only hits still returned", len(got))
 	}
 }
