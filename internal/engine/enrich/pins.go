@@ -358,22 +358,23 @@ func init() {
 // hours with the place ("night shifts at the hospital"), which the
 // place alone would lose.
 func hoursSlot(rest, orig string) string {
-	f := strings.ToLower(orig)
-	for _, verb := range []string{"work ", "trabalho "} {
-		i := strings.Index(f, verb)
-		if i < 0 {
+	words := strings.Fields(orig)
+	for i, w := range words {
+		if !strings.EqualFold(w, "work") && !strings.EqualFold(w, "trabalho") {
 			continue
 		}
-		var hours []string
-		for _, w := range strings.Fields(orig[i+len(verb):]) {
-			hours = append(hours, w)
-			if hoursEnd[strings.ToLower(w)] || len(hours) == 4 {
+		place := firstWords(rest, 4)
+		if place == "" {
+			return ""
+		}
+		hours := words[i+1 : i+1+min(len(words)-i-1, 4)]
+		for j, h := range hours {
+			if hoursEnd[strings.ToLower(h)] {
+				hours = hours[:j+1]
 				break
 			}
 		}
-		if place := firstWords(rest, 4); place != "" {
-			return strings.Join(hours, " ") + " " + place
-		}
+		return strings.Join(hours, " ") + " " + place
 	}
 	return ""
 }
