@@ -256,7 +256,7 @@ func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisi
 		if d == "" {
 			continue
 		}
-		v := truncate(d, maxPinLen)
+		v := memory.Truncate(d, maxPinLen)
 		f := memory.Fact{
 			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 			Type: memory.FactDecision, Key: NormalizeKey(v), Value: v,

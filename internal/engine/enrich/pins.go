@@ -85,7 +85,7 @@ func Detect(text string) []Pin {
 			if key == "" {
 				key = topicKey(h.r.name, h.rest, h.clause)
 			}
-			value = truncate(strings.TrimSpace(value), maxPinLen)
+			value = memory.Truncate(strings.TrimSpace(value), maxPinLen)
 			if value == "" || used[key] {
 				continue
 			}
@@ -200,7 +200,7 @@ func topicKey(rule, rest, clause string) string {
 			break
 		}
 	}
-	return truncate(rule+": "+strings.Join(words, " "), 80)
+	return memory.Truncate(rule+": "+strings.Join(words, " "), 80)
 }
 
 var keyStopWords = func() map[string]bool {
@@ -603,7 +603,7 @@ func scanned(ss []string) []string {
 }
 
 // NormalizeKey folds a statement to a key: foldWords, at most 80 bytes.
-func NormalizeKey(s string) string { return truncate(foldWords(s), 80) }
+func NormalizeKey(s string) string { return memory.Truncate(foldWords(s), 80) }
 
 // foldWords is s in lower case, its letters and digits only, words one
 // space apart: what two spellings of one statement share.
@@ -623,16 +623,3 @@ func foldWords(s string) string {
 	}
 	return b.String()
 }
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
