@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,20 +20,10 @@ import (
 // its base URL once /healthz answers.
 func serveDialects(t *testing.T, openai, anthropic string) string {
 	t.Helper()
-	dir := t.TempDir()
 	// Loading memory is not what is measured: a loaded -race machine must
 	// not degrade requests past the default 150ms.
-	cfgPath := filepath.Join(dir, "memgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	base, _ := mustServeEnv(t, map[string]string{
-		"GATEWAY_CONFIG":             cfgPath,
-		"GATEWAY_UPSTREAM_BASE_URL":  openai,
-		"GATEWAY_ANTHROPIC_BASE_URL": anthropic,
-		"GATEWAY_SQLITE_PATH":        filepath.Join(dir, "memgate.db"),
-	})
-	return base
+	return serveConfigured(t, "memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n",
+		map[string]string{"GATEWAY_UPSTREAM_BASE_URL": openai, "GATEWAY_ANTHROPIC_BASE_URL": anthropic})
 }
 
 // postJSON posts body to url with headers and returns the status and body.

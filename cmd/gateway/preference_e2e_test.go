@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,15 +111,6 @@ func TestPreferenceStatedInPassingComesBack(t *testing.T) {
 // busy machine leave recall out. It returns the gateway's URL.
 func servePatient(t *testing.T, up *upstreamtest.Server) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "memgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte("memory:\n  load_timeout: 30s\n  embedding_timeout: 20s\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	url, _ := mustServeEnv(t, map[string]string{
-		"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
-		"GATEWAY_SQLITE_PATH":       filepath.Join(dir, "memgate.db"),
-		"GATEWAY_CONFIG":            cfgPath,
-	})
-	return url
+	return serveConfigured(t, "memory:\n  load_timeout: 30s\n  embedding_timeout: 20s\n",
+		map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL()})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -99,6 +100,22 @@ func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
 		return resp.StatusCode == http.StatusOK
 	})
 	return url, logs
+}
+
+// serveConfigured runs `gateway serve` as mustServeEnv does, on SQLite in
+// a temp dir, with config as its config file and vars, and returns its
+// base URL.
+func serveConfigured(t *testing.T, config string, vars map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "memgate.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars["GATEWAY_CONFIG"] = cfgPath
+	vars["GATEWAY_SQLITE_PATH"] = filepath.Join(dir, "memgate.db")
+	url, _ := mustServeEnv(t, vars)
+	return url
 }
 
 func TestServeEndToEnd(t *testing.T) {

@@ -38,3 +38,15 @@ func IndentBreaks(s, indent string) string {
 	b.WriteString(s)
 	return b.String()
 }
+
+// Truncate cuts s to at most n bytes on a rune boundary (n <= 0: s
+// whole).
+func Truncate(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -27,3 +27,25 @@ func TestIndentBreaks(t *testing.T) {
 		})
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 10, "hello"},
+		{"hello", 5, "hello"},
+		{"hello", 3, "hel"},
+		{"olá mundo", 3, "ol"}, // "á" is two bytes: not cut in half
+		{"日本語", 4, "日"},
+		{"日本語", 2, ""},
+		{"hello", 0, "hello"}, // no limit
+		{"", 3, ""},
+	}
+	for _, tt := range tests {
+		if got := Truncate(tt.s, tt.n); got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}

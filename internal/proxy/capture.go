@@ -175,11 +175,6 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 	})
 }
 
-// maxHeldBytes bounds the bytes teeBody holds back while the terminal
-// event is incomplete: past it the stream outgrew maxCaptureBytes, so no
-// capture waits for them.
-const maxHeldBytes = maxCaptureBytes
-
 // maxEndLine bounds the start of a line kept to recognise a stream's
 // terminal event across reads; the markers are far shorter.
 const maxEndLine = 64
@@ -239,11 +234,11 @@ func (b *teeBody) Read(p []byte) (int, error) {
 			// Holding since an earlier read: everything joins the hold.
 			b.held = append(b.held, chunk...)
 			b.err = err
-			if !b.ended && len(b.held) > maxHeldBytes {
+			if !b.ended && len(b.held) > maxCaptureBytes {
 				// A terminal event that never completes (an upstream
 				// writing on after its marker without the blank line)
-				// would hold without bound: past the capture cap the
-				// capture is given up anyway, so stop holding.
+				// would hold without bound: past the capture cap no
+				// capture waits for these bytes, so stop holding.
 				b.onEnd()
 				b.ended = true
 			}

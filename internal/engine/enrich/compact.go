@@ -71,15 +71,10 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		c.failed.Inc()
 		return fmt.Errorf("compact conversation %s: %w", id.Conversation, err)
 	}
-	// A summariser's lists are held to the bounds a version carries over
-	// from the first version on (a model's reply, or the extractive
-	// summary of a long message, can list thousands).
-	out.KeyEvents = merge(maxKeyEvents, nil, out.KeyEvents)
-	out.Preserved = memory.Preserved{
-		Numbers:   merge(maxPreserved, nil, out.Preserved.Numbers),
-		Dates:     merge(maxPreserved, nil, out.Preserved.Dates),
-		Decisions: merge(maxPreserved, nil, out.Preserved.Decisions),
-	}
+	// A summariser's lists are held to their bounds from the first
+	// version on (a model's reply, or the extractive summary of a long
+	// message, can list thousands).
+	out.KeyEvents, out.Preserved = mergeLists(nil, memory.Preserved{}, out.KeyEvents, out.Preserved)
 	next := memory.Summary{
 		Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 		Version:       1,
@@ -98,12 +93,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		next.Version = prev.Version + 1
 		next.FromSeq = prev.FromSeq
 		next.CoveredTokens += prev.CoveredTokens
-		next.KeyEvents = merge(maxKeyEvents, prev.KeyEvents, out.KeyEvents)
-		next.Preserved = memory.Preserved{
-			Numbers:   merge(maxPreserved, prev.Preserved.Numbers, out.Preserved.Numbers),
-			Dates:     merge(maxPreserved, prev.Preserved.Dates, out.Preserved.Dates),
-			Decisions: merge(maxPreserved, prev.Preserved.Decisions, out.Preserved.Decisions),
-		}
+		next.KeyEvents, next.Preserved = mergeLists(prev.KeyEvents, prev.Preserved, out.KeyEvents, out.Preserved)
 	}
 	if err := c.store.SaveSummary(ctx, next); err != nil {
 		if errors.Is(err, memory.ErrConflict) {
@@ -256,7 +246,7 @@ func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisi
 		if d == "" {
 			continue
 		}
-		v := truncate(d, maxPinLen)
+		v := memory.Truncate(d, maxPinLen)
 		f := memory.Fact{
 			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 			Type: memory.FactDecision, Key: NormalizeKey(v), Value: v,
@@ -276,6 +266,16 @@ const (
 	maxKeyEvents = 50
 	maxPreserved = 100
 )
+
+// mergeLists is a summary's key events and preserved lists: b's after
+// a's (see merge), each held to its bound.
+func mergeLists(aEvents []string, a memory.Preserved, bEvents []string, b memory.Preserved) ([]string, memory.Preserved) {
+	return merge(maxKeyEvents, aEvents, bEvents), memory.Preserved{
+		Numbers:   merge(maxPreserved, a.Numbers, b.Numbers),
+		Dates:     merge(maxPreserved, a.Dates, b.Dates),
+		Decisions: merge(maxPreserved, a.Decisions, b.Decisions),
+	}
+}
 
 // merge returns a then b without repeats, keeping the newest limit.
 func merge(limit int, a, b []string) []string {

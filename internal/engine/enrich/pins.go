@@ -85,7 +85,7 @@ func Detect(text string) []Pin {
 			if key == "" {
 				key = topicKey(h.r.name, h.rest, h.clause)
 			}
-			value = truncate(strings.TrimSpace(value), maxPinLen)
+			value = memory.Truncate(strings.TrimSpace(value), maxPinLen)
 			if value == "" || used[key] {
 				continue
 			}
@@ -200,7 +200,7 @@ func topicKey(rule, rest, clause string) string {
 			break
 		}
 	}
-	return truncate(rule+": "+strings.Join(words, " "), 80)
+	return memory.Truncate(rule+": "+strings.Join(words, " "), 80)
 }
 
 var keyStopWords = func() map[string]bool {
@@ -358,22 +358,23 @@ func init() {
 // hours with the place ("night shifts at the hospital"), which the
 // place alone would lose.
 func hoursSlot(rest, orig string) string {
-	f := strings.ToLower(orig)
-	for _, verb := range []string{"work ", "trabalho "} {
-		i := strings.Index(f, verb)
-		if i < 0 {
+	words := strings.Fields(orig)
+	for i, w := range words {
+		if !strings.EqualFold(w, "work") && !strings.EqualFold(w, "trabalho") {
 			continue
 		}
-		var hours []string
-		for _, w := range strings.Fields(orig[i+len(verb):]) {
-			hours = append(hours, w)
-			if hoursEnd[strings.ToLower(w)] || len(hours) == 4 {
+		place := firstWords(rest, 4)
+		if place == "" {
+			return ""
+		}
+		hours := words[i+1 : i+1+min(len(words)-i-1, 4)]
+		for j, h := range hours {
+			if hoursEnd[strings.ToLower(h)] {
+				hours = hours[:j+1]
 				break
 			}
 		}
-		if place := firstWords(rest, 4); place != "" {
-			return strings.Join(hours, " ") + " " + place
-		}
+		return strings.Join(hours, " ") + " " + place
 	}
 	return ""
 }
@@ -602,7 +603,7 @@ func scanned(ss []string) []string {
 }
 
 // NormalizeKey folds a statement to a key: foldWords, at most 80 bytes.
-func NormalizeKey(s string) string { return truncate(foldWords(s), 80) }
+func NormalizeKey(s string) string { return memory.Truncate(foldWords(s), 80) }
 
 // foldWords is s in lower case, its letters and digits only, words one
 // space apart: what two spellings of one statement share.
@@ -622,16 +623,3 @@ func foldWords(s string) string {
 	}
 	return b.String()
 }
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -31,6 +31,7 @@ func TestDetectPins(t *testing.T) {
 		{"i work as a nurse", memory.FactProfile, "job", "nurse"},
 		{"I work night shifts at the hospital, so my days are upside down.", memory.FactProfile, "job", "night shifts at the hospital"},
 		{"Trabalho à noite num hospital.", memory.FactProfile, "job", "à noite num hospital"},
+		{"İİİİ I work nights at the bakery", memory.FactProfile, "job", "nights at the bakery"}, // lower case is longer: no byte offsets across it
 		{"I have a bad knee, so running is out for me.", memory.FactLimit, "", "I have a bad knee, so running is out for me."},
 		{"sou vegetariana", memory.FactProfile, "diet", "vegetariana"},
 		{"I'm allergic to peanuts.", memory.FactLimit, "", "I'm allergic to peanuts."},

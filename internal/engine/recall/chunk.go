@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // Chunking bounds, in approximate tokens (see approxTokens): a text up to
@@ -112,7 +114,7 @@ func (w *Window) chunks(text string) ([]string, int) {
 	if w == nil || w.Max <= 0 || text == "" {
 		return whole()
 	}
-	sample := text[:sampleEnd(text)]
+	sample := memory.Truncate(text, windowSample)
 	n := w.Pieces(sample)
 	if len(sample) == len(text) && n <= w.Max || n == 0 {
 		return whole()
@@ -165,19 +167,6 @@ func spans(text string, chunks []string) []string {
 	return chunks
 }
 
-// sampleEnd is where text's sample for Window.chunks ends: at most
-// windowSample bytes, on a rune boundary.
-func sampleEnd(text string) int {
-	if len(text) <= windowSample {
-		return len(text)
-	}
-	end := windowSample
-	for end > 0 && !utf8.RuneStart(text[end]) {
-		end--
-	}
-	return end
-}
-
 // splitSentences cuts text after '.', '!', '?' followed by a space, and at
 // line breaks, so "5.000" and "3.5" stay whole.
 func splitSentences(text string) []string {
@@ -218,10 +207,7 @@ func splitLong(s string, maxBytes int) []string {
 	for len(s) > maxBytes {
 		cut := strings.LastIndexByte(s[:maxBytes], ' ')
 		if cut <= 0 {
-			cut = maxBytes
-			for cut > 0 && !utf8.RuneStart(s[cut]) {
-				cut--
-			}
+			cut = len(memory.Truncate(s, maxBytes))
 		}
 		out = append(out, strings.TrimSpace(s[:cut]))
 		s = strings.TrimSpace(s[cut:])

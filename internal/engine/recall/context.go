@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -329,10 +328,7 @@ func clip(s string, n int) (string, bool) {
 	}
 	cut := strings.LastIndexByte(s[:n], ' ')
 	if cut <= 0 {
-		cut = n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
+		cut = len(memory.Truncate(s, n))
 	}
 	return strings.TrimSpace(s[:cut]), true
 }

@@ -157,16 +157,9 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	if len(user) == 0 {
 		return nil
 	}
-	input := strings.Join(user, "\n")
-	if len(input) > maxExtractBytes {
-		// A pasted document is not a list of facts about the user, and
-		// the side model is paid for on the operator's key.
-		cut := maxExtractBytes
-		for cut > 0 && !utf8.RuneStart(input[cut]) {
-			cut--
-		}
-		input = input[:cut]
-	}
+	// A pasted document is not a list of facts about the user, and the
+	// side model is paid for on the operator's key.
+	input := memory.Truncate(strings.Join(user, "\n"), maxExtractBytes)
 	cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 	resp, err := e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -119,7 +118,7 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 // empty slice) for a text without words or a limit below 1.
 func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	defer telemetry.Span(&ctx, s.sql.Store+".SearchText")()
-	q.Text = truncate(q.Text, s.sql.MaxQueryBytes)
+	q.Text = memory.Truncate(q.Text, s.sql.MaxQueryBytes)
 	terms := memory.QueryTerms(q.Text, itemindex.MaxQueryTerms)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
@@ -214,15 +213,4 @@ func wrap(what string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-// truncate cuts s to at most n bytes (n > 0) at a rune boundary.
-func truncate(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
