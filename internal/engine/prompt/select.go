@@ -132,7 +132,7 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	if pc.lines.Cap() == 0 {
 		n := 0
 		for _, it := range pc.items[i:] {
-			n += len("[2006-01-02, conversation ]\n- \n") + len(it.Conversation) + len(it.Text)
+			n += len("[2006-01-02, conversation ]\n- \n") + maxConversationName + len(it.Text)
 		}
 		pc.lines.Grow(n)
 	}
@@ -140,14 +140,18 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	conv := quoteLines(it.Conversation)
 	start := b.Len()
 	here := it.Conversation == pc.conv
+	from := ""
+	if !here {
+		from = conversationLabel(it.Conversation)
+	}
 	at := passageTime(it)
 	b.WriteString("[")
 	var date [16]byte
 	b.Write(at.AppendFormat(date[:0], "2006-01-02"))
 	dateEnd := b.Len()
 	if !here {
-		b.WriteString(", conversation ")
-		b.WriteString(conv)
+		b.WriteString(", ")
+		b.WriteString(from)
 	}
 	b.WriteString("]\n")
 	lineStart := b.Len()
@@ -156,7 +160,7 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()
-	p = Passage{Date: s[start+len("[") : dateEnd], Conversation: conv, Here: here, Kind: it.Kind, Text: text, At: at}
+	p = Passage{Date: s[start+len("[") : dateEnd], Conversation: conv, Here: here, From: from, Kind: it.Kind, Text: text, At: at}
 	cost = pc.a.deps.Counter.Text(pc.model, s[lineStart:]) // lineCost(model, p.Text)
 	if pc.shown != nil && pc.shown(it) {
 		pc.passageCosts[i], pc.state[i] = cost, itemShown
