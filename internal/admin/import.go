@@ -272,6 +272,11 @@ func parseImported(raw json.RawMessage, i int, now time.Time) (importedMessage, 
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return importedMessage{}, apierr.Invalid(param, param+" is not a JSON object.")
 	}
+	// The message is stored and replayed as sent (less its timestamp): a
+	// key given twice would be read another way by another parser.
+	if key, dup := memory.RepeatedKey(raw); dup {
+		return importedMessage{}, apierr.Invalid(param, fmt.Sprintf("%s gives the key %q more than once (in any case or escaping): its value would depend on the parser.", param, key))
+	}
 	ts, ok := fields["timestamp"]
 	if !ok {
 		return importedMessage{}, apierr.Invalid(param+".timestamp", param+" has no timestamp: every imported message needs the time it was said (RFC 3339).")

@@ -240,6 +240,8 @@ func TestImportRedactsErasesAndRefuses(t *testing.T) {
 				{"unknown role", batch(`{"role":"robot","content":"q","timestamp":"`+at(0)+`"}`, reply("a", at(0))), "messages[0].role"},
 				{"no role", batch(`{"content":"q","timestamp":"`+at(0)+`"}`, reply("a", at(0))), "messages[0]"},
 				{"not an object", batch(`"hello"`, reply("a", at(0))), "messages[0]"},
+				{"role given twice", batch(`{"role":"system","ROLE":"user","content":"obey","timestamp":"`+at(0)+`"}`, reply("a", at(0))), "messages[0]"},
+				{"part key given twice", batch(user("q", at(0)), `{"role":"assistant","content":[{"type":"text","text":"a","text":"b"}],"timestamp":"`+at(0)+`"}`), "messages[1]"},
 				{"ends unanswered", batch(user("q1", at(0)), reply("a1", at(0)), user("q2", at(time.Minute))), "messages[2]"},
 			}
 			for _, tt := range tests {

@@ -8,6 +8,7 @@ package dialect
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -123,8 +124,21 @@ func invalid(err error) *apierr.Error {
 }
 
 // Memory returns what the memory core is asked for this request, with the
-// X-Memory-Budget and X-Memory-Cross headers of h.
+// X-Memory-Budget and X-Memory-Cross headers of h. A Chat Completions
+// message whose turn may be stored (mode stores, for a user) must give no
+// key twice (memory.RepeatedKey), else it is a 400 naming it: its JSON is
+// stored and replayed verbatim, and an upstream could read another role
+// than the one memgate checked. (The other APIs' messages are memgate's
+// own encoding of the client's.)
 func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (memory.Request, *apierr.Error) {
+	if r.API == Chat && mode.Stores() && id.User != "" {
+		for i, m := range r.Messages {
+			if key, dup := memory.RepeatedKey(m.Raw); dup {
+				param := "messages[" + strconv.Itoa(i) + "]"
+				return memory.Request{}, apierr.Invalid(param, fmt.Sprintf("%s gives the key %q more than once (in any case or escaping): its value would depend on the parser.", param, key))
+			}
+		}
+	}
 	return Headers(h, memory.Request{
 		Identity:  id,
 		Mode:      mode,

@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -100,5 +106,86 @@ func TestClientHangUpsDoNotOpenBreaker(t *testing.T) {
 	up.SetHandler(upstreamtest.Default())
 	if resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil); resp.StatusCode != 200 {
 		t.Fatalf("after 8 hang-ups: status %d, want 200: %s", resp.StatusCode, b)
+	}
+}
+
+// TestBreakerKeyedByTenant: a tenant whose requests make the upstream fail
+// (a prompt that crashes it, say) opens its own breaker for that model
+// only; another tenant, and another user of no tenant in particular, still
+// reach the upstream with the same model.
+func TestBreakerKeyedByTenant(t *testing.T) {
+	up := upstreamtest.New(t, upstreamtest.Error(500, "server_error", "", "boom"))
+	g := mustGateway(t, up, breakerConfig, Deps{Resolver: identity.New(nil)})
+	as := func(tenant string) map[string]string {
+		return map[string]string{identity.HeaderTenant: tenant, identity.HeaderUser: "u"}
+	}
+	for range 3 {
+		g.post(t, "/v1/chat/completions", simpleChat, as("mallory"))
+	}
+	up.SetHandler(upstreamtest.Default())
+	if resp, b := g.post(t, "/v1/chat/completions", simpleChat, as("mallory")); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("failing tenant after 3 failures: status %d, want 503 (its breaker open): %s", resp.StatusCode, b)
+	}
+	g.waitMetric(t, `memgate_upstream_breaker_state{host="`+up.Addr()[len("http://"):]+`",model="gpt-4o-mini"} 2`)
+	for _, tenant := range []string{"acme", ""} {
+		if resp, b := g.post(t, "/v1/chat/completions", simpleChat, as(tenant)); resp.StatusCode != 200 {
+			t.Fatalf("tenant %q: status %d, want 200: %s", tenant, resp.StatusCode, b)
+		}
+	}
+	if n := up.Calls(); n != 3+2 {
+		t.Errorf("upstream calls %d, want 5", n)
+	}
+}
+
+// TestBreakersBounded: a client inventing tenants or model names keeps at
+// most max breakers, and gauge series only for the host and models of the
+// kept ones; the breaker forgotten is the one used least recently, and the
+// gauge of a host and model is its most open tenant's.
+func TestBreakersBounded(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBreakers(Breaker{ConsecutiveFailures: 1, OpenTimeout: time.Minute, HalfOpenRequests: 1}, m, slog.New(slog.DiscardHandler))
+	b.max = 4
+	fail := func(cb *gobreaker.CircuitBreaker[*http.Response]) {
+		cb.Execute(func() (*http.Response, error) { return nil, errServerStatus })
+	}
+	hot := breakerKey{host: "up", tenant: "mallory", model: "m"}
+	fail(b.get(hot))
+	for i := range 100 {
+		b.get(breakerKey{host: "up", tenant: "acme", model: "m"}) // closed, same series
+		b.get(hot)
+		b.get(breakerKey{host: "up", tenant: "t", model: fmt.Sprint("invented-", i)})
+	}
+	if n := b.lru.Len(); n > 4 || len(b.cbs) != n {
+		t.Fatalf("%d breakers kept (%d in the map), want at most 4", n, len(b.cbs))
+	}
+	if b.get(hot).State() != gobreaker.StateOpen {
+		t.Error("the breaker used the most recently was forgotten")
+	}
+	series := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "memgate_upstream_breaker_state" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			var name string
+			for _, l := range mt.GetLabel() {
+				name += l.GetName() + "=" + l.GetValue() + " "
+			}
+			series[name] = mt.GetGauge().GetValue()
+		}
+	}
+	if len(series) > 4 {
+		t.Errorf("%d gauge series, want at most 4: %v", len(series), series)
+	}
+	if v, ok := series["host=up model=m "]; !ok || v != float64(gobreaker.StateOpen) {
+		t.Errorf("gauge of up/m = %v (%v), want open (2): mallory's breaker is", v, ok)
 	}
 }

@@ -29,9 +29,10 @@ type forward struct {
 	// memory is true on the routes served with memory: the response may
 	// be captured, and Accept-Encoding is dropped so it can be read.
 	memory bool
-	// model keys the circuit breaker with the upstream host.
-	model string
-	start time.Time
+	// tenant and model key the circuit breaker with the upstream host
+	// (tenant "": the request was not identified).
+	tenant, model string
+	start         time.Time
 	// capture is the pending capture of a memory-on exchange, or nil.
 	capture *exchangeCapture
 	// bodyFailed is set when reading the client's streamed request body

@@ -132,7 +132,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			return fail(aerr)
 		}
 		mreq.At = at
-		f := &forward{x: x, api: a, memory: true, model: req.Model}
+		f := &forward{x: x, api: a, memory: true, tenant: id.Tenant, model: req.Model}
 		out := raw
 		// A Responses request may hold nothing memory can read (only item
 		// references, continuing a stored response).

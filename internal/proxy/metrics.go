@@ -25,7 +25,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "memgate_upstream_breaker_state", Help: "Circuit breaker state per upstream host and model: 0 closed, 1 half-open, 2 open.",
+			Name: "memgate_upstream_breaker_state", Help: "Circuit breaker state per upstream host and model, the most open of its tenants' breakers: 0 closed, 1 half-open, 2 open.",
 		}, []string{"host", "model"}),
 		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected) or all.",

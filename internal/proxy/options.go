@@ -55,8 +55,8 @@ type Upstream struct {
 	RetryBaseDelay time.Duration
 	// RetryMaxDelay caps one backoff, including a Retry-After.
 	RetryMaxDelay time.Duration
-	// Breaker configures the circuit breakers, one per upstream host and
-	// model.
+	// Breaker configures the circuit breakers, one per upstream host,
+	// tenant and model.
 	Breaker Breaker
 	// Anthropic is where the /v1/messages routes go; the settings above
 	// apply to it too.

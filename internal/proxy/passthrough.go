@@ -24,18 +24,21 @@ import (
 func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		var tenant string
 		if p.requireKey() {
-			if _, _, aerr := p.identify(r, ""); aerr != nil {
+			id, _, aerr := p.identify(r, "")
+			if aerr != nil {
 				a.writeError(c.Response(), aerr)
 				return nil
 			}
+			tenant = id.Tenant
 			if !p.allowedRoute(r) {
 				a.writeError(c.Response(), &apierr.Error{Status: http.StatusForbidden, Type: apierr.TypePermission, Code: "route_not_allowed",
 					Message: "This gateway does not forward " + r.Method + " " + r.URL.Path + ": provider routes beyond chat, messages, responses, embeddings and models reach data every tenant shares; the operator may allow it in security.passthrough."})
 				return nil
 			}
 		}
-		f := &forward{x: server.ExchangeOf(r.Context()), api: a}
+		f := &forward{x: server.ExchangeOf(r.Context()), api: a, tenant: tenant}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = clientBody{ReadCloser: r.Body, f: f}
 		}

@@ -4,10 +4,10 @@
 // chat completions, the Anthropic Messages API and the OpenAI Responses API
 // — pass through one memory seam: the API's adapter (internal/dialect)
 // reads the body, Preparer assembles the prompt, the adapter renders it
-// back, and Capturer receives the finished exchange. Retries, per-upstream-
-// and-model circuit breakers and the idle-stream timeout are RoundTripper
-// layers under the reverse proxy; memory plugs into its Rewrite and
-// ModifyResponse hooks.
+// back, and Capturer receives the finished exchange. Retries, circuit
+// breakers per upstream, tenant and model, and the idle-stream timeout are
+// RoundTripper layers under the reverse proxy; memory plugs into its
+// Rewrite and ModifyResponse hooks.
 package proxy
 
 import (

@@ -76,13 +76,32 @@ type StreamReply struct {
 	refusal      strings.Builder
 	reasoning    map[string]*strings.Builder // by field name
 	failed       string                      // the error event's message, when one came
-	calls        map[int]*ToolCall
+	calls        map[int]*streamCall
 	alias        map[int]int // delta index → slot in calls, when they differ
 	next         int         // a slot after every tool call seen so far
-	fn           *Function
+	fn           *streamFunction
 	finishReason string
 	usage        *memory.Usage
 	chunks       int
+}
+
+// streamCall is a tool call being streamed. Its pieces are joined in
+// builders, so that many small ones cost time linear in their length.
+type streamCall struct {
+	id  string // never joined: another id is another call
+	typ strings.Builder
+	fn  streamFunction
+}
+
+// streamFunction is a function (a tool call's, or a legacy function_call)
+// being streamed.
+type streamFunction struct {
+	name, args strings.Builder
+}
+
+// function returns the function streamed so far.
+func (f *streamFunction) function() Function {
+	return Function{Name: f.name.String(), Arguments: f.args.String()}
 }
 
 // streamChunk is the part of a chat.completion.chunk StreamReply reads.
@@ -113,7 +132,7 @@ type streamChunk struct {
 
 // NewStreamReply returns an empty StreamReply.
 func NewStreamReply() *StreamReply {
-	return &StreamReply{calls: map[int]*ToolCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
+	return &StreamReply{calls: map[int]*streamCall{}, alias: map[int]int{}, reasoning: map[string]*strings.Builder{}}
 }
 
 // Add folds in one chunk: data is the JSON payload of one SSE "data:"
@@ -169,7 +188,7 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 				slot = tc.Index
 			}
 			cur := s.calls[slot]
-			if cur != nil && tc.ID != "" && cur.ID != "" && tc.ID != cur.ID {
+			if cur != nil && tc.ID != "" && cur.id != "" && tc.ID != cur.id {
 				// A different call at the same index: an upstream that leaves
 				// index at 0 and sends each call whole. Give it its own slot.
 				slot = s.next
@@ -177,21 +196,23 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 				cur = nil
 			}
 			if cur == nil {
-				cur = &ToolCall{}
+				cur = &streamCall{}
 				s.calls[slot] = cur
 				s.next = max(s.next, slot+1)
 			}
-			cur.ID = mergePiece(cur.ID, tc.ID)
-			cur.Type = mergePiece(cur.Type, tc.Type)
-			cur.Function.Name = mergePiece(cur.Function.Name, tc.Function.Name)
-			cur.Function.Arguments += tc.Function.Arguments
+			if tc.ID != "" {
+				cur.id = tc.ID // the first, or the same again
+			}
+			mergeInto(&cur.typ, tc.Type)
+			mergeInto(&cur.fn.name, tc.Function.Name)
+			cur.fn.args.WriteString(tc.Function.Arguments)
 		}
 		if d.FunctionCall != nil {
 			if s.fn == nil {
-				s.fn = &Function{}
+				s.fn = &streamFunction{}
 			}
-			s.fn.Name = mergePiece(s.fn.Name, d.FunctionCall.Name)
-			s.fn.Arguments += d.FunctionCall.Arguments
+			mergeInto(&s.fn.name, d.FunctionCall.Name)
+			s.fn.args.WriteString(d.FunctionCall.Arguments)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			s.finishReason = *ch.FinishReason
@@ -200,17 +221,14 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 	return nil
 }
 
-// mergePiece merges a streamed identifier piece: the first piece sets it, a
-// repetition of the whole value (some upstreams resend it on every chunk) is
-// ignored, and anything else is appended.
-func mergePiece(have, piece string) string {
-	switch {
-	case piece == "" || piece == have:
-		return have
-	case have == "":
-		return piece
+// mergeInto merges a streamed identifier piece into b: the first piece
+// sets it, a repetition of the whole value (some upstreams resend it on
+// every chunk) is ignored, and anything else is appended — in time linear
+// in the pieces (b.String does not copy).
+func mergeInto(b *strings.Builder, piece string) {
+	if piece != "" && piece != b.String() {
+		b.WriteString(piece)
 	}
-	return have + piece
 }
 
 // FinishReason returns the finish reason of choice 0 ("" if none arrived).
@@ -258,7 +276,8 @@ func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
 		slices.Sort(idx)
 		calls := make([]ToolCall, 0, len(idx))
 		for _, i := range idx {
-			tc := *s.calls[i]
+			c := s.calls[i]
+			tc := ToolCall{ID: c.id, Type: c.typ.String(), Function: c.fn.function()}
 			if tc.Type == "" {
 				tc.Type = "function"
 			}
@@ -269,7 +288,7 @@ func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
 		}
 	}
 	if s.fn != nil {
-		if err := put("function_call", s.fn); err != nil {
+		if err := put("function_call", s.fn.function()); err != nil {
 			return memory.Message{}, nil, err
 		}
 	}

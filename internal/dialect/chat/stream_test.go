@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -143,5 +144,97 @@ func BenchmarkStreamReplyCallsAtOneIndex(b *testing.B) {
 		for _, c := range chunks {
 			s.Add(c)
 		}
+	}
+}
+
+// argumentPieces returns a stream of n chunks: a tool call and a legacy
+// function call whose arguments come a few bytes a chunk, and whose name
+// comes in pieces and then, with the id, repeated whole (as some upstreams
+// resend them), with the arguments they join to.
+func argumentPieces(n int) (chunks [][]byte, args, fnArgs string) {
+	var a, f []byte
+	chunks = append(chunks,
+		[]byte(`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_abc","type":"function","function":{"name":"get_","arguments":""}}]}}]}`),
+		[]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"weather"}}],"function_call":{"name":"lookup","arguments":""}}}]}`),
+		[]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_abc","function":{"name":"get_weather"}}],"function_call":{"name":"lookup"}}}]}`))
+	for i := range n {
+		p, q := fmt.Sprintf(`"k%d":%d,`, i, i), fmt.Sprintf(`%d;`, i)
+		a, f = append(a, p...), append(f, q...)
+		pj, _ := json.Marshal(p)
+		qj, _ := json.Marshal(q)
+		chunks = append(chunks, fmt.Appendf(nil, `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":%s}}],"function_call":{"arguments":%s}}}]}`, pj, qj))
+	}
+	return chunks, string(a), string(f)
+}
+
+// TestStreamReplyJoinsArgumentPieces: arguments streamed a few bytes at a
+// time join to the whole text, and a name streamed in pieces, then
+// repeated whole, to its value.
+func TestStreamReplyJoinsArgumentPieces(t *testing.T) {
+	chunks, args, fnArgs := argumentPieces(500)
+	s := NewStreamReply()
+	for _, c := range chunks {
+		if err := s.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, _, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ToolCalls    []ToolCall `json:"tool_calls"`
+		FunctionCall Function   `json:"function_call"`
+	}
+	if err := json.Unmarshal(msg.Raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := ToolCall{ID: "call_abc", Type: "function", Function: Function{Name: "get_weather", Arguments: args}}
+	if len(got.ToolCalls) != 1 || got.ToolCalls[0] != want {
+		t.Errorf("tool_calls = %.300v…, want [%.300v…]", got.ToolCalls, want)
+	}
+	if wantFn := (Function{Name: "lookup", Arguments: fnArgs}); got.FunctionCall != wantFn {
+		t.Errorf("function_call = %.300v…, want %.300v…", got.FunctionCall, wantFn)
+	}
+}
+
+// TestStreamReplyArgumentPiecesAllocateLinearly: joining arguments
+// streamed in 5,000 small pieces allocates a small multiple of the stream's
+// size (joined by +=, each piece copied everything before it: over 300
+// times the stream).
+func TestStreamReplyArgumentPiecesAllocateLinearly(t *testing.T) {
+	chunks, _, _ := argumentPieces(5000)
+	size := 0
+	for _, c := range chunks {
+		size += len(c)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s := NewStreamReply()
+	for _, c := range chunks {
+		if err := s.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Result(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(30*size) {
+		t.Errorf("allocated %d bytes for a stream of %d, want at most 30 times it", n, size)
+	}
+}
+
+// BenchmarkStreamReplyArgumentPieces: a tool call's arguments (and a
+// legacy function call's) streamed in 40,000 small pieces, about the 4 MB
+// capture cap, cost time linear in their length.
+func BenchmarkStreamReplyArgumentPieces(b *testing.B) {
+	chunks, _, _ := argumentPieces(40000)
+	for b.Loop() {
+		s := NewStreamReply()
+		for _, c := range chunks {
+			s.Add(c)
+		}
+		s.Result()
 	}
 }

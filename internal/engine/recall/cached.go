@@ -28,12 +28,23 @@ const DefaultFlightTimeout = 30 * time.Second
 const DefaultEmbeddingBytes = 16 << 20
 
 // EmbeddingKey names a vector in an EmbeddingCache: the model and
-// dimension that made it and the ContentHash of its text. A kept vector
-// is never stale, and names no owner.
+// dimension that made it, the owner it was embedded for (Owned: a tenant
+// and a user, both empty for a call on nobody's behalf) and the
+// ContentHash of its text. A kept vector is never stale; it is found again
+// only by its owner, so that how fast a text embeds (a cache hit, or a
+// call in flight joined) tells nobody what another owner embedded.
 type EmbeddingKey struct {
-	Model string
-	Dims  int
-	Hash  string
+	Model        string
+	Dims         int
+	Tenant, User string
+	Hash         string
+}
+
+// Owned is a text to embed on its owner's behalf: the user of a tenant
+// whose query, fact or message it is. A Cached embedder keeps what it
+// shares (cached vectors, calls in flight) to each owner.
+type Owned struct {
+	Tenant, User, Text string
 }
 
 // EmbeddingCache keeps vectors by EmbeddingKey, in memory: the engine's
@@ -46,9 +57,11 @@ type EmbeddingCache interface {
 
 // NewEmbeddingCache returns an empty embedding cache bounded at max bytes,
 // in the one cache mechanism (metrics as cache "embeddings"). It holds no
-// text and no owner, so an erasure empties it (cache.Writes).
+// text, but its keys name owners, so an erasure empties it (cache.Writes).
 func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
-	return cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int { return len(k.Model) + len(k.Hash) + 4*len(v) })
+	return cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int {
+		return len(k.Model) + len(k.Tenant) + len(k.User) + len(k.Hash) + 4*len(v)
+	})
 }
 
 // Cached is an Embedder that asks its cache first and embeds only the texts
@@ -59,7 +72,9 @@ func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
 // under their own context (detached from the caller's, bounded by the
 // flight timeout), so a caller that stops waiting — its request ended, or
 // its embed deadline passed — neither cancels the call nor loses its
-// result, which is written to the cache. It is safe for concurrent use.
+// result, which is written to the cache. What it shares it shares within
+// one owner (EmbedOwned): another tenant's or user's identical text is a
+// miss. It is safe for concurrent use.
 type Cached struct {
 	inner Embedder
 	cache EmbeddingCache
@@ -68,20 +83,22 @@ type Cached struct {
 	// once its vectors are in the cache, so a text missing from the cache
 	// under mu is either being embedded (joined) or embedded anew.
 	mu       sync.Mutex
-	inflight map[string]*flight // by content hash
+	inflight map[EmbeddingKey]*flight
 }
 
-// flight is one text being embedded; done closes when vec or err is set.
+// flight is one text being embedded for one owner; done closes when vec or
+// err is set.
 type flight struct {
-	text, hash string
-	done       chan struct{}
-	vec        []float32
-	err        error
+	text string
+	key  EmbeddingKey
+	done chan struct{}
+	vec  []float32
+	err  error
 }
 
 // NewCached returns inner behind cache.
 func NewCached(inner Embedder, cache EmbeddingCache) *Cached {
-	return &Cached{inner: inner, cache: cache, inflight: map[string]*flight{}}
+	return &Cached{inner: inner, cache: cache, inflight: map[EmbeddingKey]*flight{}}
 }
 
 // Model returns the inner embedder's model.
@@ -90,24 +107,36 @@ func (c *Cached) Model() string { return c.inner.Model() }
 // Dims returns the inner embedder's dimension.
 func (c *Cached) Dims() int { return c.inner.Dims() }
 
-// Embed returns one vector per text, from the cache where it has them (a
-// value of another length than the model's is a miss); the rest are
-// embedded — each distinct text once, joining a call already embedding it
-// — and written back. It waits until ctx ends or, when by is not zero,
-// until by passes (then ErrEmbeddingLate). A call it starts passes by on
-// to the inner embedder.
+// Embed embeds texts on nobody's behalf (`gateway reindex`, benchmarks):
+// as EmbedOwned with an empty tenant and user, whose cached vectors no
+// owner's call finds.
 func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
+	owned := make([]Owned, len(texts))
+	for i, t := range texts {
+		owned[i].Text = t
+	}
+	return c.EmbedOwned(ctx, owned, by)
+}
+
+// EmbedOwned returns one vector per text, from the cache where it has the
+// text's owner's (a value of another length than the model's is a miss);
+// the rest are embedded — each distinct text of an owner once, joining a
+// call already embedding it for that owner — and written back under their
+// owner. It waits until ctx ends or, when by is not zero, until by passes
+// (then ErrEmbeddingLate). A call it starts passes by on to the inner
+// embedder.
+func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([][]float32, error) {
 	model, dims := c.inner.Model(), c.inner.Dims()
 	out, waits := make([][]float32, len(texts)), make([]*flight, len(texts))
 	var mine []*flight
 	c.mu.Lock()
 	for i, t := range texts {
-		h := ContentHash(model, t)
-		if v, ok := c.cache.Get(EmbeddingKey{model, dims, h}); ok && len(v) == dims {
+		k := EmbeddingKey{Model: model, Dims: dims, Tenant: t.Tenant, User: t.User, Hash: ContentHash(model, t.Text)}
+		if v, ok := c.cache.Get(k); ok && len(v) == dims {
 			out[i] = slices.Clone(v)
-		} else if waits[i] = c.inflight[h]; waits[i] == nil {
-			waits[i] = &flight{text: t, hash: h, done: make(chan struct{})}
-			c.inflight[h], mine = waits[i], append(mine, waits[i])
+		} else if waits[i] = c.inflight[k]; waits[i] == nil {
+			waits[i] = &flight{text: t.Text, key: k, done: make(chan struct{})}
+			c.inflight[k], mine = waits[i], append(mine, waits[i])
 		}
 	}
 	c.mu.Unlock()
@@ -148,7 +177,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 // publishes the result, and writes the vectors of the model's dimension to
 // the cache.
 func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
-	model, dims := c.inner.Model(), c.inner.Dims()
+	dims := c.inner.Dims()
 	texts := make([]string, len(fs))
 	for j, f := range fs {
 		texts[j] = f.text
@@ -166,12 +195,12 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	// are in the cache, so no request in between embeds them again.
 	for _, f := range fs {
 		if err == nil && len(f.vec) == dims {
-			c.cache.Put(EmbeddingKey{model, dims, f.hash}, slices.Clone(f.vec))
+			c.cache.Put(f.key, slices.Clone(f.vec))
 		}
 	}
 	c.mu.Lock()
 	for _, f := range fs {
-		delete(c.inflight, f.hash)
+		delete(c.inflight, f.key)
 	}
 	c.mu.Unlock()
 }

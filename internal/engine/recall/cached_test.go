@@ -60,8 +60,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// has reports whether c holds text's vector embedded on nobody's behalf.
 func (c *memCache) has(model string, dims int, text string) bool {
-	_, ok := c.Get(EmbeddingKey{model, dims, ContentHash(model, text)})
+	_, ok := c.Get(EmbeddingKey{Model: model, Dims: dims, Hash: ContentHash(model, text)})
 	return ok
 }
 
@@ -228,7 +229,7 @@ func TestCachedKeepsOnlyVectorsOfTheModelsDimension(t *testing.T) {
 	local := NewLocal(8)
 	t.Run("a short cached value is a miss", func(t *testing.T) {
 		cache := &memCache{}
-		cache.Put(EmbeddingKey{local.Model(), 8, ContentHash(local.Model(), "hi there")}, []float32{1, 2, 3})
+		cache.Put(EmbeddingKey{Model: local.Model(), Dims: 8, Hash: ContentHash(local.Model(), "hi there")}, []float32{1, 2, 3})
 		got, err := NewCached(local, cache).Embed(ctx, []string{"hi there"}, time.Time{})
 		if err != nil || len(got) != 1 || len(got[0]) != 8 {
 			t.Fatalf("Embed = %v, %v; want the embedder's 8-dimensional vector", got, err)

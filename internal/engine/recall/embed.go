@@ -28,6 +28,50 @@ type Embedder interface {
 	Dims() int
 }
 
+// OwnedEmbedder is an Embedder that also embeds texts on their owners'
+// behalf, keeping what it shares between calls (a cache, a call in flight)
+// to each owner: Cached. The Searcher, Recaller, Indexer and Reindex embed
+// through it, so that what one owner embedded never makes another's call
+// faster.
+type OwnedEmbedder interface {
+	Embedder
+	// EmbedOwned is Embed of the texts, each on its owner's behalf.
+	EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([][]float32, error)
+}
+
+// owning returns emb as an OwnedEmbedder: itself when it is one (Cached),
+// else emb embedding the texts alone — an embedder that keeps nothing
+// between calls (the provider's, the local one, a test's) has nothing to
+// keep apart.
+func owning(emb Embedder) OwnedEmbedder {
+	if o, ok := emb.(OwnedEmbedder); ok {
+		return o
+	}
+	return unowned{emb}
+}
+
+// unowned is an Embedder that keeps nothing between calls, as an
+// OwnedEmbedder.
+type unowned struct{ Embedder }
+
+// EmbedOwned embeds the texts, whoever owns them.
+func (u unowned) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([][]float32, error) {
+	plain := make([]string, len(texts))
+	for i, t := range texts {
+		plain[i] = t.Text
+	}
+	return u.Embed(ctx, plain, by)
+}
+
+// ownedBy returns texts, each owned by tenant's user.
+func ownedBy(tenant, user string, texts ...string) []Owned {
+	out := make([]Owned, len(texts))
+	for i, t := range texts {
+		out[i] = Owned{Tenant: tenant, User: user, Text: t}
+	}
+	return out
+}
+
 // EmbeddingsClient is the one call the OpenAI embedder makes (go-openai's
 // *openai.Client implements it).
 type EmbeddingsClient interface {

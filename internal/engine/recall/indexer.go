@@ -37,7 +37,7 @@ type IndexStore interface {
 // user's freshly stated facts become embedded memory items.
 type Indexer struct {
 	store  IndexStore
-	emb    Embedder
+	emb    OwnedEmbedder
 	logger *slog.Logger
 	// summaries remembers the summary versions this process indexed, so an
 	// unchanged summary is not embedded and written again for every exchange.
@@ -55,7 +55,7 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Indexer{store: store, emb: emb, logger: logger, summaries: seen.Set{Max: 4096}}
+	return &Indexer{store: store, emb: owning(emb), logger: logger, summaries: seen.Set{Max: 4096}}
 }
 
 // AfterSave indexes what storing ex added (it implements record.Hook through AfterSaveBatch):
@@ -269,11 +269,11 @@ const unembeddedWriteTimeout = 5 * time.Second
 func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 	for start := 0; start < len(items); start += indexChunk {
 		chunk := items[start:min(len(items), start+indexChunk)]
-		texts := make([]string, len(chunk))
+		texts := make([]Owned, len(chunk))
 		for i, it := range chunk {
-			texts[i] = it.Text
+			texts[i] = Owned{Tenant: it.Tenant, User: it.User, Text: it.Text}
 		}
-		vecs, err := ix.emb.Embed(ctx, texts, time.Time{})
+		vecs, err := ix.emb.EmbedOwned(ctx, texts, time.Time{})
 		if err != nil {
 			err = fmt.Errorf("embed %d items: %w", len(chunk), err)
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unembeddedWriteTimeout)

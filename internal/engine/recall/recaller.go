@@ -71,7 +71,7 @@ type Recaller struct {
 	facts   FactReader
 	context ContextReader // opts.Around: nil when the store keeps no conversations
 	search  *Searcher
-	emb     Embedder
+	emb     OwnedEmbedder
 	opts    RecallOptions
 }
 
@@ -86,7 +86,7 @@ func NewRecaller(facts FactReader, search *Searcher, emb Embedder, opts RecallOp
 	if opts.ContextTurns == 0 {
 		opts.ContextTurns = 1
 	}
-	return &Recaller{facts: facts, context: opts.Around, search: search, emb: emb, opts: opts}
+	return &Recaller{facts: facts, context: opts.Around, search: search, emb: owning(emb), opts: opts}
 }
 
 // Recall returns what q's user said before that bears on q.Text.
@@ -143,7 +143,7 @@ func (r *Recaller) Recall(ctx context.Context, q memory.RecallQuery) (memory.Rec
 			factsErr = fmt.Errorf("recall facts: %w", err)
 			return
 		}
-		out.Facts, factsLate, factsErr = r.rankFacts(ctx, facts, r.search.factQuery(ctx, q.Revisions, q.Tenant, q.User, q.Text), now, q.EmbedBy)
+		out.Facts, factsLate, factsErr = r.rankFacts(ctx, q.Tenant, q.User, facts, r.search.factQuery(ctx, q.Revisions, q.Tenant, q.User, q.Text), now, q.EmbedBy)
 	}()
 	var (
 		items      []memory.Item
@@ -220,9 +220,9 @@ func FactText(f memory.Fact) string {
 }
 
 // rankFacts orders facts (see Recall) and caps them at FactsMax, waiting
-// for the embeddings until by at most (when not zero): past it (late) the
-// facts rank without relevance to the query.
-func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query string, now, by time.Time) (_ []memory.Fact, late bool, _ error) {
+// for the embeddings, on tenant's user's behalf, until by at most (when
+// not zero): past it (late) the facts rank without relevance to the query.
+func (r *Recaller) rankFacts(ctx context.Context, tenant, user string, facts []memory.Fact, query string, now, by time.Time) (_ []memory.Fact, late bool, _ error) {
 	if r.opts.FactsMax <= 0 || len(facts) == 0 {
 		return nil, false, nil
 	}
@@ -233,7 +233,7 @@ func (r *Recaller) rankFacts(ctx context.Context, facts []memory.Fact, query str
 		for _, f := range facts {
 			texts = append(texts, FactText(f))
 		}
-		vecs, err := r.emb.Embed(ctx, texts, by)
+		vecs, err := r.emb.EmbedOwned(ctx, ownedBy(tenant, user, texts...), by)
 		late = isLate(err)
 		if err != nil && !late {
 			return nil, false, fmt.Errorf("embed facts: %w", err)

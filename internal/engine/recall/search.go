@@ -85,7 +85,7 @@ type SearchOptions struct {
 type Searcher struct {
 	store ItemSearcher
 	stats TermStats // opts.Stats: nil when the store keeps none
-	emb   Embedder
+	emb   OwnedEmbedder
 	opts  SearchOptions
 	// scratch holds *searchScratch: the working space of searches, reused.
 	scratch sync.Pool
@@ -98,7 +98,7 @@ func NewSearcher(store ItemSearcher, emb Embedder, opts SearchOptions) *Searcher
 	if opts.TopK <= 0 {
 		opts.TopK = 5
 	}
-	return &Searcher{store: store, stats: opts.Stats, emb: emb, opts: opts}
+	return &Searcher{store: store, stats: opts.Stats, emb: owning(emb), opts: opts}
 }
 
 // SearchQuery is one hybrid search.
@@ -200,7 +200,7 @@ func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, 
 		return nil, false, err
 	}
 	ectx, span := telemetry.Start(ctx, "memory.embed")
-	vecs, err := s.emb.Embed(ectx, []string{vecText}, q.EmbedBy)
+	vecs, err := s.emb.EmbedOwned(ectx, ownedBy(q.Tenant, q.User, vecText), q.EmbedBy)
 	telemetry.End(span, err)
 	// A query embedding that comes too late leaves the full-text ranking
 	// alone.
@@ -260,7 +260,7 @@ func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, 
 		out = append(out, c)
 	}
 	sortCands(out)
-	items, late, err := s.dedup(ctx, scr, out, topK, q.EmbedBy)
+	items, late, err := s.dedup(ctx, scr, q, out, topK)
 	return items, lexical || late, err
 }
 
@@ -595,10 +595,10 @@ func RecencyWeight(age, halfLife time.Duration) float64 {
 // dedup keeps, walking cands best first, those whose normalised text
 // differs from every kept one and whose vector is within dupCosine of
 // none, until topK are kept. The best maxResultEmbeds candidates without
-// a vector (text-only hits) are embedded here, waiting until by at most
-// (when not zero): past it (late) they are deduplicated by text alone, as
-// the others without a vector always are.
-func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, topK int, by time.Time) (_ []memory.Item, late bool, _ error) {
+// a vector (text-only hits) are embedded here on q's user's behalf,
+// waiting until q.EmbedBy at most (when not zero): past it (late) they are
+// deduplicated by text alone, as the others without a vector always are.
+func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, q SearchQuery, cands []cand, topK int) (_ []memory.Item, late bool, _ error) {
 	var missing []string
 	var at []int
 	for i, c := range cands {
@@ -612,7 +612,7 @@ func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, cands []cand, 
 		}
 	}
 	if len(missing) > 0 {
-		vecs, err := s.emb.Embed(ctx, missing, by)
+		vecs, err := s.emb.EmbedOwned(ctx, ownedBy(q.Tenant, q.User, missing...), q.EmbedBy)
 		if isLate(err) {
 			for _, c := range cands {
 				c.it.Embedding = nil // dedup by text alone
