@@ -28,8 +28,13 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", []string{id.Tenant}, []string{id.User}); err != nil {
 			return fmt.Errorf("lock statistics: %w", unavailable(err))
 		}
-		// Messages, summaries and candidates go with the conversation (ON
-		// DELETE CASCADE).
+		// The messages first, counted once (deleteUncounted); summaries
+		// and candidates go with the conversation (ON DELETE CASCADE).
+		where := `tenant = $1 AND user_id = $2 AND conversation = $3`
+		messages, err := deleteUncounted(ctx, tx, "messages", where, id.Tenant, id.User, id.Conversation)
+		if err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx,
 			`DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
 			id.Tenant, id.User, id.Conversation)
@@ -44,14 +49,14 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := forgetConversationFacts(ctx, tx, id); err != nil {
 			return err
 		}
-		for _, table := range []string{"memory_items", "dead_letters"} {
-			if _, err := tx.Exec(ctx,
-				`DELETE FROM `+table+` WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
-				id.Tenant, id.User, id.Conversation); err != nil {
-				return fmt.Errorf("delete %s: %w", table, unavailable(err))
-			}
+		items, err := deleteUncounted(ctx, tx, "memory_items", where, id.Tenant, id.User, id.Conversation)
+		if err != nil {
+			return err
 		}
-		return nil
+		if _, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE `+where, id.Tenant, id.User, id.Conversation); err != nil {
+			return fmt.Errorf("delete dead_letters: %w", unavailable(err))
+		}
+		return countDeleted(ctx, tx, id.Tenant, id.User, items, messages)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete conversation %s: %w", id.Conversation, err)
@@ -70,9 +75,19 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
-		for _, table := range []string{"memory_items", "fact_sources", "facts", "conversations", "dead_letters"} {
-			if _, err := tx.Exec(ctx,
-				"DELETE FROM "+table+" WHERE tenant = $1 AND user_id = $2", tenant, user); err != nil {
+		// Items and messages are counted once (deleteUncounted); the
+		// rest of the conversations' rows go with them (ON DELETE CASCADE).
+		where := "tenant = $1 AND user_id = $2"
+		items, err := deleteUncounted(ctx, tx, "memory_items", where, tenant, user)
+		if err != nil {
+			return err
+		}
+		messages, err := deleteUncounted(ctx, tx, "messages", where, tenant, user)
+		if err != nil {
+			return err
+		}
+		for _, table := range []string{"fact_sources", "facts", "conversations", "dead_letters"} {
+			if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE "+where, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))
 			}
 		}
@@ -82,7 +97,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 			tenant, user, now); err != nil {
 			return fmt.Errorf("record erasure: %w", unavailable(err))
 		}
-		return nil
+		return countDeleted(ctx, tx, tenant, user, items, messages)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete user: %w", err)

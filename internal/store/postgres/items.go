@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,7 +49,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		}
 	}
 	now := time.Now()
-	// An item's arguments (insertItemSQL's and upsertItemSQL's).
+	// An item's arguments (upsertItemSQL's).
 	args := func(it memory.Item) []any {
 		var dimsArg, modelArg any
 		if len(it.Embedding) > 0 {
@@ -91,24 +90,9 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		// a supersession committed meanwhile deleted no row of this
 		// transaction's; the rows inserted for a message found superseded
 		// once the lock is held are deleted again below.
-		inserted := make([]int64, len(items)) // id of the row each item inserted (0: none)
-		b := &pgx.Batch{}
-		for i, it := range items {
-			if checks.Refused(it) {
-				continue
-			}
-			b.Queue(insertItemSQL, args(it)...).QueryRow(func(row pgx.Row) error {
-				err := row.Scan(&inserted[i])
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil // it exists: updated under the lock below
-				}
-				return err
-			})
-		}
-		if b.Len() > 0 {
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return unavailable(err)
-			}
+		inserted, err := insertNewItems(ctx, tx, items, checks, now)
+		if err != nil {
+			return err
 		}
 		if checks.Superseded, err = supersededSources(ctx, tx, contract.SupersededChecks(items)); err != nil {
 			return err
@@ -117,7 +101,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 			return err
 		}
 		var undo []int64
-		b = &pgx.Batch{}
+		b := &pgx.Batch{}
 		for i, it := range items {
 			placed, ok := checks.Place(it)
 			switch {
@@ -268,18 +252,9 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
-// insertItemSQL inserts an item that is not stored yet and returns its id;
-// it returns no row for one that is (AddItems then updates it with
-// upsertItemSQL). The arguments are upsertItemSQL's.
-const insertItemSQL = `
-			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
-			                          embedding, dims, model, created_at, said_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (tenant, user_id, kind, source, chunk) DO NOTHING
-			RETURNING id`
-
 // upsertItemSQL stores an item, updating the stored one in place only when
-// its text, time said, conversation or vector changed (see AddItems).
+// its text, time said, conversation or vector changed (see AddItems). Its
+// arguments are the item's columns in insertNewItems' order.
 const upsertItemSQL = `
 			INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
 			                          embedding, dims, model, created_at, said_at)
@@ -299,3 +274,66 @@ const upsertItemSQL = `
 				OR EXCLUDED.conversation IS NOT NULL AND memory_items.conversation IS DISTINCT FROM EXCLUDED.conversation
 				OR EXCLUDED.embedding IS NOT NULL AND (memory_items.embedding IS DISTINCT FROM EXCLUDED.embedding
 					OR memory_items.model IS DISTINCT FROM EXCLUDED.model OR memory_items.dims IS DISTINCT FROM EXCLUDED.dims)`
+
+// insertNewItems inserts, in one statement, those of items checks does not
+// refuse that are not stored yet, in the order given, and returns the id
+// of the row each inserted (0: none; an item stored already, or a later
+// one of the same source and chunk, is left to upsertItemSQL). One
+// statement, not one per item: the BM25 statistics move once for the lot
+// (migration 0003's statement trigger).
+func insertNewItems(ctx context.Context, tx pgx.Tx, items []memory.Item, checks contract.ItemChecks, now time.Time) ([]int64, error) {
+	type key struct {
+		tenant, user, kind, source string
+		chunk                      int32
+	}
+	var (
+		t, u, k, src, text []string
+		conv, model        []*string
+		chunk              []int32
+		dims               []*int32
+		vecs               []*pgvector.Vector
+		at                 []time.Time
+		said               []*time.Time
+		first              = map[key]int{} // index in items of the first item of each key
+	)
+	for i, it := range items {
+		if checks.Refused(it) {
+			continue
+		}
+		kk := key{it.Tenant, it.User, it.Kind, it.Ref, int32(it.Chunk)}
+		if _, ok := first[kk]; ok {
+			continue
+		}
+		first[kk] = i
+		var d *int32
+		var m *string
+		if len(it.Embedding) > 0 {
+			n := int32(len(it.Embedding))
+			d, m = &n, &it.Model
+		}
+		created, saidAt := contract.ItemTimes(it, now)
+		t, u, conv, k, src = append(t, it.Tenant), append(u, it.User), append(conv, nullString(it.Conversation)), append(k, it.Kind), append(src, it.Ref)
+		chunk, text, vecs, dims, model = append(chunk, int32(it.Chunk)), append(text, it.Text), append(vecs, vectorArg(it.Embedding)), append(dims, d), append(model, m)
+		at, said = append(at, created), append(said, saidAt)
+	}
+	inserted := make([]int64, len(items))
+	if len(t) == 0 {
+		return inserted, nil
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO memory_items (tenant, user_id, conversation, kind, source, chunk, content,
+		                          embedding, dims, model, created_at, said_at)
+		SELECT t, u, c, k, s, n, b, e, d, m, a, w
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[],
+		            $8::vector[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[])
+			WITH ORDINALITY AS x(t, u, c, k, s, n, b, e, d, m, a, w, o)
+		ORDER BY o
+		ON CONFLICT (tenant, user_id, kind, source, chunk) DO NOTHING
+		RETURNING tenant, user_id, kind, source, chunk, id`,
+		t, u, conv, k, src, chunk, text, vecs, dims, model, at, said)
+	var kk key
+	var id int64
+	err = eachRow(rows, err, "insert items", []any{&kk.tenant, &kk.user, &kk.kind, &kk.source, &kk.chunk, &id},
+		func() { inserted[first[kk]] = id })
+	return inserted, err
+}

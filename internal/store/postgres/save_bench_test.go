@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
 
 // BenchmarkSave measures the write path: one new-message-only exchange
@@ -64,4 +65,10 @@ func BenchmarkSave(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLongHistory measures the first capture and the indexing of a
+// 45,000-message request (storetest.BenchLongHistory).
+func BenchmarkLongHistory(b *testing.B) {
+	storetest.BenchLongHistory(b, mustOpen(b), 45_000, fmt.Sprint("long-", time.Now().UnixNano()))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -273,6 +274,10 @@ type batchWriter struct {
 	ct, cu, cc []string
 	cseq       []int64
 	cat        []time.Time
+	// added counts the messages queued for each user: the batch moves
+	// their messages_added itself (migration 0024), once they are all
+	// queued.
+	added map[contract.User]int64
 }
 
 func (w *batchWriter) message(m memory.Message) {
@@ -286,10 +291,19 @@ func (w *batchWriter) message(m memory.Message) {
 	w.raw, w.tokens, w.created = append(w.raw, raw), append(w.tokens, int32(m.Tokens)), append(w.created, m.CreatedAt)
 }
 
-// flush queues the pending messages' insert.
+// flush queues the pending messages' insert. Their users' messages_added
+// is moved by send (countAdded), not by messages_rev_insert for each row:
+// the first insert is preceded by the setting that tells the trigger so.
 func (w *batchWriter) flush() {
 	if len(w.t) == 0 {
 		return
+	}
+	if w.added == nil {
+		w.added = map[contract.User]int64{}
+		w.p.Queue(`SELECT set_config('memgate.messages_counted', 'on', true)`)
+	}
+	for i := range w.t {
+		w.added[contract.User{Tenant: w.t[i], User: w.u[i]}]++
 	}
 	w.p.Queue(`INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
 		SELECT t, u, c, s, k, r, b, j::json, n, a
@@ -320,7 +334,8 @@ func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Ti
 // send queues the rest and COMMIT, sends the pipeline and returns the
 // users' Revisions.Tail as the batch leaves them. The counters move in
 // deferred triggers, fired here just before the commit (SET CONSTRAINTS
-// ALL IMMEDIATE) in the order the commit would: the users' rows of
+// ALL IMMEDIATE) in the order the commit would, right after the batch's
+// own move of messages_added (countAdded): the users' rows of
 // memory_item_revisions are locked from then on, so no other writer moves
 // a count between that read and the commit.
 func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []string) (map[contract.User]int64, error) {
@@ -330,6 +345,7 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
 	}
+	w.countAdded()
 	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")
 	tails := map[contract.User]int64{}
 	w.p.Queue(`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
@@ -343,6 +359,28 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 		return nil, fmt.Errorf("write messages: %w", unavailable(err))
 	}
 	return tails, nil
+}
+
+// countAdded queues the move of each user's messages_added by the
+// messages the batch inserted for them (see flush), one row per user in
+// key order, just before the deferred triggers fire (see send): the
+// users' rows are locked from then on, as the triggers would lock them,
+// and in one order for every batch.
+func (w *batchWriter) countAdded() {
+	if len(w.added) == 0 {
+		return
+	}
+	users := slices.SortedFunc(maps.Keys(w.added), func(a, b contract.User) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User))
+	})
+	var ts, us []string
+	var ns []int64
+	for _, u := range users {
+		ts, us, ns = append(ts, u.Tenant), append(us, u.User), append(ns, w.added[u])
+	}
+	w.p.Queue(`INSERT INTO memory_item_revisions AS r (tenant, user_id, messages_added)
+		SELECT t, u, n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS x(t, u, n, o) ORDER BY o
+		ON CONFLICT (tenant, user_id) DO UPDATE SET messages_added = r.messages_added + EXCLUDED.messages_added`, ts, us, ns)
 }
 
 // eachRow calls fn for each row of rows, the result of a query that failed

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
 
 // BenchmarkSaveExchange measures storing one new-message-only exchange into
@@ -74,4 +75,11 @@ func BenchmarkRecentAfterSave(b *testing.B) {
 			b.Fatalf("Recent = %d, %v", len(msgs), err)
 		}
 	}
+}
+
+// BenchmarkLongHistory measures the first capture and the indexing of a
+// 45,000-message request (storetest.BenchLongHistory).
+func BenchmarkLongHistory(b *testing.B) {
+	s, _ := mustTempStore(b)
+	storetest.BenchLongHistory(b, s, 45_000, "u")
 }

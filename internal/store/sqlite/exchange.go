@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -62,8 +63,9 @@ const (
 	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
 		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
 		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
-	sqlInsertMessage = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlInsertMessage inserts one message; sqlInsertMessages (var) inserts
+	// messageRows of them.
+	sqlInsertMessage  = insertMessageInto + messageRow
 	sqlRecordExchange = `INSERT INTO exchanges
 		(tenant, user_id, conversation, id, model, prompt_tokens, completion_tokens, at, stored_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -71,9 +73,24 @@ const (
 		WHERE tenant = ? AND user_id = ? AND id = ?`
 )
 
+const (
+	insertMessageInto = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at) VALUES `
+	messageRow        = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// messageRows is how many messages one statement of a save inserts: a
+// history resent whole (tens of thousands of messages) is written in
+// statements of this many rows, each parsed once and journaled once,
+// instead of one statement per message (about 60 µs each, most of it
+// SQLite saving the pages each statement touches for its own rollback).
+const messageRows = 64
+
+// sqlInsertMessages inserts messageRows messages.
+var sqlInsertMessages = insertMessageInto + strings.Repeat(messageRow+", ", messageRows-1) + messageRow
+
 // hotWrites are the write statements a Store prepares when it opens.
 var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
-	sqlRecordExchange, sqlCountMessages}
+	sqlInsertMessages, sqlRecordExchange, sqlCountMessages, sqlInsertItem, sqlInsertItems}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction:
 // it reads what contract.PlanSave needs and writes what it plans. When it
@@ -132,16 +149,8 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 			return res, fmt.Errorf("supersede branch: %w", err)
 		}
 	}
-	for i, m := range res.Stored {
-		raw, err := contract.MessageJSON(m)
-		if err != nil {
-			return res, err
-		}
-		if _, err := tx.ExecContext(ctx, sqlInsertMessage, m.Tenant, m.User, m.Conversation, m.Seq,
-			m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt)); err != nil {
-			return res, fmt.Errorf("insert message %d: %w", i, err)
-		}
-		res.Stored[i].Raw, res.Stored[i].CreatedAt = []byte(raw), fromNanos(nanos(m.CreatedAt))
+	if err := insertMessages(ctx, tx, res.Stored); err != nil {
+		return res, err
 	}
 	var prompt, completion int
 	if ex.Usage != nil {
@@ -157,6 +166,33 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	}
 	res.TailBefore, res.TailKnown = before, res.Superseded == 0
 	return res, nil
+}
+
+// insertMessages inserts msgs, in order, messageRows at a time (the rest
+// one by one), and sets each one's Raw and CreatedAt as stored.
+func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) error {
+	args := make([]any, 0, 10*min(len(msgs), messageRows))
+	for start := 0; start < len(msgs); {
+		n, query := messageRows, sqlInsertMessages
+		if len(msgs)-start < messageRows {
+			n, query = 1, sqlInsertMessage
+		}
+		args = args[:0]
+		for i := start; i < start+n; i++ {
+			m := &msgs[i]
+			raw, err := contract.MessageJSON(*m)
+			if err != nil {
+				return err
+			}
+			args = append(args, m.Tenant, m.User, m.Conversation, m.Seq, m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt))
+			m.Raw, m.CreatedAt = []byte(raw), fromNanos(nanos(m.CreatedAt))
+		}
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return fmt.Errorf("insert messages %d to %d: %w", start, start+n-1, err)
+		}
+		start += n
+	}
+	return nil
 }
 
 // erasedAt returns when the user was last erased, or the zero time when

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -51,40 +51,64 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 // writes: a few milliseconds of the writer.
 const backgroundItems = 16
 
+// The statements that store items: sqlInsertItem one, sqlInsertItems
+// (var) itemRows of them.
+const (
+	insertItemInto = `INSERT INTO memory_items (tenant, user_id, conversation, kind,
+				source, chunk, text, embedding, model, dims, created_at, said_at) VALUES `
+	itemRow    = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	itemUpsert = `
+			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
+				conversation = excluded.conversation, text = excluded.text, embedding = excluded.embedding,
+				model = excluded.model, dims = excluded.dims,
+				said_at = COALESCE(excluded.said_at, memory_items.said_at)`
+	sqlInsertItem = insertItemInto + itemRow + itemUpsert
+)
+
+// itemRows is how many items one statement of AddItems stores (a
+// background transaction's backgroundItems in one).
+const itemRows = backgroundItems
+
+// sqlInsertItems stores itemRows items.
+var sqlInsertItems = insertItemInto + strings.Repeat(itemRow+", ", itemRows-1) + itemRow + itemUpsert
+
 // addItems is AddItems' write transaction, a background one when
 // background is set.
 func (s *Store) addItems(ctx context.Context, items []memory.Item, background bool) error {
 	now := time.Now()
-	err := s.inWriteAs(ctx, background, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO memory_items (tenant, user_id, conversation, kind,
-				source, chunk, text, embedding, model, dims, created_at, said_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (tenant, user_id, kind, source, chunk) DO UPDATE SET
-				conversation = excluded.conversation, text = excluded.text, embedding = excluded.embedding,
-				model = excluded.model, dims = excluded.dims,
-				said_at = COALESCE(excluded.said_at, memory_items.said_at)`)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		defer stmt.Close()
+	err := s.inWriteAs(ctx, background, func(sqlTx *sql.Tx) error {
+		tx := writeTx{sqlTx, s.writes}
 		checks, err := itemChecks(ctx, tx, items)
 		if err != nil {
 			return err
 		}
+		placed := make([]memory.Item, 0, len(items))
 		for _, it := range items {
-			it, ok := checks.Place(it)
-			if !ok {
-				continue
+			if it, ok := checks.Place(it); ok {
+				placed = append(placed, it)
 			}
-			created, said := contract.ItemTimes(it, now)
-			model, dims := it.Model, len(it.Embedding)
-			if it.Embedding == nil {
-				model = ""
+		}
+		args := make([]any, 0, 12*min(len(placed), itemRows))
+		for start := 0; start < len(placed); {
+			n, query := itemRows, sqlInsertItems
+			if len(placed)-start < itemRows {
+				n, query = 1, sqlInsertItem
 			}
-			if _, err := stmt.ExecContext(ctx, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
-				it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), nullTime(said)); err != nil {
-				return fmt.Errorf("upsert item %s/%s/%d: %w", it.Kind, it.Ref, it.Chunk, err)
+			args = args[:0]
+			for _, it := range placed[start : start+n] {
+				created, said := contract.ItemTimes(it, now)
+				model, dims := it.Model, len(it.Embedding)
+				if it.Embedding == nil {
+					model = ""
+				}
+				args = append(args, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
+					it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), nullTime(said))
 			}
+			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+				it := placed[start]
+				return fmt.Errorf("upsert %d items from %s/%s/%d: %w", n, it.Kind, it.Ref, it.Chunk, err)
+			}
+			start += n
 		}
 		return nil
 	})
@@ -179,54 +203,4 @@ func decodeVector(b []byte) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
-}
-
-// itemChecks reads, in AddItems' transaction, what contract.ItemChecks
-// needs to place items.
-func itemChecks(ctx context.Context, tx *sql.Tx, items []memory.Item) (contract.ItemChecks, error) {
-	c := contract.ItemChecks{Erased: map[contract.User]bool{}, Deleted: map[memory.Identity]bool{},
-		Superseded: map[contract.Source]bool{}, Moved: map[contract.Source]string{}}
-	users, guards := contract.ItemGuards(items)
-	for _, u := range users {
-		gone, err := refused(ctx, tx, u.Tenant, u.User, guards[u])
-		if err != nil {
-			return c, err
-		}
-		c.Erased[u] = gone
-	}
-	for _, id := range contract.GuardedConversations(items, guards) {
-		deleted, err := conversationDeleted(ctx, tx, id, guards[contract.User{Tenant: id.Tenant, User: id.User}])
-		if err != nil {
-			return c, err
-		}
-		c.Deleted[id] = deleted
-	}
-	for _, src := range contract.SupersededChecks(items) {
-		var gone bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ? AND superseded_at IS NOT NULL)`,
-			src.Tenant, src.User, src.Conversation, src.Key).Scan(&gone); err != nil {
-			return c, fmt.Errorf("check item source %s: %w", src.Key, err)
-		}
-		c.Superseded[src] = gone
-	}
-	for _, src := range contract.MovedChecks(items) {
-		// Only a message no longer in the default conversation is looked up
-		// further (by key alone: no index serves it).
-		var conv string
-		err := tx.QueryRowContext(ctx, `SELECT conversation FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?`,
-			src.Tenant, src.User, src.Conversation, src.Key).Scan(&conv)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = tx.QueryRowContext(ctx, `SELECT conversation FROM messages
-				WHERE tenant = ? AND user_id = ? AND key = ? AND superseded_at IS NULL LIMIT 1`,
-				src.Tenant, src.User, src.Key).Scan(&conv)
-			if err == nil {
-				c.Moved[src] = conv
-			}
-		}
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return c, fmt.Errorf("check item source %s: %w", src.Key, err)
-		}
-	}
-	return c, nil
 }

@@ -44,6 +44,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactTenantIsolation", testFactTenantIsolation},
 		{"FactItemsFollowTheirFact", testFactItemsFollowTheirFact},
 		{"AddItemsIdempotent", testAddItemsIdempotent},
+		{"AddItemsInBulk", testAddItemsInBulk},
 		{"SearchVectorRanksByCosine", testSearchVectorRanks},
 		{"SearchVectorScope", testSearchVectorScope},
 		{"SearchesReturnEmbeddings", testSearchesReturnEmbeddings},

@@ -32,6 +32,7 @@ func RunStore(t *testing.T, open func(t *testing.T) Store) {
 		{"DeleteConversation", testDeleteConversation},
 		{"DeleteUser", testDeleteUser},
 		{"RawRoundTrip", testRawRoundTrip},
+		{"LongHistoryStoredInOrder", testLongHistoryStoredInOrder},
 		{"ConcurrentSaves", testConcurrentSaves},
 		{"Ping", func(t *testing.T, s Store) {
 			if err := s.Ping(testCtx(t)); err != nil {
