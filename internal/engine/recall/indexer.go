@@ -62,7 +62,9 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //   - each user and assistant message stored for ex, as kind "message" items
 //     with Ref its message key (memory.Key(ex.ID, i)), chunked on sentence
 //     boundaries when long; tool results, tool-call-only turns and empty
-//     text are skipped;
+//     text are skipped; the chunks embedded are bounded per message
+//     (embeddedChunks) and per exchange (exchangeEmbedBytes, newest
+//     message first), the rest stored without a vector;
 //   - the conversation's latest summary, kind "summary", Ref
 //     "<conversation>:v<version>", unless this process indexed that version
 //     already or the extractive summariser wrote it (its lines are the
@@ -121,6 +123,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		if at.IsZero() {
 			at = now
 		}
+		cut := make([]cutMessage, 0, len(msgs))
 		for _, m := range msgs {
 			if (m.Role != "user" && m.Role != "assistant") || m.Failed() {
 				continue // a reply the upstream broke off is never recalled
@@ -136,9 +139,13 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
 			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
-			for i, c := range chunks {
-				it := ix.item(ex.Identity, KindMessage, m.Key, i, c, created)
-				if i >= embedded {
+			cut = append(cut, cutMessage{key: m.Key, at: created, chunks: chunks, embedded: embedded})
+		}
+		withinBudget(cut, exchangeEmbedBytes)
+		for _, m := range cut {
+			for i, c := range m.chunks {
+				it := ix.item(ex.Identity, KindMessage, m.key, i, c, m.at)
+				if i >= m.embedded {
 					textOnly = append(textOnly, it)
 					continue
 				}
@@ -251,6 +258,59 @@ func (ix *Indexer) item(id memory.Identity, kind, ref string, chunk int, text st
 // with the body. `gateway reindex` embeds them when an operator asks.
 const embeddedChunks = 16
 
+// exchangeEmbedBytes bounds what one exchange's messages have embedded:
+// the bytes of the chunks embedded, each counted with itemEmbedBytes more.
+// A first request that resends a long history (up to the 2 MiB body
+// limit: thousands of messages, each under the per-message bound) would
+// otherwise have every message embedded, minutes of the encoder's time
+// (about 90 ms of CPU a KB of English on the shared 2-core machine: 165
+// CPU-seconds for 4,000 messages, 1.8 MB), ahead of every other user's
+// indexing. 32 KiB is 2–4 CPU-seconds there, about issue 24's bound of 3
+// on what one request may cost, and holds four messages at the encoder's
+// per-message bound (embeddedRuns, about 8 KB each), so an ordinary
+// exchange (a question and a reply of a few KB, even a pasted page and
+// its answer) is embedded whole. It is spent newest message first (the
+// newest turns matter most to recall); the older messages are stored
+// text-only as a long message's tail is: full text finds them, and
+// `gateway reindex` embeds them.
+const exchangeEmbedBytes = 32 << 10
+
+// itemEmbedBytes is what exchangeEmbedBytes counts for each text embedded
+// besides its bytes: the encoder's cost of a one-word text (its pieces
+// marking the start and end, the pooling and projection: about 1.2 ms, as
+// much as 14 bytes of English), so a history of two-letter messages has
+// about 1,800 of them embedded, not 16,000.
+const itemEmbedBytes = 16
+
+// cutMessage is one message of an exchange cut for indexing: its key, when
+// it was said, its chunks in order and how many of the first are embedded.
+type cutMessage struct {
+	key      string
+	at       time.Time
+	chunks   []string
+	embedded int
+}
+
+// withinBudget lowers the embedded counts of msgs (an exchange's messages,
+// oldest first) so that the chunks left embedded cost at most budget
+// bytes (each its length plus itemEmbedBytes), spent newest message first
+// and, within a message, on its first chunks: from the first chunk that
+// does not fit, that message's later chunks and every older message's are
+// left text-only.
+func withinBudget(msgs []cutMessage, budget int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := &msgs[i]
+		for k, c := range m.chunks[:m.embedded] {
+			cost := len(c) + itemEmbedBytes
+			if cost > budget {
+				m.embedded, budget = k, 0
+				break
+			}
+			budget -= cost
+		}
+	}
+}
+
 // indexChunk is how many items one embedding call and one store write of
 // the Indexer hold: a round of many exchanges (an import, a backlog)
 // stores its items as it goes, so a round cut short keeps what it did.
@@ -297,8 +357,8 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 }
 
 // addTextOnly stores items without vectors, indexChunk at a time: the
-// chunks of a long message past embeddedChunks, and what add could not
-// embed.
+// chunks of a long message past embeddedChunks, those of an exchange past
+// exchangeEmbedBytes, and what add could not embed.
 func (ix *Indexer) addTextOnly(ctx context.Context, items []memory.Item) error {
 	for i := range items {
 		items[i].Embedding, items[i].Model, items[i].Dims = nil, "", 0
