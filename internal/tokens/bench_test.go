@@ -79,6 +79,6 @@ func BenchmarkRequestMessages(b *testing.B) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Messages("gpt-4o", msgs)
+		c.Owned("tenant", "user").Messages("gpt-4o", msgs)
 	}
 }
