@@ -89,7 +89,8 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (
 		ld.items = append(ld.items, it)
 	}
 	counter := mustCounter(tb)
-	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter}, Options{
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter,
+		Owned: func(tenant, user string) TokenCounter { return counter.Owned(tenant, user) }}, Options{
 		RecentMessages: nstored, MaxContextTokens: 8000, CompletionReserve: 1024,
 		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20, Now: func() time.Time { return day },
 	}, nil)
@@ -132,7 +133,7 @@ func BenchmarkAssemble(b *testing.B) {
 				i++
 				j, k := i%len(ld.items), (i*31+7)%len(ld.items)
 				ld.items[j], ld.items[k] = ld.items[k], ld.items[j]
-				if _, err := a.within(ctx).assemble(req, system, rest, false, ld); err != nil {
+				if _, err := a.within(ctx, req.Tenant, req.User).assemble(req, system, rest, false, ld); err != nil {
 					b.Fatal(err)
 				}
 			}
