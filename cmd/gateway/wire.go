@@ -245,7 +245,7 @@ func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *
 	return enrich.New(st, st, primary, enrich.NewExtractive(count), counter, enrich.Options{
 		RecentTokens: int(float64(budget) * max(0, 1-sh.Total())), HighWatermark: cp.HighWatermark, LowWatermark: cp.LowWatermark,
 		MaxMessages: cp.MaxMessages, KeepMessages: cp.KeepMessages, MaxSummaryTokens: maxSummary, FallbackAfter: cp.FallbackAfter,
-		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Model: cp.Model,
+		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Model: cp.Model, Owned: func(t, u string) enrich.TokenCounter { return counter.Owned(t, u) },
 	}, logger)
 }
 
