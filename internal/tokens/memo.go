@@ -24,19 +24,17 @@ const (
 // (cache.Cache, counted in the cache metrics as "tokens"). A count is a
 // pure function of the encoding and the text, so a remembered one is never
 // stale. Counts are kept by a 64-bit keyed hash of the text (a maphash
-// seed, random per process) with its length, kind, encoding and owner's
-// scope (Counter.Owned: a count is found again only by its owner's) (two
-// texts of one kind, encoding, length and scope colliding answer a wrong
-// count, never a text: about one chance in 10^10 over the memo's counts);
-// no text is kept, so nothing of a message — an erased user's included —
-// can be read back from it. It is safe for concurrent use.
+// seed, random per process) with its length, kind, encoding and scope (two
+// texts alike but for the hash colliding answer a wrong count, never a
+// text: about one chance in 10^10 over the memo's counts); no text is
+// kept, so nothing of a message — an erased user's included — can be read
+// back from it. It is safe for concurrent use.
 type memo struct {
 	seed   maphash.Seed
 	counts *cache.Cache[memoKey, int]
 }
 
-// memoKey names a text: its hash, length, kind and encoding, and the
-// scope of the owner it was counted for (0: none).
+// memoKey names a text: hash, length, kind, encoding and owner's scope.
 type memoKey struct {
 	hash, scope uint64
 	len         int
