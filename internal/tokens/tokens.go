@@ -66,7 +66,7 @@ type Counter struct {
 // for counts made for no owner (tools, benchmarks).
 func (c *Counter) Owned(tenant, user string) *Counter {
 	v := *c
-	v.scope = maphash.Comparable(c.memo.seed, [2]string{tenant, user}) | 1 // never 0, c's scope
+	v.scope = maphash.Comparable(c.memo.seed, [2]string{tenant, user}) | 1 // never 0, the owner-less scope
 	return &v
 }
 
