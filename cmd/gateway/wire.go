@@ -202,11 +202,11 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 // newAssembler builds the prompt assembler: budget, shares and template
 // from memory.*, facts cap from recall.*. rec nil: no recall.
 func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
-	// Claude models (on /v1/messages, or any API) are counted with the
-	// documented upper-bound estimate of internal/dialect/anthropic.
-	reads := st.reads
-	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st,
-		Counter: anthropic.NewCounter(counter, tokens.DefaultContextWindow)}
+	// Claude models (on /v1/messages, or any API) are counted with the documented upper-bound
+	// estimate of internal/dialect/anthropic; a request, through its owner's view of counter.
+	reads, unknown := st.reads, tokens.DefaultContextWindow
+	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st, Counter: anthropic.NewCounter(counter, unknown),
+		Owned: func(t, u string) prompt.TokenCounter { return anthropic.NewCounter(counter.Owned(t, u), unknown) }}
 	if cfg.Compaction.Enabled {
 		deps.Summaries = reads
 	}
@@ -245,7 +245,7 @@ func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *
 	return enrich.New(st, st, primary, enrich.NewExtractive(count), counter, enrich.Options{
 		RecentTokens: int(float64(budget) * max(0, 1-sh.Total())), HighWatermark: cp.HighWatermark, LowWatermark: cp.LowWatermark,
 		MaxMessages: cp.MaxMessages, KeepMessages: cp.KeepMessages, MaxSummaryTokens: maxSummary, FallbackAfter: cp.FallbackAfter,
-		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Model: cp.Model,
+		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Model: cp.Model, Owned: func(t, u string) enrich.TokenCounter { return counter.Owned(t, u) },
 	}, logger)
 }
 

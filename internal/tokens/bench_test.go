@@ -69,3 +69,16 @@ func BenchmarkMessagesParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRequestMessages counts a warm conversation as one request does:
+// through its owner's view of the counter (Counter.Owned), made once per
+// request.
+func BenchmarkRequestMessages(b *testing.B) {
+	c := mustCounter(b, nil)
+	msgs, size := benchConversation()
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Owned("tenant", "user").Messages("gpt-4o", msgs)
+	}
+}

@@ -11,7 +11,7 @@ const memoBytes = 16 << 20
 
 // memoCountBytes is what one count accounts for besides the cache's
 // overhead per entry: its key and its value.
-const memoCountBytes = 24
+const memoCountBytes = 32
 
 // Kinds of counted text, part of a memo key.
 const (
@@ -24,8 +24,8 @@ const (
 // (cache.Cache, counted in the cache metrics as "tokens"). A count is a
 // pure function of the encoding and the text, so a remembered one is never
 // stale. Counts are kept by a 64-bit keyed hash of the text (a maphash
-// seed, random per process) with its length, kind and encoding (two texts
-// of one kind, encoding and length colliding answer a wrong count, never a
+// seed, random per process) with its length, kind, encoding and scope (two
+// texts alike but for the hash colliding answer a wrong count, never a
 // text: about one chance in 10^10 over the memo's counts); no text is
 // kept, so nothing of a message — an erased user's included — can be read
 // back from it. It is safe for concurrent use.
@@ -34,12 +34,12 @@ type memo struct {
 	counts *cache.Cache[memoKey, int]
 }
 
-// memoKey names a text: its hash, length, kind and encoding.
+// memoKey names a text: hash, length, kind, encoding and owner's scope.
 type memoKey struct {
-	hash uint64
-	len  int
-	kind byte
-	enc  *encoding
+	hash, scope uint64
+	len         int
+	kind        byte
+	enc         *encoding
 }
 
 func newMemo() *memo {
@@ -47,13 +47,13 @@ func newMemo() *memo {
 		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}
 }
 
-// key returns the key of a text of kind under enc: s, or b when it is not
-// nil.
-func (m *memo) key(kind byte, enc *encoding, s string, b []byte) memoKey {
+// key returns the key of a text of kind under enc counted in scope: s, or
+// b when it is not nil.
+func (m *memo) key(scope uint64, kind byte, enc *encoding, s string, b []byte) memoKey {
 	if b != nil {
-		return memoKey{maphash.Bytes(m.seed, b), len(b), kind, enc}
+		return memoKey{maphash.Bytes(m.seed, b), scope, len(b), kind, enc}
 	}
-	return memoKey{maphash.String(m.seed, s), len(s), kind, enc}
+	return memoKey{maphash.String(m.seed, s), scope, len(s), kind, enc}
 }
 
 // count returns k's remembered count, or remembers and returns what

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // TestCounterRemembersLongTextsAndMessages: a long text or message counted
@@ -91,7 +93,7 @@ func TestMemoBounded(t *testing.T) {
 	limit := memoBytes / memoCountBytes
 	for i := range 3 * limit {
 		s := fmt.Sprint("text ", i)
-		if got := m.count(m.key(kindText, e, s, nil), func() int { return len(s) }); got != len(s) {
+		if got := m.count(m.key(0, kindText, e, s, nil), func() int { return len(s) }); got != len(s) {
 			t.Fatalf("text %d: %d, want %d", i, got, len(s))
 		}
 	}
@@ -103,7 +105,7 @@ func TestMemoBounded(t *testing.T) {
 		t.Fatalf("memo holds %d counts, want 1..%d", held, limit)
 	}
 	s := fmt.Sprint("text ", 3*limit-1)
-	if got := m.count(m.key(kindText, e, s, nil), func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
+	if got := m.count(m.key(0, kindText, e, s, nil), func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
 		t.Fatalf("newest text: %d, want %d", got, len(s))
 	}
 }
@@ -130,8 +132,8 @@ func TestSystemMessageIsRawMessage(t *testing.T) {
 }
 
 // TestMemoKeysSeparate: a text's key is the same each time, and differs
-// by kind, encoding, length and text, whether the text comes as a string
-// or as bytes.
+// by scope, kind, encoding, length and text, whether the text comes as a
+// string or as bytes.
 func TestMemoKeysSeparate(t *testing.T) {
 	c, err := New(nil)
 	if err != nil {
@@ -140,21 +142,23 @@ func TestMemoKeysSeparate(t *testing.T) {
 	m := c.memo
 	text := strings.Repeat("a line of text\n", 10)
 	seen := map[memoKey]string{}
-	for _, kind := range []byte{kindText, kindMessage, kindSegment} {
-		for _, enc := range []*encoding{c.o200k, c.cl100k, {name: "other"}} {
-			for _, s := range []string{text, text[:len(text)-1], "b" + text[1:]} {
-				k := m.key(kind, enc, s, nil)
-				if kb := m.key(kind, enc, "", []byte(s)); kb != k {
-					t.Errorf("%c %s: key of bytes %v, of the string %v", kind, enc.name, kb, k)
+	for _, view := range []*Counter{c, c.Owned("t", "u"), c.Owned("t", "v"), c.Owned("s", "u")} {
+		for _, kind := range []byte{kindText, kindMessage, kindSegment} {
+			for _, enc := range []*encoding{c.o200k, c.cl100k, {name: "other"}} {
+				for _, s := range []string{text, text[:len(text)-1], "b" + text[1:]} {
+					k := m.key(view.scope, kind, enc, s, nil)
+					if kb := m.key(view.scope, kind, enc, "", []byte(s)); kb != k {
+						t.Errorf("%c %s: key of bytes %v, of the string %v", kind, enc.name, kb, k)
+					}
+					if k2 := m.key(view.scope, kind, enc, s, nil); k2 != k {
+						t.Errorf("%c %s: key %v, then %v", kind, enc.name, k, k2)
+					}
+					name := fmt.Sprintf("%x %c %s %.20q", view.scope, kind, enc.name, s)
+					if other, ok := seen[k]; ok {
+						t.Errorf("%s has the key of %s", name, other)
+					}
+					seen[k] = name
 				}
-				if k2 := m.key(kind, enc, s, nil); k2 != k {
-					t.Errorf("%c %s: key %v, then %v", kind, enc.name, k, k2)
-				}
-				name := fmt.Sprintf("%c %s %.20q", kind, enc.name, s)
-				if other, ok := seen[k]; ok {
-					t.Errorf("%s has the key of %s", name, other)
-				}
-				seen[k] = name
 			}
 		}
 	}
@@ -179,5 +183,74 @@ func TestWorkCountsTokenizedBytes(t *testing.T) {
 	c.Text("gpt-4", text)
 	if other := c.Work(); other.Texts != 2 || other.Bytes != 2*int64(len(text)) {
 		t.Fatalf("the other encoding's count: %+v", other)
+	}
+}
+
+// TestOwnedCountsStayWithTheirOwner: a text one owner had counted is
+// counted anew for every other owner — another tenant, another user of the
+// same tenant, the owner-less counter — and answered from the memo only
+// for its owner, whole, as a message and line by line; so no request's
+// latency tells whether someone else's prompt held the same text. Views of
+// one owner share their counts, and every view counts right.
+func TestOwnedCountsStayWithTheirOwner(t *testing.T) {
+	var lines strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&lines, "- a line of the memory block that recurs, number %d\n", i)
+	}
+	long := strings.Repeat("a stored turn that comes back on every request ", 3)
+	raw := json.RawMessage(fmt.Sprintf(`{"role":"user","content":%q}`, long))
+	m := memory.Message{Role: "user", Content: long, Raw: raw}
+	for _, tc := range []struct {
+		name  string
+		count func(c *Counter) int
+	}{
+		{"text", func(c *Counter) int { return c.Text("gpt-4o", long) }},
+		{"raw message", func(c *Counter) int { return c.RawMessage("gpt-4o", raw) }},
+		{"message", func(c *Counter) int { return c.Message("gpt-4o", m) }},
+		{"system message", func(c *Counter) int { return c.SystemMessage("gpt-4o", long) }},
+		{"messages", func(c *Counter) int { return c.Messages("gpt-4o", []json.RawMessage{raw, raw}) }},
+		{"multi-line text", func(c *Counter) int { return c.Text("gpt-4", lines.String()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.count(c) // the owner-less count
+			// counted reports whether the count of view tokenized anything
+			// (the memo did not answer it all), and checks the count.
+			counted := func(view *Counter) bool {
+				before := c.Work()
+				if got := tc.count(view); got != want {
+					t.Errorf("%d tokens, want %d", got, want)
+				}
+				return c.Work() != before
+			}
+			a := c.Owned("acme", "alice")
+			if !counted(a) {
+				t.Fatal("alice's first count was answered from the owner-less counter's")
+			}
+			if counted(a) || counted(c.Owned("acme", "alice")) {
+				t.Error("alice's count again was not answered from the memo")
+			}
+			for _, other := range []struct{ tenant, user string }{
+				{"globex", "alice"}, {"acme", "bob"}, {"acmea", "lice"}, {"", "acmealice"},
+			} {
+				if !counted(c.Owned(other.tenant, other.user)) {
+					t.Errorf("%s/%s was answered from alice's count", other.tenant, other.user)
+				}
+			}
+			// Nor is the owner-less counter answered from an owner's counts.
+			c2, err := New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.count(c2.Owned("acme", "alice"))
+			before := c2.Work()
+			tc.count(c2)
+			if c2.Work() == before {
+				t.Error("the owner-less counter was answered from alice's count")
+			}
+		})
 	}
 }

@@ -39,7 +39,8 @@ func (c *segmentCache) whole(e *encoding, s string) int {
 }
 
 // count returns the number of tokens s encodes to under e: e.count(s),
-// summed over s's lines with the lines' counts remembered.
+// summed over s's lines with the lines' counts remembered in scope (see
+// Counter.Owned).
 //
 // The cuts are found by looking at bytes, not by running the pre-tokenizer
 // over the whole text (which cost as much as the counting it saved): a
@@ -49,7 +50,7 @@ func (c *segmentCache) whole(e *encoding, s string) int {
 // the run of newlines and slashes that may end a punctuation piece
 // (o200k's " ?[^\s\p{L}\p{N}]+[\r\n/]*"). TestSegmentCutsArePieceBoundaries
 // checks every cut against the pre-tokenizer.
-func (c *segmentCache) count(e *encoding, s string) int {
+func (c *segmentCache) count(scope uint64, e *encoding, s string) int {
 	if len(s) < segmentMinText || !utf8.ValidString(s) {
 		return c.whole(e, s)
 	}
@@ -64,7 +65,7 @@ func (c *segmentCache) count(e *encoding, s string) int {
 			break
 		}
 		if cutBefore(s[j]) {
-			n += c.segment(e, s, start, j)
+			n += c.segment(scope, e, s, start, j)
 			start = j
 		}
 		i = j
@@ -72,7 +73,7 @@ func (c *segmentCache) count(e *encoding, s string) int {
 	if start == 0 {
 		return c.whole(e, s) // one line: nothing to share with other texts
 	}
-	return n + c.segment(e, s, start, len(s))
+	return n + c.segment(scope, e, s, start, len(s))
 }
 
 // cutBefore reports whether a text may be cut after a newline followed by
@@ -82,9 +83,9 @@ func cutBefore(b byte) bool {
 }
 
 // segment returns the count of s[from:to], whose ends are piece
-// boundaries of s.
-func (c *segmentCache) segment(e *encoding, s string, from, to int) int {
-	return c.memo.count(c.memo.key(kindSegment, e, s[from:to], nil), func() int {
+// boundaries of s, remembered in scope.
+func (c *segmentCache) segment(scope uint64, e *encoding, s string, from, to int) int {
+	return c.memo.count(c.memo.key(scope, kindSegment, e, s[from:to], nil), func() int {
 		n, lookups := e.countRange(s, from, to)
 		c.work.add(to-from, lookups)
 		return n

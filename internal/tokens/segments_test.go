@@ -54,7 +54,7 @@ func TestSegmentCountsMatchWholeCounts(t *testing.T) {
 			if r.IntN(5) == 0 {
 				s = " " + s // a text that starts with white space
 			}
-			if got, want := c.count(e, s), e.count(s); got != want {
+			if got, want := c.count(0, e, s), e.count(s); got != want {
 				t.Fatalf("%s, text %d: %d tokens by segments, %d whole\n%q", name, i, got, want, s)
 			}
 		}
@@ -80,7 +80,7 @@ func TestSegmentCacheSkipsShortAndOneLineTexts(t *testing.T) {
 		strings.Repeat("spaces after every newline\n ", 40),
 		string([]byte{0xff, '\n', 'a'}) + strings.Repeat("invalid UTF-8\n", 60),
 	} {
-		if got, want := c.count(e, s), e.count(s); got != want {
+		if got, want := c.count(0, e, s), e.count(s); got != want {
 			t.Errorf("%.30q: %d tokens, want %d", s, got, want)
 		}
 	}

@@ -12,6 +12,7 @@ package tokens
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 
@@ -47,10 +48,26 @@ type Counter struct {
 	cl100k  *encoding
 	windows windowTable
 	// memo remembers the counts of long texts and messages, whole and
-	// (long multi-line texts) line by line (segs).
-	memo *memo
-	segs *segmentCache
-	work *workStats
+	// (long multi-line texts) line by line (segs), in scope: the owner's
+	// of a view (Owned), 0 for New's counter, which counts for no one.
+	memo  *memo
+	segs  *segmentCache
+	work  *workStats
+	scope uint64
+}
+
+// Owned returns c's view for the user of a tenant: it counts as c does,
+// into the same memo, but a count it remembers is found again only through
+// a view of the same tenant and user — not another tenant's or user's, nor
+// c's. A remembered count answers about a hundred times faster than a new
+// one, so a memo all owners shared would tell a request's sender, by its
+// latency, whether someone else recently had the same text counted. A
+// request takes its owner's view once and counts through it; c itself is
+// for counts made for no owner (tools, benchmarks).
+func (c *Counter) Owned(tenant, user string) *Counter {
+	v := *c
+	v.scope = maphash.Comparable(c.memo.seed, [2]string{tenant, user}) | 1 // never 0, the owner-less scope
+	return &v
 }
 
 // Collectors returns the Prometheus collectors of c's remembered counts
@@ -134,7 +151,7 @@ func (c *Counter) Text(model, s string) int {
 	if len(s) < memoMinBytes {
 		return e.count(s)
 	}
-	return c.memo.count(c.memo.key(kindText, e, s, nil), func() int { return c.segs.count(e, s) })
+	return c.memo.count(c.memo.key(c.scope, kindText, e, s, nil), func() int { return c.segs.count(c.scope, e, s) })
 }
 
 // ContextWindow returns model's context window in tokens: the configured or

@@ -61,12 +61,16 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	if err != nil {
 		return err
 	}
-	leaving, covered := c.cut(model, msgs)
+	counter := c.counter
+	if c.opts.Owned != nil {
+		counter = c.opts.Owned(id.Tenant, id.User)
+	}
+	leaving, covered := c.cut(counter, model, msgs)
 	if len(leaving) == 0 {
 		return nil
 	}
 	in := Input{Previous: prev, Messages: leaving, MaxTokens: c.opts.MaxSummaryTokens}
-	out, by, err := c.summarise(ctx, key, model, in)
+	out, by, err := c.summarise(ctx, key, counter, model, in)
 	if err != nil {
 		c.failed.Inc()
 		return fmt.Errorf("compact conversation %s: %w", id.Conversation, err)
@@ -83,7 +87,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		Text:          out.Summary,
 		KeyEvents:     out.KeyEvents,
 		Preserved:     out.Preserved,
-		Tokens:        c.counter.Text(model, out.Summary),
+		Tokens:        counter.Text(model, out.Summary),
 		CoveredTokens: covered,
 		Summariser:    by,
 		CreatedAt:     c.opts.Now(),
@@ -128,11 +132,11 @@ func (c *Compactor) unsummarised(ctx context.Context, id memory.Identity, seq in
 // cut decides which of the unsummarised messages (oldest first) leave the
 // recent window: none unless a trigger is passed; otherwise all but the
 // newest whole units (a message, or an assistant tool call with its results)
-// that fit within both the low watermark and KeepMessages. It returns the
-// leaving messages and what they cost verbatim. System messages and replies
-// the upstream broke off (memory.Message.Failed) are left out: they are
-// never summarised.
-func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, int) {
+// that fit within both the low watermark and KeepMessages, as counter
+// measures them. It returns the leaving messages and what they cost
+// verbatim. System messages and replies the upstream broke off
+// (memory.Message.Failed) are left out: they are never summarised.
+func (c *Compactor) cut(counter TokenCounter, model string, msgs []memory.Message) ([]memory.Message, int) {
 	var (
 		conv  []memory.Message
 		costs []int
@@ -142,7 +146,7 @@ func (c *Compactor) cut(model string, msgs []memory.Message) ([]memory.Message, 
 		if memory.IsSystem(m.Role) || m.Failed() {
 			continue // a reply the upstream broke off is never summarised
 		}
-		n := c.counter.Message(model, m)
+		n := counter.Message(model, m)
 		conv = append(conv, m)
 		costs = append(costs, n)
 		total += n
@@ -183,8 +187,9 @@ func (c *Compactor) primaryName() string {
 }
 
 // summarise runs the primary summariser under the timeout, falling back as
-// documented on Compact. It returns the output and which summariser wrote it.
-func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) (Output, string, error) {
+// documented on Compact (its summary measured by counter). It returns the
+// output and which summariser wrote it.
+func (c *Compactor) summarise(ctx context.Context, key string, counter TokenCounter, model string, in Input) (Output, string, error) {
 	var err error
 	if c.primary != nil {
 		sctx, cancel := ctx, context.CancelFunc(func() {})
@@ -194,7 +199,7 @@ func (c *Compactor) summarise(ctx context.Context, key, model string, in Input) 
 		out, perr := c.primary.Summarize(sctx, in)
 		cancel()
 		if perr == nil {
-			perr = CheckSummary(in, out, func(s string) int { return c.counter.Text(model, s) })
+			perr = CheckSummary(in, out, func(s string) int { return counter.Text(model, s) })
 		}
 		switch {
 		case perr == nil:

@@ -65,6 +65,10 @@ type Options struct {
 	Timeout time.Duration
 	// Model counts tokens for exchanges that name no model.
 	Model string
+	// Owned, when set, gives the counter a compaction counts through: its
+	// conversation owner's view of New's (*tokens.Counter's Owned), whose
+	// remembered counts no other owner finds. nil: New's counts for all.
+	Owned func(tenant, user string) TokenCounter
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }

@@ -18,7 +18,7 @@ import (
 // (Options.FillRecall, FillWhen); otherwise ld's. A stored turn's prompt
 // then holds the summary it showed for the next request.
 func (a *Assembler) assembleHeld(ctx context.Context, req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, error) {
-	asm := a.within(ctx)
+	asm := a.within(ctx, req.Tenant, req.User)
 	if fullHistory {
 		return asm.assemble(req, system, rest, fullHistory, ld)
 	}

@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -88,7 +89,8 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (
 		ld.items = append(ld.items, it)
 	}
 	counter := mustCounter(tb)
-	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter}, Options{
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: counter,
+		Owned: func(tenant, user string) TokenCounter { return counter.Owned(tenant, user) }}, Options{
 		RecentMessages: nstored, MaxContextTokens: 8000, CompletionReserve: 1024,
 		Shares: Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20, Now: func() time.Time { return day },
 	}, nil)
@@ -109,8 +111,9 @@ func benchAssembly(tb testing.TB, seed uint64, nstored, nitems, itemTexts int) (
 	return a, req, system, rest, ld
 }
 
-// BenchmarkAssemble measures assemble, as Prepare calls it, over the
-// shared, warm token counter, on benchAssembly's request: 50 recent
+// BenchmarkAssemble measures assemble, as Prepare calls it (within the
+// request's context, with the counter of its owner), over a warm token
+// counter, on benchAssembly's request: 50 recent
 // stored messages and 70 recalled passages of one user turn each (all
 // shown), or of three (66 shown, as in the load benchmark's memory-on
 // cell: the tokens the recent turns leave go to more passages), or 20
@@ -122,13 +125,15 @@ func BenchmarkAssemble(b *testing.B) {
 		b.Run(fmt.Sprintf("stored-%d-items-%dx%d", c.stored, c.items, c.texts), func(b *testing.B) {
 			a, req, system, rest, ld := benchAssembly(b, 1, c.stored, c.items, c.texts)
 			b.ReportAllocs()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			cpu0 := processCPU(b)
 			i := 0
 			for b.Loop() {
 				i++
 				j, k := i%len(ld.items), (i*31+7)%len(ld.items)
 				ld.items[j], ld.items[k] = ld.items[k], ld.items[j]
-				if _, err := a.assemble(req, system, rest, false, ld); err != nil {
+				if _, err := a.within(ctx, req.Tenant, req.User).assemble(req, system, rest, false, ld); err != nil {
 					b.Fatal(err)
 				}
 			}

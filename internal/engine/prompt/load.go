@@ -371,17 +371,30 @@ func withoutReasoning(m memory.Message) memory.Message {
 	return m
 }
 
-// within returns a for one request whose context is ctx: its counter stops
-// counting once ctx ends (ctxCounter), so a Prepare its caller gave up on
-// (the proxy answers without memory at its deadline) stops tokenizing
-// within one text instead of assembling the whole prompt for nobody.
-func (a *Assembler) within(ctx context.Context) *Assembler {
-	if ctx.Done() == nil {
+// within returns a for one request of tenant's user whose context is ctx:
+// its counter is the owner's (counter) and stops counting once ctx ends
+// (ctxCounter), so a Prepare its caller gave up on (the proxy answers
+// without memory at its deadline) stops tokenizing within one text instead
+// of assembling the whole prompt for nobody.
+func (a *Assembler) within(ctx context.Context, tenant, user string) *Assembler {
+	if ctx.Done() == nil && a.deps.Owned == nil {
 		return a
 	}
 	b := *a
-	b.deps.Counter = ctxCounter{inner: a.deps.Counter, done: ctx.Done()}
+	b.deps.Counter = a.counter(tenant, user)
+	if ctx.Done() != nil {
+		b.deps.Counter = ctxCounter{inner: b.deps.Counter, done: ctx.Done()}
+	}
 	return &b
+}
+
+// counter returns what a request of tenant's user counts with: its
+// owner's counter (Deps.Owned), else the shared one.
+func (a *Assembler) counter(tenant, user string) TokenCounter {
+	if a.deps.Owned == nil {
+		return a.deps.Counter
+	}
+	return a.deps.Owned(tenant, user)
 }
 
 // ctxCounter counts with inner until ctx ends; after that it answers at

@@ -78,12 +78,19 @@ type TokenCounter interface {
 // when set, is read once per request, before its parts run, and the read
 // handed to each of them; without it (or when the lookup fails) they get
 // nil.
+//
+// Owned, when set, gives the counter a request counts through, taken once
+// per request for its owner, the user of a tenant: Counter's view whose
+// remembered counts no other owner's request finds (*tokens.Counter's
+// Owned), so a request's latency tells nothing of what others sent. nil:
+// Counter counts every request.
 type Deps struct {
 	History   HistoryReader
 	Summaries SummaryReader
 	Facts     FactReader
 	Recaller  Recaller
 	Counter   TokenCounter
+	Owned     func(tenant, user string) TokenCounter
 	Revisions RevisionReader
 }
 
@@ -371,12 +378,13 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 	if !req.Mode.Injects() || req.User == "" {
 		raws := memory.Raws(req.Messages)
 		// Counter.Messages of raws, from what ParseMessage read of them.
-		n := a.deps.Counter.Messages(req.Model, nil)
+		c := a.counter(req.Tenant, req.User)
+		n := c.Messages(req.Model, nil)
 		for _, m := range req.Messages {
 			if len(m.Raw) > 0 {
-				n += a.deps.Counter.Message(req.Model, m)
+				n += c.Message(req.Model, m)
 			} else {
-				n += a.deps.Counter.RawMessage(req.Model, m.Raw)
+				n += c.RawMessage(req.Model, m.Raw)
 			}
 		}
 		return memory.Prepared{Messages: raws, TokensOriginal: n, TokensSent: n}, nil
