@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // Key names one user's items, and for vectors one model and dimension
@@ -64,7 +65,7 @@ func newSlots[V loaded[V]](name string, max int) slots[V] {
 // rows added since when only inserts happened, else a fresh one read
 // whole. A key's value may take a quarter of the cache's bound: past it,
 // with returns ErrTooBig, and so does the slot until it is evicted.
-func (c slots[V]) with(ctx context.Context, src Source, key Key, rev cache.Revisions, fn func(V)) error {
+func (c slots[V]) with(ctx context.Context, src Source, key Key, rev memory.Revisions, fn func(V)) error {
 	sl, ok := c.Get(key)
 	if !ok {
 		sl = &slot[V]{}
