@@ -77,8 +77,8 @@ var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20
 // changed since it last looked. It is safe for concurrent use.
 type Index struct {
 	src     Source
-	vectors slots[*vecSet]
-	texts   slots[*textIndex]
+	vectors slots[vecSet, *vecSet]
+	texts   slots[textIndex, *textIndex]
 	// items are the items searches return, so that a search ranked from
 	// memory does not read its best items' rows again: a warm
 	// conversation's recall finds mostly the same items request after
@@ -88,8 +88,8 @@ type Index struct {
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
-	return &Index{src: src, vectors: newSlots[*vecSet]("vectors", lim.Vectors),
-		texts: newSlots[*textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
+	return &Index{src: src, vectors: newSlots[vecSet]("vectors", lim.Vectors),
+		texts: newSlots[textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
