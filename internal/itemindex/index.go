@@ -4,7 +4,7 @@
 // BM25 (ranking.TextIndex), and the whole items searches return, in
 // internal/engine/cache caches.
 //
-// Everything is kept under the user's cache.Revisions, read once by the
+// Everything is kept under the user's memory.Revisions, read once by the
 // caller's request before its searches (and the turns around their hits,
 // Windows). The vectors and text index are checked against Added (moved by
 // every insert) and Changed (every delete, every update of what a search
@@ -77,8 +77,8 @@ var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20
 // changed since it last looked. It is safe for concurrent use.
 type Index struct {
 	src     Source
-	vectors slots[*vecSet]
-	texts   slots[*textIndex]
+	vectors slots[vecSet, *vecSet]
+	texts   slots[textIndex, *textIndex]
 	// items are the items searches return, so that a search ranked from
 	// memory does not read its best items' rows again: a warm
 	// conversation's recall finds mostly the same items request after
@@ -88,8 +88,8 @@ type Index struct {
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
-	return &Index{src: src, vectors: newSlots[*vecSet]("vectors", lim.Vectors),
-		texts: newSlots[*textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
+	return &Index{src: src, vectors: newSlots[vecSet]("vectors", lim.Vectors),
+		texts: newSlots[textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
@@ -110,7 +110,7 @@ func (x *Index) Collectors() []prometheus.Collector {
 // Limit <= 0, finds nothing. It returns ErrTooBig for a user too large to
 // keep. The scoring visits every vector of the user (about 0.1 µs per item
 // of 384 dimensions).
-func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
+func (x *Index) SearchVector(ctx context.Context, rev memory.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
 	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
@@ -129,7 +129,7 @@ func (x *Index) SearchVector(ctx context.Context, rev cache.Revisions, q memory.
 // first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs, with
 // embeddings as TextItems gives them. It returns ErrTooBig for a user too
 // large to index in memory.
-func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
+func (x *Index) SearchText(ctx context.Context, rev memory.Revisions, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
 	}
@@ -150,7 +150,7 @@ func (x *Index) SearchText(ctx context.Context, rev cache.Revisions, q memory.It
 // returns them (Items): only an item embedded with q.Model and q.Dims comes
 // with its Embedding (none when q names no model), so recall compares only
 // vectors of one model.
-func (x *Index) TextItems(ctx context.Context, rev cache.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
+func (x *Index) TextItems(ctx context.Context, rev memory.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
 	items, err := x.Items(ctx, rev, q.Tenant, q.User, ranked)
 	if err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func (x *Index) TextItems(ctx context.Context, rev cache.Revisions, q memory.Ite
 // them, in the order given: the words a query shares with most of the
 // user's memory (speaker names, common words). It returns ErrTooBig for a
 // user too large to index in memory.
-func (x *Index) CommonTerms(ctx context.Context, rev cache.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
+func (x *Index) CommonTerms(ctx context.Context, rev memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -204,7 +204,7 @@ func refSet(refs []string) map[string]bool {
 // held at rev's Items count, else from the Source (then kept). Ids no
 // longer found, or not the user's, are skipped. The embeddings are the
 // cache's own (read-only).
-func (x *Index) Items(ctx context.Context, rev cache.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
+func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
 	at := rev.Items()
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64

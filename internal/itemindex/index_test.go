@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -20,7 +19,7 @@ type fakeStore struct {
 	mu     sync.Mutex
 	items  []memory.Item // by id
 	nextID int64
-	rev    map[[2]string]cache.Revisions
+	rev    map[[2]string]memory.Revisions
 	// reads counts calls per method; afterIDs records Load's afterID
 	// arguments, and loaded LoadItems' ids.
 	reads    map[string]int
@@ -31,7 +30,7 @@ type fakeStore struct {
 var _ itemindex.Source = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{rev: map[[2]string]cache.Revisions{}, reads: map[string]int{}}
+	return &fakeStore{rev: map[[2]string]memory.Revisions{}, reads: map[string]int{}}
 }
 
 func (f *fakeStore) add(items ...memory.Item) {
@@ -98,7 +97,7 @@ func (f *fakeStore) count(method string) int {
 
 // revs reads the user's (of acme) Revisions, as a request does once
 // before its searches.
-func (f *fakeStore) revs(t testing.TB, user string) cache.Revisions {
+func (f *fakeStore) revs(t testing.TB, user string) memory.Revisions {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -7,7 +7,7 @@ import (
 // textIndex is one user's full-text index (ranking.TextIndex) with the
 // items it holds, document d being item ids[d]. It is read and extended
 // under its slot's mutex only (its searches write the index's scratch
-// space), so it grows in place.
+// space).
 type textIndex struct {
 	held
 	ranking.TextIndex
@@ -16,14 +16,6 @@ type textIndex struct {
 
 // size is roughly what t holds in memory, in bytes.
 func (t *textIndex) size() int { return t.heldBytes + t.TextIndex.Size() }
-
-// grow returns t, or a new index for none.
-func (t *textIndex) grow() *textIndex {
-	if t == nil {
-		return &textIndex{}
-	}
-	return t
-}
 
 // add indexes one item's text.
 func (t *textIndex) add(_ Key, limit int, id int64, conv, ref string, text []byte, _ []float32) error {

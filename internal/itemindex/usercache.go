@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // Key names one user's items, and for vectors one model and dimension
@@ -16,18 +17,14 @@ type Key struct {
 	Dims                int
 }
 
-// loaded is what a slot holds: a pointer (nil for none) to a key's index
-// read from the Source, row by row.
-type loaded[V any] interface {
-	comparable
+// loaded is what a slot holds: a pointer (nil for none) to a key's index,
+// a T, read from the Source, row by row.
+type loaded[T any] interface {
+	*T
 	// size is roughly how many bytes the value holds.
 	size() int
 	// last is the highest id read (0: none).
 	last() int64
-	// grow returns the value to read the rows added since into: a new one
-	// for none (a nil receiver), else the value itself or, when readers
-	// use it outside the slot's mutex, a copy to append to.
-	grow() V
 	// add reads one of key's rows (Source.Load), failing with ErrTooBig
 	// once the value passes limit bytes.
 	add(key Key, limit int, id int64, conv, ref string, text []byte, vec []float32) error
@@ -38,7 +35,7 @@ type loaded[V any] interface {
 // Revisions it was read at, checked against the request's before each use.
 // Its mutex serializes the key's refreshes (and the text index's scratch
 // space); every field is under it.
-type slot[V loaded[V]] struct {
+type slot[T any, V loaded[T]] struct {
 	mu             sync.Mutex
 	val            V     // nil: none
 	added, changed int64 // the Revisions val was read at
@@ -49,44 +46,44 @@ type slot[V loaded[V]] struct {
 }
 
 // slots is a cache of slots by Key, named what it holds.
-type slots[V loaded[V]] struct {
+type slots[T any, V loaded[T]] struct {
 	name string
-	*cache.Cache[Key, *slot[V]]
+	*cache.Cache[Key, *slot[T, V]]
 }
 
-func newSlots[V loaded[V]](name string, max int) slots[V] {
-	return slots[V]{name, cache.New(name, max, func(_ Key, sl *slot[V]) int { return sl.bytes })}
+func newSlots[T any, V loaded[T]](name string, max int) slots[T, V] {
+	return slots[T, V]{name, cache.New(name, max, func(_ Key, sl *slot[T, V]) int { return sl.bytes })}
 }
 
 // with runs fn on key's value, current as of a moment during the call,
 // holding the slot's mutex: the value held when the user's Revisions have
 // not moved since it was read (rev was read before its rows), grown by the
-// rows added since when only inserts happened, else a fresh one read
-// whole. A key's value may take a quarter of the cache's bound: past it,
-// with returns ErrTooBig, and so does the slot until it is evicted.
-func (c slots[V]) with(ctx context.Context, src Source, key Key, rev cache.Revisions, fn func(V)) error {
+// rows added since when only inserts happened (read into a copy of the
+// value held, which readers may use outside the slot's mutex: see vecSet),
+// else a fresh one read whole. A key's value may take a quarter of the
+// cache's bound: past it, with returns ErrTooBig, and so does the slot
+// until it is evicted.
+func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.Revisions, fn func(V)) error {
 	sl, ok := c.Get(key)
 	if !ok {
-		sl = &slot[V]{}
+		sl = &slot[T, V]{}
 		c.Put(key, sl)
 	}
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	var none V
 	if sl.tooBig {
 		return ErrTooBig
 	}
-	if sl.val == none || sl.added != rev.Added || sl.changed != rev.Changed {
-		cur := sl.val
-		if sl.changed != rev.Changed {
-			cur = none
+	if sl.val == nil || sl.added != rev.Added || sl.changed != rev.Changed {
+		next := V(new(T))
+		if sl.val != nil && sl.changed == rev.Changed {
+			*next = *sl.val
 		}
-		next := cur.grow()
 		err := src.Load(ctx, key, next.last(), func(id int64, conv, ref string, text []byte, vec []float32) error {
 			return next.add(key, c.Max()/4, id, conv, ref, text, vec)
 		})
 		if err != nil {
-			sl.val, sl.bytes, sl.tooBig = none, 0, errors.Is(err, ErrTooBig)
+			sl.val, sl.bytes, sl.tooBig = nil, 0, errors.Is(err, ErrTooBig)
 			c.Put(key, sl) // accounted again, evicting past the bound
 			if sl.tooBig {
 				return ErrTooBig

@@ -44,15 +44,6 @@ func (s *vecSet) size() int {
 	return n
 }
 
-// grow returns a copy of s to append to, or a new set for none.
-func (s *vecSet) grow() *vecSet {
-	next := vecSet{}
-	if s != nil {
-		next = *s
-	}
-	return &next
-}
-
 // add appends one item's vector (of key.Dims dimensions and not zero, else
 // it only counts as read); past limit bytes of vectors it fails with
 // ErrTooBig.

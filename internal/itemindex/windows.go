@@ -75,7 +75,7 @@ func windowSize(k windowKey, w []memory.Message) int {
 // and other users', add nothing; radius < 0 finds nothing. The messages
 // are the cache's own, never to be written into: copying the ~200 turns
 // around a recall's hits was most of its cost.
-func (w *Windows) Around(ctx context.Context, rev cache.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -148,7 +147,7 @@ func TestAroundProperties(t *testing.T) {
 			want := src.truth("t", "u", refs, radius)
 			for again := range 2 {
 				src.read = nil
-				shared, err := w.Around(ctx, cache.Revisions{Messages: src.messages}, "t", "u", refs, radius)
+				shared, err := w.Around(ctx, memory.Revisions{Messages: src.messages}, "t", "u", refs, radius)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -53,7 +52,7 @@ func TestWindowsKeepOnlyClosedWindows(t *testing.T) {
 	refs := []memory.MessageRef{{Conversation: "c", Key: "k2"}, {Conversation: "c", Key: "k6"}, {Conversation: "c", Key: "k2"}}
 	for i, wantRead := range [][]string{{"k2", "k6"}, {"k6"}} {
 		src.read = nil
-		got, err := w.Around(ctx, cache.Revisions{}, "t", "u", refs, 1)
+		got, err := w.Around(ctx, memory.Revisions{}, "t", "u", refs, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

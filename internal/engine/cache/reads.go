@@ -12,13 +12,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// Revisions are a user's revision counters: what every entry of a cache is
-// keyed by.
-type Revisions = memory.Revisions
-
-// RevisionReader reads a user's Revisions, in one lookup.
+// RevisionReader reads a user's memory.Revisions, in one lookup.
 type RevisionReader interface {
-	ItemRevisions(ctx context.Context, tenant, user string) (Revisions, error)
+	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 }
 
 // Reader is what Reads reads through: a store's SQL reads of a
@@ -92,7 +88,7 @@ type tail struct {
 // Recent returns up to n newest live messages of the conversation, oldest
 // first, as src's Recent does, kept under rev's Tail. The returned slice
 // is the caller's; its messages' Raw is shared and must not be written to.
-func (r *Reads) Recent(ctx context.Context, rev *Revisions, id memory.Identity, n int) ([]memory.Message, error) {
+func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Message, error) {
 	if rev == nil || n <= 0 {
 		return r.src.Recent(ctx, id, n)
 	}
@@ -111,7 +107,7 @@ func (r *Reads) Recent(ctx context.Context, rev *Revisions, id memory.Identity, 
 // LatestSummary returns the conversation's newest summary, or
 // memory.ErrNotFound, as src's LatestSummary does, kept (or that there is
 // none) under rev's Summaries. The summary is the caller's.
-func (r *Reads) LatestSummary(ctx context.Context, rev *Revisions, id memory.Identity) (memory.Summary, error) {
+func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id memory.Identity) (memory.Summary, error) {
 	if rev == nil {
 		return r.src.LatestSummary(ctx, id)
 	}
@@ -141,7 +137,7 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *Revisions, id memory.Ide
 // (not history) come from the user's facts not superseded, kept under
 // rev's Facts, with expiry applied at now on every call. The slice and its
 // facts are the caller's.
-func (r *Reads) Facts(ctx context.Context, rev *Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
+func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	if rev == nil || history {
 		return r.src.Facts(ctx, tenant, user, now, history)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -19,8 +18,8 @@ type memWindows struct {
 	convs map[string][]memory.Message
 }
 
-func (memWindows) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
-	return cache.Revisions{}, nil
+func (memWindows) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
+	return memory.Revisions{}, nil
 }
 
 func (src memWindows) ReadWindows(_ context.Context, _, _ string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {

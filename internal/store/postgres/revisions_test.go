@@ -3,7 +3,7 @@ package postgres
 import (
 	"testing"
 
-	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // TestTailFactSummaryRevisionsFollowWrites checks the counters of
@@ -15,7 +15,7 @@ import (
 func TestTailFactSummaryRevisionsFollowWrites(t *testing.T) {
 	s := mustOpen(t)
 	ctx := testCtx(t)
-	read := func(user string) cache.Revisions {
+	read := func(user string) memory.Revisions {
 		t.Helper()
 		r, err := s.ItemRevisions(ctx, "acme", user)
 		if err != nil {

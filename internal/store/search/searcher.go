@@ -75,13 +75,13 @@ func NewSearcher(index *itemindex.Index, windows *itemindex.Windows, sql SQLSear
 
 // revisions returns *rev, the user's Revisions as the caller's request
 // read them, or reads them when rev is nil.
-func (s Searcher) revisions(ctx context.Context, rev *memory.Revisions, tenant, user string) (cache.Revisions, error) {
+func (s Searcher) revisions(ctx context.Context, rev *memory.Revisions, tenant, user string) (memory.Revisions, error) {
 	if rev != nil {
 		return *rev, nil
 	}
 	r, err := s.revs.ItemRevisions(ctx, tenant, user)
 	if err != nil {
-		return cache.Revisions{}, fmt.Errorf("read revisions: %w", err)
+		return memory.Revisions{}, fmt.Errorf("read revisions: %w", err)
 	}
 	return r, nil
 }
@@ -98,8 +98,8 @@ func (s Searcher) SearchVector(ctx context.Context, q memory.ItemQuery) ([]memor
 		return []memory.Item{}, nil
 	}
 	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
-		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchVector(ctx, rev, q) },
-		func(rev cache.Revisions) ([]memory.Item, error) {
+		func(rev memory.Revisions) ([]memory.Item, error) { return s.index.SearchVector(ctx, rev, q) },
+		func(rev memory.Revisions) ([]memory.Item, error) {
 			if s.sql.Vector != nil {
 				return s.sql.Vector(ctx, q)
 			}
@@ -124,8 +124,8 @@ func (s Searcher) SearchText(ctx context.Context, q memory.ItemQuery) ([]memory.
 		return []memory.Item{}, nil
 	}
 	items, err := indexFirst(ctx, s, q.Revisions, q.Tenant, q.User,
-		func(rev cache.Revisions) ([]memory.Item, error) { return s.index.SearchText(ctx, rev, q, terms) },
-		func(rev cache.Revisions) ([]memory.Item, error) {
+		func(rev memory.Revisions) ([]memory.Item, error) { return s.index.SearchText(ctx, rev, q, terms) },
+		func(rev memory.Revisions) ([]memory.Item, error) {
 			if s.sql.Text != nil {
 				return s.sql.Text(ctx, q, terms)
 			}
@@ -149,10 +149,10 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 		return nil, nil
 	}
 	out, err := indexFirst(ctx, s, rev, tenant, user,
-		func(r cache.Revisions) ([]string, error) {
+		func(r memory.Revisions) ([]string, error) {
 			return s.index.CommonTerms(ctx, r, tenant, user, terms, minDF, frac)
 		},
-		func(cache.Revisions) ([]string, error) {
+		func(memory.Revisions) ([]string, error) {
 			if s.sql.Common == nil {
 				return nil, nil // no statistics: nothing is known to be common
 			}
@@ -166,8 +166,8 @@ func (s Searcher) CommonTerms(ctx context.Context, rev *memory.Revisions, tenant
 // large for it (itemindex.ErrTooBig); both are handed the user's
 // Revisions (rev, or read when nil; none without an Index).
 func indexFirst[T any](ctx context.Context, s Searcher, rev *memory.Revisions, tenant, user string,
-	fromIndex, fromSQL func(cache.Revisions) (T, error)) (T, error) {
-	var r cache.Revisions
+	fromIndex, fromSQL func(memory.Revisions) (T, error)) (T, error) {
+	var r memory.Revisions
 	if s.index != nil {
 		var err error
 		if r, err = s.revisions(ctx, rev, tenant, user); err != nil {

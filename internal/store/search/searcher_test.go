@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/search"
@@ -50,8 +49,8 @@ type fakeStore []memory.Item
 
 var _ itemindex.Source = fakeStore(nil)
 
-func (f fakeStore) ItemRevisions(context.Context, string, string) (cache.Revisions, error) {
-	return cache.Revisions{Added: int64(len(f))}, nil
+func (f fakeStore) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
+	return memory.Revisions{Added: int64(len(f))}, nil
 }
 
 func (f fakeStore) Load(_ context.Context, key itemindex.Key, afterID int64, add func(int64, string, string, []byte, []float32) error) error {
@@ -157,9 +156,9 @@ type failingStore struct {
 
 var errRead = errors.New("read failed")
 
-func (f failingStore) ItemRevisions(ctx context.Context, tenant, user string) (cache.Revisions, error) {
+func (f failingStore) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	if f.failRevs {
-		return cache.Revisions{}, errRead
+		return memory.Revisions{}, errRead
 	}
 	return f.fakeStore.ItemRevisions(ctx, tenant, user)
 }
