@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -86,7 +85,7 @@ const (
 const messageRows = 64
 
 // sqlInsertMessages inserts messageRows messages.
-var sqlInsertMessages = insertMessageInto + strings.Repeat(messageRow+", ", messageRows-1) + messageRow
+var sqlInsertMessages = insertMessageInto + list(messageRow, messageRows)
 
 // hotWrites are the write statements a Store prepares when it opens.
 var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,

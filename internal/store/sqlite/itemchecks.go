@@ -21,23 +21,24 @@ func itemChecks(ctx context.Context, tx writeTx, items []memory.Item) (contract.
 		},
 		Superseded: func(id memory.Identity, keys []string, fn func(string)) error {
 			return textRows(ctx, tx, `SELECT key, '' FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?
-				AND superseded_at IS NOT NULL AND key IN (`+params(len(keys))+`)`, keyArgs(keys, id.Tenant, id.User, id.Conversation),
+				AND superseded_at IS NOT NULL AND key IN (`+list("?", len(keys))+`)`, keyArgs(keys, id.Tenant, id.User, id.Conversation),
 				func(key, _ string) { fn(key) })
 		},
 		Present: func(id memory.Identity, keys []string, fn func(string)) error {
 			return textRows(ctx, tx, `SELECT key, '' FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?
-				AND key IN (`+params(len(keys))+`)`, keyArgs(keys, id.Tenant, id.User, id.Conversation),
+				AND key IN (`+list("?", len(keys))+`)`, keyArgs(keys, id.Tenant, id.User, id.Conversation),
 				func(key, _ string) { fn(key) })
 		},
 		Live: func(id memory.Identity, keys []string, fn func(key, conv string)) error {
 			return textRows(ctx, tx, `SELECT key, MIN(conversation) FROM messages WHERE tenant = ? AND user_id = ?
-				AND superseded_at IS NULL AND key IN (`+params(len(keys))+`) GROUP BY key`, keyArgs(keys, id.Tenant, id.User), fn)
+				AND superseded_at IS NULL AND key IN (`+list("?", len(keys))+`) GROUP BY key`, keyArgs(keys, id.Tenant, id.User), fn)
 		},
 	})
 }
 
-// params is a list of n query parameters: "?, ?, ?".
-func params(n int) string { return strings.Repeat("?, ", n-1) + "?" }
+// list is s n times, comma-separated: list("?", 3) is "?, ?, ?", n query
+// parameters.
+func list(s string, n int) string { return strings.Repeat(s+", ", n-1) + s }
 
 // keyArgs returns args followed by keys.
 func keyArgs(keys []string, args ...any) []any {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -65,7 +64,7 @@ const (
 const itemRows = backgroundItems
 
 // sqlInsertItems stores itemRows items.
-var sqlInsertItems = insertItemInto + strings.Repeat(itemRow+", ", itemRows-1) + itemRow + itemUpsert
+var sqlInsertItems = insertItemInto + list(itemRow, itemRows) + itemUpsert
 
 // addItems is AddItems' write transaction, a background one when
 // background is set.
