@@ -51,10 +51,14 @@ func ItemGuards(items []memory.Item) ([]User, map[User]time.Time) {
 	for u := range guards {
 		users = append(users, u)
 	}
-	slices.SortFunc(users, func(a, b User) int {
-		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User))
-	})
+	slices.SortFunc(users, CompareUsers)
 	return users, guards
+}
+
+// CompareUsers orders users by tenant, then user: the order in which stores
+// lock users' rows, so two writers never deadlock on them.
+func CompareUsers(a, b User) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User))
 }
 
 // GuardedConversations lists the conversations whose deletion refuses items
