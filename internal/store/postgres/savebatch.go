@@ -370,9 +370,7 @@ func (w *batchWriter) countAdded() {
 	if len(w.added) == 0 {
 		return
 	}
-	users := slices.SortedFunc(maps.Keys(w.added), func(a, b contract.User) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User))
-	})
+	users := slices.SortedFunc(maps.Keys(w.added), contract.CompareUsers)
 	var ts, us []string
 	var ns []int64
 	for _, u := range users {

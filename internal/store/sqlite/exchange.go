@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -86,7 +85,7 @@ const (
 const messageRows = 64
 
 // sqlInsertMessages inserts messageRows messages.
-var sqlInsertMessages = insertMessageInto + strings.Repeat(messageRow+", ", messageRows-1) + messageRow
+var sqlInsertMessages = insertMessageInto + list(messageRow, messageRows)
 
 // hotWrites are the write statements a Store prepares when it opens.
 var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
@@ -172,14 +171,10 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 // one by one), and sets each one's Raw and CreatedAt as stored.
 func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) error {
 	args := make([]any, 0, 10*min(len(msgs), messageRows))
-	for start := 0; start < len(msgs); {
-		n, query := messageRows, sqlInsertMessages
-		if len(msgs)-start < messageRows {
-			n, query = 1, sqlInsertMessage
-		}
+	return contract.RowBatches(msgs, messageRows, func(batch []memory.Message) error {
 		args = args[:0]
-		for i := start; i < start+n; i++ {
-			m := &msgs[i]
+		for i := range batch {
+			m := &batch[i]
 			raw, err := contract.MessageJSON(*m)
 			if err != nil {
 				return err
@@ -187,12 +182,15 @@ func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) erro
 			args = append(args, m.Tenant, m.User, m.Conversation, m.Seq, m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt))
 			m.Raw, m.CreatedAt = []byte(raw), fromNanos(nanos(m.CreatedAt))
 		}
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-			return fmt.Errorf("insert messages %d to %d: %w", start, start+n-1, err)
+		query := sqlInsertMessage
+		if len(batch) == messageRows {
+			query = sqlInsertMessages
 		}
-		start += n
-	}
-	return nil
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return fmt.Errorf("insert %d messages from seq %d: %w", len(batch), batch[0].Seq, err)
+		}
+		return nil
+	})
 }
 
 // erasedAt returns when the user was last erased, or the zero time when

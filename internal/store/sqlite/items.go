@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -37,14 +36,9 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if !slices.ContainsFunc(items, func(it memory.Item) bool { return !it.GuardSince.IsZero() }) {
 		return s.addItems(ctx, items, false)
 	}
-	for len(items) > 0 {
-		n := min(len(items), backgroundItems)
-		if err := s.addItems(ctx, items[:n], true); err != nil {
-			return err
-		}
-		items = items[n:]
-	}
-	return nil
+	return contract.Chunks(items, backgroundItems, func(chunk []memory.Item) error {
+		return s.addItems(ctx, chunk, true)
+	})
 }
 
 // backgroundItems is the most items one background AddItems transaction
@@ -70,7 +64,7 @@ const (
 const itemRows = backgroundItems
 
 // sqlInsertItems stores itemRows items.
-var sqlInsertItems = insertItemInto + strings.Repeat(itemRow+", ", itemRows-1) + itemRow + itemUpsert
+var sqlInsertItems = insertItemInto + list(itemRow, itemRows) + itemUpsert
 
 // addItems is AddItems' write transaction, a background one when
 // background is set.
@@ -89,13 +83,9 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 			}
 		}
 		args := make([]any, 0, 12*min(len(placed), itemRows))
-		for start := 0; start < len(placed); {
-			n, query := itemRows, sqlInsertItems
-			if len(placed)-start < itemRows {
-				n, query = 1, sqlInsertItem
-			}
+		return contract.RowBatches(placed, itemRows, func(batch []memory.Item) error {
 			args = args[:0]
-			for _, it := range placed[start : start+n] {
+			for _, it := range batch {
 				created, said := contract.ItemTimes(it, now)
 				model, dims := it.Model, len(it.Embedding)
 				if it.Embedding == nil {
@@ -104,13 +94,16 @@ func (s *Store) addItems(ctx context.Context, items []memory.Item, background bo
 				args = append(args, it.Tenant, it.User, nullString(it.Conversation), it.Kind,
 					it.Ref, it.Chunk, it.Text, encodeVector(it.Embedding), model, dims, nanos(created), nullTime(said))
 			}
-			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-				it := placed[start]
-				return fmt.Errorf("upsert %d items from %s/%s/%d: %w", n, it.Kind, it.Ref, it.Chunk, err)
+			query := sqlInsertItem
+			if len(batch) == itemRows {
+				query = sqlInsertItems
 			}
-			start += n
-		}
-		return nil
+			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+				it := batch[0]
+				return fmt.Errorf("upsert %d items from %s/%s/%d: %w", len(batch), it.Kind, it.Ref, it.Chunk, err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("add items: %w", err)
