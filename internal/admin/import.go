@@ -275,7 +275,7 @@ func parseImported(raw json.RawMessage, i int, now time.Time) (importedMessage, 
 	// The message is stored and replayed as sent (less its timestamp): a
 	// key given twice would be read another way by another parser.
 	if key, dup := memory.RepeatedKey(raw); dup {
-		return importedMessage{}, apierr.Invalid(param, fmt.Sprintf("%s gives the key %q more than once (in any case or escaping): its value would depend on the parser.", param, key))
+		return importedMessage{}, apierr.RepeatedKey(param, key)
 	}
 	ts, ok := fields["timestamp"]
 	if !ok {

@@ -8,7 +8,6 @@ package dialect
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -134,8 +133,7 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode) (m
 	if r.API == Chat && mode.Stores() && id.User != "" {
 		for i, m := range r.Messages {
 			if key, dup := memory.RepeatedKey(m.Raw); dup {
-				param := "messages[" + strconv.Itoa(i) + "]"
-				return memory.Request{}, apierr.Invalid(param, fmt.Sprintf("%s gives the key %q more than once (in any case or escaping): its value would depend on the parser.", param, key))
+				return memory.Request{}, apierr.RepeatedKey("messages["+strconv.Itoa(i)+"]", key)
 			}
 		}
 	}
