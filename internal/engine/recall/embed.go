@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memgate/memgate/internal/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -61,6 +62,15 @@ func (u unowned) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 		plain[i] = t.Text
 	}
 	return u.Embed(ctx, plain, by)
+}
+
+// itemTexts returns the texts of items, each owned by its item's user.
+func itemTexts(items []memory.Item) []Owned {
+	out := make([]Owned, len(items))
+	for i, it := range items {
+		out[i] = Owned{Tenant: it.Tenant, User: it.User, Text: it.Text}
+	}
+	return out
 }
 
 // ownedBy returns texts, each owned by tenant's user.

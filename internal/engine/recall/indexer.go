@@ -329,11 +329,7 @@ const unembeddedWriteTimeout = 5 * time.Second
 func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 	for start := 0; start < len(items); start += indexChunk {
 		chunk := items[start:min(len(items), start+indexChunk)]
-		texts := make([]Owned, len(chunk))
-		for i, it := range chunk {
-			texts[i] = Owned{Tenant: it.Tenant, User: it.User, Text: it.Text}
-		}
-		vecs, err := ix.emb.EmbedOwned(ctx, texts, time.Time{})
+		vecs, err := ix.emb.EmbedOwned(ctx, itemTexts(chunk), time.Time{})
 		if err != nil {
 			err = fmt.Errorf("embed %d items: %w", len(chunk), err)
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unembeddedWriteTimeout)

@@ -42,11 +42,7 @@ func Reindex(ctx context.Context, store Reembedder, emb Embedder, batch int, pro
 		if len(items) == 0 {
 			return done, nil
 		}
-		texts := make([]Owned, len(items))
-		for i, it := range items {
-			texts[i] = Owned{Tenant: it.Tenant, User: it.User, Text: it.Text}
-		}
-		vecs, err := owning(emb).EmbedOwned(ctx, texts, time.Time{})
+		vecs, err := owning(emb).EmbedOwned(ctx, itemTexts(items), time.Time{})
 		if err != nil {
 			return done, fmt.Errorf("reindex after item %d: %w", after, err)
 		}
