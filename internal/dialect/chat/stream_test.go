@@ -108,22 +108,7 @@ func manyCallsAtOneIndex(n int) [][]byte {
 // TestStreamReplyCallsAtOneIndex: calls sent whole at one index each get
 // their own slot, in the order they came.
 func TestStreamReplyCallsAtOneIndex(t *testing.T) {
-	s := NewStreamReply()
-	for _, c := range manyCallsAtOneIndex(300) {
-		if err := s.Add(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	msg, _, err := s.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		ToolCalls []ToolCall `json:"tool_calls"`
-	}
-	if err := json.Unmarshal(msg.Raw, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := streamedCalls(t, manyCallsAtOneIndex(300))
 	if len(got.ToolCalls) != 300 {
 		t.Fatalf("%d tool calls, want 300", len(got.ToolCalls))
 	}
@@ -172,23 +157,7 @@ func argumentPieces(n int) (chunks [][]byte, args, fnArgs string) {
 // repeated whole, to its value.
 func TestStreamReplyJoinsArgumentPieces(t *testing.T) {
 	chunks, args, fnArgs := argumentPieces(500)
-	s := NewStreamReply()
-	for _, c := range chunks {
-		if err := s.Add(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	msg, _, err := s.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		ToolCalls    []ToolCall `json:"tool_calls"`
-		FunctionCall Function   `json:"function_call"`
-	}
-	if err := json.Unmarshal(msg.Raw, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := streamedCalls(t, chunks)
 	want := ToolCall{ID: "call_abc", Type: "function", Function: Function{Name: "get_weather", Arguments: args}}
 	if len(got.ToolCalls) != 1 || got.ToolCalls[0] != want {
 		t.Errorf("tool_calls = %.300v…, want [%.300v…]", got.ToolCalls, want)
@@ -237,4 +206,27 @@ func BenchmarkStreamReplyArgumentPieces(b *testing.B) {
 		}
 		s.Result()
 	}
+}
+
+// streamedCalls folds chunks into a StreamReply and returns the tool
+// calls and function call of the message it stores.
+func streamedCalls(t *testing.T, chunks [][]byte) (got struct {
+	ToolCalls    []ToolCall `json:"tool_calls"`
+	FunctionCall Function   `json:"function_call"`
+}) {
+	t.Helper()
+	s := NewStreamReply()
+	for _, c := range chunks {
+		if err := s.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, _, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(msg.Raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
