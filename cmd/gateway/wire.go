@@ -174,14 +174,17 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.hooks = append(m.hooks, comp)
 		m.Collectors = append(m.Collectors, comp.Collectors()...)
 	}
-	var rec prompt.Recaller
+	var (
+		rec  prompt.Recaller
+		idle func(context.Context) (int, error)
+	)
 	if cfg.Recall.Enabled {
 		if m.recall, err = openRecall(cfg, b.store, b.embeddings, logger); err != nil {
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
 		m.Collectors = append(m.Collectors, m.recall.Collectors...)
-		m.Recall, rec = m.recall.Manager, m.recall.Recaller
+		m.Recall, rec, idle = m.recall.Manager, m.recall.Recaller, m.recall.Backfill
 	}
 	if m.Prompt, err = newAssembler(cfg, cs, rec, counter, logger); err != nil {
 		return fail(err)
@@ -195,7 +198,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider()})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: idle})
 	return m, nil
 }
 

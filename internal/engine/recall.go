@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -120,7 +121,11 @@ type Recall struct {
 	Manager  *recall.Manager
 	// Hooks run after each capture, in order: fact extraction (with an
 	// Extractor), then indexing (which indexes the facts just stated).
-	Hooks      []record.Hook
+	Hooks []record.Hook
+	// Backfill embeds, a batch a call, what indexing left without a
+	// vector for want of an exchange's budget: the enricher's idle work
+	// (enrich.EnrichOptions.Idle).
+	Backfill   func(ctx context.Context) (int, error)
 	Collectors []prometheus.Collector
 }
 
@@ -146,6 +151,6 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 		r.Hooks = append(r.Hooks, enrich.CoalesceTurns(x))
 		r.Collectors = append(r.Collectors, x.Collectors()...)
 	}
-	r.Hooks = append(r.Hooks, indexer)
+	r.Hooks, r.Backfill = append(r.Hooks, indexer), indexer.Backfill
 	return r
 }
