@@ -174,17 +174,14 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.hooks = append(m.hooks, comp)
 		m.Collectors = append(m.Collectors, comp.Collectors()...)
 	}
-	var (
-		rec  prompt.Recaller
-		idle func(context.Context) (int, error)
-	)
+	var rec prompt.Recaller
 	if cfg.Recall.Enabled {
 		if m.recall, err = openRecall(cfg, b.store, b.embeddings, logger); err != nil {
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
 		m.Collectors = append(m.Collectors, m.recall.Collectors...)
-		m.Recall, rec, idle = m.recall.Manager, m.recall.Recaller, m.recall.Backfill
+		m.Recall, rec = m.recall.Manager, m.recall.Recaller
 	}
 	if m.Prompt, err = newAssembler(cfg, cs, rec, counter, logger); err != nil {
 		return fail(err)
@@ -198,7 +195,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: idle})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill()})
 	return m, nil
 }
 
