@@ -269,3 +269,58 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 		})
 	}
 }
+
+// TestLongHistoryGetsItsVectorsWithoutReindex: a client that starts by
+// resending a long history has only the newest part embedded with the
+// request (an exchange's embedding budget); the enricher embeds the rest
+// while idle, so every message ends with a vector without an operator's
+// `gateway reindex`, on both stores.
+func TestLongHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			cfg := mk(t)
+			cfg.Recall.Embeddings.Provider = "local" // the test checks the backfill, not the encoder
+			g := startGateway(t, cfg)
+			const n = 1200 // about 80 KB: more than twice the budget
+			history := make([]map[string]any, 0, n+1)
+			for i := range n / 2 {
+				history = append(history, user(fmt.Sprintf("Turn %d: the lantern%d goes by the garden gate.", i, i)),
+					assistant(fmt.Sprintf("Noted, lantern%d by the gate.", i)))
+			}
+			history = append(history, user("Where does lantern3 go?"))
+			h := map[string]string{"X-Memory-User": "longhist", "X-Memory-Conversation": "c"}
+			if r := chat(t, g.URL, h, false, history...); r.Status != 200 {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
+			}
+			ctx, owner := context.Background(), memory.Identity{Tenant: memory.DefaultTenant, User: "longhist", Conversation: "c"}
+			emb := g.mem.recall.Embedder
+			oldest := "Turn 0: the lantern0 goes by the garden gate."
+			vecs, err := emb.Embed(ctx, []string{oldest}, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				// The oldest turn, stored without a vector by its exchange's
+				// budget, is found by its vector once the backfill ran.
+				hits, err := g.mem.store.SearchVector(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User,
+					Embedding: vecs[0], Model: emb.Model(), Dims: emb.Dims(), Limit: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				left, err := g.mem.store.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), 0, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(hits) > 0 && hits[0].Text == oldest && len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 90s: %d items without a vector; the oldest turn's vector search finds %d items", len(left), len(hits))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -122,6 +123,19 @@ type Recall struct {
 	// Extractor), then indexing (which indexes the facts just stated).
 	Hooks      []record.Hook
 	Collectors []prometheus.Collector
+	// indexer is the indexing hook, for Backfill.
+	indexer *recall.Indexer
+}
+
+// Backfill returns the enricher's idle work (enrich.EnrichOptions.Idle):
+// the indexer's Backfill, which embeds, a batch a call, what indexing left
+// without a vector for want of an exchange's budget. A nil Recall (recall
+// off) has none: nil.
+func (r *Recall) Backfill() func(ctx context.Context) (int, error) {
+	if r == nil {
+		return nil
+	}
+	return r.indexer.Backfill
 }
 
 // NewRecall wires recall over st with emb.
@@ -146,6 +160,6 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 		r.Hooks = append(r.Hooks, enrich.CoalesceTurns(x))
 		r.Collectors = append(r.Collectors, x.Collectors()...)
 	}
-	r.Hooks = append(r.Hooks, indexer)
+	r.Hooks, r.indexer = append(r.Hooks, indexer), indexer
 	return r
 }

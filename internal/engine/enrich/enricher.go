@@ -51,6 +51,13 @@ type EnrichOptions struct {
 	// more of the machine than its share, so the requests and the saves it
 	// shares the CPUs and the store with never wait for it.
 	Share float64
+	// Idle, when set, is low-priority work done while nothing waits to be
+	// enriched (the indexer's Backfill): called after a claim finds the
+	// queue empty, and again while it reports work done, for at most a
+	// quarter of Block before the next claim, so a queued exchange waits
+	// for it no longer than that. It returns how much it did (0: nothing
+	// left).
+	Idle func(ctx context.Context) (int, error)
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -130,7 +137,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_enrich_failures_total",
-			Help: "Enrichment failures by stage (claim, hook, gave_up, ack).",
+			Help: "Enrichment failures by stage (claim, hook, gave_up, ack, idle).",
 		}, []string{"stage"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_enrich_lag_seconds",
@@ -192,9 +199,26 @@ func (e *Enricher) Run(ctx context.Context) error {
 			start := time.Now()
 			e.round(ctx, ds)
 			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start))/e.opts.Share)))
+		} else if e.opts.Idle != nil {
+			e.idle(ctx)
 		}
 	}
 	return nil
+}
+
+// idle runs opts.Idle while it finds work, for at most a quarter of Block.
+func (e *Enricher) idle(ctx context.Context) {
+	for until := time.Now().Add(e.opts.Block / 4); ctx.Err() == nil && time.Now().Before(until); {
+		n, err := e.opts.Idle(ctx)
+		if err != nil {
+			e.failures.WithLabelValues("idle").Inc()
+			e.logger.Warn("enricher's idle work failed", "err", err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // round runs the hooks over one claimed batch and acknowledges it.

@@ -226,3 +226,46 @@ func TestImportedEnrichmentLagRunsFromCapture(t *testing.T) {
 		t.Fatalf("enrichment lag of an imported exchange %.0fs, want it timed from its capture", sum)
 	}
 }
+
+// TestEnricherDoesIdleWorkWhenNothingWaits: the idle work (the indexer's
+// backfill) runs only once the queue is drained, again while it reports
+// work done, and never keeps a new entry from being enriched; a failure
+// of it is counted.
+func TestEnricherDoesIdleWorkWhenNothingWaits(t *testing.T) {
+	q := record.NewMemoryQueue(0)
+	for i := range 3 {
+		enqueueEnriched(t, q, "a", fmt.Sprint("a", i))
+	}
+	h := &recordingHook{}
+	var (
+		calls, early atomic.Int32
+		fail         atomic.Bool
+	)
+	const work = 5 // batches of idle work to do
+	idle := func(context.Context) (int, error) {
+		n := calls.Add(1)
+		if len(h.snapshot()) == 0 {
+			early.Add(1)
+		}
+		if fail.Load() {
+			return 0, errors.New("encoder down")
+		}
+		if n <= work {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	e := NewEnricher(q, []record.Hook{h}, nil, EnrichOptions{Block: 40 * time.Millisecond, Idle: idle})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "idle work done", func() bool { return calls.Load() > work })
+	if early.Load() > 0 {
+		t.Fatalf("idle work ran %d times before the queued exchanges were enriched", early.Load())
+	}
+	enqueueEnriched(t, q, "a", "later")
+	waitFor(t, "an exchange queued after the idle work enriched", func() bool { return pending(t, q) == 0 && len(h.snapshot()) == 2 })
+	fail.Store(true)
+	waitFor(t, "idle failure counted", func() bool { return value(t, e.failures) >= 1 })
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -47,6 +49,9 @@ type Indexer struct {
 	// word past the window still reaches the vector search (nil: messages
 	// are cut as Chunk cuts them).
 	Window *Window
+	// deferred are the items an exchange's embedding budget left without
+	// a vector (exchangeEmbedBytes), for Backfill.
+	deferred deferredItems
 }
 
 // NewIndexer returns an Indexer writing to store with vectors from emb.
@@ -64,7 +69,8 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //     boundaries when long; tool results, tool-call-only turns and empty
 //     text are skipped; the chunks embedded are bounded per message
 //     (embeddedChunks) and per exchange (exchangeEmbedBytes, newest
-//     message first), the rest stored without a vector;
+//     message first), the rest stored without a vector (what only the
+//     exchange's bound left waits for Backfill);
 //   - the conversation's latest summary, kind "summary", Ref
 //     "<conversation>:v<version>", unless this process indexed that version
 //     already or the extractive summariser wrote it (its lines are the
@@ -95,9 +101,12 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 	type userKey struct{ tenant, user string }
 	var (
 		items, textOnly []memory.Item
-		convs           []memory.Identity
-		users           []userKey
-		since           = map[userKey]time.Time{}
+		// later are the textOnly items only the exchange's budget left
+		// without a vector: Backfill embeds them.
+		later []memory.Item
+		convs []memory.Identity
+		users []userKey
+		since = map[userKey]time.Time{}
 		// guard is the erasure guard of each user's writes (the earliest
 		// SaveResult.GuardSince of theirs; zero: none).
 		guard = map[userKey]time.Time{}
@@ -139,7 +148,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
 			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
-			cut = append(cut, cutMessage{key: m.Key, at: created, chunks: chunks, embedded: embedded})
+			cut = append(cut, cutMessage{key: m.Key, at: created, chunks: chunks, embedded: embedded, embeddable: embedded})
 		}
 		withinBudget(cut, exchangeEmbedBytes)
 		for _, m := range cut {
@@ -147,6 +156,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 				it := ix.item(ex.Identity, KindMessage, m.key, i, c, m.at)
 				if i >= m.embedded {
 					textOnly = append(textOnly, it)
+					if i < m.embeddable {
+						later = append(later, it)
+					}
 					continue
 				}
 				items = append(items, it)
@@ -210,7 +222,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			items = append(items, ix.factItem(f))
 		}
 	}
-	for _, its := range [][]memory.Item{items, textOnly} {
+	for _, its := range [][]memory.Item{items, textOnly, later} {
 		for i := range its {
 			its[i].GuardSince = guard[userKey{its[i].Tenant, its[i].User}]
 		}
@@ -220,6 +232,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 	}
 	if err := ix.addTextOnly(ctx, textOnly); err != nil {
 		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
+	}
+	if n := ix.deferred.push(later); n > 0 {
+		ix.logger.Warn("items left without a vector until gateway reindex", "items", n)
 	}
 	for _, key := range summaryKeys {
 		ix.summaries.Add(key)
@@ -271,8 +286,9 @@ const embeddedChunks = 16
 // exchange (a question and a reply of a few KB, even a pasted page and
 // its answer) is embedded whole. It is spent newest message first (the
 // newest turns matter most to recall); the older messages are stored
-// text-only as a long message's tail is: full text finds them, and
-// `gateway reindex` embeds them.
+// text-only as a long message's tail is: full text finds them at once, and
+// Backfill embeds them when the enricher is idle (`gateway reindex`, those
+// a restart left).
 const exchangeEmbedBytes = 32 << 10
 
 // itemEmbedBytes is what exchangeEmbedBytes counts for each text embedded
@@ -289,6 +305,10 @@ type cutMessage struct {
 	at       time.Time
 	chunks   []string
 	embedded int
+	// embeddable is how many of the first chunks the per-message bound
+	// (embeddedChunks) lets be embedded: those past embedded were left
+	// text-only by the exchange's budget alone.
+	embeddable int
 }
 
 // withinBudget lowers the embedded counts of msgs (an exchange's messages,
@@ -309,6 +329,94 @@ func withinBudget(msgs []cutMessage, budget int) {
 			budget -= cost
 		}
 	}
+}
+
+// maxDeferredBytes bounds the text of the items kept for Backfill, each
+// counted with deferredItemBytes more (about 16,000 messages of 500
+// bytes); past it, `gateway reindex` embeds what is left.
+const maxDeferredBytes = 8 << 20
+
+// deferredItemBytes is what maxDeferredBytes counts for an item besides
+// its text: the rest of a memory.Item.
+const deferredItemBytes = 256
+
+// backfillBatch is how many deferred items one Backfill embeds: a few
+// hundred milliseconds of the encoder, so a query that finds its slots
+// taken waits little (see Bounded).
+const backfillBatch = 16
+
+// deferredItems are items waiting for a vector, newest last, and the
+// bytes they count against maxDeferredBytes.
+type deferredItems struct {
+	mu    sync.Mutex
+	items []memory.Item
+	bytes int
+}
+
+// push keeps items, within maxDeferredBytes, each with its own copy of
+// its text (a chunk shares the bytes of its whole message, which may be a
+// long one), and returns how many it could not keep.
+func (d *deferredItems) push(items []memory.Item) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, it := range items {
+		cost := len(it.Text) + deferredItemBytes
+		if d.bytes+cost > maxDeferredBytes {
+			return len(items) - i
+		}
+		it.Text = strings.Clone(it.Text)
+		d.items = append(d.items, it)
+		d.bytes += cost
+	}
+	return 0
+}
+
+// pop takes up to n items, the newest, newest first.
+func (d *deferredItems) pop(n int) []memory.Item {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n = min(n, len(d.items))
+	out := slices.Clone(d.items[len(d.items)-n:])
+	slices.Reverse(out)
+	for _, it := range out {
+		d.bytes -= len(it.Text) + deferredItemBytes
+	}
+	clear(d.items[len(d.items)-n:])
+	d.items = d.items[:len(d.items)-n]
+	if len(d.items) == 0 {
+		d.items = nil // let a drained backlog's array go
+	}
+	return out
+}
+
+// Deferred is how many items wait for Backfill.
+func (ix *Indexer) Deferred() int {
+	ix.deferred.mu.Lock()
+	defer ix.deferred.mu.Unlock()
+	return len(ix.deferred.items)
+}
+
+// Backfill embeds up to backfillBatch of the items an exchange's
+// embedding budget stored without a vector (the older messages of a long
+// resent history: see exchangeEmbedBytes), newest first, and stores them
+// again with their vectors; it returns how many it embedded, 0 when none
+// wait. It is the enricher's idle work (enrich.EnrichOptions.Idle), so a
+// long history gets its vectors within minutes instead of at the next
+// `gateway reindex`. Each item keeps its erasure guard: an item whose user
+// was erased, or whose conversation was deleted, since it was captured is
+// not stored again. The items wait in this process's memory, at most
+// maxDeferredBytes of them: after a restart, or past that bound, `gateway
+// reindex` embeds the rest. An item that fails to embed is stored
+// text-only again and not retried.
+func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
+	items := ix.deferred.pop(backfillBatch)
+	if len(items) == 0 {
+		return 0, nil
+	}
+	if err := ix.add(ctx, items); err != nil {
+		return 0, fmt.Errorf("backfill %d items: %w", len(items), err)
+	}
+	return len(items), nil
 }
 
 // indexChunk is how many items one embedding call and one store write of

@@ -1,0 +1,215 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/sqlite"
+)
+
+// longHistory is an exchange resending n-2 messages of history before its
+// turn and reply: about 67 bytes a message, so 3,000 of them are six times
+// exchangeEmbedBytes.
+func longHistory(id memory.Identity, exID string, n int) memory.Exchange {
+	prior := make([]memory.Message, n-2)
+	for i := range prior {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		prior[i] = memory.Message{Role: role, Content: fmt.Sprintf("Message %d: we planned the garden party and lantern%d.", i, i)}
+	}
+	return memory.Exchange{ID: exID, Identity: id, At: time.Now(), Prior: prior,
+		Turn:  []memory.Message{{Role: "user", Content: "And the music?"}},
+		Reply: memory.Message{Role: "assistant", Content: "A string quartet."}}
+}
+
+// backfillAll runs Backfill until it reports nothing left, and returns
+// how many items it embedded in all.
+func backfillAll(t *testing.T, ix *Indexer) int {
+	t.Helper()
+	total := 0
+	for range maxDeferredBytes/deferredItemBytes/backfillBatch + 1 {
+		n, err := ix.Backfill(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+	t.Fatalf("Backfill still reports work after %d items", total)
+	return 0
+}
+
+// What an exchange's embedding budget left without a vector waits in the
+// indexer, and Backfill (the enricher's idle work) embeds it, newest
+// first, upserting the same items: every message ends with a vector, each
+// stored once.
+func TestBackfillEmbedsWhatTheBudgetLeft(t *testing.T) {
+	for _, tt := range indexerWindows {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
+			ix := NewIndexer(st, emb, nil)
+			ix.Window = tt.w
+			const n = 3000
+			ex := longHistory(memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, "e1", n)
+			if err := ix.AfterSave(ctx, ex, memory.SaveResult{Inserted: n}); err != nil {
+				t.Fatal(err)
+			}
+			embedded := len(emb.texts)
+			if ix.Deferred() != n-embedded {
+				t.Fatalf("%d items deferred, want the %d the budget left without a vector", ix.Deferred(), n-embedded)
+			}
+			emb.texts = nil
+			if done := backfillAll(t, ix); done != n-embedded {
+				t.Fatalf("backfilled %d items, want %d", done, n-embedded)
+			}
+			if ix.Deferred() != 0 {
+				t.Fatalf("%d items still deferred", ix.Deferred())
+			}
+			// The newest of the messages left without a vector comes first.
+			if want := fmt.Sprintf("Message %d:", n-embedded-1); len(emb.texts) == 0 || !strings.HasPrefix(emb.texts[0], want) {
+				t.Fatalf("first text backfilled %q, want the newest left without a vector (%q…)", emb.texts[:min(1, len(emb.texts))], want)
+			}
+			stored := 0
+			for _, it := range st.items {
+				if it.Kind != KindMessage {
+					continue
+				}
+				stored++
+				if len(it.Embedding) == 0 || it.Model != emb.Model() {
+					t.Fatalf("item %s has no vector after the backfill", it.Ref)
+				}
+			}
+			if stored != n {
+				t.Fatalf("%d message items stored, want %d (upserted, not added again)", stored, n)
+			}
+		})
+	}
+}
+
+// What the per-message bound leaves without a vector (the tail of a
+// pasted document, a hostile body) is not deferred: embedding it stays an
+// operator's choice (`gateway reindex`), so one request cannot queue
+// minutes of the encoder's idle time.
+func TestBackfillLeavesTheTailOfALongMessage(t *testing.T) {
+	st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
+	ix := NewIndexer(st, emb, nil)
+	body := strings.Repeat("The quarterly report lists every supplier and the terms we agreed with each of them. ", 300)
+	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(),
+		Turn:  []memory.Message{{Role: "user", Content: body}},
+		Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+	if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	textOnly := 0
+	for _, it := range st.items {
+		if len(it.Embedding) == 0 {
+			textOnly++
+		}
+	}
+	if textOnly == 0 {
+		t.Fatalf("the %d-byte message has no chunk past the per-message bound: the test proves nothing", len(body))
+	}
+	if ix.Deferred() != 0 {
+		t.Fatalf("%d items deferred, want none: the %d chunks without a vector are past the per-message bound", ix.Deferred(), textOnly)
+	}
+}
+
+// Deferred items keep the erasure guard of the exchange they came from: a
+// user erased, or a conversation deleted, between the indexing and the
+// backfill stays erased (a real SQLite store checks the guard), while
+// another user's deferred items get their vectors.
+func TestBackfillDoesNotResurrectErasedMemory(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	const n = 1200
+	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
+	deleted := memory.Identity{Tenant: "t", User: "kept", Conversation: "gone"}
+	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}
+	emb := NewLocal(16)
+	ix := NewIndexer(st, emb, nil)
+	for i, id := range []memory.Identity{erased, deleted, kept} {
+		ex := longHistory(id, fmt.Sprintf("e%d", i), n)
+		res, err := st.SaveExchange(ctx, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.GuardSince = ex.At // as the write path hands it to the hooks
+		if err := ix.AfterSave(ctx, ex, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ix.Deferred() == 0 {
+		t.Fatal("nothing deferred: the histories fit the budget and the test proves nothing")
+	}
+	if err := st.DeleteUser(ctx, erased.Tenant, erased.User); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteConversation(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	backfillAll(t, ix)
+	for _, id := range []memory.Identity{erased, deleted, kept} {
+		hits, err := st.SearchText(ctx, memory.ItemQuery{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation, Text: "garden party lantern3", Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != kept && len(hits) > 0 {
+			t.Fatalf("%s/%s: %d items back after the erasure, first %q", id.User, id.Conversation, len(hits), hits[0].Text)
+		}
+		if id == kept && len(hits) == 0 {
+			t.Fatal("the kept conversation's items are gone")
+		}
+	}
+	left, err := st.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d items still without a vector after the backfill, first %s/%s %q", len(left), left[0].User, left[0].Conversation, left[0].Text)
+	}
+}
+
+// The deferred items are bounded in bytes, and each keeps a copy of its
+// text, not the whole message its chunk was cut from: a client sending
+// long messages cannot make the wait hold more than maxDeferredBytes.
+func TestDeferredItemsAreBounded(t *testing.T) {
+	var d deferredItems
+	message := strings.Repeat("a long pasted message of many sentences. ", 50_000) // 2 MB
+	chunk := message[:1000]
+	items := make([]memory.Item, 2*maxDeferredBytes/(len(chunk)+deferredItemBytes))
+	for i := range items {
+		items[i] = memory.Item{Ref: fmt.Sprint(i), Text: chunk}
+	}
+	dropped := d.push(items)
+	if dropped == 0 || d.bytes > maxDeferredBytes || len(d.items)+dropped != len(items) {
+		t.Fatalf("kept %d items (%d bytes), dropped %d of %d: want the bound of %d bytes kept", len(d.items), d.bytes, dropped, len(items), maxDeferredBytes)
+	}
+	if unsafe.StringData(d.items[0].Text) == unsafe.StringData(message) {
+		t.Fatal("a deferred item shares its message's bytes: the whole message stays in memory")
+	}
+	got := d.pop(3)
+	if len(got) != 3 || got[0].Ref != fmt.Sprint(len(d.items)+2) || got[2].Ref != fmt.Sprint(len(d.items)) {
+		t.Fatalf("pop(3) = %v, want the three newest, newest first", []string{got[0].Ref, got[1].Ref, got[2].Ref})
+	}
+	for len(d.items) > 0 {
+		d.pop(backfillBatch)
+	}
+	if d.bytes != 0 || d.items != nil {
+		t.Fatalf("drained: %d bytes counted, items %v", d.bytes, d.items != nil)
+	}
+}
