@@ -43,19 +43,13 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 		WHERE tenant = ? AND user_id = ? AND id > ? AND model = ? AND dims = ? AND embedding IS NOT NULL`
 		args = append(args, key.Model, key.Dims)
 	}
-	rows, err := src.s.reads.QueryContext(ctx, query+` ORDER BY id`, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var v []float32
-	for rows.Next() {
-		var id int64
-		var conv, ref string
-		var b sql.RawBytes
-		if err := rows.Scan(&id, &conv, &ref, &b); err != nil {
-			return err
-		}
+	var (
+		id        int64
+		conv, ref string
+		b         sql.RawBytes
+		v         []float32
+	)
+	return eachRow(ctx, src.s.reads, query+` ORDER BY id`, args, []any{&id, &conv, &ref, &b}, func() error {
 		if key.Dims > 0 {
 			v = v[:0]
 			for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
@@ -63,11 +57,8 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 			}
 			b = nil
 		}
-		if err := add(id, conv, ref, b, v); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+		return add(id, conv, ref, b, v)
+	})
 }
 
 // LoadItems reads the items of ids (by id alone: the Index drops any
