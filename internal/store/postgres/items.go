@@ -27,6 +27,17 @@ func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
 	return it, row.Scan(dest...) // times in UTC: see Open's AfterConnect
 }
 
+// scanItemVector reads one row of itemColumns, extra and the embedding
+// (NULL: none).
+func scanItemVector(row pgx.Row, extra ...any) (memory.Item, error) {
+	var vec *pgvector.Vector
+	it, err := scanItem(row, append(extra, &vec)...)
+	if vec != nil {
+		it.Embedding = vec.Slice()
+	}
+	return it, err
+}
+
 // vectorArg returns the embedding as a query argument: NULL when absent.
 func vectorArg(v []float32) *pgvector.Vector {
 	if len(v) == 0 {

@@ -90,12 +90,9 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		var err error
 		items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
-			var (
-				dist float64
-				vec  pgvector.Vector
-			)
-			it, err := scanItem(r, &dist, &vec)
-			it.Score, it.Embedding = 1-dist, vec.Slice()
+			var dist float64
+			it, err := scanItemVector(r, &dist)
+			it.Score = 1 - dist
 			return it, err
 		})
 		return err
