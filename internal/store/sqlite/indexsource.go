@@ -9,13 +9,19 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // indexSource is what the Store's itemindex.Index reads: the rows of
-// memory_items, through the read pool.
+// memory_items, through the read pool; its
+// itemindex.Windows (MessagesAround) reads the turns, kept under the
+// user's messages_changed (migration 0013).
 type indexSource struct{ s *Store }
 
-var _ itemindex.Source = indexSource{}
+var (
+	_ itemindex.Source       = indexSource{}
+	_ itemindex.WindowSource = indexSource{}
+)
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), whose counters triggers move on every write of memory_items
@@ -65,4 +71,35 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 // that is not the user's).
 func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
 	return src.s.loadItems(ctx, ids)
+}
+
+// ReadWindows reads the live turns within radius of each of refs
+// (itemindex.WindowSource).
+func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+	pairs := make([][2]string, len(refs))
+	for i, r := range refs {
+		pairs[i] = [2]string{r.Conversation, r.Key}
+	}
+	// The superseded turns inside a window are read too (and then left
+	// out), so a window whose last seq is a superseded turn counts as
+	// closed.
+	wr := search.NewWindowReads(radius, len(refs))
+	m := memory.Message{Tenant: tenant, User: user}
+	var (
+		hitKey     string
+		hitSeq     int64
+		superseded bool
+		marked     []byte
+	)
+	err := eachRow(ctx, src.s.reads, `SELECT r.key, h.seq, m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+			m.superseded_at IS NOT NULL,
+			CASE WHEN instr(m.raw, '"`+memory.FailedField+`"') > 0 THEN m.raw END
+		FROM (SELECT DISTINCT json_extract(value, '$[0]') AS conversation, json_extract(value, '$[1]') AS key
+		      FROM json_each(?)) r
+		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
+		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
+			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, []any{jsonArray(pairs), tenant, user, radius, radius},
+		[]any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, (*nanoTime)(&m.CreatedAt), &superseded, &marked},
+		func() error { wr.Add(hitKey, hitSeq, m, superseded, marked); return nil })
+	return wr.Read, wr.Closed, err
 }
