@@ -3,9 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
-	"math"
+	"fmt"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -57,11 +56,7 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 	)
 	return eachRow(ctx, src.s.reads, query+` ORDER BY id`, args, []any{&id, &conv, &ref, &b}, func() error {
 		if key.Dims > 0 {
-			v = v[:0]
-			for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
-				v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
-			}
-			b = nil
+			v, b = decodeVector(v, b), nil
 		}
 		return add(id, conv, ref, b, v)
 	})
@@ -70,7 +65,12 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 // LoadItems reads the items of ids (by id alone: the Index drops any
 // that is not the user's).
 func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
-	return src.s.loadItems(ctx, ids)
+	loaded, err := queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	return loaded, nil
 }
 
 // ReadWindows reads the live turns within radius of each of refs

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -95,14 +94,4 @@ func itemScope(q memory.ItemQuery) (string, []any) {
 		args = append(args, jsonArray(q.ExcludeRefs))
 	}
 	return where, args
-}
-
-// loadItems loads the whole items of ids that exist, in any order.
-func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, error) {
-	loaded, err := queryAll(ctx, s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
-		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
-	if err != nil {
-		return nil, fmt.Errorf("load items: %w", err)
-	}
-	return loaded, nil
 }
