@@ -67,7 +67,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string, prepare bool) (*sql.
 // through statements prepared once on the single writer connection, when
 // the Store opened (preparing them inside a transaction would wait for the
 // connection the transaction holds); any other statement is prepared per
-// call, as *sql.Tx does. Capture's save runs eight statements per
+// call, as *sql.Tx does. Capture's save runs seven statements per
 // exchange, and preparing them was a tenth of its CPU.
 type writeTx struct {
 	*sql.Tx
