@@ -86,8 +86,6 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	}
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
 	// The write connection is opened first: it creates the file and switches
 	// it to WAL before any reader attaches.
 	if err := pingWhileBusy(ctx, write); err != nil {
