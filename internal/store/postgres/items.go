@@ -54,10 +54,8 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	for _, it := range items {
-		if err := contract.ValidItem(it); err != nil {
-			return fmt.Errorf("postgres: add items: %w", err)
-		}
+	if err := contract.ValidItem(items...); err != nil {
+		return fmt.Errorf("postgres: add items: %w", err)
 	}
 	now := time.Now()
 	// An item's arguments (upsertItemSQL's).

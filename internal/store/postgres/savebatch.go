@@ -31,10 +31,8 @@ import (
 // message in one statement, moves the conversations' last_seq and commits.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "postgres.SaveExchanges")()
-	for _, ex := range exs {
-		if err := contract.ValidExchange(ex); err != nil {
-			return nil, fmt.Errorf("postgres: save exchange %s: %w", ex.ID, err)
-		}
+	if err := contract.ValidExchange(exs...); err != nil {
+		return nil, fmt.Errorf("postgres: save exchanges: %w", err)
 	}
 	if len(exs) == 1 && appendsOnly(exs[0]) {
 		// One exchange that only appends, the common case at low load: one

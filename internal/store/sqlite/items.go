@@ -28,10 +28,8 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	for _, it := range items {
-		if err := contract.ValidItem(it); err != nil {
-			return fmt.Errorf("add items: %w", err)
-		}
+	if err := contract.ValidItem(items...); err != nil {
+		return fmt.Errorf("add items: %w", err)
 	}
 	if !slices.ContainsFunc(items, func(it memory.Item) bool { return !it.GuardSince.IsZero() }) {
 		return s.addItems(ctx, items, false)
