@@ -80,20 +80,13 @@ func isUniqueViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
 }
 
-// appendsOnly reports whether ex can be stored by saveTurn: it resends no
-// history (nothing to align) and has no candidate conversation (see
-// Adopt), so it only appends its turn and reply.
-func appendsOnly(ex memory.Exchange) bool {
-	return len(ex.Prior) == 0 && ex.Candidate == ""
-}
-
 // Results of memgate_save_turn other than a first seq.
 const (
 	turnErased    = -1
 	turnDuplicate = -2
 )
 
-// saveTurn stores an exchange for which appendsOnly holds in one round
+// saveTurn stores an exchange that only appends (SaveExchanges) in one round
 // trip (migration 0022's memgate_append_turn, a statement that commits on
 // its own, which checks the erasure and the duplicate as PlanSave would),
 // with SaveExchange's results, the count before it (TailBefore) included.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -34,9 +33,10 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	if err := contract.ValidExchange(exs...); err != nil {
 		return nil, fmt.Errorf("postgres: save exchanges: %w", err)
 	}
-	if len(exs) == 1 && appendsOnly(exs[0]) {
-		// One exchange that only appends, the common case at low load: one
-		// round trip, in one statement.
+	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" {
+		// One exchange that only appends (no history to align, no candidate
+		// conversation: see Adopt), the common case at low load: one round
+		// trip, in one statement.
 		res, err := s.saveTurn(ctx, exs[0], cmp.Or(exs[0].At, time.Now()))
 		if err != nil {
 			return nil, err
@@ -320,7 +320,7 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
 	}
-	w.countAdded()
+	w.countAdded(ut, uu)
 	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")
 	tails := map[contract.User]int64{}
 	var u contract.User
@@ -336,23 +336,22 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 }
 
 // countAdded queues the move of each user's messages_added by the
-// messages the batch inserted for them (see flush), one row per user in
-// key order, just before the deferred triggers fire (see send): the
-// users' rows are locked from then on, as the triggers would lock them,
-// and in one order for every batch.
-func (w *batchWriter) countAdded() {
+// messages the batch inserted for them (see flush), one row per user of
+// ut and uu (the batch's users, in key order) it inserted for, just before
+// the deferred triggers fire (see send): the users' rows are locked from
+// then on, as the triggers would lock them, and in one order for every
+// batch.
+func (w *batchWriter) countAdded(ut, uu []string) {
 	if len(w.added) == 0 {
 		return
 	}
-	users := slices.SortedFunc(maps.Keys(w.added), contract.CompareUsers)
-	var ts, us []string
-	var ns []int64
-	for _, u := range users {
-		ts, us, ns = append(ts, u.Tenant), append(us, u.User), append(ns, w.added[u])
+	ns := make([]int64, len(ut))
+	for k := range ut {
+		ns[k] = w.added[contract.User{Tenant: ut[k], User: uu[k]}]
 	}
 	w.p.Queue(`INSERT INTO memory_item_revisions AS r (tenant, user_id, messages_added)
-		SELECT t, u, n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS x(t, u, n, o) ORDER BY o
-		ON CONFLICT (tenant, user_id) DO UPDATE SET messages_added = r.messages_added + EXCLUDED.messages_added`, ts, us, ns)
+		SELECT t, u, n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS x(t, u, n, o) WHERE n > 0 ORDER BY o
+		ON CONFLICT (tenant, user_id) DO UPDATE SET messages_added = r.messages_added + EXCLUDED.messages_added`, ut, uu, ns)
 }
 
 // eachRow calls fn for each row of rows, the result of a query that failed

@@ -83,7 +83,6 @@ const (
 // SQLite saving the pages each statement touches for its own rollback).
 const messageRows = 64
 
-// sqlInsertMessages inserts messageRows messages.
 var sqlInsertMessages = insertMessageInto + list(messageRow, messageRows)
 
 // hotWrites are the write statements a Store prepares when it opens.

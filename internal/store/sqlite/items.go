@@ -61,7 +61,6 @@ const (
 // background transaction's backgroundItems in one).
 const itemRows = backgroundItems
 
-// sqlInsertItems stores itemRows items.
 var sqlInsertItems = insertItemInto + list(itemRow, itemRows) + itemUpsert
 
 // addItems is AddItems' write transaction, a background one when

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -24,8 +23,6 @@ type stmtCache struct {
 	stmts sync.Map // SQL text -> *sql.Stmt
 	n     atomic.Int32
 }
-
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db} }
 
 // QueryContext runs query on the pool through its cached statement.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -89,16 +86,6 @@ func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any)
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
-}
-
-// prepareWrites prepares hotWrites on the writer, for writeTx.
-func (s *Store) prepareWrites(ctx context.Context) error {
-	for _, q := range hotWrites {
-		if _, err := s.writes.stmt(ctx, q, true); err != nil {
-			return fmt.Errorf("prepare write statement: %w", err)
-		}
-	}
-	return nil
 }
 
 // Close closes the cached statements.
