@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // Erasure on PostgreSQL, by the erasure contract (storetest.RunErasure).
@@ -74,21 +73,6 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 		return memory.ErrErased
 	}
 	return nil
-}
-
-// guardUsers applies guard to users (contract.ItemGuards: in a fixed
-// order), each with their guard, and returns those erased since.
-func guardUsers(ctx context.Context, tx pgx.Tx, users []contract.User, guards map[contract.User]time.Time) (map[contract.User]bool, error) {
-	erased := map[contract.User]bool{}
-	for _, u := range users {
-		switch err := guard(ctx, tx, u.Tenant, u.User, guards[u]); {
-		case errors.Is(err, memory.ErrErased):
-			erased[u] = true
-		case err != nil:
-			return nil, err
-		}
-	}
-	return erased, nil
 }
 
 // vacuumer runs the post-erasure VACUUM in the background, one at a time:

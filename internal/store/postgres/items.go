@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,11 +71,18 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		users, guards := contract.ItemGuards(items)
-		var checks contract.ItemChecks
-		var err error
-		if checks.Erased, err = guardUsers(ctx, tx, users, guards); err != nil {
-			return err
+		// Each guarded user's guard, in a fixed order; those erased since
+		// are refused.
+		checks := contract.ItemChecks{Erased: map[contract.User]bool{}}
+		for _, u := range users {
+			switch err := guard(ctx, tx, u.Tenant, u.User, guards[u]); {
+			case errors.Is(err, memory.ErrErased):
+				checks.Erased[u] = true
+			case err != nil:
+				return err
+			}
 		}
+		var err error
 		if checks.Deleted, err = deletedConversations(ctx, tx, contract.GuardedConversations(items, guards)); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -102,14 +103,6 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 		return nil, unavailable(err)
 	}
 	// relaxed_order may return a few rows slightly out of order.
-	slices.SortStableFunc(items, func(a, b memory.Item) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(items, func(a, b memory.Item) int { return cmp.Compare(b.Score, a.Score) })
 	return items, nil
 }

@@ -96,10 +96,7 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCountConversation, s
 // holds the file's one write lock, so nothing else changes the user's
 // messages in between.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {
-	at := ex.At
-	if at.IsZero() {
-		at = time.Now()
-	}
+	at := cmp.Or(ex.At, time.Now())
 	erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
 	if err != nil {
 		return memory.SaveResult{}, err
