@@ -314,11 +314,8 @@ func insertNewItems(ctx context.Context, tx pgx.Tx, items []memory.Item, checks 
 		first              = map[key]int{} // index in items of the first item of each key
 	)
 	for i, it := range items {
-		if checks.Refused(it) {
-			continue
-		}
 		kk := key{it.Tenant, it.User, it.Kind, it.Ref, int32(it.Chunk)}
-		if _, ok := first[kk]; ok {
+		if _, ok := first[kk]; ok || checks.Refused(it) {
 			continue
 		}
 		first[kk] = i
