@@ -43,43 +43,51 @@ func ValidIdentity(id memory.Identity) error {
 	return nil
 }
 
-// ValidExchange checks what a save relies on: the identity, an exchange
-// id, and a role on every message (prior, turn and reply).
-func ValidExchange(ex memory.Exchange) error {
-	if err := ValidIdentity(ex.Identity); err != nil {
-		return err
-	}
-	if ex.ID == "" {
-		return fmt.Errorf("%w: exchange has no id", memory.ErrInvalid)
-	}
-	if ex.Reply.Role == "" {
-		return fmt.Errorf("%w: exchange %s has no reply", memory.ErrInvalid, ex.ID)
-	}
-	for _, group := range [][]memory.Message{ex.Prior, ex.Turn} {
-		for _, m := range group {
-			if m.Role == "" {
-				return fmt.Errorf("%w: exchange %s has a message without a role", memory.ErrInvalid, ex.ID)
+// ValidExchange checks what a save relies on, in each of exs: the
+// identity, an exchange id, and a role on every message (prior, turn and
+// reply).
+func ValidExchange(exs ...memory.Exchange) error {
+	for _, ex := range exs {
+		if err := ValidIdentity(ex.Identity); err != nil {
+			return fmt.Errorf("exchange %s: %w", ex.ID, err)
+		}
+		if ex.ID == "" {
+			return fmt.Errorf("%w: exchange has no id", memory.ErrInvalid)
+		}
+		if ex.Reply.Role == "" {
+			return fmt.Errorf("%w: exchange %s has no reply", memory.ErrInvalid, ex.ID)
+		}
+		for _, group := range [][]memory.Message{ex.Prior, ex.Turn} {
+			for _, m := range group {
+				if m.Role == "" {
+					return fmt.Errorf("%w: exchange %s has a message without a role", memory.ErrInvalid, ex.ID)
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// ValidItem checks what AddItems stores: the ids, one of the recallable
-// kinds, a ref and a chunk, and an embedding that agrees with its model and
-// dims (ValidEmbedding).
-func ValidItem(it memory.Item) error {
-	switch {
-	case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
-		return fmt.Errorf("%w: item tenant %q user %q", memory.ErrInvalid, it.Tenant, it.User)
-	case it.Conversation != "" && !memory.ValidID(it.Conversation):
-		return fmt.Errorf("%w: item conversation %q", memory.ErrInvalid, it.Conversation)
-	case it.Kind != "message" && it.Kind != "summary" && it.Kind != "fact":
-		return fmt.Errorf("%w: item kind %q", memory.ErrInvalid, it.Kind)
-	case it.Ref == "" || it.Chunk < 0:
-		return fmt.Errorf("%w: item ref %q chunk %d", memory.ErrInvalid, it.Ref, it.Chunk)
+// ValidItem checks what AddItems stores, in each of items: the ids, one of
+// the recallable kinds, a ref and a chunk, and an embedding that agrees
+// with its model and dims (ValidEmbedding).
+func ValidItem(items ...memory.Item) error {
+	for _, it := range items {
+		switch {
+		case !memory.ValidID(it.Tenant) || !memory.ValidID(it.User):
+			return fmt.Errorf("%w: item tenant %q user %q", memory.ErrInvalid, it.Tenant, it.User)
+		case it.Conversation != "" && !memory.ValidID(it.Conversation):
+			return fmt.Errorf("%w: item conversation %q", memory.ErrInvalid, it.Conversation)
+		case it.Kind != "message" && it.Kind != "summary" && it.Kind != "fact":
+			return fmt.Errorf("%w: item kind %q", memory.ErrInvalid, it.Kind)
+		case it.Ref == "" || it.Chunk < 0:
+			return fmt.Errorf("%w: item ref %q chunk %d", memory.ErrInvalid, it.Ref, it.Chunk)
+		}
+		if err := ValidEmbedding(it, false); err != nil {
+			return err
+		}
 	}
-	return ValidEmbedding(it, false)
+	return nil
 }
 
 // ValidEmbedding checks that an item's vector, model and dims agree: a

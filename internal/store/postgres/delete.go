@@ -18,7 +18,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		// The user's lock, exclusively: the guarded writes of the
 		// conversation's after-save hooks (which take it shared) either
 		// commit before and are deleted here, or find the conversation
-		// gone (conversationDeleted).
+		// gone (deletedConversations).
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), id.Tenant, id.User); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // Erasure on PostgreSQL, by the erasure contract (storetest.RunErasure).
@@ -76,21 +75,6 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 	return nil
 }
 
-// guardUsers applies guard to users (contract.ItemGuards: in a fixed
-// order), each with their guard, and returns those erased since.
-func guardUsers(ctx context.Context, tx pgx.Tx, users []contract.User, guards map[contract.User]time.Time) (map[contract.User]bool, error) {
-	erased := map[contract.User]bool{}
-	for _, u := range users {
-		switch err := guard(ctx, tx, u.Tenant, u.User, guards[u]); {
-		case errors.Is(err, memory.ErrErased):
-			erased[u] = true
-		case err != nil:
-			return nil, err
-		}
-	}
-	return erased, nil
-}
-
 // vacuumer runs the post-erasure VACUUM in the background, one at a time:
 // requests that arrive while one runs are served by a single next run.
 type vacuumer struct {
@@ -108,8 +92,7 @@ const vacuumTimeout = 30 * time.Minute
 func newVacuumer(pool *pgxpool.Pool, logger *slog.Logger) *vacuumer {
 	ctx, cancel := context.WithCancel(context.Background())
 	v := &vacuumer{pool: pool, logger: logger, kick: make(chan struct{}, 1), cancel: cancel}
-	v.wg.Add(1)
-	go v.loop(ctx)
+	v.wg.Go(func() { v.loop(ctx) })
 	return v
 }
 
@@ -122,7 +105,6 @@ func (v *vacuumer) request() {
 }
 
 func (v *vacuumer) loop(ctx context.Context) {
-	defer v.wg.Done()
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,21 +133,11 @@ func (v *vacuumer) stop() {
 	v.wg.Wait()
 }
 
-// conversationDeleted reports whether a guarded write about id (since not
-// zero) must be refused because id's conversation was deleted
+// deletedConversations returns those of ids, the conversations of guarded
+// writes, that were deleted: such a write is refused
 // (contract.GuardedConversations; the default conversation is exempt).
 // Call it after guard, whose shared user lock DeleteConversation takes
 // exclusively, so no deletion commits between the check and the write.
-func conversationDeleted(ctx context.Context, tx pgx.Tx, id memory.Identity, since time.Time) (bool, error) {
-	if since.IsZero() {
-		return false, nil
-	}
-	deleted, err := deletedConversations(ctx, tx, []memory.Identity{id})
-	return deleted[id], err
-}
-
-// deletedConversations applies conversationDeleted to ids, every one of
-// them guarded, at once and returns those deleted.
 func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity) (map[memory.Identity]bool, error) {
 	var tenants, users, convs []string
 	for _, id := range ids {

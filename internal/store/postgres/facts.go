@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,6 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		return memory.Fact{}, fmt.Errorf("postgres: upsert fact: %w", err)
 	}
 	f.Key = contract.FactKey(f.Key)
-	at, created := f.UpdatedAt, f.CreatedAt
 	var out memory.Fact
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
@@ -50,10 +50,10 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); err != nil {
-			return err
-		} else if gone {
-			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
+		if id := (memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); !f.GuardSince.IsZero() {
+			if deleted, err := deletedConversations(ctx, tx, []memory.Identity{id}); err != nil || deleted[id] {
+				return cmp.Or(err, fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased))
+			}
 		}
 		old, err := contract.ScanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = $1 AND user_id = $2 AND type = $3 AND norm_key = $4 AND superseded_at IS NULL`,
@@ -62,46 +62,40 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", unavailable(err))
 		}
-
-		if found && contract.SameFactValue(old.Value, f.Value) {
-			conf := contract.RestatedConfidence(old.Confidence, f.Confidence)
-			out, err = contract.ScanFact(tx.QueryRow(ctx, `UPDATE facts SET
-					mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
-					updated_at = greatest(updated_at, $6),
-					source_conversation = coalesce($7, source_conversation), expires_at = $8,
-					pin_rule = CASE WHEN $9::text <> '' THEN $9::text ELSE pin_rule END,
-					source_message = CASE WHEN $10::text <> '' THEN $10::text ELSE source_message END
-				WHERE tenant = $1 AND user_id = $2 AND id = $3
-				RETURNING `+factColumns,
-				f.Tenant, f.User, old.ID, conf, f.Pinned, at, nullString(f.Conversation), f.ExpiresAt, f.Rule, f.Source), times{}, f.Tenant, f.User)
-			if err != nil {
-				return fmt.Errorf("update fact: %w", unavailable(err))
-			}
-		} else {
-			pinned := f.Pinned
+		// Restated, or else the current fact (if any) superseded by a new
+		// one; either keeps a pin.
+		f.Pinned = f.Pinned || old.Pinned
+		q, args := `UPDATE facts SET
+				mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
+				updated_at = greatest(updated_at, $6),
+				source_conversation = coalesce($7, source_conversation), expires_at = $8,
+				pin_rule = CASE WHEN $9::text <> '' THEN $9::text ELSE pin_rule END,
+				source_message = CASE WHEN $10::text <> '' THEN $10::text ELSE source_message END
+			WHERE tenant = $1 AND user_id = $2 AND id = $3
+			RETURNING `+factColumns, []any{f.Tenant, f.User, old.ID, contract.RestatedConfidence(old.Confidence, f.Confidence),
+			f.Pinned, f.UpdatedAt, nullString(f.Conversation), f.ExpiresAt, f.Rule, f.Source}
+		if !found || !contract.SameFactValue(old.Value, f.Value) {
 			if found {
 				if _, err := tx.Exec(ctx, `UPDATE facts SET superseded_at = $4
 					WHERE tenant = $1 AND user_id = $2 AND id = $3`,
-					f.Tenant, f.User, old.ID, at); err != nil {
+					f.Tenant, f.User, old.ID, f.UpdatedAt); err != nil {
 					return fmt.Errorf("supersede fact: %w", unavailable(err))
 				}
 				if err := deleteFactItems(ctx, tx, f.Tenant, f.User, []int64{old.ID}); err != nil {
 					return err
 				}
-				pinned = pinned || old.Pinned
 			}
-			out, err = contract.ScanFact(tx.QueryRow(ctx, `INSERT INTO facts
+			q, args = `INSERT INTO facts
 					(tenant, user_id, type, key, norm_key, value, confidence, mentions, pinned,
 					 source_conversation, created_at, updated_at, expires_at, pin_rule, source_message)
 				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-				RETURNING `+factColumns,
-				f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, f.Mentions, pinned,
-				nullString(f.Conversation), created, at, f.ExpiresAt, f.Rule, f.Source), times{}, f.Tenant, f.User)
-			if err != nil {
-				return fmt.Errorf("insert fact: %w", unavailable(err))
-			}
+				RETURNING `+factColumns, []any{f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, f.Mentions, f.Pinned,
+				nullString(f.Conversation), f.CreatedAt, f.UpdatedAt, f.ExpiresAt, f.Rule, f.Source}
 		}
-		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, at); err != nil {
+		if out, err = contract.ScanFact(tx.QueryRow(ctx, q, args...), times{}, f.Tenant, f.User); err != nil {
+			return fmt.Errorf("write fact: %w", unavailable(err))
+		}
+		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, f.UpdatedAt); err != nil {
 			return err
 		}
 		if maxPerUser > 0 {

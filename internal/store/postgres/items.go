@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +28,17 @@ func scanItem(row pgx.Row, extra ...any) (memory.Item, error) {
 	return it, row.Scan(dest...) // times in UTC: see Open's AfterConnect
 }
 
+// scanItemVector reads one row of itemColumns, extra and the embedding
+// (NULL: none).
+func scanItemVector(row pgx.Row, extra ...any) (memory.Item, error) {
+	var vec *pgvector.Vector
+	it, err := scanItem(row, append(extra, &vec)...)
+	if vec != nil {
+		it.Embedding = vec.Slice()
+	}
+	return it, err
+}
+
 // vectorArg returns the embedding as a query argument: NULL when absent.
 func vectorArg(v []float32) *pgvector.Vector {
 	if len(v) == 0 {
@@ -43,10 +55,8 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	for _, it := range items {
-		if err := contract.ValidItem(it); err != nil {
-			return fmt.Errorf("postgres: add items: %w", err)
-		}
+	if err := contract.ValidItem(items...); err != nil {
+		return fmt.Errorf("postgres: add items: %w", err)
 	}
 	now := time.Now()
 	// An item's arguments (upsertItemSQL's).
@@ -61,11 +71,18 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		users, guards := contract.ItemGuards(items)
-		var checks contract.ItemChecks
-		var err error
-		if checks.Erased, err = guardUsers(ctx, tx, users, guards); err != nil {
-			return err
+		// Each guarded user's guard, in a fixed order; those erased since
+		// are refused.
+		checks := contract.ItemChecks{Erased: map[contract.User]bool{}}
+		for _, u := range users {
+			switch err := guard(ctx, tx, u.Tenant, u.User, guards[u]); {
+			case errors.Is(err, memory.ErrErased):
+				checks.Erased[u] = true
+			case err != nil:
+				return err
+			}
 		}
+		var err error
 		if checks.Deleted, err = deletedConversations(ctx, tx, contract.GuardedConversations(items, guards)); err != nil {
 			return err
 		}
@@ -297,11 +314,8 @@ func insertNewItems(ctx context.Context, tx pgx.Tx, items []memory.Item, checks 
 		first              = map[key]int{} // index in items of the first item of each key
 	)
 	for i, it := range items {
-		if checks.Refused(it) {
-			continue
-		}
 		kk := key{it.Tenant, it.User, it.Kind, it.Ref, int32(it.Chunk)}
-		if _, ok := first[kk]; ok {
+		if _, ok := first[kk]; ok || checks.Refused(it) {
 			continue
 		}
 		first[kk] = i

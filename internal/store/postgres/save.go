@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // userLockSQL takes a transaction-scoped advisory lock on a (tenant, user):
@@ -77,4 +78,47 @@ func permanent(err error) error {
 func isUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
+}
+
+// Results of memgate_save_turn other than a first seq.
+const (
+	turnErased    = -1
+	turnDuplicate = -2
+)
+
+// saveTurn stores an exchange that only appends (SaveExchanges) in one round
+// trip (migration 0022's memgate_append_turn, a statement that commits on
+// its own, which checks the erasure and the duplicate as PlanSave would),
+// with SaveExchange's results, the count before it (TailBefore) included.
+func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) (memory.SaveResult, error) {
+	// Planned into an empty conversation: seqs 1..n, moved after the
+	// conversation's last seq once the statement tells it.
+	res := contract.PlanSave(ex, at, time.Time{}, false, &contract.SaveConv{}).Result
+	var w batchWriter
+	for _, m := range res.Stored {
+		w.message(m)
+	}
+	var first int64
+	var before *int64
+	err := s.pool.QueryRow(ctx, `SELECT * FROM memgate_append_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		ex.Tenant, ex.User, ex.Conversation, at, w.k, w.role, w.content, w.raw, w.tokens, w.created).Scan(&first, &before)
+	switch {
+	case isUniqueViolation(err, messageKeyConstraint):
+		// A concurrent save of the same exchange won.
+		return memory.SaveResult{Duplicate: true}, nil
+	case err != nil:
+		return memory.SaveResult{}, fmt.Errorf("postgres: save exchange %s: %w", ex.ID, permanent(unavailable(err)))
+	case first == turnErased:
+		return memory.SaveResult{Dropped: true}, nil
+	case first == turnDuplicate:
+		return memory.SaveResult{Duplicate: true}, nil
+	}
+	for i, m := range res.Stored {
+		m.Seq += first - 1
+		res.Stored[i] = asStored(m)
+	}
+	if before != nil {
+		res.TailBefore, res.TailKnown = *before, true
+	}
+	return res, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -31,14 +30,13 @@ import (
 // message in one statement, moves the conversations' last_seq and commits.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "postgres.SaveExchanges")()
-	for _, ex := range exs {
-		if err := contract.ValidExchange(ex); err != nil {
-			return nil, fmt.Errorf("postgres: save exchange %s: %w", ex.ID, err)
-		}
+	if err := contract.ValidExchange(exs...); err != nil {
+		return nil, fmt.Errorf("postgres: save exchanges: %w", err)
 	}
-	if len(exs) == 1 && appendsOnly(exs[0]) {
-		// One exchange that only appends, the common case at low load: one
-		// round trip, in one statement.
+	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" {
+		// One exchange that only appends (no history to align, no candidate
+		// conversation: see Adopt), the common case at low load: one round
+		// trip, in one statement.
 		res, err := s.saveTurn(ctx, exs[0], cmp.Or(exs[0].At, time.Now()))
 		if err != nil {
 			return nil, err
@@ -179,27 +177,50 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 			kt, ku, kc, kk = append(kt, ex.Tenant), append(ku, ex.User), append(kc, ex.Candidate), append(kk, memory.Key(ex.ID, 0))
 		}
 	}
-	tails := slices.ContainsFunc(b.tailLen, func(n int32) bool { return n > 0 })
+	erased := map[contract.User]time.Time{}
+	convs := map[memory.Identity]*contract.SaveConv{}
+	dups := map[contract.Source]bool{}
+	var (
+		u   contract.User
+		at  time.Time
+		src contract.Source
+		seq int64
+		m   memory.Message
+		raw []byte
+	)
 	p := &pgx.Batch{}
 	p.Queue("BEGIN")
 	p.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(t || '/' || u, 3))
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, b.ut, b.uu)
-	p.Queue(`SELECT tenant, user_id, max(erased_at) FROM erasures
+	queueEach(p, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at },
+		`SELECT tenant, user_id, max(erased_at) FROM erasures
 		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) GROUP BY tenant, user_id`, b.ut, b.uu)
 	// The upsert locks each conversation row until commit: concurrent saves
 	// to it queue here, and each sees the previous one's rows.
-	p.Queue(`INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
+	queueEach(p, "lock conversations", []any{&src.Tenant, &src.User, &src.Conversation, &seq},
+		func() { convs[src.Identity] = &contract.SaveConv{LastSeq: seq} },
+		`INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		SELECT x.t, x.u, x.c, x.f, x.f
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY AS x(t, u, c, f, l, o)
 		WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant = x.t AND e.user_id = x.u AND e.erased_at >= x.l)
 		ORDER BY x.o
 		ON CONFLICT (tenant, user_id, id) DO UPDATE SET last_seq = conversations.last_seq
 		RETURNING tenant, user_id, id, last_seq`, b.ct, b.cu, b.cc, b.cfirst, b.clatest)
-	p.Queue(`SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, u, c, k)
+	queueEach(p, "check duplicates", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key}, func() { dups[src] = true },
+		`SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, u, c, k)
 		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.tenant = x.t AND m.user_id = x.u AND m.conversation = x.c AND m.key = x.k)`,
 		kt, ku, kc, kk)
-	if tails {
-		p.Queue(`SELECT x.t, x.u, x.c, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
+	if slices.ContainsFunc(b.tailLen, func(n int32) bool { return n > 0 }) {
+		queueEach(p, "load tails", []any{&m.Tenant, &m.User, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt},
+			func() {
+				if st := convs[memory.Identity{Tenant: m.Tenant, User: m.User, Conversation: m.Conversation}]; st != nil {
+					msg := m
+					if raw != nil {
+						msg.Raw = json.RawMessage(slices.Clone(raw))
+					}
+					st.Tail = append(st.Tail, msg)
+				}
+			}, `SELECT x.t, x.u, x.c, m.seq, m.key, m.role, m.content, m.raw, m.tokens, m.created_at
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS x(t, u, c, n)
 			CROSS JOIN LATERAL (
 				SELECT seq, key, role, content, raw, tokens, created_at FROM messages
@@ -207,54 +228,8 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 				ORDER BY seq DESC LIMIT x.n) m
 			ORDER BY x.t, x.u, x.c, m.seq`, b.ct, b.cu, b.cc, b.tailLen)
 	}
-	res := conn.SendBatch(ctx, p)
-	erased := map[contract.User]time.Time{}
-	convs := map[memory.Identity]*contract.SaveConv{}
-	dups := map[contract.Source]bool{}
-	err := func() error {
-		for _, what := range []string{"begin", "lock users"} {
-			if _, err := res.Exec(); err != nil {
-				return fmt.Errorf("%s: %w", what, unavailable(err))
-			}
-		}
-		var u contract.User
-		var at time.Time
-		rows, err := res.Query()
-		if err := eachRow(rows, err, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at }); err != nil {
-			return err
-		}
-		var src contract.Source
-		var seq int64
-		rows, err = res.Query()
-		if err := eachRow(rows, err, "lock conversations", []any{&src.Tenant, &src.User, &src.Conversation, &seq}, func() {
-			convs[src.Identity] = &contract.SaveConv{LastSeq: seq}
-		}); err != nil {
-			return err
-		}
-		rows, err = res.Query()
-		if err := eachRow(rows, err, "check duplicates", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
-			func() { dups[src] = true }); err != nil || !tails {
-			return err
-		}
-		var m memory.Message
-		var raw []byte
-		rows, err = res.Query()
-		return eachRow(rows, err, "load tails", []any{&m.Tenant, &m.User, &m.Conversation,
-			&m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt}, func() {
-			if st := convs[memory.Identity{Tenant: m.Tenant, User: m.User, Conversation: m.Conversation}]; st != nil {
-				msg := m
-				if raw != nil {
-					msg.Raw = json.RawMessage(slices.Clone(raw))
-				}
-				st.Tail = append(st.Tail, msg)
-			}
-		})
-	}()
-	if cerr := res.Close(); err == nil && cerr != nil {
-		err = unavailable(cerr)
-	}
-	if err != nil {
-		return nil, nil, nil, err
+	if err := conn.SendBatch(ctx, p).Close(); err != nil {
+		return nil, nil, nil, fmt.Errorf("read: %w", unavailable(err))
 	}
 	return erased, convs, dups, nil
 }
@@ -345,15 +320,14 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
 	}
-	w.countAdded()
+	w.countAdded(ut, uu)
 	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")
 	tails := map[contract.User]int64{}
-	w.p.Queue(`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
-		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu).Query(func(rows pgx.Rows) error {
-		var u contract.User
-		var n int64
-		return eachRow(rows, nil, "read revisions", []any{&u.Tenant, &u.User, &n}, func() { tails[u] = n })
-	})
+	var u contract.User
+	var n int64
+	queueEach(&w.p, "read revisions", []any{&u.Tenant, &u.User, &n}, func() { tails[u] = n },
+		`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
+		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu)
 	w.p.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
 		return nil, fmt.Errorf("write messages: %w", unavailable(err))
@@ -362,23 +336,22 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 }
 
 // countAdded queues the move of each user's messages_added by the
-// messages the batch inserted for them (see flush), one row per user in
-// key order, just before the deferred triggers fire (see send): the
-// users' rows are locked from then on, as the triggers would lock them,
-// and in one order for every batch.
-func (w *batchWriter) countAdded() {
+// messages the batch inserted for them (see flush), one row per user of
+// ut and uu (the batch's users, in key order) it inserted for, just before
+// the deferred triggers fire (see send): the users' rows are locked from
+// then on, as the triggers would lock them, and in one order for every
+// batch.
+func (w *batchWriter) countAdded(ut, uu []string) {
 	if len(w.added) == 0 {
 		return
 	}
-	users := slices.SortedFunc(maps.Keys(w.added), contract.CompareUsers)
-	var ts, us []string
-	var ns []int64
-	for _, u := range users {
-		ts, us, ns = append(ts, u.Tenant), append(us, u.User), append(ns, w.added[u])
+	ns := make([]int64, len(ut))
+	for k := range ut {
+		ns[k] = w.added[contract.User{Tenant: ut[k], User: uu[k]}]
 	}
 	w.p.Queue(`INSERT INTO memory_item_revisions AS r (tenant, user_id, messages_added)
-		SELECT t, u, n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS x(t, u, n, o) ORDER BY o
-		ON CONFLICT (tenant, user_id) DO UPDATE SET messages_added = r.messages_added + EXCLUDED.messages_added`, ts, us, ns)
+		SELECT t, u, n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS x(t, u, n, o) WHERE n > 0 ORDER BY o
+		ON CONFLICT (tenant, user_id) DO UPDATE SET messages_added = r.messages_added + EXCLUDED.messages_added`, ut, uu, ns)
 }
 
 // eachRow calls fn for each row of rows, the result of a query that failed
@@ -391,4 +364,10 @@ func eachRow(rows pgx.Rows, err error, what string, dest []any, fn func()) error
 		return fmt.Errorf("%s: %w", what, unavailable(err))
 	}
 	return nil
+}
+
+// queueEach queues sql on p, and calls fn for each of its rows scanned into
+// dest when the batch is read (eachRow).
+func queueEach(p *pgx.Batch, what string, dest []any, fn func(), sql string, args ...any) {
+	p.Queue(sql, args...).Query(func(rows pgx.Rows) error { return eachRow(rows, nil, what, dest, fn) })
 }

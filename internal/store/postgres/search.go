@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -90,12 +91,9 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		var err error
 		items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
-			var (
-				dist float64
-				vec  pgvector.Vector
-			)
-			it, err := scanItem(r, &dist, &vec)
-			it.Score, it.Embedding = 1-dist, vec.Slice()
+			var dist float64
+			it, err := scanItemVector(r, &dist)
+			it.Score = 1 - dist
 			return it, err
 		})
 		return err
@@ -105,14 +103,6 @@ func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]
 		return nil, unavailable(err)
 	}
 	// relaxed_order may return a few rows slightly out of order.
-	slices.SortStableFunc(items, func(a, b memory.Item) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(items, func(a, b memory.Item) int { return cmp.Compare(b.Score, a.Score) })
 	return items, nil
 }

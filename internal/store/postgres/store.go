@@ -126,18 +126,6 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 	return s, nil
 }
 
-// Migrate applies the embedded migrations that the database has not
-// recorded yet, each in its own transaction, under an advisory lock shared by
-// every replica. Open already calls it; it is exported for `gateway migrate`.
-func (s *Store) Migrate(ctx context.Context) error {
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("postgres: acquire connection: %w", err)
-	}
-	defer c.Release()
-	return migrate(ctx, c.Conn(), s.logger)
-}
-
 // Ping reports whether the database is reachable; its error wraps
 // memory.ErrUnavailable.
 func (s *Store) Ping(ctx context.Context) error {

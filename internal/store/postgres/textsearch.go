@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -109,19 +108,12 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 // one statement (searchTextSQL) ranks the user's postings.
 func (s *Store) searchTextSQLPath(ctx context.Context, q memory.ItemQuery, _ []string) ([]memory.Item, error) {
 	sql, args := searchTextSQL(q, memory.QueryStopwords(q.Text))
-	items, err := collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Item, error) {
-		var (
-			score float64
-			vec   *pgvector.Vector
-		)
-		it, err := scanItem(r, &score, &vec)
+	return collect(ctx, s.pool, func(r pgx.CollectableRow) (memory.Item, error) {
+		var score float64
+		it, err := scanItemVector(r, &score)
 		it.Score = score
-		if vec != nil {
-			it.Embedding = vec.Slice()
-		}
 		return it, err
 	}, sql, args...)
-	return items, err
 }
 
 // commonTermsSQL is CommonTerms for a user too large for the index: by

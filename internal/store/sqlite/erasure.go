@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -78,12 +79,8 @@ func (s *Store) truncateWAL(ctx context.Context) {
 
 // guard returns memory.ErrErased when refused says the write must not happen.
 func guard(ctx context.Context, q querier, tenant, user string, since time.Time) error {
-	gone, err := refused(ctx, q, tenant, user, since)
-	if err != nil {
-		return err
-	}
-	if gone {
-		return memory.ErrErased
+	if gone, err := refused(ctx, q, tenant, user, since); gone || err != nil {
+		return cmp.Or(err, memory.ErrErased)
 	}
 	return nil
 }

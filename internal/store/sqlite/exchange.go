@@ -29,10 +29,8 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 // is stored, and the caller saves them one by one.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
-	for _, ex := range exs {
-		if err := contract.ValidExchange(ex); err != nil {
-			return nil, fmt.Errorf("save exchange %s: %w", ex.ID, err)
-		}
+	if err := contract.ValidExchange(exs...); err != nil {
+		return nil, fmt.Errorf("save exchanges: %w", err)
 	}
 	results := make([]memory.SaveResult, len(exs))
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
@@ -54,10 +52,13 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // The statements capture's save runs for every exchange, prepared once on
 // the writer (writeTx).
 const (
-	sqlErasedAt           = `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`
-	sqlExchangeStored     = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
-	sqlCreateConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlErasedAt       = `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`
+	sqlExchangeStored = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
+	// sqlCountConversation creates the conversation, or moves its live
+	// message count and its time.
+	sqlCountConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at, message_count)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, user_id, id) DO UPDATE SET
+		message_count = message_count + excluded.message_count, updated_at = MAX(updated_at, excluded.updated_at)`
 	// sqlLastSeq also reads the user's Revisions.Tail (SaveResult.TailBefore).
 	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
 		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
@@ -68,8 +69,6 @@ const (
 	sqlRecordExchange = `INSERT INTO exchanges
 		(tenant, user_id, conversation, id, model, prompt_tokens, completion_tokens, at, stored_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlCountMessages = `UPDATE conversations SET message_count = message_count + ? - ?, updated_at = MAX(updated_at, ?)
-		WHERE tenant = ? AND user_id = ? AND id = ?`
 )
 
 const (
@@ -84,12 +83,11 @@ const (
 // SQLite saving the pages each statement touches for its own rollback).
 const messageRows = 64
 
-// sqlInsertMessages inserts messageRows messages.
 var sqlInsertMessages = insertMessageInto + list(messageRow, messageRows)
 
 // hotWrites are the write statements a Store prepares when it opens.
-var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, sqlLastSeq, sqlInsertMessage,
-	sqlInsertMessages, sqlRecordExchange, sqlCountMessages, sqlInsertItem, sqlInsertItems}
+var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCountConversation, sqlLastSeq, sqlInsertMessage,
+	sqlInsertMessages, sqlRecordExchange, sqlInsertItem, sqlInsertItems}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction:
 // it reads what contract.PlanSave needs and writes what it plans. When it
@@ -98,10 +96,7 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCreateConversation, 
 // holds the file's one write lock, so nothing else changes the user's
 // messages in between.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {
-	at := ex.At
-	if at.IsZero() {
-		at = time.Now()
-	}
+	at := cmp.Or(ex.At, time.Now())
 	erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
 	if err != nil {
 		return memory.SaveResult{}, err
@@ -129,8 +124,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if res.Inserted == 0 {
 		return res, nil
 	}
-	if _, err := tx.ExecContext(ctx, sqlCreateConversation, ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at)); err != nil {
-		return res, fmt.Errorf("create conversation: %w", err)
+	if _, err := tx.ExecContext(ctx, sqlCountConversation,
+		ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at), res.Inserted-res.Superseded); err != nil {
+		return res, fmt.Errorf("update conversation: %w", err)
 	}
 	if p.SupersedeFrom > 0 {
 		// The replaced branch leaves recall with it: its messages' items
@@ -158,10 +154,6 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if _, err := tx.ExecContext(ctx, sqlRecordExchange,
 		ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
 		return res, fmt.Errorf("record exchange: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, sqlCountMessages,
-		res.Inserted, res.Superseded, nanos(at), ex.Tenant, ex.User, ex.Conversation); err != nil {
-		return res, fmt.Errorf("update conversation: %w", err)
 	}
 	res.TailBefore, res.TailKnown = before, res.Superseded == 0
 	return res, nil

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -36,10 +37,8 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); err != nil {
-			return err
-		} else if gone {
-			return fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased)
+		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); gone || err != nil {
+			return cmp.Or(err, fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased))
 		}
 		cur, err := contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ? AND superseded_at IS NULL`,
@@ -48,9 +47,11 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", err)
 		}
-		var id int64
+		// Restated, or else the current fact (if any) superseded by a new
+		// one; either keeps a pin.
+		f.Pinned = f.Pinned || cur.Pinned
+		id := cur.ID
 		if found && contract.SameFactValue(cur.Value, f.Value) {
-			id = cur.ID
 			_, err = tx.ExecContext(ctx, `UPDATE facts SET
 					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
 					pinned = pinned OR ?, updated_at = ?,
@@ -60,9 +61,6 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				WHERE id = ?`,
 				f.Value, f.Confidence, f.Pinned, nanos(f.UpdatedAt), nullString(f.Conversation), nullTime(f.ExpiresAt),
 				f.Rule, f.Rule, f.Source, f.Source, id)
-			if err != nil {
-				return fmt.Errorf("restate fact: %w", err)
-			}
 		} else {
 			if found {
 				if _, err := tx.ExecContext(ctx, `UPDATE facts SET superseded_at = ? WHERE id = ?`,
@@ -72,7 +70,6 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				if err := deleteFactItems(ctx, tx, f.Tenant, f.User, cur.ID); err != nil {
 					return err
 				}
-				f.Pinned = f.Pinned || cur.Pinned
 			}
 			err = tx.QueryRowContext(ctx, `INSERT INTO facts (tenant, user_id, conversation, type, key, norm_key,
 					value, confidence, mentions, pinned, created_at, updated_at, expires_at, pin_rule, source_message)
@@ -80,9 +77,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 				f.Tenant, f.User, nullString(f.Conversation), string(f.Type), strings.TrimSpace(f.Key), norm,
 				f.Value, f.Confidence, f.Mentions, f.Pinned, nanos(f.CreatedAt), nanos(f.UpdatedAt), nullTime(f.ExpiresAt),
 				f.Rule, f.Source).Scan(&id)
-			if err != nil {
-				return fmt.Errorf("insert fact: %w", err)
-			}
+		}
+		if err != nil {
+			return fmt.Errorf("write fact: %w", err)
 		}
 		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, id, f.UpdatedAt); err != nil {
 			return err

@@ -3,19 +3,24 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
-	"math"
+	"fmt"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/search"
 )
 
 // indexSource is what the Store's itemindex.Index reads: the rows of
-// memory_items, through the read pool.
+// memory_items, through the read pool; its
+// itemindex.Windows (MessagesAround) reads the turns, kept under the
+// user's messages_changed (migration 0013).
 type indexSource struct{ s *Store }
 
-var _ itemindex.Source = indexSource{}
+var (
+	_ itemindex.Source       = indexSource{}
+	_ itemindex.WindowSource = indexSource{}
+)
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), whose counters triggers move on every write of memory_items
@@ -43,35 +48,58 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 		WHERE tenant = ? AND user_id = ? AND id > ? AND model = ? AND dims = ? AND embedding IS NOT NULL`
 		args = append(args, key.Model, key.Dims)
 	}
-	rows, err := src.s.reads.QueryContext(ctx, query+` ORDER BY id`, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var v []float32
-	for rows.Next() {
-		var id int64
-		var conv, ref string
-		var b sql.RawBytes
-		if err := rows.Scan(&id, &conv, &ref, &b); err != nil {
-			return err
-		}
+	var (
+		id        int64
+		conv, ref string
+		b         sql.RawBytes
+		v         []float32
+	)
+	return eachRow(ctx, src.s.reads, query+` ORDER BY id`, args, []any{&id, &conv, &ref, &b}, func() error {
 		if key.Dims > 0 {
-			v = v[:0]
-			for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
-				v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
-			}
-			b = nil
+			v, b = decodeVector(v, b), nil
 		}
-		if err := add(id, conv, ref, b, v); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+		return add(id, conv, ref, b, v)
+	})
 }
 
 // LoadItems reads the items of ids (by id alone: the Index drops any
 // that is not the user's).
 func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
-	return src.s.loadItems(ctx, ids)
+	loaded, err := queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
+		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	return loaded, nil
+}
+
+// ReadWindows reads the live turns within radius of each of refs
+// (itemindex.WindowSource).
+func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
+	pairs := make([][2]string, len(refs))
+	for i, r := range refs {
+		pairs[i] = [2]string{r.Conversation, r.Key}
+	}
+	// The superseded turns inside a window are read too (and then left
+	// out), so a window whose last seq is a superseded turn counts as
+	// closed.
+	wr := search.NewWindowReads(radius, len(refs))
+	m := memory.Message{Tenant: tenant, User: user}
+	var (
+		hitKey     string
+		hitSeq     int64
+		superseded bool
+		marked     []byte
+	)
+	err := eachRow(ctx, src.s.reads, `SELECT r.key, h.seq, m.conversation, m.seq, m.key, m.role, m.content, m.tokens, m.created_at,
+			m.superseded_at IS NOT NULL,
+			CASE WHEN instr(m.raw, '"`+memory.FailedField+`"') > 0 THEN m.raw END
+		FROM (SELECT DISTINCT json_extract(value, '$[0]') AS conversation, json_extract(value, '$[1]') AS key
+		      FROM json_each(?)) r
+		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
+		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
+			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, []any{jsonArray(pairs), tenant, user, radius, radius},
+		[]any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, (*nanoTime)(&m.CreatedAt), &superseded, &marked},
+		func() error { wr.Add(hitKey, hitSeq, m, superseded, marked); return nil })
+	return wr.Read, wr.Closed, err
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -18,9 +19,7 @@ import (
 // active first, at most limit of them (limit <= 0: 100). A non-empty match
 // keeps the users whose id contains it (case-insensitive).
 func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error) {
-	if limit <= 0 {
-		limit = 100
-	}
+	limit = cmp.Or(max(limit, 0), 100)
 	us, err := queryAll(ctx, s.read, func(r rowScanner) (memory.UserActivity, error) {
 		var u memory.UserActivity
 		return u, r.Scan(&u.User, &u.Conversations, &u.Messages, (*nanoTime)(&u.LastActive))

@@ -15,17 +15,6 @@ import (
 // IMMEDIATE, so processes migrating the same file at once apply each once.
 // Open calls it.
 func (s *Store) Migrate(ctx context.Context) error {
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL
-		)`)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("migrate: create schema_migrations: %w", err)
-	}
 	if err := contract.Migrate(ctx, sqlitemigrations.FS, s.applyMigration, s.logger, "sqlite"); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -35,6 +24,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 // applyMigration is Migrate's contract.ApplyMigration.
 func (s *Store) applyMigration(ctx context.Context, m contract.Migration) (applied bool, err error) {
 	err = s.inWrite(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT    NOT NULL,
+			applied_at INTEGER NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil || n > 0 {
 			return err

@@ -76,13 +76,6 @@ func (o *Outbox) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 	return nil
 }
 
-// waiter returns the channel the next Enqueue closes.
-func (o *Outbox) waiter() <-chan struct{} {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.wake
-}
-
 // Claim returns up to max deliveries for consumer, oldest first: entries that
 // were claimed (by any consumer) more than staleAfter ago and not
 // acknowledged, then unclaimed ones. Each delivery counts one more attempt.
@@ -96,7 +89,9 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 	}
 	deadline := time.Now().Add(block)
 	for {
-		wake := o.waiter()
+		o.mu.Lock()
+		wake := o.wake // closed by the next Enqueue
+		o.mu.Unlock()
 		ds, err := o.claimOnce(ctx, consumer, max, staleAfter)
 		if err != nil || len(ds) > 0 {
 			return ds, err

@@ -38,6 +38,18 @@ func queryAll[T any](ctx context.Context, q querier, scan func(rowScanner) (T, e
 	return out, rows.Err()
 }
 
+// eachRow runs query on q and calls fn with each of its rows scanned into
+// dest (a sql.RawBytes there holds until fn returns).
+func eachRow(ctx context.Context, q querier, query string, args, dest []any, fn func() error) error {
+	_, err := queryAll(ctx, q, func(r rowScanner) (struct{}, error) {
+		if err := r.Scan(dest...); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, fn()
+	}, query, args...)
+	return err
+}
+
 // jsonArray encodes v as a JSON array, which json_each reads: a list as
 // one parameter. Values of these types always encode.
 func jsonArray[T string | int64 | [2]string](v []T) string {
@@ -111,4 +123,19 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}
 	return c, msgs, nil
+}
+
+// Recent returns up to n newest live messages of the conversation, oldest
+// first; none (and no error) for n <= 0 or an unknown conversation. The
+// engine keeps them in memory (internal/engine/cache.Reads).
+func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	defer telemetry.Span(&ctx, "sqlite.Recent")()
+	if n <= 0 {
+		return []memory.Message{}, nil
+	}
+	msgs, err := liveTail(ctx, s.reads, id, n)
+	if err != nil {
+		return nil, fmt.Errorf("recent messages: %w", err)
+	}
+	return msgs, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -28,24 +27,17 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 	}
 	where, args := itemScope(q)
 	args = append(args, q.Model, len(q.Embedding))
-	rows, err := s.reads.QueryContext(ctx, `SELECT id, embedding FROM memory_items WHERE `+where+
-		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	top := make(ranking.TopK, 0, q.Limit+1)
-	for rows.Next() {
-		var id int64
-		var blob sql.RawBytes
-		if err := rows.Scan(&id, &blob); err != nil {
-			return nil, err
-		}
+	var id int64
+	var blob sql.RawBytes
+	err := eachRow(ctx, s.reads, `SELECT id, embedding FROM memory_items WHERE `+where+
+		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args, []any{&id, &blob}, func() error {
 		if score, ok := vec.CosineBytes(q.Embedding, qnorm, blob); ok {
 			top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
 		}
-	}
-	return top.Sorted(), rows.Err()
+		return nil
+	})
+	return top.Sorted(), err
 }
 
 // searchTextWindow ranks SearchText's items for a user too large to index
@@ -76,24 +68,13 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 		q.Tenant, q.User).Scan(&total); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := s.reads.QueryContext(ctx, `SELECT memory_items.id, memory_items.text
+	r := ranking.NewTextRanker(terms, q.Related, total)
+	var id int64
+	var text sql.RawBytes
+	if err := eachRow(ctx, s.reads, `SELECT memory_items.id, memory_items.text
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
 		WHERE memory_items_fts MATCH ? AND `+where+`
-		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	r := ranking.NewTextRanker(terms, q.Related, total)
-	for rows.Next() {
-		var id int64
-		var text sql.RawBytes
-		if err := rows.Scan(&id, &text); err != nil {
-			return nil, err
-		}
-		r.Add(id, text)
-	}
-	if err := rows.Err(); err != nil {
+		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args, []any{&id, &text}, func() error { r.Add(id, text); return nil }); err != nil {
 		return nil, err
 	}
 	return r.Best(q.Limit), nil
@@ -113,14 +94,4 @@ func itemScope(q memory.ItemQuery) (string, []any) {
 		args = append(args, jsonArray(q.ExcludeRefs))
 	}
 	return where, args
-}
-
-// loadItems loads the whole items of ids that exist, in any order.
-func (s *Store) loadItems(ctx context.Context, ids []int64) ([]memory.Item, error) {
-	loaded, err := queryAll(ctx, s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
-		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
-	if err != nil {
-		return nil, fmt.Errorf("load items: %w", err)
-	}
-	return loaded, nil
 }

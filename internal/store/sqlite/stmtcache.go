@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -24,8 +23,6 @@ type stmtCache struct {
 	stmts sync.Map // SQL text -> *sql.Stmt
 	n     atomic.Int32
 }
-
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db} }
 
 // QueryContext runs query on the pool through its cached statement.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -67,7 +64,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string, prepare bool) (*sql.
 // through statements prepared once on the single writer connection, when
 // the Store opened (preparing them inside a transaction would wait for the
 // connection the transaction holds); any other statement is prepared per
-// call, as *sql.Tx does. Capture's save runs eight statements per
+// call, as *sql.Tx does. Capture's save runs seven statements per
 // exchange, and preparing them was a tenth of its CPU.
 type writeTx struct {
 	*sql.Tx
@@ -89,16 +86,6 @@ func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any)
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
-}
-
-// prepareWrites prepares hotWrites on the writer, for writeTx.
-func (s *Store) prepareWrites(ctx context.Context) error {
-	for _, q := range hotWrites {
-		if _, err := s.writes.stmt(ctx, q, true); err != nil {
-			return fmt.Errorf("prepare write statement: %w", err)
-		}
-	}
-	return nil
 }
 
 // Close closes the cached statements.

@@ -86,8 +86,6 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	}
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
 	// The write connection is opened first: it creates the file and switches
 	// it to WAL before any reader attaches.
 	if err := pingWhileBusy(ctx, write); err != nil {
@@ -111,7 +109,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger,
-		reads: newStmtCache(read), writes: newStmtCache(write)}
+		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}}
 	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
@@ -119,9 +117,11 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		s.Close()
 		return nil, err
 	}
-	if err := s.prepareWrites(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open sqlite store: %w", err)
+	for _, q := range hotWrites { // for writeTx
+		if _, err := s.writes.stmt(ctx, q, true); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store: prepare write statement: %w", err)
+		}
 	}
 	return s, nil
 }
