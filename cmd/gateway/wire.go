@@ -36,7 +36,7 @@ import (
 // fails the build, not a request.
 type store interface {
 	engine.Store
-	cache.Reader
+	cache.Store
 	prompt.RevisionReader
 	record.Saver
 	record.BatchSaver
@@ -308,27 +308,25 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 }
 
 // cachedStore is a store whose reads besides its searches (recent turns,
-// facts, summaries) the engine keeps (cache.Reads), and whose saves and
-// erasures reach what it keeps (cache.Writes).
+// facts, summaries) the engine keeps, and whose saves and erasures reach
+// what it keeps (cache.Reads).
 type cachedStore struct {
 	store
-	reads  *cache.Reads
-	writes cache.Writes
+	reads *cache.Reads
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
 // memory.cache says; its erasures empty emb too (nil: none).
 func withReads(cfg config.Config, st store, emb cache.Clearer) cachedStore {
-	r := cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
-	return cachedStore{store: st, reads: r, writes: r.Through(st, emb)}
+	return cachedStore{store: st, reads: cache.NewReads(st, emb, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	return s.writes.SaveExchange(ctx, ex)
+	return s.reads.SaveExchange(ctx, ex)
 }
 func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	return s.writes.SaveExchanges(ctx, exs)
+	return s.reads.SaveExchanges(ctx, exs)
 }
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	return s.writes.DeleteUser(ctx, tenant, user)
+	return s.reads.DeleteUser(ctx, tenant, user)
 }

@@ -47,18 +47,16 @@ func newMemo() *memo {
 		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}
 }
 
-// key returns the key of a text of kind under enc counted in scope: s, or
-// b when it is not nil.
-func (m *memo) key(scope uint64, kind byte, enc *encoding, s string, b []byte) memoKey {
-	if b != nil {
-		return memoKey{maphash.Bytes(m.seed, b), scope, len(b), kind, enc}
-	}
-	return memoKey{maphash.String(m.seed, s), scope, len(s), kind, enc}
-}
-
-// count returns k's remembered count, or remembers and returns what
+// count returns the remembered count of a text of kind under enc in
+// scope (s, or b when it is not nil), or remembers and returns what
 // compute answers.
-func (m *memo) count(k memoKey, compute func() int) int {
+func (m *memo) count(scope uint64, kind byte, enc *encoding, s string, b []byte, compute func() int) int {
+	k := memoKey{0, scope, len(s), kind, enc}
+	if b != nil {
+		k.hash, k.len = maphash.Bytes(m.seed, b), len(b)
+	} else {
+		k.hash = maphash.String(m.seed, s)
+	}
 	if n, ok := m.counts.Get(k); ok {
 		return n
 	}

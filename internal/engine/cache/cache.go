@@ -73,19 +73,16 @@ func (c *Cache[K, V]) Collectors() []prometheus.Collector {
 func (c *Cache[K, V]) Max() int { return c.max }
 
 // Get returns key's value and whether c holds one, marking it used.
-func (c *Cache[K, V]) Get(key K) (V, bool) {
+func (c *Cache[K, V]) Get(key K) (v V, ok bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e, ok := c.elems[key]
-	if ok {
-		c.order.MoveToFront(e)
-	}
-	c.mu.Unlock()
 	if !ok {
 		c.misses.Inc()
-		var none V
-		return none, false
+		return v, false
 	}
 	c.hits.Inc()
+	c.order.MoveToFront(e)
 	return e.Value.(*entry[K, V]).val, true
 }
 

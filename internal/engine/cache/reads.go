@@ -17,9 +17,11 @@ type RevisionReader interface {
 	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 }
 
-// Reader is what Reads reads through: a store's SQL reads of a
-// conversation's newest turns, its latest summary and a user's facts.
-type Reader interface {
+// Store is what Reads reads through, a store's SQL reads of a
+// conversation's newest turns, its latest summary and a user's facts, and
+// the writes that change them.
+type Store interface {
+	Writer
 	// Recent returns up to n newest live messages, oldest first.
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
 	// LatestSummary returns the newest summary version, or
@@ -45,23 +47,25 @@ const (
 const tailKeep = 64
 
 // Reads keeps what a request reads of a store besides its searches in
-// memory: a conversation's newest turns (under the user's Revisions.Tail),
+// memory, brought along by the saves and erasures made through it: a conversation's newest turns (under the user's Revisions.Tail),
 // a user's facts (under Revisions.Facts) and a conversation's latest
 // summary (under Revisions.Summaries). Each read takes the Revisions its
 // request read once, before any of its reads; nil reads through (a store
 // that keeps no counters, a lookup that failed). It is safe for concurrent
 // use.
 type Reads struct {
-	src       Reader
+	src       Store
+	emb       Clearer // emptied by an erasure; nil: none
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
 	summaries *Cache[convKey, *memory.Summary] // nil: none
 }
 
-// NewReads returns a Reads over src, its tails bounded at tailBytes and
-// its facts and summaries at knowledgeBytes each.
-func NewReads(src Reader, tailBytes, knowledgeBytes int) *Reads {
-	return &Reads{src: src,
+// NewReads returns a Reads over src whose erasures empty emb too (nil:
+// none), its tails bounded at tailBytes and its facts and summaries at
+// knowledgeBytes each.
+func NewReads(src Store, emb Clearer, tailBytes, knowledgeBytes int) *Reads {
+	return &Reads{src: src, emb: emb,
 		tails:     New("recent", tailBytes, tailSize),
 		facts:     New("facts", knowledgeBytes, factsSize),
 		summaries: New("summaries", knowledgeBytes, summarySize)}
@@ -200,14 +204,6 @@ func appendStored(t tail, stored []memory.Message) tail {
 		return tail{msgs: msgs[len(msgs)-limit:]}
 	}
 	return tail{msgs: msgs, all: t.all}
-}
-
-// Forget drops everything held of the user: for an erasure (see Drop).
-func (r *Reads) Forget(tenant, user string) {
-	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
-	r.tails.Drop(of)
-	r.facts.Drop(of)
-	r.summaries.Drop(of)
 }
 
 // Collectors returns the Prometheus collectors of r's caches.
