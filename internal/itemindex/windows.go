@@ -21,19 +21,17 @@ type WindowKey struct {
 // WindowSource is what Windows reads from its store.
 type WindowSource interface {
 	// ReadWindows reads, for each of refs that names a stored message of
-	// the user, the live turns within radius of it (superseded messages and
-	// replies the upstream broke off left out, Raw empty), ordered by Seq
-	// — nil when none is live — and whether the window is closed: its last
-	// seq is stored, live or not. Refs naming no stored message are absent.
+	// the user, the live turns within radius of it (no superseded messages
+	// nor replies the upstream broke off; Raw empty) by Seq, nil when none,
+	// and whether the window is closed (its last seq is stored). Refs
+	// naming no stored message are absent.
 	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
 }
 
 // Windows keeps the turns around recalled messages in memory, per user,
 // under the user's Revisions.Messages (moved by every update and delete of
-// one of their messages): a warm conversation's recall finds mostly the
-// same turns request after request. Only closed windows are kept: a new
-// message takes a seq above every stored one, so none can join them. It
-// is safe for concurrent use.
+// one of their messages). Only closed windows are kept: a new message
+// takes a seq above every stored one. It is safe for concurrent use.
 type Windows struct {
 	src   WindowSource
 	cache *cache.Cache[windowKey, []memory.Message]
@@ -51,8 +49,7 @@ type windowKey struct {
 // MiB, about 30,000 turns of 300 bytes.
 const DefaultWindowBytes = 16 << 20
 
-// NewWindows returns a Windows reading src, bounded at max bytes (least
-// recently recalled users evicted first).
+// NewWindows returns a Windows reading src, bounded at max bytes.
 func NewWindows(src WindowSource, max int) *Windows {
 	return &Windows{src: src, cache: cache.New("windows", max, windowSize)}
 }
@@ -73,13 +70,11 @@ func windowSize(k windowKey, w []memory.Message) int {
 // refs names (the message itself included, when live), of the user's
 // conversations, each once, ordered by conversation and Seq. Unknown refs,
 // and other users', add nothing; radius < 0 finds nothing. The messages
-// are the cache's own, never to be written into: copying the ~200 turns
-// around a recall's hits was most of its cost.
+// are the cache's own (not copied), never to be written into.
 func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
-	changed := rev.Messages // read before the turns
 	wins := make([][]memory.Message, 0, len(refs))
 	var unread []memory.MessageRef
 	asked := make(map[memory.MessageRef]bool, len(refs))
@@ -88,7 +83,7 @@ func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user
 			continue
 		}
 		asked[r] = true
-		if win, ok := w.cache.Get(windowKey{tenant, user, changed, WindowKey{Ref: r, Radius: radius}}); ok {
+		if win, ok := w.cache.Get(windowKey{tenant, user, rev.Messages, WindowKey{Ref: r, Radius: radius}}); ok {
 			wins = append(wins, win)
 		} else {
 			unread = append(unread, r)
@@ -102,7 +97,7 @@ func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user
 		for k, win := range read {
 			wins = append(wins, win)
 			if closed[k] {
-				w.cache.Put(windowKey{tenant, user, changed, k}, win)
+				w.cache.Put(windowKey{tenant, user, rev.Messages, k}, win)
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// RevisionReader reads a user's memory.Revisions, in one lookup.
+// RevisionReader reads a user's memory.Revisions in one lookup.
 type RevisionReader interface {
 	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 }
@@ -46,13 +46,13 @@ const (
 // it (a Recent asking for more keeps what it read).
 const tailKeep = 64
 
-// Reads keeps what a request reads of a store besides its searches in
-// memory, brought along by the saves and erasures made through it: a conversation's newest turns (under the user's Revisions.Tail),
-// a user's facts (under Revisions.Facts) and a conversation's latest
-// summary (under Revisions.Summaries). Each read takes the Revisions its
-// request read once, before any of its reads; nil reads through (a store
-// that keeps no counters, a lookup that failed). It is safe for concurrent
-// use.
+// Reads keeps in memory what a request reads of a store besides its
+// searches — a conversation's newest turns (under the user's
+// Revisions.Tail), a user's facts (Revisions.Facts) and a conversation's
+// latest summary (Revisions.Summaries) — and brings the store's saves and
+// erasures to them. Each read takes the Revisions its request read once,
+// before any of its reads; nil reads through (a lookup that failed). It is
+// safe for concurrent use.
 type Reads struct {
 	src       Store
 	emb       Clearer // emptied by an erasure; nil: none
@@ -80,13 +80,11 @@ type convKey struct {
 	Conv         string
 }
 
-// tail is a conversation's newest live messages, oldest first, never
-// modified once held (a save appends past the held length, which no reader
-// of the held tail looks at).
+// tail is a conversation's newest live messages, oldest first (all: every
+// live one), never modified once held: a save appends past its length.
 type tail struct {
 	msgs []memory.Message
-	// all is set when msgs are all of the conversation's live messages.
-	all bool
+	all  bool
 }
 
 // Recent returns up to n newest live messages of the conversation, oldest
@@ -137,10 +135,9 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 	return sum, nil
 }
 
-// Facts returns the user's facts as src's Facts does. The current ones
-// (not history) come from the user's facts not superseded, kept under
-// rev's Facts, with expiry applied at now on every call. The slice and its
-// facts are the caller's.
+// Facts returns the user's facts as src's Facts does; the current ones
+// (not history) from their facts not superseded, kept under rev's Facts,
+// expired at now on every call. The slice and its facts are the caller's.
 func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	if rev == nil || history {
 		return r.src.Facts(ctx, tenant, user, now, history)
@@ -169,15 +166,12 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 	return out, nil
 }
 
-// Saved brings the tails held to the counts the saves left (exs,
-// results[i] exs[i]'s), so that a conversation's next Recent is answered
-// from memory. Each result holds the user's Revisions.Tail just before its
-// inserts (TailKnown: nothing else changed the user's messages in
-// between); for a save that superseded nothing, the tail held at that
-// count with the stored messages appended is the tail at the count it
-// left, and is kept under it (the count only grows). Otherwise nothing is
-// kept. A batch's saves of one conversation chain, each finding the tail
-// its predecessor kept.
+// Saved brings the tails held to the counts the saves left (results[i]
+// exs[i]'s), so a conversation's next Recent is answered from memory: for
+// a save that superseded nothing and knows the user's Revisions.Tail just
+// before its inserts (TailKnown), the tail held there with the stored
+// messages appended is kept under the count it left. A batch's saves of
+// one conversation chain, each finding the tail its predecessor kept.
 func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
 	for i, ex := range exs {
 		res := results[i]
@@ -232,12 +226,10 @@ func factsSize(_ convKey, fs []memory.Fact) int {
 
 // summarySize is roughly what a held summary takes in memory, in bytes.
 func summarySize(k convKey, h *memory.Summary) int {
-	if h == nil {
-		return 200 + len(k.Conv)
-	}
-	n := 200 + len(k.Conv) + len(h.Text)
-	for _, ss := range [][]string{h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions} {
-		for _, s := range ss {
+	n := 200 + len(k.Conv)
+	if h != nil {
+		n += len(h.Text)
+		for _, s := range slices.Concat(h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions) {
 			n += 16 + len(s)
 		}
 	}
