@@ -66,9 +66,10 @@ type Index struct {
 	src     Source
 	vectors slots[vecSet, *vecSet]
 	texts   slots[textIndex, *textIndex]
-	// items are the items searches return: a warm conversation's recall
-	// finds mostly the same ones request after request.
-	items *cache.Cache[itemKey, memory.Item]
+	// items are the items searches return, by id as of the user's
+	// Revisions.Items (moved by every delete and update of an item, not by
+	// inserts): a warm conversation's recall finds mostly the same ones.
+	items *cache.Cache[cache.Key[int64], memory.Item]
 }
 
 // New returns an empty Index reading src, bounded by lim.
@@ -188,7 +189,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
 	for i, r := range ranked {
-		if items[i], held[i] = x.items.Get(itemKey{tenant, user, at, r.ID}); !held[i] {
+		if items[i], held[i] = x.items.Get(cache.Key[int64]{Tenant: tenant, User: user, Rev: at, Of: r.ID}); !held[i] {
 			missing = append(missing, r.ID)
 		}
 	}
@@ -201,7 +202,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			if it.Tenant != tenant || it.User != user {
 				continue // another user's row (an id reused after a delete)
 			}
-			x.items.Put(itemKey{tenant, user, at, it.ID}, it)
+			x.items.Put(cache.Key[int64]{Tenant: tenant, User: user, Rev: at, Of: it.ID}, it)
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {
 					items[i], held[i] = it, true
@@ -223,16 +224,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 	return out, nil
 }
 
-// itemKey names one item of a user as of the user's Revisions.Items
-// (moved by every delete and every update of an item, not by inserts): once
-// an erasure or edit has committed, no later search is answered with what
-// it deleted or changed.
-type itemKey struct {
-	Tenant, User string
-	Items, ID    int64
-}
-
 // itemSize is roughly what one cached item holds in memory, in bytes.
-func itemSize(_ itemKey, it memory.Item) int {
+func itemSize(_ cache.Key[int64], it memory.Item) int {
 	return 32 + len(it.Conversation) + len(it.Kind) + len(it.Ref) + len(it.Text) + len(it.Model) + 4*len(it.Embedding)
 }

@@ -34,15 +34,7 @@ type WindowSource interface {
 // takes a seq above every stored one. It is safe for concurrent use.
 type Windows struct {
 	src   WindowSource
-	cache *cache.Cache[windowKey, []memory.Message]
-}
-
-// windowKey names a window of one user's turns as of their
-// Revisions.Messages.
-type windowKey struct {
-	Tenant, User string
-	Messages     int64
-	WindowKey
+	cache *cache.Cache[cache.Key[WindowKey], []memory.Message] // as of Revisions.Messages
 }
 
 // DefaultWindowBytes bounds the turns a Windows keeps, over all users: 16
@@ -58,8 +50,8 @@ func NewWindows(src WindowSource, max int) *Windows {
 func (w *Windows) Collectors() []prometheus.Collector { return w.cache.Collectors() }
 
 // windowSize is roughly what one cached window holds in memory, in bytes.
-func windowSize(k windowKey, w []memory.Message) int {
-	n := 96 + len(k.Ref.Conversation) + len(k.Ref.Key)
+func windowSize(k cache.Key[WindowKey], w []memory.Message) int {
+	n := 96 + len(k.Of.Ref.Conversation) + len(k.Of.Ref.Key)
 	for _, m := range w {
 		n += 200 + len(m.Conversation) + len(m.Key) + len(m.Role) + len(m.Content)
 	}
@@ -83,7 +75,7 @@ func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user
 			continue
 		}
 		asked[r] = true
-		if win, ok := w.cache.Get(windowKey{tenant, user, rev.Messages, WindowKey{Ref: r, Radius: radius}}); ok {
+		if win, ok := w.cache.Get(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: WindowKey{Ref: r, Radius: radius}}); ok {
 			wins = append(wins, win)
 		} else {
 			unread = append(unread, r)
@@ -97,7 +89,7 @@ func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user
 		for k, win := range read {
 			wins = append(wins, win)
 			if closed[k] {
-				w.cache.Put(windowKey{tenant, user, rev.Messages, k}, win)
+				w.cache.Put(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: k}, win)
 			}
 		}
 	}

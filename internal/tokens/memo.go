@@ -6,12 +6,9 @@ import (
 	"github.com/memgate/memgate/internal/engine/cache"
 )
 
-// memoBytes bounds a memo (about 100,000 counts).
-const memoBytes = 16 << 20
-
-// memoCountBytes is what one count accounts for besides the cache's
-// overhead per entry: its key and its value.
-const memoCountBytes = 32
+// memoBytes bounds a memo (about 100,000 counts); memoCountBytes is what
+// one count accounts for besides the cache's overhead: key and value.
+const memoBytes, memoCountBytes = 16 << 20, 32
 
 // Kinds of counted text, part of a memo key.
 const (
@@ -20,15 +17,13 @@ const (
 	kindSegment = 's' // a line of a long text (segmentCache)
 )
 
-// memo remembers token counts across calls, in the one cache mechanism
-// (cache.Cache, counted in the cache metrics as "tokens"). A count is a
-// pure function of the encoding and the text, so a remembered one is never
-// stale. Counts are kept by a 64-bit keyed hash of the text (a maphash
-// seed, random per process) with its length, kind, encoding and scope (two
-// texts alike but for the hash colliding answer a wrong count, never a
-// text: about one chance in 10^10 over the memo's counts); no text is
-// kept, so nothing of a message — an erased user's included — can be read
-// back from it. It is safe for concurrent use.
+// memo remembers token counts across calls (cache.Cache, metrics as
+// "tokens"); a count is a pure function of the encoding and the text, never
+// stale. Counts are kept by a 64-bit keyed hash of the text (maphash,
+// seeded per process) with its length, kind, encoding and scope: a
+// collision answers a wrong count (about one chance in 10^10), never a
+// text. No text is kept, so nothing of a message — an erased user's
+// included — can be read back. It is safe for concurrent use.
 type memo struct {
 	seed   maphash.Seed
 	counts *cache.Cache[memoKey, int]

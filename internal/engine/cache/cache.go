@@ -37,6 +37,14 @@ type Cache[K comparable, V any] struct {
 	held                    prometheus.GaugeFunc
 }
 
+// Key names a value of one user's (Of: which) as of a count of their
+// memory.Revisions (Rev), read before the value.
+type Key[T comparable] struct {
+	Tenant, User string
+	Rev          int64
+	Of           T
+}
+
 type entry[K comparable, V any] struct {
 	key  K
 	val  V

@@ -42,6 +42,9 @@ const (
 	DefaultKnowledgeBytes = 4 << 20
 )
 
+// convKey names what Reads holds of a conversation, or of a user (Of "").
+type convKey = Key[string]
+
 // tailKeep is how many newest messages a tail grows to as saves append to
 // it (a Recent asking for more keeps what it read).
 const tailKeep = 64
@@ -69,15 +72,6 @@ func NewReads(src Store, emb Clearer, tailBytes, knowledgeBytes int) *Reads {
 		tails:     New("recent", tailBytes, tailSize),
 		facts:     New("facts", knowledgeBytes, factsSize),
 		summaries: New("summaries", knowledgeBytes, summarySize)}
-}
-
-// convKey names what Reads holds of one user (one conversation's, for
-// tails and summaries; Conv "" for the user's facts) as of a count of the
-// user's Revisions.
-type convKey struct {
-	Tenant, User string
-	Rev          int64
-	Conv         string
 }
 
 // tail is a conversation's newest live messages, oldest first (all: every
@@ -207,7 +201,7 @@ func (r *Reads) Collectors() []prometheus.Collector {
 
 // tailSize is roughly what one held tail takes in memory, in bytes.
 func tailSize(k convKey, t tail) int {
-	n := 64 + len(k.Conv)
+	n := 64 + len(k.Of)
 	for _, m := range t.msgs {
 		// The identity's strings are shared by the conversation's messages.
 		n += 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
@@ -226,7 +220,7 @@ func factsSize(_ convKey, fs []memory.Fact) int {
 
 // summarySize is roughly what a held summary takes in memory, in bytes.
 func summarySize(k convKey, h *memory.Summary) int {
-	n := 200 + len(k.Conv)
+	n := 200 + len(k.Of)
 	if h != nil {
 		n += len(h.Text)
 		for _, s := range slices.Concat(h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions) {

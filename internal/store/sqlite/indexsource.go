@@ -3,9 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
-	"math"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -57,11 +55,7 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 			return err
 		}
 		if key.Dims > 0 {
-			v = v[:0]
-			for i := 0; len(b)%4 == 0 && i < len(b); i += 4 {
-				v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
-			}
-			b = nil
+			v, b = decodeVector(v, b), nil
 		}
 		if err := add(id, conv, ref, b, v); err != nil {
 			return err

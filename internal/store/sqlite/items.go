@@ -170,7 +170,7 @@ func scanItem(r rowScanner) (memory.Item, error) {
 	var vec []byte
 	err := r.Scan(&it.ID, &it.Tenant, &it.User, &it.Conversation, &it.Kind, &it.Ref, &it.Chunk,
 		&it.Text, &vec, &it.Model, &it.Dims, (*nanoTime)(&it.CreatedAt), (*nanoTime)(&it.SaidAt))
-	it.Embedding = decodeVector(vec)
+	it.Embedding = decodeVector(nil, vec)
 	return it, err
 }
 
@@ -186,14 +186,15 @@ func encodeVector(v []float32) []byte {
 	return b
 }
 
-// decodeVector reads a stored vector; NULL (or a truncated blob) is nil.
-func decodeVector(b []byte) []float32 {
+// decodeVector reads a stored vector into dst's array (nil: a new one);
+// NULL (or a truncated blob) is nil.
+func decodeVector(dst []float32, b []byte) []float32 {
 	if len(b) == 0 || len(b)%4 != 0 {
 		return nil
 	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	dst = slices.Grow(dst[:0], len(b)/4)
+	for i := 0; i < len(b); i += 4 {
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
 	}
-	return v
+	return dst
 }
