@@ -66,21 +66,16 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 
 // LoadItems reads the user's items of ids, with their embeddings.
 func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error) {
-	rows, err := src.pool.Query(ctx, `SELECT `+itemColumns+`, embedding FROM memory_items
-		WHERE tenant = $1 AND user_id = $2 AND id = ANY($3)`, tenant, user, ids)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Item, error) {
+	items, err := collect(ctx, src.pool, func(r pgx.CollectableRow) (memory.Item, error) {
 		var vec *pgvector.Vector
 		it, err := scanItem(r, &vec)
 		if vec != nil {
 			it.Embedding = vec.Slice()
 		}
 		return it, err
-	})
+	}, `SELECT `+itemColumns+`, embedding FROM memory_items WHERE tenant = $1 AND user_id = $2 AND id = ANY($3)`, tenant, user, ids)
 	if err != nil {
-		return nil, fmt.Errorf("load items: %w", unavailable(err))
+		return nil, fmt.Errorf("load items: %w", err)
 	}
 	return items, nil
 }
