@@ -19,9 +19,11 @@ type RevisionReader interface {
 
 // Store is what Reads reads through, a store's SQL reads of a
 // conversation's newest turns, its latest summary and a user's facts, and
-// the writes that change them.
+// the saves and erasures that change them.
 type Store interface {
-	Writer
+	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
+	DeleteUser(ctx context.Context, tenant, user string) error
 	// Recent returns up to n newest live messages, oldest first.
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
 	// LatestSummary returns the newest summary version, or
@@ -32,15 +34,10 @@ type Store interface {
 	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
 }
 
-// Default bounds of a Reads' caches, over all users.
-const (
-	// DefaultTailBytes bounds the conversations' newest turns: 8 MiB,
-	// about 25,000 messages of 300 bytes.
-	DefaultTailBytes = 8 << 20
-	// DefaultKnowledgeBytes bounds each of the facts and the summaries: 4
-	// MiB, some thousands of users' facts or conversations' summaries.
-	DefaultKnowledgeBytes = 4 << 20
-)
+// DefaultTailBytes bounds the conversations' newest turns (8 MiB, about
+// 25,000 messages of 300 bytes); DefaultKnowledgeBytes each of the facts
+// and the summaries (4 MiB, some thousands of users' or conversations').
+const DefaultTailBytes, DefaultKnowledgeBytes = 8 << 20, 4 << 20
 
 // convKey names what Reads holds of a conversation, or of a user (Of "").
 type convKey = Key[string]

@@ -6,14 +6,6 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// Writer is what of a store changes what Reads keep: its saves and its
-// erasures.
-type Writer interface {
-	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
-	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
-	DeleteUser(ctx context.Context, tenant, user string) error
-}
-
 // Clearer is a cache an erasure empties whole (recall's embeddings).
 type Clearer interface{ Clear() }
 
