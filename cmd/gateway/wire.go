@@ -95,7 +95,7 @@ func (b *backend) close() error {
 // cache when store.redis_url is set, else queues in this process's memory.
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
-	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
+	lim := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20, Windows: c.TurnsMB << 20}
 	emb := recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes)
 	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
@@ -103,14 +103,14 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
-		st.SetCacheLimits(lim, turns)
+		st.SetCacheLimits(lim)
 		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
-		pg.SetCacheLimits(lim, turns)
+		pg.SetCacheLimits(lim)
 		b := &backend{store: pg, enrich: record.NewMemoryQueue(0), embeddings: emb, closers: []func() error{pg.Close}}
 		if sc.RedisURL == "" {
 			return b, nil

@@ -48,20 +48,29 @@ type Source interface {
 	// with its embedding (nil when none). It may return another user's
 	// items for ids that are not the user's: they are dropped.
 	LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error)
+	// ReadWindows reads, for each of refs that names a stored message of
+	// the user, the live turns within radius of it (no superseded messages
+	// nor replies the upstream broke off; Raw empty) by Seq, nil when none,
+	// and whether the window is closed (its last seq is stored). Refs
+	// naming no stored message are absent.
+	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
 }
 
 // Limits bound an Index's caches, in bytes, over all users: the vectors
 // of SearchVector, the full-text indexes of SearchText (a user past a
-// quarter of either is ErrTooBig) and the whole items searches return.
-type Limits struct{ Vectors, Texts, Items int }
+// quarter of either is ErrTooBig), the whole items searches return and
+// the turns around recalled messages (Around).
+type Limits struct{ Vectors, Texts, Items, Windows int }
 
 // DefaultLimits are 128 MiB of vectors (a user of more than about 21,000
 // items of 384 dimensions is searched in SQL), 128 MiB of full-text indexes
-// (about 250,000 items of twenty words) and 32 MiB of items.
-var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20}
+// (about 250,000 items of twenty words), 32 MiB of items and 16 MiB of
+// turns (about 30,000 of 300 bytes).
+var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20, Windows: 16 << 20}
 
-// Index ranks users' items from memory, reading its Source only for what
-// changed since it last looked. It is safe for concurrent use.
+// Index ranks users' items from memory, and keeps the turns around them,
+// reading its Source only for what changed since it last looked. It is
+// safe for concurrent use.
 type Index struct {
 	src     Source
 	vectors slots[vecSet, *vecSet]
@@ -69,13 +78,15 @@ type Index struct {
 	// items are the items searches return, by id as of the user's
 	// Revisions.Items (moved by every delete and update of an item, not by
 	// inserts): a warm conversation's recall finds mostly the same ones.
-	items *cache.Cache[cache.Key[int64], memory.Item]
+	items   *cache.Cache[cache.Key[int64], memory.Item]
+	windows *cache.Cache[cache.Key[WindowKey], []memory.Message]
 }
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
 	return &Index{src: src, vectors: newSlots[vecSet]("vectors", lim.Vectors),
-		texts: newSlots[textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
+		texts: newSlots[textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize),
+		windows: cache.New("windows", lim.Windows, windowSize)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
@@ -84,7 +95,7 @@ func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.Usage() }
 
 // Collectors returns the Prometheus collectors of x's caches.
 func (x *Index) Collectors() []prometheus.Collector {
-	return slices.Concat(x.vectors.Collectors(), x.texts.Collectors(), x.items.Collectors())
+	return slices.Concat(x.vectors.Collectors(), x.texts.Collectors(), x.items.Collectors(), x.windows.Collectors())
 }
 
 // SearchVector ranks the user's items embedded with q.Model (any model

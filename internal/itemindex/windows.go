@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -17,37 +15,6 @@ type WindowKey struct {
 	Ref    memory.MessageRef
 	Radius int
 }
-
-// WindowSource is what Windows reads from its store.
-type WindowSource interface {
-	// ReadWindows reads, for each of refs that names a stored message of
-	// the user, the live turns within radius of it (no superseded messages
-	// nor replies the upstream broke off; Raw empty) by Seq, nil when none,
-	// and whether the window is closed (its last seq is stored). Refs
-	// naming no stored message are absent.
-	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
-}
-
-// Windows keeps the turns around recalled messages in memory, per user,
-// under the user's Revisions.Messages (moved by every update and delete of
-// one of their messages). Only closed windows are kept: a new message
-// takes a seq above every stored one. It is safe for concurrent use.
-type Windows struct {
-	src   WindowSource
-	cache *cache.Cache[cache.Key[WindowKey], []memory.Message] // as of Revisions.Messages
-}
-
-// DefaultWindowBytes bounds the turns a Windows keeps, over all users: 16
-// MiB, about 30,000 turns of 300 bytes.
-const DefaultWindowBytes = 16 << 20
-
-// NewWindows returns a Windows reading src, bounded at max bytes.
-func NewWindows(src WindowSource, max int) *Windows {
-	return &Windows{src: src, cache: cache.New("windows", max, windowSize)}
-}
-
-// Collectors returns the Prometheus collectors of w's cache.
-func (w *Windows) Collectors() []prometheus.Collector { return w.cache.Collectors() }
 
 // windowSize is roughly what one cached window holds in memory, in bytes.
 func windowSize(k cache.Key[WindowKey], w []memory.Message) int {
@@ -62,8 +29,11 @@ func windowSize(k cache.Key[WindowKey], w []memory.Message) int {
 // refs names (the message itself included, when live), of the user's
 // conversations, each once, ordered by conversation and Seq. Unknown refs,
 // and other users', add nothing; radius < 0 finds nothing. The messages
-// are the cache's own (not copied), never to be written into.
-func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+// are the cache's own (not copied), never to be written into. Only closed
+// windows are kept, under the user's Revisions.Messages (moved by every
+// update and delete of their messages): a new message takes a seq above
+// every stored one.
+func (x *Index) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
@@ -75,21 +45,21 @@ func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user
 			continue
 		}
 		asked[r] = true
-		if win, ok := w.cache.Get(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: WindowKey{Ref: r, Radius: radius}}); ok {
+		if win, ok := x.windows.Get(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: WindowKey{Ref: r, Radius: radius}}); ok {
 			wins = append(wins, win)
 		} else {
 			unread = append(unread, r)
 		}
 	}
 	if len(unread) > 0 {
-		read, closed, err := w.src.ReadWindows(ctx, tenant, user, unread, radius)
+		read, closed, err := x.src.ReadWindows(ctx, tenant, user, unread, radius)
 		if err != nil {
 			return nil, fmt.Errorf("messages around: %w", err)
 		}
 		for k, win := range read {
 			wins = append(wins, win)
 			if closed[k] {
-				w.cache.Put(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: k}, win)
+				x.windows.Put(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: k}, win)
 			}
 		}
 	}

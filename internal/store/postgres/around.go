@@ -8,12 +8,9 @@ import (
 	"github.com/memgate/memgate/internal/store/search"
 )
 
-// The Store's itemindex.Windows (MessagesAround) reads the turns from its
-// indexSource, kept under the user's messages_changed (migration 0011).
-var _ itemindex.WindowSource = indexSource{}
-
 // ReadWindows reads the turns within radius of each of refs
-// (itemindex.WindowSource). Superseded turns are read too, and then left
+// (itemindex.Source), kept under the user's messages_changed
+// (migration 0011). Superseded turns are read too, and then left
 // out, so a window ending on one counts as closed.
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	convs, keys := make([]string, len(refs)), make([]string, len(refs))

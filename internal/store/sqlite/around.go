@@ -8,12 +8,9 @@ import (
 	"github.com/memgate/memgate/internal/store/search"
 )
 
-// The Store's itemindex.Windows (MessagesAround) reads the turns from its
-// indexSource, kept under the user's messages_changed (migration 0013).
-var _ itemindex.WindowSource = indexSource{}
-
 // ReadWindows reads the live turns within radius of each of refs
-// (itemindex.WindowSource).
+// (itemindex.Source), kept under the user's messages_changed
+// (migration 0013).
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	pairs := make([][2]string, len(refs))
 	for i, r := range refs {

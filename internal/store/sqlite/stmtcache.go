@@ -78,8 +78,7 @@ func (t writeTx) ExecContext(ctx context.Context, query string, args ...any) (sq
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
-// QueryRowContext runs query, which returns at most one row, in the
-// transaction.
+// QueryRowContext runs query, of at most one row, in the transaction.
 func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st, _ := t.stmts.stmt(ctx, query, false); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
