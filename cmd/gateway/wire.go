@@ -36,7 +36,7 @@ import (
 // fails the build, not a request.
 type store interface {
 	engine.Store
-	cache.Reader
+	cache.Store
 	prompt.RevisionReader
 	record.Saver
 	record.BatchSaver
@@ -95,7 +95,7 @@ func (b *backend) close() error {
 // cache when store.redis_url is set, else queues in this process's memory.
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
-	lim, turns := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20}, c.TurnsMB<<20
+	lim := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20, Windows: c.TurnsMB << 20}
 	emb := recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes)
 	switch sc := cfg.Store; sc.Driver {
 	case "sqlite":
@@ -103,14 +103,14 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
-		st.SetCacheLimits(lim, turns)
+		st.SetCacheLimits(lim)
 		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
-		pg.SetCacheLimits(lim, turns)
+		pg.SetCacheLimits(lim)
 		b := &backend{store: pg, enrich: record.NewMemoryQueue(0), embeddings: emb, closers: []func() error{pg.Close}}
 		if sc.RedisURL == "" {
 			return b, nil
@@ -308,27 +308,25 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 }
 
 // cachedStore is a store whose reads besides its searches (recent turns,
-// facts, summaries) the engine keeps (cache.Reads), and whose saves and
-// erasures reach what it keeps (cache.Writes).
+// facts, summaries) the engine keeps, and whose saves and erasures reach
+// what it keeps (cache.Reads).
 type cachedStore struct {
 	store
-	reads  *cache.Reads
-	writes cache.Writes
+	reads *cache.Reads
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
 // memory.cache says; its erasures empty emb too (nil: none).
 func withReads(cfg config.Config, st store, emb cache.Clearer) cachedStore {
-	r := cache.NewReads(st, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)
-	return cachedStore{store: st, reads: r, writes: r.Through(st, emb)}
+	return cachedStore{store: st, reads: cache.NewReads(st, emb, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	return s.writes.SaveExchange(ctx, ex)
+	return s.reads.SaveExchange(ctx, ex)
 }
 func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	return s.writes.SaveExchanges(ctx, exs)
+	return s.reads.SaveExchanges(ctx, exs)
 }
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	return s.writes.DeleteUser(ctx, tenant, user)
+	return s.reads.DeleteUser(ctx, tenant, user)
 }

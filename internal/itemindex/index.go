@@ -1,23 +1,18 @@
 // Package itemindex ranks a user's memory items in process for the SQL
 // stores' SearchVector and SearchText: per user, the vectors of each model
-// and dimension (exact cosine top-k), an inverted full-text index for Okapi
-// BM25 (ranking.TextIndex), and the whole items searches return, in
-// internal/engine/cache caches.
-//
-// Everything is kept under the user's memory.Revisions, read once by the
-// caller's request before its searches (and the turns around their hits,
-// Windows). The vectors and text index are checked against Added (moved by
-// every insert) and Changed (every delete, every update of what a search
-// ranks by, and an insert that is not above the highest id held): same
-// counts, the index is current; only Added moved, the rows above the
-// highest id held are appended; Changed moved, everything is read again.
-// Whole items are kept under Items (Changed plus Dated, which an update of
-// an item's time said alone moves: a fact stated again has its items read
-// again, never the user's vectors and text index). The counters never go
-// back, so a cache read before a change never passes for a later state.
-//
-// A store supplies the reads (Source); a user too large for their share of
-// a cache gets ErrTooBig and is searched in SQL (internal/store/search).
+// and dimension (exact cosine top-k), a full-text index for Okapi BM25
+// (ranking.TextIndex), and the whole items searches return, in
+// internal/engine/cache caches, all under the user's memory.Revisions read
+// once by the caller's request. The vectors and text index are checked
+// against Added (moved by every insert) and Changed (every delete, every
+// update of what a search ranks by, an insert not above the highest id
+// held): same counts, the index is current; only Added moved, the rows
+// above the highest id held are appended; else it is read again. Whole
+// items are kept under Revisions.Items (Changed plus Dated: a fact stated
+// again has its items read again, never the user's indexes). The counters
+// never go back, so nothing read before a change passes for a later state.
+// A user too large for their share of a cache gets ErrTooBig and is
+// searched in SQL (internal/store/search).
 package itemindex
 
 import (
@@ -36,9 +31,8 @@ import (
 // search.
 const MaxQueryTerms = 64
 
-// ErrTooBig reports a user whose vectors or full-text index are not kept
-// in memory: they exceed a quarter of their cache's bound. The store then
-// searches the user by its own means.
+// ErrTooBig reports a user whose vectors or full-text index exceed a
+// quarter of their cache's bound: the store searches them by its own means.
 var ErrTooBig = errors.New("itemindex: user too large for the cache's share")
 
 // Source is every read an Index makes of its store.
@@ -54,42 +48,45 @@ type Source interface {
 	// with its embedding (nil when none). It may return another user's
 	// items for ids that are not the user's: they are dropped.
 	LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error)
+	// ReadWindows reads, for each of refs that names a stored message of
+	// the user, the live turns within radius of it (no superseded messages
+	// nor replies the upstream broke off; Raw empty) by Seq, nil when none,
+	// and whether the window is closed (its last seq is stored). Refs
+	// naming no stored message are absent.
+	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
 }
 
-// Limits bound an Index's caches, in bytes, over all users.
-type Limits struct {
-	// Vectors bounds the vectors kept for SearchVector; a user whose
-	// vectors exceed a quarter of it is not kept (ErrTooBig).
-	Vectors int
-	// Texts bounds the full-text indexes kept for SearchText; a user whose
-	// index exceeds a quarter of it is not kept (ErrTooBig).
-	Texts int
-	// Items bounds the whole items kept for the searches' results.
-	Items int
-}
+// Limits bound an Index's caches, in bytes, over all users: the vectors
+// of SearchVector, the full-text indexes of SearchText (a user past a
+// quarter of either is ErrTooBig), the whole items searches return and
+// the turns around recalled messages (Around).
+type Limits struct{ Vectors, Texts, Items, Windows int }
 
 // DefaultLimits are 128 MiB of vectors (a user of more than about 21,000
 // items of 384 dimensions is searched in SQL), 128 MiB of full-text indexes
-// (about 250,000 items of twenty words) and 32 MiB of items.
-var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20}
+// (about 250,000 items of twenty words), 32 MiB of items and 16 MiB of
+// turns (about 30,000 of 300 bytes).
+var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20, Windows: 16 << 20}
 
-// Index ranks users' items from memory, reading its Source only for what
-// changed since it last looked. It is safe for concurrent use.
+// Index ranks users' items from memory, and keeps the turns around them,
+// reading its Source only for what changed since it last looked. It is
+// safe for concurrent use.
 type Index struct {
 	src     Source
 	vectors slots[vecSet, *vecSet]
 	texts   slots[textIndex, *textIndex]
-	// items are the items searches return, so that a search ranked from
-	// memory does not read its best items' rows again: a warm
-	// conversation's recall finds mostly the same items request after
-	// request.
-	items *cache.Cache[itemKey, memory.Item]
+	// items are the items searches return, by id as of the user's
+	// Revisions.Items (moved by every delete and update of an item, not by
+	// inserts): a warm conversation's recall finds mostly the same ones.
+	items   *cache.Cache[cache.Key[int64], memory.Item]
+	windows *cache.Cache[cache.Key[WindowKey], []memory.Message]
 }
 
 // New returns an empty Index reading src, bounded by lim.
 func New(src Source, lim Limits) *Index {
 	return &Index{src: src, vectors: newSlots[vecSet]("vectors", lim.Vectors),
-		texts: newSlots[textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize)}
+		texts: newSlots[textIndex]("texts", lim.Texts), items: cache.New("items", lim.Items, itemSize),
+		windows: cache.New("windows", lim.Windows, windowSize)}
 }
 
 // VectorUsage reports how many keys (users, models and dimensions) the
@@ -98,18 +95,16 @@ func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.Usage() }
 
 // Collectors returns the Prometheus collectors of x's caches.
 func (x *Index) Collectors() []prometheus.Collector {
-	return slices.Concat(x.vectors.Collectors(), x.texts.Collectors(), x.items.Collectors())
+	return slices.Concat(x.vectors.Collectors(), x.texts.Collectors(), x.items.Collectors(), x.windows.Collectors())
 }
 
 // SearchVector ranks the user's items embedded with q.Model (any model
 // when "") and len(q.Embedding) dimensions by cosine similarity to
-// q.Embedding (Score = similarity, in [-1, 1]), best first (ties: lower id
-// first), up to q.Limit, honouring q.Conversation and q.ExcludeRefs; a
-// stored vector of length 0 never matches. Each item comes with its
-// Embedding (read-only: see memory.Item). An empty or zero embedding, or
-// Limit <= 0, finds nothing. It returns ErrTooBig for a user too large to
-// keep. The scoring visits every vector of the user (about 0.1 µs per item
-// of 384 dimensions).
+// q.Embedding (Score, in [-1, 1]), best first (ties: lower id first), up
+// to q.Limit, honouring q.Conversation and q.ExcludeRefs, each with its
+// Embedding (read-only: see memory.Item). A stored vector of length 0
+// never matches; a zero query, or Limit <= 0, finds nothing; a user too
+// large to keep is ErrTooBig. It visits every vector of the user.
 func (x *Index) SearchVector(ctx context.Context, rev memory.Revisions, q memory.ItemQuery) ([]memory.Item, error) {
 	qnorm := ranking.Norm(q.Embedding)
 	if qnorm == 0 || q.Limit <= 0 {
@@ -123,12 +118,11 @@ func (x *Index) SearchVector(ctx context.Context, rev memory.Revisions, q memory
 	return x.Items(ctx, rev, q.Tenant, q.User, searchSet(set, q, qnorm))
 }
 
-// SearchText ranks the user's items sharing a word with terms (query
-// words, as memory.QueryTerms gives them) or q.Related by Okapi BM25 over
-// all of the user's items (ranking.TextIndex.Search; Score > 0), best
-// first, up to q.Limit, honouring q.Conversation and q.ExcludeRefs, with
-// embeddings as TextItems gives them. It returns ErrTooBig for a user too
-// large to index in memory.
+// SearchText ranks the user's items sharing a word with terms (as
+// memory.QueryTerms gives them) or q.Related by Okapi BM25 over all of
+// them (Score > 0), best first, up to q.Limit, honouring q.Conversation
+// and q.ExcludeRefs, with embeddings as TextItems gives them; a user too
+// large to index is ErrTooBig.
 func (x *Index) SearchText(ctx context.Context, rev memory.Revisions, q memory.ItemQuery, terms []string) ([]memory.Item, error) {
 	if len(terms) == 0 || q.Limit <= 0 {
 		return []memory.Item{}, nil
@@ -146,10 +140,8 @@ func (x *Index) SearchText(ctx context.Context, rev memory.Revisions, q memory.I
 	return x.TextItems(ctx, rev, q, best)
 }
 
-// TextItems returns the whole items of ranked, as a text search for q
-// returns them (Items): only an item embedded with q.Model and q.Dims comes
-// with its Embedding (none when q names no model), so recall compares only
-// vectors of one model.
+// TextItems returns Items of ranked with only the embeddings of q.Model and
+// q.Dims (none when q names no model): recall compares one model's vectors.
 func (x *Index) TextItems(ctx context.Context, rev memory.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
 	items, err := x.Items(ctx, rev, q.Tenant, q.User, ranked)
 	if err != nil {
@@ -165,9 +157,8 @@ func (x *Index) TextItems(ctx context.Context, rev memory.Revisions, q memory.It
 
 // CommonTerms returns those of terms (words, as memory.QueryTerms gives
 // them) found in at least minDF of the user's items and at least frac of
-// them, in the order given: the words a query shares with most of the
-// user's memory (speaker names, common words). It returns ErrTooBig for a
-// user too large to index in memory.
+// them, in the order given (speaker names, common words); a user too large
+// to index is ErrTooBig.
 func (x *Index) CommonTerms(ctx context.Context, rev memory.Revisions, tenant, user string, terms []string, minDF int, frac float64) ([]string, error) {
 	if len(terms) == 0 {
 		return nil, nil
@@ -200,8 +191,8 @@ func refSet(refs []string) map[string]bool {
 }
 
 // Items returns the whole items of ranked (the user's items a search
-// ranked as of rev), in ranked's order with their scores: from memory when
-// held at rev's Items count, else from the Source (then kept). Ids no
+// ranked as of rev), in ranked's order with their scores, from memory when
+// held at rev's Items count, else from the Source (then kept); ids no
 // longer found, or not the user's, are skipped. The embeddings are the
 // cache's own (read-only).
 func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
@@ -209,7 +200,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing []int64
 	for i, r := range ranked {
-		if items[i], held[i] = x.items.Get(itemKey{tenant, user, at, r.ID}); !held[i] {
+		if items[i], held[i] = x.items.Get(cache.Key[int64]{Tenant: tenant, User: user, Rev: at, Of: r.ID}); !held[i] {
 			missing = append(missing, r.ID)
 		}
 	}
@@ -219,12 +210,10 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			return nil, err
 		}
 		for _, it := range read {
-			// The ranking is the user's; a row of another user (an id
-			// reused after a delete) is never theirs to see.
 			if it.Tenant != tenant || it.User != user {
-				continue
+				continue // another user's row (an id reused after a delete)
 			}
-			x.items.Put(itemKey{tenant, user, at, it.ID}, it)
+			x.items.Put(cache.Key[int64]{Tenant: tenant, User: user, Rev: at, Of: it.ID}, it)
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {
 					items[i], held[i] = it, true
@@ -232,8 +221,8 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			}
 		}
 	}
-	// The embeddings are the cache's own, capped at their length: copying
-	// them was a third of the bytes a memory-on request allocated.
+	// The embeddings are capped, not copied (a third of a memory-on
+	// request's bytes).
 	out := items[:0]
 	for i, ok := range held {
 		if ok {
@@ -244,4 +233,9 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 		}
 	}
 	return out, nil
+}
+
+// itemSize is roughly what one cached item holds in memory, in bytes.
+func itemSize(_ cache.Key[int64], it memory.Item) int {
+	return 32 + len(it.Conversation) + len(it.Kind) + len(it.Ref) + len(it.Text) + len(it.Model) + 4*len(it.Embedding)
 }

@@ -16,10 +16,11 @@ import (
 // fakeStore is an in-memory itemindex.Source that counts its reads. Its
 // writers move the revisions as the stores' triggers do.
 type fakeStore struct {
-	mu     sync.Mutex
-	items  []memory.Item // by id
-	nextID int64
-	rev    map[[2]string]memory.Revisions
+	itemindex.Source // nil: no turns (ReadWindows)
+	mu               sync.Mutex
+	items            []memory.Item // by id
+	nextID           int64
+	rev              map[[2]string]memory.Revisions
 	// reads counts calls per method; afterIDs records Load's afterID
 	// arguments, and loaded LoadItems' ids.
 	reads    map[string]int

@@ -4,10 +4,9 @@ import (
 	"github.com/memgate/memgate/internal/ranking"
 )
 
-// textIndex is one user's full-text index (ranking.TextIndex) with the
-// items it holds, document d being item ids[d]. It is read and extended
-// under its slot's mutex only (its searches write the index's scratch
-// space).
+// textIndex is one user's full-text index (ranking.TextIndex), document d
+// being item ids[d], read and extended under its slot's mutex only (its
+// searches write the index's scratch space).
 type textIndex struct {
 	held
 	ranking.TextIndex

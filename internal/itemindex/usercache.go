@@ -17,32 +17,26 @@ type Key struct {
 	Dims                int
 }
 
-// loaded is what a slot holds: a pointer (nil for none) to a key's index,
-// a T, read from the Source, row by row.
+// loaded is what a slot holds: a pointer to a key's index, a T, read from
+// the Source row by row (add, failing with ErrTooBig past limit bytes),
+// its size roughly in bytes and the highest id it read (last; 0: none).
 type loaded[T any] interface {
 	*T
-	// size is roughly how many bytes the value holds.
 	size() int
-	// last is the highest id read (0: none).
 	last() int64
-	// add reads one of key's rows (Source.Load), failing with ErrTooBig
-	// once the value passes limit bytes.
 	add(key Key, limit int, id int64, conv, ref string, text []byte, vec []float32) error
 }
 
 // slot is one key's in-memory index (vectors, full-text), kept by Key
-// alone: it is extended in place after inserts, so it carries the
-// Revisions it was read at, checked against the request's before each use.
-// Its mutex serializes the key's refreshes (and the text index's scratch
-// space); every field is under it.
+// alone: it is extended after inserts, so it carries the Revisions it was
+// read at. Its mutex serializes the key's refreshes (and the text index's
+// scratch space); every field is under it.
 type slot[T any, V loaded[T]] struct {
 	mu             sync.Mutex
 	val            V     // nil: none
 	added, changed int64 // the Revisions val was read at
-	// tooBig is set once the key's value exceeded the share of one user
-	// (ErrTooBig until the slot is evicted).
-	tooBig bool
-	bytes  int // val's size when kept, for the cache's accounting
+	tooBig         bool  // ErrTooBig until the slot is evicted
+	bytes          int   // val's size, for the cache's accounting
 }
 
 // slots is a cache of slots by Key, named what it holds.
@@ -55,14 +49,12 @@ func newSlots[T any, V loaded[T]](name string, max int) slots[T, V] {
 	return slots[T, V]{name, cache.New(name, max, func(_ Key, sl *slot[T, V]) int { return sl.bytes })}
 }
 
-// with runs fn on key's value, current as of a moment during the call,
-// holding the slot's mutex: the value held when the user's Revisions have
-// not moved since it was read (rev was read before its rows), grown by the
-// rows added since when only inserts happened (read into a copy of the
-// value held, which readers may use outside the slot's mutex: see vecSet),
-// else a fresh one read whole. A key's value may take a quarter of the
-// cache's bound: past it, with returns ErrTooBig, and so does the slot
-// until it is evicted.
+// with runs fn on key's value as of rev, holding the slot's mutex: the
+// value held when the user's Revisions have not moved since it was read,
+// grown by the rows added since when only Added moved (into a copy, which
+// readers may use outside the mutex: see vecSet), else one read whole. A
+// value past a quarter of the cache's bound is ErrTooBig, and so is the
+// slot until it is evicted.
 func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.Revisions, fn func(V)) error {
 	sl, ok := c.Get(key)
 	if !ok {

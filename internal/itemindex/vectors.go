@@ -9,9 +9,8 @@ import (
 )
 
 // vecSet is one user's vectors of one model and dimension, never written
-// once published: its searches read it outside the slot's mutex, so a
-// refresh appends to a copy, past the published set's length, or builds a
-// new one.
+// once published (its searches read it outside the slot's mutex): a
+// refresh appends to a copy, past the published length, or builds anew.
 type vecSet struct {
 	held
 	vecs  []float32
@@ -45,8 +44,7 @@ func (s *vecSet) size() int {
 }
 
 // add appends one item's vector (of key.Dims dimensions and not zero, else
-// it only counts as read); past limit bytes of vectors it fails with
-// ErrTooBig.
+// it only counts as read), failing with ErrTooBig past limit bytes.
 func (s *vecSet) add(key Key, limit int, id int64, conv, ref string, _ []byte, v []float32) error {
 	s.maxID = max(s.maxID, id)
 	n := vecNorm(v)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -18,51 +16,9 @@ type WindowKey struct {
 	Radius int
 }
 
-// WindowSource is what Windows reads from its store.
-type WindowSource interface {
-	// ReadWindows reads, for each of refs that names a stored message of
-	// the user, the live turns within radius of it (superseded messages and
-	// replies the upstream broke off left out, Raw empty), ordered by Seq
-	// — nil when none is live — and whether the window is closed: its last
-	// seq is stored, live or not. Refs naming no stored message are absent.
-	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
-}
-
-// Windows keeps the turns around recalled messages in memory, per user,
-// under the user's Revisions.Messages (moved by every update and delete of
-// one of their messages): a warm conversation's recall finds mostly the
-// same turns request after request. Only closed windows are kept: a new
-// message takes a seq above every stored one, so none can join them. It
-// is safe for concurrent use.
-type Windows struct {
-	src   WindowSource
-	cache *cache.Cache[windowKey, []memory.Message]
-}
-
-// windowKey names a window of one user's turns as of their
-// Revisions.Messages.
-type windowKey struct {
-	Tenant, User string
-	Messages     int64
-	WindowKey
-}
-
-// DefaultWindowBytes bounds the turns a Windows keeps, over all users: 16
-// MiB, about 30,000 turns of 300 bytes.
-const DefaultWindowBytes = 16 << 20
-
-// NewWindows returns a Windows reading src, bounded at max bytes (least
-// recently recalled users evicted first).
-func NewWindows(src WindowSource, max int) *Windows {
-	return &Windows{src: src, cache: cache.New("windows", max, windowSize)}
-}
-
-// Collectors returns the Prometheus collectors of w's cache.
-func (w *Windows) Collectors() []prometheus.Collector { return w.cache.Collectors() }
-
 // windowSize is roughly what one cached window holds in memory, in bytes.
-func windowSize(k windowKey, w []memory.Message) int {
-	n := 96 + len(k.Ref.Conversation) + len(k.Ref.Key)
+func windowSize(k cache.Key[WindowKey], w []memory.Message) int {
+	n := 96 + len(k.Of.Ref.Conversation) + len(k.Of.Ref.Key)
 	for _, m := range w {
 		n += 200 + len(m.Conversation) + len(m.Key) + len(m.Role) + len(m.Content)
 	}
@@ -73,13 +29,14 @@ func windowSize(k windowKey, w []memory.Message) int {
 // refs names (the message itself included, when live), of the user's
 // conversations, each once, ordered by conversation and Seq. Unknown refs,
 // and other users', add nothing; radius < 0 finds nothing. The messages
-// are the cache's own, never to be written into: copying the ~200 turns
-// around a recall's hits was most of its cost.
-func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
+// are the cache's own (not copied), never to be written into. Only closed
+// windows are kept, under the user's Revisions.Messages (moved by every
+// update and delete of their messages): a new message takes a seq above
+// every stored one.
+func (x *Index) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
-	changed := rev.Messages // read before the turns
 	wins := make([][]memory.Message, 0, len(refs))
 	var unread []memory.MessageRef
 	asked := make(map[memory.MessageRef]bool, len(refs))
@@ -88,21 +45,21 @@ func (w *Windows) Around(ctx context.Context, rev memory.Revisions, tenant, user
 			continue
 		}
 		asked[r] = true
-		if win, ok := w.cache.Get(windowKey{tenant, user, changed, WindowKey{Ref: r, Radius: radius}}); ok {
+		if win, ok := x.windows.Get(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: WindowKey{Ref: r, Radius: radius}}); ok {
 			wins = append(wins, win)
 		} else {
 			unread = append(unread, r)
 		}
 	}
 	if len(unread) > 0 {
-		read, closed, err := w.src.ReadWindows(ctx, tenant, user, unread, radius)
+		read, closed, err := x.src.ReadWindows(ctx, tenant, user, unread, radius)
 		if err != nil {
 			return nil, fmt.Errorf("messages around: %w", err)
 		}
 		for k, win := range read {
 			wins = append(wins, win)
 			if closed[k] {
-				w.cache.Put(windowKey{tenant, user, changed, k}, win)
+				x.windows.Put(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: k}, win)
 			}
 		}
 	}

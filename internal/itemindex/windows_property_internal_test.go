@@ -11,11 +11,13 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// randTurns is a WindowSource over a few conversations of numbered turns,
-// some superseded (left out of windows, yet closing them), that changes
-// (supersedes, restores, edits, appends) when told to, moving Messages on
-// updates and recording the refs it reads.
+// randTurns is a Source of windows alone (no items) over a few
+// conversations of numbered turns, some superseded (left out of windows,
+// yet closing them), that changes (supersedes, restores, edits, appends)
+// when told to, moving Messages on updates and recording the refs it
+// reads.
 type randTurns struct {
+	Source   // nil: no items
 	convs    map[string][]randTurn
 	messages int64
 	read     [][]memory.MessageRef
@@ -128,11 +130,11 @@ func TestAroundProperties(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 99))
 		src := newRandTurns(r)
-		limit, evicts := DefaultWindowBytes, seed%5 == 0
+		limit, evicts := DefaultLimits.Windows, seed%5 == 0
 		if evicts {
 			limit = 4 << 10
 		}
-		w := NewWindows(src, limit)
+		w := New(src, Limits{Windows: limit})
 		for ask := range 20 {
 			var refs []memory.MessageRef
 			for range r.IntN(30) {

@@ -11,13 +11,14 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// fakeTurns is a WindowSource over one conversation of n turns, recording
-// the refs it reads. It reports every window's closedness, open ones as
-// false.
+// fakeTurns is an itemindex.Source of windows alone (no items) over one
+// conversation of n turns, recording the refs it reads. It reports every
+// window's closedness, open ones as false.
 type fakeTurns struct {
-	mu   sync.Mutex
-	n    int
-	read []string
+	itemindex.Source // nil: no items
+	mu               sync.Mutex
+	n                int
+	read             []string
 }
 
 func (f *fakeTurns) ReadWindows(_ context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
@@ -48,7 +49,7 @@ func (f *fakeTurns) ReadWindows(_ context.Context, tenant, user string, refs []m
 func TestWindowsKeepOnlyClosedWindows(t *testing.T) {
 	ctx := context.Background()
 	src := &fakeTurns{n: 6}
-	w := itemindex.NewWindows(src, itemindex.DefaultWindowBytes)
+	w := itemindex.New(src, itemindex.DefaultLimits)
 	refs := []memory.MessageRef{{Conversation: "c", Key: "k2"}, {Conversation: "c", Key: "k6"}, {Conversation: "c", Key: "k2"}}
 	for i, wantRead := range [][]string{{"k2", "k6"}, {"k6"}} {
 		src.read = nil

@@ -6,12 +6,9 @@ import (
 	"github.com/memgate/memgate/internal/engine/cache"
 )
 
-// memoBytes bounds a memo (about 100,000 counts).
-const memoBytes = 16 << 20
-
-// memoCountBytes is what one count accounts for besides the cache's
-// overhead per entry: its key and its value.
-const memoCountBytes = 32
+// memoBytes bounds a memo (about 100,000 counts); memoCountBytes is what
+// one count accounts for besides the cache's overhead: key and value.
+const memoBytes, memoCountBytes = 16 << 20, 32
 
 // Kinds of counted text, part of a memo key.
 const (
@@ -20,15 +17,13 @@ const (
 	kindSegment = 's' // a line of a long text (segmentCache)
 )
 
-// memo remembers token counts across calls, in the one cache mechanism
-// (cache.Cache, counted in the cache metrics as "tokens"). A count is a
-// pure function of the encoding and the text, so a remembered one is never
-// stale. Counts are kept by a 64-bit keyed hash of the text (a maphash
-// seed, random per process) with its length, kind, encoding and scope (two
-// texts alike but for the hash colliding answer a wrong count, never a
-// text: about one chance in 10^10 over the memo's counts); no text is
-// kept, so nothing of a message — an erased user's included — can be read
-// back from it. It is safe for concurrent use.
+// memo remembers token counts across calls (cache.Cache, metrics as
+// "tokens"); a count is a pure function of the encoding and the text, never
+// stale. Counts are kept by a 64-bit keyed hash of the text (maphash,
+// seeded per process) with its length, kind, encoding and scope: a
+// collision answers a wrong count (about one chance in 10^10), never a
+// text. No text is kept, so nothing of a message — an erased user's
+// included — can be read back. It is safe for concurrent use.
 type memo struct {
 	seed   maphash.Seed
 	counts *cache.Cache[memoKey, int]
@@ -47,18 +42,16 @@ func newMemo() *memo {
 		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}
 }
 
-// key returns the key of a text of kind under enc counted in scope: s, or
-// b when it is not nil.
-func (m *memo) key(scope uint64, kind byte, enc *encoding, s string, b []byte) memoKey {
-	if b != nil {
-		return memoKey{maphash.Bytes(m.seed, b), scope, len(b), kind, enc}
-	}
-	return memoKey{maphash.String(m.seed, s), scope, len(s), kind, enc}
-}
-
-// count returns k's remembered count, or remembers and returns what
+// count returns the remembered count of a text of kind under enc in
+// scope (s, or b when it is not nil), or remembers and returns what
 // compute answers.
-func (m *memo) count(k memoKey, compute func() int) int {
+func (m *memo) count(scope uint64, kind byte, enc *encoding, s string, b []byte, compute func() int) int {
+	k := memoKey{0, scope, len(s), kind, enc}
+	if b != nil {
+		k.hash, k.len = maphash.Bytes(m.seed, b), len(b)
+	} else {
+		k.hash = maphash.String(m.seed, s)
+	}
 	if n, ok := m.counts.Get(k); ok {
 		return n
 	}

@@ -93,7 +93,7 @@ func TestMemoBounded(t *testing.T) {
 	limit := memoBytes / memoCountBytes
 	for i := range 3 * limit {
 		s := fmt.Sprint("text ", i)
-		if got := m.count(m.key(0, kindText, e, s, nil), func() int { return len(s) }); got != len(s) {
+		if got := m.count(0, kindText, e, s, nil, func() int { return len(s) }); got != len(s) {
 			t.Fatalf("text %d: %d, want %d", i, got, len(s))
 		}
 	}
@@ -105,7 +105,7 @@ func TestMemoBounded(t *testing.T) {
 		t.Fatalf("memo holds %d counts, want 1..%d", held, limit)
 	}
 	s := fmt.Sprint("text ", 3*limit-1)
-	if got := m.count(m.key(0, kindText, e, s, nil), func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
+	if got := m.count(0, kindText, e, s, nil, func() int { t.Error("the newest text was counted again"); return 0 }); got != len(s) {
 		t.Fatalf("newest text: %d, want %d", got, len(s))
 	}
 }
@@ -131,9 +131,9 @@ func TestSystemMessageIsRawMessage(t *testing.T) {
 	}
 }
 
-// TestMemoKeysSeparate: a text's key is the same each time, and differs
-// by scope, kind, encoding, length and text, whether the text comes as a
-// string or as bytes.
+// TestMemoKeysSeparate: a text's count is found again each time, whether
+// the text comes as a string or as bytes, and never for another scope,
+// kind, encoding, length or text.
 func TestMemoKeysSeparate(t *testing.T) {
 	c, err := New(nil)
 	if err != nil {
@@ -141,23 +141,23 @@ func TestMemoKeysSeparate(t *testing.T) {
 	}
 	m := c.memo
 	text := strings.Repeat("a line of text\n", 10)
-	seen := map[memoKey]string{}
+	seen := 0
 	for _, view := range []*Counter{c, c.Owned("t", "u"), c.Owned("t", "v"), c.Owned("s", "u")} {
 		for _, kind := range []byte{kindText, kindMessage, kindSegment} {
 			for _, enc := range []*encoding{c.o200k, c.cl100k, {name: "other"}} {
 				for _, s := range []string{text, text[:len(text)-1], "b" + text[1:]} {
-					k := m.key(view.scope, kind, enc, s, nil)
-					if kb := m.key(view.scope, kind, enc, "", []byte(s)); kb != k {
-						t.Errorf("%c %s: key of bytes %v, of the string %v", kind, enc.name, kb, k)
-					}
-					if k2 := m.key(view.scope, kind, enc, s, nil); k2 != k {
-						t.Errorf("%c %s: key %v, then %v", kind, enc.name, k, k2)
-					}
 					name := fmt.Sprintf("%x %c %s %.20q", view.scope, kind, enc.name, s)
-					if other, ok := seen[k]; ok {
-						t.Errorf("%s has the key of %s", name, other)
+					seen++
+					if n := m.count(view.scope, kind, enc, s, nil, func() int { return seen }); n != seen {
+						t.Errorf("%s has the count of another text (%d)", name, n)
 					}
-					seen[k] = name
+					again := func() int { t.Errorf("%s counted again", name); return 0 }
+					if n := m.count(view.scope, kind, enc, "", []byte(s), again); n != seen {
+						t.Errorf("%s: count of bytes %d, of the string %d", name, n, seen)
+					}
+					if n := m.count(view.scope, kind, enc, s, nil, again); n != seen {
+						t.Errorf("%s: count %d, then %d", name, seen, n)
+					}
 				}
 			}
 		}

@@ -60,7 +60,7 @@ func (c *Counter) RawMessage(model string, raw json.RawMessage) int {
 		p := memory.Decode(raw)
 		return c.decoded(model, raw, &p)
 	}
-	return c.memo.count(c.memo.key(c.scope, kindMessage, c.encoder(model), "", raw), func() int {
+	return c.memo.count(c.scope, kindMessage, c.encoder(model), "", raw, func() int {
 		p := memory.Decode(raw)
 		return c.decoded(model, raw, &p)
 	})
@@ -85,7 +85,7 @@ func (c *Counter) Message(model string, m memory.Message) int {
 		p := m.Decoded()
 		return c.decoded(model, m.Raw, &p)
 	}
-	return c.memo.count(c.memo.key(c.scope, kindMessage, c.encoder(model), "", m.Raw), func() int {
+	return c.memo.count(c.scope, kindMessage, c.encoder(model), "", m.Raw, func() int {
 		p := m.Decoded()
 		return c.decoded(model, m.Raw, &p)
 	})

@@ -85,7 +85,7 @@ func cutBefore(b byte) bool {
 // segment returns the count of s[from:to], whose ends are piece
 // boundaries of s, remembered in scope.
 func (c *segmentCache) segment(scope uint64, e *encoding, s string, from, to int) int {
-	return c.memo.count(c.memo.key(scope, kindSegment, e, s[from:to], nil), func() int {
+	return c.memo.count(scope, kindSegment, e, s[from:to], nil, func() int {
 		n, lookups := e.countRange(s, from, to)
 		c.work.add(to-from, lookups)
 		return n

@@ -151,7 +151,7 @@ func (c *Counter) Text(model, s string) int {
 	if len(s) < memoMinBytes {
 		return e.count(s)
 	}
-	return c.memo.count(c.memo.key(c.scope, kindText, e, s, nil), func() int { return c.segs.count(c.scope, e, s) })
+	return c.memo.count(c.scope, kindText, e, s, nil, func() int { return c.segs.count(c.scope, e, s) })
 }
 
 // ContextWindow returns model's context window in tokens: the configured or

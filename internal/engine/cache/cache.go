@@ -1,14 +1,12 @@
 // Package cache is memgate's one cache mechanism: values read from a store
-// (a user's items, vectors and text index, the turns around recalled
-// messages, a conversation's newest turns, facts, summaries), the vectors
-// of embedded texts (recall's) and token counts, kept in memory by each process,
-// bounded in bytes, least recently used evicted first, with metrics.
-//
-// Freshness is decided in the key: it holds the revision of what the value
-// was read from, read once per request before the value. A write moves the
+// (items, vectors and text indexes, turns, facts, summaries), embedded
+// texts' vectors and token counts, kept in memory by each process, bounded
+// in bytes, least recently used evicted first, with metrics. Freshness is
+// decided in the key: it holds the revision of what the value was read
+// from, read once per request before the value. A write moves the
 // revision, so a value read before it is never looked up again (it ages
-// out), and nothing is validated or invalidated entry by entry. (An
-// embedding depends only on its model and text: its key needs no revision.)
+// out); nothing is invalidated entry by entry. (An embedding or a token
+// count depends only on its text and model: its key needs no revision.)
 package cache
 
 import (
@@ -18,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// entryOverhead is what one entry is accounted for besides its value (the
-// list element, the map entry, the key), roughly.
+// entryOverhead is roughly what one entry takes besides its value (list
+// element, map entry, key).
 const entryOverhead = 128
 
 // Cache maps keys to values, bounded at a number of bytes (each entry
@@ -27,7 +25,6 @@ const entryOverhead = 128
 // It is safe for concurrent use. Values are shared with every caller:
 // whatever Get returns is read, never written into.
 type Cache[K comparable, V any] struct {
-	name   string
 	sizeOf func(K, V) int
 	max    int
 
@@ -40,6 +37,14 @@ type Cache[K comparable, V any] struct {
 	held                    prometheus.GaugeFunc
 }
 
+// Key names a value of one user's (Of: which) as of a count of their
+// memory.Revisions (Rev), read before the value.
+type Key[T comparable] struct {
+	Tenant, User string
+	Rev          int64
+	Of           T
+}
+
 type entry[K comparable, V any] struct {
 	key  K
 	val  V
@@ -49,7 +54,7 @@ type entry[K comparable, V any] struct {
 // New returns an empty Cache named name (its metrics' cache label), bounded
 // at max bytes, accounting each entry as sizeOf says (plus a fixed overhead).
 func New[K comparable, V any](name string, max int, sizeOf func(K, V) int) *Cache[K, V] {
-	c := &Cache[K, V]{name: name, sizeOf: sizeOf, max: max, elems: map[K]*list.Element{}}
+	c := &Cache[K, V]{sizeOf: sizeOf, max: max, elems: map[K]*list.Element{}}
 	labels := prometheus.Labels{"cache": name}
 	counter := func(n, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_cache_" + n + "_total", Help: help, ConstLabels: labels})
@@ -73,19 +78,16 @@ func (c *Cache[K, V]) Collectors() []prometheus.Collector {
 func (c *Cache[K, V]) Max() int { return c.max }
 
 // Get returns key's value and whether c holds one, marking it used.
-func (c *Cache[K, V]) Get(key K) (V, bool) {
+func (c *Cache[K, V]) Get(key K) (v V, ok bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e, ok := c.elems[key]
-	if ok {
-		c.order.MoveToFront(e)
-	}
-	c.mu.Unlock()
 	if !ok {
 		c.misses.Inc()
-		var none V
-		return none, false
+		return v, false
 	}
 	c.hits.Inc()
+	c.order.MoveToFront(e)
 	return e.Value.(*entry[K, V]).val, true
 }
 
@@ -110,8 +112,8 @@ func (c *Cache[K, V]) Put(key K, v V) {
 	}
 }
 
-// Drop removes every entry whose key match reports (visiting them all): for
-// an erasure, so that what it erased does not stay in memory until evicted.
+// Drop removes every entry whose key match reports (visiting them all), so
+// that what an erasure erased does not stay in memory until evicted.
 func (c *Cache[K, V]) Drop(match func(K) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

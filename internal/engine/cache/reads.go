@@ -12,14 +12,18 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// RevisionReader reads a user's memory.Revisions, in one lookup.
+// RevisionReader reads a user's memory.Revisions in one lookup.
 type RevisionReader interface {
 	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 }
 
-// Reader is what Reads reads through: a store's SQL reads of a
-// conversation's newest turns, its latest summary and a user's facts.
-type Reader interface {
+// Store is what Reads reads through, a store's SQL reads of a
+// conversation's newest turns, its latest summary and a user's facts, and
+// the saves and erasures that change them.
+type Store interface {
+	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
+	DeleteUser(ctx context.Context, tenant, user string) error
 	// Recent returns up to n newest live messages, oldest first.
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
 	// LatestSummary returns the newest summary version, or
@@ -30,59 +34,48 @@ type Reader interface {
 	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
 }
 
-// Default bounds of a Reads' caches, over all users.
-const (
-	// DefaultTailBytes bounds the conversations' newest turns: 8 MiB,
-	// about 25,000 messages of 300 bytes.
-	DefaultTailBytes = 8 << 20
-	// DefaultKnowledgeBytes bounds each of the facts and the summaries: 4
-	// MiB, some thousands of users' facts or conversations' summaries.
-	DefaultKnowledgeBytes = 4 << 20
-)
+// DefaultTailBytes bounds the conversations' newest turns (8 MiB, about
+// 25,000 messages of 300 bytes); DefaultKnowledgeBytes each of the facts
+// and the summaries (4 MiB, some thousands of users' or conversations').
+const DefaultTailBytes, DefaultKnowledgeBytes = 8 << 20, 4 << 20
+
+// convKey names what Reads holds of a conversation, or of a user (Of "").
+type convKey = Key[string]
 
 // tailKeep is how many newest messages a tail grows to as saves append to
 // it (a Recent asking for more keeps what it read).
 const tailKeep = 64
 
-// Reads keeps what a request reads of a store besides its searches in
-// memory: a conversation's newest turns (under the user's Revisions.Tail),
-// a user's facts (under Revisions.Facts) and a conversation's latest
-// summary (under Revisions.Summaries). Each read takes the Revisions its
-// request read once, before any of its reads; nil reads through (a store
-// that keeps no counters, a lookup that failed). It is safe for concurrent
-// use.
+// Reads keeps in memory what a request reads of a store besides its
+// searches — a conversation's newest turns (under the user's
+// Revisions.Tail), a user's facts (Revisions.Facts) and a conversation's
+// latest summary (Revisions.Summaries) — and brings the store's saves and
+// erasures to them. Each read takes the Revisions its request read once,
+// before any of its reads; nil reads through (a lookup that failed). It is
+// safe for concurrent use.
 type Reads struct {
-	src       Reader
+	src       Store
+	emb       Clearer // emptied by an erasure; nil: none
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
 	summaries *Cache[convKey, *memory.Summary] // nil: none
 }
 
-// NewReads returns a Reads over src, its tails bounded at tailBytes and
-// its facts and summaries at knowledgeBytes each.
-func NewReads(src Reader, tailBytes, knowledgeBytes int) *Reads {
-	return &Reads{src: src,
+// NewReads returns a Reads over src whose erasures empty emb too (nil:
+// none), its tails bounded at tailBytes and its facts and summaries at
+// knowledgeBytes each.
+func NewReads(src Store, emb Clearer, tailBytes, knowledgeBytes int) *Reads {
+	return &Reads{src: src, emb: emb,
 		tails:     New("recent", tailBytes, tailSize),
 		facts:     New("facts", knowledgeBytes, factsSize),
 		summaries: New("summaries", knowledgeBytes, summarySize)}
 }
 
-// convKey names what Reads holds of one user (one conversation's, for
-// tails and summaries; Conv "" for the user's facts) as of a count of the
-// user's Revisions.
-type convKey struct {
-	Tenant, User string
-	Rev          int64
-	Conv         string
-}
-
-// tail is a conversation's newest live messages, oldest first, never
-// modified once held (a save appends past the held length, which no reader
-// of the held tail looks at).
+// tail is a conversation's newest live messages, oldest first (all: every
+// live one), never modified once held: a save appends past its length.
 type tail struct {
 	msgs []memory.Message
-	// all is set when msgs are all of the conversation's live messages.
-	all bool
+	all  bool
 }
 
 // Recent returns up to n newest live messages of the conversation, oldest
@@ -133,10 +126,9 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 	return sum, nil
 }
 
-// Facts returns the user's facts as src's Facts does. The current ones
-// (not history) come from the user's facts not superseded, kept under
-// rev's Facts, with expiry applied at now on every call. The slice and its
-// facts are the caller's.
+// Facts returns the user's facts as src's Facts does; the current ones
+// (not history) from their facts not superseded, kept under rev's Facts,
+// expired at now on every call. The slice and its facts are the caller's.
 func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	if rev == nil || history {
 		return r.src.Facts(ctx, tenant, user, now, history)
@@ -165,15 +157,12 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 	return out, nil
 }
 
-// Saved brings the tails held to the counts the saves left (exs,
-// results[i] exs[i]'s), so that a conversation's next Recent is answered
-// from memory. Each result holds the user's Revisions.Tail just before its
-// inserts (TailKnown: nothing else changed the user's messages in
-// between); for a save that superseded nothing, the tail held at that
-// count with the stored messages appended is the tail at the count it
-// left, and is kept under it (the count only grows). Otherwise nothing is
-// kept. A batch's saves of one conversation chain, each finding the tail
-// its predecessor kept.
+// Saved brings the tails held to the counts the saves left (results[i]
+// exs[i]'s), so a conversation's next Recent is answered from memory: for
+// a save that superseded nothing and knows the user's Revisions.Tail just
+// before its inserts (TailKnown), the tail held there with the stored
+// messages appended is kept under the count it left. A batch's saves of
+// one conversation chain, each finding the tail its predecessor kept.
 func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
 	for i, ex := range exs {
 		res := results[i]
@@ -202,14 +191,6 @@ func appendStored(t tail, stored []memory.Message) tail {
 	return tail{msgs: msgs, all: t.all}
 }
 
-// Forget drops everything held of the user: for an erasure (see Drop).
-func (r *Reads) Forget(tenant, user string) {
-	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
-	r.tails.Drop(of)
-	r.facts.Drop(of)
-	r.summaries.Drop(of)
-}
-
 // Collectors returns the Prometheus collectors of r's caches.
 func (r *Reads) Collectors() []prometheus.Collector {
 	return slices.Concat(r.tails.Collectors(), r.facts.Collectors(), r.summaries.Collectors())
@@ -217,7 +198,7 @@ func (r *Reads) Collectors() []prometheus.Collector {
 
 // tailSize is roughly what one held tail takes in memory, in bytes.
 func tailSize(k convKey, t tail) int {
-	n := 64 + len(k.Conv)
+	n := 64 + len(k.Of)
 	for _, m := range t.msgs {
 		// The identity's strings are shared by the conversation's messages.
 		n += 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
@@ -236,12 +217,10 @@ func factsSize(_ convKey, fs []memory.Fact) int {
 
 // summarySize is roughly what a held summary takes in memory, in bytes.
 func summarySize(k convKey, h *memory.Summary) int {
-	if h == nil {
-		return 200 + len(k.Conv)
-	}
-	n := 200 + len(k.Conv) + len(h.Text)
-	for _, ss := range [][]string{h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions} {
-		for _, s := range ss {
+	n := 200 + len(k.Of)
+	if h != nil {
+		n += len(h.Text)
+		for _, s := range slices.Concat(h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions) {
 			n += 16 + len(s)
 		}
 	}

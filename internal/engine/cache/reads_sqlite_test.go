@@ -52,13 +52,11 @@ func rawDB(t *testing.T, path string) *sql.DB {
 // cache, as the gateway wires them.
 type viaCache struct {
 	*sqlite.Store
-	r *cache.Reads
-	w cache.Writes // the store's saves and erasures, as the gateway wires them
+	r *cache.Reads // the store's reads, saves and erasures, as the gateway wires them
 }
 
 func newViaCache(s *sqlite.Store, tailBytes int) viaCache {
-	r := cache.NewReads(s, tailBytes, cache.DefaultKnowledgeBytes)
-	return viaCache{Store: s, r: r, w: r.Through(s, nil)}
+	return viaCache{Store: s, r: cache.NewReads(s, nil, tailBytes, cache.DefaultKnowledgeBytes)}
 }
 
 func (v viaCache) rev(ctx context.Context, tenant, user string) *memory.Revisions {
@@ -82,15 +80,15 @@ func (v viaCache) summary(ctx context.Context, id memory.Identity) (memory.Summa
 }
 
 func (v viaCache) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	return v.w.SaveExchange(ctx, ex)
+	return v.r.SaveExchange(ctx, ex)
 }
 
 func (v viaCache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	return v.w.SaveExchanges(ctx, exs)
+	return v.r.SaveExchanges(ctx, exs)
 }
 
 func (v viaCache) DeleteUser(ctx context.Context, tenant, user string) error {
-	return v.w.DeleteUser(ctx, tenant, user)
+	return v.r.DeleteUser(ctx, tenant, user)
 }
 
 // checkRecent fails the test unless v's Recent(id, n) through the cache is
@@ -679,12 +677,12 @@ func TestRecentUnderASmallBound(t *testing.T) {
 }
 
 // TestErasureEmptiesEmbeddings: the embeddings name no owner, so an
-// erasure through Writes empties them all (another user's too), whether
+// erasure through the Reads empties them all (another user's too), whether
 // or not the store's delete succeeded.
 func TestErasureEmptiesEmbeddings(t *testing.T) {
 	st := openSQLite(t, "")
 	e := cache.New("embeddings", 1<<20, func(string, []float32) int { return 8 })
-	w := cache.NewReads(st, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes).Through(st, e)
+	w := cache.NewReads(st, e, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	e.Put("h1", []float32{1, 2})
 	e.Put("h2", []float32{3, 4})
 	if err := w.DeleteUser(context.Background(), "acme", "alice"); err != nil {

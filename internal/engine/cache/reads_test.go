@@ -32,7 +32,7 @@ func TestSavesAdvanceTheTail(t *testing.T) {
 	ctx := context.Background()
 	st := openSQLite(t, "")
 	var reads atomic.Int64
-	r := cache.NewReads(countingStore{st, &reads}, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	r := cache.NewReads(countingStore{st, &reads}, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	n := 0
 	save := func(prior []memory.Message, known bool) {
@@ -90,16 +90,15 @@ func TestSavesAdvanceTheTail(t *testing.T) {
 	}
 }
 
-// TestWritesReachTheReads: a save made through Writes advances the tail
+// TestWritesReachTheReads: a save made through the Reads advances the tail
 // held, so the next Recent reads nothing from the store; an erasure made
-// through it drops what is held of the user, so their next read (even at
+// through them drops what is held of the user, so their next read (even at
 // a revision the erasure would not have moved) reads the store again.
 func TestWritesReachTheReads(t *testing.T) {
 	ctx := context.Background()
 	st := openSQLite(t, "")
 	var reads atomic.Int64
-	r := cache.NewReads(countingStore{st, &reads}, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
-	w := r.Through(st, nil)
+	r := cache.NewReads(countingStore{st, &reads}, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	recent := func(step string, rev memory.Revisions, wantReads int64) {
 		t.Helper()
@@ -126,16 +125,16 @@ func TestWritesReachTheReads(t *testing.T) {
 			Reply: memory.Message{Role: "assistant", Content: "answer"}}
 		var err error
 		if batch {
-			_, err = w.SaveExchanges(ctx, []memory.Exchange{ex})
+			_, err = r.SaveExchanges(ctx, []memory.Exchange{ex})
 		} else {
-			_, err = w.SaveExchange(ctx, ex)
+			_, err = r.SaveExchange(ctx, ex)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		recent("after the save", revs(), 0)
 		held := revs()
-		if err := w.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+		if err := r.DeleteUser(ctx, id.Tenant, id.User); err != nil {
 			t.Fatal(err)
 		}
 		recent("after the erasure, at the revision from before it", held, 1)

@@ -13,10 +13,8 @@ import (
 
 // ErrEmbeddingLate reports that the vectors a caller waited for did not
 // arrive by its embedding deadline (Embedder.Embed's by): the caller goes
-// on without them (a full-text search in place of the vector one) while
-// its context stays alive for its other work. A Cached embedder's call goes
-// on without the caller and fills the cache, so the next request with the
-// same text finds its vector there.
+// on without them (a full-text search in place of the vector one), its
+// context alive. A Cached embedder's call goes on and fills the cache.
 var ErrEmbeddingLate = errors.New("embedding late")
 
 // DefaultFlightTimeout bounds one shared embedding call, which no
@@ -28,36 +26,30 @@ const DefaultFlightTimeout = 30 * time.Second
 const DefaultEmbeddingBytes = 16 << 20
 
 // EmbeddingKey names a vector in an EmbeddingCache: the model and
-// dimension that made it, the owner it was embedded for (Owned: a tenant
-// and a user, both empty for a call on nobody's behalf) and the
-// ContentHash of its text. A kept vector is never stale; it is found again
-// only by its owner, so that how fast a text embeds (a cache hit, or a
-// call in flight joined) tells nobody what another owner embedded.
+// dimension that made it, the owner it was embedded for (Owned; empty on
+// nobody's behalf) and the ContentHash of its text. A kept vector is never
+// stale; only its owner finds it, so that how fast a text embeds tells
+// nobody what another owner embedded.
 type EmbeddingKey struct {
-	Model        string
-	Dims         int
-	Tenant, User string
-	Hash         string
+	Model              string
+	Dims               int
+	Tenant, User, Hash string
 }
 
-// Owned is a text to embed on its owner's behalf: the user of a tenant
-// whose query, fact or message it is. A Cached embedder keeps what it
-// shares (cached vectors, calls in flight) to each owner.
-type Owned struct {
-	Tenant, User, Text string
-}
+// Owned is a text to embed on behalf of the user of a tenant whose query,
+// fact or message it is.
+type Owned struct{ Tenant, User, Text string }
 
-// EmbeddingCache keeps vectors by EmbeddingKey, in memory: the engine's
-// cache.Cache (NewEmbeddingCache). Its values are shared: Cached clones
-// what it puts and gets.
+// EmbeddingCache keeps vectors by EmbeddingKey (NewEmbeddingCache). Its
+// values are shared: Cached clones what it puts and gets.
 type EmbeddingCache interface {
 	Get(key EmbeddingKey) ([]float32, bool)
 	Put(key EmbeddingKey, vec []float32)
 }
 
-// NewEmbeddingCache returns an empty embedding cache bounded at max bytes,
-// in the one cache mechanism (metrics as cache "embeddings"). It holds no
-// text, but its keys name owners, so an erasure empties it (cache.Writes).
+// NewEmbeddingCache returns an empty embedding cache bounded at max bytes
+// (metrics as cache "embeddings"). Its keys name owners, so an erasure
+// empties it (cache.Reads.DeleteUser).
 func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
 	return cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int {
 		return len(k.Model) + len(k.Tenant) + len(k.User) + len(k.Hash) + 4*len(v)
@@ -65,23 +57,19 @@ func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
 }
 
 // Cached is an Embedder that asks its cache first and embeds only the texts
-// the cache lacks, so that embedding the same text again (a repeated
-// question, a redelivered capture, a fact stated again) costs no provider
-// call. Concurrent requests for the same text share one call: a text
-// already being embedded is waited for, not embedded again. Calls run
-// under their own context (detached from the caller's, bounded by the
-// flight timeout), so a caller that stops waiting — its request ended, or
-// its embed deadline passed — neither cancels the call nor loses its
-// result, which is written to the cache. What it shares it shares within
-// one owner (EmbedOwned): another tenant's or user's identical text is a
-// miss. It is safe for concurrent use.
+// the cache lacks (a repeated question, a redelivered capture, a fact
+// stated again cost no provider call); a text already being embedded is
+// waited for, not embedded again. Calls run under their own context,
+// bounded by the flight timeout, so a caller that stops waiting neither
+// cancels the call nor loses its result, which is written to the cache.
+// What it shares it shares within one owner (EmbedOwned). It is safe for
+// concurrent use.
 type Cached struct {
 	inner Embedder
 	cache EmbeddingCache
 
-	// mu orders cache reads with flights: a flight leaves inflight only
-	// once its vectors are in the cache, so a text missing from the cache
-	// under mu is either being embedded (joined) or embedded anew.
+	// mu orders cache reads with flights: a flight leaves inflight once
+	// its vectors are in the cache.
 	mu       sync.Mutex
 	inflight map[EmbeddingKey]*flight
 }
@@ -107,9 +95,8 @@ func (c *Cached) Model() string { return c.inner.Model() }
 // Dims returns the inner embedder's dimension.
 func (c *Cached) Dims() int { return c.inner.Dims() }
 
-// Embed embeds texts on nobody's behalf (`gateway reindex`, benchmarks):
-// as EmbedOwned with an empty tenant and user, whose cached vectors no
-// owner's call finds.
+// Embed is EmbedOwned of texts on nobody's behalf (`gateway reindex`,
+// benchmarks), whose vectors no owner's call finds.
 func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]float32, error) {
 	owned := make([]Owned, len(texts))
 	for i, t := range texts {
@@ -119,12 +106,11 @@ func (c *Cached) Embed(ctx context.Context, texts []string, by time.Time) ([][]f
 }
 
 // EmbedOwned returns one vector per text, from the cache where it has the
-// text's owner's (a value of another length than the model's is a miss);
-// the rest are embedded — each distinct text of an owner once, joining a
-// call already embedding it for that owner — and written back under their
-// owner. It waits until ctx ends or, when by is not zero, until by passes
-// (then ErrEmbeddingLate). A call it starts passes by on to the inner
-// embedder.
+// text's owner's (one of another length than the model's is a miss); the
+// rest are embedded, each distinct text of an owner once (joining a call
+// in flight for that owner), and written back. It waits until ctx ends or,
+// when by is not zero, until by passes (then ErrEmbeddingLate), which a
+// call it starts passes on to the inner embedder.
 func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([][]float32, error) {
 	model, dims := c.inner.Model(), c.inner.Dims()
 	out, waits := make([][]float32, len(texts)), make([]*flight, len(texts))
@@ -172,10 +158,8 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 	return out, nil
 }
 
-// fly embeds the flights' texts under a context of its own, passing by
-// (the deadline of the call that started it) to the inner embedder,
-// publishes the result, and writes the vectors of the model's dimension to
-// the cache.
+// fly embeds the flights' texts under a context of its own, publishes the
+// result, and caches the vectors of the model's dimension.
 func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	dims := c.inner.Dims()
 	texts := make([]string, len(fs))
@@ -191,8 +175,7 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 		}
 		close(f.done)
 	}
-	// The flights stay joinable (answering at once) until their vectors
-	// are in the cache, so no request in between embeds them again.
+	// Joinable until cached, so no request in between embeds them again.
 	for _, f := range fs {
 		if err == nil && len(f.vec) == dims {
 			c.cache.Put(f.key, slices.Clone(f.vec))
@@ -205,6 +188,5 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	c.mu.Unlock()
 }
 
-// isLate reports whether err is ErrEmbeddingLate: the caller goes on
-// without the vectors.
+// isLate reports whether err is ErrEmbeddingLate.
 func isLate(err error) bool { return errors.Is(err, ErrEmbeddingLate) }

@@ -11,11 +11,12 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// memWindows is an itemindex.WindowSource over conversations held in
-// memory (ordered by Seq, Seq from 1, none superseded): every window is
-// closed but those at a conversation's end.
+// memWindows is an itemindex.Source of windows alone over conversations
+// held in memory (ordered by Seq, Seq from 1, none superseded): every
+// window is closed but those at a conversation's end.
 type memWindows struct {
-	convs map[string][]memory.Message
+	itemindex.Source // nil: no items
+	convs            map[string][]memory.Message
 }
 
 func (memWindows) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
@@ -39,9 +40,9 @@ func (src memWindows) ReadWindows(_ context.Context, _, _ string, refs []memory.
 	return read, closed, nil
 }
 
-// windowsReader is a ContextReader over an itemindex.Windows, as the
-// stores are.
-type windowsReader struct{ w *itemindex.Windows }
+// windowsReader is a ContextReader over an itemindex.Index, as the stores
+// are.
+type windowsReader struct{ w *itemindex.Index }
 
 func (r windowsReader) MessagesAround(ctx context.Context, _ *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	return r.w.Around(ctx, memory.Revisions{}, tenant, user, refs, radius)
@@ -64,13 +65,13 @@ func benchConversation(conv string, n int) []memory.Message {
 	return msgs
 }
 
-// BenchmarkExpand measures expand over itemindex.Windows (warm, from
+// BenchmarkExpand measures expand over itemindex.Index.Around (warm, from
 // memory) for 70 message hits, radius 1, in a 600-turn conversation, as
 // recall runs it on a warm conversation; the windows' SQL is left out.
 func BenchmarkExpand(b *testing.B) {
 	const conv = "conv-7f3a9c1e2b4d5f60718293a4b5c6d7e8"
 	msgs := benchConversation(conv, 600)
-	w := windowsReader{itemindex.NewWindows(memWindows{convs: map[string][]memory.Message{conv: msgs}}, itemindex.DefaultWindowBytes)}
+	w := windowsReader{itemindex.New(memWindows{convs: map[string][]memory.Message{conv: msgs}}, itemindex.DefaultLimits)}
 	r := rand.New(rand.NewPCG(5, 6))
 	var items []memory.Item
 	for len(items) < 70 {

@@ -249,7 +249,7 @@ func TestPostgresRedisOrderAfterOutage(t *testing.T) {
 // soon as Capture returns.
 func TestPostgresReadYourWritesUnderLoad(t *testing.T) {
 	pg := mustPostgres(t)
-	reads := cache.NewReads(pg, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	reads := cache.NewReads(pg, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	c := mustCapturer(t, nil, pg, nil, withStore(Options{}, pg))
 	var misses atomic.Int64
 	var wg sync.WaitGroup

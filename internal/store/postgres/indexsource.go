@@ -15,15 +15,12 @@ import (
 )
 
 // indexSource is what the Store's itemindex.Index reads: the rows of
-// memory_items, each read by the table's primary key; its
-// itemindex.Windows (MessagesAround) reads the turns, kept under the
-// user's messages_changed (migration 0011).
+// memory_items, each read by the table's primary key, and the turns
+// around recalled messages, kept under the user's messages_changed
+// (migration 0011).
 type indexSource struct{ pool *pgxpool.Pool }
 
-var (
-	_ itemindex.Source       = indexSource{}
-	_ itemindex.WindowSource = indexSource{}
-)
+var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none): the counters the triggers of migrations 0010, 0011, 0021 and 0023 move
@@ -81,7 +78,7 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 }
 
 // ReadWindows reads the turns within radius of each of refs
-// (itemindex.WindowSource). Superseded turns are read too, and then left
+// (itemindex.Source). Superseded turns are read too, and then left
 // out, so a window ending on one counts as closed.
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	convs, keys := make([]string, len(refs)), make([]string, len(refs))

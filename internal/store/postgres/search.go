@@ -56,7 +56,7 @@ func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 // for the in-process index: bench/search measures these statements
 // (exact, as the planner chooses, HNSW forced).
 func (s *Store) SQL() search.Searcher {
-	return search.NewSearcher(nil, nil, s.sqlSearches(), nil)
+	return search.NewSearcher(nil, s.sqlSearches(), nil)
 }
 
 // sqlSearches are the Store's searches in SQL alone.

@@ -250,7 +250,7 @@ func refsOf(items []memory.Item) []string {
 // to SQL and find what SQL() finds, and the cache stays within its bound.
 func TestCacheLimitsBoundTheIndex(t *testing.T) {
 	s := mustOpenURL(t, testenv.PostgresURL(t))
-	s.SetCacheLimits(itemindex.Limits{Vectors: 1024, Texts: 1024, Items: 1 << 20}, 1<<20)
+	s.SetCacheLimits(itemindex.Limits{Vectors: 1024, Texts: 1024, Items: 1 << 20, Windows: 1 << 20})
 	mustAddVectors(t, s, 2, 30)
 	r := rand.New(rand.NewPCG(9, 10))
 	q := memory.ItemQuery{Tenant: "t1", User: "u1", Model: "local", Dims: 384,

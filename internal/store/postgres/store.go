@@ -117,7 +117,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
 	s := &Store{pool: pool, logger: logger}
-	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes)
+	s.SetCacheLimits(itemindex.DefaultLimits)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -193,9 +193,9 @@ func unavailable(err error) error {
 }
 
 // SetCacheLimits replaces the Store's in-memory recall caches, before it
-// serves searches, with empty ones bounded by lim and turns bytes (Open
-// gives itemindex.DefaultLimits and DefaultWindowBytes).
-func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
+// serves searches, with empty ones bounded by lim (Open gives
+// itemindex.DefaultLimits).
+func (s *Store) SetCacheLimits(lim itemindex.Limits) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
-	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s.pool}, turns), s.sqlSearches(), s)
+	s.searcher = search.NewSearcher(s.index, s.sqlSearches(), s)
 }

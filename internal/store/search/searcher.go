@@ -53,24 +53,22 @@ type SQLSearches struct {
 
 // Searcher is a store's recall reads: its items ranked by vector and by
 // text, the terms common in them, and the turns around hits. It answers
-// from an itemindex.Index and an itemindex.Windows, kept in memory, and for a user too large
-// for the Index from the store's own SQL. A store embeds it: its
-// SearchVector, SearchText, CommonTerms and MessagesAround are these.
+// from an itemindex.Index, kept in memory, and for a user too large for it
+// from the store's own SQL. A store embeds it: its SearchVector,
+// SearchText, CommonTerms and MessagesAround are these.
 type Searcher struct {
-	index   *itemindex.Index // nil: SQL alone
-	windows *itemindex.Windows
-	sql     SQLSearches
-	revs    cache.RevisionReader
+	index *itemindex.Index // nil: SQL alone
+	sql   SQLSearches
+	revs  cache.RevisionReader
 }
 
-// NewSearcher returns a Searcher over index and windows that falls back on
-// sql. With a nil index every search runs in SQL (what bench/search
-// measures); a nil windows finds no turns. What index and windows keep is
-// keyed by the user's Revisions: the request's read, handed to each
-// search (memory.ItemQuery.Revisions, the rev arguments), or read from
-// revs when a caller hands none.
-func NewSearcher(index *itemindex.Index, windows *itemindex.Windows, sql SQLSearches, revs cache.RevisionReader) Searcher {
-	return Searcher{index: index, windows: windows, sql: sql, revs: revs}
+// NewSearcher returns a Searcher over index that falls back on sql. With a
+// nil index every search runs in SQL (what bench/search measures) and no
+// turns are found. What index keeps is keyed by the user's Revisions: the
+// request's read, handed to each search (memory.ItemQuery.Revisions, the
+// rev arguments), or read from revs when a caller hands none.
+func NewSearcher(index *itemindex.Index, sql SQLSearches, revs cache.RevisionReader) Searcher {
+	return Searcher{index: index, sql: sql, revs: revs}
 }
 
 // revisions returns *rev, the user's Revisions as the caller's request
@@ -182,29 +180,25 @@ func indexFirst[T any](ctx context.Context, s Searcher, rev *memory.Revisions, t
 }
 
 // MessagesAround returns the live messages around refs by the contract
-// (storetest.RankingStore), as itemindex.Windows.Around reads them.
+// (storetest.RankingStore), as itemindex.Index.Around reads them.
 func (s Searcher) MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
-	if s.windows == nil || len(refs) == 0 || radius < 0 {
+	if s.index == nil || len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
 	r, err := s.revisions(ctx, rev, tenant, user)
 	if err != nil {
 		return nil, wrap("messages around", err)
 	}
-	return s.windows.Around(ctx, r, tenant, user, refs, radius)
+	return s.index.Around(ctx, r, tenant, user, refs, radius)
 }
 
-// Collectors returns the Prometheus collectors of the Searcher's index and
-// windows caches (see internal/engine/cache).
+// Collectors returns the Prometheus collectors of the Searcher's index
+// caches (see internal/engine/cache).
 func (s Searcher) Collectors() []prometheus.Collector {
-	var cs []prometheus.Collector
-	if s.index != nil {
-		cs = append(cs, s.index.Collectors()...)
+	if s.index == nil {
+		return nil
 	}
-	if s.windows != nil {
-		cs = append(cs, s.windows.Collectors()...)
-	}
-	return cs
+	return s.index.Collectors()
 }
 
 // wrap names the read that failed with err; nil stays nil.

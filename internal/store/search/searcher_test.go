@@ -42,8 +42,8 @@ func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
 	return s
 }
 
-// fakeStore is an itemindex.Source, an itemindex.WindowSource (holding no
-// turns) and a cache.RevisionReader over fixed items of one user, every
+// fakeStore is an itemindex.Source (holding no turns) and a
+// cache.RevisionReader over fixed items of one user, every
 // one an insert.
 type fakeStore []memory.Item
 
@@ -127,7 +127,7 @@ func TestSearcherFallsBackOnSQL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var c sqlCalls
-			s := search.NewSearcher(tt.index, nil, c.searches(tt.common, 0), f)
+			s := search.NewSearcher(tt.index, c.searches(tt.common, 0), f)
 			v, err := s.SearchVector(ctx, vq)
 			if got := refsOf(t, v, err); !slices.Equal(got, tt.wantV) {
 				t.Errorf("SearchVector = %v, want %v", got, tt.wantV)
@@ -176,7 +176,7 @@ func TestSearcherFailsWithItsIndex(t *testing.T) {
 	for _, failRevs := range []bool{false, true} {
 		src := failingStore{f, failRevs}
 		var c sqlCalls
-		s := search.NewSearcher(itemindex.New(src, itemindex.DefaultLimits), nil, c.searches(true, 0), src)
+		s := search.NewSearcher(itemindex.New(src, itemindex.DefaultLimits), c.searches(true, 0), src)
 		_, errV := s.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10})
 		_, errT := s.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto?", Limit: 10})
 		_, errC := s.CommonTerms(ctx, nil, "acme", "alice", []string{"porto"}, 1, 0.5)
@@ -197,7 +197,7 @@ func TestSearcherFailsWithItsIndex(t *testing.T) {
 func TestSearcherQueriesForNothing(t *testing.T) {
 	ctx := context.Background()
 	var c sqlCalls
-	s := search.NewSearcher(nil, nil, c.searches(true, 10), nil)
+	s := search.NewSearcher(nil, c.searches(true, 10), nil)
 	id := memory.ItemQuery{Tenant: "acme", User: "alice"}
 	for name, q := range map[string]memory.ItemQuery{
 		"no embedding":   {Tenant: "acme", User: "alice", Limit: 5},
@@ -255,9 +255,9 @@ func TestSearcherCollectors(t *testing.T) {
 		s    search.Searcher
 		want []string // the caches named, sorted
 	}{
-		{"index and windows", search.NewSearcher(itemindex.New(f, itemindex.DefaultLimits), itemindex.NewWindows(f, 1<<20), search.SQLSearches{}, f),
+		{"index", search.NewSearcher(itemindex.New(f, itemindex.DefaultLimits), search.SQLSearches{}, f),
 			[]string{"items", "texts", "vectors", "windows"}},
-		{"SQL alone", search.NewSearcher(nil, nil, search.SQLSearches{}, nil), nil},
+		{"SQL alone", search.NewSearcher(nil, search.SQLSearches{}, nil), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

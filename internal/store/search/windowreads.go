@@ -6,7 +6,7 @@ import (
 )
 
 // WindowReads gathers what a store's ReadWindows reads, one row at a time,
-// into the windows and closed flags itemindex.WindowSource.ReadWindows returns.
+// into the windows and closed flags itemindex.Source.ReadWindows returns.
 type WindowReads struct {
 	radius int
 	// Read and Closed are ReadWindows' results.

@@ -7,7 +7,7 @@ import "github.com/memgate/memgate/internal/itemindex"
 func SetVectorCacheLimit(s *Store, max int) {
 	lim := itemindex.DefaultLimits
 	lim.Vectors = max
-	s.SetCacheLimits(lim, itemindex.DefaultWindowBytes)
+	s.SetCacheLimits(lim)
 }
 
 // VectorCacheUsage reports how many keys s's vector cache holds and the

@@ -11,16 +11,12 @@ import (
 	"github.com/memgate/memgate/internal/store/search"
 )
 
-// indexSource is what the Store's itemindex.Index reads: the rows of
-// memory_items, through the read pool; its
-// itemindex.Windows (MessagesAround) reads the turns, kept under the
-// user's messages_changed (migration 0013).
+// indexSource is what the Store's itemindex.Index reads, through the read
+// pool: the rows of memory_items, and the turns around recalled messages,
+// kept under the user's messages_changed (migration 0013).
 type indexSource struct{ s *Store }
 
-var (
-	_ itemindex.Source       = indexSource{}
-	_ itemindex.WindowSource = indexSource{}
-)
+var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), whose counters triggers move on every write of memory_items
@@ -74,7 +70,7 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 }
 
 // ReadWindows reads the live turns within radius of each of refs
-// (itemindex.WindowSource).
+// (itemindex.Source).
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	pairs := make([][2]string, len(refs))
 	for i, r := range refs {

@@ -189,9 +189,9 @@ func decodeVector(dst []float32, b []byte) []float32 {
 	if len(b) == 0 || len(b)%4 != 0 {
 		return nil
 	}
-	v := slices.Grow(dst[:0], len(b)/4)
+	dst = slices.Grow(dst[:0], len(b)/4)
 	for i := 0; i < len(b); i += 4 {
-		v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
 	}
-	return v
+	return dst
 }

@@ -33,7 +33,7 @@ func TestRankingOnOneReadConnection(t *testing.T) {
 // large for the index does.
 func tooLarge(t *testing.T) *sqlite.Store {
 	s, _ := mustTempStore(t)
-	s.SetCacheLimits(itemindex.Limits{Vectors: 1, Texts: 1, Items: 1 << 20}, itemindex.DefaultWindowBytes)
+	s.SetCacheLimits(itemindex.Limits{Vectors: 1, Texts: 1, Items: 1 << 20, Windows: itemindex.DefaultLimits.Windows})
 	return s
 }
 

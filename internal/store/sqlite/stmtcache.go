@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 )
 
-// maxCachedStmts bounds the read statements a Store keeps prepared; past it,
-// further statements are prepared per call. The request path uses about a
-// dozen distinct statements.
+// maxCachedStmts bounds the read statements a Store keeps prepared (the
+// request path uses about a dozen); past it, they are prepared per call.
 const maxCachedStmts = 64
 
 // stmtCache keeps statements prepared, by SQL text, on its pool: each is
@@ -41,8 +40,7 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 // stmt returns query's statement, prepared now when prepare is set and the
-// cache is not full; nil when it has none (the caller then runs query as
-// is).
+// cache is not full; nil when none (the caller runs query as is).
 func (c *stmtCache) stmt(ctx context.Context, query string, prepare bool) (*sql.Stmt, error) {
 	if st, ok := c.stmts.Load(query); ok || !prepare || c.n.Load() >= maxCachedStmts {
 		st, _ := st.(*sql.Stmt)
@@ -60,12 +58,10 @@ func (c *stmtCache) stmt(ctx context.Context, query string, prepare bool) (*sql.
 	return st, nil
 }
 
-// writeTx is a write transaction whose statements listed in hotWrites run
-// through statements prepared once on the single writer connection, when
-// the Store opened (preparing them inside a transaction would wait for the
-// connection the transaction holds); any other statement is prepared per
-// call, as *sql.Tx does. Capture's save runs seven statements per
-// exchange, and preparing them was a tenth of its CPU.
+// writeTx is a write transaction whose hotWrites run through statements
+// prepared on the single writer connection when the Store opened (inside
+// a transaction, preparing would wait for the connection it holds); any
+// other is prepared per call. Preparing them was a tenth of a save's CPU.
 type writeTx struct {
 	*sql.Tx
 	stmts *stmtCache
@@ -79,8 +75,7 @@ func (t writeTx) ExecContext(ctx context.Context, query string, args ...any) (sq
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
-// QueryRowContext runs query, which returns at most one row, in the
-// transaction.
+// QueryRowContext runs query, of at most one row, in the transaction.
 func (t writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st, _ := t.stmts.stmt(ctx, query, false); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)

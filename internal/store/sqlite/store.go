@@ -110,7 +110,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger,
 		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}}
-	s.SetCacheLimits(itemindex.DefaultLimits, itemindex.DefaultWindowBytes)
+	s.SetCacheLimits(itemindex.DefaultLimits)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
 	if err := s.Migrate(ctx); err != nil {
@@ -249,10 +249,10 @@ func (n nullNanoTime) Scan(v any) error {
 }
 
 // SetCacheLimits replaces the Store's in-memory recall caches, before it
-// serves requests, with empty ones bounded by lim and turns bytes (Open
-// gives itemindex.DefaultLimits and DefaultWindowBytes).
-func (s *Store) SetCacheLimits(lim itemindex.Limits, turns int) {
+// serves requests, with empty ones bounded by lim (Open gives
+// itemindex.DefaultLimits).
+func (s *Store) SetCacheLimits(lim itemindex.Limits) {
 	s.index = itemindex.New(indexSource{s}, lim)
-	s.searcher = search.NewSearcher(s.index, itemindex.NewWindows(indexSource{s}, turns),
+	s.searcher = search.NewSearcher(s.index,
 		search.SQLSearches{RankVector: s.searchVectorSQL, RankText: s.searchTextWindow, Store: "sqlite"}, s)
 }

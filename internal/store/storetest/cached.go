@@ -12,7 +12,7 @@ import (
 type Revisioned interface {
 	KnowledgeStore
 	cache.RevisionReader
-	cache.Writer
+	cache.Store
 	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
@@ -23,14 +23,12 @@ type Revisioned interface {
 // it, so that what the cache keeps follows every change as the store
 // does.
 func Cached(s Revisioned) KnowledgeStore {
-	r := cache.NewReads(s, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
-	return cachedStore{Revisioned: s, reads: r, writes: r.Through(s, nil)}
+	return cachedStore{Revisioned: s, reads: cache.NewReads(s, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
 }
 
 type cachedStore struct {
 	Revisioned
-	reads  *cache.Reads
-	writes cache.Writes // saves and erasures reach the reads, as the gateway wires them
+	reads *cache.Reads // saves and erasures go through it, as the gateway wires them
 }
 
 // rev reads the user's revision counters, as a request does before its
@@ -56,13 +54,13 @@ func (s cachedStore) Facts(ctx context.Context, tenant, user string, now time.Ti
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
-	return s.writes.SaveExchange(ctx, ex)
+	return s.reads.SaveExchange(ctx, ex)
 }
 
 func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
-	return s.writes.SaveExchanges(ctx, exs)
+	return s.reads.SaveExchanges(ctx, exs)
 }
 
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	return s.writes.DeleteUser(ctx, tenant, user)
+	return s.reads.DeleteUser(ctx, tenant, user)
 }
