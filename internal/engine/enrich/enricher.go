@@ -55,8 +55,9 @@ type EnrichOptions struct {
 	// enriched (the indexer's Backfill): called after a claim finds the
 	// queue empty, and again while it reports work done, for at most a
 	// quarter of Block before the next claim, so a queued exchange waits
-	// for it no longer than that. It returns how much it did (0: nothing
-	// left).
+	// for it no longer than that; while work is left, the next claim waits
+	// only as long as the work ran, so it takes at most half of the idle
+	// time. It returns how much it did (0: nothing left).
 	Idle func(ctx context.Context) (int, error)
 }
 
@@ -175,13 +176,13 @@ func (e *Enricher) Run(ctx context.Context) error {
 	// (memory.Fact.GuardSince), which tells a store the write derives from
 	// captured exchanges, and a store's enrichment queue knows its consumer
 	// is this one.
-	delay := e.opts.BackoffBase
+	delay, block := e.opts.BackoffBase, e.opts.Block
 	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {
 		if wait := time.Until(next); wait > 0 && !sleep(ctx, wait) {
 			return nil
 		}
-		ds, err := e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, e.opts.StaleAfter, e.opts.Block)
+		ds, err := e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, e.opts.StaleAfter, block)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -195,30 +196,35 @@ func (e *Enricher) Run(ctx context.Context) error {
 			continue
 		}
 		delay = e.opts.BackoffBase
-		if len(ds) > 0 {
+		if block = e.opts.Block; len(ds) > 0 {
 			start := time.Now()
 			e.round(ctx, ds)
 			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start))/e.opts.Share)))
 		} else if e.opts.Idle != nil {
-			e.idle(ctx)
+			block = e.idle(ctx)
 		}
 	}
 	return nil
 }
 
-// idle runs opts.Idle while it finds work, for at most a quarter of Block.
-func (e *Enricher) idle(ctx context.Context) {
-	for until := time.Now().Add(e.opts.Block / 4); ctx.Err() == nil && time.Now().Before(until); {
+// idle runs opts.Idle while it finds work, for at most a quarter of
+// Block, and returns how long the next claim may wait: Block when the idle
+// work is done or failed, else as long as it ran, so that it takes at most
+// half of the time nothing is queued.
+func (e *Enricher) idle(ctx context.Context) time.Duration {
+	start := time.Now()
+	for ctx.Err() == nil && time.Since(start) < e.opts.Block/4 {
 		n, err := e.opts.Idle(ctx)
 		if err != nil {
 			e.failures.WithLabelValues("idle").Inc()
 			e.logger.Warn("enricher's idle work failed", "err", err)
-			return
+			return e.opts.Block
 		}
 		if n == 0 {
-			return
+			return e.opts.Block
 		}
 	}
+	return max(time.Since(start), time.Millisecond)
 }
 
 // round runs the hooks over one claimed batch and acknowledges it.
