@@ -213,3 +213,52 @@ func TestDeferredItemsAreBounded(t *testing.T) {
 		t.Fatalf("drained: %d bytes counted, items %v", d.bytes, d.items != nil)
 	}
 }
+
+// A conversation deleted and then used again under the same name (a
+// client that keeps its conversation id, or the default conversation of
+// every chat without one) exists again when the backfill runs: the items
+// deferred from before the deletion still must not come back, in either
+// store's check.
+func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
+	for _, conv := range []string{"c", memory.DefaultConversation} {
+		t.Run(conv, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			id := memory.Identity{Tenant: "t", User: "u", Conversation: conv}
+			ix := NewIndexer(st, NewLocal(16), nil)
+			ex := longHistory(id, "before", 1200)
+			res, err := st.SaveExchange(ctx, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.GuardSince = ex.At
+			if err := ix.AfterSave(ctx, ex, res); err != nil {
+				t.Fatal(err)
+			}
+			if ix.Deferred() == 0 {
+				t.Fatal("nothing deferred: the test proves nothing")
+			}
+			if err := st.DeleteConversation(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			again := memory.Exchange{ID: "after", Identity: id, At: time.Now(),
+				Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
+				Reply: memory.Message{Role: "assistant", Content: "Fine."}}
+			if _, err := st.SaveExchange(ctx, again); err != nil {
+				t.Fatal(err)
+			}
+			backfillAll(t, ix)
+			hits, err := st.SearchText(ctx, memory.ItemQuery{Tenant: id.Tenant, User: id.User, Text: "garden party lantern3", Limit: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) > 0 {
+				t.Fatalf("%d items of the deleted conversation back after the backfill, first %q", len(hits), hits[0].Text)
+			}
+		})
+	}
+}

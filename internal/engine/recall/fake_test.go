@@ -50,6 +50,22 @@ next:
 	return nil
 }
 
+func (s *fakeStore) EmbedItems(_ context.Context, items []memory.Item) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failAdd != nil {
+		return s.failAdd
+	}
+	for _, it := range items {
+		for i, old := range s.items {
+			if old.Tenant == it.Tenant && old.User == it.User && old.Kind == it.Kind && old.Ref == it.Ref && old.Chunk == it.Chunk && old.Text == it.Text {
+				s.items[i].Embedding, s.items[i].Model, s.items[i].Dims = it.Embedding, it.Model, len(it.Embedding)
+			}
+		}
+	}
+	return nil
+}
+
 func (s *fakeStore) scoped(q memory.ItemQuery) []memory.Item {
 	ex := map[string]bool{}
 	for _, r := range q.ExcludeRefs {

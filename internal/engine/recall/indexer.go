@@ -26,6 +26,11 @@ const (
 type IndexStore interface {
 	// AddItems upserts items by (tenant, user, kind, ref, chunk).
 	AddItems(ctx context.Context, items []memory.Item) error
+	// EmbedItems stores the vectors of items on the rows that still hold
+	// them (by tenant, user, kind, ref, chunk and text), and skips the
+	// items no longer stored: Backfill's write, which must not bring back
+	// what was erased or deleted since it was indexed.
+	EmbedItems(ctx context.Context, items []memory.Item) error
 	// LatestSummary returns the conversation's newest summary or memory.ErrNotFound.
 	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
 	FactReader
@@ -398,22 +403,31 @@ func (ix *Indexer) Deferred() int {
 
 // Backfill embeds up to backfillBatch of the items an exchange's
 // embedding budget stored without a vector (the older messages of a long
-// resent history: see exchangeEmbedBytes), newest first, and stores them
-// again with their vectors; it returns how many it embedded, 0 when none
-// wait. It is the enricher's idle work (enrich.EnrichOptions.Idle), so a
-// long history gets its vectors within minutes instead of at the next
-// `gateway reindex`. Each item keeps its erasure guard: an item whose user
-// was erased, or whose conversation was deleted, since it was captured is
-// not stored again. The items wait in this process's memory, at most
-// maxDeferredBytes of them: after a restart, or past that bound, `gateway
-// reindex` embeds the rest. An item that fails to embed is stored
-// text-only again and not retried.
+// resent history: see exchangeEmbedBytes), newest first, and stores their
+// vectors on the rows that still hold them (IndexStore.EmbedItems); it
+// returns how many it embedded, 0 when none wait. It is the enricher's
+// idle work (enrich.EnrichOptions.Idle), so a long history gets its
+// vectors within minutes instead of at the next `gateway reindex`. It
+// never writes an item again: one whose user was erased, whose
+// conversation was deleted (even when a conversation of that name was
+// started since) or whose message was superseded since it was indexed is
+// no longer stored, and stays so. The items wait in this process's
+// memory, at most maxDeferredBytes of them: after a restart, or past that
+// bound, `gateway reindex` embeds the rest. An item that fails to embed
+// stays text-only and is not retried.
 func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
 	items := ix.deferred.pop(backfillBatch)
 	if len(items) == 0 {
 		return 0, nil
 	}
-	if err := ix.add(ctx, items); err != nil {
+	vecs, err := ix.emb.EmbedOwned(ctx, itemTexts(items), time.Time{})
+	if err != nil {
+		return 0, fmt.Errorf("backfill %d items: embed: %w", len(items), err)
+	}
+	for i := range items {
+		items[i].Embedding = vecs[i]
+	}
+	if err := ix.store.EmbedItems(ctx, items); err != nil {
 		return 0, fmt.Errorf("backfill %d items: %w", len(items), err)
 	}
 	return len(items), nil

@@ -269,6 +269,39 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
+// EmbedItems stores the vectors of items (with Model and Dims) on the rows
+// that still hold them, found by (tenant, user, kind, ref, chunk) and
+// text, in one transaction; an item no longer stored (its user erased, its
+// conversation deleted, its message superseded) is skipped, never written
+// again. It returns memory.ErrInvalid (and stores nothing) when an item has
+// no vector or its Dims disagree with it.
+func (s *Store) EmbedItems(ctx context.Context, items []memory.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	// By user, then source: the users' rows of memory_item_revisions are
+	// locked at the commit in this order, as SetEmbeddings locks them.
+	items = slices.Clone(items)
+	slices.SortFunc(items, func(a, b memory.Item) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User),
+			strings.Compare(a.Kind, b.Kind), strings.Compare(a.Ref, b.Ref), cmp.Compare(a.Chunk, b.Chunk))
+	})
+	b := &pgx.Batch{}
+	for _, it := range items {
+		if err := contract.ValidEmbedding(it, true); err != nil {
+			return fmt.Errorf("postgres: embed items: %w", err)
+		}
+		b.Queue(`UPDATE memory_items SET embedding = $7, dims = $8, model = $9
+			WHERE tenant = $1 AND user_id = $2 AND kind = $3 AND source = $4 AND chunk = $5 AND content = $6`,
+			it.Tenant, it.User, it.Kind, it.Ref, it.Chunk, it.Text, vectorArg(it.Embedding), len(it.Embedding), it.Model)
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return unavailable(tx.SendBatch(ctx, b).Close()) })
+	if err != nil {
+		return fmt.Errorf("postgres: embed %d items: %w", len(items), err)
+	}
+	return nil
+}
+
 // upsertItemSQL stores an item, updating the stored one in place only when
 // its text, time said, conversation or vector changed (see AddItems). Its
 // arguments are the item's columns in insertNewItems' order.

@@ -161,6 +161,38 @@ func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
+// EmbedItems stores the vectors of items (with Model and Dims) on the rows
+// that still hold them, found by (tenant, user, kind, ref, chunk) and
+// text, in background transactions of at most backgroundItems items; an
+// item no longer stored (its user erased, its conversation deleted, its
+// message superseded) is skipped, never written again. It returns
+// memory.ErrInvalid (and stores nothing) when an item has no vector or its
+// Dims disagree with it.
+func (s *Store) EmbedItems(ctx context.Context, items []memory.Item) error {
+	for _, it := range items {
+		if err := contract.ValidEmbedding(it, true); err != nil {
+			return fmt.Errorf("embed items: %w", err)
+		}
+	}
+	err := contract.Chunks(items, backgroundItems, func(chunk []memory.Item) error {
+		return s.inWriteAs(ctx, true, func(tx *sql.Tx) error {
+			for _, it := range chunk {
+				if _, err := tx.ExecContext(ctx, `UPDATE memory_items SET embedding = ?, model = ?, dims = ?
+					WHERE tenant = ? AND user_id = ? AND kind = ? AND source = ? AND chunk = ? AND text = ?`,
+					encodeVector(it.Embedding), it.Model, len(it.Embedding),
+					it.Tenant, it.User, it.Kind, it.Ref, it.Chunk, it.Text); err != nil {
+					return fmt.Errorf("update item %s/%s/%d: %w", it.Kind, it.Ref, it.Chunk, err)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("embed items: %w", err)
+	}
+	return nil
+}
+
 // scanItem reads a row of itemColumns.
 func scanItem(r rowScanner) (memory.Item, error) {
 	var it memory.Item

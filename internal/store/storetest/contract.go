@@ -112,4 +112,8 @@ type Knowledge interface {
 	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
 	// SetEmbeddings stores new vectors (with model and dims) for items by ID.
 	SetEmbeddings(ctx context.Context, items []memory.Item) error
+	// EmbedItems stores new vectors (with model and dims) on the rows that
+	// still hold items, by (tenant, user, kind, ref, chunk) and text; an
+	// item no longer stored is skipped, never written again.
+	EmbedItems(ctx context.Context, items []memory.Item) error
 }

@@ -306,3 +306,64 @@ func testDeleteConversationRacesIndexing(t *testing.T, s KnowledgeStore) {
 		t.Error(err)
 	}
 }
+
+// testEmbedItemsNeverWritesAgain covers EmbedItems, the indexer's late
+// vectors (recall.Indexer.Backfill): the rows still stored get the
+// vectors, while an item whose conversation was deleted (even when a
+// conversation of that name, the default one included, was started
+// since), whose user was erased, or whose row holds another text, is not
+// written again.
+func testEmbedItemsNeverWritesAgain(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	cx := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cx"}
+	def := memory.Identity{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation}
+	kept := memory.Identity{Tenant: "acme", User: "alice", Conversation: "kept"}
+	bob := memory.Identity{Tenant: "acme", User: "bob", Conversation: "cx"}
+	for _, id := range []memory.Identity{cx, def, kept, bob} {
+		mustSave(t, s, simple(t, id, 1))
+	}
+	textOnly := []memory.Item{
+		item(cx, "message", "old-cx:0", "the Lisbon flat with Mariabelle", nil),
+		item(def, "message", "old-def:0", "the Porto flat with Mariabelle", nil),
+		item(kept, "message", "kept:0", "the Braga flat with Mariabelle", nil),
+		item(kept, "message", "changed:0", "the Faro flat with Mariabelle", nil),
+		item(bob, "message", "bob:0", "the Evora flat with Mariabelle", nil),
+	}
+	if err := s.AddItems(ctx, textOnly); err != nil {
+		t.Fatalf("AddItems: %v", err)
+	}
+	for _, id := range []memory.Identity{cx, def} {
+		if err := s.DeleteConversation(ctx, id); err != nil {
+			t.Fatalf("DeleteConversation %s: %v", id.Conversation, err)
+		}
+		mustSave(t, s, simple(t, id, 2)) // the same name, started again
+	}
+	if err := s.DeleteUser(ctx, bob.Tenant, bob.User); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	late := make([]memory.Item, len(textOnly))
+	for i, it := range textOnly {
+		it.Embedding, it.Model, it.Dims = vec4(1, 0, 0, 0), testModel, 4
+		late[i] = it
+	}
+	late[3].Text = "a text the row no longer holds"
+	if err := s.EmbedItems(ctx, late); err != nil {
+		t.Fatalf("EmbedItems: %v", err)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		q := memory.ItemQuery{Tenant: "acme", User: u, Text: "Mariabelle", Limit: 10}
+		got := refs(mustSearchText(t, s, q))
+		slices.Sort(got)
+		want := []string{"changed:0", "kept:0"}
+		if u == "bob" {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s's items after EmbedItems = %q, want %q (nothing deleted written again)", u, got, want)
+		}
+	}
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4, Limit: 10}
+	if got := refs(mustSearchVector(t, s, q)); !slices.Equal(got, []string{"kept:0"}) {
+		t.Fatalf("items found by vector = %q, want only the stored row of the same text", got)
+	}
+}

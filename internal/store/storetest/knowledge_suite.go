@@ -63,6 +63,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
+		{"EmbedItemsNeverWritesAgain", testEmbedItemsNeverWritesAgain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
