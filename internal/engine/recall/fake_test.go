@@ -145,19 +145,6 @@ func (s *fakeStore) ItemsToEmbed(_ context.Context, model string, dims int, afte
 	return out, nil
 }
 
-func (s *fakeStore) SetEmbeddings(_ context.Context, items []memory.Item) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, n := range items {
-		for i := range s.items {
-			if s.items[i].ID == n.ID {
-				s.items[i].Embedding, s.items[i].Model, s.items[i].Dims = n.Embedding, n.Model, n.Dims
-			}
-		}
-	}
-	return nil
-}
-
 func (s *fakeStore) LatestSummary(_ context.Context, id memory.Identity) (memory.Summary, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -13,8 +13,9 @@ type Reembedder interface {
 	// ItemsToEmbed returns up to limit items with ID > afterID whose vector
 	// was not made by model/dims, in ID order.
 	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
-	// SetEmbeddings stores new vectors (with model and dims) by item ID.
-	SetEmbeddings(ctx context.Context, items []memory.Item) error
+	// EmbedItems stores new vectors (with model and dims) on the rows
+	// that still hold the items (IndexStore.EmbedItems).
+	EmbedItems(ctx context.Context, items []memory.Item) error
 }
 
 // Progress reports a reindex's headway: items re-embedded so far and the
@@ -49,7 +50,7 @@ func Reindex(ctx context.Context, store Reembedder, emb Embedder, batch int, pro
 		for i := range items {
 			items[i].Embedding, items[i].Model, items[i].Dims = vecs[i], emb.Model(), emb.Dims()
 		}
-		if err := store.SetEmbeddings(ctx, items); err != nil {
+		if err := store.EmbedItems(ctx, items); err != nil {
 			return done, fmt.Errorf("reindex after item %d: %w", after, err)
 		}
 		done += len(items)

@@ -92,7 +92,7 @@ func ValidItem(items ...memory.Item) error {
 
 // ValidEmbedding checks that an item's vector, model and dims agree: a
 // vector needs a model, and Dims, when set, is its length. With required,
-// an item without a vector is invalid too (SetEmbeddings).
+// an item without a vector is invalid too (EmbedItems).
 func ValidEmbedding(it memory.Item, required bool) error {
 	if it.Embedding == nil {
 		if required {

@@ -233,42 +233,6 @@ func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterI
 	return items, nil
 }
 
-// SetEmbeddings stores new vectors, with their Model and Dims, for items by
-// ID (and by Tenant and User when set, which lets the update use the primary
-// key). Items that no longer exist are skipped.
-func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
-	if len(items) == 0 {
-		return nil
-	}
-	// By user, then id: the users' rows of memory_item_revisions are
-	// locked at the commit in this order (migration 0010), the same for
-	// every SetEmbeddings, so two of them never deadlock on them.
-	items = slices.Clone(items)
-	slices.SortFunc(items, func(a, b memory.Item) int {
-		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User), cmp.Compare(a.ID, b.ID))
-	})
-	b := &pgx.Batch{}
-	for _, it := range items {
-		if err := contract.ValidEmbedding(it, true); err != nil {
-			return fmt.Errorf("postgres: set embeddings: %w", err)
-		}
-		dims := len(it.Embedding)
-		if it.Tenant != "" && it.User != "" {
-			b.Queue(`UPDATE memory_items SET embedding = $4, dims = $5, model = $6
-				WHERE tenant = $1 AND user_id = $2 AND id = $3`,
-				it.Tenant, it.User, it.ID, vectorArg(it.Embedding), dims, it.Model)
-		} else {
-			b.Queue(`UPDATE memory_items SET embedding = $2, dims = $3, model = $4 WHERE id = $1`,
-				it.ID, vectorArg(it.Embedding), dims, it.Model)
-		}
-	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error { return unavailable(tx.SendBatch(ctx, b).Close()) })
-	if err != nil {
-		return fmt.Errorf("postgres: set %d embeddings: %w", len(items), err)
-	}
-	return nil
-}
-
 // EmbedItems stores the vectors of items (with Model and Dims) on the rows
 // that still hold them, found by (tenant, user, kind, ref, chunk) and
 // text, in one transaction; an item no longer stored (its user erased, its
@@ -280,7 +244,8 @@ func (s *Store) EmbedItems(ctx context.Context, items []memory.Item) error {
 		return nil
 	}
 	// By user, then source: the users' rows of memory_item_revisions are
-	// locked at the commit in this order, as SetEmbeddings locks them.
+	// locked at the commit in this order (migration 0010), the same for
+	// every EmbedItems, so two of them never deadlock on them.
 	items = slices.Clone(items)
 	slices.SortFunc(items, func(a, b memory.Item) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.User, b.User),

@@ -123,44 +123,6 @@ func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterI
 	return items, nil
 }
 
-// SetEmbeddings stores new vectors (with model and dims) for items by ID, in
-// one write transaction; IDs that no longer exist are skipped, as are rows
-// that are no longer the item's: of another tenant or user, or holding
-// another text, when the item names them (SQLite gives a new row the id of
-// a deleted one, so an item a reindex read before an erasure may name a
-// row stored since). It returns memory.ErrInvalid (and stores nothing)
-// when an item has no vector or its Dims disagree with it.
-func (s *Store) SetEmbeddings(ctx context.Context, items []memory.Item) error {
-	for _, it := range items {
-		if err := contract.ValidEmbedding(it, true); err != nil {
-			return fmt.Errorf("set embeddings: %w", err)
-		}
-	}
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE memory_items SET embedding = ?, model = ?, dims = ? WHERE id = ?
-			AND (? = '' OR (tenant = ? AND user_id = ?)) AND (? = '' OR text = ?)`)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		defer stmt.Close()
-		for _, it := range items {
-			owner := it.Tenant + it.User
-			if it.Tenant == "" || it.User == "" {
-				owner = ""
-			}
-			if _, err := stmt.ExecContext(ctx, encodeVector(it.Embedding), it.Model, len(it.Embedding), it.ID,
-				owner, it.Tenant, it.User, it.Text, it.Text); err != nil {
-				return fmt.Errorf("update item %d: %w", it.ID, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("set embeddings: %w", err)
-	}
-	return nil
-}
-
 // EmbedItems stores the vectors of items (with Model and Dims) on the rows
 // that still hold them, found by (tenant, user, kind, ref, chunk) and
 // text, in background transactions of at most backgroundItems items; an

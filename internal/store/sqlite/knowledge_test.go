@@ -127,7 +127,7 @@ func TestKnowledgeRejectsBadInput(t *testing.T) {
 		{"item model", func() error { it := good; it.Model = ""; return s.AddItems(ctx, []memory.Item{it}) }, memory.ErrInvalid},
 		{"item tenant", func() error { it := good; it.Tenant = "a b"; return s.AddItems(ctx, []memory.Item{it}) }, memory.ErrInvalid},
 		{"item ref", func() error { it := good; it.Ref = ""; return s.AddItems(ctx, []memory.Item{it}) }, memory.ErrInvalid},
-		{"embedding without vector", func() error { return s.SetEmbeddings(ctx, []memory.Item{{ID: 1, Model: "m", Dims: 2}}) }, memory.ErrInvalid},
+		{"embedding without vector", func() error { return s.EmbedItems(ctx, []memory.Item{{ID: 1, Model: "m", Dims: 2}}) }, memory.ErrInvalid},
 		{"fact type", func() error {
 			_, err := s.UpsertFact(ctx, memory.Fact{Tenant: "acme", User: "alice", Type: "mood", Key: "k", Value: "v"}, 0)
 			return err

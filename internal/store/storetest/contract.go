@@ -110,8 +110,6 @@ type Knowledge interface {
 	// missing or was made by another model or dimension, in ID order, for a
 	// resumable reindex.
 	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
-	// SetEmbeddings stores new vectors (with model and dims) for items by ID.
-	SetEmbeddings(ctx context.Context, items []memory.Item) error
 	// EmbedItems stores new vectors (with model and dims) on the rows that
 	// still hold items, by (tenant, user, kind, ref, chunk) and text; an
 	// item no longer stored is skipped, never written again.

@@ -118,7 +118,8 @@ func testSearchVectorSeesEveryChange(t *testing.T, r Replicas) {
 	if len(b) != 1 || b[0].Ref != "b" {
 		t.Fatalf("b not found: %v", refs(b))
 	}
-	must(t, other.SetEmbeddings(ctx, []memory.Item{{ID: b[0].ID, Tenant: "acme", User: "alice", Embedding: vec4(1, 0, 0, 0), Model: "m", Dims: 4}}))
+	b[0].Embedding, b[0].Model, b[0].Dims = vec4(1, 0, 0, 0), "m", 4
+	must(t, other.EmbedItems(ctx, b[:1]))
 	want("vector set by another store", q, "b", "d")
 	// Other users, models and dimensions are never mixed in.
 	bob := vecItem("c1", "e", 1, 0, 0, 0)

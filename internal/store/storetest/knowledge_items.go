@@ -311,7 +311,7 @@ func testSearchVector384Isolation(t *testing.T, s KnowledgeStore) {
 
 // testItemsToEmbed covers the resumable reindex: items whose vector is
 // missing or from another model or dimension, in ID order from a cursor,
-// until SetEmbeddings leaves none.
+// until EmbedItems leaves none.
 func testItemsToEmbed(t *testing.T, s KnowledgeStore) {
 	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	bob := memory.Identity{Tenant: "other", User: "bob", Conversation: "c9"}
@@ -366,10 +366,11 @@ func testItemsToEmbed(t *testing.T, s KnowledgeStore) {
 		t.Helper()
 		up := make([]memory.Item, len(items))
 		for i, it := range items {
-			up[i] = memory.Item{ID: it.ID, Embedding: vectors[it.Ref], Model: testModel, Dims: 4}
+			up[i] = it
+			up[i].Embedding, up[i].Model, up[i].Dims = vectors[it.Ref], testModel, 4
 		}
-		if err := s.SetEmbeddings(testCtx(t), up); err != nil {
-			t.Fatalf("SetEmbeddings: %v", err)
+		if err := s.EmbedItems(testCtx(t), up); err != nil {
+			t.Fatalf("EmbedItems: %v", err)
 		}
 	}
 	set(seen[:2])
@@ -469,8 +470,8 @@ func testReindexAfterErasure(t *testing.T, s KnowledgeStore) {
 	for i := range todo {
 		todo[i].Embedding, todo[i].Model, todo[i].Dims = vec4(0, 0, 0, 1), testModel, 4
 	}
-	if err := s.SetEmbeddings(testCtx(t), todo); err != nil {
-		t.Fatalf("SetEmbeddings: %v", err)
+	if err := s.EmbedItems(testCtx(t), todo); err != nil {
+		t.Fatalf("EmbedItems: %v", err)
 	}
 	for _, id := range []memory.Identity{bob, alice} {
 		got := mustSearchVector(t, s, memory.ItemQuery{Tenant: id.Tenant, User: id.User, Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4, Limit: 5})
