@@ -191,26 +191,42 @@ func TestDeferredItemsAreBounded(t *testing.T) {
 	var d deferredItems
 	message := strings.Repeat("a long pasted message of many sentences. ", 50_000) // 2 MB
 	chunk := message[:1000]
-	items := make([]memory.Item, 2*maxDeferredBytes/(len(chunk)+deferredItemBytes))
-	for i := range items {
-		items[i] = memory.Item{Ref: fmt.Sprint(i), Text: chunk}
-	}
-	dropped := d.push(items)
-	if dropped == 0 || d.bytes > maxDeferredBytes || len(d.items)+dropped != len(items) {
-		t.Fatalf("kept %d items (%d bytes), dropped %d of %d: want the bound of %d bytes kept", len(d.items), d.bytes, dropped, len(items), maxDeferredBytes)
+	cost := len(chunk) + deferredItemBytes
+	// Each of five tenants defers more than the whole bound.
+	const tenants = 5
+	perTenant := 2 * maxDeferredBytes / cost
+	for tn := range tenants {
+		items := make([]memory.Item, perTenant)
+		for i := range items {
+			items[i] = memory.Item{Tenant: fmt.Sprint("t", tn), Ref: fmt.Sprint(i), Text: chunk}
+		}
+		kept := len(d.items)
+		dropped := d.push(items)
+		if dropped == 0 || d.bytes > maxDeferredBytes || d.byTenant[fmt.Sprint("t", tn)] > maxTenantDeferredBytes {
+			t.Fatalf("tenant %d: dropped %d of %d, %d bytes in all, %d the tenant's: want the bounds of %d and %d held",
+				tn, dropped, len(items), d.bytes, d.byTenant[fmt.Sprint("t", tn)], maxDeferredBytes, maxTenantDeferredBytes)
+		}
+		// The tenant's newest items are the ones kept, newest first.
+		if n := len(d.items) - kept; tn < tenants-1 && n != maxTenantDeferredBytes/cost {
+			t.Fatalf("tenant %d: kept %d items, want its share of %d", tn, n, maxTenantDeferredBytes/cost)
+		}
+		if len(d.items) > kept && d.items[kept].Ref != fmt.Sprint(perTenant-1) {
+			t.Fatalf("tenant %d: first kept %s, want its newest (%d)", tn, d.items[kept].Ref, perTenant-1)
+		}
 	}
 	if unsafe.StringData(d.items[0].Text) == unsafe.StringData(message) {
 		t.Fatal("a deferred item shares its message's bytes: the whole message stays in memory")
 	}
+	// Taken in the order kept: the first tenant's first.
 	got := d.pop(3)
-	if len(got) != 3 || got[0].Ref != fmt.Sprint(len(d.items)+2) || got[2].Ref != fmt.Sprint(len(d.items)) {
-		t.Fatalf("pop(3) = %v, want the three newest, newest first", []string{got[0].Ref, got[1].Ref, got[2].Ref})
+	if len(got) != 3 || got[0].Tenant != "t0" || got[0].Ref != fmt.Sprint(perTenant-1) || got[2].Ref != fmt.Sprint(perTenant-3) {
+		t.Fatalf("pop(3) = %+v, want the first tenant's three newest, newest first", got)
 	}
 	for len(d.items) > 0 {
 		d.pop(backfillBatch)
 	}
-	if d.bytes != 0 || d.items != nil {
-		t.Fatalf("drained: %d bytes counted, items %v", d.bytes, d.items != nil)
+	if d.bytes != 0 || d.items != nil || len(d.byTenant) != 0 {
+		t.Fatalf("drained: %d bytes counted, items %v, tenants %v", d.bytes, d.items != nil, d.byTenant)
 	}
 }
 

@@ -337,9 +337,14 @@ func withinBudget(msgs []cutMessage, budget int) {
 }
 
 // maxDeferredBytes bounds the text of the items kept for Backfill, each
-// counted with deferredItemBytes more (about 16,000 messages of 500
-// bytes); past it, `gateway reindex` embeds what is left.
-const maxDeferredBytes = 8 << 20
+// counted with deferredItemBytes more (about 22,000 messages of 500
+// bytes), and a tenant's at a quarter of it, so one tenant resending long
+// histories leaves room for the others; past them, `gateway reindex`
+// embeds what is left.
+const (
+	maxDeferredBytes       = 16 << 20
+	maxTenantDeferredBytes = maxDeferredBytes / 4
+)
 
 // deferredItemBytes is what maxDeferredBytes counts for an item besides
 // its text: the rest of a memory.Item.
@@ -350,44 +355,57 @@ const deferredItemBytes = 256
 // taken waits little (see Bounded).
 const backfillBatch = 16
 
-// deferredItems are items waiting for a vector, newest last, and the
-// bytes they count against maxDeferredBytes.
+// deferredItems are items waiting for a vector, in the order Backfill
+// takes them, and the bytes they count against maxDeferredBytes, in all
+// and by tenant.
 type deferredItems struct {
-	mu    sync.Mutex
-	items []memory.Item
-	bytes int
+	mu       sync.Mutex
+	items    []memory.Item
+	bytes    int
+	byTenant map[string]int
 }
 
-// push keeps items, within maxDeferredBytes, each with its own copy of
+// push keeps items (an exchange's, oldest first), newest first, within
+// maxDeferredBytes and maxTenantDeferredBytes, each with its own copy of
 // its text (a chunk shares the bytes of its whole message, which may be a
-// long one), and returns how many it could not keep.
+// long one), and returns how many it could not keep: the oldest. Items
+// are taken in the order they were kept, so a tenant's long history waits
+// behind what others deferred before it.
 func (d *deferredItems) push(items []memory.Item) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, it := range items {
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
 		cost := len(it.Text) + deferredItemBytes
-		if d.bytes+cost > maxDeferredBytes {
-			return len(items) - i
+		if d.bytes+cost > maxDeferredBytes || d.byTenant[it.Tenant]+cost > maxTenantDeferredBytes {
+			return i + 1
+		}
+		if d.byTenant == nil {
+			d.byTenant = map[string]int{}
 		}
 		it.Text = strings.Clone(it.Text)
 		d.items = append(d.items, it)
 		d.bytes += cost
+		d.byTenant[it.Tenant] += cost
 	}
 	return 0
 }
 
-// pop takes up to n items, the newest, newest first.
+// pop takes up to n items, the first kept.
 func (d *deferredItems) pop(n int) []memory.Item {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n = min(n, len(d.items))
-	out := slices.Clone(d.items[len(d.items)-n:])
-	slices.Reverse(out)
+	out := slices.Clone(d.items[:n])
 	for _, it := range out {
-		d.bytes -= len(it.Text) + deferredItemBytes
+		cost := len(it.Text) + deferredItemBytes
+		d.bytes -= cost
+		if d.byTenant[it.Tenant] -= cost; d.byTenant[it.Tenant] == 0 {
+			delete(d.byTenant, it.Tenant)
+		}
 	}
-	clear(d.items[len(d.items)-n:])
-	d.items = d.items[:len(d.items)-n]
+	clear(d.items[:n])
+	d.items = d.items[n:]
 	if len(d.items) == 0 {
 		d.items = nil // let a drained backlog's array go
 	}
@@ -403,7 +421,8 @@ func (ix *Indexer) Deferred() int {
 
 // Backfill embeds up to backfillBatch of the items an exchange's
 // embedding budget stored without a vector (the older messages of a long
-// resent history: see exchangeEmbedBytes), newest first, and stores their
+// resent history: see exchangeEmbedBytes), in the order they were
+// deferred, each exchange's newest first, and stores their
 // vectors on the rows that still hold them (IndexStore.EmbedItems); it
 // returns how many it embedded, 0 when none wait. It is the enricher's
 // idle work (enrich.EnrichOptions.Idle), so a long history gets its

@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,19 +41,8 @@ func TestIndexerEmbedsAnExchangeWithinItsBudget(t *testing.T) {
 			st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
 			ix := NewIndexer(st, emb, nil)
 			ix.Window = tt.w
-			id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
 			const n = 3000 // about 200 KB, six times the budget
-			prior := make([]memory.Message, n-2)
-			for i := range prior {
-				role := "user"
-				if i%2 == 1 {
-					role = "assistant"
-				}
-				prior[i] = memory.Message{Role: role, Content: fmt.Sprintf("Message %d: we planned the garden party and lantern%d.", i, i)}
-			}
-			ex := memory.Exchange{ID: "e1", Identity: id, At: time.Now(), Prior: prior,
-				Turn:  []memory.Message{{Role: "user", Content: "And the music, lantern2998?"}},
-				Reply: memory.Message{Role: "assistant", Content: "A string quartet, lantern2999."}}
+			ex := longHistory(memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, "e1", n)
 			if err := ix.AfterSave(ctx, ex, memory.SaveResult{Inserted: n}); err != nil {
 				t.Fatal(err)
 			}
