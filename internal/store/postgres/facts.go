@@ -62,9 +62,10 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", unavailable(err))
 		}
-		// Restated, or else the current fact (if any) superseded by a new
-		// one; either keeps a pin.
-		f.Pinned = f.Pinned || old.Pinned
+		// Restated (the caller's pin ORed into the row's own, as the UPDATE
+		// reads it: an unpin committed since the SELECT above stands), or
+		// else the current fact (if any) superseded by a new one that keeps
+		// its pin.
 		q, args := `UPDATE facts SET
 				mentions = mentions + 1, confidence = $4, pinned = pinned OR $5,
 				updated_at = greatest(updated_at, $6),
@@ -89,7 +90,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 					(tenant, user_id, type, key, norm_key, value, confidence, mentions, pinned,
 					 source_conversation, created_at, updated_at, expires_at, pin_rule, source_message)
 				VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-				RETURNING `+factColumns, []any{f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, f.Mentions, f.Pinned,
+				RETURNING `+factColumns, []any{f.Tenant, f.User, string(f.Type), f.Key, f.Value, f.Confidence, f.Mentions, f.Pinned || old.Pinned,
 				nullString(f.Conversation), f.CreatedAt, f.UpdatedAt, f.ExpiresAt, f.Rule, f.Source}
 		}
 		if out, err = contract.ScanFact(tx.QueryRow(ctx, q, args...), times{}, f.Tenant, f.User); err != nil {

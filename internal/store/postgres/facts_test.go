@@ -68,3 +68,69 @@ func TestFactItemsFollowTheirFact(t *testing.T) {
 		t.Fatalf("after DeleteFact, search = %q, want nothing", got)
 	}
 }
+
+// TestRestatedFactKeepsAConcurrentUnpin unpins a pinned fact in a
+// transaction that commits while a restatement of it (not pinned itself)
+// waits to write the row: the restatement ORs its own pin into the row it
+// updates, read again then, so the unpin stands (it must not OR in the
+// pin it read before the unpin committed).
+func TestRestatedFactKeepsAConcurrentUnpin(t *testing.T) {
+	ctx := testCtx(t)
+	s := mustOpen(t)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	fact := memory.Fact{Tenant: "acme", User: "alice", Type: memory.FactProfile, Key: "city", Value: "Porto", Confidence: 0.5, UpdatedAt: at}
+	pinned := fact
+	pinned.Pinned = true
+	f, err := s.UpsertFact(ctx, pinned, 0)
+	if err != nil || !f.Pinned {
+		t.Fatalf("UpsertFact(pinned) = %+v, %v", f, err)
+	}
+
+	unpin, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unpin.Rollback(ctx)
+	var unpinPID int32
+	if err := unpin.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&unpinPID); err != nil {
+		t.Fatal(err)
+	}
+	// SetFactPinned's statement, committed below.
+	if _, err := unpin.Exec(ctx, `UPDATE facts SET pinned = false
+		WHERE tenant = 'acme' AND user_id = 'alice' AND id = $1 AND superseded_at IS NULL`, f.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		restated := fact
+		restated.UpdatedAt = at.Add(time.Minute)
+		_, err := s.UpsertFact(ctx, restated, 0)
+		done <- err
+	}()
+	// Wait for the restatement to queue behind the unpin's row lock.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiter int32
+		err := s.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, unpinPID).Scan(&waiter)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restatement never waited for the unpin: %v", err)
+		}
+	}
+	if err := unpin.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("UpsertFact(restated): %v", err)
+	}
+	facts, err := s.Facts(ctx, "acme", "alice", at, false)
+	if err != nil || len(facts) != 1 {
+		t.Fatalf("Facts = %+v, %v; want the one fact", facts, err)
+	}
+	if facts[0].Pinned || facts[0].Mentions != 2 {
+		t.Errorf("after an unpin and a restatement: pinned %v, mentions %d; want unpinned, 2 mentions", facts[0].Pinned, facts[0].Mentions)
+	}
+}
