@@ -134,3 +134,72 @@ func TestRestatedFactKeepsAConcurrentUnpin(t *testing.T) {
 		t.Errorf("after an unpin and a restatement: pinned %v, mentions %d; want unpinned, 2 mentions", facts[0].Pinned, facts[0].Mentions)
 	}
 }
+
+// TestUnpinDuringARestatementWithANewValue: a restatement with a new
+// value supersedes the fact, and the new fact inherits the pin it read. An
+// unpin that commits between that read and the supersede came back
+// (reported done, the new current fact still pinned); SetFactPinned now
+// holds the user's fact lock, so the restatement reads the unpinned fact.
+// A transaction holding the old fact's row makes both queue there, the
+// unpin first, and pg_stat_activity tells when each waits (no timing).
+func TestUnpinDuringARestatementWithANewValue(t *testing.T) {
+	ctx := testCtx(t)
+	s := mustOpen(t)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	old, err := s.UpsertFact(ctx, memory.Fact{Tenant: "acme", User: "carol", Type: memory.FactProfile, Key: "city",
+		Value: "Porto", Confidence: 0.5, UpdatedAt: at, Pinned: true}, 0)
+	if err != nil || !old.Pinned {
+		t.Fatalf("UpsertFact(pinned) = %+v, %v", old, err)
+	}
+	hold, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	var holdPID int32
+	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid() FROM facts WHERE id = $1 FOR UPDATE`, old.ID).Scan(&holdPID); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var got int
+			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, holdPID).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sessions wait for a lock, want %d", got, n)
+			}
+		}
+	}
+	unpinned := make(chan error, 1)
+	go func() { unpinned <- s.SetFactPinned(ctx, "acme", "carol", old.ID, false) }()
+	waiting(1)
+	restated := make(chan error, 1)
+	go func() {
+		_, err := s.UpsertFact(ctx, memory.Fact{Tenant: "acme", User: "carol", Type: memory.FactProfile, Key: "city",
+			Value: "Lisbon", Confidence: 0.5, UpdatedAt: at.Add(time.Minute)}, 0)
+		restated <- err
+	}()
+	waiting(2)
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-unpinned; err != nil {
+		t.Fatalf("SetFactPinned(false) = %v", err)
+	}
+	if err := <-restated; err != nil {
+		t.Fatalf("UpsertFact(new value) = %v", err)
+	}
+	facts, err := s.Facts(ctx, "acme", "carol", at, false)
+	if err != nil || len(facts) != 1 || facts[0].Value != "Lisbon" {
+		t.Fatalf("Facts = %+v, %v; want the one current fact, Lisbon", facts, err)
+	}
+	if facts[0].Pinned {
+		t.Errorf("the unpin reported done, yet the current fact is pinned: %+v", facts[0])
+	}
+}
