@@ -26,11 +26,8 @@ const (
 type IndexStore interface {
 	// AddItems upserts items by (tenant, user, kind, ref, chunk).
 	AddItems(ctx context.Context, items []memory.Item) error
-	// EmbedItems stores the vectors of items on the rows that still hold
-	// them (by tenant, user, kind, ref, chunk and text), and skips the
-	// items no longer stored: Backfill's write, which must not bring back
-	// what was erased or deleted since it was indexed.
-	EmbedItems(ctx context.Context, items []memory.Item) error
+	// itemEmbedder is Backfill's write.
+	itemEmbedder
 	// LatestSummary returns the conversation's newest summary or memory.ErrNotFound.
 	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
 	FactReader
@@ -107,7 +104,8 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 	var (
 		items, textOnly []memory.Item
 		// later are the textOnly items only the exchange's budget left
-		// without a vector: Backfill embeds them.
+		// without a vector: Backfill embeds them (on the rows still
+		// stored then, so they need no erasure guard).
 		later []memory.Item
 		convs []memory.Identity
 		users []userKey
@@ -227,7 +225,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			items = append(items, ix.factItem(f))
 		}
 	}
-	for _, its := range [][]memory.Item{items, textOnly, later} {
+	for _, its := range [][]memory.Item{items, textOnly} {
 		for i := range its {
 			its[i].GuardSince = guard[userKey{its[i].Tenant, its[i].User}]
 		}
@@ -365,7 +363,7 @@ type deferredItems struct {
 	byTenant map[string]int
 }
 
-// push keeps items (an exchange's, oldest first), newest first, within
+// push keeps items (a round's, oldest first), newest first, within
 // maxDeferredBytes and maxTenantDeferredBytes, each with its own copy of
 // its text (a chunk shares the bytes of its whole message, which may be a
 // long one), and returns how many it could not keep: the oldest. Items
@@ -439,15 +437,8 @@ func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
-	vecs, err := ix.emb.EmbedOwned(ctx, itemTexts(items), time.Time{})
-	if err != nil {
-		return 0, fmt.Errorf("backfill %d items: embed: %w", len(items), err)
-	}
-	for i := range items {
-		items[i].Embedding = vecs[i]
-	}
-	if err := ix.store.EmbedItems(ctx, items); err != nil {
-		return 0, fmt.Errorf("backfill %d items: %w", len(items), err)
+	if err := embedStored(ctx, ix.store, ix.emb, items); err != nil {
+		return 0, fmt.Errorf("backfill: %w", err)
 	}
 	return len(items), nil
 }

@@ -10,12 +10,10 @@ import (
 
 // Reembedder is what a reindex reads and writes.
 type Reembedder interface {
+	itemEmbedder
 	// ItemsToEmbed returns up to limit items with ID > afterID whose vector
 	// was not made by model/dims, in ID order.
 	ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error)
-	// EmbedItems stores new vectors (with model and dims) on the rows
-	// that still hold the items (IndexStore.EmbedItems).
-	EmbedItems(ctx context.Context, items []memory.Item) error
 }
 
 // Progress reports a reindex's headway: items re-embedded so far and the
@@ -43,14 +41,7 @@ func Reindex(ctx context.Context, store Reembedder, emb Embedder, batch int, pro
 		if len(items) == 0 {
 			return done, nil
 		}
-		vecs, err := owning(emb).EmbedOwned(ctx, itemTexts(items), time.Time{})
-		if err != nil {
-			return done, fmt.Errorf("reindex after item %d: %w", after, err)
-		}
-		for i := range items {
-			items[i].Embedding, items[i].Model, items[i].Dims = vecs[i], emb.Model(), emb.Dims()
-		}
-		if err := store.EmbedItems(ctx, items); err != nil {
+		if err := embedStored(ctx, store, owning(emb), items); err != nil {
 			return done, fmt.Errorf("reindex after item %d: %w", after, err)
 		}
 		done += len(items)
@@ -59,4 +50,27 @@ func Reindex(ctx context.Context, store Reembedder, emb Embedder, batch int, pro
 			progress(done, after)
 		}
 	}
+}
+
+// itemEmbedder stores vectors on stored items: a reindex's and a
+// backfill's write.
+type itemEmbedder interface {
+	// EmbedItems stores the vectors of items (with Model and Dims) on the
+	// rows that still hold them (by tenant, user, kind, ref, chunk and
+	// text), and skips the items no longer stored, so that nothing erased
+	// or deleted since the items were read comes back.
+	EmbedItems(ctx context.Context, items []memory.Item) error
+}
+
+// embedStored embeds items, each for its owner, and stores their vectors,
+// with emb's model and dimension, on the rows that still hold them.
+func embedStored(ctx context.Context, store itemEmbedder, emb OwnedEmbedder, items []memory.Item) error {
+	vecs, err := emb.EmbedOwned(ctx, itemTexts(items), time.Time{})
+	if err != nil {
+		return fmt.Errorf("embed %d items: %w", len(items), err)
+	}
+	for i := range items {
+		items[i].Embedding, items[i].Model, items[i].Dims = vecs[i], emb.Model(), emb.Dims()
+	}
+	return store.EmbedItems(ctx, items)
 }
