@@ -30,6 +30,21 @@ func longHistory(id memory.Identity, exID string, n int) memory.Exchange {
 		Reply: memory.Message{Role: "assistant", Content: "A string quartet."}}
 }
 
+// indexLongHistory indexes one exchange of longHistory's n messages (user
+// t/u, conversation c) with an Indexer cutting texts by w, over a fake
+// store and a recording local embedder.
+func indexLongHistory(t *testing.T, w *Window, n int) (*fakeStore, *recordingEmbedder, *Indexer) {
+	t.Helper()
+	st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
+	ix := NewIndexer(st, emb, nil)
+	ix.Window = w
+	ex := longHistory(memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, "e1", n)
+	if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: n}); err != nil {
+		t.Fatal(err)
+	}
+	return st, emb, ix
+}
+
 // backfillAll runs Backfill until it reports nothing left, and returns
 // how many items it embedded in all.
 func backfillAll(t *testing.T, ix *Indexer) int {
@@ -56,15 +71,8 @@ func backfillAll(t *testing.T, ix *Indexer) int {
 func TestBackfillEmbedsWhatTheBudgetLeft(t *testing.T) {
 	for _, tt := range indexerWindows {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
-			ix := NewIndexer(st, emb, nil)
-			ix.Window = tt.w
 			const n = 3000
-			ex := longHistory(memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, "e1", n)
-			if err := ix.AfterSave(ctx, ex, memory.SaveResult{Inserted: n}); err != nil {
-				t.Fatal(err)
-			}
+			st, emb, ix := indexLongHistory(t, tt.w, n)
 			embedded := len(emb.texts)
 			if ix.Deferred() != n-embedded {
 				t.Fatalf("%d items deferred, want the %d the budget left without a vector", ix.Deferred(), n-embedded)

@@ -38,14 +38,8 @@ func TestIndexerEmbedsAnExchangeWithinItsBudget(t *testing.T) {
 	for _, tt := range indexerWindows {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
-			ix := NewIndexer(st, emb, nil)
-			ix.Window = tt.w
 			const n = 3000 // about 200 KB, six times the budget
-			ex := longHistory(memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, "e1", n)
-			if err := ix.AfterSave(ctx, ex, memory.SaveResult{Inserted: n}); err != nil {
-				t.Fatal(err)
-			}
+			st, emb, _ := indexLongHistory(t, tt.w, n)
 
 			if cost := embeddedCost(emb.texts); cost > exchangeEmbedBytes || cost < exchangeEmbedBytes-200 {
 				t.Fatalf("embedded %d texts costing %d bytes, want the budget of %d spent (within a message of it)", len(emb.texts), cost, exchangeEmbedBytes)

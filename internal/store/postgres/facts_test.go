@@ -109,17 +109,7 @@ func TestRestatedFactKeepsAConcurrentUnpin(t *testing.T) {
 		done <- err
 	}()
 	// Wait for the restatement to queue behind the unpin's row lock.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var waiter int32
-		err := s.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, unpinPID).Scan(&waiter)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the restatement never waited for the unpin: %v", err)
-		}
-	}
+	waitForLockWaiters(t, s, unpinPID, 1)
 	if err := unpin.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -160,32 +150,16 @@ func TestUnpinDuringARestatementWithANewValue(t *testing.T) {
 	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid() FROM facts WHERE id = $1 FOR UPDATE`, old.ID).Scan(&holdPID); err != nil {
 		t.Fatal(err)
 	}
-	waiting := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			var got int
-			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, holdPID).Scan(&got); err != nil {
-				t.Fatal(err)
-			}
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d sessions wait for a lock, want %d", got, n)
-			}
-		}
-	}
 	unpinned := make(chan error, 1)
 	go func() { unpinned <- s.SetFactPinned(ctx, "acme", "carol", old.ID, false) }()
-	waiting(1)
+	waitForLockWaiters(t, s, holdPID, 1)
 	restated := make(chan error, 1)
 	go func() {
 		_, err := s.UpsertFact(ctx, memory.Fact{Tenant: "acme", User: "carol", Type: memory.FactProfile, Key: "city",
 			Value: "Lisbon", Confidence: 0.5, UpdatedAt: at.Add(time.Minute)}, 0)
 		restated <- err
 	}()
-	waiting(2)
+	waitForLockWaiters(t, s, holdPID, 2)
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

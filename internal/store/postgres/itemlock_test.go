@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -59,17 +61,7 @@ func TestAddItemsInsertsBeforeLockingConversation(t *testing.T) {
 		})
 	}()
 	// Wait for AddItems to queue behind the held conversation.
-	var waiter int32
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		err := s.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, blockerPID).Scan(&waiter)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("AddItems never waited for the conversation: %v", err)
-		}
-	}
+	waiter := waitForLockWaiters(t, s, blockerPID, 1)[0]
 	var inserted bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
 		WHERE pid = $1 AND relation = 'memory_items'::regclass AND mode = 'RowExclusiveLock' AND granted)`, waiter).Scan(&inserted); err != nil {
@@ -105,5 +97,30 @@ func TestAddItemsInsertsBeforeLockingConversation(t *testing.T) {
 	}
 	if got[keys["user"]] || !got[keys["assistant"]] || len(got) != 1 {
 		t.Errorf("items stored for %v; want only the reply %s (the user turn %s was superseded)", got, keys["assistant"], keys["user"])
+	}
+}
+
+// waitForLockWaiters polls until at least n sessions of the test's
+// database other than notPID wait for a lock, and returns their pids: a
+// test that queues statements behind a lock it holds goes on once they
+// are queued, whatever the machine's speed (it fails after 20 s).
+func waitForLockWaiters(t *testing.T, s *Store, notPID int32, n int) []int32 {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rows, err := s.pool.Query(testCtx(t), `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, notPID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions wait for a lock after 20s, want %d", len(pids), n)
+		}
 	}
 }
