@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,6 +72,69 @@ func TestImportedHistoryIsRecalledWithItsDate(t *testing.T) {
 			bad := chat(t, g.URL, headers("", "u1", "live", "X-Memory-Timestamp", "last tuesday"), false, user("hi"))
 			if bad.Status != http.StatusBadRequest || !strings.Contains(string(bad.Body), "X-Memory-Timestamp") {
 				t.Fatalf("malformed X-Memory-Timestamp: %d %s, want a 400 naming the header", bad.Status, bad.Body)
+			}
+		})
+	}
+}
+
+// TestImportedHistoryGetsItsVectorsWithoutReindex: an import of 1,000
+// messages (500 exchanges, about 300 KB) is indexed within its user's
+// embedding budget a round of enrichment, its newest messages first; the
+// enricher embeds the rest while idle, so every imported message ends
+// with a vector without an operator's `gateway reindex`, on both stores.
+func TestImportedHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
+	up := upstreamtest.New(t, recallUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			cfg := mk(t)
+			cfg.Recall.Embeddings.Provider = "local" // the test checks the backfill, not the encoder
+			g := startGateway(t, cfg)
+			const n = 500
+			said := time.Date(2023, 5, 7, 18, 30, 0, 0, time.UTC)
+			pad := strings.Repeat(" The garden gate squeaks in the evening.", 7)
+			msgs := make([]map[string]any, 0, 2*n)
+			for i := range n {
+				at := said.Add(time.Duration(i) * time.Hour)
+				msgs = append(msgs,
+					map[string]any{"role": "user", "content": fmt.Sprintf("Turn %d: the lantern%d goes by the gate.%s", i, i, pad), "timestamp": at.Format(time.RFC3339)},
+					map[string]any{"role": "assistant", "content": fmt.Sprintf("Noted, lantern%d by the gate.%s", i, pad), "timestamp": at.Add(time.Minute).Format(time.RFC3339)})
+			}
+			var res map[string]any
+			body := map[string]any{"user": "imphist", "conversation": "old", "messages": msgs}
+			if code := apiCall(t, http.MethodPost, g.URL+"/v1/memory/import", nil, body, &res); code != http.StatusOK || res["stored"] != float64(n) {
+				t.Fatalf("import: %d %v", code, res)
+			}
+			ctx, owner := context.Background(), memory.Identity{Tenant: memory.DefaultTenant, User: "imphist", Conversation: "old"}
+			emb := g.mem.recall.Embedder
+			oldest := "Turn 0: the lantern0 goes by the gate." + pad
+			vecs, err := emb.Embed(ctx, []string{oldest}, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				// The oldest turn, stored without a vector by its user's
+				// budget, is found by its vector once the backfill ran.
+				hits, err := g.mem.store.SearchVector(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User,
+					Embedding: vecs[0], Model: emb.Model(), Dims: emb.Dims(), Limit: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				left, err := g.mem.store.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), 0, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored, err := g.mem.store.SearchText(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User, Text: "lantern499", Limit: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(stored) > 0 && len(hits) > 0 && hits[0].Text == oldest && len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 90s: %d items without a vector; the oldest turn's vector search finds %d items", len(left), len(hits))
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		})
 	}

@@ -129,7 +129,7 @@ type Recall struct {
 
 // Backfill returns the enricher's idle work (enrich.EnrichOptions.Idle):
 // the indexer's Backfill, which embeds, a batch a call, what indexing left
-// without a vector for want of an exchange's budget. A nil Recall (recall
+// without a vector for want of a user's budget. A nil Recall (recall
 // off) has none: nil.
 func (r *Recall) Backfill() func(ctx context.Context) (int, error) {
 	if r == nil {

@@ -15,7 +15,7 @@ import (
 
 // longHistory is an exchange resending n-2 messages of history before its
 // turn and reply: about 67 bytes a message, so 3,000 of them are six times
-// exchangeEmbedBytes.
+// userEmbedBytes.
 func longHistory(id memory.Identity, exID string, n int) memory.Exchange {
 	prior := make([]memory.Message, n-2)
 	for i := range prior {

@@ -51,8 +51,8 @@ type Indexer struct {
 	// word past the window still reaches the vector search (nil: messages
 	// are cut as Chunk cuts them).
 	Window *Window
-	// deferred are the items an exchange's embedding budget left without
-	// a vector (exchangeEmbedBytes), for Backfill.
+	// deferred are the items a user's embedding budget left without a
+	// vector (userEmbedBytes), for Backfill.
 	deferred deferredItems
 }
 
@@ -70,9 +70,9 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //     with Ref its message key (memory.Key(ex.ID, i)), chunked on sentence
 //     boundaries when long; tool results, tool-call-only turns and empty
 //     text are skipped; the chunks embedded are bounded per message
-//     (embeddedChunks) and per exchange (exchangeEmbedBytes, newest
+//     (embeddedChunks) and per user of a batch (userEmbedBytes, newest
 //     message first), the rest stored without a vector (what only the
-//     exchange's bound left waits for Backfill);
+//     user's bound left waits for Backfill);
 //   - the conversation's latest summary, kind "summary", Ref
 //     "<conversation>:v<version>", unless this process indexed that version
 //     already or the extractive summariser wrote it (its lines are the
@@ -97,16 +97,21 @@ func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory
 // AfterSaveBatch indexes a batch of stored exchanges as AfterSave does each
 // (it implements record.Hook), reading each conversation's summary and
 // each user's facts once, with one embedding call and one store write for
-// the whole batch. Exchanges dropped because their user was erased are
+// the whole batch. A user's exchanges in the batch (an import's, a
+// backlog's) share one embedding budget (userEmbedBytes), spent on the
+// newest first. Exchanges dropped because their user was erased are
 // skipped.
 func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
 	type userKey struct{ tenant, user string }
 	var (
 		items, textOnly []memory.Item
-		// later are the textOnly items only the exchange's budget left
+		// later are the textOnly items only their user's budget left
 		// without a vector: Backfill embeds them (on the rows still
 		// stored then, so they need no erasure guard).
 		later []memory.Item
+		// cut are each user's messages of the batch, cut for indexing,
+		// in the order they were stored.
+		cut   = map[userKey][]cutMessage{}
 		convs []memory.Identity
 		users []userKey
 		since = map[userKey]time.Time{}
@@ -135,7 +140,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		if at.IsZero() {
 			at = now
 		}
-		cut := make([]cutMessage, 0, len(msgs))
+		u := userKey{ex.Tenant, ex.User}
 		for _, m := range msgs {
 			if (m.Role != "user" && m.Role != "assistant") || m.Failed() {
 				continue // a reply the upstream broke off is never recalled
@@ -151,12 +156,37 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
 			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
-			cut = append(cut, cutMessage{key: m.Key, at: created, chunks: chunks, embedded: embedded, embeddable: embedded})
+			cut[u] = append(cut[u], cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, embedded: embedded, embeddable: embedded})
 		}
-		withinBudget(cut, exchangeEmbedBytes)
-		for _, m := range cut {
+		if at.After(latest[ex.Identity]) {
+			latest[ex.Identity] = at
+		}
+		if !seen[ex.Identity] {
+			seen[ex.Identity] = true
+			convs = append(convs, ex.Identity)
+		}
+		if first, ok := since[u]; !ok {
+			users = append(users, u)
+			since[u] = at
+		} else if at.Before(first) {
+			since[u] = at
+		}
+		if g, ok := guard[u]; !ok || !results[i].GuardSince.IsZero() && (g.IsZero() || results[i].GuardSince.Before(g)) {
+			guard[u] = results[i].GuardSince
+		}
+	}
+	// Each user's messages share one budget, spent on the newest
+	// exchanges first. A round of enrichment orders the batch by
+	// conversation name, so a user's exchanges are ordered by when they
+	// were said: a live turn goes before the history imported into a
+	// conversation whose name sorts after its own.
+	for _, u := range users {
+		msgs := cut[u]
+		slices.SortStableFunc(msgs, func(a, b cutMessage) int { return a.exAt.Compare(b.exAt) })
+		withinBudget(msgs, userEmbedBytes)
+		for _, m := range msgs {
 			for i, c := range m.chunks {
-				it := ix.item(ex.Identity, KindMessage, m.key, i, c, m.at)
+				it := ix.item(m.id, KindMessage, m.key, i, c, m.at)
 				if i >= m.embedded {
 					textOnly = append(textOnly, it)
 					if i < m.embeddable {
@@ -166,23 +196,6 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 				}
 				items = append(items, it)
 			}
-		}
-		if at.After(latest[ex.Identity]) {
-			latest[ex.Identity] = at
-		}
-		if !seen[ex.Identity] {
-			seen[ex.Identity] = true
-			convs = append(convs, ex.Identity)
-		}
-		u := userKey{ex.Tenant, ex.User}
-		if first, ok := since[u]; !ok {
-			users = append(users, u)
-			since[u] = at
-		} else if at.Before(first) {
-			since[u] = at
-		}
-		if g, ok := guard[u]; !ok || !results[i].GuardSince.IsZero() && (g.IsZero() || results[i].GuardSince.Before(g)) {
-			guard[u] = results[i].GuardSince
 		}
 	}
 	var summaryKeys []string
@@ -276,46 +289,55 @@ func (ix *Indexer) item(id memory.Identity, kind, ref string, chunk int, text st
 // with the body. `gateway reindex` embeds them when an operator asks.
 const embeddedChunks = 16
 
-// exchangeEmbedBytes bounds what one exchange's messages have embedded:
-// the bytes of the chunks embedded, each counted with itemEmbedBytes more.
-// A first request that resends a long history (up to the 2 MiB body
-// limit: thousands of messages, each under the per-message bound) would
+// userEmbedBytes bounds what the messages of one user's exchanges in a
+// batch (one AfterSaveBatch: a round of enrichment) have embedded: the
+// bytes of the chunks embedded, each counted with itemEmbedBytes more. A
+// first request that resends a long history (up to the 2 MiB body limit:
+// thousands of messages, each under the per-message bound) would
 // otherwise have every message embedded, minutes of the encoder's time
 // (about 90 ms of CPU a KB of English on the shared 2-core machine: 165
 // CPU-seconds for 4,000 messages, 1.8 MB), ahead of every other user's
-// indexing. 32 KiB is 2–4 CPU-seconds there, about issue 24's bound of 3
-// on what one request may cost, and holds four messages at the encoder's
-// per-message bound (embeddedRuns, about 8 KB each), so an ordinary
-// exchange (a question and a reply of a few KB, even a pasted page and
-// its answer) is embedded whole. It is spent newest message first (the
-// newest turns matter most to recall); the older messages are stored
-// text-only as a long message's tail is: full text finds them at once, and
-// Backfill embeds them when the enricher is idle (`gateway reindex`, those
-// a restart left).
-const exchangeEmbedBytes = 32 << 10
+// indexing. So would an import (up to 1,000 messages, 8 MiB, stored as
+// hundreds of exchanges, up to 256 of which a round of enrichment takes
+// together) were the bound per exchange: 200 messages of 1 KB took 21
+// CPU-seconds. 32 KiB is 2–4 CPU-seconds there, about issue 24's bound of
+// 3 on what one request may cost, and holds four messages at the
+// encoder's per-message bound (embeddedRuns, about 8 KB each), so an
+// ordinary exchange (a question and a reply of a few KB, even a pasted
+// page and its answer) is embedded whole, and so is a round of live
+// turns, which rarely holds two of one user's. It is spent newest message
+// first (the newest turns matter most to recall; a live turn before the
+// same user's imported history); the older messages are stored text-only
+// as a long message's tail is: full text finds them at once, and Backfill
+// embeds them when the enricher is idle (`gateway reindex`, those a
+// restart left).
+const userEmbedBytes = 32 << 10
 
-// itemEmbedBytes is what exchangeEmbedBytes counts for each text embedded
+// itemEmbedBytes is what userEmbedBytes counts for each text embedded
 // besides its bytes: the encoder's cost of a one-word text (its pieces
 // marking the start and end, the pooling and projection: about 1.2 ms, as
 // much as 14 bytes of English), so a history of two-letter messages has
 // about 1,800 of them embedded, not 16,000.
 const itemEmbedBytes = 16
 
-// cutMessage is one message of an exchange cut for indexing: its key, when
-// it was said, its chunks in order and how many of the first are embedded.
+// cutMessage is one message of an exchange cut for indexing: its
+// conversation, when its exchange was said, its key, when it was said, its
+// chunks in order and how many of the first are embedded.
 type cutMessage struct {
+	id       memory.Identity
+	exAt     time.Time
 	key      string
 	at       time.Time
 	chunks   []string
 	embedded int
 	// embeddable is how many of the first chunks the per-message bound
 	// (embeddedChunks) lets be embedded: those past embedded were left
-	// text-only by the exchange's budget alone.
+	// text-only by their user's budget alone.
 	embeddable int
 }
 
-// withinBudget lowers the embedded counts of msgs (an exchange's messages,
-// oldest first) so that the chunks left embedded cost at most budget
+// withinBudget lowers the embedded counts of msgs (a user's messages of a
+// batch, oldest first) so that the chunks left embedded cost at most budget
 // bytes (each its length plus itemEmbedBytes), spent newest message first
 // and, within a message, on its first chunks: from the first chunk that
 // does not fit, that message's later chunks and every older message's are
@@ -417,10 +439,10 @@ func (ix *Indexer) Deferred() int {
 	return len(ix.deferred.items)
 }
 
-// Backfill embeds up to backfillBatch of the items an exchange's
-// embedding budget stored without a vector (the older messages of a long
-// resent history: see exchangeEmbedBytes), in the order they were
-// deferred, each exchange's newest first, and stores their
+// Backfill embeds up to backfillBatch of the items a user's embedding
+// budget stored without a vector (the older messages of a long resent or
+// imported history: see userEmbedBytes), in the order they were
+// deferred, each batch's newest first, and stores their
 // vectors on the rows that still hold them (IndexStore.EmbedItems); it
 // returns how many it embedded, 0 when none wait. It is the enricher's
 // idle work (enrich.EnrichOptions.Idle), so a long history gets its
@@ -485,8 +507,8 @@ func (ix *Indexer) add(ctx context.Context, items []memory.Item) error {
 }
 
 // addTextOnly stores items without vectors, indexChunk at a time: the
-// chunks of a long message past embeddedChunks, those of an exchange past
-// exchangeEmbedBytes, and what add could not embed.
+// chunks of a long message past embeddedChunks, those of a user's
+// exchanges past userEmbedBytes, and what add could not embed.
 func (ix *Indexer) addTextOnly(ctx context.Context, items []memory.Item) error {
 	for i := range items {
 		items[i].Embedding, items[i].Model, items[i].Dims = nil, "", 0

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// embeddedCost is what the texts cost against exchangeEmbedBytes.
+// embeddedCost is what the texts cost against userEmbedBytes.
 func embeddedCost(texts []string) int {
 	n := 0
 	for _, t := range texts {
@@ -31,7 +32,7 @@ var indexerWindows = []struct {
 }
 
 // A first request that resends a long history makes one exchange of
-// thousands of messages: its indexing embeds at most exchangeEmbedBytes
+// thousands of messages: its indexing embeds at most userEmbedBytes
 // of them, the newest messages first, and stores the older ones without a
 // vector, where full text finds them and a reindex embeds them.
 func TestIndexerEmbedsAnExchangeWithinItsBudget(t *testing.T) {
@@ -41,8 +42,8 @@ func TestIndexerEmbedsAnExchangeWithinItsBudget(t *testing.T) {
 			const n = 3000 // about 200 KB, six times the budget
 			st, emb, _ := indexLongHistory(t, tt.w, n)
 
-			if cost := embeddedCost(emb.texts); cost > exchangeEmbedBytes || cost < exchangeEmbedBytes-200 {
-				t.Fatalf("embedded %d texts costing %d bytes, want the budget of %d spent (within a message of it)", len(emb.texts), cost, exchangeEmbedBytes)
+			if cost := embeddedCost(emb.texts); cost > userEmbedBytes || cost < userEmbedBytes-200 {
+				t.Fatalf("embedded %d texts costing %d bytes, want the budget of %d spent (within a message of it)", len(emb.texts), cost, userEmbedBytes)
 			}
 			// Every message is stored, the newest with vectors: no
 			// message with a vector is older than one without.
@@ -110,6 +111,97 @@ func TestIndexerEmbedsAnOrdinaryExchangeWhole(t *testing.T) {
 			}
 			if len(emb.texts) != len(st.items) {
 				t.Fatalf("embedded %d texts for %d items", len(emb.texts), len(st.items))
+			}
+		})
+	}
+}
+
+// importedHistory is what an import of n exchanges of id stores and the
+// enricher hands the indexer in one round: exchanges a minute apart,
+// oldest first, each a question and a reply of about size bytes, every
+// message with the time it was said.
+func importedHistory(id memory.Identity, n, size int) ([]memory.Exchange, []memory.SaveResult) {
+	said := time.Date(2023, 5, 7, 18, 30, 0, 0, time.UTC)
+	pad := func(s string) string {
+		return s + strings.Repeat(" We walked along the harbour and talked about the garden.", max(0, size-len(s))/57)
+	}
+	exs := make([]memory.Exchange, n)
+	results := make([]memory.SaveResult, n)
+	for i := range exs {
+		at := said.Add(time.Duration(i) * time.Minute)
+		exs[i] = memory.Exchange{ID: fmt.Sprintf("im%d", i), Identity: id, At: at,
+			Turn:  []memory.Message{{Role: "user", Content: pad(fmt.Sprintf("Question %d about lantern%d.", i, i)), CreatedAt: at}},
+			Reply: memory.Message{Role: "assistant", Content: pad(fmt.Sprintf("Answer %d about lantern%d.", i, i)), CreatedAt: at.Add(time.Second)}}
+		results[i] = memory.SaveResult{Inserted: 2, GuardSince: said}
+	}
+	return exs, results
+}
+
+// An import stores a user's history as many exchanges, which the enricher
+// hands the indexer together: they share one budget, spent on the newest
+// messages, so one import costs the encoder what one long resent history
+// does, not userEmbedBytes an exchange. The rest is deferred, and
+// Backfill embeds it, newest first. Another user's exchange in the same
+// batch has its own budget: embedded whole.
+func TestIndexerBoundsAUsersExchangesInOneBatch(t *testing.T) {
+	for _, tt := range indexerWindows {
+		t.Run(tt.name, func(t *testing.T) {
+			const n = 150 // 300 messages of about 1 KB: nine times the budget
+			st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
+			ix := NewIndexer(st, emb, nil)
+			ix.Window = tt.w
+			exs, results := importedHistory(memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, n, 1000)
+			other := memory.Exchange{ID: "live", Identity: memory.Identity{Tenant: "t", User: "v", Conversation: "c"}, At: time.Now(),
+				Turn:  []memory.Message{{Role: "user", Content: "Where did we leave the bicycle?"}},
+				Reply: memory.Message{Role: "assistant", Content: "By the bakery on Rua Augusta."}}
+			exs, results = append(exs, other), append(results, memory.SaveResult{Inserted: 2})
+			if err := ix.AfterSaveBatch(context.Background(), exs, results); err != nil {
+				t.Fatal(err)
+			}
+
+			var imported []string // the texts of u's items embedded
+			oldestEmbedded, newestTextOnly, textOnly := 2*n, -1, 0
+			for _, it := range st.items {
+				if it.User == "v" {
+					if len(it.Embedding) == 0 {
+						t.Fatalf("the other user's %s#%d was left without a vector", it.Ref, it.Chunk)
+					}
+					continue
+				}
+				ex, msg, _ := strings.Cut(strings.TrimPrefix(it.Ref, "im"), ":")
+				e, _ := strconv.Atoi(ex)
+				m, _ := strconv.Atoi(msg)
+				pos := 2*e + m // the message's place in the history
+				if len(it.Embedding) > 0 {
+					imported = append(imported, it.Text)
+					oldestEmbedded = min(oldestEmbedded, pos)
+				} else {
+					textOnly++
+					newestTextOnly = max(newestTextOnly, pos)
+				}
+			}
+			cost := embeddedCost(imported)
+			t.Logf("embedded %d texts of the import, %d bytes counted; %d left without a vector", len(imported), cost, textOnly)
+			if cost > userEmbedBytes || cost < userEmbedBytes-1200 {
+				t.Fatalf("the import's %d exchanges had %d texts embedded costing %d bytes, want the user's budget of %d spent once (within a message of it)",
+					n, len(imported), cost, userEmbedBytes)
+			}
+			if newestTextOnly < 0 || newestTextOnly >= oldestEmbedded || oldestEmbedded >= 2*n-2 {
+				t.Fatalf("newest message without a vector %d, oldest with one %d: want the newest embedded, the older ones not", newestTextOnly, oldestEmbedded)
+			}
+			if ix.Deferred() != textOnly {
+				t.Fatalf("%d items deferred, want the %d the budget left without a vector", ix.Deferred(), textOnly)
+			}
+			if want := fmt.Sprintf("im%d:%d", newestTextOnly/2, newestTextOnly%2); ix.deferred.items[0].Ref != want {
+				t.Fatalf("first item to backfill %s, want the newest left without a vector (%s)", ix.deferred.items[0].Ref, want)
+			}
+			if done := backfillAll(t, ix); done != textOnly {
+				t.Fatalf("backfilled %d items, want %d", done, textOnly)
+			}
+			for _, it := range st.items {
+				if len(it.Embedding) == 0 {
+					t.Fatalf("%s#%d has no vector after the backfill", it.Ref, it.Chunk)
+				}
 			}
 		})
 	}
