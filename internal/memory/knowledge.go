@@ -141,7 +141,11 @@ type Item struct {
 	// Score is set by searches.
 	Score float64 `json:"score,omitempty"`
 	// GuardSince guards the write of this item, as Fact.GuardSince a
-	// fact's (AddItems skips the item).
+	// fact's (AddItems skips the item). A guarded item is also skipped
+	// once what it was made from is no longer stored as it was read: its
+	// message (Ref, in Conversation), or its summary (Ref
+	// "conversation:vN") or fact (Ref its id, last stated in Conversation)
+	// with CreatedAt the summary's CreatedAt or the fact's UpdatedAt.
 	GuardSince time.Time `json:"-"`
 }
 

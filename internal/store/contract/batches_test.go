@@ -59,17 +59,12 @@ func TestReadItemChecksBatchesKeys(t *testing.T) {
 		it := memory.Item{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation, Kind: "message", Ref: fmt.Sprint("k", i)}
 		items = append(items, it, it) // each key twice
 	}
-	var superseded, present, live []int
+	var stored, live []int
 	c, err := ReadItemChecks(items, ItemCheckSQL{
-		Superseded: func(_ memory.Identity, keys []string, fn func(string)) error {
-			superseded = append(superseded, len(keys))
-			fn("k1")
-			return nil
-		},
-		Present: func(_ memory.Identity, keys []string, fn func(string)) error {
-			present = append(present, len(keys))
+		Stored: func(_ memory.Identity, keys []string, fn func(string, bool)) error {
+			stored = append(stored, len(keys))
 			for _, k := range keys[1:] { // all but the first of each batch stayed
-				fn(k)
+				fn(k, k == "k1")
 			}
 			return nil
 		},
@@ -82,8 +77,8 @@ func TestReadItemChecksBatchesKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int{CheckKeys, 10}; !slices.Equal(superseded, want) || !slices.Equal(present, want) {
-		t.Errorf("superseded queries %v, present queries %v; want %v", superseded, present, want)
+	if want := []int{CheckKeys, 10}; !slices.Equal(stored, want) {
+		t.Errorf("stored queries %v; want %v", stored, want)
 	}
 	if want := []int{1, 1}; !slices.Equal(live, want) {
 		t.Errorf("live queries %v; want %v (the one missing key of each batch)", live, want)

@@ -19,18 +19,29 @@ type Source struct {
 	Key string
 }
 
-// ItemChecks are what a store reads, in AddItems' transaction, for KeptItems
+// ItemChecks are what a store reads, in AddItems' transaction, for Place
 // to decide which items are written. A store fills each map for the keys
-// its lister names (ItemGuards, GuardedConversations, SupersededChecks,
-// MovedChecks).
+// its lister names (ItemGuards, GuardedConversations, SupersededChecks with
+// NotLive, DerivedChecks, MovedChecks).
+//
+// A guarded item (a hook's, written late) is written only while what it
+// was made from is stored as it was read: its message live in its
+// conversation, its summary or fact unchanged. So a late index of a
+// deleted conversation writes nothing back, even once a conversation of
+// the same name (the default one too) started again, however the
+// exchanges of either are dated.
 type ItemChecks struct {
 	// Erased holds the users erased since the guard of their items.
 	Erased map[User]bool
 	// Deleted holds the guarded conversations deleted since.
 	Deleted map[memory.Identity]bool
-	// Superseded holds the sources no longer on their conversation's live
-	// branch.
+	// Superseded holds the sources no longer live in their conversation
+	// (NotLive): superseded there, or, of a guarded user's items, not
+	// stored there at all (deleted with it, or moved: see Moved).
 	Superseded map[Source]bool
+	// Stale holds, by DerivedOf, the guarded summary and fact items whose
+	// summary or fact is no longer stored as it was read (DerivedChecks).
+	Stale map[Source]bool
 	// Moved maps a source of the default conversation that moved out of it
 	// (see Adopt) to the conversation that holds it now.
 	Moved map[Source]string
@@ -84,6 +95,46 @@ func SupersededChecks(items []memory.Item) []Source {
 	return sources(items, func(it memory.Item) bool { return it.Conversation != "" })
 }
 
+// NotLive returns the sources of items' message items (SupersededChecks)
+// not live in their conversation, given stored, the sources it holds (true:
+// superseded there): the superseded ones, and those of guarded users (see
+// ItemGuards) not stored.
+func NotLive(items []memory.Item, guards map[User]time.Time, stored map[Source]bool) map[Source]bool {
+	out := map[Source]bool{}
+	for _, it := range items {
+		src := SourceOf(it)
+		superseded, ok := stored[src]
+		if _, guarded := guards[User{it.Tenant, it.User}]; it.Kind == "message" && it.Conversation != "" && (superseded || !ok && guarded) {
+			out[src] = true
+		}
+	}
+	return out
+}
+
+// DerivedChecks lists the summary and fact items of guarded users (see
+// ItemGuards), one per DerivedOf: each is written only while its summary
+// (the conversation's version of Ref "conversation:vN", created at the
+// item's CreatedAt) or its fact (current, of id Ref, last stated in the
+// item's conversation at the item's CreatedAt) is stored so, as the
+// indexer read it.
+func DerivedChecks(items []memory.Item, guards map[User]time.Time) []memory.Item {
+	var out []memory.Item
+	seen := map[Source]bool{}
+	for _, it := range items {
+		if _, guarded := guards[User{it.Tenant, it.User}]; guarded && it.Kind != "message" && !seen[DerivedOf(it)] {
+			seen[DerivedOf(it)] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// DerivedOf names the summary or fact an item was made from: its
+// conversation, kind and ref.
+func DerivedOf(it memory.Item) Source {
+	return Source{memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}, it.Kind + ":" + it.Ref}
+}
+
 // MovedChecks lists the sources of items' message items of the default
 // conversation: an exchange indexed after its chat moved it elsewhere (see
 // Adopt) is indexed where it lives.
@@ -107,23 +158,26 @@ func SourceOf(it memory.Item) Source {
 }
 
 // Refused reports whether AddItems leaves it out: its user was erased, or
-// its conversation deleted, since it was captured.
+// its conversation deleted, since it was captured, or it is Stale.
 func (c ItemChecks) Refused(it memory.Item) bool {
 	return c.Erased[User{it.Tenant, it.User}] ||
-		c.Deleted[memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}]
+		c.Deleted[memory.Identity{Tenant: it.Tenant, User: it.User, Conversation: it.Conversation}] ||
+		it.Kind != "message" && c.Stale[DerivedOf(it)]
 }
 
 // Place decides where AddItems writes it: ok is false when it is left out
-// (Refused, or a message item of a superseded message); else it is it, in
-// the conversation its message moved to when it moved.
+// (Refused, or a message item of a message not live where it says and not
+// moved); else it is it, in the conversation its message moved to when it
+// moved.
 func (c ItemChecks) Place(it memory.Item) (memory.Item, bool) {
-	if c.Refused(it) || it.Kind == "message" && c.Superseded[SourceOf(it)] {
+	if c.Refused(it) {
 		return it, false
 	}
 	if to, ok := c.Moved[SourceOf(it)]; ok && it.Kind == "message" {
 		it.Conversation = to
+		return it, true
 	}
-	return it, true
+	return it, it.Kind != "message" || !c.Superseded[SourceOf(it)]
 }
 
 // CheckKeys is the most message keys one query of ReadItemChecks names.
@@ -137,11 +191,12 @@ type ItemCheckSQL struct {
 	// Deleted reports whether conversation id, guarded since since, was
 	// deleted.
 	Deleted func(id memory.Identity, since time.Time) (bool, error)
-	// Superseded calls fn with each of keys that is a message of id no
-	// longer on its live branch.
-	Superseded func(id memory.Identity, keys []string, fn func(key string)) error
-	// Present calls fn with each of keys that is a message of id.
-	Present func(id memory.Identity, keys []string, fn func(key string)) error
+	// Stored calls fn with each of keys that is a message of id, and
+	// whether it is no longer on its live branch.
+	Stored func(id memory.Identity, keys []string, fn func(key string, superseded bool)) error
+	// Derived calls fn when the summary or fact it was made from is
+	// stored as it was read (see DerivedChecks).
+	Derived func(it memory.Item, fn func()) error
 	// Live calls fn with each of keys that is a live message of a
 	// conversation of id's user, and that conversation (the least, when
 	// several hold it).
@@ -149,12 +204,13 @@ type ItemCheckSQL struct {
 }
 
 // ReadItemChecks reads through q what ItemChecks needs to place items: a
-// query per guarded user and per guarded conversation, and per
-// conversation a query for every CheckKeys message keys (not one per item:
-// a history of tens of thousands of messages is indexed in batches).
+// query per guarded user, per guarded conversation and per guarded summary
+// or fact item, and per conversation a query for every CheckKeys message
+// keys (not one per item: a history of tens of thousands of messages is
+// indexed in batches).
 func ReadItemChecks(items []memory.Item, q ItemCheckSQL) (ItemChecks, error) {
 	c := ItemChecks{Erased: map[User]bool{}, Deleted: map[memory.Identity]bool{},
-		Superseded: map[Source]bool{}, Moved: map[Source]string{}}
+		Stale: map[Source]bool{}, Moved: map[Source]string{}}
 	users, guards := ItemGuards(items)
 	for _, u := range users {
 		gone, err := q.Erased(u, guards[u])
@@ -170,20 +226,24 @@ func ReadItemChecks(items []memory.Item, q ItemCheckSQL) (ItemChecks, error) {
 		}
 		c.Deleted[id] = deleted
 	}
+	for _, it := range DerivedChecks(items, guards) {
+		c.Stale[DerivedOf(it)] = true
+		if err := q.Derived(it, func() { c.Stale[DerivedOf(it)] = false }); err != nil {
+			return c, fmt.Errorf("check item sources: %w", err)
+		}
+	}
+	stored := map[Source]bool{}
 	err := keyBatches(SupersededChecks(items), func(id memory.Identity, keys []string) error {
-		return q.Superseded(id, keys, func(key string) { c.Superseded[Source{id, key}] = true })
+		return q.Stored(id, keys, func(key string, superseded bool) { stored[Source{id, key}] = superseded })
 	})
 	if err != nil {
 		return c, fmt.Errorf("check superseded item sources: %w", err)
 	}
+	c.Superseded = NotLive(items, guards, stored)
 	err = keyBatches(MovedChecks(items), func(id memory.Identity, keys []string) error {
 		// Only a message no longer in the default conversation is looked up
 		// further (by key alone: no index serves it).
-		here := map[string]bool{}
-		if err := q.Present(id, keys, func(key string) { here[key] = true }); err != nil {
-			return err
-		}
-		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return here[k] })
+		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { _, here := stored[Source{id, k}]; return here })
 		if len(keys) == 0 {
 			return nil
 		}

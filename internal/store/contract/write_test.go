@@ -130,6 +130,15 @@ func TestItemChecksPlace(t *testing.T) {
 	if got := MovedChecks(items); len(got) != 1 || got[0].Key != "k2" {
 		t.Fatalf("MovedChecks = %v", got)
 	}
+	if got := DerivedChecks(items, guards); len(got) != 1 || got[0].Ref != "7" {
+		t.Fatalf("DerivedChecks = %v; want the guarded user's fact item", got)
+	}
+	// Nothing stored: the guarded user's message items are not live, the
+	// unguarded user's are (an item indexed before its message is kept).
+	gone := NotLive(items, guards, map[Source]bool{})
+	if !gone[SourceOf(items[1])] || !gone[SourceOf(items[3])] || len(gone) != 2 {
+		t.Fatalf("NotLive = %v; want alice's message items", gone)
+	}
 	tests := []struct {
 		name   string
 		checks ItemChecks
@@ -137,6 +146,11 @@ func TestItemChecksPlace(t *testing.T) {
 		ok     bool
 		conv   string
 	}{
+		{"guarded message not stored", ItemChecks{Superseded: gone}, items[1], false, ""},
+		{"unguarded message not stored", ItemChecks{Superseded: gone}, items[0], true, "c1"},
+		{"guarded message not stored, moved", ItemChecks{Superseded: gone, Moved: map[Source]string{SourceOf(items[3]): "chat"}}, items[3], true, "chat"},
+		{"fact changed since read", ItemChecks{Stale: map[Source]bool{DerivedOf(items[2]): true}}, items[2], false, ""},
+		{"a message is never stale", ItemChecks{Stale: map[Source]bool{DerivedOf(items[1]): true}}, items[1], true, "c1"},
 		{"kept", ItemChecks{}, items[1], true, "c1"},
 		{"user erased", ItemChecks{Erased: map[User]bool{{"acme", "alice"}: true}}, items[2], false, ""},
 		{"conversation deleted", ItemChecks{Deleted: map[memory.Identity]bool{convs[1]: true}}, items[2], false, ""},

@@ -86,6 +86,9 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if checks.Deleted, err = deletedConversations(ctx, tx, contract.GuardedConversations(items, guards)); err != nil {
 			return err
 		}
+		if checks.Stale, err = staleSources(ctx, tx, contract.DerivedChecks(items, guards)); err != nil {
+			return err
+		}
 		// The BM25 statistics locks of every user first, in one order:
 		// the statements' triggers would otherwise take them as each
 		// statement comes, and two batches could deadlock.
@@ -111,9 +114,11 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if err != nil {
 			return err
 		}
-		if checks.Superseded, err = supersededSources(ctx, tx, contract.SupersededChecks(items)); err != nil {
+		stored, err := storedSources(ctx, tx, contract.SupersededChecks(items))
+		if err != nil {
 			return err
 		}
+		checks.Superseded = contract.NotLive(items, guards, stored)
 		if checks.Moved, err = movedSources(ctx, tx, contract.MovedChecks(items)); err != nil {
 			return err
 		}
@@ -149,13 +154,13 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 	return nil
 }
 
-// supersededSources returns which of srcs (contract.SupersededChecks) are
-// superseded. It first takes a share lock on their conversations' rows,
-// which SaveExchange holds exclusively while it supersedes a branch (and
-// deletes the branch's items): the check then sees every supersession
-// committed before, and a later one waits for this transaction and deletes
-// what it stored.
-func supersededSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (map[contract.Source]bool, error) {
+// storedSources returns those of srcs (contract.SupersededChecks) stored in
+// their conversation, true when superseded (contract.NotLive). It first
+// takes a share lock on their conversations' rows, which SaveExchange holds
+// exclusively while it supersedes a branch (and deletes the branch's
+// items): the check then sees every supersession committed before, and a
+// later one waits for this transaction and deletes what it stored.
+func storedSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (map[contract.Source]bool, error) {
 	if len(srcs) == 0 {
 		return nil, nil
 	}
@@ -168,15 +173,38 @@ func supersededSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (
 		return nil, fmt.Errorf("lock conversations: %w", unavailable(err))
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT m.tenant, m.user_id, m.conversation, m.key
+		SELECT m.tenant, m.user_id, m.conversation, m.key, m.superseded_at IS NOT NULL
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(tenant, user_id, conversation, key)
 		JOIN messages m ON m.tenant = u.tenant AND m.key = u.key
-			AND m.user_id = u.user_id AND m.conversation = u.conversation
-		WHERE m.superseded_at IS NOT NULL`, tenants, users, convs, keys)
+			AND m.user_id = u.user_id AND m.conversation = u.conversation`, tenants, users, convs, keys)
 	set := map[contract.Source]bool{}
 	var src contract.Source
-	return set, eachRow(rows, err, "check superseded messages", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
-		func() { set[src] = true })
+	var superseded bool
+	return set, eachRow(rows, err, "check superseded messages", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key, &superseded},
+		func() { set[src] = superseded })
+}
+
+// staleSources returns, by contract.DerivedOf, those of its
+// (contract.DerivedChecks) whose summary or fact is no longer stored as it
+// was read. Call it after guard, whose lock DeleteConversation waits for.
+func staleSources(ctx context.Context, tx pgx.Tx, its []memory.Item) (map[contract.Source]bool, error) {
+	if len(its) == 0 {
+		return nil, nil
+	}
+	srcs, at := make([]contract.Source, len(its)), make([]time.Time, len(its))
+	for i, it := range its {
+		srcs[i], at[i] = contract.DerivedOf(it), it.CreatedAt
+	}
+	tenants, users, convs, keys := sourceColumns(srcs)
+	rows, err := tx.Query(ctx, `
+		SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(t, u, c, k, a)
+		WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.tenant = x.t AND f.user_id = x.u AND x.k = 'fact:' || f.id
+				AND coalesce(f.source_conversation, '') = x.c AND f.superseded_at IS NULL AND f.updated_at = x.a)
+			AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.tenant = x.t AND s.user_id = x.u AND s.conversation = x.c
+				AND x.k = 'summary:' || x.c || ':v' || s.version AND s.created_at = x.a)`, tenants, users, convs, keys, at)
+	stale, src := map[contract.Source]bool{}, contract.Source{}
+	return stale, eachRow(rows, err, "check item sources", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
+		func() { stale[src] = true })
 }
 
 // movedSources returns, for those of srcs (contract.MovedChecks, of the

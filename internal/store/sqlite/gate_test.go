@@ -104,11 +104,21 @@ func TestBackgroundAddItemsTakesTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// items stores an exchange of n messages and returns their items (a
+	// guarded item is written only while its message is stored).
 	items := func(user string, n int, guardSince time.Time) []memory.Item {
+		ex := memory.Exchange{ID: "ex-" + user, Identity: memory.Identity{Tenant: "acme", User: user, Conversation: memory.DefaultConversation},
+			At: time.Now(), Reply: memory.Message{Role: "assistant", Content: "answer"}}
+		for i := range n - 1 {
+			ex.Turn = append(ex.Turn, memory.Message{Role: "user", Content: fmt.Sprint("question ", i)})
+		}
+		if _, err := s.SaveExchange(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
 		out := make([]memory.Item, n)
 		for i := range out {
-			out[i] = memory.Item{Tenant: "acme", User: user, Conversation: memory.DefaultConversation, Kind: "summary",
-				Ref: fmt.Sprint("r", i), Text: fmt.Sprint("text ", i), GuardSince: guardSince}
+			out[i] = memory.Item{Tenant: "acme", User: user, Conversation: memory.DefaultConversation, Kind: "message",
+				Ref: memory.Key(ex.ID, i), Text: fmt.Sprint("text ", i), GuardSince: guardSince}
 		}
 		return out
 	}
@@ -126,8 +136,9 @@ func TestBackgroundAddItemsTakesTurns(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			user := fmt.Sprint("u", i)
+			its := items(user, tt.n, tt.guardSince)
 			before := s.gate.granted()
-			if err := s.AddItems(ctx, items(user, tt.n, tt.guardSince)); err != nil {
+			if err := s.AddItems(ctx, its); err != nil {
 				t.Fatal(err)
 			}
 			if got := s.gate.granted() - before; got != tt.txs {

@@ -23,15 +23,17 @@ func itemChecks(ctx context.Context, tx writeTx, items []memory.Item) (contract.
 		Deleted: func(id memory.Identity, since time.Time) (bool, error) {
 			return conversationDeleted(ctx, tx, id, since)
 		},
-		Superseded: func(id memory.Identity, keys []string, fn func(string)) error {
-			return each(`SELECT key, '' FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?
-				AND superseded_at IS NOT NULL AND key IN (`+list("?", len(keys))+`)`, keyArgs(keys, id.Tenant, id.User, id.Conversation),
-				func() { fn(key) })
-		},
-		Present: func(id memory.Identity, keys []string, fn func(string)) error {
-			return each(`SELECT key, '' FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?
+		Stored: func(id memory.Identity, keys []string, fn func(string, bool)) error {
+			return each(`SELECT key, superseded_at IS NOT NULL FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?
 				AND key IN (`+list("?", len(keys))+`)`, keyArgs(keys, id.Tenant, id.User, id.Conversation),
-				func() { fn(key) })
+				func() { fn(key, conv == "1") })
+		},
+		Derived: func(it memory.Item, fn func()) error {
+			return each(`SELECT '', '' WHERE CASE ?4 WHEN 'fact' THEN EXISTS (SELECT 1 FROM facts WHERE id = CAST(?5 AS INTEGER)
+					AND tenant = ?1 AND user_id = ?2 AND COALESCE(conversation, '') = ?3 AND superseded_at IS NULL AND updated_at = ?6)
+				ELSE EXISTS (SELECT 1 FROM summaries WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3
+					AND ?3 || ':v' || version = ?5 AND created_at = ?6) END`,
+				[]any{it.Tenant, it.User, it.Conversation, it.Kind, it.Ref, nanos(it.CreatedAt)}, fn)
 		},
 		Live: func(id memory.Identity, keys []string, fn func(key, conv string)) error {
 			return each(`SELECT key, MIN(conversation) FROM messages WHERE tenant = ? AND user_id = ?

@@ -97,8 +97,10 @@ type Knowledge interface {
 
 	// AddItems stores recallable items; an item whose (tenant, user, kind,
 	// ref, chunk) exists already is updated (text, embedding), never duplicated.
-	// Items the erasure guard refuses, and message items of messages no longer
-	// live, are skipped (contract.ItemChecks).
+	// Items the erasure guard refuses, message items of messages no longer
+	// live, and guarded items (memory.Item.GuardSince) whose message,
+	// summary or fact is no longer stored as it was read, are skipped
+	// (contract.ItemChecks; testLateIndexOfRecreatedConversation).
 	AddItems(ctx context.Context, items []memory.Item) error
 	// SearchVector ranks the user's items embedded with q.Model/q.Dims by
 	// cosine similarity to q.Embedding (Score = similarity), best first.

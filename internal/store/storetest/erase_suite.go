@@ -75,12 +75,17 @@ func testErasedAt(t *testing.T, s KnowledgeStore) {
 // for id, all mentioning word.
 func seedUser(t *testing.T, s KnowledgeStore, id memory.Identity, at time.Time, word string) {
 	t.Helper()
-	ex := memory.Exchange{ID: fmt.Sprintf("ex-%s-%d", id.User, at.UnixNano()), Identity: id, At: at,
+	ex := memory.Exchange{ID: seededID(id, at), Identity: id, At: at,
 		Turn:  []memory.Message{msg(t, "user", "I live in "+word+" and I am vegan")},
 		Reply: msg(t, "assistant", "Noted, "+word)}
 	if res := mustSave(t, s, ex); res.Inserted != 2 {
 		t.Fatalf("seed %s: %+v", id.User, res)
 	}
+}
+
+// seededID is the id of the exchange seedUser stores.
+func seededID(id memory.Identity, at time.Time) string {
+	return fmt.Sprintf("ex-%s-%d", id.User, at.UnixNano())
 }
 
 func guardedFact(id memory.Identity, value string, at time.Time) memory.Fact {
@@ -117,8 +122,8 @@ func testGuardRefusesStaleWrites(t *testing.T, s KnowledgeStore) {
 		t.Fatalf("guarded SaveSummary of an erased user = %v, want ErrErased", err)
 	}
 	if err := s.AddItems(ctx, []memory.Item{
-		guardedItem(alice, "message", "a:0", "I live in Porto", vec4(1, 0, 0, 0), captured),
-		guardedItem(bob, "message", "b:0", "I live in Lisbon", vec4(1, 0, 0, 0), captured),
+		guardedItem(alice, "message", memory.Key(seededID(alice, captured), 0), "I live in Porto", vec4(1, 0, 0, 0), captured),
+		guardedItem(bob, "message", memory.Key(seededID(bob, captured), 0), "I live in Lisbon", vec4(1, 0, 0, 0), captured),
 	}); err != nil {
 		t.Fatalf("guarded AddItems: %v", err)
 	}
@@ -128,7 +133,8 @@ func testGuardRefusesStaleWrites(t *testing.T, s KnowledgeStore) {
 	assertValues(t, "alice's facts", mustFacts(t, s, alice.Tenant, alice.User, time.Now(), true))
 	assertValues(t, "bob's facts", mustFacts(t, s, bob.Tenant, bob.User, time.Now(), true), "Lisbon")
 	assertRefs(t, "alice's items", mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto", Limit: 5}), nil)
-	assertRefs(t, "bob's items", mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "bob", Text: "Lisbon", Limit: 5}), []string{"b:0"})
+	assertRefs(t, "bob's items", mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "bob", Text: "Lisbon", Limit: 5}),
+		[]string{memory.Key(seededID(bob, captured), 0)})
 	if _, err := s.LatestSummary(ctx, alice); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("alice's summary after erasure: %v, want ErrNotFound", err)
 	}

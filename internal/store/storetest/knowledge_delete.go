@@ -151,7 +151,7 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 	cx := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cx"}
 	cy := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cy"}
 	def := memory.Identity{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation}
-	for _, id := range []memory.Identity{cx, cy} {
+	for _, id := range []memory.Identity{cx, cy, def} {
 		mustSave(t, s, simple(t, id, 1))
 	}
 	captured := baseTime.Add(time.Second)
@@ -164,16 +164,16 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 		t.Fatalf("late guarded UpsertFact for the deleted conversation = %v, want memory.ErrErased", err)
 	}
 	if err := s.AddItems(ctx, []memory.Item{
-		guardedItem(cx, "message", "late:0", "we move to Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),
-		guardedItem(cy, "message", "kept:0", "we move to Porto with Mariabelle", vec4(1, 0, 0, 0), captured),
-		guardedItem(def, "message", "first:0", "we move to Braga with Mariabelle", vec4(1, 0, 0, 0), captured),
+		guardedItem(cx, "message", memory.Key("ex-alice-cx-1", 0), "we move to Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),
+		guardedItem(cy, "message", memory.Key("ex-alice-cy-1", 0), "we move to Porto with Mariabelle", vec4(1, 0, 0, 0), captured),
+		guardedItem(def, "message", memory.Key("ex-alice-default-1", 0), "we move to Braga with Mariabelle", vec4(1, 0, 0, 0), captured),
 	}); err != nil {
 		t.Fatalf("AddItems: %v", err)
 	}
 	q := memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Mariabelle", Limit: 10}
 	got := refs(mustSearchText(t, s, q))
 	slices.Sort(got)
-	if want := []string{"first:0", "kept:0"}; !slices.Equal(got, want) {
+	if want := []string{memory.Key("ex-alice-cy-1", 0), memory.Key("ex-alice-default-1", 0)}; !slices.Equal(got, want) {
 		t.Fatalf("items after late indexing = %q, want %q (none of the deleted conversation)", got, want)
 	}
 	for _, id := range []memory.Identity{cy, def} {
@@ -215,8 +215,8 @@ func testGuardedWritesRaceConversationDelete(t *testing.T, s KnowledgeStore) {
 				f.Conversation, f.Pinned, f.GuardSince = id.Conversation, true, captured
 				_, ferr := s.UpsertFact(ctx, f, 0)
 				ierr := s.AddItems(ctx, []memory.Item{
-					guardedItem(id, "message", fmt.Sprintf("%s-r%d:0", id.Conversation, i), "Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),
-					guardedItem(kept, "message", fmt.Sprintf("kept-%s-r%d:0", id.Conversation, i), "Porto with Mariabelle", vec4(0, 1, 0, 0), captured),
+					guardedItem(id, "message", memory.Key("ex-alice-"+id.Conversation+"-1", i%2), "Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),
+					guardedItem(kept, "message", memory.Key("ex-alice-kept-1", c%2), "Porto with Mariabelle", vec4(0, 1, 0, 0), captured),
 				})
 				if i == 0 {
 					close(wrote)

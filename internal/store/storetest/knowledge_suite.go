@@ -59,6 +59,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteConversationErasesItems", testDeleteConversationErasesItems},
 		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
 		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
+		{"LateIndexOfRecreatedConversation", testLateIndexOfRecreatedConversation},
 		{"GuardedWritesRaceConversationDelete", testGuardedWritesRaceConversationDelete},
 		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},

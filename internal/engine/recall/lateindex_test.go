@@ -1,0 +1,107 @@
+package recall
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/sqlite"
+)
+
+// beforeWrite is a store whose first AddItems runs first, once: what
+// happens between the Indexer's reads and its write.
+type beforeWrite struct {
+	*sqlite.Store
+	first func()
+}
+
+func (s *beforeWrite) AddItems(ctx context.Context, items []memory.Item) error {
+	if f := s.first; f != nil {
+		s.first = nil
+		f()
+	}
+	return s.Store.AddItems(ctx, items)
+}
+
+// The Indexer's guarded round writes an exchange's message items, its
+// conversation's summary's and its user's new facts' (the stores check
+// each against what it was read from); when the conversation is deleted
+// and started again under its name between the round's reads and its
+// write (a late round, a retried one), it writes none of them back.
+func TestLateIndexDoesNotResurrectARecreatedConversation(t *testing.T) {
+	for _, tt := range []struct {
+		conv     string
+		recreate bool
+	}{{"c", false}, {"c", true}, {memory.DefaultConversation, true}} {
+		t.Run(caseName(tt.conv, tt.recreate), func(t *testing.T) {
+			ctx := context.Background()
+			sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sq.Close() })
+			st := &beforeWrite{Store: sq}
+			id := memory.Identity{Tenant: "t", User: "u", Conversation: tt.conv}
+			ex := memory.Exchange{ID: "before", Identity: id, At: time.Now().Add(-time.Hour),
+				Turn:  []memory.Message{{Role: "user", Content: "We planned the lantern garden party."}},
+				Reply: memory.Message{Role: "assistant", Content: "A lantern for each table."}}
+			res, err := st.SaveExchange(ctx, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.GuardSince = ex.At // as the write path hands it to the hooks
+			if err := st.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+				Version: 1, FromSeq: 1, ToSeq: 2, Text: "The lantern garden party was planned.",
+				Summariser: memory.SummariserModel, GuardSince: ex.At}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.UpsertFact(ctx, memory.Fact{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+				Type: memory.FactEvent, Key: "party", Value: "lantern garden party", Confidence: 0.9,
+				CreatedAt: ex.At, UpdatedAt: ex.At, GuardSince: ex.At}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if tt.recreate {
+				st.first = func() {
+					if err := st.DeleteConversation(ctx, id); err != nil {
+						t.Error(err)
+					}
+					again := memory.Exchange{ID: "after", Identity: id, At: ex.At.Add(time.Minute), // replayed, dated
+						Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
+						Reply: memory.Message{Role: "assistant", Content: "Fine."}}
+					if _, err := st.SaveExchange(ctx, again); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			if err := NewIndexer(st, NewLocal(16), nil).AfterSave(ctx, ex, res); err != nil {
+				t.Fatal(err)
+			}
+			hits, err := st.SearchText(ctx, memory.ItemQuery{Tenant: id.Tenant, User: id.User, Text: "lantern", Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, h := range hits {
+				kinds = append(kinds, h.Kind)
+			}
+			slices.Sort(kinds)
+			want := []string{KindFact, KindMessage, KindMessage, KindSummary}
+			if tt.recreate {
+				want = nil
+			}
+			if !slices.Equal(kinds, want) {
+				t.Fatalf("items found = %q, want %q", kinds, want)
+			}
+		})
+	}
+}
+
+func caseName(conv string, recreate bool) string {
+	if recreate {
+		return conv + "/recreated"
+	}
+	return conv
+}

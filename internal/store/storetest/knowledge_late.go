@@ -1,0 +1,88 @@
+package storetest
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// testLateIndexOfRecreatedConversation covers a late index (the hooks'
+// guarded AddItems, a retried round) of what a deleted conversation held,
+// once a conversation of the same name — the default one too — was started
+// again: the deleted exchange's message items, its summary's and its
+// facts' are left out, while the new exchange's, indexed under the same
+// guard (a replayed, dated history is guarded from before the deletion),
+// are stored. So is left out a message item whose message its
+// conversation does not hold.
+func testLateIndexOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	c1 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	def := memory.Identity{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation}
+	kept := memory.Identity{Tenant: "acme", User: "alice", Conversation: "kept"}
+	guard := baseTime // before every exchange below
+	n := 0
+	// indexed saves an exchange of id and returns its items as the indexer
+	// makes them (message, summary and fact items), each saying word.
+	indexed := func(id memory.Identity, word string) []memory.Item {
+		t.Helper()
+		n++
+		ex := simple(t, id, n)
+		ex.ID += "-" + word
+		res := mustSave(t, s, ex)
+		var its []memory.Item
+		for _, m := range res.Stored {
+			its = append(its, guardedItem(id, "message", m.Key, word+" said "+m.Content, nil, guard))
+		}
+		if err := s.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+			Version: 1, FromSeq: 1, ToSeq: 2, Text: word + " summary"}); err != nil {
+			t.Fatalf("SaveSummary(%s): %v", id.Conversation, err)
+		}
+		sum, err := s.LatestSummary(ctx, id)
+		if err != nil {
+			t.Fatalf("LatestSummary(%s): %v", id.Conversation, err)
+		}
+		it := guardedItem(id, "summary", id.Conversation+":v1", word+" summary", nil, guard)
+		it.CreatedAt = sum.CreatedAt
+		its = append(its, it)
+		f := fact(id.Tenant, id.User, memory.FactProfile, "city in "+id.Conversation, word, n)
+		f.Conversation = id.Conversation
+		f = mustUpsertFact(t, s, f, 0)
+		it = guardedItem(id, "fact", strconv.FormatInt(f.ID, 10), "profile city: "+word, nil, guard)
+		it.CreatedAt = f.UpdatedAt
+		return append(its, it)
+	}
+	mustSave(t, s, simple(t, kept, 1))
+	var old, fresh []memory.Item
+	for _, id := range []memory.Identity{c1, def} {
+		old = append(old, indexed(id, "Lisbon")...)
+		if err := s.DeleteConversation(ctx, id); err != nil {
+			t.Fatalf("DeleteConversation(%s): %v", id.Conversation, err)
+		}
+		fresh = append(fresh, indexed(id, "Porto")...) // the same name, started again
+	}
+	// The new exchanges' round, then the deleted ones' late round.
+	mustAddItems(t, s, fresh...)
+	mustAddItems(t, s, append(old,
+		guardedItem(kept, "message", memory.Key("ex-alice-kept-1", 0), "Braga said question 1", nil, guard),
+		guardedItem(kept, "message", memory.Key("never-saved", 0), "Lisbon said nothing", nil, guard))...)
+
+	search := func(word string) []string {
+		got := refs(mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "alice", Text: word, Limit: 50}))
+		slices.Sort(got)
+		return got
+	}
+	if got := search("Lisbon"); len(got) != 0 {
+		t.Errorf("items of the deleted conversations found after their late index: %q", got)
+	}
+	want := refs(fresh)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if got := search("Porto"); !slices.Equal(got, want) {
+		t.Errorf("items of the conversations started again = %q, want %q", got, want)
+	}
+	if got := search("Braga"); !slices.Equal(got, []string{memory.Key("ex-alice-kept-1", 0)}) {
+		t.Errorf("items of the kept conversation = %q, want its message's", got)
+	}
+}
