@@ -103,6 +103,13 @@ type Summary struct {
 	// GuardSince guards the write of this summary, as Fact.GuardSince a
 	// fact's (SaveSummary returns ErrErased).
 	GuardSince time.Time `json:"-"`
+	// Through is the key of the last message the version covers, set by
+	// the compactor for the write check alone: a guarded write (GuardSince
+	// set) is refused (ErrErased) unless that message is live in
+	// Conversation, so a late summary of a deleted conversation never
+	// lands in one of the same name started again. "" skips the check. It
+	// is never stored: what a store returns has it "".
+	Through string `json:"-"`
 }
 
 // Preserved lists the specifics a summary must carry verbatim.
