@@ -65,8 +65,9 @@ type Fact struct {
 	// write path handed the hooks (SaveResult.GuardSince). A store refuses
 	// the write (UpsertFact returns ErrErased) when the user was erased at or after it, checking in
 	// the write's own transaction, against an erasure that commits
-	// concurrently too, and when it names a conversation (other than the
-	// default one) deleted since; so derived data of captured turns never
+	// concurrently too, and when its Source is no longer a live message
+	// of Conversation (naming none: when it names a conversation, other
+	// than the default one, deleted since); so derived data of captured turns never
 	// outlives an erasure, whatever the order of events. Zero (a write made
 	// now: the management API) is not checked. It is never stored: what a
 	// store returns has it zero.
@@ -103,6 +104,13 @@ type Summary struct {
 	// GuardSince guards the write of this summary, as Fact.GuardSince a
 	// fact's (SaveSummary returns ErrErased).
 	GuardSince time.Time `json:"-"`
+	// Through is the key of the last message the version covers, set by
+	// the compactor for the write check alone: a guarded write (GuardSince
+	// set) is refused (ErrErased) unless that message is live in
+	// Conversation, so a late summary of a deleted conversation never
+	// lands in one of the same name started again. "" skips the check. It
+	// is never stored: what a store returns has it "".
+	Through string `json:"-"`
 }
 
 // Preserved lists the specifics a summary must carry verbatim.

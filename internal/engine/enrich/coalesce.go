@@ -15,8 +15,8 @@ type coalesced struct{ h record.Hook }
 // CoalesceTurns wraps a hook that does per-exchange work worth doing once
 // over several turns (fact extraction: one model call over all the new user
 // messages): in a batch, the new exchanges of each conversation are merged
-// into one, in order — their turns concatenated, the newest reply, id and
-// time — and the hook runs once over the merged exchanges, one per
+// into one, in order — their turns and stored messages concatenated, the
+// newest reply, id and time — and the hook runs once over the merged exchanges, one per
 // conversation. Duplicates and dropped exchanges are left out, as fact
 // extraction skips them.
 func CoalesceTurns(h record.Hook) record.Hook { return coalesced{h} }
@@ -45,6 +45,7 @@ func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		m.ID, m.RequestID, m.Reply, m.At, m.Model, m.Usage = ex.ID, ex.RequestID, ex.Reply, ex.At, ex.Model, ex.Usage
 		m.Prior = nil
 		res[k].Inserted += results[i].Inserted
+		res[k].Stored = append(slices.Clip(res[k].Stored), results[i].Stored...)
 		res[k].Superseded += results[i].Superseded
 		if g := results[i].GuardSince; res[k].GuardSince.IsZero() || !g.IsZero() && g.Before(res[k].GuardSince) {
 			res[k].GuardSince = g // the earliest: what derives from the merged exchange derives from each

@@ -92,6 +92,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		Summariser:    by,
 		CreatedAt:     c.opts.Now(),
 		GuardSince:    guardSince,
+		Through:       leaving[len(leaving)-1].Key, // a store refuses a late version once it is gone
 	}
 	if prev != nil {
 		next.Version = prev.Version + 1
@@ -109,7 +110,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	c.summaries.WithLabelValues(by).Inc()
 	c.logger.DebugContext(ctx, "conversation compacted", "conversation", id.Conversation, "version", next.Version,
 		"messages", len(leaving), "to_seq", next.ToSeq, "summary_tokens", next.Tokens, "summariser", by)
-	return c.pinDecisions(ctx, id, usersDecisions(out.Preserved.Decisions, leaving), guardSince)
+	return c.pinDecisions(ctx, id, usersDecisions(out.Preserved.Decisions, leaving), leaving, guardSince)
 }
 
 // unsummarised loads the live messages after seq, page by page, up to maxLoad.
@@ -241,8 +242,9 @@ func (c *Compactor) summarise(ctx context.Context, key string, counter TokenCoun
 }
 
 // pinDecisions records the summariser's preserved decisions as pinned
-// facts, guarded from guardSince.
-func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions []string, guardSince time.Time) error {
+// facts, guarded from guardSince, each stated in the message of from that
+// grounds it (statedBy).
+func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions []string, from []memory.Message, guardSince time.Time) error {
 	if c.facts == nil {
 		return nil
 	}
@@ -256,7 +258,7 @@ func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisi
 			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 			Type: memory.FactDecision, Key: NormalizeKey(v), Value: v,
 			Confidence: 0.7, Mentions: 1, Pinned: true, CreatedAt: now, UpdatedAt: now,
-			GuardSince: guardSince,
+			Source: statedBy(d, from), GuardSince: guardSince,
 		}
 		if _, err := c.facts.UpsertFact(ctx, f, c.opts.MaxFacts); err != nil {
 			return fmt.Errorf("pin decision: %w", err)

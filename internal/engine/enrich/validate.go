@@ -148,6 +148,22 @@ func usersDecisions(decisions []string, msgs []memory.Message) []string {
 	return out
 }
 
+// statedBy returns the key of the user message of msgs that holds the most
+// of decision's content-word stems (the first of those), "" when none
+// holds any: the message a pinned decision is recorded as stated in.
+func statedBy(decision string, msgs []memory.Message) string {
+	key, best := "", 0
+	for _, m := range msgs {
+		if m.Role != "user" || m.Failed() {
+			continue
+		}
+		if shared, _ := grounded(decision, stems(nil, m.Content)); shared > best {
+			key, best = m.Key, shared
+		}
+	}
+	return key
+}
+
 // grams returns the set of lower-case word 4-grams of s.
 func grams(s string) map[string]bool {
 	ws := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })

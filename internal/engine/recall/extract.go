@@ -105,7 +105,7 @@ func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 	if res.Duplicate || res.Dropped {
 		return nil
 	}
-	return e.record(ctx, ex, e.ask(ctx, ex), res.GuardSince)
+	return e.record(ctx, ex, e.ask(ctx, ex), res)
 }
 
 // batchCalls bounds the model calls one AfterSaveBatch has in flight.
@@ -133,7 +133,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 	wg.Wait()
 	var errs []error
 	for i, ex := range exs {
-		if err := e.record(ctx, ex, asked[i], results[i].GuardSince); err != nil {
+		if err := e.record(ctx, ex, asked[i], results[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -200,9 +200,11 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	return facts
 }
 
-// record upserts the facts asked of ex, guarded from guardSince (see
-// memory.Fact.GuardSince).
-func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact, guardSince time.Time) error {
+// record upserts the facts asked of ex, guarded from res.GuardSince (see
+// memory.Fact.GuardSince), each stated in the last user message its save
+// stored (statedIn): a store refuses a late one once that message is gone
+// from ex's conversation.
+func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact, res memory.SaveResult) error {
 	if len(facts) == 0 {
 		return nil
 	}
@@ -214,7 +216,7 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memo
 		f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
 		f.Mentions = 1
 		f.CreatedAt, f.UpdatedAt = at, at
-		f.GuardSince = guardSince
+		f.GuardSince, f.Source = res.GuardSince, statedIn(res)
 		if ttl, ok := e.opts.TTL[f.Type]; ok && ttl > 0 {
 			exp := at.Add(ttl)
 			f.ExpiresAt = &exp
@@ -229,6 +231,18 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memo
 	}
 	e.m.stored.Add(float64(len(facts)))
 	return nil
+}
+
+// statedIn is the key of the message the facts of a save are recorded as
+// stated in (memory.Fact.Source): the last user message it stored, "" when
+// it stored none (the turn was stored before).
+func statedIn(res memory.SaveResult) string {
+	for i := len(res.Stored) - 1; i >= 0; i-- {
+		if m := res.Stored[i]; m.Role == "user" && !m.Failed() {
+			return m.Key
+		}
+	}
+	return ""
 }
 
 // extracted is one item of an extraction reply.

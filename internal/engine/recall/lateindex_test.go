@@ -105,3 +105,76 @@ func caseName(conv string, recreate bool) string {
 	}
 	return conv
 }
+
+// beforeFact is a store whose first UpsertFact runs first, once: what
+// happens between the Extractor's model call and its write.
+type beforeFact struct {
+	*sqlite.Store
+	first func()
+}
+
+func (s *beforeFact) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
+	if first := s.first; first != nil {
+		s.first = nil
+		first()
+	}
+	return s.Store.UpsertFact(ctx, f, maxPerUser)
+}
+
+// The Extractor's guarded round records a fact as stated in the user
+// message its exchange stored; when the conversation is deleted and
+// started again under its name between the model's answer and the write
+// (a late round, a retried one), the fact is not written into the new
+// conversation.
+func TestLateExtractionDoesNotResurrectARecreatedConversation(t *testing.T) {
+	for _, tt := range []struct {
+		conv     string
+		recreate bool
+	}{{"c", false}, {"c", true}, {memory.DefaultConversation, true}} {
+		t.Run(caseName(tt.conv, tt.recreate), func(t *testing.T) {
+			ctx := context.Background()
+			sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sq.Close() })
+			st := &beforeFact{Store: sq}
+			id := memory.Identity{Tenant: "t", User: "u", Conversation: tt.conv}
+			ex := memory.Exchange{ID: "before", Identity: id, At: time.Now().Add(-time.Hour),
+				Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon."}},
+				Reply: memory.Message{Role: "assistant", Content: "Lovely city."}}
+			res, err := st.SaveExchange(ctx, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.GuardSince = ex.At // as the write path hands it to the hooks
+			if tt.recreate {
+				st.first = func() {
+					if err := st.DeleteConversation(ctx, id); err != nil {
+						t.Error(err)
+					}
+					again := memory.Exchange{ID: "after", Identity: id, At: ex.At.Add(time.Minute), // replayed, dated
+						Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
+						Reply: memory.Message{Role: "assistant", Content: "Fine."}}
+					if _, err := st.SaveExchange(ctx, again); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			chat := &fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`}
+			if err := NewExtractor(chat, st, ExtractorOptions{Model: "m"}, nil).AfterSave(ctx, ex, res); err != nil {
+				t.Fatal(err)
+			}
+			facts, err := st.Facts(ctx, id.Tenant, id.User, time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.recreate && len(facts) != 0:
+				t.Fatalf("facts after a late extraction of the deleted conversation = %+v, want none", facts)
+			case !tt.recreate && (len(facts) != 1 || facts[0].Source != memory.Key(ex.ID, 0)):
+				t.Fatalf("facts = %+v, want the city, stated in %s", facts, memory.Key(ex.ID, 0))
+			}
+		})
+	}
+}

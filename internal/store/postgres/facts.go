@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,10 +49,8 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
 		}
-		if id := (memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}); !f.GuardSince.IsZero() {
-			if deleted, err := deletedConversations(ctx, tx, []memory.Identity{id}); err != nil || deleted[id] {
-				return cmp.Or(err, fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased))
-			}
+		if err := contract.CheckLate(ctx, tx.QueryRow, lateSQL, contract.FactSource(&f)); err != nil {
+			return unavailable(err)
 		}
 		old, err := contract.ScanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = $1 AND user_id = $2 AND type = $3 AND norm_key = $4 AND superseded_at IS NULL`,

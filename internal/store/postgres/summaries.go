@@ -59,6 +59,9 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		if err := guard(ctx, tx, sum.Tenant, sum.User, sum.GuardSince); err != nil {
 			return err
 		}
+		if err := contract.CheckLate(ctx, tx.QueryRow, lateSQL, contract.SummarySource(sum)); err != nil {
+			return err
+		}
 		var err error
 		tag, err = tx.Exec(ctx, `
 		INSERT INTO summaries (tenant, user_id, conversation, version, from_seq, to_seq, content,

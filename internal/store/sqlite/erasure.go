@@ -85,18 +85,8 @@ func guard(ctx context.Context, q querier, tenant, user string, since time.Time)
 	return nil
 }
 
-// conversationDeleted reports whether a guarded write about id (since not
-// zero) must be refused because id's conversation was deleted
-// (contract.GuardedConversations; the default conversation is exempt). q
-// must be the write transaction.
-func conversationDeleted(ctx context.Context, q querier, id memory.Identity, since time.Time) (bool, error) {
-	if id.Conversation == "" || id.Conversation == memory.DefaultConversation || since.IsZero() {
-		return false, nil
-	}
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
-		id.Tenant, id.User, id.Conversation).Scan(&n); err != nil {
-		return false, fmt.Errorf("check conversation: %w", err)
-	}
-	return n == 0, nil
-}
+// lateSQL is contract.CheckLate's query (of message ?4 of conversation ?3).
+const lateSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3 AND ?4 = '')
+		OR EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND key = ?4 AND superseded_at IS NULL) THEN ?3
+	ELSE COALESCE((SELECT MIN(conversation) FROM messages WHERE tenant = ?1 AND user_id = ?2 AND key = ?4 AND superseded_at IS NULL
+		AND ?3 = 'default'), '') END`

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -37,8 +36,8 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
-		if gone, err := conversationDeleted(ctx, tx, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.GuardSince); gone || err != nil {
-			return cmp.Or(err, fmt.Errorf("conversation %s deleted: %w", f.Conversation, memory.ErrErased))
+		if err := contract.CheckLate(ctx, tx.QueryRowContext, lateSQL, contract.FactSource(&f)); err != nil {
+			return err
 		}
 		cur, err := contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts
 			WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ? AND superseded_at IS NULL`,

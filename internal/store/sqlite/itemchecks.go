@@ -20,8 +20,10 @@ func itemChecks(ctx context.Context, tx writeTx, items []memory.Item) (contract.
 		Erased: func(u contract.User, since time.Time) (bool, error) {
 			return refused(ctx, tx, u.Tenant, u.User, since)
 		},
-		Deleted: func(id memory.Identity, since time.Time) (bool, error) {
-			return conversationDeleted(ctx, tx, id, since)
+		Deleted: func(id memory.Identity, _ time.Time) (bool, error) {
+			var stored string // lateSQL of no message: the conversation, when it exists
+			err := tx.QueryRowContext(ctx, lateSQL, id.Tenant, id.User, id.Conversation, "").Scan(&stored)
+			return stored == "", err
 		},
 		Stored: func(id memory.Identity, keys []string, fn func(string, bool)) error {
 			return each(`SELECT key, superseded_at IS NOT NULL FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?

@@ -55,6 +55,9 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		if err := guard(ctx, tx, sum.Tenant, sum.User, sum.GuardSince); err != nil {
 			return err
 		}
+		if err := contract.CheckLate(ctx, tx.QueryRowContext, lateSQL, contract.SummarySource(sum)); err != nil {
+			return err
+		}
 		var latest sql.NullInt64
 		var conv int
 		err := tx.QueryRowContext(ctx, `SELECT

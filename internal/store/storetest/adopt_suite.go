@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -211,7 +212,9 @@ func testContinued(t *testing.T, s AdoptStore) {
 }
 
 // testAdoptLateIndex: the first turn indexed after it moved (its
-// enrichment ran late) is indexed in the conversation that holds it now.
+// enrichment ran late) is indexed in the conversation that holds it now,
+// where a guarded fact stated in it goes too; a guarded summary of the
+// default conversation covering it is refused (memory.ErrErased).
 func testAdoptLateIndex(t *testing.T, s AdoptStore) {
 	first := firstTurn(t, s, "ana")
 	next := continuation(t, "ana")
@@ -220,6 +223,16 @@ func testAdoptLateIndex(t *testing.T, s AdoptStore) {
 	got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: adoptTo, Text: "hello", Limit: 5})
 	if len(got) != 1 || got[0].Conversation != adoptTo {
 		t.Fatalf("late item = %+v, want it in %s", got, adoptTo)
+	}
+	f := guardedFact(first.Identity, "Lisbon", baseTime)
+	f.Source = memory.Key(first.ID, 0)
+	if got := mustUpsertFact(t, s, f, 0); got.Conversation != adoptTo {
+		t.Fatalf("late guarded fact stated in %s = %+v, want it in %s", f.Source, got, adoptTo)
+	}
+	err := s.SaveSummary(testCtx(t), memory.Summary{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation,
+		Version: 1, FromSeq: 1, ToSeq: 2, Text: "Ana says hello", Through: memory.Key(first.ID, 1), GuardSince: baseTime})
+	if !errors.Is(err, memory.ErrErased) {
+		t.Fatalf("late guarded summary of the moved turn = %v, want memory.ErrErased", err)
 	}
 }
 

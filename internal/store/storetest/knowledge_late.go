@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -84,5 +86,54 @@ func testLateIndexOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
 	}
 	if got := search("Braga"); !slices.Equal(got, []string{memory.Key("ex-alice-kept-1", 0)}) {
 		t.Errorf("items of the kept conversation = %q, want its message's", got)
+	}
+}
+
+// testLateKnowledgeOfRecreatedConversation covers a late guarded fact and
+// summary (an extraction or a compaction of a deleted conversation's
+// exchange) written once a conversation of the same name — the default one
+// too — started again: each names the message it was made from
+// (memory.Fact.Source, memory.Summary.Through), which the new conversation
+// does not hold, and is refused with memory.ErrErased, however early its
+// guard; the same writes made from the new conversation's messages are
+// stored.
+func testLateKnowledgeOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	guard := baseTime // before every exchange below, as a dated replay's
+	for i, id := range []memory.Identity{
+		{Tenant: "acme", User: "alice", Conversation: "c1"},
+		{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation},
+	} {
+		old := mustSave(t, s, simple(t, id, 2*i+1)).Stored
+		if err := s.DeleteConversation(ctx, id); err != nil {
+			t.Fatalf("DeleteConversation(%s): %v", id.Conversation, err)
+		}
+		fresh := mustSave(t, s, simple(t, id, 2*i+2)).Stored // the same name, started again
+		// write writes the guarded fact and summary made from msgs.
+		write := func(msgs []memory.Message, city string) (factErr, summaryErr error) {
+			f := guardedFact(id, city, guard)
+			f.Key, f.Source = "city in "+id.Conversation, msgs[0].Key
+			_, factErr = s.UpsertFact(ctx, f, 0)
+			summaryErr = s.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+				Version: 1, FromSeq: 1, ToSeq: 2, Text: city + " summary", Through: msgs[len(msgs)-1].Key, GuardSince: guard})
+			return factErr, summaryErr
+		}
+		factErr, summaryErr := write(old, "Lisbon")
+		if !errors.Is(factErr, memory.ErrErased) {
+			t.Errorf("late guarded UpsertFact of the deleted %s = %v, want memory.ErrErased", id.Conversation, factErr)
+		}
+		if !errors.Is(summaryErr, memory.ErrErased) {
+			t.Errorf("late guarded SaveSummary of the deleted %s = %v, want memory.ErrErased", id.Conversation, summaryErr)
+		}
+		if factErr, summaryErr := write(fresh, "Porto"); factErr != nil || summaryErr != nil {
+			t.Fatalf("guarded writes of the %s started again: UpsertFact %v, SaveSummary %v", id.Conversation, factErr, summaryErr)
+		}
+		if got := mustLatestSummary(t, s, id); got.Text != "Porto summary" || got.Through != "" {
+			t.Errorf("summary of the %s started again = %q (through %q), want the new one's, through \"\"", id.Conversation, got.Text, got.Through)
+		}
+	}
+	got := values(mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true))
+	if !slices.Equal(got, []string{"Porto", "Porto"}) {
+		t.Errorf("facts = %q, want the new conversations' alone", got)
 	}
 }

@@ -60,6 +60,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteConversationDeletesItsFacts", testDeleteConversationDeletesItsFacts},
 		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
 		{"LateIndexOfRecreatedConversation", testLateIndexOfRecreatedConversation},
+		{"LateKnowledgeOfRecreatedConversation", testLateKnowledgeOfRecreatedConversation},
 		{"GuardedWritesRaceConversationDelete", testGuardedWritesRaceConversationDelete},
 		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
