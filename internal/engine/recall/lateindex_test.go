@@ -38,21 +38,8 @@ func TestLateIndexDoesNotResurrectARecreatedConversation(t *testing.T) {
 	}{{"c", false}, {"c", true}, {memory.DefaultConversation, true}} {
 		t.Run(caseName(tt.conv, tt.recreate), func(t *testing.T) {
 			ctx := context.Background()
-			sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sq.Close() })
-			st := &beforeWrite{Store: sq}
-			id := memory.Identity{Tenant: "t", User: "u", Conversation: tt.conv}
-			ex := memory.Exchange{ID: "before", Identity: id, At: time.Now().Add(-time.Hour),
-				Turn:  []memory.Message{{Role: "user", Content: "We planned the lantern garden party."}},
-				Reply: memory.Message{Role: "assistant", Content: "A lantern for each table."}}
-			res, err := st.SaveExchange(ctx, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.GuardSince = ex.At // as the write path hands it to the hooks
+			sq, ex, res := savedLate(t, tt.conv, "We planned the lantern garden party.", "A lantern for each table.")
+			st, id := &beforeWrite{Store: sq}, ex.Identity
 			if err := st.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 				Version: 1, FromSeq: 1, ToSeq: 2, Text: "The lantern garden party was planned.",
 				Summariser: memory.SummariserModel, GuardSince: ex.At}); err != nil {
@@ -64,17 +51,7 @@ func TestLateIndexDoesNotResurrectARecreatedConversation(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.recreate {
-				st.first = func() {
-					if err := st.DeleteConversation(ctx, id); err != nil {
-						t.Error(err)
-					}
-					again := memory.Exchange{ID: "after", Identity: id, At: ex.At.Add(time.Minute), // replayed, dated
-						Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
-						Reply: memory.Message{Role: "assistant", Content: "Fine."}}
-					if _, err := st.SaveExchange(ctx, again); err != nil {
-						t.Error(err)
-					}
-				}
+				st.first = func() { restartLate(t, sq, ex) }
 			}
 			if err := NewIndexer(st, NewLocal(16), nil).AfterSave(ctx, ex, res); err != nil {
 				t.Fatal(err)
@@ -96,6 +73,43 @@ func TestLateIndexDoesNotResurrectARecreatedConversation(t *testing.T) {
 				t.Fatalf("items found = %q, want %q", kinds, want)
 			}
 		})
+	}
+}
+
+// savedLate opens a SQLite store with an exchange saved in conversation
+// conv an hour ago, and its result as the write path hands it to the
+// hooks (guarded since the exchange).
+func savedLate(t *testing.T, conv, turn, reply string) (*sqlite.Store, memory.Exchange, memory.SaveResult) {
+	t.Helper()
+	sq, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "memgate.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sq.Close() })
+	ex := memory.Exchange{ID: "before", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: conv},
+		At:    time.Now().Add(-time.Hour),
+		Turn:  []memory.Message{{Role: "user", Content: turn}},
+		Reply: memory.Message{Role: "assistant", Content: reply}}
+	res, err := sq.SaveExchange(context.Background(), ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.GuardSince = ex.At
+	return sq, ex, res
+}
+
+// restartLate deletes ex's conversation and starts one of its name again,
+// with a turn dated a minute after ex (a replay).
+func restartLate(t *testing.T, sq *sqlite.Store, ex memory.Exchange) {
+	ctx := context.Background()
+	if err := sq.DeleteConversation(ctx, ex.Identity); err != nil {
+		t.Error(err)
+	}
+	again := memory.Exchange{ID: "after", Identity: ex.Identity, At: ex.At.Add(time.Minute),
+		Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
+		Reply: memory.Message{Role: "assistant", Content: "Fine."}}
+	if _, err := sq.SaveExchange(ctx, again); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -133,33 +147,10 @@ func TestLateExtractionDoesNotResurrectARecreatedConversation(t *testing.T) {
 	}{{"c", false}, {"c", true}, {memory.DefaultConversation, true}} {
 		t.Run(caseName(tt.conv, tt.recreate), func(t *testing.T) {
 			ctx := context.Background()
-			sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sq.Close() })
-			st := &beforeFact{Store: sq}
-			id := memory.Identity{Tenant: "t", User: "u", Conversation: tt.conv}
-			ex := memory.Exchange{ID: "before", Identity: id, At: time.Now().Add(-time.Hour),
-				Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon."}},
-				Reply: memory.Message{Role: "assistant", Content: "Lovely city."}}
-			res, err := st.SaveExchange(ctx, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.GuardSince = ex.At // as the write path hands it to the hooks
+			sq, ex, res := savedLate(t, tt.conv, "I live in Lisbon.", "Lovely city.")
+			st, id := &beforeFact{Store: sq}, ex.Identity
 			if tt.recreate {
-				st.first = func() {
-					if err := st.DeleteConversation(ctx, id); err != nil {
-						t.Error(err)
-					}
-					again := memory.Exchange{ID: "after", Identity: id, At: ex.At.Add(time.Minute), // replayed, dated
-						Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
-						Reply: memory.Message{Role: "assistant", Content: "Fine."}}
-					if _, err := st.SaveExchange(ctx, again); err != nil {
-						t.Error(err)
-					}
-				}
+				st.first = func() { restartLate(t, sq, ex) }
 			}
 			chat := &fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`}
 			if err := NewExtractor(chat, st, ExtractorOptions{Model: "m"}, nil).AfterSave(ctx, ex, res); err != nil {
