@@ -106,38 +106,11 @@ func TestImportedHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 			if code := apiCall(t, http.MethodPost, g.URL+"/v1/memory/import", nil, body, &res); code != http.StatusOK || res["stored"] != float64(n) {
 				t.Fatalf("import: %d %v", code, res)
 			}
-			ctx, owner := context.Background(), memory.Identity{Tenant: memory.DefaultTenant, User: "imphist", Conversation: "old"}
-			emb := g.mem.recall.Embedder
-			oldest := "Turn 0: the lantern0 goes by the gate." + pad
-			vecs, err := emb.Embed(ctx, []string{oldest}, time.Time{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				// The oldest turn, stored without a vector by its user's
-				// budget, is found by its vector once the backfill ran.
-				hits, err := g.mem.store.SearchVector(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User,
-					Embedding: vecs[0], Model: emb.Model(), Dims: emb.Dims(), Limit: 3})
-				if err != nil {
-					t.Fatal(err)
-				}
-				left, err := g.mem.store.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), 0, 1000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				stored, err := g.mem.store.SearchText(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User, Text: "lantern149", Limit: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(stored) > 0 && len(hits) > 0 && hits[0].Text == oldest && len(left) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after 90s: %d items without a vector; the oldest turn's vector search finds %d items", len(left), len(hits))
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			owner := memory.Identity{Tenant: memory.DefaultTenant, User: "imphist", Conversation: "old"}
+			waitForBackfill(t, g, owner, "Turn 0: the lantern0 goes by the gate."+pad, func() bool {
+				stored, err := g.mem.store.SearchText(context.Background(), memory.ItemQuery{Tenant: owner.Tenant, User: owner.User, Text: "lantern149", Limit: 1})
+				return err == nil && len(stored) > 0
+			})
 		})
 	}
 }

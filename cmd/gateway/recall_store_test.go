@@ -293,34 +293,40 @@ func TestLongHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 			if r := chat(t, g.URL, h, false, history...); r.Status != 200 {
 				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
-			ctx, owner := context.Background(), memory.Identity{Tenant: memory.DefaultTenant, User: "longhist", Conversation: "c"}
-			emb := g.mem.recall.Embedder
-			oldest := "Turn 0: the lantern0 goes by the garden gate."
-			vecs, err := emb.Embed(ctx, []string{oldest}, time.Time{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				// The oldest turn, stored without a vector by its exchange's
-				// budget, is found by its vector once the backfill ran.
-				hits, err := g.mem.store.SearchVector(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User,
-					Embedding: vecs[0], Model: emb.Model(), Dims: emb.Dims(), Limit: 3})
-				if err != nil {
-					t.Fatal(err)
-				}
-				left, err := g.mem.store.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), 0, 1000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(hits) > 0 && hits[0].Text == oldest && len(left) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after 90s: %d items without a vector; the oldest turn's vector search finds %d items", len(left), len(hits))
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			owner := memory.Identity{Tenant: memory.DefaultTenant, User: "longhist", Conversation: "c"}
+			waitForBackfill(t, g, owner, "Turn 0: the lantern0 goes by the garden gate.", nil)
 		})
+	}
+}
+
+// waitForBackfill waits, for at most 90 seconds, until no stored item lacks
+// a vector of g's embedder, the owner's oldest turn (stored without a
+// vector by an embedding budget) is the best hit of a vector search for
+// its own text, and ready (nil: nothing more) reports true.
+func waitForBackfill(t *testing.T, g *testGateway, owner memory.Identity, oldest string, ready func() bool) {
+	t.Helper()
+	ctx, emb := context.Background(), g.mem.recall.Embedder
+	vecs, err := emb.Embed(ctx, []string{oldest}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		hits, err := g.mem.store.SearchVector(ctx, memory.ItemQuery{Tenant: owner.Tenant, User: owner.User,
+			Embedding: vecs[0], Model: emb.Model(), Dims: emb.Dims(), Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left, err := g.mem.store.ItemsToEmbed(ctx, emb.Model(), emb.Dims(), 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) > 0 && hits[0].Text == oldest && len(left) == 0 && (ready == nil || ready()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90s: %d items without a vector; the oldest turn's vector search finds %d items", len(left), len(hits))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -3,22 +3,15 @@ package admin
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/memgate/memgate/internal/engine/enrich"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/engine/record"
-	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/redact"
-	"github.com/memgate/memgate/internal/server"
 )
 
 // userRoundEmbedBytes is what the indexer embeds of one user's exchanges
@@ -76,24 +69,8 @@ func TestImportIsIndexedWithinAUsersBudget(t *testing.T) {
 			if !ok {
 				t.Fatalf("the %s store cannot be indexed", name)
 			}
-			red, err := redact.New(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			q := record.NewMemoryQueue(0)
-			capt := record.New(nil, st, red, nil, record.Options{Enrich: q, Batches: st, DeadLetters: st, Adopter: st})
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				capt.Close(ctx)
-			})
-			srv, err := server.New(prometheus.NewRegistry(), nil, 0, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			NewImport(identity.New(nil), capt, st, ImportOptions{}, nil).Register(srv)
-			hs := httptest.NewServer(srv.Handler())
-			t.Cleanup(hs.Close)
+			url := serveImport(t, st, ImportOptions{}, q)
 
 			pad := strings.Repeat(" We walked along the harbour and talked about the garden.", size/57)
 			var msgs []string
@@ -105,7 +82,7 @@ func TestImportIsIndexedWithinAUsersBudget(t *testing.T) {
 			}
 			body := fmt.Sprintf(`{"user":"imp","conversation":"old","messages":[%s]}`, strings.Join(msgs, ","))
 			start := time.Now()
-			resp, b := post(t, hs.URL+"/v1/memory/import", body, nil)
+			resp, b := post(t, url+"/v1/memory/import", body, nil)
 			if r := decodeImport(t, b); resp.StatusCode != 200 || r.Stored != exchanges {
 				t.Fatalf("import: %d %s", resp.StatusCode, b)
 			}

@@ -64,11 +64,19 @@ var importStores = map[string]func(t *testing.T) importStore{
 // (redacting) until the test ends, with a batch limit of maxMessages.
 func mustImport(t *testing.T, st importStore, maxMessages int) string {
 	t.Helper()
+	return serveImport(t, st, ImportOptions{MaxMessages: maxMessages}, nil)
+}
+
+// serveImport serves the import route over st, with opts, through a real
+// Capturer (redacting) that queues stored exchanges for their after-save
+// hooks on enrich (nil: none) until the test ends, and returns its URL.
+func serveImport(t *testing.T, st importStore, opts ImportOptions, enrich record.Queue) string {
+	t.Helper()
 	red, err := redact.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt := record.New(nil, st, red, nil, record.Options{Batches: st, DeadLetters: st, Adopter: st})
+	capt := record.New(nil, st, red, nil, record.Options{Enrich: enrich, Batches: st, DeadLetters: st, Adopter: st})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -78,7 +86,7 @@ func mustImport(t *testing.T, st importStore, maxMessages int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	NewImport(identity.New(nil), capt, st, ImportOptions{MaxMessages: maxMessages}, nil).Register(srv)
+	NewImport(identity.New(nil), capt, st, opts, nil).Register(srv)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs.URL

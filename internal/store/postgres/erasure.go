@@ -141,15 +141,13 @@ const lateSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM conversations WHERE tena
 
 // deletedConversations returns those of ids, the conversations of guarded
 // writes, that were deleted: such a write is refused
-// (contract.GuardedConversations; the default conversation is exempt).
-// Call it after guard, whose shared user lock DeleteConversation takes
-// exclusively, so no deletion commits between the check and the write.
+// (contract.GuardedConversations, which leaves out the default
+// conversation). Call it after guard, whose shared user lock
+// DeleteConversation takes exclusively, so no deletion commits between the
+// check and the write.
 func deletedConversations(ctx context.Context, tx pgx.Tx, ids []memory.Identity) (map[memory.Identity]bool, error) {
 	var tenants, users, convs []string
 	for _, id := range ids {
-		if id.Conversation == "" || id.Conversation == memory.DefaultConversation {
-			continue
-		}
 		tenants, users, convs = append(tenants, id.Tenant), append(users, id.User), append(convs, id.Conversation)
 	}
 	if len(convs) == 0 {

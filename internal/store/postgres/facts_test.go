@@ -86,20 +86,9 @@ func TestRestatedFactKeepsAConcurrentUnpin(t *testing.T) {
 		t.Fatalf("UpsertFact(pinned) = %+v, %v", f, err)
 	}
 
-	unpin, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unpin.Rollback(ctx)
-	var unpinPID int32
-	if err := unpin.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&unpinPID); err != nil {
-		t.Fatal(err)
-	}
 	// SetFactPinned's statement, committed below.
-	if _, err := unpin.Exec(ctx, `UPDATE facts SET pinned = false
-		WHERE tenant = 'acme' AND user_id = 'alice' AND id = $1 AND superseded_at IS NULL`, f.ID); err != nil {
-		t.Fatal(err)
-	}
+	unpin, unpinPID := holdInTx(t, s, `UPDATE facts SET pinned = false
+		WHERE tenant = 'acme' AND user_id = 'alice' AND id = $1 AND superseded_at IS NULL`, f.ID)
 
 	done := make(chan error, 1)
 	go func() {
@@ -141,15 +130,7 @@ func TestUnpinDuringARestatementWithANewValue(t *testing.T) {
 	if err != nil || !old.Pinned {
 		t.Fatalf("UpsertFact(pinned) = %+v, %v", old, err)
 	}
-	hold, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx)
-	var holdPID int32
-	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid() FROM facts WHERE id = $1 FOR UPDATE`, old.ID).Scan(&holdPID); err != nil {
-		t.Fatal(err)
-	}
+	hold, holdPID := holdInTx(t, s, `SELECT 1 FROM facts WHERE id = $1 FOR UPDATE`, old.ID)
 	unpinned := make(chan error, 1)
 	go func() { unpinned <- s.SetFactPinned(ctx, "acme", "carol", old.ID, false) }()
 	waitForLockWaiters(t, s, holdPID, 1)

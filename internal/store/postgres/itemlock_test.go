@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -40,18 +41,7 @@ func TestAddItemsInsertsBeforeLockingConversation(t *testing.T) {
 		t.Fatalf("stored messages %v, %v", keys, rows.Err())
 	}
 
-	blocker, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Rollback(ctx)
-	var blockerPID int32
-	if err := blocker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&blockerPID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := blocker.Exec(ctx, `SELECT 1 FROM conversations WHERE tenant = 'acme' AND user_id = 'alice' AND id = 'c' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	blocker, blockerPID := holdInTx(t, s, `SELECT 1 FROM conversations WHERE tenant = 'acme' AND user_id = 'alice' AND id = 'c' FOR UPDATE`)
 
 	done := make(chan error, 1)
 	go func() {
@@ -98,6 +88,28 @@ func TestAddItemsInsertsBeforeLockingConversation(t *testing.T) {
 	if got[keys["user"]] || !got[keys["assistant"]] || len(got) != 1 {
 		t.Errorf("items stored for %v; want only the reply %s (the user turn %s was superseded)", got, keys["assistant"], keys["user"])
 	}
+}
+
+// holdInTx begins a transaction, runs sql in it (a statement that takes
+// the locks a test queues others behind) and returns it with its backend
+// pid, for waitForLockWaiters; it is rolled back when the test ends unless
+// committed before.
+func holdInTx(t *testing.T, s *Store, sql string, args ...any) (pgx.Tx, int32) {
+	t.Helper()
+	ctx := testCtx(t)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	var pid int32
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	return tx, pid
 }
 
 // waitForLockWaiters polls until at least n sessions of the test's

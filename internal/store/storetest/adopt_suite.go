@@ -219,7 +219,9 @@ func testAdoptLateIndex(t *testing.T, s AdoptStore) {
 	first := firstTurn(t, s, "ana")
 	next := continuation(t, "ana")
 	mustAdopt(t, s, next.Identity, next.Prior, 2)
-	mustAddItems(t, s, item(first.Identity, "message", memory.Key(first.ID, 1), "Hello Ana!", nil))
+	late := item(first.Identity, "message", memory.Key(first.ID, 1), "Hello Ana!", nil)
+	late.GuardSince = baseTime // as the indexer's after-save round writes it
+	mustAddItems(t, s, late)
 	got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: adoptTo, Text: "hello", Limit: 5})
 	if len(got) != 1 || got[0].Conversation != adoptTo {
 		t.Fatalf("late item = %+v, want it in %s", got, adoptTo)
