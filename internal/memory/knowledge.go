@@ -65,12 +65,14 @@ type Fact struct {
 	// write path handed the hooks (SaveResult.GuardSince). A store refuses
 	// the write (UpsertFact returns ErrErased) when the user was erased at or after it, checking in
 	// the write's own transaction, against an erasure that commits
-	// concurrently too, and when its Source is no longer a live message
-	// of Conversation (naming none: when it names a conversation, other
-	// than the default one, deleted since); so derived data of captured turns never
-	// outlives an erasure, whatever the order of events. Zero (a write made
-	// now: the management API) is not checked. It is never stored: what a
-	// store returns has it zero.
+	// concurrently too, and, of a fact of a conversation, unless its
+	// Source is a live message of Conversation: a guarded fact naming no
+	// message is refused, since nothing tells which conversation of the
+	// name (one deleted, one started again since) it was made from. So
+	// derived data of captured turns never outlives an erasure or lands
+	// in a conversation other than its own, whatever the order of events.
+	// Zero (a write made now: the management API) is not checked. It is
+	// never stored: what a store returns has it zero.
 	GuardSince time.Time `json:"-"`
 }
 
@@ -108,8 +110,9 @@ type Summary struct {
 	// the compactor for the write check alone: a guarded write (GuardSince
 	// set) is refused (ErrErased) unless that message is live in
 	// Conversation, so a late summary of a deleted conversation never
-	// lands in one of the same name started again. "" skips the check. It
-	// is never stored: what a store returns has it "".
+	// lands in one of the same name started again; a guarded write with
+	// Through "" is refused. It is never stored: what a store returns has
+	// it "".
 	Through string `json:"-"`
 }
 

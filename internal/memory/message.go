@@ -350,6 +350,20 @@ func (m Message) Fingerprint() string { return m.Role + "\x00" + m.Content }
 // Key returns the idempotency key of the i-th message stored for exchange id.
 func Key(exchangeID string, i int) string { return fmt.Sprintf("%s:%d", exchangeID, i) }
 
+// OfExchange returns the messages of msgs that storing exchange id
+// inserted, those keyed Key(id, i), in msgs' order: how a hook finds a
+// redelivered exchange's messages (its duplicate save inserts none) among
+// its conversation's.
+func OfExchange(id string, msgs []Message) []Message {
+	var out []Message
+	for _, m := range msgs {
+		if i, ok := strings.CutPrefix(m.Key, id+":"); ok && i != "" && strings.Trim(i, "0123456789") == "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // Raws returns each message's Raw, in order: the messages as a prompt's
 // JSON values.
 func Raws(msgs []Message) []json.RawMessage {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -191,5 +192,25 @@ func TestDecodeNeverFails(t *testing.T) {
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Decode(%s) = %+v, want %+v", tt.raw, got, tt.want)
 		}
+	}
+}
+
+func TestOfExchange(t *testing.T) {
+	var msgs []Message
+	for _, k := range []string{"ex:0", "ex2:0", "ex:12", "ex:", "ex:1x", "ex:b:0", "ex:b:1", "x-ex:3"} {
+		msgs = append(msgs, Message{Key: k})
+	}
+	keys := func(ms []Message) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Key)
+		}
+		return out
+	}
+	if got := keys(OfExchange("ex", msgs)); !slices.Equal(got, []string{"ex:0", "ex:12"}) {
+		t.Errorf("OfExchange(ex) = %q, want ex:0 and ex:12", got)
+	}
+	if got := keys(OfExchange("ex:b", msgs)); !slices.Equal(got, []string{"ex:b:0", "ex:b:1"}) {
+		t.Errorf("OfExchange(ex:b) = %q, want ex:b:0 and ex:b:1", got)
 	}
 }

@@ -243,14 +243,16 @@ func (c *Compactor) summarise(ctx context.Context, key string, counter TokenCoun
 
 // pinDecisions records the summariser's preserved decisions as pinned
 // facts, guarded from guardSince, each stated in the message of from that
-// grounds it (statedBy).
+// grounds it (statedBy). A guarded one no message grounds is not pinned:
+// a store refuses a guarded fact naming no message (see pin).
 func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions []string, from []memory.Message, guardSince time.Time) error {
 	if c.facts == nil {
 		return nil
 	}
 	now := c.opts.Now()
 	for _, d := range decisions {
-		if d == "" {
+		source := statedBy(d, from)
+		if d == "" || source == "" && !guardSince.IsZero() {
 			continue
 		}
 		v := memory.Truncate(d, maxPinLen)
@@ -258,7 +260,7 @@ func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisi
 			Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 			Type: memory.FactDecision, Key: NormalizeKey(v), Value: v,
 			Confidence: 0.7, Mentions: 1, Pinned: true, CreatedAt: now, UpdatedAt: now,
-			Source: statedBy(d, from), GuardSince: guardSince,
+			Source: source, GuardSince: guardSince,
 		}
 		if _, err := c.facts.UpsertFact(ctx, f, c.opts.MaxFacts); err != nil {
 			return fmt.Errorf("pin decision: %w", err)

@@ -22,6 +22,9 @@ type Store interface {
 	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
 	// SaveSummary stores version latest+1, or returns memory.ErrConflict.
 	SaveSummary(ctx context.Context, s memory.Summary) error
+	// Conversation returns the conversation's live messages, or
+	// memory.ErrNotFound (read to find a redelivered exchange's messages).
+	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
 }
 
 // FactWriter records facts about a user.
@@ -183,8 +186,11 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 }
 
 // pin records the facts the exchange's user messages state as pinned
-// facts, each with the rule that pinned it and the key of the message
-// that stated it (see turnKeys).
+// facts, each with the rule that pinned it and the key of the stored
+// message that stated it (see stated). A guarded pin (res.GuardSince set:
+// the hooks', which may run late) is recorded only as stated in a message
+// found stored: a store refuses a guarded fact naming none, since nothing
+// tells which conversation of its name it was made from.
 func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
 	if c.facts == nil || c.pinned.Has(ex.ID) {
 		return nil
@@ -193,14 +199,29 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	if at.IsZero() {
 		at = c.opts.Now()
 	}
-	keys := turnKeys(ex, res)
+	pins := make([][]Pin, len(ex.Turn))
+	found := false
 	for i, m := range ex.Turn {
-		if m.Role != "user" || m.Failed() {
+		if m.Role == "user" && !m.Failed() {
+			pins[i] = Detect(m.Content)
+			found = found || len(pins[i]) > 0
+		}
+	}
+	if !found {
+		c.pinned.Add(ex.ID)
+		return nil
+	}
+	conv, keys, err := c.stated(ctx, ex, res)
+	if err != nil {
+		return fmt.Errorf("pin facts: %w", err)
+	}
+	for i, ps := range pins {
+		if keys[i] == "" && !res.GuardSince.IsZero() {
 			continue
 		}
-		for _, p := range Detect(m.Content) {
+		for _, p := range ps {
 			f := p.Fact
-			f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
+			f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, conv
 			f.Rule, f.Source = p.Rule, keys[i]
 			f.CreatedAt, f.UpdatedAt = at, at
 			f.GuardSince = res.GuardSince
@@ -214,17 +235,51 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	return nil
 }
 
-// turnKeys returns the stored keys of ex.Turn's messages, by index ("" for
-// one not known): each is matched, in order, to a message of res.Stored
-// (what this save inserted) with its role and content. A duplicate save
-// inserted nothing of its own, and its keys are not known here.
-func turnKeys(ex memory.Exchange, res memory.SaveResult) []string {
-	keys := make([]string, len(ex.Turn))
-	next := 0
-	for i, m := range ex.Turn {
-		for j := next; j < len(res.Stored); j++ {
-			if st := res.Stored[j]; st.Role == m.Role && st.Content == m.Content {
-				keys[i], next = st.Key, j+1
+// stated returns the conversation that holds ex.Turn's messages and their
+// stored keys, by index ("" for one not found): those of res.Stored, what
+// the save inserted, or, when it inserted nothing (a redelivered
+// exchange's duplicate save), of ex's messages (memory.OfExchange) the
+// store holds live in ex's conversation, else in its candidate one,
+// where its chat's continuation may have moved them (see
+// memory.Exchange.Candidate).
+func (c *Compactor) stated(ctx context.Context, ex memory.Exchange, res memory.SaveResult) (string, []string, error) {
+	if len(res.Stored) > 0 {
+		return ex.Conversation, turnKeys(ex.Turn, res.Stored), nil
+	}
+	convs := []string{ex.Conversation}
+	if ex.Candidate != "" && ex.Candidate != ex.Conversation {
+		convs = append(convs, ex.Candidate)
+	}
+	for _, conv := range convs {
+		id := ex.Identity
+		id.Conversation = conv
+		_, live, err := c.store.Conversation(ctx, id)
+		switch {
+		case errors.Is(err, memory.ErrNotFound):
+			continue
+		case err != nil:
+			return "", nil, fmt.Errorf("load conversation %s: %w", conv, err)
+		}
+		if mine := memory.OfExchange(ex.ID, live); len(mine) > 0 {
+			return conv, turnKeys(ex.Turn, mine), nil
+		}
+	}
+	return ex.Conversation, make([]string, len(ex.Turn)), nil
+}
+
+// turnKeys returns the keys of turn's messages among stored, an
+// exchange's messages as stored (oldest first: the history it stored, the
+// turn, the reply), by index ("" for one not found): each is matched, the
+// newest first, to the newest message of stored before the last match
+// with its role and content, so a turn repeating its history's words
+// names its own message.
+func turnKeys(turn, stored []memory.Message) []string {
+	keys := make([]string, len(turn))
+	next := len(stored)
+	for i := len(turn) - 1; i >= 0; i-- {
+		for j := next - 1; j >= 0; j-- {
+			if st := stored[j]; st.Role == turn[i].Role && st.Content == turn[i].Content {
+				keys[i], next = st.Key, j
 				break
 			}
 		}

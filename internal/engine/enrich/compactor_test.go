@@ -39,6 +39,12 @@ func (s *memStore) MessagesAfter(_ context.Context, _ memory.Identity, after int
 	return out, nil
 }
 
+func (s *memStore) Conversation(_ context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return memory.Conversation{ID: id.Conversation}, append([]memory.Message(nil), s.msgs...), nil
+}
+
 func (s *memStore) LatestSummary(context.Context, memory.Identity) (memory.Summary, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -529,5 +535,32 @@ func TestCompactBoundsTheFirstVersionsLists(t *testing.T) {
 	}
 	if len(st.facts) > maxPreserved {
 		t.Fatalf("%d decisions pinned, want at most %d", len(st.facts), maxPreserved)
+	}
+}
+
+// TestGuardedDecisionPinsNameTheirSource: a guarded round (the hooks',
+// which may run late) pins a decision as stated in the user message that
+// grounds it, and does not pin one no message grounds: a store could not
+// tell which conversation of the name it came from. An unguarded
+// compaction (Compact, acting now) pins it with no source.
+func TestGuardedDecisionPinsNameTheirSource(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	from := []memory.Message{
+		{Role: "user", Content: "We talk about the weather.", Key: "ex:0"},
+		{Role: "user", Content: "I will move to Lisbon in May.", Key: "ex:2"},
+	}
+	if err := c.pinDecisions(ctx, testID, []string{"Buy a red bicycle", "Move to Lisbon in May"}, from, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 || st.facts[0].Value != "Move to Lisbon in May" || st.facts[0].Source != "ex:2" {
+		t.Fatalf("guarded decision pins = %+v, want the move alone, stated in ex:2", st.facts)
+	}
+	if err := c.pinDecisions(ctx, testID, []string{"Buy a red bicycle"}, from, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 2 || st.facts[1].Value != "Buy a red bicycle" || st.facts[1].Source != "" {
+		t.Fatalf("unguarded decision pins = %+v, want the bicycle too, with no source", st.facts)
 	}
 }

@@ -2,6 +2,7 @@ package enrich
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -132,4 +133,126 @@ func TestCoalesceTurnsKeepsStored(t *testing.T) {
 	if len(results[0].Stored) != 2 {
 		t.Fatalf("the first save's result was changed: %+v", results[0].Stored)
 	}
+}
+
+// beforePin is a store whose first UpsertFact runs first, once: what
+// happens between the Compactor's reads and its pin's write.
+type beforePin struct {
+	*sqlite.Store
+	first func()
+}
+
+func (s *beforePin) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (memory.Fact, error) {
+	if first := s.first; first != nil {
+		s.first = nil
+		first()
+	}
+	return s.Store.UpsertFact(ctx, f, maxPerUser)
+}
+
+// A redelivered exchange (capture's queue gave it again after a crash
+// between its save and its hooks) is saved as a duplicate, which stores
+// nothing: the Compactor pins what its turn states as stated in the
+// message the first save stored, in the conversation that holds it now
+// (the one its chat's continuation adopted it into, too). When the
+// conversation is deleted and started again under its name before the
+// pins are written — before the round reads, or between its reads and
+// its write — nothing is pinned into the new conversation.
+func TestLateCompactionOfARedeliveredExchange(t *testing.T) {
+	const goal = "I want to save R$ 5.000 by June."
+	for _, tt := range []struct {
+		name, conv, candidate string
+		adopt                 bool
+		restart               string // "", "before" the round, "at" its first pin
+		wantConv              string // "": no pin
+	}{
+		{name: "stored", conv: "c", wantConv: "c"},
+		{name: "moved", conv: memory.DefaultConversation, candidate: "chat", adopt: true, wantConv: "chat"},
+		{name: "restarted before", conv: "c", restart: "before"},
+		{name: "restarted at the pin", conv: "c", restart: "at"},
+		{name: "default restarted before", conv: memory.DefaultConversation, restart: "before"},
+		{name: "default restarted at the pin", conv: memory.DefaultConversation, restart: "at"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sq.Close() })
+			st := &beforePin{Store: sq}
+			id := memory.Identity{Tenant: "t", User: "u", Conversation: tt.conv}
+			ex := memory.Exchange{ID: "first", Identity: id, At: time.Now().Add(-time.Hour), Candidate: tt.candidate,
+				Turn:  []memory.Message{mustParse(t, "user", goal)},
+				Reply: mustParse(t, "assistant", "A good plan.")}
+			if _, err := st.SaveExchange(ctx, ex); err != nil {
+				t.Fatal(err)
+			}
+			if tt.adopt {
+				if err := st.RecordCandidate(ctx, id, ex.ID, tt.candidate); err != nil {
+					t.Fatal(err)
+				}
+				to := memory.Identity{Tenant: id.Tenant, User: id.User, Conversation: tt.candidate}
+				if n, err := st.Adopt(ctx, to, append(slices.Clone(ex.Turn), ex.Reply)); err != nil || n != 2 {
+					t.Fatalf("Adopt = %d, %v; want 2 moved", n, err)
+				}
+			}
+			// The hooks never ran; capture redelivers the exchange.
+			res, err := st.SaveExchange(ctx, ex)
+			if err != nil || !res.Duplicate {
+				t.Fatalf("second save = %+v, %v; want a duplicate", res, err)
+			}
+			res.GuardSince = ex.At // as the write path hands it to the hooks
+			restart := func() {
+				if err := st.DeleteConversation(ctx, id); err != nil {
+					t.Error(err)
+				}
+				again := memory.Exchange{ID: "again", Identity: id, At: ex.At.Add(time.Minute),
+					Turn:  []memory.Message{{Role: "user", Content: "A new start."}},
+					Reply: memory.Message{Role: "assistant", Content: "Fine."}}
+				if _, err := st.SaveExchange(ctx, again); err != nil {
+					t.Error(err)
+				}
+			}
+			switch tt.restart {
+			case "before":
+				restart()
+			case "at":
+				st.first = restart
+			}
+			c := New(st, st, decidingSummarizer{}, nil, wordCounter{}, Options{
+				RecentTokens: 1000, HighWatermark: 0.9, LowWatermark: 0.4,
+				MaxMessages: 50, KeepMessages: 10, MaxSummaryTokens: 50, FallbackAfter: 3, MaxFacts: 10,
+			}, nil)
+			if err := c.AfterSave(ctx, ex, res); err != nil && !(tt.restart != "" && errors.Is(err, memory.ErrErased)) {
+				t.Fatal(err)
+			}
+			facts, err := st.Facts(ctx, id.Tenant, id.User, time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantConv == "" {
+				if len(facts) != 0 {
+					t.Fatalf("pins after the conversation started again = %+v, want none", facts)
+				}
+				return
+			}
+			if len(facts) != 1 || facts[0].Conversation != tt.wantConv || facts[0].Source != memory.Key(ex.ID, 0) || !facts[0].Pinned {
+				t.Fatalf("pins = %+v, want the goal pinned in %s, stated in %s", facts, tt.wantConv, memory.Key(ex.ID, 0))
+			}
+		})
+	}
+}
+
+func mustParse(t *testing.T, role, content string) memory.Message {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"role": role, "content": content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := memory.ParseMessage(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

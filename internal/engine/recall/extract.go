@@ -203,9 +203,12 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 // record upserts the facts asked of ex, guarded from res.GuardSince (see
 // memory.Fact.GuardSince), each stated in the last user message its save
 // stored (statedIn): a store refuses a late one once that message is gone
-// from ex's conversation.
+// from ex's conversation. Guarded facts of a save that names no stored
+// user message (a result without Stored) are not recorded: a store
+// refuses a guarded fact naming no message.
 func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact, res memory.SaveResult) error {
-	if len(facts) == 0 {
+	source := statedIn(res)
+	if len(facts) == 0 || source == "" && !res.GuardSince.IsZero() {
 		return nil
 	}
 	at := ex.At
@@ -216,7 +219,7 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memo
 		f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
 		f.Mentions = 1
 		f.CreatedAt, f.UpdatedAt = at, at
-		f.GuardSince, f.Source = res.GuardSince, statedIn(res)
+		f.GuardSince, f.Source = res.GuardSince, source
 		if ttl, ok := e.opts.TTL[f.Type]; ok && ttl > 0 {
 			exp := at.Add(ttl)
 			f.ExpiresAt = &exp

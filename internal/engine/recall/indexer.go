@@ -538,12 +538,8 @@ func (ix *Indexer) relocated(ctx context.Context, ex memory.Exchange) (memory.Ex
 	case err != nil:
 		return ex, fmt.Errorf("load conversation: %w", err)
 	}
-	prefix := ex.ID + ":"
-	for _, m := range live {
-		if strings.HasPrefix(m.Key, prefix) {
-			ex.Identity = to
-			return ex, nil
-		}
+	if len(memory.OfExchange(ex.ID, live)) > 0 {
+		ex.Identity = to
 	}
 	return ex, nil
 }
@@ -572,26 +568,7 @@ func (ix *Indexer) storedMessages(ctx context.Context, ex memory.Exchange, res m
 		}
 		return nil, fmt.Errorf("load conversation: %w", err)
 	}
-	prefix := ex.ID + ":"
-	var out []memory.Message
-	for _, m := range live {
-		if rest, ok := strings.CutPrefix(m.Key, prefix); ok && isDigits(rest) {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
+	return memory.OfExchange(ex.ID, live), nil
 }
 
 // indexableText drops the "[tool_call ...]" lines memory.ParseMessage adds

@@ -42,12 +42,12 @@ func TestLateIndexDoesNotResurrectARecreatedConversation(t *testing.T) {
 			st, id := &beforeWrite{Store: sq}, ex.Identity
 			if err := st.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 				Version: 1, FromSeq: 1, ToSeq: 2, Text: "The lantern garden party was planned.",
-				Summariser: memory.SummariserModel, GuardSince: ex.At}); err != nil {
+				Summariser: memory.SummariserModel, GuardSince: ex.At, Through: memory.Key(ex.ID, 1)}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := st.UpsertFact(ctx, memory.Fact{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
 				Type: memory.FactEvent, Key: "party", Value: "lantern garden party", Confidence: 0.9,
-				CreatedAt: ex.At, UpdatedAt: ex.At, GuardSince: ex.At}, 0); err != nil {
+				CreatedAt: ex.At, UpdatedAt: ex.At, GuardSince: ex.At, Source: memory.Key(ex.ID, 0)}, 0); err != nil {
 				t.Fatal(err)
 			}
 			if tt.recreate {
@@ -165,6 +165,33 @@ func TestLateExtractionDoesNotResurrectARecreatedConversation(t *testing.T) {
 				t.Fatalf("facts after a late extraction of the deleted conversation = %+v, want none", facts)
 			case !tt.recreate && (len(facts) != 1 || facts[0].Source != memory.Key(ex.ID, 0)):
 				t.Fatalf("facts = %+v, want the city, stated in %s", facts, memory.Key(ex.ID, 0))
+			}
+		})
+	}
+}
+
+// An enrichment entry whose result does not say what its save stored (no
+// Stored: one queued before stores reported it) gives the Extractor no
+// message to record its facts as stated in; when the conversation was
+// deleted and started again under its name meanwhile, none of them is
+// written into the new conversation.
+func TestLateExtractionNamingNoMessage(t *testing.T) {
+	for _, conv := range []string{"c", memory.DefaultConversation} {
+		t.Run(conv, func(t *testing.T) {
+			ctx := context.Background()
+			st, ex, res := savedLate(t, conv, "I live in Lisbon.", "Lovely city.")
+			res.Stored = nil
+			restartLate(t, st, ex)
+			chat := &fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`}
+			if err := NewExtractor(chat, st, ExtractorOptions{Model: "m"}, nil).AfterSave(ctx, ex, res); err != nil {
+				t.Fatal(err)
+			}
+			facts, err := st.Facts(ctx, ex.Tenant, ex.User, time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(facts) != 0 {
+				t.Fatalf("facts after a late extraction of the deleted conversation = %+v, want none", facts)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 // (see CheckLate).
 type Late struct {
 	// Source is the message the write was made from, in the write's
-	// conversation; Key "" when it names none.
+	// conversation; Key "" when it names none (then it is refused).
 	Source
 	// moved, when not nil, is the write's conversation, set to the one
 	// that holds Key now when it moved out of the default conversation.
@@ -20,11 +20,10 @@ type Late struct {
 }
 
 // FactSource is what a guarded UpsertFact must find stored for f to be
-// written: the message it was stated in (f.Source) live in f.Conversation
-// or, when it names none, that conversation. A message of the default
-// conversation since moved elsewhere (see Adopt) moves f there. Nil when
-// nothing is checked: an unguarded write (the API, admin), one of no
-// conversation, or one of the default conversation naming no message.
+// written: the message it was stated in (f.Source) live in
+// f.Conversation. A message of the default conversation since moved
+// elsewhere (see Adopt) moves f there. Nil when nothing is checked: an
+// unguarded write (the API, admin) or one of no conversation.
 func FactSource(f *memory.Fact) *Late {
 	return late(memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.Source,
 		!f.GuardSince.IsZero(), &f.Conversation)
@@ -32,15 +31,14 @@ func FactSource(f *memory.Fact) *Late {
 
 // SummarySource is what a guarded SaveSummary must find stored for s to
 // be written: the last message it covers (s.Through) live in its
-// conversation. Nil when nothing is checked: an unguarded write, or one
-// naming no message (the store then checks the conversation exists).
+// conversation. Nil when nothing is checked: an unguarded write.
 func SummarySource(s memory.Summary) *Late {
 	return late(memory.Identity{Tenant: s.Tenant, User: s.User, Conversation: s.Conversation}, s.Through,
-		!s.GuardSince.IsZero() && s.Through != "", nil)
+		!s.GuardSince.IsZero(), nil)
 }
 
 func late(id memory.Identity, key string, guarded bool, moved *string) *Late {
-	if !guarded || id.Conversation == "" || id.Conversation == memory.DefaultConversation && key == "" {
+	if !guarded || id.Conversation == "" {
 		return nil
 	}
 	return &Late{Source: Source{Identity: id, Key: key}, moved: moved}
@@ -50,28 +48,29 @@ func late(id memory.Identity, key string, guarded bool, moved *string) *Late {
 // it was read, l (nil: nothing to check): it returns an error wrapping
 // memory.ErrErased unless l.Key is a live (not superseded) message of l's
 // conversation (or, moved out of the default one, of the conversation it
-// moved to, where a fact then goes) or, l.Key "", that conversation
-// exists. So a late fact or summary of a deleted conversation never lands
-// in one of the same name started again, however its exchanges were dated
-// (a tombstone compared with GuardSince would refuse a replay dated in the
-// past).
+// moved to, where a fact then goes). So a late fact or summary of a
+// deleted conversation never lands in one of the same name started again,
+// however its exchanges were dated (a tombstone compared with GuardSince
+// would refuse a replay dated in the past). A write naming no message (l.Key
+// "") is refused without asking: nothing tells which conversation of the
+// name it was made from.
 //
 // query runs, in the write's transaction, the store's sql with l's tenant,
 // user, conversation and key: a row of the conversation that holds the
 // message live (l's own first; else, of the default conversation, the
-// least holding it) or, key "", l's conversation when it exists; "" when
-// none does.
+// least holding it); "" when none does.
 func CheckLate[R Row](ctx context.Context, query func(context.Context, string, ...any) R, sql string, l *Late) error {
 	if l == nil {
 		return nil
+	}
+	if l.Key == "" {
+		return fmt.Errorf("guarded write to conversation %s names no message: %w", l.Conversation, memory.ErrErased)
 	}
 	var conv string
 	if err := query(ctx, sql, l.Tenant, l.User, l.Conversation, l.Key).Scan(&conv); err != nil {
 		return fmt.Errorf("check the source of a guarded write: %w", err)
 	}
 	switch {
-	case conv == "" && l.Key == "":
-		return fmt.Errorf("conversation %s deleted: %w", l.Conversation, memory.ErrErased)
 	case conv == "" || conv != l.Conversation && l.moved == nil:
 		return fmt.Errorf("message %s no longer live in conversation %s: %w", l.Key, l.Conversation, memory.ErrErased)
 	case l.moved != nil:

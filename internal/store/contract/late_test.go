@@ -29,11 +29,10 @@ func TestCheckLate(t *testing.T) {
 	}{
 		{"unguarded: not checked", fact("c1", "ex:0", time.Time{}), "", false, false, "c1"},
 		{"no conversation: not checked", fact("", "ex:0", at), "", false, false, ""},
-		{"default naming no message: not checked", fact(memory.DefaultConversation, "", at), "", false, false, memory.DefaultConversation},
+		{"default naming no message: refused unasked", fact(memory.DefaultConversation, "", at), "", false, true, memory.DefaultConversation},
 		{"message live", fact("c1", "ex:0", at), "c1", true, false, "c1"},
 		{"message gone", fact("c1", "ex:0", at), "", true, true, "c1"},
-		{"conversation stored, no message named", fact("c1", "", at), "c1", true, false, "c1"},
-		{"conversation deleted, no message named", fact("c1", "", at), "", true, true, "c1"},
+		{"no message named: refused unasked", fact("c1", "", at), "c1", false, true, "c1"},
 		{"message of default moved: the fact follows", fact(memory.DefaultConversation, "ex:0", at), "chat", true, false, "chat"},
 		{"message of default gone", fact(memory.DefaultConversation, "ex:0", at), "", true, true, memory.DefaultConversation},
 	}
@@ -64,7 +63,10 @@ func TestCheckLate(t *testing.T) {
 		t.Fatalf("summary whose last message moved = %v, want memory.ErrErased", err)
 	}
 	sum.Through = ""
-	if SummarySource(sum) != nil {
-		t.Fatal("a summary naming no message is checked")
+	if err := CheckLate(context.Background(), moved, "sql", SummarySource(sum)); !errors.Is(err, memory.ErrErased) {
+		t.Fatalf("guarded summary naming no message = %v, want memory.ErrErased", err)
+	}
+	if sum.GuardSince = (time.Time{}); SummarySource(sum) != nil {
+		t.Fatal("an unguarded summary is checked")
 	}
 }

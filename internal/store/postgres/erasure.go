@@ -134,8 +134,8 @@ func (v *vacuumer) stop() {
 }
 
 // lateSQL is contract.CheckLate's query (of message $4 of conversation $3).
-const lateSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3 AND $4::text = '')
-		OR EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND key = $4 AND superseded_at IS NULL) THEN $3::text
+const lateSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND key = $4 AND superseded_at IS NULL) THEN $3::text
 	ELSE coalesce((SELECT min(conversation) FROM messages WHERE tenant = $1 AND user_id = $2 AND key = $4 AND superseded_at IS NULL
 		AND $3 = 'default'), '') END`
 

@@ -85,7 +85,7 @@ func guard(ctx context.Context, q querier, tenant, user string, since time.Time)
 	return nil
 }
 
-// lateSQL is contract.CheckLate's query (of message ?4 of conversation ?3).
+// lateSQL is contract.CheckLate's query (message ?4 of conversation ?3) and itemchecks' (?4 "": the conversation, when it exists).
 const lateSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3 AND ?4 = '')
 		OR EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND key = ?4 AND superseded_at IS NULL) THEN ?3
 	ELSE COALESCE((SELECT MIN(conversation) FROM messages WHERE tenant = ?1 AND user_id = ?2 AND key = ?4 AND superseded_at IS NULL

@@ -88,9 +88,18 @@ func seededID(id memory.Identity, at time.Time) string {
 	return fmt.Sprintf("ex-%s-%d", id.User, at.UnixNano())
 }
 
+// guardedFact is a fact the hooks write from the exchange seedUser stored
+// for id at at: stated in its user message, guarded from at.
 func guardedFact(id memory.Identity, value string, at time.Time) memory.Fact {
-	return memory.Fact{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+	return memory.Fact{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation, Source: memory.Key(seededID(id, at), 0),
 		Type: memory.FactProfile, Key: "city", Value: value, Confidence: 0.9, CreatedAt: at, UpdatedAt: at, GuardSince: at}
+}
+
+// guardedSummary is version v of the summary the hooks write from the
+// exchange seedUser stored for id at at: through its reply, guarded from at.
+func guardedSummary(id memory.Identity, v int, text string, at time.Time) memory.Summary {
+	return memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation, Version: v, FromSeq: 1, ToSeq: 2,
+		Text: text, CreatedAt: time.Now(), GuardSince: at, Through: memory.Key(seededID(id, at), 1)}
 }
 
 // guardedItem is item, written by a hook for exchanges captured at since
@@ -116,8 +125,7 @@ func testGuardRefusesStaleWrites(t *testing.T, s KnowledgeStore) {
 	if _, err := s.UpsertFact(ctx, guardedFact(alice, "Porto", captured), 0); !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("guarded UpsertFact of an erased user = %v, want ErrErased", err)
 	}
-	err := s.SaveSummary(ctx, memory.Summary{Tenant: alice.Tenant, User: alice.User, Conversation: alice.Conversation,
-		Version: 1, FromSeq: 1, ToSeq: 2, Text: "lives in Porto", CreatedAt: time.Now(), GuardSince: captured})
+	err := s.SaveSummary(ctx, guardedSummary(alice, 1, "lives in Porto", captured))
 	if !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("guarded SaveSummary of an erased user = %v, want ErrErased", err)
 	}
@@ -164,8 +172,7 @@ func testFreshStartAfterErasure(t *testing.T, s KnowledgeStore) {
 	fresh := erased.Add(time.Millisecond)
 	seedUser(t, s, alice, fresh, "Braga")
 	mustUpsertFact(t, s, guardedFact(alice, "Braga", fresh), 0)
-	if err := s.SaveSummary(ctx, memory.Summary{Tenant: alice.Tenant, User: alice.User, Conversation: alice.Conversation,
-		Version: 1, FromSeq: 1, ToSeq: 2, Text: "lives in Braga", CreatedAt: fresh, GuardSince: fresh}); err != nil {
+	if err := s.SaveSummary(ctx, guardedSummary(alice, 1, "lives in Braga", fresh)); err != nil {
 		t.Fatalf("SaveSummary after a fresh start: %v", err)
 	}
 	mustAddItems(t, s, item(alice, "message", "fresh:0", "I live in Braga", vec4(1, 0, 0, 0)))
@@ -207,8 +214,7 @@ func testGuardedWritesRaceErasure(t *testing.T, s KnowledgeStore) {
 				}
 				_, ferr := s.UpsertFact(ctx, guardedFact(id, fmt.Sprintf("Porto %d", i), captured), 0)
 				ierr := s.AddItems(ctx, []memory.Item{guardedItem(id, "message", fmt.Sprintf("r%d:0", i), "I live in Porto", vec4(1, 0, 0, 0), captured)})
-				serr := s.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-					Version: version, FromSeq: 1, ToSeq: 2, Text: "lives in Porto", CreatedAt: time.Now(), GuardSince: captured})
+				serr := s.SaveSummary(ctx, guardedSummary(id, version, "lives in Porto", captured))
 				if serr == nil {
 					version++
 				}

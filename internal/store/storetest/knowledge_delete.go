@@ -160,6 +160,7 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 	}
 	late := fact("acme", "alice", memory.FactDecision, "move", "I decided to move to Lisbon with my partner Mariabelle", 1)
 	late.Conversation, late.Pinned, late.GuardSince = cx.Conversation, true, captured
+	late.Source = memory.Key("ex-alice-cx-1", 0) // its user message, deleted with it
 	if _, err := s.UpsertFact(ctx, late, 0); !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("late guarded UpsertFact for the deleted conversation = %v, want memory.ErrErased", err)
 	}
@@ -178,7 +179,7 @@ func testLateWritesOfDeletedConversation(t *testing.T, s KnowledgeStore) {
 	}
 	for _, id := range []memory.Identity{cy, def} {
 		f := late
-		f.Conversation, f.Key = id.Conversation, "move "+id.Conversation
+		f.Conversation, f.Key, f.Source = id.Conversation, "move "+id.Conversation, memory.Key("ex-alice-"+id.Conversation+"-1", 0)
 		if _, err := s.UpsertFact(ctx, f, 0); err != nil {
 			t.Fatalf("guarded UpsertFact for conversation %q: %v", id.Conversation, err)
 		}
@@ -213,6 +214,7 @@ func testGuardedWritesRaceConversationDelete(t *testing.T, s KnowledgeStore) {
 				}
 				f := fact("acme", "alice", memory.FactDecision, fmt.Sprintf("plan %s %d", id.Conversation, i), "move to Lisbon with Mariabelle", i)
 				f.Conversation, f.Pinned, f.GuardSince = id.Conversation, true, captured
+				f.Source = memory.Key("ex-alice-"+id.Conversation+"-1", 0)
 				_, ferr := s.UpsertFact(ctx, f, 0)
 				ierr := s.AddItems(ctx, []memory.Item{
 					guardedItem(id, "message", memory.Key("ex-alice-"+id.Conversation+"-1", i%2), "Lisbon with Mariabelle", vec4(1, 0, 0, 0), captured),

@@ -137,3 +137,45 @@ func testLateKnowledgeOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
 		t.Errorf("facts = %q, want the new conversations' alone", got)
 	}
 }
+
+// testLateKnowledgeNamingNoMessage covers a guarded fact or summary that
+// names no message it was made from (memory.Fact.Source,
+// memory.Summary.Through ""): nothing tells which conversation of the
+// name it was made from, so it is refused with memory.ErrErased — in a
+// conversation started again after a deletion, which the deleted one's
+// late write must not reach, and so in any conversation, the default one
+// too. The same writes unguarded (the management API's, made now) are
+// stored.
+func testLateKnowledgeNamingNoMessage(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	guard := baseTime // before every exchange below, as a dated replay's
+	for i, id := range []memory.Identity{
+		{Tenant: "acme", User: "alice", Conversation: "c1"},
+		{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation},
+	} {
+		mustSave(t, s, simple(t, id, 2*i+1))
+		if err := s.DeleteConversation(ctx, id); err != nil {
+			t.Fatalf("DeleteConversation(%s): %v", id.Conversation, err)
+		}
+		mustSave(t, s, simple(t, id, 2*i+2)) // the same name, started again
+		f := guardedFact(id, "Lisbon", guard)
+		f.Key, f.Source = "city in "+id.Conversation, ""
+		if _, err := s.UpsertFact(ctx, f, 0); !errors.Is(err, memory.ErrErased) {
+			t.Errorf("guarded UpsertFact in %s naming no message = %v, want memory.ErrErased", id.Conversation, err)
+		}
+		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
+			Version: 1, FromSeq: 1, ToSeq: 2, Text: "Lisbon summary", GuardSince: guard}
+		if err := s.SaveSummary(ctx, sum); !errors.Is(err, memory.ErrErased) {
+			t.Errorf("guarded SaveSummary of %s naming no message = %v, want memory.ErrErased", id.Conversation, err)
+		}
+		f.Value, f.GuardSince, sum.Text, sum.GuardSince = "Porto", time.Time{}, "Porto summary", time.Time{}
+		mustUpsertFact(t, s, f, 0)
+		if err := s.SaveSummary(ctx, sum); err != nil {
+			t.Fatalf("unguarded SaveSummary of %s: %v", id.Conversation, err)
+		}
+		if got := mustLatestSummary(t, s, id); got.Text != "Porto summary" {
+			t.Errorf("summary of %s = %q, want the unguarded one", id.Conversation, got.Text)
+		}
+	}
+	assertValues(t, "facts", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true), "Porto", "Porto")
+}
