@@ -49,10 +49,8 @@ type Source interface {
 	// with its embedding (nil when none). It may return another user's
 	// items for ids that are not the user's: they are dropped.
 	LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error)
-	// LoadSaidAt returns, by id, the SaidAt and CreatedAt of the user's
-	// items of ids that exist (a CreatedAt other than the one held tells
-	// an id used again).
-	LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64][2]time.Time, error)
+	// LoadSaidAt returns the SaidAt of the user's items of ids that exist.
+	LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error)
 	// ReadWindows reads, for each of refs that names a stored message of
 	// the user, the live turns within radius of it (no superseded messages
 	// nor replies the upstream broke off; Raw empty) by Seq, nil when none,
@@ -234,11 +232,11 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			if held[i] || items[i].ID != r.ID {
 				continue // current, or not held at all
 			}
-			if t, ok := times[r.ID]; ok && t[1].Equal(items[i].CreatedAt) {
-				items[i].SaidAt, held[i] = t[0], true
+			if said, ok := times[r.ID]; ok {
+				items[i].SaidAt, held[i] = said, true
 				x.items.Put(key(r.ID), heldItem{items[i], rev.Dated})
 			} else {
-				missing = append(missing, r.ID) // gone, or its id used again
+				missing = append(missing, r.ID) // gone (read as of a later change)
 			}
 		}
 	}

@@ -146,14 +146,14 @@ func (f *fakeStore) LoadItems(_ context.Context, _, _ string, ids []int64) ([]me
 	return out, nil
 }
 
-func (f *fakeStore) LoadSaidAt(_ context.Context, _, _ string, ids []int64) (map[int64][2]time.Time, error) {
+func (f *fakeStore) LoadSaidAt(_ context.Context, _, _ string, ids []int64) (map[int64]time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads["times"]++
-	out := map[int64][2]time.Time{}
+	out := map[int64]time.Time{}
 	for _, it := range f.items {
 		if slices.Contains(ids, it.ID) {
-			out[it.ID] = [2]time.Time{it.SaidAt, it.CreatedAt}
+			out[it.ID] = it.SaidAt
 		}
 	}
 	return out, nil

@@ -78,16 +78,12 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 	return items, nil
 }
 
-// LoadSaidAt reads the times of the user's items of ids.
-func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64][2]time.Time, error) {
-	out := make(map[int64][2]time.Time, len(ids))
-	var (
-		id    int64
-		times [2]time.Time
-	)
-	rows, err := src.pool.Query(ctx, `SELECT id, coalesce(said_at, created_at), created_at FROM memory_items
+// LoadSaidAt reads the times said of the user's items of ids.
+func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
+	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
+	rows, err := src.pool.Query(ctx, `SELECT id, coalesce(said_at, created_at) FROM memory_items
 		WHERE tenant = $1 AND user_id = $2 AND id = ANY($3)`, tenant, user, ids)
-	return out, eachRow(rows, err, "item times", []any{&id, &times[0], &times[1]}, func() { out[id] = times })
+	return out, eachRow(rows, err, "item times", []any{&id, &said}, func() { out[id] = said })
 }
 
 // ReadWindows reads the turns within radius of each of refs

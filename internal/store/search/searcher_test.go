@@ -80,11 +80,11 @@ func (f fakeStore) LoadItems(_ context.Context, _, _ string, ids []int64) ([]mem
 	return out, nil
 }
 
-func (f fakeStore) LoadSaidAt(_ context.Context, _, _ string, ids []int64) (map[int64][2]time.Time, error) {
-	out := map[int64][2]time.Time{}
+func (f fakeStore) LoadSaidAt(_ context.Context, _, _ string, ids []int64) (map[int64]time.Time, error) {
+	out := map[int64]time.Time{}
 	for _, it := range f {
 		if slices.Contains(ids, it.ID) {
-			out[it.ID] = [2]time.Time{it.SaidAt, it.CreatedAt}
+			out[it.ID] = it.SaidAt
 		}
 	}
 	return out, nil

@@ -70,17 +70,13 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 	return loaded, nil
 }
 
-// LoadSaidAt reads the times of the user's items of ids from the index of
-// migration 0025.
-func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64][2]time.Time, error) {
-	out := make(map[int64][2]time.Time, len(ids))
-	var (
-		id    int64
-		times [2]time.Time
-	)
-	err := eachRow(ctx, src.s.reads, `SELECT id, COALESCE(said_at, created_at), created_at FROM memory_items INDEXED BY memory_items_times
+// LoadSaidAt reads the times said of the user's items of ids from the
+// index of migration 0025.
+func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
+	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
+	err := eachRow(ctx, src.s.reads, `SELECT id, COALESCE(said_at, created_at) FROM memory_items INDEXED BY memory_items_times
 		WHERE tenant = ? AND user_id = ? AND id IN (SELECT value FROM json_each(?))`, []any{tenant, user, jsonArray(ids)},
-		[]any{&id, (*nanoTime)(&times[0]), (*nanoTime)(&times[1])}, func() error { out[id] = times; return nil })
+		[]any{&id, (*nanoTime)(&said)}, func() error { out[id] = said; return nil })
 	return out, err
 }
 
