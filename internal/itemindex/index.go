@@ -79,11 +79,8 @@ type Index struct {
 	vectors slots[vecSet, *vecSet]
 	texts   slots[textIndex, *textIndex]
 	// items are the items searches return, by id as of the user's
-	// Revisions.Changed (moved by every delete and update of an item but
-	// of its SaidAt alone, not by inserts): a warm conversation's recall
-	// finds mostly the same ones. Each holds its SaidAt as of a count of
-	// Revisions.Dated: a fact stated again, turn after turn, has only the
-	// times of what a search returns read again.
+	// Revisions.Changed, their SaidAt as of Dated (see Items): a warm
+	// conversation's recall finds mostly the same ones.
 	items   *cache.Cache[cache.Key[int64], heldItem]
 	windows *cache.Cache[cache.Key[WindowKey], []memory.Message]
 }
