@@ -8,8 +8,8 @@
 // update of what a search ranks by, an insert not above the highest id
 // held): same counts, the index is current; only Added moved, the rows
 // above the highest id held are appended; else it is read again. Whole
-// items are kept under Revisions.Items (Changed plus Dated: a fact stated
-// again has its items read again, never the user's indexes). The counters
+// items are kept under Changed, their times said under Dated (a fact
+// stated again has only those times read again). The counters
 // never go back, so nothing read before a change passes for a later state.
 // A user too large for their share of a cache gets ErrTooBig and is
 // searched in SQL (internal/store/search).
@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -48,6 +49,8 @@ type Source interface {
 	// with its embedding (nil when none). It may return another user's
 	// items for ids that are not the user's: they are dropped.
 	LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error)
+	// LoadSaidAt returns the SaidAt of the user's items of ids that exist.
+	LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error)
 	// ReadWindows reads, for each of refs that names a stored message of
 	// the user, the live turns within radius of it (no superseded messages
 	// nor replies the upstream broke off; Raw empty) by Seq, nil when none,
@@ -76,9 +79,9 @@ type Index struct {
 	vectors slots[vecSet, *vecSet]
 	texts   slots[textIndex, *textIndex]
 	// items are the items searches return, by id as of the user's
-	// Revisions.Items (moved by every delete and update of an item, not by
-	// inserts): a warm conversation's recall finds mostly the same ones.
-	items   *cache.Cache[cache.Key[int64], memory.Item]
+	// Revisions.Changed, their SaidAt as of Dated (see Items): a warm
+	// conversation's recall finds mostly the same ones.
+	items   *cache.Cache[cache.Key[int64], heldItem]
 	windows *cache.Cache[cache.Key[WindowKey], []memory.Message]
 }
 
@@ -190,18 +193,48 @@ func refSet(refs []string) map[string]bool {
 	return set
 }
 
+// heldItem is an item as the items cache keeps it, its SaidAt read at
+// the user's Revisions.Dated count dated.
+type heldItem struct {
+	memory.Item
+	dated int64
+}
+
 // Items returns the whole items of ranked (the user's items a search
 // ranked as of rev), in ranked's order with their scores, from memory when
-// held at rev's Items count, else from the Source (then kept); ids no
-// longer found, or not the user's, are skipped. The embeddings are the
-// cache's own (read-only).
+// held at rev's Changed count (their SaidAt read again when rev's Dated
+// moved), else from the Source (then kept); ids no longer found, or not
+// the user's, are skipped. The embeddings are the cache's own (read-only).
 func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user string, ranked []ranking.Scored) ([]memory.Item, error) {
-	at := rev.Items()
+	key := func(id int64) cache.Key[int64] {
+		return cache.Key[int64]{Tenant: tenant, User: user, Rev: rev.Changed, Of: id}
+	}
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
-	var missing []int64
+	var missing, redate []int64
 	for i, r := range ranked {
-		if items[i], held[i] = x.items.Get(cache.Key[int64]{Tenant: tenant, User: user, Rev: at, Of: r.ID}); !held[i] {
+		h, ok := x.items.Get(key(r.ID))
+		items[i], held[i] = h.Item, ok && h.dated == rev.Dated
+		if !ok {
 			missing = append(missing, r.ID)
+		} else if !held[i] {
+			redate = append(redate, r.ID)
+		}
+	}
+	if len(redate) > 0 {
+		times, err := x.src.LoadSaidAt(ctx, tenant, user, redate)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range ranked {
+			if held[i] || items[i].ID != r.ID {
+				continue // current, or not held at all
+			}
+			if said, ok := times[r.ID]; ok {
+				items[i].SaidAt, held[i] = said, true
+				x.items.Put(key(r.ID), heldItem{items[i], rev.Dated})
+			} else {
+				missing = append(missing, r.ID) // gone (read as of a later change)
+			}
 		}
 	}
 	if len(missing) > 0 {
@@ -213,7 +246,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			if it.Tenant != tenant || it.User != user {
 				continue // another user's row (an id reused after a delete)
 			}
-			x.items.Put(cache.Key[int64]{Tenant: tenant, User: user, Rev: at, Of: it.ID}, it)
+			x.items.Put(key(it.ID), heldItem{it, rev.Dated})
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {
 					items[i], held[i] = it, true
@@ -236,6 +269,6 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 }
 
 // itemSize is roughly what one cached item holds in memory, in bytes.
-func itemSize(_ cache.Key[int64], it memory.Item) int {
+func itemSize(_ cache.Key[int64], it heldItem) int {
 	return 32 + len(it.Conversation) + len(it.Kind) + len(it.Ref) + len(it.Text) + len(it.Model) + 4*len(it.Embedding)
 }

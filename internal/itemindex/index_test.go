@@ -146,6 +146,19 @@ func (f *fakeStore) LoadItems(_ context.Context, _, _ string, ids []int64) ([]me
 	return out, nil
 }
 
+func (f *fakeStore) LoadSaidAt(_ context.Context, _, _ string, ids []int64) (map[int64]time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads["times"]++
+	out := map[int64]time.Time{}
+	for _, it := range f.items {
+		if slices.Contains(ids, it.ID) {
+			out[it.ID] = it.SaidAt
+		}
+	}
+	return out, nil
+}
+
 // takeAfterIDs returns and forgets the afterIDs recorded.
 func (f *fakeStore) takeAfterIDs() []int64 {
 	f.mu.Lock()
@@ -217,8 +230,9 @@ func TestIndexReadsOnlyWhatChanged(t *testing.T) {
 }
 
 // TestIndexRedatedItemsOnly checks that an update of an item's time said
-// alone (a fact stated again) reads the items searches return again, with
-// their new time, and neither the vectors nor the full-text index.
+// alone (a fact stated again) reads the times of the items searches
+// return again, and neither the items, the vectors nor the full-text
+// index.
 func TestIndexRedatedItemsOnly(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeStore()
@@ -239,14 +253,21 @@ func TestIndexRedatedItemsOnly(t *testing.T) {
 	}
 	said("first", time.Time{}.Unix())
 	f.takeAfterIDs()
-	items := f.count("items")
+	items, times := f.count("items"), f.count("times")
 	f.redate(1, time.Unix(5000, 0))
 	said("redated", 5000)
 	if got := f.takeAfterIDs(); len(got) != 0 {
 		t.Fatalf("redated: vectors or texts read again (rows above %v)", got)
 	}
-	if n := f.count("items") - items; n == 0 {
-		t.Fatal("redated: the items were not read again")
+	if n := f.count("items") - items; n != 0 {
+		t.Fatalf("redated: the items were read again (%d reads)", n)
+	}
+	if n := f.count("times") - times; n != 1 {
+		t.Fatalf("redated: the times were read %d times, want once", n)
+	}
+	said("redated, held", 5000)
+	if n := f.count("times") - times; n != 1 {
+		t.Fatalf("redated twice: the times were read %d times, want once", n)
 	}
 }
 

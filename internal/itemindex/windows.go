@@ -82,12 +82,7 @@ func mergeWindows(wins [][]memory.Message) []*memory.Message {
 	slices.SortFunc(order, func(a, b *memory.Message) int {
 		return cmp.Or(cmp.Compare(a.Conversation, b.Conversation), cmp.Compare(a.Seq, b.Seq))
 	})
-	out := order[:0] // in place: each kept turn is at or before its place in order
-	for _, m := range order {
-		if len(out) > 0 && m.Seq == out[len(out)-1].Seq && m.Conversation == out[len(out)-1].Conversation {
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
+	return slices.CompactFunc(order, func(a, b *memory.Message) bool {
+		return a.Seq == b.Seq && a.Conversation == b.Conversation
+	})
 }

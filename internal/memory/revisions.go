@@ -9,10 +9,11 @@ package memory
 //     the highest id held), Dated the updates that change an item's time
 //     said alone (a fact stated again). A user's vectors and text index,
 //     extended in place after inserts, carry Added and Changed; the items
-//     searches return are kept under Items.
+//     searches return are kept under Changed, their times said under
+//     Dated.
 //   - Messages counts updates and deletes of the user's messages (the turns
 //     around recalled messages are kept under it: an insert never joins a
-//     closed window), MessagesAdded inserts; Tail is their sum.
+//     closed window).
 //   - Facts counts every write of the user's facts, Summaries of their
 //     summaries.
 //
@@ -23,14 +24,5 @@ package memory
 type Revisions struct {
 	Added, Changed, Dated int64
 	Messages              int64
-	MessagesAdded         int64
 	Facts, Summaries      int64
 }
-
-// Items is the count every change of the user's items moves but their
-// inserts: the items searches return are kept under it.
-func (r Revisions) Items() int64 { return r.Changed + r.Dated }
-
-// Tail is the count every change of the user's messages moves: a
-// conversation's newest turns are kept under it.
-func (r Revisions) Tail() int64 { return r.MessagesAdded + r.Messages }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,13 +26,13 @@ var _ itemindex.Source = indexSource{}
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none): the counters the triggers of migrations 0010, 0011, 0021 and 0023 move
 // on every write of memory_items, messages, facts and summaries, by any
-// process sharing the database.
+// process sharing the database. Their messages_added (0021) is not read:
+// it moves for gateways of earlier releases.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.pool.QueryRow(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
+	err := s.pool.QueryRow(ctx, `SELECT added, changed, dated, messages_changed,
 			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
-		&rev.Facts, &rev.Summaries)
+		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return memory.Revisions{}, unavailable(err)
 	}
@@ -75,6 +76,14 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 		return nil, fmt.Errorf("load items: %w", err)
 	}
 	return items, nil
+}
+
+// LoadSaidAt reads the times said of the user's items of ids.
+func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
+	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
+	rows, err := src.pool.Query(ctx, `SELECT id, coalesce(said_at, created_at) FROM memory_items
+		WHERE tenant = $1 AND user_id = $2 AND id = ANY($3)`, tenant, user, ids)
+	return out, eachRow(rows, err, "item times", []any{&id, &said}, func() { out[id] = said })
 }
 
 // ReadWindows reads the turns within radius of each of refs

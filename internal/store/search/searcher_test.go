@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -74,6 +75,16 @@ func (f fakeStore) LoadItems(_ context.Context, _, _ string, ids []int64) ([]mem
 		if slices.Contains(ids, it.ID) {
 			it.Embedding = slices.Clone(it.Embedding)
 			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func (f fakeStore) LoadSaidAt(_ context.Context, _, _ string, ids []int64) (map[int64]time.Time, error) {
+	out := map[int64]time.Time{}
+	for _, it := range f {
+		if slices.Contains(ids, it.ID) {
+			out[it.ID] = it.SaidAt
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
@@ -20,14 +21,14 @@ var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), whose counters triggers move on every write of memory_items
-// (migrations 0005, 0012, 0021, 0023), messages (0013, 0014), facts and
-// summaries (0015).
+// (migrations 0005, 0012, 0021, 0023), messages (0013), facts and
+// summaries (0015). Their messages_added (0014) is not read: it moves for
+// gateways of earlier releases sharing the file.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
+	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed,
 			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
-		&rev.Facts, &rev.Summaries)
+		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return memory.Revisions{}, err
 	}
@@ -67,6 +68,16 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 		return nil, fmt.Errorf("load items: %w", err)
 	}
 	return loaded, nil
+}
+
+// LoadSaidAt reads the times said of the user's items of ids from the
+// index of migration 0025.
+func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
+	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
+	err := eachRow(ctx, src.s.reads, `SELECT id, COALESCE(said_at, created_at) FROM memory_items INDEXED BY memory_items_times
+		WHERE tenant = ? AND user_id = ? AND id IN (SELECT value FROM json_each(?))`, []any{tenant, user, jsonArray(ids)},
+		[]any{&id, (*nanoTime)(&said)}, func() error { out[id] = said; return nil })
+	return out, err
 }
 
 // ReadWindows reads the live turns within radius of each of refs

@@ -24,7 +24,7 @@ type Replicas struct {
 // RunFreshness runs the freshness suite: whatever is kept in memory to
 // search (vectors, full-text index, whole items) or to recall around (the
 // turns around a message), or by the engine (Mine read through Cached) to
-// answer Recent, Facts and LatestSummary, follows every insert,
+// answer Facts and LatestSummary, and what Recent answers, follows every insert,
 // update, delete and erasure, made through it, through another store on
 // the same database, or by plain SQL, on its very next search; an erased
 // user's items never come back. open must return replicas on a fresh,
@@ -175,7 +175,8 @@ func testSearchTextSeesEveryChange(t *testing.T, r Replicas) {
 // testSearchesSeeEveryItemChange searches, by vector and by text, between
 // writes that the items the searches return (kept in memory after the
 // first search) must follow: a new text, a new time said, a second store
-// writing the same database, and the user's erasure. After an erasure
+// writing the same database (a new time said alone too), and the user's
+// erasure. After an erasure
 // nothing of the user comes back, from either search.
 func testSearchesSeeEveryItemChange(t *testing.T, r Replicas) {
 	ctx := testCtx(t)
@@ -220,6 +221,8 @@ func testSearchesSeeEveryItemChange(t *testing.T, r Replicas) {
 	want("new time said", "moved to porto@2000;", "moved to porto@2000;")
 	must(t, other.AddItems(ctx, []memory.Item{item("moved to porto again", t3)}))
 	want("other store", "moved to porto again@3000;", "moved to porto again@3000;")
+	must(t, other.AddItems(ctx, []memory.Item{item("moved to porto again", t1)}))
+	want("time said by the other store", "moved to porto again@1000;", "moved to porto again@1000;")
 	must(t, other.DeleteUser(ctx, "acme", "alice"))
 	want("erased by the other store", "", "")
 	// A new item of the erased user, written later, is found, and only it.
