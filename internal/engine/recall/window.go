@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -40,31 +42,71 @@ func newQueryMatcher(query string) *queryMatcher {
 	m := &queryMatcher{terms: make(map[string]bool, len(ts)), stems: make(map[string]bool, len(ts))}
 	for _, t := range ts {
 		m.terms[t] = true
-		if r := []rune(t); len(r) >= stemLen {
-			m.stems[string(r[:stemLen])] = true
+		if st := stemOf(t); st != "" {
+			m.stems[st] = true
 		}
 	}
 	return m
 }
 
-// score is how many distinct query words s holds.
+// score is how many distinct query words s holds: its words as
+// memory.QueryTerms gives them (stopwords only when s has no other word),
+// matched by term or by stem. It allocates nothing for a lower-case text.
 func (m *queryMatcher) score(s string) int {
 	if m == nil {
 		return 0
 	}
-	seen := map[string]bool{}
-	for _, w := range memory.QueryTerms(s, 1<<10) {
+	var keys, stopKeys []string // distinct matched words or stems
+	other := false
+	for rest := strings.ToLower(s); rest != ""; {
+		i := strings.IndexFunc(rest, isWordRune)
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		j := strings.IndexFunc(rest, func(r rune) bool { return !isWordRune(r) })
+		if j < 0 {
+			j = len(rest)
+		}
+		w := rest[:j]
+		rest = rest[j:]
+		stop := memory.Stopword(w)
+		other = other || !stop
 		key := w
 		if !m.terms[w] {
-			r := []rune(w)
-			if len(r) < stemLen || !m.stems[string(r[:stemLen])] {
+			if key = stemOf(w); key == "" || !m.stems[key] {
 				continue
 			}
-			key = string(r[:stemLen])
 		}
-		seen[key] = true
+		if stop && !slices.Contains(stopKeys, key) {
+			stopKeys = append(stopKeys, key)
+		} else if !stop && !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
 	}
-	return len(seen)
+	if !other {
+		return len(stopKeys)
+	}
+	return len(keys)
+}
+
+// isWordRune reports whether r is part of a word (memory.QueryTerms'
+// letters, digits and marks).
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
+
+// stemOf is w's first stemLen letters, or "" when w is shorter.
+func stemOf(w string) string {
+	n := 0
+	for i := range w {
+		if n == stemLen {
+			return w[:i]
+		}
+		n++
+	}
+	if n == stemLen {
+		return w
+	}
+	return ""
 }
 
 // window returns what a passage shows of text within limit bytes: all of

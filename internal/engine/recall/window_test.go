@@ -149,3 +149,30 @@ func TestBeforeHit(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryMatcherScore states what a passage's share of the query counts:
+// the distinct query words a text holds, matched whole or by their first
+// five letters, in any case, a stopword only when the text has no other
+// word (as memory.QueryTerms reads a text).
+func TestQueryMatcherScore(t *testing.T) {
+	tests := []struct {
+		query, text string
+		want        int
+	}{
+		{"allergic to shellfish", "I'm ALLERGIC to Shellfish!", 2},
+		{"allergic to shellfish", "allergies: shellfish, shellfish again", 2},
+		{"allergic", "allerg alle", 1}, // five letters in common; four are not enough
+		{"weekends free", "free free free", 1},
+		{"ações minha", "as ações", 1},
+		{"the", "the cat", 0},  // a stopword counts only in a text of stopwords
+		{"the", "the a of", 1}, // (a query of stopwords alone keeps them)
+		{"porto", "", 0},
+		{"", "porto", 0},
+		{"日本語 café", "日本語, CAFÉ", 2},
+	}
+	for _, tt := range tests {
+		if got := newQueryMatcher(tt.query).score(tt.text); got != tt.want {
+			t.Errorf("score(%q) for %q = %d, want %d", tt.text, tt.query, got, tt.want)
+		}
+	}
+}
