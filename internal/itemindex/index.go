@@ -92,9 +92,16 @@ func New(src Source, lim Limits) *Index {
 		windows: cache.New("windows", lim.Windows, windowSize)}
 }
 
-// VectorUsage reports how many keys (users, models and dimensions) the
-// vector cache holds and the bytes it accounts for them.
+// VectorUsage reports the vector sets (user, model, dims) held and their bytes.
 func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.Usage() }
+
+// Forget drops what x holds of the user (erased): nothing waits for eviction.
+func (x *Index) Forget(tenant, user string) {
+	x.vectors.Drop(func(k Key) bool { return k.Tenant == tenant && k.User == user })
+	x.texts.Drop(func(k Key) bool { return k.Tenant == tenant && k.User == user })
+	x.items.Drop(func(k cache.Key[int64]) bool { return k.Tenant == tenant && k.User == user })
+	x.windows.Drop(func(k cache.Key[WindowKey]) bool { return k.Tenant == tenant && k.User == user })
+}
 
 // Collectors returns the Prometheus collectors of x's caches.
 func (x *Index) Collectors() []prometheus.Collector {
@@ -193,8 +200,7 @@ func refSet(refs []string) map[string]bool {
 	return set
 }
 
-// heldItem is an item as the items cache keeps it, its SaidAt read at
-// the user's Revisions.Dated count dated.
+// heldItem is an item as kept, its SaidAt read at Revisions.Dated dated.
 type heldItem struct {
 	memory.Item
 	dated int64

@@ -443,3 +443,33 @@ func TestSearchItemsAreCopies(t *testing.T) {
 		tx[0].Ref = "changed"
 	}
 }
+
+// TestForgetDropsTheUsersEntries checks that Forget (an erasure) leaves
+// nothing of the user in memory, and the other users' entries held.
+func TestForgetDropsTheUsersEntries(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeStore()
+	x := itemindex.New(f, itemindex.DefaultLimits)
+	f.add(fakeItem("alice", "a", "porto", 1, 0), fakeItem("bob", "b", "porto", 1, 0))
+	search := func(user string) {
+		t.Helper()
+		q := memory.ItemQuery{Tenant: "acme", User: user, Embedding: []float32{1, 0}, Model: "m", Limit: 10}
+		if v, err := x.SearchVector(ctx, f.revs(t, user), q); err != nil || len(v) != 1 {
+			t.Fatalf("%s: SearchVector = %v, %v", user, v, err)
+		}
+	}
+	search("alice")
+	search("bob")
+	if keys, _ := x.VectorUsage(); keys != 2 {
+		t.Fatalf("vector sets held = %d, want 2", keys)
+	}
+	x.Forget("acme", "alice")
+	if keys, _ := x.VectorUsage(); keys != 1 {
+		t.Fatalf("after Forget: vector sets held = %d, want bob's alone", keys)
+	}
+	items := f.count("items")
+	search("bob")
+	if n := f.count("items") - items; n != 0 {
+		t.Fatalf("bob's items read again (%d reads) after alice was forgotten", n)
+	}
+}

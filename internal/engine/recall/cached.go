@@ -187,6 +187,3 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	}
 	c.mu.Unlock()
 }
-
-// isLate reports whether err is ErrEmbeddingLate.
-func isLate(err error) bool { return errors.Is(err, ErrEmbeddingLate) }

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -234,7 +235,7 @@ func (r *Recaller) rankFacts(ctx context.Context, tenant, user string, facts []m
 			texts = append(texts, FactText(f))
 		}
 		vecs, err := r.emb.EmbedOwned(ctx, ownedBy(tenant, user, texts...), by)
-		late = isLate(err)
+		late = errors.Is(err, ErrEmbeddingLate)
 		if err != nil && !late {
 			return nil, false, fmt.Errorf("embed facts: %w", err)
 		}

@@ -3,6 +3,7 @@ package recall
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -204,7 +205,7 @@ func (s *Searcher) search(ctx context.Context, q SearchQuery) (_ []memory.Item, 
 	telemetry.End(span, err)
 	// A query embedding that comes too late leaves the full-text ranking
 	// alone.
-	lexical = isLate(err)
+	lexical = errors.Is(err, ErrEmbeddingLate)
 	if err != nil && !lexical {
 		<-done
 		return nil, false, fmt.Errorf("embed query: %w", err)
@@ -613,7 +614,7 @@ func (s *Searcher) dedup(ctx context.Context, scr *searchScratch, q SearchQuery,
 	}
 	if len(missing) > 0 {
 		vecs, err := s.emb.EmbedOwned(ctx, ownedBy(q.Tenant, q.User, missing...), q.EmbedBy)
-		if isLate(err) {
+		if errors.Is(err, ErrEmbeddingLate) {
 			for _, c := range cands {
 				c.it.Embedding = nil // dedup by text alone
 			}

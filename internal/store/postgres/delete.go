@@ -61,6 +61,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("postgres: delete conversation %s: %w", id.Conversation, err)
 	}
+	s.index.Forget(id.Tenant, id.User) // stale already (the deletes moved the counts)
 	s.vacuum.request()
 	return nil
 }
@@ -102,6 +103,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("postgres: delete user: %w", err)
 	}
+	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
 	s.vacuum.request()
 	return nil
 }

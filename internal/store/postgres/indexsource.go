@@ -78,7 +78,7 @@ func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids [
 	return items, nil
 }
 
-// LoadSaidAt reads the times said of the user's items of ids.
+// LoadSaidAt reads the user's items' times said.
 func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
 	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
 	rows, err := src.pool.Query(ctx, `SELECT id, coalesce(said_at, created_at) FROM memory_items

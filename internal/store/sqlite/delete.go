@@ -39,7 +39,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
-	// Stale already (the deletes moved the counts), and erased.
+	s.index.Forget(id.Tenant, id.User) // stale already (the deletes moved the counts)
 	s.truncateWAL(ctx)
 	return nil
 }
@@ -77,7 +77,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	if err != nil {
 		return fmt.Errorf("delete user: %w", err)
 	}
-	// Stale already (the deletes moved the counts), and erased.
+	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
 	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
 	return nil

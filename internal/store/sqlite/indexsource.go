@@ -70,8 +70,7 @@ func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) 
 	return loaded, nil
 }
 
-// LoadSaidAt reads the times said of the user's items of ids from the
-// index of migration 0025.
+// LoadSaidAt reads the user's items' times said (index of migration 0025).
 func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
 	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
 	err := eachRow(ctx, src.s.reads, `SELECT id, COALESCE(said_at, created_at) FROM memory_items INDEXED BY memory_items_times

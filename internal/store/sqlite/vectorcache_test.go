@@ -89,3 +89,36 @@ func TestSavesCountMessages(t *testing.T) {
 		}
 	})
 }
+
+// TestErasureEmptiesTheRecallCaches checks that a user's vectors held in
+// memory go with their erasure, and with a deleted conversation of theirs.
+func TestErasureEmptiesTheRecallCaches(t *testing.T) {
+	ctx := context.Background()
+	s, _ := mustTempStore(t)
+	c1 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	if _, err := s.SaveExchange(ctx, memory.Exchange{ID: "x1", Identity: c1, Turn: []memory.Message{{Role: "user", Content: "hi"}},
+		Reply: memory.Message{Role: "assistant", Content: "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	q := memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0, 0, 0}, Model: "m", Dims: 4, Limit: 5}
+	for _, erase := range []func() error{
+		func() error {
+			return s.DeleteConversation(ctx, memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"})
+		},
+		func() error { return s.DeleteUser(ctx, "acme", "alice") },
+	} {
+		if err := s.AddItems(ctx, []memory.Item{vecItem("c1", "r1", 1, 0, 0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		searchRefs(t, s.SearchVector, q)
+		if keys, _ := sqlite.VectorCacheUsage(s); keys != 1 {
+			t.Fatalf("vector sets held after a search = %d, want 1", keys)
+		}
+		if err := erase(); err != nil {
+			t.Fatal(err)
+		}
+		if keys, _ := sqlite.VectorCacheUsage(s); keys != 0 {
+			t.Fatalf("vector sets held after the erasure = %d, want 0", keys)
+		}
+	}
+}
