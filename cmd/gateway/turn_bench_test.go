@@ -38,7 +38,7 @@ func BenchmarkMemoryTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs := withReads(w.st, nil)
+	cs := withReads(cfg, w.st, nil)
 	asm, err := newAssembler(cfg, cs, rl.Recaller, counter, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -37,7 +37,6 @@ import (
 type store interface {
 	engine.Store
 	cache.Store
-	prompt.HistoryReader
 	prompt.RevisionReader
 	record.Saver
 	record.BatchSaver
@@ -154,10 +153,10 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
-	// What a request reads of the store besides its searches and recent
-	// turns (facts, summaries) is kept in memory by the engine, under the
-	// user's revision counters; erasures go through it.
-	cs := withReads(b.store, b.embeddings)
+	// What a request reads of the store besides its searches (recent
+	// turns, facts, summaries) is kept in memory by the engine, under the
+	// user's revision counters; saves and erasures go through it.
+	cs := withReads(cfg, b.store, b.embeddings)
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
 		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors())}, store: b.store, queue: b.queue}
@@ -206,7 +205,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counte
 	// Claude models (on /v1/messages, or any API) are counted with the documented upper-bound
 	// estimate of internal/dialect/anthropic; a request, through its owner's view of counter.
 	reads, unknown := st.reads, tokens.DefaultContextWindow
-	deps := prompt.Deps{History: st, Facts: reads, Recaller: rec, Revisions: st, Counter: anthropic.NewCounter(counter, unknown),
+	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st, Counter: anthropic.NewCounter(counter, unknown),
 		Owned: func(t, u string) prompt.TokenCounter { return anthropic.NewCounter(counter.Owned(t, u), unknown) }}
 	if cfg.Compaction.Enabled {
 		deps.Summaries = reads
@@ -308,19 +307,26 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
 }
 
-// cachedStore is a store whose facts and summaries the engine keeps, and
-// whose erasures reach what it keeps (cache.Reads).
+// cachedStore is a store whose reads besides its searches (recent turns,
+// facts, summaries) the engine keeps, and whose saves and erasures reach
+// what it keeps (cache.Reads).
 type cachedStore struct {
 	store
 	reads *cache.Reads
 }
 
-// withReads returns st with the engine's cache of its reads; its erasures
-// empty emb too (nil: none).
-func withReads(st store, emb cache.Clearer) cachedStore {
-	return cachedStore{store: st, reads: cache.NewReads(st, emb, cache.DefaultKnowledgeBytes)}
+// withReads returns st with the engine's cache of its reads, bounded as
+// memory.cache says; its erasures empty emb too (nil: none).
+func withReads(cfg config.Config, st store, emb cache.Clearer) cachedStore {
+	return cachedStore{store: st, reads: cache.NewReads(st, emb, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
 }
 
+func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	return s.reads.SaveExchange(ctx, ex)
+}
+func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	return s.reads.SaveExchanges(ctx, exs)
+}
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
 	return s.reads.DeleteUser(ctx, tenant, user)
 }

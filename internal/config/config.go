@@ -315,9 +315,9 @@ type Cache struct {
 	ItemsMB int `yaml:"items_mb"`
 	// TurnsMB bounds the turns around recalled messages.
 	TurnsMB int `yaml:"turns_mb"`
-	// RecentMB is no longer used (the recent turns are read from the store
-	// on every request): accepted, whatever its value, so that config
-	// files of earlier releases load, and ignored.
+	// RecentMB bounds the conversations' newest messages the engine keeps
+	// for their recent turns, for either store (8: about 25,000 messages,
+	// up to 64 per conversation).
 	RecentMB int `yaml:"recent_mb"`
 }
 
@@ -511,7 +511,7 @@ func Default() Config {
 		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), ImportMaxMessages: 1000},
 		Memory: Memory{
 			RecentMessages:    20,
-			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16},
+			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16, RecentMB: 8},
 			LoadTimeout:       Duration(150 * time.Millisecond),
 			EmbeddingTimeout:  Duration(300 * time.Millisecond),
 			MaxContextTokens:  8000,
@@ -726,7 +726,7 @@ func (c Config) Validate() error {
 	}
 	for key, mb := range map[string]int{"memory.cache.vectors_mb": c.Memory.Cache.VectorsMB,
 		"memory.cache.texts_mb": c.Memory.Cache.TextsMB, "memory.cache.items_mb": c.Memory.Cache.ItemsMB,
-		"memory.cache.turns_mb": c.Memory.Cache.TurnsMB} {
+		"memory.cache.turns_mb": c.Memory.Cache.TurnsMB, "memory.cache.recent_mb": c.Memory.Cache.RecentMB} {
 		if mb <= 0 || mb > 1<<20 {
 			bad(key, "must be between 1 and 1048576 (MiB)")
 		}

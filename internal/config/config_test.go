@@ -69,7 +69,6 @@ func TestLoad(t *testing.T) {
 	badVal := write("val.yml", "store:\n  driver: mysql\n")
 	anth := write("anthropic.yml", "upstream:\n  anthropic:\n    base_url: http://claude.test/v1\n")
 	cache := write("cache.yml", "memory:\n  cache:\n    vectors_mb: 512\n    items_mb: 64\n")
-	recent := write("recent.yml", "memory:\n  cache:\n    recent_mb: 8\n")
 	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
 	noInterval := write("nointerval.yml", "capture:\n  enrich_interval: 0s\n")
 	nullPass := write("nullpass.yml", "security:\n  passthrough:\n")
@@ -120,7 +119,7 @@ func TestLoad(t *testing.T) {
 			}
 		}},
 		{name: "cache sizes", env: map[string]string{"GATEWAY_CONFIG": cache}, check: func(t *testing.T, c Config) {
-			if want := (Cache{VectorsMB: 512, TextsMB: 128, ItemsMB: 64, TurnsMB: 16}); c.Memory.Cache != want {
+			if want := (Cache{VectorsMB: 512, TextsMB: 128, ItemsMB: 64, TurnsMB: 16, RecentMB: 8}); c.Memory.Cache != want {
 				t.Errorf("memory.cache = %+v, want %+v", c.Memory.Cache, want)
 			}
 		}},
@@ -132,12 +131,6 @@ func TestLoad(t *testing.T) {
 		{name: "embedder env", env: map[string]string{"GATEWAY_EMBEDDINGS_PROVIDER": "local"}, check: func(t *testing.T, c Config) {
 			if e := c.Recall.Embeddings; e.Provider != "local" || e.Dims() != 384 {
 				t.Errorf("embedder %s/%d, want local/384", e.Provider, e.Dims())
-			}
-		}},
-		{name: "recent_mb of earlier releases, ignored", env: map[string]string{"GATEWAY_CONFIG": recent}, check: func(t *testing.T, c Config) {
-			d, _ := Load(envOf(nil))
-			if c.Memory.Cache.RecentMB = 0; c.Memory.Cache != d.Memory.Cache || !reflect.DeepEqual(c.Warnings(), d.Warnings()) {
-				t.Errorf("memory.cache = %+v, warnings %q; want the defaults' %+v, %q", c.Memory.Cache, c.Warnings(), d.Memory.Cache, d.Warnings())
 			}
 		}},
 		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},

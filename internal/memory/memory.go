@@ -190,12 +190,21 @@ type SaveResult struct {
 	Inserted int
 	// Stored are those messages as stored, in Seq order, each as the
 	// store's Recent would return it (identity, Seq, Key, Role, Content,
-	// Raw, Tokens, CreatedAt at the store's precision): the after-save
-	// hooks read them instead of the store.
+	// Raw, Tokens, CreatedAt at the store's precision): a cache of the
+	// conversation's newest turns can append them instead of reading the
+	// window again.
 	Stored []Message
 	// Superseded is the number of stored messages moved off the live branch
 	// because the client edited or regenerated an earlier turn.
 	Superseded int
+	// TailBefore is the user's Revisions.Tail just before the exchange's
+	// messages were inserted, read in the store's write transaction, when
+	// TailKnown: nothing else changed the user's messages between that
+	// count and the insert. A cache holding a conversation's newest turns
+	// at that count appends Stored to them (see internal/engine/cache). A
+	// store that cannot read the count there leaves TailKnown false.
+	TailBefore int64
+	TailKnown  bool
 	// Duplicate is true when the exchange had been stored before.
 	Duplicate bool
 	// Dropped is true when the user was erased after the exchange happened.

@@ -13,7 +13,7 @@ package memory
 //     Dated.
 //   - Messages counts updates and deletes of the user's messages (the turns
 //     around recalled messages are kept under it: an insert never joins a
-//     closed window).
+//     closed window), MessagesAdded inserts; Tail is their sum.
 //   - Facts counts every write of the user's facts, Summaries of their
 //     summaries.
 //
@@ -24,5 +24,10 @@ package memory
 type Revisions struct {
 	Added, Changed, Dated int64
 	Messages              int64
+	MessagesAdded         int64
 	Facts, Summaries      int64
 }
+
+// Tail is the count every change of the user's messages moves: a
+// conversation's newest turns are kept under it.
+func (r Revisions) Tail() int64 { return r.MessagesAdded + r.Messages }

@@ -2,6 +2,15 @@ package cache
 
 import "github.com/memgate/memgate/internal/memory"
 
+// HoldTail keeps msgs as the conversation's newest turns at the Tail
+// count rev, as a Recent would.
+func HoldTail(r *Reads, id memory.Identity, rev int64, msgs []memory.Message, all bool) {
+	r.tails.Put(convKey{id.Tenant, id.User, rev, id.Conversation}, tail{msgs: msgs, all: all})
+}
+
+// TailBytes is what r's tails account for.
+func TailBytes(r *Reads) int { _, b := r.tails.Usage(); return b }
+
 // HoldsFacts reports whether r holds the user's facts at the Facts count
 // rev.
 func HoldsFacts(r *Reads, tenant, user string, rev int64) bool {

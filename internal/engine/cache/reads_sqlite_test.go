@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,15 +48,15 @@ func rawDB(t *testing.T, path string) *sql.DB {
 }
 
 // viaCache is a store read through Reads, each read a request of its own
-// (the user's Revisions read first), its erasures reaching the cache, as
-// the gateway wires them.
+// (the user's Revisions read first), its saves and erasures reaching the
+// cache, as the gateway wires them.
 type viaCache struct {
 	*sqlite.Store
-	r *cache.Reads // the store's reads and erasures, as the gateway wires them
+	r *cache.Reads // the store's reads, saves and erasures, as the gateway wires them
 }
 
-func newViaCache(s *sqlite.Store) viaCache {
-	return viaCache{Store: s, r: cache.NewReads(s, nil, cache.DefaultKnowledgeBytes)}
+func newViaCache(s *sqlite.Store, tailBytes int) viaCache {
+	return viaCache{Store: s, r: cache.NewReads(s, nil, tailBytes, cache.DefaultKnowledgeBytes)}
 }
 
 func (v viaCache) rev(ctx context.Context, tenant, user string) *memory.Revisions {
@@ -66,6 +67,10 @@ func (v viaCache) rev(ctx context.Context, tenant, user string) *memory.Revision
 	return &r
 }
 
+func (v viaCache) recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	return v.r.Recent(ctx, v.rev(ctx, id.Tenant, id.User), id, n)
+}
+
 func (v viaCache) facts(ctx context.Context, tenant, user string, now time.Time) ([]memory.Fact, error) {
 	return v.r.Facts(ctx, v.rev(ctx, tenant, user), tenant, user, now, false)
 }
@@ -74,8 +79,34 @@ func (v viaCache) summary(ctx context.Context, id memory.Identity) (memory.Summa
 	return v.r.LatestSummary(ctx, v.rev(ctx, id.Tenant, id.User), id)
 }
 
+func (v viaCache) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	return v.r.SaveExchange(ctx, ex)
+}
+
+func (v viaCache) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	return v.r.SaveExchanges(ctx, exs)
+}
+
 func (v viaCache) DeleteUser(ctx context.Context, tenant, user string) error {
 	return v.r.DeleteUser(ctx, tenant, user)
+}
+
+// checkRecent fails the test unless v's Recent(id, n) through the cache is
+// what the store's SQL reads, field for field.
+func checkRecent(t *testing.T, v viaCache, id memory.Identity, n int, step string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := v.recent(ctx, id, n)
+	if err != nil {
+		t.Fatalf("%s: Recent: %v", step, err)
+	}
+	want, err := v.Store.Recent(ctx, id, n)
+	if err != nil {
+		t.Fatalf("%s: Recent (SQL): %v", step, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: Recent(%s/%s, %d) =\n%+v\nwant (SQL)\n%+v", step, id.User, id.Conversation, n, got, want)
+	}
 }
 
 // checkFacts fails the test unless the user's current facts at now
@@ -164,7 +195,7 @@ type knowledgeFixture struct {
 
 func newKnowledgeFixture(t *testing.T) *knowledgeFixture {
 	path := filepath.Join(t.TempDir(), "memgate.db")
-	return &knowledgeFixture{t: t, s: newViaCache(openSQLite(t, path)), other: openSQLite(t, path), db: rawDB(t, path)}
+	return &knowledgeFixture{t: t, s: newViaCache(openSQLite(t, path), cache.DefaultTailBytes), other: openSQLite(t, path), db: rawDB(t, path)}
 }
 
 // save stores an exchange in id's conversation (creating it) through st.
@@ -433,13 +464,225 @@ func TestKnowledgeMatchesSQL(t *testing.T) {
 	}
 }
 
+// TestRecentMatchesSQL runs random sequences of writes on one file, through
+// the store read through Reads, another store and plain SQL (saves, group commits,
+// regenerations, edits, deletes, deleted conversations, erasures), and
+// after each checks Recent, for random n, against the store's SQL.
+func TestRecentMatchesSQL(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 15))
+			path := filepath.Join(t.TempDir(), "memgate.db")
+			s, other := newViaCache(openSQLite(t, path), cache.DefaultTailBytes), openSQLite(t, path)
+			db := rawDB(t, path)
+			ctx := context.Background()
+			ids := []memory.Identity{
+				{Tenant: "acme", User: "alice", Conversation: "c1"},
+				{Tenant: "acme", User: "alice", Conversation: "c2"},
+				{Tenant: "acme", User: "bob", Conversation: "c1"},
+				{Tenant: "other", User: "alice", Conversation: "c1"},
+			}
+			at := time.Now().Add(-time.Hour)
+			exN := 0
+			exchange := func(id memory.Identity) memory.Exchange {
+				at = at.Add(time.Second)
+				exN++
+				ex := memory.Exchange{ID: fmt.Sprint("ex", exN), Identity: id, At: at, Model: "m",
+					Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", exN), Tokens: exN}}
+				for i := range 1 + rng.IntN(3) {
+					ex.Turn = append(ex.Turn, memory.Message{Role: "user", Content: fmt.Sprintf("question %d.%d", exN, i),
+						Raw: []byte(fmt.Sprintf(`{"role":"user","content":"question %d.%d","name":"x"}`, exN, i))})
+				}
+				if rng.IntN(4) == 0 { // a resent history, diverging somewhere (a regeneration) or not
+					live, err := s.Store.Recent(ctx, id, 200)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(live) > 0 {
+						prior := live[:rng.IntN(len(live)+1)]
+						for _, m := range prior {
+							ex.Prior = append(ex.Prior, memory.Message{Role: m.Role, Content: m.Content, Raw: m.Raw})
+						}
+					}
+				}
+				return ex
+			}
+			for step := range 150 {
+				id := ids[rng.IntN(len(ids))]
+				var what string
+				switch op := rng.IntN(20); {
+				case op < 7:
+					what = "save"
+					if _, err := s.SaveExchange(ctx, exchange(id)); err != nil {
+						t.Fatal(err)
+					}
+				case op < 10:
+					what = "group commit"
+					var exs []memory.Exchange
+					for range 1 + rng.IntN(4) {
+						exs = append(exs, exchange(ids[rng.IntN(len(ids))]))
+					}
+					if _, err := s.SaveExchanges(ctx, exs); err != nil {
+						t.Fatal(err)
+					}
+				case op < 12:
+					what = "the other store's save"
+					if _, err := other.SaveExchange(ctx, exchange(id)); err != nil {
+						t.Fatal(err)
+					}
+				case op < 14:
+					what = "an edit in SQL"
+					if _, err := db.ExecContext(ctx, `UPDATE messages SET content = content || ' edited'
+						WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = (
+							SELECT MAX(seq) FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?)`,
+						id.Tenant, id.User, id.Conversation, id.Tenant, id.User, id.Conversation); err != nil {
+						t.Fatal(err)
+					}
+				case op < 16:
+					what = "a delete in SQL"
+					if _, err := db.ExecContext(ctx, `DELETE FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?
+						AND seq % 3 = ?`, id.Tenant, id.User, id.Conversation, rng.IntN(3)); err != nil {
+						t.Fatal(err)
+					}
+				case op < 17:
+					what = "a deleted conversation"
+					if err := other.DeleteConversation(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
+						t.Fatal(err)
+					}
+				case op < 18:
+					what = "an erasure"
+					st := []writer{s, other}[rng.IntN(2)]
+					if err := st.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+						t.Fatal(err)
+					}
+					at = time.Now().Add(time.Duration(step+1) * time.Minute) // saves after it are kept
+				default:
+					what = "reads only"
+				}
+				if rng.IntN(3) == 0 {
+					continue // no reads: what is held stays as of an older count
+				}
+				for _, id := range ids {
+					for range 2 {
+						checkRecent(t, s, id, []int{0, 1, 2, 5, 20, 63, 64, 65, 100}[rng.IntN(9)],
+							fmt.Sprintf("step %d, after %s", step, what))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRecentHeldAfterTheCommitNotAppendedTwice holds a tail as a Recent
+// racing a save would: the count read before the save's commit, the
+// messages after it (so they already hold what the save stored). The
+// save's write-through, applied next, must not append them again.
+func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
+	ctx := context.Background()
+	s := newViaCache(openSQLite(t, ""), cache.DefaultTailBytes)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	exchange := func(exID string) memory.Exchange {
+		return memory.Exchange{ID: exID, Identity: id, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: "q " + exID}},
+			Reply: memory.Message{Role: "assistant", Content: "a " + exID}}
+	}
+	if _, err := s.Store.SaveExchange(ctx, exchange("ex1")); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.ItemRevisions(ctx, id.Tenant, id.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex2 := exchange("ex2")
+	res, err := s.Store.SaveExchange(ctx, ex2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TailKnown || res.TailBefore != rev.Tail() {
+		t.Fatalf("the save reports the count before it as %d (known %v), want %d", res.TailBefore, res.TailKnown, rev.Tail())
+	}
+	msgs, err := s.Store.Recent(ctx, id, 64) // read after the commit
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.HoldTail(s.r, id, rev.Tail(), msgs, true)
+	s.r.Saved([]memory.Exchange{ex2}, []memory.SaveResult{res})
+	checkRecent(t, s, id, 10, "after the write-through")
+}
+
+// TestRecentConcurrentSaves asks for a conversation's newest messages
+// while saves of it run, then checks the answer once they are done.
+func TestRecentConcurrentSaves(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memgate.db")
+	s, other := newViaCache(openSQLite(t, path), cache.DefaultTailBytes), openSQLite(t, path)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := []writer{s, s, other}[w]
+			for i := range 30 {
+				ex := memory.Exchange{ID: fmt.Sprintf("w%d-%d", w, i), Identity: id, At: time.Now(),
+					Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("q %d %d", w, i)}},
+					Reply: memory.Message{Role: "assistant", Content: fmt.Sprintf("a %d %d", w, i)}}
+				if _, err := st.SaveExchange(ctx, ex); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if _, err := s.recent(ctx, id, 10+r); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, n := range []int{1, 20, 64, 100, 200} {
+		checkRecent(t, s, id, n, "after concurrent saves")
+	}
+}
+
+// TestRecentUnderASmallBound: with memory.cache.recent_mb too small to keep
+// any conversation's tail, Recent still answers what the SQL does, saves
+// of several conversations and users keep it so, and the bound holds.
+func TestRecentUnderASmallBound(t *testing.T) {
+	ctx := context.Background()
+	const bound = 2 << 10
+	s := newViaCache(openSQLite(t, ""), bound)
+	for i := range 30 {
+		id := memory.Identity{Tenant: "acme", User: fmt.Sprint("u", i%3), Conversation: fmt.Sprint("c", i%2)}
+		ex := memory.Exchange{ID: fmt.Sprint("ex-", i), Identity: id, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("question %d %0200d", i, i)}},
+			Reply: memory.Message{Role: "assistant", Content: fmt.Sprintf("answer %d %0200d", i, i)}}
+		if _, err := s.SaveExchange(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 5, 20} {
+			checkRecent(t, s, id, n, fmt.Sprint("after save ", i))
+		}
+		if bytes := cache.TailBytes(s.r); bytes > bound {
+			t.Fatalf("after save %d the tails hold %d bytes, past the %d bound", i, bytes, bound)
+		}
+	}
+}
+
 // TestErasureEmptiesEmbeddings: the embeddings name no owner, so an
 // erasure through the Reads empties them all (another user's too), whether
 // or not the store's delete succeeded.
 func TestErasureEmptiesEmbeddings(t *testing.T) {
 	st := openSQLite(t, "")
 	e := cache.New("embeddings", 1<<20, func(string, []float32) int { return 8 })
-	w := cache.NewReads(st, e, cache.DefaultKnowledgeBytes)
+	w := cache.NewReads(st, e, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	e.Put("h1", []float32{1, 2})
 	e.Put("h2", []float32{3, 4})
 	if err := w.DeleteUser(context.Background(), "acme", "alice"); err != nil {

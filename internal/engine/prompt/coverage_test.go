@@ -224,8 +224,8 @@ func measureCoverage(t *testing.T, budget int) coverage {
 	rec := recall.NewRecaller(st, searcher, emb, recall.RecallOptions{CrossConversation: true,
 		FactsMax: 20, FactRelevance: 0.2, Around: st})
 	now := turns[len(turns)-1].at.Add(time.Hour)
-	reads := cache.NewReads(st, nil, cache.DefaultKnowledgeBytes)
-	asm, err := prompt.NewAssembler(prompt.Deps{History: st, Summaries: reads, Facts: reads, Recaller: rec, Counter: counter, Revisions: st},
+	reads := cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	asm, err := prompt.NewAssembler(prompt.Deps{History: reads, Summaries: reads, Facts: reads, Recaller: rec, Counter: counter, Revisions: st},
 		prompt.Options{RecentMessages: 20, MaxContextTokens: 8000, CompletionReserve: 1024,
 			Shares: prompt.Shares{Summary: 0.3, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20,
 			Now: func() time.Time { return now }}, nil)

@@ -105,7 +105,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	}
 	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
 		run(partHistory, storeDL, func(ctx context.Context, r *partResult) error {
-			msgs, err := a.deps.History.Recent(ctx, req.Identity, a.opts.RecentMessages)
+			msgs, err := a.deps.History.Recent(ctx, rev, req.Identity, a.opts.RecentMessages)
 			r.stored = msgs
 			return err
 		})

@@ -19,22 +19,22 @@ import (
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
-// HistoryReader loads a conversation's stored messages, from the store on
-// every request.
-type HistoryReader interface {
-	// Recent returns up to n newest live messages, oldest first.
-	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
-}
-
-// SummaryReader loads a conversation's rolling summary. Each read is
+// HistoryReader loads a conversation's stored messages. Each read is
 // current as of rev, the user's revision counters the request read once
 // (nil: none were read, and the read goes to the store).
+type HistoryReader interface {
+	// Recent returns up to n newest live messages, oldest first.
+	Recent(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Message, error)
+}
+
+// SummaryReader loads a conversation's rolling summary (rev: see
+// HistoryReader).
 type SummaryReader interface {
 	// LatestSummary returns the newest summary version, or memory.ErrNotFound.
 	LatestSummary(ctx context.Context, rev *memory.Revisions, id memory.Identity) (memory.Summary, error)
 }
 
-// FactReader loads what is known about a user (rev: see SummaryReader).
+// FactReader loads what is known about a user (rev: see HistoryReader).
 type FactReader interface {
 	// Facts returns the user's current facts, most recently updated first.
 	Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
@@ -76,8 +76,8 @@ type TokenCounter interface {
 // required; a nil Summaries, Facts or Recaller leaves that part out. With a
 // Recaller, facts come from its answer and Facts is not used. Revisions,
 // when set, is read once per request, before its parts run, and the read
-// handed to each that takes it (all but History); without it (or when the
-// lookup fails) they get nil.
+// handed to each of them; without it (or when the lookup fails) they get
+// nil.
 //
 // Owned, when set, gives the counter a request counts through, taken once
 // per request for its owner, the user of a tenant: Counter's view whose

@@ -19,7 +19,7 @@ type fakeHistory struct {
 	calls []string
 }
 
-func (f *fakeHistory) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+func (f *fakeHistory) Recent(ctx context.Context, _ *memory.Revisions, id memory.Identity, n int) ([]memory.Message, error) {
 	f.calls = append(f.calls, fmt.Sprintf("%s/%s/%s/%d", id.Tenant, id.User, id.Conversation, n))
 	if f.err != nil {
 		return nil, f.err

@@ -32,7 +32,7 @@ type fakeMemory struct {
 	facts   []memory.Fact
 }
 
-func (f *fakeMemory) Recent(_ context.Context, _ memory.Identity, n int) ([]memory.Message, error) {
+func (f *fakeMemory) Recent(_ context.Context, _ *memory.Revisions, _ memory.Identity, n int) ([]memory.Message, error) {
 	return f.stored[max(0, len(f.stored)-n):], nil
 }
 

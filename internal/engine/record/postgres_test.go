@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/postgres"
 	"github.com/memgate/memgate/internal/testenv"
@@ -244,9 +245,11 @@ func TestPostgresRedisOrderAfterOutage(t *testing.T) {
 
 // TestPostgresReadYourWritesUnderLoad: with many conversations captured
 // at once, every turn is in its conversation's newest turns, read as a
-// request reads them, as soon as Capture returns.
+// request reads them (the engine's cache, under the user's revision), as
+// soon as Capture returns.
 func TestPostgresReadYourWritesUnderLoad(t *testing.T) {
 	pg := mustPostgres(t)
+	reads := cache.NewReads(pg, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
 	c := mustCapturer(t, nil, pg, nil, withStore(Options{}, pg))
 	var misses atomic.Int64
 	var wg sync.WaitGroup
@@ -257,7 +260,12 @@ func TestPostgresReadYourWritesUnderLoad(t *testing.T) {
 			for i := range 10 {
 				text := fmt.Sprintf("c%d turn %d", conv, i)
 				c.Capture(ctx, userExchange(t, "u1", id.Conversation, text))
-				msgs, err := pg.Recent(ctx, id, 2)
+				rev, err := pg.ItemRevisions(ctx, id.Tenant, id.User)
+				if err != nil {
+					misses.Add(1)
+					continue
+				}
+				msgs, err := reads.Recent(ctx, &rev, id, 2)
 				if err != nil || len(msgs) != 2 || msgs[0].Content != text {
 					misses.Add(1)
 				}

@@ -26,13 +26,13 @@ var _ itemindex.Source = indexSource{}
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none): the counters the triggers of migrations 0010, 0011, 0021 and 0023 move
 // on every write of memory_items, messages, facts and summaries, by any
-// process sharing the database. Their messages_added (0021) is not read:
-// it moves for gateways of earlier releases.
+// process sharing the database.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.pool.QueryRow(ctx, `SELECT added, changed, dated, messages_changed,
+	err := s.pool.QueryRow(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.Facts, &rev.Summaries)
+		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
+		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return memory.Revisions{}, unavailable(err)
 	}

@@ -87,9 +87,9 @@ const (
 )
 
 // saveTurn stores an exchange that only appends (SaveExchanges) in one round
-// trip (migration 0012's memgate_save_turn, a statement that commits on
+// trip (migration 0022's memgate_append_turn, a statement that commits on
 // its own, which checks the erasure and the duplicate as PlanSave would),
-// with SaveExchange's results.
+// with SaveExchange's results, the count before it (TailBefore) included.
 func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) (memory.SaveResult, error) {
 	// Planned into an empty conversation: seqs 1..n, moved after the
 	// conversation's last seq once the statement tells it.
@@ -99,8 +99,9 @@ func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) 
 		w.message(m)
 	}
 	var first int64
-	err := s.pool.QueryRow(ctx, `SELECT memgate_save_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		ex.Tenant, ex.User, ex.Conversation, at, w.k, w.role, w.content, w.raw, w.tokens, w.created).Scan(&first)
+	var before *int64
+	err := s.pool.QueryRow(ctx, `SELECT * FROM memgate_append_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		ex.Tenant, ex.User, ex.Conversation, at, w.k, w.role, w.content, w.raw, w.tokens, w.created).Scan(&first, &before)
 	switch {
 	case isUniqueViolation(err, messageKeyConstraint):
 		// A concurrent save of the same exchange won.
@@ -115,6 +116,9 @@ func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) 
 	for i, m := range res.Stored {
 		m.Seq += first - 1
 		res.Stored[i] = asStored(m)
+	}
+	if before != nil {
+		res.TailBefore, res.TailKnown = *before, true
 	}
 	return res, nil
 }

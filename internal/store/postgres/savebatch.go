@@ -147,7 +147,21 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			w.conversation(id, st.LastSeq, st.Latest)
 		}
 	}
-	return results, w.send(ctx, conn, b.ut, b.uu)
+	tails, err := w.send(ctx, conn, b.ut, b.uu)
+	if err != nil {
+		return nil, err
+	}
+	// Each user's count moved by what the batch inserted and superseded of
+	// theirs, nothing else (see send): the count before each exchange is
+	// the one after the batch less the moves from it on.
+	for i := len(b.exs) - 1; i >= 0; i-- {
+		r, u := &results[i], contract.User{Tenant: b.exs[i].Tenant, User: b.exs[i].User}
+		if r.Inserted > 0 {
+			tails[u] -= int64(r.Inserted + r.Superseded)
+			r.TailBefore, r.TailKnown = tails[u], r.Superseded == 0
+		}
+	}
+	return results, nil
 }
 
 // read sends the first pipeline: BEGIN, the users' shared locks (in key
@@ -292,9 +306,14 @@ func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Ti
 	w.cseq, w.cat = append(w.cseq, lastSeq), append(w.cat, at)
 }
 
-// send queues the rest, the batch's own move of messages_added
-// (countAdded) and COMMIT, and sends the pipeline.
-func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []string) error {
+// send queues the rest and COMMIT, sends the pipeline and returns the
+// users' Revisions.Tail as the batch leaves them. The counters move in
+// deferred triggers, fired here just before the commit (SET CONSTRAINTS
+// ALL IMMEDIATE) in the order the commit would, right after the batch's
+// own move of messages_added (countAdded): the users' rows of
+// memory_item_revisions are locked from then on, so no other writer moves
+// a count between that read and the commit.
+func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []string) (map[contract.User]int64, error) {
 	w.flush()
 	if len(w.ct) > 0 {
 		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
@@ -302,19 +321,26 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
 	}
 	w.countAdded(ut, uu)
+	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")
+	tails := map[contract.User]int64{}
+	var u contract.User
+	var n int64
+	queueEach(&w.p, "read revisions", []any{&u.Tenant, &u.User, &n}, func() { tails[u] = n },
+		`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
+		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu)
 	w.p.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
-		return fmt.Errorf("write messages: %w", unavailable(err))
+		return nil, fmt.Errorf("write messages: %w", unavailable(err))
 	}
-	return nil
+	return tails, nil
 }
 
 // countAdded queues the move of each user's messages_added by the
 // messages the batch inserted for them (see flush), one row per user of
 // ut and uu (the batch's users, in key order) it inserted for, just before
-// the deferred triggers fire at COMMIT (see send): the users' rows are
-// locked from then on, as the triggers would lock them, and in one order
-// for every batch.
+// the deferred triggers fire (see send): the users' rows are locked from
+// then on, as the triggers would lock them, and in one order for every
+// batch.
 func (w *batchWriter) countAdded(ut, uu []string) {
 	if len(w.added) == 0 {
 		return

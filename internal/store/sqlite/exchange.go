@@ -59,7 +59,10 @@ const (
 	sqlCountConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at, message_count)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, user_id, id) DO UPDATE SET
 		message_count = message_count + excluded.message_count, updated_at = MAX(updated_at, excluded.updated_at)`
-	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?`
+	// sqlLastSeq also reads the user's Revisions.Tail (SaveResult.TailBefore).
+	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
+		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
+		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
 	// sqlInsertMessage inserts one message; sqlInsertMessages (var) inserts
 	// messageRows of them.
 	sqlInsertMessage  = insertMessageInto + messageRow
@@ -87,7 +90,11 @@ var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCountConversation, s
 	sqlInsertMessages, sqlRecordExchange, sqlInsertItem, sqlInsertItems}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction:
-// it reads what contract.PlanSave needs and writes what it plans.
+// it reads what contract.PlanSave needs and writes what it plans. When it
+// inserts messages and supersedes none, the result carries the user's
+// Revisions.Tail read before the inserts (TailBefore): the transaction
+// holds the file's one write lock, so nothing else changes the user's
+// messages in between.
 func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.SaveResult, error) {
 	at := cmp.Or(ex.At, time.Now())
 	erased, err := erasedAt(ctx, tx, ex.Tenant, ex.User)
@@ -108,7 +115,8 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 			return memory.SaveResult{}, err
 		}
 	}
-	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&conv.LastSeq); err != nil {
+	var before int64
+	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&conv.LastSeq, &before); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("next seq: %w", err)
 	}
 	p := contract.PlanSave(ex, at, erased, one == 1, &conv)
@@ -147,6 +155,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		ex.Tenant, ex.User, ex.Conversation, ex.ID, ex.Model, prompt, completion, nanos(at), nanos(time.Now())); err != nil {
 		return res, fmt.Errorf("record exchange: %w", err)
 	}
+	res.TailBefore, res.TailKnown = before, res.Superseded == 0
 	return res, nil
 }
 

@@ -21,14 +21,14 @@ var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), whose counters triggers move on every write of memory_items
-// (migrations 0005, 0012, 0021, 0023), messages (0013), facts and
-// summaries (0015). Their messages_added (0014) is not read: it moves for
-// gateways of earlier releases sharing the file.
+// (migrations 0005, 0012, 0021, 0023), messages (0013, 0014), facts and
+// summaries (0015).
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed,
+	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
 			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.Facts, &rev.Summaries)
+		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
+		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return memory.Revisions{}, err
 	}

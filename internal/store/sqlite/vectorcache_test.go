@@ -72,21 +72,10 @@ func TestVectorCacheBounded(t *testing.T) {
 	}
 }
 
-// TestSavesCountMessages checks every save still moves messages_added,
-// which gateways of earlier releases sharing the file read.
-func TestSavesCountMessages(t *testing.T) {
-	storetest.RunSavesCountMessages(t, func(t *testing.T) (storetest.CaptureStore, func(tenant, user string) int64) {
-		s, path := mustTempStore(t)
-		db := mustRawDB(t, path)
-		return s, func(tenant, user string) int64 {
-			t.Helper()
-			var n int64
-			if err := db.QueryRow(`SELECT COALESCE((SELECT messages_added FROM memory_item_revisions WHERE tenant = ? AND user_id = ?), 0)`,
-				tenant, user).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+func TestSaveTailsContract(t *testing.T) {
+	storetest.RunSaveTails(t, func(t *testing.T) storetest.Revisioned {
+		s, _ := mustTempStore(t)
+		return s
 	})
 }
 

@@ -16,19 +16,19 @@ type Revisioned interface {
 	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
-// Cached returns s read as the gateway reads it: its facts and summaries
-// through the engine's cache (cache.Reads), each read a request of its own
-// that reads the user's revision counters first, and its erasures reaching
-// the cache; its recent turns from the store. The freshness suite runs on
+// Cached returns s read as the gateway reads it: its recent turns, facts
+// and summaries through the engine's cache (cache.Reads), each read a
+// request of its own that reads the user's revision counters first, and
+// its saves and erasures reaching the cache. The freshness suite runs on
 // it, so that what the cache keeps follows every change as the store
 // does.
 func Cached(s Revisioned) KnowledgeStore {
-	return cachedStore{Revisioned: s, reads: cache.NewReads(s, nil, cache.DefaultKnowledgeBytes)}
+	return cachedStore{Revisioned: s, reads: cache.NewReads(s, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
 }
 
 type cachedStore struct {
 	Revisioned
-	reads *cache.Reads // erasures go through it, as the gateway wires them
+	reads *cache.Reads // saves and erasures go through it, as the gateway wires them
 }
 
 // rev reads the user's revision counters, as a request does before its
@@ -41,12 +41,24 @@ func (s cachedStore) rev(ctx context.Context, tenant, user string) *memory.Revis
 	return &r
 }
 
+func (s cachedStore) Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+	return s.reads.Recent(ctx, s.rev(ctx, id.Tenant, id.User), id, n)
+}
+
 func (s cachedStore) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	return s.reads.LatestSummary(ctx, s.rev(ctx, id.Tenant, id.User), id)
 }
 
 func (s cachedStore) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	return s.reads.Facts(ctx, s.rev(ctx, tenant, user), tenant, user, now, history)
+}
+
+func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	return s.reads.SaveExchange(ctx, ex)
+}
+
+func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	return s.reads.SaveExchanges(ctx, exs)
 }
 
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {

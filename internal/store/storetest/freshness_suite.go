@@ -24,7 +24,7 @@ type Replicas struct {
 // RunFreshness runs the freshness suite: whatever is kept in memory to
 // search (vectors, full-text index, whole items) or to recall around (the
 // turns around a message), or by the engine (Mine read through Cached) to
-// answer Facts and LatestSummary, and what Recent answers, follows every insert,
+// answer Recent, Facts and LatestSummary, follows every insert,
 // update, delete and erasure, made through it, through another store on
 // the same database, or by plain SQL, on its very next search; an erased
 // user's items never come back. open must return replicas on a fresh,
