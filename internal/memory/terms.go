@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"iter"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -96,12 +98,33 @@ func QueryStopwords(text string) []string {
 	return stop
 }
 
-// queryWords splits lower-cased text into runs of letters, digits and marks.
-func queryWords(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
+// queryWords splits lower-cased text into its Words.
+func queryWords(text string) []string { return slices.Collect(Words(strings.ToLower(text))) }
+
+// Words yields the words of text as QueryTerms reads them, runs of
+// IsWordRune, as substrings of text (no copy, no case folding).
+func Words(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for text != "" {
+			i := strings.IndexFunc(text, IsWordRune)
+			if i < 0 {
+				return
+			}
+			text = text[i:]
+			j := strings.IndexFunc(text, func(r rune) bool { return !IsWordRune(r) })
+			if j < 0 {
+				j = len(text)
+			}
+			if !yield(text[:j]) {
+				return
+			}
+			text = text[j:]
+		}
+	}
 }
+
+// IsWordRune reports whether r belongs to a word: a letter, digit or mark.
+func IsWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 
 // Stopword reports whether w (lower case) is one of the commonest English
 // and Portuguese words that QueryTerms leaves out of a query.

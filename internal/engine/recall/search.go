@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -330,13 +329,12 @@ func withoutWords(text string, drop []string) string {
 	if len(drop) == 0 {
 		return text
 	}
-	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 	var b strings.Builder
 	b.Grow(len(text))
 	kept := false // a word that is neither dropped nor a stopword is left
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
-		if !isWord(r) {
+		if !memory.IsWordRune(r) {
 			b.WriteString(text[i : i+n])
 			i += n
 			continue
@@ -344,7 +342,7 @@ func withoutWords(text string, drop []string) string {
 		j := i
 		for j < len(text) {
 			r, n := utf8.DecodeRuneInString(text[j:])
-			if !isWord(r) {
+			if !memory.IsWordRune(r) {
 				break
 			}
 			j += n
@@ -365,7 +363,7 @@ func withoutWords(text string, drop []string) string {
 			if len(rest) < len(pos) || !strings.EqualFold(rest[:len(pos)], pos) {
 				continue
 			}
-			if next, _ := utf8.DecodeRuneInString(rest[len(pos):]); len(rest) == len(pos) || !isWord(next) {
+			if next, _ := utf8.DecodeRuneInString(rest[len(pos):]); len(rest) == len(pos) || !memory.IsWordRune(next) {
 				j += len(pos)
 				break
 			}

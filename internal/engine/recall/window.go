@@ -3,7 +3,6 @@ package recall
 import (
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -49,8 +48,8 @@ func newQueryMatcher(query string) *queryMatcher {
 	return m
 }
 
-// score is how many distinct query words s holds: its words as
-// memory.QueryTerms gives them (stopwords only when s has no other word),
+// score is how many distinct query words s holds: its memory.Words
+// (stopwords only when s has no other word, as memory.QueryTerms reads s),
 // matched by term or by stem. It allocates nothing for a lower-case text.
 func (m *queryMatcher) score(s string) int {
 	if m == nil {
@@ -58,18 +57,7 @@ func (m *queryMatcher) score(s string) int {
 	}
 	var keys, stopKeys []string // distinct matched words or stems
 	other := false
-	for rest := strings.ToLower(s); rest != ""; {
-		i := strings.IndexFunc(rest, isWordRune)
-		if i < 0 {
-			break
-		}
-		rest = rest[i:]
-		j := strings.IndexFunc(rest, func(r rune) bool { return !isWordRune(r) })
-		if j < 0 {
-			j = len(rest)
-		}
-		w := rest[:j]
-		rest = rest[j:]
+	for w := range memory.Words(strings.ToLower(s)) {
 		stop := memory.Stopword(w)
 		other = other || !stop
 		key := w
@@ -89,10 +77,6 @@ func (m *queryMatcher) score(s string) int {
 	}
 	return len(keys)
 }
-
-// isWordRune reports whether r is part of a word (memory.QueryTerms'
-// letters, digits and marks).
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 
 // stemOf is w's first stemLen letters, or "" when w is shorter.
 func stemOf(w string) string {
