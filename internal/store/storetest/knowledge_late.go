@@ -95,8 +95,10 @@ func testLateIndexOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
 // too — started again: each names the message it was made from
 // (memory.Fact.Source, memory.Summary.Through), which the new conversation
 // does not hold, and is refused with memory.ErrErased, however early its
-// guard; the same writes made from the new conversation's messages are
-// stored.
+// guard. So is one naming no message: nothing tells which conversation of
+// the name it was made from. The same writes made from the new
+// conversation's messages are stored, and so are unguarded ones (the
+// management API's, made now) naming none.
 func testLateKnowledgeOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
 	ctx := testCtx(t)
 	guard := baseTime // before every exchange below, as a dated replay's
@@ -109,72 +111,39 @@ func testLateKnowledgeOfRecreatedConversation(t *testing.T, s KnowledgeStore) {
 			t.Fatalf("DeleteConversation(%s): %v", id.Conversation, err)
 		}
 		fresh := mustSave(t, s, simple(t, id, 2*i+2)).Stored // the same name, started again
-		// write writes the guarded fact and summary made from msgs.
-		write := func(msgs []memory.Message, city string) (factErr, summaryErr error) {
+		// write writes the fact and summary version made from the
+		// messages source and through name ("": none), guarded from since.
+		write := func(source, through, city string, since time.Time, version int) (factErr, summaryErr error) {
 			f := guardedFact(id, city, guard)
-			f.Key, f.Source = "city in "+id.Conversation, msgs[0].Key
+			f.Key, f.Source, f.GuardSince = "city in "+id.Conversation, source, since
 			_, factErr = s.UpsertFact(ctx, f, 0)
 			summaryErr = s.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-				Version: 1, FromSeq: 1, ToSeq: 2, Text: city + " summary", Through: msgs[len(msgs)-1].Key, GuardSince: guard})
+				Version: version, FromSeq: 1, ToSeq: 2, Text: city + " summary", Through: through, GuardSince: since})
 			return factErr, summaryErr
 		}
-		factErr, summaryErr := write(old, "Lisbon")
-		if !errors.Is(factErr, memory.ErrErased) {
-			t.Errorf("late guarded UpsertFact of the deleted %s = %v, want memory.ErrErased", id.Conversation, factErr)
+		for _, late := range []struct{ what, source, through string }{
+			{"of the deleted " + id.Conversation, old[0].Key, old[len(old)-1].Key},
+			{"in " + id.Conversation + " naming no message", "", ""},
+		} {
+			factErr, summaryErr := write(late.source, late.through, "Lisbon", guard, 1)
+			if !errors.Is(factErr, memory.ErrErased) {
+				t.Errorf("late guarded UpsertFact %s = %v, want memory.ErrErased", late.what, factErr)
+			}
+			if !errors.Is(summaryErr, memory.ErrErased) {
+				t.Errorf("late guarded SaveSummary %s = %v, want memory.ErrErased", late.what, summaryErr)
+			}
 		}
-		if !errors.Is(summaryErr, memory.ErrErased) {
-			t.Errorf("late guarded SaveSummary of the deleted %s = %v, want memory.ErrErased", id.Conversation, summaryErr)
-		}
-		if factErr, summaryErr := write(fresh, "Porto"); factErr != nil || summaryErr != nil {
+		if factErr, summaryErr := write(fresh[0].Key, fresh[len(fresh)-1].Key, "Porto", guard, 1); factErr != nil || summaryErr != nil {
 			t.Fatalf("guarded writes of the %s started again: UpsertFact %v, SaveSummary %v", id.Conversation, factErr, summaryErr)
 		}
 		if got := mustLatestSummary(t, s, id); got.Text != "Porto summary" || got.Through != "" {
 			t.Errorf("summary of the %s started again = %q (through %q), want the new one's, through \"\"", id.Conversation, got.Text, got.Through)
 		}
-	}
-	got := values(mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true))
-	if !slices.Equal(got, []string{"Porto", "Porto"}) {
-		t.Errorf("facts = %q, want the new conversations' alone", got)
-	}
-}
-
-// testLateKnowledgeNamingNoMessage covers a guarded fact or summary that
-// names no message it was made from (memory.Fact.Source,
-// memory.Summary.Through ""): nothing tells which conversation of the
-// name it was made from, so it is refused with memory.ErrErased — in a
-// conversation started again after a deletion, which the deleted one's
-// late write must not reach, and so in any conversation, the default one
-// too. The same writes unguarded (the management API's, made now) are
-// stored.
-func testLateKnowledgeNamingNoMessage(t *testing.T, s KnowledgeStore) {
-	ctx := testCtx(t)
-	guard := baseTime // before every exchange below, as a dated replay's
-	for i, id := range []memory.Identity{
-		{Tenant: "acme", User: "alice", Conversation: "c1"},
-		{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation},
-	} {
-		mustSave(t, s, simple(t, id, 2*i+1))
-		if err := s.DeleteConversation(ctx, id); err != nil {
-			t.Fatalf("DeleteConversation(%s): %v", id.Conversation, err)
+		if factErr, summaryErr := write("", "", "Porto", time.Time{}, 2); factErr != nil || summaryErr != nil {
+			t.Fatalf("unguarded writes of %s naming no message: UpsertFact %v, SaveSummary %v", id.Conversation, factErr, summaryErr)
 		}
-		mustSave(t, s, simple(t, id, 2*i+2)) // the same name, started again
-		f := guardedFact(id, "Lisbon", guard)
-		f.Key, f.Source = "city in "+id.Conversation, ""
-		if _, err := s.UpsertFact(ctx, f, 0); !errors.Is(err, memory.ErrErased) {
-			t.Errorf("guarded UpsertFact in %s naming no message = %v, want memory.ErrErased", id.Conversation, err)
-		}
-		sum := memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-			Version: 1, FromSeq: 1, ToSeq: 2, Text: "Lisbon summary", GuardSince: guard}
-		if err := s.SaveSummary(ctx, sum); !errors.Is(err, memory.ErrErased) {
-			t.Errorf("guarded SaveSummary of %s naming no message = %v, want memory.ErrErased", id.Conversation, err)
-		}
-		f.Value, f.GuardSince, sum.Text, sum.GuardSince = "Porto", time.Time{}, "Porto summary", time.Time{}
-		mustUpsertFact(t, s, f, 0)
-		if err := s.SaveSummary(ctx, sum); err != nil {
-			t.Fatalf("unguarded SaveSummary of %s: %v", id.Conversation, err)
-		}
-		if got := mustLatestSummary(t, s, id); got.Text != "Porto summary" {
-			t.Errorf("summary of %s = %q, want the unguarded one", id.Conversation, got.Text)
+		if got := mustLatestSummary(t, s, id); got.Version != 2 {
+			t.Errorf("summary of %s = version %d, want the unguarded one (2)", id.Conversation, got.Version)
 		}
 	}
 	assertValues(t, "facts", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), true), "Porto", "Porto")

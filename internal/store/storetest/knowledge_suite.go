@@ -61,7 +61,6 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"LateWritesOfDeletedConversation", testLateWritesOfDeletedConversation},
 		{"LateIndexOfRecreatedConversation", testLateIndexOfRecreatedConversation},
 		{"LateKnowledgeOfRecreatedConversation", testLateKnowledgeOfRecreatedConversation},
-		{"LateKnowledgeNamingNoMessage", testLateKnowledgeNamingNoMessage},
 		{"GuardedWritesRaceConversationDelete", testGuardedWritesRaceConversationDelete},
 		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
