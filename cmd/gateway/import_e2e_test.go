@@ -114,3 +114,45 @@ func TestImportedHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 		})
 	}
 }
+
+// TestReimportedConversationIsPinnedAgain: a conversation imported,
+// deleted (its pins with it) and imported again, byte for byte, gets its
+// pins back, though an import's exchange ids derive from its content and
+// so repeat; on both stores.
+func TestReimportedConversationIsPinnedAgain(t *testing.T) {
+	up := upstreamtest.New(t, recallUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			body := map[string]any{"user": "u1", "conversation": "plans", "messages": []map[string]any{
+				{"role": "user", "content": "I want to save R$ 5.000 by June for a trip to Japan.", "timestamp": "2023-05-07T18:30:00Z"},
+				{"role": "assistant", "content": "A fine goal.", "timestamp": "2023-05-07T18:30:05Z"},
+			}}
+			pinned := func() bool {
+				var out struct{ Data []memory.Fact }
+				if code := apiCall(t, http.MethodGet, g.URL+"/v1/memory/users/u1/facts", nil, nil, &out); code != http.StatusOK {
+					t.Fatalf("GET facts: %d", code)
+				}
+				for _, f := range out.Data {
+					if f.Pinned && strings.Contains(f.Value, "5.000") {
+						return true
+					}
+				}
+				return false
+			}
+			for round := range 2 {
+				var res map[string]any
+				if code := apiCall(t, http.MethodPost, g.URL+"/v1/memory/import", nil, body, &res); code != http.StatusOK || res["stored"] != 1.0 {
+					t.Fatalf("import %d: %d %v", round, code, res)
+				}
+				eventually(t, fmt.Sprintf("the savings goal pinned (import %d)", round), pinned)
+				if code := apiCall(t, http.MethodDelete, g.URL+"/v1/memory/conversations/plans?user=u1", nil, nil, nil); code != http.StatusOK {
+					t.Fatalf("DELETE conversation: %d", code)
+				}
+				if pinned() {
+					t.Fatal("the pin outlived its conversation's deletion")
+				}
+			}
+		})
+	}
+}

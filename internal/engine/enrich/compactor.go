@@ -190,10 +190,13 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 // message that stated it (see stated). A guarded pin (res.GuardSince set:
 // the hooks', which may run late) is recorded only as stated in a message
 // found stored: a store refuses a guarded fact naming none, since nothing
-// tells which conversation of its name it was made from.
+// tells which conversation of its name it was made from. An exchange
+// stored anew (not Duplicate) is pinned even when its id was pinned
+// before: an import's ids derive from its content, so a conversation
+// deleted (its facts with it) and imported again brings back the same ids.
 func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	if c.facts == nil || c.pinned.Has(ex.ID) {
-		return nil
+	if c.facts == nil || (res.Duplicate && c.pinned.Has(ex.ID)) {
+		return nil // a redelivery of an exchange pinned already
 	}
 	at := ex.At
 	if at.IsZero() {

@@ -564,3 +564,34 @@ func TestGuardedDecisionPinsNameTheirSource(t *testing.T) {
 		t.Fatalf("unguarded decision pins = %+v, want the bicycle too, with no source", st.facts)
 	}
 }
+
+// TestPinsAgainAfterDeletion: an exchange stored anew under an id pinned
+// before (an import's ids derive from its content, so a conversation
+// deleted, its facts with it, and imported again brings them back) is
+// pinned again; a redelivery is not.
+func TestPinsAgainAfterDeletion(t *testing.T) {
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	ex := exchange("im-1", "I want to save R$ 5.000 by June.")
+	if err := c.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 {
+		t.Fatalf("facts = %+v, want the savings goal", st.facts)
+	}
+	st.mu.Lock()
+	st.facts = nil // the conversation is deleted, its facts with it
+	st.mu.Unlock()
+	if err := c.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 {
+		t.Fatalf("after the import again, facts = %+v, want the savings goal pinned again", st.facts)
+	}
+	if err := c.AfterSave(context.Background(), ex, memory.SaveResult{Duplicate: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 || st.facts[0].Mentions != 1 {
+		t.Fatalf("after a redelivery, facts = %+v, want one mention", st.facts)
+	}
+}
