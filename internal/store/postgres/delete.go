@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -35,14 +36,9 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx,
-			`DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
-			id.Tenant, id.User, id.Conversation)
-		if err != nil {
-			return fmt.Errorf("delete conversation: %w", unavailable(err))
-		}
-		if tag.RowsAffected() == 0 {
-			return memory.ErrNotFound
+		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
+			id.Tenant, id.User, id.Conversation)); err != nil {
+			return err
 		}
 		// The items of facts another conversation stated too stay, moved
 		// to it; every other item of the conversation goes.
@@ -64,6 +60,15 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	s.index.Forget(id.Tenant, id.User) // stale already (the deletes moved the counts)
 	s.vacuum.request()
 	return nil
+}
+
+// found returns memory.ErrNotFound when the statement that answered tag
+// and err changed no row; else err.
+func found(tag pgconn.CommandTag, err error) error {
+	if err == nil && tag.RowsAffected() == 0 {
+		return memory.ErrNotFound
+	}
+	return unavailable(err)
 }
 
 // DeleteUser erases a user by the erasure contract (storetest.RunErasure),

@@ -78,11 +78,9 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 // vacuumer runs the post-erasure VACUUM in the background, one at a time:
 // requests that arrive while one runs are served by a single next run.
 type vacuumer struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
-	kick   chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	kick chan struct{}
+	// stop cancels a running VACUUM and waits for the loop to end.
+	stop func()
 }
 
 // vacuumTimeout bounds one post-erasure VACUUM.
@@ -91,8 +89,10 @@ const vacuumTimeout = 30 * time.Minute
 // newVacuumer starts the background loop; stop ends it.
 func newVacuumer(pool *pgxpool.Pool, logger *slog.Logger) *vacuumer {
 	ctx, cancel := context.WithCancel(context.Background())
-	v := &vacuumer{pool: pool, logger: logger, kick: make(chan struct{}, 1), cancel: cancel}
-	v.wg.Go(func() { v.loop(ctx) })
+	v := &vacuumer{kick: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	wg.Go(func() { v.loop(ctx, pool, logger) })
+	v.stop = func() { cancel(); wg.Wait() }
 	return v
 }
 
@@ -104,7 +104,7 @@ func (v *vacuumer) request() {
 	}
 }
 
-func (v *vacuumer) loop(ctx context.Context) {
+func (v *vacuumer) loop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,22 +115,16 @@ func (v *vacuumer) loop(ctx context.Context) {
 		start := time.Now()
 		// INDEX_CLEANUP ON: without it VACUUM may skip the indexes when few
 		// rows died, leaving the erased rows' index entries in place.
-		_, err := v.pool.Exec(vctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", "))
+		_, err := pool.Exec(vctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", "))
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				v.logger.Warn("postgres: VACUUM after erasure failed; autovacuum will reclaim the rows later", "err", err)
+				logger.Warn("postgres: VACUUM after erasure failed; autovacuum will reclaim the rows later", "err", err)
 			}
 			continue
 		}
-		v.logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(start))
+		logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(start))
 	}
-}
-
-// stop cancels a running VACUUM and waits for the loop to end.
-func (v *vacuumer) stop() {
-	v.cancel()
-	v.wg.Wait()
 }
 
 // lateSQL is contract.CheckLate's query (of message $4 of conversation $3).

@@ -163,12 +163,8 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 // memory.ErrNotFound when the user has no fact with that id.
 func (s *Store) DeleteFact(ctx context.Context, tenant, user string, id int64) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM facts WHERE tenant = $1 AND user_id = $2 AND id = $3`, tenant, user, id)
-		if err != nil {
-			return unavailable(err)
-		}
-		if tag.RowsAffected() == 0 {
-			return memory.ErrNotFound
+		if err := found(tx.Exec(ctx, `DELETE FROM facts WHERE tenant = $1 AND user_id = $2 AND id = $3`, tenant, user, id)); err != nil {
+			return err
 		}
 		return deleteFactItems(ctx, tx, tenant, user, []int64{id})
 	})

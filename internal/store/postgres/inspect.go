@@ -93,21 +93,15 @@ func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Foot
 // before it, or wholly after it (then the id is no longer current: not
 // found), never around it, carrying a pin this call removed.
 func (s *Store) SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error {
-	var found bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, factLockSQL, tenant, user); err != nil {
 			return unavailable(err)
 		}
-		tag, err := tx.Exec(ctx, `UPDATE facts SET pinned = $4
-			WHERE tenant = $1 AND user_id = $2 AND id = $3 AND superseded_at IS NULL`, tenant, user, id, pinned)
-		found = tag.RowsAffected() > 0
-		return unavailable(err)
+		return found(tx.Exec(ctx, `UPDATE facts SET pinned = $4
+			WHERE tenant = $1 AND user_id = $2 AND id = $3 AND superseded_at IS NULL`, tenant, user, id, pinned))
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: pin fact: %w", err)
-	}
-	if !found {
-		return fmt.Errorf("postgres: pin fact %d: %w", id, memory.ErrNotFound)
+		return fmt.Errorf("postgres: pin fact %d: %w", id, err)
 	}
 	return nil
 }

@@ -143,10 +143,7 @@ func (s *Store) AddItems(ctx context.Context, items []memory.Item) error {
 		if len(undo) > 0 {
 			b.Queue(`DELETE FROM memory_items WHERE id = ANY($1)`, undo)
 		}
-		if b.Len() == 0 {
-			return nil
-		}
-		return unavailable(tx.SendBatch(ctx, b).Close())
+		return unavailable(tx.SendBatch(ctx, b).Close()) // an empty batch sends nothing
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: add %d items: %w", len(items), err)
@@ -209,10 +206,9 @@ func staleSources(ctx context.Context, tx pgx.Tx, its []memory.Item) (map[contra
 
 // movedSources returns, for those of srcs (contract.MovedChecks, of the
 // default conversation) whose message moved out of it (see Adopt), the
-// conversation that holds it now. It runs after supersededSources, whose
-// share lock on the default conversation's row orders it with a move.
-// Only messages no longer in the default conversation are looked up
-// further.
+// conversation that holds it now. It runs after storedSources, whose share
+// lock on the default conversation's row orders it with a move. Only
+// messages no longer in the default conversation are looked up further.
 func movedSources(ctx context.Context, tx pgx.Tx, srcs []contract.Source) (map[contract.Source]string, error) {
 	if len(srcs) == 0 {
 		return nil, nil

@@ -30,26 +30,35 @@ const (
 // predicate (dims = 384) verbatim. Tenant and user filter the index scan itself.
 func searchVectorSQL(q memory.ItemQuery, dims int) (string, []any) {
 	args := []any{q.Tenant, q.User, pgvector.NewVector(q.Embedding), q.Limit}
-	var where strings.Builder
+	model := ""
 	if q.Model != "" {
 		args = append(args, q.Model)
-		fmt.Fprintf(&where, " AND model = $%d", len(args))
+		model = fmt.Sprintf(" AND model = $%d", len(args))
 	}
-	if q.Conversation != "" {
-		args = append(args, q.Conversation)
-		fmt.Fprintf(&where, " AND conversation = $%d", len(args))
-	}
-	if len(q.ExcludeRefs) > 0 {
-		args = append(args, q.ExcludeRefs)
-		fmt.Fprintf(&where, " AND NOT (source = ANY($%d))", len(args))
-	}
+	where, args := itemScope(q, "", args)
 	d := strconv.Itoa(dims)
 	sql := `SELECT ` + itemColumns + `, embedding::vector(` + d + `) <=> $3 AS distance, embedding
 		FROM memory_items
-		WHERE tenant = $1 AND user_id = $2 AND dims = ` + d + where.String() + `
+		WHERE tenant = $1 AND user_id = $2 AND dims = ` + d + model + where + `
 		ORDER BY embedding::vector(` + d + `) <=> $3
 		LIMIT $4`
 	return sql, args
+}
+
+// itemScope returns the conditions (on the columns of table alias a, "" for
+// none) that keep a search within q's conversation and out of its excluded
+// refs, and args with the parameters they use appended.
+func itemScope(q memory.ItemQuery, a string, args []any) (string, []any) {
+	var where strings.Builder
+	if q.Conversation != "" {
+		args = append(args, q.Conversation)
+		fmt.Fprintf(&where, " AND %sconversation = $%d", a, len(args))
+	}
+	if len(q.ExcludeRefs) > 0 {
+		args = append(args, q.ExcludeRefs)
+		fmt.Fprintf(&where, " AND NOT (%ssource = ANY($%d))", a, len(args))
+	}
+	return where.String(), args
 }
 
 // SQL returns s's searches in PostgreSQL alone, as for a user too large
@@ -69,11 +78,10 @@ func (s *Store) sqlSearches() search.SQLSearches {
 // memory, in one statement, whose access path the planner picks. When the
 // user's items are few next to the table it reads them by the (tenant,
 // user_id) btree index and ranks them exactly. For 384 and 512 dimensions
-// (the local embedder's and the encoder's) it may
-// instead scan the HNSW index; the scan is then iterative (relaxed order,
-// ef_search at least the limit), so the tenant and user filters still fill
-// the limit up to hnsw.max_scan_tuples, and like any HNSW search it is
-// approximate.
+// (the local embedder's and the encoder's) it may instead scan the HNSW
+// index; the scan is then iterative (relaxed order, ef_search at least the
+// limit), so the tenant and user filters still fill the limit up to
+// hnsw.max_scan_tuples, and like any HNSW search it is approximate.
 func (s *Store) searchVectorSQLPath(ctx context.Context, q memory.ItemQuery) ([]memory.Item, error) {
 	dims := len(q.Embedding)
 	sql, args := searchVectorSQL(q, dims)

@@ -40,16 +40,7 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 	for i, r := range q.Related {
 		related[i], weights[i] = strings.ToLower(r.Term), r.Weight
 	}
-	args := []any{q.Tenant, q.User, q.Text, stop, q.Limit, related, weights}
-	var where strings.Builder
-	if q.Conversation != "" {
-		args = append(args, q.Conversation)
-		fmt.Fprintf(&where, " AND m.conversation = $%d", len(args))
-	}
-	if len(q.ExcludeRefs) > 0 {
-		args = append(args, q.ExcludeRefs)
-		fmt.Fprintf(&where, " AND NOT (m.source = ANY($%d))", len(args))
-	}
+	where, args := itemScope(q, "m.", []any{q.Tenant, q.User, q.Text, stop, q.Limit, related, weights})
 	// Without a conversation to stay within, only the best limit +
 	// excluded refs items can make the answer: the join with memory_items
 	// reads only those rows.
@@ -97,7 +88,7 @@ func searchTextSQL(q memory.ItemQuery, stop []string) (string, []any) {
 			CROSS JOIN LATERAL (
 				SELECT * FROM memory_items m WHERE m.tenant = $1 AND m.user_id = $2 AND m.id = s.item_id
 				ORDER BY m.tenant, m.user_id, m.id LIMIT 1) m
-			WHERE true` + where.String() + `
+			WHERE true` + where + `
 			ORDER BY s.score DESC, m.id
 			LIMIT $5
 		) hits ORDER BY score DESC, id`

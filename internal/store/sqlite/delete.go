@@ -19,20 +19,16 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := found(r, err, "conversation "+id.Conversation); err != nil {
 			return err
 		}
-		for _, table := range []string{"summaries", "messages", "exchanges", "conversation_candidates", "dead_letters"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
-				id.Tenant, id.User, id.Conversation); err != nil {
-				return fmt.Errorf("delete %s: %w", table, err)
-			}
-		}
 		// The items of facts another conversation stated too stay, moved
 		// to it; every other item of the conversation goes.
 		if err := forgetConversationFacts(ctx, tx, id); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items WHERE tenant = ? AND user_id = ? AND conversation = ?`,
-			id.Tenant, id.User, id.Conversation); err != nil {
-			return fmt.Errorf("delete memory_items: %w", err)
+		for _, table := range []string{"summaries", "messages", "exchanges", "conversation_candidates", "dead_letters", "memory_items"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+				id.Tenant, id.User, id.Conversation); err != nil {
+				return fmt.Errorf("delete %s: %w", table, err)
+			}
 		}
 		return nil
 	})

@@ -8,9 +8,9 @@ import (
 
 // writeGate orders the write transactions on the single writer connection.
 // A transaction a client waits on (capture's save, an erasure) goes before
-// every waiting background one (inWriteAs: enrichment's derived
-// writes, its queue's claims and acknowledgements), never
-// ahead of the one running; within a class, first come first served.
+// every waiting background one (inWriteAs: enrichment's derived writes, its
+// queue's claims and acknowledgements), never ahead of the one running;
+// within a class, first come first served.
 // Without it, a turn's save queued behind enrichment's transactions: 0.4 ms
 // on average at one connection, and at 256 connections long enough for
 // saves to time out into the durable queue. Background writes wait while

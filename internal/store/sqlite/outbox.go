@@ -38,11 +38,6 @@ func newOutbox(s *Store, table string, drainYields bool) *Outbox {
 	return &Outbox{s: s, table: table, drainYields: drainYields, wake: make(chan struct{})}
 }
 
-// inDrainWrite runs a transaction of the consumer's (see drainYields).
-func (o *Outbox) inDrainWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return o.s.inWriteAs(ctx, o.drainYields, fn)
-}
-
 // Enqueue durably appends a payload and wakes Claims blocked in this process.
 func (o *Outbox) Enqueue(ctx context.Context, payload []byte) error {
 	return o.EnqueueBatch(ctx, [][]byte{payload})
@@ -100,15 +95,12 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 		if remaining <= 0 {
 			return nil, nil
 		}
-		timer := time.NewTimer(min(remaining, pollInterval))
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return nil, fmt.Errorf("claim: %w", ctx.Err())
 		case <-wake:
-		case <-timer.C:
+		case <-time.After(min(remaining, pollInterval)):
 		}
-		timer.Stop()
 	}
 }
 
@@ -116,7 +108,7 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 // stale entries first, then unclaimed ones, each oldest first.
 func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
 	var ds []memory.Delivery
-	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
+	err := o.s.inWriteAs(ctx, o.drainYields, func(tx *sql.Tx) error {
 		now := time.Now()
 		var ids []int64
 		var err error
@@ -155,7 +147,7 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 		}
 		nums[i] = n
 	}
-	err := o.inDrainWrite(ctx, func(tx *sql.Tx) error {
+	err := o.s.inWriteAs(ctx, o.drainYields, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM `+o.table+` WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(nums))
 		return err
 	})

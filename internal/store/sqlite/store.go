@@ -57,10 +57,9 @@ type Store struct {
 	gate writeGate
 }
 
-// Open opens (creating if needed, with its parent directory) the database at
-// path, configures WAL mode, a busy timeout, foreign keys,
-// synchronous=NORMAL and (on the writer) secure_delete, and applies pending migrations. The caller closes the
-// Store.
+// Open opens the database at path (creating it and its directory if needed)
+// with WAL mode, a busy timeout, foreign keys, synchronous=NORMAL and (on the
+// writer) secure_delete, and applies pending migrations. The caller closes it.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open sqlite store: %w: empty path", memory.ErrInvalid)
@@ -75,8 +74,6 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		"_txlock":       {"immediate"},
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
-		"_foreign_keys": {"1"},
-		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
 		// Every delete on the writer overwrites the deleted content, so erased
 		// text does not linger in free space (see erasure.go).
 		"_pragma": {"secure_delete(1)"},
@@ -96,9 +93,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	// each reader unmap it at its next read and fault every page back in,
 	// which under capture's steady writes cost more than reading the pages.
 	read, err := sql.Open("sqlite", dsn(path, url.Values{
-		"_query_only":   {"1"},
-		"_foreign_keys": {"1"},
-		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		"_query_only": {"1"},
 	}))
 	if err != nil {
 		write.Close()
@@ -138,18 +133,19 @@ func pingWhileBusy(ctx context.Context, db *sql.DB) error {
 		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-time.After(delay):
 		}
 	}
 }
 
-// dsn builds a modernc.org/sqlite URI for path with the given parameters.
+// dsn builds a modernc.org/sqlite URI for path with the given parameters,
+// foreign keys on and the busy timeout added.
 func dsn(path string, params url.Values) string {
+	params.Set("_foreign_keys", "1")
+	params.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
 }
 
@@ -187,10 +183,9 @@ func (s *Store) inWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.inWriteAs(ctx, false, fn)
 }
 
-// inWriteAs is inWrite, for a write no client waits on when background
-// is set (writeGate: enrichment's derived writes, its queue's claims and
-// acknowledgements), which lets waiting writes of
-// clients go first.
+// inWriteAs is inWrite, for a write no client waits on when background is
+// set (writeGate: enrichment's derived writes, its queue's claims and
+// acknowledgements), which lets waiting writes of clients go first.
 func (s *Store) inWriteAs(ctx context.Context, background bool, fn func(tx *sql.Tx) error) error {
 	if err := s.gate.acquire(ctx, background); err != nil {
 		return fmt.Errorf("begin: %w", err)
