@@ -1,23 +1,24 @@
 // Package itemindex ranks a user's memory items in process for the SQL
-// stores' SearchVector and SearchText: per user, the vectors of each model
-// and dimension (exact cosine top-k), a full-text index for Okapi BM25
-// (ranking.TextIndex), and the whole items searches return, in
-// internal/engine/cache caches, all under the user's memory.Revisions read
-// once by the caller's request. The vectors and text index are checked
-// against Added (moved by every insert) and Changed (every delete, every
-// update of what a search ranks by, an insert not above the highest id
-// held): same counts, the index is current; only Added moved, the rows
-// above the highest id held are appended; else it is read again. Whole
-// items are kept under Changed, their times said under Dated (a fact
-// stated again has only those times read again). The counters
+// stores' SearchVector and SearchText, and keeps the turns around recalled
+// messages, in internal/engine/cache caches under the user's
+// memory.Revisions, read once by the caller's request. The vectors (per
+// model and dimension) and the full-text index are current while Added
+// (moved by every insert) and Changed (every delete, every update of what
+// a search ranks by, an insert not above the highest id held) stand; when
+// only Added moved, the rows above the highest id held are appended; else
+// they are read again. Whole items are kept under Changed, their SaidAt
+// under Dated (a fact stated again has only its times read again); closed
+// windows of turns under Messages (every update and delete of the user's
+// messages: a new one takes a seq above every stored one). The counters
 // never go back, so nothing read before a change passes for a later state.
-// A user too large for their share of a cache gets ErrTooBig and is
-// searched in SQL (internal/store/search).
+// A user past a quarter of a cache's bound gets ErrTooBig and is searched
+// in SQL (internal/store/search).
 package itemindex
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -59,16 +60,13 @@ type Source interface {
 	ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (read map[WindowKey][]memory.Message, closed map[WindowKey]bool, err error)
 }
 
-// Limits bound an Index's caches, in bytes, over all users: the vectors
-// of SearchVector, the full-text indexes of SearchText (a user past a
-// quarter of either is ErrTooBig), the whole items searches return and
-// the turns around recalled messages (Around).
+// Limits bound an Index's caches, in bytes, over all users: vectors,
+// full-text indexes, whole items and turns (Around).
 type Limits struct{ Vectors, Texts, Items, Windows int }
 
-// DefaultLimits are 128 MiB of vectors (a user of more than about 21,000
-// items of 384 dimensions is searched in SQL), 128 MiB of full-text indexes
-// (about 250,000 items of twenty words), 32 MiB of items and 16 MiB of
-// turns (about 30,000 of 300 bytes).
+// DefaultLimits are 128 MiB of vectors (a user's share: about 20,000 items
+// of 384 dimensions), 128 MiB of full-text indexes (about 250,000 items of
+// twenty words), 32 MiB of items and 16 MiB of turns (30,000 of 300 bytes).
 var DefaultLimits = Limits{Vectors: 128 << 20, Texts: 128 << 20, Items: 32 << 20, Windows: 16 << 20}
 
 // Index ranks users' items from memory, and keeps the turns around them,
@@ -78,9 +76,6 @@ type Index struct {
 	src     Source
 	vectors slots[vecSet, *vecSet]
 	texts   slots[textIndex, *textIndex]
-	// items are the items searches return, by id as of the user's
-	// Revisions.Changed, their SaidAt as of Dated (see Items): a warm
-	// conversation's recall finds mostly the same ones.
 	items   *cache.Cache[cache.Key[int64], heldItem]
 	windows *cache.Cache[cache.Key[WindowKey], []memory.Message]
 }
@@ -154,15 +149,12 @@ func (x *Index) SearchText(ctx context.Context, rev memory.Revisions, q memory.I
 // q.Dims (none when q names no model): recall compares one model's vectors.
 func (x *Index) TextItems(ctx context.Context, rev memory.Revisions, q memory.ItemQuery, ranked []ranking.Scored) ([]memory.Item, error) {
 	items, err := x.Items(ctx, rev, q.Tenant, q.User, ranked)
-	if err != nil {
-		return nil, err
-	}
-	for i := range items {
+	for i := range items { // none on an error
 		if q.Model == "" || items[i].Model != q.Model || items[i].Dims != q.Dims {
 			items[i].Embedding = nil
 		}
 	}
-	return items, nil
+	return items, err
 }
 
 // CommonTerms returns those of terms (words, as memory.QueryTerms gives
@@ -182,10 +174,7 @@ func (x *Index) CommonTerms(ctx context.Context, rev memory.Revisions, tenant, u
 			}
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err // nil on an error: fn did not run
 }
 
 // refSet is refs as a set (nil when empty).
@@ -246,7 +235,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 	if len(missing) > 0 {
 		read, err := x.src.LoadItems(ctx, tenant, user, missing)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("load items: %w", err)
 		}
 		for _, it := range read {
 			if it.Tenant != tenant || it.User != user {
@@ -260,14 +249,12 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			}
 		}
 	}
-	// The embeddings are capped, not copied (a third of a memory-on
-	// request's bytes).
 	out := items[:0]
 	for i, ok := range held {
 		if ok {
 			it := items[i]
-			it.Score = ranked[i].Score
-			it.Embedding = it.Embedding[:len(it.Embedding):len(it.Embedding)]
+			// Capped, not copied: a third of a memory-on request's bytes.
+			it.Score, it.Embedding = ranked[i].Score, slices.Clip(it.Embedding)
 			out = append(out, it)
 		}
 	}

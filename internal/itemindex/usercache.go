@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/ranking"
 )
 
 // Key names one user's items, and for vectors one model and dimension
@@ -18,13 +19,11 @@ type Key struct {
 }
 
 // loaded is what a slot holds: a pointer to a key's index, a T, read from
-// the Source row by row (add, failing with ErrTooBig past limit bytes),
-// its size roughly in bytes and the highest id it read (last; 0: none).
+// the Source row by row (add) in id order, and its size roughly in bytes.
 type loaded[T any] interface {
 	*T
 	size() int
-	last() int64
-	add(key Key, limit int, id int64, conv, ref string, text []byte, vec []float32) error
+	add(key Key, id int64, conv, ref string, text []byte, vec []float32)
 }
 
 // slot is one key's in-memory index (vectors, full-text), kept by Key
@@ -35,6 +34,7 @@ type slot[T any, V loaded[T]] struct {
 	mu             sync.Mutex
 	val            V     // nil: none
 	added, changed int64 // the Revisions val was read at
+	last           int64 // the highest id val read (0: none)
 	tooBig         bool  // ErrTooBig until the slot is evicted
 	bytes          int   // val's size, for the cache's accounting
 }
@@ -49,12 +49,10 @@ func newSlots[T any, V loaded[T]](name string, max int) slots[T, V] {
 	return slots[T, V]{name, cache.New(name, max, func(_ Key, sl *slot[T, V]) int { return sl.bytes })}
 }
 
-// with runs fn on key's value as of rev, holding the slot's mutex: the
-// value held when the user's Revisions have not moved since it was read,
-// grown by the rows added since when only Added moved (into a copy, which
-// readers may use outside the mutex: see vecSet), else one read whole. A
-// value past a quarter of the cache's bound is ErrTooBig, and so is the
-// slot until it is evicted.
+// with runs fn on key's value as of rev (see the package doc), holding the
+// slot's mutex; an extended value is a copy, which readers may use outside
+// the mutex (see vecSet). A value past a quarter of the cache's bound is
+// ErrTooBig, and so is the slot until it is evicted.
 func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.Revisions, fn func(V)) error {
 	sl, ok := c.Get(key)
 	if !ok {
@@ -67,12 +65,17 @@ func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.R
 		return ErrTooBig
 	}
 	if sl.val == nil || sl.added != rev.Added || sl.changed != rev.Changed {
-		next := V(new(T))
+		next, last := V(new(T)), int64(0)
 		if sl.val != nil && sl.changed == rev.Changed {
-			*next = *sl.val
+			*next, last = *sl.val, sl.last
 		}
-		err := src.Load(ctx, key, next.last(), func(id int64, conv, ref string, text []byte, vec []float32) error {
-			return next.add(key, c.Max()/4, id, conv, ref, text, vec)
+		err := src.Load(ctx, key, last, func(id int64, conv, ref string, text []byte, vec []float32) error {
+			last = id
+			next.add(key, id, conv, ref, text, vec)
+			if next.size() > c.Max()/4 {
+				return ErrTooBig
+			}
+			return nil
 		})
 		if err != nil {
 			sl.val, sl.bytes, sl.tooBig = nil, 0, errors.Is(err, ErrTooBig)
@@ -82,9 +85,39 @@ func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.R
 			}
 			return fmt.Errorf("load %s: %w", c.name, err)
 		}
-		sl.val, sl.bytes, sl.added, sl.changed = next, next.size(), rev.Added, rev.Changed
+		sl.val, sl.bytes, sl.added, sl.changed, sl.last = next, next.size(), rev.Added, rev.Changed, last
 		c.Put(key, sl)
 	}
 	fn(sl.val)
 	return nil
+}
+
+// held are the items a slot's value holds, and roughly their bytes.
+type held struct {
+	ids   []int64
+	convs []string // conversation ("" for none) per item
+	refs  []string // source per item
+	bytes int
+}
+
+// hold records one item, accounting for its id and two strings and for
+// the slices' spare capacity.
+func (h *held) hold(id int64, conv, ref string) {
+	h.ids, h.convs, h.refs = append(h.ids, id), append(h.convs, conv), append(h.refs, ref)
+	h.bytes += 56 + len(conv) + len(ref)
+}
+
+// textIndex is one user's full-text index (ranking.TextIndex), document d
+// being item ids[d], read and extended under its slot's mutex only (its
+// searches write the index's scratch space).
+type textIndex struct {
+	held
+	ranking.TextIndex
+}
+
+func (t *textIndex) size() int { return t.bytes + t.TextIndex.Size() }
+
+func (t *textIndex) add(_ Key, id int64, conv, ref string, text []byte, _ []float32) {
+	t.hold(id, conv, ref)
+	t.Add(text)
 }

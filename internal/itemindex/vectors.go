@@ -17,47 +17,16 @@ type vecSet struct {
 	norms []float64 // Euclidean length per item (never 0)
 }
 
-// held are the items a cached value holds.
-type held struct {
-	maxID int64 // highest id read (0: none)
-	ids   []int64
-	convs []string // conversation ("" for none) per item
-	refs  []string // source per item
-}
+func (s *vecSet) size() int { return s.bytes + 4*len(s.vecs) + 8*len(s.norms) }
 
-// last is the highest id read (0: none).
-func (h *held) last() int64 { return h.maxID }
-
-// hold records one item read.
-func (h *held) hold(id int64, conv, ref string) {
-	h.ids, h.convs, h.refs = append(h.ids, id), append(h.convs, conv), append(h.refs, ref)
-	h.maxID = max(h.maxID, id)
-}
-
-// size is roughly what s holds in memory, in bytes.
-func (s *vecSet) size() int {
-	n := 4*len(s.vecs) + 8*len(s.ids) + 8*len(s.norms) + 32*len(s.convs)
-	for i := range s.refs {
-		n += len(s.refs[i]) + 16
+// add appends one item's vector, unless it is not of key.Dims dimensions
+// or is zero.
+func (s *vecSet) add(key Key, id int64, conv, ref string, _ []byte, v []float32) {
+	if n := vecNorm(v); len(v) == key.Dims && n != 0 {
+		s.vecs = append(s.vecs, v...)
+		s.norms = append(s.norms, n)
+		s.hold(id, conv, ref)
 	}
-	return n
-}
-
-// add appends one item's vector (of key.Dims dimensions and not zero, else
-// it only counts as read), failing with ErrTooBig past limit bytes.
-func (s *vecSet) add(key Key, limit int, id int64, conv, ref string, _ []byte, v []float32) error {
-	s.maxID = max(s.maxID, id)
-	n := vecNorm(v)
-	if len(v) != key.Dims || n == 0 {
-		return nil
-	}
-	s.vecs = append(s.vecs, v...)
-	s.norms = append(s.norms, n)
-	s.hold(id, conv, ref)
-	if 4*len(s.vecs) > limit {
-		return ErrTooBig
-	}
-	return nil
 }
 
 // vecNorm is the length of a stored vector, summed as cosine sums it.

@@ -29,10 +29,7 @@ func windowSize(k cache.Key[WindowKey], w []memory.Message) int {
 // refs names (the message itself included, when live), of the user's
 // conversations, each once, ordered by conversation and Seq. Unknown refs,
 // and other users', add nothing; radius < 0 finds nothing. The messages
-// are the cache's own (not copied), never to be written into. Only closed
-// windows are kept, under the user's Revisions.Messages (moved by every
-// update and delete of their messages): a new message takes a seq above
-// every stored one.
+// are the cache's own (not copied), never to be written into.
 func (x *Index) Around(ctx context.Context, rev memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error) {
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil

@@ -56,14 +56,10 @@ func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
 	})
 }
 
-// Cached is an Embedder that asks its cache first and embeds only the texts
-// the cache lacks (a repeated question, a redelivered capture, a fact
-// stated again cost no provider call); a text already being embedded is
-// waited for, not embedded again. Calls run under their own context,
-// bounded by the flight timeout, so a caller that stops waiting neither
-// cancels the call nor loses its result, which is written to the cache.
-// What it shares it shares within one owner (EmbedOwned). It is safe for
-// concurrent use.
+// Cached is an Embedder that embeds only the texts its cache lacks, each
+// once per owner (EmbedOwned), in calls under their own context bounded by
+// DefaultFlightTimeout: a caller that stops waiting neither cancels a call
+// nor loses its result. It is safe for concurrent use.
 type Cached struct {
 	inner Embedder
 	cache EmbeddingCache
@@ -135,7 +131,7 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 	wctx := ctx
 	if !by.IsZero() {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(ctx, by)
+		wctx, cancel = context.WithDeadlineCause(ctx, by, ErrEmbeddingLate)
 		defer cancel()
 	}
 	for i, f := range waits {
@@ -144,11 +140,8 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 		}
 		select {
 		case <-f.done:
-		case <-wctx.Done():
-			if ctx.Err() == nil {
-				return nil, fmt.Errorf("embed %d texts: %w", len(texts), ErrEmbeddingLate)
-			}
-			return nil, fmt.Errorf("embed %d texts: %w", len(texts), context.Cause(ctx))
+		case <-wctx.Done(): // ErrEmbeddingLate, or ctx's cause
+			return nil, fmt.Errorf("embed %d texts: %w", len(texts), context.Cause(wctx))
 		}
 		if f.err != nil {
 			return nil, f.err

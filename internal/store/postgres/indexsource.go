@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,9 +23,8 @@ type indexSource struct{ pool *pgxpool.Pool }
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none): the counters the triggers of migrations 0010, 0011, 0021 and 0023 move
-// on every write of memory_items, messages, facts and summaries, by any
-// process sharing the database.
+// none), moved by the triggers of migrations 0010, 0011, 0021 and 0023 on
+// every write of memory_items, messages, facts and summaries by any process.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
 	err := s.pool.QueryRow(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
@@ -39,8 +37,7 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// Load reads key's texts (Dims 0) or vectors with ids above afterID, in
-// id order.
+// Load reads key's texts (Dims 0) or vectors of ids above afterID, by id.
 func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
 	var (
 		id        int64
@@ -59,23 +56,18 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 		}
 	}
 	rows, err := src.pool.Query(ctx, sql+` ORDER BY id`, args...)
-	if err != nil {
-		return unavailable(err)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, dst}, func() error {
+			return add(id, conv, ref, text, vec.Slice())
+		})
 	}
-	_, err = pgx.ForEachRow(rows, []any{&id, &conv, &ref, dst}, func() error {
-		return add(id, conv, ref, text, vec.Slice())
-	})
 	return unavailable(err)
 }
 
 // LoadItems reads the user's items of ids, with their embeddings.
 func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error) {
-	items, err := collect(ctx, src.pool, func(r pgx.CollectableRow) (memory.Item, error) { return scanItemVector(r) },
+	return collect(ctx, src.pool, func(r pgx.CollectableRow) (memory.Item, error) { return scanItemVector(r) },
 		`SELECT `+itemColumns+`, embedding FROM memory_items WHERE tenant = $1 AND user_id = $2 AND id = ANY($3)`, tenant, user, ids)
-	if err != nil {
-		return nil, fmt.Errorf("load items: %w", err)
-	}
-	return items, nil
 }
 
 // LoadSaidAt reads the user's items' times said.

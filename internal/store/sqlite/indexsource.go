@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/memgate/memgate/internal/itemindex"
@@ -20,9 +19,8 @@ type indexSource struct{ s *Store }
 var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
-// none), whose counters triggers move on every write of memory_items
-// (migrations 0005, 0012, 0021, 0023), messages (0013, 0014), facts and
-// summaries (0015).
+// none), moved by triggers on every write of memory_items (migrations 0005,
+// 0012, 0021, 0023), messages (0013, 0014), facts and summaries (0015).
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
 	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
@@ -35,8 +33,7 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// Load reads key's texts (Dims 0) or vectors with ids above afterID, in
-// id order.
+// Load reads key's texts (Dims 0) or vectors of ids above afterID, by id.
 func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
 	query, args := `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
 		WHERE tenant = ? AND user_id = ? AND id > ?`, []any{key.Tenant, key.User, afterID}
@@ -62,12 +59,8 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 // LoadItems reads the items of ids (by id alone: the Index drops any
 // that is not the user's).
 func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
-	loaded, err := queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
+	return queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
 		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
-	if err != nil {
-		return nil, fmt.Errorf("load items: %w", err)
-	}
-	return loaded, nil
 }
 
 // LoadSaidAt reads the user's items' times said (index of migration 0025).
