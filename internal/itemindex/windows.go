@@ -18,11 +18,9 @@ type WindowKey struct {
 
 // windowSize is roughly what one cached window holds in memory, in bytes.
 func windowSize(k cache.Key[WindowKey], w []memory.Message) int {
-	n := 96 + len(k.Of.Ref.Conversation) + len(k.Of.Ref.Key)
-	for _, m := range w {
-		n += 200 + len(m.Conversation) + len(m.Key) + len(m.Role) + len(m.Content)
-	}
-	return n
+	return 96 + len(k.Of.Ref.Conversation) + len(k.Of.Ref.Key) + cache.Sum(w, func(m memory.Message) int {
+		return 200 + len(m.Conversation) + len(m.Key) + len(m.Role) + len(m.Content)
+	})
 }
 
 // Around returns the live messages within radius turns of each message

@@ -17,19 +17,16 @@ const (
 	kindSegment = 's' // a line of a long text (segmentCache)
 )
 
-// memo remembers token counts across calls (cache.Cache, metrics as
-// "tokens"); a count is a pure function of the encoding and the text, never
-// stale. Counts are kept by a 64-bit keyed hash of the text (maphash,
-// seeded per process) with its length, kind, encoding and scope: a
-// collision answers a wrong count (about one chance in 10^10), never a
-// text. No text is kept, so nothing of a message — an erased user's
-// included — can be read back. It is safe for concurrent use.
+// memo remembers token counts (cache "tokens") by a 64-bit keyed hash of the
+// text (maphash, seeded per process), its length, kind, encoding and owner's
+// scope: a collision answers a wrong count (about one chance in 10^10),
+// never a text. No text is kept, so none (an erased user's included) can be
+// read back. It is safe for concurrent use.
 type memo struct {
 	seed   maphash.Seed
 	counts *cache.Cache[memoKey, int]
 }
 
-// memoKey names a text: hash, length, kind, encoding and owner's scope.
 type memoKey struct {
 	hash, scope uint64
 	len         int
@@ -42,9 +39,8 @@ func newMemo() *memo {
 		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}
 }
 
-// count returns the remembered count of a text of kind under enc in
-// scope (s, or b when it is not nil), or remembers and returns what
-// compute answers.
+// count returns the count of the text (s, or b when not nil) of kind under
+// enc in scope: the remembered one, or compute's, remembered.
 func (m *memo) count(scope uint64, kind byte, enc *encoding, s string, b []byte, compute func() int) int {
 	k := memoKey{0, scope, len(s), kind, enc}
 	if b != nil {

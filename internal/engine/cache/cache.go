@@ -1,12 +1,11 @@
 // Package cache is memgate's one cache mechanism: values read from a store
-// (items, vectors and text indexes, turns, facts, summaries), embedded
-// texts' vectors and token counts, kept in memory by each process, bounded
-// in bytes, least recently used evicted first, with metrics. Freshness is
-// decided in the key: it holds the revision of what the value was read
-// from, read once per request before the value. A write moves the
-// revision, so a value read before it is never looked up again (it ages
-// out); nothing is invalidated entry by entry. (An embedding or a token
-// count depends only on its text and model: its key needs no revision.)
+// (items, vector and text indexes, turns, facts, summaries), embeddings and
+// token counts, kept in process memory, bounded in bytes, least recently
+// used evicted first, with metrics. A key holds the revision of what its
+// value was read from, read once per request before the value: a write moves
+// the revision, and what was read before it ages out unread. Nothing is
+// invalidated entry by entry, but an erasure drops the user's entries.
+// (Embeddings and token counts, fixed by text and model, have no revision.)
 package cache
 
 import (
@@ -16,14 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// entryOverhead is roughly what one entry takes besides its value (list
-// element, map entry, key).
+// entryOverhead is roughly an entry's list element, map entry and key.
 const entryOverhead = 128
 
-// Cache maps keys to values, bounded at a number of bytes (each entry
-// accounted as its size function says), least recently used evicted first.
-// It is safe for concurrent use. Values are shared with every caller:
-// whatever Get returns is read, never written into.
+// Cache maps keys to values, bounded in bytes, least recently used evicted
+// first. It is safe for concurrent use. Its values are shared with every
+// caller, read-only.
 type Cache[K comparable, V any] struct {
 	sizeOf func(K, V) int
 	max    int
@@ -37,8 +34,7 @@ type Cache[K comparable, V any] struct {
 	held                    prometheus.GaugeFunc
 }
 
-// Key names a value of one user's (Of: which) as of a count of their
-// memory.Revisions (Rev), read before the value.
+// Key names a user's value (Of) as of a count of their memory.Revisions.
 type Key[T comparable] struct {
 	Tenant, User string
 	Rev          int64
@@ -55,21 +51,18 @@ type entry[K comparable, V any] struct {
 // at max bytes, accounting each entry as sizeOf says (plus a fixed overhead).
 func New[K comparable, V any](name string, max int, sizeOf func(K, V) int) *Cache[K, V] {
 	c := &Cache[K, V]{sizeOf: sizeOf, max: max, elems: map[K]*list.Element{}}
-	labels := prometheus.Labels{"cache": name}
-	counter := func(n, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_cache_" + n + "_total", Help: help, ConstLabels: labels})
+	opts := func(n, help string) prometheus.Opts {
+		return prometheus.Opts{Name: "memgate_cache_" + n, Help: help, ConstLabels: prometheus.Labels{"cache": name}}
 	}
-	c.hits = counter("hits", "Lookups a memory cache answered.")
-	c.misses = counter("misses", "Lookups a memory cache could not answer.")
-	c.evictions = counter("evictions", "Entries a memory cache evicted past its bound.")
-	c.held = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "memgate_cache_bytes",
-		Help: "Bytes a memory cache accounts for its entries.", ConstLabels: labels},
+	c.hits = prometheus.NewCounter(prometheus.CounterOpts(opts("hits_total", "Lookups a memory cache answered.")))
+	c.misses = prometheus.NewCounter(prometheus.CounterOpts(opts("misses_total", "Lookups a memory cache could not answer.")))
+	c.evictions = prometheus.NewCounter(prometheus.CounterOpts(opts("evictions_total", "Entries a memory cache evicted past its bound.")))
+	c.held = prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("bytes", "Bytes a memory cache accounts for its entries.")),
 		func() float64 { _, b := c.Usage(); return float64(b) })
 	return c
 }
 
-// Collectors returns c's Prometheus collectors: hits, misses, evictions and
-// bytes held, labelled with c's name.
+// Collectors returns c's hits, misses, evictions and bytes held (label cache).
 func (c *Cache[K, V]) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.hits, c.misses, c.evictions, c.held}
 }
@@ -91,9 +84,9 @@ func (c *Cache[K, V]) Get(key K) (v V, ok bool) {
 	return e.Value.(*entry[K, V]).val, true
 }
 
-// Put keeps v under key, replacing any value held, and evicts least
-// recently used entries past the bound. A value larger than the whole
-// bound is not kept (and drops what key held).
+// Put keeps v under key in place of what it held, evicting least recently
+// used entries past the bound; a value larger than the bound is not kept
+// (and what key held is dropped).
 func (c *Cache[K, V]) Put(key K, v V) {
 	size := entryOverhead + c.sizeOf(key, v)
 	c.mu.Lock()
@@ -112,8 +105,8 @@ func (c *Cache[K, V]) Put(key K, v V) {
 	}
 }
 
-// Drop removes every entry whose key match reports (visiting them all), so
-// that what an erasure erased does not stay in memory until evicted.
+// Drop removes every entry whose key match reports (visiting them all):
+// what an erasure erased does not wait to be evicted.
 func (c *Cache[K, V]) Drop(match func(K) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,4 +132,13 @@ func (c *Cache[K, V]) Usage() (entries, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.elems), c.bytes
+}
+
+// Sum returns the sum of size over xs, for size functions.
+func Sum[T any](xs []T, size func(T) int) int {
+	n := 0
+	for _, x := range xs {
+		n += size(x)
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,31 +13,25 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// RevisionReader reads a user's memory.Revisions in one lookup.
-type RevisionReader interface {
-	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
-}
-
-// Store is what Reads reads through, a store's SQL reads of a
-// conversation's newest turns, its latest summary and a user's facts, and
-// the saves and erasures that change them.
+// Store is what Reads reads and writes through: a conversation's up to n
+// newest live messages, oldest first (Recent); its newest summary version,
+// or memory.ErrNotFound (LatestSummary); a user's current facts at now
+// (with history, superseded and expired ones too), most recently updated
+// first (Facts); and the saves and erasures that change them.
 type Store interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
 	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
 	DeleteUser(ctx context.Context, tenant, user string) error
-	// Recent returns up to n newest live messages, oldest first.
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
-	// LatestSummary returns the newest summary version, or
-	// memory.ErrNotFound.
 	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
-	// Facts returns the user's current facts at now (with history,
-	// superseded and expired ones too), most recently updated first.
 	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
 }
 
-// DefaultTailBytes bounds the conversations' newest turns (8 MiB, about
-// 25,000 messages of 300 bytes); DefaultKnowledgeBytes each of the facts
-// and the summaries (4 MiB, some thousands of users' or conversations').
+// Clearer is a cache an erasure empties whole (recall's embeddings).
+type Clearer interface{ Clear() }
+
+// DefaultTailBytes bounds the newest turns (about 25,000 messages of 300
+// bytes); DefaultKnowledgeBytes each of the facts and the summaries.
 const DefaultTailBytes, DefaultKnowledgeBytes = 8 << 20, 4 << 20
 
 // convKey names what Reads holds of a conversation, or of a user (Of "").
@@ -46,24 +41,20 @@ type convKey = Key[string]
 // it (a Recent asking for more keeps what it read).
 const tailKeep = 64
 
-// Reads keeps in memory what a request reads of a store besides its
-// searches — a conversation's newest turns (under the user's
-// Revisions.Tail), a user's facts (Revisions.Facts) and a conversation's
-// latest summary (Revisions.Summaries) — and brings the store's saves and
-// erasures to them. Each read takes the Revisions its request read once,
-// before any of its reads; nil reads through (a lookup that failed). It is
-// safe for concurrent use.
+// Reads keeps a store's Recent (under Revisions.Tail), Facts and
+// LatestSummary in memory, and its saves and erasures go through it. Each
+// read takes its request's Revisions; nil (a failed lookup) reads through.
+// It is safe for concurrent use.
 type Reads struct {
 	src       Store
 	emb       Clearer // emptied by an erasure; nil: none
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
-	summaries *Cache[convKey, *memory.Summary] // nil: none
+	summaries *Cache[convKey, *memory.Summary] // nil: the conversation has none
 }
 
-// NewReads returns a Reads over src whose erasures empty emb too (nil:
-// none), its tails bounded at tailBytes and its facts and summaries at
-// knowledgeBytes each.
+// NewReads returns a Reads over src bounded at tailBytes of tails and
+// knowledgeBytes each of facts and summaries; erasures empty emb (nil: none).
 func NewReads(src Store, emb Clearer, tailBytes, knowledgeBytes int) *Reads {
 	return &Reads{src: src, emb: emb,
 		tails:     New("recent", tailBytes, tailSize),
@@ -78,9 +69,8 @@ type tail struct {
 	all  bool
 }
 
-// Recent returns up to n newest live messages of the conversation, oldest
-// first, as src's Recent does, kept under rev's Tail. The returned slice
-// is the caller's; its messages' Raw is shared and must not be written to.
+// Recent returns what src's Recent does. The slice is the caller's; its
+// messages' Raw is shared and must not be written to.
 func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Message, error) {
 	if rev == nil || n <= 0 {
 		return r.src.Recent(ctx, id, n)
@@ -97,9 +87,8 @@ func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Ide
 	return msgs, nil
 }
 
-// LatestSummary returns the conversation's newest summary, or
-// memory.ErrNotFound, as src's LatestSummary does, kept (or that there is
-// none) under rev's Summaries. The summary is the caller's.
+// LatestSummary returns what src's LatestSummary does (that there is none
+// is kept too). The summary is the caller's.
 func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id memory.Identity) (memory.Summary, error) {
 	if rev == nil {
 		return r.src.LatestSummary(ctx, id)
@@ -119,16 +108,14 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
 	sum := *h
-	sum.KeyEvents = slices.Clone(sum.KeyEvents)
-	sum.Preserved.Numbers = slices.Clone(sum.Preserved.Numbers)
-	sum.Preserved.Dates = slices.Clone(sum.Preserved.Dates)
-	sum.Preserved.Decisions = slices.Clone(sum.Preserved.Decisions)
+	for _, l := range []*[]string{&sum.KeyEvents, &sum.Preserved.Numbers, &sum.Preserved.Dates, &sum.Preserved.Decisions} {
+		*l = slices.Clone(*l)
+	}
 	return sum, nil
 }
 
-// Facts returns the user's facts as src's Facts does; the current ones
-// (not history) from their facts not superseded, kept under rev's Facts,
-// expired at now on every call. The slice and its facts are the caller's.
+// Facts returns what src's Facts does, the current ones (not history) from
+// the user's unsuperseded facts held. The slice and its facts are the caller's.
 func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	if rev == nil || history {
 		return r.src.Facts(ctx, tenant, user, now, history)
@@ -143,35 +130,45 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 		live = slices.DeleteFunc(all, func(f memory.Fact) bool { return f.SupersededAt != nil })
 		r.facts.Put(key, live)
 	}
-	out := make([]memory.Fact, 0, len(live))
-	for _, f := range live {
+	out := slices.DeleteFunc(slices.Clone(live), func(f memory.Fact) bool { return !f.Current(now) })
+	for i, f := range out {
 		if f.ExpiresAt != nil {
-			if !f.ExpiresAt.After(now) {
-				continue
-			}
-			t := *f.ExpiresAt
-			f.ExpiresAt = &t
+			out[i].ExpiresAt = new(*f.ExpiresAt)
 		}
-		out = append(out, f)
 	}
 	return out, nil
 }
 
-// Saved brings the tails held to the counts the saves left (results[i]
-// exs[i]'s), so a conversation's next Recent is answered from memory: for
-// a save that superseded nothing and knows the user's Revisions.Tail just
-// before its inserts (TailKnown), the tail held there with the stored
-// messages appended is kept under the count it left. A batch's saves of
-// one conversation chain, each finding the tail its predecessor kept.
-func (r *Reads) Saved(exs []memory.Exchange, results []memory.SaveResult) {
-	for i, ex := range exs {
-		res := results[i]
-		if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
-			continue
+// SaveExchange saves ex with the store and, saved, tells the tails (Saved).
+func (r *Reads) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := r.src.SaveExchange(ctx, ex)
+	if err == nil {
+		r.Saved(ex, res)
+	}
+	return res, err
+}
+
+// SaveExchanges saves exs with the store and, saved, tells the tails.
+func (r *Reads) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	res, err := r.src.SaveExchanges(ctx, exs)
+	if err == nil {
+		for i, ex := range exs {
+			r.Saved(ex, res[i])
 		}
-		if t, held := r.tails.Get(convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}); held {
-			r.tails.Put(convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}, appendStored(t, res.Stored))
-		}
+	}
+	return res, err
+}
+
+// Saved keeps, for the conversation's next Recent, the tail held at the
+// Revisions.Tail just before ex's save (res.TailBefore, when TailKnown and
+// nothing was superseded) with the stored messages appended, under the
+// count the save left: a batch's saves of a conversation chain so.
+func (r *Reads) Saved(ex memory.Exchange, res memory.SaveResult) {
+	if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
+		return
+	}
+	if t, held := r.tails.Get(convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}); held {
+		r.tails.Put(convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}, appendStored(t, res.Stored))
 	}
 }
 
@@ -191,38 +188,39 @@ func appendStored(t tail, stored []memory.Message) tail {
 	return tail{msgs: msgs, all: t.all}
 }
 
+// DeleteUser erases the user with the store and, failed or not, drops
+// what r holds of them and empties the embeddings.
+func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
+	err := r.src.DeleteUser(ctx, tenant, user)
+	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
+	r.tails.Drop(of)
+	r.facts.Drop(of)
+	r.summaries.Drop(of)
+	if r.emb != nil {
+		r.emb.Clear()
+	}
+	return err
+}
+
 // Collectors returns the Prometheus collectors of r's caches.
 func (r *Reads) Collectors() []prometheus.Collector {
 	return slices.Concat(r.tails.Collectors(), r.facts.Collectors(), r.summaries.Collectors())
 }
 
-// tailSize is roughly what one held tail takes in memory, in bytes.
+// tailSize, factsSize and summarySize are roughly what a held value
+// takes, in bytes (a tail's messages share the identity's strings).
 func tailSize(k convKey, t tail) int {
-	n := 64 + len(k.Of)
-	for _, m := range t.msgs {
-		// The identity's strings are shared by the conversation's messages.
-		n += 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
-	}
-	return n
+	return 64 + len(k.Of) + Sum(t.msgs, func(m memory.Message) int {
+		return 160 + len(m.Key) + len(m.Role) + len(m.Content) + len(m.Raw)
+	})
 }
 
-// factsSize is roughly what a user's held facts take in memory, in bytes.
 func factsSize(_ convKey, fs []memory.Fact) int {
-	n := 64
-	for _, f := range fs {
-		n += 200 + len(f.Key) + len(f.Value) + len(f.Conversation)
-	}
-	return n
+	return 64 + Sum(fs, func(f memory.Fact) int { return 200 + len(f.Key) + len(f.Value) + len(f.Conversation) })
 }
 
-// summarySize is roughly what a held summary takes in memory, in bytes.
 func summarySize(k convKey, h *memory.Summary) int {
-	n := 200 + len(k.Of)
-	if h != nil {
-		n += len(h.Text)
-		for _, s := range slices.Concat(h.KeyEvents, h.Preserved.Numbers, h.Preserved.Dates, h.Preserved.Decisions) {
-			n += 16 + len(s)
-		}
-	}
-	return n
+	sum := cmp.Or(h, &memory.Summary{}) // nil: none
+	lists := slices.Concat(sum.KeyEvents, sum.Preserved.Numbers, sum.Preserved.Dates, sum.Preserved.Decisions)
+	return 200 + len(k.Of) + len(sum.Text) + Sum(lists, func(s string) int { return 16 + len(s) })
 }

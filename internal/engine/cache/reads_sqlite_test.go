@@ -606,7 +606,7 @@ func TestRecentHeldAfterTheCommitNotAppendedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache.HoldTail(s.r, id, rev.Tail(), msgs, true)
-	s.r.Saved([]memory.Exchange{ex2}, []memory.SaveResult{res})
+	s.r.Saved(ex2, res)
 	checkRecent(t, s, id, 10, "after the write-through")
 }
 

@@ -46,7 +46,7 @@ func TestSavesAdvanceTheTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.TailKnown = res.TailKnown && known
-		r.Saved([]memory.Exchange{ex}, []memory.SaveResult{res})
+		r.Saved(ex, res)
 	}
 	recent := func(step string, wantReads int64) []memory.Message {
 		t.Helper()

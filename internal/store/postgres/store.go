@@ -197,5 +197,5 @@ func unavailable(err error) error {
 // itemindex.DefaultLimits).
 func (s *Store) SetCacheLimits(lim itemindex.Limits) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
-	s.searcher = search.NewSearcher(s.index, s.sqlSearches(), s)
+	s.searcher = search.NewSearcher(s.index, s.sqlSearches(), s.ItemRevisions)
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/ranking"
@@ -59,7 +58,7 @@ type SQLSearches struct {
 type Searcher struct {
 	index *itemindex.Index // nil: SQL alone
 	sql   SQLSearches
-	revs  cache.RevisionReader
+	revs  func(ctx context.Context, tenant, user string) (memory.Revisions, error)
 }
 
 // NewSearcher returns a Searcher over index that falls back on sql. With a
@@ -67,7 +66,7 @@ type Searcher struct {
 // turns are found. What index keeps is keyed by the user's Revisions: the
 // request's read, handed to each search (memory.ItemQuery.Revisions, the
 // rev arguments), or read from revs when a caller hands none.
-func NewSearcher(index *itemindex.Index, sql SQLSearches, revs cache.RevisionReader) Searcher {
+func NewSearcher(index *itemindex.Index, sql SQLSearches, revs func(ctx context.Context, tenant, user string) (memory.Revisions, error)) Searcher {
 	return Searcher{index: index, sql: sql, revs: revs}
 }
 
@@ -77,7 +76,7 @@ func (s Searcher) revisions(ctx context.Context, rev *memory.Revisions, tenant, 
 	if rev != nil {
 		return *rev, nil
 	}
-	r, err := s.revs.ItemRevisions(ctx, tenant, user)
+	r, err := s.revs(ctx, tenant, user)
 	if err != nil {
 		return memory.Revisions{}, fmt.Errorf("read revisions: %w", err)
 	}

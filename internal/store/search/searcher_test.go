@@ -44,7 +44,7 @@ func (c *sqlCalls) searches(common bool, maxBytes int) search.SQLSearches {
 }
 
 // fakeStore is an itemindex.Source (holding no turns) and a
-// cache.RevisionReader over fixed items of one user, every
+// revision reader over fixed items of one user, every
 // one an insert.
 type fakeStore []memory.Item
 
@@ -138,7 +138,7 @@ func TestSearcherFallsBackOnSQL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var c sqlCalls
-			s := search.NewSearcher(tt.index, c.searches(tt.common, 0), f)
+			s := search.NewSearcher(tt.index, c.searches(tt.common, 0), f.ItemRevisions)
 			v, err := s.SearchVector(ctx, vq)
 			if got := refsOf(t, v, err); !slices.Equal(got, tt.wantV) {
 				t.Errorf("SearchVector = %v, want %v", got, tt.wantV)
@@ -187,7 +187,7 @@ func TestSearcherFailsWithItsIndex(t *testing.T) {
 	for _, failRevs := range []bool{false, true} {
 		src := failingStore{f, failRevs}
 		var c sqlCalls
-		s := search.NewSearcher(itemindex.New(src, itemindex.DefaultLimits), c.searches(true, 0), src)
+		s := search.NewSearcher(itemindex.New(src, itemindex.DefaultLimits), c.searches(true, 0), src.ItemRevisions)
 		_, errV := s.SearchVector(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Embedding: []float32{1, 0}, Model: "m", Limit: 10})
 		_, errT := s.SearchText(ctx, memory.ItemQuery{Tenant: "acme", User: "alice", Text: "Porto?", Limit: 10})
 		_, errC := s.CommonTerms(ctx, nil, "acme", "alice", []string{"porto"}, 1, 0.5)
@@ -266,7 +266,7 @@ func TestSearcherCollectors(t *testing.T) {
 		s    search.Searcher
 		want []string // the caches named, sorted
 	}{
-		{"index", search.NewSearcher(itemindex.New(f, itemindex.DefaultLimits), search.SQLSearches{}, f),
+		{"index", search.NewSearcher(itemindex.New(f, itemindex.DefaultLimits), search.SQLSearches{}, f.ItemRevisions),
 			[]string{"items", "texts", "vectors", "windows"}},
 		{"SQL alone", search.NewSearcher(nil, search.SQLSearches{}, nil), nil},
 	}

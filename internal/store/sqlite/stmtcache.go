@@ -12,11 +12,9 @@ import (
 // request path uses about a dozen); past it, they are prepared per call.
 const maxCachedStmts = 64
 
-// stmtCache keeps statements prepared, by SQL text, on its pool: each is
-// parsed once per connection instead of once per query (SQLite's parser
-// and planner were about a tenth of a memory-on request's CPU). The read
-// pool's are prepared on first use; the writer's are hotWrites, prepared
-// when the Store opens (writeTx). It is safe for concurrent use.
+// stmtCache keeps its pool's statements prepared, by SQL text (parsing was
+// a tenth of a memory-on request's CPU): the read pool's on first use, the
+// writer's (hotWrites) when the Store opens. It is safe for concurrent use.
 type stmtCache struct {
 	db    *sql.DB
 	stmts sync.Map // SQL text -> *sql.Stmt
@@ -58,10 +56,9 @@ func (c *stmtCache) stmt(ctx context.Context, query string, prepare bool) (*sql.
 	return st, nil
 }
 
-// writeTx is a write transaction whose hotWrites run through statements
-// prepared on the single writer connection when the Store opened (inside
-// a transaction, preparing would wait for the connection it holds); any
-// other is prepared per call. Preparing them was a tenth of a save's CPU.
+// writeTx is a write transaction whose hotWrites run through the writer's
+// statements (a tenth of a save's CPU; preparing inside it would wait for
+// the connection it holds); any other is prepared per call.
 type writeTx struct {
 	*sql.Tx
 	stmts *stmtCache

@@ -249,5 +249,5 @@ func (n nullNanoTime) Scan(v any) error {
 func (s *Store) SetCacheLimits(lim itemindex.Limits) {
 	s.index = itemindex.New(indexSource{s}, lim)
 	s.searcher = search.NewSearcher(s.index,
-		search.SQLSearches{RankVector: s.searchVectorSQL, RankText: s.searchTextWindow, Store: "sqlite"}, s)
+		search.SQLSearches{RankVector: s.searchVectorSQL, RankText: s.searchTextWindow, Store: "sqlite"}, s.ItemRevisions)
 }

@@ -11,7 +11,7 @@ import (
 // Revisioned is a store that reads a user's revision counters.
 type Revisioned interface {
 	KnowledgeStore
-	cache.RevisionReader
+	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 	cache.Store
 	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
