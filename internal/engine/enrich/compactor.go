@@ -185,8 +185,8 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 	return errors.Join(errs...)
 }
 
-// pin records the facts the exchange's user messages state as pinned
-// facts, each with the rule that pinned it and the key of the stored
+// pin records the facts the user messages the save stored state (ex's
+// turn for a redelivery, which stored nothing) as pinned facts, each with the rule that pinned it and the key of the stored
 // message that stated it (see stated). A guarded pin (res.GuardSince set:
 // the hooks', which may run late) is recorded only as stated in a message
 // found stored: a store refuses a guarded fact naming none, since nothing
@@ -202,9 +202,17 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	if at.IsZero() {
 		at = c.opts.Now()
 	}
-	pins := make([][]Pin, len(ex.Turn))
+	// What the save stored is read, the history it stored with the turn
+	// included (a chat whose continuation was stored first resends its
+	// first turn, which is then not stored again); a save that stored
+	// nothing (a redelivery) leaves ex's turn.
+	said := ex.Turn
+	if len(res.Stored) > 0 {
+		said = res.Stored
+	}
+	pins := make([][]Pin, len(said))
 	found := false
-	for i, m := range ex.Turn {
+	for i, m := range said {
 		if m.Role == "user" && !m.Failed() {
 			pins[i] = Detect(m.Content)
 			found = found || len(pins[i]) > 0
@@ -214,7 +222,7 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 		c.pinned.Add(ex.ID)
 		return nil
 	}
-	conv, keys, err := c.stated(ctx, ex, res)
+	conv, keys, err := c.stated(ctx, ex, said, res)
 	if err != nil {
 		return fmt.Errorf("pin facts: %w", err)
 	}
@@ -238,16 +246,16 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	return nil
 }
 
-// stated returns the conversation that holds ex.Turn's messages and their
-// stored keys, by index ("" for one not found): those of res.Stored, what
-// the save inserted, or, when it inserted nothing (a redelivered
+// stated returns the conversation that holds said's messages and their
+// stored keys, by index ("" for one not found): those of res.Stored (then
+// said), what the save inserted, or, when it inserted nothing (a redelivered
 // exchange's duplicate save), of ex's messages (memory.OfExchange) the
 // store holds live in ex's conversation, else in its candidate one,
 // where its chat's continuation may have moved them (see
 // memory.Exchange.Candidate).
-func (c *Compactor) stated(ctx context.Context, ex memory.Exchange, res memory.SaveResult) (string, []string, error) {
+func (c *Compactor) stated(ctx context.Context, ex memory.Exchange, said []memory.Message, res memory.SaveResult) (string, []string, error) {
 	if len(res.Stored) > 0 {
-		return ex.Conversation, turnKeys(ex.Turn, res.Stored), nil
+		return ex.Conversation, turnKeys(said, res.Stored), nil
 	}
 	convs := []string{ex.Conversation}
 	if ex.Candidate != "" && ex.Candidate != ex.Conversation {

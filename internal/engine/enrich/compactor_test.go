@@ -595,3 +595,26 @@ func TestPinsAgainAfterDeletion(t *testing.T) {
 		t.Fatalf("after a redelivery, facts = %+v, want one mention", st.facts)
 	}
 }
+
+// TestPinsTheHistoryASaveStored: a full-history chat's continuation
+// stored before its first turn (whose capture then finds it stored ahead
+// and stores nothing) stores that first turn as resent history; its pin
+// is recorded, with the key it was stored under, and not the assistant's.
+func TestPinsTheHistoryASaveStored(t *testing.T) {
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	ex := exchange("ex2", "What should I cook tonight?")
+	ex.Prior = []memory.Message{{Role: "user", Content: "I am vegetarian."}, {Role: "assistant", Content: "I am vegetarian too, in spirit."}}
+	res := memory.SaveResult{Inserted: 4, Stored: []memory.Message{
+		{Role: "user", Content: "I am vegetarian.", Key: "h:0"},
+		{Role: "assistant", Content: "I am vegetarian too, in spirit.", Key: "h:1"},
+		{Role: "user", Content: "What should I cook tonight?", Key: "ex2:0"},
+		{Role: "assistant", Content: "A mushroom risotto.", Key: "ex2:1"},
+	}}
+	if err := c.AfterSave(context.Background(), ex, res); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 || !strings.Contains(st.facts[0].Value, "vegetarian") || st.facts[0].Source != "h:0" {
+		t.Fatalf("facts = %+v, want the first turn's pin, sourced h:0", st.facts)
+	}
+}
