@@ -186,8 +186,9 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 }
 
 // pin records the facts the user messages the save stored state (ex's
-// turn for a redelivery, which stored nothing) as pinned facts, each with the rule that pinned it and the key of the stored
-// message that stated it (see stated). A guarded pin (res.GuardSince set:
+// turn for a redelivery, which stored nothing) as pinned facts, each with
+// the rule that pinned it and the key of the stored message that stated
+// it (see stated). A guarded pin (res.GuardSince set:
 // the hooks', which may run late) is recorded only as stated in a message
 // found stored: a store refuses a guarded fact naming none, since nothing
 // tells which conversation of its name it was made from. An exchange
@@ -222,7 +223,7 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 		c.pinned.Add(ex.ID)
 		return nil
 	}
-	conv, keys, err := c.stated(ctx, ex, said, res)
+	conv, keys, err := c.stated(ctx, ex, res)
 	if err != nil {
 		return fmt.Errorf("pin facts: %w", err)
 	}
@@ -246,16 +247,20 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	return nil
 }
 
-// stated returns the conversation that holds said's messages and their
-// stored keys, by index ("" for one not found): those of res.Stored (then
-// said), what the save inserted, or, when it inserted nothing (a redelivered
-// exchange's duplicate save), of ex's messages (memory.OfExchange) the
+// stated returns the conversation that holds the messages pin reads and
+// their stored keys, by index ("" for one not found): res.Stored's own,
+// or, when the save inserted nothing (a redelivered exchange's duplicate
+// save), those of ex.Turn among ex's messages (memory.OfExchange) the
 // store holds live in ex's conversation, else in its candidate one,
 // where its chat's continuation may have moved them (see
 // memory.Exchange.Candidate).
-func (c *Compactor) stated(ctx context.Context, ex memory.Exchange, said []memory.Message, res memory.SaveResult) (string, []string, error) {
+func (c *Compactor) stated(ctx context.Context, ex memory.Exchange, res memory.SaveResult) (string, []string, error) {
 	if len(res.Stored) > 0 {
-		return ex.Conversation, turnKeys(said, res.Stored), nil
+		keys := make([]string, len(res.Stored))
+		for i, m := range res.Stored {
+			keys[i] = m.Key
+		}
+		return ex.Conversation, keys, nil
 	}
 	convs := []string{ex.Conversation}
 	if ex.Candidate != "" && ex.Candidate != ex.Conversation {
