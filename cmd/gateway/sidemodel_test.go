@@ -4,10 +4,20 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/proxy/upstream"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -46,6 +56,49 @@ func TestSideModelsWithoutKeyAreNotCalled(t *testing.T) {
 	for _, r := range up.Requests() {
 		if bytes.Contains(r.Body, []byte(`"response_format"`)) {
 			t.Fatalf("a side model was called without a key: %s", r.Body)
+		}
+	}
+}
+
+// TestSideModelReplyBounded: a side model (summariser, fact extraction)
+// that answers with a body far larger than any summary or list of facts —
+// a hostile or broken upstream, endless — fails the call once the
+// client has read upstream.MaxSideReplyBytes of it, instead of holding the
+// whole body in memory; a reply within the bound is read as usual.
+func TestSideModelReplyBounded(t *testing.T) {
+	const pre = `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`
+	const post = `"},"finish_reason":"stop"}]}`
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The reply's size is the path's first segment.
+		size, _ := strconv.Atoi(strings.Split(r.URL.Path, "/")[1])
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, pre)
+		chunk := strings.Repeat("a", 64<<10)
+		for left := size; left > 0; left -= len(chunk) {
+			n, err := io.WriteString(w, chunk[:min(left, len(chunk))])
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		io.WriteString(w, post)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := config.Default()
+	for _, tt := range []struct {
+		size int
+		ok   bool
+	}{{1 << 10, true}, {upstream.MaxSideReplyBytes / 2, true}, {64 * upstream.MaxSideReplyBytes, false}} {
+		sent.Store(0)
+		c := sideModel(srv.URL+"/"+strconv.Itoa(tt.size), "key", cfg.Upstream, time.Minute)
+		resp, err := c.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "m",
+			Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "summarise"}}})
+		switch {
+		case tt.ok && (err != nil || len(resp.Choices) != 1 || len(resp.Choices[0].Message.Content) != tt.size):
+			t.Errorf("a %d-byte reply: %v", tt.size, err)
+		case !tt.ok && err == nil:
+			t.Errorf("a %d-byte reply was read whole (%d bytes sent)", tt.size, sent.Load())
 		}
 	}
 }

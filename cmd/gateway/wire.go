@@ -24,6 +24,7 @@ import (
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/proxy/upstream"
 	"github.com/memgate/memgate/internal/redact"
 	"github.com/memgate/memgate/internal/store/postgres"
 	"github.com/memgate/memgate/internal/store/redis"
@@ -256,13 +257,14 @@ func sideModel(base, key string, up config.Upstream, timeout time.Duration) *ope
 	if key == "" && up.APIKey == "" {
 		return nil
 	}
-	return openaiClient(base, key, up, timeout)
+	return openaiClient(base, key, up, timeout, upstream.MaxSideReplyBytes)
 }
 
-// openaiClient is sideModel's client, made whether or not it has a key.
-func openaiClient(base, key string, up config.Upstream, timeout time.Duration) *openai.Client {
+// openaiClient is sideModel's client, made whether or not it has a key;
+// each reply's body is bounded to maxBody bytes.
+func openaiClient(base, key string, up config.Upstream, timeout time.Duration, maxBody int64) *openai.Client {
 	oc := openai.DefaultConfig(cmp.Or(key, up.APIKey))
-	oc.BaseURL, oc.HTTPClient = cmp.Or(base, up.BaseURL), &http.Client{Timeout: timeout}
+	oc.BaseURL, oc.HTTPClient = cmp.Or(base, up.BaseURL), &http.Client{Timeout: timeout, Transport: upstream.LimitBodies(http.DefaultTransport, maxBody)}
 	return openai.NewClientWithConfig(oc)
 }
 
@@ -301,10 +303,11 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger
 
 // newEmbedder returns the embedder of ec behind cache (nil: none) and its
 // collectors (see engine.NewEmbedder); openai's API is at ec.base_url
-// (default upstream.base_url) with ec.api_key (default upstream.api_key).
+// (default upstream.base_url) with ec.api_key (default upstream.api_key), its
+// replies bounded to 256 KiB a text (a 3,072-dimension vector is ~70 KiB of JSON).
 func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
 	return engine.NewEmbedder(engine.EmbedderOptions{Provider: ec.Provider, Model: ec.Model, Dims: ec.Dims(), Batch: ec.Batch, Concurrency: ec.Concurrency,
-		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D())}, cache, logger)
+		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D(), int64(ec.Batch)<<18)}, cache, logger)
 }
 
 // cachedStore is a store whose reads besides its searches (recent turns,

@@ -86,7 +86,7 @@ func guardWith(resolver IdentityResolver) echo.MiddlewareFunc {
 			tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 			if err != nil {
 				aerr := identity.APIError(err)
-				if aerr.Status == http.StatusUnauthorized {
+				if identity.Refused(err) {
 					// Counted by the failed-key limiter in front.
 					server.ExchangeOf(r.Context()).AuthFailed()
 				}

@@ -60,7 +60,7 @@ var layers = map[string]layer{
 	"internal/redact":            {"removes secrets from domain messages before they are stored", domain},
 
 	// Forwarding: the one ReverseProxy and its transport.
-	"internal/proxy/upstream": {"the upstream http.Transport", nil},
+	"internal/proxy/upstream": {"the upstream http.Transport, and the bound on the bodies side models read", nil},
 	"internal/proxy": {"forwarding: identifies, asks the memory core (by interfaces it declares) and tees the reply",
 		with(domain, dialects, []string{"internal/apierr", "internal/identity", "internal/proxy/upstream", "internal/server"})},
 
@@ -102,7 +102,7 @@ var layers = map[string]layer{
 	"cmd/gateway": {"run, routes and wiring, with concrete types", with(domain, dialects[1:2], []string{
 		"internal/admin", "internal/config", "internal/engine", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/cache",
 		"internal/engine/recall", "internal/engine/record", "internal/identity", "internal/itemindex", "internal/mcpserver",
-		"internal/proxy", "internal/redact", "internal/savings", "internal/server", "internal/store/postgres",
+		"internal/proxy", "internal/proxy/upstream", "internal/redact", "internal/savings", "internal/server", "internal/store/postgres",
 		"internal/store/redis", "internal/store/sqlite", "internal/tokens", "internal/tracing", "internal/ui"})},
 }
 

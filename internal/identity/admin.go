@@ -65,7 +65,7 @@ func (r *Resolver) ResolveAdmin(h http.Header, remoteAddr string) (string, error
 		return id.Tenant, err
 	}
 	if r.admin != nil {
-		return "", ErrUnauthorized
+		return "", unauthorized(h)
 	}
 	if !IsLoopback(remoteAddr) {
 		return "", ErrLoopbackOnly

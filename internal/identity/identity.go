@@ -27,6 +27,10 @@ const (
 var (
 	// ErrUnauthorized reports a missing or unknown gateway key (HTTP 401).
 	ErrUnauthorized = errors.New("missing or invalid gateway API key")
+	// ErrNoKey is the ErrUnauthorized of a request that presented no
+	// bearer key at all (a CORS preflight never carries one): it guessed
+	// nothing, so it is not a refused key (see Refused).
+	ErrNoKey = fmt.Errorf("%w: no key presented", ErrUnauthorized)
 	// ErrForbidden reports a key choosing a tenant it may not act for (HTTP 403).
 	ErrForbidden = errors.New("this key may not choose another tenant")
 )
@@ -136,7 +140,7 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 	if r.RequireKey() {
 		var ok bool
 		if k, ok = r.match(h.Get("Authorization")); !ok {
-			return id, "", ErrUnauthorized
+			return id, "", unauthorized(h)
 		}
 	}
 	tenantHeader := h.Get(HeaderTenant)
@@ -201,6 +205,22 @@ func (r *Resolver) match(authorization string) (key, bool) {
 		return key{}, false
 	}
 	return r.keys[found], true
+}
+
+// unauthorized is the error of a request whose Authorization no key
+// matches: ErrNoKey when it presents no bearer key, else ErrUnauthorized.
+func unauthorized(h http.Header) error {
+	if _, ok := bearer(h.Get("Authorization")); !ok {
+		return ErrNoKey
+	}
+	return ErrUnauthorized
+}
+
+// Refused reports whether err refuses a key the request presented (a
+// wrong gateway or admin key): what the failed-key limiter counts. A
+// request that presented none is not refused a key.
+func Refused(err error) bool {
+	return errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrNoKey)
 }
 
 // bearer returns the token of "Bearer <token>".

@@ -169,3 +169,40 @@ func TestMalformedAdminHashStaysClosed(t *testing.T) {
 		t.Fatalf("well-formed hash: %q, %v", tenant, err)
 	}
 }
+
+// TestRefusedOnlyWhenAKeyWasPresented: a wrong bearer key is a refused key
+// (the failed-key limiter counts it); a request with no bearer key at all
+// is a 401 too, but refuses nothing: it guessed nothing.
+func TestRefusedOnlyWhenAKeyWasPresented(t *testing.T) {
+	keys := []Key{{Hash: HashKey("good"), Tenant: "a"}}
+	resolvers := map[string]func(h http.Header) error{
+		"Resolve with keys": func(h http.Header) error { _, _, err := New(keys).Resolve(h, ""); return err },
+		"ResolveAdmin with keys": func(h http.Header) error {
+			_, err := NewWithAdmin(keys, "adm").ResolveAdmin(h, "203.0.113.1:1")
+			return err
+		},
+		"ResolveAdmin, admin key only": func(h http.Header) error {
+			_, err := NewWithAdmin(nil, "adm").ResolveAdmin(h, "127.0.0.1:1")
+			return err
+		},
+	}
+	for name, resolve := range resolvers {
+		for _, tt := range []struct {
+			auth    string
+			refused bool
+		}{
+			{"", false}, {"Bearer ", false}, {"Basic Zm9vOmJhcg==", false}, {"Bearer wrong", true}, {"bearer  wrong ", true},
+		} {
+			err := resolve(headers("Authorization", tt.auth))
+			if !errors.Is(err, ErrUnauthorized) {
+				t.Errorf("%s, Authorization %q: err = %v, want ErrUnauthorized", name, tt.auth, err)
+			}
+			if got := Refused(err); got != tt.refused {
+				t.Errorf("%s, Authorization %q: Refused = %v, want %v", name, tt.auth, got, tt.refused)
+			}
+		}
+	}
+	if Refused(nil) || Refused(ErrForbidden) {
+		t.Error("Refused is true of an error that refuses no key")
+	}
+}

@@ -54,7 +54,7 @@ func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler
 		tenant, err := resolver.ResolveAdmin(r.Header, r.RemoteAddr)
 		if err != nil {
 			aerr := identity.APIError(err)
-			if aerr.Status == http.StatusUnauthorized {
+			if identity.Refused(err) {
 				// Counted by the failed-key limiter in front, as on the
 				// management API.
 				server.ExchangeOf(r.Context()).AuthFailed()

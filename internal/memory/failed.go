@@ -29,7 +29,11 @@ func (m Message) Failed() bool {
 	return ok && string(bytes.TrimSpace(v)) != "null" && string(bytes.TrimSpace(v)) != "false"
 }
 
-// MarkFailed returns m with FailedField set to reason in its Raw.
+// maxFailedReason caps the error message MarkFailed keeps.
+const maxFailedReason = 512
+
+// MarkFailed returns m with FailedField set to reason (its first 512
+// bytes) in its Raw.
 func MarkFailed(m Message, reason string) (Message, error) {
 	var w map[string]json.RawMessage
 	if err := json.Unmarshal(m.Raw, &w); err != nil {
@@ -37,6 +41,9 @@ func MarkFailed(m Message, reason string) (Message, error) {
 	}
 	if reason == "" {
 		reason = "upstream error"
+	}
+	if len(reason) > maxFailedReason {
+		reason = reason[:maxFailedReason]
 	}
 	r, err := json.Marshal(reason)
 	if err != nil {

@@ -313,12 +313,11 @@ func newTee(reply replyStream) *tee {
 	return t
 }
 
-// feed queues a copy of chunk, or gives the capture up.
+// feed queues a copy of chunk, or gives the capture up. It counts every
+// byte, queued or not, so that a stream over the cap is reported as such
+// even when the tee fell behind first.
 func (t *tee) feed(chunk []byte) {
-	if t.lost {
-		return
-	}
-	if t.bytes += len(chunk); t.bytes > maxCaptureBytes {
+	if t.bytes += len(chunk); t.lost || t.bytes > maxCaptureBytes {
 		t.lost = true
 		return
 	}
@@ -344,6 +343,8 @@ func (t *tee) result() (memory.Message, *memory.Usage, error) {
 	close(t.ch)
 	<-t.done
 	switch {
+	case t.bytes > maxCaptureBytes:
+		return memory.Message{}, nil, errCaptureTooLarge
 	case t.lost:
 		return memory.Message{}, nil, errTeeOverflow
 	case t.err != nil:

@@ -210,3 +210,38 @@ func TestFailedKeysLimited(t *testing.T) {
 		t.Fatalf("upstream calls %d", up.Calls())
 	}
 }
+
+// TestMissingKeyNotCounted: a request that presents no gateway key — a
+// browser's CORS preflight, which never carries one, or a page's simple
+// POST — gets 401 but guesses nothing, so it takes nothing from its
+// client's failed-key attempts: a web page cannot lock the browser's
+// address out of the gateway.
+func TestMissingKeyNotCounted(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	clock := time.Unix(1_700_000_000, 0)
+	lim := server.NewFailureLimiter(3, time.Minute, 100, func() time.Time { return clock })
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("good"), Tenant: "a"}})
+	g := mustGateway(t, up, nil, Deps{Resolver: keyed, Limiter: lim})
+	send := func(method, auth string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(method, g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		if method == http.MethodOptions {
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			req.Header.Set("Access-Control-Request-Headers", "authorization")
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		return do(t, req)
+	}
+	for i := 0; i < 5; i++ {
+		for _, c := range []struct{ method, auth string }{{http.MethodOptions, ""}, {http.MethodPost, ""}, {http.MethodPost, "Basic Zm9vOmJhcg=="}, {http.MethodPost, "Bearer "}} {
+			if resp, b := send(c.method, c.auth); resp.StatusCode != 401 {
+				t.Fatalf("%s with Authorization %q, round %d: status %d, want 401: %s", c.method, c.auth, i, resp.StatusCode, b)
+			}
+		}
+	}
+	if resp, b := send(http.MethodPost, "Bearer good"); resp.StatusCode != 200 {
+		t.Fatalf("the right key after requests without one: status %d, want 200: %s", resp.StatusCode, b)
+	}
+}

@@ -50,11 +50,10 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 	}
 	id, mode, err := p.deps.Resolver.Resolve(r.Header, bodyUser)
 	if err != nil {
-		aerr := identity.APIError(err)
-		if aerr.Status == http.StatusUnauthorized {
+		if identity.Refused(err) {
 			server.ExchangeOf(r.Context()).AuthFailed()
 		}
-		return id, mode, aerr
+		return id, mode, identity.APIError(err)
 	}
 	return id, mode, nil
 }

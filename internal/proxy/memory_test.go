@@ -298,6 +298,31 @@ func TestCaptureCapSkipsHugeReply(t *testing.T) {
 	}
 }
 
+// TestCaptureCapSkipsHugeStream: a streamed reply larger than the capture
+// cap reaches the client whole and is not captured, counted as too_large
+// as the same reply unstreamed is — whether or not the tee also fell
+// behind on the way.
+func TestCaptureCapSkipsHugeStream(t *testing.T) {
+	chunk := strings.Repeat("x", 64<<10)
+	chunks := make([]string, maxCaptureBytes/len(chunk)+2)
+	for i := range chunks {
+		chunks[i] = chunk
+	}
+	huge := upstreamtest.Reply{Content: strings.Join(chunks, ""), Chunks: chunks}
+	captured := make(chanCapturer, 1)
+	up := upstreamtest.New(t, upstreamtest.Chat(huge))
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	body := strings.Replace(memoryChat, `"temperature"`, `"stream":true,"temperature"`, 1)
+	resp, b := g.post(t, "/v1/chat/completions", body, map[string]string{"X-Memory-User": "alice"})
+	if resp.StatusCode != 200 || len(b) < maxCaptureBytes {
+		t.Fatalf("status %d, %d bytes: the reply did not reach the client whole", resp.StatusCode, len(b))
+	}
+	g.waitMetric(t, `memgate_capture_skipped_total{reason="too_large"} 1`)
+	if len(captured) != 0 {
+		t.Error("an over-cap reply was captured")
+	}
+}
+
 // TestRepeatedRoleRejected: a message giving its role twice (plainly, with
 // escapes, or in capitals) is a 400 naming it, and nothing goes upstream or
 // is captured: stored verbatim, it would be replayed to an upstream that

@@ -101,3 +101,56 @@ func TestDegradedPartsAndTokensSaved(t *testing.T) {
 	g.waitMetric(t, "memgate_memory_tokens_sent_total 240")
 	g.waitMetric(t, "memgate_memory_load_seconds_count 2")
 }
+
+// TestMidStreamErrorKeepsTheTurn: on every API, a stream the upstream
+// breaks off with an error event (Anthropic's overloaded_error, the
+// Responses API's response.failed or error) is relayed as sent, and the
+// exchange is still captured: the user's turn, and the partial reply
+// marked failed with the upstream's message, as on chat completions.
+func TestMidStreamErrorKeepsTheTurn(t *testing.T) {
+	const anthropicStart = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\",\"usage\":{\"input_tokens\":5,\"output_tokens\":0}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"It is \"}}\n\n"
+	const responsesStart = "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n" +
+		"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"o1\",\"role\":\"assistant\",\"content\":[]}}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"It is \"}\n\n"
+	tests := []struct {
+		name, path, body, stream, wantContent, wantFailed string
+	}{
+		{"anthropic error event", "/v1/messages",
+			`{"model":"claude-sonnet-4-6","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"What is 6 times 7?"}]}`,
+			anthropicStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+			"It is ", "Overloaded"},
+		{"anthropic error before message_start", "/v1/messages",
+			`{"model":"claude-sonnet-4-6","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"What is 6 times 7?"}]}`,
+			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+			"", "Overloaded"},
+		{"responses response.failed", "/v1/responses",
+			`{"model":"gpt-4o","stream":true,"input":"What is 6 times 7?"}`,
+			responsesStart + "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r1\",\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"The model crashed\"},\"output\":[]}}\n\n",
+			"It is ", "The model crashed"},
+		{"responses error event", "/v1/responses",
+			`{"model":"gpt-4o","stream":true,"input":"What is 6 times 7?"}`,
+			responsesStart + "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"Stream interrupted\"}\n\n",
+			"It is ", "Stream interrupted"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			captured := make(chanCapturer, 1)
+			up := upstreamtest.New(t, scriptedStream(tc.stream))
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
+				Deps{Resolver: identity.New(nil), Capturer: captured})
+			resp, got := g.post(t, tc.path, tc.body, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
+			if resp.StatusCode != 200 || string(got) != tc.stream {
+				t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
+			}
+			ex := wait(t, captured, "capture")
+			if len(ex.Turn) != 1 || ex.Turn[0].Content != "What is 6 times 7?" {
+				t.Fatalf("turn %+v: the user's turn must be stored", ex.Turn)
+			}
+			if ex.Reply.Content != tc.wantContent || !ex.Reply.Failed() || !strings.Contains(string(ex.Reply.Raw), tc.wantFailed) {
+				t.Fatalf("reply %s, want content %q marked failed with %q", ex.Reply.Raw, tc.wantContent, tc.wantFailed)
+			}
+		})
+	}
+}

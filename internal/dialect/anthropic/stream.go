@@ -20,6 +20,7 @@ type Stream struct {
 	usage   usage
 	started bool
 	stopped bool
+	failed  string // the error event's message, when one came
 	err     error
 }
 
@@ -68,7 +69,7 @@ func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 // content_block_delta (text_delta, input_json_delta, thinking_delta;
 // signature_delta and citations_delta carry nothing chat keeps),
 // content_block_stop, message_delta (usage), message_stop, ping. An error
-// event fails the stream.
+// event marks the reply failed (see Result).
 func (s *Stream) event(ev sse.Event) error {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -107,24 +108,27 @@ func (s *Stream) event(ev sse.Event) error {
 	case "message_stop":
 		s.stopped = true
 	case "error":
-		msg := ""
-		if e.Error != nil {
-			msg = e.Error.Type + ": " + e.Error.Message
+		if s.failed == "" {
+			s.failed = "upstream error event"
+			if e.Error != nil && e.Error.Type+e.Error.Message != "" {
+				s.failed = strings.TrimPrefix(e.Error.Type+": "+e.Error.Message, ": ")
+			}
 		}
-		return fmt.Errorf("%w: stream error event: %s", memory.ErrInvalid, msg)
 	}
 	return nil
 }
 
 // Result returns the reply reassembled — equal to what ReplyFromJSON reads
-// from the same answer given whole — and the usage. It fails when the stream
-// broke off before message_stop, carried an error event or exceeded the
+// from the same answer given whole — and the usage. A stream the upstream
+// broke off with an error event returns what was streamed before it, marked
+// with memory.FailedField (as chat's StreamReply does). It fails when the
+// stream ended before message_stop without an error event, or exceeded the
 // limit.
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if err := s.dec.Err(); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("anthropic stream: %w", err)
 	}
-	if !s.started || !s.stopped {
+	if s.failed == "" && (!s.started || !s.stopped) {
 		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before message_stop", memory.ErrInvalid)
 	}
 	idx := make([]int, 0, len(s.blocks))
@@ -144,6 +148,9 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 		blocks = append(blocks, out)
 	}
 	msg, err := chat.Encode(assistantMessage(blocks))
+	if err == nil && s.failed != "" {
+		msg, err = memory.MarkFailed(msg, s.failed)
+	}
 	if err != nil {
 		return memory.Message{}, nil, err
 	}

@@ -63,13 +63,38 @@ func TestReplyFingerprintMatchesResentHistory(t *testing.T) {
 func TestStreamFailures(t *testing.T) {
 	stream, _ := os.ReadFile("testdata/stream_tool_use.sse")
 	cut := stream[:bytes.Index(stream, []byte("event: message_delta"))]
-	errEvent := append(bytes.Clone(cut), "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"...)
 	dialecttest.CheckStreamFailures(t, NewStream, 100, []dialecttest.StreamFailure{
 		{Name: "broken off", Stream: cut, Want: memory.ErrInvalid},
-		{Name: "error event", Stream: errEvent, Want: memory.ErrInvalid},
 		{Name: "over the limit", Stream: stream, Limit: 512, Want: sse.ErrTooLarge},
 		{Name: "empty", Want: memory.ErrInvalid},
 	})
+}
+
+// TestStreamErrorEventKeepsThePartialReply: a stream the upstream breaks
+// off with an error event (mid-stream, or before message_start) yields
+// what was streamed before it, marked failed with the event's message, as
+// chat's StreamReply does.
+func TestStreamErrorEventKeepsThePartialReply(t *testing.T) {
+	stream, _ := os.ReadFile("testdata/stream_tool_use.sse")
+	whole, _, err := dialecttest.Feed(NewStream(0), stream, 100).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := stream[:bytes.Index(stream, []byte("event: message_delta"))]
+	const errEvent = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	for _, tt := range []struct {
+		name        string
+		stream      []byte
+		wantContent string
+	}{
+		{"mid-stream", append(bytes.Clone(cut), errEvent...), whole.Content},
+		{"before message_start", []byte(errEvent), ""},
+	} {
+		msg, _, err := dialecttest.Feed(NewStream(0), tt.stream, 100).Result()
+		if err != nil || !msg.Failed() || !strings.Contains(string(msg.Raw), "overloaded_error: Overloaded") || msg.Content != tt.wantContent {
+			t.Errorf("%s: Result %s, %v; want content %q marked failed with the event's message", tt.name, msg.Raw, err, tt.wantContent)
+		}
+	}
 }
 
 func TestReplyFromJSONRejectsErrors(t *testing.T) {

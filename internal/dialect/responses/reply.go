@@ -33,6 +33,11 @@ func (r response) reply() (memory.Message, *memory.Usage, error) {
 	if r.Status == "failed" || len(r.Error) > 0 && string(r.Error) != "null" {
 		return memory.Message{}, nil, fmt.Errorf("%w: the response failed", memory.ErrInvalid)
 	}
+	return r.message()
+}
+
+// message is reply's conversion, whatever the response's status.
+func (r response) message() (memory.Message, *memory.Usage, error) {
 	a := &assistant{}
 	for _, it := range r.Output {
 		a.add(it)

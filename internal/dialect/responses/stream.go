@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -14,10 +15,11 @@ import (
 // io.Writer fed the raw event stream, in whatever pieces the relay copies
 // it, and never holds more than its limit. It is used by one goroutine.
 type Stream struct {
-	dec   *sse.Decoder
-	items map[int]*streamItem
-	final *response
-	err   error
+	dec    *sse.Decoder
+	items  map[int]*streamItem
+	final  *response
+	failed string // why the response failed, when it did
+	err    error
 }
 
 // streamItem is an output item being reassembled from its events.
@@ -81,8 +83,9 @@ func builder(m map[int]*strings.Builder, i int) *strings.Builder {
 // argument and reasoning-summary deltas and done events, the whole item at
 // response.output_item.done, and the final response (usage, and its output
 // when the provider includes it) at response.completed or
-// response.incomplete. response.failed and error fail the stream; other
-// events (created, in_progress, content_part.*) carry nothing more.
+// response.incomplete. response.failed and error mark the reply failed
+// (see Result); other events (created, in_progress, content_part.*) carry
+// nothing more.
 func (s *Stream) event(ev sse.Event) error {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -137,11 +140,30 @@ func (s *Stream) event(ev sse.Event) error {
 		}
 		s.final = e.Response
 	case "response.failed":
-		return fmt.Errorf("%w: the response failed", memory.ErrInvalid)
+		s.final = e.Response
+		s.fail(failure(e.Response))
 	case "error":
-		return fmt.Errorf("%w: stream error event: %s", memory.ErrInvalid, e.Message)
+		s.fail(cmp.Or(e.Message, "upstream error event"))
 	}
 	return nil
+}
+
+// fail marks the reply failed with reason, unless it already is.
+func (s *Stream) fail(reason string) {
+	if s.failed == "" {
+		s.failed = reason
+	}
+}
+
+// failure is the error message of a failed response (nil: none came).
+func failure(r *response) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if r != nil && json.Unmarshal(r.Error, &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	return "the response failed"
 }
 
 // whole returns the item as it ended: the output_item.done item when it
@@ -187,17 +209,22 @@ func (it *streamItem) whole() item {
 }
 
 // Result returns the reply reassembled — equal to what ReplyFromJSON reads
-// from the same response given whole — and the usage. It fails when the
-// stream ended without response.completed or response.incomplete, carried
-// response.failed or an error event, or exceeded the limit.
+// from the same response given whole — and the usage. A stream that
+// carried response.failed or an error event returns what was streamed
+// before it, marked with memory.FailedField (as chat's StreamReply does).
+// It fails when the stream ended without response.completed or
+// response.incomplete and without such an event, or exceeded the limit.
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if err := s.dec.Err(); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("responses stream: %w", err)
 	}
-	if s.final == nil {
+	if s.final == nil && s.failed == "" {
 		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before response.completed", memory.ErrInvalid)
 	}
-	r := *s.final
+	var r response
+	if s.final != nil {
+		r = *s.final
+	}
 	if len(r.Output) == 0 {
 		idx := make([]int, 0, len(s.items))
 		for i := range s.items {
@@ -208,5 +235,15 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 			r.Output = append(r.Output, s.items[i].whole())
 		}
 	}
-	return r.reply()
+	if s.failed == "" {
+		return r.reply()
+	}
+	msg, u, err := r.message()
+	if err == nil {
+		msg, err = memory.MarkFailed(msg, s.failed)
+	}
+	if err != nil {
+		return memory.Message{}, nil, err
+	}
+	return msg, u, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
@@ -59,12 +60,8 @@ func TestReplyFingerprintMatchesResentInput(t *testing.T) {
 func TestStreamFailures(t *testing.T) {
 	stream, _ := os.ReadFile("testdata/stream_function_call.sse")
 	cut := stream[:bytes.Index(stream, []byte("event: response.completed"))]
-	failed := append(bytes.Clone(cut), "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n"...)
-	errEv := append(bytes.Clone(cut), "event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n"...)
 	dialecttest.CheckStreamFailures(t, NewStream, 64, []dialecttest.StreamFailure{
 		{Name: "broken off", Stream: cut, Want: memory.ErrInvalid},
-		{Name: "failed", Stream: failed, Want: memory.ErrInvalid},
-		{Name: "error event", Stream: errEv, Want: memory.ErrInvalid},
 		{Name: "over the limit", Stream: stream, Limit: 1024, Want: sse.ErrTooLarge},
 	})
 	for _, b := range []string{`{"object":"response","status":"failed","error":{"code":"x","message":"y"},"output":[]}`, `{"error":{"message":"bad"}}`, `[`} {
@@ -80,5 +77,26 @@ func TestErrorBody(t *testing.T) {
 	}
 	if got := string(ErrorBody(401, "authentication_error", "key", "", "invalid_api_key")); got != `{"error":{"message":"key","type":"authentication_error","param":null,"code":"invalid_api_key"}}` {
 		t.Errorf("ErrorBody = %s", got)
+	}
+}
+
+// TestStreamFailureKeepsThePartialReply: a stream that ends in
+// response.failed or an error event yields what was streamed before it,
+// marked failed with the upstream's message, as chat's StreamReply does.
+func TestStreamFailureKeepsThePartialReply(t *testing.T) {
+	stream, _ := os.ReadFile("testdata/stream_function_call.sse")
+	whole, _, err := dialecttest.Feed(NewStream(0), stream, 64).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := stream[:bytes.Index(stream, []byte("event: response.completed"))]
+	for _, tt := range []struct{ name, event, reason string }{
+		{"response.failed", "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n", "boom"},
+		{"error event", "event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n", "slow down"},
+	} {
+		msg, _, err := dialecttest.Feed(NewStream(0), append(bytes.Clone(cut), tt.event...), 64).Result()
+		if err != nil || !msg.Failed() || !strings.Contains(string(msg.Raw), tt.reason) || msg.Fingerprint() != whole.Fingerprint() {
+			t.Errorf("%s: Result %s, %v; want the reply so far (%s) marked failed with %q", tt.name, msg.Raw, err, whole.Raw, tt.reason)
+		}
 	}
 }

@@ -114,10 +114,12 @@ func quoteFact(f memory.Fact) memory.Fact {
 	return f
 }
 
-// quoted returns ld with its summary and facts quoted (quoteLines); the
-// recalled items are quoted as they become passages (partCosts.passage),
-// since recallFilter compares their text as stored. ld's slices and
-// summary are not changed: quoted copies replace them where needed.
+// quoted returns ld with its summary and facts — the ranked ones and all
+// the user's current ones the stable block chooses from — quoted
+// (quoteLines); the recalled items are quoted as they become passages
+// (partCosts.passage), since recallFilter compares their text as stored.
+// ld's slices and summary are not changed: quoted copies replace them
+// where needed.
 func quoted(ld loaded) loaded {
 	if ld.summary != nil {
 		// The summary is indented whole: its first line is stored text
@@ -126,16 +128,23 @@ func quoted(ld loaded) loaded {
 		s.Text = continuationIndent + quoteLines(s.Text)
 		ld.summary = &s
 	}
-	for i, f := range ld.facts {
+	ld.facts = quotedFacts(ld.facts)
+	ld.current = quotedFacts(ld.current)
+	return ld
+}
+
+// quotedFacts returns facts with each key and value quoted (quoteFact):
+// facts itself when none changes, else a copy.
+func quotedFacts(facts []memory.Fact) []memory.Fact {
+	for i, f := range facts {
 		if q := quoteFact(f); q.Key != f.Key || q.Value != f.Value {
-			facts := make([]memory.Fact, len(ld.facts))
-			copy(facts, ld.facts[:i])
-			for j := i; j < len(ld.facts); j++ {
-				facts[j] = quoteFact(ld.facts[j])
+			out := make([]memory.Fact, len(facts))
+			copy(out, facts[:i])
+			for j := i; j < len(facts); j++ {
+				out[j] = quoteFact(facts[j])
 			}
-			ld.facts = facts
-			break
+			return out
 		}
 	}
-	return ld
+	return facts
 }
