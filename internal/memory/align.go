@@ -32,11 +32,7 @@ func Align(stored, prior []Message) Plan {
 		return Plan{}
 	}
 	bestOff, bestLen := -1, 0
-	for off := range stored {
-		n := 0
-		for n < len(prior) && off+n < len(stored) && stored[off+n].Fingerprint() == prior[n].Fingerprint() {
-			n++
-		}
+	for off, n := range runs(stored, prior) {
 		if n > 0 && n >= bestLen {
 			bestOff, bestLen = off, n
 		}
@@ -49,4 +45,46 @@ func Align(stored, prior []Message) Plan {
 		p.SupersedeFrom = stored[end].Seq
 	}
 	return p
+}
+
+// runs returns, for each offset of stored, how many messages of prior, from
+// its first, stored repeats from that offset on (by Fingerprint). It is the
+// Z-function of prior, a separator and stored, each message numbered by
+// its fingerprint: linear in their lengths, so a history that repeats one
+// message thousands of times costs no more to align than any other (a
+// run extended from every offset in turn would cost their product).
+func runs(stored, prior []Message) []int {
+	ids := make(map[string]int, len(prior))
+	seq := make([]int, 0, len(prior)+1+len(stored))
+	number := func(m Message) int {
+		fp := m.Fingerprint()
+		id, ok := ids[fp]
+		if !ok {
+			id = len(ids)
+			ids[fp] = id
+		}
+		return id
+	}
+	for _, m := range prior {
+		seq = append(seq, number(m))
+	}
+	seq = append(seq, -1) // matches no message: a run never crosses it
+	for _, m := range stored {
+		seq = append(seq, number(m))
+	}
+	// z[i] is the length of the longest common prefix of seq and seq[i:];
+	// [l, r) is the rightmost match found so far.
+	z := make([]int, len(seq))
+	for i, l, r := 1, 0, 0; i < len(seq); i++ {
+		if i < r {
+			z[i] = min(r-i, z[i-l])
+		}
+		for i+z[i] < len(seq) && seq[z[i]] == seq[i+z[i]] {
+			z[i]++
+		}
+		if i+z[i] > r {
+			l, r = i, i+z[i]
+		}
+	}
+	return z[len(prior)+1:]
 }
