@@ -186,17 +186,24 @@ func (c *Capturer) toQueue(j *job) bool {
 	return true
 }
 
-// isQueued reports whether turns of id wait in the capture queue.
+// isQueued reports whether turns of id wait, or may wait (a backlog the
+// Capturer started with), in the capture queue.
 func (c *Capturer) isQueued(id memory.Identity) bool {
+	if c.backlog.Load() {
+		return true
+	}
 	c.convMu.Lock()
 	defer c.convMu.Unlock()
 	st := c.convs[id]
 	return st != nil && st.queued
 }
 
-// anyQueued reports whether a conversation of batch has turns waiting in
-// the capture queue.
+// anyQueued reports whether a conversation of batch has turns waiting, or
+// may have (a backlog), in the capture queue.
 func (c *Capturer) anyQueued(batch []*job) bool {
+	if c.backlog.Load() {
+		return true
+	}
 	c.convMu.Lock()
 	defer c.convMu.Unlock()
 	for _, j := range batch {
@@ -207,8 +214,9 @@ func (c *Capturer) anyQueued(batch []*job) bool {
 	return false
 }
 
-// watchQueued lets conversations whose turns went to the capture queue
-// save directly again once the queue has drained (every entry stored and
+// watchQueued lets conversations whose turns went to the capture queue,
+// and every conversation after a backlog the Capturer started with, save
+// directly again once the queue has drained (every entry stored and
 // acknowledged), checking every 200ms until Close.
 func (c *Capturer) watchQueued() {
 	t := time.NewTicker(200 * time.Millisecond)
@@ -220,7 +228,7 @@ func (c *Capturer) watchQueued() {
 		case <-t.C:
 		}
 		c.convMu.Lock()
-		any := false
+		any := c.backlog.Load()
 		for _, st := range c.convs {
 			any = any || st.queued
 		}
@@ -235,6 +243,7 @@ func (c *Capturer) watchQueued() {
 			continue
 		}
 		c.convMu.Lock()
+		c.backlog.Store(false)
 		for id, st := range c.convs {
 			st.queued = false
 			if st.inflight == 0 {
