@@ -170,6 +170,9 @@ type Capturer struct {
 	// conversation may have turns there, so until the queue has drained
 	// every conversation's turns follow them there, keeping their order.
 	backlog atomic.Bool
+	// queuings counts the turns sent to the capture queue (under convMu),
+	// so that a drained queue seen before one of them does not release it.
+	queuings int64
 
 	retrying atomic.Int64
 	ctx      context.Context // cancelled when Close gives up

@@ -176,6 +176,7 @@ func (c *Capturer) toQueue(j *job) bool {
 		return false
 	}
 	c.convMu.Lock()
+	c.queuings++
 	if st := c.convs[j.ex.Identity]; st != nil {
 		st.queued = true
 	}
@@ -228,7 +229,7 @@ func (c *Capturer) watchQueued() {
 		case <-t.C:
 		}
 		c.convMu.Lock()
-		any := c.backlog.Load()
+		any, seen := c.backlog.Load(), c.queuings
 		for _, st := range c.convs {
 			any = any || st.queued
 		}
@@ -243,6 +244,11 @@ func (c *Capturer) watchQueued() {
 			continue
 		}
 		c.convMu.Lock()
+		if c.queuings != seen {
+			// A turn went to the queue after it was counted: count again.
+			c.convMu.Unlock()
+			continue
+		}
 		c.backlog.Store(false)
 		for id, st := range c.convs {
 			st.queued = false
