@@ -286,3 +286,64 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 		})
 	}
 }
+
+// An erasure empties the embedding cache, and what was deferred of the
+// erased user does not fill it again: Backfill embeds none of it (the
+// vectors would land in the cache, and be thrown away by the store), on
+// the erasure after the deferral and on the indexing round that ran after
+// the erasure (its items refused). Another user's deferred items are
+// embedded.
+func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cache := NewEmbeddingCache(DefaultEmbeddingBytes)
+	ix := NewIndexer(st, NewCached(NewLocal(16), cache), nil)
+	const n = 1200
+	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
+	late := memory.Identity{Tenant: "t", User: "late", Conversation: "c"}
+	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}
+	index := func(id memory.Identity, ex memory.Exchange, res memory.SaveResult) {
+		t.Helper()
+		res.GuardSince = ex.At // as the write path hands it to the hooks
+		if err := ix.AfterSave(ctx, ex, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := map[memory.Identity]memory.Exchange{}
+	results := map[memory.Identity]memory.SaveResult{}
+	for i, id := range []memory.Identity{erased, late, kept} {
+		ex := longHistory(id, fmt.Sprintf("e%d", i), n)
+		res, err := st.SaveExchange(ctx, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[id], results[id] = ex, res
+	}
+	index(erased, saved[erased], results[erased])
+	index(kept, saved[kept], results[kept])
+	before := ix.Deferred()
+	if before == 0 {
+		t.Fatal("nothing deferred: the histories fit the budget and the test proves nothing")
+	}
+	for _, id := range []memory.Identity{erased, late} {
+		if err := st.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache.Clear() // as the erasure does (cache.Reads.DeleteUser)
+	// The late user's round runs after its erasure: its writes are refused.
+	index(late, saved[late], results[late])
+	backfillAll(t, ix)
+	owners := map[string]int{}
+	cache.Drop(func(k EmbeddingKey) bool { owners[k.User]++; return false })
+	if owners["erased"] > 0 || owners["late"] > 0 {
+		t.Fatalf("the embedding cache holds vectors of erased users after the backfill: %v", owners)
+	}
+	if owners["kept"] == 0 {
+		t.Fatal("the kept user's deferred items were not embedded")
+	}
+}

@@ -165,6 +165,11 @@ func (s *fakeStore) Conversation(_ context.Context, id memory.Identity) (memory.
 	return memory.Conversation{ID: id.Conversation}, msgs, nil
 }
 
+// ErasedAt answers never: the fake store erases no one.
+func (s *fakeStore) ErasedAt(context.Context, string, string) (time.Time, error) {
+	return time.Time{}, nil
+}
+
 func (s *fakeStore) Facts(_ context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -34,6 +34,11 @@ type IndexStore interface {
 	// Conversation returns the conversation's live messages (used to find
 	// the keys of a redelivered exchange's messages).
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	// ErasedAt returns when the user was last erased (zero: never), so
+	// that nothing of a user erased since their exchanges were stored is
+	// embedded: its vectors would fill the embedding cache the erasure
+	// emptied, for writes the store refuses.
+	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
 }
 
 // Indexer is the capture hook that makes a stored exchange recallable: its
@@ -107,7 +112,8 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		items, textOnly []memory.Item
 		// later are the textOnly items only their user's budget left
 		// without a vector: Backfill embeds them (on the rows still
-		// stored then, so they need no erasure guard).
+		// stored then), unless their user was erased since (their
+		// erasure guard).
 		later []memory.Item
 		// cut are each user's messages of the batch, cut for indexing,
 		// in the order they were stored.
@@ -175,6 +181,19 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			guard[u] = results[i].GuardSince
 		}
 	}
+	// A user erased since the batch was stored gets nothing indexed: the
+	// store would refuse every write, and what was embedded for them
+	// would stay in the embedding cache their erasure emptied.
+	gone := map[userKey]bool{}
+	for _, u := range users {
+		erased, err := ix.erasedSince(ctx, u.tenant, u.user, guard[u])
+		if err != nil {
+			return fmt.Errorf("index exchanges of user %s: %w", u.user, err)
+		}
+		gone[u] = erased
+	}
+	users = slices.DeleteFunc(users, func(u userKey) bool { return gone[u] })
+	convs = slices.DeleteFunc(convs, func(id memory.Identity) bool { return gone[userKey{id.Tenant, id.User}] })
 	// Each user's messages share one budget, spent on the newest
 	// exchanges first. A round of enrichment orders the batch by
 	// conversation name, so a user's exchanges are ordered by when they
@@ -238,7 +257,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			items = append(items, ix.factItem(f))
 		}
 	}
-	for _, its := range [][]memory.Item{items, textOnly} {
+	for _, its := range [][]memory.Item{items, textOnly, later} {
 		for i := range its {
 			its[i].GuardSince = guard[userKey{its[i].Tenant, its[i].User}]
 		}
@@ -443,10 +462,12 @@ func (ix *Indexer) Deferred() int {
 // budget stored without a vector (the older messages of a long resent or
 // imported history: see userEmbedBytes), in the order they were
 // deferred, each batch's newest first, and stores their
-// vectors on the rows that still hold them (IndexStore.EmbedItems); it
-// returns how many it embedded, 0 when none wait. It is the enricher's
-// idle work (enrich.EnrichOptions.Idle), so a long history gets its
-// vectors within minutes instead of at the next `gateway reindex`. It
+// vectors on the rows that still hold them (IndexStore.EmbedItems),
+// leaving out, unembedded, those of a user erased since they were indexed
+// (their erasure guard); it returns how many it took, 0 when none wait.
+// It is the enricher's idle work (enrich.EnrichOptions.Idle), so a long
+// history gets its vectors within minutes instead of at the next
+// `gateway reindex`. It
 // never writes an item again: one whose user was erased, whose
 // conversation was deleted (even when a conversation of that name was
 // started since) or whose message was superseded since it was indexed is
@@ -456,13 +477,44 @@ func (ix *Indexer) Deferred() int {
 // stays text-only and is not retried.
 func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
 	items := ix.deferred.pop(backfillBatch)
-	if len(items) == 0 {
+	n := len(items)
+	if n == 0 {
 		return 0, nil
+	}
+	gone := map[[2]string]bool{}
+	for _, it := range items {
+		u := [2]string{it.Tenant, it.User}
+		if _, ok := gone[u]; ok {
+			continue
+		}
+		erased, err := ix.erasedSince(ctx, it.Tenant, it.User, it.GuardSince)
+		if err != nil {
+			return 0, fmt.Errorf("backfill: %w", err)
+		}
+		gone[u] = erased
+	}
+	items = slices.DeleteFunc(items, func(it memory.Item) bool { return gone[[2]string{it.Tenant, it.User}] })
+	if len(items) == 0 {
+		return n, nil
 	}
 	if err := embedStored(ctx, ix.store, ix.emb, items); err != nil {
 		return 0, fmt.Errorf("backfill: %w", err)
 	}
-	return len(items), nil
+	return n, nil
+}
+
+// erasedSince reports whether the user was erased at or after since, the
+// erasure guard of what is being indexed (memory.Item.GuardSince; zero:
+// not guarded, never erased).
+func (ix *Indexer) erasedSince(ctx context.Context, tenant, user string, since time.Time) (bool, error) {
+	if since.IsZero() {
+		return false, nil
+	}
+	at, err := ix.store.ErasedAt(ctx, tenant, user)
+	if err != nil {
+		return false, fmt.Errorf("check erasure: %w", err)
+	}
+	return !at.IsZero() && !at.Before(since), nil
 }
 
 // indexChunk is how many items one embedding call and one store write of

@@ -165,6 +165,14 @@ type Capturer struct {
 
 	convMu sync.Mutex
 	convs  map[memory.Identity]*convState
+	// backlog: the capture queue held entries when the Capturer started
+	// (left by a process that stopped before its worker stored them). Any
+	// conversation may have turns there, so until the queue has drained
+	// every conversation's turns follow them there, keeping their order.
+	backlog atomic.Bool
+	// queuings counts the turns sent to the capture queue (under convMu),
+	// so that a drained queue seen before one of them does not release it.
+	queuings int64
 
 	retrying atomic.Int64
 	ctx      context.Context // cancelled when Close gives up
@@ -228,9 +236,23 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		c.running.Go(func() { c.runLane(ch) })
 	}
 	if q != nil {
+		c.backlog.Store(c.queueHolds())
 		c.watcher.Go(c.watchQueued)
 	}
 	return c
+}
+
+// queueHolds reports whether the capture queue holds entries; a queue
+// that does not answer counts as empty (its turns wait for it otherwise).
+func (c *Capturer) queueHolds() bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	n, err := c.queue.Pending(ctx)
+	if err != nil {
+		c.logger.Warn("capture cannot count the capture queue at start; storing directly", "err", err)
+		return false
+	}
+	return n > 0
 }
 
 // Capture stores an exchange and returns once it is durable: saved in its

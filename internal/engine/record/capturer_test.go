@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,6 +96,69 @@ func TestStoreDownGoesToQueueInOrder(t *testing.T) {
 	}
 	if want := []string{"one", "two", "four"}; !slices.Equal(texts, want) {
 		t.Fatalf("stored turns %v, want %v", texts, want)
+	}
+}
+
+// countsThenQueues is a capture queue whose Pending, the first time it
+// counts no entry once armed, runs during before answering; later calls
+// are counted in after.
+type countsThenQueues struct {
+	*fakeQueue
+	armed  atomic.Bool
+	once   sync.Once
+	during func()
+	after  atomic.Int64
+	fired  atomic.Bool
+}
+
+func (q *countsThenQueues) Pending(ctx context.Context) (int64, error) {
+	n, err := q.fakeQueue.Pending(ctx)
+	if q.fired.Load() {
+		q.after.Add(1)
+	}
+	if n == 0 && q.armed.Load() {
+		q.once.Do(func() { q.during(); q.fired.Store(true) })
+	}
+	return n, err
+}
+
+// TestQueueDrainedWhileATurnIsQueued: the queue is seen drained, and before
+// the conversations are released another turn goes to it. That turn's
+// conversation stays behind it: its next turn follows it into the queue.
+func TestQueueDrainedWhileATurnIsQueued(t *testing.T) {
+	q, s := &countsThenQueues{fakeQueue: newFakeQueue()}, newFakeSaver()
+	c := mustCapturer(t, q, s, nil, Options{})
+	s.setFail(fmt.Errorf("pg: %w", memory.ErrUnavailable))
+	c.Capture(context.Background(), exchange(t, "r1", "c1 one", "a"))
+	other := func(id, text string) memory.Exchange {
+		ex := exchange(t, id, text, "b")
+		ex.Conversation = "c2"
+		return ex
+	}
+	q.during = func() { c.Capture(context.Background(), other("r2", "c2 one")) }
+	q.armed.Store(true)
+	// A worker stores the first turn: the queue drains.
+	ds, err := q.Claim(context.Background(), "w1", 10, time.Minute, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim = %d, %v", len(ds), err)
+	}
+	if err := q.Ack(context.Background(), ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	// The pass that saw the queue drained ends releasing c2, or leaves it
+	// for the next pass to count the queue again.
+	waitFor(t, "the pass that saw the queue drained", func() bool {
+		return q.fired.Load() && (q.after.Load() > 0 || !c.isQueued(other("", "").Identity))
+	})
+	s.setFail(nil)
+	c.Capture(context.Background(), other("r3", "c2 two"))
+	for _, id := range s.ids() {
+		if ex, _ := s.get(id); ex.Conversation == "c2" {
+			t.Fatalf("%q stored ahead of the turn before it, which waits in the queue", ex.Turn[0].Content)
+		}
+	}
+	if got := len(q.payloads()); got != 2 {
+		t.Fatalf("queue holds %d entries, want both turns of c2", got)
 	}
 }
 

@@ -176,6 +176,7 @@ func (c *Capturer) toQueue(j *job) bool {
 		return false
 	}
 	c.convMu.Lock()
+	c.queuings++
 	if st := c.convs[j.ex.Identity]; st != nil {
 		st.queued = true
 	}
@@ -186,17 +187,24 @@ func (c *Capturer) toQueue(j *job) bool {
 	return true
 }
 
-// isQueued reports whether turns of id wait in the capture queue.
+// isQueued reports whether turns of id wait, or may wait (a backlog the
+// Capturer started with), in the capture queue.
 func (c *Capturer) isQueued(id memory.Identity) bool {
+	if c.backlog.Load() {
+		return true
+	}
 	c.convMu.Lock()
 	defer c.convMu.Unlock()
 	st := c.convs[id]
 	return st != nil && st.queued
 }
 
-// anyQueued reports whether a conversation of batch has turns waiting in
-// the capture queue.
+// anyQueued reports whether a conversation of batch has turns waiting, or
+// may have (a backlog), in the capture queue.
 func (c *Capturer) anyQueued(batch []*job) bool {
+	if c.backlog.Load() {
+		return true
+	}
 	c.convMu.Lock()
 	defer c.convMu.Unlock()
 	for _, j := range batch {
@@ -207,8 +215,9 @@ func (c *Capturer) anyQueued(batch []*job) bool {
 	return false
 }
 
-// watchQueued lets conversations whose turns went to the capture queue
-// save directly again once the queue has drained (every entry stored and
+// watchQueued lets conversations whose turns went to the capture queue,
+// and every conversation after a backlog the Capturer started with, save
+// directly again once the queue has drained (every entry stored and
 // acknowledged), checking every 200ms until Close.
 func (c *Capturer) watchQueued() {
 	t := time.NewTicker(200 * time.Millisecond)
@@ -220,7 +229,7 @@ func (c *Capturer) watchQueued() {
 		case <-t.C:
 		}
 		c.convMu.Lock()
-		any := false
+		any, seen := c.backlog.Load(), c.queuings
 		for _, st := range c.convs {
 			any = any || st.queued
 		}
@@ -235,6 +244,12 @@ func (c *Capturer) watchQueued() {
 			continue
 		}
 		c.convMu.Lock()
+		if c.queuings != seen {
+			// A turn went to the queue after it was counted: count again.
+			c.convMu.Unlock()
+			continue
+		}
+		c.backlog.Store(false)
 		for id, st := range c.convs {
 			st.queued = false
 			if st.inflight == 0 {

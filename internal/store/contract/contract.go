@@ -165,6 +165,16 @@ func ValidFact(f memory.Fact, now time.Time) (memory.Fact, error) {
 	return f, nil
 }
 
+// StatedEarlier reports whether f, a statement about the user, states
+// another value than cur, their current fact of its type and key, and was
+// made before cur was last stated: a backlog enriched out of order (two
+// workers), history imported or dated in the past. It does not supersede
+// cur (UpsertFact leaves cur current and returns it), so the user's facts
+// are the latest they stated, whatever order the statements are recorded in.
+func StatedEarlier(f, cur memory.Fact) bool {
+	return !SameFactValue(cur.Value, f.Value) && f.UpdatedAt.Before(cur.UpdatedAt)
+}
+
 // FactRef is the Ref of the recall items made from fact id.
 func FactRef(id int64) string { return strconv.FormatInt(id, 10) }
 

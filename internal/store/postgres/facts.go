@@ -59,6 +59,10 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", unavailable(err))
 		}
+		if found && contract.StatedEarlier(f, old) {
+			out = old // a value stated before the current one's latest statement
+			return nil
+		}
 		// Restated (the caller's pin ORed into the row's own, as the UPDATE
 		// reads it: an unpin committed since the SELECT above stands), or
 		// else the current fact (if any) superseded by a new one that keeps

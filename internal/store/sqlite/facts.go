@@ -47,13 +47,18 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			return fmt.Errorf("load current fact: %w", err)
 		}
 		// Restated, or else the current fact (if any) superseded by a new
-		// one; either keeps a pin.
+		// one; either keeps a pin. A value stated before the current one
+		// was last stated (contract.StatedEarlier) leaves it current.
+		if found && contract.StatedEarlier(f, cur) {
+			out = cur
+			return nil
+		}
 		f.Pinned = f.Pinned || cur.Pinned
 		id := cur.ID
 		if found && contract.SameFactValue(cur.Value, f.Value) {
 			_, err = tx.ExecContext(ctx, `UPDATE facts SET
 					value = ?, mentions = mentions + 1, confidence = MIN(1.0, MAX(confidence, ?) + 0.1),
-					pinned = pinned OR ?, updated_at = ?,
+					pinned = pinned OR ?, updated_at = MAX(updated_at, ?),
 					conversation = COALESCE(?, conversation), expires_at = COALESCE(?, expires_at),
 					pin_rule = CASE WHEN ? != '' THEN ? ELSE pin_rule END,
 					source_message = CASE WHEN ? != '' THEN ? ELSE source_message END

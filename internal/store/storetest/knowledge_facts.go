@@ -156,6 +156,27 @@ func testFactContradiction(t *testing.T, s KnowledgeStore) {
 	}
 }
 
+// testFactStatedEarlier: a value stated before the current one's latest
+// statement — a user's backlog enriched out of order by two workers, or
+// history imported or dated in the past — does not supersede it: the
+// later statement stays current, and UpsertFact returns it. The same value
+// restated earlier counts a mention and leaves UpdatedAt at the later one.
+func testFactStatedEarlier(t *testing.T, s KnowledgeStore) {
+	moved := mustUpsertFact(t, s, fact("acme", "alice", memory.FactProfile, "city", "Porto", 60), 0)
+	got := mustUpsertFact(t, s, fact("acme", "alice", memory.FactProfile, "city", "Lisbon", 30), 0)
+	if got.ID != moved.ID || got.Value != "Porto" || got.SupersededAt != nil {
+		t.Fatalf("UpsertFact of an earlier statement = %+v, want the current Porto (%d)", got, moved.ID)
+	}
+	assertValues(t, "current facts", mustFacts(t, s, "acme", "alice", baseTime, false), "Porto")
+	again := mustUpsertFact(t, s, fact("acme", "alice", memory.FactProfile, "city", "Porto", 10), 0)
+	if again.ID != moved.ID || again.Mentions != 2 || !again.UpdatedAt.Equal(moved.UpdatedAt) {
+		t.Fatalf("earlier restatement = %+v, want fact %d with 2 mentions, updated at %v", again, moved.ID, moved.UpdatedAt)
+	}
+	// A later statement still supersedes it.
+	assertValues(t, "current facts", []memory.Fact{mustUpsertFact(t, s, fact("acme", "alice", memory.FactProfile, "city", "Braga", 90), 0)}, "Braga")
+	assertValues(t, "current facts", mustFacts(t, s, "acme", "alice", baseTime, false), "Braga")
+}
+
 // testFactNormalisedKey covers key normalisation (case and whitespace) and
 // that facts are kept per type: the same key under another type is another fact.
 func testFactNormalisedKey(t *testing.T, s KnowledgeStore) {

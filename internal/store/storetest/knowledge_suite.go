@@ -34,6 +34,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"SummaryTenantIsolation", testSummaryTenantIsolation},
 		{"FactSameValue", testFactSameValue},
 		{"FactContradiction", testFactContradiction},
+		{"FactStatedEarlierDoesNotSupersede", testFactStatedEarlier},
 		{"FactNormalisedKey", testFactNormalisedKey},
 		{"FactPinnedSticky", testFactPinnedSticky},
 		{"FactRuleAndSource", testFactRuleAndSource},
