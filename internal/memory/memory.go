@@ -7,6 +7,8 @@ package memory
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -130,21 +132,45 @@ type Usage struct {
 }
 
 // UnmarshalJSON reads a Usage, and OpenAI's
-// prompt_tokens_details.cached_tokens as CachedTokens.
+// prompt_tokens_details.cached_tokens as CachedTokens. A provider's usage is
+// reported, not relied on: a count that is not a whole number from 0 to
+// MaxTokenCount reads as 0 (TokenCount), and a usage that is not an object
+// reads as zero, rather than failing the reply it came with.
 func (u *Usage) UnmarshalJSON(b []byte) error {
-	type plain Usage
 	var v struct {
-		plain
-		Details *struct {
-			CachedTokens int `json:"cached_tokens"`
+		Prompt     TokenCount `json:"prompt_tokens"`
+		Completion TokenCount `json:"completion_tokens"`
+		Total      TokenCount `json:"total_tokens"`
+		Cached     TokenCount `json:"cached_tokens"`
+		Details    *struct {
+			Cached TokenCount `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
+	*u = Usage{}
+	if json.Unmarshal(b, &v) != nil {
+		return nil
 	}
-	*u = Usage(v.plain)
+	*u = Usage{PromptTokens: int(v.Prompt), CompletionTokens: int(v.Completion), TotalTokens: int(v.Total), CachedTokens: int(v.Cached)}
 	if u.CachedTokens == 0 && v.Details != nil {
-		u.CachedTokens = v.Details.CachedTokens
+		u.CachedTokens = int(v.Details.Cached)
+	}
+	return nil
+}
+
+// MaxTokenCount is the largest token count a provider's usage is read as.
+const MaxTokenCount = math.MaxInt32
+
+// TokenCount is a token count of a provider's usage, read leniently: a JSON
+// value that is not a whole number from 0 to MaxTokenCount (negative,
+// fractional, in exponent form, too big, a string) reads as 0 and never
+// fails the decoding of the reply around it.
+type TokenCount int
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *TokenCount) UnmarshalJSON(b []byte) error {
+	*c = 0
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil && n >= 0 && n <= MaxTokenCount {
+		*c = TokenCount(n)
 	}
 	return nil
 }

@@ -11,10 +11,10 @@ import (
 // usage is Anthropic's usage object. The prompt is every input token the
 // request was billed for: uncached, written to and read from the cache.
 type usage struct {
-	InputTokens              *int `json:"input_tokens"`
-	OutputTokens             *int `json:"output_tokens"`
-	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	InputTokens              *memory.TokenCount `json:"input_tokens"`
+	OutputTokens             *memory.TokenCount `json:"output_tokens"`
+	CacheCreationInputTokens *memory.TokenCount `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *memory.TokenCount `json:"cache_read_input_tokens"`
 }
 
 // merge overwrites the fields u2 carries (message_delta repeats the counts
@@ -23,7 +23,7 @@ func (u *usage) merge(u2 *usage) {
 	if u2 == nil {
 		return
 	}
-	for _, f := range [][2]**int{
+	for _, f := range [][2]**memory.TokenCount{
 		{&u.InputTokens, &u2.InputTokens}, {&u.OutputTokens, &u2.OutputTokens},
 		{&u.CacheCreationInputTokens, &u2.CacheCreationInputTokens}, {&u.CacheReadInputTokens, &u2.CacheReadInputTokens},
 	} {
@@ -38,11 +38,11 @@ func (u usage) memory() *memory.Usage {
 	if u.InputTokens == nil && u.OutputTokens == nil {
 		return nil
 	}
-	n := func(p *int) int {
+	n := func(p *memory.TokenCount) int {
 		if p == nil {
 			return 0
 		}
-		return *p
+		return int(*p)
 	}
 	mu := chat.Usage(n(u.InputTokens)+n(u.CacheCreationInputTokens)+n(u.CacheReadInputTokens), n(u.OutputTokens))
 	mu.CachedTokens = n(u.CacheReadInputTokens)

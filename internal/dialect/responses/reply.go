@@ -19,10 +19,10 @@ type response struct {
 
 // usage is the Responses API's usage object.
 type usage struct {
-	InputTokens        int `json:"input_tokens"`
-	OutputTokens       int `json:"output_tokens"`
+	InputTokens        memory.TokenCount `json:"input_tokens"`
+	OutputTokens       memory.TokenCount `json:"output_tokens"`
 	InputTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens memory.TokenCount `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
 }
 
@@ -48,8 +48,8 @@ func (r response) message() (memory.Message, *memory.Usage, error) {
 	}
 	var u *memory.Usage
 	if r.Usage != nil {
-		u = chat.Usage(r.Usage.InputTokens, r.Usage.OutputTokens)
-		u.CachedTokens = r.Usage.InputTokensDetails.CachedTokens
+		u = chat.Usage(int(r.Usage.InputTokens), int(r.Usage.OutputTokens))
+		u.CachedTokens = int(r.Usage.InputTokensDetails.CachedTokens)
 	}
 	return msg, u, nil
 }

@@ -317,19 +317,21 @@ func continuation(stored, rest []memory.Message) []memory.Message {
 	return out
 }
 
-// shortQuery is the length (in bytes) under which a user message is joined
-// with the assistant turn before it to make a recall query ("yes, do that").
+// shortQuery is the length (in bytes) under which a user message that does
+// not stand alone (standsAlone) is joined with the assistant turn before it
+// to make a recall query ("yes, do that").
 const shortQuery = 40
 
 // recallText is the recall query for a client's messages: the newest user
-// message, preceded by the assistant message before it when it is short.
+// message, preceded by the assistant message before it when it is short
+// and does not stand alone.
 func recallText(msgs []memory.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
 			continue
 		}
 		text := msgs[i].Content
-		if len(strings.TrimSpace(text)) < shortQuery {
+		if len(strings.TrimSpace(text)) < shortQuery && !standsAlone(text) {
 			for j := i - 1; j >= 0; j-- {
 				if msgs[j].Role == "assistant" && msgs[j].Content != "" {
 					text = msgs[j].Content + "\n" + text
@@ -340,6 +342,52 @@ func recallText(msgs []memory.Message) string {
 		return text
 	}
 	return ""
+}
+
+// standsAlone reports whether a short user message says what it is about
+// by itself: a question (it ends with a question mark) with at least two
+// words that are neither stopwords, nor question or auxiliary words, nor
+// words that point back at what was said before ("it", "that", "she",
+// "there", "isso", "ela"), and none of the latter. "When did Ana run a
+// race?" stands alone, and its recall is not diluted by the assistant's
+// last reply; "yes please", "why?" and "what did she say?" lean on the
+// turn before, which joins their recall query.
+func standsAlone(text string) bool {
+	if !strings.HasSuffix(strings.TrimSpace(text), "?") {
+		return false
+	}
+	content := 0
+	for w := range memory.Words(text) {
+		w = strings.ToLower(w)
+		switch {
+		case referenceWords[w]:
+			return false
+		case !memory.Stopword(w) && !questionWords[w]:
+			content++
+		}
+	}
+	return content >= 2
+}
+
+// referenceWords point back at something said before (English and
+// Portuguese pronouns and demonstratives).
+var referenceWords = map[string]bool{
+	"it": true, "its": true, "that": true, "this": true, "these": true, "those": true,
+	"they": true, "them": true, "their": true, "he": true, "him": true, "his": true,
+	"she": true, "her": true, "there": true, "one": true, "ones": true, "same": true,
+	"isso": true, "isto": true, "aquilo": true, "esse": true, "essa": true, "esses": true,
+	"essas": true, "ele": true, "ela": true, "eles": true, "elas": true, "dele": true,
+	"dela": true, "lá": true, "mesmo": true, "mesma": true,
+}
+
+// questionWords open a question or carry its grammar without naming its
+// subject: question words and auxiliaries.
+var questionWords = map[string]bool{
+	"who": true, "whom": true, "whose": true, "when": true, "where": true, "why": true,
+	"which": true, "will": true, "would": true, "should": true, "could": true, "shall": true,
+	"may": true, "might": true, "must": true, "am": true, "were": true, "been": true,
+	"quem": true, "quando": true, "onde": true, "qual": true, "quais": true,
+	"porque": true, "por": true, "como": true, "é": true, "foi": true,
 }
 
 // reasoningFields are the reply fields that carry a model's reasoning.
