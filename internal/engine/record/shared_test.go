@@ -151,3 +151,27 @@ func TestSharedQueueCountsEndWithTheirTurns(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCapturePostgres is a capture stored directly in PostgreSQL,
+// one at a time, with and without the shared-queue check before it.
+func BenchmarkCapturePostgres(b *testing.B) {
+	pg := mustPostgres(b)
+	for _, shared := range []bool{false, true} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) {
+			q, _ := mustRedisQueue(b, testenv.RedisPrefix(b))
+			opts := withStore(Options{}, pg)
+			if shared {
+				opts.Shared = q
+			}
+			c := mustCapturer(b, q, pg, nil, opts)
+			ex := exchange(b, "req", "hello", "hi")
+			for b.Loop() {
+				c.Capture(context.Background(), ex)
+			}
+			b.StopTimer()
+			if got := value(b, c.metrics.queued); got != 0 {
+				b.Fatalf("%v captures queued", got)
+			}
+		})
+	}
+}

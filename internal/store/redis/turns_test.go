@@ -92,3 +92,27 @@ func TestQueuedForgetsStaleCounts(t *testing.T) {
 		t.Fatalf("stale counts left in Redis (%d, %v)", n, err)
 	}
 }
+
+// BenchmarkQueued is the check a Capturer makes before a direct save,
+// against the test Redis, next to a PING (one bare round trip).
+func BenchmarkQueued(b *testing.B) {
+	ctx := context.Background()
+	q := mustQueue(b, QueueConfig{})
+	if err := q.EnqueueTurn(ctx, "queued", []byte("turn")); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ping", func(b *testing.B) {
+		for b.Loop() {
+			if err := q.rdb.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("queued", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := q.Queued(ctx, `["t1","u1","c1"]`); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
