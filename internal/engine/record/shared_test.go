@@ -175,3 +175,35 @@ func BenchmarkCapturePostgres(b *testing.B) {
 		})
 	}
 }
+
+// awayShared is a shared capture queue that does not answer.
+type awayShared struct{}
+
+func (awayShared) EnqueueTurn(context.Context, string, []byte) error {
+	return fmt.Errorf("queue away: %w", memory.ErrUnavailable)
+}
+
+func (awayShared) Queued(context.Context, ...string) ([]bool, error) {
+	return nil, fmt.Errorf("queue away: %w", memory.ErrUnavailable)
+}
+
+// TestSharedQueueAwayStoresDirectly: when the shared queue cannot tell
+// whether a conversation has turns queued, the turn is stored directly
+// (a chat's turn is not held while a memory backend is away), and the
+// failed check is counted.
+func TestSharedQueueAwayStoresDirectly(t *testing.T) {
+	saver := newFakeSaver()
+	c := mustCapturer(t, newFakeQueue(), saver, nil, Options{Shared: awayShared{}})
+	for i := range 3 {
+		c.Capture(context.Background(), exchange(t, "req", fmt.Sprint("q", i), fmt.Sprint("a", i)))
+	}
+	if n := saver.callCount(); n != 3 {
+		t.Fatalf("stored %d turns directly, want 3", n)
+	}
+	if got := value(t, c.metrics.queued); got != 0 {
+		t.Fatalf("queued %v turns", got)
+	}
+	if got := value(t, c.metrics.failures.WithLabelValues("queued_check")); got < 1 {
+		t.Fatal("the failed check is not counted")
+	}
+}

@@ -115,9 +115,10 @@ func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 	return nil
 }
 
-// xadd is the XADD of one payload to the stream, trimmed near maxLen.
-func (q *Queue) xadd(payload []byte) *redis.XAddArgs {
-	args := &redis.XAddArgs{Stream: q.stream, Values: []any{payloadField, payload}}
+// xadd is the XADD of one payload to the stream, with the extra fields
+// and values given, trimmed near maxLen.
+func (q *Queue) xadd(payload []byte, extra ...any) *redis.XAddArgs {
+	args := &redis.XAddArgs{Stream: q.stream, Values: append([]any{payloadField, payload}, extra...)}
 	if q.maxLen > 0 {
 		args.MaxLen, args.Approx = q.maxLen, true
 	}

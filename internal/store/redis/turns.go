@@ -24,9 +24,7 @@ func (q *Queue) queuedKey() string { return q.stream + ":queued" }
 // only until its redelivery is acknowledged.
 func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) error {
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		args := q.xadd(payload)
-		args.Values = append(args.Values.([]any), convField, conv)
-		p.XAdd(ctx, args)
+		p.XAdd(ctx, q.xadd(payload, convField, conv))
 		p.HIncrBy(ctx, q.queuedKey(), conv, 1)
 		return nil
 	})
