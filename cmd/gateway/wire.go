@@ -78,7 +78,8 @@ type backend struct {
 	queue, enrich record.Queue
 	durable       bool
 	embeddings    *cache.Cache[recall.EmbeddingKey, []float32]
-	lease         record.Leaser // nil: every worker drains the capture queue
+	lease         record.Leaser      // nil: every worker drains the capture queue
+	shared        record.SharedQueue // the capture queue when gateways share it (Redis); nil: SQLite's, or none
 	closers       []func() error
 }
 
@@ -130,7 +131,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
 			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
 		}
-		b.queue, b.lease, b.durable = q, q, true
+		b.queue, b.lease, b.shared, b.durable = q, q, q, true
 		return b, nil
 	}
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
@@ -189,7 +190,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store})
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Shared: b.shared})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Lease: b.lease})

@@ -33,6 +33,20 @@ type Queue interface {
 	Pending(ctx context.Context) (int64, error)
 }
 
+// SharedQueue is a capture queue several gateways share (redis.Queue) that
+// knows, per conversation, how many of its turns it holds, so that every
+// gateway's Capturer sends a conversation's turn after the ones queued
+// anywhere, not only after its own.
+type SharedQueue interface {
+	// EnqueueTurn appends payload, a turn of conversation conv, and counts
+	// it among conv's queued turns in the same atomic step; acknowledging
+	// its entry (Queue.Ack) uncounts it in the step that removes it.
+	EnqueueTurn(ctx context.Context, conv string, payload []byte) error
+	// Queued reports, for each of convs, whether the queue holds turns of
+	// it, in one round trip.
+	Queued(ctx context.Context, convs ...string) ([]bool, error)
+}
+
 // Saver stores an exchange idempotently (by ex.ID).
 type Saver interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
@@ -73,6 +87,12 @@ type Options struct {
 	// Adopter keeps a full-history chat's first turn in the chat's
 	// conversation (see Adopter); nil: it stays where it was stored.
 	Adopter Adopter
+	// Shared is the capture queue given to New when several gateways share
+	// it (redis.Queue): a conversation with turns queued by any of them
+	// then has its next turns queued behind them, wherever they are
+	// captured. Nil: the Capturer knows only of the turns it queued itself
+	// (enough when one process owns the queue: the SQLite outbox).
+	Shared SharedQueue
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in
 	// the order they were captured.
@@ -150,6 +170,7 @@ type Capturer struct {
 	batch    BatchSaver   // opts.Batches; nil: one transaction per exchange
 	dead     DeadLetterer // opts.DeadLetters; nil: refused exchanges are dropped
 	adopter  Adopter      // opts.Adopter; nil: a chat's first turn stays where it was stored
+	shared   SharedQueue  // opts.Shared; nil: only this Capturer's queued turns are known
 	enrich   Queue        // nil: no enrichment queue
 	redactor Redactor     // nil: no redaction
 	logger   *slog.Logger
@@ -173,6 +194,10 @@ type Capturer struct {
 	// queuings counts the turns sent to the capture queue (under convMu),
 	// so that a drained queue seen before one of them does not release it.
 	queuings int64
+	// askAfter: a failed SharedQueue check stops the next ones until this
+	// time (unix nanoseconds), so that a queue that hangs delays at most
+	// one capture a second.
+	askAfter atomic.Int64
 
 	retrying atomic.Int64
 	ctx      context.Context // cancelled when Close gives up
@@ -227,6 +252,9 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		cancel:   cancel,
 	}
 	c.batch, c.dead, c.adopter = opts.Batches, opts.DeadLetters, opts.Adopter
+	if q != nil {
+		c.shared = opts.Shared
+	}
 	c.metrics.retryDepth = func() float64 { return float64(c.retrying.Load()) }
 	c.metrics.inflight = c.inflight
 	per := max(1, opts.Buffer/opts.Lanes)
@@ -503,4 +531,11 @@ func NewExchangeID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return "ex-" + hex.EncodeToString(b[:])
+}
+
+// convKey names a conversation in a SharedQueue: its identity as a JSON
+// array, unambiguous whatever its parts hold.
+func convKey(id memory.Identity) string {
+	b, _ := json.Marshal([3]string{id.Tenant, id.User, id.Conversation})
+	return string(b)
 }

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +51,8 @@ func (c *Capturer) store(batch []*job) {
 	if len(batch) == 0 {
 		return
 	}
-	if c.batch != nil && !c.anyQueued(batch) {
+	queued := c.queuedConvs(batch)
+	if c.batch != nil && len(queued) == 0 {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
 			exs[i] = j.ex
@@ -75,7 +77,7 @@ func (c *Capturer) store(batch []*job) {
 		results []memory.SaveResult
 	)
 	for _, j := range batch {
-		if res, ok := c.storeOne(j); ok {
+		if res, ok := c.storeOne(j, queued[j.ex.Identity]); ok {
 			stored, results = append(stored, j), append(results, res)
 		}
 	}
@@ -83,19 +85,20 @@ func (c *Capturer) store(batch []*job) {
 }
 
 // storeOne stores one exchange and reports whether it was saved (stored or
-// found stored before). A failed save is retried at once; if it fails
-// again, the exchange goes to the capture queue (and the conversation's
-// later turns after it, in order), or, without one, is retried with
-// backoff until it is stored or Close gives up. Input the store refuses for
-// good becomes a dead letter.
-func (c *Capturer) storeOne(j *job) (memory.SaveResult, bool) {
+// found stored before). An exchange whose conversation has turns in the
+// capture queue (queued, or since) follows them there. A failed save is
+// retried at once; if it fails again, the exchange goes to the capture
+// queue (and the conversation's later turns after it, in order), or,
+// without one, is retried with backoff until it is stored or Close gives
+// up. Input the store refuses for good becomes a dead letter.
+func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 	delay := c.opts.RetryBase
 	for {
 		if c.ctx.Err() != nil {
 			c.giveUp(j)
 			return memory.SaveResult{}, false
 		}
-		if !c.isQueued(j.ex.Identity) {
+		if !queued && !c.isQueued(j.ex.Identity) {
 			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 			res, err := c.saver.SaveExchange(ctx, j.ex)
 			cancel()
@@ -168,7 +171,11 @@ func (c *Capturer) toQueue(j *job) bool {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-	err = c.queue.Enqueue(ctx, payload)
+	if c.shared != nil {
+		err = c.shared.EnqueueTurn(ctx, convKey(j.ex.Identity), payload)
+	} else {
+		err = c.queue.Enqueue(ctx, payload)
+	}
 	cancel()
 	if err != nil {
 		c.metrics.failures.WithLabelValues("enqueue").Inc()
@@ -199,20 +206,58 @@ func (c *Capturer) isQueued(id memory.Identity) bool {
 	return st != nil && st.queued
 }
 
-// anyQueued reports whether a conversation of batch has turns waiting, or
-// may have (a backlog), in the capture queue.
-func (c *Capturer) anyQueued(batch []*job) bool {
-	if c.backlog.Load() {
-		return true
-	}
+// queuedConvs returns the conversations of batch whose turns wait, or may
+// wait, in the capture queue: queued by this Capturer, any conversation
+// during a backlog it started with, or, with a SharedQueue, queued by any
+// gateway (asked in one round trip, for the conversations not known here).
+// A check that fails counts as nothing queued: a chat's turn is stored
+// rather than held while the queue is away (it cannot take new turns
+// then either); the failure is counted and logged, and the next checks
+// wait a second.
+func (c *Capturer) queuedConvs(batch []*job) map[memory.Identity]bool {
+	var (
+		queued map[memory.Identity]bool
+		ask    []memory.Identity
+	)
+	backlog := c.backlog.Load()
 	c.convMu.Lock()
-	defer c.convMu.Unlock()
 	for _, j := range batch {
-		if st := c.convs[j.ex.Identity]; st != nil && st.queued {
-			return true
+		id := j.ex.Identity
+		if st := c.convs[id]; backlog || st != nil && st.queued {
+			if queued == nil {
+				queued = map[memory.Identity]bool{}
+			}
+			queued[id] = true
+		} else if c.shared != nil && !slices.Contains(ask, id) {
+			ask = append(ask, id)
 		}
 	}
-	return false
+	c.convMu.Unlock()
+	if len(ask) == 0 || time.Now().UnixNano() < c.askAfter.Load() {
+		return queued
+	}
+	keys := make([]string, len(ask))
+	for i, id := range ask {
+		keys[i] = convKey(id)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, min(c.opts.OpTimeout, time.Second))
+	got, err := c.shared.Queued(ctx, keys...)
+	cancel()
+	if err != nil {
+		c.askAfter.Store(time.Now().Add(time.Second).UnixNano())
+		c.metrics.failures.WithLabelValues("queued_check").Inc()
+		c.logger.Warn("capture cannot tell whether conversations have turns in the shared capture queue; storing directly", "exchanges", len(batch), "err", err)
+		return queued
+	}
+	for i, q := range got {
+		if q && i < len(ask) {
+			if queued == nil {
+				queued = map[memory.Identity]bool{}
+			}
+			queued[ask[i]] = true
+		}
+	}
+	return queued
 }
 
 // watchQueued lets conversations whose turns went to the capture queue,

@@ -71,7 +71,7 @@ func newCapturerMetrics() *capturerMetrics {
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_failures_total",
-			Help: "Failed capture steps, by stage (save, group, enqueue, enrich_enqueue, encode, buffer_full, save_wait).",
+			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait).",
 		}, []string{"stage"}),
 		saveSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_save_seconds",

@@ -115,9 +115,10 @@ func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 	return nil
 }
 
-// xadd is the XADD of one payload to the stream, trimmed near maxLen.
-func (q *Queue) xadd(payload []byte) *redis.XAddArgs {
-	args := &redis.XAddArgs{Stream: q.stream, Values: []any{payloadField, payload}}
+// xadd is the XADD of one payload to the stream, with the extra fields
+// and values given, trimmed near maxLen.
+func (q *Queue) xadd(payload []byte, extra ...any) *redis.XAddArgs {
+	args := &redis.XAddArgs{Stream: q.stream, Values: append([]any{payloadField, payload}, extra...)}
 	if q.maxLen > 0 {
 		args.MaxLen, args.Approx = q.maxLen, true
 	}
@@ -255,18 +256,19 @@ func (q *Queue) readNew(ctx context.Context, consumer string, max int, block tim
 	return out, nil
 }
 
-// Ack acknowledges entries and deletes them from the stream (XACK + XDEL in
-// one MULTI), so an acknowledged entry is never delivered again.
+// Ack acknowledges entries and deletes them from the stream, so an
+// acknowledged entry is never delivered again, and uncounts the turns
+// among them queued with EnqueueTurn — in one script, atomically.
 func (q *Queue) Ack(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, q.stream, q.group, ids...)
-		p.XDel(ctx, q.stream, ids...)
-		return nil
-	})
-	if err != nil {
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, q.group)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if err := ackScript.Run(ctx, q.rdb, []string{q.stream, q.queuedKey()}, args...).Err(); err != nil {
 		return fmt.Errorf("redis: ack: %w", unavailable(err))
 	}
 	return nil

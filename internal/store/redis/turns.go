@@ -1,0 +1,103 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// convField is the stream entry field that names the conversation of a
+// turn queued with EnqueueTurn.
+const convField = "c"
+
+// queuedKey is the hash, next to the stream, of the conversations with
+// turns in it: conversation → how many of its entries the stream holds.
+func (q *Queue) queuedKey() string { return q.stream + ":queued" }
+
+// EnqueueTurn appends payload, a turn of conversation conv, and counts it
+// in the stream's per-conversation counts, in one MULTI: the count and the
+// entry exist together or not at all. Ack uncounts the entry in the script
+// that deletes it, so a conversation is counted exactly while the stream
+// holds its turns, however many gateways share the queue, and a worker
+// that dies between storing a turn and acknowledging it leaves it counted
+// only until its redelivery is acknowledged.
+func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) error {
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, q.xadd(payload, convField, conv))
+		p.HIncrBy(ctx, q.queuedKey(), conv, 1)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis: enqueue turn: %w", unavailable(err))
+	}
+	return nil
+}
+
+// queuedScript reads the counts of the conversations in ARGV. KEYS:
+// stream, counts. Counts found while the stream is empty are stale (left
+// by an entry acknowledged by a version that did not uncount it, or
+// trimmed by MaxLen): they are deleted, and nothing is queued.
+var queuedScript = redis.NewScript(`
+local n = redis.call('HMGET', KEYS[2], unpack(ARGV))
+for i = 1, #n do
+  if n[i] then
+    if redis.call('XLEN', KEYS[1]) == 0 then
+      redis.call('DEL', KEYS[2])
+      return {}
+    end
+    return n
+  end
+end
+return {}
+`)
+
+// Queued reports, for each of convs, whether the stream holds turns of it
+// (queued with EnqueueTurn), in one round trip.
+func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
+	out := make([]bool, len(convs))
+	if len(convs) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(convs))
+	for i, c := range convs {
+		args[i] = c
+	}
+	vals, err := queuedScript.Run(ctx, q.rdb, []string{q.stream, q.queuedKey()}, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redis: queued: %w", unavailable(err))
+	}
+	for i, v := range vals {
+		if i < len(out) && v != nil {
+			out[i] = true // the script keeps no field at 0 or below
+		}
+	}
+	return out, nil
+}
+
+// ackScript acknowledges and deletes entries, uncounting the conversation
+// of each one still in the stream (an entry acknowledged twice is
+// uncounted once). KEYS: stream, counts. ARGV: group, ids. When the
+// stream is left empty, whatever counts remain are stale and deleted.
+var ackScript = redis.NewScript(`
+for i = 2, #ARGV do
+  local e = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
+  if e[1] then
+    local f = e[1][2]
+    for j = 1, #f - 1, 2 do
+      if f[j] == '` + convField + `' then
+        if redis.call('HINCRBY', KEYS[2], f[j + 1], -1) <= 0 then
+          redis.call('HDEL', KEYS[2], f[j + 1])
+        end
+        break
+      end
+    end
+  end
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
+  redis.call('XDEL', KEYS[1], ARGV[i])
+end
+if redis.call('XLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+end
+return 0
+`)
