@@ -52,7 +52,8 @@ func NewRouter(reader MessageReader, redactor Redactor, logger *slog.Logger) *Ro
 // request's messages, system ones included. It reads the conversation's
 // first live messages, one more than the client sent, and compares them
 // with the client's non-system messages, message by message: when both
-// have a message at some index and the two differ, the request belongs to
+// have a message at some index and the two differ (see parts), the
+// request belongs to
 // the branch that parts there (memory.BranchConversation, which holds its
 // history from the first message), checked the same way, up to
 // maxBranchHops branches. A client whose messages the conversation starts
@@ -96,11 +97,20 @@ func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Me
 // parts returns the first index at which held (a conversation's live
 // messages from its first) and client (the client's non-system messages)
 // both have a message and the two differ by Fingerprint, comparing the
-// client's as they would be stored; -1 when there is none.
+// client's as they would be stored; -1 when there is none. Two assistant
+// messages never part a history: what a client resends of a reply may
+// differ from the reply memgate stored (trimmed, a reasoning block cut out
+// of its text), which would otherwise branch every turn of such a client;
+// the save aligns them as before (the client's version supersedes the
+// stored one), and a chat that differs goes apart at its next user or
+// tool message.
 func (r *Router) parts(held, client []memory.Message, stored map[int]memory.Message) int {
 	for i := range min(len(held), len(client)) {
 		if held[i].Fingerprint() == client[i].Fingerprint() {
 			// Sanitizing and redacting text already stored leave it as it is.
+			continue
+		}
+		if held[i].Role == "assistant" && client[i].Role == "assistant" {
 			continue
 		}
 		if held[i].Fingerprint() != r.storedForm(client, i, stored).Fingerprint() {

@@ -50,7 +50,8 @@ func routeMsgs(texts ...string) []memory.Message {
 // TestRouterRoute states where Route sends a request of derived
 // conversation "x": it stays while its messages and x's agree wherever
 // both have one (x empty, the client going on, regenerating, or resending
-// a secret or bytes x holds sanitized); it goes to the branch that parts
+// a secret or bytes x holds sanitized, or a reply otherwise than x holds
+// it); it goes to the branch that parts
 // where they first differ, then on through the branches that branch
 // holds, at most maxBranchHops of them; a failed read leaves it where it
 // got to.
@@ -77,6 +78,10 @@ func TestRouterRoute(t *testing.T) {
 			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse"), bx, 2},
 		{"a branch of the branch", map[string][]memory.Message{"x": stored(a), bx: stored(routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse", "Ok."))},
 			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a teacher"), "", 3},
+		{"a resent reply differing from the stored one", map[string][]memory.Message{"x": stored(a)}, nil,
+			routeMsgs("hi", "Hello! ", "trip to Peru", "Nice.", "what shoes"), "x", 1},
+		{"another chat, answered differently", map[string][]memory.Message{"x": stored(a)}, nil,
+			routeMsgs("hi", "Hey.", "cover letter"), branch(routeMsgs("hi", "Hey.", "cover letter"), 2), 2},
 		{"the first message differing", map[string][]memory.Message{"x": stored(a)}, nil, routeMsgs(" hi", "Hello!", "trip"), branch(routeMsgs(" hi"), 0), 2},
 		{"a secret stored redacted", map[string][]memory.Message{"x": stored(routeMsgs("hi", "Hello!", "key [redacted]", "Got [redacted]."))},
 			nil, routeMsgs("hi", "Hello!", "key SECRET", "Got SECRET.", "thanks"), "x", 1},
