@@ -136,34 +136,38 @@ func TestRouterBoundsHops(t *testing.T) {
 }
 
 // BenchmarkRoute measures what routing adds to a headerless full-history
-// request of a 40-message chat held in a SQLite store: one read of the
-// conversation's first 41 live messages and the comparison (the client's
+// request of a chat of n messages held in a SQLite store: one read of the
+// conversation's first n+1 live messages and the comparison (the client's
 // messages equal the stored ones, so none is redacted).
 func BenchmarkRoute(b *testing.B) {
-	st := mustSQLite(b)
-	var texts []string
-	for i := range 40 {
-		texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
-	}
-	msgs := routeMsgs(texts...)
-	var id memory.Identity
-	for i := 1; i < len(msgs); i += 2 {
-		ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
-		id = ex.Identity
-		if _, err := st.SaveExchange(context.Background(), ex); err != nil {
-			b.Fatal(err)
-		}
-	}
-	red, err := redact.New(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := NewRouter(st, red, nil)
-	client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
-	b.ReportAllocs()
-	for b.Loop() {
-		if got := r.Route(context.Background(), id, client); got != id.Conversation {
-			b.Fatalf("Route = %q", got)
-		}
+	for _, n := range []int{40, 400} {
+		b.Run(fmt.Sprint(n, "msgs"), func(b *testing.B) {
+			st := mustSQLite(b)
+			var texts []string
+			for i := range n {
+				texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
+			}
+			msgs := routeMsgs(texts...)
+			var id memory.Identity
+			for i := 1; i < len(msgs); i += 2 {
+				ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
+				id = ex.Identity
+				if _, err := st.SaveExchange(context.Background(), ex); err != nil {
+					b.Fatal(err)
+				}
+			}
+			red, err := redact.New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := NewRouter(st, red, nil)
+			client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := r.Route(context.Background(), id, client); got != id.Conversation {
+					b.Fatalf("Route = %q", got)
+				}
+			}
+		})
 	}
 }
