@@ -191,6 +191,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	stale := cfg.Capture.ReclaimAfter.D()
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Shared: b.shared})
+	m.Router = record.NewRouter(b.store, red, logger)
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Lease: b.lease})

@@ -27,10 +27,29 @@ type IdentityResolver interface {
 	ResolveFor(tenant string, h http.Header, bodyUser string) (memory.Identity, memory.Mode, error)
 }
 
-// Preparer assembles the messages a chat request would send (implemented
-// by internal/engine/prompt).
+// Preparer assembles the messages a chat request would send, in the
+// conversation it would go to (implemented by internal/engine).
 type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
+	// Route returns the branch of the conversation id.Conversation,
+	// derived from the history msgs resend, that the history continues
+	// (see engine.Engine.Route); it never fails.
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string
+}
+
+// ImpliedConversation is the conversation a memory-on request naming none
+// goes to, as the chat routes place it: memory.ImpliedConversation, and,
+// when that was derived from the history msgs resend, the branch of it
+// p routes the request to.
+func ImpliedConversation(ctx context.Context, p Preparer, id memory.Identity, msgs []memory.Message) string {
+	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
+	if id.Conversation == memory.DefaultConversation {
+		return id.Conversation
+	}
+	if routed := p.Route(ctx, id, msgs); routed != "" {
+		return routed
+	}
+	return id.Conversation
 }
 
 // Admin serves the management API.

@@ -24,6 +24,11 @@ func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.P
 	return f(ctx, req)
 }
 
+// Route leaves every request in its derived conversation.
+func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message) string {
+	return id.Conversation
+}
+
 // mustAdmin serves a with a server.Server until the test ends.
 func mustAdmin(tb testing.TB, a *Admin) string {
 	tb.Helper()
@@ -126,5 +131,56 @@ func TestUnconfiguredRoutesAnswer503(t *testing.T) {
 		if resp.StatusCode != 503 {
 			t.Errorf("%s %s: status %d, want 503", tt.method, tt.path, resp.StatusCode)
 		}
+	}
+}
+
+// routingPreparer prepares nothing but the client's messages and routes
+// every derived conversation to branch.
+type routingPreparer struct {
+	branch string
+	got    chan memory.Request
+}
+
+func (p routingPreparer) Prepare(_ context.Context, req memory.Request) (memory.Prepared, error) {
+	p.got <- req
+	return memory.Prepared{Messages: memory.Raws(req.Messages)}, nil
+}
+
+func (p routingPreparer) Route(context.Context, memory.Identity, []memory.Message) string {
+	return p.branch
+}
+
+// TestPreviewRoutesDerivedConversations: a preview of a request naming no
+// conversation that resends its history shows the branch the chat routes
+// would place it in; one carrying only its newest turn stays in default,
+// and a named conversation is kept.
+func TestPreviewRoutesDerivedConversations(t *testing.T) {
+	const branch = "chat-0123456789abcdef0123456789abcdef"
+	full := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Hello!"},{"role":"user","content":"plan a trip"}]}`
+	for _, tt := range []struct {
+		name, body string
+		header     map[string]string
+		want       string
+	}{
+		{"derived", full, nil, branch},
+		{"newest turn only", chat, nil, memory.DefaultConversation},
+		{"named", full, map[string]string{"X-Memory-Conversation": "trip"}, "trip"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prep := routingPreparer{branch: branch, got: make(chan memory.Request, 1)}
+			url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+			header := map[string]string{"X-Memory-User": "alice"}
+			for k, v := range tt.header {
+				header[k] = v
+			}
+			resp, b := post(t, url+"/v1/memory/preview", tt.body, header)
+			var p previewResponse
+			if resp.StatusCode != 200 || json.Unmarshal(b, &p) != nil {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if req := <-prep.got; p.Conversation != tt.want || req.Conversation != tt.want {
+				t.Fatalf("preview in %q, prepared in %q; want %q", p.Conversation, req.Conversation, tt.want)
+			}
+		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/identity"
-	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
 
@@ -67,7 +66,7 @@ func (a *Admin) handlePreview(c echo.Context) error {
 		return apierr.Unavailable("Memory is not configured on this gateway.")
 	}
 	if id.Conversation == "" {
-		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
+		id.Conversation = ImpliedConversation(r.Context(), a.preparer, id, req.Messages)
 	}
 	mreq, aerr := req.Memory(r.Header, id, mode)
 	if aerr != nil {

@@ -39,15 +39,36 @@ type none struct{}
 // past the wait the prompt goes without it.
 func (e *Engine) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
 	return with(e, func(c *Core) (memory.Prepared, error) {
-		wait := 100 * time.Millisecond
-		if dl, ok := ctx.Deadline(); ok {
-			wait = time.Until(dl) / 2
-		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		_ = c.Capturer.Wait(wctx, req.Identity)
-		cancel()
+		c.waitStored(ctx, req.Identity)
 		return c.Prompt.Prepare(ctx, req)
 	})
+}
+
+// waitStored waits for the turns of conversation id being stored, for at
+// most half of what is left of ctx's deadline (100ms without one).
+func (c *Core) waitStored(ctx context.Context, id memory.Identity) {
+	wait := 100 * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl) / 2
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	_ = c.Capturer.Wait(wctx, id)
+	cancel()
+}
+
+// Route returns the conversation of a request whose conversation was
+// derived from its history (see record.Router.Route): the derived one, or
+// the branch of it that the history continues. It first waits, briefly
+// (as Prepare does), for turns of the derived conversation being stored,
+// so that it compares with what they store. With no core connected, or no
+// Router, the request stays where it is.
+func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string {
+	c := e.cur.Load()
+	if c == nil || c.Router == nil {
+		return id.Conversation
+	}
+	c.waitStored(ctx, id)
+	return c.Router.Route(ctx, id, msgs)
 }
 
 // Capture records a finished exchange, or drops and counts it while no

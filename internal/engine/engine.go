@@ -66,6 +66,9 @@ type Core struct {
 	Store    Store
 	Prompt   *prompt.Assembler
 	Capturer *record.Capturer
+	// Router places a request of a derived conversation in the branch its
+	// history continues (nil: it stays in the derived conversation).
+	Router *record.Router
 	// Recall is nil when recall is off.
 	Recall *recall.Manager
 	// Worker stores what waits in the capture queue (nil without one).

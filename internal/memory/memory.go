@@ -204,6 +204,12 @@ type Exchange struct {
 	// Derived is true when Conversation was derived from a resent history
 	// (DerivedConversation) because the request named none.
 	Derived bool `json:"derived,omitempty"`
+	// Root is set, with Derived, on an exchange whose request was routed
+	// from its DerivedConversation to a BranchConversation because its
+	// resent history parts from what the derived one holds: the derived
+	// conversation, the Candidate its chat's first turn was recorded with,
+	// so the branch adopts that turn (see Adopter).
+	Root string `json:"root,omitempty"`
 	// TraceParent is the W3C traceparent of the traced request that caused
 	// the exchange ("" untraced): it travels through the capture and
 	// enrichment queues so the enrichment's span links back to the request.

@@ -97,3 +97,49 @@ func TestImpliedConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestBranchConversation states the id of a derived conversation's branch:
+// in DerivedConversation's form, never equal to it, equal for requests
+// that agree on the tenant, the user, the system messages and the
+// non-system messages through the index (whatever follows, whatever their
+// Raw), different when any of those differ.
+func TestBranchConversation(t *testing.T) {
+	m := func(role, content string) Message { return Message{Role: role, Content: content} }
+	sys := m("system", "You are helpful.")
+	base := []Message{sys, m("user", "hi"), m("assistant", "Hello!"), m("user", "plan a trip")}
+	id := BranchConversation("t", "u", base, 2)
+	tests := []struct {
+		name    string
+		tenant  string
+		msgs    []Message
+		through int
+		same    bool
+	}{
+		{"itself", "t", base, 2, true},
+		{"more messages after the index", "t", append(append([]Message(nil), base...), m("assistant", "Where?"), m("user", "Peru")), 2, true},
+		{"another raw", "t", []Message{sys, {Role: "user", Content: "hi", Raw: json.RawMessage(`{"role":"user","content":"hi"}`)}, m("assistant", "Hello!"), m("user", "plan a trip")}, 2, true},
+		{"system message moved", "t", []Message{m("user", "hi"), sys, m("assistant", "Hello!"), m("user", "plan a trip")}, 2, true},
+		{"another tenant", "t2", base, 2, false},
+		{"another system prompt", "t", []Message{m("system", "Be terse."), base[1], base[2], base[3]}, 2, false},
+		{"no system prompt", "t", base[1:], 2, false},
+		{"another message at the index", "t", []Message{sys, base[1], base[2], m("user", "write a letter")}, 2, false},
+		{"another earlier message", "t", []Message{sys, base[1], m("assistant", "Hi!"), base[3]}, 2, false},
+		{"another role", "t", []Message{sys, base[1], m("user", "Hello!"), base[3]}, 2, false},
+		{"an index further", "t", append(append([]Message(nil), base...), m("assistant", "Where?")), 3, false},
+		{"an index nearer", "t", base, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BranchConversation(tt.tenant, "u", tt.msgs, tt.through)
+			if len(got) != len(id) || got[:5] != "chat-" {
+				t.Fatalf("BranchConversation = %q, want chat- and 32 hex digits", got)
+			}
+			if (got == id) != tt.same {
+				t.Fatalf("BranchConversation = %q, base %q: want same %v", got, id, tt.same)
+			}
+			if got == DerivedConversation(tt.tenant, "u", tt.msgs) {
+				t.Fatalf("BranchConversation = DerivedConversation = %q", got)
+			}
+		})
+	}
+}

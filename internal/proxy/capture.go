@@ -49,10 +49,11 @@ type exchangeCapture struct {
 	// that began before an erasure of its user counts as erased data even
 	// when its reply ends after it.
 	at time.Time
-	// candidate and derived are the exchange's memory.Exchange.Candidate
-	// and Derived.
+	// candidate, derived and root are the exchange's
+	// memory.Exchange.Candidate, Derived and Root.
 	candidate string
 	derived   bool
+	root      string
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -172,6 +173,7 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 
 		Candidate: c.candidate,
 		Derived:   c.derived,
+		Root:      c.root,
 	})
 }
 

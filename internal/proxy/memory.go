@@ -32,6 +32,15 @@ type Capturer interface {
 	Capture(ctx context.Context, ex memory.Exchange)
 }
 
+// Router places a request that names no conversation and resends its
+// history, whose conversation id.Conversation was derived from it, in the
+// branch of that conversation its history continues, and returns that
+// branch's conversation (implemented by internal/engine). It never fails:
+// when it cannot tell, the request stays in id.Conversation.
+type Router interface {
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string
+}
+
 // IdentityResolver maps a request to its identity and memory mode
 // (implemented by internal/identity). RequireKey reports whether gateway keys are
 // configured, in which case every /v1 route checks them and the client's
@@ -59,9 +68,22 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 }
 
 // conversationFor is the conversation of a memory-on request that names
-// none (see memory.ImpliedConversation).
-func conversationFor(id memory.Identity, msgs []memory.Message) string {
-	return memory.ImpliedConversation(id.Tenant, id.User, msgs)
+// none (see memory.ImpliedConversation), and the conversation derived from
+// its history when it was routed to a branch of it ("" when not): a
+// derived conversation goes through the Router, within LoadTimeout.
+func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message) (conv, root string) {
+	conv = memory.ImpliedConversation(id.Tenant, id.User, msgs)
+	if conv == memory.DefaultConversation || p.deps.Router == nil {
+		return conv, ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
+	defer cancel()
+	derived := id
+	derived.Conversation = conv
+	if routed := p.deps.Router.Route(ctx, derived, msgs); routed != "" && routed != conv {
+		return routed, conv
+	}
+	return conv, ""
 }
 
 // prepareResult is one Prepare call's outcome.
@@ -137,8 +159,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// references, continuing a stored response).
 		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {
 			implied := id.Conversation == ""
+			var root string
 			if implied {
-				id.Conversation = conversationFor(id, req.Messages)
+				id.Conversation, root = p.conversationFor(r.Context(), id, req.Messages)
 				mreq.Identity = id
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
@@ -151,9 +174,11 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				if implied {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived
-					// conversation when the chat goes on.
+					// conversation (or the branch of it the chat went
+					// on in) when the chat goes on.
 					f.capture.derived = id.Conversation != memory.DefaultConversation
 					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Messages)
+					f.capture.root = root
 				}
 				defer f.capture.abandon()
 			}

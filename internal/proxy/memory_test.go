@@ -358,3 +358,74 @@ func TestRepeatedRoleRejected(t *testing.T) {
 		})
 	}
 }
+
+// routerFunc adapts a function to Router.
+type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message) string
+
+func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string {
+	return f(ctx, id, msgs)
+}
+
+// TestRouting: a request whose conversation is derived from its history
+// asks the Router where it belongs, and the answer is the conversation of
+// the response header, the prompt and the capture, which carries the
+// derived conversation as Root when the two differ. A request that names
+// its conversation, or that carries only its newest turn, is not routed.
+func TestRouting(t *testing.T) {
+	const branch = "chat-0123456789abcdef0123456789abcdef"
+	derivedID := memory.DerivedConversation(memory.DefaultTenant, "alice", []memory.Message{
+		{Role: "system", Content: "Be brief."}, {Role: "user", Content: "I like tea"}})
+	newest := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		name   string
+		body   string
+		header map[string]string
+		route  string // the Router's answer
+		asked  bool   // whether the Router is asked
+		want   string
+		root   string
+	}{
+		{"derived, routed to a branch", memoryChat, nil, branch, true, branch, derivedID},
+		{"derived, staying", memoryChat, nil, derivedID, true, derivedID, ""},
+		{"derived, no answer", memoryChat, nil, "", true, derivedID, ""},
+		{"named", memoryChat, map[string]string{"X-Memory-Conversation": "c1"}, branch, false, "c1", ""},
+		{"newest turn only", newest, nil, branch, false, memory.DefaultConversation, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := make(chan memory.Identity, 1)
+			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message) string {
+				asked <- id
+				return tt.route
+			})
+			reqs, captured := make(chan memory.Request, 1), make(chanCapturer, 1)
+			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "Tea."}))
+			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Preparer: injecting(reqs), Capturer: captured, Router: router})
+			header := map[string]string{"X-Memory-User": "alice"}
+			for k, v := range tt.header {
+				header[k] = v
+			}
+			resp, b := g.post(t, "/v1/chat/completions", tt.body, header)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			select {
+			case id := <-asked:
+				if !tt.asked || id.Conversation != derivedID || id.User != "alice" {
+					t.Fatalf("Router asked for %+v", id)
+				}
+			default:
+				if tt.asked {
+					t.Fatal("Router not asked")
+				}
+			}
+			req, ex := wait(t, reqs, "Prepare"), wait(t, captured, "capture")
+			if got := resp.Header.Get("X-Memory-Conversation"); got != tt.want || req.Conversation != tt.want || ex.Conversation != tt.want {
+				t.Fatalf("header %q, prompt %q, capture %q; want %q", got, req.Conversation, ex.Conversation, tt.want)
+			}
+			if ex.Root != tt.root {
+				t.Fatalf("captured Root %q, want %q", ex.Root, tt.root)
+			}
+		})
+	}
+}

@@ -34,6 +34,10 @@ type Deps struct {
 	Preparer Preparer
 	// Capturer receives completed exchanges of storing modes.
 	Capturer Capturer
+	// Router places a request whose conversation was derived from its
+	// history in the branch of it that the history continues; nil: it
+	// stays in the derived conversation.
+	Router Router
 	// Browser refuses the requests a web page could make (foreign Host,
 	// cross-origin, non-JSON bodies on the memory routes); nil when gateway
 	// keys protect the routes.

@@ -21,6 +21,11 @@ func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.P
 	return f(ctx, req)
 }
 
+// Route leaves every request in its derived conversation.
+func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message) string {
+	return id.Conversation
+}
+
 func TestPreviewShowsPartsAgainstTheirShares(t *testing.T) {
 	st := mustStore(t)
 	got := make(chan memory.Request, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/memgate/memgate/internal/admin"
 	dialectbody "github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
 	"github.com/memgate/memgate/internal/memory"
@@ -122,7 +123,7 @@ func (u *UI) handlePreview(c echo.Context) error {
 	}
 	id := memory.Identity{Tenant: tenantOf(c), User: user, Conversation: d.Conversation}
 	if id.Conversation == "" {
-		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
+		id.Conversation = admin.ImpliedConversation(ctx, u.deps.Preparer, id, req.Messages)
 	}
 	mreq := req.Memory(id, memory.ModeRead)
 	// The page sets no X-Memory-Cross: cross-conversation recall is on.

@@ -14,25 +14,28 @@ import (
 // the user's default conversation; from the second turn on the chat has a
 // conversation derived from its start (memory.DerivedConversation). The
 // first turn is recorded with the conversation its continuation would
-// derive, and that continuation moves it over before it is stored itself.
+// derive, and that continuation moves it over before it is stored itself —
+// also when the continuation was routed to a branch of that conversation
+// (memory.BranchConversation; the exchange's Root).
 type Adopter interface {
 	// RecordCandidate notes that exchange exchangeID, stored in id (the
 	// user's default conversation), is continued by conversation candidate.
 	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
-	// Adopt moves into to, when it holds nothing yet, the recorded
-	// exchanges of the user's default conversation that prior (the
-	// history resent to to) starts with, in one transaction, and returns
-	// how many messages moved.
-	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	// Adopt moves into to, when it holds nothing yet, the exchanges of
+	// the user's default conversation recorded with candidate (to's own
+	// conversation when "") that prior (the history resent to to) starts
+	// with, in one transaction, and returns how many messages moved.
+	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error)
 	// Continued reports whether ex's candidate conversation starts with
 	// ex's turn and reply: the continuation was stored first, with ex as
 	// its resent history.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
-// adoptFirstTurns moves, before an exchange of a derived conversation that
-// resent history is stored, the exchanges of that history stored in the
-// user's default conversation into it (see Adopter), so the save aligns
+// adoptFirstTurns moves, before an exchange of a derived conversation (or
+// of a branch of one, from its Root) that resent history is stored, the
+// exchanges of that history stored in the user's default conversation into
+// it (see Adopter), so the save aligns
 // the history with them and stores nothing twice. A failure is logged and
 // the save goes on: the first turns then stay in default, as without an
 // Adopter.
@@ -40,7 +43,7 @@ func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger 
 	if a == nil || !ex.Derived || len(ex.Prior) == 0 {
 		return
 	}
-	n, err := a.Adopt(ctx, ex.Identity, ex.Prior)
+	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior)
 	switch {
 	case err != nil:
 		logger.Warn("capture could not move a chat's first turns into its conversation; they stay in the default conversation",

@@ -4,5 +4,8 @@
 // (Capturer), and drains that queue into the store (Worker) with at-least-once
 // delivery and idempotent saves. It is the durable write path only: what
 // runs after a save (fact extraction, summaries, indexing) is queued as an
-// Enrichment for engine/enrich, which runs it.
+// Enrichment for engine/enrich, which runs it. Because it owns what a
+// stored message looks like (sanitized, redacted), it also places a
+// request of a derived conversation in the branch its resent history
+// continues (Router), comparing that history as it would be stored.
 package record

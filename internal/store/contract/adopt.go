@@ -16,9 +16,9 @@ type AdoptTx interface {
 	// nothing to adopt: to holds messages of its own, or from is gone.
 	Lock(ctx context.Context, from, to memory.Identity) (ok bool, err error)
 	// Candidates returns the seqs of the live first messages of from's
-	// exchanges recorded with candidate conversation to (RecordCandidate)
-	// that no summary of from covers, newest first.
-	Candidates(ctx context.Context, from, to memory.Identity) ([]int64, error)
+	// exchanges recorded with candidate conversation candidate
+	// (RecordCandidate) that no summary of from covers, newest first.
+	Candidates(ctx context.Context, from memory.Identity, candidate string) ([]int64, error)
 	// Live returns up to n live messages of from from seq on, in seq order.
 	Live(ctx context.Context, from memory.Identity, seq int64, n int) ([]memory.Message, error)
 	// Move moves run, live messages of from, into to, renumbered 1..n
@@ -30,7 +30,9 @@ type AdoptTx interface {
 
 // Adopt moves into conversation to, when it holds no message yet, the
 // exchanges of the user's default conversation recorded with candidate
-// to.Conversation that the resent history prior starts with
+// candidate (to.Conversation itself when "", else the derived conversation
+// to branched from: memory.Exchange.Root) that the resent history prior
+// starts with
 // (memory.Adoptable; the newest recorded exchange whose run matches wins),
 // and returns how many messages moved (0 when nothing matched). Exchanges
 // a summary of the default conversation covers stay.
@@ -41,7 +43,7 @@ type AdoptTx interface {
 // again). Else inTx runs the move in one write transaction, through the
 // AdoptTx it hands, and rolls it back when it fails or moves nothing (a
 // store's Lock may have written).
-func Adopt(ctx context.Context, to memory.Identity, prior []memory.Message,
+func Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message,
 	busy func(context.Context) (bool, error), inTx func(func(AdoptTx) error) error) (int, error) {
 	if err := ValidIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
 		return 0, err
@@ -52,7 +54,7 @@ func Adopt(ctx context.Context, to memory.Identity, prior []memory.Message,
 	moved := 0
 	err := inTx(func(tx AdoptTx) error {
 		var err error
-		if moved, err = adopt(ctx, tx, to, prior); err == nil && moved == 0 {
+		if moved, err = adopt(ctx, tx, to, candidate, prior); err == nil && moved == 0 {
 			return errNothingToAdopt
 		}
 		return err
@@ -67,13 +69,16 @@ func Adopt(ctx context.Context, to memory.Identity, prior []memory.Message,
 var errNothingToAdopt = errors.New("nothing to adopt")
 
 // adopt is Adopt's transaction, through tx.
-func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, prior []memory.Message) (int, error) {
+func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, candidate string, prior []memory.Message) (int, error) {
 	from := to
 	from.Conversation = memory.DefaultConversation
 	if ok, err := tx.Lock(ctx, from, to); !ok || err != nil {
 		return 0, err
 	}
-	starts, err := tx.Candidates(ctx, from, to)
+	if candidate == "" {
+		candidate = to.Conversation
+	}
+	starts, err := tx.Candidates(ctx, from, candidate)
 	if err != nil {
 		return 0, err
 	}

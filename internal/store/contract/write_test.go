@@ -173,12 +173,14 @@ type fakeAdopt struct {
 	live   []memory.Message
 	starts []int64
 	moved  []memory.Message
+	asked  string // the candidate Candidates was asked for
 }
 
 func (f *fakeAdopt) Lock(context.Context, memory.Identity, memory.Identity) (bool, error) {
 	return true, nil
 }
-func (f *fakeAdopt) Candidates(context.Context, memory.Identity, memory.Identity) ([]int64, error) {
+func (f *fakeAdopt) Candidates(_ context.Context, _ memory.Identity, candidate string) ([]int64, error) {
+	f.asked = candidate
 	return f.starts, nil
 }
 func (f *fakeAdopt) Live(_ context.Context, _ memory.Identity, seq int64, n int) ([]memory.Message, error) {
@@ -199,15 +201,22 @@ func TestAdoptMovesTheNewestMatchingRun(t *testing.T) {
 	to := memory.Identity{Tenant: "acme", User: "alice", Conversation: "chat"}
 	busy := false
 	var txErr error // what the transaction's function returned: not nil rolls back
+	candidate := ""
 	adopt := func(to memory.Identity, prior ...memory.Message) (int, error) {
 		f.moved, txErr = nil, nil
-		return Adopt(context.Background(), to, prior, func(context.Context) (bool, error) { return busy, nil },
+		return Adopt(context.Background(), to, candidate, prior, func(context.Context) (bool, error) { return busy, nil },
 			func(fn func(AdoptTx) error) error { txErr = fn(f); return txErr })
 	}
 	n, err := adopt(to, msg("user", "hi"), msg("assistant", "hello"), msg("user", "next"))
-	if err != nil || n != 2 || len(f.moved) != 2 || f.moved[0].Seq != 3 || txErr != nil {
-		t.Fatalf("Adopt = %d, %v; moved %+v, transaction %v", n, err, f.moved, txErr)
+	if err != nil || n != 2 || len(f.moved) != 2 || f.moved[0].Seq != 3 || txErr != nil || f.asked != to.Conversation {
+		t.Fatalf("Adopt = %d, %v; moved %+v, transaction %v, candidates of %q", n, err, f.moved, txErr, f.asked)
 	}
+	// A branch of a derived conversation adopts what was recorded with it.
+	candidate = "chat-root"
+	if n, err := adopt(to, msg("user", "hi"), msg("assistant", "hello")); err != nil || n != 2 || f.asked != candidate {
+		t.Fatalf("Adopt with a candidate = %d, %v; candidates of %q, want %q", n, err, f.asked, candidate)
+	}
+	candidate = ""
 	if n, err := adopt(to, msg("user", "nothing stored")); n != 0 || err != nil || f.moved != nil || txErr == nil {
 		t.Fatalf("Adopt of an unknown history = %d, %v; moved %+v, transaction not rolled back", n, err, f.moved)
 	}

@@ -27,11 +27,11 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 	return nil
 }
 
-// Adopt moves a chat's first turns out of the user's default conversation
-// into to (contract.Adopt), in one transaction that holds the user's
+// Adopt moves a chat's first turns recorded with candidate (to's own id
+// when "") out of the user's default conversation into to (contract.Adopt), in one transaction that holds the user's
 // shared lock (so no erasure interleaves) and both conversations' rows.
-func (s *Store) Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error) {
-	moved, err := contract.Adopt(ctx, to, prior, func(ctx context.Context) (busy bool, err error) {
+func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error) {
+	moved, err := contract.Adopt(ctx, to, candidate, prior, func(ctx context.Context) (busy bool, err error) {
 		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
 			to.Tenant, to.User, to.Conversation).Scan(&busy)
 		return busy, unavailable(err)
@@ -73,14 +73,14 @@ func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, erro
 	return toSeq == 0, nil // else to has messages of its own
 }
 
-func (a adoptTx) Candidates(ctx context.Context, from, to memory.Identity) ([]int64, error) {
+func (a adoptTx) Candidates(ctx context.Context, from memory.Identity, candidate string) ([]int64, error) {
 	starts, err := collect(ctx, a.tx, pgx.RowTo[int64], `SELECT m.seq FROM conversation_candidates c
 		JOIN messages m ON m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.conversation
 			AND m.key = c.first_key AND m.superseded_at IS NULL
 		WHERE c.tenant = $1 AND c.user_id = $2 AND c.conversation = $3 AND c.candidate = $4
 			AND m.seq > (SELECT COALESCE(MAX(to_seq), 0) FROM summaries
 				WHERE tenant = $1 AND user_id = $2 AND conversation = $3)
-		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, to.Conversation)
+		ORDER BY m.seq DESC`, from.Tenant, from.User, from.Conversation, candidate)
 	if err != nil {
 		return nil, fmt.Errorf("find candidates: %w", err)
 	}

@@ -18,12 +18,12 @@ type AdoptStore interface {
 	// RecordCandidate notes that exchange exchangeID, stored in id (the
 	// user's default conversation), is continued by conversation candidate.
 	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
-	// Adopt moves into to, when it holds no message yet, the recorded
-	// exchanges of the user's default conversation that prior starts with
-	// (memory.Adoptable), in one transaction: messages (renumbered from 1,
-	// keys kept), recall items, exchange records; it returns how many
-	// messages moved.
-	Adopt(ctx context.Context, to memory.Identity, prior []memory.Message) (int, error)
+	// Adopt moves into to, when it holds no message yet, the exchanges of
+	// the user's default conversation recorded with candidate (to's own
+	// conversation when "") that prior starts with (memory.Adoptable), in
+	// one transaction: messages (renumbered from 1, keys kept), recall
+	// items, exchange records; it returns how many messages moved.
+	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error)
 	// Continued reports whether ex's candidate conversation starts with
 	// ex's turn and reply, by fingerprint.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
@@ -38,6 +38,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		run  func(t *testing.T, s AdoptStore)
 	}{
 		{"MovesFirstTurnsOnce", testAdoptMoves},
+		{"BranchAdoptsByItsRoot", testAdoptIntoBranch},
 		{"OnlyWhatMatches", testAdoptOnlyWhatMatches},
 		{"RedeliveredMovedExchangeIsDuplicate", testAdoptRedelivered},
 		{"NothingAfterErasure", testAdoptAfterErasure},
@@ -79,7 +80,12 @@ func continuation(t *testing.T, user string) memory.Exchange {
 
 func mustAdopt(t *testing.T, s AdoptStore, to memory.Identity, prior []memory.Message, want int) {
 	t.Helper()
-	n, err := s.Adopt(testCtx(t), to, prior)
+	mustAdoptFrom(t, s, to, "", prior, want)
+}
+
+func mustAdoptFrom(t *testing.T, s AdoptStore, to memory.Identity, candidate string, prior []memory.Message, want int) {
+	t.Helper()
+	n, err := s.Adopt(testCtx(t), to, candidate, prior)
 	if err != nil || n != want {
 		t.Fatalf("Adopt = %d, %v; want %d moved", n, err, want)
 	}
@@ -126,6 +132,32 @@ func testAdoptMoves(t *testing.T, s AdoptStore) {
 	if got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation, Text: "Ana", Limit: 5}); len(got) != 0 {
 		t.Fatalf("the moved message's item still in default: %+v", got)
 	}
+}
+
+// testAdoptIntoBranch: a continuation routed to a branch of the derived
+// conversation (memory.BranchConversation: another chat opened the same
+// way) adopts the first turn recorded with the derived conversation when
+// asked for that candidate, not for its own id; the derived conversation
+// itself, holding the other chat, is untouched.
+func testAdoptIntoBranch(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	derived := memory.Identity{Tenant: "acme", User: "ana", Conversation: adoptTo}
+	mustSave(t, s, exchange(derived, "ex-other-chat", 2, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hi!")))
+	next := continuation(t, "ana")
+	next.Conversation, next.Root = "chat-fedcba9876543210fedcba9876543210", adoptTo
+	mustAdoptFrom(t, s, next.Identity, "", next.Prior, 0)
+	mustAdoptFrom(t, s, next.Identity, next.Root, next.Prior, 2)
+	if res := mustSave(t, s, next); res.Inserted != 2 || res.Superseded != 0 {
+		t.Fatalf("continuation saved %+v, want its turn and reply only", res)
+	}
+	_, msgs := mustConversation(t, s, next.Identity)
+	assertContents(t, "branch", msgs, []string{"user:Hi, I am Ana.", "assistant:Hello Ana!", "user:I live in Lisbon.", "assistant:Nice city."})
+	if msgs[0].Key != memory.Key(first.ID, 0) {
+		t.Fatalf("moved message key %q, want %q kept", msgs[0].Key, memory.Key(first.ID, 0))
+	}
+	_, dmsgs := mustConversation(t, s, derived)
+	assertContents(t, "derived conversation", dmsgs, []string{"user:Hi, I am Ana.", "assistant:Hi!"})
+	assertNotFound(t, s, first.Identity)
 }
 
 // testAdoptOnlyWhatMatches: nothing moves when the resent history differs

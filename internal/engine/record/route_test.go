@@ -1,0 +1,173 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/redact"
+)
+
+var _ MessageReader = (*fakeReader)(nil)
+
+// fakeReader holds conversations' live messages by conversation id.
+type fakeReader struct {
+	convs map[string][]memory.Message
+	fail  map[string]bool // reads of these conversations fail
+	reads []string
+}
+
+func (f *fakeReader) MessagesAfter(_ context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
+	f.reads = append(f.reads, id.Conversation)
+	if f.fail[id.Conversation] {
+		return nil, errDown
+	}
+	held := f.convs[id.Conversation]
+	return held[min(len(held), int(afterSeq)):min(len(held), int(afterSeq)+limit)], nil
+}
+
+// fakeRedactor replaces "SECRET" with "[redacted]".
+type fakeRedactor struct{}
+
+func (fakeRedactor) Message(m memory.Message) (memory.Message, int, error) {
+	n := strings.Count(m.Content, "SECRET")
+	m.Content = strings.ReplaceAll(m.Content, "SECRET", "[redacted]")
+	return m, n, nil
+}
+
+// routeMsgs builds a request's messages: a system prompt, then one
+// message per text, alternating user and assistant.
+func routeMsgs(texts ...string) []memory.Message {
+	out := []memory.Message{{Role: "system", Content: "You are helpful."}}
+	for i, s := range texts {
+		out = append(out, memory.Message{Role: []string{"user", "assistant"}[i%2], Content: s})
+	}
+	return out
+}
+
+// TestRouterRoute states where Route sends a request of derived
+// conversation "x": it stays while its messages and x's agree wherever
+// both have one (x empty, the client going on, regenerating, or resending
+// a secret or bytes x holds sanitized, or a reply otherwise than x holds
+// it); it goes to the branch that parts
+// where they first differ, then on through the branches that branch
+// holds, at most maxBranchHops of them; a failed read leaves it where it
+// got to.
+func TestRouterRoute(t *testing.T) {
+	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
+	branch := func(msgs []memory.Message, at int) string { return memory.BranchConversation("acme", "ana", msgs, at) }
+	stored := func(msgs []memory.Message) []memory.Message { return msgs[1:] }
+	a := routeMsgs("hi", "Hello!", "trip to Peru", "Nice.", "what shoes")
+	b := routeMsgs("hi", "Hello!", "cover letter")
+	bx := branch(b, 2)
+	tests := []struct {
+		name  string
+		convs map[string][]memory.Message
+		fail  map[string]bool
+		msgs  []memory.Message
+		want  string
+		reads int
+	}{
+		{"empty derived conversation", nil, nil, b, "x", 1},
+		{"going on", map[string][]memory.Message{"x": stored(a[:4])}, nil, a, "x", 1},
+		{"regenerating the last answer", map[string][]memory.Message{"x": stored(a)}, nil, a[:4], "x", 1},
+		{"another chat opening alike", map[string][]memory.Message{"x": stored(a)}, nil, b, bx, 2},
+		{"that chat going on in its branch", map[string][]memory.Message{"x": stored(a), bx: stored(b)},
+			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse"), bx, 2},
+		{"a branch of the branch", map[string][]memory.Message{"x": stored(a), bx: stored(routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse", "Ok."))},
+			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a teacher"), "", 3},
+		{"a resent reply differing from the stored one", map[string][]memory.Message{"x": stored(a)}, nil,
+			routeMsgs("hi", "Hello! ", "trip to Peru", "Nice.", "what shoes"), "x", 1},
+		{"another chat, answered differently", map[string][]memory.Message{"x": stored(a)}, nil,
+			routeMsgs("hi", "Hey.", "cover letter"), branch(routeMsgs("hi", "Hey.", "cover letter"), 2), 2},
+		{"the first message differing", map[string][]memory.Message{"x": stored(a)}, nil, routeMsgs(" hi", "Hello!", "trip"), branch(routeMsgs(" hi"), 0), 2},
+		{"a secret stored redacted", map[string][]memory.Message{"x": stored(routeMsgs("hi", "Hello!", "key [redacted]", "Got [redacted]."))},
+			nil, routeMsgs("hi", "Hello!", "key SECRET", "Got SECRET.", "thanks"), "x", 1},
+		{"bytes stored sanitized", map[string][]memory.Message{"x": stored(routeMsgs("hi", "caf\uFFFD"))},
+			nil, routeMsgs("hi", "caf\xc3", "more"), "x", 1},
+		{"the derived conversation unreadable", map[string][]memory.Message{"x": stored(a)}, map[string]bool{"x": true}, b, "x", 1},
+		{"the branch unreadable", map[string][]memory.Message{"x": stored(a)}, map[string]bool{bx: true}, b, bx, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeReader{convs: tt.convs, fail: tt.fail}
+			got := NewRouter(f, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs)
+			want := tt.want
+			if want == "" {
+				want = branch(tt.msgs, 4)
+			}
+			if got != want || len(f.reads) != tt.reads {
+				t.Fatalf("Route = %q after reading %q, want %q after %d reads", got, f.reads, want, tt.reads)
+			}
+		})
+	}
+}
+
+// TestRouterBoundsHops: a history that parts from every branch it meets
+// stops in the last of maxBranchHops branches, after maxBranchHops+1
+// reads.
+func TestRouterBoundsHops(t *testing.T) {
+	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
+	var texts []string
+	for i := range 12 {
+		texts = append(texts, fmt.Sprint("m", i))
+	}
+	client := routeMsgs(texts...)
+	// Each conversation on the way holds the client's history up to one
+	// message further than the last, then something else.
+	f := &fakeReader{convs: map[string][]memory.Message{}}
+	conv := "x"
+	var path []string
+	for hop := range maxBranchHops + 2 {
+		held := append(append([]memory.Message(nil), client[1:hop+2]...), memory.Message{Role: "user", Content: "other"})
+		if hop%2 == 1 {
+			held[len(held)-1].Role = "assistant"
+		}
+		f.convs[conv] = held
+		path = append(path, conv)
+		conv = memory.BranchConversation("acme", "ana", client, hop+1)
+	}
+	got := NewRouter(f, nil, nil).Route(context.Background(), id, client)
+	if got != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
+		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
+	}
+}
+
+// BenchmarkRoute measures what routing adds to a headerless full-history
+// request of a chat of n messages held in a SQLite store: one read of the
+// conversation's first n+1 live messages and the comparison (the client's
+// messages equal the stored ones, so none is redacted).
+func BenchmarkRoute(b *testing.B) {
+	for _, n := range []int{40, 400} {
+		b.Run(fmt.Sprint(n, "msgs"), func(b *testing.B) {
+			st := mustSQLite(b)
+			var texts []string
+			for i := range n {
+				texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
+			}
+			msgs := routeMsgs(texts...)
+			var id memory.Identity
+			for i := 1; i < len(msgs); i += 2 {
+				ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
+				id = ex.Identity
+				if _, err := st.SaveExchange(context.Background(), ex); err != nil {
+					b.Fatal(err)
+				}
+			}
+			red, err := redact.New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := NewRouter(st, red, nil)
+			client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := r.Route(context.Background(), id, client); got != id.Conversation {
+					b.Fatalf("Route = %q", got)
+				}
+			}
+		})
+	}
+}
