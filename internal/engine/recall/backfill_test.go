@@ -347,3 +347,28 @@ func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 		t.Fatal("the kept user's deferred items were not embedded")
 	}
 }
+
+// TestBackfillJudgesEachItemByItsOwnGuard: one backfill batch holding a
+// user's items indexed before their erasure and items of history stored
+// after it embeds the latter and drops the former. Each item is judged by
+// its own erasure guard, not by the first item of its user.
+func TestBackfillJudgesEachItemByItsOwnGuard(t *testing.T) {
+	erasedAt := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	st := newFakeStore()
+	st.erased = map[string]time.Time{"t/u": erasedAt}
+	emb := &recordingEmbedder{Embedder: NewLocal(16)}
+	ix := NewIndexer(st, emb, nil)
+	item := func(text string, guard time.Time) memory.Item {
+		return memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: "message", Ref: text, Text: text, GuardSince: guard}
+	}
+	ix.deferred.push([]memory.Item{
+		item("said before the erasure", erasedAt.Add(-time.Hour)),
+		item("said after the erasure", erasedAt.Add(time.Hour)),
+	})
+	if _, err := ix.Backfill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(emb.texts) != 1 || emb.texts[0] != "said after the erasure" {
+		t.Fatalf("backfill embedded %q, want only the item stored after the erasure", emb.texts)
+	}
+}

@@ -22,6 +22,7 @@ type fakeStore struct {
 	summary  map[string]memory.Summary
 	messages map[string][]memory.Message
 	failAdd  error
+	erased   map[string]time.Time // "tenant/user" → when erased
 }
 
 func newFakeStore() *fakeStore {
@@ -165,9 +166,11 @@ func (s *fakeStore) Conversation(_ context.Context, id memory.Identity) (memory.
 	return memory.Conversation{ID: id.Conversation}, msgs, nil
 }
 
-// ErasedAt answers never: the fake store erases no one.
-func (s *fakeStore) ErasedAt(context.Context, string, string) (time.Time, error) {
-	return time.Time{}, nil
+// ErasedAt answers what erased holds (zero: never erased).
+func (s *fakeStore) ErasedAt(_ context.Context, tenant, user string) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.erased[tenant+"/"+user], nil
 }
 
 func (s *fakeStore) Facts(_ context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {

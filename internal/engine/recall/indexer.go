@@ -107,7 +107,6 @@ func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory
 // newest first. Exchanges dropped because their user was erased are
 // skipped.
 func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
-	type userKey struct{ tenant, user string }
 	var (
 		items, textOnly []memory.Item
 		// later are the textOnly items only their user's budget left
@@ -186,11 +185,14 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 	// would stay in the embedding cache their erasure emptied.
 	gone := map[userKey]bool{}
 	for _, u := range users {
-		erased, err := ix.erasedSince(ctx, u.tenant, u.user, guard[u])
-		if err != nil {
-			return fmt.Errorf("index exchanges of user %s: %w", u.user, err)
+		if guard[u].IsZero() {
+			continue
 		}
-		gone[u] = erased
+		at, err := ix.store.ErasedAt(ctx, u.tenant, u.user)
+		if err != nil {
+			return fmt.Errorf("index exchanges of user %s: check erasure: %w", u.user, err)
+		}
+		gone[u] = erasedSince(at, guard[u])
 	}
 	users = slices.DeleteFunc(users, func(u userKey) bool { return gone[u] })
 	convs = slices.DeleteFunc(convs, func(id memory.Identity) bool { return gone[userKey{id.Tenant, id.User}] })
@@ -481,19 +483,21 @@ func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	gone := map[[2]string]bool{}
+	erasures := map[userKey]time.Time{} // each guarded user's, read once
 	for _, it := range items {
-		u := [2]string{it.Tenant, it.User}
-		if _, ok := gone[u]; ok {
+		u := userKey{it.Tenant, it.User}
+		if _, ok := erasures[u]; ok || it.GuardSince.IsZero() {
 			continue
 		}
-		erased, err := ix.erasedSince(ctx, it.Tenant, it.User, it.GuardSince)
+		at, err := ix.store.ErasedAt(ctx, it.Tenant, it.User)
 		if err != nil {
-			return 0, fmt.Errorf("backfill: %w", err)
+			return 0, fmt.Errorf("backfill: check erasure: %w", err)
 		}
-		gone[u] = erased
+		erasures[u] = at
 	}
-	items = slices.DeleteFunc(items, func(it memory.Item) bool { return gone[[2]string{it.Tenant, it.User}] })
+	items = slices.DeleteFunc(items, func(it memory.Item) bool {
+		return erasedSince(erasures[userKey{it.Tenant, it.User}], it.GuardSince)
+	})
 	if len(items) == 0 {
 		return n, nil
 	}
@@ -503,19 +507,15 @@ func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// erasedSince reports whether the user was erased at or after since, the
-// erasure guard of what is being indexed (memory.Item.GuardSince; zero:
-// not guarded, never erased).
-func (ix *Indexer) erasedSince(ctx context.Context, tenant, user string, since time.Time) (bool, error) {
-	if since.IsZero() {
-		return false, nil
-	}
-	at, err := ix.store.ErasedAt(ctx, tenant, user)
-	if err != nil {
-		return false, fmt.Errorf("check erasure: %w", err)
-	}
-	return !at.IsZero() && !at.Before(since), nil
+// erasedSince reports whether an erasure at erased (zero: none) came at or
+// after since, the erasure guard of what is being indexed
+// (memory.Item.GuardSince; zero: not guarded).
+func erasedSince(erased, since time.Time) bool {
+	return !since.IsZero() && !erased.IsZero() && !erased.Before(since)
 }
+
+// userKey names a user of a batch or backfill.
+type userKey struct{ tenant, user string }
 
 // indexChunk is how many items one embedding call and one store write of
 // the Indexer hold: a round of many exchanges (an import, a backlog)
