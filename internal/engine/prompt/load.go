@@ -346,9 +346,9 @@ func recallText(msgs []memory.Message) string {
 
 // standsAlone reports whether a short user message says what it is about
 // by itself: a question (it ends with a question mark) with at least two
-// words that are neither stopwords, nor question or auxiliary words, nor
-// words that point back at what was said before ("it", "that", "she",
-// "there", "isso", "ela"), and none of the latter. "When did Ana run a
+// words that are neither stopwords, nor interrogatives (asks' list) or
+// auxiliaries, nor words that point back at what was said before ("it",
+// "that", "she", "there", "isso", "ela"), and none of the latter. "When did Ana run a
 // race?" stands alone, and its recall is not diluted by the assistant's
 // last reply; "yes please", "why?" and "what did she say?" lean on the
 // turn before, which joins their recall query.
@@ -362,7 +362,7 @@ func standsAlone(text string) bool {
 		switch {
 		case referenceWords[w]:
 			return false
-		case !memory.Stopword(w) && !questionWords[w]:
+		case !memory.Stopword(w) && !interrogatives[w] && !auxiliaries[w]:
 			content++
 		}
 	}
@@ -380,14 +380,12 @@ var referenceWords = map[string]bool{
 	"dela": true, "lá": true, "mesmo": true, "mesma": true,
 }
 
-// questionWords open a question or carry its grammar without naming its
-// subject: question words and auxiliaries.
-var questionWords = map[string]bool{
-	"who": true, "whom": true, "whose": true, "when": true, "where": true, "why": true,
-	"which": true, "will": true, "would": true, "should": true, "could": true, "shall": true,
+// auxiliaries carry a question's grammar without naming its subject: the
+// auxiliary verbs that are not stopwords (memory.Stopword).
+var auxiliaries = map[string]bool{
+	"will": true, "would": true, "should": true, "could": true, "shall": true,
 	"may": true, "might": true, "must": true, "am": true, "were": true, "been": true,
-	"quem": true, "quando": true, "onde": true, "qual": true, "quais": true,
-	"porque": true, "por": true, "como": true, "é": true, "foi": true,
+	"é": true, "foi": true,
 }
 
 // reasoningFields are the reply fields that carry a model's reasoning.
