@@ -231,8 +231,9 @@ func TestRunDurationAndWarmup(t *testing.T) {
 	if res.Requests == 0 || res.Requests >= uint64(served.Load()) {
 		t.Errorf("measured %d of %d served; warmup requests must not be measured", res.Requests, served.Load())
 	}
-	if res.Elapsed < 150*time.Millisecond || res.Elapsed > 2*time.Second {
-		t.Errorf("elapsed %v, want about 200ms", res.Elapsed)
+	// A lower bound only: a busy machine may take longer, never shorter.
+	if res.Elapsed < 150*time.Millisecond {
+		t.Errorf("elapsed %v, want at least the 200ms duration less the warmup's slack", res.Elapsed)
 	}
 }
 

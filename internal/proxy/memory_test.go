@@ -81,6 +81,11 @@ func TestMemoryInjection(t *testing.T) {
 }
 
 func TestMemoryDegradesToOriginalMessages(t *testing.T) {
+	// A Preparer that ignores its deadline is released only once every case
+	// has answered: were the load timeout not enforced, the request would
+	// wait for it and the test would never end (no elapsed time is asserted).
+	release := make(chan struct{})
+	defer close(release)
 	tests := []struct {
 		name string
 		prep preparerFunc
@@ -94,7 +99,7 @@ func TestMemoryDegradesToOriginalMessages(t *testing.T) {
 			return memory.Prepared{}, ctx.Err()
 		}, "all"},
 		{"deadline ignored", func(context.Context, memory.Request) (memory.Prepared, error) {
-			time.Sleep(time.Second)
+			<-release
 			return memory.Prepared{Messages: []json.RawMessage{memoryNote}}, nil
 		}, "all"},
 		{"no messages", func(context.Context, memory.Request) (memory.Prepared, error) { return memory.Prepared{}, nil }, "all"},
@@ -104,11 +109,7 @@ func TestMemoryDegradesToOriginalMessages(t *testing.T) {
 			up := upstreamtest.New(t, nil)
 			g := mustGateway(t, up, func(c *gatewayConfig) { c.LoadTimeout = 50 * time.Millisecond },
 				Deps{Resolver: identity.New(nil), Preparer: tt.prep})
-			start := time.Now()
 			resp, _ := g.post(t, "/v1/chat/completions", memoryChat, map[string]string{"X-Memory-User": "alice"})
-			if d := time.Since(start); d > 500*time.Millisecond {
-				t.Errorf("took %v: the load timeout was not enforced", d)
-			}
 			if resp.StatusCode != 200 || resp.Header.Get("X-Memory-Degraded") != tt.part {
 				t.Errorf("status %d, X-Memory-Degraded %q", resp.StatusCode, resp.Header.Get("X-Memory-Degraded"))
 			}

@@ -125,17 +125,15 @@ func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
 		}
 	}
 	g.waitMetric(t, `memgate_upstream_breaker_state{host="`+up.Addr()[len("http://"):]+`",model="gpt-4o-mini"} 2`)
+	// While open, the breaker answers without calling the upstream (the
+	// call count below), not by waiting: no elapsed time is asserted.
 	for i := range 5 {
-		start := time.Now()
 		resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
 		if resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("open breaker, request %d: status %d, want 503", i, resp.StatusCode)
 		}
 		if _, code, _ := apiErrorBody(t, b); code != "upstream_unavailable" {
 			t.Errorf("code %q, want upstream_unavailable", code)
-		}
-		if d := time.Since(start); d > 100*time.Millisecond {
-			t.Errorf("open breaker answered after %v", d)
 		}
 	}
 	if n := up.Calls(); n != 3 {
