@@ -13,8 +13,8 @@ CREATE TABLE outbox_leases (
 -- conv names the conversation of a queued turn (EnqueueTurn; NULL for
 -- entries queued without one, as before), so that a gateway sends a
 -- conversation's next turn behind the turns another process queued. Both
--- outboxes are one Outbox type in Go, so both get it.
+-- outboxes are one Outbox type in Go, so both get the column; only the
+-- capture outbox is asked (Queued), so only it is indexed.
 ALTER TABLE outbox ADD COLUMN conv TEXT;
 CREATE INDEX outbox_by_conv ON outbox (conv) WHERE conv IS NOT NULL;
 ALTER TABLE enrich_outbox ADD COLUMN conv TEXT;
-CREATE INDEX enrich_outbox_by_conv ON enrich_outbox (conv) WHERE conv IS NOT NULL;
