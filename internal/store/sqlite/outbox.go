@@ -18,10 +18,12 @@ import (
 const pollInterval = 200 * time.Millisecond
 
 // Outbox is a durable queue of the embedded mode: a table in the store's
-// database, drained by in-process workers. The store has two: the capture
-// outbox (captures waiting to be stored, (*Store).Outbox) and the
-// enrichment outbox (stored exchanges waiting for extraction, summaries and
-// indexing, (*Store).EnrichOutbox). It is safe for concurrent use.
+// database, shared by every process that opens the file and drained by
+// their workers (one at a time once leased: see Lease). The store has two:
+// the capture outbox (captures waiting to be stored, (*Store).Outbox) and
+// the enrichment outbox (stored exchanges waiting for extraction,
+// summaries and indexing, (*Store).EnrichOutbox). It is safe for
+// concurrent use.
 type Outbox struct {
 	s     *Store
 	table string // outbox or enrich_outbox; never user input
