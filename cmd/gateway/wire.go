@@ -62,6 +62,8 @@ var (
 	_ record.Queue          = (*redis.Queue)(nil)
 	_ record.Queue          = (*record.MemoryQueue)(nil)
 	_ record.Leaser         = (*redis.Queue)(nil)
+	_ record.Leaser         = (*sqlite.Outbox)(nil)
+	_ record.SharedQueue    = (*sqlite.Outbox)(nil)
 )
 
 // Constants of the wiring.
@@ -79,7 +81,7 @@ type backend struct {
 	durable       bool
 	embeddings    *cache.Cache[recall.EmbeddingKey, []float32]
 	lease         record.Leaser      // nil: every worker drains the capture queue
-	shared        record.SharedQueue // the capture queue when gateways share it (Redis); nil: SQLite's, or none
+	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
 	closers       []func() error
 }
 
@@ -106,7 +108,10 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
 		st.SetCacheLimits(lim)
-		return &backend{store: st, queue: st.Outbox(), enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
+		// Processes sharing the file share the outbox: its lease lets one drain it; its
+		// per-conversation counts keep each gateway's turns behind those another queued.
+		ob := st.Outbox()
+		return &backend{store: st, queue: ob, lease: ob, shared: ob, enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {

@@ -33,10 +33,11 @@ type Queue interface {
 	Pending(ctx context.Context) (int64, error)
 }
 
-// SharedQueue is a capture queue several gateways share (redis.Queue) that
-// knows, per conversation, how many of its turns it holds, so that every
-// gateway's Capturer sends a conversation's turn after the ones queued
-// anywhere, not only after its own.
+// SharedQueue is a capture queue several gateways share (redis.Queue, or
+// sqlite.Outbox when processes share the SQLite file) that knows, per
+// conversation, whether it holds turns of it, so that every gateway's
+// Capturer sends a conversation's turn after the ones queued anywhere, not
+// only after its own.
 type SharedQueue interface {
 	// EnqueueTurn appends payload, a turn of conversation conv, and counts
 	// it among conv's queued turns in the same atomic step; acknowledging
@@ -87,11 +88,11 @@ type Options struct {
 	// Adopter keeps a full-history chat's first turn in the chat's
 	// conversation (see Adopter); nil: it stays where it was stored.
 	Adopter Adopter
-	// Shared is the capture queue given to New when several gateways share
-	// it (redis.Queue): a conversation with turns queued by any of them
-	// then has its next turns queued behind them, wherever they are
-	// captured. Nil: the Capturer knows only of the turns it queued itself
-	// (enough when one process owns the queue: the SQLite outbox).
+	// Shared is the capture queue given to New when several gateways may
+	// share it (redis.Queue, sqlite.Outbox): a conversation with turns
+	// queued by any of them then has its next turns queued behind them,
+	// wherever they are captured. Nil: the Capturer knows only of the turns
+	// it queued itself (enough when one process owns the queue).
 	Shared SharedQueue
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in

@@ -43,7 +43,8 @@ type WorkerOptions struct {
 	// conversation (see Adopter); nil: it stays where it was stored.
 	Adopter Adopter
 	// Lease, when set, lets one worker at a time drain the queue
-	// (redis.Queue grants leases); nil: every worker drains it.
+	// (redis.Queue and sqlite.Outbox grant leases); nil: every worker
+	// drains it.
 	Lease Leaser
 	// MaxAttempts is how many times a save failing with an error that is
 	// neither invalid input nor an unreachable store is tried before the
@@ -96,8 +97,10 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 // batch behind it, so a conversation's turns are stored in the order they
 // were queued; one the store refuses for good is set aside as a dead letter
 // (with WorkerOptions.DeadLetters) and the batch goes on. With a lease
-// (WorkerOptions.Lease: redis.Queue's), only the lease holder drains it, so
-// two workers never split a backlog and store its turns out of order. The
+// (WorkerOptions.Lease: redis.Queue's, sqlite.Outbox's), only the lease
+// holder drains it, so two workers never split a backlog and store its
+// turns out of order, and a worker that starts or takes the lease over
+// first reclaims, at once, what a stopped one left claimed. The
 // hooks run on a second goroutine, batch by batch in storage order, while
 // the next exchanges are stored.
 type Worker struct {
@@ -178,8 +181,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	var held hookBatch
 	hooks := w.startHooks(ctx)
 	// On the way out the held exchanges get their hooks, within a bound;
-	// whatever does not finish is redelivered.
-	defer func() { hooks.stop(held) }()
+	// whatever does not finish is redelivered. Then the lease is given up,
+	// so that the next worker (the next run of this process, once it
+	// restarts) need not wait for it to run out.
+	defer func() {
+		hooks.stop(held)
+		w.release(ctx)
+	}()
+	// reclaim: with a lease, the entries claimed and not acknowledged when
+	// this worker starts, or takes the lease over, were left by a worker
+	// that stopped — another one, or this process's previous run under the
+	// same name (a container's host and pid 1), whose lease it renews. They
+	// are the oldest of the queue: they are claimed first, at once, before
+	// any newer entry, so that none is stored ahead of them. It lasts until
+	// a claim comes back short or with a first delivery: the stale entries
+	// come first, so none is left.
+	reclaim := true
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -197,13 +214,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if taken {
-			// The previous holder is gone: its claimed entries are ours now.
-			stale = time.Millisecond
+		reclaim = reclaim || taken
+		if reclaim && w.opts.Lease != nil {
+			stale = 0 // every claimed entry
 		}
 		var ds []memory.Delivery
 		if err == nil {
 			ds, err = w.queue.Claim(ctx, w.opts.Consumer, w.opts.Batch, stale, block)
+			if err == nil {
+				reclaim = reclaim && allRedelivered(ds, w.opts.Batch)
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -369,11 +389,27 @@ func (w *Worker) ack(ctx context.Context, ids []string) error {
 	return nil
 }
 
+// allRedelivered reports whether ds is a full batch of entries delivered
+// before: there may be more of them to reclaim.
+func allRedelivered(ds []memory.Delivery, batch int) bool {
+	if len(ds) < batch {
+		return false
+	}
+	for _, d := range ds {
+		if d.Attempts <= 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // Leaser grants a queue to one consumer at a time.
 type Leaser interface {
 	// Lease takes or renews consumer's lease for ttl: held reports that
 	// consumer holds it, taken that it was just taken.
 	Lease(ctx context.Context, consumer string, ttl time.Duration) (held, taken bool, err error)
+	// Release gives consumer's lease up, if consumer holds it.
+	Release(ctx context.Context, consumer string) error
 }
 
 // leaseTTL is how long the worker's lease on the queue lasts without
@@ -387,6 +423,19 @@ func (w *Worker) lease(ctx context.Context) (held, taken bool, err error) {
 		return true, false, nil
 	}
 	return w.opts.Lease.Lease(ctx, w.opts.Consumer, w.leaseTTL())
+}
+
+// release gives up the worker's lease, if it holds it. Whatever it left
+// claimed is reclaimed at once by the next holder.
+func (w *Worker) release(ctx context.Context) {
+	if w.opts.Lease == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := w.opts.Lease.Release(rctx, w.opts.Consumer); err != nil {
+		w.logger.Warn("capture worker cannot give up its lease; the next worker waits for it to run out", "err", err)
+	}
 }
 
 // process stores a batch in order, acknowledging what needs no hooks

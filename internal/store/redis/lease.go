@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,6 +25,23 @@ if cur then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 2
 `)
+
+// releaseScript gives a lease up. KEYS: lease. ARGV: holder.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// Release gives consumer's lease up, if consumer holds it, so that the
+// next consumer takes it at once instead of waiting for it to run out.
+func (q *Queue) Release(ctx context.Context, consumer string) error {
+	if err := releaseScript.Run(ctx, q.rdb, []string{q.stream + ":lease"}, consumer).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("redis: release lease: %w", unavailable(err))
+	}
+	return nil
+}
 
 // Lease makes consumer the queue's only consumer for ttl, or renews its
 // lease. held reports whether consumer holds the lease now; taken, that it

@@ -161,17 +161,21 @@ func (q *Queue) Claim(ctx context.Context, consumer string, max int, staleAfter,
 // errNoGroup reports that the stream or consumer group does not exist.
 var errNoGroup = errors.New("no such consumer group")
 
-// claimStale moves entries idle for staleAfter to consumer and returns them
-// with their delivery counts.
+// claimStale moves entries idle for staleAfter (0: all of them) to
+// consumer and returns them with their delivery counts.
 func (q *Queue) claimStale(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
 	var msgs []redis.XMessage
 	start := "0-0"
+	minIdle := staleAfter // 0: every pending entry
+	if minIdle < 0 {
+		minIdle = 0
+	}
 	// XAUTOCLAIM scans a bounded part of the pending list per call; a few
 	// rounds reach far enough without holding Redis for long.
 	for range 4 {
 		got, next, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 			Stream: q.stream, Group: q.group, Consumer: consumer,
-			MinIdle: max1ms(staleAfter), Start: start, Count: int64(max - len(msgs)),
+			MinIdle: minIdle, Start: start, Count: int64(max - len(msgs)),
 		}).Result()
 		if err != nil {
 			if isNoGroup(err) {

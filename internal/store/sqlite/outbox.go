@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -17,10 +18,12 @@ import (
 const pollInterval = 200 * time.Millisecond
 
 // Outbox is a durable queue of the embedded mode: a table in the store's
-// database, drained by in-process workers. The store has two: the capture
-// outbox (captures waiting to be stored, (*Store).Outbox) and the
-// enrichment outbox (stored exchanges waiting for extraction, summaries and
-// indexing, (*Store).EnrichOutbox). It is safe for concurrent use.
+// database, shared by every process that opens the file and drained by
+// their workers (one at a time once leased: see Lease). The store has two:
+// the capture outbox (captures waiting to be stored, (*Store).Outbox) and
+// the enrichment outbox (stored exchanges waiting for extraction,
+// summaries and indexing, (*Store).EnrichOutbox). It is safe for
+// concurrent use.
 type Outbox struct {
 	s     *Store
 	table string // outbox or enrich_outbox; never user input
@@ -46,6 +49,44 @@ func (o *Outbox) Enqueue(ctx context.Context, payload []byte) error {
 // EnqueueBatch durably appends payloads, in order, in one transaction, and
 // wakes Claims blocked in this process.
 func (o *Outbox) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	return o.enqueue(ctx, nil, payloads)
+}
+
+// EnqueueTurn durably appends payload, a turn of conversation conv, and
+// wakes Claims blocked in this process. Until its entry is acknowledged,
+// Queued reports conv as queued, to every process that opened the
+// database: a gateway then sends conv's next turn after it, not ahead of
+// it.
+func (o *Outbox) EnqueueTurn(ctx context.Context, conv string, payload []byte) error {
+	if conv == "" {
+		return fmt.Errorf("enqueue: %w: empty conversation", memory.ErrInvalid)
+	}
+	return o.enqueue(ctx, &conv, [][]byte{payload})
+}
+
+// Queued reports, for each of convs, whether the outbox holds entries
+// queued for it by EnqueueTurn (claimed or not), in one read.
+func (o *Outbox) Queued(ctx context.Context, convs ...string) ([]bool, error) {
+	out := make([]bool, len(convs))
+	if len(convs) == 0 {
+		return out, nil
+	}
+	got, err := queryAll(ctx, o.s.reads, func(r rowScanner) (string, error) {
+		var c string
+		return c, r.Scan(&c)
+	}, `SELECT DISTINCT conv FROM `+o.table+` WHERE conv IN (SELECT value FROM json_each(?))`, jsonArray(convs))
+	if err != nil {
+		return nil, fmt.Errorf("queued: %w", err)
+	}
+	for i, c := range convs {
+		out[i] = slices.Contains(got, c)
+	}
+	return out, nil
+}
+
+// enqueue appends payloads, in order, in one transaction, each for
+// conversation conv (nil: none), and wakes Claims blocked in this process.
+func (o *Outbox) enqueue(ctx context.Context, conv *string, payloads [][]byte) error {
 	if len(payloads) == 0 {
 		return nil
 	}
@@ -55,7 +96,7 @@ func (o *Outbox) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 			if p == nil {
 				p = []byte{}
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+o.table+` (payload, enqueued_at) VALUES (?, ?)`, p, now); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+o.table+` (payload, enqueued_at, conv) VALUES (?, ?, ?)`, p, now, conv); err != nil {
 				return err
 			}
 		}
@@ -105,21 +146,39 @@ func (o *Outbox) Claim(ctx context.Context, consumer string, max int, staleAfter
 }
 
 // claimOnce claims what is available now, in one write transaction:
-// stale entries first, then unclaimed ones, each oldest first.
+// stale entries first, then unclaimed ones, each oldest first. Once the
+// outbox has been leased (Lease), only the holder of a live lease claims,
+// checked in the same transaction, so a process whose lease ran out claims
+// nothing more; and the entries another consumer claimed are stale at once
+// for it, since their claimer lost the lease.
 func (o *Outbox) claimOnce(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
 	var ds []memory.Delivery
 	err := o.s.inWriteAs(ctx, o.drainYields, func(tx *sql.Tx) error {
 		now := time.Now()
+		holder, live, err := o.leaseHolder(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		others := "" // entries of other consumers: stale after staleAfter
+		if holder != "" {
+			if holder != consumer || !live {
+				return nil
+			}
+			others = ` OR claimed_by IS NOT ?`
+		}
+		args := []any{nanos(now.Add(-staleAfter))}
+		if others != "" {
+			args = append(args, consumer)
+		}
 		var ids []int64
-		var err error
 		ds, err = queryAll(ctx, tx, func(r rowScanner) (memory.Delivery, error) {
 			var d memory.Delivery
 			var id int64
 			err := r.Scan(&id, &d.Payload, &d.Attempts)
 			d.ID, d.Attempts, ids = strconv.FormatInt(id, 10), d.Attempts+1, append(ids, id)
 			return d, err
-		}, `SELECT id, payload, attempts FROM `+o.table+` WHERE claimed_at IS NULL OR claimed_at <= ?
-			ORDER BY claimed_at IS NULL, id LIMIT ?`, nanos(now.Add(-staleAfter)), max)
+		}, `SELECT id, payload, attempts FROM `+o.table+` WHERE claimed_at IS NULL OR claimed_at <= ?`+others+`
+			ORDER BY claimed_at IS NULL, id LIMIT ?`, append(args, max)...)
 		if err != nil || len(ds) == 0 {
 			return err
 		}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/memgate/memgate/internal/config"
+)
+
+// TestSQLiteOutboxIsShared: processes on one SQLite file (`gateway serve`
+// and `gateway worker`, two gateways) share its capture outbox, so the
+// wiring gives the worker the outbox's lease (one drains it at a time)
+// and the Capturer its per-conversation counts (a turn follows those
+// another process queued), as it does with Redis.
+func TestSQLiteOutboxIsShared(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store.SQLitePath = filepath.Join(t.TempDir(), "memgate.db")
+	bk, err := openStore(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bk.close() })
+	if bk.queue == nil || bk.lease == nil || bk.shared == nil {
+		t.Fatalf("sqlite backend: queue %v, lease %v, shared %v; want all three", bk.queue != nil, bk.lease != nil, bk.shared != nil)
+	}
+}
