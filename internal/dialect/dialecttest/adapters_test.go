@@ -103,10 +103,29 @@ func TestAnthropicFakeRejectsBrokenRules(t *testing.T) {
 		`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`,
 		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":"no result"}]`,
 		`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]`,
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"","content":"x"}]}]`,
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"functions.f:0","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"functions.f:0","content":"x"}]}]`,
 	} {
 		status, b := post(t, up.URL+"/v1/messages", []byte(`{"model":"m","max_tokens":5,"messages":`+msgs+`}`), hdr)
 		if status != http.StatusBadRequest || !strings.Contains(string(b), `"type":"error"`) {
 			t.Errorf("%s: %d %s", msgs, status, b)
+		}
+	}
+}
+
+// TestResponsesFakeRejectsBrokenRules proves the Responses fake's rule
+// check bites: a call or output without call_id, an output without its call.
+func TestResponsesFakeRejectsBrokenRules(t *testing.T) {
+	up := NewUpstream(t)
+	hdr := map[string]string{"Authorization": "Bearer k"}
+	for _, input := range []string{
+		`[{"type":"function_call","name":"f","arguments":"{}"},{"type":"function_call_output","output":"x"}]`,
+		`[{"type":"function_call","call_id":"","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"","output":"x"}]`,
+		`[{"type":"function_call_output","call_id":"c9","output":"x"}]`,
+	} {
+		status, b := post(t, up.URL+"/v1/responses", []byte(`{"model":"m","input":`+input+`}`), hdr)
+		if status != http.StatusBadRequest || !strings.Contains(string(b), `"invalid_request_error"`) {
+			t.Errorf("%s: %d %s", input, status, b)
 		}
 	}
 }
