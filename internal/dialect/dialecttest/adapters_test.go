@@ -130,6 +130,36 @@ func TestResponsesFakeRejectsBrokenRules(t *testing.T) {
 	}
 }
 
+// TestAnthropicRenderForeignToolIDs: a stored tool call whose id another
+// provider gave it in a shape the Messages API refuses
+// ("functions.get_weather:0", as some OpenAI-compatible servers name
+// calls) is replayed with an id the API accepts, the same on its
+// tool_use and its tool_result, rather than failing the request.
+func TestAnthropicRenderForeignToolIDs(t *testing.T) {
+	up := NewUpstream(t)
+	r, err := anthropic.ParseRequest([]byte(`{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"And tomorrow?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := []json.RawMessage{
+		json.RawMessage(`{"role":"user","content":"Weather in Porto?"}`),
+		json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"functions.get_weather:0","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}`),
+		json.RawMessage(`{"role":"tool","tool_call_id":"functions.get_weather:0","content":"sunny"}`),
+		json.RawMessage(`{"role":"assistant","content":"It is sunny."}`),
+	}
+	b, err := r.Render(Prepared(r.Conversation, "", stored, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	if status, resp := post(t, up.URL+"/v1/messages", b, hdr); status != http.StatusOK {
+		t.Fatalf("upstream rejected the rendered body (%d): %s\n%s", status, resp, b)
+	}
+	if !strings.Contains(string(b), `"tool_use"`) || !strings.Contains(string(b), `"sunny"`) {
+		t.Errorf("the stored tool call was not replayed: %s", b)
+	}
+}
+
 // TestResponsesRenderAcceptedAndReassembled does the same for the
 // Responses API, and checks previous_response_id requests get no stored
 // turns.
