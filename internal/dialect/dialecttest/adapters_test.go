@@ -34,6 +34,12 @@ func post(t *testing.T, url string, body []byte, header map[string]string) (int,
 	return resp.StatusCode, b
 }
 
+// strconvQuote returns s as a JSON string.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // memoryBlock is the memory block the adapter tests render.
 const memoryBlock = "Facts about the user:\n- city: Porto"
 
@@ -91,6 +97,72 @@ func TestAnthropicRenderAcceptedAndReassembled(t *testing.T) {
 	norm := func(raw json.RawMessage) string { return strings.Split(string(raw), "toolu_fake")[0] }
 	if norm(got.Raw) != norm(want.Raw) || u.CompletionTokens != wantUsage.CompletionTokens {
 		t.Errorf("streamed %s %+v\nwhole %s %+v", got.Raw, u, want.Raw, wantUsage)
+	}
+}
+
+// TestAnthropicRenderKeepsUnansweredUserTurns: a stored user turn with no
+// assistant reply (its upstream call failed, or it was stored without an
+// answer) before the client's user message is replayed, not dropped: the
+// Messages API wants roles to alternate, so the stored turn's blocks open
+// the client's message (the client's own blocks after them, unchanged;
+// the recalled block right before them), tool results first, and a tool
+// call it answers stays with it. The fake, which enforces the API's rules,
+// accepts every body.
+func TestAnthropicRenderKeepsUnansweredUserTurns(t *testing.T) {
+	up := NewUpstream(t)
+	hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	user := func(s string) json.RawMessage {
+		return json.RawMessage(`{"role":"user","content":` + strconvQuote(s) + `}`)
+	}
+	for _, tt := range []struct {
+		name     string
+		stored   []json.RawMessage
+		messages string
+		want     []string // texts, in this order, in the request
+	}{
+		{
+			name:     "after an answered turn",
+			stored:   []json.RawMessage{user("I moved to Porto."), json.RawMessage(`{"role":"assistant","content":"Noted."}`), user("My sister lives in Lisbon.")},
+			messages: `[{"role":"user","content":"Where does my sister live?"}]`,
+			want:     []string{"I moved to Porto.", "Noted.", "My sister lives in Lisbon.", "Recalled: Lisbon", "Where does my sister live?"},
+		},
+		{
+			name:     "alone, two of them",
+			stored:   []json.RawMessage{user("I moved to Porto."), user("My sister lives in Lisbon.")},
+			messages: `[{"role":"user","content":[{"type":"text","text":"Where does my sister live?","cache_control":{"type":"ephemeral"}}]}]`,
+			want:     []string{"I moved to Porto.", "My sister lives in Lisbon.", "Recalled: Lisbon", `{"type":"text","text":"Where does my sister live?","cache_control":{"type":"ephemeral"}}`},
+		},
+		{
+			name: "with the tool result it holds",
+			stored: []json.RawMessage{user("Weather in Porto?"),
+				json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_w","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}`),
+				json.RawMessage(`{"role":"tool","tool_call_id":"call_w","content":"sunny"}`),
+				user("Also, I fly there on Friday.")},
+			messages: `[{"role":"user","content":"Should I pack a coat?"}]`,
+			want:     []string{"Weather in Porto?", `"tool_use"`, "sunny", "Also, I fly there on Friday.", "Recalled: Lisbon", "Should I pack a coat?"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := anthropic.ParseRequest([]byte(`{"model":"claude-sonnet-4-6","max_tokens":64,"messages":` + tt.messages + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := r.Render(PreparedBlocks(r.Conversation, "", "Recalled: Lisbon", false, tt.stored, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status, resp := post(t, up.URL+"/v1/messages", b, hdr); status != http.StatusOK {
+				t.Fatalf("upstream rejected the rendered body (%d): %s\n%s", status, resp, b)
+			}
+			at := 0
+			for _, w := range tt.want {
+				i := strings.Index(string(b[at:]), w)
+				if i < 0 {
+					t.Fatalf("%q missing, or out of order, in %s", w, b)
+				}
+				at += i + len(w)
+			}
+		})
 	}
 }
 
