@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/bench/fakeupstream"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/store/sqlite"
@@ -32,6 +34,10 @@ type hostileGateway struct {
 	mem     *memoryLayer
 	client  *http.Client
 	seq     int
+	// answered counts the requests answered 200, each an exchange
+	// enriched counts (memgate_enrich_exchanges_total) once enriched.
+	answered int
+	enriched *prometheus.Registry
 }
 
 // startHostileGateway wires the gateway — the default configuration with
@@ -77,7 +83,24 @@ func startHostileGateway(tb testing.TB, tune func(*config.Config)) *hostileGatew
 		wg.Wait()
 		mem.Close()
 	})
-	return &hostileGateway{URL: hs.URL, counter: counter, mem: mem, client: hs.Client()}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(mem.Enricher.Collectors()...)
+	return &hostileGateway{URL: hs.URL, counter: counter, mem: mem, client: hs.Client(), enriched: reg}
+}
+
+// enrichedExchanges is how many exchanges the enricher has enriched.
+func (g *hostileGateway) enrichedExchanges(tb testing.TB) int {
+	tb.Helper()
+	mfs, err := g.enriched.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "memgate_enrich_exchanges_total" {
+			return int(mf.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	return 0
 }
 
 // send posts body as a new user's memory-on chat completion and returns
@@ -100,13 +123,17 @@ func (g *hostileGateway) send(tb testing.TB, body []byte) (int, http.Header) {
 	if _, err := io.Copy(io.Discard, res.Body); err != nil {
 		tb.Fatal(err)
 	}
+	if res.StatusCode == http.StatusOK {
+		g.answered++
+	}
 	return res.StatusCode, res.Header
 }
 
 // settle waits until the gateway has finished everything the requests sent
-// so far started: the capture queue and the enrichment outbox are empty
-// and the goroutines are back to at most base (the gateway's idle count
-// plus slack). It fails after limit.
+// so far started: every exchange answered is enriched (the queues alone
+// can both be empty before a capture is saved), the capture queue and the
+// enrichment outbox are empty and the goroutines are back to at most base
+// (the gateway's idle count plus slack). It fails after limit.
 func (g *hostileGateway) settle(tb testing.TB, base int, limit time.Duration) {
 	tb.Helper()
 	ctx := context.Background()
@@ -125,12 +152,12 @@ func (g *hostileGateway) settle(tb testing.TB, base int, limit time.Duration) {
 	}
 	deadline := time.Now().Add(limit)
 	for {
-		p, gs := pending(), runtime.NumGoroutine()
-		if p == 0 && gs <= base {
+		p, gs, e := pending(), runtime.NumGoroutine(), g.enrichedExchanges(tb)
+		if e >= g.answered && p == 0 && gs <= base {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("not settled after %v: %d exchanges pending, %d goroutines (idle %d)", limit, p, gs, base)
+			tb.Fatalf("not settled after %v: %d of %d exchanges enriched, %d pending, %d goroutines (idle %d)", limit, e, g.answered, p, gs, base)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -2,9 +2,9 @@ package memory
 
 import (
 	"iter"
-	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // QueryTerms returns the words of user text that a full-text search looks
@@ -12,22 +12,26 @@ import (
 // so no punctuation or operator reaches a query parser) that are not
 // stopwords — or the stopwords, when nothing else is left — at most max of
 // them, in order of appearance. Both stores build their full-text queries
-// from it.
+// from it. It reads text only as far as its first max terms: a message of
+// megabytes is its own query, read on the request path.
 func QueryTerms(text string, max int) []string {
-	words := queryWords(text)
-	seen := make(map[string]bool, len(words))
+	seen := map[string]bool{}
 	var terms, stop []string
-	for _, w := range words {
-		if seen[w] {
-			continue
+	eachQueryWord(text, func(b []byte) bool {
+		if seen[string(b)] {
+			return true
 		}
+		w := string(b)
 		seen[w] = true
-		if stopwords[w] {
-			stop = append(stop, w)
-		} else {
+		if !stopwords[w] {
 			terms = append(terms, w)
+			return len(terms) < max
 		}
-	}
+		if len(terms) == 0 {
+			stop = append(stop, w)
+		}
+		return true
+	})
 	if len(terms) == 0 {
 		terms = stop
 	}
@@ -82,24 +86,38 @@ func QueryStopwords(text string) []string {
 	seen := map[string]bool{}
 	var stop []string
 	other := false
-	for _, w := range queryWords(text) {
-		if !stopwords[w] {
+	eachQueryWord(text, func(b []byte) bool {
+		if !stopwords[string(b)] {
 			other = true
-			continue
-		}
-		if !seen[w] {
+		} else if !seen[string(b)] {
+			w := string(b)
 			seen[w] = true
 			stop = append(stop, w)
 		}
-	}
+		return true
+	})
 	if !other {
 		return nil
 	}
 	return stop
 }
 
-// queryWords splits lower-cased text into its Words.
-func queryWords(text string) []string { return slices.Collect(Words(strings.ToLower(text))) }
+// eachQueryWord calls fn with each of the Words of text lower-cased, as
+// strings.ToLower lower-cases (rune by rune), in a buffer reused between
+// calls, until fn returns false: the words of the text lower-cased, read
+// without a copy of the whole text (lower-casing a letter gives a letter).
+func eachQueryWord(text string, fn func(w []byte) bool) {
+	var buf []byte
+	for w := range Words(text) {
+		buf = buf[:0]
+		for _, r := range w {
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		}
+		if !fn(buf) {
+			return
+		}
+	}
+}
 
 // Words yields the words of text as QueryTerms reads them, runs of
 // IsWordRune, as substrings of text (no copy, no case folding).

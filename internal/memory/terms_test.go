@@ -1,7 +1,10 @@
 package memory
 
 import (
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +42,48 @@ func TestQueryStopwords(t *testing.T) {
 		if got := QueryStopwords(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("QueryStopwords(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestQueryTermsOfAHugeText: a question of megabytes (a 2 MiB message is
+// its own query: recall reads its terms three times on the request path)
+// is read only as far as its first max terms, not copied lower-cased and
+// split whole; QueryStopwords reads it without copying it. Both answer
+// as for its words alone.
+func TestQueryTermsOfAHugeText(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("What did THE Vet say about Bruno's diet? ")
+	for i := 0; b.Len() < 2<<20; i++ {
+		b.WriteString("Word")
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(" the ")
+	}
+	huge := b.String()
+	var got []string
+	if n := allocated(func() { got = QueryTerms(huge, 64) }); n > 64<<10 {
+		t.Errorf("QueryTerms allocated %d bytes for a %d-byte text, want it to read only its first terms", n, len(huge))
+	}
+	want := []string{"vet", "bruno", "s", "diet"}
+	for i := 0; len(want) < 64; i++ {
+		want = append(want, "word"+strconv.Itoa(i))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("QueryTerms = %q, want %q", got, want)
+	}
+	var stop []string
+	if n := allocated(func() { stop = QueryStopwords(huge) }); n > 64<<10 {
+		t.Errorf("QueryStopwords allocated %d bytes for a %d-byte text", n, len(huge))
+	}
+	if want := []string{"what", "did", "the", "say", "about"}; !slices.Equal(stop, want) {
+		t.Errorf("QueryStopwords = %q, want %q", stop, want)
 	}
 }

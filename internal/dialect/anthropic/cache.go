@@ -87,7 +87,7 @@ func markLastBlock(raw json.RawMessage) (json.RawMessage, bool, error) {
 }
 
 // markFirstBlock returns the message raw with cache_control on its first
-// text block after any tool results (where withLeadingText put the stable
+// text block after any tool results (where withTextAt put the stable
 // memory), and whether it could.
 func markFirstBlock(raw json.RawMessage) (json.RawMessage, bool, error) {
 	obj, err := body.Parse(raw)

@@ -2,6 +2,8 @@ package anthropic
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -209,13 +211,34 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 			if json.Unmarshal(in, &obj) != nil || obj == nil {
 				in = json.RawMessage(`{}`)
 			}
-			blocks = append(blocks, outBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: in})
+			blocks = append(blocks, outBlock{Type: "tool_use", ID: toolUseID(tc.ID), Name: tc.Function.Name, Input: in})
 		}
 		return "assistant", blocks, len(blocks) > 0
 	case "tool":
-		return "user", []outBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: chat.TextOf(parts)}}, m.ToolCallID != ""
+		return "user", []outBlock{{Type: "tool_result", ToolUseID: toolUseID(m.ToolCallID), Content: chat.TextOf(parts)}}, m.ToolCallID != ""
 	}
 	return "", nil, false
+}
+
+// toolUseID returns a stored tool call's id as a tool_use id the Messages
+// API accepts (letters, digits, '_' and '-'): the id itself when it is
+// one, else "toolu_" and a hash of it — the same for the call and the
+// result that answers it, and on every request. A call stored from
+// another API may have any id ("functions.get_weather:0", as some
+// OpenAI-compatible servers name calls), which the API refuses, failing
+// the request. An empty id stays empty: such a call has no result to
+// pair (the memory core gives stored calls without an id one).
+func toolUseID(id string) string {
+	valid := id != ""
+	for i := 0; i < len(id) && valid; i++ {
+		c := id[i]
+		valid = c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	if valid || id == "" {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "toolu_" + hex.EncodeToString(sum[:12])
 }
 
 // blockOf converts a chat part to an Anthropic block.

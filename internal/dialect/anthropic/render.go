@@ -27,7 +27,11 @@ import (
 //     turns of one role are merged), the first message is the user's, every
 //     tool_use is answered by a tool_result in the very next message and
 //     every tool_result answers a tool_use in the message before. A stored
-//     turn that cannot meet them is dropped, never one of the client's.
+//     user turn right before the client's user message (one that got no
+//     reply: its upstream call failed) opens that message: its blocks
+//     first, then the client's, unchanged (tool results ahead of both). A
+//     stored turn that cannot meet the rules otherwise is dropped, never
+//     one of the client's; no stored user text is.
 //
 // Every other member of the body is forwarded as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) {
@@ -41,7 +45,7 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 			stored = append(stored, turn{role: role, blocks: blocks})
 		}
 	}
-	msgs, err := arrange(stored, r.messages, a.First)
+	msgs, merged, err := arrange(stored, r.messages, a.First)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +55,13 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	// message that asks the current question, so the system prompt and the
 	// turns before it stay the previous request's prefix.
 	if a.Recalled != "" {
-		i := questionAt(msgs)
-		if msgs[i], err = withLeadingText(msgs[i], a.Recalled); err != nil {
+		// In a message a stored turn opens, after the stored turn's
+		// blocks: right before the question.
+		i, skip := questionAt(msgs), 0
+		if i == merged.at {
+			skip = merged.blocks
+		}
+		if msgs[i], err = withTextAt(msgs[i], a.Recalled, skip); err != nil {
 			return nil, err
 		}
 	}
@@ -65,7 +74,7 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	case a.Memory != "" && a.User:
 		// memory.position: user: the stable memory opens the first
 		// (user) message instead of joining the system prompt.
-		if msgs[0], err = withLeadingText(msgs[0], a.Memory); err != nil {
+		if msgs[0], err = withTextAt(msgs[0], a.Memory, 0); err != nil {
 			return nil, err
 		}
 		if left > 0 {
@@ -128,12 +137,12 @@ func questionAt(msgs []json.RawMessage) int {
 	return max(last, 0)
 }
 
-// withLeadingText returns the user message raw with a text block holding
-// text added before its content, after any tool_result blocks (which
-// Anthropic wants first); every other member stays as it was. A string
-// content becomes two text blocks (one when the string is empty: Anthropic
-// refuses an empty text block).
-func withLeadingText(raw json.RawMessage, text string) (json.RawMessage, error) {
+// withTextAt returns the user message raw with a text block holding text
+// added before its content, after any tool_result blocks (which Anthropic
+// wants first) and skip blocks more; every other member stays as it was.
+// A string content becomes two text blocks (one when the string is empty:
+// Anthropic refuses an empty text block).
+func withTextAt(raw json.RawMessage, text string, skip int) (json.RawMessage, error) {
 	obj, err := body.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("render: memory: %w", err)
@@ -171,7 +180,7 @@ func withLeadingText(raw json.RawMessage, text string) (json.RawMessage, error) 
 			}
 			at++
 		}
-		content = slices.Insert(content, at, mem)
+		content = slices.Insert(content, min(at+skip, len(content)), mem)
 	}
 	obj.Set("content", body.Array(content))
 	return obj.Bytes(), nil
@@ -224,12 +233,23 @@ func clientTurn(raw json.RawMessage) turn {
 	return t
 }
 
+// merge locates a client message a stored user turn opens (see arrange).
+type merge struct {
+	// at is the message's index among the messages sent; -1: none.
+	at int
+	// blocks is how many of the stored turn's blocks other than tool
+	// results come before the client's own.
+	blocks int
+}
+
 // arrange returns the messages to send: the stored turns, repaired to meet
 // Anthropic's rules, then the client's messages from first on. When the
 // client's messages were cut (first > 0), leading ones that cannot open a
 // conversation (an assistant message, or tool results whose tool_use was
-// cut) are dropped too, keeping at least the last.
-func arrange(stored []turn, client []json.RawMessage, first int) ([]json.RawMessage, error) {
+// cut) are dropped too, keeping at least the last. A stored user turn
+// left right before the client's first message, a user's, opens it (see
+// opening), and merge says where.
+func arrange(stored []turn, client []json.RawMessage, first int) ([]json.RawMessage, merge, error) {
 	if first > 0 {
 		for first < len(client)-1 {
 			t := clientTurn(client[first])
@@ -241,6 +261,11 @@ func arrange(stored []turn, client []json.RawMessage, first int) ([]json.RawMess
 	}
 	head := clientTurn(client[first])
 	stored = repair(stored, head)
+	m := merge{at: -1}
+	var opener *turn
+	if n := len(stored); n > 0 && stored[n-1].role == head.role {
+		opener, stored = &stored[n-1], stored[:n-1]
+	}
 	out := make([]json.RawMessage, 0, len(stored)+len(client)-first)
 	for _, t := range stored {
 		b, err := body.Marshal(struct {
@@ -248,15 +273,82 @@ func arrange(stored []turn, client []json.RawMessage, first int) ([]json.RawMess
 			Content []outBlock `json:"content"`
 		}{t.role, t.blocks})
 		if err != nil {
-			return nil, fmt.Errorf("render: stored turn: %w", err)
+			return nil, m, fmt.Errorf("render: stored turn: %w", err)
 		}
 		out = append(out, b)
 	}
-	return append(out, client[first:]...), nil
+	if opener == nil {
+		return append(out, client[first:]...), m, nil
+	}
+	b, n, err := opening(client[first], *opener)
+	if err != nil {
+		return nil, m, err
+	}
+	m = merge{at: len(out), blocks: n}
+	out = append(out, b)
+	return append(out, client[first+1:]...), m, nil
+}
+
+// opening returns the client's user message raw opened by the stored user
+// turn t, which got no reply: its content is t's tool results, the
+// client's leading tool results, t's other blocks, then the client's other
+// blocks (a string content as one text block, none when empty), each of
+// the client's byte for byte; every other member stays as it was. It also
+// returns how many of t's blocks precede the client's other blocks.
+func opening(raw json.RawMessage, t turn) (json.RawMessage, int, error) {
+	obj, err := body.Parse(raw)
+	if err != nil {
+		return nil, 0, fmt.Errorf("render: stored turn: %w", err)
+	}
+	var own []json.RawMessage
+	c := obj.Get("content")
+	if len(c) > 0 && c[0] == '"' {
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return nil, 0, fmt.Errorf("render: stored turn: %w", err)
+		}
+		if s != "" {
+			b, err := body.Marshal(outBlock{Type: "text", Text: s})
+			if err != nil {
+				return nil, 0, fmt.Errorf("render: stored turn: %w", err)
+			}
+			own = []json.RawMessage{b}
+		}
+	} else if err := json.Unmarshal(c, &own); err != nil {
+		return nil, 0, fmt.Errorf("render: stored turn: content: %w", err)
+	}
+	lead := 0
+	for lead < len(own) {
+		var b struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(own[lead], &b) != nil || b.Type != "tool_result" {
+			break
+		}
+		lead++
+	}
+	var results, others []json.RawMessage
+	for _, bl := range t.blocks {
+		b, err := body.Marshal(bl)
+		if err != nil {
+			return nil, 0, fmt.Errorf("render: stored turn: %w", err)
+		}
+		if bl.Type == "tool_result" {
+			results = append(results, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	content := make([]json.RawMessage, 0, len(t.blocks)+len(own))
+	content = append(append(append(append(content, results...), own[:lead]...), others...), own[lead:]...)
+	obj.Set("content", body.Array(content))
+	return obj.Bytes(), len(others), nil
 }
 
 // repair makes the stored turns a valid opening for head, the client's first
-// kept message, dropping blocks and turns until nothing changes.
+// kept message, dropping blocks and turns until nothing changes. A last
+// user turn before a user head is kept: it will open head (arrange), so
+// the tool calls before it are answered by its results and head's.
 func repair(ts []turn, head turn) []turn {
 	for {
 		before := fingerprint(ts)
@@ -265,6 +357,7 @@ func repair(ts []turn, head turn) []turn {
 		for len(ts) > 0 && ts[0].role != "user" {
 			ts = ts[1:]
 		}
+		opens := len(ts) > 0 && ts[len(ts)-1].role == "user" && head.role == "user"
 		for i := range ts {
 			var prevUses, nextResults []string
 			if i > 0 {
@@ -272,6 +365,9 @@ func repair(ts []turn, head turn) []turn {
 			}
 			if i+1 < len(ts) {
 				nextResults = ts[i+1].toolResults()
+				if opens && i+2 == len(ts) {
+					nextResults = append(nextResults, head.toolResults()...)
+				}
 			} else {
 				nextResults = head.toolResults()
 			}
@@ -286,8 +382,9 @@ func repair(ts []turn, head turn) []turn {
 			})
 		}
 		ts = slices.DeleteFunc(ts, func(t turn) bool { return len(t.blocks) == 0 })
-		// The client's first message follows a turn of the other role.
-		if n := len(ts); n > 0 && ts[n-1].role == head.role {
+		// The client's first message follows a turn of the other role, or
+		// a user turn that opens it.
+		if n := len(ts); n > 0 && ts[n-1].role == head.role && head.role != "user" {
 			ts = ts[:n-1]
 		}
 		if fingerprint(ts) == before {

@@ -55,6 +55,11 @@ func TestRender(t *testing.T) {
 						map[string]any{"id": "toolu_lost", "type": "function", "function": map[string]any{"name": "calc", "arguments": `{}`}}}}),
 				}
 			}, 0},
+		{"unanswered_user_turn_opens_the_question", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[
+			{"role":"user","content":[{"type":"text","text":"Where does my sister live?","cache_control":{"type":"ephemeral"}}]}]}`, "",
+			func(t *testing.T) []json.RawMessage {
+				return append(storedTurns(t), dialecttest.JSON(t, map[string]any{"role": "user", "content": "My sister lives in Lisbon."}))
+			}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,8 +232,16 @@ func TestRenderRulesProperty(t *testing.T) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatal(err)
 		}
-		if last := got.Messages[len(got.Messages)-1]; string(last) != string(r.messages[0]) {
+		if last := got.Messages[len(got.Messages)-1]; !keepsClientBlocks(t, last, r.messages[0]) {
 			t.Fatalf("iteration %d: client message changed: %s", iter, last)
+		}
+		// No stored user text is lost (a user turn with no reply before
+		// the client's opens the client's message).
+		for _, m := range stored {
+			var u struct{ Role, Content string }
+			if json.Unmarshal(m, &u) == nil && u.Role == "user" && !strings.Contains(string(out), `"`+u.Content+`"`) {
+				t.Fatalf("iteration %d: stored user turn %s lost\nstored %s\nrendered %s", iter, m, stored, out)
+			}
 		}
 		// A client tool_result with no stored tool_use left is the client's
 		// own doing; the rules are checked when the client opens plainly.
@@ -238,6 +251,58 @@ func TestRenderRulesProperty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// keepsClientBlocks reports whether got, the last rendered message, is the
+// client's message sent: the same bytes, or a user message whose content
+// ends with the client's blocks byte for byte (a string content as one
+// text block), after stored blocks that open it.
+func keepsClientBlocks(t *testing.T, got, sent json.RawMessage) bool {
+	t.Helper()
+	if string(got) == string(sent) {
+		return true
+	}
+	var g, s struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(got, &g) != nil || json.Unmarshal(sent, &s) != nil || g.Role != s.Role || g.Role != "user" {
+		return false
+	}
+	var gb, sb []json.RawMessage
+	if json.Unmarshal(g.Content, &gb) != nil {
+		return false
+	}
+	if len(s.Content) > 0 && s.Content[0] == '"' {
+		var text string
+		_ = json.Unmarshal(s.Content, &text)
+		sb = []json.RawMessage{dialecttest.JSON(t, outBlock{Type: "text", Text: text})}
+	} else if json.Unmarshal(s.Content, &sb) != nil {
+		return false
+	}
+	// The client's leading tool results stay a run among the tool
+	// results that open the message; its other blocks end it.
+	lead := 0
+	for lead < len(sb) && strings.Contains(string(sb[lead]), `"type":"tool_result"`) {
+		lead++
+	}
+	rest := sb[lead:]
+	if len(gb) < len(sb) {
+		return false
+	}
+	eq := func(a, b []json.RawMessage) bool {
+		return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return string(x) == string(y) })
+	}
+	if !eq(gb[len(gb)-len(rest):], rest) {
+		return false
+	}
+	head := gb[:len(gb)-len(rest)]
+	for i := 0; i+lead <= len(head); i++ {
+		if eq(head[i:i+lead], sb[:lead]) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestRenderCacheBreakpoints: with breakpoints on, cache_control marks the

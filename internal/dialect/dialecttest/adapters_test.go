@@ -34,6 +34,12 @@ func post(t *testing.T, url string, body []byte, header map[string]string) (int,
 	return resp.StatusCode, b
 }
 
+// strconvQuote returns s as a JSON string.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // memoryBlock is the memory block the adapter tests render.
 const memoryBlock = "Facts about the user:\n- city: Porto"
 
@@ -94,6 +100,72 @@ func TestAnthropicRenderAcceptedAndReassembled(t *testing.T) {
 	}
 }
 
+// TestAnthropicRenderKeepsUnansweredUserTurns: a stored user turn with no
+// assistant reply (its upstream call failed, or it was stored without an
+// answer) before the client's user message is replayed, not dropped: the
+// Messages API wants roles to alternate, so the stored turn's blocks open
+// the client's message (the client's own blocks after them, unchanged;
+// the recalled block right before them), tool results first, and a tool
+// call it answers stays with it. The fake, which enforces the API's rules,
+// accepts every body.
+func TestAnthropicRenderKeepsUnansweredUserTurns(t *testing.T) {
+	up := NewUpstream(t)
+	hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	user := func(s string) json.RawMessage {
+		return json.RawMessage(`{"role":"user","content":` + strconvQuote(s) + `}`)
+	}
+	for _, tt := range []struct {
+		name     string
+		stored   []json.RawMessage
+		messages string
+		want     []string // texts, in this order, in the request
+	}{
+		{
+			name:     "after an answered turn",
+			stored:   []json.RawMessage{user("I moved to Porto."), json.RawMessage(`{"role":"assistant","content":"Noted."}`), user("My sister lives in Lisbon.")},
+			messages: `[{"role":"user","content":"Where does my sister live?"}]`,
+			want:     []string{"I moved to Porto.", "Noted.", "My sister lives in Lisbon.", "Recalled: Lisbon", "Where does my sister live?"},
+		},
+		{
+			name:     "alone, two of them",
+			stored:   []json.RawMessage{user("I moved to Porto."), user("My sister lives in Lisbon.")},
+			messages: `[{"role":"user","content":[{"type":"text","text":"Where does my sister live?","cache_control":{"type":"ephemeral"}}]}]`,
+			want:     []string{"I moved to Porto.", "My sister lives in Lisbon.", "Recalled: Lisbon", `{"type":"text","text":"Where does my sister live?","cache_control":{"type":"ephemeral"}}`},
+		},
+		{
+			name: "with the tool result it holds",
+			stored: []json.RawMessage{user("Weather in Porto?"),
+				json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_w","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}`),
+				json.RawMessage(`{"role":"tool","tool_call_id":"call_w","content":"sunny"}`),
+				user("Also, I fly there on Friday.")},
+			messages: `[{"role":"user","content":"Should I pack a coat?"}]`,
+			want:     []string{"Weather in Porto?", `"tool_use"`, "sunny", "Also, I fly there on Friday.", "Recalled: Lisbon", "Should I pack a coat?"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := anthropic.ParseRequest([]byte(`{"model":"claude-sonnet-4-6","max_tokens":64,"messages":` + tt.messages + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := r.Render(PreparedBlocks(r.Conversation, "", "Recalled: Lisbon", false, tt.stored, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status, resp := post(t, up.URL+"/v1/messages", b, hdr); status != http.StatusOK {
+				t.Fatalf("upstream rejected the rendered body (%d): %s\n%s", status, resp, b)
+			}
+			at := 0
+			for _, w := range tt.want {
+				i := strings.Index(string(b[at:]), w)
+				if i < 0 {
+					t.Fatalf("%q missing, or out of order, in %s", w, b)
+				}
+				at += i + len(w)
+			}
+		})
+	}
+}
+
 // TestAnthropicFakeRejectsBrokenRules proves the fake's rule check bites.
 func TestAnthropicFakeRejectsBrokenRules(t *testing.T) {
 	up := NewUpstream(t)
@@ -103,11 +175,60 @@ func TestAnthropicFakeRejectsBrokenRules(t *testing.T) {
 		`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`,
 		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":"no result"}]`,
 		`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]`,
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"","content":"x"}]}]`,
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"functions.f:0","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"functions.f:0","content":"x"}]}]`,
 	} {
 		status, b := post(t, up.URL+"/v1/messages", []byte(`{"model":"m","max_tokens":5,"messages":`+msgs+`}`), hdr)
 		if status != http.StatusBadRequest || !strings.Contains(string(b), `"type":"error"`) {
 			t.Errorf("%s: %d %s", msgs, status, b)
 		}
+	}
+}
+
+// TestResponsesFakeRejectsBrokenRules proves the Responses fake's rule
+// check bites: a call or output without call_id, an output without its call.
+func TestResponsesFakeRejectsBrokenRules(t *testing.T) {
+	up := NewUpstream(t)
+	hdr := map[string]string{"Authorization": "Bearer k"}
+	for _, input := range []string{
+		`[{"type":"function_call","name":"f","arguments":"{}"},{"type":"function_call_output","output":"x"}]`,
+		`[{"type":"function_call","call_id":"","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"","output":"x"}]`,
+		`[{"type":"function_call_output","call_id":"c9","output":"x"}]`,
+	} {
+		status, b := post(t, up.URL+"/v1/responses", []byte(`{"model":"m","input":`+input+`}`), hdr)
+		if status != http.StatusBadRequest || !strings.Contains(string(b), `"invalid_request_error"`) {
+			t.Errorf("%s: %d %s", input, status, b)
+		}
+	}
+}
+
+// TestAnthropicRenderForeignToolIDs: a stored tool call whose id another
+// provider gave it in a shape the Messages API refuses
+// ("functions.get_weather:0", as some OpenAI-compatible servers name
+// calls) is replayed with an id the API accepts, the same on its
+// tool_use and its tool_result, rather than failing the request.
+func TestAnthropicRenderForeignToolIDs(t *testing.T) {
+	up := NewUpstream(t)
+	r, err := anthropic.ParseRequest([]byte(`{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"And tomorrow?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := []json.RawMessage{
+		json.RawMessage(`{"role":"user","content":"Weather in Porto?"}`),
+		json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"functions.get_weather:0","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}`),
+		json.RawMessage(`{"role":"tool","tool_call_id":"functions.get_weather:0","content":"sunny"}`),
+		json.RawMessage(`{"role":"assistant","content":"It is sunny."}`),
+	}
+	b, err := r.Render(Prepared(r.Conversation, "", stored, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	if status, resp := post(t, up.URL+"/v1/messages", b, hdr); status != http.StatusOK {
+		t.Fatalf("upstream rejected the rendered body (%d): %s\n%s", status, resp, b)
+	}
+	if !strings.Contains(string(b), `"tool_use"`) || !strings.Contains(string(b), `"sunny"`) {
+		t.Errorf("the stored tool call was not replayed: %s", b)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -30,10 +31,15 @@ func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 }
 
+// toolIDPattern is what the Messages API accepts as a tool_use id (and a
+// tool_result's tool_use_id).
+var toolIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
 // validateMessages enforces the Messages API rules memgate must respect:
-// messages alternate starting with the user's, every tool_use is answered
-// by tool_result blocks (first in the content) in the next message, and
-// every tool_result answers a tool_use of the message before.
+// messages alternate starting with the user's, every tool_use has an id of
+// the API's pattern and is answered by tool_result blocks (first in the
+// content) in the next message, and every tool_result answers a tool_use
+// of the message before.
 func validateMessages(msgs []anthropicMessage) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("messages: at least one message is required")
@@ -63,8 +69,14 @@ func validateMessages(msgs []anthropicMessage) error {
 		for j, b := range m.blocks {
 			switch b.Type {
 			case "tool_use":
+				if !toolIDPattern.MatchString(b.ID) {
+					return fmt.Errorf("messages.%d.content.%d.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'", i, j)
+				}
 				uses = append(uses, b.ID)
 			case "tool_result":
+				if !toolIDPattern.MatchString(b.ToolUseID) {
+					return fmt.Errorf("messages.%d.content.%d.tool_result.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'", i, j)
+				}
 				if other {
 					return fmt.Errorf("messages.%d.content.%d: tool_result blocks must come first", i, j)
 				}

@@ -27,6 +27,7 @@ func openAIError(w http.ResponseWriter, status int, typ, param, msg string) {
 }
 
 // validateResponses enforces the input rules memgate must respect: every
+// function_call and function_call_output has a call_id, every
 // function_call_output answers a function_call earlier in the input (or in
 // the previous response), and previous_response_id names a response this
 // fake gave out.
@@ -42,6 +43,11 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 	}
 	calls := map[string]bool{}
 	for i, it := range items {
+		if (it.Type == "function_call" || it.Type == "function_call_output") && it.CallID == "" {
+			// What the API answers for a missing or empty call_id.
+			param := fmt.Sprintf("input[%d].call_id", i)
+			return param, fmt.Errorf("Missing required parameter: '%s'.", param)
+		}
 		switch it.Type {
 		case "function_call":
 			calls[it.CallID] = true

@@ -74,10 +74,12 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //   - each user and assistant message stored for ex, as kind "message" items
 //     with Ref its message key (memory.Key(ex.ID, i)), chunked on sentence
 //     boundaries when long; tool results, tool-call-only turns and empty
-//     text are skipped; the chunks embedded are bounded per message
-//     (embeddedChunks) and per user of a batch (userEmbedBytes, newest
-//     message first), the rest stored without a vector (what only the
-//     user's bound left waits for Backfill);
+//     text are skipped; the chunks indexed are bounded per exchange
+//     (exchangeIndexUnits: each message's first chunks, newest message
+//     first, the rest not indexed); the chunks embedded are bounded per
+//     message (embeddedChunks) and per user of a batch (userEmbedBytes,
+//     newest message first), the rest stored without a vector (what only
+//     the user's bound left waits for Backfill);
 //   - the conversation's latest summary, kind "summary", Ref
 //     "<conversation>:v<version>", unless this process indexed that version
 //     already or the extractive summariser wrote it (its lines are the
@@ -146,6 +148,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			at = now
 		}
 		u := userKey{ex.Tenant, ex.User}
+		var mine []cutMessage
 		for _, m := range msgs {
 			if (m.Role != "user" && m.Role != "assistant") || m.Failed() {
 				continue // a reply the upstream broke off is never recalled
@@ -161,8 +164,16 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
 			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
-			cut[u] = append(cut[u], cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, embedded: embedded, embeddable: embedded})
+			mine = append(mine, cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, embedded: embedded, embeddable: embedded})
 		}
+		// What one exchange adds to the full-text index is bounded (see
+		// exchangeIndexUnits); the rest of its text is stored, not
+		// searchable.
+		if left := withinIndexBudget(mine, exchangeIndexUnits, messageIndexFloor); left > 0 {
+			ix.logger.Warn("long exchange indexed in part: the rest of its text is stored but not searchable",
+				"exchange", ex.ID, "chunks_not_indexed", left)
+		}
+		cut[u] = append(cut[u], mine...)
 		if at.After(latest[ex.Identity]) {
 			latest[ex.Identity] = at
 		}
