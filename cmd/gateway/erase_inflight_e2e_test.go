@@ -33,6 +33,27 @@ func recitingUpstream() http.Handler {
 	})
 }
 
+// twoGateways runs two `gateway serve` in front of up, sharing a fresh
+// PostgreSQL database and Redis key space (the local embedder, generous
+// load deadlines), and returns their base URLs and the database's URL.
+func twoGateways(t *testing.T, up *upstreamtest.Server) (a, b, pgURL string) {
+	t.Helper()
+	pgURL = testenv.PostgresURL(t)
+	cfg := fmt.Sprintf("memory:\n  load_timeout: 10s\n  embedding_timeout: 10s\n"+
+		"store:\n  driver: postgres\n  postgres_url: %q\n  redis_url: %q\n  redis_prefix: %q\n",
+		pgURL, testenv.RedisURL(t), testenv.RedisPrefix(t))
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := func() map[string]string {
+		return map[string]string{"GATEWAY_CONFIG": path, "GATEWAY_UPSTREAM_BASE_URL": up.URL(), "GATEWAY_EMBEDDINGS_PROVIDER": "local"}
+	}
+	a, _ = mustServeEnv(t, vars())
+	b, _ = mustServeEnv(t, vars())
+	return a, b, pgURL
+}
+
 // TestErasureDropsTurnsThatReadMemoryBeforeIt: two gateways share one
 // PostgreSQL and Redis. Alice said "I live in Porto" through gateway B.
 // The operator erases her through gateway A while, on B, a turn of hers
@@ -84,20 +105,7 @@ func TestErasureDropsTurnsThatReadMemoryBeforeIt(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			up := upstreamtest.New(t, recitingUpstream())
-			pgURL := testenv.PostgresURL(t)
-			cfg := fmt.Sprintf("memory:\n  load_timeout: 10s\n  embedding_timeout: 10s\n"+
-				"store:\n  driver: postgres\n  postgres_url: %q\n  redis_url: %q\n  redis_prefix: %q\n",
-				pgURL, testenv.RedisURL(t), testenv.RedisPrefix(t))
-			path := filepath.Join(t.TempDir(), "config.yaml")
-			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			vars := func() map[string]string {
-				return map[string]string{"GATEWAY_CONFIG": path, "GATEWAY_UPSTREAM_BASE_URL": up.URL(),
-					"GATEWAY_EMBEDDINGS_PROVIDER": "local"}
-			}
-			a, _ := mustServeEnv(t, vars())
-			b, _ := mustServeEnv(t, vars())
+			a, b, pgURL := twoGateways(t, up)
 			alice := headers("", "alice", "trip")
 
 			if r := chat(t, b, alice, false, user("I live in Porto.")); r.Status != http.StatusOK {
@@ -196,5 +204,73 @@ func TestErasureDropsTurnsThatReadMemoryBeforeIt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestErasureReachesTheOtherGatewaysMemory: two gateways share one
+// PostgreSQL and Redis. Gateway B has served Alice — her recent turns, her
+// pins, recalled passages and the recalled block kept with a full-history
+// client's turn are all in its memory — when gateway A erases her. B's
+// next prompts, of either client, carry nothing of hers.
+func TestErasureReachesTheOtherGatewaysMemory(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	a, b, _ := twoGateways(t, up)
+	secrets := []string{"Porto", "aisle", "passport", "Lello"}
+	holds := func(p string) []string {
+		var found []string
+		for _, s := range secrets {
+			if strings.Contains(p, s) {
+				found = append(found, s)
+			}
+		}
+		return found
+	}
+	say := func(conv string, msgs ...map[string]any) string {
+		t.Helper()
+		if r := chat(t, b, headers("", "alice", conv), false, msgs...); r.Status != http.StatusOK {
+			t.Fatalf("chat in %s: %d %s", conv, r.Status, r.Body)
+		}
+		return lastChatPrompt(t, up)
+	}
+
+	say("trip", user("I live in Porto and I prefer aisle seats."))
+	say("trip", user("Remind me to renew my passport before the trip."))
+	say("trip", user("The bookshop Lello was lovely."))
+	eventually(t, "the pins and the passages", func() bool {
+		var facts struct{ Data []json.RawMessage }
+		var found json.RawMessage
+		apiCall(t, http.MethodGet, a+"/v1/memory/users/alice/facts", nil, nil, &facts)
+		apiCall(t, http.MethodPost, a+"/v1/memory/search", nil, map[string]any{"user": "alice", "query": "bookshop"}, &found)
+		return len(facts.Data) >= 2 && strings.Contains(string(found), "Lello")
+	})
+	// B's memory, warm: the trip's recent turns; the pins, in another
+	// conversation; the recalled block a full-history client's question
+	// was sent with, kept for it.
+	if p := say("trip", user("Anything else?")); len(holds(p)) != len(secrets) {
+		t.Fatalf("before the erasure, B's prompt in the trip holds only %v:\n%s", holds(p), p)
+	}
+	if p := say("other", user("Anything else?")); !strings.Contains(p, "aisle") || !strings.Contains(p, "passport") {
+		t.Fatalf("before the erasure, B's prompt lacks the pins:\n%s", p)
+	}
+	history := []map[string]any{user("Hi."), assistant("ack: Hi."), user("Which bookshop was lovely?")}
+	if p := say("work", history...); !strings.Contains(p, "Lello") {
+		t.Fatalf("before the erasure, the question recalls nothing of Lello:\n%s", p)
+	}
+	history = append(history, assistant("ack: Which bookshop was lovely?"), user("Thanks."))
+	if p := say("work", history...); !strings.Contains(p, "Lello") {
+		t.Fatalf("before the erasure, the resent question lost its recalled block:\n%s", p)
+	}
+
+	if code := apiCall(t, http.MethodDelete, a+"/v1/memory/users/alice", nil, nil, nil); code != http.StatusOK {
+		t.Fatalf("DELETE user on A: %d", code)
+	}
+	for _, conv := range []string{"trip", "other"} {
+		if p := say(conv, user("Anything else?")); len(holds(p)) > 0 {
+			t.Errorf("after the erasure on A, B's prompt in %s holds %v:\n%s", conv, holds(p), p)
+		}
+	}
+	history = append(history, assistant("ack: Thanks."), user("Bye."))
+	if p := say("work", history...); len(holds(p)) > 0 {
+		t.Errorf("after the erasure on A, B's full-history prompt holds %v:\n%s", holds(p), p)
 	}
 }
