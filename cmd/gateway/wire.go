@@ -57,7 +57,8 @@ type store interface {
 var (
 	_ store                 = (*sqlite.Store)(nil)
 	_ store                 = (*postgres.Store)(nil)
-	_ recall.EmbeddingCache = (*cache.Cache[recall.EmbeddingKey, []float32])(nil)
+	_ recall.EmbeddingCache = recall.Embeddings{}
+	_ cache.Forgetter       = recall.Embeddings{}
 	_ record.Queue          = (*sqlite.Outbox)(nil)
 	_ record.Queue          = (*redis.Queue)(nil)
 	_ record.Queue          = (*record.MemoryQueue)(nil)
@@ -79,7 +80,7 @@ type backend struct {
 	store         store
 	queue, enrich record.Queue
 	durable       bool
-	embeddings    *cache.Cache[recall.EmbeddingKey, []float32]
+	embeddings    recall.Embeddings
 	lease         record.Leaser      // nil: every worker drains the capture queue
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
 	closers       []func() error
@@ -326,8 +327,8 @@ type cachedStore struct {
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
-// memory.cache says; its erasures empty emb too (nil: none).
-func withReads(cfg config.Config, st store, emb cache.Clearer) cachedStore {
+// memory.cache says; its erasures make emb forget the user too (nil: none).
+func withReads(cfg config.Config, st store, emb cache.Forgetter) cachedStore {
 	return cachedStore{store: st, reads: cache.NewReads(st, emb, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
 }
 

@@ -108,9 +108,22 @@ func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) err
 	return err
 }
 
-// DeleteUser erases a user.
+// DeleteUser erases a user, twice. A store dates an erasure before it
+// commits (PostgreSQL even before it waits for the user's lock), and
+// exchanges dated after that are stored; but a turn that arrives in
+// between reads the memory being erased, and its exchange — whose answer
+// may repeat what was erased — would be stored after the erasure. The
+// second erasure is dated after the first committed, so after every read
+// of what the first removed: such a turn is dropped when it is saved, or
+// deleted with what it saved. (A turn arriving while the call runs is
+// erased with it.)
 func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
-	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.DeleteUser(ctx, tenant, user) })
+	_, err := with(e, func(c *Core) (none, error) {
+		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
+			return none{}, err
+		}
+		return none{}, c.Store.DeleteUser(ctx, tenant, user)
+	})
 	return err
 }
 

@@ -51,7 +51,10 @@ func NewWithAdmin(keys []Key, adminKey string) *Resolver {
 //     without keys; any other peer gets ErrLoopbackOnly.
 func (r *Resolver) ResolveAdmin(h http.Header, remoteAddr string) (string, error) {
 	if r.admin != nil && r.matchAdmin(h.Get("Authorization")) {
-		t := h.Get(HeaderTenant)
+		t, err := single(h, HeaderTenant)
+		if err != nil {
+			return "", err
+		}
 		if t == "" {
 			return memory.DefaultTenant, nil
 		}

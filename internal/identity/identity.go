@@ -40,7 +40,7 @@ var (
 type HeaderError struct {
 	// Header is the offending header's name, or "user" for the body field.
 	Header string
-	// Err is the reason, memory.ErrInvalid.
+	// Err is the reason, wrapping memory.ErrInvalid.
 	Err error
 }
 
@@ -128,8 +128,8 @@ func (r *Resolver) RequireKey() bool { return len(r.keys) > 0 }
 //
 // The user is X-Memory-User, else bodyUser (the body's "user" field); an
 // empty user means memory is off for the request, which Resolve leaves to the
-// caller to act on. Ids must satisfy memory.ValidID; a bad one yields a
-// *HeaderError naming it. With keys configured, "Authorization: Bearer <key>"
+// caller to act on. Ids must satisfy memory.ValidID, and each header may
+// be given once; a bad one yields a *HeaderError naming it. With keys configured, "Authorization: Bearer <key>"
 // must name one of them (ErrUnauthorized otherwise) and the tenant is the
 // key's; an X-Memory-Tenant naming another tenant is ErrForbidden unless the
 // key may choose its tenant. Without keys the tenant is X-Memory-Tenant or
@@ -143,7 +143,10 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 			return id, "", unauthorized(h)
 		}
 	}
-	tenantHeader := h.Get(HeaderTenant)
+	tenantHeader, err := single(h, HeaderTenant)
+	if err != nil {
+		return id, "", err
+	}
 	if tenantHeader != "" && !memory.ValidID(tenantHeader) {
 		return id, "", &HeaderError{Header: HeaderTenant, Err: memory.ErrInvalid}
 	}
@@ -162,7 +165,11 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 		}
 	}
 
-	if u := h.Get(HeaderUser); u != "" {
+	u, err := single(h, HeaderUser)
+	if err != nil {
+		return memory.Identity{}, "", err
+	}
+	if u != "" {
 		if !memory.ValidID(u) {
 			return memory.Identity{}, "", &HeaderError{Header: HeaderUser, Err: memory.ErrInvalid}
 		}
@@ -173,17 +180,41 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 		}
 		id.User = bodyUser
 	}
-	if c := h.Get(HeaderConversation); c != "" {
+	c, err := single(h, HeaderConversation)
+	if err != nil {
+		return memory.Identity{}, "", err
+	}
+	if c != "" {
 		if !memory.ValidID(c) {
 			return memory.Identity{}, "", &HeaderError{Header: HeaderConversation, Err: memory.ErrInvalid}
 		}
 		id.Conversation = c
 	}
-	mode, err := memory.ParseMode(strings.ToLower(strings.TrimSpace(h.Get(HeaderMode))))
+	m, err := single(h, HeaderMode)
+	if err != nil {
+		return memory.Identity{}, "", err
+	}
+	mode, err := memory.ParseMode(strings.ToLower(strings.TrimSpace(m)))
 	if err != nil {
 		return memory.Identity{}, "", &HeaderError{Header: HeaderMode, Err: memory.ErrInvalid}
 	}
 	return id, mode, nil
+}
+
+// single returns the value of the header name in h ("" when absent). A
+// header given more than once is a *HeaderError naming it: which value
+// counts would depend on who reads it, and a proxy in front that appends
+// the identity it authenticated after the client's own would lose to the
+// client.
+func single(h http.Header, name string) (string, error) {
+	switch vs := h.Values(name); len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	default:
+		return "", &HeaderError{Header: name, Err: fmt.Errorf("%w: given %d times", memory.ErrInvalid, len(vs))}
+	}
 }
 
 // match finds the key an Authorization header presents. Every configured key

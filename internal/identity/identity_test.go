@@ -206,3 +206,51 @@ func TestRefusedOnlyWhenAKeyWasPresented(t *testing.T) {
 		t.Error("Refused is true of an error that refuses no key")
 	}
 }
+
+// TestRepeatedIdentityHeadersRefused: an identity header given twice is a
+// 400 naming it, never its first value: a proxy in front that appends the
+// user, tenant or conversation it authenticated after the client's own
+// would otherwise let the client's win. With keys, without, and for the
+// admin key's tenant.
+func TestRepeatedIdentityHeadersRefused(t *testing.T) {
+	admin := NewWithAdmin([]Key{{Hash: HashKey("k-acme"), Tenant: "acme", ChooseTenant: true}}, "admin-secret")
+	resolvers := map[string]struct {
+		r    *Resolver
+		auth string
+	}{
+		"without keys": {New(nil), ""},
+		"with keys":    {New([]Key{{Hash: HashKey("k-acme"), Tenant: "acme", ChooseTenant: true}}), "Bearer k-acme"},
+	}
+	for _, name := range []string{HeaderUser, HeaderTenant, HeaderConversation, HeaderMode} {
+		for rname, rc := range resolvers {
+			t.Run(name+" "+rname, func(t *testing.T) {
+				h := headers(HeaderUser, "alice")
+				if rc.auth != "" {
+					h.Set("Authorization", rc.auth)
+				}
+				h.Del(name)
+				first, second := "mallory", "alice"
+				if name == HeaderMode {
+					first, second = "on", "off"
+				}
+				h.Add(name, first)
+				h.Add(name, second)
+				_, _, err := rc.r.Resolve(h, "")
+				var he *HeaderError
+				if !errors.As(err, &he) || he.Header != name {
+					t.Fatalf("Resolve with %s given twice: %v, want a HeaderError naming it", name, err)
+				}
+			})
+		}
+	}
+	t.Run("admin key's tenant", func(t *testing.T) {
+		h := headers("Authorization", "Bearer admin-secret")
+		h.Add(HeaderTenant, "globex")
+		h.Add(HeaderTenant, "acme")
+		tenant, err := admin.ResolveAdmin(h, "192.0.2.1:1234")
+		var he *HeaderError
+		if !errors.As(err, &he) || he.Header != HeaderTenant {
+			t.Fatalf("ResolveAdmin with the tenant given twice: %q, %v, want a HeaderError naming it", tenant, err)
+		}
+	})
+}

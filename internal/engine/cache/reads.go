@@ -27,8 +27,9 @@ type Store interface {
 	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
 }
 
-// Clearer is a cache an erasure empties whole (recall's embeddings).
-type Clearer interface{ Clear() }
+// Forgetter is a cache whose entries name their owner (recall's
+// embeddings): an erasure drops the user's with Forget.
+type Forgetter interface{ Forget(tenant, user string) }
 
 // DefaultTailBytes bounds the newest turns (about 25,000 messages of 300
 // bytes); DefaultKnowledgeBytes each of the facts and the summaries.
@@ -47,15 +48,16 @@ const tailKeep = 64
 // It is safe for concurrent use.
 type Reads struct {
 	src       Store
-	emb       Clearer // emptied by an erasure; nil: none
+	emb       Forgetter // what an erasure forgets of the user; nil: none
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
 	summaries *Cache[convKey, *memory.Summary] // nil: the conversation has none
 }
 
 // NewReads returns a Reads over src bounded at tailBytes of tails and
-// knowledgeBytes each of facts and summaries; erasures empty emb (nil: none).
-func NewReads(src Store, emb Clearer, tailBytes, knowledgeBytes int) *Reads {
+// knowledgeBytes each of facts and summaries; an erasure makes emb forget
+// the user (nil: none).
+func NewReads(src Store, emb Forgetter, tailBytes, knowledgeBytes int) *Reads {
 	return &Reads{src: src, emb: emb,
 		tails:     New("recent", tailBytes, tailSize),
 		facts:     New("facts", knowledgeBytes, factsSize),
@@ -189,7 +191,7 @@ func appendStored(t tail, stored []memory.Message) tail {
 }
 
 // DeleteUser erases the user with the store and, failed or not, drops
-// what r holds of them and empties the embeddings.
+// what r and the embeddings hold of them.
 func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := r.src.DeleteUser(ctx, tenant, user)
 	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
@@ -197,7 +199,7 @@ func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 	r.facts.Drop(of)
 	r.summaries.Drop(of)
 	if r.emb != nil {
-		r.emb.Clear()
+		r.emb.Forget(tenant, user)
 	}
 	return err
 }

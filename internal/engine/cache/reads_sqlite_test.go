@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/sqlite"
 )
@@ -676,19 +677,30 @@ func TestRecentUnderASmallBound(t *testing.T) {
 	}
 }
 
-// TestErasureEmptiesEmbeddings: the embeddings name no owner, so an
-// erasure through the Reads empties them all (another user's too), whether
-// or not the store's delete succeeded.
-func TestErasureEmptiesEmbeddings(t *testing.T) {
+// TestErasureForgetsTheUsersEmbeddings: the embedding cache's keys name
+// their owner (recall.EmbeddingKey), so an erasure through the Reads drops
+// the erased user's vectors, whether or not the store's delete succeeded,
+// and keeps everyone else's: a tenant erasing its users (or users it never
+// had) does not empty the other tenants' vectors.
+func TestErasureForgetsTheUsersEmbeddings(t *testing.T) {
 	st := openSQLite(t, "")
-	e := cache.New("embeddings", 1<<20, func(string, []float32) int { return 8 })
+	e := recall.NewEmbeddingCache(1 << 20)
 	w := cache.NewReads(st, e, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
-	e.Put("h1", []float32{1, 2})
-	e.Put("h2", []float32{3, 4})
+	key := func(tenant, user string) recall.EmbeddingKey {
+		return recall.EmbeddingKey{Model: "m", Dims: 2, Tenant: tenant, User: user, Hash: "h"}
+	}
+	for _, k := range []recall.EmbeddingKey{key("acme", "alice"), key("acme", "bob"), key("other", "alice")} {
+		e.Put(k, []float32{1, 2})
+	}
 	if err := w.DeleteUser(context.Background(), "acme", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := e.Usage(); n != 0 {
-		t.Fatalf("after an erasure %d vectors are still in memory", n)
+	if _, ok := e.Get(key("acme", "alice")); ok {
+		t.Error("after her erasure, acme/alice's vector is still in memory")
+	}
+	for _, k := range []recall.EmbeddingKey{key("acme", "bob"), key("other", "alice")} {
+		if _, ok := e.Get(k); !ok {
+			t.Errorf("the erasure of acme/alice dropped %s/%s's vector", k.Tenant, k.User)
+		}
 	}
 }

@@ -287,12 +287,12 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 	}
 }
 
-// An erasure empties the embedding cache, and what was deferred of the
-// erased user does not fill it again: Backfill embeds none of it (the
-// vectors would land in the cache, and be thrown away by the store), on
-// the erasure after the deferral and on the indexing round that ran after
-// the erasure (its items refused). Another user's deferred items are
-// embedded.
+// An erasure drops the user's vectors from the embedding cache, and what
+// was deferred of the erased user does not fill it again: Backfill embeds
+// none of it (the vectors would land in the cache, and be thrown away by
+// the store), on the erasure after the deferral and on the indexing round
+// that ran after the erasure (its items refused). Another user's deferred
+// items are embedded.
 func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
@@ -334,7 +334,9 @@ func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cache.Clear() // as the erasure does (cache.Reads.DeleteUser)
+	for _, id := range []memory.Identity{erased, late} {
+		cache.Forget(id.Tenant, id.User) // as the erasure does (cache.Reads.DeleteUser)
+	}
 	// The late user's round runs after its erasure: its writes are refused.
 	index(late, saved[late], results[late])
 	backfillAll(t, ix)

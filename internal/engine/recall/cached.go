@@ -47,13 +47,23 @@ type EmbeddingCache interface {
 	Put(key EmbeddingKey, vec []float32)
 }
 
+// Embeddings is the embedding cache (NewEmbeddingCache).
+type Embeddings struct {
+	*cache.Cache[EmbeddingKey, []float32]
+}
+
 // NewEmbeddingCache returns an empty embedding cache bounded at max bytes
-// (metrics as cache "embeddings"). Its keys name owners, so an erasure
-// empties it (cache.Reads.DeleteUser).
-func NewEmbeddingCache(max int) *cache.Cache[EmbeddingKey, []float32] {
-	return cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int {
+// (metrics as cache "embeddings").
+func NewEmbeddingCache(max int) Embeddings {
+	return Embeddings{cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int {
 		return len(k.Model) + len(k.Tenant) + len(k.User) + len(k.Hash) + 4*len(v)
-	})
+	})}
+}
+
+// Forget drops the vectors embedded on behalf of the user of tenant, as
+// their erasure does (cache.Reads.DeleteUser); everyone else's stay.
+func (e Embeddings) Forget(tenant, user string) {
+	e.Drop(func(k EmbeddingKey) bool { return k.Tenant == tenant && k.User == user })
 }
 
 // Cached is an Embedder that embeds only the texts its cache lacks, each
