@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -133,6 +134,100 @@ func TestRouterBoundsHops(t *testing.T) {
 	if got != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
 		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
 	}
+}
+
+// TestRouterReroute: an exchange its conversation refused goes where
+// Route sends its chat's next request (the request of its history and
+// reply, one more turn), found from its derived conversation (its Root,
+// else its own), Root naming that one when a branch; in the last branch,
+// which it parts from too, it loses its BranchSeed (stored as an edit); a
+// failed read leaves it unchanged.
+func TestRouterReroute(t *testing.T) {
+	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
+	branch := func(msgs []memory.Message, at int) string { return memory.BranchConversation("acme", "ana", msgs, at) }
+	stored := func(msgs []memory.Message) []memory.Message { return msgs[1:] }
+	a := routeMsgs("hi", "Hello!", "trip to Peru", "Nice.")
+	b := routeMsgs("hi", "Hello!", "cover letter", "Sure.")
+	c := routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse", "Ok.")
+	bx := branch(b, 2)
+	// exchangeOf is the exchange of request msgs (its last message the
+	// reply) stored in conv.
+	exchangeOf := func(msgs []memory.Message, conv, root string) memory.Exchange {
+		rest := msgs[1:]
+		ex := memory.Exchange{ID: "ex", Identity: id, Derived: true, Root: root, BranchSeed: memory.BranchSeed("acme", "ana", msgs),
+			Prior: rest[:len(rest)-2], Turn: rest[len(rest)-2 : len(rest)-1], Reply: rest[len(rest)-1]}
+		ex.Conversation = conv
+		return ex
+	}
+	tests := []struct {
+		name     string
+		convs    map[string][]memory.Message
+		fail     map[string]bool
+		ex       memory.Exchange
+		conv     string
+		root     string
+		guarded  bool
+		wantFail bool
+	}{
+		{"from the derived conversation to a branch", map[string][]memory.Message{"x": stored(a)}, nil, exchangeOf(b, "x", ""), bx, "x", true, false},
+		{"from a branch to a branch of it", map[string][]memory.Message{"x": stored(a), bx: stored(routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a teacher", "Ok."))},
+			nil, exchangeOf(c, bx, "x"), branch(c, 4), "x", true, false},
+		{"back to the derived conversation", map[string][]memory.Message{"x": stored(b)}, nil, exchangeOf(c, bx, "x"), "x", "", true, false},
+		{"a failed read", map[string][]memory.Message{"x": stored(a)}, map[string]bool{"x": true}, exchangeOf(b, "x", ""), "x", "", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeReader{convs: tt.convs, fail: tt.fail}
+			r := NewRouter(f, nil, nil)
+			got, err := r.Reroute(context.Background(), tt.ex)
+			if (err != nil) != tt.wantFail || got.Conversation != tt.conv || got.Root != tt.root || (got.BranchSeed != "") != tt.guarded {
+				t.Fatalf("Reroute = %q (root %q, seed %q), %v; want %q (root %q, guarded %v), failing %v",
+					got.Conversation, got.Root, got.BranchSeed, err, tt.conv, tt.root, tt.guarded, tt.wantFail)
+			}
+			if tt.wantFail {
+				return
+			}
+			// The chat's next request goes there too.
+			next := append(append(routeMsgs(), tt.ex.Prior...), tt.ex.Turn[0], tt.ex.Reply, memory.Message{Role: "user", Content: "next"})
+			f.fail = nil
+			derived := id
+			derived.Conversation = cmp.Or(tt.ex.Root, tt.ex.Conversation)
+			if routed := r.Route(context.Background(), derived, next); routed != got.Conversation {
+				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed, got.Conversation)
+			}
+		})
+	}
+	t.Run("the last branch", func(t *testing.T) {
+		var texts []string
+		for i := range 12 {
+			texts = append(texts, fmt.Sprint("m", i))
+		}
+		client := routeMsgs(texts...)
+		f := &fakeReader{convs: map[string][]memory.Message{}}
+		conv := "x"
+		var path []string
+		for hop := range maxBranchHops + 2 {
+			held := append(append([]memory.Message(nil), client[1:hop+2]...), memory.Message{Role: "user", Content: "other"})
+			if hop%2 == 1 {
+				held[len(held)-1].Role = "assistant"
+			}
+			f.convs[conv] = held
+			path = append(path, conv)
+			conv = memory.BranchConversation("acme", "ana", client, hop+1)
+		}
+		got, err := NewRouter(f, nil, nil).Reroute(context.Background(), exchangeOf(client, "x", ""))
+		if err != nil || got.Conversation != path[maxBranchHops] || got.BranchSeed != "" || got.Root != "x" {
+			t.Fatalf("Reroute = %q (root %q, seed %q), %v; want the last branch %q, unguarded", got.Conversation, got.Root, got.BranchSeed, err, path[maxBranchHops])
+		}
+	})
+	t.Run("an exchange without a seed", func(t *testing.T) {
+		ex := exchangeOf(b, "x", "")
+		ex.BranchSeed = ""
+		f := &fakeReader{convs: map[string][]memory.Message{"x": stored(a)}}
+		if got, err := NewRouter(f, nil, nil).Reroute(context.Background(), ex); err != nil || got.Conversation != "x" || len(f.reads) != 0 {
+			t.Fatalf("Reroute = %q, %v after %d reads; want it unchanged, unread", got.Conversation, err, len(f.reads))
+		}
+	})
 }
 
 // BenchmarkRoute measures what routing adds to a headerless full-history
