@@ -173,6 +173,38 @@ func TestCaptureRoutesAgainWhenAnotherChatGotThereFirst(t *testing.T) {
 	}
 }
 
+// TestCaptureFirstTurnAfterItsContinuationInABranch: chat B's first turn
+// is captured after its continuation, which its history sent to a branch
+// of the derived conversation chat A holds (stored there, resending the
+// first turn). The first turn is then a duplicate: it does not stay in
+// the default conversation (where it would show in the user's other chat),
+// and the branch holds it once.
+func TestCaptureFirstTurnAfterItsContinuationInABranch(t *testing.T) {
+	for _, routed := range []string{"to the branch", "to the derived conversation, then again"} {
+		t.Run(routed, func(t *testing.T) {
+			st := mustSQLite(t)
+			r := NewRouter(st, nil, nil)
+			c := mustCapturer(t, st.Outbox(), st, nil, withStore(Options{Router: r}, st))
+			o := newOpener(t, r)
+			c.Capture(context.Background(), o.a1)
+			if routed == "to the derived conversation, then again" {
+				o.route2(t, r)
+				c.Capture(context.Background(), o.a2)
+			} else {
+				o.a2 = routedExchange(t, r, "ana", chatTurns(t, "hi", "Hello A", "plan a trip"), "A2")
+				c.Capture(context.Background(), o.a2)
+				o.b2 = routedExchange(t, r, "ana", chatTurns(t, "hi", "Hello B", "write a letter"), "B2")
+				if o.b2.Root != o.derived {
+					t.Fatalf("chat B's turn routed to %q (root %q), want a branch of %q", o.b2.Conversation, o.b2.Root, o.derived)
+				}
+			}
+			c.Capture(context.Background(), o.b2)
+			c.Capture(context.Background(), o.b1) // overtaken
+			o.check(t, r, st)
+		})
+	}
+}
+
 // gatedSaver is a store whose group commits can be held (hold) until
 // released, and which records the largest group it committed.
 type gatedSaver struct {
