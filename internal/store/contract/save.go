@@ -52,11 +52,12 @@ type SaveConv struct {
 
 // SetTail sets Tail to tail, read as the conversation's up to limit newest
 // live messages: when it holds fewer, it holds every one, and is the Head
-// too.
+// too (sharing its array, which PlanSave only ever appends to past either
+// slice's length).
 func (c *SaveConv) SetTail(tail []memory.Message, limit int) {
 	c.Tail = tail
 	if len(tail) < limit {
-		c.Head, c.HeadAll = slices.Clone(tail), true
+		c.Head, c.HeadAll = tail[:len(tail):len(tail)], true
 	}
 }
 
