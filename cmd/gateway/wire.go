@@ -189,7 +189,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
-	m.Router = record.NewRouter(b.store, red, logger)
+	m.Router = record.NewRouter(cs, red, logger)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Shared: b.shared})
 	if b.queue != nil {
@@ -334,4 +334,7 @@ func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) (
 }
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
 	return s.reads.DeleteUser(ctx, tenant, user)
+}
+func (s cachedStore) Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
+	return s.reads.Head(ctx, rev, id, n)
 }

@@ -97,3 +97,27 @@ func Parts(held, history []Message) int {
 func Diverges(stored, client Message) bool {
 	return stored.Fingerprint() != client.Fingerprint() && !(stored.Role == "assistant" && client.Role == "assistant")
 }
+
+// Print is what comparing a message with another by Fingerprint needs of
+// it, in 17 bytes: a digest of its Fingerprint, and whether it is an
+// assistant's (see Diverges). A conversation's first messages are kept so
+// (internal/engine/cache's Head), for routing.
+type Print struct {
+	Sum       [16]byte
+	Assistant bool
+}
+
+// Print returns m's Print.
+func (m Message) Print() Print {
+	b := make([]byte, 0, len(m.Role)+1+len(m.Content))
+	sum := sha256.Sum256(append(append(append(b, m.Role...), 0), m.Content...)) // Fingerprint's bytes
+	p := Print{Assistant: m.Role == "assistant"}
+	copy(p.Sum[:], sum[:])
+	return p
+}
+
+// Diverges is Diverges of the messages whose prints are p (the stored
+// one) and q.
+func (p Print) Diverges(q Print) bool {
+	return p.Sum != q.Sum && !(p.Assistant && q.Assistant)
+}

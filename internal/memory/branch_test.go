@@ -51,3 +51,24 @@ func TestParts(t *testing.T) {
 		})
 	}
 }
+
+// TestPrint: two messages' prints are equal exactly when their
+// fingerprints are (whatever else differs), and part a history exactly
+// when the messages do (Diverges).
+func TestPrint(t *testing.T) {
+	msgs := []Message{
+		{Role: "user", Content: "hi"}, {Role: "user", Content: "hi", Raw: []byte(`{"role":"user","content":"hi"}`), Key: "k"},
+		{Role: "assistant", Content: "hi"}, {Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "hi "},
+		{Role: "user\x00hi", Content: ""}, {Role: "tool", Content: "42"}, {},
+	}
+	for _, a := range msgs {
+		for _, b := range msgs {
+			if (a.Print() == b.Print()) != (a.Fingerprint() == b.Fingerprint()) {
+				t.Fatalf("prints of %+v and %+v equal: %v", a, b, a.Print() == b.Print())
+			}
+			if a.Print().Diverges(b.Print()) != Diverges(a, b) {
+				t.Fatalf("prints of %+v and %+v diverge: %v", a, b, !Diverges(a, b))
+			}
+		}
+	}
+}

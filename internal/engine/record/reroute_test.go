@@ -133,8 +133,9 @@ func TestCaptureRoutesAgainWhenAnotherChatGotThereFirst(t *testing.T) {
 	for _, how := range []string{"one by one", "one group commit", "worker"} {
 		t.Run(how, func(t *testing.T) {
 			st := mustSQLite(t)
-			r := NewRouter(st, nil, nil)
-			gate := &gatedSaver{Store: st}
+			rs := newRoutingStore(st)
+			r := NewRouter(rs, nil, nil)
+			gate := &gatedSaver{routingStore: rs}
 			c := mustCapturer(t, st.Outbox(), gate, nil, Options{Batches: gate, DeadLetters: st, Adopter: st, Router: r, Lanes: 1})
 			o := newOpener(t, r)
 			c.Capture(context.Background(), o.a1)
@@ -165,7 +166,7 @@ func TestCaptureRoutesAgainWhenAnotherChatGotThereFirst(t *testing.T) {
 			case "worker":
 				enqueue(t, st.Outbox(), o.a2)
 				enqueue(t, st.Outbox(), o.b2)
-				mustRunWorker(t, NewWorker(st.Outbox(), st, nil, workerWithStore(WorkerOptions{Router: r}, st)))
+				mustRunWorker(t, NewWorker(st.Outbox(), rs, nil, workerWithStore(WorkerOptions{Router: r}, rs)))
 				waitFor(t, "the outbox drained", func() bool { return outboxPending(t, st) == 0 })
 			}
 			o.check(t, r, st)
@@ -183,8 +184,9 @@ func TestCaptureFirstTurnAfterItsContinuationInABranch(t *testing.T) {
 	for _, routed := range []string{"to the branch", "to the derived conversation, then again"} {
 		t.Run(routed, func(t *testing.T) {
 			st := mustSQLite(t)
-			r := NewRouter(st, nil, nil)
-			c := mustCapturer(t, st.Outbox(), st, nil, withStore(Options{Router: r}, st))
+			rs := newRoutingStore(st)
+			r := NewRouter(rs, nil, nil)
+			c := mustCapturer(t, st.Outbox(), rs, nil, withStore(Options{Router: r}, rs))
 			o := newOpener(t, r)
 			c.Capture(context.Background(), o.a1)
 			if routed == "to the derived conversation, then again" {
@@ -208,7 +210,7 @@ func TestCaptureFirstTurnAfterItsContinuationInABranch(t *testing.T) {
 // gatedSaver is a store whose group commits can be held (hold) until
 // released, and which records the largest group it committed.
 type gatedSaver struct {
-	*sqlite.Store
+	routingStore
 	mu      sync.Mutex
 	gate    chan struct{} // closed to release; nil: not held
 	waiting bool
@@ -249,5 +251,5 @@ func (g *gatedSaver) SaveExchanges(ctx context.Context, exs []memory.Exchange) (
 		g.gate, g.waiting = nil, false
 		g.mu.Unlock()
 	}
-	return g.Store.SaveExchanges(ctx, exs)
+	return g.routingStore.SaveExchanges(ctx, exs)
 }

@@ -14,12 +14,15 @@ import (
 // where a further edit supersedes as in a named conversation.
 const maxBranchHops = 4
 
-// MessageReader reads a conversation's live messages (the stores'
-// MessagesAfter).
-type MessageReader interface {
-	// MessagesAfter returns up to limit live messages with Seq > afterSeq,
-	// oldest first.
-	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
+// HeadReader reads a conversation's first live messages as prints
+// (internal/engine/cache's Reads over a store, which keeps them under the
+// user's revision counters, so a chat that goes on is not read again).
+type HeadReader interface {
+	// ItemRevisions reads the user's revision counters.
+	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
+	// Head returns the prints of a conversation's up to n first live
+	// messages, oldest first, as of rev (nil: read from the store).
+	Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error)
 }
 
 // Router places a request that names no conversation and resends its
@@ -35,7 +38,7 @@ type MessageReader interface {
 // forks nothing. Reroute does the same at save time, for an exchange its
 // conversation refused because another chat got there first.
 type Router struct {
-	reader   MessageReader
+	reader   HeadReader
 	redactor Redactor // nil: text is stored as is
 	logger   *slog.Logger
 }
@@ -43,7 +46,7 @@ type Router struct {
 // NewRouter returns a Router reading conversations through reader and
 // comparing messages as redactor (nil: none) would store them; logger may
 // be nil.
-func NewRouter(reader MessageReader, redactor Redactor, logger *slog.Logger) *Router {
+func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Router {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -52,8 +55,10 @@ func NewRouter(reader MessageReader, redactor Redactor, logger *slog.Logger) *Ro
 
 // Route returns the conversation of a request whose conversation id.Conversation
 // was derived from its history (memory.DerivedConversation); msgs are the
-// request's messages, system ones included. It reads the conversation's
-// first live messages, one more than the client sent, and compares them
+// request's messages, system ones included. It reads the user's revision
+// counters and, as of them, the conversation's first live messages, one
+// more than the client sent (kept in memory as long as nothing changes
+// the user's messages but the chat's own turns), and compares them
 // with the client's non-system messages, message by message
 // (memory.Parts): when they part at some index, the request belongs to the
 // branch that parts there (memory.BranchOf, which holds its history from
@@ -118,16 +123,22 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 // it) continues, whose ids derive from seed (memory.BranchSeed). It returns
 // the conversation client continues, and last when that is the last
 // branch it may follow and client parts from it too. A failed read ends it
-// with the error, in the conversation it got to.
+// with the error, in the conversation it got to; the revision counters
+// failing to read, the heads are read from the store.
 func (r *Router) route(ctx context.Context, id memory.Identity, seed string, client []memory.Message,
 	form func(i int) memory.Message) (conv string, last bool, err error) {
+	var rev *memory.Revisions
+	if got, err := r.reader.ItemRevisions(ctx, id.Tenant, id.User); err == nil {
+		rev = &got
+	}
+	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
 	for hop := 0; ; hop++ {
-		held, err := r.reader.MessagesAfter(ctx, cur, 0, len(client)+1)
+		held, err := r.reader.Head(ctx, rev, cur, len(client)+1)
 		if err != nil {
 			return cur.Conversation, false, err
 		}
-		at := parts(held, client, form)
+		at := parts(held, client, printed, form)
 		if at < 0 {
 			return cur.Conversation, false, nil
 		}
@@ -142,13 +153,18 @@ func (r *Router) route(ctx context.Context, id memory.Identity, seed string, cli
 	}
 }
 
-// parts is memory.Parts of held and client as memgate would store it
-// (form): a client's message equal to the held one, as most are, is never
-// sanitized and redacted to be compared (sanitizing and redacting text
-// already stored leave it as it is).
-func parts(held, client []memory.Message, form func(i int) memory.Message) int {
+// parts is memory.Parts of held (a conversation's first messages, as
+// prints) and client as memgate would store it (form): a client's message
+// equal to the held one, as most are, is never sanitized and redacted to
+// be compared (sanitizing and redacting text already stored leave it as it
+// is). printed keeps the prints of client's messages across calls (the
+// zero Print: not taken yet).
+func parts(held []memory.Print, client []memory.Message, printed []memory.Print, form func(i int) memory.Message) int {
 	for i := range min(len(held), len(client)) {
-		if memory.Diverges(held[i], client[i]) && memory.Diverges(held[i], form(i)) {
+		if printed[i] == (memory.Print{}) {
+			printed[i] = client[i].Print()
+		}
+		if held[i].Diverges(printed[i]) && held[i].Diverges(form(i).Print()) {
 			return i
 		}
 	}

@@ -7,11 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/redact"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
-var _ MessageReader = (*fakeReader)(nil)
+var (
+	_ HeadReader = (*fakeReader)(nil)
+	_ HeadReader = routingStore{}
+)
 
 // fakeReader holds conversations' live messages by conversation id.
 type fakeReader struct {
@@ -20,13 +25,50 @@ type fakeReader struct {
 	reads []string
 }
 
-func (f *fakeReader) MessagesAfter(_ context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
+func (f *fakeReader) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
+	return memory.Revisions{}, nil
+}
+
+func (f *fakeReader) Head(_ context.Context, _ *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
 	f.reads = append(f.reads, id.Conversation)
 	if f.fail[id.Conversation] {
 		return nil, errDown
 	}
 	held := f.convs[id.Conversation]
-	return held[min(len(held), int(afterSeq)):min(len(held), int(afterSeq)+limit)], nil
+	out := make([]memory.Print, 0, n)
+	for _, m := range held[:min(len(held), n)] {
+		out = append(out, m.Print())
+	}
+	return out, nil
+}
+
+// routingStore is a SQLite store read and written as the gateway wires
+// the Router's: through the engine's cache of its reads (cache.Reads),
+// which keeps conversations' first messages and sees every save and
+// erasure.
+type routingStore struct {
+	*sqlite.Store
+	reads *cache.Reads
+}
+
+func newRoutingStore(st *sqlite.Store) routingStore {
+	return routingStore{Store: st, reads: cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
+}
+
+func (s routingStore) Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
+	return s.reads.Head(ctx, rev, id, n)
+}
+
+func (s routingStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	return s.reads.SaveExchange(ctx, ex)
+}
+
+func (s routingStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	return s.reads.SaveExchanges(ctx, exs)
+}
+
+func (s routingStore) DeleteUser(ctx context.Context, tenant, user string) error {
+	return s.reads.DeleteUser(ctx, tenant, user)
 }
 
 // fakeRedactor replaces "SECRET" with "[redacted]".
@@ -230,39 +272,61 @@ func TestRouterReroute(t *testing.T) {
 	})
 }
 
+// readThrough is a SQLite store read for routing without the engine's
+// cache: every Route reads the conversation's first messages (as Route
+// did before the cache kept them).
+type readThrough struct{ *sqlite.Store }
+
+func (s readThrough) Head(ctx context.Context, _ *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
+	msgs, err := s.MessagesAfter(ctx, id, 0, n)
+	out := make([]memory.Print, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Print()
+	}
+	return out, err
+}
+
 // BenchmarkRoute measures what routing adds to a headerless full-history
-// request of a chat of n messages held in a SQLite store: one read of the
-// conversation's first n+1 live messages and the comparison (the client's
-// messages equal the stored ones, so none is redacted).
+// request of a chat of n messages held in a SQLite store, going on: the
+// user's revision counters read, the conversation's first n+1 live
+// messages (read from the store, or kept by the engine's cache under those
+// counters: memo) and the comparison (the client's messages equal the
+// stored ones, so none is redacted).
 func BenchmarkRoute(b *testing.B) {
 	for _, n := range []int{40, 400} {
-		b.Run(fmt.Sprint(n, "msgs"), func(b *testing.B) {
-			st := mustSQLite(b)
-			var texts []string
-			for i := range n {
-				texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
-			}
-			msgs := routeMsgs(texts...)
-			var id memory.Identity
-			for i := 1; i < len(msgs); i += 2 {
-				ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
-				id = ex.Identity
-				if _, err := st.SaveExchange(context.Background(), ex); err != nil {
+		for _, how := range []string{"read", "memo"} {
+			b.Run(fmt.Sprint(n, "msgs/", how), func(b *testing.B) {
+				st := mustSQLite(b)
+				var texts []string
+				for i := range n {
+					texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
+				}
+				msgs := routeMsgs(texts...)
+				var id memory.Identity
+				for i := 1; i < len(msgs); i += 2 {
+					ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
+					id = ex.Identity
+					if _, err := st.SaveExchange(context.Background(), ex); err != nil {
+						b.Fatal(err)
+					}
+				}
+				red, err := redact.New(nil)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			red, err := redact.New(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := NewRouter(st, red, nil)
-			client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
-			b.ReportAllocs()
-			for b.Loop() {
-				if got := r.Route(context.Background(), id, client); got != id.Conversation {
-					b.Fatalf("Route = %q", got)
+				var reader HeadReader = readThrough{st}
+				if how == "memo" {
+					reader = newRoutingStore(st)
 				}
-			}
-		})
+				r := NewRouter(reader, red, nil)
+				client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
+				b.ReportAllocs()
+				for b.Loop() {
+					if got := r.Route(context.Background(), id, client); got != id.Conversation {
+						b.Fatalf("Route = %q", got)
+					}
+				}
+			})
+		}
 	}
 }
