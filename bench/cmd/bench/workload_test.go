@@ -120,15 +120,15 @@ func TestHistoryBody(t *testing.T) {
 			Messages []memory.Message `json:"messages"`
 			Stream   bool             `json:"stream"`
 		}
-		if err := json.Unmarshal(historyBody(2, seq, turns, "Hi.", true), &req); err != nil {
+		if err := json.Unmarshal(historyBody(2, 1000, seq, turns, "Hi.", true), &req); err != nil {
 			t.Fatal(err)
 		}
 		k := seq % turns
-		if len(req.Messages) != 2+2*k || !req.Stream || req.Messages[len(req.Messages)-1].Content != userMessage(2, seq) {
+		if len(req.Messages) != 2+2*k || !req.Stream || req.Messages[len(req.Messages)-1].Content != userMessage(2, 1000+seq) {
 			t.Fatalf("turn %d: %d messages (stream %v), want %d ending with its own", seq, len(req.Messages), req.Stream, 2+2*k)
 		}
 		for i := 1; i < len(req.Messages)-1; i += 2 {
-			if req.Messages[i].Content != userMessage(2, seq-k+i/2) || req.Messages[i+1].Content != "Hi." {
+			if req.Messages[i].Content != userMessage(2, 1000+seq-k+i/2) || req.Messages[i+1].Content != "Hi." {
 				t.Fatalf("turn %d: message %d is %q", seq, i, req.Messages[i].Content)
 			}
 		}
