@@ -234,6 +234,11 @@ type job struct {
 	outcome Outcome
 }
 
+// newJob returns the job of ex, captured at start.
+func newJob(ex memory.Exchange, start time.Time) *job {
+	return &job{ex: ex, id: ex.Identity, start: start, done: make(chan struct{})}
+}
+
 // convState is what the Capturer tracks of a conversation with turns in
 // flight.
 type convState struct {
@@ -325,7 +330,7 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 		c.drop(ctx, ex, "cannot encode: "+err.Error())
 		return
 	}
-	j := &job{ex: ex, id: ex.Identity, start: start, done: make(chan struct{})}
+	j := newJob(ex, start)
 	if !c.submit(ctx, j) {
 		return
 	}
