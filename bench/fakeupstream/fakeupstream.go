@@ -27,10 +27,13 @@ type Options struct {
 	Chunks int
 }
 
+// Reply is the content of the fixed non-streaming reply.
+const Reply = "Hello! This is a fixed benchmark reply from the fake upstream."
+
 // Completion is the fixed non-streaming reply body.
 const Completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,` +
 	`"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant",` +
-	`"content":"Hello! This is a fixed benchmark reply from the fake upstream.","refusal":null},` +
+	`"content":"` + Reply + `","refusal":null},` +
 	`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":25,"completion_tokens":14,` +
 	`"total_tokens":39},"system_fingerprint":"fp_bench"}`
 
@@ -57,13 +60,25 @@ func chunk(delta, finish string) []byte {
 		`"delta":%s,"logprobs":null,"finish_reason":%s}]}`+"\n\n", delta, finish)
 }
 
+// streamWords are the content deltas of the streamed reply, in turn.
+var streamWords = strings.Fields("Hello! This is a fixed benchmark reply from the fake upstream, streamed in pieces.")
+
+// StreamedReply is the content of the fixed streamed reply of chunks
+// deltas, as a client puts it together.
+func StreamedReply(chunks int) string {
+	var b strings.Builder
+	for i := range chunks {
+		b.WriteString(streamWords[i%len(streamWords)] + " ")
+	}
+	return b.String()
+}
+
 // Stream returns the events of the fixed streamed reply: a role delta,
 // chunks content deltas, a finish chunk, a usage chunk and [DONE].
 func Stream(chunks int) [][]byte {
-	words := strings.Fields("Hello! This is a fixed benchmark reply from the fake upstream, streamed in pieces.")
 	ev := [][]byte{chunk(`{"role":"assistant","content":""}`, "")}
 	for i := range chunks {
-		ev = append(ev, chunk(fmt.Sprintf(`{"content":%q}`, words[i%len(words)]+" "), ""))
+		ev = append(ev, chunk(fmt.Sprintf(`{"content":%q}`, streamWords[i%len(streamWords)]+" "), ""))
 	}
 	ev = append(ev, chunk(`{}`, "stop"),
 		[]byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,`+

@@ -40,7 +40,7 @@ func TestCompletion(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 || c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+	if resp.StatusCode != 200 || c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content != Reply {
 		t.Errorf("status %d, reply %+v", resp.StatusCode, c)
 	}
 }
@@ -87,8 +87,8 @@ func TestStream(t *testing.T) {
 			t.Errorf("usage completion_tokens %d, want 5", c.Usage.CompletionTokens)
 		}
 	}
-	if content.String() != "Hello! This is a fixed " {
-		t.Errorf("content %q", content.String())
+	if content.String() != "Hello! This is a fixed " || StreamedReply(5) != content.String() {
+		t.Errorf("content %q, StreamedReply %q", content.String(), StreamedReply(5))
 	}
 }
 

@@ -41,15 +41,25 @@ func (c *forkChat) say(text string) string {
 // the conversation memgate answered in; the reply joins the history.
 func (c *forkChat) send() string {
 	c.t.Helper()
+	conv, err := c.trySend()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return conv
+}
+
+// trySend is send reporting a failure instead of failing the test, for a
+// chat sent from a goroutine of its own.
+func (c *forkChat) trySend() (string, error) {
 	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "user": c.user, "messages": c.history})
 	resp, err := http.Post(c.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
 	if err != nil {
-		c.t.Fatal(err)
+		return "", err
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		c.t.Fatalf("status %d: %s", resp.StatusCode, b)
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	var out struct {
 		Choices []struct {
@@ -59,10 +69,10 @@ func (c *forkChat) send() string {
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) != 1 {
-		c.t.Fatalf("reply %s: %v", b, err)
+		return "", fmt.Errorf("reply %s: %v", b, err)
 	}
 	c.history = append(c.history, map[string]any{"role": "assistant", "content": out.Choices[0].Message.Content})
-	return resp.Header.Get("X-Memory-Conversation")
+	return resp.Header.Get("X-Memory-Conversation"), nil
 }
 
 // fork returns a copy of the chat with its last n messages dropped: the

@@ -195,12 +195,12 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
+	m.Router = record.NewRouter(cs, red, logger)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Shared: b.shared})
-	m.Router = record.NewRouter(b.store, red, logger)
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Shared: b.shared})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
-			DeadLetters: b.store, Adopter: b.store, Lease: b.lease})
+			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Lease: b.lease})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
@@ -340,4 +340,7 @@ func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) (
 }
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
 	return s.reads.DeleteUser(ctx, tenant, user)
+}
+func (s cachedStore) Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
+	return s.reads.Head(ctx, rev, id, n)
 }

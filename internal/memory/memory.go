@@ -210,6 +210,17 @@ type Exchange struct {
 	// conversation, the Candidate its chat's first turn was recorded with,
 	// so the branch adopts that turn (see Adopter).
 	Root string `json:"root,omitempty"`
+	// BranchSeed is set, with Derived, to the BranchSeed of the request's
+	// messages. It guards the chats that share a derived conversation
+	// against each other: the save is refused (SaveResult.Parted) when the
+	// conversation's live history parts from Prior and Turn (Parts) — say
+	// another chat that opened alike stored its turns there while this
+	// request was in flight — and the write path stores the exchange in
+	// the branch its history continues (BranchOf) instead. Empty: the save
+	// aligns the history as in a named conversation (an exchange queued
+	// before the guard, or one in the deepest branch a chat may take,
+	// where an edit supersedes).
+	BranchSeed string `json:"branch_seed,omitempty"`
 	// TraceParent is the W3C traceparent of the traced request that caused
 	// the exchange ("" untraced): it travels through the capture and
 	// enrichment queues so the enrichment's span links back to the request.
@@ -241,6 +252,11 @@ type SaveResult struct {
 	Duplicate bool
 	// Dropped is true when the user was erased after the exchange happened.
 	Dropped bool
+	// Parted is true when the exchange was not stored because its
+	// conversation's live history parts from the history it resends
+	// (Exchange.BranchSeed): nothing changed, and the exchange belongs in
+	// a branch.
+	Parted bool
 	// GuardSince is not set by stores: the write path sets it on the results
 	// it hands the after-save hooks, to the earliest At among the exchanges
 	// of this exchange's user in the batch (now for one without At). Every

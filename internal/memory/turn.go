@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -95,47 +94,6 @@ func DerivedConversation(tenant, user string, msgs []Message) string {
 	}
 	h.Write([]byte{1})
 	h.Write([]byte(strings.TrimSpace(first)))
-	return "chat-" + hex.EncodeToString(h.Sum(nil))[:32]
-}
-
-// BranchConversation is the conversation of a branch of a derived
-// conversation: a request that names none, whose resent history parts from
-// what its DerivedConversation holds (another chat opening the same way,
-// or an edit), continues in the conversation of its own history's start,
-// through the first message that differs. It hashes the tenant, the user,
-// the system and developer messages of msgs and, by Fingerprint, its other
-// messages (as memgate stores them: sanitized and redacted) up to and
-// including the one at index through (counted among the non-system ones),
-// under a marker of its own, so it never equals a DerivedConversation.
-// Its form is DerivedConversation's: "chat-" and 32 hex digits.
-func BranchConversation(tenant, user string, msgs []Message, through int) string {
-	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	h.Write([]byte("memgate branch\x00"))
-	field(tenant)
-	field(user)
-	for _, m := range msgs {
-		if IsSystem(m.Role) {
-			field(m.Content)
-		}
-	}
-	h.Write([]byte{2})
-	i := 0
-	for _, m := range msgs {
-		if IsSystem(m.Role) {
-			continue
-		}
-		if i > through {
-			break
-		}
-		field(m.Fingerprint())
-		i++
-	}
 	return "chat-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 

@@ -49,11 +49,12 @@ type exchangeCapture struct {
 	// that began before an erasure of its user counts as erased data even
 	// when its reply ends after it.
 	at time.Time
-	// candidate, derived and root are the exchange's
-	// memory.Exchange.Candidate, Derived and Root.
+	// candidate, derived, root and seed are the exchange's
+	// memory.Exchange.Candidate, Derived, Root and BranchSeed.
 	candidate string
 	derived   bool
 	root      string
+	seed      string
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -171,9 +172,10 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		Usage:    usage,
 		At:       c.at,
 
-		Candidate: c.candidate,
-		Derived:   c.derived,
-		Root:      c.root,
+		Candidate:  c.candidate,
+		Derived:    c.derived,
+		Root:       c.root,
+		BranchSeed: c.seed,
 	})
 }
 

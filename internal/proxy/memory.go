@@ -175,10 +175,15 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived
 					// conversation (or the branch of it the chat went
-					// on in) when the chat goes on.
+					// on in) when the chat goes on; a turn of a derived
+					// conversation is stored in the branch its history
+					// continues when it is saved (BranchSeed).
 					f.capture.derived = id.Conversation != memory.DefaultConversation
 					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Messages)
 					f.capture.root = root
+					if f.capture.derived {
+						f.capture.seed = memory.BranchSeed(id.Tenant, id.User, req.Messages)
+					}
 				}
 				defer f.capture.abandon()
 			}

@@ -427,6 +427,12 @@ func TestRouting(t *testing.T) {
 			if ex.Root != tt.root {
 				t.Fatalf("captured Root %q, want %q", ex.Root, tt.root)
 			}
+			// A turn of a derived conversation carries its request's
+			// BranchSeed, so its save can place it where its history goes.
+			if want := tt.want != "c1" && tt.want != memory.DefaultConversation; (ex.BranchSeed != "") != want ||
+				want && ex.BranchSeed != memory.BranchSeed(memory.DefaultTenant, "alice", []memory.Message{{Role: "system", Content: "Be brief."}}) {
+				t.Fatalf("captured BranchSeed %q, want one: %v", ex.BranchSeed, want)
+			}
 		})
 	}
 }

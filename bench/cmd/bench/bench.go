@@ -309,6 +309,9 @@ func measure(ctx context.Context, cfg config, s *server, target string, conns, s
 		vary = func(conn, seq int) ([]byte, http.Header) {
 			return chatBody(userMessage(conn, seqBase+seq), streaming(target)), memoryTurn(target, n, conns, conn, seq)
 		}
+		if cfg.historyTurns > 0 {
+			vary = func(conn, seq int) ([]byte, http.Header) { return historyTurn(cfg, target, conn, seqBase, seq) }
+		}
 		var err error
 		if watch, err = watchCapture(ctx, s); err != nil {
 			return cell{}, err

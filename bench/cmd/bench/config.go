@@ -46,6 +46,10 @@ type config struct {
 	// freshTurns is the length of each conversation of the read-your-writes
 	// check (0: skip it).
 	freshTurns int
+	// historyTurns, when positive, makes the memory-on cells' client a
+	// headerless full-history one (historyBody): a new chat every
+	// historyTurns turns.
+	historyTurns int
 	// drainTimeout bounds the wait for the capture backlog after a cell;
 	// rssDrain the wait after the sustained run.
 	drainTimeout, rssDrain time.Duration
@@ -95,6 +99,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.IntVar(&c.rssConns, "rss-conns", 64, "connections of the sustained run")
 	fs.DurationVar(&c.rssBudget, "rss-budget", 5*time.Minute, "time limit of the sustained run's load; it stops early, and says so, when -rss-requests do not fit")
 	fs.IntVar(&c.freshTurns, "fresh-turns", 20, "turns per conversation of the read-your-writes and order check, one conversation per connection of the largest -conns (0: skip it)")
+	fs.IntVar(&c.historyTurns, "history-turns", 0, "memory-on cells send what a client that names no conversation and resends its whole history sends "+
+		"(no X-Memory-Conversation; the system prompt, every earlier turn with the fake upstream's reply, the new message), a new chat every this many turns "+
+		"(0: a named conversation's newest turn)")
 	fs.IntVar(&c.prefill, "prefill", 10, "turns stored in each memory-on conversation before it is measured")
 	fs.IntVar(&c.conversations, "conversations", 0, "memory-on conversations (one user each) prefilled per gateway, at least the largest -conns; "+
 		"when set, a cell of fewer connections moves each connection to its next conversation every turn, so each stays near -prefill turns "+
@@ -130,7 +137,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return config{}, fmt.Errorf("-repeat must be at least 1")
 	}
 	c.repeatSingle = max(c.repeatSingle, c.repeat)
-	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.conversations < 0 || c.rssBudget <= 0 || c.freshTurns < 0 {
+	if c.rssRequests < 0 || c.rssConns < 1 || c.prefill < 0 || c.conversations < 0 || c.rssBudget <= 0 || c.freshTurns < 0 || c.historyTurns < 0 {
 		return config{}, fmt.Errorf("-rss-requests and -prefill must not be negative, -rss-conns and -rss-budget must be positive")
 	}
 	if c.duration <= 0 {

@@ -95,7 +95,8 @@ func (r report) overheadSection() string {
 			"the capture worker then indexes it for recall, extracts facts and updates the summary, and the fake upstream answers those "+
 			"model calls (fact extraction for each exchange, a summary now and then) with a valid JSON reply.\n", spreadText(r.cfg), r.cfg.prefill) +
 		"- **memgate-memory-pg** — the same on a second gateway using PostgreSQL + pgvector (a throwaway database) and Redis (hot cache and capture queue, under a unique key prefix).\n" +
-		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n\n")
+		"- **\\*-stream** — the same with `\"stream\": true` (SSE, usage chunk, `[DONE]`); latency is to the last byte, TTFB to the first.\n" +
+		historyText(r.cfg) + "\n")
 	b.WriteString(howToRead + "\n")
 	b.WriteString("### Non-streaming\n\n" + r.table(false) + "\n### Streaming\n\n" + r.table(true))
 	if r.proxyStreamErrors() {
@@ -365,4 +366,15 @@ func spreadText(cfg config) string {
 	}
 	return fmt.Sprintf("the cells spread their turns over %d users (a cell of fewer connections moves each connection to its next user every turn, "+
 		"so each conversation grows slowly from its prefill), each", memoryConversations(cfg))
+}
+
+// historyText describes the memory-on client of -history-turns, or nothing.
+func historyText(cfg config) string {
+	if cfg.historyTurns == 0 {
+		return ""
+	}
+	return fmt.Sprintf("- **Client (memory-on cells)** — `-history-turns %d`: a client that names no conversation and resends its whole history "+
+		"(no `X-Memory-Conversation`; the system prompt, every earlier turn answered with the fake upstream's reply, the new message), "+
+		"one user per connection, a new chat every %d turns: each chat's first turn goes to the user's default conversation, the next ones to "+
+		"the conversation derived from the chat's start (routed, adopting the first turn).\n", cfg.historyTurns, cfg.historyTurns)
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/memgate/memgate/bench/fakeupstream"
 )
 
 // The memory-on workload. Each connection is its own user with its own
@@ -90,6 +92,40 @@ func varyTurns(stream bool) func(conn, seq int) ([]byte, http.Header) {
 	return func(conn, seq int) ([]byte, http.Header) {
 		return chatBody(userMessage(conn, seq), stream), nil
 	}
+}
+
+// historyBody renders turn seq of a cell's headerless full-history chats
+// on connection conn, of turns turns each: the system prompt, the chat's
+// earlier user messages each answered with reply (the fake upstream's), and
+// its new message, so its start (the system prompt and first message)
+// derives the chat's conversation. The cell's first turn begins a chat
+// (nothing resent that was never sent); its messages are numbered from
+// base, apart from every earlier cell's.
+func historyBody(conn, base, seq, turns int, reply string, stream bool) []byte {
+	start := seq - seq%turns
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."}`)
+	for s := start; s < seq; s++ {
+		fmt.Fprintf(&b, `,{"role":"user","content":%q},{"role":"assistant","content":%q}`, userMessage(conn, base+s), reply)
+	}
+	fmt.Fprintf(&b, `,{"role":"user","content":%q}],"temperature":0.2`, userMessage(conn, base+seq))
+	if stream {
+		b.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
+	}
+	b.WriteString("}")
+	return []byte(b.String())
+}
+
+// historyTurn is the request of connection conn's turn seq of a cell
+// (historyBody, from base) when the memory-on client is a headerless
+// full-history one (config.historyTurns): its user named, its
+// conversation not.
+func historyTurn(cfg config, target string, conn, base, seq int) ([]byte, http.Header) {
+	reply := fakeupstream.Reply
+	if streaming(target) {
+		reply = fakeupstream.StreamedReply(cfg.chunks)
+	}
+	return historyBody(conn, base, seq, cfg.historyTurns, reply, streaming(target)), http.Header{"X-Memory-User": {memoryUser(target, conn)}}
 }
 
 // sustainedTurns is how many turns a conversation of the sustained run

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 func TestUserMessage(t *testing.T) {
@@ -103,5 +105,43 @@ func TestMemoryTurnSpreadsConnections(t *testing.T) {
 	}
 	if a, b := user(memoryTurn("memgate-memory", 64, 1, 0, 0)), user(memoryTurn("memgate-memory", 64, 1, 0, 1)); a == b {
 		t.Errorf("one connection stayed on %s for two turns", a)
+	}
+}
+
+// TestHistoryBody: a full-history chat's turn resends the chat's earlier
+// turns, each answered with the reply given, before its new message; a new
+// chat begins every turns turns, its first turn carrying no history, so
+// every later turn of a chat derives the chat's one conversation.
+func TestHistoryBody(t *testing.T) {
+	const turns = 4
+	convs := map[string]bool{}
+	for seq := range 2 * turns {
+		var req struct {
+			Messages []memory.Message `json:"messages"`
+			Stream   bool             `json:"stream"`
+		}
+		if err := json.Unmarshal(historyBody(2, 1000, seq, turns, "Hi.", true), &req); err != nil {
+			t.Fatal(err)
+		}
+		k := seq % turns
+		if len(req.Messages) != 2+2*k || !req.Stream || req.Messages[len(req.Messages)-1].Content != userMessage(2, 1000+seq) {
+			t.Fatalf("turn %d: %d messages (stream %v), want %d ending with its own", seq, len(req.Messages), req.Stream, 2+2*k)
+		}
+		for i := 1; i < len(req.Messages)-1; i += 2 {
+			if req.Messages[i].Content != userMessage(2, 1000+seq-k+i/2) || req.Messages[i+1].Content != "Hi." {
+				t.Fatalf("turn %d: message %d is %q", seq, i, req.Messages[i].Content)
+			}
+		}
+		conv := memory.ImpliedConversation("t", "u", req.Messages)
+		if k == 0 {
+			if conv != memory.DefaultConversation {
+				t.Fatalf("a chat's first turn in %q", conv)
+			}
+			continue
+		}
+		convs[conv] = true
+	}
+	if len(convs) != 2 {
+		t.Fatalf("two chats derived %d conversations", len(convs))
 	}
 }

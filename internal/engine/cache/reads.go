@@ -17,7 +17,9 @@ import (
 // newest live messages, oldest first (Recent); its newest summary version,
 // or memory.ErrNotFound (LatestSummary); a user's current facts at now
 // (with history, superseded and expired ones too), most recently updated
-// first (Facts); and the saves and erasures that change them.
+// first (Facts); up to limit live messages after afterSeq, oldest first
+// (MessagesAfter: Head reads a conversation's first ones); and the saves
+// and erasures that change them.
 type Store interface {
 	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
 	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
@@ -25,6 +27,7 @@ type Store interface {
 	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
 	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
 	Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error)
+	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
 }
 
 // Forgetter is a cache whose entries name their owner (recall's
@@ -43,7 +46,8 @@ type convKey = Key[string]
 const tailKeep = 64
 
 // Reads keeps a store's Recent (under Revisions.Tail), Facts and
-// LatestSummary in memory, and its saves and erasures go through it. Each
+// LatestSummary in memory, and the prints of conversations' first messages
+// (Head, under Revisions.Tail); its saves and erasures go through it. Each
 // read takes its request's Revisions; nil (a failed lookup) reads through.
 // It is safe for concurrent use.
 type Reads struct {
@@ -52,16 +56,18 @@ type Reads struct {
 	tails     *Cache[convKey, tail]
 	facts     *Cache[convKey, []memory.Fact]
 	summaries *Cache[convKey, *memory.Summary] // nil: the conversation has none
+	heads     *Cache[convKey, head]
 }
 
 // NewReads returns a Reads over src bounded at tailBytes of tails and
-// knowledgeBytes each of facts and summaries; an erasure makes emb forget
-// the user (nil: none).
+// knowledgeBytes each of facts, summaries and heads; an erasure makes emb
+// forget the user (nil: none).
 func NewReads(src Store, emb Forgetter, tailBytes, knowledgeBytes int) *Reads {
 	return &Reads{src: src, emb: emb,
 		tails:     New("recent", tailBytes, tailSize),
 		facts:     New("facts", knowledgeBytes, factsSize),
-		summaries: New("summaries", knowledgeBytes, summarySize)}
+		summaries: New("summaries", knowledgeBytes, summarySize),
+		heads:     New("heads", knowledgeBytes, headSize)}
 }
 
 // tail is a conversation's newest live messages, oldest first (all: every
@@ -161,16 +167,22 @@ func (r *Reads) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	return res, err
 }
 
-// Saved keeps, for the conversation's next Recent, the tail held at the
-// Revisions.Tail just before ex's save (res.TailBefore, when TailKnown and
-// nothing was superseded) with the stored messages appended, under the
-// count the save left: a batch's saves of a conversation chain so.
+// Saved keeps, for the conversation's next Recent and Head, the tail and
+// the head held at the Revisions.Tail just before ex's save
+// (res.TailBefore, when TailKnown and nothing was superseded) with the
+// stored messages appended, under the count the save left: a batch's
+// saves of a conversation chain so.
 func (r *Reads) Saved(ex memory.Exchange, res memory.SaveResult) {
 	if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
 		return
 	}
-	if t, held := r.tails.Get(convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}); held {
-		r.tails.Put(convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}, appendStored(t, res.Stored))
+	before := convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}
+	after := convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}
+	if t, held := r.tails.Get(before); held {
+		r.tails.Put(after, appendStored(t, res.Stored))
+	}
+	if h, held := r.heads.Get(before); held {
+		r.heads.Put(after, h.extended(res.Stored))
 	}
 }
 
@@ -198,6 +210,7 @@ func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 	r.tails.Drop(of)
 	r.facts.Drop(of)
 	r.summaries.Drop(of)
+	r.heads.Drop(of)
 	if r.emb != nil {
 		r.emb.Forget(tenant, user)
 	}
@@ -206,7 +219,7 @@ func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 
 // Collectors returns the Prometheus collectors of r's caches.
 func (r *Reads) Collectors() []prometheus.Collector {
-	return slices.Concat(r.tails.Collectors(), r.facts.Collectors(), r.summaries.Collectors())
+	return slices.Concat(r.tails.Collectors(), r.facts.Collectors(), r.summaries.Collectors(), r.heads.Collectors())
 }
 
 // tailSize, factsSize and summarySize are roughly what a held value

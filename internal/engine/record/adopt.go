@@ -16,19 +16,24 @@ import (
 // first turn is recorded with the conversation its continuation would
 // derive, and that continuation moves it over before it is stored itself —
 // also when the continuation was routed to a branch of that conversation
-// (memory.BranchConversation; the exchange's Root).
+// (memory.BranchOf; the exchange's Root).
 type Adopter interface {
-	// RecordCandidate notes that exchange exchangeID, stored in id (the
-	// user's default conversation), is continued by conversation candidate.
+	// RecordCandidate notes that exchange exchangeID, stored in id, belongs
+	// to the chat whose derived conversation is candidate: stored in the
+	// user's default conversation, it is that chat's first turn, which the
+	// chat's continuation adopts; stored first in a branch of candidate,
+	// it is a continuation that overtook the chat's first turn, which
+	// Continued then finds there.
 	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
 	// Adopt moves into to, when it holds nothing yet, the exchanges of
 	// the user's default conversation recorded with candidate (to's own
 	// conversation when "") that prior (the history resent to to) starts
 	// with, in one transaction, and returns how many messages moved.
 	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error)
-	// Continued reports whether ex's candidate conversation starts with
-	// ex's turn and reply: the continuation was stored first, with ex as
-	// its resent history.
+	// Continued reports whether ex's candidate conversation, or a branch
+	// of it recorded with it (RecordCandidate), starts with ex's turn and
+	// reply: the continuation was stored first, with ex as its resent
+	// history.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
@@ -53,23 +58,35 @@ func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger 
 	}
 }
 
-// recordCandidate records a stored exchange's candidate conversation (see
-// memory.Exchange.Candidate). A failure is logged: the exchange then stays
-// in the default conversation when its chat goes on.
+// recordCandidate records the chat a stored exchange belongs to (see
+// Adopter.RecordCandidate): a first turn's candidate conversation
+// (memory.Exchange.Candidate), or the derived conversation (Root) of a
+// branch this exchange started, its chat's first turn not adopted (not
+// stored yet: its capture was overtaken), so that the first turn finds
+// itself stored there when it comes (storedAhead). A failure is logged:
+// the first turn then stays in the default conversation.
 func recordCandidate(ctx context.Context, a Adopter, ex memory.Exchange, res memory.SaveResult, logger *slog.Logger) {
-	if a == nil || ex.Candidate == "" || res.Dropped {
+	if a == nil || res.Dropped {
 		return
 	}
-	if err := a.RecordCandidate(ctx, ex.Identity, ex.ID, ex.Candidate); err != nil {
-		logger.Warn("capture could not record a first turn's candidate conversation", "exchange", ex.ID, "err", err)
+	candidate := ex.Candidate
+	if candidate == "" && ex.Root != "" && len(ex.Prior) > 0 && len(res.Stored) > 0 && res.Stored[0].Seq == 1 {
+		candidate = ex.Root
+	}
+	if candidate == "" {
+		return
+	}
+	if err := a.RecordCandidate(ctx, ex.Identity, ex.ID, candidate); err != nil {
+		logger.Warn("capture could not record the chat of an exchange", "exchange", ex.ID, "err", err)
 	}
 }
 
 // storedAhead reports whether ex, a full-history chat's first turn, is
 // stored already, as the history its continuation resent (the
-// continuation was stored first: its capture overtook ex's, say when ex
-// waited in the capture queue). ex is then a duplicate and not stored in
-// the default conversation. A failure is logged and reported as false.
+// continuation was stored first, in the chat's conversation or a branch
+// of it: its capture overtook ex's, say when ex waited in the capture
+// queue). ex is then a duplicate and not stored in the default
+// conversation. A failure is logged and reported as false.
 func storedAhead(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) bool {
 	if a == nil || ex.Candidate == "" {
 		return false

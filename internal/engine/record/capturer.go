@@ -67,6 +67,13 @@ type DeadLetterer interface {
 	DeadLetter(ctx context.Context, d memory.DeadLetter) error
 }
 
+// Rerouter places again an exchange its conversation refused
+// (memory.SaveResult.Parted) in the conversation its history continues
+// (implemented by Router).
+type Rerouter interface {
+	Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchange, error)
+}
+
 // Redactor removes secrets from a message's Content and Raw, reporting how
 // many it replaced. *redact.Redactor implements it.
 type Redactor interface {
@@ -88,6 +95,12 @@ type Options struct {
 	// Adopter keeps a full-history chat's first turn in the chat's
 	// conversation (see Adopter); nil: it stays where it was stored.
 	Adopter Adopter
+	// Router stores an exchange of a derived conversation that its
+	// conversation refused (another chat that opened alike got there
+	// first: memory.Exchange.BranchSeed) in the branch its history
+	// continues (Router.Reroute); nil: such an exchange is stored where it
+	// is, as an edit.
+	Router Rerouter
 	// Shared is the capture queue given to New when several gateways may
 	// share it (redis.Queue, sqlite.Outbox): a conversation with turns
 	// queued by any of them then has its next turns queued behind them,
@@ -171,6 +184,7 @@ type Capturer struct {
 	batch    BatchSaver   // opts.Batches; nil: one transaction per exchange
 	dead     DeadLetterer // opts.DeadLetters; nil: refused exchanges are dropped
 	adopter  Adopter      // opts.Adopter; nil: a chat's first turn stays where it was stored
+	router   Rerouter     // opts.Router; nil: a refused exchange is stored where it is
 	shared   SharedQueue  // opts.Shared; nil: only this Capturer's queued turns are known
 	enrich   Queue        // nil: no enrichment queue
 	redactor Redactor     // nil: no redaction
@@ -207,13 +221,23 @@ type Capturer struct {
 
 // job is one captured exchange on its way to the store.
 type job struct {
-	ex       memory.Exchange
+	ex memory.Exchange
+	// id is ex's identity when it was captured: its lane and its turn in
+	// flight (Wait). A refused exchange moves to another conversation
+	// (reroute); id stays.
+	id       memory.Identity
 	payload  []byte // ex encoded, once the capture queue or a dead letter needs it
 	start    time.Time
 	attempts int
+	reroutes int           // times ex was refused and placed again
 	done     chan struct{} // closed once ex is durable or given up
 	// outcome is what became of ex, set before done is closed.
 	outcome Outcome
+}
+
+// newJob returns the job of ex, captured at start.
+func newJob(ex memory.Exchange, start time.Time) *job {
+	return &job{ex: ex, id: ex.Identity, start: start, done: make(chan struct{})}
 }
 
 // convState is what the Capturer tracks of a conversation with turns in
@@ -252,7 +276,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		ctx:      ctx,
 		cancel:   cancel,
 	}
-	c.batch, c.dead, c.adopter = opts.Batches, opts.DeadLetters, opts.Adopter
+	c.batch, c.dead, c.adopter, c.router = opts.Batches, opts.DeadLetters, opts.Adopter, opts.Router
 	if q != nil {
 		c.shared = opts.Shared
 	}
@@ -307,7 +331,7 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 		c.drop(ctx, ex, "cannot encode: "+err.Error())
 		return
 	}
-	j := &job{ex: ex, start: start, done: make(chan struct{})}
+	j := newJob(ex, start)
 	if !c.submit(ctx, j) {
 		return
 	}
@@ -332,8 +356,8 @@ func (c *Capturer) submit(ctx context.Context, j *job) bool {
 		c.drop(ctx, j.ex, "capturer closed")
 		return false
 	}
-	lane := c.lanes[maphash.Comparable(c.seed, j.ex.Identity)%uint64(len(c.lanes))]
-	c.begin(j.ex.Identity)
+	lane := c.lanes[maphash.Comparable(c.seed, j.id)%uint64(len(c.lanes))]
+	c.begin(j.id)
 	select {
 	case lane <- j:
 		c.metrics.captured.Inc()
@@ -348,7 +372,7 @@ func (c *Capturer) submit(ctx context.Context, j *job) bool {
 		c.metrics.captured.Inc()
 		return true
 	case <-t.C:
-		c.end(j.ex.Identity)
+		c.end(j.id)
 		c.drop(ctx, j.ex, "capture buffer full")
 		return false
 	}

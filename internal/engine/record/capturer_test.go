@@ -245,10 +245,21 @@ func TestCaptureBoundedWhenFull(t *testing.T) {
 // conversation is being stored and returns when it is; other conversations
 // never wait.
 func TestWaitCoversTheTurnBeingStored(t *testing.T) {
+	for _, how := range []string{"captured", "imported"} {
+		t.Run(how, func(t *testing.T) { testWaitCovers(t, how) })
+	}
+}
+
+func testWaitCovers(t *testing.T, how string) {
 	s := newGateSaver()
 	c := mustCapturer(t, nil, s, nil, Options{SaveWait: time.Millisecond, Batches: s, DeadLetters: s})
 	ex := exchange(t, "r1", "hi", "hello")
-	c.Capture(context.Background(), ex) // returns after SaveWait; the save hangs
+	if how == "captured" {
+		c.Capture(context.Background(), ex) // returns after SaveWait; the save hangs
+	} else {
+		go c.Import(context.Background(), []memory.Exchange{ex}) // returns once stored
+		waitFor(t, "the import in its lane", func() bool { return value(t, c.metrics.captured) == 1 })
+	}
 	other := ex.Identity
 	other.Conversation = "elsewhere"
 	if err := c.Wait(context.Background(), other); err != nil {

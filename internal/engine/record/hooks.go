@@ -60,7 +60,8 @@ type hooked struct {
 
 // WithHooks returns a Saver that stores through saver and then runs every
 // hook in order, for stored and duplicate exchanges (not for ones dropped
-// because the user was erased), with results that carry their erasure
+// because the user was erased, nor for ones their conversation refused),
+// with results that carry their erasure
 // guard (see guarded). A hook
 // error is returned wrapped with ErrHook after the remaining hooks ran; one
 // that only reports the user's erasure (memory.ErrErased) is not an error.
@@ -74,7 +75,7 @@ func WithHooks(saver Saver, hooks ...Hook) Saver {
 // SaveExchange stores ex, then runs the hooks.
 func (h *hooked) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	res, err := h.saver.SaveExchange(ctx, ex)
-	if err != nil || res.Dropped {
+	if err != nil || res.Dropped || res.Parted {
 		return res, err
 	}
 	return res, RunHooks(ctx, h.hooks, []memory.Exchange{ex}, []memory.SaveResult{res})

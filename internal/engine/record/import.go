@@ -78,7 +78,7 @@ func (c *Capturer) Import(ctx context.Context, exs []memory.Exchange) ([]Outcome
 			jobs = append(jobs, nil)
 			continue
 		}
-		j := &job{ex: ex, start: start, done: make(chan struct{})}
+		j := newJob(ex, start)
 		if !c.submit(ctx, j) {
 			jobs = append(jobs, nil)
 			continue

@@ -62,11 +62,28 @@ func (c *Capturer) store(batch []*job) {
 		cancel()
 		if err == nil {
 			c.metrics.groupSize.Observe(float64(len(batch)))
+			var (
+				stored []*job
+				res    []memory.SaveResult
+				parted []*job
+			)
 			for i, j := range batch {
+				if results[i].Parted {
+					parted = append(parted, j)
+					continue
+				}
 				c.candidate(j.ex, results[i])
 				c.saved(j, results[i])
+				stored, res = append(stored, j), append(res, results[i])
 			}
-			c.enqueueEnrichment(batch, results)
+			// An exchange its conversation refused goes, after the rest
+			// of the batch, to the conversation its history continues.
+			for _, j := range parted {
+				if r, ok := c.storeParted(j); ok {
+					stored, res = append(stored, j), append(res, r)
+				}
+			}
+			c.enqueueEnrichment(stored, res)
 			return
 		}
 		c.metrics.failures.WithLabelValues("group").Inc()
@@ -102,6 +119,12 @@ func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 			res, err := c.saver.SaveExchange(ctx, j.ex)
 			cancel()
+			if err == nil && res.Parted {
+				if err = c.reroute(j); err == nil {
+					queued = c.queuedConvs([]*job{j})[j.ex.Identity]
+					continue
+				}
+			}
 			if err == nil {
 				c.candidate(j.ex, res)
 				c.saved(j, res)
@@ -122,6 +145,51 @@ func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 			return memory.SaveResult{}, false
 		}
 	}
+}
+
+// storeParted stores j, which its conversation refused in a group commit
+// (memory.SaveResult.Parted), in the conversation its history continues
+// (reroute; when that fails, the save refuses it again and storeOne
+// retries), as storeOne stores.
+func (c *Capturer) storeParted(j *job) (memory.SaveResult, bool) {
+	if err := c.reroute(j); err != nil {
+		c.logger.Warn("capture cannot place a refused exchange yet; retrying", "exchange", j.ex.ID, "err", err)
+	}
+	return c.storeOne(j, c.queuedConvs([]*job{j})[j.ex.Identity])
+}
+
+// maxReroutes bounds how often one exchange is refused and placed again:
+// each time another save changed the conversations it reads in between.
+const maxReroutes = maxBranchHops + 2
+
+// reroute moves j, which its conversation refused (memory.SaveResult.Parted:
+// its history parts from what the conversation holds now), to the
+// conversation its history continues now (Options.Router), and adopts its
+// chat's first turns there as before a save. Without a router, or once j
+// was placed maxReroutes times, j stays where it is, without the guard
+// (its BranchSeed cleared): stored there as an edit, logged. An error is a
+// failed read; j is then unchanged.
+func (c *Capturer) reroute(j *job) error {
+	if c.router == nil || j.reroutes >= maxReroutes {
+		c.logger.Warn("capture stores an exchange its conversation parts from as an edit",
+			"exchange", j.ex.ID, "conversation", j.ex.Conversation, "reroutes", j.reroutes)
+		j.ex.BranchSeed, j.payload = "", nil
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	ex, err := c.router.Reroute(ctx, j.ex)
+	if err != nil {
+		c.metrics.failures.WithLabelValues("reroute").Inc()
+		return err
+	}
+	j.reroutes++
+	c.metrics.rerouted.Inc()
+	c.logger.Debug("capture moved an exchange to the branch its history continues", "exchange", ex.ID,
+		"from", j.ex.Conversation, "to", ex.Conversation)
+	j.ex, j.payload = ex, nil
+	adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+	return nil
 }
 
 // refused counts a failed save of j and reports whether j is done with: set
@@ -184,9 +252,14 @@ func (c *Capturer) toQueue(j *job) bool {
 	}
 	c.convMu.Lock()
 	c.queuings++
-	if st := c.convs[j.ex.Identity]; st != nil {
-		st.queued = true
+	// The conversation's later turns follow it there, also when it was
+	// placed in another conversation than it was captured for (reroute).
+	st := c.convs[j.ex.Identity]
+	if st == nil {
+		st = &convState{}
+		c.convs[j.ex.Identity] = st
 	}
+	st.queued = true
 	c.convMu.Unlock()
 	c.metrics.queued.Inc()
 	j.outcome = Queued
@@ -324,7 +397,7 @@ func (c *Capturer) saved(j *job, res memory.SaveResult) {
 // finish marks j durable (or given up): its conversation no longer waits
 // for it, nor does Capture.
 func (c *Capturer) finish(j *job) {
-	c.end(j.ex.Identity)
+	c.end(j.id)
 	close(j.done)
 }
 

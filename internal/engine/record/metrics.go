@@ -15,6 +15,7 @@ type capturerMetrics struct {
 	redacted    prometheus.Counter
 	sanitized   prometheus.Counter
 	waits       prometheus.Counter
+	rerouted    prometheus.Counter
 	enrichLost  prometheus.Counter
 	failures    *prometheus.CounterVec
 	saveSeconds prometheus.Histogram
@@ -65,13 +66,17 @@ func newCapturerMetrics() *capturerMetrics {
 			Name: "memgate_capture_read_waits_total",
 			Help: "Requests that waited for their conversation's previous turn to be stored.",
 		}),
+		rerouted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_rerouted_total",
+			Help: "Exchanges of a derived conversation that another chat's turns had reached first, stored in the branch their history continues.",
+		}),
 		enrichLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_capture_enrich_unqueued_total",
 			Help: "Stored exchanges that could not be queued for enrichment (they stay stored).",
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_failures_total",
-			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait).",
+			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait, reroute).",
 		}, []string{"stage"}),
 		saveSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_save_seconds",
@@ -95,7 +100,7 @@ func (c *Capturer) Collectors() []prometheus.Collector {
 	m := c.metrics
 	return []prometheus.Collector{
 		m.captured, m.queued, m.saved, m.duplicates, m.erased, m.dropped, m.deadLetters, m.redacted,
-		m.sanitized, m.waits, m.enrichLost, m.failures, m.saveSeconds, m.groupSize,
+		m.sanitized, m.waits, m.rerouted, m.enrichLost, m.failures, m.saveSeconds, m.groupSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "memgate_capture_retry_waiting",
 			Help: "Exchanges waiting for the queue or the store to come back.",

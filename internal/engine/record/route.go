@@ -1,7 +1,9 @@
 package record
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -12,12 +14,15 @@ import (
 // where a further edit supersedes as in a named conversation.
 const maxBranchHops = 4
 
-// MessageReader reads a conversation's live messages (the stores'
-// MessagesAfter).
-type MessageReader interface {
-	// MessagesAfter returns up to limit live messages with Seq > afterSeq,
-	// oldest first.
-	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
+// HeadReader reads a conversation's first live messages as prints
+// (internal/engine/cache's Reads over a store, which keeps them under the
+// user's revision counters, so a chat that goes on is not read again).
+type HeadReader interface {
+	// ItemRevisions reads the user's revision counters.
+	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
+	// Head returns the prints of a conversation's up to n first live
+	// messages, oldest first, as of rev (nil: read from the store).
+	Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error)
 }
 
 // Router places a request that names no conversation and resends its
@@ -27,12 +32,13 @@ type MessageReader interface {
 // whose client edited an earlier message: storing such a request there
 // would supersede, as an edit, the other chat's turns or the original
 // branch. Route sends it to a conversation of its own instead
-// (memory.BranchConversation). It compares what memgate would store of the
+// (memory.BranchOf). It compares what memgate would store of the
 // client's messages (sanitized and redacted, as the Capturer stores them)
 // with what the conversation holds, so a secret the store holds redacted
-// forks nothing.
+// forks nothing. Reroute does the same at save time, for an exchange its
+// conversation refused because another chat got there first.
 type Router struct {
-	reader   MessageReader
+	reader   HeadReader
 	redactor Redactor // nil: text is stored as is
 	logger   *slog.Logger
 }
@@ -40,7 +46,7 @@ type Router struct {
 // NewRouter returns a Router reading conversations through reader and
 // comparing messages as redactor (nil: none) would store them; logger may
 // be nil.
-func NewRouter(reader MessageReader, redactor Redactor, logger *slog.Logger) *Router {
+func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Router {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -49,18 +55,19 @@ func NewRouter(reader MessageReader, redactor Redactor, logger *slog.Logger) *Ro
 
 // Route returns the conversation of a request whose conversation id.Conversation
 // was derived from its history (memory.DerivedConversation); msgs are the
-// request's messages, system ones included. It reads the conversation's
-// first live messages, one more than the client sent, and compares them
-// with the client's non-system messages, message by message: when both
-// have a message at some index and the two differ (see parts), the
-// request belongs to
-// the branch that parts there (memory.BranchConversation, which holds its
-// history from the first message), checked the same way, up to
-// maxBranchHops branches. A client whose messages the conversation starts
-// with, or which start with all the conversation holds, stays: it goes on,
-// or regenerates its last answer (the save supersedes the old answer). A
-// read that fails leaves the request where it got to, logged without
-// contents; Route never fails the request.
+// request's messages, system ones included. It reads the user's revision
+// counters and, as of them, the conversation's first live messages, one
+// more than the client sent (kept in memory as long as nothing changes
+// the user's messages but the chat's own turns), and compares them
+// with the client's non-system messages, message by message
+// (memory.Parts): when they part at some index, the request belongs to the
+// branch that parts there (memory.BranchOf, which holds its history from
+// the first message), checked the same way, up to maxBranchHops branches.
+// A client whose messages the conversation starts with, or which start
+// with all the conversation holds, stays: it goes on, or regenerates its
+// last answer (the save supersedes the old answer). A read that fails
+// leaves the request where it got to, logged without contents; Route
+// never fails the request.
 func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string {
 	client := make([]memory.Message, 0, len(msgs))
 	for _, m := range msgs {
@@ -69,51 +76,95 @@ func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Me
 		}
 	}
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
-	conv := id
+	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
+	conv, _, err := r.route(ctx, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
+	if err != nil {
+		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
+			"tenant", id.Tenant, "conversation", conv, "error", err)
+	}
+	return conv
+}
+
+// Reroute returns ex, which its conversation refused (memory.SaveResult.Parted:
+// the history ex resends parts from what the conversation holds now, as
+// when another chat that opened alike stored its turns there while ex was
+// in flight), in the conversation its history continues now, found as
+// Route finds it from ex's derived conversation (its Root, else its own):
+// the one its chat's next request is routed to. Root names the derived
+// conversation when that is a branch of it. In the last branch Route
+// follows, which ex parts from too, BranchSeed is cleared: ex is stored
+// there as an edit. An error is a read that failed; ex is then returned
+// unchanged.
+func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchange, error) {
+	if ex.BranchSeed == "" {
+		return ex, nil
+	}
+	root := cmp.Or(ex.Root, ex.Conversation)
+	id := ex.Identity
+	id.Conversation = root
+	history := make([]memory.Message, 0, len(ex.Prior)+len(ex.Turn))
+	history = append(append(history, ex.Prior...), ex.Turn...)
+	conv, last, err := r.route(ctx, id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
+	if err != nil {
+		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)
+	}
+	ex.Conversation, ex.Root = conv, ""
+	if conv != root {
+		ex.Root = root
+	}
+	if last {
+		ex.BranchSeed = ""
+	}
+	return ex, nil
+}
+
+// route follows, from id's conversation, the branches that client (a
+// request's non-system messages; form(i) is client[i] as memgate stores
+// it) continues, whose ids derive from seed (memory.BranchSeed). It returns
+// the conversation client continues, and last when that is the last
+// branch it may follow and client parts from it too. A failed read ends it
+// with the error, in the conversation it got to; the revision counters
+// failing to read, the heads are read from the store.
+func (r *Router) route(ctx context.Context, id memory.Identity, seed string, client []memory.Message,
+	form func(i int) memory.Message) (conv string, last bool, err error) {
+	var rev *memory.Revisions
+	if got, err := r.reader.ItemRevisions(ctx, id.Tenant, id.User); err == nil {
+		rev = &got
+	}
+	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
+	cur := id
 	for hop := 0; ; hop++ {
-		held, err := r.reader.MessagesAfter(ctx, conv, 0, len(client)+1)
+		held, err := r.reader.Head(ctx, rev, cur, len(client)+1)
 		if err != nil {
-			r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
-				"tenant", id.Tenant, "conversation", conv.Conversation, "error", err)
-			return conv.Conversation
+			return cur.Conversation, false, err
 		}
-		at := r.parts(held, client, stored)
-		if at < 0 || hop == maxBranchHops {
-			return conv.Conversation
+		at := parts(held, client, printed, form)
+		if at < 0 {
+			return cur.Conversation, false, nil
 		}
-		start := make([]memory.Message, 0, len(msgs))
-		for _, m := range msgs {
-			if memory.IsSystem(m.Role) {
-				start = append(start, m)
-			}
+		if hop == maxBranchHops {
+			return cur.Conversation, true, nil
 		}
-		for i := range at + 1 {
-			start = append(start, r.storedForm(client, i, stored))
+		start := make([]memory.Message, at+1)
+		for i := range start {
+			start[i] = form(i)
 		}
-		conv.Conversation = memory.BranchConversation(id.Tenant, id.User, start, at)
+		cur.Conversation = memory.BranchOf(seed, start, at)
 	}
 }
 
-// parts returns the first index at which held (a conversation's live
-// messages from its first) and client (the client's non-system messages)
-// both have a message and the two differ by Fingerprint, comparing the
-// client's as they would be stored; -1 when there is none. Two assistant
-// messages never part a history: what a client resends of a reply may
-// differ from the reply memgate stored (trimmed, a reasoning block cut out
-// of its text), which would otherwise branch every turn of such a client;
-// the save aligns them as before (the client's version supersedes the
-// stored one), and a chat that differs goes apart at its next user or
-// tool message.
-func (r *Router) parts(held, client []memory.Message, stored map[int]memory.Message) int {
+// parts is memory.Parts of held (a conversation's first messages, as
+// prints) and client as memgate would store it (form): a client's message
+// equal to the held one, as most are, is never sanitized and redacted to
+// be compared (sanitizing and redacting text already stored leave it as it
+// is). printed keeps the prints of client's messages across calls (the
+// zero Print: not taken yet).
+func parts(held []memory.Print, client []memory.Message, printed []memory.Print, form func(i int) memory.Message) int {
 	for i := range min(len(held), len(client)) {
-		if held[i].Fingerprint() == client[i].Fingerprint() {
-			// Sanitizing and redacting text already stored leave it as it is.
-			continue
+		if printed[i] == (memory.Print{}) {
+			printed[i] = client[i].Print()
 		}
-		if held[i].Role == "assistant" && client[i].Role == "assistant" {
-			continue
-		}
-		if held[i].Fingerprint() != r.storedForm(client, i, stored).Fingerprint() {
+		if held[i].Diverges(printed[i]) && held[i].Diverges(form(i).Print()) {
 			return i
 		}
 	}

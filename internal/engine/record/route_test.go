@@ -1,16 +1,22 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/redact"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
-var _ MessageReader = (*fakeReader)(nil)
+var (
+	_ HeadReader = (*fakeReader)(nil)
+	_ HeadReader = routingStore{}
+)
 
 // fakeReader holds conversations' live messages by conversation id.
 type fakeReader struct {
@@ -19,13 +25,50 @@ type fakeReader struct {
 	reads []string
 }
 
-func (f *fakeReader) MessagesAfter(_ context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error) {
+func (f *fakeReader) ItemRevisions(context.Context, string, string) (memory.Revisions, error) {
+	return memory.Revisions{}, nil
+}
+
+func (f *fakeReader) Head(_ context.Context, _ *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
 	f.reads = append(f.reads, id.Conversation)
 	if f.fail[id.Conversation] {
 		return nil, errDown
 	}
 	held := f.convs[id.Conversation]
-	return held[min(len(held), int(afterSeq)):min(len(held), int(afterSeq)+limit)], nil
+	out := make([]memory.Print, 0, n)
+	for _, m := range held[:min(len(held), n)] {
+		out = append(out, m.Print())
+	}
+	return out, nil
+}
+
+// routingStore is a SQLite store read and written as the gateway wires
+// the Router's: through the engine's cache of its reads (cache.Reads),
+// which keeps conversations' first messages and sees every save and
+// erasure.
+type routingStore struct {
+	*sqlite.Store
+	reads *cache.Reads
+}
+
+func newRoutingStore(st *sqlite.Store) routingStore {
+	return routingStore{Store: st, reads: cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
+}
+
+func (s routingStore) Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
+	return s.reads.Head(ctx, rev, id, n)
+}
+
+func (s routingStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	return s.reads.SaveExchange(ctx, ex)
+}
+
+func (s routingStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	return s.reads.SaveExchanges(ctx, exs)
+}
+
+func (s routingStore) DeleteUser(ctx context.Context, tenant, user string) error {
+	return s.reads.DeleteUser(ctx, tenant, user)
 }
 
 // fakeRedactor replaces "SECRET" with "[redacted]".
@@ -135,39 +178,155 @@ func TestRouterBoundsHops(t *testing.T) {
 	}
 }
 
-// BenchmarkRoute measures what routing adds to a headerless full-history
-// request of a chat of n messages held in a SQLite store: one read of the
-// conversation's first n+1 live messages and the comparison (the client's
-// messages equal the stored ones, so none is redacted).
-func BenchmarkRoute(b *testing.B) {
-	for _, n := range []int{40, 400} {
-		b.Run(fmt.Sprint(n, "msgs"), func(b *testing.B) {
-			st := mustSQLite(b)
-			var texts []string
-			for i := range n {
-				texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
+// TestRouterReroute: an exchange its conversation refused goes where
+// Route sends its chat's next request (the request of its history and
+// reply, one more turn), found from its derived conversation (its Root,
+// else its own), Root naming that one when a branch; in the last branch,
+// which it parts from too, it loses its BranchSeed (stored as an edit); a
+// failed read leaves it unchanged.
+func TestRouterReroute(t *testing.T) {
+	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
+	branch := func(msgs []memory.Message, at int) string { return memory.BranchConversation("acme", "ana", msgs, at) }
+	stored := func(msgs []memory.Message) []memory.Message { return msgs[1:] }
+	a := routeMsgs("hi", "Hello!", "trip to Peru", "Nice.")
+	b := routeMsgs("hi", "Hello!", "cover letter", "Sure.")
+	c := routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse", "Ok.")
+	bx := branch(b, 2)
+	// exchangeOf is the exchange of request msgs (its last message the
+	// reply) stored in conv.
+	exchangeOf := func(msgs []memory.Message, conv, root string) memory.Exchange {
+		rest := msgs[1:]
+		ex := memory.Exchange{ID: "ex", Identity: id, Derived: true, Root: root, BranchSeed: memory.BranchSeed("acme", "ana", msgs),
+			Prior: rest[:len(rest)-2], Turn: rest[len(rest)-2 : len(rest)-1], Reply: rest[len(rest)-1]}
+		ex.Conversation = conv
+		return ex
+	}
+	tests := []struct {
+		name     string
+		convs    map[string][]memory.Message
+		fail     map[string]bool
+		ex       memory.Exchange
+		conv     string
+		root     string
+		guarded  bool
+		wantFail bool
+	}{
+		{"from the derived conversation to a branch", map[string][]memory.Message{"x": stored(a)}, nil, exchangeOf(b, "x", ""), bx, "x", true, false},
+		{"from a branch to a branch of it", map[string][]memory.Message{"x": stored(a), bx: stored(routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a teacher", "Ok."))},
+			nil, exchangeOf(c, bx, "x"), branch(c, 4), "x", true, false},
+		{"back to the derived conversation", map[string][]memory.Message{"x": stored(b)}, nil, exchangeOf(c, bx, "x"), "x", "", true, false},
+		{"a failed read", map[string][]memory.Message{"x": stored(a)}, map[string]bool{"x": true}, exchangeOf(b, "x", ""), "x", "", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeReader{convs: tt.convs, fail: tt.fail}
+			r := NewRouter(f, nil, nil)
+			got, err := r.Reroute(context.Background(), tt.ex)
+			if (err != nil) != tt.wantFail || got.Conversation != tt.conv || got.Root != tt.root || (got.BranchSeed != "") != tt.guarded {
+				t.Fatalf("Reroute = %q (root %q, seed %q), %v; want %q (root %q, guarded %v), failing %v",
+					got.Conversation, got.Root, got.BranchSeed, err, tt.conv, tt.root, tt.guarded, tt.wantFail)
 			}
-			msgs := routeMsgs(texts...)
-			var id memory.Identity
-			for i := 1; i < len(msgs); i += 2 {
-				ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
-				id = ex.Identity
-				if _, err := st.SaveExchange(context.Background(), ex); err != nil {
-					b.Fatal(err)
-				}
+			if tt.wantFail {
+				return
 			}
-			red, err := redact.New(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := NewRouter(st, red, nil)
-			client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
-			b.ReportAllocs()
-			for b.Loop() {
-				if got := r.Route(context.Background(), id, client); got != id.Conversation {
-					b.Fatalf("Route = %q", got)
-				}
+			// The chat's next request goes there too.
+			next := append(append(routeMsgs(), tt.ex.Prior...), tt.ex.Turn[0], tt.ex.Reply, memory.Message{Role: "user", Content: "next"})
+			f.fail = nil
+			derived := id
+			derived.Conversation = cmp.Or(tt.ex.Root, tt.ex.Conversation)
+			if routed := r.Route(context.Background(), derived, next); routed != got.Conversation {
+				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed, got.Conversation)
 			}
 		})
+	}
+	t.Run("the last branch", func(t *testing.T) {
+		var texts []string
+		for i := range 12 {
+			texts = append(texts, fmt.Sprint("m", i))
+		}
+		client := routeMsgs(texts...)
+		f := &fakeReader{convs: map[string][]memory.Message{}}
+		conv := "x"
+		var path []string
+		for hop := range maxBranchHops + 2 {
+			held := append(append([]memory.Message(nil), client[1:hop+2]...), memory.Message{Role: "user", Content: "other"})
+			if hop%2 == 1 {
+				held[len(held)-1].Role = "assistant"
+			}
+			f.convs[conv] = held
+			path = append(path, conv)
+			conv = memory.BranchConversation("acme", "ana", client, hop+1)
+		}
+		got, err := NewRouter(f, nil, nil).Reroute(context.Background(), exchangeOf(client, "x", ""))
+		if err != nil || got.Conversation != path[maxBranchHops] || got.BranchSeed != "" || got.Root != "x" {
+			t.Fatalf("Reroute = %q (root %q, seed %q), %v; want the last branch %q, unguarded", got.Conversation, got.Root, got.BranchSeed, err, path[maxBranchHops])
+		}
+	})
+	t.Run("an exchange without a seed", func(t *testing.T) {
+		ex := exchangeOf(b, "x", "")
+		ex.BranchSeed = ""
+		f := &fakeReader{convs: map[string][]memory.Message{"x": stored(a)}}
+		if got, err := NewRouter(f, nil, nil).Reroute(context.Background(), ex); err != nil || got.Conversation != "x" || len(f.reads) != 0 {
+			t.Fatalf("Reroute = %q, %v after %d reads; want it unchanged, unread", got.Conversation, err, len(f.reads))
+		}
+	})
+}
+
+// readThrough is a SQLite store read for routing without the engine's
+// cache: every Route reads the conversation's first messages (as Route
+// did before the cache kept them).
+type readThrough struct{ *sqlite.Store }
+
+func (s readThrough) Head(ctx context.Context, _ *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
+	msgs, err := s.MessagesAfter(ctx, id, 0, n)
+	out := make([]memory.Print, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Print()
+	}
+	return out, err
+}
+
+// BenchmarkRoute measures what routing adds to a headerless full-history
+// request of a chat of n messages held in a SQLite store, going on: the
+// user's revision counters read, the conversation's first n+1 live
+// messages (read from the store, or kept by the engine's cache under those
+// counters: memo) and the comparison (the client's messages equal the
+// stored ones, so none is redacted).
+func BenchmarkRoute(b *testing.B) {
+	for _, n := range []int{40, 400} {
+		for _, how := range []string{"read", "memo"} {
+			b.Run(fmt.Sprint(n, "msgs/", how), func(b *testing.B) {
+				st := mustSQLite(b)
+				var texts []string
+				for i := range n {
+					texts = append(texts, fmt.Sprintf("message %d of a long chat about planning a trip to Peru in March, with details", i))
+				}
+				msgs := routeMsgs(texts...)
+				var id memory.Identity
+				for i := 1; i < len(msgs); i += 2 {
+					ex := exchange(b, fmt.Sprint("ex-", i), msgs[i].Content, msgs[i+1].Content)
+					id = ex.Identity
+					if _, err := st.SaveExchange(context.Background(), ex); err != nil {
+						b.Fatal(err)
+					}
+				}
+				red, err := redact.New(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var reader HeadReader = readThrough{st}
+				if how == "memo" {
+					reader = newRoutingStore(st)
+				}
+				r := NewRouter(reader, red, nil)
+				client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
+				b.ReportAllocs()
+				for b.Loop() {
+					if got := r.Route(context.Background(), id, client); got != id.Conversation {
+						b.Fatalf("Route = %q", got)
+					}
+				}
+			})
+		}
 	}
 }

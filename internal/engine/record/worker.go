@@ -42,6 +42,11 @@ type WorkerOptions struct {
 	// Adopter keeps a full-history chat's first turn in the chat's
 	// conversation (see Adopter); nil: it stays where it was stored.
 	Adopter Adopter
+	// Router stores an exchange its conversation refused (another chat
+	// that opened alike got there first: memory.Exchange.BranchSeed) in
+	// the branch its history continues (Router.Reroute); nil: such an
+	// exchange is stored where it is, as an edit.
+	Router Rerouter
 	// Lease, when set, lets one worker at a time drain the queue
 	// (redis.Queue and sqlite.Outbox grant leases); nil: every worker
 	// drains it.
@@ -459,7 +464,7 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 			acks = append(acks, d.ID)
 			continue
 		}
-		res, done, err := w.save(ctx, d, ex)
+		res, done, err := w.save(ctx, d, &ex)
 		if err != nil {
 			failed = err
 			break
@@ -512,22 +517,31 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 }
 
 // save stores one queued exchange, retrying a failure in place: at once,
-// then with backoff, renewing the lease before each attempt. done reports
-// that the entry is finished without a result to record (set aside as a
-// dead letter, or stored but its after-save hooks gave up). It returns an
-// error only when ctx ends first, or for a failed after-save hook (left to
-// redelivery, as before).
-func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange) (res memory.SaveResult, done bool, err error) {
+// then with backoff, renewing the lease before each attempt. An exchange
+// its conversation refuses (memory.SaveResult.Parted) goes to the
+// conversation its history continues (WorkerOptions.Router), *ex then
+// naming it. done reports that the entry is finished without a result to
+// record (set aside as a dead letter, or stored but its after-save hooks
+// gave up). It returns an error only when ctx ends first, or for a failed
+// after-save hook (left to redelivery, as before).
+func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchange) (res memory.SaveResult, done bool, err error) {
 	delay := w.opts.BackoffBase
 	a := w.opts.Adopter
-	adoptFirstTurns(ctx, a, ex, w.logger)
-	if storedAhead(ctx, a, ex, w.logger) {
+	adoptFirstTurns(ctx, a, *ex, w.logger)
+	if storedAhead(ctx, a, *ex, w.logger) {
 		return memory.SaveResult{Duplicate: true}, false, nil
 	}
+	reroutes := 0
 	for attempt := 1; ; attempt++ {
-		res, err = w.saver.SaveExchange(ctx, ex)
+		res, err = w.saver.SaveExchange(ctx, *ex)
+		if err == nil && res.Parted {
+			if err = w.reroute(ctx, ex, &reroutes); err == nil {
+				attempt--
+				continue
+			}
+		}
 		if err == nil || errors.Is(err, ErrHook) {
-			recordCandidate(ctx, a, ex, res, w.logger)
+			recordCandidate(ctx, a, *ex, res, w.logger)
 		}
 		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
 			w.failures.WithLabelValues("hook_gave_up").Inc()
@@ -544,7 +558,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange
 		}
 		transient := errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
 		if errors.Is(err, memory.ErrInvalid) || !transient && attempt >= w.opts.MaxAttempts {
-			w.deadLetter(ctx, d, ex, err)
+			w.deadLetter(ctx, d, *ex, err)
 			return res, true, nil
 		}
 		if attempt == 1 || attempt%10 == 0 {
@@ -565,6 +579,27 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex memory.Exchange
 			return res, false, fmt.Errorf("save exchange %s: lease lost: %w", ex.ID, err)
 		}
 	}
+}
+
+// reroute moves ex, which its conversation refused, to the conversation
+// its history continues now (WorkerOptions.Router) and adopts its chat's
+// first turns there, as Capturer.reroute does; *reroutes counts the moves.
+// An error is a failed read, ex unchanged.
+func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, reroutes *int) error {
+	if w.opts.Router == nil || *reroutes >= maxReroutes {
+		w.logger.Warn("capture worker stores an exchange its conversation parts from as an edit",
+			"exchange", ex.ID, "conversation", ex.Conversation, "reroutes", *reroutes)
+		ex.BranchSeed = ""
+		return nil
+	}
+	moved, err := w.opts.Router.Reroute(ctx, *ex)
+	if err != nil {
+		return err
+	}
+	*reroutes++
+	*ex = moved
+	adoptFirstTurns(ctx, w.opts.Adopter, *ex, w.logger)
+	return nil
 }
 
 // deadLetter sets aside an exchange the store refuses for good.

@@ -94,19 +94,34 @@ func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, candidate string
 	return 0, nil
 }
 
-// Continued reports whether the conversation ex.Candidate starts with ex's
-// turn and reply (by fingerprint), read by first (its first n live
-// messages): ex, a full-history chat's first turn, was stored there
+// Continued reports whether the conversation ex.Candidate, or one of the
+// conversations recorded with it as their chat's derived conversation
+// (branches: the branches a continuation started, RecordCandidate), starts
+// with ex's turn and reply (by fingerprint), read by first (its first n
+// live messages): ex, a full-history chat's first turn, was stored there
 // already, as the history its continuation resent, when the continuation
 // was stored first.
 func Continued(ctx context.Context, ex memory.Exchange,
-	first func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)) (bool, error) {
+	first func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error),
+	branches func(ctx context.Context, user memory.Identity, candidate string) ([]string, error)) (bool, error) {
 	if ex.Candidate == "" {
 		return false, nil
 	}
 	id := ex.Identity
-	id.Conversation = ex.Candidate
 	want := append(append([]memory.Message(nil), ex.Turn...), ex.Reply)
-	stored, err := first(ctx, id, len(want))
-	return err == nil && memory.StartsWith(stored, want), err
+	convs, err := branches(ctx, id, ex.Candidate)
+	if err != nil {
+		return false, fmt.Errorf("find branches: %w", err)
+	}
+	for _, conv := range append([]string{ex.Candidate}, convs...) {
+		id.Conversation = conv
+		stored, err := first(ctx, id, len(want))
+		if err != nil {
+			return false, err
+		}
+		if memory.StartsWith(stored, want) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -20,6 +20,16 @@ func TailLen(ex memory.Exchange) int {
 	return len(ex.Prior) + AlignSlack
 }
 
+// HeadLen is how many of its conversation's first live messages a save of
+// ex compares the history it resends with (memory.Parts): Prior and Turn
+// when it carries a BranchSeed, else none.
+func HeadLen(ex memory.Exchange) int {
+	if ex.BranchSeed == "" {
+		return 0
+	}
+	return len(ex.Prior) + len(ex.Turn)
+}
+
 // SaveConv is a conversation as a save transaction found it, which
 // PlanSave advances as it plans the transaction's exchanges into it.
 type SaveConv struct {
@@ -28,10 +38,42 @@ type SaveConv struct {
 	// Tail is its newest live messages, oldest first: at least TailLen of
 	// every exchange planned into it (nil when none resends history).
 	Tail []memory.Message
+	// Head is its first live messages, oldest first: at least HeadLen of
+	// every exchange planned into it, or all of them (HeadAll). A store
+	// sets both with SetTail when the tail it read holds every live
+	// message, else with SetHead when an exchange needs them (NeedsHead).
+	Head    []memory.Message
+	HeadAll bool
 	// Latest is the latest time of the exchanges planned into it; zero
 	// while none was.
 	Latest time.Time
 	saved  map[string]bool // ids of the exchanges planned into it
+}
+
+// SetTail sets Tail to tail, read as the conversation's up to limit newest
+// live messages: when it holds fewer, it holds every one, and is the Head
+// too (sharing its array, which PlanSave only ever appends to past either
+// slice's length).
+func (c *SaveConv) SetTail(tail []memory.Message, limit int) {
+	c.Tail = tail
+	if len(tail) < limit {
+		c.Head, c.HeadAll = tail[:len(tail):len(tail)], true
+	}
+}
+
+// SetHead sets Head to head, read as the conversation's up to limit first
+// live messages.
+func (c *SaveConv) SetHead(head []memory.Message, limit int) {
+	c.Head, c.HeadAll = head, len(head) < limit
+}
+
+// NeedsHead reports whether a save of ex into c must read the
+// conversation's first HeadLen(ex) live messages (SetHead) before
+// PlanSave: ex carries a BranchSeed, and c holds neither every live
+// message nor that many of the first.
+func (c *SaveConv) NeedsHead(ex memory.Exchange) bool {
+	n := HeadLen(ex)
+	return n > 0 && !c.HeadAll && len(c.Head) < n
 }
 
 // SavePlan is how a save stores one exchange (PlanSave).
@@ -52,6 +94,9 @@ type SavePlan struct {
 //   - Duplicate when the store found it stored (stored: in its conversation,
 //     or in its candidate conversation, where Adopt may have moved it), or
 //     it was planned into conv before;
+//   - Parted, nothing planned, when it carries a BranchSeed and conv's
+//     first live messages (conv.Head) part from the history it resends
+//     (memory.Parts): it belongs in a branch of its conversation;
 //   - else the history it resends is aligned with conv's tail
 //     (memory.Align), the branch it replaced is superseded, and the new
 //     messages (the history not stored yet, the turn, the reply) are
@@ -65,6 +110,9 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		return p
 	case stored || conv.saved[ex.ID]:
 		p.Result.Duplicate = true
+		return p
+	case ex.BranchSeed != "" && parts(conv.Head, ex):
+		p.Result.Parted = true
 		return p
 	}
 	if conv.saved == nil {
@@ -81,6 +129,11 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		kept := slices.IndexFunc(conv.Tail, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom })
 		p.SupersedeFrom, p.Result.Superseded = plan.SupersedeFrom, len(conv.Tail)-kept
 		conv.Tail = conv.Tail[:kept:kept]
+		// Head is a run of live messages from the first: one that reaches
+		// SupersedeFrom now holds every live message.
+		if k := slices.IndexFunc(conv.Head, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom }); k >= 0 {
+			conv.Head, conv.HeadAll = conv.Head[:k:k], true
+		}
 	}
 	msgs := make([]memory.Message, 0, len(plan.Prior)+len(ex.Turn)+1)
 	msgs = append(append(append(msgs, plan.Prior...), ex.Turn...), ex.Reply)
@@ -95,9 +148,19 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		}
 	}
 	conv.Tail = append(conv.Tail, msgs...)
+	if conv.HeadAll {
+		conv.Head = append(conv.Head, msgs...)
+	}
 	conv.Latest = maxTime(conv.Latest, at)
 	p.Result.Inserted, p.Result.Stored = len(msgs), msgs
 	return p
+}
+
+// parts reports whether head, a conversation's first live messages, parts
+// from the history ex resends (its Prior and Turn; memory.Parts).
+func parts(head []memory.Message, ex memory.Exchange) bool {
+	history := make([]memory.Message, 0, len(ex.Prior)+len(ex.Turn))
+	return memory.Parts(head, append(append(history, ex.Prior...), ex.Turn...)) >= 0
 }
 
 func maxTime(a, b time.Time) time.Time {

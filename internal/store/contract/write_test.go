@@ -237,25 +237,47 @@ func TestAdoptMovesTheNewestMatchingRun(t *testing.T) {
 	}
 }
 
+// TestContinued: a first turn is stored ahead when its candidate
+// conversation, or a branch recorded with it, starts with its turn and
+// reply.
 func TestContinued(t *testing.T) {
 	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "acme", User: "alice", Conversation: memory.DefaultConversation},
 		Candidate: "chat", Turn: []memory.Message{msg("user", "hi")}, Reply: msg("assistant", "hello")}
-	first := func(stored ...memory.Message) func(context.Context, memory.Identity, int) ([]memory.Message, error) {
-		return func(_ context.Context, id memory.Identity, n int) ([]memory.Message, error) {
-			if id.Conversation != "chat" {
-				t.Fatalf("read %v, want the candidate", id)
-			}
+	turn := []memory.Message{msg("user", "hi"), msg("assistant", "hello"), msg("user", "more")}
+	other := []memory.Message{msg("user", "hi"), msg("assistant", "hey"), msg("user", "more")}
+	// continued runs Continued over conversations held by id, whose
+	// branches recorded with "chat" are branches.
+	continued := func(ex memory.Exchange, held map[string][]memory.Message, branches ...string) (bool, error) {
+		return Continued(context.Background(), ex, func(_ context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+			stored := held[id.Conversation]
 			return stored[:min(n, len(stored))], nil
-		}
+		}, func(_ context.Context, _ memory.Identity, candidate string) ([]string, error) {
+			if candidate != "chat" {
+				t.Fatalf("branches of %q, want the candidate's", candidate)
+			}
+			return branches, nil
+		})
 	}
-	if ok, err := Continued(context.Background(), ex, first(msg("user", "hi"), msg("assistant", "hello"), msg("user", "more"))); !ok || err != nil {
-		t.Fatalf("Continued = %v, %v, want true", ok, err)
+	tests := []struct {
+		name     string
+		held     map[string][]memory.Message
+		branches []string
+		want     bool
+	}{
+		{"the candidate", map[string][]memory.Message{"chat": turn}, nil, true},
+		{"the candidate holding the turn alone", map[string][]memory.Message{"chat": turn[:1]}, nil, false},
+		{"a branch", map[string][]memory.Message{"chat": other, "b2": turn}, []string{"b1", "b2"}, true},
+		{"neither", map[string][]memory.Message{"chat": other, "b1": other}, []string{"b1"}, false},
 	}
-	if ok, _ := Continued(context.Background(), ex, first(msg("user", "hi"))); ok {
-		t.Fatal("a conversation holding the turn alone continued it")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if ok, err := continued(ex, tt.held, tt.branches...); ok != tt.want || err != nil {
+				t.Fatalf("Continued = %v, %v, want %v", ok, err, tt.want)
+			}
+		})
 	}
 	ex.Candidate = ""
-	if ok, _ := Continued(context.Background(), ex, first(msg("user", "hi"), msg("assistant", "hello"))); ok {
+	if ok, _ := continued(ex, map[string][]memory.Message{"chat": turn}); ok {
 		t.Fatal("an exchange without a candidate continued")
 	}
 }

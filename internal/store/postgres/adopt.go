@@ -124,10 +124,15 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 }
 
 // Continued reports whether ex was stored already in its candidate
-// conversation (contract.Continued).
+// conversation or a branch of it recorded with it (contract.Continued).
 func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
 	ok, err := contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
 		return liveFrom(ctx, s.pool, id, 0, n)
+	}, func(ctx context.Context, user memory.Identity, candidate string) ([]string, error) {
+		convs, err := collect(ctx, s.pool, pgx.RowTo[string], `SELECT DISTINCT conversation FROM conversation_candidates
+			WHERE tenant = $1 AND user_id = $2 AND candidate = $3 AND conversation <> $4 ORDER BY conversation`,
+			user.Tenant, user.User, candidate, memory.DefaultConversation)
+		return convs, unavailable(err)
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: continued: %w", err)

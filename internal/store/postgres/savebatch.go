@@ -33,10 +33,10 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	if err := contract.ValidExchange(exs...); err != nil {
 		return nil, fmt.Errorf("postgres: save exchanges: %w", err)
 	}
-	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" {
-		// One exchange that only appends (no history to align, no candidate
-		// conversation: see Adopt), the common case at low load: one round
-		// trip, in one statement.
+	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" && exs[0].BranchSeed == "" {
+		// One exchange that only appends (no history to align or compare,
+		// no candidate conversation: see Adopt), the common case at low
+		// load: one round trip, in one statement.
 		res, err := s.saveTurn(ctx, exs[0], cmp.Or(exs[0].At, time.Now()))
 		if err != nil {
 			return nil, err
@@ -117,6 +117,9 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	if err != nil {
 		return nil, err
 	}
+	if err := b.heads(ctx, conn, convs); err != nil {
+		return nil, err
+	}
 	results := make([]memory.SaveResult, len(b.exs))
 	w := &batchWriter{}
 	for _, i := range b.order {
@@ -162,6 +165,36 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 		}
 	}
 	return results, nil
+}
+
+// heads gives each conversation the first live messages its exchanges
+// compare their history with (contract.SaveConv.Head): the tail read, when
+// it holds every live message, the common case; else, in the batch's
+// transaction, one read per conversation that needs them (a history much
+// shorter than its conversation: one more round trip).
+func (b *saveBatch) heads(ctx context.Context, conn *pgxpool.Conn, convs map[memory.Identity]*contract.SaveConv) error {
+	for k, id := range b.convs {
+		if st := convs[id]; st != nil && b.tailLen[k] > 0 {
+			st.SetTail(st.Tail, int(b.tailLen[k]))
+		}
+	}
+	need := map[memory.Identity]int{}
+	for _, i := range b.order {
+		ex := b.exs[i]
+		if st := convs[ex.Identity]; st != nil && st.NeedsHead(ex) {
+			need[ex.Identity] = max(need[ex.Identity], contract.HeadLen(ex))
+		}
+	}
+	for _, id := range b.convs {
+		if n := need[id]; n > 0 {
+			head, err := liveFrom(ctx, conn, id, 0, n)
+			if err != nil {
+				return fmt.Errorf("load head: %w", unavailable(err))
+			}
+			convs[id].SetHead(head, n)
+		}
+	}
+	return nil
 }
 
 // read sends the first pipeline: BEGIN, the users' shared locks (in key

@@ -128,10 +128,14 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 }
 
 // Continued reports whether ex was stored already in its candidate
-// conversation (contract.Continued).
+// conversation or a branch of it recorded with it (contract.Continued).
 func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
 	ok, err := contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
 		return liveFrom(ctx, s.reads, id, 0, n)
+	}, func(ctx context.Context, user memory.Identity, candidate string) ([]string, error) {
+		return queryAll(ctx, s.reads, scanString, `SELECT DISTINCT conversation FROM conversation_candidates
+			WHERE tenant = ? AND user_id = ? AND candidate = ? AND conversation <> ? ORDER BY conversation`,
+			user.Tenant, user.User, candidate, memory.DefaultConversation)
 	})
 	if err != nil {
 		return false, fmt.Errorf("continued: %w", err)

@@ -111,9 +111,19 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	}
 	var conv contract.SaveConv
 	if n := contract.TailLen(ex); n > 0 {
-		if conv.Tail, err = liveTail(ctx, tx, ex.Identity, n); err != nil {
+		tail, err := liveTail(ctx, tx, ex.Identity, n)
+		if err != nil {
 			return memory.SaveResult{}, err
 		}
+		conv.SetTail(tail, n)
+	}
+	if conv.NeedsHead(ex) {
+		n := contract.HeadLen(ex)
+		head, err := liveFrom(ctx, tx, ex.Identity, 0, n)
+		if err != nil {
+			return memory.SaveResult{}, fmt.Errorf("load live head: %w", err)
+		}
+		conv.SetHead(head, n)
 	}
 	var before int64
 	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&conv.LastSeq, &before); err != nil {

@@ -187,6 +187,13 @@ func scanInt64(r rowScanner) (int64, error) {
 	return n, err
 }
 
+// scanString reads a row of one text.
+func scanString(r rowScanner) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
+
 // nullString stores "" as NULL.
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 

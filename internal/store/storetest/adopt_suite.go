@@ -16,7 +16,8 @@ import (
 type AdoptStore interface {
 	KnowledgeStore
 	// RecordCandidate notes that exchange exchangeID, stored in id (the
-	// user's default conversation), is continued by conversation candidate.
+	// user's default conversation, or a branch the exchange started), is
+	// of the chat whose derived conversation is candidate.
 	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
 	// Adopt moves into to, when it holds no message yet, the exchanges of
 	// the user's default conversation recorded with candidate (to's own
@@ -24,8 +25,8 @@ type AdoptStore interface {
 	// one transaction: messages (renumbered from 1, keys kept), recall
 	// items, exchange records; it returns how many messages moved.
 	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error)
-	// Continued reports whether ex's candidate conversation starts with
-	// ex's turn and reply, by fingerprint.
+	// Continued reports whether ex's candidate conversation, or a branch
+	// recorded with it, starts with ex's turn and reply, by fingerprint.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
@@ -43,6 +44,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"RedeliveredMovedExchangeIsDuplicate", testAdoptRedelivered},
 		{"NothingAfterErasure", testAdoptAfterErasure},
 		{"ContinuationStoredFirst", testContinued},
+		{"ContinuationStoredFirstInABranch", testContinuedInBranch},
 		{"LateIndexFollowsTheMove", testAdoptLateIndex},
 		{"FactSourcesFollowTheMove", testAdoptMovesFactSources},
 	}
@@ -240,6 +242,33 @@ func testContinued(t *testing.T, s AdoptStore) {
 	ex.Candidate = "chat-ffffffffffffffffffffffffffffffff"
 	if continued(ex) {
 		t.Fatal("Continued = true for an empty candidate conversation")
+	}
+}
+
+// testContinuedInBranch: a continuation stored first in a branch of the
+// derived conversation (which holds another chat, answered otherwise),
+// recorded with it, makes Continued find the first turn stored there; the
+// branch deleted, it no longer does.
+func testContinuedInBranch(t *testing.T, s AdoptStore) {
+	derived := memory.Identity{Tenant: "acme", User: "ana", Conversation: adoptTo}
+	mustSave(t, s, exchange(derived, "ex-other-chat", 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hi!")))
+	next := continuation(t, "ana")
+	next.Conversation, next.Root = "chat-fedcba9876543210fedcba9876543210", adoptTo
+	mustSave(t, s, next)
+	if err := s.RecordCandidate(testCtx(t), next.Identity, next.ID, adoptTo); err != nil {
+		t.Fatalf("RecordCandidate of the branch: %v", err)
+	}
+	def := memory.Identity{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation}
+	first := exchange(def, "ex-first-ana", 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!"))
+	first.Candidate = adoptTo
+	if ok, err := s.Continued(testCtx(t), first); !ok || err != nil {
+		t.Fatalf("Continued = %v, %v; want the first turn found at the start of the branch", ok, err)
+	}
+	if err := s.DeleteConversation(testCtx(t), next.Identity); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Continued(testCtx(t), first); ok || err != nil {
+		t.Fatalf("Continued after the branch was deleted = %v, %v; want false", ok, err)
 	}
 }
 

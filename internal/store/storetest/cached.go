@@ -16,8 +16,9 @@ type Revisioned interface {
 	MessagesAround(ctx context.Context, rev *memory.Revisions, tenant, user string, refs []memory.MessageRef, radius int) ([]*memory.Message, error)
 }
 
-// Cached returns s read as the gateway reads it: its recent turns, facts
-// and summaries through the engine's cache (cache.Reads), each read a
+// Cached returns s read as the gateway reads it: its recent turns, facts,
+// summaries and conversations' first messages (Head) through the engine's
+// cache (cache.Reads), each read a
 // request of its own that reads the user's revision counters first, and
 // its saves and erasures reaching the cache. The freshness suite runs on
 // it, so that what the cache keeps follows every change as the store
@@ -51,6 +52,12 @@ func (s cachedStore) LatestSummary(ctx context.Context, id memory.Identity) (mem
 
 func (s cachedStore) Facts(ctx context.Context, tenant, user string, now time.Time, history bool) ([]memory.Fact, error) {
 	return s.reads.Facts(ctx, s.rev(ctx, tenant, user), tenant, user, now, history)
+}
+
+// Head reads the prints of a conversation's first n live messages through
+// the cache, as a request's routing reads them.
+func (s cachedStore) Head(ctx context.Context, id memory.Identity, n int) ([]memory.Print, error) {
+	return s.reads.Head(ctx, s.rev(ctx, id.Tenant, id.User), id, n)
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {

@@ -202,4 +202,5 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 			t.Fatalf("erasing alice kept her dead letters: %+v", got)
 		}
 	})
+	t.Run("a save with a branch seed never supersedes another history", func(t *testing.T) { testGuard(t, open) })
 }

@@ -10,13 +10,21 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// headReader is a store that reads the prints of a conversation's first
+// live messages (through the engine's cache: Cached).
+type headReader interface {
+	Head(ctx context.Context, id memory.Identity, n int) ([]memory.Print, error)
+	MessagesAfter(ctx context.Context, id memory.Identity, afterSeq int64, limit int) ([]memory.Message, error)
+}
+
 // groupSaver is a store that stores several exchanges in one transaction.
 type groupSaver interface {
 	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
 }
 
 // testRecentSeesEveryChange keeps asking one store for a conversation's
-// newest messages (a store may keep them in memory) while both stores and
+// newest messages, and the prints of its first ones (Head; a store may
+// keep both in memory) while both stores and
 // plain SQL change them: saves through either store, a regeneration that
 // supersedes some through each, an edit and a delete in SQL, a group
 // commit of several users and conversations, a deleted conversation, the
@@ -79,6 +87,30 @@ func testRecentSeesEveryChange(t *testing.T, r Replicas) {
 		}
 		return out
 	}
+	// head checks that the cache's prints of the conversation's first n
+	// live messages (routing's Head) are those of the store's.
+	head := func(step string, id memory.Identity, n int) {
+		t.Helper()
+		h, ok := r.Mine.(headReader)
+		if !ok {
+			return
+		}
+		got, err := h.Head(ctx, id, n)
+		if err != nil {
+			t.Fatalf("%s: Head(%s, %d): %v", step, id.Conversation, n, err)
+		}
+		msgs, err := h.MessagesAfter(ctx, id, 0, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := make([]memory.Print, len(msgs))
+		for i, m := range msgs {
+			exp[i] = m.Print()
+		}
+		if !slices.Equal(got, exp) {
+			t.Fatalf("%s: Head(%s/%s, %d) holds %d prints, not those of the %d first live messages", step, id.User, id.Conversation, n, len(got), len(exp))
+		}
+	}
 	want := func(step string, id memory.Identity, w ...string) {
 		t.Helper()
 		for range 2 { // the second answers may come from memory
@@ -87,6 +119,7 @@ func testRecentSeesEveryChange(t *testing.T, r Replicas) {
 				if got := recent(ctx, step, id, n); !slices.Equal(got, exp) {
 					t.Fatalf("%s: Recent(%s/%s, %d) = %q, want %q", step, id.User, id.Conversation, n, got, exp)
 				}
+				head(step, id, n)
 			}
 		}
 	}
