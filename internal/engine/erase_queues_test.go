@@ -277,3 +277,138 @@ func postgresRedisTopology(t *testing.T) queueTopology {
 func TestErasurePurgesQueuedTurnsPostgresRedis(t *testing.T) {
 	runQueuedTurnErased(t, postgresRedisTopology(t))
 }
+
+// holdingSaver holds the first save of held's conversation until release
+// is closed, saying on holding that it holds it and on saved what the
+// save returned.
+type holdingSaver struct {
+	record.Saver
+	held             memory.Identity
+	holding, release chan struct{}
+	saved            chan memory.SaveResult
+	once             sync.Once
+}
+
+func (h *holdingSaver) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	if ex.Identity != h.held {
+		return h.Saver.SaveExchange(ctx, ex)
+	}
+	first := false
+	h.once.Do(func() {
+		first = true
+		close(h.holding)
+		<-h.release
+	})
+	res, err := h.Saver.SaveExchange(ctx, ex)
+	if first {
+		h.saved <- res
+	}
+	return res, err
+}
+
+// ackingQueue is a queue that says on acked what its consumer
+// acknowledges.
+type ackingQueue struct {
+	record.Queue
+	acked chan []string
+}
+
+func (q ackingQueue) Ack(ctx context.Context, ids ...string) error {
+	err := q.Queue.Ack(ctx, ids...)
+	select {
+	case q.acked <- ids:
+	default:
+	}
+	return err
+}
+
+// runInFlightErased: the worker has claimed alice's queued turn and is
+// storing it when she is erased. The erasure purges the entry all the
+// same — its text is not at rest when the call returns — and the
+// worker's save, landing after it, is refused: nothing of the turn is
+// stored or queued for enrichment, the worker's acknowledgement finds
+// nothing, and her conversation is not left queued.
+func runInFlightErased(t *testing.T, top queueTopology) {
+	ctx := context.Background()
+	word := fmt.Sprintf("zqxinflight%d", time.Now().UnixNano())
+	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	flaky := &flakySaver{Saver: top.store}
+	c := record.New(top.queue, flaky, nil, nil, record.Options{Enrich: top.enrich, Shared: top.shared,
+		DeadLetters: top.store, OpTimeout: 5 * time.Second})
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(cctx)
+	})
+	e := engine.New(engine.Options{}, nil)
+	e.Use(&engine.Core{Store: top.store, Capturer: c})
+	flaky.set(true)
+	c.Capture(ctx, turn(t, alice, "my code word is "+word))
+	flaky.set(false)
+
+	hold := &holdingSaver{Saver: top.store, held: alice, holding: make(chan struct{}), release: make(chan struct{}),
+		saved: make(chan memory.SaveResult, 1)}
+	q := ackingQueue{Queue: top.queue, acked: make(chan []string, 16)}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	w := record.NewWorker(q, hold, nil, record.WorkerOptions{Consumer: "w1", Lease: top.lease, Enrich: top.enrich,
+		DeadLetters: top.store, Block: 20 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-hold.holding:
+	case <-time.After(30 * time.Second):
+		close(hold.release)
+		t.Fatal("the worker never claimed alice's turn")
+	}
+
+	err := e.DeleteUser(ctx, alice.Tenant, alice.User)
+	if i := bytes.Index(top.atRest(t), []byte(word)); i >= 0 {
+		t.Errorf("text of the turn being stored still at rest after the erasure (byte %d)", i)
+	}
+	if n, err := top.queue.Pending(ctx); err != nil || n != 0 {
+		t.Errorf("capture queue holds %d entries (%v) after the erasure, want none", n, err)
+	}
+	close(hold.release)
+	if err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	select {
+	case res := <-hold.saved:
+		if !res.Dropped {
+			t.Fatalf("the worker's save after the erasure = %+v, want it dropped", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker's save never returned")
+	}
+	select {
+	case <-q.acked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker never acknowledged the entry")
+	}
+	if msgs, err := top.store.Recent(ctx, alice, 10); err != nil || len(msgs) != 0 {
+		t.Fatalf("alice's purged turn came back: %q, %v", contents(msgs), err)
+	}
+	if n, err := top.enrich.Pending(ctx); err != nil || n != 0 {
+		t.Fatalf("enrichment queue holds %d entries (%v) after the refused save", n, err)
+	}
+	if n, err := top.queue.Pending(ctx); err != nil || n != 0 {
+		t.Fatalf("capture queue holds %d entries (%v)", n, err)
+	}
+	if q, err := top.shared.Queued(ctx, `["acme","alice","c1"]`); err != nil || q[0] {
+		t.Fatalf("Queued(alice) = %v, %v; want false", q, err)
+	}
+	if i := bytes.Index(top.atRest(t), []byte(word)); i >= 0 {
+		t.Errorf("text of the purged turn at rest after the worker's save (byte %d)", i)
+	}
+}
+
+// TestErasurePurgesTurnBeingStoredSQLite: see runInFlightErased.
+func TestErasurePurgesTurnBeingStoredSQLite(t *testing.T) {
+	runInFlightErased(t, sqliteTopology(t))
+}
+
+// TestErasurePurgesTurnBeingStoredPostgresRedis: see runInFlightErased.
+func TestErasurePurgesTurnBeingStoredPostgresRedis(t *testing.T) {
+	runInFlightErased(t, postgresRedisTopology(t))
+}
