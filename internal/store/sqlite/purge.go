@@ -21,15 +21,12 @@ const purgePage = 32
 // for Queued any more. Leases are left as they are.
 //
 // The writer deletes with secure_delete, so a purged payload's bytes are
-// zeroed in the database file; when anything was purged, the WAL, which
+// zeroed in the database file; then, whatever was purged, the WAL, which
 // still held the pages as they were, is checkpointed and truncated, as
-// after an erasure (truncateWAL).
+// after an erasure (truncateWAL): an entry a consumer acknowledged (and
+// so deleted) while the scan ran leaves its old page image behind too.
 func (o *Outbox) Purge(ctx context.Context, match func(payload []byte) bool) (n int, err error) {
-	defer func() {
-		if n > 0 {
-			o.s.truncateWAL(ctx)
-		}
-	}()
+	defer o.s.truncateWAL(ctx)
 	var last int64
 	if err := o.s.read.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM `+o.table).Scan(&last); err != nil {
 		return 0, fmt.Errorf("purge: %w", err)
