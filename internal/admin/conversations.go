@@ -102,8 +102,8 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 }
 
 // handleDeleteUser serves DELETE /v1/memory/users/{user}: everything stored
-// about the user in the caller's tenant is erased, and captures of the user
-// still queued are dropped when they are processed.
+// about the user in the caller's tenant is erased, and the user's
+// exchanges still queued are purged from the queues (engine.DeleteUser).
 func (a *Admin) handleDeleteUser(c echo.Context) error {
 	id, aerr := a.storeScope(c, c.Param("user"))
 	if aerr != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/memgate/memgate/internal/engine/record"
@@ -116,15 +117,45 @@ func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) err
 // second erasure is dated after the first committed, so after every read
 // of what the first removed: such a turn is dropped when it is saved, or
 // deleted with what it saved. (A turn arriving while the call runs is
-// erased with it.)
+// erased with it.) Then the user's exchanges still waiting in the capture
+// and enrichment queues, which the store would refuse when they were
+// processed, are purged from them (record.Capturer.PurgeErased), so
+// their text does not outlive the call however long the backlog.
 func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
 	_, err := with(e, func(c *Core) (none, error) {
 		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
 			return none{}, err
 		}
-		return none{}, c.Store.DeleteUser(ctx, tenant, user)
+		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
+			return none{}, err
+		}
+		return none{}, c.purgeErased(ctx, tenant, user)
 	})
 	return err
+}
+
+// purgeTimeout bounds the queue purge of an erasure.
+const purgeTimeout = 2 * time.Minute
+
+// purgeErased purges the queues of what the erasure of (tenant, user)
+// voids. The erasure has committed: the purge runs to its end even if
+// the caller hangs up (within purgeTimeout), and a failure says that
+// the user is erased but queued exchanges were not all purged (they are
+// dropped when processed; erasing again purges them).
+func (c *Core) purgeErased(ctx context.Context, tenant, user string) error {
+	if c.Capturer == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeTimeout)
+	defer cancel()
+	at, err := c.Store.ErasedAt(ctx, tenant, user)
+	if err == nil {
+		_, err = c.Capturer.PurgeErased(ctx, tenant, user, at)
+	}
+	if err != nil {
+		return fmt.Errorf("user erased, but not purged from the queues: %w", err)
+	}
+	return nil
 }
 
 // ErasedAt reports when a user was last erased.

@@ -31,6 +31,11 @@ type Queue interface {
 	EnqueueBatch(ctx context.Context, payloads [][]byte) error
 	// Pending counts the entries not yet acknowledged.
 	Pending(ctx context.Context) (int64, error)
+	// Purge deletes, claimed or not, the entries whose payload match
+	// reports true, and returns how many it deleted. A purged entry is
+	// never delivered again; acknowledging it is a no-op. An erasure
+	// purges the user's entries (Capturer.PurgeErased).
+	Purge(ctx context.Context, match func(payload []byte) bool) (int, error)
 }
 
 // SharedQueue is a capture queue several gateways share (redis.Queue, or

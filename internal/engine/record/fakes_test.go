@@ -140,6 +140,19 @@ func (q *fakeQueue) Pending(ctx context.Context) (int64, error) {
 	return int64(len(q.entries)), nil
 }
 
+func (q *fakeQueue) Purge(ctx context.Context, match func([]byte) bool) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for id, e := range q.entries {
+		if match(e.payload) {
+			delete(q.entries, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (q *fakeQueue) payloads() [][]byte {
 	q.mu.Lock()
 	defer q.mu.Unlock()

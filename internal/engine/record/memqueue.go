@@ -129,3 +129,18 @@ func (q *MemoryQueue) Pending(ctx context.Context) (int64, error) {
 	defer q.mu.Unlock()
 	return int64(len(q.entries)), nil
 }
+
+// Purge deletes the entries whose payload match reports true, claimed or
+// not (see Queue).
+func (q *MemoryQueue) Purge(ctx context.Context, match func(payload []byte) bool) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for id, e := range q.entries {
+		if match(e.payload) {
+			delete(q.entries, id)
+			n++
+		}
+	}
+	return n, nil
+}

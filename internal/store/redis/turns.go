@@ -77,9 +77,11 @@ func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
 
 // ackScript acknowledges and deletes entries, uncounting the conversation
 // of each one still in the stream (an entry acknowledged twice is
-// uncounted once). KEYS: stream, counts. ARGV: group, ids. When the
-// stream is left empty, whatever counts remain are stale and deleted.
+// uncounted once), and returns how many it deleted. KEYS: stream, counts.
+// ARGV: group, ids. When the stream is left empty, whatever counts remain
+// are stale and deleted.
 var ackScript = redis.NewScript(`
+local deleted = 0
 for i = 2, #ARGV do
   local e = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
   if e[1] then
@@ -94,10 +96,10 @@ for i = 2, #ARGV do
     end
   end
   redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
-  redis.call('XDEL', KEYS[1], ARGV[i])
+  deleted = deleted + redis.call('XDEL', KEYS[1], ARGV[i])
 end
 if redis.call('XLEN', KEYS[1]) == 0 then
   redis.call('DEL', KEYS[2])
 end
-return 0
+return deleted
 `)

@@ -60,6 +60,10 @@ type Queue interface {
 	Ack(ctx context.Context, ids ...string) error
 	// Pending reports how many entries are enqueued or claimed but not acknowledged.
 	Pending(ctx context.Context) (int64, error)
+	// Purge deletes, claimed or not, the entries whose payload match
+	// reports true, and returns how many it deleted: a purged entry is
+	// never delivered again, and acknowledging it is a no-op.
+	Purge(ctx context.Context, match func(payload []byte) bool) (int, error)
 }
 
 // Knowledge is the part of the contract that compaction (issue 4) and recall
