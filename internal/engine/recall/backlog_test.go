@@ -242,7 +242,7 @@ func TestBacklogIndexesAResentHistory(t *testing.T) {
 					st = &roundCounter{backlogStore: open()}
 					ix = NewIndexer(st, emb, nil)
 				}
-				rounds := idleRounds(t, st, ix, 1000, exchangeIndexUnits)
+				rounds := idleRounds(t, st, ix, 1000, backlogIndexUnits)
 				var missing []int
 				for i := 0; i < n; i += 37 {
 					if !found(t, st, id, ex.ID, i) {
@@ -284,7 +284,7 @@ func TestBacklogIndexesTheRestOfAHugeMessage(t *testing.T) {
 			if foundWord(t, st, id, marker(1), memory.Key(ex.ID, 0)) || !foundWord(t, st, id, marker(2), memory.Key(ex.ID, 1)) {
 				t.Fatal("the huge message's end is indexed at once, or the reply is not: the test proves nothing")
 			}
-			rounds := idleRounds(t, st, ix, 1000, exchangeIndexUnits)
+			rounds := idleRounds(t, st, ix, 1000, backlogIndexUnits)
 			if !foundWord(t, st, id, marker(1), memory.Key(ex.ID, 0)) {
 				t.Fatalf("the huge message's last words are not found after %d idle rounds", rounds)
 			}
@@ -331,7 +331,7 @@ func TestBacklogIndexesNothingErasedOrDeleted(t *testing.T) {
 				st.mu.Lock()
 				st.wrote = nil
 				st.mu.Unlock()
-				idleRounds(t, st, ix, 1000, exchangeIndexUnits)
+				idleRounds(t, st, ix, 1000, backlogIndexUnits)
 				if !during && (st.wrote[erased] > 0 || st.wrote[deleted] > 0) {
 					t.Errorf("after the erasure and the deletion, the rounds wrote %d items of the erased user, %d of the deleted conversation",
 						st.wrote[erased], st.wrote[deleted])
