@@ -95,8 +95,10 @@ func hostileCostsLinearWork(t *testing.T, in pathological.Input, provider string
 	if w.lookups > 3*w.tokenized {
 		t.Errorf("%d rank lookups for %d bytes tokenized", w.lookups, w.tokenized)
 	}
-	if w.allocBytes > uint64(2000*size) {
-		t.Errorf("allocated %.1f MB (%.0f×) for a %d-byte request, over 2000×", float64(w.allocBytes)/1e6, float64(w.allocBytes)/float64(size), size)
+	// The bound covers the capture's enrichment too (the harness settles
+	// after it); the race detector multiplies allocations (raceAllocFactor).
+	if limit := int64(2000 * raceAllocFactor); w.allocBytes > uint64(limit*size) {
+		t.Errorf("allocated %.1f MB (%.0f×) for a %d-byte request, over %d×", float64(w.allocBytes)/1e6, float64(w.allocBytes)/float64(size), size, limit)
 	}
 	if w.allocs > uint64(20*size) {
 		t.Errorf("allocated %d objects for a %d-byte request", w.allocs, size)
