@@ -138,10 +138,10 @@ func lastChatPrompt(t *testing.T, up *upstreamtest.Server) string {
 	return ""
 }
 
-// eventually polls cond every 20ms until it holds or 15s pass.
+// eventually polls cond every 20ms until it holds or 60s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

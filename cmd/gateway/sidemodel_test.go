@@ -43,7 +43,7 @@ func TestSideModelsWithoutKeyAreNotCalled(t *testing.T) {
 	id := memory.Identity{Tenant: memory.DefaultTenant, User: "noor", Conversation: "c"}
 	waitStored(t, g, id, 8)
 	// The after-save hooks ran: compaction left an (extractive) summary.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := g.mem.store.LatestSummary(context.Background(), id); err == nil {
 			break

@@ -191,7 +191,7 @@ func assistant(text string) map[string]any {
 // waitStored polls the store until the conversation holds n live messages.
 func waitStored(t *testing.T, g *testGateway, id memory.Identity, n int) []memory.Message {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		msgs, err := g.mem.store.Recent(context.Background(), id, 1000)
 		if err == nil && len(msgs) >= n {

@@ -275,7 +275,7 @@ func startBinary(t *testing.T, bin string, env []string) (*exec.Cmd, string) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("gateway binary never listened")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(url + "/healthz")
 		if err == nil {

@@ -190,7 +190,7 @@ func (g *gateway) metrics(tb testing.TB) string {
 // waitMetric polls /metrics until it contains line.
 func (g *gateway) waitMetric(tb testing.TB, line string) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m := g.metrics(tb)
 		if strings.Contains(m, line) {

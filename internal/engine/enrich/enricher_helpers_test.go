@@ -48,7 +48,7 @@ func pending(tb testing.TB, q *record.MemoryQueue) int64 {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)

@@ -271,7 +271,7 @@ func mustCapturer(tb testing.TB, q Queue, s Saver, r Redactor, opts Options) *Ca
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)

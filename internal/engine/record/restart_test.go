@@ -134,7 +134,7 @@ func TestWorkerAfterAStopKeepsTheOrder(t *testing.T) {
 					n, err := q.Pending(ctx)
 					return err == nil && n == 0
 				}
-				for deadline := time.Now().Add(5 * time.Second); !drained() && time.Now().Before(deadline); {
+				for deadline := time.Now().Add(60 * time.Second); !drained() && time.Now().Before(deadline); {
 					time.Sleep(2 * time.Millisecond)
 				}
 				if got, want := strings.Join(texts(t, store, ex(0).Identity), " "), "q1 a1 q2 a2 q3 a3"; got != want {

@@ -108,7 +108,7 @@ func TestClaimTopsUpStaleWithNew(t *testing.T) {
 		t.Fatalf("first claim = %+v, %v", ds, err)
 	}
 	// Wait (polling) until the abandoned entry has been idle for 5ms.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		pend, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: q.stream, Group: q.group, Start: "-", End: "+", Count: 10}).Result()
 		if err != nil {

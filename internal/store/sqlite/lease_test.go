@@ -31,7 +31,7 @@ func mustLease(tb testing.TB, ob *sqlite.Outbox, consumer string, ttl time.Durat
 // for ttl.
 func waitTaken(tb testing.TB, ob *sqlite.Outbox, consumer string, ttl time.Duration) {
 	tb.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		held, taken, err := ob.Lease(context.Background(), consumer, ttl)
 		if err != nil {
 			tb.Fatalf("Lease(%s): %v", consumer, err)
