@@ -82,6 +82,7 @@ type backend struct {
 	durable       bool
 	embeddings    recall.Embeddings
 	lease         record.Leaser      // nil: every worker drains the capture queue
+	enrichLease   record.Leaser      // nil: every enricher drains the enrichment queue
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
 	closers       []func() error
 }
@@ -109,10 +110,11 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
 		st.SetCacheLimits(lim)
-		// Processes sharing the file share the outbox: its lease lets one drain it; its
-		// per-conversation counts keep each gateway's turns behind those another queued.
-		ob := st.Outbox()
-		return &backend{store: st, queue: ob, lease: ob, shared: ob, enrich: st.EnrichOutbox(), durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
+		// Processes sharing the file share the outboxes: each one's lease lets one
+		// process drain it; the capture outbox's per-conversation counts keep each
+		// gateway's turns behind those another queued.
+		ob, eob := st.Outbox(), st.EnrichOutbox()
+		return &backend{store: st, queue: ob, lease: ob, shared: ob, enrich: eob, enrichLease: eob, durable: true, embeddings: emb, closers: []func() error{st.Close}}, nil
 	case "postgres":
 		pg, err := postgres.Open(ctx, sc.PostgresURL, logger)
 		if err != nil {
@@ -204,7 +206,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill()})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease})
 	return m, nil
 }
 

@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
 // TestSQLiteOutboxIsShared: processes on one SQLite file (`gateway serve`
 // and `gateway worker`, two gateways) share its capture outbox, so the
 // wiring gives the worker the outbox's lease (one drains it at a time)
 // and the Capturer its per-conversation counts (a turn follows those
-// another process queued), as it does with Redis.
+// another process queued), as it does with Redis; and the enricher its
+// enrichment outbox's lease, so one process enriches at a time.
 func TestSQLiteOutboxIsShared(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store.SQLitePath = filepath.Join(t.TempDir(), "memgate.db")
@@ -24,5 +27,8 @@ func TestSQLiteOutboxIsShared(t *testing.T) {
 	t.Cleanup(func() { bk.close() })
 	if bk.queue == nil || bk.lease == nil || bk.shared == nil {
 		t.Fatalf("sqlite backend: queue %v, lease %v, shared %v; want all three", bk.queue != nil, bk.lease != nil, bk.shared != nil)
+	}
+	if ob, ok := bk.enrich.(*sqlite.Outbox); !ok || bk.enrichLease != record.Leaser(ob) {
+		t.Fatalf("sqlite backend: enrichment lease %v, want the enrichment outbox's", bk.enrichLease)
 	}
 }

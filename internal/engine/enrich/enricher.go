@@ -59,6 +59,15 @@ type EnrichOptions struct {
 	// only as long as the work ran, so it takes at most half of the idle
 	// time. It returns how much it did (0: nothing left).
 	Idle func(ctx context.Context) (int, error)
+	// Lease, when set, lets one enricher at a time drain the queue
+	// (sqlite.Outbox grants leases, per queue: the enrichment outbox's is
+	// not the capture outbox's); nil: every enricher drains it. Processes
+	// sharing one SQLite file must: two of them draining it at once split
+	// a conversation's turns between concurrent rounds, each compacting
+	// it from the same state (the side model paid for a summary version
+	// twice, one thrown away), and a round that outlasts StaleAfter is
+	// taken over and enriched again (its facts counted as stated twice).
+	Lease record.Leaser
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -112,6 +121,9 @@ type Enricher struct {
 	failures                    *prometheus.CounterVec
 	lag                         prometheus.Histogram
 	backlog                     prometheus.Collector
+
+	// leaseTTL is how long the lease lasts without renewal (see lease).
+	leaseTTL time.Duration
 }
 
 // NewEnricher returns an Enricher of q running hooks; logger may be nil.
@@ -146,6 +158,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
 	}
+	e.leaseTTL = max(4*e.opts.Block, 5*time.Second)
 	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "memgate_enrich_backlog",
 		Help: "Stored exchanges waiting for enrichment (queued or being enriched).",
@@ -169,20 +182,47 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // Run enriches until ctx is cancelled, then returns nil. A round whose hooks
 // fail is run again after a backoff, up to Attempts times, then its entries
 // are acknowledged anyway (counted as gave_up): enrichment is best effort
-// and never holds up what comes after it for long.
+// and never holds up what comes after it for long. With a lease
+// (EnrichOptions.Lease) it enriches only while it holds it, renewing it
+// before each claim and during each round, and stands by, doing its idle
+// work, while another enricher holds it; on the way out it gives the lease
+// up, so that the next enricher takes over at once.
 func (e *Enricher) Run(ctx context.Context) error {
 	// No client waits on enrichment: a store may let the writes clients
 	// wait on go first. What the hooks write carries its erasure guard
 	// (memory.Fact.GuardSince), which tells a store the write derives from
 	// captured exchanges, and a store's enrichment queue knows its consumer
 	// is this one.
+	defer e.release(ctx)
 	delay, block := e.opts.BackoffBase, e.opts.Block
 	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {
 		if wait := time.Until(next); wait > 0 && !sleep(ctx, wait) {
 			return nil
 		}
-		ds, err := e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, e.opts.StaleAfter, block)
+		held, taken, err := e.lease(ctx)
+		if err == nil && !held {
+			// Another enricher drains the queue; stand by.
+			if e.opts.Idle != nil {
+				e.idle(ctx)
+			}
+			if !sleep(ctx, e.opts.Block) {
+				return nil
+			}
+			continue
+		}
+		// What is claimed and not acknowledged when the lease is taken was
+		// left by an enricher that stopped: another one (whose entries
+		// Claim serves at once), or this process's previous run under the
+		// same name (a container's host and pid 1), reclaimed at once too.
+		stale := e.opts.StaleAfter
+		if taken {
+			stale = 0
+		}
+		var ds []memory.Delivery
+		if err == nil {
+			ds, err = e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, stale, block)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -229,6 +269,7 @@ func (e *Enricher) idle(ctx context.Context) time.Duration {
 
 // round runs the hooks over one claimed batch and acknowledges it.
 func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
+	defer e.keepLease(ctx)()
 	acks := make([]string, 0, len(ds))
 	var batch []record.Enrichment
 	for _, d := range ds {

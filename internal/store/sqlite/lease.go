@@ -17,7 +17,10 @@ import (
 // (`gateway serve` and `gateway worker`, two gateways): the capture
 // outbox, whose order matters (a conversation's turns are stored in the
 // order they were sent), is drained by the lease holder alone, so two
-// processes never split a backlog between them. The lease is a row of
+// processes never split a backlog between them; so is the enrichment
+// outbox, under a lease of its own (one per outbox, named by its table),
+// so that two processes never enrich one conversation at once nor take
+// over a round still running. The lease is a row of
 // outbox_leases, read and written in one write transaction, so two
 // processes never both hold it; once a lease is taken, Claim serves only
 // its holder (see claimOnce). A holder that stops renewing (crashed,
