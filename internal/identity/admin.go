@@ -51,15 +51,12 @@ func NewWithAdmin(keys []Key, adminKey string) *Resolver {
 //     without keys; any other peer gets ErrLoopbackOnly.
 func (r *Resolver) ResolveAdmin(h http.Header, remoteAddr string) (string, error) {
 	if r.admin != nil && r.matchAdmin(h.Get("Authorization")) {
-		t, err := single(h, HeaderTenant)
+		t, err := idHeader(h, HeaderTenant)
 		if err != nil {
 			return "", err
 		}
 		if t == "" {
 			return memory.DefaultTenant, nil
-		}
-		if !memory.ValidID(t) {
-			return "", &HeaderError{Header: HeaderTenant, Err: memory.ErrInvalid}
 		}
 		return t, nil
 	}

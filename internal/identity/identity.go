@@ -129,7 +129,8 @@ func (r *Resolver) RequireKey() bool { return len(r.keys) > 0 }
 // The user is X-Memory-User, else bodyUser (the body's "user" field); an
 // empty user means memory is off for the request, which Resolve leaves to the
 // caller to act on. Ids must satisfy memory.ValidID, and each header may
-// be given once; a bad one yields a *HeaderError naming it. With keys configured, "Authorization: Bearer <key>"
+// be given once (single); a bad one yields a *HeaderError naming it. With
+// keys configured, "Authorization: Bearer <key>"
 // must name one of them (ErrUnauthorized otherwise) and the tenant is the
 // key's; an X-Memory-Tenant naming another tenant is ErrForbidden unless the
 // key may choose its tenant. Without keys the tenant is X-Memory-Tenant or
@@ -143,12 +144,9 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 			return id, "", unauthorized(h)
 		}
 	}
-	tenantHeader, err := single(h, HeaderTenant)
+	tenantHeader, err := idHeader(h, HeaderTenant)
 	if err != nil {
 		return id, "", err
-	}
-	if tenantHeader != "" && !memory.ValidID(tenantHeader) {
-		return id, "", &HeaderError{Header: HeaderTenant, Err: memory.ErrInvalid}
 	}
 	if r.RequireKey() {
 		id.Tenant = k.tenant
@@ -165,30 +163,17 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 		}
 	}
 
-	u, err := single(h, HeaderUser)
-	if err != nil {
+	if id.User, err = idHeader(h, HeaderUser); err != nil {
 		return memory.Identity{}, "", err
 	}
-	if u != "" {
-		if !memory.ValidID(u) {
-			return memory.Identity{}, "", &HeaderError{Header: HeaderUser, Err: memory.ErrInvalid}
-		}
-		id.User = u
-	} else if bodyUser != "" {
+	if id.User == "" && bodyUser != "" {
 		if !memory.ValidID(bodyUser) {
 			return memory.Identity{}, "", &HeaderError{Header: "user", Err: memory.ErrInvalid}
 		}
 		id.User = bodyUser
 	}
-	c, err := single(h, HeaderConversation)
-	if err != nil {
+	if id.Conversation, err = idHeader(h, HeaderConversation); err != nil {
 		return memory.Identity{}, "", err
-	}
-	if c != "" {
-		if !memory.ValidID(c) {
-			return memory.Identity{}, "", &HeaderError{Header: HeaderConversation, Err: memory.ErrInvalid}
-		}
-		id.Conversation = c
 	}
 	m, err := single(h, HeaderMode)
 	if err != nil {
@@ -201,20 +186,39 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 	return id, mode, nil
 }
 
-// single returns the value of the header name in h ("" when absent). A
-// header given more than once is a *HeaderError naming it: which value
+// single returns the one value of the header name in h ("" when absent).
+// A header given more than once is a *HeaderError naming it: which value
 // counts would depend on who reads it, and a proxy in front that appends
 // the identity it authenticated after the client's own would lose to the
-// client.
+// client. That covers its case forms (net/http files x-memory-user under
+// X-Memory-User) and one line of comma-joined values, the form a proxy may
+// give a repeated header (RFC 9110, section 5.3): no identity header's
+// value holds a comma.
 func single(h http.Header, name string) (string, error) {
-	switch vs := h.Values(name); len(vs) {
-	case 0:
+	vs := h.Values(name)
+	switch {
+	case len(vs) > 1:
+		return "", &HeaderError{Header: name, Err: fmt.Errorf("%w: given more than once (%d times)", memory.ErrInvalid, len(vs))}
+	case len(vs) == 0:
 		return "", nil
-	case 1:
-		return vs[0], nil
-	default:
-		return "", &HeaderError{Header: name, Err: fmt.Errorf("%w: given %d times", memory.ErrInvalid, len(vs))}
+	case strings.Contains(vs[0], ","):
+		return "", &HeaderError{Header: name, Err: fmt.Errorf("%w: given more than once (a comma-separated list)", memory.ErrInvalid)}
 	}
+	return vs[0], nil
+}
+
+// idHeader returns the id the header name gives: its single value, which
+// must be an id (memory.ValidID), or "" when it is absent or empty.
+// Anything else is a *HeaderError naming it.
+func idHeader(h http.Header, name string) (string, error) {
+	v, err := single(h, name)
+	if err != nil || v == "" {
+		return "", err
+	}
+	if !memory.ValidID(v) {
+		return "", &HeaderError{Header: name, Err: memory.ErrInvalid}
+	}
+	return v, nil
 }
 
 // match finds the key an Authorization header presents. Every configured key

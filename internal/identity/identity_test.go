@@ -2,7 +2,11 @@ package identity
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -253,4 +257,65 @@ func TestRepeatedIdentityHeadersRefused(t *testing.T) {
 			t.Fatalf("ResolveAdmin with the tenant given twice: %q, %v, want a HeaderError naming it", tenant, err)
 		}
 	})
+}
+
+// TestIdentityHeaderInCaseFormsIsGivenTwice: a header's name is not case
+// sensitive, and net/http files every case form under the canonical one,
+// so x-memory-user and X-MEMORY-USER on one request are the header given
+// twice: refused like any repeat, never resolved to the first.
+func TestIdentityHeaderInCaseFormsIsGivenTwice(t *testing.T) {
+	for _, name := range []string{HeaderUser, HeaderTenant, HeaderConversation, HeaderMode} {
+		t.Run(name, func(t *testing.T) {
+			errc := make(chan error, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _, err := New(nil).Resolve(r.Header, "")
+				errc <- err
+			}))
+			t.Cleanup(srv.Close)
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			first, second := "mallory", "alice"
+			if name == HeaderMode {
+				first, second = "on", "off"
+			}
+			fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: memgate\r\n%s: %s\r\n%s: %s\r\nConnection: close\r\n\r\n",
+				strings.ToLower(name), first, strings.ToUpper(name), second)
+			if _, err := io.ReadAll(conn); err != nil {
+				t.Fatal(err)
+			}
+			var he *HeaderError
+			if err := <-errc; !errors.As(err, &he) || he.Header != name {
+				t.Fatalf("Resolve with %s in two case forms: %v, want a HeaderError naming it", name, err)
+			}
+		})
+	}
+}
+
+// TestCommaJoinedIdentityHeaderRefused: a proxy may pass a header given
+// twice as one line, its values joined by commas (RFC 9110, section 5.3).
+// Such a value is refused as the header given more than once — whatever
+// the value's own check would say of it, which no id or mode passes today
+// only by accident of their alphabets.
+func TestCommaJoinedIdentityHeaderRefused(t *testing.T) {
+	for _, name := range []string{HeaderUser, HeaderTenant, HeaderConversation, HeaderMode} {
+		for _, v := range []string{"mallory, alice", "mallory,alice", "on, off"} {
+			h := headers(name, v)
+			if name != HeaderUser {
+				h.Set(HeaderUser, "alice")
+			}
+			_, _, err := New(nil).Resolve(h, "")
+			var he *HeaderError
+			if !errors.As(err, &he) || he.Header != name || !strings.Contains(err.Error(), "more than once") {
+				t.Errorf("Resolve with %s: %q: %v, want a HeaderError naming it given more than once", name, v, err)
+			}
+		}
+	}
+	h := headers("Authorization", "Bearer admin-secret", HeaderTenant, "globex, acme")
+	_, err := NewWithAdmin(nil, "admin-secret").ResolveAdmin(h, "192.0.2.1:1234")
+	if err == nil || !strings.Contains(err.Error(), "more than once") {
+		t.Errorf("ResolveAdmin with the tenant comma-joined: %v, want it refused as given more than once", err)
+	}
 }

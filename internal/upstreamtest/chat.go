@@ -147,17 +147,83 @@ type chatRequest struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Messages []chatMessage `json:"messages"`
+}
+
+// chatMessage is the part of a request message the fake checks.
+type chatMessage struct {
+	Role      string `json:"role"`
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// ValidateChat checks a chat completion request body's messages by the
+// tool-call rules of checkToolCalls.
+func ValidateChat(body []byte) error {
+	var cr chatRequest
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return fmt.Errorf("We could not parse the JSON body of your request. (%w)", err)
+	}
+	return checkToolCalls(cr.Messages)
+}
+
+// checkToolCalls checks the tool-call rules of a chat request's messages:
+// a tool message answers a call of the assistant message whose
+// results it is among (the tool messages right after it), and every call
+// of an assistant message is answered there — OpenAI refuses either
+// break with a 400 and these messages. Stricter than OpenAI, a call id is
+// given once in the request: with two calls of one id, which one a result
+// answers is ambiguous, and a server that pairs results with calls by id
+// pairs it with the wrong one; memgate must never make such a prompt.
+func checkToolCalls(msgs []chatMessage) error {
+	used := map[string]bool{}
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == "tool" {
+			return fmt.Errorf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages.[%d])", i)
+		}
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		open := map[string]bool{}
+		for _, c := range m.ToolCalls {
+			if used[c.ID] {
+				return fmt.Errorf("messages.[%d].tool_calls: tool call id %q was already given in this request", i, c.ID)
+			}
+			used[c.ID], open[c.ID] = true, true
+		}
+		for i+1 < len(msgs) && msgs[i+1].Role == "tool" {
+			i++
+			if _, ok := open[msgs[i].ToolCallID]; !ok {
+				return fmt.Errorf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages.[%d])", i)
+			}
+			delete(open, msgs[i].ToolCallID)
+		}
+		for _, c := range m.ToolCalls {
+			if open[c.ID] {
+				return fmt.Errorf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", c.ID)
+			}
+		}
+	}
+	return nil
 }
 
 // Chat answers chat completion requests with r: as JSON, or as an SSE stream
 // ending in [DONE] when the request has "stream": true (with the usage chunk
-// when stream_options.include_usage is set). A body that is not JSON gets a
-// 400 error body.
+// when stream_options.include_usage is set). A body that is not JSON, or
+// whose messages break the tool-call rules (checkToolCalls), gets a 400 error
+// body.
 func Chat(r Reply) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var cr chatRequest
 		if err := json.NewDecoder(req.Body).Decode(&cr); err != nil {
 			Error(http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.").ServeHTTP(w, req)
+			return
+		}
+		if err := checkToolCalls(cr.Messages); err != nil {
+			Error(http.StatusBadRequest, "invalid_request_error", "", err.Error()).ServeHTTP(w, req)
 			return
 		}
 		if cr.Stream {

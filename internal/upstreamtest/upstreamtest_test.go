@@ -165,3 +165,33 @@ func TestFeed(t *testing.T) {
 		t.Fatal("feed did not see the cancellation")
 	}
 }
+
+// TestChatRejectsBrokenToolCalls proves the chat fake's rule check bites:
+// a tool message without its call, a call without its result, a call id
+// given twice (on two turns, or twice in one message); and that it lets a
+// well-formed tool loop through.
+func TestChatRejectsBrokenToolCalls(t *testing.T) {
+	s := New(t, Chat(DefaultReply))
+	const (
+		call = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+		res  = `{"role":"tool","tool_call_id":"call_0","content":"x"}`
+		user = `{"role":"user","content":"a"}`
+	)
+	for _, tc := range []struct {
+		msgs string
+		ok   bool
+	}{
+		{`[` + user + `,` + call + `,` + res + `,` + user + `]`, true},
+		{`[` + user + `,` + res + `]`, false},
+		{`[` + user + `,` + call + `,` + user + `]`, false},
+		{`[` + user + `,` + call + `,` + res + `,` + res + `]`, false},
+		{`[` + user + `,` + call + `,` + res + `,` + user + `,` + call + `,` + res + `]`, false},
+		{`[` + user + `,{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"c","content":"x"},{"role":"tool","tool_call_id":"c","content":"y"}]`, false},
+	} {
+		resp, b := post(t, s.URL()+"/chat/completions", `{"model":"m","messages":`+tc.msgs+`}`)
+		if ok := resp.StatusCode == 200; ok != tc.ok || (!ok && (resp.StatusCode != 400 || !strings.Contains(b, `"invalid_request_error"`))) {
+			t.Errorf("%s: %d %s, want accepted %v", tc.msgs, resp.StatusCode, b, tc.ok)
+		}
+	}
+}

@@ -177,6 +177,9 @@ func TestAnthropicFakeRejectsBrokenRules(t *testing.T) {
 		`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]`,
 		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"","content":"x"}]}]`,
 		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"functions.f:0","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"functions.f:0","content":"x"}]}]`,
+		// A tool_use id given twice in the request, on two turns.
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"x"}]},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"y"}]}]`,
 	} {
 		status, b := post(t, up.URL+"/v1/messages", []byte(`{"model":"m","max_tokens":5,"messages":`+msgs+`}`), hdr)
 		if status != http.StatusBadRequest || !strings.Contains(string(b), `"type":"error"`) {
@@ -194,6 +197,11 @@ func TestResponsesFakeRejectsBrokenRules(t *testing.T) {
 		`[{"type":"function_call","name":"f","arguments":"{}"},{"type":"function_call_output","output":"x"}]`,
 		`[{"type":"function_call","call_id":"","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"","output":"x"}]`,
 		`[{"type":"function_call_output","call_id":"c9","output":"x"}]`,
+		// A call_id given twice, on two turns.
+		`[{"type":"function_call","call_id":"call_0","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"call_0","output":"x"},` +
+			`{"type":"function_call","call_id":"call_0","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"call_0","output":"y"}]`,
+		// A call answered twice.
+		`[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"x"},{"type":"function_call_output","call_id":"c1","output":"y"}]`,
 	} {
 		status, b := post(t, up.URL+"/v1/responses", []byte(`{"model":"m","input":`+input+`}`), hdr)
 		if status != http.StatusBadRequest || !strings.Contains(string(b), `"invalid_request_error"`) {

@@ -37,14 +37,15 @@ var toolIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // validateMessages enforces the Messages API rules memgate must respect:
 // messages alternate starting with the user's, every tool_use has an id of
-// the API's pattern and is answered by tool_result blocks (first in the
-// content) in the next message, and every tool_result answers a tool_use
-// of the message before.
+// the API's pattern, unique in the request, and is answered by tool_result
+// blocks (first in the content) in the next message, and every tool_result
+// answers a tool_use of the message before.
 func validateMessages(msgs []anthropicMessage) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("messages: at least one message is required")
 	}
 	var prevUses []string
+	used := map[string]bool{} // every tool_use id so far
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role != "user" && m.Role != "assistant" {
@@ -72,6 +73,10 @@ func validateMessages(msgs []anthropicMessage) error {
 				if !toolIDPattern.MatchString(b.ID) {
 					return fmt.Errorf("messages.%d.content.%d.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'", i, j)
 				}
+				if used[b.ID] {
+					return fmt.Errorf("messages.%d.content.%d: `tool_use` ids must be unique", i, j)
+				}
+				used[b.ID] = true
 				uses = append(uses, b.ID)
 			case "tool_result":
 				if !toolIDPattern.MatchString(b.ToolUseID) {

@@ -27,10 +27,11 @@ func openAIError(w http.ResponseWriter, status int, typ, param, msg string) {
 }
 
 // validateResponses enforces the input rules memgate must respect: every
-// function_call and function_call_output has a call_id, every
-// function_call_output answers a function_call earlier in the input (or in
-// the previous response), and previous_response_id names a response this
-// fake gave out.
+// function_call and function_call_output has a call_id, no two
+// function_calls share one, every function_call_output answers a
+// function_call earlier in the input (or in the previous response) and
+// no call has two, and previous_response_id names a response this fake
+// gave out.
 func (u *Upstream) validateResponses(items []responseItem, previous string) (string, error) {
 	if previous != "" {
 		u.mu.Lock()
@@ -41,7 +42,7 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 		}
 		return "", nil
 	}
-	calls := map[string]bool{}
+	calls, outputs := map[string]bool{}, map[string]bool{}
 	for i, it := range items {
 		if (it.Type == "function_call" || it.Type == "function_call_output") && it.CallID == "" {
 			// What the API answers for a missing or empty call_id.
@@ -50,11 +51,18 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 		}
 		switch it.Type {
 		case "function_call":
+			if calls[it.CallID] {
+				return fmt.Sprintf("input[%d].call_id", i), fmt.Errorf("Duplicate function_call for call_id '%s'.", it.CallID)
+			}
 			calls[it.CallID] = true
 		case "function_call_output":
 			if !calls[it.CallID] {
 				return fmt.Sprintf("input[%d]", i), fmt.Errorf("No tool call found for function call output with call_id %s.", it.CallID)
 			}
+			if outputs[it.CallID] {
+				return fmt.Sprintf("input[%d].call_id", i), fmt.Errorf("Duplicate function_call_output for call_id '%s'. Each function_call must have exactly one matching function_call_output.", it.CallID)
+			}
+			outputs[it.CallID] = true
 		}
 	}
 	return "", nil

@@ -106,7 +106,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	var unsummarised, history []memory.Message
 	if !fullHistory {
 		unsummarised = unsummarisedOf(ld)
-		history = usableHistory(withCallIDs(unsummarised), rest)
+		history = usableHistory(distinctCallIDs(withCallIDs(unsummarised), rest), rest)
 	}
 	if !fullHistory {
 		history = history[a.windowAnchor(ld, history):]
