@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // mustNoCompression turns Redis's RDB compression off for the test (and
@@ -122,5 +127,192 @@ func TestPurgeLeavesNoErasedTextInRedis(t *testing.T) {
 	}
 	if want := []string{kept(0), kept(1), kept(2), kept(3)}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("kept payloads %q, want %q", got, want)
+	}
+}
+
+// payloadKeys counts the queue's payload keys.
+func payloadKeys(t *testing.T, q *Queue) int {
+	t.Helper()
+	n := 0
+	for key := range keysOf(t, q) {
+		if strings.HasPrefix(key, q.stream+":p:") {
+			n++
+		}
+	}
+	return n
+}
+
+// drain claims and acknowledges everything, returning the payloads in
+// the order claimed.
+func drain(t *testing.T, q *Queue) []string {
+	t.Helper()
+	var got []string
+	for {
+		ds, err := q.Claim(context.Background(), "drain", 100, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 0 {
+			return got
+		}
+		for _, d := range ds {
+			got = append(got, string(d.Payload))
+			if err := q.Ack(context.Background(), d.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestAckDeletesPayloadKeys: acknowledging entries deletes their payload
+// keys with them; a drained queue leaves its stream alone in Redis.
+func TestAckDeletesPayloadKeys(t *testing.T) {
+	ctx := context.Background()
+	q := mustQueue(t, QueueConfig{})
+	if err := q.EnqueueBatch(ctx, [][]byte{[]byte("a"), []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.EnqueueTurn(ctx, "x", []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if n := payloadKeys(t, q); n != 3 {
+		t.Fatalf("payload keys after 3 enqueues = %d, want 3", n)
+	}
+	if got := drain(t, q); fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("drained %q, want [a b c]", got)
+	}
+	if keys := keysOf(t, q); len(keys) != 1 {
+		t.Fatalf("keys left after the queue drained: %d, want the stream alone", len(keys))
+	}
+}
+
+// TestClaimReadsEntriesOfOlderBuilds: entries an older build queued, with
+// their payload inline, are delivered in order among the new ones, and
+// purged and acknowledged as before (a turn's count included), during a
+// rolling upgrade.
+func TestClaimReadsEntriesOfOlderBuilds(t *testing.T) {
+	ctx := context.Background()
+	q := mustQueue(t, QueueConfig{})
+	old := func(payload string, conv string) {
+		t.Helper()
+		values := []any{payloadField, payload}
+		if conv != "" {
+			values = append(values, convField, conv)
+			if err := q.rdb.HIncrBy(ctx, q.queuedKey(), conv, 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: values}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old("old-1", "")
+	if err := q.Enqueue(ctx, []byte("new-2")); err != nil {
+		t.Fatal(err)
+	}
+	old("old-3", "x")
+	old("old-4", "y")
+	if err := q.EnqueueTurn(ctx, "y", []byte("new-5")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := q.Purge(ctx, func(p []byte) bool { return string(p) == "old-3" })
+	if err != nil || n != 1 {
+		t.Fatalf("Purge = %d, %v; want 1", n, err)
+	}
+	if got := queuedOf(t, q, "x", "y"); !slices.Equal(got, []bool{false, true}) {
+		t.Fatalf("after the purge: Queued(x, y) = %v, want y only", got)
+	}
+	if got := drain(t, q); fmt.Sprint(got) != "[old-1 new-2 old-4 new-5]" {
+		t.Fatalf("drained %q, want [old-1 new-2 old-4 new-5]", got)
+	}
+	if keys := keysOf(t, q); len(keys) != 1 {
+		t.Fatalf("keys left after the queue drained: %d, want the stream alone", len(keys))
+	}
+}
+
+// TestClaimDropsEntriesWhosePayloadIsGone: an entry whose payload key no
+// longer exists (purged after a worker read the entry, or lost) is not
+// delivered and does not stall the queue: Claim acknowledges and deletes
+// it, uncounting its turn, whether it is new or a stale claim taken over,
+// and delivers the rest in order.
+func TestClaimDropsEntriesWhosePayloadIsGone(t *testing.T) {
+	ctx := context.Background()
+	q := mustQueue(t, QueueConfig{})
+	for i, p := range []string{"a", "b", "c", "d"} {
+		if err := q.EnqueueTurn(ctx, fmt.Sprint("conv-", i), []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := q.rdb.XRange(ctx, q.stream, "-", "+").Result()
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("XRANGE = %d entries, %v", len(entries), err)
+	}
+	lose := func(i int) {
+		t.Helper()
+		ref, _ := entries[i].Values[refField].(string)
+		if ref == "" {
+			t.Fatalf("entry %d has no payload reference: %v", i, entries[i].Values)
+		}
+		if n, err := q.rdb.Del(ctx, q.payloadKey(ref)).Result(); err != nil || n != 1 {
+			t.Fatalf("DEL payload key of entry %d = %d, %v", i, n, err)
+		}
+	}
+	first, err := q.Claim(ctx, "crashed", 1, time.Hour, 0) // a, abandoned
+	if err != nil || len(first) != 1 || string(first[0].Payload) != "a" {
+		t.Fatalf("first claim = %+v, %v; want [a]", first, err)
+	}
+	lose(0) // a claimed entry's payload
+	lose(2) // a new entry's payload
+	got, err := q.Claim(ctx, "w", 10, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := payloadsOf(got); fmt.Sprint(p) != "[b d]" {
+		t.Fatalf("claimed %q, want [b d]", p)
+	}
+	if n, err := q.Pending(ctx); err != nil || n != 2 {
+		t.Fatalf("Pending = %d, %v; want 2 (b and d)", n, err)
+	}
+	if q := queuedOf(t, q, "conv-0", "conv-1", "conv-2", "conv-3"); !slices.Equal(q, []bool{false, true, false, true}) {
+		t.Fatalf("Queued = %v, want conv-1 and conv-3", q)
+	}
+	pend, err := q.rdb.XPending(ctx, q.stream, q.group).Result()
+	if err != nil || pend.Count != 2 {
+		t.Fatalf("group pending list = %+v, %v; want b and d", pend, err)
+	}
+}
+
+// payloadsOf projects deliveries to their payloads.
+func payloadsOf(ds []memory.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = string(d.Payload)
+	}
+	return out
+}
+
+// TestMaxLenTrimDeletesPayloadKeys: trimming the stream to MaxLen deletes
+// the payload keys of the entries it trims and uncounts their turns; no
+// payload outlives its entry.
+func TestMaxLenTrimDeletesPayloadKeys(t *testing.T) {
+	ctx := context.Background()
+	q := mustQueue(t, QueueConfig{MaxLen: 10})
+	for i := range 150 {
+		if err := q.EnqueueTurn(ctx, fmt.Sprint("conv-", i), fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.EnqueueBatch(ctx, [][]byte{[]byte("x"), []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := q.Pending(ctx)
+	if err != nil || n != 10 {
+		t.Fatalf("Pending = %d, %v; want 10", n, err)
+	}
+	if keys := payloadKeys(t, q); keys != 10 {
+		t.Fatalf("payload keys = %d, want 10 (one per entry left)", keys)
+	}
+	if counts, err := q.rdb.HLen(ctx, q.queuedKey()).Result(); err != nil || counts != 8 {
+		t.Fatalf("counted conversations = %d, %v; want the 8 turns left", counts, err)
 	}
 }
