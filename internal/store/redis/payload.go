@@ -11,8 +11,8 @@ import (
 // A stream entry holds no payload. Its payload — a captured exchange, with
 // the user's words — is a string key of its own next to the stream, which
 // the entry names by a reference (refField); the entry is written with
-// its payload key in one script, and deleted with it in one script (Ack,
-// Purge, trimming). The reason is erasure: XDEL only flags an entry
+// its payload key atomically (a MULTI, or a script that trims too), and
+// deleted with it in one script (Ack, Purge, trimming). The reason is erasure: XDEL only flags an entry
 // deleted, and Redis frees its bytes with the stream node that holds it
 // (up to 100 entries) once every entry of that node is deleted, so a
 // payload kept in the stream would stay in Redis's memory and in its
@@ -49,7 +49,8 @@ end
 
 // enqueueScript appends entries to the stream, each with its payload key
 // (and, given a conversation, counted in the counts), then trims the
-// stream to MaxLen, deleting the payload keys of what it trims and
+// stream to MaxLen (exactly, not with XADD's MAXLEN ~, which would leave
+// the payload keys of what it trims behind), deleting the payload keys of what it trims and
 // uncounting it. KEYS: stream, counts, then the payload key of each
 // entry. ARGV: max length (0: no cap), "1" when the entries are turns of
 // a conversation (else "0"), the conversation, then each entry's
@@ -79,12 +80,42 @@ return 0
 `)
 
 // enqueue appends payloads in order, each a turn of *conv unless conv is
-// nil, in one script: every entry exists with its payload key and its
-// count, or none does.
+// nil, in one round trip that Redis runs as a whole: every entry exists
+// with its payload key and its count, or none does. Without MaxLen that
+// is a MULTI; with it, enqueueScript, which trims too. (A MULTI costs
+// Redis a fraction of what a script does: for a 4 KiB turn about 8µs of
+// commands against about 70µs for the script.)
 func (q *Queue) enqueue(ctx context.Context, conv *string, payloads [][]byte) error {
 	if len(payloads) == 0 {
 		return nil
 	}
+	refs := make([]string, len(payloads))
+	for i := range refs {
+		refs[i] = rand.Text() // 128 random bits: no two payloads share a key
+	}
+	if q.maxLen > 0 {
+		return q.enqueueTrimmed(ctx, conv, refs, payloads)
+	}
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, payload := range payloads {
+			p.Set(ctx, q.payloadKey(refs[i]), payload, 0)
+			values := []any{refField, refs[i]}
+			if conv != nil {
+				values = append(values, convField, *conv)
+			}
+			p.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: values})
+			if conv != nil {
+				p.HIncrBy(ctx, q.queuedKey(), *conv, 1)
+			}
+		}
+		return nil
+	})
+	return unavailable(err)
+}
+
+// enqueueTrimmed is enqueue through enqueueScript, for a queue with a
+// MaxLen.
+func (q *Queue) enqueueTrimmed(ctx context.Context, conv *string, refs []string, payloads [][]byte) error {
 	keys := make([]string, 0, 2+len(payloads))
 	keys = append(keys, q.stream, q.queuedKey())
 	args := make([]any, 0, 3+2*len(payloads))
@@ -93,15 +124,11 @@ func (q *Queue) enqueue(ctx context.Context, conv *string, payloads [][]byte) er
 	} else {
 		args = append(args, q.maxLen, "0", "")
 	}
-	for _, p := range payloads {
-		ref := rand.Text() // 128 random bits: no two payloads share a key
-		keys = append(keys, q.payloadKey(ref))
-		args = append(args, ref, p)
+	for i, p := range payloads {
+		keys = append(keys, q.payloadKey(refs[i]))
+		args = append(args, refs[i], p)
 	}
-	if err := enqueueScript.Run(ctx, q.rdb, keys, args...).Err(); err != nil {
-		return unavailable(err)
-	}
-	return nil
+	return unavailable(enqueueScript.Run(ctx, q.rdb, keys, args...).Err())
 }
 
 // payloadRefs lists the payload keys of the entries of msgs that have one,

@@ -291,4 +291,7 @@ func TestMaxLenTrimDeletesPayloadKeys(t *testing.T) {
 	if counts, err := q.rdb.HLen(ctx, q.queuedKey()).Result(); err != nil || counts != 8 {
 		t.Fatalf("counted conversations = %d, %v; want the 8 turns left", counts, err)
 	}
+	if got := drain(t, q); fmt.Sprint(got) != "[142 143 144 145 146 147 148 149 x y]" {
+		t.Fatalf("drained %q, want the newest 10 in order", got)
+	}
 }

@@ -102,8 +102,8 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
 	return nil
 }
 
-// EnqueueBatch appends payloads in order, in one round trip (one script:
-// all of them or none).
+// EnqueueBatch appends payloads in order, in one round trip that Redis
+// runs as a whole: all of them or none.
 func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
 	if err := q.enqueue(ctx, nil, payloads); err != nil {
 		return fmt.Errorf("redis: enqueue batch: %w", err)

@@ -16,8 +16,8 @@ const convField = "c"
 func (q *Queue) queuedKey() string { return q.stream + ":queued" }
 
 // EnqueueTurn appends payload, a turn of conversation conv, and counts it
-// in the stream's per-conversation counts, in one script: the count, the
-// entry and its payload key exist together or not at all. Ack uncounts
+// in the stream's per-conversation counts, in one MULTI (or script): the
+// count, the entry and its payload key exist together or not at all. Ack uncounts
 // the entry in the script that deletes it, so a conversation is counted
 // exactly while the stream holds its turns, however many gateways share
 // the queue, and a worker that dies between storing a turn and
