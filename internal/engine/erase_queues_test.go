@@ -38,7 +38,7 @@ type queueTopology struct {
 	lease  record.Leaser
 	enrich record.Queue
 	// atRest returns every byte where the queues and the store keep text
-	// (the SQLite file and its WAL; the Redis streams as read back).
+	// (the SQLite file and its WAL; every Redis key of the queues, dumped).
 	atRest func(t *testing.T) []byte
 }
 
@@ -250,16 +250,10 @@ func postgresRedisTopology(t *testing.T) queueTopology {
 	}
 	return queueTopology{store: pg, queue: q, shared: q, lease: q, enrich: en,
 		atRest: func(t *testing.T) []byte {
-			var all []byte
-			for _, stream := range []string{prefix + "capture", prefix + "enrich"} {
-				msgs, err := rdb.XRange(context.Background(), stream, "-", "+").Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, m := range msgs {
-					all = fmt.Appendf(all, "%v\n", m.Values)
-				}
-			}
+			// Every key of the queues as Redis holds it and writes it to
+			// a snapshot, the bytes of deleted stream entries included
+			// (XRANGE does not show them).
+			all := testenv.RedisAtRest(t, rdb, prefix)
 			dls, err := pg.DeadLetters(context.Background(), "acme")
 			if err != nil {
 				t.Fatal(err)

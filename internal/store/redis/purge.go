@@ -11,23 +11,27 @@ import (
 const purgePage = 32
 
 // Purge deletes the entries whose payload match reports true, claimed or
-// not, and returns how many it deleted: an erasure purges the erased
-// user's entries (record.Queue). It reads the stream from its oldest
-// entry to the newest there was when it began, a page (XRANGE … COUNT) at
-// a time, and matches in this process, so no command holds Redis for
-// longer than a page. Each page's matches go to one script, the one Ack
-// runs, which acknowledges and deletes them and uncounts their
-// conversations atomically: the per-conversation counts stay exactly what
-// the stream holds (a purged turn leaves no conversation queued behind
-// it), an entry a worker has claimed leaves the group's pending list, so
-// it is never delivered again, and that worker's own Ack of it is a no-op.
+// not, with their payload keys, and returns how many it deleted: an
+// erasure purges the erased user's entries (record.Queue). It reads the
+// stream from its oldest entry to the newest there was when it began, a
+// page (XRANGE … COUNT, then one MGET of the page's payloads) at a time,
+// and matches in this process, so no command holds Redis for longer than
+// a page. Each page's matches go to one script, the one Ack runs, which
+// acknowledges and deletes them, deletes their payload keys and uncounts
+// their conversations atomically: the per-conversation counts stay
+// exactly what the stream holds (a purged turn leaves no conversation
+// queued behind it), an entry a worker has claimed leaves the group's
+// pending list, so it is never delivered again, and that worker's own Ack
+// of it is a no-op. An entry whose payload key is gone is passed over
+// (Claim drops it).
 //
-// XDEL removes an entry from every read, but Redis frees its bytes with
-// the stream node that holds it (up to stream-node-max-entries, 100 by
-// default, or stream-node-max-bytes) once every entry of that node is
-// deleted; until then they stay in Redis's memory and in the RDB
-// snapshots it writes, and an append-only file keeps the XADD until it is
-// rewritten.
+// DEL frees a payload key's value at once, so the purged payloads leave
+// Redis's memory and its next snapshot. (An append-only file keeps the
+// writes until it is rewritten.) The stream's entries hold only
+// references; the entries an older build queued hold their payload
+// inline, and XDEL frees those bytes only with the stream node that holds
+// them (up to stream-node-max-entries, 100 by default) once every entry
+// of that node is deleted.
 func (q *Queue) Purge(ctx context.Context, match func(payload []byte) bool) (int, error) {
 	newest, err := q.rdb.XRevRangeN(ctx, q.stream, "+", "-", 1).Result()
 	if err != nil {
@@ -42,10 +46,14 @@ func (q *Queue) Purge(ctx context.Context, match func(payload []byte) bool) (int
 		if err != nil {
 			return n, fmt.Errorf("redis: purge: %w", unavailable(err))
 		}
+		entries, err := q.readPayloads(ctx, page)
+		if err != nil {
+			return n, fmt.Errorf("redis: purge: %w", err)
+		}
 		args := []any{q.group}
-		for _, m := range page {
-			if match(delivery(m).Payload) {
-				args = append(args, m.ID)
+		for _, e := range entries {
+			if !e.lost && match(e.payload) {
+				args = append(args, e.msg.ID)
 			}
 		}
 		if len(args) > 1 {

@@ -47,7 +47,8 @@ type QueueConfig struct {
 	MaxLen int64
 }
 
-// payloadField is the stream entry field that holds the payload.
+// payloadField is the stream entry field that held the payload inline in
+// the entries of older builds (see refField).
 const payloadField = "p"
 
 // Queue is a durable queue on one Redis stream read through one consumer
@@ -92,78 +93,67 @@ func (q *Queue) createGroup(ctx context.Context) error {
 	return nil
 }
 
-// Enqueue appends payload to the stream.
+// Enqueue appends payload to the stream, with its payload key, in one
+// round trip.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
-	if err := q.rdb.XAdd(ctx, q.xadd(payload)).Err(); err != nil {
-		return fmt.Errorf("redis: enqueue: %w", unavailable(err))
+	if err := q.enqueue(ctx, nil, [][]byte{payload}); err != nil {
+		return fmt.Errorf("redis: enqueue: %w", err)
 	}
 	return nil
 }
 
-// EnqueueBatch appends payloads in order, in one round trip (a pipeline
-// of XADDs, which Redis runs in order).
+// EnqueueBatch appends payloads in order, in one round trip that Redis
+// runs as a whole: all of them or none.
 func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, payload := range payloads {
-			p.XAdd(ctx, q.xadd(payload))
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("redis: enqueue batch: %w", unavailable(err))
+	if err := q.enqueue(ctx, nil, payloads); err != nil {
+		return fmt.Errorf("redis: enqueue batch: %w", err)
 	}
 	return nil
-}
-
-// xadd is the XADD of one payload to the stream, with the extra fields
-// and values given, trimmed near maxLen.
-func (q *Queue) xadd(payload []byte, extra ...any) *redis.XAddArgs {
-	args := &redis.XAddArgs{Stream: q.stream, Values: append([]any{payloadField, payload}, extra...)}
-	if q.maxLen > 0 {
-		args.MaxLen, args.Approx = q.maxLen, true
-	}
-	return args
 }
 
 // Claim returns up to max deliveries for consumer. First it takes over
 // entries that have been pending, unacknowledged, for at least staleAfter
 // (XAUTOCLAIM: a crashed worker's batch is redone), then reads new entries
 // (XREADGROUP >), waiting up to block when there are none. Attempts is the
-// entry's delivery count in the group, this delivery included.
+// entry's delivery count in the group, this delivery included. The
+// payloads are read in one more round trip, with the delivery counts of
+// the stale entries. An entry whose payload key is gone (Purge deleted it
+// after the entry was read, or it was lost) is dropped: acknowledged and
+// deleted, not delivered.
 func (q *Queue) Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error) {
 	if max <= 0 {
 		return nil, nil
 	}
-	out, err := q.claimStale(ctx, consumer, max, staleAfter)
+	stale, err := q.claimStale(ctx, consumer, max, staleAfter)
 	if err != nil {
 		return nil, err
 	}
-	if len(out) == max {
-		return out, nil
-	}
-	if len(out) > 0 {
-		block = 0 // top up with new entries, but do not wait for them
-	}
-	fresh, err := q.readNew(ctx, consumer, max-len(out), block)
-	if errors.Is(err, errNoGroup) {
-		// The group vanished (Redis restarted without persistence): recreate it.
-		if err := q.createGroup(ctx); err != nil {
+	var fresh []redis.XMessage
+	if len(stale) < max {
+		if len(stale) > 0 {
+			block = 0 // top up with new entries, but do not wait for them
+		}
+		fresh, err = q.readNew(ctx, consumer, max-len(stale), block)
+		if errors.Is(err, errNoGroup) {
+			// The group vanished (Redis restarted without persistence): recreate it.
+			if err := q.createGroup(ctx); err != nil {
+				return nil, err
+			}
+			fresh, err = q.readNew(ctx, consumer, max-len(stale), block)
+		}
+		if err != nil {
 			return nil, err
 		}
-		fresh, err = q.readNew(ctx, consumer, max-len(out), block)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return append(out, fresh...), nil
+	return q.deliveries(ctx, consumer, stale, fresh)
 }
 
 // errNoGroup reports that the stream or consumer group does not exist.
 var errNoGroup = errors.New("no such consumer group")
 
 // claimStale moves entries idle for staleAfter (0: all of them) to
-// consumer and returns them with their delivery counts.
-func (q *Queue) claimStale(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]memory.Delivery, error) {
+// consumer and returns them.
+func (q *Queue) claimStale(ctx context.Context, consumer string, max int, staleAfter time.Duration) ([]redis.XMessage, error) {
 	var msgs []redis.XMessage
 	start := "0-0"
 	minIdle := staleAfter // 0: every pending entry
@@ -189,50 +179,70 @@ func (q *Queue) claimStale(ctx context.Context, consumer string, max int, staleA
 		}
 		start = next
 	}
+	return msgs, nil
+}
+
+// deliveries turns the entries Claim took over (stale) and read (fresh)
+// into deliveries, in that order, reading in one pipeline the delivery
+// counts of the stale ones (one XPENDING per id) and every payload kept
+// in a key (one MGET). It drops the entries whose payload key is gone.
+func (q *Queue) deliveries(ctx context.Context, consumer string, stale, fresh []redis.XMessage) ([]memory.Delivery, error) {
+	msgs := append(stale[:len(stale):len(stale)], fresh...)
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	counts, err := q.deliveryCounts(ctx, consumer, msgs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]memory.Delivery, 0, len(msgs))
-	for _, m := range msgs {
-		d := delivery(m)
-		if n, ok := counts[m.ID]; ok {
-			d.Attempts = n
+	keys, at := q.payloadRefs(msgs)
+	pending := make([]*redis.XPendingExtCmd, len(stale))
+	var mget *redis.SliceCmd
+	if len(stale) > 0 || len(keys) > 0 {
+		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, m := range stale {
+				pending[i] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
+					Stream: q.stream, Group: q.group, Start: m.ID, End: m.ID, Count: 1, Consumer: consumer,
+				})
+			}
+			if len(keys) > 0 {
+				mget = p.MGet(ctx, keys...)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redis: claim: read payloads: %w", unavailable(err))
 		}
-		out = append(out, d)
 	}
-	return out, nil
-}
-
-// deliveryCounts looks up the delivery counts of claimed entries (one
-// XPENDING per id, pipelined).
-func (q *Queue) deliveryCounts(ctx context.Context, consumer string, msgs []redis.XMessage) (map[string]int, error) {
-	cmds := make([]*redis.XPendingExtCmd, len(msgs))
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, m := range msgs {
-			cmds[i] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
-				Stream: q.stream, Group: q.group, Start: m.ID, End: m.ID, Count: 1, Consumer: consumer,
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("redis: pending counts: %w", unavailable(err))
-	}
-	counts := make(map[string]int, len(msgs))
-	for _, c := range cmds {
+	counts := make(map[string]int, len(stale))
+	for _, c := range pending {
 		for _, p := range c.Val() {
 			counts[p.ID] = int(p.RetryCount)
 		}
 	}
-	return counts, nil
+	var vals []any
+	if mget != nil {
+		vals = mget.Val()
+	}
+	out := make([]memory.Delivery, 0, len(msgs))
+	var lost []string
+	for i, e := range resolve(msgs, at, vals) {
+		if e.lost {
+			lost = append(lost, e.msg.ID)
+			continue
+		}
+		d := memory.Delivery{ID: e.msg.ID, Payload: e.payload, Attempts: 1} // 1: first delivery of a new entry
+		if n, ok := counts[e.msg.ID]; ok && i < len(stale) {
+			d.Attempts = n
+		}
+		out = append(out, d)
+	}
+	if len(lost) > 0 {
+		if err := q.Ack(ctx, lost...); err != nil {
+			return nil, fmt.Errorf("redis: claim: drop entries without payload: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // readNew reads entries never delivered to the group.
-func (q *Queue) readNew(ctx context.Context, consumer string, max int, block time.Duration) ([]memory.Delivery, error) {
+func (q *Queue) readNew(ctx context.Context, consumer string, max int, block time.Duration) ([]redis.XMessage, error) {
 	args := &redis.XReadGroupArgs{
 		Group: q.group, Consumer: consumer, Streams: []string{q.stream, ">"},
 		Count: int64(max), Block: -1, // -1: do not block (BLOCK 0 would wait forever)
@@ -249,13 +259,9 @@ func (q *Queue) readNew(ctx context.Context, consumer string, max int, block tim
 	case err != nil:
 		return nil, fmt.Errorf("redis: read group: %w", unavailable(err))
 	}
-	var out []memory.Delivery
+	var out []redis.XMessage
 	for _, s := range streams {
-		for _, m := range s.Messages {
-			d := delivery(m)
-			d.Attempts = 1 // first delivery of a new entry
-			out = append(out, d)
-		}
+		out = append(out, s.Messages...)
 	}
 	return out, nil
 }
@@ -288,15 +294,6 @@ func (q *Queue) Pending(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("redis: pending: %w", unavailable(err))
 	}
 	return n, nil
-}
-
-// delivery converts a stream entry.
-func delivery(m redis.XMessage) memory.Delivery {
-	d := memory.Delivery{ID: m.ID, Attempts: 1}
-	if p, ok := m.Values[payloadField].(string); ok {
-		d.Payload = []byte(p)
-	}
-	return d
 }
 
 // max1ms rounds a positive duration below a millisecond up to one: Redis

@@ -129,3 +129,35 @@ func TestClaimTopsUpStaleWithNew(t *testing.T) {
 		t.Fatalf("claim = %+v; want the stale entry (attempt 2) then new1 (attempt 1)", ds)
 	}
 }
+
+// BenchmarkQueueCycle is a worker's cycle on the capture queue against
+// the test Redis: a batch of 32 turns of 4 KiB queued one by one
+// (EnqueueTurn), claimed in one Claim and acknowledged in one Ack.
+func BenchmarkQueueCycle(b *testing.B) {
+	ctx := context.Background()
+	q := mustQueue(b, QueueConfig{})
+	const batch = 32
+	payload := make([]byte, 4096)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	b.SetBytes(batch * int64(len(payload)))
+	for b.Loop() {
+		for i := range batch {
+			if err := q.EnqueueTurn(ctx, fmt.Sprint("conv-", i%4), payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ds, err := q.Claim(ctx, "w", batch, time.Hour, 0)
+		if err != nil || len(ds) != batch {
+			b.Fatalf("Claim = %d, %v", len(ds), err)
+		}
+		ids := make([]string, len(ds))
+		for i, d := range ds {
+			ids[i] = d.ID
+		}
+		if err := q.Ack(ctx, ids...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -16,20 +16,16 @@ const convField = "c"
 func (q *Queue) queuedKey() string { return q.stream + ":queued" }
 
 // EnqueueTurn appends payload, a turn of conversation conv, and counts it
-// in the stream's per-conversation counts, in one MULTI: the count and the
-// entry exist together or not at all. Ack uncounts the entry in the script
-// that deletes it, so a conversation is counted exactly while the stream
-// holds its turns, however many gateways share the queue, and a worker
-// that dies between storing a turn and acknowledging it leaves it counted
-// only until its redelivery is acknowledged.
+// in the stream's per-conversation counts, in one MULTI (or script): the
+// count, the entry and its payload key exist together or not at all. Ack uncounts
+// the entry in the script that deletes it, so a conversation is counted
+// exactly while the stream holds its turns, however many gateways share
+// the queue, and a worker that dies between storing a turn and
+// acknowledging it leaves it counted only until its redelivery is
+// acknowledged.
 func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) error {
-	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, q.xadd(payload, convField, conv))
-		p.HIncrBy(ctx, q.queuedKey(), conv, 1)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("redis: enqueue turn: %w", unavailable(err))
+	if err := q.enqueue(ctx, &conv, [][]byte{payload}); err != nil {
+		return fmt.Errorf("redis: enqueue turn: %w", err)
 	}
 	return nil
 }
@@ -37,7 +33,7 @@ func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) er
 // queuedScript reads the counts of the conversations in ARGV. KEYS:
 // stream, counts. Counts found while the stream is empty are stale (left
 // by an entry acknowledged by a version that did not uncount it, or
-// trimmed by MaxLen): they are deleted, and nothing is queued.
+// trimmed by an older build's MaxLen): they are deleted, and nothing is queued.
 var queuedScript = redis.NewScript(`
 local n = redis.call('HMGET', KEYS[2], unpack(ARGV))
 for i = 1, #n do
@@ -75,25 +71,17 @@ func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
 	return out, nil
 }
 
-// ackScript acknowledges and deletes entries, uncounting the conversation
-// of each one still in the stream (an entry acknowledged twice is
-// uncounted once), and returns how many it deleted. KEYS: stream, counts.
-// ARGV: group, ids. When the stream is left empty, whatever counts remain
-// are stale and deleted.
-var ackScript = redis.NewScript(`
+// ackScript acknowledges and deletes entries, with their payload keys,
+// uncounting the conversation of each one still in the stream (an entry
+// acknowledged twice is uncounted once), and returns how many it deleted.
+// KEYS: stream, counts. ARGV: group, ids. When the stream is left empty,
+// whatever counts remain are stale and deleted.
+var ackScript = redis.NewScript(forgetLua + `
 local deleted = 0
 for i = 2, #ARGV do
   local e = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
   if e[1] then
-    local f = e[1][2]
-    for j = 1, #f - 1, 2 do
-      if f[j] == '` + convField + `' then
-        if redis.call('HINCRBY', KEYS[2], f[j + 1], -1) <= 0 then
-          redis.call('HDEL', KEYS[2], f[j + 1])
-        end
-        break
-      end
-    end
+    forget(KEYS[1], KEYS[2], e[1][2])
   end
   redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
   deleted = deleted + redis.call('XDEL', KEYS[1], ARGV[i])
