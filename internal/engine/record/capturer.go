@@ -386,8 +386,9 @@ func (c *Capturer) submit(ctx context.Context, j *job) bool {
 // Wait returns once no turn of the conversation is being stored by this
 // Capturer (at once when none is), or with ctx's error when ctx ends first.
 // A request calls it before it reads the conversation, so that it sees the
-// turn answered just before it.
-func (c *Capturer) Wait(ctx context.Context, id memory.Identity) error {
+// turn answered just before it. waited reports that a turn was being
+// stored when it was called: what was read before may be older than it.
+func (c *Capturer) Wait(ctx context.Context, id memory.Identity) (waited bool, err error) {
 	c.convMu.Lock()
 	var idle chan struct{}
 	if st := c.convs[id]; st != nil && st.inflight > 0 {
@@ -395,14 +396,14 @@ func (c *Capturer) Wait(ctx context.Context, id memory.Identity) error {
 	}
 	c.convMu.Unlock()
 	if idle == nil {
-		return nil
+		return false, nil
 	}
 	c.metrics.waits.Inc()
 	select {
 	case <-idle:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return fmt.Errorf("wait for pending capture: %w", ctx.Err())
+		return true, fmt.Errorf("wait for pending capture: %w", ctx.Err())
 	}
 }
 
