@@ -62,7 +62,7 @@ type routedCore struct {
 	gate chan struct{} // nil: saves are not held
 }
 
-func newRoutedCore(t *testing.T, held bool) *routedCore {
+func newRoutedCore(t testing.TB, held bool) *routedCore {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "memgate.db"), nil)
 	if err != nil {
@@ -115,7 +115,13 @@ func chat(n int) []memory.Message {
 
 // request routes and prepares msgs as the proxy does for a request that
 // names no conversation, and returns its conversation.
-func (rc *routedCore) request(t *testing.T, msgs []memory.Message) memory.Identity {
+func (rc *routedCore) request(t testing.TB, msgs []memory.Message) memory.Identity {
+	return rc.requestWith(t, msgs, true)
+}
+
+// requestWith is request; handOn false drops the counters routing read,
+// so Prepare reads them again (as before they were handed on).
+func (rc *routedCore) requestWith(t testing.TB, msgs []memory.Message, handOn bool) memory.Identity {
 	t.Helper()
 	ctx := context.Background()
 	id := memory.Identity{Tenant: "acme", User: "ana"}
@@ -123,6 +129,9 @@ func (rc *routedCore) request(t *testing.T, msgs []memory.Message) memory.Identi
 	var rev *memory.Revisions
 	if id.Conversation != memory.DefaultConversation {
 		id.Conversation, rev = rc.e.Route(ctx, id, msgs)
+	}
+	if !handOn {
+		rev = nil
 	}
 	req := memory.Request{Identity: id, Mode: memory.ModeOn, Model: "gpt-4o", Messages: msgs, Revisions: rev}
 	if _, err := rc.e.Prepare(ctx, req); err != nil {
@@ -231,5 +240,30 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkRoutedRequest measures what memory adds to a headerless
+// full-history request of a chat of n exchanges held in a SQLite store,
+// going on: routing it and preparing its prompt, with the revision
+// counters routing read handed on to the prompt (handed) or read again
+// (reread, as before they were).
+func BenchmarkRoutedRequest(b *testing.B) {
+	for _, n := range []int{20, 200} {
+		for _, how := range []string{"reread", "handed"} {
+			b.Run(fmt.Sprint(n, "exchanges/", how), func(b *testing.B) {
+				rc := newRoutedCore(b, false)
+				for i := 1; i <= n; i++ {
+					msgs := chat(i)
+					id := memory.Identity{Tenant: "acme", User: "ana", Conversation: memory.ImpliedConversation("acme", "ana", msgs)}
+					rc.captureTurn(id, msgs, i)
+				}
+				next := chat(n + 1)
+				b.ReportAllocs()
+				for b.Loop() {
+					rc.requestWith(b, next, how == "handed")
+				}
+			})
+		}
 	}
 }
