@@ -198,11 +198,14 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
 	m.Router = record.NewRouter(cs, red, logger)
+	// The Capturer and the Worker store a chat's first turn and its
+	// continuation one at a time (record.ChatLocks).
+	chats := record.NewChatLocks()
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Shared: b.shared})
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
-			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Lease: b.lease})
+			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.

@@ -33,8 +33,9 @@ type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 	// Route returns the branch of the conversation id.Conversation,
 	// derived from the history msgs resend, that the history continues
-	// (see engine.Engine.Route); it never fails.
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string
+	// (see engine.Engine.Route), and the user's revision counters it read
+	// (nil: none; a preview reads its own); it never fails.
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions)
 }
 
 // ImpliedConversation is the conversation a memory-on request naming none
@@ -46,7 +47,7 @@ func ImpliedConversation(ctx context.Context, p Preparer, id memory.Identity, ms
 	if id.Conversation == memory.DefaultConversation {
 		return id.Conversation
 	}
-	if routed := p.Route(ctx, id, msgs); routed != "" {
+	if routed, _ := p.Route(ctx, id, msgs); routed != "" {
 		return routed
 	}
 	return id.Conversation

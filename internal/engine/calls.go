@@ -37,24 +37,32 @@ type none struct{}
 // briefly, for the conversation's previous turn to be stored — for at most
 // half of what is left of ctx's deadline (100ms without one) — so a user
 // who sends a turn a moment after the last answer finds it in the prompt;
-// past the wait the prompt goes without it.
+// past the wait the prompt goes without it. The revision counters routing
+// read for the request (req.Revisions) serve its reads unless a turn of
+// its conversation was being stored then: they may be older than that
+// turn, and are read again.
 func (e *Engine) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
 	return with(e, func(c *Core) (memory.Prepared, error) {
-		c.waitStored(ctx, req.Identity)
+		if waited, _ := c.waitStored(ctx, req.Identity); waited {
+			req.Revisions = nil
+		}
 		return c.Prompt.Prepare(ctx, req)
 	})
 }
 
 // waitStored waits for the turns of conversation id being stored, for at
-// most half of what is left of ctx's deadline (100ms without one).
-func (c *Core) waitStored(ctx context.Context, id memory.Identity) {
+// most half of what is left of ctx's deadline (100ms without one). It
+// reports whether one was being stored, and whether none is when it
+// returns (false when the wait was cut short).
+func (c *Core) waitStored(ctx context.Context, id memory.Identity) (waited, idle bool) {
 	wait := 100 * time.Millisecond
 	if dl, ok := ctx.Deadline(); ok {
 		wait = time.Until(dl) / 2
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
-	_ = c.Capturer.Wait(wctx, id)
-	cancel()
+	defer cancel()
+	waited, err := c.Capturer.Wait(wctx, id)
+	return waited, err == nil
 }
 
 // Route returns the conversation of a request whose conversation was
@@ -63,13 +71,25 @@ func (c *Core) waitStored(ctx context.Context, id memory.Identity) {
 // (as Prepare does), for turns of the derived conversation being stored,
 // so that it compares with what they store. With no core connected, or no
 // Router, the request stays where it is.
-func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string {
+//
+// It returns the user's revision counters it read too, for the request's
+// Prepare (memory.Request.Revisions), when they are as current as Prepare
+// would read them: the request stays in the derived conversation, whose
+// turns were all stored when they were read (Prepare reads them again when
+// a turn was being stored by then). Otherwise it returns nil: a turn of
+// the branch, or one the wait gave up on, could be stored between routing
+// and Prepare, and Prepare's wait could not tell.
+func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
 	c := e.cur.Load()
 	if c == nil || c.Router == nil {
-		return id.Conversation
+		return id.Conversation, nil
 	}
-	c.waitStored(ctx, id)
-	return c.Router.Route(ctx, id, msgs)
+	_, idle := c.waitStored(ctx, id)
+	conv, rev := c.Router.Route(ctx, id, msgs)
+	if !idle || conv != id.Conversation {
+		rev = nil
+	}
+	return conv, rev
 }
 
 // Capture records a finished exchange, or drops and counts it while no

@@ -308,6 +308,12 @@ type Request struct {
 	// request's arrival); zero means now. Recall reads a question's time
 	// words ("last week") relative to it.
 	At time.Time
+	// Revisions are the user's revision counters as this request read them
+	// already, routing it (see internal/engine's Route), once the turns
+	// before it were stored; nil: Prepare reads them. They are the
+	// request's alone: a later request reads its own, so what other
+	// gateways wrote in between is never missed.
+	Revisions *Revisions
 }
 
 // Prepared is the memory layer's answer: the messages to forward upstream and

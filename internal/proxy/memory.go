@@ -36,9 +36,11 @@ type Capturer interface {
 // history, whose conversation id.Conversation was derived from it, in the
 // branch of that conversation its history continues, and returns that
 // branch's conversation (implemented by internal/engine). It never fails:
-// when it cannot tell, the request stays in id.Conversation.
+// when it cannot tell, the request stays in id.Conversation. It returns
+// the user's revision counters it read too when they may serve the
+// request's Prepare (memory.Request.Revisions; nil: Prepare reads them).
 type Router interface {
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions)
 }
 
 // IdentityResolver maps a request to its identity and memory mode
@@ -68,22 +70,24 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 }
 
 // conversationFor is the conversation of a memory-on request that names
-// none (see memory.ImpliedConversation), and the conversation derived from
-// its history when it was routed to a branch of it ("" when not): a
+// none (see memory.ImpliedConversation), the conversation derived from
+// its history when it was routed to a branch of it ("" when not), and the
+// revision counters routing read for the request's Prepare (nil: none): a
 // derived conversation goes through the Router, within LoadTimeout.
-func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message) (conv, root string) {
+func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message) (conv, root string, rev *memory.Revisions) {
 	conv = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	if conv == memory.DefaultConversation || p.deps.Router == nil {
-		return conv, ""
+		return conv, "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
 	defer cancel()
 	derived := id
 	derived.Conversation = conv
-	if routed := p.deps.Router.Route(ctx, derived, msgs); routed != "" && routed != conv {
-		return routed, conv
+	routed, rev := p.deps.Router.Route(ctx, derived, msgs)
+	if routed != "" && routed != conv {
+		return routed, conv, rev
 	}
-	return conv, ""
+	return conv, "", rev
 }
 
 // prepareResult is one Prepare call's outcome.
@@ -161,7 +165,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			implied := id.Conversation == ""
 			var root string
 			if implied {
-				id.Conversation, root = p.conversationFor(r.Context(), id, req.Messages)
+				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages)
 				mreq.Identity = id
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}

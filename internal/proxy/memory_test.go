@@ -361,17 +361,19 @@ func TestRepeatedRoleRejected(t *testing.T) {
 }
 
 // routerFunc adapts a function to Router.
-type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message) string
+type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions)
 
-func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string {
+func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
 	return f(ctx, id, msgs)
 }
 
 // TestRouting: a request whose conversation is derived from its history
 // asks the Router where it belongs, and the answer is the conversation of
 // the response header, the prompt and the capture, which carries the
-// derived conversation as Root when the two differ. A request that names
-// its conversation, or that carries only its newest turn, is not routed.
+// derived conversation as Root when the two differ; the revision counters
+// the Router read are the prompt's (memory.Request.Revisions), so the
+// request reads them once. A request that names its conversation, or that
+// carries only its newest turn, is not routed, and its Prepare reads them.
 func TestRouting(t *testing.T) {
 	const branch = "chat-0123456789abcdef0123456789abcdef"
 	derivedID := memory.DerivedConversation(memory.DefaultTenant, "alice", []memory.Message{
@@ -395,9 +397,10 @@ func TestRouting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			asked := make(chan memory.Identity, 1)
-			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message) string {
+			read := &memory.Revisions{MessagesAdded: 7}
+			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
 				asked <- id
-				return tt.route
+				return tt.route, read
 			})
 			reqs, captured := make(chan memory.Request, 1), make(chanCapturer, 1)
 			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "Tea."}))
@@ -426,6 +429,9 @@ func TestRouting(t *testing.T) {
 			}
 			if ex.Root != tt.root {
 				t.Fatalf("captured Root %q, want %q", ex.Root, tt.root)
+			}
+			if want := map[bool]*memory.Revisions{true: read}[tt.asked]; req.Revisions != want {
+				t.Fatalf("prompt's Revisions %v, want %v (the Router's: %v)", req.Revisions, want, read)
 			}
 			// A turn of a derived conversation carries its request's
 			// BranchSeed, so its save can place it where its history goes.

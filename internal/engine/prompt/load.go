@@ -71,10 +71,14 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	ld := loaded{now: now}
 	conv := req.Conversation != ""
 	storeDL, recallDL := a.deadlines(start)
-	// The user's revision counters, read once before the parts run: every
-	// part's reads are current as of them (a cache keeps what it read under
-	// them). Without them the parts read the store.
-	rev := a.revisions(ctx, req.Tenant, req.User, storeDL)
+	// The user's revision counters, read once before the parts run (by
+	// routing, for a request it placed: req.Revisions): every part's reads
+	// are current as of them (a cache keeps what it read under them).
+	// Without them the parts read the store.
+	rev := req.Revisions
+	if rev == nil {
+		rev = a.revisions(ctx, req.Tenant, req.User, storeDL)
+	}
 	ld.rev = rev
 	results := make(chan partResult, 4)
 	pending := map[string]bool{}

@@ -106,6 +106,10 @@ type Options struct {
 	// continues (Router.Reroute); nil: such an exchange is stored where it
 	// is, as an edit.
 	Router Rerouter
+	// Chats serializes the storing of a full-history chat's first turn
+	// and of its continuation with the Worker's (see ChatLocks): the
+	// process's one, shared with its Worker. Nil: the Capturer's own.
+	Chats *ChatLocks
 	// Shared is the capture queue given to New when several gateways may
 	// share it (redis.Queue, sqlite.Outbox): a conversation with turns
 	// queued by any of them then has its next turns queued behind them,
@@ -189,6 +193,7 @@ type Capturer struct {
 	batch    BatchSaver   // opts.Batches; nil: one transaction per exchange
 	dead     DeadLetterer // opts.DeadLetters; nil: refused exchanges are dropped
 	adopter  Adopter      // opts.Adopter; nil: a chat's first turn stays where it was stored
+	chats    *ChatLocks   // opts.Chats, else the Capturer's own
 	router   Rerouter     // opts.Router; nil: a refused exchange is stored where it is
 	shared   SharedQueue  // opts.Shared; nil: only this Capturer's queued turns are known
 	enrich   Queue        // nil: no enrichment queue
@@ -282,6 +287,9 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		cancel:   cancel,
 	}
 	c.batch, c.dead, c.adopter, c.router = opts.Batches, opts.DeadLetters, opts.Adopter, opts.Router
+	if c.chats = opts.Chats; c.chats == nil {
+		c.chats = NewChatLocks()
+	}
 	if q != nil {
 		c.shared = opts.Shared
 	}
@@ -386,8 +394,9 @@ func (c *Capturer) submit(ctx context.Context, j *job) bool {
 // Wait returns once no turn of the conversation is being stored by this
 // Capturer (at once when none is), or with ctx's error when ctx ends first.
 // A request calls it before it reads the conversation, so that it sees the
-// turn answered just before it.
-func (c *Capturer) Wait(ctx context.Context, id memory.Identity) error {
+// turn answered just before it. waited reports that a turn was being
+// stored when it was called: what was read before may be older than it.
+func (c *Capturer) Wait(ctx context.Context, id memory.Identity) (waited bool, err error) {
 	c.convMu.Lock()
 	var idle chan struct{}
 	if st := c.convs[id]; st != nil && st.inflight > 0 {
@@ -395,14 +404,14 @@ func (c *Capturer) Wait(ctx context.Context, id memory.Identity) error {
 	}
 	c.convMu.Unlock()
 	if idle == nil {
-		return nil
+		return false, nil
 	}
 	c.metrics.waits.Inc()
 	select {
 	case <-idle:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return fmt.Errorf("wait for pending capture: %w", ctx.Err())
+		return true, fmt.Errorf("wait for pending capture: %w", ctx.Err())
 	}
 }
 

@@ -262,16 +262,23 @@ func testWaitCovers(t *testing.T, how string) {
 	}
 	other := ex.Identity
 	other.Conversation = "elsewhere"
-	if err := c.Wait(context.Background(), other); err != nil {
-		t.Fatalf("Wait for an idle conversation = %v", err)
+	if waited, err := c.Wait(context.Background(), other); waited || err != nil {
+		t.Fatalf("Wait for an idle conversation = %v, %v; want false, nil", waited, err)
 	}
 	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := c.Wait(short, ex.Identity); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Wait(short, ex.Identity); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait while the turn is stored = %v, want DeadlineExceeded", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.Wait(context.Background(), ex.Identity) }()
+	go func() {
+		waited, err := c.Wait(context.Background(), ex.Identity)
+		if err == nil && !waited {
+			err = errors.New("Wait while the turn is stored reported it did not wait")
+		}
+		done <- err
+	}()
+	waitFor(t, "Wait waiting", func() bool { return value(t, c.metrics.waits) == 2 })
 	close(s.gate)
 	if err := <-done; err != nil {
 		t.Fatal(err)

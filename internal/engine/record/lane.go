@@ -47,6 +47,13 @@ func (c *Capturer) store(batch []*job) {
 		}
 		return
 	}
+	// From the adoptions to the candidates recorded, no first turn of a
+	// chat of the batch is stored elsewhere, nor a continuation of one.
+	exs := make([]memory.Exchange, len(batch))
+	for i, j := range batch {
+		exs[i] = j.ex
+	}
+	defer c.chats.lock(exs...)()
 	batch = c.adoptions(batch)
 	if len(batch) == 0 {
 		return

@@ -23,9 +23,16 @@ var (
 
 func mustPostgres(tb testing.TB) *postgres.Store {
 	tb.Helper()
+	return mustPostgresAt(tb, testenv.PostgresURL(tb))
+}
+
+// mustPostgresAt opens a store on the database at url (another handle on
+// it, as another gateway's).
+func mustPostgresAt(tb testing.TB, url string) *postgres.Store {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := postgres.Open(ctx, testenv.PostgresURL(tb), nil)
+	s, err := postgres.Open(ctx, url, nil)
 	if err != nil {
 		tb.Fatalf("open postgres: %v", err)
 	}

@@ -42,7 +42,7 @@ func routedExchange(tb testing.TB, r *Router, user string, msgs []memory.Message
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	ex := memory.Exchange{ID: NewExchangeID(), Model: "m", Reply: parsed(tb, "assistant", reply)}
 	if id.Conversation != memory.DefaultConversation {
-		if routed := r.Route(context.Background(), id, msgs); routed != id.Conversation {
+		if routed, _ := r.Route(context.Background(), id, msgs); routed != id.Conversation {
 			ex.Root, id.Conversation = id.Conversation, routed
 		}
 		ex.Derived, ex.BranchSeed = true, memory.BranchSeed(id.Tenant, id.User, msgs)

@@ -67,8 +67,10 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 // with all the conversation holds, stays: it goes on, or regenerates its
 // last answer (the save supersedes the old answer). A read that fails
 // leaves the request where it got to, logged without contents; Route
-// never fails the request.
-func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) string {
+// never fails the request. It returns the revision counters it read too
+// (nil when the read failed), for the request's other reads
+// (memory.Request.Revisions): they are the request's, never kept past it.
+func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
 	client := make([]memory.Message, 0, len(msgs))
 	for _, m := range msgs {
 		if !memory.IsSystem(m.Role) {
@@ -77,12 +79,23 @@ func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Me
 	}
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
-	conv, _, err := r.route(ctx, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
+	rev := r.revisions(ctx, id)
+	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
 	if err != nil {
 		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
 			"tenant", id.Tenant, "conversation", conv, "error", err)
 	}
-	return conv
+	return conv, rev
+}
+
+// revisions reads the user's revision counters; nil when the read fails
+// (the heads are then read from the store).
+func (r *Router) revisions(ctx context.Context, id memory.Identity) *memory.Revisions {
+	rev, err := r.reader.ItemRevisions(ctx, id.Tenant, id.User)
+	if err != nil {
+		return nil
+	}
+	return &rev
 }
 
 // Reroute returns ex, which its conversation refused (memory.SaveResult.Parted:
@@ -104,7 +117,7 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 	id.Conversation = root
 	history := make([]memory.Message, 0, len(ex.Prior)+len(ex.Turn))
 	history = append(append(history, ex.Prior...), ex.Turn...)
-	conv, last, err := r.route(ctx, id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
+	conv, last, err := r.route(ctx, r.revisions(ctx, id), id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
 	if err != nil {
 		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)
 	}
@@ -123,14 +136,10 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 // it) continues, whose ids derive from seed (memory.BranchSeed). It returns
 // the conversation client continues, and last when that is the last
 // branch it may follow and client parts from it too. A failed read ends it
-// with the error, in the conversation it got to; the revision counters
-// failing to read, the heads are read from the store.
-func (r *Router) route(ctx context.Context, id memory.Identity, seed string, client []memory.Message,
+// with the error, in the conversation it got to. The heads are read as of
+// rev (nil: from the store).
+func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, seed string, client []memory.Message,
 	form func(i int) memory.Message) (conv string, last bool, err error) {
-	var rev *memory.Revisions
-	if got, err := r.reader.ItemRevisions(ctx, id.Tenant, id.User); err == nil {
-		rev = &got
-	}
 	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
 	for hop := 0; ; hop++ {

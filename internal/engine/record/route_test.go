@@ -136,7 +136,7 @@ func TestRouterRoute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReader{convs: tt.convs, fail: tt.fail}
-			got := NewRouter(f, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs)
+			got, _ := NewRouter(f, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs)
 			want := tt.want
 			if want == "" {
 				want = branch(tt.msgs, 4)
@@ -172,7 +172,7 @@ func TestRouterBoundsHops(t *testing.T) {
 		path = append(path, conv)
 		conv = memory.BranchConversation("acme", "ana", client, hop+1)
 	}
-	got := NewRouter(f, nil, nil).Route(context.Background(), id, client)
+	got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client)
 	if got != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
 		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
 	}
@@ -234,7 +234,7 @@ func TestRouterReroute(t *testing.T) {
 			f.fail = nil
 			derived := id
 			derived.Conversation = cmp.Or(tt.ex.Root, tt.ex.Conversation)
-			if routed := r.Route(context.Background(), derived, next); routed != got.Conversation {
+			if routed, _ := r.Route(context.Background(), derived, next); routed != got.Conversation {
 				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed, got.Conversation)
 			}
 		})
@@ -322,7 +322,7 @@ func BenchmarkRoute(b *testing.B) {
 				client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
 				b.ReportAllocs()
 				for b.Loop() {
-					if got := r.Route(context.Background(), id, client); got != id.Conversation {
+					if got, _ := r.Route(context.Background(), id, client); got != id.Conversation {
 						b.Fatalf("Route = %q", got)
 					}
 				}

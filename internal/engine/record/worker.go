@@ -47,6 +47,10 @@ type WorkerOptions struct {
 	// the branch its history continues (Router.Reroute); nil: such an
 	// exchange is stored where it is, as an edit.
 	Router Rerouter
+	// Chats serializes the storing of a full-history chat's first turn
+	// and of its continuation with the Capturer's (see ChatLocks): the
+	// process's one, shared with its Capturer. Nil: none.
+	Chats *ChatLocks
 	// Lease, when set, lets one worker at a time drain the queue
 	// (redis.Queue and sqlite.Outbox grant leases); nil: every worker
 	// drains it.
@@ -527,6 +531,9 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchange) (res memory.SaveResult, done bool, err error) {
 	delay := w.opts.BackoffBase
 	a := w.opts.Adopter
+	// From the adoption to the candidate recorded, no first turn of ex's
+	// chat is stored elsewhere in this process, nor a continuation of it.
+	defer w.opts.Chats.lock(*ex)()
 	adoptFirstTurns(ctx, a, *ex, w.logger)
 	if storedAhead(ctx, a, *ex, w.logger) {
 		return memory.SaveResult{Duplicate: true}, false, nil
