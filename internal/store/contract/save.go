@@ -50,7 +50,7 @@ type SaveConv struct {
 	// Deleted is when the conversation was last deleted (zero: never):
 	// exchanges received at or before it are dropped (Received).
 	Deleted time.Time
-	saved  map[string]bool // ids of the exchanges planned into it
+	saved   map[string]bool // ids of the exchanges planned into it
 }
 
 // SetTail sets Tail to tail, read as the conversation's up to limit newest
