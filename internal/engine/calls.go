@@ -147,7 +147,7 @@ func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) error {
 }
 
 // DeleteUser erases a user, twice. A store dates an erasure before it
-// commits (PostgreSQL even before it waits for the user's lock), and
+// commits (once it holds the user's lock), and
 // exchanges dated after that are stored; but a turn that arrives in
 // between reads the memory being erased, and its exchange — whose answer
 // may repeat what was erased — would be stored after the erasure. The

@@ -96,14 +96,17 @@ func found(tag pgconn.CommandTag, err error) error {
 
 // DeleteUser erases a user by the erasure contract (storetest.RunErasure),
 // holding the user's advisory lock exclusively, so no capture of the user
-// commits halfway through; a background VACUUM then reclaims the deleted
+// commits halfway through, and dates the erasure once it holds it; a background VACUUM then reclaims the deleted
 // rows (erasure.go says what that does and does not guarantee).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
-	now := time.Now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
+		// Dated once the lock is held, as the embedded store dates it in
+		// its write transaction: a save that held the lock committed
+		// before, and one said while the erasure waited is dropped.
+		now := time.Now()
 		// Items and messages are counted once (deleteUncounted); the
 		// rest of the conversations' rows go with them (ON DELETE CASCADE).
 		where := "tenant = $1 AND user_id = $2"
