@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -123,14 +124,50 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 	return conv, msgs, err
 }
 
-// DeleteConversation deletes one conversation.
+// DeleteConversation deletes one conversation, twice, for the reason
+// DeleteUser erases twice: a store drops the exchanges received at or
+// before a conversation's deletion (memory.Exchange.Received), but a turn
+// received while the first deletion ran read what it deleted, and its
+// exchange would be stored after it. The second deletion is dated after
+// the first committed, so such a turn is dropped when it is saved, or
+// deleted with what it saved; it finds the conversation gone, unless such
+// a turn stored it again, and answers memory.ErrNotFound, which is not an
+// error here. Then the conversation's exchanges still waiting in the
+// capture and enrichment queues are purged from them
+// (record.Capturer.PurgeDeleted).
 func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) error {
-	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.DeleteConversation(ctx, id) })
+	_, err := with(e, func(c *Core) (none, error) {
+		if err := c.Store.DeleteConversation(ctx, id); err != nil {
+			return none{}, err
+		}
+		if err := c.Store.DeleteConversation(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
+			return none{}, err
+		}
+		return none{}, c.purgeDeleted(ctx, id)
+	})
 	return err
 }
 
+// purgeDeleted purges the queues of what the deletion of conversation id
+// voids, as purgeErased does for an erasure.
+func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) error {
+	if c.Capturer == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeTimeout)
+	defer cancel()
+	at, err := c.Store.DeletedAt(ctx, id)
+	if err == nil {
+		_, err = c.Capturer.PurgeDeleted(ctx, id, at)
+	}
+	if err != nil {
+		return fmt.Errorf("conversation deleted, but not purged from the queues: %w", err)
+	}
+	return nil
+}
+
 // DeleteUser erases a user, twice. A store dates an erasure before it
-// commits (PostgreSQL even before it waits for the user's lock), and
+// commits (once it holds the user's lock), and
 // exchanges dated after that are stored; but a turn that arrives in
 // between reads the memory being erased, and its exchange — whose answer
 // may repeat what was erased — would be stored after the erasure. The

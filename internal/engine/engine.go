@@ -52,6 +52,7 @@ type Store interface {
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	DeleteUser(ctx context.Context, tenant, user string) error
 	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
+	DeletedAt(ctx context.Context, id memory.Identity) (time.Time, error)
 	Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error)
 	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
 	Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error)

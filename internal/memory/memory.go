@@ -195,6 +195,15 @@ type Exchange struct {
 	Reply Message   `json:"reply"`
 	Usage *Usage    `json:"usage,omitempty"`
 	At    time.Time `json:"at"`
+	// Received is when the gateway received the exchange's request, by its
+	// own clock, before it read memory for it (Import: when the import
+	// began). A store drops an exchange received at or before its
+	// conversation was last deleted (SaveResult.Dropped): a turn in flight
+	// during the deletion read what was deleted, and its reply may repeat
+	// it. Zero (an exchange made elsewhere, or queued by a version that
+	// did not set it): no deletion drops it; the engine purges such
+	// exchanges said before the deletion from the queues when it deletes.
+	Received time.Time `json:"received,omitzero"`
 	// Candidate is set on an exchange stored in the user's
 	// DefaultConversation by a request that named no conversation and
 	// resent no earlier turn: the conversation a full-history continuation
@@ -250,7 +259,8 @@ type SaveResult struct {
 	TailKnown  bool
 	// Duplicate is true when the exchange had been stored before.
 	Duplicate bool
-	// Dropped is true when the user was erased after the exchange happened.
+	// Dropped is true when the user was erased after the exchange happened,
+	// or its conversation deleted after the exchange was received.
 	Dropped bool
 	// Parted is true when the exchange was not stored because its
 	// conversation's live history parts from the history it resends

@@ -49,6 +49,10 @@ type exchangeCapture struct {
 	// that began before an erasure of its user counts as erased data even
 	// when its reply ends after it.
 	at time.Time
+	// received is when the request arrived by the gateway's clock (at may
+	// be the client's X-Memory-Timestamp), before memory was read for it:
+	// the exchange's memory.Exchange.Received.
+	received time.Time
 	// candidate, derived, root and seed are the exchange's
 	// memory.Exchange.Candidate, Derived, Root and BranchSeed.
 	candidate string
@@ -171,6 +175,7 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		Reply:    reply,
 		Usage:    usage,
 		At:       c.at,
+		Received: c.received,
 
 		Candidate:  c.candidate,
 		Derived:    c.derived,

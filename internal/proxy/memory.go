@@ -152,7 +152,8 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		at, aerr := saidAt(r.Header, time.Now())
+		received := time.Now()
+		at, aerr := saidAt(r.Header, received)
 		if aerr != nil {
 			return fail(aerr)
 		}
@@ -174,7 +175,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
-				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Messages, at: at}
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Messages, at: at, received: received}
 				if implied {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived

@@ -71,6 +71,9 @@ func (c *Capturer) Import(ctx context.Context, exs []memory.Exchange) ([]Outcome
 		if ex.At.IsZero() {
 			ex.At = start.UTC()
 		}
+		if ex.Received.IsZero() {
+			ex.Received = start.UTC()
+		}
 		ex, err := c.prepare(ex)
 		if err != nil {
 			c.metrics.failures.WithLabelValues("encode").Inc()

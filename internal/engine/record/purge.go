@@ -2,11 +2,14 @@ package record
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // PurgeErased removes from the capture queue and the enrichment queue the
@@ -35,6 +38,31 @@ func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedA
 	if erasedAt.IsZero() {
 		return 0, nil
 	}
+	voided := func(o queuedOwner) bool { return o.Tenant == tenant && o.User == user && !o.At.After(erasedAt) }
+	return c.purge(ctx, tenant, user, voided, func(id memory.Identity) bool { return id.Tenant == tenant && id.User == user })
+}
+
+// PurgeDeleted is PurgeErased for the deletion of conversation id at
+// deletedAt (the store's DeletedAt): it removes the conversation's
+// exchanges received at or before it (memory.Exchange.Received, else
+// their At), which the store drops when they are processed, and stops
+// holding the conversation behind the turns it had queued for it. A zero
+// deletedAt purges nothing.
+func (c *Capturer) PurgeDeleted(ctx context.Context, id memory.Identity, deletedAt time.Time) (int, error) {
+	if deletedAt.IsZero() {
+		return 0, nil
+	}
+	voided := func(o queuedOwner) bool {
+		return o.Tenant == id.Tenant && o.User == id.User && o.Conversation == id.Conversation &&
+			!cmp.Or(o.Received, o.At).After(deletedAt)
+	}
+	return c.purge(ctx, id.Tenant, id.User, voided, func(conv memory.Identity) bool { return conv == id })
+}
+
+// purge removes from both queues the entries of (tenant, user)'s exchanges that
+// voided says are void, and forgets that the conversations conv selects
+// have turns queued (see PurgeErased).
+func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(queuedOwner) bool, conv func(memory.Identity) bool) (int, error) {
 	var (
 		n    int
 		errs []error
@@ -44,8 +72,8 @@ func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedA
 		queue Queue
 		match func([]byte) bool
 	}{
-		{"capture", c.queue, erasedBy(tenant, user, erasedAt, false)},
-		{"enrichment", c.enrich, erasedBy(tenant, user, erasedAt, true)},
+		{"capture", c.queue, voidedBy(user, voided, false)},
+		{"enrichment", c.enrich, voidedBy(user, voided, true)},
 	} {
 		if q.queue == nil {
 			continue
@@ -56,15 +84,15 @@ func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedA
 			errs = append(errs, fmt.Errorf("purge the %s queue: %w", q.name, err))
 		}
 		if got > 0 {
-			c.logger.Info("purged an erased user's queued exchanges", "queue", q.name, "tenant", tenant, "entries", got)
+			c.logger.Info("purged erased or deleted exchanges from a queue", "queue", q.name, "tenant", tenant, "entries", got)
 		}
 	}
 	if c.shared != nil {
-		// The shared queue's counts now say whether the user's
-		// conversations have turns queued (after the erasure): ask it.
+		// The shared queue's counts now say whether the conversations
+		// have turns queued (after the erasure or deletion): ask it.
 		c.convMu.Lock()
 		for id, st := range c.convs {
-			if id.Tenant == tenant && id.User == user {
+			if conv(id) {
 				st.queued = false
 				if st.inflight == 0 {
 					delete(c.convs, id)
@@ -76,24 +104,25 @@ func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedA
 	return n, errors.Join(errs...)
 }
 
-// queuedOwner is what erasedBy reads of a capture queue entry (an encoded
-// memory.Exchange: its Identity's fields and At); queuedEnrichment, of an
-// enrichment queue entry (an Enrichment).
+// queuedOwner is what voidedBy reads of a capture queue entry (an encoded
+// memory.Exchange: its Identity's fields, At and Received); queuedEnrichment,
+// of an enrichment queue entry (an Enrichment).
 type (
 	queuedOwner struct {
-		Tenant, User string
-		At           time.Time `json:"at"`
+		Tenant, User, Conversation string
+		At                         time.Time `json:"at"`
+		Received                   time.Time `json:"received"`
 	}
 	queuedEnrichment struct {
 		Exchange queuedOwner `json:"exchange"`
 	}
 )
 
-// erasedBy returns the match of Queue.Purge for the entries an erasure of
-// (tenant, user) at erasedAt voids: capture entries, or with enrichment
-// enrichment entries, of the user's exchanges dated at or before it. An
-// entry that does not decode is not the user's (the worker discards it).
-func erasedBy(tenant, user string, erasedAt time.Time, enrichment bool) func(payload []byte) bool {
+// voidedBy returns the match of Queue.Purge for the entries of user's
+// exchanges that voided says are void: capture entries, or with enrichment
+// enrichment entries. An entry that does not decode is not the user's (the
+// worker discards it).
+func voidedBy(user string, voided func(queuedOwner) bool, enrichment bool) func(payload []byte) bool {
 	// A payload that is the user's holds the user id as encoding/json
 	// writes it; when that is the id itself, an entry without it is
 	// passed over without decoding.
@@ -115,6 +144,6 @@ func erasedBy(tenant, user string, erasedAt time.Time, enrichment bool) func(pay
 		} else if json.Unmarshal(payload, &o) != nil {
 			return false
 		}
-		return o.Tenant == tenant && o.User == user && !o.At.After(erasedAt)
+		return voided(o)
 	}
 }

@@ -47,7 +47,10 @@ type SaveConv struct {
 	// Latest is the latest time of the exchanges planned into it; zero
 	// while none was.
 	Latest time.Time
-	saved  map[string]bool // ids of the exchanges planned into it
+	// Deleted is when the conversation was last deleted (zero: never):
+	// exchanges received at or before it are dropped (Received).
+	Deleted time.Time
+	saved   map[string]bool // ids of the exchanges planned into it
 }
 
 // SetTail sets Tail to tail, read as the conversation's up to limit newest
@@ -90,7 +93,8 @@ type SavePlan struct {
 
 // PlanSave decides how ex, which happened at at (never zero), is stored
 // into conv by the store contract (storetest.Store), and advances conv:
-//   - Dropped when its user was erased at or after at (erased; zero: never);
+//   - Dropped when its user was erased at or after at (erased; zero: never),
+//     or conv was deleted at or after ex was received (Received);
 //   - Duplicate when the store found it stored (stored: in its conversation,
 //     or in its candidate conversation, where Adopt may have moved it), or
 //     it was planned into conv before;
@@ -105,7 +109,7 @@ type SavePlan struct {
 func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveConv) SavePlan {
 	var p SavePlan
 	switch {
-	case !erased.IsZero() && !erased.Before(at):
+	case !erased.IsZero() && !erased.Before(at), DeletedSince(ex, conv.Deleted):
 		p.Result.Dropped = true
 		return p
 	case stored || conv.saved[ex.ID]:
@@ -179,4 +183,12 @@ func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
 		d.Payload = []byte{}
 	}
 	return d
+}
+
+// DeletedSince reports whether ex was received (memory.Exchange.Received)
+// at or before deleted, when its conversation was last deleted (zero:
+// never): then its save is dropped. An exchange without Received is never
+// dropped by a deletion (a replay of dated history, as before).
+func DeletedSince(ex memory.Exchange, deleted time.Time) bool {
+	return !deleted.IsZero() && !ex.Received.IsZero() && !deleted.Before(ex.Received)
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,8 +14,13 @@ import (
 
 // DeleteConversation removes a conversation by the contract
 // (storetest.Store), and the facts that only it stated
-// (forgetConversationFacts).
+// (forgetConversationFacts), and dates the deletion (DeletedAt) once it
+// holds the user's lock: exchanges received at or before it are dropped
+// when they are saved. A conversation already gone answers
+// memory.ErrNotFound, and when it was deleted before, its deletion is
+// dated again (the engine deletes twice, as it erases a user twice).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	var missing error
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// The user's lock, exclusively: the guarded writes of the
 		// conversation's after-save hooks (which take it shared) either
@@ -36,9 +42,23 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err != nil {
 			return err
 		}
+		now := time.Now()
 		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
-			id.Tenant, id.User, id.Conversation)); err != nil {
+			id.Tenant, id.User, id.Conversation)); errors.Is(err, memory.ErrNotFound) {
+			missing = err
+			if _, err := tx.Exec(ctx, `UPDATE conversation_deletions SET deleted_at = GREATEST(deleted_at, $4)
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3`, id.Tenant, id.User, id.Conversation, now); err != nil {
+				return fmt.Errorf("date deletion: %w", unavailable(err))
+			}
+			return countDeleted(ctx, tx, id.Tenant, id.User, 0, messages)
+		} else if err != nil {
 			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO conversation_deletions (tenant, user_id, conversation, deleted_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (tenant, user_id, conversation)
+			DO UPDATE SET deleted_at = GREATEST(conversation_deletions.deleted_at, EXCLUDED.deleted_at)`,
+			id.Tenant, id.User, id.Conversation, now); err != nil {
+			return fmt.Errorf("date deletion: %w", unavailable(err))
 		}
 		// The items of facts another conversation stated too stay, moved
 		// to it; every other item of the conversation goes.
@@ -54,6 +74,9 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		}
 		return countDeleted(ctx, tx, id.Tenant, id.User, items, messages)
 	})
+	if err == nil {
+		err = missing
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: delete conversation %s: %w", id.Conversation, err)
 	}
@@ -73,14 +96,17 @@ func found(tag pgconn.CommandTag, err error) error {
 
 // DeleteUser erases a user by the erasure contract (storetest.RunErasure),
 // holding the user's advisory lock exclusively, so no capture of the user
-// commits halfway through; a background VACUUM then reclaims the deleted
+// commits halfway through, and dates the erasure once it holds it; a background VACUUM then reclaims the deleted
 // rows (erasure.go says what that does and does not guarantee).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
-	now := time.Now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(userLockSQL, ""), tenant, user); err != nil {
 			return fmt.Errorf("lock user: %w", unavailable(err))
 		}
+		// Dated once the lock is held, as the embedded store dates it in
+		// its write transaction: a save that held the lock committed
+		// before, and one said while the erasure waited is dropped.
+		now := time.Now()
 		// Items and messages are counted once (deleteUncounted); the
 		// rest of the conversations' rows go with them (ON DELETE CASCADE).
 		where := "tenant = $1 AND user_id = $2"
@@ -92,7 +118,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if err != nil {
 			return err
 		}
-		for _, table := range []string{"fact_sources", "facts", "conversations", "dead_letters"} {
+		for _, table := range []string{"fact_sources", "facts", "conversations", "conversation_deletions", "dead_letters"} {
 			if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE "+where, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))
 			}
@@ -111,4 +137,16 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
 	s.vacuum.request()
 	return nil
+}
+
+// DeletedAt returns when conversation id was last deleted, or the zero
+// time when never (or not since its user's erasure).
+func (s *Store) DeletedAt(ctx context.Context, id memory.Identity) (time.Time, error) {
+	var at time.Time // zero when there is no row
+	err := s.pool.QueryRow(ctx, `SELECT deleted_at FROM conversation_deletions WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+		id.Tenant, id.User, id.Conversation).Scan(&at)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("postgres: deleted at: %w", unavailable(err))
+	}
+	return at, nil
 }

@@ -87,9 +87,11 @@ const (
 )
 
 // saveTurn stores an exchange that only appends (SaveExchanges) in one round
-// trip (migration 0022's memgate_append_turn, a statement that commits on
-// its own, which checks the erasure and the duplicate as PlanSave would),
-// with SaveExchange's results, the count before it (TailBefore) included.
+// trip (migration 0026's memgate_append_received over 0022's
+// memgate_append_turn, a statement that commits on its own, which checks
+// the conversation's deletion, the erasure and the duplicate as PlanSave
+// would), with SaveExchange's results, the count before it (TailBefore)
+// included.
 func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) (memory.SaveResult, error) {
 	// Planned into an empty conversation: seqs 1..n, moved after the
 	// conversation's last seq once the statement tells it.
@@ -100,8 +102,8 @@ func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) 
 	}
 	var first int64
 	var before *int64
-	err := s.pool.QueryRow(ctx, `SELECT * FROM memgate_append_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		ex.Tenant, ex.User, ex.Conversation, at, w.k, w.role, w.content, w.raw, w.tokens, w.created).Scan(&first, &before)
+	err := s.pool.QueryRow(ctx, `SELECT * FROM memgate_append_received($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		ex.Tenant, ex.User, ex.Conversation, at, receivedArg(ex), w.k, w.role, w.content, w.raw, w.tokens, w.created).Scan(&first, &before)
 	switch {
 	case isUniqueViolation(err, messageKeyConstraint):
 		// A concurrent save of the same exchange won.
@@ -121,4 +123,14 @@ func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) 
 		res.TailBefore, res.TailKnown = *before, true
 	}
 	return res, nil
+}
+
+// receivedArg is ex's Received as a query argument: NULL when not set (no
+// deletion drops it).
+func receivedArg(ex memory.Exchange) *time.Time {
+	if ex.Received.IsZero() {
+		return nil
+	}
+	r := ex.Received
+	return &r
 }

@@ -78,7 +78,11 @@ type saveBatch struct {
 	convs           []memory.Identity
 	ct, cu, cc      []string
 	cfirst, clatest []time.Time
-	tailLen         []int32
+	// creceived is the latest time each conversation's exchanges were
+	// received (memory.Exchange.Received, else their time): a
+	// conversation deleted at or after it stores none of them.
+	creceived []time.Time
+	tailLen   []int32
 }
 
 func newSaveBatch(exs []memory.Exchange) *saveBatch {
@@ -101,10 +105,18 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 			b.convs = append(b.convs, id)
 			b.ct, b.cu, b.cc = append(b.ct, id.Tenant), append(b.cu, id.User), append(b.cc, id.Conversation)
 			b.cfirst, b.clatest, b.tailLen = append(b.cfirst, at), append(b.clatest, at), append(b.tailLen, 0)
+			b.creceived = append(b.creceived, time.Time{})
 		}
 		last := len(b.convs) - 1
 		if at.After(b.clatest[last]) {
 			b.clatest[last] = at
+		}
+		r := received(exs[i])
+		if r.IsZero() {
+			r = undeletable
+		}
+		if r.After(b.creceived[last]) {
+			b.creceived[last] = r
 		}
 		b.tailLen[last] = max(b.tailLen[last], int32(contract.TailLen(exs[i])))
 	}
@@ -113,7 +125,7 @@ func newSaveBatch(exs []memory.Exchange) *saveBatch {
 
 // run sends the two pipelines on conn and returns the results.
 func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveResult, error) {
-	erased, convs, dups, err := b.read(ctx, conn)
+	erased, deleted, convs, dups, err := b.read(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +136,16 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	w := &batchWriter{}
 	for _, i := range b.order {
 		ex, at := b.exs[i], b.ats[i]
+		ex.Received = received(ex) // as the upsert compared it
 		first := contract.Source{Identity: ex.Identity, Key: memory.Key(ex.ID, 0)}
 		moved := first
 		moved.Conversation = ex.Candidate
 		stored := dups[first] || ex.Candidate != "" && dups[moved]
 		st := convs[ex.Identity]
-		if st == nil { // its user erased after all of its exchanges
+		if st == nil { // its user erased, or it deleted, after all of its exchanges
 			st = &contract.SaveConv{}
 		}
+		st.Deleted = deleted[ex.Identity]
 		p := contract.PlanSave(ex, at, erased[contract.User{Tenant: ex.Tenant, User: ex.User}], stored, st)
 		if p.Result.Inserted > 0 && convs[ex.Identity] == nil {
 			return nil, fmt.Errorf("exchange %s: conversation not locked", ex.ID)
@@ -167,6 +181,16 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	return results, nil
 }
 
+// undeletable stands, in a conversation's latest received time
+// (saveBatch.creceived), for an exchange without one: no deletion drops it.
+var undeletable = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// received is when ex was received (memory.Exchange.Received), at
+// PostgreSQL's precision; zero when it was not set (no deletion drops it).
+func received(ex memory.Exchange) time.Time {
+	return ex.Received.Truncate(time.Microsecond)
+}
+
 // heads gives each conversation the first live messages its exchanges
 // compare their history with (contract.SaveConv.Head): the tail read, when
 // it holds every live message, the common case; else, in the batch's
@@ -198,9 +222,11 @@ func (b *saveBatch) heads(ctx context.Context, conn *pgxpool.Conn, convs map[mem
 }
 
 // read sends the first pipeline: BEGIN, the users' shared locks (in key
-// order), their erasures, the conversations' upsert (skipping users erased
+// order), their erasures, the conversations' deletions, the
+// conversations' upsert (skipping users erased, and conversations deleted,
 // after all of their exchanges), the duplicates and the tails.
-func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.User]time.Time, map[memory.Identity]*contract.SaveConv, map[contract.Source]bool, error) {
+func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.User]time.Time, map[memory.Identity]time.Time,
+	map[memory.Identity]*contract.SaveConv, map[contract.Source]bool, error) {
 	var kt, ku, kc, kk []string
 	for _, i := range b.order {
 		ex := b.exs[i]
@@ -211,6 +237,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 		}
 	}
 	erased := map[contract.User]time.Time{}
+	deleted := map[memory.Identity]time.Time{}
 	convs := map[memory.Identity]*contract.SaveConv{}
 	dups := map[contract.Source]bool{}
 	var (
@@ -228,17 +255,23 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 	queueEach(p, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at },
 		`SELECT tenant, user_id, max(erased_at) FROM erasures
 		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) GROUP BY tenant, user_id`, b.ut, b.uu)
+	queueEach(p, "check deletions", []any{&src.Tenant, &src.User, &src.Conversation, &at}, func() { deleted[src.Identity] = at },
+		`SELECT tenant, user_id, conversation, deleted_at FROM conversation_deletions
+		WHERE (tenant, user_id, conversation) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`, b.ct, b.cu, b.cc)
 	// The upsert locks each conversation row until commit: concurrent saves
 	// to it queue here, and each sees the previous one's rows.
 	queueEach(p, "lock conversations", []any{&src.Tenant, &src.User, &src.Conversation, &seq},
 		func() { convs[src.Identity] = &contract.SaveConv{LastSeq: seq} },
 		`INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 		SELECT x.t, x.u, x.c, x.f, x.f
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY AS x(t, u, c, f, l, o)
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])
+			WITH ORDINALITY AS x(t, u, c, f, l, r, o)
 		WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant = x.t AND e.user_id = x.u AND e.erased_at >= x.l)
+			AND NOT EXISTS (SELECT 1 FROM conversation_deletions d
+				WHERE d.tenant = x.t AND d.user_id = x.u AND d.conversation = x.c AND d.deleted_at >= x.r)
 		ORDER BY x.o
 		ON CONFLICT (tenant, user_id, id) DO UPDATE SET last_seq = conversations.last_seq
-		RETURNING tenant, user_id, id, last_seq`, b.ct, b.cu, b.cc, b.cfirst, b.clatest)
+		RETURNING tenant, user_id, id, last_seq`, b.ct, b.cu, b.cc, b.cfirst, b.clatest, b.creceived)
 	queueEach(p, "check duplicates", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key}, func() { dups[src] = true },
 		`SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, u, c, k)
 		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.tenant = x.t AND m.user_id = x.u AND m.conversation = x.c AND m.key = x.k)`,
@@ -262,9 +295,9 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 			ORDER BY x.t, x.u, x.c, m.seq`, b.ct, b.cu, b.cc, b.tailLen)
 	}
 	if err := conn.SendBatch(ctx, p).Close(); err != nil {
-		return nil, nil, nil, fmt.Errorf("read: %w", unavailable(err))
+		return nil, nil, nil, nil, fmt.Errorf("read: %w", unavailable(err))
 	}
-	return erased, convs, dups, nil
+	return erased, deleted, convs, dups, nil
 }
 
 // batchWriter gathers the second pipeline: the messages (written in one

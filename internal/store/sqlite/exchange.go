@@ -53,6 +53,7 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // the writer (writeTx).
 const (
 	sqlErasedAt       = `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`
+	sqlDeletedAt      = `SELECT deleted_at FROM conversation_deletions WHERE tenant = ? AND user_id = ? AND conversation = ?`
 	sqlExchangeStored = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	// sqlCountConversation creates the conversation, or moves its live
 	// message count and its time.
@@ -86,7 +87,7 @@ const messageRows = 64
 var sqlInsertMessages = insertMessageInto + list(messageRow, messageRows)
 
 // hotWrites are the write statements a Store prepares when it opens.
-var hotWrites = []string{sqlErasedAt, sqlExchangeStored, sqlCountConversation, sqlLastSeq, sqlInsertMessage,
+var hotWrites = []string{sqlErasedAt, sqlDeletedAt, sqlExchangeStored, sqlCountConversation, sqlLastSeq, sqlInsertMessage,
 	sqlInsertMessages, sqlRecordExchange, sqlInsertItem, sqlInsertItems}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction:
@@ -110,6 +111,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		return memory.SaveResult{}, fmt.Errorf("check exchange: %w", err)
 	}
 	var conv contract.SaveConv
+	if conv.Deleted, err = deletedAt(ctx, tx, ex.Identity); err != nil {
+		return memory.SaveResult{}, err
+	}
 	if n := contract.TailLen(ex); n > 0 {
 		tail, err := liveTail(ctx, tx, ex.Identity, n)
 		if err != nil {
@@ -202,6 +206,17 @@ func erasedAt(ctx context.Context, q querier, tenant, user string) (time.Time, e
 	err := q.QueryRowContext(ctx, sqlErasedAt, tenant, user).Scan((*nanoTime)(&at))
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("check erasure: %w", err)
+	}
+	return at, nil
+}
+
+// deletedAt returns when conversation id was last deleted, or the zero
+// time when never (since its user's erasure).
+func deletedAt(ctx context.Context, q querier, id memory.Identity) (time.Time, error) {
+	var at time.Time
+	err := q.QueryRowContext(ctx, sqlDeletedAt, id.Tenant, id.User, id.Conversation).Scan((*nanoTime)(&at))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("check conversation deletion: %w", err)
 	}
 	return at, nil
 }

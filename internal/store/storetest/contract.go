@@ -40,6 +40,11 @@ type Store interface {
 	// Writes carrying an erasure guard (memory.Fact.GuardSince) are checked by the store, in
 	// the write's transaction: see RunErasure.
 	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
+	// DeletedAt returns when a conversation was last deleted (the zero
+	// time when never, or not since its user's erasure): SaveExchange
+	// drops an exchange received at or before then (see
+	// testDeletedConversationStaysDeleted).
+	DeletedAt(ctx context.Context, id memory.Identity) (time.Time, error)
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 	// Close releases the store.

@@ -37,6 +37,7 @@ func RunErasure(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"GuardRefusesWritesCapturedBeforeErasure", testGuardRefusesStaleWrites},
 		{"FreshStartAfterErasure", testFreshStartAfterErasure},
 		{"GuardedWritesRaceErasure", testGuardedWritesRaceErasure},
+		{"DeletedConversationStaysDeleted", testDeletedConversationStaysDeleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

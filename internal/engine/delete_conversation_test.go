@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// midDeleteStore notes, once its first DeleteConversation committed, the
+// time a turn received then would carry: one that arrived while the
+// deletion ran and read what it deleted.
+type midDeleteStore struct {
+	queueStore
+	mid time.Time
+}
+
+func (s *midDeleteStore) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := s.queueStore.DeleteConversation(ctx, id)
+	if s.mid.IsZero() {
+		s.mid = time.Now()
+	}
+	return err
+}
+
+// runConversationDeleted: alice's conversation c1 has a turn stored and
+// waiting for enrichment and one queued while the store was down, next to
+// a queued turn of her conversation c2. Deleting c1 leaves no byte of c1's
+// text at rest and c1 no longer queued, c2's turn as it was; a turn
+// received while the deletion ran (after its first pass committed), stored
+// after it, is dropped and does not bring c1 back; a turn received after
+// it starts c1 again at once; the worker stores c2's turn.
+func runConversationDeleted(t *testing.T, top queueTopology) {
+	ctx := context.Background()
+	stamp := time.Now().UnixNano()
+	gone := []string{fmt.Sprintf("zqxcstored%d", stamp), fmt.Sprintf("zqxcqueued%d", stamp), fmt.Sprintf("zqxcinflight%d", stamp)}
+	kept := fmt.Sprintf("zqxcother%d", stamp)
+	c1 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	c2 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c2"}
+
+	flaky := &flakySaver{Saver: top.store}
+	c := record.New(top.queue, flaky, nil, nil, record.Options{Enrich: top.enrich, Shared: top.shared,
+		DeadLetters: top.store, OpTimeout: 5 * time.Second})
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(cctx)
+	})
+	st := &midDeleteStore{queueStore: top.store}
+	e := engine.New(engine.Options{}, nil)
+	e.Use(&engine.Core{Store: st, Capturer: c})
+
+	c.Capture(ctx, turn(t, c1, "my code word is "+gone[0])) // stored; waits for enrichment
+	flaky.set(true)
+	c.Capture(ctx, turn(t, c1, "my other code word is "+gone[1]))
+	c.Capture(ctx, turn(t, c2, "elsewhere "+kept))
+	flaky.set(false)
+	if n, err := top.queue.Pending(ctx); err != nil || n != 2 {
+		t.Fatalf("capture queue holds %d entries (%v), want 2 queued turns", n, err)
+	}
+	before := top.atRest(t)
+	for _, w := range append(gone[:2:2], kept) {
+		if !bytes.Contains(before, []byte(w)) {
+			t.Fatalf("%s is not at rest before the deletion: the test cannot see what it checks", w)
+		}
+	}
+
+	if err := e.DeleteConversation(ctx, c1); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	after := top.atRest(t)
+	for _, w := range gone[:2] {
+		if i := bytes.Index(after, []byte(w)); i >= 0 {
+			t.Errorf("deleted text %s still at rest (byte %d of %d)", w, i, len(after))
+		}
+	}
+	if !bytes.Contains(after, []byte(kept)) {
+		t.Errorf("c2's queued turn %s left with c1", kept)
+	}
+	q, err := top.shared.Queued(ctx, `["acme","alice","c1"]`, `["acme","alice","c2"]`)
+	if err != nil || q[0] || !q[1] {
+		t.Fatalf("Queued(c1, c2) = %v, %v; want [false true]", q, err)
+	}
+
+	// The turn in flight: received after the first pass committed, before
+	// the call returned, saved now.
+	late := turn(t, c1, "the answer repeats "+gone[2])
+	late.Received = st.mid
+	c.Capture(ctx, late)
+	if _, msgs, err := top.store.Conversation(ctx, c1); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the turn in flight brought the deleted conversation back: %q, %v", contents(msgs), err)
+	}
+	if i := bytes.Index(top.atRest(t), []byte(gone[2])); i >= 0 {
+		t.Errorf("text of the turn in flight at rest (byte %d)", i)
+	}
+
+	// A fresh turn starts c1 again, stored at once.
+	c.Capture(ctx, turn(t, c1, "a fresh start"))
+	if msgs, err := top.store.Recent(ctx, c1, 10); err != nil || contents(msgs) != "a fresh start | Noted: a fresh start" {
+		t.Fatalf("c1 after a fresh turn = %q, %v; want the fresh turn alone, stored at once", contents(msgs), err)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	w := record.NewWorker(top.queue, top.store, nil, record.WorkerOptions{Consumer: "w1", Lease: top.lease, Enrich: top.enrich,
+		DeadLetters: top.store, Block: 20 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUntil(t, "c2's turn stored", func() bool {
+		n, err := top.queue.Pending(ctx)
+		return err == nil && n == 0
+	})
+	if msgs, err := top.store.Recent(ctx, c2, 10); err != nil || contents(msgs) != "elsewhere "+kept+" | Noted: elsewhere "+kept {
+		t.Fatalf("c2 = %q, %v; want its queued turn", contents(msgs), err)
+	}
+	if msgs, err := top.store.Recent(ctx, c1, 10); err != nil || len(msgs) != 2 {
+		t.Fatalf("c1 = %q, %v; want the fresh turn alone", contents(msgs), err)
+	}
+}
+
+// TestConversationDeletePurgesAndHoldsSQLite: see runConversationDeleted.
+func TestConversationDeletePurgesAndHoldsSQLite(t *testing.T) {
+	runConversationDeleted(t, sqliteTopology(t))
+}
+
+// TestConversationDeletePurgesAndHoldsPostgresRedis: see runConversationDeleted.
+func TestConversationDeletePurgesAndHoldsPostgresRedis(t *testing.T) {
+	runConversationDeleted(t, postgresRedisTopology(t))
+}
