@@ -20,8 +20,8 @@ import (
 // about 550 KB of English in one message, 360 KB of distinct random
 // words, the newest 1,150 messages of a resent history of 450-byte ones,
 // and every ordinary exchange, a pasted page or a long reply included.
-// The rest of the text is stored and replayed verbatim, but not indexed:
-// no search, full text or vector, finds it.
+// The rest waits in the store's index backlog, which the enricher's idle
+// rounds index, backlogIndexUnits a round (IndexBacklog).
 const exchangeIndexUnits = 96 << 10
 
 // messageIndexFloor is how much of exchangeIndexUnits each message of an
