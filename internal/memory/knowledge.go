@@ -177,6 +177,11 @@ type PendingIndex struct {
 	Key string
 	// Chunk is the first of the message's chunks not indexed yet.
 	Chunk int
+	// Offset is where Chunk starts in the message's indexable text (its
+	// text without tool-call lines, trimmed), in bytes: later rounds cut
+	// the message on from there, not from its start again. It moves with
+	// Chunk (0 with a Chunk past 0: not known; a round finds it).
+	Offset int
 	// Bytes is the length of the message's text, which bounds what a
 	// read of the backlog holds.
 	Bytes int

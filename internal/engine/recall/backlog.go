@@ -40,8 +40,9 @@ const backlogIndexUnits = exchangeIndexUnits / 4
 
 // backlogEntries and backlogReadBytes bound what one round of the backlog
 // reads: entries, and the text of their messages past the first (up to
-// the 2 MiB a request body holds), which a round re-cuts in full to find
-// the chunks it left.
+// the 2 MiB a request body holds). A round cuts each message on from
+// where the last left it (memory.PendingIndex.Offset), only as far as it
+// indexes (resumedCut), never from its start again.
 const (
 	backlogEntries   = 256
 	backlogReadBytes = 1 << 20
@@ -81,13 +82,14 @@ func (ix *Indexer) IndexBacklog(ctx context.Context) (int, error) {
 			p.Done = true
 			continue
 		}
-		chunks, embeddable := ix.Window.chunks(indexableText(p.Message.Content))
-		if p.Chunk >= len(chunks) {
+		// Cut from where the last round left the message, as it is
+		// indexed: a round cuts about what it indexes.
+		rest := ix.Window.resume(indexableText(p.Message.Content), p.Chunk, p.Offset)
+		if rest.done() {
 			p.Done = true
 			continue
 		}
-		msgs = append(msgs, cutMessage{id: p.Identity, key: p.Key, at: p.Message.CreatedAt, from: p.Chunk, total: len(chunks),
-			chunks: chunks[p.Chunk:], embeddable: max(0, embeddable-p.Chunk)})
+		msgs = append(msgs, cutMessage{id: p.Identity, key: p.Key, at: p.Message.CreatedAt, from: p.Chunk, rest: rest})
 		of = append(of, i)
 	}
 	withinIndexBudget(msgs, backlogIndexUnits, messageIndexFloor)
@@ -108,10 +110,12 @@ func (ix *Indexer) IndexBacklog(ctx context.Context) (int, error) {
 		}
 	}
 	for j, m := range msgs {
+		ix.backlogCut.Add(int64(len(m.rest.ends)))
 		if len(m.chunks) > 0 {
 			p := pending[of[j]]
 			p.Chunk += len(m.chunks)
-			p.Done = p.Chunk >= m.total
+			p.Offset = m.rest.after(len(m.chunks))
+			p.Done = len(m.chunks) == len(m.rest.ends) && m.rest.done()
 			moved = append(moved, p)
 		}
 	}

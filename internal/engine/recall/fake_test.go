@@ -257,7 +257,9 @@ next:
 		}
 		for i, old := range s.backlog {
 			if old.Identity == p.Identity && old.Key == p.Key {
-				s.backlog[i].Chunk = max(old.Chunk, p.Chunk)
+				if p.Chunk > old.Chunk {
+					s.backlog[i].Chunk, s.backlog[i].Offset = p.Chunk, p.Offset
+				}
 				continue next
 			}
 		}
@@ -296,8 +298,8 @@ func (s *fakeStore) ResolveIndex(_ context.Context, entries []memory.PendingInde
 			}
 			if p.Done {
 				s.backlog = append(s.backlog[:i], s.backlog[i+1:]...)
-			} else {
-				s.backlog[i].Chunk = max(old.Chunk, p.Chunk)
+			} else if p.Chunk > old.Chunk {
+				s.backlog[i].Chunk, s.backlog[i].Offset = p.Chunk, p.Offset
 			}
 			break
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -62,6 +63,9 @@ type Indexer struct {
 	// deferred are the items a user's embedding budget left without a
 	// vector (userEmbedBytes), for Backfill.
 	deferred deferredItems
+	// backlogCut counts the chunks the index backlog's rounds have cut,
+	// kept or not: the work a round does besides writing what it keeps.
+	backlogCut atomic.Int64
 }
 
 // NewIndexer returns an Indexer writing to store with vectors from emb.
@@ -170,9 +174,10 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// A long message, the user's or the assistant's, is cut to the
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
-			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
+			text := strings.TrimSpace(indexableText(m.Content))
+			chunks, embedded := ix.Window.chunks(text)
 			mine = append(mine, cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, total: len(chunks),
-				bytes: len(m.Content), embedded: embedded, embeddable: embedded})
+				bytes: len(m.Content), embedded: embedded, embeddable: embedded, text: text})
 		}
 		// What one exchange adds to the full-text index is bounded (see
 		// exchangeIndexUnits); the rest of its text waits in the store's
@@ -182,7 +187,12 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 				"exchange", ex.ID, "chunks_not_indexed", left)
 			for i := len(mine) - 1; i >= 0; i-- { // newest first, as indexed
 				if m := mine[i]; len(m.chunks) < m.total {
-					backlog = append(backlog, memory.PendingIndex{Identity: m.id, Key: m.key, Chunk: len(m.chunks), Bytes: m.bytes})
+					// Later rounds cut on from the end of the last chunk kept.
+					off := 0
+					if ends := chunkEnds(m.text, m.chunks); len(ends) > 0 {
+						off = ends[len(ends)-1]
+					}
+					backlog = append(backlog, memory.PendingIndex{Identity: m.id, Key: m.key, Chunk: len(m.chunks), Offset: off, Bytes: m.bytes})
 				}
 			}
 		}
@@ -382,6 +392,31 @@ type cutMessage struct {
 	// (embeddedChunks) lets be embedded: those past embedded were left
 	// text-only by their user's budget alone.
 	embeddable int
+	// text is the message's indexable text, trimmed, which its chunks
+	// were cut from (set when the message is cut whole).
+	text string
+	// rest, when set, cuts the message's chunks as they are indexed:
+	// chunks holds those cut so far (see cutMore).
+	rest *resumedCut
+}
+
+// cutMore cuts m's next chunks when it is cut as it is indexed (m.rest),
+// and reports whether it cut any. They are stored without a vector,
+// those the message's bound on vectors lets be embedded counted in
+// embeddable, for Backfill.
+func (m *cutMessage) cutMore() bool {
+	if m.rest == nil {
+		return false
+	}
+	cs, embedded := m.rest.next()
+	if len(cs) == 0 {
+		return false
+	}
+	if m.embeddable == len(m.chunks) {
+		m.embeddable += embedded
+	}
+	m.chunks = append(m.chunks, cs...)
+	return true
 }
 
 // withinBudget lowers the embedded counts of msgs (a user's messages of a

@@ -85,31 +85,34 @@ func (s *Store) DeferIndex(ctx context.Context, entries []memory.PendingIndex) e
 // most one), and returns the entries' sources it recorded.
 func deferIndex(ctx context.Context, tx pgx.Tx, entries []memory.PendingIndex, live string) (map[contract.Source]bool, error) {
 	var tenants, users, convs, keys []string
-	var chunks, bytes []int32
+	var chunks, offsets, bytes []int32
 	at := map[contract.Source]int{} // each source's place in the arrays
 	for _, p := range entries {
 		src := contract.Source{Identity: p.Identity, Key: p.Key}
-		chunk := int32(min(p.Chunk, 1<<31-1))
+		chunk, offset := int32(min(p.Chunk, 1<<31-1)), int32(min(p.Offset, 1<<31-1))
 		if i, ok := at[src]; ok {
-			chunks[i] = max(chunks[i], chunk)
+			if chunk > chunks[i] {
+				chunks[i], offsets[i] = chunk, offset
+			}
 			continue
 		}
 		at[src] = len(keys)
 		tenants, users, convs, keys = append(tenants, p.Tenant), append(users, p.User), append(convs, p.Conversation), append(keys, p.Key)
-		chunks, bytes = append(chunks, chunk), append(bytes, int32(min(p.Bytes, 1<<31-1)))
+		chunks, offsets, bytes = append(chunks, chunk), append(offsets, offset), append(bytes, int32(min(p.Bytes, 1<<31-1)))
 	}
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
-		INSERT INTO index_backlog AS b (tenant, user_id, conversation, key, chunk, bytes)
-		SELECT m.tenant, m.user_id, m.conversation, m.key, u.chunk, u.bytes
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[])
-			WITH ORDINALITY AS u(tenant, user_id, conversation, key, chunk, bytes, n)
+		INSERT INTO index_backlog AS b (tenant, user_id, conversation, key, chunk, byte_offset, bytes)
+		SELECT m.tenant, m.user_id, m.conversation, m.key, u.chunk, u.byte_offset, u.bytes
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[])
+			WITH ORDINALITY AS u(tenant, user_id, conversation, key, chunk, bytes, byte_offset, n)
 		`+live+`
 		ORDER BY u.n
-		ON CONFLICT (tenant, user_id, conversation, key) DO UPDATE SET chunk = GREATEST(b.chunk, EXCLUDED.chunk)
-		RETURNING b.tenant, b.user_id, b.conversation, b.key`, tenants, users, convs, keys, chunks, bytes)
+		ON CONFLICT (tenant, user_id, conversation, key) DO UPDATE SET chunk = GREATEST(b.chunk, EXCLUDED.chunk),
+			byte_offset = CASE WHEN EXCLUDED.chunk > b.chunk THEN EXCLUDED.byte_offset ELSE b.byte_offset END
+		RETURNING b.tenant, b.user_id, b.conversation, b.key`, tenants, users, convs, keys, chunks, bytes, offsets)
 	recorded := map[contract.Source]bool{}
 	var src contract.Source
 	return recorded, eachRow(rows, err, "record messages", []any{&src.Tenant, &src.User, &src.Conversation, &src.Key},
@@ -120,7 +123,7 @@ func deferIndex(ctx context.Context, tx pgx.Tx, entries []memory.PendingIndex, l
 // contract: the first limit rows, cut where their bytes pass maxBytes.
 func (s *Store) PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory.PendingIndex, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT b.id, b.tenant, b.user_id, b.conversation, b.key, b.chunk, b.bytes,
+		SELECT b.id, b.tenant, b.user_id, b.conversation, b.key, b.chunk, b.byte_offset, b.bytes,
 			coalesce(m.role, ''), coalesce(m.content, ''), coalesce(m.created_at, 'epoch'), m.key IS NULL OR m.superseded_at IS NOT NULL
 		FROM (SELECT f.*, sum(f.bytes) OVER (ORDER BY f.id) AS upto
 			FROM (SELECT * FROM index_backlog ORDER BY id LIMIT $1) f) b
@@ -129,7 +132,7 @@ func (s *Store) PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory
 		ORDER BY b.id`, limit, maxBytes)
 	out := []memory.PendingIndex{}
 	var p memory.PendingIndex
-	err = eachRow(rows, err, "pending index", []any{&p.ID, &p.Tenant, &p.User, &p.Conversation, &p.Key, &p.Chunk, &p.Bytes,
+	err = eachRow(rows, err, "pending index", []any{&p.ID, &p.Tenant, &p.User, &p.Conversation, &p.Key, &p.Chunk, &p.Offset, &p.Bytes,
 		&p.Message.Role, &p.Message.Content, &p.Message.CreatedAt, &p.Gone}, func() {
 		p.Message.Tenant, p.Message.User, p.Message.Conversation, p.Message.Key = p.Tenant, p.User, p.Conversation, p.Key
 		out = append(out, p)
@@ -144,12 +147,13 @@ func (s *Store) PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory
 // in one transaction.
 func (s *Store) ResolveIndex(ctx context.Context, entries []memory.PendingIndex) error {
 	var done, ids []int64
-	var chunks []int32
+	var chunks, offsets []int32
 	for _, p := range entries {
 		if p.Done {
 			done = append(done, p.ID)
 		} else {
 			ids, chunks = append(ids, p.ID), append(chunks, int32(min(p.Chunk, 1<<31-1)))
+			offsets = append(offsets, int32(min(p.Offset, 1<<31-1)))
 		}
 	}
 	if len(done) == 0 && len(ids) == 0 {
@@ -157,8 +161,9 @@ func (s *Store) ResolveIndex(ctx context.Context, entries []memory.PendingIndex)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM index_backlog WHERE id = ANY($1)`, done)
-	b.Queue(`UPDATE index_backlog b SET chunk = GREATEST(b.chunk, u.chunk)
-		FROM unnest($1::bigint[], $2::int[]) AS u(id, chunk) WHERE b.id = u.id`, ids, chunks)
+	b.Queue(`UPDATE index_backlog b SET chunk = u.chunk, byte_offset = u.byte_offset
+		FROM unnest($1::bigint[], $2::int[], $3::int[]) AS u(id, chunk, byte_offset) WHERE b.id = u.id AND u.chunk > b.chunk`,
+		ids, chunks, offsets)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("postgres: resolve index: %w", unavailable(err))
 	}

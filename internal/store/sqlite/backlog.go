@@ -41,7 +41,7 @@ func (s *Store) DeferIndex(ctx context.Context, entries []memory.PendingIndex) e
 				if gone {
 					continue
 				}
-				args := []any{p.Tenant, p.User, p.Conversation, p.Key, p.Chunk, p.Bytes}
+				args := []any{p.Tenant, p.User, p.Conversation, p.Key, p.Chunk, p.Bytes, p.Offset}
 				r, err := exact.ExecContext(ctx, args...)
 				if err != nil {
 					return fmt.Errorf("record message %s: %w", p.Key, err)
@@ -69,12 +69,14 @@ func (s *Store) DeferIndex(ctx context.Context, entries []memory.PendingIndex) e
 
 // deferIndexSQL, a condition on the message and deferIndexUpsert record
 // an entry (?1 tenant, ?2 user, ?3 conversation, ?4 key, ?5 chunk, ?6
-// bytes) of a live message.
+// bytes, ?7 offset) of a live message: a recorded one's chunk rises, its
+// offset with it.
 const (
-	deferIndexSQL = `INSERT INTO index_backlog (tenant, user_id, conversation, key, chunk, bytes)
-		SELECT tenant, user_id, conversation, key, ?5, ?6 FROM messages
+	deferIndexSQL = `INSERT INTO index_backlog (tenant, user_id, conversation, key, chunk, byte_offset, bytes)
+		SELECT tenant, user_id, conversation, key, ?5, ?7, ?6 FROM messages
 		WHERE tenant = ?1 AND user_id = ?2 AND key = ?4 AND superseded_at IS NULL AND `
-	deferIndexUpsert = ` ON CONFLICT (tenant, user_id, conversation, key) DO UPDATE SET chunk = MAX(chunk, excluded.chunk)`
+	deferIndexUpsert = ` ON CONFLICT (tenant, user_id, conversation, key) DO UPDATE SET chunk = MAX(chunk, excluded.chunk),
+		byte_offset = CASE WHEN excluded.chunk > chunk THEN excluded.byte_offset ELSE byte_offset END`
 )
 
 // PendingIndex reads the oldest entries with their messages by the
@@ -82,11 +84,11 @@ const (
 func (s *Store) PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory.PendingIndex, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.PendingIndex, error) {
 		var p memory.PendingIndex
-		err := r.Scan(&p.ID, &p.Tenant, &p.User, &p.Conversation, &p.Key, &p.Chunk, &p.Bytes,
+		err := r.Scan(&p.ID, &p.Tenant, &p.User, &p.Conversation, &p.Key, &p.Chunk, &p.Offset, &p.Bytes,
 			&p.Message.Role, &p.Message.Content, (*nanoTime)(&p.Message.CreatedAt), &p.Gone)
 		p.Message.Tenant, p.Message.User, p.Message.Conversation, p.Message.Key = p.Tenant, p.User, p.Conversation, p.Key
 		return p, err
-	}, `SELECT b.id, b.tenant, b.user_id, b.conversation, b.key, b.chunk, b.bytes,
+	}, `SELECT b.id, b.tenant, b.user_id, b.conversation, b.key, b.chunk, b.byte_offset, b.bytes,
 			COALESCE(m.role, ''), COALESCE(m.content, ''), COALESCE(m.created_at, 0), m.id IS NULL OR m.superseded_at IS NOT NULL
 		FROM (SELECT *, SUM(bytes) OVER (ORDER BY id) AS upto
 			FROM (SELECT * FROM index_backlog ORDER BY id LIMIT ?1)) b
@@ -105,7 +107,7 @@ func (s *Store) ResolveIndex(ctx context.Context, entries []memory.PendingIndex)
 	err := contract.Chunks(entries, backlogRows, func(chunk []memory.PendingIndex) error {
 		return s.inWriteAs(ctx, true, func(tx *sql.Tx) error {
 			for _, p := range chunk {
-				query, args := `UPDATE index_backlog SET chunk = MAX(chunk, ?2) WHERE id = ?1`, []any{p.ID, p.Chunk}
+				query, args := `UPDATE index_backlog SET chunk = ?2, byte_offset = ?3 WHERE id = ?1 AND chunk < ?2`, []any{p.ID, p.Chunk, p.Offset}
 				if p.Done {
 					query, args = `DELETE FROM index_backlog WHERE id = ?1`, args[:1]
 				}

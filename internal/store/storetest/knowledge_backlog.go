@@ -15,6 +15,12 @@ func pending(ex memory.Exchange, i, chunk, bytes int) memory.PendingIndex {
 	return memory.PendingIndex{Identity: ex.Identity, Key: memory.Key(ex.ID, i), Chunk: chunk, Bytes: bytes, GuardSince: ex.At}
 }
 
+// offsetAt returns p with its offset: where its chunk starts.
+func offsetAt(p memory.PendingIndex, offset int) memory.PendingIndex {
+	p.Offset = offset
+	return p
+}
+
 func mustDeferIndex(t *testing.T, s KnowledgeStore, entries ...memory.PendingIndex) {
 	t.Helper()
 	if err := s.DeferIndex(testCtx(t), entries); err != nil {
@@ -31,12 +37,15 @@ func mustPendingIndex(t *testing.T, s KnowledgeStore, limit, maxBytes int) []mem
 	return got
 }
 
-// backlogKeys lists entries as "conversation/key@chunk", a "!" after one
-// read as gone.
+// backlogKeys lists entries as "conversation/key@chunk", "+offset" after
+// one with an offset, a "!" after one read as gone.
 func backlogKeys(entries []memory.PendingIndex) []string {
 	out := make([]string, len(entries))
 	for i, p := range entries {
 		out[i] = fmt.Sprintf("%s/%s@%d", p.Conversation, p.Key, p.Chunk)
+		if p.Offset != 0 {
+			out[i] += fmt.Sprintf("+%d", p.Offset)
+		}
 		if p.Gone {
 			out[i] += "!"
 		}
@@ -52,10 +61,11 @@ func assertBacklog(t *testing.T, what string, got []memory.PendingIndex, want ..
 }
 
 // testIndexBacklog: DeferIndex records the entries of live messages only,
-// raising (never lowering) a recorded one's chunk; PendingIndex reads them
+// raising (never lowering) a recorded one's chunk, its offset with it
+// (the highest chunk's, when one call holds a message twice); PendingIndex reads them
 // in the order recorded, with their messages, at most limit and past the
 // first only within maxBytes; ResolveIndex moves them on (never back) and
-// removes those done.
+// removes those done, an offset moving with its chunk.
 func testIndexBacklog(t *testing.T, s KnowledgeStore) {
 	a := memory.Identity{Tenant: "acme", User: "alice", Conversation: "long"}
 	b := memory.Identity{Tenant: "beta", User: "bob", Conversation: "long"}
@@ -69,10 +79,10 @@ func testIndexBacklog(t *testing.T, s KnowledgeStore) {
 	}
 
 	missing := pending(exA, 7, 0, 10) // no such message
-	mustDeferIndex(t, s, pending(exA, 1, 3, 10), pending(exA, 0, 2, 10), missing)
+	mustDeferIndex(t, s, offsetAt(pending(exA, 1, 3, 10), 300), offsetAt(pending(exA, 0, 2, 10), 200), missing)
 	mustDeferIndex(t, s, pending(exB, 0, 1, 10))
 	got := mustPendingIndex(t, s, 10, 1<<20)
-	assertBacklog(t, "recorded", got, "long/ex-a:1@3", "long/ex-a:0@2", "long/"+memory.Key(exB.ID, 0)+"@1")
+	assertBacklog(t, "recorded", got, "long/ex-a:1@3+300", "long/ex-a:0@2+200", "long/"+memory.Key(exB.ID, 0)+"@1")
 	for i, want := range []memory.Message{exA.Turn[0], exA.Prior[0], exB.Turn[0]} {
 		p := got[i]
 		if p.ID == 0 || i > 0 && p.ID <= got[i-1].ID || p.Message.Content != want.Content || p.Message.Role != want.Role ||
@@ -84,26 +94,34 @@ func testIndexBacklog(t *testing.T, s KnowledgeStore) {
 		t.Fatalf("entry of bob read as %s/%s", got[2].Tenant, got[2].User)
 	}
 
-	// Recorded again: the chunk rises, never falls; the order stays.
-	mustDeferIndex(t, s, pending(exA, 1, 1, 10), pending(exA, 0, 5, 10))
-	assertBacklog(t, "recorded again", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@3", "long/ex-a:0@5", "long/"+memory.Key(exB.ID, 0)+"@1")
+	// Recorded again: the chunk rises, never falls, its offset with it;
+	// the order stays.
+	mustDeferIndex(t, s, offsetAt(pending(exA, 1, 1, 10), 100), offsetAt(pending(exA, 0, 5, 10), 500))
+	assertBacklog(t, "recorded again", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@3+300", "long/ex-a:0@5+500", "long/"+memory.Key(exB.ID, 0)+"@1")
 
 	// The bounds: limit, and bytes past the first.
-	assertBacklog(t, "limit 2", mustPendingIndex(t, s, 2, 1<<20), "long/ex-a:1@3", "long/ex-a:0@5")
-	assertBacklog(t, "20 bytes", mustPendingIndex(t, s, 10, 20), "long/ex-a:1@3", "long/ex-a:0@5")
-	assertBacklog(t, "19 bytes", mustPendingIndex(t, s, 10, 19), "long/ex-a:1@3")
-	assertBacklog(t, "1 byte", mustPendingIndex(t, s, 10, 1), "long/ex-a:1@3")
+	assertBacklog(t, "limit 2", mustPendingIndex(t, s, 2, 1<<20), "long/ex-a:1@3+300", "long/ex-a:0@5+500")
+	assertBacklog(t, "20 bytes", mustPendingIndex(t, s, 10, 20), "long/ex-a:1@3+300", "long/ex-a:0@5+500")
+	assertBacklog(t, "19 bytes", mustPendingIndex(t, s, 10, 19), "long/ex-a:1@3+300")
+	assertBacklog(t, "1 byte", mustPendingIndex(t, s, 10, 1), "long/ex-a:1@3+300")
 
 	got = mustPendingIndex(t, s, 10, 1<<20)
-	got[0].Chunk, got[1].Chunk, got[1].Done, got[2].Chunk = 9, 0, true, 0 // 0: not lowered
+	got[0].Chunk, got[0].Offset, got[1].Chunk, got[1].Done = 9, 900, 0, true
+	got[2].Chunk, got[2].Offset = 0, 7 // not lowered, nor its offset moved
 	if err := s.ResolveIndex(testCtx(t), got); err != nil {
 		t.Fatalf("ResolveIndex: %v", err)
 	}
-	assertBacklog(t, "resolved", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@9", "long/"+memory.Key(exB.ID, 0)+"@1")
+	assertBacklog(t, "resolved", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@9+900", "long/"+memory.Key(exB.ID, 0)+"@1")
 	if err := s.ResolveIndex(testCtx(t), got); err != nil { // again: the removed one is skipped
 		t.Fatalf("ResolveIndex again: %v", err)
 	}
-	assertBacklog(t, "resolved again", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@9", "long/"+memory.Key(exB.ID, 0)+"@1")
+	assertBacklog(t, "resolved again", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@9+900", "long/"+memory.Key(exB.ID, 0)+"@1")
+
+	// One call holding a message twice records the higher chunk's offset,
+	// whichever comes first.
+	mustDeferIndex(t, s, offsetAt(pending(exB, 0, 4, 10), 400), offsetAt(pending(exB, 0, 2, 10), 200))
+	mustDeferIndex(t, s, offsetAt(pending(exA, 1, 10, 10), 950), offsetAt(pending(exA, 1, 12, 10), 990))
+	assertBacklog(t, "twice in one call", mustPendingIndex(t, s, 10, 1<<20), "long/ex-a:1@12+990", "long/"+memory.Key(exB.ID, 0)+"@4+400")
 }
 
 // testIndexBacklogFollowsItsMessages: an entry goes with its message (the
