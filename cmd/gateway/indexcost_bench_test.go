@@ -130,38 +130,7 @@ func BenchmarkIndexLargeMessage(b *testing.B) {
 		}
 		b.Run(driver, func(b *testing.B) {
 			ctx := context.Background()
-			var (
-				st      indexStore
-				backend func() time.Duration
-			)
-			switch driver {
-			case "sqlite":
-				s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "memgate.db"), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = s.Close() })
-				st, backend = s, func() time.Duration { return 0 }
-			case "postgres":
-				app := "memgate-indexbench-" + strconv.Itoa(os.Getpid())
-				url := testenv.PostgresURL(b)
-				if strings.Contains(url, "?") {
-					url += "&application_name=" + app
-				} else {
-					url += "?application_name=" + app
-				}
-				s, err := postgres.Open(ctx, url, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = s.Close() })
-				conn, err := pgx.Connect(ctx, testenv.PostgresURL(b))
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = conn.Close(ctx) })
-				st, backend = s, func() time.Duration { return backendCPU(b, conn, app) }
-			}
+			st, backend := openIndexBenchStore(b, driver)
 			ix := recall.NewIndexer(st, emb, nil)
 			ix.Window = window
 			for _, name := range names {
@@ -195,6 +164,154 @@ func BenchmarkIndexLargeMessage(b *testing.B) {
 					}
 					b.ReportMetric(float64(save.Milliseconds())/float64(b.N), "save-cpu-ms")
 					b.ReportMetric(float64(index.Milliseconds())/float64(b.N), "index-cpu-ms")
+				})
+			}
+		})
+	}
+}
+
+// openIndexBenchStore opens a store of driver for an indexing benchmark,
+// SQLite on a temporary file or PostgreSQL, and a function that reports
+// the CPU its server processes spent so far (0 for SQLite, which runs in
+// this process).
+func openIndexBenchStore(b *testing.B, driver string) (indexStore, func() time.Duration) {
+	ctx := context.Background()
+	if driver == "sqlite" {
+		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "memgate.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s, func() time.Duration { return 0 }
+	}
+	app := "memgate-indexbench-" + strconv.Itoa(os.Getpid())
+	url := testenv.PostgresURL(b)
+	if strings.Contains(url, "?") {
+		url += "&application_name=" + app
+	} else {
+		url += "?application_name=" + app
+	}
+	s, err := postgres.Open(ctx, url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	conn, err := pgx.Connect(ctx, testenv.PostgresURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close(ctx) })
+	return s, func() time.Duration { return backendCPU(b, conn, app) }
+}
+
+// BenchmarkIndexBacklog saves one exchange too long for one round of
+// indexing and indexes it as the gateway does: its round (AfterSave, the
+// built-in encoder embedding its user's budget), then the rounds of the
+// index backlog (the enricher's idle work) until none is left, into
+// SQLite and PostgreSQL. It reports the CPU (this process's and
+// PostgreSQL's servers') of the first round, of the backlog's rounds (the
+// most one took, and all of them) and how many there were. The inputs:
+// a resent chat of 2,000 messages of about 450 bytes of English text
+// (MEMGATE_INDEX_BENCH_ENGLISH) and of distinct random words, and each of
+// largeMessages as one message.
+func BenchmarkIndexBacklog(b *testing.B) {
+	size := largeMessageSize
+	if s := os.Getenv("MEMGATE_INDEX_BENCH_SIZE"); s != "" {
+		size, _ = strconv.Atoi(s)
+	}
+	texts := largeMessages(size)
+	inputs := map[string][]string{}
+	for name, text := range texts {
+		inputs["message-"+name] = []string{text}
+		if name == "english" || name == "random-words" {
+			var msgs []string
+			for len(msgs) < 2000 && len(text) > 450 {
+				cut := 450 + max(0, strings.IndexByte(text[450:], ' '))
+				msgs, text = append(msgs, strings.TrimSpace(text[:cut])), text[cut:]
+			}
+			inputs["history-"+name] = msgs
+		}
+	}
+	names := make([]string, 0, len(inputs))
+	for n := range inputs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	emb, _, err := engine.NewEmbedder(engine.EmbedderOptions{Provider: "encoder"}, recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	window, err := engine.EmbedderWindow("encoder")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, driver := range []string{"sqlite", "postgres"} {
+		if only := os.Getenv("MEMGATE_INDEX_BENCH_STORE"); only != "" && only != driver {
+			continue
+		}
+		b.Run(driver, func(b *testing.B) {
+			ctx := context.Background()
+			st, backend := openIndexBenchStore(b, driver)
+			for _, name := range names {
+				msgs := inputs[name]
+				b.Run(name, func(b *testing.B) {
+					var first, rest, most time.Duration
+					rounds := 0
+					for i := range b.N {
+						ix := recall.NewIndexer(st, emb, nil)
+						ix.Window = window
+						id := memory.Identity{Tenant: "default", User: fmt.Sprintf("ixbl-%d-%s-%d-%d", os.Getpid(), name, i, time.Now().UnixNano()), Conversation: "c"}
+						all := make([]memory.Message, 0, len(msgs)+1)
+						for k, text := range msgs {
+							m, err := memory.ParseMessage(jsonMessage(b, []string{"user", "assistant"}[k%2], text))
+							if err != nil {
+								b.Fatal(err)
+							}
+							all = append(all, m)
+						}
+						if len(all)%2 == 1 {
+							reply, err := memory.ParseMessage(jsonMessage(b, "assistant", "Noted."))
+							if err != nil {
+								b.Fatal(err)
+							}
+							all = append(all, reply)
+						}
+						n := len(all)
+						ex := memory.Exchange{ID: "ex-" + id.User, Identity: id, Model: "gpt-4o-mini", Prior: all[:n-2], Turn: all[n-2 : n-1], Reply: all[n-1], At: time.Now().UTC()}
+						res, err := st.SaveExchange(ctx, ex)
+						if err != nil {
+							b.Fatal(err)
+						}
+						res.GuardSince = ex.At
+						c0, p0 := cpuTime(b), backend()
+						if err := ix.AfterSave(ctx, ex, res); err != nil {
+							b.Fatal(err)
+						}
+						c1, p1 := cpuTime(b), backend()
+						first += c1 - c0 + p1 - p0
+
+						for {
+							n, err := ix.IndexBacklog(ctx)
+							if err != nil {
+								b.Fatal(err)
+							}
+							c2, p2 := cpuTime(b), backend()
+							if n == 0 {
+								break
+							}
+							rounds++
+							d := c2 - c1 + p2 - p1
+
+							rest, most, c1, p1 = rest+d, max(most, d), c2, p2
+						}
+						if left, err := st.PendingIndex(ctx, 1, 1); err != nil || len(left) > 0 {
+							b.Fatalf("the backlog holds %d entries after its rounds (%v)", len(left), err)
+						}
+					}
+					b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "first-cpu-ms")
+					b.ReportMetric(float64(rounds)/float64(b.N), "rounds")
+					b.ReportMetric(float64(most.Milliseconds()), "max-round-cpu-ms")
+					b.ReportMetric(float64(rest.Milliseconds())/float64(b.N), "rounds-cpu-ms")
 				})
 			}
 		})

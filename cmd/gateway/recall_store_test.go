@@ -156,6 +156,86 @@ func TestReindexCommand(t *testing.T) {
 	}
 }
 
+// TestReindexIndexesTheBacklog: what an exchange too long for one round of
+// indexing left (a first request resending a long chat) and a gateway
+// stopped before its idle rounds, `gateway reindex` indexes and embeds:
+// the oldest message is found by full text and by its vector.
+func TestReindexIndexesTheBacklog(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, cfgPath := filepath.Join(dir, "memgate.db"), filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf("store:\n  driver: sqlite\n  sqlite_path: %s\nrecall:\n  embeddings:\n    provider: local\n    dimensions: 64\n", dbPath)
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string {
+		if k == "GATEWAY_CONFIG" {
+			return cfgPath
+		}
+		return ""
+	}
+	ctx := context.Background()
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	bk, err := openStore(ctx, mustLoad(t, getenv), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2,000 messages of about 450 bytes of distinct words: twice what one
+	// round indexes.
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "team-chat"}
+	msgs := make([]memory.Message, 2000)
+	for i := range msgs {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Message %d says zq%dzq.", i, i)
+		for w := 0; b.Len() < 450; w++ {
+			fmt.Fprintf(&b, " w%dx%d", i, w)
+		}
+		msgs[i] = memory.Message{Role: []string{"user", "assistant"}[i%2], Content: b.String()}
+	}
+	ex := memory.Exchange{ID: "e1", Identity: id, At: time.Now(), Prior: msgs[:1998], Turn: msgs[1998:1999], Reply: msgs[1999]}
+	res, err := bk.store.SaveExchange(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.GuardSince = ex.At
+	if err := recall.NewIndexer(bk.store, recall.NewLocal(64), logger).AfterSave(ctx, ex, res); err != nil {
+		t.Fatal(err)
+	}
+	oldest := func(st store) (text, vector bool) {
+		t.Helper()
+		hits, err := st.SearchText(ctx, memory.ItemQuery{Tenant: "t", User: "u", Text: "zq0zq", Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		emb := recall.NewLocal(64)
+		vecs, err := emb.Embed(ctx, []string{msgs[0].Content}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		near, err := st.SearchVector(ctx, memory.ItemQuery{Tenant: "t", User: "u", Embedding: vecs[0], Model: emb.Model(), Dims: emb.Dims(), Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits) > 0 && hits[0].Ref == "e1:0", len(near) == 1 && near[0].Ref == "e1:0"
+	}
+	if text, _ := oldest(bk.store); text {
+		t.Fatal("the oldest message is indexed at once: the history fits one round and the test proves nothing")
+	}
+	bk.close()
+
+	var out, logs bytes.Buffer
+	if err := run(ctx, []string{"gateway", "reindex"}, getenv, nil, &out, &logs); err != nil {
+		t.Fatalf("reindex: %v\n%s", err, logs.String())
+	}
+	bk, err = openStore(ctx, mustLoad(t, getenv), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bk.close()
+	if text, vector := oldest(bk.store); !text || !vector {
+		t.Fatalf("after gateway reindex, the oldest message is found by full text: %v, by its vector: %v\n%s", text, vector, out.String())
+	}
+}
+
 // mustLoad loads the configuration getenv names.
 func mustLoad(t *testing.T, getenv func(string) string) config.Config {
 	t.Helper()

@@ -39,8 +39,9 @@ commands:
   serve      run the gateway (default)
   worker     run only the capture worker
   migrate    apply the store's migrations and exit
-  reindex    re-embed memory items made by another embedding model or dimension
-             (resumable: interrupt and run again)
+  reindex    index what long exchanges left for later, and re-embed memory items
+             made by another embedding model or dimension (resumable: interrupt
+             and run again)
   mcp        serve the memory to a local MCP client over stdin/stdout
              (flags: -tenant NAME, default "default"; see README "MCP")
   healthcheck  exit 0 when the local gateway answers /healthz
@@ -277,10 +278,11 @@ func migrate(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	return nil
 }
 
-// reindex re-embeds every memory item whose vector was made by another
+// reindex indexes what the index backlog holds (engine.DrainIndexBacklog),
+// then re-embeds every memory item whose vector was made by another
 // model or dimension than the configured embedder's, printing progress at
-// most once a second. Interrupted, it stops after the batch in hand; a
-// rerun continues.
+// most once a second. Interrupted, it stops after the round or batch in
+// hand; a rerun continues.
 func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Writer) error {
 	cfg, logger, err := setup(getenv, logw)
 	if err != nil {
@@ -295,8 +297,13 @@ func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "reindexing items not embedded with %s (%d dimensions)\n", emb.Model(), emb.Dims())
 	start, last := time.Now(), time.Now()
+	rounds, err := engine.DrainIndexBacklog(ctx, b.store, emb, cfg.Recall.Embeddings.Provider, logger)
+	if err != nil {
+		return fmt.Errorf("reindex: %w", err)
+	}
+	fmt.Fprintf(stdout, "indexed what long exchanges left in %d rounds\n", rounds)
+	fmt.Fprintf(stdout, "reindexing items not embedded with %s (%d dimensions)\n", emb.Model(), emb.Dims())
 	done, err := recall.Reindex(ctx, b.store, emb, 256, func(n int, lastID int64) {
 		if time.Since(last) >= time.Second {
 			last = time.Now()

@@ -128,14 +128,35 @@ type Recall struct {
 }
 
 // Backfill returns the enricher's idle work (enrich.EnrichOptions.Idle):
-// the indexer's Backfill, which embeds, a batch a call, what indexing left
-// without a vector for want of a user's budget. A nil Recall (recall
-// off) has none: nil.
+// the indexer's Backfill, which indexes, a bounded round a call, what the
+// store's index backlog holds (the rest of exchanges too long for one
+// round), then embeds, a batch a call, what indexing left without a
+// vector for want of a user's budget. A nil Recall (recall off) has none:
+// nil.
 func (r *Recall) Backfill() func(ctx context.Context) (int, error) {
 	if r == nil {
 		return nil
 	}
 	return r.indexer.Backfill
+}
+
+// DrainIndexBacklog indexes everything st's index backlog holds (what
+// exchanges too long for one round of indexing left), round after round,
+// cutting texts for the embedder provider names as the gateway does
+// (EmbedderWindow), and returns how many rounds it ran: `gateway
+// reindex`'s first step.
+func DrainIndexBacklog(ctx context.Context, st recall.IndexStore, emb recall.Embedder, provider string, logger *slog.Logger) (int, error) {
+	ix := recall.NewIndexer(st, emb, logger)
+	w, err := EmbedderWindow(provider)
+	if err != nil {
+		return 0, err
+	}
+	ix.Window = w
+	rounds, err := ix.DrainBacklog(ctx)
+	if err != nil {
+		return rounds, fmt.Errorf("index the backlog: %w", err)
+	}
+	return rounds, nil
 }
 
 // NewRecall wires recall over st with emb.

@@ -160,6 +160,46 @@ type Item struct {
 	GuardSince time.Time `json:"-"`
 }
 
+// PendingIndex is an entry of a store's index backlog: a message a round
+// of indexing, bounded in what it adds to the full-text index, indexed in
+// part, whose chunks from Chunk on wait for later rounds. The backlog is
+// stored, so what waits survives a restart; an entry goes with its
+// message (an erasure, a deleted conversation).
+type PendingIndex struct {
+	// ID is the store's id of the entry, set by its reads: entries are
+	// read in the order they were recorded.
+	ID int64
+	// Identity is the message's conversation: the one it lives in when
+	// read (a message moved out of the default conversation takes its
+	// entry along).
+	Identity
+	// Key is the message's key.
+	Key string
+	// Chunk is the first of the message's chunks not indexed yet.
+	Chunk int
+	// Offset is where Chunk starts in the message's indexable text (its
+	// text without tool-call lines, trimmed), in bytes: later rounds cut
+	// the message on from there, not from its start again. It moves with
+	// Chunk (0 with a Chunk past 0: not known; a round finds it).
+	Offset int
+	// Bytes is the length of the message's text, which bounds what a
+	// read of the backlog holds.
+	Bytes int
+	// Message is the message as stored when read (its role, text and
+	// time), set by the store's reads.
+	Message Message
+	// Gone, set by the store's reads, reports that the message is no
+	// longer live in its conversation (superseded by an edit, or no longer
+	// stored): nothing more of it is indexed.
+	Gone bool
+	// Done, set for a store's ResolveIndex, says the message has nothing
+	// left to index: its entry goes.
+	Done bool
+	// GuardSince guards the write of the entry, as Fact.GuardSince a
+	// fact's: nothing is recorded of a user erased since.
+	GuardSince time.Time
+}
+
 // MessageRef names one stored message: its conversation and key (a
 // message item's Conversation and Ref).
 type MessageRef struct {

@@ -111,15 +111,10 @@ func (w *Window) chunks(text string) ([]string, int) {
 		cs := Chunk(text)
 		return cs, min(len(cs), embeddedChunks)
 	}
-	if w == nil || w.Max <= 0 || text == "" {
+	maxTok := w.runTokens(text)
+	if maxTok == 0 {
 		return whole()
 	}
-	sample := memory.Truncate(text, windowSample)
-	n := w.Pieces(sample)
-	if len(sample) == len(text) && n <= w.Max || n == 0 {
-		return whole()
-	}
-	maxTok := max(8, int(float64(len(sample))/float64(n)*float64(w.Max)*windowShare)/4)
 	out, rest := chunkBy(splitSentences(text), maxTok*3/4, maxTok, embeddedRuns)
 	embedded := len(out)
 	if len(rest) > 0 {
@@ -127,6 +122,21 @@ func (w *Window) chunks(text string) ([]string, int) {
 		out = append(out, more...)
 	}
 	return spans(text, out), embedded
+}
+
+// runTokens returns the size, in approximate tokens, of the runs
+// Window.chunks cuts text (trimmed) into first, or 0 when it cuts text as
+// Chunk does: w is nil, or text fits the embedder's window whole.
+func (w *Window) runTokens(text string) int {
+	if w == nil || w.Max <= 0 || text == "" {
+		return 0
+	}
+	sample := memory.Truncate(text, windowSample)
+	n := w.Pieces(sample)
+	if len(sample) == len(text) && n <= w.Max || n == 0 {
+		return 0
+	}
+	return max(8, int(float64(len(sample))/float64(n)*float64(w.Max)*windowShare)/4)
 }
 
 // embeddedRuns is how many runs of a long message are embedded: as many

@@ -23,6 +23,9 @@ type fakeStore struct {
 	messages map[string][]memory.Message
 	failAdd  error
 	erased   map[string]time.Time // "tenant/user" → when erased
+	// backlog is the index backlog, in the order recorded.
+	backlog   []memory.PendingIndex
+	backlogID int64
 }
 
 func newFakeStore() *fakeStore {
@@ -241,4 +244,75 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string, by time.Ti
 		return nil, err
 	}
 	return c.Embedder.Embed(ctx, texts, by)
+}
+
+// DeferIndex records the entries whose message messages holds.
+func (s *fakeStore) DeferIndex(_ context.Context, entries []memory.PendingIndex) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+next:
+	for _, p := range entries {
+		if _, ok := s.message(p.Identity, p.Key); !ok {
+			continue
+		}
+		for i, old := range s.backlog {
+			if old.Identity == p.Identity && old.Key == p.Key {
+				if p.Chunk > old.Chunk {
+					s.backlog[i].Chunk, s.backlog[i].Offset = p.Chunk, p.Offset
+				}
+				continue next
+			}
+		}
+		s.backlogID++
+		p.ID = s.backlogID
+		s.backlog = append(s.backlog, p)
+	}
+	return nil
+}
+
+// PendingIndex returns the first entries, with their messages.
+func (s *fakeStore) PendingIndex(_ context.Context, limit, maxBytes int) ([]memory.PendingIndex, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []memory.PendingIndex
+	read := 0
+	for _, p := range s.backlog {
+		if len(out) == limit || len(out) > 0 && read+p.Bytes > maxBytes {
+			break
+		}
+		read += p.Bytes
+		p.Message, _ = s.message(p.Identity, p.Key)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ResolveIndex removes the entries done and moves the others on.
+func (s *fakeStore) ResolveIndex(_ context.Context, entries []memory.PendingIndex) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range entries {
+		for i, old := range s.backlog {
+			if old.ID != p.ID {
+				continue
+			}
+			if p.Done {
+				s.backlog = append(s.backlog[:i], s.backlog[i+1:]...)
+			} else if p.Chunk > old.Chunk {
+				s.backlog[i].Chunk, s.backlog[i].Offset = p.Chunk, p.Offset
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// message returns the message of key in conversation id.
+func (s *fakeStore) message(id memory.Identity, key string) (memory.Message, bool) {
+	for _, m := range s.messages[id.Tenant+"/"+id.User+"/"+id.Conversation] {
+		if m.Key == key {
+			return m, true
+		}
+	}
+	return memory.Message{}, false
 }

@@ -20,8 +20,8 @@ import (
 // about 550 KB of English in one message, 360 KB of distinct random
 // words, the newest 1,150 messages of a resent history of 450-byte ones,
 // and every ordinary exchange, a pasted page or a long reply included.
-// The rest of the text is stored and replayed verbatim, but not indexed:
-// no search, full text or vector, finds it.
+// The rest waits in the store's index backlog, which the enricher's idle
+// rounds index, backlogIndexUnits a round (IndexBacklog).
 const exchangeIndexUnits = 96 << 10
 
 // messageIndexFloor is how much of exchangeIndexUnits each message of an
@@ -56,7 +56,9 @@ func indexCost(chunk string, seen map[string]struct{}) int {
 // chunks: first, newest message first, its chunks while they cost at most
 // floor; then, newest first again, as many more as the budget left pays
 // for. A message's embedded and embeddable counts are cut with its
-// chunks.
+// chunks. A message cut as it is indexed (cutMessage.rest) is cut on only
+// while the budget left could pay for a chunk, so what is cut of it and
+// not kept is at most a window's worth.
 func withinIndexBudget(msgs []cutMessage, budget, floor int) int {
 	seen := map[string]struct{}{}
 	kept := make([]int, len(msgs))
@@ -70,7 +72,7 @@ func withinIndexBudget(msgs []cutMessage, budget, floor int) int {
 	// from spent, stays within limit and each fits the budget left.
 	extend := func(i, spent, limit int) int {
 		m := &msgs[i]
-		for kept[i] < len(m.chunks) {
+		for kept[i] < len(m.chunks) || budget >= chunkIndexUnits && spent+chunkIndexUnits <= limit && m.cutMore() {
 			if next[i] < 0 {
 				next[i] = indexCost(m.chunks[kept[i]], seen)
 			}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -28,6 +29,9 @@ type IndexStore interface {
 	AddItems(ctx context.Context, items []memory.Item) error
 	// itemEmbedder is Backfill's write.
 	itemEmbedder
+	// IndexBacklog keeps what an exchange's bound on indexing left for
+	// later rounds.
+	IndexBacklog
 	// LatestSummary returns the conversation's newest summary or memory.ErrNotFound.
 	LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error)
 	FactReader
@@ -59,6 +63,9 @@ type Indexer struct {
 	// deferred are the items a user's embedding budget left without a
 	// vector (userEmbedBytes), for Backfill.
 	deferred deferredItems
+	// backlogCut counts the chunks the index backlog's rounds have cut,
+	// kept or not: the work a round does besides writing what it keeps.
+	backlogCut atomic.Int64
 }
 
 // NewIndexer returns an Indexer writing to store with vectors from emb.
@@ -76,7 +83,8 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 //     boundaries when long; tool results, tool-call-only turns and empty
 //     text are skipped; the chunks indexed are bounded per exchange
 //     (exchangeIndexUnits: each message's first chunks, newest message
-//     first, the rest not indexed); the chunks embedded are bounded per
+//     first; the rest recorded in the store's index backlog, which later
+//     rounds index: IndexBacklog); the chunks embedded are bounded per
 //     message (embeddedChunks) and per user of a batch (userEmbedBytes,
 //     newest message first), the rest stored without a vector (what only
 //     the user's bound left waits for Backfill);
@@ -125,7 +133,10 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		// guard is the erasure guard of each user's writes (the earliest
 		// SaveResult.GuardSince of theirs; zero: none).
 		guard = map[userKey]time.Time{}
-		seen  = map[memory.Identity]bool{}
+		// backlog are the messages the bound on an exchange's indexing
+		// left indexed in part, for later rounds.
+		backlog []memory.PendingIndex
+		seen    = map[memory.Identity]bool{}
 		// latest is when the newest message of each conversation in the
 		// batch was said: the time its summary is as of.
 		latest = map[memory.Identity]time.Time{}
@@ -163,15 +174,27 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			// A long message, the user's or the assistant's, is cut to the
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
-			chunks, embedded := ix.Window.chunks(indexableText(m.Content))
-			mine = append(mine, cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, embedded: embedded, embeddable: embedded})
+			text := strings.TrimSpace(indexableText(m.Content))
+			chunks, embedded := ix.Window.chunks(text)
+			mine = append(mine, cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, total: len(chunks),
+				bytes: len(m.Content), embedded: embedded, embeddable: embedded, text: text})
 		}
 		// What one exchange adds to the full-text index is bounded (see
-		// exchangeIndexUnits); the rest of its text is stored, not
-		// searchable.
+		// exchangeIndexUnits); the rest of its text waits in the store's
+		// index backlog for later rounds (IndexBacklog).
 		if left := withinIndexBudget(mine, exchangeIndexUnits, messageIndexFloor); left > 0 {
-			ix.logger.Warn("long exchange indexed in part: the rest of its text is stored but not searchable",
+			ix.logger.Info("long exchange indexed in part: the rest waits for the enricher's idle rounds",
 				"exchange", ex.ID, "chunks_not_indexed", left)
+			for i := len(mine) - 1; i >= 0; i-- { // newest first, as indexed
+				if m := mine[i]; len(m.chunks) < m.total {
+					// Later rounds cut on from the end of the last chunk kept.
+					off := 0
+					if ends := chunkEnds(m.text, m.chunks); len(ends) > 0 {
+						off = ends[len(ends)-1]
+					}
+					backlog = append(backlog, memory.PendingIndex{Identity: m.id, Key: m.key, Chunk: len(m.chunks), Offset: off, Bytes: m.bytes})
+				}
+			}
 		}
 		cut[u] = append(cut[u], mine...)
 		if at.After(latest[ex.Identity]) {
@@ -207,6 +230,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 	}
 	users = slices.DeleteFunc(users, func(u userKey) bool { return gone[u] })
 	convs = slices.DeleteFunc(convs, func(id memory.Identity) bool { return gone[userKey{id.Tenant, id.User}] })
+	backlog = slices.DeleteFunc(backlog, func(p memory.PendingIndex) bool { return gone[userKey{p.Tenant, p.User}] })
 	// Each user's messages share one budget, spent on the newest
 	// exchanges first. A round of enrichment orders the batch by
 	// conversation name, so a user's exchanges are ordered by when they
@@ -216,19 +240,8 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		msgs := cut[u]
 		slices.SortStableFunc(msgs, func(a, b cutMessage) int { return a.exAt.Compare(b.exAt) })
 		withinBudget(msgs, userEmbedBytes)
-		for _, m := range msgs {
-			for i, c := range m.chunks {
-				it := ix.item(m.id, KindMessage, m.key, i, c, m.at)
-				if i >= m.embedded {
-					textOnly = append(textOnly, it)
-					if i < m.embeddable {
-						later = append(later, it)
-					}
-					continue
-				}
-				items = append(items, it)
-			}
-		}
+		embedded, unembedded, waiting := ix.messageItems(msgs)
+		items, textOnly, later = append(items, embedded...), append(textOnly, unembedded...), append(later, waiting...)
 	}
 	var summaryKeys []string
 	for _, id := range convs {
@@ -275,11 +288,19 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			its[i].GuardSince = guard[userKey{its[i].Tenant, its[i].User}]
 		}
 	}
+	for i := range backlog {
+		backlog[i].GuardSince = guard[userKey{backlog[i].Tenant, backlog[i].User}]
+	}
 	if err := ix.add(ctx, items); err != nil {
 		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
 	}
 	if err := ix.addTextOnly(ctx, textOnly); err != nil {
 		return fmt.Errorf("index %d exchanges: %w", len(exs), err)
+	}
+	if len(backlog) > 0 {
+		if err := ix.store.DeferIndex(ctx, backlog); err != nil {
+			return fmt.Errorf("index %d exchanges: defer %d messages: %w", len(exs), len(backlog), err)
+		}
 	}
 	if n := ix.deferred.push(later); n > 0 {
 		ix.logger.Warn("items left without a vector until gateway reindex", "items", n)
@@ -354,18 +375,48 @@ const itemEmbedBytes = 16
 
 // cutMessage is one message of an exchange cut for indexing: its
 // conversation, when its exchange was said, its key, when it was said, its
-// chunks in order and how many of the first are embedded.
+// chunks in order from the from-th of all total, and how many of the first
+// are embedded.
 type cutMessage struct {
-	id       memory.Identity
-	exAt     time.Time
-	key      string
-	at       time.Time
-	chunks   []string
+	id     memory.Identity
+	exAt   time.Time
+	key    string
+	at     time.Time
+	chunks []string
+	from   int
+	total  int
+	// bytes is the length of the message's text.
+	bytes    int
 	embedded int
 	// embeddable is how many of the first chunks the per-message bound
 	// (embeddedChunks) lets be embedded: those past embedded were left
 	// text-only by their user's budget alone.
 	embeddable int
+	// text is the message's indexable text, trimmed, which its chunks
+	// were cut from (set when the message is cut whole).
+	text string
+	// rest, when set, cuts the message's chunks as they are indexed:
+	// chunks holds those cut so far (see cutMore).
+	rest *resumedCut
+}
+
+// cutMore cuts m's next chunks when it is cut as it is indexed (m.rest),
+// and reports whether it cut any. They are stored without a vector,
+// those the message's bound on vectors lets be embedded counted in
+// embeddable, for Backfill.
+func (m *cutMessage) cutMore() bool {
+	if m.rest == nil {
+		return false
+	}
+	cs, embedded := m.rest.next()
+	if len(cs) == 0 {
+		return false
+	}
+	if m.embeddable == len(m.chunks) {
+		m.embeddable += embedded
+	}
+	m.chunks = append(m.chunks, cs...)
+	return true
 }
 
 // withinBudget lowers the embedded counts of msgs (a user's messages of a
@@ -386,6 +437,26 @@ func withinBudget(msgs []cutMessage, budget int) {
 			budget -= cost
 		}
 	}
+}
+
+// messageItems returns the items of msgs' chunks: those embedded, those
+// stored without a vector, and of these the ones a budget alone left
+// without one (for Backfill: see cutMessage.embeddable).
+func (ix *Indexer) messageItems(msgs []cutMessage) (items, textOnly, later []memory.Item) {
+	for _, m := range msgs {
+		for i, c := range m.chunks {
+			it := ix.item(m.id, KindMessage, m.key, m.from+i, c, m.at)
+			if i >= m.embedded {
+				textOnly = append(textOnly, it)
+				if i < m.embeddable {
+					later = append(later, it)
+				}
+				continue
+			}
+			items = append(items, it)
+		}
+	}
+	return items, textOnly, later
 }
 
 // maxDeferredBytes bounds the text of the items kept for Backfill, each
@@ -471,24 +542,32 @@ func (ix *Indexer) Deferred() int {
 	return len(ix.deferred.items)
 }
 
-// Backfill embeds up to backfillBatch of the items a user's embedding
-// budget stored without a vector (the older messages of a long resent or
-// imported history: see userEmbedBytes), in the order they were
-// deferred, each batch's newest first, and stores their
-// vectors on the rows that still hold them (IndexStore.EmbedItems),
-// leaving out, unembedded, those of a user erased since they were indexed
-// (their erasure guard); it returns how many it took, 0 when none wait.
-// It is the enricher's idle work (enrich.EnrichOptions.Idle), so a long
-// history gets its vectors within minutes instead of at the next
-// `gateway reindex`. It
-// never writes an item again: one whose user was erased, whose
+// Backfill is the enricher's idle work (enrich.EnrichOptions.Idle). While
+// the store's index backlog holds entries, it runs a round of it
+// (IndexBacklog): the rest of a history or a message too long for one
+// round of indexing becomes searchable by full text first. Else it embeds
+// up to backfillBatch of the items a user's embedding budget stored
+// without a vector (the older messages of a long resent or imported
+// history: see userEmbedBytes), in the order they were deferred, each
+// batch's newest first, and stores their vectors on the rows that still
+// hold them (IndexStore.EmbedItems), leaving out, unembedded, those of a
+// user erased since they were indexed (their erasure guard). It returns
+// how many entries or items it took, 0 when none wait. So a long history
+// is found by full text, and gets its vectors, within minutes instead of
+// at the next `gateway reindex`.
+//
+// It never writes an item again: one whose user was erased, whose
 // conversation was deleted (even when a conversation of that name was
 // started since) or whose message was superseded since it was indexed is
-// no longer stored, and stays so. The items wait in this process's
-// memory, at most maxDeferredBytes of them: after a restart, or past that
-// bound, `gateway reindex` embeds the rest. An item that fails to embed
-// stays text-only and is not retried.
+// no longer stored, and stays so. The backlog waits in the store; the
+// items waiting for a vector wait in this process's memory, at most
+// maxDeferredBytes of them: after a restart, or past that bound, `gateway
+// reindex` embeds the rest. An item that fails to embed stays text-only
+// and is not retried.
 func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
+	if n, err := ix.IndexBacklog(ctx); n > 0 || err != nil {
+		return n, err
+	}
 	items := ix.deferred.pop(backfillBatch)
 	n := len(items)
 	if n == 0 {

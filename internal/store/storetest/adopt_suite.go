@@ -46,6 +46,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"ContinuationStoredFirst", testContinued},
 		{"ContinuationStoredFirstInABranch", testContinuedInBranch},
 		{"LateIndexFollowsTheMove", testAdoptLateIndex},
+		{"IndexBacklogFollowsTheMove", testAdoptIndexBacklog},
 		{"FactSourcesFollowTheMove", testAdoptMovesFactSources},
 	}
 	for _, tt := range tests {
@@ -297,6 +298,19 @@ func testAdoptLateIndex(t *testing.T, s AdoptStore) {
 	if !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("late guarded summary of the moved turn = %v, want memory.ErrErased", err)
 	}
+}
+
+// testAdoptIndexBacklog: the index backlog's entry of a moved turn moves
+// with it, and one recorded late, naming the default conversation, is
+// recorded where the turn lives now.
+func testAdoptIndexBacklog(t *testing.T, s AdoptStore) {
+	first := firstTurn(t, s, "ana")
+	mustDeferIndex(t, s, pending(first, 0, 1, 10))
+	next := continuation(t, "ana")
+	mustAdopt(t, s, next.Identity, next.Prior, 2)
+	mustDeferIndex(t, s, pending(first, 1, 2, 10)) // late: the indexer read it in default
+	assertBacklog(t, "after the move", mustPendingIndex(t, s, 10, 1<<20),
+		adoptTo+"/"+memory.Key(first.ID, 0)+"@1", adoptTo+"/"+memory.Key(first.ID, 1)+"@2")
 }
 
 // testAdoptMovesFactSources: a pin the first turn stated, attributed to the

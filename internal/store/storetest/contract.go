@@ -125,4 +125,21 @@ type Knowledge interface {
 	// still hold items, by (tenant, user, kind, ref, chunk) and text; an
 	// item no longer stored is skipped, never written again.
 	EmbedItems(ctx context.Context, items []memory.Item) error
+
+	// DeferIndex records in the index backlog the entries (conversation,
+	// key, chunk, bytes) whose message is live in their conversation (of
+	// the default conversation, in the one it moved to), in order, raising
+	// a recorded entry's chunk (never lowering it); nothing of a user
+	// erased since an entry's GuardSince. An entry goes with its message
+	// (erasure, deleted conversation) and follows it (adoption).
+	DeferIndex(ctx context.Context, entries []memory.PendingIndex) error
+	// PendingIndex returns the backlog's oldest entries in the order
+	// recorded, with ID and their messages as stored now (Gone when no
+	// longer live): at most limit, and past the first only while their
+	// Bytes add up to at most maxBytes.
+	PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory.PendingIndex, error)
+	// ResolveIndex removes the entries (by ID) Done and raises the others'
+	// chunk to theirs (never lowers it); an entry no longer stored is
+	// skipped.
+	ResolveIndex(ctx context.Context, entries []memory.PendingIndex) error
 }

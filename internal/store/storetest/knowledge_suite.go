@@ -67,6 +67,8 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 		{"EmbedItemsNeverWritesAgain", testEmbedItemsNeverWritesAgain},
+		{"IndexBacklog", testIndexBacklog},
+		{"IndexBacklogFollowsItsMessages", testIndexBacklogFollowsItsMessages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
