@@ -126,18 +126,6 @@ func runEnricher(tb testing.TB, e *Enricher) (stop func()) {
 	return stop
 }
 
-// waitLong polls cond until it holds or a deadline for a busy machine passes.
-func waitLong(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestSQLiteTwoEnrichersEnrichOnce: two processes enrich from one SQLite
 // file. Process A claims a stored exchange ("I live in Lisbon.") and its
 // round runs long (a slow model), past StaleAfter. Process B must not take
@@ -206,11 +194,11 @@ func testTwoEnrichersEnrichOnce(t *testing.T, leaseTTL time.Duration) {
 	time.Sleep(max(opts.StaleAfter, 3*leaseTTL))
 	obB.armed.Store(true)
 	runEnricher(t, eb)
-	waitLong(t, "process B to enrich the exchange again, or to try 5 times", func() bool {
+	waitFor(t, "process B to enrich the exchange again, or to try 5 times", func() bool {
 		return gateB.saw() > 0 || obB.calls.Load() >= 5
 	})
 	close(gateA.release)
-	waitLong(t, "the outbox drained", func() bool {
+	waitFor(t, "the outbox drained", func() bool {
 		n, err := sa.EnrichOutbox().Pending(ctx)
 		return err == nil && n == 0
 	})
@@ -308,11 +296,11 @@ func TestSQLiteTwoEnrichersCompactOnce(t *testing.T) {
 	runEnricher(t, NewEnricher(obB, []record.Hook{compactor(sb)}, nil, ob))
 	enqueue()
 	obB.armed.Store(true)
-	waitLong(t, "process B to compact the conversation too, or to try 5 times", func() bool {
+	waitFor(t, "process B to compact the conversation too, or to try 5 times", func() bool {
 		return model.billed()[1] > 1 || obB.calls.Load() >= 5
 	})
 	close(model.release)
-	waitLong(t, "the outbox drained", func() bool {
+	waitFor(t, "the outbox drained", func() bool {
 		n, err := sa.EnrichOutbox().Pending(ctx)
 		return err == nil && n == 0
 	})
@@ -337,7 +325,7 @@ func TestSQLiteStoppedEnricherGivesUpItsLease(t *testing.T) {
 	stop := runEnricher(t, NewEnricher(ob, nil, nil, sqliteEnrichOptions(EnrichOptions{Consumer: "a", Block: 10 * time.Millisecond}, ob)))
 	// A claims only while it holds the lease.
 	enqueueEnriched(t, sa.EnrichOutbox(), "c", "hello")
-	waitLong(t, "the enricher to enrich", func() bool {
+	waitFor(t, "the enricher to enrich", func() bool {
 		n, err := sa.EnrichOutbox().Pending(ctx)
 		return err == nil && n == 0
 	})
