@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/engine"
-	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -45,13 +44,7 @@ func runConversationDeleted(t *testing.T, top queueTopology) {
 	c2 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c2"}
 
 	flaky := &flakySaver{Saver: top.store}
-	c := record.New(top.queue, flaky, nil, nil, record.Options{Enrich: top.enrich, Shared: top.shared,
-		DeadLetters: top.store, OpTimeout: 5 * time.Second})
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	})
+	c := top.capturer(t, flaky)
 	st := &midDeleteStore{queueStore: top.store}
 	e := engine.New(engine.Options{}, nil)
 	e.Use(&engine.Core{Store: st, Capturer: c})
@@ -106,12 +99,7 @@ func runConversationDeleted(t *testing.T, top queueTopology) {
 		t.Fatalf("c1 after a fresh turn = %q, %v; want the fresh turn alone, stored at once", contents(msgs), err)
 	}
 
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	w := record.NewWorker(top.queue, top.store, nil, record.WorkerOptions{Consumer: "w1", Lease: top.lease, Enrich: top.enrich,
-		DeadLetters: top.store, Block: 20 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond})
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	top.runWorker(t)
 	waitUntil(t, "c2's turn stored", func() bool {
 		n, err := top.queue.Pending(ctx)
 		return err == nil && n == 0

@@ -42,6 +42,32 @@ type queueTopology struct {
 	atRest func(t *testing.T) []byte
 }
 
+// capturer returns a Capturer on top's queues saving through saver,
+// closed when the test ends.
+func (top queueTopology) capturer(t *testing.T, saver record.Saver) *record.Capturer {
+	t.Helper()
+	c := record.New(top.queue, saver, nil, nil, record.Options{Enrich: top.enrich, Shared: top.shared,
+		DeadLetters: top.store, OpTimeout: 5 * time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+// runWorker runs a Worker draining top's capture queue until the test
+// ends.
+func (top queueTopology) runWorker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	w := record.NewWorker(top.queue, top.store, nil, record.WorkerOptions{Consumer: "w1", Lease: top.lease, Enrich: top.enrich,
+		DeadLetters: top.store, Block: 20 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // flakySaver fails every save with memory.ErrUnavailable while down.
 type flakySaver struct {
 	record.Saver
@@ -98,13 +124,7 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 	bob := memory.Identity{Tenant: "acme", User: "bob", Conversation: "c1"}
 
 	flaky := &flakySaver{Saver: top.store}
-	c := record.New(top.queue, flaky, nil, nil, record.Options{Enrich: top.enrich, Shared: top.shared,
-		DeadLetters: top.store, OpTimeout: 5 * time.Second})
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	})
+	c := top.capturer(t, flaky)
 	e := engine.New(engine.Options{}, nil)
 	e.Use(&engine.Core{Store: top.store, Capturer: c})
 
@@ -160,12 +180,7 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 	}
 
 	// The worker drains bob's turns, in order.
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	w := record.NewWorker(top.queue, top.store, nil, record.WorkerOptions{Consumer: "w1", Lease: top.lease, Enrich: top.enrich,
-		DeadLetters: top.store, Block: 20 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond})
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	top.runWorker(t)
 	waitUntil(t, "bob's turns stored", func() bool {
 		n, err := top.queue.Pending(ctx)
 		return err == nil && n == 0
@@ -327,13 +342,7 @@ func runInFlightErased(t *testing.T, top queueTopology) {
 	word := fmt.Sprintf("zqxinflight%d", time.Now().UnixNano())
 	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
 	flaky := &flakySaver{Saver: top.store}
-	c := record.New(top.queue, flaky, nil, nil, record.Options{Enrich: top.enrich, Shared: top.shared,
-		DeadLetters: top.store, OpTimeout: 5 * time.Second})
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	})
+	c := top.capturer(t, flaky)
 	e := engine.New(engine.Options{}, nil)
 	e.Use(&engine.Core{Store: top.store, Capturer: c})
 	flaky.set(true)
