@@ -111,24 +111,7 @@ func TestToolCallWithoutIDReplaysOnEveryAPI(t *testing.T) {
 		t.Fatalf("responses: the replayed tool call was refused (%d): %s", status, b)
 	}
 	reqs := fake.Requests()
-	var in struct {
-		Input []struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-		} `json:"input"`
-	}
-	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &in); err != nil {
-		t.Fatal(err)
-	}
-	var callIDs, outputIDs []string
-	for _, it := range in.Input {
-		switch it.Type {
-		case "function_call":
-			callIDs = append(callIDs, it.CallID)
-		case "function_call_output":
-			outputIDs = append(outputIDs, it.CallID)
-		}
-	}
+	callIDs, outputIDs := responsesCallIDs(t, reqs[len(reqs)-1].Body)
 	if len(callIDs) != 1 || callIDs[0] == "" || len(outputIDs) != 1 || outputIDs[0] != callIDs[0] {
 		t.Errorf("responses replayed calls %q and outputs %q, want one pair with one id:\n%s", callIDs, outputIDs, reqs[len(reqs)-1].Body)
 	}
@@ -173,4 +156,28 @@ func TestToolCallWithoutIDReplaysOnEveryAPI(t *testing.T) {
 	if len(ids) != 1 || ids[0] == "" || len(answers) != 1 || answers[0] != ids[0] {
 		t.Errorf("chat replayed calls %q answered by %q, want one pair with one id:\n%s", ids, answers, chatUp.last())
 	}
+}
+
+// responsesCallIDs returns the call_ids of a Responses request's
+// function_call items and of its function_call_output items, in order.
+func responsesCallIDs(t *testing.T, body []byte) (calls, outputs []string) {
+	t.Helper()
+	var in struct {
+		Input []struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range in.Input {
+		switch it.Type {
+		case "function_call":
+			calls = append(calls, it.CallID)
+		case "function_call_output":
+			outputs = append(outputs, it.CallID)
+		}
+	}
+	return calls, outputs
 }

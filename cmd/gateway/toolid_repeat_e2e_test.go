@@ -132,24 +132,7 @@ func TestRepeatedToolCallIDReplaysOnEveryAPI(t *testing.T) {
 		t.Errorf("responses: the replayed tool calls were refused (%d): %s", status, b)
 	} else {
 		reqs := fake.Requests()
-		var in struct {
-			Input []struct {
-				Type   string `json:"type"`
-				CallID string `json:"call_id"`
-			} `json:"input"`
-		}
-		if err := json.Unmarshal(reqs[len(reqs)-1].Body, &in); err != nil {
-			t.Fatal(err)
-		}
-		var calls, outputs []string
-		for _, it := range in.Input {
-			switch it.Type {
-			case "function_call":
-				calls = append(calls, it.CallID)
-			case "function_call_output":
-				outputs = append(outputs, it.CallID)
-			}
-		}
+		calls, outputs := responsesCallIDs(t, reqs[len(reqs)-1].Body)
 		if len(calls) != 2 || calls[0] == calls[1] || !slices.Equal(calls, outputs) {
 			t.Errorf("responses replayed calls %q and outputs %q, want two distinct pairs", calls, outputs)
 		}
