@@ -114,16 +114,16 @@ for s = 1, 2 do
     pend[s] = redis.call('XPENDING', streams[s], group, 'IDLE', minIdle, '-', '+', max)
   end
 end
-local taken = 0
 for _, p in ipairs(merge(pend, max)) do
   local s, e = p[1], p[2]
   local got = redis.call('XCLAIM', streams[s], group, consumer, minIdle, e[1])
-  taken = taken + 1
   if got[1] then
     deliver(s, got[1], e[4] + 1)
+  else
+    redis.call('XACK', streams[s], group, e[1]) -- trimmed: nothing to redo
   end
 end
-local n = max - taken
+local n = max - picked
 if n > 0 then
   local peek = {{}, {}}
   for s = 1, 2 do
