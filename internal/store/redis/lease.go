@@ -34,10 +34,15 @@ end
 return 0
 `)
 
+// leaseKey is the lease's key, next to the legacy stream: older builds
+// take the same lease, so a consumer of either build drains the queue
+// alone.
+func (q *Queue) leaseKey() string { return q.legacy + ":lease" }
+
 // Release gives consumer's lease up, if consumer holds it, so that the
 // next consumer takes it at once instead of waiting for it to run out.
 func (q *Queue) Release(ctx context.Context, consumer string) error {
-	if err := releaseScript.Run(ctx, q.rdb, []string{q.stream + ":lease"}, consumer).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := releaseScript.Run(ctx, q.rdb, []string{q.leaseKey()}, consumer).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redis: release lease: %w", unavailable(err))
 	}
 	return nil
@@ -54,7 +59,7 @@ func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (
 	if consumer == "" || ttl <= 0 {
 		return false, false, fmt.Errorf("redis: lease: %w: consumer %q, ttl %s", memory.ErrInvalid, consumer, ttl)
 	}
-	n, err := leaseScript.Run(ctx, q.rdb, []string{q.stream + ":lease"}, consumer, max1ms(ttl).Milliseconds()).Int()
+	n, err := leaseScript.Run(ctx, q.rdb, []string{q.leaseKey()}, consumer, max1ms(ttl).Milliseconds()).Int()
 	if err != nil {
 		return false, false, fmt.Errorf("redis: lease: %w", unavailable(err))
 	}
@@ -65,8 +70,8 @@ func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (
 // prefix, group and MaxLen), creating its group: the enrichment stream
 // beside the capture stream.
 func (q *Queue) Sibling(ctx context.Context, stream string) (*Queue, error) {
-	base := strings.TrimSuffix(q.stream, q.name)
-	s := &Queue{rdb: q.rdb, stream: base + stream, name: stream, group: q.group, maxLen: q.maxLen}
+	base := strings.TrimSuffix(q.legacy, q.name)
+	s := newQueue(q.rdb, base+stream, stream, q.group, q.maxLen)
 	if err := s.createGroup(ctx); err != nil {
 		return nil, err
 	}

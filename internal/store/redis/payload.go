@@ -131,17 +131,6 @@ func (q *Queue) enqueueTrimmed(ctx context.Context, conv *string, refs []string,
 	return unavailable(enqueueScript.Run(ctx, q.rdb, keys, args...).Err())
 }
 
-// payloadRefs lists the payload keys of the entries of msgs that have one,
-// and at[i], the index in msgs of keys[i].
-func (q *Queue) payloadRefs(msgs []redis.XMessage) (keys []string, at []int) {
-	for i, m := range msgs {
-		if ref, ok := m.Values[refField].(string); ok {
-			keys, at = append(keys, q.payloadKey(ref)), append(at, i)
-		}
-	}
-	return keys, at
-}
-
 // resolvedEntry is a stream entry with its payload; lost reports that
 // the entry names a payload key that no longer exists.
 type resolvedEntry struct {
@@ -150,41 +139,35 @@ type resolvedEntry struct {
 	lost    bool
 }
 
-// resolve pairs msgs with their payloads: the inline payload of an entry
-// an older build queued, or the value of its payload key from vals, the
-// reply of an MGET of the keys payloadRefs listed.
-func resolve(msgs []redis.XMessage, at []int, vals []any) []resolvedEntry {
+// readPayloads reads the payloads of msgs, entries of stream, in one
+// MGET (none when no entry has a payload key): the inline payload of an
+// entry an older build queued, or the value of its payload key.
+func (q *Queue) readPayloads(ctx context.Context, stream string, msgs []redis.XMessage) ([]resolvedEntry, error) {
 	out := make([]resolvedEntry, len(msgs))
+	var keys []string
+	var at []int
 	for i, m := range msgs {
 		out[i].msg = m
 		if p, ok := m.Values[payloadField].(string); ok {
 			out[i].payload = []byte(p)
 		}
+		if ref, ok := m.Values[refField].(string); ok {
+			keys, at = append(keys, stream+":p:"+ref), append(at, i)
+		}
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	vals, err := q.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read payloads: %w", unavailable(err))
 	}
 	for j, i := range at {
-		var v any
-		if j < len(vals) {
-			v = vals[j]
-		}
-		if s, ok := v.(string); ok {
+		if s, ok := vals[j].(string); ok {
 			out[i].payload = []byte(s)
 		} else {
 			out[i].lost = true
 		}
 	}
-	return out
-}
-
-// readPayloads reads the payloads of msgs in one MGET (none when no entry
-// has a payload key).
-func (q *Queue) readPayloads(ctx context.Context, msgs []redis.XMessage) ([]resolvedEntry, error) {
-	keys, at := q.payloadRefs(msgs)
-	var vals []any
-	if len(keys) > 0 {
-		var err error
-		if vals, err = q.rdb.MGet(ctx, keys...).Result(); err != nil {
-			return nil, fmt.Errorf("read payloads: %w", unavailable(err))
-		}
-	}
-	return resolve(msgs, at, vals), nil
+	return out, nil
 }

@@ -162,25 +162,27 @@ func TestAckDeletesPayloadKeys(t *testing.T) {
 	}
 }
 
-// TestClaimReadsEntriesOfOlderBuilds: entries an older build queued, with
-// their payload inline, are delivered in order among the new ones, and
-// purged and acknowledged as before (a turn's count included), during a
-// rolling upgrade.
+// TestClaimReadsEntriesOfOlderBuilds: entries an older build queued on
+// the legacy stream, with their payload inline, are delivered in order
+// among the new ones, and purged and acknowledged as before (a turn's
+// count included), during a rolling upgrade.
 func TestClaimReadsEntriesOfOlderBuilds(t *testing.T) {
 	ctx := context.Background()
 	q := mustQueue(t, QueueConfig{})
 	old := func(payload string, conv string) {
 		t.Helper()
+		time.Sleep(2 * time.Millisecond) // the order across streams is by millisecond
 		values := []any{payloadField, payload}
 		if conv != "" {
 			values = append(values, convField, conv)
-			if err := q.rdb.HIncrBy(ctx, q.queuedKey(), conv, 1).Err(); err != nil {
+			if err := q.rdb.HIncrBy(ctx, q.legacyQueuedKey(), conv, 1).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: values}).Err(); err != nil {
+		if err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.legacy, Values: values}).Err(); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(2 * time.Millisecond)
 	}
 	old("old-1", "")
 	if err := q.Enqueue(ctx, []byte("new-2")); err != nil {

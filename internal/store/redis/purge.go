@@ -12,7 +12,8 @@ const purgePage = 32
 
 // Purge deletes the entries whose payload match reports true, claimed or
 // not, with their payload keys, and returns how many it deleted: an
-// erasure purges the erased user's entries (record.Queue). It reads the
+// erasure purges the erased user's entries (record.Queue). It covers
+// both streams (see Queue): the legacy one, then the stream. It reads each
 // stream from its oldest entry to the newest there was when it began, a
 // page (XRANGE … COUNT, then one MGET of the page's payloads) at a time,
 // and matches in this process, so no command holds Redis for longer than
@@ -33,33 +34,55 @@ const purgePage = 32
 // them (up to stream-node-max-entries, 100 by default) once every entry
 // of that node is deleted.
 func (q *Queue) Purge(ctx context.Context, match func(payload []byte) bool) (int, error) {
-	newest, err := q.rdb.XRevRangeN(ctx, q.stream, "+", "-", 1).Result()
+	n := 0
+	for _, legacy := range []bool{true, false} {
+		got, err := q.purge(ctx, legacy, match)
+		n += got
+		if err != nil {
+			return n, fmt.Errorf("redis: purge: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// purge is Purge on the legacy stream or on the stream.
+func (q *Queue) purge(ctx context.Context, legacy bool, match func(payload []byte) bool) (int, error) {
+	stream := q.stream
+	if legacy {
+		stream = q.legacy
+	}
+	newest, err := q.rdb.XRevRangeN(ctx, stream, "+", "-", 1).Result()
 	if err != nil {
-		return 0, fmt.Errorf("redis: purge: %w", unavailable(err))
+		return 0, unavailable(err)
 	}
 	if len(newest) == 0 {
 		return 0, nil
 	}
 	end, n := newest[0].ID, 0
 	for start := "-"; ; {
-		page, err := q.rdb.XRangeN(ctx, q.stream, start, end, purgePage).Result()
+		page, err := q.rdb.XRangeN(ctx, stream, start, end, purgePage).Result()
 		if err != nil {
-			return n, fmt.Errorf("redis: purge: %w", unavailable(err))
+			return n, unavailable(err)
 		}
-		entries, err := q.readPayloads(ctx, page)
+		entries, err := q.readPayloads(ctx, stream, page)
 		if err != nil {
-			return n, fmt.Errorf("redis: purge: %w", err)
+			return n, err
 		}
-		args := []any{q.group}
+		var ids []string
 		for _, e := range entries {
 			if !e.lost && match(e.payload) {
-				args = append(args, e.msg.ID)
+				ids = append(ids, e.msg.ID)
 			}
 		}
-		if len(args) > 1 {
-			deleted, err := ackScript.Run(ctx, q.rdb, []string{q.stream, q.queuedKey()}, args...).Int()
+		if len(ids) > 0 {
+			var deleted int
+			if legacy {
+				deleted, err = q.ack(ctx, ids, nil)
+			} else {
+				deleted, err = q.ack(ctx, nil, ids)
+			}
 			if err != nil {
-				return n, fmt.Errorf("redis: purge: %w", unavailable(err))
+				return n, err
 			}
 			n += deleted
 		}

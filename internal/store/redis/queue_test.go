@@ -50,7 +50,7 @@ func TestNewQueueIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second replica opening the same queue must not reset the group.
-	again, err := NewQueue(ctx, q.rdb, QueueConfig{Prefix: q.stream[:len(q.stream)-1], Stream: "s", Group: "g"})
+	again, err := NewQueue(ctx, q.rdb, QueueConfig{Prefix: q.legacy[:len(q.legacy)-1], Stream: "s", Group: "g"})
 	if err != nil {
 		t.Fatalf("second NewQueue: %v", err)
 	}

@@ -15,6 +15,10 @@ const convField = "c"
 // turns in it: conversation → how many of its entries the stream holds.
 func (q *Queue) queuedKey() string { return q.stream + ":queued" }
 
+// legacyQueuedKey is the counts of the legacy stream, where older builds
+// count the turns they queue.
+func (q *Queue) legacyQueuedKey() string { return q.legacy + ":queued" }
+
 // EnqueueTurn appends payload, a turn of conversation conv, and counts it
 // in the stream's per-conversation counts, in one MULTI (or script): the
 // count, the entry and its payload key exist together or not at all. Ack uncounts
@@ -30,26 +34,33 @@ func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) er
 	return nil
 }
 
-// queuedScript reads the counts of the conversations in ARGV. KEYS:
-// stream, counts. Counts found while the stream is empty are stale (left
-// by an entry acknowledged by a version that did not uncount it, or
-// trimmed by an older build's MaxLen): they are deleted, and nothing is queued.
+// queuedScript reads the counts of the conversations in ARGV in both
+// streams' counts and returns, for each, 1 if either counts it, else 0.
+// KEYS: legacy stream, its counts, stream, its counts. Counts found while
+// their stream is empty are stale (left by an entry acknowledged by a
+// version that did not uncount it, or trimmed by an older build's MaxLen):
+// they are deleted, and count nothing.
 var queuedScript = redis.NewScript(`
-local n = redis.call('HMGET', KEYS[2], unpack(ARGV))
-for i = 1, #n do
-  if n[i] then
-    if redis.call('XLEN', KEYS[1]) == 0 then
-      redis.call('DEL', KEYS[2])
-      return {}
+local out = {}
+for i = 1, #ARGV do out[i] = 0 end
+for s = 1, 3, 2 do
+  local n = redis.call('HMGET', KEYS[s + 1], unpack(ARGV))
+  for i = 1, #n do
+    if n[i] then
+      if redis.call('XLEN', KEYS[s]) == 0 then
+        redis.call('DEL', KEYS[s + 1])
+        break
+      end
+      out[i] = 1
     end
-    return n
   end
 end
-return {}
+return out
 `)
 
-// Queued reports, for each of convs, whether the stream holds turns of it
-// (queued with EnqueueTurn), in one round trip.
+// Queued reports, for each of convs, whether either stream holds turns of
+// it (queued with EnqueueTurn by this build or an older one), in one round
+// trip.
 func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
 	out := make([]bool, len(convs))
 	if len(convs) == 0 {
@@ -59,35 +70,60 @@ func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
 	for i, c := range convs {
 		args[i] = c
 	}
-	vals, err := queuedScript.Run(ctx, q.rdb, []string{q.stream, q.queuedKey()}, args...).Slice()
+	keys := []string{q.legacy, q.legacyQueuedKey(), q.stream, q.queuedKey()}
+	vals, err := queuedScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis: queued: %w", unavailable(err))
 	}
 	for i, v := range vals {
-		if i < len(out) && v != nil {
-			out[i] = true // the script keeps no field at 0 or below
+		if i < len(out) {
+			out[i] = v == 1
 		}
 	}
 	return out, nil
 }
 
-// ackScript acknowledges and deletes entries, with their payload keys,
-// uncounting the conversation of each one still in the stream (an entry
-// acknowledged twice is uncounted once), and returns how many it deleted.
-// KEYS: stream, counts. ARGV: group, ids. When the stream is left empty,
-// whatever counts remain are stale and deleted.
+// ackScript acknowledges and deletes entries of both streams, with their
+// payload keys, uncounting the conversation of each one still in its
+// stream (an entry acknowledged twice is uncounted once), and returns how
+// many it deleted. KEYS: legacy stream, its counts, stream, its counts.
+// ARGV: group, how many ids of the legacy stream follow, those ids, then
+// the stream's. When a stream is left empty, whatever counts of it remain
+// are stale and deleted.
 var ackScript = redis.NewScript(forgetLua + `
 local deleted = 0
-for i = 2, #ARGV do
-  local e = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
-  if e[1] then
-    forget(KEYS[1], KEYS[2], e[1][2])
+local function ack(stream, counts, from, to)
+  if from > to then return end
+  for i = from, to do
+    local e = redis.call('XRANGE', stream, ARGV[i], ARGV[i])
+    if e[1] then
+      forget(stream, counts, e[1][2])
+    end
+    redis.call('XACK', stream, ARGV[1], ARGV[i])
+    deleted = deleted + redis.call('XDEL', stream, ARGV[i])
   end
-  redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
-  deleted = deleted + redis.call('XDEL', KEYS[1], ARGV[i])
+  if redis.call('XLEN', stream) == 0 then
+    redis.call('DEL', counts)
+  end
 end
-if redis.call('XLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
-end
+local n = tonumber(ARGV[2])
+ack(KEYS[1], KEYS[2], 3, 2 + n)
+ack(KEYS[3], KEYS[4], 3 + n, #ARGV)
 return deleted
 `)
+
+// ack runs ackScript on ids of the legacy stream and of the stream, in
+// one round trip, and returns how many entries it deleted.
+func (q *Queue) ack(ctx context.Context, legacy, own []string) (int, error) {
+	args := make([]any, 0, 2+len(legacy)+len(own))
+	args = append(args, q.group, len(legacy))
+	for _, id := range legacy {
+		args = append(args, id)
+	}
+	for _, id := range own {
+		args = append(args, id)
+	}
+	keys := []string{q.legacy, q.legacyQueuedKey(), q.stream, q.queuedKey()}
+	n, err := ackScript.Run(ctx, q.rdb, keys, args...).Int()
+	return n, unavailable(err)
+}
