@@ -76,9 +76,18 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 }
 
 // vacuumer runs the post-erasure VACUUM in the background, one at a time:
-// requests that arrive while one runs are served by a single next run.
+// requests that arrive while one runs are served by a single next run, and
+// runs start at least vacuumInterval apart, so erasures in a loop (a
+// tenant's admin deleting ids one by one) keep PostgreSQL vacuuming at most
+// one run an interval instead of back to back. The erased rows are
+// already unreadable by any query when the erasure commits; the wait only
+// delays when their space is reclaimed and their index entries go.
 type vacuumer struct {
 	kick chan struct{}
+	// run vacuums the erased tables; wait returns after d or when ctx
+	// ends. Both are fields so a test can count runs and hold the wait.
+	run  func(ctx context.Context) error
+	wait func(ctx context.Context, d time.Duration)
 	// stop cancels a running VACUUM and waits for the loop to end.
 	stop func()
 }
@@ -86,14 +95,39 @@ type vacuumer struct {
 // vacuumTimeout bounds one post-erasure VACUUM.
 const vacuumTimeout = 30 * time.Minute
 
+// vacuumInterval is the least time between the starts of two
+// post-erasure VACUUM runs of one store.
+const vacuumInterval = time.Minute
+
 // newVacuumer starts the background loop; stop ends it.
 func newVacuumer(pool *pgxpool.Pool, logger *slog.Logger) *vacuumer {
+	run := func(ctx context.Context) error {
+		// INDEX_CLEANUP ON: without it VACUUM may skip the indexes when few
+		// rows died, leaving the erased rows' index entries in place.
+		_, err := pool.Exec(ctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", "))
+		return err
+	}
+	return startVacuumer(run, sleep, logger)
+}
+
+// startVacuumer starts a vacuumer's loop with its run and wait.
+func startVacuumer(run func(context.Context) error, wait func(context.Context, time.Duration), logger *slog.Logger) *vacuumer {
 	ctx, cancel := context.WithCancel(context.Background())
-	v := &vacuumer{kick: make(chan struct{}, 1)}
+	v := &vacuumer{kick: make(chan struct{}, 1), run: run, wait: wait}
 	var wg sync.WaitGroup
-	wg.Go(func() { v.loop(ctx, pool, logger) })
+	wg.Go(func() { v.loop(ctx, logger) })
 	v.stop = func() { cancel(); wg.Wait() }
 	return v
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // request asks for a VACUUM after the current one (if any); it never blocks.
@@ -104,18 +138,29 @@ func (v *vacuumer) request() {
 	}
 }
 
-func (v *vacuumer) loop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) {
+func (v *vacuumer) loop(ctx context.Context, logger *slog.Logger) {
+	var last time.Time // when the last run started
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-v.kick:
 		}
+		if !last.IsZero() {
+			if d := vacuumInterval - time.Since(last); d > 0 {
+				v.wait(ctx, d)
+				if ctx.Err() != nil {
+					return
+				}
+				select { // requests made meanwhile are served by this run
+				case <-v.kick:
+				default:
+				}
+			}
+		}
+		last = time.Now()
 		vctx, cancel := context.WithTimeout(ctx, vacuumTimeout)
-		start := time.Now()
-		// INDEX_CLEANUP ON: without it VACUUM may skip the indexes when few
-		// rows died, leaving the erased rows' index entries in place.
-		_, err := pool.Exec(vctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", "))
+		err := v.run(vctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -123,7 +168,7 @@ func (v *vacuumer) loop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Lo
 			}
 			continue
 		}
-		logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(start))
+		logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(last))
 	}
 }
 
