@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -50,4 +51,30 @@ func TestDeadLetterCarriesReceived(t *testing.T) {
 		waitFor(t, "refused exchange acked", func() bool { return pending(t, q) == 0 })
 		check(t, s)
 	})
+}
+
+// receivedAdopter records the received time Adopt is asked with.
+type receivedAdopter struct {
+	Adopter
+	received time.Time
+}
+
+func (a *receivedAdopter) Adopt(_ context.Context, _ memory.Identity, _ string, _ []memory.Message, received time.Time) (int, error) {
+	a.received = received
+	return 0, nil
+}
+
+// TestAdoptIsAskedWithReceived: a continuation's adoption of its chat's
+// first turns is asked with when the continuation was received, so that
+// the store moves nothing into a conversation deleted since.
+func TestAdoptIsAskedWithReceived(t *testing.T) {
+	received := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	ex := exchange(t, NewExchangeID(), "next", "reply")
+	ex.Derived, ex.Received = true, received
+	ex.Prior = []memory.Message{ex.Turn[0], ex.Reply}
+	a := &receivedAdopter{}
+	adoptFirstTurns(context.Background(), a, ex, slog.New(slog.DiscardHandler))
+	if !a.received.Equal(received) {
+		t.Fatalf("Adopt asked with received %v, want %v", a.received, received)
+	}
 }
