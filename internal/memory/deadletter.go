@@ -13,6 +13,13 @@ type DeadLetter struct {
 	Reason string
 	// Payload is the exchange as captured (JSON, redacted).
 	Payload []byte
-	// At is when it was set aside.
+	// At is when the exchange was said (Exchange.At); zero: when it was set
+	// aside. A store writes no dead letter of a user erased at or after At.
 	At time.Time
+	// Received is when the gateway received the exchange
+	// (Exchange.Received); zero: At stands for it. A store writes no dead
+	// letter of an exchange received at or before its conversation was
+	// last deleted: the deletion removed the conversation's dead letters,
+	// and one set aside later must not keep its text at rest.
+	Received time.Time
 }

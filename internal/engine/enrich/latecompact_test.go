@@ -193,7 +193,7 @@ func TestLateCompactionOfARedeliveredExchange(t *testing.T) {
 					t.Fatal(err)
 				}
 				to := memory.Identity{Tenant: id.Tenant, User: id.User, Conversation: tt.candidate}
-				if n, err := st.Adopt(ctx, to, "", append(slices.Clone(ex.Turn), ex.Reply)); err != nil || n != 2 {
+				if n, err := st.Adopt(ctx, to, "", append(slices.Clone(ex.Turn), ex.Reply), time.Time{}); err != nil || n != 2 {
 					t.Fatalf("Adopt = %d, %v; want 2 moved", n, err)
 				}
 			}

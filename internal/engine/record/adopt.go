@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -28,8 +29,11 @@ type Adopter interface {
 	// Adopt moves into to, when it holds nothing yet, the exchanges of
 	// the user's default conversation recorded with candidate (to's own
 	// conversation when "") that prior (the history resent to to) starts
-	// with, in one transaction, and returns how many messages moved.
-	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error)
+	// with, in one transaction, and returns how many messages moved. It
+	// moves nothing into a conversation deleted at or after received (the
+	// continuation's memory.Exchange.Received; zero: no deletion stops
+	// it), as the continuation's own save is then dropped.
+	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error)
 	// Continued reports whether ex's candidate conversation, or a branch
 	// of it recorded with it (RecordCandidate), starts with ex's turn and
 	// reply: the continuation was stored first, with ex as its resent
@@ -48,7 +52,7 @@ func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger 
 	if a == nil || !ex.Derived || len(ex.Prior) == 0 {
 		return
 	}
-	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior)
+	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior, ex.Received)
 	switch {
 	case err != nil:
 		logger.Warn("capture could not move a chat's first turns into its conversation; they stay in the default conversation",

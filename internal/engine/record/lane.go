@@ -431,7 +431,7 @@ func (c *Capturer) deadLetter(j *job, cause error) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 	err = c.dead.DeadLetter(ctx, memory.DeadLetter{
-		Exchange: j.ex.ID, Identity: j.ex.Identity, Reason: deadReason(cause), Payload: payload, At: j.ex.At,
+		Exchange: j.ex.ID, Identity: j.ex.Identity, Reason: deadReason(cause), Payload: payload, At: j.ex.At, Received: j.ex.Received,
 	})
 	cancel()
 	if err != nil {

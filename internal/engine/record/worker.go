@@ -621,7 +621,7 @@ func (w *Worker) deadLetter(ctx context.Context, d memory.Delivery, ex memory.Ex
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := dl.DeadLetter(dctx, memory.DeadLetter{
-		Exchange: ex.ID, Identity: ex.Identity, Reason: deadReason(cause), Payload: d.Payload, At: ex.At,
+		Exchange: ex.ID, Identity: ex.Identity, Reason: deadReason(cause), Payload: d.Payload, At: ex.At, Received: ex.Received,
 	}); err != nil {
 		w.poison.Inc()
 		w.logger.Error("capture worker discards an exchange the store rejects and cannot set aside", "entry", d.ID, "exchange", ex.ID, "err", err)

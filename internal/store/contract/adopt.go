@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -15,6 +16,9 @@ type AdoptTx interface {
 	// to, taking what locks the store needs; ok is false when there is
 	// nothing to adopt: to holds messages of its own, or from is gone.
 	Lock(ctx context.Context, from, to memory.Identity) (ok bool, err error)
+	// Deleted returns when conversation to was last deleted (zero:
+	// never), read after Lock, so no deletion of to commits in between.
+	Deleted(ctx context.Context, to memory.Identity) (time.Time, error)
 	// Candidates returns the seqs of the live first messages of from's
 	// exchanges recorded with candidate conversation candidate
 	// (RecordCandidate) that no summary of from covers, newest first.
@@ -35,7 +39,12 @@ type AdoptTx interface {
 // starts with
 // (memory.Adoptable; the newest recorded exchange whose run matches wins),
 // and returns how many messages moved (0 when nothing matched). Exchanges
-// a summary of the default conversation covers stay.
+// a summary of the default conversation covers stay. Nothing moves into a
+// conversation deleted at or after received, when the continuation was
+// received (memory.Exchange.Received; zero: no deletion stops it, as none
+// drops its save, DeletedSince): a continuation in flight during the
+// deletion, whose save is dropped, must not bring the conversation back
+// with the chat's first turns.
 //
 // It tries nothing for an invalid identity (memory.ErrInvalid), the
 // default conversation or no history, nor when busy, read outside any
@@ -43,7 +52,7 @@ type AdoptTx interface {
 // again). Else inTx runs the move in one write transaction, through the
 // AdoptTx it hands, and rolls it back when it fails or moves nothing (a
 // store's Lock may have written).
-func Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message,
+func Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time,
 	busy func(context.Context) (bool, error), inTx func(func(AdoptTx) error) error) (int, error) {
 	if err := ValidIdentity(to); err != nil || len(prior) == 0 || to.Conversation == memory.DefaultConversation {
 		return 0, err
@@ -54,7 +63,7 @@ func Adopt(ctx context.Context, to memory.Identity, candidate string, prior []me
 	moved := 0
 	err := inTx(func(tx AdoptTx) error {
 		var err error
-		if moved, err = adopt(ctx, tx, to, candidate, prior); err == nil && moved == 0 {
+		if moved, err = adopt(ctx, tx, to, candidate, prior, received); err == nil && moved == 0 {
 			return errNothingToAdopt
 		}
 		return err
@@ -69,11 +78,18 @@ func Adopt(ctx context.Context, to memory.Identity, candidate string, prior []me
 var errNothingToAdopt = errors.New("nothing to adopt")
 
 // adopt is Adopt's transaction, through tx.
-func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, candidate string, prior []memory.Message) (int, error) {
+func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
 	from := to
 	from.Conversation = memory.DefaultConversation
 	if ok, err := tx.Lock(ctx, from, to); !ok || err != nil {
 		return 0, err
+	}
+	deleted, err := tx.Deleted(ctx, to)
+	if err != nil {
+		return 0, fmt.Errorf("check deletion: %w", err)
+	}
+	if DeletedSince(memory.Exchange{Received: received}, deleted) {
+		return 0, nil
 	}
 	if candidate == "" {
 		candidate = to.Conversation

@@ -174,10 +174,19 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-// DeadLetter returns d as stored: At now when zero, a nil Payload empty.
+// DeadLetter returns d as a store checks and writes it: At now when zero,
+// Received At when zero, a nil Payload empty. A store writes nothing for
+// d when its user was erased at or after d.At, or its conversation deleted
+// at or after d.Received (DeletedSince): a dead letter set aside after the
+// erasure or deletion removed the others must not keep their text at rest.
+// An exchange queued without Received is judged by when it was said, as
+// the engine's purge of the queues judges it.
 func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
 	if d.At.IsZero() {
 		d.At = now
+	}
+	if d.Received.IsZero() {
+		d.Received = d.At
 	}
 	if d.Payload == nil {
 		d.Payload = []byte{}

@@ -179,6 +179,9 @@ type fakeAdopt struct {
 func (f *fakeAdopt) Lock(context.Context, memory.Identity, memory.Identity) (bool, error) {
 	return true, nil
 }
+func (f *fakeAdopt) Deleted(context.Context, memory.Identity) (time.Time, error) {
+	return time.Time{}, nil
+}
 func (f *fakeAdopt) Candidates(_ context.Context, _ memory.Identity, candidate string) ([]int64, error) {
 	f.asked = candidate
 	return f.starts, nil
@@ -204,7 +207,7 @@ func TestAdoptMovesTheNewestMatchingRun(t *testing.T) {
 	candidate := ""
 	adopt := func(to memory.Identity, prior ...memory.Message) (int, error) {
 		f.moved, txErr = nil, nil
-		return Adopt(context.Background(), to, candidate, prior, func(context.Context) (bool, error) { return busy, nil },
+		return Adopt(context.Background(), to, candidate, prior, time.Time{}, func(context.Context) (bool, error) { return busy, nil },
 			func(fn func(AdoptTx) error) error { txErr = fn(f); return txErr })
 	}
 	n, err := adopt(to, msg("user", "hi"), msg("assistant", "hello"), msg("user", "next"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,8 +31,8 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // Adopt moves a chat's first turns recorded with candidate (to's own id
 // when "") out of the user's default conversation into to (contract.Adopt), in one transaction that holds the user's
 // shared lock (so no erasure interleaves) and both conversations' rows.
-func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error) {
-	moved, err := contract.Adopt(ctx, to, candidate, prior, func(ctx context.Context) (busy bool, err error) {
+func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
+	moved, err := contract.Adopt(ctx, to, candidate, prior, received, func(ctx context.Context) (busy bool, err error) {
 		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
 			to.Tenant, to.User, to.Conversation).Scan(&busy)
 		return busy, unavailable(err)
@@ -71,6 +72,18 @@ func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, erro
 		return false, fmt.Errorf("lock conversation: %w", unavailable(err))
 	}
 	return toSeq == 0, nil // else to has messages of its own
+}
+
+// Deleted reads to's deletion under the user's lock Lock took, which
+// DeleteConversation takes exclusively.
+func (a adoptTx) Deleted(ctx context.Context, to memory.Identity) (time.Time, error) {
+	var at time.Time // zero when there is no row
+	err := a.tx.QueryRow(ctx, `SELECT deleted_at FROM conversation_deletions WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+		to.Tenant, to.User, to.Conversation).Scan(&at)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, unavailable(err)
+	}
+	return at, nil
 }
 
 func (a adoptTx) Candidates(ctx context.Context, from memory.Identity, candidate string) ([]int64, error) {

@@ -12,8 +12,11 @@ import (
 )
 
 // DeadLetter sets aside an exchange the store refused for good, with the
-// reason. It writes nothing for a user erased at or after d.At (under the
-// same user lock as SaveExchange), so an erasure is not undone through it.
+// reason. It writes nothing for a user erased at or after d.At, or a
+// conversation deleted at or after d.Received (see contract.DeadLetter;
+// under the same user lock as SaveExchange, which DeleteUser and
+// DeleteConversation take exclusively), so an erasure or deletion is not
+// undone through it.
 // The reason is sanitized by the caller; the payload is kept as bytes.
 func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 	d = contract.DeadLetter(d, time.Now())
@@ -24,8 +27,10 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			SELECT $1, $2, $3, $4, $5, $6, $7
-			WHERE NOT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $7)`,
-			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, d.At)
+			WHERE NOT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $7)
+			AND NOT EXISTS (SELECT 1 FROM conversation_deletions
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND deleted_at >= $8)`,
+			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, d.At, d.Received)
 		return unavailable(err)
 	})
 	if err != nil {

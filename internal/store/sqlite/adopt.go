@@ -32,8 +32,8 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // Adopt moves a chat's first turns recorded with candidate (to's own id
 // when "") out of the user's default conversation into to (contract.Adopt), in one write transaction, with their exchange
 // records; whether to holds messages is read without taking the writer.
-func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error) {
-	moved, err := contract.Adopt(ctx, to, candidate, prior, func(ctx context.Context) (bool, error) {
+func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
+	moved, err := contract.Adopt(ctx, to, candidate, prior, received, func(ctx context.Context) (bool, error) {
 		return hasMessages(ctx, s.reads, to)
 	}, func(fn func(contract.AdoptTx) error) error {
 		return s.inWrite(ctx, func(tx *sql.Tx) error { return fn(adoptTx{tx}) })
@@ -60,6 +60,10 @@ type adoptTx struct{ tx *sql.Tx }
 func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, error) {
 	busy, err := hasMessages(ctx, a.tx, to)
 	return !busy, err
+}
+
+func (a adoptTx) Deleted(ctx context.Context, to memory.Identity) (time.Time, error) {
+	return deletedAt(ctx, a.tx, to)
 }
 
 func (a adoptTx) Candidates(ctx context.Context, from memory.Identity, candidate string) ([]int64, error) {

@@ -11,15 +11,20 @@ import (
 )
 
 // DeadLetter sets aside an exchange the store refused for good, with the
-// reason. It writes nothing for a user erased at or after d.At, so an
-// erasure is not undone through it. A zero d.At means now.
+// reason. It writes nothing for a user erased at or after d.At, or a
+// conversation deleted at or after d.Received (see contract.DeadLetter), so
+// an erasure or deletion is not undone through it. A zero d.At means now.
 func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 	d = contract.DeadLetter(d, time.Now())
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		if gone, err := refused(ctx, tx, d.Tenant, d.User, d.At); gone || err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
+		deleted, err := deletedAt(ctx, tx, d.Identity)
+		if err != nil || contract.DeletedSince(memory.Exchange{Received: d.Received}, deleted) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, nanos(d.At))
 		return err
 	})

@@ -23,8 +23,10 @@ type AdoptStore interface {
 	// the user's default conversation recorded with candidate (to's own
 	// conversation when "") that prior starts with (memory.Adoptable), in
 	// one transaction: messages (renumbered from 1, keys kept), recall
-	// items, exchange records; it returns how many messages moved.
-	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message) (int, error)
+	// items, exchange records; it returns how many messages moved. It
+	// moves nothing into a conversation deleted at or after received (the
+	// continuation's memory.Exchange.Received; zero: no deletion stops it).
+	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error)
 	// Continued reports whether ex's candidate conversation, or a branch
 	// recorded with it, starts with ex's turn and reply, by fingerprint.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
@@ -43,6 +45,7 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"OnlyWhatMatches", testAdoptOnlyWhatMatches},
 		{"RedeliveredMovedExchangeIsDuplicate", testAdoptRedelivered},
 		{"NothingAfterErasure", testAdoptAfterErasure},
+		{"NothingIntoADeletedConversation", testAdoptIntoDeleted},
 		{"ContinuationStoredFirst", testContinued},
 		{"ContinuationStoredFirstInABranch", testContinuedInBranch},
 		{"LateIndexFollowsTheMove", testAdoptLateIndex},
@@ -88,7 +91,7 @@ func mustAdopt(t *testing.T, s AdoptStore, to memory.Identity, prior []memory.Me
 
 func mustAdoptFrom(t *testing.T, s AdoptStore, to memory.Identity, candidate string, prior []memory.Message, want int) {
 	t.Helper()
-	n, err := s.Adopt(testCtx(t), to, candidate, prior)
+	n, err := s.Adopt(testCtx(t), to, candidate, prior, time.Time{})
 	if err != nil || n != want {
 		t.Fatalf("Adopt = %d, %v; want %d moved", n, err, want)
 	}
@@ -210,6 +213,39 @@ func testAdoptAfterErasure(t *testing.T, s AdoptStore) {
 	}
 	next := continuation(t, "ana")
 	mustAdopt(t, s, next.Identity, next.Prior, 0)
+}
+
+// testAdoptIntoDeleted: a continuation received at or before its
+// conversation was deleted (in flight during the deletion, its save then
+// dropped) moves nothing into it: the conversation is not brought back
+// with the chat's first turns, which stay in the default conversation. A
+// continuation received after the deletion adopts them, as a save then
+// stores what it resends.
+func testAdoptIntoDeleted(t *testing.T, s AdoptStore) {
+	ctx := testCtx(t)
+	first := firstTurn(t, s, "ana")
+	next := continuation(t, "ana")
+	// The chat's conversation existed (another chat opened the same way).
+	mustSave(t, s, exchange(next.Identity, "ex-old-chat", 0, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hi!")))
+	inflight := time.Now()
+	if err := s.DeleteConversation(ctx, next.Identity); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Adopt(ctx, next.Identity, "", next.Prior, inflight)
+	if err != nil || n != 0 {
+		t.Fatalf("Adopt by a continuation received before the deletion = %d, %v; want nothing moved", n, err)
+	}
+	next.Received = inflight
+	if res := mustSave(t, s, next); !res.Dropped {
+		t.Fatalf("continuation received before the deletion saved %+v, want Dropped", res)
+	}
+	assertNotFound(t, s, next.Identity)
+	_, dmsgs := mustConversation(t, s, first.Identity)
+	assertContents(t, "default conversation", dmsgs, []string{"user:Hi, I am Ana.", "assistant:Hello Ana!"})
+
+	if n, err := s.Adopt(ctx, next.Identity, "", next.Prior, time.Now().Add(time.Second)); err != nil || n != 2 {
+		t.Fatalf("Adopt by a continuation received after the deletion = %d, %v; want 2 moved", n, err)
+	}
 }
 
 // testContinued: when the continuation is stored before the first turn

@@ -18,7 +18,8 @@ type CaptureStore interface {
 	// SaveExchange would, all or nothing; results[i] is exs[i]'s.
 	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
 	// DeadLetter sets aside an exchange the store refused, unless its user
-	// was erased at or after d.At.
+	// was erased at or after d.At or its conversation deleted at or after
+	// d.Received (zero: d.At).
 	DeadLetter(ctx context.Context, d memory.DeadLetter) error
 	// DeadLetters lists a tenant's dead letters, oldest first.
 	DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLetter, error)
@@ -203,4 +204,7 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 		}
 	})
 	t.Run("a save with a branch seed never supersedes another history", func(t *testing.T) { testGuard(t, open) })
+	t.Run("a dead letter of a deleted conversation's turn is not written", func(t *testing.T) {
+		testDeadLetterOfDeletedConversation(t, open(t))
+	})
 }
