@@ -30,14 +30,7 @@ import (
 // The messages given are never changed (they may be a cache's); those
 // rewritten are new, their other members as they were, keys in order.
 func withCallIDs(stored []memory.Message) []memory.Message {
-	out := stored
-	copied := false
-	set := func(i int, m memory.Message) {
-		if !copied {
-			out, copied = append([]memory.Message(nil), stored...), true
-		}
-		out[i] = m
-	}
+	out := copyOnWrite{msgs: stored}
 	for i := 0; i < len(stored); i++ {
 		m := stored[i]
 		if m.Role != "assistant" {
@@ -71,17 +64,32 @@ func withCallIDs(stored []memory.Message) []memory.Message {
 			ids[k] = syntheticCallID(m, k)
 		}
 		if rm, ok := withToolIDs(m, ids); ok {
-			set(i, rm)
+			out.set(i, rm)
 		} else {
 			continue // not rewritable: left as it is, dropped as unanswered
 		}
 		for n, at := range results[:min(len(results), len(empty))] {
 			if rm, ok := withAnswerID(stored[at], ids[empty[n]]); ok {
-				set(at, rm)
+				out.set(at, rm)
 			}
 		}
 	}
-	return out
+	return out.msgs
+}
+
+// copyOnWrite is a list of messages that copies itself on its first
+// change, so the list it was made from (a cache's) is never changed.
+type copyOnWrite struct {
+	msgs   []memory.Message
+	copied bool
+}
+
+// set replaces message i.
+func (c *copyOnWrite) set(i int, m memory.Message) {
+	if !c.copied {
+		c.msgs, c.copied = append([]memory.Message(nil), c.msgs...), true
+	}
+	c.msgs[i] = m
 }
 
 // syntheticCallID is the id withCallIDs gives the k-th tool call of m.

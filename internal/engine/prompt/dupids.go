@@ -41,14 +41,7 @@ func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
 		_, id := toolInfo(m)
 		clientAnswers[id] = true
 	}
-	out := stored
-	copied := false
-	set := func(i int, m memory.Message) {
-		if !copied {
-			out, copied = append([]memory.Message(nil), stored...), true
-		}
-		out[i] = m
-	}
+	out := copyOnWrite{msgs: stored}
 	toEnd := true // the messages after i are all tool results
 	for i := len(stored) - 1; i >= 0; i-- {
 		m := stored[i]
@@ -83,7 +76,7 @@ func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
 		if !ok {
 			continue // not rewritable: left as it is
 		}
-		set(i, rm)
+		out.set(i, rm)
 		// The n-th result answering id answers the n-th call with id.
 		seen := map[string]int{}
 		for j := i + 1; j < len(stored) && stored[j].Role == "tool"; j++ {
@@ -95,11 +88,11 @@ func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
 				continue
 			}
 			if rm, ok := withAnswerID(stored[j], renamed[k]); ok {
-				set(j, rm)
+				out.set(j, rm)
 			}
 		}
 	}
-	return out
+	return out.msgs
 }
 
 // nthCall returns the index in calls of the n-th (from 0) call with id,
