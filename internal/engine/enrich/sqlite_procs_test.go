@@ -154,17 +154,7 @@ func testTwoEnrichersEnrichOnce(t *testing.T, leaseTTL time.Duration) {
 	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
 	ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: time.Now().UTC(),
 		Turn: []memory.Message{{Role: "user", Content: "I live in Lisbon."}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
-	res, err := sa.SaveExchange(ctx, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := record.EncodeEnrichment(ex, res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sa.EnrichOutbox().Enqueue(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	saveForEnrichment(t, sa, ex)
 
 	compactor := func(st *sqlite.Store) *Compactor {
 		return New(st, st, nil, NewExtractive(wordCounter{}.Text2), wordCounter{}, Options{
@@ -262,17 +252,7 @@ func TestSQLiteTwoEnrichersCompactOnce(t *testing.T) {
 		ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: at.Add(time.Duration(turn) * time.Minute),
 			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("We hang lantern number %d.", turn)}},
 			Reply: memory.Message{Role: "assistant", Content: "Nice."}}
-		res, err := sa.SaveExchange(ctx, ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := record.EncodeEnrichment(ex, res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sa.EnrichOutbox().Enqueue(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		saveForEnrichment(t, sa, ex)
 	}
 	for range 4 {
 		enqueue()
@@ -340,5 +320,23 @@ func TestSQLiteStoppedEnricherGivesUpItsLease(t *testing.T) {
 	held, taken, err := sb.EnrichOutbox().Lease(ctx, "b", time.Minute)
 	if err != nil || !held || !taken {
 		t.Fatalf("after the enricher stopped, Lease = held %v, taken %v, %v; want it taken over", held, taken, err)
+	}
+}
+
+// saveForEnrichment stores ex in st and queues it on st's enrichment
+// outbox, as a gateway's capture does.
+func saveForEnrichment(t *testing.T, st *sqlite.Store, ex memory.Exchange) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := st.SaveExchange(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := record.EncodeEnrichment(ex, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnrichOutbox().Enqueue(ctx, p); err != nil {
+		t.Fatal(err)
 	}
 }
