@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -111,19 +112,8 @@ func BenchmarkIndexLargeMessage(b *testing.B) {
 		size, _ = strconv.Atoi(s)
 	}
 	texts := largeMessages(size)
-	names := make([]string, 0, len(texts))
-	for n := range texts {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	emb, _, err := engine.NewEmbedder(engine.EmbedderOptions{Provider: "encoder"}, recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes), slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	window, err := engine.EmbedderWindow("encoder")
-	if err != nil {
-		b.Fatal(err)
-	}
+	names := slices.Sorted(maps.Keys(texts))
+	emb, window := benchEncoder(b)
 	for _, driver := range []string{"sqlite", "postgres"} {
 		if only := os.Getenv("MEMGATE_INDEX_BENCH_STORE"); only != "" && only != driver {
 			continue
@@ -168,6 +158,21 @@ func BenchmarkIndexLargeMessage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchEncoder returns the built-in encoder as the gateway wires it, and
+// its window.
+func benchEncoder(b *testing.B) (recall.Embedder, *recall.Window) {
+	b.Helper()
+	emb, _, err := engine.NewEmbedder(engine.EmbedderOptions{Provider: "encoder"}, recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	window, err := engine.EmbedderWindow("encoder")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return emb, window
 }
 
 // openIndexBenchStore opens a store of driver for an indexing benchmark,
@@ -232,19 +237,8 @@ func BenchmarkIndexBacklog(b *testing.B) {
 			inputs["history-"+name] = msgs
 		}
 	}
-	names := make([]string, 0, len(inputs))
-	for n := range inputs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	emb, _, err := engine.NewEmbedder(engine.EmbedderOptions{Provider: "encoder"}, recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes), slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	window, err := engine.EmbedderWindow("encoder")
-	if err != nil {
-		b.Fatal(err)
-	}
+	names := slices.Sorted(maps.Keys(inputs))
+	emb, window := benchEncoder(b)
 	for _, driver := range []string{"sqlite", "postgres"} {
 		if only := os.Getenv("MEMGATE_INDEX_BENCH_STORE"); only != "" && only != driver {
 			continue
@@ -366,11 +360,7 @@ func BenchmarkLargeMessageGateway(b *testing.B) {
 		size, _ = strconv.Atoi(s)
 	}
 	texts := largeMessages(size)
-	names := make([]string, 0, len(texts))
-	for n := range texts {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(texts))
 	for _, name := range names {
 		var body []byte
 		for text := texts[name]; ; text = strings.ToValidUTF8(text[:len(text)*31/32], "") {
