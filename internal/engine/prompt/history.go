@@ -65,6 +65,15 @@ func asciiEqualFold(b []byte, s string) bool {
 	return true
 }
 
+// replayable returns the stored messages (stored) that go before the
+// client's messages (rest) in the prompt: every tool call with an id
+// (withCallIDs), no id a newer call also has (distinctCallIDs), and only
+// what keeps the tool-call protocol (usableHistory). The messages given are
+// never changed.
+func replayable(stored, rest []memory.Message) []memory.Message {
+	return usableHistory(distinctCallIDs(withCallIDs(stored), rest), rest)
+}
+
 // usableHistory returns the stored messages that can go before the client's
 // messages (next) without breaking the tool-call protocol: system messages
 // are skipped; a tool result whose call is not kept (the window began in the
