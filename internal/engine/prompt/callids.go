@@ -39,7 +39,7 @@ func withCallIDs(l toolList) toolList {
 		if m.Role != "assistant" {
 			continue
 		}
-		calls := l.tools[i].calls
+		calls := l.at(i).calls
 		var empty []int
 		for k, id := range calls {
 			if id == "" {
@@ -52,7 +52,7 @@ func withCallIDs(l toolList) toolList {
 		end := i + 1
 		var results []int
 		for ; end < len(stored) && stored[end].Role == "tool"; end++ {
-			if l.tools[end].answers == "" {
+			if l.at(end).answers == "" {
 				results = append(results, end)
 			}
 		}
@@ -90,7 +90,9 @@ type copyOnWrite struct {
 // set replaces message i, and what toolInfo reads of it.
 func (c *copyOnWrite) set(i int, m memory.Message) {
 	if !c.copied {
-		c.l = toolList{msgs: slices.Clone(c.l.msgs), tools: slices.Clone(c.l.tools)}
+		ts := make([]tools, len(c.l.msgs))
+		copy(ts, c.l.tools)
+		c.l = toolList{msgs: slices.Clone(c.l.msgs), tools: ts}
 		c.copied = true
 	}
 	c.l.msgs[i] = m

@@ -25,7 +25,7 @@ func distinctCallIDs(l, rest toolList) toolList {
 	taken := map[string]bool{} // ids of newer calls
 	for i, m := range rest.msgs {
 		if m.Role == "assistant" {
-			for _, id := range rest.tools[i].calls {
+			for _, id := range rest.at(i).calls {
 				taken[id] = true
 			}
 		}
@@ -35,7 +35,7 @@ func distinctCallIDs(l, rest toolList) toolList {
 		if m.Role != "tool" {
 			break
 		}
-		clientAnswers[rest.tools[i].answers] = true
+		clientAnswers[rest.at(i).answers] = true
 	}
 	stored := l.msgs
 	out := copyOnWrite{l: l}
@@ -50,7 +50,7 @@ func distinctCallIDs(l, rest toolList) toolList {
 		if m.Role != "assistant" {
 			continue
 		}
-		calls := l.tools[i].calls
+		calls := l.at(i).calls
 		renamed := map[int]string{}
 		for k := len(calls) - 1; k >= 0; k-- {
 			id := calls[k]
@@ -77,7 +77,7 @@ func distinctCallIDs(l, rest toolList) toolList {
 		// The n-th result answering id answers the n-th call with id.
 		seen := map[string]int{}
 		for j := i + 1; j < len(stored) && stored[j].Role == "tool"; j++ {
-			id := l.tools[j].answers
+			id := l.at(j).answers
 			n := seen[id]
 			seen[id]++
 			k := nthCall(calls, id, n)

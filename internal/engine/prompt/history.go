@@ -25,24 +25,42 @@ type tools struct {
 // assistant and tool message (those of other roles are not read: no step
 // asks), read once per request rather than by each step that asks.
 type toolList struct {
-	msgs  []memory.Message
-	tools []tools // tools[i] is msgs[i]'s
+	msgs []memory.Message
+	// tools[i] is msgs[i]'s; nil when no message calls or answers a tool.
+	tools []tools
 }
 
 // readTools returns msgs with what toolInfo reads of each assistant and
 // tool message.
 func readTools(msgs []memory.Message) toolList {
-	l := toolList{msgs: msgs, tools: make([]tools, len(msgs))}
+	l := toolList{msgs: msgs}
 	for i, m := range msgs {
-		if m.Role == "assistant" || m.Role == "tool" {
-			l.tools[i].calls, l.tools[i].answers = toolInfo(m)
+		if m.Role != "assistant" && m.Role != "tool" {
+			continue
+		}
+		if calls, answers := toolInfo(m); calls != nil || answers != "" {
+			if l.tools == nil {
+				l.tools = make([]tools, len(msgs))
+			}
+			l.tools[i] = tools{calls: calls, answers: answers}
 		}
 	}
 	return l
 }
 
+// at returns what toolInfo reads of message i.
+func (l toolList) at(i int) tools {
+	if l.tools == nil {
+		return tools{}
+	}
+	return l.tools[i]
+}
+
 // from returns the list's messages from i on.
 func (l toolList) from(i int) toolList {
+	if l.tools == nil {
+		return toolList{msgs: l.msgs[i:]}
+	}
 	return toolList{msgs: l.msgs[i:], tools: l.tools[i:]}
 }
 
@@ -125,7 +143,7 @@ func usableHistory(stored, next toolList) []memory.Message {
 		case memory.IsSystem(m.Role):
 			continue
 		case m.Role == "tool":
-			if !open[stored.tools[i].answers] {
+			if !open[stored.at(i).answers] {
 				continue // orphan
 			}
 			out = append(out, withRaw(m))
@@ -134,7 +152,7 @@ func usableHistory(stored, next toolList) []memory.Message {
 		clear(open)
 		var calls []string
 		if m.Role == "assistant" { // only an assistant message's calls count
-			calls = stored.tools[i].calls
+			calls = stored.at(i).calls
 		}
 		if len(calls) > 0 {
 			if !answered(calls, stored.from(i+1), next) {
@@ -169,7 +187,7 @@ func answered(calls []string, after, next toolList) bool {
 			if m.Role != "tool" {
 				return false
 			}
-			got[l.tools[i].answers] = true
+			got[l.at(i).answers] = true
 		}
 		return true
 	}
