@@ -21,8 +21,8 @@ type tools struct {
 	answers string   // the call id a tool message answers
 }
 
-// toolList is a list of messages with what toolInfo reads of each
-// assistant and tool message (those of other roles are not read: no step
+// toolList is a list of messages with what toolInfo reads of its
+// assistant and tool messages (those of other roles are not read: no step
 // asks), read once per request rather than by each step that asks.
 type toolList struct {
 	msgs []memory.Message
@@ -30,12 +30,30 @@ type toolList struct {
 	tools []tools
 }
 
-// readTools returns msgs with what toolInfo reads of each assistant and
-// tool message.
+// readTools returns stored messages with what toolInfo reads of each
+// assistant and tool message.
 func readTools(msgs []memory.Message) toolList {
+	return readToolsOf(msgs, func(int) bool { return true })
+}
+
+// readClientTools returns the client's messages with what toolInfo reads
+// of each assistant message and of the tool messages that lead them (the
+// results answering the stored calls): the steps ask nothing of its later
+// tool results, which may be long.
+func readClientTools(msgs []memory.Message) toolList {
+	lead := 0
+	for lead < len(msgs) && msgs[lead].Role == "tool" {
+		lead++
+	}
+	return readToolsOf(msgs, func(i int) bool { return i < lead || msgs[i].Role == "assistant" })
+}
+
+// readToolsOf returns msgs with what toolInfo reads of each assistant and
+// tool message i that read(i) asks for.
+func readToolsOf(msgs []memory.Message, read func(i int) bool) toolList {
 	l := toolList{msgs: msgs}
 	for i, m := range msgs {
-		if m.Role != "assistant" && m.Role != "tool" {
+		if m.Role != "assistant" && m.Role != "tool" || !read(i) {
 			continue
 		}
 		if calls, answers := toolInfo(m); calls != nil || answers != "" {
@@ -118,11 +136,10 @@ func asciiEqualFold(b []byte, s string) bool {
 // client's messages (rest) in the prompt: every tool call with an id
 // (withCallIDs), no id a newer call also has (distinctCallIDs), and only
 // what keeps the tool-call protocol (usableHistory). The messages given are
-// never changed.
-// Each message's tool calls are read once (readTools), and again only
-// when a step rewrites it.
+// never changed. Each message's tool calls are read once (readTools,
+// readClientTools), and again only when a step rewrites it.
 func replayable(stored, rest []memory.Message) []memory.Message {
-	next := readTools(rest)
+	next := readClientTools(rest)
 	return usableHistory(distinctCallIDs(withCallIDs(readTools(stored)), next), next)
 }
 
