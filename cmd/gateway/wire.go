@@ -157,9 +157,13 @@ type memoryLayer struct {
 // openMemory wires the memory core over the configured store: the
 // after-save hooks (compaction, fact extraction, recall indexing), the
 // budgeted assembler with recall, and the capture pipeline. A store it
-// cannot open is engine.ErrStoreDown.
+// cannot open is engine.ErrStoreDown, except one a newer build migrated
+// (memory.ErrSchemaTooNew): retrying would not help, and serve refuses it.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	b, err := openStore(ctx, cfg, logger)
+	if errors.Is(err, memory.ErrSchemaTooNew) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
