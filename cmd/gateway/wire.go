@@ -65,6 +65,7 @@ var (
 	_ record.Leaser         = (*redis.Queue)(nil)
 	_ record.Leaser         = (*sqlite.Outbox)(nil)
 	_ record.SharedQueue    = (*sqlite.Outbox)(nil)
+	_ record.Scrubber       = (*redis.Queue)(nil)
 )
 
 // Constants of the wiring.
@@ -84,6 +85,8 @@ type backend struct {
 	lease         record.Leaser      // nil: every worker drains the capture queue
 	enrichLease   record.Leaser      // nil: every enricher drains the enrichment queue
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
+	scrubber      record.Scrubber    // told after an erasure's or deletion's purge (Redis: rewrites its append-only file); nil: none
+	collectors    []prometheus.Collector
 	closers       []func() error
 }
 
@@ -130,7 +133,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, errors.Join(err, b.close())
 		}
 		b.closers = append(b.closers, rdb.Close)
-		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
+		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix, Logger: logger})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
@@ -139,7 +142,9 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
 			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
 		}
-		b.queue, b.lease, b.shared, b.durable = q, q, q, true
+		b.closers = append(b.closers, q.Close)
+		b.queue, b.lease, b.shared, b.scrubber, b.durable = q, q, q, q, true
+		b.collectors = q.Collectors()
 		return b, nil
 	}
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
@@ -157,9 +162,13 @@ type memoryLayer struct {
 // openMemory wires the memory core over the configured store: the
 // after-save hooks (compaction, fact extraction, recall indexing), the
 // budgeted assembler with recall, and the capture pipeline. A store it
-// cannot open is engine.ErrStoreDown.
+// cannot open is engine.ErrStoreDown, except one a newer build migrated
+// (memory.ErrSchemaTooNew): retrying would not help, and serve refuses it.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	b, err := openStore(ctx, cfg, logger)
+	if errors.Is(err, memory.ErrSchemaTooNew) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
@@ -169,7 +178,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	cs := withReads(cfg, b.store, b.embeddings)
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
-		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors())}, store: b.store, queue: b.queue}
+		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -202,7 +211,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// continuation one at a time (record.ChatLocks).
 	chats := record.NewChatLocks()
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared})
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease})

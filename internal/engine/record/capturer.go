@@ -79,6 +79,15 @@ type Rerouter interface {
 	Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchange, error)
 }
 
+// Scrubber is told that a purge (Capturer.PurgeErased, PurgeDeleted) has
+// gone through both queues, so that a queue keeping copies of what it
+// deleted elsewhere has them removed too: redis.Queue, whose Redis may
+// keep an append-only file. Scrub never blocks; what it does runs in the
+// background and never fails the purge.
+type Scrubber interface {
+	Scrub()
+}
+
 // Redactor removes secrets from a message's Content and Raw, reporting how
 // many it replaced. *redact.Redactor implements it.
 type Redactor interface {
@@ -116,6 +125,9 @@ type Options struct {
 	// wherever they are captured. Nil: the Capturer knows only of the turns
 	// it queued itself (enough when one process owns the queue).
 	Shared SharedQueue
+	// Scrubber is told after every purge, whatever it removed (see
+	// Scrubber); nil: none.
+	Scrubber Scrubber
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in
 	// the order they were captured.
