@@ -12,10 +12,13 @@ import (
 
 // Migrate applies the embedded migrations not applied yet
 // (contract.Migrate), each in its own write transaction with its record:
-// IMMEDIATE, so processes migrating the same file at once apply each once.
-// Open calls it.
+// IMMEDIATE, so processes migrating the same file at once apply each once;
+// then it finishes migration 0029 in Go (retombstone). Open calls it.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := contract.Migrate(ctx, sqlitemigrations.FS, s.applyMigration, s.logger, "sqlite"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := s.retombstone(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
