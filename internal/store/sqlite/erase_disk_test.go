@@ -2,8 +2,8 @@ package sqlite_test
 
 import (
 	"bytes"
-	"database/sql"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
