@@ -25,10 +25,10 @@ CREATE TABLE user_tombstones (
 -- conversation) (contract.ConversationTombstone) after the digest of its
 -- user (contract.UserTombstone), whose erasure removes the user's rows.
 CREATE TABLE conversation_tombstones (
-    user       BLOB    NOT NULL,
-    digest     BLOB    NOT NULL,
-    deleted_at INTEGER NOT NULL,
-    PRIMARY KEY (user, digest)
+    user_digest BLOB    NOT NULL,
+    digest      BLOB    NOT NULL,
+    deleted_at  INTEGER NOT NULL,
+    PRIMARY KEY (user_digest, digest)
 ) WITHOUT ROWID;
 
 -- The rows of erasures and conversation_deletions are moved into these

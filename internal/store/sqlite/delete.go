@@ -26,7 +26,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
 			missing = err
 			if _, err := tx.ExecContext(ctx, `UPDATE conversation_tombstones SET deleted_at = MAX(deleted_at, ?)
-				WHERE user = ? AND digest = ?`, nanos(time.Now()), contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id)); err != nil {
+				WHERE user_digest = ? AND digest = ?`, nanos(time.Now()), contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id)); err != nil {
 				return fmt.Errorf("date deletion: %w", err)
 			}
 			return nil
@@ -47,8 +47,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		// Dated last, in the writer's transaction: a save either committed
 		// before (and is deleted here) or reads the date. The tombstone
 		// holds digests of the ids, not the ids (contract.ConversationTombstone).
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user, digest, deleted_at)
-			VALUES (?, ?, ?) ON CONFLICT (user, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
+			VALUES (?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
 			contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(time.Now())); err != nil {
 			return fmt.Errorf("date deletion: %w", err)
 		}
@@ -99,7 +99,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 			}
 		}
 		digest := contract.UserTombstone(tenant, user)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user = ?`, digest); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = ?`, digest); err != nil {
 			return fmt.Errorf("delete conversation tombstones: %w", err)
 		}
 		return entomb(ctx, tx, tenant, user, nanos(time.Now()))

@@ -53,7 +53,7 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // the writer (writeTx).
 const (
 	sqlErasedAt       = `SELECT erased_at FROM user_tombstones WHERE digest = ?`
-	sqlDeletedAt      = `SELECT deleted_at FROM conversation_tombstones WHERE user = ? AND digest = ?`
+	sqlDeletedAt      = `SELECT deleted_at FROM conversation_tombstones WHERE user_digest = ? AND digest = ?`
 	sqlExchangeStored = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	// sqlCountConversation creates the conversation, or moves its live
 	// message count and its time.

@@ -53,8 +53,8 @@ func (s *Store) retombstone(ctx context.Context) error {
 			return fmt.Errorf("read conversation deletions: %w", err)
 		}
 		for i, id := range deletions {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user, digest, deleted_at) VALUES (?, ?, ?)
-				ON CONFLICT (user, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at) VALUES (?, ?, ?)
+				ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
 				contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), ats[i]); err != nil {
 				return fmt.Errorf("move conversation deletion: %w", err)
 			}
