@@ -399,7 +399,7 @@ func runInFlightErased(t *testing.T, top queueTopology) {
 	if n, err := top.queue.Pending(ctx); err != nil || n != 0 {
 		t.Fatalf("capture queue holds %d entries (%v)", n, err)
 	}
-	if q, err := top.shared.Queued(ctx, `["acme","alice","c1"]`); err != nil || q[0] {
+	if q, err := top.shared.Queued(ctx, record.ConvKey(alice)); err != nil || q[0] {
 		t.Fatalf("Queued(alice) = %v, %v; want false", q, err)
 	}
 	if i := bytes.Index(top.atRest(t), []byte(word)); i >= 0 {
