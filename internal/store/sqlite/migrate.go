@@ -12,12 +12,16 @@ import (
 
 // Migrate applies the embedded migrations not applied yet
 // (contract.Migrate), each in its own write transaction with its record:
-// IMMEDIATE, so processes migrating the same file at once apply each once.
-// Open calls it. A file a newer build migrated (it records a migration this
-// build does not embed) is refused with a *contract.SchemaTooNewError,
-// which is memory.ErrSchemaTooNew.
+// IMMEDIATE, so processes migrating the same file at once apply each once;
+// then it finishes migration 0029 in Go (retombstone). Open calls it. A
+// file a newer build migrated (it records a migration this build does not
+// embed) is refused with a *contract.SchemaTooNewError, which is
+// memory.ErrSchemaTooNew.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := contract.Migrate(ctx, sqlitemigrations.FS, s.recordedVersion, s.applyMigration, s.logger, "sqlite"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := s.retombstone(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
