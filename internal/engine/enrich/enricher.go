@@ -68,6 +68,19 @@ type EnrichOptions struct {
 	// twice, one thrown away), and a round that outlasts StaleAfter is
 	// taken over and enriched again (its facts counted as stated twice).
 	Lease record.Leaser
+	// Conversations, when set, lets one enricher at a time enrich each
+	// conversation, across processes, while several drain the queue at
+	// once (redis.Leases: many gateways and workers sharing the Redis
+	// enrichment stream). A round leases the conversations of what it
+	// claimed, enriches those it holds, and keeps the rest for its next
+	// rounds; it renews the leases while its hooks run, and its hooks stop
+	// writing before a lease it failed to renew can run out (see fence).
+	// nil: every enricher enriches whatever it claims. Without it, two
+	// enrichers compact one conversation from the same state (the side
+	// model paid for a summary version twice, one thrown away), and a
+	// round that outlasts StaleAfter is reclaimed and enriched again (its
+	// facts counted as stated twice).
+	Conversations ConversationLeases
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -122,8 +135,13 @@ type Enricher struct {
 	lag                         prometheus.Histogram
 	backlog                     prometheus.Collector
 
-	// leaseTTL is how long the lease lasts without renewal (see lease).
+	// leaseTTL is how long a lease lasts without renewal (see lease).
 	leaseTTL time.Duration
+	// holder names this enricher in the conversation leases (holderToken).
+	holder string
+	// deferred are claimed entries of conversations another enricher
+	// held, kept for the next round (admit); Run's goroutine only.
+	deferred []claimed
 }
 
 // NewEnricher returns an Enricher of q running hooks; logger may be nil.
@@ -159,6 +177,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		}),
 	}
 	e.leaseTTL = max(4*e.opts.Block, 5*time.Second)
+	e.holder = holderToken(e.opts.Consumer)
 	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "memgate_enrich_backlog",
 		Help: "Stored exchanges waiting for enrichment (queued or being enriched).",
@@ -221,7 +240,11 @@ func (e *Enricher) Run(ctx context.Context) error {
 		}
 		var ds []memory.Delivery
 		if err == nil {
-			ds, err = e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, stale, block)
+			wait := block
+			if len(e.deferred) > 0 {
+				wait = min(wait, e.opts.Interval) // kept entries wait for the next round only
+			}
+			ds, err = e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, stale, wait)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -236,9 +259,9 @@ func (e *Enricher) Run(ctx context.Context) error {
 			continue
 		}
 		delay = e.opts.BackoffBase
-		if block = e.opts.Block; len(ds) > 0 {
+		if block = e.opts.Block; len(ds) > 0 || len(e.deferred) > 0 {
 			start := time.Now()
-			e.round(ctx, ds)
+			e.round(ctx, ds, e.takeDeferred())
 			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start))/e.opts.Share)))
 		} else if e.opts.Idle != nil {
 			block = e.idle(ctx)
@@ -267,20 +290,46 @@ func (e *Enricher) idle(ctx context.Context) time.Duration {
 	return max(time.Since(start), time.Millisecond)
 }
 
-// round runs the hooks over one claimed batch and acknowledges it.
-func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
+// round runs the hooks over one claimed batch, with the entries kept from
+// earlier rounds (deferred, already decoded), and acknowledges them. With
+// EnrichOptions.Conversations it enriches only the conversations it holds
+// (admit), and its hooks run fenced by their leases.
+func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []claimed) {
 	defer e.keepLease(ctx)()
-	acks := make([]string, 0, len(ds))
-	var batch []record.Enrichment
+	acks := make([]string, 0, len(ds)+len(deferred))
+	now := time.Now()
+	all := deferred
 	for _, d := range ds {
-		acks = append(acks, d.ID)
 		en, err := record.DecodeEnrichment(d.Payload)
 		if err != nil {
+			acks = append(acks, d.ID)
 			e.poison.Inc()
 			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
 			continue
 		}
-		batch = append(batch, en)
+		all = append(all, claimed{d: d, en: en, since: now})
+	}
+	// The hooks' work survives a cancelled ctx for a bounded time, so that
+	// a stopping worker finishes the round it started.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	stopFence := func() bool { return false }
+	if e.opts.Conversations != nil {
+		run, keys, at := e.admit(ctx, all)
+		all = run
+		defer e.releaseConversations(ctx, keys) // after the acknowledgement
+		if len(keys) > 0 {
+			hctx, stopFence = e.fence(hctx, keys, at)
+		}
+	}
+	batch := make([]record.Enrichment, 0, len(all))
+	for _, c := range all {
+		acks = append(acks, c.d.ID)
+		batch = append(batch, c.en)
+	}
+	if len(acks) == 0 {
+		stopFence()
+		return
 	}
 	// Each conversation's turns together, in the order they were stored.
 	slices.SortStableFunc(batch, func(a, b record.Enrichment) int {
@@ -300,10 +349,6 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 			e.coalesced.Inc()
 		}
 	}
-	// The hooks' work survives a cancelled ctx for a bounded time, so that
-	// a stopping worker finishes the round it started.
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
 	hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.enrich", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
 	defer span.End()
 	delay := e.opts.BackoffBase
@@ -324,7 +369,14 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
 	}
-	now := time.Now()
+	if stopFence() {
+		// Another enricher may hold these conversations from now on: what
+		// the hooks did not write before the fence is not written, and the
+		// entries are acknowledged, never enriched a second time.
+		e.failures.WithLabelValues("lease_lost").Inc()
+		e.logger.Warn("enricher lost its conversations' leases during a round; its remaining work is dropped", "exchanges", len(exs))
+	}
+	now = time.Now()
 	for _, start := range starts {
 		if !start.IsZero() {
 			e.lag.Observe(now.Sub(start).Seconds())
