@@ -194,3 +194,124 @@ func TestRedisTwoEnrichersCompactOnce(t *testing.T) {
 		t.Fatalf("latest summary = %+v, %v; want the conversation compacted", sum, err)
 	}
 }
+
+// cutLeases are a process's conversation leases that fail once cut, as
+// when the process loses Redis while its round runs (a network partition,
+// a long pause).
+type cutLeases struct {
+	ConversationLeases
+	cut atomic.Bool
+}
+
+func (l *cutLeases) Lease(ctx context.Context, holder string, ttl time.Duration, keys ...string) ([]bool, error) {
+	if l.cut.Load() {
+		return nil, fmt.Errorf("redis: lease keys: %w", memory.ErrUnavailable)
+	}
+	return l.ConversationLeases.Lease(ctx, holder, ttl, keys...)
+}
+
+// stated returns the user's current facts, failing the test on an error.
+func stated(tb testing.TB, p *redisProc, id memory.Identity) []memory.Fact {
+	tb.Helper()
+	facts, err := p.pg.Facts(context.Background(), id.Tenant, id.User, time.Now(), false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return facts
+}
+
+// livesInLisbon stores the exchange "I live in Lisbon." and queues it on
+// p's enrichment queue.
+func livesInLisbon(tb testing.TB, p *redisProc, id memory.Identity) {
+	tb.Helper()
+	t := tb.(*testing.T)
+	saveForEnrichment(t, p.pg, p.enrich, memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: time.Now().UTC(),
+		Turn: []memory.Message{{Role: "user", Content: "I live in Lisbon."}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}})
+}
+
+// TestRedisEnricherThatLosesItsLeaseStopsWriting: process A's round runs
+// long and A loses Redis meanwhile, so it cannot renew its conversation's
+// lease, which runs out; process B reclaims the exchange, takes the lease
+// and enriches it. A's round, when it goes on, must write nothing more:
+// its hooks' context ended before the lease could run out, so the city
+// is counted as stated once, by B.
+func TestRedisEnricherThatLosesItsLeaseStopsWriting(t *testing.T) {
+	pa, pb := twoRedisProcs(t)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	livesInLisbon(t, pa, id)
+
+	opts := EnrichOptions{StaleAfter: 400 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	gateA := newGateHook()
+	oa := redisEnrichOptions(opts, pa, "a")
+	leasesA := &cutLeases{ConversationLeases: oa.Conversations}
+	oa.Conversations = leasesA
+	// A's gate comes first: once released, A's compactor writes the city
+	// unless A's round is fenced.
+	ea := NewEnricher(pa.enrich, []record.Hook{gateA, pgCompactor(pa.pg, nil, 1000, 500)}, nil, oa)
+	eb := NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b"))
+	ea.leaseTTL, eb.leaseTTL = 300*time.Millisecond, 300*time.Millisecond
+	runEnricher(t, ea)
+	gateA.reached(t, "process A to enrich the exchange")
+	leasesA.cut.Store(true)
+	runEnricher(t, eb)
+	waitFor(t, "process B to enrich the exchange once A's lease ran out", func() bool {
+		return len(stated(t, pb, id)) > 0
+	})
+	close(gateA.release)
+	waitFor(t, "process A's round to end", func() bool { return value(t, ea.enriched) >= 1 })
+	drained(t, pa)
+	if facts := stated(t, pa, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
+		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
+	}
+	if n := value(t, ea.failures.WithLabelValues("lease_lost")); n != 1 {
+		t.Errorf("process A counted %v rounds with their lease lost, want 1", n)
+	}
+}
+
+// TestRedisCrashedEnrichersLeaseRunsOut: a process claimed an exchange and
+// took its conversation's lease, then crashed: it neither renews the lease
+// nor acknowledges the entry. Once the lease runs out, another process
+// reclaims the exchange and enriches it, once.
+func TestRedisCrashedEnrichersLeaseRunsOut(t *testing.T) {
+	ctx := context.Background()
+	pa, pb := twoRedisProcs(t)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	livesInLisbon(t, pa, id)
+	if held, err := pa.leases.Lease(ctx, "crashed", 300*time.Millisecond, conversationKey(id)); err != nil || !held[0] {
+		t.Fatalf("the crashed process's lease: held %v, %v", held, err)
+	}
+	if ds, err := pa.enrich.Claim(ctx, "crashed", 10, time.Hour, 0); err != nil || len(ds) != 1 {
+		t.Fatalf("the crashed process's claim: %d entries, %v", len(ds), err)
+	}
+	opts := EnrichOptions{StaleAfter: 100 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	runEnricher(t, NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b")))
+	drained(t, pb)
+	if facts := stated(t, pb, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
+		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
+	}
+}
+
+// TestRedisEnrichersShareTheWork: the leases are per conversation, so a
+// process's long round in one conversation (a slow side model) holds up
+// no other: another process enriches another conversation meanwhile, as
+// it would with no lease at all.
+func TestRedisEnrichersShareTheWork(t *testing.T) {
+	pa, pb := twoRedisProcs(t)
+	slow := memory.Identity{Tenant: "t", User: "u", Conversation: "slow"}
+	at := time.Now().Add(-time.Hour).UTC()
+	for i := range 4 {
+		saveForEnrichment(t, pa.pg, pa.enrich, memory.Exchange{ID: record.NewExchangeID(), Identity: slow, At: at.Add(time.Duration(i) * time.Minute),
+			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("We hang lantern number %d.", i)}},
+			Reply: memory.Message{Role: "assistant", Content: "Nice."}})
+	}
+	model := &billedSummarizer{gate: newGate(), calls: map[int]int{}}
+	defer close(model.release)
+	opts := EnrichOptions{StaleAfter: time.Hour, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	runEnricher(t, NewEnricher(pa.enrich, []record.Hook{pgCompactor(pa.pg, model, 4, 2)}, nil, redisEnrichOptions(opts, pa, "a")))
+	model.reached(t, "process A to compact the slow conversation")
+	seen := newGateHook()
+	close(seen.release)
+	runEnricher(t, NewEnricher(pb.enrich, []record.Hook{seen}, nil, redisEnrichOptions(opts, pb, "b")))
+	livesInLisbon(t, pa, memory.Identity{Tenant: "t", User: "u", Conversation: "other"})
+	waitFor(t, "process B to enrich the other conversation while A's round runs", func() bool { return seen.saw() == 1 })
+}
