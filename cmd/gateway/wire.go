@@ -65,6 +65,8 @@ var (
 	_ record.Leaser         = (*redis.Queue)(nil)
 	_ record.Leaser         = (*sqlite.Outbox)(nil)
 	_ record.SharedQueue    = (*sqlite.Outbox)(nil)
+
+	_ enrich.ConversationLeases = (*redis.Leases)(nil)
 )
 
 // Constants of the wiring.
@@ -81,8 +83,11 @@ type backend struct {
 	queue, enrich record.Queue
 	durable       bool
 	embeddings    recall.Embeddings
-	lease         record.Leaser      // nil: every worker drains the capture queue
-	enrichLease   record.Leaser      // nil: every enricher drains the enrichment queue
+	lease         record.Leaser // nil: every worker drains the capture queue
+	enrichLease   record.Leaser // nil: every enricher drains the enrichment queue
+	// conversations lets one enricher at a time enrich each conversation
+	// while several drain the queue (Redis); nil: none.
+	conversations enrich.ConversationLeases
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
 	closers       []func() error
 }
@@ -136,9 +141,15 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
 			return b, nil
 		}
-		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
+		eq, err := q.Sibling(ctx, "enrich")
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
 		}
+		// Gateways and workers drain the enrichment stream together; each
+		// conversation is enriched by one of them at a time (a lease per
+		// conversation), so that the fleet enriches as many conversations
+		// at once as it has enrichers, and none twice.
+		b.enrich, b.conversations = eq, eq.Leases()
 		b.queue, b.lease, b.shared, b.durable = q, q, q, true
 		return b, nil
 	}
@@ -209,7 +220,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
 }
 
