@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/engine/record"
@@ -103,58 +104,134 @@ func (e *Enricher) takeDeferred() []claimed {
 	return out
 }
 
-// fence returns ctx ended (cause errLeaseLost) once the leases on keys,
-// asked for at at, may have run out: it renews them every quarter of
-// their TTL, and the context ends three quarters of the TTL after the
-// start of the last renewal that held them all — before the store's clock
-// lets them go — or at once when one is found taken. The hooks' writes
-// under it therefore stop before another enricher can hold one of the
-// conversations. stop ends the renewal and reports whether the leases were
-// lost.
-func (e *Enricher) fence(ctx context.Context, keys []string, at time.Time) (_ context.Context, stop func() (lost bool)) {
+// chunkConversations is how many conversations a round's hooks take at a
+// time under conversation leases: a round that claimed a large backlog
+// holds every conversation in it, and releases each part's as soon as it
+// is done, so that another enricher holding their next turns (kept by
+// admit) goes on meanwhile. The hooks still see each conversation's turns
+// together, once per round.
+const chunkConversations = 8
+
+// chunks splits a round's entries (sorted by conversation) into parts of
+// at most chunkConversations conversations; split false: one part.
+func chunks(all []claimed, split bool) [][]claimed {
+	if !split {
+		return [][]claimed{all}
+	}
+	var out [][]claimed
+	start, convs := 0, 0
+	for i := range all {
+		if i == 0 || all[i].en.Exchange.Identity != all[i-1].en.Exchange.Identity {
+			if convs == chunkConversations {
+				out = append(out, all[start:i])
+				start, convs = i, 0
+			}
+			convs++
+		}
+	}
+	return append(out, all[start:])
+}
+
+// partKeys are the lease keys of the conversations of part.
+func partKeys(part []claimed) []string {
+	var keys []string
+	for _, c := range part {
+		if k := conversationKey(c.en.Exchange.Identity); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// fence keeps a round's conversation leases: it renews them every quarter
+// of their TTL while the round's hooks run, and ends the hooks' context
+// (cause errLeaseLost) three quarters of the TTL after the start of the
+// last renewal that held them all — before the store's clock lets them go
+// — or at once when one is found taken. The hooks' writes under it
+// therefore stop before another enricher can hold one of the
+// conversations.
+type fence struct {
+	e      *Enricher
+	cancel context.CancelCauseFunc
+	ctx    context.Context
+	timer  *time.Timer
+	quit   chan struct{}
+	done   chan struct{}
+
+	mu   sync.Mutex // held while the leases are renewed or released
+	keys []string   // the leases still held
+}
+
+// fence starts keeping the leases on keys, asked for at at, and returns
+// the hooks' context, derived from ctx.
+func (e *Enricher) fence(ctx context.Context, keys []string, at time.Time) (context.Context, *fence) {
 	fctx, cancel := context.WithCancelCause(ctx)
 	safe := e.leaseTTL * 3 / 4
-	timer := time.AfterFunc(time.Until(at.Add(safe)), func() { cancel(errLeaseLost) })
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(e.leaseTTL/4, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-fctx.Done():
-				return
-			case <-t.C:
-			}
-			start := time.Now()
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), safe)
-			held, err := e.opts.Conversations.Lease(rctx, e.holder, e.leaseTTL, keys...)
-			rcancel()
-			switch {
-			case err != nil:
-				e.logger.Warn("enricher cannot renew its conversations' leases", "err", err)
-			case slices.Contains(held, false):
-				cancel(errLeaseLost)
-				return
-			default:
-				timer.Reset(time.Until(start.Add(safe)))
-			}
+	f := &fence{e: e, cancel: cancel, ctx: fctx, keys: keys, quit: make(chan struct{}), done: make(chan struct{})}
+	f.timer = time.AfterFunc(time.Until(at.Add(safe)), func() { cancel(errLeaseLost) })
+	go f.renew(ctx, safe)
+	return fctx, f
+}
+
+// renew renews the leases until stop.
+func (f *fence) renew(ctx context.Context, safe time.Duration) {
+	defer close(f.done)
+	e := f.e
+	t := time.NewTicker(max(e.leaseTTL/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-f.quit:
+			return
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
 		}
-	}()
-	return fctx, func() bool {
-		close(quit)
-		<-done
-		timer.Stop()
-		lost := errors.Is(context.Cause(fctx), errLeaseLost)
-		cancel(nil)
-		return lost
+		f.mu.Lock()
+		start := time.Now()
+		var held []bool
+		var err error
+		if len(f.keys) > 0 {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), safe)
+			held, err = e.opts.Conversations.Lease(rctx, e.holder, e.leaseTTL, f.keys...)
+			rcancel()
+		}
+		f.mu.Unlock()
+		switch {
+		case err != nil:
+			e.logger.Warn("enricher cannot renew its conversations' leases", "err", err)
+		case slices.Contains(held, false):
+			f.cancel(errLeaseLost)
+			return
+		default:
+			f.timer.Reset(time.Until(start.Add(safe)))
+		}
 	}
 }
 
-// releaseConversations gives up the leases on keys, so that an enricher
-// that kept those conversations' turns enriches them at once.
+// release gives up the leases on keys (a part of the round that is done
+// and acknowledged), so that an enricher that kept those conversations'
+// turns enriches them at once; they are no longer renewed.
+func (f *fence) release(ctx context.Context, keys []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = slices.DeleteFunc(f.keys, func(k string) bool { return slices.Contains(keys, k) })
+	f.e.releaseConversations(ctx, keys)
+}
+
+// stop ends the renewal, gives up the leases still held and reports
+// whether they were lost during the round.
+func (f *fence) stop(ctx context.Context) (lost bool) {
+	close(f.quit)
+	<-f.done
+	f.timer.Stop()
+	lost = errors.Is(context.Cause(f.ctx), errLeaseLost)
+	f.cancel(nil)
+	f.release(ctx, slices.Clone(f.keys))
+	return lost
+}
+
+// releaseConversations gives up the leases on keys.
 func (e *Enricher) releaseConversations(ctx context.Context, keys []string) {
 	if len(keys) == 0 {
 		return

@@ -293,10 +293,13 @@ func (e *Enricher) idle(ctx context.Context) time.Duration {
 // round runs the hooks over one claimed batch, with the entries kept from
 // earlier rounds (deferred, already decoded), and acknowledges them. With
 // EnrichOptions.Conversations it enriches only the conversations it holds
-// (admit), and its hooks run fenced by their leases.
+// (admit), a few conversations at a time (chunks), fenced by their leases:
+// each part is acknowledged and its conversations released as soon as it
+// is done, so that another enricher holding their next turns goes on
+// while this one does the rest.
 func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []claimed) {
 	defer e.keepLease(ctx)()
-	acks := make([]string, 0, len(ds)+len(deferred))
+	var acks []string
 	now := time.Now()
 	all := deferred
 	for _, d := range ds {
@@ -309,50 +312,71 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 		}
 		all = append(all, claimed{d: d, en: en, since: now})
 	}
+	var keys []string
+	var at time.Time
+	if e.opts.Conversations != nil {
+		all, keys, at = e.admit(ctx, all)
+	}
+	// Each conversation's turns together, in the order they were stored.
+	slices.SortStableFunc(all, func(a, b claimed) int {
+		x, y := a.en.Exchange.Identity, b.en.Exchange.Identity
+		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
+	})
+	exs := make([]memory.Exchange, len(all))
+	for i, c := range all {
+		exs[i] = c.en.Exchange
+		if i > 0 && exs[i-1].Identity == exs[i].Identity {
+			e.coalesced.Inc()
+		}
+	}
 	// The hooks' work survives a cancelled ctx for a bounded time, so that
 	// a stopping worker finishes the round it started.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	stopFence := func() bool { return false }
-	if e.opts.Conversations != nil {
-		run, keys, at := e.admit(ctx, all)
-		all = run
-		defer e.releaseConversations(ctx, keys) // after the acknowledgement
-		if len(keys) > 0 {
-			hctx, stopFence = e.fence(hctx, keys, at)
-		}
-	}
-	batch := make([]record.Enrichment, 0, len(all))
-	for _, c := range all {
-		acks = append(acks, c.d.ID)
-		batch = append(batch, c.en)
-	}
-	if len(acks) == 0 {
-		stopFence()
-		return
-	}
-	// Each conversation's turns together, in the order they were stored.
-	slices.SortStableFunc(batch, func(a, b record.Enrichment) int {
-		x, y := a.Exchange.Identity, b.Exchange.Identity
-		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
-	})
-	exs := make([]memory.Exchange, len(batch))
-	results := make([]memory.SaveResult, len(batch))
-	starts := make([]time.Time, len(batch))
-	for i, en := range batch {
-		exs[i], results[i] = en.Exchange, en.Result
-		starts[i] = en.CapturedAt
-		if starts[i].IsZero() {
-			starts[i] = en.Exchange.At
-		}
-		if i > 0 && exs[i-1].Identity == en.Exchange.Identity {
-			e.coalesced.Inc()
-		}
+	var f *fence
+	if len(keys) > 0 {
+		hctx, f = e.fence(hctx, keys, at)
 	}
 	hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.enrich", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
 	defer span.End()
+	parts := chunks(all, e.opts.Conversations != nil)
+	for i, part := range parts {
+		e.runHooks(ctx, hctx, part)
+		for _, c := range part {
+			acks = append(acks, c.d.ID)
+		}
+		if f != nil && i < len(parts)-1 {
+			// Acknowledged before released: another enricher that
+			// takes the conversation then never reclaims these entries.
+			e.ack(ctx, acks)
+			acks = nil
+			f.release(ctx, partKeys(part))
+		}
+	}
+	e.ack(ctx, acks)
+	if f != nil && f.stop(ctx) {
+		// Another enricher may hold these conversations from now on: what
+		// the hooks did not write before the fence is not written, and the
+		// entries are acknowledged, never enriched a second time.
+		e.failures.WithLabelValues("lease_lost").Inc()
+		e.logger.Warn("enricher lost its conversations' leases during a round; its remaining work is dropped", "exchanges", len(exs))
+	}
+}
+
+// runHooks runs the hooks over part (one conversation's turns after
+// another's), again after a backoff when they fail, up to Attempts times,
+// and records the exchanges' lag.
+func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
+	if len(part) == 0 {
+		return
+	}
+	exs := make([]memory.Exchange, len(part))
+	results := make([]memory.SaveResult, len(part))
+	for i, c := range part {
+		exs[i], results[i] = c.en.Exchange, c.en.Result
+	}
 	delay := e.opts.BackoffBase
-	for attempt := 1; len(exs) > 0; attempt++ {
+	for attempt := 1; ; attempt++ {
 		err := record.RunHooks(hctx, e.hooks, exs, results)
 		if err == nil {
 			break
@@ -369,25 +393,29 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
 	}
-	if stopFence() {
-		// Another enricher may hold these conversations from now on: what
-		// the hooks did not write before the fence is not written, and the
-		// entries are acknowledged, never enriched a second time.
-		e.failures.WithLabelValues("lease_lost").Inc()
-		e.logger.Warn("enricher lost its conversations' leases during a round; its remaining work is dropped", "exchanges", len(exs))
-	}
-	now = time.Now()
-	for _, start := range starts {
+	now := time.Now()
+	for _, c := range part {
+		start := c.en.CapturedAt
+		if start.IsZero() {
+			start = c.en.Exchange.At
+		}
 		if !start.IsZero() {
 			e.lag.Observe(now.Sub(start).Seconds())
 		}
 	}
 	e.enriched.Add(float64(len(exs)))
+}
+
+// ack acknowledges ids; entries it fails to acknowledge are redelivered.
+func (e *Enricher) ack(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
 	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer acancel()
-	if err := e.queue.Ack(actx, acks...); err != nil {
+	if err := e.queue.Ack(actx, ids...); err != nil {
 		e.failures.WithLabelValues("ack").Inc()
-		e.logger.Warn("enricher cannot acknowledge; entries will be redelivered", "entries", len(acks), "err", err)
+		e.logger.Warn("enricher cannot acknowledge; entries will be redelivered", "entries", len(ids), "err", err)
 	}
 }
 
