@@ -72,9 +72,11 @@ type EnrichOptions struct {
 	// conversation, across processes, while several drain the queue at
 	// once (redis.Leases: many gateways and workers sharing the Redis
 	// enrichment stream). A round leases the conversations of what it
-	// claimed, enriches those it holds, and keeps the rest for its next
-	// rounds; it renews the leases while its hooks run, and its hooks stop
-	// writing before a lease it failed to renew can run out (see fence).
+	// claimed, enriches those it holds, a few conversations at a time,
+	// each part acknowledged and released when done, and keeps the rest
+	// for its next rounds; it renews the leases while its hooks run, and
+	// its hooks stop writing before a lease it failed to renew can run
+	// out (see fence).
 	// nil: every enricher enriches whatever it claims. Without it, two
 	// enrichers compact one conversation from the same state (the side
 	// model paid for a summary version twice, one thrown away), and a
@@ -316,6 +318,10 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	var at time.Time
 	if e.opts.Conversations != nil {
 		all, keys, at = e.admit(ctx, all)
+	}
+	if len(all) == 0 {
+		e.ack(ctx, acks) // the undecodable entries
+		return
 	}
 	// Each conversation's turns together, in the order they were stored.
 	slices.SortStableFunc(all, func(a, b claimed) int {
