@@ -66,6 +66,8 @@ var (
 	_ record.Leaser         = (*sqlite.Outbox)(nil)
 	_ record.SharedQueue    = (*sqlite.Outbox)(nil)
 	_ record.Scrubber       = (*redis.Queue)(nil)
+
+	_ enrich.ConversationLeases = (*redis.Leases)(nil)
 )
 
 // Constants of the wiring.
@@ -82,8 +84,11 @@ type backend struct {
 	queue, enrich record.Queue
 	durable       bool
 	embeddings    recall.Embeddings
-	lease         record.Leaser      // nil: every worker drains the capture queue
-	enrichLease   record.Leaser      // nil: every enricher drains the enrichment queue
+	lease         record.Leaser // nil: every worker drains the capture queue
+	enrichLease   record.Leaser // nil: every enricher drains the enrichment queue
+	// conversations lets one enricher at a time enrich each conversation
+	// while several drain the queue (Redis); nil: none.
+	conversations enrich.ConversationLeases
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
 	scrubber      record.Scrubber    // told after an erasure's or deletion's purge (Redis: rewrites its append-only file); nil: none
 	collectors    []prometheus.Collector
@@ -139,9 +144,15 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
 			return b, nil
 		}
-		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
+		eq, err := q.Sibling(ctx, "enrich")
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
 		}
+		// Gateways and workers drain the enrichment stream together; each
+		// conversation is enriched by one of them at a time (a lease per
+		// conversation), so that the fleet enriches as many conversations
+		// at once as it has enrichers, and none twice.
+		b.enrich, b.conversations = eq, eq.Leases()
 		b.closers = append(b.closers, q.Close)
 		b.queue, b.lease, b.shared, b.scrubber, b.durable = q, q, q, q, true
 		b.collectors = q.Collectors()
@@ -218,7 +229,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
 }
 
