@@ -43,6 +43,7 @@ type store interface {
 	record.BatchSaver
 	record.DeadLetterer
 	record.Adopter
+	record.ChatLocker // a chat's first turn and its continuation stored one at a time across processes
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
@@ -219,8 +220,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	stale := cfg.Capture.ReclaimAfter.D()
 	m.Router = record.NewRouter(cs, red, logger)
 	// The Capturer and the Worker store a chat's first turn and its
-	// continuation one at a time (record.ChatLocks).
-	chats := record.NewChatLocks()
+	// continuation one at a time, with each other and with every process
+	// sharing the store (record.ChatLocks over the store's locks).
+	chats := record.NewChatLocks(b.store)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber})
 	if b.queue != nil {

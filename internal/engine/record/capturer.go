@@ -117,8 +117,10 @@ type Options struct {
 	// is, as an edit.
 	Router Rerouter
 	// Chats serializes the storing of a full-history chat's first turn
-	// and of its continuation with the Worker's (see ChatLocks): the
-	// process's one, shared with its Worker. Nil: the Capturer's own.
+	// and of its continuation with the Worker's and other processes' (see
+	// ChatLocks): the process's one, shared with its Worker, over the
+	// store's ChatLocker. Nil: the Capturer's own, within this process
+	// only.
 	Chats *ChatLocks
 	// Shared is the capture queue given to New when several gateways may
 	// share it (redis.Queue, sqlite.Outbox): a conversation with turns
@@ -301,7 +303,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 	}
 	c.batch, c.dead, c.adopter, c.router = opts.Batches, opts.DeadLetters, opts.Adopter, opts.Router
 	if c.chats = opts.Chats; c.chats == nil {
-		c.chats = NewChatLocks()
+		c.chats = NewChatLocks(nil)
 	}
 	if q != nil {
 		c.shared = opts.Shared

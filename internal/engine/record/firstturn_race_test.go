@@ -55,7 +55,7 @@ func TestWorkerFirstTurnRacingItsContinuationIntoABranch(t *testing.T) {
 			st := mustSQLite(t)
 			rs := newRoutingStore(st)
 			r := NewRouter(rs, nil, nil)
-			chats := NewChatLocks()
+			chats := NewChatLocks(nil)
 			c := mustCapturer(t, nil, rs, nil, withStore(Options{Router: r, Chats: chats}, rs))
 			o := newOpener(t, r)
 			c.Capture(context.Background(), o.a1)

@@ -14,6 +14,7 @@ import (
 // sharedStore is what two gateways share of one store in these tests.
 type sharedStore interface {
 	storeCaps
+	ChatLocker
 	cache.Store
 	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
 	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
@@ -45,9 +46,14 @@ func (g gatewayReads) SaveExchanges(ctx context.Context, exs []memory.Exchange) 
 	return g.reads.SaveExchanges(ctx, exs)
 }
 
+// newGatewayReads returns a gateway's cache over its handle st.
+func newGatewayReads(st sharedStore) gatewayReads {
+	return gatewayReads{sharedStore: st, reads: cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
+}
+
 func newGateway(tb testing.TB, st sharedStore) gateway {
 	tb.Helper()
-	gr := gatewayReads{sharedStore: st, reads: cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
+	gr := newGatewayReads(st)
 	r := NewRouter(gr, nil, nil)
 	return gateway{r: r, c: mustCapturer(tb, nil, gr, nil, withStore(Options{Router: r}, gr))}
 }

@@ -49,11 +49,7 @@ func (c *Capturer) store(batch []*job) {
 	}
 	// From the adoptions to the candidates recorded, no first turn of a
 	// chat of the batch is stored elsewhere, nor a continuation of one.
-	exs := make([]memory.Exchange, len(batch))
-	for i, j := range batch {
-		exs[i] = j.ex
-	}
-	defer c.chats.lock(exs...)()
+	defer c.lockChats(batch)()
 	batch = c.adoptions(batch)
 	if len(batch) == 0 {
 		return
@@ -493,6 +489,26 @@ func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Du
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return q.EnqueueBatch(ctx, payloads)
+}
+
+// lockChats takes the chat locks of batch's exchanges (see ChatLocks),
+// waiting at most OpTimeout for the store's, and returns what releases
+// them. When the store's cannot be taken the batch is stored under this
+// process's alone, counted and logged: a turn is not held while the
+// store is away.
+func (c *Capturer) lockChats(batch []*job) (unlock func()) {
+	exs := make([]memory.Exchange, len(batch))
+	for i, j := range batch {
+		exs[i] = j.ex
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	unlock, err := c.chats.lock(ctx, exs...)
+	if err != nil {
+		c.metrics.failures.WithLabelValues("chat_lock").Inc()
+		c.logger.Warn("capture stores a chat's turns without the store's chat lock", "exchanges", len(batch), "err", err)
+	}
+	return unlock
 }
 
 // candidate records a stored exchange's candidate conversation (see

@@ -48,8 +48,9 @@ type WorkerOptions struct {
 	// exchange is stored where it is, as an edit.
 	Router Rerouter
 	// Chats serializes the storing of a full-history chat's first turn
-	// and of its continuation with the Capturer's (see ChatLocks): the
-	// process's one, shared with its Capturer. Nil: none.
+	// and of its continuation with the Capturer's and other processes'
+	// (see ChatLocks): the process's one, shared with its Capturer, over
+	// the store's ChatLocker. Nil: none.
 	Chats *ChatLocks
 	// Lease, when set, lets one worker at a time drain the queue
 	// (redis.Queue and sqlite.Outbox grant leases); nil: every worker
@@ -532,8 +533,16 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	delay := w.opts.BackoffBase
 	a := w.opts.Adopter
 	// From the adoption to the candidate recorded, no first turn of ex's
-	// chat is stored elsewhere in this process, nor a continuation of it.
-	defer w.opts.Chats.lock(*ex)()
+	// chat is stored elsewhere, in this process or another, nor a
+	// continuation of it.
+	lctx, cancel := context.WithTimeout(ctx, workerChatLockWait)
+	unlock, lerr := w.opts.Chats.lock(lctx, *ex)
+	cancel()
+	if lerr != nil {
+		w.failures.WithLabelValues("chat_lock").Inc()
+		w.logger.Warn("capture worker stores a chat's turn without the store's chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
+	}
+	defer unlock()
 	adoptFirstTurns(ctx, a, *ex, w.logger)
 	if storedAhead(ctx, a, *ex, w.logger) {
 		return memory.SaveResult{Duplicate: true}, false, nil

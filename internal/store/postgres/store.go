@@ -48,6 +48,9 @@ type Store struct {
 	logger *slog.Logger
 	// vacuum reclaims erased rows in the background (erasure.go).
 	vacuum *vacuumer
+	// chatLockSlots bounds the connections LockChats holds to half the
+	// pool, so the saves made under them always find one (chatlock.go).
+	chatLockSlots chan struct{}
 	// index ranks SearchVector's and SearchText's results from memory
 	// (indexsource.go). The searcher, whose methods are the Store's
 	// SearchVector, SearchText, CommonTerms, MessagesAround and Collectors
@@ -116,7 +119,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
-	s := &Store{pool: pool, logger: logger}
+	s := &Store{pool: pool, logger: logger, chatLockSlots: make(chan struct{}, cfg.MaxConns/2)}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()

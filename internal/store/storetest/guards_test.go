@@ -37,6 +37,8 @@ var (
 	_ record.DeadLetterer      = (*postgres.Store)(nil)
 	_ record.Adopter           = (*sqlite.Store)(nil)
 	_ record.Adopter           = (*postgres.Store)(nil)
+	_ record.ChatLocker        = (*sqlite.Store)(nil)
+	_ record.ChatLocker        = (*postgres.Store)(nil)
 	_ record.Queue             = (*sqlite.Outbox)(nil)
 	_ record.Queue             = (*redis.Queue)(nil)
 	_ recall.IndexStore        = (*sqlite.Store)(nil)

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
+)
+
+// chatLockTTL is how long a chat lock lasts unreleased: a holder that died
+// (its process killed between the lock and its release) loses it then. A
+// live holder releases it within seconds (its store calls are bounded).
+const chatLockTTL = time.Minute
+
+// chatLockPoll bounds the wait between two tries at a chat lock another
+// holder has.
+const chatLockPoll = 20 * time.Millisecond
+
+// LockChats takes the locks of chats (record.ChatLocker): rows of
+// chat_locks, all or none in one write transaction, which the processes
+// sharing the file run one at a time; while another holder has one, it
+// tries again after a short wait (1 ms doubling to 20 ms) until ctx ends.
+// Taking all at once, it never holds one while it waits for another. The
+// release deletes the rows; a release that fails leaves them to run out
+// (chatLockTTL).
+func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
+	keys := contract.ChatKeys(chats)
+	if len(keys) == 0 {
+		return func() {}, nil
+	}
+	holder := rand.Text()
+	for delay := time.Millisecond; ; delay = min(2*delay, chatLockPoll) {
+		took, err := s.tryLockChats(ctx, keys, holder)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: lock chats: %w", err)
+		}
+		if took {
+			return func() { s.unlockChats(keys, holder) }, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("sqlite: lock chats: %w", ctx.Err())
+		}
+	}
+}
+
+// tryLockChats takes the locks of keys for holder when no other holder has
+// a live one, and reports whether it took them.
+func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (took bool, err error) {
+	err = s.inWrite(ctx, func(tx *sql.Tx) error {
+		now := nanos(time.Now())
+		for _, k := range keys {
+			var expires int64
+			err := tx.QueryRowContext(ctx, `SELECT expires_at FROM chat_locks WHERE key = ?`, k).Scan(&expires)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			case expires > now:
+				return nil // another holder has it
+			}
+		}
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO chat_locks (key, holder, expires_at) VALUES (?, ?, ?)
+				ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at`,
+				k, holder, now+int64(chatLockTTL)); err != nil {
+				return err
+			}
+		}
+		took = true
+		return nil
+	})
+	return took, err
+}
+
+// unlockChats releases holder's locks of keys.
+func (s *Store) unlockChats(keys []int64, holder string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM chat_locks WHERE key = ? AND holder = ?`, k, holder); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.logger.Warn("sqlite: cannot release chat locks; they run out", "after", chatLockTTL, "err", err)
+	}
+}

@@ -1,0 +1,159 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// ChatLockStore is a store that serializes, across the processes sharing
+// it, the storing of a full-history chat's first turn and of its
+// continuation (record.ChatLocker).
+type ChatLockStore interface {
+	// LockChats waits until no holder, on this handle or another, holds a
+	// lock on any of chats, takes them all and returns what releases
+	// them; it returns an error, holding nothing, when ctx ends first.
+	LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error)
+}
+
+// RunChatLocks runs the chat lock suite. open must return two handles on
+// one fresh database, as two processes sharing it hold them, and register
+// their cleanup.
+func RunChatLocks(t *testing.T, open func(t *testing.T) (ChatLockStore, ChatLockStore)) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, a, b ChatLockStore)
+	}{
+		{"HeldAgainstAnotherHandle", testChatLockHeld},
+		{"OtherChatsGoOn", testChatLockOtherChats},
+		{"OneHolderAtATime", testChatLockExclusive},
+		{"OverlappingSetsNeverDeadlock", testChatLockOverlapping},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := open(t)
+			tt.run(t, a, b)
+		})
+	}
+}
+
+// chat is a chat's derived conversation, of user.
+func chat(user, conv string) memory.Identity {
+	return memory.Identity{Tenant: "acme", User: user, Conversation: conv}
+}
+
+// mustLockChats takes chats' locks on s, failing the test if it cannot. The
+// locks are released by the func it returns, else when the test ends (a
+// store may not close while a lock is held).
+func mustLockChats(t *testing.T, s ChatLockStore, chats ...memory.Identity) func() {
+	t.Helper()
+	unlock, err := s.LockChats(testCtx(t), chats)
+	if err != nil {
+		t.Fatalf("LockChats: %v", err)
+	}
+	unlock = sync.OnceFunc(unlock)
+	t.Cleanup(unlock)
+	return unlock
+}
+
+// testChatLockHeld: while one handle holds a chat's lock, another cannot
+// take it (its wait ends with its context, in an error); once released,
+// the other takes it, and the first takes it again after that.
+func testChatLockHeld(t *testing.T, a, b ChatLockStore) {
+	x := chat("ana", "chat-x")
+	unlock := mustLockChats(t, a, x)
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	got, err := b.LockChats(ctx, []memory.Identity{x})
+	cancel()
+	if err == nil {
+		t.Cleanup(got)
+		t.Fatal("LockChats took a chat another handle holds")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LockChats: %v, want its context's deadline", err)
+	}
+	unlock()
+	mustLockChats(t, b, x)()
+	mustLockChats(t, a, x)()
+}
+
+// testChatLockOtherChats: a chat's lock holds up no other chat — of the
+// same user, or another user's of the same id — and no chat at all locks
+// nothing.
+func testChatLockOtherChats(t *testing.T, a, b ChatLockStore) {
+	unlock := mustLockChats(t, a, chat("ana", "chat-x"))
+	defer unlock()
+	mustLockChats(t, b, chat("ana", "chat-y"))()
+	mustLockChats(t, b, chat("bob", "chat-x"))()
+	mustLockChats(t, b)()
+}
+
+// testChatLockExclusive: handles racing for one chat hold it one at a
+// time: a read-modify-write of a counter under the lock loses no update.
+func testChatLockExclusive(t *testing.T, a, b ChatLockStore) {
+	const per = 20
+	x := chat("ana", "chat-x")
+	var (
+		counter, inside int
+		overlap         atomic.Bool
+		busy            atomic.Int32
+		wg              sync.WaitGroup
+	)
+	for _, s := range []ChatLockStore{a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				unlock, err := s.LockChats(testCtx(t), []memory.Identity{x})
+				if err != nil {
+					t.Errorf("LockChats: %v", err)
+					return
+				}
+				if busy.Add(1) > 1 {
+					overlap.Store(true)
+				}
+				n := counter
+				inside++
+				time.Sleep(100 * time.Microsecond)
+				counter = n + 1
+				busy.Add(-1)
+				unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if overlap.Load() || counter != inside {
+		t.Fatalf("holders overlapped (counter %d after %d increments)", counter, inside)
+	}
+}
+
+// testChatLockOverlapping: handles taking overlapping sets of chats, given
+// in either order, all get through.
+func testChatLockOverlapping(t *testing.T, a, b ChatLockStore) {
+	x, y, z := chat("ana", "chat-x"), chat("ana", "chat-y"), chat("bob", "chat-z")
+	sets := [][]memory.Identity{{x, y}, {y, x}, {y, z}, {z, x, y}}
+	var wg sync.WaitGroup
+	for i, set := range sets {
+		s := []ChatLockStore{a, b}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				unlock, err := s.LockChats(testCtx(t), set)
+				if err != nil {
+					t.Errorf("LockChats: %v", err)
+					return
+				}
+				time.Sleep(100 * time.Microsecond)
+				unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
