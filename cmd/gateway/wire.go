@@ -202,7 +202,8 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// continuation one at a time (record.ChatLocks).
 	chats := record.NewChatLocks()
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared})
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared,
+		MaxHistory: cfg.Capture.MaxHistoryMessages})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease})

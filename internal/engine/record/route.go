@@ -143,7 +143,7 @@ func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Ide
 	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
 	for hop := 0; ; hop++ {
-		held, err := r.reader.Head(ctx, rev, cur, len(client)+1)
+		held, err := r.reader.Head(ctx, rev, cur, min(len(client)+1, memory.BranchHead))
 		if err != nil {
 			return cur.Conversation, false, err
 		}
@@ -167,9 +167,11 @@ func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Ide
 // equal to the held one, as most are, is never sanitized and redacted to
 // be compared (sanitizing and redacting text already stored leave it as it
 // is). printed keeps the prints of client's messages across calls (the
-// zero Print: not taken yet).
+// zero Print: not taken yet). It compares the first memory.BranchHead
+// messages at most, as a save does (memory.Exchange.Head): a history cut
+// by memory.CutHistory holds no more of its start.
 func parts(held []memory.Print, client []memory.Message, printed []memory.Print, form func(i int) memory.Message) int {
-	for i := range min(len(held), len(client)) {
+	for i := range min(len(held), len(client), memory.BranchHead) {
 		if printed[i] == (memory.Print{}) {
 			printed[i] = client[i].Print()
 		}
