@@ -197,7 +197,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
-	m.Router = record.NewRouter(cs, red, logger)
+	m.Router = record.NewRouter(cs, red, cfg.Capture.MaxHistoryMessages, logger)
 	// The Capturer and the Worker store a chat's first turn and its
 	// continuation one at a time (record.ChatLocks).
 	chats := record.NewChatLocks()

@@ -1,10 +1,12 @@
 package memory
 
-// BranchHead is how many of a derived conversation's first messages tell
-// its chats apart: Parts is asked of at most that many (the Router's
-// routing and a save's check, so both agree), and a history cut by
-// CutHistory keeps them. A chat whose client edits a message past them
-// supersedes in place, as in a named conversation.
+// BranchHead is how many of a client's first messages a history cut by
+// CutHistory keeps, and all that tells a derived conversation's chats
+// apart when their history is cut: Parts is then asked of those only (by
+// the Router and by a save, so both agree), since the conversation holds
+// no more of the history's start in order. A client that edits a message
+// past them in such a chat supersedes in place, as in a named
+// conversation.
 const BranchHead = 256
 
 // CutHistory bounds the resent history prior (an exchange's Prior) that
@@ -44,12 +46,13 @@ func (ex Exchange) Window() []Message {
 	return ex.Prior
 }
 
-// Head returns the part of ex's history (Prior, then Turn) that is its
-// client's first messages, at most BranchHead of them: what Parts
-// compares with its conversation's first messages.
+// Head returns the part of ex's history (Prior, then Turn) that Parts
+// compares with its conversation's first messages: all of it, or, when
+// CutHistory cut it, its first BranchHead messages.
 func (ex Exchange) Head() []Message {
-	n := min(BranchHead, len(ex.Prior)+len(ex.Turn))
-	head := make([]Message, 0, n)
-	head = append(head, ex.Prior[:min(n, len(ex.Prior))]...)
-	return append(head, ex.Turn[:n-len(head)]...)
+	if ex.Skipped > 0 && len(ex.Prior) >= BranchHead {
+		return ex.Prior[:BranchHead:BranchHead]
+	}
+	head := make([]Message, 0, len(ex.Prior)+len(ex.Turn))
+	return append(append(head, ex.Prior...), ex.Turn...)
 }

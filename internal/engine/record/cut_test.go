@@ -118,7 +118,7 @@ func contentsOf(msgs []memory.Message) []string {
 func TestRouteLongHistoryThatBranches(t *testing.T) {
 	const keep, long = 100, 5000
 	st := newRoutingStore(mustSQLite(t))
-	r := NewRouter(st, nil, nil)
+	r := NewRouter(st, nil, keep, nil)
 	c := mustCapturer(t, st.Outbox(), st, nil, Options{MaxHistory: keep, Batches: st, DeadLetters: st.Store, Adopter: st.Store, Router: r})
 	derived := memory.Identity{Tenant: "acme", User: "ana", Conversation: "chat-0123456789abcdef0123456789abcdef"}
 	chat := func(second string) []memory.Message {
@@ -194,5 +194,43 @@ func TestRouteLongHistoryThatBranches(t *testing.T) {
 			}
 			seen[m.Content] = true
 		}
+	}
+}
+
+// TestRouteComparesWhatTheSaveCompares: a history the Capturer stores
+// whole is compared with its conversation message by message, however
+// far back it parts; one it cuts (MaxHistory) is compared through its
+// first memory.BranchHead messages only, as its save compares it.
+func TestRouteComparesWhatTheSaveCompares(t *testing.T) {
+	const keep = 100
+	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
+	texts := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprint("m", i)
+		}
+		return out
+	}
+	at := memory.BranchHead + 34 // a user message past the head
+	for _, tt := range []struct {
+		name string
+		n    int // messages the client resends before its question
+		want func(client []memory.Message) string
+	}{
+		{"stored whole", memory.BranchHead + keep, func(client []memory.Message) string {
+			return memory.BranchConversation(id.Tenant, id.User, client, at)
+		}},
+		{"cut", memory.BranchHead + keep + 2, func([]memory.Message) string { return "x" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			held := routeMsgs(texts(tt.n)...)[1:]
+			edited := texts(tt.n)
+			edited[at] = "edited"
+			client := append(routeMsgs(edited...), memory.Message{Role: "user", Content: "and now?"})
+			f := &fakeReader{convs: map[string][]memory.Message{"x": held}}
+			if got, _ := NewRouter(f, nil, keep, nil).Route(context.Background(), id, client); got != tt.want(client) {
+				t.Fatalf("Route = %q, want %q", got, tt.want(client))
+			}
+		})
 	}
 }

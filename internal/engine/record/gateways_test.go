@@ -48,7 +48,7 @@ func (g gatewayReads) SaveExchanges(ctx context.Context, exs []memory.Exchange) 
 func newGateway(tb testing.TB, st sharedStore) gateway {
 	tb.Helper()
 	gr := gatewayReads{sharedStore: st, reads: cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
-	r := NewRouter(gr, nil, nil)
+	r := NewRouter(gr, nil, 0, nil)
 	return gateway{r: r, c: mustCapturer(tb, nil, gr, nil, withStore(Options{Router: r}, gr))}
 }
 

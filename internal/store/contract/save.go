@@ -28,14 +28,17 @@ func TailLen(ex memory.Exchange) int {
 }
 
 // HeadLen is how many of its conversation's first live messages a save of
-// ex compares the history it resends with (memory.Parts): the first
-// memory.BranchHead of Prior and Turn when it carries a BranchSeed, else
-// none.
+// ex compares the history it resends with (memory.Parts): the messages of
+// ex.Head (Prior and Turn, or the first memory.BranchHead of a cut
+// history) when it carries a BranchSeed, else none.
 func HeadLen(ex memory.Exchange) int {
 	if ex.BranchSeed == "" {
 		return 0
 	}
-	return min(len(ex.Prior)+len(ex.Turn), memory.BranchHead)
+	if ex.Skipped > 0 {
+		return memory.BranchHead
+	}
+	return len(ex.Prior) + len(ex.Turn)
 }
 
 // SaveConv is a conversation as a save transaction found it, which
@@ -193,8 +196,8 @@ func align(ex memory.Exchange, conv *SaveConv) memory.Plan {
 }
 
 // parts reports whether head, a conversation's first live messages, parts
-// from the first memory.BranchHead messages of the history ex resends (its
-// Prior and Turn; memory.Parts).
+// from the history ex resends (ex.Head: its Prior and Turn, or the first
+// memory.BranchHead messages of a cut one; memory.Parts).
 func parts(head []memory.Message, ex memory.Exchange) bool {
 	return memory.Parts(head, ex.Head()) >= 0
 }
