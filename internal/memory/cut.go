@@ -56,3 +56,38 @@ func (ex Exchange) Head() []Message {
 	head := make([]Message, 0, len(ex.Prior)+len(ex.Turn))
 	return append(append(head, ex.Prior...), ex.Turn...)
 }
+
+// UnstoredSpan returns the span msgs[from:to] of a request's messages
+// (system ones included) whose non-system messages CutHistory leaves out
+// of the exchange's resent history when it keeps keep newest ones: what
+// capture never stores of the request. from == to when it stores them
+// all.
+func UnstoredSpan(msgs []Message, keep int) (from, to int) {
+	prior := 0 // non-system messages through the last assistant one (SplitAnswered)
+	seen := 0
+	for _, m := range msgs {
+		if IsSystem(m.Role) {
+			continue
+		}
+		if seen++; m.Role == "assistant" {
+			prior = seen
+		}
+	}
+	if Unstored(prior, keep) == 0 {
+		return 0, 0
+	}
+	n := 0 // non-system messages before msgs[i]
+	for i, m := range msgs {
+		if IsSystem(m.Role) {
+			continue
+		}
+		switch n {
+		case BranchHead:
+			from = i
+		case prior - keep:
+			return from, i
+		}
+		n++
+	}
+	return from, len(msgs) // not reached: prior - keep < prior
+}

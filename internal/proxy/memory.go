@@ -148,7 +148,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		mreq, aerr := req.Memory(r.Header, id, mode)
+		mreq, aerr := req.Memory(r.Header, id, mode, p.opts.MaxHistory)
 		if aerr != nil {
 			return fail(aerr)
 		}
@@ -211,24 +211,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 
 // markUnstored adds memory.DegradedCapture to X-Memory-Degraded, and
 // counts it, when msgs (a request's messages) resend more history than
-// the Capturer stores (Options.MaxHistory, memory.Unstored).
+// the Capturer stores (Options.MaxHistory, memory.UnstoredSpan).
 func (p *Proxy) markUnstored(h http.Header, msgs []memory.Message) {
-	nonSystem := 0
-	for _, m := range msgs {
-		if !memory.IsSystem(m.Role) {
-			nonSystem++
-		}
-	}
-	if memory.Unstored(nonSystem, p.opts.MaxHistory) == 0 {
-		return // the history before the turn is shorter still
-	}
-	history := make([]memory.Message, 0, nonSystem)
-	for _, m := range msgs {
-		if !memory.IsSystem(m.Role) {
-			history = append(history, m)
-		}
-	}
-	if prior, _ := memory.SplitAnswered(history); memory.Unstored(len(prior), p.opts.MaxHistory) == 0 {
+	if from, to := memory.UnstoredSpan(msgs, p.opts.MaxHistory); from == to {
 		return
 	}
 	p.m.degraded.WithLabelValues(memory.DegradedCapture).Inc()
