@@ -91,7 +91,7 @@ func TestErasureDropsTurnsThatReadMemoryBeforeIt(t *testing.T) {
 			for _, sql := range []string{
 				`CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN PERFORM pg_advisory_lock_shared(4242); PERFORM pg_advisory_unlock_shared(4242); RETURN NULL; END $$`,
-				`CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT OR UPDATE ON erasures
+				`CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT OR UPDATE ON user_tombstones
 				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit()`,
 				`SELECT pg_advisory_lock(4242)`,
 			} {

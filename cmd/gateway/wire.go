@@ -65,6 +65,9 @@ var (
 	_ record.Leaser         = (*redis.Queue)(nil)
 	_ record.Leaser         = (*sqlite.Outbox)(nil)
 	_ record.SharedQueue    = (*sqlite.Outbox)(nil)
+	_ record.Scrubber       = (*redis.Queue)(nil)
+
+	_ enrich.ConversationLeases = (*redis.Leases)(nil)
 )
 
 // Constants of the wiring.
@@ -81,9 +84,14 @@ type backend struct {
 	queue, enrich record.Queue
 	durable       bool
 	embeddings    recall.Embeddings
-	lease         record.Leaser      // nil: every worker drains the capture queue
-	enrichLease   record.Leaser      // nil: every enricher drains the enrichment queue
+	lease         record.Leaser // nil: every worker drains the capture queue
+	enrichLease   record.Leaser // nil: every enricher drains the enrichment queue
+	// conversations lets one enricher at a time enrich each conversation
+	// while several drain the queue (Redis); nil: none.
+	conversations enrich.ConversationLeases
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
+	scrubber      record.Scrubber    // told after an erasure's or deletion's purge (Redis: rewrites its append-only file); nil: none
+	collectors    []prometheus.Collector
 	closers       []func() error
 }
 
@@ -130,16 +138,24 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, errors.Join(err, b.close())
 		}
 		b.closers = append(b.closers, rdb.Close)
-		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix})
+		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix, Logger: logger})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
 			return b, nil
 		}
-		if b.enrich, err = q.Sibling(ctx, "enrich"); err != nil {
+		eq, err := q.Sibling(ctx, "enrich")
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("enrichment queue: %w", err), b.close())
 		}
-		b.queue, b.lease, b.shared, b.durable = q, q, q, true
+		// Gateways and workers drain the enrichment stream together; each
+		// conversation is enriched by one of them at a time (a lease per
+		// conversation), so that the fleet enriches as many conversations
+		// at once as it has enrichers, and none twice.
+		b.enrich, b.conversations = eq, eq.Leases()
+		b.closers = append(b.closers, q.Close)
+		b.queue, b.lease, b.shared, b.scrubber, b.durable = q, q, q, q, true
+		b.collectors = q.Collectors()
 		return b, nil
 	}
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
@@ -157,9 +173,13 @@ type memoryLayer struct {
 // openMemory wires the memory core over the configured store: the
 // after-save hooks (compaction, fact extraction, recall indexing), the
 // budgeted assembler with recall, and the capture pipeline. A store it
-// cannot open is engine.ErrStoreDown.
+// cannot open is engine.ErrStoreDown, except one a newer build migrated
+// (memory.ErrSchemaTooNew): retrying would not help, and serve refuses it.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	b, err := openStore(ctx, cfg, logger)
+	if errors.Is(err, memory.ErrSchemaTooNew) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 	}
@@ -169,7 +189,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	cs := withReads(cfg, b.store, b.embeddings)
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
-		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors())}, store: b.store, queue: b.queue}
+		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -202,7 +222,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// continuation one at a time (record.ChatLocks).
 	chats := record.NewChatLocks()
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared,
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
 		MaxHistory: cfg.Capture.MaxHistoryMessages})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
@@ -210,7 +230,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
 }
 

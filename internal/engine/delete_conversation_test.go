@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -76,7 +77,7 @@ func runConversationDeleted(t *testing.T, top queueTopology) {
 	if !bytes.Contains(after, []byte(kept)) {
 		t.Errorf("c2's queued turn %s left with c1", kept)
 	}
-	q, err := top.shared.Queued(ctx, `["acme","alice","c1"]`, `["acme","alice","c2"]`)
+	q, err := top.shared.Queued(ctx, record.ConvKey(c1), record.ConvKey(c2))
 	if err != nil || q[0] || !q[1] {
 		t.Fatalf("Queued(c1, c2) = %v, %v; want [false true]", q, err)
 	}

@@ -120,7 +120,8 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 	stamp := time.Now().UnixNano()
 	gone := []string{fmt.Sprintf("zqxstored%d", stamp), fmt.Sprintf("zqxqueued%d", stamp), fmt.Sprintf("zqxdead%d", stamp)}
 	kept := []string{fmt.Sprintf("zqxbobone%d", stamp), fmt.Sprintf("zqxbobtwo%d", stamp), fmt.Sprintf("zqxbobdead%d", stamp)}
-	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	// Alice's id is an email: her erasure leaves it nowhere either.
+	alice := memory.Identity{Tenant: "acme", User: "erase-me-7f3a@example.com", Conversation: "c1"}
 	bob := memory.Identity{Tenant: "acme", User: "bob", Conversation: "c1"}
 
 	flaky := &flakySaver{Saver: top.store}
@@ -144,7 +145,7 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 		t.Fatalf("capture queue holds %d entries (%v), want 3 queued turns", n, err)
 	}
 	before := top.atRest(t)
-	for _, w := range append(gone, kept...) {
+	for _, w := range append(gone, append(kept, alice.User)...) {
 		if !bytes.Contains(before, []byte(w)) {
 			t.Fatalf("%s is not at rest before the erasure: the test cannot see what it checks", w)
 		}
@@ -155,9 +156,9 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 		t.Fatalf("DeleteUser: %v", err)
 	}
 	after := top.atRest(t)
-	for _, w := range gone {
+	for _, w := range append(gone, alice.User) {
 		if i := bytes.Index(after, []byte(w)); i >= 0 {
-			t.Errorf("erased text %s still at rest (byte %d of %d)", w, i, len(after))
+			t.Errorf("erased text or id %s still at rest (byte %d of %d)", w, i, len(after))
 		}
 	}
 	for _, w := range kept {
@@ -165,7 +166,7 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 			t.Errorf("bob's %s left with alice's", w)
 		}
 	}
-	q, err := top.shared.Queued(ctx, `["acme","alice","c1"]`, `["acme","bob","c1"]`)
+	q, err := top.shared.Queued(ctx, record.ConvKey(alice), record.ConvKey(bob))
 	if err != nil || !q[1] || q[0] {
 		t.Fatalf("Queued(alice, bob) = %v, %v; want [false true]", q, err)
 	}
@@ -398,7 +399,7 @@ func runInFlightErased(t *testing.T, top queueTopology) {
 	if n, err := top.queue.Pending(ctx); err != nil || n != 0 {
 		t.Fatalf("capture queue holds %d entries (%v)", n, err)
 	}
-	if q, err := top.shared.Queued(ctx, `["acme","alice","c1"]`); err != nil || q[0] {
+	if q, err := top.shared.Queued(ctx, record.ConvKey(alice)); err != nil || q[0] {
 		t.Fatalf("Queued(alice) = %v, %v; want false", q, err)
 	}
 	if i := bytes.Index(top.atRest(t), []byte(word)); i >= 0 {

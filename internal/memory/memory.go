@@ -25,6 +25,11 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable reports that a memory backend could not be reached.
 	ErrUnavailable = errors.New("memory backend unavailable")
+	// ErrSchemaTooNew reports a store whose database a newer build of
+	// memgate migrated: it records a migration this build does not know,
+	// so this build refuses to use it rather than ignore what the newer
+	// schema relies on.
+	ErrSchemaTooNew = errors.New("database schema newer than this build")
 )
 
 // DefaultTenant is the tenant of requests that name none when no gateway keys

@@ -17,8 +17,10 @@ package memory
 //   - Facts counts every write of the user's facts, Summaries of their
 //     summaries.
 //
-// None ever decreases (an erasure moves them and keeps the user's row), so
-// a value read before a change can never pass for a later state. A request
+// None ever decreases (an erasure moves them, and carries them into the
+// user's tombstone, keyed by a digest of the ids, whose counts a store
+// adds to the user's own), so a value read before a change can never pass
+// for a later state. A request
 // reads them once, before anything they key, and hands them to every read
 // it makes (see internal/engine/cache).
 type Revisions struct {

@@ -68,6 +68,21 @@ type EnrichOptions struct {
 	// twice, one thrown away), and a round that outlasts StaleAfter is
 	// taken over and enriched again (its facts counted as stated twice).
 	Lease record.Leaser
+	// Conversations, when set, lets one enricher at a time enrich each
+	// conversation, across processes, while several drain the queue at
+	// once (redis.Leases: many gateways and workers sharing the Redis
+	// enrichment stream). A round leases the conversations of what it
+	// claimed, enriches those it holds, a few conversations at a time,
+	// each part acknowledged and released when done, and keeps the rest
+	// for its next rounds; it renews the leases while its hooks run, and
+	// its hooks stop writing before a lease it failed to renew can run
+	// out (see fence).
+	// nil: every enricher enriches whatever it claims. Without it, two
+	// enrichers compact one conversation from the same state (the side
+	// model paid for a summary version twice, one thrown away), and a
+	// round that outlasts StaleAfter is reclaimed and enriched again (its
+	// facts counted as stated twice).
+	Conversations ConversationLeases
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -122,8 +137,13 @@ type Enricher struct {
 	lag                         prometheus.Histogram
 	backlog                     prometheus.Collector
 
-	// leaseTTL is how long the lease lasts without renewal (see lease).
+	// leaseTTL is how long a lease lasts without renewal (see lease).
 	leaseTTL time.Duration
+	// holder names this enricher in the conversation leases (holderToken).
+	holder string
+	// deferred are claimed entries of conversations another enricher
+	// held, kept for the next round (admit); Run's goroutine only.
+	deferred []claimed
 }
 
 // NewEnricher returns an Enricher of q running hooks; logger may be nil.
@@ -159,6 +179,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		}),
 	}
 	e.leaseTTL = max(4*e.opts.Block, 5*time.Second)
+	e.holder = holderToken(e.opts.Consumer)
 	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "memgate_enrich_backlog",
 		Help: "Stored exchanges waiting for enrichment (queued or being enriched).",
@@ -221,7 +242,11 @@ func (e *Enricher) Run(ctx context.Context) error {
 		}
 		var ds []memory.Delivery
 		if err == nil {
-			ds, err = e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, stale, block)
+			wait := block
+			if len(e.deferred) > 0 {
+				wait = min(wait, e.opts.Interval) // kept entries wait for the next round only
+			}
+			ds, err = e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, stale, wait)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -236,9 +261,9 @@ func (e *Enricher) Run(ctx context.Context) error {
 			continue
 		}
 		delay = e.opts.BackoffBase
-		if block = e.opts.Block; len(ds) > 0 {
+		if block = e.opts.Block; len(ds) > 0 || len(e.deferred) > 0 {
 			start := time.Now()
-			e.round(ctx, ds)
+			e.round(ctx, ds, e.takeDeferred())
 			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start))/e.opts.Share)))
 		} else if e.opts.Idle != nil {
 			block = e.idle(ctx)
@@ -267,36 +292,46 @@ func (e *Enricher) idle(ctx context.Context) time.Duration {
 	return max(time.Since(start), time.Millisecond)
 }
 
-// round runs the hooks over one claimed batch and acknowledges it.
-func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
+// round runs the hooks over one claimed batch, with the entries kept from
+// earlier rounds (deferred, already decoded), and acknowledges them. With
+// EnrichOptions.Conversations it enriches only the conversations it holds
+// (admit), a few conversations at a time (chunks), fenced by their leases:
+// each part is acknowledged and its conversations released as soon as it
+// is done, so that another enricher holding their next turns goes on
+// while this one does the rest.
+func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []claimed) {
 	defer e.keepLease(ctx)()
-	acks := make([]string, 0, len(ds))
-	var batch []record.Enrichment
+	var acks []string
+	now := time.Now()
+	all := deferred
 	for _, d := range ds {
-		acks = append(acks, d.ID)
 		en, err := record.DecodeEnrichment(d.Payload)
 		if err != nil {
+			acks = append(acks, d.ID)
 			e.poison.Inc()
 			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
 			continue
 		}
-		batch = append(batch, en)
+		all = append(all, claimed{d: d, en: en, since: now})
+	}
+	var keys []string
+	var at time.Time
+	if e.opts.Conversations != nil {
+		all, keys, at = e.admit(ctx, all)
+	}
+	if len(all) == 0 {
+		e.ack(ctx, acks) // the undecodable entries
+		return
 	}
 	// Each conversation's turns together, in the order they were stored.
-	slices.SortStableFunc(batch, func(a, b record.Enrichment) int {
-		x, y := a.Exchange.Identity, b.Exchange.Identity
+	slices.SortStableFunc(all, func(a, b claimed) int {
+		x, y := a.en.Exchange.Identity, b.en.Exchange.Identity
 		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
 	})
-	exs := make([]memory.Exchange, len(batch))
-	results := make([]memory.SaveResult, len(batch))
-	starts := make([]time.Time, len(batch))
-	for i, en := range batch {
-		exs[i], results[i] = en.Exchange, en.Result
-		starts[i] = en.CapturedAt
-		if starts[i].IsZero() {
-			starts[i] = en.Exchange.At
-		}
-		if i > 0 && exs[i-1].Identity == en.Exchange.Identity {
+	exs := make([]memory.Exchange, len(all))
+	for i, c := range all {
+		exs[i] = c.en.Exchange
+		if i > 0 && exs[i-1].Identity == exs[i].Identity {
 			e.coalesced.Inc()
 		}
 	}
@@ -304,10 +339,50 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 	// a stopping worker finishes the round it started.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	var f *fence
+	if len(keys) > 0 {
+		hctx, f = e.fence(hctx, keys, at)
+	}
 	hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.enrich", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
 	defer span.End()
+	parts := chunks(all, e.opts.Conversations != nil)
+	for i, part := range parts {
+		e.runHooks(ctx, hctx, part)
+		for _, c := range part {
+			acks = append(acks, c.d.ID)
+		}
+		if f != nil && i < len(parts)-1 {
+			// Acknowledged before released: another enricher that
+			// takes the conversation then never reclaims these entries.
+			e.ack(ctx, acks)
+			acks = nil
+			f.release(ctx, partKeys(part))
+		}
+	}
+	e.ack(ctx, acks)
+	if f != nil && f.stop(ctx) {
+		// Another enricher may hold these conversations from now on: what
+		// the hooks did not write before the fence is not written, and the
+		// entries are acknowledged, never enriched a second time.
+		e.failures.WithLabelValues("lease_lost").Inc()
+		e.logger.Warn("enricher lost its conversations' leases during a round; its remaining work is dropped", "exchanges", len(exs))
+	}
+}
+
+// runHooks runs the hooks over part (one conversation's turns after
+// another's), again after a backoff when they fail, up to Attempts times,
+// and records the exchanges' lag.
+func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
+	if len(part) == 0 {
+		return
+	}
+	exs := make([]memory.Exchange, len(part))
+	results := make([]memory.SaveResult, len(part))
+	for i, c := range part {
+		exs[i], results[i] = c.en.Exchange, c.en.Result
+	}
 	delay := e.opts.BackoffBase
-	for attempt := 1; len(exs) > 0; attempt++ {
+	for attempt := 1; ; attempt++ {
 		err := record.RunHooks(hctx, e.hooks, exs, results)
 		if err == nil {
 			break
@@ -325,17 +400,28 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery) {
 		delay = min(2*delay, e.opts.BackoffMax)
 	}
 	now := time.Now()
-	for _, start := range starts {
+	for _, c := range part {
+		start := c.en.CapturedAt
+		if start.IsZero() {
+			start = c.en.Exchange.At
+		}
 		if !start.IsZero() {
 			e.lag.Observe(now.Sub(start).Seconds())
 		}
 	}
 	e.enriched.Add(float64(len(exs)))
+}
+
+// ack acknowledges ids; entries it fails to acknowledge are redelivered.
+func (e *Enricher) ack(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
 	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer acancel()
-	if err := e.queue.Ack(actx, acks...); err != nil {
+	if err := e.queue.Ack(actx, ids...); err != nil {
 		e.failures.WithLabelValues("ack").Inc()
-		e.logger.Warn("enricher cannot acknowledge; entries will be redelivered", "entries", len(acks), "err", err)
+		e.logger.Warn("enricher cannot acknowledge; entries will be redelivered", "entries", len(ids), "err", err)
 	}
 }
 

@@ -154,7 +154,7 @@ func testTwoEnrichersEnrichOnce(t *testing.T, leaseTTL time.Duration) {
 	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
 	ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: time.Now().UTC(),
 		Turn: []memory.Message{{Role: "user", Content: "I live in Lisbon."}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
-	saveForEnrichment(t, sa, ex)
+	saveForEnrichment(t, sa, sa.EnrichOutbox(), ex)
 
 	compactor := func(st *sqlite.Store) *Compactor {
 		return New(st, st, nil, NewExtractive(wordCounter{}.Text2), wordCounter{}, Options{
@@ -252,7 +252,7 @@ func TestSQLiteTwoEnrichersCompactOnce(t *testing.T) {
 		ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: at.Add(time.Duration(turn) * time.Minute),
 			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprintf("We hang lantern number %d.", turn)}},
 			Reply: memory.Message{Role: "assistant", Content: "Nice."}}
-		saveForEnrichment(t, sa, ex)
+		saveForEnrichment(t, sa, sa.EnrichOutbox(), ex)
 	}
 	for range 4 {
 		enqueue()
@@ -323,9 +323,14 @@ func TestSQLiteStoppedEnricherGivesUpItsLease(t *testing.T) {
 	}
 }
 
-// saveForEnrichment stores ex in st and queues it on st's enrichment
-// outbox, as a gateway's capture does.
-func saveForEnrichment(t *testing.T, st *sqlite.Store, ex memory.Exchange) {
+// exchangeSaver is the store a test saves exchanges in.
+type exchangeSaver interface {
+	SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error)
+}
+
+// saveForEnrichment stores ex in st and queues it on the enrichment queue
+// q, as a gateway's capture does.
+func saveForEnrichment(t *testing.T, st exchangeSaver, q record.Queue, ex memory.Exchange) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := st.SaveExchange(ctx, ex)
@@ -336,7 +341,7 @@ func saveForEnrichment(t *testing.T, st *sqlite.Store, ex memory.Exchange) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.EnrichOutbox().Enqueue(ctx, p); err != nil {
+	if err := q.Enqueue(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -106,7 +106,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	var unsummarised, history []memory.Message
 	if !fullHistory {
 		unsummarised = unsummarisedOf(ld)
-		history = usableHistory(distinctCallIDs(withCallIDs(unsummarised), rest), rest)
+		history = replayable(unsummarised, rest)
 	}
 	if !fullHistory {
 		history = history[a.windowAnchor(ld, history):]

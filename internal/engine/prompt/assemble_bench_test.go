@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -151,4 +152,88 @@ func processCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchToolHistory is a stored history of n exchanges as a tool-using
+// agent leaves them: a user question, on every other exchange an
+// assistant message calling 2 or 3 tools with arguments of about 300
+// bytes of JSON and the tools' results, then the assistant's reply. Every
+// message has the key and sequence number storing it gives.
+func benchToolHistory(r *rand.Rand, n int, seq0 int64) []memory.Message {
+	var out []memory.Message
+	add := func(ex, i int, raw []byte) {
+		m, err := memory.ParseMessage(raw)
+		if err != nil {
+			panic(err)
+		}
+		m.Seq, m.Key = seq0+int64(len(out)), memory.Key(fmt.Sprintf("t%d", ex), i)
+		out = append(out, m)
+	}
+	for ex := range n {
+		q, _ := json.Marshal(map[string]string{"role": "user", "content": benchText(r)})
+		add(ex, 0, q)
+		if ex%2 == 1 {
+			type call struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			}
+			calls := make([]call, 2+r.IntN(2))
+			for k := range calls {
+				args := map[string]any{"query": benchText(r), "filters": map[string]any{
+					"from": "2026-01-01", "to": "2026-02-01", "tags": []string{"budget", "travel", "home"},
+				}, "limit": 20, "note": benchText(r) + " " + benchText(r)}
+				a, _ := json.Marshal(args)
+				calls[k].ID = fmt.Sprintf("call_%08x", r.Uint32())
+				calls[k].Type = "function"
+				calls[k].Function.Name = "search_records"
+				calls[k].Function.Arguments = string(a)
+			}
+			raw, _ := json.Marshal(map[string]any{"role": "assistant", "content": nil, "tool_calls": calls})
+			add(ex, 1, raw)
+			for k, c := range calls {
+				res, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.ID,
+					"content": `{"results":[{"title":"` + benchText(r) + `","amount":1250.5}],"total":1}`})
+				add(ex, 2+k, res)
+			}
+		}
+		reply, _ := json.Marshal(map[string]string{"role": "assistant", "content": benchReply + " " + benchText(r)})
+		add(ex, 9, reply)
+	}
+	return out
+}
+
+// BenchmarkAssembleToolTurns is BenchmarkAssemble's 20x7 cell over a
+// history of 20 exchanges of a tool-using agent (benchToolHistory): half
+// of them with 2 or 3 tool calls and their results.
+func BenchmarkAssembleToolTurns(b *testing.B) {
+	a, req, system, rest, ld := benchAssembly(b, 1, 0, 7, 1)
+	ld.stored = benchToolHistory(rand.New(rand.NewPCG(2, 2)), 20, ld.summary.ToSeq+1)
+	a.opts.RecentMessages = len(ld.stored)
+	b.ReportAllocs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		if _, err := a.within(ctx, req.Tenant, req.User).assemble(req, system, rest, false, ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkReplayable measures replayable alone on
+// BenchmarkAssembleToolTurns' history.
+func BenchmarkReplayable(b *testing.B) {
+	stored := benchToolHistory(rand.New(rand.NewPCG(2, 2)), 20, 501)
+	rest := []memory.Message{mustMsg(b, `{"role":"user","content":"And the total?"}`)}
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		replayable(stored, rest)
+	}
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,15 +29,17 @@ import (
 // the results run to the end of stored: the client's own next messages
 // may answer it without one, and the pair it built must still match.
 // The messages given are never changed (they may be a cache's); those
-// rewritten are new, their other members as they were, keys in order.
-func withCallIDs(stored []memory.Message) []memory.Message {
-	out := copyOnWrite{msgs: stored}
+// rewritten are new, their other members as they were, keys in order, and
+// their tools read again.
+func withCallIDs(l toolList) toolList {
+	stored := l.msgs
+	out := copyOnWrite{l: l}
 	for i := 0; i < len(stored); i++ {
 		m := stored[i]
 		if m.Role != "assistant" {
 			continue
 		}
-		calls, _ := toolInfo(m)
+		calls := l.at(i).calls
 		var empty []int
 		for k, id := range calls {
 			if id == "" {
@@ -49,7 +52,7 @@ func withCallIDs(stored []memory.Message) []memory.Message {
 		end := i + 1
 		var results []int
 		for ; end < len(stored) && stored[end].Role == "tool"; end++ {
-			if _, id := toolInfo(stored[end]); id == "" {
+			if l.at(end).answers == "" {
 				results = append(results, end)
 			}
 		}
@@ -74,22 +77,26 @@ func withCallIDs(stored []memory.Message) []memory.Message {
 			}
 		}
 	}
-	return out.msgs
+	return out.l
 }
 
 // copyOnWrite is a list of messages that copies itself on its first
 // change, so the list it was made from (a cache's) is never changed.
 type copyOnWrite struct {
-	msgs   []memory.Message
+	l      toolList
 	copied bool
 }
 
-// set replaces message i.
+// set replaces message i, and what toolInfo reads of it.
 func (c *copyOnWrite) set(i int, m memory.Message) {
 	if !c.copied {
-		c.msgs, c.copied = append([]memory.Message(nil), c.msgs...), true
+		ts := make([]tools, len(c.l.msgs))
+		copy(ts, c.l.tools)
+		c.l = toolList{msgs: slices.Clone(c.l.msgs), tools: ts}
+		c.copied = true
 	}
-	c.msgs[i] = m
+	c.l.msgs[i] = m
+	c.l.tools[i].calls, c.l.tools[i].answers = toolInfo(m)
 }
 
 // syntheticCallID is the id withCallIDs gives the k-th tool call of m.

@@ -1,7 +1,5 @@
 package prompt
 
-import "github.com/memgate/memgate/internal/memory"
-
 // distinctCallIDs returns the stored messages with a new id for every
 // tool call whose id a newer call of the prompt also has — a later stored
 // message's or one of the client's own (rest) — and that id on the stored
@@ -22,26 +20,25 @@ import "github.com/memgate/memgate/internal/memory"
 // results are the tool messages right after its message with its id,
 // paired in order when the message holds the id more than once. Empty ids
 // are withCallIDs' concern and are left as they are. The messages given
-// are never changed; those rewritten are new.
-func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
+// are never changed; those rewritten are new, their tools read again.
+func distinctCallIDs(l, rest toolList) toolList {
 	taken := map[string]bool{} // ids of newer calls
-	for _, m := range rest {
+	for i, m := range rest.msgs {
 		if m.Role == "assistant" {
-			calls, _ := toolInfo(m)
-			for _, id := range calls {
+			for _, id := range rest.at(i).calls {
 				taken[id] = true
 			}
 		}
 	}
 	clientAnswers := map[string]bool{} // what the client's leading results answer
-	for _, m := range rest {
+	for i, m := range rest.msgs {
 		if m.Role != "tool" {
 			break
 		}
-		_, id := toolInfo(m)
-		clientAnswers[id] = true
+		clientAnswers[rest.at(i).answers] = true
 	}
-	out := copyOnWrite{msgs: stored}
+	stored := l.msgs
+	out := copyOnWrite{l: l}
 	toEnd := true // the messages after i are all tool results
 	for i := len(stored) - 1; i >= 0; i-- {
 		m := stored[i]
@@ -53,7 +50,7 @@ func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
 		if m.Role != "assistant" {
 			continue
 		}
-		calls, _ := toolInfo(m)
+		calls := l.at(i).calls
 		renamed := map[int]string{}
 		for k := len(calls) - 1; k >= 0; k-- {
 			id := calls[k]
@@ -80,7 +77,7 @@ func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
 		// The n-th result answering id answers the n-th call with id.
 		seen := map[string]int{}
 		for j := i + 1; j < len(stored) && stored[j].Role == "tool"; j++ {
-			_, id := toolInfo(stored[j])
+			id := l.at(j).answers
 			n := seen[id]
 			seen[id]++
 			k := nthCall(calls, id, n)
@@ -92,7 +89,7 @@ func distinctCallIDs(stored, rest []memory.Message) []memory.Message {
 			}
 		}
 	}
-	return out.msgs
+	return out.l
 }
 
 // nthCall returns the index in calls of the n-th (from 0) call with id,

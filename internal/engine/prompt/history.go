@@ -15,6 +15,73 @@ type toolFields struct {
 	ToolCallID string `json:"tool_call_id"`
 }
 
+// tools is what toolInfo reads of a message.
+type tools struct {
+	calls   []string // an assistant message's tool call ids
+	answers string   // the call id a tool message answers
+}
+
+// toolList is a list of messages with what toolInfo reads of its
+// assistant and tool messages (those of other roles are not read: no step
+// asks), read once per request rather than by each step that asks.
+type toolList struct {
+	msgs []memory.Message
+	// tools[i] is msgs[i]'s; nil when no message calls or answers a tool.
+	tools []tools
+}
+
+// readTools returns stored messages with what toolInfo reads of each
+// assistant and tool message.
+func readTools(msgs []memory.Message) toolList {
+	return readToolsOf(msgs, func(int) bool { return true })
+}
+
+// readClientTools returns the client's messages with what toolInfo reads
+// of each assistant message and of the tool messages that lead them (the
+// results answering the stored calls): the steps ask nothing of its later
+// tool results, which may be long.
+func readClientTools(msgs []memory.Message) toolList {
+	lead := 0
+	for lead < len(msgs) && msgs[lead].Role == "tool" {
+		lead++
+	}
+	return readToolsOf(msgs, func(i int) bool { return i < lead || msgs[i].Role == "assistant" })
+}
+
+// readToolsOf returns msgs with what toolInfo reads of each assistant and
+// tool message i that read(i) asks for.
+func readToolsOf(msgs []memory.Message, read func(i int) bool) toolList {
+	l := toolList{msgs: msgs}
+	for i, m := range msgs {
+		if m.Role != "assistant" && m.Role != "tool" || !read(i) {
+			continue
+		}
+		if calls, answers := toolInfo(m); calls != nil || answers != "" {
+			if l.tools == nil {
+				l.tools = make([]tools, len(msgs))
+			}
+			l.tools[i] = tools{calls: calls, answers: answers}
+		}
+	}
+	return l
+}
+
+// at returns what toolInfo reads of message i.
+func (l toolList) at(i int) tools {
+	if l.tools == nil {
+		return tools{}
+	}
+	return l.tools[i]
+}
+
+// from returns the list's messages from i on.
+func (l toolList) from(i int) toolList {
+	if l.tools == nil {
+		return toolList{msgs: l.msgs[i:]}
+	}
+	return toolList{msgs: l.msgs[i:], tools: l.tools[i:]}
+}
+
 // toolInfo reads a message's tool call ids (assistant) or answered call id
 // (tool).
 func toolInfo(m memory.Message) (calls []string, answers string) {
@@ -65,6 +132,17 @@ func asciiEqualFold(b []byte, s string) bool {
 	return true
 }
 
+// replayable returns the stored messages (stored) that go before the
+// client's messages (rest) in the prompt: every tool call with an id
+// (withCallIDs), no id a newer call also has (distinctCallIDs), and only
+// what keeps the tool-call protocol (usableHistory). The messages given are
+// never changed. Each message's tool calls are read once (readTools,
+// readClientTools), and again only when a step rewrites it.
+func replayable(stored, rest []memory.Message) []memory.Message {
+	next := readClientTools(rest)
+	return usableHistory(distinctCallIDs(withCallIDs(readTools(stored)), next), next)
+}
+
 // usableHistory returns the stored messages that can go before the client's
 // messages (next) without breaking the tool-call protocol: system messages
 // are skipped; a tool result whose call is not kept (the window began in the
@@ -73,17 +151,16 @@ func asciiEqualFold(b []byte, s string) bool {
 // answered by the tool messages after it — in the history, or, for the last
 // one, at the start of next (the client answering the calls of the stored
 // reply). Each kept message is returned with Raw set (see rawOf).
-func usableHistory(stored, next []memory.Message) []memory.Message {
-	out := make([]memory.Message, 0, len(stored))
+func usableHistory(stored, next toolList) []memory.Message {
+	out := make([]memory.Message, 0, len(stored.msgs))
 	open := map[string]bool{} // call ids of the kept assistant message being answered
-	for i := 0; i < len(stored); i++ {
-		m := stored[i]
+	for i := 0; i < len(stored.msgs); i++ {
+		m := stored.msgs[i]
 		switch {
 		case memory.IsSystem(m.Role):
 			continue
 		case m.Role == "tool":
-			_, id := toolInfo(m)
-			if !open[id] {
+			if !open[stored.at(i).answers] {
 				continue // orphan
 			}
 			out = append(out, withRaw(m))
@@ -92,12 +169,12 @@ func usableHistory(stored, next []memory.Message) []memory.Message {
 		clear(open)
 		var calls []string
 		if m.Role == "assistant" { // only an assistant message's calls count
-			calls, _ = toolInfo(m)
+			calls = stored.at(i).calls
 		}
 		if len(calls) > 0 {
-			if !answered(calls, stored[i+1:], next) {
+			if !answered(calls, stored.from(i+1), next) {
 				// Skip the call and its partial results.
-				for i+1 < len(stored) && stored[i+1].Role == "tool" {
+				for i+1 < len(stored.msgs) && stored.msgs[i+1].Role == "tool" {
 					i++
 				}
 				continue
@@ -120,15 +197,14 @@ func withRaw(m memory.Message) memory.Message {
 // answered reports whether every call id is answered by the tool messages
 // that follow: those leading after (stored), and when they run to its end,
 // those leading next (the client's messages).
-func answered(calls []string, after, next []memory.Message) bool {
+func answered(calls []string, after, next toolList) bool {
 	got := map[string]bool{}
-	lead := func(msgs []memory.Message) bool { // reports whether msgs are all tool results
-		for _, m := range msgs {
+	lead := func(l toolList) bool { // reports whether l's messages are all tool results
+		for i, m := range l.msgs {
 			if m.Role != "tool" {
 				return false
 			}
-			_, id := toolInfo(m)
-			got[id] = true
+			got[l.at(i).answers] = true
 		}
 		return true
 	}

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -79,6 +80,15 @@ type Rerouter interface {
 	Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchange, error)
 }
 
+// Scrubber is told that a purge (Capturer.PurgeErased, PurgeDeleted) has
+// gone through both queues, so that a queue keeping copies of what it
+// deleted elsewhere has them removed too: redis.Queue, whose Redis may
+// keep an append-only file. Scrub never blocks; what it does runs in the
+// background and never fails the purge.
+type Scrubber interface {
+	Scrub()
+}
+
 // Redactor removes secrets from a message's Content and Raw, reporting how
 // many it replaced. *redact.Redactor implements it.
 type Redactor interface {
@@ -116,6 +126,9 @@ type Options struct {
 	// wherever they are captured. Nil: the Capturer knows only of the turns
 	// it queued itself (enough when one process owns the queue).
 	Shared SharedQueue
+	// Scrubber is told after every purge, whatever it removed (see
+	// Scrubber); nil: none.
+	Scrubber Scrubber
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in
 	// the order they were captured.
@@ -596,9 +609,22 @@ func NewExchangeID() string {
 	return "ex-" + hex.EncodeToString(b[:])
 }
 
-// convKey names a conversation in a SharedQueue: its identity as a JSON
-// array, unambiguous whatever its parts hold.
-func convKey(id memory.Identity) string {
+// ConvKey names a conversation in a SharedQueue: "q1:" and the hex SHA-256
+// of a domain tag and its identity as a JSON array (unambiguous whatever
+// its parts hold). The queue keeps the name beside its entries, and in the
+// bytes of deleted stream entries after an erasure purged them: a digest,
+// not the ids, so the queue holds no user id in the clear (a user id is
+// often an email).
+func ConvKey(id memory.Identity) string {
+	h := sha256.Sum256([]byte("memgate/queued-conversation/v1\n" + legacyConvKey(id)))
+	return "q1:" + hex.EncodeToString(h[:])
+}
+
+// legacyConvKey is the name gateways of before ConvKey's digest gave a
+// conversation: its identity as a JSON array. The Capturer asks for it
+// too, so that turns such a gateway queued during a rolling upgrade
+// still hold a conversation's next turns behind them.
+func legacyConvKey(id memory.Identity) string {
 	b, _ := json.Marshal([3]string{id.Tenant, id.User, id.Conversation})
 	return string(b)
 }

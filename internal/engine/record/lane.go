@@ -247,7 +247,7 @@ func (c *Capturer) toQueue(j *job) bool {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 	if c.shared != nil {
-		err = c.shared.EnqueueTurn(ctx, convKey(j.ex.Identity), payload)
+		err = c.shared.EnqueueTurn(ctx, ConvKey(j.ex.Identity), payload)
 	} else {
 		err = c.queue.Enqueue(ctx, payload)
 	}
@@ -316,9 +316,11 @@ func (c *Capturer) queuedConvs(batch []*job) map[memory.Identity]bool {
 	if len(ask) == 0 || time.Now().UnixNano() < c.askAfter.Load() {
 		return queued
 	}
-	keys := make([]string, len(ask))
+	// Each conversation by its name and by the name older gateways gave it
+	// (legacyConvKey).
+	keys := make([]string, 2*len(ask))
 	for i, id := range ask {
-		keys[i] = convKey(id)
+		keys[i], keys[len(ask)+i] = ConvKey(id), legacyConvKey(id)
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, min(c.opts.OpTimeout, time.Second))
 	got, err := c.shared.Queued(ctx, keys...)
@@ -330,11 +332,11 @@ func (c *Capturer) queuedConvs(batch []*job) map[memory.Identity]bool {
 		return queued
 	}
 	for i, q := range got {
-		if q && i < len(ask) {
+		if q && i < len(keys) {
 			if queued == nil {
 				queued = map[memory.Identity]bool{}
 			}
-			queued[ask[i]] = true
+			queued[ask[i%len(ask)]] = true
 		}
 	}
 	return queued

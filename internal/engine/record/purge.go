@@ -26,7 +26,8 @@ import (
 // them: their next turns are stored directly unless the shared queue
 // still counts turns of theirs. It returns how many entries it removed;
 // on an error, those it could not reach are dropped when processed, as
-// before. A zero erasedAt (never erased) purges nothing.
+// before. Then it tells Options.Scrubber, whatever it removed. A zero
+// erasedAt (never erased) purges nothing.
 //
 // The engine calls it once the store has recorded the erasure (erasedAt
 // is the store's ErasedAt), so that every entry queued before the call
@@ -86,6 +87,11 @@ func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(q
 		if got > 0 {
 			c.logger.Info("purged erased or deleted exchanges from a queue", "queue", q.name, "tenant", tenant, "entries", got)
 		}
+	}
+	if c.opts.Scrubber != nil {
+		// Whatever the purge removed: the queues' copies elsewhere (Redis's
+		// append-only file) hold the user's processed exchanges too.
+		c.opts.Scrubber.Scrub()
 	}
 	if c.shared != nil {
 		// The shared queue's counts now say whether the conversations

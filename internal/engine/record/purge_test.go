@@ -96,3 +96,54 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// scrubLog records, at each Scrub, how many entries the queue it watches
+// still held.
+type scrubLog struct {
+	q     *MemoryQueue
+	held  []int64
+	calls int
+}
+
+func (s *scrubLog) Scrub() {
+	n, _ := s.q.Pending(context.Background())
+	s.held = append(s.held, n)
+	s.calls++
+}
+
+// TestPurgeTellsTheScrubberOnceBothQueuesAreDone: an erasure's or a
+// deletion's purge tells Options.Scrubber once, after the enrichment queue
+// (purged last) no longer holds what it voids, and also when it removed
+// nothing (the queues' copies elsewhere hold processed exchanges too); an
+// erasure that never happened does not.
+func TestPurgeTellsTheScrubberOnceBothQueuesAreDone(t *testing.T) {
+	ctx := context.Background()
+	erasedAt := time.Now()
+	e := exchange(t, "gone", "my code word", "Noted")
+	e.Tenant, e.User, e.Conversation, e.At = "acme", "alice", "c1", erasedAt.Add(-time.Hour)
+	p, err := EncodeEnrichment(e, memory.SaveResult{Inserted: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture, enrich := NewMemoryQueue(0), NewMemoryQueue(0)
+	if err := enrich.Enqueue(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	scrub := &scrubLog{q: enrich}
+	c := mustCapturer(t, capture, newFakeSaver(), nil, Options{Enrich: enrich, Scrubber: scrub})
+	if n, err := c.PurgeErased(ctx, "acme", "alice", time.Time{}); err != nil || n != 0 || scrub.calls != 0 {
+		t.Fatalf("PurgeErased of a user never erased = %d, %v, %d scrubs; want nothing", n, err, scrub.calls)
+	}
+	if n, err := c.PurgeErased(ctx, "acme", "alice", erasedAt); err != nil || n != 1 {
+		t.Fatalf("PurgeErased = %d, %v; want the enrichment entry", n, err)
+	}
+	if !slices.Equal(scrub.held, []int64{0}) {
+		t.Fatalf("scrubs saw the enrichment queue hold %v entries; want one scrub, after the purge", scrub.held)
+	}
+	if _, err := c.PurgeErased(ctx, "acme", "alice", erasedAt); err != nil || scrub.calls != 2 {
+		t.Fatalf("a purge that removed nothing: %v, %d scrubs in all; want 2", err, scrub.calls)
+	}
+	if _, err := c.PurgeDeleted(ctx, e.Identity, erasedAt); err != nil || scrub.calls != 3 {
+		t.Fatalf("a conversation's purge: %v, %d scrubs in all; want 3", err, scrub.calls)
+	}
+}

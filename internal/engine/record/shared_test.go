@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestSharedQueueKeepsTheOrderAcrossGateways(t *testing.T) {
 				t.Fatalf("conversation reads %q, want %q", got, want)
 			}
 			waitFor(t, "the conversation no longer counted as queued", func() bool {
-				q, err := wq.Queued(context.Background(), convKey(first.Identity))
+				q, err := wq.Queued(context.Background(), ConvKey(first.Identity))
 				return err == nil && !q[0]
 			})
 		})
@@ -107,7 +108,7 @@ func TestSharedQueueCountsEndWithTheirTurns(t *testing.T) {
 			down := downStore{pg}
 			c := mustCapturer(t, q, down, nil, withStore(Options{Shared: q}, down))
 			ex := exchange(t, "req-1", "q1", "a1")
-			id := convKey(ex.Identity)
+			id := ConvKey(ex.Identity)
 			c.Capture(context.Background(), ex)
 			queued := func() bool {
 				got, err := q.Queued(context.Background(), id)
@@ -205,5 +206,55 @@ func TestSharedQueueAwayStoresDirectly(t *testing.T) {
 	}
 	if got := value(t, c.metrics.failures.WithLabelValues("queued_check")); got < 1 {
 		t.Fatal("the failed check is not counted")
+	}
+}
+
+// TestSharedQueueHoldsTurnsBehindAnOlderGatewaysTurn: during a rolling
+// upgrade, a gateway of before ConvKey's digest queues conversation X's
+// turn 1 under X's former name (legacyConvKey); a new gateway then
+// captures X's turn 2 and must queue it behind turn 1, so X reads turn 1
+// then turn 2.
+func TestSharedQueueHoldsTurnsBehindAnOlderGatewaysTurn(t *testing.T) {
+	pg := mustPostgres(t)
+	prefix := testenv.RedisPrefix(t)
+	q, _ := mustRedisQueue(t, prefix)
+	b := mustCapturer(t, q, pg, nil, withStore(Options{Shared: q}, pg)) // started on an empty queue
+	first := exchange(t, "req-1", "q1", "a1")
+	payload, err := json.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.EnqueueTurn(context.Background(), legacyConvKey(first.Identity), payload); err != nil {
+		t.Fatal(err)
+	}
+	b.Capture(context.Background(), exchange(t, "req-2", "q2", "a2"))
+	if got := value(t, b.metrics.queued); got != 1 {
+		t.Fatalf("the new gateway queued %v turns, want 1 (behind the older gateway's)", got)
+	}
+	wq, _ := mustRedisQueue(t, prefix)
+	wo := workerWithStore(fastWorker(), pg)
+	wo.Lease = wq
+	mustRunWorker(t, NewWorker(wq, pg, nil, wo))
+	waitFor(t, "capture queue drained", func() bool {
+		n, err := wq.Pending(context.Background())
+		return err == nil && n == 0
+	})
+	if got, want := strings.Join(texts(t, pg, first.Identity), " "), "q1 a1 q2 a2"; got != want {
+		t.Fatalf("conversation reads %q, want %q", got, want)
+	}
+}
+
+// TestConvKeyHoldsNoID: the name a shared queue keeps for a conversation
+// holds none of its ids in the clear, and tells identities apart.
+func TestConvKeyHoldsNoID(t *testing.T) {
+	a := memory.Identity{Tenant: "acme", User: "erase-me-7f3a@example.com", Conversation: "trip-2026"}
+	b := memory.Identity{Tenant: "acme", User: "erase-me-7f3a@example.co", Conversation: "mtrip-2026"}
+	for _, part := range []string{a.Tenant, a.User, a.Conversation} {
+		if strings.Contains(ConvKey(a), part) {
+			t.Errorf("ConvKey(%+v) = %q holds %q", a, ConvKey(a), part)
+		}
+	}
+	if ConvKey(a) == ConvKey(b) || ConvKey(a) != ConvKey(a) {
+		t.Errorf("ConvKey is not one name per identity: %q, %q", ConvKey(a), ConvKey(b))
 	}
 }

@@ -133,7 +133,7 @@ func TestSQLiteTwoGatewaysKeepTheOrder(t *testing.T) {
 			if got, want := strings.Join(texts(t, sb, first.Identity), " "), "q1 a1 q2 a2"; got != want {
 				t.Fatalf("conversation reads %q, want %q", got, want)
 			}
-			queued, err := sb.Outbox().Queued(context.Background(), convKey(first.Identity))
+			queued, err := sb.Outbox().Queued(context.Background(), ConvKey(first.Identity))
 			if err != nil || queued[0] {
 				t.Fatalf("the conversation is still counted as queued (%v, %v)", queued, err)
 			}

@@ -1,8 +1,12 @@
 package contract
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -153,5 +157,54 @@ func TestMigrations(t *testing.T) {
 		if _, err := Migrations(fsys); err == nil {
 			t.Errorf("%s: Migrations = nil error", name)
 		}
+	}
+}
+
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	fsys := fstest.MapFS{"0001_a.sql": {Data: []byte("A")}, "0003_c.sql": {Data: []byte("C")}}
+	tests := []struct {
+		name string
+		// before and after are what the store records before Migrate and
+		// once it has applied its migrations.
+		before, after int
+		tooNew        int // 0: no error
+		applies       bool
+	}{
+		{"fresh", 0, 3, 0, true},
+		{"current", 3, 3, 0, true},
+		{"gap below the newest", 2, 3, 0, true},
+		{"newer", 4, 4, 4, false},
+		{"newer build migrated meanwhile", 0, 5, 5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			applied := false
+			recorded := func(context.Context) (int, error) {
+				if applied {
+					return tt.after, nil
+				}
+				return tt.before, nil
+			}
+			apply := func(context.Context, Migration) (bool, error) { applied = true; return false, nil }
+			err := Migrate(context.Background(), fsys, recorded, apply, slog.New(slog.DiscardHandler), "test")
+			if applied != tt.applies {
+				t.Errorf("applied = %v, want %v", applied, tt.applies)
+			}
+			if tt.tooNew == 0 {
+				if err != nil {
+					t.Fatalf("Migrate = %v", err)
+				}
+				return
+			}
+			var e *SchemaTooNewError
+			if !errors.Is(err, memory.ErrSchemaTooNew) || !errors.As(err, &e) || e.Version != tt.tooNew || e.Known != 3 || e.Store != "test" {
+				t.Fatalf("Migrate = %v, want a SchemaTooNewError at %d, known 3", err, tt.tooNew)
+			}
+			for _, want := range []string{"0003", fmt.Sprintf("%04d", tt.tooNew), "upgrade"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
 	}
 }

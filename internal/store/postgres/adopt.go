@@ -78,7 +78,8 @@ func (a adoptTx) Lock(ctx context.Context, from, to memory.Identity) (bool, erro
 // DeleteConversation takes exclusively.
 func (a adoptTx) Deleted(ctx context.Context, to memory.Identity) (time.Time, error) {
 	var at time.Time // zero when there is no row
-	err := a.tx.QueryRow(ctx, `SELECT deleted_at FROM conversation_deletions WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+	err := a.tx.QueryRow(ctx, `SELECT deleted_at FROM conversation_tombstones
+		WHERE user_digest = memgate_user_tombstone($1, $2) AND digest = memgate_conversation_tombstone($1, $2, $3)`,
 		to.Tenant, to.User, to.Conversation).Scan(&at)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, unavailable(err)

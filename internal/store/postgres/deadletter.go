@@ -27,9 +27,10 @@ func (s *Store) DeadLetter(ctx context.Context, d memory.DeadLetter) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO dead_letters (tenant, user_id, conversation, exchange, reason, payload, at)
 			SELECT $1, $2, $3, $4, $5, $6, $7
-			WHERE NOT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $7)
-			AND NOT EXISTS (SELECT 1 FROM conversation_deletions
-				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND deleted_at >= $8)`,
+			WHERE NOT EXISTS (SELECT 1 FROM user_tombstones WHERE digest = memgate_user_tombstone($1, $2) AND erased_at >= $7)
+			AND NOT EXISTS (SELECT 1 FROM conversation_tombstones
+				WHERE user_digest = memgate_user_tombstone($1, $2) AND digest = memgate_conversation_tombstone($1, $2, $3)
+					AND deleted_at >= $8)`,
 			d.Tenant, d.User, d.Conversation, d.Exchange, d.Reason, d.Payload, d.At, d.Received)
 		return unavailable(err)
 	})

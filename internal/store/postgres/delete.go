@@ -46,17 +46,19 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
 			id.Tenant, id.User, id.Conversation)); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			if _, err := tx.Exec(ctx, `UPDATE conversation_deletions SET deleted_at = GREATEST(deleted_at, $4)
-				WHERE tenant = $1 AND user_id = $2 AND conversation = $3`, id.Tenant, id.User, id.Conversation, now); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE conversation_tombstones SET deleted_at = GREATEST(deleted_at, $4)
+				WHERE user_digest = memgate_user_tombstone($1, $2) AND digest = memgate_conversation_tombstone($1, $2, $3)`,
+				id.Tenant, id.User, id.Conversation, now); err != nil {
 				return fmt.Errorf("date deletion: %w", unavailable(err))
 			}
 			return countDeleted(ctx, tx, id.Tenant, id.User, 0, messages)
 		} else if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO conversation_deletions (tenant, user_id, conversation, deleted_at)
-			VALUES ($1, $2, $3, $4) ON CONFLICT (tenant, user_id, conversation)
-			DO UPDATE SET deleted_at = GREATEST(conversation_deletions.deleted_at, EXCLUDED.deleted_at)`,
+		// The tombstone holds digests of the ids, not the ids (migration 0027).
+		if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
+			VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4) ON CONFLICT (user_digest, digest)
+			DO UPDATE SET deleted_at = GREATEST(conversation_tombstones.deleted_at, EXCLUDED.deleted_at)`,
 			id.Tenant, id.User, id.Conversation, now); err != nil {
 			return fmt.Errorf("date deletion: %w", unavailable(err))
 		}
@@ -118,18 +120,19 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if err != nil {
 			return err
 		}
-		for _, table := range []string{"fact_sources", "facts", "conversations", "conversation_deletions", "dead_letters"} {
+		for _, table := range []string{"fact_sources", "facts", "conversations", "dead_letters"} {
 			if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE "+where, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))
 			}
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO erasures (tenant, user_id, erased_at) VALUES ($1, $2, $3)
-			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, EXCLUDED.erased_at)`,
-			tenant, user, now); err != nil {
-			return fmt.Errorf("record erasure: %w", unavailable(err))
+		if _, err := tx.Exec(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = memgate_user_tombstone($1, $2)`,
+			tenant, user); err != nil {
+			return fmt.Errorf("delete conversation tombstones: %w", unavailable(err))
 		}
-		return countDeleted(ctx, tx, tenant, user, items, messages)
+		if err := countDeleted(ctx, tx, tenant, user, items, messages); err != nil {
+			return err
+		}
+		return entomb(ctx, tx, tenant, user, now)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete user: %w", err)
@@ -143,10 +146,44 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 // time when never (or not since its user's erasure).
 func (s *Store) DeletedAt(ctx context.Context, id memory.Identity) (time.Time, error) {
 	var at time.Time // zero when there is no row
-	err := s.pool.QueryRow(ctx, `SELECT deleted_at FROM conversation_deletions WHERE tenant = $1 AND user_id = $2 AND conversation = $3`,
+	err := s.pool.QueryRow(ctx, `SELECT deleted_at FROM conversation_tombstones
+		WHERE user_digest = memgate_user_tombstone($1, $2) AND digest = memgate_conversation_tombstone($1, $2, $3)`,
 		id.Tenant, id.User, id.Conversation).Scan(&at)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("postgres: deleted at: %w", unavailable(err))
 	}
 	return at, nil
+}
+
+// entomb records the erasure of (tenant, user) at erasedAt in the user's
+// tombstone, keyed by its digest (migration 0027), and moves the user's
+// revision counters there: the user's row of memory_item_revisions, keyed
+// by the id, goes, and ItemRevisions reads the sum of both, so no counter
+// goes back. It first fires the deferred triggers (SET CONSTRAINTS ALL
+// IMMEDIATE), so the counts of the erasure's deletes are in the row it
+// moves and none recreates it at the commit; it deletes the row and adds
+// what the delete returns in one statement, so a count a concurrent
+// commit moves is not lost. Called last in the erasure's transaction.
+func entomb(ctx context.Context, tx pgx.Tx, tenant, user string, erasedAt time.Time) error {
+	if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL IMMEDIATE"); err != nil {
+		return fmt.Errorf("count erasure: %w", unavailable(err))
+	}
+	if _, err := tx.Exec(ctx, `
+		WITH gone AS (DELETE FROM memory_item_revisions WHERE tenant = $1 AND user_id = $2 RETURNING *)
+		INSERT INTO user_tombstones AS t (digest, erased_at, added, changed, dated, messages_changed, messages_added,
+			facts_changed, summaries_changed)
+		SELECT memgate_user_tombstone($1, $2), $3, coalesce(sum(added), 0), coalesce(sum(changed), 0), coalesce(sum(dated), 0),
+			coalesce(sum(messages_changed), 0), coalesce(sum(messages_added), 0),
+			coalesce(sum(facts_changed), 0), coalesce(sum(summaries_changed), 0)
+		FROM gone
+		ON CONFLICT (digest) DO UPDATE SET erased_at = GREATEST(t.erased_at, EXCLUDED.erased_at),
+			added = t.added + EXCLUDED.added, changed = t.changed + EXCLUDED.changed, dated = t.dated + EXCLUDED.dated,
+			messages_changed = t.messages_changed + EXCLUDED.messages_changed,
+			messages_added = t.messages_added + EXCLUDED.messages_added,
+			facts_changed = t.facts_changed + EXCLUDED.facts_changed,
+			summaries_changed = t.summaries_changed + EXCLUDED.summaries_changed`,
+		tenant, user, erasedAt); err != nil {
+		return fmt.Errorf("record erasure: %w", unavailable(err))
+	}
+	return nil
 }

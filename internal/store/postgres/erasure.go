@@ -18,7 +18,9 @@ import (
 // Erasure on PostgreSQL, by the erasure contract (storetest.RunErasure).
 //
 // DeleteUser takes the user's advisory lock exclusively, deletes every row
-// of the user and records a tombstone (tenant, user, erased_at). Every writer
+// of the user and records a tombstone (erased_at), keyed by a digest of the
+// tenant and user ids, not the ids (migration 0027's
+// memgate_user_tombstone, contract.UserTombstone). Every writer
 // takes the same lock shared and checks the tombstone in its own
 // transaction, so a write either commits before the erasure (and is deleted
 // by it) or sees the tombstone.
@@ -35,14 +37,17 @@ import (
 // data files needs a rewrite (VACUUM FULL, which locks the table
 // exclusively, or pg_repack) and WAL/backup retention the operator controls.
 
-// erasedTables are the tables vacuumed after an erasure.
-var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "memory_items", "conversations"}
+// erasedTables are the tables vacuumed after an erasure: those of the
+// user's rows, and those whose rows are keyed by the user's id (the BM25
+// statistics, the revision counters).
+var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "memory_items", "conversations",
+	"memory_item_stats", "memory_term_df", "memory_item_terms", "memory_item_revisions"}
 
 // ErasedAt returns when the user was last erased, or the zero time when
 // never (storetest.Store).
 func (s *Store) ErasedAt(ctx context.Context, tenant, user string) (time.Time, error) {
 	var at time.Time // zero when there is no row
-	err := s.pool.QueryRow(ctx, `SELECT erased_at FROM erasures WHERE tenant = $1 AND user_id = $2`,
+	err := s.pool.QueryRow(ctx, `SELECT erased_at FROM user_tombstones WHERE digest = memgate_user_tombstone($1, $2)`,
 		tenant, user).Scan(&at)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("postgres: erased at: %w", unavailable(err))
@@ -65,7 +70,7 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 	}
 	var erased bool
 	if err := tx.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM erasures WHERE tenant = $1 AND user_id = $2 AND erased_at >= $3)`,
+		`SELECT EXISTS (SELECT 1 FROM user_tombstones WHERE digest = memgate_user_tombstone($1, $2) AND erased_at >= $3)`,
 		tenant, user, since).Scan(&erased); err != nil {
 		return fmt.Errorf("check erasure: %w", unavailable(err))
 	}

@@ -24,12 +24,19 @@ var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), moved by the triggers of migrations 0010, 0011, 0021 and 0023 on
-// every write of memory_items, messages, facts and summaries by any process.
+// every write of memory_items, messages, facts and summaries by any process,
+// plus the counts the user's erasures carried into the user's tombstone
+// (migration 0027), so they never go back.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.pool.QueryRow(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
-			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = $1 AND user_id = $2`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(added), 0)::bigint, coalesce(sum(changed), 0)::bigint,
+			coalesce(sum(dated), 0)::bigint, coalesce(sum(messages_changed), 0)::bigint, coalesce(sum(messages_added), 0)::bigint,
+			coalesce(sum(facts_changed), 0)::bigint, coalesce(sum(summaries_changed), 0)::bigint FROM (
+		SELECT added, changed, dated, messages_changed, messages_added, facts_changed, summaries_changed
+			FROM memory_item_revisions WHERE tenant = $1 AND user_id = $2
+		UNION ALL
+		SELECT added, changed, dated, messages_changed, messages_added, facts_changed, summaries_changed
+			FROM user_tombstones WHERE digest = memgate_user_tombstone($1, $2)) r`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return memory.Revisions{}, unavailable(err)

@@ -18,7 +18,9 @@ const migrationLock int64 = 0x6d656d67617465
 // migrate applies pending migrations on conn (contract.Migrate). It holds
 // a session advisory lock for the whole run, so concurrent callers wait
 // and then find nothing left to do; each migration and its
-// schema_migrations row commit together.
+// schema_migrations row commit together. A database a newer build migrated
+// (it records a migration this build does not embed) is refused with a
+// *contract.SchemaTooNewError, which is memory.ErrSchemaTooNew.
 func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err error) {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
 		return fmt.Errorf("postgres: take migration lock: %w", unavailable(err))
@@ -49,7 +51,13 @@ func migrate(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) (err erro
 		})
 		return applied, err
 	}
-	if err := contract.Migrate(ctx, migrations.FS, apply, logger, "postgres"); err != nil {
+	// A version is a file's name without ".sql" ("0026_conversation_deletions"):
+	// its number leads it.
+	recorded := func(ctx context.Context) (v int, err error) {
+		err = conn.QueryRow(ctx, `SELECT COALESCE(MAX(CAST(substring(version FROM '^[0-9]+') AS integer)), 0) FROM schema_migrations`).Scan(&v)
+		return v, err
+	}
+	if err := contract.Migrate(ctx, migrations.FS, recorded, apply, logger, "postgres"); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil

@@ -253,11 +253,12 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 	p.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(t || '/' || u, 3))
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, b.ut, b.uu)
 	queueEach(p, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at },
-		`SELECT tenant, user_id, max(erased_at) FROM erasures
-		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) GROUP BY tenant, user_id`, b.ut, b.uu)
+		`SELECT DISTINCT x.t, x.u, e.erased_at FROM unnest($1::text[], $2::text[]) AS x(t, u)
+		JOIN user_tombstones e ON e.digest = memgate_user_tombstone(x.t, x.u)`, b.ut, b.uu)
 	queueEach(p, "check deletions", []any{&src.Tenant, &src.User, &src.Conversation, &at}, func() { deleted[src.Identity] = at },
-		`SELECT tenant, user_id, conversation, deleted_at FROM conversation_deletions
-		WHERE (tenant, user_id, conversation) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`, b.ct, b.cu, b.cc)
+		`SELECT DISTINCT x.t, x.u, x.c, d.deleted_at FROM unnest($1::text[], $2::text[], $3::text[]) AS x(t, u, c)
+		JOIN conversation_tombstones d ON d.user_digest = memgate_user_tombstone(x.t, x.u)
+			AND d.digest = memgate_conversation_tombstone(x.t, x.u, x.c)`, b.ct, b.cu, b.cc)
 	// The upsert locks each conversation row until commit: concurrent saves
 	// to it queue here, and each sees the previous one's rows.
 	queueEach(p, "lock conversations", []any{&src.Tenant, &src.User, &src.Conversation, &seq},
@@ -266,9 +267,10 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 		SELECT x.t, x.u, x.c, x.f, x.f
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])
 			WITH ORDINALITY AS x(t, u, c, f, l, r, o)
-		WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant = x.t AND e.user_id = x.u AND e.erased_at >= x.l)
-			AND NOT EXISTS (SELECT 1 FROM conversation_deletions d
-				WHERE d.tenant = x.t AND d.user_id = x.u AND d.conversation = x.c AND d.deleted_at >= x.r)
+		WHERE NOT EXISTS (SELECT 1 FROM user_tombstones e WHERE e.digest = memgate_user_tombstone(x.t, x.u) AND e.erased_at >= x.l)
+			AND NOT EXISTS (SELECT 1 FROM conversation_tombstones d
+				WHERE d.user_digest = memgate_user_tombstone(x.t, x.u) AND d.digest = memgate_conversation_tombstone(x.t, x.u, x.c)
+					AND d.deleted_at >= x.r)
 		ORDER BY x.o
 		ON CONFLICT (tenant, user_id, id) DO UPDATE SET last_seq = conversations.last_seq
 		RETURNING tenant, user_id, id, last_seq`, b.ct, b.cu, b.cc, b.cfirst, b.clatest, b.creceived)
@@ -391,9 +393,13 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 	tails := map[contract.User]int64{}
 	var u contract.User
 	var n int64
+	// The counts the user's tombstone carries are part of them (ItemRevisions).
 	queueEach(&w.p, "read revisions", []any{&u.Tenant, &u.User, &n}, func() { tails[u] = n },
-		`SELECT tenant, user_id, messages_added + messages_changed FROM memory_item_revisions
-		WHERE (tenant, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu)
+		`SELECT r.tenant, r.user_id, r.messages_added + r.messages_changed
+			+ coalesce((SELECT t.messages_added + t.messages_changed FROM user_tombstones t
+				WHERE t.digest = memgate_user_tombstone(r.tenant, r.user_id)), 0)
+		FROM memory_item_revisions r
+		WHERE (r.tenant, r.user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, ut, uu)
 	w.p.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, &w.p).Close(); err != nil {
 		return nil, fmt.Errorf("write messages: %w", unavailable(err))

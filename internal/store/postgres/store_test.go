@@ -137,6 +137,9 @@ func TestSchemaIndexesLedByTenant(t *testing.T) {
 		if name == "index_backlog_pkey" {
 			continue // a work queue, read oldest first across tenants (it holds no text)
 		}
+		if name == "user_tombstones_pkey" || name == "conversation_tombstones_pkey" {
+			continue // led by a digest of the tenant and the ids (migration 0027), which hold no id in the clear
+		}
 		_, cols, _ := strings.Cut(def, "(")
 		if !strings.HasPrefix(cols, "tenant") {
 			t.Errorf("index %s is not led by tenant: %s", name, def)

@@ -67,11 +67,11 @@ func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (
 }
 
 // Sibling returns a queue on another stream next to q's (same client,
-// prefix, group and MaxLen), creating its group: the enrichment stream
-// beside the capture stream.
+// prefix, group and MaxLen, and the append-only file rewrites of Scrub),
+// creating its group: the enrichment stream beside the capture stream.
 func (q *Queue) Sibling(ctx context.Context, stream string) (*Queue, error) {
 	base := strings.TrimSuffix(q.legacy, q.name)
-	s := newQueue(q.rdb, base+stream, stream, q.group, q.maxLen)
+	s := newQueue(q.rdb, base+stream, stream, q.group, q.maxLen, q.aof)
 	if err := s.createGroup(ctx); err != nil {
 		return nil, err
 	}

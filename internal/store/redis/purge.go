@@ -28,7 +28,8 @@ const purgePage = 32
 //
 // DEL frees a payload key's value at once, so the purged payloads leave
 // Redis's memory and its next snapshot. (An append-only file keeps the
-// writes until it is rewritten.) The stream's entries hold only
+// writes until it is rewritten: the Capturer calls Scrub after a purge,
+// see aof.go.) The stream's entries hold only
 // references; the entries an older build queued hold their payload
 // inline, and XDEL frees those bytes only with the stream node that holds
 // them (up to stream-node-max-entries, 100 by default) once every entry

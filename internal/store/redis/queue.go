@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -45,6 +47,9 @@ type QueueConfig struct {
 	// means no cap. A cap trims the oldest entries even if they were never
 	// processed, so set it only as a guard against unbounded growth.
 	MaxLen int64
+	// Logger receives what the queue logs (the append-only file rewrites
+	// after a purge: aof.go); nil: nothing is logged.
+	Logger *slog.Logger
 }
 
 // payloadField is the stream entry field that held the payload inline in
@@ -80,6 +85,9 @@ type Queue struct {
 	name   string
 	group  string
 	maxLen int64
+	// aof rewrites Redis's append-only file after a purge (Scrub),
+	// shared with the queue's siblings.
+	aof *aofRewriter
 }
 
 // NewQueue returns a queue on rdb and creates its consumer group (and the
@@ -96,7 +104,7 @@ func NewQueue(ctx context.Context, rdb redis.UniversalClient, cfg QueueConfig) (
 	if cfg.MaxLen < 0 {
 		return nil, fmt.Errorf("redis: %w: negative MaxLen %d", memory.ErrInvalid, cfg.MaxLen)
 	}
-	q := newQueue(rdb, cfg.Prefix+cfg.Stream, cfg.Stream, cfg.Group, cfg.MaxLen)
+	q := newQueue(rdb, cfg.Prefix+cfg.Stream, cfg.Stream, cfg.Group, cfg.MaxLen, newAOFRewriter(rdb, cfg.Logger))
 	if err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}
@@ -104,8 +112,28 @@ func NewQueue(ctx context.Context, rdb redis.UniversalClient, cfg QueueConfig) (
 }
 
 // newQueue returns a queue whose legacy stream is legacy.
-func newQueue(rdb redis.UniversalClient, legacy, name, group string, maxLen int64) *Queue {
-	return &Queue{rdb: rdb, legacy: legacy, stream: legacy + streamVersion, name: name, group: group, maxLen: maxLen}
+func newQueue(rdb redis.UniversalClient, legacy, name, group string, maxLen int64, aof *aofRewriter) *Queue {
+	return &Queue{rdb: rdb, legacy: legacy, stream: legacy + streamVersion, name: name, group: group, maxLen: maxLen, aof: aof}
+}
+
+// Scrub asks Redis, in the background, to rewrite its append-only file if
+// it keeps one, so that what a purge deleted leaves the disk too
+// (record.Scrubber; see aof.go): at once, or an interval after the last
+// request of this queue and its siblings. It never blocks, and a Redis
+// that refuses is logged and counted, never an error.
+func (q *Queue) Scrub() { q.aof.request() }
+
+// Close stops the queue's background work (the append-only file
+// rewrites), that of its siblings too; it does not close the client.
+func (q *Queue) Close() error {
+	q.aof.stop()
+	return nil
+}
+
+// Collectors are the queue's Prometheus collectors, shared with its
+// siblings: memgate_redis_aof_rewrites_total.
+func (q *Queue) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{q.aof.requests}
 }
 
 // createGroup creates the consumer group at the start of the stream,

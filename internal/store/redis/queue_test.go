@@ -161,3 +161,55 @@ func BenchmarkQueueCycle(b *testing.B) {
 		}
 	}
 }
+
+var (
+	_ storetest.Leaser    = (*Queue)(nil)
+	_ storetest.KeyLeases = (*Leases)(nil)
+)
+
+// twoQueues opens a queue twice over one stream, with a client each, as
+// two processes do.
+func twoQueues(t *testing.T) (a, b *Queue) {
+	t.Helper()
+	prefix := testenv.RedisPrefix(t)
+	open := func() *Queue {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q, err := NewQueue(ctx, mustClient(t), QueueConfig{Prefix: prefix, Stream: "enrich"})
+		if err != nil {
+			t.Fatalf("NewQueue: %v", err)
+		}
+		return q
+	}
+	return open(), open()
+}
+
+func TestQueueLeaseContract(t *testing.T) {
+	storetest.RunLeaser(t, func(t *testing.T) (storetest.Leaser, storetest.Leaser) { return twoQueues(t) })
+}
+
+func TestConversationLeasesContract(t *testing.T) {
+	storetest.RunKeyLeases(t, func(t *testing.T) (storetest.KeyLeases, storetest.KeyLeases) {
+		a, b := twoQueues(t)
+		return a.Leases(), b.Leases()
+	})
+}
+
+// TestConversationLeasesBesideTheQueueLease: the conversations' leases
+// never touch the queue's own lease, nor it theirs.
+func TestConversationLeasesBesideTheQueueLease(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoQueues(t)
+	if held, _, err := a.Lease(ctx, "a", time.Hour); err != nil || !held {
+		t.Fatalf("queue lease: held %v, %v", held, err)
+	}
+	if held, err := b.Leases().Lease(ctx, "b", time.Hour, "k"); err != nil || !held[0] {
+		t.Fatalf("conversation lease under the queue's: %v, %v", held, err)
+	}
+	if err := a.Leases().Release(ctx, "a", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, err := a.Lease(ctx, "a", time.Hour); err != nil || !held {
+		t.Fatalf("queue lease after a conversation's release: held %v, %v", held, err)
+	}
+}

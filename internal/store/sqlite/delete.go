@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // DeleteConversation removes a conversation by the contract
@@ -24,8 +25,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			if _, err := tx.ExecContext(ctx, `UPDATE conversation_deletions SET deleted_at = MAX(deleted_at, ?)
-				WHERE tenant = ? AND user_id = ? AND conversation = ?`, nanos(time.Now()), id.Tenant, id.User, id.Conversation); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE conversation_tombstones SET deleted_at = MAX(deleted_at, ?)
+				WHERE user_digest = ? AND digest = ?`, nanos(time.Now()), contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id)); err != nil {
 				return fmt.Errorf("date deletion: %w", err)
 			}
 			return nil
@@ -44,10 +45,11 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			}
 		}
 		// Dated last, in the writer's transaction: a save either committed
-		// before (and is deleted here) or reads the date.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_deletions (tenant, user_id, conversation, deleted_at)
-			VALUES (?, ?, ?, ?) ON CONFLICT (tenant, user_id, conversation) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
-			id.Tenant, id.User, id.Conversation, nanos(time.Now())); err != nil {
+		// before (and is deleted here) or reads the date. The tombstone
+		// holds digests of the ids, not the ids (contract.ConversationTombstone).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
+			VALUES (?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
+			contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(time.Now())); err != nil {
 			return fmt.Errorf("date deletion: %w", err)
 		}
 		return nil
@@ -91,17 +93,16 @@ func found(r sql.Result, err error, what string) error {
 // it returns (erasure.go).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "fact_sources", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "conversation_deletions", "dead_letters"} {
+		for _, table := range []string{"memory_items", "fact_sources", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (tenant, user_id, erased_at) VALUES (?, ?, ?)
-			ON CONFLICT (tenant, user_id) DO UPDATE SET erased_at = MAX(erased_at, excluded.erased_at)`,
-			tenant, user, nanos(time.Now())); err != nil {
-			return fmt.Errorf("record erasure: %w", err)
+		digest := contract.UserTombstone(tenant, user)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = ?`, digest); err != nil {
+			return fmt.Errorf("delete conversation tombstones: %w", err)
 		}
-		return nil
+		return entomb(ctx, tx, tenant, user, nanos(time.Now()))
 	})
 	if err != nil {
 		return fmt.Errorf("delete user: %w", err)
@@ -109,5 +110,31 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
 	s.truncateWAL(ctx)
 	s.logger.Info("erased user", "tenant", tenant)
+	return nil
+}
+
+// entomb records the erasure of (tenant, user) at erasedAt (Unix
+// nanoseconds) in the user's tombstone, keyed by its digest
+// (contract.UserTombstone), and moves the user's revision counters there:
+// the user's row of memory_item_revisions, keyed by the id, goes, and
+// ItemRevisions reads the sum of both, so no counter goes back. Called
+// last in the erasure's transaction, after the deletes moved the counters.
+func entomb(ctx context.Context, tx *sql.Tx, tenant, user string, erasedAt int64) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO user_tombstones (digest, erased_at, added, changed, dated,
+			messages_changed, messages_added, facts_changed, summaries_changed)
+		SELECT ?1, ?2, COALESCE(SUM(added), 0), COALESCE(SUM(changed), 0), COALESCE(SUM(dated), 0),
+			COALESCE(SUM(messages_changed), 0), COALESCE(SUM(messages_added), 0),
+			COALESCE(SUM(facts_changed), 0), COALESCE(SUM(summaries_changed), 0)
+		FROM memory_item_revisions WHERE tenant = ?3 AND user_id = ?4
+		ON CONFLICT (digest) DO UPDATE SET erased_at = MAX(erased_at, excluded.erased_at),
+			added = added + excluded.added, changed = changed + excluded.changed, dated = dated + excluded.dated,
+			messages_changed = messages_changed + excluded.messages_changed, messages_added = messages_added + excluded.messages_added,
+			facts_changed = facts_changed + excluded.facts_changed, summaries_changed = summaries_changed + excluded.summaries_changed`,
+		contract.UserTombstone(tenant, user), erasedAt, tenant, user); err != nil {
+		return fmt.Errorf("record erasure: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_item_revisions WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
+		return fmt.Errorf("move revisions: %w", err)
+	}
 	return nil
 }

@@ -3,13 +3,17 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
 
 // fileBytes returns the database file and its WAL (missing files are empty).
@@ -104,4 +108,77 @@ func TestDeleteUserRemovesTextFromDisk(t *testing.T) {
 	if err != nil || len(items) != 1 {
 		t.Fatalf("bystander search = %d items, %v", len(items), err)
 	}
+}
+
+// TestErasedIDsAtRest runs the erased-id contract on the embedded store,
+// reading the database file and its WAL byte for byte.
+func TestErasedIDsAtRest(t *testing.T) {
+	storetest.RunErasedAtRest(t, func(t *testing.T) (storetest.KnowledgeStore, storetest.AtRest) {
+		s, path := mustTempStore(t)
+		db := mustRawDB(t, path)
+		return s, func(ctx context.Context, needle string) ([]string, error) {
+			where, err := liveRowsHolding(ctx, db, needle)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range []string{path, path + "-wal", path + "-journal"} {
+				b, err := os.ReadFile(p)
+				if err != nil && !os.IsNotExist(err) {
+					return nil, err
+				}
+				if i := bytes.Index(b, []byte(needle)); i >= 0 {
+					where = append(where, fmt.Sprintf("%s at byte %d", filepath.Base(p), i))
+				}
+			}
+			return where, nil
+		}
+	})
+}
+
+// liveRowsHolding names the tables of db with a row holding needle in any
+// column (read as bytes), to say where the file's bytes come from.
+func liveRowsHolding(ctx context.Context, db *sql.DB, needle string) ([]string, error) {
+	var names []string
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	rows.Close()
+	var where []string
+	for _, name := range names {
+		var cols []string
+		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, name)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var col string
+			if err := rows.Scan(&col); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			cols = append(cols, fmt.Sprintf(`instr(CAST("%s" AS BLOB), CAST(?1 AS BLOB)) > 0`, col))
+		}
+		rows.Close()
+		if len(cols) == 0 {
+			continue
+		}
+		var n int
+		q := fmt.Sprintf(`SELECT count(*) FROM "%s" WHERE %s`, name, strings.Join(cols, " OR "))
+		if err := db.QueryRowContext(ctx, q, needle).Scan(&n); err != nil {
+			return nil, fmt.Errorf("scan %s: %w", name, err)
+		}
+		if n > 0 {
+			where = append(where, fmt.Sprintf("table %s (%d rows)", name, n))
+		}
+	}
+	return where, nil
 }

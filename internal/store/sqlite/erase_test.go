@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // seedDerived stores an exchange for id and adds the rows later issues
@@ -91,7 +92,8 @@ func TestDeleteUserErasesDerivedMemory(t *testing.T) {
 		t.Fatalf("other tenant's rows = %v, want %v", got, full)
 	}
 	var erased int64
-	if err := db.QueryRow(`SELECT erased_at FROM erasures WHERE tenant = 'tenant-a' AND user_id = 'alice'`).Scan(&erased); err != nil || erased == 0 {
+	if err := db.QueryRow(`SELECT erased_at FROM user_tombstones WHERE digest = ?`,
+		contract.UserTombstone("tenant-a", "alice")).Scan(&erased); err != nil || erased == 0 {
 		t.Fatalf("erasure not recorded: %d, %v", erased, err)
 	}
 }

@@ -52,17 +52,19 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // The statements capture's save runs for every exchange, prepared once on
 // the writer (writeTx).
 const (
-	sqlErasedAt       = `SELECT erased_at FROM erasures WHERE tenant = ? AND user_id = ?`
-	sqlDeletedAt      = `SELECT deleted_at FROM conversation_deletions WHERE tenant = ? AND user_id = ? AND conversation = ?`
+	sqlErasedAt       = `SELECT erased_at FROM user_tombstones WHERE digest = ?`
+	sqlDeletedAt      = `SELECT deleted_at FROM conversation_tombstones WHERE user_digest = ? AND digest = ?`
 	sqlExchangeStored = `SELECT 1 FROM exchanges WHERE tenant = ? AND user_id = ? AND conversation IN (?, ?) AND id = ?`
 	// sqlCountConversation creates the conversation, or moves its live
 	// message count and its time.
 	sqlCountConversation = `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at, message_count)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, user_id, id) DO UPDATE SET
 		message_count = message_count + excluded.message_count, updated_at = MAX(updated_at, excluded.updated_at)`
-	// sqlLastSeq also reads the user's Revisions.Tail (SaveResult.TailBefore).
+	// sqlLastSeq also reads the user's Revisions.Tail (SaveResult.TailBefore),
+	// the counts of the tombstone ?4 included (ItemRevisions).
 	sqlLastSeq = `SELECT COALESCE(MAX(seq), 0), COALESCE((SELECT messages_added + messages_changed
 		FROM memory_item_revisions WHERE tenant = ?1 AND user_id = ?2), 0)
+		+ COALESCE((SELECT messages_added + messages_changed FROM user_tombstones WHERE digest = ?4), 0)
 		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3`
 	// sqlInsertMessage inserts one message; sqlInsertMessages (var) inserts
 	// messageRows of them.
@@ -130,7 +132,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		conv.SetHead(head, n)
 	}
 	var before int64
-	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation).Scan(&conv.LastSeq, &before); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation, contract.UserTombstone(ex.Tenant, ex.User)).Scan(&conv.LastSeq, &before); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("next seq: %w", err)
 	}
 	p := contract.PlanSave(ex, at, erased, one == 1, &conv)
@@ -200,10 +202,10 @@ func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) erro
 }
 
 // erasedAt returns when the user was last erased, or the zero time when
-// never.
+// never, from the user's tombstone (contract.UserTombstone).
 func erasedAt(ctx context.Context, q querier, tenant, user string) (time.Time, error) {
 	var at time.Time
-	err := q.QueryRowContext(ctx, sqlErasedAt, tenant, user).Scan((*nanoTime)(&at))
+	err := q.QueryRowContext(ctx, sqlErasedAt, contract.UserTombstone(tenant, user)).Scan((*nanoTime)(&at))
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("check erasure: %w", err)
 	}
@@ -211,10 +213,11 @@ func erasedAt(ctx context.Context, q querier, tenant, user string) (time.Time, e
 }
 
 // deletedAt returns when conversation id was last deleted, or the zero
-// time when never (since its user's erasure).
+// time when never (since its user's erasure), from the conversation's
+// tombstone (contract.ConversationTombstone).
 func deletedAt(ctx context.Context, q querier, id memory.Identity) (time.Time, error) {
 	var at time.Time
-	err := q.QueryRowContext(ctx, sqlDeletedAt, id.Tenant, id.User, id.Conversation).Scan((*nanoTime)(&at))
+	err := q.QueryRowContext(ctx, sqlDeletedAt, contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id)).Scan((*nanoTime)(&at))
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("check conversation deletion: %w", err)
 	}

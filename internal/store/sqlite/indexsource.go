@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/store/search"
 )
 
@@ -20,12 +21,19 @@ var _ itemindex.Source = indexSource{}
 
 // ItemRevisions reads the user's row of memory_item_revisions (zero when
 // none), moved by triggers on every write of memory_items (migrations 0005,
-// 0012, 0021, 0023), messages (0013, 0014), facts and summaries (0015).
+// 0012, 0021, 0023), messages (0013, 0014), facts and summaries (0015),
+// plus the counts the user's erasures carried into the user's tombstone
+// (migration 0029), so they never go back.
 func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error) {
 	var rev memory.Revisions
-	err := s.reads.QueryRowContext(ctx, `SELECT added, changed, dated, messages_changed, messages_added,
-			facts_changed, summaries_changed FROM memory_item_revisions
-		WHERE tenant = ? AND user_id = ?`, tenant, user).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
+	err := s.reads.QueryRowContext(ctx, `SELECT COALESCE(SUM(added), 0), COALESCE(SUM(changed), 0), COALESCE(SUM(dated), 0),
+			COALESCE(SUM(messages_changed), 0), COALESCE(SUM(messages_added), 0),
+			COALESCE(SUM(facts_changed), 0), COALESCE(SUM(summaries_changed), 0) FROM (
+		SELECT added, changed, dated, messages_changed, messages_added, facts_changed, summaries_changed
+			FROM memory_item_revisions WHERE tenant = ? AND user_id = ?
+		UNION ALL
+		SELECT added, changed, dated, messages_changed, messages_added, facts_changed, summaries_changed
+			FROM user_tombstones WHERE digest = ?)`, tenant, user, contract.UserTombstone(tenant, user)).Scan(&rev.Added, &rev.Changed, &rev.Dated, &rev.Messages, &rev.MessagesAdded,
 		&rev.Facts, &rev.Summaries)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return memory.Revisions{}, err

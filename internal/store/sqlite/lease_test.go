@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/sqlite"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
 
 // Two Stores on one file stand in for two processes (`gateway serve` and
@@ -164,5 +165,22 @@ func TestOutboxQueuedCountsTurns(t *testing.T) {
 	}
 	if err := a.EnqueueTurn(ctx, "", nil); !errors.Is(err, memory.ErrInvalid) {
 		t.Fatalf("EnqueueTurn without a conversation = %v, want ErrInvalid", err)
+	}
+}
+
+var _ storetest.Leaser = (*sqlite.Outbox)(nil)
+
+// TestOutboxLeaseContract runs the lease contract over each outbox of one
+// file, opened by two Stores as two processes do.
+func TestOutboxLeaseContract(t *testing.T) {
+	for name, outbox := range map[string]func(*sqlite.Store) *sqlite.Outbox{
+		"capture": (*sqlite.Store).Outbox, "enrich": (*sqlite.Store).EnrichOutbox,
+	} {
+		t.Run(name, func(t *testing.T) {
+			storetest.RunLeaser(t, func(t *testing.T) (storetest.Leaser, storetest.Leaser) {
+				_, path := mustTempStore(t)
+				return outbox(mustOpen(t, path)), outbox(mustOpen(t, path))
+			})
+		})
 	}
 }

@@ -12,13 +12,31 @@ import (
 
 // Migrate applies the embedded migrations not applied yet
 // (contract.Migrate), each in its own write transaction with its record:
-// IMMEDIATE, so processes migrating the same file at once apply each once.
-// Open calls it.
+// IMMEDIATE, so processes migrating the same file at once apply each once;
+// then it finishes migration 0029 in Go (retombstone). Open calls it. A
+// file a newer build migrated (it records a migration this build does not
+// embed) is refused with a *contract.SchemaTooNewError, which is
+// memory.ErrSchemaTooNew.
 func (s *Store) Migrate(ctx context.Context) error {
-	if err := contract.Migrate(ctx, sqlitemigrations.FS, s.applyMigration, s.logger, "sqlite"); err != nil {
+	if err := contract.Migrate(ctx, sqlitemigrations.FS, s.recordedVersion, s.applyMigration, s.logger, "sqlite"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := s.retombstone(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// recordedVersion is Migrate's contract.RecordedVersion.
+func (s *Store) recordedVersion(ctx context.Context) (int, error) {
+	var tables int
+	if err := s.write.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&tables); err != nil || tables == 0 {
+		return 0, err
+	}
+	var v int
+	err := s.write.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
 }
 
 // applyMigration is Migrate's contract.ApplyMigration.

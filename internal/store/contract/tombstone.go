@@ -1,0 +1,54 @@
+package contract
+
+import (
+	"crypto/sha256"
+	"strconv"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Tombstones. A user's erasure and a conversation's deletion leave a row
+// that refuses the writes in flight when they happened (an exchange
+// received before, saved after). A user id is often an email or another
+// personal identifier, so those rows hold no id in the clear: they are
+// keyed by a one-way digest of it, which a writer computes from the ids it
+// is about to write and compares, and which nothing can turn back into the
+// id. (Who holds the database and guesses an id can still confirm the
+// guess: the digest has no secret key, which would have to outlive every
+// tombstone and every backup of it.)
+//
+// The digest is SHA-256 over a domain tag and the ids, each written as a
+// netstring (its length in bytes, a colon, its bytes, a comma), so that no
+// two lists of ids share an encoding; PostgreSQL computes the same bytes
+// in SQL (its migration 0027 re-keys the tombstones of earlier builds).
+
+// Domain tags of the tombstone digests, one per kind of tombstone.
+const (
+	userTombstoneTag         = "memgate/tombstone/user/v1\n"
+	conversationTombstoneTag = "memgate/tombstone/conversation/v1\n"
+)
+
+// UserTombstone returns the key of the erasure tombstone of (tenant,
+// user): SHA-256 of its domain tag and the two ids as netstrings.
+func UserTombstone(tenant, user string) []byte {
+	return tombstone(userTombstoneTag, tenant, user)
+}
+
+// ConversationTombstone returns the key of the deletion tombstone of
+// conversation id: SHA-256 of its domain tag and the tenant, user and
+// conversation ids as netstrings.
+func ConversationTombstone(id memory.Identity) []byte {
+	return tombstone(conversationTombstoneTag, id.Tenant, id.User, id.Conversation)
+}
+
+func tombstone(tag string, ids ...string) []byte {
+	h := sha256.New()
+	h.Write([]byte(tag))
+	for _, id := range ids {
+		h.Write(strconv.AppendInt(nil, int64(len(id)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(id))
+		h.Write([]byte{','})
+	}
+	return h.Sum(nil)
+}

@@ -1,0 +1,206 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis's append-only file after an erasure.
+//
+// Purge deletes an erased user's entries and payload keys from Redis's
+// memory, but a Redis run with `appendonly yes` keeps every write it
+// received, the payloads' SETs included, in its append-only file until
+// the file is rewritten, which Redis does by itself only once the file has
+// grown a lot (auto-aof-rewrite-min-size, 64 MB by default). And the text
+// of every exchange passes through the enrichment stream, so the file
+// holds the user's exchanges that were processed long ago as well as those
+// the purge found. So after a purge, whatever it removed, the Queue asks
+// Redis to rewrite the file (BGREWRITEAOF) when INFO persistence says the
+// file is on: the rewritten file holds what Redis holds, nothing of the
+// erased user. Rewrites run in the background, coalesced and spaced out as
+// PostgreSQL's post-erasure VACUUM is (see aofRewriter). A managed Redis
+// that refuses INFO or BGREWRITEAOF is logged (no contents) and counted;
+// the erasure never fails for it.
+
+// aofInterval is the least time between the starts of two rewrites one
+// process asks for.
+const aofInterval = time.Minute
+
+// aofTimeout bounds one request (INFO, then BGREWRITEAOF); the rewrite
+// itself runs in Redis.
+const aofTimeout = 10 * time.Second
+
+// Outcomes of one request to rewrite, the metric's result label.
+const (
+	aofStarted = "started" // Redis started (or scheduled) a rewrite
+	aofOff     = "aof_off" // no append-only file: nothing to do
+	aofBusy    = "busy"    // a rewrite was already running: asked again an interval later
+	aofRefused = "refused" // Redis refused INFO or BGREWRITEAOF (a managed Redis)
+	aofFailed  = "failed"  // Redis did not answer
+)
+
+// aofRewriter asks Redis to rewrite its append-only file in the
+// background, one request at a time: requests that arrive while one runs
+// are served by a single next one, and requests start at least
+// aofInterval apart, so erasures in a loop ask Redis for at most one
+// rewrite an interval. A request made while a rewrite is already running
+// (it may have started before the purge) is made again an interval later.
+// Its loop starts with the first request; stop ends it.
+type aofRewriter struct {
+	kick chan struct{}
+	// run makes one request and says how it went; wait returns after d
+	// or when ctx ends. Both are fields so a test can count requests and
+	// hold the wait.
+	run  func(ctx context.Context) (string, error)
+	wait func(ctx context.Context, d time.Duration)
+
+	logger   *slog.Logger
+	requests *prometheus.CounterVec
+
+	start, stopOnce sync.Once
+	ctx             context.Context
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup
+}
+
+// newAOFRewriter returns the rewriter of rdb.
+func newAOFRewriter(rdb redis.UniversalClient, logger *slog.Logger) *aofRewriter {
+	return startAOFRewriter(func(ctx context.Context) (string, error) { return rewriteAOF(ctx, rdb) }, sleep, logger)
+}
+
+// startAOFRewriter returns a rewriter with its run and wait.
+func startAOFRewriter(run func(context.Context) (string, error), wait func(context.Context, time.Duration), logger *slog.Logger) *aofRewriter {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &aofRewriter{kick: make(chan struct{}, 1), run: run, wait: wait, logger: logger, ctx: ctx, cancel: cancel,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_redis_aof_rewrites_total",
+			Help: "Requests for Redis to rewrite its append-only file after a purge, by result: started, aof_off, busy (asked again later), refused (a managed Redis), failed.",
+		}, []string{"result"})}
+}
+
+// rewriteAOF asks Redis to rewrite its append-only file if it keeps one.
+func rewriteAOF(ctx context.Context, rdb redis.UniversalClient) (string, error) {
+	info, err := rdb.Info(ctx, "persistence").Result()
+	if err != nil {
+		return refusedOrFailed(err), err
+	}
+	on := false
+	for line := range strings.Lines(info) {
+		if k, v, _ := strings.Cut(strings.TrimSpace(line), ":"); k == "aof_enabled" {
+			on = v == "1"
+		}
+	}
+	if !on {
+		return aofOff, nil
+	}
+	err = rdb.BgRewriteAOF(ctx).Err()
+	switch {
+	case err == nil:
+		return aofStarted, nil
+	case strings.Contains(err.Error(), "already in progress"):
+		return aofBusy, err
+	}
+	return refusedOrFailed(err), err
+}
+
+// refusedOrFailed tells an error Redis answered from a failure to reach it.
+func refusedOrFailed(err error) string {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return aofRefused
+	}
+	return aofFailed
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// request asks for a rewrite after the current request (if any); it never
+// blocks.
+func (r *aofRewriter) request() {
+	r.start.Do(func() { r.wg.Go(r.loop) })
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the loop, waiting for a request in hand.
+func (r *aofRewriter) stop() {
+	r.stopOnce.Do(func() {
+		r.start.Do(func() {}) // no loop starts after stop
+		r.cancel()
+		r.wg.Wait()
+	})
+}
+
+func (r *aofRewriter) loop() {
+	var (
+		last    time.Time // when the last request started
+		refused bool      // a refusal was logged at warn already
+	)
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.kick:
+		}
+		if !last.IsZero() {
+			if d := aofInterval - time.Since(last); d > 0 {
+				r.wait(r.ctx, d)
+				if r.ctx.Err() != nil {
+					return
+				}
+				select { // requests made meanwhile are served by this one
+				case <-r.kick:
+				default:
+				}
+			}
+		}
+		last = time.Now()
+		ctx, cancel := context.WithTimeout(r.ctx, aofTimeout)
+		result, err := r.run(ctx)
+		cancel()
+		if r.ctx.Err() != nil {
+			return
+		}
+		r.requests.WithLabelValues(result).Inc()
+		switch result {
+		case aofStarted:
+			r.logger.Info("redis: append-only file rewrite started after a purge")
+		case aofBusy:
+			r.logger.Debug("redis: an append-only file rewrite was running at the purge; asking again later")
+			select {
+			case r.kick <- struct{}{}:
+			default:
+			}
+		case aofRefused:
+			level := slog.LevelWarn
+			if refused {
+				level = slog.LevelDebug
+			}
+			refused = true
+			r.logger.Log(r.ctx, level, "redis: refused to rewrite its append-only file after a purge (a managed Redis?); purged text stays in that file until Redis rewrites it",
+				"error", err)
+		case aofFailed:
+			r.logger.Warn("redis: could not ask for an append-only file rewrite after a purge", "error", err)
+		}
+	}
+}

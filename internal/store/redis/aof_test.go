@@ -1,0 +1,167 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/memgate/memgate/internal/testenv"
+)
+
+// counted reads the rewriter's metric for result.
+func counted(t *testing.T, r *aofRewriter, result string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := r.requests.WithLabelValues(result).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestAOFRewritesAreSpacedOut: erasures in a loop do not keep Redis
+// rewriting its append-only file back to back. The first purge's request
+// runs at once; every request after it waits out aofInterval, and all the
+// requests made meanwhile are served by one; a request that finds a
+// rewrite running (begun, maybe, before the purge) is made again an
+// interval later; a refusal is counted and the loop goes on. Counted, not
+// timed: the wait is held by the test.
+func TestAOFRewritesAreSpacedOut(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		runs    int
+		results = []string{aofStarted, aofBusy, aofStarted, aofRefused}
+		waits   []time.Duration
+		waited  = make(chan struct{}, 10) // one per interval the test lets pass
+	)
+	run := func(context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		res := results[min(runs, len(results)-1)]
+		runs++
+		if res == aofStarted {
+			return res, nil
+		}
+		return res, errors.New(res)
+	}
+	wait := func(ctx context.Context, d time.Duration) {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		select {
+		case <-waited:
+		case <-ctx.Done():
+		}
+	}
+	r := startAOFRewriter(run, wait, nil)
+	defer r.stop()
+	state := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs, len(waits)
+	}
+	until := func(what string, cond func(runs, waits int) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Millisecond) {
+			if n, w := state(); cond(n, w) {
+				return
+			}
+			if time.Now().After(deadline) {
+				n, w := state()
+				t.Fatalf("timed out waiting for %s: %d runs, %d waits", what, n, w)
+			}
+		}
+	}
+
+	r.request()
+	until("the first request", func(n, _ int) bool { return n == 1 })
+	for range 50 { // an erasure loop
+		r.request()
+	}
+	until("the next request to wait out the interval", func(_, w int) bool { return w == 1 })
+	if n, _ := state(); n != 1 {
+		t.Fatalf("%d requests before the interval passed, want 1", n)
+	}
+	mu.Lock()
+	if d := waits[0]; d <= 0 || d > aofInterval {
+		t.Errorf("waited %v, want within (0, %v]", d, aofInterval)
+	}
+	mu.Unlock()
+	waited <- struct{}{}
+	until("one request for the 50 purges, which finds a rewrite running", func(n, _ int) bool { return n == 2 })
+	until("the busy request asked again after an interval", func(_, w int) bool { return w == 2 })
+	waited <- struct{}{}
+	until("the request made again", func(n, _ int) bool { return n == 3 })
+	r.request()
+	until("a later purge's request to wait its turn", func(_, w int) bool { return w == 3 })
+	waited <- struct{}{}
+	until("the later request, refused", func(n, _ int) bool { return n == 4 })
+	until("the refusal counted", func(int, int) bool { return counted(t, r, aofRefused) == 1 })
+	for result, want := range map[string]float64{aofStarted: 2, aofBusy: 1, aofRefused: 1} {
+		if got := counted(t, r, result); got != want {
+			t.Errorf("memgate_redis_aof_rewrites_total{result=%q} = %v, want %v", result, got, want)
+		}
+	}
+}
+
+// TestRewriteAOFAgainstRedis: against real Redis servers of the test's
+// own, a request starts a rewrite only where the append-only file is on,
+// and a server that refuses BGREWRITEAOF or INFO (as a managed Redis may)
+// is a refusal, not a failure to reach it. A queue's Scrub on a refusing
+// server neither blocks nor fails.
+func TestRewriteAOFAgainstRedis(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"append-only file on", []string{"--appendonly", "yes"}, aofStarted},
+		{"append-only file off", []string{"--appendonly", "no"}, aofOff},
+		{"BGREWRITEAOF refused", []string{"--appendonly", "yes", "--rename-command", "BGREWRITEAOF", ""}, aofRefused},
+		{"INFO refused", []string{"--appendonly", "yes", "--rename-command", "INFO", ""}, aofRefused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url, _ := testenv.PrivateRedis(t, tt.args...)
+			rdb, err := NewClient(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rdb.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			got, err := rewriteAOF(ctx, rdb)
+			if got != tt.want {
+				t.Fatalf("rewriteAOF = %q (%v), want %q", got, err, tt.want)
+			}
+			for until := time.Now().Add(60 * time.Second); tt.want == aofStarted; time.Sleep(10 * time.Millisecond) {
+				// The rewrite started ends before Scrub asks for another.
+				if info, err := rdb.Info(ctx, "persistence").Result(); err == nil && strings.Contains(info, "aof_rewrite_in_progress:0") {
+					break
+				}
+				if time.Now().After(until) {
+					t.Fatal("the rewrite did not end")
+				}
+			}
+			q, err := NewQueue(ctx, rdb, QueueConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Scrub()
+			until := time.Now().Add(60 * time.Second)
+			for counted(t, q.aof, tt.want) == 0 {
+				if time.Now().After(until) {
+					t.Fatalf("Scrub's request not counted as %q", tt.want)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := q.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
