@@ -91,6 +91,8 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		LoadTimeout: 2*cfg.Memory.LoadTimeout.D() + cfg.Memory.EmbeddingTimeout.D() + 100*time.Millisecond,
 		// Anthropic prompts get cache_control after their stable part.
 		CacheBreakpoints: cfg.Memory.CacheBreakpoints,
+		// Requests resending more history than the Capturer stores say so.
+		MaxHistory: cfg.Capture.MaxHistoryMessages,
 	}, proxy.Deps{Resolver: resolver, Preparer: tr.Preparer(rec.Wrap(eng)), Capturer: tr.Capturer(eng), Router: eng,
 		Browser: chatGuard, Limiter: limiter, Cache: rec}, logger, reg)
 	if err != nil {

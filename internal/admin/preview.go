@@ -68,7 +68,7 @@ func (a *Admin) handlePreview(c echo.Context) error {
 	if id.Conversation == "" {
 		id.Conversation = ImpliedConversation(r.Context(), a.preparer, id, req.Messages)
 	}
-	mreq, aerr := req.Memory(r.Header, id, mode)
+	mreq, aerr := req.Memory(r.Header, id, mode, 0)
 	if aerr != nil {
 		return aerr
 	}

@@ -201,6 +201,13 @@ type Capture struct {
 	// ImportMaxMessages is the most messages one POST /v1/memory/import may
 	// hold (larger batches get 400: split them, oldest first).
 	ImportMaxMessages int `yaml:"import_max_messages"`
+	// MaxHistoryMessages bounds the history one chat request stores: of
+	// the earlier messages a client resends, the first 256 and the newest
+	// MaxHistoryMessages are stored (aligned with what the conversation
+	// holds, so only what is new is stored), the messages between are not
+	// (X-Memory-Degraded: capture). A client that resends its whole
+	// history stores its new turn each time, however long the chat.
+	MaxHistoryMessages int `yaml:"max_history_messages"`
 }
 
 // Memory configures memory injection.
@@ -508,7 +515,8 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), ImportMaxMessages: 1000},
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), ImportMaxMessages: 1000,
+			MaxHistoryMessages: 2000},
 		Memory: Memory{
 			RecentMessages:    20,
 			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16, RecentMB: 8},
@@ -679,6 +687,9 @@ func (c Config) Validate() error {
 		if d <= 0 {
 			bad(key, "must be positive")
 		}
+	}
+	if c.Capture.MaxHistoryMessages <= 0 {
+		bad("capture.max_history_messages", "must be positive")
 	}
 	if c.Capture.ImportMaxMessages <= 0 {
 		bad("capture.import_max_messages", "must be positive")

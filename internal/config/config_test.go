@@ -71,6 +71,7 @@ func TestLoad(t *testing.T) {
 	cache := write("cache.yml", "memory:\n  cache:\n    vectors_mb: 512\n    items_mb: 64\n")
 	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
 	noInterval := write("nointerval.yml", "capture:\n  enrich_interval: 0s\n")
+	noHistory := write("nohistory.yml", "capture:\n  max_history_messages: 0\n")
 	nullPass := write("nullpass.yml", "security:\n  passthrough:\n")
 	noPass := write("nopass.yml", "security:\n  passthrough: []\n")
 
@@ -135,6 +136,7 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},
 		{name: "zero enrich interval", env: map[string]string{"GATEWAY_CONFIG": noInterval}, wantErr: "capture.enrich_interval"},
+		{name: "no history stored", env: map[string]string{"GATEWAY_CONFIG": noHistory}, wantErr: "capture.max_history_messages"},
 		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},
 		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
 		{name: "bad duration", env: map[string]string{"GATEWAY_CONFIG": badDur}, wantErr: "soon"},

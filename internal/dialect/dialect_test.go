@@ -48,7 +48,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("parsed %+v", r)
 			}
 			h := http.Header{"X-Memory-Budget": {"300"}, "X-Memory-Cross": {"off"}}
-			mreq, aerr := r.Memory(h, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn)
+			mreq, aerr := r.Memory(h, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, 0)
 			if aerr != nil || mreq.Budget != 300 || mreq.CrossConversation || mreq.NoRecent != tt.noRecent || mreq.Model != r.Model {
 				t.Errorf("memory request %+v, %v", mreq, aerr)
 			}
@@ -93,7 +93,7 @@ func TestMemoryRefusesRepeatedKeysWhenStoring(t *testing.T) {
 		{"no user", "", memory.ModeOn, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: tc.user}, tc.mode)
+			_, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: tc.user}, tc.mode, 0)
 			if !tc.refuse {
 				if aerr != nil {
 					t.Fatalf("Memory = %v, want no error", aerr)
@@ -102,6 +102,48 @@ func TestMemoryRefusesRepeatedKeysWhenStoring(t *testing.T) {
 			}
 			if aerr == nil || aerr.Status != http.StatusBadRequest || aerr.Param != "messages[1]" || !strings.Contains(aerr.Message, `"role"`) {
 				t.Fatalf("Memory = %+v, want a 400 naming messages[1] and its key", aerr)
+			}
+		})
+	}
+}
+
+// TestMemoryChecksKeysOfWhatIsStored: with a resent history longer than
+// capture stores (keep past memory.BranchHead), a message giving a key
+// twice among the history's unstored messages goes upstream as sent; one
+// among its first or newest messages, which are stored, is a 400.
+func TestMemoryChecksKeysOfWhatIsStored(t *testing.T) {
+	const keep = 4
+	body := func(dup int) string {
+		var msgs []string
+		for i := range memory.BranchHead + keep + 10 {
+			role := []string{"user", "assistant"}[i%2]
+			if i == dup {
+				msgs = append(msgs, fmt.Sprintf(`{"role":%q,"\u0072ole":%q,"content":"m%d"}`, role, role, i))
+				continue
+			}
+			msgs = append(msgs, fmt.Sprintf(`{"role":%q,"content":"m%d"}`, role, i))
+		}
+		msgs = append(msgs, `{"role":"user","content":"and now?"}`)
+		return `{"model":"gpt-4o","messages":[` + strings.Join(msgs, ",") + `]}`
+	}
+	for _, tc := range []struct {
+		name   string
+		dup    int
+		refuse bool
+	}{
+		{"in the head", memory.BranchHead - 1, true},
+		{"unstored", memory.BranchHead, false},
+		{"unstored, last", memory.BranchHead + 9, false},
+		{"among the newest", memory.BranchHead + 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, aerr := Parse(Chat, []byte(body(tc.dup)))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			_, aerr = r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, keep)
+			if refused := aerr != nil; refused != tc.refuse {
+				t.Fatalf("Memory = %v, want refused %v", aerr, tc.refuse)
 			}
 		})
 	}
@@ -157,7 +199,7 @@ func BenchmarkParseChatToStore(b *testing.B) {
 				if aerr != nil {
 					b.Fatal(aerr)
 				}
-				if _, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn); aerr != nil {
+				if _, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, 0); aerr != nil {
 					b.Fatal(aerr)
 				}
 			}

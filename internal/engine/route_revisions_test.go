@@ -86,7 +86,7 @@ func newRoutedCore(t testing.TB, held bool) *routedCore {
 		rc.gate = make(chan struct{})
 		saver = gatedSaver{Saver: reads, gate: rc.gate}
 	}
-	router := record.NewRouter(routerReads{revs, reads}, nil, nil)
+	router := record.NewRouter(routerReads{revs, reads}, nil, 0, nil)
 	rc.cap = record.New(nil, saver, nil, nil, record.Options{Router: router, SaveWait: time.Minute})
 	t.Cleanup(func() {
 		if rc.gate != nil {

@@ -74,6 +74,10 @@ const (
 	DegradedEmbedding = "embedding"
 	// DegradedStore: the memory store is not connected; nothing was loaded.
 	DegradedStore = "store"
+	// DegradedCapture: the request resent more history than one request
+	// stores (capture.max_history_messages): its older messages, past the
+	// first ones, are not stored.
+	DegradedCapture = "capture"
 	// DegradedAll: preparing the prompt failed as a whole; the client's
 	// messages went upstream unchanged.
 	DegradedAll = "all"

@@ -235,6 +235,11 @@ type Exchange struct {
 	// before the guard, or one in the deepest branch a chat may take,
 	// where an edit supersedes).
 	BranchSeed string `json:"branch_seed,omitempty"`
+	// Skipped is how many messages of the client's resent history Prior
+	// leaves out, after its first BranchHead (CutHistory): Prior then
+	// holds the history's first BranchHead messages and its newest. Zero:
+	// Prior is the whole history.
+	Skipped int `json:"skipped,omitempty"`
 	// TraceParent is the W3C traceparent of the traced request that caused
 	// the exchange ("" untraced): it travels through the capture and
 	// enrichment queues so the enrichment's span links back to the request.

@@ -70,6 +70,7 @@ func defaultConfig() gatewayConfig {
 			},
 			MaxBodyBytes: 2 << 20,
 			LoadTimeout:  150 * time.Millisecond,
+			MaxHistory:   2000,
 			Passthrough:  []string{"POST /v1/embeddings", "GET /v1/models", "GET /v1/models/*", "POST /v1/messages/count_tokens"},
 		},
 		ShutdownGrace: 30 * time.Second,

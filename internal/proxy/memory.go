@@ -148,7 +148,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		mreq, aerr := req.Memory(r.Header, id, mode)
+		mreq, aerr := req.Memory(r.Header, id, mode, p.opts.MaxHistory)
 		if aerr != nil {
 			return fail(aerr)
 		}
@@ -175,6 +175,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
+				p.markUnstored(w.Header(), req.Messages)
 				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Messages, at: at, received: received}
 				if implied {
 					// A full-history chat's first turn, stored in the
@@ -206,6 +207,21 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// markUnstored adds memory.DegradedCapture to X-Memory-Degraded, and
+// counts it, when msgs (a request's messages) resend more history than
+// the Capturer stores (Options.MaxHistory, memory.UnstoredSpan).
+func (p *Proxy) markUnstored(h http.Header, msgs []memory.Message) {
+	if from, to := memory.UnstoredSpan(msgs, p.opts.MaxHistory); from == to {
+		return
+	}
+	p.m.degraded.WithLabelValues(memory.DegradedCapture).Inc()
+	if d := h.Get("X-Memory-Degraded"); d != "" {
+		h["X-Memory-Degraded"] = []string{d + "," + memory.DegradedCapture}
+		return
+	}
+	h["X-Memory-Degraded"] = []string{memory.DegradedCapture}
 }
 
 // inject asks the Preparer for the prompt to send and returns the body the

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -438,6 +439,59 @@ func TestRouting(t *testing.T) {
 			if want := tt.want != "c1" && tt.want != memory.DefaultConversation; (ex.BranchSeed != "") != want ||
 				want && ex.BranchSeed != memory.BranchSeed(memory.DefaultTenant, "alice", []memory.Message{{Role: "system", Content: "Be brief."}}) {
 				t.Fatalf("captured BranchSeed %q, want one: %v", ex.BranchSeed, want)
+			}
+		})
+	}
+}
+
+// TestMemoryNamesUnstoredHistory: a request that resends more history
+// than the Capturer stores (Options.MaxHistory past memory.BranchHead)
+// says so in X-Memory-Degraded, after the parts memory left out; one
+// that resends no more, or is not stored (read mode), does not.
+func TestMemoryNamesUnstoredHistory(t *testing.T) {
+	const keep = 4
+	body := func(prior int) string {
+		msgs := []string{`{"role":"system","content":"Be brief."}`}
+		for i := range prior {
+			msgs = append(msgs, fmt.Sprintf(`{"role":%q,"content":"m%d"}`, []string{"user", "assistant"}[i%2], i))
+		}
+		msgs = append(msgs, `{"role":"user","content":"and now?"}`)
+		return `{"model":"gpt-4o","messages":[` + strings.Join(msgs, ",") + `]}`
+	}
+	late := func(_ context.Context, req memory.Request) (memory.Prepared, error) {
+		return memory.Prepared{Messages: memory.Raws(req.Messages), Degraded: []string{memory.DegradedRecall}}, nil
+	}
+	over := memory.BranchHead + keep + 2 // an even count: the history ends with a reply
+	tests := []struct {
+		name  string
+		prior int
+		mode  string
+		prep  preparerFunc
+		want  string
+	}{
+		{"within the bound", memory.BranchHead + keep, "", nil, ""},
+		{"past it", over, "", nil, "capture"},
+		{"past it, recall late", over, "", late, "recall,capture"},
+		{"past it, not stored", over, "read", late, "recall"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok"}))
+			deps := Deps{Resolver: identity.New(nil), Capturer: make(chanCapturer, 1)}
+			if tt.prep != nil {
+				deps.Preparer = tt.prep
+			}
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.MaxHistory = keep }, deps)
+			header := map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"}
+			if tt.mode != "" {
+				header["X-Memory-Mode"] = tt.mode
+			}
+			resp, b := g.post(t, "/v1/chat/completions", body(tt.prior), header)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if got := resp.Header.Get("X-Memory-Degraded"); got != tt.want {
+				t.Fatalf("X-Memory-Degraded %q, want %q", got, tt.want)
 			}
 		})
 	}

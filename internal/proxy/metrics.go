@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memgate_upstream_breaker_state", Help: "Circuit breaker state per upstream host and model, the most open of its tenants' breakers: 0 closed, 1 half-open, 2 open.",
 		}, []string{"host", "model"}),
 		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected) or all.",
+			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected), all, or capture (the request resent more history than one request stores: its older messages went unstored).",
 		}, []string{"part"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_upstream_retries_total", Help: "Upstream attempts retried (could not connect, or 502, 503, 504 before the body).",
@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every part is exported from the start, at 0.
 	for _, part := range []string{memory.DegradedHistory, memory.DegradedSummary, memory.DegradedFacts,
-		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll} {
+		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture} {
 		m.degraded.WithLabelValues(part)
 	}
 	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached} {

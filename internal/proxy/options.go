@@ -30,6 +30,11 @@ type Options struct {
 	// stable part of memory-on /v1/messages prompts; the
 	// X-Memory-Cache-Breakpoints header (on, off) overrides it per request.
 	CacheBreakpoints bool
+	// MaxHistory is the Capturer's bound on the resent history one
+	// exchange stores (record.Options.MaxHistory; 0: none): a request
+	// resending more is answered with X-Memory-Degraded naming
+	// memory.DegradedCapture.
+	MaxHistory int
 }
 
 // Upstream is the API forwarded to: where, with which key, and how

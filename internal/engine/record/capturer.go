@@ -155,6 +155,11 @@ type Options struct {
 	// there is no capture queue to hand it to; it doubles up to RetryMax
 	// (defaults 100ms and 30s). The first retry is immediate.
 	RetryBase, RetryMax time.Duration
+	// MaxHistory bounds the resent history one exchange stores and
+	// aligns (memory.CutHistory): its first memory.BranchHead messages and
+	// its MaxHistory newest; the messages between are left unstored,
+	// counted. Zero: no bound.
+	MaxHistory int
 	// MaxAttempts is how many times an exchange failing with an error that
 	// is neither invalid input nor an unreachable store is tried before it is
 	// set aside as a dead letter (default 8: about 13s of retries at the
@@ -353,6 +358,7 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 	if ex.At.IsZero() {
 		ex.At = start.UTC()
 	}
+	ex = c.cut(ex)
 	ex, err := c.prepare(ex)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("encode").Inc()
@@ -477,6 +483,24 @@ func (c *Capturer) drop(ctx context.Context, ex memory.Exchange, reason string) 
 	c.metrics.dropped.Inc()
 	c.logger.ErrorContext(ctx, "capture dropped an exchange", "reason", reason,
 		"exchange", ex.ID, "request_id", ex.RequestID, "tenant", ex.Tenant, "conversation", ex.Conversation)
+}
+
+// cut bounds the history ex resends to what Options.MaxHistory keeps
+// (memory.CutHistory), before anything else reads it: the work one request
+// leaves to the store, the queues and enrichment stays bounded however
+// many messages it resent. A history cut before (a redelivery) stays as
+// it is.
+func (c *Capturer) cut(ex memory.Exchange) memory.Exchange {
+	if ex.Skipped > 0 {
+		return ex
+	}
+	var n int
+	if ex.Prior, n = memory.CutHistory(ex.Prior, c.opts.MaxHistory); n > 0 {
+		ex.Skipped = n
+		c.metrics.cut.Inc()
+		c.metrics.cutMessages.Add(float64(n))
+	}
+	return ex
 }
 
 // prepare sanitizes and redacts an exchange. It is encoded only when the

@@ -17,6 +17,8 @@ type capturerMetrics struct {
 	waits       prometheus.Counter
 	rerouted    prometheus.Counter
 	enrichLost  prometheus.Counter
+	cut         prometheus.Counter
+	cutMessages prometheus.Counter
 	failures    *prometheus.CounterVec
 	saveSeconds prometheus.Histogram
 	groupSize   prometheus.Histogram
@@ -74,6 +76,14 @@ func newCapturerMetrics() *capturerMetrics {
 			Name: "memgate_capture_enrich_unqueued_total",
 			Help: "Stored exchanges that could not be queued for enrichment (they stay stored).",
 		}),
+		cut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_history_cut_total",
+			Help: "Exchanges whose resent history was longer than capture.max_history_messages (after its first messages): its older messages were left unstored.",
+		}),
+		cutMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_history_unstored_messages_total",
+			Help: "Messages of resent histories left unstored by capture.max_history_messages.",
+		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_failures_total",
 			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait, reroute).",
@@ -93,14 +103,15 @@ func newCapturerMetrics() *capturerMetrics {
 
 // Collectors returns the Capturer's metrics for the caller to register:
 // counters of captured, directly stored (duplicate, erased), queued,
-// dropped, dead-lettered, sanitized and redacted exchanges, failures by
+// dropped, dead-lettered, sanitized and redacted exchanges, histories
+// cut (MaxHistory) and the messages they left unstored, failures by
 // stage, the time to store, and gauges of the exchanges in flight and
 // waiting for retry.
 func (c *Capturer) Collectors() []prometheus.Collector {
 	m := c.metrics
 	return []prometheus.Collector{
 		m.captured, m.queued, m.saved, m.duplicates, m.erased, m.dropped, m.deadLetters, m.redacted,
-		m.sanitized, m.waits, m.rerouted, m.enrichLost, m.failures, m.saveSeconds, m.groupSize,
+		m.sanitized, m.waits, m.rerouted, m.enrichLost, m.cut, m.cutMessages, m.failures, m.saveSeconds, m.groupSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "memgate_capture_retry_waiting",
 			Help: "Exchanges waiting for the queue or the store to come back.",

@@ -134,7 +134,7 @@ func TestCaptureRoutesAgainWhenAnotherChatGotThereFirst(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			st := mustSQLite(t)
 			rs := newRoutingStore(st)
-			r := NewRouter(rs, nil, nil)
+			r := NewRouter(rs, nil, 0, nil)
 			gate := &gatedSaver{routingStore: rs}
 			c := mustCapturer(t, st.Outbox(), gate, nil, Options{Batches: gate, DeadLetters: st, Adopter: st, Router: r, Lanes: 1})
 			o := newOpener(t, r)
@@ -185,7 +185,7 @@ func TestCaptureFirstTurnAfterItsContinuationInABranch(t *testing.T) {
 		t.Run(routed, func(t *testing.T) {
 			st := mustSQLite(t)
 			rs := newRoutingStore(st)
-			r := NewRouter(rs, nil, nil)
+			r := NewRouter(rs, nil, 0, nil)
 			c := mustCapturer(t, st.Outbox(), rs, nil, withStore(Options{Router: r}, rs))
 			o := newOpener(t, r)
 			c.Capture(context.Background(), o.a1)

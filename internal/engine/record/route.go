@@ -38,19 +38,22 @@ type HeadReader interface {
 // forks nothing. Reroute does the same at save time, for an exchange its
 // conversation refused because another chat got there first.
 type Router struct {
-	reader   HeadReader
-	redactor Redactor // nil: text is stored as is
-	logger   *slog.Logger
+	reader     HeadReader
+	redactor   Redactor // nil: text is stored as is
+	maxHistory int      // the Capturer's Options.MaxHistory
+	logger     *slog.Logger
 }
 
 // NewRouter returns a Router reading conversations through reader and
-// comparing messages as redactor (nil: none) would store them; logger may
-// be nil.
-func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Router {
+// comparing messages as redactor (nil: none) would store them, and, of a
+// history longer than the Capturer stores (maxHistory, its
+// Options.MaxHistory; 0: none), its first memory.BranchHead messages
+// only, as the Capturer cuts it (memory.CutHistory); logger may be nil.
+func NewRouter(reader HeadReader, redactor Redactor, maxHistory int, logger *slog.Logger) *Router {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Router{reader: reader, redactor: redactor, logger: logger}
+	return &Router{reader: reader, redactor: redactor, maxHistory: maxHistory, logger: logger}
 }
 
 // Route returns the conversation of a request whose conversation id.Conversation
@@ -59,8 +62,9 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 // counters and, as of them, the conversation's first live messages, one
 // more than the client sent (kept in memory as long as nothing changes
 // the user's messages but the chat's own turns), and compares them
-// with the client's non-system messages, message by message
-// (memory.Parts): when they part at some index, the request belongs to the
+// with the client's non-system messages (of a history the Capturer cuts,
+// its first memory.BranchHead, as the save compares it), message by
+// message (memory.Parts): when they part at some index, the request belongs to the
 // branch that parts there (memory.BranchOf, which holds its history from
 // the first message), checked the same way, up to maxBranchHops branches.
 // A client whose messages the conversation starts with, or which start
@@ -79,8 +83,12 @@ func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Me
 	}
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
+	compared := len(client)
+	if prior, _ := memory.SplitAnswered(client); memory.Unstored(len(prior), r.maxHistory) > 0 {
+		compared = memory.BranchHead // the Capturer cuts it: its save compares no more
+	}
 	rev := r.revisions(ctx, id)
-	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
+	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client[:compared], form)
 	if err != nil {
 		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
 			"tenant", id.Tenant, "conversation", conv, "error", err)
@@ -115,8 +123,7 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 	root := cmp.Or(ex.Root, ex.Conversation)
 	id := ex.Identity
 	id.Conversation = root
-	history := make([]memory.Message, 0, len(ex.Prior)+len(ex.Turn))
-	history = append(append(history, ex.Prior...), ex.Turn...)
+	history := ex.Head()
 	conv, last, err := r.route(ctx, r.revisions(ctx, id), id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
 	if err != nil {
 		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)

@@ -12,20 +12,31 @@ import (
 const AlignSlack = 64
 
 // TailLen is how many of its conversation's newest live messages a save of
-// ex reads to align the history ex resends: none when it resends none.
+// ex reads to align the history ex resends: none when it resends none. A
+// history cut by memory.CutHistory reads as many as its window, and at
+// least memory.BranchHead, so that a conversation holding fewer than its
+// head is read whole (see PlanSave): never more than the cut keeps, however
+// long the client's history.
 func TailLen(ex memory.Exchange) int {
 	if len(ex.Prior) == 0 {
 		return 0
+	}
+	if ex.Skipped > 0 {
+		return max(len(ex.Window()), memory.BranchHead) + AlignSlack
 	}
 	return len(ex.Prior) + AlignSlack
 }
 
 // HeadLen is how many of its conversation's first live messages a save of
-// ex compares the history it resends with (memory.Parts): Prior and Turn
-// when it carries a BranchSeed, else none.
+// ex compares the history it resends with (memory.Parts): the messages of
+// ex.Head (Prior and Turn, or the first memory.BranchHead of a cut
+// history) when it carries a BranchSeed, else none.
 func HeadLen(ex memory.Exchange) int {
 	if ex.BranchSeed == "" {
 		return 0
+	}
+	if ex.Skipped > 0 {
+		return memory.BranchHead
 	}
 	return len(ex.Prior) + len(ex.Turn)
 }
@@ -125,7 +136,7 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 	conv.saved[ex.ID] = true
 	var plan memory.Plan
 	if len(ex.Prior) > 0 {
-		plan = memory.Align(conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):], ex.Prior)
+		plan = align(ex, conv)
 	}
 	if plan.SupersedeFrom > 0 {
 		// The tail holds the newest live messages, so every live message
@@ -160,11 +171,35 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 	return p
 }
 
+// align is how the history ex resends joins conv's live messages. A whole
+// history is aligned with conv's tail (memory.Align). A history cut by
+// memory.CutHistory (ex.Skipped) aligns its window of newest messages with
+// the tail, so a client that resends its whole history, turn after turn,
+// finds the run stored by its previous turn and stores only what is new;
+// while conv holds fewer live messages than the cut's head (a new
+// conversation: all of them are in conv.Head), the head is aligned with
+// them as a whole history would be and the window follows it, so the
+// conversation starts as its client's history does (memory.Parts compares
+// its first messages).
+func align(ex memory.Exchange, conv *SaveConv) memory.Plan {
+	if ex.Skipped == 0 {
+		return memory.Align(conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):], ex.Prior)
+	}
+	if conv.HeadAll && len(conv.Head) < memory.BranchHead {
+		plan := memory.Align(conv.Head, ex.Prior[:memory.BranchHead])
+		window := ex.Window()
+		msgs := make([]memory.Message, 0, len(plan.Prior)+len(window))
+		plan.Prior = append(append(msgs, plan.Prior...), window...)
+		return plan
+	}
+	return memory.Align(conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):], ex.Window())
+}
+
 // parts reports whether head, a conversation's first live messages, parts
-// from the history ex resends (its Prior and Turn; memory.Parts).
+// from the history ex resends (ex.Head: its Prior and Turn, or the first
+// memory.BranchHead messages of a cut one; memory.Parts).
 func parts(head []memory.Message, ex memory.Exchange) bool {
-	history := make([]memory.Message, 0, len(ex.Prior)+len(ex.Turn))
-	return memory.Parts(head, append(append(history, ex.Prior...), ex.Turn...)) >= 0
+	return memory.Parts(head, ex.Head()) >= 0
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -1,0 +1,101 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestCutHistory: a history no longer than BranchHead+keep is kept whole;
+// a longer one keeps its first BranchHead and newest keep messages, in
+// order, and says how many it left out; keep below 1 cuts nothing.
+func TestCutHistory(t *testing.T) {
+	history := func(n int) []Message {
+		out := make([]Message, n)
+		for i := range out {
+			out[i] = Message{Role: "user", Content: fmt.Sprint(i)}
+		}
+		return out
+	}
+	tests := []struct {
+		n, keep, skipped int
+	}{
+		{0, 10, 0},
+		{BranchHead + 10, 10, 0},
+		{BranchHead + 11, 10, 1},
+		{60000, 2000, 60000 - BranchHead - 2000},
+		{60000, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.n, "/", tt.keep), func(t *testing.T) {
+			h := history(tt.n)
+			cut, skipped := CutHistory(h, tt.keep)
+			if skipped != tt.skipped || Unstored(tt.n, tt.keep) != tt.skipped {
+				t.Fatalf("skipped %d (Unstored %d), want %d", skipped, Unstored(tt.n, tt.keep), tt.skipped)
+			}
+			want := h
+			if skipped > 0 {
+				want = append(slices.Clone(h[:BranchHead]), h[tt.n-tt.keep:]...)
+			}
+			if !slices.EqualFunc(cut, want, func(a, b Message) bool { return a.Content == b.Content }) {
+				t.Fatalf("cut %d messages, not the head and the newest", len(cut))
+			}
+			ex := Exchange{Prior: cut, Skipped: skipped}
+			if w := ex.Window(); skipped > 0 && len(w) != tt.keep || skipped == 0 && len(w) != len(cut) {
+				t.Fatalf("window of %d messages", len(w))
+			}
+		})
+	}
+}
+
+// TestUnstoredSpan: the non-system messages of a request outside the span
+// UnstoredSpan returns are exactly the resent history CutHistory keeps
+// and the turn, whatever the system messages and the turn's length.
+func TestUnstoredSpan(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		prior, turn   int
+		systemEvery   int // a system message before every n-th message (0: none)
+		keep, skipped int
+	}{
+		{"short", 10, 1, 0, 4, 0},
+		{"at the bound", BranchHead + 4, 1, 0, 4, 0},
+		{"past it", BranchHead + 40, 1, 0, 4, 36},
+		{"with system messages and a tool turn", BranchHead + 40, 3, 7, 4, 36},
+		{"no cut", 1000, 1, 0, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var msgs, nonSystem []Message
+			for i := range tt.prior + tt.turn {
+				if tt.systemEvery > 0 && i%tt.systemEvery == 0 {
+					msgs = append(msgs, Message{Role: "system", Content: fmt.Sprint("s", i)})
+				}
+				role := []string{"user", "assistant"}[i%2]
+				if i >= tt.prior {
+					role = "tool"
+				}
+				if i == tt.prior-1 {
+					role = "assistant"
+				}
+				m := Message{Role: role, Content: fmt.Sprint(i)}
+				msgs, nonSystem = append(msgs, m), append(nonSystem, m)
+			}
+			prior, turn := SplitAnswered(nonSystem)
+			cut, skipped := CutHistory(prior, tt.keep)
+			if skipped != tt.skipped {
+				t.Fatalf("CutHistory skipped %d, want %d", skipped, tt.skipped)
+			}
+			from, to := UnstoredSpan(msgs, tt.keep)
+			var outside []Message
+			for i, m := range msgs {
+				if !IsSystem(m.Role) && (i < from || i >= to) {
+					outside = append(outside, m)
+				}
+			}
+			want := append(slices.Clone(cut), turn...)
+			if !slices.EqualFunc(outside, want, func(a, b Message) bool { return a.Content == b.Content }) {
+				t.Fatalf("outside the span [%d, %d): %d messages, want the %d kept", from, to, len(outside), len(want))
+			}
+		})
+	}
+}
