@@ -175,7 +175,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
-				p.markUnstored(w.Header(), req.Messages)
+				p.markUnstored(w.Header(), x, req.Messages)
 				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Messages, at: at, received: received}
 				if implied {
 					// A full-history chat's first turn, stored in the
@@ -209,14 +209,15 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 	}
 }
 
-// markUnstored adds memory.DegradedCapture to X-Memory-Degraded, and
-// counts it, when msgs (a request's messages) resend more history than
+// markUnstored adds memory.DegradedCapture to X-Memory-Degraded and to
+// x's access-log line, and counts it, when msgs (a request's messages) resend more history than
 // the Capturer stores (Options.MaxHistory, memory.UnstoredSpan).
-func (p *Proxy) markUnstored(h http.Header, msgs []memory.Message) {
+func (p *Proxy) markUnstored(h http.Header, x *server.Exchange, msgs []memory.Message) {
 	if from, to := memory.UnstoredSpan(msgs, p.opts.MaxHistory); from == to {
 		return
 	}
 	p.m.degraded.WithLabelValues(memory.DegradedCapture).Inc()
+	x.AddDegraded(memory.DegradedCapture)
 	if d := h.Get("X-Memory-Degraded"); d != "" {
 		h["X-Memory-Degraded"] = []string{d + "," + memory.DegradedCapture}
 		return

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -492,6 +493,20 @@ func TestMemoryNamesUnstoredHistory(t *testing.T) {
 			}
 			if got := resp.Header.Get("X-Memory-Degraded"); got != tt.want {
 				t.Fatalf("X-Memory-Degraded %q, want %q", got, tt.want)
+			}
+			// The access-log line names the same parts.
+			var line struct {
+				Degraded *string `json:"degraded"`
+			}
+			for l := range strings.Lines(g.logs.String()) {
+				if strings.Contains(l, `"msg":"request"`) {
+					if err := json.Unmarshal([]byte(l), &line); err != nil {
+						t.Fatalf("access log %q: %v", l, err)
+					}
+				}
+			}
+			if got := cmp.Or(line.Degraded, new(string)); *got != tt.want {
+				t.Fatalf("access log degraded %q, want %q", *got, tt.want)
 			}
 		})
 	}

@@ -79,6 +79,21 @@ func (x *Exchange) SetMemory(sent, saved int, degraded string) {
 	}
 }
 
+// AddDegraded adds part to the degraded parts the access-log line names,
+// after those SetMemory recorded (a part found once memory was prepared:
+// history the request resent that is left unstored).
+func (x *Exchange) AddDegraded(part string) {
+	switch {
+	case x == nil:
+	case x.mem == nil:
+		x.mem = &memoryNote{degraded: part}
+	case x.mem.degraded == "":
+		x.mem.degraded = part
+	default:
+		x.mem.degraded += "," + part
+	}
+}
+
 // AuthFailed records that the request presented a key (or a login) that
 // was refused; a FailureLimiter in front of the route counts it against the
 // client.
