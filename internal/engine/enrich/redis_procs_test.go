@@ -74,14 +74,11 @@ func redisEnrichOptions(o EnrichOptions, p *redisProc, consumer string) EnrichOp
 // Enricher makes once armed.
 type watchedQueue struct {
 	*redisstore.Queue
-	armed atomic.Bool
-	calls atomic.Int64
+	callWatch
 }
 
 func (q *watchedQueue) Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error) {
-	if q.armed.Load() {
-		q.calls.Add(1)
-	}
+	q.note()
 	return q.Queue.Claim(ctx, consumer, max, staleAfter, block)
 }
 

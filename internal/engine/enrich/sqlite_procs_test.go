@@ -36,22 +36,30 @@ func mustSQLiteAt(tb testing.TB, path string) *sqlite.Store {
 // without a lease.
 type watchedOutbox struct {
 	*sqlite.Outbox
-	armed atomic.Bool
-	calls atomic.Int64
+	callWatch
 }
 
 func (o *watchedOutbox) Claim(ctx context.Context, consumer string, max int, staleAfter, block time.Duration) ([]memory.Delivery, error) {
-	if o.armed.Load() {
-		o.calls.Add(1)
-	}
+	o.note()
 	return o.Outbox.Claim(ctx, consumer, max, staleAfter, block)
 }
 
 func (o *watchedOutbox) Lease(ctx context.Context, consumer string, ttl time.Duration) (bool, bool, error) {
-	if o.armed.Load() {
-		o.calls.Add(1)
-	}
+	o.note()
 	return o.Outbox.Lease(ctx, consumer, ttl)
+}
+
+// callWatch counts the calls a watched queue or outbox notes once armed.
+type callWatch struct {
+	armed atomic.Bool
+	calls atomic.Int64
+}
+
+// note counts a call if w is armed.
+func (w *callWatch) note() {
+	if w.armed.Load() {
+		w.calls.Add(1)
+	}
 }
 
 // sqliteEnrichOptions returns o as the gateway wires an Enricher over a

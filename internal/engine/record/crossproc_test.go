@@ -2,14 +2,12 @@ package record
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/testenv"
 )
 
 // racingStore is one process's handle on a shared store, stretching the
@@ -82,17 +80,7 @@ func (s racingStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) (
 // conversation nothing.
 func TestTwoProcessesFirstTurnRacingItsContinuation(t *testing.T) {
 	const rounds = 10
-	stores := map[string]func(t *testing.T) (sharedStore, sharedStore){
-		"sqlite": func(t *testing.T) (sharedStore, sharedStore) {
-			path := filepath.Join(t.TempDir(), "memgate.db")
-			return mustSQLiteAt(t, path), mustSQLiteAt(t, path)
-		},
-		"postgres": func(t *testing.T) (sharedStore, sharedStore) {
-			url := testenv.PostgresURL(t) // one database, two handles
-			return mustPostgresAt(t, url), mustPostgresAt(t, url)
-		},
-	}
-	for name, open := range stores {
+	for name, open := range sharedStores() {
 		for _, via := range []string{"capturer", "worker"} {
 			t.Run(name+"/first turn stored by the "+via, func(t *testing.T) {
 				s1, s2 := open(t)

@@ -47,6 +47,22 @@ func (g gatewayReads) SaveExchanges(ctx context.Context, exs []memory.Exchange) 
 }
 
 // newGatewayReads returns a gateway's cache over its handle st.
+// sharedStores opens, by store name, two handles on one fresh store (a
+// SQLite file both open, one PostgreSQL database), as two gateways hold
+// them.
+func sharedStores() map[string]func(t *testing.T) (sharedStore, sharedStore) {
+	return map[string]func(t *testing.T) (sharedStore, sharedStore){
+		"sqlite": func(t *testing.T) (sharedStore, sharedStore) {
+			path := filepath.Join(t.TempDir(), "memgate.db")
+			return mustSQLiteAt(t, path), mustSQLiteAt(t, path)
+		},
+		"postgres": func(t *testing.T) (sharedStore, sharedStore) {
+			url := testenv.PostgresURL(t) // one database, two handles
+			return mustPostgresAt(t, url), mustPostgresAt(t, url)
+		},
+	}
+}
+
 func newGatewayReads(st sharedStore) gatewayReads {
 	return gatewayReads{sharedStore: st, reads: cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)}
 }
@@ -70,17 +86,7 @@ func newGateway(tb testing.TB, st sharedStore) gateway {
 // conversation, each once, in order, the one its next request (at either
 // gateway) is routed to; the default conversation keeps nothing.
 func TestTwoGatewaysChatsSharingAnOpener(t *testing.T) {
-	stores := map[string]func(t *testing.T) (sharedStore, sharedStore){
-		"sqlite": func(t *testing.T) (sharedStore, sharedStore) {
-			path := filepath.Join(t.TempDir(), "memgate.db")
-			return mustSQLiteAt(t, path), mustSQLiteAt(t, path)
-		},
-		"postgres": func(t *testing.T) (sharedStore, sharedStore) {
-			url := testenv.PostgresURL(t) // one database, two handles
-			return mustPostgresAt(t, url), mustPostgresAt(t, url)
-		},
-	}
-	for name, open := range stores {
+	for name, open := range sharedStores() {
 		for _, order := range []string{"chat A stored first", "chat B stored first"} {
 			t.Run(name+"/"+order, func(t *testing.T) {
 				s1, s2 := open(t)

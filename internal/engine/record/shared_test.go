@@ -63,14 +63,7 @@ func TestSharedQueueKeepsTheOrderAcrossGateways(t *testing.T) {
 			}
 			b.Capture(context.Background(), next)
 
-			wq, _ := mustRedisQueue(t, prefix)
-			wo := workerWithStore(fastWorker(), pg)
-			wo.Lease = wq
-			mustRunWorker(t, NewWorker(wq, pg, nil, wo))
-			waitFor(t, "capture queue drained", func() bool {
-				n, err := wq.Pending(context.Background())
-				return err == nil && n == 0
-			})
+			wq := drainInto(t, prefix, pg)
 			if got, want := strings.Join(texts(t, pg, first.Identity), " "), "q1 a1 q2 a2"; got != want {
 				t.Fatalf("conversation reads %q, want %q", got, want)
 			}
@@ -231,6 +224,17 @@ func TestSharedQueueHoldsTurnsBehindAnOlderGatewaysTurn(t *testing.T) {
 	if got := value(t, b.metrics.queued); got != 1 {
 		t.Fatalf("the new gateway queued %v turns, want 1 (behind the older gateway's)", got)
 	}
+	drainInto(t, prefix, pg)
+	if got, want := strings.Join(texts(t, pg, first.Identity), " "), "q1 a1 q2 a2"; got != want {
+		t.Fatalf("conversation reads %q, want %q", got, want)
+	}
+}
+
+// drainInto runs a worker on the Redis capture queue under prefix, storing
+// into pg, and waits until it has drained the queue; it returns the
+// worker's queue handle.
+func drainInto(t *testing.T, prefix string, pg *postgres.Store) *redis.Queue {
+	t.Helper()
 	wq, _ := mustRedisQueue(t, prefix)
 	wo := workerWithStore(fastWorker(), pg)
 	wo.Lease = wq
@@ -239,9 +243,7 @@ func TestSharedQueueHoldsTurnsBehindAnOlderGatewaysTurn(t *testing.T) {
 		n, err := wq.Pending(context.Background())
 		return err == nil && n == 0
 	})
-	if got, want := strings.Join(texts(t, pg, first.Identity), " "), "q1 a1 q2 a2"; got != want {
-		t.Fatalf("conversation reads %q, want %q", got, want)
-	}
+	return wq
 }
 
 // TestConvKeyHoldsNoID: the name a shared queue keeps for a conversation

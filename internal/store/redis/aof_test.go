@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,76 +30,40 @@ func counted(t *testing.T, r *aofRewriter, result string) float64 {
 // interval later; a refusal is counted and the loop goes on. Counted, not
 // timed: the wait is held by the test.
 func TestAOFRewritesAreSpacedOut(t *testing.T) {
-	var (
-		mu      sync.Mutex
-		runs    int
-		results = []string{aofStarted, aofBusy, aofStarted, aofRefused}
-		waits   []time.Duration
-		waited  = make(chan struct{}, 10) // one per interval the test lets pass
-	)
+	p := testenv.NewPaced()
+	results := []string{aofStarted, aofBusy, aofStarted, aofRefused}
 	run := func(context.Context) (string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		res := results[min(runs, len(results)-1)]
-		runs++
+		res := results[min(p.Run(), len(results)-1)]
 		if res == aofStarted {
 			return res, nil
 		}
 		return res, errors.New(res)
 	}
-	wait := func(ctx context.Context, d time.Duration) {
-		mu.Lock()
-		waits = append(waits, d)
-		mu.Unlock()
-		select {
-		case <-waited:
-		case <-ctx.Done():
-		}
-	}
-	r := startAOFRewriter(run, wait, nil)
+	r := startAOFRewriter(run, p.Wait, nil)
 	defer r.stop()
-	state := func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return runs, len(waits)
-	}
-	until := func(what string, cond func(runs, waits int) bool) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Millisecond) {
-			if n, w := state(); cond(n, w) {
-				return
-			}
-			if time.Now().After(deadline) {
-				n, w := state()
-				t.Fatalf("timed out waiting for %s: %d runs, %d waits", what, n, w)
-			}
-		}
-	}
 
 	r.request()
-	until("the first request", func(n, _ int) bool { return n == 1 })
+	p.Until(t, "the first request", func(n, _ int) bool { return n == 1 })
 	for range 50 { // an erasure loop
 		r.request()
 	}
-	until("the next request to wait out the interval", func(_, w int) bool { return w == 1 })
-	if n, _ := state(); n != 1 {
+	p.Until(t, "the next request to wait out the interval", func(_, w int) bool { return w == 1 })
+	if n, _ := p.State(); n != 1 {
 		t.Fatalf("%d requests before the interval passed, want 1", n)
 	}
-	mu.Lock()
-	if d := waits[0]; d <= 0 || d > aofInterval {
+	if d := p.Waited(0); d <= 0 || d > aofInterval {
 		t.Errorf("waited %v, want within (0, %v]", d, aofInterval)
 	}
-	mu.Unlock()
-	waited <- struct{}{}
-	until("one request for the 50 purges, which finds a rewrite running", func(n, _ int) bool { return n == 2 })
-	until("the busy request asked again after an interval", func(_, w int) bool { return w == 2 })
-	waited <- struct{}{}
-	until("the request made again", func(n, _ int) bool { return n == 3 })
+	p.Pass()
+	p.Until(t, "one request for the 50 purges, which finds a rewrite running", func(n, _ int) bool { return n == 2 })
+	p.Until(t, "the busy request asked again after an interval", func(_, w int) bool { return w == 2 })
+	p.Pass()
+	p.Until(t, "the request made again", func(n, _ int) bool { return n == 3 })
 	r.request()
-	until("a later purge's request to wait its turn", func(_, w int) bool { return w == 3 })
-	waited <- struct{}{}
-	until("the later request, refused", func(n, _ int) bool { return n == 4 })
-	until("the refusal counted", func(int, int) bool { return counted(t, r, aofRefused) == 1 })
+	p.Until(t, "a later purge's request to wait its turn", func(_, w int) bool { return w == 3 })
+	p.Pass()
+	p.Until(t, "the later request, refused", func(n, _ int) bool { return n == 4 })
+	p.Until(t, "the refusal counted", func(int, int) bool { return counted(t, r, aofRefused) == 1 })
 	for result, want := range map[string]float64{aofStarted: 2, aofBusy: 1, aofRefused: 1} {
 		if got := counted(t, r, result); got != want {
 			t.Errorf("memgate_redis_aof_rewrites_total{result=%q} = %v, want %v", result, got, want)

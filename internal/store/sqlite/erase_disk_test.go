@@ -138,36 +138,19 @@ func TestErasedIDsAtRest(t *testing.T) {
 // liveRowsHolding names the tables of db with a row holding needle in any
 // column (read as bytes), to say where the file's bytes come from.
 func liveRowsHolding(ctx context.Context, db *sql.DB, needle string) ([]string, error) {
-	var names []string
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	names, err := queryStrings(ctx, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		names = append(names, name)
-	}
-	rows.Close()
 	var where []string
 	for _, name := range names {
-		var cols []string
-		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, name)
+		cols, err := queryStrings(ctx, db, `SELECT name FROM pragma_table_info(?)`, name)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var col string
-			if err := rows.Scan(&col); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			cols = append(cols, fmt.Sprintf(`instr(CAST("%s" AS BLOB), CAST(?1 AS BLOB)) > 0`, col))
+		for i, col := range cols {
+			cols[i] = fmt.Sprintf(`instr(CAST("%s" AS BLOB), CAST(?1 AS BLOB)) > 0`, col)
 		}
-		rows.Close()
 		if len(cols) == 0 {
 			continue
 		}
@@ -181,4 +164,22 @@ func liveRowsHolding(ctx context.Context, db *sql.DB, needle string) ([]string, 
 		}
 	}
 	return where, nil
+}
+
+// queryStrings returns the single text column of q's rows.
+func queryStrings(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

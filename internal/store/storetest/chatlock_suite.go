@@ -26,21 +26,12 @@ type ChatLockStore interface {
 // their cleanup.
 func RunChatLocks(t *testing.T, open func(t *testing.T) (ChatLockStore, ChatLockStore)) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, a, b ChatLockStore)
-	}{
+	runPairs(t, open, []pairCase[ChatLockStore]{
 		{"HeldAgainstAnotherHandle", testChatLockHeld},
 		{"OtherChatsGoOn", testChatLockOtherChats},
 		{"OneHolderAtATime", testChatLockExclusive},
 		{"OverlappingSetsNeverDeadlock", testChatLockOverlapping},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, b := open(t)
-			tt.run(t, a, b)
-		})
-	}
+	})
 }
 
 // chat is a chat's derived conversation, of user.

@@ -29,20 +29,12 @@ type KeyLeases interface {
 // Stores on one SQLite file, two Redis clients).
 func RunLeaser(t *testing.T, open func(t *testing.T) (a, b Leaser)) {
 	t.Helper()
-	for _, tt := range []struct {
-		name string
-		run  func(t *testing.T, a, b Leaser)
-	}{
+	runPairs(t, open, []pairCase[Leaser]{
 		{"OneHolderAtATime", testLeaseOneHolder},
 		{"RunsOutWithoutRenewal", testLeaseRunsOut},
 		{"ReleaseHandsOver", testLeaseRelease},
 		{"RefusesNoConsumerOrTTL", testLeaseInvalid},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			a, b := open(t)
-			tt.run(t, a, b)
-		})
-	}
+	})
 }
 
 // mustLease takes or renews consumer's lease, checking what it reports.
@@ -121,20 +113,12 @@ func testLeaseInvalid(t *testing.T, a, _ Leaser) {
 // handles on one fresh set of leases, as two processes hold them.
 func RunKeyLeases(t *testing.T, open func(t *testing.T) (a, b KeyLeases)) {
 	t.Helper()
-	for _, tt := range []struct {
-		name string
-		run  func(t *testing.T, a, b KeyLeases)
-	}{
+	runPairs(t, open, []pairCase[KeyLeases]{
 		{"EachKeyOneHolder", testKeysOneHolder},
 		{"RunOutWithoutRenewal", testKeysRunOut},
 		{"ReleaseOnlyOwn", testKeysRelease},
 		{"RefuseNoHolderOrTTL", testKeysInvalid},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			a, b := open(t)
-			tt.run(t, a, b)
-		})
-	}
+	})
 }
 
 // mustLeaseKeys takes or renews holder's leases on keys and checks which
