@@ -236,12 +236,15 @@ func TestErasureReachesTheOtherGatewaysMemory(t *testing.T) {
 	say("trip", user("I live in Porto and I prefer aisle seats."))
 	say("trip", user("Remind me to renew my passport before the trip."))
 	say("trip", user("The bookshop Lello was lovely."))
+	// Every turn's enrichment, whichever gateway leased the conversation
+	// (a turn the other one claimed waits for its lease): the pins of the
+	// first two turns and the third's passage.
 	eventually(t, "the pins and the passages", func() bool {
-		var facts struct{ Data []json.RawMessage }
-		var found json.RawMessage
+		var facts, found json.RawMessage
 		apiCall(t, http.MethodGet, a+"/v1/memory/users/alice/facts", nil, nil, &facts)
 		apiCall(t, http.MethodPost, a+"/v1/memory/search", nil, map[string]any{"user": "alice", "query": "bookshop"}, &found)
-		return len(facts.Data) >= 2 && strings.Contains(string(found), "Lello")
+		return strings.Contains(string(facts), "aisle") && strings.Contains(string(facts), "passport") &&
+			strings.Contains(string(found), "Lello")
 	})
 	// B's memory, warm: the trip's recent turns; the pins, in another
 	// conversation; the recalled block a full-history client's question

@@ -83,7 +83,7 @@ var layers = map[string]layer{
 	"internal/store/sqlite":    {"SQL for the embedded store; ranks a too-large user's candidates with internal/ranking", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/ranking", "internal/store/contract", "internal/store/search", "internal/telemetry", "internal/vec", "migrations/sqlite"})},
 	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/store/contract", "internal/store/search", "internal/telemetry", "migrations/postgres"})},
 	"internal/store/redis":     {"the Redis Streams queues beside the PostgreSQL store: commands only", domain},
-	"internal/store/storetest": {"the contract suites every store runs, and the engine cache they run the freshness suite through", with(domain, []string{"internal/engine/cache"})},
+	"internal/store/storetest": {"the contract suites every store runs, the engine cache they run the freshness suite through, and the stores' shared contract code (its migrations and errors) they check against", with(domain, []string{"internal/engine/cache", "internal/store/contract"})},
 
 	// Surfaces beside the proxy.
 	"internal/admin":     {"the management API", with(domain, []string{"internal/apierr", "internal/dialect", "internal/engine/record", "internal/identity", "internal/server"})},
