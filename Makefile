@@ -29,7 +29,7 @@ services:
 ## test: every test, against real PostgreSQL + pgvector and Redis, and the inspector in headless Chromium. Fails if any is missing.
 test: services
 	MEMGATE_TEST_POSTGRES_URL="$(PGBASE)" MEMGATE_TEST_REDIS_URL="$(REDISURL)" \
-		$(GO) test -race -count=1 -timeout 20m $(PKGS)
+		$(GO) test -race -count=1 -timeout 40m $(PKGS)
 
 ## test-short: unit tests only (integration tests skip under -short).
 test-short:
