@@ -167,18 +167,12 @@ type toolCallView struct {
 
 // rawMessage is what a page reads of a message's raw JSON.
 type rawMessage struct {
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ToolCallID string          `json:"tool_call_id"`
-	Refusal    string          `json:"refusal"`
-	Reasoning  string          `json:"reasoning_content"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
+	Content    json.RawMessage   `json:"content"`
+	Name       string            `json:"name"`
+	ToolCallID string            `json:"tool_call_id"`
+	Refusal    string            `json:"refusal"`
+	Reasoning  string            `json:"reasoning_content"`
+	ToolCalls  []memory.ToolCall `json:"tool_calls"`
 }
 
 // viewMessage reads a stored message for display: its text (content parts

@@ -173,7 +173,7 @@ func benchToolHistory(r *rand.Rand, n int, seq0 int64) []memory.Message {
 		q, _ := json.Marshal(map[string]string{"role": "user", "content": benchText(r)})
 		add(ex, 0, q)
 		if ex%2 == 1 {
-			calls := make([]toolCall, 2+r.IntN(2))
+			calls := make([]memory.ToolCall, 2+r.IntN(2))
 			for k := range calls {
 				args := map[string]any{"query": benchText(r), "filters": map[string]any{
 					"from": "2026-01-01", "to": "2026-02-01", "tags": []string{"budget", "travel", "home"},

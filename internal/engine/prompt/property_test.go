@@ -70,20 +70,10 @@ func (g *convGen) msg(role, content string) memory.Message {
 	return m
 }
 
-// toolCall is a tool call of an assistant message, as the wire holds it.
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 // toolUnit is an assistant message calling 1–3 tools and their results.
 func (g *convGen) toolUnit() []memory.Message {
 	n := 1 + g.r.IntN(3)
-	calls := make([]toolCall, n)
+	calls := make([]memory.ToolCall, n)
 	var out []memory.Message
 	for i := range calls {
 		g.call++
