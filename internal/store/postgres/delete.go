@@ -83,7 +83,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		return fmt.Errorf("postgres: delete conversation %s: %w", id.Conversation, err)
 	}
 	s.index.Forget(id.Tenant, id.User) // stale already (the deletes moved the counts)
-	s.vacuum.request()
+	s.vacuum.Request()
 	return nil
 }
 
@@ -138,7 +138,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		return fmt.Errorf("postgres: delete user: %w", err)
 	}
 	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
-	s.vacuum.request()
+	s.vacuum.Request()
 	return nil
 }
 

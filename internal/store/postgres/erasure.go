@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // Erasure on PostgreSQL, by the erasure contract (storetest.RunErasure).
@@ -80,23 +80,6 @@ func guard(ctx context.Context, tx pgx.Tx, tenant, user string, since time.Time)
 	return nil
 }
 
-// vacuumer runs the post-erasure VACUUM in the background, one at a time:
-// requests that arrive while one runs are served by a single next run, and
-// runs start at least vacuumInterval apart, so erasures in a loop (a
-// tenant's admin deleting ids one by one) keep PostgreSQL vacuuming at most
-// one run an interval instead of back to back. The erased rows are
-// already unreadable by any query when the erasure commits; the wait only
-// delays when their space is reclaimed and their index entries go.
-type vacuumer struct {
-	kick chan struct{}
-	// run vacuums the erased tables; wait returns after d or when ctx
-	// ends. Both are fields so a test can count runs and hold the wait.
-	run  func(ctx context.Context) error
-	wait func(ctx context.Context, d time.Duration)
-	// stop cancels a running VACUUM and waits for the loop to end.
-	stop func()
-}
-
 // vacuumTimeout bounds one post-erasure VACUUM.
 const vacuumTimeout = 30 * time.Minute
 
@@ -104,77 +87,29 @@ const vacuumTimeout = 30 * time.Minute
 // post-erasure VACUUM runs of one store.
 const vacuumInterval = time.Minute
 
-// newVacuumer starts the background loop; stop ends it.
-func newVacuumer(pool *pgxpool.Pool, logger *slog.Logger) *vacuumer {
-	run := func(ctx context.Context) error {
+// newVacuumer returns the loop that runs the post-erasure VACUUM in the
+// background, one at a time: requests that arrive while one runs are
+// served by a single next run, and runs start at least vacuumInterval
+// apart, so erasures in a loop (a tenant's admin deleting ids one by one)
+// keep PostgreSQL vacuuming at most one run an interval instead of back to
+// back. The erased rows are already unreadable by any query when the
+// erasure commits; the wait only delays when their space is reclaimed and
+// their index entries go.
+func newVacuumer(pool *pgxpool.Pool, logger *slog.Logger) *pace.Loop {
+	return pace.New(vacuumInterval, func(ctx context.Context) {
+		start := time.Now()
+		vctx, cancel := context.WithTimeout(ctx, vacuumTimeout)
+		defer cancel()
 		// INDEX_CLEANUP ON: without it VACUUM may skip the indexes when few
 		// rows died, leaving the erased rows' index entries in place.
-		_, err := pool.Exec(ctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", "))
-		return err
-	}
-	return startVacuumer(run, sleep, logger)
-}
-
-// startVacuumer starts a vacuumer's loop with its run and wait.
-func startVacuumer(run func(context.Context) error, wait func(context.Context, time.Duration), logger *slog.Logger) *vacuumer {
-	ctx, cancel := context.WithCancel(context.Background())
-	v := &vacuumer{kick: make(chan struct{}, 1), run: run, wait: wait}
-	var wg sync.WaitGroup
-	wg.Go(func() { v.loop(ctx, logger) })
-	v.stop = func() { cancel(); wg.Wait() }
-	return v
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-// request asks for a VACUUM after the current one (if any); it never blocks.
-func (v *vacuumer) request() {
-	select {
-	case v.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (v *vacuumer) loop(ctx context.Context, logger *slog.Logger) {
-	var last time.Time // when the last run started
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-v.kick:
-		}
-		if !last.IsZero() {
-			if d := vacuumInterval - time.Since(last); d > 0 {
-				v.wait(ctx, d)
-				if ctx.Err() != nil {
-					return
-				}
-				select { // requests made meanwhile are served by this run
-				case <-v.kick:
-				default:
-				}
-			}
-		}
-		last = time.Now()
-		vctx, cancel := context.WithTimeout(ctx, vacuumTimeout)
-		err := v.run(vctx)
-		cancel()
-		if err != nil {
+		if _, err := pool.Exec(vctx, "VACUUM (INDEX_CLEANUP ON) "+strings.Join(erasedTables, ", ")); err != nil {
 			if ctx.Err() == nil {
 				logger.Warn("postgres: VACUUM after erasure failed; autovacuum will reclaim the rows later", "err", err)
 			}
-			continue
+			return
 		}
-		logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(last))
-	}
+		logger.Info("postgres: vacuumed after erasure", "tables", len(erasedTables), "took", time.Since(start))
+	}, nil)
 }
 
 // lateSQL is contract.CheckLate's query (of message $4 of conversation $3).

@@ -28,6 +28,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/store/search"
 )
 
@@ -47,7 +48,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 	// vacuum reclaims erased rows in the background (erasure.go).
-	vacuum *vacuumer
+	vacuum *pace.Loop
 	// chatLockSlots bounds the connections LockChats holds to half the
 	// pool, so the saves made under them always find one (chatlock.go).
 	chatLockSlots chan struct{}
@@ -141,7 +142,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close stops a running post-erasure VACUUM and closes the pool, waiting
 // for acquired connections to be released.
 func (s *Store) Close() error {
-	s.vacuum.stop()
+	s.vacuum.Stop()
 	s.pool.Close()
 	return nil
 }

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // Redis's append-only file after an erasure.
@@ -47,45 +48,39 @@ const (
 )
 
 // aofRewriter asks Redis to rewrite its append-only file in the
-// background, one request at a time: requests that arrive while one runs
-// are served by a single next one, and requests start at least
-// aofInterval apart, so erasures in a loop ask Redis for at most one
+// background, one request at a time (a pace.Loop): requests that arrive
+// while one runs are served by a single next one, and requests start at
+// least aofInterval apart, so erasures in a loop ask Redis for at most one
 // rewrite an interval. A request made while a rewrite is already running
 // (it may have started before the purge) is made again an interval later.
-// Its loop starts with the first request; stop ends it.
 type aofRewriter struct {
-	kick chan struct{}
-	// run makes one request and says how it went; wait returns after d
-	// or when ctx ends. Both are fields so a test can count requests and
-	// hold the wait.
-	run  func(ctx context.Context) (string, error)
-	wait func(ctx context.Context, d time.Duration)
-
+	// run makes one request and says how it went; a field so a test can
+	// count requests.
+	run      func(ctx context.Context) (string, error)
 	logger   *slog.Logger
 	requests *prometheus.CounterVec
-
-	start, stopOnce sync.Once
-	ctx             context.Context
-	cancel          context.CancelFunc
-	wg              sync.WaitGroup
+	loop     *pace.Loop
+	refused  bool // a refusal was logged at warn already; the loop's alone
 }
 
 // newAOFRewriter returns the rewriter of rdb.
 func newAOFRewriter(rdb redis.UniversalClient, logger *slog.Logger) *aofRewriter {
-	return startAOFRewriter(func(ctx context.Context) (string, error) { return rewriteAOF(ctx, rdb) }, sleep, logger)
+	return startAOFRewriter(func(ctx context.Context) (string, error) { return rewriteAOF(ctx, rdb) }, nil, logger)
 }
 
-// startAOFRewriter returns a rewriter with its run and wait.
+// startAOFRewriter returns a rewriter with its run and its loop's wait
+// (nil: pace.Sleep).
 func startAOFRewriter(run func(context.Context) (string, error), wait func(context.Context, time.Duration), logger *slog.Logger) *aofRewriter {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &aofRewriter{kick: make(chan struct{}, 1), run: run, wait: wait, logger: logger, ctx: ctx, cancel: cancel,
+	r := &aofRewriter{run: run, logger: logger,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_redis_aof_rewrites_total",
 			Help: "Requests for Redis to rewrite its append-only file after a purge, by result: started, aof_off, busy (asked again later), refused (a managed Redis), failed.",
 		}, []string{"result"})}
+	r.loop = pace.New(aofInterval, r.once, wait)
+	return r
 }
 
 // rewriteAOF asks Redis to rewrite its append-only file if it keeps one.
@@ -122,85 +117,37 @@ func refusedOrFailed(err error) string {
 	return aofFailed
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // request asks for a rewrite after the current request (if any); it never
 // blocks.
-func (r *aofRewriter) request() {
-	r.start.Do(func() { r.wg.Go(r.loop) })
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
+func (r *aofRewriter) request() { r.loop.Request() }
 
 // stop ends the loop, waiting for a request in hand.
-func (r *aofRewriter) stop() {
-	r.stopOnce.Do(func() {
-		r.start.Do(func() {}) // no loop starts after stop
-		r.cancel()
-		r.wg.Wait()
-	})
-}
+func (r *aofRewriter) stop() { r.loop.Stop() }
 
-func (r *aofRewriter) loop() {
-	var (
-		last    time.Time // when the last request started
-		refused bool      // a refusal was logged at warn already
-	)
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-r.kick:
+// once makes one request, counts and logs how it went.
+func (r *aofRewriter) once(lctx context.Context) {
+	ctx, cancel := context.WithTimeout(lctx, aofTimeout)
+	result, err := r.run(ctx)
+	cancel()
+	if lctx.Err() != nil {
+		return
+	}
+	r.requests.WithLabelValues(result).Inc()
+	switch result {
+	case aofStarted:
+		r.logger.Info("redis: append-only file rewrite started after a purge")
+	case aofBusy:
+		r.logger.Debug("redis: an append-only file rewrite was running at the purge; asking again later")
+		r.loop.Request()
+	case aofRefused:
+		level := slog.LevelWarn
+		if r.refused {
+			level = slog.LevelDebug
 		}
-		if !last.IsZero() {
-			if d := aofInterval - time.Since(last); d > 0 {
-				r.wait(r.ctx, d)
-				if r.ctx.Err() != nil {
-					return
-				}
-				select { // requests made meanwhile are served by this one
-				case <-r.kick:
-				default:
-				}
-			}
-		}
-		last = time.Now()
-		ctx, cancel := context.WithTimeout(r.ctx, aofTimeout)
-		result, err := r.run(ctx)
-		cancel()
-		if r.ctx.Err() != nil {
-			return
-		}
-		r.requests.WithLabelValues(result).Inc()
-		switch result {
-		case aofStarted:
-			r.logger.Info("redis: append-only file rewrite started after a purge")
-		case aofBusy:
-			r.logger.Debug("redis: an append-only file rewrite was running at the purge; asking again later")
-			select {
-			case r.kick <- struct{}{}:
-			default:
-			}
-		case aofRefused:
-			level := slog.LevelWarn
-			if refused {
-				level = slog.LevelDebug
-			}
-			refused = true
-			r.logger.Log(r.ctx, level, "redis: refused to rewrite its append-only file after a purge (a managed Redis?); purged text stays in that file until Redis rewrites it",
-				"error", err)
-		case aofFailed:
-			r.logger.Warn("redis: could not ask for an append-only file rewrite after a purge", "error", err)
-		}
+		r.refused = true
+		r.logger.Log(lctx, level, "redis: refused to rewrite its append-only file after a purge (a managed Redis?); purged text stays in that file until Redis rewrites it",
+			"error", err)
+	case aofFailed:
+		r.logger.Warn("redis: could not ask for an append-only file rewrite after a purge", "error", err)
 	}
 }

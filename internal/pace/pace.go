@@ -1,0 +1,96 @@
+// Package pace runs a background task on request, coalescing requests and
+// spacing the runs out: the shape of the maintenance a store asks for after
+// an erasure (PostgreSQL's VACUUM, Redis's append-only file rewrite), which
+// an erasure loop must not turn into back-to-back runs.
+package pace
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Loop calls its task on request, one run at a time: requests made while a
+// run is in hand are served by a single next run, and runs start at least
+// an interval apart. The loop's goroutine starts with the first request;
+// Stop ends it.
+type Loop struct {
+	interval time.Duration
+	run      func(ctx context.Context)
+	wait     func(ctx context.Context, d time.Duration)
+	kick     chan struct{}
+
+	start, stopOnce sync.Once
+	ctx             context.Context
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup
+}
+
+// New returns a Loop that runs run at most once an interval. run gets a
+// context that ends when the Loop stops. wait returns after d or when its
+// context ends; nil is Sleep (a test passes its own to hold the interval).
+func New(interval time.Duration, run func(ctx context.Context), wait func(ctx context.Context, d time.Duration)) *Loop {
+	if wait == nil {
+		wait = Sleep
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Loop{interval: interval, run: run, wait: wait, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+}
+
+// Request asks for a run after the one in hand, if any; it never blocks.
+// A run may call it to be run again an interval later.
+func (l *Loop) Request() {
+	l.start.Do(func() { l.wg.Go(l.loop) })
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the loop, cancelling a run in hand and waiting for it to
+// return. Requests after Stop start nothing.
+func (l *Loop) Stop() {
+	l.stopOnce.Do(func() {
+		l.start.Do(func() {}) // no loop starts after Stop
+		l.cancel()
+		l.wg.Wait()
+	})
+}
+
+func (l *Loop) loop() {
+	var last time.Time // when the last run started
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.kick:
+		}
+		if !last.IsZero() {
+			if d := l.interval - time.Since(last); d > 0 {
+				l.wait(l.ctx, d)
+				if l.ctx.Err() != nil {
+					return
+				}
+				select { // requests made meanwhile are served by this run
+				case <-l.kick:
+				default:
+				}
+			}
+		}
+		last = time.Now()
+		l.run(l.ctx)
+		if l.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// Sleep waits d or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
