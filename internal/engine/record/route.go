@@ -59,7 +59,7 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 // cut is what the request's exchange stores of them (memory.CutRequest,
 // made once per request by its owner). It reads the user's revision
 // counters and, as of them, the conversation's first live messages, one
-// more than it compares, (kept in memory as long as nothing changes the
+// more than it compares (kept in memory as long as nothing changes the
 // user's messages but the chat's own turns), and compares them with
 // cut.Head() (the client's non-system messages, or, of a history the cut
 // left messages out of, its first memory.BranchHead: what the save
