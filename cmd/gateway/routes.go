@@ -104,14 +104,14 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		Guard: ui.KeyGuard(resolver, identity.AdminKeyHash(cfg.AdminKey)), Store: eng, Inspect: eng, Footprint: eng, Recall: rc,
 		Pinner: eng, Preparer: eng, Savings: eng, Flush: rec.Flush, Metrics: reg,
 	}, ui.Options{
-		Shares: ui.Shares{Summary: sh.Summary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall}, PreviewModel: cfg.Compaction.Model,
+		Shares: ui.Shares{Summary: sh.Summary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall}, PreviewModel: cfg.Compaction.Model, MaxHistory: cfg.Capture.MaxHistoryMessages,
 		SessionTTL: sec.SessionIdle.D(), SessionMaxAge: sec.SessionMaxAge.D(),
 	}, logger)
 	if err != nil {
 		return nil, err
 	}
 	routes(srv, eng, limiter, manageGuard, p,
-		admin.New(resolver, eng, rc, eng, cfg.MaxBodyBytes, logger),
+		admin.New(resolver, eng, rc, eng, cfg.MaxBodyBytes, cfg.Capture.MaxHistoryMessages, logger),
 		admin.NewImport(resolver, eng, eng, admin.ImportOptions{MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes}, logger),
 		newMCP(cfg, eng, rc, logger).Handler(resolver, cfg.MaxBodyBytes), inspector)
 	return &gatewayHTTP{srv: srv, proxy: p, savings: rec}, nil

@@ -218,14 +218,13 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
-	m.Router = record.NewRouter(cs, red, cfg.Capture.MaxHistoryMessages, logger)
+	m.Router = record.NewRouter(cs, red, logger)
 	// The Capturer and the Worker store a chat's first turn and its
 	// continuation one at a time, with each other and with every process
 	// sharing the store (record.ChatLocks over the store's locks).
 	chats := record.NewChatLocks(b.store)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
-		MaxHistory: cfg.Capture.MaxHistoryMessages})
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease})

@@ -33,21 +33,23 @@ type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 	// Route returns the branch of the conversation id.Conversation,
 	// derived from the history msgs resend, that the history continues
-	// (see engine.Engine.Route), and the user's revision counters it read
-	// (nil: none; a preview reads its own); it never fails.
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions)
+	// (see engine.Engine.Route; cut is msgs' memory.Cut), and the user's
+	// revision counters it read (nil: none; a preview reads its own); it
+	// never fails.
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
 }
 
 // ImpliedConversation is the conversation a memory-on request naming none
 // goes to, as the chat routes place it: memory.ImpliedConversation, and,
 // when that was derived from the history msgs resend, the branch of it
-// p routes the request to.
-func ImpliedConversation(ctx context.Context, p Preparer, id memory.Identity, msgs []memory.Message) string {
+// p routes the request to, comparing what a chat request's exchange would
+// store of msgs (memory.CutRequest with keep, capture.max_history_messages).
+func ImpliedConversation(ctx context.Context, p Preparer, id memory.Identity, msgs []memory.Message, keep int) string {
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	if id.Conversation == memory.DefaultConversation {
 		return id.Conversation
 	}
-	if routed, _ := p.Route(ctx, id, msgs); routed != "" {
+	if routed, _ := p.Route(ctx, id, msgs, memory.CutRequest(msgs, keep)); routed != "" {
 		return routed
 	}
 	return id.Conversation
@@ -60,6 +62,7 @@ type Admin struct {
 	recall   Recall
 	preparer Preparer
 	maxBody  int64
+	keep     int // capture.max_history_messages
 	log      *slog.Logger
 }
 
@@ -67,12 +70,14 @@ type Admin struct {
 // store, recall and preparer may be nil (no resolver: no key opens it, and
 // it answers loopback clients only, for the default tenant; the routes of a
 // missing collaborator answer 503). maxBody caps a preview's body, as it
-// caps a chat request's.
-func New(resolver IdentityResolver, store Store, recall Recall, preparer Preparer, maxBody int64, logger *slog.Logger) *Admin {
+// caps a chat request's; a preview is routed as a chat request whose
+// exchange stores keep newest messages of its resent history
+// (capture.max_history_messages; 0: all).
+func New(resolver IdentityResolver, store Store, recall Recall, preparer Preparer, maxBody int64, keep int, logger *slog.Logger) *Admin {
 	if resolver == nil {
 		resolver = identity.New(nil)
 	}
-	return &Admin{resolver: resolver, store: store, recall: recall, preparer: preparer, maxBody: maxBody, log: logger}
+	return &Admin{resolver: resolver, store: store, recall: recall, preparer: preparer, maxBody: maxBody, keep: keep, log: logger}
 }
 
 // Register adds the management routes to srv. Every one of them is guarded

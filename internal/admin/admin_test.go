@@ -25,7 +25,7 @@ func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.P
 }
 
 // Route leaves every request in its derived conversation.
-func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message) (string, *memory.Revisions) {
+func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) (string, *memory.Revisions) {
 	return id.Conversation, nil
 }
 
@@ -66,7 +66,7 @@ func TestPreview(t *testing.T) {
 		got <- req
 		return memory.Prepared{Messages: append([]json.RawMessage{note}, memory.Raws(req.Messages)...), TokensOriginal: 120, TokensSent: 80, OverBudget: true}, nil
 	})
-	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, 0, slog.New(slog.DiscardHandler)))
 	resp, b := post(t, url+"/v1/memory/preview", chat, map[string]string{"X-Memory-User": "alice", "X-Memory-Budget": "500"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -99,7 +99,7 @@ func TestPreview(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			url := mustAdmin(t, New(identity.New(nil), nil, nil, tt.prep, 1<<20, slog.New(slog.DiscardHandler)))
+			url := mustAdmin(t, New(identity.New(nil), nil, nil, tt.prep, 1<<20, 0, slog.New(slog.DiscardHandler)))
 			resp, b := post(t, url+"/v1/memory/preview", tt.body, tt.header)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
@@ -115,7 +115,7 @@ func TestPreview(t *testing.T) {
 }
 
 func TestUnconfiguredRoutesAnswer503(t *testing.T) {
-	url := mustAdmin(t, New(nil, nil, nil, nil, 1<<20, slog.New(slog.DiscardHandler)))
+	url := mustAdmin(t, New(nil, nil, nil, nil, 1<<20, 0, slog.New(slog.DiscardHandler)))
 	for _, tt := range []struct{ method, path string }{
 		{"GET", "/v1/memory/conversations?user=alice"},
 		{"DELETE", "/v1/memory/users/alice"},
@@ -146,7 +146,7 @@ func (p routingPreparer) Prepare(_ context.Context, req memory.Request) (memory.
 	return memory.Prepared{Messages: memory.Raws(req.Messages)}, nil
 }
 
-func (p routingPreparer) Route(context.Context, memory.Identity, []memory.Message) (string, *memory.Revisions) {
+func (p routingPreparer) Route(context.Context, memory.Identity, []memory.Message, memory.Cut) (string, *memory.Revisions) {
 	return p.branch, nil
 }
 
@@ -168,7 +168,7 @@ func TestPreviewRoutesDerivedConversations(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			prep := routingPreparer{branch: branch, got: make(chan memory.Request, 1)}
-			url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+			url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, 0, slog.New(slog.DiscardHandler)))
 			header := map[string]string{"X-Memory-User": "alice"}
 			for k, v := range tt.header {
 				header[k] = v

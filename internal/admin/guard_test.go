@@ -53,7 +53,7 @@ func TestManagementAPIIsClosedByDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			New(tc.resolver, nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)).Register(srv)
+			New(tc.resolver, nil, nil, prep, 1<<20, 0, slog.New(slog.DiscardHandler)).Register(srv)
 			req := httptest.NewRequest(http.MethodPost, "/v1/memory/preview", strings.NewReader(chat))
 			req.RemoteAddr = tc.remote
 			req.Header.Set("X-Memory-User", "alice")

@@ -9,6 +9,7 @@ import (
 	"github.com/memgate/memgate/internal/apierr"
 	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
 
@@ -66,9 +67,9 @@ func (a *Admin) handlePreview(c echo.Context) error {
 		return apierr.Unavailable("Memory is not configured on this gateway.")
 	}
 	if id.Conversation == "" {
-		id.Conversation = ImpliedConversation(r.Context(), a.preparer, id, req.Messages)
+		id.Conversation = ImpliedConversation(r.Context(), a.preparer, id, req.Messages, a.keep)
 	}
-	mreq, aerr := req.Memory(r.Header, id, mode, 0)
+	mreq, aerr := req.Memory(r.Header, id, mode, memory.Cut{})
 	if aerr != nil {
 		return aerr
 	}

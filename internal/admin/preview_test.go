@@ -20,7 +20,7 @@ func TestPreviewPerAPI(t *testing.T) {
 		got <- req
 		return memory.Prepared{Messages: append(memory.Raws(req.Messages), note), TokensSent: 10}, nil
 	})
-	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, slog.New(slog.DiscardHandler)))
+	url := mustAdmin(t, New(identity.New(nil), nil, nil, prep, 1<<20, 0, slog.New(slog.DiscardHandler)))
 	for _, tc := range []struct {
 		api, body, want string
 		noRecent        bool

@@ -128,15 +128,14 @@ func invalid(err error) *apierr.Error {
 // key twice (memory.RepeatedKey), else it is a 400 naming it: its JSON is
 // stored and replayed verbatim, and an upstream could read another role
 // than the one memgate checked. (The other APIs' messages are memgate's
-// own encoding of the client's.) A message capture leaves unstored (the
-// older resent history past the keep newest that capture stores,
-// memory.UnstoredSpan; keep 0: none) is not checked: it is forwarded as
-// the client sent it, never stored.
-func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, keep int) (memory.Request, *apierr.Error) {
+// own encoding of the client's.) A message capture leaves unstored (cut,
+// the request's memory.Cut of its Messages: r.Messages[cut.From:cut.To];
+// the zero Cut: none) is not checked: it is forwarded as the client sent
+// it, never stored.
+func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cut memory.Cut) (memory.Request, *apierr.Error) {
 	if r.API == Chat && mode.Stores() && id.User != "" {
-		from, to := memory.UnstoredSpan(r.Messages, keep)
 		for i, m := range r.Messages {
-			if from <= i && i < to && !memory.IsSystem(m.Role) {
+			if cut.From <= i && i < cut.To && !memory.IsSystem(m.Role) {
 				continue
 			}
 			if key, dup := memory.RepeatedKey(m.Raw); dup {

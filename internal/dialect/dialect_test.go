@@ -48,7 +48,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("parsed %+v", r)
 			}
 			h := http.Header{"X-Memory-Budget": {"300"}, "X-Memory-Cross": {"off"}}
-			mreq, aerr := r.Memory(h, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, 0)
+			mreq, aerr := r.Memory(h, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
 			if aerr != nil || mreq.Budget != 300 || mreq.CrossConversation || mreq.NoRecent != tt.noRecent || mreq.Model != r.Model {
 				t.Errorf("memory request %+v, %v", mreq, aerr)
 			}
@@ -93,7 +93,7 @@ func TestMemoryRefusesRepeatedKeysWhenStoring(t *testing.T) {
 		{"no user", "", memory.ModeOn, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: tc.user}, tc.mode, 0)
+			_, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: tc.user}, tc.mode, memory.Cut{})
 			if !tc.refuse {
 				if aerr != nil {
 					t.Fatalf("Memory = %v, want no error", aerr)
@@ -141,7 +141,7 @@ func TestMemoryChecksKeysOfWhatIsStored(t *testing.T) {
 			if aerr != nil {
 				t.Fatal(aerr)
 			}
-			_, aerr = r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, keep)
+			_, aerr = r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.CutRequest(r.Messages, keep))
 			if refused := aerr != nil; refused != tc.refuse {
 				t.Fatalf("Memory = %v, want refused %v", aerr, tc.refuse)
 			}
@@ -199,7 +199,7 @@ func BenchmarkParseChatToStore(b *testing.B) {
 				if aerr != nil {
 					b.Fatal(aerr)
 				}
-				if _, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, 0); aerr != nil {
+				if _, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{}); aerr != nil {
 					b.Fatal(aerr)
 				}
 			}

@@ -80,13 +80,13 @@ func (c *Core) waitStored(ctx context.Context, id memory.Identity) (waited, idle
 // a turn was being stored by then). Otherwise it returns nil: a turn of
 // the branch, or one the wait gave up on, could be stored between routing
 // and Prepare, and Prepare's wait could not tell.
-func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
+func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
 	c := e.cur.Load()
 	if c == nil || c.Router == nil {
 		return id.Conversation, nil
 	}
 	_, idle := c.waitStored(ctx, id)
-	conv, rev := c.Router.Route(ctx, id, msgs)
+	conv, rev := c.Router.Route(ctx, id, msgs, cut)
 	if !idle || conv != id.Conversation {
 		rev = nil
 	}

@@ -51,7 +51,7 @@ func (t *tenantTools) preview(ctx context.Context, _ *mcp.CallToolRequest, in pr
 	if id.Conversation == "" {
 		id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, req.Messages)
 	}
-	mreq, aerr := req.Memory(http.Header{}, id, memory.ModeOn, 0)
+	mreq, aerr := req.Memory(http.Header{}, id, memory.ModeOn, memory.Cut{})
 	if aerr != nil {
 		return nil, nil, errInvalid{aerr.Message}
 	}

@@ -57,37 +57,71 @@ func (ex Exchange) Head() []Message {
 	return append(append(head, ex.Prior...), ex.Turn...)
 }
 
-// UnstoredSpan returns the span msgs[from:to] of a request's messages
-// (system ones included) whose non-system messages CutHistory leaves out
-// of the exchange's resent history when it keeps keep newest ones: what
-// capture never stores of the request. from == to when it stores them
-// all.
-func UnstoredSpan(msgs []Message, keep int) (from, to int) {
-	prior := 0 // non-system messages through the last assistant one (SplitAnswered)
-	seen := 0
+// Cut is what one request's exchange stores of the request's messages:
+// computed once per request (CutRequest) by whoever owns the request, and
+// read, never recomputed, by everything that must agree on it: the check
+// of the messages that may be stored, the report that capture leaves some
+// out (X-Memory-Degraded: capture), routing (which compares Head, as the
+// save does) and the exchange itself (Prior, Turn, Skipped).
+type Cut struct {
+	// Prior and Turn are the exchange's (Exchange.Prior, Exchange.Turn):
+	// the request's non-system messages split at the last assistant one
+	// (SplitAnswered), Prior cut by CutHistory.
+	Prior, Turn []Message
+	// Skipped is how many messages CutHistory left out (Exchange.Skipped).
+	Skipped int
+	// From and To locate the messages left out in the request's messages
+	// (system ones included): msgs[From:To] holds them, and the system
+	// messages between them. From == To when none is.
+	From, To int
+}
+
+// CutRequest returns the Cut of a request's messages msgs (system ones
+// included) whose exchange stores, of its resent history, the first
+// BranchHead and the keep newest messages (CutHistory; keep below 1 cuts
+// nothing). It copies only the messages stored.
+func CutRequest(msgs []Message, keep int) Cut {
+	n, prior := 0, 0 // non-system messages; those through the last assistant one
 	for _, m := range msgs {
 		if IsSystem(m.Role) {
 			continue
 		}
-		if seen++; m.Role == "assistant" {
-			prior = seen
+		if n++; m.Role == "assistant" {
+			prior = n
 		}
 	}
-	if Unstored(prior, keep) == 0 {
-		return 0, 0
+	c := Cut{Skipped: Unstored(prior, keep)}
+	if prior > 0 {
+		c.Prior = make([]Message, 0, prior-c.Skipped)
 	}
-	n := 0 // non-system messages before msgs[i]
-	for i, m := range msgs {
+	if n > prior {
+		c.Turn = make([]Message, 0, n-prior)
+	}
+	i := 0 // non-system messages before msgs[at]
+	for at, m := range msgs {
 		if IsSystem(m.Role) {
 			continue
 		}
-		switch n {
-		case BranchHead:
-			from = i
-		case prior - keep:
-			return from, i
+		switch {
+		case c.Skipped > 0 && i == BranchHead:
+			c.From = at
+		case c.Skipped > 0 && i == BranchHead+c.Skipped:
+			c.To = at
 		}
-		n++
+		switch {
+		case c.Skipped > 0 && BranchHead <= i && i < BranchHead+c.Skipped:
+		case i < prior:
+			c.Prior = append(c.Prior, m)
+		default:
+			c.Turn = append(c.Turn, m)
+		}
+		i++
 	}
-	return from, len(msgs) // not reached: prior - keep < prior
+	return c
+}
+
+// Head returns the part of c's history that Parts compares with its
+// conversation's first messages, as its exchange's Head does.
+func (c Cut) Head() []Message {
+	return Exchange{Prior: c.Prior, Turn: c.Turn, Skipped: c.Skipped}.Head()
 }

@@ -48,16 +48,19 @@ func TestCutHistory(t *testing.T) {
 	}
 }
 
-// TestUnstoredSpan: the non-system messages of a request outside the span
-// UnstoredSpan returns are exactly the resent history CutHistory keeps
-// and the turn, whatever the system messages and the turn's length.
-func TestUnstoredSpan(t *testing.T) {
+// TestCutRequest: a request's Cut is its non-system messages split at
+// the last assistant one (SplitAnswered) with the history cut by
+// CutHistory, and the non-system messages outside its span [From, To) are
+// exactly those it keeps, whatever the system messages and the turn's
+// length.
+func TestCutRequest(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
 		prior, turn   int
 		systemEvery   int // a system message before every n-th message (0: none)
 		keep, skipped int
 	}{
+		{"no history", 0, 2, 3, 4, 0},
 		{"short", 10, 1, 0, 4, 0},
 		{"at the bound", BranchHead + 4, 1, 0, 4, 0},
 		{"past it", BranchHead + 40, 1, 0, 4, 36},
@@ -85,7 +88,12 @@ func TestUnstoredSpan(t *testing.T) {
 			if skipped != tt.skipped {
 				t.Fatalf("CutHistory skipped %d, want %d", skipped, tt.skipped)
 			}
-			from, to := UnstoredSpan(msgs, tt.keep)
+			c := CutRequest(msgs, tt.keep)
+			same := func(a, b Message) bool { return a.Content == b.Content }
+			if c.Skipped != skipped || !slices.EqualFunc(c.Prior, cut, same) || !slices.EqualFunc(c.Turn, turn, same) {
+				t.Fatalf("Cut skipped %d, %d prior and %d turn messages; want %d, %d and %d", c.Skipped, len(c.Prior), len(c.Turn), skipped, len(cut), len(turn))
+			}
+			from, to := c.From, c.To
 			var outside []Message
 			for i, m := range msgs {
 				if !IsSystem(m.Role) && (i < from || i >= to) {
@@ -93,7 +101,7 @@ func TestUnstoredSpan(t *testing.T) {
 				}
 			}
 			want := append(slices.Clone(cut), turn...)
-			if !slices.EqualFunc(outside, want, func(a, b Message) bool { return a.Content == b.Content }) {
+			if !slices.EqualFunc(outside, want, same) {
 				t.Fatalf("outside the span [%d, %d): %d messages, want the %d kept", from, to, len(outside), len(want))
 			}
 		})

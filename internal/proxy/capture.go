@@ -39,12 +39,14 @@ var (
 // client, read back by the API's reply reader or stream reassembler, and
 // handed to the Capturer.
 type exchangeCapture struct {
-	p      *Proxy
-	x      *server.Exchange
-	api    *api
-	id     memory.Identity
-	model  string
-	parsed []memory.Message
+	p     *Proxy
+	x     *server.Exchange
+	api   *api
+	id    memory.Identity
+	model string
+	// cut is what the exchange stores of the request's messages
+	// (memory.CutRequest, made once for the request).
+	cut memory.Cut
 	// at is when the request arrived: the exchange's time, so a request
 	// that began before an erasure of its user counts as erased data even
 	// when its reply ends after it.
@@ -153,13 +155,6 @@ func (c *exchangeCapture) skipped(err error) {
 // capture hands a completed exchange to the Capturer, detached from the
 // client's context so a hang-up never loses the turn.
 func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usage *memory.Usage) {
-	nonSystem := make([]memory.Message, 0, len(c.parsed))
-	for _, m := range c.parsed {
-		if !memory.IsSystem(m.Role) {
-			nonSystem = append(nonSystem, m)
-		}
-	}
-	prior, turn := memory.SplitAnswered(nonSystem)
 	if usage != nil && usage.CachedTokens > 0 {
 		c.p.m.providerCached.Add(float64(usage.CachedTokens))
 		if c.p.deps.Cache != nil {
@@ -170,8 +165,9 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		ID:       c.x.ID(),
 		Identity: c.id,
 		Model:    c.model,
-		Prior:    prior,
-		Turn:     turn,
+		Prior:    c.cut.Prior,
+		Turn:     c.cut.Turn,
+		Skipped:  c.cut.Skipped,
 		Reply:    reply,
 		Usage:    usage,
 		At:       c.at,

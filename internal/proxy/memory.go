@@ -39,8 +39,10 @@ type Capturer interface {
 // when it cannot tell, the request stays in id.Conversation. It returns
 // the user's revision counters it read too when they may serve the
 // request's Prepare (memory.Request.Revisions; nil: Prepare reads them).
+// cut is the request's memory.Cut of msgs: it compares what the request's
+// exchange stores.
 type Router interface {
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions)
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
 }
 
 // IdentityResolver maps a request to its identity and memory mode
@@ -73,8 +75,9 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 // none (see memory.ImpliedConversation), the conversation derived from
 // its history when it was routed to a branch of it ("" when not), and the
 // revision counters routing read for the request's Prepare (nil: none): a
-// derived conversation goes through the Router, within LoadTimeout.
-func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message) (conv, root string, rev *memory.Revisions) {
+// derived conversation goes through the Router, within LoadTimeout. cut
+// is the request's memory.Cut of msgs.
+func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (conv, root string, rev *memory.Revisions) {
 	conv = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	if conv == memory.DefaultConversation || p.deps.Router == nil {
 		return conv, "", nil
@@ -83,7 +86,7 @@ func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []
 	defer cancel()
 	derived := id
 	derived.Conversation = conv
-	routed, rev := p.deps.Router.Route(ctx, derived, msgs)
+	routed, rev := p.deps.Router.Route(ctx, derived, msgs, cut)
 	if routed != "" && routed != conv {
 		return routed, conv, rev
 	}
@@ -128,6 +131,12 @@ func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.P
 // client's body on failure), forward through the reverse proxy and capture
 // the exchange. When memory does not rewrite the request the client's body
 // goes upstream byte for byte.
+//
+// What the exchange stores of the request's messages (memory.CutRequest
+// with Options.MaxHistory) is computed here, once, and handed to
+// everything that must agree on it: the check of the messages that may be
+// stored (dialect.Request.Memory), X-Memory-Degraded: capture
+// (markUnstored), routing, and the exchange the Capturer stores.
 func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r, w := c.Request(), c.Response()
@@ -148,7 +157,11 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		mreq, aerr := req.Memory(r.Header, id, mode, p.opts.MaxHistory)
+		var cut memory.Cut // what the exchange stores; routing compares its Head in every mode
+		if id.User != "" && mode != memory.ModeOff {
+			cut = memory.CutRequest(req.Messages, p.opts.MaxHistory)
+		}
+		mreq, aerr := req.Memory(r.Header, id, mode, cut)
 		if aerr != nil {
 			return fail(aerr)
 		}
@@ -166,7 +179,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			implied := id.Conversation == ""
 			var root string
 			if implied {
-				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages)
+				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
 				mreq.Identity = id
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
@@ -175,8 +188,8 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
-				p.markUnstored(w.Header(), x, req.Messages)
-				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, parsed: req.Messages, at: at, received: received}
+				p.markUnstored(w.Header(), x, cut)
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, at: at, received: received}
 				if implied {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived
@@ -210,10 +223,10 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 }
 
 // markUnstored adds memory.DegradedCapture to X-Memory-Degraded and to
-// x's access-log line, and counts it, when msgs (a request's messages) resend more history than
-// the Capturer stores (Options.MaxHistory, memory.UnstoredSpan).
-func (p *Proxy) markUnstored(h http.Header, x *server.Exchange, msgs []memory.Message) {
-	if from, to := memory.UnstoredSpan(msgs, p.opts.MaxHistory); from == to {
+// x's access-log line, and counts it, when the request's cut leaves
+// messages of its resent history unstored (cut.Skipped).
+func (p *Proxy) markUnstored(h http.Header, x *server.Exchange, cut memory.Cut) {
+	if cut.Skipped == 0 {
 		return
 	}
 	p.m.degraded.WithLabelValues(memory.DegradedCapture).Inc()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,10 +364,10 @@ func TestRepeatedRoleRejected(t *testing.T) {
 }
 
 // routerFunc adapts a function to Router.
-type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions)
+type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
 
-func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
-	return f(ctx, id, msgs)
+func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+	return f(ctx, id, msgs, cut)
 }
 
 // TestRouting: a request whose conversation is derived from its history
@@ -400,7 +401,7 @@ func TestRouting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			asked := make(chan memory.Identity, 1)
 			read := &memory.Revisions{MessagesAdded: 7}
-			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
+			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) (string, *memory.Revisions) {
 				asked <- id
 				return tt.route, read
 			})
@@ -446,9 +447,15 @@ func TestRouting(t *testing.T) {
 }
 
 // TestMemoryNamesUnstoredHistory: a request that resends more history
-// than the Capturer stores (Options.MaxHistory past memory.BranchHead)
-// says so in X-Memory-Degraded, after the parts memory left out; one
-// that resends no more, or is not stored (read mode), does not.
+// than one exchange stores (Options.MaxHistory past memory.BranchHead)
+// says so in X-Memory-Degraded, after the parts memory left out, on its
+// access-log line and in the degraded metric, once each; one that resends
+// no more, or is not stored (read mode), does not. What it reports is
+// what it stores, and what it routes by: the exchange handed to the
+// Capturer leaves out exactly the messages reported (its Prior is the
+// history's first memory.BranchHead and keep newest messages), and the
+// Router is asked with the same cut, for a named conversation and a
+// derived one alike.
 func TestMemoryNamesUnstoredHistory(t *testing.T) {
 	const keep = 4
 	body := func(prior int) string {
@@ -476,38 +483,85 @@ func TestMemoryNamesUnstoredHistory(t *testing.T) {
 		{"past it, not stored", over, "read", late, "recall"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok"}))
-			deps := Deps{Resolver: identity.New(nil), Capturer: make(chanCapturer, 1)}
-			if tt.prep != nil {
-				deps.Preparer = tt.prep
-			}
-			g := mustGateway(t, up, func(c *gatewayConfig) { c.MaxHistory = keep }, deps)
-			header := map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"}
-			if tt.mode != "" {
-				header["X-Memory-Mode"] = tt.mode
-			}
-			resp, b := g.post(t, "/v1/chat/completions", body(tt.prior), header)
-			if resp.StatusCode != 200 {
-				t.Fatalf("status %d: %s", resp.StatusCode, b)
-			}
-			if got := resp.Header.Get("X-Memory-Degraded"); got != tt.want {
-				t.Fatalf("X-Memory-Degraded %q, want %q", got, tt.want)
-			}
-			// The access-log line names the same parts.
-			var line struct {
-				Degraded *string `json:"degraded"`
-			}
-			for l := range strings.Lines(g.logs.String()) {
-				if strings.Contains(l, `"msg":"request"`) {
-					if err := json.Unmarshal([]byte(l), &line); err != nil {
-						t.Fatalf("access log %q: %v", l, err)
+		for _, conv := range []string{"c1", ""} { // named, derived
+			t.Run(fmt.Sprintf("%s, conversation %q", tt.name, conv), func(t *testing.T) {
+				up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok"}))
+				captured := make(chanCapturer, 1)
+				routed := make(chan memory.Cut, 1)
+				deps := Deps{Resolver: identity.New(nil), Capturer: captured,
+					Router: routerFunc(func(_ context.Context, id memory.Identity, _ []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+						routed <- cut
+						return id.Conversation, nil
+					})}
+				if tt.prep != nil {
+					deps.Preparer = tt.prep
+				}
+				g := mustGateway(t, up, func(c *gatewayConfig) { c.MaxHistory = keep }, deps)
+				header := map[string]string{"X-Memory-User": "alice"}
+				if conv != "" {
+					header["X-Memory-Conversation"] = conv
+				}
+				if tt.mode != "" {
+					header["X-Memory-Mode"] = tt.mode
+				}
+				resp, b := g.post(t, "/v1/chat/completions", body(tt.prior), header)
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d: %s", resp.StatusCode, b)
+				}
+				if got := resp.Header.Get("X-Memory-Degraded"); got != tt.want {
+					t.Fatalf("X-Memory-Degraded %q, want %q", got, tt.want)
+				}
+				// The access-log line names the same parts, once.
+				var line struct {
+					Degraded *string `json:"degraded"`
+				}
+				lines := 0
+				for l := range strings.Lines(g.logs.String()) {
+					if strings.Contains(l, `"msg":"request"`) {
+						lines++
+						if err := json.Unmarshal([]byte(l), &line); err != nil {
+							t.Fatalf("access log %q: %v", l, err)
+						}
 					}
 				}
-			}
-			if got := cmp.Or(line.Degraded, new(string)); *got != tt.want {
-				t.Fatalf("access log degraded %q, want %q", *got, tt.want)
-			}
-		})
+				if got := cmp.Or(line.Degraded, new(string)); lines != 1 || *got != tt.want {
+					t.Fatalf("%d access-log lines, degraded %q; want 1, %q", lines, *got, tt.want)
+				}
+				reported := strings.Contains(tt.want, memory.DegradedCapture)
+				// The degraded metric counts it once.
+				metric := fmt.Sprint(`memgate_memory_degraded_total{part="capture"} `, map[bool]int{true: 1}[reported])
+				if got := grepLines(g.metrics(t), `part="capture"`); got != metric {
+					t.Fatalf("metrics %q, want %q", got, metric)
+				}
+				// What a stored exchange of this request holds, and what
+				// its save compares (memory.Exchange.Head): the history's
+				// first memory.BranchHead and keep newest messages once it
+				// is cut, in every mode.
+				want := memory.Exchange{Prior: make([]memory.Message, tt.prior), Turn: []memory.Message{{Content: "and now?"}}}
+				for i := range want.Prior {
+					want.Prior[i].Content = fmt.Sprint("m", i)
+				}
+				want.Prior, want.Skipped = memory.CutHistory(want.Prior, keep)
+				same := func(a, b memory.Message) bool { return a.Content == b.Content }
+				if conv == "" {
+					cut := wait(t, routed, "Route")
+					if !slices.EqualFunc(cut.Head(), want.Head(), same) || cut.Skipped != want.Skipped {
+						t.Fatalf("routed by a cut of %d head messages (%d left out), want %d (%d left out)",
+							len(cut.Head()), cut.Skipped, len(want.Head()), want.Skipped)
+					}
+				}
+				if tt.mode == "read" {
+					return
+				}
+				ex := wait(t, captured, "capture")
+				if (ex.Skipped > 0) != reported {
+					t.Fatalf("the exchange left %d messages unstored, but the request reported %q", ex.Skipped, tt.want)
+				}
+				if !slices.EqualFunc(ex.Prior, want.Prior, same) || ex.Skipped != want.Skipped || !slices.EqualFunc(ex.Turn, want.Turn, same) {
+					t.Fatalf("the exchange stores %d of the history (%d left out) and %d turn messages; want %d, %d and 1",
+						len(ex.Prior), ex.Skipped, len(ex.Turn), len(want.Prior), want.Skipped)
+				}
+			})
+		}
 	}
 }

@@ -30,10 +30,11 @@ type Options struct {
 	// stable part of memory-on /v1/messages prompts; the
 	// X-Memory-Cache-Breakpoints header (on, off) overrides it per request.
 	CacheBreakpoints bool
-	// MaxHistory is the Capturer's bound on the resent history one
-	// exchange stores (record.Options.MaxHistory; 0: none): a request
-	// resending more is answered with X-Memory-Degraded naming
-	// memory.DegradedCapture.
+	// MaxHistory bounds the resent history one exchange stores: its first
+	// memory.BranchHead messages and its MaxHistory newest
+	// (memory.CutRequest; 0: no bound). The proxy cuts each request once
+	// and hands the cut to routing and capture; a request resending more
+	// is answered with X-Memory-Degraded naming memory.DegradedCapture.
 	MaxHistory int
 }
 

@@ -123,7 +123,7 @@ func (u *UI) handlePreview(c echo.Context) error {
 	}
 	id := memory.Identity{Tenant: tenantOf(c), User: user, Conversation: d.Conversation}
 	if id.Conversation == "" {
-		id.Conversation = admin.ImpliedConversation(ctx, u.deps.Preparer, id, req.Messages)
+		id.Conversation = admin.ImpliedConversation(ctx, u.deps.Preparer, id, req.Messages, u.opts.MaxHistory)
 	}
 	mreq := req.Memory(id, memory.ModeRead)
 	// The page sets no X-Memory-Cross: cross-conversation recall is on.

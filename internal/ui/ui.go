@@ -97,6 +97,10 @@ type Options struct {
 	Shares Shares
 	// PreviewModel is the model a preview assumes when the form names none.
 	PreviewModel string
+	// MaxHistory is capture.max_history_messages: a preview is routed as a
+	// chat request whose exchange stores that many newest messages of its
+	// resent history (admin.ImpliedConversation; 0: all).
+	MaxHistory int
 	// SessionTTL is how long a session lives without use (default 8h).
 	SessionTTL time.Duration
 	// SessionMaxAge is how long a session lives after login, however much

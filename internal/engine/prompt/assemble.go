@@ -74,21 +74,22 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		p *byte
 		n int
 	}
-	memo := make(map[rawKey]int, len(req.Messages)+len(ld.stored))
+	count := func(m memory.Message) int {
+		// A message with Raw is counted from what ParseMessage read of
+		// it, not decoded again.
+		if len(m.Raw) > 0 {
+			return a.deps.Counter.Message(model, m)
+		}
+		return a.deps.Counter.RawMessage(model, rawOf(m))
+	}
+	memo := make(map[rawKey]int, len(ld.stored)+len(system)+min(len(rest), anchorStride))
 	cost := func(m memory.Message) int {
 		raw := rawOf(m) // never empty
 		k := rawKey{&raw[0], len(raw)}
 		if c, ok := memo[k]; ok {
 			return c
 		}
-		// A message with Raw is counted from what ParseMessage read of
-		// it, not decoded again.
-		var c int
-		if len(m.Raw) > 0 {
-			c = a.deps.Counter.Message(model, m)
-		} else {
-			c = a.deps.Counter.RawMessage(model, raw)
-		}
+		c := count(m)
 		memo[k] = c
 		return c
 	}
@@ -111,15 +112,29 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	if !fullHistory {
 		history = history[a.windowAnchor(ld, history):]
 	}
-	conv := make([]memory.Message, 0, len(history)+len(rest))
-	conv = append(conv, history...)
-	conv = append(conv, rest...)
+	conv := rest // a full-history client's: its own messages
+	if len(history) > 0 {
+		conv = make([]memory.Message, 0, len(history)+len(rest))
+		conv = append(conv, history...)
+		conv = append(conv, rest...)
+	}
 	cur := currentStart(conv, len(history), rest)
 	candidates, current := conv[:cur], conv[cur:]
+	// Of a full-history client's turns, only those from its anchor on may
+	// be sent (historyAnchor): the older ones are only counted, once, for
+	// TokensOriginal, and never memoized, grouped or compared.
+	from := 0
+	if fullHistory {
+		from = historyAnchor(candidates, cost, budget)
+	}
+	offered := candidates[from:]
 
 	priming := a.deps.Counter.Messages(model, nil)
 	// system and rest are the client's messages, Raw for Raw.
-	original := priming + sum(system) + sum(rest)
+	original := priming + sum(system) + sum(rest[from:])
+	for _, m := range rest[:from] {
+		original += count(m)
+	}
 	if !fullHistory {
 		if ld.summary != nil {
 			original += ld.summary.CoveredTokens
@@ -138,7 +153,9 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		}, false, nil
 	}
 	room := budget - fixed
-	keep := recallFilter(req, conv, history, ld.summary != nil)
+	// The turns before the anchor are never in the prompt: a passage
+	// repeating one of them is not filtered as shown.
+	keep := recallFilter(req, conv[from:], history, ld.summary != nil)
 	// A turn that asks nothing keeps recall to its statement share and is
 	// not filled (FillAsked): its prompt's volatile end stays small.
 	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
@@ -265,7 +282,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		}
 		step = max(budget/16, 1)
 		window = budget - priming - parts["system"] - blk.stableCost - allowance - (parts["current"]+step-1)/step*step
-		kept, blocksFrom, spent = recentWindow(candidates, cost, blockCost, window, room-blk.cost)
+		kept, blocksFrom, spent = recentWindow(offered, cost, blockCost, window, room-blk.cost)
 		if pass == 0 && len(keptBy) > 0 {
 			var shown strings.Builder
 			for _, m := range kept[blocksFrom:] {
@@ -278,7 +295,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 				continue
 			}
 		}
-		if withSummary || len(kept) == len(candidates) || ld.summary == nil {
+		if withSummary || len(kept) == len(candidates) || ld.summary == nil { // from > 0: never all
 			break
 		}
 		withSummary = true

@@ -54,6 +54,36 @@ func fitNewest(msgs []memory.Message, cost func(memory.Message) int, budget int)
 	return kept, spent
 }
 
+// anchorStride is the grain of historyAnchor: a full-history client's
+// window is replayed from a multiple of it, which stays put while the
+// chat grows by that many messages.
+const anchorStride = 1024
+
+// historyAnchor returns where recentWindow replays a full-history client's
+// resent turns msgs (oldest first) from: a place before every turn that
+// could be sent within budget (the turns after it cost more than budget
+// on their own, so no window holds anything older), rounded down to a
+// multiple of anchorStride and to the start of a unit, so that it stays
+// put from request to request while the chat grows (recentWindow's
+// stable place) and the window keeps its steps. 0 when every turn could
+// fit. It counts the newest turns only, back to the budget: the work is
+// what the prompt may use, not the client's history.
+func historyAnchor(msgs []memory.Message, cost func(memory.Message) int, budget int) int {
+	sum, t := 0, len(msgs)
+	for t > 0 && sum <= budget {
+		t--
+		sum += cost(msgs[t])
+	}
+	if sum <= budget {
+		return 0
+	}
+	r := t / anchorStride * anchorStride
+	for r > 0 && msgs[r].Role == "tool" {
+		r--
+	}
+	return r
+}
+
 // windowLow is the low watermark of the recent turns' window, as a
 // fraction of its size: when the turns outgrow the window, the oldest are
 // dropped until what is left fills at most this much of it.

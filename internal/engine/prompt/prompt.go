@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"text/template"
 	"time"
 
@@ -367,14 +368,7 @@ func (a *Assembler) passageBudget(req memory.Request) int {
 // user, gets its messages back unchanged. A failure to load memory is
 // returned wrapped, and the caller forwards the request without memory.
 func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error) {
-	var system, rest []memory.Message
-	for _, m := range req.Messages {
-		if memory.IsSystem(m.Role) {
-			system = append(system, m)
-			continue
-		}
-		rest = append(rest, m)
-	}
+	system, rest := splitSystem(req.Messages)
 	if !req.Mode.Injects() || req.User == "" {
 		raws := memory.Raws(req.Messages)
 		// Counter.Messages of raws, from what ParseMessage read of them.
@@ -416,6 +410,29 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
 		"over_budget", p.OverBudget, "parts", p.Parts)
 	return p, nil
+}
+
+// splitSystem splits msgs into the system (and developer) messages and the
+// others, each in order. When the system messages all lead, as they
+// usually do, both are msgs' own slices: a client's long history is not
+// copied.
+func splitSystem(msgs []memory.Message) (system, rest []memory.Message) {
+	lead := 0
+	for lead < len(msgs) && memory.IsSystem(msgs[lead].Role) {
+		lead++
+	}
+	tail := msgs[lead:]
+	if !slices.ContainsFunc(tail, func(m memory.Message) bool { return memory.IsSystem(m.Role) }) {
+		return slices.Clip(msgs[:lead:lead]), slices.Clip(tail)
+	}
+	for _, m := range msgs {
+		if memory.IsSystem(m.Role) {
+			system = append(system, m)
+			continue
+		}
+		rest = append(rest, m)
+	}
+	return system, rest
 }
 
 // zeroCounter counts nothing: the Assembler of New without a counter.

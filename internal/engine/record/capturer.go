@@ -155,11 +155,6 @@ type Options struct {
 	// there is no capture queue to hand it to; it doubles up to RetryMax
 	// (defaults 100ms and 30s). The first retry is immediate.
 	RetryBase, RetryMax time.Duration
-	// MaxHistory bounds the resent history one exchange stores and
-	// aligns (memory.CutHistory): its first memory.BranchHead messages and
-	// its MaxHistory newest; the messages between are left unstored,
-	// counted. Zero: no bound.
-	MaxHistory int
 	// MaxAttempts is how many times an exchange failing with an error that
 	// is neither invalid input nor an unreachable store is tried before it is
 	// set aside as a dead letter (default 8: about 13s of retries at the
@@ -346,7 +341,9 @@ func (c *Capturer) queueHolds() bool {
 // most Options.SaveWait (and not past ctx) for that; the exchange is stored
 // anyway. Capture mints the exchange's ID (a client's request id, if the
 // caller put it in ID, moves to RequestID: it never decides what is stored),
-// stamps At when zero, sanitizes and redacts the text. It never fails the
+// stamps At when zero, sanitizes and redacts the text. It stores ex's
+// history as its caller cut it (memory.CutRequest: ex.Prior and Skipped),
+// counting what the cut left unstored. It never fails the
 // caller: an exchange that cannot be stored is dropped or set aside, counted
 // and logged.
 func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
@@ -358,7 +355,7 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 	if ex.At.IsZero() {
 		ex.At = start.UTC()
 	}
-	ex = c.cut(ex)
+	c.countCut(ex)
 	ex, err := c.prepare(ex)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("encode").Inc()
@@ -485,22 +482,14 @@ func (c *Capturer) drop(ctx context.Context, ex memory.Exchange, reason string) 
 		"exchange", ex.ID, "request_id", ex.RequestID, "tenant", ex.Tenant, "conversation", ex.Conversation)
 }
 
-// cut bounds the history ex resends to what Options.MaxHistory keeps
-// (memory.CutHistory), before anything else reads it: the work one request
-// leaves to the store, the queues and enrichment stays bounded however
-// many messages it resent. A history cut before (a redelivery) stays as
-// it is.
-func (c *Capturer) cut(ex memory.Exchange) memory.Exchange {
+// countCut counts an exchange whose history its request's owner cut
+// (memory.CutRequest; ex.Skipped messages left unstored). The Capturer
+// never cuts: what it stores is what the owner reported.
+func (c *Capturer) countCut(ex memory.Exchange) {
 	if ex.Skipped > 0 {
-		return ex
-	}
-	var n int
-	if ex.Prior, n = memory.CutHistory(ex.Prior, c.opts.MaxHistory); n > 0 {
-		ex.Skipped = n
 		c.metrics.cut.Inc()
-		c.metrics.cutMessages.Add(float64(n))
+		c.metrics.cutMessages.Add(float64(ex.Skipped))
 	}
-	return ex
 }
 
 // prepare sanitizes and redacts an exchange. It is encoded only when the

@@ -39,15 +39,16 @@ func (s *countingStore) SaveExchanges(ctx context.Context, exs []memory.Exchange
 }
 
 // TestCaptureBoundsResentHistory: a full-history client of a derived
-// conversation resending 20,000 messages hands the store at most the
-// history's first memory.BranchHead and MaxHistory newest messages, which
+// conversation resending 20,000 messages, cut as its request's owner cuts
+// it (memory.CutRequest), hands the store at most the history's first
+// memory.BranchHead and keep newest messages, which
 // are stored with the turn (the rest counted as left unstored); its next
 // turn, resending everything again, stores exactly its 2 new messages, in
 // order, nothing twice.
 func TestCaptureBoundsResentHistory(t *testing.T) {
 	const keep, long = 100, 20000
 	store := &countingStore{Store: mustSQLite(t)}
-	c := mustCapturer(t, store.Outbox(), store, nil, withStore(Options{MaxHistory: keep}, store))
+	c := mustCapturer(t, store.Outbox(), store, nil, withStore(Options{}, store))
 	id := memory.Identity{Tenant: "t1", User: "u1", Conversation: "chat-0123456789abcdef0123456789abcdef"}
 	history := make([]memory.Message, 0, long+4)
 	for i := range long {
@@ -59,7 +60,8 @@ func TestCaptureBoundsResentHistory(t *testing.T) {
 	}
 	turn := func(n int) memory.Exchange {
 		ex := exchange(t, fmt.Sprint("req-", n), fmt.Sprint("question ", n), fmt.Sprint("answer ", n))
-		ex.Identity, ex.Prior, ex.Derived = id, slices.Clone(history), true
+		cut := memory.CutRequest(append(slices.Clone(history), ex.Turn...), keep)
+		ex.Identity, ex.Prior, ex.Turn, ex.Skipped, ex.Derived = id, cut.Prior, cut.Turn, cut.Skipped, true
 		ex.BranchSeed = memory.BranchSeed(id.Tenant, id.User, nil)
 		return ex
 	}
@@ -118,8 +120,8 @@ func contentsOf(msgs []memory.Message) []string {
 func TestRouteLongHistoryThatBranches(t *testing.T) {
 	const keep, long = 100, 5000
 	st := newRoutingStore(mustSQLite(t))
-	r := NewRouter(st, nil, keep, nil)
-	c := mustCapturer(t, st.Outbox(), st, nil, Options{MaxHistory: keep, Batches: st, DeadLetters: st.Store, Adopter: st.Store, Router: r})
+	r := NewRouter(st, nil, nil)
+	c := mustCapturer(t, st.Outbox(), st, nil, Options{Batches: st, DeadLetters: st.Store, Adopter: st.Store, Router: r})
 	derived := memory.Identity{Tenant: "acme", User: "ana", Conversation: "chat-0123456789abcdef0123456789abcdef"}
 	chat := func(second string) []memory.Message {
 		texts := make([]string, long)
@@ -135,11 +137,12 @@ func TestRouteLongHistoryThatBranches(t *testing.T) {
 		t.Helper()
 		question := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
 		req := append(slices.Clone(msgs), question)
-		conv, _ := r.Route(context.Background(), derived, req)
+		cut := memory.CutRequest(req, keep) // once, as the proxy does
+		conv, _ := r.Route(context.Background(), derived, req, cut)
 		id := derived
 		id.Conversation = conv
-		ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: slices.Clone(msgs[1:]),
-			Turn: []memory.Message{question}, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)},
+		ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Skipped: cut.Skipped,
+			Turn: cut.Turn, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)},
 			Derived: true, BranchSeed: memory.BranchSeed(id.Tenant, id.User, req)}
 		if conv != derived.Conversation {
 			ex.Root = derived.Conversation
@@ -199,7 +202,8 @@ func TestRouteLongHistoryThatBranches(t *testing.T) {
 
 // TestRouteComparesWhatTheSaveCompares: a history the Capturer stores
 // whole is compared with its conversation message by message, however
-// far back it parts; one it cuts (MaxHistory) is compared through its
+// far back it parts; one its request's cut leaves messages out of
+// (memory.CutRequest) is compared through its
 // first memory.BranchHead messages only, as its save compares it.
 func TestRouteComparesWhatTheSaveCompares(t *testing.T) {
 	const keep = 100
@@ -228,7 +232,7 @@ func TestRouteComparesWhatTheSaveCompares(t *testing.T) {
 			edited[at] = "edited"
 			client := append(routeMsgs(edited...), memory.Message{Role: "user", Content: "and now?"})
 			f := &fakeReader{convs: map[string][]memory.Message{"x": held}}
-			if got, _ := NewRouter(f, nil, keep, nil).Route(context.Background(), id, client); got != tt.want(client) {
+			if got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, keep)); got != tt.want(client) {
 				t.Fatalf("Route = %q, want %q", got, tt.want(client))
 			}
 		})

@@ -104,7 +104,7 @@ func newCapturerMetrics() *capturerMetrics {
 // Collectors returns the Capturer's metrics for the caller to register:
 // counters of captured, directly stored (duplicate, erased), queued,
 // dropped, dead-lettered, sanitized and redacted exchanges, histories
-// cut (MaxHistory) and the messages they left unstored, failures by
+// cut (memory.Exchange.Skipped) and the messages they left unstored, failures by
 // stage, the time to store, and gauges of the exchanges in flight and
 // waiting for retry.
 func (c *Capturer) Collectors() []prometheus.Collector {

@@ -38,57 +38,48 @@ type HeadReader interface {
 // forks nothing. Reroute does the same at save time, for an exchange its
 // conversation refused because another chat got there first.
 type Router struct {
-	reader     HeadReader
-	redactor   Redactor // nil: text is stored as is
-	maxHistory int      // the Capturer's Options.MaxHistory
-	logger     *slog.Logger
+	reader   HeadReader
+	redactor Redactor // nil: text is stored as is
+	logger   *slog.Logger
 }
 
 // NewRouter returns a Router reading conversations through reader and
-// comparing messages as redactor (nil: none) would store them, and, of a
-// history longer than the Capturer stores (maxHistory, its
-// Options.MaxHistory; 0: none), its first memory.BranchHead messages
-// only, as the Capturer cuts it (memory.CutHistory); logger may be nil.
-func NewRouter(reader HeadReader, redactor Redactor, maxHistory int, logger *slog.Logger) *Router {
+// comparing messages as redactor (nil: none) would store them; logger may
+// be nil.
+func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Router {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Router{reader: reader, redactor: redactor, maxHistory: maxHistory, logger: logger}
+	return &Router{reader: reader, redactor: redactor, logger: logger}
 }
 
 // Route returns the conversation of a request whose conversation id.Conversation
 // was derived from its history (memory.DerivedConversation); msgs are the
-// request's messages, system ones included. It reads the user's revision
+// request's messages, system ones included (their memory.BranchSeed), and
+// cut is what the request's exchange stores of them (memory.CutRequest,
+// made once per request by its owner). It reads the user's revision
 // counters and, as of them, the conversation's first live messages, one
-// more than the client sent (kept in memory as long as nothing changes
-// the user's messages but the chat's own turns), and compares them
-// with the client's non-system messages (of a history the Capturer cuts,
-// its first memory.BranchHead, as the save compares it), message by
-// message (memory.Parts): when they part at some index, the request belongs to the
-// branch that parts there (memory.BranchOf, which holds its history from
-// the first message), checked the same way, up to maxBranchHops branches.
-// A client whose messages the conversation starts with, or which start
-// with all the conversation holds, stays: it goes on, or regenerates its
-// last answer (the save supersedes the old answer). A read that fails
-// leaves the request where it got to, logged without contents; Route
-// never fails the request. It returns the revision counters it read too
-// (nil when the read failed), for the request's other reads
-// (memory.Request.Revisions): they are the request's, never kept past it.
-func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message) (string, *memory.Revisions) {
-	client := make([]memory.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if !memory.IsSystem(m.Role) {
-			client = append(client, m)
-		}
-	}
+// more than it compares (kept in memory as long as nothing changes the
+// user's messages but the chat's own turns), and compares them with
+// cut.Head() (the client's non-system messages, or, of a history the cut
+// left messages out of, its first memory.BranchHead: what the save
+// compares, memory.Exchange.Head), message by message (memory.Parts): when
+// they part at some index, the request belongs to the branch that parts
+// there (memory.BranchOf, which holds its history from the first message),
+// checked the same way, up to maxBranchHops branches. A client whose
+// messages the conversation starts with, or which start with all the
+// conversation holds, stays: it goes on, or regenerates its last answer
+// (the save supersedes the old answer). A read that fails leaves the
+// request where it got to, logged without contents; Route never fails the
+// request. It returns the revision counters it read too (nil when the read
+// failed), for the request's other reads (memory.Request.Revisions): they
+// are the request's, never kept past it.
+func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+	client := cut.Head()
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
-	compared := len(client)
-	if prior, _ := memory.SplitAnswered(client); memory.Unstored(len(prior), r.maxHistory) > 0 {
-		compared = memory.BranchHead // the Capturer cuts it: its save compares no more
-	}
 	rev := r.revisions(ctx, id)
-	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client[:compared], form)
+	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
 	if err != nil {
 		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
 			"tenant", id.Tenant, "conversation", conv, "error", err)
