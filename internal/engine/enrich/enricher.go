@@ -346,8 +346,15 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.enrich", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
 	defer span.End()
 	parts := chunks(all, e.opts.Conversations != nil)
+	left := 0 // the exchanges the fence stopped
 	for i, part := range parts {
-		e.runHooks(ctx, hctx, part)
+		if fenced(hctx) || !e.runHooks(ctx, hctx, part) {
+			// Fenced: not acknowledged, so that they are redelivered, and
+			// enriched again — the hooks' writes are idempotent — by the
+			// enricher that holds their conversation then.
+			left += len(part)
+			continue
+		}
 		for _, c := range part {
 			acks = append(acks, c.d.ID)
 		}
@@ -362,19 +369,21 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	e.ack(ctx, acks)
 	if f != nil && f.stop(ctx) {
 		// Another enricher may hold these conversations from now on: what
-		// the hooks did not write before the fence is not written, and the
-		// entries are acknowledged, never enriched a second time.
+		// the hooks did not write before the fence is not written here.
 		e.failures.WithLabelValues("lease_lost").Inc()
-		e.logger.Warn("enricher lost its conversations' leases during a round; its remaining work is dropped", "exchanges", len(exs))
+		e.logger.Warn("enricher lost its conversations' leases during a round; what it did not finish is left for redelivery",
+			"exchanges", len(exs), "left", left)
 	}
 }
 
 // runHooks runs the hooks over part (one conversation's turns after
 // another's), again after a backoff when they fail, up to Attempts times,
-// and records the exchanges' lag.
-func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
+// and records the exchanges' lag. It reports whether part is done —
+// enriched, or given up — rather than stopped by the round's fence
+// (errLeaseLost), which leaves it to be enriched again.
+func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done bool) {
 	if len(part) == 0 {
-		return
+		return true
 	}
 	exs := make([]memory.Exchange, len(part))
 	results := make([]memory.SaveResult, len(part))
@@ -387,6 +396,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
 		if err == nil {
 			break
 		}
+		if fenced(hctx) {
+			return false
+		}
 		e.failures.WithLabelValues("hook").Inc()
 		if attempt >= e.opts.Attempts || ctx.Err() != nil {
 			e.failures.WithLabelValues("gave_up").Inc()
@@ -395,6 +407,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
 		}
 		e.logger.Warn("enricher hooks failed; retrying", "exchanges", len(exs), "attempt", attempt, "err", err)
 		if !sleep(hctx, delay) {
+			if fenced(hctx) {
+				return false
+			}
 			break
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
@@ -410,6 +425,7 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
 		}
 	}
 	e.enriched.Add(float64(len(exs)))
+	return true
 }
 
 // ack acknowledges ids; entries it fails to acknowledge are redelivered.

@@ -255,7 +255,7 @@ func TestRedisEnricherThatLosesItsLeaseStopsWriting(t *testing.T) {
 		return len(stated(t, pb, id)) > 0
 	})
 	close(gateA.release)
-	waitFor(t, "process A's round to end", func() bool { return value(t, ea.enriched) >= 1 })
+	waitFor(t, "process A's round to end", func() bool { return value(t, ea.failures.WithLabelValues("lease_lost")) >= 1 })
 	drained(t, pa)
 	if facts := stated(t, pa, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
 		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
@@ -311,4 +311,83 @@ func TestRedisEnrichersShareTheWork(t *testing.T) {
 	runEnricher(t, NewEnricher(pb.enrich, []record.Hook{seen}, nil, redisEnrichOptions(opts, pb, "b")))
 	livesInLisbon(t, pa, memory.Identity{Tenant: "t", User: "u", Conversation: "other"})
 	waitFor(t, "process B to enrich the other conversation while A's round runs", func() bool { return seen.saw() == 1 })
+}
+
+// cutAcks is a process's enrichment queue that cannot acknowledge once
+// cut, as when the process loses Redis after its round's writes.
+type cutAcks struct {
+	*watchedQueue
+	cut atomic.Bool
+}
+
+func (q *cutAcks) Ack(ctx context.Context, ids ...string) error {
+	if q.cut.Load() {
+		return fmt.Errorf("redis: ack: %w", memory.ErrUnavailable)
+	}
+	return q.watchedQueue.Ack(ctx, ids...)
+}
+
+// TestRedisUnacknowledgedRoundIsRedoneUnchanged: process A enriches an
+// exchange ("I live in Lisbon.") and then cannot acknowledge it: it lost
+// Redis between its writes and its ack. Process B reclaims the entry once
+// it is stale and enriches the exchange again. The city stays stated once
+// (mentions 1): a redelivered exchange changes nothing.
+func TestRedisUnacknowledgedRoundIsRedoneUnchanged(t *testing.T) {
+	pa, pb := twoRedisProcs(t)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	livesInLisbon(t, pa, id)
+
+	opts := EnrichOptions{StaleAfter: 50 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	qa := &cutAcks{watchedQueue: pa.enrich}
+	qa.cut.Store(true)
+	ea := NewEnricher(qa, []record.Hook{pgCompactor(pa.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pa, "a"))
+	stopA := runEnricher(t, ea)
+	waitFor(t, "process A to fail to acknowledge its round", func() bool { return value(t, ea.failures.WithLabelValues("ack")) >= 1 })
+	stopA()
+	eb := NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b"))
+	runEnricher(t, eb)
+	drained(t, pb)
+	if n := value(t, eb.enriched); n != 1 {
+		t.Fatalf("process B enriched %v exchanges, want the one A left unacknowledged", n)
+	}
+	if facts := stated(t, pb, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
+		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
+	}
+}
+
+// TestRedisLeaseLostRoundIsEnrichedLater: process A's round loses its
+// conversation's lease before its hooks wrote anything (A lost Redis, and
+// the lease ran out meanwhile); its hooks are fenced and write nothing.
+// The exchange must not be dropped: it is left unacknowledged and
+// enriched later, once.
+func TestRedisLeaseLostRoundIsEnrichedLater(t *testing.T) {
+	ctx := context.Background()
+	pa, _ := twoRedisProcs(t)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	livesInLisbon(t, pa, id)
+
+	opts := EnrichOptions{StaleAfter: 200 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	gateA := newGateHook()
+	oa := redisEnrichOptions(opts, pa, "a")
+	leasesA := &cutLeases{ConversationLeases: oa.Conversations}
+	oa.Conversations = leasesA
+	ea := NewEnricher(pa.enrich, []record.Hook{gateA, pgCompactor(pa.pg, nil, 1000, 500)}, nil, oa)
+	ea.leaseTTL = 300 * time.Millisecond
+	runEnricher(t, ea)
+	gateA.reached(t, "process A to enrich the exchange")
+	leasesA.cut.Store(true)
+	waitFor(t, "process A's lease to run out", func() bool {
+		held, err := pa.leases.Lease(ctx, "probe", time.Minute, conversationKey(id))
+		return err == nil && held[0]
+	})
+	if err := pa.leases.Release(ctx, "probe", conversationKey(id)); err != nil {
+		t.Fatal(err)
+	}
+	leasesA.cut.Store(false)
+	close(gateA.release)
+	waitFor(t, "process A's round to end", func() bool { return value(t, ea.failures.WithLabelValues("lease_lost")) >= 1 })
+	drained(t, pa)
+	if facts := stated(t, pa, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
+		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
+	}
 }
