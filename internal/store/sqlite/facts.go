@@ -48,7 +48,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		}
 		// Stated again from the message and by the rule that stated it
 		// (enrichment redelivered): nothing changes.
-		if again, err := factMentioned(ctx, tx, f, norm); err != nil || again != 0 {
+		if again, err := factMentioned(ctx, writeTx{tx, s.writes}, f, norm); err != nil || again != 0 {
 			out = cur
 			if err == nil && !found {
 				out, err = contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts WHERE id = ?`, again),
@@ -98,7 +98,7 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, id, f.UpdatedAt); err != nil {
 			return err
 		}
-		if err := mentionFact(ctx, tx, f, id); err != nil {
+		if err := mentionFact(ctx, writeTx{tx, s.writes}, f, id); err != nil {
 			return err
 		}
 		if maxPerUser > 0 {
