@@ -66,7 +66,8 @@ type EnrichOptions struct {
 	// a conversation's turns between concurrent rounds, each compacting
 	// it from the same state (the side model paid for a summary version
 	// twice, one thrown away), and a round that outlasts StaleAfter is
-	// taken over and enriched again (its facts counted as stated twice).
+	// taken over and enriched again (its side-model calls paid twice; what
+	// the hooks write is the same, see Run).
 	Lease record.Leaser
 	// Conversations, when set, lets one enricher at a time enrich each
 	// conversation, across processes, while several drain the queue at
@@ -76,12 +77,13 @@ type EnrichOptions struct {
 	// each part acknowledged and released when done, and keeps the rest
 	// for its next rounds; it renews the leases while its hooks run, and
 	// its hooks stop writing before a lease it failed to renew can run
-	// out (see fence).
+	// out (see fence), leaving what they did not finish unacknowledged,
+	// to be enriched again by the conversation's next holder.
 	// nil: every enricher enriches whatever it claims. Without it, two
 	// enrichers compact one conversation from the same state (the side
 	// model paid for a summary version twice, one thrown away), and a
 	// round that outlasts StaleAfter is reclaimed and enriched again (its
-	// facts counted as stated twice).
+	// side-model calls paid twice).
 	Conversations ConversationLeases
 }
 
@@ -203,7 +205,13 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // Run enriches until ctx is cancelled, then returns nil. A round whose hooks
 // fail is run again after a backoff, up to Attempts times, then its entries
 // are acknowledged anyway (counted as gave_up): enrichment is best effort
-// and never holds up what comes after it for long. With a lease
+// and never holds up what comes after it for long. Delivery is
+// at-least-once — a round that cannot acknowledge is redelivered, whole or
+// in part — and what the hooks write is idempotent by the exchange's
+// stored messages: a fact stated again from its message counts no mention
+// more (storetest.Knowledge), a summary version covering the messages is
+// not asked for again, items are upserted by their source. Only their
+// side-model calls (fact extraction) are made again. With a lease
 // (EnrichOptions.Lease) it enriches only while it holds it, renewing it
 // before each claim and during each round, and stands by, doing its idle
 // work, while another enricher holds it; on the way out it gives the lease
