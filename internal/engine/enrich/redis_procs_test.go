@@ -207,6 +207,18 @@ func (l *cutLeases) Lease(ctx context.Context, holder string, ttl time.Duration,
 	return l.ConversationLeases.Lease(ctx, holder, ttl, keys...)
 }
 
+// gatedEnricher returns process p's enricher "a", with leases of 300ms
+// that fail once cut, whose hooks wait at gate and then compact: once
+// released, its compactor writes the city unless its round is fenced.
+func gatedEnricher(p *redisProc, opts EnrichOptions, gate *gateHook) (*Enricher, *cutLeases) {
+	o := redisEnrichOptions(opts, p, "a")
+	leases := &cutLeases{ConversationLeases: o.Conversations}
+	o.Conversations = leases
+	e := NewEnricher(p.enrich, []record.Hook{gate, pgCompactor(p.pg, nil, 1000, 500)}, nil, o)
+	e.leaseTTL = 300 * time.Millisecond
+	return e, leases
+}
+
 // stated returns the user's current facts, failing the test on an error.
 func stated(tb testing.TB, p *redisProc, id memory.Identity) []memory.Fact {
 	tb.Helper()
@@ -215,6 +227,15 @@ func stated(tb testing.TB, p *redisProc, id memory.Identity) []memory.Fact {
 		tb.Fatal(err)
 	}
 	return facts
+}
+
+// lisbonOnce fails tb unless the user's one current fact is the city
+// Lisbon, stated once.
+func lisbonOnce(tb testing.TB, p *redisProc, id memory.Identity) {
+	tb.Helper()
+	if facts := stated(tb, p, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
+		tb.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
+	}
 }
 
 // livesInLisbon stores the exchange "I live in Lisbon." and queues it on
@@ -239,14 +260,9 @@ func TestRedisEnricherThatLosesItsLeaseStopsWriting(t *testing.T) {
 
 	opts := EnrichOptions{StaleAfter: 400 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
 	gateA := newGateHook()
-	oa := redisEnrichOptions(opts, pa, "a")
-	leasesA := &cutLeases{ConversationLeases: oa.Conversations}
-	oa.Conversations = leasesA
-	// A's gate comes first: once released, A's compactor writes the city
-	// unless A's round is fenced.
-	ea := NewEnricher(pa.enrich, []record.Hook{gateA, pgCompactor(pa.pg, nil, 1000, 500)}, nil, oa)
+	ea, leasesA := gatedEnricher(pa, opts, gateA)
 	eb := NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b"))
-	ea.leaseTTL, eb.leaseTTL = 300*time.Millisecond, 300*time.Millisecond
+	eb.leaseTTL = ea.leaseTTL
 	runEnricher(t, ea)
 	gateA.reached(t, "process A to enrich the exchange")
 	leasesA.cut.Store(true)
@@ -257,9 +273,7 @@ func TestRedisEnricherThatLosesItsLeaseStopsWriting(t *testing.T) {
 	close(gateA.release)
 	waitFor(t, "process A's round to end", func() bool { return value(t, ea.failures.WithLabelValues("lease_lost")) >= 1 })
 	drained(t, pa)
-	if facts := stated(t, pa, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
-		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
-	}
+	lisbonOnce(t, pa, id)
 	if n := value(t, ea.failures.WithLabelValues("lease_lost")); n != 1 {
 		t.Errorf("process A counted %v rounds with their lease lost, want 1", n)
 	}
@@ -283,9 +297,7 @@ func TestRedisCrashedEnrichersLeaseRunsOut(t *testing.T) {
 	opts := EnrichOptions{StaleAfter: 100 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
 	runEnricher(t, NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b")))
 	drained(t, pb)
-	if facts := stated(t, pb, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
-		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
-	}
+	lisbonOnce(t, pb, id)
 }
 
 // TestRedisEnrichersShareTheWork: the leases are per conversation, so a
@@ -350,9 +362,7 @@ func TestRedisUnacknowledgedRoundIsRedoneUnchanged(t *testing.T) {
 	if n := value(t, eb.enriched); n != 1 {
 		t.Fatalf("process B enriched %v exchanges, want the one A left unacknowledged", n)
 	}
-	if facts := stated(t, pb, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
-		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
-	}
+	lisbonOnce(t, pb, id)
 }
 
 // TestRedisLeaseLostRoundIsEnrichedLater: process A's round loses its
@@ -368,11 +378,7 @@ func TestRedisLeaseLostRoundIsEnrichedLater(t *testing.T) {
 
 	opts := EnrichOptions{StaleAfter: 200 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
 	gateA := newGateHook()
-	oa := redisEnrichOptions(opts, pa, "a")
-	leasesA := &cutLeases{ConversationLeases: oa.Conversations}
-	oa.Conversations = leasesA
-	ea := NewEnricher(pa.enrich, []record.Hook{gateA, pgCompactor(pa.pg, nil, 1000, 500)}, nil, oa)
-	ea.leaseTTL = 300 * time.Millisecond
+	ea, leasesA := gatedEnricher(pa, opts, gateA)
 	runEnricher(t, ea)
 	gateA.reached(t, "process A to enrich the exchange")
 	leasesA.cut.Store(true)
@@ -387,7 +393,5 @@ func TestRedisLeaseLostRoundIsEnrichedLater(t *testing.T) {
 	close(gateA.release)
 	waitFor(t, "process A's round to end", func() bool { return value(t, ea.failures.WithLabelValues("lease_lost")) >= 1 })
 	drained(t, pa)
-	if facts := stated(t, pa, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
-		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
-	}
+	lisbonOnce(t, pa, id)
 }
