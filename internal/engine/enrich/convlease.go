@@ -29,6 +29,10 @@ type ConversationLeases interface {
 // may have run out: another enricher may hold them from then on.
 var errLeaseLost = errors.New("enrich: conversation lease lost")
 
+// fenced reports whether ctx, a round's hooks' context, ended because its
+// conversations' leases may have run out.
+func fenced(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
+
 // claimed is a decoded delivery, with when this enricher first held it.
 type claimed struct {
 	d     memory.Delivery

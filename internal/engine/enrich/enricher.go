@@ -66,7 +66,8 @@ type EnrichOptions struct {
 	// a conversation's turns between concurrent rounds, each compacting
 	// it from the same state (the side model paid for a summary version
 	// twice, one thrown away), and a round that outlasts StaleAfter is
-	// taken over and enriched again (its facts counted as stated twice).
+	// taken over and enriched again (its side-model calls paid twice; what
+	// the hooks write is the same, see Run).
 	Lease record.Leaser
 	// Conversations, when set, lets one enricher at a time enrich each
 	// conversation, across processes, while several drain the queue at
@@ -76,12 +77,13 @@ type EnrichOptions struct {
 	// each part acknowledged and released when done, and keeps the rest
 	// for its next rounds; it renews the leases while its hooks run, and
 	// its hooks stop writing before a lease it failed to renew can run
-	// out (see fence).
+	// out (see fence), leaving what they did not finish unacknowledged,
+	// to be enriched again by the conversation's next holder.
 	// nil: every enricher enriches whatever it claims. Without it, two
 	// enrichers compact one conversation from the same state (the side
 	// model paid for a summary version twice, one thrown away), and a
 	// round that outlasts StaleAfter is reclaimed and enriched again (its
-	// facts counted as stated twice).
+	// side-model calls paid twice).
 	Conversations ConversationLeases
 }
 
@@ -203,7 +205,13 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // Run enriches until ctx is cancelled, then returns nil. A round whose hooks
 // fail is run again after a backoff, up to Attempts times, then its entries
 // are acknowledged anyway (counted as gave_up): enrichment is best effort
-// and never holds up what comes after it for long. With a lease
+// and never holds up what comes after it for long. Delivery is
+// at-least-once — a round that cannot acknowledge is redelivered, whole or
+// in part — and what the hooks write is idempotent by the exchange's
+// stored messages: a fact stated again from its message counts no mention
+// more (storetest.Knowledge), a summary version covering the messages is
+// not asked for again, items are upserted by their source. Only their
+// side-model calls (fact extraction) are made again. With a lease
 // (EnrichOptions.Lease) it enriches only while it holds it, renewing it
 // before each claim and during each round, and stands by, doing its idle
 // work, while another enricher holds it; on the way out it gives the lease
@@ -346,8 +354,15 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.enrich", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
 	defer span.End()
 	parts := chunks(all, e.opts.Conversations != nil)
+	left := 0 // the exchanges the fence stopped
 	for i, part := range parts {
-		e.runHooks(ctx, hctx, part)
+		if fenced(hctx) || !e.runHooks(ctx, hctx, part) {
+			// Fenced: not acknowledged, so that they are redelivered, and
+			// enriched again — the hooks' writes are idempotent — by the
+			// enricher that holds their conversation then.
+			left += len(part)
+			continue
+		}
 		for _, c := range part {
 			acks = append(acks, c.d.ID)
 		}
@@ -362,19 +377,21 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	e.ack(ctx, acks)
 	if f != nil && f.stop(ctx) {
 		// Another enricher may hold these conversations from now on: what
-		// the hooks did not write before the fence is not written, and the
-		// entries are acknowledged, never enriched a second time.
+		// the hooks did not write before the fence is not written here.
 		e.failures.WithLabelValues("lease_lost").Inc()
-		e.logger.Warn("enricher lost its conversations' leases during a round; its remaining work is dropped", "exchanges", len(exs))
+		e.logger.Warn("enricher lost its conversations' leases during a round; what it did not finish is left for redelivery",
+			"exchanges", len(exs), "left", left)
 	}
 }
 
 // runHooks runs the hooks over part (one conversation's turns after
 // another's), again after a backoff when they fail, up to Attempts times,
-// and records the exchanges' lag.
-func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
+// and records the exchanges' lag. It reports whether part is done —
+// enriched, or given up — rather than stopped by the round's fence
+// (errLeaseLost), which leaves it to be enriched again.
+func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done bool) {
 	if len(part) == 0 {
-		return
+		return true
 	}
 	exs := make([]memory.Exchange, len(part))
 	results := make([]memory.SaveResult, len(part))
@@ -387,6 +404,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
 		if err == nil {
 			break
 		}
+		if fenced(hctx) {
+			return false
+		}
 		e.failures.WithLabelValues("hook").Inc()
 		if attempt >= e.opts.Attempts || ctx.Err() != nil {
 			e.failures.WithLabelValues("gave_up").Inc()
@@ -395,6 +415,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
 		}
 		e.logger.Warn("enricher hooks failed; retrying", "exchanges", len(exs), "attempt", attempt, "err", err)
 		if !sleep(hctx, delay) {
+			if fenced(hctx) {
+				return false
+			}
 			break
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
@@ -410,6 +433,7 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) {
 		}
 	}
 	e.enriched.Add(float64(len(exs)))
+	return true
 }
 
 // ack acknowledges ids; entries it fails to acknowledge are redelivered.

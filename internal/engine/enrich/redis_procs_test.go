@@ -207,6 +207,18 @@ func (l *cutLeases) Lease(ctx context.Context, holder string, ttl time.Duration,
 	return l.ConversationLeases.Lease(ctx, holder, ttl, keys...)
 }
 
+// gatedEnricher returns process p's enricher "a", with leases of 300ms
+// that fail once cut, whose hooks wait at gate and then compact: once
+// released, its compactor writes the city unless its round is fenced.
+func gatedEnricher(p *redisProc, opts EnrichOptions, gate *gateHook) (*Enricher, *cutLeases) {
+	o := redisEnrichOptions(opts, p, "a")
+	leases := &cutLeases{ConversationLeases: o.Conversations}
+	o.Conversations = leases
+	e := NewEnricher(p.enrich, []record.Hook{gate, pgCompactor(p.pg, nil, 1000, 500)}, nil, o)
+	e.leaseTTL = 300 * time.Millisecond
+	return e, leases
+}
+
 // stated returns the user's current facts, failing the test on an error.
 func stated(tb testing.TB, p *redisProc, id memory.Identity) []memory.Fact {
 	tb.Helper()
@@ -215,6 +227,15 @@ func stated(tb testing.TB, p *redisProc, id memory.Identity) []memory.Fact {
 		tb.Fatal(err)
 	}
 	return facts
+}
+
+// lisbonOnce fails tb unless the user's one current fact is the city
+// Lisbon, stated once.
+func lisbonOnce(tb testing.TB, p *redisProc, id memory.Identity) {
+	tb.Helper()
+	if facts := stated(tb, p, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
+		tb.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
+	}
 }
 
 // livesInLisbon stores the exchange "I live in Lisbon." and queues it on
@@ -239,14 +260,9 @@ func TestRedisEnricherThatLosesItsLeaseStopsWriting(t *testing.T) {
 
 	opts := EnrichOptions{StaleAfter: 400 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
 	gateA := newGateHook()
-	oa := redisEnrichOptions(opts, pa, "a")
-	leasesA := &cutLeases{ConversationLeases: oa.Conversations}
-	oa.Conversations = leasesA
-	// A's gate comes first: once released, A's compactor writes the city
-	// unless A's round is fenced.
-	ea := NewEnricher(pa.enrich, []record.Hook{gateA, pgCompactor(pa.pg, nil, 1000, 500)}, nil, oa)
+	ea, leasesA := gatedEnricher(pa, opts, gateA)
 	eb := NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b"))
-	ea.leaseTTL, eb.leaseTTL = 300*time.Millisecond, 300*time.Millisecond
+	eb.leaseTTL = ea.leaseTTL
 	runEnricher(t, ea)
 	gateA.reached(t, "process A to enrich the exchange")
 	leasesA.cut.Store(true)
@@ -255,11 +271,9 @@ func TestRedisEnricherThatLosesItsLeaseStopsWriting(t *testing.T) {
 		return len(stated(t, pb, id)) > 0
 	})
 	close(gateA.release)
-	waitFor(t, "process A's round to end", func() bool { return value(t, ea.enriched) >= 1 })
+	waitFor(t, "process A's round to end", func() bool { return value(t, ea.failures.WithLabelValues("lease_lost")) >= 1 })
 	drained(t, pa)
-	if facts := stated(t, pa, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
-		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
-	}
+	lisbonOnce(t, pa, id)
 	if n := value(t, ea.failures.WithLabelValues("lease_lost")); n != 1 {
 		t.Errorf("process A counted %v rounds with their lease lost, want 1", n)
 	}
@@ -283,9 +297,7 @@ func TestRedisCrashedEnrichersLeaseRunsOut(t *testing.T) {
 	opts := EnrichOptions{StaleAfter: 100 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
 	runEnricher(t, NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b")))
 	drained(t, pb)
-	if facts := stated(t, pb, id); len(facts) != 1 || facts[0].Value != "Lisbon" || facts[0].Mentions != 1 {
-		t.Fatalf("facts = %+v, want the city Lisbon stated once", facts)
-	}
+	lisbonOnce(t, pb, id)
 }
 
 // TestRedisEnrichersShareTheWork: the leases are per conversation, so a
@@ -311,4 +323,75 @@ func TestRedisEnrichersShareTheWork(t *testing.T) {
 	runEnricher(t, NewEnricher(pb.enrich, []record.Hook{seen}, nil, redisEnrichOptions(opts, pb, "b")))
 	livesInLisbon(t, pa, memory.Identity{Tenant: "t", User: "u", Conversation: "other"})
 	waitFor(t, "process B to enrich the other conversation while A's round runs", func() bool { return seen.saw() == 1 })
+}
+
+// cutAcks is a process's enrichment queue that cannot acknowledge once
+// cut, as when the process loses Redis after its round's writes.
+type cutAcks struct {
+	*watchedQueue
+	cut atomic.Bool
+}
+
+func (q *cutAcks) Ack(ctx context.Context, ids ...string) error {
+	if q.cut.Load() {
+		return fmt.Errorf("redis: ack: %w", memory.ErrUnavailable)
+	}
+	return q.watchedQueue.Ack(ctx, ids...)
+}
+
+// TestRedisUnacknowledgedRoundIsRedoneUnchanged: process A enriches an
+// exchange ("I live in Lisbon.") and then cannot acknowledge it: it lost
+// Redis between its writes and its ack. Process B reclaims the entry once
+// it is stale and enriches the exchange again. The city stays stated once
+// (mentions 1): a redelivered exchange changes nothing.
+func TestRedisUnacknowledgedRoundIsRedoneUnchanged(t *testing.T) {
+	pa, pb := twoRedisProcs(t)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	livesInLisbon(t, pa, id)
+
+	opts := EnrichOptions{StaleAfter: 50 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	qa := &cutAcks{watchedQueue: pa.enrich}
+	qa.cut.Store(true)
+	ea := NewEnricher(qa, []record.Hook{pgCompactor(pa.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pa, "a"))
+	stopA := runEnricher(t, ea)
+	waitFor(t, "process A to fail to acknowledge its round", func() bool { return value(t, ea.failures.WithLabelValues("ack")) >= 1 })
+	stopA()
+	eb := NewEnricher(pb.enrich, []record.Hook{pgCompactor(pb.pg, nil, 1000, 500)}, nil, redisEnrichOptions(opts, pb, "b"))
+	runEnricher(t, eb)
+	drained(t, pb)
+	if n := value(t, eb.enriched); n != 1 {
+		t.Fatalf("process B enriched %v exchanges, want the one A left unacknowledged", n)
+	}
+	lisbonOnce(t, pb, id)
+}
+
+// TestRedisLeaseLostRoundIsEnrichedLater: process A's round loses its
+// conversation's lease before its hooks wrote anything (A lost Redis, and
+// the lease ran out meanwhile); its hooks are fenced and write nothing.
+// The exchange must not be dropped: it is left unacknowledged and
+// enriched later, once.
+func TestRedisLeaseLostRoundIsEnrichedLater(t *testing.T) {
+	ctx := context.Background()
+	pa, _ := twoRedisProcs(t)
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
+	livesInLisbon(t, pa, id)
+
+	opts := EnrichOptions{StaleAfter: 200 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond}
+	gateA := newGateHook()
+	ea, leasesA := gatedEnricher(pa, opts, gateA)
+	runEnricher(t, ea)
+	gateA.reached(t, "process A to enrich the exchange")
+	leasesA.cut.Store(true)
+	waitFor(t, "process A's lease to run out", func() bool {
+		held, err := pa.leases.Lease(ctx, "probe", time.Minute, conversationKey(id))
+		return err == nil && held[0]
+	})
+	if err := pa.leases.Release(ctx, "probe", conversationKey(id)); err != nil {
+		t.Fatal(err)
+	}
+	leasesA.cut.Store(false)
+	close(gateA.release)
+	waitFor(t, "process A's round to end", func() bool { return value(t, ea.failures.WithLabelValues("lease_lost")) >= 1 })
+	drained(t, pa)
+	lisbonOnce(t, pa, id)
 }

@@ -120,7 +120,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if err != nil {
 			return err
 		}
-		for _, table := range []string{"fact_sources", "facts", "conversations", "dead_letters"} {
+		for _, table := range []string{"fact_sources", "fact_mentions", "facts", "conversations", "dead_letters"} {
 			if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE "+where, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, unavailable(err))
 			}

@@ -59,6 +59,17 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", unavailable(err))
 		}
+		// Stated again from the message and by the rule that stated it
+		// (enrichment redelivered): nothing changes.
+		if again, err := factMentioned(ctx, tx, f); err != nil || again != 0 {
+			out = old
+			if err == nil && !found {
+				out, err = contract.ScanFact(tx.QueryRow(ctx, `SELECT `+factColumns+` FROM facts
+					WHERE tenant = $1 AND user_id = $2 AND id = $3`, f.Tenant, f.User, again), times{}, f.Tenant, f.User)
+				err = unavailable(err)
+			}
+			return err
+		}
 		if found && contract.StatedEarlier(f, old) {
 			out = old // a value stated before the current one's latest statement
 			return nil
@@ -98,6 +109,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			return fmt.Errorf("write fact: %w", unavailable(err))
 		}
 		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, out.ID, f.UpdatedAt); err != nil {
+			return err
+		}
+		if err := mentionFact(ctx, tx, f, out.ID); err != nil {
 			return err
 		}
 		if maxPerUser > 0 {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,6 +24,42 @@ func stateFactSource(ctx context.Context, tx pgx.Tx, tenant, user, conv string, 
 		DO UPDATE SET stated_at = greatest(fact_sources.stated_at, EXCLUDED.stated_at)`,
 		tenant, user, conv, id, at); err != nil {
 		return fmt.Errorf("record source of fact %d: %w", id, unavailable(err))
+	}
+	return nil
+}
+
+// A fact's mentions are the stored messages that stated it, each with the
+// rule that did (fact_mentions, migration postgres/0028): a statement made
+// again from its message by its rule — enrichment redelivered — changes
+// nothing (storetest.Knowledge).
+
+// factMentioned returns the id of the fact of f's type and (normalised)
+// key, current or superseded, that f's message stated by f's rule before,
+// or 0 when none did or f names no message.
+func factMentioned(ctx context.Context, tx pgx.Tx, f memory.Fact) (int64, error) {
+	if f.Source == "" {
+		return 0, nil
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT m.fact_id FROM fact_mentions m
+		JOIN facts f ON f.tenant = m.tenant AND f.user_id = m.user_id AND f.id = m.fact_id
+		WHERE m.tenant = $1 AND m.user_id = $2 AND m.message = $3 AND m.rule = $4 AND f.type = $5 AND f.norm_key = $6
+		LIMIT 1`, f.Tenant, f.User, f.Source, f.Rule, string(f.Type), f.Key).Scan(&id)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("find mention of fact: %w", unavailable(err))
+	}
+	return id, nil
+}
+
+// mentionFact records that f's message stated fact id by f's rule (none
+// when f names no message).
+func mentionFact(ctx context.Context, tx pgx.Tx, f memory.Fact, id int64) error {
+	if f.Source == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO fact_mentions (tenant, user_id, message, rule, fact_id)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, f.Tenant, f.User, f.Source, f.Rule, id); err != nil {
+		return fmt.Errorf("record mention of fact %d: %w", id, unavailable(err))
 	}
 	return nil
 }

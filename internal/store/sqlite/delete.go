@@ -93,7 +93,7 @@ func found(r sql.Result, err error, what string) error {
 // it returns (erasure.go).
 func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "fact_sources", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
+		for _, table := range []string{"memory_items", "fact_sources", "fact_mentions", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}

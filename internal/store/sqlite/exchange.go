@@ -90,7 +90,7 @@ var sqlInsertMessages = insertMessageInto + list(messageRow, messageRows)
 
 // hotWrites are the write statements a Store prepares when it opens.
 var hotWrites = []string{sqlErasedAt, sqlDeletedAt, sqlExchangeStored, sqlCountConversation, sqlLastSeq, sqlInsertMessage,
-	sqlInsertMessages, sqlRecordExchange, sqlInsertItem, sqlInsertItems}
+	sqlInsertMessages, sqlRecordExchange, sqlInsertItem, sqlInsertItems, sqlFactMentioned, sqlMentionFact}
 
 // saveExchange is SaveExchange's body, in the caller's write transaction:
 // it reads what contract.PlanSave needs and writes what it plans. When it

@@ -46,6 +46,16 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("load current fact: %w", err)
 		}
+		// Stated again from the message and by the rule that stated it
+		// (enrichment redelivered): nothing changes.
+		if again, err := factMentioned(ctx, writeTx{tx, s.writes}, f, norm); err != nil || again != 0 {
+			out = cur
+			if err == nil && !found {
+				out, err = contract.ScanFact(tx.QueryRowContext(ctx, `SELECT `+factColumns+` FROM facts WHERE id = ?`, again),
+					times{}, f.Tenant, f.User)
+			}
+			return err
+		}
 		// Restated, or else the current fact (if any) superseded by a new
 		// one; either keeps a pin. A value stated before the current one
 		// was last stated (contract.StatedEarlier) leaves it current.
@@ -86,6 +96,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 			return fmt.Errorf("write fact: %w", err)
 		}
 		if err := stateFactSource(ctx, tx, f.Tenant, f.User, f.Conversation, id, f.UpdatedAt); err != nil {
+			return err
+		}
+		if err := mentionFact(ctx, writeTx{tx, s.writes}, f, id); err != nil {
 			return err
 		}
 		if maxPerUser > 0 {

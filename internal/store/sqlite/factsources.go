@@ -27,6 +27,48 @@ func stateFactSource(ctx context.Context, tx *sql.Tx, tenant, user, conv string,
 	return nil
 }
 
+// A fact's mentions are the stored messages that stated it, each with the
+// rule that did (fact_mentions, migration sqlite/0031): a statement made
+// again from its message by its rule — enrichment redelivered — changes
+// nothing (storetest.Knowledge).
+
+// The mentions' statements, prepared when the Store opens (hotWrites).
+const (
+	sqlFactMentioned = `SELECT m.fact_id FROM fact_mentions m
+		JOIN facts f ON f.id = m.fact_id AND f.tenant = m.tenant AND f.user_id = m.user_id
+		WHERE m.tenant = ? AND m.user_id = ? AND m.message = ? AND m.rule = ? AND f.type = ? AND f.norm_key = ?
+		LIMIT 1`
+	sqlMentionFact = `INSERT INTO fact_mentions (tenant, user_id, message, rule, fact_id)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+)
+
+// factMentioned returns the id of the fact of f's type and key (norm),
+// current or superseded, that f's message stated by f's rule before, or 0
+// when none did or f names no message.
+func factMentioned(ctx context.Context, tx writeTx, f memory.Fact, norm string) (int64, error) {
+	if f.Source == "" {
+		return 0, nil
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, sqlFactMentioned, f.Tenant, f.User, f.Source, f.Rule, string(f.Type), norm).Scan(&id)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("find mention of fact: %w", err)
+	}
+	return id, nil
+}
+
+// mentionFact records that f's message stated fact id by f's rule (none
+// when f names no message).
+func mentionFact(ctx context.Context, tx writeTx, f memory.Fact, id int64) error {
+	if f.Source == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, sqlMentionFact, f.Tenant, f.User, f.Source, f.Rule, id); err != nil {
+		return fmt.Errorf("record mention of fact %d: %w", id, err)
+	}
+	return nil
+}
+
 // forgetConversationFacts removes conversation id as a source of the user's
 // facts, in tx: a fact (current or superseded) that no other conversation
 // nor the API stated is deleted with its recall items; one that survives

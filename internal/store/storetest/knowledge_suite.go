@@ -38,6 +38,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactNormalisedKey", testFactNormalisedKey},
 		{"FactPinnedSticky", testFactPinnedSticky},
 		{"FactRuleAndSource", testFactRuleAndSource},
+		{"FactRestatedFromItsMessage", testFactRestatedFromItsMessage},
 		{"FactCapPerUser", testFactCapPerUser},
 		{"FactExpiry", testFactExpiry},
 		{"FactOrder", testFactOrder},
