@@ -131,15 +131,7 @@ func runQueuedConversationDeleted(t *testing.T, top queueTopology) {
 	ctx := context.Background()
 	word := fmt.Sprintf("zqxconlyqueued%d", time.Now().UnixNano())
 	c3 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c3"}
-
-	flaky := &flakySaver{Saver: top.store}
-	c := top.capturer(t, flaky)
-	e := engine.New(engine.Options{}, nil)
-	e.Use(&engine.Core{Store: top.store, Capturer: c})
-
-	flaky.set(true)
-	c.Capture(ctx, turn(t, c3, "my code word is "+word))
-	flaky.set(false)
+	e, _ := top.queuedTurn(t, c3, "my code word is "+word)
 	if n, err := top.queue.Pending(ctx); err != nil || n != 1 {
 		t.Fatalf("capture queue holds %d entries (%v), want the queued turn", n, err)
 	}
