@@ -231,7 +231,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
+	// The enricher's name is the process's own too (record.ProcessConsumer):
+	// on SQLite it names the enrichment outbox's lease holder.
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{Consumer: record.ProcessConsumer() + "-enrich", StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
 }
 

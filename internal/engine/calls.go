@@ -134,36 +134,48 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 // a turn stored it again, and answers memory.ErrNotFound, which is not an
 // error here. Then the conversation's exchanges still waiting in the
 // capture and enrichment queues are purged from them
-// (record.Capturer.PurgeDeleted).
+// (record.Capturer.PurgeDeleted). A conversation the store does not hold
+// yet (its turns all queued, or in flight) is deleted all the same: the
+// store dates the deletion, so its turns in flight are dropped when they
+// are saved, and its queued ones are purged; the call answers
+// memory.ErrNotFound only when there was nothing of it in the queues
+// either.
 func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	_, err := with(e, func(c *Core) (none, error) {
-		if err := c.Store.DeleteConversation(ctx, id); err != nil {
-			return none{}, err
+		stored := c.Store.DeleteConversation(ctx, id)
+		if stored != nil && !errors.Is(stored, memory.ErrNotFound) {
+			return none{}, stored
 		}
 		if err := c.Store.DeleteConversation(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
 			return none{}, err
 		}
-		return none{}, c.purgeDeleted(ctx, id)
+		purged, err := c.purgeDeleted(ctx, id)
+		if err == nil && purged == 0 {
+			err = stored // nothing stored, nothing queued: not found
+		}
+		return none{}, err
 	})
 	return err
 }
 
 // purgeDeleted purges the queues of what the deletion of conversation id
-// voids, as purgeErased does for an erasure.
-func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) error {
+// voids, as purgeErased does for an erasure, and returns how many entries
+// it removed.
+func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) (int, error) {
 	if c.Capturer == nil {
-		return nil
+		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeTimeout)
 	defer cancel()
 	at, err := c.Store.DeletedAt(ctx, id)
+	n := 0
 	if err == nil {
-		_, err = c.Capturer.PurgeDeleted(ctx, id, at)
+		n, err = c.Capturer.PurgeDeleted(ctx, id, at)
 	}
 	if err != nil {
-		return fmt.Errorf("conversation deleted, but not purged from the queues: %w", err)
+		return n, fmt.Errorf("conversation deleted, but not purged from the queues: %w", err)
 	}
-	return nil
+	return n, nil
 }
 
 // DeleteUser erases a user, twice. A store dates an erasure before it

@@ -122,3 +122,42 @@ func TestConversationDeletePurgesAndHoldsSQLite(t *testing.T) {
 func TestConversationDeletePurgesAndHoldsPostgresRedis(t *testing.T) {
 	runConversationDeleted(t, postgresRedisTopology(t))
 }
+
+// runQueuedConversationDeleted: alice's conversation c3 has only turns
+// queued while the store was down, none stored yet (a worker's backlog).
+// Deleting c3 deletes those turns: the call succeeds, their text leaves
+// the queue, and once the worker has drained the queue c3 does not exist.
+func runQueuedConversationDeleted(t *testing.T, top queueTopology) {
+	ctx := context.Background()
+	word := fmt.Sprintf("zqxconlyqueued%d", time.Now().UnixNano())
+	c3 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c3"}
+	e, _ := top.queuedTurn(t, c3, "my code word is "+word)
+	if n, err := top.queue.Pending(ctx); err != nil || n != 1 {
+		t.Fatalf("capture queue holds %d entries (%v), want the queued turn", n, err)
+	}
+
+	if err := e.DeleteConversation(ctx, c3); err != nil {
+		t.Fatalf("DeleteConversation of a conversation whose turns are all queued = %v, want them deleted", err)
+	}
+	if i := bytes.Index(top.atRest(t), []byte(word)); i >= 0 {
+		t.Errorf("deleted text %s still at rest (byte %d)", word, i)
+	}
+	top.runWorker(t)
+	waitUntil(t, "capture queue drained", func() bool {
+		n, err := top.queue.Pending(ctx)
+		return err == nil && n == 0
+	})
+	if _, msgs, err := top.store.Conversation(ctx, c3); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the deleted conversation came back from the queue: %q, %v", contents(msgs), err)
+	}
+}
+
+// TestQueuedConversationDeletedSQLite: see runQueuedConversationDeleted.
+func TestQueuedConversationDeletedSQLite(t *testing.T) {
+	runQueuedConversationDeleted(t, sqliteTopology(t))
+}
+
+// TestQueuedConversationDeletedPostgresRedis: see runQueuedConversationDeleted.
+func TestQueuedConversationDeletedPostgresRedis(t *testing.T) {
+	runQueuedConversationDeleted(t, postgresRedisTopology(t))
+}

@@ -87,6 +87,20 @@ func (f *flakySaver) SaveExchange(ctx context.Context, ex memory.Exchange) (memo
 	return f.Saver.SaveExchange(ctx, ex)
 }
 
+// queuedTurn returns an engine over top with its Capturer, which queued
+// one turn of id saying text while the store was down.
+func (top queueTopology) queuedTurn(t *testing.T, id memory.Identity, text string) (*engine.Engine, *record.Capturer) {
+	t.Helper()
+	flaky := &flakySaver{Saver: top.store}
+	c := top.capturer(t, flaky)
+	e := engine.New(engine.Options{}, nil)
+	e.Use(&engine.Core{Store: top.store, Capturer: c})
+	flaky.set(true)
+	c.Capture(context.Background(), turn(t, id, text))
+	flaky.set(false)
+	return e, c
+}
+
 // turn builds an exchange of id saying text.
 func turn(t *testing.T, id memory.Identity, text string) memory.Exchange {
 	t.Helper()
@@ -342,13 +356,7 @@ func runInFlightErased(t *testing.T, top queueTopology) {
 	ctx := context.Background()
 	word := fmt.Sprintf("zqxinflight%d", time.Now().UnixNano())
 	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
-	flaky := &flakySaver{Saver: top.store}
-	c := top.capturer(t, flaky)
-	e := engine.New(engine.Options{}, nil)
-	e.Use(&engine.Core{Store: top.store, Capturer: c})
-	flaky.set(true)
-	c.Capture(ctx, turn(t, alice, "my code word is "+word))
-	flaky.set(false)
+	e, _ := top.queuedTurn(t, alice, "my code word is "+word)
 
 	hold := &holdingSaver{Saver: top.store, held: alice, holding: make(chan struct{}), release: make(chan struct{}),
 		saved: make(chan memory.SaveResult, 1)}

@@ -24,6 +24,7 @@ type Loop struct {
 	ctx             context.Context
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
+	unserved        bool // the loop stopped with a request in hand, not run; read after wg
 }
 
 // New returns a Loop that runs run at most once an interval. run gets a
@@ -48,13 +49,24 @@ func (l *Loop) Request() {
 }
 
 // Stop ends the loop, cancelling a run in hand and waiting for it to
-// return. Requests after Stop start nothing.
-func (l *Loop) Stop() {
+// return, and reports whether a request was left unserved: one waiting
+// out the interval, or made and not run yet (a run it cancelled is the
+// task's to judge). The caller decides what that needs: a quick task may
+// run once more on the way out; a long one is left to the next process.
+// Requests after Stop start nothing; a second Stop reports false.
+func (l *Loop) Stop() (unserved bool) {
 	l.stopOnce.Do(func() {
 		l.start.Do(func() {}) // no loop starts after Stop
 		l.cancel()
 		l.wg.Wait()
+		select {
+		case <-l.kick:
+			unserved = true
+		default:
+			unserved = l.unserved
+		}
 	})
+	return unserved
 }
 
 func (l *Loop) loop() {
@@ -68,20 +80,18 @@ func (l *Loop) loop() {
 		if !last.IsZero() {
 			if d := l.interval - time.Since(last); d > 0 {
 				l.wait(l.ctx, d)
-				if l.ctx.Err() != nil {
-					return
-				}
 				select { // requests made meanwhile are served by this run
 				case <-l.kick:
 				default:
 				}
 			}
 		}
-		last = time.Now()
-		l.run(l.ctx)
-		if l.ctx.Err() != nil {
+		if l.ctx.Err() != nil { // stopped with this request in hand
+			l.unserved = true
 			return
 		}
+		last = time.Now()
+		l.run(l.ctx)
 	}
 }
 

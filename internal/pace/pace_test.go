@@ -85,3 +85,38 @@ func TestStopCancelsTheRunInHand(t *testing.T) {
 		t.Fatalf("%d runs, want 1", runs)
 	}
 }
+
+// TestStopReportsARequestLeftUnserved: Stop says whether a request was
+// left unserved — one waiting out the interval — so that the caller can
+// serve it on its way out; a Stop with every request served, or with none
+// made, says no, and so does a second Stop.
+func TestStopReportsARequestLeftUnserved(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		requests int
+		want     bool
+	}{
+		{"none made", 0, false},
+		{"every one served", 1, false},
+		{"one waiting out the interval", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testenv.NewPaced()
+			l := New(time.Minute, func(context.Context) { p.Run() }, p.Wait)
+			if tc.requests > 0 {
+				l.Request()
+				p.Until(t, "the run", func(r, _ int) bool { return r == 1 })
+			}
+			if tc.requests > 1 {
+				l.Request()
+				p.Until(t, "the next to wait", func(_, w int) bool { return w == 1 })
+			}
+			if got := l.Stop(); got != tc.want {
+				t.Fatalf("Stop() = %v, want %v", got, tc.want)
+			}
+			if l.Stop() {
+				t.Error("a second Stop reports a request unserved")
+			}
+		})
+	}
+}

@@ -53,7 +53,10 @@ func (o Outcome) String() string {
 // only by ctx, until every exchange is durable, reporting what became of
 // each (outcomes[i] is exs[i]'s). An exchange's At (when it happened; zero
 // means now) decides whether its user's erasure drops it, and its messages'
-// CreatedAt are the times they were said.
+// CreatedAt are the times they were said. An At after the import began
+// (a client's clock ahead of the gateway's) is taken as when it began:
+// the history is what the user said before the import, and an erasure
+// that lands while it is stored drops all of it.
 //
 // Every exchange must have an ID. When ctx ends first, Import returns the
 // outcomes known so far (the rest Failed) with ctx's error; the exchanges
@@ -68,7 +71,7 @@ func (c *Capturer) Import(ctx context.Context, exs []memory.Exchange) ([]Outcome
 	jobs := make([]*job, 0, len(exs))
 	outcomes := make([]Outcome, len(exs))
 	for _, ex := range exs {
-		if ex.At.IsZero() {
+		if ex.At.IsZero() || ex.At.After(start) {
 			ex.At = start.UTC()
 		}
 		if ex.Received.IsZero() {

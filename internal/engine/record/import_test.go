@@ -11,6 +11,7 @@ import (
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/redact"
+	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
 // TestImportKeepsIDsAndTimesAndIsIdempotent imports dated history into
@@ -136,4 +137,69 @@ func TestImportReportsErasedQueuedAndRefused(t *testing.T) {
 			t.Fatalf("stored %v", s.ids())
 		}
 	})
+}
+
+// heldSQLite is a SQLite store whose saves wait, once entered, until the
+// test lets them go on: an erasure can land while an import is stored.
+type heldSQLite struct {
+	*sqlite.Store
+	entered, release chan struct{}
+}
+
+func (h heldSQLite) hold() {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-h.release
+}
+
+func (h heldSQLite) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	h.hold()
+	return h.Store.SaveExchange(ctx, ex)
+}
+
+func (h heldSQLite) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	h.hold()
+	return h.Store.SaveExchanges(ctx, exs)
+}
+
+// TestImportDuringAnErasureIsErased: an import that began before its
+// user's erasure imports history said before it, even when its
+// timestamps run a little ahead of the gateway's clock (the import
+// accepts up to 5 minutes of skew): the erasure, landing while the
+// import is stored, drops it all, and nothing of the user is stored
+// after the erasure returned.
+func TestImportDuringAnErasureIsErased(t *testing.T) {
+	store := mustSQLite(t)
+	held := heldSQLite{Store: store, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	c := mustCapturer(t, nil, held, nil, withStore(Options{}, held))
+	ex := exchange(t, "im-ahead", "my address is 5 Rua Augusta", "noted")
+	ex.At = time.Now().Add(2 * time.Minute) // the importing client's clock runs ahead
+	ex.Turn[0].CreatedAt, ex.Reply.CreatedAt = ex.At, ex.At
+
+	type result struct {
+		outcomes []Outcome
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := c.Import(context.Background(), []memory.Exchange{ex})
+		done <- result{o, err}
+	}()
+	<-held.entered
+	if err := store.DeleteUser(context.Background(), ex.Tenant, ex.User); err != nil {
+		t.Fatal(err)
+	}
+	close(held.release)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if want := []Outcome{Erased}; !slices.Equal(r.outcomes, want) {
+		t.Errorf("outcomes %v, want %v", r.outcomes, want)
+	}
+	if msgs, err := store.Recent(context.Background(), ex.Identity, 10); err != nil || len(msgs) > 0 {
+		t.Fatalf("after the erasure the user has %d messages stored (%v): the import brought them back", len(msgs), err)
+	}
 }

@@ -57,8 +57,23 @@ func (downSQLite) SaveExchanges(context.Context, []memory.Exchange) ([]memory.Sa
 // TestSQLiteTwoWorkersKeepTheOrder: a backlog in the SQLite outbox, saves
 // failing for a while, and two processes draining it (`gateway serve` and
 // `gateway worker`, or two of either). Every turn is stored once and in
-// the order it was queued: one process drains at a time.
+// the order it was queued: one process drains at a time. Also when both
+// take the default consumer name and their hosts and pids are alike (two
+// containers of one pod, or two on the host's network, each its pid 1 —
+// two workers of one test process stand in for them).
 func TestSQLiteTwoWorkersKeepTheOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		consumers [2]string
+	}{
+		{"named", [2]string{"w0", "w1"}},
+		{"default names, one host and pid", [2]string{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSQLiteTwoWorkersKeepTheOrder(t, tc.consumers) })
+	}
+}
+
+func testSQLiteTwoWorkersKeepTheOrder(t *testing.T, consumers [2]string) {
 	path := filepath.Join(t.TempDir(), "memgate.db")
 	s0 := mustSQLiteAt(t, path)
 	const convs, turns = 4, 40
@@ -74,7 +89,7 @@ func TestSQLiteTwoWorkersKeepTheOrder(t *testing.T) {
 		s := mustSQLiteAt(t, path)
 		flaky := &failNth{Saver: s, failing: map[string]int{"c1 turn 05": 3, "c2 turn 19": 4, "c3 turn 22": 2}}
 		opts := fastWorker()
-		opts.Consumer = fmt.Sprint("w", i)
+		opts.Consumer = consumers[i]
 		opts.Batch = 8
 		opts.StaleAfter = time.Hour
 		opts.Block = 20 * time.Millisecond
@@ -173,5 +188,25 @@ func BenchmarkCaptureSQLite(b *testing.B) {
 				b.Fatalf("%v captures queued", got)
 			}
 		})
+	}
+}
+
+// TestDefaultConsumersTakeTurnsOnTheLease: two processes on one SQLite
+// file whose hosts and pids are alike (two containers of one pod, or two
+// on the host's network, each its pid 1), both workers named by default:
+// while one holds the outbox's lease, the other does not — else both
+// drain the outbox and split a conversation's turns between them, stored
+// out of order. Two workers of one test process stand in for them.
+func TestDefaultConsumersTakeTurnsOnTheLease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memgate.db")
+	sa, sb := mustSQLiteAt(t, path), mustSQLiteAt(t, path)
+	a := NewWorker(sa.Outbox(), sa, nil, sqliteWorker(WorkerOptions{}, sa))
+	b := NewWorker(sb.Outbox(), sb, nil, sqliteWorker(WorkerOptions{}, sb))
+	ctx := context.Background()
+	if held, _, err := a.lease(ctx); err != nil || !held {
+		t.Fatalf("the first worker's lease: held %v, %v", held, err)
+	}
+	if held, _, err := b.lease(ctx); err != nil || held {
+		t.Fatalf("the second worker holds the lease the first holds (held %v, %v): both drain the outbox", held, err)
 	}
 }

@@ -2,6 +2,8 @@ package record
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +17,8 @@ import (
 
 // WorkerOptions tunes a Worker. Zero fields take the defaults noted.
 type WorkerOptions struct {
-	// Consumer names this worker in the queue (default host-pid).
+	// Consumer names this worker in the queue and its lease (default
+	// ProcessConsumer's name).
 	Consumer string
 	// Batch is how many entries one Claim takes (default 32).
 	Batch int
@@ -69,10 +72,22 @@ type WorkerOptions struct {
 	HookDelay time.Duration
 }
 
+// ProcessConsumer returns a consumer name of its own for each call: the
+// host, the pid and a random suffix. A queue's lease is held by a name
+// (Leaser), so two processes that took one name would both hold it and
+// split a backlog between them, a conversation's turns stored out of
+// order; host and pid alone are alike for two containers of one pod, or
+// two on the host's network, each its pid 1.
+func ProcessConsumer() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
 func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.Consumer == "" {
-		host, _ := os.Hostname()
-		o.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.Consumer = ProcessConsumer()
 	}
 	if o.Batch <= 0 {
 		o.Batch = 32

@@ -16,9 +16,11 @@ import (
 // (storetest.Store), and the facts that only it stated
 // (forgetConversationFacts), and dates the deletion (DeletedAt) once it
 // holds the user's lock: exchanges received at or before it are dropped
-// when they are saved. A conversation already gone answers
-// memory.ErrNotFound, and when it was deleted before, its deletion is
-// dated again (the engine deletes twice, as it erases a user twice).
+// when they are saved. A conversation not stored (already gone, or not
+// yet: its turns still queued or in flight) answers memory.ErrNotFound,
+// and its deletion is dated all the same (the engine deletes twice, as it
+// erases a user twice, and a turn queued before the deletion must not
+// start it).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	var missing error
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -46,21 +48,15 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
 			id.Tenant, id.User, id.Conversation)); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			if _, err := tx.Exec(ctx, `UPDATE conversation_tombstones SET deleted_at = GREATEST(deleted_at, $4)
-				WHERE user_digest = memgate_user_tombstone($1, $2) AND digest = memgate_conversation_tombstone($1, $2, $3)`,
-				id.Tenant, id.User, id.Conversation, now); err != nil {
-				return fmt.Errorf("date deletion: %w", unavailable(err))
+			if err := dateDeletion(ctx, tx, id, now); err != nil {
+				return err
 			}
 			return countDeleted(ctx, tx, id.Tenant, id.User, 0, messages)
 		} else if err != nil {
 			return err
 		}
-		// The tombstone holds digests of the ids, not the ids (migration 0027).
-		if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
-			VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4) ON CONFLICT (user_digest, digest)
-			DO UPDATE SET deleted_at = GREATEST(conversation_tombstones.deleted_at, EXCLUDED.deleted_at)`,
-			id.Tenant, id.User, id.Conversation, now); err != nil {
-			return fmt.Errorf("date deletion: %w", unavailable(err))
+		if err := dateDeletion(ctx, tx, id, now); err != nil {
+			return err
 		}
 		// The items of facts another conversation stated too stay, moved
 		// to it; every other item of the conversation goes.
@@ -84,6 +80,18 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	}
 	s.index.Forget(id.Tenant, id.User) // stale already (the deletes moved the counts)
 	s.vacuum.Request()
+	return nil
+}
+
+// dateDeletion records, in tx, that conversation id was deleted at at:
+// its tombstone holds digests of the ids, not the ids (migration 0027).
+func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Time) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
+		VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4) ON CONFLICT (user_digest, digest)
+		DO UPDATE SET deleted_at = GREATEST(conversation_tombstones.deleted_at, EXCLUDED.deleted_at)`,
+		id.Tenant, id.User, id.Conversation, at); err != nil {
+		return fmt.Errorf("date deletion: %w", unavailable(err))
+	}
 	return nil
 }
 

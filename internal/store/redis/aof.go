@@ -121,17 +121,25 @@ func refusedOrFailed(err error) string {
 // blocks.
 func (r *aofRewriter) request() { r.loop.Request() }
 
-// stop ends the loop, waiting for a request in hand.
-func (r *aofRewriter) stop() { r.loop.Stop() }
-
-// once makes one request, counts and logs how it went.
-func (r *aofRewriter) once(lctx context.Context) {
-	ctx, cancel := context.WithTimeout(lctx, aofTimeout)
-	result, err := r.run(ctx)
-	cancel()
-	if lctx.Err() != nil {
-		return
+// stop ends the loop, waiting for a request in hand. A request it leaves
+// unserved (a purge's, waiting out the interval since the last one) is
+// made on the way out, bounded by aofTimeout: a gateway stopped within a
+// minute of an erasure (a rolling deploy) would leave the erased text in
+// the file until Redis rewrote it by itself, which a small dataset may
+// never make it do.
+func (r *aofRewriter) stop() {
+	if r.loop.Stop() {
+		r.once(context.Background())
 	}
+}
+
+// once makes one request, counts and logs how it went. The request runs
+// to its own bound (aofTimeout), not cut short by the loop's stop, which
+// waits for it: a rewrite asked for is not dropped halfway.
+func (r *aofRewriter) once(context.Context) {
+	ctx, cancel := context.WithTimeout(context.Background(), aofTimeout)
+	defer cancel()
+	result, err := r.run(ctx)
 	r.requests.WithLabelValues(result).Inc()
 	switch result {
 	case aofStarted:
@@ -145,7 +153,7 @@ func (r *aofRewriter) once(lctx context.Context) {
 			level = slog.LevelDebug
 		}
 		r.refused = true
-		r.logger.Log(lctx, level, "redis: refused to rewrite its append-only file after a purge (a managed Redis?); purged text stays in that file until Redis rewrites it",
+		r.logger.Log(ctx, level, "redis: refused to rewrite its append-only file after a purge (a managed Redis?); purged text stays in that file until Redis rewrites it",
 			"error", err)
 	case aofFailed:
 		r.logger.Warn("redis: could not ask for an append-only file rewrite after a purge", "error", err)

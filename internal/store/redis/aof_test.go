@@ -71,6 +71,38 @@ func TestAOFRewritesAreSpacedOut(t *testing.T) {
 	}
 }
 
+// TestAOFRewriteOfAPurgeOutlivesAStop: a gateway stopped (a rolling
+// deploy) while a purge's request waits out the interval since the last
+// one makes that request on its way out: otherwise the erased user's
+// text would stay in the append-only file until Redis rewrites it by
+// itself, which a small dataset may never make it do. A stop with no
+// request waiting makes none.
+func TestAOFRewriteOfAPurgeOutlivesAStop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second bool // a second purge, within the interval, before the stop
+		want   int
+	}{
+		{"a request waiting", true, 2},
+		{"none waiting", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testenv.NewPaced()
+			r := startAOFRewriter(func(context.Context) (string, error) { p.Run(); return aofStarted, nil }, p.Wait, nil)
+			r.request()
+			p.Until(t, "the first request", func(n, _ int) bool { return n == 1 })
+			if tc.second {
+				r.request()
+				p.Until(t, "the second purge's request to wait out the interval", func(_, w int) bool { return w == 1 })
+			}
+			r.stop()
+			if n, _ := p.State(); n != tc.want {
+				t.Fatalf("%d requests by the stop, want %d", n, tc.want)
+			}
+		})
+	}
+}
+
 // TestRewriteAOFAgainstRedis: against real Redis servers of the test's
 // own, a request starts a rewrite only where the append-only file is on,
 // and a server that refuses BGREWRITEAOF or INFO (as a managed Redis may)

@@ -15,9 +15,10 @@ import (
 // (storetest.Store), exchange records and FTS rows included, and the facts
 // that only it stated (forgetConversationFacts), and dates the deletion
 // (DeletedAt): exchanges received at or before it are dropped when they
-// are saved. A conversation already gone answers memory.ErrNotFound, and
-// when it was deleted before, its deletion is dated again (the engine
-// deletes twice, as it erases a user twice).
+// are saved. A conversation not stored (already gone, or not yet: its
+// turns still queued or in flight) answers memory.ErrNotFound, and its
+// deletion is dated all the same (the engine deletes twice, as it erases
+// a user twice, and a turn queued before the deletion must not start it).
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	var missing error
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
@@ -25,11 +26,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			if _, err := tx.ExecContext(ctx, `UPDATE conversation_tombstones SET deleted_at = MAX(deleted_at, ?)
-				WHERE user_digest = ? AND digest = ?`, nanos(time.Now()), contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id)); err != nil {
-				return fmt.Errorf("date deletion: %w", err)
-			}
-			return nil
+			return dateDeletion(ctx, tx, id)
 		} else if err != nil {
 			return err
 		}
@@ -45,14 +42,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			}
 		}
 		// Dated last, in the writer's transaction: a save either committed
-		// before (and is deleted here) or reads the date. The tombstone
-		// holds digests of the ids, not the ids (contract.ConversationTombstone).
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
-			VALUES (?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
-			contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(time.Now())); err != nil {
-			return fmt.Errorf("date deletion: %w", err)
-		}
-		return nil
+		// before (and is deleted here) or reads the date.
+		return dateDeletion(ctx, tx, id)
 	})
 	if err == nil {
 		err = missing
@@ -62,6 +53,18 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	}
 	s.index.Forget(id.Tenant, id.User) // stale already (the deletes moved the counts)
 	s.truncateWAL(ctx)
+	return nil
+}
+
+// dateDeletion records, in tx, that conversation id is deleted now: its
+// tombstone holds digests of the ids, not the ids
+// (contract.ConversationTombstone).
+func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
+		VALUES (?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
+		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(time.Now())); err != nil {
+		return fmt.Errorf("date deletion: %w", err)
+	}
 	return nil
 }
 

@@ -122,3 +122,34 @@ func testDeletedConversationStaysDeleted(t *testing.T, s KnowledgeStore) {
 		t.Fatalf("DeletedAt after the user's erasure = %v, %v; want zero (the erasure covers it)", at, err)
 	}
 }
+
+// testDeletedBeforeItsFirstSave: a conversation deleted while it holds
+// nothing yet — its turns are all still queued, or in flight — answers
+// memory.ErrNotFound, and its deletion is dated all the same: its turns
+// received at or before the deletion are dropped when they are saved, and
+// a turn received after it starts the conversation.
+func testDeletedBeforeItsFirstSave(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	c9 := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c9"}
+	ex := func(id string, received time.Time) memory.Exchange {
+		return memory.Exchange{ID: id, Identity: c9, Model: "m", At: received, Received: received,
+			Turn: []memory.Message{msg(t, "user", "turn "+id)}, Reply: msg(t, "assistant", "reply "+id)}
+	}
+	queued := time.Now()
+	if err := s.DeleteConversation(ctx, c9); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("DeleteConversation of a conversation not stored yet = %v, want memory.ErrNotFound", err)
+	}
+	at, err := s.DeletedAt(ctx, c9)
+	if err != nil || at.Before(queued.Truncate(time.Microsecond)) {
+		t.Fatalf("DeletedAt = %v, %v; want the deletion dated, not before %v", at, err, queued)
+	}
+	if res, err := s.SaveExchange(ctx, ex("queued", queued)); err != nil || !res.Dropped {
+		t.Fatalf("a turn queued before the deletion, saved after it = %+v, %v; want Dropped", res, err)
+	}
+	if _, _, err := s.Conversation(ctx, c9); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the queued turn brought the deleted conversation back: %v", err)
+	}
+	if res, err := s.SaveExchange(ctx, ex("fresh", at.Add(time.Millisecond))); err != nil || res.Inserted != 2 {
+		t.Fatalf("a turn received after the deletion = %+v, %v; want stored", res, err)
+	}
+}

@@ -38,6 +38,7 @@ func RunErasure(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FreshStartAfterErasure", testFreshStartAfterErasure},
 		{"GuardedWritesRaceErasure", testGuardedWritesRaceErasure},
 		{"DeletedConversationStaysDeleted", testDeletedConversationStaysDeleted},
+		{"ConversationDeletedBeforeItsFirstSave", testDeletedBeforeItsFirstSave},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
