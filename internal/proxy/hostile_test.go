@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -187,5 +190,45 @@ func TestPassthroughRelaysFinalStatusAfter1xx(t *testing.T) {
 	resp, b := g.post(t, "/v1/files", `{}`, nil)
 	if resp.StatusCode != http.StatusCreated || string(b) != `{"id":"file-1"}` {
 		t.Errorf("got %d %s, want the upstream's 201 and body", resp.StatusCode, b)
+	}
+}
+
+// TestGatewayHeadersSurvive1xx: an upstream's informational response
+// (103 Early Hints) before its answer leaves the gateway's own response
+// headers in place: the reverse proxy clears the client's header map after
+// relaying a 1xx, which took X-Request-Id, X-Memory-Conversation and
+// X-Memory-Degraded (a memory failure reported by the header the contract
+// names) off the final answer, on the memory routes and passthrough alike.
+func TestGatewayHeadersSurvive1xx(t *testing.T) {
+	u := newHostileUpstream(t, func(c net.Conn, who string) bool {
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"+answer(who))
+		return true
+	})
+	prep := preparerFunc(func(context.Context, memory.Request) (memory.Prepared, error) {
+		return memory.Prepared{}, memory.ErrUnavailable
+	})
+	g := mustGateway(t, upstreamtest.New(t, nil), func(c *gatewayConfig) { c.Upstream.BaseURL = u.url() },
+		Deps{Resolver: identity.New(nil), Preparer: prep})
+	tests := []struct {
+		name, path string
+		header     map[string]string
+		want       map[string]string
+	}{
+		{"memory", "/v1/chat/completions", map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1", "X-Request-Id": "r-1"},
+			map[string]string{"X-Request-Id": "r-1", "X-Memory-Conversation": "c1", "X-Memory-Degraded": "store"}},
+		{"passthrough", "/v1/embeddings", map[string]string{"X-Request-Id": "r-2"}, map[string]string{"X-Request-Id": "r-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := g.post(t, tt.path, memoryChat, tt.header)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			for k, v := range tt.want {
+				if got := resp.Header.Values(k); len(got) != 1 || got[0] != v {
+					t.Errorf("%s: %q, want %q", k, got, v)
+				}
+			}
+		})
 	}
 }
