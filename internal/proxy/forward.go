@@ -9,6 +9,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/textproto"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,13 +233,35 @@ func (b *timedBody) Close() error {
 
 // finalWriter lets the reverse proxy relay the upstream's 1xx responses
 // without echo taking the first one for the final status: the client then
-// sees the real status that follows.
-type finalWriter struct{ *echo.Response }
+// sees the real status that follows. The reverse proxy clears the header
+// map after relaying a 1xx, and with it the gateway's own headers set
+// before the upstream call (X-Request-Id, X-Memory-*): the final status
+// puts them back, before the upstream's, as they stand without a 1xx.
+type finalWriter struct {
+	*echo.Response
+	// own is the gateway's headers when the writer was made; relayed1xx
+	// is set once a 1xx went out.
+	own        http.Header
+	relayed1xx bool
+}
 
-func (w finalWriter) WriteHeader(code int) {
+// newFinalWriter returns the writer the reverse proxy answers r through,
+// once the gateway set its own headers.
+func newFinalWriter(r *echo.Response) *finalWriter {
+	return &finalWriter{Response: r, own: r.Header().Clone()}
+}
+
+func (w *finalWriter) WriteHeader(code int) {
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.relayed1xx = true
 		w.Response.Writer.WriteHeader(code)
 		return
+	}
+	if w.relayed1xx {
+		h := w.Header()
+		for k, v := range w.own {
+			h[k] = append(slices.Clip(v), h[k]...)
+		}
 	}
 	w.Response.WriteHeader(code)
 }

@@ -212,7 +212,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		fr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
 		fr.ContentLength = int64(len(out))
 		fr.TransferEncoding = nil
-		p.rp.ServeHTTP(finalWriter{w}, fr)
+		p.rp.ServeHTTP(newFinalWriter(w), fr)
 		// The reverse proxy returns (rather than aborting the response) only
 		// when the upstream's whole answer reached the client.
 		if f.capture != nil {

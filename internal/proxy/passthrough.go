@@ -42,7 +42,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = clientBody{ReadCloser: r.Body, f: f}
 		}
-		p.rp.ServeHTTP(finalWriter{c.Response()}, withForward(r, f))
+		p.rp.ServeHTTP(newFinalWriter(c.Response()), withForward(r, f))
 		return nil
 	}
 }
