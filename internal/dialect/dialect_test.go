@@ -29,6 +29,10 @@ func TestParse(t *testing.T) {
 		{"messages bad", Messages, `{"model":"claude-sonnet-4-6","messages":[{"role":"user","content":5}]}`, "", false, 0, "messages[0]"},
 		{"responses", Responses, `{"model":"gpt-4.1","user":"bob","instructions":"S","input":"hi"}`, "bob", false, 2, ""},
 		{"responses chained", Responses, `{"model":"gpt-4.1","input":"hi","previous_response_id":"resp_1"}`, "", true, 1, ""},
+		// A conversation of the Conversations API: the provider holds the
+		// history, as with previous_response_id.
+		{"responses in a provider conversation", Responses, `{"model":"gpt-4.1","input":"hi","conversation":"conv_1"}`, "", true, 1, ""},
+		{"responses in a provider conversation object", Responses, `{"model":"gpt-4.1","input":"hi","conversation":{"id":"conv_1"}}`, "", true, 1, ""},
 		{"responses bad", Responses, `{"model":"gpt-4.1","input":{}}`, "", false, 0, "input"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,8 @@ package responses
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/body"
@@ -157,4 +159,48 @@ func TestRenderBlocks(t *testing.T) {
 			dialecttest.Golden(t, "render_"+tt.name, out, *update)
 		})
 	}
+}
+
+// TestProviderConversationGetsNoStoredText: a request in a conversation
+// of the Conversations API (conversation: an id or {"id": …}) has its
+// history held by the provider, which adds every input item to that
+// conversation for good. As with previous_response_id, stored turns are
+// not prepended (each request would add the whole window to the
+// provider's conversation again) and the recalled block joins the
+// instructions (in input it would stay in the provider's conversation,
+// erasures notwithstanding): the input goes as the client sent it.
+func TestProviderConversationGetsNoStoredText(t *testing.T) {
+	for _, conv := range []string{`"conv_1"`, `{"id":"conv_1"}`} {
+		t.Run(conv, func(t *testing.T) {
+			input := `[{"role":"user","content":"Where do I live?"}]`
+			r, err := ParseRequest([]byte(`{"model":"gpt-4o","conversation":` + conv + `,"input":` + input + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := dialecttest.PreparedBlocks(r.Conversation, "<memory>\nFacts:\n- city: Porto\n</memory>", "<memory>\nRecalled: Porto\n</memory>", false, storedTurns(t), 0)
+			out, err := r.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Input        json.RawMessage `json:"input"`
+				Instructions string          `json:"instructions"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqualBytes(got.Input, []byte(input)) {
+				t.Errorf("input %s, want the client's %s", got.Input, input)
+			}
+			if !strings.Contains(got.Instructions, "Recalled: Porto") {
+				t.Errorf("instructions %q, want the recalled block in them", got.Instructions)
+			}
+		})
+	}
+}
+
+// jsonEqualBytes reports whether a and b hold equal JSON values.
+func jsonEqualBytes(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
