@@ -62,7 +62,8 @@ type Request struct {
 	// memory.ParseMessage.
 	Messages []memory.Message
 	// NoRecent is true when the provider holds the history
-	// (previous_response_id): memory is injected, stored turns are not.
+	// (previous_response_id, or a conversation of the Conversations API):
+	// memory is injected, stored turns are not.
 	NoRecent bool
 
 	render func(memory.Prepared) ([]byte, error)
@@ -103,7 +104,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.PreviousResponseID != "", render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.ProviderHistory(), render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {

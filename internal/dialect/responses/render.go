@@ -28,7 +28,8 @@ import (
 //     function_call_output items. A stored function call whose output is
 //     missing, or an output whose call is missing, is dropped, as the API
 //     rejects both.
-//   - With previous_response_id the provider holds the history: the memory
+//   - With previous_response_id, or a conversation of the Conversations
+//     API, the provider holds the history (ProviderHistory): the memory
 //     block is added, stored turns are not.
 //
 // A string input stays a string when nothing is prepended. Every other
@@ -39,7 +40,7 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		return nil, err
 	}
 	var stored []storedItem
-	if r.PreviousResponseID == "" {
+	if !r.ProviderHistory() {
 		for _, raw := range a.Stored {
 			its, err := fromChat(raw)
 			if err != nil {
@@ -51,11 +52,12 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 
 	obj := r.obj.Clone()
 	// What this request recalled goes right before the current question in
-	// input — except with previous_response_id: the provider would keep
-	// each request's recall in the history it holds, so it joins the
+	// input — except when the provider holds the history
+	// (previous_response_id, a conversation): the provider would keep each
+	// request's recall in the history it holds, so it joins the
 	// instructions (a system-position block; a user-position one goes in
 	// input all the same: no stored text in instructions).
-	recalledInInput := a.Recalled != "" && (a.User || r.PreviousResponseID == "")
+	recalledInInput := a.Recalled != "" && (a.User || !r.ProviderHistory())
 	var instrText []string
 	if a.Memory != "" && !a.User {
 		instrText = append(instrText, a.Memory)

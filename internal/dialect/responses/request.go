@@ -25,6 +25,9 @@ type Request struct {
 	MaxTokens          int
 	User               string
 	PreviousResponseID string
+	// InConversation is true when the body names a conversation of the
+	// Conversations API (conversation: an id or {"id": …}).
+	InConversation bool
 	// Conversation holds the conversation in chat format for the memory
 	// core: instructions as a system message (origin -1), then the input
 	// (see ParseRequest), each with the input item it starts at.
@@ -75,6 +78,9 @@ func ParseRequest(b []byte) (*Request, error) {
 	if r.Model == "" {
 		return nil, body.Invalid("model", "model must be a non-empty string")
 	}
+	if c := obj.Get("conversation"); obj.Has("conversation") && string(c) != "null" {
+		r.InConversation = true
+	}
 	if err := r.readInstructions(); err != nil {
 		return nil, err
 	}
@@ -83,6 +89,14 @@ func ParseRequest(b []byte) (*Request, error) {
 	}
 	return r, nil
 }
+
+// ProviderHistory reports whether the provider holds the history of the
+// request's conversation: it continues a stored response
+// (previous_response_id) or names a conversation of the Conversations API,
+// whose items the provider puts before the input — and to which it adds
+// the input for good. Memory then sends no stored turns, and what it
+// recalls goes in the instructions, which the provider does not keep.
+func (r *Request) ProviderHistory() bool { return r.PreviousResponseID != "" || r.InConversation }
 
 // readInstructions reads instructions: a string, or (newer API versions) an
 // array of message items, whose text becomes one system message.
