@@ -115,6 +115,12 @@ func (c *exchangeCapture) end(ctx context.Context) {
 		return
 	}
 	c.done = true
+	c.complete(ctx)
+}
+
+// complete reassembles the stream's reply and hands it on; the caller has
+// set done, so abandon leaves the stream to it.
+func (c *exchangeCapture) complete(ctx context.Context) {
 	reply, usage, err := c.stream.result()
 	if err != nil {
 		c.skipped(err)
@@ -129,7 +135,11 @@ func (c *exchangeCapture) finish(ctx context.Context) {
 	if c.done || c.stream == nil {
 		return
 	}
-	c.p.captures.Go(func() { c.end(ctx) })
+	// done is set here, not on the goroutine: the handler's deferred
+	// abandon, which runs next, must not close the stream the goroutine
+	// reads the result of.
+	c.done = true
+	c.p.captures.Go(func() { c.complete(ctx) })
 }
 
 // abandon stops a capture that did not finish (the response was aborted).

@@ -2,10 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -197,4 +201,32 @@ func TestSSEField(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { sseField([]byte("event: message_stop"), "event", "message_stop") }); n != 0 {
 		t.Errorf("sseField allocates %v times per call, want 0", n)
 	}
+}
+
+// failingStream's reassembly fails, so its capture is counted as skipped
+// rather than handed to a Capturer.
+type failingStream struct{ bytes.Buffer }
+
+func (f *failingStream) Result() (memory.Message, *memory.Usage, error) {
+	return memory.Message{}, nil, errors.New("unreadable")
+}
+
+// TestFinishThenAbandonClosesTheStreamOnce: a stream whose body did not
+// end its capture is finished on a goroutine, and the handler's deferred
+// abandon runs right after; before, abandon could find the capture not
+// yet done and close the tee the goroutine was reading the result of: a
+// double close, which crashes the process.
+func TestFinishThenAbandonClosesTheStreamOnce(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{m: m, log: slog.New(slog.DiscardHandler)}
+	for range 200 {
+		c := &exchangeCapture{p: p, stream: newTee(&failingStream{})}
+		c.stream.feed([]byte("data: {}\n\n"))
+		c.finish(context.Background())
+		c.abandon()
+	}
+	p.captures.Wait()
 }
