@@ -143,7 +143,7 @@ func scopeOf(r *http.Request, user string) (memory.Identity, *apierr.Error) {
 		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required.")
 	}
 	if !memory.ValidID(user) {
-		return memory.Identity{}, apierr.Invalid("user", "user must be 1-128 characters of [A-Za-z0-9._:@-].")
+		return memory.Identity{}, apierr.Invalid("user", "user must be "+memory.IDChars+".")
 	}
 	return memory.Identity{Tenant: tenantOf(r), User: user}, nil
 }

@@ -34,7 +34,7 @@ func (a *Admin) storeScope(c echo.Context, user string) (memory.Identity, *apier
 func conversationID(c echo.Context) (string, *apierr.Error) {
 	id := c.Param("id")
 	if !memory.ValidID(id) {
-		return "", apierr.Invalid("id", "A conversation id must be 1-128 characters of [A-Za-z0-9._:@-].")
+		return "", apierr.Invalid("id", "A conversation id must be "+memory.IDChars+".")
 	}
 	return id, nil
 }

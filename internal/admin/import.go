@@ -139,7 +139,7 @@ func (im *Import) handle(c echo.Context) error {
 		return aerr
 	}
 	if !memory.ValidID(req.Conversation) {
-		return apierr.Invalid("conversation", "conversation must be 1-128 characters of [A-Za-z0-9._:@-].")
+		return apierr.Invalid("conversation", "conversation must be "+memory.IDChars+".")
 	}
 	id.Conversation = req.Conversation
 	if len(req.Messages) == 0 {

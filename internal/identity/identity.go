@@ -47,7 +47,7 @@ type HeaderError struct {
 // Error names the header.
 func (e *HeaderError) Error() string {
 	if e.Header == "user" {
-		return fmt.Sprintf("invalid body field user: %v", e.Err)
+		return fmt.Sprintf("invalid body field user: %v (an id is %s)", e.Err, memory.IDChars)
 	}
 	return fmt.Sprintf("invalid header %s: %v", e.Header, e.Err)
 }

@@ -53,6 +53,8 @@ func TestResolveWithoutKeys(t *testing.T) {
 			want: memory.Identity{Tenant: "acme", User: "u-1", Conversation: "c:1"}, wantMode: memory.ModeRead},
 		{name: "body user", h: headers(HeaderConversation, "c1"), bodyUser: "bob@example.com",
 			want: memory.Identity{Tenant: "default", User: "bob@example.com", Conversation: "c1"}, wantMode: memory.ModeOn},
+		{name: "body user, an e-mail address with a plus tag", bodyUser: "ann+chat@example.com", h: headers(),
+			want: memory.Identity{Tenant: "default", User: "ann+chat@example.com"}, wantMode: memory.ModeOn},
 		{name: "header beats body", h: headers(HeaderUser, "alice"), bodyUser: "bob",
 			want: memory.Identity{Tenant: "default", User: "alice"}, wantMode: memory.ModeOn},
 		{name: "invalid body user ignored when header set", h: headers(HeaderUser, "alice"), bodyUser: "not valid!",

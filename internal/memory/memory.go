@@ -36,9 +36,13 @@ var (
 // are configured.
 const DefaultTenant = "default"
 
+// IDChars describes a well-formed id, for error messages.
+const IDChars = "1-128 characters of [A-Za-z0-9._:@+-]"
+
 // ValidID reports whether s is a well-formed id: 1–128 characters of
-// [A-Za-z0-9._:@-]. It is the contract for tenant, user and conversation
-// ids, checked on every request.
+// [A-Za-z0-9._:@+-] (an e-mail address with a plus tag is one). It is the
+// contract for tenant, user and conversation ids, checked on every
+// request.
 func ValidID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
@@ -49,7 +53,7 @@ func ValidID(s string) bool {
 			continue
 		}
 		switch c {
-		case '.', '_', ':', '@', '-':
+		case '.', '_', ':', '@', '+', '-':
 			continue
 		}
 		return false

@@ -95,8 +95,8 @@ func TestAlign(t *testing.T) {
 
 func TestValidIDAndMode(t *testing.T) {
 	for id, ok := range map[string]bool{
-		"u-1": true, "a.b:c@d_e": true, "AZaz09": true, strings.Repeat("x", 128): true,
-		"": false, "has space": false, "é": false, "a/b": false, "a\nb": false, "a+b": false, "[x]": false, "x`": false,
+		"u-1": true, "ann+chat@example.com": true, "a.b:c@d_e": true, "AZaz09": true, strings.Repeat("x", 128): true,
+		"": false, "has space": false, "é": false, "a/b": false, "a\nb": false, "[x]": false, "x`": false,
 		strings.Repeat("x", 129): false, string(make([]byte, 129)): false,
 	} {
 		if ValidID(id) != ok {

@@ -29,7 +29,7 @@ func (u *UI) handleConversation(c echo.Context) error {
 	user, ok := u.userParam(c)
 	conv := c.Param("id")
 	if !ok || !memory.ValidID(conv) {
-		return u.renderError(c, http.StatusBadRequest, "User and conversation ids are 1-128 characters of [A-Za-z0-9._:@-].")
+		return u.renderError(c, http.StatusBadRequest, "User and conversation ids are "+memory.IDChars+".")
 	}
 	id := memory.Identity{Tenant: tenantOf(c), User: user, Conversation: conv}
 	ctx := c.Request().Context()

@@ -104,7 +104,7 @@ func groupFacts(all []memory.Fact, now time.Time) ([]factView, []memory.Fact) {
 func (u *UI) handleFacts(c echo.Context) error {
 	user, ok := u.userParam(c)
 	if !ok {
-		return u.renderError(c, http.StatusBadRequest, "A user id is 1-128 characters of [A-Za-z0-9._:@-].")
+		return u.renderError(c, http.StatusBadRequest, "A user id is "+memory.IDChars+".")
 	}
 	d := factsData{Enabled: u.deps.Recall != nil}
 	if d.Enabled {

@@ -74,7 +74,7 @@ var partLabels = []struct{ name, label string }{
 func (u *UI) handlePreview(c echo.Context) error {
 	user, ok := u.userParam(c)
 	if !ok {
-		return u.renderError(c, http.StatusBadRequest, "A user id is 1-128 characters of [A-Za-z0-9._:@-].")
+		return u.renderError(c, http.StatusBadRequest, "A user id is "+memory.IDChars+".")
 	}
 	ctx := c.Request().Context()
 	d := previewData{

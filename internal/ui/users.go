@@ -65,7 +65,7 @@ type userData struct {
 func (u *UI) handleUser(c echo.Context) error {
 	user, ok := u.userParam(c)
 	if !ok {
-		return u.renderError(c, http.StatusBadRequest, "A user id is 1-128 characters of [A-Za-z0-9._:@-].")
+		return u.renderError(c, http.StatusBadRequest, "A user id is "+memory.IDChars+".")
 	}
 	ctx := c.Request().Context()
 	convs, err := u.deps.Store.Conversations(ctx, tenantOf(c), user)
