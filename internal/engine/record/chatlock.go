@@ -1,9 +1,9 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,12 +12,9 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// chatStripes is how many locks ChatLocks spreads chats over.
-const chatStripes = 64
-
-// workerChatLockWait bounds how long a Worker waits for the store's lock
-// on a chat (another process storing it); the Capturer waits at most
-// Options.OpTimeout.
+// workerChatLockWait bounds how long a Worker waits for a chat's locks
+// (another store of the chat, in this process or another, holding them);
+// the Capturer waits at most Options.OpTimeout.
 const workerChatLockWait = 30 * time.Second
 
 // ChatLocker serializes, across every process sharing a store, the
@@ -42,24 +39,32 @@ type ChatLocker interface {
 // run together, both checks could miss the other, and the first turn
 // would be stored in the default conversation and, as the resent history,
 // in the continuation's branch too. Within a process, a Capturer and a
-// Worker share one (Options.Chats, WorkerOptions.Chats), striped: two
-// chats may wait for each other. Across processes the store's ChatLocker
-// (NewChatLocks) serializes them, taken after the process's stripes, so
-// of a process's stores waiting for one chat only one waits in the store
+// Worker share one (Options.Chats, WorkerOptions.Chats), with a lock per
+// chat: a store waits only for stores of its own chats, never for another
+// tenant's or chat's. Across processes the store's ChatLocker
+// (NewChatLocks) serializes them, taken after the process's, so of a
+// process's stores waiting for one chat only one waits in the store
 // (holding a connection, or polling). Storing holds no other lock while
 // it waits.
 type ChatLocks struct {
-	seed    maphash.Seed
 	store   ChatLocker // nil: this process only
-	stripes [chatStripes]sync.Mutex
-	waiting atomic.Int64 // stores waiting for a chat's lock, for tests
+	mu      sync.Mutex
+	chats   map[memory.Identity]*chatLock // the chats held or waited for
+	waiting atomic.Int64                  // stores waiting for a chat's lock, for tests
+}
+
+// chatLock is one chat's lock in a process: a token taken by its holder,
+// and how many stores hold it or wait for it (the entry goes when none).
+type chatLock struct {
+	token chan struct{}
+	refs  int
 }
 
 // NewChatLocks returns the chat locks of one process, serialized with
 // other processes' through store's (nil: within this process only, for a
 // store no other process shares).
 func NewChatLocks(store ChatLocker) *ChatLocks {
-	return &ChatLocks{seed: maphash.MakeSeed(), store: store}
+	return &ChatLocks{store: store, chats: map[memory.Identity]*chatLock{}}
 }
 
 // chatOf returns the chat whose first turn storing ex may store or find
@@ -80,39 +85,38 @@ func chatOf(ex memory.Exchange) (memory.Identity, bool) {
 	return id, true
 }
 
-// lock takes the locks of the chats of exs: the process's, in stripe
-// order, then the store's, and returns what releases them. When the
-// store's cannot be taken (ctx ended, the store failed) it returns the
-// error with the process's locks held, released by unlock: the caller
-// stores as it would have without the store's. A nil ChatLocks locks
-// nothing.
+// lock takes the locks of the chats of exs: the process's, one chat
+// after another in a fixed order, then the store's, and returns what
+// releases them. When one cannot be taken before ctx ends (a store of
+// the same chat holds it that long) or the store fails, it returns the
+// error with the locks it took held, released by unlock, and takes no
+// more: the caller stores as it would have without them. A nil ChatLocks
+// locks nothing.
 func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (unlock func(), err error) {
 	if l == nil {
 		return func() {}, nil
 	}
-	var (
-		held  []int
-		chats []memory.Identity
-	)
+	var chats []memory.Identity
 	for _, ex := range exs {
 		if id, ok := chatOf(ex); ok {
-			held = append(held, int(maphash.Comparable(l.seed, id)%chatStripes))
 			chats = append(chats, id)
 		}
 	}
-	slices.Sort(held)
-	held = slices.Compact(held)
-	for _, s := range held {
-		if !l.stripes[s].TryLock() {
-			l.waiting.Add(1)
-			l.stripes[s].Lock()
-			l.waiting.Add(-1)
+	slices.SortFunc(chats, func(a, b memory.Identity) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User), cmp.Compare(a.Conversation, b.Conversation))
+	})
+	chats = slices.Compact(chats)
+	var held []memory.Identity
+	local := func() {
+		for _, id := range held {
+			l.unlockChat(id)
 		}
 	}
-	local := func() {
-		for _, s := range held {
-			l.stripes[s].Unlock()
+	for _, id := range chats {
+		if err := l.lockChat(ctx, id); err != nil {
+			return local, fmt.Errorf("lock chats in this process: %w", err)
 		}
+		held = append(held, id)
 	}
 	if l.store == nil || len(chats) == 0 {
 		return local, nil
@@ -125,4 +129,48 @@ func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (unlock fu
 		release()
 		local()
 	}, nil
+}
+
+// lockChat takes id's lock in this process, waiting until ctx ends.
+func (l *ChatLocks) lockChat(ctx context.Context, id memory.Identity) error {
+	l.mu.Lock()
+	c := l.chats[id]
+	if c == nil {
+		c = &chatLock{token: make(chan struct{}, 1)}
+		l.chats[id] = c
+	}
+	c.refs++
+	l.mu.Unlock()
+	select {
+	case c.token <- struct{}{}:
+		return nil
+	default:
+	}
+	l.waiting.Add(1)
+	defer l.waiting.Add(-1)
+	select {
+	case c.token <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		l.release(id, c)
+		return ctx.Err()
+	}
+}
+
+// unlockChat gives up id's lock in this process.
+func (l *ChatLocks) unlockChat(id memory.Identity) {
+	l.mu.Lock()
+	c := l.chats[id]
+	l.mu.Unlock()
+	<-c.token
+	l.release(id, c)
+}
+
+// release drops a reference to id's lock c, and the lock with the last.
+func (l *ChatLocks) release(id memory.Identity, c *chatLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.refs--; c.refs == 0 {
+		delete(l.chats, id)
+	}
 }

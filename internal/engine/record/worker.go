@@ -555,7 +555,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	cancel()
 	if lerr != nil {
 		w.failures.WithLabelValues("chat_lock").Inc()
-		w.logger.Warn("capture worker stores a chat's turn without the store's chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
+		w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
 	}
 	defer unlock()
 	adoptFirstTurns(ctx, a, *ex, w.logger)
