@@ -5,10 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/memgate/memgate/internal/keylock"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -47,24 +46,15 @@ type ChatLocker interface {
 // (holding a connection, or polling). Storing holds no other lock while
 // it waits.
 type ChatLocks struct {
-	store   ChatLocker // nil: this process only
-	mu      sync.Mutex
-	chats   map[memory.Identity]*chatLock // the chats held or waited for
-	waiting atomic.Int64                  // stores waiting for a chat's lock, for tests
-}
-
-// chatLock is one chat's lock in a process: a token taken by its holder,
-// and how many stores hold it or wait for it (the entry goes when none).
-type chatLock struct {
-	token chan struct{}
-	refs  int
+	store ChatLocker // nil: this process only
+	locks keylock.Locks[memory.Identity]
 }
 
 // NewChatLocks returns the chat locks of one process, serialized with
 // other processes' through store's (nil: within this process only, for a
 // store no other process shares).
 func NewChatLocks(store ChatLocker) *ChatLocks {
-	return &ChatLocks{store: store, chats: map[memory.Identity]*chatLock{}}
+	return &ChatLocks{store: store}
 }
 
 // chatOf returns the chat whose first turn storing ex may store or find
@@ -106,17 +96,18 @@ func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (unlock fu
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User), cmp.Compare(a.Conversation, b.Conversation))
 	})
 	chats = slices.Compact(chats)
-	var held []memory.Identity
+	var held []func()
 	local := func() {
-		for _, id := range held {
-			l.unlockChat(id)
+		for _, unlock := range held {
+			unlock()
 		}
 	}
 	for _, id := range chats {
-		if err := l.lockChat(ctx, id); err != nil {
+		unlock, err := l.locks.Lock(ctx, id)
+		if err != nil {
 			return local, fmt.Errorf("lock chats in this process: %w", err)
 		}
-		held = append(held, id)
+		held = append(held, unlock)
 	}
 	if l.store == nil || len(chats) == 0 {
 		return local, nil
@@ -129,48 +120,4 @@ func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (unlock fu
 		release()
 		local()
 	}, nil
-}
-
-// lockChat takes id's lock in this process, waiting until ctx ends.
-func (l *ChatLocks) lockChat(ctx context.Context, id memory.Identity) error {
-	l.mu.Lock()
-	c := l.chats[id]
-	if c == nil {
-		c = &chatLock{token: make(chan struct{}, 1)}
-		l.chats[id] = c
-	}
-	c.refs++
-	l.mu.Unlock()
-	select {
-	case c.token <- struct{}{}:
-		return nil
-	default:
-	}
-	l.waiting.Add(1)
-	defer l.waiting.Add(-1)
-	select {
-	case c.token <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		l.release(id, c)
-		return ctx.Err()
-	}
-}
-
-// unlockChat gives up id's lock in this process.
-func (l *ChatLocks) unlockChat(id memory.Identity) {
-	l.mu.Lock()
-	c := l.chats[id]
-	l.mu.Unlock()
-	<-c.token
-	l.release(id, c)
-}
-
-// release drops a reference to id's lock c, and the lock with the last.
-func (l *ChatLocks) release(id memory.Identity, c *chatLock) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c.refs--; c.refs == 0 {
-		delete(l.chats, id)
-	}
 }
