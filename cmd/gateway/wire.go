@@ -92,8 +92,11 @@ type backend struct {
 	conversations enrich.ConversationLeases
 	shared        record.SharedQueue // the capture queue, which gateways may share (Redis, the SQLite outbox); nil: none
 	scrubber      record.Scrubber    // told after an erasure's or deletion's purge (Redis: rewrites its append-only file); nil: none
-	collectors    []prometheus.Collector
-	closers       []func() error
+	// prune are the queues whose idle consumers (of stopped process runs)
+	// the worker removes (Redis: the capture and enrichment streams).
+	prune      []record.ConsumerPruner
+	collectors []prometheus.Collector
+	closers    []func() error
 }
 
 // close releases what openStore opened, last opened first.
@@ -154,6 +157,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		// conversation), so that the fleet enriches as many conversations
 		// at once as it has enrichers, and none twice.
 		b.enrich, b.conversations = eq, eq.Leases()
+		b.prune = []record.ConsumerPruner{q, eq}
 		b.closers = append(b.closers, q.Close)
 		b.queue, b.lease, b.shared, b.scrubber, b.durable = q, q, q, q, true
 		b.collectors = q.Collectors()
@@ -227,7 +231,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
-			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease})
+			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease, Prune: b.prune})
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.

@@ -36,6 +36,7 @@ var layers = map[string]layer{
 	"internal/encoder":     {"the sentence encoder: a model over gonum, no memgate types", nil},
 	"internal/telemetry":   {"metric helpers the memory path and the stores share: must stay a leaf", nil},
 	"internal/seen":        {"a bounded set of recently seen keys", nil},
+	"internal/keylock":     {"a mutex per key, its waits ended by a context", nil},
 	"internal/config":      {"strict YAML/env config: read by cmd/gateway alone, which hands each package its own options", nil},
 	"internal/apierr":      {"the OpenAI error shape every route answers with", nil},
 	"internal/dialect/sse": {"server-sent events framing", nil},
@@ -68,8 +69,8 @@ var layers = map[string]layer{
 	"internal/engine/cache":  {"one cache mechanism, revision in the key", domain},
 	"internal/engine/recall": {"search, indexing and fact extraction over stores it declares (vector norms from internal/ranking, as the stores compute them); keeps embeddings in the one cache mechanism", with(domain, []string{"internal/engine/cache", "internal/lexicon", "internal/ranking", "internal/seen", "internal/telemetry", "internal/vec"})},
 	"internal/engine/prompt": {"budgeted assembly; reads recall's passages", with(domain, []string{"internal/engine/recall", "internal/telemetry"})},
-	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/telemetry"})},
-	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/seen", "internal/telemetry"})},
+	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/keylock", "internal/telemetry"})},
+	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/keylock", "internal/seen", "internal/telemetry"})},
 	"internal/engine": {"the facade: composes the core's parts over one store and reconnects when it returns",
 		with(domain, []string{"internal/encoder", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/lexicon"})},
 

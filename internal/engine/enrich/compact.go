@@ -39,7 +39,7 @@ func (c *Compactor) Compact(ctx context.Context, id memory.Identity, model strin
 // guardSince (see memory.Fact.GuardSince; zero: not guarded).
 func (c *Compactor) compact(ctx context.Context, id memory.Identity, model string, guardSince time.Time) error {
 	key := id.Tenant + "\x00" + id.User + "\x00" + id.Conversation
-	unlock, err := c.locks.lock(ctx, key)
+	unlock, err := c.locks.Lock(ctx, key)
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}

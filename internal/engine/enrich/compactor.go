@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/keylock"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/seen"
 )
@@ -90,7 +91,7 @@ type Compactor struct {
 	opts     Options
 	logger   *slog.Logger
 
-	locks    keyedLocks
+	locks    keylock.Locks[string]
 	failures failureCounts
 	pinned   seen.Set
 

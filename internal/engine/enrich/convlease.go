@@ -33,11 +33,13 @@ var errLeaseLost = errors.New("enrich: conversation lease lost")
 // conversations' leases may have run out.
 func fenced(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
 
-// claimed is a decoded delivery, with when this enricher first held it.
+// claimed is a decoded delivery, with when this enricher first held it
+// and its conversation's lease key (conversationKey), hashed once.
 type claimed struct {
 	d     memory.Delivery
 	en    record.Enrichment
 	since time.Time
+	key   string
 }
 
 // holderToken names this enricher in the conversation leases: its
@@ -71,10 +73,13 @@ func (e *Enricher) admit(ctx context.Context, batch []claimed) (run []claimed, k
 	if len(batch) == 0 {
 		return nil, nil, time.Time{}
 	}
-	want := make([]string, 0, len(batch))
+	// Each conversation's key once, however many of its entries batch has.
+	idx := make(map[string]int, len(batch))
+	var want []string
 	for _, c := range batch {
-		if k := conversationKey(c.en.Exchange.Identity); !slices.Contains(want, k) {
-			want = append(want, k)
+		if _, ok := idx[c.key]; !ok {
+			idx[c.key] = len(want)
+			want = append(want, c.key)
 		}
 	}
 	at = time.Now()
@@ -92,7 +97,7 @@ func (e *Enricher) admit(ctx context.Context, batch []claimed) (run []claimed, k
 	now := time.Now()
 	for _, c := range batch {
 		switch {
-		case slices.Contains(keys, conversationKey(c.en.Exchange.Identity)):
+		case held[idx[c.key]]:
 			run = append(run, c)
 		case c.d.Attempts <= 1 && now.Sub(c.since) < e.opts.StaleAfter/2:
 			e.deferred = append(e.deferred, c)
@@ -140,8 +145,8 @@ func chunks(all []claimed, split bool) [][]claimed {
 func partKeys(part []claimed) []string {
 	var keys []string
 	for _, c := range part {
-		if k := conversationKey(c.en.Exchange.Identity); !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		if !slices.Contains(keys, c.key) {
+			keys = append(keys, c.key)
 		}
 	}
 	return keys

@@ -144,7 +144,8 @@ type Enricher struct {
 	// holder names this enricher in the conversation leases (holderToken).
 	holder string
 	// deferred are claimed entries of conversations another enricher
-	// held, kept for the next round (admit); Run's goroutine only.
+	// held, kept for the next round (admit), at most Batch of them: Run
+	// claims no more than the room they leave; Run's goroutine only.
 	deferred []claimed
 }
 
@@ -249,12 +250,15 @@ func (e *Enricher) Run(ctx context.Context) error {
 			stale = 0
 		}
 		var ds []memory.Delivery
-		if err == nil {
+		// The entries kept for the next round (admit) count against
+		// Batch: while they fill it, new entries stay in the queue, read
+		// once the kept ones are enriched or let go.
+		if room := e.opts.Batch - len(e.deferred); err == nil && room > 0 {
 			wait := block
 			if len(e.deferred) > 0 {
 				wait = min(wait, e.opts.Interval) // kept entries wait for the next round only
 			}
-			ds, err = e.queue.Claim(ctx, e.opts.Consumer, e.opts.Batch, stale, wait)
+			ds, err = e.queue.Claim(ctx, e.opts.Consumer, room, stale, wait)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -320,7 +324,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
 			continue
 		}
-		all = append(all, claimed{d: d, en: en, since: now})
+		all = append(all, claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity)})
 	}
 	var keys []string
 	var at time.Time

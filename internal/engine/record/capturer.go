@@ -155,6 +155,14 @@ type Options struct {
 	// there is no capture queue to hand it to; it doubles up to RetryMax
 	// (defaults 100ms and 30s). The first retry is immediate.
 	RetryBase, RetryMax time.Duration
+	// RetryFor bounds how long an exchange is retried in place, counted
+	// from its capture, when it can be neither stored nor queued (no
+	// capture queue — PostgreSQL without Redis — or the queue failing
+	// too): past it, the exchange is set aside as a dead letter (dropped
+	// when the dead letter cannot be written either), counted and logged,
+	// so that a save that keeps failing holds its lane and its chat's
+	// locks no longer (default 2m).
+	RetryFor time.Duration
 	// MaxAttempts is how many times an exchange failing with an error that
 	// is neither invalid input nor an unreachable store is tried before it is
 	// set aside as a dead letter (default 8: about 13s of retries at the
@@ -186,6 +194,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryMax < o.RetryBase {
 		o.RetryMax = max(30*time.Second, o.RetryBase)
+	}
+	if o.RetryFor <= 0 {
+		o.RetryFor = 2 * time.Minute
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 8

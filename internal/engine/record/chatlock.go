@@ -1,23 +1,19 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/memgate/memgate/internal/keylock"
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// chatStripes is how many locks ChatLocks spreads chats over.
-const chatStripes = 64
-
-// workerChatLockWait bounds how long a Worker waits for the store's lock
-// on a chat (another process storing it); the Capturer waits at most
-// Options.OpTimeout.
+// workerChatLockWait bounds how long a Worker waits for a chat's locks
+// (another store of the chat, in this process or another, holding them);
+// the Capturer waits at most Options.OpTimeout.
 const workerChatLockWait = 30 * time.Second
 
 // ChatLocker serializes, across every process sharing a store, the
@@ -42,24 +38,23 @@ type ChatLocker interface {
 // run together, both checks could miss the other, and the first turn
 // would be stored in the default conversation and, as the resent history,
 // in the continuation's branch too. Within a process, a Capturer and a
-// Worker share one (Options.Chats, WorkerOptions.Chats), striped: two
-// chats may wait for each other. Across processes the store's ChatLocker
-// (NewChatLocks) serializes them, taken after the process's stripes, so
-// of a process's stores waiting for one chat only one waits in the store
+// Worker share one (Options.Chats, WorkerOptions.Chats), with a lock per
+// chat: a store waits only for stores of its own chats, never for another
+// tenant's or chat's. Across processes the store's ChatLocker
+// (NewChatLocks) serializes them, taken after the process's, so of a
+// process's stores waiting for one chat only one waits in the store
 // (holding a connection, or polling). Storing holds no other lock while
 // it waits.
 type ChatLocks struct {
-	seed    maphash.Seed
-	store   ChatLocker // nil: this process only
-	stripes [chatStripes]sync.Mutex
-	waiting atomic.Int64 // stores waiting for a chat's lock, for tests
+	store ChatLocker // nil: this process only
+	locks keylock.Locks[memory.Identity]
 }
 
 // NewChatLocks returns the chat locks of one process, serialized with
 // other processes' through store's (nil: within this process only, for a
 // store no other process shares).
 func NewChatLocks(store ChatLocker) *ChatLocks {
-	return &ChatLocks{seed: maphash.MakeSeed(), store: store}
+	return &ChatLocks{store: store}
 }
 
 // chatOf returns the chat whose first turn storing ex may store or find
@@ -80,39 +75,39 @@ func chatOf(ex memory.Exchange) (memory.Identity, bool) {
 	return id, true
 }
 
-// lock takes the locks of the chats of exs: the process's, in stripe
-// order, then the store's, and returns what releases them. When the
-// store's cannot be taken (ctx ended, the store failed) it returns the
-// error with the process's locks held, released by unlock: the caller
-// stores as it would have without the store's. A nil ChatLocks locks
-// nothing.
+// lock takes the locks of the chats of exs: the process's, one chat
+// after another in a fixed order, then the store's, and returns what
+// releases them. When one cannot be taken before ctx ends (a store of
+// the same chat holds it that long) or the store fails, it returns the
+// error with the locks it took held, released by unlock, and takes no
+// more: the caller stores as it would have without them. A nil ChatLocks
+// locks nothing.
 func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (unlock func(), err error) {
 	if l == nil {
 		return func() {}, nil
 	}
-	var (
-		held  []int
-		chats []memory.Identity
-	)
+	var chats []memory.Identity
 	for _, ex := range exs {
 		if id, ok := chatOf(ex); ok {
-			held = append(held, int(maphash.Comparable(l.seed, id)%chatStripes))
 			chats = append(chats, id)
 		}
 	}
-	slices.Sort(held)
-	held = slices.Compact(held)
-	for _, s := range held {
-		if !l.stripes[s].TryLock() {
-			l.waiting.Add(1)
-			l.stripes[s].Lock()
-			l.waiting.Add(-1)
+	slices.SortFunc(chats, func(a, b memory.Identity) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User), cmp.Compare(a.Conversation, b.Conversation))
+	})
+	chats = slices.Compact(chats)
+	var held []func()
+	local := func() {
+		for _, unlock := range held {
+			unlock()
 		}
 	}
-	local := func() {
-		for _, s := range held {
-			l.stripes[s].Unlock()
+	for _, id := range chats {
+		unlock, err := l.locks.Lock(ctx, id)
+		if err != nil {
+			return local, fmt.Errorf("lock chats in this process: %w", err)
 		}
+		held = append(held, unlock)
 	}
 	if l.store == nil || len(chats) == 0 {
 		return local, nil

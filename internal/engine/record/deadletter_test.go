@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,34 @@ func TestAdoptIsAskedWithReceived(t *testing.T) {
 	if !a.received.Equal(received) {
 		t.Fatalf("Adopt asked with received %v, want %v", a.received, received)
 	}
+}
+
+// TestCapturerWithoutQueueGivesUpInTime: without a capture queue
+// (PostgreSQL without Redis), a turn whose save keeps timing out is
+// retried for Options.RetryFor, then set aside as a dead letter, counted,
+// and its lane goes on: the next turn is stored.
+func TestCapturerWithoutQueueGivesUpInTime(t *testing.T) {
+	s := newGateSaver() // the gate stays shut: every save times out
+	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, DeadLetters: s, OpTimeout: 5 * time.Millisecond,
+		RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, RetryFor: 50 * time.Millisecond, SaveWait: time.Millisecond})
+	stuck := exchange(t, NewExchangeID(), "hi", "hello")
+	c.Capture(context.Background(), stuck)
+	waitFor(t, "the turn set aside", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.dead) == 1
+	})
+	s.mu.Lock()
+	d := s.dead[0]
+	s.mu.Unlock()
+	if len(d.Payload) == 0 || !strings.Contains(d.Reason, "not stored within") {
+		t.Errorf("dead letter %q with %d bytes, want the turn's payload, its reason the time it was retried", d.Reason, len(d.Payload))
+	}
+	if got := value(t, c.metrics.deadLetters); got != 1 {
+		t.Errorf("memgate_capture_dead_letters_total = %v, want 1", got)
+	}
+	close(s.gate)
+	next := exchange(t, NewExchangeID(), "again", "hello")
+	c.Capture(context.Background(), next)
+	waitFor(t, "the next turn stored", func() bool { return len(s.ids()) == 1 })
 }

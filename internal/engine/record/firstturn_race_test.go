@@ -81,7 +81,7 @@ func TestWorkerFirstTurnRacingItsContinuationIntoABranch(t *testing.T) {
 				c.Capture(context.Background(), o.b2)
 			}()
 			// The continuation is stored, or waits for the first turn.
-			waitLong(t, "chat B's continuation stored or waiting", func() bool { return closed(done) || chats.waiting.Load() > 0 })
+			waitLong(t, "chat B's continuation stored or waiting", func() bool { return closed(done) || chats.locks.Waiting() > 0 })
 			close(held.release)
 			<-done
 			waitLong(t, "the outbox drained", func() bool { return outboxPending(t, st) == 0 })

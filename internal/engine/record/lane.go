@@ -1,8 +1,10 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -109,10 +111,13 @@ func (c *Capturer) store(batch []*job) {
 // capture queue (queued, or since) follows them there. A failed save is
 // retried at once; if it fails again, the exchange goes to the capture
 // queue (and the conversation's later turns after it, in order), or,
-// without one, is retried with backoff until it is stored or Close gives
-// up. Input the store refuses for good becomes a dead letter.
+// without one (or when it fails too), is retried with backoff until it
+// is stored, Close gives up, or Options.RetryFor has passed since its
+// capture: then it becomes a dead letter (expired). Input the store
+// refuses for good becomes a dead letter at once.
 func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 	delay := c.opts.RetryBase
+	var last error // the last save's failure
 	for {
 		if c.ctx.Err() != nil {
 			c.giveUp(j)
@@ -136,11 +141,15 @@ func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 			if c.refused(j, err) {
 				return memory.SaveResult{}, false
 			}
+			last = err
 			if j.attempts == 1 {
 				continue // the first retry is immediate
 			}
 		}
 		if c.queue != nil && c.toQueue(j) {
+			return memory.SaveResult{}, false
+		}
+		if c.expired(j, last) {
 			return memory.SaveResult{}, false
 		}
 		if !c.backoff(j, &delay) {
@@ -211,6 +220,25 @@ func (c *Capturer) refused(j *job, err error) bool {
 		c.logger.Warn("capture cannot store an exchange; retrying", "exchange", j.ex.ID, "attempt", j.attempts, "err", err)
 	}
 	return false
+}
+
+// errNotDurable is the cause of an expired exchange that was not tried
+// in the store (its conversation's turns were queued) and that the
+// capture queue did not take.
+var errNotDurable = errors.New("the capture queue did not take it")
+
+// expired reports whether j has waited Options.RetryFor since its capture
+// without being stored or queued, and then sets it aside as a dead letter
+// (see deadLetter: counted, logged, dropped when the dead letter cannot be
+// written either), last its last failure, so that it holds its lane and
+// its chat's locks no longer.
+func (c *Capturer) expired(j *job, last error) bool {
+	if time.Since(j.start) < c.opts.RetryFor {
+		return false
+	}
+	c.metrics.failures.WithLabelValues("expired").Inc()
+	c.deadLetter(j, fmt.Errorf("not stored within %s of its capture: %w", c.opts.RetryFor, cmp.Or(last, errNotDurable)))
+	return true
 }
 
 // backoff waits before j's next attempt, doubling delay up to RetryMax. It
@@ -492,10 +520,10 @@ func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Du
 }
 
 // lockChats takes the chat locks of batch's exchanges (see ChatLocks),
-// waiting at most OpTimeout for the store's, and returns what releases
-// them. When the store's cannot be taken the batch is stored under this
-// process's alone, counted and logged: a turn is not held while the
-// store is away.
+// waiting at most OpTimeout for them, and returns what releases them.
+// When one cannot be taken the batch is stored under those taken,
+// counted and logged: a turn is not held while the store is away, nor
+// while another store of its chat waits for it.
 func (c *Capturer) lockChats(batch []*job) (unlock func()) {
 	exs := make([]memory.Exchange, len(batch))
 	for i, j := range batch {
@@ -506,7 +534,7 @@ func (c *Capturer) lockChats(batch []*job) (unlock func()) {
 	unlock, err := c.chats.lock(ctx, exs...)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("chat_lock").Inc()
-		c.logger.Warn("capture stores a chat's turns without the store's chat lock", "exchanges", len(batch), "err", err)
+		c.logger.Warn("capture stores a chat's turns without their chat locks", "exchanges", len(batch), "err", err)
 	}
 	return unlock
 }

@@ -59,6 +59,11 @@ type WorkerOptions struct {
 	// (redis.Queue and sqlite.Outbox grant leases); nil: every worker
 	// drains it.
 	Lease Leaser
+	// Prune are the queues (the capture queue and its siblings, on Redis)
+	// whose consumers that hold nothing and have been idle for an hour
+	// the worker removes, as it starts and every 10 minutes (see
+	// ConsumerPruner); nil: none.
+	Prune []ConsumerPruner
 	// MaxAttempts is how many times a save failing with an error that is
 	// neither invalid input nor an unreachable store is tried before the
 	// exchange is set aside as a dead letter (default 5).
@@ -171,7 +176,7 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_worker_failures_total",
-			Help: "Worker failures by stage (claim, save, hook, ack; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
+			Help: "Worker failures by stage (claim, save, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
 		}, []string{"stage"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_lag_seconds",
@@ -202,6 +207,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return false
 		}
+	}
+	if len(w.opts.Prune) > 0 {
+		pctx, stop := context.WithCancel(ctx)
+		pruned := make(chan struct{})
+		go func() { defer close(pruned); w.prune(pctx) }()
+		defer func() { stop(); <-pruned }()
 	}
 	var held hookBatch
 	hooks := w.startHooks(ctx)
@@ -555,7 +566,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	cancel()
 	if lerr != nil {
 		w.failures.WithLabelValues("chat_lock").Inc()
-		w.logger.Warn("capture worker stores a chat's turn without the store's chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
+		w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
 	}
 	defer unlock()
 	adoptFirstTurns(ctx, a, *ex, w.logger)

@@ -1,0 +1,86 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// stuckChatLocker is a store's ChatLocker whose lock on one chat is held
+// by a process that died (released only when the test says so): a wait
+// for it lasts until its context ends. Other chats' locks are free.
+type stuckChatLocker struct {
+	stuck    memory.Identity
+	released chan struct{}
+	waiting  chan struct{} // closed once a wait for the stuck chat began
+	once     sync.Once
+}
+
+func (l *stuckChatLocker) LockChats(ctx context.Context, chats []memory.Identity) (func(), error) {
+	for _, id := range chats {
+		if id != l.stuck {
+			continue
+		}
+		l.once.Do(func() { close(l.waiting) })
+		select {
+		case <-l.released:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return func() {}, nil
+}
+
+// chatTurn is a first turn of chat conv of tenant.
+func chatTurn(t *testing.T, tenant, conv string) memory.Exchange {
+	ex := exchange(t, NewExchangeID(), "hi", "hello")
+	ex.Tenant, ex.Candidate = tenant, conv
+	return ex
+}
+
+// TestAChatsWaitStallsNoOtherChat: while a Worker waits for the store's
+// lock on a chat (left by a process that died), the process's turns of
+// other chats — of other tenants too — take their locks at once.
+func TestAChatsWaitStallsNoOtherChat(t *testing.T) {
+	stuck := chatTurn(t, "t0", "stuck")
+	id, _ := chatOf(stuck)
+	store := &stuckChatLocker{stuck: id, released: make(chan struct{}), waiting: make(chan struct{})}
+	l := NewChatLocks(store)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		unlock, _ := l.lock(ctx, stuck)
+		unlock()
+	}()
+	defer func() { close(store.released); <-held }()
+	<-store.waiting
+
+	// Enough chats that, spread over 64 stripes, one shares the stuck
+	// chat's all but surely.
+	done := make(chan error, 1000)
+	for i := range cap(done) {
+		ex := chatTurn(t, fmt.Sprintf("t%d", i%7+1), fmt.Sprintf("chat-%d", i))
+		go func() {
+			unlock, err := l.lock(ctx, ex)
+			unlock()
+			done <- err
+		}()
+	}
+	deadline := time.After(30 * time.Second)
+	for range cap(done) {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("lock of another chat: %v", err)
+			}
+		case <-deadline:
+			t.Fatal("another chat's lock waits for the stuck chat's")
+		}
+	}
+}
