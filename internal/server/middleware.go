@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -72,5 +75,35 @@ func (s *Server) Route(name string) echo.MiddlewareFunc {
 			defer s.m.inFlight.Dec()
 			return next(c)
 		}
+	}
+}
+
+// unescapeParams decodes the percent-encoding of a route's named path
+// parameters (a user id "bob@example.com" sent as "bob%40example.com", as
+// JavaScript's encodeURIComponent writes it), which echo leaves encoded
+// when the request's path has a raw form: a handler reads an id as the
+// client meant it. A malformed escape is a 400. Wildcards ("*") are left
+// as routed.
+func unescapeParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		names, values := c.ParamNames(), c.ParamValues()
+		var out []string
+		for i, v := range values {
+			if i >= len(names) || names[i] == "*" || !strings.Contains(v, "%") {
+				continue
+			}
+			u, err := url.PathUnescape(v)
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, "malformed percent-encoding in the path")
+			}
+			if out == nil {
+				out = slices.Clone(values)
+			}
+			out[i] = u
+		}
+		if out != nil {
+			c.SetParamValues(out...)
+		}
+		return next(c)
 	}
 }

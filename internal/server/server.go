@@ -82,7 +82,7 @@ func New(reg *prometheus.Registry, ready func(context.Context) error, grace time
 			s.log.Error("handler panic", "request_id", RequestID(c), "error", err)
 			return err
 		},
-	}))
+	}), unescapeParams)
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
