@@ -321,3 +321,30 @@ func TestCommaJoinedIdentityHeaderRefused(t *testing.T) {
 		t.Errorf("ResolveAdmin with the tenant comma-joined: %v, want it refused as given more than once", err)
 	}
 }
+
+// TestHeaderErrorsSayWhatIsValid: the 400 for a malformed identity header
+// tells the client what a valid value is, as the body field's does — "invalid
+// input" alone left an SDK user guessing why X-Memory-User: Bob Smith failed.
+func TestHeaderErrorsSayWhatIsValid(t *testing.T) {
+	r := New(nil)
+	tests := []struct {
+		name string
+		h    http.Header
+		body string
+		want string
+	}{
+		{name: "user", h: headers(HeaderUser, "Bob Smith"), want: memory.IDChars},
+		{name: "conversation", h: headers(HeaderConversation, "trip/2026"), want: memory.IDChars},
+		{name: "tenant", h: headers(HeaderTenant, "a b"), want: memory.IDChars},
+		{name: "body user", body: "Bob Smith", h: headers(), want: memory.IDChars},
+		{name: "mode", h: headers(HeaderMode, "sideways"), want: "on, off, read or write"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := r.Resolve(tc.h, tc.body)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Resolve error = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
