@@ -47,10 +47,17 @@ type HeaderError struct {
 // Error names the header.
 func (e *HeaderError) Error() string {
 	if e.Header == "user" {
-		return fmt.Sprintf("invalid body field user: %v (an id is %s)", e.Err, memory.IDChars)
+		return fmt.Sprintf("invalid body field user: %v", e.Err)
 	}
 	return fmt.Sprintf("invalid header %s: %v", e.Header, e.Err)
 }
+
+// The reasons of a malformed id header and mode header: they say what a
+// valid value is.
+var (
+	errNotID   = fmt.Errorf("%w (an id is %s)", memory.ErrInvalid, memory.IDChars)
+	errNotMode = fmt.Errorf("%w (the modes are on, off, read or write)", memory.ErrInvalid)
+)
 
 // Unwrap returns Err.
 func (e *HeaderError) Unwrap() error { return e.Err }
@@ -168,7 +175,7 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 	}
 	if id.User == "" && bodyUser != "" {
 		if !memory.ValidID(bodyUser) {
-			return memory.Identity{}, "", &HeaderError{Header: "user", Err: memory.ErrInvalid}
+			return memory.Identity{}, "", &HeaderError{Header: "user", Err: errNotID}
 		}
 		id.User = bodyUser
 	}
@@ -181,7 +188,7 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 	}
 	mode, err := memory.ParseMode(strings.ToLower(strings.TrimSpace(m)))
 	if err != nil {
-		return memory.Identity{}, "", &HeaderError{Header: HeaderMode, Err: memory.ErrInvalid}
+		return memory.Identity{}, "", &HeaderError{Header: HeaderMode, Err: errNotMode}
 	}
 	return id, mode, nil
 }
@@ -216,7 +223,7 @@ func idHeader(h http.Header, name string) (string, error) {
 		return "", err
 	}
 	if !memory.ValidID(v) {
-		return "", &HeaderError{Header: name, Err: memory.ErrInvalid}
+		return "", &HeaderError{Header: name, Err: errNotID}
 	}
 	return v, nil
 }
