@@ -114,6 +114,9 @@ func TestErrorBody(t *testing.T) {
 		{502, "upstream_error", "upstream down", "", "", `{"type":"error","error":{"type":"api_error","message":"upstream down"}}`},
 		{529, "", "busy", "", "", `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`},
 		{401, "authentication_error", "key <missing> & co", "", "", `{"type":"error","error":{"type":"authentication_error","message":"key <missing> & co"}}`},
+		// A message that names its param already is not prefixed a second time.
+		{400, "invalid_request_error", "invalid header X-Memory-User: bad", "X-Memory-User", "", `{"type":"error","error":{"type":"invalid_request_error","message":"invalid header X-Memory-User: bad"}}`},
+		{400, "invalid_request_error", "X-Memory-Timestamp must be an RFC 3339 time.", "X-Memory-Timestamp", "", `{"type":"error","error":{"type":"invalid_request_error","message":"X-Memory-Timestamp must be an RFC 3339 time."}}`},
 	}
 	for _, tt := range tests {
 		if got := string(ErrorBody(tt.status, tt.typ, tt.msg, tt.param, tt.code)); got != tt.out {
