@@ -49,7 +49,7 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 		wantMsg    string
 	}{
 		{"malformed", nil, `{"model":`, claudeHeaders, 400, "invalid_request_error", ""},
-		{"no messages", nil, `{"model":"claude-sonnet-4-6","max_tokens":5}`, claudeHeaders, 400, "invalid_request_error", "messages:"},
+		{"no messages", nil, `{"model":"claude-sonnet-4-6","max_tokens":5}`, claudeHeaders, 400, "invalid_request_error", "messages must be"},
 		{"bad role", nil, `{"model":"claude-sonnet-4-6","messages":[{"role":"robot","content":"x"}]}`, claudeHeaders, 400, "invalid_request_error", "messages[0]:"},
 		{"bad budget", nil, claudeBody, map[string]string{"X-Memory-User": "alice", "X-Memory-Budget": "lots"}, 400, "invalid_request_error", "X-Memory-Budget"},
 		{"bad user header", nil, claudeBody, map[string]string{"X-Memory-User": "a b"}, 400, "invalid_request_error", "X-Memory-User"},

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/memgate/memgate/internal/dialect/body"
 )
@@ -13,8 +14,8 @@ import (
 // for status (400 invalid_request_error, 401 authentication_error, 403
 // permission_error, 404 not_found_error, 413 request_too_large, 429
 // rate_limit_error, 529 overloaded_error, anything else api_error). Anthropic
-// has no param or code: a param prefixes the message ("messages[2]: …") and
-// code is dropped.
+// has no param or code: a param prefixes the message ("messages[2]: …")
+// unless the message names it already (namesParam), and code is dropped.
 func ErrorBody(status int, typ, message, param, code string) []byte {
 	switch typ {
 	case "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
@@ -22,7 +23,7 @@ func ErrorBody(status int, typ, message, param, code string) []byte {
 	default:
 		typ = errorType(status)
 	}
-	if param != "" {
+	if param != "" && !namesParam(message, param) {
 		message = param + ": " + message
 	}
 	type detail struct {
@@ -34,6 +35,14 @@ func ErrorBody(status int, typ, message, param, code string) []byte {
 		Error detail `json:"error"`
 	}{"error", detail{typ, message}})
 	return b
+}
+
+// namesParam reports whether message names param already: it opens with
+// it ("messages must be …") or gives it before a colon ("invalid header
+// X-Memory-User: …").
+func namesParam(message, param string) bool {
+	return strings.HasPrefix(message, param+" ") || strings.HasPrefix(message, param+":") ||
+		strings.Contains(message, " "+param+":")
 }
 
 // errorType is Anthropic's error type for an HTTP status.

@@ -117,6 +117,7 @@ func TestErrorBody(t *testing.T) {
 		// A message that names its param already is not prefixed a second time.
 		{400, "invalid_request_error", "invalid header X-Memory-User: bad", "X-Memory-User", "", `{"type":"error","error":{"type":"invalid_request_error","message":"invalid header X-Memory-User: bad"}}`},
 		{400, "invalid_request_error", "X-Memory-Timestamp must be an RFC 3339 time.", "X-Memory-Timestamp", "", `{"type":"error","error":{"type":"invalid_request_error","message":"X-Memory-Timestamp must be an RFC 3339 time."}}`},
+		{400, "invalid_request_error", "the model must be a string", "model", "", `{"type":"error","error":{"type":"invalid_request_error","message":"model: the model must be a string"}}`},
 	}
 	for _, tt := range tests {
 		if got := string(ErrorBody(tt.status, tt.typ, tt.msg, tt.param, tt.code)); got != tt.out {
