@@ -168,6 +168,7 @@ func TestBackfillLeavesTheTailOfALongMessage(t *testing.T) {
 // backfill stays erased (a real SQLite store checks the guard), while
 // another user's deferred items get their vectors.
 func TestBackfillDoesNotResurrectErasedMemory(t *testing.T) {
+	t.Parallel() // its own SQLite file
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
 	if err != nil {
@@ -272,8 +273,10 @@ func TestDeferredItemsAreBounded(t *testing.T) {
 // deferred from before the deletion still must not come back, in either
 // store's check.
 func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
+	t.Parallel() // its own SQLite file
 	for _, conv := range []string{"c", memory.DefaultConversation} {
 		t.Run(conv, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
 			if err != nil {
@@ -320,6 +323,7 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 // that ran after the erasure (its items refused). Another user's deferred
 // items are embedded.
 func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
+	t.Parallel() // its own SQLite file
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
 	if err != nil {

@@ -210,10 +210,12 @@ func foundByVector(t *testing.T, st backlogStore, emb Embedder, ex memory.Exchan
 // the store, not in the process: a gateway restarted between the rounds
 // indexes it all the same.
 func TestBacklogIndexesAResentHistory(t *testing.T) {
+	t.Parallel() // each case on its own SQLite file or PostgreSQL database
 	const n = 1600
 	for name, opener := range backlogStores {
 		for _, restart := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/restart=%v", name, restart), func(t *testing.T) {
+				t.Parallel()
 				open := opener(t)
 				emb := NewLocal(16)
 				st := &roundCounter{backlogStore: open()}
@@ -270,8 +272,10 @@ func TestBacklogIndexesAResentHistory(t *testing.T) {
 // A message larger than one round indexes (a pasted document) is indexed
 // on, round after round: its last words are found in the end.
 func TestBacklogIndexesTheRestOfAHugeMessage(t *testing.T) {
+	t.Parallel() // each case on its own SQLite file or PostgreSQL database
 	for name, opener := range backlogStores {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			st := &roundCounter{backlogStore: opener(t)()}
 			ix := NewIndexer(st, NewLocal(16), nil)
 			id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
@@ -297,10 +301,12 @@ func TestBacklogIndexesTheRestOfAHugeMessage(t *testing.T) {
 // runs (between its reads and its write), gets nothing more indexed, and
 // nothing of theirs comes back; another user's history is indexed whole.
 func TestBacklogIndexesNothingErasedOrDeleted(t *testing.T) {
+	t.Parallel()  // each case on its own SQLite file or PostgreSQL database
 	const n = 900 // past one round by about a hundred messages
 	for name, opener := range backlogStores {
 		for _, during := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/during=%v", name, during), func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				st := &roundCounter{backlogStore: opener(t)()}
 				ix := NewIndexer(st, NewLocal(16), nil)
