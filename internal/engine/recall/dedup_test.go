@@ -13,12 +13,10 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// sameText reports whether two passages' texts are the same for dedup:
-// equal once lower-cased with punctuation dropped (the words of
+// textKey is what makes two passages' texts the same for dedup: equal
+// keys, the text lower-cased with punctuation dropped (the words of
 // tokenize, one space apart).
-func sameText(a, b string) bool {
-	return strings.Join(tokenize(a), " ") == strings.Join(tokenize(b), " ")
-}
+func textKey(s string) string { return strings.Join(tokenize(s), " ") }
 
 // nearVectors reports whether two passages' vectors make them the same for
 // dedup: both present, of one length, with Cosine above 0.95.
@@ -57,9 +55,21 @@ func checkDedup(t *testing.T, items []memory.Item, limit int, got []memory.Item)
 		at[k] = next
 		next++
 	}
+	// keys memoizes textKey: the walk below compares
+	// every item with every kept one, and tokenizing the texts again for
+	// each pair was most of the property tests' time under -race.
+	keys := map[string]string{}
+	key := func(s string) string {
+		k, ok := keys[s]
+		if !ok {
+			k = textKey(s)
+			keys[s] = k
+		}
+		return k
+	}
 	dupOfKept := func(it memory.Item, kept []memory.Item) (string, bool) {
 		for _, k := range kept {
-			if sameText(it.Text, k.Text) {
+			if key(it.Text) == key(k.Text) {
 				return "the text of " + k.Ref, true
 			}
 			if nearVectors(it.Embedding, k.Embedding) {
