@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -19,10 +18,13 @@ import (
 )
 
 // TestSQLiteProcessesDrainInOrder: `gateway serve` (with its in-process
-// worker) and `gateway worker`, two real processes on one SQLite file
-// whose capture outbox holds a backlog (left by a process whose store
-// failed). Every queued turn is stored once, each conversation's in the
-// order queued: one of the processes drains at a time.
+// worker) and `gateway worker`, two real processes on one SQLite file,
+// both running when a backlog lands in its capture outbox (as a process
+// whose store failed leaves one). Every queued turn is stored once, each
+// conversation's in the order queued: one of the processes drains at a
+// time. The backlog is queued only once both are up: queued before, it was
+// drained whole by the worker while `serve` was still starting, and the
+// test saw one process at work, not two.
 func TestSQLiteProcessesDrainInOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway binary")
@@ -60,19 +62,14 @@ func TestSQLiteProcessesDrainInOrder(t *testing.T) {
 			backlog = append(backlog, b)
 		}
 	}
-	if err := st.Outbox().EnqueueBatch(context.Background(), backlog); err != nil {
-		t.Fatal(err)
-	}
 
 	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok"}))
 	env := []string{"GATEWAY_SQLITE_PATH=" + path, "GATEWAY_LISTEN=127.0.0.1:0", "GATEWAY_UPSTREAM_BASE_URL=" + up.URL()}
-	worker := exec.Command(bin, "worker")
-	worker.Env = append(os.Environ(), env...)
-	if err := worker.Start(); err != nil {
+	runBinary(t, bin, "worker", env, "capture worker running")
+	_, url := startBinary(t, bin, env)
+	if err := st.Outbox().EnqueueBatch(context.Background(), backlog); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = worker.Process.Kill(); _ = worker.Wait() })
-	_, url := startBinary(t, bin, env)
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -245,36 +245,8 @@ func TestCrashWindowKill9(t *testing.T) {
 // kills it when the test ends.
 func startBinary(t *testing.T, bin string, env []string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var l struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
-				addr <- l.Addr
-			}
-		}
-	}()
-	var url string
-	select {
-	case a := <-addr:
-		url = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("gateway binary never listened")
-	}
+	cmd, addr := runBinary(t, bin, "serve", env, "listening")
+	url := "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(url + "/healthz")
@@ -288,6 +260,46 @@ func startBinary(t *testing.T, bin string, env []string) (*exec.Cmd, string) {
 			t.Fatalf("/healthz never answered: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runBinary runs the gateway binary's command with env, kills it when the
+// test ends, and waits (up to a minute: a loaded machine starts it
+// slowly) for its log to say msg, returning that line's addr.
+func runBinary(t *testing.T, bin, command string, env []string, msg string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, command)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	said := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() { // to EOF, so the process never blocks on its log
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == msg {
+				select {
+				case said <- l.Addr:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case addr := <-said:
+		return cmd, addr
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gateway %s never logged %q", command, msg)
+		return nil, ""
 	}
 }
 

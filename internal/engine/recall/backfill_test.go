@@ -64,6 +64,36 @@ func backfillAll(t *testing.T, ix *Indexer) int {
 	return 0
 }
 
+// erasureHistory is how many messages the erasure tests' histories hold:
+// about half again what one user's embedding budget embeds
+// (userEmbedBytes), so the oldest ~150 wait for Backfill, message 3 (the
+// one the tests search for) among them. The erasures below delete every
+// message, and the full-text index's secure delete makes that the most
+// expensive part of these tests under -race, so the histories are no longer
+// than the budget needs.
+const erasureHistory = 600
+
+// mustDeferMessage3 fails the test unless ix holds, for Backfill, message 3
+// of each of ids' longHistory (the message the erasure tests search for):
+// without it, a backfill that wrote erased items back would go unseen.
+func mustDeferMessage3(t *testing.T, ix *Indexer, ids ...memory.Identity) {
+	t.Helper()
+	ix.deferred.mu.Lock()
+	defer ix.deferred.mu.Unlock()
+	for _, id := range ids {
+		found := false
+		for _, it := range ix.deferred.items {
+			if it.Tenant == id.Tenant && it.User == id.User && it.Conversation == id.Conversation && strings.HasPrefix(it.Text, "Message 3:") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("%s/%s: message 3 is not deferred: the history fits the budget and the test proves nothing", id.User, id.Conversation)
+		}
+	}
+}
+
 // What an exchange's embedding budget left without a vector waits in the
 // indexer, and Backfill (the enricher's idle work) embeds it, newest
 // first, upserting the same items: every message ends with a vector, each
@@ -138,13 +168,14 @@ func TestBackfillLeavesTheTailOfALongMessage(t *testing.T) {
 // backfill stays erased (a real SQLite store checks the guard), while
 // another user's deferred items get their vectors.
 func TestBackfillDoesNotResurrectErasedMemory(t *testing.T) {
+	t.Parallel() // its own SQLite file
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	const n = 1200
+	const n = erasureHistory
 	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
 	deleted := memory.Identity{Tenant: "t", User: "kept", Conversation: "gone"}
 	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}
@@ -161,9 +192,7 @@ func TestBackfillDoesNotResurrectErasedMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ix.Deferred() == 0 {
-		t.Fatal("nothing deferred: the histories fit the budget and the test proves nothing")
-	}
+	mustDeferMessage3(t, ix, erased, deleted, kept)
 	if err := st.DeleteUser(ctx, erased.Tenant, erased.User); err != nil {
 		t.Fatal(err)
 	}
@@ -244,8 +273,10 @@ func TestDeferredItemsAreBounded(t *testing.T) {
 // deferred from before the deletion still must not come back, in either
 // store's check.
 func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
+	t.Parallel() // its own SQLite file
 	for _, conv := range []string{"c", memory.DefaultConversation} {
 		t.Run(conv, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
 			if err != nil {
@@ -254,7 +285,7 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 			t.Cleanup(func() { _ = st.Close() })
 			id := memory.Identity{Tenant: "t", User: "u", Conversation: conv}
 			ix := NewIndexer(st, NewLocal(16), nil)
-			ex := longHistory(id, "before", 1200)
+			ex := longHistory(id, "before", erasureHistory)
 			res, err := st.SaveExchange(ctx, ex)
 			if err != nil {
 				t.Fatal(err)
@@ -263,9 +294,7 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 			if err := ix.AfterSave(ctx, ex, res); err != nil {
 				t.Fatal(err)
 			}
-			if ix.Deferred() == 0 {
-				t.Fatal("nothing deferred: the test proves nothing")
-			}
+			mustDeferMessage3(t, ix, id)
 			if err := st.DeleteConversation(ctx, id); err != nil {
 				t.Fatal(err)
 			}
@@ -294,6 +323,7 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 // that ran after the erasure (its items refused). Another user's deferred
 // items are embedded.
 func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
+	t.Parallel() // its own SQLite file
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
 	if err != nil {
@@ -302,7 +332,7 @@ func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	cache := NewEmbeddingCache(DefaultEmbeddingBytes)
 	ix := NewIndexer(st, NewCached(NewLocal(16), cache), nil)
-	const n = 1200
+	const n = erasureHistory
 	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
 	late := memory.Identity{Tenant: "t", User: "late", Conversation: "c"}
 	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}
@@ -325,10 +355,7 @@ func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 	}
 	index(erased, saved[erased], results[erased])
 	index(kept, saved[kept], results[kept])
-	before := ix.Deferred()
-	if before == 0 {
-		t.Fatal("nothing deferred: the histories fit the budget and the test proves nothing")
-	}
+	mustDeferMessage3(t, ix, erased, kept)
 	for _, id := range []memory.Identity{erased, late} {
 		if err := st.DeleteUser(ctx, id.Tenant, id.User); err != nil {
 			t.Fatal(err)

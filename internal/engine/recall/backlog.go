@@ -92,7 +92,7 @@ func (ix *Indexer) IndexBacklog(ctx context.Context) (int, error) {
 		msgs = append(msgs, cutMessage{id: p.Identity, key: p.Key, at: p.Message.CreatedAt, from: p.Chunk, rest: rest})
 		of = append(of, i)
 	}
-	withinIndexBudget(msgs, backlogIndexUnits, messageIndexFloor)
+	withinIndexBudget(msgs, ix.backlogUnits(), messageIndexFloor)
 	_, items, later := ix.messageItems(msgs)
 	for _, its := range [][]memory.Item{items, later} {
 		for i := range its {

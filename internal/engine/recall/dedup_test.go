@@ -13,12 +13,10 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// sameText reports whether two passages' texts are the same for dedup:
-// equal once lower-cased with punctuation dropped (the words of
+// textKey is what makes two passages' texts the same for dedup: equal
+// keys, the text lower-cased with punctuation dropped (the words of
 // tokenize, one space apart).
-func sameText(a, b string) bool {
-	return strings.Join(tokenize(a), " ") == strings.Join(tokenize(b), " ")
-}
+func textKey(s string) string { return strings.Join(tokenize(s), " ") }
 
 // nearVectors reports whether two passages' vectors make them the same for
 // dedup: both present, of one length, with Cosine above 0.95.
@@ -38,6 +36,58 @@ func nearVectors(a, b []float32) bool {
 //     a vector near, an item kept before it.
 func checkDedup(t *testing.T, items []memory.Item, limit int, got []memory.Item) {
 	t.Helper()
+	newDedupOracle(items).check(t, limit, got)
+}
+
+// dedupOracle is checkDedup over one list of items, which remembers what
+// it compared: the property tests check each list at several limits, and
+// tokenizing texts and taking cosines again for every pair was most of
+// their time under -race.
+type dedupOracle struct {
+	items []memory.Item
+	keys  map[int]string  // textKey of items[i]
+	near  map[[2]int]bool // nearVectors of items[i] and items[j], i > j
+}
+
+func newDedupOracle(items []memory.Item) *dedupOracle {
+	return &dedupOracle{items: items, keys: map[int]string{}, near: map[[2]int]bool{}}
+}
+
+// key is textKey of items[i].
+func (o *dedupOracle) key(i int) string {
+	k, ok := o.keys[i]
+	if !ok {
+		k = textKey(o.items[i].Text)
+		o.keys[i] = k
+	}
+	return k
+}
+
+// dupOfKept reports why items[i] repeats one of the items at kept (each
+// before it), if it does.
+func (o *dedupOracle) dupOfKept(i int, kept []int) (string, bool) {
+	it := o.items[i]
+	for _, j := range kept {
+		k := o.items[j]
+		if o.key(i) == o.key(j) {
+			return "the text of " + k.Ref, true
+		}
+		near, ok := o.near[[2]int{i, j}]
+		if !ok {
+			near = nearVectors(it.Embedding, k.Embedding)
+			o.near[[2]int{i, j}] = near
+		}
+		if near {
+			return fmt.Sprintf("a vector at cosine %v with %s", Cosine(it.Embedding, k.Embedding), k.Ref), true
+		}
+	}
+	return "", false
+}
+
+// check is checkDedup(t, o.items, limit, got).
+func (o *dedupOracle) check(t *testing.T, limit int, got []memory.Item) {
+	t.Helper()
+	items := o.items
 	if limit > 0 && len(got) > limit {
 		t.Fatalf("kept %d, limit %d", len(got), limit)
 	}
@@ -57,19 +107,9 @@ func checkDedup(t *testing.T, items []memory.Item, limit int, got []memory.Item)
 		at[k] = next
 		next++
 	}
-	dupOfKept := func(it memory.Item, kept []memory.Item) (string, bool) {
-		for _, k := range kept {
-			if sameText(it.Text, k.Text) {
-				return "the text of " + k.Ref, true
-			}
-			if nearVectors(it.Embedding, k.Embedding) {
-				return fmt.Sprintf("a vector at cosine %v with %s", Cosine(it.Embedding, k.Embedding), k.Ref), true
-			}
-		}
-		return "", false
-	}
+	// Each kept item is items[at[k]], field for field (checked above).
 	for k := range got {
-		if why, dup := dupOfKept(got[k], got[:k]); dup {
+		if why, dup := o.dupOfKept(at[k], at[:k]); dup {
 			t.Fatalf("kept %s, which has %s (kept before it)", got[k].Ref, why)
 		}
 	}
@@ -83,7 +123,7 @@ func checkDedup(t *testing.T, items []memory.Item, limit int, got []memory.Item)
 			k++
 			continue
 		}
-		if _, dup := dupOfKept(items[i], got[:k]); !dup {
+		if _, dup := o.dupOfKept(i, at[:k]); !dup {
 			t.Fatalf("dropped %s (limit %d), which repeats no item kept before it; kept %v", items[i].Ref, limit, refs(got))
 		}
 	}
@@ -208,8 +248,9 @@ func TestDedupProperties(t *testing.T) {
 		for i := range items {
 			items[i].Score = float64(n - i)
 		}
+		oracle := newDedupOracle(items)
 		for _, limit := range []int{-1, 0, 1, 5, n / 2, n, n + 3} {
-			checkDedup(t, items, limit, Dedup(items, limit))
+			oracle.check(t, limit, Dedup(items, limit))
 		}
 	}
 }
@@ -240,8 +281,9 @@ func TestDedupPropertiesNearTheThreshold(t *testing.T) {
 			items[i] = memory.Item{Kind: KindMessage, Ref: fmt.Sprintf("r%d", i), Text: fmt.Sprintf("passage %d", i),
 				Embedding: v, Score: float64(n - i)}
 		}
+		oracle := newDedupOracle(items)
 		for _, limit := range []int{0, 1 + r.IntN(n)} {
-			checkDedup(t, items, limit, Dedup(items, limit))
+			oracle.check(t, limit, Dedup(items, limit))
 		}
 	}
 }

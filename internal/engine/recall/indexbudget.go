@@ -24,6 +24,23 @@ import (
 // rounds index, backlogIndexUnits a round (IndexBacklog).
 const exchangeIndexUnits = 96 << 10
 
+// exchangeUnits is what one exchange has indexed at once, in index units:
+// exchangeIndexUnits, or the Indexer's indexUnits when set (tests that
+// need histories past a round, at a scale the race detector runs in
+// seconds).
+func (ix *Indexer) exchangeUnits() int {
+	if ix.indexUnits > 0 {
+		return ix.indexUnits
+	}
+	return exchangeIndexUnits
+}
+
+// backlogUnits is what one round of the index backlog indexes: a quarter
+// of exchangeUnits (backlogIndexUnits).
+func (ix *Indexer) backlogUnits() int {
+	return ix.exchangeUnits() * backlogIndexUnits / exchangeIndexUnits
+}
+
 // messageIndexFloor is how much of exchangeIndexUnits each message of an
 // exchange has first, newest first, before the rest extends them: a huge
 // reply does not leave the user's turn unindexed, nor does a huge turn

@@ -63,6 +63,9 @@ type Indexer struct {
 	// deferred are the items a user's embedding budget left without a
 	// vector (userEmbedBytes), for Backfill.
 	deferred deferredItems
+	// indexUnits, when positive, replaces exchangeIndexUnits (and a
+	// quarter of it backlogIndexUnits): set by tests only.
+	indexUnits int
 	// backlogCut counts the chunks the index backlog's rounds have cut,
 	// kept or not: the work a round does besides writing what it keeps.
 	backlogCut atomic.Int64
@@ -182,7 +185,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		// What one exchange adds to the full-text index is bounded (see
 		// exchangeIndexUnits); the rest of its text waits in the store's
 		// index backlog for later rounds (IndexBacklog).
-		if left := withinIndexBudget(mine, exchangeIndexUnits, messageIndexFloor); left > 0 {
+		if left := withinIndexBudget(mine, ix.exchangeUnits(), messageIndexFloor); left > 0 {
 			ix.logger.Info("long exchange indexed in part: the rest waits for the enricher's idle rounds",
 				"exchange", ex.ID, "chunks_not_indexed", left)
 			for i := len(mine) - 1; i >= 0; i-- { // newest first, as indexed
