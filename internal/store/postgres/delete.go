@@ -37,6 +37,9 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", []string{id.Tenant}, []string{id.User}); err != nil {
 			return fmt.Errorf("lock statistics: %w", unavailable(err))
 		}
+		if err := forgetConversationMentions(ctx, tx, id); err != nil {
+			return err
+		}
 		// The messages first, counted once (deleteUncounted); summaries
 		// and candidates go with the conversation (ON DELETE CASCADE).
 		where := `tenant = $1 AND user_id = $2 AND conversation = $3`

@@ -22,6 +22,11 @@ import (
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	var missing error
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		// Its messages' mentions first: the messages go with the
+		// conversation's row (ON DELETE CASCADE).
+		if err := forgetConversationMentions(ctx, tx, id); err != nil {
+			return err
+		}
 		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
