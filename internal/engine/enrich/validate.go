@@ -164,6 +164,16 @@ func statedBy(decision string, msgs []memory.Message) string {
 	return key
 }
 
+// decisionSources returns, by index, the key of the user message of msgs
+// each decision is stated in (statedBy).
+func decisionSources(decisions []string, msgs []memory.Message) []string {
+	out := make([]string, len(decisions))
+	for i, d := range decisions {
+		out[i] = statedBy(d, msgs)
+	}
+	return out
+}
+
 // grams returns the set of lower-case word 4-grams of s.
 func grams(s string) map[string]bool {
 	ws := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
