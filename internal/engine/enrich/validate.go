@@ -148,28 +148,55 @@ func usersDecisions(decisions []string, msgs []memory.Message) []string {
 	return out
 }
 
-// statedBy returns the key of the user message of msgs that holds the most
-// of decision's content-word stems (the first of those), "" when none
-// holds any: the message a pinned decision is recorded as stated in.
-func statedBy(decision string, msgs []memory.Message) string {
+// statedBy returns the key of the user message of users (userStems)
+// that holds the most of decision's content-word stems (the first of
+// those), "" when none holds any: the message a pinned decision is
+// recorded as stated in.
+func statedBy(decision string, users []stemmed) string {
+	words := stems(nil, decision)
 	key, best := "", 0
-	for _, m := range msgs {
-		if m.Role != "user" || m.Failed() {
-			continue
+	for _, m := range users {
+		shared := 0
+		for w := range words {
+			if m.stems[w] {
+				shared++
+			}
 		}
-		if shared, _ := grounded(decision, stems(nil, m.Content)); shared > best {
-			key, best = m.Key, shared
+		if shared > best {
+			key, best = m.key, shared
 		}
 	}
 	return key
 }
 
+// stemmed is a user message's key and its content-word stems.
+type stemmed struct {
+	key   string
+	stems map[string]bool
+}
+
+// userStems returns the stems of each user message of msgs not broken
+// off, in order: read once, however many decisions are matched to them.
+func userStems(msgs []memory.Message) []stemmed {
+	var out []stemmed
+	for _, m := range msgs {
+		if m.Role == "user" && !m.Failed() {
+			out = append(out, stemmed{m.Key, stems(nil, m.Content)})
+		}
+	}
+	return out
+}
+
 // decisionSources returns, by index, the key of the user message of msgs
-// each decision is stated in (statedBy).
+// each decision is stated in (statedBy), reading each message once.
 func decisionSources(decisions []string, msgs []memory.Message) []string {
 	out := make([]string, len(decisions))
+	if len(decisions) == 0 {
+		return out
+	}
+	users := userStems(msgs)
 	for i, d := range decisions {
-		out[i] = statedBy(d, msgs)
+		out[i] = statedBy(d, users)
 	}
 	return out
 }
