@@ -110,6 +110,21 @@ func stems(set map[string]bool, text string) map[string]bool {
 	return set
 }
 
+// statedStems adds to set (nil: a new one) the stems of what text
+// states: the content words of its sentences that are not questions (a
+// question states nothing, as Detect has it). It returns the set.
+func statedStems(set map[string]bool, text string) map[string]bool {
+	if set == nil {
+		set = map[string]bool{}
+	}
+	for _, s := range Sentences(text) {
+		if !strings.HasSuffix(s, "?") {
+			stems(set, s)
+		}
+	}
+	return set
+}
+
 // grounded returns how many of text's n distinct content-word stems are
 // in source.
 func grounded(text string, source map[string]bool) (shared, n int) {
@@ -128,7 +143,8 @@ func grounded(text string, source map[string]bool) (shared, n int) {
 const minDecisionGrounded = 0.5
 
 // usersDecisions returns the decisions (a summariser's preserved ones)
-// whose content words come mostly from the user's messages among msgs:
+// whose content words come mostly from what the user's messages among
+// msgs state (statedStems: not what they ask):
 // what the user decided, not what the assistant's replies (which may
 // repeat a fetched page) said, which a model summariser lists too. Only
 // those are pinned as the user's standing decisions.
@@ -136,7 +152,7 @@ func usersDecisions(decisions []string, msgs []memory.Message) []string {
 	source := map[string]bool{}
 	for _, m := range msgs {
 		if m.Role == "user" && !m.Failed() {
-			stems(source, m.Content)
+			statedStems(source, m.Content)
 		}
 	}
 	var out []string
@@ -181,7 +197,7 @@ func userStems(msgs []memory.Message) []stemmed {
 	var out []stemmed
 	for _, m := range msgs {
 		if m.Role == "user" && !m.Failed() {
-			out = append(out, stemmed{m.Key, stems(nil, m.Content)})
+			out = append(out, stemmed{m.Key, statedStems(nil, m.Content)})
 		}
 	}
 	return out
