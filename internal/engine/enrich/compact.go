@@ -250,8 +250,9 @@ func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisi
 		return nil
 	}
 	now := c.opts.Now()
-	for _, d := range decisions {
-		source := statedBy(d, from)
+	sources := decisionSources(decisions, from)
+	for i, d := range decisions {
+		source := sources[i]
 		if d == "" || source == "" && !guardSince.IsZero() {
 			continue
 		}

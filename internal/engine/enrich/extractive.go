@@ -97,7 +97,11 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 	}
 	var out Output
 	for _, m := range in.Messages {
-		if memory.IsSystem(m.Role) || m.Role == "tool" {
+		// Only the user's and the assistant's words, as the model
+		// summariser reads them: a tool's or a legacy function's result is
+		// a third party's text, and any role but the assistant's would be
+		// written as the user's below.
+		if m.Role != "user" && m.Role != "assistant" {
 			continue
 		}
 		who := "User"

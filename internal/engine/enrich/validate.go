@@ -110,6 +110,21 @@ func stems(set map[string]bool, text string) map[string]bool {
 	return set
 }
 
+// statedStems adds to set (nil: a new one) the stems of what text
+// states: the content words of its sentences that are not questions (a
+// question states nothing, as Detect has it). It returns the set.
+func statedStems(set map[string]bool, text string) map[string]bool {
+	if set == nil {
+		set = map[string]bool{}
+	}
+	for _, s := range Sentences(text) {
+		if !strings.HasSuffix(s, "?") {
+			stems(set, s)
+		}
+	}
+	return set
+}
+
 // grounded returns how many of text's n distinct content-word stems are
 // in source.
 func grounded(text string, source map[string]bool) (shared, n int) {
@@ -128,7 +143,8 @@ func grounded(text string, source map[string]bool) (shared, n int) {
 const minDecisionGrounded = 0.5
 
 // usersDecisions returns the decisions (a summariser's preserved ones)
-// whose content words come mostly from the user's messages among msgs:
+// whose content words come mostly from what the user's messages among
+// msgs state (statedStems: not what they ask):
 // what the user decided, not what the assistant's replies (which may
 // repeat a fetched page) said, which a model summariser lists too. Only
 // those are pinned as the user's standing decisions.
@@ -136,7 +152,7 @@ func usersDecisions(decisions []string, msgs []memory.Message) []string {
 	source := map[string]bool{}
 	for _, m := range msgs {
 		if m.Role == "user" && !m.Failed() {
-			stems(source, m.Content)
+			statedStems(source, m.Content)
 		}
 	}
 	var out []string
@@ -148,20 +164,57 @@ func usersDecisions(decisions []string, msgs []memory.Message) []string {
 	return out
 }
 
-// statedBy returns the key of the user message of msgs that holds the most
-// of decision's content-word stems (the first of those), "" when none
-// holds any: the message a pinned decision is recorded as stated in.
-func statedBy(decision string, msgs []memory.Message) string {
+// statedBy returns the key of the user message of users (userStems)
+// that holds the most of decision's content-word stems (the first of
+// those), "" when none holds any: the message a pinned decision is
+// recorded as stated in.
+func statedBy(decision string, users []stemmed) string {
+	words := stems(nil, decision)
 	key, best := "", 0
-	for _, m := range msgs {
-		if m.Role != "user" || m.Failed() {
-			continue
+	for _, m := range users {
+		shared := 0
+		for w := range words {
+			if m.stems[w] {
+				shared++
+			}
 		}
-		if shared, _ := grounded(decision, stems(nil, m.Content)); shared > best {
-			key, best = m.Key, shared
+		if shared > best {
+			key, best = m.key, shared
 		}
 	}
 	return key
+}
+
+// stemmed is a user message's key and its content-word stems.
+type stemmed struct {
+	key   string
+	stems map[string]bool
+}
+
+// userStems returns the stems of each user message of msgs not broken
+// off, in order: read once, however many decisions are matched to them.
+func userStems(msgs []memory.Message) []stemmed {
+	var out []stemmed
+	for _, m := range msgs {
+		if m.Role == "user" && !m.Failed() {
+			out = append(out, stemmed{m.Key, statedStems(nil, m.Content)})
+		}
+	}
+	return out
+}
+
+// decisionSources returns, by index, the key of the user message of msgs
+// each decision is stated in (statedBy), reading each message once.
+func decisionSources(decisions []string, msgs []memory.Message) []string {
+	out := make([]string, len(decisions))
+	if len(decisions) == 0 {
+		return out
+	}
+	users := userStems(msgs)
+	for i, d := range decisions {
+		out[i] = statedBy(d, users)
+	}
+	return out
 }
 
 // grams returns the set of lower-case word 4-grams of s.

@@ -20,7 +20,7 @@ import (
 // yet: its turns still queued or in flight) answers memory.ErrNotFound,
 // and its deletion is dated all the same (the engine deletes twice, as it
 // erases a user twice, and a turn queued before the deletion must not
-// start it).
+// start it) and its dead letters deleted.
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	var missing error
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -37,12 +37,20 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if _, err := tx.Exec(ctx, "SELECT memory_bm25_lock($1, $2)", []string{id.Tenant}, []string{id.User}); err != nil {
 			return fmt.Errorf("lock statistics: %w", unavailable(err))
 		}
+		if err := forgetConversationMentions(ctx, tx, id); err != nil {
+			return err
+		}
 		// The messages first, counted once (deleteUncounted); summaries
 		// and candidates go with the conversation (ON DELETE CASCADE).
 		where := `tenant = $1 AND user_id = $2 AND conversation = $3`
 		messages, err := deleteUncounted(ctx, tx, "messages", where, id.Tenant, id.User, id.Conversation)
 		if err != nil {
 			return err
+		}
+		// Its dead letters whether or not it was stored: a turn set
+		// aside before its conversation was ever stored is all of it.
+		if _, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE `+where, id.Tenant, id.User, id.Conversation); err != nil {
+			return fmt.Errorf("delete dead_letters: %w", unavailable(err))
 		}
 		now := time.Now()
 		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
@@ -66,9 +74,6 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		items, err := deleteUncounted(ctx, tx, "memory_items", where, id.Tenant, id.User, id.Conversation)
 		if err != nil {
 			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE `+where, id.Tenant, id.User, id.Conversation); err != nil {
-			return fmt.Errorf("delete dead_letters: %w", unavailable(err))
 		}
 		return countDeleted(ctx, tx, id.Tenant, id.User, items, messages)
 	})

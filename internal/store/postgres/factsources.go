@@ -64,6 +64,20 @@ func mentionFact(ctx context.Context, tx pgx.Tx, f memory.Fact, id int64) error 
 	return nil
 }
 
+// forgetConversationMentions deletes, in tx, the fact mentions of
+// conversation id's messages: once they are gone, a statement of their
+// keys (the conversation imported again, its ids derived from its
+// content) is a new one, not a redelivery. Call it before the
+// conversation's messages are deleted.
+func forgetConversationMentions(ctx context.Context, tx pgx.Tx, id memory.Identity) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM fact_mentions WHERE tenant = $1 AND user_id = $2 AND message IN (
+			SELECT key FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3)`,
+		id.Tenant, id.User, id.Conversation); err != nil {
+		return fmt.Errorf("forget fact mentions: %w", unavailable(err))
+	}
+	return nil
+}
+
 // forgetConversationSQL removes a conversation as a source of the user's
 // facts ($1 tenant, $2 user, $3 conversation) in one statement: the facts
 // it alone stated (current or superseded) are deleted — their other

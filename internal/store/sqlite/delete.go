@@ -18,10 +18,22 @@ import (
 // are saved. A conversation not stored (already gone, or not yet: its
 // turns still queued or in flight) answers memory.ErrNotFound, and its
 // deletion is dated all the same (the engine deletes twice, as it erases
-// a user twice, and a turn queued before the deletion must not start it).
+// a user twice, and a turn queued before the deletion must not start it)
+// and its dead letters deleted.
 func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	var missing error
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		// Its messages' mentions first: the messages go with the
+		// conversation's row (ON DELETE CASCADE).
+		if err := forgetConversationMentions(ctx, tx, id); err != nil {
+			return err
+		}
+		// Its dead letters whether or not it was stored: a turn set
+		// aside before its conversation was ever stored is all of it.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE tenant = ? AND user_id = ? AND conversation = ?`,
+			id.Tenant, id.User, id.Conversation); err != nil {
+			return fmt.Errorf("delete dead_letters: %w", err)
+		}
 		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
@@ -35,7 +47,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := forgetConversationFacts(ctx, tx, id); err != nil {
 			return err
 		}
-		for _, table := range []string{"summaries", "messages", "exchanges", "conversation_candidates", "dead_letters", "memory_items"} {
+		for _, table := range []string{"summaries", "messages", "exchanges", "conversation_candidates", "memory_items"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ? AND conversation = ?`,
 				id.Tenant, id.User, id.Conversation); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)

@@ -69,6 +69,20 @@ func mentionFact(ctx context.Context, tx writeTx, f memory.Fact, id int64) error
 	return nil
 }
 
+// forgetConversationMentions deletes, in tx, the fact mentions of
+// conversation id's messages: once they are gone, a statement of their
+// keys (the conversation imported again, its ids derived from its
+// content) is a new one, not a redelivery. Call it before the
+// conversation's messages are deleted.
+func forgetConversationMentions(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM fact_mentions WHERE tenant = ? AND user_id = ? AND message IN (
+			SELECT key FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ?)`,
+		id.Tenant, id.User, id.Tenant, id.User, id.Conversation); err != nil {
+		return fmt.Errorf("forget fact mentions: %w", err)
+	}
+	return nil
+}
+
 // forgetConversationFacts removes conversation id as a source of the user's
 // facts, in tx: a fact (current or superseded) that no other conversation
 // nor the API stated is deleted with its recall items; one that survives

@@ -208,4 +208,7 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 	t.Run("a dead letter of a deleted conversation's turn is not written", func(t *testing.T) {
 		testDeadLetterOfDeletedConversation(t, open(t))
 	})
+	t.Run("deleting a conversation never stored deletes its dead letters", func(t *testing.T) {
+		testDeadLetterOfUnstoredConversation(t, open(t))
+	})
 }

@@ -76,3 +76,34 @@ func testDeadLetterOfDeletedConversation(t *testing.T, s CaptureStore) {
 	write(letter(c1, "fresh", after, start)) // received after the deletion: an import of old turns
 	written("c2/other", "c1/fresh")
 }
+
+// testDeadLetterOfUnstoredConversation: a conversation whose only turn
+// became a dead letter before it was ever stored (the store refused it,
+// or it was neither stored nor queued in time: record's Options.RetryFor)
+// has nothing stored but that letter, and deleting it — answered
+// memory.ErrNotFound — deletes the letter too: the turn's text does not
+// outlive the deletion. Another conversation's letter stays.
+func testDeadLetterOfUnstoredConversation(t *testing.T, s CaptureStore) {
+	ctx := testCtx(t)
+	c1 := memory.Identity{Tenant: "t1", User: "alice", Conversation: "never-stored"}
+	c2 := c1
+	c2.Conversation = "other"
+	said := time.Now().Add(-time.Minute)
+	for _, id := range []memory.Identity{c1, c2} {
+		d := memory.DeadLetter{Exchange: "ex-" + id.Conversation, Identity: id, Reason: "expired",
+			Payload: []byte(`{"turn":"secret"}`), At: said, Received: said}
+		if err := s.DeadLetter(ctx, d); err != nil {
+			t.Fatalf("DeadLetter %s: %v", d.Exchange, err)
+		}
+	}
+	if err := s.DeleteConversation(ctx, c1); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("DeleteConversation of a conversation never stored = %v, want memory.ErrNotFound", err)
+	}
+	got, err := s.DeadLetters(ctx, c1.Tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Conversation != c2.Conversation {
+		t.Fatalf("dead letters after deleting %s = %+v, want %s's alone", c1.Conversation, got, c2.Conversation)
+	}
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -59,4 +60,50 @@ func testFactRestatedFromItsMessage(t *testing.T, s KnowledgeStore) {
 			}
 		})
 	}
+}
+
+// testDeleteConversationForgetsItsMentions covers a fact stated from a
+// message of a conversation later deleted, and stated by another
+// conversation too (so the fact stays): the conversation's messages stop
+// counting as having stated it. Imported again with the same exchange ids
+// (an import's ids derive from its content), the conversation states the
+// fact anew, and the fact then outlives the other conversation's
+// deletion. A mention left behind made the new statement look like a
+// redelivery: it recorded nothing, and the fact went with the other
+// conversation although the imported one still stated it.
+func testDeleteConversationForgetsItsMentions(t *testing.T, s KnowledgeStore) {
+	cx := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cx"}
+	cy := memory.Identity{Tenant: "acme", User: "alice", Conversation: "cy"}
+	state := func(id memory.Identity, source string, n int) {
+		t.Helper()
+		f := fact(id.Tenant, id.User, memory.FactPreference, "drink", "tea", n)
+		f.Conversation, f.Source, f.Rule, f.Pinned = id.Conversation, source, "preference", true
+		mustUpsertFact(t, s, f, 0)
+	}
+	save := func(id memory.Identity) string {
+		t.Helper()
+		ex := simple(t, id, 1)
+		ex.At = time.Now()
+		res := mustSave(t, s, ex)
+		if len(res.Stored) == 0 {
+			t.Fatalf("save in %s stored nothing", id.Conversation)
+		}
+		return res.Stored[0].Key
+	}
+	fromX := save(cx)
+	state(cx, fromX, 1)
+	state(cy, save(cy), 2)
+	if err := s.DeleteConversation(testCtx(t), cx); err != nil {
+		t.Fatalf("DeleteConversation(cx): %v", err)
+	}
+	assertValues(t, "facts after deleting cx", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), false), "tea")
+
+	if again := save(cx); again != fromX {
+		t.Fatalf("cx imported again stores %q, want the key it had, %q", again, fromX)
+	}
+	state(cx, fromX, 3)
+	if err := s.DeleteConversation(testCtx(t), cy); err != nil {
+		t.Fatalf("DeleteConversation(cy): %v", err)
+	}
+	assertValues(t, "facts after importing cx again and deleting cy", mustFacts(t, s, "acme", "alice", baseTime.Add(time.Hour), false), "tea")
 }

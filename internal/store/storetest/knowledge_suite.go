@@ -39,6 +39,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"FactPinnedSticky", testFactPinnedSticky},
 		{"FactRuleAndSource", testFactRuleAndSource},
 		{"FactRestatedFromItsMessage", testFactRestatedFromItsMessage},
+		{"DeleteConversationForgetsItsMentions", testDeleteConversationForgetsItsMentions},
 		{"FactCapPerUser", testFactCapPerUser},
 		{"FactExpiry", testFactExpiry},
 		{"FactOrder", testFactOrder},
