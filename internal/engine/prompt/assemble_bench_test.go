@@ -225,7 +225,7 @@ func BenchmarkReplayable(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := processCPU(b)
 	for b.Loop() {
-		replayable(stored, rest)
+		replayable(stored, rest, false)
 	}
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
