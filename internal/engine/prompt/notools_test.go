@@ -2,8 +2,6 @@ package prompt
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -83,13 +81,7 @@ func TestPrepareNoTools(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
 			}
-			gotS := make([]string, len(got.Messages))
-			for i, m := range got.Messages {
-				gotS[i] = string(m)
-			}
-			if !slices.Equal(gotS, tc.want) {
-				t.Fatalf("messages:\n got  %s\n want %s", strings.Join(gotS, "\n      "), strings.Join(tc.want, "\n      "))
-			}
+			checkMessages(t, got.Messages, tc.want)
 			for i, m := range stored {
 				if string(m.Raw) != before[i] {
 					t.Fatalf("stored message %d changed: %s", i, m.Raw)
