@@ -105,13 +105,19 @@ func toolInfo(m memory.Message) (calls []string, answers string) {
 // (encoding/json also folds non-ASCII letters, but none folds to one of
 // "tool_call": TestToolCallKeyFolds.) Without either, decoding raw finds
 // neither key, and toolInfo answers nothing.
-func mayNameToolCall(raw []byte) bool {
-	const name = "tool_call"
+func mayNameToolCall(raw []byte) bool { return mayHoldKey(raw, "tool_call") }
+
+// mayHoldKey reports whether raw may hold a key that has name (lower
+// case ASCII letters and _, neither k nor s, which encoding/json also
+// matches to non-ASCII letters) in it, as encoding/json matches keys:
+// raw holds name in any case, or a \u escape, which could spell it.
+func mayHoldKey(raw []byte, name string) bool {
 	if bytes.Contains(raw, []byte(`\u`)) {
 		return true
 	}
+	first, upper := name[0], name[0]-('a'-'A')
 	for i := 0; i+len(name) <= len(raw); i++ {
-		if (raw[i] == 't' || raw[i] == 'T') && asciiEqualFold(raw[i:i+len(name)], name) {
+		if (raw[i] == first || raw[i] == upper) && asciiEqualFold(raw[i:i+len(name)], name) {
 			return true
 		}
 	}
@@ -176,7 +182,7 @@ func withoutTools(kept, rest []memory.Message) []memory.Message {
 		switch {
 		case m.Role == "tool" || m.Role == "function":
 			continue
-		case m.HasToolCalls():
+		case (mayNameToolCall(m.Raw) || mayHoldKey(m.Raw, "function_call")) && m.HasToolCalls():
 			var ok bool
 			if m, ok = withoutCalls(m); !ok {
 				continue
