@@ -67,8 +67,10 @@ func storedCount(t *testing.T, gw, user, conv string) int {
 // TestToolCallWithoutIDReplaysOnEveryAPI: a chat provider that sends tool
 // calls without an id (stored as they came) must not break the later
 // requests of the conversation on the APIs that require one. The
-// conversation's stored tool call and its result are replayed, with one
-// id they share, to the Responses API (which rejects a function_call
+// conversation's stored tool call and its result are replayed (each later
+// request declares tools: to one that declares none, no tool turn is, see
+// TestToolTurnsWithoutToolsOnStrictUpstream), with one id they share, to
+// the Responses API (which rejects a function_call
 // without call_id: every later request failed), to the Messages API (which
 // rejects a tool_use without id: the pair was dropped) and to chat. Run
 // end to end: `gateway serve` on SQLite in front of the dialecttest fake
@@ -106,7 +108,7 @@ func TestToolCallWithoutIDReplaysOnEveryAPI(t *testing.T) {
 	eventually(t, "the tool result and answer to be stored", func() bool { return storedCount(t, gw, "ida", "tools") >= 4 })
 
 	// Responses: the stored call and output share a call_id.
-	status, b = postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","input":"And tomorrow?"}`, who)
+	status, b = postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"input":"And tomorrow?"}`, who)
 	if status != 200 {
 		t.Fatalf("responses: the replayed tool call was refused (%d): %s", status, b)
 	}
@@ -118,7 +120,7 @@ func TestToolCallWithoutIDReplaysOnEveryAPI(t *testing.T) {
 
 	// Messages: the pair is replayed, not dropped.
 	claude := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01", "X-Memory-User": "ida", "X-Memory-Conversation": "tools"}
-	status, b = postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"And the day after?"}]}`, claude)
+	status, b = postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-6","max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"And the day after?"}]}`, claude)
 	if status != 200 {
 		t.Fatalf("messages: %d %s", status, b)
 	}
@@ -129,7 +131,7 @@ func TestToolCallWithoutIDReplaysOnEveryAPI(t *testing.T) {
 	}
 
 	// Chat: the replayed call and result share a non-empty id.
-	status, b = postJSON(t, gw+"/v1/chat/completions", `{"model":"local-model","messages":[{"role":"user","content":"Thanks!"}]}`, who)
+	status, b = postJSON(t, gw+"/v1/chat/completions", `{"model":"local-model",`+tools+`,"messages":[{"role":"user","content":"Thanks!"}]}`, who)
 	if status != 200 {
 		t.Fatalf("chat 3: %d %s", status, b)
 	}

@@ -75,8 +75,8 @@ func chatToolIDs(t *testing.T, body []byte) (calls, answers []string) {
 
 // TestRepeatedToolCallIDReplaysOnEveryAPI: a chat provider that numbers
 // its tool calls per response ("call_0" on every turn) must not break the
-// later requests of the conversation. Its stored turns are replayed with
-// distinct ids, each result paired with its call: to the Messages API
+// later requests of the conversation. Its stored turns are replayed (each
+// later request declares tools) with distinct ids, each result paired with its call: to the Messages API
 // (which refuses a tool_use id given twice: 400), to the Responses API
 // (which refuses a call_id given twice: 400) and to chat (where a result
 // would answer the wrong call; the fake refuses it). And while a client
@@ -127,7 +127,7 @@ func TestRepeatedToolCallIDReplaysOnEveryAPI(t *testing.T) {
 	strict.Store(true)
 
 	// Responses: distinct call_ids, each output paired with its call.
-	status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","input":"And tomorrow?"}`, who("stored"))
+	status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"input":"And tomorrow?"}`, who("stored"))
 	if status != 200 {
 		t.Errorf("responses: the replayed tool calls were refused (%d): %s", status, b)
 	} else {
@@ -140,7 +140,7 @@ func TestRepeatedToolCallIDReplaysOnEveryAPI(t *testing.T) {
 
 	// Messages: the fake refuses a tool_use id given twice.
 	claude := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01", "X-Memory-User": "ida", "X-Memory-Conversation": "stored"}
-	status, b = postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"And the day after?"}]}`, claude)
+	status, b = postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-6","max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"And the day after?"}]}`, claude)
 	if status != 200 {
 		t.Errorf("messages: the replayed tool calls were refused (%d): %s", status, b)
 	}

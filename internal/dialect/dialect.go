@@ -65,6 +65,9 @@ type Request struct {
 	// (previous_response_id, or a conversation of the Conversations API):
 	// memory is injected, stored turns are not.
 	NoRecent bool
+	// NoTools is true when the body declares no tools
+	// (memory.Request.NoTools).
+	NoTools bool
 
 	render func(memory.Prepared) ([]byte, error)
 	// messages is the Anthropic request (Messages API only).
@@ -97,21 +100,21 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			user = ""
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: user, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, render: r.Render, messages: r}, nil
+			Messages: r.Messages, NoTools: r.NoTools, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.ProviderHistory(), render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.ProviderHistory(), NoTools: r.NoTools, render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
 		return nil, invalid(err)
 	}
 	return &Request{API: Chat, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-		Messages: r.Messages, render: r.Render}, nil
+		Messages: r.Messages, NoTools: r.NoTools, render: r.Render}, nil
 }
 
 // invalid turns an adapter's parse error into a 400.
@@ -151,6 +154,7 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		Messages:  r.Messages,
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
+		NoTools:   r.NoTools,
 		// Only Chat Completions renders each block where it stands.
 		BlocksInPlace: r.API == Chat,
 	})

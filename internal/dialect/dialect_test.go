@@ -74,6 +74,51 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseNoTools: each API's request reports whether it declares tools
+// (a non-empty tools array, or chat's legacy functions) to the memory core
+// (memory.Request.NoTools), which replays no stored tool turn to one that
+// does not.
+func TestParseNoTools(t *testing.T) {
+	const (
+		chatMsgs  = `"messages":[{"role":"user","content":"hi"}]`
+		chatTool  = `"tools":[{"type":"function","function":{"name":"f"}}]`
+		claudeMsg = `"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"hi"}]`
+		claudeTl  = `"tools":[{"name":"f","input_schema":{"type":"object"}}]`
+		respTool  = `"tools":[{"type":"function","name":"f"}]`
+	)
+	tests := []struct {
+		name    string
+		api     API
+		body    string
+		noTools bool
+	}{
+		{"chat without tools", Chat, `{"model":"gpt-4o",` + chatMsgs + `}`, true},
+		{"chat with tools", Chat, `{"model":"gpt-4o",` + chatTool + `,` + chatMsgs + `}`, false},
+		{"chat with functions", Chat, `{"model":"gpt-4o","functions":[{"name":"f"}],` + chatMsgs + `}`, false},
+		{"chat with no tools", Chat, `{"model":"gpt-4o","tools":[],"functions":null,` + chatMsgs + `}`, true},
+		{"messages without tools", Messages, `{` + claudeMsg + `}`, true},
+		{"messages with tools", Messages, `{` + claudeMsg + `,` + claudeTl + `}`, false},
+		{"messages with no tools", Messages, `{` + claudeMsg + `,"tools":[]}`, true},
+		{"responses without tools", Responses, `{"model":"gpt-4.1","input":"hi"}`, true},
+		{"responses with tools", Responses, `{"model":"gpt-4.1",` + respTool + `,"input":"hi"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, aerr := Parse(tt.api, []byte(tt.body))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if r.NoTools != tt.noTools || mreq.NoTools != tt.noTools {
+				t.Errorf("NoTools: parsed %v, memory request %v, want %v", r.NoTools, mreq.NoTools, tt.noTools)
+			}
+		})
+	}
+}
+
 // TestMemoryRefusesRepeatedKeysWhenStoring: a Chat Completions message
 // giving a key twice is a 400 naming it when its turn may be stored (its
 // JSON would be replayed verbatim later); when nothing is stored it goes

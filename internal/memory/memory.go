@@ -322,6 +322,13 @@ type Request struct {
 	// facts, summary, facts, recall) is injected, stored recent turns are
 	// neither loaded nor sent.
 	NoRecent bool
+	// NoTools is true when the request declares no tools (Chat Completions:
+	// no tools nor functions; Anthropic Messages and Responses: no tools).
+	// Stored turns are then replayed without their tool calls and tool
+	// results (an assistant message keeps its text): some upstreams (AWS
+	// Bedrock, Anthropic at times) reject tool-use blocks in a request
+	// without tools. The client's own messages are never altered.
+	NoTools bool
 	// BlocksInPlace is true when the request's API renders every memory
 	// block of Prepared where it stands among the messages (Chat
 	// Completions). Without it the recalled blocks are all moved before

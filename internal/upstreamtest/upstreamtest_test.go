@@ -195,3 +195,31 @@ func TestChatRejectsBrokenToolCalls(t *testing.T) {
 		}
 	}
 }
+
+func TestRequireTools(t *testing.T) {
+	s := New(t, RequireTools(Chat(DefaultReply)))
+	const (
+		tools = `"tools":[{"type":"function","function":{"name":"f"}}],`
+		call  = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+		res   = `{"role":"tool","tool_call_id":"call_0","content":"x"}`
+		user  = `{"role":"user","content":"a"}`
+	)
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"text without tools", `{"model":"m","messages":[` + user + `]}`, true},
+		{"tool turn with tools", `{"model":"m",` + tools + `"messages":[` + user + `,` + call + `,` + res + `,` + user + `]}`, true},
+		{"tool turn with functions", `{"model":"m","functions":[{"name":"f"}],"messages":[` + user + `,` + call + `,` + res + `,` + user + `]}`, true},
+		{"tool turn without tools", `{"model":"m","messages":[` + user + `,` + call + `,` + res + `,` + user + `]}`, false},
+		{"tool turn with no tools", `{"model":"m","tools":[],"messages":[` + user + `,` + call + `,` + res + `,` + user + `]}`, false},
+		{"function call without tools", `{"model":"m","messages":[` + user + `,{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}},{"role":"function","name":"f","content":"x"},` + user + `]}`, false},
+		{"anthropic tool blocks without tools", `{"model":"m","messages":[` + user + `,{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]}`, false},
+		{"responses items without tools", `{"model":"m","messages":[` + user + `],"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`, false},
+	} {
+		resp, b := post(t, s.URL()+"/chat/completions", tc.body)
+		if ok := resp.StatusCode == 200; ok != tc.ok || (!ok && (resp.StatusCode != 400 || !strings.Contains(b, NoToolConfigMessage))) {
+			t.Errorf("%s: %d %s, want accepted %v", tc.name, resp.StatusCode, b, tc.ok)
+		}
+	}
+}

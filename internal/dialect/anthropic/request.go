@@ -23,6 +23,9 @@ type Request struct {
 	Stream    bool
 	MaxTokens int
 	User      string
+	// NoTools is true when the body declares no tools (tools is not a
+	// non-empty array; memory.Request.NoTools).
+	NoTools bool
 	// Conversation holds the conversation in chat format for the memory
 	// core: the system prompt as one system message when there is one
 	// (origin -1), then each message's blocks as chat messages (see ToChat),
@@ -71,6 +74,7 @@ func ParseRequest(b []byte) (*Request, error) {
 			r.User = *md.UserID
 		}
 	}
+	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
 	if err := r.readSystem(); err != nil {
 		return nil, err
 	}

@@ -158,3 +158,10 @@ func (e *FieldError) Error() string {
 
 // Is reports whether target is memory.ErrInvalid.
 func (e *FieldError) Is(target error) bool { return target == memory.ErrInvalid }
+
+// NonEmptyArray reports whether v is a JSON array with at least one
+// element: how a request's tools (or functions) member declares tools.
+func NonEmptyArray(v json.RawMessage) bool {
+	var elems []json.RawMessage
+	return json.Unmarshal(v, &elems) == nil && len(elems) > 0
+}

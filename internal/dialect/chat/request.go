@@ -42,6 +42,9 @@ type Request struct {
 	IncludeUsage bool
 	// MaxTokens is max_completion_tokens, else max_tokens (0 if absent).
 	MaxTokens int
+	// NoTools is true when the body declares no tools: neither tools nor
+	// the legacy functions is a non-empty array (memory.Request.NoTools).
+	NoTools bool
 }
 
 // knownRoles are the message roles of the Chat Completions API.
@@ -88,6 +91,7 @@ func ParseRequest(raw []byte) (*Request, error) {
 			r.MaxTokens = n
 		}
 	}
+	r.NoTools = !body.NonEmptyArray(f["tools"]) && !body.NonEmptyArray(f["functions"])
 	msgs, ok := f["messages"]
 	var elems []json.RawMessage
 	if !ok || json.Unmarshal(msgs, &elems) != nil || elems == nil {
@@ -124,5 +128,6 @@ func (r *Request) Memory(id memory.Identity, mode memory.Mode) memory.Request {
 		Model:     r.Model,
 		Messages:  r.Messages,
 		MaxTokens: r.MaxTokens,
+		NoTools:   r.NoTools,
 	}
 }

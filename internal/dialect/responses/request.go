@@ -28,6 +28,9 @@ type Request struct {
 	// InConversation is true when the body names a conversation of the
 	// Conversations API (conversation: an id or {"id": …}).
 	InConversation bool
+	// NoTools is true when the body declares no tools (tools is not a
+	// non-empty array; memory.Request.NoTools).
+	NoTools bool
 	// Conversation holds the conversation in chat format for the memory
 	// core: instructions as a system message (origin -1), then the input
 	// (see ParseRequest), each with the input item it starts at.
@@ -81,6 +84,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	if c := obj.Get("conversation"); obj.Has("conversation") && string(c) != "null" {
 		r.InConversation = true
 	}
+	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
 	if err := r.readInstructions(); err != nil {
 		return nil, err
 	}

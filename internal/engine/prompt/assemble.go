@@ -107,7 +107,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	var unsummarised, history []memory.Message
 	if !fullHistory {
 		unsummarised = unsummarisedOf(ld)
-		history = replayable(unsummarised, rest)
+		history = replayable(unsummarised, rest, req.NoTools)
 	}
 	if !fullHistory {
 		history = history[a.windowAnchor(ld, history):]

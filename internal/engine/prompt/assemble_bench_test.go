@@ -218,14 +218,19 @@ func BenchmarkAssembleToolTurns(b *testing.B) {
 }
 
 // BenchmarkReplayable measures replayable alone on
-// BenchmarkAssembleToolTurns' history.
+// BenchmarkAssembleToolTurns' history, for a request that declares tools
+// and for one that declares none (the tool turns left out).
 func BenchmarkReplayable(b *testing.B) {
 	stored := benchToolHistory(rand.New(rand.NewPCG(2, 2)), 20, 501)
 	rest := []memory.Message{mustMsg(b, `{"role":"user","content":"And the total?"}`)}
-	b.ReportAllocs()
-	cpu0 := processCPU(b)
-	for b.Loop() {
-		replayable(stored, rest)
+	for _, noTools := range []bool{false, true} {
+		b.Run(map[bool]string{false: "tools", true: "no-tools"}[noTools], func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				replayable(stored, rest, noTools)
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
 	}
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }

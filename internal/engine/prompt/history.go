@@ -3,6 +3,7 @@ package prompt
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -104,13 +105,19 @@ func toolInfo(m memory.Message) (calls []string, answers string) {
 // (encoding/json also folds non-ASCII letters, but none folds to one of
 // "tool_call": TestToolCallKeyFolds.) Without either, decoding raw finds
 // neither key, and toolInfo answers nothing.
-func mayNameToolCall(raw []byte) bool {
-	const name = "tool_call"
+func mayNameToolCall(raw []byte) bool { return mayHoldKey(raw, "tool_call") }
+
+// mayHoldKey reports whether raw may hold a key that has name (lower
+// case ASCII letters and _, neither k nor s, which encoding/json also
+// matches to non-ASCII letters) in it, as encoding/json matches keys:
+// raw holds name in any case, or a \u escape, which could spell it.
+func mayHoldKey(raw []byte, name string) bool {
 	if bytes.Contains(raw, []byte(`\u`)) {
 		return true
 	}
+	first, upper := name[0], name[0]-('a'-'A')
 	for i := 0; i+len(name) <= len(raw); i++ {
-		if (raw[i] == 't' || raw[i] == 'T') && asciiEqualFold(raw[i:i+len(name)], name) {
+		if (raw[i] == first || raw[i] == upper) && asciiEqualFold(raw[i:i+len(name)], name) {
 			return true
 		}
 	}
@@ -134,13 +141,78 @@ func asciiEqualFold(b []byte, s string) bool {
 
 // replayable returns the stored messages (stored) that go before the
 // client's messages (rest) in the prompt: every tool call with an id
-// (withCallIDs), no id a newer call also has (distinctCallIDs), and only
-// what keeps the tool-call protocol (usableHistory). The messages given are
-// never changed. Each message's tool calls are read once (readTools,
-// readClientTools), and again only when a step rewrites it.
-func replayable(stored, rest []memory.Message) []memory.Message {
+// (withCallIDs), no id a newer call also has (distinctCallIDs), only what
+// keeps the tool-call protocol (usableHistory), and, for a request that
+// declares no tools (noTools, memory.Request.NoTools), none of that
+// protocol (withoutTools). The messages given are never changed. Each
+// message's tool calls are read once (readTools, readClientTools), and
+// again only when a step rewrites it.
+func replayable(stored, rest []memory.Message, noTools bool) []memory.Message {
 	next := readClientTools(rest)
-	return usableHistory(distinctCallIDs(withCallIDs(readTools(stored)), next), next)
+	kept := usableHistory(distinctCallIDs(withCallIDs(readTools(stored)), next), next)
+	if noTools {
+		kept = withoutTools(kept, rest)
+	}
+	return kept
+}
+
+// withoutTools returns the replayable history (kept, usableHistory's own
+// slice, reused) without the tool-call protocol, for a request that
+// declares no tools: some upstreams (AWS Bedrock, Anthropic at times)
+// reject tool calls or results in a request without tools. An assistant
+// message loses its tool calls (and legacy function_call) and is kept with
+// its text, or dropped when it has none; tool and function results are
+// dropped. One exception keeps the protocol whole: when the client's own
+// messages (rest) open with tool results, the last kept assistant message
+// with calls and the results after it stay as they are, since they are
+// what the client answers (its own messages are never altered).
+func withoutTools(kept, rest []memory.Message) []memory.Message {
+	end := len(kept) // kept[end:] stays as it is
+	if len(rest) > 0 && rest[0].Role == "tool" {
+		i := len(kept)
+		for i > 0 && kept[i-1].Role == "tool" {
+			i--
+		}
+		if i > 0 && kept[i-1].HasToolCalls() {
+			end = i - 1
+		}
+	}
+	out := kept[:0]
+	for _, m := range kept[:end] {
+		switch {
+		case m.Role == "tool" || m.Role == "function":
+			continue
+		case (mayNameToolCall(m.Raw) || mayHoldKey(m.Raw, "function_call")) && m.HasToolCalls():
+			var ok bool
+			if m, ok = withoutCalls(m); !ok {
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return append(out, kept[end:]...)
+}
+
+// withoutCalls returns the assistant message m without its tool calls and
+// function_call, or false when nothing else of it is worth sending (no
+// text, no refusal, no other part) or its JSON cannot be read.
+func withoutCalls(m memory.Message) (memory.Message, bool) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(m.Raw, &fields); err != nil {
+		return m, false
+	}
+	delete(fields, "tool_calls")
+	delete(fields, "function_call")
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return m, false
+	}
+	p, err := memory.ParseMessage(raw)
+	if err != nil || strings.TrimSpace(p.Content) == "" {
+		return m, false
+	}
+	m.Raw, m.Content, m.Tokens = p.Raw, p.Content, 0
+	return m, true
 }
 
 // usableHistory returns the stored messages that can go before the client's

@@ -215,13 +215,7 @@ func TestPrepare(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
 			}
-			gotS := make([]string, len(got.Messages))
-			for i, m := range got.Messages {
-				gotS[i] = string(m)
-			}
-			if !slices.Equal(gotS, tc.want) {
-				t.Fatalf("messages:\n got  %s\n want %s", strings.Join(gotS, "\n      "), strings.Join(tc.want, "\n      "))
-			}
+			checkMessages(t, got.Messages, tc.want)
 			if len(h.calls) != tc.wantCalls {
 				t.Fatalf("Recent calls = %v, want %d", h.calls, tc.wantCalls)
 			}
@@ -318,5 +312,18 @@ func TestStoredMessagesNotOneValueLeftOut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkMessages fails the test unless got, an assembled prompt's
+// messages, are want.
+func checkMessages(tb testing.TB, got []json.RawMessage, want []string) {
+	tb.Helper()
+	gotS := make([]string, len(got))
+	for i, m := range got {
+		gotS[i] = string(m)
+	}
+	if !slices.Equal(gotS, want) {
+		tb.Fatalf("messages:\n got  %s\n want %s", strings.Join(gotS, "\n      "), strings.Join(want, "\n      "))
 	}
 }

@@ -184,7 +184,7 @@ func TestReplayable(t *testing.T) {
 			}
 			for range 2 { // the same on every request
 				var got []string
-				for _, m := range replayable(stored, rest) {
+				for _, m := range replayable(stored, rest, false) {
 					got = append(got, string(m.Raw))
 				}
 				if !slices.Equal(got, want) {
