@@ -19,7 +19,9 @@ import (
 // Request is a Responses API request body, read once.
 type Request struct {
 	// Model, Stream, MaxTokens (max_output_tokens), User and
-	// PreviousResponseID are the body's members ("" or 0 when absent).
+	// PreviousResponseID are the body's members ("" or 0 when absent);
+	// without a user, User is safety_identifier when that is a valid id
+	// (chat.SafetyUser).
 	Model              string
 	Stream             bool
 	MaxTokens          int
@@ -77,6 +79,9 @@ func ParseRequest(b []byte) (*Request, error) {
 				return nil, body.Invalid(m.key, "%s", m.msg)
 			}
 		}
+	}
+	if r.User == "" && obj.Has("safety_identifier") {
+		r.User = chat.SafetyUser(obj.Get("safety_identifier"))
 	}
 	if r.Model == "" {
 		return nil, body.Invalid("model", "model must be a non-empty string")
