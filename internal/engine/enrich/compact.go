@@ -110,7 +110,8 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	c.summaries.WithLabelValues(by).Inc()
 	c.logger.DebugContext(ctx, "conversation compacted", "conversation", id.Conversation, "version", next.Version,
 		"messages", len(leaving), "to_seq", next.ToSeq, "summary_tokens", next.Tokens, "summariser", by)
-	return c.pinDecisions(ctx, id, usersDecisions(out.Preserved.Decisions, leaving), leaving, guardSince)
+	decisions, sources := usersDecisions(out.Preserved.Decisions, leaving)
+	return c.pinDecisions(ctx, id, decisions, sources, guardSince)
 }
 
 // unsummarised loads the live messages after seq, page by page, up to maxLoad.
@@ -241,16 +242,15 @@ func (c *Compactor) summarise(ctx context.Context, key string, counter TokenCoun
 	return out, memory.SummariserExtractive, nil
 }
 
-// pinDecisions records the summariser's preserved decisions as pinned
-// facts, guarded from guardSince, each stated in the message of from that
-// grounds it (statedBy). A guarded one no message grounds is not pinned:
-// a store refuses a guarded fact naming no message (see pin).
-func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions []string, from []memory.Message, guardSince time.Time) error {
+// pinDecisions records the user's decisions (usersDecisions) as pinned
+// facts, guarded from guardSince, each stated in the message sources[i]
+// names ("": none grounds it). A guarded one no message grounds is not
+// pinned: a store refuses a guarded fact naming no message (see pin).
+func (c *Compactor) pinDecisions(ctx context.Context, id memory.Identity, decisions, sources []string, guardSince time.Time) error {
 	if c.facts == nil {
 		return nil
 	}
 	now := c.opts.Now()
-	sources := decisionSources(decisions, from)
 	for i, d := range decisions {
 		source := sources[i]
 		if d == "" || source == "" && !guardSince.IsZero() {

@@ -571,13 +571,13 @@ func TestGuardedDecisionPinsNameTheirSource(t *testing.T) {
 		{Role: "user", Content: "We talk about the weather.", Key: "ex:0"},
 		{Role: "user", Content: "I will move to Lisbon in May.", Key: "ex:2"},
 	}
-	if err := c.pinDecisions(ctx, testID, []string{"Buy a red bicycle", "Move to Lisbon in May"}, from, time.Now()); err != nil {
+	if err := c.pinDecisions(ctx, testID, []string{"Buy a red bicycle", "Move to Lisbon in May"}, sourcesIn([]string{"Buy a red bicycle", "Move to Lisbon in May"}, from), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.facts) != 1 || st.facts[0].Value != "Move to Lisbon in May" || st.facts[0].Source != "ex:2" {
 		t.Fatalf("guarded decision pins = %+v, want the move alone, stated in ex:2", st.facts)
 	}
-	if err := c.pinDecisions(ctx, testID, []string{"Buy a red bicycle"}, from, time.Time{}); err != nil {
+	if err := c.pinDecisions(ctx, testID, []string{"Buy a red bicycle"}, sourcesIn([]string{"Buy a red bicycle"}, from), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.facts) != 2 || st.facts[1].Value != "Buy a red bicycle" || st.facts[1].Source != "" {

@@ -25,15 +25,29 @@ func TestDecisionSourcesReadEachMessageOnce(t *testing.T) {
 			memory.Message{Role: "assistant", Key: fmt.Sprintf("ex%d:1", i), Content: filler})
 		decisions = append(decisions, d)
 	}
-	got := decisionSources(decisions, msgs)
+	kept, got := usersDecisions(decisions, msgs)
+	if len(kept) != len(decisions) {
+		t.Fatalf("%d of %d decisions grounded in the user's messages, want all", len(kept), len(decisions))
+	}
 	for i, key := range got {
 		if want := fmt.Sprintf("ex%d:0", i); key != want {
 			t.Fatalf("decision %d stated in %q, want %q", i, key, want)
 		}
 	}
-	one := testing.AllocsPerRun(3, func() { decisionSources(decisions[:1], msgs) })
-	all := testing.AllocsPerRun(3, func() { decisionSources(decisions, msgs) })
+	one := testing.AllocsPerRun(3, func() { usersDecisions(decisions[:1], msgs) })
+	all := testing.AllocsPerRun(3, func() { usersDecisions(decisions, msgs) })
 	if all > 3*one {
 		t.Fatalf("sources of 100 decisions allocate %.0f times, of one %.0f: each decision reads every message again", all, one)
 	}
+}
+
+// sourcesIn returns the key of the user message of msgs each decision is
+// stated in (statedBy), "" for none.
+func sourcesIn(decisions []string, msgs []memory.Message) []string {
+	users := userStems(msgs)
+	out := make([]string, len(decisions))
+	for i, d := range decisions {
+		out[i] = statedBy(d, users)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package enrich
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"unicode"
 
@@ -129,12 +130,18 @@ func statedStems(set map[string]bool, text string) map[string]bool {
 // in source.
 func grounded(text string, source map[string]bool) (shared, n int) {
 	words := stems(nil, text)
+	return sharedStems(words, source), len(words)
+}
+
+// sharedStems returns how many of words are in source.
+func sharedStems(words, source map[string]bool) int {
+	shared := 0
 	for w := range words {
 		if source[w] {
 			shared++
 		}
 	}
-	return shared, len(words)
+	return shared
 }
 
 // minDecisionGrounded is the least share of a preserved decision's
@@ -142,57 +149,15 @@ func grounded(text string, source map[string]bool) (shared, n int) {
 // pinned as the user's (usersDecisions).
 const minDecisionGrounded = 0.5
 
-// usersDecisions returns the decisions (a summariser's preserved ones)
-// whose content words come mostly from what the user's messages among
-// msgs state (statedStems: not what they ask):
-// what the user decided, not what the assistant's replies (which may
-// repeat a fetched page) said, which a model summariser lists too. Only
-// those are pinned as the user's standing decisions.
-func usersDecisions(decisions []string, msgs []memory.Message) []string {
-	source := map[string]bool{}
-	for _, m := range msgs {
-		if m.Role == "user" && !m.Failed() {
-			statedStems(source, m.Content)
-		}
-	}
-	var out []string
-	for _, d := range decisions {
-		if shared, n := grounded(d, source); n > 0 && float64(shared) >= minDecisionGrounded*float64(n) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// statedBy returns the key of the user message of users (userStems)
-// that holds the most of decision's content-word stems (the first of
-// those), "" when none holds any: the message a pinned decision is
-// recorded as stated in.
-func statedBy(decision string, users []stemmed) string {
-	words := stems(nil, decision)
-	key, best := "", 0
-	for _, m := range users {
-		shared := 0
-		for w := range words {
-			if m.stems[w] {
-				shared++
-			}
-		}
-		if shared > best {
-			key, best = m.key, shared
-		}
-	}
-	return key
-}
-
-// stemmed is a user message's key and its content-word stems.
+// stemmed is a user message's key and the content-word stems of what it
+// states (statedStems).
 type stemmed struct {
 	key   string
 	stems map[string]bool
 }
 
-// userStems returns the stems of each user message of msgs not broken
-// off, in order: read once, however many decisions are matched to them.
+// userStems returns the stated stems of each user message of msgs not
+// broken off, in order.
 func userStems(msgs []memory.Message) []stemmed {
 	var out []stemmed
 	for _, m := range msgs {
@@ -203,18 +168,44 @@ func userStems(msgs []memory.Message) []stemmed {
 	return out
 }
 
-// decisionSources returns, by index, the key of the user message of msgs
-// each decision is stated in (statedBy), reading each message once.
-func decisionSources(decisions []string, msgs []memory.Message) []string {
-	out := make([]string, len(decisions))
+// usersDecisions returns the decisions (a summariser's preserved ones)
+// whose content words come mostly from what the user's messages among
+// msgs state, not what they ask: what the user decided, not what the
+// assistant's replies (which may repeat a fetched page) said, which a
+// model summariser lists too. Only those are pinned as the user's
+// standing decisions, each with sources[i], the key of the user message
+// it is stated in (statedBy). The messages are read once, however many
+// decisions there are.
+func usersDecisions(decisions []string, msgs []memory.Message) (kept, sources []string) {
 	if len(decisions) == 0 {
-		return out
+		return nil, nil
 	}
 	users := userStems(msgs)
-	for i, d := range decisions {
-		out[i] = statedBy(d, users)
+	source := map[string]bool{}
+	for _, m := range users {
+		maps.Copy(source, m.stems)
 	}
-	return out
+	for _, d := range decisions {
+		if shared, n := grounded(d, source); n > 0 && float64(shared) >= minDecisionGrounded*float64(n) {
+			kept, sources = append(kept, d), append(sources, statedBy(d, users))
+		}
+	}
+	return kept, sources
+}
+
+// statedBy returns the key of the user message of users (userStems)
+// that holds the most of decision's content-word stems (the first of
+// those), "" when none holds any: the message a pinned decision is
+// recorded as stated in.
+func statedBy(decision string, users []stemmed) string {
+	words := stems(nil, decision)
+	key, best := "", 0
+	for _, m := range users {
+		if shared := sharedStems(words, m.stems); shared > best {
+			key, best = m.key, shared
+		}
+	}
+	return key
 }
 
 // grams returns the set of lower-case word 4-grams of s.
