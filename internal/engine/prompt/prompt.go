@@ -423,7 +423,7 @@ func splitSystem(msgs []memory.Message) (system, rest []memory.Message) {
 	}
 	tail := msgs[lead:]
 	if !slices.ContainsFunc(tail, func(m memory.Message) bool { return memory.IsSystem(m.Role) }) {
-		return slices.Clip(msgs[:lead:lead]), slices.Clip(tail)
+		return msgs[:lead:lead], slices.Clip(tail)
 	}
 	for _, m := range msgs {
 		if memory.IsSystem(m.Role) {
