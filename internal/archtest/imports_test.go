@@ -69,8 +69,8 @@ var layers = map[string]layer{
 	"internal/engine/cache":  {"one cache mechanism, revision in the key", domain},
 	"internal/engine/recall": {"search, indexing and fact extraction over stores it declares (vector norms from internal/ranking, as the stores compute them); keeps embeddings in the one cache mechanism", with(domain, []string{"internal/engine/cache", "internal/lexicon", "internal/ranking", "internal/seen", "internal/telemetry", "internal/vec"})},
 	"internal/engine/prompt": {"budgeted assembly; reads recall's passages", with(domain, []string{"internal/engine/recall", "internal/telemetry"})},
-	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/keylock", "internal/telemetry"})},
-	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/keylock", "internal/seen", "internal/telemetry"})},
+	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/keylock", "internal/pace", "internal/telemetry"})},
+	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/keylock", "internal/pace", "internal/seen", "internal/telemetry"})},
 	"internal/engine": {"the facade: composes the core's parts over one store and reconnects when it returns",
 		with(domain, []string{"internal/encoder", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/lexicon"})},
 
@@ -78,7 +78,7 @@ var layers = map[string]layer{
 	// recall, record, enrich, proxy); they share the contract's rules, the
 	// cache mechanism and the in-memory index.
 	"internal/store/contract":  {"the stores' shared non-SQL rules: the domain only", domain},
-	"internal/pace":            {"a background task run on request, coalesced and spaced out (post-erasure maintenance)", nil},
+	"internal/pace":            {"a background task run on request, coalesced and spaced out (post-erasure maintenance), and the context-aware sleep the background loops share", nil},
 	"internal/ranking":         {"BM25 (the in-memory text index it scores, the ranker of a window of candidates), FTS5 word folding and top-k, shared by the stores and the item index: the domain only", domain},
 	"internal/itemindex":       {"the in-memory item index the SQL stores search: caches what it ranks with internal/ranking", with(domain, []string{"internal/engine/cache", "internal/ranking", "internal/store/contract", "internal/vec"})},
 	"internal/store/search":    {"the stores' recall reads: the in-memory item index first, the store's SQL for a user too large for it (whose items a store may rank by id, internal/ranking's Scored); traced as the stores are", with(domain, []string{"internal/itemindex", "internal/ranking", "internal/store/contract", "internal/telemetry"})},

@@ -1,7 +1,8 @@
 // Package pace runs a background task on request, coalescing requests and
 // spacing the runs out: the shape of the maintenance a store asks for after
 // an erasure (PostgreSQL's VACUUM, Redis's append-only file rewrite), which
-// an erasure loop must not turn into back-to-back runs.
+// an erasure loop must not turn into back-to-back runs; and Sleep, the
+// context-aware wait every background loop uses.
 package pace
 
 import (
@@ -32,7 +33,7 @@ type Loop struct {
 // context ends; nil is Sleep (a test passes its own to hold the interval).
 func New(interval time.Duration, run func(ctx context.Context), wait func(ctx context.Context, d time.Duration)) *Loop {
 	if wait == nil {
-		wait = Sleep
+		wait = func(ctx context.Context, d time.Duration) { Sleep(ctx, d) }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Loop{interval: interval, run: run, wait: wait, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
@@ -95,12 +96,14 @@ func (l *Loop) loop() {
 	}
 }
 
-// Sleep waits d or until ctx ends.
-func Sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d or until ctx ends, reporting whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ctx.Done():
 	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/telemetry"
 )
 
@@ -227,7 +228,7 @@ func (e *Enricher) Run(ctx context.Context) error {
 	delay, block := e.opts.BackoffBase, e.opts.Block
 	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {
-		if wait := time.Until(next); wait > 0 && !sleep(ctx, wait) {
+		if wait := time.Until(next); wait > 0 && !pace.Sleep(ctx, wait) {
 			return nil
 		}
 		held, taken, err := e.lease(ctx)
@@ -236,7 +237,7 @@ func (e *Enricher) Run(ctx context.Context) error {
 			if e.opts.Idle != nil {
 				e.idle(ctx)
 			}
-			if !sleep(ctx, e.opts.Block) {
+			if !pace.Sleep(ctx, e.opts.Block) {
 				return nil
 			}
 			continue
@@ -266,7 +267,7 @@ func (e *Enricher) Run(ctx context.Context) error {
 			}
 			e.failures.WithLabelValues("claim").Inc()
 			e.logger.Warn("enricher cannot claim", "err", err)
-			if !sleep(ctx, delay) {
+			if !pace.Sleep(ctx, delay) {
 				return nil
 			}
 			delay = min(2*delay, e.opts.BackoffMax)
@@ -418,7 +419,7 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 			break
 		}
 		e.logger.Warn("enricher hooks failed; retrying", "exchanges", len(exs), "attempt", attempt, "err", err)
-		if !sleep(hctx, delay) {
+		if !pace.Sleep(hctx, delay) {
 			if fenced(hctx) {
 				return false
 			}
@@ -450,18 +451,6 @@ func (e *Enricher) ack(ctx context.Context, ids []string) {
 	if err := e.queue.Ack(actx, ids...); err != nil {
 		e.failures.WithLabelValues("ack").Inc()
 		e.logger.Warn("enricher cannot acknowledge; entries will be redelivered", "entries", len(ids), "err", err)
-	}
-}
-
-// sleep waits d or until ctx ends, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -3,6 +3,8 @@ package record
 import (
 	"context"
 	"time"
+
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // ConsumerPruner removes a queue's consumers that hold no entry and have
@@ -37,7 +39,7 @@ func (w *Worker) prune(ctx context.Context) {
 				w.logger.Info("capture worker removed idle queue consumers", "consumers", n, "idle", consumerIdle)
 			}
 		}
-		if !sleep(ctx, pruneEvery) {
+		if !pace.Sleep(ctx, pruneEvery) {
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -245,7 +246,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		mine, taken, err := w.lease(ctx)
 		if err == nil && !mine {
 			// Another worker drains the queue; stand by.
-			if !hooks.hand(ctx, &held) || !sleep(ctx, w.opts.Block) {
+			if !hooks.hand(ctx, &held) || !pace.Sleep(ctx, w.opts.Block) {
 				return nil
 			}
 			continue
@@ -607,7 +608,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 			w.logger.Warn("capture worker cannot save; retrying", "entry", d.ID, "exchange", ex.ID, "attempt", attempt, "err", err)
 		}
 		if attempt > 1 {
-			if !sleep(ctx, delay) {
+			if !pace.Sleep(ctx, delay) {
 				return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}
 			delay = min(2*delay, w.opts.BackoffMax)
@@ -663,16 +664,4 @@ func (w *Worker) deadLetter(ctx context.Context, d memory.Delivery, ex memory.Ex
 		return
 	}
 	w.logger.Error("capture worker set aside an exchange the store refuses", "entry", d.ID, "exchange", ex.ID, "err", cause)
-}
-
-// sleep waits d or until ctx ends, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
