@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // runLane stores the exchanges handed to one lane, in arrival order: each
@@ -246,15 +247,9 @@ func (c *Capturer) expired(j *job, last error) bool {
 func (c *Capturer) backoff(j *job, delay *time.Duration) bool {
 	c.retrying.Add(1)
 	defer c.retrying.Add(-1)
-	t := time.NewTimer(*delay)
-	defer t.Stop()
+	d := *delay
 	*delay = min(2**delay, c.opts.RetryMax)
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		return false
-	}
+	return pace.Sleep(c.ctx, d)
 }
 
 // toQueue puts j in the capture queue, where the Worker stores it, and marks

@@ -199,15 +199,9 @@ func (w *Worker) Collectors() []prometheus.Collector {
 func (w *Worker) Run(ctx context.Context) error {
 	delay := w.opts.BackoffBase
 	backoff := func() bool {
-		t := time.NewTimer(delay)
-		defer t.Stop()
+		d := delay
 		delay = min(2*delay, w.opts.BackoffMax)
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		return pace.Sleep(ctx, d)
 	}
 	if len(w.opts.Prune) > 0 {
 		pctx, stop := context.WithCancel(ctx)
