@@ -237,7 +237,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// provider (see tracing.Start), a no-op one while tracing is off.
 	// The enricher's name is the process's own too (record.ProcessConsumer):
 	// on SQLite it names the enrichment outbox's lease holder.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{Consumer: record.ProcessConsumer() + "-enrich", StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
+	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
 }
 

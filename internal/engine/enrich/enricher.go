@@ -3,9 +3,7 @@ package enrich
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"time"
 
@@ -21,7 +19,8 @@ import (
 
 // EnrichOptions tunes an Enricher. Zero fields take the defaults noted.
 type EnrichOptions struct {
-	// Consumer names this enricher in the queue (default host-pid-enrich).
+	// Consumer names this enricher in the queue and its lease (default
+	// record.ProcessConsumer's name, -enrich: the process run's own).
 	Consumer string
 	// Batch is the most entries one round takes (default 256). The longer
 	// the backlog, the fuller the rounds, and the hooks handle each round's
@@ -90,8 +89,7 @@ type EnrichOptions struct {
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
 	if o.Consumer == "" {
-		host, _ := os.Hostname()
-		o.Consumer = fmt.Sprintf("%s-%d-enrich", host, os.Getpid())
+		o.Consumer = record.ProcessConsumer() + "-enrich"
 	}
 	if o.Batch <= 0 {
 		o.Batch = 256
