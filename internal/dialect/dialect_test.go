@@ -119,6 +119,48 @@ func TestParseNoTools(t *testing.T) {
 	}
 }
 
+// TestParseNamesTheUser: the body's user names the memory's user as
+// given (the identity resolver refuses an invalid one); an opaque per-user
+// id — OpenAI's safety_identifier, which an app following OpenAI's current
+// docs sends instead of user, and Anthropic's metadata.user_id — names it
+// when it is a valid id and is ignored otherwise (never a 400: the
+// provider takes any string there).
+func TestParseNamesTheUser(t *testing.T) {
+	const (
+		chatMsgs  = `"messages":[{"role":"user","content":"hi"}]`
+		claudeMsg = `"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"hi"}]`
+	)
+	tests := []struct {
+		name string
+		api  API
+		body string
+		want string
+	}{
+		{"chat user", Chat, `{"model":"m","user":"u-1",` + chatMsgs + `}`, "u-1"},
+		{"chat safety identifier alone", Chat, `{"model":"m","safety_identifier":"hash-3f9a",` + chatMsgs + `}`, "hash-3f9a"},
+		{"chat user wins", Chat, `{"model":"m","user":"u-1","safety_identifier":"hash-3f9a",` + chatMsgs + `}`, "u-1"},
+		{"chat safety identifier not an id", Chat, `{"model":"m","safety_identifier":"aGk/+w==",` + chatMsgs + `}`, ""},
+		{"chat safety identifier not a string", Chat, `{"model":"m","safety_identifier":42,` + chatMsgs + `}`, ""},
+		{"chat invalid user kept for the resolver", Chat, `{"model":"m","user":"John Smith",` + chatMsgs + `}`, "John Smith"},
+		{"responses safety identifier", Responses, `{"model":"m","safety_identifier":"hash-3f9a","input":"hi"}`, "hash-3f9a"},
+		{"responses user wins", Responses, `{"model":"m","user":"u-1","safety_identifier":"hash-3f9a","input":"hi"}`, "u-1"},
+		{"responses safety identifier not an id", Responses, `{"model":"m","safety_identifier":"a b","input":"hi"}`, ""},
+		{"messages user id", Messages, `{` + claudeMsg + `,"metadata":{"user_id":"u-2"}}`, "u-2"},
+		{"messages user id not an id", Messages, `{` + claudeMsg + `,"metadata":{"user_id":"a b"}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, aerr := Parse(tt.api, []byte(tt.body))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if r.User != tt.want {
+				t.Fatalf("User = %q, want %q", r.User, tt.want)
+			}
+		})
+	}
+}
+
 // TestMemoryRefusesRepeatedKeysWhenStoring: a Chat Completions message
 // giving a key twice is a 400 naming it when its turn may be stored (its
 // JSON would be replayed verbatim later); when nothing is stored it goes

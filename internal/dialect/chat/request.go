@@ -36,10 +36,10 @@ type Request struct {
 	Messages []memory.Message
 
 	Model string
-	// User is the body's user, else its safety_identifier when that is
-	// a valid id (SafetyUser).
-	User   string
-	Stream bool
+	// User and SafetyIdentifier are the body's user and safety_identifier
+	// (OpenAI's replacement for user), "" when absent or not strings.
+	User, SafetyIdentifier string
+	Stream                 bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
 	// MaxTokens is max_completion_tokens, else max_tokens (0 if absent).
@@ -47,20 +47,6 @@ type Request struct {
 	// NoTools is true when the body declares no tools: neither tools nor
 	// the legacy functions is a non-empty array (memory.Request.NoTools).
 	NoTools bool
-}
-
-// SafetyUser returns the user a body's safety_identifier names, the stable
-// per-user id OpenAI asks for in place of the deprecated user field (an
-// app following its current docs sends only that), or "" when it is not a
-// string and a valid id (memory.ValidID). An invalid one is ignored, not
-// refused: the upstream accepts any string there (a base64 digest, say),
-// and the request then carries no user, as it did before memgate read it.
-func SafetyUser(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) != nil || !memory.ValidID(s) {
-		return ""
-	}
-	return s
 }
 
 // knownRoles are the message roles of the Chat Completions API.
@@ -91,8 +77,8 @@ func ParseRequest(raw []byte) (*Request, error) {
 	if v, ok := f["user"]; ok {
 		json.Unmarshal(v, &r.User)
 	}
-	if v, ok := f["safety_identifier"]; ok && r.User == "" {
-		r.User = SafetyUser(v)
+	if v, ok := f["safety_identifier"]; ok {
+		json.Unmarshal(v, &r.SafetyIdentifier)
 	}
 	if v, ok := f["stream"]; ok {
 		json.Unmarshal(v, &r.Stream)

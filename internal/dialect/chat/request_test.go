@@ -142,30 +142,3 @@ func BenchmarkWithMessages(b *testing.B) {
 		}
 	}
 }
-
-// TestParseReadsTheSafetyIdentifier: an app following OpenAI's current
-// docs names its user in safety_identifier, not the deprecated user field;
-// memgate reads it as the user when it is a valid id and there is no user,
-// and ignores it otherwise (never a 400: the upstream takes any string).
-func TestParseReadsTheSafetyIdentifier(t *testing.T) {
-	tests := []struct {
-		name, fields, want string
-	}{
-		{"safety identifier alone", `"safety_identifier": "hash-3f9a"`, "hash-3f9a"},
-		{"user wins", `"user": "u-1", "safety_identifier": "hash-3f9a"`, "u-1"},
-		{"not an id: ignored", `"safety_identifier": "aGk/+w=="`, ""},
-		{"not a string: ignored", `"safety_identifier": 42`, ""},
-		{"neither", `"model": "m"`, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := ParseRequest([]byte(`{` + tt.fields + `, "messages": [{"role": "user", "content": "hi"}]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.User != tt.want {
-				t.Fatalf("User = %q, want %q", r.User, tt.want)
-			}
-		})
-	}
-}

@@ -18,14 +18,14 @@ import (
 
 // Request is a Responses API request body, read once.
 type Request struct {
-	// Model, Stream, MaxTokens (max_output_tokens), User and
-	// PreviousResponseID are the body's members ("" or 0 when absent);
-	// without a user, User is safety_identifier when that is a valid id
-	// (chat.SafetyUser).
+	// Model, Stream, MaxTokens (max_output_tokens), User,
+	// SafetyIdentifier and PreviousResponseID are the body's members (""
+	// or 0 when absent).
 	Model              string
 	Stream             bool
 	MaxTokens          int
 	User               string
+	SafetyIdentifier   string
 	PreviousResponseID string
 	// InConversation is true when the body names a conversation of the
 	// Conversations API (conversation: an id or {"id": …}).
@@ -80,8 +80,8 @@ func ParseRequest(b []byte) (*Request, error) {
 			}
 		}
 	}
-	if r.User == "" && obj.Has("safety_identifier") {
-		r.User = chat.SafetyUser(obj.Get("safety_identifier"))
+	if obj.Has("safety_identifier") {
+		json.Unmarshal(obj.Get("safety_identifier"), &r.SafetyIdentifier) // the upstream's to check
 	}
 	if r.Model == "" {
 		return nil, body.Invalid("model", "model must be a non-empty string")

@@ -204,20 +204,3 @@ func jsonEqualBytes(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
-
-// TestParseReadsTheSafetyIdentifier: as chat's, on the Responses API.
-func TestParseReadsTheSafetyIdentifier(t *testing.T) {
-	for fields, want := range map[string]string{
-		`"safety_identifier": "hash-3f9a"`:                "hash-3f9a",
-		`"user": "u-1", "safety_identifier": "hash-3f9a"`: "u-1",
-		`"safety_identifier": "a b"`:                      "",
-	} {
-		r, err := ParseRequest([]byte(`{"model": "m", ` + fields + `, "input": "hi"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.User != want {
-			t.Errorf("%s: User = %q, want %q", fields, r.User, want)
-		}
-	}
-}
