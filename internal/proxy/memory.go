@@ -157,8 +157,11 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		var cut memory.Cut // what the exchange stores; routing compares its Head in every mode
-		if id.User != "" && mode != memory.ModeOff {
+		// What the exchange stores: read by the key check and capture when
+		// the request stores, and by routing (its Head) when the request
+		// names no conversation, in any mode that reads or writes memory.
+		var cut memory.Cut
+		if id.User != "" && (mode.Stores() || mode.Injects() && id.Conversation == "") {
 			cut = memory.CutRequest(req.Messages, p.opts.MaxHistory)
 		}
 		mreq, aerr := req.Memory(r.Header, id, mode, cut)
