@@ -295,6 +295,28 @@ func TestCompactKeepsToolUnitsTogether(t *testing.T) {
 	}
 }
 
+// TestCompactKeepsLegacyFunctionCallsTogether: a legacy function call
+// (an assistant function_call) and its role "function" result are one
+// unit, as a tool call and its tool results are: a window starting at the
+// result would replay it without the call.
+func TestCompactKeepsLegacyFunctionCallsTogether(t *testing.T) {
+	st := &memStore{}
+	for _, m := range [][2]string{{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}, {"user", "q3"}, {"assistant", "call"}, {"function", "r"}, {"assistant", "a3"}} {
+		st.add(m[0], m[1])
+	}
+	c := New(st, st, &fakeSummarizer{}, nil, wordCounter{}, Options{
+		RecentTokens: 1000, HighWatermark: 0.9, LowWatermark: 0.4, MaxMessages: 5, KeepMessages: 2, MaxSummaryTokens: 50, FallbackAfter: 1,
+	}, nil)
+	if err := c.Compact(context.Background(), testID, "m"); err != nil {
+		t.Fatal(err)
+	}
+	// Keeping 2 would start the window at the function result: the window
+	// is just "a3", and the call with its result leaves.
+	if got := st.summaries[0].ToSeq; got != 7 {
+		t.Fatalf("ToSeq = %d, want 7", got)
+	}
+}
+
 func TestCompactFailureAndFallback(t *testing.T) {
 	st := &memStore{}
 	for i := 0; i < 8; i++ {
