@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"testing"
 
@@ -20,15 +19,7 @@ import (
 // in front of a chat upstream and the dialecttest provider.
 func TestBodyUserValueIsOneUserOnEveryAPI(t *testing.T) {
 	fake := dialecttest.NewUpstream(t)
-	fakeURL, _ := url.Parse(fake.URL)
-	toFake := httputil.NewSingleHostReverseProxy(fakeURL)
-	openai := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/responses" {
-			toFake.ServeHTTP(w, r)
-			return
-		}
-		upstreamtest.Chat(upstreamtest.Reply{Content: "Noted."}).ServeHTTP(w, r)
-	}))
+	openai := upstreamtest.New(t, chatAndResponses(fake, upstreamtest.Chat(upstreamtest.Reply{Content: "Noted."})))
 	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
 	conv := func(c string) map[string]string {
 		return map[string]string{"Authorization": "Bearer sk-test", "X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01", "X-Memory-Conversation": c}

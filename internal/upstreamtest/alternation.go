@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -26,21 +25,7 @@ import (
 //
 // A body with no messages array (Responses, whose items take either role
 // in any order) is served as it is.
-func RequireAlternation(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			Error(http.StatusBadRequest, "invalid_request_error", "", "read body: "+err.Error()).ServeHTTP(w, r)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		if err := alternates(b); err != nil {
-			Error(http.StatusBadRequest, "invalid_request_error", "", err.Error()).ServeHTTP(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+func RequireAlternation(h http.Handler) http.Handler { return refuse(h, alternates) }
 
 // alternates reports why body's messages break strict turn-taking (see
 // RequireAlternation), or nil.
