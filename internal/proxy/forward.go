@@ -189,6 +189,9 @@ func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	e := upstreamError(err)
+	if errors.Is(err, errRetriedOut) {
+		w.Header().Set("X-Should-Retry", "false")
+	}
 	p.log.Warn("upstream request failed", "request_id", server.ExchangeOf(r.Context()).ID(), "status", e.Status, "error", err)
 	writeError(w, e)
 }
