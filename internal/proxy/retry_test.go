@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"testing"
 
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -123,5 +125,55 @@ func TestGiveUpTellsClient(t *testing.T) {
 				t.Errorf("429 without its Retry-After: %v", resp.Header)
 			}
 		})
+	}
+}
+
+// sdkFailure is what testdata/sdk/failing.mjs prints of one SDK's error.
+type sdkFailure struct {
+	Class       string `json:"class"`
+	Status      int    `json:"status"`
+	Message     string `json:"message"`
+	ShouldRetry string `json:"should_retry"`
+}
+
+// runFailingSDKs runs the official openai and @anthropic-ai/sdk clients,
+// with their default two retries, once each against g, and returns what
+// each threw.
+func runFailingSDKs(t *testing.T, g *gateway) (openai, anthropic sdkFailure) {
+	t.Helper()
+	out := dialecttest.RunScript(t, "failing.mjs", "OPENAI_BASE_URL="+g.URL+"/v1", "ANTHROPIC_BASE_URL="+g.URL)
+	var res struct{ OpenAI, Anthropic sdkFailure }
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return res.OpenAI, res.Anthropic
+}
+
+// TestOfficialSDKRetriesDoNotMultiply: the official SDKs, retrying twice by
+// default, in front of an upstream that always answers 503: each call
+// reaches the upstream 1+retries times (memgate's attempts), not
+// (1+retries)·3.
+func TestOfficialSDKRetriesDoNotMultiply(t *testing.T) {
+	const gatewayRetries = 2
+	up := upstreamtest.New(t, upstreamtest.Error(http.StatusServiceUnavailable, "server_error", "", "The engine is currently overloaded."))
+	g := mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.Anthropic.BaseURL = up.URL()
+		c.Upstream.Retries = gatewayRetries
+		c.Upstream.Breaker.ConsecutiveFailures = 100
+	}, Deps{})
+	openai, anthropic := runFailingSDKs(t, g)
+	for name, f := range map[string]sdkFailure{"openai": openai, "anthropic": anthropic} {
+		if f.Status != 503 || f.ShouldRetry != "false" {
+			t.Errorf("%s SDK: %+v, want 503 with X-Should-Retry: false", name, f)
+		}
+	}
+	calls := map[string]int{}
+	for _, r := range up.Requests() {
+		calls[r.Path]++
+	}
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+		if calls[path] != 1+gatewayRetries {
+			t.Errorf("%s: %d upstream calls for one SDK call, want %d", path, calls[path], 1+gatewayRetries)
+		}
 	}
 }

@@ -280,3 +280,30 @@ func TestScrubStreamPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestOfficialSDKSeesRefusedCredentials: the official SDKs, given the
+// gateway's 502 for the operator's refused key, raise a server error (not
+// an authentication error about the client's own key) that says what
+// happened, without retrying.
+func TestOfficialSDKSeesRefusedCredentials(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/chat/completions", upstreamtest.JSON(401, openai401))
+	mux.Handle("/v1/messages", upstreamtest.JSON(401, claude401))
+	up := upstreamtest.New(t, withAccount(mux))
+	g := accountGateway(t, up, true, Deps{})
+	openai, anthropic := runFailingSDKs(t, g)
+	for name, f := range map[string]sdkFailure{"openai": openai, "anthropic": anthropic} {
+		if f.Class != "InternalServerError" || f.Status != 502 || f.ShouldRetry != "false" ||
+			!strings.Contains(f.Message, "refused the gateway's provider credentials") {
+			t.Errorf("%s SDK: %+v, want InternalServerError 502 saying the gateway's credentials were refused", name, f)
+		}
+		for _, s := range secrets {
+			if strings.Contains(f.Message, s) {
+				t.Errorf("%s SDK: message names %q: %s", name, s, f.Message)
+			}
+		}
+	}
+	if n := up.Calls(); n != 2 {
+		t.Errorf("upstream calls %d, want 2 (one per SDK call)", n)
+	}
+}
