@@ -157,61 +157,62 @@ type scrubStream struct {
 	io.ReadCloser
 	t *target
 
-	buf   []byte // what is read from the upstream
 	line  []byte // the current line, not yet complete
-	out   []byte // scrubbed bytes not yet read
-	named bool   // the current event has an event: field
-	fault bool   // the current event is an error event
-	long  bool   // the current line outgrew maxEventLine: passed as it comes
-	err   error  // the upstream's error, returned after out
+	out   []byte // scrubbed bytes, read from off on
+	off   int
+	named bool  // the current event has an event: field
+	fault bool  // the current event is an error event
+	long  bool  // the current line outgrew maxEventLine: passed as it comes
+	err   error // the upstream's error, returned after out
 }
 
 func (s *scrubStream) Read(p []byte) (int, error) {
-	for len(s.out) == 0 && s.err == nil {
-		if s.buf == nil {
-			s.buf = make([]byte, 32<<10)
-		}
-		n, err := s.ReadCloser.Read(s.buf)
-		s.feed(s.buf[:n])
+	for s.off == len(s.out) && s.err == nil {
+		// p is scratch until the scrubbed bytes are copied into it.
+		s.out, s.off = s.out[:0], 0
+		n, err := s.ReadCloser.Read(p)
+		s.feed(p[:n])
 		if err != nil {
 			if len(s.line) > 0 {
 				s.out = append(s.out, s.scrubLine(s.line)...)
-				s.line = nil
+				s.line = s.line[:0]
 			}
 			s.err = err
 		}
 	}
-	if len(s.out) > 0 {
-		n := copy(p, s.out)
-		s.out = s.out[n:]
+	if s.off < len(s.out) {
+		n := copy(p, s.out[s.off:])
+		s.off += n
 		return n, nil
 	}
 	return 0, s.err
 }
 
-// feed adds chunk to the pending line, releasing each line it completes.
+// feed adds chunk to the current line, releasing each line it completes.
 func (s *scrubStream) feed(chunk []byte) {
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
-		if s.long {
-			if i < 0 {
-				s.out = append(s.out, chunk...)
-				return
-			}
+		switch {
+		case s.long && i < 0:
+			s.out = append(s.out, chunk...)
+			return
+		case s.long:
 			s.out = append(s.out, chunk[:i+1]...)
-			s.long, chunk = false, chunk[i+1:]
-			continue
-		}
-		if i < 0 {
+			s.long = false
+		case i < 0:
 			s.line = append(s.line, chunk...)
 			if len(s.line) > maxEventLine {
 				s.out, s.line, s.long = append(s.out, s.line...), s.line[:0], true
 			}
 			return
+		case len(s.line) == 0:
+			s.out = append(s.out, s.scrubLine(chunk[:i+1])...)
+		default:
+			s.line = append(s.line, chunk[:i+1]...)
+			s.out = append(s.out, s.scrubLine(s.line)...)
+			s.line = s.line[:0]
 		}
-		s.line = append(s.line, chunk[:i+1]...)
-		s.out = append(s.out, s.scrubLine(s.line)...)
-		s.line, chunk = s.line[:0], chunk[i+1:]
+		chunk = chunk[i+1:]
 	}
 }
 
@@ -227,7 +228,7 @@ func (s *scrubStream) scrubLine(line []byte) []byte {
 	case bytes.HasPrefix(l, []byte("event:")):
 		s.named = true
 	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && chatError(l[len("data:"):])):
-		return s.t.redact(bytes.Clone(line))
+		return s.t.redact(line)
 	}
 	return line
 }

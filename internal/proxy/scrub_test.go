@@ -269,6 +269,9 @@ func TestScrubStreamPieces(t *testing.T) {
 	want := "data: {\"choices\":[{\"delta\":{\"content\":\"" + openaiOrg + "\"}}]}\n\n" +
 		"data: {\"error\":{\"message\":\"key [redacted] of [redacted]\"}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"message\":\"[redacted]\"}"
+	// A line longer than maxEventLine passes as it comes, in pieces.
+	long := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("x", maxEventLine+100) + "\"}}]}\n\n"
+	in, want = long+in, long+want
 	for name, r := range map[string]io.Reader{
 		"whole":        strings.NewReader(in),
 		"byte by byte": iotest.OneByteReader(strings.NewReader(in)),
