@@ -77,14 +77,14 @@ func (p *Proxy) scrub(resp *http.Response, a *api, requestID string) error {
 	}
 	if enc := resp.Header.Get("Content-Encoding"); len(body) > maxErrorBody || enc != "" && enc != "identity" {
 		// Not readable here: the status stays, the body is the gateway's.
-		p.replace(resp, a, &apierr.Error{Status: resp.StatusCode, Type: apierr.TypeUpstream, Code: "upstream_error",
+		replace(resp, a, &apierr.Error{Status: resp.StatusCode, Type: apierr.TypeUpstream, Code: "upstream_error",
 			Message: "The upstream API answered " + strconv.Itoa(resp.StatusCode) + "; its error message was withheld."})
 		return nil
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		p.log.Warn("the upstream refused the configured provider key", "request_id", requestID,
 			"status", resp.StatusCode, "upstream", a.up.base.Host)
-		p.replace(resp, a, credentialsRefused(resp.StatusCode, a.up.redact(body)))
+		replace(resp, a, credentialsRefused(resp.StatusCode, a.up.redact(body)))
 		resp.Header.Set("X-Should-Retry", "false")
 		return nil
 	}
@@ -116,7 +116,7 @@ func credentialsRefused(status int, body []byte) *apierr.Error {
 }
 
 // replace makes resp the gateway error e in a's error shape.
-func (p *Proxy) replace(resp *http.Response, a *api, e *apierr.Error) {
+func replace(resp *http.Response, a *api, e *apierr.Error) {
 	var w bufferedResponse
 	w.header = http.Header{}
 	a.writeError(&w, e)

@@ -310,3 +310,28 @@ func TestOfficialSDKSeesRefusedCredentials(t *testing.T) {
 		t.Errorf("upstream calls %d, want 2 (one per SDK call)", n)
 	}
 }
+
+// TestSharedKeyUnreadableErrorWithheld: with the operator's key, an error
+// body memgate cannot read to redact (compressed, though it asked for no
+// encoding, or larger than maxErrorBody) keeps its status and is replaced by
+// the gateway's error.
+func TestSharedKeyUnreadableErrorWithheld(t *testing.T) {
+	huge := `{"error":{"message":"` + openaiOrg + strings.Repeat(" ", maxErrorBody) + `"}}`
+	for name, h := range map[string]http.Handler{
+		"compressed": upstreamtest.WithHeader(upstreamtest.JSON(500, openai500), "Content-Encoding", "br"),
+		"too large":  upstreamtest.JSON(500, huge),
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := upstreamtest.New(t, withAccount(h))
+			g := accountGateway(t, up, true, Deps{})
+			resp, b := g.post(t, "/v1/chat/completions", simpleChat, nil)
+			if resp.StatusCode != 500 || resp.Header.Get("Content-Encoding") != "" {
+				t.Fatalf("status %d, Content-Encoding %q: %s", resp.StatusCode, resp.Header.Get("Content-Encoding"), b)
+			}
+			if _, code, _ := apiErrorBody(t, b); code != "upstream_error" {
+				t.Errorf("code %q, want upstream_error", code)
+			}
+			noAccount(t, resp.Header, b)
+		})
+	}
+}
