@@ -117,7 +117,10 @@ const (
 type Upstream struct {
 	// BaseURL is the upstream API root, including /v1 (GATEWAY_UPSTREAM_BASE_URL).
 	BaseURL string `yaml:"base_url"`
-	// APIKey replaces the client's Authorization when set (GATEWAY_UPSTREAM_API_KEY).
+	// APIKey replaces the client's Authorization when set
+	// (GATEWAY_UPSTREAM_API_KEY); the provider's answers are then scrubbed
+	// of the operator's account (organization and project ids, key
+	// fragments; a 401 or 403 becomes a 502).
 	APIKey string `yaml:"api_key"`
 	// ConnectTimeout bounds dialing the upstream.
 	ConnectTimeout Duration `yaml:"connect_timeout"`
@@ -130,7 +133,11 @@ type Upstream struct {
 	MaxIdleConns int `yaml:"max_idle_conns"`
 	// Retries is how many times a request is retried when it could not
 	// connect (it never reached the upstream) or the upstream answered 502,
-	// 503 or 504 before any body byte; a 429 is passed to the client.
+	// 503 or 504 before any body byte; a 429 is passed to the client. A
+	// request an SDK marks as its own retry (X-Stainless-Retry-Count above
+	// 0) is not retried, and an answer that still failed after these
+	// retries carries X-Should-Retry: false, so the SDK's retries and these
+	// do not multiply.
 	Retries int `yaml:"retries"`
 	// RetryBaseDelay is the first backoff; it doubles per attempt, with jitter.
 	RetryBaseDelay Duration `yaml:"retry_base_delay"`
@@ -151,7 +158,8 @@ type Anthropic struct {
 	// (GATEWAY_ANTHROPIC_BASE_URL).
 	BaseURL string `yaml:"base_url"`
 	// APIKey, when set, is sent upstream as x-api-key in place of the
-	// client's x-api-key and Authorization (GATEWAY_ANTHROPIC_API_KEY).
+	// client's x-api-key and Authorization (GATEWAY_ANTHROPIC_API_KEY); the
+	// provider's answers are then scrubbed as for Upstream.APIKey.
 	APIKey string `yaml:"api_key"`
 }
 

@@ -46,6 +46,9 @@ type target struct {
 	// Authorization; key "" leaves the client's credentials as they are
 	// (but for a gateway key in Authorization, see rewrite).
 	keyHeader, key string
+	// secret is the configured key alone (key without its prefix), which
+	// never reaches a tenant (scrub).
+	secret string
 }
 
 // newTarget returns the target for a base URL and a configured key (sent
@@ -57,17 +60,21 @@ func newTarget(baseURL, header, key, prefix string) (*target, error) {
 	}
 	t := &target{base: base, keyHeader: header}
 	if key != "" {
-		t.key = prefix + key
+		t.key, t.secret = prefix+key, key
 	}
 	return t, nil
 }
+
+// shared reports whether the target sends the operator's key: the
+// provider's answers then speak of the operator's account (see scrub).
+func (t *target) shared() bool { return t.key != "" }
 
 // authorize sets the credentials of an upstream request: the configured key
 // when there is one (the client's Authorization dropped), else the client's
 // own, minus its Authorization when that carries a gateway key.
 func (t *target) authorize(h http.Header, gatewayKeys bool) {
 	switch {
-	case t.key != "":
+	case t.shared():
 		delete(h, "Authorization")
 		h[t.keyHeader] = []string{t.key}
 	case gatewayKeys:

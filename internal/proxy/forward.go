@@ -137,7 +137,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		return
 	}
 	h["X-Request-Id"] = []string{f.x.ID()}
-	if f.memory {
+	if f.memory || t.shared() {
+		// Read here: for capture, or to scrub the operator's account out.
 		delete(h, "Accept-Encoding")
 	}
 	f.start = time.Now()
@@ -148,8 +149,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 
 // modifyResponse renames the upstream's X-Request-Id (the gateway's own id
-// stays), times the upstream body and attaches the capture of a memory-on
-// exchange.
+// stays), times the upstream body, scrubs the operator's account out of
+// the answer to a request that carried the operator's key, and attaches
+// the capture of a memory-on exchange.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if v, ok := resp.Header["X-Request-Id"]; ok {
 		delete(resp.Header, "X-Request-Id")
@@ -160,6 +162,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
+	if f.api != nil && f.api.up.shared() {
+		if err := p.scrub(resp, f.api, f.x.ID()); err != nil {
+			return err
+		}
+	}
 	if f.capture != nil && resp.StatusCode/100 == 2 {
 		return f.capture.attach(resp.Request.Context(), resp)
 	}
@@ -189,6 +196,9 @@ func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	e := upstreamError(err)
+	if errors.Is(err, errRetriedOut) {
+		w.Header().Set("X-Should-Retry", "false")
+	}
 	p.log.Warn("upstream request failed", "request_id", server.ExchangeOf(r.Context()).ID(), "status", e.Status, "error", err)
 	writeError(w, e)
 }

@@ -44,7 +44,8 @@ type Options struct {
 type Upstream struct {
 	// BaseURL is the OpenAI-compatible API root, including /v1.
 	BaseURL string
-	// APIKey replaces the client's Authorization when set.
+	// APIKey replaces the client's Authorization when set; the provider's
+	// answers are then scrubbed of the operator's account (see scrub).
 	APIKey string
 	// ConnectTimeout bounds dialing the upstream and the TLS handshake.
 	ConnectTimeout time.Duration
@@ -55,7 +56,8 @@ type Upstream struct {
 	// MaxIdleConns is the size of the keep-alive pool per upstream host.
 	MaxIdleConns int
 	// Retries is how many times a request that never reached the upstream,
-	// or got 502, 503 or 504 before any body byte, is retried.
+	// or got 502, 503 or 504 before any body byte, is retried (none for a
+	// request an SDK marks as its retry; see retryTransport).
 	Retries int
 	// RetryBaseDelay is the first backoff; it doubles per attempt, with jitter.
 	RetryBaseDelay time.Duration
@@ -79,7 +81,7 @@ type Anthropic struct {
 	// BaseURL is the Anthropic API root, including /v1.
 	BaseURL string
 	// APIKey, when set, is sent as x-api-key in place of the client's
-	// x-api-key and Authorization.
+	// x-api-key and Authorization (and the answers scrubbed, see scrub).
 	APIKey string
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -21,6 +22,22 @@ import (
 // its headers (its SDK has its own backoff). Retries wait a jittered
 // exponential backoff, honouring Retry-After, capped at maxDelay. Requests
 // whose body cannot be replayed (a client's streamed body) are not retried.
+//
+// The official OpenAI and Anthropic SDKs retry too (twice by default), so
+// that one failing call does not become (1+retries)·(1+SDK retries)
+// upstream attempts, the two layers take turns rather than multiply:
+//   - a request that says it is already a client's retry
+//     (X-Stainless-Retry-Count above 0) gets one attempt here;
+//   - an answer after retries here that still failed (the upstream's 502,
+//     503 or 504, or the gateway's 502 when it could not connect) carries
+//     X-Should-Retry: false, which the SDKs obey: the client does not
+//     repeat the whole sequence;
+//   - an upstream answer with X-Should-Retry: false is not retried here
+//     either.
+//
+// An SDK that honours X-Should-Retry thus makes at most 1+retries upstream
+// attempts per call, one that only counts its retries at most
+// 1+retries+its own retries.
 type retryTransport struct {
 	next      http.RoundTripper
 	retries   int
@@ -32,9 +49,16 @@ type retryTransport struct {
 // RoundTrip implements http.RoundTripper.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	retries := t.retries
+	if clientRetry(req.Header) {
+		retries = 0
+	}
 	for n := 0; ; n++ {
 		resp, err := t.next.RoundTrip(req)
-		if n >= t.retries || !replayable || req.Context().Err() != nil {
+		if n >= retries || !replayable || req.Context().Err() != nil {
+			if n > 0 {
+				return giveUp(resp, err)
+			}
 			return resp, err
 		}
 		var delay time.Duration
@@ -44,7 +68,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 			delay = t.backoff(n)
-		case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
+		case retryable(resp):
 			delay = t.backoff(n)
 			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 				delay = min(ra, t.maxDelay)
@@ -71,6 +95,43 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body = body
 		}
 	}
+}
+
+// retryable reports whether an upstream answer is retried: 502, 503 or 504,
+// unless the upstream said X-Should-Retry: false.
+func retryable(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return resp.Header.Get("X-Should-Retry") != "false"
+	}
+	return false
+}
+
+// clientRetry reports whether a request says it is a client's retry of an
+// earlier attempt: the official SDKs number each attempt in
+// X-Stainless-Retry-Count, 0 for the first.
+func clientRetry(h http.Header) bool {
+	n, err := strconv.Atoi(h.Get("X-Stainless-Retry-Count"))
+	return err == nil && n > 0
+}
+
+// errRetriedOut marks an upstream call that still could not connect after
+// the gateway's retries: the client should not repeat it (proxyError
+// answers X-Should-Retry: false).
+var errRetriedOut = errors.New("upstream still unreachable after the gateway's retries")
+
+// giveUp returns the last outcome of a call the gateway retried, telling
+// the client not to repeat the sequence when it still failed in a way the
+// gateway retries: the upstream's 502, 503 or 504 gets X-Should-Retry:
+// false, a connection that still failed is wrapped in errRetriedOut.
+func giveUp(resp *http.Response, err error) (*http.Response, error) {
+	switch {
+	case err != nil && notSent(err):
+		return nil, fmt.Errorf("%w: %w", errRetriedOut, err)
+	case err == nil && retryable(resp):
+		resp.Header.Set("X-Should-Retry", "false")
+	}
+	return resp, err
 }
 
 // notSent reports whether a transport error proves the request never

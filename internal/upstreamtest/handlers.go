@@ -47,6 +47,16 @@ func Error(status int, typ, code, message string) http.Handler {
 	})
 }
 
+// JSON answers status with body as given, as application/json: another
+// provider's error shape, or one a test writes out whole.
+func JSON(status int, body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	})
+}
+
 // RateLimited answers 429 with a Retry-After header of retryAfter (seconds,
 // or an HTTP date).
 func RateLimited(retryAfter string) http.Handler {

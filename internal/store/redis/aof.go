@@ -29,6 +29,13 @@ import (
 // PostgreSQL's post-erasure VACUUM is (see aofRewriter). A managed Redis
 // that refuses INFO or BGREWRITEAOF is logged (no contents) and counted;
 // the erasure never fails for it.
+//
+// A request outlives the process that made it: Scrub marks it in Redis
+// (aofDue) before the loop takes it, the mark is cleared only once a
+// rewrite started after it (or Redis keeps no file), and a queue that
+// finds a mark when it starts asks for the rewrite. A gateway killed
+// within the interval after an erasure, with its request waiting, leaves
+// it to the next process on the same Redis.
 
 // aofInterval is the least time between the starts of two rewrites one
 // process asks for.
@@ -61,11 +68,68 @@ type aofRewriter struct {
 	requests *prometheus.CounterVec
 	loop     *pace.Loop
 	refused  bool // a refusal was logged at warn already; the loop's alone
+	// due is the request's mark in Redis; nil: requests are not marked.
+	due *aofDue
 }
 
-// newAOFRewriter returns the rewriter of rdb.
-func newAOFRewriter(rdb redis.UniversalClient, logger *slog.Logger) *aofRewriter {
-	return startAOFRewriter(func(ctx context.Context) (string, error) { return rewriteAOF(ctx, rdb) }, nil, logger)
+// aofDue is the mark in Redis of a rewrite requested and not yet started:
+// a counter at key, raised by each request, deleted by a rewrite started
+// after the raise it read.
+type aofDue struct {
+	rdb redis.UniversalClient
+	key string
+}
+
+// aofDueTimeout bounds one read or write of the mark.
+const aofDueTimeout = 2 * time.Second
+
+// clearDueScript deletes the mark if it still holds the value a rewrite
+// read before starting: a request marked since then keeps it.
+var clearDueScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// raise marks a request.
+func (d *aofDue) raise() error {
+	ctx, cancel := context.WithTimeout(context.Background(), aofDueTimeout)
+	defer cancel()
+	return d.rdb.Incr(ctx, d.key).Err()
+}
+
+// read returns the mark, "" when there is none.
+func (d *aofDue) read() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), aofDueTimeout)
+	defer cancel()
+	v, err := d.rdb.Get(ctx, d.key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}
+
+// clear deletes the mark if it is still v.
+func (d *aofDue) clear(v string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), aofDueTimeout)
+	defer cancel()
+	return clearDueScript.Run(ctx, d.rdb, []string{d.key}, v).Err()
+}
+
+// newAOFRewriter returns the rewriter of rdb, marking its requests at
+// dueKey; a request a process before it marked and did not serve is asked
+// for at once.
+func newAOFRewriter(rdb redis.UniversalClient, dueKey string, logger *slog.Logger) *aofRewriter {
+	r := startAOFRewriter(func(ctx context.Context) (string, error) { return rewriteAOF(ctx, rdb) }, nil, logger)
+	r.due = &aofDue{rdb: rdb, key: dueKey}
+	if v, err := r.due.read(); err != nil {
+		r.logger.Warn("redis: could not read whether an append-only file rewrite is due", "error", err)
+	} else if v != "" {
+		r.logger.Info("redis: an append-only file rewrite asked for by an earlier process is due")
+		r.loop.Request()
+	}
+	return r
 }
 
 // startAOFRewriter returns a rewriter with its run and its loop's wait
@@ -117,9 +181,17 @@ func refusedOrFailed(err error) string {
 	return aofFailed
 }
 
-// request asks for a rewrite after the current request (if any); it never
-// blocks.
-func (r *aofRewriter) request() { r.loop.Request() }
+// request asks for a rewrite after the current request (if any), marking
+// it in Redis first (bounded by aofDueTimeout; a mark that fails is
+// logged, and the request is made all the same).
+func (r *aofRewriter) request() {
+	if r.due != nil {
+		if err := r.due.raise(); err != nil {
+			r.logger.Warn("redis: could not mark an append-only file rewrite as due; a process killed before making it leaves it undone", "error", err)
+		}
+	}
+	r.loop.Request()
+}
 
 // stop ends the loop, waiting for a request in hand. A request it leaves
 // unserved (a purge's, waiting out the interval since the last one) is
@@ -139,8 +211,17 @@ func (r *aofRewriter) stop() {
 func (r *aofRewriter) once(context.Context) {
 	ctx, cancel := context.WithTimeout(context.Background(), aofTimeout)
 	defer cancel()
+	var due string
+	if r.due != nil {
+		due, _ = r.due.read() // unread: the mark stays, and is served again by the next process
+	}
 	result, err := r.run(ctx)
 	r.requests.WithLabelValues(result).Inc()
+	if due != "" && (result == aofStarted || result == aofOff) {
+		if err := r.due.clear(due); err != nil {
+			r.logger.Debug("redis: could not clear the append-only file rewrite's mark", "error", err)
+		}
+	}
 	switch result {
 	case aofStarted:
 		r.logger.Info("redis: append-only file rewrite started after a purge")

@@ -160,3 +160,74 @@ func TestRewriteAOFAgainstRedis(t *testing.T) {
 		})
 	}
 }
+
+// TestAOFRewriteOfAPurgeOutlivesAKill: a gateway killed (not stopped)
+// while a purge's request waits out the interval since the last rewrite
+// cannot make it on its way out; the request is marked in Redis, and the
+// next process's queue on that Redis makes it when it starts, then clears
+// the mark, so the process after it asks for nothing.
+func TestAOFRewriteOfAPurgeOutlivesAKill(t *testing.T) {
+	url, _ := testenv.PrivateRedis(t, "--appendonly", "yes")
+	rdb, err := NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cfg := QueueConfig{Prefix: "kill:"}
+	rewriteEnded := func() {
+		t.Helper()
+		for until := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if info, err := rdb.Info(ctx, "persistence").Result(); err == nil && strings.Contains(info, "aof_rewrite_in_progress:0") {
+				return
+			}
+			if time.Now().After(until) {
+				t.Fatal("the rewrite did not end")
+			}
+		}
+	}
+	waitCounted := func(q *Queue, result string) {
+		t.Helper()
+		for until := time.Now().Add(60 * time.Second); counted(t, q.aof, result) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(until) {
+				t.Fatalf("no request counted as %q", result)
+			}
+		}
+	}
+	due := func() bool {
+		t.Helper()
+		n, err := rdb.Exists(ctx, "kill:capture:aof-due").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+
+	first, err := NewQueue(ctx, rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Scrub() // made at once
+	waitCounted(first, aofStarted)
+	rewriteEnded()
+	first.Scrub()                      // waits out the interval
+	if first.aof.loop.Stop(); !due() { // the kill: the loop ends, nothing made on the way out
+		t.Fatal("a request waiting out the interval is not marked in Redis")
+	}
+	if n := counted(t, first.aof, aofStarted); n != 1 {
+		t.Fatalf("the killed process made %v rewrites, want 1", n)
+	}
+
+	next, err := NewQueue(ctx, rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	waitCounted(next, aofStarted)
+	for until := time.Now().Add(30 * time.Second); due(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(until) {
+			t.Fatal("the mark outlived the rewrite it asked for")
+		}
+	}
+}

@@ -104,7 +104,7 @@ func NewQueue(ctx context.Context, rdb redis.UniversalClient, cfg QueueConfig) (
 	if cfg.MaxLen < 0 {
 		return nil, fmt.Errorf("redis: %w: negative MaxLen %d", memory.ErrInvalid, cfg.MaxLen)
 	}
-	q := newQueue(rdb, cfg.Prefix+cfg.Stream, cfg.Stream, cfg.Group, cfg.MaxLen, newAOFRewriter(rdb, cfg.Logger))
+	q := newQueue(rdb, cfg.Prefix+cfg.Stream, cfg.Stream, cfg.Group, cfg.MaxLen, newAOFRewriter(rdb, cfg.Prefix+cfg.Stream+":aof-due", cfg.Logger))
 	if err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+
+	"github.com/memgate/memgate/internal/apierr"
+)
+
+// What a tenant sees of the provider's answers when memgate calls the
+// provider with the operator's own key (Upstream.APIKey,
+// Anthropic.APIKey): the provider then speaks about the operator's account
+// — "Incorrect API key provided: sk-proj-****abcd", "Rate limit reached
+// for gpt-4o in organization org-… on tokens per min", an
+// openai-organization header — to tenants who share it. scrub keeps the
+// answers useful and leaves that out. A client that sends its own key gets
+// the provider's answers unchanged: the account is its own.
+
+// accountHeaders are the provider's response headers that name the
+// operator's account.
+var accountHeaders = []string{"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id"}
+
+// accountIDs matches what identifies the operator's account in a
+// provider's error message: OpenAI organization, project and user ids,
+// Anthropic workspace ids, UUIDs (Anthropic's organization ids), API keys
+// and masked key fragments ("sk-proj-****abcd", "****abcd").
+var accountIDs = regexp.MustCompile(`\b(?:org-|proj_|wrkspc_)[A-Za-z0-9]{4,}` +
+	`|\buser-[A-Za-z0-9]{20,}` +
+	`|\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\b` +
+	`|\bsk-[A-Za-z0-9_*-]{4,}` +
+	`|[A-Za-z0-9_-]*\*{4,}[A-Za-z0-9_-]*`)
+
+// redacted replaces what accountIDs matches.
+const redacted = "[redacted]"
+
+// maxErrorBody bounds an upstream error body read to be scrubbed; a larger
+// one is replaced by a gateway error.
+const maxErrorBody = 1 << 20
+
+// redact returns b without the operator's key and account ids.
+func (t *target) redact(b []byte) []byte {
+	if t.secret != "" {
+		b = bytes.ReplaceAll(b, []byte(t.secret), []byte(redacted))
+	}
+	return accountIDs.ReplaceAll(b, []byte(redacted))
+}
+
+// scrub edits the upstream's answer to a request that carried the
+// operator's key, before it is relayed: the account headers are dropped; a
+// 401 or 403 (the provider refused the operator's key, or what it may do)
+// becomes a gateway 502 saying so, with X-Should-Retry: false; another
+// error body has the account ids redacted in place, its shape and status
+// kept; an event stream has them redacted from its error events.
+func (p *Proxy) scrub(resp *http.Response, a *api, requestID string) error {
+	for _, k := range accountHeaders {
+		delete(resp.Header, k)
+	}
+	if resp.StatusCode < 400 {
+		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+			// Redacting changes the length of an upstream's stream
+			// small enough to come with one.
+			resp.Body = &scrubStream{ReadCloser: resp.Body, t: a.up}
+			resp.ContentLength = -1
+			delete(resp.Header, "Content-Length")
+		}
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+	if err != nil {
+		return fmt.Errorf("read upstream error: %w", err)
+	}
+	if enc := resp.Header.Get("Content-Encoding"); len(body) > maxErrorBody || enc != "" && enc != "identity" {
+		// Not readable here: the status stays, the body is the gateway's.
+		replace(resp, a, &apierr.Error{Status: resp.StatusCode, Type: apierr.TypeUpstream, Code: "upstream_error",
+			Message: "The upstream API answered " + strconv.Itoa(resp.StatusCode) + "; its error message was withheld."})
+		return nil
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		p.log.Warn("the upstream refused the configured provider key", "request_id", requestID,
+			"status", resp.StatusCode, "upstream", a.up.base.Host)
+		replace(resp, a, credentialsRefused(resp.StatusCode, a.up.redact(body)))
+		resp.Header.Set("X-Should-Retry", "false")
+		return nil
+	}
+	body = a.up.redact(body)
+	resp.Body = readCloser{Reader: bytes.NewReader(body), Closer: resp.Body}
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return nil
+}
+
+// credentialsRefused is the gateway's answer when the provider refused the
+// operator's key with status: a 502, not the provider's 401 or 403, since
+// the client's own credentials were fine and it cannot fix the operator's
+// (an SDK would report a 401 as the client's bad key). body is the
+// provider's redacted answer; its message is quoted for the operator.
+func credentialsRefused(status int, body []byte) *apierr.Error {
+	msg := "The upstream provider refused the gateway's provider credentials (HTTP " + strconv.Itoa(status) +
+		"); your request and key are not at fault. The gateway's operator must fix its provider key or account."
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		said := []rune(e.Error.Message)
+		msg += " The provider said: " + string(said[:min(len(said), 300)])
+	}
+	return &apierr.Error{Status: http.StatusBadGateway, Type: apierr.TypeUpstream, Code: "upstream_credentials_refused", Message: msg}
+}
+
+// replace makes resp the gateway error e in a's error shape.
+func replace(resp *http.Response, a *api, e *apierr.Error) {
+	var w bufferedResponse
+	w.header = http.Header{}
+	a.writeError(&w, e)
+	for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding"} {
+		delete(resp.Header, k)
+	}
+	for k, v := range w.header {
+		resp.Header[k] = v
+	}
+	resp.StatusCode = w.status
+	resp.Status = strconv.Itoa(w.status) + " " + http.StatusText(w.status)
+	resp.ContentLength = int64(w.body.Len())
+	resp.Body = readCloser{Reader: &w.body, Closer: resp.Body}
+}
+
+// bufferedResponse is an http.ResponseWriter that keeps what is written.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *bufferedResponse) Header() http.Header         { return w.header }
+func (w *bufferedResponse) WriteHeader(status int)      { w.status = status }
+func (w *bufferedResponse) Write(b []byte) (int, error) { return w.body.Write(b) }
+
+// maxEventLine bounds a stream line held to be scrubbed whole; a longer
+// line (no provider's error event is one) passes as it comes.
+const maxEventLine = 1 << 20
+
+// scrubStream redacts the operator's account ids from the error events of
+// an event stream as it is relayed, and leaves every other event byte for
+// byte (a model's text may well mention an org-… id). An error event is
+// one named error (Anthropic, Responses) or response.failed (Responses),
+// or an unnamed one whose data holds an "error" member (chat completions).
+// Lines are released whole, as they complete.
+type scrubStream struct {
+	io.ReadCloser
+	t *target
+
+	line  []byte // the current line, not yet complete
+	out   []byte // scrubbed bytes, read from off on
+	off   int
+	named bool  // the current event has an event: field
+	fault bool  // the current event is an error event
+	long  bool  // the current line outgrew maxEventLine: passed as it comes
+	err   error // the upstream's error, returned after out
+}
+
+func (s *scrubStream) Read(p []byte) (int, error) {
+	for s.off == len(s.out) && s.err == nil {
+		// p is scratch until the scrubbed bytes are copied into it.
+		s.out, s.off = s.out[:0], 0
+		n, err := s.ReadCloser.Read(p)
+		s.feed(p[:n])
+		if err != nil {
+			if len(s.line) > 0 {
+				s.out = append(s.out, s.scrubLine(s.line)...)
+				s.line = s.line[:0]
+			}
+			s.err = err
+		}
+	}
+	if s.off < len(s.out) {
+		n := copy(p, s.out[s.off:])
+		s.off += n
+		return n, nil
+	}
+	return 0, s.err
+}
+
+// feed adds chunk to the current line, releasing each line it completes.
+func (s *scrubStream) feed(chunk []byte) {
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		switch {
+		case s.long && i < 0:
+			s.out = append(s.out, chunk...)
+			return
+		case s.long:
+			s.out = append(s.out, chunk[:i+1]...)
+			s.long = false
+		case i < 0:
+			s.line = append(s.line, chunk...)
+			if len(s.line) > maxEventLine {
+				s.out, s.line, s.long = append(s.out, s.line...), s.line[:0], true
+			}
+			return
+		case len(s.line) == 0:
+			s.out = append(s.out, s.scrubLine(chunk[:i+1])...)
+		default:
+			s.line = append(s.line, chunk[:i+1]...)
+			s.out = append(s.out, s.scrubLine(s.line)...)
+			s.line = s.line[:0]
+		}
+		chunk = chunk[i+1:]
+	}
+}
+
+// scrubLine returns one line of the stream (with its line ending) as
+// relayed, following which event it belongs to.
+func (s *scrubStream) scrubLine(line []byte) []byte {
+	l := bytes.TrimRight(line, "\r\n")
+	switch {
+	case len(l) == 0:
+		s.named, s.fault = false, false
+	case sseField(l, "event", "error"), sseField(l, "event", "response.failed"):
+		s.named, s.fault = true, true
+	case bytes.HasPrefix(l, []byte("event:")):
+		s.named = true
+	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && chatError(l[len("data:"):])):
+		return s.t.redact(line)
+	}
+	return line
+}
+
+// chatError reports whether a chat completions stream's data is an error
+// ({"error":{…}}): only then does it hold "error" as a JSON string outside
+// a string, where a model's text would escape the quotes.
+func chatError(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return false
+	}
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(data, &e) == nil && len(e.Error) > 0 && string(e.Error) != "null"
+}
