@@ -356,10 +356,14 @@ func withFields(m memory.Message, fields map[string]json.RawMessage) (memory.Mes
 // message with tool calls is dropped, with its results, unless every call is
 // answered by the tool messages after it — in the history, or, for the last
 // one, at the start of next (the client answering the calls of the stored
-// reply). Each kept message is returned with Raw set (see rawOf).
+// reply). Two messages without calls of one role that a drop leaves side
+// by side are joined into one (oneMessage): strict upstreams refuse two
+// user messages in a row. Each kept message is returned with Raw set (see
+// rawOf).
 func usableHistory(stored, next toolList) []memory.Message {
 	out := make([]memory.Message, 0, len(stored.msgs))
 	open := map[string]bool{} // call ids of the kept assistant message being answered
+	dropped := false          // a message was left out after out's last
 	for i := 0; i < len(stored.msgs); i++ {
 		m := stored.msgs[i]
 		switch {
@@ -367,9 +371,10 @@ func usableHistory(stored, next toolList) []memory.Message {
 			continue
 		case m.Role == "tool":
 			if !open[stored.at(i).answers] {
+				dropped = true
 				continue // orphan
 			}
-			out = append(out, withRaw(m))
+			out, dropped = append(out, withRaw(m)), false
 			continue
 		}
 		clear(open)
@@ -383,13 +388,23 @@ func usableHistory(stored, next toolList) []memory.Message {
 				for i+1 < len(stored.msgs) && stored.msgs[i+1].Role == "tool" {
 					i++
 				}
+				dropped = true
 				continue
 			}
 			for _, id := range calls {
 				open[id] = true
 			}
 		}
-		out = append(out, withRaw(m))
+		// Two messages without calls that a drop left side by side (a
+		// question whose call went unanswered and the next) become one,
+		// as withoutTools joins them.
+		if n := len(out); dropped && len(calls) == 0 && n > 0 && out[n-1].Role == m.Role && !out[n-1].HasToolCalls() {
+			if j, ok := oneMessage(out[n-1], withRaw(m)); ok {
+				out[n-1], dropped = j, false
+				continue
+			}
+		}
+		out, dropped = append(out, withRaw(m)), false
 	}
 	return out
 }
