@@ -14,6 +14,21 @@ import (
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
+// chatAndResponses is an OpenAI upstream: the Responses API of the
+// dialecttest provider fake (which enforces that API's rules) and chat
+// completions from chat.
+func chatAndResponses(fake *dialecttest.Upstream, chat http.Handler) http.Handler {
+	fakeURL, _ := url.Parse(fake.URL)
+	toFake := httputil.NewSingleHostReverseProxy(fakeURL)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/responses" {
+			toFake.ServeHTTP(w, r)
+			return
+		}
+		chat.ServeHTTP(w, r)
+	})
+}
+
 // serveDialects runs `gateway serve` (the real run, SQLite store, default
 // memory, recall and capture worker) on a free port with the OpenAI
 // upstream at openai and the Anthropic upstream at anthropic, and returns

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -77,16 +75,8 @@ func storedCount(t *testing.T, gw, user, conv string) int {
 // provider (Messages, Responses), which enforces the providers' rules.
 func TestToolCallWithoutIDReplaysOnEveryAPI(t *testing.T) {
 	fake := dialecttest.NewUpstream(t)
-	fakeURL, _ := url.Parse(fake.URL)
-	toFake := httputil.NewSingleHostReverseProxy(fakeURL)
 	chatUp := &idlessToolUpstream{}
-	openai := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/responses" {
-			toFake.ServeHTTP(w, r)
-			return
-		}
-		chatUp.ServeHTTP(w, r)
-	}))
+	openai := httptest.NewServer(chatAndResponses(fake, chatUp))
 	t.Cleanup(openai.Close)
 	gw := serveDialects(t, openai.URL+"/v1", fake.URL+"/v1")
 	who := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": "ida", "X-Memory-Conversation": "tools"}

@@ -52,10 +52,10 @@ type Request struct {
 	API API
 	// Raw is the body as the client sent it.
 	Raw []byte
-	// Model, Stream and MaxTokens are the body's; User is the user the body
-	// names (chat and Responses user, else their safety_identifier, and
-	// Anthropic metadata.user_id, each of those two only when a valid id:
-	// opaqueUser), "" when none.
+	// Model, Stream and MaxTokens are the body's; User is the body's user
+	// value (chat and Responses user, else their safety_identifier, and
+	// Anthropic metadata.user_id), as sent, "" when none: the memory user
+	// it names is memory.BodyUserID's (identity.Resolver applies it).
 	Model     string
 	User      string
 	Stream    bool
@@ -94,36 +94,22 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 		if err != nil {
 			return nil, invalid(err)
 		}
-		return &Request{API: api, Raw: raw, Model: r.Model, User: opaqueUser(r.User), Stream: r.Stream, MaxTokens: r.MaxTokens,
+		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
 			Messages: r.Messages, NoTools: r.NoTools, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {
 			return nil, invalid(err)
 		}
-		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, opaqueUser(r.SafetyIdentifier)), Stream: r.Stream, MaxTokens: r.MaxTokens,
+		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
 			Messages: r.Messages, NoRecent: r.ProviderHistory(), NoTools: r.NoTools, render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	return &Request{API: Chat, Raw: raw, Model: r.Model, User: cmp.Or(r.User, opaqueUser(r.SafetyIdentifier)), Stream: r.Stream, MaxTokens: r.MaxTokens,
+	return &Request{API: Chat, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
 		Messages: r.Messages, NoTools: r.NoTools, render: r.Render}, nil
-}
-
-// opaqueUser is the memory user an opaque per-user id of the body names
-// (Anthropic's metadata.user_id, OpenAI's safety_identifier): the id
-// itself when it is a valid one (memory.ValidID), else none. Such an id is
-// the provider's to check, often with characters memgate's ids do not
-// allow: one memgate cannot use names no memory user, and the request
-// still goes through. (The body's user, by contrast, names the memory's
-// user and is refused when invalid: identity.Resolver.)
-func opaqueUser(id string) string {
-	if !memory.ValidID(id) {
-		return ""
-	}
-	return id
 }
 
 // invalid turns an adapter's parse error into a 400.

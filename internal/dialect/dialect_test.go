@@ -25,7 +25,7 @@ func TestParse(t *testing.T) {
 		{"chat no messages", Chat, `{"model":"x"}`, "", false, 0, "messages"},
 		{"chat bad message", Chat, `{"messages":[{"role":"user","content":"a"},{"content":"b"}]}`, "", false, 0, "messages[1]"},
 		{"messages", Messages, `{"model":"claude-sonnet-4-6","max_tokens":5,"metadata":{"user_id":"bob"},"system":"S","messages":[{"role":"user","content":"hi"}]}`, "bob", false, 2, ""},
-		{"messages opaque user id", Messages, `{"model":"claude-sonnet-4-6","metadata":{"user_id":"user 8f3a/session=9"},"messages":[{"role":"user","content":"hi"}]}`, "", false, 1, ""},
+		{"messages opaque user id", Messages, `{"model":"claude-sonnet-4-6","metadata":{"user_id":"user 8f3a/session=9"},"messages":[{"role":"user","content":"hi"}]}`, "user 8f3a/session=9", false, 1, ""},
 		{"messages bad", Messages, `{"model":"claude-sonnet-4-6","messages":[{"role":"user","content":5}]}`, "", false, 0, "messages[0]"},
 		{"responses", Responses, `{"model":"gpt-4.1","user":"bob","instructions":"S","input":"hi"}`, "bob", false, 2, ""},
 		{"responses chained", Responses, `{"model":"gpt-4.1","input":"hi","previous_response_id":"resp_1"}`, "", true, 1, ""},
@@ -119,12 +119,11 @@ func TestParseNoTools(t *testing.T) {
 	}
 }
 
-// TestParseNamesTheUser: the body's user names the memory's user as
-// given (the identity resolver refuses an invalid one); an opaque per-user
-// id — OpenAI's safety_identifier, which an app following OpenAI's current
-// docs sends instead of user, and Anthropic's metadata.user_id — names it
-// when it is a valid id and is ignored otherwise (never a 400: the
-// provider takes any string there).
+// TestParseNamesTheUser: the body's user value — the chat and Responses
+// user, else their safety_identifier (OpenAI's replacement for user),
+// and Anthropic's metadata.user_id — is reported as sent, and names the
+// memory user memory.BodyUserID maps it to: itself when an id, a digest
+// of it otherwise, on all three APIs alike (never a 400, never no one).
 func TestParseNamesTheUser(t *testing.T) {
 	const (
 		chatMsgs  = `"messages":[{"role":"user","content":"hi"}]`
@@ -134,19 +133,20 @@ func TestParseNamesTheUser(t *testing.T) {
 		name string
 		api  API
 		body string
-		want string
+		want string // the value reported
 	}{
 		{"chat user", Chat, `{"model":"m","user":"u-1",` + chatMsgs + `}`, "u-1"},
+		{"chat user a name", Chat, `{"model":"m","user":"John Smith",` + chatMsgs + `}`, "John Smith"},
 		{"chat safety identifier alone", Chat, `{"model":"m","safety_identifier":"hash-3f9a",` + chatMsgs + `}`, "hash-3f9a"},
 		{"chat user wins", Chat, `{"model":"m","user":"u-1","safety_identifier":"hash-3f9a",` + chatMsgs + `}`, "u-1"},
-		{"chat safety identifier not an id", Chat, `{"model":"m","safety_identifier":"aGk/+w==",` + chatMsgs + `}`, ""},
+		{"chat safety identifier not an id", Chat, `{"model":"m","safety_identifier":"aGk/+w==",` + chatMsgs + `}`, "aGk/+w=="},
 		{"chat safety identifier not a string", Chat, `{"model":"m","safety_identifier":42,` + chatMsgs + `}`, ""},
-		{"chat invalid user kept for the resolver", Chat, `{"model":"m","user":"John Smith",` + chatMsgs + `}`, "John Smith"},
+		{"responses user a braced uuid", Responses, `{"model":"m","user":"{3F2504E0-4F89-11D3-9A0C-0305E82C3301}","input":"hi"}`, "{3F2504E0-4F89-11D3-9A0C-0305E82C3301}"},
 		{"responses safety identifier", Responses, `{"model":"m","safety_identifier":"hash-3f9a","input":"hi"}`, "hash-3f9a"},
 		{"responses user wins", Responses, `{"model":"m","user":"u-1","safety_identifier":"hash-3f9a","input":"hi"}`, "u-1"},
-		{"responses safety identifier not an id", Responses, `{"model":"m","safety_identifier":"a b","input":"hi"}`, ""},
+		{"responses safety identifier not an id", Responses, `{"model":"m","safety_identifier":"a b","input":"hi"}`, "a b"},
 		{"messages user id", Messages, `{` + claudeMsg + `,"metadata":{"user_id":"u-2"}}`, "u-2"},
-		{"messages user id not an id", Messages, `{` + claudeMsg + `,"metadata":{"user_id":"a b"}}`, ""},
+		{"messages user id not an id", Messages, `{` + claudeMsg + `,"metadata":{"user_id":"a b"}}`, "a b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,6 +156,9 @@ func TestParseNamesTheUser(t *testing.T) {
 			}
 			if r.User != tt.want {
 				t.Fatalf("User = %q, want %q", r.User, tt.want)
+			}
+			if id := memory.BodyUserID(r.User); tt.want != "" && (!memory.ValidID(id) || memory.ValidID(tt.want) != (id == tt.want)) {
+				t.Fatalf("the memory user of %q is %q", r.User, id)
 			}
 		})
 	}

@@ -35,10 +35,10 @@ var (
 	ErrForbidden = errors.New("this key may not choose another tenant")
 )
 
-// HeaderError reports a malformed identity header (or body "user" field).
-// It wraps memory.ErrInvalid.
+// HeaderError reports a malformed identity header. It wraps
+// memory.ErrInvalid.
 type HeaderError struct {
-	// Header is the offending header's name, or "user" for the body field.
+	// Header is the offending header's name.
 	Header string
 	// Err is the reason, wrapping memory.ErrInvalid.
 	Err error
@@ -46,9 +46,6 @@ type HeaderError struct {
 
 // Error names the header.
 func (e *HeaderError) Error() string {
-	if e.Header == "user" {
-		return fmt.Sprintf("invalid body field user: %v", e.Err)
-	}
 	return fmt.Sprintf("invalid header %s: %v", e.Header, e.Err)
 }
 
@@ -62,7 +59,7 @@ var (
 // Unwrap returns Err.
 func (e *HeaderError) Unwrap() error { return e.Err }
 
-// HeaderName returns the offending header's name ("user" for the body field).
+// HeaderName returns the offending header's name.
 func (e *HeaderError) HeaderName() string { return e.Header }
 
 // Key is one gateway key a Resolver accepts (keys[] in the
@@ -133,10 +130,12 @@ func (r *Resolver) RequireKey() bool { return len(r.keys) > 0 }
 
 // Resolve reads a request's identity and memory mode.
 //
-// The user is X-Memory-User, else bodyUser (the body's "user" field); an
+// The user is X-Memory-User, else the one bodyUser names (the body's user
+// value, memory.BodyUserID: itself when an id, else a digest of it); an
 // empty user means memory is off for the request, which Resolve leaves to the
-// caller to act on. Ids must satisfy memory.ValidID, and each header may
-// be given once (single); a bad one yields a *HeaderError naming it. With
+// caller to act on. The headers' ids must satisfy memory.ValidID, and each
+// header may be given once (single); a bad one yields a *HeaderError
+// naming it. With
 // keys configured, "Authorization: Bearer <key>"
 // must name one of them (ErrUnauthorized otherwise) and the tenant is the
 // key's; an X-Memory-Tenant naming another tenant is ErrForbidden unless the
@@ -173,11 +172,8 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 	if id.User, err = idHeader(h, HeaderUser); err != nil {
 		return memory.Identity{}, "", err
 	}
-	if id.User == "" && bodyUser != "" {
-		if !memory.ValidID(bodyUser) {
-			return memory.Identity{}, "", &HeaderError{Header: "user", Err: errNotID}
-		}
-		id.User = bodyUser
+	if id.User == "" {
+		id.User = memory.BodyUserID(bodyUser)
 	}
 	if id.Conversation, err = idHeader(h, HeaderConversation); err != nil {
 		return memory.Identity{}, "", err

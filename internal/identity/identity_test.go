@@ -65,7 +65,14 @@ func TestResolveWithoutKeys(t *testing.T) {
 		{name: "bad mode", h: headers(HeaderMode, "sometimes"), wantHeader: HeaderMode},
 		{name: "bad user", h: headers(HeaderUser, "a b"), wantHeader: HeaderUser},
 		{name: "user too long", h: headers(HeaderUser, long), wantHeader: HeaderUser},
-		{name: "bad body user", bodyUser: "ünïcode", h: headers(), wantHeader: "user"},
+		// A body's user value that is not an id names a user of its own
+		// (memory.BodyUserID), never a 400 and never no one.
+		{name: "body user not an id", bodyUser: "ünïcode", h: headers(),
+			want: memory.Identity{Tenant: "default", User: memory.BodyUserID("ünïcode")}, wantMode: memory.ModeOn},
+		{name: "body user a name", bodyUser: "John Smith", h: headers(HeaderConversation, "c1"),
+			want: memory.Identity{Tenant: "default", User: "u-ef61a579c907bbed674c0dbcbcf7f7af", Conversation: "c1"}, wantMode: memory.ModeOn},
+		{name: "body user too long", bodyUser: long, h: headers(),
+			want: memory.Identity{Tenant: "default", User: memory.BodyUserID(long)}, wantMode: memory.ModeOn},
 		{name: "bad conversation", h: headers(HeaderUser, "a", HeaderConversation, "../etc"), wantHeader: HeaderConversation},
 		{name: "bad tenant", h: headers(HeaderTenant, "a/b"), wantHeader: HeaderTenant},
 	}
@@ -323,8 +330,9 @@ func TestCommaJoinedIdentityHeaderRefused(t *testing.T) {
 }
 
 // TestHeaderErrorsSayWhatIsValid: the 400 for a malformed identity header
-// tells the client what a valid value is, as the body field's does — "invalid
-// input" alone left an SDK user guessing why X-Memory-User: Bob Smith failed.
+// tells the client what a valid value is — "invalid input" alone left an
+// SDK user guessing why X-Memory-User: Bob Smith failed. (The explicit
+// header stays strict; a body's user value never fails: TestResolveWithoutKeys.)
 func TestHeaderErrorsSayWhatIsValid(t *testing.T) {
 	r := New(nil)
 	tests := []struct {
@@ -336,7 +344,6 @@ func TestHeaderErrorsSayWhatIsValid(t *testing.T) {
 		{name: "user", h: headers(HeaderUser, "Bob Smith"), want: memory.IDChars},
 		{name: "conversation", h: headers(HeaderConversation, "trip/2026"), want: memory.IDChars},
 		{name: "tenant", h: headers(HeaderTenant, "a b"), want: memory.IDChars},
-		{name: "body user", body: "Bob Smith", h: headers(), want: memory.IDChars},
 		{name: "mode", h: headers(HeaderMode, "sideways"), want: "on, off, read or write"},
 	}
 	for _, tc := range tests {

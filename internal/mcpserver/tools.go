@@ -24,7 +24,7 @@ type tenantTools struct {
 // Tool inputs. Every one names its user explicitly.
 type (
 	userInput struct {
-		User string `json:"user" jsonschema:"the user id, as the chat application sends it in X-Memory-User or the body's user field"`
+		User string `json:"user" jsonschema:"the user id, as the chat application sends it in X-Memory-User or the body's user field (a body value that is not an id is stored as u- and a digest of it, which the management API and the inspector name)"`
 	}
 	searchInput struct {
 		User         string `json:"user" jsonschema:"the user whose memory to search"`
@@ -102,7 +102,7 @@ func (e errInvalid) Error() string { return "invalid argument: " + e.msg }
 // checkUser validates a user id argument.
 func checkUser(user string) error {
 	if !memory.ValidID(user) {
-		return errInvalid{"user must be 1-128 characters of [A-Za-z0-9._:@-]"}
+		return errInvalid{"user must be " + memory.IDChars}
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func checkUser(user string) error {
 // checkConversation validates a conversation id argument.
 func checkConversation(id string) error {
 	if !memory.ValidID(id) {
-		return errInvalid{"conversation must be 1-128 characters of [A-Za-z0-9._:@-]"}
+		return errInvalid{"conversation must be " + memory.IDChars}
 	}
 	return nil
 }

@@ -5,6 +5,8 @@
 package memory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
@@ -59,6 +61,24 @@ func ValidID(s string) bool {
 		return false
 	}
 	return true
+}
+
+// BodyUserID returns the memory user a request body's user value names
+// (Chat Completions' and Responses' user or safety_identifier, Anthropic's
+// metadata.user_id): the value itself when it is an id (ValidID), "" when
+// it is empty, and otherwise "u-" and the first 32 hex digits of the
+// value's SHA-256 — a valid id, the same for the same value on every
+// request and gateway, distinct for distinct values (up to a 128-bit
+// collision). Apps put names ("John Smith"), braced UUIDs or hashes with
+// '/' and '=' there; refusing them would break the app, and ignoring them
+// would put every such user in one memory (none at all). The value is
+// compared byte for byte: "Ann" and "ann " are two users.
+func BodyUserID(v string) string {
+	if v == "" || ValidID(v) {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "u-" + hex.EncodeToString(sum[:16])
 }
 
 // Identity names whose memory a request reads and writes.

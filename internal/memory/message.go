@@ -347,6 +347,11 @@ func (p *Parsed) readContent(c json.RawMessage, text bool) (string, error) {
 // (system or developer), which memgate never stores as history and never drops.
 func IsSystem(role string) bool { return role == "system" || role == "developer" }
 
+// IsResult reports whether a role is a call's result: a tool message
+// ("tool"), or a legacy function call's ("function"). A call and the
+// results after it are one unit, which a window or a cut never splits.
+func IsResult(role string) bool { return role == "tool" || role == "function" }
+
 // Fingerprint identifies a message's meaning for history alignment: its role
 // and text. Two messages with equal fingerprints are the same turn.
 func (m Message) Fingerprint() string { return m.Role + "\x00" + m.Content }

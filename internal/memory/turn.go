@@ -40,7 +40,7 @@ func (m Message) HasToolCalls() bool {
 // the client sent no turn before its current one.
 func SplitCurrent(msgs []Message) (earlier, current []Message) {
 	i := len(msgs) - 1
-	for i >= 0 && (msgs[i].Role == "tool" || msgs[i].Role == "function" || msgs[i].HasToolCalls()) {
+	for i >= 0 && (IsResult(msgs[i].Role) || msgs[i].HasToolCalls()) {
 		i--
 	}
 	for i >= 0 && msgs[i].Role == "user" {

@@ -83,9 +83,14 @@ func (s *Server) Route(name string) echo.MiddlewareFunc {
 // JavaScript's encodeURIComponent writes it), which echo leaves encoded
 // when the request's path has a raw form: a handler reads an id as the
 // client meant it. A malformed escape is a 400. Wildcards ("*") are left
-// as routed.
+// as routed. Without a raw form echo routes the decoded path, whose
+// parameters are decoded already: decoding them again would read a '%'
+// the client escaped ("a%2541" for the value "a%41") as an escape.
 func unescapeParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if c.Request().URL.RawPath == "" {
+			return next(c)
+		}
 		names, values := c.ParamNames(), c.ParamValues()
 		var out []string
 		for i, v := range values {

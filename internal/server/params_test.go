@@ -13,7 +13,8 @@ import (
 
 // TestPathParamsAreUnescaped: a handler reads a path parameter as the
 // client meant it, however the client percent-encoded it (before, echo
-// handed "bob%40example.com" on, and an erasure of that user was a 400).
+// handed "bob%40example.com" on, and an erasure of that user was a 400),
+// and decodes it once.
 func TestPathParamsAreUnescaped(t *testing.T) {
 	s, err := New(prometheus.NewRegistry(), nil, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -32,6 +33,10 @@ func TestPathParamsAreUnescaped(t *testing.T) {
 		{"/users/ann%2Bchat%40example.com/items/a%3Ab", http.StatusOK, "ann+chat@example.com|a:b"},
 		{"/users/ann+chat@example.com/items/1", http.StatusOK, "ann+chat@example.com|1"},
 		{"/users/a%2Fb/items/1", http.StatusOK, "a/b|1"},
+		// An escaped '%' is the character, decoded once: a body user
+		// value may hold one (memory.BodyUserID).
+		{"/users/a%2541%20b/items/1", http.StatusOK, "a%41 b|1"},
+		{"/users/x%2F%2541/items/1", http.StatusOK, "x/%41|1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

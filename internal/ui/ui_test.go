@@ -372,3 +372,36 @@ func TestSavingsShowsThePromptCache(t *testing.T) {
 		}
 	}
 }
+
+// TestUsersSearchFindsABodyUserByItsValue: a user an app named in the
+// body's user field with a value that is not an id ("John Smith") is
+// stored as memory.BodyUserID's digest; typing the app's value in the
+// inspector's search finds that user, so an operator can open and erase
+// it without computing the digest.
+func TestUsersSearchFindsABodyUserByItsValue(t *testing.T) {
+	st := mustStore(t)
+	digest := memory.BodyUserID("John Smith")
+	m, err := memory.ParseMessage(json.RawMessage(`{"role":"user","content":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SaveExchange(context.Background(), memory.Exchange{ID: "req-js", Model: "m", At: time.Now(),
+		Identity: memory.Identity{Tenant: "acme", User: digest, Conversation: "c"}, Turn: []memory.Message{m},
+		Reply: memory.Message{Role: "assistant", Content: "hi", Raw: json.RawMessage(`{"role":"assistant","content":"hi"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	base := mustUI(t, st, adminGuard())
+	c := browser(t)
+	login(t, c, base, adminKey)
+	for _, q := range []string{"John Smith", digest} {
+		resp, body := do(t, c, "GET", base+"/ui/users.json?tenant=acme&q="+url.QueryEscape(q), nil)
+		var got struct {
+			Data []struct {
+				User string `json:"user"`
+			} `json:"data"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &got) != nil || len(got.Data) != 1 || got.Data[0].User != digest {
+			t.Errorf("search %q: %d %s, want the user %s", q, resp.StatusCode, body, digest)
+		}
+	}
+}

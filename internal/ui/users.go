@@ -18,23 +18,28 @@ type usersData struct {
 	Users []memory.UserActivity
 }
 
-// searchQuery reads ?q=, trimmed and bounded.
+// searchQuery reads ?q=, trimmed: part of a user id, or the whole value
+// an app sent in a body's user field, which names the user it is stored
+// as (memory.BodyUserID: "John Smith" finds its digest's user).
 func searchQuery(c echo.Context) string {
 	q := strings.TrimSpace(c.QueryParam("q"))
-	if len(q) > 128 {
-		q = q[:128]
+	if q != "" && !memory.ValidID(q) {
+		return memory.BodyUserID(q)
 	}
 	return q
 }
 
-// handleUsers serves the tenant's users, filtered by ?q= (part of a user id).
+// handleUsers serves the tenant's users, filtered by ?q= (part of a user
+// id, or a body user value: searchQuery).
 func (u *UI) handleUsers(c echo.Context) error {
-	q := searchQuery(c)
-	users, err := u.deps.Inspect.Users(c.Request().Context(), tenantOf(c), q, maxUsersListed)
+	users, err := u.deps.Inspect.Users(c.Request().Context(), tenantOf(c), searchQuery(c), maxUsersListed)
 	if err != nil {
 		return u.storeFailed(c, err)
 	}
-	return u.render(c, http.StatusOK, "users", page{Title: "Users", Nav: "users", Data: usersData{Query: q, Users: users}})
+	// The box shows what was typed, bounded.
+	typed := strings.TrimSpace(c.QueryParam("q"))
+	typed = typed[:min(len(typed), 128)]
+	return u.render(c, http.StatusOK, "users", page{Title: "Users", Nav: "users", Data: usersData{Query: typed, Users: users}})
 }
 
 // handleUsersJSON serves the same list as JSON, for the search box.

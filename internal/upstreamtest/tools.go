@@ -3,6 +3,7 @@ package upstreamtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -21,15 +22,25 @@ const NoToolConfigMessage = "The toolConfig field must be defined when using the
 // declares tools with a non-empty tools (or chat's legacy functions)
 // array.
 func RequireTools(h http.Handler) http.Handler {
+	return refuse(h, func(b []byte) error {
+		if carriesTools(b) && !declaresTools(b) {
+			return errors.New(NoToolConfigMessage)
+		}
+		return nil
+	})
+}
+
+// refuse serves h, except that a request whose body check refuses gets a
+// 400 error body with check's message.
+func refuse(h http.Handler, check func(body []byte) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			Error(http.StatusBadRequest, "invalid_request_error", "", "read body: "+err.Error()).ServeHTTP(w, r)
-			return
+		if err == nil {
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			err = check(b)
 		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		if carriesTools(b) && !declaresTools(b) {
-			Error(http.StatusBadRequest, "invalid_request_error", "", NoToolConfigMessage).ServeHTTP(w, r)
+		if err != nil {
+			Error(http.StatusBadRequest, "invalid_request_error", "", err.Error()).ServeHTTP(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)

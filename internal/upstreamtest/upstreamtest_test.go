@@ -223,3 +223,40 @@ func TestRequireTools(t *testing.T) {
 		}
 	}
 }
+
+func TestRequireAlternation(t *testing.T) {
+	s := New(t, RequireAlternation(Chat(DefaultReply)))
+	const (
+		sys   = `{"role":"system","content":"s"}`
+		user  = `{"role":"user","content":"a"}`
+		asst  = `{"role":"assistant","content":"b"}`
+		call  = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+		res0  = `{"role":"tool","tool_call_id":"call_0","content":"x"}`
+		res1  = `{"role":"tool","tool_call_id":"call_1","content":""}`
+		fcall = `{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}}`
+		fres  = `{"role":"function","name":"f","content":"x"}`
+	)
+	for _, tc := range []struct {
+		name, messages string
+		ok             bool
+	}{
+		{"alternating", sys + `,` + user + `,` + asst + `,` + user, true},
+		{"tool loop", user + `,` + call + `,` + res0 + `,` + res1 + `,` + asst + `,` + user, true},
+		{"function loop", user + `,` + fcall + `,` + fres + `,` + asst, true},
+		{"anthropic blocks", user + `,{"role":"assistant","content":[{"type":"text","text":"b"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":"c"}]}`, true},
+		{"two assistants", user + `,` + asst + `,` + asst + `,` + user, false},
+		{"two users", user + `,` + user + `,` + asst, false},
+		{"a user after results", user + `,` + call + `,` + res0 + `,` + user, false},
+		{"assistant first", sys + `,` + asst + `,` + user, false},
+		{"a system message later", user + `,` + sys + `,` + asst, false},
+		{"an empty assistant message", user + `,{"role":"assistant","content":""},` + user, false},
+		{"a null assistant message", user + `,{"role":"assistant","content":null},` + user, false},
+		{"an empty user message", `{"role":"user","content":" "},` + asst + `,` + user, false},
+		{"a blank text block", user + `,{"role":"assistant","content":[{"type":"text","text":" "}]},` + user, false},
+	} {
+		resp, b := post(t, s.URL()+"/chat/completions", `{"model":"m","messages":[`+tc.messages+`]}`)
+		if ok := resp.StatusCode == 200; ok != tc.ok || (!ok && resp.StatusCode != 400) {
+			t.Errorf("%s: %d %s, want accepted %v", tc.name, resp.StatusCode, b, tc.ok)
+		}
+	}
+}

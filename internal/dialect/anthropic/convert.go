@@ -183,7 +183,8 @@ type outBlock struct {
 
 // fromChat converts a stored chat message to the role and blocks of an
 // Anthropic message. System messages and messages with nothing Anthropic
-// can hold yield ok == false. Reasoning is left out: a thinking block needs
+// can hold yield ok == false. A text that is only whitespace is no block
+// (the API refuses a blank text block). Reasoning is left out: a thinking block needs
 // the provider's signature, which chat history does not keep.
 func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 	m, parts, err := chat.Decode(raw)
@@ -199,10 +200,10 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 		}
 		return "user", blocks, len(blocks) > 0
 	case "assistant":
-		if t := chat.TextOf(parts); t != "" {
+		if t := chat.TextOf(parts); strings.TrimSpace(t) != "" {
 			blocks = append(blocks, outBlock{Type: "text", Text: t})
 		}
-		if m.Refusal != "" {
+		if strings.TrimSpace(m.Refusal) != "" {
 			blocks = append(blocks, outBlock{Type: "text", Text: m.Refusal})
 		}
 		for _, tc := range m.ToolCalls {
@@ -245,7 +246,7 @@ func toolUseID(id string) string {
 func blockOf(p chat.Part) (outBlock, bool) {
 	switch p.Type {
 	case "text":
-		return outBlock{Type: "text", Text: p.Text}, p.Text != ""
+		return outBlock{Type: "text", Text: p.Text}, strings.TrimSpace(p.Text) != ""
 	case "image_url":
 		if media, data, ok := dataURL(p.ImageURL.URL); ok {
 			return outBlock{Type: "image", Source: &source{Type: "base64", MediaType: media, Data: data}}, true

@@ -83,6 +83,36 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// TestRenderLeavesOutBlankText: a stored turn's text that is only
+// whitespace (models often send "\n\n" before a tool call) is no text
+// block: the Messages API refuses a blank one ("text content blocks must
+// contain non-whitespace text"), which failed every later request of the
+// conversation.
+func TestRenderLeavesOutBlankText(t *testing.T) {
+	r, err := ParseRequest([]byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"Thanks!"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := []json.RawMessage{
+		dialecttest.JSON(t, map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "Weather?"}, map[string]any{"type": "text", "text": " \n"}}}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "\n\n", "refusal": " ", "tool_calls": []any{
+			map[string]any{"id": "toolu_a", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{}`}}}}),
+		dialecttest.JSON(t, map[string]any{"role": "tool", "tool_call_id": "toolu_a", "content": "18C"}),
+		dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "It is 18C."}),
+	}
+	out, err := r.Render(dialecttest.Prepared(r.Conversation, "", stored, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRules(out); err != nil {
+		t.Errorf("%v:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Weather?") || !strings.Contains(string(out), `"tool_use"`) {
+		t.Errorf("the stored turns were not replayed:\n%s", out)
+	}
+}
+
 // TestRenderBlocks renders the two memory blocks: the stable one joins
 // the system prompt (or, in user position, opens the first message), the
 // recalled one opens the message that asks the current question — after
@@ -159,6 +189,11 @@ func checkRules(b []byte) error {
 					return fmt.Errorf("message %d: tool_result after other content", i)
 				}
 				results = append(results, bl.ToolUseID)
+			case "text":
+				if strings.TrimSpace(bl.Text) == "" {
+					return fmt.Errorf("message %d: a blank text block", i)
+				}
+				otherSeen = true
 			default:
 				otherSeen = true
 			}

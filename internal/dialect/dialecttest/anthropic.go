@@ -36,7 +36,8 @@ func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 var toolIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // validateMessages enforces the Messages API rules memgate must respect:
-// messages alternate starting with the user's, every tool_use has an id of
+// messages alternate starting with the user's, none is empty (but a final
+// assistant one) and no text block blank, every tool_use has an id of
 // the API's pattern, unique in the request, and is answered by tool_result
 // blocks (first in the content) in the next message, and every tool_result
 // answers a tool_use of the message before.
@@ -64,6 +65,8 @@ func validateMessages(msgs []anthropicMessage) error {
 			if len(m.blocks) == 0 {
 				return fmt.Errorf("messages.%d: all messages must have non-empty content", i)
 			}
+		} else if s := ""; json.Unmarshal(m.Content, &s) != nil || s == "" && i < len(msgs)-1 {
+			return fmt.Errorf("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
 		}
 		var uses, results []string
 		other := false
@@ -89,6 +92,11 @@ func validateMessages(msgs []anthropicMessage) error {
 					return fmt.Errorf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
 				}
 				results = append(results, b.ToolUseID)
+			case "text":
+				if strings.TrimSpace(b.Text) == "" {
+					return fmt.Errorf("messages.%d.content.%d.text: text content blocks must contain non-whitespace text", i, j)
+				}
+				other = true
 			default:
 				other = true
 			}

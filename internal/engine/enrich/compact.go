@@ -133,7 +133,8 @@ func (c *Compactor) unsummarised(ctx context.Context, id memory.Identity, seq in
 
 // cut decides which of the unsummarised messages (oldest first) leave the
 // recent window: none unless a trigger is passed; otherwise all but the
-// newest whole units (a message, or an assistant tool call with its results)
+// newest whole units (a message, or an assistant tool call with its tool
+// results, or a legacy function call with its function result)
 // that fit within both the low watermark and KeepMessages, as counter
 // measures them. It returns the leaving messages and what they cost
 // verbatim. System messages and replies the upstream broke off
@@ -161,7 +162,7 @@ func (c *Compactor) cut(counter TokenCounter, model string, msgs []memory.Messag
 	keep, kept := len(conv), 0
 	for keep > 0 {
 		start := keep - 1
-		for start > 0 && conv[start].Role == "tool" {
+		for start > 0 && memory.IsResult(conv[start].Role) {
 			start--
 		}
 		n := 0

@@ -277,21 +277,39 @@ func TestCompactDoesNotPinWhatTheUserAsked(t *testing.T) {
 	}
 }
 
+// TestCompactKeepsToolUnitsTogether: a call and its results are one unit
+// the cut never splits — an assistant tool call with its tool results, and
+// a legacy function call (an assistant function_call) with its role
+// "function" result: a window starting at a result would replay it
+// without its call.
 func TestCompactKeepsToolUnitsTogether(t *testing.T) {
-	st := &memStore{}
-	for _, m := range [][2]string{{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "call"}, {"tool", "r1"}, {"tool", "r2"}, {"assistant", "a2"}} {
-		st.add(m[0], m[1])
-	}
-	c := New(st, st, &fakeSummarizer{}, nil, wordCounter{}, Options{
-		RecentTokens: 1000, HighWatermark: 0.9, LowWatermark: 0.4, MaxMessages: 5, KeepMessages: 3, MaxSummaryTokens: 50, FallbackAfter: 1,
-	}, nil)
-	if err := c.Compact(context.Background(), testID, "m"); err != nil {
-		t.Fatal(err)
-	}
-	// Keeping 3 would start the window at a tool result: the window is just
-	// "a2", and the whole tool unit leaves.
-	if got := st.summaries[0].ToSeq; got != 6 {
-		t.Fatalf("ToSeq = %d, want 6", got)
+	for _, tc := range []struct {
+		name  string
+		msgs  [][2]string
+		keep  int
+		toSeq int64
+	}{
+		// Keeping 3 would start the window at a tool result: the window
+		// is just "a2", and the whole tool unit leaves.
+		{"tool results", [][2]string{{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "call"}, {"tool", "r1"}, {"tool", "r2"}, {"assistant", "a2"}}, 3, 6},
+		// Keeping 2 would start the window at the function result.
+		{"a function result", [][2]string{{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}, {"user", "q3"}, {"assistant", "call"}, {"function", "r"}, {"assistant", "a3"}}, 2, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &memStore{}
+			for _, m := range tc.msgs {
+				st.add(m[0], m[1])
+			}
+			c := New(st, st, &fakeSummarizer{}, nil, wordCounter{}, Options{
+				RecentTokens: 1000, HighWatermark: 0.9, LowWatermark: 0.4, MaxMessages: 5, KeepMessages: tc.keep, MaxSummaryTokens: 50, FallbackAfter: 1,
+			}, nil)
+			if err := c.Compact(context.Background(), testID, "m"); err != nil {
+				t.Fatal(err)
+			}
+			if got := st.summaries[0].ToSeq; got != tc.toSeq {
+				t.Fatalf("ToSeq = %d, want %d", got, tc.toSeq)
+			}
+		})
 	}
 }
 

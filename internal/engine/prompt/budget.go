@@ -3,8 +3,9 @@ package prompt
 import "github.com/memgate/memgate/internal/memory"
 
 // unit is a run of messages kept or dropped together: a single message, or an
-// assistant message with tool calls followed by the tool messages answering
-// it, so the upstream never sees an orphan tool result.
+// assistant message followed by the results answering its calls (tool
+// messages, a legacy function call's function message: memory.IsResult),
+// so the upstream never sees an orphan result.
 type unit struct {
 	start, end int // msgs[start:end]
 	cost       int
@@ -16,7 +17,7 @@ func units(msgs []memory.Message, cost func(memory.Message) int) []unit {
 	for i := 0; i < len(msgs); {
 		j := i + 1
 		if msgs[i].Role == "assistant" {
-			for j < len(msgs) && msgs[j].Role == "tool" {
+			for j < len(msgs) && memory.IsResult(msgs[j].Role) {
 				j++
 			}
 		}
@@ -47,7 +48,7 @@ func fitNewest(msgs []memory.Message, cost func(memory.Message) int, budget int)
 	kept := msgs[first:]
 	// A leading tool message (its assistant call lies before the window, e.g.
 	// when history was loaded from the middle of a unit) is an orphan.
-	for len(kept) > 0 && kept[0].Role == "tool" {
+	for len(kept) > 0 && memory.IsResult(kept[0].Role) {
 		spent -= cost(kept[0])
 		kept = kept[1:]
 	}
@@ -78,7 +79,7 @@ func historyAnchor(msgs []memory.Message, cost func(memory.Message) int, budget 
 		return 0
 	}
 	r := t / anchorStride * anchorStride
-	for r > 0 && msgs[r].Role == "tool" {
+	for r > 0 && memory.IsResult(msgs[r].Role) {
 		r--
 	}
 	return r
@@ -148,7 +149,7 @@ func recentWindow(msgs []memory.Message, cost, block func(memory.Message) int, w
 		from = us[b].start
 	}
 	kept := msgs[first:]
-	for len(kept) > 0 && kept[0].Role == "tool" {
+	for len(kept) > 0 && memory.IsResult(kept[0].Role) {
 		sum -= cost(kept[0])
 		kept = kept[1:]
 		first++

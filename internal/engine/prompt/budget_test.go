@@ -84,23 +84,33 @@ func TestFitNewestProperties(t *testing.T) {
 	}
 }
 
+// TestFitNewestKeepsToolUnitTogether: a call and its results are kept or
+// dropped together — tool results, and a legacy function call's role
+// "function" result.
 func TestFitNewestKeepsToolUnitTogether(t *testing.T) {
-	msgs := []memory.Message{
-		{Role: "user", Content: "weather?"},
-		{Role: "assistant", Content: "[tool_call weather()]"},
-		{Role: "tool", Content: "18C"},
-		{Role: "assistant", Content: "It is 18C."},
-	}
-	costs := map[string]int{"weather?": 10, "[tool_call weather()]": 10, "18C": 10, "It is 18C.": 10}
-	cost := func(m memory.Message) int { return costs[m.Content] }
-	tests := []struct {
-		budget int
-		want   int
-	}{{10, 1}, {15, 1}, {20, 1}, {30, 3}, {40, 4}, {0, 0}}
-	for _, tt := range tests {
-		kept, _ := fitNewest(msgs, cost, tt.budget)
-		if len(kept) != tt.want {
-			t.Errorf("budget %d: kept %d messages, want %d", tt.budget, len(kept), tt.want)
+	for _, result := range []string{"tool", "function"} {
+		msgs := []memory.Message{
+			{Role: "user", Content: "weather?"},
+			{Role: "assistant", Content: "[tool_call weather()]"},
+			{Role: result, Content: "18C"},
+			{Role: "assistant", Content: "It is 18C."},
+		}
+		costs := map[string]int{"weather?": 10, "[tool_call weather()]": 10, "18C": 10, "It is 18C.": 10}
+		cost := func(m memory.Message) int { return costs[m.Content] }
+		tests := []struct {
+			budget int
+			want   int
+		}{{10, 1}, {15, 1}, {20, 1}, {30, 3}, {40, 4}, {0, 0}}
+		for _, tt := range tests {
+			kept, _ := fitNewest(msgs, cost, tt.budget)
+			if len(kept) != tt.want {
+				t.Errorf("%s, budget %d: kept %d messages, want %d", result, tt.budget, len(kept), tt.want)
+			}
+		}
+		// A window loaded from the middle of the unit does not start
+		// with the result.
+		if kept, _ := fitNewest(msgs[2:], cost, 40); len(kept) != 1 {
+			t.Errorf("%s: a window starting at the result kept %d messages, want 1", result, len(kept))
 		}
 	}
 }

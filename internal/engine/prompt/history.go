@@ -161,11 +161,17 @@ func replayable(stored, rest []memory.Message, noTools bool) []memory.Message {
 // declares no tools: some upstreams (AWS Bedrock, Anthropic at times)
 // reject tool calls or results in a request without tools. An assistant
 // message loses its tool calls (and legacy function_call) and is kept with
-// its text, or dropped when it has none; tool and function results are
-// dropped. One exception keeps the protocol whole: when the client's own
-// messages (rest) open with tool results, the last kept assistant message
-// with calls and the results after it stay as they are, since they are
-// what the client answers (its own messages are never altered).
+// its text, or dropped when it has none, as is an assistant message
+// without calls or text (an empty reply); tool and function results are
+// dropped. Two messages of one role that a drop leaves side by side (the
+// text before a call and the answer after its results; a question whose
+// tool loop got no answer and the next question) become one (oneMessage):
+// strict upstreams refuse two user or two assistant messages in a row,
+// and no user text is lost. One exception keeps the protocol whole: when
+// the client's own messages (rest) open with tool results, the last kept
+// assistant message with calls and the results after it stay as they are,
+// since they are what the client answers (its own messages are never
+// altered).
 func withoutTools(kept, rest []memory.Message) []memory.Message {
 	end := len(kept) // kept[end:] stays as it is
 	if len(rest) > 0 && rest[0].Role == "tool" {
@@ -178,17 +184,29 @@ func withoutTools(kept, rest []memory.Message) []memory.Message {
 		}
 	}
 	out := kept[:0]
+	dropped := false // a message was left out after out's last
 	for _, m := range kept[:end] {
 		switch {
 		case m.Role == "tool" || m.Role == "function":
+			dropped = true
 			continue
 		case (mayNameToolCall(m.Raw) || mayHoldKey(m.Raw, "function_call")) && m.HasToolCalls():
 			var ok bool
 			if m, ok = withoutCalls(m); !ok {
+				dropped = true
+				continue
+			}
+		case m.Role == "assistant" && strings.TrimSpace(m.Content) == "":
+			dropped = true
+			continue
+		}
+		if n := len(out); dropped && n > 0 && out[n-1].Role == m.Role {
+			if j, ok := oneMessage(out[n-1], m); ok {
+				out[n-1], dropped = j, false
 				continue
 			}
 		}
-		out = append(out, m)
+		out, dropped = append(out, m), false
 	}
 	return append(out, kept[end:]...)
 }
@@ -203,16 +221,132 @@ func withoutCalls(m memory.Message) (memory.Message, bool) {
 	}
 	delete(fields, "tool_calls")
 	delete(fields, "function_call")
+	m, err := withFields(m, fields)
+	if err != nil || strings.TrimSpace(m.Content) == "" {
+		return m, false
+	}
+	return m, true
+}
+
+// oneMessage returns the messages a and b, of one role (user or assistant)
+// and one name, as one message: a's content then b's — two texts a blank
+// line apart, else the parts of both, a text as a text part — and, for an
+// assistant, a's refusal then b's; every other member is a's, else b's.
+// It keeps a's place (Seq, Key). It reports false, and a unchanged, when
+// they differ in role or name or either cannot be read: a message named
+// for its author is never attributed to another.
+func oneMessage(a, b memory.Message) (memory.Message, bool) {
+	if a.Role != b.Role || a.Role != "user" && a.Role != "assistant" {
+		return a, false
+	}
+	var fa, fb map[string]json.RawMessage
+	if json.Unmarshal(rawOf(a), &fa) != nil || json.Unmarshal(rawOf(b), &fb) != nil ||
+		!bytes.Equal(fa["name"], fb["name"]) {
+		return a, false
+	}
+	content, err := joinedContent(fa["content"], fb["content"])
+	if err != nil {
+		return a, false
+	}
+	refusal, err := joinedText(fa["refusal"], fb["refusal"])
+	if err != nil {
+		return a, false
+	}
+	fields := fb
+	for k, v := range fa {
+		fields[k] = v
+	}
+	fields["content"] = content
+	delete(fields, "refusal")
+	if string(refusal) != `""` {
+		fields["refusal"] = refusal
+	}
+	m, err := withFields(a, fields)
+	return m, err == nil
+}
+
+// joinedContent returns two chat contents (each a string, null or absent,
+// or an array of parts) as one: two texts a blank line apart, else the
+// parts of a then b, a non-empty text as one text part.
+func joinedContent(a, b json.RawMessage) (json.RawMessage, error) {
+	if !isArray(a) && !isArray(b) {
+		return joinedText(a, b)
+	}
+	var parts []json.RawMessage
+	for _, c := range []json.RawMessage{a, b} {
+		if isArray(c) {
+			var ps []json.RawMessage
+			if err := json.Unmarshal(c, &ps); err != nil {
+				return nil, err
+			}
+			parts = append(parts, ps...)
+			continue
+		}
+		var s string
+		if err := unmarshalText(c, &s); err != nil {
+			return nil, err
+		}
+		if s != "" {
+			p, err := json.Marshal(struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}{"text", s})
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
+		}
+	}
+	return json.Marshal(parts)
+}
+
+// joinedText returns two JSON strings (null or absent read as "") as one:
+// the non-empty ones a blank line apart.
+func joinedText(a, b json.RawMessage) (json.RawMessage, error) {
+	var sa, sb string
+	if err := unmarshalText(a, &sa); err != nil {
+		return nil, err
+	}
+	if err := unmarshalText(b, &sb); err != nil {
+		return nil, err
+	}
+	switch {
+	case sa == "":
+		sa = sb
+	case sb != "":
+		sa += "\n\n" + sb
+	}
+	return json.Marshal(sa)
+}
+
+// unmarshalText reads the JSON string raw into s; null or absent is "".
+func unmarshalText(raw json.RawMessage, s *string) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		*s = ""
+		return nil
+	}
+	return json.Unmarshal(raw, s)
+}
+
+// isArray reports whether raw is a JSON array.
+func isArray(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '['
+}
+
+// withFields returns m with its JSON replaced by fields (and its text and
+// token count with it); m keeps its place (Seq, Key).
+func withFields(m memory.Message, fields map[string]json.RawMessage) (memory.Message, error) {
 	raw, err := json.Marshal(fields)
 	if err != nil {
-		return m, false
+		return m, err
 	}
 	p, err := memory.ParseMessage(raw)
-	if err != nil || strings.TrimSpace(p.Content) == "" {
-		return m, false
+	if err != nil {
+		return m, err
 	}
 	m.Raw, m.Content, m.Tokens = p.Raw, p.Content, 0
-	return m, true
+	return m, nil
 }
 
 // usableHistory returns the stored messages that can go before the client's
@@ -222,10 +356,14 @@ func withoutCalls(m memory.Message) (memory.Message, bool) {
 // message with tool calls is dropped, with its results, unless every call is
 // answered by the tool messages after it — in the history, or, for the last
 // one, at the start of next (the client answering the calls of the stored
-// reply). Each kept message is returned with Raw set (see rawOf).
+// reply). Two messages without calls of one role that a drop leaves side
+// by side are joined into one (oneMessage): strict upstreams refuse two
+// user messages in a row. Each kept message is returned with Raw set (see
+// rawOf).
 func usableHistory(stored, next toolList) []memory.Message {
 	out := make([]memory.Message, 0, len(stored.msgs))
 	open := map[string]bool{} // call ids of the kept assistant message being answered
+	dropped := false          // a message was left out after out's last
 	for i := 0; i < len(stored.msgs); i++ {
 		m := stored.msgs[i]
 		switch {
@@ -233,9 +371,10 @@ func usableHistory(stored, next toolList) []memory.Message {
 			continue
 		case m.Role == "tool":
 			if !open[stored.at(i).answers] {
+				dropped = true
 				continue // orphan
 			}
-			out = append(out, withRaw(m))
+			out, dropped = append(out, withRaw(m)), false
 			continue
 		}
 		clear(open)
@@ -249,13 +388,23 @@ func usableHistory(stored, next toolList) []memory.Message {
 				for i+1 < len(stored.msgs) && stored.msgs[i+1].Role == "tool" {
 					i++
 				}
+				dropped = true
 				continue
 			}
 			for _, id := range calls {
 				open[id] = true
 			}
 		}
-		out = append(out, withRaw(m))
+		// Two messages without calls that a drop left side by side (a
+		// question whose call went unanswered and the next) become one,
+		// as withoutTools joins them.
+		if n := len(out); dropped && len(calls) == 0 && n > 0 && out[n-1].Role == m.Role && !out[n-1].HasToolCalls() {
+			if j, ok := oneMessage(out[n-1], withRaw(m)); ok {
+				out[n-1], dropped = j, false
+				continue
+			}
+		}
+		out, dropped = append(out, withRaw(m)), false
 	}
 	return out
 }

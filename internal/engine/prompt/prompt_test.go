@@ -149,10 +149,12 @@ func TestPrepare(t *testing.T) {
 			wantCalls: 1,
 		},
 		{
+			// The two questions it leaves side by side are one message:
+			// strict upstreams want roles to alternate.
 			name:   "partly answered tool call is dropped with its result",
 			stored: []string{u2, aCall, tool1, u1, a1}, recent: 20,
 			req:       request(t, memory.ModeOn, uNew),
-			want:      []string{u2, u1, a1, uNew},
+			want:      []string{`{"content":"Weather in Paris?\n\nMy name is Ana.","role":"user"}`, a1, uNew},
 			wantCalls: 1,
 		},
 		{

@@ -1,0 +1,86 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// usersStore records the users the conversation routes ask for.
+type usersStore struct {
+	mu    sync.Mutex
+	users []string
+}
+
+func (s *usersStore) saw(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users = append(s.users, user)
+}
+
+func (s *usersStore) Conversations(_ context.Context, _, user string) ([]memory.Conversation, error) {
+	s.saw(user)
+	return nil, nil
+}
+
+func (s *usersStore) Conversation(_ context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
+	s.saw(id.User)
+	return memory.Conversation{}, nil, memory.ErrNotFound
+}
+
+func (s *usersStore) DeleteConversation(_ context.Context, id memory.Identity) error {
+	s.saw(id.User)
+	return nil
+}
+
+func (s *usersStore) DeleteUser(_ context.Context, _, user string) error {
+	s.saw(user)
+	return nil
+}
+
+// TestAdminNamesBodyUsersByTheirValue: an app that names its users in the
+// body's user field with values that are not ids ("John Smith") has them
+// stored as memory.BodyUserID's digests; the management API takes the
+// value the app sent wherever it takes a user — in the path, escaped, or
+// the query — and acts on that digest, which its answer names, so an
+// operator can list and erase such a user without computing it. An id is
+// itself.
+func TestAdminNamesBodyUsersByTheirValue(t *testing.T) {
+	st := &usersStore{}
+	base := mustAdmin(t, New(nil, st, nil, nil, 1<<20, 0, nil))
+	for _, value := range []string{"John Smith", "{3F2504E0-4F89-11D3-9A0C-0305E82C3301}", "aGk/+w==", "a%41 b", "x/%41", "alice"} {
+		want := memory.BodyUserID(value)
+		st.users = nil
+		req, _ := http.NewRequest(http.MethodDelete, base+"/v1/memory/users/"+url.PathEscape(value), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var got struct {
+			User    string `json:"user"`
+			Deleted bool   `json:"deleted"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(b, &got) != nil || got.User != want || !got.Deleted {
+			t.Errorf("DELETE user %q: %d %s, want user %q erased", value, resp.StatusCode, b, want)
+		}
+		resp, err = http.Get(base + "/v1/memory/conversations?user=" + url.QueryEscape(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET conversations of %q: %d", value, resp.StatusCode)
+		}
+		if len(st.users) != 2 || st.users[0] != want || st.users[1] != want {
+			t.Errorf("user %q: the store was asked for %q, want %q", value, st.users, want)
+		}
+	}
+}

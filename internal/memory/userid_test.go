@@ -1,0 +1,45 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBodyUserID: a body's user value that is an id names that user; any
+// other names "u-" and a digest of it — an id, the same on every call and
+// release (a change would split every such user's memory in two), and
+// different for different values, case and spaces included.
+func TestBodyUserID(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"alice", "alice"},
+		{"ann+chat@example.com", "ann+chat@example.com"},
+		{strings.Repeat("a", 128), strings.Repeat("a", 128)},
+		// The documented rule, pinned: sha256 of the value, 32 hex digits.
+		{"John Smith", "u-ef61a579c907bbed674c0dbcbcf7f7af"},
+		{"{3F2504E0-4F89-11D3-9A0C-0305E82C3301}", "u-958f2d2050c3dadede3aac3003189789"},
+		// A digest is an id: sent as the value, it names the same user.
+		{"u-ef61a579c907bbed674c0dbcbcf7f7af", "u-ef61a579c907bbed674c0dbcbcf7f7af"},
+	} {
+		if got := BodyUserID(tc.in); got != tc.want {
+			t.Errorf("BodyUserID(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	seen := map[string]string{}
+	for _, v := range []string{"John Smith", "john smith", "John Smith ", " John Smith", "aGk/+w==", "a b", "ünïcode", strings.Repeat("a", 129)} {
+		id := BodyUserID(v)
+		if !ValidID(id) {
+			t.Errorf("BodyUserID(%q) = %q, not an id", v, id)
+		}
+		if id != BodyUserID(v) {
+			t.Errorf("BodyUserID(%q) differs between calls", v)
+		}
+		if BodyUserID(id) != id {
+			t.Errorf("BodyUserID(%q) = %q, which does not name itself", v, id)
+		}
+		if other, ok := seen[id]; ok {
+			t.Errorf("BodyUserID(%q) = BodyUserID(%q) = %q", v, other, id)
+		}
+		seen[id] = v
+	}
+}
