@@ -296,3 +296,16 @@ func (e *Engine) SearchIn(ctx context.Context, tenant, user, conversation, query
 		return c.Recall.SearchIn(ctx, tenant, user, conversation, query, topK)
 	})
 }
+
+// BindState records that a provider state belongs to a tenant's user
+// (memory.StateBinding); ErrNotConnected while the store is down.
+func (e *Engine) BindState(ctx context.Context, b memory.StateBinding) error {
+	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.BindState(ctx, b) })
+	return err
+}
+
+// StateBound reports whether a provider state is bound to tenant's user
+// and has not lapsed by now; ErrNotConnected while the store is down.
+func (e *Engine) StateBound(ctx context.Context, tenant, user string, s memory.ProviderState, now time.Time) (bool, error) {
+	return with(e, func(c *Core) (bool, error) { return c.Store.StateBound(ctx, tenant, user, s, now) })
+}

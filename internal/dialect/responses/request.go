@@ -28,8 +28,10 @@ type Request struct {
 	SafetyIdentifier   string
 	PreviousResponseID string
 	// InConversation is true when the body names a conversation of the
-	// Conversations API (conversation: an id or {"id": …}).
+	// Conversations API (conversation: an id or {"id": …}), and
+	// ConversationID is its id ("" when neither form holds a string).
 	InConversation bool
+	ConversationID string
 	// NoTools is true when the body declares no tools (tools is not a
 	// non-empty array; memory.Request.NoTools).
 	NoTools bool
@@ -88,6 +90,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	}
 	if c := obj.Get("conversation"); obj.Has("conversation") && string(c) != "null" {
 		r.InConversation = true
+		r.ConversationID = conversationID(c)
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
 	if err := r.readInstructions(); err != nil {
@@ -106,6 +109,36 @@ func ParseRequest(b []byte) (*Request, error) {
 // the input for good. Memory then sends no stored turns, and what it
 // recalls goes in the instructions, which the provider does not keep.
 func (r *Request) ProviderHistory() bool { return r.PreviousResponseID != "" || r.InConversation }
+
+// States are the provider states the request names: the stored response
+// it continues and the conversation it is in, each with the id it gives
+// ("" when the conversation member holds none: an id no owner has).
+func (r *Request) States() []memory.ProviderState {
+	var out []memory.ProviderState
+	if r.PreviousResponseID != "" {
+		out = append(out, memory.ProviderState{Kind: memory.StateResponse, ID: r.PreviousResponseID})
+	}
+	if r.InConversation {
+		out = append(out, memory.ProviderState{Kind: memory.StateConversation, ID: r.ConversationID})
+	}
+	return out
+}
+
+// conversationID is the id a conversation member gives: the string, or
+// the object's id; "" for anything else (the provider's to refuse).
+func conversationID(c json.RawMessage) string {
+	var id string
+	if json.Unmarshal(c, &id) == nil {
+		return id
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(c, &obj) == nil {
+		return obj.ID
+	}
+	return ""
+}
 
 // readInstructions reads instructions: a string, or (newer API versions) an
 // array of message items, whose text becomes one system message.

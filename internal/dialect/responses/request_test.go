@@ -204,3 +204,32 @@ func jsonEqualBytes(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// TestStates: the provider states a request names — the response it
+// continues, the conversation it is in, by id or by object — with the id
+// each gives; a conversation member holding no id names one with none.
+func TestStates(t *testing.T) {
+	resp := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateResponse, ID: id} }
+	conv := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateConversation, ID: id} }
+	for _, tt := range []struct {
+		body string
+		want []memory.ProviderState
+	}{
+		{`{"model":"m","input":"hi"}`, nil},
+		{`{"model":"m","input":"hi","conversation":null}`, nil},
+		{`{"model":"m","previous_response_id":"resp_1"}`, []memory.ProviderState{resp("resp_1")}},
+		{`{"model":"m","input":"hi","conversation":"conv_1"}`, []memory.ProviderState{conv("conv_1")}},
+		{`{"model":"m","input":"hi","conversation":{"id":"conv_1"}}`, []memory.ProviderState{conv("conv_1")}},
+		{`{"model":"m","input":"hi","conversation":{"name":"x"}}`, []memory.ProviderState{conv("")}},
+		{`{"model":"m","input":"hi","conversation":42}`, []memory.ProviderState{conv("")}},
+		{`{"model":"m","input":"hi","previous_response_id":"resp_1","conversation":"conv_1"}`, []memory.ProviderState{resp("resp_1"), conv("conv_1")}},
+	} {
+		r, err := ParseRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.body, err)
+		}
+		if got := r.States(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: States() = %v, want %v", tt.body, got, tt.want)
+		}
+	}
+}

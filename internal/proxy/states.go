@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect/sse"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
+)
+
+// Provider state per tenant. With gateway keys and an upstream key that
+// replaces the client's, every tenant reaches the provider as the
+// operator: a stored response or a conversation one tenant's user created
+// is, to the provider, the operator's, and any request naming its id gets
+// its history. The proxy therefore records, from the upstream's reply,
+// whose each such state is (StateBinder), and answers a request naming a
+// state not recorded for its tenant and user as the provider answers an
+// unknown id, without calling upstream. When it cannot tell (the store is
+// down) it refuses: an id it could not check never goes through.
+
+// StateBinder records and checks whose each provider state is
+// (implemented by internal/engine over the memory store).
+type StateBinder interface {
+	// BindState records that b.State belongs to b.Tenant's b.User.
+	BindState(ctx context.Context, b memory.StateBinding) error
+	// StateBound reports whether s is bound to tenant's user and has not
+	// lapsed by now.
+	StateBound(ctx context.Context, tenant, user string, s memory.ProviderState, now time.Time) (bool, error)
+}
+
+// bindTimeout bounds one binding's write; a stream's relay waits for it.
+const bindTimeout = 5 * time.Second
+
+// sharedKey reports whether requests of a reach the provider with the
+// operator's key on behalf of every tenant: gateway keys are configured
+// (the client's Authorization is its gateway key) and a's upstream key
+// replaces the client's credentials.
+func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.key != "" }
+
+// checkStates returns the error answering a request of id that names a
+// provider state not bound to id's tenant and user — notFound's, the
+// provider's own answer to an id it does not hold — or a 503 when the
+// binding store cannot say; nil when every state is id's.
+func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error) *apierr.Error {
+	now := time.Now()
+	for _, s := range states {
+		bound := false
+		var err error
+		if p.deps.States == nil {
+			err = errors.New("no provider state store")
+		} else {
+			bound, err = p.deps.States.StateBound(ctx, id.Tenant, id.User, s, now)
+		}
+		if err != nil {
+			p.m.states.WithLabelValues(stateUnverified).Inc()
+			p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
+				slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(s.Kind)), slog.String("error", err.Error()))
+			return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
+				Message: "memgate cannot check that the " + stateNoun(s.Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
+		}
+		if !bound {
+			p.m.states.WithLabelValues(stateRefused).Inc()
+			return notFound(s)
+		}
+	}
+	return nil
+}
+
+// stateNoun names a provider state's kind in an error message.
+func stateNoun(k memory.StateKind) string {
+	if k == memory.StateConversation {
+		return "conversation"
+	}
+	return "previous response"
+}
+
+// unknownPathState is the provider's answer to a request whose path names
+// a state it does not hold (GET /v1/responses/{id}, /v1/conversations/{id}/items).
+func unknownPathState(s memory.ProviderState) *apierr.Error {
+	noun := "Response"
+	if s.Kind == memory.StateConversation {
+		noun = "Conversation"
+	}
+	return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest,
+		Message: fmt.Sprintf("%s with id '%s' not found.", noun, s.ID)}
+}
+
+// unknownState is the provider's answer to a request body naming a state
+// it does not hold (previous_response_id, conversation).
+func unknownState(s memory.ProviderState) *apierr.Error {
+	if s.Kind == memory.StateConversation {
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "conversation",
+			Message: fmt.Sprintf("Conversation with id '%s' not found.", s.ID)}
+	}
+	return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.TypeInvalidRequest, Param: "previous_response_id",
+		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
+}
+
+// Outcomes of the provider state checks and bindings
+// (memgate_provider_states_total).
+const (
+	stateBound      = "bound"
+	stateBindFailed = "bind_failed"
+	stateRefused    = "refused"
+	stateUnverified = "unverifiable"
+)
+
+// stateBind binds the provider state a reply creates to the tenant's user
+// whose request it answers.
+type stateBind struct {
+	p    *Proxy
+	x    *server.Exchange
+	kind memory.StateKind
+	// tenant and user own the state; at is when the request arrived.
+	tenant, user string
+	at           time.Time
+	// done is set once the state is bound, or given up on.
+	done bool
+}
+
+// attach reads the id of the state resp creates and binds it before the
+// client reads it: a whole JSON reply is read here (up to maxCaptureBytes)
+// and its top-level id bound; an event stream is scanned as it is
+// relayed, and the first event's response.id is bound before the read
+// that completes that event returns. A reply too large to read, or that
+// names no id, binds nothing: nobody may continue it.
+func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		sb := &stateBody{ReadCloser: resp.Body}
+		sb.dec = sse.NewDecoder(maxCaptureBytes, func(ev sse.Event) error {
+			var e struct {
+				Type     string `json:"type"`
+				Response struct {
+					ID string `json:"id"`
+				} `json:"response"`
+			}
+			if json.Unmarshal(ev.Data, &e) == nil && strings.HasPrefix(e.Type, "response.") && e.Response.ID != "" {
+				b.bind(ctx, e.Response.ID)
+			}
+			return nil
+		})
+		sb.b = b
+		resp.Body = sb
+		return nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
+	if err != nil {
+		return fmt.Errorf("read upstream reply: %w", err)
+	}
+	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	var reply struct {
+		ID string `json:"id"`
+	}
+	if len(buf) <= maxCaptureBytes && json.Unmarshal(buf, &reply) == nil && reply.ID != "" {
+		b.bind(ctx, reply.ID)
+	} else {
+		b.failed(ctx, errors.New("the reply names no id memgate could read"))
+	}
+	return nil
+}
+
+// bind records that the state id belongs to the request's tenant and
+// user, once, detached from the client (a hang-up does not undo it).
+func (b *stateBind) bind(ctx context.Context, id string) {
+	if b.done {
+		return
+	}
+	b.done = true
+	if b.p.deps.States == nil {
+		b.failed(ctx, errors.New("no provider state store"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
+	defer cancel()
+	err := b.p.deps.States.BindState(ctx, memory.StateBinding{Tenant: b.tenant, User: b.user,
+		State: memory.ProviderState{Kind: b.kind, ID: id}, At: b.at, Expires: time.Now().Add(b.p.opts.StateRetention)})
+	if err != nil {
+		b.failed(ctx, err)
+		return
+	}
+	b.p.m.states.WithLabelValues(stateBound).Inc()
+}
+
+// failed counts and logs a state that could not be bound: its owner
+// cannot continue it through the gateway.
+func (b *stateBind) failed(ctx context.Context, err error) {
+	b.done = true
+	b.p.m.states.WithLabelValues(stateBindFailed).Inc()
+	b.p.log.LogAttrs(ctx, slog.LevelWarn, "provider state not bound: its owner cannot name it again",
+		slog.String("request_id", b.x.ID()), slog.String("kind", string(b.kind)), slog.String("error", err.Error()))
+}
+
+// stateBody scans a relayed event stream for the state it creates until
+// one is bound; bytes pass through unchanged.
+type stateBody struct {
+	io.ReadCloser
+	b   *stateBind
+	dec *sse.Decoder
+}
+
+// Close counts a stream that ended before naming its state.
+func (s *stateBody) Close() error {
+	if !s.b.done {
+		s.b.failed(context.Background(), errors.New("the stream named no response id"))
+	}
+	return s.ReadCloser.Close()
+}
+
+func (s *stateBody) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	if n > 0 && !s.b.done {
+		if _, derr := s.dec.Write(p[:n]); derr != nil {
+			s.b.failed(context.Background(), derr)
+		}
+	}
+	return n, err
+}
