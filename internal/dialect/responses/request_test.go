@@ -210,7 +210,9 @@ func jsonEqualBytes(a, b []byte) bool {
 // each gives; a conversation member holding no id names one with none.
 func TestStates(t *testing.T) {
 	resp := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateResponse, ID: id} }
-	conv := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateConversation, ID: id} }
+	conv := func(id string) memory.ProviderState {
+		return memory.ProviderState{Kind: memory.StateConversation, ID: id}
+	}
 	for _, tt := range []struct {
 		body string
 		want []memory.ProviderState
