@@ -49,8 +49,9 @@ type openAIErr struct {
 }
 
 // createResponse posts input as c and returns the response id, read from
-// the JSON reply or, streamed, from its response.created event.
-func createResponse(t *testing.T, gw string, c caller, body string, stream bool) string {
+// the JSON reply or, streamed, from its response.created event, and its
+// first output item's id (the reply's, the response.completed event's).
+func createResponse(t *testing.T, gw string, c caller, body string, stream bool) (id, item string) {
 	t.Helper()
 	if stream {
 		body = strings.Replace(body, "{", `{"stream":true,`, 1)
@@ -59,29 +60,41 @@ func createResponse(t *testing.T, gw string, c caller, body string, stream bool)
 	if status != http.StatusOK {
 		t.Fatalf("create response as %v: %d %s", c, status, b)
 	}
-	var r struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Response struct {
+	type response struct {
+		ID     string `json:"id"`
+		Output []struct {
 			ID string `json:"id"`
-		} `json:"response"`
+		} `json:"output"`
+	}
+	var r struct {
+		response
+		Type     string   `json:"type"`
+		Response response `json:"response"`
 	}
 	if !stream {
-		if err := json.Unmarshal(b, &r); err != nil || r.ID == "" {
+		if err := json.Unmarshal(b, &r); err != nil || r.ID == "" || len(r.Output) == 0 {
 			t.Fatalf("reply names no id: %v %s", err, b)
 		}
-		return r.ID
+		return r.ID, r.Output[0].ID
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if ok && json.Unmarshal([]byte(data), &r) == nil && r.Type == "response.created" {
-			return r.Response.ID
+		if !ok || json.Unmarshal([]byte(data), &r) != nil {
+			continue
+		}
+		switch {
+		case r.Type == "response.created":
+			id = r.Response.ID
+		case r.Type == "response.completed" && len(r.Response.Output) > 0:
+			item = r.Response.Output[0].ID
 		}
 	}
-	t.Fatalf("stream has no response.created: %s", b)
-	return ""
+	if id == "" || item == "" {
+		t.Fatalf("stream names no response or item: %s", b)
+	}
+	return id, item
 }
 
 // wantRefused posts body as c and checks the answer is status with param,
@@ -124,8 +137,9 @@ func wantRefused(t *testing.T, fake *dialecttest.Upstream, gw, path string, c ca
 }
 
 // TestProviderStateStaysWithItsTenant: with gateway keys and one upstream
-// key for every tenant, a stored response (created whole or streamed) or
-// a conversation one tenant's user created is refused — as the provider
+// key for every tenant, a stored response (created whole or streamed),
+// its output items named by id, or a conversation one tenant's user
+// created is refused — as the provider
 // refuses an unknown id, without calling it — to another tenant, to
 // another user of the same tenant and to a request naming no user; the
 // user who created it continues it. Run end to end: the real `gateway
@@ -139,7 +153,7 @@ func TestProviderStateStaysWithItsTenant(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		name := map[bool]string{false: "whole", true: "streamed"}[stream]
 		t.Run(name, func(t *testing.T) {
-			id := createResponse(t, gw, ana, `{"model":"gpt-4.1","input":"My locker code is 4711."}`, stream)
+			id, item := createResponse(t, gw, ana, `{"model":"gpt-4.1","input":"My locker code is 4711."}`, stream)
 			// The fake's own answer for an unknown id is what others get.
 			msg := "Previous response with id '" + id + "' not found."
 			cont := `{"model":"gpt-4.1","previous_response_id":"` + id + `","input":"What is my locker code?"}`
@@ -154,8 +168,16 @@ func TestProviderStateStaysWithItsTenant(t *testing.T) {
 			if !bytes.Contains(last.Body, []byte(`"previous_response_id":"`+id+`"`)) || last.Header.Get("Authorization") != "Bearer sk-operator" {
 				t.Errorf("upstream got %s with %q", last.Body, last.Header.Get("Authorization"))
 			}
+			// Its output items, named by id alone, are the creator's.
+			ref := `{"model":"gpt-4.1","input":[{"type":"item_reference","id":"` + item + `"},{"role":"user","content":"And?"}]}`
+			for _, c := range others {
+				wantRefused(t, fake, gw, "/v1/responses", c, ref, http.StatusNotFound, "input", "", "Item with id '"+item+"' not found.")
+			}
+			if status, b := postJSON(t, gw+"/v1/responses", ref, ana.headers()); status != http.StatusOK {
+				t.Fatalf("the creator's item reference: %d %s", status, b)
+			}
 			// The continuation's own response is the creator's too.
-			next := createResponse(t, gw, ana, `{"model":"gpt-4.1","previous_response_id":"`+id+`","input":"Thanks."}`, stream)
+			next, _ := createResponse(t, gw, ana, `{"model":"gpt-4.1","previous_response_id":"`+id+`","input":"Thanks."}`, stream)
 			wantRefused(t, fake, gw, "/v1/responses", others[0], `{"model":"gpt-4.1","previous_response_id":"`+next+`","input":"x"}`,
 				http.StatusBadRequest, "previous_response_id", "previous_response_not_found", "Previous response with id '"+next+"' not found.")
 		})
@@ -198,7 +220,7 @@ func TestProviderStateErasedWithTheUser(t *testing.T) {
 	fake := dialecttest.NewUpstream(t)
 	gw := serveSharedKey(t, fake, "")
 	ana := caller{"key-a", "ana"}
-	id := createResponse(t, gw, ana, `{"model":"gpt-4.1","input":"Remember me."}`, false)
+	id, _ := createResponse(t, gw, ana, `{"model":"gpt-4.1","input":"Remember me."}`, false)
 	cont := `{"model":"gpt-4.1","previous_response_id":"` + id + `","input":"Who am I?"}`
 	if status, b := postJSON(t, gw+"/v1/responses", cont, ana.headers()); status != http.StatusOK {
 		t.Fatalf("continuation before the erasure: %d %s", status, b)

@@ -13,6 +13,10 @@ const (
 	// StateConversation is a conversation of the Conversations API
 	// (the Responses API's conversation).
 	StateConversation StateKind = "conversation"
+	// StateItem is an item of a stored response (an output message, a
+	// reasoning item, a tool call), which a later request may name by id
+	// alone (item_reference).
+	StateItem StateKind = "item"
 )
 
 // ProviderState is state a provider keeps for a client between requests —
@@ -24,11 +28,11 @@ type ProviderState struct {
 	ID   string
 }
 
-// StateBinding records that a provider state belongs to a tenant's user:
-// that user of that tenant alone may name it in a later request.
+// StateBinding records that provider states belong to a tenant's user:
+// that user of that tenant alone may name them in a later request.
 type StateBinding struct {
 	Tenant, User string
-	State        ProviderState
+	States       []ProviderState
 	// At is when the request that created the state arrived: an erasure
 	// of the user at or after it refuses the binding (ErrErased).
 	At time.Time

@@ -3,18 +3,16 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/dialect/sse"
+	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -79,8 +77,11 @@ func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []me
 
 // stateNoun names a provider state's kind in an error message.
 func stateNoun(k memory.StateKind) string {
-	if k == memory.StateConversation {
+	switch k {
+	case memory.StateConversation:
 		return "conversation"
+	case memory.StateItem:
+		return "input item"
 	}
 	return "previous response"
 }
@@ -97,9 +98,14 @@ func unknownPathState(s memory.ProviderState) *apierr.Error {
 }
 
 // unknownState is the provider's answer to a request body naming a state
-// it does not hold (previous_response_id, conversation).
+// it does not hold (previous_response_id, conversation, an input item by
+// id).
 func unknownState(s memory.ProviderState) *apierr.Error {
-	if s.Kind == memory.StateConversation {
+	switch s.Kind {
+	case memory.StateItem:
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "input",
+			Message: fmt.Sprintf("Item with id '%s' not found.", s.ID)}
+	case memory.StateConversation:
 		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "conversation",
 			Message: fmt.Sprintf("Conversation with id '%s' not found.", s.ID)}
 	}
@@ -116,8 +122,9 @@ const (
 	stateUnverified = "unverifiable"
 )
 
-// stateBind binds the provider state a reply creates to the tenant's user
-// whose request it answers.
+// stateBind binds the provider states a reply creates — the response or
+// conversation it answers with, and a response's output items — to the
+// tenant's user whose request it answers.
 type stateBind struct {
 	p    *Proxy
 	x    *server.Exchange
@@ -125,33 +132,41 @@ type stateBind struct {
 	// tenant and user own the state; at is when the request arrived.
 	tenant, user string
 	at           time.Time
-	// done is set once the state is bound, or given up on.
-	done bool
+	// created is set once the reply's own id was bound (or given up
+	// on); done once its items were too: nothing more is read.
+	created, done bool
 }
 
-// attach reads the id of the state resp creates and binds it before the
-// client reads it: a whole JSON reply is read here (up to maxCaptureBytes)
-// and its top-level id bound; an event stream is scanned as it is
-// relayed, and the first event's response.id is bound before the read
-// that completes that event returns. A reply too large to read, or that
-// names no id, binds nothing: nobody may continue it.
+// states are the states c names: its own id, of b's kind, and its output
+// items' ids.
+func (b *stateBind) states(c responses.Created) []memory.ProviderState {
+	var out []memory.ProviderState
+	if c.ID != "" {
+		out = append(out, memory.ProviderState{Kind: b.kind, ID: c.ID})
+	}
+	for _, id := range c.Items {
+		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+	}
+	return out
+}
+
+// attach reads the ids of the states resp creates and binds them before
+// the client reads them: a whole JSON reply is read here (up to
+// maxCaptureBytes) and its top-level id and output items' ids bound; an
+// event stream is scanned as it is relayed, and the first event's
+// response id is bound before the read that completes that event
+// returns, the output items' ids before the terminal event's does. A
+// reply too large to read, or that names no id, binds nothing: nobody may
+// continue it.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		sb := &stateBody{ReadCloser: resp.Body}
-		sb.dec = sse.NewDecoder(maxCaptureBytes, func(ev sse.Event) error {
-			var e struct {
-				Type     string `json:"type"`
-				Response struct {
-					ID string `json:"id"`
-				} `json:"response"`
+		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
+			b.created = true
+			b.done = final
+			if sts := b.states(c); len(sts) > 0 {
+				b.bind(ctx, sts)
 			}
-			if json.Unmarshal(ev.Data, &e) == nil && strings.HasPrefix(e.Type, "response.") && e.Response.ID != "" {
-				b.bind(ctx, e.Response.ID)
-			}
-			return nil
-		})
-		sb.b = b
-		resp.Body = sb
+		})}
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
@@ -159,24 +174,23 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 		return fmt.Errorf("read upstream reply: %w", err)
 	}
 	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
-	var reply struct {
-		ID string `json:"id"`
+	if len(buf) > maxCaptureBytes {
+		b.failed(ctx, errCaptureTooLarge)
+		return nil
 	}
-	if len(buf) <= maxCaptureBytes && json.Unmarshal(buf, &reply) == nil && reply.ID != "" {
-		b.bind(ctx, reply.ID)
-	} else {
-		b.failed(ctx, errors.New("the reply names no id memgate could read"))
+	c, err := responses.CreatedFromJSON(buf)
+	if err != nil {
+		b.failed(ctx, err)
+		return nil
 	}
+	b.created, b.done = true, true
+	b.bind(ctx, b.states(c))
 	return nil
 }
 
-// bind records that the state id belongs to the request's tenant and
-// user, once, detached from the client (a hang-up does not undo it).
-func (b *stateBind) bind(ctx context.Context, id string) {
-	if b.done {
-		return
-	}
-	b.done = true
+// bind records that sts belong to the request's tenant and user,
+// detached from the client (a hang-up does not undo it).
+func (b *stateBind) bind(ctx context.Context, sts []memory.ProviderState) {
 	if b.p.deps.States == nil {
 		b.failed(ctx, errors.New("no provider state store"))
 		return
@@ -184,45 +198,45 @@ func (b *stateBind) bind(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
 	defer cancel()
 	err := b.p.deps.States.BindState(ctx, memory.StateBinding{Tenant: b.tenant, User: b.user,
-		State: memory.ProviderState{Kind: b.kind, ID: id}, At: b.at, Expires: time.Now().Add(b.p.opts.StateRetention)})
+		States: sts, At: b.at, Expires: time.Now().Add(b.p.opts.StateRetention)})
 	if err != nil {
 		b.failed(ctx, err)
 		return
 	}
-	b.p.m.states.WithLabelValues(stateBound).Inc()
+	b.p.m.states.WithLabelValues(stateBound).Add(float64(len(sts)))
 }
 
-// failed counts and logs a state that could not be bound: its owner
-// cannot continue it through the gateway.
+// failed counts and logs states that could not be bound, and stops
+// reading for more: their owner cannot name them again.
 func (b *stateBind) failed(ctx context.Context, err error) {
-	b.done = true
+	b.created, b.done = true, true
 	b.p.m.states.WithLabelValues(stateBindFailed).Inc()
 	b.p.log.LogAttrs(ctx, slog.LevelWarn, "provider state not bound: its owner cannot name it again",
 		slog.String("request_id", b.x.ID()), slog.String("kind", string(b.kind)), slog.String("error", err.Error()))
 }
 
-// stateBody scans a relayed event stream for the state it creates until
-// one is bound; bytes pass through unchanged.
+// stateBody scans a relayed event stream for the states it creates until
+// they are bound; bytes pass through unchanged.
 type stateBody struct {
 	io.ReadCloser
-	b   *stateBind
-	dec *sse.Decoder
-}
-
-// Close counts a stream that ended before naming its state.
-func (s *stateBody) Close() error {
-	if !s.b.done {
-		s.b.failed(context.Background(), errors.New("the stream named no response id"))
-	}
-	return s.ReadCloser.Close()
+	b    *stateBind
+	scan *responses.CreatedStream
 }
 
 func (s *stateBody) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	if n > 0 && !s.b.done {
-		if _, derr := s.dec.Write(p[:n]); derr != nil {
+		if _, derr := s.scan.Write(p[:n]); derr != nil {
 			s.b.failed(context.Background(), derr)
 		}
 	}
 	return n, err
+}
+
+// Close counts a stream that ended before naming its response.
+func (s *stateBody) Close() error {
+	if !s.b.created {
+		s.b.failed(context.Background(), errors.New("the stream named no response id"))
+	}
+	return s.ReadCloser.Close()
 }

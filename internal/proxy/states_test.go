@@ -31,8 +31,10 @@ func (f *fakeStates) BindState(_ context.Context, b memory.StateBinding) error {
 	if f.err != nil {
 		return f.err
 	}
-	if _, ok := f.owner[b.State]; !ok {
-		f.owner[b.State] = b.Tenant + "/" + b.User
+	for _, st := range b.States {
+		if _, ok := f.owner[st]; !ok {
+			f.owner[st] = b.Tenant + "/" + b.User
+		}
 	}
 	return nil
 }
@@ -168,6 +170,9 @@ func TestStatesBoundFromReply(t *testing.T) {
 			states.mu.Unlock()
 			if owner != "a/bob" {
 				t.Fatalf("%v bound to %q, want a/bob (bindings %v)", want, owner, states.owner)
+			}
+			if item := (memory.ProviderState{Kind: memory.StateItem, ID: "msg_test"}); !stream && states.owner[item] != "a/bob" {
+				t.Errorf("the reply's output item is not bound to a/bob (bindings %v)", states.owner)
 			}
 			cont := `{"model":"gpt-4.1","previous_response_id":"` + want.ID + `","input":"more"}`
 			if resp, b := g.post(t, "/v1/responses", cont, h); resp.StatusCode != http.StatusOK {

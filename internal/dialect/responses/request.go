@@ -45,6 +45,7 @@ type Request struct {
 	input        json.RawMessage   // the input member as sent
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
+	itemRefs     []string        // ids of the input items the provider reads by id (item.byID)
 	system       map[string]bool // Messages that are the client's own system messages
 }
 
@@ -111,8 +112,10 @@ func ParseRequest(b []byte) (*Request, error) {
 func (r *Request) ProviderHistory() bool { return r.PreviousResponseID != "" || r.InConversation }
 
 // States are the provider states the request names: the stored response
-// it continues and the conversation it is in, each with the id it gives
-// ("" when the conversation member holds none: an id no owner has).
+// it continues, the conversation it is in, and the stored items its input
+// names by id alone (item references, reasoning items without their
+// encrypted content), each with the id it gives ("" when the member
+// holds none: an id no owner has).
 func (r *Request) States() []memory.ProviderState {
 	var out []memory.ProviderState
 	if r.PreviousResponseID != "" {
@@ -120,6 +123,9 @@ func (r *Request) States() []memory.ProviderState {
 	}
 	if r.InConversation {
 		out = append(out, memory.ProviderState{Kind: memory.StateConversation, ID: r.ConversationID})
+	}
+	for _, id := range r.itemRefs {
+		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
 	}
 	return out
 }
@@ -205,6 +211,9 @@ func (r *Request) readInput() error {
 		}
 		if items[i].kind() == "" {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
+		}
+		if items[i].byID() {
+			r.itemRefs = append(r.itemRefs, items[i].ID)
 		}
 	}
 	msgs, origins, err := toChat(items)

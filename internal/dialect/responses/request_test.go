@@ -206,13 +206,15 @@ func jsonEqualBytes(a, b []byte) bool {
 }
 
 // TestStates: the provider states a request names — the response it
-// continues, the conversation it is in, by id or by object — with the id
-// each gives; a conversation member holding no id names one with none.
+// continues, the conversation it is in, by id or by object, the items it
+// names by id alone — with the id each gives; a member holding no id
+// names one with none. An item carrying its content is no reference.
 func TestStates(t *testing.T) {
 	resp := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateResponse, ID: id} }
 	conv := func(id string) memory.ProviderState {
 		return memory.ProviderState{Kind: memory.StateConversation, ID: id}
 	}
+	item := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateItem, ID: id} }
 	for _, tt := range []struct {
 		body string
 		want []memory.ProviderState
@@ -225,6 +227,10 @@ func TestStates(t *testing.T) {
 		{`{"model":"m","input":"hi","conversation":{"name":"x"}}`, []memory.ProviderState{conv("")}},
 		{`{"model":"m","input":"hi","conversation":42}`, []memory.ProviderState{conv("")}},
 		{`{"model":"m","input":"hi","previous_response_id":"resp_1","conversation":"conv_1"}`, []memory.ProviderState{resp("resp_1"), conv("conv_1")}},
+		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"},{"role":"user","content":"hi"}]}`, []memory.ProviderState{item("msg_1")}},
+		{`{"model":"m","input":[{"type":"item_reference"},{"type":"reasoning","id":"rs_1","summary":[]},` +
+			`{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAA"},{"type":"message","id":"msg_2","role":"assistant","content":"ok"},` +
+			`{"role":"user","content":"hi"}]}`, []memory.ProviderState{item(""), item("rs_1")}},
 	} {
 		r, err := ParseRequest([]byte(tt.body))
 		if err != nil {

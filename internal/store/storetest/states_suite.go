@@ -12,7 +12,7 @@ import (
 // StateStore is a store that records whose each provider state is
 // (memory.StateBinding), and erases a user's with the user.
 type StateStore interface {
-	// BindState binds b.State to b.Tenant's b.User until b.Expires; a
+	// BindState binds b.States to b.Tenant's b.User until b.Expires; a
 	// state bound already keeps its owner. It refuses, with
 	// memory.ErrErased, a binding whose user was erased at or after b.At,
 	// and removes bindings lapsed by b.At.
@@ -32,6 +32,7 @@ func RunStates(t *testing.T, open func(t *testing.T) StateStore) {
 		run  func(t *testing.T, s StateStore)
 	}{
 		{"OwnerOnly", testStateOwnerOnly},
+		{"SeveralAtOnce", testStateSeveral},
 		{"FirstOwnerKeepsIt", testStateFirstOwner},
 		{"Lapses", testStateLapses},
 		{"LapsedRowsRemoved", testStateLapsedRemoved},
@@ -47,11 +48,12 @@ var (
 	respB = memory.ProviderState{Kind: memory.StateResponse, ID: "resp_b"}
 )
 
-// mustBind binds st to tenant's user, from at for ttl.
-func mustBind(t *testing.T, s StateStore, tenant, user string, st memory.ProviderState, at time.Time, ttl time.Duration) {
+// mustBind binds sts to tenant's user, from at for ttl.
+func mustBind(t *testing.T, s StateStore, tenant, user string, st memory.ProviderState, at time.Time, ttl time.Duration, more ...memory.ProviderState) {
 	t.Helper()
-	if err := s.BindState(testCtx(t), memory.StateBinding{Tenant: tenant, User: user, State: st, At: at, Expires: at.Add(ttl)}); err != nil {
-		t.Fatalf("BindState(%s/%s, %v): %v", tenant, user, st, err)
+	sts := append([]memory.ProviderState{st}, more...)
+	if err := s.BindState(testCtx(t), memory.StateBinding{Tenant: tenant, User: user, States: sts, At: at, Expires: at.Add(ttl)}); err != nil {
+		t.Fatalf("BindState(%s/%s, %v): %v", tenant, user, sts, err)
 	}
 }
 
@@ -83,6 +85,18 @@ func testStateOwnerOnly(t *testing.T, s StateStore) {
 	mustBind(t, s, "acme", "", respB, now, time.Hour)
 	wantBound(t, s, "acme", "", respB, now, true)
 	wantBound(t, s, "acme", "ana", respB, now, false)
+}
+
+// testStateSeveral: one binding binds every state it names — a
+// response and its items — to the owner alone.
+func testStateSeveral(t *testing.T, s StateStore) {
+	now := time.Now()
+	item := memory.ProviderState{Kind: memory.StateItem, ID: "msg_a"}
+	mustBind(t, s, "acme", "ana", respA, now, time.Hour, item)
+	for _, st := range []memory.ProviderState{respA, item} {
+		wantBound(t, s, "acme", "ana", st, now, true)
+		wantBound(t, s, "acme", "bob", st, now, false)
+	}
 }
 
 // testStateFirstOwner: binding a state bound to another owner leaves it
@@ -135,7 +149,7 @@ func testStateErasedRefused(t *testing.T, s StateStore) {
 	if err := s.DeleteUser(testCtx(t), "acme", "ana"); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}
-	err := s.BindState(testCtx(t), memory.StateBinding{Tenant: "acme", User: "ana", State: respA, At: before, Expires: before.Add(time.Hour)})
+	err := s.BindState(testCtx(t), memory.StateBinding{Tenant: "acme", User: "ana", States: []memory.ProviderState{respA}, At: before, Expires: before.Add(time.Hour)})
 	if !errors.Is(err, memory.ErrErased) {
 		t.Fatalf("BindState from before the erasure = %v, want memory.ErrErased", err)
 	}
