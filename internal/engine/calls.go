@@ -304,8 +304,9 @@ func (e *Engine) BindState(ctx context.Context, b memory.StateBinding) error {
 	return err
 }
 
-// StateBound reports whether a provider state is bound to tenant's user
-// and has not lapsed by now; ErrNotConnected while the store is down.
-func (e *Engine) StateBound(ctx context.Context, tenant, user string, s memory.ProviderState, now time.Time) (bool, error) {
-	return with(e, func(c *Core) (bool, error) { return c.Store.StateBound(ctx, tenant, user, s, now) })
+// BoundStates reports, for each provider state, whether it is bound to
+// tenant's user and has not lapsed by now; ErrNotConnected while the
+// store is down.
+func (e *Engine) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
+	return with(e, func(c *Core) ([]bool, error) { return c.Store.BoundStates(ctx, tenant, user, sts, now) })
 }

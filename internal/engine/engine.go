@@ -60,10 +60,10 @@ type Store interface {
 	SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error
 	Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error)
 	AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
-	// BindState and StateBound record and check whose each provider
+	// BindState and BoundStates record and check whose each provider
 	// state is (memory.StateBinding; storetest.RunStates).
 	BindState(ctx context.Context, b memory.StateBinding) error
-	StateBound(ctx context.Context, tenant, user string, s memory.ProviderState, now time.Time) (bool, error)
+	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 }
 
 // Core is one opened memory core: the store and the parts wired over it.

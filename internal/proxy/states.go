@@ -32,9 +32,9 @@ import (
 type StateBinder interface {
 	// BindState records that b.State belongs to b.Tenant's b.User.
 	BindState(ctx context.Context, b memory.StateBinding) error
-	// StateBound reports whether s is bound to tenant's user and has not
-	// lapsed by now.
-	StateBound(ctx context.Context, tenant, user string, s memory.ProviderState, now time.Time) (bool, error)
+	// BoundStates reports, for each of sts, whether it is bound to
+	// tenant's user and has not lapsed by now.
+	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 }
 
 // bindTimeout bounds one binding's write; a stream's relay waits for it.
@@ -51,25 +51,28 @@ func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.key != ""
 // provider's own answer to an id it does not hold — or a 503 when the
 // binding store cannot say; nil when every state is id's.
 func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error) *apierr.Error {
-	now := time.Now()
-	for _, s := range states {
-		bound := false
-		var err error
-		if p.deps.States == nil {
-			err = errors.New("no provider state store")
-		} else {
-			bound, err = p.deps.States.StateBound(ctx, id.Tenant, id.User, s, now)
-		}
-		if err != nil {
-			p.m.states.WithLabelValues(stateUnverified).Inc()
-			p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
-				slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(s.Kind)), slog.String("error", err.Error()))
-			return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
-				Message: "memgate cannot check that the " + stateNoun(s.Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
-		}
-		if !bound {
+	if len(states) == 0 {
+		return nil
+	}
+	var bound []bool
+	err := errors.New("no provider state store")
+	if p.deps.States != nil {
+		bound, err = p.deps.States.BoundStates(ctx, id.Tenant, id.User, states, time.Now())
+	}
+	if err == nil && len(bound) != len(states) {
+		err = fmt.Errorf("the store answered %d of %d provider states", len(bound), len(states))
+	}
+	if err != nil {
+		p.m.states.WithLabelValues(stateUnverified).Inc()
+		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(states[0].Kind)), slog.String("error", err.Error()))
+		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
+			Message: "memgate cannot check that the " + stateNoun(states[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
+	}
+	for i, ok := range bound {
+		if !ok {
 			p.m.states.WithLabelValues(stateRefused).Inc()
-			return notFound(s)
+			return notFound(states[i])
 		}
 	}
 	return nil

@@ -39,14 +39,18 @@ func (f *fakeStates) BindState(_ context.Context, b memory.StateBinding) error {
 	return nil
 }
 
-func (f *fakeStates) StateBound(_ context.Context, tenant, user string, s memory.ProviderState, _ time.Time) (bool, error) {
+func (f *fakeStates) BoundStates(_ context.Context, tenant, user string, sts []memory.ProviderState, _ time.Time) ([]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if f.err != nil {
-		return false, f.err
+		return nil, f.err
 	}
-	return f.owner[s] == tenant+"/"+user, nil
+	out := make([]bool, len(sts))
+	for i, s := range sts {
+		out[i] = f.owner[s] == tenant+"/"+user
+	}
+	return out, nil
 }
 
 func (f *fakeStates) Calls() int {

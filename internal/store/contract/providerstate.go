@@ -22,3 +22,35 @@ const ExpiredStates = 64
 func StateDigest(s memory.ProviderState) []byte {
 	return tombstone(stateTag, string(s.Kind), s.ID)
 }
+
+// StateLookup is the lookup of which of a list of states are bound: the
+// distinct digests to ask the store for, and where each answer goes.
+type StateLookup struct {
+	// Digests are the states' distinct digests.
+	Digests [][]byte
+	at      map[string][]int // digest → the states' indexes
+	bound   []bool
+}
+
+// NewStateLookup returns the lookup of sts, none of them bound yet.
+func NewStateLookup(sts []memory.ProviderState) *StateLookup {
+	l := &StateLookup{at: make(map[string][]int, len(sts)), bound: make([]bool, len(sts))}
+	for i, st := range sts {
+		d := StateDigest(st)
+		if _, seen := l.at[string(d)]; !seen {
+			l.Digests = append(l.Digests, d)
+		}
+		l.at[string(d)] = append(l.at[string(d)], i)
+	}
+	return l
+}
+
+// Found marks the states of digest d bound.
+func (l *StateLookup) Found(d []byte) {
+	for _, i := range l.at[string(d)] {
+		l.bound[i] = true
+	}
+}
+
+// Bound is, for each state, whether it was found.
+func (l *StateLookup) Bound() []bool { return l.bound }

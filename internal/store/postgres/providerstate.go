@@ -43,13 +43,21 @@ func (s *Store) BindState(ctx context.Context, b memory.StateBinding) error {
 	return nil
 }
 
-// StateBound reports whether provider state st is bound to tenant's user
-// and has not lapsed by now (storetest.RunStates).
-func (s *Store) StateBound(ctx context.Context, tenant, user string, st memory.ProviderState, now time.Time) (bool, error) {
-	var bound bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM provider_states WHERE digest = $1 AND owner = $2 AND expires_at > $3)`,
-		contract.StateDigest(st), contract.UserTombstone(tenant, user), now).Scan(&bound); err != nil {
-		return false, fmt.Errorf("postgres: provider state bound: %w", unavailable(err))
+// BoundStates reports, for each of sts, whether it is bound to tenant's
+// user and has not lapsed by now (storetest.RunStates), in one query.
+func (s *Store) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
+	l := contract.NewStateLookup(sts)
+	rows, err := s.pool.Query(ctx, `SELECT digest FROM provider_states WHERE owner = $1 AND expires_at > $2 AND digest = ANY($3)`,
+		contract.UserTombstone(tenant, user), now, l.Digests)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: provider states bound: %w", unavailable(err))
 	}
-	return bound, nil
+	found, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: provider states bound: %w", unavailable(err))
+	}
+	for _, d := range found {
+		l.Found(d)
+	}
+	return l.Bound(), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -41,13 +43,30 @@ func (s *Store) BindState(ctx context.Context, b memory.StateBinding) error {
 	return nil
 }
 
-// StateBound reports whether provider state st is bound to tenant's user
-// and has not lapsed by now (storetest.RunStates).
-func (s *Store) StateBound(ctx context.Context, tenant, user string, st memory.ProviderState, now time.Time) (bool, error) {
-	var bound bool
-	if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM provider_states WHERE digest = ?1 AND owner = ?2 AND expires_at > ?3)`,
-		contract.StateDigest(st), contract.UserTombstone(tenant, user), nanos(now)).Scan(&bound); err != nil {
-		return false, fmt.Errorf("provider state bound: %w", err)
+// stateChunk bounds the digests one lookup query names.
+const stateChunk = 256
+
+// BoundStates reports, for each of sts, whether it is bound to tenant's
+// user and has not lapsed by now (storetest.RunStates): one query per
+// stateChunk distinct states.
+func (s *Store) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
+	l := contract.NewStateLookup(sts)
+	owner := contract.UserTombstone(tenant, user)
+	for ds := range slices.Chunk(l.Digests, stateChunk) {
+		args := []any{owner, nanos(now)}
+		for _, d := range ds {
+			args = append(args, d)
+		}
+		found, err := queryAll(ctx, s.read, func(r rowScanner) ([]byte, error) {
+			var d []byte
+			return d, r.Scan(&d)
+		}, `SELECT digest FROM provider_states WHERE owner = ? AND expires_at > ? AND digest IN (?`+strings.Repeat(", ?", len(ds)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("provider states bound: %w", err)
+		}
+		for _, d := range found {
+			l.Found(d)
+		}
 	}
-	return bound, nil
+	return l.Bound(), nil
 }

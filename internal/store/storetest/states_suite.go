@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,9 +19,9 @@ type StateStore interface {
 	// memory.ErrErased, a binding whose user was erased at or after b.At,
 	// and removes bindings lapsed by b.At.
 	BindState(ctx context.Context, b memory.StateBinding) error
-	// StateBound reports whether st is bound to tenant's user and has not
-	// lapsed by now.
-	StateBound(ctx context.Context, tenant, user string, st memory.ProviderState, now time.Time) (bool, error)
+	// BoundStates reports, for each of sts, whether it is bound to
+	// tenant's user and has not lapsed by now.
+	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 	DeleteUser(ctx context.Context, tenant, user string) error
 }
 
@@ -33,6 +35,7 @@ func RunStates(t *testing.T, open func(t *testing.T) StateStore) {
 	}{
 		{"OwnerOnly", testStateOwnerOnly},
 		{"SeveralAtOnce", testStateSeveral},
+		{"ManyLookedUpAtOnce", testStateMany},
 		{"FirstOwnerKeepsIt", testStateFirstOwner},
 		{"Lapses", testStateLapses},
 		{"LapsedRowsRemoved", testStateLapsedRemoved},
@@ -57,15 +60,15 @@ func mustBind(t *testing.T, s StateStore, tenant, user string, st memory.Provide
 	}
 }
 
-// wantBound checks StateBound(tenant, user, st, now).
+// wantBound checks BoundStates(tenant, user, [st], now).
 func wantBound(t *testing.T, s StateStore, tenant, user string, st memory.ProviderState, now time.Time, want bool) {
 	t.Helper()
-	got, err := s.StateBound(testCtx(t), tenant, user, st, now)
+	got, err := s.BoundStates(testCtx(t), tenant, user, []memory.ProviderState{st}, now)
 	if err != nil {
-		t.Fatalf("StateBound(%s/%s, %v): %v", tenant, user, st, err)
+		t.Fatalf("BoundStates(%s/%s, %v): %v", tenant, user, st, err)
 	}
-	if got != want {
-		t.Errorf("StateBound(%s/%s, %v) at %v = %v, want %v", tenant, user, st, now.Format(time.RFC3339), got, want)
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("BoundStates(%s/%s, %v) at %v = %v, want [%v]", tenant, user, st, now.Format(time.RFC3339), got, want)
 	}
 }
 
@@ -96,6 +99,38 @@ func testStateSeveral(t *testing.T, s StateStore) {
 	for _, st := range []memory.ProviderState{respA, item} {
 		wantBound(t, s, "acme", "ana", st, now, true)
 		wantBound(t, s, "acme", "bob", st, now, false)
+	}
+}
+
+// testStateMany: a lookup of many states, some repeated, some another
+// owner's, some never bound, answers each in its place.
+func testStateMany(t *testing.T, s StateStore) {
+	now := time.Now()
+	var mine, theirs, sts []memory.ProviderState
+	var want []bool
+	for i := range 700 {
+		st := memory.ProviderState{Kind: memory.StateItem, ID: fmt.Sprintf("msg_%d", i)}
+		switch i % 3 {
+		case 0:
+			mine = append(mine, st)
+		case 1:
+			theirs = append(theirs, st)
+		}
+		sts = append(sts, st)
+		want = append(want, i%3 == 0)
+	}
+	mustBind(t, s, "acme", "ana", mine[0], now, time.Hour, mine[1:]...)
+	mustBind(t, s, "acme", "bob", theirs[0], now, time.Hour, theirs[1:]...)
+	sts, want = append(sts, sts[0], sts[1]), append(want, true, false)
+	got, err := s.BoundStates(testCtx(t), "acme", "ana", sts, now)
+	if err != nil {
+		t.Fatalf("BoundStates: %v", err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("BoundStates of %d states = %v, want %v", len(sts), got, want)
+	}
+	if got, err := s.BoundStates(testCtx(t), "acme", "ana", nil, now); err != nil || len(got) != 0 {
+		t.Errorf("BoundStates of none = %v, %v", got, err)
 	}
 }
 
