@@ -44,7 +44,7 @@ const bindTimeout = 5 * time.Second
 // operator's key on behalf of every tenant: gateway keys are configured
 // (the client's Authorization is its gateway key) and a's upstream key
 // replaces the client's credentials.
-func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.key != "" }
+func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.shared() }
 
 // checkStates returns the error answering a request of id that names a
 // provider state not bound to id's tenant and user — notFound's, the
