@@ -183,7 +183,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		}
 		mreq.At = at
 		f := &forward{x: x, api: a, memory: true, tenant: id.Tenant, model: req.Model}
-		if shared && a.name == dialect.Responses {
+		if shared && a.name == dialect.Responses && !req.Stateless {
 			f.bind = &stateBind{p: p, x: x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: received}
 		}
 		out := raw

@@ -193,3 +193,18 @@ func TestStatesBoundFromReply(t *testing.T) {
 		})
 	}
 }
+
+// TestStatesStoreFalseBindsNothing: a response the provider is asked not
+// to keep (store: false) is bound to nobody: no later request can name it.
+func TestStatesStoreFalseBindsNothing(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	states := newFakeStates()
+	g := sharedGateway(t, up, states)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"hi","store":false}`, h); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if n := states.Calls(); n != 0 {
+		t.Errorf("the state store was called %d times: %v", n, states.owner)
+	}
+}

@@ -32,6 +32,10 @@ type Request struct {
 	// ConversationID is its id ("" when neither form holds a string).
 	InConversation bool
 	ConversationID string
+	// NoStore is true when the body asks the provider to keep nothing
+	// (store: false): no later request can name the response or its
+	// items.
+	NoStore bool
 	// NoTools is true when the body declares no tools (tools is not a
 	// non-empty array; memory.Request.NoTools).
 	NoTools bool
@@ -81,6 +85,12 @@ func ParseRequest(b []byte) (*Request, error) {
 			if err := json.Unmarshal(obj.Get(m.key), m.v); err != nil {
 				return nil, body.Invalid(m.key, "%s", m.msg)
 			}
+		}
+	}
+	if obj.Has("store") {
+		var store *bool // null: the default, stored
+		if json.Unmarshal(obj.Get("store"), &store) == nil && store != nil {
+			r.NoStore = !*store
 		}
 	}
 	if obj.Has("safety_identifier") {

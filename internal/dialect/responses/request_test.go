@@ -241,3 +241,22 @@ func TestStates(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStore: store false asks the provider to keep nothing; true, null
+// or absent keep the response.
+func TestNoStore(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"model":"m","input":"hi","store":false}`: true,
+		`{"model":"m","input":"hi","store":true}`:  false,
+		`{"model":"m","input":"hi","store":null}`:  false,
+		`{"model":"m","input":"hi"}`:               false,
+	} {
+		r, err := ParseRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if r.NoStore != want {
+			t.Errorf("%s: NoStore = %v, want %v", body, r.NoStore, want)
+		}
+	}
+}
