@@ -19,9 +19,9 @@ import (
 
 // Provider state per tenant. With gateway keys and an upstream key that
 // replaces the client's, every tenant reaches the provider as the
-// operator: a stored response or a conversation one tenant's user created
-// is, to the provider, the operator's, and any request naming its id gets
-// its history. The proxy therefore records, from the upstream's reply,
+// operator: a stored response, its output items or a conversation one
+// tenant's user created are, to the provider, the operator's, and any
+// request naming their ids gets their content. The proxy therefore records, from the upstream's reply,
 // whose each such state is (StateBinder), and answers a request naming a
 // state not recorded for its tenant and user as the provider answers an
 // unknown id, without calling upstream. When it cannot tell (the store is
@@ -30,7 +30,7 @@ import (
 // StateBinder records and checks whose each provider state is
 // (implemented by internal/engine over the memory store).
 type StateBinder interface {
-	// BindState records that b.State belongs to b.Tenant's b.User.
+	// BindState records that b.States belong to b.Tenant's b.User.
 	BindState(ctx context.Context, b memory.StateBinding) error
 	// BoundStates reports, for each of sts, whether it is bound to
 	// tenant's user and has not lapsed by now.
