@@ -11,3 +11,5 @@ var _ storetest.StateStore = (*Store)(nil)
 func TestStateContract(t *testing.T) {
 	storetest.RunStates(t, func(t *testing.T) storetest.StateStore { return mustOpen(t) })
 }
+
+func BenchmarkStates(b *testing.B) { storetest.BenchStates(b, mustOpen(b)) }

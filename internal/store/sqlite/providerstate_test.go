@@ -15,3 +15,8 @@ func TestStateContract(t *testing.T) {
 		return s
 	})
 }
+
+func BenchmarkStates(b *testing.B) {
+	s, _ := mustTempStore(b)
+	storetest.BenchStates(b, s)
+}

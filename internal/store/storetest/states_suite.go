@@ -193,3 +193,29 @@ func testStateErasedRefused(t *testing.T, s StateStore) {
 	mustBind(t, s, "acme", "ana", respB, after, time.Hour)
 	wantBound(t, s, "acme", "ana", respB, after, true)
 }
+
+// BenchStates measures what the provider state binding adds to a
+// Responses request under a shared key: binding a response and two items,
+// and looking up three states, on s.
+func BenchStates(b *testing.B, s StateStore) {
+	ctx := context.Background()
+	now := time.Now()
+	sts := func(i int) []memory.ProviderState {
+		return []memory.ProviderState{{Kind: memory.StateResponse, ID: fmt.Sprintf("resp_%d", i)},
+			{Kind: memory.StateItem, ID: fmt.Sprintf("msg_%d", i)}, {Kind: memory.StateItem, ID: fmt.Sprintf("rs_%d", i)}}
+	}
+	b.Run("Bind", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if err := s.BindState(ctx, memory.StateBinding{Tenant: "acme", User: "ana", States: sts(i), At: now, Expires: now.Add(time.Hour)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Lookup", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := s.BoundStates(ctx, "acme", "ana", sts(i%1000), now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
