@@ -93,7 +93,10 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		CacheBreakpoints: cfg.Memory.CacheBreakpoints,
 		// Requests resending more history than the Capturer stores say so.
 		MaxHistory: cfg.Capture.MaxHistoryMessages,
-	}, proxy.Deps{Resolver: resolver, Preparer: tr.Preparer(rec.Wrap(eng)), Capturer: tr.Capturer(eng), Router: eng,
+		// With gateway keys and a shared upstream key, stored responses
+		// and conversations stay their creator's this long.
+		StateRetention: sec.ProviderStateRetention.D(),
+	}, proxy.Deps{Resolver: resolver, Preparer: tr.Preparer(rec.Wrap(eng)), Capturer: tr.Capturer(eng), Router: eng, States: eng,
 		Browser: chatGuard, Limiter: limiter, Cache: rec}, logger, reg)
 	if err != nil {
 		return nil, err

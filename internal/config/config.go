@@ -82,6 +82,14 @@ type Security struct {
 	// configured, since it would act with the operator's provider key on
 	// data every tenant shares (stored completions, files, batches).
 	Passthrough []string `yaml:"passthrough"`
+	// ProviderStateRetention is how long a provider state a tenant's user
+	// created (a stored response, a conversation of the Conversations
+	// API) stays theirs to name again, when gateway keys are configured
+	// and upstream.api_key replaces the client's key: memgate records
+	// whose each one is and refuses it to every other tenant and user.
+	// Providers keep stored responses about 30 days; past the retention
+	// the state reads as unknown.
+	ProviderStateRetention Duration `yaml:"provider_state_retention"`
 	// FailedAuthBurst is how many refused keys or logins a client (an IP
 	// address, an IPv6 /64) may make before it must wait; 0 disables the
 	// limit.
@@ -104,6 +112,10 @@ var DefaultPassthrough = []string{
 	"GET /v1/models/*",
 	"POST /v1/messages/count_tokens",
 }
+
+// DefaultProviderStateRetention is security.provider_state_retention's
+// default: the 30 days providers keep a stored response.
+const DefaultProviderStateRetention = 30 * 24 * time.Hour
 
 // DefaultListen and DefaultListenKeyed are where the gateway listens when
 // no listen address is configured: loopback only, unless gateway keys
@@ -552,11 +564,12 @@ func Default() Config {
 			Timeout:          Duration(30 * time.Second),
 		},
 		Security: Security{
-			Passthrough:      append([]string(nil), DefaultPassthrough...),
-			FailedAuthBurst:  20,
-			FailedAuthRefill: Duration(3 * time.Second),
-			SessionIdle:      Duration(8 * time.Hour),
-			SessionMaxAge:    Duration(12 * time.Hour),
+			Passthrough:            append([]string(nil), DefaultPassthrough...),
+			ProviderStateRetention: Duration(DefaultProviderStateRetention),
+			FailedAuthBurst:        20,
+			FailedAuthRefill:       Duration(3 * time.Second),
+			SessionIdle:            Duration(8 * time.Hour),
+			SessionMaxAge:          Duration(12 * time.Hour),
 		},
 		Recall: Recall{
 			Enabled:           true,
@@ -847,6 +860,9 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/ ") {
 			bad(fmt.Sprintf("security.allowed_hosts[%d]", i), "%q is not a host name", h)
 		}
+	}
+	if sec.ProviderStateRetention <= 0 {
+		bad("security.provider_state_retention", "must be positive")
 	}
 	if sec.FailedAuthBurst < 0 {
 		bad("security.failed_auth_burst", "must not be negative")

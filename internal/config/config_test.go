@@ -291,6 +291,7 @@ func TestValidateSecurity(t *testing.T) {
 		{"negative burst", func(s *Security) { s.FailedAuthBurst = -1 }, "security.failed_auth_burst"},
 		{"limit off", func(s *Security) { s.FailedAuthBurst, s.FailedAuthRefill = 0, 0 }, ""},
 		{"no max age", func(s *Security) { s.SessionMaxAge = 0 }, "security.session_max_age"},
+		{"no provider state retention", func(s *Security) { s.ProviderStateRetention = 0 }, "security.provider_state_retention"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -67,6 +67,13 @@ type Request struct {
 	// (previous_response_id, or a conversation of the Conversations API):
 	// memory is injected, stored turns are not.
 	NoRecent bool
+	// States are the provider states the request names (Responses API:
+	// previous_response_id, conversation), which the provider resolves
+	// with the key the request goes upstream with.
+	States []memory.ProviderState
+	// Stateless is true when the provider keeps nothing the reply creates
+	// (Responses store: false), so no later request can name it.
+	Stateless bool
 	// NoTools is true when the body declares no tools
 	// (memory.Request.NoTools).
 	NoTools bool
@@ -102,7 +109,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.ProviderHistory(), NoTools: r.NoTools, render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.ProviderHistory(), States: r.States(), Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {

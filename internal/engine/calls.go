@@ -296,3 +296,17 @@ func (e *Engine) SearchIn(ctx context.Context, tenant, user, conversation, query
 		return c.Recall.SearchIn(ctx, tenant, user, conversation, query, topK)
 	})
 }
+
+// BindState records that a provider state belongs to a tenant's user
+// (memory.StateBinding); ErrNotConnected while the store is down.
+func (e *Engine) BindState(ctx context.Context, b memory.StateBinding) error {
+	_, err := with(e, func(c *Core) (none, error) { return none{}, c.Store.BindState(ctx, b) })
+	return err
+}
+
+// BoundStates reports, for each provider state, whether it is bound to
+// tenant's user and has not lapsed by now; ErrNotConnected while the
+// store is down.
+func (e *Engine) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
+	return with(e, func(c *Core) ([]bool, error) { return c.Store.BoundStates(ctx, tenant, user, sts, now) })
+}

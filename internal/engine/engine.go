@@ -44,7 +44,7 @@ const (
 
 // Store is what the engine serves of the memory store besides the core's
 // own reads and writes: the management API's and the inspector's reads,
-// erasure, and the savings counters.
+// erasure, the savings counters, and whose each provider state is.
 type Store interface {
 	Ping(ctx context.Context) error
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
@@ -60,6 +60,10 @@ type Store interface {
 	SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error
 	Savings(ctx context.Context, tenant string, since time.Time) ([]memory.SavingsBucket, error)
 	AddSavings(ctx context.Context, bs []memory.SavingsBucket) error
+	// BindState and BoundStates record and check whose each provider
+	// state is (memory.StateBinding; storetest.RunStates).
+	BindState(ctx context.Context, b memory.StateBinding) error
+	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 }
 
 // Core is one opened memory core: the store and the parts wired over it.

@@ -36,6 +36,9 @@ type forward struct {
 	start         time.Time
 	// capture is the pending capture of a memory-on exchange, or nil.
 	capture *exchangeCapture
+	// bind binds the provider state a 2xx reply creates to the request's
+	// tenant and user, or is nil.
+	bind *stateBind
 	// bodyFailed is set when reading the client's streamed request body
 	// failed (malformed chunking, a client gone mid-upload): the upstream
 	// call failed for the client's sake, not the upstream's. The
@@ -151,7 +154,8 @@ func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 // modifyResponse renames the upstream's X-Request-Id (the gateway's own id
 // stays), times the upstream body, scrubs the operator's account out of
 // the answer to a request that carried the operator's key, and attaches
-// the capture of a memory-on exchange.
+// the binding of the provider state the reply creates and the capture of
+// a memory-on exchange.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if v, ok := resp.Header["X-Request-Id"]; ok {
 		delete(resp.Header, "X-Request-Id")
@@ -164,6 +168,14 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
 	if f.api != nil && f.api.up.shared() {
 		if err := p.scrub(resp, f.api, f.x.ID()); err != nil {
+			return err
+		}
+	}
+	if f.bind != nil && resp.StatusCode/100 == 2 {
+		// Over the scrubbed body, under the capture's tee: the state is
+		// bound as the client sees it, before the client, or the
+		// capture, reads the reply that names it.
+		if err := f.bind.attach(resp.Request.Context(), resp); err != nil {
 			return err
 		}
 	}

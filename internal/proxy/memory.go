@@ -157,6 +157,14 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
+		// With the operator's key, the provider would hand any tenant the
+		// history of a state another created: only the caller's own go.
+		shared := p.sharedKey(a)
+		if shared {
+			if aerr := p.checkStates(r.Context(), id, req.States, unknownState); aerr != nil {
+				return fail(aerr)
+			}
+		}
 		// What the exchange stores: read by the key check and capture when
 		// the request stores, and by routing (its Head) when the request
 		// names no conversation, in any mode that reads or writes memory.
@@ -175,6 +183,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		}
 		mreq.At = at
 		f := &forward{x: x, api: a, memory: true, tenant: id.Tenant, model: req.Model}
+		if shared && a.name == dialect.Responses && !req.Stateless {
+			f.bind = &stateBind{p: p, x: x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: received}
+		}
 		out := raw
 		// A Responses request may hold nothing memory can read (only item
 		// references, continuing a stored response).

@@ -20,6 +20,8 @@ type metrics struct {
 	// request's prefix; providerCached those the provider read from its
 	// cache.
 	prefixRepeated, providerCached prometheus.Counter
+	// states counts the provider state checks and bindings by outcome.
+	states *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -48,6 +50,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		providerCached: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_provider_cached_tokens_total", Help: "Prompt tokens of captured memory-on exchanges that the provider reported reading from its prompt cache (usage.prompt_tokens_details.cached_tokens, input_tokens_details.cached_tokens, cache_read_input_tokens).",
 		}),
+		states: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_provider_states_total", Help: "With gateway keys and a shared upstream key: provider states (stored responses, conversations) bound to the tenant's user whose request created them (bound), not bound (bind_failed: its owner cannot name it again), and requests refused for naming one not bound to their tenant and user (refused) or that the store could not check (unverifiable).",
+		}, []string{"outcome"}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5},
@@ -58,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture} {
 		m.degraded.WithLabelValues(part)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached} {
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,11 @@ type Options struct {
 	// and hands the cut to routing and capture; a request resending more
 	// is answered with X-Memory-Degraded naming memory.DegradedCapture.
 	MaxHistory int
+	// StateRetention is how long a provider state (a stored response, a
+	// conversation) stays bound to the tenant's user that created it, when
+	// every tenant reaches the provider with the operator's key; past it,
+	// a request naming it is answered as naming an unknown one.
+	StateRetention time.Duration
 }
 
 // Upstream is the API forwarded to: where, with which key, and how

@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
 
@@ -24,27 +26,58 @@ import (
 func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		var tenant string
+		f := &forward{x: server.ExchangeOf(r.Context()), api: a}
 		if p.requireKey() {
 			id, _, aerr := p.identify(r, "")
 			if aerr != nil {
 				a.writeError(c.Response(), aerr)
 				return nil
 			}
-			tenant = id.Tenant
+			f.tenant = id.Tenant
 			if !p.allowedRoute(r) {
 				a.writeError(c.Response(), &apierr.Error{Status: http.StatusForbidden, Type: apierr.TypePermission, Code: "route_not_allowed",
 					Message: "This gateway does not forward " + r.Method + " " + r.URL.Path + ": provider routes beyond chat, messages, responses, embeddings and models reach data every tenant shares; the operator may allow it in security.passthrough."})
 				return nil
 			}
+			if p.sharedKey(a) {
+				// A state created here is its creator's; one named in
+				// the path must be the caller's.
+				if s, ok := pathState(r.URL.Path); ok {
+					if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, unknownPathState); aerr != nil {
+						a.writeError(c.Response(), aerr)
+						return nil
+					}
+				}
+				if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
+					f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
+				}
+			}
 		}
-		f := &forward{x: server.ExchangeOf(r.Context()), api: a, tenant: tenant}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = clientBody{ReadCloser: r.Body, f: f}
 		}
 		p.rp.ServeHTTP(newFinalWriter(c.Response()), withForward(r, f))
 		return nil
 	}
+}
+
+// conversationsPath creates a conversation of the Conversations API.
+const conversationsPath = "/v1/conversations"
+
+// pathState is the provider state a passthrough path names: the
+// conversation of /v1/conversations/{id}[/…], the stored response of
+// /v1/responses/{id}[/…].
+func pathState(pth string) (memory.ProviderState, bool) {
+	for _, k := range []struct {
+		prefix string
+		kind   memory.StateKind
+	}{{conversationsPath + "/", memory.StateConversation}, {"/v1/responses/", memory.StateResponse}} {
+		if rest, ok := strings.CutPrefix(pth, k.prefix); ok {
+			id, _, _ := strings.Cut(rest, "/")
+			return memory.ProviderState{Kind: k.kind, ID: id}, true
+		}
+	}
+	return memory.ProviderState{}, false
 }
 
 // routeRule is one allow-listed passthrough route.

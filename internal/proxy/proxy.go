@@ -46,6 +46,12 @@ type Deps struct {
 	// nil limits nothing.
 	Limiter *server.FailureLimiter
 
+	// States records whose each provider state (a stored response, a
+	// conversation) is, when gateway keys are configured and the upstream
+	// key replaces the client's; nil then refuses every request naming one
+	// (503) and binds nothing.
+	States StateBinder
+
 	// Cache, when set, counts per tenant the prompt tokens that repeat the
 	// previous request's prefix and those the provider reported reading
 	// from its cache.

@@ -68,6 +68,33 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 	return "", nil
 }
 
+// conversations answers POST /v1/conversations: a new, empty conversation.
+func (u *Upstream) conversations(w http.ResponseWriter, r *http.Request, _ []byte) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		openAIError(w, http.StatusUnauthorized, "invalid_request_error", "", "You didn't provide an API key.")
+		return
+	}
+	id := fmt.Sprintf("conv_fake%04d", u.next())
+	u.mu.Lock()
+	u.convs[id] = true
+	u.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "conversation", "created_at": time.Now().Unix(), "metadata": map[string]any{}})
+}
+
+// conversationOf is the id a Responses body's conversation gives: the
+// string or the object's id.
+func conversationOf(c json.RawMessage) string {
+	var id string
+	if json.Unmarshal(c, &id) == nil {
+		return id
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(c, &obj)
+	return obj.ID
+}
+
 // responsesAPI answers POST /v1/responses.
 func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []byte) {
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
@@ -81,6 +108,7 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 		Instructions json.RawMessage   `json:"instructions"`
 		Tools        []json.RawMessage `json:"tools"`
 		Previous     string            `json:"previous_response_id"`
+		Conversation json.RawMessage   `json:"conversation"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.Model == "" {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "model", "A model and a JSON body are required.")
@@ -93,6 +121,16 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 	} else if err := json.Unmarshal(req.Input, &items); err != nil {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "input", "Invalid input: "+err.Error())
 		return
+	}
+	if conv := req.Conversation; len(conv) > 0 && string(conv) != "null" {
+		id := conversationOf(conv)
+		u.mu.Lock()
+		ok := u.convs[id]
+		u.mu.Unlock()
+		if !ok {
+			openAIError(w, http.StatusNotFound, "invalid_request_error", "conversation", fmt.Sprintf("Conversation with id '%s' not found.", id))
+			return
+		}
 	}
 	if param, err := u.validateResponses(items, req.Previous); err != nil {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", param, err.Error())

@@ -24,7 +24,8 @@ type Recorded struct {
 }
 
 // Upstream is a fake provider: POST /v1/messages answers like Anthropic,
-// POST /v1/responses like OpenAI. A request that offers tools and carries no
+// POST /v1/responses like OpenAI, and POST /v1/conversations creates a
+// conversation of the Conversations API that a response may name. A request that offers tools and carries no
 // tool result gets a tool call (get the weather in Porto); any other gets a
 // text answer that quotes the latest tool result or user text. Requests that
 // break the provider's rules (see validateMessages, validateResponses) get
@@ -34,16 +35,18 @@ type Upstream struct {
 	mu        sync.Mutex
 	requests  []Recorded
 	responses map[string]bool // response ids given out, for previous_response_id
+	convs     map[string]bool // conversation ids given out, for conversation
 	n         int
 }
 
 // NewUpstream starts an Upstream, closed when the test ends.
 func NewUpstream(tb testing.TB) *Upstream {
 	tb.Helper()
-	u := &Upstream{responses: map[string]bool{}}
+	u := &Upstream{responses: map[string]bool{}, convs: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", u.record(u.messages))
 	mux.HandleFunc("POST /v1/responses", u.record(u.responsesAPI))
+	mux.HandleFunc("POST /v1/conversations", u.record(u.conversations))
 	u.Server = httptest.NewServer(mux)
 	tb.Cleanup(u.Close)
 	return u

@@ -28,8 +28,14 @@ type Request struct {
 	SafetyIdentifier   string
 	PreviousResponseID string
 	// InConversation is true when the body names a conversation of the
-	// Conversations API (conversation: an id or {"id": …}).
+	// Conversations API (conversation: an id or {"id": …}), and
+	// ConversationID is its id ("" when neither form holds a string).
 	InConversation bool
+	ConversationID string
+	// NoStore is true when the body asks the provider to keep nothing
+	// (store: false): no later request can name the response or its
+	// items.
+	NoStore bool
 	// NoTools is true when the body declares no tools (tools is not a
 	// non-empty array; memory.Request.NoTools).
 	NoTools bool
@@ -43,6 +49,7 @@ type Request struct {
 	input        json.RawMessage   // the input member as sent
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
+	itemRefs     []string        // ids of the input items the provider reads by id (item.byID)
 	system       map[string]bool // Messages that are the client's own system messages
 }
 
@@ -80,6 +87,12 @@ func ParseRequest(b []byte) (*Request, error) {
 			}
 		}
 	}
+	if obj.Has("store") {
+		var store *bool // null: the default, stored
+		if json.Unmarshal(obj.Get("store"), &store) == nil && store != nil {
+			r.NoStore = !*store
+		}
+	}
 	if obj.Has("safety_identifier") {
 		json.Unmarshal(obj.Get("safety_identifier"), &r.SafetyIdentifier) // the upstream's to check
 	}
@@ -88,6 +101,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	}
 	if c := obj.Get("conversation"); obj.Has("conversation") && string(c) != "null" {
 		r.InConversation = true
+		r.ConversationID = conversationID(c)
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
 	if err := r.readInstructions(); err != nil {
@@ -106,6 +120,41 @@ func ParseRequest(b []byte) (*Request, error) {
 // the input for good. Memory then sends no stored turns, and what it
 // recalls goes in the instructions, which the provider does not keep.
 func (r *Request) ProviderHistory() bool { return r.PreviousResponseID != "" || r.InConversation }
+
+// States are the provider states the request names: the stored response
+// it continues, the conversation it is in, and the stored items its input
+// names by id alone (item references, reasoning items without their
+// encrypted content), each with the id it gives ("" when the member
+// holds none: an id no owner has).
+func (r *Request) States() []memory.ProviderState {
+	var out []memory.ProviderState
+	if r.PreviousResponseID != "" {
+		out = append(out, memory.ProviderState{Kind: memory.StateResponse, ID: r.PreviousResponseID})
+	}
+	if r.InConversation {
+		out = append(out, memory.ProviderState{Kind: memory.StateConversation, ID: r.ConversationID})
+	}
+	for _, id := range r.itemRefs {
+		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+	}
+	return out
+}
+
+// conversationID is the id a conversation member gives: the string, or
+// the object's id; "" for anything else (the provider's to refuse).
+func conversationID(c json.RawMessage) string {
+	var id string
+	if json.Unmarshal(c, &id) == nil {
+		return id
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(c, &obj) == nil {
+		return obj.ID
+	}
+	return ""
+}
 
 // readInstructions reads instructions: a string, or (newer API versions) an
 // array of message items, whose text becomes one system message.
@@ -172,6 +221,9 @@ func (r *Request) readInput() error {
 		}
 		if items[i].kind() == "" {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
+		}
+		if items[i].byID() {
+			r.itemRefs = append(r.itemRefs, items[i].ID)
 		}
 	}
 	msgs, origins, err := toChat(items)

@@ -204,3 +204,59 @@ func jsonEqualBytes(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// TestStates: the provider states a request names — the response it
+// continues, the conversation it is in, by id or by object, the items it
+// names by id alone — with the id each gives; a member holding no id
+// names one with none. An item carrying its content is no reference.
+func TestStates(t *testing.T) {
+	resp := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateResponse, ID: id} }
+	conv := func(id string) memory.ProviderState {
+		return memory.ProviderState{Kind: memory.StateConversation, ID: id}
+	}
+	item := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateItem, ID: id} }
+	for _, tt := range []struct {
+		body string
+		want []memory.ProviderState
+	}{
+		{`{"model":"m","input":"hi"}`, nil},
+		{`{"model":"m","input":"hi","conversation":null}`, nil},
+		{`{"model":"m","previous_response_id":"resp_1"}`, []memory.ProviderState{resp("resp_1")}},
+		{`{"model":"m","input":"hi","conversation":"conv_1"}`, []memory.ProviderState{conv("conv_1")}},
+		{`{"model":"m","input":"hi","conversation":{"id":"conv_1"}}`, []memory.ProviderState{conv("conv_1")}},
+		{`{"model":"m","input":"hi","conversation":{"name":"x"}}`, []memory.ProviderState{conv("")}},
+		{`{"model":"m","input":"hi","conversation":42}`, []memory.ProviderState{conv("")}},
+		{`{"model":"m","input":"hi","previous_response_id":"resp_1","conversation":"conv_1"}`, []memory.ProviderState{resp("resp_1"), conv("conv_1")}},
+		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"},{"role":"user","content":"hi"}]}`, []memory.ProviderState{item("msg_1")}},
+		{`{"model":"m","input":[{"type":"item_reference"},{"type":"reasoning","id":"rs_1","summary":[]},` +
+			`{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAA"},{"type":"message","id":"msg_2","role":"assistant","content":"ok"},` +
+			`{"role":"user","content":"hi"}]}`, []memory.ProviderState{item(""), item("rs_1")}},
+	} {
+		r, err := ParseRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.body, err)
+		}
+		if got := r.States(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: States() = %v, want %v", tt.body, got, tt.want)
+		}
+	}
+}
+
+// TestNoStore: store false asks the provider to keep nothing; true, null
+// or absent keep the response.
+func TestNoStore(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"model":"m","input":"hi","store":false}`: true,
+		`{"model":"m","input":"hi","store":true}`:  false,
+		`{"model":"m","input":"hi","store":null}`:  false,
+		`{"model":"m","input":"hi"}`:               false,
+	} {
+		r, err := ParseRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if r.NoStore != want {
+			t.Errorf("%s: NoStore = %v, want %v", body, r.NoStore, want)
+		}
+	}
+}

@@ -142,6 +142,10 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 			tenant, user); err != nil {
 			return fmt.Errorf("delete conversation tombstones: %w", unavailable(err))
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM provider_states WHERE owner = memgate_user_tombstone($1, $2)`,
+			tenant, user); err != nil {
+			return fmt.Errorf("delete provider states: %w", unavailable(err))
+		}
 		if err := countDeleted(ctx, tx, tenant, user, items, messages); err != nil {
 			return err
 		}

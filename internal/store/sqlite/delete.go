@@ -117,6 +117,9 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = ?`, digest); err != nil {
 			return fmt.Errorf("delete conversation tombstones: %w", err)
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM provider_states WHERE owner = ?`, digest); err != nil {
+			return fmt.Errorf("delete provider states: %w", err)
+		}
 		return entomb(ctx, tx, tenant, user, nanos(time.Now()))
 	})
 	if err != nil {

@@ -87,18 +87,19 @@ func TestOpenConfiguresDatabase(t *testing.T) {
 		}
 	}
 	for _, table := range []string{"conversations", "messages", "exchanges", "user_tombstones", "conversation_tombstones", "summaries", "facts",
-		"memory_items", "memory_items_fts", "outbox", "schema_migrations"} {
+		"memory_items", "memory_items_fts", "outbox", "schema_migrations", "provider_states"} {
 		var n int
 		if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = ?`, table).Scan(&n); err != nil || n != 1 {
 			t.Errorf("table %s: found %d (%v), want 1", table, n, err)
 		}
 	}
-	// Every secondary index is led by tenant, but the tombstones', led by
-	// a digest of the tenant and the ids (contract.UserTombstone).
+	// Every secondary index is led by tenant, but the tombstones' and the
+	// provider states', led by a digest of the tenant and the ids
+	// (contract.UserTombstone, contract.StateDigest) or by expiry.
 	rows, err := db.Query(`SELECT il.name, ii.name FROM sqlite_master m
 		JOIN pragma_index_list(m.name) il
 		JOIN pragma_index_info(il.name) ii ON ii.seqno = 0
-		WHERE m.type = 'table' AND m.name NOT IN ('outbox', 'outbox_leases', 'schema_migrations', 'user_tombstones', 'conversation_tombstones')
+		WHERE m.type = 'table' AND m.name NOT IN ('outbox', 'outbox_leases', 'schema_migrations', 'user_tombstones', 'conversation_tombstones', 'provider_states')
 			AND m.name NOT LIKE 'memory_items_fts%'`)
 	if err != nil {
 		t.Fatalf("list indexes: %v", err)

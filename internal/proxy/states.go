@@ -1,0 +1,245 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect/responses"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/server"
+)
+
+// Provider state per tenant. With gateway keys and an upstream key that
+// replaces the client's, every tenant reaches the provider as the
+// operator: a stored response, its output items or a conversation one
+// tenant's user created are, to the provider, the operator's, and any
+// request naming their ids gets their content. The proxy therefore records, from the upstream's reply,
+// whose each such state is (StateBinder), and answers a request naming a
+// state not recorded for its tenant and user as the provider answers an
+// unknown id, without calling upstream. When it cannot tell (the store is
+// down) it refuses: an id it could not check never goes through.
+
+// StateBinder records and checks whose each provider state is
+// (implemented by internal/engine over the memory store).
+type StateBinder interface {
+	// BindState records that b.States belong to b.Tenant's b.User.
+	BindState(ctx context.Context, b memory.StateBinding) error
+	// BoundStates reports, for each of sts, whether it is bound to
+	// tenant's user and has not lapsed by now.
+	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
+}
+
+// bindTimeout bounds one binding's write; a stream's relay waits for it.
+const bindTimeout = 5 * time.Second
+
+// sharedKey reports whether requests of a reach the provider with the
+// operator's key on behalf of every tenant: gateway keys are configured
+// (the client's Authorization is its gateway key) and a's upstream key
+// replaces the client's credentials.
+func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.shared() }
+
+// checkStates returns the error answering a request of id that names a
+// provider state not bound to id's tenant and user — notFound's, the
+// provider's own answer to an id it does not hold — or a 503 when the
+// binding store cannot say; nil when every state is id's.
+func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error) *apierr.Error {
+	if len(states) == 0 {
+		return nil
+	}
+	var bound []bool
+	err := errors.New("no provider state store")
+	if p.deps.States != nil {
+		bound, err = p.deps.States.BoundStates(ctx, id.Tenant, id.User, states, time.Now())
+	}
+	if err == nil && len(bound) != len(states) {
+		err = fmt.Errorf("the store answered %d of %d provider states", len(bound), len(states))
+	}
+	if err != nil {
+		p.m.states.WithLabelValues(stateUnverified).Inc()
+		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(states[0].Kind)), slog.String("error", err.Error()))
+		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
+			Message: "memgate cannot check that the " + stateNoun(states[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
+	}
+	for i, ok := range bound {
+		if !ok {
+			p.m.states.WithLabelValues(stateRefused).Inc()
+			return notFound(states[i])
+		}
+	}
+	return nil
+}
+
+// stateNoun names a provider state's kind in an error message.
+func stateNoun(k memory.StateKind) string {
+	switch k {
+	case memory.StateConversation:
+		return "conversation"
+	case memory.StateItem:
+		return "input item"
+	}
+	return "previous response"
+}
+
+// unknownPathState is the provider's answer to a request whose path names
+// a state it does not hold (GET /v1/responses/{id}, /v1/conversations/{id}/items).
+func unknownPathState(s memory.ProviderState) *apierr.Error {
+	noun := "Response"
+	if s.Kind == memory.StateConversation {
+		noun = "Conversation"
+	}
+	return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest,
+		Message: fmt.Sprintf("%s with id '%s' not found.", noun, s.ID)}
+}
+
+// unknownState is the provider's answer to a request body naming a state
+// it does not hold (previous_response_id, conversation, an input item by
+// id).
+func unknownState(s memory.ProviderState) *apierr.Error {
+	switch s.Kind {
+	case memory.StateItem:
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "input",
+			Message: fmt.Sprintf("Item with id '%s' not found.", s.ID)}
+	case memory.StateConversation:
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "conversation",
+			Message: fmt.Sprintf("Conversation with id '%s' not found.", s.ID)}
+	}
+	return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.TypeInvalidRequest, Param: "previous_response_id",
+		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
+}
+
+// Outcomes of the provider state checks and bindings
+// (memgate_provider_states_total).
+const (
+	stateBound      = "bound"
+	stateBindFailed = "bind_failed"
+	stateRefused    = "refused"
+	stateUnverified = "unverifiable"
+)
+
+// stateBind binds the provider states a reply creates — the response or
+// conversation it answers with, and a response's output items — to the
+// tenant's user whose request it answers.
+type stateBind struct {
+	p    *Proxy
+	x    *server.Exchange
+	kind memory.StateKind
+	// tenant and user own the state; at is when the request arrived.
+	tenant, user string
+	at           time.Time
+	// created is set once the reply's own id was bound (or given up
+	// on); done once its items were too: nothing more is read.
+	created, done bool
+}
+
+// states are the states c names: its own id, of b's kind, and its output
+// items' ids.
+func (b *stateBind) states(c responses.Created) []memory.ProviderState {
+	var out []memory.ProviderState
+	if c.ID != "" {
+		out = append(out, memory.ProviderState{Kind: b.kind, ID: c.ID})
+	}
+	for _, id := range c.Items {
+		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+	}
+	return out
+}
+
+// attach reads the ids of the states resp creates and binds them before
+// the client reads them: a whole JSON reply is read here (up to
+// maxCaptureBytes) and its top-level id and output items' ids bound; an
+// event stream is scanned as it is relayed, and the first event's
+// response id is bound before the read that completes that event
+// returns, the output items' ids before the terminal event's does. A
+// reply too large to read, or that names no id, binds nothing: nobody may
+// continue it.
+func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
+			b.created = true
+			b.done = final
+			if sts := b.states(c); len(sts) > 0 {
+				b.bind(ctx, sts)
+			}
+		})}
+		return nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
+	if err != nil {
+		return fmt.Errorf("read upstream reply: %w", err)
+	}
+	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	if len(buf) > maxCaptureBytes {
+		b.failed(ctx, errCaptureTooLarge)
+		return nil
+	}
+	c, err := responses.CreatedFromJSON(buf)
+	if err != nil {
+		b.failed(ctx, err)
+		return nil
+	}
+	b.created, b.done = true, true
+	b.bind(ctx, b.states(c))
+	return nil
+}
+
+// bind records that sts belong to the request's tenant and user,
+// detached from the client (a hang-up does not undo it).
+func (b *stateBind) bind(ctx context.Context, sts []memory.ProviderState) {
+	if b.p.deps.States == nil {
+		b.failed(ctx, errors.New("no provider state store"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
+	defer cancel()
+	err := b.p.deps.States.BindState(ctx, memory.StateBinding{Tenant: b.tenant, User: b.user,
+		States: sts, At: b.at, Expires: time.Now().Add(b.p.opts.StateRetention)})
+	if err != nil {
+		b.failed(ctx, err)
+		return
+	}
+	b.p.m.states.WithLabelValues(stateBound).Add(float64(len(sts)))
+}
+
+// failed counts and logs states that could not be bound, and stops
+// reading for more: their owner cannot name them again.
+func (b *stateBind) failed(ctx context.Context, err error) {
+	b.created, b.done = true, true
+	b.p.m.states.WithLabelValues(stateBindFailed).Inc()
+	b.p.log.LogAttrs(ctx, slog.LevelWarn, "provider state not bound: its owner cannot name it again",
+		slog.String("request_id", b.x.ID()), slog.String("kind", string(b.kind)), slog.String("error", err.Error()))
+}
+
+// stateBody scans a relayed event stream for the states it creates until
+// they are bound; bytes pass through unchanged.
+type stateBody struct {
+	io.ReadCloser
+	b    *stateBind
+	scan *responses.CreatedStream
+}
+
+func (s *stateBody) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	if n > 0 && !s.b.done {
+		if _, derr := s.scan.Write(p[:n]); derr != nil {
+			s.b.failed(context.Background(), derr)
+		}
+	}
+	return n, err
+}
+
+// Close counts a stream that ended before naming its response.
+func (s *stateBody) Close() error {
+	if !s.b.created {
+		s.b.failed(context.Background(), errors.New("the stream named no response id"))
+	}
+	return s.ReadCloser.Close()
+}

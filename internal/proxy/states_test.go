@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// fakeStates is an in-memory StateBinder; err fails every call.
+type fakeStates struct {
+	mu    sync.Mutex
+	owner map[memory.ProviderState]string // tenant/user
+	calls int
+	err   error
+}
+
+func newFakeStates() *fakeStates { return &fakeStates{owner: map[memory.ProviderState]string{}} }
+
+func (f *fakeStates) BindState(_ context.Context, b memory.StateBinding) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return f.err
+	}
+	for _, st := range b.States {
+		if _, ok := f.owner[st]; !ok {
+			f.owner[st] = b.Tenant + "/" + b.User
+		}
+	}
+	return nil
+}
+
+func (f *fakeStates) BoundStates(_ context.Context, tenant, user string, sts []memory.ProviderState, _ time.Time) ([]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := make([]bool, len(sts))
+	for i, s := range sts {
+		out[i] = f.owner[s] == tenant+"/"+user
+	}
+	return out, nil
+}
+
+func (f *fakeStates) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+var _ StateBinder = (*fakeStates)(nil)
+
+// stateBodies are request bodies naming a provider state: a stored
+// response, a conversation by id and by object.
+var stateBodies = []string{
+	`{"model":"gpt-4.1","previous_response_id":"resp_other","input":"hi"}`,
+	`{"model":"gpt-4.1","conversation":"conv_other","input":"hi"}`,
+	`{"model":"gpt-4.1","conversation":{"id":"conv_other"},"input":"hi"}`,
+}
+
+// TestStatesUnchangedWithoutSharedKey: without gateway keys, or when the
+// client's own provider key goes upstream, a request naming a provider
+// state goes upstream as before and nothing is checked or bound.
+func TestStatesUnchangedWithoutSharedKey(t *testing.T) {
+	key := identity.Key{Hash: identity.HashKey("gw-key"), Tenant: "a"}
+	for _, tt := range []struct {
+		name   string
+		keys   []identity.Key
+		apiKey string
+		auth   string
+	}{
+		{"no gateway keys, upstream key", nil, "sk-operator", "Bearer sk-client"},
+		{"no gateway keys, client's key", nil, "", "Bearer sk-client"},
+		{"gateway keys, no upstream key", []identity.Key{key}, "", "Bearer gw-key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			states := newFakeStates()
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = tt.apiKey },
+				Deps{Resolver: identity.New(tt.keys), States: states})
+			for _, body := range append(stateBodies, `{"model":"gpt-4.1","input":"hi"}`) {
+				before := up.Calls()
+				resp, b := g.post(t, "/v1/responses", body, map[string]string{"Authorization": tt.auth, "X-Memory-User": "bob"})
+				if resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+					t.Errorf("%s: %d %s, upstream calls %d", body, resp.StatusCode, b, up.Calls()-before)
+				}
+			}
+			if n := states.Calls(); n != 0 {
+				t.Errorf("the state store was called %d times", n)
+			}
+		})
+	}
+}
+
+// sharedGateway is a gateway with a gateway key for tenant a and an
+// upstream key for every tenant, over states.
+func sharedGateway(t *testing.T, up *upstreamtest.Server, states StateBinder) *gateway {
+	t.Helper()
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	return mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.StateRetention = time.Hour
+	}, Deps{Resolver: identity.New(keys), States: states})
+}
+
+// TestStatesFailClosed: with a shared upstream key, a request naming a
+// provider state that the store cannot check (it fails, or there is
+// none) is refused with a 503 and never reaches the upstream; a request
+// naming none still goes through, its reply bound when the store can.
+func TestStatesFailClosed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		states StateBinder
+	}{
+		{"store down", &fakeStates{err: errors.New("connection refused")}},
+		{"no store", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			g := sharedGateway(t, up, tt.states)
+			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+			for _, body := range stateBodies {
+				resp, b := g.post(t, "/v1/responses", body, h)
+				typ, code, _ := apiErrorBody(t, b)
+				if resp.StatusCode != http.StatusServiceUnavailable || typ != "server_error" || code != "provider_state_unverifiable" {
+					t.Errorf("%s: %d %s", body, resp.StatusCode, b)
+				}
+			}
+			if up.Calls() != 0 {
+				t.Errorf("the upstream got %d requests", up.Calls())
+			}
+			if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"hi"}`, h); resp.StatusCode != http.StatusOK {
+				t.Errorf("a request naming no state: %d %s", resp.StatusCode, b)
+			}
+			g.waitMetric(t, `memgate_provider_states_total{outcome="unverifiable"} 3`)
+			g.waitMetric(t, `memgate_provider_states_total{outcome="bind_failed"} 1`)
+		})
+	}
+}
+
+// TestStatesBoundFromReply: with a shared upstream key, the id of the
+// upstream's reply — a whole JSON body, or a stream's response events —
+// is bound to the tenant and user of the request, and only they may name
+// it next.
+func TestStatesBoundFromReply(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
+			up := upstreamtest.New(t, nil)
+			states := newFakeStates()
+			g := sharedGateway(t, up, states)
+			body := `{"model":"gpt-4.1","input":"hi"}`
+			// upstreamtest's reply, whole or in ResponsesEvents.
+			want := memory.ProviderState{Kind: memory.StateResponse, ID: "resp_test"}
+			if stream {
+				body = `{"model":"gpt-4.1","input":"hi","stream":true}`
+			}
+			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+			if resp, b := g.post(t, "/v1/responses", body, h); resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			states.mu.Lock()
+			owner := states.owner[want]
+			states.mu.Unlock()
+			if owner != "a/bob" {
+				t.Fatalf("%v bound to %q, want a/bob (bindings %v)", want, owner, states.owner)
+			}
+			if item := (memory.ProviderState{Kind: memory.StateItem, ID: "msg_test"}); !stream && states.owner[item] != "a/bob" {
+				t.Errorf("the reply's output item is not bound to a/bob (bindings %v)", states.owner)
+			}
+			cont := `{"model":"gpt-4.1","previous_response_id":"` + want.ID + `","input":"more"}`
+			if resp, b := g.post(t, "/v1/responses", cont, h); resp.StatusCode != http.StatusOK {
+				t.Errorf("the owner's continuation: %d %s", resp.StatusCode, b)
+			}
+			h["X-Memory-User"] = "eve"
+			before := up.Calls()
+			resp, b := g.post(t, "/v1/responses", cont, h)
+			_, code, param := apiErrorBody(t, b)
+			if resp.StatusCode != http.StatusBadRequest || code != "previous_response_not_found" || param != "previous_response_id" ||
+				!strings.Contains(string(b), "Previous response with id '"+want.ID+"' not found.") || up.Calls() != before {
+				t.Errorf("another user's continuation: %d %s (upstream calls %d)", resp.StatusCode, b, up.Calls()-before)
+			}
+		})
+	}
+}
+
+// TestStatesStoreFalseBindsNothing: a response the provider is asked not
+// to keep (store: false) is bound to nobody: no later request can name it.
+func TestStatesStoreFalseBindsNothing(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	states := newFakeStates()
+	g := sharedGateway(t, up, states)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"hi","store":false}`, h); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if n := states.Calls(); n != 0 {
+		t.Errorf("the state store was called %d times: %v", n, states.owner)
+	}
+}

@@ -1,0 +1,16 @@
+-- provider_states records whose each provider state memgate relayed is
+-- (memory.StateBinding: a stored response, a conversation of the
+-- Conversations API), when every tenant reaches the provider with one
+-- shared key: the state's owner alone may name it again. Its key is a
+-- digest of the state's kind and id (contract.StateDigest), never the id;
+-- owner is the erasure tombstone key of the tenant's user
+-- (contract.UserTombstone), by which the user's erasure deletes its rows;
+-- expires_at (Unix nanoseconds) is when the binding lapses.
+CREATE TABLE provider_states (
+    digest     BLOB    PRIMARY KEY,
+    owner      BLOB    NOT NULL,
+    expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE INDEX provider_states_owner ON provider_states (owner);
+CREATE INDEX provider_states_expires ON provider_states (expires_at);
