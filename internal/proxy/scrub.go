@@ -151,7 +151,8 @@ const maxEventLine = 1 << 20
 // an event stream as it is relayed, and leaves every other event byte for
 // byte (a model's text may well mention an org-… id). An error event is
 // one named error (Anthropic, Responses) or response.failed (Responses),
-// or an unnamed one whose data holds an "error" member (chat completions).
+// or an unnamed one whose data is an error (errorData: a chat completions
+// error, or a typed one from an upstream that names no events).
 // Lines are released whole, as they complete.
 type scrubStream struct {
 	io.ReadCloser
@@ -227,21 +228,29 @@ func (s *scrubStream) scrubLine(line []byte) []byte {
 		s.named, s.fault = true, true
 	case bytes.HasPrefix(l, []byte("event:")):
 		s.named = true
-	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && chatError(l[len("data:"):])):
+	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && errorData(l[len("data:"):])):
 		return s.t.redact(line)
 	}
 	return line
 }
 
-// chatError reports whether a chat completions stream's data is an error
-// ({"error":{…}}): only then does it hold "error" as a JSON string outside
-// a string, where a model's text would escape the quotes.
-func chatError(data []byte) bool {
-	if !bytes.Contains(data, []byte(`"error"`)) {
+// errorData reports whether the data of an event the stream did not name
+// is an error, as the capture's stream readers tell one: a chat completions
+// error ({"error":{…}}), or an event whose type is error (Anthropic, the
+// Responses API) or response.failed, from an upstream that sends no
+// event: lines. Only then does it hold "error" or "response.failed" as a
+// JSON string outside a string, where a model's text would escape the
+// quotes.
+func errorData(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) && !bytes.Contains(data, []byte(`"response.failed"`)) {
 		return false
 	}
 	var e struct {
 		Error json.RawMessage `json:"error"`
+		Type  string          `json:"type"`
 	}
-	return json.Unmarshal(data, &e) == nil && len(e.Error) > 0 && string(e.Error) != "null"
+	if json.Unmarshal(data, &e) != nil {
+		return false
+	}
+	return len(e.Error) > 0 && string(e.Error) != "null" || e.Type == "error" || e.Type == "response.failed"
 }

@@ -335,3 +335,32 @@ func TestSharedKeyUnreadableErrorWithheld(t *testing.T) {
 		})
 	}
 }
+
+// TestScrubStreamUnnamedTypedErrors: an upstream that sends its events
+// without event: lines (an OpenAI- or Anthropic-compatible server) has its
+// error events known by their data's type, as the capture's stream readers
+// know them: a Responses error or response.failed, an Anthropic error.
+// Their account ids are redacted; an unnamed event of another type passes
+// byte for byte, ids and "error" members in the model's text included.
+func TestScrubStreamUnnamedTypedErrors(t *testing.T) {
+	up := &target{secret: operatorKey}
+	for _, tc := range []struct{ name, in, want string }{
+		{"responses error",
+			"data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached in organization " + openaiOrg + ".\"}\n\n",
+			"data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached in organization [redacted].\"}\n\n"},
+		{"responses failed",
+			"data: {\"type\":\"response.failed\",\"response\":{\"id\":\"r1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Failed for project " + openaiProject + ".\"},\"output\":[]}}\n\n",
+			"data: {\"type\":\"response.failed\",\"response\":{\"id\":\"r1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Failed for project [redacted].\"},\"output\":[]}}\n\n"},
+		{"anthropic error, spaced",
+			"data: {\"type\" : \"error\", \"message\": \"Over the limit of your organization (" + anthropicOrg + ").\"}\r\n\r\n",
+			"data: {\"type\" : \"error\", \"message\": \"Over the limit of your organization ([redacted]).\"}\r\n\r\n"},
+		{"model text",
+			"data: {\"type\":\"response.output_text.delta\",\"delta\":\"type \\\"error\\\" " + openaiOrg + "\",\"error\":null}\n\n",
+			"data: {\"type\":\"response.output_text.delta\",\"delta\":\"type \\\"error\\\" " + openaiOrg + "\",\"error\":null}\n\n"},
+	} {
+		got, err := io.ReadAll(&scrubStream{ReadCloser: io.NopCloser(strings.NewReader(tc.in)), t: up})
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: %v\n%q\nwant\n%q", tc.name, err, got, tc.want)
+		}
+	}
+}
