@@ -161,10 +161,13 @@ type scrubStream struct {
 	line  []byte // the current line, not yet complete
 	out   []byte // scrubbed bytes, read from off on
 	off   int
-	named bool  // the current event has an event: field
-	fault bool  // the current event is an error event
-	long  bool  // the current line outgrew maxEventLine: passed as it comes
-	err   error // the upstream's error, returned after out
+	named bool // the current event has an event: field
+	fault bool // the current event is an error event
+	long  bool // the current line outgrew maxEventLine: passed as it comes
+	// afterCR: the last line ended in a CR at the end of a read; an LF
+	// that follows belongs to that line's ending.
+	afterCR bool
+	err     error // the upstream's error, returned after out
 }
 
 func (s *scrubStream) Read(p []byte) (int, error) {
@@ -190,9 +193,29 @@ func (s *scrubStream) Read(p []byte) (int, error) {
 }
 
 // feed adds chunk to the current line, releasing each line it completes.
+// A line ends in LF, CRLF or CR (the SSE grammar, as sse.Decoder reads
+// it): a CR ends its line at once, and an LF right after it, in this
+// chunk or the next, is the rest of that line ending.
 func (s *scrubStream) feed(chunk []byte) {
 	for len(chunk) > 0 {
-		i := bytes.IndexByte(chunk, '\n')
+		if s.afterCR {
+			s.afterCR = false
+			if chunk[0] == '\n' {
+				s.out = append(s.out, '\n')
+				chunk = chunk[1:]
+				continue
+			}
+		}
+		// i is the last byte of the line ending, when chunk has one.
+		i := bytes.IndexAny(chunk, "\r\n")
+		if i >= 0 && chunk[i] == '\r' {
+			switch {
+			case i+1 == len(chunk):
+				s.afterCR = true
+			case chunk[i+1] == '\n':
+				i++
+			}
+		}
 		switch {
 		case s.long && i < 0:
 			s.out = append(s.out, chunk...)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -361,6 +362,53 @@ func TestScrubStreamUnnamedTypedErrors(t *testing.T) {
 		got, err := io.ReadAll(&scrubStream{ReadCloser: io.NopCloser(strings.NewReader(tc.in)), t: up})
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%s: %v\n%q\nwant\n%q", tc.name, err, got, tc.want)
+		}
+	}
+}
+
+// TestScrubStreamCRLineEnds: a line of an event stream may end in CR
+// alone (the SSE grammar, which the capture's decoder and the SDKs
+// follow). The scrubber releases each such line as it completes — an
+// event reaches the client before the upstream sends the next — and
+// knows the error events of such a stream; a CRLF cut between two reads
+// is one line ending, not a blank line that would end the error event
+// before its data.
+func TestScrubStreamCRLineEnds(t *testing.T) {
+	up := &target{secret: operatorKey}
+	first := "data: {\"choices\":[{\"delta\":{\"content\":\"" + openaiOrg + "\"}}]}\r\r"
+	pr, pw := io.Pipe()
+	s := &scrubStream{ReadCloser: pr, t: up}
+	go pw.Write([]byte(first))
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4096)
+		n, _ := s.Read(b)
+		got <- string(b[:n])
+	}()
+	select {
+	case g := <-got:
+		if g != first {
+			t.Errorf("first read %q, want %q", g, first)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event was held back waiting for a line feed")
+	}
+	pw.Close()
+
+	in := "event: error\rdata: {\"type\":\"error\",\"message\":\"" + anthropicOrg + "\"}\r\r" +
+		"event: error\r\ndata: {\"type\":\"error\",\"message\":\"" + openaiOrg + "\"}\r\n\r\n" +
+		"data: {\"error\":{\"message\":\"key " + operatorKey + "\"}}\r"
+	want := "event: error\rdata: {\"type\":\"error\",\"message\":\"[redacted]\"}\r\r" +
+		"event: error\r\ndata: {\"type\":\"error\",\"message\":\"[redacted]\"}\r\n\r\n" +
+		"data: {\"error\":{\"message\":\"key [redacted]\"}}\r"
+	for name, r := range map[string]io.Reader{
+		"whole":        strings.NewReader(in),
+		"byte by byte": iotest.OneByteReader(strings.NewReader(in)),
+		"halves":       iotest.HalfReader(strings.NewReader(in)),
+	} {
+		got, err := io.ReadAll(&scrubStream{ReadCloser: io.NopCloser(r), t: up})
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %v\n%q\nwant\n%q", name, err, got, want)
 		}
 	}
 }
