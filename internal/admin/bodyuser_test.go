@@ -84,3 +84,34 @@ func TestAdminNamesBodyUsersByTheirValue(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminRefusesABlankUser: a blank user value names no user on the chat
+// routes (memory.BodyUserID), so the management API refuses it as it does
+// an empty one, without asking the store.
+func TestAdminRefusesABlankUser(t *testing.T) {
+	st := &usersStore{}
+	base := mustAdmin(t, New(nil, st, nil, nil, 1<<20, 0, nil))
+	for _, value := range []string{" ", "\t"} {
+		req, _ := http.NewRequest(http.MethodDelete, base+"/v1/memory/users/"+url.PathEscape(value), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("DELETE user %q: %d %s, want 400", value, resp.StatusCode, b)
+		}
+		resp, err = http.Get(base + "/v1/memory/conversations?user=" + url.QueryEscape(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET conversations of %q: %d, want 400", value, resp.StatusCode)
+		}
+	}
+	if len(st.users) != 0 {
+		t.Errorf("the store was asked for %q", st.users)
+	}
+}
