@@ -141,10 +141,12 @@ func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Er
 // value an app sent in a body's user field: it names the user that value
 // names on the chat routes (memory.BodyUserID: itself when an id, else
 // its digest), so an operator can name a user stored under a digest by
-// the app's own value ("John Smith"); the answers name the id.
+// the app's own value ("John Smith"); the answers name the id. A blank
+// value names no user there, and is refused here.
 func scopeOf(r *http.Request, user string) (memory.Identity, *apierr.Error) {
-	if user == "" {
-		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required.")
+	id := memory.BodyUserID(user)
+	if id == "" {
+		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required (blank names no user).")
 	}
-	return memory.Identity{Tenant: tenantOf(r), User: memory.BodyUserID(user)}, nil
+	return memory.Identity{Tenant: tenantOf(r), User: id}, nil
 }

@@ -57,13 +57,7 @@ func TestAdminNamesBodyUsersByTheirValue(t *testing.T) {
 	for _, value := range []string{"John Smith", "{3F2504E0-4F89-11D3-9A0C-0305E82C3301}", "aGk/+w==", "a%41 b", "x/%41", "alice"} {
 		want := memory.BodyUserID(value)
 		st.users = nil
-		req, _ := http.NewRequest(http.MethodDelete, base+"/v1/memory/users/"+url.PathEscape(value), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := deleteUser(t, base, value)
 		var got struct {
 			User    string `json:"user"`
 			Deleted bool   `json:"deleted"`
@@ -71,7 +65,7 @@ func TestAdminNamesBodyUsersByTheirValue(t *testing.T) {
 		if resp.StatusCode != 200 || json.Unmarshal(b, &got) != nil || got.User != want || !got.Deleted {
 			t.Errorf("DELETE user %q: %d %s, want user %q erased", value, resp.StatusCode, b, want)
 		}
-		resp, err = http.Get(base + "/v1/memory/conversations?user=" + url.QueryEscape(value))
+		resp, err := http.Get(base + "/v1/memory/conversations?user=" + url.QueryEscape(value))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,5 +76,44 @@ func TestAdminNamesBodyUsersByTheirValue(t *testing.T) {
 		if len(st.users) != 2 || st.users[0] != want || st.users[1] != want {
 			t.Errorf("user %q: the store was asked for %q, want %q", value, st.users, want)
 		}
+	}
+}
+
+// deleteUser asks the management API at base to erase the user value
+// names, escaped in the path.
+func deleteUser(t *testing.T, base, value string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, base+"/v1/memory/users/"+url.PathEscape(value), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
+}
+
+// TestAdminRefusesABlankUser: a blank user value names no user on the chat
+// routes (memory.BodyUserID), so the management API refuses it as it does
+// an empty one, without asking the store.
+func TestAdminRefusesABlankUser(t *testing.T) {
+	st := &usersStore{}
+	base := mustAdmin(t, New(nil, st, nil, nil, 1<<20, 0, nil))
+	for _, value := range []string{" ", "\t"} {
+		resp, b := deleteUser(t, base, value)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("DELETE user %q: %d %s, want 400", value, resp.StatusCode, b)
+		}
+		resp, err := http.Get(base + "/v1/memory/conversations?user=" + url.QueryEscape(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET conversations of %q: %d, want 400", value, resp.StatusCode)
+		}
+	}
+	if len(st.users) != 0 {
+		t.Errorf("the store was asked for %q", st.users)
 	}
 }

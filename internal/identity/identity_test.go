@@ -71,6 +71,9 @@ func TestResolveWithoutKeys(t *testing.T) {
 			want: memory.Identity{Tenant: "default", User: memory.BodyUserID("ünïcode")}, wantMode: memory.ModeOn},
 		{name: "body user a name", bodyUser: "John Smith", h: headers(HeaderConversation, "c1"),
 			want: memory.Identity{Tenant: "default", User: "u-ef61a579c907bbed674c0dbcbcf7f7af", Conversation: "c1"}, wantMode: memory.ModeOn},
+		// A blank one names no one (memory off), as an empty one.
+		{name: "body user blank", bodyUser: "  ", h: headers(HeaderConversation, "c1"),
+			want: memory.Identity{Tenant: "default", Conversation: "c1"}, wantMode: memory.ModeOn},
 		{name: "body user too long", bodyUser: long, h: headers(),
 			want: memory.Identity{Tenant: "default", User: memory.BodyUserID(long)}, wantMode: memory.ModeOn},
 		{name: "bad conversation", h: headers(HeaderUser, "a", HeaderConversation, "../etc"), wantHeader: HeaderConversation},

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -66,7 +67,8 @@ func ValidID(s string) bool {
 // BodyUserID returns the memory user a request body's user value names
 // (Chat Completions' and Responses' user or safety_identifier, Anthropic's
 // metadata.user_id): the value itself when it is an id (ValidID), "" when
-// it is empty, and otherwise "u-" and the first 32 hex digits of the
+// it is empty or blank (only white space: an app that sends " " for each
+// anonymous user must not give them all one memory), and otherwise "u-" and the first 32 hex digits of the
 // value's SHA-256 — a valid id, the same for the same value on every
 // request and gateway, distinct for distinct values (up to a 128-bit
 // collision). Apps put names ("John Smith"), braced UUIDs or hashes with
@@ -74,8 +76,11 @@ func ValidID(s string) bool {
 // would put every such user in one memory (none at all). The value is
 // compared byte for byte: "Ann" and "ann " are two users.
 func BodyUserID(v string) string {
-	if v == "" || ValidID(v) {
+	if ValidID(v) {
 		return v
+	}
+	if strings.TrimSpace(v) == "" {
+		return ""
 	}
 	sum := sha256.Sum256([]byte(v))
 	return "u-" + hex.EncodeToString(sum[:16])

@@ -12,6 +12,12 @@ import (
 func TestBodyUserID(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
+		// A blank value names no one, as an empty one: an app that
+		// sends " " for each anonymous user (first+" "+last, both empty)
+		// must not give them all one memory.
+		{" ", ""},
+		{"\t \n", ""},
+		{"\u00a0\u3000", ""},
 		{"alice", "alice"},
 		{"ann+chat@example.com", "ann+chat@example.com"},
 		{strings.Repeat("a", 128), strings.Repeat("a", 128)},

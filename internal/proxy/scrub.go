@@ -151,7 +151,8 @@ const maxEventLine = 1 << 20
 // an event stream as it is relayed, and leaves every other event byte for
 // byte (a model's text may well mention an org-… id). An error event is
 // one named error (Anthropic, Responses) or response.failed (Responses),
-// or an unnamed one whose data holds an "error" member (chat completions).
+// or an unnamed one whose data is an error (errorData: a chat completions
+// error, or a typed one from an upstream that names no events).
 // Lines are released whole, as they complete.
 type scrubStream struct {
 	io.ReadCloser
@@ -160,10 +161,13 @@ type scrubStream struct {
 	line  []byte // the current line, not yet complete
 	out   []byte // scrubbed bytes, read from off on
 	off   int
-	named bool  // the current event has an event: field
-	fault bool  // the current event is an error event
-	long  bool  // the current line outgrew maxEventLine: passed as it comes
-	err   error // the upstream's error, returned after out
+	named bool // the current event has an event: field
+	fault bool // the current event is an error event
+	long  bool // the current line outgrew maxEventLine: passed as it comes
+	// afterCR: the last line ended in a CR at the end of a read; an LF
+	// that follows belongs to that line's ending.
+	afterCR bool
+	err     error // the upstream's error, returned after out
 }
 
 func (s *scrubStream) Read(p []byte) (int, error) {
@@ -189,9 +193,29 @@ func (s *scrubStream) Read(p []byte) (int, error) {
 }
 
 // feed adds chunk to the current line, releasing each line it completes.
+// A line ends in LF, CRLF or CR (the SSE grammar, as sse.Decoder reads
+// it): a CR ends its line at once, and an LF right after it, in this
+// chunk or the next, is the rest of that line ending.
 func (s *scrubStream) feed(chunk []byte) {
 	for len(chunk) > 0 {
-		i := bytes.IndexByte(chunk, '\n')
+		if s.afterCR {
+			s.afterCR = false
+			if chunk[0] == '\n' {
+				s.out = append(s.out, '\n')
+				chunk = chunk[1:]
+				continue
+			}
+		}
+		// i is the last byte of the line ending, when chunk has one.
+		i := bytes.IndexAny(chunk, "\r\n")
+		if i >= 0 && chunk[i] == '\r' {
+			switch {
+			case i+1 == len(chunk):
+				s.afterCR = true
+			case chunk[i+1] == '\n':
+				i++
+			}
+		}
 		switch {
 		case s.long && i < 0:
 			s.out = append(s.out, chunk...)
@@ -227,21 +251,29 @@ func (s *scrubStream) scrubLine(line []byte) []byte {
 		s.named, s.fault = true, true
 	case bytes.HasPrefix(l, []byte("event:")):
 		s.named = true
-	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && chatError(l[len("data:"):])):
+	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && errorData(l[len("data:"):])):
 		return s.t.redact(line)
 	}
 	return line
 }
 
-// chatError reports whether a chat completions stream's data is an error
-// ({"error":{…}}): only then does it hold "error" as a JSON string outside
-// a string, where a model's text would escape the quotes.
-func chatError(data []byte) bool {
-	if !bytes.Contains(data, []byte(`"error"`)) {
+// errorData reports whether the data of an event the stream did not name
+// is an error, as the capture's stream readers tell one: a chat completions
+// error ({"error":{…}}), or an event whose type is error (Anthropic, the
+// Responses API) or response.failed, from an upstream that sends no
+// event: lines. Only then does it hold "error" or "response.failed" as a
+// JSON string outside a string, where a model's text would escape the
+// quotes.
+func errorData(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) && !bytes.Contains(data, []byte(`"response.failed"`)) {
 		return false
 	}
 	var e struct {
 		Error json.RawMessage `json:"error"`
+		Type  string          `json:"type"`
 	}
-	return json.Unmarshal(data, &e) == nil && len(e.Error) > 0 && string(e.Error) != "null"
+	if json.Unmarshal(data, &e) != nil {
+		return false
+	}
+	return len(e.Error) > 0 && string(e.Error) != "null" || e.Type == "error" || e.Type == "response.failed"
 }

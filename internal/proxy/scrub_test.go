@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -272,6 +273,13 @@ func TestScrubStreamPieces(t *testing.T) {
 	// A line longer than maxEventLine passes as it comes, in pieces.
 	long := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("x", maxEventLine+100) + "\"}}]}\n\n"
 	in, want = long+in, long+want
+	scrubsInPieces(t, up, in, want)
+}
+
+// scrubsInPieces fails the test unless the scrubber for up turns the
+// stream in into want however it is cut into reads.
+func scrubsInPieces(t *testing.T, up *target, in, want string) {
+	t.Helper()
 	for name, r := range map[string]io.Reader{
 		"whole":        strings.NewReader(in),
 		"byte by byte": iotest.OneByteReader(strings.NewReader(in)),
@@ -334,4 +342,71 @@ func TestSharedKeyUnreadableErrorWithheld(t *testing.T) {
 			noAccount(t, resp.Header, b)
 		})
 	}
+}
+
+// TestScrubStreamUnnamedTypedErrors: an upstream that sends its events
+// without event: lines (an OpenAI- or Anthropic-compatible server) has its
+// error events known by their data's type, as the capture's stream readers
+// know them: a Responses error or response.failed, an Anthropic error.
+// Their account ids are redacted; an unnamed event of another type passes
+// byte for byte, ids and "error" members in the model's text included.
+func TestScrubStreamUnnamedTypedErrors(t *testing.T) {
+	up := &target{secret: operatorKey}
+	for _, tc := range []struct{ name, in, want string }{
+		{"responses error",
+			"data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached in organization " + openaiOrg + ".\"}\n\n",
+			"data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached in organization [redacted].\"}\n\n"},
+		{"responses failed",
+			"data: {\"type\":\"response.failed\",\"response\":{\"id\":\"r1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Failed for project " + openaiProject + ".\"},\"output\":[]}}\n\n",
+			"data: {\"type\":\"response.failed\",\"response\":{\"id\":\"r1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Failed for project [redacted].\"},\"output\":[]}}\n\n"},
+		{"anthropic error, spaced",
+			"data: {\"type\" : \"error\", \"message\": \"Over the limit of your organization (" + anthropicOrg + ").\"}\r\n\r\n",
+			"data: {\"type\" : \"error\", \"message\": \"Over the limit of your organization ([redacted]).\"}\r\n\r\n"},
+		{"model text",
+			"data: {\"type\":\"response.output_text.delta\",\"delta\":\"type \\\"error\\\" " + openaiOrg + "\",\"error\":null}\n\n",
+			"data: {\"type\":\"response.output_text.delta\",\"delta\":\"type \\\"error\\\" " + openaiOrg + "\",\"error\":null}\n\n"},
+	} {
+		got, err := io.ReadAll(&scrubStream{ReadCloser: io.NopCloser(strings.NewReader(tc.in)), t: up})
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: %v\n%q\nwant\n%q", tc.name, err, got, tc.want)
+		}
+	}
+}
+
+// TestScrubStreamCRLineEnds: a line of an event stream may end in CR
+// alone (the SSE grammar, which the capture's decoder and the SDKs
+// follow). The scrubber releases each such line as it completes — an
+// event reaches the client before the upstream sends the next — and
+// knows the error events of such a stream; a CRLF cut between two reads
+// is one line ending, not a blank line that would end the error event
+// before its data.
+func TestScrubStreamCRLineEnds(t *testing.T) {
+	up := &target{secret: operatorKey}
+	first := "data: {\"choices\":[{\"delta\":{\"content\":\"" + openaiOrg + "\"}}]}\r\r"
+	pr, pw := io.Pipe()
+	s := &scrubStream{ReadCloser: pr, t: up}
+	go pw.Write([]byte(first))
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4096)
+		n, _ := s.Read(b)
+		got <- string(b[:n])
+	}()
+	select {
+	case g := <-got:
+		if g != first {
+			t.Errorf("first read %q, want %q", g, first)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event was held back waiting for a line feed")
+	}
+	pw.Close()
+
+	in := "event: error\rdata: {\"type\":\"error\",\"message\":\"" + anthropicOrg + "\"}\r\r" +
+		"event: error\r\ndata: {\"type\":\"error\",\"message\":\"" + openaiOrg + "\"}\r\n\r\n" +
+		"data: {\"error\":{\"message\":\"key " + operatorKey + "\"}}\r"
+	want := "event: error\rdata: {\"type\":\"error\",\"message\":\"[redacted]\"}\r\r" +
+		"event: error\r\ndata: {\"type\":\"error\",\"message\":\"[redacted]\"}\r\n\r\n" +
+		"data: {\"error\":{\"message\":\"key [redacted]\"}}\r"
+	scrubsInPieces(t, up, in, want)
 }
