@@ -141,10 +141,15 @@ func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Er
 // value an app sent in a body's user field: it names the user that value
 // names on the chat routes (memory.BodyUserID: itself when an id, else
 // its digest), so an operator can name a user stored under a digest by
-// the app's own value ("John Smith"); the answers name the id. A blank
+// the app's own value ("John Smith"); the answers name the id. An id,
+// a digest's ("u-…") included, names itself: the operator names the user
+// the inspector shows. A blank
 // value names no user there, and is refused here.
 func scopeOf(r *http.Request, user string) (memory.Identity, *apierr.Error) {
-	id := memory.BodyUserID(user)
+	id := user
+	if !memory.ValidID(user) {
+		id = memory.BodyUserID(user)
+	}
 	if id == "" {
 		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required (blank names no user).")
 	}

@@ -68,15 +68,23 @@ func ValidID(s string) bool {
 // (Chat Completions' and Responses' user or safety_identifier, Anthropic's
 // metadata.user_id): the value itself when it is an id (ValidID), "" when
 // it is empty or blank (only white space: an app that sends " " for each
-// anonymous user must not give them all one memory), and otherwise "u-" and the first 32 hex digits of the
-// value's SHA-256 — a valid id, the same for the same value on every
-// request and gateway, distinct for distinct values (up to a 128-bit
-// collision). Apps put names ("John Smith"), braced UUIDs or hashes with
-// '/' and '=' there; refusing them would break the app, and ignoring them
-// would put every such user in one memory (none at all). The value is
-// compared byte for byte: "Ann" and "ann " are two users.
+// anonymous user must not give them all one memory), and otherwise "u-"
+// and the first 32 hex digits of the value's SHA-256 — a valid id, the
+// same for the same value on every request and gateway, distinct for
+// distinct values (up to a 128-bit collision). Apps put names ("John
+// Smith"), braced UUIDs or hashes with '/' and '=' there; refusing them
+// would break the app, and ignoring them would put every such user in one
+// memory (none at all). The value is compared byte for byte: "Ann" and
+// "ann " are two users.
+//
+// The digests' form is reserved: a body value that has it (IsDigestUser)
+// is digested too, so it names a user of its own. A body's user is often
+// what an end user chose (a username); one who chose the digest of
+// another's name ("u-" and the hex of sha256("José")) must not read that
+// user's memory. The management API and X-Memory-User, which the app or
+// operator sets, name a digest user by its id.
 func BodyUserID(v string) string {
-	if ValidID(v) {
+	if ValidID(v) && !IsDigestUser(v) {
 		return v
 	}
 	if strings.TrimSpace(v) == "" {
@@ -84,6 +92,21 @@ func BodyUserID(v string) string {
 	}
 	sum := sha256.Sum256([]byte(v))
 	return "u-" + hex.EncodeToString(sum[:16])
+}
+
+// IsDigestUser reports whether id has the form of a body user value's
+// digest (BodyUserID): "u-" and 32 lower-case hex digits.
+func IsDigestUser(id string) bool {
+	rest, ok := strings.CutPrefix(id, "u-")
+	if !ok || len(rest) != 32 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Identity names whose memory a request reads and writes.

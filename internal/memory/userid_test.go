@@ -24,8 +24,13 @@ func TestBodyUserID(t *testing.T) {
 		// The documented rule, pinned: sha256 of the value, 32 hex digits.
 		{"John Smith", "u-ef61a579c907bbed674c0dbcbcf7f7af"},
 		{"{3F2504E0-4F89-11D3-9A0C-0305E82C3301}", "u-958f2d2050c3dadede3aac3003189789"},
-		// A digest is an id: sent as the value, it names the same user.
-		{"u-ef61a579c907bbed674c0dbcbcf7f7af", "u-ef61a579c907bbed674c0dbcbcf7f7af"},
+		// A digest's form is reserved: sent as a body's value (a username
+		// an end user chose), it names a user of its own, not the user
+		// whose value has that digest.
+		{"u-ef61a579c907bbed674c0dbcbcf7f7af", "u-2c349ae42f7ee3fca27b9da25c490b51"},
+		// Other ids starting "u-" are ids.
+		{"u-ef61a579", "u-ef61a579"},
+		{"u-EF61A579C907BBED674C0DBCBCF7F7AF", "u-EF61A579C907BBED674C0DBCBCF7F7AF"},
 	} {
 		if got := BodyUserID(tc.in); got != tc.want {
 			t.Errorf("BodyUserID(%q) = %q, want %q", tc.in, got, tc.want)
@@ -40,8 +45,11 @@ func TestBodyUserID(t *testing.T) {
 		if id != BodyUserID(v) {
 			t.Errorf("BodyUserID(%q) differs between calls", v)
 		}
-		if BodyUserID(id) != id {
-			t.Errorf("BodyUserID(%q) = %q, which does not name itself", v, id)
+		if BodyUserID(id) == id {
+			t.Errorf("BodyUserID(%q) = %q, which a body may send to name the same user", v, id)
+		}
+		if !IsDigestUser(id) {
+			t.Errorf("IsDigestUser(BodyUserID(%q) = %q) = false", v, id)
 		}
 		if other, ok := seen[id]; ok {
 			t.Errorf("BodyUserID(%q) = BodyUserID(%q) = %q", v, other, id)
