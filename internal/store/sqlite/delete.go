@@ -102,32 +102,6 @@ func found(r sql.Result, err error, what string) error {
 	return fmt.Errorf("%s: %w", what, memory.ErrNotFound)
 }
 
-// DeleteUser erases a user by the erasure contract (storetest.RunErasure),
-// exchange records and FTS rows included; the deleted text is overwritten
-// on disk (secure_delete) and the WAL is checkpointed and truncated before
-// it returns (erasure.go).
-func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "fact_sources", "fact_mentions", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
-				return fmt.Errorf("delete %s: %w", table, err)
-			}
-		}
-		digest := contract.UserTombstone(tenant, user)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = ?`, digest); err != nil {
-			return fmt.Errorf("delete conversation tombstones: %w", err)
-		}
-		return entomb(ctx, tx, tenant, user, nanos(time.Now()))
-	})
-	if err != nil {
-		return fmt.Errorf("delete user: %w", err)
-	}
-	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
-	s.truncateWAL(ctx)
-	s.logger.Info("erased user", "tenant", tenant)
-	return nil
-}
-
 // entomb records the erasure of (tenant, user) at erasedAt (Unix
 // nanoseconds) in the user's tombstone, keyed by its digest
 // (contract.UserTombstone), and moves the user's revision counters there:

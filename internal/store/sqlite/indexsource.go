@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -41,8 +42,12 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// Load reads key's texts (Dims 0) or vectors of ids above afterID, by id.
+// Load reads key's texts (Dims 0) or vectors of ids above afterID, by id;
+// none while the user's erasure is under way.
 func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
+	if under, err := erasing(ctx, src.s.reads, key.Tenant, key.User); err != nil || under {
+		return err
+	}
 	query, args := `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
 		WHERE tenant = ? AND user_id = ? AND id > ?`, []any{key.Tenant, key.User, afterID}
 	if key.Dims > 0 {
@@ -65,10 +70,11 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 }
 
 // LoadItems reads the items of ids (by id alone: the Index drops any
-// that is not the user's).
-func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
-	return queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
+// that is not the user's); none while the user's erasure is under way.
+func (src indexSource) LoadItems(ctx context.Context, tenant, user string, ids []int64) ([]memory.Item, error) {
+	items, err := queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
 		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+	return unlessErasing(ctx, src.s.reads, tenant, user, items, []memory.Item{}, err)
 }
 
 // LoadSaidAt reads the user's items' times said (index of migration 0025).
@@ -77,11 +83,11 @@ func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids 
 	err := eachRow(ctx, src.s.reads, `SELECT id, COALESCE(said_at, created_at) FROM memory_items INDEXED BY memory_items_times
 		WHERE tenant = ? AND user_id = ? AND id IN (SELECT value FROM json_each(?))`, []any{tenant, user, jsonArray(ids)},
 		[]any{&id, (*nanoTime)(&said)}, func() error { out[id] = said; return nil })
-	return out, err
+	return unlessErasing(ctx, src.s.reads, tenant, user, out, map[int64]time.Time{}, err)
 }
 
 // ReadWindows reads the live turns within radius of each of refs
-// (itemindex.Source).
+// (itemindex.Source); none while the user's erasure is under way.
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	pairs := make([][2]string, len(refs))
 	for i, r := range refs {
@@ -108,5 +114,8 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, []any{jsonArray(pairs), tenant, user, radius, radius},
 		[]any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, (*nanoTime)(&m.CreatedAt), &superseded, &marked},
 		func() error { wr.Add(hitKey, hitSeq, m, superseded, marked); return nil })
-	return wr.Read, wr.Closed, err
+	if under, cerr := erasing(ctx, src.s.reads, tenant, user); cerr != nil || under || err != nil {
+		return nil, nil, cmp.Or(err, cerr)
+	}
+	return wr.Read, wr.Closed, nil
 }

@@ -93,7 +93,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 		return c, r.Scan(&c.ID, &c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	}, `SELECT id, message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
-	if err != nil {
+	if cs, err = unlessErasing(ctx, s.reads, tenant, user, cs, []memory.Conversation{}, err); err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return cs, nil
@@ -122,6 +122,11 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}
+	if under, err := erasing(ctx, tx, id.Tenant, id.User); err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
+	} else if under {
+		return memory.Conversation{}, nil, fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
+	}
 	return c, msgs, nil
 }
 
@@ -134,7 +139,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 		return []memory.Message{}, nil
 	}
 	msgs, err := liveTail(ctx, s.reads, id, n)
-	if err != nil {
+	if msgs, err = unlessErasing(ctx, s.reads, id.Tenant, id.User, msgs, []memory.Message{}, err); err != nil {
 		return nil, fmt.Errorf("recent messages: %w", err)
 	}
 	return msgs, nil

@@ -37,7 +37,7 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 		}
 		return nil
 	})
-	return top.Sorted(), err
+	return unlessErasing(ctx, s.reads, q.Tenant, q.User, top.Sorted(), nil, err)
 }
 
 // searchTextWindow ranks SearchText's items for a user too large to index
@@ -77,7 +77,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args, []any{&id, &text}, func() error { r.Add(id, text); return nil }); err != nil {
 		return nil, err
 	}
-	return r.Best(q.Limit), nil
+	return unlessErasing(ctx, s.reads, q.Tenant, q.User, r.Best(q.Limit), nil, nil)
 }
 
 // itemScope returns the WHERE clause (on memory_items) and its arguments that
