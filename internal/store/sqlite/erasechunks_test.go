@@ -62,6 +62,10 @@ func mustBigUser(tb testing.TB, s *sqlite.Store, id memory.Identity, n, words in
 		Version: 1, FromSeq: 1, ToSeq: 2, Text: "The user lives in Porto"}); err != nil {
 		tb.Fatalf("SaveSummary: %v", err)
 	}
+	if err := s.DeadLetter(ctx, memory.DeadLetter{Exchange: "dead", Identity: id, Reason: "test",
+		Payload: []byte(`{"text":"set aside"}`), At: at}); err != nil {
+		tb.Fatalf("DeadLetter: %v", err)
+	}
 	return strings.Fields(items[0].Text)[0]
 }
 
@@ -74,7 +78,8 @@ func userRows(tb testing.TB, db *sql.DB, tenant, user string) int {
 		+ (SELECT COUNT(*) FROM messages WHERE tenant = ?1 AND user_id = ?2)
 		+ (SELECT COUNT(*) FROM facts WHERE tenant = ?1 AND user_id = ?2)
 		+ (SELECT COUNT(*) FROM summaries WHERE tenant = ?1 AND user_id = ?2)
-		+ (SELECT COUNT(*) FROM conversations WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).Scan(&n); err != nil {
+		+ (SELECT COUNT(*) FROM conversations WHERE tenant = ?1 AND user_id = ?2)
+		+ (SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).Scan(&n); err != nil {
 		tb.Fatalf("count rows: %v", err)
 	}
 	return n
@@ -104,6 +109,9 @@ func readsNothing(ctx context.Context, s *sqlite.Store, id memory.Identity, word
 	}
 	if f, err := s.Footprint(ctx, id.Tenant, id.User); err != nil || f != (memory.Footprint{}) {
 		found = append(found, fmt.Sprintf("Footprint: %+v, %v", f, err))
+	}
+	if ds, err := s.DeadLetters(ctx, id.Tenant); err != nil || len(ds) > 0 {
+		found = append(found, fmt.Sprintf("DeadLetters: %d, %v", len(ds), err))
 	}
 	if us, err := s.Users(ctx, id.Tenant, "", 0); err != nil || len(us) > 0 {
 		found = append(found, fmt.Sprintf("Users: %d, %v", len(us), err))
