@@ -38,7 +38,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			return dateDeletion(ctx, tx, id)
+			return dateDeletion(ctx, tx, id, false)
 		} else if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		}
 		// Dated last, in the writer's transaction: a save either committed
 		// before (and is deleted here) or reads the date.
-		return dateDeletion(ctx, tx, id)
+		return dateDeletion(ctx, tx, id, true)
 	})
 	if err == nil {
 		err = missing
@@ -68,14 +68,23 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	return nil
 }
 
-// dateDeletion records, in tx, that conversation id is deleted now: its
-// tombstone holds digests of the ids, not the ids
-// (contract.ConversationTombstone).
-func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
-		VALUES (?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
-		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(time.Now())); err != nil {
+// dateDeletion records, in tx, that conversation id is deleted now, and
+// whether it was stored: its tombstone holds digests of the ids, not the
+// ids (contract.ConversationTombstone). It deletes a few tombstones of
+// conversations never stored that have outlived
+// contract.UnstoredTombstoneLife.
+func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity, stored bool) error {
+	now := time.Now()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at, stored)
+		VALUES (?, ?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at),
+			stored = MAX(stored, excluded.stored)`,
+		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(now), stored); err != nil {
 		return fmt.Errorf("date deletion: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
+		(SELECT user_digest, digest FROM conversation_tombstones WHERE stored = 0 AND deleted_at < ? LIMIT ?)`,
+		nanos(now.Add(-contract.UnstoredTombstoneLife)), contract.UnstoredTombstonePrune); err != nil {
+		return fmt.Errorf("expire tombstones: %w", err)
 	}
 	return nil
 }
