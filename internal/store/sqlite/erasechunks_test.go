@@ -5,69 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/sqlite"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
-
-// mustBigUser stores n messages of id's user (n/2 exchanges), each of
-// words distinct random words and each a recall item, a fact and a
-// summary, and returns a word of the user's first message.
-func mustBigUser(tb testing.TB, s *sqlite.Store, id memory.Identity, n, words int) string {
-	tb.Helper()
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(uint64(n), 7))
-	text := func() string {
-		ws := make([]string, words)
-		for i := range ws {
-			b := make([]byte, 8)
-			for j := range b {
-				b[j] = byte('a' + rng.IntN(26))
-			}
-			ws[i] = string(b)
-		}
-		return strings.Join(ws, " ")
-	}
-	at := time.Now().Add(-time.Hour)
-	var exs []memory.Exchange
-	var items []memory.Item
-	for i := range n / 2 {
-		ex := memory.Exchange{ID: fmt.Sprintf("big-%d", i), Identity: id, At: at.Add(time.Duration(i) * time.Millisecond),
-			Turn: []memory.Message{{Role: "user", Content: text()}}, Reply: memory.Message{Role: "assistant", Content: text()}}
-		exs = append(exs, ex)
-		for j, m := range append(ex.Turn, ex.Reply) {
-			items = append(items, memory.Item{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-				Kind: "message", Ref: memory.Key(ex.ID, j), Text: m.Content})
-		}
-	}
-	for len(exs) > 0 {
-		k := min(len(exs), 256)
-		if _, err := s.SaveExchanges(ctx, exs[:k]); err != nil {
-			tb.Fatalf("SaveExchanges: %v", err)
-		}
-		exs = exs[k:]
-	}
-	if err := s.AddItems(ctx, items); err != nil {
-		tb.Fatalf("AddItems: %v", err)
-	}
-	if _, err := s.UpsertFact(ctx, memory.Fact{Tenant: id.Tenant, User: id.User, Type: memory.FactProfile,
-		Key: "city", Value: "Porto", Confidence: 0.9}, 0); err != nil {
-		tb.Fatalf("UpsertFact: %v", err)
-	}
-	if err := s.SaveSummary(ctx, memory.Summary{Tenant: id.Tenant, User: id.User, Conversation: id.Conversation,
-		Version: 1, FromSeq: 1, ToSeq: 2, Text: "The user lives in Porto"}); err != nil {
-		tb.Fatalf("SaveSummary: %v", err)
-	}
-	if err := s.DeadLetter(ctx, memory.DeadLetter{Exchange: "dead", Identity: id, Reason: "test",
-		Payload: []byte(`{"text":"set aside"}`), At: at}); err != nil {
-		tb.Fatalf("DeadLetter: %v", err)
-	}
-	return strings.Fields(items[0].Text)[0]
-}
 
 // userRows counts the user's rows left in the tables an erasure deletes,
 // read on db.
@@ -129,7 +74,7 @@ func TestDeleteUserYieldsTheWriterBetweenChunks(t *testing.T) {
 	db := mustRawDB(t, path)
 	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
 	other := memory.Identity{Tenant: "tenant-b", User: "bob", Conversation: "c1"}
-	word := mustBigUser(t, s, victim, 160, 12)
+	word := storetest.SeedBigUser(t, s, victim, 160, 12)
 	total := userRows(t, db, victim.Tenant, victim.User)
 
 	done := make(chan struct{})
@@ -196,7 +141,7 @@ func TestDeleteUserResumesAfterAStop(t *testing.T) {
 	s, path := mustTempStore(t)
 	db := mustRawDB(t, path)
 	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
-	word := mustBigUser(t, s, victim, 80, 12)
+	word := storetest.SeedBigUser(t, s, victim, 80, 12)
 	total := userRows(t, db, victim.Tenant, victim.User)
 
 	stopped := errors.New("stopped")
@@ -262,47 +207,10 @@ func pendingErasures(tb testing.TB, db *sql.DB) int {
 	return n
 }
 
-// BenchmarkDeleteUserLongestWait erases a user of 2,000 messages of
-// distinct words while another tenant captures in a loop, and reports the
-// longest a capture waited (the longest the erasure held the writer, at
-// most one chunk) and the erasure's own time.
+// BenchmarkDeleteUserLongestWait: storetest.BenchEraseWhileCapturing.
 func BenchmarkDeleteUserLongestWait(b *testing.B) {
-	ctx := context.Background()
-	for i := range b.N {
-		b.StopTimer()
+	storetest.BenchEraseWhileCapturing(b, func(b *testing.B) storetest.EraseBenchStore {
 		s, _ := mustTempStore(b)
-		victim := memory.Identity{Tenant: "tenant-a", User: fmt.Sprintf("alice-%d", i), Conversation: "c1"}
-		other := memory.Identity{Tenant: "tenant-b", User: "bob", Conversation: "c1"}
-		mustBigUser(b, s, victim, 2000, 40)
-		b.StartTimer()
-		done, longest := make(chan struct{}), make(chan time.Duration, 1)
-		go func() {
-			var worst time.Duration
-			defer func() { longest <- worst }()
-			for j := 0; ; j++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				start := time.Now()
-				if _, err := s.SaveExchange(ctx, memory.Exchange{ID: fmt.Sprintf("o-%d-%d", i, j), Identity: other, At: time.Now(),
-					Turn: []memory.Message{{Role: "user", Content: "hello"}}, Reply: memory.Message{Role: "assistant", Content: "hi"}}); err != nil {
-					b.Error(err)
-					return
-				}
-				worst = max(worst, time.Since(start))
-			}
-		}()
-		start := time.Now()
-		if err := s.DeleteUser(ctx, victim.Tenant, victim.User); err != nil {
-			b.Fatal(err)
-		}
-		took := time.Since(start)
-		close(done)
-		worst := <-longest
-		b.ReportMetric(float64(worst.Microseconds())/1000, "ms-longest-capture-wait")
-		b.ReportMetric(float64(took.Microseconds())/1000, "ms-erasure")
-		b.Logf("erasure of 2,000 messages: %s; longest capture wait meanwhile: %s", took, worst)
-	}
+		return s
+	})
 }
