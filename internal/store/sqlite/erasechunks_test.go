@@ -85,27 +85,19 @@ func TestDeleteUserYieldsTheWriterBetweenChunks(t *testing.T) {
 	result := make(chan seen, 1)
 	go func() {
 		var r seen
-		defer func() { result <- r }()
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			ex := memory.Exchange{ID: fmt.Sprintf("other-%d", i), Identity: other, At: time.Now(),
-				Turn: []memory.Message{{Role: "user", Content: "hello"}}, Reply: memory.Message{Role: "assistant", Content: "hi"}}
-			if _, err := s.SaveExchange(ctx, ex); err != nil {
-				r.visible = "other tenant's capture: " + err.Error()
-				return
-			}
-			r.captures++
-			if n := userRows(t, db, victim.Tenant, victim.User); n > 0 && n < total {
+		if err := storetest.CaptureWhile(ctx, s, other, done, func(n int, _ time.Duration) bool {
+			r.captures = n
+			if rows := userRows(t, db, victim.Tenant, victim.User); rows > 0 && rows < total {
 				r.midway++
 				if v := readsNothing(ctx, s, victim, word); v != "" && r.visible == "" {
 					r.visible = v
 				}
 			}
+			return true
+		}); err != nil {
+			r.visible = "other tenant's capture: " + err.Error()
 		}
+		result <- r
 	}()
 	err := s.DeleteUser(ctx, victim.Tenant, victim.User)
 	close(done)

@@ -15,8 +15,7 @@ import (
 // a store.
 type EraseBenchStore interface {
 	KnowledgeStore
-	SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error)
-	DeadLetter(ctx context.Context, d memory.DeadLetter) error
+	CaptureStore
 }
 
 // SeedBigUser stores n messages of id's user (n/2 exchanges), each of
@@ -90,21 +89,13 @@ func BenchEraseWhileCapturing(b *testing.B, open func(b *testing.B) EraseBenchSt
 		done, longest := make(chan struct{}), make(chan time.Duration, 1)
 		go func() {
 			var worst time.Duration
-			defer func() { longest <- worst }()
-			for j := 0; ; j++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				start := time.Now()
-				if _, err := s.SaveExchange(ctx, memory.Exchange{ID: fmt.Sprintf("o-%d-%d", i, j), Identity: other, At: time.Now(),
-					Turn: []memory.Message{{Role: "user", Content: "hello"}}, Reply: memory.Message{Role: "assistant", Content: "hi"}}); err != nil {
-					b.Error(err)
-					return
-				}
-				worst = max(worst, time.Since(start))
+			if err := CaptureWhile(ctx, s, other, done, func(_ int, took time.Duration) bool {
+				worst = max(worst, took)
+				return true
+			}); err != nil {
+				b.Error(err)
 			}
+			longest <- worst
 		}()
 		start := time.Now()
 		if err := s.DeleteUser(ctx, victim.Tenant, victim.User); err != nil {
@@ -116,5 +107,26 @@ func BenchEraseWhileCapturing(b *testing.B, open func(b *testing.B) EraseBenchSt
 		b.ReportMetric(float64(worst.Microseconds())/1000, "ms-longest-capture-wait")
 		b.ReportMetric(float64(took.Microseconds())/1000, "ms-erasure")
 		b.Logf("erasure of 2,000 messages: %s; longest capture wait meanwhile: %s", took, worst)
+	}
+}
+
+// CaptureWhile stores one-turn exchanges of id, one after another, until
+// stop is closed or after, handed how many were stored and how long the
+// last save took, returns false.
+func CaptureWhile(ctx context.Context, s Store, id memory.Identity, stop <-chan struct{}, after func(n int, took time.Duration) bool) error {
+	for n := 1; ; n++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		start := time.Now()
+		if _, err := s.SaveExchange(ctx, memory.Exchange{ID: fmt.Sprintf("capture-%d", n), Identity: id, At: time.Now(),
+			Turn: []memory.Message{{Role: "user", Content: "hello"}}, Reply: memory.Message{Role: "assistant", Content: "hi"}}); err != nil {
+			return fmt.Errorf("capture %d: %w", n, err)
+		}
+		if !after(n, time.Since(start)) {
+			return nil
+		}
 	}
 }
