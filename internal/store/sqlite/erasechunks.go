@@ -123,9 +123,10 @@ func (s *Store) finishErasure(ctx context.Context, tenant, user string, backgrou
 }
 
 // eraseChunk deletes, in one write transaction, the user's rows in
-// eraseSteps' order, eraseBatch at a time, until eraseBudget has passed
-// or none is left. When none is left it ends the erasure in the same
-// transaction (endErasure) and reports done.
+// eraseSteps' order, then the conversations' tombstones the user's
+// covers, a batch at a time, until eraseBudget has passed or none is
+// left. When none is left it ends the erasure in the same transaction
+// (endErasure) and reports done.
 func (s *Store) eraseChunk(ctx context.Context, tenant, user string, background bool) (done bool, err error) {
 	err = s.inWriteAs(ctx, background, func(tx *sql.Tx) error {
 		var erasedAt int64
@@ -139,37 +140,37 @@ func (s *Store) eraseChunk(ctx context.Context, tenant, user string, background 
 			return fmt.Errorf("read erasure under way: %w", err)
 		}
 		start := time.Now()
-		for _, step := range eraseSteps {
+		// drain runs query, which deletes a batch of what, until it
+		// deletes nothing (false) or the budget has passed (true).
+		drain := func(what, query string, args ...any) (bool, error) {
 			for {
-				r, err := tx.ExecContext(ctx, `DELETE FROM `+step.table+` WHERE tenant = ?1 AND user_id = ?2
-					AND (`+step.key+`) IN (SELECT `+step.key+` FROM `+step.table+` WHERE tenant = ?1 AND user_id = ?2 LIMIT ?3)`,
-					tenant, user, step.batch)
+				r, err := tx.ExecContext(ctx, query, args...)
 				if err != nil {
-					return fmt.Errorf("delete %s: %w", step.table, err)
+					return false, fmt.Errorf("delete %s: %w", what, err)
 				}
-				n, err := r.RowsAffected()
-				if err != nil {
-					return fmt.Errorf("delete %s: %w", step.table, err)
-				}
-				if n == 0 {
-					break
+				if n, err := r.RowsAffected(); err != nil || n == 0 {
+					return false, err
 				}
 				if time.Since(start) >= s.eraseBudget {
-					return nil
+					return true, nil
 				}
+			}
+		}
+		for _, step := range eraseSteps {
+			more, err := drain(step.table, `DELETE FROM `+step.table+` WHERE tenant = ?1 AND user_id = ?2
+				AND (`+step.key+`) IN (SELECT `+step.key+` FROM `+step.table+` WHERE tenant = ?1 AND user_id = ?2 LIMIT ?3)`,
+				tenant, user, step.batch)
+			if more || err != nil {
+				return err
 			}
 		}
 		// The conversations' tombstones dated by the erasure: the user's
 		// covers them. A conversation deleted since keeps its own.
-		digest := contract.UserTombstone(tenant, user)
-		r, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = ?1
+		more, err := drain("conversation tombstones", `DELETE FROM conversation_tombstones WHERE user_digest = ?1
 			AND digest IN (SELECT digest FROM conversation_tombstones WHERE user_digest = ?1 AND deleted_at <= ?2 LIMIT ?3)`,
-			digest, erasedAt, eraseBatch)
-		if err != nil {
-			return fmt.Errorf("delete conversation tombstones: %w", err)
-		}
-		if n, err := r.RowsAffected(); err != nil || n > 0 {
-			return err // more next chunk
+			contract.UserTombstone(tenant, user), erasedAt, eraseBatch)
+		if more || err != nil {
+			return err
 		}
 		done = true
 		return endErasure(ctx, tx, tenant, user, erasedAt)
