@@ -207,6 +207,15 @@ func erasing(ctx context.Context, q querier, tenant, user string) (bool, error) 
 	return under, nil
 }
 
+// notErasing is a condition on table's rows (a table with tenant and
+// user_id) that holds unless an erasure of their user is under way: the
+// request path's reads add it to their statement, so it is checked in
+// their snapshot at no extra query.
+func notErasing(table string) string {
+	return ` AND NOT EXISTS (SELECT 1 FROM user_erasures WHERE user_erasures.tenant = ` + table + `.tenant
+		AND user_erasures.user_id = ` + table + `.user_id)`
+}
+
 // unlessErasing returns v, or none when an erasure of (tenant, user) is
 // under way (erasing), or err.
 func unlessErasing[T any](ctx context.Context, q querier, tenant, user string, v, none T, err error) (T, error) {

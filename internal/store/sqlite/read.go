@@ -60,9 +60,10 @@ func jsonArray[T string | int64 | [2]string](v []T) string {
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
-// liveTail loads the newest n live messages of a conversation in Seq order.
-func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
-	msgs, err := queryMessages(ctx, q, id, liveMessagesSQL+` ORDER BY seq DESC LIMIT ?`, n)
+// liveTail loads the newest n live messages of a conversation in Seq
+// order; cond is added to the statement's conditions.
+func liveTail(ctx context.Context, q querier, id memory.Identity, n int, cond string) ([]memory.Message, error) {
+	msgs, err := queryMessages(ctx, q, id, liveMessagesSQL+cond+` ORDER BY seq DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("load live tail: %w", err)
 	}
@@ -138,8 +139,8 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	if n <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := liveTail(ctx, s.reads, id, n)
-	if msgs, err = unlessErasing(ctx, s.reads, id.Tenant, id.User, msgs, []memory.Message{}, err); err != nil {
+	msgs, err := liveTail(ctx, s.reads, id, n, notErasing("messages"))
+	if err != nil {
 		return nil, fmt.Errorf("recent messages: %w", err)
 	}
 	return msgs, nil

@@ -18,8 +18,8 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := queryMessages(ctx, s.reads, id, liveMessagesSQL+` AND seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
-	if msgs, err = unlessErasing(ctx, s.reads, id.Tenant, id.User, msgs, []memory.Message{}, err); err != nil {
+	msgs, err := queryMessages(ctx, s.reads, id, liveMessagesSQL+notErasing("messages")+` AND seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+	if err != nil {
 		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
 	}
 	return msgs, nil
@@ -30,14 +30,8 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
 	sum, err := contract.ScanSummary(s.reads.QueryRowContext(ctx, `SELECT `+contract.SummaryColumns+` FROM summaries
-		WHERE tenant = ? AND user_id = ? AND conversation = ?
+		WHERE tenant = ? AND user_id = ? AND conversation = ?`+notErasing("summaries")+`
 		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), times{}, id)
-	if err == nil {
-		var under bool
-		if under, err = erasing(ctx, s.reads, id.Tenant, id.User); under {
-			err = sql.ErrNoRows
-		}
-	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
 	}
