@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 )
 
 // DeleteConversation removes a conversation by the contract
@@ -56,14 +57,14 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
 			id.Tenant, id.User, id.Conversation)); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			if err := dateDeletion(ctx, tx, id, now); err != nil {
+			if err := dateDeletion(ctx, tx, id, now, false); err != nil {
 				return err
 			}
 			return countDeleted(ctx, tx, id.Tenant, id.User, 0, messages)
 		} else if err != nil {
 			return err
 		}
-		if err := dateDeletion(ctx, tx, id, now); err != nil {
+		if err := dateDeletion(ctx, tx, id, now, true); err != nil {
 			return err
 		}
 		// The items of facts another conversation stated too stay, moved
@@ -88,14 +89,23 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	return nil
 }
 
-// dateDeletion records, in tx, that conversation id was deleted at at:
-// its tombstone holds digests of the ids, not the ids (migration 0027).
-func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Time) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
-		VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4) ON CONFLICT (user_digest, digest)
-		DO UPDATE SET deleted_at = GREATEST(conversation_tombstones.deleted_at, EXCLUDED.deleted_at)`,
-		id.Tenant, id.User, id.Conversation, at); err != nil {
+// dateDeletion records, in tx, that conversation id was deleted at at,
+// and whether it was stored: its tombstone holds digests of the ids, not
+// the ids (migration 0027). It deletes a few tombstones of conversations
+// never stored that have outlived contract.UnstoredTombstoneLife, skipping
+// those another deletion is deleting (no tenant waits on another's).
+func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Time, stored bool) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones AS t (user_digest, digest, deleted_at, stored)
+		VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4, $5) ON CONFLICT (user_digest, digest)
+		DO UPDATE SET deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at), stored = t.stored OR EXCLUDED.stored`,
+		id.Tenant, id.User, id.Conversation, at, stored); err != nil {
 		return fmt.Errorf("date deletion: %w", unavailable(err))
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
+		(SELECT user_digest, digest FROM conversation_tombstones WHERE NOT stored AND deleted_at < $1
+		 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		at.Add(-contract.UnstoredTombstoneLife), contract.UnstoredTombstonePrune); err != nil {
+		return fmt.Errorf("expire tombstones: %w", unavailable(err))
 	}
 	return nil
 }

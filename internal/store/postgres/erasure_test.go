@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
 
 // vacuumCounts reads how often each table erasures touch was vacuumed by
@@ -72,4 +73,9 @@ func TestDeleteUserVacuumsInTheBackground(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// BenchmarkDeleteUserLongestWait: storetest.BenchEraseWhileCapturing.
+func BenchmarkDeleteUserLongestWait(b *testing.B) {
+	storetest.BenchEraseWhileCapturing(b, func(b *testing.B) storetest.EraseBenchStore { return mustOpen(b) })
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
+	"github.com/memgate/memgate/internal/store/storetest"
 	"github.com/memgate/memgate/internal/testenv"
 	migrations "github.com/memgate/memgate/migrations/postgres"
 )
@@ -113,4 +115,19 @@ func TestTombstonesOfEarlierBuildsAreDigested(t *testing.T) {
 			t.Fatalf("%s: turn received before the tombstone = %+v, %v; want Dropped", id.User, res, err)
 		}
 	}
+}
+
+func TestTombstoneExpiryContract(t *testing.T) {
+	storetest.RunTombstoneExpiry(t, func(t *testing.T) (storetest.Store, storetest.Tombstones) {
+		s := mustOpen(t)
+		return s, storetest.Tombstones{
+			Age: func(ctx context.Context, by time.Duration) error {
+				_, err := s.pool.Exec(ctx, `UPDATE conversation_tombstones SET deleted_at = deleted_at - make_interval(secs => $1)`, by.Seconds())
+				return err
+			},
+			Count: func(ctx context.Context) (n int, err error) {
+				return n, s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM conversation_tombstones`).Scan(&n)
+			},
+		}
+	})
 }

@@ -40,7 +40,9 @@ func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]memory.DeadLe
 		d := memory.DeadLetter{Identity: memory.Identity{Tenant: tenant}}
 		return d, r.Scan(&d.User, &d.Conversation, &d.Exchange, &d.Reason, &d.Payload, (*nanoTime)(&d.At))
 	}, `SELECT user_id, conversation, exchange, reason, payload, at
-		FROM dead_letters WHERE tenant = ? ORDER BY id`, tenant)
+		FROM dead_letters d WHERE tenant = ?
+			AND NOT EXISTS (SELECT 1 FROM user_erasures e WHERE e.tenant = d.tenant AND e.user_id = d.user_id)
+		ORDER BY id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}

@@ -38,7 +38,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {
 			missing = err
-			return dateDeletion(ctx, tx, id)
+			return dateDeletion(ctx, tx, id, false)
 		} else if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		}
 		// Dated last, in the writer's transaction: a save either committed
 		// before (and is deleted here) or reads the date.
-		return dateDeletion(ctx, tx, id)
+		return dateDeletion(ctx, tx, id, true)
 	})
 	if err == nil {
 		err = missing
@@ -68,14 +68,23 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 	return nil
 }
 
-// dateDeletion records, in tx, that conversation id is deleted now: its
-// tombstone holds digests of the ids, not the ids
-// (contract.ConversationTombstone).
-func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at)
-		VALUES (?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at)`,
-		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(time.Now())); err != nil {
+// dateDeletion records, in tx, that conversation id is deleted now, and
+// whether it was stored: its tombstone holds digests of the ids, not the
+// ids (contract.ConversationTombstone). It deletes a few tombstones of
+// conversations never stored that have outlived
+// contract.UnstoredTombstoneLife.
+func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity, stored bool) error {
+	now := time.Now()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at, stored)
+		VALUES (?, ?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at),
+			stored = MAX(stored, excluded.stored)`,
+		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(now), stored); err != nil {
 		return fmt.Errorf("date deletion: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
+		(SELECT user_digest, digest FROM conversation_tombstones WHERE stored = 0 AND deleted_at < ? LIMIT ?)`,
+		nanos(now.Add(-contract.UnstoredTombstoneLife)), contract.UnstoredTombstonePrune); err != nil {
+		return fmt.Errorf("expire tombstones: %w", err)
 	}
 	return nil
 }
@@ -100,35 +109,6 @@ func found(r sql.Result, err error, what string) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", what, memory.ErrNotFound)
-}
-
-// DeleteUser erases a user by the erasure contract (storetest.RunErasure),
-// exchange records and FTS rows included; the deleted text is overwritten
-// on disk (secure_delete) and the WAL is checkpointed and truncated before
-// it returns (erasure.go).
-func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"memory_items", "fact_sources", "fact_mentions", "facts", "summaries", "messages", "exchanges", "conversation_candidates", "conversations", "dead_letters"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND user_id = ?`, tenant, user); err != nil {
-				return fmt.Errorf("delete %s: %w", table, err)
-			}
-		}
-		digest := contract.UserTombstone(tenant, user)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE user_digest = ?`, digest); err != nil {
-			return fmt.Errorf("delete conversation tombstones: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM provider_states WHERE owner = ?`, digest); err != nil {
-			return fmt.Errorf("delete provider states: %w", err)
-		}
-		return entomb(ctx, tx, tenant, user, nanos(time.Now()))
-	})
-	if err != nil {
-		return fmt.Errorf("delete user: %w", err)
-	}
-	s.index.Forget(tenant, user) // stale already (the deletes moved the counts)
-	s.truncateWAL(ctx)
-	s.logger.Info("erased user", "tenant", tenant)
-	return nil
 }
 
 // entomb records the erasure of (tenant, user) at erasedAt (Unix

@@ -11,11 +11,13 @@ import (
 
 // Erasure in the embedded store, by the erasure contract (storetest.RunErasure).
 //
-// DeleteUser deletes every row of the user and records a tombstone (tenant,
-// user, erased_at) in one write transaction; every later writer checks it
+// DeleteUser records a tombstone (a digest of tenant and user, erased_at)
+// in one short write transaction, then deletes the user's rows in chunks
+// of their own (erasechunks.go); every later writer checks the tombstone
 // in its own write transaction, and writes are serialised on the single
 // writer connection, so a check and the write it guards are atomic with
-// respect to an erasure.
+// respect to an erasure. Until the last chunk every read of the user
+// answers nothing.
 //
 // The writer connection runs with PRAGMA secure_delete=ON, so SQLite
 // overwrites deleted content (in pages and on freed pages) with zeros, and

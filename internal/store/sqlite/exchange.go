@@ -117,7 +117,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		return memory.SaveResult{}, err
 	}
 	if n := contract.TailLen(ex); n > 0 {
-		tail, err := liveTail(ctx, tx, ex.Identity, n)
+		tail, err := liveTail(ctx, tx, ex.Identity, n, "")
 		if err != nil {
 			return memory.SaveResult{}, err
 		}

@@ -16,3 +16,10 @@ func VectorCacheUsage(s *Store) (keys, bytes int) { return s.index.VectorUsage()
 
 // SetReadConns bounds s's read pool to n connections.
 func SetReadConns(s *Store, n int) { s.read.SetMaxOpenConns(n) }
+
+// SetEraseChunks makes each chunk of s's erasures delete one batch, and
+// calls hook after each (an error stops the erasure there).
+func SetEraseChunks(s *Store, hook func(chunk int) error) {
+	s.eraseBudget = 0
+	s.afterChunk = hook
+}

@@ -170,7 +170,7 @@ func (s *Store) Facts(ctx context.Context, tenant, user string, now time.Time, h
 	fs, err := queryAll(ctx, s.reads, func(r rowScanner) (memory.Fact, error) {
 		return contract.ScanFact(r, times{}, tenant, user)
 	}, `SELECT `+factColumns+` FROM facts
-		WHERE tenant = ? AND user_id = ?`+where+` ORDER BY updated_at DESC, id DESC`, args...)
+		WHERE tenant = ? AND user_id = ?`+where+notErasing("facts")+` ORDER BY updated_at DESC, id DESC`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list facts: %w", err)
 	}

@@ -41,8 +41,12 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 	return rev, nil
 }
 
-// Load reads key's texts (Dims 0) or vectors of ids above afterID, by id.
+// Load reads key's texts (Dims 0) or vectors of ids above afterID, by id;
+// none while the user's erasure is under way.
 func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
+	if under, err := erasing(ctx, src.s.reads, key.Tenant, key.User); err != nil || under {
+		return err
+	}
 	query, args := `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
 		WHERE tenant = ? AND user_id = ? AND id > ?`, []any{key.Tenant, key.User, afterID}
 	if key.Dims > 0 {
@@ -65,23 +69,23 @@ func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int6
 }
 
 // LoadItems reads the items of ids (by id alone: the Index drops any
-// that is not the user's).
+// that is not the user's); none while the user's erasure is under way.
 func (src indexSource) LoadItems(ctx context.Context, _, _ string, ids []int64) ([]memory.Item, error) {
 	return queryAll(ctx, src.s.reads, scanItem, `SELECT `+itemColumns+` FROM memory_items
-		WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+		WHERE id IN (SELECT value FROM json_each(?))`+notErasing("memory_items"), jsonArray(ids))
 }
 
 // LoadSaidAt reads the user's items' times said (index of migration 0025).
 func (src indexSource) LoadSaidAt(ctx context.Context, tenant, user string, ids []int64) (map[int64]time.Time, error) {
 	out, id, said := make(map[int64]time.Time, len(ids)), int64(0), time.Time{}
 	err := eachRow(ctx, src.s.reads, `SELECT id, COALESCE(said_at, created_at) FROM memory_items INDEXED BY memory_items_times
-		WHERE tenant = ? AND user_id = ? AND id IN (SELECT value FROM json_each(?))`, []any{tenant, user, jsonArray(ids)},
-		[]any{&id, (*nanoTime)(&said)}, func() error { out[id] = said; return nil })
+		WHERE tenant = ? AND user_id = ? AND id IN (SELECT value FROM json_each(?))`+notErasing("memory_items"),
+		[]any{tenant, user, jsonArray(ids)}, []any{&id, (*nanoTime)(&said)}, func() error { out[id] = said; return nil })
 	return out, err
 }
 
 // ReadWindows reads the live turns within radius of each of refs
-// (itemindex.Source).
+// (itemindex.Source); none while the user's erasure is under way.
 func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, refs []memory.MessageRef, radius int) (map[itemindex.WindowKey][]memory.Message, map[itemindex.WindowKey]bool, error) {
 	pairs := make([][2]string, len(refs))
 	for i, r := range refs {
@@ -105,7 +109,7 @@ func (src indexSource) ReadWindows(ctx context.Context, tenant, user string, ref
 		      FROM json_each(?)) r
 		JOIN messages h ON h.tenant = ? AND h.user_id = ? AND h.conversation = r.conversation AND h.key = r.key
 		JOIN messages m ON m.tenant = h.tenant AND m.user_id = h.user_id AND m.conversation = h.conversation
-			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`, []any{jsonArray(pairs), tenant, user, radius, radius},
+			AND m.seq BETWEEN h.seq - ? AND h.seq + ?`+notErasing("h"), []any{jsonArray(pairs), tenant, user, radius, radius},
 		[]any{&hitKey, &hitSeq, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &m.Tokens, (*nanoTime)(&m.CreatedAt), &superseded, &marked},
 		func() error { wr.Add(hitKey, hitSeq, m, superseded, marked); return nil })
 	return wr.Read, wr.Closed, err

@@ -24,7 +24,8 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 		var u memory.UserActivity
 		return u, r.Scan(&u.User, &u.Conversations, &u.Messages, (*nanoTime)(&u.LastActive))
 	}, `SELECT user_id, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at)
-		FROM conversations WHERE tenant = ? AND instr(lower(user_id), ?) > 0
+		FROM conversations c WHERE tenant = ? AND instr(lower(user_id), ?) > 0
+			AND NOT EXISTS (SELECT 1 FROM user_erasures e WHERE e.tenant = c.tenant AND e.user_id = c.user_id)
 		GROUP BY user_id ORDER BY MAX(updated_at) DESC, user_id LIMIT ?`, tenant, strings.ToLower(match), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
@@ -45,7 +46,7 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
-	if err != nil {
+	if bs, err = unlessErasing(ctx, s.read, id.Tenant, id.User, bs, []memory.Branch{}, err); err != nil {
 		return nil, fmt.Errorf("list superseded messages: %w", err)
 	}
 	return bs, nil
@@ -58,7 +59,7 @@ func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Sum
 		return contract.ScanSummary(r, times{}, id)
 	}, `SELECT `+contract.SummaryColumns+` FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
 		ORDER BY version`, id.Tenant, id.User, id.Conversation)
-	if err != nil {
+	if out, err = unlessErasing(ctx, s.read, id.Tenant, id.User, out, []memory.Summary{}, err); err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
 	}
 	return out, nil
@@ -76,7 +77,7 @@ func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Foot
 		(SELECT COUNT(*) FROM exchanges WHERE tenant = ?1 AND user_id = ?2),
 		(SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).
 		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.Exchanges, &f.DeadLetters)
-	if err != nil {
+	if f, err = unlessErasing(ctx, s.read, tenant, user, f, memory.Footprint{}, err); err != nil {
 		return memory.Footprint{}, fmt.Errorf("count user rows: %w", err)
 	}
 	return f, nil

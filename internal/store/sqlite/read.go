@@ -60,9 +60,10 @@ func jsonArray[T string | int64 | [2]string](v []T) string {
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
-// liveTail loads the newest n live messages of a conversation in Seq order.
-func liveTail(ctx context.Context, q querier, id memory.Identity, n int) ([]memory.Message, error) {
-	msgs, err := queryMessages(ctx, q, id, liveMessagesSQL+` ORDER BY seq DESC LIMIT ?`, n)
+// liveTail loads the newest n live messages of a conversation in Seq
+// order; cond is added to the statement's conditions.
+func liveTail(ctx context.Context, q querier, id memory.Identity, n int, cond string) ([]memory.Message, error) {
+	msgs, err := queryMessages(ctx, q, id, liveMessagesSQL+cond+` ORDER BY seq DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("load live tail: %w", err)
 	}
@@ -93,7 +94,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 		return c, r.Scan(&c.ID, &c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	}, `SELECT id, message_count, created_at, updated_at FROM conversations
 		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
-	if err != nil {
+	if cs, err = unlessErasing(ctx, s.reads, tenant, user, cs, []memory.Conversation{}, err); err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return cs, nil
@@ -122,6 +123,11 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}
+	if under, err := erasing(ctx, tx, id.Tenant, id.User); err != nil {
+		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
+	} else if under {
+		return memory.Conversation{}, nil, fmt.Errorf("conversation %s: %w", id.Conversation, memory.ErrNotFound)
+	}
 	return c, msgs, nil
 }
 
@@ -133,7 +139,7 @@ func (s *Store) Recent(ctx context.Context, id memory.Identity, n int) ([]memory
 	if n <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := liveTail(ctx, s.reads, id, n)
+	msgs, err := liveTail(ctx, s.reads, id, n, notErasing("messages"))
 	if err != nil {
 		return nil, fmt.Errorf("recent messages: %w", err)
 	}

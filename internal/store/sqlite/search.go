@@ -31,7 +31,7 @@ func (s *Store) searchVectorSQL(ctx context.Context, q memory.ItemQuery) ([]rank
 	var id int64
 	var blob sql.RawBytes
 	err := eachRow(ctx, s.reads, `SELECT id, embedding FROM memory_items WHERE `+where+
-		` AND model = ? AND dims = ? AND embedding IS NOT NULL`, args, []any{&id, &blob}, func() error {
+		` AND model = ? AND dims = ? AND embedding IS NOT NULL`+notErasing("memory_items"), args, []any{&id, &blob}, func() error {
 		if score, ok := vec.CosineBytes(q.Embedding, qnorm, blob); ok {
 			top.Offer(ranking.Scored{ID: id, Score: score}, q.Limit)
 		}
@@ -73,7 +73,7 @@ func (s *Store) searchTextWindow(ctx context.Context, q memory.ItemQuery, terms 
 	var text sql.RawBytes
 	if err := eachRow(ctx, s.reads, `SELECT memory_items.id, memory_items.text
 		FROM memory_items_fts JOIN memory_items ON memory_items.id = memory_items_fts.rowid
-		WHERE memory_items_fts MATCH ? AND `+where+`
+		WHERE memory_items_fts MATCH ? AND `+where+notErasing("memory_items")+`
 		ORDER BY memory_items_fts.rowid DESC LIMIT ?`, args, []any{&id, &text}, func() error { r.Add(id, text); return nil }); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,14 @@ type Store struct {
 	reads, writes *stmtCache
 	// gate orders the write transactions (writeGate).
 	gate writeGate
+	// eraseBudget bounds a chunk of an erasure (erasechunks.go);
+	// afterChunk is the tests' hook between two chunks (nil elsewhere).
+	eraseBudget time.Duration
+	afterChunk  chunkHook
+	// wake starts resumeErasures' next round; stop ends it at Close, and
+	// resumed is closed once it has ended.
+	wake          chan struct{}
+	stop, resumed chan struct{}
 }
 
 // Open opens the database at path (creating it and its directory if needed)
@@ -104,7 +112,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger,
-		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}}
+		reads: &stmtCache{db: read}, writes: &stmtCache{db: write},
+		eraseBudget: eraseBudget, wake: make(chan struct{}, 1)}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
@@ -118,6 +127,11 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 			return nil, fmt.Errorf("open sqlite store: prepare write statement: %w", err)
 		}
 	}
+	// The erasures a process left under way are finished in the
+	// background; their users read as empty meanwhile.
+	s.stop, s.resumed = make(chan struct{}), make(chan struct{})
+	go func() { defer close(s.resumed); s.resumeErasures(s.stop) }()
+	s.resume()
 	return s, nil
 }
 
@@ -162,6 +176,11 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both connection pools. Waiting Claims on the outbox fail.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		close(s.stop)
+		<-s.resumed
+		s.stop = nil
+	}
 	return errors.Join(s.reads.Close(), s.writes.Close(), s.read.Close(), s.write.Close())
 }
 

@@ -254,3 +254,19 @@ func TestOpenRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestTombstoneExpiryContract(t *testing.T) {
+	storetest.RunTombstoneExpiry(t, func(t *testing.T) (storetest.Store, storetest.Tombstones) {
+		s, path := mustTempStore(t)
+		db := mustRawDB(t, path)
+		return s, storetest.Tombstones{
+			Age: func(ctx context.Context, by time.Duration) error {
+				_, err := db.ExecContext(ctx, `UPDATE conversation_tombstones SET deleted_at = deleted_at - ?`, by.Nanoseconds())
+				return err
+			},
+			Count: func(ctx context.Context) (n int, err error) {
+				return n, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversation_tombstones`).Scan(&n)
+			},
+		}
+	})
+}

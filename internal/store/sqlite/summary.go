@@ -18,7 +18,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 	if limit <= 0 {
 		return []memory.Message{}, nil
 	}
-	msgs, err := queryMessages(ctx, s.reads, id, liveMessagesSQL+` AND seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+	msgs, err := queryMessages(ctx, s.reads, id, liveMessagesSQL+notErasing("messages")+` AND seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("messages after %d: %w", afterSeq, err)
 	}
@@ -30,7 +30,7 @@ func (s *Store) MessagesAfter(ctx context.Context, id memory.Identity, afterSeq 
 func (s *Store) LatestSummary(ctx context.Context, id memory.Identity) (memory.Summary, error) {
 	defer telemetry.Span(&ctx, "sqlite.LatestSummary")()
 	sum, err := contract.ScanSummary(s.reads.QueryRowContext(ctx, `SELECT `+contract.SummaryColumns+` FROM summaries
-		WHERE tenant = ? AND user_id = ? AND conversation = ?
+		WHERE tenant = ? AND user_id = ? AND conversation = ?`+notErasing("summaries")+`
 		ORDER BY version DESC LIMIT 1`, id.Tenant, id.User, id.Conversation), times{}, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)

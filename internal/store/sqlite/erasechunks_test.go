@@ -1,0 +1,210 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/sqlite"
+	"github.com/memgate/memgate/internal/store/storetest"
+)
+
+// userRows counts the user's rows left in the tables an erasure deletes,
+// read on db; -1, the test failed, when it cannot (it may run off the
+// test's goroutine).
+func userRows(tb testing.TB, db *sql.DB, tenant, user string) int {
+	tb.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM memory_items WHERE tenant = ?1 AND user_id = ?2)
+		+ (SELECT COUNT(*) FROM messages WHERE tenant = ?1 AND user_id = ?2)
+		+ (SELECT COUNT(*) FROM facts WHERE tenant = ?1 AND user_id = ?2)
+		+ (SELECT COUNT(*) FROM summaries WHERE tenant = ?1 AND user_id = ?2)
+		+ (SELECT COUNT(*) FROM conversations WHERE tenant = ?1 AND user_id = ?2)
+		+ (SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).Scan(&n); err != nil {
+		tb.Errorf("count rows: %v", err)
+		return -1
+	}
+	return n
+}
+
+// readsNothing returns what the store's reads still answer about id's
+// user (none: "").
+func readsNothing(ctx context.Context, s *sqlite.Store, id memory.Identity, word string) string {
+	var found []string
+	if cs, err := s.Conversations(ctx, id.Tenant, id.User); err != nil || len(cs) > 0 {
+		found = append(found, fmt.Sprintf("Conversations: %d, %v", len(cs), err))
+	}
+	if _, msgs, err := s.Conversation(ctx, id); !errors.Is(err, memory.ErrNotFound) {
+		found = append(found, fmt.Sprintf("Conversation: %d messages, %v", len(msgs), err))
+	}
+	if msgs, err := s.Recent(ctx, id, 10); err != nil || len(msgs) > 0 {
+		found = append(found, fmt.Sprintf("Recent: %d, %v", len(msgs), err))
+	}
+	if fs, err := s.Facts(ctx, id.Tenant, id.User, time.Now(), true); err != nil || len(fs) > 0 {
+		found = append(found, fmt.Sprintf("Facts: %d, %v", len(fs), err))
+	}
+	if _, err := s.LatestSummary(ctx, id); !errors.Is(err, memory.ErrNotFound) {
+		found = append(found, fmt.Sprintf("LatestSummary: %v", err))
+	}
+	if items, err := s.SearchText(ctx, memory.ItemQuery{Tenant: id.Tenant, User: id.User, Text: word, Limit: 5}); err != nil || len(items) > 0 {
+		found = append(found, fmt.Sprintf("SearchText: %d, %v", len(items), err))
+	}
+	if f, err := s.Footprint(ctx, id.Tenant, id.User); err != nil || f != (memory.Footprint{}) {
+		found = append(found, fmt.Sprintf("Footprint: %+v, %v", f, err))
+	}
+	if ds, err := s.DeadLetters(ctx, id.Tenant); err != nil || len(ds) > 0 {
+		found = append(found, fmt.Sprintf("DeadLetters: %d, %v", len(ds), err))
+	}
+	if us, err := s.Users(ctx, id.Tenant, "", 0); err != nil || len(us) > 0 {
+		found = append(found, fmt.Sprintf("Users: %d, %v", len(us), err))
+	}
+	return strings.Join(found, "; ")
+}
+
+// TestDeleteUserYieldsTheWriterBetweenChunks erases a user of many
+// messages while another tenant keeps capturing: captures commit while
+// the user's rows are half deleted (the erasure is not one transaction
+// holding the writer), and the user reads as empty whenever they do.
+func TestDeleteUserYieldsTheWriterBetweenChunks(t *testing.T) {
+	ctx := context.Background()
+	s, path := mustTempStore(t)
+	db := mustRawDB(t, path)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
+	other := memory.Identity{Tenant: "tenant-b", User: "bob", Conversation: "c1"}
+	word := storetest.SeedBigUser(t, s, victim, 160, 12)
+	total := userRows(t, db, victim.Tenant, victim.User)
+
+	done := make(chan struct{})
+	type seen struct {
+		captures, midway int
+		visible          string
+	}
+	result := make(chan seen, 1)
+	go func() {
+		var r seen
+		if err := storetest.CaptureWhile(ctx, s, other, done, func(n int, _ time.Duration) bool {
+			r.captures = n
+			if rows := userRows(t, db, victim.Tenant, victim.User); rows > 0 && rows < total {
+				r.midway++
+				if v := readsNothing(ctx, s, victim, word); v != "" && r.visible == "" {
+					r.visible = v
+				}
+			}
+			return true
+		}); err != nil {
+			r.visible = "other tenant's capture: " + err.Error()
+		}
+		result <- r
+	}()
+	err := s.DeleteUser(ctx, victim.Tenant, victim.User)
+	close(done)
+	r := <-result
+	if err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	if r.visible != "" {
+		t.Fatalf("while the erasure ran, the erased user was readable: %s", r.visible)
+	}
+	if r.midway == 0 {
+		t.Fatalf("no capture of another tenant committed while the erasure was half done (%d captures, %d rows): the erasure held the writer throughout",
+			r.captures, total)
+	}
+	t.Logf("%d captures of another tenant committed while the erasure was under way (of %d)", r.midway, r.captures)
+	if n := userRows(t, db, victim.Tenant, victim.User); n != 0 {
+		t.Fatalf("%d rows of the erased user left", n)
+	}
+	if v := readsNothing(ctx, s, victim, word); v != "" {
+		t.Fatalf("after the erasure: %s", v)
+	}
+	if cs, err := s.Conversations(ctx, other.Tenant, other.User); err != nil || len(cs) != 1 || cs[0].MessageCount != 2*r.captures {
+		t.Fatalf("other tenant's conversations = %+v, %v; want one of %d messages", cs, err, 2*r.captures)
+	}
+}
+
+// TestDeleteUserResumesAfterAStop stops an erasure after its second chunk,
+// as a process stopping would: the user reads as empty and late captures
+// are refused meanwhile, and the store that opens the database next
+// deletes the rest.
+func TestDeleteUserResumesAfterAStop(t *testing.T) {
+	ctx := context.Background()
+	s, path := mustTempStore(t)
+	db := mustRawDB(t, path)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
+	word := storetest.SeedBigUser(t, s, victim, 80, 12)
+	total := userRows(t, db, victim.Tenant, victim.User)
+
+	stopped := errors.New("stopped")
+	sqlite.SetEraseChunks(s, func(chunk int) error {
+		if chunk >= 2 {
+			return stopped
+		}
+		return nil
+	})
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); !errors.Is(err, stopped) {
+		t.Fatalf("DeleteUser = %v, want it stopped", err)
+	}
+	if n := userRows(t, db, victim.Tenant, victim.User); n == 0 || n >= total {
+		t.Fatalf("%d of %d rows left after two chunks: the test cannot see what it checks", n, total)
+	}
+	if v := readsNothing(ctx, s, victim, word); v != "" {
+		t.Fatalf("with the erasure stopped mid-way: %s", v)
+	}
+	late := memory.Exchange{ID: "late", Identity: victim, At: time.Now().Add(-time.Minute),
+		Turn: []memory.Message{{Role: "user", Content: "late turn"}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
+	if res, err := s.SaveExchange(ctx, late); err != nil || !res.Dropped {
+		t.Fatalf("a capture dated before the erasure, while it was under way: %+v, %v; want it dropped", res, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := mustOpen(t, path)
+	deadline := time.Now().Add(2 * time.Minute)
+	for userRows(t, db, victim.Tenant, victim.User) > 0 || pendingErasures(t, db) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("reopened store left %d rows, %d erasures under way", userRows(t, db, victim.Tenant, victim.User), pendingErasures(t, db))
+		}
+		if v := readsNothing(ctx, s2, victim, word); v != "" {
+			t.Fatalf("while the reopened store finished the erasure: %s", v)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v := readsNothing(ctx, s2, victim, word); v != "" {
+		t.Fatalf("after the erasure finished: %s", v)
+	}
+	if at, err := s2.ErasedAt(ctx, victim.Tenant, victim.User); err != nil || at.IsZero() {
+		t.Fatalf("ErasedAt = %v, %v", at, err)
+	}
+	// The user starts afresh once the erasure is over.
+	fresh := memory.Exchange{ID: "fresh", Identity: victim, At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: "new start"}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
+	if _, err := s2.SaveExchange(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := s2.Conversations(ctx, victim.Tenant, victim.User); err != nil || len(cs) != 1 {
+		t.Fatalf("after a fresh start: %+v, %v", cs, err)
+	}
+}
+
+// pendingErasures counts the erasures under way.
+func pendingErasures(tb testing.TB, db *sql.DB) int {
+	tb.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM user_erasures`).Scan(&n); err != nil {
+		tb.Fatalf("count erasures: %v", err)
+	}
+	return n
+}
+
+// BenchmarkDeleteUserLongestWait: storetest.BenchEraseWhileCapturing.
+func BenchmarkDeleteUserLongestWait(b *testing.B) {
+	storetest.BenchEraseWhileCapturing(b, func(b *testing.B) storetest.EraseBenchStore {
+		s, _ := mustTempStore(b)
+		return s
+	})
+}
