@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -15,7 +16,7 @@ import (
 // chatLockTTL is how long a chat lock lasts unreleased: a holder that died
 // (its process killed between the lock and its release) loses it then. A
 // live holder releases it within seconds (its store calls are bounded).
-const chatLockTTL = time.Minute
+const defaultChatLockTTL = time.Minute
 
 // chatLockPoll bounds the wait between two tries at a chat lock another
 // holder has.
@@ -25,9 +26,13 @@ const chatLockPoll = 20 * time.Millisecond
 // chat_locks, all or none in one write transaction, which the processes
 // sharing the file run one at a time; while another holder has one, it
 // tries again after a short wait (1 ms doubling to 20 ms) until ctx ends.
-// Taking all at once, it never holds one while it waits for another. The
-// release deletes the rows; a release that fails leaves them to run out
-// (chatLockTTL).
+// Taking all at once, it never holds one while it waits for another.
+// While held, the rows are renewed every third of their lease
+// (chatLockTTL), so a holder whose store calls outlast the lease keeps
+// them; only a holder that cannot renew them for a whole lease (its
+// process died or stopped, the file unwritable) loses them. The release
+// stops the renewal and deletes the rows; a release that fails leaves
+// them to run out.
 func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
 	keys := contract.ChatKeys(chats)
 	if len(keys) == 0 {
@@ -40,7 +45,7 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 			return nil, fmt.Errorf("sqlite: lock chats: %w", err)
 		}
 		if took {
-			return func() { s.unlockChats(keys, holder) }, nil
+			return s.holdChats(keys, holder), nil
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -71,7 +76,7 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 		for _, k := range keys {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO chat_locks (key, holder, expires_at) VALUES (?, ?, ?)
 				ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at`,
-				k, holder, now+int64(chatLockTTL)); err != nil {
+				k, holder, now+int64(s.chatLockTTL)); err != nil {
 				return err
 			}
 		}
@@ -79,6 +84,62 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 		return nil
 	})
 	return took, err
+}
+
+// holdChats renews holder's locks of keys every third of their lease until
+// the func it returns, which then releases them, is called.
+func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.chatLockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			held, err := s.renewChats(keys, holder)
+			switch {
+			case err != nil:
+				s.logger.Warn("sqlite: cannot renew chat locks; trying again", "err", err)
+			case !held:
+				s.logger.Warn("sqlite: chat locks ran out before their renewal; another holder may have them", "lease", s.chatLockTTL)
+				return
+			}
+		}
+	}()
+	return sync.OnceFunc(func() {
+		close(stop)
+		<-done
+		s.unlockChats(keys, holder)
+	})
+}
+
+// renewChats extends holder's locks of keys by a lease from now, and
+// reports whether holder still had every one of them.
+func (s *Store) renewChats(keys []int64, holder string) (held bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.chatLockTTL/3)
+	defer cancel()
+	err = s.inWrite(ctx, func(tx *sql.Tx) error {
+		expires := nanos(time.Now()) + int64(s.chatLockTTL)
+		var n int64
+		for _, k := range keys {
+			res, err := tx.ExecContext(ctx, `UPDATE chat_locks SET expires_at = ? WHERE key = ? AND holder = ?`, expires, k, holder)
+			if err != nil {
+				return err
+			}
+			m, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n += m
+		}
+		held = n == int64(len(keys))
+		return nil
+	})
+	return held, err
 }
 
 // unlockChats releases holder's locks of keys.
@@ -94,6 +155,6 @@ func (s *Store) unlockChats(keys []int64, holder string) {
 		return nil
 	})
 	if err != nil {
-		s.logger.Warn("sqlite: cannot release chat locks; they run out", "after", chatLockTTL, "err", err)
+		s.logger.Warn("sqlite: cannot release chat locks; they run out", "after", s.chatLockTTL, "err", err)
 	}
 }

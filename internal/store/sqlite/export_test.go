@@ -1,6 +1,10 @@
 package sqlite
 
-import "github.com/memgate/memgate/internal/itemindex"
+import (
+	"time"
+
+	"github.com/memgate/memgate/internal/itemindex"
+)
 
 // SetVectorCacheLimit replaces s's in-memory index with an empty one whose
 // vector cache is bounded at max bytes.
@@ -16,3 +20,6 @@ func VectorCacheUsage(s *Store) (keys, bytes int) { return s.index.VectorUsage()
 
 // SetReadConns bounds s's read pool to n connections.
 func SetReadConns(s *Store, n int) { s.read.SetMaxOpenConns(n) }
+
+// SetChatLockTTL sets how long s's chat locks last unrenewed.
+func SetChatLockTTL(s *Store, ttl time.Duration) { s.chatLockTTL = ttl }

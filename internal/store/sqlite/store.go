@@ -55,6 +55,8 @@ type Store struct {
 	reads, writes *stmtCache
 	// gate orders the write transactions (writeGate).
 	gate writeGate
+	// chatLockTTL is how long a chat lock lasts unrenewed (chatlock.go).
+	chatLockTTL time.Duration
 }
 
 // Open opens the database at path (creating it and its directory if needed)
@@ -104,7 +106,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger,
-		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}}
+		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}, chatLockTTL: defaultChatLockTTL}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
