@@ -32,7 +32,9 @@ const chatLockPoll = 20 * time.Millisecond
 // them; only a holder that cannot renew them for a whole lease (its
 // process died or stopped, the file unwritable) loses them. The release
 // stops the renewal and deletes the rows; a release that fails leaves
-// them to run out.
+// them to run out. The Store's writes to a chat it holds commit only
+// while it holds it (fenceChats): a holder that stalled past its lease,
+// the lock taken since by another, stores nothing more under it.
 func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
 	keys := contract.ChatKeys(chats)
 	if len(keys) == 0 {
@@ -61,7 +63,7 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 // a live one, and reports whether it took them.
 func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (took bool, err error) {
 	err = s.inWrite(ctx, func(tx *sql.Tx) error {
-		now := nanos(time.Now())
+		now := nanos(s.chatLockNow())
 		for _, k := range keys {
 			var expires int64
 			err := tx.QueryRowContext(ctx, `SELECT expires_at FROM chat_locks WHERE key = ?`, k).Scan(&expires)
@@ -89,6 +91,7 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 // holdChats renews holder's locks of keys every third of their lease until
 // the func it returns, which then releases them, is called.
 func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
+	s.holds.add(keys, holder)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -114,7 +117,69 @@ func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
 		close(stop)
 		<-done
 		s.unlockChats(keys, holder)
+		s.holds.remove(keys, holder)
 	})
+}
+
+// chatHolds are the chat locks a Store holds, each key's holder.
+type chatHolds struct {
+	mu sync.Mutex
+	m  map[int64]string
+}
+
+func (h *chatHolds) add(keys []int64, holder string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[int64]string{}
+	}
+	for _, k := range keys {
+		h.m[k] = holder
+	}
+}
+
+func (h *chatHolds) remove(keys []int64, holder string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range keys {
+		if h.m[k] == holder {
+			delete(h.m, k)
+		}
+	}
+}
+
+// holder returns the holder of key's lock on this Store, if it holds it.
+func (h *chatHolds) holder(key int64) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	holder, ok := h.m[key]
+	return holder, ok
+}
+
+// fenceChats returns memory.ErrLockLost when the Store took the lock of a
+// chat of chats and its row in chat_locks, read in tx, has another holder
+// or none: the lock ran out unrenewed and another handle took it. A write
+// made in tx under it then rolls back: the write transactions of the
+// processes sharing the file run one at a time, so a holder whose row
+// still names it stores before any other holder takes the chat. A chat
+// the Store does not hold is not checked (its store goes on without the
+// lock, as when the lock could not be taken).
+func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, chats ...memory.Identity) error {
+	for _, k := range contract.ChatKeys(chats) {
+		holder, ok := s.holds.holder(k)
+		if !ok {
+			continue
+		}
+		var now string
+		err := tx.QueryRowContext(ctx, `SELECT holder FROM chat_locks WHERE key = ?`, k).Scan(&now)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && now != holder {
+			return memory.ErrLockLost
+		}
+		if err != nil {
+			return fmt.Errorf("check chat lock: %w", err)
+		}
+	}
+	return nil
 }
 
 // renewChats extends holder's locks of keys by a lease from now, and
@@ -123,7 +188,7 @@ func (s *Store) renewChats(keys []int64, holder string) (held bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.chatLockTTL/3)
 	defer cancel()
 	err = s.inWrite(ctx, func(tx *sql.Tx) error {
-		expires := nanos(time.Now()) + int64(s.chatLockTTL)
+		expires := nanos(s.chatLockNow()) + int64(s.chatLockTTL)
 		var n int64
 		for _, k := range keys {
 			res, err := tx.ExecContext(ctx, `UPDATE chat_locks SET expires_at = ? WHERE key = ? AND holder = ?`, expires, k, holder)

@@ -23,3 +23,6 @@ func SetReadConns(s *Store, n int) { s.read.SetMaxOpenConns(n) }
 
 // SetChatLockTTL sets how long s's chat locks last unrenewed.
 func SetChatLockTTL(s *Store, ttl time.Duration) { s.chatLockTTL = ttl }
+
+// SetChatLockClock sets the clock s's chat locks are taken and renewed by.
+func SetChatLockClock(s *Store, now func() time.Time) { s.chatLockNow = now }

@@ -55,8 +55,12 @@ type Store struct {
 	reads, writes *stmtCache
 	// gate orders the write transactions (writeGate).
 	gate writeGate
-	// chatLockTTL is how long a chat lock lasts unrenewed (chatlock.go).
+	// chatLockTTL is how long a chat lock lasts unrenewed, by the clock
+	// chatLockNow; holds are the chat locks this Store holds, which its
+	// writes check (chatlock.go).
 	chatLockTTL time.Duration
+	chatLockNow func() time.Time
+	holds       chatHolds
 }
 
 // Open opens the database at path (creating it and its directory if needed)
@@ -106,7 +110,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, logger: logger,
-		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}, chatLockTTL: defaultChatLockTTL}
+		reads: &stmtCache{db: read}, writes: &stmtCache{db: write}, chatLockTTL: defaultChatLockTTL, chatLockNow: time.Now}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
