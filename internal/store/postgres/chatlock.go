@@ -22,7 +22,9 @@ const chatLockClass int32 = 0x6d67636c // "mgcl"
 // scoped advisory locks, in key order, in a transaction of their own on a
 // connection held until the release, which rolls it back (it writes
 // nothing). One round trip takes them (BEGIN and the locks, pipelined),
-// one releases them. A holder whose connection breaks loses them with it.
+// one releases them. The transaction is exempt from the server's
+// idle_in_transaction_session_timeout: a holder keeps them however long
+// its saves take, and loses them only with its connection.
 // At most half the pool's connections hold chat locks at once (the saves
 // under them need the other half); a pool of one cannot lock.
 func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
@@ -52,6 +54,10 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// The transaction sits idle while its holder stores: a server that
+	// ends such sessions (idle_in_transaction_session_timeout) would end
+	// it, and the locks with it, under a slow holder.
+	b.Queue("SET LOCAL idle_in_transaction_session_timeout = 0")
 	for _, k := range keys {
 		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
 	}
