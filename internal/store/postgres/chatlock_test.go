@@ -111,3 +111,21 @@ func TestChatLockOutlastsIdleTransactionTimeout(t *testing.T) {
 		t.Fatalf("LockChats: %v, want its context's deadline", err)
 	}
 }
+
+// TestChatLockLostConnectionCannotWrite runs storetest.RunChatLockLost
+// with a holder whose lock connection broke (its backend terminated).
+func TestChatLockLostConnectionCannotWrite(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
+	storetest.RunChatLockLost(t, a, b, func(t *testing.T, chats []memory.Identity) {
+		_, pids := a.heldChats(chats...)
+		if len(pids) == 0 {
+			t.Fatal("the holder holds no lock of the chats")
+		}
+		for _, pid := range pids {
+			if _, err := b.pool.Exec(testCtx(t), `SELECT pg_terminate_backend($1)`, pid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -91,7 +91,7 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 // holdChats renews holder's locks of keys every third of their lease until
 // the func it returns, which then releases them, is called.
 func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
-	s.holds.add(keys, holder)
+	s.holds.Add(keys, holder)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -117,43 +117,8 @@ func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
 		close(stop)
 		<-done
 		s.unlockChats(keys, holder)
-		s.holds.remove(keys, holder)
+		s.holds.Remove(keys, holder)
 	})
-}
-
-// chatHolds are the chat locks a Store holds, each key's holder.
-type chatHolds struct {
-	mu sync.Mutex
-	m  map[int64]string
-}
-
-func (h *chatHolds) add(keys []int64, holder string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[int64]string{}
-	}
-	for _, k := range keys {
-		h.m[k] = holder
-	}
-}
-
-func (h *chatHolds) remove(keys []int64, holder string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, k := range keys {
-		if h.m[k] == holder {
-			delete(h.m, k)
-		}
-	}
-}
-
-// holder returns the holder of key's lock on this Store, if it holds it.
-func (h *chatHolds) holder(key int64) (string, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	holder, ok := h.m[key]
-	return holder, ok
 }
 
 // fenceChats returns memory.ErrLockLost when the Store took the lock of a
@@ -166,7 +131,7 @@ func (h *chatHolds) holder(key int64) (string, bool) {
 // lock, as when the lock could not be taken).
 func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, chats ...memory.Identity) error {
 	for _, k := range contract.ChatKeys(chats) {
-		holder, ok := s.holds.holder(k)
+		holder, ok := s.holds.Holder(k)
 		if !ok {
 			continue
 		}

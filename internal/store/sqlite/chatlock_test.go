@@ -64,50 +64,13 @@ func TestChatLockHeldPastItsLease(t *testing.T) {
 	got()
 }
 
-// TestChatLockLostLeaseCannotWrite: a holder that stalled past its lease
-// (here: the other handle's clock two leases on, so the lease has run for
-// it) loses the chat to the other handle, and then cannot store under
-// the lock it lost: its save of the chat's first turn, its candidate and
-// its adoption are refused with memory.ErrLockLost, nothing of them
-// stored, while the new holder stores the turn once.
+// TestChatLockLostLeaseCannotWrite runs storetest.RunChatLockLost with a
+// holder stalled past its lease: the other handle's clock two leases on,
+// so that the lease has run out for it.
 func TestChatLockLostLeaseCannotWrite(t *testing.T) {
 	a, path := mustTempStore(t)
 	b := mustOpen(t, path)
-	sqlite.SetChatLockClock(b, func() time.Time { return time.Now().Add(2 * time.Minute) })
-	ctx := context.Background()
-	first := memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation},
-		Candidate: "chat-x", Model: "m", At: time.Now(),
-		Turn:  []memory.Message{{Role: "user", Content: "hi"}},
-		Reply: memory.Message{Role: "assistant", Content: "hello"}}
-	chat, _ := memory.ChatOf(first)
-	unlockA, err := a.LockChats(ctx, []memory.Identity{chat})
-	if err != nil {
-		t.Fatalf("LockChats: %v", err)
-	}
-	defer unlockA()
-	unlockB, err := b.LockChats(ctx, []memory.Identity{chat})
-	if err != nil {
-		t.Fatalf("LockChats of a lock run out: %v", err)
-	}
-	defer unlockB()
-
-	if _, err := a.SaveExchange(ctx, first); !errors.Is(err, memory.ErrLockLost) {
-		t.Fatalf("SaveExchange under a lost lock: %v, want memory.ErrLockLost", err)
-	}
-	if err := a.RecordCandidate(ctx, first.Identity, first.ID, first.Candidate); !errors.Is(err, memory.ErrLockLost) {
-		t.Fatalf("RecordCandidate under a lost lock: %v, want memory.ErrLockLost", err)
-	}
-	next := first
-	next.ID, next.Candidate, next.Derived, next.Conversation = "ex-next", "", true, "chat-x"
-	next.Prior = append(first.Turn, first.Reply)
-	if _, err := a.Adopt(ctx, next.Identity, "", next.Prior, time.Time{}); !errors.Is(err, memory.ErrLockLost) {
-		t.Fatalf("Adopt under a lost lock: %v, want memory.ErrLockLost", err)
-	}
-	if msgs, err := b.Recent(ctx, first.Identity, 10); err != nil || len(msgs) != 0 {
-		t.Fatalf("after the refused save the default conversation holds %d messages (%v), want none", len(msgs), err)
-	}
-	res, err := b.SaveExchange(ctx, first)
-	if err != nil || res.Inserted != 2 {
-		t.Fatalf("the new holder's SaveExchange: inserted %d, %v; want 2", res.Inserted, err)
-	}
+	storetest.RunChatLockLost(t, a, b, func(*testing.T, []memory.Identity) {
+		sqlite.SetChatLockClock(b, func() time.Time { return time.Now().Add(2 * time.Minute) })
+	})
 }

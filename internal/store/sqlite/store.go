@@ -26,6 +26,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/store/search"
 )
 
@@ -60,7 +61,7 @@ type Store struct {
 	// writes check (chatlock.go).
 	chatLockTTL time.Duration
 	chatLockNow func() time.Time
-	holds       chatHolds
+	holds       contract.ChatHolds[int64, string]
 }
 
 // Open opens the database at path (creating it and its directory if needed)
