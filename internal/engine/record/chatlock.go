@@ -25,7 +25,11 @@ type ChatLocker interface {
 	// a lock on any of chats, then takes them all and returns what
 	// releases them. It returns an error, holding nothing, when ctx ends
 	// first or the store fails. A lock whose holder died is released
-	// (its connection closed, or after a bound of a minute or more).
+	// (its connection closed, or after a lease of a minute or more,
+	// renewed while its holder lives). The store's writes to a chat it
+	// locked commit only while it still holds the lock, else fail with
+	// memory.ErrLockLost: the Capturer and the Worker then take it again
+	// (chatHold.retake) and check again before they store.
 	LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error)
 }
 

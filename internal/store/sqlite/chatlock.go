@@ -92,19 +92,22 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 // the func it returns, which then releases them, is called.
 func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
 	s.holds.Add(keys, holder)
-	stop, done := make(chan struct{}), make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.chatLockTTL / 3)
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			held, err := s.renewChats(keys, holder)
+			held, err := s.renewChats(ctx, keys, holder)
 			switch {
+			case ctx.Err() != nil:
+				return
 			case err != nil:
 				s.logger.Warn("sqlite: cannot renew chat locks; trying again", "err", err)
 			case !held:
@@ -114,7 +117,7 @@ func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
 		}
 	}()
 	return sync.OnceFunc(func() {
-		close(stop)
+		stop() // a renewal under way gives up: the release is next
 		<-done
 		s.unlockChats(keys, holder)
 		s.holds.Remove(keys, holder)
@@ -149,8 +152,8 @@ func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, chats ...memory.Iden
 
 // renewChats extends holder's locks of keys by a lease from now, and
 // reports whether holder still had every one of them.
-func (s *Store) renewChats(keys []int64, holder string) (held bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.chatLockTTL/3)
+func (s *Store) renewChats(ctx context.Context, keys []int64, holder string) (held bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.chatLockTTL/3)
 	defer cancel()
 	err = s.inWrite(ctx, func(tx *sql.Tx) error {
 		expires := nanos(s.chatLockNow()) + int64(s.chatLockTTL)
