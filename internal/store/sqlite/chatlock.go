@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// chatLockTTL is how long a chat lock lasts unreleased: a holder that died
-// (its process killed between the lock and its release) loses it then. A
-// live holder releases it within seconds (its store calls are bounded).
+// defaultChatLockTTL is how long a chat lock lasts unrenewed
+// (Store.chatLockTTL): a holder that died (its process killed between the
+// lock and its release) loses it then. A live holder renews it every
+// third of that while it holds it, however long its store calls take.
 const defaultChatLockTTL = time.Minute
 
 // chatLockPoll bounds the wait between two tries at a chat lock another
@@ -28,7 +30,7 @@ const chatLockPoll = 20 * time.Millisecond
 // tries again after a short wait (1 ms doubling to 20 ms) until ctx ends.
 // Taking all at once, it never holds one while it waits for another.
 // While held, the rows are renewed every third of their lease
-// (chatLockTTL), so a holder whose store calls outlast the lease keeps
+// (Store.chatLockTTL), so a holder whose store calls outlast the lease keeps
 // them; only a holder that cannot renew them for a whole lease (its
 // process died or stopped, the file unwritable) loses them. The release
 // stops the renewal and deletes the rows; a release that fails leaves
@@ -92,33 +94,15 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 // the func it returns, which then releases them, is called.
 func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
 	s.holds.Add(keys, holder)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.chatLockTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			held, err := s.renewChats(ctx, keys, holder)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				s.logger.Warn("sqlite: cannot renew chat locks; trying again", "err", err)
-			case !held:
-				s.logger.Warn("sqlite: chat locks ran out before their renewal; another holder may have them", "lease", s.chatLockTTL)
-				return
-			}
-		}
-	}()
+	stop := pace.Keep(context.Background(), s.chatLockTTL/3, func(ctx context.Context) (bool, error) {
+		return s.renewChats(ctx, keys, holder)
+	}, func(err error) {
+		s.logger.Warn("sqlite: cannot renew chat locks; trying again", "err", err)
+	}, func() {
+		s.logger.Warn("sqlite: chat locks ran out before their renewal; another holder may have them", "lease", s.chatLockTTL)
+	})
 	return sync.OnceFunc(func() {
 		stop() // a renewal under way gives up: the release is next
-		<-done
 		s.unlockChats(keys, holder)
 		s.holds.Remove(keys, holder)
 	})
