@@ -71,8 +71,8 @@ var layers = map[string]layer{
 	"internal/engine/prompt": {"budgeted assembly; reads recall's passages", with(domain, []string{"internal/engine/recall", "internal/telemetry"})},
 	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/keylock", "internal/pace", "internal/telemetry"})},
 	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/keylock", "internal/pace", "internal/seen", "internal/telemetry"})},
-	"internal/engine": {"the facade: composes the core's parts over one store and reconnects when it returns",
-		with(domain, []string{"internal/encoder", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/lexicon"})},
+	"internal/engine": {"the facade: composes the core's parts over one store and reconnects when it returns (its store watch paced by internal/pace)",
+		with(domain, []string{"internal/encoder", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/lexicon", "internal/pace"})},
 
 	// Stores: adapters that never import their consumers (engine/prompt,
 	// recall, record, enrich, proxy); they share the contract's rules, the
@@ -82,7 +82,7 @@ var layers = map[string]layer{
 	"internal/ranking":         {"BM25 (the in-memory text index it scores, the ranker of a window of candidates), FTS5 word folding and top-k, shared by the stores and the item index: the domain only", domain},
 	"internal/itemindex":       {"the in-memory item index the SQL stores search: caches what it ranks with internal/ranking", with(domain, []string{"internal/engine/cache", "internal/ranking", "internal/store/contract", "internal/vec"})},
 	"internal/store/search":    {"the stores' recall reads: the in-memory item index first, the store's SQL for a user too large for it (whose items a store may rank by id, internal/ranking's Scored); traced as the stores are", with(domain, []string{"internal/itemindex", "internal/ranking", "internal/store/contract", "internal/telemetry"})},
-	"internal/store/sqlite":    {"SQL for the embedded store; ranks a too-large user's candidates with internal/ranking", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/ranking", "internal/store/contract", "internal/store/search", "internal/telemetry", "internal/vec", "migrations/sqlite"})},
+	"internal/store/sqlite":    {"SQL for the embedded store; ranks a too-large user's candidates with internal/ranking; renews its chat locks with internal/pace", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/pace", "internal/ranking", "internal/store/contract", "internal/store/search", "internal/telemetry", "internal/vec", "migrations/sqlite"})},
 	"internal/store/postgres":  {"SQL for PostgreSQL + pgvector", with(domain, []string{"internal/engine/cache", "internal/itemindex", "internal/pace", "internal/store/contract", "internal/store/search", "internal/telemetry", "migrations/postgres"})},
 	"internal/store/redis":     {"the Redis Streams queues beside the PostgreSQL store: commands only; post-purge maintenance paced by internal/pace", with(domain, []string{"internal/pace"})},
 	"internal/store/storetest": {"the contract suites every store runs, the engine cache they run the freshness suite through, and the stores' shared contract code (its migrations and errors) they check against", with(domain, []string{"internal/engine/cache", "internal/store/contract"})},

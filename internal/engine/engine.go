@@ -25,6 +25,7 @@ import (
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // ErrStoreDown marks an Open failure to reach the store (as opposed to a
@@ -258,18 +259,12 @@ func (e *Engine) retry(ctx context.Context, open Open) error {
 
 // watch pings the store every storePingEvery until ctx ends.
 func (e *Engine) watch(ctx context.Context) {
-	t := time.NewTicker(storePingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_ = e.Ping(pctx)
-			cancel()
-		}
-	}
+	pace.Every(ctx, storePingEvery, func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_ = e.Ping(pctx)
+		return true
+	})
 }
 
 // Close flushes pending captures (within Options.FlushTimeout, past ctx's

@@ -28,6 +28,12 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable reports that a memory backend could not be reached.
 	ErrUnavailable = errors.New("memory backend unavailable")
+	// ErrLockLost reports a write the store refused because it was made
+	// under a chat's lock (ChatOf) that its holder no longer holds: the
+	// lock ran out unrenewed (its process stalled) and another holder may
+	// have taken it. Nothing of the write is stored; its writer takes the
+	// lock again and redoes what it did under it.
+	ErrLockLost = errors.New("chat lock lost")
 	// ErrSchemaTooNew reports a store whose database a newer build of
 	// memgate migrated: it records a migration this build does not know,
 	// so this build refuses to use it rather than ignore what the newer
@@ -296,6 +302,26 @@ type Exchange struct {
 	// the exchange ("" untraced): it travels through the capture and
 	// enrichment queues so the enrichment's span links back to the request.
 	TraceParent string `json:"trace_parent,omitempty"`
+}
+
+// ChatOf returns the chat whose first turn storing ex may store or find,
+// the chat whose lock covers its storing: a first turn's Candidate
+// conversation, or the derived conversation (Root, else Conversation) a
+// Derived exchange resending history continues. It returns false for any
+// other exchange.
+func ChatOf(ex Exchange) (Identity, bool) {
+	id := ex.Identity
+	switch {
+	case ex.Candidate != "":
+		id.Conversation = ex.Candidate
+	case ex.Derived && len(ex.Prior) > 0:
+		if ex.Root != "" {
+			id.Conversation = ex.Root
+		}
+	default:
+		return Identity{}, false
+	}
+	return id, true
 }
 
 // SaveResult reports what storing an exchange changed.

@@ -1,8 +1,9 @@
 // Package pace runs a background task on request, coalescing requests and
 // spacing the runs out: the shape of the maintenance a store asks for after
 // an erasure (PostgreSQL's VACUUM, Redis's append-only file rewrite), which
-// an erasure loop must not turn into back-to-back runs; and Sleep, the
-// context-aware wait every background loop uses.
+// an erasure loop must not turn into back-to-back runs; Sleep, the
+// context-aware wait every background loop uses; Every, their ticker; and
+// Keep, the renewal of a lease while its holder works.
 package pace
 
 import (
@@ -105,5 +106,49 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// Keep renews a lease every interval, on a goroutine of its own, until
+// ctx ends, the stop it returns is called, or renew reports that the
+// lease is no longer held (lost is then called). renew's context ends
+// with ctx and stop, so a renewal under way gives up; a renewal that
+// fails (failed is called with its error) is tried again at the next
+// interval. stop waits for the goroutine to end.
+func Keep(ctx context.Context, interval time.Duration, renew func(ctx context.Context) (held bool, err error), failed func(error), lost func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Every(ctx, interval, func() bool {
+			held, err := renew(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return false
+			case err != nil:
+				failed(err)
+			case !held:
+				lost()
+				return false
+			}
+			return true
+		})
+	}()
+	return func() { cancel(); <-done }
+}
+
+// Every calls fn every interval until ctx ends or fn returns false.
+func Every(ctx context.Context, interval time.Duration, fn func() bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fn() {
+			return
+		}
 	}
 }

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -119,4 +120,40 @@ func TestStopReportsARequestLeftUnserved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeepRenewsUntilLost: Keep renews until renew reports the lease lost,
+// calls lost once and stops renewing; a failed renewal is reported and
+// tried again; stop after that returns.
+func TestKeepRenewsUntilLost(t *testing.T) {
+	var renewals, failures int
+	lost := make(chan struct{})
+	stop := Keep(context.Background(), time.Millisecond, func(context.Context) (bool, error) {
+		renewals++
+		switch renewals {
+		case 1:
+			return false, errors.New("busy")
+		case 2, 3:
+			return true, nil
+		}
+		return false, nil
+	}, func(error) { failures++ }, func() { close(lost) })
+	<-lost
+	stop()
+	if renewals != 4 || failures != 1 {
+		t.Fatalf("%d renewals, %d failures; want 4 and 1", renewals, failures)
+	}
+}
+
+// TestKeepStopEndsARenewal: stop cancels a renewal under way and waits
+// for it.
+func TestKeepStopEndsARenewal(t *testing.T) {
+	started := make(chan struct{})
+	stop := Keep(context.Background(), time.Millisecond, func(ctx context.Context) (bool, error) {
+		close(started)
+		<-ctx.Done()
+		return false, ctx.Err()
+	}, func(error) { t.Error("a cancelled renewal reported as failed") }, func() { t.Error("a cancelled renewal reported as lost") })
+	<-started
+	stop()
 }

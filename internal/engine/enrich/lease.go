@@ -3,6 +3,8 @@ package enrich
 import (
 	"context"
 	"time"
+
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // lease takes or renews the enricher's lease (EnrichOptions.Lease); without
@@ -23,31 +25,14 @@ func (e *Enricher) keepLease(ctx context.Context) (stop func()) {
 	if e.opts.Lease == nil {
 		return func() {}
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(e.leaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-			}
-			held, _, err := e.lease(rctx)
-			switch {
-			case rctx.Err() != nil:
-				return
-			case err != nil:
-				e.logger.Warn("enricher cannot renew its lease", "err", err)
-			case !held:
-				e.logger.Warn("enricher lost its lease during a round; another enricher may enrich its exchanges again")
-				return
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return pace.Keep(context.WithoutCancel(ctx), e.leaseTTL/3, func(ctx context.Context) (bool, error) {
+		held, _, err := e.lease(ctx)
+		return held, err
+	}, func(err error) {
+		e.logger.Warn("enricher cannot renew its lease", "err", err)
+	}, func() {
+		e.logger.Warn("enricher lost its lease during a round; another enricher may enrich its exchanges again")
+	})
 }
 
 // release gives up the enricher's lease, if it holds it, so that the next

@@ -25,7 +25,11 @@ type ChatLocker interface {
 	// a lock on any of chats, then takes them all and returns what
 	// releases them. It returns an error, holding nothing, when ctx ends
 	// first or the store fails. A lock whose holder died is released
-	// (its connection closed, or after a bound of a minute or more).
+	// (its connection closed, or after a lease of a minute or more,
+	// renewed while its holder lives). The store's writes to a chat it
+	// locked commit only while it still holds the lock, else fail with
+	// memory.ErrLockLost: the Capturer and the Worker then take it again
+	// (chatHold.retake) and check again before they store.
 	LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error)
 }
 
@@ -57,67 +61,84 @@ func NewChatLocks(store ChatLocker) *ChatLocks {
 	return &ChatLocks{store: store}
 }
 
-// chatOf returns the chat whose first turn storing ex may store or find
-// (a first turn's candidate conversation; a derived conversation a turn
-// resending history continues), and false when there is none.
-func chatOf(ex memory.Exchange) (memory.Identity, bool) {
-	id := ex.Identity
-	switch {
-	case ex.Candidate != "":
-		id.Conversation = ex.Candidate
-	case ex.Derived && len(ex.Prior) > 0:
-		if ex.Root != "" {
-			id.Conversation = ex.Root
-		}
-	default:
-		return memory.Identity{}, false
-	}
-	return id, true
-}
-
 // lock takes the locks of the chats of exs: the process's, one chat
-// after another in a fixed order, then the store's, and returns what
-// releases them. When one cannot be taken before ctx ends (a store of
-// the same chat holds it that long) or the store fails, it returns the
-// error with the locks it took held, released by unlock, and takes no
-// more: the caller stores as it would have without them. A nil ChatLocks
-// locks nothing.
-func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (unlock func(), err error) {
+// after another in a fixed order, then the store's, and returns them
+// held. When one cannot be taken before ctx ends (a store of the same
+// chat holds it that long) or the store fails, it returns the error with
+// the locks it took held, released by unlock, and takes no more: the
+// caller stores as it would have without them. A nil ChatLocks locks
+// nothing.
+func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (*chatHold, error) {
+	h := &chatHold{}
 	if l == nil {
-		return func() {}, nil
+		return h, nil
 	}
-	var chats []memory.Identity
 	for _, ex := range exs {
-		if id, ok := chatOf(ex); ok {
-			chats = append(chats, id)
+		if id, ok := memory.ChatOf(ex); ok {
+			h.chats = append(h.chats, id)
 		}
 	}
-	slices.SortFunc(chats, func(a, b memory.Identity) int {
+	slices.SortFunc(h.chats, func(a, b memory.Identity) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User), cmp.Compare(a.Conversation, b.Conversation))
 	})
-	chats = slices.Compact(chats)
-	var held []func()
-	local := func() {
-		for _, unlock := range held {
-			unlock()
-		}
-	}
-	for _, id := range chats {
+	h.chats = slices.Compact(h.chats)
+	for _, id := range h.chats {
 		unlock, err := l.locks.Lock(ctx, id)
 		if err != nil {
-			return local, fmt.Errorf("lock chats in this process: %w", err)
+			return h, fmt.Errorf("lock chats in this process: %w", err)
 		}
-		held = append(held, unlock)
+		h.local = append(h.local, unlock)
 	}
-	if l.store == nil || len(chats) == 0 {
-		return local, nil
+	if l.store == nil || len(h.chats) == 0 {
+		return h, nil
 	}
-	release, err := l.store.LockChats(ctx, chats)
+	h.store = l.store
+	if _, err := h.retake(ctx); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// chatHold is the chat locks one store holds (ChatLocks.lock): the
+// process's, then the store's.
+type chatHold struct {
+	chats   []memory.Identity
+	local   []func()   // the process's locks of chats
+	store   ChatLocker // nil: the process's locks alone
+	release func()     // releases the store's; nil when not held
+}
+
+// retake gives up the store's locks of h's chats, if held, and takes them
+// again, keeping the process's. A store refused a write under them
+// (memory.ErrLockLost): they ran out unrenewed while their holder stalled
+// and another process may have taken them; retake waits until it is done
+// with them. It reports whether it took them; without them (ctx ended,
+// the store failed, or h holds no store's locks) the caller stores as it
+// would have without them.
+func (h *chatHold) retake(ctx context.Context) (bool, error) {
+	if h.release != nil {
+		h.release()
+		h.release = nil
+	}
+	if h.store == nil || len(h.local) < len(h.chats) {
+		return false, nil
+	}
+	release, err := h.store.LockChats(ctx, h.chats)
 	if err != nil {
-		return local, fmt.Errorf("lock chats in the store: %w", err)
+		return false, fmt.Errorf("lock chats in the store: %w", err)
 	}
-	return func() {
-		release()
-		local()
-	}, nil
+	h.release = release
+	return true, nil
+}
+
+// unlock releases every lock h holds.
+func (h *chatHold) unlock() {
+	if h.release != nil {
+		h.release()
+		h.release = nil
+	}
+	for _, unlock := range h.local {
+		unlock()
+	}
+	h.local = nil
 }

@@ -47,7 +47,7 @@ func chatTurn(t *testing.T, tenant, conv string) memory.Exchange {
 // other chats — of other tenants too — take their locks at once.
 func TestAChatsWaitStallsNoOtherChat(t *testing.T) {
 	stuck := chatTurn(t, "t0", "stuck")
-	id, _ := chatOf(stuck)
+	id, _ := memory.ChatOf(stuck)
 	store := &stuckChatLocker{stuck: id, released: make(chan struct{}), waiting: make(chan struct{})}
 	l := NewChatLocks(store)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,8 +55,8 @@ func TestAChatsWaitStallsNoOtherChat(t *testing.T) {
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		unlock, _ := l.lock(ctx, stuck)
-		unlock()
+		h, _ := l.lock(ctx, stuck)
+		h.unlock()
 	}()
 	defer func() { close(store.released); <-held }()
 	<-store.waiting
@@ -67,8 +67,8 @@ func TestAChatsWaitStallsNoOtherChat(t *testing.T) {
 	for i := range cap(done) {
 		ex := chatTurn(t, fmt.Sprintf("t%d", i%7+1), fmt.Sprintf("chat-%d", i))
 		go func() {
-			unlock, err := l.lock(ctx, ex)
-			unlock()
+			h, err := l.lock(ctx, ex)
+			h.unlock()
 			done <- err
 		}()
 	}

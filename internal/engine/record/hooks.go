@@ -65,6 +65,10 @@ type hooked struct {
 // guard (see guarded). A hook
 // error is returned wrapped with ErrHook after the remaining hooks ran; one
 // that only reports the user's erasure (memory.ErrErased) is not an error.
+// The hooks run inside the save: a Capturer or Worker storing a chat
+// under its chat lock (ChatLocks) holds it while they run, so hooks that
+// call a model belong in WorkerOptions.Hooks or the Enricher, which run
+// them after the lock is released.
 func WithHooks(saver Saver, hooks ...Hook) Saver {
 	if len(hooks) == 0 {
 		return saver

@@ -52,7 +52,8 @@ func (c *Capturer) store(batch []*job) {
 	}
 	// From the adoptions to the candidates recorded, no first turn of a
 	// chat of the batch is stored elsewhere, nor a continuation of one.
-	defer c.lockChats(batch)()
+	hold := c.lockChats(batch)
+	defer hold.unlock()
 	batch = c.adoptions(batch)
 	if len(batch) == 0 {
 		return
@@ -85,7 +86,7 @@ func (c *Capturer) store(batch []*job) {
 			// An exchange its conversation refused goes, after the rest
 			// of the batch, to the conversation its history continues.
 			for _, j := range parted {
-				if r, ok := c.storeParted(j); ok {
+				if r, ok := c.storeParted(j, hold); ok {
 					stored, res = append(stored, j), append(res, r)
 				}
 			}
@@ -100,7 +101,7 @@ func (c *Capturer) store(batch []*job) {
 		results []memory.SaveResult
 	)
 	for _, j := range batch {
-		if res, ok := c.storeOne(j, queued[j.ex.Identity]); ok {
+		if res, ok := c.storeOne(j, queued[j.ex.Identity], hold); ok {
 			stored, results = append(stored, j), append(results, res)
 		}
 	}
@@ -115,8 +116,11 @@ func (c *Capturer) store(batch []*job) {
 // without one (or when it fails too), is retried with backoff until it
 // is stored, Close gives up, or Options.RetryFor has passed since its
 // capture: then it becomes a dead letter (expired). Input the store
-// refuses for good becomes a dead letter at once.
-func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
+// refuses for good becomes a dead letter at once. A save refused because
+// the lane stalled past the store's chat lock (memory.ErrLockLost) is
+// tried again under the lock taken again (relock), as the lane stored it
+// first.
+func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveResult, bool) {
 	delay := c.opts.RetryBase
 	var last error // the last save's failure
 	for {
@@ -133,6 +137,12 @@ func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 					queued = c.queuedConvs([]*job{j})[j.ex.Identity]
 					continue
 				}
+			}
+			if errors.Is(err, memory.ErrLockLost) && hold.release != nil {
+				if c.relock(j, hold) {
+					return memory.SaveResult{}, false
+				}
+				continue
 			}
 			if err == nil {
 				c.candidate(j.ex, res)
@@ -164,11 +174,33 @@ func (c *Capturer) storeOne(j *job, queued bool) (memory.SaveResult, bool) {
 // (memory.SaveResult.Parted), in the conversation its history continues
 // (reroute; when that fails, the save refuses it again and storeOne
 // retries), as storeOne stores.
-func (c *Capturer) storeParted(j *job) (memory.SaveResult, bool) {
+func (c *Capturer) storeParted(j *job, hold *chatHold) (memory.SaveResult, bool) {
 	if err := c.reroute(j); err != nil {
 		c.logger.Warn("capture cannot place a refused exchange yet; retrying", "exchange", j.ex.ID, "err", err)
 	}
-	return c.storeOne(j, c.queuedConvs([]*job{j})[j.ex.Identity])
+	return c.storeOne(j, c.queuedConvs([]*job{j})[j.ex.Identity], hold)
+}
+
+// relock takes the store's chat locks of hold again after a save of j was
+// refused under them (memory.ErrLockLost: the lane stalled past their
+// lease, and another process may have stored the chat's turns since),
+// then adopts and checks again, as before j's first save. It reports
+// whether j is done with: stored ahead by its continuation, a duplicate.
+func (c *Capturer) relock(j *job, hold *chatHold) (done bool) {
+	c.metrics.failures.WithLabelValues("chat_lock_lost").Inc()
+	c.logger.Warn("capture lost a chat's lock before its save; storing it again under the lock", "exchange", j.ex.ID)
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	if _, err := hold.retake(ctx); err != nil {
+		c.metrics.failures.WithLabelValues("chat_lock").Inc()
+		c.logger.Warn("capture stores a chat's turns without their chat locks", "exchanges", 1, "err", err)
+	}
+	adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+	if storedAhead(ctx, c.adopter, j.ex, c.logger) {
+		c.saved(j, memory.SaveResult{Duplicate: true})
+		return true
+	}
+	return false
 }
 
 // maxReroutes bounds how often one exchange is refused and placed again:
@@ -212,8 +244,7 @@ func (c *Capturer) reroute(j *job) error {
 func (c *Capturer) refused(j *job, err error) bool {
 	j.attempts++
 	c.metrics.failures.WithLabelValues("save").Inc()
-	transient := errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
-	if errors.Is(err, memory.ErrInvalid) || !transient && j.attempts >= c.opts.MaxAttempts {
+	if errors.Is(err, memory.ErrInvalid) || !transient(err) && j.attempts >= c.opts.MaxAttempts {
 		c.deadLetter(j, err)
 		return true
 	}
@@ -221,6 +252,13 @@ func (c *Capturer) refused(j *job, err error) bool {
 		c.logger.Warn("capture cannot store an exchange; retrying", "exchange", j.ex.ID, "attempt", j.attempts, "err", err)
 	}
 	return false
+}
+
+// transient reports whether a save failed for a while only: the store
+// away, a deadline, or a chat lock lost that the saver could not take
+// again (memory.ErrLockLost).
+func transient(err error) bool {
+	return errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, memory.ErrLockLost)
 }
 
 // errNotDurable is the cause of an expired exchange that was not tried
@@ -515,23 +553,23 @@ func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Du
 }
 
 // lockChats takes the chat locks of batch's exchanges (see ChatLocks),
-// waiting at most OpTimeout for them, and returns what releases them.
+// waiting at most OpTimeout for them, and returns them held.
 // When one cannot be taken the batch is stored under those taken,
 // counted and logged: a turn is not held while the store is away, nor
 // while another store of its chat waits for it.
-func (c *Capturer) lockChats(batch []*job) (unlock func()) {
+func (c *Capturer) lockChats(batch []*job) *chatHold {
 	exs := make([]memory.Exchange, len(batch))
 	for i, j := range batch {
 		exs[i] = j.ex
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 	defer cancel()
-	unlock, err := c.chats.lock(ctx, exs...)
+	hold, err := c.chats.lock(ctx, exs...)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("chat_lock").Inc()
 		c.logger.Warn("capture stores a chat's turns without their chat locks", "exchanges", len(batch), "err", err)
 	}
-	return unlock
+	return hold
 }
 
 // candidate records a stored exchange's candidate conversation (see

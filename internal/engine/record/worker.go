@@ -557,13 +557,13 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	// chat is stored elsewhere, in this process or another, nor a
 	// continuation of it.
 	lctx, cancel := context.WithTimeout(ctx, workerChatLockWait)
-	unlock, lerr := w.opts.Chats.lock(lctx, *ex)
+	hold, lerr := w.opts.Chats.lock(lctx, *ex)
 	cancel()
 	if lerr != nil {
 		w.failures.WithLabelValues("chat_lock").Inc()
 		w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
 	}
-	defer unlock()
+	defer hold.unlock()
 	adoptFirstTurns(ctx, a, *ex, w.logger)
 	if storedAhead(ctx, a, *ex, w.logger) {
 		return memory.SaveResult{Duplicate: true}, false, nil
@@ -571,6 +571,25 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	reroutes := 0
 	for attempt := 1; ; attempt++ {
 		res, err = w.saver.SaveExchange(ctx, *ex)
+		if errors.Is(err, memory.ErrLockLost) && hold.release != nil {
+			// The worker stalled past the chat lock's lease, and the store
+			// refused the save: another process may have stored the chat's
+			// turns meanwhile. Take the lock again and look again.
+			w.failures.WithLabelValues("chat_lock_lost").Inc()
+			w.logger.Warn("capture worker lost a chat's lock before its save; storing it again under the lock", "entry", d.ID, "exchange", ex.ID)
+			lctx, cancel := context.WithTimeout(ctx, workerChatLockWait)
+			_, lerr := hold.retake(lctx)
+			cancel()
+			if lerr != nil {
+				w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
+			}
+			adoptFirstTurns(ctx, a, *ex, w.logger)
+			if storedAhead(ctx, a, *ex, w.logger) {
+				return memory.SaveResult{Duplicate: true}, false, nil
+			}
+			attempt--
+			continue
+		}
 		if err == nil && res.Parted {
 			if err = w.reroute(ctx, ex, &reroutes); err == nil {
 				attempt--
@@ -593,8 +612,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 			w.logger.Warn("capture worker after-save hooks failed; will retry", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
 			return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
 		}
-		transient := errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
-		if errors.Is(err, memory.ErrInvalid) || !transient && attempt >= w.opts.MaxAttempts {
+		if errors.Is(err, memory.ErrInvalid) || !transient(err) && attempt >= w.opts.MaxAttempts {
 			w.deadLetter(ctx, d, *ex, err)
 			return res, true, nil
 		}

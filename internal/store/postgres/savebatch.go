@@ -44,6 +44,13 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		return []memory.SaveResult{res}, nil
 	}
 	b := newSaveBatch(exs)
+	var chats []memory.Identity
+	for _, ex := range exs {
+		if chat, ok := memory.ChatOf(ex); ok {
+			chats = append(chats, chat)
+		}
+	}
+	b.fenceKeys, b.fencePIDs = s.heldChats(chats...)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: save %d exchanges: acquire: %w", len(exs), unavailable(err))
@@ -83,6 +90,10 @@ type saveBatch struct {
 	// conversation deleted at or after it stores none of them.
 	creceived []time.Time
 	tailLen   []int32
+	// fenceKeys are the chat locks the Store holds that cover exchanges of
+	// the batch, fencePIDs their connections' backends: the batch is
+	// refused when one of them is lost (fenceChats).
+	fenceKeys, fencePIDs []int32
 }
 
 func newSaveBatch(exs []memory.Exchange) *saveBatch {
@@ -278,6 +289,10 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 		`SELECT x.t, x.u, x.c, x.k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, u, c, k)
 		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.tenant = x.t AND m.user_id = x.u AND m.conversation = x.c AND m.key = x.k)`,
 		kt, ku, kc, kk)
+	var lost int64
+	if len(b.fenceKeys) > 0 {
+		queueEach(p, "check chat locks", []any{&lost}, func() {}, lostChatsSQL, b.fenceKeys, b.fencePIDs, chatLockClass)
+	}
 	if slices.ContainsFunc(b.tailLen, func(n int32) bool { return n > 0 }) {
 		queueEach(p, "load tails", []any{&m.Tenant, &m.User, &m.Conversation, &m.Seq, &m.Key, &m.Role, &m.Content, &raw, &m.Tokens, &m.CreatedAt},
 			func() {
@@ -298,6 +313,9 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 	}
 	if err := conn.SendBatch(ctx, p).Close(); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("read: %w", unavailable(err))
+	}
+	if lost > 0 {
+		return nil, nil, nil, nil, memory.ErrLockLost
 	}
 	return erased, deleted, convs, dups, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/pace"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/store/search"
 )
 
@@ -52,6 +53,9 @@ type Store struct {
 	// chatLockSlots bounds the connections LockChats holds to half the
 	// pool, so the saves made under them always find one (chatlock.go).
 	chatLockSlots chan struct{}
+	// holds are the chat locks the Store holds, each key's lock
+	// connection's backend pid, which its writes check (chatlock.go).
+	holds contract.ChatHolds[int32, int32]
 	// index ranks SearchVector's and SearchText's results from memory
 	// (indexsource.go). The searcher, whose methods are the Store's
 	// SearchVector, SearchText, CommonTerms, MessagesAround and Collectors

@@ -14,7 +14,11 @@ import (
 // user's default conversation), may move to conversation candidate (Adopt;
 // memory.Exchange.Candidate).
 func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error {
+	chat := memory.Identity{Tenant: id.Tenant, User: id.User, Conversation: candidate}
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		if err := s.fenceChats(ctx, tx, chat); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO conversation_candidates
 			(tenant, user_id, conversation, candidate, first_key, at)
 			SELECT tenant, user_id, conversation, ?, key, ? FROM messages
@@ -33,10 +37,19 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // when "") out of the user's default conversation into to (contract.Adopt), in one write transaction, with their exchange
 // records; whether to holds messages is read without taking the writer.
 func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
+	chat := to
+	if candidate != "" {
+		chat.Conversation = candidate
+	}
 	moved, err := contract.Adopt(ctx, to, candidate, prior, received, func(ctx context.Context) (bool, error) {
 		return hasMessages(ctx, s.reads, to)
 	}, func(fn func(contract.AdoptTx) error) error {
-		return s.inWrite(ctx, func(tx *sql.Tx) error { return fn(adoptTx{tx}) })
+		return s.inWrite(ctx, func(tx *sql.Tx) error {
+			if err := s.fenceChats(ctx, tx, chat); err != nil {
+				return err
+			}
+			return fn(adoptTx{tx})
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("adopt into %s: %w", to.Conversation, err)

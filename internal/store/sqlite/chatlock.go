@@ -6,16 +6,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// chatLockTTL is how long a chat lock lasts unreleased: a holder that died
-// (its process killed between the lock and its release) loses it then. A
-// live holder releases it within seconds (its store calls are bounded).
-const chatLockTTL = time.Minute
+// defaultChatLockTTL is how long a chat lock lasts unrenewed
+// (Store.chatLockTTL): a holder that died (its process killed between the
+// lock and its release) loses it then. A live holder renews it every
+// third of that while it holds it, however long its store calls take.
+const defaultChatLockTTL = time.Minute
 
 // chatLockPoll bounds the wait between two tries at a chat lock another
 // holder has.
@@ -25,9 +28,15 @@ const chatLockPoll = 20 * time.Millisecond
 // chat_locks, all or none in one write transaction, which the processes
 // sharing the file run one at a time; while another holder has one, it
 // tries again after a short wait (1 ms doubling to 20 ms) until ctx ends.
-// Taking all at once, it never holds one while it waits for another. The
-// release deletes the rows; a release that fails leaves them to run out
-// (chatLockTTL).
+// Taking all at once, it never holds one while it waits for another.
+// While held, the rows are renewed every third of their lease
+// (Store.chatLockTTL), so a holder whose store calls outlast the lease keeps
+// them; only a holder that cannot renew them for a whole lease (its
+// process died or stopped, the file unwritable) loses them. The release
+// stops the renewal and deletes the rows; a release that fails leaves
+// them to run out. The Store's writes to a chat it holds commit only
+// while it holds it (fenceChats): a holder that stalled past its lease,
+// the lock taken since by another, stores nothing more under it.
 func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
 	keys := contract.ChatKeys(chats)
 	if len(keys) == 0 {
@@ -40,7 +49,7 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 			return nil, fmt.Errorf("sqlite: lock chats: %w", err)
 		}
 		if took {
-			return func() { s.unlockChats(keys, holder) }, nil
+			return s.holdChats(keys, holder), nil
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -56,7 +65,7 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 // a live one, and reports whether it took them.
 func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (took bool, err error) {
 	err = s.inWrite(ctx, func(tx *sql.Tx) error {
-		now := nanos(time.Now())
+		now := nanos(s.chatLockNow())
 		for _, k := range keys {
 			var expires int64
 			err := tx.QueryRowContext(ctx, `SELECT expires_at FROM chat_locks WHERE key = ?`, k).Scan(&expires)
@@ -71,7 +80,7 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 		for _, k := range keys {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO chat_locks (key, holder, expires_at) VALUES (?, ?, ?)
 				ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at`,
-				k, holder, now+int64(chatLockTTL)); err != nil {
+				k, holder, now+int64(s.chatLockTTL)); err != nil {
 				return err
 			}
 		}
@@ -79,6 +88,75 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 		return nil
 	})
 	return took, err
+}
+
+// holdChats renews holder's locks of keys every third of their lease until
+// the func it returns, which then releases them, is called.
+func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
+	s.holds.Add(keys, holder)
+	stop := pace.Keep(context.Background(), s.chatLockTTL/3, func(ctx context.Context) (bool, error) {
+		return s.renewChats(ctx, keys, holder)
+	}, func(err error) {
+		s.logger.Warn("sqlite: cannot renew chat locks; trying again", "err", err)
+	}, func() {
+		s.logger.Warn("sqlite: chat locks ran out before their renewal; another holder may have them", "lease", s.chatLockTTL)
+	})
+	return sync.OnceFunc(func() {
+		stop() // a renewal under way gives up: the release is next
+		s.unlockChats(keys, holder)
+		s.holds.Remove(keys, holder)
+	})
+}
+
+// fenceChats returns memory.ErrLockLost when the Store took the lock of a
+// chat of chats and its row in chat_locks, read in tx, has another holder
+// or none: the lock ran out unrenewed and another handle took it. A write
+// made in tx under it then rolls back: the write transactions of the
+// processes sharing the file run one at a time, so a holder whose row
+// still names it stores before any other holder takes the chat. A chat
+// the Store does not hold is not checked (its store goes on without the
+// lock, as when the lock could not be taken).
+func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, chats ...memory.Identity) error {
+	for _, k := range contract.ChatKeys(chats) {
+		holder, ok := s.holds.Holder(k)
+		if !ok {
+			continue
+		}
+		var now string
+		err := tx.QueryRowContext(ctx, `SELECT holder FROM chat_locks WHERE key = ?`, k).Scan(&now)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && now != holder {
+			return memory.ErrLockLost
+		}
+		if err != nil {
+			return fmt.Errorf("check chat lock: %w", err)
+		}
+	}
+	return nil
+}
+
+// renewChats extends holder's locks of keys by a lease from now, and
+// reports whether holder still had every one of them.
+func (s *Store) renewChats(ctx context.Context, keys []int64, holder string) (held bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.chatLockTTL/3)
+	defer cancel()
+	err = s.inWrite(ctx, func(tx *sql.Tx) error {
+		expires := nanos(s.chatLockNow()) + int64(s.chatLockTTL)
+		var n int64
+		for _, k := range keys {
+			res, err := tx.ExecContext(ctx, `UPDATE chat_locks SET expires_at = ? WHERE key = ? AND holder = ?`, expires, k, holder)
+			if err != nil {
+				return err
+			}
+			m, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n += m
+		}
+		held = n == int64(len(keys))
+		return nil
+	})
+	return held, err
 }
 
 // unlockChats releases holder's locks of keys.
@@ -94,6 +172,6 @@ func (s *Store) unlockChats(keys []int64, holder string) {
 		return nil
 	})
 	if err != nil {
-		s.logger.Warn("sqlite: cannot release chat locks; they run out", "after", chatLockTTL, "err", err)
+		s.logger.Warn("sqlite: cannot release chat locks; they run out", "after", s.chatLockTTL, "err", err)
 	}
 }

@@ -1,7 +1,12 @@
 package sqlite_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
 
 	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/store/storetest"
@@ -23,4 +28,49 @@ func TestChatLockContract(t *testing.T) {
 func BenchmarkChatLock(b *testing.B) {
 	s, _ := mustTempStore(b)
 	storetest.BenchChatLock(b, s)
+}
+
+// TestChatLockHeldPastItsLease: a holder that holds a chat's lock longer
+// than its lease (its store calls slow, or retried) keeps it, since the
+// lease is renewed while held: another handle on the file cannot take the
+// chat until the holder releases it, then takes it at once.
+func TestChatLockHeldPastItsLease(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	a, path := mustTempStore(t)
+	b := mustOpen(t, path)
+	sqlite.SetChatLockTTL(a, lease)
+	sqlite.SetChatLockTTL(b, lease)
+	x := []memory.Identity{{Tenant: "acme", User: "ana", Conversation: "chat-x"}}
+	unlock, err := a.LockChats(context.Background(), x)
+	if err != nil {
+		t.Fatalf("LockChats: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*lease)
+	defer cancel()
+	if got, err := b.LockChats(ctx, x); err == nil {
+		got()
+		unlock()
+		t.Fatal("another handle took a chat whose holder still holds it, once its lease had run")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LockChats: %v, want its context's deadline", err)
+	}
+	unlock()
+	ctx, cancel = context.WithTimeout(context.Background(), lease/2)
+	defer cancel()
+	got, err := b.LockChats(ctx, x)
+	if err != nil {
+		t.Fatalf("LockChats after the release: %v", err)
+	}
+	got()
+}
+
+// TestChatLockLostLeaseCannotWrite runs storetest.RunChatLockLost with a
+// holder stalled past its lease: the other handle's clock two leases on,
+// so that the lease has run out for it.
+func TestChatLockLostLeaseCannotWrite(t *testing.T) {
+	a, path := mustTempStore(t)
+	b := mustOpen(t, path)
+	storetest.RunChatLockLost(t, a, b, func(*testing.T, []memory.Identity) {
+		sqlite.SetChatLockClock(b, func() time.Time { return time.Now().Add(2 * time.Minute) })
+	})
 }

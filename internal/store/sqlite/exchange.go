@@ -35,6 +35,11 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	results := make([]memory.SaveResult, len(exs))
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		for i, ex := range exs {
+			if chat, ok := memory.ChatOf(ex); ok {
+				if err := s.fenceChats(ctx, tx, chat); err != nil {
+					return fmt.Errorf("save exchange %s: %w", ex.ID, err)
+				}
+			}
 			res, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
 			if err != nil {
 				return fmt.Errorf("save exchange %s: %w", ex.ID, err)

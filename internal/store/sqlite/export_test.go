@@ -1,6 +1,10 @@
 package sqlite
 
-import "github.com/memgate/memgate/internal/itemindex"
+import (
+	"time"
+
+	"github.com/memgate/memgate/internal/itemindex"
+)
 
 // SetVectorCacheLimit replaces s's in-memory index with an empty one whose
 // vector cache is bounded at max bytes.
@@ -23,3 +27,9 @@ func SetEraseChunks(s *Store, hook func(chunk int) error) {
 	s.eraseBudget = 0
 	s.afterChunk = hook
 }
+
+// SetChatLockTTL sets how long s's chat locks last unrenewed.
+func SetChatLockTTL(s *Store, ttl time.Duration) { s.chatLockTTL = ttl }
+
+// SetChatLockClock sets the clock s's chat locks are taken and renewed by.
+func SetChatLockClock(s *Store, now func() time.Time) { s.chatLockNow = now }

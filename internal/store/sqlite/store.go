@@ -26,6 +26,7 @@ import (
 
 	"github.com/memgate/memgate/internal/itemindex"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/store/search"
 )
 
@@ -63,6 +64,12 @@ type Store struct {
 	// resumed is closed once it has ended.
 	wake          chan struct{}
 	stop, resumed chan struct{}
+	// chatLockTTL is how long a chat lock lasts unrenewed, by the clock
+	// chatLockNow; holds are the chat locks this Store holds, which its
+	// writes check (chatlock.go).
+	chatLockTTL time.Duration
+	chatLockNow func() time.Time
+	holds       contract.ChatHolds[int64, string]
 }
 
 // Open opens the database at path (creating it and its directory if needed)
@@ -113,7 +120,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 
 	s := &Store{write: write, read: read, logger: logger,
 		reads: &stmtCache{db: read}, writes: &stmtCache{db: write},
-		eraseBudget: eraseBudget, wake: make(chan struct{}, 1)}
+		eraseBudget: eraseBudget, wake: make(chan struct{}, 1), chatLockTTL: defaultChatLockTTL, chatLockNow: time.Now}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	s.outbox = newOutbox(s, "outbox", false)
 	s.enrich = newOutbox(s, "enrich_outbox", true)
