@@ -43,9 +43,15 @@ const redacted = "[redacted]"
 // one is replaced by a gateway error.
 const maxErrorBody = 1 << 20
 
+// minSecret is the shortest configured key redact looks for as itself: a
+// shorter one ("x", "EMPTY", "none": what a local server such as vLLM is
+// given) is a placeholder, not a secret, and replacing it wherever it
+// occurs would garble the error ("context_length_e[redacted]ceeded").
+const minSecret = 8
+
 // redact returns b without the operator's key and account ids.
 func (t *target) redact(b []byte) []byte {
-	if t.secret != "" {
+	if len(t.secret) >= minSecret {
 		b = bytes.ReplaceAll(b, []byte(t.secret), []byte(redacted))
 	}
 	return accountIDs.ReplaceAll(b, []byte(redacted))

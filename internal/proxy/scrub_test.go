@@ -410,3 +410,22 @@ func TestScrubStreamCRLineEnds(t *testing.T) {
 		"data: {\"error\":{\"message\":\"key [redacted]\"}}\r"
 	scrubsInPieces(t, up, in, want)
 }
+
+// TestRedactLeavesPlaceholderKeysAlone: a configured key too short to be a
+// secret (what a local vLLM or Ollama is given) is not searched for in
+// error messages, which it would garble; a real key is, and account ids
+// go either way.
+func TestRedactLeavesPlaceholderKeysAlone(t *testing.T) {
+	const msg = `{"error":{"message":"This model's maximum context length is 8192 tokens (org-AbCdEf123)","code":"context_length_exceeded"}}`
+	for _, tc := range []struct {
+		secret, want string
+	}{
+		{"x", `{"error":{"message":"This model's maximum context length is 8192 tokens ([redacted])","code":"context_length_exceeded"}}`},
+		{"EMPTY", `{"error":{"message":"This model's maximum context length is 8192 tokens ([redacted])","code":"context_length_exceeded"}}`},
+		{"length is 8192", `{"error":{"message":"This model's maximum context [redacted] tokens ([redacted])","code":"context_length_exceeded"}}`},
+	} {
+		if got := string((&target{secret: tc.secret}).redact([]byte(msg))); got != tc.want {
+			t.Errorf("key %q: redact = %s, want %s", tc.secret, got, tc.want)
+		}
+	}
+}
