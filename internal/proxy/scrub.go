@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/memgate/memgate/internal/apierr"
 )
@@ -23,8 +24,29 @@ import (
 // the provider's answers unchanged: the account is its own.
 
 // accountHeaders are the provider's response headers that name the
-// operator's account.
-var accountHeaders = []string{"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id"}
+// operator's account or where it runs (Azure's deployment and region).
+var accountHeaders = []string{"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id", "Azureml-Model-Deployment", "X-Ms-Region"}
+
+// accountHeaderPrefixes start the headers that describe the operator's
+// quota: with one key for every tenant, its remaining requests and tokens
+// fall as any tenant uses it, so a tenant reading them watches the others'
+// traffic (and an SDK does not use them: it backs off by Retry-After and
+// X-Should-Retry, which stay).
+var accountHeaderPrefixes = []string{"X-Ratelimit-", "Anthropic-Ratelimit-"}
+
+// dropAccountHeaders deletes h's account headers (canonical keys).
+func dropAccountHeaders(h http.Header) {
+	for _, k := range accountHeaders {
+		delete(h, k)
+	}
+	for k := range h {
+		for _, p := range accountHeaderPrefixes {
+			if strings.HasPrefix(k, p) {
+				delete(h, k)
+			}
+		}
+	}
+}
 
 // accountIDs matches what identifies the operator's account in a
 // provider's error message: OpenAI organization, project and user ids,
@@ -64,9 +86,7 @@ func (t *target) redact(b []byte) []byte {
 // error body has the account ids redacted in place, its shape and status
 // kept; an event stream has them redacted from its error events.
 func (p *Proxy) scrub(resp *http.Response, a *api, requestID string) error {
-	for _, k := range accountHeaders {
-		delete(resp.Header, k)
-	}
+	dropAccountHeaders(resp.Header)
 	if resp.StatusCode < 400 {
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 			// Redacting changes the length of an upstream's stream
@@ -91,6 +111,14 @@ func (p *Proxy) scrub(resp *http.Response, a *api, requestID string) error {
 		p.log.Warn("the upstream refused the configured provider key", "request_id", requestID,
 			"status", resp.StatusCode, "upstream", a.up.base.Host)
 		replace(resp, a, credentialsRefused(resp.StatusCode, a.up.redact(body)))
+		resp.Header.Set("X-Should-Retry", "false")
+		return nil
+	}
+	if resp.StatusCode == http.StatusTooManyRequests && quotaExhausted(body) {
+		p.log.Warn("the upstream says the configured provider account has no quota left", "request_id", requestID,
+			"upstream", a.up.base.Host)
+		replace(resp, a, &apierr.Error{Status: http.StatusBadGateway, Type: apierr.TypeUpstream, Code: "upstream_quota_exhausted",
+			Message: "The upstream provider says the gateway's provider account has no quota left; your request and key are not at fault. The gateway's operator must fix its provider account."})
 		resp.Header.Set("X-Should-Retry", "false")
 		return nil
 	}
@@ -119,6 +147,19 @@ func credentialsRefused(status int, body []byte) *apierr.Error {
 		msg += " The provider said: " + string(said[:min(len(said), 300)])
 	}
 	return &apierr.Error{Status: http.StatusBadGateway, Type: apierr.TypeUpstream, Code: "upstream_credentials_refused", Message: msg}
+}
+
+// quotaExhausted reports whether a 429's body says the account has no
+// quota left (OpenAI's insufficient_quota, as code or type): not a rate to
+// wait out, the operator's billing, which no retry and no tenant can fix.
+func quotaExhausted(body []byte) bool {
+	var e struct {
+		Error struct {
+			Type string `json:"type"`
+			Code any    `json:"code"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &e) == nil && (e.Error.Type == "insufficient_quota" || e.Error.Code == "insufficient_quota")
 }
 
 // replace makes resp the gateway error e in a's error shape.

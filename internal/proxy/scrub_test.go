@@ -182,8 +182,13 @@ func TestProviderErrorsRedacted(t *testing.T) {
 				if resp.StatusCode != tt.status || string(b) != want {
 					t.Fatalf("status %d body %s\nwant %d %s", resp.StatusCode, b, tt.status, want)
 				}
-				if resp.Header.Get("Retry-After") != "2" || resp.Header.Get("X-Ratelimit-Remaining-Tokens") != "1000" {
-					t.Errorf("rate-limit headers lost: %v", resp.Header)
+				if resp.Header.Get("Retry-After") != "2" {
+					t.Errorf("Retry-After lost: %v", resp.Header)
+				}
+				// The operator's quota, which every tenant's traffic
+				// draws on, is the client's own only with its own key.
+				if got := resp.Header.Get("X-Ratelimit-Remaining-Tokens"); got != map[bool]string{true: "", false: "1000"}[shared] {
+					t.Errorf("X-Ratelimit-Remaining-Tokens %q with the operator's key %v", got, shared)
 				}
 				if v := resp.Header.Get("X-Should-Retry"); v != "" {
 					t.Errorf("X-Should-Retry %q on an answer memgate did not retry", v)
@@ -427,5 +432,34 @@ func TestRedactLeavesPlaceholderKeysAlone(t *testing.T) {
 		if got := string((&target{secret: tc.secret}).redact([]byte(msg))); got != tc.want {
 			t.Errorf("key %q: redact = %s, want %s", tc.secret, got, tc.want)
 		}
+	}
+}
+
+// TestSharedKeyQuotaExhausted: with the operator's key, a 429 that says
+// the account has no quota left (the operator's billing) reaches the
+// tenant as a gateway 502 saying so, which the SDK does not retry; with the
+// client's own key it is the provider's answer, byte for byte.
+func TestSharedKeyQuotaExhausted(t *testing.T) {
+	const quota = `{"error":{"message":"You exceeded your current quota, please check your plan and billing details (organization ` + openaiOrg + `).","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`
+	for _, shared := range []bool{true, false} {
+		up := upstreamtest.New(t, withAccount(upstreamtest.JSON(429, quota)))
+		g := accountGateway(t, up, shared, Deps{})
+		resp, b := g.post(t, "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer sk-client-own"})
+		if !shared {
+			if resp.StatusCode != 429 || string(b) != quota {
+				t.Errorf("own key: status %d body %s, want the provider's", resp.StatusCode, b)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("X-Should-Retry") != "false" {
+			t.Fatalf("operator's key: status %d, X-Should-Retry %q, want 502 and false: %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+		}
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		if err := json.Unmarshal(b, &e); err != nil || e.Error.Code != "upstream_quota_exhausted" {
+			t.Errorf("code %q (%v), want upstream_quota_exhausted: %s", e.Error.Code, err, b)
+		}
+		noAccount(t, resp.Header, b)
 	}
 }
