@@ -227,7 +227,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// continuation one at a time, with each other and with every process
 	// sharing the store (record.ChatLocks over the store's locks).
 	chats := record.NewChatLocks(b.store)
-	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich,
+	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich, RetryFor: cfg.Capture.RetryFor.D(),
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,

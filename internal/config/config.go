@@ -117,6 +117,11 @@ var DefaultPassthrough = []string{
 // default: the 30 days providers keep a stored response.
 const DefaultProviderStateRetention = 30 * 24 * time.Hour
 
+// MaxRetryFor bounds capture.retry_for: a turn retried in place longer
+// than a tombstone of a conversation never stored lives (7 days,
+// contract.UnstoredTombstoneLife) could be stored after it went.
+const MaxRetryFor = Duration(24 * time.Hour)
+
 // DefaultListen and DefaultListenKeyed are where the gateway listens when
 // no listen address is configured: loopback only, unless gateway keys
 // protect it.
@@ -218,6 +223,11 @@ type Capture struct {
 	// enrichment rounds (indexing, facts, compaction; default 250ms): under
 	// steady load a round gathers the turns of that stretch.
 	EnrichInterval Duration `yaml:"enrich_interval"`
+	// RetryFor bounds how long a turn that can be neither stored nor
+	// queued (PostgreSQL without Redis, or the queue failing too) is
+	// retried in place before it is set aside as a dead letter (default
+	// 2m, at most MaxRetryFor).
+	RetryFor Duration `yaml:"retry_for"`
 	// ImportMaxMessages is the most messages one POST /v1/memory/import may
 	// hold (larger batches get 400: split them, oldest first).
 	ImportMaxMessages int `yaml:"import_max_messages"`
@@ -535,7 +545,7 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), ImportMaxMessages: 1000,
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), RetryFor: Duration(2 * time.Minute), ImportMaxMessages: 1000,
 			MaxHistoryMessages: 2000},
 		Memory: Memory{
 			RecentMessages:    20,
@@ -704,10 +714,14 @@ func (c Config) Validate() error {
 		"memory.load_timeout":           c.Memory.LoadTimeout,
 		"memory.embedding_timeout":      c.Memory.EmbeddingTimeout,
 		"capture.enrich_interval":       c.Capture.EnrichInterval,
+		"capture.retry_for":             c.Capture.RetryFor,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive")
 		}
+	}
+	if c.Capture.RetryFor > MaxRetryFor {
+		bad("capture.retry_for", "must be at most "+time.Duration(MaxRetryFor).String()+": a deleted conversation's tombstone outlives a turn retried no longer (the tombstone of one never stored goes after 7 days)")
 	}
 	if c.Capture.MaxHistoryMessages <= 0 {
 		bad("capture.max_history_messages", "must be positive")

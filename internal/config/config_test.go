@@ -71,6 +71,7 @@ func TestLoad(t *testing.T) {
 	cache := write("cache.yml", "memory:\n  cache:\n    vectors_mb: 512\n    items_mb: 64\n")
 	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
 	noInterval := write("nointerval.yml", "capture:\n  enrich_interval: 0s\n")
+	longRetry := write("longretry.yml", "capture:\n  retry_for: 25h\n")
 	noHistory := write("nohistory.yml", "capture:\n  max_history_messages: 0\n")
 	nullPass := write("nullpass.yml", "security:\n  passthrough:\n")
 	noPass := write("nopass.yml", "security:\n  passthrough: []\n")
@@ -136,6 +137,7 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},
 		{name: "zero enrich interval", env: map[string]string{"GATEWAY_CONFIG": noInterval}, wantErr: "capture.enrich_interval"},
+		{name: "retries outliving a tombstone", env: map[string]string{"GATEWAY_CONFIG": longRetry}, wantErr: "capture.retry_for"},
 		{name: "no history stored", env: map[string]string{"GATEWAY_CONFIG": noHistory}, wantErr: "capture.max_history_messages"},
 		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},
 		{name: "unknown key", env: map[string]string{"GATEWAY_CONFIG": unknown}, wantErr: "bogus_key"},
