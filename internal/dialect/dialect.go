@@ -64,8 +64,8 @@ type Request struct {
 	// memory.ParseMessage.
 	Messages []memory.Message
 	// NoRecent is true when the provider holds the history
-	// (previous_response_id, or a conversation of the Conversations API):
-	// memory is injected, stored turns are not.
+	// (previous_response_id, a conversation of the Conversations API, or
+	// input items named by id): memory is injected, stored turns are not.
 	NoRecent bool
 	// States are the provider states the request names (Responses API:
 	// previous_response_id, conversation), which the provider resolves
@@ -109,7 +109,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.ProviderHistory(), States: r.States(), Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
