@@ -157,9 +157,25 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
 		NoTools:   r.NoTools,
-		// Only Chat Completions renders each block where it stands.
-		BlocksInPlace: r.API == Chat,
+		// Chat Completions renders each block where it stands; Anthropic
+		// Messages puts a resent turn's block back in that turn (see
+		// anthropic.Request.Render), among the client's own messages:
+		// when the client resends its history.
+		BlocksInPlace: r.API == Chat || r.API == Messages && resendsHistory(r.Messages),
 	})
+}
+
+// resendsHistory reports whether msgs hold turns before the current one
+// (memory.SplitCurrent): a client that resends its history.
+func resendsHistory(msgs []memory.Message) bool {
+	var rest []memory.Message
+	for _, m := range msgs {
+		if !memory.IsSystem(m.Role) {
+			rest = append(rest, m)
+		}
+	}
+	earlier, _ := memory.SplitCurrent(rest)
+	return len(earlier) > 0
 }
 
 // Headers completes req, a memory request of any API, with the request's
