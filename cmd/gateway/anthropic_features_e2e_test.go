@@ -166,3 +166,39 @@ func jsonSame(a json.RawMessage, b string) bool {
 	}
 	return bytes.Equal(x.Bytes(), y.Bytes())
 }
+
+// TestAnthropicToolLoopOwnCallNotDoubled: a tool loop whose call the
+// client holds otherwise than memgate stored it (here another id and
+// input: regenerated) resends its question; upstream the question goes
+// once, the client's — not also the stored copy joined into it, which gave
+// the provider every block of it twice (image and document included).
+func TestAnthropicToolLoopOwnCallNotDoubled(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
+	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	headers := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01",
+		"X-Memory-User": "ana", "X-Memory-Conversation": "claude-regenerated"}
+	post := func(messages string) {
+		t.Helper()
+		status, b := postJSON(t, gw+"/v1/messages", `{`+featRest+`,"messages":[`+messages+`]}`, headers)
+		if status != http.StatusOK {
+			t.Fatalf("%d %s", status, b)
+		}
+	}
+	post(featUser)
+	var conv struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	eventually(t, "the first exchange to be stored", func() bool {
+		apiCall(t, http.MethodGet, gw+"/v1/memory/conversations/claude-regenerated?user=ana", nil, nil, &conv)
+		return len(conv.Messages) == 2
+	})
+	call := `{"role":"assistant","content":[` + featThinking + `,{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"city":"Lisbon"}}]}`
+	result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","is_error":true,"content":"weather service unavailable"}]}`
+	post(featUser + "," + call + "," + result)
+	reqs := fake.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	if n := strings.Count(body, "What is the weather here"); n != 1 {
+		t.Errorf("the question went upstream %d times, want once: %s", n, body)
+	}
+}
