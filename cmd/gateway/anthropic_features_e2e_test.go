@@ -34,22 +34,11 @@ const (
 // client message before the question is byte for byte the client's (the
 // thinking block above all), the system prompt keeps the client's cached
 // block first and whole with memory after it, tools, thinking,
-// stop_sequences and metadata are the client's, and the history up to
-// the previous request's last message is sent as it was then (so the
+// stop_sequences and metadata are the client's, and the fourth request
+// repeats the third up to its question, recalled block included (so the
 // client's breakpoint there is read back from the cache).
 func TestAnthropicClientFeatures(t *testing.T) {
-	fake := dialecttest.NewUpstream(t)
-	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
-	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
-	headers := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01",
-		"X-Memory-User": "ana", "X-Memory-Conversation": "claude-features"}
-	post := func(messages string) {
-		t.Helper()
-		status, b := postJSON(t, gw+"/v1/messages", `{`+featRest+`,"stream":true,"messages":[`+messages+`]}`, headers)
-		if status != http.StatusOK || !bytes.Contains(b, []byte("event: message_stop")) {
-			t.Fatalf("%d %s", status, b)
-		}
-	}
+	fake, gw, headers, post := claudeGateway(t, "claude-features")
 	type sent struct {
 		System   json.RawMessage   `json:"system"`
 		Tools    json.RawMessage   `json:"tools"`
@@ -157,6 +146,27 @@ func TestAnthropicClientFeatures(t *testing.T) {
 	}
 }
 
+// claudeGateway runs `gateway serve` before the dialecttest fake and
+// returns the fake, the gateway's URL, the headers of a Claude client's
+// requests in conversation conv, and a post of a streamed featRest body
+// with messages, which fails the test unless the stream completes.
+func claudeGateway(t *testing.T, conv string) (*dialecttest.Upstream, string, map[string]string, func(messages string)) {
+	t.Helper()
+	fake := dialecttest.NewUpstream(t)
+	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
+	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	headers := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01",
+		"X-Memory-User": "ana", "X-Memory-Conversation": conv}
+	post := func(messages string) {
+		t.Helper()
+		status, b := postJSON(t, gw+"/v1/messages", `{`+featRest+`,"stream":true,"messages":[`+messages+`]}`, headers)
+		if status != http.StatusOK || !bytes.Contains(b, []byte("event: message_stop")) {
+			t.Fatalf("%d %s", status, b)
+		}
+	}
+	return fake, gw, headers, post
+}
+
 // jsonSame reports whether a and b are the same JSON bytes once
 // whitespace between tokens is removed.
 func jsonSame(a json.RawMessage, b string) bool {
@@ -173,18 +183,7 @@ func jsonSame(a json.RawMessage, b string) bool {
 // once, the client's — not also the stored copy joined into it, which gave
 // the provider every block of it twice (image and document included).
 func TestAnthropicToolLoopOwnCallNotDoubled(t *testing.T) {
-	fake := dialecttest.NewUpstream(t)
-	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
-	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
-	headers := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01",
-		"X-Memory-User": "ana", "X-Memory-Conversation": "claude-regenerated"}
-	post := func(messages string) {
-		t.Helper()
-		status, b := postJSON(t, gw+"/v1/messages", `{`+featRest+`,"messages":[`+messages+`]}`, headers)
-		if status != http.StatusOK {
-			t.Fatalf("%d %s", status, b)
-		}
-	}
+	fake, gw, _, post := claudeGateway(t, "claude-regenerated")
 	post(featUser)
 	var conv struct {
 		Messages []json.RawMessage `json:"messages"`
