@@ -64,8 +64,8 @@ type Request struct {
 	// memory.ParseMessage.
 	Messages []memory.Message
 	// NoRecent is true when the provider holds the history
-	// (previous_response_id, or a conversation of the Conversations API):
-	// memory is injected, stored turns are not.
+	// (previous_response_id, a conversation of the Conversations API, or
+	// input items named by id): memory is injected, stored turns are not.
 	NoRecent bool
 	// States are the provider states the request names (Responses API:
 	// previous_response_id, conversation), which the provider resolves
@@ -109,7 +109,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.ProviderHistory(), States: r.States(), Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
@@ -157,9 +157,25 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
 		NoTools:   r.NoTools,
-		// Only Chat Completions renders each block where it stands.
-		BlocksInPlace: r.API == Chat,
+		// Chat Completions renders each block where it stands; Anthropic
+		// Messages puts a resent turn's block back in that turn (see
+		// anthropic.Request.Render), among the client's own messages:
+		// when the client resends its history.
+		BlocksInPlace: r.API == Chat || r.API == Messages && resendsHistory(r.Messages),
 	})
+}
+
+// resendsHistory reports whether msgs hold turns before the current one
+// (memory.SplitCurrent): a client that resends its history.
+func resendsHistory(msgs []memory.Message) bool {
+	var rest []memory.Message
+	for _, m := range msgs {
+		if !memory.IsSystem(m.Role) {
+			rest = append(rest, m)
+		}
+	}
+	earlier, _ := memory.SplitCurrent(rest)
+	return len(earlier) > 0
 }
 
 // Headers completes req, a memory request of any API, with the request's

@@ -405,9 +405,10 @@ type Request struct {
 	NoTools bool
 	// BlocksInPlace is true when the request's API renders every memory
 	// block of Prepared where it stands among the messages (Chat
-	// Completions). Without it the recalled blocks are all moved before
-	// the current turn (Anthropic Messages, Responses), so a past turn's
-	// block cannot stay in place and none is kept.
+	// Completions; Anthropic Messages among a client's resent messages).
+	// Without it the recalled blocks are all moved before the current
+	// turn (Responses), so a past turn's block cannot stay in place and
+	// none is kept.
 	BlocksInPlace bool
 	// At is when the newest turn was said (X-Memory-Timestamp, else the
 	// request's arrival); zero means now. Recall reads a question's time

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
@@ -53,7 +54,16 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	// What this request recalled rides in the messages (system is one
 	// field, the same for every message): a text block opening the user
 	// message that asks the current question, so the system prompt and the
-	// turns before it stay the previous request's prefix.
+	// turns before it stay the previous request's prefix. A block an
+	// earlier turn of the client's resent history was sent with
+	// (memory.keep_recall_resent) goes back into that turn's user message,
+	// as it went then: the history up to the previous request's last
+	// message is sent as it was, and a cache breakpoint there is read back.
+	if a.Recalled != "" && len(stored) == 0 {
+		if a.Recalled, err = placeKept(msgs, len(r.messages)-len(msgs), a.RecalledAt); err != nil {
+			return nil, err
+		}
+	}
 	if a.Recalled != "" {
 		// In a message a stored turn opens, after the stored turn's
 		// blocks: right before the question.
@@ -109,6 +119,32 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	}
 	obj.Set("messages", body.Array(msgs))
 	return obj.Bytes(), nil
+}
+
+// placeKept puts each recalled block that precedes a user message of msgs
+// before the question's (questionAt) at the start of that message (after
+// its tool results), and returns the text of the others joined, for the
+// question. msgs are the client's messages from shift on.
+func placeKept(msgs []json.RawMessage, shift int, blocks []chat.Placed) (string, error) {
+	q := questionAt(msgs)
+	var rest []string
+	for _, b := range slices.Backward(blocks) {
+		i := b.Before - shift
+		if b.Before < 0 || i < 0 || i >= q {
+			rest = append(rest, b.Text)
+			continue
+		}
+		if role, _, _, err := decodeMessage(msgs[i]); err != nil || role != "user" {
+			rest = append(rest, b.Text)
+			continue
+		}
+		var err error
+		if msgs[i], err = withTextAt(msgs[i], b.Text, 0); err != nil {
+			return "", err
+		}
+	}
+	slices.Reverse(rest)
+	return strings.Join(rest, "\n\n"), nil
 }
 
 // questionAt returns the index of the message that asks the current

@@ -43,6 +43,11 @@ type Assembled struct {
 	// Recalled is the text of what this request recalled ("" when none),
 	// which goes right before the current turn.
 	Recalled string
+	// RecalledAt are Recalled's blocks one by one, each with the origin of
+	// the client message it precedes in p (-1: a stored one, or none): an
+	// API that renders blocks in place (memory.Request.BlocksInPlace)
+	// puts a block an earlier turn was sent with back in that turn.
+	RecalledAt []Placed
 	// User reports that memory is to be sent in user role
 	// (memory.position: user): no stored text in a system prompt.
 	User bool
@@ -53,6 +58,13 @@ type Assembled struct {
 	First int
 }
 
+// Placed is a memory block's text and the origin of the client message it
+// precedes (-1 when that is a stored message, or nothing).
+type Placed struct {
+	Text   string
+	Before int
+}
+
 // Read reads the assembled prompt p. own reports whether a system message
 // is one of the client's own; the client's kept messages are a suffix of
 // the conversation's messages that own does not claim, and none is First
@@ -61,6 +73,7 @@ type Assembled struct {
 // claim.
 func (c *Conversation) Read(p memory.Prepared, own func(json.RawMessage) bool, none int) (Assembled, error) {
 	var stable, recalled []string
+	var recalledBefore []int // for each recalled block, the index in rest it precedes
 	var rest []json.RawMessage
 	var a Assembled
 	at := make(map[int]memory.Block, len(p.Blocks))
@@ -80,6 +93,7 @@ func (c *Conversation) Read(p memory.Prepared, own func(json.RawMessage) bool, n
 				stable = append(stable, b.Text)
 			} else {
 				recalled = append(recalled, b.Text)
+				recalledBefore = append(recalledBefore, len(rest))
 			}
 			continue
 		}
@@ -123,6 +137,13 @@ func (c *Conversation) Read(p memory.Prepared, own func(json.RawMessage) bool, n
 	a.Stored, a.First = rest[:i], none
 	if j < len(client) {
 		a.First = origin[j]
+	}
+	for k, text := range recalled {
+		before := -1
+		if n := recalledBefore[k]; n >= i && n < len(rest) {
+			before = origin[j+n-i]
+		}
+		a.RecalledAt = append(a.RecalledAt, Placed{Text: text, Before: before})
 	}
 	return a, nil
 }

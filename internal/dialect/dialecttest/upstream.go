@@ -42,13 +42,20 @@ type Upstream struct {
 // NewUpstream starts an Upstream, closed when the test ends.
 func NewUpstream(tb testing.TB) *Upstream {
 	tb.Helper()
+	u := StartUpstream()
+	tb.Cleanup(u.Close)
+	return u
+}
+
+// StartUpstream starts an Upstream outside a test (the manual client
+// harness under testdata/sdk/clients); the caller closes it.
+func StartUpstream() *Upstream {
 	u := &Upstream{responses: map[string]bool{}, convs: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", u.record(u.messages))
 	mux.HandleFunc("POST /v1/responses", u.record(u.responsesAPI))
 	mux.HandleFunc("POST /v1/conversations", u.record(u.conversations))
 	u.Server = httptest.NewServer(mux)
-	tb.Cleanup(u.Close)
 	return u
 }
 

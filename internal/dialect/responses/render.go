@@ -30,7 +30,9 @@ import (
 //     rejects both.
 //   - With previous_response_id, or a conversation of the Conversations
 //     API, the provider holds the history (ProviderHistory): the memory
-//     block is added, stored turns are not.
+//     block is added, stored turns are not. Nor are they to an input that
+//     names a stored item by id (HeldHistory): the items up to it go first,
+//     as the client sent them.
 //
 // A string input stays a string when nothing is prepended. Every other
 // member of the body is forwarded as the client sent it.
@@ -40,7 +42,7 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		return nil, err
 	}
 	var stored []storedItem
-	if !r.ProviderHistory() {
+	if !r.HeldHistory() {
 		for _, raw := range a.Stored {
 			its, err := fromChat(raw)
 			if err != nil {
@@ -76,7 +78,7 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		obj.Set("instructions", instr)
 	}
 	stableInInput := a.Memory != "" && a.User
-	if len(stored) == 0 && a.First == 0 && !recalledInInput && !stableInInput {
+	if len(stored) == 0 && a.First <= r.held && !recalledInInput && !stableInInput {
 		return obj.Bytes(), nil // input unchanged
 	}
 	input, err := r.arrange(stored, a.First)
@@ -138,8 +140,9 @@ func conversationStart(items []json.RawMessage) int {
 // own reports whether m, a system message, is one of the client's own.
 func (r *Request) own(m json.RawMessage) bool { return r.system[string(m)] }
 
-// arrange returns the input items: the client's system and developer items
-// before first, the stored items (their orphaned calls and outputs
+// arrange returns the input items: the items the provider holds (see
+// heldItems) and the client's system and developer items before first,
+// the stored items (their orphaned calls and outputs
 // dropped), then the client's items from first on — past leading outputs
 // whose call was cut, when the client's items were cut.
 func (r *Request) arrange(stored []storedItem, first int) ([]json.RawMessage, error) {
@@ -149,11 +152,11 @@ func (r *Request) arrange(stored []storedItem, first int) ([]json.RawMessage, er
 	}
 	var out []json.RawMessage
 	for i := 0; i < first; i++ {
-		if k := kinds[i]; k.kind() == "message" && (k.Role == "system" || k.Role == "developer") {
+		if k := kinds[i]; i < r.held || k.kind() == "message" && (k.Role == "system" || k.Role == "developer") {
 			out = append(out, r.items[i])
 		}
 	}
-	for first > 0 && first < len(r.items)-1 && kinds[first].Type == "function_call_output" {
+	for first > r.held && first < len(r.items)-1 && kinds[first].Type == "function_call_output" {
 		first++
 	}
 	// Calls are answered by outputs anywhere after them; outputs answer

@@ -50,6 +50,8 @@ type Request struct {
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
 	itemRefs     []string        // ids of the input items the provider reads by id (item.byID)
+	held         int             // the input items, from the first, the provider holds (see readInput)
+	referenced   bool            // the input holds an item_reference
 	system       map[string]bool // Messages that are the client's own system messages
 }
 
@@ -120,6 +122,12 @@ func ParseRequest(b []byte) (*Request, error) {
 // the input for good. Memory then sends no stored turns, and what it
 // recalls goes in the instructions, which the provider does not keep.
 func (r *Request) ProviderHistory() bool { return r.PreviousResponseID != "" || r.InConversation }
+
+// HeldHistory reports whether the request's history is held by the
+// provider, wholly (ProviderHistory) or up to an item its input names by
+// reference (see ParseRequest): memory then sends no stored turns, which would repeat
+// what the provider reads.
+func (r *Request) HeldHistory() bool { return r.ProviderHistory() || r.referenced }
 
 // States are the provider states the request names: the stored response
 // it continues, the conversation it is in, and the stored items its input
@@ -226,16 +234,44 @@ func (r *Request) readInput() error {
 			r.itemRefs = append(r.itemRefs, items[i].ID)
 		}
 	}
-	msgs, origins, err := toChat(items)
+	r.held = heldItems(items)
+	r.referenced = r.held > 0
+	msgs, origins, err := toChat(items[r.held:])
 	if err != nil {
 		return err
 	}
+	if len(msgs) == 0 && r.held > 0 {
+		// Nothing follows what the provider holds: memory reads it all
+		// (stored turns still stay out: HeldHistory).
+		r.held = 0
+		if msgs, origins, err = toChat(items); err != nil {
+			return err
+		}
+	}
 	for i, m := range msgs {
-		if err := r.add(m, origins[i], "input["+strconv.Itoa(origins[i])+"]"); err != nil {
+		o := r.held + origins[i]
+		if err := r.add(m, o, "input["+strconv.Itoa(o)+"]"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// heldItems returns how many items, from the first, the provider holds:
+// through the last item_reference (0 when there is none), and the items of
+// one assistant output right after it (function calls, reasoning, a
+// message: the rest of the response the referenced item came from).
+func heldItems(items []item) int {
+	n := 0
+	for i, it := range items {
+		if it.Type == "item_reference" {
+			n = i + 1
+		}
+	}
+	for n > 0 && n < len(items) && (&assistant{}).add(items[n]) {
+		n++
+	}
+	return n
 }
 
 // add appends one converted chat message.

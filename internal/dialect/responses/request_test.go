@@ -28,7 +28,6 @@ const roundTrip = `{
     {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Porto\"}"},
     {"type": "function_call_output", "call_id": "call_1", "output": "18C, sunny"},
     {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "It is 18C and sunny.", "annotations": []}]},
-    {"type": "item_reference", "id": "ws_9"},
     {"role": "user", "content": "Thanks! Any museums?"}
   ]
 }`

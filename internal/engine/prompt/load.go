@@ -293,7 +293,10 @@ func later(a, b time.Time) time.Time {
 // are never sent back as if they had been said, and the stored tail that
 // the client repeats at the start of rest — the user turn and assistant tool
 // call a tool loop resends with its results, or a retried message — is left
-// to the client's copy, so nothing is sent twice.
+// to the client's copy, so nothing is sent twice. So is the stored last
+// turn when rest resends its question with a continuation of its own (a
+// tool loop whose call the client holds otherwise than memgate stored it:
+// regenerated, or its reply stored redacted).
 func continuation(stored, rest []memory.Message) []memory.Message {
 	out := make([]memory.Message, 0, len(stored))
 	for _, m := range stored {
@@ -316,6 +319,16 @@ func continuation(stored, rest []memory.Message) []memory.Message {
 		}
 		if same {
 			return out[:len(out)-k]
+		}
+	}
+	if len(rest) > 1 && rest[0].Role == "user" && rest[1].Role != "user" {
+		// The stored last turn starts at its (last) user message.
+		j := len(out) - 1
+		for j >= 0 && out[j].Role != "user" {
+			j--
+		}
+		if j >= 0 && out[j].Fingerprint() == rest[0].Fingerprint() {
+			return out[:j]
 		}
 	}
 	return out
