@@ -49,7 +49,7 @@ type Request struct {
 	input        json.RawMessage   // the input member as sent
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
-	itemRefs     []string        // ids of the input items the provider reads by id (item.byID)
+	itemRefs     []string        // ids of the input items the provider reads by id (reference)
 	system       map[string]bool // Messages that are the client's own system messages
 }
 
@@ -147,13 +147,42 @@ func conversationID(c json.RawMessage) string {
 	if json.Unmarshal(c, &id) == nil {
 		return id
 	}
-	var obj struct {
-		ID string `json:"id"`
+	obj, err := body.Parse(c)
+	if err != nil {
+		return ""
 	}
-	if json.Unmarshal(c, &obj) == nil {
-		return obj.ID
+	return exactString(obj, "id")
+}
+
+// reference reports whether the provider reads input item raw's content
+// from the item it stored under the item's id, and that id: an item
+// reference (type item_reference, or neither type nor role), or a
+// reasoning item with an id sent without its encrypted content. It reads
+// the members by their exact names, as the provider does: encoding/json,
+// which reads the rest of the item, matches names in any case, so that
+// an item with "type" and "Type" reads as the type the provider ignores.
+func reference(raw json.RawMessage) (string, bool) {
+	obj, err := body.Parse(raw)
+	if err != nil {
+		return "", false // not an object: refused by the item's own reading
 	}
-	return ""
+	id := exactString(obj, "id")
+	switch typ := exactString(obj, "type"); {
+	case typ == "item_reference", !obj.Has("type") && !obj.Has("role"):
+		return id, true
+	case typ == "reasoning":
+		return id, id != "" && exactString(obj, "encrypted_content") == ""
+	}
+	return "", false
+}
+
+// exactString is obj's member key when it is a string, "" otherwise.
+func exactString(obj *body.Object, key string) string {
+	var s string
+	if json.Unmarshal(obj.Get(key), &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // readInstructions reads instructions: a string, or (newer API versions) an
@@ -222,8 +251,8 @@ func (r *Request) readInput() error {
 		if items[i].kind() == "" {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
 		}
-		if items[i].byID() {
-			r.itemRefs = append(r.itemRefs, items[i].ID)
+		if id, ok := reference(raw); ok {
+			r.itemRefs = append(r.itemRefs, id)
 		}
 	}
 	msgs, origins, err := toChat(items)
