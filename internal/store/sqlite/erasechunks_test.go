@@ -208,3 +208,40 @@ func BenchmarkDeleteUserLongestWait(b *testing.B) {
 		return s
 	})
 }
+
+// TestDeleteUserKeepsATurnReceivedDuringIt saves, between two chunks of an
+// erasure, a turn the user sent after the erasure began: it is not one
+// the erasure covers, so it is either stored for good or refused for a
+// retry (memory.ErrUnavailable) — never stored, then deleted by the
+// erasure's next chunk.
+func TestDeleteUserKeepsATurnReceivedDuringIt(t *testing.T) {
+	ctx := context.Background()
+	s, _ := mustTempStore(t)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
+	storetest.SeedBigUser(t, s, victim, 40, 12)
+
+	fresh := memory.Exchange{ID: "fresh", Identity: memory.Identity{Tenant: victim.Tenant, User: victim.User, Conversation: "c2"},
+		Turn: []memory.Message{{Role: "user", Content: "sent after the erasure began"}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
+	var saveErr error
+	sqlite.SetEraseChunks(s, func(chunk int) error {
+		if chunk == 1 {
+			fresh.At = time.Now()
+			_, saveErr = s.SaveExchange(ctx, fresh)
+		}
+		return nil
+	})
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	if saveErr != nil {
+		if !errors.Is(saveErr, memory.ErrUnavailable) {
+			t.Fatalf("a turn received during the erasure: %v; want it stored or refused for a retry", saveErr)
+		}
+		if res, err := s.SaveExchange(ctx, fresh); err != nil || res.Dropped {
+			t.Fatalf("its retry once the erasure is over: %+v, %v", res, err)
+		}
+	}
+	if _, msgs, err := s.Conversation(ctx, fresh.Identity); err != nil || len(msgs) != 2 {
+		t.Fatalf("the turn received during the erasure (saved with %v): %d messages, %v; want it kept", saveErr, len(msgs), err)
+	}
+}
