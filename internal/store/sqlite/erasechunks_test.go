@@ -245,3 +245,26 @@ func TestDeleteUserKeepsATurnReceivedDuringIt(t *testing.T) {
 		t.Fatalf("the turn received during the erasure (saved with %v): %d messages, %v; want it kept", saveErr, len(msgs), err)
 	}
 }
+
+// TestDeleteUserUnbindsProviderStatesAtOnce stops an erasure mid-way: the
+// provider states bound to the user, deleted by its last chunk, are
+// already no one's (as the user's other rows read as none).
+func TestDeleteUserUnbindsProviderStatesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _ := mustTempStore(t)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
+	storetest.SeedBigUser(t, s, victim, 40, 12)
+	st := []memory.ProviderState{{Kind: memory.StateResponse, ID: "resp_1"}}
+	if err := s.BindState(ctx, memory.StateBinding{Tenant: victim.Tenant, User: victim.User, States: st,
+		At: time.Now(), Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := errors.New("stopped")
+	sqlite.SetEraseChunks(s, func(int) error { return stopped })
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); !errors.Is(err, stopped) {
+		t.Fatalf("DeleteUser = %v, want it stopped", err)
+	}
+	if bound, err := s.BoundStates(ctx, victim.Tenant, victim.User, st, time.Now()); err != nil || len(bound) != 1 || bound[0] {
+		t.Fatalf("with the erasure under way, BoundStates = %v, %v; want the state no one's", bound, err)
+	}
+}
