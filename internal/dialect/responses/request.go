@@ -176,6 +176,34 @@ func reference(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
+// ItemReferences are the stored items a body of the Conversations API
+// that puts items in a conversation (creating it, or adding to it) names
+// by id alone (reference), from its items member. It fails when the body
+// is not a JSON object or items neither absent nor an array of objects:
+// what the body names could not be told.
+func ItemReferences(b []byte) ([]memory.ProviderState, error) {
+	obj, err := body.Parse(b)
+	if err != nil {
+		return nil, body.Invalid("", "%v", err)
+	}
+	var items []json.RawMessage
+	if obj.Has("items") {
+		if err := json.Unmarshal(obj.Get("items"), &items); err != nil {
+			return nil, body.Invalid("items", "items must be an array of items")
+		}
+	}
+	var out []memory.ProviderState
+	for i, raw := range items {
+		if _, err := body.Parse(raw); err != nil {
+			return nil, body.Invalid("items["+strconv.Itoa(i)+"]", "an item must be an object")
+		}
+		if id, ok := reference(raw); ok {
+			out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+		}
+	}
+	return out, nil
+}
+
 // exactString is obj's member key when it is a string, "" otherwise.
 func exactString(obj *body.Object, key string) string {
 	var s string
