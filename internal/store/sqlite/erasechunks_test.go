@@ -268,3 +268,37 @@ func TestDeleteUserUnbindsProviderStatesAtOnce(t *testing.T) {
 		t.Fatalf("with the erasure under way, BoundStates = %v, %v; want the state no one's", bound, err)
 	}
 }
+
+// TestDeleteUserHidesTextFromEmbedding stops an erasure mid-way: the
+// user's items and backlogged messages still stored are not read out to
+// be embedded (their text would go to the embedding provider after the
+// user was erased).
+func TestDeleteUserHidesTextFromEmbedding(t *testing.T) {
+	ctx := context.Background()
+	s, _ := mustTempStore(t)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
+	storetest.SeedBigUser(t, s, victim, 40, 12)
+	if err := s.DeferIndex(ctx, []memory.PendingIndex{{Identity: victim, Key: memory.Key("big-19", 0), Bytes: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.PendingIndex(ctx, 10, 1<<20); err != nil || len(p) != 1 || p[0].Gone || p[0].Message.Content == "" {
+		t.Fatalf("before the erasure, PendingIndex = %+v, %v; the test cannot see what it checks", p, err)
+	}
+	stopped := errors.New("stopped")
+	sqlite.SetEraseChunks(s, func(int) error { return stopped })
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); !errors.Is(err, stopped) {
+		t.Fatalf("DeleteUser = %v, want it stopped", err)
+	}
+	if items, err := s.ItemsToEmbed(ctx, "another-model", 3, 0, 1000); err != nil || len(items) > 0 {
+		t.Fatalf("with the erasure under way, ItemsToEmbed = %d items, %v; want none of the erased user's", len(items), err)
+	}
+	pending, err := s.PendingIndex(ctx, 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pending {
+		if !p.Gone || p.Message.Content != "" {
+			t.Fatalf("with the erasure under way, PendingIndex reads %+v; want the erased user's message gone", p)
+		}
+	}
+}
