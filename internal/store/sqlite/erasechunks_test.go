@@ -302,3 +302,34 @@ func TestDeleteUserHidesTextFromEmbedding(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteUserContinuedNothing stops an erasure mid-way: a first turn
+// the user sends again finds no conversation of theirs that stored it
+// (Continued), though the rows are not all deleted yet: it is stored
+// anew once the erasure is over, not dropped as stored already.
+func TestDeleteUserContinuedNothing(t *testing.T) {
+	ctx := context.Background()
+	s, _ := mustTempStore(t)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "chat-x"}
+	storetest.SeedBigUser(t, s, victim, 40, 12)
+	// A conversation whose first messages are the turn, and the turn
+	// sent again as the first of a chat (its candidate that conversation).
+	ex := memory.Exchange{ID: "first", Identity: memory.Identity{Tenant: victim.Tenant, User: victim.User, Conversation: "chat-y"},
+		At: time.Now(), Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
+	again := ex
+	again.ID, again.Conversation, again.Candidate = "again", memory.DefaultConversation, "chat-y"
+	if _, err := s.SaveExchange(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Continued(ctx, again); err != nil || !ok {
+		t.Fatalf("before the erasure, Continued = %v, %v; the test cannot see what it checks", ok, err)
+	}
+	stopped := errors.New("stopped")
+	sqlite.SetEraseChunks(s, func(int) error { return stopped })
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); !errors.Is(err, stopped) {
+		t.Fatalf("DeleteUser = %v, want it stopped", err)
+	}
+	if ok, err := s.Continued(ctx, again); err != nil || ok {
+		t.Fatalf("with the erasure under way, Continued = %v, %v; want false", ok, err)
+	}
+}
