@@ -147,28 +147,24 @@ func conversationID(c json.RawMessage) string {
 	if json.Unmarshal(c, &id) == nil {
 		return id
 	}
-	obj, err := body.Parse(c)
-	if err != nil {
-		return ""
-	}
+	obj, _ := members(c)
 	return exactString(obj, "id")
 }
 
-// reference reports whether the provider reads input item raw's content
-// from the item it stored under the item's id, and that id: an item
+// reference reports whether the provider reads the content of the input
+// item of members obj (members) from the item it stored under the item's
+// id, and that id: an item
 // reference (type item_reference, or neither type nor role), or a
 // reasoning item with an id sent without its encrypted content. It reads
 // the members by their exact names, as the provider does: encoding/json,
 // which reads the rest of the item, matches names in any case, so that
 // an item with "type" and "Type" reads as the type the provider ignores.
-func reference(raw json.RawMessage) (string, bool) {
-	obj, err := body.Parse(raw)
-	if err != nil {
-		return "", false // not an object: refused by the item's own reading
-	}
+func reference(obj map[string]json.RawMessage) (string, bool) {
 	id := exactString(obj, "id")
+	_, typed := obj["type"]
+	_, role := obj["role"]
 	switch typ := exactString(obj, "type"); {
-	case typ == "item_reference", !obj.Has("type") && !obj.Has("role"):
+	case typ == "item_reference", !typed && !role:
 		return id, true
 	case typ == "reasoning":
 		return id, id != "" && exactString(obj, "encrypted_content") == ""
@@ -194,20 +190,32 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 	}
 	var out []memory.ProviderState
 	for i, raw := range items {
-		if _, err := body.Parse(raw); err != nil {
+		obj, ok := members(raw)
+		if !ok {
 			return nil, body.Invalid("items["+strconv.Itoa(i)+"]", "an item must be an object")
 		}
-		if id, ok := reference(raw); ok {
+		if id, ok := reference(obj); ok {
 			out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
 		}
 	}
 	return out, nil
 }
 
+// members are the members of the JSON object raw by their exact names
+// (of a name given twice, the last), as the provider reads them; false
+// when raw is not an object.
+func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil, false
+	}
+	return obj, true
+}
+
 // exactString is obj's member key when it is a string, "" otherwise.
-func exactString(obj *body.Object, key string) string {
+func exactString(obj map[string]json.RawMessage, key string) string {
 	var s string
-	if json.Unmarshal(obj.Get(key), &s) != nil {
+	if json.Unmarshal(obj[key], &s) != nil {
 		return ""
 	}
 	return s
@@ -279,8 +287,10 @@ func (r *Request) readInput() error {
 		if items[i].kind() == "" {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
 		}
-		if id, ok := reference(raw); ok {
-			r.itemRefs = append(r.itemRefs, id)
+		if obj, ok := members(raw); ok { // an object (decoded above)
+			if id, ok := reference(obj); ok {
+				r.itemRefs = append(r.itemRefs, id)
+			}
 		}
 	}
 	msgs, origins, err := toChat(items)
