@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path"
 	"strings"
@@ -10,6 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -51,6 +56,14 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
 					f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
 				}
+				// Items put in a conversation may name stored items by
+				// id: the provider copies them into it.
+				if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
+					if aerr := p.checkItems(c, id); aerr != nil {
+						a.writeError(c.Response(), aerr)
+						return nil
+					}
+				}
 			}
 		}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -63,6 +76,38 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 
 // conversationsPath creates a conversation of the Conversations API.
 const conversationsPath = "/v1/conversations"
+
+// conversationItems reports whether pth puts items in a conversation of
+// the Conversations API: it creates one (with its items), or adds to one
+// (/v1/conversations/{id}/items).
+func conversationItems(pth string) bool {
+	if pth == conversationsPath {
+		return true
+	}
+	rest, ok := strings.CutPrefix(pth, conversationsPath+"/")
+	id, tail, _ := strings.Cut(rest, "/")
+	return ok && id != "" && tail == "items"
+}
+
+// checkItems reads the body of c's request, which puts items in a
+// conversation, and checks the stored items it names by id are id's
+// (checkStates); the body then goes upstream as read.
+func (p *Proxy) checkItems(c echo.Context, id memory.Identity) *apierr.Error {
+	r := c.Request()
+	raw, aerr := readBody(c.Response(), r, p.opts.MaxBodyBytes)
+	if aerr != nil {
+		return aerr
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	states, err := responses.ItemReferences(raw)
+	if err != nil {
+		if fe := (*body.FieldError)(nil); errors.As(err, &fe) {
+			return apierr.Invalid(fe.Param, fe.Msg)
+		}
+		return apierr.Invalid("", err.Error())
+	}
+	return p.checkStates(r.Context(), id, states, unknownState)
+}
 
 // pathState is the provider state a passthrough path names: the
 // conversation of /v1/conversations/{id}[/…], the stored response of

@@ -208,3 +208,42 @@ func TestStatesStoreFalseBindsNothing(t *testing.T) {
 		t.Errorf("the state store was called %d times: %v", n, states.owner)
 	}
 }
+
+// TestStatesConversationItemsChecked: with a shared upstream key and the
+// Conversations API allowed, the items a body puts in a conversation —
+// creating it, or adding to it — may name stored items by id only when
+// they are the caller's: the provider would copy another's into a
+// conversation the caller then reads.
+func TestStatesConversationItemsChecked(t *testing.T) {
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"conv_new","object":"conversation"}`))
+	}))
+	states := newFakeStates()
+	mine := memory.ProviderState{Kind: memory.StateConversation, ID: "conv_bob"}
+	states.owner[mine] = "a/bob"
+	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_alice"}] = "a/alice"
+	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_bob"}] = "a/bob"
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	g := mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.StateRetention = time.Hour
+		c.Passthrough = []string{"POST /v1/conversations", "POST /v1/conversations/*"}
+	}, Deps{Resolver: identity.New(keys), States: states})
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	for _, path := range []string{"/v1/conversations", "/v1/conversations/conv_bob/items"} {
+		for _, items := range []string{`[{"type":"item_reference","id":"msg_alice"}]`, `[{"id":"msg_alice"}]`,
+			`[{"type":"reasoning","id":"msg_alice","summary":[]}]`, `[{"type":"item_reference","id":"msg_alice","Type":"message"}]`} {
+			before := up.Calls()
+			resp, b := g.post(t, path, `{"items":`+items+`}`, h)
+			if resp.StatusCode != http.StatusNotFound || up.Calls() != before {
+				t.Errorf("%s %s: %d %s (upstream calls %d); want another's item refused", path, items, resp.StatusCode, b, up.Calls()-before)
+			}
+		}
+		for _, body := range []string{`{"items":[{"type":"item_reference","id":"msg_bob"},{"type":"message","role":"user","content":"hi"}]}`, `{}`} {
+			if resp, b := g.post(t, path, body, h); resp.StatusCode != http.StatusOK {
+				t.Errorf("%s %s: %d %s; want the caller's own forwarded", path, body, resp.StatusCode, b)
+			}
+		}
+	}
+}

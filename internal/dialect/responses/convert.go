@@ -13,7 +13,6 @@ import (
 // item is an input or output item, as far as memgate reads it.
 type item struct {
 	Type      string          `json:"type"`
-	ID        string          `json:"id"`
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
@@ -23,16 +22,6 @@ type item struct {
 	Summary   []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
-	// EncryptedContent is a reasoning item's (nil: absent, and the
-	// provider reads the item by its id).
-	EncryptedContent *string `json:"encrypted_content"`
-}
-
-// byID reports whether the provider reads the item's content from the
-// item it stored under its id: an item reference, or a reasoning item
-// sent without its encrypted content.
-func (it item) byID() bool {
-	return it.Type == "item_reference" || it.Type == "reasoning" && it.ID != "" && it.EncryptedContent == nil
 }
 
 // kind is the item's type; a typeless item with a role is a message.

@@ -49,7 +49,7 @@ type Request struct {
 	input        json.RawMessage   // the input member as sent
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
-	itemRefs     []string        // ids of the input items the provider reads by id (item.byID)
+	itemRefs     []string        // ids of the input items the provider reads by id (reference)
 	held         int             // the input items, from the first, the provider holds (see readInput)
 	referenced   bool            // the input holds an item_reference
 	system       map[string]bool // Messages that are the client's own system messages
@@ -155,13 +155,78 @@ func conversationID(c json.RawMessage) string {
 	if json.Unmarshal(c, &id) == nil {
 		return id
 	}
-	var obj struct {
-		ID string `json:"id"`
+	obj, _ := members(c)
+	return exactString(obj, "id")
+}
+
+// reference reports whether the provider reads the content of the input
+// item of members obj (members) from the item it stored under the item's
+// id, and that id: an item
+// reference (type item_reference, or neither type nor role), or a
+// reasoning item with an id sent without its encrypted content. It reads
+// the members by their exact names, as the provider does: encoding/json,
+// which reads the rest of the item, matches names in any case, so that
+// an item with "type" and "Type" reads as the type the provider ignores.
+func reference(obj map[string]json.RawMessage) (string, bool) {
+	id := exactString(obj, "id")
+	_, typed := obj["type"]
+	_, role := obj["role"]
+	switch typ := exactString(obj, "type"); {
+	case typ == "item_reference", !typed && !role:
+		return id, true
+	case typ == "reasoning":
+		return id, id != "" && exactString(obj, "encrypted_content") == ""
 	}
-	if json.Unmarshal(c, &obj) == nil {
-		return obj.ID
+	return "", false
+}
+
+// ItemReferences are the stored items a body of the Conversations API
+// that puts items in a conversation (creating it, or adding to it) names
+// by id alone (reference), from its items member. It fails when the body
+// is not a JSON object or items neither absent nor an array of objects:
+// what the body names could not be told.
+func ItemReferences(b []byte) ([]memory.ProviderState, error) {
+	obj, err := body.Parse(b)
+	if err != nil {
+		return nil, body.Invalid("", "%v", err)
 	}
-	return ""
+	var items []json.RawMessage
+	if obj.Has("items") {
+		if err := json.Unmarshal(obj.Get("items"), &items); err != nil {
+			return nil, body.Invalid("items", "items must be an array of items")
+		}
+	}
+	var out []memory.ProviderState
+	for i, raw := range items {
+		obj, ok := members(raw)
+		if !ok {
+			return nil, body.Invalid("items["+strconv.Itoa(i)+"]", "an item must be an object")
+		}
+		if id, ok := reference(obj); ok {
+			out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+		}
+	}
+	return out, nil
+}
+
+// members are the members of the JSON object raw by their exact names
+// (of a name given twice, the last), as the provider reads them; false
+// when raw is not an object.
+func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// exactString is obj's member key when it is a string, "" otherwise.
+func exactString(obj map[string]json.RawMessage, key string) string {
+	var s string
+	if json.Unmarshal(obj[key], &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // readInstructions reads instructions: a string, or (newer API versions) an
@@ -230,8 +295,10 @@ func (r *Request) readInput() error {
 		if items[i].kind() == "" {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
 		}
-		if items[i].byID() {
-			r.itemRefs = append(r.itemRefs, items[i].ID)
+		if obj, ok := members(raw); ok { // an object (decoded above)
+			if id, ok := reference(obj); ok {
+				r.itemRefs = append(r.itemRefs, id)
+			}
 		}
 	}
 	r.held = heldItems(items)

@@ -230,6 +230,15 @@ func TestStates(t *testing.T) {
 		{`{"model":"m","input":[{"type":"item_reference"},{"type":"reasoning","id":"rs_1","summary":[]},` +
 			`{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAA"},{"type":"message","id":"msg_2","role":"assistant","content":"ok"},` +
 			`{"role":"user","content":"hi"}]}`, []memory.ProviderState{item(""), item("rs_1")}},
+		// The provider reads members by their exact names; encoding/json
+		// matches them in any case, and of two spellings the last wins.
+		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1","Type":"message","role":"user","content":"hi"}]}`, []memory.ProviderState{item("msg_1")}},
+		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1","ID":"msg_mine"}]}`, []memory.ProviderState{item("msg_1")}},
+		{`{"model":"m","input":[{"type":"reasoning","id":"rs_1","ID":"","summary":[]}]}`, []memory.ProviderState{item("rs_1")}},
+		{`{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"Encrypted_Content":"gAAA"}]}`, []memory.ProviderState{item("rs_1")}},
+		{`{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":""}]}`, []memory.ProviderState{item("rs_1")}},
+		{`{"model":"m","input":[{"Type":"message","Role":"user","Content":"hi","id":"msg_1"}]}`, []memory.ProviderState{item("msg_1")}},
+		{`{"model":"m","input":"hi","conversation":{"id":"conv_1","ID":"conv_mine"}}`, []memory.ProviderState{conv("conv_1")}},
 	} {
 		r, err := ParseRequest([]byte(tt.body))
 		if err != nil {

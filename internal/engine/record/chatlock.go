@@ -29,7 +29,9 @@ type ChatLocker interface {
 	// renewed while its holder lives). The store's writes to a chat it
 	// locked commit only while it still holds the lock, else fail with
 	// memory.ErrLockLost: the Capturer and the Worker then take it again
-	// (chatHold.retake) and check again before they store.
+	// (chatHold.retake) and check again before they store; refused
+	// again under the lock taken again, they store without it
+	// (chatHold.lostAgain).
 	LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error)
 }
 
@@ -106,6 +108,9 @@ type chatHold struct {
 	local   []func()   // the process's locks of chats
 	store   ChatLocker // nil: the process's locks alone
 	release func()     // releases the store's; nil when not held
+	// takes counts the takes of the store's locks (retake): more than
+	// one, they were taken again after a loss.
+	takes int
 }
 
 // retake gives up the store's locks of h's chats, if held, and takes them
@@ -128,7 +133,26 @@ func (h *chatHold) retake(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("lock chats in the store: %w", err)
 	}
 	h.release = release
+	h.takes++
 	return true, nil
+}
+
+// lostAgain is called when the store refused a write under h's store
+// locks (memory.ErrLockLost). It reports whether they had been taken
+// again already (retake): a store refusing a write under a lock it just
+// granted cannot see it (a pooler between it and its lock's connection),
+// and would refuse every one. The store's locks are then released, and
+// the caller stores without them, as when they cannot be taken, rather
+// than take them and be refused again and again.
+func (h *chatHold) lostAgain() bool {
+	if h.takes < 2 {
+		return false
+	}
+	if h.release != nil {
+		h.release()
+		h.release = nil
+	}
+	return true
 }
 
 // unlock releases every lock h holds.

@@ -139,6 +139,12 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				}
 			}
 			if errors.Is(err, memory.ErrLockLost) && hold.release != nil {
+				if hold.lostAgain() {
+					c.metrics.failures.WithLabelValues("chat_lock").Inc()
+					c.logger.Warn("capture stores a chat's turns without their chat locks: the store refused a save under the locks it had just granted again",
+						"exchange", j.ex.ID)
+					continue
+				}
 				if c.relock(j, hold) {
 					return memory.SaveResult{}, false
 				}

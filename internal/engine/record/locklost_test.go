@@ -67,39 +67,111 @@ func (s *fencedStore) lockCalls() int {
 // is a duplicate, never stored a second time in the default conversation,
 // nor set aside as a dead letter.
 func TestLockLostBeforeTheSave(t *testing.T) {
+	runLockLost(t, func() (lockingStore, *fencedStore) {
+		st := &fencedStore{fakeSaver: newFakeSaver()}
+		return st, st
+	}, 0, "the continuation holds the turn")
+}
+
+// brokenFenceStore refuses every save made while a chat lock of it is
+// held (memory.ErrLockLost), as a store whose fence cannot see its own
+// lock does (a PostgreSQL pooler hiding the lock connection's backend);
+// without the lock its saves go through.
+type brokenFenceStore struct {
+	*fencedStore
+	held int // locks taken and not released
+}
+
+func (s *brokenFenceStore) LockChats(ctx context.Context, chats []memory.Identity) (func(), error) {
+	if _, err := s.fencedStore.LockChats(ctx, chats); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held++
+	return sync.OnceFunc(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.held--
+	}), nil
+}
+
+func (s *brokenFenceStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	s.mu.Lock()
+	held := s.held > 0
+	s.mu.Unlock()
+	if held {
+		return memory.SaveResult{}, memory.ErrLockLost
+	}
+	return s.fakeSaver.SaveExchange(ctx, ex)
+}
+
+// TestLockLostAgainAfterItsRetake: a save refused for a lost chat lock
+// again right after the lock was taken again says the store's fence
+// cannot see the lock: the Capturer or the Worker stores the turn without
+// the store's lock, as when it cannot be taken, once — it does not take
+// the lock and save again and again, never storing the turn.
+func TestLockLostAgainAfterItsRetake(t *testing.T) {
+	runLockLost(t, func() (lockingStore, *fencedStore) {
+		st := &brokenFenceStore{fencedStore: &fencedStore{fakeSaver: newFakeSaver()}}
+		return st, st.fencedStore
+	}, 1, "stored once without the lock")
+}
+
+// runLockLost has a Capturer and a Worker each store a chat's first turn
+// in a store newStore makes (fs: its fencedStore), and checks that they
+// stored it want times and took the chat's lock twice: once, and again
+// after the first refused save.
+func runLockLost(t *testing.T, newStore func() (st lockingStore, fs *fencedStore), want int, why string) {
 	for _, via := range []string{"capturer", "worker"} {
 		t.Run(via, func(t *testing.T) {
-			st := &fencedStore{fakeSaver: newFakeSaver()}
+			st, fs := newStore()
 			first := chatTurn(t, "t1", "chat-x")
 			first.Conversation = memory.DefaultConversation
-			if via == "capturer" {
-				c := mustCapturer(t, nil, st, nil, Options{Adopter: st, Chats: NewChatLocks(st)})
-				c.Capture(context.Background(), first)
-				waitFor(t, "the capture done with", func() bool { return value(t, c.metrics.saved)+value(t, c.metrics.deadLetters) > 0 })
-				if n := value(t, c.metrics.deadLetters); n != 0 {
-					t.Errorf("%v dead letters, want none", n)
-				}
-			} else {
-				q := newFakeQueue()
-				enqueue(t, q, first)
-				o := fastWorker()
-				o.Adopter, o.Chats = st, NewChatLocks(st)
-				w := NewWorker(q, st, nil, o)
-				mustRunWorker(t, w)
-				waitFor(t, "the entry acknowledged", func() bool {
-					n, err := q.Pending(context.Background())
-					return err == nil && n == 0
-				})
-				if n := value(t, w.dead); n != 0 {
-					t.Errorf("%v dead letters, want none", n)
-				}
+			storeFirstTurn(t, via, st, first)
+			if got := fs.ids(); len(got) != want {
+				t.Errorf("stored %q, want it %d times: %s", got, want, why)
 			}
-			if got := st.ids(); len(got) != 0 {
-				t.Errorf("stored %q after the lock was lost, want nothing: the continuation holds the turn", got)
-			}
-			if n := st.lockCalls(); n != 2 {
-				t.Errorf("LockChats called %d times, want 2: once, and again after the refused save", n)
+			if n := fs.lockCalls(); n != 2 {
+				t.Errorf("LockChats called %d times, want 2: once, and again after the first refused save", n)
 			}
 		})
+	}
+}
+
+// lockingStore is a store a Capturer or a Worker saves to, adopts in and
+// locks chats of.
+type lockingStore interface {
+	Saver
+	Adopter
+	ChatLocker
+}
+
+// storeFirstTurn has a Capturer or a Worker (via) store first in st, with
+// st's chat locks, and waits until it is done with it: stored, found
+// stored ahead, or acknowledged; none set aside as a dead letter.
+func storeFirstTurn(t *testing.T, via string, st lockingStore, first memory.Exchange) {
+	t.Helper()
+	if via == "capturer" {
+		c := mustCapturer(t, nil, st, nil, Options{Adopter: st, Chats: NewChatLocks(st)})
+		c.Capture(context.Background(), first)
+		waitFor(t, "the capture done with", func() bool { return value(t, c.metrics.saved)+value(t, c.metrics.deadLetters) > 0 })
+		if n := value(t, c.metrics.deadLetters); n != 0 {
+			t.Errorf("%v dead letters, want none", n)
+		}
+		return
+	}
+	q := newFakeQueue()
+	enqueue(t, q, first)
+	o := fastWorker()
+	o.Adopter, o.Chats = st, NewChatLocks(st)
+	w := NewWorker(q, st, nil, o)
+	mustRunWorker(t, w)
+	waitFor(t, "the entry acknowledged", func() bool {
+		n, err := q.Pending(context.Background())
+		return err == nil && n == 0
+	})
+	if n := value(t, w.dead); n != 0 {
+		t.Errorf("%v dead letters, want none", n)
 	}
 }

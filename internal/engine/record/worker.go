@@ -571,6 +571,13 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	reroutes := 0
 	for attempt := 1; ; attempt++ {
 		res, err = w.saver.SaveExchange(ctx, *ex)
+		if errors.Is(err, memory.ErrLockLost) && hold.release != nil && hold.lostAgain() {
+			w.failures.WithLabelValues("chat_lock").Inc()
+			w.logger.Warn("capture worker stores a chat's turn without its chat lock: the store refused a save under the lock it had just granted again",
+				"entry", d.ID, "exchange", ex.ID)
+			attempt--
+			continue
+		}
 		if errors.Is(err, memory.ErrLockLost) && hold.release != nil {
 			// The worker stalled past the chat lock's lease, and the store
 			// refused the save: another process may have stored the chat's

@@ -63,7 +63,6 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
 	}
 	pid := int32(conn.Conn().PgConn().PID())
-	s.holds.Add(keys, pid)
 	release := func() {
 		s.holds.Remove(keys, pid)
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -81,6 +80,10 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 		}
 		return nil, fmt.Errorf("postgres: lock chats: %w", unavailable(err))
 	}
+	// Its holder once granted: while it waited, the fence of a holder of
+	// the same keys on this Store (another lane, or a chat whose key is
+	// the same) still named that holder's connection.
+	s.holds.Add(keys, pid)
 	return release, nil
 }
 

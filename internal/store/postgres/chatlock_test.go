@@ -129,3 +129,52 @@ func TestChatLockLostConnectionCannotWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestChatLockHeldWhileAnotherWaits: while a second LockChats of a chat
+// the Store holds waits for it (another lane of the process, or another
+// chat whose lock key is the same), the holder still holds the lock and
+// stores under it: the waiter is not its holder until PostgreSQL grants
+// it the lock.
+func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
+	s := mustOpen(t)
+	ctx := testCtx(t)
+	ex := memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
+		Conversation: memory.DefaultConversation}, Candidate: "chat-w", Model: "m", At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
+	x, _ := memory.ChatOf(ex)
+	unlock, err := s.LockChats(ctx, []memory.Identity{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		unlock2, err := s.LockChats(ctx, []memory.Identity{x})
+		if err == nil {
+			unlock2()
+		}
+		waited <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int4::oid
+			AND objid = $2::int4::oid AND objsubid = 2 AND NOT granted`, chatLockClass, chatLockKeys([]memory.Identity{x})[0]).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second LockChats never waited for the lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := s.SaveExchange(ctx, ex)
+	unlock()
+	if err != nil || res.Inserted != 2 {
+		t.Fatalf("the holder's save while another waits for its lock: inserted %d, %v; want 2", res.Inserted, err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiter's LockChats: %v", err)
+	}
+}

@@ -154,7 +154,9 @@ func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 			WHERE tenant = ? AND user_id = ? AND candidate = ? AND conversation <> ? ORDER BY conversation`,
 			user.Tenant, user.User, candidate, memory.DefaultConversation)
 	})
-	if err != nil {
+	// Not while an erasure of the user is under way: what it has not
+	// deleted yet stored nothing the user sends now.
+	if ok, err = unlessErasing(ctx, s.reads, ex.Tenant, ex.User, ok, false, err); err != nil {
 		return false, fmt.Errorf("continued: %w", err)
 	}
 	return ok, nil

@@ -80,7 +80,9 @@ const (
 )
 
 // PendingIndex reads the oldest entries with their messages by the
-// contract: the first limit rows, cut where their bytes pass maxBytes.
+// contract: the first limit rows, cut where their bytes pass maxBytes. The
+// message of a user whose erasure is under way reads as gone: its text is
+// not sent to be embedded.
 func (s *Store) PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory.PendingIndex, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.PendingIndex, error) {
 		var p memory.PendingIndex
@@ -92,7 +94,8 @@ func (s *Store) PendingIndex(ctx context.Context, limit, maxBytes int) ([]memory
 			COALESCE(m.role, ''), COALESCE(m.content, ''), COALESCE(m.created_at, 0), m.id IS NULL OR m.superseded_at IS NOT NULL
 		FROM (SELECT *, SUM(bytes) OVER (ORDER BY id) AS upto
 			FROM (SELECT * FROM index_backlog ORDER BY id LIMIT ?1)) b
-		LEFT JOIN messages m ON m.tenant = b.tenant AND m.user_id = b.user_id AND m.conversation = b.conversation AND m.key = b.key
+		LEFT JOIN messages m ON m.tenant = b.tenant AND m.user_id = b.user_id AND m.conversation = b.conversation AND m.key = b.key`+
+		notErasing("m")+`
 		WHERE b.upto <= ?2 OR b.upto = b.bytes
 		ORDER BY b.id`, limit, maxBytes)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
@@ -201,6 +202,11 @@ func endErasure(ctx context.Context, tx *sql.Tx, tenant, user string, erasedAt i
 	}
 	return nil
 }
+
+// errErasing refuses, for a retry, a write about a user whose erasure is
+// under way that the erasure does not cover (dated after it began): the
+// erasure's next chunk would delete it.
+var errErasing = fmt.Errorf("an erasure of the user is under way: %w", memory.ErrUnavailable)
 
 // erasing reports whether an erasure of (tenant, user) is under way: its
 // rows, being deleted, are not to be read. A read checks it after it read

@@ -208,3 +208,131 @@ func BenchmarkDeleteUserLongestWait(b *testing.B) {
 		return s
 	})
 }
+
+// TestDeleteUserKeepsATurnReceivedDuringIt saves, between two chunks of an
+// erasure, a turn the user sent after the erasure began: it is not one
+// the erasure covers, so it is either stored for good or refused for a
+// retry (memory.ErrUnavailable) — never stored, then deleted by the
+// erasure's next chunk.
+func TestDeleteUserKeepsATurnReceivedDuringIt(t *testing.T) {
+	ctx := context.Background()
+	s, victim := seedVictim(t, "c1")
+
+	fresh := memory.Exchange{ID: "fresh", Identity: memory.Identity{Tenant: victim.Tenant, User: victim.User, Conversation: "c2"},
+		Turn: []memory.Message{{Role: "user", Content: "sent after the erasure began"}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
+	var saveErr error
+	sqlite.SetEraseChunks(s, func(chunk int) error {
+		if chunk == 1 {
+			fresh.At = time.Now()
+			_, saveErr = s.SaveExchange(ctx, fresh)
+		}
+		return nil
+	})
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	if saveErr != nil {
+		if !errors.Is(saveErr, memory.ErrUnavailable) {
+			t.Fatalf("a turn received during the erasure: %v; want it stored or refused for a retry", saveErr)
+		}
+		if res, err := s.SaveExchange(ctx, fresh); err != nil || res.Dropped {
+			t.Fatalf("its retry once the erasure is over: %+v, %v", res, err)
+		}
+	}
+	if _, msgs, err := s.Conversation(ctx, fresh.Identity); err != nil || len(msgs) != 2 {
+		t.Fatalf("the turn received during the erasure (saved with %v): %d messages, %v; want it kept", saveErr, len(msgs), err)
+	}
+}
+
+// TestDeleteUserUnbindsProviderStatesAtOnce stops an erasure mid-way: the
+// provider states bound to the user, deleted by its last chunk, are
+// already no one's (as the user's other rows read as none).
+func TestDeleteUserUnbindsProviderStatesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s, victim := seedVictim(t, "c1")
+	st := []memory.ProviderState{{Kind: memory.StateResponse, ID: "resp_1"}}
+	if err := s.BindState(ctx, memory.StateBinding{Tenant: victim.Tenant, User: victim.User, States: st,
+		At: time.Now(), Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	stopErasure(t, s, victim)
+	if bound, err := s.BoundStates(ctx, victim.Tenant, victim.User, st, time.Now()); err != nil || len(bound) != 1 || bound[0] {
+		t.Fatalf("with the erasure under way, BoundStates = %v, %v; want the state no one's", bound, err)
+	}
+}
+
+// TestDeleteUserHidesTextFromEmbedding stops an erasure mid-way: the
+// user's items and backlogged messages still stored are not read out to
+// be embedded (their text would go to the embedding provider after the
+// user was erased).
+func TestDeleteUserHidesTextFromEmbedding(t *testing.T) {
+	ctx := context.Background()
+	s, victim := seedVictim(t, "c1")
+	if err := s.DeferIndex(ctx, []memory.PendingIndex{{Identity: victim, Key: memory.Key("big-19", 0), Bytes: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.PendingIndex(ctx, 10, 1<<20); err != nil || len(p) != 1 || p[0].Gone || p[0].Message.Content == "" {
+		t.Fatalf("before the erasure, PendingIndex = %+v, %v; the test cannot see what it checks", p, err)
+	}
+	stopErasure(t, s, victim)
+	if items, err := s.ItemsToEmbed(ctx, "another-model", 3, 0, 1000); err != nil || len(items) > 0 {
+		t.Fatalf("with the erasure under way, ItemsToEmbed = %d items, %v; want none of the erased user's", len(items), err)
+	}
+	pending, err := s.PendingIndex(ctx, 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pending {
+		if !p.Gone || p.Message.Content != "" {
+			t.Fatalf("with the erasure under way, PendingIndex reads %+v; want the erased user's message gone", p)
+		}
+	}
+}
+
+// TestDeleteUserContinuedNothing stops an erasure mid-way: a first turn
+// the user sends again finds no conversation of theirs that stored it
+// (Continued), though the rows are not all deleted yet: it is stored
+// anew once the erasure is over, not dropped as stored already.
+func TestDeleteUserContinuedNothing(t *testing.T) {
+	ctx := context.Background()
+	s, victim := seedVictim(t, "chat-x")
+	// A conversation whose first messages are the turn, and the turn
+	// sent again as the first of a chat (its candidate that conversation).
+	ex := memory.Exchange{ID: "first", Identity: memory.Identity{Tenant: victim.Tenant, User: victim.User, Conversation: "chat-y"},
+		At: time.Now(), Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
+	again := ex
+	again.ID, again.Conversation, again.Candidate = "again", memory.DefaultConversation, "chat-y"
+	if _, err := s.SaveExchange(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Continued(ctx, again); err != nil || !ok {
+		t.Fatalf("before the erasure, Continued = %v, %v; the test cannot see what it checks", ok, err)
+	}
+	stopErasure(t, s, victim)
+	if ok, err := s.Continued(ctx, again); err != nil || ok {
+		t.Fatalf("with the erasure under way, Continued = %v, %v; want false", ok, err)
+	}
+}
+
+// stopErasure starts an erasure of victim's user on s and stops it after
+// its first chunk, as a process stopping would: the erasure stays under
+// way, most of the user's rows not deleted yet.
+func stopErasure(t *testing.T, s *sqlite.Store, victim memory.Identity) {
+	t.Helper()
+	stopped := errors.New("stopped")
+	sqlite.SetEraseChunks(s, func(int) error { return stopped })
+	if err := s.DeleteUser(context.Background(), victim.Tenant, victim.User); !errors.Is(err, stopped) {
+		t.Fatalf("DeleteUser = %v, want it stopped", err)
+	}
+}
+
+// seedVictim returns a fresh store holding a user of a few dozen
+// messages, items, a fact and a summary in conversation conv, and that
+// conversation.
+func seedVictim(t *testing.T, conv string) (*sqlite.Store, memory.Identity) {
+	t.Helper()
+	s, _ := mustTempStore(t)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: conv}
+	storetest.SeedBigUser(t, s, victim, 40, 12)
+	return s, victim
+}

@@ -109,6 +109,15 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if err != nil {
 		return memory.SaveResult{}, err
 	}
+	// A turn received after an erasure began, while its chunks still
+	// delete every row of the user, would be deleted with them: it waits
+	// for the erasure's end (a transient error, retried). One received
+	// before is dropped (PlanSave).
+	if !erased.IsZero() && erased.Before(at) {
+		if under, err := erasing(ctx, tx, ex.Tenant, ex.User); err != nil || under {
+			return memory.SaveResult{}, cmp.Or(err, errErasing)
+		}
+	}
 	// An exchange stored in the default conversation may since have moved
 	// to its candidate conversation (see Adopt).
 	var one int

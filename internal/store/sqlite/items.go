@@ -158,13 +158,14 @@ func keyArgs(keys []string, args ...any) []any {
 }
 
 // ItemsToEmbed lists the items of every tenant to embed again by the
-// contract (storetest.Knowledge).
+// contract (storetest.Knowledge), but those of a user whose erasure is
+// under way: their text is not sent to be embedded.
 func (s *Store) ItemsToEmbed(ctx context.Context, model string, dims int, afterID int64, limit int) ([]memory.Item, error) {
 	if limit <= 0 {
 		return []memory.Item{}, nil
 	}
 	items, err := queryAll(ctx, s.read, scanItem, `SELECT `+itemColumns+` FROM memory_items
-		WHERE id > ? AND (embedding IS NULL OR model != ? OR dims != ?)
+		WHERE id > ? AND (embedding IS NULL OR model != ? OR dims != ?)`+notErasing("memory_items")+`
 		ORDER BY id LIMIT ?`, afterID, model, dims, limit)
 	if err != nil {
 		return nil, fmt.Errorf("items to embed: %w", err)

@@ -48,7 +48,8 @@ const stateChunk = 256
 
 // BoundStates reports, for each of sts, whether it is bound to tenant's
 // user and has not lapsed by now (storetest.RunStates): one query per
-// stateChunk distinct states.
+// stateChunk distinct states; none while an erasure of the user is under
+// way.
 func (s *Store) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
 	l := contract.NewStateLookup(sts)
 	owner := contract.UserTombstone(tenant, user)
@@ -68,5 +69,7 @@ func (s *Store) BoundStates(ctx context.Context, tenant, user string, sts []memo
 			l.Found(d)
 		}
 	}
-	return l.Bound(), nil
+	// The user's erasure deletes its bindings last: while it is under
+	// way they are no one's already.
+	return unlessErasing(ctx, s.read, tenant, user, l.Bound(), make([]bool, len(sts)), nil)
 }
