@@ -119,6 +119,17 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 		Messages: r.Messages, NoTools: r.NoTools, render: r.Render}, nil
 }
 
+// ConversationItems are the stored items a Conversations API body that
+// puts items in a conversation names by id alone
+// (responses.ItemReferences); a body they cannot be told from is a 400.
+func ConversationItems(raw []byte) ([]memory.ProviderState, *apierr.Error) {
+	states, err := responses.ItemReferences(raw)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return states, nil
+}
+
 // invalid turns an adapter's parse error into a 400.
 func invalid(err error) *apierr.Error {
 	var fe *body.FieldError

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,8 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/dialect/body"
-	"github.com/memgate/memgate/internal/dialect/responses"
+	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -99,12 +97,9 @@ func (p *Proxy) checkItems(c echo.Context, id memory.Identity) *apierr.Error {
 		return aerr
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
-	states, err := responses.ItemReferences(raw)
-	if err != nil {
-		if fe := (*body.FieldError)(nil); errors.As(err, &fe) {
-			return apierr.Invalid(fe.Param, fe.Msg)
-		}
-		return apierr.Invalid("", err.Error())
+	states, aerr := dialect.ConversationItems(raw)
+	if aerr != nil {
+		return aerr
 	}
 	return p.checkStates(r.Context(), id, states, unknownState)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
@@ -247,6 +248,10 @@ func unlessErasing[T any](ctx context.Context, q querier, tenant, user string, v
 func (s *Store) resumeErasures(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-stop; cancel() }()
+	// retry is the wait before a failed round is made again, doubling up
+	// to a minute: a user's new turns wait for the erasure to end
+	// (errErasing), so a failed round is not left to the next wake.
+	retry := time.Second
 	for {
 		select {
 		case <-stop:
@@ -264,9 +269,16 @@ func (s *Store) resumeErasures(stop <-chan struct{}) {
 			}
 		}
 		if err != nil && ctx.Err() == nil {
-			s.logger.Warn("sqlite: an erasure under way is not finished; the user stays erased, the rest of the rows are deleted when the store opens next",
-				"err", err)
-		} else if len(pending) > 0 && err == nil {
+			s.logger.Warn("sqlite: an erasure under way is not finished; the user stays erased, the rest of the rows are deleted in a later round",
+				"err", err, "retry_in", retry)
+			if pace.Sleep(ctx, retry) {
+				s.resume()
+			}
+			retry = min(2*retry, time.Minute)
+			continue
+		}
+		retry = time.Second
+		if len(pending) > 0 && err == nil {
 			s.logger.Info("finished erasures under way", "users", len(pending))
 		}
 	}

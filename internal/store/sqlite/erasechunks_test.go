@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,4 +336,40 @@ func seedVictim(t *testing.T, conv string) (*sqlite.Store, memory.Identity) {
 	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: conv}
 	storetest.SeedBigUser(t, s, victim, 40, 12)
 	return s, victim
+}
+
+// TestDeleteUserRetriesAFailedBackgroundRound: an erasure whose call
+// failed part-way, and whose first background round failed too, is
+// finished by a later round of the same store without another erasure or
+// a restart to wake it: the user's new turns wait for it to end.
+func TestDeleteUserRetriesAFailedBackgroundRound(t *testing.T) {
+	ctx := context.Background()
+	s, path := mustTempStore(t)
+	db := mustRawDB(t, path)
+	victim := memory.Identity{Tenant: "tenant-a", User: "alice", Conversation: "c1"}
+	storetest.SeedBigUser(t, s, victim, 40, 12)
+
+	failed := errors.New("failed")
+	var calls atomic.Int32
+	sqlite.SetEraseChunks(s, func(int) error {
+		// The call's second chunk, then the background's first, fail.
+		if n := calls.Add(1); n == 2 || n == 3 {
+			return failed
+		}
+		return nil
+	})
+	if err := s.DeleteUser(ctx, victim.Tenant, victim.User); !errors.Is(err, failed) {
+		t.Fatalf("DeleteUser = %v, want it failed", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for userRows(t, db, victim.Tenant, victim.User) > 0 || pendingErasures(t, db) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows and %d erasures under way left: a failed background round was not made again (%d chunk calls)",
+				userRows(t, db, victim.Tenant, victim.User), pendingErasures(t, db), calls.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if calls.Load() < 4 {
+		t.Fatalf("%d chunk calls: the failures the test makes were not both met", calls.Load())
+	}
 }
