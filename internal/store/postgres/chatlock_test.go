@@ -152,14 +152,7 @@ func TestChatLockLostConnectionCannotWrite(t *testing.T) {
 func TestChatLockBehindPooler(t *testing.T) {
 	s := openPooled(t, testenv.PostgresURL(t))
 	ctx := testCtx(t)
-	ex := memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
-		Conversation: memory.DefaultConversation}, Candidate: "chat-p", Model: "m", At: time.Now(),
-		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
-	x, _ := memory.ChatOf(ex)
-	unlock, err := s.LockChats(ctx, []memory.Identity{x})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, x, unlock := lockFirstTurn(t, s, "chat-p")
 	defer unlock()
 	keys, pids := s.heldChats(x)
 	if len(pids) != 1 {
@@ -261,14 +254,7 @@ func (c *poolerConn) Read(p []byte) (int, error) {
 func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
 	s := mustOpen(t)
 	ctx := testCtx(t)
-	ex := memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
-		Conversation: memory.DefaultConversation}, Candidate: "chat-w", Model: "m", At: time.Now(),
-		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
-	x, _ := memory.ChatOf(ex)
-	unlock, err := s.LockChats(ctx, []memory.Identity{x})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, x, unlock := lockFirstTurn(t, s, "chat-w")
 	waited := make(chan error, 1)
 	go func() {
 		unlock2, err := s.LockChats(ctx, []memory.Identity{x})
@@ -300,4 +286,19 @@ func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("the waiter's LockChats: %v", err)
 	}
+}
+
+// lockFirstTurn returns the first turn of a new user's chat, with
+// candidate, and the chat, whose lock it takes on s.
+func lockFirstTurn(t *testing.T, s *Store, candidate string) (ex memory.Exchange, chat memory.Identity, unlock func()) {
+	t.Helper()
+	ex = memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
+		Conversation: memory.DefaultConversation}, Candidate: candidate, Model: "m", At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
+	chat, _ = memory.ChatOf(ex)
+	unlock, err := s.LockChats(testCtx(t), []memory.Identity{chat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex, chat, unlock
 }
