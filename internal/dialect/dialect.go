@@ -71,8 +71,8 @@ type Request struct {
 	// previous_response_id, conversation), which the provider resolves
 	// with the key the request goes upstream with.
 	States []memory.ProviderState
-	// AmbiguousStates, when not nil, is the 400 for a Responses input
-	// item or conversation object that gives a member twice
+	// AmbiguousStates, when not nil, is the 400 for a Responses body,
+	// input item or conversation object that gives a member twice
 	// (responses.RepeatedMember): States hold what memgate reads of it,
 	// and the provider may read the other value. Where States are
 	// checked, the request is refused with it.

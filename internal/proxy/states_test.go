@@ -276,12 +276,18 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 		{"/v1/responses", `{"model":"gpt-4.1","input":[{"role":"user","content":"hi"},` +
 			`{"type":"item_reference","type":"message","role":"user","content":"hi","id":"msg_alice"}]}`, "input[1]", "type"},
 		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","conversation":{"id":"conv_alice","id":"conv_bob"}}`, "conversation", "id"},
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","conversation":"conv_alice","conversation":"conv_bob"}`, "", "conversation"},
 		{"/v1/conversations", `{"items":[{"type":"item_reference","id":"msg_alice","id":"msg_bob"}]}`, "items[0]", "id"},
+		{"/v1/conversations", `{"items":[{"type":"item_reference","id":"msg_alice"}],"items":[]}`, "", "items"},
 	} {
+		param := `"param":"` + tt.param + `"`
+		if tt.param == "" { // the body
+			param = `"param":null`
+		}
 		before := up.Calls()
 		resp, b := shared.post(t, tt.path, tt.body, h)
 		if resp.StatusCode != http.StatusBadRequest || up.Calls() != before ||
-			!strings.Contains(string(b), `"param":"`+tt.param+`"`) || !strings.Contains(string(b), `the key \"`+tt.key+`\"`) {
+			!strings.Contains(string(b), param) || !strings.Contains(string(b), `the key \"`+tt.key+`\"`) {
 			t.Errorf("%s %s: %d %s (upstream calls %d); want a 400 naming %s's repeated %q", tt.path, tt.body, resp.StatusCode, b, up.Calls()-before, tt.param, tt.key)
 		}
 		if tt.path != "/v1/responses" {

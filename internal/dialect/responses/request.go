@@ -9,6 +9,7 @@ package responses
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"strconv"
 
@@ -74,6 +75,7 @@ func ParseRequest(b []byte) (*Request, error) {
 		return nil, body.Invalid("", "%v", err)
 	}
 	r := &Request{obj: obj, system: map[string]bool{}}
+	r.repeat("", obj.Repeated())
 	for _, m := range []struct {
 		key string
 		v   any
@@ -163,23 +165,25 @@ func conversationID(c json.RawMessage) (id, repeated string) {
 	return exactString(obj, "id"), repeated
 }
 
-// RepeatedMember is an input item, or a conversation object, that gives
-// the member Key twice by its exact name (once unescaped): encoding/json
-// reads the last value and another parser may read the first, so which
-// stored item or conversation it names — whether it names one at all —
-// depends on the parser reading it, and checking the one memgate reads
-// would not check the one the provider reads.
+// RepeatedMember is the body (Param ""), an input item or a conversation
+// object that gives the member Key twice by its exact name (once
+// unescaped): encoding/json reads the last value and another parser may
+// read the first, so which stored response, item or conversation it
+// names — whether it names one at all — depends on the parser reading
+// it, and checking the one memgate reads would not check the one the
+// provider reads.
 type RepeatedMember struct {
 	Param, Key string
 }
 
 func (e *RepeatedMember) Error() string {
-	return e.Param + " gives the member " + strconv.Quote(e.Key) + " more than once"
+	return cmp.Or(e.Param, "the body") + " gives the member " + strconv.Quote(e.Key) + " more than once"
 }
 
-// Repeated is the first input item or conversation object of the
-// request that gives a member twice (RepeatedMember), nil when none: its
-// States name what memgate reads, which the provider may not.
+// Repeated is the first of the body, its input items and its
+// conversation object that gives a member twice (RepeatedMember), nil
+// when none: its States name what memgate reads, which the provider may
+// not.
 func (r *Request) Repeated() *RepeatedMember { return r.repeated }
 
 // repeat records that param gives the member key twice, unless key is ""
@@ -215,12 +219,15 @@ func reference(obj map[string]json.RawMessage) (string, bool) {
 // that puts items in a conversation (creating it, or adding to it) names
 // by id alone (reference), from its items member. It fails when the body
 // is not a JSON object or items neither absent nor an array of objects,
-// and with a *RepeatedMember when an item gives a member twice: what the
-// body names could not be told.
+// and with a *RepeatedMember when the body or an item gives a member
+// twice: what the body names could not be told.
 func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 	obj, err := body.Parse(b)
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
+	}
+	if key := obj.Repeated(); key != "" {
+		return nil, &RepeatedMember{Key: key}
 	}
 	var items []json.RawMessage
 	if obj.Has("items") {

@@ -333,7 +333,7 @@ func BenchmarkItemReferencesManyItems(b *testing.B) {
 	}
 }
 
-// TestRepeatedMember: an input item, a conversation object or a
+// TestRepeatedMember: a body, an input item, a conversation object or a
 // Conversations API item that gives a member twice by its exact name
 // (once unescaped) is reported with the first such name, whatever its
 // values hold; names that differ in case are two members to the
@@ -342,6 +342,7 @@ func TestRepeatedMember(t *testing.T) {
 	for _, tt := range []struct {
 		input string // the input member, or the conversation's when conv
 		conv  bool
+		body  string // the whole body, when not ""
 		want  *RepeatedMember
 	}{
 		{input: `[{"type":"message","type":"item_reference","id":"msg_1"}]`, want: &RepeatedMember{"input[0]", "type"}},
@@ -357,10 +358,17 @@ func TestRepeatedMember(t *testing.T) {
 		{input: `[{"role":"user","content":"hi","x":[{"a":1,"a":2},[1,2,3]],"y":{}}]`},
 		{input: `{"id":"conv_1","id":"conv_mine"}`, conv: true, want: &RepeatedMember{"conversation", "id"}},
 		{input: `{"id":"conv_1","ID":"conv_mine"}`, conv: true},
+		{body: `{"model":"m","previous_response_id":"resp_1","input":"hi","previous_response_id":"resp_mine"}`, want: &RepeatedMember{"", "previous_response_id"}},
+		{body: `{"model":"m","conversation":"conv_1","input":"hi","conversation":{"id":"conv_mine"}}`, want: &RepeatedMember{"", "conversation"}},
+		{body: `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}],"\u0069nput":"hi"}`, want: &RepeatedMember{"", "input"}},
+		{body: `{"model":"m","previous_response_id":"resp_1","Previous_Response_ID":"resp_mine","input":"hi"}`},
 	} {
 		b := `{"model":"m","input":` + tt.input + `}`
 		if tt.conv {
 			b = `{"model":"m","input":"hi","conversation":` + tt.input + `}`
+		}
+		if tt.body != "" {
+			b = tt.body
 		}
 		r, err := ParseRequest([]byte(b))
 		if err != nil {
@@ -369,7 +377,7 @@ func TestRepeatedMember(t *testing.T) {
 		if got := r.Repeated(); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: Repeated() = %v, want %v", b, got, tt.want)
 		}
-		if tt.conv {
+		if tt.conv || tt.body != "" {
 			continue
 		}
 		var want error
@@ -394,6 +402,15 @@ func BenchmarkMemberCount(b *testing.B) {
 		for _, it := range items {
 			memberCount(it)
 		}
+	}
+}
+
+// TestItemReferencesRepeatedMember: a Conversations API body that gives
+// a member twice is reported with it, as the body (param "").
+func TestItemReferencesRepeatedMember(t *testing.T) {
+	_, err := ItemReferences([]byte(`{"items":[{"type":"item_reference","id":"msg_1"}],"items":[]}`))
+	if want := (&RepeatedMember{"", "items"}); !reflect.DeepEqual(err, error(want)) {
+		t.Errorf("ItemReferences: %v, want %v", err, want)
 	}
 }
 
