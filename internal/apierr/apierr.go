@@ -38,11 +38,15 @@ func Invalid(param, msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Message: msg}
 }
 
-// RepeatedKey returns the 400 for the message at param that gives key more
-// than once (memory.RepeatedKey): stored and replayed verbatim, its value
-// would depend on the parser that reads it.
+// RepeatedKey returns the 400 for the message at param (the body, when
+// "") that gives key more than once (memory.RepeatedKey): stored and
+// replayed verbatim, its value would depend on the parser that reads it.
 func RepeatedKey(param, key string) *Error {
-	return Invalid(param, param+" gives the key "+strconv.Quote(key)+" more than once (in any case or escaping): its value would depend on the parser.")
+	subject := param
+	if subject == "" {
+		subject = "The request body"
+	}
+	return Invalid(param, subject+" gives the key "+strconv.Quote(key)+" more than once (in any case or escaping): its value would depend on the parser.")
 }
 
 // Unavailable returns a 503 server_error with code memory_unavailable.

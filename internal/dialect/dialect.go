@@ -71,6 +71,12 @@ type Request struct {
 	// previous_response_id, conversation), which the provider resolves
 	// with the key the request goes upstream with.
 	States []memory.ProviderState
+	// AmbiguousStates, when not nil, is the 400 for a Responses body,
+	// input item or conversation object that gives a member twice
+	// (responses.RepeatedMember): States hold what memgate reads of it,
+	// and the provider may read the other value. Where States are
+	// checked, the request is refused with it.
+	AmbiguousStates *apierr.Error
 	// Stateless is true when the provider keeps nothing the reply creates
 	// (Responses store: false), so no later request can name it.
 	Stateless bool
@@ -109,7 +115,8 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), AmbiguousStates: repeatedMember(r.Repeated()),
+			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
@@ -124,10 +131,21 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 // (responses.ItemReferences); a body they cannot be told from is a 400.
 func ConversationItems(raw []byte) ([]memory.ProviderState, *apierr.Error) {
 	states, err := responses.ItemReferences(raw)
+	if rm := (*responses.RepeatedMember)(nil); errors.As(err, &rm) {
+		return nil, repeatedMember(rm)
+	}
 	if err != nil {
 		return nil, invalid(err)
 	}
 	return states, nil
+}
+
+// repeatedMember is the 400 for e (apierr.RepeatedKey), nil when e is.
+func repeatedMember(e *responses.RepeatedMember) *apierr.Error {
+	if e == nil {
+		return nil
+	}
+	return apierr.RepeatedKey(e.Param, e.Key)
 }
 
 // invalid turns an adapter's parse error into a 400.

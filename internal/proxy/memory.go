@@ -161,6 +161,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// history of a state another created: only the caller's own go.
 		shared := p.sharedKey(a)
 		if shared {
+			if req.AmbiguousStates != nil {
+				return fail(req.AmbiguousStates)
+			}
 			if aerr := p.checkStates(r.Context(), id, req.States, unknownState); aerr != nil {
 				return fail(aerr)
 			}

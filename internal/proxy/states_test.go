@@ -247,3 +247,55 @@ func TestStatesConversationItemsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestStatesRepeatedMemberRefused: with a shared upstream key, an input
+// item, a conversation object or a Conversations API item that gives a
+// member twice is refused (400, the repeated key named) without reaching
+// the upstream: memgate reads the last value, which may be the caller's,
+// and the provider may read the first, another's. Without a shared key
+// nothing is checked, and the body goes upstream as sent.
+func TestStatesRepeatedMemberRefused(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	states := newFakeStates()
+	for _, st := range []memory.ProviderState{{Kind: memory.StateItem, ID: "msg_alice"}, {Kind: memory.StateConversation, ID: "conv_alice"}} {
+		states.owner[st] = "a/alice"
+	}
+	for _, st := range []memory.ProviderState{{Kind: memory.StateItem, ID: "msg_bob"}, {Kind: memory.StateConversation, ID: "conv_bob"}} {
+		states.owner[st] = "a/bob"
+	}
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	shared := mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.StateRetention = time.Hour
+		c.Passthrough = []string{"POST /v1/conversations"}
+	}, Deps{Resolver: identity.New(keys), States: states})
+	own := mustGateway(t, up, func(c *gatewayConfig) {}, Deps{Resolver: identity.New(keys), States: newFakeStates()})
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	for _, tt := range []struct{ path, body, param, key string }{
+		{"/v1/responses", `{"model":"gpt-4.1","input":[{"type":"item_reference","id":"msg_alice","id":"msg_bob"}]}`, "input[0]", "id"},
+		{"/v1/responses", `{"model":"gpt-4.1","input":[{"role":"user","content":"hi"},` +
+			`{"type":"item_reference","type":"message","role":"user","content":"hi","id":"msg_alice"}]}`, "input[1]", "type"},
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","conversation":{"id":"conv_alice","id":"conv_bob"}}`, "conversation", "id"},
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","conversation":"conv_alice","conversation":"conv_bob"}`, "", "conversation"},
+		{"/v1/conversations", `{"items":[{"type":"item_reference","id":"msg_alice","id":"msg_bob"}]}`, "items[0]", "id"},
+		{"/v1/conversations", `{"items":[{"type":"item_reference","id":"msg_alice"}],"items":[]}`, "", "items"},
+	} {
+		param := `"param":"` + tt.param + `"`
+		if tt.param == "" { // the body
+			param = `"param":null`
+		}
+		before := up.Calls()
+		resp, b := shared.post(t, tt.path, tt.body, h)
+		if resp.StatusCode != http.StatusBadRequest || up.Calls() != before ||
+			!strings.Contains(string(b), param) || !strings.Contains(string(b), `the key \"`+tt.key+`\"`) {
+			t.Errorf("%s %s: %d %s (upstream calls %d); want a 400 naming %s's repeated %q", tt.path, tt.body, resp.StatusCode, b, up.Calls()-before, tt.param, tt.key)
+		}
+		if tt.path != "/v1/responses" {
+			continue
+		}
+		before = up.Calls()
+		if resp, b := own.post(t, tt.path, tt.body, map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+			t.Errorf("%s without a shared key: %d %s (upstream calls %d); want it forwarded", tt.body, resp.StatusCode, b, up.Calls()-before)
+		}
+	}
+}

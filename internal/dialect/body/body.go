@@ -20,6 +20,8 @@ var ErrNotObject = errors.New("body is not a JSON object")
 type Object struct {
 	keys []string
 	vals map[string]json.RawMessage
+	// repeated is the first key given twice ("" when none).
+	repeated string
 }
 
 // Parse reads b, which must hold exactly one JSON object. Member values are
@@ -47,6 +49,8 @@ func Parse(b []byte) (*Object, error) {
 		}
 		if _, dup := o.vals[key]; !dup {
 			o.keys = append(o.keys, key)
+		} else if o.repeated == "" {
+			o.repeated = key
 		}
 		o.vals[key] = v
 	}
@@ -59,6 +63,11 @@ func Parse(b []byte) (*Object, error) {
 	return o, nil
 }
 
+// Repeated returns the first key the parsed object gave twice (exactly,
+// once unescaped), "" when none: of its values Get returns the last, and
+// another parser may read the first.
+func (o *Object) Repeated() string { return o.repeated }
+
 // Get returns the member's bytes, or nil when it is absent.
 func (o *Object) Get(key string) json.RawMessage { return o.vals[key] }
 
@@ -70,7 +79,7 @@ func (o *Object) Has(key string) bool {
 
 // Clone returns a copy that can be changed without changing o.
 func (o *Object) Clone() *Object {
-	c := &Object{keys: append([]string(nil), o.keys...), vals: make(map[string]json.RawMessage, len(o.vals))}
+	c := &Object{keys: append([]string(nil), o.keys...), vals: make(map[string]json.RawMessage, len(o.vals)), repeated: o.repeated}
 	for k, v := range o.vals {
 		c.vals[k] = v
 	}

@@ -8,6 +8,8 @@
 package responses
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"strconv"
 
@@ -50,6 +52,7 @@ type Request struct {
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
 	itemRefs     []string        // ids of the input items the provider reads by id (reference)
+	repeated     *RepeatedMember // the first input item or conversation object that gives a member twice
 	held         int             // the input items, from the first, the provider holds (see readInput)
 	referenced   bool            // the input holds an item_reference
 	system       map[string]bool // Messages that are the client's own system messages
@@ -72,6 +75,7 @@ func ParseRequest(b []byte) (*Request, error) {
 		return nil, body.Invalid("", "%v", err)
 	}
 	r := &Request{obj: obj, system: map[string]bool{}}
+	r.repeat("", obj.Repeated())
 	for _, m := range []struct {
 		key string
 		v   any
@@ -103,7 +107,9 @@ func ParseRequest(b []byte) (*Request, error) {
 	}
 	if c := obj.Get("conversation"); obj.Has("conversation") && string(c) != "null" {
 		r.InConversation = true
-		r.ConversationID = conversationID(c)
+		var repeated string
+		r.ConversationID, repeated = conversationID(c)
+		r.repeat("conversation", repeated)
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
 	if err := r.readInstructions(); err != nil {
@@ -149,14 +155,43 @@ func (r *Request) States() []memory.ProviderState {
 }
 
 // conversationID is the id a conversation member gives: the string, or
-// the object's id; "" for anything else (the provider's to refuse).
-func conversationID(c json.RawMessage) string {
-	var id string
+// the object's id; "" for anything else (the provider's to refuse). Of an
+// object, repeated is the first member it gives twice (members).
+func conversationID(c json.RawMessage) (id, repeated string) {
 	if json.Unmarshal(c, &id) == nil {
-		return id
+		return id, ""
 	}
-	obj, _ := members(c)
-	return exactString(obj, "id")
+	obj, repeated, _ := members(c)
+	return exactString(obj, "id"), repeated
+}
+
+// RepeatedMember is the body (Param ""), an input item or a conversation
+// object that gives the member Key twice by its exact name (once
+// unescaped): encoding/json reads the last value and another parser may
+// read the first, so which stored response, item or conversation it
+// names — whether it names one at all — depends on the parser reading
+// it, and checking the one memgate reads would not check the one the
+// provider reads.
+type RepeatedMember struct {
+	Param, Key string
+}
+
+func (e *RepeatedMember) Error() string {
+	return cmp.Or(e.Param, "the body") + " gives the member " + strconv.Quote(e.Key) + " more than once"
+}
+
+// Repeated is the first of the body, its input items and its
+// conversation object that gives a member twice (RepeatedMember), nil
+// when none: its States name what memgate reads, which the provider may
+// not.
+func (r *Request) Repeated() *RepeatedMember { return r.repeated }
+
+// repeat records that param gives the member key twice, unless key is ""
+// or an earlier one did.
+func (r *Request) repeat(param, key string) {
+	if key != "" && r.repeated == nil {
+		r.repeated = &RepeatedMember{Param: param, Key: key}
+	}
 }
 
 // reference reports whether the provider reads the content of the input
@@ -183,12 +218,16 @@ func reference(obj map[string]json.RawMessage) (string, bool) {
 // ItemReferences are the stored items a body of the Conversations API
 // that puts items in a conversation (creating it, or adding to it) names
 // by id alone (reference), from its items member. It fails when the body
-// is not a JSON object or items neither absent nor an array of objects:
-// what the body names could not be told.
+// is not a JSON object or items neither absent nor an array of objects,
+// and with a *RepeatedMember when the body or an item gives a member
+// twice: what the body names could not be told.
 func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 	obj, err := body.Parse(b)
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
+	}
+	if key := obj.Repeated(); key != "" {
+		return nil, &RepeatedMember{Key: key}
 	}
 	var items []json.RawMessage
 	if obj.Has("items") {
@@ -198,9 +237,12 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 	}
 	var out []memory.ProviderState
 	for i, raw := range items {
-		obj, ok := members(raw)
+		obj, repeated, ok := members(raw)
 		if !ok {
 			return nil, body.Invalid("items["+strconv.Itoa(i)+"]", "an item must be an object")
+		}
+		if repeated != "" {
+			return nil, &RepeatedMember{Param: "items[" + strconv.Itoa(i) + "]", Key: repeated}
 		}
 		if id, ok := reference(obj); ok {
 			out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
@@ -210,14 +252,91 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 }
 
 // members are the members of the JSON object raw by their exact names
-// (of a name given twice, the last), as the provider reads them; false
-// when raw is not an object.
-func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	var obj map[string]json.RawMessage
+// (of a name given twice, the last), as the provider reads them, and the
+// first name raw gives twice ("" when none: of a name given twice, a
+// parser may read either value); false when raw is not an object.
+func members(raw json.RawMessage) (obj map[string]json.RawMessage, repeated string, ok bool) {
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		return nil, false
+		return nil, "", false
 	}
-	return obj, true
+	if memberCount(raw) != len(obj) {
+		repeated = firstRepeated(raw)
+	}
+	return obj, repeated, true
+}
+
+// memberCount returns how many members the well-formed JSON object raw
+// gives: its commas outside strings and nested values, and one. A byte
+// scan that skips strings to their closing quote (bytes.IndexByte): a
+// small part of what decoding raw costs, where reading the object member
+// by member with encoding/json's Decoder cost as much again as decoding.
+func memberCount(raw []byte) int {
+	n, depth := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			if depth == 1 && n == 0 {
+				n = 1 // the first member's name
+			}
+			i = closingQuote(raw, i+1)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			if depth == 1 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// closingQuote returns the index of the quote that ends the JSON string
+// whose text starts at raw[i] (len(raw) when none does): the first quote
+// after an even run of backslashes.
+func closingQuote(raw []byte, i int) int {
+	for {
+		j := bytes.IndexByte(raw[i:], '"')
+		if j < 0 {
+			return len(raw)
+		}
+		i += j
+		k := i
+		for raw[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i
+		}
+		i++
+	}
+}
+
+// firstRepeated returns the first name the well-formed JSON object raw
+// gives twice, exactly ("" when none).
+func firstRepeated(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		key := tok.(string) // inside an object the decoder yields keys as strings
+		if seen[key] {
+			return key
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // exactString is obj's member key when it is a string, "" otherwise.
@@ -295,7 +414,8 @@ func (r *Request) readInput() error {
 		if items[i].kind() == "" {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
 		}
-		if obj, ok := members(raw); ok { // an object (decoded above)
+		if obj, repeated, ok := members(raw); ok { // an object (decoded above)
+			r.repeat("input["+strconv.Itoa(i)+"]", repeated)
 			if id, ok := reference(obj); ok {
 				r.itemRefs = append(r.itemRefs, id)
 			}

@@ -1,11 +1,15 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
@@ -265,6 +269,166 @@ func TestNoStore(t *testing.T) {
 		}
 		if r.NoStore != want {
 			t.Errorf("%s: NoStore = %v, want %v", body, r.NoStore, want)
+		}
+	}
+}
+
+// manyItems returns a Responses body whose input holds n items, user and
+// assistant messages in turn, of about size bytes in all.
+func manyItems(n, size int) []byte {
+	text := strings.Repeat("word ", (size/n-120)/5)
+	var b strings.Builder
+	b.WriteString(`{"model":"m","input":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if i%2 == 0 {
+			b.WriteString(`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + text + `"}]}`)
+		} else {
+			b.WriteString(`{"type":"message","id":"msg_` + strconv.Itoa(i) + `","role":"assistant","status":"completed","content":[{"type":"output_text","text":"` + text + `","annotations":[]}]}`)
+		}
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkParseManyItems reads a 10 MB input of 20,000 items.
+func BenchmarkParseManyItems(b *testing.B) {
+	raw := manyItems(20_000, 10<<20)
+	b.SetBytes(int64(len(raw)))
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := ParseRequest(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportCPU starts counting the process's CPU time; the func it returns
+// reports it per op (cpu-ns/op: unlike ns/op, the same on a machine
+// other processes load).
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkItemReferencesManyItems reads a 10 MB Conversations API body
+// of 20,000 items.
+func BenchmarkItemReferencesManyItems(b *testing.B) {
+	raw := bytes.Replace(manyItems(20_000, 10<<20), []byte(`"input":`), []byte(`"items":`), 1)
+	b.SetBytes(int64(len(raw)))
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := ItemReferences(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestRepeatedMember: a body, an input item, a conversation object or a
+// Conversations API item that gives a member twice by its exact name
+// (once unescaped) is reported with the first such name, whatever its
+// values hold; names that differ in case are two members to the
+// provider, and a nested object's names are not the item's.
+func TestRepeatedMember(t *testing.T) {
+	for _, tt := range []struct {
+		input string // the input member, or the conversation's when conv
+		conv  bool
+		body  string // the whole body, when not ""
+		want  *RepeatedMember
+	}{
+		{input: `[{"type":"message","type":"item_reference","id":"msg_1"}]`, want: &RepeatedMember{"input[0]", "type"}},
+		{input: `[{"role":"user","content":"hi"},{"type":"item_reference","id":"msg_mine","id":"msg_1"}]`, want: &RepeatedMember{"input[1]", "id"}},
+		{input: `[{"type":"item_reference","id":"msg_1","\u0069d":"msg_mine"}]`, want: &RepeatedMember{"input[0]", "id"}},
+		{input: `[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA","encrypted_content":""}]`, want: &RepeatedMember{"input[0]", "encrypted_content"}},
+		{input: `[{"role":"user","content":"a, \"b\": {[c]}","role":"system"}]`, want: &RepeatedMember{"input[0]", "role"}},
+		{input: `[{"role":"user","content":"x\\\\","role":"system"}]`, want: &RepeatedMember{"input[0]", "role"}},
+		{input: `[{"role":"user","content":[{"type":"input_text","text":"x","text":"y"}]}]`},
+		{input: `[{"type":"item_reference","id":"msg_1","ID":"msg_2"}]`},
+		{input: `[{"type":"message","Type":"message","role":"user","Role":"user","content":"hi"}]`},
+		{input: `[{"role":"user","content":"{\"role\":\"system\",\"role\":1}, \\\\\", ,"},{"role":"user","content":{}}]`},
+		{input: `[{"role":"user","content":"hi","x":[{"a":1,"a":2},[1,2,3]],"y":{}}]`},
+		{input: `{"id":"conv_1","id":"conv_mine"}`, conv: true, want: &RepeatedMember{"conversation", "id"}},
+		{input: `{"id":"conv_1","ID":"conv_mine"}`, conv: true},
+		{body: `{"model":"m","previous_response_id":"resp_1","input":"hi","previous_response_id":"resp_mine"}`, want: &RepeatedMember{"", "previous_response_id"}},
+		{body: `{"model":"m","conversation":"conv_1","input":"hi","conversation":{"id":"conv_mine"}}`, want: &RepeatedMember{"", "conversation"}},
+		{body: `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}],"\u0069nput":"hi"}`, want: &RepeatedMember{"", "input"}},
+		{body: `{"model":"m","previous_response_id":"resp_1","Previous_Response_ID":"resp_mine","input":"hi"}`},
+	} {
+		b := `{"model":"m","input":` + tt.input + `}`
+		if tt.conv {
+			b = `{"model":"m","input":"hi","conversation":` + tt.input + `}`
+		}
+		if tt.body != "" {
+			b = tt.body
+		}
+		r, err := ParseRequest([]byte(b))
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if got := r.Repeated(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Repeated() = %v, want %v", b, got, tt.want)
+		}
+		if tt.conv || tt.body != "" {
+			continue
+		}
+		var want error
+		if tt.want != nil {
+			want = &RepeatedMember{strings.Replace(tt.want.Param, "input", "items", 1), tt.want.Key}
+		}
+		if _, err := ItemReferences([]byte(`{"items":` + tt.input + `}`)); !reflect.DeepEqual(err, want) {
+			t.Errorf("ItemReferences of %s: %v, want %v", tt.input, err, want)
+		}
+	}
+}
+
+// BenchmarkMemberCount is what members adds to each item of
+// BenchmarkParseManyItems and BenchmarkItemReferencesManyItems: counting
+// its members.
+func BenchmarkMemberCount(b *testing.B) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(manyItems(20_000, 10<<20), []byte(`{"model":"m","input":`)), []byte(`}`)), &items); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		for _, it := range items {
+			memberCount(it)
+		}
+	}
+}
+
+// TestItemReferencesRepeatedMember: a Conversations API body that gives
+// a member twice is reported with it, as the body (param "").
+func TestItemReferencesRepeatedMember(t *testing.T) {
+	_, err := ItemReferences([]byte(`{"items":[{"type":"item_reference","id":"msg_1"}],"items":[]}`))
+	if want := (&RepeatedMember{"", "items"}); !reflect.DeepEqual(err, error(want)) {
+		t.Errorf("ItemReferences: %v, want %v", err, want)
+	}
+}
+
+// TestMemberCount: memberCount counts an object's members as a JSON
+// decoder reads them, whatever its strings and nested values hold.
+func TestMemberCount(t *testing.T) {
+	for _, obj := range []string{
+		`{}`, ` { } `, `{"a":1}`, `{"a":{}}`, `{"a":[]}`, `{"":""}`,
+		`{"a":"x","b":"y"}`, `{"a,b":"c,d","e":[1,{"f":2,"g":3}],"h":{"i":[],"j":{}}}`,
+		`{"a":"\"","b":"\\","c":"\\\"","d":"\\\\","e":"\u0022,\u005c"}`,
+		`{"\"a":1,"b\\":"}{][,"}`, "{\n\t\"a\" : null ,\n\t\"b\" : true\n}",
+	} {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(obj), &m); err != nil {
+			t.Fatalf("%s: %v", obj, err)
+		}
+		if got := memberCount([]byte(obj)); got != len(m) {
+			t.Errorf("memberCount(%s) = %d, want %d", obj, got, len(m))
 		}
 	}
 }

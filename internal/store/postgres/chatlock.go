@@ -26,7 +26,8 @@ const chatLockClass int32 = 0x6d67636c // "mgcl"
 // idle_in_transaction_session_timeout: a holder keeps them however long
 // its saves take, and loses them only with its connection. The Store's
 // writes to a chat it holds check, in their transaction, that the lock's
-// connection still holds it (fenceChats), else are refused with
+// connection's backend (its pg_backend_pid, read as the lock is taken)
+// still holds it (fenceChats), else are refused with
 // memory.ErrLockLost: a holder whose lock connection broke, the lock
 // taken since by another, stores nothing more under it. The check runs
 // at a save's start: a connection that breaks during the save's last
@@ -59,10 +60,14 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 	// ends such sessions (idle_in_transaction_session_timeout) would end
 	// it, and the locks with it, under a slow holder.
 	b.Queue("SET LOCAL idle_in_transaction_session_timeout = 0")
+	// The fence names the lock's connection by its server backend's pid,
+	// read on it: the pid the client was given at connect is a pooler's
+	// own behind one (pgbouncer), which no backend has.
+	var pid int32
+	b.Queue(`SELECT pg_backend_pid()`).QueryRow(func(row pgx.Row) error { return row.Scan(&pid) })
 	for _, k := range keys {
 		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
 	}
-	pid := int32(conn.Conn().PgConn().PID())
 	release := func() {
 		s.holds.Remove(keys, pid)
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

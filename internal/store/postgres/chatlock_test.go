@@ -2,10 +2,15 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	neturl "net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,21 +118,132 @@ func TestChatLockOutlastsIdleTransactionTimeout(t *testing.T) {
 }
 
 // TestChatLockLostConnectionCannotWrite runs storetest.RunChatLockLost
-// with a holder whose lock connection broke (its backend terminated).
+// with a holder whose lock connection broke (its backend terminated),
+// connected directly and behind a pooler (openPooled).
 func TestChatLockLostConnectionCannotWrite(t *testing.T) {
-	url := testenv.PostgresURL(t)
-	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
-	storetest.RunChatLockLost(t, a, b, func(t *testing.T, chats []memory.Identity) {
-		_, pids := a.heldChats(chats...)
-		if len(pids) == 0 {
-			t.Fatal("the holder holds no lock of the chats")
-		}
-		for _, pid := range pids {
-			if _, err := b.pool.Exec(testCtx(t), `SELECT pg_terminate_backend($1)`, pid); err != nil {
-				t.Fatal(err)
+	for _, pooled := range []bool{false, true} {
+		t.Run(fmt.Sprint("pooled=", pooled), func(t *testing.T) {
+			url := testenv.PostgresURL(t)
+			a, b := mustOpenURL(t, url), mustOpenURL(t, url)
+			if pooled {
+				a = openPooled(t, url)
 			}
+			storetest.RunChatLockLost(t, a, b, func(t *testing.T, chats []memory.Identity) {
+				_, pids := a.heldChats(chats...)
+				if len(pids) == 0 {
+					t.Fatal("the holder holds no lock of the chats")
+				}
+				for _, pid := range pids {
+					var ended bool
+					if err := b.pool.QueryRow(testCtx(t), `SELECT pg_terminate_backend($1)`, pid).Scan(&ended); err != nil || !ended {
+						t.Fatalf("pg_terminate_backend(%d) of the holder's lock connection: %v, %v", pid, ended, err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestChatLockBehindPooler: behind a connection pooler the pid a
+// connection is given at connect (BackendKeyData) is the pooler's, no
+// server backend's (openPooled). The lock's holder is named by its
+// server backend's pid, the one that holds the lock in pg_locks, so the
+// holder's saves under it are stored, not refused as a lost lock.
+func TestChatLockBehindPooler(t *testing.T) {
+	s := openPooled(t, testenv.PostgresURL(t))
+	ctx := testCtx(t)
+	ex, x, unlock := lockFirstTurn(t, s, "chat-p")
+	defer unlock()
+	keys, pids := s.heldChats(x)
+	if len(pids) != 1 {
+		t.Fatalf("the Store holds %d locks of the chat, want 1", len(pids))
+	}
+	var holders int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int4::oid
+		AND objid = $2::int4::oid AND objsubid = 2 AND granted AND pid = $3`, chatLockClass, keys[0], pids[0]).Scan(&holders); err != nil {
+		t.Fatal(err)
+	}
+	if holders != 1 {
+		t.Errorf("the recorded holder, pid %d, is no backend holding the chat's lock", pids[0])
+	}
+	res, err := s.SaveExchange(ctx, ex)
+	if err != nil || res.Inserted != 2 {
+		t.Fatalf("the holder's save behind a pooler: inserted %d, %v; want 2", res.Inserted, err)
+	}
+}
+
+// openPooled opens a Store on url whose connections are each given, at
+// connect, a pid of no server backend, as a pooler such as pgbouncer
+// gives its clients (its own, for its cancel requests).
+func openPooled(t *testing.T, url string) *Store {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("sslmode", "disable") // the stand-in reads the server's messages in the clear
+	u.RawQuery = q.Encode()
+	var fakes atomic.Int32
+	fakes.Store(1 << 30) // above any pid_max
+	dialer := &net.Dialer{}
+	s, err := open(testCtx(t), u.String(), slog.New(slog.DiscardHandler), func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
 		}
+		return &poolerConn{Conn: c, pid: uint32(fakes.Add(1)), startup: true}, nil
 	})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// poolerConn is a connection to the server whose BackendKeyData message,
+// the last of the server's start-up messages to carry a pid, names pid
+// in place of its backend's.
+type poolerConn struct {
+	net.Conn
+	pid     uint32
+	startup bool   // BackendKeyData not seen yet
+	in, out []byte // the server's bytes: read, not yet whole messages; ready for the client
+}
+
+func (c *poolerConn) Read(p []byte) (int, error) {
+	for c.startup && len(c.out) == 0 {
+		for c.startup && len(c.in) >= 5 {
+			n := 1 + int(binary.BigEndian.Uint32(c.in[1:5]))
+			if len(c.in) < n {
+				break
+			}
+			if c.in[0] == 'K' && n >= 9 {
+				binary.BigEndian.PutUint32(c.in[5:9], c.pid)
+				c.startup = false
+			}
+			c.out, c.in = append(c.out, c.in[:n]...), c.in[n:]
+		}
+		if !c.startup {
+			c.out, c.in = append(c.out, c.in...), nil
+			break
+		}
+		if len(c.out) > 0 {
+			break
+		}
+		buf := make([]byte, 4096)
+		n, err := c.Conn.Read(buf)
+		c.in = append(c.in, buf[:n]...)
+		if err != nil {
+			return 0, err
+		}
+	}
+	if len(c.out) > 0 {
+		n := copy(p, c.out)
+		c.out = c.out[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
 }
 
 // TestChatLockHeldWhileAnotherWaits: while a second LockChats of a chat
@@ -138,14 +254,7 @@ func TestChatLockLostConnectionCannotWrite(t *testing.T) {
 func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
 	s := mustOpen(t)
 	ctx := testCtx(t)
-	ex := memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
-		Conversation: memory.DefaultConversation}, Candidate: "chat-w", Model: "m", At: time.Now(),
-		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
-	x, _ := memory.ChatOf(ex)
-	unlock, err := s.LockChats(ctx, []memory.Identity{x})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, x, unlock := lockFirstTurn(t, s, "chat-w")
 	waited := make(chan error, 1)
 	go func() {
 		unlock2, err := s.LockChats(ctx, []memory.Identity{x})
@@ -177,4 +286,19 @@ func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("the waiter's LockChats: %v", err)
 	}
+}
+
+// lockFirstTurn returns the first turn of a new user's chat, with
+// candidate, and the chat, whose lock it takes on s.
+func lockFirstTurn(t *testing.T, s *Store, candidate string) (ex memory.Exchange, chat memory.Identity, unlock func()) {
+	t.Helper()
+	ex = memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
+		Conversation: memory.DefaultConversation}, Candidate: candidate, Model: "m", At: time.Now(),
+		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
+	chat, _ = memory.ChatOf(ex)
+	unlock, err := s.LockChats(testCtx(t), []memory.Identity{chat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex, chat, unlock
 }

@@ -71,12 +71,21 @@ type Store struct {
 // connection and holds up to 16 connections unless the URL's pool_max_conns
 // says otherwise. Close releases it.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
+	return open(ctx, url, logger, nil)
+}
+
+// open is Open, with dial, when not nil, in place of the connections'
+// dialer (a test's stand-in for a connection pooler).
+func open(ctx context.Context, url string, logger *slog.Logger, dial pgconn.DialFunc) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	if dial != nil {
+		cfg.ConnConfig.DialFunc = dial
 	}
 
 	// Migrate on a plain connection first: the pool's AfterConnect needs the
