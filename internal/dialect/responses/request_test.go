@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -431,4 +432,111 @@ func TestMemberCount(t *testing.T) {
 			t.Errorf("memberCount(%s) = %d, want %d", obj, got, len(m))
 		}
 	}
+}
+
+// decoderMembers counts the members of the JSON object raw the way
+// encoding/json's Decoder reads them, repeats included: the reference
+// memberCount's byte scan is held to.
+func decoderMembers(t testing.TB, raw []byte) int {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%s: not an object: %v %v", raw, tok, err)
+	}
+	n := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the name
+			t.Fatal(err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// randomJSON writes a random JSON value of at most depth levels to b:
+// strings with escapes, quotes, commas and brackets inside, nested objects
+// and arrays, and objects that repeat a name.
+func randomJSON(r *rand.Rand, b *bytes.Buffer, depth int) {
+	str := func() {
+		parts := []string{`a`, `,`, `{`, `}`, `[`, `]`, `:`, `\"`, `\\`, `\\\"`, `\u0022`, `\u005c`, `\n`, ` `, `é`}
+		b.WriteByte('"')
+		for range r.IntN(5) {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		b.WriteByte('"')
+	}
+	switch k := r.IntN(6); {
+	case depth <= 0 || k == 0:
+		str()
+	case k == 1:
+		b.WriteString([]string{"1", "-2.5e3", "true", "false", "null"}[r.IntN(5)])
+	case k == 2:
+		b.WriteByte('[')
+		for i := range r.IntN(4) {
+			if i > 0 {
+				b.WriteString(" , ")
+			}
+			randomJSON(r, b, depth-1)
+		}
+		b.WriteByte(']')
+	default:
+		b.WriteString("{\n")
+		for i := range r.IntN(5) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if r.IntN(3) == 0 {
+				b.WriteString(`"id"`) // repeated names
+			} else {
+				str()
+			}
+			b.WriteString(" : ")
+			randomJSON(r, b, depth-1)
+		}
+		b.WriteString("\t}")
+	}
+}
+
+// TestMemberCountMatchesDecoder: the byte scan counts the members of
+// random objects (escapes, brackets and commas in strings, nesting,
+// repeated names) exactly as encoding/json's Decoder reads them.
+func TestMemberCountMatchesDecoder(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 1))
+	checked := 0
+	for range 5000 {
+		var b bytes.Buffer
+		randomJSON(r, &b, 4)
+		raw := b.Bytes()
+		if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+			continue
+		}
+		checked++
+		if got, want := memberCount(raw), decoderMembers(t, raw); got != want {
+			t.Fatalf("memberCount(%s) = %d, encoding/json reads %d", raw, got, want)
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d random objects checked", checked)
+	}
+}
+
+// FuzzMemberCount: on any JSON object, the byte scan and encoding/json's
+// Decoder count the same members.
+func FuzzMemberCount(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"a":2}`, `{"a":"\"","b":"\\","c":"\\\"","d":"\\\\"}`, `{"\"a":1,"b\\":"}{][,"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+			return
+		}
+		if got, want := memberCount(raw), decoderMembers(t, raw); got != want {
+			t.Fatalf("memberCount(%s) = %d, encoding/json reads %d", raw, got, want)
+		}
+	})
 }
