@@ -192,6 +192,16 @@ func TestAnthropicToolLoopOwnCallNotDoubled(t *testing.T) {
 		apiCall(t, http.MethodGet, gw+"/v1/memory/conversations/claude-regenerated?user=ana", nil, nil, &conv)
 		return len(conv.Messages) == 2
 	})
+	// Indexed too: recall finds the question, which the client resends.
+	eventually(t, "the first exchange to be searchable", func() bool {
+		var res struct {
+			Data []struct {
+				Text string `json:"text"`
+			} `json:"data"`
+		}
+		apiCall(t, http.MethodPost, gw+"/v1/memory/search", nil, map[string]any{"user": "ana", "query": "weather Lisbon photo PDF"}, &res)
+		return len(res.Data) > 0 && strings.Contains(res.Data[0].Text, "What is the weather here")
+	})
 	call := `{"role":"assistant","content":[` + featThinking + `,{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"city":"Lisbon"}}]}`
 	result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","is_error":true,"content":"weather service unavailable"}]}`
 	post(featUser + "," + call + "," + result)

@@ -155,7 +155,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	room := budget - fixed
 	// The turns before the anchor are never in the prompt: a passage
 	// repeating one of them is not filtered as shown.
-	keep := recallFilter(req, conv[from:], history, ld.summary != nil)
+	keep := recallFilter(req, conv[from:], history, ld.resent, ld.summary != nil)
 	// A turn that asks nothing keeps recall to its statement share and is
 	// not filled (FillAsked): its prompt's volatile end stays small.
 	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
@@ -472,14 +472,18 @@ func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) 
 }
 
 // recallFilter returns the test a recalled item must pass to be shown: it
-// is not one of the messages already in the prompt (by stored key or by
+// is not one of the messages already in the prompt (by stored key — of
+// history, or of the stored messages the client resends, resent — or by
 // text), nor, when the summary is loaded, a summary of this conversation.
-func recallFilter(req memory.Request, conv, history []memory.Message, haveSummary bool) func(memory.Item) bool {
-	keys := make(map[string]bool, len(history))
+func recallFilter(req memory.Request, conv, history []memory.Message, resent []string, haveSummary bool) func(memory.Item) bool {
+	keys := make(map[string]bool, len(history)+len(resent))
 	for _, m := range history {
 		if m.Key != "" {
 			keys[m.Key] = true
 		}
+	}
+	for _, k := range resent {
+		keys[k] = true
 	}
 	texts := make(map[string]bool, len(conv))
 	for _, m := range conv {

@@ -18,6 +18,10 @@ import (
 type loaded struct {
 	summary *memory.Summary
 	stored  []memory.Message // newest stored messages, oldest first
+	// resent are the keys of the stored messages the client's own
+	// messages repeat, left out of stored (continuation): in the prompt
+	// as the client's copies, so recall does not show them.
+	resent []string
 	facts   []memory.Fact    // current facts, pinned ones included, best first
 	items   []memory.Item    // recalled passages, best first
 	// current are all the user's current facts, with Options.StableFacts
@@ -191,7 +195,7 @@ wait:
 		ld.summary = r.summary
 	}
 	if r, ok := part(partHistory); ok {
-		ld.stored = continuation(r.stored, rest)
+		ld.stored, ld.resent = continuation(r.stored, rest)
 	}
 	recalled := false
 	if r, ok := part(partRecall); ok {
@@ -296,8 +300,9 @@ func later(a, b time.Time) time.Time {
 // to the client's copy, so nothing is sent twice. So is the stored last
 // turn when rest resends its question with a continuation of its own (a
 // tool loop whose call the client holds otherwise than memgate stored it:
-// regenerated, or its reply stored redacted).
-func continuation(stored, rest []memory.Message) []memory.Message {
+// regenerated, or its reply stored redacted). The keys of the stored
+// messages it leaves to the client's copies are returned too.
+func continuation(stored, rest []memory.Message) (_ []memory.Message, resent []string) {
 	out := make([]memory.Message, 0, len(stored))
 	for _, m := range stored {
 		// A stored message is not trusted to be one JSON value (a store
@@ -318,7 +323,7 @@ func continuation(stored, rest []memory.Message) []memory.Message {
 			}
 		}
 		if same {
-			return out[:len(out)-k]
+			return out[:len(out)-k], keysOf(out[len(out)-k:])
 		}
 	}
 	if len(rest) > 1 && rest[0].Role == "user" && rest[1].Role != "user" {
@@ -328,10 +333,21 @@ func continuation(stored, rest []memory.Message) []memory.Message {
 			j--
 		}
 		if j >= 0 && out[j].Fingerprint() == rest[0].Fingerprint() {
-			return out[:j]
+			return out[:j], keysOf(out[j:])
 		}
 	}
-	return out
+	return out, nil
+}
+
+// keysOf returns the stored keys of msgs.
+func keysOf(msgs []memory.Message) []string {
+	keys := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Key != "" {
+			keys = append(keys, m.Key)
+		}
+	}
+	return keys
 }
 
 // shortQuery is the length (in bytes) under which a user message that does
