@@ -44,66 +44,50 @@ func TestPassageShowsNoTurnInView(t *testing.T) {
 			memory.PassageTurn{Key: "k9", Role: "assistant", Text: glaze}),
 		passageOf("old", "o1", day, memory.PassageTurn{Key: "o1", Role: "user", Text: other, Hit: true}),
 	}
-	check := func(t *testing.T, p memory.Prepared) {
-		t.Helper()
-		var block string
-		for _, b := range p.Blocks {
-			if !b.Stable {
-				block = b.Text
-			}
-		}
-		if !strings.Contains(block, "assistant: "+rex) || !strings.Contains(block, other) {
-			t.Fatalf("the passages not in view are missing from the recalled block:\n%s", block)
-		}
-		for _, s := range []string{adopted, pottery, glaze} {
-			if strings.Contains(block, s) {
-				t.Fatalf("the recalled block shows %q, in view or around a hit in view:\n%s", s, block)
-			}
-		}
+	g := &convGen{}
+	var stored []memory.Message
+	for i, text := range []string{adopted, "Nice!", pottery, "Fun."} {
+		m := g.msg([]string{"user", "assistant"}[i%2], text)
+		m.Seq, m.Key = int64(i+1), []string{"k1", "x1", "k3", "x2"}[i]
+		stored = append(stored, m)
 	}
-	opts := Options{RecentMessages: 100, MaxContextTokens: 8000, CompletionReserve: 1024,
-		Shares: Shares{Summary: 0.25, Pinned: 0.1, Facts: 0.1, Recall: 0.3}, Now: func() time.Time { return day }}
-
-	t.Run("full history", func(t *testing.T) {
-		a, err := NewAssembler(Deps{History: &fakeMemory{}, Recaller: fakeRecaller{memory.Recalled{Items: items}}, Counter: mustCounter(t)}, opts, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := request(t, memory.ModeOn,
-			`{"role":"user","content":"`+adopted+`"}`,
-			`{"role":"assistant","content":"Nice!"}`,
-			`{"role":"user","content":"`+pottery+`"}`,
-			`{"role":"assistant","content":"Fun."}`,
-			`{"role":"user","content":"What breed is my dog?"}`)
-		req.Model, req.Budget = "gpt-4o-mini", 4000
-		p, err := a.Prepare(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, p)
-	})
-	t.Run("newest only", func(t *testing.T) {
-		g := &convGen{}
-		var stored []memory.Message
-		for i, text := range []string{adopted, "Nice!", pottery, "Fun."} {
-			role := "user"
-			if i%2 == 1 {
-				role = "assistant"
+	question := `{"role":"user","content":"What breed is my dog?"}`
+	for _, tt := range []struct {
+		name   string
+		stored []memory.Message // the conversation's recent turns
+		msgs   []string         // the request's
+	}{
+		{"full history", nil, []string{`{"role":"user","content":"` + adopted + `"}`, `{"role":"assistant","content":"Nice!"}`,
+			`{"role":"user","content":"` + pottery + `"}`, `{"role":"assistant","content":"Fun."}`, question}},
+		{"newest only", stored, []string{question}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := NewAssembler(Deps{History: &fakeMemory{stored: tt.stored}, Recaller: fakeRecaller{memory.Recalled{Items: items}}, Counter: mustCounter(t)},
+				Options{RecentMessages: 100, MaxContextTokens: 8000, CompletionReserve: 1024,
+					Shares: Shares{Summary: 0.25, Pinned: 0.1, Facts: 0.1, Recall: 0.3}, Now: func() time.Time { return day }}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			m := g.msg(role, text)
-			m.Seq, m.Key = int64(i+1), []string{"k1", "x1", "k3", "x2"}[i]
-			stored = append(stored, m)
-		}
-		a, err := NewAssembler(Deps{History: &fakeMemory{stored: stored}, Recaller: fakeRecaller{memory.Recalled{Items: items}}, Counter: mustCounter(t)}, opts, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := request(t, memory.ModeOn, `{"role":"user","content":"What breed is my dog?"}`)
-		req.Model, req.Budget = "gpt-4o-mini", 4000
-		p, err := a.Prepare(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, p)
-	})
+			req := request(t, memory.ModeOn, tt.msgs...)
+			req.Model, req.Budget = "gpt-4o-mini", 4000
+			p, err := a.Prepare(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var block string
+			for _, b := range p.Blocks {
+				if !b.Stable {
+					block = b.Text
+				}
+			}
+			if !strings.Contains(block, "assistant: "+rex) || !strings.Contains(block, other) {
+				t.Fatalf("the passages not in view are missing from the recalled block:\n%s", block)
+			}
+			for _, s := range []string{adopted, pottery, glaze} {
+				if strings.Contains(block, s) {
+					t.Fatalf("the recalled block shows %q, in view or around a hit in view:\n%s", s, block)
+				}
+			}
+		})
+	}
 }
