@@ -91,7 +91,8 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 		}
 	}
 	// Each maximal run of covered consecutive turns is one passage, in the
-	// place of its best hit.
+	// place of its best hit; the passages' Turns share one array.
+	var shownAll []memory.PassageTurn
 	for from := 0; from < len(msgs); {
 		if !turns[from].covered {
 			from++
@@ -103,7 +104,10 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 		}
 		best := 0
 		lastHit := -1 // the latest hit turn before j
-		var shown []memory.PassageTurn
+		if shownAll == nil {
+			shownAll = make([]memory.PassageTurn, 0, len(msgs))
+		}
+		start := len(shownAll)
 		for j := from; j <= to; j++ {
 			t := &turns[j]
 			if t.hitRank != 0 {
@@ -117,14 +121,12 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 				t.text, t.clipped = mt.window(whole, maxNeighbourBytes, beforeHit(turns[from:to+1], j-from, lastHit-from))
 			}
 			if t.text != "" || t.clipped {
-				if shown == nil {
-					shown = make([]memory.PassageTurn, 0, to-j+1)
-				}
-				shown = append(shown, memory.PassageTurn{Key: msgs[j].Key, Role: msgs[j].Role, Text: t.text, Clipped: t.clipped,
+				shownAll = append(shownAll, memory.PassageTurn{Key: msgs[j].Key, Role: msgs[j].Role, Text: t.text, Clipped: t.clipped,
 					Hit: t.hitRank != 0, Whole: whole})
 			}
 		}
 		if best > 0 {
+			shown := shownAll[start:len(shownAll):len(shownAll)]
 			ranked[best-1] = rankedItem{passage: memory.PassageText(shown), turns: shown, replaced: true}
 			kept++
 		}
