@@ -151,6 +151,10 @@ type Item struct {
 	SaidAt time.Time `json:"said_at"`
 	// Score is set by searches.
 	Score float64 `json:"score,omitempty"`
+	// Turns, for a recalled passage (a message hit with the turns around
+	// it), are the turns its Text shows, in order (PassageText): nil for
+	// any other item.
+	Turns []PassageTurn `json:"-"`
 	// GuardSince guards the write of this item, as Fact.GuardSince a
 	// fact's (AddItems skips the item). A guarded item is also skipped
 	// once what it was made from is no longer stored as it was read: its

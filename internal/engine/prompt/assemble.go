@@ -471,11 +471,15 @@ func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) 
 	return start
 }
 
-// recallFilter returns the test a recalled item must pass to be shown: it
-// is not one of the messages already in the prompt (by stored key — of
-// history, or of the stored messages the client resends, resent — or by
-// text), nor, when the summary is loaded, a summary of this conversation.
-func recallFilter(req memory.Request, conv, history []memory.Message, resent []string, haveSummary bool) func(memory.Item) bool {
+// recallFilter returns what a recalled item shows in the prompt, and
+// whether it is shown at all: not when it is one of the messages already in
+// the prompt (conv, by stored key — of history, or of the stored messages
+// the client resends, resent — or by text), nor, when the summary is
+// loaded, a summary of this conversation. A passage shows none of the
+// turns in the prompt: it is left out when all its hits are, else shown
+// without those turns (inView), so the tokens they would repeat go to
+// other passages.
+func recallFilter(req memory.Request, conv, history []memory.Message, resent []string, haveSummary bool) func(memory.Item) (memory.Item, bool) {
 	keys := make(map[string]bool, len(history)+len(resent))
 	for _, m := range history {
 		if m.Key != "" {
@@ -489,15 +493,52 @@ func recallFilter(req memory.Request, conv, history []memory.Message, resent []s
 	for _, m := range conv {
 		texts[strings.TrimSpace(m.Content)] = true
 	}
-	return func(it memory.Item) bool {
+	return func(it memory.Item) (memory.Item, bool) {
 		switch {
 		case it.Kind == "message" && keys[it.Ref]:
-			return false
+			return it, false
 		case it.Kind == "summary" && haveSummary && it.Conversation == req.Conversation:
-			return false
+			return it, false
+		case texts[strings.TrimSpace(it.Text)]:
+			return it, false
 		}
-		return !texts[strings.TrimSpace(it.Text)]
+		here := it.Conversation == req.Conversation
+		return inView(it, func(t memory.PassageTurn) bool { return (here && keys[t.Key]) || texts[t.Whole] })
 	}
+}
+
+// inView returns passage it without the turns shown reports in the prompt
+// already, and whether anything is left to show: not when every hit of it
+// is shown (the turns around a hit are there for it), nor when every turn
+// is. An item without turns is returned as it is.
+func inView(it memory.Item, shown func(memory.PassageTurn) bool) (memory.Item, bool) {
+	n, hits, hitsShown := 0, 0, 0
+	for _, t := range it.Turns {
+		s := shown(t)
+		if s {
+			n++
+		}
+		if t.Hit {
+			hits++
+			if s {
+				hitsShown++
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		return it, true
+	case n == len(it.Turns) || (hits > 0 && hitsShown == hits):
+		return it, false
+	}
+	turns := make([]memory.PassageTurn, 0, len(it.Turns)-n)
+	for _, t := range it.Turns {
+		if !shown(t) {
+			turns = append(turns, t)
+		}
+	}
+	it.Turns, it.Text = turns, memory.PassageText(turns)
+	return it, true
 }
 
 // raws returns the Raw of every message of the lists, in order.

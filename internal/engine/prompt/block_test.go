@@ -64,7 +64,7 @@ func TestSectionCostsMatchRecount(t *testing.T) {
 				Text: g.text(), CreatedAt: t0.Add(time.Duration(r.IntN(100)) * time.Hour)})
 		}
 		budget := 50 + r.IntN(2000)
-		pc := a.newPartCosts(model, "c0", ld, func(memory.Item) bool { return true })
+		pc := a.newPartCosts(model, "c0", ld, func(it memory.Item) (memory.Item, bool) { return it, true })
 		sel := a.selectParts(pc, budget, budget, ld, true, r.IntN(200))
 		for {
 			if got, want := a.sectionCosts(model, sel), a.recountSections(model, sel); !maps.Equal(got, want) {
@@ -190,7 +190,7 @@ func TestPassagesNameOtherConversationsOnly(t *testing.T) {
 		{Kind: "message", Ref: "r2", Conversation: "trip-planning", Text: "user: A rail pass costs R$ 1.900.", SaidAt: said},
 		{Kind: "message", Ref: "r3", Conversation: "chat-4983c530ef5ec18a6f09db9ece04dbbd", Text: "user: I booked the ryokan.", SaidAt: said.Add(time.Hour)},
 	}}
-	pc := a.newPartCosts(model, "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", ld, func(memory.Item) bool { return true })
+	pc := a.newPartCosts(model, "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", ld, func(it memory.Item) (memory.Item, bool) { return it, true })
 	sel := a.selectParts(pc, 4000, 4000, ld, false, 0)
 	if got := len(sel.data.Passages); got != 3 {
 		t.Fatalf("%d passages, want 3", got)

@@ -43,7 +43,9 @@ type fixedParts struct {
 type partCosts struct {
 	a     *Assembler
 	model string
-	keep  func(memory.Item) bool
+	// keep returns what a recalled item shows, and whether it is shown
+	// (recallFilter).
+	keep func(memory.Item) (memory.Item, bool)
 	// shown, when set, reports a passage a kept block of the prompt
 	// shows already (Options.KeepRecall): packing charges its cost, as
 	// if shown, and does not show it again, so this turn's block adds
@@ -56,10 +58,12 @@ type partCosts struct {
 	// counted reports which are set.
 	factCosts []int
 	counted   []bool
-	// items are the recalled items; passages and passageCosts are each
+	// items are the recalled items (as keep shows them, once passage has
+	// seen them: ownItems then); passages and passageCosts are each
 	// as the block shows it and its line cost, by index, set on first use
 	// (state).
 	items        []memory.Item
+	ownItems     bool // items is pc's own copy
 	passages     []Passage
 	passageCosts []int
 	state        []itemState
@@ -90,9 +94,9 @@ const (
 )
 
 // newPartCosts returns the line costs of ld's facts and items for model
-// in a request of conversation conv, none counted yet; keep is the test a recalled item must pass to be
-// shown (recallFilter).
-func (a *Assembler) newPartCosts(model, conv string, ld loaded, keep func(memory.Item) bool) *partCosts {
+// in a request of conversation conv, none counted yet; keep returns what a
+// recalled item shows and whether it is shown (recallFilter).
+func (a *Assembler) newPartCosts(model, conv string, ld loaded, keep func(memory.Item) (memory.Item, bool)) *partCosts {
 	return &partCosts{
 		a: a, model: model, keep: keep, conv: conv,
 		factCosts: make([]int, len(ld.facts)), counted: make([]bool, len(ld.facts)),
@@ -124,10 +128,16 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	case itemShown:
 		return Passage{}, pc.passageCosts[i], 0, false
 	}
-	it := pc.items[i]
-	if !pc.keep(it) {
+	it, ok := pc.keep(pc.items[i])
+	if !ok {
 		pc.state[i] = itemFiltered
 		return Passage{}, 0, 0, false
+	}
+	if it.Text != pc.items[i].Text {
+		if !pc.ownItems { // ld's items are shared: copy before the first change
+			pc.items, pc.ownItems = slices.Clone(pc.items), true
+		}
+		pc.items[i] = it
 	}
 	if pc.lines.Cap() == 0 {
 		n := 0

@@ -26,8 +26,9 @@ type ContextReader interface {
 // it (the question it answers) and after it (the answer it got), none
 // across a pause longer than maxTurnGap (see follows), hits
 // whose turns touch or overlap merged into one passage. A passage takes
-// the place, Ref, Score, CreatedAt and SaidAt of its best hit; its Text is
-// its turns in order, one "role: text" line each (a tool's turn shows
+// the place, Ref, Score, CreatedAt and SaidAt of its best hit; its Turns
+// are the turns it shows, in order, and its Text renders them, one
+// "role: text" line each (memory.PassageText; a tool's turn shows
 // nothing: see spoken). A hit turn shows its hit (the chunk that matched,
 // for a long turn indexed in chunks) cut to the window around the
 // sentences holding most of query's words (hitWindowBytes), other turns
@@ -90,7 +91,8 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 		}
 	}
 	// Each maximal run of covered consecutive turns is one passage, in the
-	// place of its best hit.
+	// place of its best hit; the passages' Turns share one array.
+	var shownAll []memory.PassageTurn
 	for from := 0; from < len(msgs); {
 		if !turns[from].covered {
 			from++
@@ -100,8 +102,12 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 		for to+1 < len(msgs) && turns[to+1].covered && turns[to+1].follows {
 			to++
 		}
-		best, size := 0, 0
+		best := 0
 		lastHit := -1 // the latest hit turn before j
+		if shownAll == nil {
+			shownAll = make([]memory.PassageTurn, 0, len(msgs))
+		}
+		start := len(shownAll)
 		for j := from; j <= to; j++ {
 			t := &turns[j]
 			if t.hitRank != 0 {
@@ -110,38 +116,18 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 					best = t.hitRank
 				}
 			}
+			whole := strings.TrimSpace(indexableText(msgs[j].Content))
 			if t.hitRank == 0 && spoken(msgs[j].Role) {
-				t.text, t.clipped = mt.window(strings.TrimSpace(indexableText(msgs[j].Content)), maxNeighbourBytes, beforeHit(turns[from:to+1], j-from, lastHit-from))
+				t.text, t.clipped = mt.window(whole, maxNeighbourBytes, beforeHit(turns[from:to+1], j-from, lastHit-from))
 			}
 			if t.text != "" || t.clipped {
-				size += len("\n") + len(msgs[j].Role) + len(": ") + len(t.text)
-				if t.clipped {
-					size += len(ellipsis)
-				}
+				shownAll = append(shownAll, memory.PassageTurn{Key: msgs[j].Key, Role: msgs[j].Role, Text: t.text, Clipped: t.clipped,
+					Hit: t.hitRank != 0, Whole: whole})
 			}
 		}
 		if best > 0 {
-			var b strings.Builder
-			b.Grow(max(0, size-len("\n"))) // no line break before the first turn
-			for j := from; j <= to; j++ {
-				t := &turns[j]
-				if t.text == "" && !t.clipped {
-					continue
-				}
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(msgs[j].Role)
-				b.WriteString(": ")
-				// A turn's own line breaks are indented, so only this
-				// loop starts a line with a role (a message cannot
-				// forge another turn, or the block's layout).
-				b.WriteString(memory.IndentBreaks(t.text, turnIndent))
-				if t.clipped {
-					b.WriteString(ellipsis)
-				}
-			}
-			ranked[best-1] = rankedItem{passage: b.String(), replaced: true}
+			shown := shownAll[start:len(shownAll):len(shownAll)]
+			ranked[best-1] = rankedItem{passage: memory.PassageText(shown), turns: shown, replaced: true}
 			kept++
 		}
 		from = to + 1
@@ -150,7 +136,7 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 	for r, it := range items {
 		switch {
 		case ranked[r].replaced:
-			it.Text, it.Embedding = ranked[r].passage, nil
+			it.Text, it.Turns, it.Embedding = ranked[r].passage, ranked[r].turns, nil
 		case ranked[r].drop:
 			continue
 		}
@@ -173,10 +159,6 @@ func beforeHit(run []turn, j, lastHit int) bool {
 	}
 	return false
 }
-
-// turnIndent starts each line of a passage's turn after its first (see
-// memory.IndentBreaks): one space, which costs no token.
-const turnIndent = " "
 
 // maxTurnGap is the longest pause between two consecutive turns of a
 // conversation for one to be shown around the other: past it the talk has
@@ -210,6 +192,7 @@ func spoken(role string) bool { return role == "user" || role == "assistant" }
 // passage of a better one), replaced by the passage around it, or kept.
 type rankedItem struct {
 	passage        string
+	turns          []memory.PassageTurn
 	drop, replaced bool
 }
 
@@ -318,7 +301,7 @@ func around(s string, from, to, n int) string {
 }
 
 // ellipsis ends a clipped text.
-const ellipsis = " …"
+const ellipsis = memory.PassageEllipsis
 
 // clip cuts s to at most n bytes, at the last space before: it returns the
 // text to keep and whether it was cut, to be followed by ellipsis then.

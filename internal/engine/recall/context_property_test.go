@@ -277,7 +277,10 @@ func TestExpandProperties(t *testing.T) {
 				}
 				continue
 			}
-			want.Text, want.Embedding = g.Text, nil
+			if text := memory.PassageText(g.Turns); text != g.Text {
+				t.Fatalf("seed %d: passage of item %d is %q, its turns render %q", seed, r, g.Text, text)
+			}
+			want.Text, want.Turns, want.Embedding = g.Text, g.Turns, nil
 			if !reflect.DeepEqual(g, want) {
 				t.Fatalf("seed %d: passage of item %d = %+v, want its hit's fields %+v", seed, r, g, want)
 			}
