@@ -22,8 +22,8 @@ type loaded struct {
 	// messages repeat, left out of stored (continuation): in the prompt
 	// as the client's copies, so recall does not show them.
 	resent []string
-	facts   []memory.Fact    // current facts, pinned ones included, best first
-	items   []memory.Item    // recalled passages, best first
+	facts  []memory.Fact // current facts, pinned ones included, best first
+	items  []memory.Item // recalled passages, best first
 	// current are all the user's current facts, with Options.StableFacts
 	// and a Recaller (recall gives only those it ranks best for the turn;
 	// without recall, only pinned facts are shown): what the stable block
