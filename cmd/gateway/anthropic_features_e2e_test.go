@@ -70,15 +70,7 @@ func TestAnthropicClientFeatures(t *testing.T) {
 	if status, b := postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[{"role":"user","content":"My dog is called Rex and he loves the beach."}]}`, earlier); status != http.StatusOK {
 		t.Fatalf("%d %s", status, b)
 	}
-	eventually(t, "the earlier conversation to be searchable", func() bool {
-		var res struct {
-			Data []struct {
-				Text string `json:"text"`
-			} `json:"data"`
-		}
-		apiCall(t, http.MethodPost, gw+"/v1/memory/search", nil, map[string]any{"user": "ana", "query": "dog Rex beach"}, &res)
-		return len(res.Data) > 0 && strings.Contains(res.Data[0].Text, "Rex")
-	})
+	searchable(t, gw, "the earlier conversation", "dog Rex beach", "Rex")
 
 	post(featUser)
 	call := `{"role":"assistant","content":[` + featThinking + `,{"type":"text","text":"Let me check the weather."},` +
@@ -167,6 +159,21 @@ func claudeGateway(t *testing.T, conv string) (*dialecttest.Upstream, string, ma
 	return fake, gw, headers, post
 }
 
+// searchable waits until ana's best search hit for query holds want:
+// what was said is indexed.
+func searchable(t *testing.T, gw, what, query, want string) {
+	t.Helper()
+	eventually(t, what+" to be searchable", func() bool {
+		var res struct {
+			Data []struct {
+				Text string `json:"text"`
+			} `json:"data"`
+		}
+		apiCall(t, http.MethodPost, gw+"/v1/memory/search", nil, map[string]any{"user": "ana", "query": query}, &res)
+		return len(res.Data) > 0 && strings.Contains(res.Data[0].Text, want)
+	})
+}
+
 // jsonSame reports whether a and b are the same JSON bytes once
 // whitespace between tokens is removed.
 func jsonSame(a json.RawMessage, b string) bool {
@@ -193,15 +200,7 @@ func TestAnthropicToolLoopOwnCallNotDoubled(t *testing.T) {
 		return len(conv.Messages) == 2
 	})
 	// Indexed too: recall finds the question, which the client resends.
-	eventually(t, "the first exchange to be searchable", func() bool {
-		var res struct {
-			Data []struct {
-				Text string `json:"text"`
-			} `json:"data"`
-		}
-		apiCall(t, http.MethodPost, gw+"/v1/memory/search", nil, map[string]any{"user": "ana", "query": "weather Lisbon photo PDF"}, &res)
-		return len(res.Data) > 0 && strings.Contains(res.Data[0].Text, "What is the weather here")
-	})
+	searchable(t, gw, "the first exchange", "weather Lisbon photo PDF", "What is the weather here")
 	call := `{"role":"assistant","content":[` + featThinking + `,{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"city":"Lisbon"}}]}`
 	result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","is_error":true,"content":"weather service unavailable"}]}`
 	post(featUser + "," + call + "," + result)
