@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgate/memgate/bench/fakeupstream"
 	"github.com/memgate/memgate/bench/loadgen"
+	"github.com/memgate/memgate/internal/pace"
 )
 
 // freshGap is how long after a turn's answer its conversation's next turn
@@ -81,7 +82,7 @@ func runFresh(ctx context.Context, s *server, name string, conns, turns int) (fr
 		wg.Go(func() {
 			user := freshUser(name, run, c)
 			for k := range turns {
-				if k > 0 && !sleepCtx(ctx, freshGap) {
+				if k > 0 && !pace.Sleep(ctx, freshGap) {
 					return
 				}
 				msg := "note " + freshToken(run, c, k)
@@ -229,18 +230,6 @@ func storedTurns(ctx context.Context, s *server, user string) ([]int, error) {
 		ks = append(ks, k)
 	}
 	return ks, nil
-}
-
-// sleepCtx waits d or until ctx ends, reporting whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // freshSection renders the read-your-writes checks.
