@@ -146,10 +146,7 @@ func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Er
 // the inspector shows. A blank
 // value names no user there, and is refused here.
 func scopeOf(r *http.Request, user string) (memory.Identity, *apierr.Error) {
-	id := user
-	if !memory.ValidID(user) {
-		id = memory.BodyUserID(user)
-	}
+	id := memory.NamedUserID(user)
 	if id == "" {
 		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required (blank names no user).")
 	}

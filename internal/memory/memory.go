@@ -100,6 +100,17 @@ func BodyUserID(v string) string {
 	return "u-" + hex.EncodeToString(sum[:16])
 }
 
+// NamedUserID returns the user an operator's value names (the management
+// API, the inspector's search): an id names itself, a digest's included —
+// the user the inspector shows —, any other value the user it names as a
+// body's value (BodyUserID).
+func NamedUserID(v string) string {
+	if ValidID(v) {
+		return v
+	}
+	return BodyUserID(v)
+}
+
 // IsDigestUser reports whether id has the form of a body user value's
 // digest (BodyUserID): "u-" and 32 lower-case hex digits.
 func IsDigestUser(id string) bool {

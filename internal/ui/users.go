@@ -22,11 +22,7 @@ type usersData struct {
 // an app sent in a body's user field, which names the user it is stored
 // as (memory.BodyUserID: "John Smith" finds its digest's user).
 func searchQuery(c echo.Context) string {
-	q := strings.TrimSpace(c.QueryParam("q"))
-	if q != "" && !memory.ValidID(q) {
-		return memory.BodyUserID(q)
-	}
-	return q
+	return memory.NamedUserID(strings.TrimSpace(c.QueryParam("q")))
 }
 
 // handleUsers serves the tenant's users, filtered by ?q= (part of a user
