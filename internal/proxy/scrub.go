@@ -84,9 +84,13 @@ func (t *target) redact(b []byte) []byte {
 // 401 or 403 (the provider refused the operator's key, or what it may do)
 // becomes a gateway 502 saying so, with X-Should-Retry: false; another
 // error body has the account ids redacted in place, its shape and status
-// kept; an event stream has them redacted from its error events.
-func (p *Proxy) scrub(resp *http.Response, a *api, requestID string) error {
+// kept; an event stream has them redacted from its error events; a model
+// list or lookup (models, see models.go) leaves out the operator's own.
+func (p *Proxy) scrub(resp *http.Response, a *api, requestID string, models int) error {
 	dropAccountHeaders(resp.Header)
+	if models != modelsNone && resp.StatusCode/100 == 2 {
+		return p.scrubModels(resp, a, models)
+	}
 	if resp.StatusCode < 400 {
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 			// Redacting changes the length of an upstream's stream
