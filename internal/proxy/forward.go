@@ -39,9 +39,9 @@ type forward struct {
 	// bind binds the provider state a 2xx reply creates to the request's
 	// tenant and user, or is nil.
 	bind *stateBind
-	// models tells which of the provider's models a request with the
-	// operator's key reads (modelsList, modelsOne; see models.go).
-	models int
+	// models: a request with the operator's key reads the provider's
+	// models (see models.go).
+	models bool
 	// bodyFailed is set when reading the client's streamed request body
 	// failed (malformed chunking, a client gone mid-upload): the upstream
 	// call failed for the client's sake, not the upstream's. The

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 
@@ -28,30 +29,23 @@ import (
 // id may hold slashes: "meta-llama/Llama-3.1-8B" on vLLM, OpenRouter).
 const modelsPath = "/v1/models"
 
-// What a request reads of the provider's models (forward.models).
-const (
-	modelsNone = iota
-	modelsList // GET /v1/models
-	modelsOne  // GET /v1/models/{id}
-)
-
 // maxModelsBody bounds a model list read to be filtered; a larger one is
 // replaced by a gateway error.
 const maxModelsBody = 8 << 20
 
-// modelsRequest tells which of the provider's models r reads: modelsList,
-// modelsOne (with the model's id), or modelsNone.
-func modelsRequest(r *http.Request) (int, string) {
+// modelsRequest reports whether r reads the provider's models (GET
+// /v1/models, /v1/models/{id}, its path cleaned), with the model's id of
+// a lookup.
+func modelsRequest(r *http.Request) (bool, string) {
 	if r.Method != http.MethodGet {
-		return modelsNone, ""
+		return false, ""
 	}
-	if r.URL.Path == modelsPath {
-		return modelsList, ""
+	pth := path.Clean(r.URL.Path)
+	if pth == modelsPath {
+		return true, ""
 	}
-	if id, ok := strings.CutPrefix(r.URL.Path, modelsPath+"/"); ok && id != "" {
-		return modelsOne, id
-	}
-	return modelsNone, ""
+	id, ok := strings.CutPrefix(pth, modelsPath+"/")
+	return ok, id
 }
 
 // fineTuned reports whether id names a fine-tuned model ("ft:…", or a
@@ -106,43 +100,27 @@ func (p *Proxy) sharedModel(m map[string]json.RawMessage) (map[string]json.RawMe
 
 // scrubModels edits a 2xx answer to a request for the provider's models
 // (forward.models) made with the operator's key: the operator's own models
-// it did not list are left out of a list, and a lookup of one becomes the
-// provider's 404 for an unknown model. An answer that cannot be read (too
-// large, encoded, not the provider's JSON) is replaced by a gateway 502.
-func (p *Proxy) scrubModels(resp *http.Response, a *api, kind int) error {
+// it did not list are left out of a list (an object with data), and a
+// lookup of one becomes the provider's 404 for an unknown model. An
+// answer that cannot be read (too large, encoded, not a JSON object) is
+// replaced by a gateway 502.
+func (p *Proxy) scrubModels(resp *http.Response, a *api) error {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBody+1))
 	if err != nil {
 		return fmt.Errorf("read upstream models: %w", err)
 	}
-	unreadable := func() {
-		replace(resp, a, &apierr.Error{Status: http.StatusBadGateway, Type: apierr.TypeUpstream, Code: "upstream_error",
-			Message: "The upstream API's model list could not be read; it was withheld."})
-	}
-	if enc := resp.Header.Get("Content-Encoding"); len(body) > maxModelsBody || enc != "" && enc != "identity" {
-		unreadable()
-		return nil
-	}
 	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil {
-		unreadable()
+	if enc := resp.Header.Get("Content-Encoding"); len(body) > maxModelsBody || enc != "" && enc != "identity" || json.Unmarshal(body, &obj) != nil {
+		replace(resp, a, &apierr.Error{Status: http.StatusBadGateway, Type: apierr.TypeUpstream, Code: "upstream_error",
+			Message: "The upstream API's answer about its models could not be read; it was withheld."})
 		return nil
 	}
-	if kind == modelsOne {
-		m, ok := p.sharedModel(obj)
-		if !ok {
-			var id string
-			_ = json.Unmarshal(obj["id"], &id)
-			replace(resp, a, unknownModel(id))
-			return nil
-		}
-		obj = m
-	} else {
+	if raw, ok := obj["data"]; ok {
 		var data []map[string]json.RawMessage
-		if json.Unmarshal(obj["data"], &data) != nil {
-			unreadable()
-			return nil
+		if err := json.Unmarshal(raw, &data); err != nil {
+			data = nil // not a list of models: none listed
 		}
-		kept := data[:0]
+		kept := []map[string]json.RawMessage{}
 		for _, m := range data {
 			if m, ok := p.sharedModel(m); ok {
 				kept = append(kept, m)
@@ -151,6 +129,11 @@ func (p *Proxy) scrubModels(resp *http.Response, a *api, kind int) error {
 		if obj["data"], err = json.Marshal(kept); err != nil {
 			return fmt.Errorf("encode models: %w", err)
 		}
+	} else if _, ok := p.sharedModel(obj); !ok {
+		var id string
+		_ = json.Unmarshal(obj["id"], &id)
+		replace(resp, a, unknownModel(id))
+		return nil
 	}
 	if body, err = json.Marshal(obj); err != nil {
 		return fmt.Errorf("encode models: %w", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -30,12 +31,13 @@ var providerModels = []map[string]any{
 // account.
 var operatorsModels = []string{"acme-corp", "org-name", "user-AbCdEfGhIjKlMnOpQrStUvWx", openaiOrg, "in-house-7b", "acme/llama"}
 
-// modelsUpstream answers GET /models and /models/{id} from providerModels.
+// modelsUpstream answers GET /models and /models/{id} from providerModels,
+// its path cleaned.
 func modelsUpstream() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, id, one := strings.Cut(r.URL.Path, "/models/")
-		if !one {
+		_, id, _ := strings.Cut(path.Clean(r.URL.Path), "/models/")
+		if id == "" {
 			_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": providerModels})
 			return
 		}
@@ -48,6 +50,19 @@ func modelsUpstream() http.Handler {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"error":{"message":"The model '` + id + `' does not exist","type":"invalid_request_error","param":"model","code":"model_not_found"}}`))
 	})
+}
+
+// modelsGateway is a gateway in front of modelsUpstream, with the
+// operator's key when shared, listing private (Options.PrivateModels).
+func modelsGateway(t *testing.T, shared bool, private []string) (*upstreamtest.Server, *gateway) {
+	t.Helper()
+	up := upstreamtest.New(t, modelsUpstream())
+	return up, mustGateway(t, up, func(c *gatewayConfig) {
+		if shared {
+			c.Upstream.APIKey = operatorKey
+		}
+		c.PrivateModels = private
+	}, Deps{})
 }
 
 // getModels GETs path from g.
@@ -83,13 +98,7 @@ func TestSharedKeyModelList(t *testing.T) {
 			"acme/llama-3-8b", "meta-llama/Llama-3.1-8B"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			up := upstreamtest.New(t, modelsUpstream())
-			g := mustGateway(t, up, func(c *gatewayConfig) {
-				if tt.shared {
-					c.Upstream.APIKey = operatorKey
-				}
-				c.PrivateModels = tt.private
-			}, Deps{})
+			_, g := modelsGateway(t, tt.shared, tt.private)
 			resp, b := getModels(t, g, "/v1/models")
 			var list struct {
 				Object string
@@ -156,13 +165,7 @@ func TestSharedKeyModelLookup(t *testing.T) {
 		{"fine-tune, client's key", acme, false, nil, 200, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			up := upstreamtest.New(t, modelsUpstream())
-			g := mustGateway(t, up, func(c *gatewayConfig) {
-				if tt.shared {
-					c.Upstream.APIKey = operatorKey
-				}
-				c.PrivateModels = tt.private
-			}, Deps{})
+			up, g := modelsGateway(t, tt.shared, tt.private)
 			resp, b := getModels(t, g, "/v1/models/"+strings.ReplaceAll(url.PathEscape(tt.id), "%2F", "/"))
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
@@ -182,6 +185,24 @@ func TestSharedKeyModelLookup(t *testing.T) {
 			}
 			if tt.shared && (strings.Contains(string(b), "user-AbCd") || strings.Contains(string(b), openaiOrg)) {
 				t.Errorf("the answer names the account: %s", b)
+			}
+		})
+	}
+}
+
+// TestSharedKeyModelListSpelledOtherwise: a model list asked for by a
+// path that is not in clean form (which only gateway keys refuse) is
+// filtered too.
+func TestSharedKeyModelListSpelledOtherwise(t *testing.T) {
+	for _, pth := range []string{"/v1/models/", "/v1/./models", "/v1/models/x/.."} {
+		t.Run(pth, func(t *testing.T) {
+			up, g := modelsGateway(t, true, nil)
+			resp, b := getModels(t, g, pth)
+			if resp.StatusCode != 200 || up.Calls() != 1 {
+				t.Fatalf("status %d, %d upstream calls: %s", resp.StatusCode, up.Calls(), b)
+			}
+			if strings.Contains(string(b), "acme") || strings.Contains(string(b), openaiOrg) {
+				t.Errorf("the list names the operator's account: %s", b)
 			}
 		})
 	}

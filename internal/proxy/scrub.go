@@ -86,10 +86,10 @@ func (t *target) redact(b []byte) []byte {
 // error body has the account ids redacted in place, its shape and status
 // kept; an event stream has them redacted from its error events; a model
 // list or lookup (models, see models.go) leaves out the operator's own.
-func (p *Proxy) scrub(resp *http.Response, a *api, requestID string, models int) error {
+func (p *Proxy) scrub(resp *http.Response, a *api, requestID string, models bool) error {
 	dropAccountHeaders(resp.Header)
-	if models != modelsNone && resp.StatusCode/100 == 2 {
-		return p.scrubModels(resp, a, models)
+	if models && resp.StatusCode/100 == 2 {
+		return p.scrubModels(resp, a)
 	}
 	if resp.StatusCode < 400 {
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
