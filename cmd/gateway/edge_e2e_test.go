@@ -128,6 +128,25 @@ func TestTenantPassthroughEndToEnd(t *testing.T) {
 	}
 }
 
+// TestPrivateModelsEndToEnd: on the wired gateway with the operator's
+// key, security.private_models decides which of the operator's fine-tunes
+// a tenant's GET /v1/models lists.
+func TestPrivateModelsEndToEnd(t *testing.T) {
+	up := upstreamtest.New(t, upstreamtest.JSON(http.StatusOK, `{"object":"list","data":[`+
+		`{"id":"gpt-4o-mini","object":"model","created":1,"owned_by":"system"},`+
+		`{"id":"ft:gpt-4o-mini-2024-07-18:acme-corp::listed","object":"model","created":2,"owned_by":"org-AbC123"},`+
+		`{"id":"ft:gpt-4o-mini-2024-07-18:acme-corp::other","object":"model","created":3,"owned_by":"org-AbC123"}]}`))
+	cfg := storeConfigs(t, up)["sqlite"](t)
+	cfg.Keys = []config.Key{{Hash: identity.HashKey("key-a"), Tenant: "a"}}
+	cfg.Security.PrivateModels = []string{"ft:gpt-4o-mini-2024-07-18:acme-corp::listed"}
+	g := startGateway(t, cfg)
+	st, body := send(t, "GET", g.URL+"/v1/models", "", map[string]string{"Authorization": "Bearer key-a"})
+	if st != http.StatusOK || !strings.Contains(body, `"gpt-4o-mini"`) || !strings.Contains(body, "::listed") ||
+		strings.Contains(body, "::other") || strings.Contains(body, "org-AbC123") {
+		t.Fatalf("GET /v1/models: %d %s; want the base model and the listed fine-tune, its owner redacted", st, body)
+	}
+}
+
 // TestInspectorLoginLimited: refused inspector logins from one address run
 // out (429 with Retry-After), and the right key is not even checked then.
 func TestInspectorLoginLimited(t *testing.T) {

@@ -85,7 +85,7 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 			IdleStreamTimeout: up.IdleStreamTimeout.D(), MaxIdleConns: up.MaxIdleConns, Retries: up.Retries, RetryBaseDelay: up.RetryBaseDelay.D(),
 			RetryMaxDelay: up.RetryMaxDelay.D(), Anthropic: proxy.Anthropic(up.Anthropic),
 			Breaker: proxy.Breaker{ConsecutiveFailures: br.ConsecutiveFailures, OpenTimeout: br.OpenTimeout.D(), HalfOpenRequests: br.HalfOpenRequests}},
-		MaxBodyBytes: cfg.MaxBodyBytes, Passthrough: sec.Passthrough, WrapTransport: tr.Transport,
+		MaxBodyBytes: cfg.MaxBodyBytes, Passthrough: sec.Passthrough, PrivateModels: sec.PrivateModels, WrapTransport: tr.Transport,
 		// The assembler drops late parts on its own; this only stops a
 		// preparation that hangs as a whole.
 		LoadTimeout: 2*cfg.Memory.LoadTimeout.D() + cfg.Memory.EmbeddingTimeout.D() + 100*time.Millisecond,

@@ -82,6 +82,14 @@ type Security struct {
 	// configured, since it would act with the operator's provider key on
 	// data every tenant shares (stored completions, files, batches).
 	Passthrough []string `yaml:"passthrough"`
+	// PrivateModels lists the operator's own models that tenants may see
+	// when upstream.api_key replaces the client's key: fine-tuned models
+	// ("ft:…", whose ids name the operator's organization) and models its
+	// organization or a user of it owns are left out of GET /v1/models,
+	// and GET /v1/models/{id} of one answers 404 model_not_found, unless
+	// listed here ("ft:gpt-4o-mini-2024-07-18:acme-corp::9abcDEF"; a
+	// trailing "*" matches any rest; "*" lists them all). Default none.
+	PrivateModels []string `yaml:"private_models"`
 	// ProviderStateRetention is how long a provider state a tenant's user
 	// created (a stored response, a conversation of the Conversations
 	// API) stays theirs to name again, when gateway keys are configured
@@ -863,6 +871,11 @@ func (c Config) Validate() error {
 	for i, p := range sec.Passthrough {
 		if !validRoute(p) {
 			bad(fmt.Sprintf("security.passthrough[%d]", i), "%q is not \"METHOD /path\" (a trailing * matches any rest)", p)
+		}
+	}
+	for i, m := range sec.PrivateModels {
+		if rest, _ := strings.CutSuffix(m, "*"); m == "" || strings.ContainsAny(rest, "* ") {
+			bad(fmt.Sprintf("security.private_models[%d]", i), "%q is not a model id (a trailing * matches any rest)", m)
 		}
 	}
 	for i, o := range sec.AllowedOrigins {

@@ -49,6 +49,9 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 	if len(got.Security.AllowedOrigins) == 0 {
 		got.Security.AllowedOrigins = nil
 	}
+	if len(got.Security.PrivateModels) == 0 {
+		got.Security.PrivateModels = nil
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("config.yaml differs from Default():\n got %+v\nwant %+v", got, want)
 	}
@@ -287,6 +290,12 @@ func TestValidateSecurity(t *testing.T) {
 		{"passthrough lower method", func(s *Security) { s.Passthrough = []string{"get /v1/files"} }, "security.passthrough[0]"},
 		{"passthrough inner star", func(s *Security) { s.Passthrough = []string{"GET /v1/*/x"} }, "security.passthrough[0]"},
 		{"passthrough ok", func(s *Security) { s.Passthrough = []string{"GET /v1/files", "DELETE /v1/files/*"} }, ""},
+		{"private model empty", func(s *Security) { s.PrivateModels = []string{""} }, "security.private_models[0]"},
+		{"private model with a space", func(s *Security) { s.PrivateModels = []string{"ft:a b"} }, "security.private_models[0]"},
+		{"private model inner star", func(s *Security) { s.PrivateModels = []string{"ft:*:acme"} }, "security.private_models[0]"},
+		{"private models ok", func(s *Security) {
+			s.PrivateModels = []string{"ft:gpt-4o-mini-2024-07-18:acme-corp::9abcDEF", "ft:gpt-4o:acme-corp:*", "acme/llama-3-8b-ft", "*"}
+		}, ""},
 		{"origin with path", func(s *Security) { s.AllowedOrigins = []string{"https://a.example/app"} }, "security.allowed_origins[0]"},
 		{"origin ok", func(s *Security) { s.AllowedOrigins = []string{"http://localhost:3000"} }, ""},
 		{"host with slash", func(s *Security) { s.AllowedHosts = []string{"a.example/x"} }, "security.allowed_hosts[0]"},

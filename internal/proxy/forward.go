@@ -39,6 +39,9 @@ type forward struct {
 	// bind binds the provider state a 2xx reply creates to the request's
 	// tenant and user, or is nil.
 	bind *stateBind
+	// models: a request with the operator's key reads the provider's
+	// models (see models.go).
+	models bool
 	// bodyFailed is set when reading the client's streamed request body
 	// failed (malformed chunking, a client gone mid-upload): the upstream
 	// call failed for the client's sake, not the upstream's. The
@@ -167,7 +170,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
 	if f.api != nil && f.api.up.shared() {
-		if err := p.scrub(resp, f.api, f.x.ID()); err != nil {
+		if err := p.scrub(resp, f.api, f.x.ID(), f.models); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,12 @@ type Options struct {
 	// three served with memory; nil or empty allows none (the
 	// configuration's default lists the stateless ones).
 	Passthrough []string
+	// PrivateModels lists the operator's own models (fine-tuned ones,
+	// those its organization or a user of it owns) that GET /v1/models
+	// lists and GET /v1/models/{id} finds when the operator's key goes
+	// upstream (an entry ending in * matches any rest); the others are
+	// left out (see models.go). nil: none.
+	PrivateModels []string
 	// WrapTransport, when set, wraps the upstream transport under the
 	// retries, breakers and idle timeout: each attempt goes through it
 	// (tracing instruments the upstream calls so).

@@ -64,6 +64,14 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				}
 			}
 		}
+		if a.up.shared() {
+			var id string
+			if f.models, id = modelsRequest(r); fineTuned(id) && !p.listsModel(id) {
+				// Its id names the operator's organization.
+				a.writeError(c.Response(), unknownModel(id))
+				return nil
+			}
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = clientBody{ReadCloser: r.Body, f: f}
 		}

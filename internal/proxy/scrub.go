@@ -84,9 +84,13 @@ func (t *target) redact(b []byte) []byte {
 // 401 or 403 (the provider refused the operator's key, or what it may do)
 // becomes a gateway 502 saying so, with X-Should-Retry: false; another
 // error body has the account ids redacted in place, its shape and status
-// kept; an event stream has them redacted from its error events.
-func (p *Proxy) scrub(resp *http.Response, a *api, requestID string) error {
+// kept; an event stream has them redacted from its error events; a model
+// list or lookup (models, see models.go) leaves out the operator's own.
+func (p *Proxy) scrub(resp *http.Response, a *api, requestID string, models bool) error {
 	dropAccountHeaders(resp.Header)
+	if models && resp.StatusCode/100 == 2 {
+		return p.scrubModels(resp, a)
+	}
 	if resp.StatusCode < 400 {
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 			// Redacting changes the length of an upstream's stream
@@ -190,9 +194,20 @@ func (w *bufferedResponse) Header() http.Header         { return w.header }
 func (w *bufferedResponse) WriteHeader(status int)      { w.status = status }
 func (w *bufferedResponse) Write(b []byte) (int, error) { return w.body.Write(b) }
 
-// maxEventLine bounds a stream line held to be scrubbed whole; a longer
-// line (no provider's error event is one) passes as it comes.
+// maxEventLine bounds a stream line held to be scrubbed whole. A longer
+// line is judged by its first maxEventLine bytes: the data of an error
+// event is replaced by the gateway's own (withheldData), the rest of the
+// line dropped as it comes; another line (a large event of the model's,
+// which passes unscrubbed anyway) passes as it comes.
 const maxEventLine = 1 << 20
+
+// What scrubStream does with a line longer than maxEventLine, until its
+// line ending.
+const (
+	overNone = iota // the line is not over the bound
+	overPass        // relayed as it comes
+	overDrop        // replaced: dropped as it comes
+)
 
 // scrubStream redacts the operator's account ids from the error events of
 // an event stream as it is relayed, and leaves every other event byte for
@@ -200,17 +215,19 @@ const maxEventLine = 1 << 20
 // one named error (Anthropic, Responses) or response.failed (Responses),
 // or an unnamed one whose data is an error (errorData: a chat completions
 // error, or a typed one from an upstream that names no events).
-// Lines are released whole, as they complete.
+// Lines are released whole, as they complete; it holds at most
+// maxEventLine bytes and one read of a line.
 type scrubStream struct {
 	io.ReadCloser
 	t *target
 
-	line  []byte // the current line, not yet complete
-	out   []byte // scrubbed bytes, read from off on
-	off   int
-	named bool // the current event has an event: field
-	fault bool // the current event is an error event
-	long  bool // the current line outgrew maxEventLine: passed as it comes
+	line   []byte // the current line, not yet complete
+	out    []byte // scrubbed bytes, read from off on
+	off    int
+	named  bool // the current event has an event: field
+	fault  bool // the current event is an error event
+	failed bool // the current event is named response.failed
+	over   int  // the current line outgrew maxEventLine (overPass, overDrop)
 	// afterCR: the last line ended in a CR at the end of a read; an LF
 	// that follows belongs to that line's ending.
 	afterCR bool
@@ -253,29 +270,40 @@ func (s *scrubStream) feed(chunk []byte) {
 				continue
 			}
 		}
-		// i is the last byte of the line ending, when chunk has one.
-		i := bytes.IndexAny(chunk, "\r\n")
-		if i >= 0 && chunk[i] == '\r' {
+		// The line ending, when chunk has one, is chunk[j:i+1].
+		j := bytes.IndexAny(chunk, "\r\n")
+		i := j
+		if j >= 0 && chunk[j] == '\r' {
 			switch {
-			case i+1 == len(chunk):
+			case j+1 == len(chunk):
 				s.afterCR = true
-			case chunk[i+1] == '\n':
+			case chunk[j+1] == '\n':
 				i++
 			}
 		}
 		switch {
-		case s.long && i < 0:
-			s.out = append(s.out, chunk...)
-			return
-		case s.long:
-			s.out = append(s.out, chunk[:i+1]...)
-			s.long = false
-		case i < 0:
-			s.line = append(s.line, chunk...)
-			if len(s.line) > maxEventLine {
-				s.out, s.line, s.long = append(s.out, s.line...), s.line[:0], true
+		case s.over != overNone && j < 0:
+			if s.over == overPass {
+				s.out = append(s.out, chunk...)
 			}
 			return
+		case s.over != overNone:
+			if s.over == overPass {
+				s.out = append(s.out, chunk[:j]...)
+			}
+			s.out = append(s.out, chunk[j:i+1]...)
+			s.over = overNone
+		case j < 0:
+			s.line = append(s.line, chunk...)
+			if len(s.line) > maxEventLine {
+				s.overflow()
+			}
+			return
+		case len(s.line)+j > maxEventLine:
+			s.line = append(s.line, chunk[:j]...)
+			s.overflow()
+			s.out = append(s.out, chunk[j:i+1]...)
+			s.over = overNone
 		case len(s.line) == 0:
 			s.out = append(s.out, s.scrubLine(chunk[:i+1])...)
 		default:
@@ -287,15 +315,116 @@ func (s *scrubStream) feed(chunk []byte) {
 	}
 }
 
+// overflow releases the current line, grown past maxEventLine without its
+// line ending, as its first maxEventLine bytes tell: the data line of an
+// error event becomes the gateway's error data (withheldData), and what
+// follows of it is dropped; another line passes as it comes.
+func (s *scrubStream) overflow() {
+	head := s.line[:min(len(s.line), maxEventLine)]
+	if kind := s.faultKind(head); kind != "" {
+		s.out = append(s.out, "data: "...)
+		s.out = append(s.out, withheldData[kind]...)
+		s.over = overDrop
+	} else {
+		s.out = append(s.out, s.line...)
+		s.over = overPass
+	}
+	s.line = s.line[:0]
+}
+
+// faultKind tells whether head, the start of a line of the current event,
+// begins the data of an error event, and of which shape: "response.failed"
+// (an event so named or typed), "error" (an event so named or typed), or
+// "chat" (an unnamed chat completions error); "" when it does not. Of an
+// unnamed event it reads the members of the data's object before the cut
+// (errorHead).
+func (s *scrubStream) faultKind(head []byte) string {
+	data, ok := bytes.CutPrefix(head, []byte("data:"))
+	switch {
+	case !ok:
+		return ""
+	case s.failed:
+		return "response.failed"
+	case s.fault:
+		return "error"
+	case !s.named:
+		return errorHead(data)
+	}
+	return ""
+}
+
+// withheldMessage explains the gateway's error data that replaces an
+// error event too long to scrub.
+const withheldMessage = "The upstream API sent an error event too long for the gateway to check; its message was withheld."
+
+// withheldData is the gateway's error data replacing an error event's
+// data too long to scrub, by the event's shape (faultKind): each reads as
+// an error to the SDKs of its API and to the capture's stream readers.
+var withheldData = map[string]string{
+	"chat": `{"error":{"message":"` + withheldMessage + `","type":"` + apierr.TypeUpstream + `","param":null,"code":"upstream_error"}}`,
+	// Anthropic's error event (type, error) and the Responses API's (type,
+	// code, message) in one.
+	"error": `{"type":"error","error":{"type":"api_error","message":"` + withheldMessage + `"},"code":"upstream_error","message":"` + withheldMessage + `"}`,
+	"response.failed": `{"type":"response.failed","response":{"object":"response","status":"failed",` +
+		`"error":{"code":"server_error","message":"` + withheldMessage + `"},"output":[]}}`,
+}
+
+// errorHead is errorData for the start of an event's data, cut anywhere:
+// it reads the members of the data's object up to the cut, and returns
+// the error's shape (as faultKind) once a member says it is an error —
+// "error" not null, or "type" error or response.failed — and "" when none
+// before the cut does.
+func errorHead(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch key {
+		case "error":
+			v, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			if v != nil {
+				return "chat"
+			}
+		case "type":
+			v, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			if v == "error" || v == "response.failed" {
+				return v.(string)
+			}
+			if _, ok := v.(json.Delim); ok {
+				return "" // not a string: not an event's type
+			}
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return ""
+			}
+		}
+	}
+	return ""
+}
+
 // scrubLine returns one line of the stream (with its line ending) as
 // relayed, following which event it belongs to.
 func (s *scrubStream) scrubLine(line []byte) []byte {
 	l := bytes.TrimRight(line, "\r\n")
 	switch {
 	case len(l) == 0:
-		s.named, s.fault = false, false
-	case sseField(l, "event", "error"), sseField(l, "event", "response.failed"):
-		s.named, s.fault = true, true
+		s.named, s.fault, s.failed = false, false, false
+	case sseField(l, "event", "error"):
+		s.named, s.fault, s.failed = true, true, false
+	case sseField(l, "event", "response.failed"):
+		s.named, s.fault, s.failed = true, true, true
 	case bytes.HasPrefix(l, []byte("event:")):
 		s.named = true
 	case bytes.HasPrefix(l, []byte("data:")) && (s.fault || !s.named && errorData(l[len("data:"):])):

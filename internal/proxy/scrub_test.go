@@ -463,3 +463,64 @@ func TestSharedKeyQuotaExhausted(t *testing.T) {
 		noAccount(t, resp.Header, b)
 	}
 }
+
+// TestScrubStreamOversizedErrorLine: an error event's data line longer
+// than the scrubber holds (maxEventLine) is never relayed as it came: it
+// is replaced by the gateway's own error data, in the event's shape, which
+// the capture's stream readers still take for an error; the events around
+// it pass byte for byte, and the scrubber holds no more than a line's
+// bound, however the stream is cut into reads.
+func TestScrubStreamOversizedErrorLine(t *testing.T) {
+	up := &target{secret: operatorKey}
+	pad := strings.Repeat("x", maxEventLine+100)
+	const before = "data: {\"choices\":[{\"delta\":{\"content\":\"" + openaiOrg + "\"}}]}\n\n"
+	const after = "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+	for _, tc := range []struct {
+		name, event, data, end string
+	}{
+		{"chat error", "", `{"error":{"message":"Limit of ` + openaiOrg + ` reached: ` + pad + `","type":"tokens"}}`, "\n\n"},
+		{"chat error, account after the cut", "", `{"error":{"message":"` + pad + ` key ` + operatorKey + `","type":"tokens"}}`, "\r\n\r\n"},
+		{"anthropic error", "event: error\n", `{"type":"error","error":{"type":"overloaded_error","message":"` + pad + anthropicOrg + `"}}`, "\r\r"},
+		{"responses failed", "event: response.failed\n", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":{"code":"server_error","message":"` + pad + openaiProject + `"}}}`, "\n\n"},
+		{"unnamed typed error", "", `{"type":"error","message":"` + openaiOrg + pad + `"}`, "\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := before + tc.event + "data: " + tc.data + tc.end + after
+			for name, r := range map[string]io.Reader{
+				"whole":        strings.NewReader(in),
+				"byte by byte": iotest.OneByteReader(strings.NewReader(in)),
+				"halves":       iotest.HalfReader(strings.NewReader(in)),
+			} {
+				s := &scrubStream{ReadCloser: io.NopCloser(r), t: up}
+				got, err := io.ReadAll(s)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				out := string(got)
+				for _, secret := range []string{openaiOrg, operatorKey, anthropicOrg, openaiProject} {
+					if strings.Count(out, secret) != strings.Count(before+after, secret) {
+						t.Errorf("%s: %s relayed from the oversized error line", name, secret)
+					}
+				}
+				rest, ok := strings.CutPrefix(out, before+tc.event)
+				if !ok {
+					t.Fatalf("%s: the stream before the error event was not relayed as sent: %.200q", name, out)
+				}
+				line, ok := strings.CutSuffix(rest, tc.end+after)
+				if !ok {
+					t.Fatalf("%s: the stream after the error line was not relayed as sent: %.200q", name, rest)
+				}
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok || strings.ContainsAny(data, "\r\n") || len(data) > 1024 {
+					t.Fatalf("%s: the error line became %.300q, want one short data line", name, line)
+				}
+				if tc.event == "" && !errorData([]byte(data)) || !json.Valid([]byte(data)) || !strings.Contains(data, "withheld") {
+					t.Errorf("%s: the error line became %q, want the gateway's error data", name, data)
+				}
+				if c := cap(s.line); c > 2*maxEventLine+64<<10 {
+					t.Errorf("%s: the scrubber held %d bytes of one line", name, c)
+				}
+			}
+		})
+	}
+}

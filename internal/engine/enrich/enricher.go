@@ -210,8 +210,10 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // in part — and what the hooks write is idempotent by the exchange's
 // stored messages: a fact stated again from its message counts no mention
 // more (storetest.Knowledge), a summary version covering the messages is
-// not asked for again, items are upserted by their source. Only their
-// side-model calls (fact extraction) are made again. With a lease
+// not asked for again, items are upserted by their source. The fact
+// extraction model's answers are kept by the process that asked
+// (recall.Extractor), so only a round another process redoes pays for
+// them again. With a lease
 // (EnrichOptions.Lease) it enriches only while it holds it, renewing it
 // before each claim and during each round, and stands by, doing its idle
 // work, while another enricher holds it; on the way out it gives the lease

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -62,13 +63,17 @@ type ExtractorOptions struct {
 // contents) and AfterSave returns nil, so capture never waits on an
 // unavailable model; pattern-detected facts (compaction) keep flowing. A
 // redelivered exchange (res.Duplicate) is not extracted again, since
-// re-stating a fact would raise its mention count.
+// re-stating a fact would raise its mention count. The model's answers
+// are kept, bounded, per user and question (answers.go): an enrichment
+// round redone in this process — after a store failure, a lost lease or a
+// lost acknowledgement — records them without asking the model again.
 type Extractor struct {
-	client Chatter
-	store  FactWriter
-	opts   ExtractorOptions
-	logger *slog.Logger
-	m      *extractMetrics
+	client  Chatter
+	store   FactWriter
+	opts    ExtractorOptions
+	logger  *slog.Logger
+	m       *extractMetrics
+	answers *cache.Cache[answerKey, []memory.Fact]
 }
 
 // NewExtractor returns an Extractor asking client and writing to store.
@@ -83,12 +88,14 @@ func NewExtractor(client Chatter, store FactWriter, opts ExtractorOptions, logge
 	if opts.MaxPerUser <= 0 {
 		opts.MaxPerUser = 200
 	}
-	return &Extractor{client: client, store: store, opts: opts, logger: logger, m: newExtractMetrics()}
+	return &Extractor{client: client, store: store, opts: opts, logger: logger, m: newExtractMetrics(), answers: newAnswers()}
 }
 
 // Collectors returns the Extractor's Prometheus collectors, for the caller
 // to register.
-func (e *Extractor) Collectors() []prometheus.Collector { return e.m.collectors() }
+func (e *Extractor) Collectors() []prometheus.Collector {
+	return append(e.m.collectors(), e.answers.Collectors()...)
+}
 
 const extractPrompt = `You extract durable facts a user states about themselves from their chat messages.
 Only facts the user states about themselves or their life; nothing the assistant said, no questions, no small talk, no guesses.
@@ -102,10 +109,7 @@ Reply with JSON only, exactly: {"facts": [{"type": string, "key": string, "value
 // valid ones (it implements record.Hook through AfterSaveBatch). It returns an error only when
 // the store fails to record a valid fact, so the worker retries.
 func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memory.SaveResult) error {
-	if res.Duplicate || res.Dropped {
-		return nil
-	}
-	return e.record(ctx, ex, e.ask(ctx, ex), res)
+	return e.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
 }
 
 // batchCalls bounds the model calls one AfterSaveBatch has in flight.
@@ -114,25 +118,43 @@ const batchCalls = 4
 // AfterSaveBatch does what AfterSave does for each exchange of a batch (it
 // implements record.Hook), asking the model about up to 4 exchanges
 // at a time, then recording their facts in the exchanges' order, so a later
-// statement still supersedes an earlier one.
+// statement still supersedes an earlier one. An exchange whose question
+// the model answered before (answers) is not asked again.
 func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
 	asked := make([][]memory.Fact, len(exs))
+	keys := make([]answerKey, len(exs))
 	sem := make(chan struct{}, batchCalls)
 	var wg sync.WaitGroup
 	for i, ex := range exs {
 		if results[i].Duplicate || results[i].Dropped {
 			continue
 		}
+		input := question(ex)
+		if input == "" {
+			continue
+		}
+		keys[i] = e.answerKey(ex, input)
+		if facts, ok := e.answers.Get(keys[i]); ok {
+			e.m.runs.WithLabelValues("reused").Inc()
+			asked[i] = facts
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			asked[i] = e.ask(ctx, ex)
+			asked[i] = e.ask(ctx, ex.ID, input)
 		}()
 	}
 	wg.Wait()
 	var errs []error
 	for i, ex := range exs {
+		if asked[i] != nil {
+			// Kept before it is recorded: a round that cannot record it
+			// now (the store failed, the round was fenced) or cannot
+			// acknowledge it is redone without paying for it again.
+			e.answers.Put(keys[i], asked[i])
+		}
 		if err := e.record(ctx, ex, asked[i], results[i]); err != nil {
 			errs = append(errs, err)
 		}
@@ -144,22 +166,25 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 // extraction model: its first 16 KiB, as pin detection reads (enrich).
 const maxExtractBytes = 16 << 10
 
-// ask asks the model which facts the user messages of ex state and returns
-// the valid ones; failures and invalid replies are counted and logged, and
-// yield none.
-func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
+// question returns the user text of ex the model is asked about: its
+// user messages that did not fail, the first 16 KiB of them; "" when
+// there is none.
+func question(ex memory.Exchange) string {
 	var user []string
 	for _, m := range ex.Turn {
 		if m.Role == "user" && !m.Failed() && strings.TrimSpace(m.Content) != "" {
 			user = append(user, strings.TrimSpace(m.Content))
 		}
 	}
-	if len(user) == 0 {
-		return nil
-	}
 	// A pasted document is not a list of facts about the user, and the
 	// side model is paid for on the operator's key.
-	input := memory.Truncate(strings.Join(user, "\n"), maxExtractBytes)
+	return memory.Truncate(strings.Join(user, "\n"), maxExtractBytes)
+}
+
+// ask asks the model which facts input (the question of exchange exID)
+// states and returns the valid ones, never nil; failures and invalid
+// replies are counted and logged, and yield nil.
+func (e *Extractor) ask(ctx context.Context, exID, input string) []memory.Fact {
 	cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 	resp, err := e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{
@@ -173,12 +198,12 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	})
 	if err != nil {
 		e.m.runs.WithLabelValues("model_error").Inc()
-		e.logger.Warn("fact extraction model failed; pattern facts only", "exchange", ex.ID, "error", err)
+		e.logger.Warn("fact extraction model failed; pattern facts only", "exchange", exID, "error", err)
 		return nil
 	}
 	if len(resp.Choices) == 0 {
 		e.m.runs.WithLabelValues("bad_reply").Inc()
-		e.logger.Warn("fact extraction reply has no choices", "exchange", ex.ID)
+		e.logger.Warn("fact extraction reply has no choices", "exchange", exID)
 		return nil
 	}
 	facts, dropped, err := ParseFacts(resp.Choices[0].Message.Content)
@@ -187,11 +212,11 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange) []memory.Fact {
 	}
 	if err != nil {
 		e.m.runs.WithLabelValues("bad_reply").Inc()
-		e.logger.Warn("fact extraction reply rejected", "exchange", ex.ID, "error", err, "bytes", len(resp.Choices[0].Message.Content))
+		e.logger.Warn("fact extraction reply rejected", "exchange", exID, "error", err, "bytes", len(resp.Choices[0].Message.Content))
 		return nil
 	}
 	if len(dropped) > 0 {
-		e.logger.Info("fact extraction dropped invalid items", "exchange", ex.ID, "dropped", dropped)
+		e.logger.Info("fact extraction dropped invalid items", "exchange", exID, "dropped", dropped)
 	}
 	e.m.runs.WithLabelValues("ok").Inc()
 	if facts == nil {
@@ -350,7 +375,7 @@ func newExtractMetrics() *extractMetrics {
 	return &extractMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_fact_extraction_runs_total",
-			Help: "Model fact extractions by outcome (ok: a valid reply; model_error, bad_reply; store_error: its facts not recorded).",
+			Help: "Model fact extractions by outcome (ok: a valid reply; model_error, bad_reply; store_error: its facts not recorded; reused: an earlier answer to the same question recorded, no model asked).",
 		}, []string{"outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_fact_extraction_dropped_total",
