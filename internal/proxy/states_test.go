@@ -299,3 +299,30 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPathState: a passthrough path names the response or conversation
+// of its first segment, except the Responses API's fixed sub-paths
+// posted to, which name none.
+func TestPathState(t *testing.T) {
+	resp := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateResponse, ID: id} }
+	for _, tt := range []struct {
+		method, path string
+		want         memory.ProviderState
+		ok           bool
+	}{
+		{http.MethodGet, "/v1/responses/resp_1", resp("resp_1"), true},
+		{http.MethodPost, "/v1/responses/resp_1/cancel", resp("resp_1"), true},
+		{http.MethodGet, "/v1/responses/resp_1/input_items", resp("resp_1"), true},
+		{http.MethodGet, "/v1/conversations/conv_1/items", memory.ProviderState{Kind: memory.StateConversation, ID: "conv_1"}, true},
+		{http.MethodPost, "/v1/responses/input_tokens", memory.ProviderState{}, false},
+		{http.MethodPost, "/v1/responses/compact", memory.ProviderState{}, false},
+		// Only posted to are they sub-paths; below them is an id.
+		{http.MethodGet, "/v1/responses/compact", resp("compact"), true},
+		{http.MethodPost, "/v1/responses/compact/x", resp("compact"), true},
+		{http.MethodPost, "/v1/chat/completions", memory.ProviderState{}, false},
+	} {
+		if got, ok := pathState(tt.method, tt.path); got != tt.want || ok != tt.ok {
+			t.Errorf("%s %s: %v, %v; want %v, %v", tt.method, tt.path, got, ok, tt.want, tt.ok)
+		}
+	}
+}
