@@ -326,3 +326,33 @@ func TestPathState(t *testing.T) {
 		}
 	}
 }
+
+// TestStatesReasoningWithEncryptedContent: a reasoning input item that
+// carries its encrypted_content goes upstream whoever's its id is: the
+// provider reads its content from encrypted_content, which it accepts
+// only for the id it was issued for (see responses.reference), so the id
+// reaches nothing stored. Without encrypted_content the provider reads
+// the item it stored under the id, which must be the caller's.
+func TestStatesReasoningWithEncryptedContent(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	states := newFakeStates()
+	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "rs_alice"}] = "a/alice"
+	g := sharedGateway(t, up, states)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	for _, tt := range []struct {
+		item   string
+		status int
+	}{
+		{`{"type":"reasoning","id":"rs_alice","summary":[],"encrypted_content":"gAAAA-bob"}`, http.StatusOK},
+		{`{"type":"reasoning","id":"rs_never","summary":[],"encrypted_content":"gAAAA-bob"}`, http.StatusOK},
+		{`{"type":"reasoning","id":"rs_alice","summary":[]}`, http.StatusNotFound},
+		{`{"type":"reasoning","id":"rs_alice","summary":[],"encrypted_content":null}`, http.StatusNotFound},
+		{`{"type":"reasoning","id":"rs_alice","summary":[],"encrypted_content":""}`, http.StatusNotFound},
+	} {
+		before := up.Calls()
+		resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","store":false,"input":[`+tt.item+`,{"role":"user","content":"hi"}]}`, h)
+		if resp.StatusCode != tt.status || (up.Calls() == before) != (tt.status != http.StatusOK) {
+			t.Errorf("%s: %d %s (upstream calls %d), want %d", tt.item, resp.StatusCode, b, up.Calls()-before, tt.status)
+		}
+	}
+}

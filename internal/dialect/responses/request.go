@@ -209,7 +209,19 @@ func (r *Request) repeat(param, key string) {
 // item of members obj (members) from the item it stored under the item's
 // id, and that id: an item
 // reference (type item_reference, or neither type nor role), or a
-// reasoning item with an id sent without its encrypted content. It reads
+// reasoning item with an id sent without its encrypted content.
+//
+// A reasoning item with its encrypted_content names nothing stored: the
+// provider reads its content from encrypted_content, which it issued for
+// that item's id alone and verifies against the id the item gives ("The
+// encrypted content for item rs_… could not be verified. Reason:
+// Encrypted content item_id did not match the target item id."), and it
+// accepts such items for ids it never stored (store: false responses,
+// whose items it persists nowhere — the stateless use the field exists
+// for). Another's id is then useless without the blob issued to its
+// owner, so checking it would refuse every stateless client's reasoning
+// and protect nothing. An empty or null encrypted_content is no content:
+// the item is read by id. It reads
 // the members by their exact names, as the provider does: encoding/json,
 // which reads the rest of the item, matches names in any case, so that
 // an item with "type" and "Type" reads as the type the provider ignores.
