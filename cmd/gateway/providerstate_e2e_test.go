@@ -100,18 +100,7 @@ func wantRefused(t *testing.T, fake *dialecttest.Upstream, gw, path string, c ca
 	var got int
 	var b []byte
 	if body == "" {
-		req, _ := http.NewRequest(http.MethodGet, gw+path, nil)
-		for k, v := range c.headers() {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		buf.ReadFrom(resp.Body)
-		got, b = resp.StatusCode, buf.Bytes()
+		got, b = getAs(t, gw+path, c)
 	} else {
 		got, b = postJSON(t, gw+path, body, c.headers())
 	}
