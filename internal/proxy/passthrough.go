@@ -43,40 +43,9 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				return nil
 			}
 			if p.sharedKey(a) {
-				// A state created here is its creator's; one named in
-				// the path must be the caller's, and the items the reply
-				// names of it (a background response's output, the
-				// items a conversation holds or was given) are the
-				// caller's too.
-				if s, ok := pathState(r.Method, r.URL.Path); ok {
-					if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, unknownPathState); aerr != nil {
-						a.writeError(c.Response(), aerr)
-						return nil
-					}
-					f.bind = p.itemsBind(f.x, id)
-				}
-				if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
-					f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
-				}
-				// The fixed sub-paths of the Responses API read a body
-				// that names states as a create body does; compact's
-				// reply is a response of the caller's.
-				if responsesSubPath(r.Method, r.URL.Path) {
-					if aerr := p.checkBody(c, id, dialect.ResponsesStates); aerr != nil {
-						a.writeError(c.Response(), aerr)
-						return nil
-					}
-					if r.URL.Path == responsesPath+"/compact" {
-						f.bind = &stateBind{p: p, x: f.x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: time.Now()}
-					}
-				}
-				// Items put in a conversation may name stored items by
-				// id: the provider copies them into it.
-				if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
-					if aerr := p.checkBody(c, id, dialect.ConversationItems); aerr != nil {
-						a.writeError(c.Response(), aerr)
-						return nil
-					}
+				if aerr := p.passStates(c, id, f); aerr != nil {
+					a.writeError(c.Response(), aerr)
+					return nil
 				}
 			}
 		}
@@ -94,6 +63,44 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 		p.rp.ServeHTTP(newFinalWriter(c.Response()), withForward(r, f))
 		return nil
 	}
+}
+
+// passStates checks the provider states a passthrough request under the
+// operator's key names, and sets f's binding of those its reply creates
+// or names: a state created here is its creator's; one named in the path
+// must be the caller's, and the items the reply names of it (a background
+// response's output, the items a conversation holds or was given) are
+// the caller's too.
+func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apierr.Error {
+	r := c.Request()
+	if s, ok := pathState(r.Method, r.URL.Path); ok {
+		if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, unknownPathState); aerr != nil {
+			return aerr
+		}
+		if r.Method != http.MethodHead { // a reply with no body names nothing
+			f.bind = p.itemsBind(f.x, id)
+		}
+	}
+	if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
+		f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
+	}
+	// The fixed sub-paths of the Responses API read a body that names
+	// states as a create body does; compact's reply is a response of the
+	// caller's.
+	if responsesSubPath(r.Method, r.URL.Path) {
+		if aerr := p.checkBody(c, id, dialect.ResponsesStates); aerr != nil {
+			return aerr
+		}
+		if r.URL.Path == responsesPath+"/compact" {
+			f.bind = &stateBind{p: p, x: f.x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: time.Now()}
+		}
+	}
+	// Items put in a conversation may name stored items by id: the
+	// provider copies them into it.
+	if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
+		return p.checkBody(c, id, dialect.ConversationItems)
+	}
+	return nil
 }
 
 // conversationsPath creates a conversation of the Conversations API.
