@@ -15,7 +15,10 @@ import (
 // serveSharedKey runs `gateway serve` with two gateway keys (tenants ta
 // and tb), an admin key and one upstream key for both — the provider sees
 // only the operator — in front of fake, with POST /v1/conversations and
-// GET /v1/conversations/* allowed besides the stateless routes.
+// GET /v1/conversations/* allowed besides the stateless routes, and the
+// routes on stored state: POST /v1/conversations/* (items added), GET
+// /v1/responses/* (a response retrieved) and POST /v1/responses/* (its
+// fixed sub-paths, input_tokens and compact).
 func serveSharedKey(t *testing.T, fake *dialecttest.Upstream, extra string) string {
 	t.Helper()
 	cfg := "keys:\n" +
@@ -23,6 +26,7 @@ func serveSharedKey(t *testing.T, fake *dialecttest.Upstream, extra string) stri
 		"  - hash: " + identity.HashKey("key-b") + "\n    tenant: tb\n" +
 		"admin_key: admin-key\n" +
 		"security:\n  passthrough:\n    - POST /v1/conversations\n    - GET /v1/conversations/*\n    - GET /v1/models\n" +
+		"    - POST /v1/conversations/*\n    - GET /v1/responses/*\n    - POST /v1/responses/*\n" +
 		"memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n" + extra
 	return serveConfigured(t, cfg, map[string]string{"GATEWAY_UPSTREAM_BASE_URL": fake.URL + "/v1", "GATEWAY_UPSTREAM_API_KEY": "sk-operator"})
 }
@@ -96,18 +100,7 @@ func wantRefused(t *testing.T, fake *dialecttest.Upstream, gw, path string, c ca
 	var got int
 	var b []byte
 	if body == "" {
-		req, _ := http.NewRequest(http.MethodGet, gw+path, nil)
-		for k, v := range c.headers() {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		buf.ReadFrom(resp.Body)
-		got, b = resp.StatusCode, buf.Bytes()
+		got, b = getAs(t, gw+path, c)
 	} else {
 		got, b = postJSON(t, gw+path, body, c.headers())
 	}

@@ -227,3 +227,18 @@ func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) 
 // the stored turns where that API wants them and keeps every other member
 // as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p) }
+
+// ResponsesStates are the provider states the body of a request to a
+// fixed sub-path of the Responses API (input_tokens, compact) names, as
+// a create body's (Request.States); a body that breaks the API's rules,
+// or gives a member twice (Request.AmbiguousStates), is a 400.
+func ResponsesStates(raw []byte) ([]memory.ProviderState, *apierr.Error) {
+	r, err := responses.ParseStateBody(raw)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if aerr := repeatedMember(r.Repeated()); aerr != nil {
+		return nil, aerr
+	}
+	return r.States(), nil
+}

@@ -43,24 +43,9 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				return nil
 			}
 			if p.sharedKey(a) {
-				// A state created here is its creator's; one named in
-				// the path must be the caller's.
-				if s, ok := pathState(r.URL.Path); ok {
-					if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, unknownPathState); aerr != nil {
-						a.writeError(c.Response(), aerr)
-						return nil
-					}
-				}
-				if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
-					f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
-				}
-				// Items put in a conversation may name stored items by
-				// id: the provider copies them into it.
-				if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
-					if aerr := p.checkItems(c, id); aerr != nil {
-						a.writeError(c.Response(), aerr)
-						return nil
-					}
+				if aerr := p.passStates(c, id, f); aerr != nil {
+					a.writeError(c.Response(), aerr)
+					return nil
 				}
 			}
 		}
@@ -80,6 +65,44 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	}
 }
 
+// passStates checks the provider states a passthrough request under the
+// operator's key names, and sets f's binding of those its reply creates
+// or names: a state created here is its creator's; one named in the path
+// must be the caller's, and the items the reply names of it (a background
+// response's output, the items a conversation holds or was given) are
+// the caller's too.
+func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apierr.Error {
+	r := c.Request()
+	if s, ok := pathState(r.Method, r.URL.Path); ok {
+		if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, unknownPathState); aerr != nil {
+			return aerr
+		}
+		if r.Method != http.MethodHead { // a reply with no body names nothing
+			f.bind = p.itemsBind(f.x, id)
+		}
+	}
+	if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
+		f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
+	}
+	// The fixed sub-paths of the Responses API read a body that names
+	// states as a create body does; compact's reply is a response of the
+	// caller's.
+	if responsesSubPath(r.Method, r.URL.Path) {
+		if aerr := p.checkBody(c, id, dialect.ResponsesStates); aerr != nil {
+			return aerr
+		}
+		if r.URL.Path == responsesPath+"/compact" {
+			f.bind = &stateBind{p: p, x: f.x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: time.Now()}
+		}
+	}
+	// Items put in a conversation may name stored items by id: the
+	// provider copies them into it.
+	if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
+		return p.checkBody(c, id, dialect.ConversationItems)
+	}
+	return nil
+}
+
 // conversationsPath creates a conversation of the Conversations API.
 const conversationsPath = "/v1/conversations"
 
@@ -95,31 +118,52 @@ func conversationItems(pth string) bool {
 	return ok && id != "" && tail == "items"
 }
 
-// checkItems reads the body of c's request, which puts items in a
-// conversation, and checks the stored items it names by id are id's
-// (checkStates); the body then goes upstream as read.
-func (p *Proxy) checkItems(c echo.Context, id memory.Identity) *apierr.Error {
+// checkBody reads the body of c's request and checks the stored states
+// named reads it to name (items put in a conversation, the states a
+// Responses sub-path body names) are id's (checkStates); the body then
+// goes upstream as read.
+func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte) ([]memory.ProviderState, *apierr.Error)) *apierr.Error {
 	r := c.Request()
 	raw, aerr := readBody(c.Response(), r, p.opts.MaxBodyBytes)
 	if aerr != nil {
 		return aerr
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
-	states, aerr := dialect.ConversationItems(raw)
+	states, aerr := named(raw)
 	if aerr != nil {
 		return aerr
 	}
 	return p.checkStates(r.Context(), id, states, unknownState)
 }
 
-// pathState is the provider state a passthrough path names: the
-// conversation of /v1/conversations/{id}[/…], the stored response of
-// /v1/responses/{id}[/…].
-func pathState(pth string) (memory.ProviderState, bool) {
+// responsesPath is the Responses API.
+const responsesPath = "/v1/responses"
+
+// responsesSubPaths are the fixed sub-paths the provider serves under
+// /v1/responses/, which name no response: their bodies name states as a
+// create body does. Any other segment there is a response id.
+var responsesSubPaths = map[string]bool{"input_tokens": true, "compact": true}
+
+// responsesSubPath reports whether method and pth post to a fixed
+// sub-path of the Responses API (POST /v1/responses/input_tokens,
+// /v1/responses/compact).
+func responsesSubPath(method, pth string) bool {
+	rest, ok := strings.CutPrefix(pth, responsesPath+"/")
+	return method == http.MethodPost && ok && responsesSubPaths[rest]
+}
+
+// pathState is the provider state a passthrough request of method to pth
+// names: the conversation of /v1/conversations/{id}[/…], the stored
+// response of /v1/responses/{id}[/…] — none for the Responses API's fixed
+// sub-paths (responsesSubPath).
+func pathState(method, pth string) (memory.ProviderState, bool) {
+	if responsesSubPath(method, pth) {
+		return memory.ProviderState{}, false
+	}
 	for _, k := range []struct {
 		prefix string
 		kind   memory.StateKind
-	}{{conversationsPath + "/", memory.StateConversation}, {"/v1/responses/", memory.StateResponse}} {
+	}{{conversationsPath + "/", memory.StateConversation}, {responsesPath + "/", memory.StateResponse}} {
 		if rest, ok := strings.CutPrefix(pth, k.prefix); ok {
 			id, _, _ := strings.Cut(rest, "/")
 			return memory.ProviderState{Kind: k.kind, ID: id}, true

@@ -135,16 +135,28 @@ type stateBind struct {
 	// tenant and user own the state; at is when the request arrived.
 	tenant, user string
 	at           time.Time
+	// items: the request named a state already verified as the
+	// tenant's user's (a response or conversation in its path), and the
+	// reply names that state and items of it — a background response's
+	// output, a conversation's items — which are bound; its own id is
+	// not read, and a reply naming none binds nothing.
+	items bool
 	// created is set once the reply's own id was bound (or given up
 	// on); done once its items were too: nothing more is read.
 	created, done bool
 }
 
-// states are the states c names: its own id, of b's kind, and its output
-// items' ids.
+// itemsBind returns the binding of the items a reply to a request of
+// id's, whose path named a state verified as id's, names.
+func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
+	return &stateBind{p: p, x: x, kind: memory.StateItem, tenant: id.Tenant, user: id.User, at: time.Now(), items: true}
+}
+
+// states are the states c names: its own id, of b's kind (unless b binds
+// items only), and its items' ids.
 func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 	var out []memory.ProviderState
-	if c.ID != "" {
+	if c.ID != "" && !b.items {
 		out = append(out, memory.ProviderState{Kind: b.kind, ID: c.ID})
 	}
 	for _, id := range c.Items {
@@ -160,7 +172,9 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 // response id is bound before the read that completes that event
 // returns, the output items' ids before the terminal event's does. A
 // reply too large to read, or that names no id, binds nothing: nobody may
-// continue it.
+// continue it. A binding of items reads a whole reply's output or list
+// items (responses.ItemsFromJSON) and a stream's terminal event's
+// output.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
@@ -181,13 +195,19 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 		b.failed(ctx, errCaptureTooLarge)
 		return nil
 	}
-	c, err := responses.CreatedFromJSON(buf)
+	read := responses.CreatedFromJSON
+	if b.items {
+		read = responses.ItemsFromJSON
+	}
+	c, err := read(buf)
 	if err != nil {
 		b.failed(ctx, err)
 		return nil
 	}
 	b.created, b.done = true, true
-	b.bind(ctx, b.states(c))
+	if sts := b.states(c); len(sts) > 0 {
+		b.bind(ctx, sts)
+	}
 	return nil
 }
 
@@ -236,9 +256,10 @@ func (s *stateBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close counts a stream that ended before naming its response.
+// Close counts a stream that ended before naming its response (a
+// retrieved stream that ended early names nothing new).
 func (s *stateBody) Close() error {
-	if !s.b.created {
+	if !s.b.created && !s.b.items {
 		s.b.failed(context.Background(), errors.New("the stream named no response id"))
 	}
 	return s.ReadCloser.Close()

@@ -299,3 +299,60 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPathState: a passthrough path names the response or conversation
+// of its first segment, except the Responses API's fixed sub-paths
+// posted to, which name none.
+func TestPathState(t *testing.T) {
+	resp := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateResponse, ID: id} }
+	for _, tt := range []struct {
+		method, path string
+		want         memory.ProviderState
+		ok           bool
+	}{
+		{http.MethodGet, "/v1/responses/resp_1", resp("resp_1"), true},
+		{http.MethodPost, "/v1/responses/resp_1/cancel", resp("resp_1"), true},
+		{http.MethodGet, "/v1/responses/resp_1/input_items", resp("resp_1"), true},
+		{http.MethodGet, "/v1/conversations/conv_1/items", memory.ProviderState{Kind: memory.StateConversation, ID: "conv_1"}, true},
+		{http.MethodPost, "/v1/responses/input_tokens", memory.ProviderState{}, false},
+		{http.MethodPost, "/v1/responses/compact", memory.ProviderState{}, false},
+		// Only posted to are they sub-paths; below them is an id.
+		{http.MethodGet, "/v1/responses/compact", resp("compact"), true},
+		{http.MethodPost, "/v1/responses/compact/x", resp("compact"), true},
+		{http.MethodPost, "/v1/chat/completions", memory.ProviderState{}, false},
+	} {
+		if got, ok := pathState(tt.method, tt.path); got != tt.want || ok != tt.ok {
+			t.Errorf("%s %s: %v, %v; want %v, %v", tt.method, tt.path, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestStatesReasoningWithEncryptedContent: a reasoning input item that
+// carries its encrypted_content goes upstream whoever's its id is: the
+// provider reads its content from encrypted_content, which it accepts
+// only for the id it was issued for (see responses.reference), so the id
+// reaches nothing stored. Without encrypted_content the provider reads
+// the item it stored under the id, which must be the caller's.
+func TestStatesReasoningWithEncryptedContent(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	states := newFakeStates()
+	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "rs_alice"}] = "a/alice"
+	g := sharedGateway(t, up, states)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	for _, tt := range []struct {
+		item   string
+		status int
+	}{
+		{`{"type":"reasoning","id":"rs_alice","summary":[],"encrypted_content":"gAAAA-bob"}`, http.StatusOK},
+		{`{"type":"reasoning","id":"rs_never","summary":[],"encrypted_content":"gAAAA-bob"}`, http.StatusOK},
+		{`{"type":"reasoning","id":"rs_alice","summary":[]}`, http.StatusNotFound},
+		{`{"type":"reasoning","id":"rs_alice","summary":[],"encrypted_content":null}`, http.StatusNotFound},
+		{`{"type":"reasoning","id":"rs_alice","summary":[],"encrypted_content":""}`, http.StatusNotFound},
+	} {
+		before := up.Calls()
+		resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","store":false,"input":[`+tt.item+`,{"role":"user","content":"hi"}]}`, h)
+		if resp.StatusCode != tt.status || (up.Calls() == before) != (tt.status != http.StatusOK) {
+			t.Errorf("%s: %d %s (upstream calls %d), want %d", tt.item, resp.StatusCode, b, up.Calls()-before, tt.status)
+		}
+	}
+}

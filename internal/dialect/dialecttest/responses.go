@@ -109,6 +109,7 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 		Tools        []json.RawMessage `json:"tools"`
 		Previous     string            `json:"previous_response_id"`
 		Conversation json.RawMessage   `json:"conversation"`
+		Background   bool              `json:"background"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.Model == "" {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "model", "A model and a JSON body are required.")
@@ -122,13 +123,14 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "input", "Invalid input: "+err.Error())
 		return
 	}
-	if conv := req.Conversation; len(conv) > 0 && string(conv) != "null" {
-		id := conversationOf(conv)
+	conv := ""
+	if c := req.Conversation; len(c) > 0 && string(c) != "null" {
+		conv = conversationOf(c)
 		u.mu.Lock()
-		ok := u.convs[id]
+		ok := u.convs[conv]
 		u.mu.Unlock()
 		if !ok {
-			openAIError(w, http.StatusNotFound, "invalid_request_error", "conversation", fmt.Sprintf("Conversation with id '%s' not found.", id))
+			openAIError(w, http.StatusNotFound, "invalid_request_error", "conversation", fmt.Sprintf("Conversation with id '%s' not found.", conv))
 			return
 		}
 	}
@@ -191,6 +193,12 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 	}
 	usage := map[string]any{"input_tokens": inTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
 		"output_tokens": outTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": inTokens + outTokens}
+	u.keep(id, conv, userText, resp("completed", output, usage))
+	if req.Background && !req.Stream {
+		// Queued: the output is read later (GET /v1/responses/{id}).
+		writeJSON(w, http.StatusOK, resp("queued", nil, nil))
+		return
+	}
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, resp("completed", output, usage))
 		return

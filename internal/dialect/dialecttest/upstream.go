@@ -24,8 +24,10 @@ type Recorded struct {
 }
 
 // Upstream is a fake provider: POST /v1/messages answers like Anthropic,
-// POST /v1/responses like OpenAI, and POST /v1/conversations creates a
-// conversation of the Conversations API that a response may name. A request that offers tools and carries no
+// POST /v1/responses like OpenAI (background: true queues it, its output
+// read by GET /v1/responses/{id}), and POST /v1/conversations creates a
+// conversation of the Conversations API that a response may name; see
+// stored.go for the other routes on stored state. A request that offers tools and carries no
 // tool result gets a tool call (get the weather in Porto); any other gets a
 // text answer that quotes the latest tool result or user text. Requests that
 // break the provider's rules (see validateMessages, validateResponses) get
@@ -34,8 +36,10 @@ type Upstream struct {
 	*httptest.Server
 	mu        sync.Mutex
 	requests  []Recorded
-	responses map[string]bool // response ids given out, for previous_response_id
-	convs     map[string]bool // conversation ids given out, for conversation
+	responses map[string]bool             // response ids given out, for previous_response_id
+	convs     map[string]bool             // conversation ids given out, for conversation
+	stored    map[string]map[string]any   // the responses given out, completed
+	items     map[string][]map[string]any // each conversation's items
 	n         int
 }
 
@@ -50,11 +54,17 @@ func NewUpstream(tb testing.TB) *Upstream {
 // StartUpstream starts an Upstream outside a test (the manual client
 // harness under testdata/sdk/clients); the caller closes it.
 func StartUpstream() *Upstream {
-	u := &Upstream{responses: map[string]bool{}, convs: map[string]bool{}}
+	u := &Upstream{responses: map[string]bool{}, convs: map[string]bool{},
+		stored: map[string]map[string]any{}, items: map[string][]map[string]any{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", u.record(u.messages))
 	mux.HandleFunc("POST /v1/responses", u.record(u.responsesAPI))
 	mux.HandleFunc("POST /v1/conversations", u.record(u.conversations))
+	mux.HandleFunc("GET /v1/responses/{id}", u.record(u.retrieve))
+	mux.HandleFunc("POST /v1/responses/input_tokens", u.record(u.inputTokens))
+	mux.HandleFunc("POST /v1/responses/compact", u.record(u.compact))
+	mux.HandleFunc("POST /v1/conversations/{id}/items", u.record(u.addItems))
+	mux.HandleFunc("GET /v1/conversations/{id}/items", u.record(u.listItems))
 	u.Server = httptest.NewServer(mux)
 	return u
 }

@@ -17,17 +17,22 @@ type Created struct {
 }
 
 // createdJSON is the part of a reply, or of a stream event's response,
-// naming what it created.
+// naming what it created: a response's output items, or the items of a
+// list (a conversation's items, a response's input items).
 type createdJSON struct {
-	ID     string `json:"id"`
-	Output []struct {
-		ID string `json:"id"`
-	} `json:"output"`
+	ID     string   `json:"id"`
+	Output []itemID `json:"output"`
+	Data   []itemID `json:"data"`
+}
+
+// itemID is the part of an item naming it.
+type itemID struct {
+	ID string `json:"id"`
 }
 
 func (c createdJSON) items() []string {
 	var ids []string
-	for _, it := range c.Output {
+	for _, it := range append(c.Output, c.Data...) {
 		if it.ID != "" {
 			ids = append(ids, it.ID)
 		}
@@ -38,12 +43,22 @@ func (c createdJSON) items() []string {
 // CreatedFromJSON reads what a whole reply created: its top-level id and
 // its output items' ids. It fails when the reply names no id.
 func CreatedFromJSON(b []byte) (Created, error) {
+	c, err := ItemsFromJSON(b)
+	if err == nil && c.ID == "" {
+		err = errors.New("the reply names no id")
+	}
+	return c, err
+}
+
+// ItemsFromJSON reads the items a whole reply names, which need not name
+// an id of its own: a response's output items (GET /v1/responses/{id} of
+// a background response, its cancel) or a list's items (the items
+// POST /v1/conversations/{id}/items added, a conversation's or a
+// response's input items listed), with its top-level id when it gives one.
+func ItemsFromJSON(b []byte) (Created, error) {
 	var c createdJSON
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Created{}, err
-	}
-	if c.ID == "" {
-		return Created{}, errors.New("the reply names no id")
 	}
 	return Created{ID: c.ID, Items: c.items()}, nil
 }

@@ -56,3 +56,24 @@ func TestCreatedFromJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestItemsFromJSON: the items a whole reply names — a response's output,
+// a list's data — with its id when it gives one; no id is no error.
+func TestItemsFromJSON(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want Created
+	}{
+		{`{"id":"resp_1","object":"response","status":"completed","output":[{"id":"msg_1"},{"id":""}]}`, Created{ID: "resp_1", Items: []string{"msg_1"}}},
+		{`{"object":"list","data":[{"id":"msg_1","type":"message"},{"id":"fc_1"}],"has_more":false}`, Created{Items: []string{"msg_1", "fc_1"}}},
+		{`{"id":"resp_1","object":"response","status":"queued","output":[]}`, Created{ID: "resp_1"}},
+		{`{"object":"response.deleted","deleted":true}`, Created{}},
+	} {
+		if c, err := ItemsFromJSON([]byte(tt.body)); err != nil || !reflect.DeepEqual(c, tt.want) {
+			t.Errorf("%s: %+v, %v; want %+v", tt.body, c, err, tt.want)
+		}
+	}
+	if _, err := ItemsFromJSON([]byte(`not json`)); err == nil {
+		t.Error("not json: no error")
+	}
+}

@@ -69,7 +69,18 @@ type Request struct {
 // forwarded. It fails with a *body.FieldError (matching memory.ErrInvalid)
 // when the body is not an object, model is not a non-empty string, input is
 // neither a string nor an array of items, or a member has the wrong type.
-func ParseRequest(b []byte) (*Request, error) {
+func ParseRequest(b []byte) (*Request, error) { return parseRequest(b, true) }
+
+// ParseStateBody reads the body of a request to a fixed sub-path of the
+// Responses API (POST /v1/responses/input_tokens, /v1/responses/compact),
+// which names stored states as a create body does (previous_response_id,
+// conversation, input items by id: States, Repeated) but need give
+// neither model nor input. It fails as ParseRequest does otherwise.
+func ParseStateBody(b []byte) (*Request, error) { return parseRequest(b, false) }
+
+// parseRequest reads a Responses body; create requires the members a
+// create body must give (model, and input unless previous_response_id).
+func parseRequest(b []byte, create bool) (*Request, error) {
 	obj, err := body.Parse(b)
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
@@ -102,7 +113,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	if obj.Has("safety_identifier") {
 		json.Unmarshal(obj.Get("safety_identifier"), &r.SafetyIdentifier) // the upstream's to check
 	}
-	if r.Model == "" {
+	if r.Model == "" && create {
 		return nil, body.Invalid("model", "model must be a non-empty string")
 	}
 	if c := obj.Get("conversation"); obj.Has("conversation") && string(c) != "null" {
@@ -115,7 +126,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	if err := r.readInstructions(); err != nil {
 		return nil, err
 	}
-	if err := r.readInput(); err != nil {
+	if err := r.readInput(create); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -198,7 +209,19 @@ func (r *Request) repeat(param, key string) {
 // item of members obj (members) from the item it stored under the item's
 // id, and that id: an item
 // reference (type item_reference, or neither type nor role), or a
-// reasoning item with an id sent without its encrypted content. It reads
+// reasoning item with an id sent without its encrypted content.
+//
+// A reasoning item with its encrypted_content names nothing stored: the
+// provider reads its content from encrypted_content, which it issued for
+// that item's id alone and verifies against the id the item gives ("The
+// encrypted content for item rs_… could not be verified. Reason:
+// Encrypted content item_id did not match the target item id."), and it
+// accepts such items for ids it never stored (store: false responses,
+// whose items it persists nowhere — the stateless use the field exists
+// for). Another's id is then useless without the blob issued to its
+// owner, so checking it would refuse every stateless client's reasoning
+// and protect nothing. An empty or null encrypted_content is no content:
+// the item is read by id. It reads
 // the members by their exact names, as the provider does: encoding/json,
 // which reads the rest of the item, matches names in any case, so that
 // an item with "type" and "Type" reads as the type the provider ignores.
@@ -378,11 +401,13 @@ func (r *Request) readInstructions() error {
 	return r.add(chat.Message{Role: "system", Content: chat.Text(text)}, -1, "instructions")
 }
 
-// readInput reads the input member.
-func (r *Request) readInput() error {
+// readInput reads the input member, which a create body (required) must
+// give unless it names a previous response; another may give none, or
+// null.
+func (r *Request) readInput(required bool) error {
 	r.input = r.obj.Get("input")
-	if !r.obj.Has("input") {
-		if r.PreviousResponseID == "" {
+	if !r.obj.Has("input") || !required && string(r.input) == "null" {
+		if r.PreviousResponseID == "" && required {
 			return body.Invalid("input", "input is required")
 		}
 		return nil

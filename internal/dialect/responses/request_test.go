@@ -255,6 +255,38 @@ func TestStates(t *testing.T) {
 	}
 }
 
+// TestParseStateBody: the body of a fixed sub-path of the Responses API
+// (input_tokens, compact) need give neither model nor input, and names
+// states as a create body does; a body of the wrong shape still fails.
+func TestParseStateBody(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want []memory.ProviderState
+	}{
+		{`{}`, nil},
+		{`{"model":null,"input":null}`, nil},
+		{`{"conversation":"conv_1"}`, []memory.ProviderState{{Kind: memory.StateConversation, ID: "conv_1"}}},
+		{`{"model":"m","previous_response_id":"resp_1","input":[{"type":"item_reference","id":"msg_1"}]}`,
+			[]memory.ProviderState{{Kind: memory.StateResponse, ID: "resp_1"}, {Kind: memory.StateItem, ID: "msg_1"}}},
+	} {
+		r, err := ParseStateBody([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.body, err)
+		}
+		if got := r.States(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: States() = %v, want %v", tt.body, got, tt.want)
+		}
+	}
+	for _, body := range []string{`[]`, `{"input":42}`, `{"previous_response_id":7}`} {
+		if _, err := ParseStateBody([]byte(body)); err == nil {
+			t.Errorf("%s: no error", body)
+		}
+	}
+	if r, err := ParseStateBody([]byte(`{"conversation":{"id":"conv_1","id":"conv_2"}}`)); err != nil || r.Repeated() == nil {
+		t.Errorf("a repeated member: %v, %v", r, err)
+	}
+}
+
 // TestNoStore: store false asks the provider to keep nothing; true, null
 // or absent keep the response.
 func TestNoStore(t *testing.T) {

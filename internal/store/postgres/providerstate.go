@@ -13,8 +13,8 @@ import (
 
 // BindState records that b's provider states belong to b's tenant and user
 // until b.Expires (storetest.RunStates): a row of provider_states each,
-// keyed by the state's digest (contract.StateDigest), written in one
-// transaction under the user's
+// keyed by the state's digest (contract.StateDigest), written by one
+// statement in one transaction under the user's
 // erasure guard (memory.ErrErased when the user was erased at or after
 // b.At). A state bound already keeps its owner; the same owner's binding
 // moves its expiry. It removes up to contract.ExpiredStates bindings
@@ -24,14 +24,14 @@ func (s *Store) BindState(ctx context.Context, b memory.StateBinding) error {
 		if err := guard(ctx, tx, b.Tenant, b.User, b.At); err != nil {
 			return err
 		}
-		owner := contract.UserTombstone(b.Tenant, b.User)
-		for _, st := range b.States {
-			if _, err := tx.Exec(ctx, `INSERT INTO provider_states (digest, owner, expires_at) VALUES ($1, $2, $3)
-				ON CONFLICT (digest) DO UPDATE SET expires_at = GREATEST(provider_states.expires_at, excluded.expires_at)
-				WHERE provider_states.owner = excluded.owner`,
-				contract.StateDigest(st), owner, b.Expires); err != nil {
-				return unavailable(err)
-			}
+		// One statement for every state, each digest once: ON CONFLICT
+		// DO UPDATE may not touch a row twice.
+		if _, err := tx.Exec(ctx, `INSERT INTO provider_states (digest, owner, expires_at)
+			SELECT d, $2, $3 FROM unnest($1::bytea[]) AS d
+			ON CONFLICT (digest) DO UPDATE SET expires_at = GREATEST(provider_states.expires_at, excluded.expires_at)
+			WHERE provider_states.owner = excluded.owner`,
+			contract.NewStateLookup(b.States).Digests, contract.UserTombstone(b.Tenant, b.User), b.Expires); err != nil {
+			return unavailable(err)
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM provider_states WHERE digest IN
 			(SELECT digest FROM provider_states WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, b.At, contract.ExpiredStates)

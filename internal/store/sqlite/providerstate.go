@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 
 // BindState records that b's provider states belong to b's tenant and user
 // until b.Expires (storetest.RunStates): a row of provider_states each,
-// keyed by the state's digest (contract.StateDigest), in one of the
-// writer's transactions,
+// keyed by the state's digest (contract.StateDigest), written by one
+// statement per stateChunk distinct states in one of the writer's
+// transactions,
 // refused with memory.ErrErased when the user was erased at or after b.At.
 // A state bound already keeps its owner; the same owner's binding moves
 // its expiry. It removes up to contract.ExpiredStates bindings lapsed by
@@ -26,10 +28,15 @@ func (s *Store) BindState(ctx context.Context, b memory.StateBinding) error {
 			return err
 		}
 		owner := contract.UserTombstone(b.Tenant, b.User)
-		for _, st := range b.States {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO provider_states (digest, owner, expires_at) VALUES (?1, ?2, ?3)
-				ON CONFLICT (digest) DO UPDATE SET expires_at = MAX(expires_at, excluded.expires_at) WHERE owner = excluded.owner`,
-				contract.StateDigest(st), owner, nanos(b.Expires)); err != nil {
+		for ds := range slices.Chunk(contract.NewStateLookup(b.States).Digests, stateChunk) {
+			args := []any{owner, nanos(b.Expires)}
+			rows := make([]string, len(ds))
+			for i, d := range ds {
+				args = append(args, d)
+				rows[i] = "(?" + strconv.Itoa(len(args)) + ", ?1, ?2)"
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO provider_states (digest, owner, expires_at) VALUES `+strings.Join(rows, ", ")+`
+				ON CONFLICT (digest) DO UPDATE SET expires_at = MAX(expires_at, excluded.expires_at) WHERE owner = excluded.owner`, args...); err != nil {
 				return err
 			}
 		}

@@ -35,6 +35,7 @@ func RunStates(t *testing.T, open func(t *testing.T) StateStore) {
 	}{
 		{"OwnerOnly", testStateOwnerOnly},
 		{"SeveralAtOnce", testStateSeveral},
+		{"RepeatedAndBoundInOne", testStateBatch},
 		{"ManyLookedUpAtOnce", testStateMany},
 		{"FirstOwnerKeepsIt", testStateFirstOwner},
 		{"Lapses", testStateLapses},
@@ -102,13 +103,30 @@ func testStateSeveral(t *testing.T, s StateStore) {
 	}
 }
 
+// testStateBatch: one binding naming a state twice, or states bound
+// already — its owner's own and another's — binds each once: the others'
+// stay theirs, the rest are the owner's.
+func testStateBatch(t *testing.T, s StateStore) {
+	now := time.Now()
+	item := memory.ProviderState{Kind: memory.StateItem, ID: "msg_a"}
+	mustBind(t, s, "acme", "ana", respA, now, time.Hour, item, item)
+	mustBind(t, s, "acme", "bob", respB, now, time.Hour, respA, item, respB, respA)
+	mustBind(t, s, "acme", "ana", item, now, 2*time.Hour, respA, item)
+	for _, st := range []memory.ProviderState{respA, item} {
+		wantBound(t, s, "acme", "ana", st, now.Add(90*time.Minute), true)
+		wantBound(t, s, "acme", "bob", st, now, false)
+	}
+	wantBound(t, s, "acme", "bob", respB, now, true)
+	wantBound(t, s, "acme", "ana", respB, now, false)
+}
+
 // testStateMany: a lookup of many states, some repeated, some another
 // owner's, some never bound, answers each in its place.
 func testStateMany(t *testing.T, s StateStore) {
 	now := time.Now()
 	var mine, theirs, sts []memory.ProviderState
 	var want []bool
-	for i := range 700 {
+	for i := range 1000 { // over a store's chunk of states, bound and looked up
 		st := memory.ProviderState{Kind: memory.StateItem, ID: fmt.Sprintf("msg_%d", i)}
 		switch i % 3 {
 		case 0:
@@ -196,7 +214,7 @@ func testStateErasedRefused(t *testing.T, s StateStore) {
 
 // BenchStates measures what the provider state binding adds to a
 // Responses request under a shared key: binding a response and two items,
-// and looking up three states, on s.
+// binding sixteen items, and looking up three states, on s.
 func BenchStates(b *testing.B, s StateStore) {
 	ctx := context.Background()
 	now := time.Now()
@@ -207,6 +225,22 @@ func BenchStates(b *testing.B, s StateStore) {
 	b.Run("Bind", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if err := s.BindState(ctx, memory.StateBinding{Tenant: "acme", User: "ana", States: sts(i), At: now, Expires: now.Add(time.Hour)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// A turn of many output items (tool calls, reasoning), or a list of
+	// a conversation's items.
+	many := func(i int) []memory.ProviderState {
+		out := make([]memory.ProviderState, 16)
+		for j := range out {
+			out[j] = memory.ProviderState{Kind: memory.StateItem, ID: fmt.Sprintf("item_%d_%d", i, j)}
+		}
+		return out
+	}
+	b.Run("Bind16", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if err := s.BindState(ctx, memory.StateBinding{Tenant: "acme", User: "ana", States: many(i), At: now, Expires: now.Add(time.Hour)}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
+)
+
+// getAs sends GET url as c and returns the status and body.
+func getAs(t *testing.T, url string, c caller) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range c.headers() {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// itemIDs are the ids of a reply's output items (a response) or data
+// items (a list), or of a stream's response.completed output.
+func itemIDs(t *testing.T, b []byte) []string {
+	t.Helper()
+	type items struct {
+		Output []struct {
+			ID string `json:"id"`
+		} `json:"output"`
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	var ids []string
+	add := func(it items) {
+		for _, o := range append(it.Output, it.Data...) {
+			ids = append(ids, o.ID)
+		}
+	}
+	if !bytes.HasPrefix(b, []byte("event:")) {
+		var it items
+		if err := json.Unmarshal(b, &it); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		add(it)
+		return ids
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type     string `json:"type"`
+			Response items  `json:"response"`
+		}
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Type == "response.completed" {
+			add(ev.Response)
+		}
+	}
+	return ids
+}
+
+// wantItemsOwned checks that the stored items ids are ana's to name by
+// reference, and refused to every other caller as unknown items.
+func wantItemsOwned(t *testing.T, fake *dialecttest.Upstream, gw string, ana caller, others []caller, ids []string) {
+	t.Helper()
+	if len(ids) == 0 {
+		t.Fatal("no items to name")
+	}
+	for _, item := range ids {
+		ref := `{"model":"gpt-4.1","input":[{"type":"item_reference","id":"` + item + `"},{"role":"user","content":"And?"}]}`
+		if status, b := postJSON(t, gw+"/v1/responses", ref, ana.headers()); status != http.StatusOK {
+			t.Errorf("the owner's reference to %s: %d %s", item, status, b)
+		}
+		for _, c := range others {
+			wantRefused(t, fake, gw, "/v1/responses", c, ref, http.StatusNotFound, "input", "", "Item with id '"+item+"' not found.")
+		}
+	}
+}
+
+// TestProviderStateItemsOfStoredStates: with gateway keys and one upstream
+// key for every tenant, the items a user's stored state gains after the
+// reply that created it — a background response's output, read by
+// retrieving it whole or streamed; the items added to a conversation, or
+// that a response in it put there, read by listing them — are the user's
+// to name by reference and nobody else's. Retrieving or listing another's
+// state is refused as unknown. Run end to end, as
+// TestProviderStateStaysWithItsTenant.
+func TestProviderStateItemsOfStoredStates(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	others := []caller{{"key-b", "ana"}, {"key-a", "bob"}, {"key-a", ""}}
+
+	for _, query := range []string{"", "?stream=true"} {
+		t.Run("background"+query, func(t *testing.T) {
+			status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","input":"My pin is 1234.","background":true}`, ana.headers())
+			var queued struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			}
+			if status != http.StatusOK || json.Unmarshal(b, &queued) != nil || queued.Status != "queued" {
+				t.Fatalf("background create: %d %s", status, b)
+			}
+			for _, c := range others {
+				wantRefused(t, fake, gw, "/v1/responses/"+queued.ID+query, c, "", http.StatusNotFound, "", "",
+					"Response with id '"+queued.ID+"' not found.")
+			}
+			status, b = getAs(t, gw+"/v1/responses/"+queued.ID+query, ana)
+			if status != http.StatusOK {
+				t.Fatalf("the owner's retrieve: %d %s", status, b)
+			}
+			wantItemsOwned(t, fake, gw, ana, others, itemIDs(t, b))
+		})
+	}
+
+	t.Run("conversation items", func(t *testing.T) {
+		var conv struct {
+			ID string `json:"id"`
+		}
+		if status, b := postJSON(t, gw+"/v1/conversations", `{}`, ana.headers()); status != http.StatusOK || json.Unmarshal(b, &conv) != nil {
+			t.Fatalf("create conversation: %d %s", status, b)
+		}
+		add := `{"items":[{"type":"message","role":"user","content":"My pin is 1234."}]}`
+		for _, c := range others {
+			wantRefused(t, fake, gw, "/v1/conversations/"+conv.ID+"/items", c, add, http.StatusNotFound, "", "",
+				"Conversation with id '"+conv.ID+"' not found.")
+		}
+		status, b := postJSON(t, gw+"/v1/conversations/"+conv.ID+"/items", add, ana.headers())
+		if status != http.StatusOK {
+			t.Fatalf("the owner's items: %d %s", status, b)
+		}
+		added := itemIDs(t, b)
+		wantItemsOwned(t, fake, gw, ana, others, added)
+
+		// A response in the conversation puts its input there too, an
+		// item no reply to its create names: listing names it.
+		if status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","conversation":"`+conv.ID+`","input":"Hello."}`, ana.headers()); status != http.StatusOK {
+			t.Fatalf("a response in the conversation: %d %s", status, b)
+		}
+		status, b = getAs(t, gw+"/v1/conversations/"+conv.ID+"/items", ana)
+		if status != http.StatusOK {
+			t.Fatalf("the owner's list: %d %s", status, b)
+		}
+		listed := itemIDs(t, b)
+		if len(listed) <= len(added) {
+			t.Fatalf("listed %v, want more than %v", listed, added)
+		}
+		wantItemsOwned(t, fake, gw, ana, others, listed)
+	})
+}
+
+// TestProviderStateResponsesSubPaths: with gateway keys and one upstream
+// key for every tenant, POST /v1/responses/input_tokens and
+// /v1/responses/compact, when allowed, reach the provider (they name no
+// response), their bodies' previous_response_id, conversation and items
+// named by id checked as a create body's: the owner's go upstream,
+// another's are refused as unknown without calling it. The compacted
+// response and its items are the caller's.
+func TestProviderStateResponsesSubPaths(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	others := []caller{{"key-b", "ana"}, {"key-a", "bob"}, {"key-a", ""}}
+	id, item := createResponse(t, gw, ana, `{"model":"gpt-4.1","input":"My pin is 1234."}`, false)
+
+	for _, path := range []string{"/v1/responses/input_tokens", "/v1/responses/compact"} {
+		t.Run(path, func(t *testing.T) {
+			cont := `{"model":"gpt-4.1","previous_response_id":"` + id + `"}`
+			for _, c := range others {
+				wantRefused(t, fake, gw, path, c, cont, http.StatusBadRequest, "previous_response_id", "previous_response_not_found",
+					"Previous response with id '"+id+"' not found.")
+				wantRefused(t, fake, gw, path, c, `{"model":"gpt-4.1","input":[{"type":"item_reference","id":"`+item+`"}]}`,
+					http.StatusNotFound, "input", "", "Item with id '"+item+"' not found.")
+			}
+			status, b := postJSON(t, gw+path, cont, ana.headers())
+			if status != http.StatusOK {
+				t.Fatalf("the owner's %s: %d %s", path, status, b)
+			}
+			if path != "/v1/responses/compact" {
+				return
+			}
+			var compacted struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(b, &compacted) != nil || compacted.ID == "" {
+				t.Fatalf("compact names no response: %s", b)
+			}
+			next := `{"model":"gpt-4.1","previous_response_id":"` + compacted.ID + `","input":"And?"}`
+			if status, b := postJSON(t, gw+"/v1/responses", next, ana.headers()); status != http.StatusOK {
+				t.Errorf("the owner's continuation of the compacted response: %d %s", status, b)
+			}
+			for _, c := range others {
+				wantRefused(t, fake, gw, "/v1/responses", c, next, http.StatusBadRequest, "previous_response_id", "previous_response_not_found",
+					"Previous response with id '"+compacted.ID+"' not found.")
+			}
+			wantItemsOwned(t, fake, gw, ana, others, itemIDs(t, b))
+		})
+	}
+}
