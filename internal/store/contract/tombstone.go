@@ -15,7 +15,8 @@ import (
 // is about to write and compares, and which nothing can turn back into the
 // id. (Who holds the database and guesses an id can still confirm the
 // guess: the digest has no secret key, which would have to outlive every
-// tombstone and every backup of it.)
+// tombstone and every backup of it. docs/architecture.md, "Why the
+// tombstone digests are not keyed", says what a key would take.)
 //
 // The digest is SHA-256 over a domain tag and the ids, each written as a
 // netstring (its length in bytes, a colon, its bytes, a comma), so that no
