@@ -19,6 +19,8 @@ type Store interface {
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	DeleteUser(ctx context.Context, tenant, user string) error
+	// Footprint counts what is stored about a user, table by table.
+	Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error)
 }
 
 // storeScope is scope for the conversation routes, answering 503 when no
@@ -104,14 +106,32 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 // handleDeleteUser serves DELETE /v1/memory/users/{user}: everything stored
 // about the user in the caller's tenant is erased, and the user's
 // exchanges still queued are purged from the queues (engine.DeleteUser).
+// A user nothing is stored about is erased all the same (its tombstone
+// refuses its late turns). The answer names the id erased, whether the
+// value was that id or a body value's digest ("named_by": "id" or
+// "digest", memory.NamedUserID), and what was stored about the user just
+// before the erasure ("found", "stored": memory.Footprint, counted before
+// it; both left out when the count failed), so an operator who mistyped
+// a user sees that nothing was stored under it.
 func (a *Admin) handleDeleteUser(c echo.Context) error {
-	id, aerr := a.storeScope(c, c.Param("user"))
+	value := c.Param("user")
+	id, aerr := a.storeScope(c, value)
 	if aerr != nil {
 		return aerr
 	}
-	if err := a.store.DeleteUser(c.Request().Context(), id.Tenant, id.User); err != nil {
+	ctx := c.Request().Context()
+	answer := map[string]any{"user": id.User, "object": "user", "deleted": true, "named_by": "digest"}
+	if memory.ValidID(value) {
+		answer["named_by"] = "id"
+	}
+	if f, err := a.store.Footprint(ctx, id.Tenant, id.User); err != nil {
+		a.log.Warn("erasing a user without counting what was stored", "request_id", server.RequestID(c), "error", err)
+	} else {
+		answer["found"], answer["stored"] = !f.Empty(), f
+	}
+	if err := a.store.DeleteUser(ctx, id.Tenant, id.User); err != nil {
 		return a.storeError(c, err)
 	}
-	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"user": id.User, "object": "user", "deleted": true})
+	apierr.WriteJSON(c.Response(), http.StatusOK, answer)
 	return nil
 }

@@ -127,7 +127,7 @@ const DefaultProviderStateRetention = 30 * 24 * time.Hour
 
 // MaxRetryFor bounds capture.retry_for: a turn retried in place longer
 // than a tombstone of a conversation never stored lives (7 days,
-// contract.UnstoredTombstoneLife) could be stored after it went.
+// memory.UnstoredTombstoneLife) could be stored after it went.
 const MaxRetryFor = Duration(24 * time.Hour)
 
 // DefaultListen and DefaultListenKeyed are where the gateway listens when

@@ -139,7 +139,8 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 // store dates the deletion, so its turns in flight are dropped when they
 // are saved, and its queued ones are purged; the call answers
 // memory.ErrNotFound only when there was nothing of it in the queues
-// either.
+// either. Last, a few tombstones of conversations never stored that
+// nothing can be refused by any more go (expireTombstones).
 func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	_, err := with(e, func(c *Core) (none, error) {
 		stored := c.Store.DeleteConversation(ctx, id)
@@ -153,9 +154,30 @@ func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) err
 		if err == nil && purged == 0 {
 			err = stored // nothing stored, nothing queued: not found
 		}
+		if err := c.expireTombstones(ctx); err != nil && e.log != nil {
+			e.log.Warn("conversation tombstones not expired; the next deletion tries again", "err", err)
+		}
 		return none{}, err
 	})
 	return err
+}
+
+// expireTombstones deletes a few tombstones of conversations never stored
+// that no turn can be refused by any more: deleted a life before now and
+// before the capture queue's oldest entry (memory.TombstoneHorizon). When
+// the queue cannot say, none goes.
+func (c *Core) expireTombstones(ctx context.Context) error {
+	var oldest time.Time
+	if c.Capturer != nil {
+		var err error
+		if oldest, err = c.Capturer.QueuedSince(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := c.Store.ExpireTombstones(ctx, memory.TombstoneHorizon(time.Now(), oldest)); err != nil {
+		return err
+	}
+	return nil
 }
 
 // purgeDeleted purges the queues of what the deletion of conversation id

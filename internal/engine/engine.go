@@ -51,6 +51,9 @@ type Store interface {
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
 	DeleteConversation(ctx context.Context, id memory.Identity) error
+	// ExpireTombstones deletes a few tombstones of conversations never
+	// stored deleted before before (memory.TombstoneHorizon).
+	ExpireTombstones(ctx context.Context, before time.Time) (int, error)
 	DeleteUser(ctx context.Context, tenant, user string) error
 	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
 	DeletedAt(ctx context.Context, id memory.Identity) (time.Time, error)

@@ -40,6 +40,8 @@ type queueTopology struct {
 	// atRest returns every byte where the queues and the store keep text
 	// (the SQLite file and its WAL; every Redis key of the queues, dumped).
 	atRest func(t *testing.T) []byte
+	// file is the SQLite database's path ("" for other stores).
+	file string
 }
 
 // capturer returns a Capturer on top's queues saving through saver,
@@ -233,7 +235,7 @@ func sqliteTopology(t *testing.T) queueTopology {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return queueTopology{store: st, queue: st.Outbox(), shared: st.Outbox(), lease: st.Outbox(), enrich: st.EnrichOutbox(),
+	return queueTopology{store: st, queue: st.Outbox(), shared: st.Outbox(), lease: st.Outbox(), enrich: st.EnrichOutbox(), file: path,
 		atRest: func(t *testing.T) []byte {
 			var all []byte
 			for _, p := range []string{path, path + "-wal", path + "-journal"} {

@@ -32,6 +32,10 @@ type Queue interface {
 	EnqueueBatch(ctx context.Context, payloads [][]byte) error
 	// Pending counts the entries not yet acknowledged.
 	Pending(ctx context.Context) (int64, error)
+	// Oldest returns when the oldest entry not yet acknowledged was
+	// enqueued (the zero time: none). A tombstone of a conversation never
+	// stored lives by it too (Capturer.QueuedSince).
+	Oldest(ctx context.Context) (time.Time, error)
 	// Purge deletes, claimed or not, the entries whose payload match
 	// reports true, and returns how many it deleted. A purged entry is
 	// never delivered again; acknowledging it is a no-op. An erasure

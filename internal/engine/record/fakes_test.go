@@ -140,6 +140,10 @@ func (q *fakeQueue) Pending(ctx context.Context) (int64, error) {
 	return int64(len(q.entries)), nil
 }
 
+// Oldest answers the zero time: the fake keeps no enqueue times, and
+// no test of record reads them.
+func (q *fakeQueue) Oldest(ctx context.Context) (time.Time, error) { return time.Time{}, nil }
+
 func (q *fakeQueue) Purge(ctx context.Context, match func([]byte) bool) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -28,6 +28,7 @@ type MemoryQueue struct {
 
 type memEntry struct {
 	payload   []byte
+	queuedAt  time.Time
 	claimedAt time.Time
 	attempts  int
 }
@@ -57,7 +58,7 @@ func (q *MemoryQueue) EnqueueBatch(ctx context.Context, payloads [][]byte) error
 	for _, p := range payloads {
 		q.next++
 		id := strconv.FormatInt(q.next, 10)
-		q.entries[id] = &memEntry{payload: slices.Clone(p)}
+		q.entries[id] = &memEntry{payload: slices.Clone(p), queuedAt: time.Now()}
 		q.order = append(q.order, id)
 	}
 	close(q.wake)
@@ -128,6 +129,20 @@ func (q *MemoryQueue) Pending(ctx context.Context) (int64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return int64(len(q.entries)), nil
+}
+
+// Oldest returns when the oldest entry not acknowledged was enqueued (the
+// zero time: none).
+func (q *MemoryQueue) Oldest(ctx context.Context) (time.Time, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var oldest time.Time
+	for _, e := range q.entries {
+		if oldest.IsZero() || e.queuedAt.Before(oldest) {
+			oldest = e.queuedAt
+		}
+	}
+	return oldest, nil
 }
 
 // Purge deletes the entries whose payload match reports true, claimed or

@@ -60,6 +60,20 @@ func (c *Capturer) PurgeDeleted(ctx context.Context, id memory.Identity, deleted
 	return c.purge(ctx, id.Tenant, id.User, voided, func(conv memory.Identity) bool { return conv == id })
 }
 
+// QueuedSince returns when the oldest entry of the capture queue was
+// enqueued (the zero time: none, or no queue): a tombstone of a
+// conversation never stored lives by it (memory.TombstoneHorizon).
+func (c *Capturer) QueuedSince(ctx context.Context) (time.Time, error) {
+	if c.queue == nil {
+		return time.Time{}, nil
+	}
+	at, err := c.queue.Oldest(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("oldest queued capture: %w", err)
+	}
+	return at, nil
+}
+
 // purge removes from both queues the entries of (tenant, user)'s exchanges that
 // voided says are void, and forgets that the conversations conv selects
 // have turns queued (see PurgeErased).

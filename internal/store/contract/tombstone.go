@@ -3,7 +3,6 @@ package contract
 import (
 	"crypto/sha256"
 	"strconv"
-	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -16,7 +15,8 @@ import (
 // is about to write and compares, and which nothing can turn back into the
 // id. (Who holds the database and guesses an id can still confirm the
 // guess: the digest has no secret key, which would have to outlive every
-// tombstone and every backup of it.)
+// tombstone and every backup of it. docs/architecture.md, "Why the
+// tombstone digests are not keyed", says what a key would take.)
 //
 // The digest is SHA-256 over a domain tag and the ids, each written as a
 // netstring (its length in bytes, a colon, its bytes, a comma), so that no
@@ -57,20 +57,14 @@ func tombstone(tag string, ids ...string) []byte {
 // Tombstones of conversations never stored. Deleting a conversation the
 // store does not hold (its turns still queued or in flight, or an id
 // nobody used) leaves a tombstone all the same, so that a turn received
-// before the deletion is dropped when it is saved. Such a turn is saved
-// within UnstoredTombstoneLife of the deletion, or never: a capture is
-// retried in place for 2 minutes at most (record.Options.RetryFor) before
-// it is queued or set aside; the deletion purges the queues, and what
-// enters one after (a save that failed meanwhile) waits only the queue's
-// backlog; an import is dated by when it began and answers once stored.
-// Past that life the tombstone refuses nothing, and the stores delete it
-// (a few at every conversation deletion), so a tenant key deleting ids
-// that were never stored does not grow the table without bound. A
-// tombstone of a conversation that was stored keeps until its user's
-// erasure.
-const (
-	UnstoredTombstoneLife = 7 * 24 * time.Hour
-	// UnstoredTombstonePrune is how many expired tombstones one deletion
-	// deletes at most: more than it adds.
-	UnstoredTombstonePrune = 16
-)
+// before the deletion is dropped when it is saved. Past its life
+// (memory.UnstoredTombstoneLife, counted on the clock and on the capture
+// queue's oldest entry: memory.TombstoneHorizon) it refuses nothing, and
+// the stores delete it (ExpireTombstones, a few after every conversation
+// deletion), so a tenant key deleting ids that were never stored does not
+// grow the table without bound. A tombstone of a conversation that was
+// stored keeps until its user's erasure.
+
+// UnstoredTombstonePrune is how many expired tombstones one
+// ExpireTombstones deletes at most: more than a deletion adds.
+const UnstoredTombstonePrune = 16

@@ -91,9 +91,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 
 // dateDeletion records, in tx, that conversation id was deleted at at,
 // and whether it was stored: its tombstone holds digests of the ids, not
-// the ids (migration 0027). It deletes a few tombstones of conversations
-// never stored that have outlived contract.UnstoredTombstoneLife, skipping
-// those another deletion is deleting (no tenant waits on another's).
+// the ids (migration 0027).
 func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Time, stored bool) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones AS t (user_digest, digest, deleted_at, stored)
 		VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4, $5) ON CONFLICT (user_digest, digest)
@@ -101,13 +99,22 @@ func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Ti
 		id.Tenant, id.User, id.Conversation, at, stored); err != nil {
 		return fmt.Errorf("date deletion: %w", unavailable(err))
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
-		(SELECT user_digest, digest FROM conversation_tombstones WHERE NOT stored AND deleted_at < $1
-		 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-		at.Add(-contract.UnstoredTombstoneLife), contract.UnstoredTombstonePrune); err != nil {
-		return fmt.Errorf("expire tombstones: %w", unavailable(err))
-	}
 	return nil
+}
+
+// ExpireTombstones deletes up to contract.UnstoredTombstonePrune
+// tombstones of conversations never stored deleted before before, skipping
+// those another call is deleting (no tenant waits on another's), and
+// returns how many (see memory.UnstoredTombstoneLife for the before
+// that keeps every deleted conversation deleted).
+func (s *Store) ExpireTombstones(ctx context.Context, before time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
+		(SELECT user_digest, digest FROM conversation_tombstones WHERE NOT stored AND deleted_at < $1
+		 LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, contract.UnstoredTombstonePrune)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: expire tombstones: %w", unavailable(err))
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // found returns memory.ErrNotFound when the statement that answered tag

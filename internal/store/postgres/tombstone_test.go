@@ -118,7 +118,7 @@ func TestTombstonesOfEarlierBuildsAreDigested(t *testing.T) {
 }
 
 func TestTombstoneExpiryContract(t *testing.T) {
-	storetest.RunTombstoneExpiry(t, func(t *testing.T) (storetest.Store, storetest.Tombstones) {
+	storetest.RunTombstoneExpiry(t, func(t *testing.T) (storetest.TombstoneStore, storetest.Tombstones) {
 		s := mustOpen(t)
 		return s, storetest.Tombstones{
 			Age: func(ctx context.Context, by time.Duration) error {

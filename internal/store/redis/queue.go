@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -200,6 +201,35 @@ func (q *Queue) Pending(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("redis: pending: %w", unavailable(err))
 	}
 	return legacy.Val() + own.Val(), nil
+}
+
+// Oldest returns when the oldest entry of the two streams was enqueued
+// (the zero time: none): its id's milliseconds. Acknowledged entries are
+// deleted from the stream, so the first entry of each is the oldest not
+// acknowledged, claimed or not.
+func (q *Queue) Oldest(ctx context.Context) (time.Time, error) {
+	var firsts [2]*redis.XMessageSliceCmd
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		firsts[0], firsts[1] = p.XRangeN(ctx, q.legacy, "-", "+", 1), p.XRangeN(ctx, q.stream, "-", "+", 1)
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redis: oldest: %w", unavailable(err))
+	}
+	var oldest time.Time
+	for _, first := range firsts {
+		for _, m := range first.Val() {
+			ms, _, ok := strings.Cut(m.ID, "-")
+			n, err := strconv.ParseInt(ms, 10, 64)
+			if !ok || err != nil {
+				return time.Time{}, fmt.Errorf("redis: oldest: entry id %q", m.ID)
+			}
+			if at := time.UnixMilli(n); oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+	}
+	return oldest, nil
 }
 
 // max1ms rounds a positive duration below a millisecond up to one: Redis

@@ -147,16 +147,19 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 // Continued reports whether ex was stored already in its candidate
 // conversation or a branch of it recorded with it (contract.Continued).
 func (s *Store) Continued(ctx context.Context, ex memory.Exchange) (bool, error) {
-	ok, err := contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
-		return liveFrom(ctx, s.reads, id, 0, n)
-	}, func(ctx context.Context, user memory.Identity, candidate string) ([]string, error) {
-		return queryAll(ctx, s.reads, scanString, `SELECT DISTINCT conversation FROM conversation_candidates
-			WHERE tenant = ? AND user_id = ? AND candidate = ? AND conversation <> ? ORDER BY conversation`,
-			user.Tenant, user.User, candidate, memory.DefaultConversation)
-	})
 	// Not while an erasure of the user is under way: what it has not
-	// deleted yet stored nothing the user sends now.
-	if ok, err = unlessErasing(ctx, s.reads, ex.Tenant, ex.User, ok, false, err); err != nil {
+	// deleted yet stored nothing the user sends now. Checked in the reads'
+	// snapshot (one read transaction), not after it.
+	ok, err := unlessErasing(ctx, s.read, ex.Tenant, ex.User, false, func(q querier) (bool, error) {
+		return contract.Continued(ctx, ex, func(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error) {
+			return liveFrom(ctx, q, id, 0, n)
+		}, func(ctx context.Context, user memory.Identity, candidate string) ([]string, error) {
+			return queryAll(ctx, q, scanString, `SELECT DISTINCT conversation FROM conversation_candidates
+				WHERE tenant = ? AND user_id = ? AND candidate = ? AND conversation <> ? ORDER BY conversation`,
+				user.Tenant, user.User, candidate, memory.DefaultConversation)
+		})
+	})
+	if err != nil {
 		return false, fmt.Errorf("continued: %w", err)
 	}
 	return ok, nil

@@ -70,9 +70,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 
 // dateDeletion records, in tx, that conversation id is deleted now, and
 // whether it was stored: its tombstone holds digests of the ids, not the
-// ids (contract.ConversationTombstone). It deletes a few tombstones of
-// conversations never stored that have outlived
-// contract.UnstoredTombstoneLife.
+// ids (contract.ConversationTombstone).
 func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity, stored bool) error {
 	now := time.Now()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at, stored)
@@ -81,12 +79,29 @@ func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity, stored bo
 		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(now), stored); err != nil {
 		return fmt.Errorf("date deletion: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
-		(SELECT user_digest, digest FROM conversation_tombstones WHERE stored = 0 AND deleted_at < ? LIMIT ?)`,
-		nanos(now.Add(-contract.UnstoredTombstoneLife)), contract.UnstoredTombstonePrune); err != nil {
-		return fmt.Errorf("expire tombstones: %w", err)
-	}
 	return nil
+}
+
+// ExpireTombstones deletes up to contract.UnstoredTombstonePrune
+// tombstones of conversations never stored deleted before before, and
+// returns how many (see memory.UnstoredTombstoneLife for the before
+// that keeps every deleted conversation deleted).
+func (s *Store) ExpireTombstones(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM conversation_tombstones WHERE (user_digest, digest) IN
+			(SELECT user_digest, digest FROM conversation_tombstones WHERE stored = 0 AND deleted_at < ? LIMIT ?)`,
+			nanos(before), contract.UnstoredTombstonePrune)
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire tombstones: %w", err)
+	}
+	return int(n), nil
 }
 
 // DeletedAt returns when conversation id was last deleted, or the zero

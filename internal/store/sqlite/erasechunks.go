@@ -210,9 +210,12 @@ func endErasure(ctx context.Context, tx *sql.Tx, tenant, user string, erasedAt i
 var errErasing = fmt.Errorf("an erasure of the user is under way: %w", memory.ErrUnavailable)
 
 // erasing reports whether an erasure of (tenant, user) is under way: its
-// rows, being deleted, are not to be read. A read checks it after it read
-// them (on q, its snapshot when it has one): a read that raced with the
-// erasure's start then answers nothing.
+// rows, being deleted, are not to be read. A read checks it in the
+// snapshot it read them in: in its statement (notErasing), or on the read
+// transaction it read them on (unlessErasing). A check in a statement of
+// its own, after the read, is not enough: a read made while the erasure
+// was under way, checked once it has ended, would answer rows of an
+// erased user.
 func erasing(ctx context.Context, q querier, tenant, user string) (bool, error) {
 	var under bool
 	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM user_erasures WHERE tenant = ? AND user_id = ?)`,
@@ -231,13 +234,20 @@ func notErasing(table string) string {
 		AND user_erasures.user_id = ` + table + `.user_id)`
 }
 
-// unlessErasing returns v, or none when an erasure of (tenant, user) is
-// under way (erasing), or err.
-func unlessErasing[T any](ctx context.Context, q querier, tenant, user string, v, none T, err error) (T, error) {
+// unlessErasing runs read, a read of several statements, in one read
+// transaction on db, and returns what it read, or none when an erasure of
+// (tenant, user) is under way in the same snapshot (erasing).
+func unlessErasing[T any](ctx context.Context, db *sql.DB, tenant, user string, none T, read func(q querier) (T, error)) (T, error) {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return none, err
 	}
-	if under, err := erasing(ctx, q, tenant, user); err != nil || under {
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
+	v, err := read(tx)
+	if err != nil {
+		return none, err
+	}
+	if under, err := erasing(ctx, tx, tenant, user); err != nil || under {
 		return none, err
 	}
 	return v, nil
@@ -289,5 +299,12 @@ func (s *Store) resume() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+}
+
+// readHook calls the tests' afterRead hook, if any.
+func (s *Store) readHook() {
+	if s.afterRead != nil {
+		s.afterRead()
 	}
 }

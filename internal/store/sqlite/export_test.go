@@ -33,3 +33,7 @@ func SetChatLockTTL(s *Store, ttl time.Duration) { s.chatLockTTL = ttl }
 
 // SetChatLockClock sets the clock s's chat locks are taken and renewed by.
 func SetChatLockClock(s *Store, now func() time.Time) { s.chatLockNow = now }
+
+// SetReadHook makes s call hook between an inspector read's statement and
+// its answer.
+func SetReadHook(s *Store, hook func()) { s.afterRead = hook }

@@ -44,14 +44,11 @@ func (s *Store) ItemRevisions(ctx context.Context, tenant, user string) (memory.
 // Load reads key's texts (Dims 0) or vectors of ids above afterID, by id;
 // none while the user's erasure is under way.
 func (src indexSource) Load(ctx context.Context, key itemindex.Key, afterID int64, add func(id int64, conv, ref string, text []byte, vec []float32) error) error {
-	if under, err := erasing(ctx, src.s.reads, key.Tenant, key.User); err != nil || under {
-		return err
-	}
 	query, args := `SELECT id, COALESCE(conversation, ''), source, text FROM memory_items
-		WHERE tenant = ? AND user_id = ? AND id > ?`, []any{key.Tenant, key.User, afterID}
+		WHERE tenant = ? AND user_id = ? AND id > ?`+notErasing("memory_items"), []any{key.Tenant, key.User, afterID}
 	if key.Dims > 0 {
 		query = `SELECT id, COALESCE(conversation, ''), source, embedding FROM memory_items
-		WHERE tenant = ? AND user_id = ? AND id > ? AND model = ? AND dims = ? AND embedding IS NOT NULL`
+		WHERE tenant = ? AND user_id = ? AND id > ? AND model = ? AND dims = ? AND embedding IS NOT NULL` + notErasing("memory_items")
 		args = append(args, key.Model, key.Dims)
 	}
 	var (

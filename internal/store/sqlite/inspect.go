@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,9 +45,10 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 		bs = contract.AddToBranches(bs, at, m)
 		return struct{}{}, err
 	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
-		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL`+notErasing("messages")+`
 		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
-	if bs, err = unlessErasing(ctx, s.read, id.Tenant, id.User, bs, []memory.Branch{}, err); err != nil {
+	s.readHook()
+	if err != nil {
 		return nil, fmt.Errorf("list superseded messages: %w", err)
 	}
 	return bs, nil
@@ -57,15 +59,18 @@ func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Bran
 func (s *Store) Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error) {
 	out, err := queryAll(ctx, s.read, func(r rowScanner) (memory.Summary, error) {
 		return contract.ScanSummary(r, times{}, id)
-	}, `SELECT `+contract.SummaryColumns+` FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?
-		ORDER BY version`, id.Tenant, id.User, id.Conversation)
-	if out, err = unlessErasing(ctx, s.read, id.Tenant, id.User, out, []memory.Summary{}, err); err != nil {
+	}, `SELECT `+contract.SummaryColumns+` FROM summaries WHERE tenant = ? AND user_id = ? AND conversation = ?`+
+		notErasing("summaries")+` ORDER BY version`, id.Tenant, id.User, id.Conversation)
+	s.readHook()
+	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
 	}
 	return out, nil
 }
 
-// Footprint counts the rows stored about a user of a tenant, table by table.
+// Footprint counts the rows stored about a user of a tenant, table by table:
+// none while an erasure of the user is under way (checked in the counts'
+// statement, so in their snapshot).
 func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error) {
 	var f memory.Footprint
 	err := s.read.QueryRowContext(ctx, `SELECT
@@ -75,9 +80,14 @@ func (s *Store) Footprint(ctx context.Context, tenant, user string) (memory.Foot
 		(SELECT COUNT(*) FROM facts WHERE tenant = ?1 AND user_id = ?2),
 		(SELECT COUNT(*) FROM memory_items WHERE tenant = ?1 AND user_id = ?2),
 		(SELECT COUNT(*) FROM exchanges WHERE tenant = ?1 AND user_id = ?2),
-		(SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).
+		(SELECT COUNT(*) FROM dead_letters WHERE tenant = ?1 AND user_id = ?2)
+		WHERE NOT EXISTS (SELECT 1 FROM user_erasures WHERE tenant = ?1 AND user_id = ?2)`, tenant, user).
 		Scan(&f.Conversations, &f.Messages, &f.Summaries, &f.Facts, &f.Items, &f.Exchanges, &f.DeadLetters)
-	if f, err = unlessErasing(ctx, s.read, tenant, user, f, memory.Footprint{}, err); err != nil {
+	s.readHook()
+	if errors.Is(err, sql.ErrNoRows) { // an erasure under way
+		return memory.Footprint{}, nil
+	}
+	if err != nil {
 		return memory.Footprint{}, fmt.Errorf("count user rows: %w", err)
 	}
 	return f, nil

@@ -216,6 +216,19 @@ func (o *Outbox) Ack(ctx context.Context, ids ...string) error {
 	return nil
 }
 
+// Oldest returns when the oldest entry enqueued or claimed but not
+// acknowledged was enqueued (the zero time: none).
+func (o *Outbox) Oldest(ctx context.Context) (time.Time, error) {
+	var at sql.NullInt64
+	if err := o.s.read.QueryRowContext(ctx, `SELECT MIN(enqueued_at) FROM `+o.table).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("oldest: %w", err)
+	}
+	if !at.Valid {
+		return time.Time{}, nil
+	}
+	return time.Unix(0, at.Int64), nil
+}
+
 // Pending reports how many entries are enqueued or claimed but not acknowledged.
 func (o *Outbox) Pending(ctx context.Context) (int64, error) {
 	var n int64

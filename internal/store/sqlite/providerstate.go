@@ -56,19 +56,23 @@ const stateChunk = 256
 // BoundStates reports, for each of sts, whether it is bound to tenant's
 // user and has not lapsed by now (storetest.RunStates): one query per
 // stateChunk distinct states; none while an erasure of the user is under
-// way.
+// way (each query checks it in its statement): the erasure deletes the
+// user's bindings last, and while it is under way they are no one's
+// already.
 func (s *Store) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
 	l := contract.NewStateLookup(sts)
 	owner := contract.UserTombstone(tenant, user)
 	for ds := range slices.Chunk(l.Digests, stateChunk) {
-		args := []any{owner, nanos(now)}
+		args := []any{owner, nanos(now), tenant, user}
 		for _, d := range ds {
 			args = append(args, d)
 		}
 		found, err := queryAll(ctx, s.read, func(r rowScanner) ([]byte, error) {
 			var d []byte
 			return d, r.Scan(&d)
-		}, `SELECT digest FROM provider_states WHERE owner = ? AND expires_at > ? AND digest IN (?`+strings.Repeat(", ?", len(ds)-1)+`)`, args...)
+		}, `SELECT digest FROM provider_states WHERE owner = ? AND expires_at > ?
+			AND NOT EXISTS (SELECT 1 FROM user_erasures WHERE tenant = ? AND user_id = ?)
+			AND digest IN (?`+strings.Repeat(", ?", len(ds)-1)+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("provider states bound: %w", err)
 		}
@@ -76,7 +80,5 @@ func (s *Store) BoundStates(ctx context.Context, tenant, user string, sts []memo
 			l.Found(d)
 		}
 	}
-	// The user's erasure deletes its bindings last: while it is under
-	// way they are no one's already.
-	return unlessErasing(ctx, s.read, tenant, user, l.Bound(), make([]bool, len(sts)), nil)
+	return l.Bound(), nil
 }

@@ -93,8 +93,9 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 		c := memory.Conversation{Tenant: tenant, User: user}
 		return c, r.Scan(&c.ID, &c.MessageCount, (*nanoTime)(&c.CreatedAt), (*nanoTime)(&c.UpdatedAt))
 	}, `SELECT id, message_count, created_at, updated_at FROM conversations
-		WHERE tenant = ? AND user_id = ? ORDER BY updated_at DESC, id`, tenant, user)
-	if cs, err = unlessErasing(ctx, s.reads, tenant, user, cs, []memory.Conversation{}, err); err != nil {
+		WHERE tenant = ? AND user_id = ?`+notErasing("conversations")+` ORDER BY updated_at DESC, id`, tenant, user)
+	s.readHook()
+	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return cs, nil

@@ -60,6 +60,9 @@ type Store struct {
 	// afterChunk is the tests' hook between two chunks (nil elsewhere).
 	eraseBudget time.Duration
 	afterChunk  chunkHook
+	// afterRead is the tests' hook between a read of a user's rows and
+	// its answer (nil elsewhere).
+	afterRead func()
 	// wake starts resumeErasures' next round; stop ends it at Close, and
 	// resumed is closed once it has ended.
 	wake          chan struct{}

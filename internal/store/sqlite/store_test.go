@@ -256,7 +256,7 @@ func TestOpenRejectsBadInput(t *testing.T) {
 }
 
 func TestTombstoneExpiryContract(t *testing.T) {
-	storetest.RunTombstoneExpiry(t, func(t *testing.T) (storetest.Store, storetest.Tombstones) {
+	storetest.RunTombstoneExpiry(t, func(t *testing.T) (storetest.TombstoneStore, storetest.Tombstones) {
 		s, path := mustTempStore(t)
 		db := mustRawDB(t, path)
 		return s, storetest.Tombstones{

@@ -65,6 +65,9 @@ type Queue interface {
 	Ack(ctx context.Context, ids ...string) error
 	// Pending reports how many entries are enqueued or claimed but not acknowledged.
 	Pending(ctx context.Context) (int64, error)
+	// Oldest returns when the oldest entry enqueued or claimed but not
+	// acknowledged was enqueued (the zero time: none).
+	Oldest(ctx context.Context) (time.Time, error)
 	// Purge deletes, claimed or not, the entries whose payload match
 	// reports true, and returns how many it deleted: a purged entry is
 	// never delivered again, and acknowledging it is a no-op.

@@ -22,6 +22,7 @@ func RunQueue(t *testing.T, open func(t *testing.T) Queue) {
 		{"FIFOWithinMax", testFIFOWithinMax},
 		{"BatchKeepsOrder", testBatchKeepsOrder},
 		{"PendingCounts", testPendingCounts},
+		{"OldestIsTheFirstNotAcked", testOldest},
 		{"RedeliverAfterCrash", testRedeliverAfterCrash},
 		{"AckedNeverReturns", testAckedNeverReturns},
 		{"ClaimBlocksThenReturnsEmpty", testClaimBlocks},
@@ -183,6 +184,48 @@ func testPendingCounts(t *testing.T, q Queue) {
 	rest := mustClaim(t, q, "w", 5, never, short)
 	mustAck(t, q, rest...)
 	assertPending(t, q, 0)
+}
+
+// testOldest: Oldest dates the first entry not acknowledged, claimed or
+// not, by when it was enqueued, and is zero for an empty queue.
+func testOldest(t *testing.T, q Queue) {
+	ctx := testCtx(t)
+	oldest := func() time.Time {
+		t.Helper()
+		at, err := q.Oldest(ctx)
+		if err != nil {
+			t.Fatalf("Oldest: %v", err)
+		}
+		return at
+	}
+	if at := oldest(); !at.IsZero() {
+		t.Fatalf("Oldest of an empty queue = %v, want the zero time", at)
+	}
+	// Redis dates entries by its clock in milliseconds: a margin of a
+	// second either side.
+	before := time.Now().Add(-time.Second)
+	mustEnqueue(t, q, "one")
+	after := time.Now().Add(time.Second)
+	first := oldest()
+	if first.Before(before) || first.After(after) {
+		t.Fatalf("Oldest = %v, want between %v and %v", first, before, after)
+	}
+	mustEnqueue(t, q, "two")
+	ds := mustClaim(t, q, "w", 1, never, short)
+	if len(ds) != 1 {
+		t.Fatalf("claimed %d, want 1", len(ds))
+	}
+	if at := oldest(); !at.Equal(first) {
+		t.Fatalf("Oldest with the first entry claimed = %v, want %v", at, first)
+	}
+	mustAck(t, q, ds...)
+	if at := oldest(); at.Before(first) {
+		t.Fatalf("Oldest after the first entry's ack = %v, before it (%v)", at, first)
+	}
+	mustAck(t, q, mustClaim(t, q, "w", 5, never, short)...)
+	if at := oldest(); !at.IsZero() {
+		t.Fatalf("Oldest of a drained queue = %v, want the zero time", at)
+	}
 }
 
 // claimUntil polls Claim until it returns something or the deadline passes;
