@@ -42,12 +42,13 @@ type ChatLocker interface {
 // with history: their Root, else their Conversation), wherever each is
 // stored — a Capturer's lanes, a Worker, in this process or another that
 // shares the store. Each of the two checks what the other stored before
-// it stores (storedAhead, Adopter.Adopt) and records its candidate after;
-// run together, both checks could miss the other, and the first turn
-// would be stored in the default conversation and, as the resent history,
-// in the continuation's branch too. The save records the candidate in its
-// own transaction (memory.CandidateOf), so a holder that stalls after
-// its save leaves the next holder a first turn it finds. Within a
+// it stores (storedAhead, Adopter.Adopt), and its save records its
+// candidate; run together, both checks could miss the other, and the
+// first turn would be stored in the default conversation and, as the
+// resent history, in the continuation's branch too. The save records the
+// candidate in its own transaction (memory.CandidateOf), so a holder that
+// stalls after its save leaves the next holder a first turn it finds.
+// Within a
 // process, a Capturer and a Worker share one (Options.Chats,
 // WorkerOptions.Chats), with a lock per chat: a store waits only for
 // stores of its own chats, never for another tenant's or chat's. Across
