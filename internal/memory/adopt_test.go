@@ -51,3 +51,31 @@ func TestAdoptable(t *testing.T) {
 		})
 	}
 }
+
+// TestCandidateOf: a save records a first turn with its Candidate, and a
+// continuation that started a branch of its chat (its first message at
+// Seq 1) with its Root; nothing for a save that stored nothing, nor for
+// a branch's later turns.
+func TestCandidateOf(t *testing.T) {
+	prior := []Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}
+	stored := func(seq int64) SaveResult { return SaveResult{Inserted: 1, Stored: []Message{{Seq: seq}}} }
+	for _, tt := range []struct {
+		name string
+		ex   Exchange
+		res  SaveResult
+		want string
+	}{
+		{"first turn", Exchange{Candidate: "chat-a"}, stored(1), "chat-a"},
+		{"first turn again", Exchange{Candidate: "chat-a"}, SaveResult{Duplicate: true}, "chat-a"},
+		{"first turn dropped", Exchange{Candidate: "chat-a"}, SaveResult{Dropped: true}, ""},
+		{"branch started", Exchange{Root: "chat-a", Prior: prior}, stored(1), "chat-a"},
+		{"branch continued", Exchange{Root: "chat-a", Prior: prior}, stored(3), ""},
+		{"branch refused", Exchange{Root: "chat-a", Prior: prior}, SaveResult{Parted: true}, ""},
+		{"no history", Exchange{Root: "chat-a"}, stored(1), ""},
+		{"plain turn", Exchange{}, stored(1), ""},
+	} {
+		if got := CandidateOf(tt.ex, tt.res); got != tt.want {
+			t.Errorf("%s: CandidateOf = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -313,7 +313,21 @@ type Exchange struct {
 	// the exchange ("" untraced): it travels through the capture and
 	// enrichment queues so the enrichment's span links back to the request.
 	TraceParent string `json:"trace_parent,omitempty"`
+	// Fence names the hold of the chat lock (ChatOf) the exchange is
+	// stored under, as the store's LockChats returned it: the store
+	// commits the save only while that hold still holds the lock, else
+	// refuses it with ErrLockLost. Zero: stored without the lock, not
+	// checked. It never leaves the process (not encoded).
+	Fence Fence `json:"-"`
 }
+
+// Fence names one hold of chat locks (ChatOf) on one store handle: a
+// store's LockChats returns it, and a write under the locks carries it
+// (Exchange.Fence) so that the store commits the write, in its own
+// transaction, only while that very hold still holds them — not another
+// hold of the same chat, taken since on the same handle or elsewhere
+// (ErrLockLost). Each hold gets a new one. The zero Fence names none.
+type Fence uint64
 
 // ChatOf returns the chat whose first turn storing ex may store or find,
 // the chat whose lock covers its storing: a first turn's Candidate
@@ -475,4 +489,22 @@ type Block struct {
 	Stable bool
 	// Text is the block's text, delimiters included.
 	Text string
+}
+
+// CandidateOf returns the chat conversation a save of ex that res reports
+// records ex with (see Exchange.Candidate), in the save's transaction: a
+// first turn's Candidate, or the Root of a branch ex started (its first
+// message stored at Seq 1) while its chat's first turn was not stored yet,
+// so that this turn finds itself stored there when it comes. "" when
+// there is none, or res stored nothing (Dropped, Parted).
+func CandidateOf(ex Exchange, res SaveResult) string {
+	switch {
+	case res.Dropped || res.Parted:
+		return ""
+	case ex.Candidate != "":
+		return ex.Candidate
+	case ex.Root != "" && len(ex.Prior) > 0 && len(res.Stored) > 0 && res.Stored[0].Seq == 1:
+		return ex.Root
+	}
+	return ""
 }

@@ -188,12 +188,9 @@ func TestLateCompactionOfARedeliveredExchange(t *testing.T) {
 			if _, err := st.SaveExchange(ctx, ex); err != nil {
 				t.Fatal(err)
 			}
-			if tt.adopt {
-				if err := st.RecordCandidate(ctx, id, ex.ID, tt.candidate); err != nil {
-					t.Fatal(err)
-				}
+			if tt.adopt { // the save recorded the candidate
 				to := memory.Identity{Tenant: id.Tenant, User: id.User, Conversation: tt.candidate}
-				if n, err := st.Adopt(ctx, to, "", append(slices.Clone(ex.Turn), ex.Reply), time.Time{}); err != nil || n != 2 {
+				if n, err := st.Adopt(ctx, to, "", append(slices.Clone(ex.Turn), ex.Reply), time.Time{}, 0); err != nil || n != 2 {
 					t.Fatalf("Adopt = %d, %v; want 2 moved", n, err)
 				}
 			}

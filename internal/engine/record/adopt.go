@@ -19,25 +19,26 @@ import (
 // also when the continuation was routed to a branch of that conversation
 // (memory.BranchOf; the exchange's Root).
 type Adopter interface {
-	// RecordCandidate notes that exchange exchangeID, stored in id, belongs
-	// to the chat whose derived conversation is candidate: stored in the
+	// The store's save of an exchange records, in its transaction, the
+	// chat the exchange belongs to (memory.CandidateOf): stored in the
 	// user's default conversation, it is that chat's first turn, which the
-	// chat's continuation adopts; stored first in a branch of candidate,
-	// it is a continuation that overtook the chat's first turn, which
-	// Continued then finds there.
-	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
+	// chat's continuation adopts; stored first in a branch of the chat's
+	// conversation, it is a continuation that overtook the chat's first
+	// turn, which Continued then finds there.
+	//
 	// Adopt moves into to, when it holds nothing yet, the exchanges of
 	// the user's default conversation recorded with candidate (to's own
 	// conversation when "") that prior (the history resent to to) starts
 	// with, in one transaction, and returns how many messages moved. It
 	// moves nothing into a conversation deleted at or after received (the
 	// continuation's memory.Exchange.Received; zero: no deletion stops
-	// it), as the continuation's own save is then dropped.
-	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error)
+	// it), as the continuation's own save is then dropped. Under a hold of
+	// the chat's lock (fence not zero: ChatLocker) it moves only while that
+	// hold holds it, else fails with memory.ErrLockLost.
+	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time, fence memory.Fence) (int, error)
 	// Continued reports whether ex's candidate conversation, or a branch
-	// of it recorded with it (RecordCandidate), starts with ex's turn and
-	// reply: the continuation was stored first, with ex as its resent
-	// history.
+	// of it recorded with it, starts with ex's turn and reply: the
+	// continuation was stored first, with ex as its resent history.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
@@ -45,43 +46,20 @@ type Adopter interface {
 // of a branch of one, from its Root) that resent history is stored, the
 // exchanges of that history stored in the user's default conversation into
 // it (see Adopter), so the save aligns
-// the history with them and stores nothing twice. A failure is logged and
-// the save goes on: the first turns then stay in default, as without an
-// Adopter.
+// the history with them and stores nothing twice, under the chat's lock
+// hold ex names (memory.Exchange.Fence). A failure is logged and the save
+// goes on: the first turns then stay in default, as without an Adopter.
 func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) {
 	if a == nil || !ex.Derived || len(ex.Prior) == 0 {
 		return
 	}
-	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior, ex.Received)
+	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior, ex.Received, ex.Fence)
 	switch {
 	case err != nil:
 		logger.Warn("capture could not move a chat's first turns into its conversation; they stay in the default conversation",
 			"exchange", ex.ID, "conversation", ex.Conversation, "err", err)
 	case n > 0:
 		logger.Debug("capture moved a chat's first turns into its conversation", "exchange", ex.ID, "conversation", ex.Conversation, "messages", n)
-	}
-}
-
-// recordCandidate records the chat a stored exchange belongs to (see
-// Adopter.RecordCandidate): a first turn's candidate conversation
-// (memory.Exchange.Candidate), or the derived conversation (Root) of a
-// branch this exchange started, its chat's first turn not adopted (not
-// stored yet: its capture was overtaken), so that the first turn finds
-// itself stored there when it comes (storedAhead). A failure is logged:
-// the first turn then stays in the default conversation.
-func recordCandidate(ctx context.Context, a Adopter, ex memory.Exchange, res memory.SaveResult, logger *slog.Logger) {
-	if a == nil || res.Dropped {
-		return
-	}
-	candidate := ex.Candidate
-	if candidate == "" && ex.Root != "" && len(ex.Prior) > 0 && len(res.Stored) > 0 && res.Stored[0].Seq == 1 {
-		candidate = ex.Root
-	}
-	if candidate == "" {
-		return
-	}
-	if err := a.RecordCandidate(ctx, ex.Identity, ex.ID, candidate); err != nil {
-		logger.Warn("capture could not record the chat of an exchange", "exchange", ex.ID, "err", err)
 	}
 }
 

@@ -22,17 +22,19 @@ const workerChatLockWait = 30 * time.Second
 // row of a SQLite file's chat locks). See ChatLocks.
 type ChatLocker interface {
 	// LockChats waits until no holder, in this process or another, holds
-	// a lock on any of chats, then takes them all and returns what
-	// releases them. It returns an error, holding nothing, when ctx ends
-	// first or the store fails. A lock whose holder died is released
-	// (its connection closed, or after a lease of a minute or more,
-	// renewed while its holder lives). The store's writes to a chat it
-	// locked commit only while it still holds the lock, else fail with
-	// memory.ErrLockLost: the Capturer and the Worker then take it again
-	// (chatHold.retake) and check again before they store; refused
-	// again under the lock taken again, they store without it
-	// (chatHold.lostAgain).
-	LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error)
+	// a lock on any of chats, then takes them all and returns the hold's
+	// fence and what releases them. It returns an error, holding nothing,
+	// when ctx ends first or the store fails. A lock whose holder died is
+	// released (its connection closed, or after a lease of a minute or
+	// more, renewed while its holder lives). The store's writes that name
+	// the fence (memory.Exchange.Fence, Adopter.Adopt's) commit, in their
+	// own transaction, only while that very hold still holds the lock —
+	// not another hold of the chat, in another process or this one — else
+	// fail with memory.ErrLockLost: the Capturer and the Worker then take
+	// it again (chatHold.retake) and check again before they store;
+	// refused again under the lock taken again, they store without it
+	// (chatHold.lostAgain). Writes naming no fence are not checked.
+	LockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), err error)
 }
 
 // ChatLocks serializes the storing of a full-history chat's first turn
@@ -40,17 +42,23 @@ type ChatLocker interface {
 // with history: their Root, else their Conversation), wherever each is
 // stored — a Capturer's lanes, a Worker, in this process or another that
 // shares the store. Each of the two checks what the other stored before
-// it stores (storedAhead, Adopter.Adopt) and records its candidate after;
-// run together, both checks could miss the other, and the first turn
-// would be stored in the default conversation and, as the resent history,
-// in the continuation's branch too. Within a process, a Capturer and a
-// Worker share one (Options.Chats, WorkerOptions.Chats), with a lock per
-// chat: a store waits only for stores of its own chats, never for another
-// tenant's or chat's. Across processes the store's ChatLocker
-// (NewChatLocks) serializes them, taken after the process's, so of a
-// process's stores waiting for one chat only one waits in the store
-// (holding a connection, or polling). Storing holds no other lock while
-// it waits.
+// it stores (storedAhead, Adopter.Adopt), and its save records its
+// candidate; run together, both checks could miss the other, and the
+// first turn would be stored in the default conversation and, as the
+// resent history, in the continuation's branch too. The save records the
+// candidate in its own transaction (memory.CandidateOf), so a holder that
+// stalls after its save leaves the next holder a first turn it finds.
+// Within a
+// process, a Capturer and a Worker share one (Options.Chats,
+// WorkerOptions.Chats), with a lock per chat: a store waits only for
+// stores of its own chats, never for another tenant's or chat's. Across
+// processes the store's ChatLocker (NewChatLocks) serializes them, taken
+// after the process's, so of a process's stores waiting for one chat only
+// one waits in the store (holding a connection, or polling). Every write
+// under a hold names its fence (chatHold.fence), so the store refuses the
+// writes of a hold that ended or lost its lock, whoever holds the chat
+// since: the process's own lock is not what fences them. Storing holds no
+// other lock while it waits.
 type ChatLocks struct {
 	store ChatLocker // nil: this process only
 	locks keylock.Locks[memory.Identity]
@@ -108,6 +116,9 @@ type chatHold struct {
 	local   []func()   // the process's locks of chats
 	store   ChatLocker // nil: the process's locks alone
 	release func()     // releases the store's; nil when not held
+	// fence names the store's hold while held (else zero): every write
+	// under it carries it (memory.Exchange.Fence), set just before.
+	fence memory.Fence
 	// takes counts the takes of the store's locks (retake): more than
 	// one, they were taken again after a loss.
 	takes int
@@ -121,18 +132,15 @@ type chatHold struct {
 // the store failed, or h holds no store's locks) the caller stores as it
 // would have without them.
 func (h *chatHold) retake(ctx context.Context) (bool, error) {
-	if h.release != nil {
-		h.release()
-		h.release = nil
-	}
+	h.drop()
 	if h.store == nil || len(h.local) < len(h.chats) {
 		return false, nil
 	}
-	release, err := h.store.LockChats(ctx, h.chats)
+	fence, release, err := h.store.LockChats(ctx, h.chats)
 	if err != nil {
 		return false, fmt.Errorf("lock chats in the store: %w", err)
 	}
-	h.release = release
+	h.fence, h.release = fence, release
 	h.takes++
 	return true, nil
 }
@@ -148,19 +156,29 @@ func (h *chatHold) lostAgain() bool {
 	if h.takes < 2 {
 		return false
 	}
+	h.drop()
+	return true
+}
+
+// drop releases the store's locks h holds, if any: the writes that name
+// their fence are refused from then on.
+func (h *chatHold) drop() {
 	if h.release != nil {
 		h.release()
-		h.release = nil
+		h.release, h.fence = nil, 0
 	}
-	return true
+}
+
+// fenced returns ex to be written under h: with the fence of the store's
+// locks h holds now (zero without them).
+func (h *chatHold) fenced(ex memory.Exchange) memory.Exchange {
+	ex.Fence = h.fence
+	return ex
 }
 
 // unlock releases every lock h holds.
 func (h *chatHold) unlock() {
-	if h.release != nil {
-		h.release()
-		h.release = nil
-	}
+	h.drop()
 	for _, unlock := range h.local {
 		unlock()
 	}

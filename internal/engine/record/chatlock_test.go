@@ -20,7 +20,7 @@ type stuckChatLocker struct {
 	once     sync.Once
 }
 
-func (l *stuckChatLocker) LockChats(ctx context.Context, chats []memory.Identity) (func(), error) {
+func (l *stuckChatLocker) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
 	for _, id := range chats {
 		if id != l.stuck {
 			continue
@@ -29,10 +29,10 @@ func (l *stuckChatLocker) LockChats(ctx context.Context, chats []memory.Identity
 		select {
 		case <-l.released:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return 0, nil, ctx.Err()
 		}
 	}
-	return func() {}, nil
+	return 1, func() {}, nil
 }
 
 // chatTurn is a first turn of chat conv of tenant.

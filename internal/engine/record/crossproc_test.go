@@ -33,8 +33,8 @@ func (s racingStore) Continued(ctx context.Context, ex memory.Exchange) (bool, e
 	return ok, err
 }
 
-func (s racingStore) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
-	n, err := s.gatewayReads.Adopt(ctx, to, candidate, prior, received)
+func (s racingStore) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time, fence memory.Fence) (int, error) {
+	n, err := s.gatewayReads.Adopt(ctx, to, candidate, prior, received, fence)
 	s.adOnce.Do(func() { close(s.adopted) })
 	return n, err
 }

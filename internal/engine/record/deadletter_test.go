@@ -60,7 +60,7 @@ type receivedAdopter struct {
 	received time.Time
 }
 
-func (a *receivedAdopter) Adopt(_ context.Context, _ memory.Identity, _ string, _ []memory.Message, received time.Time) (int, error) {
+func (a *receivedAdopter) Adopt(_ context.Context, _ memory.Identity, _ string, _ []memory.Message, received time.Time, _ memory.Fence) (int, error) {
 	a.received = received
 	return 0, nil
 }

@@ -50,11 +50,12 @@ func (c *Capturer) store(batch []*job) {
 		}
 		return
 	}
-	// From the adoptions to the candidates recorded, no first turn of a
-	// chat of the batch is stored elsewhere, nor a continuation of one.
+	// From the adoptions to the saves (which record the candidates), no
+	// first turn of a chat of the batch is stored elsewhere, nor a
+	// continuation of one.
 	hold := c.lockChats(batch)
 	defer hold.unlock()
-	batch = c.adoptions(batch)
+	batch = c.adoptions(batch, hold)
 	if len(batch) == 0 {
 		return
 	}
@@ -62,7 +63,7 @@ func (c *Capturer) store(batch []*job) {
 	if c.batch != nil && len(queued) == 0 {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
-			exs[i] = j.ex
+			exs[i] = hold.fenced(j.ex)
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 		results, err := c.batch.SaveExchanges(ctx, exs)
@@ -79,7 +80,6 @@ func (c *Capturer) store(batch []*job) {
 					parted = append(parted, j)
 					continue
 				}
-				c.candidate(j.ex, results[i])
 				c.saved(j, results[i])
 				stored, res = append(stored, j), append(res, results[i])
 			}
@@ -130,10 +130,10 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 		}
 		if !queued && !c.isQueued(j.ex.Identity) {
 			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-			res, err := c.saver.SaveExchange(ctx, j.ex)
+			res, err := c.saver.SaveExchange(ctx, hold.fenced(j.ex))
 			cancel()
 			if err == nil && res.Parted {
-				if err = c.reroute(j); err == nil {
+				if err = c.reroute(j, hold); err == nil {
 					queued = c.queuedConvs([]*job{j})[j.ex.Identity]
 					continue
 				}
@@ -151,7 +151,6 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				continue
 			}
 			if err == nil {
-				c.candidate(j.ex, res)
 				c.saved(j, res)
 				return res, !res.Dropped
 			}
@@ -181,7 +180,7 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 // (reroute; when that fails, the save refuses it again and storeOne
 // retries), as storeOne stores.
 func (c *Capturer) storeParted(j *job, hold *chatHold) (memory.SaveResult, bool) {
-	if err := c.reroute(j); err != nil {
+	if err := c.reroute(j, hold); err != nil {
 		c.logger.Warn("capture cannot place a refused exchange yet; retrying", "exchange", j.ex.ID, "err", err)
 	}
 	return c.storeOne(j, c.queuedConvs([]*job{j})[j.ex.Identity], hold)
@@ -201,7 +200,7 @@ func (c *Capturer) relock(j *job, hold *chatHold) (done bool) {
 		c.metrics.failures.WithLabelValues("chat_lock").Inc()
 		c.logger.Warn("capture stores a chat's turns without their chat locks", "exchanges", 1, "err", err)
 	}
-	adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+	adoptFirstTurns(ctx, c.adopter, hold.fenced(j.ex), c.logger)
 	if storedAhead(ctx, c.adopter, j.ex, c.logger) {
 		c.saved(j, memory.SaveResult{Duplicate: true})
 		return true
@@ -218,9 +217,9 @@ const maxReroutes = maxBranchHops + 2
 // conversation its history continues now (Options.Router), and adopts its
 // chat's first turns there as before a save. Without a router, or once j
 // was placed maxReroutes times, j stays where it is, without the guard
-// (its BranchSeed cleared): stored there as an edit, logged. An error is a
-// failed read; j is then unchanged.
-func (c *Capturer) reroute(j *job) error {
+// (its BranchSeed cleared): stored there as an edit, logged. It adopts
+// under hold. An error is a failed read; j is then unchanged.
+func (c *Capturer) reroute(j *job, hold *chatHold) error {
 	if c.router == nil || j.reroutes >= maxReroutes {
 		c.logger.Warn("capture stores an exchange its conversation parts from as an edit",
 			"exchange", j.ex.ID, "conversation", j.ex.Conversation, "reroutes", j.reroutes)
@@ -239,7 +238,7 @@ func (c *Capturer) reroute(j *job) error {
 	c.logger.Debug("capture moved an exchange to the branch its history continues", "exchange", ex.ID,
 		"from", j.ex.Conversation, "to", ex.Conversation)
 	j.ex, j.payload = ex, nil
-	adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+	adoptFirstTurns(ctx, c.adopter, hold.fenced(j.ex), c.logger)
 	return nil
 }
 
@@ -578,27 +577,19 @@ func (c *Capturer) lockChats(batch []*job) *chatHold {
 	return hold
 }
 
-// candidate records a stored exchange's candidate conversation (see
-// recordCandidate).
-func (c *Capturer) candidate(ex memory.Exchange, res memory.SaveResult) {
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-	defer cancel()
-	recordCandidate(ctx, c.adopter, ex, res, c.logger)
-}
-
 // adoptions keeps a full-history chat's turns in one conversation before
 // a batch is stored (see Adopter): an exchange of a derived conversation
 // first adopts the chat's first turns from the default conversation, and a
 // first turn whose continuation was stored ahead of it is done with, a
-// duplicate. It returns the jobs still to store.
-func (c *Capturer) adoptions(batch []*job) []*job {
+// duplicate. It adopts under hold. It returns the jobs still to store.
+func (c *Capturer) adoptions(batch []*job, hold *chatHold) []*job {
 	if c.adopter == nil {
 		return batch
 	}
 	keep := batch[:0]
 	for _, j := range batch {
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-		adoptFirstTurns(ctx, c.adopter, j.ex, c.logger)
+		adoptFirstTurns(ctx, c.adopter, hold.fenced(j.ex), c.logger)
 		ahead := storedAhead(ctx, c.adopter, j.ex, c.logger)
 		cancel()
 		if ahead {

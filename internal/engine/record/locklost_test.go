@@ -22,11 +22,11 @@ type fencedStore struct {
 	continued bool
 }
 
-func (s *fencedStore) LockChats(ctx context.Context, chats []memory.Identity) (func(), error) {
+func (s *fencedStore) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.locks++
-	return func() {}, nil
+	return memory.Fence(s.locks), func() {}, nil
 }
 
 func (s *fencedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
@@ -40,11 +40,7 @@ func (s *fencedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (mem
 	return s.fakeSaver.SaveExchange(ctx, ex)
 }
 
-func (s *fencedStore) RecordCandidate(context.Context, memory.Identity, string, string) error {
-	return nil
-}
-
-func (s *fencedStore) Adopt(context.Context, memory.Identity, string, []memory.Message, time.Time) (int, error) {
+func (s *fencedStore) Adopt(context.Context, memory.Identity, string, []memory.Message, time.Time, memory.Fence) (int, error) {
 	return 0, nil
 }
 
@@ -82,14 +78,15 @@ type brokenFenceStore struct {
 	held int // locks taken and not released
 }
 
-func (s *brokenFenceStore) LockChats(ctx context.Context, chats []memory.Identity) (func(), error) {
-	if _, err := s.fencedStore.LockChats(ctx, chats); err != nil {
-		return nil, err
+func (s *brokenFenceStore) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
+	fence, _, err := s.fencedStore.LockChats(ctx, chats)
+	if err != nil {
+		return 0, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.held++
-	return sync.OnceFunc(func() {
+	return fence, sync.OnceFunc(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.held--

@@ -553,9 +553,9 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchange) (res memory.SaveResult, done bool, err error) {
 	delay := w.opts.BackoffBase
 	a := w.opts.Adopter
-	// From the adoption to the candidate recorded, no first turn of ex's
-	// chat is stored elsewhere, in this process or another, nor a
-	// continuation of it.
+	// From the adoption to the save (which records the candidate), no
+	// first turn of ex's chat is stored elsewhere, in this process or
+	// another, nor a continuation of it.
 	lctx, cancel := context.WithTimeout(ctx, workerChatLockWait)
 	hold, lerr := w.opts.Chats.lock(lctx, *ex)
 	cancel()
@@ -564,13 +564,13 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 		w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
 	}
 	defer hold.unlock()
-	adoptFirstTurns(ctx, a, *ex, w.logger)
+	adoptFirstTurns(ctx, a, hold.fenced(*ex), w.logger)
 	if storedAhead(ctx, a, *ex, w.logger) {
 		return memory.SaveResult{Duplicate: true}, false, nil
 	}
 	reroutes := 0
 	for attempt := 1; ; attempt++ {
-		res, err = w.saver.SaveExchange(ctx, *ex)
+		res, err = w.saver.SaveExchange(ctx, hold.fenced(*ex))
 		if errors.Is(err, memory.ErrLockLost) && hold.release != nil && hold.lostAgain() {
 			w.failures.WithLabelValues("chat_lock").Inc()
 			w.logger.Warn("capture worker stores a chat's turn without its chat lock: the store refused a save under the lock it had just granted again",
@@ -590,7 +590,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 			if lerr != nil {
 				w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
 			}
-			adoptFirstTurns(ctx, a, *ex, w.logger)
+			adoptFirstTurns(ctx, a, hold.fenced(*ex), w.logger)
 			if storedAhead(ctx, a, *ex, w.logger) {
 				return memory.SaveResult{Duplicate: true}, false, nil
 			}
@@ -598,13 +598,10 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 			continue
 		}
 		if err == nil && res.Parted {
-			if err = w.reroute(ctx, ex, &reroutes); err == nil {
+			if err = w.reroute(ctx, ex, hold, &reroutes); err == nil {
 				attempt--
 				continue
 			}
-		}
-		if err == nil || errors.Is(err, ErrHook) {
-			recordCandidate(ctx, a, *ex, res, w.logger)
 		}
 		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
 			w.failures.WithLabelValues("hook_gave_up").Inc()
@@ -645,9 +642,9 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 
 // reroute moves ex, which its conversation refused, to the conversation
 // its history continues now (WorkerOptions.Router) and adopts its chat's
-// first turns there, as Capturer.reroute does; *reroutes counts the moves.
-// An error is a failed read, ex unchanged.
-func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, reroutes *int) error {
+// first turns there under hold, as Capturer.reroute does; *reroutes
+// counts the moves. An error is a failed read, ex unchanged.
+func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, hold *chatHold, reroutes *int) error {
 	if w.opts.Router == nil || *reroutes >= maxReroutes {
 		w.logger.Warn("capture worker stores an exchange its conversation parts from as an edit",
 			"exchange", ex.ID, "conversation", ex.Conversation, "reroutes", *reroutes)
@@ -660,7 +657,7 @@ func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, reroutes *int
 	}
 	*reroutes++
 	*ex = moved
-	adoptFirstTurns(ctx, w.opts.Adopter, *ex, w.logger)
+	adoptFirstTurns(ctx, w.opts.Adopter, hold.fenced(*ex), w.logger)
 	return nil
 }
 

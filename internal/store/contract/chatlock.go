@@ -26,42 +26,69 @@ func ChatKeys(chats []memory.Identity) []int64 {
 	return slices.Compact(keys)
 }
 
-// ChatHolds are the chat locks a store handle holds: each lock key's
-// holder (its token, its connection), which the handle's writes to the
-// chat check before they commit (memory.ErrLockLost). The zero value is
-// ready to use; it is safe for concurrent use.
+// ChatHolds are the holds of chat locks a store handle has (each
+// LockChats call's: its lock keys and its holder, a token or the
+// connection holding them), by the memory.Fence each was given. A write
+// under a hold names its fence (memory.Exchange.Fence), and the handle
+// checks, before it commits, that this very hold still holds the chat
+// (memory.ErrLockLost): a hold released, or lost and followed by another
+// hold of the same chat on the same handle, vouches for nothing. The zero
+// value is ready to use; it is safe for concurrent use.
 type ChatHolds[K, V comparable] struct {
-	mu sync.Mutex
-	m  map[K]V
+	mu    sync.Mutex
+	last  memory.Fence
+	holds map[memory.Fence]chatHold[K, V]
 }
 
-// Add records holder as the holder of keys.
-func (h *ChatHolds[K, V]) Add(keys []K, holder V) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[K]V{}
-	}
-	for _, k := range keys {
-		h.m[k] = holder
-	}
+// chatHold is one hold of ChatHolds.
+type chatHold[K, V comparable] struct {
+	keys   []K
+	holder V
 }
 
-// Remove forgets the keys holder holds.
-func (h *ChatHolds[K, V]) Remove(keys []K, holder V) {
+// Add records a hold of keys by holder and returns its fence, never zero,
+// never given before on this ChatHolds.
+func (h *ChatHolds[K, V]) Add(keys []K, holder V) memory.Fence {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, k := range keys {
-		if h.m[k] == holder {
-			delete(h.m, k)
+	if h.holds == nil {
+		h.holds = map[memory.Fence]chatHold[K, V]{}
+	}
+	h.last++
+	h.holds[h.last] = chatHold[K, V]{keys: slices.Clone(keys), holder: holder}
+	return h.last
+}
+
+// Remove forgets the hold fence names: it has ended.
+func (h *ChatHolds[K, V]) Remove(fence memory.Fence) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.holds, fence)
+}
+
+// Holder returns the holder of the hold fence names, when that hold is
+// recorded (not ended) and covers key.
+func (h *ChatHolds[K, V]) Holder(fence memory.Fence, key K) (V, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hold, ok := h.holds[fence]
+	if !ok || !slices.Contains(hold.keys, key) {
+		var zero V
+		return zero, false
+	}
+	return hold.holder, true
+}
+
+// Holders returns the holders of the recorded holds that cover key (for
+// tests that make a handle's hold lapse).
+func (h *ChatHolds[K, V]) Holders(key K) []V {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []V
+	for _, hold := range h.holds {
+		if slices.Contains(hold.keys, key) {
+			out = append(out, hold.holder)
 		}
 	}
-}
-
-// Holder returns the holder of key's lock on this handle, if it holds it.
-func (h *ChatHolds[K, V]) Holder(key K) (V, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	holder, ok := h.m[key]
-	return holder, ok
+	return out
 }

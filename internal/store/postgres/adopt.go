@@ -12,40 +12,12 @@ import (
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// RecordCandidate notes that the exchange exchangeID, stored in id (the
-// user's default conversation), may move to conversation candidate (Adopt;
-// memory.Exchange.Candidate).
-func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error {
-	const q = `
-		INSERT INTO conversation_candidates (tenant, user_id, conversation, candidate, first_key, at)
-		SELECT tenant, user_id, conversation, $5, key, now() FROM messages
-		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND key = $4
-		ON CONFLICT DO NOTHING`
-	args := []any{id.Tenant, id.User, id.Conversation, memory.Key(exchangeID, 0), candidate}
-	var err error
-	chat := memory.Identity{Tenant: id.Tenant, User: id.User, Conversation: candidate}
-	if keys, _ := s.heldChats(chat); len(keys) == 0 {
-		_, err = s.pool.Exec(ctx, q, args...)
-		err = unavailable(err)
-	} else {
-		err = s.inTx(ctx, func(tx pgx.Tx) error {
-			if err := s.fenceChats(ctx, tx, chat); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, q, args...)
-			return unavailable(err)
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("postgres: record candidate: %w", err)
-	}
-	return nil
-}
-
 // Adopt moves a chat's first turns recorded with candidate (to's own id
 // when "") out of the user's default conversation into to (contract.Adopt), in one transaction that holds the user's
 // shared lock (so no erasure interleaves) and both conversations' rows.
-func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
+// Under the chat's lock (fence not zero) it moves only while that hold
+// holds it (fenceChats), else fails with memory.ErrLockLost.
+func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time, fence memory.Fence) (int, error) {
 	chat := to
 	if candidate != "" {
 		chat.Conversation = candidate
@@ -56,7 +28,7 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string,
 		return busy, unavailable(err)
 	}, func(fn func(contract.AdoptTx) error) error {
 		return s.inTx(ctx, func(tx pgx.Tx) error {
-			if err := s.fenceChats(ctx, tx, chat); err != nil {
+			if err := s.fenceChats(ctx, tx, fence, chat); err != nil {
 				return err
 			}
 			return fn(adoptTx{tx})

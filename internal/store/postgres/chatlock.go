@@ -24,35 +24,38 @@ const chatLockClass int32 = 0x6d67636c // "mgcl"
 // nothing). One round trip takes them (BEGIN and the locks, pipelined),
 // one releases them. The transaction is exempt from the server's
 // idle_in_transaction_session_timeout: a holder keeps them however long
-// its saves take, and loses them only with its connection. The Store's
-// writes to a chat it holds check, in their transaction, that the lock's
-// connection's backend (its pg_backend_pid, read as the lock is taken)
-// still holds it (fenceChats), else are refused with
-// memory.ErrLockLost: a holder whose lock connection broke, the lock
-// taken since by another, stores nothing more under it. The check runs
-// at a save's start: a connection that breaks during the save's last
-// round trip is not caught.
+// its saves take, and loses them only with its connection. Each hold is
+// named by the fence returned: the Store's writes under it
+// (memory.Exchange.Fence) check, in their transaction, that the hold is
+// not released and that its lock connection's backend (its
+// pg_backend_pid, read as the lock is taken) still holds the lock
+// (fenceChats), else are refused with memory.ErrLockLost: a holder whose
+// lock connection broke, the lock taken since by another process or
+// another hold on this Store, stores nothing more under it, nor does one
+// whose hold was released. The check runs at a save's start: a
+// connection that breaks during the save's last round trip is not
+// caught.
 // At most half the pool's connections hold chat locks at once (the saves
 // under them need the other half); a pool of one cannot lock.
-func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
+func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
 	keys := chatLockKeys(chats)
 	if len(keys) == 0 {
-		return func() {}, nil
+		return 0, func() {}, nil
 	}
 	// The saves made under the locks need connections of their own: the
 	// locks hold at most half the pool.
 	if cap(s.chatLockSlots) == 0 {
-		return nil, fmt.Errorf("postgres: lock chats: %w: a pool of %d connection cannot hold a lock and save", memory.ErrUnavailable, s.pool.Config().MaxConns)
+		return 0, nil, fmt.Errorf("postgres: lock chats: %w: a pool of %d connection cannot hold a lock and save", memory.ErrUnavailable, s.pool.Config().MaxConns)
 	}
 	select {
 	case s.chatLockSlots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("postgres: lock chats: %w", ctx.Err())
+		return 0, nil, fmt.Errorf("postgres: lock chats: %w", ctx.Err())
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		<-s.chatLockSlots
-		return nil, fmt.Errorf("postgres: lock chats: acquire: %w", unavailable(err))
+		return 0, nil, fmt.Errorf("postgres: lock chats: acquire: %w", unavailable(err))
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -68,8 +71,9 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 	for _, k := range keys {
 		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
 	}
+	var fence memory.Fence // set once granted
 	release := func() {
-		s.holds.Remove(keys, pid)
+		s.holds.Remove(fence) // nothing more is written under it
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// A connection still in the transaction (the rollback failed) is
@@ -83,13 +87,10 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock 
 		if ctx.Err() != nil { // PostgreSQL's cancel is the context's
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("postgres: lock chats: %w", unavailable(err))
+		return 0, nil, fmt.Errorf("postgres: lock chats: %w", unavailable(err))
 	}
-	// Its holder once granted: while it waited, the fence of a holder of
-	// the same keys on this Store (another lane, or a chat whose key is
-	// the same) still named that holder's connection.
-	s.holds.Add(keys, pid)
-	return release, nil
+	fence = s.holds.Add(keys, pid)
+	return fence, release, nil
 }
 
 // chatLockKeys returns the second keys of chats' advisory locks, distinct
@@ -103,15 +104,22 @@ func chatLockKeys(chats []memory.Identity) []int32 {
 	return slices.Compact(keys)
 }
 
-// heldChats returns the chats of chats whose locks the Store holds: their
-// keys, and the backend pid of the connection holding each.
-func (s *Store) heldChats(chats ...memory.Identity) (keys, pids []int32) {
-	for _, k := range chatLockKeys(chats) {
-		if pid, ok := s.holds.Holder(k); ok {
-			keys, pids = append(keys, k), append(pids, pid)
-		}
+// heldChats returns the lock keys of chats and the backend pid of the
+// connection the hold fence names holds each on. ok is false when that
+// hold is released, or does not cover one of them: a write under it is
+// refused (memory.ErrLockLost). A zero fence names no hold: no keys, ok.
+func (s *Store) heldChats(fence memory.Fence, chats ...memory.Identity) (keys, pids []int32, ok bool) {
+	if fence == 0 {
+		return nil, nil, true
 	}
-	return keys, pids
+	for _, k := range chatLockKeys(chats) {
+		pid, held := s.holds.Holder(fence, k)
+		if !held {
+			return nil, nil, false
+		}
+		keys, pids = append(keys, k), append(pids, pid)
+	}
+	return keys, pids, true
 }
 
 // lostChatsSQL counts the locks, of keys $1 held by the backends $2, that
@@ -120,13 +128,17 @@ const lostChatsSQL = `SELECT count(*) FROM unnest($1::int4[], $2::int4[]) AS x(k
 	WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = $3::int4::oid
 		AND l.objid = x.k::oid AND l.objsubid = 2 AND l.pid = x.p AND l.granted)`
 
-// fenceChats returns memory.ErrLockLost when the Store took the lock of a
-// chat of chats and the connection it took it on no longer holds it (the
-// connection broke, and another holder may have taken the chat). A chat
-// the Store does not hold is not checked (its store goes on without the
-// lock, as when the lock could not be taken).
-func (s *Store) fenceChats(ctx context.Context, tx pgx.Tx, chats ...memory.Identity) error {
-	keys, pids := s.heldChats(chats...)
+// fenceChats returns memory.ErrLockLost unless the hold fence names holds
+// the locks of chats: recorded on this Store (not released) for them,
+// and the connection it took them on still holding them, read in tx (else
+// the connection broke, and another holder may have taken the chat). A
+// write under no hold (fence zero) is not checked: its writer goes on
+// without the lock, as when the lock could not be taken.
+func (s *Store) fenceChats(ctx context.Context, tx pgx.Tx, fence memory.Fence, chats ...memory.Identity) error {
+	keys, pids, ok := s.heldChats(fence, chats...)
+	if !ok {
+		return memory.ErrLockLost
+	}
 	if len(keys) == 0 {
 		return nil
 	}

@@ -66,7 +66,7 @@ func TestChatLocksNeverStarveTheirSaves(t *testing.T) {
 					<-start
 					id := memory.Identity{Tenant: "acme", User: user, Conversation: fmt.Sprint("chat-", c)}
 					for r := range rounds {
-						unlock, err := s.LockChats(ctx, []memory.Identity{id})
+						_, unlock, err := s.LockChats(ctx, []memory.Identity{id})
 						if err != nil {
 							errs <- fmt.Errorf("chat %d round %d: lock: %w", c, r, err)
 							return
@@ -102,14 +102,14 @@ func TestChatLockOutlastsIdleTransactionTimeout(t *testing.T) {
 	url := withParams(testenv.PostgresURL(t), "idle_in_transaction_session_timeout=100")
 	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
 	x := []memory.Identity{{Tenant: "acme", User: "ana", Conversation: "chat-idle"}}
-	unlock, err := a.LockChats(testCtx(t), x)
+	_, unlock, err := a.LockChats(testCtx(t), x)
 	if err != nil {
 		t.Fatalf("LockChats: %v", err)
 	}
 	defer unlock()
 	ctx, cancel := context.WithTimeout(testCtx(t), time.Second)
 	defer cancel()
-	if got, err := b.LockChats(ctx, x); err == nil {
+	if _, got, err := b.LockChats(ctx, x); err == nil {
 		got()
 		t.Fatal("another handle took a chat whose holder still holds it, once the server ended its idle transaction")
 	} else if !errors.Is(err, context.DeadlineExceeded) {
@@ -129,16 +129,7 @@ func TestChatLockLostConnectionCannotWrite(t *testing.T) {
 				a = openPooled(t, url)
 			}
 			storetest.RunChatLockLost(t, a, b, func(t *testing.T, chats []memory.Identity) {
-				_, pids := a.heldChats(chats...)
-				if len(pids) == 0 {
-					t.Fatal("the holder holds no lock of the chats")
-				}
-				for _, pid := range pids {
-					var ended bool
-					if err := b.pool.QueryRow(testCtx(t), `SELECT pg_terminate_backend($1)`, pid).Scan(&ended); err != nil || !ended {
-						t.Fatalf("pg_terminate_backend(%d) of the holder's lock connection: %v, %v", pid, ended, err)
-					}
-				}
+				terminateChatLocks(t, a, b, chats)
 			})
 		})
 	}
@@ -154,7 +145,7 @@ func TestChatLockBehindPooler(t *testing.T) {
 	ctx := testCtx(t)
 	ex, x, unlock := lockFirstTurn(t, s, "chat-p")
 	defer unlock()
-	keys, pids := s.heldChats(x)
+	keys, pids, _ := s.heldChats(ex.Fence, x)
 	if len(pids) != 1 {
 		t.Fatalf("the Store holds %d locks of the chat, want 1", len(pids))
 	}
@@ -257,7 +248,7 @@ func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
 	ex, x, unlock := lockFirstTurn(t, s, "chat-w")
 	waited := make(chan error, 1)
 	go func() {
-		unlock2, err := s.LockChats(ctx, []memory.Identity{x})
+		_, unlock2, err := s.LockChats(ctx, []memory.Identity{x})
 		if err == nil {
 			unlock2()
 		}
@@ -289,16 +280,46 @@ func TestChatLockHeldWhileAnotherWaits(t *testing.T) {
 }
 
 // lockFirstTurn returns the first turn of a new user's chat, with
-// candidate, and the chat, whose lock it takes on s.
+// candidate, and the chat, whose lock it takes on s (the turn's Fence).
 func lockFirstTurn(t *testing.T, s *Store, candidate string) (ex memory.Exchange, chat memory.Identity, unlock func()) {
 	t.Helper()
 	ex = memory.Exchange{ID: "ex-first", Identity: memory.Identity{Tenant: "acme", User: fmt.Sprint("u-", time.Now().UnixNano()),
 		Conversation: memory.DefaultConversation}, Candidate: candidate, Model: "m", At: time.Now(),
 		Turn: []memory.Message{{Role: "user", Content: "hi"}}, Reply: memory.Message{Role: "assistant", Content: "hello"}}
 	chat, _ = memory.ChatOf(ex)
-	unlock, err := s.LockChats(testCtx(t), []memory.Identity{chat})
+	fence, unlock, err := s.LockChats(testCtx(t), []memory.Identity{chat})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ex.Fence = fence
 	return ex, chat, unlock
+}
+
+// TestChatLockStalledAfterSave runs storetest.RunChatLockStalledAfterSave
+// with a holder whose lock connection broke right after its save.
+func TestChatLockStalledAfterSave(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
+	storetest.RunChatLockStalledAfterSave(t, a, b, func(t *testing.T, chats []memory.Identity) {
+		terminateChatLocks(t, a, b, chats)
+	})
+}
+
+// terminateChatLocks breaks, from b, the connections a holds chats' locks
+// on (their backends terminated): a's locks are lost.
+func terminateChatLocks(t *testing.T, a, b *Store, chats []memory.Identity) {
+	t.Helper()
+	var pids []int32
+	for _, k := range chatLockKeys(chats) {
+		pids = append(pids, a.holds.Holders(k)...)
+	}
+	if len(pids) == 0 {
+		t.Fatal("the holder holds no lock of the chats")
+	}
+	for _, pid := range pids {
+		var ended bool
+		if err := b.pool.QueryRow(testCtx(t), `SELECT pg_terminate_backend($1)`, pid).Scan(&ended); err != nil || !ended {
+			t.Fatalf("pg_terminate_backend(%d) of the holder's lock connection: %v, %v", pid, ended, err)
+		}
+	}
 }

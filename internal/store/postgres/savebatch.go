@@ -17,7 +17,11 @@ import (
 )
 
 // SaveExchanges stores exchanges in one transaction (a group commit), each
-// by the store contract (storetest.Store); results[i] is exs[i]'s. One
+// by the store contract (storetest.Store); results[i] is exs[i]'s. Each
+// records its chat's candidate (memory.CandidateOf) in the same
+// transaction. An exchange stored under its chat's lock
+// (memory.Exchange.Fence) is stored only while that hold holds it
+// (fenceChats), else the batch fails with memory.ErrLockLost. One
 // conversation's exchanges are stored in the order given, conversations in
 // key order, so concurrent batches lock rows in one order. It is all or
 // nothing: on any error nothing is stored and the caller saves them one by
@@ -44,13 +48,15 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 		return []memory.SaveResult{res}, nil
 	}
 	b := newSaveBatch(exs)
-	var chats []memory.Identity
 	for _, ex := range exs {
 		if chat, ok := memory.ChatOf(ex); ok {
-			chats = append(chats, chat)
+			keys, pids, held := s.heldChats(ex.Fence, chat)
+			if !held {
+				return nil, fmt.Errorf("postgres: save %d exchanges: exchange %s: %w", len(exs), ex.ID, memory.ErrLockLost)
+			}
+			b.fenceKeys, b.fencePIDs = append(b.fenceKeys, keys...), append(b.fencePIDs, pids...)
 		}
 	}
-	b.fenceKeys, b.fencePIDs = s.heldChats(chats...)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: save %d exchanges: acquire: %w", len(exs), unavailable(err))
@@ -90,9 +96,10 @@ type saveBatch struct {
 	// conversation deleted at or after it stores none of them.
 	creceived []time.Time
 	tailLen   []int32
-	// fenceKeys are the chat locks the Store holds that cover exchanges of
-	// the batch, fencePIDs their connections' backends: the batch is
-	// refused when one of them is lost (fenceChats).
+	// fenceKeys are the chat locks the exchanges of the batch are stored
+	// under (memory.Exchange.Fence), fencePIDs their connections'
+	// backends: the batch is refused when one of them is lost
+	// (fenceChats).
 	fenceKeys, fencePIDs []int32
 }
 
@@ -169,6 +176,9 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			p.Result.Stored[k] = asStored(m)
 		}
 		results[i] = p.Result
+		if c := memory.CandidateOf(ex, p.Result); c != "" {
+			w.candidate(ex, c)
+		}
 	}
 	for _, id := range b.convs {
 		if st := convs[id]; st != nil && !st.Latest.IsZero() {
@@ -322,7 +332,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 
 // batchWriter gathers the second pipeline: the messages (written in one
 // statement between supersedes), the supersedes, the conversations' new
-// last_seq, and COMMIT.
+// last_seq, the candidates recorded, and COMMIT.
 type batchWriter struct {
 	p pgx.Batch
 	// pending messages, as parallel columns.
@@ -335,6 +345,9 @@ type batchWriter struct {
 	ct, cu, cc []string
 	cseq       []int64
 	cat        []time.Time
+	// candidates recorded (memory.CandidateOf), as parallel columns: an
+	// exchange's identity, its candidate and its first message's key.
+	dt, du, dc, dd, dk []string
 	// added counts the messages queued for each user: the batch moves
 	// their messages_added itself (migration 0024), once they are all
 	// queued.
@@ -350,6 +363,13 @@ func (w *batchWriter) message(m memory.Message) {
 	w.t, w.u, w.c = append(w.t, m.Tenant), append(w.u, m.User), append(w.c, m.Conversation)
 	w.seq, w.k, w.role, w.content = append(w.seq, m.Seq), append(w.k, m.Key), append(w.role, m.Role), append(w.content, m.Content)
 	w.raw, w.tokens, w.created = append(w.raw, raw), append(w.tokens, int32(m.Tokens)), append(w.created, m.CreatedAt)
+}
+
+// candidate records ex, stored in the batch, with its chat's conversation
+// candidate (see Adopt), in the batch's transaction.
+func (w *batchWriter) candidate(ex memory.Exchange, candidate string) {
+	w.dt, w.du, w.dc = append(w.dt, ex.Tenant), append(w.du, ex.User), append(w.dc, ex.Conversation)
+	w.dd, w.dk = append(w.dd, candidate), append(w.dk, memory.Key(ex.ID, 0))
 }
 
 // flush queues the pending messages' insert. Their users' messages_added
@@ -405,6 +425,14 @@ func (w *batchWriter) send(ctx context.Context, conn *pgxpool.Conn, ut, uu []str
 		w.p.Queue(`UPDATE conversations AS v SET last_seq = x.s, updated_at = GREATEST(v.updated_at, x.a)
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(t, u, c, s, a)
 			WHERE v.tenant = x.t AND v.user_id = x.u AND v.id = x.c`, w.ct, w.cu, w.cc, w.cseq, w.cat)
+	}
+	if len(w.dt) > 0 {
+		// After the messages: the candidate names the first one stored.
+		w.p.Queue(`INSERT INTO conversation_candidates (tenant, user_id, conversation, candidate, first_key, at)
+			SELECT m.tenant, m.user_id, m.conversation, x.d, m.key, now()
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, u, c, d, k)
+			JOIN messages m ON m.tenant = x.t AND m.user_id = x.u AND m.conversation = x.c AND m.key = x.k
+			ON CONFLICT DO NOTHING`, w.dt, w.du, w.dc, w.dd, w.dk)
 	}
 	w.countAdded(ut, uu)
 	w.p.Queue("SET CONSTRAINTS ALL IMMEDIATE")

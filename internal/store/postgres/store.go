@@ -53,8 +53,9 @@ type Store struct {
 	// chatLockSlots bounds the connections LockChats holds to half the
 	// pool, so the saves made under them always find one (chatlock.go).
 	chatLockSlots chan struct{}
-	// holds are the chat locks the Store holds, each key's lock
-	// connection's backend pid, which its writes check (chatlock.go).
+	// holds are the holds of chat locks the Store has, by fence: their
+	// keys and their lock connection's backend pid, which the writes
+	// under each check (chatlock.go).
 	holds contract.ChatHolds[int32, int32]
 	// index ranks SearchVector's and SearchText's results from memory
 	// (indexsource.go). The searcher, whose methods are the Store's

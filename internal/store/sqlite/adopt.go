@@ -10,23 +10,22 @@ import (
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// RecordCandidate notes that the exchange exchangeID, stored in id (the
-// user's default conversation), may move to conversation candidate (Adopt;
-// memory.Exchange.Candidate).
-func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error {
-	chat := memory.Identity{Tenant: id.Tenant, User: id.User, Conversation: candidate}
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		if err := s.fenceChats(ctx, tx, chat); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO conversation_candidates
-			(tenant, user_id, conversation, candidate, first_key, at)
-			SELECT tenant, user_id, conversation, ?, key, ? FROM messages
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?
-			ON CONFLICT DO NOTHING`,
-			candidate, nanos(time.Now()), id.Tenant, id.User, id.Conversation, memory.Key(exchangeID, 0))
-		return err
-	})
+// recordCandidate records, in a save's write transaction tx, the chat
+// conversation ex is adopted by (memory.CandidateOf; Adopt), by its first
+// message stored in ex's conversation, when res names one: a holder of
+// the chat's lock that stalls after the save commits leaves its next
+// holder a first turn it finds.
+func recordCandidate(ctx context.Context, tx *sql.Tx, ex memory.Exchange, res memory.SaveResult) error {
+	candidate := memory.CandidateOf(ex, res)
+	if candidate == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO conversation_candidates
+		(tenant, user_id, conversation, candidate, first_key, at)
+		SELECT tenant, user_id, conversation, ?, key, ? FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND key = ?
+		ON CONFLICT DO NOTHING`,
+		candidate, nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, memory.Key(ex.ID, 0))
 	if err != nil {
 		return fmt.Errorf("record candidate: %w", err)
 	}
@@ -36,7 +35,9 @@ func (s *Store) RecordCandidate(ctx context.Context, id memory.Identity, exchang
 // Adopt moves a chat's first turns recorded with candidate (to's own id
 // when "") out of the user's default conversation into to (contract.Adopt), in one write transaction, with their exchange
 // records; whether to holds messages is read without taking the writer.
-func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error) {
+// Under the chat's lock (fence not zero) it moves only while that hold
+// holds it (fenceChats), else fails with memory.ErrLockLost.
+func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time, fence memory.Fence) (int, error) {
 	chat := to
 	if candidate != "" {
 		chat.Conversation = candidate
@@ -45,7 +46,7 @@ func (s *Store) Adopt(ctx context.Context, to memory.Identity, candidate string,
 		return hasMessages(ctx, s.reads, to)
 	}, func(fn func(contract.AdoptTx) error) error {
 		return s.inWrite(ctx, func(tx *sql.Tx) error {
-			if err := s.fenceChats(ctx, tx, chat); err != nil {
+			if err := s.fenceChats(ctx, tx, fence, chat); err != nil {
 				return err
 			}
 			return fn(adoptTx{tx})

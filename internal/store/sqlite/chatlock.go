@@ -34,29 +34,33 @@ const chatLockPoll = 20 * time.Millisecond
 // them; only a holder that cannot renew them for a whole lease (its
 // process died or stopped, the file unwritable) loses them. The release
 // stops the renewal and deletes the rows; a release that fails leaves
-// them to run out. The Store's writes to a chat it holds commit only
-// while it holds it (fenceChats): a holder that stalled past its lease,
-// the lock taken since by another, stores nothing more under it.
-func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error) {
+// them to run out. Each hold has a holder token of its own, named by the
+// fence returned: the Store's writes under it (memory.Exchange.Fence)
+// commit only while its rows still name that token (fenceChats). A
+// holder that stalled past its lease, the lock taken since by another
+// process or another hold on this Store, stores nothing more under it,
+// nor does one whose hold was released.
+func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
 	keys := contract.ChatKeys(chats)
 	if len(keys) == 0 {
-		return func() {}, nil
+		return 0, func() {}, nil
 	}
 	holder := rand.Text()
 	for delay := time.Millisecond; ; delay = min(2*delay, chatLockPoll) {
 		took, err := s.tryLockChats(ctx, keys, holder)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: lock chats: %w", err)
+			return 0, nil, fmt.Errorf("sqlite: lock chats: %w", err)
 		}
 		if took {
-			return s.holdChats(keys, holder), nil
+			fence, unlock := s.holdChats(keys, holder)
+			return fence, unlock, nil
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("sqlite: lock chats: %w", ctx.Err())
+			return 0, nil, fmt.Errorf("sqlite: lock chats: %w", ctx.Err())
 		}
 	}
 }
@@ -90,10 +94,11 @@ func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (
 	return took, err
 }
 
-// holdChats renews holder's locks of keys every third of their lease until
-// the func it returns, which then releases them, is called.
-func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
-	s.holds.Add(keys, holder)
+// holdChats records holder's hold of keys under a new fence and renews its
+// locks every third of their lease until the func it returns, which then
+// releases them, is called.
+func (s *Store) holdChats(keys []int64, holder string) (memory.Fence, func()) {
+	fence := s.holds.Add(keys, holder)
 	stop := pace.Keep(context.Background(), s.chatLockTTL/3, func(ctx context.Context) (bool, error) {
 		return s.renewChats(ctx, keys, holder)
 	}, func(err error) {
@@ -101,26 +106,31 @@ func (s *Store) holdChats(keys []int64, holder string) (unlock func()) {
 	}, func() {
 		s.logger.Warn("sqlite: chat locks ran out before their renewal; another holder may have them", "lease", s.chatLockTTL)
 	})
-	return sync.OnceFunc(func() {
-		stop() // a renewal under way gives up: the release is next
+	return fence, sync.OnceFunc(func() {
+		s.holds.Remove(fence) // nothing more is written under it
+		stop()                // a renewal under way gives up: the release is next
 		s.unlockChats(keys, holder)
-		s.holds.Remove(keys, holder)
 	})
 }
 
-// fenceChats returns memory.ErrLockLost when the Store took the lock of a
-// chat of chats and its row in chat_locks, read in tx, has another holder
-// or none: the lock ran out unrenewed and another handle took it. A write
-// made in tx under it then rolls back: the write transactions of the
-// processes sharing the file run one at a time, so a holder whose row
-// still names it stores before any other holder takes the chat. A chat
-// the Store does not hold is not checked (its store goes on without the
-// lock, as when the lock could not be taken).
-func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, chats ...memory.Identity) error {
+// fenceChats returns memory.ErrLockLost unless the hold fence names holds
+// the locks of chats: recorded on this Store (not released) for them, and
+// their rows in chat_locks, read in tx, still name its holder token (else
+// the lock ran out unrenewed and another holder, in another process or
+// on this Store, took it). A write made in tx under it then rolls back:
+// the write transactions of the processes sharing the file run one at a
+// time, so a holder whose row still names it stores before any other
+// holder takes the chat. A write under no hold (fence zero) is not
+// checked: its writer goes on without the lock, as when the lock could
+// not be taken.
+func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, fence memory.Fence, chats ...memory.Identity) error {
+	if fence == 0 {
+		return nil
+	}
 	for _, k := range contract.ChatKeys(chats) {
-		holder, ok := s.holds.Holder(k)
+		holder, ok := s.holds.Holder(fence, k)
 		if !ok {
-			continue
+			return memory.ErrLockLost
 		}
 		var now string
 		err := tx.QueryRowContext(ctx, `SELECT holder FROM chat_locks WHERE key = ?`, k).Scan(&now)

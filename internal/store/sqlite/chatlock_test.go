@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,13 +42,13 @@ func TestChatLockHeldPastItsLease(t *testing.T) {
 	sqlite.SetChatLockTTL(a, lease)
 	sqlite.SetChatLockTTL(b, lease)
 	x := []memory.Identity{{Tenant: "acme", User: "ana", Conversation: "chat-x"}}
-	unlock, err := a.LockChats(context.Background(), x)
+	_, unlock, err := a.LockChats(context.Background(), x)
 	if err != nil {
 		t.Fatalf("LockChats: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*lease)
 	defer cancel()
-	if got, err := b.LockChats(ctx, x); err == nil {
+	if _, got, err := b.LockChats(ctx, x); err == nil {
 		got()
 		unlock()
 		t.Fatal("another handle took a chat whose holder still holds it, once its lease had run")
@@ -57,7 +58,7 @@ func TestChatLockHeldPastItsLease(t *testing.T) {
 	unlock()
 	ctx, cancel = context.WithTimeout(context.Background(), lease/2)
 	defer cancel()
-	got, err := b.LockChats(ctx, x)
+	_, got, err := b.LockChats(ctx, x)
 	if err != nil {
 		t.Fatalf("LockChats after the release: %v", err)
 	}
@@ -65,12 +66,30 @@ func TestChatLockHeldPastItsLease(t *testing.T) {
 }
 
 // TestChatLockLostLeaseCannotWrite runs storetest.RunChatLockLost with a
-// holder stalled past its lease: the other handle's clock two leases on,
-// so that the lease has run out for it.
+// holder stalled past its lease: both handles' clocks two leases on, so
+// that the lease has run out for either.
 func TestChatLockLostLeaseCannotWrite(t *testing.T) {
 	a, path := mustTempStore(t)
 	b := mustOpen(t, path)
-	storetest.RunChatLockLost(t, a, b, func(*testing.T, []memory.Identity) {
-		sqlite.SetChatLockClock(b, func() time.Time { return time.Now().Add(2 * time.Minute) })
-	})
+	storetest.RunChatLockLost(t, a, b, stallPastLease(a, b))
+}
+
+// stallPastLease returns a lose func for storetest.RunChatLockLost: each
+// call moves the clocks of handles two leases on, so that every lock taken
+// before has run out for all of them.
+func stallPastLease(handles ...*sqlite.Store) func(*testing.T, []memory.Identity) {
+	var ahead atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	for _, s := range handles {
+		sqlite.SetChatLockClock(s, now)
+	}
+	return func(*testing.T, []memory.Identity) { ahead.Add(int64(2 * time.Minute)) }
+}
+
+// TestChatLockStalledAfterSave runs storetest.RunChatLockStalledAfterSave
+// with a holder stalled past its lease.
+func TestChatLockStalledAfterSave(t *testing.T) {
+	a, path := mustTempStore(t)
+	b := mustOpen(t, path)
+	storetest.RunChatLockStalledAfterSave(t, a, b, stallPastLease(a, b))
 }

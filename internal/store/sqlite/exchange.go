@@ -25,8 +25,12 @@ func (s *Store) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.Sa
 
 // SaveExchanges stores exchanges in one write transaction (a group
 // commit), each by the store contract (storetest.Store), in the order
-// given; results[i] is exs[i]'s. It is all or nothing: on any error nothing
-// is stored, and the caller saves them one by one.
+// given; results[i] is exs[i]'s. Each records its chat's candidate
+// (memory.CandidateOf) in the same transaction. An exchange stored under
+// its chat's lock (memory.Exchange.Fence) is stored only while that hold
+// holds it (fenceChats), else the batch fails with memory.ErrLockLost. It
+// is all or nothing: on any error nothing is stored, and the caller saves
+// them one by one.
 func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	defer telemetry.Span(&ctx, "sqlite.SaveExchanges")()
 	if err := contract.ValidExchange(exs...); err != nil {
@@ -36,11 +40,14 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		for i, ex := range exs {
 			if chat, ok := memory.ChatOf(ex); ok {
-				if err := s.fenceChats(ctx, tx, chat); err != nil {
+				if err := s.fenceChats(ctx, tx, ex.Fence, chat); err != nil {
 					return fmt.Errorf("save exchange %s: %w", ex.ID, err)
 				}
 			}
 			res, err := saveExchange(ctx, writeTx{tx, s.writes}, ex)
+			if err == nil {
+				err = recordCandidate(ctx, tx, ex, res)
+			}
 			if err != nil {
 				return fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}

@@ -68,8 +68,9 @@ type Store struct {
 	wake          chan struct{}
 	stop, resumed chan struct{}
 	// chatLockTTL is how long a chat lock lasts unrenewed, by the clock
-	// chatLockNow; holds are the chat locks this Store holds, which its
-	// writes check (chatlock.go).
+	// chatLockNow; holds are the holds of chat locks this Store has, by
+	// fence: their keys and holder token, which the writes under each
+	// check (chatlock.go).
 	chatLockTTL time.Duration
 	chatLockNow func() time.Time
 	holds       contract.ChatHolds[int64, string]

@@ -15,10 +15,9 @@ import (
 // (capture.Adopter).
 type AdoptStore interface {
 	KnowledgeStore
-	// RecordCandidate notes that exchange exchangeID, stored in id (the
-	// user's default conversation, or a branch the exchange started), is
-	// of the chat whose derived conversation is candidate.
-	RecordCandidate(ctx context.Context, id memory.Identity, exchangeID, candidate string) error
+	// Its saves record the chat an exchange is of (memory.CandidateOf),
+	// each in its own transaction.
+	//
 	// Adopt moves into to, when it holds no message yet, the exchanges of
 	// the user's default conversation recorded with candidate (to's own
 	// conversation when "") that prior starts with (memory.Adoptable), in
@@ -26,7 +25,9 @@ type AdoptStore interface {
 	// items, exchange records; it returns how many messages moved. It
 	// moves nothing into a conversation deleted at or after received (the
 	// continuation's memory.Exchange.Received; zero: no deletion stops it).
-	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time) (int, error)
+	// Under a hold of the chat's lock (fence not zero) it moves only while
+	// that hold holds it (RunChatLockLost); a zero fence is not checked.
+	Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time, fence memory.Fence) (int, error)
 	// Continued reports whether ex's candidate conversation, or a branch
 	// recorded with it, starts with ex's turn and reply, by fingerprint.
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
@@ -62,16 +63,14 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 const adoptTo = "chat-0123456789abcdef0123456789abcdef"
 
 // firstTurn is a headerless full-history chat's first exchange, stored in
-// the user's default conversation with candidate adoptTo.
+// the user's default conversation with candidate adoptTo (recorded by the
+// save).
 func firstTurn(t *testing.T, s AdoptStore, user string) memory.Exchange {
 	t.Helper()
 	def := memory.Identity{Tenant: "acme", User: user, Conversation: memory.DefaultConversation}
 	ex := exchange(def, "ex-first-"+user, 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!"))
 	ex.Candidate = adoptTo
 	mustSave(t, s, ex)
-	if err := s.RecordCandidate(testCtx(t), def, ex.ID, ex.Candidate); err != nil {
-		t.Fatalf("RecordCandidate: %v", err)
-	}
 	return ex
 }
 
@@ -91,7 +90,7 @@ func mustAdopt(t *testing.T, s AdoptStore, to memory.Identity, prior []memory.Me
 
 func mustAdoptFrom(t *testing.T, s AdoptStore, to memory.Identity, candidate string, prior []memory.Message, want int) {
 	t.Helper()
-	n, err := s.Adopt(testCtx(t), to, candidate, prior, time.Time{})
+	n, err := s.Adopt(testCtx(t), to, candidate, prior, time.Time{}, 0)
 	if err != nil || n != want {
 		t.Fatalf("Adopt = %d, %v; want %d moved", n, err, want)
 	}
@@ -231,7 +230,7 @@ func testAdoptIntoDeleted(t *testing.T, s AdoptStore) {
 	if err := s.DeleteConversation(ctx, next.Identity); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.Adopt(ctx, next.Identity, "", next.Prior, inflight)
+	n, err := s.Adopt(ctx, next.Identity, "", next.Prior, inflight, 0)
 	if err != nil || n != 0 {
 		t.Fatalf("Adopt by a continuation received before the deletion = %d, %v; want nothing moved", n, err)
 	}
@@ -243,7 +242,7 @@ func testAdoptIntoDeleted(t *testing.T, s AdoptStore) {
 	_, dmsgs := mustConversation(t, s, first.Identity)
 	assertContents(t, "default conversation", dmsgs, []string{"user:Hi, I am Ana.", "assistant:Hello Ana!"})
 
-	if n, err := s.Adopt(ctx, next.Identity, "", next.Prior, time.Now().Add(time.Second)); err != nil || n != 2 {
+	if n, err := s.Adopt(ctx, next.Identity, "", next.Prior, time.Now().Add(time.Second), 0); err != nil || n != 2 {
 		t.Fatalf("Adopt by a continuation received after the deletion = %d, %v; want 2 moved", n, err)
 	}
 }
@@ -284,17 +283,15 @@ func testContinued(t *testing.T, s AdoptStore) {
 
 // testContinuedInBranch: a continuation stored first in a branch of the
 // derived conversation (which holds another chat, answered otherwise),
-// recorded with it, makes Continued find the first turn stored there; the
-// branch deleted, it no longer does.
+// recorded with it by its save (it started the branch), makes Continued
+// find the first turn stored there; the branch deleted, it no longer
+// does.
 func testContinuedInBranch(t *testing.T, s AdoptStore) {
 	derived := memory.Identity{Tenant: "acme", User: "ana", Conversation: adoptTo}
 	mustSave(t, s, exchange(derived, "ex-other-chat", 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hi!")))
 	next := continuation(t, "ana")
 	next.Conversation, next.Root = "chat-fedcba9876543210fedcba9876543210", adoptTo
 	mustSave(t, s, next)
-	if err := s.RecordCandidate(testCtx(t), next.Identity, next.ID, adoptTo); err != nil {
-		t.Fatalf("RecordCandidate of the branch: %v", err)
-	}
 	def := memory.Identity{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation}
 	first := exchange(def, "ex-first-ana", 1, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Hello Ana!"))
 	first.Candidate = adoptTo

@@ -25,15 +25,15 @@ func BenchChatLock(b *testing.B, s ChatLockSaver) {
 	user := fmt.Sprint("u-", time.Now().UnixNano())
 	chat := memory.Identity{Tenant: "bench", User: user, Conversation: "chat-bench"}
 	lock := func(b *testing.B) {
-		unlock, err := s.LockChats(ctx, []memory.Identity{chat})
+		_, unlock, err := s.LockChats(ctx, []memory.Identity{chat})
 		if err != nil {
 			b.Fatal(err)
 		}
 		unlock()
 	}
 	var prior []memory.Message
-	save := func(b *testing.B, i int) {
-		ex := memory.Exchange{ID: fmt.Sprint("ex-", b.Name(), i), Identity: chat, Derived: true, Prior: prior[max(0, len(prior)-16):],
+	save := func(b *testing.B, i int, fence memory.Fence) {
+		ex := memory.Exchange{ID: fmt.Sprint("ex-", b.Name(), i), Identity: chat, Derived: true, Prior: prior[max(0, len(prior)-16):], Fence: fence,
 			Turn:  []memory.Message{{Role: "user", Content: fmt.Sprint("how much did I save in month ", i, "?")}},
 			Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("You saved R$ ", 420+i, " so far.")}}
 		if _, err := s.SaveExchange(ctx, ex); err != nil {
@@ -49,17 +49,17 @@ func BenchChatLock(b *testing.B, s ChatLockSaver) {
 	b.Run("history", func(b *testing.B) {
 		chat.Conversation, prior = "chat-history", nil
 		for i := 0; b.Loop(); i++ {
-			save(b, i)
+			save(b, i, 0)
 		}
 	})
 	b.Run("history_locked", func(b *testing.B) {
 		chat.Conversation, prior = "chat-locked", nil
 		for i := 0; b.Loop(); i++ {
-			unlock, err := s.LockChats(ctx, []memory.Identity{chat})
+			fence, unlock, err := s.LockChats(ctx, []memory.Identity{chat})
 			if err != nil {
 				b.Fatal(err)
 			}
-			save(b, i)
+			save(b, i, fence)
 			unlock()
 		}
 	})

@@ -16,9 +16,10 @@ import (
 // continuation (record.ChatLocker).
 type ChatLockStore interface {
 	// LockChats waits until no holder, on this handle or another, holds a
-	// lock on any of chats, takes them all and returns what releases
+	// lock on any of chats, takes them all and returns the fence the
+	// writes under them name (memory.Exchange.Fence) and what releases
 	// them; it returns an error, holding nothing, when ctx ends first.
-	LockChats(ctx context.Context, chats []memory.Identity) (unlock func(), err error)
+	LockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), err error)
 }
 
 // RunChatLocks runs the chat lock suite. open must return two handles on
@@ -44,13 +45,20 @@ func chat(user, conv string) memory.Identity {
 // store may not close while a lock is held).
 func mustLockChats(t *testing.T, s ChatLockStore, chats ...memory.Identity) func() {
 	t.Helper()
-	unlock, err := s.LockChats(testCtx(t), chats)
+	_, unlock := mustHoldChats(t, s, chats...)
+	return unlock
+}
+
+// mustHoldChats is mustLockChats that returns the hold's fence too.
+func mustHoldChats(t *testing.T, s ChatLockStore, chats ...memory.Identity) (memory.Fence, func()) {
+	t.Helper()
+	fence, unlock, err := s.LockChats(testCtx(t), chats)
 	if err != nil {
 		t.Fatalf("LockChats: %v", err)
 	}
 	unlock = sync.OnceFunc(unlock)
 	t.Cleanup(unlock)
-	return unlock
+	return fence, unlock
 }
 
 // testChatLockHeld: while one handle holds a chat's lock, another cannot
@@ -60,7 +68,7 @@ func testChatLockHeld(t *testing.T, a, b ChatLockStore) {
 	x := chat("ana", "chat-x")
 	unlock := mustLockChats(t, a, x)
 	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
-	got, err := b.LockChats(ctx, []memory.Identity{x})
+	_, got, err := b.LockChats(ctx, []memory.Identity{x})
 	cancel()
 	if err == nil {
 		t.Cleanup(got)
@@ -101,7 +109,7 @@ func testChatLockExclusive(t *testing.T, a, b ChatLockStore) {
 		go func() {
 			defer wg.Done()
 			for range per {
-				unlock, err := s.LockChats(testCtx(t), []memory.Identity{x})
+				_, unlock, err := s.LockChats(testCtx(t), []memory.Identity{x})
 				if err != nil {
 					t.Errorf("LockChats: %v", err)
 					return
@@ -136,7 +144,7 @@ func testChatLockOverlapping(t *testing.T, a, b ChatLockStore) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				unlock, err := s.LockChats(testCtx(t), set)
+				_, unlock, err := s.LockChats(testCtx(t), set)
 				if err != nil {
 					t.Errorf("LockChats: %v", err)
 					return
