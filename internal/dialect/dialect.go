@@ -191,6 +191,9 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		// anthropic.Request.Render), among the client's own messages:
 		// when the client resends its history.
 		BlocksInPlace: r.API == Chat || r.API == Messages && resendsHistory(r.Messages),
+		// Each puts a block sent with a turn back in that turn when the
+		// client resends it.
+		ResentInPlace: r.API == Chat || r.API == Messages,
 	})
 }
 
