@@ -187,14 +187,24 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		NoRecent:  r.NoRecent,
 		NoTools:   r.NoTools,
 		// Chat Completions renders each block where it stands; Anthropic
-		// Messages puts a resent turn's block back in that turn (see
-		// anthropic.Request.Render), among the client's own messages:
-		// when the client resends its history.
-		BlocksInPlace: r.API == Chat || r.API == Messages && resendsHistory(r.Messages),
+		// Messages and the Responses API put a resent turn's block back
+		// in that turn (anthropic.Request.Render, responses.Request.Render),
+		// among the client's own messages: when the client resends its
+		// history.
+		BlocksInPlace: r.API == Chat || r.inPlace() && resendsHistory(r.Messages),
 		// Each puts a block sent with a turn back in that turn when the
 		// client resends it.
-		ResentInPlace: r.API == Chat || r.API == Messages,
+		ResentInPlace: r.API == Chat || r.inPlace(),
 	})
+}
+
+// inPlace reports whether r's API puts a recalled block back in the
+// resent user message it was sent with: Anthropic Messages, and the
+// Responses API when the client holds the history (NoRecent false: the
+// provider holds none of it, and would keep a block put in its input for
+// good; recall then goes in the instructions).
+func (r *Request) inPlace() bool {
+	return r.API == Messages || r.API == Responses && !r.NoRecent
 }
 
 // resendsHistory reports whether msgs hold turns before the current one

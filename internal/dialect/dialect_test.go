@@ -300,3 +300,48 @@ func BenchmarkParseChatToStore(b *testing.B) {
 		})
 	}
 }
+
+// TestMemoryBlocksInPlace: which requests render a resent turn's
+// recalled block where it was sent (BlocksInPlace), and which keep their
+// question's block for a resent turn to come (ResentInPlace): every API
+// whose client holds the history; not the Responses API when the
+// provider holds it (previous_response_id, a conversation, an item
+// reference), which would keep a block put in its input for good.
+func TestMemoryBlocksInPlace(t *testing.T) {
+	const (
+		first   = `[{"role":"user","content":"Hi"}]`
+		resent  = `[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"And?"}]`
+		claude  = `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":`
+		openai  = `{"model":"gpt-4o","messages":`
+		respond = `{"model":"gpt-4o","input":`
+	)
+	for _, tc := range []struct {
+		name              string
+		api               API
+		body              string
+		inPlace, resentIn bool
+	}{
+		{"chat, first", Chat, openai + first + `}`, true, true},
+		{"chat, resent", Chat, openai + resent + `}`, true, true},
+		{"messages, first", Messages, claude + first + `}`, false, true},
+		{"messages, resent", Messages, claude + resent + `}`, true, true},
+		{"responses, first", Responses, respond + first + `}`, false, true},
+		{"responses, resent", Responses, respond + resent + `}`, true, true},
+		{"responses, previous_response_id", Responses, `{"model":"gpt-4o","previous_response_id":"resp_1","input":` + resent + `}`, false, false},
+		{"responses, conversation", Responses, `{"model":"gpt-4o","conversation":"conv_1","input":` + first + `}`, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, aerr := Parse(tc.api, []byte(tc.body))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if mreq.BlocksInPlace != tc.inPlace || mreq.ResentInPlace != tc.resentIn {
+				t.Errorf("BlocksInPlace %v, ResentInPlace %v; want %v, %v", mreq.BlocksInPlace, mreq.ResentInPlace, tc.inPlace, tc.resentIn)
+			}
+		})
+	}
+}
