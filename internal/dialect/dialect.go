@@ -63,6 +63,10 @@ type Request struct {
 	// Messages are the conversation as chat messages, each read once by
 	// memory.ParseMessage.
 	Messages []memory.Message
+	// Thinking is true when the request turns on a reasoning whose signed
+	// blocks its API takes back (Anthropic extended thinking;
+	// memory.Request.ReplaysThinking).
+	Thinking bool
 	// NoRecent is true when the provider holds the history
 	// (previous_response_id, a conversation of the Conversations API, or
 	// input items named by id): memory is injected, stored turns are not.
@@ -108,7 +112,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoTools: r.NoTools, render: r.Render, messages: r}, nil
+			Messages: r.Messages, NoTools: r.NoTools, Thinking: r.Thinking, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {
@@ -186,6 +190,9 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
 		NoTools:   r.NoTools,
+		// Anthropic requires a tool loop's call back with its signed
+		// thinking when thinking is on.
+		ReplaysThinking: r.Thinking,
 		// Chat Completions renders each block where it stands; Anthropic
 		// Messages and the Responses API put a resent turn's block back
 		// in that turn (anthropic.Request.Render, responses.Request.Render),

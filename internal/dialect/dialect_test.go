@@ -345,3 +345,35 @@ func TestMemoryBlocksInPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryReplaysThinking: an Anthropic request with extended thinking
+// on takes a stored reply's signed reasoning back; no other does.
+func TestMemoryReplaysThinking(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"Hi"}]}`
+	for _, tc := range []struct {
+		name string
+		api  API
+		body string
+		want bool
+	}{
+		{"messages, thinking on", Messages, `{"model":"c","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs, true},
+		{"messages, adaptive", Messages, `{"model":"c","max_tokens":64,"thinking":{"type":"adaptive"},` + msgs, true},
+		{"messages, thinking disabled", Messages, `{"model":"c","max_tokens":64,"thinking":{"type":"disabled"},` + msgs, false},
+		{"messages, no thinking", Messages, `{"model":"c","max_tokens":64,` + msgs, false},
+		{"chat", Chat, `{"model":"gpt-4o","reasoning_effort":"high",` + msgs, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, aerr := Parse(tc.api, []byte(tc.body))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if mreq.ReplaysThinking != tc.want {
+				t.Errorf("ReplaysThinking %v, want %v", mreq.ReplaysThinking, tc.want)
+			}
+		})
+	}
+}

@@ -428,6 +428,14 @@ type Request struct {
 	// question can stay in place on the chat's next request, even when
 	// this request resends no history (BlocksInPlace false).
 	ResentInPlace bool
+	// ReplaysThinking is true when the request's API takes a stored
+	// reply's signed reasoning back (Anthropic Messages with extended
+	// thinking on, which requires the assistant turn whose tool calls the
+	// request's tool results answer to start with its thinking blocks):
+	// replayed assistant turns keep the signed blocks stored with them
+	// (their thinking_blocks member). Otherwise no stored reasoning goes
+	// upstream.
+	ReplaysThinking bool
 	// Root is the conversation derived from the request's history
 	// (DerivedConversation) when routing placed the request in a
 	// branch of it (BranchOf), else "": the chat's first turn,
