@@ -104,14 +104,7 @@ func TestParseNoTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, aerr := Parse(tt.api, []byte(tt.body))
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
-			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
+			r, mreq := memoryRequest(t, tt.api, tt.body)
 			if r.NoTools != tt.noTools || mreq.NoTools != tt.noTools {
 				t.Errorf("NoTools: parsed %v, memory request %v, want %v", r.NoTools, mreq.NoTools, tt.noTools)
 			}
@@ -331,14 +324,7 @@ func TestMemoryBlocksInPlace(t *testing.T) {
 		{"responses, conversation", Responses, `{"model":"gpt-4o","conversation":"conv_1","input":` + first + `}`, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, aerr := Parse(tc.api, []byte(tc.body))
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
-			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
+			_, mreq := memoryRequest(t, tc.api, tc.body)
 			if mreq.BlocksInPlace != tc.inPlace || mreq.ResentInPlace != tc.resentIn {
 				t.Errorf("BlocksInPlace %v, ResentInPlace %v; want %v, %v", mreq.BlocksInPlace, mreq.ResentInPlace, tc.inPlace, tc.resentIn)
 			}
@@ -363,17 +349,25 @@ func TestMemoryReplaysThinking(t *testing.T) {
 		{"chat", Chat, `{"model":"gpt-4o","reasoning_effort":"high",` + msgs, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, aerr := Parse(tc.api, []byte(tc.body))
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
-			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
+			_, mreq := memoryRequest(t, tc.api, tc.body)
 			if mreq.ReplaysThinking != tc.want {
 				t.Errorf("ReplaysThinking %v, want %v", mreq.ReplaysThinking, tc.want)
 			}
 		})
 	}
+}
+
+// memoryRequest parses body of api and returns it and its memory request
+// (a memory-on request of user u), failing the test on a 400.
+func memoryRequest(t *testing.T, api API, body string) (*Request, memory.Request) {
+	t.Helper()
+	r, aerr := Parse(api, []byte(body))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	return r, mreq
 }
