@@ -73,7 +73,8 @@ if [ "$search_only" != "1" ]; then
 fi
 
 # The prompt-cache cell (issue 28): a 100-turn conversation replayed through
-# the real gateway at a 4,000-token budget, newest-only and full-history; the
+# the real gateway at a 4,000-token budget, newest-only, full-history and
+# full-history on the Responses API; the
 # share of each prompt that repeats the previous request's prefix and the
 # estimated input-cost saving at OpenAI's and Anthropic's cache prices
 # (assumptions in cmd/gateway/promptcache_bench_test.go).

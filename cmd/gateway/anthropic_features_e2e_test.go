@@ -107,10 +107,15 @@ func TestAnthropicClientFeatures(t *testing.T) {
 		t.Errorf("third request carries no memory: %s %s", third.System, third.all)
 	}
 	// The messages before the question are the client's own, in place
-	// (only what a request recalled rides in its question's message; the
-	// first question's, asked when no history was resent, is not kept).
+	// (only what a request recalled rides in its question's message).
+	// The first question goes as the tool loop's request sent it, with
+	// the block it recalled then (it opened the conversation, resending
+	// no history), so the third request repeats the second's prefix.
 	if len(third.Messages) != len(client) {
 		t.Fatalf("third request: %d messages upstream, want the client's %d:\n%s", len(third.Messages), len(client), third.all)
+	}
+	if !jsonSame(third.Messages[0], string(second.Messages[0])) || !strings.Contains(string(third.Messages[0]), "<memory>") {
+		t.Errorf("third request: the first question upstream\n%s\nwant it as the second request sent it, with its recalled block:\n%s", third.Messages[0], second.Messages[0])
 	}
 	for i := 1; i < len(client)-1; i++ {
 		if !jsonSame(third.Messages[i], client[i]) {

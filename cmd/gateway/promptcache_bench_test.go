@@ -86,9 +86,53 @@ func commonPrefix(a, b []byte) int {
 	return n
 }
 
+// responsesReply is a Responses API reply whose one output item is a
+// message of text.
+func responsesReply(n int, model, text string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id": fmt.Sprintf("resp_cache%04d", n), "object": "response", "status": "completed", "model": model,
+		"output": []any{map[string]any{"id": fmt.Sprintf("msg_cache%04d", n), "type": "message", "status": "completed", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}},
+		"usage": map[string]any{"input_tokens": 100, "output_tokens": 20, "total_tokens": 120},
+	})
+	return b
+}
+
+// postResponses posts a Responses API request of input items to the
+// gateway at url and returns the reply's output items.
+func postResponses(tb *testing.T, url string, headers map[string]string, input []json.RawMessage) []json.RawMessage {
+	tb.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": input})
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/responses", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-test")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || len(out.Output) == 0 {
+		tb.Fatalf("responses: %d %s", resp.StatusCode, b)
+	}
+	return out.Output
+}
+
 // replayForCache replays turns through a fresh gateway and measures the
-// upstream prompts.
+// upstream prompts: as Chat Completions requests, or, with responses, as
+// a Responses API client that holds its history (fullHistory) and resends
+// its input and the provider's output items.
 func replayForCache(tb *testing.T, turns int, fullHistory bool, mutate func(*config.Config)) cacheRun {
+	return replayCache(tb, turns, fullHistory, false, mutate)
+}
+
+func replayCache(tb *testing.T, turns int, fullHistory, responses bool, mutate func(*config.Config)) cacheRun {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(28, 4))
 	var bodies [][]byte
@@ -103,6 +147,11 @@ func replayForCache(tb *testing.T, turns int, fullHistory bool, mutate func(*con
 			return
 		}
 		bodies = append(bodies, body)
+		if req.URL.Path == "/v1/responses" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(responsesReply(len(bodies), "gpt-4o-mini", cacheReply(replies)))
+			return
+		}
 		upstreamtest.Chat(upstreamtest.Reply{Content: cacheReply(replies)}).ServeHTTP(w, req)
 	}))
 	// The default configuration (compaction, recall, extraction on), its
@@ -114,11 +163,24 @@ func replayForCache(tb *testing.T, turns int, fullHistory bool, mutate func(*con
 	}
 	g := startGateway(tb, cfg)
 	var history []map[string]any
+	var items []json.RawMessage // a Responses client's input
 	h := map[string]string{"X-Memory-User": "cache-user", "X-Memory-Budget": "4000"}
 	if !fullHistory {
 		h["X-Memory-Conversation"] = "long-chat"
 	}
 	for i := range turns {
+		if responses {
+			q, _ := json.Marshal(user(cacheTurn(r, i)))
+			in := []json.RawMessage{q}
+			if fullHistory {
+				in = append(items, q)
+			}
+			items = append(in[:len(in):len(in)], postResponses(tb, g.URL, h, in)...)
+			if !fullHistory {
+				waitStored(tb, g, memory.Identity{Tenant: memory.DefaultTenant, User: "cache-user", Conversation: "long-chat"}, 2*(i+1))
+			}
+			continue
+		}
 		msg := user(cacheTurn(r, i))
 		msgs := []map[string]any{msg}
 		if fullHistory {
@@ -191,11 +253,11 @@ func TestPromptCacheShare(t *testing.T) {
 		t.Skip("a long replay")
 	}
 	for _, style := range []struct {
-		name string
-		full bool
-	}{{"newest-only", false}, {"full-history", true}} {
+		name            string
+		full, responses bool
+	}{{"newest-only", false, false}, {"full-history", true, false}, {"full-history-responses", true, true}} {
 		t.Run(style.name, func(t *testing.T) {
-			run := replayForCache(t, 100, style.full, nil)
+			run := replayCache(t, 100, style.full, style.responses, nil)
 			t.Logf("prompt-cache %s prompts=%d share=%.3f openai50=%.3f openai75=%.3f anthropic=%.3f",
 				style.name, run.prompts, run.share, run.openai50, run.openai75, run.ant)
 			if run.prompts < 20 || run.share < 0.35 {

@@ -63,6 +63,10 @@ type Request struct {
 	// Messages are the conversation as chat messages, each read once by
 	// memory.ParseMessage.
 	Messages []memory.Message
+	// Thinking is true when the request turns on a reasoning whose signed
+	// blocks its API takes back (Anthropic extended thinking;
+	// memory.Request.ReplaysThinking).
+	Thinking bool
 	// NoRecent is true when the provider holds the history
 	// (previous_response_id, a conversation of the Conversations API, or
 	// input items named by id): memory is injected, stored turns are not.
@@ -108,7 +112,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoTools: r.NoTools, render: r.Render, messages: r}, nil
+			Messages: r.Messages, NoTools: r.NoTools, Thinking: r.Thinking, render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {
@@ -186,12 +190,28 @@ func (r *Request) Memory(h http.Header, id memory.Identity, mode memory.Mode, cu
 		MaxTokens: r.MaxTokens,
 		NoRecent:  r.NoRecent,
 		NoTools:   r.NoTools,
+		// Anthropic requires a tool loop's call back with its signed
+		// thinking when thinking is on.
+		ReplaysThinking: r.Thinking,
 		// Chat Completions renders each block where it stands; Anthropic
-		// Messages puts a resent turn's block back in that turn (see
-		// anthropic.Request.Render), among the client's own messages:
-		// when the client resends its history.
-		BlocksInPlace: r.API == Chat || r.API == Messages && resendsHistory(r.Messages),
+		// Messages and the Responses API put a resent turn's block back
+		// in that turn (anthropic.Request.Render, responses.Request.Render),
+		// among the client's own messages: when the client resends its
+		// history.
+		BlocksInPlace: r.API == Chat || r.inPlace() && resendsHistory(r.Messages),
+		// Each puts a block sent with a turn back in that turn when the
+		// client resends it.
+		ResentInPlace: r.API == Chat || r.inPlace(),
 	})
+}
+
+// inPlace reports whether r's API puts a recalled block back in the
+// resent user message it was sent with: Anthropic Messages, and the
+// Responses API when the client holds the history (NoRecent false: the
+// provider holds none of it, and would keep a block put in its input for
+// good; recall then goes in the instructions).
+func (r *Request) inPlace() bool {
+	return r.API == Messages || r.API == Responses && !r.NoRecent
 }
 
 // resendsHistory reports whether msgs hold turns before the current one

@@ -104,14 +104,7 @@ func TestParseNoTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, aerr := Parse(tt.api, []byte(tt.body))
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
-			mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
+			r, mreq := memoryRequest(t, tt.api, tt.body)
 			if r.NoTools != tt.noTools || mreq.NoTools != tt.noTools {
 				t.Errorf("NoTools: parsed %v, memory request %v, want %v", r.NoTools, mreq.NoTools, tt.noTools)
 			}
@@ -299,4 +292,82 @@ func BenchmarkParseChatToStore(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestMemoryBlocksInPlace: which requests render a resent turn's
+// recalled block where it was sent (BlocksInPlace), and which keep their
+// question's block for a resent turn to come (ResentInPlace): every API
+// whose client holds the history; not the Responses API when the
+// provider holds it (previous_response_id, a conversation, an item
+// reference), which would keep a block put in its input for good.
+func TestMemoryBlocksInPlace(t *testing.T) {
+	const (
+		first   = `[{"role":"user","content":"Hi"}]`
+		resent  = `[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"And?"}]`
+		claude  = `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":`
+		openai  = `{"model":"gpt-4o","messages":`
+		respond = `{"model":"gpt-4o","input":`
+	)
+	for _, tc := range []struct {
+		name              string
+		api               API
+		body              string
+		inPlace, resentIn bool
+	}{
+		{"chat, first", Chat, openai + first + `}`, true, true},
+		{"chat, resent", Chat, openai + resent + `}`, true, true},
+		{"messages, first", Messages, claude + first + `}`, false, true},
+		{"messages, resent", Messages, claude + resent + `}`, true, true},
+		{"responses, first", Responses, respond + first + `}`, false, true},
+		{"responses, resent", Responses, respond + resent + `}`, true, true},
+		{"responses, previous_response_id", Responses, `{"model":"gpt-4o","previous_response_id":"resp_1","input":` + resent + `}`, false, false},
+		{"responses, conversation", Responses, `{"model":"gpt-4o","conversation":"conv_1","input":` + first + `}`, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, mreq := memoryRequest(t, tc.api, tc.body)
+			if mreq.BlocksInPlace != tc.inPlace || mreq.ResentInPlace != tc.resentIn {
+				t.Errorf("BlocksInPlace %v, ResentInPlace %v; want %v, %v", mreq.BlocksInPlace, mreq.ResentInPlace, tc.inPlace, tc.resentIn)
+			}
+		})
+	}
+}
+
+// TestMemoryReplaysThinking: an Anthropic request with extended thinking
+// on takes a stored reply's signed reasoning back; no other does.
+func TestMemoryReplaysThinking(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"Hi"}]}`
+	for _, tc := range []struct {
+		name string
+		api  API
+		body string
+		want bool
+	}{
+		{"messages, thinking on", Messages, `{"model":"c","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs, true},
+		{"messages, adaptive", Messages, `{"model":"c","max_tokens":64,"thinking":{"type":"adaptive"},` + msgs, true},
+		{"messages, thinking disabled", Messages, `{"model":"c","max_tokens":64,"thinking":{"type":"disabled"},` + msgs, false},
+		{"messages, no thinking", Messages, `{"model":"c","max_tokens":64,` + msgs, false},
+		{"chat", Chat, `{"model":"gpt-4o","reasoning_effort":"high",` + msgs, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, mreq := memoryRequest(t, tc.api, tc.body)
+			if mreq.ReplaysThinking != tc.want {
+				t.Errorf("ReplaysThinking %v, want %v", mreq.ReplaysThinking, tc.want)
+			}
+		})
+	}
+}
+
+// memoryRequest parses body of api and returns it and its memory request
+// (a memory-on request of user u), failing the test on a 400.
+func memoryRequest(t *testing.T, api API, body string) (*Request, memory.Request) {
+	t.Helper()
+	r, aerr := Parse(api, []byte(body))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	mreq, aerr := r.Memory(http.Header{}, memory.Identity{Tenant: "t", User: "u"}, memory.ModeOn, memory.Cut{})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	return r, mreq
 }

@@ -435,6 +435,26 @@ type Request struct {
 	// turn (Responses), so a past turn's block cannot stay in place and
 	// none is kept.
 	BlocksInPlace bool
+	// ResentInPlace is true when the request's API puts a memory block
+	// back in the user turn it was sent with once the client resends that
+	// turn (Chat Completions, Anthropic Messages, Responses when the
+	// client holds the history): a block sent with this request's
+	// question can stay in place on the chat's next request, even when
+	// this request resends no history (BlocksInPlace false).
+	ResentInPlace bool
+	// ReplaysThinking is true when the request's API takes a stored
+	// reply's signed reasoning back (Anthropic Messages with extended
+	// thinking on, which requires the assistant turn whose tool calls the
+	// request's tool results answer to start with its thinking blocks):
+	// replayed assistant turns keep the signed blocks stored with them
+	// (their thinking_blocks member). Otherwise no stored reasoning goes
+	// upstream.
+	ReplaysThinking bool
+	// Root is the conversation derived from the request's history
+	// (DerivedConversation) when routing placed the request in a
+	// branch of it (BranchOf), else "": the chat's first turn,
+	// answered before the branch existed, kept its recalled block there.
+	Root string
 	// At is when the newest turn was said (X-Memory-Timestamp, else the
 	// request's arrival); zero means now. Recall reads a question's time
 	// words ("last week") relative to it.

@@ -197,7 +197,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			var root string
 			if implied {
 				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
-				mreq.Identity = id
+				mreq.Identity, mreq.Root = id, root
 			}
 			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
 			if mode.Injects() && p.deps.Preparer != nil {

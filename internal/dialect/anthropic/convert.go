@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
 )
 
@@ -20,6 +21,8 @@ type block struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 	Source    *source         `json:"source"`
 	Title     string          `json:"title"`
 }
@@ -78,9 +81,11 @@ func toChat(role string, blocks []block, text *string) ([]chat.Message, error) {
 // assistantMessage converts an assistant's blocks: text blocks concatenated
 // (Claude splits one answer into several text blocks around citations),
 // tool_use blocks as tool calls with the input as compact JSON, thinking
-// blocks joined into reasoning_content. Request history and captured replies
-// go through it alike, so a reply the client sends back as history has the
-// fingerprint capture stored it under.
+// blocks joined into reasoning_content, and the signed thinking and
+// redacted_thinking blocks, in order, as thinking_blocks (signedThinking).
+// Request history and captured replies go through it alike, so a reply
+// the client sends back as history has the fingerprint capture stored it
+// under.
 func assistantMessage(blocks []block) chat.Message {
 	var (
 		text     strings.Builder
@@ -97,7 +102,35 @@ func assistantMessage(blocks []block) chat.Message {
 			calls = append(calls, chat.ToolCall{ID: b.ID, Type: "function", Function: chat.Function{Name: b.Name, Arguments: compactJSON(b.Input)}})
 		}
 	}
-	return chat.Assistant(text.String(), calls, strings.Join(thinking, "\n"), "")
+	m := chat.Assistant(text.String(), calls, strings.Join(thinking, "\n"), "")
+	m.ThinkingBlocks = signedThinking(blocks)
+	return m
+}
+
+// signedThinking returns the thinking blocks that carry the provider's
+// signature and the redacted_thinking blocks of an assistant's blocks, in
+// order, as a JSON array of the blocks Anthropic takes back (nil when
+// there are none): the thinking text and signature, or the data, as the
+// provider gave them. A thinking block without a signature (a stream cut
+// short) cannot be sent back and is left out.
+func signedThinking(blocks []block) json.RawMessage {
+	var out []outBlock
+	for _, b := range blocks {
+		switch {
+		case b.Type == "thinking" && b.Signature != "":
+			out = append(out, outBlock{Type: b.Type, Thinking: &b.Thinking, Signature: b.Signature})
+		case b.Type == "redacted_thinking" && b.Data != "":
+			out = append(out, outBlock{Type: b.Type, Data: b.Data})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	raw, err := body.Marshal(out)
+	if err != nil { // plain strings always encode
+		return nil
+	}
+	return raw
 }
 
 // compactJSON returns a tool input as compact JSON text ("{}" when absent).
@@ -179,13 +212,21 @@ type outBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	Source    *source         `json:"source,omitempty"`
+	// Thinking (possibly empty), Signature and Data are a signed thinking
+	// or redacted_thinking block's, sent back as the provider gave them.
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	Data      string  `json:"data,omitempty"`
 }
 
 // fromChat converts a stored chat message to the role and blocks of an
 // Anthropic message. System messages and messages with nothing Anthropic
 // can hold yield ok == false. A text that is only whitespace is no block
-// (the API refuses a blank text block). Reasoning is left out: a thinking block needs
-// the provider's signature, which chat history does not keep.
+// (the API refuses a blank text block). An assistant's reasoning goes back
+// only as the signed blocks stored with it (thinking_blocks, which the
+// memory core leaves in a replayed turn when the request has thinking
+// on), first, as Anthropic wants them: a thinking block needs the
+// provider's signature.
 func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 	m, parts, err := chat.Decode(raw)
 	if err != nil {
@@ -200,6 +241,8 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 		}
 		return "user", blocks, len(blocks) > 0
 	case "assistant":
+		blocks = thinkingBlocks(m.ThinkingBlocks)
+		thought := len(blocks) // a turn of reasoning alone says nothing
 		if t := chat.TextOf(parts); strings.TrimSpace(t) != "" {
 			blocks = append(blocks, outBlock{Type: "text", Text: t})
 		}
@@ -214,12 +257,42 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 			}
 			blocks = append(blocks, outBlock{Type: "tool_use", ID: toolUseID(tc.ID), Name: tc.Function.Name, Input: in})
 		}
-		return "assistant", blocks, len(blocks) > 0
+		if len(blocks) == thought {
+			return "", nil, false
+		}
+		return "assistant", blocks, true
 	case "tool":
 		return "user", []outBlock{{Type: "tool_result", ToolUseID: toolUseID(m.ToolCallID), Content: chat.TextOf(parts)}}, m.ToolCallID != ""
 	}
 	return "", nil, false
 }
+
+// thinkingBlocks reads a stored reply's signed reasoning blocks
+// (chat.Message.ThinkingBlocks): none when there are none or they cannot
+// be read, or when a block's text was changed since the provider signed
+// it (the redactor replaced a secret in it: the API would refuse the
+// signature).
+func thinkingBlocks(raw json.RawMessage) []outBlock {
+	if len(raw) == 0 {
+		return nil
+	}
+	var bs []outBlock
+	if json.Unmarshal(raw, &bs) != nil {
+		return nil
+	}
+	for _, b := range bs {
+		ok := b.Type == "thinking" && b.Thinking != nil && b.Signature != "" && !strings.Contains(*b.Thinking, redactedMark) ||
+			b.Type == "redacted_thinking" && b.Data != ""
+		if !ok {
+			return nil
+		}
+	}
+	return bs
+}
+
+// redactedMark starts what the redactor puts in place of a secret
+// (internal/redact).
+const redactedMark = "[redacted:"
 
 // toolUseID returns a stored tool call's id as a tool_use id the Messages
 // API accepts (letters, digits, '_' and '-'): the id itself when it is

@@ -76,6 +76,13 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		}
 	}
 	obj := r.obj.Clone()
+	if r.Thinking && unsignedCall(msgs, r.messages) {
+		// Anthropic refuses it with thinking on, and memgate holds no
+		// signature to send it back with (a turn stored before
+		// signatures were, or from another API): this step goes without
+		// thinking, as the API's own advice has it, rather than fail.
+		obj.Set("thinking", json.RawMessage(`{"type":"disabled"}`))
+	}
 	left := maxBreakpoints - r.breakpoints
 	if !r.Breakpoints {
 		left = 0
@@ -119,6 +126,26 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	}
 	obj.Set("messages", body.Array(msgs))
 	return obj.Bytes(), nil
+}
+
+// unsignedCall reports whether the last assistant message of msgs, the
+// messages to send, is a stored turn (none of client, the client's own
+// messages) that holds tool_use blocks and does not start with a thinking
+// or redacted_thinking block: the turn a tool loop continues, which
+// Anthropic requires to start with its signed reasoning when thinking is on.
+func unsignedCall(msgs, client []json.RawMessage) bool {
+	for _, raw := range slices.Backward(msgs) {
+		role, blocks, _, err := decodeMessage(raw)
+		if err != nil || role != "assistant" {
+			continue
+		}
+		if !slices.ContainsFunc(blocks, func(b block) bool { return b.Type == "tool_use" }) ||
+			blocks[0].Type == "thinking" || blocks[0].Type == "redacted_thinking" {
+			return false
+		}
+		return !slices.ContainsFunc(client, func(c json.RawMessage) bool { return bytes.Equal(c, raw) })
+	}
+	return false
 }
 
 // placeKept puts each recalled block that precedes a user message of msgs

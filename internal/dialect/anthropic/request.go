@@ -26,6 +26,9 @@ type Request struct {
 	// NoTools is true when the body declares no tools (tools is not a
 	// non-empty array; memory.Request.NoTools).
 	NoTools bool
+	// Thinking is true when the body turns extended thinking on (thinking
+	// of a type other than disabled; memory.Request.ReplaysThinking).
+	Thinking bool
 	// Conversation holds the conversation in chat format for the memory
 	// core: the system prompt as one system message when there is one
 	// (origin -1), then each message's blocks as chat messages (see ToChat),
@@ -75,6 +78,13 @@ func ParseRequest(b []byte) (*Request, error) {
 		}
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
+	if obj.Has("thinking") {
+		var th struct {
+			Type string `json:"type"`
+		}
+		// A thinking member memgate cannot read is the provider's to refuse.
+		r.Thinking = json.Unmarshal(obj.Get("thinking"), &th) == nil && th.Type != "" && th.Type != "disabled"
+	}
 	if err := r.readSystem(); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ type streamBlock struct {
 	block
 	text      strings.Builder
 	thinking  strings.Builder
+	signature strings.Builder
 	inputJSON strings.Builder
 	sawInput  bool
 }
@@ -46,6 +47,7 @@ type streamEvent struct {
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
 		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 	} `json:"delta"`
 	Usage *usage `json:"usage"`
 	Error *struct {
@@ -66,8 +68,8 @@ func NewStream(limit int64) *Stream {
 func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 
 // event folds in one event: message_start (usage), content_block_start,
-// content_block_delta (text_delta, input_json_delta, thinking_delta;
-// signature_delta and citations_delta carry nothing chat keeps),
+// content_block_delta (text_delta, input_json_delta, thinking_delta,
+// signature_delta; citations_delta carries nothing chat keeps),
 // content_block_stop, message_delta (usage), message_stop, ping. An error
 // event marks the reply failed (see Result).
 func (s *Stream) event(ev sse.Event) error {
@@ -88,6 +90,7 @@ func (s *Stream) event(ev sse.Event) error {
 		b := &streamBlock{block: *e.ContentBlock}
 		b.text.WriteString(b.Text)
 		b.thinking.WriteString(b.Thinking)
+		b.signature.WriteString(b.Signature)
 		s.blocks[e.Index] = b
 	case "content_block_delta":
 		b := s.blocks[e.Index]
@@ -99,6 +102,8 @@ func (s *Stream) event(ev sse.Event) error {
 			b.text.WriteString(e.Delta.Text)
 		case "thinking_delta":
 			b.thinking.WriteString(e.Delta.Thinking)
+		case "signature_delta":
+			b.signature.WriteString(e.Delta.Signature)
 		case "input_json_delta":
 			b.inputJSON.WriteString(e.Delta.PartialJSON)
 			b.sawInput = true
@@ -142,6 +147,7 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 		out := b.block
 		out.Text = b.text.String()
 		out.Thinking = b.thinking.String()
+		out.Signature = b.signature.String()
 		if b.sawInput {
 			out.Input = json.RawMessage(b.inputJSON.String())
 		}

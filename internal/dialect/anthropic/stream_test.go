@@ -26,7 +26,8 @@ func TestStreamMatchesWholeReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRaw := `{"role":"assistant","content":"Okay, let's check the weather in Porto.","tool_calls":[{"id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Porto\",\"unit\":\"celsius\"}"}}],"reasoning_content":"The user wants the weather in Porto; I should call the tool."}`
+	wantRaw := `{"role":"assistant","content":"Okay, let's check the weather in Porto.","tool_calls":[{"id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Porto\",\"unit\":\"celsius\"}"}}],"reasoning_content":"The user wants the weather in Porto; I should call the tool.",` +
+		`"thinking_blocks":[{"type":"thinking","thinking":"The user wants the weather in Porto; I should call the tool.","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}]}`
 	if string(want.Raw) != wantRaw {
 		t.Errorf("whole reply:\n got %s\nwant %s", want.Raw, wantRaw)
 	}

@@ -11,14 +11,20 @@ import (
 
 // Message is a chat message as the adapters write and read it. Content is a
 // string, null, or an array of Parts; Reasoning is the reasoning_content
-// field (the thinking text some chat APIs return beside the answer).
+// field (the thinking text some chat APIs return beside the answer);
+// ThinkingBlocks is the thinking_blocks field: a JSON array of a reply's
+// signed reasoning blocks as the provider gave them (Anthropic's thinking,
+// with its signature, and redacted_thinking), which Anthropic requires
+// back, unchanged, with the call of a tool loop it continues. The memory
+// core never replays either to another API (memory.Request.ReplaysThinking).
 type Message struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Refusal    string          `json:"refusal,omitempty"`
-	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Reasoning  string          `json:"reasoning_content,omitempty"`
+	Role           string          `json:"role"`
+	Content        json.RawMessage `json:"content"`
+	Refusal        string          `json:"refusal,omitempty"`
+	ToolCalls      []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID     string          `json:"tool_call_id,omitempty"`
+	Reasoning      string          `json:"reasoning_content,omitempty"`
+	ThinkingBlocks json.RawMessage `json:"thinking_blocks,omitempty"`
 }
 
 // ToolCall is an assistant's call of a function.

@@ -1,6 +1,8 @@
 package dialecttest
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,6 +20,8 @@ type anthropicBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -41,7 +45,13 @@ var toolIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 // the API's pattern, unique in the request, and is answered by tool_result
 // blocks (first in the content) in the next message, and every tool_result
 // answers a tool_use of the message before.
-func validateMessages(msgs []anthropicMessage) error {
+//
+// With extended thinking on (thinking), the final assistant message, when
+// it holds tool_use blocks, must start with a thinking or
+// redacted_thinking block, and a thinking block's signature, when the fake
+// gave it, must be the one it gave that text (signature): the API refuses a tool loop's
+// call sent back without the reasoning that made it, or with it changed.
+func validateMessages(msgs []anthropicMessage, thinking bool) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("messages: at least one message is required")
 	}
@@ -108,7 +118,46 @@ func validateMessages(msgs []anthropicMessage) error {
 		}
 		prevUses = uses
 	}
+	return validateThinking(msgs, thinking)
+}
+
+// validateThinking enforces the thinking rules of validateMessages on
+// msgs, whose blocks are read.
+func validateThinking(msgs []anthropicMessage, thinking bool) error {
+	for i, m := range msgs {
+		for j, b := range m.blocks {
+			if b.Type == "thinking" && strings.HasPrefix(b.Signature, signaturePrefix) && b.Signature != signature(b.Thinking) {
+				return fmt.Errorf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+			}
+		}
+	}
+	if !thinking {
+		return nil
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != "assistant" {
+			continue
+		}
+		if !slices.ContainsFunc(m.blocks, func(b anthropicBlock) bool { return b.Type == "tool_use" }) {
+			return nil
+		}
+		if t := m.blocks[0].Type; t != "thinking" && t != "redacted_thinking" {
+			return fmt.Errorf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking", i, t)
+		}
+		return nil
+	}
 	return nil
+}
+
+// signaturePrefix starts every signature the fake gives; one that does
+// not (a client's own, from elsewhere) is not checked.
+const signaturePrefix = "fakesig"
+
+// signature is the signature the fake gives a thinking block's text.
+func signature(thinking string) string {
+	sum := sha256.Sum256([]byte(thinking))
+	return signaturePrefix + base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // messages answers POST /v1/messages.
@@ -128,6 +177,9 @@ func (u *Upstream) messages(w http.ResponseWriter, r *http.Request, body []byte)
 		Stream    bool               `json:"stream"`
 		Tools     []json.RawMessage  `json:"tools"`
 		Messages  []anthropicMessage `json:"messages"`
+		Thinking  *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -137,7 +189,8 @@ func (u *Upstream) messages(w http.ResponseWriter, r *http.Request, body []byte)
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "model and max_tokens are required")
 		return
 	}
-	if err := validateMessages(req.Messages); err != nil {
+	thinking := req.Thinking != nil && req.Thinking.Type == "enabled"
+	if err := validateMessages(req.Messages, thinking); err != nil {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
@@ -177,6 +230,10 @@ func (u *Upstream) messages(w http.ResponseWriter, r *http.Request, body []byte)
 	default:
 		blocks = []anthropicBlock{{Type: "text", Text: "You said: " + userText}}
 	}
+	if thinking {
+		t := fmt.Sprintf("Thinking %04d: the user said %q.", n, userText)
+		blocks = append([]anthropicBlock{{Type: "thinking", Thinking: t, Signature: signature(t)}}, blocks...)
+	}
 	inTokens, outTokens := len(body)/4, 12*len(blocks)
 	msgID := fmt.Sprintf("msg_fake%04d", n)
 	if !req.Stream {
@@ -195,6 +252,12 @@ func (u *Upstream) messages(w http.ResponseWriter, r *http.Request, body []byte)
 	}})
 	for i, b := range blocks {
 		switch b.Type {
+		case "thinking":
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			for _, p := range pieces(b.Thinking, 4) {
+				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
+			}
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b.Signature}})
 		case "text":
 			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			if i == 0 {

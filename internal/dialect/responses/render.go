@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -90,7 +91,7 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		role = "user"
 	}
 	if recalledInInput {
-		if input, err = insertMessage(input, questionAt(input), role, a.Recalled); err != nil {
+		if input, err = r.placeRecalled(input, role, a.RecalledAt); err != nil {
 			return nil, err
 		}
 	}
@@ -101,6 +102,46 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	}
 	obj.Set("input", body.Array(input))
 	return obj.Bytes(), nil
+}
+
+// placeRecalled returns input (arranged: the client's items from some
+// index on are its tail) with each recalled block as a message item of
+// role: a block one of the client's resent user messages was sent with
+// (memory.keep_recall_resent) right before that message, as the request
+// that asked it put it, so the input up to the previous question goes
+// upstream as it went then; the others (a stored turn's, or none) right
+// before the current question (questionAt). Blocks keep their order, each
+// its own item, so the block a question keeps is the same item when the
+// question is resent.
+func (r *Request) placeRecalled(input []json.RawMessage, role string, blocks []chat.Placed) ([]json.RawMessage, error) {
+	q := questionAt(input)
+	shift := len(input) - len(r.items)
+	type place struct {
+		at   int
+		text string
+	}
+	places := make([]place, 0, len(blocks))
+	for _, b := range blocks {
+		i := b.Before + shift
+		if b.Before < 0 || i < 0 || i > q || !bytes.Equal(input[i], r.items[b.Before]) || !userMessage(input[i]) {
+			i = q
+		}
+		places = append(places, place{i, b.Text})
+	}
+	slices.SortStableFunc(places, func(x, y place) int { return x.at - y.at })
+	var err error
+	for _, p := range slices.Backward(places) {
+		if input, err = insertMessage(input, p.at, role, p.text); err != nil {
+			return nil, err
+		}
+	}
+	return input, nil
+}
+
+// userMessage reports whether raw is a user message item.
+func userMessage(raw json.RawMessage) bool {
+	var it item
+	return json.Unmarshal(raw, &it) == nil && it.kind() == "message" && it.Role == "user"
 }
 
 // insertMessage returns items with a message item of role and text
@@ -117,8 +158,7 @@ func insertMessage(items []json.RawMessage, i int, role, text string) ([]json.Ra
 // current question), or 0 when there is none.
 func questionAt(items []json.RawMessage) int {
 	for i := len(items) - 1; i >= 0; i-- {
-		var it item
-		if json.Unmarshal(items[i], &it) == nil && it.kind() == "message" && it.Role == "user" {
+		if userMessage(items[i]) {
 			return i
 		}
 	}

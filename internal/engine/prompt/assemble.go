@@ -200,7 +200,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		blockCosts map[string]int // made once a kept block is found
 	)
 	if a.keepsRecall(req, fullHistory) {
-		keptBy = a.kept.lookup(req.Identity, ld.rev)
+		keptBy = a.kept.lookup(req.Identity, req.Root, ld.rev)
 	}
 	// inBlocks is the text of the kept blocks the recent turns show: known
 	// once the window is, so a second pass packs without what they show.
@@ -318,8 +318,8 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		// the rest, instead of being cut at once. What the room holds
 		// beyond it goes to a second block, shown with this request only
 		// (once, below). Not for a request that may be a full-history
-		// chat's first (firstOfChat): it looks just like a client that
-		// sends only its newest turn and no conversation, whose recall
+		// chat's first (keepsFirst): it looks just like a client that
+		// sends only its newest turn, whose recall
 		// must not shrink for a chat that may never come; its block is
 		// kept only if it leaves the window at its low watermark anyway
 		// (below).
@@ -414,7 +414,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		if !keepsBlock {
 			keptBlock = ""
 		}
-		a.keepBlock(req, ld.rev, fullHistory, current, keptBlock)
+		a.keepBlock(req, ld, fullHistory, current, keptBlock)
 	}
 	out = append(out, raws(current)...)
 	for k, v := range sections {

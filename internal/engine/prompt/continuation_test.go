@@ -58,7 +58,7 @@ func TestContinuationLeavesTheResentTurnToTheClient(t *testing.T) {
 		{"retried message", append(earlier[:2:2], q), []memory.Message{q}, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _ := continuation(tt.stored, tt.rest)
+			got, _ := continuation(tt.stored, tt.rest, false)
 			var names []string
 			for _, m := range got {
 				names = append(names, m.Role+":"+m.Content)

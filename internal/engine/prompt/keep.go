@@ -64,21 +64,34 @@ func newKeptBlocks(convs, perConv int) *keptBlocks {
 }
 
 // lookup returns the blocks kept for id's turns under rev (nil when none,
-// or when rev is unknown or not the one they were kept under). The map
-// returned is a copy.
-func (k *keptBlocks) lookup(id memory.Identity, rev *memory.Revisions) map[turnKey]string {
+// or when rev is unknown or not the one they were kept under), and, for a
+// turn id holds none for, those kept for the same user's conversation root
+// ("": none; memory.Request.Root, of which id's is a branch: the chat's
+// first turn kept its block there). The map returned is a copy.
+func (k *keptBlocks) lookup(id memory.Identity, root string, rev *memory.Revisions) map[turnKey]string {
 	if k == nil || rev == nil {
 		return nil
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	c, ok := k.convs.Get(id)
-	if !ok || c.rev != keptRevOf(rev) || len(c.blocks) == 0 {
-		return nil
+	var out map[turnKey]string
+	ids := []memory.Identity{id}
+	if root != "" && root != id.Conversation {
+		r := id
+		r.Conversation = root
+		ids = []memory.Identity{r, id} // id's own win
 	}
-	out := make(map[turnKey]string, len(c.blocks))
-	for t, b := range c.blocks {
-		out[t] = b
+	for _, id := range ids {
+		c, ok := k.convs.Get(id)
+		if !ok || c.rev != keptRevOf(rev) || len(c.blocks) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[turnKey]string, len(c.blocks))
+		}
+		for t, b := range c.blocks {
+			out[t] = b
+		}
 	}
 	return out
 }
@@ -141,36 +154,55 @@ func (a *Assembler) keepsRecall(req memory.Request, fullHistory bool) bool {
 	return a.opts.KeepRecall
 }
 
-// firstOfChat returns, when req may be a full-history chat's first
-// request (no history resent, the user's default conversation) and
-// KeepRecallResent is on, the conversation the chat's next request
-// derives (memory.Candidate); otherwise "".
-func (a *Assembler) firstOfChat(req memory.Request, fullHistory bool) string {
-	if fullHistory || !a.keepsRecall(req, true) || req.Conversation != memory.DefaultConversation {
-		return ""
-	}
-	return memory.Candidate(req.Tenant, req.User, req.Messages)
+// keepsFirst reports whether a request that resends no history keeps its
+// question's block for its conversation's next request, which may resend
+// the question (a full-history chat's first request looks just like a
+// client that sends only its newest turn): with KeepRecallResent, when
+// req's API puts a resent turn's block back in place
+// (memory.Request.ResentInPlace).
+func (a *Assembler) keepsFirst(req memory.Request, fullHistory bool) bool {
+	return !fullHistory && a.kept != nil && a.opts.KeepRecallResent && req.ResentInPlace
 }
 
 // keepBlock keeps block (rev: see keptBlocks) as what the current turn's
 // user message was sent with, for the next request of req's conversation
-// when keepsRecall. A full-history chat's first request carries no history
-// and lands in the user's default conversation; the chat's next request,
-// which resends it, derives its own (memory.Candidate): with
-// KeepRecallResent the block is kept for that conversation too, so the
-// chat's second prompt repeats its first.
-func (a *Assembler) keepBlock(req memory.Request, rev *memory.Revisions, fullHistory bool, current []memory.Message, block string) {
+// when keepsRecall. A request that resends no history may be a
+// full-history chat's first (keepsFirst), whose next request resends its
+// question; its block is kept for that request's conversation too:
+//
+//   - in the user's default conversation, where such a request lands
+//     when it names none, for the conversation the chat's next request
+//     derives (memory.Candidate; a branch of it finds it there too:
+//     keptBlocks.lookup);
+//   - in any other conversation (named: X-Memory-Conversation), for that
+//     conversation, when the question opens it (ld holds no summary and
+//     no other user turn), so that a client that only ever sends its
+//     newest turn keeps no block per turn, which it never resends.
+func (a *Assembler) keepBlock(req memory.Request, ld loaded, fullHistory bool, current []memory.Message, block string) {
 	i := slices.IndexFunc(current, func(m memory.Message) bool { return m.Role == "user" })
 	if i < 0 {
 		return
 	}
+	q := current[i]
 	if a.keepsRecall(req, fullHistory) {
-		a.kept.put(req.Identity, rev, current[i], block)
+		a.kept.put(req.Identity, ld.rev, q, block)
 	}
-	if c := a.firstOfChat(req, fullHistory); c != "" {
-		id := req.Identity
-		id.Conversation = c
-		a.kept.put(id, rev, current[i], block)
+	if !a.keepsFirst(req, fullHistory) {
+		return
+	}
+	if req.Conversation == memory.DefaultConversation {
+		if c := memory.Candidate(req.Tenant, req.User, req.Messages); c != "" {
+			id := req.Identity
+			id.Conversation = c
+			a.kept.put(id, ld.rev, q, block)
+		}
+		return
+	}
+	opens := ld.summary == nil && !slices.ContainsFunc(ld.stored, func(m memory.Message) bool {
+		return m.Role == "user" && keyOf(m) != keyOf(q)
+	})
+	if opens && !a.keepsRecall(req, fullHistory) {
+		a.kept.put(req.Identity, ld.rev, q, block)
 	}
 }
 

@@ -410,3 +410,73 @@ func trips(now time.Time) []memory.Item {
 	}
 	return items
 }
+
+// TestKeepRecallResentFirstTurnAnyConversation: a full-history chat's
+// first request keeps its question's block for the chat's next request,
+// whatever conversation the two are in — the default one (the next
+// derives its own), one the client names, a branch of the derived one
+// (routing: another chat opened alike), and when the first request's API
+// moves its blocks (Anthropic without resent history) but puts a resent
+// turn's back in place — so the first prompt is the second's prefix. A
+// client that sends only its newest turn, in a conversation that holds
+// other turns, keeps none: it never resends them.
+func TestKeepRecallResentFirstTurnAnyConversation(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const sys = `{"role":"system","content":"Be brief."}`
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: []memory.Item{{ID: 1, Kind: "message", Ref: "k-tea", Conversation: "other", Text: "Ana drinks tea.", Score: 1, CreatedAt: now.Add(-time.Hour)}}}, nil
+	})
+	newAssembler := func(mem *fakeMemory) *Assembler {
+		a, err := NewAssembler(Deps{History: mem, Recaller: rec, Counter: byteCounter{}, Revisions: &messageRevisions{}},
+			Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Recall: 0.5}, FillRecall: true, FillWhen: FillAsked,
+				KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	first := request(t, memory.ModeOn, sys, uAsk)
+	second := request(t, memory.ModeOn, sys, uAsk, aAns, uStmt)
+	derived := memory.DerivedConversation(second.Tenant, second.User, second.Messages)
+	for _, tc := range []struct {
+		name             string
+		first, second    string // conversations
+		root             string // the second's Root
+		firstMovesBlocks bool   // the first request's BlocksInPlace is false
+	}{
+		{name: "default, then derived", first: memory.DefaultConversation, second: derived},
+		{name: "named", first: "named", second: "named"},
+		{name: "named, first request's blocks moved", first: "named", second: "named", firstMovesBlocks: true},
+		{name: "default, then a branch of the derived", first: memory.DefaultConversation, second: "chat-branch", root: derived},
+		{name: "default, first request's blocks moved", first: memory.DefaultConversation, second: derived, firstMovesBlocks: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAssembler(&fakeMemory{})
+			f, s := first, second
+			f.Conversation, s.Conversation, s.Root = tc.first, tc.second, tc.root
+			f.BlocksInPlace = !tc.firstMovesBlocks
+			p1, err := a.Prepare(context.Background(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p2, err := a.Prepare(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(joined(p1), "drinks tea") || !prefixOf(p1, p2) {
+				t.Errorf("the chat's first prompt is not its second's prefix:\n%s\n---\n%s", joined(p1), joined(p2))
+			}
+		})
+	}
+	t.Run("newest-only client, conversation holds other turns", func(t *testing.T) {
+		a := newAssembler(&fakeMemory{stored: msgs(t, u1, a1)})
+		req := request(t, memory.ModeOn, sys, uAsk)
+		req.Conversation = "named"
+		if _, err := a.Prepare(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.kept.lookup(req.Identity, "", &memory.Revisions{}); len(got) > 0 {
+			t.Errorf("a newest-only client's turn kept %d blocks, want none", len(got))
+		}
+	})
+}

@@ -195,7 +195,7 @@ wait:
 		ld.summary = r.summary
 	}
 	if r, ok := part(partHistory); ok {
-		ld.stored, ld.resent = continuation(r.stored, rest)
+		ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)
 	}
 	recalled := false
 	if r, ok := part(partRecall); ok {
@@ -302,7 +302,7 @@ func later(a, b time.Time) time.Time {
 // tool loop whose call the client holds otherwise than memgate stored it:
 // regenerated, or its reply stored redacted). The keys of the stored
 // messages it leaves to the client's copies are returned too.
-func continuation(stored, rest []memory.Message) (_ []memory.Message, resent []string) {
+func continuation(stored, rest []memory.Message, thinking bool) (_ []memory.Message, resent []string) {
 	out := make([]memory.Message, 0, len(stored))
 	for _, m := range stored {
 		// A stored message is not trusted to be one JSON value (a store
@@ -311,7 +311,7 @@ func continuation(stored, rest []memory.Message) (_ []memory.Message, resent []s
 		// its fields). The prompt's other messages are the client's, as
 		// parsed, and the memory block memgate encodes.
 		if !m.Failed() && (len(m.Raw) == 0 || json.Valid(m.Raw)) {
-			out = append(out, withoutReasoning(m))
+			out = append(out, withoutReasoning(m, thinking))
 		}
 	}
 	for k := min(len(out), len(rest)); k > 0; k-- {
@@ -421,14 +421,20 @@ var auxiliaries = map[string]bool{
 	"é": true, "foi": true,
 }
 
-// reasoningFields are the reply fields that carry a model's reasoning.
-var reasoningFields = []string{"reasoning_content", "reasoning"}
+// reasoningFields are the reply fields that carry a model's reasoning;
+// signedThinking is the one of them that holds it as the provider signed
+// it (chat.Message.ThinkingBlocks).
+var reasoningFields = []string{"reasoning_content", "reasoning", signedThinking}
+
+const signedThinking = "thinking_blocks"
 
 // withoutReasoning returns m with the reasoning fields removed from its Raw:
 // the store keeps a reply's reasoning, but it does not go back upstream as
-// history (providers such as DeepSeek reject reasoning_content in input).
-func withoutReasoning(m memory.Message) memory.Message {
-	if m.Role != "assistant" || !bytes.Contains(m.Raw, []byte(`"reasoning`)) {
+// history (providers such as DeepSeek reject reasoning_content in input) —
+// except, when thinking (memory.Request.ReplaysThinking), its signed
+// blocks, which Anthropic requires back with a tool loop's call.
+func withoutReasoning(m memory.Message, thinking bool) memory.Message {
+	if m.Role != "assistant" || !bytes.Contains(m.Raw, []byte(`"reasoning`)) && !bytes.Contains(m.Raw, []byte(`"`+signedThinking)) {
 		return m
 	}
 	var fields map[string]json.RawMessage
@@ -437,7 +443,9 @@ func withoutReasoning(m memory.Message) memory.Message {
 	}
 	n := len(fields)
 	for _, f := range reasoningFields {
-		delete(fields, f)
+		if f != signedThinking || !thinking {
+			delete(fields, f)
+		}
 	}
 	if len(fields) == n {
 		return m

@@ -182,9 +182,10 @@ type Options struct {
 	// with the recalled block it was sent with. When the resent turns and
 	// their blocks outgrow the recent turns' window, blocks leave before
 	// turns, oldest first and several at once (recentWindow). A chat's
-	// first request, which carries no history and lands in the user's
-	// default conversation, keeps its block for the conversation its
-	// continuation derives (memory.Candidate).
+	// first request, which carries no history, keeps its block for its
+	// continuation: in the conversation it names, or, landing in the
+	// user's default conversation, in the one its continuation derives
+	// (memory.Candidate) and that one's branches (keepBlock).
 	KeepRecallResent bool
 	// HoldSummary shows a new-only client's conversation the summary its
 	// previous stored turn was shown, with every turn after it, until

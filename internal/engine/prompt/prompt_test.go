@@ -75,6 +75,7 @@ func request(tb testing.TB, mode memory.Mode, raws ...string) memory.Request {
 		Mode:          mode,
 		Model:         "gpt-4o",
 		BlocksInPlace: true, // as Chat Completions
+		ResentInPlace: true,
 	}
 	for _, r := range raws {
 		req.Messages = append(req.Messages, mustMsg(tb, r))

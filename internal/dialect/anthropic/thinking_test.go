@@ -1,0 +1,117 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
+)
+
+// TestRenderReplaysSignedThinking: a client that sends only its newest
+// message, extended thinking on, answers a stored tool call with its
+// result. The replayed call's assistant turn starts with the signed
+// reasoning stored with it (thinking, redacted_thinking), text and
+// signature as the provider gave them, as Anthropic requires; reasoning
+// the redactor changed (whose signature the API would refuse) and a turn
+// of reasoning alone are not replayed. A call without signed reasoning
+// to send back goes with thinking disabled for that step, which Anthropic
+// would otherwise refuse.
+func TestRenderReplaysSignedThinking(t *testing.T) {
+	const body = `{"model":"claude-sonnet-4-5","max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},` +
+		`"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],` +
+		`"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"18C"}]}]}`
+	signed := `[{"type":"thinking","thinking":"Porto \"weather\": call the tool.","signature":"EqQBsig=="},{"type":"redacted_thinking","data":"EmwKAhgBEgy3"}]`
+	call := func(thinking string) json.RawMessage {
+		m := map[string]any{"role": "assistant", "content": "Let me check.", "reasoning_content": "Porto",
+			"tool_calls": []any{map[string]any{"id": "toolu_a", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Porto"}`}}}}
+		if thinking != "" {
+			m["thinking_blocks"] = json.RawMessage(thinking)
+		}
+		return dialecttest.JSON(t, m)
+	}
+	question := dialecttest.JSON(t, map[string]any{"role": "user", "content": "Weather in Porto?"})
+	thoughtOnly := dialecttest.JSON(t, map[string]any{"role": "assistant", "content": "", "thinking_blocks": json.RawMessage(`[{"type":"thinking","thinking":"hm","signature":"s"}]`)})
+	for _, tc := range []struct {
+		name   string
+		stored []json.RawMessage
+		want   string // the replayed call's first block; "" when it is the text
+	}{
+		{"signed", []json.RawMessage{question, call(signed)}, `{"type":"thinking","thinking":"Porto \"weather\": call the tool.","signature":"EqQBsig=="}`},
+		{"none stored", []json.RawMessage{question, call("")}, ""},
+		{"redacted since", []json.RawMessage{question, call(`[{"type":"thinking","thinking":"key [redacted:api_key]","signature":"EqQBsig=="}]`)}, ""},
+		{"reasoning alone before", []json.RawMessage{question, thoughtOnly, dialecttest.JSON(t, map[string]any{"role": "user", "content": "Still there?"}), call(signed)},
+			`{"type":"thinking","thinking":"Porto \"weather\": call the tool.","signature":"EqQBsig=="}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Render(dialecttest.Prepared(r.Conversation, "", tc.stored, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkRules(out); err != nil {
+				t.Errorf("%v:\n%s", err, out)
+			}
+			var sent struct {
+				Messages []struct {
+					Role    string            `json:"role"`
+					Content []json.RawMessage `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(out, &sent); err != nil {
+				t.Fatal(err)
+			}
+			n := len(sent.Messages)
+			if n < 2 || sent.Messages[n-2].Role != "assistant" {
+				t.Fatalf("no replayed call before the result:\n%s", out)
+			}
+			for _, m := range sent.Messages[:n-2] {
+				if strings.Contains(string(mustJSON(t, m.Content)), `"hm"`) {
+					t.Errorf("a turn of reasoning alone was replayed:\n%s", out)
+				}
+			}
+			first := string(sent.Messages[n-2].Content[0])
+			var th struct {
+				Thinking json.RawMessage `json:"thinking"`
+			}
+			json.Unmarshal(out, &th)
+			if tc.want == "" {
+				// Nothing signed to send back: this step goes without
+				// thinking, which Anthropic would refuse the call without.
+				if strings.Contains(string(mustJSON(t, sent.Messages[n-2].Content)), "thinking") || string(th.Thinking) != `{"type":"disabled"}` {
+					t.Errorf("reasoning replayed, or thinking left on (%s) for a call without its signed reasoning: %s", th.Thinking, out)
+				}
+				return
+			}
+			if string(th.Thinking) != `{"type":"enabled","budget_tokens":1024}` {
+				t.Errorf("thinking upstream %s, want the client's", th.Thinking)
+			}
+			if !jsonSameBytes(first, tc.want) || !strings.Contains(string(mustJSON(t, sent.Messages[n-2].Content[1])), `"redacted_thinking","data":"EmwKAhgBEgy3"`) {
+				t.Errorf("the replayed call starts %s, want its signed reasoning %s, then the redacted block:\n%s", first, tc.want, out)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// jsonSameBytes reports whether a and b decode to the same value.
+func jsonSameBytes(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
