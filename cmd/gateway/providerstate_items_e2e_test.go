@@ -209,3 +209,58 @@ func TestProviderStateResponsesSubPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderStateCarriedItemIDs: with gateway keys and one upstream key
+// for every tenant, an input item that gives its content and the id of
+// a stored item another user's state holds goes upstream without that
+// id — to a provider that reads stored items by id (the fake taught to),
+// it would have brought that user's words — and its content as sent;
+// the owner's own id goes upstream as sent. Run end to end, as
+// TestProviderStateStaysWithItsTenant.
+func TestProviderStateCarriedItemIDs(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	fake.ResolveItemIDs()
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	others := []caller{{"key-b", "ana"}, {"key-a", "bob"}, {"key-a", ""}}
+
+	// Ana's words, stored as an item of her conversation.
+	var conv struct {
+		ID string `json:"id"`
+	}
+	if status, b := postJSON(t, gw+"/v1/conversations", `{}`, ana.headers()); status != http.StatusOK || json.Unmarshal(b, &conv) != nil {
+		t.Fatalf("create conversation: %d %s", status, b)
+	}
+	if status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","conversation":"`+conv.ID+`","input":"My pin is 1234."}`, ana.headers()); status != http.StatusOK {
+		t.Fatalf("a response in the conversation: %d %s", status, b)
+	}
+	status, b := getAs(t, gw+"/v1/conversations/"+conv.ID+"/items", ana)
+	if status != http.StatusOK {
+		t.Fatalf("the owner's list: %d %s", status, b)
+	}
+	ids := itemIDs(t, b)
+	if len(ids) == 0 {
+		t.Fatalf("no items listed: %s", b)
+	}
+	stored := ids[0] // her input: "My pin is 1234."
+
+	item := `{"type":"message","id":"` + stored + `","role":"user","content":"Hello."}`
+	body := `{"model":"gpt-4.1","input":[` + item + `]}`
+	for _, c := range others {
+		status, b := postJSON(t, gw+"/v1/responses", body, c.headers())
+		if status != http.StatusOK || bytes.Contains(b, []byte("1234")) || !bytes.Contains(b, []byte("You said: Hello.")) {
+			t.Errorf("as %v: %d %s, want the reply to the item's own content", c, status, b)
+		}
+		last := fake.Requests()[len(fake.Requests())-1]
+		if bytes.Contains(last.Body, []byte(stored)) || !bytes.Contains(last.Body, []byte(`"content":"Hello."`)) {
+			t.Errorf("as %v: upstream got %s, want the item without the id", c, last.Body)
+		}
+	}
+	status, b = postJSON(t, gw+"/v1/responses", body, ana.headers())
+	if status != http.StatusOK || !bytes.Contains(b, []byte("You said: My pin is 1234.")) {
+		t.Errorf("the owner's item: %d %s, want the stored item read", status, b)
+	}
+	if last := fake.Requests()[len(fake.Requests())-1]; !bytes.Contains(last.Body, []byte(item)) {
+		t.Errorf("the owner's item: upstream got %s, want the item as sent", last.Body)
+	}
+}

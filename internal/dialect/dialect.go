@@ -50,7 +50,8 @@ func ParseAPI(s string) (API, bool) {
 // Request is a request body of one API, read once.
 type Request struct {
 	API API
-	// Raw is the body as the client sent it.
+	// Raw is the body as the client sent it, less the ids DropIDs
+	// dropped.
 	Raw []byte
 	// Model, Stream and MaxTokens are the body's; User is the body's user
 	// value (chat and Responses user, else their safety_identifier, and
@@ -71,6 +72,12 @@ type Request struct {
 	// previous_response_id, conversation), which the provider resolves
 	// with the key the request goes upstream with.
 	States []memory.ProviderState
+	// CarriedIDs are the ids a Responses body's input items give beside
+	// their content (responses.Request.CarriedIDs): the provider reads
+	// the content, yet may hold a stored item under the id too. Where
+	// States are checked, those not bound to the caller are dropped
+	// (DropIDs).
+	CarriedIDs []memory.ProviderState
 	// AmbiguousStates, when not nil, is the 400 for a Responses body,
 	// input item or conversation object that gives a member twice
 	// (responses.RepeatedMember): States hold what memgate reads of it,
@@ -87,6 +94,23 @@ type Request struct {
 	render func(memory.Prepared) ([]byte, error)
 	// messages is the Anthropic request (Messages API only).
 	messages *anthropic.Request
+	// responses is the Responses request (Responses API only).
+	responses *responses.Request
+}
+
+// DropIDs removes from the body the ids of CarriedIDs whose drop is true
+// (one flag per id): Raw and what Render renders go upstream without
+// them, the items' content as sent.
+func (r *Request) DropIDs(drop []bool) error {
+	if r.responses == nil {
+		return nil
+	}
+	raw, err := r.responses.DropIDs(drop)
+	if err != nil {
+		return err
+	}
+	r.Raw = raw
+	return nil
 }
 
 // SetCacheBreakpoints asks Render to add Anthropic cache_control
@@ -115,8 +139,8 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), AmbiguousStates: repeatedMember(r.Repeated()),
-			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: repeatedMember(r.Repeated()),
+			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render, responses: r}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {

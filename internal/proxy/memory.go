@@ -167,6 +167,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			if aerr := p.checkStates(r.Context(), id, req.States, unknownState); aerr != nil {
 				return fail(aerr)
 			}
+			if aerr := p.dropForeignIDs(r.Context(), id, req); aerr != nil {
+				return fail(aerr)
+			}
 		}
 		// What the exchange stores: read by the key check and capture when
 		// the request stores, and by routing (its Head) when the request
@@ -189,7 +192,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if shared && a.name == dialect.Responses && !req.Stateless {
 			f.bind = &stateBind{p: p, x: x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: received}
 		}
-		out := raw
+		out := req.Raw
 		// A Responses request may hold nothing memory can read (only item
 		// references, continuing a stored response).
 		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {

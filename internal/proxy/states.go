@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -54,14 +55,7 @@ func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []me
 	if len(states) == 0 {
 		return nil
 	}
-	var bound []bool
-	err := errors.New("no provider state store")
-	if p.deps.States != nil {
-		bound, err = p.deps.States.BoundStates(ctx, id.Tenant, id.User, states, time.Now())
-	}
-	if err == nil && len(bound) != len(states) {
-		err = fmt.Errorf("the store answered %d of %d provider states", len(bound), len(states))
-	}
+	bound, err := p.boundStates(ctx, id, states)
 	if err != nil {
 		p.m.states.WithLabelValues(stateUnverified).Inc()
 		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
@@ -75,6 +69,58 @@ func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []me
 			return notFound(states[i])
 		}
 	}
+	return nil
+}
+
+// boundStates reports, for each of states, whether it is bound to id's
+// tenant and user.
+func (p *Proxy) boundStates(ctx context.Context, id memory.Identity, states []memory.ProviderState) ([]bool, error) {
+	if p.deps.States == nil {
+		return nil, errors.New("no provider state store")
+	}
+	bound, err := p.deps.States.BoundStates(ctx, id.Tenant, id.User, states, time.Now())
+	if err == nil && len(bound) != len(states) {
+		err = fmt.Errorf("the store answered %d of %d provider states", len(bound), len(states))
+	}
+	return bound, err
+}
+
+// dropForeignIDs drops from req the ids its input items give beside
+// their content (dialect.Request.CarriedIDs) that are not bound to id's
+// tenant and user. The provider reads such an item from its content, yet
+// may hold a stored item under its id, which must not reach another's
+// request: the item goes upstream with its content and without the id,
+// which the API does not require of it. When the store cannot say, every
+// such id is dropped: that refuses nobody, and no id memgate could not
+// check goes through. The caller's own ids go as sent.
+func (p *Proxy) dropForeignIDs(ctx context.Context, id memory.Identity, req *dialect.Request) *apierr.Error {
+	if len(req.CarriedIDs) == 0 {
+		return nil
+	}
+	bound, err := p.boundStates(ctx, id, req.CarriedIDs)
+	if err != nil {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
+		bound = make([]bool, len(req.CarriedIDs))
+	}
+	drop := make([]bool, len(bound))
+	n := 0
+	for i, ok := range bound {
+		if !ok {
+			drop[i] = true
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := req.DropIDs(drop); err != nil {
+		p.log.LogAttrs(ctx, slog.LevelError, "input item ids not dropped, request refused",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
+		return &apierr.Error{Status: http.StatusInternalServerError, Type: apierr.TypeServer,
+			Message: "memgate could not remove the input item ids this request may not name."}
+	}
+	p.m.states.WithLabelValues(stateIDDropped).Add(float64(n))
 	return nil
 }
 
@@ -123,6 +169,7 @@ const (
 	stateBindFailed = "bind_failed"
 	stateRefused    = "refused"
 	stateUnverified = "unverifiable"
+	stateIDDropped  = "id_dropped"
 )
 
 // stateBind binds the provider states a reply creates — the response or

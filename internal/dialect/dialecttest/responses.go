@@ -10,6 +10,7 @@ import (
 
 // responseItem is an input item of the fake's reading.
 type responseItem struct {
+	ID      string          `json:"id"`
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
@@ -66,6 +67,47 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 		}
 	}
 	return "", nil
+}
+
+// ResolveItemIDs makes the fake read an input item that gives the id of
+// an item it stored (a response's output, a conversation's items) as that
+// stored item, whatever content the request gives it: as a provider that
+// looks items up by id would. Without it the fake reads each item as
+// given.
+func (u *Upstream) ResolveItemIDs() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.resolve = true
+}
+
+// resolveItems replaces each of items that gives the id of a stored item
+// by the stored item, when the fake resolves ids (ResolveItemIDs).
+func (u *Upstream) resolveItems(items []responseItem) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.resolve {
+		return
+	}
+	stored := map[string]map[string]any{}
+	for _, full := range u.stored {
+		for _, it := range full["output"].([]map[string]any) {
+			stored[fmt.Sprint(it["id"])] = it
+		}
+	}
+	for _, its := range u.items {
+		for _, it := range its {
+			stored[fmt.Sprint(it["id"])] = it
+		}
+	}
+	for i, it := range items {
+		if s, ok := stored[it.ID]; ok && it.ID != "" {
+			b, _ := json.Marshal(s) // the fake's own maps always encode
+			var r responseItem
+			if json.Unmarshal(b, &r) == nil {
+				items[i] = r
+			}
+		}
+	}
 }
 
 // conversations answers POST /v1/conversations: a new, empty conversation.
@@ -134,6 +176,7 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 			return
 		}
 	}
+	u.resolveItems(items)
 	if param, err := u.validateResponses(items, req.Previous); err != nil {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", param, err.Error())
 		return

@@ -46,12 +46,14 @@ type Request struct {
 	// (see ParseRequest), each with the input item it starts at.
 	chat.Conversation
 
+	raw          []byte // the body to send as the client's (DropIDs)
 	obj          *body.Object
 	instructions json.RawMessage   // nil when absent
 	input        json.RawMessage   // the input member as sent
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
 	itemRefs     []string        // ids of the input items the provider reads by id (reference)
+	carried      []carried       // the input items that give an id beside their content (carriesID)
 	repeated     *RepeatedMember // the first input item or conversation object that gives a member twice
 	held         int             // the input items, from the first, the provider holds (see readInput)
 	referenced   bool            // the input holds an item_reference
@@ -85,7 +87,7 @@ func parseRequest(b []byte, create bool) (*Request, error) {
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
 	}
-	r := &Request{obj: obj, system: map[string]bool{}}
+	r := &Request{raw: b, obj: obj, system: map[string]bool{}}
 	r.repeat("", obj.Repeated())
 	for _, m := range []struct {
 		key string
@@ -443,6 +445,8 @@ func (r *Request) readInput(required bool) error {
 			r.repeat("input["+strconv.Itoa(i)+"]", repeated)
 			if id, ok := reference(obj); ok {
 				r.itemRefs = append(r.itemRefs, id)
+			} else if id, ok := carriesID(obj); ok {
+				r.carried = append(r.carried, carried{index: i, id: id})
 			}
 		}
 	}

@@ -1,0 +1,92 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/memgate/memgate/internal/dialect/body"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// idRequired are the input item types whose id the API requires
+// (openai-python's ResponseInputItemParam: id Required): dropping it
+// would turn the client's request into a 400, so their ids are carried
+// as sent. The ids of every other type are optional (message — an
+// assistant's included, which the API accepts without one —
+// function_call, function_call_output, computer_call_output, custom and
+// shell tool calls and outputs, mcp_approval_response, …), and a type
+// not listed here is taken for one of those.
+var idRequired = map[string]bool{
+	"file_search_call": true, "computer_call": true, "web_search_call": true,
+	"image_generation_call": true, "code_interpreter_call": true,
+	"local_shell_call": true, "local_shell_call_output": true,
+	"mcp_list_tools": true, "mcp_approval_request": true, "mcp_call": true,
+	"program": true, "program_output": true,
+}
+
+// carriesID returns the id the input item of members obj (members)
+// gives beside its content, and whether it gives one memgate may drop:
+// a non-empty string id (exact name) of an item that is no reference (see
+// reference), no reasoning item (its encrypted content is issued for its
+// id) and not of a type whose id the API requires (idRequired).
+func carriesID(obj map[string]json.RawMessage) (string, bool) {
+	id := exactString(obj, "id")
+	typ := exactString(obj, "type")
+	if id == "" || typ == "reasoning" || idRequired[typ] {
+		return "", false
+	}
+	return id, true
+}
+
+// carried is an input item that gives an id beside its content.
+type carried struct {
+	index int // in items
+	id    string
+}
+
+// CarriedIDs are the ids the input's items give beside their content (a
+// message, a function call or its output, …; see carriesID), one per
+// such item in input order. The provider reads such an item from its
+// content, yet may also hold a stored item under its id: an id that is
+// not the caller's can be dropped (DropIDs), the content still going
+// upstream.
+func (r *Request) CarriedIDs() []memory.ProviderState {
+	var out []memory.ProviderState
+	for _, c := range r.carried {
+		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: c.id})
+	}
+	return out
+}
+
+// DropIDs removes the id member of each item of CarriedIDs whose drop is
+// true (drop holds one flag per id) and returns the body to send: when
+// none is dropped, the body as the client sent it; otherwise the body
+// with those items without their id — their other members, the other
+// items and the body's other members kept byte for byte. Render renders
+// from the items as changed; what memory reads of the input (Messages)
+// is unchanged.
+func (r *Request) DropIDs(drop []bool) ([]byte, error) {
+	if len(drop) != len(r.carried) {
+		return nil, fmt.Errorf("drop ids: %d flags for %d ids", len(drop), len(r.carried))
+	}
+	changed := false
+	for i, c := range r.carried {
+		if !drop[i] {
+			continue
+		}
+		obj, err := body.Parse(r.items[c.index])
+		if err != nil {
+			return nil, fmt.Errorf("drop ids: input[%d]: %w", c.index, err)
+		}
+		obj.Delete("id")
+		r.items[c.index] = obj.Bytes()
+		changed = true
+	}
+	if !changed {
+		return r.raw, nil
+	}
+	r.input = body.Array(r.items)
+	r.obj.Set("input", r.input)
+	r.raw = r.obj.Bytes()
+	return r.raw, nil
+}
