@@ -150,18 +150,33 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 		Messages: r.Messages, NoTools: r.NoTools, render: r.Render}, nil
 }
 
-// ConversationItems are the stored items a Conversations API body that
-// puts items in a conversation names by id alone
-// (responses.ItemReferences); a body they cannot be told from is a 400.
-func ConversationItems(raw []byte) ([]memory.ProviderState, *apierr.Error) {
-	states, err := responses.ItemReferences(raw)
+// StateBody is what the body of a passthrough request under the
+// operator's key names of provider state: the States the provider reads
+// by id, which must be the caller's, and the CarriedIDs its items give
+// beside their content (responses.Request.CarriedIDs), which DropIDs
+// removes when they are not.
+type StateBody struct {
+	States, CarriedIDs []memory.ProviderState
+	drop               func([]bool) ([]byte, error)
+}
+
+// DropIDs returns the body to send without the ids of CarriedIDs whose
+// drop is true (one flag per id): as read when none is.
+func (b *StateBody) DropIDs(drop []bool) ([]byte, error) { return b.drop(drop) }
+
+// ConversationItems reads a Conversations API body that puts items in a
+// conversation: the stored items it names by id alone
+// (responses.ItemReferences) and the ids its items give beside their
+// content; a body they cannot be told from is a 400.
+func ConversationItems(raw []byte) (*StateBody, *apierr.Error) {
+	b, err := responses.ParseItemsBody(raw)
 	if rm := (*responses.RepeatedMember)(nil); errors.As(err, &rm) {
 		return nil, repeatedMember(rm)
 	}
 	if err != nil {
 		return nil, invalid(err)
 	}
-	return states, nil
+	return &StateBody{States: b.States(), CarriedIDs: b.CarriedIDs(), drop: b.DropIDs}, nil
 }
 
 // repeatedMember is the 400 for e (apierr.RepeatedKey), nil when e is.
@@ -252,11 +267,12 @@ func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) 
 // as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p) }
 
-// ResponsesStates are the provider states the body of a request to a
-// fixed sub-path of the Responses API (input_tokens, compact) names, as
-// a create body's (Request.States); a body that breaks the API's rules,
-// or gives a member twice (Request.AmbiguousStates), is a 400.
-func ResponsesStates(raw []byte) ([]memory.ProviderState, *apierr.Error) {
+// ResponsesStates reads the body of a request to a fixed sub-path of the
+// Responses API (input_tokens, compact): the provider states it names and
+// the ids its items carry, as a create body's (Request.States,
+// Request.CarriedIDs); a body that breaks the API's rules, or gives a
+// member twice (Request.AmbiguousStates), is a 400.
+func ResponsesStates(raw []byte) (*StateBody, *apierr.Error) {
 	r, err := responses.ParseStateBody(raw)
 	if err != nil {
 		return nil, invalid(err)
@@ -264,5 +280,5 @@ func ResponsesStates(raw []byte) ([]memory.ProviderState, *apierr.Error) {
 	if aerr := repeatedMember(r.Repeated()); aerr != nil {
 		return nil, aerr
 	}
-	return r.States(), nil
+	return &StateBody{States: r.States(), CarriedIDs: r.CarriedIDs(), drop: r.DropIDs}, nil
 }

@@ -167,7 +167,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			if aerr := p.checkStates(r.Context(), id, req.States, unknownState); aerr != nil {
 				return fail(aerr)
 			}
-			if aerr := p.dropForeignIDs(r.Context(), id, req); aerr != nil {
+			if aerr := p.dropForeignIDs(r.Context(), id, req.CarriedIDs, req.DropIDs); aerr != nil {
 				return fail(aerr)
 			}
 		}

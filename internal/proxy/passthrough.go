@@ -121,19 +121,32 @@ func conversationItems(pth string) bool {
 // checkBody reads the body of c's request and checks the stored states
 // named reads it to name (items put in a conversation, the states a
 // Responses sub-path body names) are id's (checkStates); the body then
-// goes upstream as read.
-func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte) ([]memory.ProviderState, *apierr.Error)) *apierr.Error {
+// goes upstream as read, less the ids its items carry that are not id's
+// (dropForeignIDs).
+func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte) (*dialect.StateBody, *apierr.Error)) *apierr.Error {
 	r := c.Request()
 	raw, aerr := readBody(c.Response(), r, p.opts.MaxBodyBytes)
 	if aerr != nil {
 		return aerr
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
-	states, aerr := named(raw)
+	sb, aerr := named(raw)
 	if aerr != nil {
 		return aerr
 	}
-	return p.checkStates(r.Context(), id, states, unknownState)
+	if aerr := p.checkStates(r.Context(), id, sb.States, unknownState); aerr != nil {
+		return aerr
+	}
+	return p.dropForeignIDs(r.Context(), id, sb.CarriedIDs, func(drop []bool) error {
+		out, err := sb.DropIDs(drop)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(out))
+		r.ContentLength = int64(len(out))
+		r.TransferEncoding = nil
+		return nil
+	})
 }
 
 // responsesPath is the Responses API.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
-	"github.com/memgate/memgate/internal/dialect"
 	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -85,36 +84,37 @@ func (p *Proxy) boundStates(ctx context.Context, id memory.Identity, states []me
 	return bound, err
 }
 
-// dropForeignIDs drops from req the ids its input items give beside
-// their content (dialect.Request.CarriedIDs) that are not bound to id's
-// tenant and user. The provider reads such an item from its content, yet
+// dropForeignIDs drops the ids a request's items give beside their
+// content (carried: dialect.Request.CarriedIDs, StateBody.CarriedIDs)
+// that are not bound to id's tenant and user, through drop (one flag per
+// id; not called when none is dropped). The provider reads such an item from its content, yet
 // may hold a stored item under its id, which must not reach another's
 // request: the item goes upstream with its content and without the id,
 // which the API does not require of it. When the store cannot say, every
 // such id is dropped: that refuses nobody, and no id memgate could not
 // check goes through. The caller's own ids go as sent.
-func (p *Proxy) dropForeignIDs(ctx context.Context, id memory.Identity, req *dialect.Request) *apierr.Error {
-	if len(req.CarriedIDs) == 0 {
+func (p *Proxy) dropForeignIDs(ctx context.Context, id memory.Identity, carried []memory.ProviderState, drop func([]bool) error) *apierr.Error {
+	if len(carried) == 0 {
 		return nil
 	}
-	bound, err := p.boundStates(ctx, id, req.CarriedIDs)
+	bound, err := p.boundStates(ctx, id, carried)
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
 			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
-		bound = make([]bool, len(req.CarriedIDs))
+		bound = make([]bool, len(carried))
 	}
-	drop := make([]bool, len(bound))
+	dropped := make([]bool, len(bound))
 	n := 0
 	for i, ok := range bound {
 		if !ok {
-			drop[i] = true
+			dropped[i] = true
 			n++
 		}
 	}
 	if n == 0 {
 		return nil
 	}
-	if err := req.DropIDs(drop); err != nil {
+	if err := drop(dropped); err != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "input item ids not dropped, request refused",
 			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
 		return &apierr.Error{Status: http.StatusInternalServerError, Type: apierr.TypeServer,

@@ -50,9 +50,12 @@ type carried struct {
 // content, yet may also hold a stored item under its id: an id that is
 // not the caller's can be dropped (DropIDs), the content still going
 // upstream.
-func (r *Request) CarriedIDs() []memory.ProviderState {
+func (r *Request) CarriedIDs() []memory.ProviderState { return carriedIDs(r.carried) }
+
+// carriedIDs are the ids of cs, as item states.
+func carriedIDs(cs []carried) []memory.ProviderState {
 	var out []memory.ProviderState
-	for _, c := range r.carried {
+	for _, c := range cs {
 		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: c.id})
 	}
 	return out
@@ -66,27 +69,35 @@ func (r *Request) CarriedIDs() []memory.ProviderState {
 // from the items as changed; what memory reads of the input (Messages)
 // is unchanged.
 func (r *Request) DropIDs(drop []bool) ([]byte, error) {
-	if len(drop) != len(r.carried) {
-		return nil, fmt.Errorf("drop ids: %d flags for %d ids", len(drop), len(r.carried))
-	}
-	changed := false
-	for i, c := range r.carried {
-		if !drop[i] {
-			continue
-		}
-		obj, err := body.Parse(r.items[c.index])
-		if err != nil {
-			return nil, fmt.Errorf("drop ids: input[%d]: %w", c.index, err)
-		}
-		obj.Delete("id")
-		r.items[c.index] = obj.Bytes()
-		changed = true
-	}
-	if !changed {
-		return r.raw, nil
+	changed, err := dropIDs(r.items, r.carried, drop)
+	if err != nil || !changed {
+		return r.raw, err
 	}
 	r.input = body.Array(r.items)
 	r.obj.Set("input", r.input)
 	r.raw = r.obj.Bytes()
 	return r.raw, nil
+}
+
+// dropIDs removes the id member of items[c.index] for each c of cs
+// whose drop is true (one flag per c), each such item re-encoded from
+// its members' bytes; it reports whether any was.
+func dropIDs(items []json.RawMessage, cs []carried, drop []bool) (bool, error) {
+	if len(drop) != len(cs) {
+		return false, fmt.Errorf("drop ids: %d flags for %d ids", len(drop), len(cs))
+	}
+	changed := false
+	for i, c := range cs {
+		if !drop[i] {
+			continue
+		}
+		obj, err := body.Parse(items[c.index])
+		if err != nil {
+			return false, fmt.Errorf("drop ids: item %d: %w", c.index, err)
+		}
+		obj.Delete("id")
+		items[c.index] = obj.Bytes()
+		changed = true
+	}
+	return changed, nil
 }

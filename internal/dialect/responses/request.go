@@ -242,11 +242,32 @@ func reference(obj map[string]json.RawMessage) (string, bool) {
 
 // ItemReferences are the stored items a body of the Conversations API
 // that puts items in a conversation (creating it, or adding to it) names
-// by id alone (reference), from its items member. It fails when the body
-// is not a JSON object or items neither absent nor an array of objects,
-// and with a *RepeatedMember when the body or an item gives a member
-// twice: what the body names could not be told.
+// by id alone (reference), from its items member. It fails as
+// ParseItemsBody does.
 func ItemReferences(b []byte) ([]memory.ProviderState, error) {
+	ib, err := ParseItemsBody(b)
+	if err != nil {
+		return nil, err
+	}
+	return ib.States(), nil
+}
+
+// ItemsBody is a body of the Conversations API that puts items in a
+// conversation (creating it, or adding to it), read once.
+type ItemsBody struct {
+	raw     []byte
+	obj     *body.Object
+	items   []json.RawMessage
+	refs    []memory.ProviderState
+	carried []carried
+}
+
+// ParseItemsBody reads a body of the Conversations API that puts items in
+// a conversation. It fails when the body is not a JSON object or items
+// neither absent nor an array of objects, and with a *RepeatedMember when
+// the body or an item gives a member twice: what the body names could
+// not be told.
+func ParseItemsBody(b []byte) (*ItemsBody, error) {
 	obj, err := body.Parse(b)
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
@@ -254,14 +275,13 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 	if key := obj.Repeated(); key != "" {
 		return nil, &RepeatedMember{Key: key}
 	}
-	var items []json.RawMessage
+	ib := &ItemsBody{raw: b, obj: obj}
 	if obj.Has("items") {
-		if err := json.Unmarshal(obj.Get("items"), &items); err != nil {
+		if err := json.Unmarshal(obj.Get("items"), &ib.items); err != nil {
 			return nil, body.Invalid("items", "items must be an array of items")
 		}
 	}
-	var out []memory.ProviderState
-	for i, raw := range items {
+	for i, raw := range ib.items {
 		obj, repeated, ok := members(raw)
 		if !ok {
 			return nil, body.Invalid("items["+strconv.Itoa(i)+"]", "an item must be an object")
@@ -270,10 +290,31 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 			return nil, &RepeatedMember{Param: "items[" + strconv.Itoa(i) + "]", Key: repeated}
 		}
 		if id, ok := reference(obj); ok {
-			out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+			ib.refs = append(ib.refs, memory.ProviderState{Kind: memory.StateItem, ID: id})
+		} else if id, ok := carriesID(obj); ok {
+			ib.carried = append(ib.carried, carried{index: i, id: id})
 		}
 	}
-	return out, nil
+	return ib, nil
+}
+
+// States are the stored items the body names by id alone (reference).
+func (b *ItemsBody) States() []memory.ProviderState { return b.refs }
+
+// CarriedIDs are the ids the body's items give beside their content, as
+// Request.CarriedIDs.
+func (b *ItemsBody) CarriedIDs() []memory.ProviderState { return carriedIDs(b.carried) }
+
+// DropIDs removes the id member of each item of CarriedIDs whose drop is
+// true and returns the body to send, as Request.DropIDs does.
+func (b *ItemsBody) DropIDs(drop []bool) ([]byte, error) {
+	changed, err := dropIDs(b.items, b.carried, drop)
+	if err != nil || !changed {
+		return b.raw, err
+	}
+	b.obj.Set("items", body.Array(b.items))
+	b.raw = b.obj.Bytes()
+	return b.raw, nil
 }
 
 // members are the members of the JSON object raw by their exact names
