@@ -24,18 +24,13 @@ var idRequired = map[string]bool{
 	"program": true, "program_output": true,
 }
 
-// carriesID returns the id the input item of members obj (members)
-// gives beside its content, and whether it gives one memgate may drop:
-// a non-empty string id (exact name) of an item that is no reference (see
-// reference), no reasoning item (its encrypted content is issued for its
-// id) and not of a type whose id the API requires (idRequired).
-func carriesID(obj map[string]json.RawMessage) (string, bool) {
-	id := exactString(obj, "id")
-	typ := exactString(obj, "type")
-	if id == "" || typ == "reasoning" || idRequired[typ] {
-		return "", false
-	}
-	return id, true
+// carriesID reports whether an input item that is no reference
+// (reference) and gives id and typ carries an id memgate may drop: a
+// non-empty string id (exact name) of an item that is no reasoning item
+// (its encrypted content is issued for its id) and not of a type whose
+// id the API requires (idRequired).
+func carriesID(id, typ string) bool {
+	return id != "" && typ != "reasoning" && !idRequired[typ]
 }
 
 // carried is an input item that gives an id beside its content.

@@ -119,3 +119,25 @@ func TestDropIDs(t *testing.T) {
 		t.Errorf("DropIDs(none) = %s, %v; want the body as sent", out, err)
 	}
 }
+
+// BenchmarkDropIDsManyItems reads the 10 MB input of
+// BenchmarkParseManyItems and drops the ids of its 10,000 assistant
+// messages: what a request naming none of its ids as the caller's costs.
+func BenchmarkDropIDsManyItems(b *testing.B) {
+	raw := manyItems(20_000, 10<<20)
+	b.SetBytes(int64(len(raw)))
+	defer reportCPU(b)()
+	for b.Loop() {
+		r, err := ParseRequest(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		drop := make([]bool, len(r.CarriedIDs()))
+		for i := range drop {
+			drop[i] = true
+		}
+		if _, err := r.DropIDs(drop); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -207,9 +207,38 @@ func (r *Request) repeat(param, key string) {
 	}
 }
 
+// idUse is how an input item gives its id (idOf).
+type idUse int
+
+const (
+	// noID: the item gives none the provider reads, or memgate may drop.
+	noID idUse = iota
+	// byID: the provider reads the item it stored under the id
+	// (reference).
+	byID
+	// beside: the item gives its content and an id memgate may drop
+	// (carriesID).
+	beside
+)
+
+// idOf returns the id the input item of members obj (members) gives
+// and how: by id alone (the item is a reference) or beside its content
+// (it carries one: carriesID); noID for neither. The item's id and type
+// are decoded once.
+func idOf(obj map[string]json.RawMessage) (string, idUse) {
+	id, typ := exactString(obj, "id"), exactString(obj, "type")
+	if reference(obj, id, typ) {
+		return id, byID
+	}
+	if carriesID(id, typ) {
+		return id, beside
+	}
+	return "", noID
+}
+
 // reference reports whether the provider reads the content of the input
-// item of members obj (members) from the item it stored under the item's
-// id, and that id: an item
+// item of members obj (members), which gives id and typ, from the item
+// it stored under the item's id: an item
 // reference (type item_reference, or neither type nor role), or a
 // reasoning item with an id sent without its encrypted content.
 //
@@ -227,17 +256,16 @@ func (r *Request) repeat(param, key string) {
 // the members by their exact names, as the provider does: encoding/json,
 // which reads the rest of the item, matches names in any case, so that
 // an item with "type" and "Type" reads as the type the provider ignores.
-func reference(obj map[string]json.RawMessage) (string, bool) {
-	id := exactString(obj, "id")
+func reference(obj map[string]json.RawMessage, id, typ string) bool {
 	_, typed := obj["type"]
 	_, role := obj["role"]
-	switch typ := exactString(obj, "type"); {
+	switch {
 	case typ == "item_reference", !typed && !role:
-		return id, true
+		return true
 	case typ == "reasoning":
-		return id, id != "" && exactString(obj, "encrypted_content") == ""
+		return id != "" && exactString(obj, "encrypted_content") == ""
 	}
-	return "", false
+	return false
 }
 
 // ItemReferences are the stored items a body of the Conversations API
@@ -289,9 +317,10 @@ func ParseItemsBody(b []byte) (*ItemsBody, error) {
 		if repeated != "" {
 			return nil, &RepeatedMember{Param: "items[" + strconv.Itoa(i) + "]", Key: repeated}
 		}
-		if id, ok := reference(obj); ok {
+		switch id, use := idOf(obj); use {
+		case byID:
 			ib.refs = append(ib.refs, memory.ProviderState{Kind: memory.StateItem, ID: id})
-		} else if id, ok := carriesID(obj); ok {
+		case beside:
 			ib.carried = append(ib.carried, carried{index: i, id: id})
 		}
 	}
@@ -407,8 +436,9 @@ func firstRepeated(raw []byte) string {
 
 // exactString is obj's member key when it is a string, "" otherwise.
 func exactString(obj map[string]json.RawMessage, key string) string {
+	raw, ok := obj[key]
 	var s string
-	if json.Unmarshal(obj[key], &s) != nil {
+	if !ok || json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
@@ -484,9 +514,10 @@ func (r *Request) readInput(required bool) error {
 		}
 		if obj, repeated, ok := members(raw); ok { // an object (decoded above)
 			r.repeat("input["+strconv.Itoa(i)+"]", repeated)
-			if id, ok := reference(obj); ok {
+			switch id, use := idOf(obj); use {
+			case byID:
 				r.itemRefs = append(r.itemRefs, id)
-			} else if id, ok := carriesID(obj); ok {
+			case beside:
 				r.carried = append(r.carried, carried{index: i, id: id})
 			}
 		}
