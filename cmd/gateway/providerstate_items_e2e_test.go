@@ -264,3 +264,51 @@ func TestProviderStateCarriedItemIDs(t *testing.T) {
 		t.Errorf("the owner's item: upstream got %s, want the item as sent", last.Body)
 	}
 }
+
+// TestProviderStateStatelessReplay: with gateway keys and one upstream
+// key for every tenant, a stateless client (store: false) sends back the
+// output items of a response the provider kept nowhere with their ids,
+// a reasoning item before the function call it is paired with by that
+// call's id: its own ids go upstream as sent, and the request is
+// answered; another's request giving the same ids gets them dropped
+// (here the provider then refuses the unpaired reasoning item). Run end
+// to end, as TestProviderStateStaysWithItsTenant.
+func TestProviderStateStatelessReplay(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}}}]`
+	status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","store":false,`+tools+`,"input":"Weather in Porto?"}`, ana.headers())
+	var first struct {
+		Output []struct {
+			ID     string `json:"id"`
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+		} `json:"output"`
+	}
+	if status != http.StatusOK || json.Unmarshal(b, &first) != nil {
+		t.Fatalf("first turn: %d %s", status, b)
+	}
+	var call string
+	for _, o := range first.Output {
+		if o.Type == "function_call" {
+			call = `{"type":"function_call","id":"` + o.ID + `","call_id":"` + o.CallID + `","name":"get_weather","arguments":"{}"},` +
+				`{"type":"function_call_output","call_id":"` + o.CallID + `","output":"18C"}`
+		}
+	}
+	if call == "" {
+		t.Fatalf("no function call: %s", b)
+	}
+	replay := `{"model":"gpt-4.1","store":false,` + tools + `,"input":[{"role":"user","content":"Weather in Porto?"},` +
+		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAA-ana"},` + call + `]}`
+	if status, b := postJSON(t, gw+"/v1/responses", replay, ana.headers()); status != http.StatusOK || !bytes.Contains(b, []byte("18C")) {
+		t.Errorf("the owner's stateless replay: %d %s", status, b)
+	}
+	if last := fake.Requests()[len(fake.Requests())-1]; !bytes.Contains(last.Body, []byte(call)) {
+		t.Errorf("the owner's replay: upstream got %s, want the items as sent", last.Body)
+	}
+	bob := caller{"key-b", "bob"}
+	if status, b := postJSON(t, gw+"/v1/responses", replay, bob.headers()); status != http.StatusBadRequest || !bytes.Contains(b, []byte("required following item")) {
+		t.Errorf("another's replay of the same ids: %d %s, want them dropped", status, b)
+	}
+}

@@ -194,9 +194,13 @@ func TestStatesBoundFromReply(t *testing.T) {
 	}
 }
 
-// TestStatesStoreFalseBindsNothing: a response the provider is asked not
-// to keep (store: false) is bound to nobody: no later request can name it.
-func TestStatesStoreFalseBindsNothing(t *testing.T) {
+// TestStatesStoreFalseBindsItsItems: of a response the provider is asked
+// not to keep (store: false), no later request can name the response,
+// which is bound to nobody; its output items, which a stateless client
+// sends back with their ids (a reasoning item's following item is paired
+// with it by id), are bound to the caller, so their ids go upstream as
+// sent.
+func TestStatesStoreFalseBindsItsItems(t *testing.T) {
 	up := upstreamtest.New(t, nil)
 	states := newFakeStates()
 	g := sharedGateway(t, up, states)
@@ -204,8 +208,14 @@ func TestStatesStoreFalseBindsNothing(t *testing.T) {
 	if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"hi","store":false}`, h); resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	if n := states.Calls(); n != 0 {
-		t.Errorf("the state store was called %d times: %v", n, states.owner)
+	states.mu.Lock()
+	defer states.mu.Unlock()
+	// upstreamtest's reply: response resp_test, output item msg_test.
+	if owner := states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_test"}]; owner != "a/bob" {
+		t.Errorf("the output item bound to %q, want a/bob (bindings %v)", owner, states.owner)
+	}
+	if owner, ok := states.owner[memory.ProviderState{Kind: memory.StateResponse, ID: "resp_test"}]; ok {
+		t.Errorf("the response bound to %q, want nobody", owner)
 	}
 }
 

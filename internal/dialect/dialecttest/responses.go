@@ -27,7 +27,8 @@ func openAIError(w http.ResponseWriter, status int, typ, param, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
 }
 
-// validateResponses enforces the input rules memgate must respect: every
+// validateResponses enforces the input rules memgate must respect: a
+// reasoning item is followed by an item that gives its id, every
 // function_call and function_call_output has a call_id, no two
 // function_calls share one, every function_call_output answers a
 // function_call earlier in the input (or in the previous response) and
@@ -45,6 +46,11 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 	}
 	calls, outputs := map[string]bool{}, map[string]bool{}
 	for i, it := range items {
+		if it.Type == "reasoning" && (i+1 == len(items) || items[i+1].ID == "") {
+			// The API pairs a reasoning item with the output item that
+			// followed it by that item's id.
+			return "input", fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID)
+		}
 		if (it.Type == "function_call" || it.Type == "function_call_output") && it.CallID == "" {
 			// What the API answers for a missing or empty call_id.
 			param := fmt.Sprintf("input[%d].call_id", i)
