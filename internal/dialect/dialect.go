@@ -85,7 +85,8 @@ type Request struct {
 	// checked, the request is refused with it.
 	AmbiguousStates *apierr.Error
 	// Stateless is true when the provider keeps nothing the reply creates
-	// (Responses store: false), so no later request can name it.
+	// (Responses store: false), so no later request can name the
+	// response; its output items come back with their ids.
 	Stateless bool
 	// NoTools is true when the body declares no tools
 	// (memory.Request.NoTools).

@@ -182,11 +182,13 @@ type stateBind struct {
 	// tenant and user own the state; at is when the request arrived.
 	tenant, user string
 	at           time.Time
-	// items: the request named a state already verified as the
-	// tenant's user's (a response or conversation in its path), and the
-	// reply names that state and items of it — a background response's
-	// output, a conversation's items — which are bound; its own id is
-	// not read, and a reply naming none binds nothing.
+	// items: only the items the reply names are bound — of a state
+	// the request named and that was verified as the tenant's user's (a
+	// response or conversation in its path: a background response's
+	// output, a conversation's items), or of a response the provider
+	// keeps nowhere (store: false), whose items come back with their
+	// ids; its own id is not read, and a reply naming none binds
+	// nothing.
 	items bool
 	// created is set once the reply's own id was bound (or given up
 	// on); done once its items were too: nothing more is read.
@@ -194,7 +196,8 @@ type stateBind struct {
 }
 
 // itemsBind returns the binding of the items a reply to a request of
-// id's, whose path named a state verified as id's, names.
+// id's names (stateBind.items): whose path named a state verified as
+// id's, or that asked the provider to keep nothing.
 func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
 	return &stateBind{p: p, x: x, kind: memory.StateItem, tenant: id.Tenant, user: id.User, at: time.Now(), items: true}
 }
