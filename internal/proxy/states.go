@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
@@ -49,26 +50,35 @@ func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.shared() 
 // checkStates returns the error answering a request of id that names a
 // provider state not bound to id's tenant and user — notFound's, the
 // provider's own answer to an id it does not hold — or a 503 when the
-// binding store cannot say; nil when every state is id's.
-func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error) *apierr.Error {
-	if len(states) == 0 {
+// binding store cannot say; nil when every state is id's. Of the ids the
+// request's items give beside their content (carried:
+// dialect.Request.CarriedIDs, StateBody.CarriedIDs) it drops those not
+// id's through drop (dropForeignIDs), the store asked once for both.
+func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states, carried []memory.ProviderState,
+	notFound func(memory.ProviderState) *apierr.Error, drop func([]bool) error) *apierr.Error {
+	if len(states)+len(carried) == 0 {
 		return nil
 	}
-	bound, err := p.boundStates(ctx, id, states)
-	if err != nil {
+	bound, err := p.boundStates(ctx, id, append(slices.Clip(states), carried...))
+	if err != nil && len(states) > 0 {
 		p.m.states.WithLabelValues(stateUnverified).Inc()
 		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
 			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(states[0].Kind)), slog.String("error", err.Error()))
 		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
 			Message: "memgate cannot check that the " + stateNoun(states[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
 	}
-	for i, ok := range bound {
+	if err != nil {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
+		bound = make([]bool, len(carried))
+	}
+	for i, ok := range bound[:len(states)] {
 		if !ok {
 			p.m.states.WithLabelValues(stateRefused).Inc()
 			return notFound(states[i])
 		}
 	}
-	return nil
+	return p.dropForeignIDs(ctx, bound[len(states):], drop)
 }
 
 // boundStates reports, for each of states, whether it is bound to id's
@@ -85,24 +95,15 @@ func (p *Proxy) boundStates(ctx context.Context, id memory.Identity, states []me
 }
 
 // dropForeignIDs drops the ids a request's items give beside their
-// content (carried: dialect.Request.CarriedIDs, StateBody.CarriedIDs)
-// that are not bound to id's tenant and user, through drop (one flag per
-// id; not called when none is dropped). The provider reads such an item from its content, yet
-// may hold a stored item under its id, which must not reach another's
-// request: the item goes upstream with its content and without the id,
-// which the API does not require of it. When the store cannot say, every
-// such id is dropped: that refuses nobody, and no id memgate could not
-// check goes through. The caller's own ids go as sent.
-func (p *Proxy) dropForeignIDs(ctx context.Context, id memory.Identity, carried []memory.ProviderState, drop func([]bool) error) *apierr.Error {
-	if len(carried) == 0 {
-		return nil
-	}
-	bound, err := p.boundStates(ctx, id, carried)
-	if err != nil {
-		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
-			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
-		bound = make([]bool, len(carried))
-	}
+// content that are not bound to its tenant and user (bound: one flag per
+// id), through drop (one flag per id: true to drop; not called when none
+// is). The provider reads such an item from its content, yet may hold a
+// stored item under its id, which must not reach another's request: the
+// item goes upstream with its content and without the id, which the API
+// does not require of it. When the store cannot say (bound all false),
+// every such id is dropped: that refuses nobody, and no id memgate could
+// not check goes through. The caller's own ids go as sent.
+func (p *Proxy) dropForeignIDs(ctx context.Context, bound []bool, drop func([]bool) error) *apierr.Error {
 	dropped := make([]bool, len(bound))
 	n := 0
 	for i, ok := range bound {

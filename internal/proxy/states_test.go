@@ -438,16 +438,22 @@ func TestStatesCarriedIDsDropped(t *testing.T) {
 					t.Errorf("%s: upstream got %s, want the items %s", path, got, tt.want)
 				}
 			}
-			// Nothing to drop: the body byte for byte.
-			own := `{ "model": "gpt-4.1", "input": [{"type":"function_call","call_id":"c1","id":"fc_bob","name":"f","arguments":"{}"},` +
+			// Nothing to drop: the body byte for byte, the store asked
+			// once for the item named by id and the carried one.
+			own := `{ "model": "gpt-4.1", "input": [{"type":"item_reference","id":"msg_bob"},` +
+				`{"type":"function_call","call_id":"c1","id":"fc_bob","name":"f","arguments":"{}"},` +
 				`{"type":"function_call_output","call_id":"c1","output":"ok"}] }`
 			states.mu.Lock()
 			states.err = nil
+			states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_bob"}] = "a/bob"
 			states.mu.Unlock()
-			before := up.Calls()
+			before, asked := up.Calls(), states.Calls()
 			if resp, b := g.post(t, "/v1/responses/input_tokens", own, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 ||
 				string(up.Requests()[before].Body) != own {
 				t.Errorf("the caller's own ids: %d %s, upstream got %s", resp.StatusCode, b, up.Requests()[len(up.Requests())-1].Body)
+			}
+			if n := states.Calls() - asked; tt.shared && n != 1 {
+				t.Errorf("the store was asked %d times, want once", n)
 			}
 		})
 	}
