@@ -141,3 +141,28 @@ func BenchmarkDropIDsManyItems(b *testing.B) {
 		}
 	}
 }
+
+// TestItemsBodyDropIDs: a Conversations API body's items carry ids as a
+// create body's input does; those dropped leave their items, the rest of
+// the body as sent.
+func TestItemsBodyDropIDs(t *testing.T) {
+	in := `{"items": [{"type":"item_reference","id":"msg_0"}, {"type":"message","id":"msg_1","role":"user","content":"hi"}], "metadata": {"a": 1}}`
+	b, err := ParseItemsBody([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := func(id string) memory.ProviderState { return memory.ProviderState{Kind: memory.StateItem, ID: id} }
+	if got := b.States(); !reflect.DeepEqual(got, []memory.ProviderState{item("msg_0")}) {
+		t.Errorf("States() = %v", got)
+	}
+	if got := b.CarriedIDs(); !reflect.DeepEqual(got, []memory.ProviderState{item("msg_1")}) {
+		t.Errorf("CarriedIDs() = %v", got)
+	}
+	if out, err := b.DropIDs([]bool{false}); err != nil || string(out) != in {
+		t.Errorf("DropIDs(none) = %s, %v", out, err)
+	}
+	out, err := b.DropIDs([]bool{true})
+	if want := `{"items":[{"type":"item_reference","id":"msg_0"},{"type":"message","role":"user","content":"hi"}],"metadata":{"a": 1}}`; err != nil || string(out) != want {
+		t.Errorf("DropIDs = %s, %v; want %s", out, err, want)
+	}
+}
