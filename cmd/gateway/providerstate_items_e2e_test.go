@@ -209,3 +209,106 @@ func TestProviderStateResponsesSubPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderStateCarriedItemIDs: with gateway keys and one upstream key
+// for every tenant, an input item that gives its content and the id of
+// a stored item another user's state holds goes upstream without that
+// id — to a provider that reads stored items by id (the fake taught to),
+// it would have brought that user's words — and its content as sent;
+// the owner's own id goes upstream as sent. Run end to end, as
+// TestProviderStateStaysWithItsTenant.
+func TestProviderStateCarriedItemIDs(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	fake.ResolveItemIDs()
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	others := []caller{{"key-b", "ana"}, {"key-a", "bob"}, {"key-a", ""}}
+
+	// Ana's words, stored as an item of her conversation.
+	var conv struct {
+		ID string `json:"id"`
+	}
+	if status, b := postJSON(t, gw+"/v1/conversations", `{}`, ana.headers()); status != http.StatusOK || json.Unmarshal(b, &conv) != nil {
+		t.Fatalf("create conversation: %d %s", status, b)
+	}
+	if status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","conversation":"`+conv.ID+`","input":"My pin is 1234."}`, ana.headers()); status != http.StatusOK {
+		t.Fatalf("a response in the conversation: %d %s", status, b)
+	}
+	status, b := getAs(t, gw+"/v1/conversations/"+conv.ID+"/items", ana)
+	if status != http.StatusOK {
+		t.Fatalf("the owner's list: %d %s", status, b)
+	}
+	ids := itemIDs(t, b)
+	if len(ids) == 0 {
+		t.Fatalf("no items listed: %s", b)
+	}
+	stored := ids[0] // her input: "My pin is 1234."
+
+	item := `{"type":"message","id":"` + stored + `","role":"user","content":"Hello."}`
+	body := `{"model":"gpt-4.1","input":[` + item + `]}`
+	for _, c := range others {
+		status, b := postJSON(t, gw+"/v1/responses", body, c.headers())
+		if status != http.StatusOK || bytes.Contains(b, []byte("1234")) || !bytes.Contains(b, []byte("You said: Hello.")) {
+			t.Errorf("as %v: %d %s, want the reply to the item's own content", c, status, b)
+		}
+		last := fake.Requests()[len(fake.Requests())-1]
+		if bytes.Contains(last.Body, []byte(stored)) || !bytes.Contains(last.Body, []byte(`"content":"Hello."`)) {
+			t.Errorf("as %v: upstream got %s, want the item without the id", c, last.Body)
+		}
+	}
+	status, b = postJSON(t, gw+"/v1/responses", body, ana.headers())
+	if status != http.StatusOK || !bytes.Contains(b, []byte("You said: My pin is 1234.")) {
+		t.Errorf("the owner's item: %d %s, want the stored item read", status, b)
+	}
+	if last := fake.Requests()[len(fake.Requests())-1]; !bytes.Contains(last.Body, []byte(item)) {
+		t.Errorf("the owner's item: upstream got %s, want the item as sent", last.Body)
+	}
+}
+
+// TestProviderStateStatelessReplay: with gateway keys and one upstream
+// key for every tenant, a stateless client (store: false) sends back the
+// output items of a response the provider kept nowhere with their ids,
+// a reasoning item before the function call it is paired with by that
+// call's id: its own ids go upstream as sent, and the request is
+// answered; another's request giving the same ids gets them dropped
+// (here the provider then refuses the unpaired reasoning item). Run end
+// to end, as TestProviderStateStaysWithItsTenant.
+func TestProviderStateStatelessReplay(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}}}]`
+	status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","store":false,`+tools+`,"input":"Weather in Porto?"}`, ana.headers())
+	var first struct {
+		Output []struct {
+			ID     string `json:"id"`
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+		} `json:"output"`
+	}
+	if status != http.StatusOK || json.Unmarshal(b, &first) != nil {
+		t.Fatalf("first turn: %d %s", status, b)
+	}
+	var call string
+	for _, o := range first.Output {
+		if o.Type == "function_call" {
+			call = `{"type":"function_call","id":"` + o.ID + `","call_id":"` + o.CallID + `","name":"get_weather","arguments":"{}"},` +
+				`{"type":"function_call_output","call_id":"` + o.CallID + `","output":"18C"}`
+		}
+	}
+	if call == "" {
+		t.Fatalf("no function call: %s", b)
+	}
+	replay := `{"model":"gpt-4.1","store":false,` + tools + `,"input":[{"role":"user","content":"Weather in Porto?"},` +
+		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAA-ana"},` + call + `]}`
+	if status, b := postJSON(t, gw+"/v1/responses", replay, ana.headers()); status != http.StatusOK || !bytes.Contains(b, []byte("18C")) {
+		t.Errorf("the owner's stateless replay: %d %s", status, b)
+	}
+	if last := fake.Requests()[len(fake.Requests())-1]; !bytes.Contains(last.Body, []byte(call)) {
+		t.Errorf("the owner's replay: upstream got %s, want the items as sent", last.Body)
+	}
+	bob := caller{"key-b", "bob"}
+	if status, b := postJSON(t, gw+"/v1/responses", replay, bob.headers()); status != http.StatusBadRequest || !bytes.Contains(b, []byte("required following item")) {
+		t.Errorf("another's replay of the same ids: %d %s, want them dropped", status, b)
+	}
+}

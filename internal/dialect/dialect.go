@@ -50,7 +50,8 @@ func ParseAPI(s string) (API, bool) {
 // Request is a request body of one API, read once.
 type Request struct {
 	API API
-	// Raw is the body as the client sent it.
+	// Raw is the body as the client sent it, less the ids DropIDs
+	// dropped.
 	Raw []byte
 	// Model, Stream and MaxTokens are the body's; User is the body's user
 	// value (chat and Responses user, else their safety_identifier, and
@@ -75,6 +76,12 @@ type Request struct {
 	// previous_response_id, conversation), which the provider resolves
 	// with the key the request goes upstream with.
 	States []memory.ProviderState
+	// CarriedIDs are the ids a Responses body's input items give beside
+	// their content (responses.Request.CarriedIDs): the provider reads
+	// the content, yet may hold a stored item under the id too. Where
+	// States are checked, those not bound to the caller are dropped
+	// (DropIDs).
+	CarriedIDs []memory.ProviderState
 	// AmbiguousStates, when not nil, is the 400 for a Responses body,
 	// input item or conversation object that gives a member twice
 	// (responses.RepeatedMember): States hold what memgate reads of it,
@@ -82,7 +89,8 @@ type Request struct {
 	// checked, the request is refused with it.
 	AmbiguousStates *apierr.Error
 	// Stateless is true when the provider keeps nothing the reply creates
-	// (Responses store: false), so no later request can name it.
+	// (Responses store: false), so no later request can name the
+	// response; its output items come back with their ids.
 	Stateless bool
 	// NoTools is true when the body declares no tools
 	// (memory.Request.NoTools).
@@ -91,6 +99,23 @@ type Request struct {
 	render func(memory.Prepared) ([]byte, error)
 	// messages is the Anthropic request (Messages API only).
 	messages *anthropic.Request
+	// responses is the Responses request (Responses API only).
+	responses *responses.Request
+}
+
+// DropIDs removes from the body the ids of CarriedIDs whose drop is true
+// (one flag per id): Raw and what Render renders go upstream without
+// them, the items' content as sent.
+func (r *Request) DropIDs(drop []bool) error {
+	if r.responses == nil {
+		return nil
+	}
+	raw, err := r.responses.DropIDs(drop)
+	if err != nil {
+		return err
+	}
+	r.Raw = raw
+	return nil
 }
 
 // SetCacheBreakpoints asks Render to add Anthropic cache_control
@@ -119,8 +144,8 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), AmbiguousStates: repeatedMember(r.Repeated()),
-			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render}, nil
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: repeatedMember(r.Repeated()),
+			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render, responses: r}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {
@@ -130,18 +155,33 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 		Messages: r.Messages, NoTools: r.NoTools, render: r.Render}, nil
 }
 
-// ConversationItems are the stored items a Conversations API body that
-// puts items in a conversation names by id alone
-// (responses.ItemReferences); a body they cannot be told from is a 400.
-func ConversationItems(raw []byte) ([]memory.ProviderState, *apierr.Error) {
-	states, err := responses.ItemReferences(raw)
+// StateBody is what the body of a passthrough request under the
+// operator's key names of provider state: the States the provider reads
+// by id, which must be the caller's, and the CarriedIDs its items give
+// beside their content (responses.Request.CarriedIDs), which DropIDs
+// removes when they are not.
+type StateBody struct {
+	States, CarriedIDs []memory.ProviderState
+	drop               func([]bool) ([]byte, error)
+}
+
+// DropIDs returns the body to send without the ids of CarriedIDs whose
+// drop is true (one flag per id): as read when none is.
+func (b *StateBody) DropIDs(drop []bool) ([]byte, error) { return b.drop(drop) }
+
+// ConversationItems reads a Conversations API body that puts items in a
+// conversation: the stored items it names by id alone
+// (responses.ItemReferences) and the ids its items give beside their
+// content; a body they cannot be told from is a 400.
+func ConversationItems(raw []byte) (*StateBody, *apierr.Error) {
+	b, err := responses.ParseItemsBody(raw)
 	if rm := (*responses.RepeatedMember)(nil); errors.As(err, &rm) {
 		return nil, repeatedMember(rm)
 	}
 	if err != nil {
 		return nil, invalid(err)
 	}
-	return states, nil
+	return &StateBody{States: b.States(), CarriedIDs: b.CarriedIDs(), drop: b.DropIDs}, nil
 }
 
 // repeatedMember is the 400 for e (apierr.RepeatedKey), nil when e is.
@@ -248,11 +288,12 @@ func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) 
 // as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p) }
 
-// ResponsesStates are the provider states the body of a request to a
-// fixed sub-path of the Responses API (input_tokens, compact) names, as
-// a create body's (Request.States); a body that breaks the API's rules,
-// or gives a member twice (Request.AmbiguousStates), is a 400.
-func ResponsesStates(raw []byte) ([]memory.ProviderState, *apierr.Error) {
+// ResponsesStates reads the body of a request to a fixed sub-path of the
+// Responses API (input_tokens, compact): the provider states it names and
+// the ids its items carry, as a create body's (Request.States,
+// Request.CarriedIDs); a body that breaks the API's rules, or gives a
+// member twice (Request.AmbiguousStates), is a 400.
+func ResponsesStates(raw []byte) (*StateBody, *apierr.Error) {
 	r, err := responses.ParseStateBody(raw)
 	if err != nil {
 		return nil, invalid(err)
@@ -260,5 +301,5 @@ func ResponsesStates(raw []byte) ([]memory.ProviderState, *apierr.Error) {
 	if aerr := repeatedMember(r.Repeated()); aerr != nil {
 		return nil, aerr
 	}
-	return r.States(), nil
+	return &StateBody{States: r.States(), CarriedIDs: r.CarriedIDs(), drop: r.DropIDs}, nil
 }

@@ -164,7 +164,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			if req.AmbiguousStates != nil {
 				return fail(req.AmbiguousStates)
 			}
-			if aerr := p.checkStates(r.Context(), id, req.States, unknownState); aerr != nil {
+			if aerr := p.checkStates(r.Context(), id, req.States, req.CarriedIDs, unknownState, req.DropIDs); aerr != nil {
 				return fail(aerr)
 			}
 		}
@@ -186,10 +186,17 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		}
 		mreq.At = at
 		f := &forward{x: x, api: a, memory: true, tenant: id.Tenant, model: req.Model}
-		if shared && a.name == dialect.Responses && !req.Stateless {
+		switch {
+		case shared && a.name == dialect.Responses && !req.Stateless:
 			f.bind = &stateBind{p: p, x: x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: received}
+		case shared && a.name == dialect.Responses:
+			// Kept nowhere, the response cannot be named again; its
+			// items come back with their ids (a reasoning item's
+			// following item is paired with it by id), which stay
+			// the caller's to send (dropForeignIDs).
+			f.bind = p.itemsBind(x, id)
 		}
-		out := raw
+		out := req.Raw
 		// A Responses request may hold nothing memory can read (only item
 		// references, continuing a stored response).
 		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {

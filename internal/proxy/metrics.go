@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memgate_provider_cached_tokens_total", Help: "Prompt tokens of captured memory-on exchanges that the provider reported reading from its prompt cache (usage.prompt_tokens_details.cached_tokens, input_tokens_details.cached_tokens, cache_read_input_tokens).",
 		}),
 		states: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memgate_provider_states_total", Help: "With gateway keys and a shared upstream key: provider states (stored responses, their items, conversations) bound to the tenant's user whose request created them or named the state they belong to (bound), not bound (bind_failed: its owner cannot name it again), and requests refused for naming one not bound to their tenant and user (refused) or that the store could not check (unverifiable).",
+			Name: "memgate_provider_states_total", Help: "With gateway keys and a shared upstream key: provider states (stored responses, their items, conversations) bound to the tenant's user whose request created them or named the state they belong to (bound), not bound (bind_failed: its owner cannot name it again), and requests refused for naming one not bound to their tenant and user (refused) or that the store could not check (unverifiable), and input item ids given beside the item's content that were not the caller's, dropped before forwarding (id_dropped).",
 		}, []string{"outcome"}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",

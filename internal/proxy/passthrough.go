@@ -74,7 +74,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apierr.Error {
 	r := c.Request()
 	if s, ok := pathState(r.Method, r.URL.Path); ok {
-		if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, unknownPathState); aerr != nil {
+		if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, nil, unknownPathState, nil); aerr != nil {
 			return aerr
 		}
 		if r.Method != http.MethodHead { // a reply with no body names nothing
@@ -121,19 +121,29 @@ func conversationItems(pth string) bool {
 // checkBody reads the body of c's request and checks the stored states
 // named reads it to name (items put in a conversation, the states a
 // Responses sub-path body names) are id's (checkStates); the body then
-// goes upstream as read.
-func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte) ([]memory.ProviderState, *apierr.Error)) *apierr.Error {
+// goes upstream as read, less the ids its items carry that are not id's
+// (dropForeignIDs).
+func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte) (*dialect.StateBody, *apierr.Error)) *apierr.Error {
 	r := c.Request()
 	raw, aerr := readBody(c.Response(), r, p.opts.MaxBodyBytes)
 	if aerr != nil {
 		return aerr
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
-	states, aerr := named(raw)
+	sb, aerr := named(raw)
 	if aerr != nil {
 		return aerr
 	}
-	return p.checkStates(r.Context(), id, states, unknownState)
+	return p.checkStates(r.Context(), id, sb.States, sb.CarriedIDs, unknownState, func(drop []bool) error {
+		out, err := sb.DropIDs(drop)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(out))
+		r.ContentLength = int64(len(out))
+		r.TransferEncoding = nil
+		return nil
+	})
 }
 
 // responsesPath is the Responses API.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
@@ -49,32 +50,78 @@ func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.shared() 
 // checkStates returns the error answering a request of id that names a
 // provider state not bound to id's tenant and user — notFound's, the
 // provider's own answer to an id it does not hold — or a 503 when the
-// binding store cannot say; nil when every state is id's.
-func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error) *apierr.Error {
-	if len(states) == 0 {
+// binding store cannot say; nil when every state is id's. Of the ids the
+// request's items give beside their content (carried:
+// dialect.Request.CarriedIDs, StateBody.CarriedIDs) it drops those not
+// id's through drop (dropForeignIDs), the store asked once for both.
+func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states, carried []memory.ProviderState,
+	notFound func(memory.ProviderState) *apierr.Error, drop func([]bool) error) *apierr.Error {
+	if len(states)+len(carried) == 0 {
 		return nil
 	}
-	var bound []bool
-	err := errors.New("no provider state store")
-	if p.deps.States != nil {
-		bound, err = p.deps.States.BoundStates(ctx, id.Tenant, id.User, states, time.Now())
-	}
-	if err == nil && len(bound) != len(states) {
-		err = fmt.Errorf("the store answered %d of %d provider states", len(bound), len(states))
-	}
-	if err != nil {
+	bound, err := p.boundStates(ctx, id, append(slices.Clip(states), carried...))
+	if err != nil && len(states) > 0 {
 		p.m.states.WithLabelValues(stateUnverified).Inc()
 		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
 			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(states[0].Kind)), slog.String("error", err.Error()))
 		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
 			Message: "memgate cannot check that the " + stateNoun(states[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
 	}
-	for i, ok := range bound {
+	if err != nil {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
+		bound = make([]bool, len(carried))
+	}
+	for i, ok := range bound[:len(states)] {
 		if !ok {
 			p.m.states.WithLabelValues(stateRefused).Inc()
 			return notFound(states[i])
 		}
 	}
+	return p.dropForeignIDs(ctx, bound[len(states):], drop)
+}
+
+// boundStates reports, for each of states, whether it is bound to id's
+// tenant and user.
+func (p *Proxy) boundStates(ctx context.Context, id memory.Identity, states []memory.ProviderState) ([]bool, error) {
+	if p.deps.States == nil {
+		return nil, errors.New("no provider state store")
+	}
+	bound, err := p.deps.States.BoundStates(ctx, id.Tenant, id.User, states, time.Now())
+	if err == nil && len(bound) != len(states) {
+		err = fmt.Errorf("the store answered %d of %d provider states", len(bound), len(states))
+	}
+	return bound, err
+}
+
+// dropForeignIDs drops the ids a request's items give beside their
+// content that are not bound to its tenant and user (bound: one flag per
+// id), through drop (one flag per id: true to drop; not called when none
+// is). The provider reads such an item from its content, yet may hold a
+// stored item under its id, which must not reach another's request: the
+// item goes upstream with its content and without the id, which the API
+// does not require of it. When the store cannot say (bound all false),
+// every such id is dropped: that refuses nobody, and no id memgate could
+// not check goes through. The caller's own ids go as sent.
+func (p *Proxy) dropForeignIDs(ctx context.Context, bound []bool, drop func([]bool) error) *apierr.Error {
+	dropped := make([]bool, len(bound))
+	n := 0
+	for i, ok := range bound {
+		if !ok {
+			dropped[i] = true
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := drop(dropped); err != nil {
+		p.log.LogAttrs(ctx, slog.LevelError, "input item ids not dropped, request refused",
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
+		return &apierr.Error{Status: http.StatusInternalServerError, Type: apierr.TypeServer,
+			Message: "memgate could not remove the input item ids this request may not name."}
+	}
+	p.m.states.WithLabelValues(stateIDDropped).Add(float64(n))
 	return nil
 }
 
@@ -123,6 +170,7 @@ const (
 	stateBindFailed = "bind_failed"
 	stateRefused    = "refused"
 	stateUnverified = "unverifiable"
+	stateIDDropped  = "id_dropped"
 )
 
 // stateBind binds the provider states a reply creates — the response or
@@ -135,11 +183,13 @@ type stateBind struct {
 	// tenant and user own the state; at is when the request arrived.
 	tenant, user string
 	at           time.Time
-	// items: the request named a state already verified as the
-	// tenant's user's (a response or conversation in its path), and the
-	// reply names that state and items of it — a background response's
-	// output, a conversation's items — which are bound; its own id is
-	// not read, and a reply naming none binds nothing.
+	// items: only the items the reply names are bound — of a state
+	// the request named and that was verified as the tenant's user's (a
+	// response or conversation in its path: a background response's
+	// output, a conversation's items), or of a response the provider
+	// keeps nowhere (store: false), whose items come back with their
+	// ids; its own id is not read, and a reply naming none binds
+	// nothing.
 	items bool
 	// created is set once the reply's own id was bound (or given up
 	// on); done once its items were too: nothing more is read.
@@ -147,7 +197,8 @@ type stateBind struct {
 }
 
 // itemsBind returns the binding of the items a reply to a request of
-// id's, whose path named a state verified as id's, names.
+// id's names (stateBind.items): whose path named a state verified as
+// id's, or that asked the provider to keep nothing.
 func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
 	return &stateBind{p: p, x: x, kind: memory.StateItem, tenant: id.Tenant, user: id.User, at: time.Now(), items: true}
 }

@@ -194,9 +194,13 @@ func TestStatesBoundFromReply(t *testing.T) {
 	}
 }
 
-// TestStatesStoreFalseBindsNothing: a response the provider is asked not
-// to keep (store: false) is bound to nobody: no later request can name it.
-func TestStatesStoreFalseBindsNothing(t *testing.T) {
+// TestStatesStoreFalseBindsItsItems: of a response the provider is asked
+// not to keep (store: false), no later request can name the response,
+// which is bound to nobody; its output items, which a stateless client
+// sends back with their ids (a reasoning item's following item is paired
+// with it by id), are bound to the caller, so their ids go upstream as
+// sent.
+func TestStatesStoreFalseBindsItsItems(t *testing.T) {
 	up := upstreamtest.New(t, nil)
 	states := newFakeStates()
 	g := sharedGateway(t, up, states)
@@ -204,8 +208,14 @@ func TestStatesStoreFalseBindsNothing(t *testing.T) {
 	if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"hi","store":false}`, h); resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	if n := states.Calls(); n != 0 {
-		t.Errorf("the state store was called %d times: %v", n, states.owner)
+	states.mu.Lock()
+	defer states.mu.Unlock()
+	// upstreamtest's reply: response resp_test, output item msg_test.
+	if owner := states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_test"}]; owner != "a/bob" {
+		t.Errorf("the output item bound to %q, want a/bob (bindings %v)", owner, states.owner)
+	}
+	if owner, ok := states.owner[memory.ProviderState{Kind: memory.StateResponse, ID: "resp_test"}]; ok {
+		t.Errorf("the response bound to %q, want nobody", owner)
 	}
 }
 
@@ -354,5 +364,97 @@ func TestStatesReasoningWithEncryptedContent(t *testing.T) {
 		if resp.StatusCode != tt.status || (up.Calls() == before) != (tt.status != http.StatusOK) {
 			t.Errorf("%s: %d %s (upstream calls %d), want %d", tt.item, resp.StatusCode, b, up.Calls()-before, tt.status)
 		}
+	}
+}
+
+// TestStatesCarriedIDsDropped: with a shared upstream key, an input item
+// that gives its content and an id not bound to the caller — another's,
+// or one never seen — goes upstream without the id, its content as sent,
+// on every route whose body names items: a response created, the
+// Responses API's fixed sub-paths, items put in a conversation. The
+// caller's own ids go as sent, and a body with none to drop goes byte
+// for byte. When the store cannot say, every such id is dropped and the
+// request still goes through. Without a shared key nothing is dropped.
+func TestStatesCarriedIDsDropped(t *testing.T) {
+	items := `[{"type":"message","id":"msg_alice","role":"user","content":"hi"},` +
+		`{"type":"function_call","call_id":"c1","id":"fc_bob","name":"f","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"ok","id":"fco_never"}]`
+	bodies := map[string]string{
+		"/v1/responses":                    `{"model":"gpt-4.1","input":` + items + `}`,
+		"/v1/responses/input_tokens":       `{"model":"gpt-4.1","input":` + items + `}`,
+		"/v1/conversations":                `{"items":` + items + `}`,
+		"/v1/conversations/conv_bob/items": `{"items":` + items + `}`,
+	}
+	dropped := `[{"type":"message","role":"user","content":"hi"},` +
+		`{"type":"function_call","call_id":"c1","id":"fc_bob","name":"f","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"ok"}]`
+	allDropped := strings.Replace(dropped, `"id":"fc_bob",`, "", 1)
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	for _, tt := range []struct {
+		name      string
+		shared    bool
+		storeDown bool
+		want      string // the items upstream
+	}{
+		{"shared key", true, false, dropped},
+		{"store down", true, true, allDropped},
+		{"own key", false, false, items},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/responses", upstreamtest.Responses())
+			mux.Handle("/", upstreamtest.JSON(http.StatusOK, `{"id":"conv_new","object":"conversation"}`))
+			up := upstreamtest.New(t, mux)
+			states := newFakeStates()
+			states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_alice"}] = "a/alice"
+			states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "fc_bob"}] = "a/bob"
+			states.owner[memory.ProviderState{Kind: memory.StateConversation, ID: "conv_bob"}] = "a/bob"
+			g := mustGateway(t, up, func(c *gatewayConfig) {
+				if tt.shared {
+					c.Upstream.APIKey = "sk-operator"
+				}
+				c.StateRetention = time.Hour
+				c.Passthrough = []string{"POST /v1/conversations", "POST /v1/conversations/*", "POST /v1/responses/*"}
+			}, Deps{Resolver: identity.New(keys), States: states})
+			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+			for path, body := range bodies {
+				if tt.storeDown && path == "/v1/conversations/conv_bob/items" {
+					continue // its path names a state: refused when the store is down
+				}
+				states.mu.Lock()
+				states.err = nil
+				if tt.storeDown {
+					states.err = errors.New("connection refused")
+				}
+				states.mu.Unlock()
+				before := up.Calls()
+				resp, b := g.post(t, path, body, h)
+				if resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+					t.Errorf("%s: %d %s (upstream calls %d)", path, resp.StatusCode, b, up.Calls()-before)
+					continue
+				}
+				got := up.Requests()[before].Body
+				if !strings.Contains(string(got), tt.want) {
+					t.Errorf("%s: upstream got %s, want the items %s", path, got, tt.want)
+				}
+			}
+			// Nothing to drop: the body byte for byte, the store asked
+			// once for the item named by id and the carried one.
+			own := `{ "model": "gpt-4.1", "input": [{"type":"item_reference","id":"msg_bob"},` +
+				`{"type":"function_call","call_id":"c1","id":"fc_bob","name":"f","arguments":"{}"},` +
+				`{"type":"function_call_output","call_id":"c1","output":"ok"}] }`
+			states.mu.Lock()
+			states.err = nil
+			states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_bob"}] = "a/bob"
+			states.mu.Unlock()
+			before, asked := up.Calls(), states.Calls()
+			if resp, b := g.post(t, "/v1/responses/input_tokens", own, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 ||
+				string(up.Requests()[before].Body) != own {
+				t.Errorf("the caller's own ids: %d %s, upstream got %s", resp.StatusCode, b, up.Requests()[len(up.Requests())-1].Body)
+			}
+			if n := states.Calls() - asked; tt.shared && n != 1 {
+				t.Errorf("the store was asked %d times, want once", n)
+			}
+		})
 	}
 }

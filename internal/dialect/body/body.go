@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -93,6 +94,15 @@ func (o *Object) Set(key string, v json.RawMessage) {
 		o.keys = append(o.keys, key)
 	}
 	o.vals[key] = v
+}
+
+// Delete removes the member, if present.
+func (o *Object) Delete(key string) {
+	if _, ok := o.vals[key]; !ok {
+		return
+	}
+	delete(o.vals, key)
+	o.keys = slices.DeleteFunc(o.keys, func(k string) bool { return k == key })
 }
 
 // Bytes encodes the object: members in order, each value as stored.

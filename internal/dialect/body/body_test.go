@@ -50,3 +50,20 @@ func TestArrayAndMarshal(t *testing.T) {
 		t.Errorf("Marshal = %s, %v", b, err)
 	}
 }
+
+// TestDelete: a member deleted leaves the object, the others keep their
+// bytes and order; deleting an absent member changes nothing.
+func TestDelete(t *testing.T) {
+	o, err := Parse([]byte(`{"type":"message", "id" : "msg_1","content":[ 1, 2 ]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Delete("id")
+	o.Delete("absent")
+	if got := string(o.Bytes()); got != `{"type":"message","content":[ 1, 2 ]}` {
+		t.Errorf("after Delete: %s", got)
+	}
+	if o.Get("id") != nil {
+		t.Error("Get after Delete")
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 // responseItem is an input item of the fake's reading.
 type responseItem struct {
+	ID      string          `json:"id"`
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
@@ -26,7 +27,8 @@ func openAIError(w http.ResponseWriter, status int, typ, param, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
 }
 
-// validateResponses enforces the input rules memgate must respect: every
+// validateResponses enforces the input rules memgate must respect: a
+// reasoning item is followed by an item that gives its id, every
 // function_call and function_call_output has a call_id, no two
 // function_calls share one, every function_call_output answers a
 // function_call earlier in the input (or in the previous response) and
@@ -44,6 +46,11 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 	}
 	calls, outputs := map[string]bool{}, map[string]bool{}
 	for i, it := range items {
+		if it.Type == "reasoning" && (i+1 == len(items) || items[i+1].ID == "") {
+			// The API pairs a reasoning item with the output item that
+			// followed it by that item's id.
+			return "input", fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID)
+		}
 		if (it.Type == "function_call" || it.Type == "function_call_output") && it.CallID == "" {
 			// What the API answers for a missing or empty call_id.
 			param := fmt.Sprintf("input[%d].call_id", i)
@@ -66,6 +73,47 @@ func (u *Upstream) validateResponses(items []responseItem, previous string) (str
 		}
 	}
 	return "", nil
+}
+
+// ResolveItemIDs makes the fake read an input item that gives the id of
+// an item it stored (a response's output, a conversation's items) as that
+// stored item, whatever content the request gives it: as a provider that
+// looks items up by id would. Without it the fake reads each item as
+// given.
+func (u *Upstream) ResolveItemIDs() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.resolve = true
+}
+
+// resolveItems replaces each of items that gives the id of a stored item
+// by the stored item, when the fake resolves ids (ResolveItemIDs).
+func (u *Upstream) resolveItems(items []responseItem) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.resolve {
+		return
+	}
+	stored := map[string]map[string]any{}
+	for _, full := range u.stored {
+		for _, it := range full["output"].([]map[string]any) {
+			stored[fmt.Sprint(it["id"])] = it
+		}
+	}
+	for _, its := range u.items {
+		for _, it := range its {
+			stored[fmt.Sprint(it["id"])] = it
+		}
+	}
+	for i, it := range items {
+		if s, ok := stored[it.ID]; ok && it.ID != "" {
+			b, _ := json.Marshal(s) // the fake's own maps always encode
+			var r responseItem
+			if json.Unmarshal(b, &r) == nil {
+				items[i] = r
+			}
+		}
+	}
 }
 
 // conversations answers POST /v1/conversations: a new, empty conversation.
@@ -134,6 +182,7 @@ func (u *Upstream) responsesAPI(w http.ResponseWriter, r *http.Request, body []b
 			return
 		}
 	}
+	u.resolveItems(items)
 	if param, err := u.validateResponses(items, req.Previous); err != nil {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", param, err.Error())
 		return

@@ -40,6 +40,7 @@ type Upstream struct {
 	convs     map[string]bool             // conversation ids given out, for conversation
 	stored    map[string]map[string]any   // the responses given out, completed
 	items     map[string][]map[string]any // each conversation's items
+	resolve   bool                        // read items by their ids (ResolveItemIDs)
 	n         int
 }
 

@@ -46,12 +46,14 @@ type Request struct {
 	// (see ParseRequest), each with the input item it starts at.
 	chat.Conversation
 
+	raw          []byte // the body to send as the client's (DropIDs)
 	obj          *body.Object
 	instructions json.RawMessage   // nil when absent
 	input        json.RawMessage   // the input member as sent
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
 	itemRefs     []string        // ids of the input items the provider reads by id (reference)
+	carried      []carried       // the input items that give an id beside their content (carriesID)
 	repeated     *RepeatedMember // the first input item or conversation object that gives a member twice
 	held         int             // the input items, from the first, the provider holds (see readInput)
 	referenced   bool            // the input holds an item_reference
@@ -85,7 +87,7 @@ func parseRequest(b []byte, create bool) (*Request, error) {
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
 	}
-	r := &Request{obj: obj, system: map[string]bool{}}
+	r := &Request{raw: b, obj: obj, system: map[string]bool{}}
 	r.repeat("", obj.Repeated())
 	for _, m := range []struct {
 		key string
@@ -205,9 +207,38 @@ func (r *Request) repeat(param, key string) {
 	}
 }
 
+// idUse is how an input item gives its id (idOf).
+type idUse int
+
+const (
+	// noID: the item gives none the provider reads, or memgate may drop.
+	noID idUse = iota
+	// byID: the provider reads the item it stored under the id
+	// (reference).
+	byID
+	// beside: the item gives its content and an id memgate may drop
+	// (carriesID).
+	beside
+)
+
+// idOf returns the id the input item of members obj (members) gives
+// and how: by id alone (the item is a reference) or beside its content
+// (it carries one: carriesID); noID for neither. The item's id and type
+// are decoded once.
+func idOf(obj map[string]json.RawMessage) (string, idUse) {
+	id, typ := exactString(obj, "id"), exactString(obj, "type")
+	if reference(obj, id, typ) {
+		return id, byID
+	}
+	if carriesID(id, typ) {
+		return id, beside
+	}
+	return "", noID
+}
+
 // reference reports whether the provider reads the content of the input
-// item of members obj (members) from the item it stored under the item's
-// id, and that id: an item
+// item of members obj (members), which gives id and typ, from the item
+// it stored under the item's id: an item
 // reference (type item_reference, or neither type nor role), or a
 // reasoning item with an id sent without its encrypted content.
 //
@@ -225,26 +256,46 @@ func (r *Request) repeat(param, key string) {
 // the members by their exact names, as the provider does: encoding/json,
 // which reads the rest of the item, matches names in any case, so that
 // an item with "type" and "Type" reads as the type the provider ignores.
-func reference(obj map[string]json.RawMessage) (string, bool) {
-	id := exactString(obj, "id")
+func reference(obj map[string]json.RawMessage, id, typ string) bool {
 	_, typed := obj["type"]
 	_, role := obj["role"]
-	switch typ := exactString(obj, "type"); {
+	switch {
 	case typ == "item_reference", !typed && !role:
-		return id, true
+		return true
 	case typ == "reasoning":
-		return id, id != "" && exactString(obj, "encrypted_content") == ""
+		return id != "" && exactString(obj, "encrypted_content") == ""
 	}
-	return "", false
+	return false
 }
 
 // ItemReferences are the stored items a body of the Conversations API
 // that puts items in a conversation (creating it, or adding to it) names
-// by id alone (reference), from its items member. It fails when the body
-// is not a JSON object or items neither absent nor an array of objects,
-// and with a *RepeatedMember when the body or an item gives a member
-// twice: what the body names could not be told.
+// by id alone (reference), from its items member. It fails as
+// ParseItemsBody does.
 func ItemReferences(b []byte) ([]memory.ProviderState, error) {
+	ib, err := ParseItemsBody(b)
+	if err != nil {
+		return nil, err
+	}
+	return ib.States(), nil
+}
+
+// ItemsBody is a body of the Conversations API that puts items in a
+// conversation (creating it, or adding to it), read once.
+type ItemsBody struct {
+	raw     []byte
+	obj     *body.Object
+	items   []json.RawMessage
+	refs    []memory.ProviderState
+	carried []carried
+}
+
+// ParseItemsBody reads a body of the Conversations API that puts items in
+// a conversation. It fails when the body is not a JSON object or items
+// neither absent nor an array of objects, and with a *RepeatedMember when
+// the body or an item gives a member twice: what the body names could
+// not be told.
+func ParseItemsBody(b []byte) (*ItemsBody, error) {
 	obj, err := body.Parse(b)
 	if err != nil {
 		return nil, body.Invalid("", "%v", err)
@@ -252,14 +303,13 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 	if key := obj.Repeated(); key != "" {
 		return nil, &RepeatedMember{Key: key}
 	}
-	var items []json.RawMessage
+	ib := &ItemsBody{raw: b, obj: obj}
 	if obj.Has("items") {
-		if err := json.Unmarshal(obj.Get("items"), &items); err != nil {
+		if err := json.Unmarshal(obj.Get("items"), &ib.items); err != nil {
 			return nil, body.Invalid("items", "items must be an array of items")
 		}
 	}
-	var out []memory.ProviderState
-	for i, raw := range items {
+	for i, raw := range ib.items {
 		obj, repeated, ok := members(raw)
 		if !ok {
 			return nil, body.Invalid("items["+strconv.Itoa(i)+"]", "an item must be an object")
@@ -267,11 +317,33 @@ func ItemReferences(b []byte) ([]memory.ProviderState, error) {
 		if repeated != "" {
 			return nil, &RepeatedMember{Param: "items[" + strconv.Itoa(i) + "]", Key: repeated}
 		}
-		if id, ok := reference(obj); ok {
-			out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+		switch id, use := idOf(obj); use {
+		case byID:
+			ib.refs = append(ib.refs, memory.ProviderState{Kind: memory.StateItem, ID: id})
+		case beside:
+			ib.carried = append(ib.carried, carried{index: i, id: id})
 		}
 	}
-	return out, nil
+	return ib, nil
+}
+
+// States are the stored items the body names by id alone (reference).
+func (b *ItemsBody) States() []memory.ProviderState { return b.refs }
+
+// CarriedIDs are the ids the body's items give beside their content, as
+// Request.CarriedIDs.
+func (b *ItemsBody) CarriedIDs() []memory.ProviderState { return carriedIDs(b.carried) }
+
+// DropIDs removes the id member of each item of CarriedIDs whose drop is
+// true and returns the body to send, as Request.DropIDs does.
+func (b *ItemsBody) DropIDs(drop []bool) ([]byte, error) {
+	changed, err := dropIDs(b.items, b.carried, drop)
+	if err != nil || !changed {
+		return b.raw, err
+	}
+	b.obj.Set("items", body.Array(b.items))
+	b.raw = b.obj.Bytes()
+	return b.raw, nil
 }
 
 // members are the members of the JSON object raw by their exact names
@@ -364,8 +436,9 @@ func firstRepeated(raw []byte) string {
 
 // exactString is obj's member key when it is a string, "" otherwise.
 func exactString(obj map[string]json.RawMessage, key string) string {
+	raw, ok := obj[key]
 	var s string
-	if json.Unmarshal(obj[key], &s) != nil {
+	if !ok || json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
@@ -441,8 +514,11 @@ func (r *Request) readInput(required bool) error {
 		}
 		if obj, repeated, ok := members(raw); ok { // an object (decoded above)
 			r.repeat("input["+strconv.Itoa(i)+"]", repeated)
-			if id, ok := reference(obj); ok {
+			switch id, use := idOf(obj); use {
+			case byID:
 				r.itemRefs = append(r.itemRefs, id)
+			case beside:
+				r.carried = append(r.carried, carried{index: i, id: id})
 			}
 		}
 	}
