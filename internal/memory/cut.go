@@ -74,10 +74,6 @@ type Cut struct {
 	// (system ones included): msgs[From:To] holds them, and the system
 	// messages between them. From == To when none is.
 	From, To int
-	// Digests are the digests of the prefixes of the resent history
-	// before the cut (Digests), when it left messages out (Skipped): what
-	// the Capturer compares with the conversation's Stamps (Resent).
-	Digests []Digest
 }
 
 // CutRequest returns the Cut of a request's messages msgs (system ones
@@ -95,9 +91,6 @@ func CutRequest(msgs []Message, keep int) Cut {
 		}
 	}
 	c := Cut{Skipped: Unstored(prior, keep)}
-	if c.Skipped > 0 {
-		c.Digests = Digests(msgs)[:prior]
-	}
 	if prior > 0 {
 		c.Prior = make([]Message, 0, prior-c.Skipped)
 	}

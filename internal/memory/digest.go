@@ -33,15 +33,19 @@ func leaf(buf *[]byte, pos int, m Message) Digest {
 	return Digest(sum[:16])
 }
 
-// Digests returns the digest of each prefix of msgs' non-system messages:
-// out[i] is that of the first i+1. One SHA-256 pass over their text.
-func Digests(msgs []Message) []Digest {
-	out := make([]Digest, 0, len(msgs))
+// Digests returns the digest of each prefix of msgs' first n non-system
+// messages (all of them when they are fewer): out[i] is that of the first
+// i+1. One SHA-256 pass over their text.
+func Digests(msgs []Message, n int) []Digest {
+	out := make([]Digest, 0, min(len(msgs), n))
 	var (
 		d   Digest
 		buf []byte
 	)
 	for _, m := range msgs {
+		if len(out) == n {
+			break
+		}
 		if IsSystem(m.Role) {
 			continue
 		}
@@ -99,9 +103,6 @@ type Rewind struct {
 type Resent struct {
 	// Msgs are the request's messages, system ones included.
 	Msgs []Message
-	// Digests[i] is the digest of the first i+1 non-system messages of the
-	// history the exchange resends (Prior, before the cut), as sent.
-	Digests []Digest
 }
 
 // Message returns the non-system message at position pos of r's history.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -22,14 +23,23 @@ import (
 // the window the client resent and its new turn, once each, in order. A
 // chat that changed nothing keeps every message it stored. Messages
 // stored redacted (the client sends a secret memgate does not keep) are
-// no change, wherever they are.
+// no change, wherever they are. Both stores.
 func TestCaptureSeesEditInUnstoredMiddle(t *testing.T) {
-	for _, secrets := range []bool{false, true} {
-		t.Run(fmt.Sprint("secrets=", secrets), func(t *testing.T) { testEditInUnstoredMiddle(t, secrets) })
+	for _, backend := range []string{"sqlite", "postgres"} {
+		for _, secrets := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/secrets=%v", backend, secrets), func(t *testing.T) { testEditInUnstoredMiddle(t, backend, secrets) })
+		}
 	}
 }
 
-func testEditInUnstoredMiddle(t *testing.T, secrets bool) {
+// middleStore is what the test needs of a store.
+type middleStore interface {
+	storeCaps
+	Saver
+	Recent(ctx context.Context, id memory.Identity, n int) ([]memory.Message, error)
+}
+
+func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 	const keep, start, grown = 100, 350, 410
 	var red Redactor
 	if secrets {
@@ -51,9 +61,19 @@ func testEditInUnstoredMiddle(t *testing.T, secrets bool) {
 		}, 290},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			store := mustSQLite(t)
-			c := mustCapturer(t, store.Outbox(), store, red, withStore(Options{}, store))
-			id := memory.Identity{Tenant: "t1", User: "u1", Conversation: "c-long"}
+			var (
+				store middleStore
+				queue Queue
+			)
+			switch backend {
+			case "sqlite":
+				s := mustSQLite(t)
+				store, queue = s, s.Outbox()
+			default:
+				store = mustPostgres(t)
+			}
+			c := mustCapturer(t, queue, store, red, withStore(Options{}, store))
+			id := memory.Identity{Tenant: "t1", User: fmt.Sprint("u-middle-", time.Now().UnixNano()), Conversation: "c-long"}
 			var history []memory.Message
 			grow := func(n int) {
 				for i := len(history); i < n; i++ {
@@ -147,6 +167,34 @@ func around(msgs []string, at int) string {
 // withResent returns ex with the request's whole history, as the proxy
 // hands it to the Capturer.
 func withResent(ex memory.Exchange, msgs []memory.Message, cut memory.Cut) memory.Exchange {
-	ex.Resent = memory.Resent{Msgs: msgs, Digests: cut.Digests}
+	if cut.Skipped > 0 {
+		ex.Resent = memory.Resent{Msgs: msgs}
+	}
 	return ex
+}
+
+// BenchmarkCheckResent: the check a request of a long full-history chat
+// costs the Capturer when nothing in the part its cut leaves out changed
+// (the common case): the digests of its history before the window (60,000
+// messages of about 300 bytes, cut at the default 2,000) and one read of
+// a SQLite store holding the chat.
+func BenchmarkCheckResent(b *testing.B) {
+	const keep, long = 2000, 60000
+	store := mustSQLite(b)
+	c := mustCapturer(b, store.Outbox(), store, nil, withStore(Options{}, store))
+	id := memory.Identity{Tenant: "t1", User: "u1", Conversation: "c-long"}
+	msgs := make([]memory.Message, long+1)
+	for i := range msgs {
+		msgs[i] = memory.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("%0300d", i)}
+	}
+	cut := memory.CutRequest(msgs, keep)
+	ex := withResent(memory.Exchange{ID: "req-1", Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn, Skipped: cut.Skipped,
+		Reply: memory.Message{Role: "assistant", Content: "answer"}}, msgs, cut)
+	c.Capture(context.Background(), ex) // the conversation holds the cut history, stamped
+	b.ResetTimer()
+	for b.Loop() {
+		if got := c.checkResent(context.Background(), ex); got.Gap == nil || got.Rewind != nil {
+			b.Fatal("the check found the unchanged history changed, or could not tell")
+		}
+	}
 }

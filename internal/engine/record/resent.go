@@ -31,9 +31,10 @@ const maxCorrections = 8
 // the stored history is no longer the client's (Rewind), which the save
 // supersedes with everything after it, as an edit in the window is.
 //
-// The digest of the client's history through the message just before the
-// window is compared with the stored one at that position: one read,
-// when nothing changed. Where they differ, a binary search over the
+// The digests of the prefixes of the client's history before the window
+// are taken (one SHA-256 pass over its text), and the one just before the
+// window is compared with the stored one at that position: one read, when
+// nothing changed. Where they differ, a binary search over the
 // stored positions finds the first stored message whose digest differs
 // (a read per step). One whose text the client sends as memgate stored
 // it once sanitized and redacted is no change: its leaf is corrected and
@@ -43,9 +44,12 @@ const maxCorrections = 8
 // itself, leaves ex as it is (no Gap: the messages stored after the gap
 // get no Stamp; no Rewind): the chat's next request checks again.
 func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.Exchange {
-	digests := ex.Resent.Digests
 	w := memory.BranchHead + ex.Skipped // the window's first position
-	if c.stamps == nil || ex.Skipped == 0 || len(digests) < w {
+	if c.stamps == nil || ex.Skipped == 0 {
+		return ex
+	}
+	digests := memory.Digests(ex.Resent.Msgs, w) // one pass over the history's text
+	if len(digests) < w {
 		return ex
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.OpTimeout)
