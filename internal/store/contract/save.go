@@ -320,3 +320,14 @@ func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
 func DeletedSince(ex memory.Exchange, deleted time.Time) bool {
 	return !deleted.IsZero() && !ex.Received.IsZero() && !deleted.Before(ex.Received)
 }
+
+// StampOf returns the Stamp a message was stored with, read from its pos
+// and digest columns: unknown when either is NULL or the digest is not a
+// memory.Digest's size.
+func StampOf(pos *int64, digest []byte) memory.Stamp {
+	var st memory.Stamp
+	if pos == nil || len(digest) != len(st.Digest) {
+		return st
+	}
+	return memory.Stamp{Known: true, Pos: int(*pos), Digest: memory.Digest(digest)}
+}

@@ -20,8 +20,7 @@ import (
 func (s *Store) StampAt(ctx context.Context, id memory.Identity, pos int) (memory.Stamped, error) {
 	defer telemetry.Span(&ctx, "postgres.StampAt")()
 	var (
-		st     memory.Stamped
-		at     int64
+		at     *int64
 		digest []byte
 	)
 	row := s.pool.QueryRow(ctx, `SELECT `+contract.MessageColumns+`, pos, digest FROM messages
@@ -33,11 +32,12 @@ func (s *Store) StampAt(ctx context.Context, id memory.Identity, pos int) (memor
 		return memory.Stamped{}, memory.ErrNotFound
 	case err != nil:
 		return memory.Stamped{}, fmt.Errorf("postgres: read message stamp: %w", unavailable(err))
-	case len(digest) != len(st.Digest):
+	}
+	st := contract.StampOf(at, digest)
+	if !st.Known {
 		return memory.Stamped{}, fmt.Errorf("postgres: read message stamp: digest of %d bytes", len(digest))
 	}
-	st.Message, st.Known, st.Pos, st.Digest = m, true, int(at), memory.Digest(digest)
-	return st, nil
+	return memory.Stamped{Message: m, Stamp: st}, nil
 }
 
 // rewound reads, in the batch's transaction, the live message each
@@ -51,7 +51,6 @@ func (b *saveBatch) rewound(ctx context.Context, conn *pgxpool.Conn, convs map[m
 			continue
 		}
 		var (
-			stamp  memory.Stamp
 			pos    *int64
 			digest []byte
 			live   int
@@ -60,14 +59,10 @@ func (b *saveBatch) rewound(ctx context.Context, conn *pgxpool.Conn, convs map[m
 				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL)
 			FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4 AND superseded_at IS NULL`,
 			ex.Tenant, ex.User, ex.Conversation, ex.Rewind.Seq).Scan(&pos, &digest, &live)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("read rewound message: %w", unavailable(err))
-		case pos != nil && len(digest) == len(stamp.Digest):
-			stamp = memory.Stamp{Known: true, Pos: int(*pos), Digest: memory.Digest(digest)}
 		}
-		st.SetRewound(ex.Rewind.Seq, stamp, live)
+		st.SetRewound(ex.Rewind.Seq, contract.StampOf(pos, digest), live)
 	}
 	return nil
 }

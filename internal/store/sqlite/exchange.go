@@ -199,8 +199,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 // (contract.SaveConv.SetRewound).
 func readRewound(ctx context.Context, tx writeTx, ex memory.Exchange, conv *contract.SaveConv) error {
 	var (
-		st     memory.Stamp
-		pos    sql.NullInt64
+		pos    *int64
 		digest []byte
 		live   int
 	)
@@ -208,14 +207,10 @@ func readRewound(ctx context.Context, tx writeTx, ex memory.Exchange, conv *cont
 			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND seq >= ?4 AND superseded_at IS NULL)
 		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND seq = ?4 AND superseded_at IS NULL`,
 		ex.Tenant, ex.User, ex.Conversation, ex.Rewind.Seq).Scan(&pos, &digest, &live)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read rewound message: %w", err)
-	case pos.Valid && len(digest) == len(st.Digest):
-		st = memory.Stamp{Known: true, Pos: int(pos.Int64), Digest: memory.Digest(digest)}
 	}
-	conv.SetRewound(ex.Rewind.Seq, st, live)
+	conv.SetRewound(ex.Rewind.Seq, contract.StampOf(pos, digest), live)
 	return nil
 }
 
