@@ -130,14 +130,22 @@ func Stamps(ex Exchange, stored int) []Stamp {
 	if len(ex.Prior) == 0 || stored == 0 {
 		return out
 	}
-	all := make([]Message, 0, len(ex.Prior)+len(ex.Turn)+1)
-	all = append(append(append(all, ex.Prior...), ex.Turn...), ex.Reply)
-	first := len(all) - stored
+	n := len(ex.Prior) + len(ex.Turn) + 1
+	at := func(i int) Message { // the exchange's i-th message
+		switch {
+		case i < len(ex.Prior):
+			return ex.Prior[i]
+		case i < n-1:
+			return ex.Turn[i-len(ex.Prior)]
+		}
+		return ex.Reply
+	}
+	first := n - stored
 	var (
 		d   Digest
 		buf []byte
 	)
-	for i, m := range all {
+	for i := range n {
 		pos := i
 		if ex.Skipped > 0 && i >= BranchHead {
 			if i == BranchHead {
@@ -148,7 +156,7 @@ func Stamps(ex Exchange, stored int) []Stamp {
 			}
 			pos += ex.Skipped
 		}
-		d = d.Xor(leaf(&buf, pos, m))
+		d = d.Xor(leaf(&buf, pos, at(i)))
 		if i >= first {
 			out[i-first] = Stamp{Known: true, Pos: pos, Digest: d}
 		}

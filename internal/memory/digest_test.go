@@ -95,3 +95,20 @@ func BenchmarkDigests(b *testing.B) {
 		Digests(msgs, len(msgs)-2000)
 	}
 }
+
+// BenchmarkStamps stamps the two messages a save of a cut history's next
+// turn stores (the history cut at the default 2,000, messages of about
+// 300 bytes): the hash pass over the exchange a save makes.
+func BenchmarkStamps(b *testing.B) {
+	msgs := make([]Message, 60000)
+	for i := range msgs {
+		msgs[i] = Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("%0300d", i)}
+	}
+	var gap Digest
+	ex := Exchange{Turn: []Message{{Role: "user", Content: "q"}}, Reply: Message{Role: "assistant", Content: "a"}, Gap: &gap}
+	ex.Prior, ex.Skipped = CutHistory(msgs, 2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		Stamps(ex, 2)
+	}
+}
