@@ -198,3 +198,43 @@ func BenchmarkCheckResent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCaptureLongHistory captures turn after turn of a full-history
+// chat of 60,000 messages of about 300 bytes (18 MB of text) on SQLite,
+// cut at the default 2,000: with the check of what the cut leaves out
+// (check=on, Options.Stamps) and without it (check=off, the capture as it
+// was before the check, but for the stamps the save computes).
+func BenchmarkCaptureLongHistory(b *testing.B) {
+	const keep, long = 2000, 60000
+	for _, check := range []bool{false, true} {
+		b.Run(fmt.Sprint("check=", map[bool]string{false: "off", true: "on"}[check]), func(b *testing.B) {
+			store := mustSQLite(b)
+			opts := withStore(Options{}, store)
+			if !check {
+				opts.Stamps = nil
+			}
+			c := mustCapturer(b, store.Outbox(), store, nil, opts)
+			id := memory.Identity{Tenant: "t1", User: "u1", Conversation: "c-long"}
+			msgs := make([]memory.Message, long, long+2*(b.N+10)+1)
+			for i := range msgs {
+				msgs[i] = memory.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("%0300d", i)}
+			}
+			n := 0
+			turn := func() {
+				n++
+				q := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
+				req := append(msgs, q)
+				cut := memory.CutRequest(req, keep)
+				ex := withResent(memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn,
+					Skipped: cut.Skipped, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)}}, req, cut)
+				c.Capture(context.Background(), ex)
+				msgs = append(msgs, q, ex.Reply)
+			}
+			turn() // the chat's first turn here stores its cut history
+			b.ResetTimer()
+			for b.Loop() {
+				turn()
+			}
+		})
+	}
+}
