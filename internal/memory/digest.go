@@ -66,8 +66,8 @@ func (d Digest) Xor(e Digest) Digest {
 // Stamp is where a stored message stands in the history of the
 // full-history client whose exchange stored it: its position among that
 // history's non-system messages, and the Digest of the history through it
-// (each message in the exchange as stored, sanitized and redacted; a
-// message the exchange left out as its client sent it). A message stored
+// (each message as stored, sanitized and redacted, those the exchange
+// left out too: see Exchange.Gap). A message stored
 // without a resent history (a newest-only client's) has none (Known
 // false).
 type Stamp struct {

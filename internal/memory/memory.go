@@ -310,8 +310,9 @@ type Exchange struct {
 	// Prior is the whole history.
 	Skipped int `json:"skipped,omitempty"`
 	// Gap is the Digest of the messages Skipped leaves out (of their
-	// leaves at their positions: as sent, or, for one the conversation
-	// holds live there, as stored), when the Capturer checked them
+	// leaves at their positions, each as memgate stores it, sanitized and
+	// redacted: a digest at rest never sums a secret the store does not
+	// keep), when the Capturer checked them
 	// against the conversation (Resent); nil: unknown, and the messages
 	// stored after them get no Stamp.
 	Gap *Digest `json:"gap,omitempty"`

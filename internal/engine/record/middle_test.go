@@ -59,7 +59,15 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 		{"deleted", func(h []memory.Message) []memory.Message {
 			return slices.Delete(slices.Clone(h), 290, 291)
 		}, 290},
+		{"edited with a secret", func(h []memory.Message) []memory.Message {
+			h = slices.Clone(h)
+			h[280].Content = "message 280, now with a password SECRET"
+			return h
+		}, 280},
 	} {
+		if tt.name == "edited with a secret" && !secrets {
+			continue
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			var (
 				store middleStore
@@ -146,6 +154,29 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			send(4)
 			if got, want := live(), append(want, "question 4", "answer 4"); !slices.Equal(got, want) {
 				t.Fatalf("after the fourth turn the conversation holds %d messages, want %d", len(got), len(want))
+			}
+			// Every stamp is the digest of the history as memgate stores
+			// it: text it redacted (here the edited message's, never
+			// stored) never reaches a digest at rest, where a database
+			// reader could confirm a guess of it.
+			stored := slices.Clone(history)
+			for i := range stored {
+				stored[i].Content = strings.ReplaceAll(stored[i].Content, "SECRET", "[redacted]")
+			}
+			digests := memory.Digests(stored, len(stored))
+			stamped := 0
+			for p := range digests {
+				r, err := store.(StampReader).StampAt(context.Background(), id, p)
+				if err != nil || r.Pos != p {
+					continue
+				}
+				stamped++
+				if r.Digest != digests[p] {
+					t.Fatalf("the message stored at %d is stamped with a digest of the history as the client sent it, not as stored", p)
+				}
+			}
+			if stamped == 0 {
+				t.Fatal("no message stored with a stamp")
 			}
 			rewinds := 0.0
 			if tt.at >= 0 {

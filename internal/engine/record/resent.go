@@ -56,20 +56,28 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 	defer cancel()
 	var fix, fixMiddle memory.Digest // corrections, all of them and those past the head
 	client := func(pos int) memory.Digest { return digests[pos].Xor(fix) }
-	found := func(rw *memory.Rewind) memory.Exchange {
+	// found returns ex with the gap's digest: from the client's digests
+	// when they met the stored ones (corrected, they are the stored
+	// text's), else (matched false: nothing stored to compare, or a
+	// Rewind) over the gap's messages as memgate stores them, so a
+	// digest at rest never sums text it redacted (storedGap).
+	found := func(rw *memory.Rewind, matched bool) memory.Exchange {
 		gap := digests[w-1].Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
+		if !matched {
+			gap = storedGap(ex.Resent, memory.BranchHead, w, c.redactor)
+		}
 		ex.Gap, ex.Rewind = &gap, rw
 		return ex
 	}
 	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
-		return found(nil) // nothing stored there to compare
+		return found(nil, false) // nothing stored there to compare
 	case err != nil:
 		c.logger.WarnContext(ctx, "capture cannot check a cut history against its conversation", "exchange", ex.ID, "err", err)
 		return ex
 	case last.Digest == client(last.Pos):
-		return found(nil)
+		return found(nil, true)
 	}
 	low, bad := -1, last // every stamped message at or below low matches; bad differs
 	for range maxCorrections + 1 {
@@ -107,17 +115,42 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 				fixMiddle = fixMiddle.Xor(d)
 			}
 			if last.Digest == client(last.Pos) {
-				return found(nil)
+				return found(nil, true)
 			}
 			low, bad = p, last
 		case p < memory.BranchHead:
 			return ex // the chat's first messages: routing's and Align's
 		default:
 			c.metrics.rewinds.Inc()
-			return found(&memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest})
+			return found(&memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest}, false)
 		}
 	}
 	return ex
+}
+
+// storedGap returns the digest of the non-system messages of r at
+// positions from to to (exclusive), each as the Capturer stores it
+// (storedForm): the digests the save stamps are at rest, where whoever
+// reads the database could confirm a guess of a text they sum, so they
+// never sum a secret the redactor keeps out of the store. It redacts
+// every message of the gap: only a chat's first cut request and a rewind
+// pay it; otherwise the client's digests, corrected, are the stored ones.
+func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
+	var d memory.Digest
+	pos := 0
+	for _, m := range r.Msgs {
+		if memory.IsSystem(m.Role) {
+			continue
+		}
+		if pos >= to {
+			break
+		}
+		if pos >= from {
+			d = d.Xor(memory.Leaf(pos, storedForm(m, red)))
+		}
+		pos++
+	}
+	return d
 }
 
 // storedForm returns m as the Capturer stores it: sanitized, and redacted
