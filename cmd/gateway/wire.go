@@ -43,7 +43,8 @@ type store interface {
 	record.BatchSaver
 	record.DeadLetterer
 	record.Adopter
-	record.ChatLocker // a chat's first turn and its continuation stored one at a time across processes
+	record.ChatLocker  // a chat's first turn and its continuation stored one at a time across processes
+	record.StampReader // capture's check of what a long history's cut leaves out
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
@@ -228,7 +229,8 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// sharing the store (record.ChatLocks over the store's locks).
 	chats := record.NewChatLocks(b.store)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich, RetryFor: cfg.Capture.RetryFor.D(),
-		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber})
+		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
+		Stamps: b.store})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease, Prune: b.prune})

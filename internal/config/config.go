@@ -244,7 +244,9 @@ type Capture struct {
 	// MaxHistoryMessages are stored (aligned with what the conversation
 	// holds, so only what is new is stored), the messages between are not
 	// (X-Memory-Degraded: capture). A client that resends its whole
-	// history stores its new turn each time, however long the chat.
+	// history stores its new turn each time, however long the chat; an
+	// edit it makes among the messages between supersedes the stored copy
+	// and what follows it, as an edit among the newest does.
 	MaxHistoryMessages int `yaml:"max_history_messages"`
 }
 

@@ -309,6 +309,19 @@ type Exchange struct {
 	// holds the history's first BranchHead messages and its newest. Zero:
 	// Prior is the whole history.
 	Skipped int `json:"skipped,omitempty"`
+	// Gap is the Digest of the messages Skipped leaves out (of their
+	// leaves at their positions, each as memgate stores it, sanitized and
+	// redacted: a digest at rest never sums a secret the store does not
+	// keep), when the Capturer checked them
+	// against the conversation (Resent); nil: unknown, and the messages
+	// stored after them get no Stamp.
+	Gap *Digest `json:"gap,omitempty"`
+	// Rewind is set when the client changed a message among those
+	// Skipped leaves out that the conversation stored before (see Rewind).
+	Rewind *Rewind `json:"rewind,omitempty"`
+	// Resent is the request's whole history, for the Capturer's check of
+	// what Skipped leaves out (Gap, Rewind); in memory only, never queued.
+	Resent Resent `json:"-"`
 	// TraceParent is the W3C traceparent of the traced request that caused
 	// the exchange ("" untraced): it travels through the capture and
 	// enrichment queues so the enrichment's span links back to the request.

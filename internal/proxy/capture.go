@@ -47,6 +47,10 @@ type exchangeCapture struct {
 	// cut is what the exchange stores of the request's messages
 	// (memory.CutRequest, made once for the request).
 	cut memory.Cut
+	// msgs are the request's messages, kept when cut left some out: the
+	// Capturer checks those against the conversation
+	// (memory.Exchange.Resent).
+	msgs []memory.Message
 	// at is when the request arrived: the exchange's time, so a request
 	// that began before an erasure of its user counts as erased data even
 	// when its reply ends after it.
@@ -187,7 +191,17 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		Derived:    c.derived,
 		Root:       c.root,
 		BranchSeed: c.seed,
+		Resent:     c.resent(),
 	})
+}
+
+// resent is the request's whole history, when its cut left part of it
+// out (memory.Exchange.Resent).
+func (c *exchangeCapture) resent() memory.Resent {
+	if c.cut.Skipped == 0 {
+		return memory.Resent{}
+	}
+	return memory.Resent{Msgs: c.msgs}
 }
 
 // maxEndLine bounds the start of a line kept to recognise a stream's

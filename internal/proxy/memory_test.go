@@ -561,6 +561,18 @@ func TestMemoryNamesUnstoredHistory(t *testing.T) {
 					t.Fatalf("the exchange stores %d of the history (%d left out) and %d turn messages; want %d, %d and 1",
 						len(ex.Prior), ex.Skipped, len(ex.Turn), len(want.Prior), want.Skipped)
 				}
+				// A cut exchange carries the whole history it resent (the
+				// request's messages), for the Capturer's check of what the
+				// cut left out.
+				if !reported {
+					if ex.Resent.Msgs != nil {
+						t.Fatal("an exchange whose history was not cut carries it whole")
+					}
+					return
+				}
+				if got := len(ex.Resent.Msgs); got != tt.prior+2 {
+					t.Fatalf("the exchange carries %d of the request's messages, want %d", got, tt.prior+2)
+				}
 			})
 		}
 	}

@@ -120,6 +120,12 @@ type Options struct {
 	// continues (Router.Reroute); nil: such an exchange is stored where it
 	// is, as an edit.
 	Router Rerouter
+	// Stamps reads the Stamps of a conversation's live messages, to check
+	// the part of a resent history a cut leaves out (memory.Exchange.Resent)
+	// against what the conversation stores there; nil: no check (a
+	// change there goes unseen, and the messages after it are stored
+	// without a Stamp).
+	Stamps StampReader
 	// Chats serializes the storing of a full-history chat's first turn
 	// and of its continuation with the Worker's and other processes' (see
 	// ChatLocks): the process's one, shared with its Worker, over the
@@ -228,6 +234,7 @@ type Capturer struct {
 	shared   SharedQueue  // opts.Shared; nil: only this Capturer's queued turns are known
 	enrich   Queue        // nil: no enrichment queue
 	redactor Redactor     // nil: no redaction
+	stamps   StampReader  // nil: no check of what a cut leaves out
 	logger   *slog.Logger
 	opts     Options
 	metrics  *capturerMetrics
@@ -316,7 +323,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		ctx:      ctx,
 		cancel:   cancel,
 	}
-	c.batch, c.dead, c.adopter, c.router = opts.Batches, opts.DeadLetters, opts.Adopter, opts.Router
+	c.batch, c.dead, c.adopter, c.router, c.stamps = opts.Batches, opts.DeadLetters, opts.Adopter, opts.Router, opts.Stamps
 	if c.chats = opts.Chats; c.chats == nil {
 		c.chats = NewChatLocks(nil)
 	}
@@ -358,7 +365,8 @@ func (c *Capturer) queueHolds() bool {
 // caller put it in ID, moves to RequestID: it never decides what is stored),
 // stamps At when zero, sanitizes and redacts the text. It stores ex's
 // history as its caller cut it (memory.CutRequest: ex.Prior and Skipped),
-// counting what the cut left unstored. It never fails the
+// counting what the cut left unstored, after it checked what the cut left
+// out against the conversation (ex.Resent, checkResent). It never fails the
 // caller: an exchange that cannot be stored is dropped or set aside, counted
 // and logged.
 func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
@@ -371,6 +379,8 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 		ex.At = start.UTC()
 	}
 	c.countCut(ex)
+	ex = c.checkResent(ctx, ex)
+	ex.Resent = memory.Resent{} // the request's messages are not kept past here
 	ex, err := c.prepare(ex)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("encode").Inc()

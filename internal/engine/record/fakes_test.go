@@ -247,10 +247,14 @@ type storeCaps interface {
 	Adopter
 }
 
-// withStore returns o with st's group commits, dead letters and adoption,
-// as the gateway wires a store into a Capturer.
+// withStore returns o with st's group commits, dead letters, adoption and
+// stamps (when it reads them), as the gateway wires a store into a
+// Capturer.
 func withStore(o Options, st storeCaps) Options {
 	o.Batches, o.DeadLetters, o.Adopter = st, st, st
+	if sr, ok := st.(StampReader); ok {
+		o.Stamps = sr
+	}
 	return o
 }
 

@@ -19,6 +19,7 @@ type capturerMetrics struct {
 	enrichLost  prometheus.Counter
 	cut         prometheus.Counter
 	cutMessages prometheus.Counter
+	rewinds     prometheus.Counter
 	failures    *prometheus.CounterVec
 	saveSeconds prometheus.Histogram
 	groupSize   prometheus.Histogram
@@ -84,6 +85,10 @@ func newCapturerMetrics() *capturerMetrics {
 			Name: "memgate_capture_history_unstored_messages_total",
 			Help: "Messages of resent histories left unstored by capture.max_history_messages.",
 		}),
+		rewinds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgate_capture_history_rewinds_total",
+			Help: "Exchanges whose client changed a stored message in the part of its history the cut left out: the stored branch from there was superseded.",
+		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_failures_total",
 			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait, reroute, chat_lock, expired).",
@@ -104,14 +109,15 @@ func newCapturerMetrics() *capturerMetrics {
 // Collectors returns the Capturer's metrics for the caller to register:
 // counters of captured, directly stored (duplicate, erased), queued,
 // dropped, dead-lettered, sanitized and redacted exchanges, histories
-// cut (memory.Exchange.Skipped) and the messages they left unstored, failures by
+// cut (memory.Exchange.Skipped), the messages they left unstored and the
+// changes found among those (rewinds), failures by
 // stage, the time to store, and gauges of the exchanges in flight and
 // waiting for retry.
 func (c *Capturer) Collectors() []prometheus.Collector {
 	m := c.metrics
 	return []prometheus.Collector{
 		m.captured, m.queued, m.saved, m.duplicates, m.erased, m.dropped, m.deadLetters, m.redacted,
-		m.sanitized, m.waits, m.rerouted, m.enrichLost, m.cut, m.cutMessages, m.failures, m.saveSeconds, m.groupSize,
+		m.sanitized, m.waits, m.rerouted, m.enrichLost, m.cut, m.cutMessages, m.rewinds, m.failures, m.saveSeconds, m.groupSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "memgate_capture_retry_waiting",
 			Help: "Exchanges waiting for the queue or the store to come back.",

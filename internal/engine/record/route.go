@@ -185,12 +185,7 @@ func (r *Router) storedForm(client []memory.Message, i int, stored map[int]memor
 	if m, ok := stored[i]; ok {
 		return m
 	}
-	m, _ := SanitizeMessage(client[i])
-	if r.redactor != nil {
-		if red, _, err := r.redactor.Message(m); err == nil {
-			m = red
-		}
-	}
+	m := storedForm(client[i], r.redactor)
 	stored[i] = m
 	return m
 }

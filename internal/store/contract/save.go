@@ -61,7 +61,69 @@ type SaveConv struct {
 	// Deleted is when the conversation was last deleted (zero: never):
 	// exchanges received at or before it are dropped (Received).
 	Deleted time.Time
+	// Rewound are the live messages the exchanges planned into it name
+	// in their Rewind, by seq, as the store read them (SetRewound): a
+	// Rewind whose message is not among them, or is there with another
+	// Stamp, is ignored.
+	Rewound map[int64]Rewound
 	saved   map[string]bool // ids of the exchanges planned into it
+	// appended and superseded count the messages PlanSave appended to
+	// it and took out of its live branch.
+	appended, superseded int
+}
+
+// Rewound is a live message an exchange's Rewind names, as a save read it.
+type Rewound struct {
+	memory.Stamp
+	// Live is how many live messages the conversation held from it on
+	// (itself included) when it was read.
+	Live int
+	// appended and superseded are SaveConv's counts when it was read.
+	appended, superseded int
+}
+
+// NeedsRewound reports whether a save of ex into c must read the live
+// message its Rewind names (SetRewound) before PlanSave.
+func (c *SaveConv) NeedsRewound(ex memory.Exchange) bool {
+	if ex.Rewind == nil {
+		return false
+	}
+	_, ok := c.Rewound[ex.Rewind.Seq]
+	return !ok
+}
+
+// SetRewound records the live message seq as read, with its stamp
+// (st.Known false when it is not live or has none) and how many live
+// messages the conversation holds from it on.
+func (c *SaveConv) SetRewound(seq int64, st memory.Stamp, live int) {
+	if c.Rewound == nil {
+		c.Rewound = map[int64]Rewound{}
+	}
+	c.Rewound[seq] = Rewound{Stamp: st, Live: live, appended: c.appended, superseded: c.superseded}
+}
+
+// rewind returns how many live messages a save superseding from ex's
+// Rewind takes out of c's live branch, and whether it holds: c was read
+// with that message live, at the Rewind's position with its digest.
+func (c *SaveConv) rewind(ex memory.Exchange) (int, bool) {
+	if ex.Rewind == nil {
+		return 0, false
+	}
+	r, ok := c.Rewound[ex.Rewind.Seq]
+	if !ok || !r.Known || r.Pos != ex.Rewind.Pos || r.Digest != ex.Rewind.Digest {
+		return 0, false
+	}
+	return r.Live + (c.appended - r.appended) - (c.superseded - r.superseded), true
+}
+
+// forget drops the rewound messages from seq on, which a save took out of
+// the live branch.
+func (c *SaveConv) forget(seq int64) {
+	for s := range c.Rewound {
+		if s >= seq {
+			delete(c.Rewound, s)
+		}
+	}
 }
 
 // SetTail sets Tail to tail, read as the conversation's up to limit newest
@@ -100,6 +162,8 @@ type SavePlan struct {
 	// live messages leave the live branch, their recall items with them,
 	// before the new messages are appended.
 	SupersedeFrom int64
+	// Stamps are the Stamp of each of Result.Stored, in order.
+	Stamps []memory.Stamp
 }
 
 // PlanSave decides how ex, which happened at at (never zero), is stored
@@ -112,11 +176,15 @@ type SavePlan struct {
 //   - Parted, nothing planned, when it carries a BranchSeed and conv's
 //     first live messages (conv.Head) part from the history it resends
 //     (memory.Parts): it belongs in a branch of its conversation;
+//   - else, when its Rewind holds (the live message it names is as the
+//     Capturer read it, conv.Rewound), the live messages from that one on
+//     are superseded and its window (memory.Exchange.Window) is new;
 //   - else the history it resends is aligned with conv's tail
 //     (memory.Align), the branch it replaced is superseded, and the new
 //     messages (the history not stored yet, the turn, the reply) are
 //     appended after conv.LastSeq, with ex's identity, the keys
-//     memory.Key(ex.ID, i) and their own CreatedAt (at when zero).
+//     memory.Key(ex.ID, i) and their own CreatedAt (at when zero), and
+//     their Stamps (memory.Stamps).
 func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveConv) SavePlan {
 	var p SavePlan
 	switch {
@@ -135,14 +203,28 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 	}
 	conv.saved[ex.ID] = true
 	var plan memory.Plan
-	if len(ex.Prior) > 0 {
+	rewound, rewind := conv.rewind(ex)
+	switch {
+	case rewind:
+		// The client changed its history where the exchange left it out:
+		// the stored branch from there on goes, the window follows.
+		plan = memory.Plan{SupersedeFrom: ex.Rewind.Seq, Prior: ex.Window()}
+	case len(ex.Prior) > 0:
 		plan = align(ex, conv)
 	}
 	if plan.SupersedeFrom > 0 {
 		// The tail holds the newest live messages, so every live message
-		// from SupersedeFrom on is in it.
+		// from SupersedeFrom on is in it, unless a Rewind reaches further.
 		kept := slices.IndexFunc(conv.Tail, func(m memory.Message) bool { return m.Seq >= plan.SupersedeFrom })
+		if kept < 0 {
+			kept = len(conv.Tail)
+		}
 		p.SupersedeFrom, p.Result.Superseded = plan.SupersedeFrom, len(conv.Tail)-kept
+		if rewind {
+			p.Result.Superseded = rewound
+		}
+		conv.superseded += p.Result.Superseded
+		conv.forget(plan.SupersedeFrom)
 		conv.Tail = conv.Tail[:kept:kept]
 		// Head is a run of live messages from the first: one that reaches
 		// SupersedeFrom now holds every live message.
@@ -163,6 +245,8 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		}
 	}
 	conv.Tail = append(conv.Tail, msgs...)
+	conv.appended += len(msgs)
+	p.Stamps = memory.Stamps(ex, len(msgs))
 	if conv.HeadAll {
 		conv.Head = append(conv.Head, msgs...)
 	}
@@ -235,4 +319,15 @@ func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
 // dropped by a deletion (a replay of dated history, as before).
 func DeletedSince(ex memory.Exchange, deleted time.Time) bool {
 	return !deleted.IsZero() && !ex.Received.IsZero() && !deleted.Before(ex.Received)
+}
+
+// StampOf returns the Stamp a message was stored with, read from its pos
+// and digest columns: unknown when either is NULL or the digest is not a
+// memory.Digest's size.
+func StampOf(pos *int64, digest []byte) memory.Stamp {
+	var st memory.Stamp
+	if pos == nil || len(digest) != len(st.Digest) {
+		return st
+	}
+	return memory.Stamp{Known: true, Pos: int(*pos), Digest: memory.Digest(digest)}
 }

@@ -98,7 +98,7 @@ func (s *Store) saveTurn(ctx context.Context, ex memory.Exchange, at time.Time) 
 	res := contract.PlanSave(ex, at, time.Time{}, false, &contract.SaveConv{}).Result
 	var w batchWriter
 	for _, m := range res.Stored {
-		w.message(m)
+		w.message(m, memory.Stamp{}) // no history resent: no Stamp
 	}
 	var first int64
 	var before *int64

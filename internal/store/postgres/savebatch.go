@@ -150,6 +150,9 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	if err := b.heads(ctx, conn, convs); err != nil {
 		return nil, err
 	}
+	if err := b.rewound(ctx, conn, convs); err != nil {
+		return nil, err
+	}
 	results := make([]memory.SaveResult, len(b.exs))
 	w := &batchWriter{}
 	for _, i := range b.order {
@@ -172,7 +175,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			w.supersede(ex.Identity, p.SupersedeFrom, at)
 		}
 		for k, m := range p.Result.Stored {
-			w.message(m)
+			w.message(m, p.Stamps[k])
 			p.Result.Stored[k] = asStored(m)
 		}
 		results[i] = p.Result
@@ -341,6 +344,9 @@ type batchWriter struct {
 	seq                       []int64
 	tokens                    []int32
 	created                   []time.Time
+	// pos and digest are each message's Stamp (NULL: none).
+	pos    []*int64
+	digest [][]byte
 	// conversations, as parallel columns.
 	ct, cu, cc []string
 	cseq       []int64
@@ -354,7 +360,8 @@ type batchWriter struct {
 	added map[contract.User]int64
 }
 
-func (w *batchWriter) message(m memory.Message) {
+// message adds m, with its Stamp st, to the messages to insert.
+func (w *batchWriter) message(m memory.Message, st memory.Stamp) {
 	var raw *string
 	if len(m.Raw) > 0 {
 		s := string(m.Raw)
@@ -363,6 +370,15 @@ func (w *batchWriter) message(m memory.Message) {
 	w.t, w.u, w.c = append(w.t, m.Tenant), append(w.u, m.User), append(w.c, m.Conversation)
 	w.seq, w.k, w.role, w.content = append(w.seq, m.Seq), append(w.k, m.Key), append(w.role, m.Role), append(w.content, m.Content)
 	w.raw, w.tokens, w.created = append(w.raw, raw), append(w.tokens, int32(m.Tokens)), append(w.created, m.CreatedAt)
+	var (
+		pos    *int64
+		digest []byte
+	)
+	if st.Known {
+		p := int64(st.Pos)
+		pos, digest = &p, st.Digest[:]
+	}
+	w.pos, w.digest = append(w.pos, pos), append(w.digest, digest)
 }
 
 // candidate records ex, stored in the batch, with its chat's conversation
@@ -386,12 +402,14 @@ func (w *batchWriter) flush() {
 	for i := range w.t {
 		w.added[contract.User{Tenant: w.t[i], User: w.u[i]}]++
 	}
-	w.p.Queue(`INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at)
-		SELECT t, u, c, s, k, r, b, j::json, n, a
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
-			AS x(t, u, c, s, k, r, b, j, n, a)`,
-		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created)
+	w.p.Queue(`INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, pos, digest)
+		SELECT t, u, c, s, k, r, b, j::json, n, a, o, d
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[],
+			$11::bigint[], $12::bytea[])
+			AS x(t, u, c, s, k, r, b, j, n, a, o, d)`,
+		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created, w.pos, w.digest)
 	w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+	w.pos, w.digest = nil, nil
 }
 
 // supersede queues, after the messages so far, the supersede of id's live

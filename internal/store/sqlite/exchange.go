@@ -87,8 +87,8 @@ const (
 )
 
 const (
-	insertMessageInto = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at) VALUES `
-	messageRow        = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMessageInto = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, pos, digest) VALUES `
+	messageRow        = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // messageRows is how many messages one statement of a save inserts: a
@@ -153,6 +153,11 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		conv.SetHead(head, n)
 	}
 	var before int64
+	if conv.NeedsRewound(ex) {
+		if err := readRewound(ctx, tx, ex, &conv); err != nil {
+			return memory.SaveResult{}, err
+		}
+	}
 	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation, contract.UserTombstone(ex.Tenant, ex.User)).Scan(&conv.LastSeq, &before); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("next seq: %w", err)
 	}
@@ -181,7 +186,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 			return res, fmt.Errorf("supersede branch: %w", err)
 		}
 	}
-	if err := insertMessages(ctx, tx, res.Stored); err != nil {
+	if err := insertMessages(ctx, tx, res.Stored, p.Stamps); err != nil {
 		return res, err
 	}
 	var prompt, completion int
@@ -196,10 +201,41 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	return res, nil
 }
 
-// insertMessages inserts msgs, in order, messageRows at a time (the rest
-// one by one), and sets each one's Raw and CreatedAt as stored.
-func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) error {
-	args := make([]any, 0, 10*min(len(msgs), messageRows))
+// readRewound reads, into conv, the live message ex's Rewind names: its
+// Stamp and how many live messages its conversation holds from it on
+// (contract.SaveConv.SetRewound).
+func readRewound(ctx context.Context, tx writeTx, ex memory.Exchange, conv *contract.SaveConv) error {
+	var (
+		pos    *int64
+		digest []byte
+		live   int
+	)
+	err := tx.QueryRowContext(ctx, `SELECT pos, digest, (SELECT COUNT(*) FROM messages
+			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND seq >= ?4 AND superseded_at IS NULL)
+		FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND seq = ?4 AND superseded_at IS NULL`,
+		ex.Tenant, ex.User, ex.Conversation, ex.Rewind.Seq).Scan(&pos, &digest, &live)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read rewound message: %w", err)
+	}
+	conv.SetRewound(ex.Rewind.Seq, contract.StampOf(pos, digest), live)
+	return nil
+}
+
+// stampArgs returns a message's Stamp as its pos and digest columns
+// (NULL when unknown).
+func stampArgs(st memory.Stamp) (pos, digest any) {
+	if !st.Known {
+		return nil, nil
+	}
+	return st.Pos, st.Digest[:]
+}
+
+// insertMessages inserts msgs, with their stamps (stamps[i] is msgs[i]'s;
+// none when shorter), in order, messageRows at a time (the rest one by
+// one), and sets each one's Raw and CreatedAt as stored.
+func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message, stamps []memory.Stamp) error {
+	args := make([]any, 0, 12*min(len(msgs), messageRows))
+	done := 0
 	return contract.RowBatches(msgs, messageRows, func(batch []memory.Message) error {
 		args = args[:0]
 		for i := range batch {
@@ -208,7 +244,12 @@ func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) erro
 			if err != nil {
 				return err
 			}
-			args = append(args, m.Tenant, m.User, m.Conversation, m.Seq, m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt))
+			var st memory.Stamp
+			if k := done + i; k < len(stamps) {
+				st = stamps[k]
+			}
+			pos, digest := stampArgs(st)
+			args = append(args, m.Tenant, m.User, m.Conversation, m.Seq, m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt), pos, digest)
 			m.Raw, m.CreatedAt = []byte(raw), fromNanos(nanos(m.CreatedAt))
 		}
 		query := sqlInsertMessage
@@ -218,6 +259,7 @@ func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message) erro
 		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
 			return fmt.Errorf("insert %d messages from seq %d: %w", len(batch), batch[0].Seq, err)
 		}
+		done += len(batch)
 		return nil
 	})
 }

@@ -1,0 +1,166 @@
+package record
+
+import (
+	"context"
+	"errors"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// StampReader reads the Stamps a conversation's live messages were stored
+// with (the store: a read of an index, no more).
+type StampReader interface {
+	// StampAt returns the live message of id with the greatest position at
+	// or below pos among those with a Stamp; memory.ErrNotFound when there
+	// is none.
+	StampAt(ctx context.Context, id memory.Identity, pos int) (memory.Stamped, error)
+}
+
+// maxCorrections bounds how many stored messages one check finds stored
+// otherwise than the client sends them (sanitized, redacted) before it
+// gives up: each costs a binary search of reads.
+const maxCorrections = 8
+
+// checkResent compares the part of a full-history client's resent history
+// that ex's cut leaves out (memory.Exchange.Skipped, ex.Resent) with what
+// the conversation stores there, through the Stamps the messages were
+// stored with, and returns ex with what the save needs: the digest of
+// that part (Gap), so the messages stored after it are stamped, and,
+// when the client changed a message the conversation stores there (an
+// edit, a deletion, an insertion), the first stored message from which
+// the stored history is no longer the client's (Rewind), which the save
+// supersedes with everything after it, as an edit in the window is.
+//
+// The digests of the prefixes of the client's history before the window
+// are taken (one SHA-256 pass over its text), and the one just before the
+// window is compared with the stored one at that position: one read, when
+// nothing changed. Where they differ, a binary search over the
+// stored positions finds the first stored message whose digest differs
+// (a read per step). One whose text the client sends as memgate stored
+// it once sanitized and redacted is no change: its leaf is corrected and
+// the search goes on, up to maxCorrections. A change among the history's
+// first memory.BranchHead messages is left to routing and Align, as
+// before. Any failed read, or a stored history that disagrees with
+// itself, leaves ex as it is (no Gap: the messages stored after the gap
+// get no Stamp; no Rewind): the chat's next request checks again.
+func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.Exchange {
+	w := memory.BranchHead + ex.Skipped // the window's first position
+	if c.stamps == nil || ex.Skipped == 0 {
+		return ex
+	}
+	digests := memory.Digests(ex.Resent.Msgs, w) // one pass over the history's text
+	if len(digests) < w {
+		return ex
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.OpTimeout)
+	defer cancel()
+	var fix, fixMiddle memory.Digest // corrections, all of them and those past the head
+	client := func(pos int) memory.Digest { return digests[pos].Xor(fix) }
+	// found returns ex with the gap's digest: from the client's digests
+	// when they met the stored ones (corrected, they are the stored
+	// text's), else (matched false: nothing stored to compare, or a
+	// Rewind) over the gap's messages as memgate stores them, so a
+	// digest at rest never sums text it redacted (storedGap).
+	found := func(rw *memory.Rewind, matched bool) memory.Exchange {
+		gap := digests[w-1].Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
+		if !matched {
+			gap = storedGap(ex.Resent, memory.BranchHead, w, c.redactor)
+		}
+		ex.Gap, ex.Rewind = &gap, rw
+		return ex
+	}
+	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return found(nil, false) // nothing stored there to compare
+	case err != nil:
+		c.logger.WarnContext(ctx, "capture cannot check a cut history against its conversation", "exchange", ex.ID, "err", err)
+		return ex
+	case last.Digest == client(last.Pos):
+		return found(nil, true)
+	}
+	low, bad := -1, last // every stamped message at or below low matches; bad differs
+	for range maxCorrections + 1 {
+		for bad.Pos-low > 1 {
+			mid := low + (bad.Pos-low)/2
+			r, err := c.stamps.StampAt(ctx, ex.Identity, mid)
+			switch {
+			case errors.Is(err, memory.ErrNotFound):
+				low = mid
+			case err != nil:
+				c.logger.WarnContext(ctx, "capture cannot check a cut history against its conversation", "exchange", ex.ID, "err", err)
+				return ex
+			case r.Pos <= low || r.Digest == client(r.Pos):
+				low = mid
+			default:
+				bad = r
+			}
+		}
+		p := bad.Pos
+		sent, ok := ex.Resent.Message(p)
+		switch {
+		case !ok:
+			return ex
+		case sent.Fingerprint() == bad.Fingerprint():
+			// The client's message is the stored one, yet the digests
+			// differ before it: the stored stamps disagree with each
+			// other (a history stored in parts without its gap's digest).
+			return ex
+		case storedForm(sent, c.redactor).Fingerprint() == bad.Fingerprint():
+			// Stored sanitized or redacted: the stored leaf is the stored
+			// text's.
+			d := memory.Leaf(p, sent).Xor(memory.Leaf(p, bad.Message))
+			fix = fix.Xor(d)
+			if p >= memory.BranchHead {
+				fixMiddle = fixMiddle.Xor(d)
+			}
+			if last.Digest == client(last.Pos) {
+				return found(nil, true)
+			}
+			low, bad = p, last
+		case p < memory.BranchHead:
+			return ex // the chat's first messages: routing's and Align's
+		default:
+			c.metrics.rewinds.Inc()
+			return found(&memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest}, false)
+		}
+	}
+	return ex
+}
+
+// storedGap returns the digest of the non-system messages of r at
+// positions from to to (exclusive), each as the Capturer stores it
+// (storedForm): the digests the save stamps are at rest, where whoever
+// reads the database could confirm a guess of a text they sum, so they
+// never sum a secret the redactor keeps out of the store. It redacts
+// every message of the gap: only a chat's first cut request and a rewind
+// pay it; otherwise the client's digests, corrected, are the stored ones.
+func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
+	var d memory.Digest
+	pos := 0
+	for _, m := range r.Msgs {
+		if memory.IsSystem(m.Role) {
+			continue
+		}
+		if pos >= to {
+			break
+		}
+		if pos >= from {
+			d = d.Xor(memory.Leaf(pos, storedForm(m, red)))
+		}
+		pos++
+	}
+	return d
+}
+
+// storedForm returns m as the Capturer stores it: sanitized, and redacted
+// by red (nil: none). A message red cannot read is as sanitized only.
+func storedForm(m memory.Message, red Redactor) memory.Message {
+	m, _ = SanitizeMessage(m)
+	if red != nil {
+		if r, _, err := red.Message(m); err == nil {
+			m = r
+		}
+	}
+	return m
+}

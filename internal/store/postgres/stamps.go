@@ -1,0 +1,68 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// StampAt returns the live message of conversation id with the greatest
+// position at or below pos among those stored with a Stamp (by a
+// full-history client's exchange), with its Stamp; memory.ErrNotFound when
+// there is none. One read of the messages_live_pos index.
+func (s *Store) StampAt(ctx context.Context, id memory.Identity, pos int) (memory.Stamped, error) {
+	defer telemetry.Span(&ctx, "postgres.StampAt")()
+	var (
+		at     *int64
+		digest []byte
+	)
+	row := s.pool.QueryRow(ctx, `SELECT `+contract.MessageColumns+`, pos, digest FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND digest IS NOT NULL AND pos <= $4
+		ORDER BY pos DESC LIMIT 1`, id.Tenant, id.User, id.Conversation, pos)
+	m, err := contract.ScanMessage(row, times{}, id, &at, &digest)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return memory.Stamped{}, memory.ErrNotFound
+	case err != nil:
+		return memory.Stamped{}, fmt.Errorf("postgres: read message stamp: %w", unavailable(err))
+	}
+	st := contract.StampOf(at, digest)
+	if !st.Known {
+		return memory.Stamped{}, fmt.Errorf("postgres: read message stamp: digest of %d bytes", len(digest))
+	}
+	return memory.Stamped{Message: m, Stamp: st}, nil
+}
+
+// rewound reads, in the batch's transaction, the live message each
+// exchange's Rewind names (contract.SaveConv.SetRewound): one read per
+// such exchange, a rare one (a change in a cut history's left-out part).
+func (b *saveBatch) rewound(ctx context.Context, conn *pgxpool.Conn, convs map[memory.Identity]*contract.SaveConv) error {
+	for _, i := range b.order {
+		ex := b.exs[i]
+		st := convs[ex.Identity]
+		if st == nil || !st.NeedsRewound(ex) {
+			continue
+		}
+		var (
+			pos    *int64
+			digest []byte
+			live   int
+		)
+		err := conn.QueryRow(ctx, `SELECT pos, digest, (SELECT count(*) FROM messages
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq >= $4 AND superseded_at IS NULL)
+			FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4 AND superseded_at IS NULL`,
+			ex.Tenant, ex.User, ex.Conversation, ex.Rewind.Seq).Scan(&pos, &digest, &live)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read rewound message: %w", unavailable(err))
+		}
+		st.SetRewound(ex.Rewind.Seq, contract.StampOf(pos, digest), live)
+	}
+	return nil
+}
