@@ -97,6 +97,9 @@ type backend struct {
 	prune      []record.ConsumerPruner
 	collectors []prometheus.Collector
 	closers    []func() error
+	// queueUnreachable: the Redis queue other processes share could not
+	// be opened (engine.Core.QueueUnreachable).
+	queueUnreachable bool
 }
 
 // close releases what openStore opened, last opened first.
@@ -146,6 +149,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
+			b.queueUnreachable = true
 			return b, nil
 		}
 		eq, err := q.Sibling(ctx, "enrich")
@@ -196,7 +200,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	answers := recall.NewAnswers()
 	cs := withReads(cfg, b.store, cache.Forgetters{b.embeddings, answers})
 	b.store = cs
-	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
+	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
 		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
