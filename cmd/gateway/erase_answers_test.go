@@ -3,16 +3,32 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
+
+// openTestMemory is openMemory over cfg, logging nowhere, closed when t
+// ends; no worker runs.
+func openTestMemory(t *testing.T, cfg config.Config) *memoryLayer {
+	t.Helper()
+	counter, err := sharedCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := openMemory(context.Background(), cfg, counter, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
 
 // TestErasureForgetsTheExtractionAnswers: the fact extraction model's
 // answers the process keeps (recall's answers, per user and question) are
@@ -27,16 +43,8 @@ func TestErasureForgetsTheExtractionAnswers(t *testing.T) {
 	}))
 	cfg := storeConfigs(t, up)["sqlite"](t)
 	cfg.Compaction.Enabled = false
-	counter, err := sharedCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	m, err := openMemory(ctx, cfg, counter, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := openTestMemory(t, cfg)
 	asked := func() int {
 		n := 0
 		for _, r := range up.Requests() {

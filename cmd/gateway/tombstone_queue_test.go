@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -34,16 +32,8 @@ func TestTombstonesOutliveAnUnreachableSharedQueue(t *testing.T) {
 	}
 	cfg.Store.RedisURL = "redis://" + l.Addr().String() + "/0"
 	l.Close()
-	counter, err := sharedCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	m, err := openMemory(ctx, cfg, counter, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := openTestMemory(t, cfg)
 	if m.queue != nil {
 		t.Fatal("a capture queue was opened on a Redis nobody listens on")
 	}
