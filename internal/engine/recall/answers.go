@@ -18,7 +18,8 @@ import (
 // answer kept for a user erased since is never recorded: the store
 // refuses the write (memory.ErrErased); the erasure drops the user's
 // answers (Answers.Forget, as cache.Reads.DeleteUser calls it), since
-// they hold what the user said.
+// they hold what the user said — in the process that serves it: another
+// process's age out of the bound, as its cached vectors do.
 
 // answersBytes bounds the answers kept: a few thousand, more than the
 // exchanges enriched between a round and its redelivery
