@@ -267,7 +267,7 @@ func BenchmarkRecall(b *testing.B) {
 	defer func() {
 		bk.close()
 	}()
-	rl, err := openRecall(cfg, st, bk.embeddings, logger)
+	rl, err := openRecall(cfg, st, bk.embeddings, nil, logger)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -98,6 +98,9 @@ type backend struct {
 	prune      []record.ConsumerPruner
 	collectors []prometheus.Collector
 	closers    []func() error
+	// queueUnreachable: the Redis queue other processes share could not
+	// be opened (engine.Core.QueueUnreachable).
+	queueUnreachable bool
 }
 
 // close releases what openStore opened, last opened first.
@@ -147,6 +150,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
+			b.queueUnreachable = true
 			return b, nil
 		}
 		eq, err := q.Sibling(ctx, "enrich")
@@ -192,9 +196,12 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// What a request reads of the store besides its searches (recent
 	// turns, facts, summaries) is kept in memory by the engine, under the
 	// user's revision counters; saves and erasures go through it.
-	cs := withReads(cfg, b.store, b.embeddings)
+	// The fact extraction model's answers are kept in memory too, and
+	// an erasure forgets the user's as it forgets their vectors.
+	answers := recall.NewAnswers()
+	cs := withReads(cfg, b.store, cache.Forgetters{b.embeddings, answers})
 	b.store = cs
-	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable,
+	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
 		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
@@ -212,7 +219,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	}
 	var rec prompt.Recaller
 	if cfg.Recall.Enabled {
-		if m.recall, err = openRecall(cfg, b.store, b.embeddings, logger); err != nil {
+		if m.recall, err = openRecall(cfg, b.store, b.embeddings, answers, logger); err != nil {
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
@@ -312,8 +319,9 @@ func openaiClient(base, key string, up config.Upstream, timeout time.Duration, m
 }
 
 // openRecall wires recall over st with the embedder of recall.embeddings
-// behind cache (nil: none).
-func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger *slog.Logger) (*engine.Recall, error) {
+// behind cache (nil: none), its fact extraction keeping the model's
+// answers in answers (nil: its own).
+func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, answers *recall.Answers, logger *slog.Logger) (*engine.Recall, error) {
 	rc := cfg.Recall
 	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, logger)
 	if err != nil {
@@ -331,7 +339,7 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, logger
 			WholeQuery: rc.Embeddings.Provider == "encoder"},
 		Recall:         recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity},
 		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
-		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout},
+		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: answers},
 	}
 	if opts.Window, err = engine.EmbedderWindow(rc.Embeddings.Provider); err != nil {
 		return nil, err
@@ -362,9 +370,10 @@ type cachedStore struct {
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
-// memory.cache says; its erasures make emb forget the user too (nil: none).
-func withReads(cfg config.Config, st store, emb cache.Forgetter) cachedStore {
-	return cachedStore{store: st, reads: cache.NewReads(st, emb, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
+// memory.cache says; its erasures make forget (recall's embeddings and
+// fact extraction answers) forget the user too (nil: none).
+func withReads(cfg config.Config, st store, forget cache.Forgetter) cachedStore {
+	return cachedStore{store: st, reads: cache.NewReads(st, forget, cfg.Memory.Cache.RecentMB<<20, cache.DefaultKnowledgeBytes)}
 }
 
 func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {

@@ -165,8 +165,12 @@ func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) err
 // expireTombstones deletes a few tombstones of conversations never stored
 // that no turn can be refused by any more: deleted a life before now and
 // before the capture queue's oldest entry (memory.TombstoneHorizon). When
-// the queue cannot say, none goes.
+// the queue cannot say, or the core has not reached the queue other
+// processes share (QueueUnreachable), none goes.
 func (c *Core) expireTombstones(ctx context.Context) error {
+	if c.QueueUnreachable {
+		return nil
+	}
 	var oldest time.Time
 	if c.Capturer != nil {
 		var err error

@@ -86,6 +86,12 @@ type Core struct {
 	// lives in this process's memory, so only this process can drain it.
 	Enricher        *enrich.Enricher
 	EnrichInProcess bool
+	// QueueUnreachable says a capture queue other processes share (Redis)
+	// is configured but could not be opened, so Capturer saves directly
+	// and cannot tell that queue's oldest entry: this core's deletions
+	// expire no tombstone (expireTombstones), which could still refuse a
+	// turn waiting there.
+	QueueUnreachable bool
 	// Collectors are the core's Prometheus collectors besides its parts'.
 	Collectors []prometheus.Collector
 	// Close releases the store and what was opened with it.

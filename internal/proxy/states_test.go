@@ -458,3 +458,37 @@ func TestStatesCarriedIDsDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestStatesOneItemRetrieved: GET of one item of the caller's conversation
+// is answered with the item alone, whose own output may be a string or an
+// object, not a list of items: the reply names nothing to bind, and no
+// binding is counted as failed (nor logged as one whose owner cannot name
+// it again).
+func TestStatesOneItemRetrieved(t *testing.T) {
+	for _, item := range []string{
+		`{"type":"function_call_output","id":"fco_1","call_id":"call_1","output":"42"}`,
+		`{"type":"computer_call_output","id":"cuo_1","call_id":"call_1","output":{"type":"computer_screenshot","image_url":"data:"}}`,
+	} {
+		up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(item))
+		}))
+		states := newFakeStates()
+		states.owner[memory.ProviderState{Kind: memory.StateConversation, ID: "conv_bob"}] = "a/bob"
+		keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+		g := mustGateway(t, up, func(c *gatewayConfig) {
+			c.Upstream.APIKey = "sk-operator"
+			c.StateRetention = time.Hour
+			c.Passthrough = []string{"GET /v1/conversations/*"}
+		}, Deps{Resolver: identity.New(keys), States: states})
+		req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/conversations/conv_bob/items/call_item", nil)
+		req.Header.Set("Authorization", "Bearer gw-key")
+		req.Header.Set("X-Memory-User", "bob")
+		if resp, b := do(t, req); resp.StatusCode != http.StatusOK || string(b) != item {
+			t.Fatalf("%s: %d %s", item, resp.StatusCode, b)
+		}
+		if m := g.metrics(t); strings.Contains(m, `outcome="bind_failed"`) {
+			t.Errorf("%s: a binding counted as failed:\n%s", item, grepLines(m, "memgate_provider_states"))
+		}
+	}
+}

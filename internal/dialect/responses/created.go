@@ -21,13 +21,29 @@ type Created struct {
 // list (a conversation's items, a response's input items).
 type createdJSON struct {
 	ID     string   `json:"id"`
-	Output []itemID `json:"output"`
-	Data   []itemID `json:"data"`
+	Output itemList `json:"output"`
+	Data   itemList `json:"data"`
 }
 
 // itemID is the part of an item naming it.
 type itemID struct {
 	ID string `json:"id"`
+}
+
+// itemList is a member listing items. A member of that name that is not
+// a list names none: one item retrieved on its own (GET
+// /v1/conversations/{id}/items/{item}) has an output of its own, a
+// string (function_call_output, mcp_call) or an object
+// (computer_call_output), and is read for its id alone.
+type itemList []itemID
+
+// UnmarshalJSON reads a list of items, or none from another value.
+func (l *itemList) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '[' {
+		*l = nil
+		return nil
+	}
+	return json.Unmarshal(b, (*[]itemID)(l))
 }
 
 func (c createdJSON) items() []string {

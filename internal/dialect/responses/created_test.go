@@ -68,6 +68,11 @@ func TestItemsFromJSON(t *testing.T) {
 		{`{"object":"list","data":[{"id":"msg_1","type":"message"},{"id":"fc_1"}],"has_more":false}`, Created{Items: []string{"msg_1", "fc_1"}}},
 		{`{"id":"resp_1","object":"response","status":"queued","output":[]}`, Created{ID: "resp_1"}},
 		{`{"object":"response.deleted","deleted":true}`, Created{}},
+		// One item of a conversation (GET /v1/conversations/{id}/items/{item}),
+		// whose output is its own: a string or an object, no list of items.
+		{`{"type":"function_call_output","id":"fco_1","call_id":"call_1","output":"42"}`, Created{ID: "fco_1"}},
+		{`{"type":"computer_call_output","id":"cuo_1","call_id":"call_1","output":{"type":"computer_screenshot","image_url":"data:"}}`, Created{ID: "cuo_1"}},
+		{`{"type":"mcp_call","id":"mcp_1","output":null}`, Created{ID: "mcp_1"}},
 	} {
 		if c, err := ItemsFromJSON([]byte(tt.body)); err != nil || !reflect.DeepEqual(c, tt.want) {
 			t.Errorf("%s: %+v, %v; want %+v", tt.body, c, err, tt.want)

@@ -31,8 +31,20 @@ type Store interface {
 }
 
 // Forgetter is a cache whose entries name their owner (recall's
-// embeddings): an erasure drops the user's with Forget.
+// embeddings, its fact extraction answers): an erasure drops the user's
+// with Forget.
 type Forgetter interface{ Forget(tenant, user string) }
+
+// Forgetters is a Forgetter over several caches whose entries name their
+// owner (recall's embeddings, its fact extraction answers).
+type Forgetters []Forgetter
+
+// Forget makes each of fs forget the user.
+func (fs Forgetters) Forget(tenant, user string) {
+	for _, f := range fs {
+		f.Forget(tenant, user)
+	}
+}
 
 // DefaultTailBytes bounds the newest turns (about 25,000 messages of 300
 // bytes); DefaultKnowledgeBytes each of the facts and the summaries.

@@ -16,7 +16,10 @@ import (
 // reused. Records of a reused answer change nothing the first recorded
 // (a fact stated again from its message counts no mention more). An
 // answer kept for a user erased since is never recorded: the store
-// refuses the write (memory.ErrErased); it ages out of the bound.
+// refuses the write (memory.ErrErased); the erasure drops the user's
+// answers (Answers.Forget, as cache.Reads.DeleteUser calls it), since
+// they hold what the user said — in the process that serves it: another
+// process's age out of the bound, as its cached vectors do.
 
 // answersBytes bounds the answers kept: a few thousand, more than the
 // exchanges enriched between a round and its redelivery
@@ -45,7 +48,19 @@ func answerSize(k answerKey, facts []memory.Fact) int {
 	})
 }
 
-// newAnswers returns the empty cache of an Extractor's answers.
-func newAnswers() *cache.Cache[answerKey, []memory.Fact] {
-	return cache.New("fact_answers", answersBytes, answerSize)
+// Answers are the fact extraction model's answers an Extractor keeps
+// (ExtractorOptions.Answers), per user and question.
+type Answers struct {
+	c *cache.Cache[answerKey, []memory.Fact]
+}
+
+// NewAnswers returns an empty Answers.
+func NewAnswers() *Answers {
+	return &Answers{c: cache.New("fact_answers", answersBytes, answerSize)}
+}
+
+// Forget drops the answers to the user of tenant (erased): nothing of
+// what they said waits for eviction (cache.Forgetter).
+func (a *Answers) Forget(tenant, user string) {
+	a.c.Drop(func(k answerKey) bool { return k.Tenant == tenant && k.User == user })
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -53,6 +52,10 @@ type ExtractorOptions struct {
 	TTL map[memory.FactType]time.Duration
 	// Timeout bounds one model call (default 30s).
 	Timeout time.Duration
+	// Answers keeps the model's answers (answers.go); nil: the
+	// Extractor's own. Given, the user's erasure can drop theirs
+	// (Answers.Forget).
+	Answers *Answers
 }
 
 // Extractor is the capture hook that asks a model which facts the user
@@ -73,7 +76,7 @@ type Extractor struct {
 	opts    ExtractorOptions
 	logger  *slog.Logger
 	m       *extractMetrics
-	answers *cache.Cache[answerKey, []memory.Fact]
+	answers *Answers
 }
 
 // NewExtractor returns an Extractor asking client and writing to store.
@@ -88,13 +91,17 @@ func NewExtractor(client Chatter, store FactWriter, opts ExtractorOptions, logge
 	if opts.MaxPerUser <= 0 {
 		opts.MaxPerUser = 200
 	}
-	return &Extractor{client: client, store: store, opts: opts, logger: logger, m: newExtractMetrics(), answers: newAnswers()}
+	answers := opts.Answers
+	if answers == nil {
+		answers = NewAnswers()
+	}
+	return &Extractor{client: client, store: store, opts: opts, logger: logger, m: newExtractMetrics(), answers: answers}
 }
 
 // Collectors returns the Extractor's Prometheus collectors, for the caller
 // to register.
 func (e *Extractor) Collectors() []prometheus.Collector {
-	return append(e.m.collectors(), e.answers.Collectors()...)
+	return append(e.m.collectors(), e.answers.c.Collectors()...)
 }
 
 const extractPrompt = `You extract durable facts a user states about themselves from their chat messages.
@@ -134,7 +141,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			continue
 		}
 		keys[i] = e.answerKey(ex, input)
-		if facts, ok := e.answers.Get(keys[i]); ok {
+		if facts, ok := e.answers.c.Get(keys[i]); ok {
 			e.m.runs.WithLabelValues("reused").Inc()
 			asked[i] = facts
 			continue
@@ -153,7 +160,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			// Kept before it is recorded: a round that cannot record it
 			// now (the store failed, the round was fenced) or cannot
 			// acknowledge it is redone without paying for it again.
-			e.answers.Put(keys[i], asked[i])
+			e.answers.c.Put(keys[i], asked[i])
 		}
 		if err := e.record(ctx, ex, asked[i], results[i]); err != nil {
 			errs = append(errs, err)

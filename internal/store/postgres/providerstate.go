@@ -14,7 +14,7 @@ import (
 // BindState records that b's provider states belong to b's tenant and user
 // until b.Expires (storetest.RunStates): a row of provider_states each,
 // keyed by the state's digest (contract.StateDigest), written by one
-// statement in one transaction under the user's
+// statement, in the digests' order, in one transaction under the user's
 // erasure guard (memory.ErrErased when the user was erased at or after
 // b.At). A state bound already keeps its owner; the same owner's binding
 // moves its expiry. It removes up to contract.ExpiredStates bindings
@@ -25,9 +25,12 @@ func (s *Store) BindState(ctx context.Context, b memory.StateBinding) error {
 			return err
 		}
 		// One statement for every state, each digest once: ON CONFLICT
-		// DO UPDATE may not touch a row twice.
+		// DO UPDATE may not touch a row twice. The rows are written, and
+		// locked, in the digests' order: bindings of the same states made
+		// at once in other orders (a list read oldest first and newest
+		// first) would otherwise deadlock, one of them aborted.
 		if _, err := tx.Exec(ctx, `INSERT INTO provider_states (digest, owner, expires_at)
-			SELECT d, $2, $3 FROM unnest($1::bytea[]) AS d
+			SELECT d, $2, $3 FROM unnest($1::bytea[]) AS d ORDER BY d
 			ON CONFLICT (digest) DO UPDATE SET expires_at = GREATEST(provider_states.expires_at, excluded.expires_at)
 			WHERE provider_states.owner = excluded.owner`,
 			contract.NewStateLookup(b.States).Digests, contract.UserTombstone(b.Tenant, b.User), b.Expires); err != nil {

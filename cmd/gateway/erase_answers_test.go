@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/config"
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// openTestMemory is openMemory over cfg, logging nowhere, closed when t
+// ends; no worker runs.
+func openTestMemory(t *testing.T, cfg config.Config) *memoryLayer {
+	t.Helper()
+	counter, err := sharedCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := openMemory(context.Background(), cfg, counter, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// TestErasureForgetsTheExtractionAnswers: the fact extraction model's
+// answers the process keeps (recall's answers, per user and question) are
+// what the user said, so the user's erasure drops them, as it drops the
+// other caches' entries of the user: the same words said again after the
+// erasure are asked of the model again, not answered from memory. Another
+// user's answers stay.
+func TestErasureForgetsTheExtractionAnswers(t *testing.T) {
+	const reply = `{"facts":[{"type":"preference","key":"drink","value":"tea","confidence":0.9}]}`
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstreamtest.Chat(upstreamtest.Reply{Content: reply}).ServeHTTP(w, r)
+	}))
+	cfg := storeConfigs(t, up)["sqlite"](t)
+	cfg.Compaction.Enabled = false
+	ctx := context.Background()
+	m := openTestMemory(t, cfg)
+	asked := func() int {
+		n := 0
+		for _, r := range up.Requests() {
+			if bytes.Contains(r.Body, []byte("You extract durable facts")) {
+				n++
+			}
+		}
+		return n
+	}
+	// say saves a turn of user's and runs the after-save hooks on it, as
+	// the enricher does.
+	say := func(user string) {
+		t.Helper()
+		ex := memory.Exchange{ID: record.NewExchangeID(), Identity: memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"},
+			At: time.Now().UTC(), Turn: []memory.Message{{Role: "user", Content: "I drink tea every morning."}},
+			Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+		res, err := m.store.SaveExchange(ctx, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range m.hooks {
+			if err := h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	say("noor")
+	say("omar")
+	if n := asked(); n != 2 {
+		t.Fatalf("the extraction model was asked %d times, want once per user", n)
+	}
+	if err := m.store.DeleteUser(ctx, memory.DefaultTenant, "noor"); err != nil {
+		t.Fatal(err)
+	}
+	say("noor")
+	if n := asked(); n != 3 {
+		t.Errorf("after noor's erasure, her words said again were asked of the model %d times in all, want 3: "+
+			"her earlier answer was kept in memory past her erasure", n)
+	}
+	say("omar")
+	if n := asked(); n != 3 {
+		t.Errorf("the model was asked %d times in all, want 3: noor's erasure dropped omar's answer", n)
+	}
+}
