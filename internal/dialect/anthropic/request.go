@@ -40,13 +40,13 @@ type Request struct {
 	Breakpoints bool
 
 	obj         *body.Object
-	breakpoints int // the client's own cache_control blocks
-	// thinkingOff is set by Render when it turned the client's thinking
-	// off (ThinkingDisabled).
-	thinkingOff bool
+	breakpoints int               // the client's own cache_control blocks
 	system      json.RawMessage   // the client's system member (nil when absent)
 	sysChat     json.RawMessage   // Messages[0] when the system prompt made one
 	messages    []json.RawMessage // the client's messages, verbatim
+	// thinkingOff is set by Render when it turned the client's thinking
+	// off (ThinkingDisabled).
+	thinkingOff bool
 }
 
 // ParseRequest reads a Messages API request body. It fails with a
