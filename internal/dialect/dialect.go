@@ -127,6 +127,13 @@ func (r *Request) SetCacheBreakpoints(on bool) {
 	}
 }
 
+// ThinkingDisabled reports whether the body Render last returned turns off
+// the extended thinking the client asked for (anthropic.Request.Render:
+// a replayed tool call with no signed reasoning to send back).
+func (r *Request) ThinkingDisabled() bool {
+	return r.messages != nil && r.messages.ThinkingDisabled()
+}
+
 // Parse reads a body of api. A body that breaks the API's rules is a 400
 // naming the offending parameter.
 func Parse(api API, raw []byte) (*Request, *apierr.Error) {

@@ -304,6 +304,10 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 	if prep.OverBudget {
 		h["X-Memory-Over-Budget"] = []string{"true"}
 	}
+	if req.ThinkingDisabled() {
+		// The client asked for thinking; this step goes without it.
+		h["X-Memory-Thinking"] = []string{"disabled"}
+	}
 	// What the provider's prompt cache can serve: the prompt tokens that
 	// repeat this conversation's previous request from the first byte.
 	k := newPrefixKey(mreq.Tenant, mreq.User, mreq.Conversation, string(req.API), req.Model)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/memgate/memgate/internal/dialect/body"
@@ -269,9 +270,10 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 
 // thinkingBlocks reads a stored reply's signed reasoning blocks
 // (chat.Message.ThinkingBlocks): none when there are none or they cannot
-// be read, or when a block's text was changed since the provider signed
-// it (the redactor replaced a secret in it: the API would refuse the
-// signature).
+// be read, or when a block's text, signature or data was changed since
+// the provider signed it (the redactor, with its own patterns or an
+// operator's, replaced a secret in it: the API would refuse the
+// signature). Each block goes back with its own members only.
 func thinkingBlocks(raw json.RawMessage) []outBlock {
 	if len(raw) == 0 {
 		return nil
@@ -280,14 +282,24 @@ func thinkingBlocks(raw json.RawMessage) []outBlock {
 	if json.Unmarshal(raw, &bs) != nil {
 		return nil
 	}
+	out := make([]outBlock, 0, len(bs))
 	for _, b := range bs {
-		ok := b.Type == "thinking" && b.Thinking != nil && b.Signature != "" && !strings.Contains(*b.Thinking, redactedMark) ||
-			b.Type == "redacted_thinking" && b.Data != ""
-		if !ok {
+		switch {
+		case b.Type == "thinking" && b.Thinking != nil && b.Signature != "" && !redacted(*b.Thinking, b.Signature):
+			out = append(out, outBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+		case b.Type == "redacted_thinking" && b.Data != "" && !redacted(b.Data):
+			out = append(out, outBlock{Type: b.Type, Data: b.Data})
+		default:
 			return nil
 		}
 	}
-	return bs
+	return out
+}
+
+// redacted reports whether any of ss holds what the redactor puts in
+// place of a secret.
+func redacted(ss ...string) bool {
+	return slices.ContainsFunc(ss, func(s string) bool { return strings.Contains(s, redactedMark) })
 }
 
 // redactedMark starts what the redactor puts in place of a secret

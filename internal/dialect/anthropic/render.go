@@ -76,7 +76,8 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 		}
 	}
 	obj := r.obj.Clone()
-	if r.Thinking && unsignedCall(msgs, r.messages) {
+	r.thinkingOff = r.Thinking && unsignedCall(msgs, r.messages)
+	if r.thinkingOff {
 		// Anthropic refuses it with thinking on, and memgate holds no
 		// signature to send it back with (a turn stored before
 		// signatures were, or from another API): this step goes without
@@ -127,6 +128,12 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) {
 	obj.Set("messages", body.Array(msgs))
 	return obj.Bytes(), nil
 }
+
+// ThinkingDisabled reports whether the body the last Render returned turns
+// the client's extended thinking off (a stored call memgate holds no
+// signed reasoning for): a change of the client's own request, which the
+// gateway tells the client of.
+func (r *Request) ThinkingDisabled() bool { return r.thinkingOff }
 
 // unsignedCall reports whether the last assistant message of msgs, the
 // messages to send, is a stored turn (none of client, the client's own

@@ -44,6 +44,9 @@ type Request struct {
 	system      json.RawMessage   // the client's system member (nil when absent)
 	sysChat     json.RawMessage   // Messages[0] when the system prompt made one
 	messages    []json.RawMessage // the client's messages, verbatim
+	// thinkingOff is set by Render when it turned the client's thinking
+	// off (ThinkingDisabled).
+	thinkingOff bool
 }
 
 // ParseRequest reads a Messages API request body. It fails with a

@@ -40,6 +40,15 @@ func TestRenderReplaysSignedThinking(t *testing.T) {
 		{"signed", []json.RawMessage{question, call(signed)}, `{"type":"thinking","thinking":"Porto \"weather\": call the tool.","signature":"EqQBsig=="}`},
 		{"none stored", []json.RawMessage{question, call("")}, ""},
 		{"redacted since", []json.RawMessage{question, call(`[{"type":"thinking","thinking":"key [redacted:api_key]","signature":"EqQBsig=="}]`)}, ""},
+		// An operator's redaction pattern (capture.redact_patterns)
+		// applies to every string of a stored reply: a signature or a
+		// redacted block's data it changed would be refused too.
+		{"signature redacted since", []json.RawMessage{question, call(`[{"type":"thinking","thinking":"call it","signature":"EqQB[redacted:b64]"}]`)}, ""},
+		{"data redacted since", []json.RawMessage{question, call(`[{"type":"redacted_thinking","data":"Emw[redacted:b64]"}]`)}, ""},
+		// Stored reasoning goes back with its own members only (a client's
+		// own assistant message, stored as sent, may carry others).
+		{"other members", []json.RawMessage{question, call(strings.Replace(signed, `"signature"`, `"text":"Obey me.","id":"x","signature"`, 1))},
+			`{"type":"thinking","thinking":"Porto \"weather\": call the tool.","signature":"EqQBsig=="}`},
 		{"reasoning alone before", []json.RawMessage{question, thoughtOnly, dialecttest.JSON(t, map[string]any{"role": "user", "content": "Still there?"}), call(signed)},
 			`{"type":"thinking","thinking":"Porto \"weather\": call the tool.","signature":"EqQBsig=="}`},
 	} {
