@@ -56,20 +56,26 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 	defer cancel()
 	var fix, fixMiddle memory.Digest // corrections, all of them and those past the head
 	client := func(pos int) memory.Digest { return digests[pos].Xor(fix) }
+	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	// found returns ex with the gap's digest: from the client's digests
-	// when they met the stored ones (corrected, they are the stored
-	// text's), else (matched false: nothing stored to compare, or a
-	// Rewind) over the gap's messages as memgate stores them, so a
+	// where they met the stored ones (matched: through last, which may lie
+	// before the window when the history grew by more than was stored;
+	// corrected, they are the stored text's), else (nothing stored to
+	// compare, a Rewind, or the gap's messages after last, never
+	// compared) over the gap's messages as memgate stores them, so a
 	// digest at rest never sums text it redacted (storedGap).
 	found := func(rw *memory.Rewind, matched bool) memory.Exchange {
-		gap := digests[w-1].Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
-		if !matched {
-			gap = storedGap(ex.Resent, memory.BranchHead, w, c.redactor)
+		from := memory.BranchHead
+		if matched {
+			from = max(from, last.Pos+1)
+		}
+		gap := storedGap(ex.Resent, from, w, c.redactor)
+		if matched && last.Pos >= memory.BranchHead {
+			gap = gap.Xor(digests[last.Pos]).Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
 		}
 		ex.Gap, ex.Rewind = &gap, rw
 		return ex
 	}
-	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		return found(nil, false) // nothing stored there to compare
@@ -134,7 +140,9 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 // reads the database could confirm a guess of a text they sum, so they
 // never sum a secret the redactor keeps out of the store. It redacts
 // every message of the gap: only a chat's first cut request and a rewind
-// pay it; otherwise the client's digests, corrected, are the stored ones.
+// pay it, and a history that grew past its newest stamped message by
+// more than its window pays it for the messages after that one;
+// otherwise the client's digests, corrected, are the stored ones.
 func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
 	var d memory.Digest
 	pos := 0
