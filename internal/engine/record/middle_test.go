@@ -217,9 +217,11 @@ func withResent(ex memory.Exchange, msgs []memory.Message, cut memory.Cut) memor
 
 // BenchmarkCheckResent: the check a request of a long full-history chat
 // costs the Capturer when nothing in the part its cut leaves out changed
-// (the common case): the digests of its history before the window (60,000
-// messages of about 300 bytes, cut at the default 2,000) and one read of
-// a SQLite store holding the chat.
+// and its previous turn is stored (the common case; the same request
+// checked again would find the message before its window unstored, and
+// digest its gap as stored): the digests of its history before the
+// window (60,000 messages of about 300 bytes, cut at the default 2,000)
+// and one read of a SQLite store holding the chat.
 func BenchmarkCheckResent(b *testing.B) {
 	const keep, long = 2000, 60000
 	store := mustSQLite(b)
@@ -233,9 +235,14 @@ func BenchmarkCheckResent(b *testing.B) {
 	ex := withResent(memory.Exchange{ID: "req-1", Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn, Skipped: cut.Skipped,
 		Reply: memory.Message{Role: "assistant", Content: "answer"}}, msgs, cut)
 	c.Capture(context.Background(), ex) // the conversation holds the cut history, stamped
+	// The chat's next request: the message before its window is stored.
+	msgs = append(msgs, ex.Reply, memory.Message{Role: "user", Content: "next"})
+	cut = memory.CutRequest(msgs, keep)
+	next := withResent(memory.Exchange{ID: "req-2", Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn, Skipped: cut.Skipped,
+		Reply: memory.Message{Role: "assistant", Content: "answer"}}, msgs, cut)
 	b.ResetTimer()
 	for b.Loop() {
-		if got := c.checkResent(context.Background(), ex); got.Gap == nil || got.Rewind != nil {
+		if got := c.checkResent(context.Background(), next); got.Gap == nil || got.Rewind != nil {
 			b.Fatal("the check found the unchanged history changed, or could not tell")
 		}
 	}

@@ -170,6 +170,9 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 // otherwise the client's digests, corrected, are the stored ones.
 func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
 	var d memory.Digest
+	if from >= to {
+		return d
+	}
 	pos := 0
 	for _, m := range r.Msgs {
 		if memory.IsSystem(m.Role) {
