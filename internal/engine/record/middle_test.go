@@ -69,17 +69,7 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			continue
 		}
 		t.Run(tt.name, func(t *testing.T) {
-			var (
-				store middleStore
-				queue Queue
-			)
-			switch backend {
-			case "sqlite":
-				s := mustSQLite(t)
-				store, queue = s, s.Outbox()
-			default:
-				store = mustPostgres(t)
-			}
+			store, queue := openMiddle(t, backend)
 			c := mustCapturer(t, queue, store, red, withStore(Options{}, store))
 			id := memory.Identity{Tenant: "t1", User: fmt.Sprint("u-middle-", time.Now().UnixNano()), Conversation: "c-long"}
 			var history []memory.Message
@@ -159,25 +149,7 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			// it: text it redacted (here the edited message's, never
 			// stored) never reaches a digest at rest, where a database
 			// reader could confirm a guess of it.
-			stored := slices.Clone(history)
-			for i := range stored {
-				stored[i].Content = strings.ReplaceAll(stored[i].Content, "SECRET", "[redacted]")
-			}
-			digests := memory.Digests(stored, len(stored))
-			stamped := 0
-			for p := range digests {
-				r, err := store.(StampReader).StampAt(context.Background(), id, p)
-				if err != nil || r.Pos != p {
-					continue
-				}
-				stamped++
-				if r.Digest != digests[p] {
-					t.Fatalf("the message stored at %d is stamped with a digest of the history as the client sent it, not as stored", p)
-				}
-			}
-			if stamped == 0 {
-				t.Fatal("no message stored with a stamp")
-			}
+			checkStampsAsStored(t, store, id, history)
 			rewinds := 0.0
 			if tt.at >= 0 {
 				rewinds = 1
@@ -186,6 +158,45 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 				t.Fatalf("counted %v rewinds, want %v", got, rewinds)
 			}
 		})
+	}
+}
+
+// openMiddle opens a store of backend for the tests of long chats, with
+// its capture queue (none on PostgreSQL).
+func openMiddle(t *testing.T, backend string) (middleStore, Queue) {
+	t.Helper()
+	if backend == "sqlite" {
+		s := mustSQLite(t)
+		return s, s.Outbox()
+	}
+	return mustPostgres(t), nil
+}
+
+// checkStampsAsStored checks that every message of id stored at its
+// position in history carries the digest of history through it as
+// memgate stores it (the test redactor's placeholder for SECRET): text it
+// redacted never reaches a digest at rest, where a database reader could
+// confirm a guess of it. At least one message must be stamped.
+func checkStampsAsStored(t *testing.T, store middleStore, id memory.Identity, history []memory.Message) {
+	t.Helper()
+	stored := slices.Clone(history)
+	for i := range stored {
+		stored[i].Content = strings.ReplaceAll(stored[i].Content, "SECRET", "[redacted]")
+	}
+	digests := memory.Digests(stored, len(stored))
+	stamped := 0
+	for p := range digests {
+		r, err := store.(StampReader).StampAt(context.Background(), id, p)
+		if err != nil || r.Pos != p {
+			continue
+		}
+		stamped++
+		if r.Digest != digests[p] {
+			t.Fatalf("the message stored at %d is stamped with a digest of the history as the client sent it, not as stored", p)
+		}
+	}
+	if stamped == 0 {
+		t.Fatal("no message stored with a stamp")
 	}
 }
 
@@ -206,9 +217,11 @@ func withResent(ex memory.Exchange, msgs []memory.Message, cut memory.Cut) memor
 
 // BenchmarkCheckResent: the check a request of a long full-history chat
 // costs the Capturer when nothing in the part its cut leaves out changed
-// (the common case): the digests of its history before the window (60,000
-// messages of about 300 bytes, cut at the default 2,000) and one read of
-// a SQLite store holding the chat.
+// and its previous turn is stored (the common case; the same request
+// checked again would find the message before its window unstored, and
+// digest its gap as stored): the digests of its history before the
+// window (60,000 messages of about 300 bytes, cut at the default 2,000)
+// and one read of a SQLite store holding the chat.
 func BenchmarkCheckResent(b *testing.B) {
 	const keep, long = 2000, 60000
 	store := mustSQLite(b)
@@ -222,9 +235,14 @@ func BenchmarkCheckResent(b *testing.B) {
 	ex := withResent(memory.Exchange{ID: "req-1", Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn, Skipped: cut.Skipped,
 		Reply: memory.Message{Role: "assistant", Content: "answer"}}, msgs, cut)
 	c.Capture(context.Background(), ex) // the conversation holds the cut history, stamped
+	// The chat's next request: the message before its window is stored.
+	msgs = append(msgs, ex.Reply, memory.Message{Role: "user", Content: "next"})
+	cut = memory.CutRequest(msgs, keep)
+	next := withResent(memory.Exchange{ID: "req-2", Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn, Skipped: cut.Skipped,
+		Reply: memory.Message{Role: "assistant", Content: "answer"}}, msgs, cut)
 	b.ResetTimer()
 	for b.Loop() {
-		if got := c.checkResent(context.Background(), ex); got.Gap == nil || got.Rewind != nil {
+		if got := c.checkResent(context.Background(), next); got.Gap == nil || got.Rewind != nil {
 			b.Fatal("the check found the unchanged history changed, or could not tell")
 		}
 	}

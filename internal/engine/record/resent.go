@@ -38,7 +38,9 @@ const maxCorrections = 8
 // stored positions finds the first stored message whose digest differs
 // (a read per step). One whose text the client sends as memgate stored
 // it once sanitized and redacted is no change: its leaf is corrected and
-// the search goes on, up to maxCorrections. A change among the history's
+// the search goes on, up to maxCorrections; so are the messages without a
+// stamp just before it (a gap, digested as stored: storedGap), which the
+// client may send unredacted. A change among the history's
 // first memory.BranchHead messages is left to routing and Align, as
 // before. Any failed read, or a stored history that disagrees with
 // itself, leaves ex as it is (no Gap: the messages stored after the gap
@@ -56,20 +58,26 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 	defer cancel()
 	var fix, fixMiddle memory.Digest // corrections, all of them and those past the head
 	client := func(pos int) memory.Digest { return digests[pos].Xor(fix) }
+	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	// found returns ex with the gap's digest: from the client's digests
-	// when they met the stored ones (corrected, they are the stored
-	// text's), else (matched false: nothing stored to compare, or a
-	// Rewind) over the gap's messages as memgate stores them, so a
+	// where they met the stored ones (matched: through last, which may lie
+	// before the window when the history grew by more than was stored;
+	// corrected, they are the stored text's), else (nothing stored to
+	// compare, a Rewind, or the gap's messages after last, never
+	// compared) over the gap's messages as memgate stores them, so a
 	// digest at rest never sums text it redacted (storedGap).
 	found := func(rw *memory.Rewind, matched bool) memory.Exchange {
-		gap := digests[w-1].Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
-		if !matched {
-			gap = storedGap(ex.Resent, memory.BranchHead, w, c.redactor)
+		from := memory.BranchHead
+		if matched {
+			from = max(from, last.Pos+1)
+		}
+		gap := storedGap(ex.Resent, from, w, c.redactor)
+		if matched && last.Pos >= memory.BranchHead {
+			gap = gap.Xor(digests[last.Pos]).Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
 		}
 		ex.Gap, ex.Rewind = &gap, rw
 		return ex
 	}
-	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		return found(nil, false) // nothing stored there to compare
@@ -98,32 +106,55 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		}
 		p := bad.Pos
 		sent, ok := ex.Resent.Message(p)
+		var d memory.Digest // the stored leaf's correction at p
 		switch {
 		case !ok:
 			return ex
 		case sent.Fingerprint() == bad.Fingerprint():
-			// The client's message is the stored one, yet the digests
-			// differ before it: the stored stamps disagree with each
-			// other (a history stored in parts without its gap's digest).
-			return ex
 		case storedForm(sent, c.redactor).Fingerprint() == bad.Fingerprint():
 			// Stored sanitized or redacted: the stored leaf is the stored
 			// text's.
-			d := memory.Leaf(p, sent).Xor(memory.Leaf(p, bad.Message))
-			fix = fix.Xor(d)
-			if p >= memory.BranchHead {
-				fixMiddle = fixMiddle.Xor(d)
-			}
-			if last.Digest == client(last.Pos) {
-				return found(nil, true)
-			}
-			low, bad = p, last
+			d = memory.Leaf(p, sent).Xor(memory.Leaf(p, bad.Message))
 		case p < memory.BranchHead:
 			return ex // the chat's first messages: routing's and Align's
 		default:
 			c.metrics.rewinds.Inc()
 			return found(&memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest}, false)
 		}
+		// The client's message at p is the stored one. What else differs
+		// lies in the messages before it that carry no stamp: never
+		// stored (a gap, digested as stored: storedGap) or stored without
+		// one, each summed at rest as stored, which the client may send
+		// otherwise (a secret the store does not keep).
+		prev := -1 // the stamped message before p, which matches
+		switch r, err := c.stamps.StampAt(ctx, ex.Identity, p-1); {
+		case err == nil:
+			prev = r.Pos
+		case !errors.Is(err, memory.ErrNotFound):
+			c.logger.WarnContext(ctx, "capture cannot check a cut history against its conversation", "exchange", ex.ID, "err", err)
+			return ex
+		}
+		head := unstampedFix(ex.Resent, digests, prev+1, min(p, memory.BranchHead), c.redactor)
+		middle := unstampedFix(ex.Resent, digests, max(prev+1, memory.BranchHead), p, c.redactor)
+		if p >= memory.BranchHead {
+			middle = middle.Xor(d)
+		} else {
+			head = head.Xor(d)
+		}
+		if head.Xor(middle) == (memory.Digest{}) {
+			// Nothing the client sends otherwise than stored, yet the
+			// digests differ: the stored stamps disagree with each other
+			// (a history stored in parts without its gap's digest).
+			return ex
+		}
+		fix, fixMiddle = fix.Xor(head).Xor(middle), fixMiddle.Xor(middle)
+		switch {
+		case bad.Digest != client(p):
+			return ex // a change the stamps cannot place
+		case last.Digest == client(last.Pos):
+			return found(nil, true)
+		}
+		low, bad = p, last
 	}
 	return ex
 }
@@ -134,9 +165,14 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 // reads the database could confirm a guess of a text they sum, so they
 // never sum a secret the redactor keeps out of the store. It redacts
 // every message of the gap: only a chat's first cut request and a rewind
-// pay it; otherwise the client's digests, corrected, are the stored ones.
+// pay it, and a history that grew past its newest stamped message by
+// more than its window pays it for the messages after that one;
+// otherwise the client's digests, corrected, are the stored ones.
 func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
 	var d memory.Digest
+	if from >= to {
+		return d
+	}
 	pos := 0
 	for _, m := range r.Msgs {
 		if memory.IsSystem(m.Role) {
@@ -149,6 +185,21 @@ func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
 			d = d.Xor(memory.Leaf(pos, storedForm(m, red)))
 		}
 		pos++
+	}
+	return d
+}
+
+// unstampedFix returns what the digest of the non-system messages of r at
+// positions from to to (exclusive) as the client sent them (digests, the
+// prefixes' digests) lacks of theirs as the Capturer stores them
+// (storedGap): zero when it stores each as sent.
+func unstampedFix(r memory.Resent, digests []memory.Digest, from, to int, red Redactor) memory.Digest {
+	if from >= to {
+		return memory.Digest{}
+	}
+	d := storedGap(r, from, to, red).Xor(digests[to-1])
+	if from > 0 {
+		d = d.Xor(digests[from-1])
 	}
 	return d
 }

@@ -18,6 +18,29 @@ import (
 // chat lock.
 const chatLockClass int32 = 0x6d67636c // "mgcl"
 
+// chatFenceClass is the first key of the chat fences' advisory locks: a
+// write under a chat's lock holds its fence shared, from before its check
+// of the hold (fenceChats) to its commit, and a new holder of the chat
+// takes it exclusively once, right after its lock is granted: it waits
+// for the writes of a holder whose lock connection broke that passed
+// their check before, so it reads the chat with them, and those that
+// check after find the lock lost.
+const chatFenceClass int32 = 0x6d676366 // "mgcf"
+
+// fenceChatsSQL takes, in a write's transaction, before any other lock,
+// the fences of the chat lock keys $2, shared, in the order given
+// (ascending: fenceKeys).
+const fenceChatsSQL = `SELECT pg_advisory_xact_lock_shared($1::int4, x.k)
+	FROM unnest($2::int4[]) WITH ORDINALITY AS x(k, o) ORDER BY x.o`
+
+// fenceKeys returns keys distinct and ascending, as fenceChatsSQL takes
+// them.
+func fenceKeys(keys []int32) []int32 {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
 // LockChats takes the locks of chats (record.ChatLocker): transaction-
 // scoped advisory locks, in key order, in a transaction of their own on a
 // connection held until the release, which rolls it back (it writes
@@ -32,9 +55,10 @@ const chatLockClass int32 = 0x6d67636c // "mgcl"
 // (fenceChats), else are refused with memory.ErrLockLost: a holder whose
 // lock connection broke, the lock taken since by another process or
 // another hold on this Store, stores nothing more under it, nor does one
-// whose hold was released. The check runs at a save's start: a
-// connection that breaks during the save's last round trip is not
-// caught.
+// whose hold was released. The check runs at a write's start, and a
+// write that passed it may commit after the lock connection broke; so a
+// new holder, once granted, waits for such writes to end
+// (chatFenceClass) and reads the chat with them.
 // At most half the pool's connections hold chat locks at once (the saves
 // under them need the other half); a pool of one cannot lock.
 func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
@@ -71,6 +95,13 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 	for _, k := range keys {
 		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
 	}
+	// Granted, wait for the writes still under way under a lost hold of
+	// the chats (chatFenceClass): a session lock each, taken and let go.
+	for _, k := range keys {
+		b.Queue(`SELECT pg_advisory_lock($1, $2)`, chatFenceClass, k)
+	}
+	// Only the session's locks go: the transaction's stay.
+	b.Queue(`SELECT pg_advisory_unlock_all()`)
 	var fence memory.Fence // set once granted
 	release := func() {
 		s.holds.Remove(fence) // nothing more is written under it
@@ -83,6 +114,10 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 		<-s.chatLockSlots
 	}
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		// A session lock may be left on it: the connection goes.
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = conn.Conn().Close(cctx)
+		cancel()
 		release()
 		if ctx.Err() != nil { // PostgreSQL's cancel is the context's
 			err = ctx.Err()
@@ -141,6 +176,9 @@ func (s *Store) fenceChats(ctx context.Context, tx pgx.Tx, fence memory.Fence, c
 	}
 	if len(keys) == 0 {
 		return nil
+	}
+	if _, err := tx.Exec(ctx, fenceChatsSQL, chatFenceClass, fenceKeys(keys)); err != nil {
+		return fmt.Errorf("fence chat locks: %w", unavailable(err))
 	}
 	var lost int64
 	if err := tx.QueryRow(ctx, lostChatsSQL, keys, pids, chatLockClass).Scan(&lost); err != nil {

@@ -274,6 +274,11 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 	)
 	p := &pgx.Batch{}
 	p.Queue("BEGIN")
+	if len(b.fenceKeys) > 0 {
+		// Before any other lock: a new holder of a chat waits for this
+		// transaction, once it took its fence, to end (chatFenceClass).
+		p.Queue(fenceChatsSQL, chatFenceClass, fenceKeys(b.fenceKeys))
+	}
 	p.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(t || '/' || u, 3))
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, b.ut, b.uu)
 	queueEach(p, "check erasures", []any{&u.Tenant, &u.User, &at}, func() { erased[u] = at },
