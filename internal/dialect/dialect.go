@@ -85,8 +85,10 @@ type Request struct {
 	// AmbiguousStates, when not nil, is the 400 for a Responses body,
 	// input item or conversation object that gives a member twice
 	// (responses.RepeatedMember): States hold what memgate reads of it,
-	// and the provider may read the other value. Where States are
-	// checked, the request is refused with it.
+	// and the provider may read the other value; or for instructions
+	// given as items (responses.Request.InstructionItems), whose
+	// references and ids are not among States and CarriedIDs. Where
+	// States are checked, the request is refused with it.
 	AmbiguousStates *apierr.Error
 	// Stateless is true when the provider keeps nothing the reply creates
 	// (Responses store: false), so no later request can name the
@@ -151,7 +153,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: repeatedMember(r.Repeated()),
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: cmp.Or(repeatedMember(r.Repeated()), instructionItems(r)),
 			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render, responses: r}, nil
 	}
 	r, err := chat.ParseRequest(raw)
@@ -197,6 +199,16 @@ func repeatedMember(e *responses.RepeatedMember) *apierr.Error {
 		return nil
 	}
 	return apierr.RepeatedKey(e.Param, e.Key)
+}
+
+// instructionItems is the 400 for a Responses body whose instructions are
+// an array of items (responses.Request.InstructionItems), nil for any
+// other: the item references and ids in them are not checked.
+func instructionItems(r *responses.Request) *apierr.Error {
+	if !r.InstructionItems() {
+		return nil
+	}
+	return apierr.Invalid("instructions", "instructions must be a string: this gateway does not forward instructions given as items under its shared upstream key.")
 }
 
 // invalid turns an adapter's parse error into a 400.
@@ -298,14 +310,15 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p)
 // ResponsesStates reads the body of a request to a fixed sub-path of the
 // Responses API (input_tokens, compact): the provider states it names and
 // the ids its items carry, as a create body's (Request.States,
-// Request.CarriedIDs); a body that breaks the API's rules, or gives a
-// member twice (Request.AmbiguousStates), is a 400.
+// Request.CarriedIDs); a body that breaks the API's rules, gives a
+// member twice or gives instructions as items (Request.AmbiguousStates)
+// is a 400.
 func ResponsesStates(raw []byte) (*StateBody, *apierr.Error) {
 	r, err := responses.ParseStateBody(raw)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	if aerr := repeatedMember(r.Repeated()); aerr != nil {
+	if aerr := cmp.Or(repeatedMember(r.Repeated()), instructionItems(r)); aerr != nil {
 		return nil, aerr
 	}
 	return &StateBody{States: r.States(), CarriedIDs: r.CarriedIDs(), drop: r.DropIDs}, nil

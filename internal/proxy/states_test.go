@@ -310,6 +310,50 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 	}
 }
 
+// TestStatesInstructionItemsRefused: with a shared upstream key, a
+// Responses body whose instructions are an array of items — which the
+// API's request takes as a string only, and whose item references and
+// ids memgate does not check as it checks the input's — is refused (400,
+// param instructions) without reaching the upstream, on create and on
+// the fixed sub-paths. A string goes through; without a shared key
+// nothing is checked, and the body goes upstream as sent.
+func TestStatesInstructionItemsRefused(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	states := newFakeStates()
+	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_alice"}] = "a/alice"
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	shared := mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.StateRetention = time.Hour
+		c.Passthrough = []string{"POST /v1/responses/*"}
+	}, Deps{Resolver: identity.New(keys), States: states})
+	own := mustGateway(t, up, func(c *gatewayConfig) {}, Deps{Resolver: identity.New(keys), States: newFakeStates()})
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	for _, tt := range []struct{ path, body string }{
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","instructions":[{"type":"item_reference","id":"msg_alice"}]}`},
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","instructions":[{"type":"message","id":"msg_alice","role":"developer","content":"Be brief."}]}`},
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","instructions":[{"role":"developer","content":"Be brief."}]}`},
+		{"/v1/responses/input_tokens", `{"model":"gpt-4.1","input":"hi","instructions":[{"type":"item_reference","id":"msg_alice"}]}`},
+	} {
+		before := up.Calls()
+		resp, b := shared.post(t, tt.path, tt.body, h)
+		if resp.StatusCode != http.StatusBadRequest || up.Calls() != before || !strings.Contains(string(b), `"param":"instructions"`) {
+			t.Errorf("%s %s: %d %s (upstream calls %d); want a 400 naming instructions", tt.path, tt.body, resp.StatusCode, b, up.Calls()-before)
+		}
+		if tt.path != "/v1/responses" {
+			continue
+		}
+		before = up.Calls()
+		if resp, b := own.post(t, tt.path, tt.body, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+			t.Errorf("%s without a shared key: %d %s (upstream calls %d); want it forwarded", tt.body, resp.StatusCode, b, up.Calls()-before)
+		}
+	}
+	before := up.Calls()
+	if resp, b := shared.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"hi","instructions":"Be brief."}`, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+		t.Errorf("string instructions with a shared key: %d %s (upstream calls %d); want it forwarded", resp.StatusCode, b, up.Calls()-before)
+	}
+}
+
 // TestPathState: a passthrough path names the response or conversation
 // of its first segment, except the Responses API's fixed sub-paths
 // posted to, which name none.

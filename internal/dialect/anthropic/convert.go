@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
@@ -271,9 +272,10 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 // thinkingBlocks reads a stored reply's signed reasoning blocks
 // (chat.Message.ThinkingBlocks): none when there are none or they cannot
 // be read, or when a block's text, signature or data was changed since
-// the provider signed it (the redactor, with its own patterns or an
-// operator's, replaced a secret in it: the API would refuse the
-// signature). Each block goes back with its own members only.
+// the provider signed it (altered: the redactor, with its own patterns or
+// an operator's, replaced a secret in it, or storing sanitized it — the
+// API would refuse the signature). Each block goes back with its own
+// members only.
 func thinkingBlocks(raw json.RawMessage) []outBlock {
 	if len(raw) == 0 {
 		return nil
@@ -285,9 +287,9 @@ func thinkingBlocks(raw json.RawMessage) []outBlock {
 	out := make([]outBlock, 0, len(bs))
 	for _, b := range bs {
 		switch {
-		case b.Type == "thinking" && b.Thinking != nil && b.Signature != "" && !redacted(*b.Thinking, b.Signature):
+		case b.Type == "thinking" && b.Thinking != nil && b.Signature != "" && !altered(*b.Thinking, b.Signature):
 			out = append(out, outBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
-		case b.Type == "redacted_thinking" && b.Data != "" && !redacted(b.Data):
+		case b.Type == "redacted_thinking" && b.Data != "" && !altered(b.Data):
 			out = append(out, outBlock{Type: b.Type, Data: b.Data})
 		default:
 			return nil
@@ -296,10 +298,17 @@ func thinkingBlocks(raw json.RawMessage) []outBlock {
 	return out
 }
 
-// redacted reports whether any of ss holds what the redactor puts in
-// place of a secret.
-func redacted(ss ...string) bool {
-	return slices.ContainsFunc(ss, func(s string) bool { return strings.Contains(s, redactedMark) })
+// altered reports whether any of ss may have been changed since the
+// provider signed it: it holds what the redactor puts in place of a
+// secret, or U+FFFD, what storing puts in place of a NUL or of invalid
+// UTF-8 (record.SanitizeRaw; encoding/json decodes invalid UTF-8 and lone
+// surrogate escapes in a reply to it as well). A U+FFFD the provider
+// itself wrote cannot be told apart: that block is not replayed either,
+// the safe side (the step goes with thinking off).
+func altered(ss ...string) bool {
+	return slices.ContainsFunc(ss, func(s string) bool {
+		return strings.Contains(s, redactedMark) || strings.ContainsRune(s, utf8.RuneError)
+	})
 }
 
 // redactedMark starts what the redactor puts in place of a secret

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
+	"github.com/memgate/memgate/internal/engine/record"
 )
 
 // TestRenderReplaysSignedThinking: a client that sends only its newest
@@ -13,8 +14,8 @@ import (
 // result. The replayed call's assistant turn starts with the signed
 // reasoning stored with it (thinking, redacted_thinking), text and
 // signature as the provider gave them, as Anthropic requires; reasoning
-// the redactor changed (whose signature the API would refuse) and a turn
-// of reasoning alone are not replayed. A call without signed reasoning
+// the redactor changed or storing sanitized (whose signature the API
+// would refuse) and a turn of reasoning alone are not replayed. A call without signed reasoning
 // to send back goes with thinking disabled for that step, which Anthropic
 // would otherwise refuse.
 func TestRenderReplaysSignedThinking(t *testing.T) {
@@ -45,6 +46,12 @@ func TestRenderReplaysSignedThinking(t *testing.T) {
 		// redacted block's data it changed would be refused too.
 		{"signature redacted since", []json.RawMessage{question, call(`[{"type":"thinking","thinking":"call it","signature":"EqQB[redacted:b64]"}]`)}, ""},
 		{"data redacted since", []json.RawMessage{question, call(`[{"type":"redacted_thinking","data":"Emw[redacted:b64]"}]`)}, ""},
+		// Storing sanitizes a reply (record.SanitizeRaw): a NUL in the
+		// signed text becomes U+FFFD, as invalid UTF-8 would, and the API
+		// would refuse the signature.
+		{"sanitized since", []json.RawMessage{question, sanitized(t, call(`[{"type":"thinking","thinking":"Porto\u0000 call it","signature":"EqQBsig=="}]`))}, ""},
+		{"data sanitized since", []json.RawMessage{question, sanitized(t, call(`[{"type":"redacted_thinking","data":"Emw\u0000KAhg"}]`))}, ""},
+		{"replacement stored", []json.RawMessage{question, call(`[{"type":"thinking","thinking":"Porto \ufffd call it","signature":"EqQBsig=="}]`)}, ""},
 		// Stored reasoning goes back with its own members only (a client's
 		// own assistant message, stored as sent, may carry others).
 		{"other members", []json.RawMessage{question, call(strings.Replace(signed, `"signature"`, `"text":"Obey me.","id":"x","signature"`, 1))},
@@ -123,4 +130,15 @@ func jsonSameBytes(a, b string) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
+}
+
+// sanitized returns raw as the store keeps it (record.SanitizeRaw), which
+// must have changed it.
+func sanitized(t *testing.T, raw json.RawMessage) json.RawMessage {
+	t.Helper()
+	out, changed := record.SanitizeRaw(raw)
+	if !changed {
+		t.Fatalf("storing left %s as it was", raw)
+	}
+	return out
 }

@@ -444,8 +444,17 @@ func exactString(obj map[string]json.RawMessage, key string) string {
 	return s
 }
 
-// readInstructions reads instructions: a string, or (newer API versions) an
-// array of message items, whose text becomes one system message.
+// InstructionItems reports whether the body gives instructions as an
+// array of items. The API's request takes a string (its responses show
+// an array, from a prompt template), and memgate reads such items' text
+// only: item references and ids in them are not among States and
+// CarriedIDs, so where those are checked the body is refused.
+func (r *Request) InstructionItems() bool {
+	return len(r.instructions) > 0 && r.instructions[0] == '['
+}
+
+// readInstructions reads instructions: a string, or an array of message
+// items (InstructionItems), whose text becomes one system message.
 func (r *Request) readInstructions() error {
 	if !r.obj.Has("instructions") {
 		return nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
@@ -432,22 +434,29 @@ const signedThinking = "thinking_blocks"
 // the store keeps a reply's reasoning, but it does not go back upstream as
 // history (providers such as DeepSeek reject reasoning_content in input) —
 // except, when thinking (memory.Request.ReplaysThinking), its signed
-// blocks, which Anthropic requires back with a tool loop's call.
+// blocks, which Anthropic requires back with a tool loop's call. A member
+// is reasoning however its name is spelled: with JSON escapes, or in any
+// case (encoding/json, as memgate's dialects read a message, matches
+// names case-insensitively; isReasoning); only thinking_blocks spelled so
+// is the signed one. The decoding keeps one of a name given twice and the
+// encoding writes each once, so no provider reads a second copy. Raws that
+// cannot name a reasoning member (mayNameReasoning) are not decoded.
 func withoutReasoning(m memory.Message, thinking bool) memory.Message {
-	if m.Role != "assistant" || !bytes.Contains(m.Raw, []byte(`"reasoning`)) && !bytes.Contains(m.Raw, []byte(`"`+signedThinking)) {
+	if m.Role != "assistant" || !mayNameReasoning(m.Raw) {
 		return m
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(m.Raw, &fields) != nil {
 		return m
 	}
-	n := len(fields)
-	for _, f := range reasoningFields {
-		if f != signedThinking || !thinking {
-			delete(fields, f)
+	removed := false
+	for k := range fields {
+		if isReasoning(k) && (k != signedThinking || !thinking) {
+			delete(fields, k)
+			removed = true
 		}
 	}
-	if len(fields) == n {
+	if !removed {
 		return m
 	}
 	raw, err := json.Marshal(fields)
@@ -456,6 +465,90 @@ func withoutReasoning(m memory.Message, thinking bool) memory.Message {
 	}
 	m.Raw = raw
 	return m
+}
+
+// isReasoning reports whether a member name is one of reasoningFields as
+// encoding/json matches names (Unicode case folding: strings.EqualFold).
+func isReasoning(name string) bool {
+	for _, f := range reasoningFields {
+		if strings.EqualFold(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayNameReasoning reports whether the JSON raw may have a member that
+// isReasoning, without decoding it: whether a string in it starts with
+// "reasoning" or "thinking_blocks" in any ASCII case, or it holds what
+// would let a name spell them otherwise — an escape of an ASCII letter or
+// '_' (or one it cannot read), or a letter that folds to an ASCII one
+// (U+017F ſ, U+212A Kelvin sign; no other does).
+func mayNameReasoning(raw []byte) bool {
+	for rest := raw; ; {
+		i := bytes.Index(rest, []byte(`\u`))
+		if i < 0 {
+			break
+		}
+		rest = rest[i+2:]
+		if len(rest) < 4 {
+			return true
+		}
+		r, ok := hex4(rest)
+		if !ok || r == '_' || r < utf8.RuneSelf && unicode.IsLetter(r) || r == 0x17F || r == 0x212A {
+			return true
+		}
+	}
+	if bytes.Contains(raw, []byte("\u017f")) || bytes.Contains(raw, []byte("\u212a")) {
+		return true
+	}
+	for rest := raw; ; {
+		i := bytes.IndexByte(rest, '"')
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+1:]
+		if hasFoldPrefix(rest, "reasoning") || hasFoldPrefix(rest, signedThinking) {
+			return true
+		}
+	}
+}
+
+// hex4 reads the four hexadecimal digits b starts with (of a \u escape).
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// hasFoldPrefix reports whether b starts with the lower-case ASCII prefix
+// in any ASCII case.
+func hasFoldPrefix(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // within returns a for one request of tenant's user whose context is ctx:
