@@ -39,7 +39,6 @@ func TestErasureReachesOtherProcesses(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
 	channel := redis.NewErasures(rdb, cfg.Store.RedisPrefix, nil).Channel()
-	t.Log("opened")
 	eventually(t, "both processes subscribed to erasure notices", func() bool {
 		n, err := rdb.PubSubNumSub(ctx, channel).Result()
 		return err == nil && n[channel] == 2
