@@ -54,6 +54,7 @@ type store interface {
 	recall.ManageStore
 	recall.Reembedder
 	Collectors() []prometheus.Collector // the store's caches
+	Forget(tenant, user string)         // drops the user from the store's caches (another process erased them)
 }
 
 var (
@@ -210,7 +211,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		// their notices, and this one's reach theirs; without Redis, the
 		// caches' age bound (cache.UnrevisedMaxAge) does.
 		cs.erasures = b.erasures
-		b.closers = append(b.closers, runErasureNotices(b.erasures, cs.reads))
+		b.closers = append(b.closers, runErasureNotices(b.erasures, noticed{cs.reads, b.store}))
 	}
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
@@ -384,14 +385,32 @@ type cachedStore struct {
 	erasures *redis.Erasures
 }
 
-// runErasureNotices makes reads (and what it forgets with) forget the
-// users whose erasure notices arrive, until the returned stop is called.
-func runErasureNotices(e *redis.Erasures, reads *cache.Reads) (stop func() error) {
+// noticed is what an erasure notice reaches in this process: the engine's
+// caches (reads, and what it forgets with) and the store's.
+type noticed struct {
+	reads *cache.Reads
+	store interface{ Forget(tenant, user string) }
+}
+
+// Forget drops the user from every cache.
+func (n noticed) Forget(tenant, user string) {
+	n.reads.Forget(tenant, user)
+	n.store.Forget(tenant, user)
+}
+
+// Clear drops everyone from the engine's caches (notices may have been
+// missed); the store's recall index, whose every entry its revisions
+// guard and which costs most to read again, stays.
+func (n noticed) Clear() { n.reads.Clear() }
+
+// runErasureNotices makes f forget the users whose erasure notices arrive,
+// until the returned stop is called.
+func runErasureNotices(e *redis.Erasures, f redis.Forgetter) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.Run(ctx, reads)
+		e.Run(ctx, f)
 	}()
 	return func() error {
 		cancel()
