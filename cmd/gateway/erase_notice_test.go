@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/memgate/memgate/internal/engine/recall"
-	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/redis"
 	"github.com/memgate/memgate/internal/upstreamtest"
@@ -44,32 +41,7 @@ func TestErasureReachesOtherProcesses(t *testing.T) {
 		return err == nil && n[channel] == 2
 	})
 
-	asked := func() int {
-		n := 0
-		for _, r := range up.Requests() {
-			if bytes.Contains(r.Body, []byte("You extract durable facts")) {
-				n++
-			}
-		}
-		return n
-	}
-	// say saves a turn of user's through m and runs its after-save hooks
-	// on it, as its enricher does.
-	say := func(t *testing.T, m *memoryLayer, user string) {
-		t.Helper()
-		ex := memory.Exchange{ID: record.NewExchangeID(), Identity: memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"},
-			At: time.Now().UTC(), Turn: []memory.Message{{Role: "user", Content: "I drink tea every morning."}},
-			Reply: memory.Message{Role: "assistant", Content: "Noted."}}
-		res, err := m.store.SaveExchange(ctx, ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range m.hooks {
-			if err := h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	asked := func() int { return extractionsAsked(up) }
 	vector := func(user string) recall.EmbeddingKey {
 		return recall.EmbeddingKey{Model: "m", Dims: 1, Tenant: memory.DefaultTenant, User: user, Hash: "h"}
 	}
@@ -87,7 +59,7 @@ func TestErasureReachesOtherProcesses(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			user, bystander := fmt.Sprintf("noor-%d", i), fmt.Sprintf("omar-%d", i)
-			say(t, other, user)
+			sayTea(t, other, user)
 			if n := asked(); n != 2*i+1 {
 				t.Fatalf("the extraction model was asked %d times, want %d", n, 2*i+1)
 			}
@@ -100,7 +72,7 @@ func TestErasureReachesOtherProcesses(t *testing.T) {
 			if !holds(other, bystander) {
 				t.Fatal("another user's vectors were forgotten")
 			}
-			say(t, other, user) // the same words: asked again, not answered from memory
+			sayTea(t, other, user) // the same words: asked again, not answered from memory
 			if n := asked(); n != 2*i+2 {
 				t.Fatalf("after the erasure the extraction model was asked %d times in all, want %d", n, 2*i+2)
 			}
