@@ -45,32 +45,8 @@ func TestErasureForgetsTheExtractionAnswers(t *testing.T) {
 	cfg.Compaction.Enabled = false
 	ctx := context.Background()
 	m := openTestMemory(t, cfg)
-	asked := func() int {
-		n := 0
-		for _, r := range up.Requests() {
-			if bytes.Contains(r.Body, []byte("You extract durable facts")) {
-				n++
-			}
-		}
-		return n
-	}
-	// say saves a turn of user's and runs the after-save hooks on it, as
-	// the enricher does.
-	say := func(user string) {
-		t.Helper()
-		ex := memory.Exchange{ID: record.NewExchangeID(), Identity: memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"},
-			At: time.Now().UTC(), Turn: []memory.Message{{Role: "user", Content: "I drink tea every morning."}},
-			Reply: memory.Message{Role: "assistant", Content: "Noted."}}
-		res, err := m.store.SaveExchange(ctx, ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range m.hooks {
-			if err := h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	asked := func() int { return extractionsAsked(up) }
+	say := func(user string) { t.Helper(); sayTea(t, m, user) }
 	say("noor")
 	say("omar")
 	if n := asked(); n != 2 {
@@ -87,5 +63,35 @@ func TestErasureForgetsTheExtractionAnswers(t *testing.T) {
 	say("omar")
 	if n := asked(); n != 3 {
 		t.Errorf("the model was asked %d times in all, want 3: noor's erasure dropped omar's answer", n)
+	}
+}
+
+// extractionsAsked counts the fact extraction model's calls up received.
+func extractionsAsked(up *upstreamtest.Server) int {
+	n := 0
+	for _, r := range up.Requests() {
+		if bytes.Contains(r.Body, []byte("You extract durable facts")) {
+			n++
+		}
+	}
+	return n
+}
+
+// sayTea saves a turn of user's (conversation "c", the same words each
+// time) through m and runs m's after-save hooks on it, as its enricher does.
+func sayTea(t *testing.T, m *memoryLayer, user string) {
+	t.Helper()
+	ctx := context.Background()
+	ex := memory.Exchange{ID: record.NewExchangeID(), Identity: memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"},
+		At: time.Now().UTC(), Turn: []memory.Message{{Role: "user", Content: "I drink tea every morning."}},
+		Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+	res, err := m.store.SaveExchange(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range m.hooks {
+		if err := h.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -54,6 +54,7 @@ type store interface {
 	recall.ManageStore
 	recall.Reembedder
 	Collectors() []prometheus.Collector // the store's caches
+	Forget(tenant, user string)         // drops the user from the store's caches (another process erased them)
 }
 
 var (
@@ -98,6 +99,9 @@ type backend struct {
 	prune      []record.ConsumerPruner
 	collectors []prometheus.Collector
 	closers    []func() error
+	// erasures are the erasure notices processes sharing Redis exchange;
+	// nil without Redis.
+	erasures *redis.Erasures
 	// queueUnreachable: the Redis queue other processes share could not
 	// be opened (engine.Core.QueueUnreachable).
 	queueUnreachable bool
@@ -146,6 +150,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 			return nil, errors.Join(err, b.close())
 		}
 		b.closers = append(b.closers, rdb.Close)
+		b.erasures = redis.NewErasures(rdb, sc.RedisPrefix, logger)
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix, Logger: logger})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
@@ -174,10 +179,11 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 // memoryLayer is the wired memory core with the wiring's view of it.
 type memoryLayer struct {
 	*engine.Core
-	store  store
-	queue  record.Queue // nil: captures are saved directly
-	hooks  []record.Hook
-	recall *engine.Recall // nil when recall is off
+	store      store
+	embeddings recall.Embeddings // recall's cached vectors
+	queue      record.Queue      // nil: captures are saved directly
+	hooks      []record.Hook
+	recall     *engine.Recall // nil when recall is off
 }
 
 // openMemory wires the memory core over the configured store: the
@@ -200,9 +206,17 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// an erasure forgets the user's as it forgets their vectors.
 	answers := recall.NewAnswers()
 	cs := withReads(cfg, b.store, cache.Forgetters{b.embeddings, answers})
+	if b.erasures != nil {
+		// The erasures other processes serve reach this one's caches by
+		// their notices, and this one's reach theirs; without Redis, the
+		// caches' age bound (cache.UnrevisedMaxAge) does.
+		cs.erasures = b.erasures
+		b.closers = append(b.closers, runErasureNotices(b.erasures, noticed{cs.reads, b.store}))
+	}
 	b.store = cs
 	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
-		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue}
+		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue,
+		embeddings: b.embeddings}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -363,10 +377,46 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 
 // cachedStore is a store whose reads besides its searches (recent turns,
 // facts, summaries) the engine keeps, and whose saves and erasures reach
-// what it keeps (cache.Reads).
+// what it keeps (cache.Reads), and, by their notices, what the other
+// processes sharing Redis keep (erasures; nil: none).
 type cachedStore struct {
 	store
+	reads    *cache.Reads
+	erasures *redis.Erasures
+}
+
+// noticed is what an erasure notice reaches in this process: the engine's
+// caches (reads, and what it forgets with) and the store's.
+type noticed struct {
 	reads *cache.Reads
+	store interface{ Forget(tenant, user string) }
+}
+
+// Forget drops the user from every cache.
+func (n noticed) Forget(tenant, user string) {
+	n.reads.Forget(tenant, user)
+	n.store.Forget(tenant, user)
+}
+
+// Clear drops everyone from the engine's caches (notices may have been
+// missed); the store's recall index, whose every entry its revisions
+// guard and which costs most to read again, stays.
+func (n noticed) Clear() { n.reads.Clear() }
+
+// runErasureNotices makes f forget the users whose erasure notices arrive,
+// until the returned stop is called.
+func runErasureNotices(e *redis.Erasures, f redis.Forgetter) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, f)
+	}()
+	return func() error {
+		cancel()
+		<-done
+		return nil
+	}
 }
 
 // withReads returns st with the engine's cache of its reads, bounded as
@@ -382,8 +432,27 @@ func (s cachedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memo
 func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
 	return s.reads.SaveExchanges(ctx, exs)
 }
+
+// DeleteUser erases the user, drops what this process keeps of them and,
+// failed or not, tells the other processes to (their erasure notice).
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	return s.reads.DeleteUser(ctx, tenant, user)
+	err := s.reads.DeleteUser(ctx, tenant, user)
+	if s.erasures != nil {
+		s.erasures.Publish(ctx, tenant, user)
+	}
+	return err
+}
+
+// DeleteConversation deletes the conversation and, failed or not, drops
+// what every process keeps of its user that no revision guards (recall's
+// vectors and extraction answers, kept per user, not per conversation).
+func (s cachedStore) DeleteConversation(ctx context.Context, id memory.Identity) error {
+	err := s.store.DeleteConversation(ctx, id)
+	s.reads.Forget(id.Tenant, id.User)
+	if s.erasures != nil {
+		s.erasures.Publish(ctx, id.Tenant, id.User)
+	}
+	return err
 }
 func (s cachedStore) Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {
 	return s.reads.Head(ctx, rev, id, n)

@@ -32,8 +32,12 @@ type Store interface {
 
 // Forgetter is a cache whose entries name their owner (recall's
 // embeddings, its fact extraction answers): an erasure drops the user's
-// with Forget.
-type Forgetter interface{ Forget(tenant, user string) }
+// with Forget; Clear drops everyone's (erasures may have been missed: an
+// erasure notice subscription lost).
+type Forgetter interface {
+	Forget(tenant, user string)
+	Clear()
+}
 
 // Forgetters is a Forgetter over several caches whose entries name their
 // owner (recall's embeddings, its fact extraction answers).
@@ -43,6 +47,13 @@ type Forgetters []Forgetter
 func (fs Forgetters) Forget(tenant, user string) {
 	for _, f := range fs {
 		f.Forget(tenant, user)
+	}
+}
+
+// Clear clears each of fs.
+func (fs Forgetters) Clear() {
+	for _, f := range fs {
+		f.Clear()
 	}
 }
 
@@ -215,9 +226,18 @@ func appendStored(t tail, stored []memory.Message) tail {
 }
 
 // DeleteUser erases the user with the store and, failed or not, drops
-// what r and the embeddings hold of them.
+// what r and the embeddings hold of them (Forget).
 func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 	err := r.src.DeleteUser(ctx, tenant, user)
+	r.Forget(tenant, user)
+	return err
+}
+
+// Forget drops what r and the embeddings hold of the user, erased here
+// (DeleteUser) or by another process (its erasure notice): r's entries are
+// stale already (the erasure moved the user's revisions), the embeddings'
+// are not. r is a Forgetter.
+func (r *Reads) Forget(tenant, user string) {
 	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
 	r.tails.Drop(of)
 	r.facts.Drop(of)
@@ -226,7 +246,17 @@ func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 	if r.emb != nil {
 		r.emb.Forget(tenant, user)
 	}
-	return err
+}
+
+// Clear drops everything r and the embeddings hold.
+func (r *Reads) Clear() {
+	r.tails.Clear()
+	r.facts.Clear()
+	r.summaries.Clear()
+	r.heads.Clear()
+	if r.emb != nil {
+		r.emb.Clear()
+	}
 }
 
 // Collectors returns the Prometheus collectors of r's caches.

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"crypto/sha256"
+	"time"
 
 	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
@@ -18,8 +19,9 @@ import (
 // answer kept for a user erased since is never recorded: the store
 // refuses the write (memory.ErrErased); the erasure drops the user's
 // answers (Answers.Forget, as cache.Reads.DeleteUser calls it), since
-// they hold what the user said — in the process that serves it: another
-// process's age out of the bound, as its cached vectors do.
+// they hold what the user said — in the process that serves it; another
+// process drops them on the erasure's notice (with Redis), and serves none
+// older than cache.UnrevisedMaxAge in any case, as with its cached vectors.
 
 // answersBytes bounds the answers kept: a few thousand, more than the
 // exchanges enriched between a round and its redelivery
@@ -56,7 +58,7 @@ type Answers struct {
 
 // NewAnswers returns an empty Answers.
 func NewAnswers() *Answers {
-	return &Answers{c: cache.New("fact_answers", answersBytes, answerSize)}
+	return &Answers{c: cache.New("fact_answers", answersBytes, answerSize).ExpireAfter(cache.UnrevisedMaxAge, time.Now)}
 }
 
 // Forget drops the answers to the user of tenant (erased): nothing of
@@ -64,3 +66,6 @@ func NewAnswers() *Answers {
 func (a *Answers) Forget(tenant, user string) {
 	a.c.Drop(func(k answerKey) bool { return k.Tenant == tenant && k.User == user })
 }
+
+// Clear drops every answer (erasures may have been missed).
+func (a *Answers) Clear() { a.c.Clear() }

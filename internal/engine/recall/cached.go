@@ -53,11 +53,13 @@ type Embeddings struct {
 }
 
 // NewEmbeddingCache returns an empty embedding cache bounded at max bytes
-// (metrics as cache "embeddings").
+// (metrics as cache "embeddings") and in age at cache.UnrevisedMaxAge: a
+// vector's key names its owner but no revision, so an erasure another
+// process served reaches it within that age even without its notice.
 func NewEmbeddingCache(max int) Embeddings {
 	return Embeddings{cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int {
 		return len(k.Model) + len(k.Tenant) + len(k.User) + len(k.Hash) + 4*len(v)
-	})}
+	}).ExpireAfter(cache.UnrevisedMaxAge, time.Now)}
 }
 
 // Forget drops the vectors embedded on behalf of the user of tenant, as

@@ -217,3 +217,9 @@ func (s *Store) SetCacheLimits(lim itemindex.Limits) {
 	s.index = itemindex.New(indexSource{s.pool}, lim)
 	s.searcher = search.NewSearcher(s.index, s.sqlSearches(), s.ItemRevisions)
 }
+
+// Forget drops what the store keeps in memory of the user (its recall
+// index: vectors, full text, items, turns), erased by another process
+// sharing it (the erasure's notice): stale already, since the erasure moved
+// the user's revisions, it need not wait for eviction.
+func (s *Store) Forget(tenant, user string) { s.index.Forget(tenant, user) }

@@ -1,0 +1,132 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Erasure notices: an erasure reaches the store, which every process
+// shares, and the caches of the process that serves it. What other
+// processes keep of the erased user that no revision guards (recall's
+// vectors, the fact extraction model's answers) they drop on the notice
+// the erasing process publishes on a Redis channel, "<prefix>erasures",
+// that every process subscribes to (Erasures). Pub/sub keeps no message
+// for a subscriber that is not connected: on each (re)subscription, and
+// on each error receiving, a process drops everything it keeps of anyone
+// (Forgetter.Clear), for what it may have missed. Where no notice arrives
+// at all (no Redis), the caches' age bound (cache.UnrevisedMaxAge) does.
+
+// Forgetter is what an erasure notice reaches: the caches of one process.
+type Forgetter interface {
+	// Forget drops what is kept of the user of tenant.
+	Forget(tenant, user string)
+	// Clear drops what is kept of everyone.
+	Clear()
+}
+
+// publishTimeout bounds publishing one erasure notice.
+const publishTimeout = 2 * time.Second
+
+// pingAfter is how long Run waits for a notice before it pings.
+const pingAfter = 30 * time.Second
+
+// resubscribeWait is how long Run waits after an error receiving before
+// it receives again (reconnecting).
+const resubscribeWait = time.Second
+
+// Erasures publishes and receives erasure notices over one Redis client.
+// It is safe for concurrent use.
+type Erasures struct {
+	rdb     *redis.Client
+	channel string
+	logger  *slog.Logger
+}
+
+// notice is an erasure notice's payload: the user erased (or one of whose
+// conversations was deleted).
+type notice struct {
+	Tenant string `json:"tenant"`
+	User   string `json:"user"`
+}
+
+// NewErasures returns the erasure notices of the deployment whose Redis
+// keys start with prefix (e.g. "memgate:").
+func NewErasures(rdb *redis.Client, prefix string, logger *slog.Logger) *Erasures {
+	return &Erasures{rdb: rdb, channel: prefix + "erasures", logger: logger}
+}
+
+// Channel is the channel the notices go over.
+func (e *Erasures) Channel() string { return e.channel }
+
+// Publish tells every subscribed process that the user of tenant was
+// erased, under ctx bounded by a short timeout: an erasure does not wait
+// on Redis. A notice that fails is logged (without the ids); the other
+// processes' caches then forget by their age bound.
+func (e *Erasures) Publish(ctx context.Context, tenant, user string) {
+	payload, err := json.Marshal(notice{Tenant: tenant, User: user})
+	if err == nil {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+		err = e.rdb.Publish(pctx, e.channel, payload).Err()
+		cancel()
+	}
+	if err != nil {
+		e.logger.Warn("redis: erasure notice not published; other processes forget by their caches' age bound", "err", err)
+	}
+}
+
+// Run subscribes to the notices and makes f forget each one's user until
+// ctx ends. f is cleared on each (re)subscription, notices published
+// while this process was not subscribed being lost. A connection silent
+// for pingAfter is pinged, so that a dead one is noticed and replaced.
+func (e *Erasures) Run(ctx context.Context, f Forgetter) {
+	ps := e.rdb.Subscribe(ctx, e.channel)
+	// A read blocked on the connection does not see ctx end: closing
+	// the subscription ends it.
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer func() {
+		if stop() {
+			_ = ps.Close()
+		}
+	}()
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, pingAfter)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if netErr, ok := errors.AsType[net.Error](err); ok && netErr.Timeout() {
+				err = ps.Ping(ctx) // a Pong, or an error that reconnects
+			}
+		}
+		if err != nil {
+			e.logger.Debug("redis: erasure notices interrupted", "err", fmt.Errorf("receive: %w", err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(resubscribeWait):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				f.Clear() // notices published before it were missed
+			}
+		case *redis.Message:
+			var n notice
+			if err := json.Unmarshal([]byte(m.Payload), &n); err != nil {
+				e.logger.Warn("redis: malformed erasure notice; forgetting everyone", "err", err)
+				f.Clear()
+				continue
+			}
+			f.Forget(n.Tenant, n.User)
+		}
+	}
+}
