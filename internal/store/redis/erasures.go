@@ -44,9 +44,10 @@ const resubscribeWait = time.Second
 // Erasures publishes and receives erasure notices over one Redis client.
 // It is safe for concurrent use.
 type Erasures struct {
-	rdb     *redis.Client
-	channel string
-	logger  *slog.Logger
+	rdb       *redis.Client
+	channel   string
+	logger    *slog.Logger
+	pingAfter time.Duration // silence before a ping, and a ping's wait
 }
 
 // notice is an erasure notice's payload: the user erased (or one of whose
@@ -59,7 +60,7 @@ type notice struct {
 // NewErasures returns the erasure notices of the deployment whose Redis
 // keys start with prefix (e.g. "memgate:").
 func NewErasures(rdb *redis.Client, prefix string, logger *slog.Logger) *Erasures {
-	return &Erasures{rdb: rdb, channel: prefix + "erasures", logger: logger}
+	return &Erasures{rdb: rdb, channel: prefix + "erasures", logger: logger, pingAfter: pingAfter}
 }
 
 // Channel is the channel the notices go over.
@@ -84,8 +85,35 @@ func (e *Erasures) Publish(ctx context.Context, tenant, user string) {
 // Run subscribes to the notices and makes f forget each one's user until
 // ctx ends. f is cleared on each (re)subscription, notices published
 // while this process was not subscribed being lost. A connection silent
-// for pingAfter is pinged, so that a dead one is noticed and replaced.
+// for pingAfter is pinged, and one that does not answer by the next
+// pingAfter is taken for dead (a half-open connection, whose writes still
+// succeed) and replaced: a notice lost to a dead subscription is made up
+// within two pingAfter by the Clear of the next.
 func (e *Erasures) Run(ctx context.Context, f Forgetter) {
+	for {
+		subscribed, err := e.session(ctx, f)
+		if ctx.Err() != nil {
+			return
+		}
+		// A subscription that worked and broke is said once; attempts
+		// while Redis stays unreachable are not.
+		level := slog.LevelDebug
+		if subscribed {
+			level = slog.LevelWarn
+		}
+		e.logger.Log(ctx, level, "redis: erasure notices interrupted; subscribing again", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(resubscribeWait):
+		}
+	}
+}
+
+// session is one subscription of Run: it returns when ctx ends or the
+// subscription fails or stops answering, saying whether it was
+// subscribed.
+func (e *Erasures) session(ctx context.Context, f Forgetter) (subscribed bool, err error) {
 	ps := e.rdb.Subscribe(ctx, e.channel)
 	// A read blocked on the connection does not see ctx end: closing
 	// the subscription ends it.
@@ -95,28 +123,31 @@ func (e *Erasures) Run(ctx context.Context, f Forgetter) {
 			_ = ps.Close()
 		}
 	}()
+	pinged := false
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, pingAfter)
+		msg, err := ps.ReceiveTimeout(ctx, e.pingAfter)
 		if ctx.Err() != nil {
-			return
+			return subscribed, ctx.Err()
 		}
 		if err != nil {
-			if netErr, ok := errors.AsType[net.Error](err); ok && netErr.Timeout() {
-				err = ps.Ping(ctx) // a Pong, or an error that reconnects
+			netErr, ok := errors.AsType[net.Error](err)
+			switch {
+			case !ok || !netErr.Timeout():
+				return subscribed, fmt.Errorf("receive: %w", err)
+			case pinged:
+				return subscribed, errors.New("no answer to a ping")
 			}
-		}
-		if err != nil {
-			e.logger.Debug("redis: erasure notices interrupted", "err", fmt.Errorf("receive: %w", err))
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(resubscribeWait):
+			if err := ps.Ping(ctx); err != nil {
+				return subscribed, fmt.Errorf("ping: %w", err)
 			}
+			pinged = true
 			continue
 		}
+		pinged = false
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
+				subscribed = true
 				f.Clear() // notices published before it were missed
 			}
 		case *redis.Message:

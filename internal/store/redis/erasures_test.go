@@ -3,8 +3,11 @@ package redis
 import (
 	"context"
 	"log/slog"
+	"net"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,6 +112,82 @@ func TestErasureNotices(t *testing.T) {
 	until(t, "everyone forgotten on subscribing again", subscribed(2))
 	published.Publish(ctx, "acme", "omar")
 	until(t, "omar forgotten", func() bool { users, _ := f.state(); return len(users) == 2 })
+
+	cancel()
+	<-done
+}
+
+// silent is a connection that can go half-open: once mute, what is
+// written to it is dropped as if sent and nothing it receives is read, so
+// neither side sees an error until a deadline.
+type silent struct {
+	net.Conn
+	mute *atomic.Bool
+}
+
+func (c silent) Write(p []byte) (int, error) {
+	if c.mute.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c silent) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if err != nil || !c.mute.Load() {
+			return n, err
+		}
+	}
+}
+
+// TestErasureNoticesReplaceAHalfOpenSubscription: a subscription whose
+// connection goes silent (writes succeed, nothing arrives: the peer or a
+// middlebox dropped it) is noticed by its unanswered ping and replaced,
+// forgetting everyone for the notices lost meanwhile, and the notices
+// after it arrive on the new one.
+func TestErasureNoticesReplaceAHalfOpenSubscription(t *testing.T) {
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(t)
+	logger := slog.New(slog.DiscardHandler)
+	opts, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		mutes []*atomic.Bool
+	)
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		m := new(atomic.Bool)
+		mu.Lock()
+		mutes = append(mutes, m)
+		mu.Unlock()
+		return silent{Conn: c, mute: m}, nil
+	}
+	sub, pub := redis.NewClient(opts), mustClient(t)
+	t.Cleanup(func() { _ = sub.Close() })
+	received, published := NewErasures(sub, prefix, logger), NewErasures(pub, prefix, logger)
+	received.pingAfter = 100 * time.Millisecond
+	f := &forgets{}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); received.Run(rctx, f) }()
+	until(t, "the subscription", func() bool { _, cleared := f.state(); return cleared == 1 })
+
+	mu.Lock()
+	for _, m := range mutes { // every connection so far goes silent
+		m.Store(true)
+	}
+	mu.Unlock()
+	published.Publish(ctx, "acme", "lost") // to the silent connection: lost
+	until(t, "everyone forgotten on a new subscription", func() bool { _, cleared := f.state(); return cleared >= 2 })
+	published.Publish(ctx, "acme", "noor")
+	until(t, "noor forgotten", func() bool { users, _ := f.state(); return slices.Contains(users, "acme/noor") })
 
 	cancel()
 	<-done
