@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/dialect/dialecttest"
-	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // What Claude clients send beside plain text: a block system prompt and
@@ -149,9 +148,7 @@ func TestAnthropicClientFeatures(t *testing.T) {
 // with messages, which fails the test unless the stream completes.
 func claudeGateway(t *testing.T, conv string) (*dialecttest.Upstream, string, map[string]string, func(messages string)) {
 	t.Helper()
-	fake := dialecttest.NewUpstream(t)
-	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
-	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	fake, gw := serveRecallDialects(t)
 	headers := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01",
 		"X-Memory-User": "ana", "X-Memory-Conversation": conv}
 	post := func(messages string) {

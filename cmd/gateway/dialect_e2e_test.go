@@ -29,6 +29,17 @@ func chatAndResponses(fake *dialecttest.Upstream, chat http.Handler) http.Handle
 	})
 }
 
+// serveRecallDialects runs serveDialects with the dialecttest provider
+// fake as the Anthropic upstream and the Responses API, recallUpstream
+// answering chat completions, and returns the fake and the gateway's base
+// URL.
+func serveRecallDialects(t *testing.T) (*dialecttest.Upstream, string) {
+	t.Helper()
+	fake := dialecttest.NewUpstream(t)
+	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
+	return fake, serveDialects(t, openai.URL(), fake.URL+"/v1")
+}
+
 // serveDialects runs `gateway serve` (the real run, SQLite store, default
 // memory, recall and capture worker) on a free port with the OpenAI
 // upstream at openai and the Anthropic upstream at anthropic, and returns

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net/http"
 	"testing"
 	"time"
 
@@ -37,12 +36,7 @@ func openTestMemory(t *testing.T, cfg config.Config) *memoryLayer {
 // erasure are asked of the model again, not answered from memory. Another
 // user's answers stay.
 func TestErasureForgetsTheExtractionAnswers(t *testing.T) {
-	const reply = `{"facts":[{"type":"preference","key":"drink","value":"tea","confidence":0.9}]}`
-	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		upstreamtest.Chat(upstreamtest.Reply{Content: reply}).ServeHTTP(w, r)
-	}))
-	cfg := storeConfigs(t, up)["sqlite"](t)
-	cfg.Compaction.Enabled = false
+	up, cfg := teaConfig(t, "sqlite")
 	ctx := context.Background()
 	m := openTestMemory(t, cfg)
 	asked := func() int { return extractionsAsked(up) }
@@ -64,6 +58,18 @@ func TestErasureForgetsTheExtractionAnswers(t *testing.T) {
 	if n := asked(); n != 3 {
 		t.Errorf("the model was asked %d times in all, want 3: noor's erasure dropped omar's answer", n)
 	}
+}
+
+// teaConfig returns an upstream whose every answer is the fact extraction
+// model's finding that the user drinks tea, and the configuration of the
+// store named store (storeConfigs) over it, compaction off.
+func teaConfig(t *testing.T, store string) (*upstreamtest.Server, config.Config) {
+	t.Helper()
+	const reply = `{"facts":[{"type":"preference","key":"drink","value":"tea","confidence":0.9}]}`
+	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: reply}))
+	cfg := storeConfigs(t, up)[store](t)
+	cfg.Compaction.Enabled = false
+	return up, cfg
 }
 
 // extractionsAsked counts the fact extraction model's calls up received.

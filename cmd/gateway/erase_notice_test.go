@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/redis"
-	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // TestErasureReachesOtherProcesses: two wirings over the same PostgreSQL
@@ -20,12 +18,7 @@ import (
 // another user's stay. So do a deletion of one of the user's
 // conversations.
 func TestErasureReachesOtherProcesses(t *testing.T) {
-	const reply = `{"facts":[{"type":"preference","key":"drink","value":"tea","confidence":0.9}]}`
-	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		upstreamtest.Chat(upstreamtest.Reply{Content: reply}).ServeHTTP(w, r)
-	}))
-	cfg := storeConfigs(t, up)["postgres+redis"](t)
-	cfg.Compaction.Enabled = false
+	up, cfg := teaConfig(t, "postgres+redis")
 	ctx := context.Background()
 	serving, other := openTestMemory(t, cfg), openTestMemory(t, cfg)
 

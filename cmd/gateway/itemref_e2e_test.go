@@ -5,9 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/memgate/memgate/internal/dialect/dialecttest"
-	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // TestResponsesItemReferenceHistory: the Vercel AI SDK's OpenAI provider
@@ -18,9 +15,7 @@ import (
 // the client sent it plus memory — no stored turn repeating the first
 // exchange before it — and the conversation holds each message once.
 func TestResponsesItemReferenceHistory(t *testing.T) {
-	fake := dialecttest.NewUpstream(t)
-	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
-	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	fake, gw := serveRecallDialects(t)
 	headers := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": "ana", "X-Memory-Conversation": "ai-sdk"}
 
 	const first = `{"type":"message","role":"user","content":"I live in Lisbon and I love trains."}`

@@ -5,9 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/memgate/memgate/internal/dialect/dialecttest"
-	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // TestResponsesKeepsRecallInPlace: a Responses API client that holds its
@@ -21,9 +18,7 @@ import (
 // instructions and its input as sent: the provider keeps its input for
 // good.
 func TestResponsesKeepsRecallInPlace(t *testing.T) {
-	fake := dialecttest.NewUpstream(t)
-	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
-	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	fake, gw := serveRecallDialects(t)
 	headers := func(conv string) map[string]string {
 		return map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": "ana", "X-Memory-Conversation": conv}
 	}

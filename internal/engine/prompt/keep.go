@@ -184,7 +184,8 @@ func (a *Assembler) keepBlock(req memory.Request, ld loaded, fullHistory bool, c
 		return
 	}
 	q := current[i]
-	if a.keepsRecall(req, fullHistory) {
+	keeps := a.keepsRecall(req, fullHistory)
+	if keeps {
 		a.kept.put(req.Identity, ld.rev, q, block)
 	}
 	if !a.keepsFirst(req, fullHistory) {
@@ -198,10 +199,13 @@ func (a *Assembler) keepBlock(req memory.Request, ld loaded, fullHistory bool, c
 		}
 		return
 	}
+	if keeps {
+		return // kept for req's conversation already
+	}
 	opens := ld.summary == nil && !slices.ContainsFunc(ld.stored, func(m memory.Message) bool {
 		return m.Role == "user" && keyOf(m) != keyOf(q)
 	})
-	if opens && !a.keepsRecall(req, fullHistory) {
+	if opens {
 		a.kept.put(req.Identity, ld.rev, q, block)
 	}
 }
