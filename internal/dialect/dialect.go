@@ -180,7 +180,7 @@ func (b *StateBody) DropIDs(drop []bool) ([]byte, error) { return b.drop(drop) }
 
 // ConversationItems reads a Conversations API body that puts items in a
 // conversation: the stored items it names by id alone
-// (responses.ItemReferences) and the ids its items give beside their
+// (responses.ItemsBody.States) and the ids its items give beside their
 // content; a body they cannot be told from is a 400.
 func ConversationItems(raw []byte) (*StateBody, *apierr.Error) {
 	b, err := responses.ParseItemsBody(raw)
