@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,20 +14,8 @@ import (
 // getAs sends GET url as c and returns the status and body.
 func getAs(t *testing.T, url string, c caller) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	for k, v := range c.headers() {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	status, b := do(t, http.MethodGet, url, c.headers())
+	return status, []byte(b)
 }
 
 // itemIDs are the ids of a reply's output items (a response) or data

@@ -153,7 +153,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: cmp.Or(repeatedMember(r.Repeated()), instructionItems(r)),
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: ambiguous(r),
 			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render, responses: r}, nil
 	}
 	r, err := chat.ParseRequest(raw)
@@ -180,7 +180,7 @@ func (b *StateBody) DropIDs(drop []bool) ([]byte, error) { return b.drop(drop) }
 
 // ConversationItems reads a Conversations API body that puts items in a
 // conversation: the stored items it names by id alone
-// (responses.ItemReferences) and the ids its items give beside their
+// (responses.ItemsBody.States) and the ids its items give beside their
 // content; a body they cannot be told from is a 400.
 func ConversationItems(raw []byte) (*StateBody, *apierr.Error) {
 	b, err := responses.ParseItemsBody(raw)
@@ -191,6 +191,13 @@ func ConversationItems(raw []byte) (*StateBody, *apierr.Error) {
 		return nil, invalid(err)
 	}
 	return &StateBody{States: b.States(), CarriedIDs: b.CarriedIDs(), drop: b.DropIDs}, nil
+}
+
+// ambiguous is the 400 for a Responses body whose states memgate cannot
+// check as the provider reads them (Request.AmbiguousStates), nil when
+// it can.
+func ambiguous(r *responses.Request) *apierr.Error {
+	return cmp.Or(repeatedMember(r.Repeated()), instructionItems(r))
 }
 
 // repeatedMember is the 400 for e (apierr.RepeatedKey), nil when e is.
@@ -318,7 +325,7 @@ func ResponsesStates(raw []byte) (*StateBody, *apierr.Error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	if aerr := cmp.Or(repeatedMember(r.Repeated()), instructionItems(r)); aerr != nil {
+	if aerr := ambiguous(r); aerr != nil {
 		return nil, aerr
 	}
 	return &StateBody{States: r.States(), CarriedIDs: r.CarriedIDs(), drop: r.DropIDs}, nil

@@ -188,7 +188,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		f := &forward{x: x, api: a, memory: true, tenant: id.Tenant, model: req.Model}
 		switch {
 		case shared && a.name == dialect.Responses && !req.Stateless:
-			f.bind = &stateBind{p: p, x: x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: received}
+			f.bind = p.newBind(x, id, memory.StateResponse, received)
 		case shared && a.name == dialect.Responses:
 			// Kept nowhere, the response cannot be named again; its
 			// items come back with their ids (a reasoning item's

@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/memgate/memgate/internal/apierr"
@@ -138,8 +136,6 @@ func (p *Proxy) scrubModels(resp *http.Response, a *api) error {
 	if body, err = json.Marshal(obj); err != nil {
 		return fmt.Errorf("encode models: %w", err)
 	}
-	resp.Body = readCloser{Reader: bytes.NewReader(body), Closer: resp.Body}
-	resp.ContentLength = int64(len(body))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	setBody(resp, body)
 	return nil
 }

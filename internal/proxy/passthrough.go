@@ -82,7 +82,7 @@ func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apie
 		}
 	}
 	if r.Method == http.MethodPost && r.URL.Path == conversationsPath {
-		f.bind = &stateBind{p: p, x: f.x, kind: memory.StateConversation, tenant: id.Tenant, user: id.User, at: time.Now()}
+		f.bind = p.newBind(f.x, id, memory.StateConversation, time.Now())
 	}
 	// The fixed sub-paths of the Responses API read a body that names
 	// states as a create body does; compact's reply is a response of the
@@ -92,7 +92,7 @@ func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apie
 			return aerr
 		}
 		if r.URL.Path == responsesPath+"/compact" {
-			f.bind = &stateBind{p: p, x: f.x, kind: memory.StateResponse, tenant: id.Tenant, user: id.User, at: time.Now()}
+			f.bind = p.newBind(f.x, id, memory.StateResponse, time.Now())
 		}
 	}
 	// Items put in a conversation may name stored items by id: the

@@ -127,9 +127,7 @@ func (p *Proxy) scrub(resp *http.Response, a *api, requestID string, models bool
 		return nil
 	}
 	body = a.up.redact(body)
-	resp.Body = readCloser{Reader: bytes.NewReader(body), Closer: resp.Body}
-	resp.ContentLength = int64(len(body))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	setBody(resp, body)
 	return nil
 }
 
@@ -164,6 +162,13 @@ func quotaExhausted(body []byte) bool {
 		} `json:"error"`
 	}
 	return json.Unmarshal(body, &e) == nil && (e.Error.Type == "insufficient_quota" || e.Error.Code == "insufficient_quota")
+}
+
+// setBody makes body, read whole from resp, resp's body and length.
+func setBody(resp *http.Response, body []byte) {
+	resp.Body = readCloser{Reader: bytes.NewReader(body), Closer: resp.Body}
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }
 
 // replace makes resp the gateway error e in a's error shape.

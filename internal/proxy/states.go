@@ -200,7 +200,15 @@ type stateBind struct {
 // id's names (stateBind.items): whose path named a state verified as
 // id's, or that asked the provider to keep nothing.
 func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
-	return &stateBind{p: p, x: x, kind: memory.StateItem, tenant: id.Tenant, user: id.User, at: time.Now(), items: true}
+	b := p.newBind(x, id, memory.StateItem, time.Now())
+	b.items = true
+	return b
+}
+
+// newBind returns the binding to id's tenant and user of the state of
+// kind a reply to the request of x, arrived at at, creates.
+func (p *Proxy) newBind(x *server.Exchange, id memory.Identity, kind memory.StateKind, at time.Time) *stateBind {
+	return &stateBind{p: p, x: x, kind: kind, tenant: id.Tenant, user: id.User, at: at}
 }
 
 // states are the states c names: its own id, of b's kind (unless b binds

@@ -104,14 +104,23 @@ func TestStatesUnchangedWithoutSharedKey(t *testing.T) {
 }
 
 // sharedGateway is a gateway with a gateway key for tenant a and an
-// upstream key for every tenant, over states.
-func sharedGateway(t *testing.T, up *upstreamtest.Server, states StateBinder) *gateway {
+// upstream key for every tenant, over states, forwarding passthrough.
+func sharedGateway(t *testing.T, up *upstreamtest.Server, states StateBinder, passthrough ...string) *gateway {
 	t.Helper()
 	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
 	return mustGateway(t, up, func(c *gatewayConfig) {
 		c.Upstream.APIKey = "sk-operator"
 		c.StateRetention = time.Hour
+		c.Passthrough = passthrough
 	}, Deps{Resolver: identity.New(keys), States: states})
+}
+
+// ownGateway is a gateway with a gateway key for tenant a and no
+// upstream key: each caller brings its own.
+func ownGateway(t *testing.T, up *upstreamtest.Server) *gateway {
+	t.Helper()
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	return mustGateway(t, up, func(c *gatewayConfig) {}, Deps{Resolver: identity.New(keys), States: newFakeStates()})
 }
 
 // TestStatesFailClosed: with a shared upstream key, a request naming a
@@ -234,12 +243,7 @@ func TestStatesConversationItemsChecked(t *testing.T) {
 	states.owner[mine] = "a/bob"
 	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_alice"}] = "a/alice"
 	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_bob"}] = "a/bob"
-	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
-	g := mustGateway(t, up, func(c *gatewayConfig) {
-		c.Upstream.APIKey = "sk-operator"
-		c.StateRetention = time.Hour
-		c.Passthrough = []string{"POST /v1/conversations", "POST /v1/conversations/*"}
-	}, Deps{Resolver: identity.New(keys), States: states})
+	g := sharedGateway(t, up, states, "POST /v1/conversations", "POST /v1/conversations/*")
 	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
 	for _, path := range []string{"/v1/conversations", "/v1/conversations/conv_bob/items"} {
 		for _, items := range []string{`[{"type":"item_reference","id":"msg_alice"}]`, `[{"id":"msg_alice"}]`,
@@ -273,13 +277,8 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 	for _, st := range []memory.ProviderState{{Kind: memory.StateItem, ID: "msg_bob"}, {Kind: memory.StateConversation, ID: "conv_bob"}} {
 		states.owner[st] = "a/bob"
 	}
-	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
-	shared := mustGateway(t, up, func(c *gatewayConfig) {
-		c.Upstream.APIKey = "sk-operator"
-		c.StateRetention = time.Hour
-		c.Passthrough = []string{"POST /v1/conversations"}
-	}, Deps{Resolver: identity.New(keys), States: states})
-	own := mustGateway(t, up, func(c *gatewayConfig) {}, Deps{Resolver: identity.New(keys), States: newFakeStates()})
+	shared := sharedGateway(t, up, states, "POST /v1/conversations")
+	own := ownGateway(t, up)
 	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
 	for _, tt := range []struct{ path, body, param, key string }{
 		{"/v1/responses", `{"model":"gpt-4.1","input":[{"type":"item_reference","id":"msg_alice","id":"msg_bob"}]}`, "input[0]", "id"},
@@ -321,13 +320,8 @@ func TestStatesInstructionItemsRefused(t *testing.T) {
 	up := upstreamtest.New(t, nil)
 	states := newFakeStates()
 	states.owner[memory.ProviderState{Kind: memory.StateItem, ID: "msg_alice"}] = "a/alice"
-	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
-	shared := mustGateway(t, up, func(c *gatewayConfig) {
-		c.Upstream.APIKey = "sk-operator"
-		c.StateRetention = time.Hour
-		c.Passthrough = []string{"POST /v1/responses/*"}
-	}, Deps{Resolver: identity.New(keys), States: states})
-	own := mustGateway(t, up, func(c *gatewayConfig) {}, Deps{Resolver: identity.New(keys), States: newFakeStates()})
+	shared := sharedGateway(t, up, states, "POST /v1/responses/*")
+	own := ownGateway(t, up)
 	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
 	for _, tt := range []struct{ path, body string }{
 		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","instructions":[{"type":"item_reference","id":"msg_alice"}]}`},
@@ -519,12 +513,7 @@ func TestStatesOneItemRetrieved(t *testing.T) {
 		}))
 		states := newFakeStates()
 		states.owner[memory.ProviderState{Kind: memory.StateConversation, ID: "conv_bob"}] = "a/bob"
-		keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
-		g := mustGateway(t, up, func(c *gatewayConfig) {
-			c.Upstream.APIKey = "sk-operator"
-			c.StateRetention = time.Hour
-			c.Passthrough = []string{"GET /v1/conversations/*"}
-		}, Deps{Resolver: identity.New(keys), States: states})
+		g := sharedGateway(t, up, states, "GET /v1/conversations/*")
 		req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/conversations/conv_bob/items/call_item", nil)
 		req.Header.Set("Authorization", "Bearer gw-key")
 		req.Header.Set("X-Memory-User", "bob")

@@ -23,8 +23,9 @@ import (
 // Placeholder returns the text that replaces a secret of the named kind.
 func Placeholder(kind string) string { return "[redacted:" + kind + "]" }
 
-// placeholderPrefix starts every placeholder.
-const placeholderPrefix = "[redacted:"
+// PlaceholderPrefix starts every placeholder: text holding it may have
+// had a secret replaced.
+const PlaceholderPrefix = "[redacted:"
 
 // span is where a secret is in a text, and the kind of its placeholder.
 type span struct {
@@ -152,7 +153,7 @@ func replaceSpans(s string, spans []span, m *meter) string {
 	last := 0
 	for _, sp := range spans {
 		b.WriteString(s[last:sp.start])
-		b.WriteString(placeholderPrefix)
+		b.WriteString(PlaceholderPrefix)
 		b.WriteString(sp.kind)
 		b.WriteByte(']')
 		last = sp.end
@@ -181,10 +182,10 @@ func (r *Redactor) Message(m memory.Message) (memory.Message, int, error) {
 
 // redactedAt reports whether a placeholder starts at s[i].
 func redactedAt(s string, i int) bool {
-	return strings.HasPrefix(s[i:], placeholderPrefix)
+	return strings.HasPrefix(s[i:], PlaceholderPrefix)
 }
 
 // redactedAlready reports whether s is a placeholder.
 func redactedAlready(s string) bool {
-	return strings.HasPrefix(s, placeholderPrefix) && strings.HasSuffix(s, "]")
+	return strings.HasPrefix(s, PlaceholderPrefix) && strings.HasSuffix(s, "]")
 }

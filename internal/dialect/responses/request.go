@@ -268,18 +268,6 @@ func reference(obj map[string]json.RawMessage, id, typ string) bool {
 	return false
 }
 
-// ItemReferences are the stored items a body of the Conversations API
-// that puts items in a conversation (creating it, or adding to it) names
-// by id alone (reference), from its items member. It fails as
-// ParseItemsBody does.
-func ItemReferences(b []byte) ([]memory.ProviderState, error) {
-	ib, err := ParseItemsBody(b)
-	if err != nil {
-		return nil, err
-	}
-	return ib.States(), nil
-}
-
 // ItemsBody is a body of the Conversations API that puts items in a
 // conversation (creating it, or adding to it), read once.
 type ItemsBody struct {

@@ -360,7 +360,7 @@ func BenchmarkItemReferencesManyItems(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	defer reportCPU(b)()
 	for b.Loop() {
-		if _, err := ItemReferences(raw); err != nil {
+		if _, err := ParseItemsBody(raw); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -417,8 +417,8 @@ func TestRepeatedMember(t *testing.T) {
 		if tt.want != nil {
 			want = &RepeatedMember{strings.Replace(tt.want.Param, "input", "items", 1), tt.want.Key}
 		}
-		if _, err := ItemReferences([]byte(`{"items":` + tt.input + `}`)); !reflect.DeepEqual(err, want) {
-			t.Errorf("ItemReferences of %s: %v, want %v", tt.input, err, want)
+		if _, err := ParseItemsBody([]byte(`{"items":` + tt.input + `}`)); !reflect.DeepEqual(err, want) {
+			t.Errorf("ParseItemsBody of %s: %v, want %v", tt.input, err, want)
 		}
 	}
 }
@@ -441,9 +441,9 @@ func BenchmarkMemberCount(b *testing.B) {
 // TestItemReferencesRepeatedMember: a Conversations API body that gives
 // a member twice is reported with it, as the body (param "").
 func TestItemReferencesRepeatedMember(t *testing.T) {
-	_, err := ItemReferences([]byte(`{"items":[{"type":"item_reference","id":"msg_1"}],"items":[]}`))
+	_, err := ParseItemsBody([]byte(`{"items":[{"type":"item_reference","id":"msg_1"}],"items":[]}`))
 	if want := (&RepeatedMember{"", "items"}); !reflect.DeepEqual(err, error(want)) {
-		t.Errorf("ItemReferences: %v, want %v", err, want)
+		t.Errorf("ParseItemsBody: %v, want %v", err, want)
 	}
 }
 
