@@ -72,33 +72,10 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			store, queue := openMiddle(t, backend)
 			c := mustCapturer(t, queue, store, red, withStore(Options{}, store))
 			id := memory.Identity{Tenant: "t1", User: fmt.Sprint("u-middle-", time.Now().UnixNano()), Conversation: "c-long"}
-			var history []memory.Message
-			grow := func(n int) {
-				for i := len(history); i < n; i++ {
-					role := "user"
-					if i%2 == 1 {
-						role = "assistant"
-					}
-					text := fmt.Sprint("message ", i)
-					if secrets && (i == 100 || i == 265 || i == 270 || i == 300) {
-						text += " SECRET"
-					}
-					history = append(history, memory.Message{Role: role, Content: text})
-				}
-			}
-			send := func(n int) memory.Exchange {
-				t.Helper()
-				question := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
-				msgs := append([]memory.Message{{Role: "system", Content: "You are helpful."}}, history...)
-				msgs = append(msgs, question)
-				cut := memory.CutRequest(msgs, keep)
-				ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn,
-					Skipped: cut.Skipped, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)}}
-				ex = withResent(ex, msgs, cut)
-				c.Capture(context.Background(), ex)
-				history = append(history, question, ex.Reply)
-				return ex
-			}
+			ch := &longChat{t: t, c: c, id: id, keep: keep, secret: func(i int) bool {
+				return secrets && (i == 100 || i == 265 || i == 270 || i == 300)
+			}}
+			grow, send := ch.grow, ch.send
 			live := func() []string {
 				t.Helper()
 				msgs, err := store.Recent(context.Background(), id, 10*grown)
@@ -118,21 +95,21 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			send(1) // stored whole: positions 256..351 are stored
 			grow(grown)
 			send(2) // cut: positions 256..309 are left out, stored before
-			if got, want := live(), contentsOf(history); !slices.Equal(got, want) {
+			if got, want := live(), contentsOf(ch.history); !slices.Equal(got, want) {
 				t.Fatalf("before the change the conversation holds %d messages, want the %d of the history", len(got), len(want))
 			}
-			history = tt.change(history)
+			ch.history = tt.change(ch.history)
 			ex := send(3)
 			if ex.Skipped == 0 {
 				t.Fatal("the third turn's history was not cut: the test does not reach the unstored middle")
 			}
-			window := history[len(history)-2-keep : len(history)-2] // what the third turn's cut kept
+			window := ch.history[len(ch.history)-2-keep : len(ch.history)-2] // what the third turn's cut kept
 			if tt.at >= 0 && tt.at >= memory.BranchHead+ex.Skipped {
 				t.Fatalf("the change at %d is inside the window, not the unstored middle", tt.at)
 			}
-			want := contentsOf(history)
+			want := contentsOf(ch.history)
 			if tt.at >= 0 {
-				want = append(contentsOf(history[:tt.at]), contentsOf(window)...)
+				want = append(contentsOf(ch.history[:tt.at]), contentsOf(window)...)
 				want = append(want, "question 3", "answer 3")
 			}
 			got := live()
@@ -149,7 +126,7 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			// it: text it redacted (here the edited message's, never
 			// stored) never reaches a digest at rest, where a database
 			// reader could confirm a guess of it.
-			checkStampsAsStored(t, store, id, history)
+			checkStampsAsStored(t, store, id, ch.history)
 			rewinds := 0.0
 			if tt.at >= 0 {
 				rewinds = 1
@@ -204,6 +181,44 @@ func checkStampsAsStored(t *testing.T, store middleStore, id memory.Identity, hi
 func around(msgs []string, at int) string {
 	at = max(at, 2)
 	return fmt.Sprintf("%q", msgs[max(0, at-2):min(len(msgs), at+3)])
+}
+
+// longChat is a full-history client's long chat, as the tests of its cut
+// requests grow and send it through c.
+type longChat struct {
+	t       *testing.T
+	c       *Capturer
+	id      memory.Identity
+	keep    int              // the newest messages a request's cut keeps
+	secret  func(i int) bool // whether the client's message i holds SECRET; nil: none
+	history []memory.Message // the client's history, without its system prompt
+}
+
+// grow adds the client's messages up to n, "message i", alternating user
+// and assistant.
+func (ch *longChat) grow(n int) {
+	for i := len(ch.history); i < n; i++ {
+		text := fmt.Sprint("message ", i)
+		if ch.secret != nil && ch.secret(i) {
+			text += " SECRET"
+		}
+		ch.history = append(ch.history, memory.Message{Role: []string{"user", "assistant"}[i%2], Content: text})
+	}
+}
+
+// send captures the chat's turn n, its history cut (keep), and adds the
+// question and its answer to the history.
+func (ch *longChat) send(n int) memory.Exchange {
+	ch.t.Helper()
+	question := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
+	msgs := append([]memory.Message{{Role: "system", Content: "You are helpful."}}, ch.history...)
+	msgs = append(msgs, question)
+	cut := memory.CutRequest(msgs, ch.keep)
+	ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: ch.id, Model: "m", Prior: cut.Prior, Turn: cut.Turn,
+		Skipped: cut.Skipped, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)}}
+	ch.c.Capture(context.Background(), withResent(ex, msgs, cut))
+	ch.history = append(ch.history, question, ex.Reply)
+	return ex
 }
 
 // withResent returns ex with the request's whole history, as the proxy

@@ -42,39 +42,19 @@ func testGapPastLastStamp(t *testing.T, backend string, start, jumped int) {
 	store, queue := openMiddle(t, backend)
 	c := mustCapturer(t, queue, store, fakeRedactor{}, withStore(Options{}, store))
 	id := memory.Identity{Tenant: "t1", User: fmt.Sprint("u-jump-", time.Now().UnixNano()), Conversation: "c-long"}
-	var history []memory.Message
-	grow := func(n int) {
-		for i := len(history); i < n; i++ {
-			text := fmt.Sprint("message ", i)
-			if i == secretAt {
-				text += " SECRET"
-			}
-			history = append(history, memory.Message{Role: []string{"user", "assistant"}[i%2], Content: text})
-		}
-	}
-	send := func(n int) memory.Exchange {
-		t.Helper()
-		question := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
-		msgs := append([]memory.Message{{Role: "system", Content: "You are helpful."}}, history...)
-		msgs = append(msgs, question)
-		cut := memory.CutRequest(msgs, keep)
-		ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn,
-			Skipped: cut.Skipped, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)}}
-		c.Capture(context.Background(), withResent(ex, msgs, cut))
-		history = append(history, question, ex.Reply)
-		return ex
-	}
+	ch := &longChat{t: t, c: c, id: id, keep: keep, secret: func(i int) bool { return i == secretAt }}
+	grow, send := ch.grow, ch.send
 	grow(start)
 	send(1)
 	grow(jumped)
 	if ex := send(2); memory.BranchHead+ex.Skipped <= secretAt {
 		t.Fatalf("the window starts at %d: the secret is not in the part left out", memory.BranchHead+ex.Skipped)
 	}
-	checkStampsAsStored(t, store, id, history)
+	checkStampsAsStored(t, store, id, ch.history)
 	// The next turn's check meets the stamps the second stored: its own
 	// messages are stamped too.
 	send(3)
-	last := len(history) - 1
+	last := len(ch.history) - 1
 	if r, err := store.(StampReader).StampAt(context.Background(), id, last); err != nil || r.Pos != last {
 		t.Fatalf("the third turn's reply at %d is not stamped (newest stamp at %d, %v): its check could not meet the stored stamps", last, r.Pos, err)
 	}

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -31,6 +32,26 @@ func ScanMessage(r Row, times Times, id memory.Identity, extra ...any) (memory.M
 		m.Raw = json.RawMessage(raw)
 	}
 	return m, err
+}
+
+// ScanStamped reads a message of conversation id stored with a Stamp from
+// a row of MessageColumns, pos and digest. A row's own error is returned
+// as it is (the caller's to tell no row); a stamp of NULL columns or a
+// digest not a memory.Digest's size is an error.
+func ScanStamped(r Row, times Times, id memory.Identity) (memory.Stamped, error) {
+	var (
+		pos    *int64
+		digest []byte
+	)
+	m, err := ScanMessage(r, times, id, &pos, &digest)
+	if err != nil {
+		return memory.Stamped{}, err
+	}
+	st := StampOf(pos, digest)
+	if !st.Known {
+		return memory.Stamped{}, fmt.Errorf("digest of %d bytes", len(digest))
+	}
+	return memory.Stamped{Message: m, Stamp: st}, nil
 }
 
 // SummaryColumns are the columns of summaries ScanSummary reads, in order.

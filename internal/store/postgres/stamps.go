@@ -19,25 +19,17 @@ import (
 // there is none. One read of the messages_live_pos index.
 func (s *Store) StampAt(ctx context.Context, id memory.Identity, pos int) (memory.Stamped, error) {
 	defer telemetry.Span(&ctx, "postgres.StampAt")()
-	var (
-		at     *int64
-		digest []byte
-	)
 	row := s.pool.QueryRow(ctx, `SELECT `+contract.MessageColumns+`, pos, digest FROM messages
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NULL AND digest IS NOT NULL AND pos <= $4
 		ORDER BY pos DESC LIMIT 1`, id.Tenant, id.User, id.Conversation, pos)
-	m, err := contract.ScanMessage(row, times{}, id, &at, &digest)
+	st, err := contract.ScanStamped(row, times{}, id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return memory.Stamped{}, memory.ErrNotFound
 	case err != nil:
 		return memory.Stamped{}, fmt.Errorf("postgres: read message stamp: %w", unavailable(err))
 	}
-	st := contract.StampOf(at, digest)
-	if !st.Known {
-		return memory.Stamped{}, fmt.Errorf("postgres: read message stamp: digest of %d bytes", len(digest))
-	}
-	return memory.Stamped{Message: m, Stamp: st}, nil
+	return st, nil
 }
 
 // rewound reads, in the batch's transaction, the live message each

@@ -17,24 +17,16 @@ import (
 // there is none. One read of the messages_live_pos index.
 func (s *Store) StampAt(ctx context.Context, id memory.Identity, pos int) (memory.Stamped, error) {
 	defer telemetry.Span(&ctx, "sqlite.StampAt")()
-	var (
-		at     *int64
-		digest []byte
-	)
 	row := s.reads.QueryRowContext(ctx, `SELECT `+contract.MessageColumns+`, pos, digest FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NULL AND digest IS NOT NULL AND pos <= ?`+
 		notErasing("messages")+`
 		ORDER BY pos DESC LIMIT 1`, id.Tenant, id.User, id.Conversation, pos)
-	m, err := contract.ScanMessage(row, times{}, id, &at, &digest)
+	st, err := contract.ScanStamped(row, times{}, id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return memory.Stamped{}, memory.ErrNotFound
 	case err != nil:
 		return memory.Stamped{}, fmt.Errorf("read message stamp: %w", err)
 	}
-	st := contract.StampOf(at, digest)
-	if !st.Known {
-		return memory.Stamped{}, fmt.Errorf("read message stamp: digest of %d bytes", len(digest))
-	}
-	return memory.Stamped{Message: m, Stamp: st}, nil
+	return st, nil
 }
