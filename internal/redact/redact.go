@@ -23,9 +23,8 @@ import (
 // Placeholder returns the text that replaces a secret of the named kind.
 func Placeholder(kind string) string { return "[redacted:" + kind + "]" }
 
-// PlaceholderPrefix starts every placeholder: text holding it may have
-// had a secret replaced.
-const PlaceholderPrefix = "[redacted:"
+// placeholderPrefix starts every placeholder.
+const placeholderPrefix = "[redacted:"
 
 // span is where a secret is in a text, and the kind of its placeholder.
 type span struct {
@@ -153,7 +152,7 @@ func replaceSpans(s string, spans []span, m *meter) string {
 	last := 0
 	for _, sp := range spans {
 		b.WriteString(s[last:sp.start])
-		b.WriteString(PlaceholderPrefix)
+		b.WriteString(placeholderPrefix)
 		b.WriteString(sp.kind)
 		b.WriteByte(']')
 		last = sp.end
@@ -182,10 +181,10 @@ func (r *Redactor) Message(m memory.Message) (memory.Message, int, error) {
 
 // redactedAt reports whether a placeholder starts at s[i].
 func redactedAt(s string, i int) bool {
-	return strings.HasPrefix(s[i:], PlaceholderPrefix)
+	return strings.HasPrefix(s[i:], placeholderPrefix)
 }
 
 // redactedAlready reports whether s is a placeholder.
 func redactedAlready(s string) bool {
-	return strings.HasPrefix(s, PlaceholderPrefix) && strings.HasSuffix(s, "]")
+	return strings.HasPrefix(s, placeholderPrefix) && strings.HasSuffix(s, "]")
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
-	"github.com/memgate/memgate/internal/redact"
 )
 
 // block is an Anthropic content block, as far as memgate reads it.
@@ -308,9 +307,13 @@ func thinkingBlocks(raw json.RawMessage) []outBlock {
 // the safe side (the step goes with thinking off).
 func altered(ss ...string) bool {
 	return slices.ContainsFunc(ss, func(s string) bool {
-		return strings.Contains(s, redact.PlaceholderPrefix) || strings.ContainsRune(s, utf8.RuneError)
+		return strings.Contains(s, redactedMark) || strings.ContainsRune(s, utf8.RuneError)
 	})
 }
+
+// redactedMark starts what the redactor puts in place of a secret
+// (internal/redact).
+const redactedMark = "[redacted:"
 
 // toolUseID returns a stored tool call's id as a tool_use id the Messages
 // API accepts (letters, digits, '_' and '-'): the id itself when it is
