@@ -96,6 +96,40 @@ type Rewind struct {
 	Digest Digest `json:"digest"`
 }
 
+// Amend is what the Stamps of a conversation's messages at or past Pos
+// sum otherwise than the history its client now sends (each message as
+// stored, sanitized and redacted): the XOR of the leaves at rest and the
+// client's there, where the client edited a message its requests no
+// longer store (Edit). The stored message Seq carries it (it may have
+// left the live branch); the check of a cut history (Resent) adds the
+// Amends at or before a position to the client's digest before it
+// compares it with a Stamp there, so an edit deep in a long chat costs
+// one row, not the re-stamping of every message after it. Like a Stamp
+// it sums only stored forms.
+type Amend struct {
+	Seq   int64
+	Pos   int
+	Delta Digest
+}
+
+// Edit is set on an exchange whose client changed a message in the part
+// of its history the exchange left out (Exchange.Skipped) and left the
+// messages after it as they were: the stored message Seq, live at Pos
+// with the Stamp Digest and the Amend Was (zero: none) when the Capturer
+// read it, carries Amend from now on, and leaves the live branch when
+// Supersede is set (its text changed: its old copy goes, as an edit in
+// the window's does; the new text is in the cut, not stored). Without
+// Supersede the change was in the unstored run before it. A save that
+// finds the message otherwise ignores the Edit.
+type Edit struct {
+	Seq       int64  `json:"seq"`
+	Pos       int    `json:"pos"`
+	Digest    Digest `json:"digest"`
+	Was       Digest `json:"was"`
+	Amend     Digest `json:"amend"`
+	Supersede bool   `json:"supersede,omitempty"`
+}
+
 // Resent is a cut request's whole history as its client sent it, kept in
 // memory with its exchange (never queued) so that the Capturer can check,
 // before the save, that the part the cut left out is still what the

@@ -319,6 +319,11 @@ type Exchange struct {
 	// Rewind is set when the client changed a message among those
 	// Skipped leaves out that the conversation stored before (see Rewind).
 	Rewind *Rewind `json:"rewind,omitempty"`
+	// Edits are set when the client changed messages among those Skipped
+	// leaves out, each on its own, the messages after them unchanged (see
+	// Edit): the save supersedes the stored copies only, and amends the
+	// Stamps after them, instead of rewinding.
+	Edits []Edit `json:"edits,omitempty"`
 	// Resent is the request's whole history, for the Capturer's check of
 	// what Skipped leaves out (Gap, Rewind); in memory only, never queued.
 	Resent Resent `json:"-"`

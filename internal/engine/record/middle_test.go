@@ -48,22 +48,23 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 	for _, tt := range []struct {
 		name   string
 		change func(h []memory.Message) []memory.Message
-		at     int // the first position changed; -1: none
+		at     int  // the first position changed; -1: none
+		fork   bool // the messages after it changed too (moved)
 	}{
-		{"unchanged", func(h []memory.Message) []memory.Message { return h }, -1},
+		{"unchanged", func(h []memory.Message) []memory.Message { return h }, -1, false},
 		{"edited", func(h []memory.Message) []memory.Message {
 			h = slices.Clone(h)
 			h[280].Content = "message 280, as the user rewrote it"
 			return h
-		}, 280},
+		}, 280, false},
 		{"deleted", func(h []memory.Message) []memory.Message {
 			return slices.Delete(slices.Clone(h), 290, 291)
-		}, 290},
+		}, 290, true},
 		{"edited with a secret", func(h []memory.Message) []memory.Message {
 			h = slices.Clone(h)
 			h[280].Content = "message 280, now with a password SECRET"
 			return h
-		}, 280},
+		}, 280, false},
 	} {
 		if tt.name == "edited with a secret" && !secrets {
 			continue
@@ -108,9 +109,14 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 				t.Fatalf("the change at %d is inside the window, not the unstored middle", tt.at)
 			}
 			want := contentsOf(ch.history)
-			if tt.at >= 0 {
+			switch {
+			case tt.fork:
 				want = append(contentsOf(ch.history[:tt.at]), contentsOf(window)...)
 				want = append(want, "question 3", "answer 3")
+			case tt.at >= 0:
+				// An edit: the old text goes, the new one is in the cut
+				// (not stored), every other message stays.
+				want = slices.Delete(want, tt.at, tt.at+1)
 			}
 			got := live()
 			if !slices.Equal(got, want) {
@@ -128,7 +134,7 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 			// reader could confirm a guess of it.
 			checkStampsAsStored(t, store, id, ch.history)
 			rewinds := 0.0
-			if tt.at >= 0 {
+			if tt.fork {
 				rewinds = 1
 			}
 			if got := value(t, c.metrics.rewinds); got != rewinds {
@@ -151,9 +157,10 @@ func openMiddle(t *testing.T, backend string) (middleStore, Queue) {
 
 // checkStampsAsStored checks that every message of id stored at its
 // position in history carries the digest of history through it as
-// memgate stores it (the test redactor's placeholder for SECRET): text it
-// redacted never reaches a digest at rest, where a database reader could
-// confirm a guess of it. At least one message must be stamped.
+// memgate stores it (the test redactor's placeholder for SECRET), with
+// the Amends of id's messages up to it: text it redacted never reaches a
+// digest at rest, where a database reader could confirm a guess of it,
+// nor an Amend (an edit's). At least one message must be stamped.
 func checkStampsAsStored(t *testing.T, store middleStore, id memory.Identity, history []memory.Message) {
 	t.Helper()
 	stored := slices.Clone(history)
@@ -161,6 +168,10 @@ func checkStampsAsStored(t *testing.T, store middleStore, id memory.Identity, hi
 		stored[i].Content = strings.ReplaceAll(stored[i].Content, "SECRET", "[redacted]")
 	}
 	digests := memory.Digests(stored, len(stored))
+	amends, err := store.(StampReader).StampAmends(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stamped := 0
 	for p := range digests {
 		r, err := store.(StampReader).StampAt(context.Background(), id, p)
@@ -168,6 +179,11 @@ func checkStampsAsStored(t *testing.T, store middleStore, id memory.Identity, hi
 			continue
 		}
 		stamped++
+		for _, a := range amends {
+			if a.Pos <= p {
+				r.Digest = r.Digest.Xor(a.Delta)
+			}
+		}
 		if r.Digest != digests[p] {
 			t.Fatalf("the message stored at %d is stamped with a digest of the history as the client sent it, not as stored", p)
 		}

@@ -3,48 +3,67 @@ package record
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // StampReader reads the Stamps a conversation's live messages were stored
-// with (the store: a read of an index, no more).
+// with, and the Amends its messages carry (the store: a read of an index,
+// no more).
 type StampReader interface {
 	// StampAt returns the live message of id with the greatest position at
 	// or below pos among those with a Stamp; memory.ErrNotFound when there
 	// is none.
 	StampAt(ctx context.Context, id memory.Identity, pos int) (memory.Stamped, error)
+	// StampAmends returns the Amends id's messages carry, live or not, by
+	// position.
+	StampAmends(ctx context.Context, id memory.Identity) ([]memory.Amend, error)
 }
 
 // maxCorrections bounds how many stored messages one check finds stored
-// otherwise than the client sends them (sanitized, redacted) before it
-// gives up: each costs a binary search of reads.
+// otherwise than the client sends them (sanitized, redacted, edited)
+// before it gives up: each costs a binary search of reads.
 const maxCorrections = 8
 
 // checkResent compares the part of a full-history client's resent history
 // that ex's cut leaves out (memory.Exchange.Skipped, ex.Resent) with what
 // the conversation stores there, through the Stamps the messages were
-// stored with, and returns ex with what the save needs: the digest of
-// that part (Gap), so the messages stored after it are stamped, and,
-// when the client changed a message the conversation stores there (an
-// edit, a deletion, an insertion), the first stored message from which
-// the stored history is no longer the client's (Rewind), which the save
-// supersedes with everything after it, as an edit in the window is.
+// stored with and the Amends they carry, and returns ex with what the
+// save needs: the digest of that part (Gap), so the messages stored after
+// it are stamped; when the client edited messages there, each on its own,
+// the messages after them as they were, the Edits (the save supersedes
+// the edited messages only and amends the Stamps after them); and when
+// it changed the history otherwise (a deletion, an insertion, a fork),
+// the first stored message from which the stored history is no longer
+// the client's (Rewind), which the save supersedes with everything after
+// it, as an edit in the window is.
 //
-// The digests of the prefixes of the client's history before the window
-// are taken (one SHA-256 pass over its text), and the one just before the
-// window is compared with the stored one at that position: one read, when
-// nothing changed. Where they differ, a binary search over the
-// stored positions finds the first stored message whose digest differs
-// (a read per step). One whose text the client sends as memgate stored
-// it once sanitized and redacted is no change: its leaf is corrected and
-// the search goes on, up to maxCorrections; so are the messages without a
-// stamp just before it (a gap, digested as stored: storedGap), which the
-// client may send unredacted. A change among the history's
-// first memory.BranchHead messages is left to routing and Align, as
-// before. Any failed read, or a stored history that disagrees with
-// itself, leaves ex as it is (no Gap: the messages stored after the gap
-// get no Stamp; no Rewind): the chat's next request checks again.
+// A Stamp at rest sums the history as it was stored; the Amends at or
+// before its position sum what the client changed since, so the
+// client's digest through a position, with the Amends up to it, is the
+// Stamp there when nothing else changed. The digests of the prefixes of
+// the client's history before the window are taken (one SHA-256 pass over
+// its text), and the one just before the window is compared with the
+// stored one at that position: two reads, when nothing changed. Where
+// they differ, a binary search over the stored positions finds the first
+// stored message whose digest differs (a read per step). One whose text
+// the client sends as memgate stored it once sanitized and redacted is no
+// change: its leaf is corrected and the search goes on, up to
+// maxCorrections; so are the messages without a stamp just before it (a
+// gap, digested as stored: storedGap), which the client may send
+// unredacted. One whose text the client changed is an edit: its leaf's
+// change is an Amend, and the search goes on. What still differs there
+// lies in the messages before it without a live stamp (never stored, or
+// edited before): an Amend of the message found. When the digest just
+// before the window then matches, the changes were edits; when
+// maxCorrections runs out, or the client's history is shorter, the
+// client forked: the Rewind goes from the first message it changed. A
+// change among the history's first memory.BranchHead messages is left to
+// routing and Align, as before. Any failed read, or a stored history
+// that disagrees with itself, leaves ex as it is (no Gap: the messages
+// stored after the gap get no Stamp; no Rewind): the chat's next request
+// checks again.
 func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.Exchange {
 	w := memory.BranchHead + ex.Skipped // the window's first position
 	if c.stamps == nil || ex.Skipped == 0 {
@@ -56,8 +75,45 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.OpTimeout)
 	defer cancel()
+	stored, err := c.stamps.StampAmends(ctx, ex.Identity)
+	if err != nil {
+		c.logger.WarnContext(ctx, "capture cannot check a cut history against its conversation", "exchange", ex.ID, "err", err)
+		return ex
+	}
+	amends := slices.Clone(stored) // with the ones this check finds
+	// amended returns the Amends of as at or before pos.
+	amended := func(as []memory.Amend, pos int) memory.Digest {
+		var d memory.Digest
+		for _, a := range as {
+			if a.Pos <= pos {
+				d = d.Xor(a.Delta)
+			}
+		}
+		return d
+	}
 	var fix, fixMiddle memory.Digest // corrections, all of them and those past the head
-	client := func(pos int) memory.Digest { return digests[pos].Xor(fix) }
+	client := func(pos int) memory.Digest { return digests[pos].Xor(fix).Xor(amended(amends, pos)) }
+	var (
+		edits  []memory.Edit
+		rewind *memory.Rewind // the first stored message the client changed
+	)
+	// edit adds delta to the Amend of the live message r.
+	edit := func(r memory.Stamped, delta memory.Digest, supersede bool) {
+		amends = append(amends, memory.Amend{Seq: r.Seq, Pos: r.Pos, Delta: delta})
+		k := slices.IndexFunc(edits, func(e memory.Edit) bool { return e.Seq == r.Seq })
+		if k < 0 {
+			e := memory.Edit{Seq: r.Seq, Pos: r.Pos, Digest: r.Digest}
+			for _, a := range stored {
+				if a.Seq == r.Seq {
+					e.Was = e.Was.Xor(a.Delta)
+				}
+			}
+			e.Amend = e.Was
+			edits, k = append(edits, e), len(edits)
+		}
+		edits[k].Amend = edits[k].Amend.Xor(delta)
+		edits[k].Supersede = edits[k].Supersede || supersede
+	}
 	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	// found returns ex with the gap's digest: from the client's digests
 	// where they met the stored ones (matched: through last, which may lie
@@ -65,7 +121,9 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 	// corrected, they are the stored text's), else (nothing stored to
 	// compare, a Rewind, or the gap's messages after last, never
 	// compared) over the gap's messages as memgate stores them, so a
-	// digest at rest never sums text it redacted (storedGap).
+	// digest at rest never sums text it redacted (storedGap); with the
+	// Amends that stay (all of them, or those before a Rewind's position,
+	// whose save clears the others), as the Stamps before it sum them.
 	found := func(rw *memory.Rewind, matched bool) memory.Exchange {
 		from := memory.BranchHead
 		if matched {
@@ -75,8 +133,23 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		if matched && last.Pos >= memory.BranchHead {
 			gap = gap.Xor(digests[last.Pos]).Xor(digests[memory.BranchHead-1]).Xor(fixMiddle)
 		}
+		if rw != nil {
+			gap = gap.Xor(amended(stored, rw.Pos-1))
+		} else {
+			gap = gap.Xor(amended(amends, w-1))
+			ex.Edits = edits
+		}
 		ex.Gap, ex.Rewind = &gap, rw
 		return ex
+	}
+	// forked returns ex with a Rewind from the first message the client
+	// changed, if any: it changed more than edits explain.
+	forked := func() memory.Exchange {
+		if rewind == nil {
+			return ex
+		}
+		c.metrics.rewinds.Inc()
+		return found(rewind, false)
 	}
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
@@ -106,10 +179,10 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		}
 		p := bad.Pos
 		sent, ok := ex.Resent.Message(p)
-		var d memory.Digest // the stored leaf's correction at p
+		var d memory.Digest // the client's leaf's correction at p
 		switch {
 		case !ok:
-			return ex
+			return forked()
 		case sent.Fingerprint() == bad.Fingerprint():
 		case storedForm(sent, c.redactor).Fingerprint() == bad.Fingerprint():
 			// Stored sanitized or redacted: the stored leaf is the stored
@@ -118,14 +191,22 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		case p < memory.BranchHead:
 			return ex // the chat's first messages: routing's and Align's
 		default:
-			c.metrics.rewinds.Inc()
-			return found(&memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest}, false)
+			// Changed: an edit, if the messages after it are as stored.
+			// The client's leaf is corrected to its stored form's, and
+			// the Amend sums the change, both over stored forms only.
+			if rewind == nil {
+				rewind = &memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest}
+			}
+			s := storedForm(sent, c.redactor)
+			d = memory.Leaf(p, sent).Xor(memory.Leaf(p, s))
+			edit(bad, memory.Leaf(p, s).Xor(memory.Leaf(p, bad.Message)), true)
 		}
-		// The client's message at p is the stored one. What else differs
-		// lies in the messages before it that carry no stamp: never
-		// stored (a gap, digested as stored: storedGap) or stored without
-		// one, each summed at rest as stored, which the client may send
-		// otherwise (a secret the store does not keep).
+		// The client's message at p is the stored one, or an edit of it.
+		// What else differs lies in the messages before it that carry no
+		// live stamp: never stored (a gap, digested as stored:
+		// storedGap), stored without one, each summed at rest as stored,
+		// which the client may send otherwise (a secret the store does
+		// not keep), or edited before and superseded.
 		prev := -1 // the stamped message before p, which matches
 		switch r, err := c.stamps.StampAt(ctx, ex.Identity, p-1); {
 		case err == nil:
@@ -141,22 +222,24 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		} else {
 			head = head.Xor(d)
 		}
-		if head.Xor(middle) == (memory.Digest{}) {
-			// Nothing the client sends otherwise than stored, yet the
-			// digests differ: the stored stamps disagree with each other
-			// (a history stored in parts without its gap's digest).
-			return ex
-		}
 		fix, fixMiddle = fix.Xor(head).Xor(middle), fixMiddle.Xor(middle)
-		switch {
-		case bad.Digest != client(p):
-			return ex // a change the stamps cannot place
-		case last.Digest == client(last.Pos):
+		if r := bad.Digest.Xor(client(p)); r != (memory.Digest{}) {
+			if prev+1 >= p || p < memory.BranchHead {
+				// Nothing unstamped before p, yet the digests differ: a
+				// change the stamps cannot place.
+				return forked()
+			}
+			// The client changed a message the conversation holds no live
+			// stamp of (never stored, or edited before): the stamps from
+			// p on sum it otherwise, an Amend of p's.
+			edit(bad, r, false)
+		}
+		if last.Digest == client(last.Pos) {
 			return found(nil, true)
 		}
 		low, bad = p, last
 	}
-	return ex
+	return forked()
 }
 
 // storedGap returns the digest of the non-system messages of r at

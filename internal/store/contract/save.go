@@ -66,7 +66,12 @@ type SaveConv struct {
 	// Rewind whose message is not among them, or is there with another
 	// Stamp, is ignored.
 	Rewound map[int64]Rewound
-	saved   map[string]bool // ids of the exchanges planned into it
+	// Edited are the messages the exchanges planned into it name in
+	// their Edits, by seq, as the store read them (SetEdited): an Edit
+	// whose message is not live there, or is with another Stamp or Amend,
+	// is ignored.
+	Edited map[int64]Edited
+	saved  map[string]bool // ids of the exchanges planned into it
 	// appended and superseded count the messages PlanSave appended to
 	// it and took out of its live branch.
 	appended, superseded int
@@ -80,6 +85,69 @@ type Rewound struct {
 	Live int
 	// appended and superseded are SaveConv's counts when it was read.
 	appended, superseded int
+}
+
+// Edited is a message an exchange's Edit names, as a save read it: its
+// Stamp (Known false when it is not live or has none) and its Amend.
+type Edited struct {
+	memory.Stamp
+	Amend memory.Digest
+}
+
+// EditsToRead returns the seqs of the messages ex's Edits name that a
+// save of ex into c must read (SetEdited) before PlanSave.
+func (c *SaveConv) EditsToRead(ex memory.Exchange) []int64 {
+	var out []int64
+	for _, e := range ex.Edits {
+		if _, ok := c.Edited[e.Seq]; !ok {
+			out = append(out, e.Seq)
+		}
+	}
+	return out
+}
+
+// SetEdited records the message seq as read: its Stamp when live (st.Known
+// false when it is not live or has none) and its Amend (zero: none).
+func (c *SaveConv) SetEdited(seq int64, st memory.Stamp, amend memory.Digest) {
+	if c.Edited == nil {
+		c.Edited = map[int64]Edited{}
+	}
+	c.Edited[seq] = Edited{Stamp: st, Amend: amend}
+}
+
+// edits returns the Amends of ex's Edits that hold (each message as the
+// Capturer read it, c.Edited), and advances c: the ones to supersede
+// leave its Tail and Head.
+func (c *SaveConv) edits(ex memory.Exchange) []AmendRow {
+	var out []AmendRow
+	for _, e := range ex.Edits {
+		r, ok := c.Edited[e.Seq]
+		if !ok || !r.Known || r.Pos != e.Pos || r.Digest != e.Digest || r.Amend != e.Was {
+			continue
+		}
+		out = append(out, AmendRow{Seq: e.Seq, Amend: e.Amend, Supersede: e.Supersede})
+		r.Amend = e.Amend
+		if e.Supersede {
+			r.Known = false
+			c.superseded++
+			drop := func(m memory.Message) bool { return m.Seq == e.Seq }
+			c.Tail = slices.DeleteFunc(slices.Clone(c.Tail), drop)
+			if !c.HeadAll {
+				c.Head = slices.DeleteFunc(slices.Clone(c.Head), drop)
+			}
+		}
+		c.Edited[e.Seq] = r
+	}
+	return out
+}
+
+// AmendRow is a write a save plans for an Edit that holds: the message
+// Seq carries Amend (zero: none) and, when Supersede, leaves the live
+// branch with its recall items.
+type AmendRow struct {
+	Seq       int64
+	Amend     memory.Digest
+	Supersede bool
 }
 
 // NeedsRewound reports whether a save of ex into c must read the live
@@ -164,6 +232,13 @@ type SavePlan struct {
 	SupersedeFrom int64
 	// Stamps are the Stamp of each of Result.Stored, in order.
 	Stamps []memory.Stamp
+	// Amends are the Edits that hold, written before the new messages
+	// (each one superseded is counted in Result.Superseded).
+	Amends []AmendRow
+	// ClearAmendsFrom, when a Rewind holds, is its position: the Amends
+	// of the conversation's messages at or past it go with the branch
+	// it supersedes (-1: none).
+	ClearAmendsFrom int
 }
 
 // PlanSave decides how ex, which happened at at (never zero), is stored
@@ -179,14 +254,16 @@ type SavePlan struct {
 //   - else, when its Rewind holds (the live message it names is as the
 //     Capturer read it, conv.Rewound), the live messages from that one on
 //     are superseded and its window (memory.Exchange.Window) is new;
-//   - else the history it resends is aligned with conv's tail
+//   - else its Edits that hold (each message as the Capturer read it,
+//     conv.Edited) amend their messages and supersede the edited ones
+//     (Amends), and the history it resends is aligned with conv's tail
 //     (memory.Align), the branch it replaced is superseded, and the new
 //     messages (the history not stored yet, the turn, the reply) are
 //     appended after conv.LastSeq, with ex's identity, the keys
 //     memory.Key(ex.ID, i) and their own CreatedAt (at when zero), and
 //     their Stamps (memory.Stamps).
 func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveConv) SavePlan {
-	var p SavePlan
+	p := SavePlan{ClearAmendsFrom: -1}
 	switch {
 	case !erased.IsZero() && !erased.Before(at), DeletedSince(ex, conv.Deleted):
 		p.Result.Dropped = true
@@ -209,7 +286,16 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		// The client changed its history where the exchange left it out:
 		// the stored branch from there on goes, the window follows.
 		plan = memory.Plan{SupersedeFrom: ex.Rewind.Seq, Prior: ex.Window()}
+		p.ClearAmendsFrom = ex.Rewind.Pos
 	case len(ex.Prior) > 0:
+		// Edits in the part left out, each on its own, the history after
+		// them unchanged: the edited messages go, the rest stays.
+		p.Amends = conv.edits(ex)
+		for _, a := range p.Amends {
+			if a.Supersede {
+				p.Result.Superseded++
+			}
+		}
 		plan = align(ex, conv)
 	}
 	if plan.SupersedeFrom > 0 {
@@ -219,7 +305,7 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		if kept < 0 {
 			kept = len(conv.Tail)
 		}
-		p.SupersedeFrom, p.Result.Superseded = plan.SupersedeFrom, len(conv.Tail)-kept
+		p.SupersedeFrom, p.Result.Superseded = plan.SupersedeFrom, p.Result.Superseded+len(conv.Tail)-kept
 		if rewind {
 			p.Result.Superseded = rewound
 		}
@@ -319,6 +405,24 @@ func DeadLetter(d memory.DeadLetter, now time.Time) memory.DeadLetter {
 // dropped by a deletion (a replay of dated history, as before).
 func DeletedSince(ex memory.Exchange, deleted time.Time) bool {
 	return !deleted.IsZero() && !ex.Received.IsZero() && !deleted.Before(ex.Received)
+}
+
+// AmendOf returns the Amend a message carries, read from its amend
+// column: zero when NULL or not a memory.Digest's size.
+func AmendOf(amend []byte) memory.Digest {
+	var d memory.Digest
+	if len(amend) == len(d) {
+		d = memory.Digest(amend)
+	}
+	return d
+}
+
+// AmendArg returns d as an amend column's value: nil (NULL) when zero.
+func AmendArg(d memory.Digest) []byte {
+	if d == (memory.Digest{}) {
+		return nil
+	}
+	return d[:]
 }
 
 // StampOf returns the Stamp a message was stored with, read from its pos

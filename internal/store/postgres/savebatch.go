@@ -153,6 +153,9 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	if err := b.rewound(ctx, conn, convs); err != nil {
 		return nil, err
 	}
+	if err := b.edited(ctx, conn, convs); err != nil {
+		return nil, err
+	}
 	results := make([]memory.SaveResult, len(b.exs))
 	w := &batchWriter{}
 	for _, i := range b.order {
@@ -171,6 +174,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 		if p.Result.Inserted > 0 && convs[ex.Identity] == nil {
 			return nil, fmt.Errorf("exchange %s: conversation not locked", ex.ID)
 		}
+		w.amends(ex.Identity, p, at)
 		if p.SupersedeFrom > 0 {
 			w.supersede(ex.Identity, p.SupersedeFrom, at)
 		}
@@ -428,6 +432,31 @@ func (w *batchWriter) supersede(id memory.Identity, from int64, at time.Time) {
 	// either commits before this delete sees its rows or sees the messages
 	// superseded and skips them.
 	w.p.Queue(supersedeSQL, id.Tenant, id.User, id.Conversation, from, at)
+}
+
+// amends queues, after the messages so far, p's Amends (an edited
+// message leaves the live branch with its recall items, at at) and, after
+// a Rewind, the clearing of the Amends of the messages it supersedes.
+func (w *batchWriter) amends(id memory.Identity, p contract.SavePlan, at time.Time) {
+	if len(p.Amends) == 0 && p.ClearAmendsFrom < 0 {
+		return
+	}
+	w.flush()
+	for _, a := range p.Amends {
+		w.p.Queue(`WITH edited AS (
+				UPDATE messages SET amend = $5, superseded_at = CASE WHEN $6 THEN $7 ELSE superseded_at END
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4
+				RETURNING key
+			)
+			DELETE FROM memory_items
+			WHERE $6 AND tenant = $1 AND user_id = $2 AND kind = 'message' AND source IN (SELECT key FROM edited)`,
+			id.Tenant, id.User, id.Conversation, a.Seq, contract.AmendArg(a.Amend), a.Supersede, at)
+	}
+	if p.ClearAmendsFrom >= 0 {
+		w.p.Queue(`UPDATE messages SET amend = NULL
+			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND pos >= $4 AND amend IS NOT NULL`,
+			id.Tenant, id.User, id.Conversation, p.ClearAmendsFrom)
+	}
 }
 
 func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Time) {

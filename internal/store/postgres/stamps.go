@@ -58,3 +58,66 @@ func (b *saveBatch) rewound(ctx context.Context, conn *pgxpool.Conn, convs map[m
 	}
 	return nil
 }
+
+// edited reads, in the batch's transaction, the messages each exchange's
+// Edits name (contract.SaveConv.SetEdited): one read per such message, a
+// rare one (an edit in a cut history's left-out part).
+func (b *saveBatch) edited(ctx context.Context, conn *pgxpool.Conn, convs map[memory.Identity]*contract.SaveConv) error {
+	for _, i := range b.order {
+		ex := b.exs[i]
+		st := convs[ex.Identity]
+		if st == nil {
+			continue
+		}
+		for _, seq := range st.EditsToRead(ex) {
+			var (
+				pos           *int64
+				digest, amend []byte
+				live          bool
+			)
+			err := conn.QueryRow(ctx, `SELECT pos, digest, amend, superseded_at IS NULL FROM messages
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4`,
+				ex.Tenant, ex.User, ex.Conversation, seq).Scan(&pos, &digest, &amend, &live)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("read edited message: %w", unavailable(err))
+			}
+			var stamp memory.Stamp
+			if live {
+				stamp = contract.StampOf(pos, digest)
+			}
+			st.SetEdited(seq, stamp, contract.AmendOf(amend))
+		}
+	}
+	return nil
+}
+
+// StampAmends returns the Amends the messages of conversation id carry,
+// live or not, by position: one read of the messages_amends index (none
+// for a chat whose client never edited what its requests leave out).
+func (s *Store) StampAmends(ctx context.Context, id memory.Identity) ([]memory.Amend, error) {
+	defer telemetry.Span(&ctx, "postgres.StampAmends")()
+	rows, err := s.pool.Query(ctx, `SELECT seq, pos, amend FROM messages
+		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND amend IS NOT NULL AND pos IS NOT NULL
+		ORDER BY pos, seq`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read stamp amends: %w", unavailable(err))
+	}
+	defer rows.Close()
+	var out []memory.Amend
+	for rows.Next() {
+		var (
+			a     memory.Amend
+			pos   int64
+			amend []byte
+		)
+		if err := rows.Scan(&a.Seq, &pos, &amend); err != nil {
+			return nil, fmt.Errorf("postgres: read stamp amends: %w", unavailable(err))
+		}
+		a.Pos, a.Delta = int(pos), contract.AmendOf(amend)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read stamp amends: %w", unavailable(err))
+	}
+	return out, nil
+}

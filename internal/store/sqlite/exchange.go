@@ -158,6 +158,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 			return memory.SaveResult{}, err
 		}
 	}
+	if err := readEdited(ctx, tx, ex, &conv); err != nil {
+		return memory.SaveResult{}, err
+	}
 	if err := tx.QueryRowContext(ctx, sqlLastSeq, ex.Tenant, ex.User, ex.Conversation, contract.UserTombstone(ex.Tenant, ex.User)).Scan(&conv.LastSeq, &before); err != nil {
 		return memory.SaveResult{}, fmt.Errorf("next seq: %w", err)
 	}
@@ -185,6 +188,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 			nanos(time.Now()), ex.Tenant, ex.User, ex.Conversation, p.SupersedeFrom); err != nil {
 			return res, fmt.Errorf("supersede branch: %w", err)
 		}
+	}
+	if err := writeAmends(ctx, tx, ex.Identity, p); err != nil {
+		return res, err
 	}
 	if err := insertMessages(ctx, tx, res.Stored, p.Stamps); err != nil {
 		return res, err
@@ -218,6 +224,60 @@ func readRewound(ctx context.Context, tx writeTx, ex memory.Exchange, conv *cont
 		return fmt.Errorf("read rewound message: %w", err)
 	}
 	conv.SetRewound(ex.Rewind.Seq, contract.StampOf(pos, digest), live)
+	return nil
+}
+
+// readEdited reads, into conv, the messages ex's Edits name: their Stamp
+// when live and their Amend (contract.SaveConv.SetEdited).
+func readEdited(ctx context.Context, tx writeTx, ex memory.Exchange, conv *contract.SaveConv) error {
+	for _, seq := range conv.EditsToRead(ex) {
+		var (
+			pos           *int64
+			digest, amend []byte
+			live          bool
+		)
+		err := tx.QueryRowContext(ctx, `SELECT pos, digest, amend, superseded_at IS NULL FROM messages
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?`,
+			ex.Tenant, ex.User, ex.Conversation, seq).Scan(&pos, &digest, &amend, &live)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read edited message: %w", err)
+		}
+		var st memory.Stamp
+		if live {
+			st = contract.StampOf(pos, digest)
+		}
+		conv.SetEdited(seq, st, contract.AmendOf(amend))
+	}
+	return nil
+}
+
+// writeAmends writes p's Amends (an edited message leaves the live branch
+// with its recall items) and, after a Rewind, clears the Amends of the
+// messages it superseded.
+func writeAmends(ctx context.Context, tx writeTx, id memory.Identity, p contract.SavePlan) error {
+	for _, a := range p.Amends {
+		if a.Supersede {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+				WHERE tenant = ? AND user_id = ? AND kind = 'message' AND source IN (
+					SELECT key FROM messages WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?)`,
+				id.Tenant, id.User, id.Tenant, id.User, id.Conversation, a.Seq); err != nil {
+				return fmt.Errorf("drop items of edited message: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET amend = ?,
+				superseded_at = CASE WHEN ? THEN ? ELSE superseded_at END
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?`,
+			contract.AmendArg(a.Amend), a.Supersede, nanos(time.Now()), id.Tenant, id.User, id.Conversation, a.Seq); err != nil {
+			return fmt.Errorf("amend stamps: %w", err)
+		}
+	}
+	if p.ClearAmendsFrom >= 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET amend = NULL
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND pos >= ? AND amend IS NOT NULL`,
+			id.Tenant, id.User, id.Conversation, p.ClearAmendsFrom); err != nil {
+			return fmt.Errorf("clear amends: %w", err)
+		}
+	}
 	return nil
 }
 

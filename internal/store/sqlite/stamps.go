@@ -30,3 +30,34 @@ func (s *Store) StampAt(ctx context.Context, id memory.Identity, pos int) (memor
 	}
 	return st, nil
 }
+
+// StampAmends returns the Amends the messages of conversation id carry,
+// live or not, by position: one read of the messages_amends index (none
+// for a chat whose client never edited what its requests leave out).
+func (s *Store) StampAmends(ctx context.Context, id memory.Identity) ([]memory.Amend, error) {
+	defer telemetry.Span(&ctx, "sqlite.StampAmends")()
+	rows, err := s.reads.QueryContext(ctx, `SELECT seq, pos, amend FROM messages
+		WHERE tenant = ? AND user_id = ? AND conversation = ? AND amend IS NOT NULL AND pos IS NOT NULL`+
+		notErasing("messages")+`
+		ORDER BY pos, seq`, id.Tenant, id.User, id.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("read stamp amends: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.Amend
+	for rows.Next() {
+		var (
+			a     memory.Amend
+			amend []byte
+		)
+		if err := rows.Scan(&a.Seq, &a.Pos, &amend); err != nil {
+			return nil, fmt.Errorf("read stamp amends: %w", err)
+		}
+		a.Delta = contract.AmendOf(amend)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read stamp amends: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,188 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// deepStore is what the tests of edits deep in a long chat need of a
+// store: its live messages and the inspector's superseded ones.
+type deepStore interface {
+	middleStore
+	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
+}
+
+// TestCaptureKeepsMessagesAfterDeepEdit: a full-history client whose chat
+// grew past what one request stores (the first memory.BranchHead and the
+// newest 2,000, the default) edits one message deep in the part its
+// requests no longer store (its message 500, stored when it was among the
+// newest). The edited message's old text leaves the live branch (the
+// inspector lists it superseded, alone); every other message stored
+// before stays live, those between the edit and the window included, and
+// the turn stores its own two messages, nothing again. A client that
+// rewrites an old message on every request (the same one, or another)
+// stores two messages per request, never its window again. A client
+// that forks there (every message after the edit differs) still has the
+// stored branch superseded from the edit on, its window stored after it.
+// Both stores.
+func TestCaptureKeepsMessagesAfterDeepEdit(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) { testDeepEdit(t, backend) })
+	}
+}
+
+func testDeepEdit(t *testing.T, backend string) {
+	const keep, whole, grown, at = 2000, 2200, 2700, 500
+	s, queue := openMiddle(t, backend)
+	store := s.(deepStore)
+	c := mustCapturer(t, queue, store, nil, withStore(Options{}, store))
+	ctx := context.Background()
+	setup := func(t *testing.T) (*longChat, memory.Identity) {
+		t.Helper()
+		id := memory.Identity{Tenant: "t1", User: fmt.Sprint("u-deep-", time.Now().UnixNano()), Conversation: "c-long"}
+		ch := &longChat{t: t, c: c, id: id, keep: keep}
+		ch.grow(whole)
+		ch.send(1) // stored whole: positions 0..2201
+		ch.grow(grown)
+		if ex := ch.send(2); ex.Skipped == 0 || at >= memory.BranchHead+ex.Skipped {
+			t.Fatal("the second turn's cut does not leave the edited message out")
+		}
+		return ch, id
+	}
+	live := func(t *testing.T, id memory.Identity) []string {
+		t.Helper()
+		msgs, err := store.Recent(ctx, id, 10*grown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return contentsOf(msgs)
+	}
+	superseded := func(t *testing.T, id memory.Identity) []string {
+		t.Helper()
+		bs, err := store.Branches(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, b := range bs {
+			out = append(out, contentsOf(b.Messages)...)
+		}
+		return out
+	}
+	without := func(h []memory.Message, pos ...int) []string {
+		out := contentsOf(h)
+		for _, p := range slices.Backward(slices.Sorted(slices.Values(pos))) {
+			out = slices.Delete(out, p, p+1)
+		}
+		return out
+	}
+
+	t.Run("edited", func(t *testing.T) {
+		ch, id := setup(t)
+		if got, want := live(t, id), contentsOf(ch.history); !slices.Equal(got, want) {
+			t.Fatalf("before the edit the conversation holds %d messages, want the %d of the history", len(got), len(want))
+		}
+		ch.history[at].Content = "message 500, as the user rewrote it"
+		ex := ch.send(3)
+		// The edited message's new text is in the cut: not stored. Every
+		// other message stays live, 501..(len-2000) included.
+		want := without(ch.history, at)
+		if got := live(t, id); !slices.Equal(got, want) {
+			t.Fatalf("after the edit the conversation holds %d messages (%s), want %d (%s)", len(got), around(got, at), len(want), around(want, at))
+		}
+		if got := superseded(t, id); !slices.Equal(got, []string{fmt.Sprint("message ", at)}) {
+			t.Fatalf("the inspector lists %d superseded messages (%.80q), want the edited one's old text", len(got), got)
+		}
+		if at+1 >= memory.BranchHead+ex.Skipped {
+			t.Fatal("no unchanged message between the edit and the window")
+		}
+		// The client goes on, rewriting an old message on every request:
+		// each request stores its two messages, and supersedes only what
+		// it changed.
+		edited := []int{at}
+		for n, pos := range []int{at, 510, at, 650, 650} {
+			ch.history[pos].Content = fmt.Sprintf("message %d, rewritten at turn %d", pos, 4+n)
+			ch.send(4 + n)
+			if !slices.Contains(edited, pos) {
+				edited = append(edited, pos)
+			}
+			want := without(ch.history, edited...)
+			if got := live(t, id); !slices.Equal(got, want) {
+				t.Fatalf("after turn %d the conversation holds %d messages, want %d", 4+n, len(got), len(want))
+			}
+			if got, want := len(superseded(t, id)), len(edited); got != want {
+				t.Fatalf("after turn %d the inspector lists %d superseded messages, want %d (one per message edited): the window was stored again", 4+n, got, want)
+			}
+		}
+		if got := value(t, c.metrics.rewinds); got != 0 {
+			t.Fatalf("counted %v rewinds, want none", got)
+		}
+		checkStampsAsStored(t, store, id, ch.history)
+	})
+
+	t.Run("forked", func(t *testing.T) {
+		ch, id := setup(t)
+		before := value(t, c.metrics.rewinds)
+		for i := at; i < len(ch.history); i++ {
+			ch.history[i].Content = fmt.Sprint("forked message ", i)
+		}
+		ch.send(3)
+		window := ch.history[len(ch.history)-2-keep : len(ch.history)-2]
+		want := append(contentsOf(ch.history[:at]), contentsOf(window)...)
+		want = append(want, "question 3", "answer 3")
+		if got := live(t, id); !slices.Equal(got, want) {
+			t.Fatalf("after the fork the conversation holds %d messages (%s), want %d (%s)", len(got), around(got, at), len(want), around(want, at))
+		}
+		if got := value(t, c.metrics.rewinds); got != before+1 {
+			t.Fatalf("counted %v rewinds, want one", got-before)
+		}
+	})
+}
+
+// BenchmarkCaptureDeepEdit captures turn after turn of a full-history chat
+// of 60,000 messages of about 300 bytes on SQLite, cut at the default
+// 2,000, whose client rewrites its message 500 before every request: the
+// check finds the edit, and the save supersedes that message and amends
+// one row (before the Amends: a rewind, which superseded every message
+// after it and stored the window again).
+func BenchmarkCaptureDeepEdit(b *testing.B) {
+	const keep, long, at = 2000, 60000, 500
+	store := mustSQLite(b)
+	c := mustCapturer(b, store.Outbox(), store, nil, withStore(Options{}, store))
+	id := memory.Identity{Tenant: "t1", User: "u1", Conversation: "c-long"}
+	msgs := make([]memory.Message, 0, long+2*(b.N+100)+1)
+	grow := func(to int) {
+		for i := len(msgs); i < to; i++ {
+			msgs = append(msgs, memory.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("%0300d", i)})
+		}
+	}
+	n := 0
+	turn := func() {
+		n++
+		q := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
+		req := append(msgs, q)
+		cut := memory.CutRequest(req, keep)
+		ex := withResent(memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Turn: cut.Turn,
+			Skipped: cut.Skipped, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)}}, req, cut)
+		c.Capture(context.Background(), ex)
+		msgs = append(msgs, q, ex.Reply)
+	}
+	// The chat grows with memgate: every message is stored once, when
+	// among the newest.
+	for size := 2200; size < long; size += keep - 100 {
+		grow(size)
+		turn()
+	}
+	grow(long)
+	turn()
+	b.ResetTimer()
+	for b.Loop() {
+		msgs[at].Content = fmt.Sprintf("%0300d, rewritten at turn %d", at, n)
+		turn()
+	}
+}
