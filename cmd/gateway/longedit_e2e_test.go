@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,11 +14,11 @@ import (
 // past what one request stores (capture.max_history_messages newest and
 // memory.BranchHead first messages); the user then edits a message memgate
 // stored when it was among the newest, which its requests now leave out.
-// Through the gateway, on both stores, the stored copy leaves the live
-// branch with every message after it (the old text is no longer the
-// conversation's), the newest messages and the turn are stored after what
-// is kept, once each, in the same conversation, and the next turn stores
-// only itself.
+// Through the gateway, on both stores, the stored copy of that message
+// alone leaves the live branch (the old text is no longer the
+// conversation's; the new one is in the cut, unstored), every other
+// message stays live, the turn is stored once, in the same conversation,
+// and the next turn stores only itself.
 func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 	const keep = 20
 	up := upstreamtest.New(t, echoUpstream())
@@ -50,21 +51,25 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 			}
 			stored := memory.BranchHead + keep - 6 + 2 + keep + 2
 			waitStored(t, g, id, stored)
+			before, _ := liveAndSuperseded(t, g, id)
 
 			const edited = memory.BranchHead + 6 // stored by the first turn, left out since
 			chat.history[1+edited]["content"] = "message 262, rewritten"
 			if c := chat.say("q3"); c != conv {
 				t.Fatalf("the edited chat went to %q, want %q", c, conv)
 			}
-			all := lines()
-			want := append(append([]string(nil), all[:edited]...), all[len(all)-2-keep:]...)
+			old := slices.Index(before, fmt.Sprint("user: message ", edited))
+			if old != edited {
+				t.Fatalf("the edited message was stored at %d, want %d", old, edited)
+			}
+			want := append(slices.Delete(slices.Clone(before), edited, edited+1), lines()[len(lines())-2:]...)
 			waitStored(t, g, id, len(want))
 			live, superseded := liveAndSuperseded(t, g, id)
 			if strings.Join(live, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("after the edit %s holds %d messages, want %d:\n%s", conv, len(live), len(want), strings.Join(live[edited-2:edited+3], "\n"))
 			}
-			if superseded != stored-edited {
-				t.Fatalf("%d messages superseded, want %d: the edited one and every one after it", superseded, stored-edited)
+			if superseded != 1 {
+				t.Fatalf("%d messages superseded, want the edited one only", superseded)
 			}
 			if c := chat.say("q4"); c != conv {
 				t.Fatalf("the next turn went to %q, want %q", c, conv)
