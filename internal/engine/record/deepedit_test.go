@@ -40,7 +40,9 @@ func testDeepEdit(t *testing.T, backend string) {
 	const keep, whole, grown, at = 2000, 2200, 2700, 500
 	s, queue := openMiddle(t, backend)
 	store := s.(deepStore)
-	c := mustCapturer(t, queue, store, nil, withStore(Options{}, store))
+	// Each turn's Capture returns once it is stored, however slow the
+	// machine (-race): the test reads the conversation right after.
+	c := mustCapturer(t, queue, store, nil, withStore(Options{SaveWait: 5 * time.Minute, OpTimeout: time.Minute}, store))
 	ctx := context.Background()
 	setup := func(t *testing.T) (*longChat, memory.Identity) {
 		t.Helper()
