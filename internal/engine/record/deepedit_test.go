@@ -127,6 +127,31 @@ func testDeepEdit(t *testing.T, backend string) {
 		checkStampsAsStored(t, store, id, ch.history)
 	})
 
+	// A chat that, after an edit, shrinks below what one request stores
+	// (its newest messages deleted) is stored whole again, its new
+	// messages stamped as the client sends them, not as the Amend before
+	// them says; grown long again, its requests still check what their
+	// cut leaves out: a later edit deep in it is still seen (its stored
+	// copy superseded).
+	t.Run("shrunk and grown", func(t *testing.T) {
+		ch, id := setup(t)
+		ch.history[at].Content = "message 500, as the user rewrote it"
+		ch.send(3)
+		ch.history = ch.history[:whole-200]
+		ch.send(4) // stored whole: what was stored past it is superseded
+		ch.grow(2 * grown)
+		ch.send(5) // cut, past the messages the fourth turn stamped
+		const later = 800
+		if slices.Contains(superseded(t, id), fmt.Sprint("message ", later)) {
+			t.Fatalf("message %d superseded before its edit", later)
+		}
+		ch.history[later].Content = "message 800, as the user rewrote it"
+		ch.send(6)
+		if got := superseded(t, id); !slices.Contains(got, fmt.Sprint("message ", later)) {
+			t.Fatalf("the edit of message %d went unseen: its stored copy is not superseded", later)
+		}
+	})
+
 	t.Run("forked", func(t *testing.T) {
 		ch, id := setup(t)
 		before := value(t, c.metrics.rewinds)

@@ -55,15 +55,15 @@ const maxCorrections = 8
 // unredacted. One whose text the client changed is an edit: its leaf's
 // change is an Amend, and the search goes on. What still differs there
 // lies in the messages before it without a live stamp (never stored, or
-// edited before): an Amend of the message found. When the digest just
+// edited before), or in stamps summed otherwise from it on: an Amend of
+// the message found. When the digest just
 // before the window then matches, the changes were edits; when
 // maxCorrections runs out, or the client's history is shorter, the
 // client forked: the Rewind goes from the first message it changed. A
 // change among the history's first memory.BranchHead messages is left to
-// routing and Align, as before. Any failed read, or a stored history
-// that disagrees with itself, leaves ex as it is (no Gap: the messages
-// stored after the gap get no Stamp; no Rewind): the chat's next request
-// checks again.
+// routing and Align, as before. Any failed read leaves ex as it is (no
+// Gap: the messages stored after the gap get no Stamp; no Rewind): the
+// chat's next request checks again.
 func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.Exchange {
 	w := memory.BranchHead + ex.Skipped // the window's first position
 	if c.stamps == nil || ex.Skipped == 0 {
@@ -224,14 +224,15 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		}
 		fix, fixMiddle = fix.Xor(head).Xor(middle), fixMiddle.Xor(middle)
 		if r := bad.Digest.Xor(client(p)); r != (memory.Digest{}) {
-			if prev+1 >= p || p < memory.BranchHead {
-				// Nothing unstamped before p, yet the digests differ: a
-				// change the stamps cannot place.
+			if p < memory.BranchHead {
 				return forked()
 			}
 			// The client changed a message the conversation holds no live
-			// stamp of (never stored, or edited before): the stamps from
-			// p on sum it otherwise, an Amend of p's.
+			// stamp of (never stored, or edited before), or the stamps
+			// from p on were summed otherwise than those before it (a
+			// branch stored whole, fresh, after an Amend): either way
+			// they sum the history otherwise from p on, an Amend of p's
+			// (of stored forms: the stamps' and the client's, corrected).
 			edit(bad, r, false)
 		}
 		if last.Digest == client(last.Pos) {
