@@ -295,7 +295,9 @@ func later(a, b time.Time) time.Time {
 }
 
 // continuation returns the stored messages that go before the client's new
-// messages (rest), without their reasoning (withoutReasoning): replies the upstream broke off (memory.Message.Failed)
+// messages (rest), without their reasoning (withoutReasoning) but where a
+// tool loop the request continues needs it back (loopStart): replies the
+// upstream broke off (memory.Message.Failed)
 // are never sent back as if they had been said, and the stored tail that
 // the client repeats at the start of rest — the user turn and assistant tool
 // call a tool loop resends with its results, or a retried message — is left
@@ -313,9 +315,20 @@ func continuation(stored, rest []memory.Message, thinking bool) (_ []memory.Mess
 		// its fields). The prompt's other messages are the client's, as
 		// parsed, and the memory block memgate encodes.
 		if !m.Failed() && (len(m.Raw) == 0 || json.Valid(m.Raw)) {
-			out = append(out, withoutReasoning(m, thinking))
+			out = append(out, m)
 		}
 	}
+	out, resent = resentTail(out, rest)
+	loop := loopStart(out, rest)
+	for i := range out {
+		out[i] = withoutReasoning(out[i], i >= loop, thinking)
+	}
+	return out, resent
+}
+
+// resentTail returns out less the stored tail the client repeats at the
+// start of rest (see continuation), and the keys of what it left out.
+func resentTail(out, rest []memory.Message) (_ []memory.Message, resent []string) {
 	for k := min(len(out), len(rest)); k > 0; k-- {
 		same := true
 		for i := 0; i < k; i++ {
@@ -339,6 +352,19 @@ func continuation(stored, rest []memory.Message, thinking bool) (_ []memory.Mess
 		}
 	}
 	return out, nil
+}
+
+// loopStart returns the index of the first of stored, the stored turns
+// sent before rest, that is part of the current turn (memory.SplitCurrent)
+// of stored followed by rest — the tool loop a client that sends only its
+// newest messages continues with its tool results — or len(stored) when
+// rest starts a turn of its own (or is empty).
+func loopStart(stored, rest []memory.Message) int {
+	if earlier, current := memory.SplitCurrent(rest); len(earlier) > 0 || len(current) == 0 || current[0].Role == "user" {
+		return len(stored)
+	}
+	earlier, _ := memory.SplitCurrent(stored)
+	return len(earlier)
 }
 
 // keysOf returns the stored keys of msgs.
@@ -423,25 +449,37 @@ var auxiliaries = map[string]bool{
 	"é": true, "foi": true,
 }
 
-// reasoningFields are the reply fields that carry a model's reasoning;
-// signedThinking is the one of them that holds it as the provider signed
-// it (chat.Message.ThinkingBlocks).
-var reasoningFields = []string{"reasoning_content", "reasoning", signedThinking}
+// reasoningFields are the reply fields that carry a model's reasoning, or
+// memgate's digests of it; signedThinking and signedDetails are those that
+// hold it as the provider signed or encrypted it, with their digests
+// (chat.Message.ThinkingBlocks, chat.ReasoningDetails).
+var reasoningFields = []string{"reasoning_content", "reasoning", signedThinking, thinkingDigest, signedDetails, detailsDigest}
 
-const signedThinking = "thinking_blocks"
+const (
+	signedThinking = "thinking_blocks"
+	thinkingDigest = "thinking_blocks_sha256"
+	signedDetails  = "reasoning_details"
+	detailsDigest  = "reasoning_details_sha256"
+)
 
 // withoutReasoning returns m with the reasoning fields removed from its Raw:
 // the store keeps a reply's reasoning, but it does not go back upstream as
-// history (providers such as DeepSeek reject reasoning_content in input) —
-// except, when thinking (memory.Request.ReplaysThinking), its signed
-// blocks, which Anthropic requires back with a tool loop's call. A member
-// is reasoning however its name is spelled: with JSON escapes, or in any
-// case (encoding/json, as memgate's dialects read a message, matches
-// names case-insensitively; isReasoning); only thinking_blocks spelled so
-// is the signed one. The decoding keeps one of a name given twice and the
-// encoding writes each once, so no provider reads a second copy. Raws that
-// cannot name a reasoning member (mayNameReasoning) are not decoded.
-func withoutReasoning(m memory.Message, thinking bool) memory.Message {
+// history (providers such as DeepSeek reject reasoning_content in input;
+// it costs input tokens; it is the model's, not the conversation's) —
+// except, in the tool loop the request continues (loop), what the
+// provider signed or encrypted and requires back to continue it, as it
+// gave it: when thinking (memory.Request.ReplaysThinking), the signed
+// blocks (thinking_blocks, with their digest, which the Anthropic render
+// checks), and OpenRouter's signed and encrypted reasoning_details
+// (signedOnly) while they still have their digest as received
+// (memory.ReasoningIntact). A member is reasoning however its name is
+// spelled: with JSON escapes, or in any case (encoding/json, as memgate's
+// dialects read a message, matches names case-insensitively;
+// isReasoning); only the kept members spelled so are kept. The decoding
+// keeps one of a name given twice and the encoding writes each once, so
+// no provider reads a second copy. Raws that cannot name a reasoning
+// member (mayNameReasoning) are not decoded.
+func withoutReasoning(m memory.Message, loop, thinking bool) memory.Message {
 	if m.Role != "assistant" || !mayNameReasoning(m.Raw) {
 		return m
 	}
@@ -449,12 +487,26 @@ func withoutReasoning(m memory.Message, thinking bool) memory.Message {
 	if json.Unmarshal(m.Raw, &fields) != nil {
 		return m
 	}
+	var details json.RawMessage
+	if d, ok := fields[signedDetails]; ok && loop {
+		var digest string // none: stored before digests, or by a client
+		if sum, ok := fields[detailsDigest]; ok && json.Unmarshal(sum, &digest) != nil {
+			digest = "-" // matches nothing
+		}
+		if memory.ReasoningIntact(d, digest) {
+			details = signedOnly(d)
+		}
+	}
 	removed := false
 	for k := range fields {
-		if isReasoning(k) && (k != signedThinking || !thinking) {
+		keep := loop && thinking && (k == signedThinking || k == thinkingDigest)
+		if isReasoning(k) && !keep {
 			delete(fields, k)
 			removed = true
 		}
+	}
+	if details != nil {
+		fields[signedDetails] = details
 	}
 	if !removed {
 		return m
@@ -465,6 +517,40 @@ func withoutReasoning(m memory.Message, thinking bool) memory.Message {
 	}
 	m.Raw = raw
 	return m
+}
+
+// signedOnly returns the details of an OpenRouter reasoning_details array
+// that are the provider's own signed or encrypted reasoning — a
+// reasoning.text with a signature, a reasoning.encrypted with its data —
+// each as stored, in order; nil when there are none or raw is not an
+// array. Summaries and unsigned text are the model's plain reasoning.
+func signedOnly(raw json.RawMessage) json.RawMessage {
+	var all []json.RawMessage
+	if json.Unmarshal(raw, &all) != nil {
+		return nil
+	}
+	kept := all[:0]
+	for _, d := range all {
+		var v struct {
+			Type      string `json:"type"`
+			Signature string `json:"signature"`
+			Data      string `json:"data"`
+		}
+		if json.Unmarshal(d, &v) != nil {
+			continue
+		}
+		if v.Type == "reasoning.text" && v.Signature != "" || v.Type == "reasoning.encrypted" && v.Data != "" {
+			kept = append(kept, d)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // isReasoning reports whether a member name is one of reasoningFields as
@@ -480,7 +566,8 @@ func isReasoning(name string) bool {
 
 // mayNameReasoning reports whether the JSON raw may have a member that
 // isReasoning, without decoding it: whether a string in it starts with
-// "reasoning" or "thinking_blocks" in any ASCII case, or it holds what
+// "reasoning" or "thinking_blocks" in any ASCII case (every one of
+// reasoningFields does), or it holds what
 // would let a name spell them otherwise — an escape of an ASCII letter or
 // '_' (or one it cannot read), or a letter that folds to an ASCII one
 // (U+017F ſ, U+212A Kelvin sign; no other does).

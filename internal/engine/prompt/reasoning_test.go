@@ -39,7 +39,7 @@ func TestWithoutReasoningHowEverSpelled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := mustMsg(t, tc.raw)
-			got := withoutReasoning(m, tc.thinking)
+			got := withoutReasoning(m, true, tc.thinking)
 			if left := reasoningMembers(t, got.Raw, tc.thinking); len(left) > 0 {
 				t.Errorf("reasoning %q left in\n%s", left, got.Raw)
 			}
@@ -59,10 +59,10 @@ func TestWithoutReasoningKeepsOtherRepliesAsStored(t *testing.T) {
 	for _, raw := range []string{
 		`{"role":"assistant","content":"Ol\u00e1, Ana \u003cb\u003e."}`,
 		`{"role":"assistant","content":"my reasoning is \"sound\""}`,
-		`{"role":"assistant","content":"Hi.","reasoning_details":[]}`,
+		`{"role":"assistant","content":"Hi.","reasoningless":true}`,
 	} {
 		m := mustMsg(t, raw)
-		if got := withoutReasoning(m, false); !bytes.Equal(got.Raw, m.Raw) {
+		if got := withoutReasoning(m, false, false); !bytes.Equal(got.Raw, m.Raw) {
 			t.Errorf("%s\nbecame\n%s", m.Raw, got.Raw)
 		}
 	}
@@ -119,7 +119,7 @@ func BenchmarkWithoutReasoning(b *testing.B) {
 			m := mustMsg(b, strings.ReplaceAll(c.raw, `\\u`, `\u`))
 			b.ReportAllocs()
 			for b.Loop() {
-				withoutReasoning(m, false)
+				withoutReasoning(m, false, false)
 			}
 		})
 	}
