@@ -53,11 +53,11 @@ func TestReplayedReasoningDetailsOnlyForTheToolLoop(t *testing.T) {
 	const result = `{"role":"tool","tool_call_id":"call_1","content":"18C"}`
 	const newAsk = `{"role":"user","content":"And tomorrow?"}`
 	for _, tc := range []struct {
-		name string
+		name  string
 		call  memory.Message
 		after []string // stored after the call
 		rest  string
-		want string // the call's reasoning_details upstream; "" none
+		want  string // the call's reasoning_details upstream; "" none
 	}{
 		{"tool loop", openRouterCall(t, "call_1", orDetails, true, same), nil, result, orSent},
 		{"loop over", openRouterCall(t, "call_1", orDetails, true, same), []string{result, `{"role":"assistant","content":"18C in Porto."}`}, newAsk, ""},
