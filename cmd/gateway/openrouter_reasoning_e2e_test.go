@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -77,7 +78,7 @@ func openRouterToolLoop(t *testing.T, file, typ string, stream bool) {
 	const want = `[{"type":"reasoning.text","text":"The user wants Porto's weather \ufffd I should call get_weather.","signature":"EqQBCkgIBxABGAIiQBs0c2lnbmVkLWJ5LWFudGhyb3BpYw==","id":null,"format":"anthropic-claude-v1","index":0},` +
 		`{"type":"reasoning.encrypted","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj","id":null,"format":"anthropic-claude-v1","index":1}]`
 	body := string(up.Last(t).Body)
-	if call.Role != "assistant" || !sameValue(t, call.Details, want) {
+	if call.Role != "assistant" || !dialecttest.SameJSON(t, call.Details, []byte(want)) {
 		t.Errorf("the replayed call's reasoning_details\n%s\nwant the provider's\n%s\nsent: %s", call.Details, want, body)
 	}
 	if strings.Contains(body, `"reasoning":"`) || strings.Contains(body, "_sha256") {
@@ -89,19 +90,4 @@ func openRouterToolLoop(t *testing.T, file, typ string, stream bool) {
 		!strings.Contains(body, "toolu_01A09q90qw90lq917835lq9") {
 		t.Errorf("a finished loop's call went back with its reasoning (or not at all): %s", body)
 	}
-}
-
-// sameValue reports whether raw and want decode to the same JSON value.
-func sameValue(t *testing.T, raw json.RawMessage, want string) bool {
-	t.Helper()
-	var a, b any
-	if json.Unmarshal(raw, &a) != nil {
-		return false
-	}
-	if err := json.Unmarshal([]byte(want), &b); err != nil {
-		t.Fatal(err)
-	}
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
 }

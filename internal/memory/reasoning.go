@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -125,19 +126,6 @@ func surrogate(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, 0xD800 <= r && r <= 0xDFFF
+	r, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(r), err == nil && 0xD800 <= r && r <= 0xDFFF
 }

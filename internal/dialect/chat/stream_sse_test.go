@@ -82,7 +82,7 @@ func TestStreamKeepsOpenRouterReasoningDetails(t *testing.T) {
 	}
 	const details = `[{"type":"reasoning.text","text":"The user wants Porto's weather \ufffd I should call get_weather.","signature":"EqQBCkgIBxABGAIiQBs0c2lnbmVkLWJ5LWFudGhyb3BpYw==","id":null,"format":"anthropic-claude-v1","index":0},` +
 		`{"type":"reasoning.encrypted","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj","id":null,"format":"anthropic-claude-v1","index":1}]`
-	if !jsonEqualT(t, m.Details, []byte(details)) {
+	if !dialecttest.SameJSON(t, m.Details, []byte(details)) {
 		t.Errorf("whole reply's reasoning_details\n%s\nwant\n%s", m.Details, details)
 	}
 	if m.Digest == "" || m.Digest != memory.ReasoningDigest([]byte(details)) {
@@ -93,23 +93,8 @@ func TestStreamKeepsOpenRouterReasoningDetails(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if !jsonEqualT(t, got.Raw, want.Raw) || *u != *wantUsage {
+		if !dialecttest.SameJSON(t, got.Raw, want.Raw) || *u != *wantUsage {
 			t.Errorf("step %d: streamed %s (usage %+v)\nwhole %s (usage %+v)", step, got.Raw, *u, want.Raw, *wantUsage)
 		}
 	}
-}
-
-// jsonEqualT reports whether a and b decode to the same value.
-func jsonEqualT(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		return false
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatal(err)
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
 }

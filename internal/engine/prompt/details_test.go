@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -104,7 +105,7 @@ func TestReplayedReasoningDetailsOnlyForTheToolLoop(t *testing.T) {
 			switch {
 			case tc.want == "" && call.Details != nil:
 				t.Errorf("reasoning_details %s went back", call.Details)
-			case tc.want != "" && !sameJSON(t, call.Details, tc.want):
+			case tc.want != "" && !dialecttest.SameJSON(t, call.Details, []byte(tc.want)):
 				t.Errorf("reasoning_details\n%s\nwant\n%s", call.Details, tc.want)
 			}
 		})
@@ -128,19 +129,4 @@ func TestReplayedThinkingOnlyForTheToolLoop(t *testing.T) {
 	if got := joined(p); strings.Contains(got, "sigOld") || !strings.Contains(got, `"signature":"sig"`) {
 		t.Errorf("want only the loop's call with its signed blocks:\n%s", got)
 	}
-}
-
-// sameJSON reports whether raw and want decode to the same value.
-func sameJSON(t *testing.T, raw json.RawMessage, want string) bool {
-	t.Helper()
-	var a, b any
-	if json.Unmarshal(raw, &a) != nil {
-		return false
-	}
-	if err := json.Unmarshal([]byte(want), &b); err != nil {
-		t.Fatal(err)
-	}
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }
