@@ -10,8 +10,9 @@ import (
 
 // streamDetails reassembles a streamed reply's reasoning_details
 // (ReasoningDetails) into the array a non-streamed reply holds, as
-// OpenRouter's own clients do: the pieces of one detail share its index
-// (a piece without one continues the detail before it); their text and
+// OpenRouter's own clients do: the pieces of one detail share its type
+// and index (a piece without an index continues the detail before it,
+// and details of two types at one index stay two); their text and
 // summary strings are joined, any other member takes the last value that
 // is not null (a reasoning.text detail's signature comes in its last
 // piece), and the details keep the order they started in. A stream's
@@ -27,6 +28,7 @@ type streamDetails struct {
 // streamDetail is one detail being streamed.
 type streamDetail struct {
 	index   json.RawMessage // as the upstream wrote it; nil when none
+	typ     string
 	members map[string]json.RawMessage
 	order   []string
 	joined  map[string][]byte // text and summary, decoded and joined
@@ -50,7 +52,9 @@ func (d *streamDetails) add(raw json.RawMessage) error {
 		return fmt.Errorf("%w: stream chunk: reasoning_details: %v", memory.ErrInvalid, err)
 	}
 	for _, p := range pieces {
-		cur := d.at(p["index"])
+		var typ string
+		json.Unmarshal(p["type"], &typ) // a type that is not a string is none
+		cur := d.at(p["index"], typ)
 		for k, v := range p {
 			if joinedMembers[k] {
 				var str string
@@ -75,18 +79,18 @@ func (d *streamDetails) add(raw json.RawMessage) error {
 	return nil
 }
 
-// at returns the detail a piece with index belongs to, starting one when
-// none does.
-func (d *streamDetails) at(index json.RawMessage) *streamDetail {
+// at returns the detail a piece of type typ with index belongs to,
+// starting one when none does.
+func (d *streamDetails) at(index json.RawMessage, typ string) *streamDetail {
 	if n := len(d.list); n > 0 && (index == nil || string(index) == "null") {
 		return d.list[n-1]
 	}
 	for _, c := range d.list {
-		if c.index != nil && string(c.index) == string(index) {
+		if c.index != nil && string(c.index) == string(index) && (c.typ == typ || typ == "" || c.typ == "") {
 			return c
 		}
 	}
-	c := &streamDetail{members: map[string]json.RawMessage{}, joined: map[string][]byte{}}
+	c := &streamDetail{typ: typ, members: map[string]json.RawMessage{}, joined: map[string][]byte{}}
 	if string(index) != "null" {
 		c.index = index
 	}
