@@ -464,9 +464,11 @@ type Request struct {
 	// reply's signed reasoning back (Anthropic Messages with extended
 	// thinking on, which requires the assistant turn whose tool calls the
 	// request's tool results answer to start with its thinking blocks):
-	// replayed assistant turns keep the signed blocks stored with them
-	// (their thinking_blocks member). Otherwise no stored reasoning goes
-	// upstream.
+	// the replayed assistant turns of the tool loop the request continues
+	// keep the signed blocks stored with them (their thinking_blocks
+	// member). Otherwise no stored reasoning goes upstream but a tool
+	// loop's signed or encrypted reasoning_details (OpenRouter), which
+	// any request continuing that loop gets back.
 	ReplaysThinking bool
 	// Root is the conversation derived from the request's history
 	// (DerivedConversation) when routing placed the request in a

@@ -5,12 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // block is an Anthropic content block, as far as memgate reads it.
@@ -44,8 +43,9 @@ type source struct {
 // one user message after them. An assistant message becomes one assistant
 // message (see assistantMessage). Blocks chat cannot hold (server tools,
 // redacted thinking, search results) are left out of memory; the client's
-// own blocks still go upstream unchanged.
-func toChat(role string, blocks []block, text *string) ([]chat.Message, error) {
+// own blocks still go upstream unchanged. Lossless is whether the message
+// was read without loss (memory.Lossless; assistantMessage).
+func toChat(role string, blocks []block, text *string, lossless bool) ([]chat.Message, error) {
 	if text != nil {
 		if role == "assistant" {
 			return []chat.Message{chat.Assistant(*text, nil, "", "")}, nil
@@ -53,7 +53,7 @@ func toChat(role string, blocks []block, text *string) ([]chat.Message, error) {
 		return []chat.Message{{Role: "user", Content: chat.Text(*text)}}, nil
 	}
 	if role == "assistant" {
-		return []chat.Message{assistantMessage(blocks)}, nil
+		return []chat.Message{assistantMessage(blocks, lossless)}, nil
 	}
 	var (
 		out   []chat.Message
@@ -84,11 +84,12 @@ func toChat(role string, blocks []block, text *string) ([]chat.Message, error) {
 // (Claude splits one answer into several text blocks around citations),
 // tool_use blocks as tool calls with the input as compact JSON, thinking
 // blocks joined into reasoning_content, and the signed thinking and
-// redacted_thinking blocks, in order, as thinking_blocks (signedThinking).
-// Request history and captured replies go through it alike, so a reply
-// the client sends back as history has the fingerprint capture stored it
-// under.
-func assistantMessage(blocks []block) chat.Message {
+// redacted_thinking blocks, in order, as thinking_blocks (signedThinking),
+// with their digest as received when lossless (the blocks were read
+// without loss, memory.Lossless). Request history and captured replies go
+// through it alike, so a reply the client sends back as history has the
+// fingerprint capture stored it under.
+func assistantMessage(blocks []block, lossless bool) chat.Message {
 	var (
 		text     strings.Builder
 		thinking []string
@@ -106,6 +107,9 @@ func assistantMessage(blocks []block) chat.Message {
 	}
 	m := chat.Assistant(text.String(), calls, strings.Join(thinking, "\n"), "")
 	m.ThinkingBlocks = signedThinking(blocks)
+	if lossless && m.ThinkingBlocks != nil {
+		m.ThinkingDigest = memory.ReasoningDigest(m.ThinkingBlocks)
+	}
 	return m
 }
 
@@ -243,7 +247,7 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 		}
 		return "user", blocks, len(blocks) > 0
 	case "assistant":
-		blocks = thinkingBlocks(m.ThinkingBlocks)
+		blocks = thinkingBlocks(m.ThinkingBlocks, m.ThinkingDigest)
 		thought := len(blocks) // a turn of reasoning alone says nothing
 		if t := chat.TextOf(parts); strings.TrimSpace(t) != "" {
 			blocks = append(blocks, outBlock{Type: "text", Text: t})
@@ -270,14 +274,15 @@ func fromChat(raw json.RawMessage) (role string, blocks []outBlock, ok bool) {
 }
 
 // thinkingBlocks reads a stored reply's signed reasoning blocks
-// (chat.Message.ThinkingBlocks): none when there are none or they cannot
-// be read, or when a block's text, signature or data was changed since
-// the provider signed it (altered: the redactor, with its own patterns or
-// an operator's, replaced a secret in it, or storing sanitized it — the
-// API would refuse the signature). Each block goes back with its own
-// members only.
-func thinkingBlocks(raw json.RawMessage) []outBlock {
-	if len(raw) == 0 {
+// (chat.Message.ThinkingBlocks) and their digest as received: none when
+// there are none or they cannot be read, or when a block's text,
+// signature or data was changed since the provider signed it
+// (memory.ReasoningIntact: the redactor, with its own patterns or an
+// operator's, replaced a secret in it, or storing sanitized it — the API
+// would refuse the signature). Each block goes back with its own members
+// only.
+func thinkingBlocks(raw json.RawMessage, digest string) []outBlock {
+	if len(raw) == 0 || !memory.ReasoningIntact(raw, digest) {
 		return nil
 	}
 	var bs []outBlock
@@ -287,9 +292,9 @@ func thinkingBlocks(raw json.RawMessage) []outBlock {
 	out := make([]outBlock, 0, len(bs))
 	for _, b := range bs {
 		switch {
-		case b.Type == "thinking" && b.Thinking != nil && b.Signature != "" && !altered(*b.Thinking, b.Signature):
+		case b.Type == "thinking" && b.Thinking != nil && b.Signature != "":
 			out = append(out, outBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
-		case b.Type == "redacted_thinking" && b.Data != "" && !altered(b.Data):
+		case b.Type == "redacted_thinking" && b.Data != "":
 			out = append(out, outBlock{Type: b.Type, Data: b.Data})
 		default:
 			return nil
@@ -297,23 +302,6 @@ func thinkingBlocks(raw json.RawMessage) []outBlock {
 	}
 	return out
 }
-
-// altered reports whether any of ss may have been changed since the
-// provider signed it: it holds what the redactor puts in place of a
-// secret, or U+FFFD, what storing puts in place of a NUL or of invalid
-// UTF-8 (record.SanitizeRaw; encoding/json decodes invalid UTF-8 and lone
-// surrogate escapes in a reply to it as well). A U+FFFD the provider
-// itself wrote cannot be told apart: that block is not replayed either,
-// the safe side (the step goes with thinking off).
-func altered(ss ...string) bool {
-	return slices.ContainsFunc(ss, func(s string) bool {
-		return strings.Contains(s, redactedMark) || strings.ContainsRune(s, utf8.RuneError)
-	})
-}
-
-// redactedMark starts what the redactor puts in place of a secret
-// (internal/redact).
-const redactedMark = "[redacted:"
 
 // toolUseID returns a stored tool call's id as a tool_use id the Messages
 // API accepts (letters, digits, '_' and '-'): the id itself when it is

@@ -67,7 +67,7 @@ func ReplyFromJSON(b []byte) (memory.Message, *memory.Usage, error) {
 	if resp.Type != "message" {
 		return memory.Message{}, nil, fmt.Errorf("%w: body is a %q, not a message", memory.ErrInvalid, resp.Type)
 	}
-	msg, err := chat.Encode(assistantMessage(resp.Content))
+	msg, err := chat.Encode(assistantMessage(resp.Content, memory.Lossless(b)))
 	if err != nil {
 		return memory.Message{}, nil, err
 	}

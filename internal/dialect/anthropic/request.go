@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/chat"
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // Request is a Messages API request body, read once.
@@ -100,7 +101,7 @@ func ParseRequest(b []byte) (*Request, error) {
 		if err != nil {
 			return nil, body.Invalid(param, "%v", err)
 		}
-		msgs, err := toChat(role, blocks, text)
+		msgs, err := toChat(role, blocks, text, role == "assistant" && memory.Lossless(raw))
 		if err != nil {
 			return nil, body.Invalid(param, "%v", err)
 		}

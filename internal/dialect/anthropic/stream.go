@@ -22,6 +22,10 @@ type Stream struct {
 	stopped bool
 	failed  string // the error event's message, when one came
 	err     error
+	// lossy is set by a thinking or redacted_thinking block's event that
+	// did not read without loss (memory.Lossless): its blocks get no
+	// digest.
+	lossy bool
 }
 
 // streamBlock is a content block being reassembled.
@@ -87,6 +91,9 @@ func (s *Stream) event(ev sse.Event) error {
 		if e.ContentBlock == nil {
 			return fmt.Errorf("%w: content_block_start without content_block", memory.ErrInvalid)
 		}
+		if t := e.ContentBlock.Type; t == "thinking" || t == "redacted_thinking" {
+			s.lossy = s.lossy || !memory.Lossless(ev.Data)
+		}
 		b := &streamBlock{block: *e.ContentBlock}
 		b.text.WriteString(b.Text)
 		b.thinking.WriteString(b.Thinking)
@@ -102,8 +109,10 @@ func (s *Stream) event(ev sse.Event) error {
 			b.text.WriteString(e.Delta.Text)
 		case "thinking_delta":
 			b.thinking.WriteString(e.Delta.Thinking)
+			s.lossy = s.lossy || !memory.Lossless(ev.Data)
 		case "signature_delta":
 			b.signature.WriteString(e.Delta.Signature)
+			s.lossy = s.lossy || !memory.Lossless(ev.Data)
 		case "input_json_delta":
 			b.inputJSON.WriteString(e.Delta.PartialJSON)
 			b.sawInput = true
@@ -153,7 +162,7 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 		}
 		blocks = append(blocks, out)
 	}
-	msg, err := chat.Encode(assistantMessage(blocks))
+	msg, err := chat.Encode(assistantMessage(blocks, !s.lossy))
 	if err == nil && s.failed != "" {
 		msg, err = memory.MarkFailed(msg, s.failed)
 	}

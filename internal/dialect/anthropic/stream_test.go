@@ -26,8 +26,10 @@ func TestStreamMatchesWholeReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The signed blocks as received, and their digest (memory.ReasoningDigest).
+	const blocks = `[{"type":"thinking","thinking":"The user wants the weather in Porto; I should call the tool.","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}]`
 	wantRaw := `{"role":"assistant","content":"Okay, let's check the weather in Porto.","tool_calls":[{"id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Porto\",\"unit\":\"celsius\"}"}}],"reasoning_content":"The user wants the weather in Porto; I should call the tool.",` +
-		`"thinking_blocks":[{"type":"thinking","thinking":"The user wants the weather in Porto; I should call the tool.","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}]}`
+		`"thinking_blocks":` + blocks + `,"thinking_blocks_sha256":"` + memory.ReasoningDigest([]byte(blocks)) + `"}`
 	if string(want.Raw) != wantRaw {
 		t.Errorf("whole reply:\n got %s\nwant %s", want.Raw, wantRaw)
 	}

@@ -142,3 +142,71 @@ func sanitized(t *testing.T, raw json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// TestRenderReplaysProviderReplacementChar: a U+FFFD the provider wrote
+// in its signed reasoning is part of what it signed, not a mark of
+// storing: a reply captured so (whole or streamed) is replayed with its
+// blocks and thinking stays on. The same blocks altered since (a NUL
+// sanitized into U+FFFD, a secret redacted) are still not replayed.
+func TestRenderReplaysProviderReplacementChar(t *testing.T) {
+	const whole = `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[` +
+		`{"type":"thinking","thinking":"Porto \ufffd weather: call the tool.","signature":"EqQBsig=="},` +
+		`{"type":"redacted_thinking","data":"EmwKAhgBEgy3"},` +
+		`{"type":"tool_use","id":"toolu_a","name":"get_weather","input":{"city":"Porto"}}],` +
+		`"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5}}`
+	streamed := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Porto \\ufffd weather: \"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"call the tool.\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqQBsig==\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgBEgy3\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_a\",\"name\":\"get_weather\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\":\\\"Porto\\\"}\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	fromWhole, _, err := ReplyFromJSON([]byte(whole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromStream, _, err := dialecttest.Feed(NewStream(0), []byte(streamed), 7).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	redacted := json.RawMessage(strings.Replace(string(fromWhole.Raw), "call the tool.", "[redacted:api_key]", 2))
+	nul := json.RawMessage(strings.Replace(string(fromWhole.Raw), "call the tool.", `call\u0000 the tool.`, 2))
+	const body = `{"model":"claude-sonnet-4-5","max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},` +
+		`"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],` +
+		`"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"18C"}]}]}`
+	question := dialecttest.JSON(t, map[string]any{"role": "user", "content": "Weather in Porto?"})
+	for _, tc := range []struct {
+		name   string
+		stored json.RawMessage
+		replay bool
+	}{
+		{"whole", fromWhole.Raw, true},
+		{"streamed", fromStream.Raw, true},
+		{"redacted since", redacted, false},
+		{"sanitized since", sanitized(t, nul), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Render(dialecttest.Prepared(r.Conversation, "", []json.RawMessage{question, tc.stored}, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed := strings.Contains(string(out), `"signature":"EqQBsig=="`) && strings.Contains(string(out), `"data":"EmwKAhgBEgy3"`)
+			if replayed != tc.replay || r.ThinkingDisabled() == tc.replay {
+				t.Errorf("signed reasoning replayed %v, thinking disabled %v; want replayed %v:\n%s", replayed, r.ThinkingDisabled(), tc.replay, out)
+			}
+			if tc.replay && !strings.Contains(string(out), "Porto \ufffd weather: call the tool.") {
+				t.Errorf("the provider's text is not replayed as signed:\n%s", out)
+			}
+		})
+	}
+}

@@ -15,8 +15,10 @@ import (
 // ThinkingBlocks is the thinking_blocks field: a JSON array of a reply's
 // signed reasoning blocks as the provider gave them (Anthropic's thinking,
 // with its signature, and redacted_thinking), which Anthropic requires
-// back, unchanged, with the call of a tool loop it continues. The memory
-// core never replays either to another API (memory.Request.ReplaysThinking).
+// back, unchanged, with the call of a tool loop it continues;
+// ThinkingDigest is their digest as received (memory.ReasoningDigest), ""
+// when capture could not take it. The memory core never replays either to
+// another API (memory.Request.ReplaysThinking).
 type Message struct {
 	Role           string          `json:"role"`
 	Content        json.RawMessage `json:"content"`
@@ -25,6 +27,7 @@ type Message struct {
 	ToolCallID     string          `json:"tool_call_id,omitempty"`
 	Reasoning      string          `json:"reasoning_content,omitempty"`
 	ThinkingBlocks json.RawMessage `json:"thinking_blocks,omitempty"`
+	ThinkingDigest string          `json:"thinking_blocks_sha256,omitempty"`
 }
 
 // ToolCall is an assistant's call of a function.

@@ -38,6 +38,7 @@ func ReplyFromJSON(body []byte) (memory.Message, *memory.Usage, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("%w: completion message: %v", memory.ErrInvalid, err)
 	}
+	seal(fields, true)
 	msg, err := canonical(fields)
 	if err != nil {
 		return memory.Message{}, nil, err
@@ -77,6 +78,32 @@ func canonical(fields map[string]json.RawMessage) (memory.Message, error) {
 		return memory.Message{}, fmt.Errorf("parse reply: %w", err)
 	}
 	return msg, nil
+}
+
+// ReasoningDetails is the member in which OpenRouter (and the APIs that
+// copy it) returns a reply's reasoning as typed details
+// (reasoning.text, with the provider's signature when it signs it;
+// reasoning.summary; reasoning.encrypted), which it takes back, unaltered,
+// with a tool loop's call. DetailsDigest is the member beside it where
+// capture keeps the details' digest as received (memory.ReasoningDigest).
+const (
+	ReasoningDetails = "reasoning_details"
+	DetailsDigest    = "reasoning_details_sha256"
+)
+
+// seal sets fields' DetailsDigest to the digest of its ReasoningDetails as
+// the provider gave them, when there are some and lossless is true (they
+// were read without loss, memory.Lossless); it drops a DetailsDigest the
+// provider sent.
+func seal(fields map[string]json.RawMessage, lossless bool) {
+	delete(fields, DetailsDigest)
+	d := fields[ReasoningDetails]
+	if !lossless || len(d) == 0 || isEmptyArray(bytes.TrimSpace(d)) {
+		return
+	}
+	if sum := memory.ReasoningDigest(d); sum != "" {
+		fields[DetailsDigest], _ = json.Marshal(sum) // a hex string always encodes
+	}
 }
 
 // isEmptyArray reports whether v is a JSON array with no elements.

@@ -63,7 +63,8 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 
 // StreamReply reassembles the assistant message of a streamed chat
 // completion from its chunks: content, refusal and reasoning
-// (reasoning_content, reasoning) deltas concatenated, tool calls merged by
+// (reasoning_content, reasoning) deltas concatenated, reasoning_details
+// merged by index (streamDetails), tool calls merged by
 // index, the finish reason, and the usage of the final usage chunk. Only
 // choice 0 is kept. An error event in the stream (a chunk carrying an error
 // object, or an SSE event of type "error") marks the reply failed: what was
@@ -75,7 +76,8 @@ type StreamReply struct {
 	sawContent   bool
 	refusal      strings.Builder
 	reasoning    map[string]*strings.Builder // by field name
-	failed       string                      // the error event's message, when one came
+	details      streamDetails
+	failed       string // the error event's message, when one came
 	calls        map[int]*streamCall
 	alias        map[int]int // delta index → slot in calls, when they differ
 	next         int         // a slot after every tool call seen so far
@@ -116,6 +118,9 @@ type streamChunk struct {
 			// OpenRouter-style (reasoning) chat APIs stream it.
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
+			// ReasoningDetails are pieces of the reply's typed
+			// reasoning (ReasoningDetails), as OpenRouter streams it.
+			ReasoningDetails json.RawMessage `json:"reasoning_details"`
 			ToolCalls        []struct {
 				Index    int      `json:"index"`
 				ID       string   `json:"id"`
@@ -182,6 +187,9 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 		}
 		s.addReasoning("reasoning_content", d.ReasoningContent)
 		s.addReasoning("reasoning", d.Reasoning)
+		if err := s.details.add(d.ReasoningDetails); err != nil {
+			return err
+		}
 		for _, tc := range d.ToolCalls {
 			slot, ok := s.alias[tc.Index]
 			if !ok {
@@ -298,6 +306,12 @@ func (s *StreamReply) Result() (memory.Message, *memory.Usage, error) {
 				return memory.Message{}, nil, err
 			}
 		}
+	}
+	if d, err := s.details.result(); err != nil {
+		return memory.Message{}, nil, err
+	} else if d != nil {
+		fields[ReasoningDetails] = d
+		seal(fields, s.details.lossless)
 	}
 	msg, err := canonical(fields)
 	if err != nil {

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -50,4 +51,50 @@ func TestStreamFailures(t *testing.T) {
 		{Name: "a chunk that is not JSON", Stream: append(bytes.Clone(stream[:200]), "\n\ndata: {oops\n\n"...), Want: memory.ErrInvalid},
 		{Name: "over the limit", Stream: stream, Limit: 512, Want: sse.ErrTooLarge},
 	})
+}
+
+// TestStreamKeepsOpenRouterReasoningDetails: OpenRouter streams a
+// reply's reasoning_details in pieces (a reasoning.text detail's text over
+// several deltas of one index, its signature in a later one, a
+// reasoning.encrypted detail whole): the stream reassembles the array the
+// whole reply holds, and both store beside it its digest as received
+// (memory.ReasoningDigest), which a replay checks it against. The
+// provider's own U+FFFD is part of what it signed.
+func TestStreamKeepsOpenRouterReasoningDetails(t *testing.T) {
+	stream, err := os.ReadFile("testdata/stream_openrouter_reasoning.sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile("testdata/reply_openrouter_reasoning.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantUsage, err := chat.ReplyFromJSON(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Details json.RawMessage `json:"reasoning_details"`
+		Digest  string          `json:"reasoning_details_sha256"`
+	}
+	if err := json.Unmarshal(want.Raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	const details = `[{"type":"reasoning.text","text":"The user wants Porto's weather \ufffd I should call get_weather.","signature":"EqQBCkgIBxABGAIiQBs0c2lnbmVkLWJ5LWFudGhyb3BpYw==","id":null,"format":"anthropic-claude-v1","index":0},` +
+		`{"type":"reasoning.encrypted","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj","id":null,"format":"anthropic-claude-v1","index":1}]`
+	if !dialecttest.SameJSON(t, m.Details, []byte(details)) {
+		t.Errorf("whole reply's reasoning_details\n%s\nwant\n%s", m.Details, details)
+	}
+	if m.Digest == "" || m.Digest != memory.ReasoningDigest([]byte(details)) {
+		t.Errorf("digest %q, want that of the details as received", m.Digest)
+	}
+	for _, step := range []int{1, 7, 100, 1 << 20} {
+		got, u, err := dialecttest.Feed(chat.NewStream(0), stream, step).Result()
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if !dialecttest.SameJSON(t, got.Raw, want.Raw) || *u != *wantUsage {
+			t.Errorf("step %d: streamed %s (usage %+v)\nwhole %s (usage %+v)", step, got.Raw, *u, want.Raw, *wantUsage)
+		}
+	}
 }

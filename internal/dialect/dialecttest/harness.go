@@ -53,6 +53,24 @@ func JSON(tb testing.TB, v any) json.RawMessage {
 	return b
 }
 
+// SameJSON reports whether the JSON texts a and b hold the same value
+// (object members in any order, any escapes and spacing). It fails the
+// test when b, the expected value, is not JSON; a that is not is not the
+// same.
+func SameJSON(tb testing.TB, a, b []byte) bool {
+	tb.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil {
+		return false
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		tb.Fatalf("expected value %s: %v", b, err)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
 // Prepared builds what inject returns for the conversation c: its system
 // messages, the memory block (none when block is ""), stored turns, then
 // its other messages from index keepFrom (among the non-system ones) on.

@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/telemetry"
@@ -295,7 +292,9 @@ func later(a, b time.Time) time.Time {
 }
 
 // continuation returns the stored messages that go before the client's new
-// messages (rest), without their reasoning (withoutReasoning): replies the upstream broke off (memory.Message.Failed)
+// messages (rest), without their reasoning (withoutReasoning) but where a
+// tool loop the request continues needs it back (loopStart): replies the
+// upstream broke off (memory.Message.Failed)
 // are never sent back as if they had been said, and the stored tail that
 // the client repeats at the start of rest — the user turn and assistant tool
 // call a tool loop resends with its results, or a retried message — is left
@@ -313,9 +312,20 @@ func continuation(stored, rest []memory.Message, thinking bool) (_ []memory.Mess
 		// its fields). The prompt's other messages are the client's, as
 		// parsed, and the memory block memgate encodes.
 		if !m.Failed() && (len(m.Raw) == 0 || json.Valid(m.Raw)) {
-			out = append(out, withoutReasoning(m, thinking))
+			out = append(out, m)
 		}
 	}
+	out, resent = resentTail(out, rest)
+	loop := loopStart(out, rest)
+	for i := range out {
+		out[i] = withoutReasoning(out[i], i >= loop, thinking)
+	}
+	return out, resent
+}
+
+// resentTail returns out less the stored tail the client repeats at the
+// start of rest (see continuation), and the keys of what it left out.
+func resentTail(out, rest []memory.Message) (_ []memory.Message, resent []string) {
 	for k := min(len(out), len(rest)); k > 0; k-- {
 		same := true
 		for i := 0; i < k; i++ {
@@ -339,6 +349,19 @@ func continuation(stored, rest []memory.Message, thinking bool) (_ []memory.Mess
 		}
 	}
 	return out, nil
+}
+
+// loopStart returns the index of the first of stored, the stored turns
+// sent before rest, that is part of the current turn (memory.SplitCurrent)
+// of stored followed by rest — the tool loop a client that sends only its
+// newest messages continues with its tool results — or len(stored) when
+// rest starts a turn of its own (or is empty).
+func loopStart(stored, rest []memory.Message) int {
+	if earlier, current := memory.SplitCurrent(rest); len(earlier) > 0 || len(current) == 0 || current[0].Role == "user" {
+		return len(stored)
+	}
+	earlier, _ := memory.SplitCurrent(stored)
+	return len(earlier)
 }
 
 // keysOf returns the stored keys of msgs.
@@ -421,134 +444,6 @@ var auxiliaries = map[string]bool{
 	"will": true, "would": true, "should": true, "could": true, "shall": true,
 	"may": true, "might": true, "must": true, "am": true, "were": true, "been": true,
 	"é": true, "foi": true,
-}
-
-// reasoningFields are the reply fields that carry a model's reasoning;
-// signedThinking is the one of them that holds it as the provider signed
-// it (chat.Message.ThinkingBlocks).
-var reasoningFields = []string{"reasoning_content", "reasoning", signedThinking}
-
-const signedThinking = "thinking_blocks"
-
-// withoutReasoning returns m with the reasoning fields removed from its Raw:
-// the store keeps a reply's reasoning, but it does not go back upstream as
-// history (providers such as DeepSeek reject reasoning_content in input) —
-// except, when thinking (memory.Request.ReplaysThinking), its signed
-// blocks, which Anthropic requires back with a tool loop's call. A member
-// is reasoning however its name is spelled: with JSON escapes, or in any
-// case (encoding/json, as memgate's dialects read a message, matches
-// names case-insensitively; isReasoning); only thinking_blocks spelled so
-// is the signed one. The decoding keeps one of a name given twice and the
-// encoding writes each once, so no provider reads a second copy. Raws that
-// cannot name a reasoning member (mayNameReasoning) are not decoded.
-func withoutReasoning(m memory.Message, thinking bool) memory.Message {
-	if m.Role != "assistant" || !mayNameReasoning(m.Raw) {
-		return m
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(m.Raw, &fields) != nil {
-		return m
-	}
-	removed := false
-	for k := range fields {
-		if isReasoning(k) && (k != signedThinking || !thinking) {
-			delete(fields, k)
-			removed = true
-		}
-	}
-	if !removed {
-		return m
-	}
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return m
-	}
-	m.Raw = raw
-	return m
-}
-
-// isReasoning reports whether a member name is one of reasoningFields as
-// encoding/json matches names (Unicode case folding: strings.EqualFold).
-func isReasoning(name string) bool {
-	for _, f := range reasoningFields {
-		if strings.EqualFold(name, f) {
-			return true
-		}
-	}
-	return false
-}
-
-// mayNameReasoning reports whether the JSON raw may have a member that
-// isReasoning, without decoding it: whether a string in it starts with
-// "reasoning" or "thinking_blocks" in any ASCII case, or it holds what
-// would let a name spell them otherwise — an escape of an ASCII letter or
-// '_' (or one it cannot read), or a letter that folds to an ASCII one
-// (U+017F ſ, U+212A Kelvin sign; no other does).
-func mayNameReasoning(raw []byte) bool {
-	for rest := raw; ; {
-		i := bytes.Index(rest, []byte(`\u`))
-		if i < 0 {
-			break
-		}
-		rest = rest[i+2:]
-		if len(rest) < 4 {
-			return true
-		}
-		r, ok := hex4(rest)
-		if !ok || r == '_' || r < utf8.RuneSelf && unicode.IsLetter(r) || r == 0x17F || r == 0x212A {
-			return true
-		}
-	}
-	if bytes.Contains(raw, []byte("\u017f")) || bytes.Contains(raw, []byte("\u212a")) {
-		return true
-	}
-	for rest := raw; ; {
-		i := bytes.IndexByte(rest, '"')
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+1:]
-		if hasFoldPrefix(rest, "reasoning") || hasFoldPrefix(rest, signedThinking) {
-			return true
-		}
-	}
-}
-
-// hex4 reads the four hexadecimal digits b starts with (of a \u escape).
-func hex4(b []byte) (rune, bool) {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// hasFoldPrefix reports whether b starts with the lower-case ASCII prefix
-// in any ASCII case.
-func hasFoldPrefix(b []byte, prefix string) bool {
-	if len(b) < len(prefix) {
-		return false
-	}
-	for i := 0; i < len(prefix); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != prefix[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // within returns a for one request of tenant's user whose context is ctx:

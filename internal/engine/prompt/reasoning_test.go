@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,7 @@ func TestWithoutReasoningHowEverSpelled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := mustMsg(t, tc.raw)
-			got := withoutReasoning(m, tc.thinking)
+			got := withoutReasoning(m, true, tc.thinking)
 			if left := reasoningMembers(t, got.Raw, tc.thinking); len(left) > 0 {
 				t.Errorf("reasoning %q left in\n%s", left, got.Raw)
 			}
@@ -59,10 +60,10 @@ func TestWithoutReasoningKeepsOtherRepliesAsStored(t *testing.T) {
 	for _, raw := range []string{
 		`{"role":"assistant","content":"Ol\u00e1, Ana \u003cb\u003e."}`,
 		`{"role":"assistant","content":"my reasoning is \"sound\""}`,
-		`{"role":"assistant","content":"Hi.","reasoning_details":[]}`,
+		`{"role":"assistant","content":"Hi.","reasoningless":true}`,
 	} {
 		m := mustMsg(t, raw)
-		if got := withoutReasoning(m, false); !bytes.Equal(got.Raw, m.Raw) {
+		if got := withoutReasoning(m, false, false); !bytes.Equal(got.Raw, m.Raw) {
 			t.Errorf("%s\nbecame\n%s", m.Raw, got.Raw)
 		}
 	}
@@ -119,8 +120,74 @@ func BenchmarkWithoutReasoning(b *testing.B) {
 			m := mustMsg(b, strings.ReplaceAll(c.raw, `\\u`, `\u`))
 			b.ReportAllocs()
 			for b.Loop() {
-				withoutReasoning(m, false)
+				withoutReasoning(m, false, false)
 			}
 		})
+	}
+}
+
+// TestCutReasoningAgreesWithEncodingJSON: cutting reasoning members out
+// of the bytes (cutReasoning) leaves the value encoding/json would leave
+// by decoding the reply, deleting them and encoding it again, for replies
+// of every shape: member names escaped or case-folded, strings holding
+// quotes, backslashes, braces and escapes, nested values, whitespace.
+func TestCutReasoningAgreesWithEncodingJSON(t *testing.T) {
+	names := []string{`role`, `content`, `tool_calls`, `reasoning`, `Reasoning_Content`, `reasoning_details`, `\u0072easoning`,
+		`thinking_blocks`, `thin\u212aing_blocks`, `thinking_blocks_sha256`, `reasoning_details_sha256`, `reasoningless`, `r\u00e9sum\u00e9`, `ñame`}
+	values := []string{`"plain"`, `"a \"quoted\" {brace} [x] \\ back\\\\slash"`, `"\u00e9\ud83d\ude00"`, `null`, `true`, `-1.5e3`, `12`,
+		`{"a":[1,{"b":"}]\""}],"c":{}}`, `[]`, `[ "x" , { "y" : "]" } ]`, `{}`, `"reasoning"`}
+	blanks := []string{"", " ", "\n\t", "\r\n  "}
+	r := rand.New(rand.NewPCG(7, 7))
+	for n := range 3000 {
+		var b strings.Builder
+		b.WriteString(blanks[r.IntN(len(blanks))] + "{")
+		used := map[string]bool{}
+		k := r.IntN(6)
+		for i := 0; i < k; i++ {
+			name := names[r.IntN(len(names))]
+			var dec string
+			json.Unmarshal([]byte(`"`+name+`"`), &dec)
+			if used[dec] {
+				continue // encoding/json keeps one of a name given twice
+			}
+			used[dec] = true
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "{") {
+				b.WriteString(",")
+			}
+			b.WriteString(blanks[r.IntN(len(blanks))] + `"` + name + `"` + blanks[r.IntN(len(blanks))] + ":" + blanks[r.IntN(len(blanks))])
+			b.WriteString(values[r.IntN(len(values))] + blanks[r.IntN(len(blanks))])
+		}
+		b.WriteString("}" + blanks[r.IntN(len(blanks))])
+		raw := []byte(b.String())
+		if !json.Valid(raw) {
+			t.Fatalf("case %d: built invalid JSON %s", n, raw)
+		}
+		got, ok := cutReasoning(raw)
+		if !ok {
+			t.Fatalf("cutReasoning(%s) failed", raw)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		for k := range fields {
+			if isReasoning(k) {
+				delete(fields, k)
+			}
+		}
+		want, _ := json.Marshal(fields)
+		var a, c any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("cutReasoning(%s) = %s: %v", raw, got, err)
+		}
+		json.Unmarshal(want, &c)
+		if fmt.Sprint(a) != fmt.Sprint(c) {
+			t.Errorf("cutReasoning(%s)\n= %s\nwant %s", raw, got, want)
+		}
+	}
+	for _, bad := range []string{`[1]`, `{"a":1`, `{"a" 1}`, `{"a":"x}`, `"s"`, `{"a":1,}`, ``} {
+		if _, ok := cutReasoning([]byte(bad)); ok {
+			t.Errorf("cutReasoning(%s) read it as an object", bad)
+		}
 	}
 }
