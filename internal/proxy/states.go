@@ -50,35 +50,46 @@ func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.shared() 
 // checkStates returns the error answering a request of id that names a
 // provider state not bound to id's tenant and user — notFound's, the
 // provider's own answer to an id it does not hold — or a 503 when the
-// binding store cannot say; nil when every state is id's. Of the ids the
-// request's items give beside their content (carried:
+// binding store cannot say; nil when every state is id's. The ids its
+// items give that the API requires as sent (required:
+// dialect.Request.RequiredIDs, StateBody.RequiredIDs) must be id's too,
+// else the request is refused as naming an unknown item (unknownItem).
+// Of the ids the request's items give beside their content (carried:
 // dialect.Request.CarriedIDs, StateBody.CarriedIDs) it drops those not
-// id's through drop (dropForeignIDs), the store asked once for both.
-func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states, carried []memory.ProviderState,
-	notFound func(memory.ProviderState) *apierr.Error, drop func([]bool) error) *apierr.Error {
-	if len(states)+len(carried) == 0 {
+// id's through drop (dropForeignIDs). The store is asked once for all.
+func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, required []responses.RequiredID,
+	carried []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error, drop func([]bool) error) *apierr.Error {
+	if len(states)+len(required)+len(carried) == 0 {
 		return nil
 	}
-	bound, err := p.boundStates(ctx, id, append(slices.Clip(states), carried...))
-	if err != nil && len(states) > 0 {
+	checked := slices.Clip(states)
+	for _, r := range required {
+		checked = append(checked, memory.ProviderState{Kind: memory.StateItem, ID: r.ID})
+	}
+	bound, err := p.boundStates(ctx, id, append(checked, carried...))
+	if err != nil && len(checked) > 0 {
 		p.m.states.WithLabelValues(stateUnverified).Inc()
 		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
-			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(states[0].Kind)), slog.String("error", err.Error()))
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(checked[0].Kind)), slog.String("error", err.Error()))
 		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
-			Message: "memgate cannot check that the " + stateNoun(states[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
+			Message: "memgate cannot check that the " + stateNoun(checked[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
 	}
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
 			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
 		bound = make([]bool, len(carried))
 	}
-	for i, ok := range bound[:len(states)] {
-		if !ok {
-			p.m.states.WithLabelValues(stateRefused).Inc()
+	for i, ok := range bound[:len(checked)] {
+		if ok {
+			continue
+		}
+		p.m.states.WithLabelValues(stateRefused).Inc()
+		if i < len(states) {
 			return notFound(states[i])
 		}
+		return unknownItem(required[i-len(states)])
 	}
-	return p.dropForeignIDs(ctx, bound[len(states):], drop)
+	return p.dropForeignIDs(ctx, bound[len(checked):], drop)
 }
 
 // boundStates reports, for each of states, whether it is bound to id's
@@ -161,6 +172,14 @@ func unknownState(s memory.ProviderState) *apierr.Error {
 	}
 	return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.TypeInvalidRequest, Param: "previous_response_id",
 		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
+}
+
+// unknownItem answers a request whose item gives an id the API requires
+// (responses.RequiredID) that is not bound to the caller: a 400 naming
+// the member, worded as the provider's answer to an id it does not hold,
+// the same for another's id as for one never given out.
+func unknownItem(r responses.RequiredID) *apierr.Error {
+	return apierr.Invalid(r.Param, fmt.Sprintf("Item with id '%s' not found.", r.ID))
 }
 
 // Outcomes of the provider state checks and bindings

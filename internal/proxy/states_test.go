@@ -525,3 +525,97 @@ func TestStatesOneItemRetrieved(t *testing.T) {
 		}
 	}
 }
+
+// TestStatesRequiredIDsChecked: with a shared upstream key, an input item
+// whose id the API requires — a built-in tool call's (web_search_call,
+// computer_call, mcp_call, …), which memgate cannot drop — or an MCP
+// approval naming the approval request it answers, goes upstream only
+// when that id is bound to the caller: another's, or one never seen, is
+// refused with a 400 naming the member, without calling the upstream, on
+// every route whose body names items. When the store cannot say, the
+// request is refused (503). Without a shared key nothing is checked.
+func TestStatesRequiredIDsChecked(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/responses", upstreamtest.Responses())
+	mux.Handle("/", upstreamtest.JSON(http.StatusOK, `{"id":"conv_new","object":"conversation"}`))
+	up := upstreamtest.New(t, mux)
+	states := newFakeStates()
+	for _, id := range []string{"ws_alice", "mcpr_alice", "cu_alice"} {
+		states.owner[memory.ProviderState{Kind: memory.StateItem, ID: id}] = "a/alice"
+	}
+	for _, id := range []string{"ws_bob", "mcpr_bob", "conv_bob"} {
+		kind := memory.StateItem
+		if strings.HasPrefix(id, "conv_") {
+			kind = memory.StateConversation
+		}
+		states.owner[memory.ProviderState{Kind: kind, ID: id}] = "a/bob"
+	}
+	const routes = "POST /v1/responses/*"
+	shared := sharedGateway(t, up, states, routes, "POST /v1/conversations", "POST /v1/conversations/*")
+	own := ownGateway(t, up)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	bodies := func(items string) map[string]string {
+		return map[string]string{
+			"/v1/responses":                    `{"model":"gpt-4.1","input":` + items + `}`,
+			"/v1/responses/input_tokens":       `{"model":"gpt-4.1","input":` + items + `}`,
+			"/v1/conversations":                `{"items":` + items + `}`,
+			"/v1/conversations/conv_bob/items": `{"items":` + items + `}`,
+		}
+	}
+	user := `{"role":"user","content":"hi"}`
+	for _, tt := range []struct {
+		item, member, id string
+	}{
+		{`{"type":"web_search_call","id":"ws_alice","status":"completed","action":{"type":"search","query":"pin"}}`, "id", "ws_alice"},
+		{`{"type":"web_search_call","id":"ws_never","status":"completed"}`, "id", "ws_never"},
+		{`{"type":"computer_call","id":"cu_alice","call_id":"c1","action":{"type":"screenshot"},"pending_safety_checks":[],"status":"completed"}`, "id", "cu_alice"},
+		{`{"type":"file_search_call","id":"fs_alice","queries":["pin"],"status":"completed"}`, "id", "fs_alice"},
+		{`{"type":"mcp_call","id":"mcp_alice","name":"f","arguments":"{}","server_label":"s"}`, "id", "mcp_alice"},
+		{`{"type":"mcp_approval_response","approval_request_id":"mcpr_alice","approve":true}`, "approval_request_id", "mcpr_alice"},
+		{`{"type":"image_generation_call","id":"ig_alice","result":null,"status":"completed"}`, "id", "ig_alice"},
+	} {
+		for path, body := range bodies(`[` + user + `,` + tt.item + `]`) {
+			before := up.Calls()
+			resp, b := shared.post(t, path, body, h)
+			prefix := "input"
+			if strings.HasPrefix(path, "/v1/conversations") {
+				prefix = "items"
+			}
+			if want := prefix + "[1]." + tt.member; resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"param":"`+want+`"`) || up.Calls() != before ||
+				!strings.Contains(string(b), "Item with id '"+tt.id+"' not found.") {
+				t.Errorf("%s %s: %d %s (upstream calls %d); want a 400 naming %s", path, tt.item, resp.StatusCode, b, up.Calls()-before, want)
+			}
+		}
+		before := up.Calls()
+		if resp, b := own.post(t, "/v1/responses", `{"model":"gpt-4.1","input":[`+user+`,`+tt.item+`]}`, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+			t.Errorf("%s without a shared key: %d %s (upstream calls %d); want it forwarded", tt.item, resp.StatusCode, b, up.Calls()-before)
+		}
+	}
+	// The caller's own ids go as sent, the store asked once.
+	mine := `[` + user + `,{"type":"web_search_call","id":"ws_bob","status":"completed"},` +
+		`{"type":"mcp_approval_response","id":"mcpa_never","approval_request_id":"mcpr_bob","approve":true}]`
+	for path, body := range bodies(mine) {
+		before, asked := up.Calls(), states.Calls()
+		resp, b := shared.post(t, path, body, h)
+		if resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+			t.Errorf("%s the caller's own ids: %d %s", path, resp.StatusCode, b)
+			continue
+		}
+		if got := string(up.Requests()[before].Body); !strings.Contains(got, `"id":"ws_bob"`) || !strings.Contains(got, `"approval_request_id":"mcpr_bob"`) ||
+			strings.Contains(got, "mcpa_never") {
+			t.Errorf("%s: upstream got %s, want the caller's ids as sent and the unbound optional id dropped", path, got)
+		}
+		if n := states.Calls() - asked; n != 1 && path == "/v1/responses/input_tokens" { // the others bind their replies
+			t.Errorf("%s: the store was asked %d times, want once", path, n)
+		}
+	}
+	// The store down: refused, never forwarded.
+	states.mu.Lock()
+	states.err = errors.New("connection refused")
+	states.mu.Unlock()
+	before := up.Calls()
+	resp, b := shared.post(t, "/v1/responses", `{"model":"gpt-4.1","input":`+mine+`}`, h)
+	if _, code, _ := apiErrorBody(t, b); resp.StatusCode != http.StatusServiceUnavailable || code != "provider_state_unverifiable" || up.Calls() != before {
+		t.Errorf("store down: %d %s (upstream calls %d); want a 503", resp.StatusCode, b, up.Calls()-before)
+	}
+}
