@@ -38,6 +38,11 @@ type StateBinder interface {
 	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 }
 
+// maxBoundReplyBytes bounds the whole JSON reply whose ids are bound as
+// it is relayed (responses.CreatedReader): at some 20 ns a byte, a
+// reply costs at most about a second and a half of a core to read.
+const maxBoundReplyBytes = 64 << 20
+
 // bindTimeout bounds one binding's write; a stream's relay waits for it.
 const bindTimeout = 5 * time.Second
 
@@ -211,8 +216,9 @@ type stateBind struct {
 	// nothing.
 	items bool
 	// created is set once the reply's own id was bound (or given up
-	// on); done once its items were too: nothing more is read.
-	created, done bool
+	// on); done once its items were too: nothing more is read. named is
+	// set once a reply read as it is relayed (CreatedReader) gave its id.
+	created, done, named bool
 }
 
 // itemsBind returns the binding of the items a reply to a request of
@@ -245,12 +251,15 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 
 // attach reads the ids of the states resp creates and binds them before
 // the client reads them: a whole JSON reply is read here (up to
-// maxCaptureBytes) and its top-level id and output items' ids bound; an
-// event stream is scanned as it is relayed, and the first event's
-// response id is bound before the read that completes that event
-// returns, the output items' ids before the terminal event's does. A
-// reply too large to read, or that names no id, binds nothing: nobody may
-// continue it. A binding of items reads a whole reply's output or list
+// maxCaptureBytes) and its top-level id and output items' ids bound; a
+// larger one is read as it is relayed (responses.CreatedReader), a
+// top-level member or an item at a time, each id bound before the client
+// reads the bytes naming it, and nothing from a member or item larger
+// than maxCaptureBytes, or past maxBoundReplyBytes, on; an event stream is scanned as it is relayed,
+// and the first event's response id is bound before the read that
+// completes that event returns, the output items' ids before the
+// terminal event's does. A reply that names no id binds nothing: nobody
+// may continue it. A binding of items reads a whole reply's output or list
 // items (responses.ItemsFromJSON) and a stream's terminal event's
 // output.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
@@ -268,11 +277,23 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if err != nil {
 		return fmt.Errorf("read upstream reply: %w", err)
 	}
-	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	rest := io.MultiReader(bytes.NewReader(buf), resp.Body)
 	if len(buf) > maxCaptureBytes {
-		b.failed(ctx, errCaptureTooLarge)
+		// Too large to hold: read as it is relayed, a member or an item
+		// at a time, each no larger than maxCaptureBytes.
+		b.created, b.done = true, true
+		resp.Body = readCloser{Reader: responses.NewCreatedReader(rest, maxCaptureBytes, maxBoundReplyBytes, func(c responses.Created, final bool) {
+			if sts := b.states(c); len(sts) > 0 {
+				b.bind(ctx, sts)
+			}
+			b.named = b.named || c.ID != ""
+			if final && !b.items && !b.named {
+				b.failed(ctx, errors.New("the reply names no id"))
+			}
+		}, func(err error) { b.failed(ctx, err) }), Closer: resp.Body}
 		return nil
 	}
+	resp.Body = readCloser{Reader: rest, Closer: resp.Body}
 	read := responses.CreatedFromJSON
 	if b.items {
 		read = responses.ItemsFromJSON

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -617,5 +618,74 @@ func TestStatesRequiredIDsChecked(t *testing.T) {
 	resp, b := shared.post(t, "/v1/responses", `{"model":"gpt-4.1","input":`+mine+`}`, h)
 	if _, code, _ := apiErrorBody(t, b); resp.StatusCode != http.StatusServiceUnavailable || code != "provider_state_unverifiable" || up.Calls() != before {
 		t.Errorf("store down: %d %s (upstream calls %d); want a 503", resp.StatusCode, b, up.Calls()-before)
+	}
+}
+
+// TestStatesLargeReplyItemsBound: the items a whole JSON reply names are
+// bound however large the reply (here past maxCaptureBytes: images in
+// its output), read as it is relayed, each item no larger than
+// maxCaptureBytes: the owner may name them next, another may not; the
+// client gets the reply byte for byte. A reply with an item larger than
+// that binds none past it (counted as failed) and is still relayed whole.
+// A create reply that large binds its response and its items.
+func TestStatesLargeReplyItemsBound(t *testing.T) {
+	image := strings.Repeat("A", 3<<20)
+	reply := `{"id":"resp_big","object":"response","status":"completed","output":[` +
+		`{"id":"ig_1","type":"image_generation_call","status":"completed","result":"` + image + `"},` +
+		`{"id":"ig_2","type":"image_generation_call","status":"completed","result":"` + image + `"},` +
+		`{"id":"msg_big","type":"message","role":"assistant","content":[{"type":"output_text","text":"Two images."}]}],"usage":null}`
+	huge := strings.Replace(reply, `"result":"`+image, `"result":"`+image+image, 1) // its first item past the bound
+	for _, tt := range []struct {
+		name, reply string
+		bound       []string
+	}{
+		{"items within the bound", reply, []string{"ig_1", "ig_2", "msg_big"}},
+		{"an item past the bound", huge, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tt.reply))
+			}))
+			states := newFakeStates()
+			states.owner[memory.ProviderState{Kind: memory.StateResponse, ID: "resp_big"}] = "a/bob"
+			g := sharedGateway(t, up, states, "GET /v1/responses/*")
+			req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/responses/resp_big", nil)
+			req.Header.Set("Authorization", "Bearer gw-key")
+			req.Header.Set("X-Memory-User", "bob")
+			if resp, b := do(t, req); resp.StatusCode != http.StatusOK || string(b) != tt.reply {
+				t.Fatalf("%d, %d bytes; want the reply byte for byte", resp.StatusCode, len(b))
+			}
+			states.mu.Lock()
+			for _, id := range []string{"ig_1", "ig_2", "msg_big"} {
+				owner := states.owner[memory.ProviderState{Kind: memory.StateItem, ID: id}]
+				if want := map[bool]string{true: "a/bob"}[slices.Contains(tt.bound, id)]; owner != want {
+					t.Errorf("%s bound to %q, want %q", id, owner, want)
+				}
+			}
+			states.mu.Unlock()
+			if tt.bound == nil {
+				g.waitMetric(t, `memgate_provider_states_total{outcome="bind_failed"} 1`)
+			}
+		})
+	}
+	// A create reply that large: its response and its items are the
+	// caller's.
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(reply))
+	}))
+	states := newFakeStates()
+	g := sharedGateway(t, up, states)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"Draw two cats."}`, h); resp.StatusCode != http.StatusOK || string(b) != reply {
+		t.Fatalf("create: %d, %d bytes; want the reply byte for byte", resp.StatusCode, len(b))
+	}
+	states.mu.Lock()
+	defer states.mu.Unlock()
+	for _, st := range []memory.ProviderState{{Kind: memory.StateResponse, ID: "resp_big"}, {Kind: memory.StateItem, ID: "ig_1"}, {Kind: memory.StateItem, ID: "msg_big"}} {
+		if owner := states.owner[st]; owner != "a/bob" {
+			t.Errorf("create: %v bound to %q, want a/bob", st, owner)
+		}
 	}
 }

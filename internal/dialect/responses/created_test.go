@@ -1,7 +1,11 @@
 package responses
 
 import (
+	"fmt"
+	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +84,133 @@ func TestItemsFromJSON(t *testing.T) {
 	}
 	if _, err := ItemsFromJSON([]byte(`not json`)); err == nil {
 		t.Error("not json: no error")
+	}
+}
+
+// createdReplies are whole replies of the shapes CreatedReader reads:
+// a response (its id, output items), a list (data items), members in any
+// order, spaces, nested lists that name nothing, an output that is no
+// list.
+var createdReplies = []string{
+	`{"id":"resp_1","object":"response","output":[{"id":"rs_1","type":"reasoning","summary":[]},{"id":"msg_1","type":"message","content":[{"id":"x","text":"hi"}]}],"usage":{"output":[{"id":"no"}]}}`,
+	`{"object":"list","data":[{"type":"message","id":"msg_a"},{"id":""},{"type":"function_call_output","id":"fco_1","output":"[{\"id\":\"no\"}]"}],"has_more":false}`,
+	` { "output" : [ ] , "ID" : "resp_2" , "data" : {"id":"no","output":[{"id":"no"}]} , "Output": [ {"id":"msg_2"} , null ] } `,
+	`{"id":"conv_1","object":"conversation"}`,
+	`{"id":"fco_9","type":"function_call_output","output":"42"}`,
+}
+
+// TestCreatedReader: relaying a whole reply in reads of any size,
+// CreatedReader gives the reply byte for byte and hands on what
+// ItemsFromJSON reads of it, each id before any byte naming it is read
+// from it, then final; it holds no more than its bound.
+func TestCreatedReader(t *testing.T) {
+	for _, reply := range createdReplies {
+		want, err := ItemsFromJSON([]byte(reply))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int{1, 5, 64, len(reply)} {
+			var handed Created
+			finals := 0
+			r := NewCreatedReader(strings.NewReader(reply), 256, 1<<20, func(c Created, final bool) {
+				if c.ID != "" {
+					handed.ID = c.ID
+				}
+				handed.Items = append(handed.Items, c.Items...)
+				if final {
+					finals++
+				}
+			}, func(err error) { t.Errorf("%s: %v", reply, err) })
+			var out []byte
+			for {
+				p := make([]byte, size)
+				n, err := r.Read(p)
+				out = append(out, p[:n]...)
+				// Every id whose bytes were read out was handed on.
+				for _, id := range append([]string{want.ID}, want.Items...) {
+					if i := strings.Index(reply, `"`+id+`"`); id != "" && i >= 0 && i+len(id)+2 <= len(out) &&
+						handed.ID != id && !slices.Contains(handed.Items, id) {
+						t.Fatalf("%s in reads of %d: %q read out (%d bytes) before it was handed on", reply, size, id, len(out))
+					}
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if string(out) != reply || finals != 1 || handed.ID != want.ID || !slices.Equal(handed.Items, want.Items) {
+				t.Errorf("%s in reads of %d: %s, handed on %+v (%d finals); want %+v once", reply, size, out, handed, finals, want)
+			}
+		}
+	}
+}
+
+// TestCreatedReaderBounded: a reply far larger than the bound — many
+// items, each within it — is read whole, every item's id handed on, the
+// bytes held never past the bound; a value larger than the bound, a
+// reply larger than the total or that is no object stops the reading
+// (fail) with what was read whole before it handed on, and the reply is
+// still relayed byte for byte.
+func TestCreatedReaderBounded(t *testing.T) {
+	const limit = 4 << 10
+	var b strings.Builder
+	b.WriteString(`{"id":"resp_big","output":[`)
+	var ids []string
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := fmt.Sprintf("ig_%d", i)
+		ids = append(ids, id)
+		fmt.Fprintf(&b, `{"id":%q,"type":"image_generation_call","result":%q}`, id, strings.Repeat("A", 3<<10))
+	}
+	b.WriteString(`]}`)
+	reply := b.String()
+	var handed []string
+	r := NewCreatedReader(strings.NewReader(reply), limit, int64(len(reply)), func(c Created, final bool) { handed = append(handed, c.Items...) },
+		func(err error) { t.Errorf("stopped: %v", err) })
+	var out []byte
+	held := 0
+	for {
+		p := make([]byte, 1000)
+		n, err := r.Read(p)
+		out = append(out, p[:n]...)
+		held = max(held, len(r.pending))
+		if err == io.EOF {
+			break
+		}
+	}
+	if string(out) != reply || !slices.Equal(handed, ids) {
+		t.Errorf("a %d-byte reply: relayed %d bytes, %d ids handed on; want it whole and %d", len(reply), len(out), len(handed), len(ids))
+	}
+	if bound := createdFlushBytes + 2*(limit+1); held > bound {
+		t.Errorf("held %d bytes at once, want at most %d", held, bound)
+	}
+
+	over := `{"id":"resp_1","output":[{"id":"a"},{"id":"b","result":"` + strings.Repeat("A", 2*limit) + `"},{"id":"c"}]}`
+	for _, tt := range []struct {
+		reply string
+		want  []string
+		total int64
+	}{{over, []string{"resp_1", "a"}, 1 << 20}, {`[{"id":"a"}]`, nil, 1 << 20}, {`not json`, nil, 1 << 20}, {``, nil, 1 << 20},
+		{reply, append([]string{"resp_big"}, ids[:2]...), 2 * 3200}, // past total: its first two items read whole
+	} {
+		var got []string
+		var stopped error
+		r := NewCreatedReader(strings.NewReader(tt.reply), limit, tt.total, func(c Created, final bool) {
+			if final {
+				t.Errorf("%.40s: read whole", tt.reply)
+			}
+			if c.ID != "" {
+				got = append(got, c.ID)
+			}
+			got = append(got, c.Items...)
+		}, func(err error) { stopped = err })
+		out, err := io.ReadAll(r)
+		if err != nil || string(out) != tt.reply || stopped == nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%.40s: relayed %d bytes (%v), stopped %v, handed on %v; want it whole, stopped, %v", tt.reply, len(out), err, stopped, got, tt.want)
+		}
 	}
 }
