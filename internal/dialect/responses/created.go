@@ -147,8 +147,8 @@ type CreatedReader struct {
 	src          io.Reader
 	dec          *json.Decoder
 	limit, total int64
-	fn    func(c Created, final bool)
-	fail  func(error)
+	fn           func(c Created, final bool)
+	fail         func(error)
 
 	pending []byte  // bytes read from src and not yet handed out
 	base    int64   // the reply's offset of pending[0]
