@@ -39,8 +39,8 @@ type StateBinder interface {
 }
 
 // maxBoundReplyBytes bounds the whole JSON reply whose ids are bound as
-// it is relayed (responses.CreatedReader): at some 20 ns a byte, a
-// reply costs at most about a second and a half of a core to read.
+// it is relayed (responses.CreatedReader): at some 20 ns a byte, such a
+// reply costs at most about 1.3 s of a core to read.
 const maxBoundReplyBytes = 64 << 20
 
 // bindTimeout bounds one binding's write; a stream's relay waits for it.
@@ -255,13 +255,13 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 // larger one is read as it is relayed (responses.CreatedReader), a
 // top-level member or an item at a time, each id bound before the client
 // reads the bytes naming it, and nothing from a member or item larger
-// than maxCaptureBytes, or past maxBoundReplyBytes, on; an event stream is scanned as it is relayed,
-// and the first event's response id is bound before the read that
-// completes that event returns, the output items' ids before the
-// terminal event's does. A reply that names no id binds nothing: nobody
-// may continue it. A binding of items reads a whole reply's output or list
-// items (responses.ItemsFromJSON) and a stream's terminal event's
-// output.
+// than maxCaptureBytes, or past maxBoundReplyBytes, on; an event stream
+// is scanned as it is relayed, and the first event's response id is
+// bound before the read that completes that event returns, the output
+// items' ids before the terminal event's does. A reply that names no id
+// binds nothing: nobody may continue it. A binding of items reads a
+// whole reply's output or list items (responses.ItemsFromJSON) and a
+// stream's terminal event's output.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
