@@ -39,9 +39,10 @@ type StateBinder interface {
 }
 
 // maxBoundReplyBytes bounds the whole JSON reply whose ids are bound as
-// it is relayed (responses.CreatedReader): at some 20 ns a byte, such a
-// reply costs at most about 1.3 s of a core to read.
-const maxBoundReplyBytes = 64 << 20
+// it is relayed (responses.CreatedReader): at some 20–25 ns a byte
+// (BenchmarkCreatedReader), such a reply costs at most about 0.8 s of a
+// core to read.
+const maxBoundReplyBytes = 32 << 20
 
 // bindTimeout bounds one binding's write; a stream's relay waits for it.
 const bindTimeout = 5 * time.Second
