@@ -257,16 +257,22 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 // top-level member or an item at a time, each id bound before the client
 // reads the bytes naming it, and nothing from a member or item larger
 // than maxCaptureBytes, or past maxBoundReplyBytes, on; an event stream
-// is scanned as it is relayed, and the first event's response id is
-// bound before the read that completes that event returns, the output
-// items' ids before the terminal event's does. A reply that names no id
-// binds nothing: nobody may continue it. A binding of items reads a
-// whole reply's output or list items (responses.ItemsFromJSON) and a
-// stream's terminal event's output.
+// of any length is read event by event as it is relayed
+// (responses.CreatedStream), and the first event's response id is bound
+// before the read that completes that event returns, an output item's
+// id before the read completing the first output_item event naming it
+// does, the terminal event's output items' not bound yet before its
+// does; nothing from an event naming states larger than maxCaptureBytes
+// on. A reply that names no id binds nothing: nobody may continue it. A
+// binding of items reads a whole reply's output or list items
+// (responses.ItemsFromJSON) and a stream's output items.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
-			b.created = true
+			if b.done { // stopped (failed) earlier in the same read
+				return
+			}
+			b.created = b.created || c.ID != ""
 			b.done = final
 			if sts := b.states(c); len(sts) > 0 {
 				b.bind(ctx, sts)

@@ -689,3 +689,95 @@ func TestStatesLargeReplyItemsBound(t *testing.T) {
 		}
 	}
 }
+
+// imageStream is a streamed image generation's reply, as the Responses
+// API sends it: the image_generation_call item ig_s announced, partial
+// images, the item done with its image, a message, the terminal event
+// listing both. done is the image item's output_item.done event's data.
+func imageStream(partial, image, done string) string {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	return ev("response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"resp_s","object":"response","status":"in_progress","output":[]}}`) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"ig_s","type":"image_generation_call","status":"in_progress"}}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","sequence_number":2,"output_index":0,"item_id":"ig_s","partial_image_index":0,"partial_image_b64":"`+partial+`"}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","sequence_number":3,"output_index":0,"item_id":"ig_s","partial_image_index":1,"partial_image_b64":"`+partial+`"}`) +
+		ev("response.output_item.done", done) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":5,"output_index":1,"item":{"id":"msg_s","type":"message","role":"assistant","status":"in_progress","content":[]}}`) +
+		ev("response.output_item.done", `{"type":"response.output_item.done","sequence_number":6,"output_index":1,"item":{"id":"msg_s","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"A cat."}]}}`) +
+		ev("response.completed", `{"type":"response.completed","sequence_number":7,"response":{"id":"resp_s","object":"response","status":"completed","output":[`+
+			`{"id":"ig_s","type":"image_generation_call","status":"completed","result":"`+image+`"},`+
+			`{"id":"msg_s","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"A cat."}]}]}}`)
+}
+
+// imageDone is the image item's output_item.done event's data.
+func imageDone(image string) string {
+	return `{"type":"response.output_item.done","sequence_number":4,"output_index":0,"item":{"id":"ig_s","type":"image_generation_call","status":"completed","result":"` + image + `"}}`
+}
+
+// TestStatesLargeStreamItemsBound: the output items a streamed reply
+// names are bound however long the stream (here past maxCaptureBytes:
+// partial images, the image, the terminal event repeating it), read
+// event by event as it is relayed: the owner of a streamed image
+// generation sends its image_generation_call back by id (multi-turn
+// image editing), another user may not; the client gets the stream byte
+// for byte. An event naming items larger than maxCaptureBytes stops the
+// binding (fail closed: counted as failed), the items announced before
+// it stay bound; an oversized event that names none (a partial image)
+// is skipped.
+func TestStatesLargeStreamItemsBound(t *testing.T) {
+	image := strings.Repeat("A", 3<<20)
+	big := strings.Repeat("B", 5<<20) // past maxCaptureBytes
+	for _, tt := range []struct {
+		name, stream string
+		bound        []string
+		failed       bool
+	}{
+		{"events within the bound", imageStream(strings.Repeat("P", 1<<20), image, imageDone(image)), []string{"ig_s", "msg_s"}, false},
+		{"a partial image past the bound", imageStream(big, image, imageDone(image)), []string{"ig_s", "msg_s"}, false},
+		{"an item event past the bound", imageStream("P", image, imageDone(big)), []string{"ig_s"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/responses", upstreamtest.Sequence(
+				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = w.Write([]byte(tt.stream))
+				}),
+				upstreamtest.Responses(), upstreamtest.Responses(), upstreamtest.Responses()))
+			up := upstreamtest.New(t, mux)
+			states := newFakeStates()
+			g := sharedGateway(t, up, states)
+			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+			resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"Draw a cat.","tools":[{"type":"image_generation","partial_images":2}],"stream":true}`, h)
+			if resp.StatusCode != http.StatusOK || string(b) != tt.stream {
+				t.Fatalf("%d, %d bytes (want %d); want the stream byte for byte", resp.StatusCode, len(b), len(tt.stream))
+			}
+			states.mu.Lock()
+			for _, id := range []string{"ig_s", "msg_s"} {
+				owner := states.owner[memory.ProviderState{Kind: memory.StateItem, ID: id}]
+				if want := map[bool]string{true: "a/bob"}[slices.Contains(tt.bound, id)]; owner != want {
+					t.Errorf("%s bound to %q, want %q", id, owner, want)
+				}
+			}
+			if owner := states.owner[memory.ProviderState{Kind: memory.StateResponse, ID: "resp_s"}]; owner != "a/bob" {
+				t.Errorf("the response bound to %q, want a/bob", owner)
+			}
+			states.mu.Unlock()
+			if tt.failed {
+				g.waitMetric(t, `memgate_provider_states_total{outcome="bind_failed"} 1`)
+			}
+			// Multi-turn image editing: the image item sent back by id.
+			edit := `{"model":"gpt-4.1","input":[{"role":"user","content":"Make it blue."},` +
+				`{"type":"image_generation_call","id":"ig_s","status":"completed","result":null}],"tools":[{"type":"image_generation"}]}`
+			before := up.Calls()
+			if resp, b := g.post(t, "/v1/responses", edit, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+				t.Errorf("the owner's edit: %d %s", resp.StatusCode, b)
+			}
+			h["X-Memory-User"] = "eve"
+			before = up.Calls()
+			resp, b = g.post(t, "/v1/responses", edit, h)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "Item with id 'ig_s' not found.") || up.Calls() != before {
+				t.Errorf("another user's edit: %d %s (upstream calls %d); want a 400", resp.StatusCode, b, up.Calls()-before)
+			}
+		})
+	}
+}

@@ -85,38 +85,79 @@ func ItemsFromJSON(b []byte) (Created, error) {
 // terminalEvents end a stream with the response's output.
 var terminalEvents = map[string]bool{"response.completed": true, "response.incomplete": true, "response.failed": true}
 
-// CreatedStream reads what a streamed reply creates from the event stream
-// as it is relayed, in whatever pieces, and hands it on as soon as an
-// event completes: the response's id from the first event naming it
-// (Created.ID, no items), its output items' ids from the terminal event
-// (Created.Items, no ID; final). Only the events about the response as a
-// whole are decoded. It is used by one goroutine.
+// CreatedStream reads what a streamed reply of any length creates from
+// the event stream as it is relayed, in whatever pieces, and hands it on
+// as soon as an event completes: the response's id from the first event
+// naming it (Created.ID, no items), an output item's id from the first
+// output_item event naming it (Created.Items, no ID), and the ids of the
+// terminal event's output not handed on yet (Created.Items, no ID;
+// final). It decodes only the events that may name them (namesStates),
+// and holds about twice its limit: an event to decode larger than that
+// stops it (every later Write fails), the ids it names never handed on;
+// a larger event of another kind (a partial image) is skipped. It is
+// used by one goroutine.
 type CreatedStream struct {
 	dec   *sse.Decoder
+	limit int64
 	fn    func(c Created, final bool)
 	named bool // the response's id was handed on
+	// seen are the items' ids handed on, not handed on again, up to
+	// maxSeenBytes of them (past that, an id may be handed on twice).
+	seen      map[string]bool
+	seenBytes int
 }
 
+// maxSeenBytes bounds the item ids a CreatedStream remembers.
+const maxSeenBytes = 64 << 10
+
 // NewCreatedStream returns a CreatedStream calling fn, which fails (every
-// later Write fails) once more than limit bytes were written.
+// later Write fails) once an event that may name what the reply created
+// is larger than limit bytes.
 func NewCreatedStream(limit int64, fn func(c Created, final bool)) *CreatedStream {
-	s := &CreatedStream{fn: fn}
-	s.dec = sse.NewDecoder(limit, s.event)
+	s := &CreatedStream{limit: limit, fn: fn, seen: map[string]bool{}}
+	s.dec = sse.NewEventDecoder(limit, s.event)
 	return s
 }
 
 // Write feeds the next piece of the event stream.
 func (s *CreatedStream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 
+// namesStates reports whether an event of type typ may name what the
+// reply creates: an event of the response as a whole (response.created,
+// response.completed, ...), of an output item (output_item.added,
+// output_item.done), or an untyped one, told by its data alone; not an
+// event of an item's content (a delta, a partial image, ...), which
+// names an item announced before.
+func namesStates(typ string) bool {
+	switch typ {
+	case "message", "response.output_item.added", "response.output_item.done":
+		return true
+	}
+	return strings.HasPrefix(typ, "response.") && strings.Count(typ, ".") == 1
+}
+
 func (s *CreatedStream) event(ev sse.Event) error {
-	if ev.Type != "message" && !strings.HasPrefix(ev.Type, "response.") || strings.HasSuffix(ev.Type, ".delta") {
+	if !namesStates(ev.Type) {
 		return nil
+	}
+	if ev.TooLarge {
+		return fmt.Errorf("a %.64s event is larger than %d bytes", ev.Type, s.limit)
 	}
 	var e struct {
 		Type     string       `json:"type"`
 		Response *createdJSON `json:"response"`
+		Item     *itemID      `json:"item"`
 	}
-	if json.Unmarshal(ev.Data, &e) != nil || e.Response == nil || e.Response.ID == "" {
+	if json.Unmarshal(ev.Data, &e) != nil || ev.Type == "message" && !namesStates(e.Type) {
+		return nil
+	}
+	if e.Item != nil && (e.Type == "response.output_item.added" || e.Type == "response.output_item.done") {
+		if ids := s.unseen([]string{e.Item.ID}); len(ids) > 0 {
+			s.fn(Created{Items: ids}, false)
+		}
+		return nil
+	}
+	if e.Response == nil || e.Response.ID == "" {
 		return nil
 	}
 	if !s.named {
@@ -124,9 +165,25 @@ func (s *CreatedStream) event(ev sse.Event) error {
 		s.fn(Created{ID: e.Response.ID}, false)
 	}
 	if terminalEvents[e.Type] {
-		s.fn(Created{Items: e.Response.items()}, true)
+		s.fn(Created{Items: s.unseen(e.Response.items())}, true)
 	}
 	return nil
+}
+
+// unseen returns those of ids not handed on yet, remembering them.
+func (s *CreatedStream) unseen(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id == "" || s.seen[id] {
+			continue
+		}
+		out = append(out, id)
+		if s.seenBytes+len(id) <= maxSeenBytes {
+			s.seen[id] = true
+			s.seenBytes += len(id)
+		}
+	}
+	return out
 }
 
 // CreatedReader relays a whole JSON reply too large to hold, byte for

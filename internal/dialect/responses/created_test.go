@@ -11,19 +11,26 @@ import (
 
 // TestCreatedStream: fed a stream in pieces of any size, CreatedStream
 // hands on the response's id once, as soon as the first event naming it
-// is complete, and the output items' ids with the terminal event; deltas
-// and item events are not read for ids.
+// is complete, an output item's id with the first output_item event
+// naming it, and the terminal event's output items not handed on yet;
+// deltas are not read for ids. An untyped event is told by its data.
 func TestCreatedStream(t *testing.T) {
-	stream := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"output\":[]}}\n\n" +
+	created := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"output\":[]}}\n\n"
+	added := "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"msg_1\"}}\n\n"
+	stream := created +
 		"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"response\":{\"id\":\"resp_1\"}}\n\n" +
-		"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"msg_1\"}}\n\n" +
-		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\",\"response\":{\"id\":\"resp_x\"}}\n\n" +
-		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"output\":[{\"id\":\"msg_1\"},{\"id\":\"\"},{\"id\":\"fc_1\"}]}}\n\n"
+		added +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\",\"response\":{\"id\":\"resp_x\"},\"item\":{\"id\":\"x_1\"}}\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"id\":\"msg_1\"}}\n\n" +
+		"data: {\"type\":\"response.output_item.done\",\"item\":{\"id\":\"ws_1\"}}\n\n" +
+		"data: {\"type\":\"response.output_text.delta\",\"item\":{\"id\":\"x_2\"}}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"output\":[{\"id\":\"msg_1\"},{\"id\":\"\"},{\"id\":\"ws_1\"},{\"id\":\"fc_1\"}]}}\n\n"
 	type call struct {
 		c     Created
 		final bool
 	}
-	want := []call{{Created{ID: "resp_1"}, false}, {Created{Items: []string{"msg_1", "fc_1"}}, true}}
+	want := []call{{Created{ID: "resp_1"}, false}, {Created{Items: []string{"msg_1"}}, false}, {Created{Items: []string{"ws_1"}}, false},
+		{Created{Items: []string{"fc_1"}}, true}}
 	for _, size := range []int{1, 7, len(stream)} {
 		var got []call
 		s := NewCreatedStream(0, func(c Created, final bool) { got = append(got, call{c, final}) })
@@ -32,15 +39,57 @@ func TestCreatedStream(t *testing.T) {
 			if _, err := s.Write([]byte(rest[:n])); err != nil {
 				t.Fatal(err)
 			}
-			// The id is handed on with the piece that completes its event.
-			if len(got) == 0 && len(stream)-len(rest)+n >= len("event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"output\":[]}}\n\n") {
-				t.Fatalf("pieces of %d: the response.created event passed without its id handed on", size)
+			// Each id is handed on with the piece that completes its event.
+			at := len(stream) - len(rest) + n
+			if len(got) == 0 && at >= len(created) || len(got) < 2 && at >= strings.Index(stream, added)+len(added) {
+				t.Fatalf("pieces of %d: an event passed without its id handed on (%+v)", size, got)
 			}
 			rest = rest[n:]
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("pieces of %d: got %+v, want %+v", size, got, want)
 		}
+	}
+}
+
+// TestCreatedStreamLimit: a stream of any length is read; an event that
+// may name what the reply created larger than the limit stops the
+// reading (every later Write fails), what it and later events name never
+// handed on; a larger event of an item's content (a partial image) is
+// skipped.
+func TestCreatedStreamLimit(t *testing.T) {
+	big := strings.Repeat("A", 1<<10)
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	head := ev("response.created", `{"type":"response.created","response":{"id":"resp_1"}}`) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","item":{"id":"ig_1"}}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","item_id":"ig_1","partial_image_b64":"`+big+`"}`)
+	tail := ev("response.output_item.added", `{"type":"response.output_item.added","item":{"id":"msg_1"}}`)
+	for _, tt := range []struct {
+		name, stream string
+		want         []string // ids handed on
+		fails        bool
+	}{
+		{"within", head + ev("response.output_item.done", `{"type":"response.output_item.done","item":{"id":"ig_1","result":"AA"}}`) + tail, []string{"resp_1", "ig_1", "msg_1"}, false},
+		{"an item event over", head + ev("response.output_item.done", `{"type":"response.output_item.done","item":{"id":"ig_2","result":"`+big+`"}}`) + tail, []string{"resp_1", "ig_1"}, true},
+		{"an untyped event over", head + "data: {\"type\":\"response.image_generation_call.partial_image\",\"b64\":\"" + big + "\"}\n\n" + tail, []string{"resp_1", "ig_1"}, true},
+		{"a terminal event over", head + ev("response.completed", `{"type":"response.completed","response":{"id":"resp_1","output":[{"id":"ig_1","result":"`+big+`"}]}}`), []string{"resp_1", "ig_1"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			s := NewCreatedStream(512, func(c Created, final bool) {
+				if c.ID != "" {
+					got = append(got, c.ID)
+				}
+				got = append(got, c.Items...)
+			})
+			var err error
+			for rest := tt.stream; rest != "" && err == nil; rest = rest[min(100, len(rest)):] {
+				_, err = s.Write([]byte(rest[:min(100, len(rest))]))
+			}
+			if (err != nil) != tt.fails || !slices.Equal(got, tt.want) {
+				t.Errorf("handed on %v (err %v), want %v (fails %v)", got, err, tt.want, tt.fails)
+			}
+		})
 	}
 }
 
@@ -233,6 +282,29 @@ func BenchmarkCreatedReader(b *testing.B) {
 		r := NewCreatedReader(strings.NewReader(reply), 4<<20, 64<<20, func(Created, bool) {}, func(err error) { b.Fatal(err) })
 		if _, err := io.Copy(io.Discard, struct{ io.Reader }{r}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreatedStream: a streamed image generation's reply of some
+// 12 MB (two partial images, the image in output_item.done and again in
+// response.completed), read as it is relayed in 32 KiB pieces.
+func BenchmarkCreatedStream(b *testing.B) {
+	image := strings.Repeat("A", 3_000_000)
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	stream := ev("response.created", `{"type":"response.created","response":{"id":"resp_1","output":[]}}`) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","output_index":0,"item":{"id":"ig_1","type":"image_generation_call"}}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","item_id":"ig_1","partial_image_b64":"`+image+`"}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","item_id":"ig_1","partial_image_b64":"`+image+`"}`) +
+		ev("response.output_item.done", `{"type":"response.output_item.done","output_index":0,"item":{"id":"ig_1","type":"image_generation_call","result":"`+image+`"}}`) +
+		ev("response.completed", `{"type":"response.completed","response":{"id":"resp_1","output":[{"id":"ig_1","type":"image_generation_call","result":"`+image+`"}]}}`)
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		s := NewCreatedStream(4<<20, func(Created, bool) {})
+		for rest := stream; rest != ""; rest = rest[min(32<<10, len(rest)):] {
+			if _, err := s.Write([]byte(rest[:min(32<<10, len(rest))])); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
