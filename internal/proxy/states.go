@@ -268,16 +268,14 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 // (responses.ItemsFromJSON) and a stream's output items.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
-			if b.done { // stopped (failed) earlier in the same read
-				return
-			}
+		body := &stateBody{ReadCloser: resp.Body, b: b}
+		body.scan = responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
 			b.created = b.created || c.ID != ""
-			b.done = final
-			if sts := b.states(c); len(sts) > 0 {
-				b.bind(ctx, sts)
-			}
-		})}
+			body.final = body.final || final
+			body.found = append(body.found, b.states(c)...)
+		})
+		body.bind = func() { b.bind(ctx, body.found) }
+		resp.Body = body
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
@@ -345,18 +343,30 @@ func (b *stateBind) failed(ctx context.Context, err error) {
 }
 
 // stateBody scans a relayed event stream for the states it creates until
-// they are bound; bytes pass through unchanged.
+// they are bound; bytes pass through unchanged. The states the events a
+// read completes name are bound together (one write) before it returns.
 type stateBody struct {
 	io.ReadCloser
-	b    *stateBind
-	scan *responses.CreatedStream
+	b     *stateBind
+	scan  *responses.CreatedStream
+	found []memory.ProviderState // named by the events of this read
+	final bool                   // the terminal event was read
+	bind  func()                 // binds found
 }
 
 func (s *stateBody) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	if n > 0 && !s.b.done {
-		if _, derr := s.scan.Write(p[:n]); derr != nil {
+		_, derr := s.scan.Write(p[:n])
+		if len(s.found) > 0 {
+			s.bind()
+			s.found = s.found[:0]
+		}
+		switch {
+		case derr != nil:
 			s.b.failed(context.Background(), derr)
+		case s.final:
+			s.b.done = true
 		}
 	}
 	return n, err

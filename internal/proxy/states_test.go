@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -779,5 +780,59 @@ func TestStatesLargeStreamItemsBound(t *testing.T) {
 				t.Errorf("another user's edit: %d %s (upstream calls %d); want a 400", resp.StatusCode, b, up.Calls()-before)
 			}
 		})
+	}
+}
+
+// TestStatesStreamBoundPerRead: the states the events of one read of a
+// stream name are bound in one write, before that read returns; read a
+// byte at a time, each item is bound before the read completing the
+// first event naming it returns.
+func TestStatesStreamBoundPerRead(t *testing.T) {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	var stream string
+	ends := map[string]int{} // an id: the offset past the first event naming it
+	for _, e := range []struct{ id, typ, data string }{
+		{"resp_r", "response.created", `{"type":"response.created","response":{"id":"resp_r","output":[]}}`},
+		{"rs_r", "response.output_item.added", `{"type":"response.output_item.added","item":{"id":"rs_r","type":"reasoning"}}`},
+		{"", "response.output_item.done", `{"type":"response.output_item.done","item":{"id":"rs_r","type":"reasoning"}}`},
+		{"ws_r", "response.output_item.added", `{"type":"response.output_item.added","item":{"id":"ws_r","type":"web_search_call"}}`},
+		{"msg_r", "response.output_item.added", `{"type":"response.output_item.added","item":{"id":"msg_r","type":"message"}}`},
+		{"fc_r", "response.completed", `{"type":"response.completed","response":{"id":"resp_r","output":[{"id":"rs_r"},{"id":"ws_r"},{"id":"msg_r"},{"id":"fc_r"}]}}`},
+	} {
+		stream += ev(e.typ, e.data)
+		if e.id != "" {
+			ends[e.id] = len(stream)
+		}
+	}
+	for _, piece := range []int{len(stream), 1} {
+		states := newFakeStates()
+		g := sharedGateway(t, upstreamtest.New(t, nil), states)
+		b := g.p.newBind(nil, memory.Identity{Tenant: "a", User: "bob"}, memory.StateResponse, time.Now())
+		resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(stream))}
+		if err := b.attach(context.Background(), resp); err != nil {
+			t.Fatal(err)
+		}
+		read := 0
+		for buf := make([]byte, piece); ; {
+			n, err := resp.Body.Read(buf)
+			read += n
+			states.mu.Lock()
+			for id, end := range ends {
+				kind := memory.StateItem
+				if id == "resp_r" {
+					kind = memory.StateResponse
+				}
+				if owner := states.owner[memory.ProviderState{Kind: kind, ID: id}]; read >= end && owner != "a/bob" {
+					t.Fatalf("pieces of %d: %s not bound after %d bytes read (its event ends at %d)", piece, id, read, end)
+				}
+			}
+			states.mu.Unlock()
+			if err == io.EOF {
+				break
+			}
+		}
+		if n := states.Calls(); piece == len(stream) && n != 1 {
+			t.Errorf("read whole: %d writes, want one", n)
+		}
 	}
 }
