@@ -299,3 +299,54 @@ func TestProviderStateStatelessReplay(t *testing.T) {
 		t.Errorf("another's replay of the same ids: %d %s, want them dropped", status, b)
 	}
 }
+
+// TestProviderStateRequiredItemIDs: with gateway keys and one upstream
+// key for every tenant, an input item whose id the API requires (a
+// built-in tool call's: web_search_call, computer_call, mcp_call, …),
+// which memgate cannot drop, goes upstream only when that id is the
+// caller's: to a provider that reads stored items by id (the fake taught
+// to), another's would bring that user's words. Another caller is
+// refused with a 400 naming the member, without calling the upstream;
+// the owner's item goes as sent. Run end to end, as
+// TestProviderStateStaysWithItsTenant.
+func TestProviderStateRequiredItemIDs(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	fake.ResolveItemIDs()
+	gw := serveSharedKey(t, fake, "")
+	ana := caller{"key-a", "ana"}
+	others := []caller{{"key-b", "ana"}, {"key-a", "bob"}, {"key-a", ""}}
+
+	// Ana's words, stored as an item of her conversation.
+	var conv struct {
+		ID string `json:"id"`
+	}
+	if status, b := postJSON(t, gw+"/v1/conversations", `{}`, ana.headers()); status != http.StatusOK || json.Unmarshal(b, &conv) != nil {
+		t.Fatalf("create conversation: %d %s", status, b)
+	}
+	if status, b := postJSON(t, gw+"/v1/responses", `{"model":"gpt-4.1","conversation":"`+conv.ID+`","input":"My pin is 1234."}`, ana.headers()); status != http.StatusOK {
+		t.Fatalf("a response in the conversation: %d %s", status, b)
+	}
+	status, b := getAs(t, gw+"/v1/conversations/"+conv.ID+"/items", ana)
+	ids := itemIDs(t, b)
+	if status != http.StatusOK || len(ids) == 0 {
+		t.Fatalf("the owner's list: %d %s", status, b)
+	}
+	stored := ids[0] // her input: "My pin is 1234."
+
+	for _, item := range []string{
+		`{"type":"web_search_call","id":"` + stored + `","status":"completed","action":{"type":"search","query":"weather"}}`,
+		`{"type":"mcp_call","id":"` + stored + `","name":"lookup","arguments":"{}","server_label":"kb"}`,
+	} {
+		body := `{"model":"gpt-4.1","input":[` + item + `]}`
+		for _, c := range others {
+			wantRefused(t, fake, gw, "/v1/responses", c, body, http.StatusBadRequest, "input[0].id", "", "Item with id '"+stored+"' not found.")
+		}
+		status, b := postJSON(t, gw+"/v1/responses", body, ana.headers())
+		if status != http.StatusOK || !bytes.Contains(b, []byte("You said: My pin is 1234.")) {
+			t.Errorf("the owner's item: %d %s, want the stored item read", status, b)
+		}
+		if last := fake.Requests()[len(fake.Requests())-1]; !bytes.Contains(last.Body, []byte(item)) {
+			t.Errorf("the owner's item: upstream got %s, want the item as sent", last.Body)
+		}
+	}
+}

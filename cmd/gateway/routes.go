@@ -24,6 +24,10 @@ import (
 	"github.com/memgate/memgate/internal/ui"
 )
 
+// The engine's erasure says how many queued turns it purged (the
+// management API's answer counts them).
+var _ admin.QueueEraser = (*engine.Engine)(nil)
+
 // maxLimitedClients bounds the clients the failed-key limiter remembers.
 const maxLimitedClients = 10_000
 

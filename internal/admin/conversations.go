@@ -23,6 +23,13 @@ type Store interface {
 	Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error)
 }
 
+// QueueEraser is a Store whose erasure of a user also purges the user's
+// turns still queued for capture (answered, not yet stored) and says how
+// many it purged (engine.Engine.EraseUser).
+type QueueEraser interface {
+	EraseUser(ctx context.Context, tenant, user string) (queued int, err error)
+}
+
 // storeScope is scope for the conversation routes, answering 503 when no
 // store is configured.
 func (a *Admin) storeScope(c echo.Context, user string) (memory.Identity, *apierr.Error) {
@@ -109,10 +116,13 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 // A user nothing is stored about is erased all the same (its tombstone
 // refuses its late turns). The answer names the id erased, whether the
 // value was that id or a body value's digest ("named_by": "id" or
-// "digest", memory.NamedUserID), and what was stored about the user just
-// before the erasure ("found", "stored": memory.Footprint, counted before
-// it; both left out when the count failed), so an operator who mistyped
-// a user sees that nothing was stored under it.
+// "digest", memory.NamedUserID), what was stored about the user just
+// before the erasure ("stored": memory.Footprint, counted before it; left
+// out when the count failed) and, when the store says (QueueEraser), how
+// many of the user's turns were queued and not yet stored ("queued", the
+// capture queue's entries the erasure purged); "found" is whether either
+// held anything (left out when neither could say), so an operator who
+// mistyped a user sees that nothing was stored or queued under it.
 func (a *Admin) handleDeleteUser(c echo.Context) error {
 	value := c.Param("user")
 	id, aerr := a.storeScope(c, value)
@@ -124,12 +134,22 @@ func (a *Admin) handleDeleteUser(c echo.Context) error {
 	if memory.ValidID(value) {
 		answer["named_by"] = "id"
 	}
-	if f, err := a.store.Footprint(ctx, id.Tenant, id.User); err != nil {
-		a.log.Warn("erasing a user without counting what was stored", "request_id", server.RequestID(c), "error", err)
+	f, ferr := a.store.Footprint(ctx, id.Tenant, id.User)
+	if ferr != nil {
+		a.log.Warn("erasing a user without counting what was stored", "request_id", server.RequestID(c), "error", ferr)
 	} else {
 		answer["found"], answer["stored"] = !f.Empty(), f
 	}
-	if err := a.store.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+	if qe, ok := a.store.(QueueEraser); ok {
+		queued, err := qe.EraseUser(ctx, id.Tenant, id.User)
+		if err != nil {
+			return a.storeError(c, err)
+		}
+		answer["queued"] = queued
+		if queued > 0 {
+			answer["found"] = true
+		}
+	} else if err := a.store.DeleteUser(ctx, id.Tenant, id.User); err != nil {
 		return a.storeError(c, err)
 	}
 	apierr.WriteJSON(c.Response(), http.StatusOK, answer)

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -68,5 +69,50 @@ func TestDeleteUserSaysWhatWasStored(t *testing.T) {
 	late.ID, late.Identity = "late", typo
 	if res, err := st.SaveExchange(ctx, late); err != nil || !res.Dropped {
 		t.Fatalf("a late turn of the erased unknown user = %+v, %v; want it dropped", res, err)
+	}
+}
+
+// queueStore is usersStore whose erasure also purged queued turns of the
+// user (EraseUser, as engine.Engine's).
+type queueStore struct {
+	usersStore
+	queued map[string]int
+	erased []string
+}
+
+func (s *queueStore) EraseUser(_ context.Context, _, user string) (int, error) {
+	s.erased = append(s.erased, user)
+	return s.queued[user], nil
+}
+
+// TestDeleteUserSaysWhatWasQueued: when the store also purges the user's
+// turns still queued (answered, not yet stored), the erasure's answer
+// counts them ("queued"), and a user with nothing stored but turns queued
+// was found; a store that cannot say leaves "queued" out.
+func TestDeleteUserSaysWhatWasQueued(t *testing.T) {
+	st := &queueStore{queued: map[string]int{"ana": 2}}
+	base := mustAdmin(t, New(nil, st, nil, nil, 1<<20, 0, nil))
+	type answer struct {
+		Found  *bool `json:"found"`
+		Queued *int  `json:"queued"`
+	}
+	for _, tc := range []struct {
+		user   string
+		found  bool
+		queued int
+	}{{"ana", true, 2}, {"bob", false, 0}} {
+		resp, b := deleteUser(t, base, tc.user)
+		var got answer
+		if resp.StatusCode != 200 || json.Unmarshal(b, &got) != nil || got.Found == nil || *got.Found != tc.found ||
+			got.Queued == nil || *got.Queued != tc.queued {
+			t.Errorf("DELETE user %q: %d %s; want found %v, queued %d", tc.user, resp.StatusCode, b, tc.found, tc.queued)
+		}
+	}
+	if len(st.erased) != 2 {
+		t.Errorf("EraseUser called for %v, want ana and bob", st.erased)
+	}
+	plain := mustAdmin(t, New(nil, &usersStore{}, nil, nil, 1<<20, 0, nil))
+	if resp, b := deleteUser(t, plain, "ana"); resp.StatusCode != 200 || bytes.Contains(b, []byte(`"queued"`)) {
+		t.Errorf("DELETE user without a queue count: %d %s; want no queued member", resp.StatusCode, b)
 	}
 }

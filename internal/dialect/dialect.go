@@ -82,6 +82,11 @@ type Request struct {
 	// States are checked, those not bound to the caller are dropped
 	// (DropIDs).
 	CarriedIDs []memory.ProviderState
+	// RequiredIDs are the ids a Responses body's input items give that
+	// the API requires as sent (responses.Request.RequiredIDs: a built-in
+	// tool call's, the approval request an MCP approval answers): where
+	// States are checked, one not bound to the caller is refused.
+	RequiredIDs []responses.RequiredID
 	// AmbiguousStates, when not nil, is the 400 for a Responses body,
 	// input item or conversation object that gives a member twice
 	// (responses.RepeatedMember): States hold what memgate reads of it,
@@ -153,7 +158,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 			return nil, invalid(err)
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), AmbiguousStates: ambiguous(r),
+			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), RequiredIDs: r.RequiredIDs(), AmbiguousStates: ambiguous(r),
 			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render, responses: r}, nil
 	}
 	r, err := chat.ParseRequest(raw)
@@ -166,11 +171,13 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 
 // StateBody is what the body of a passthrough request under the
 // operator's key names of provider state: the States the provider reads
-// by id, which must be the caller's, and the CarriedIDs its items give
-// beside their content (responses.Request.CarriedIDs), which DropIDs
-// removes when they are not.
+// by id and the RequiredIDs its items give (responses.RequiredID), which
+// must be the caller's, and the CarriedIDs its items give beside their
+// content (responses.Request.CarriedIDs), which DropIDs removes when
+// they are not.
 type StateBody struct {
 	States, CarriedIDs []memory.ProviderState
+	RequiredIDs        []responses.RequiredID
 	drop               func([]bool) ([]byte, error)
 }
 
@@ -190,7 +197,7 @@ func ConversationItems(raw []byte) (*StateBody, *apierr.Error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	return &StateBody{States: b.States(), CarriedIDs: b.CarriedIDs(), drop: b.DropIDs}, nil
+	return &StateBody{States: b.States(), CarriedIDs: b.CarriedIDs(), RequiredIDs: b.RequiredIDs(), drop: b.DropIDs}, nil
 }
 
 // ambiguous is the 400 for a Responses body whose states memgate cannot
@@ -328,5 +335,5 @@ func ResponsesStates(raw []byte) (*StateBody, *apierr.Error) {
 	if aerr := ambiguous(r); aerr != nil {
 		return nil, aerr
 	}
-	return &StateBody{States: r.States(), CarriedIDs: r.CarriedIDs(), drop: r.DropIDs}, nil
+	return &StateBody{States: r.States(), CarriedIDs: r.CarriedIDs(), RequiredIDs: r.RequiredIDs(), drop: r.DropIDs}, nil
 }

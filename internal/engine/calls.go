@@ -217,40 +217,49 @@ func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) (int, error
 // processed, are purged from them (record.Capturer.PurgeErased), so
 // their text does not outlive the call however long the backlog.
 func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
-	_, err := with(e, func(c *Core) (none, error) {
-		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
-			return none{}, err
-		}
-		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
-			return none{}, err
-		}
-		return none{}, c.purgeErased(ctx, tenant, user)
-	})
+	_, err := e.EraseUser(ctx, tenant, user)
 	return err
+}
+
+// EraseUser is DeleteUser, and returns how many of the user's turns it
+// purged from the capture queue: answered, not yet stored, so counted
+// among no stored rows (those stored and waiting for enrichment are).
+func (e *Engine) EraseUser(ctx context.Context, tenant, user string) (queued int, err error) {
+	return with(e, func(c *Core) (int, error) {
+		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
+			return 0, err
+		}
+		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
+			return 0, err
+		}
+		return c.purgeErased(ctx, tenant, user)
+	})
 }
 
 // purgeTimeout bounds the queue purge of an erasure.
 const purgeTimeout = 2 * time.Minute
 
 // purgeErased purges the queues of what the erasure of (tenant, user)
-// voids. The erasure has committed: the purge runs to its end even if
+// voids, and returns how many turns it purged from the capture queue.
+// The erasure has committed: the purge runs to its end even if
 // the caller hangs up (within purgeTimeout), and a failure says that
 // the user is erased but queued exchanges were not all purged (they are
 // dropped when processed; erasing again purges them).
-func (c *Core) purgeErased(ctx context.Context, tenant, user string) error {
+func (c *Core) purgeErased(ctx context.Context, tenant, user string) (int, error) {
 	if c.Capturer == nil {
-		return nil
+		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeTimeout)
 	defer cancel()
 	at, err := c.Store.ErasedAt(ctx, tenant, user)
+	var n record.Purged
 	if err == nil {
-		_, err = c.Capturer.PurgeErased(ctx, tenant, user, at)
+		n, err = c.Capturer.PurgeErased(ctx, tenant, user, at)
 	}
 	if err != nil {
-		return fmt.Errorf("user erased, but not purged from the queues: %w", err)
+		return n.Turns, fmt.Errorf("user erased, but not purged from the queues: %w", err)
 	}
-	return nil
+	return n.Turns, nil
 }
 
 // ErasedAt reports when a user was last erased.

@@ -164,7 +164,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			if req.AmbiguousStates != nil {
 				return fail(req.AmbiguousStates)
 			}
-			if aerr := p.checkStates(r.Context(), id, req.States, req.CarriedIDs, unknownState, req.DropIDs); aerr != nil {
+			if aerr := p.checkStates(r.Context(), id, req.States, req.RequiredIDs, req.CarriedIDs, unknownState, req.DropIDs); aerr != nil {
 				return fail(aerr)
 			}
 		}

@@ -74,7 +74,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apierr.Error {
 	r := c.Request()
 	if s, ok := pathState(r.Method, r.URL.Path); ok {
-		if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, nil, unknownPathState, nil); aerr != nil {
+		if aerr := p.checkStates(r.Context(), id, []memory.ProviderState{s}, nil, nil, unknownPathState, nil); aerr != nil {
 			return aerr
 		}
 		if r.Method != http.MethodHead { // a reply with no body names nothing
@@ -134,7 +134,7 @@ func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte)
 	if aerr != nil {
 		return aerr
 	}
-	return p.checkStates(r.Context(), id, sb.States, sb.CarriedIDs, unknownState, func(drop []bool) error {
+	return p.checkStates(r.Context(), id, sb.States, sb.RequiredIDs, sb.CarriedIDs, unknownState, func(drop []bool) error {
 		out, err := sb.DropIDs(drop)
 		if err != nil {
 			return err

@@ -38,6 +38,12 @@ type StateBinder interface {
 	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 }
 
+// maxBoundReplyBytes bounds the whole JSON reply whose ids are bound as
+// it is relayed (responses.CreatedReader): at some 20–25 ns a byte
+// (BenchmarkCreatedReader), such a reply costs at most about 0.8 s of a
+// core to read.
+const maxBoundReplyBytes = 32 << 20
+
 // bindTimeout bounds one binding's write; a stream's relay waits for it.
 const bindTimeout = 5 * time.Second
 
@@ -50,35 +56,46 @@ func (p *Proxy) sharedKey(a *api) bool { return p.requireKey() && a.up.shared() 
 // checkStates returns the error answering a request of id that names a
 // provider state not bound to id's tenant and user — notFound's, the
 // provider's own answer to an id it does not hold — or a 503 when the
-// binding store cannot say; nil when every state is id's. Of the ids the
-// request's items give beside their content (carried:
+// binding store cannot say; nil when every state is id's. The ids its
+// items give that the API requires as sent (required:
+// dialect.Request.RequiredIDs, StateBody.RequiredIDs) must be id's too,
+// else the request is refused as naming an unknown item (unknownItem).
+// Of the ids the request's items give beside their content (carried:
 // dialect.Request.CarriedIDs, StateBody.CarriedIDs) it drops those not
-// id's through drop (dropForeignIDs), the store asked once for both.
-func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states, carried []memory.ProviderState,
-	notFound func(memory.ProviderState) *apierr.Error, drop func([]bool) error) *apierr.Error {
-	if len(states)+len(carried) == 0 {
+// id's through drop (dropForeignIDs). The store is asked once for all.
+func (p *Proxy) checkStates(ctx context.Context, id memory.Identity, states []memory.ProviderState, required []responses.RequiredID,
+	carried []memory.ProviderState, notFound func(memory.ProviderState) *apierr.Error, drop func([]bool) error) *apierr.Error {
+	if len(states)+len(required)+len(carried) == 0 {
 		return nil
 	}
-	bound, err := p.boundStates(ctx, id, append(slices.Clip(states), carried...))
-	if err != nil && len(states) > 0 {
+	checked := slices.Clip(states)
+	for _, r := range required {
+		checked = append(checked, memory.ProviderState{Kind: memory.StateItem, ID: r.ID})
+	}
+	bound, err := p.boundStates(ctx, id, append(checked, carried...))
+	if err != nil && len(checked) > 0 {
 		p.m.states.WithLabelValues(stateUnverified).Inc()
 		p.log.LogAttrs(ctx, slog.LevelWarn, "provider state unverifiable, request refused",
-			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(states[0].Kind)), slog.String("error", err.Error()))
+			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("kind", string(checked[0].Kind)), slog.String("error", err.Error()))
 		return &apierr.Error{Status: http.StatusServiceUnavailable, Type: apierr.TypeServer, Code: "provider_state_unverifiable",
-			Message: "memgate cannot check that the " + stateNoun(states[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
+			Message: "memgate cannot check that the " + stateNoun(checked[0].Kind) + " this request names belongs to its tenant and user (its store is unavailable), so it does not forward it. Retry later."}
 	}
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelWarn, "input item ids unverifiable, dropped",
 			slog.String("request_id", server.ExchangeOf(ctx).ID()), slog.String("error", err.Error()))
 		bound = make([]bool, len(carried))
 	}
-	for i, ok := range bound[:len(states)] {
-		if !ok {
-			p.m.states.WithLabelValues(stateRefused).Inc()
+	for i, ok := range bound[:len(checked)] {
+		if ok {
+			continue
+		}
+		p.m.states.WithLabelValues(stateRefused).Inc()
+		if i < len(states) {
 			return notFound(states[i])
 		}
+		return unknownItem(required[i-len(states)])
 	}
-	return p.dropForeignIDs(ctx, bound[len(states):], drop)
+	return p.dropForeignIDs(ctx, bound[len(checked):], drop)
 }
 
 // boundStates reports, for each of states, whether it is bound to id's
@@ -163,6 +180,14 @@ func unknownState(s memory.ProviderState) *apierr.Error {
 		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
 }
 
+// unknownItem answers a request whose item gives an id the API requires
+// (responses.RequiredID) that is not bound to the caller: a 400 naming
+// the member, worded as the provider's answer to an id it does not hold,
+// the same for another's id as for one never given out.
+func unknownItem(r responses.RequiredID) *apierr.Error {
+	return apierr.Invalid(r.Param, fmt.Sprintf("Item with id '%s' not found.", r.ID))
+}
+
 // Outcomes of the provider state checks and bindings
 // (memgate_provider_states_total).
 const (
@@ -192,8 +217,9 @@ type stateBind struct {
 	// nothing.
 	items bool
 	// created is set once the reply's own id was bound (or given up
-	// on); done once its items were too: nothing more is read.
-	created, done bool
+	// on); done once its items were too: nothing more is read. named is
+	// set once a reply read as it is relayed (CreatedReader) gave its id.
+	created, done, named bool
 }
 
 // itemsBind returns the binding of the items a reply to a request of
@@ -226,34 +252,53 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 
 // attach reads the ids of the states resp creates and binds them before
 // the client reads them: a whole JSON reply is read here (up to
-// maxCaptureBytes) and its top-level id and output items' ids bound; an
-// event stream is scanned as it is relayed, and the first event's
-// response id is bound before the read that completes that event
-// returns, the output items' ids before the terminal event's does. A
-// reply too large to read, or that names no id, binds nothing: nobody may
-// continue it. A binding of items reads a whole reply's output or list
-// items (responses.ItemsFromJSON) and a stream's terminal event's
-// output.
+// maxCaptureBytes) and its top-level id and output items' ids bound; a
+// larger one is read as it is relayed (responses.CreatedReader), a
+// top-level member or an item at a time, each id bound before the client
+// reads the bytes naming it, and nothing from a member or item larger
+// than maxCaptureBytes, or past maxBoundReplyBytes, on; an event stream
+// of any length is read event by event as it is relayed
+// (responses.CreatedStream), and the first event's response id is bound
+// before the read that completes that event returns, an output item's
+// id before the read completing the first output_item event naming it
+// does, the terminal event's output items' not bound yet before its
+// does; nothing from an event naming states larger than maxCaptureBytes
+// on. A reply that names no id binds nothing: nobody may continue it. A
+// binding of items reads a whole reply's output or list items
+// (responses.ItemsFromJSON) and a stream's output items.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		resp.Body = &stateBody{ReadCloser: resp.Body, b: b, scan: responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
-			b.created = true
-			b.done = final
-			if sts := b.states(c); len(sts) > 0 {
-				b.bind(ctx, sts)
-			}
-		})}
+		body := &stateBody{ReadCloser: resp.Body, b: b}
+		body.scan = responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
+			b.created = b.created || c.ID != ""
+			body.final = body.final || final
+			body.found = append(body.found, b.states(c)...)
+		})
+		body.bind = func() { b.bind(ctx, body.found) }
+		resp.Body = body
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
 	if err != nil {
 		return fmt.Errorf("read upstream reply: %w", err)
 	}
-	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	rest := io.MultiReader(bytes.NewReader(buf), resp.Body)
 	if len(buf) > maxCaptureBytes {
-		b.failed(ctx, errCaptureTooLarge)
+		// Too large to hold: read as it is relayed, a member or an item
+		// at a time, each no larger than maxCaptureBytes.
+		b.created, b.done = true, true
+		resp.Body = readCloser{Reader: responses.NewCreatedReader(rest, maxCaptureBytes, maxBoundReplyBytes, func(c responses.Created, final bool) {
+			if sts := b.states(c); len(sts) > 0 {
+				b.bind(ctx, sts)
+			}
+			b.named = b.named || c.ID != ""
+			if final && !b.items && !b.named {
+				b.failed(ctx, errors.New("the reply names no id"))
+			}
+		}, func(err error) { b.failed(ctx, err) }), Closer: resp.Body}
 		return nil
 	}
+	resp.Body = readCloser{Reader: rest, Closer: resp.Body}
 	read := responses.CreatedFromJSON
 	if b.items {
 		read = responses.ItemsFromJSON
@@ -298,18 +343,30 @@ func (b *stateBind) failed(ctx context.Context, err error) {
 }
 
 // stateBody scans a relayed event stream for the states it creates until
-// they are bound; bytes pass through unchanged.
+// they are bound; bytes pass through unchanged. The states the events a
+// read completes name are bound together (one write) before it returns.
 type stateBody struct {
 	io.ReadCloser
-	b    *stateBind
-	scan *responses.CreatedStream
+	b     *stateBind
+	scan  *responses.CreatedStream
+	found []memory.ProviderState // named by the events of this read
+	final bool                   // the terminal event was read
+	bind  func()                 // binds found
 }
 
 func (s *stateBody) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	if n > 0 && !s.b.done {
-		if _, derr := s.scan.Write(p[:n]); derr != nil {
+		_, derr := s.scan.Write(p[:n])
+		if len(s.found) > 0 {
+			s.bind()
+			s.found = s.found[:0]
+		}
+		switch {
+		case derr != nil:
 			s.b.failed(context.Background(), derr)
+		case s.final:
+			s.b.done = true
 		}
 	}
 	return n, err

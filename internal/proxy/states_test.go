@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -522,6 +524,315 @@ func TestStatesOneItemRetrieved(t *testing.T) {
 		}
 		if m := g.metrics(t); strings.Contains(m, `outcome="bind_failed"`) {
 			t.Errorf("%s: a binding counted as failed:\n%s", item, grepLines(m, "memgate_provider_states"))
+		}
+	}
+}
+
+// TestStatesRequiredIDsChecked: with a shared upstream key, an input item
+// whose id the API requires — a built-in tool call's (web_search_call,
+// computer_call, mcp_call, …), which memgate cannot drop — or an MCP
+// approval naming the approval request it answers, goes upstream only
+// when that id is bound to the caller: another's, or one never seen, is
+// refused with a 400 naming the member, without calling the upstream, on
+// every route whose body names items. When the store cannot say, the
+// request is refused (503). Without a shared key nothing is checked.
+func TestStatesRequiredIDsChecked(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/responses", upstreamtest.Responses())
+	mux.Handle("/", upstreamtest.JSON(http.StatusOK, `{"id":"conv_new","object":"conversation"}`))
+	up := upstreamtest.New(t, mux)
+	states := newFakeStates()
+	for _, id := range []string{"ws_alice", "mcpr_alice", "cu_alice"} {
+		states.owner[memory.ProviderState{Kind: memory.StateItem, ID: id}] = "a/alice"
+	}
+	for _, id := range []string{"ws_bob", "mcpr_bob", "conv_bob"} {
+		kind := memory.StateItem
+		if strings.HasPrefix(id, "conv_") {
+			kind = memory.StateConversation
+		}
+		states.owner[memory.ProviderState{Kind: kind, ID: id}] = "a/bob"
+	}
+	const routes = "POST /v1/responses/*"
+	shared := sharedGateway(t, up, states, routes, "POST /v1/conversations", "POST /v1/conversations/*")
+	own := ownGateway(t, up)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	bodies := func(items string) map[string]string {
+		return map[string]string{
+			"/v1/responses":                    `{"model":"gpt-4.1","input":` + items + `}`,
+			"/v1/responses/input_tokens":       `{"model":"gpt-4.1","input":` + items + `}`,
+			"/v1/conversations":                `{"items":` + items + `}`,
+			"/v1/conversations/conv_bob/items": `{"items":` + items + `}`,
+		}
+	}
+	user := `{"role":"user","content":"hi"}`
+	for _, tt := range []struct {
+		item, member, id string
+	}{
+		{`{"type":"web_search_call","id":"ws_alice","status":"completed","action":{"type":"search","query":"pin"}}`, "id", "ws_alice"},
+		{`{"type":"web_search_call","id":"ws_never","status":"completed"}`, "id", "ws_never"},
+		{`{"type":"computer_call","id":"cu_alice","call_id":"c1","action":{"type":"screenshot"},"pending_safety_checks":[],"status":"completed"}`, "id", "cu_alice"},
+		{`{"type":"file_search_call","id":"fs_alice","queries":["pin"],"status":"completed"}`, "id", "fs_alice"},
+		{`{"type":"mcp_call","id":"mcp_alice","name":"f","arguments":"{}","server_label":"s"}`, "id", "mcp_alice"},
+		{`{"type":"mcp_approval_response","approval_request_id":"mcpr_alice","approve":true}`, "approval_request_id", "mcpr_alice"},
+		{`{"type":"image_generation_call","id":"ig_alice","result":null,"status":"completed"}`, "id", "ig_alice"},
+	} {
+		for path, body := range bodies(`[` + user + `,` + tt.item + `]`) {
+			before := up.Calls()
+			resp, b := shared.post(t, path, body, h)
+			prefix := "input"
+			if strings.HasPrefix(path, "/v1/conversations") {
+				prefix = "items"
+			}
+			if want := prefix + "[1]." + tt.member; resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"param":"`+want+`"`) || up.Calls() != before ||
+				!strings.Contains(string(b), "Item with id '"+tt.id+"' not found.") {
+				t.Errorf("%s %s: %d %s (upstream calls %d); want a 400 naming %s", path, tt.item, resp.StatusCode, b, up.Calls()-before, want)
+			}
+		}
+		before := up.Calls()
+		if resp, b := own.post(t, "/v1/responses", `{"model":"gpt-4.1","input":[`+user+`,`+tt.item+`]}`, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+			t.Errorf("%s without a shared key: %d %s (upstream calls %d); want it forwarded", tt.item, resp.StatusCode, b, up.Calls()-before)
+		}
+	}
+	// The caller's own ids go as sent, the store asked once.
+	mine := `[` + user + `,{"type":"web_search_call","id":"ws_bob","status":"completed"},` +
+		`{"type":"mcp_approval_response","id":"mcpa_never","approval_request_id":"mcpr_bob","approve":true}]`
+	for path, body := range bodies(mine) {
+		before, asked := up.Calls(), states.Calls()
+		resp, b := shared.post(t, path, body, h)
+		if resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+			t.Errorf("%s the caller's own ids: %d %s", path, resp.StatusCode, b)
+			continue
+		}
+		if got := string(up.Requests()[before].Body); !strings.Contains(got, `"id":"ws_bob"`) || !strings.Contains(got, `"approval_request_id":"mcpr_bob"`) ||
+			strings.Contains(got, "mcpa_never") {
+			t.Errorf("%s: upstream got %s, want the caller's ids as sent and the unbound optional id dropped", path, got)
+		}
+		if n := states.Calls() - asked; n != 1 && path == "/v1/responses/input_tokens" { // the others bind their replies
+			t.Errorf("%s: the store was asked %d times, want once", path, n)
+		}
+	}
+	// The store down: refused, never forwarded.
+	states.mu.Lock()
+	states.err = errors.New("connection refused")
+	states.mu.Unlock()
+	before := up.Calls()
+	resp, b := shared.post(t, "/v1/responses", `{"model":"gpt-4.1","input":`+mine+`}`, h)
+	if _, code, _ := apiErrorBody(t, b); resp.StatusCode != http.StatusServiceUnavailable || code != "provider_state_unverifiable" || up.Calls() != before {
+		t.Errorf("store down: %d %s (upstream calls %d); want a 503", resp.StatusCode, b, up.Calls()-before)
+	}
+}
+
+// TestStatesLargeReplyItemsBound: the items a whole JSON reply names are
+// bound however large the reply (here past maxCaptureBytes: images in
+// its output), read as it is relayed, each item no larger than
+// maxCaptureBytes: the owner may name them next, another may not; the
+// client gets the reply byte for byte. A reply with an item larger than
+// that binds none past it (counted as failed) and is still relayed whole.
+// A create reply that large binds its response and its items.
+func TestStatesLargeReplyItemsBound(t *testing.T) {
+	image := strings.Repeat("A", 3<<20)
+	reply := `{"id":"resp_big","object":"response","status":"completed","output":[` +
+		`{"id":"ig_1","type":"image_generation_call","status":"completed","result":"` + image + `"},` +
+		`{"id":"ig_2","type":"image_generation_call","status":"completed","result":"` + image + `"},` +
+		`{"id":"msg_big","type":"message","role":"assistant","content":[{"type":"output_text","text":"Two images."}]}],"usage":null}`
+	huge := strings.Replace(reply, `"result":"`+image, `"result":"`+image+image, 1) // its first item past the bound
+	for _, tt := range []struct {
+		name, reply string
+		bound       []string
+	}{
+		{"items within the bound", reply, []string{"ig_1", "ig_2", "msg_big"}},
+		{"an item past the bound", huge, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tt.reply))
+			}))
+			states := newFakeStates()
+			states.owner[memory.ProviderState{Kind: memory.StateResponse, ID: "resp_big"}] = "a/bob"
+			g := sharedGateway(t, up, states, "GET /v1/responses/*")
+			req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/responses/resp_big", nil)
+			req.Header.Set("Authorization", "Bearer gw-key")
+			req.Header.Set("X-Memory-User", "bob")
+			if resp, b := do(t, req); resp.StatusCode != http.StatusOK || string(b) != tt.reply {
+				t.Fatalf("%d, %d bytes; want the reply byte for byte", resp.StatusCode, len(b))
+			}
+			states.mu.Lock()
+			for _, id := range []string{"ig_1", "ig_2", "msg_big"} {
+				owner := states.owner[memory.ProviderState{Kind: memory.StateItem, ID: id}]
+				if want := map[bool]string{true: "a/bob"}[slices.Contains(tt.bound, id)]; owner != want {
+					t.Errorf("%s bound to %q, want %q", id, owner, want)
+				}
+			}
+			states.mu.Unlock()
+			if tt.bound == nil {
+				g.waitMetric(t, `memgate_provider_states_total{outcome="bind_failed"} 1`)
+			}
+		})
+	}
+	// A create reply that large: its response and its items are the
+	// caller's.
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(reply))
+	}))
+	states := newFakeStates()
+	g := sharedGateway(t, up, states)
+	h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+	if resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"Draw two cats."}`, h); resp.StatusCode != http.StatusOK || string(b) != reply {
+		t.Fatalf("create: %d, %d bytes; want the reply byte for byte", resp.StatusCode, len(b))
+	}
+	states.mu.Lock()
+	defer states.mu.Unlock()
+	for _, st := range []memory.ProviderState{{Kind: memory.StateResponse, ID: "resp_big"}, {Kind: memory.StateItem, ID: "ig_1"}, {Kind: memory.StateItem, ID: "msg_big"}} {
+		if owner := states.owner[st]; owner != "a/bob" {
+			t.Errorf("create: %v bound to %q, want a/bob", st, owner)
+		}
+	}
+}
+
+// imageStream is a streamed image generation's reply, as the Responses
+// API sends it: the image_generation_call item ig_s announced, partial
+// images, the item done with its image, a message, the terminal event
+// listing both. done is the image item's output_item.done event's data.
+func imageStream(partial, image, done string) string {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	return ev("response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"resp_s","object":"response","status":"in_progress","output":[]}}`) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"ig_s","type":"image_generation_call","status":"in_progress"}}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","sequence_number":2,"output_index":0,"item_id":"ig_s","partial_image_index":0,"partial_image_b64":"`+partial+`"}`) +
+		ev("response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","sequence_number":3,"output_index":0,"item_id":"ig_s","partial_image_index":1,"partial_image_b64":"`+partial+`"}`) +
+		ev("response.output_item.done", done) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":5,"output_index":1,"item":{"id":"msg_s","type":"message","role":"assistant","status":"in_progress","content":[]}}`) +
+		ev("response.output_item.done", `{"type":"response.output_item.done","sequence_number":6,"output_index":1,"item":{"id":"msg_s","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"A cat."}]}}`) +
+		ev("response.completed", `{"type":"response.completed","sequence_number":7,"response":{"id":"resp_s","object":"response","status":"completed","output":[`+
+			`{"id":"ig_s","type":"image_generation_call","status":"completed","result":"`+image+`"},`+
+			`{"id":"msg_s","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"A cat."}]}]}}`)
+}
+
+// imageDone is the image item's output_item.done event's data.
+func imageDone(image string) string {
+	return `{"type":"response.output_item.done","sequence_number":4,"output_index":0,"item":{"id":"ig_s","type":"image_generation_call","status":"completed","result":"` + image + `"}}`
+}
+
+// TestStatesLargeStreamItemsBound: the output items a streamed reply
+// names are bound however long the stream (here past maxCaptureBytes:
+// partial images, the image, the terminal event repeating it), read
+// event by event as it is relayed: the owner of a streamed image
+// generation sends its image_generation_call back by id (multi-turn
+// image editing), another user may not; the client gets the stream byte
+// for byte. An event naming items larger than maxCaptureBytes stops the
+// binding (fail closed: counted as failed), the items announced before
+// it stay bound; an oversized event that names none (a partial image)
+// is skipped.
+func TestStatesLargeStreamItemsBound(t *testing.T) {
+	image := strings.Repeat("A", 3<<20)
+	big := strings.Repeat("B", 5<<20) // past maxCaptureBytes
+	for _, tt := range []struct {
+		name, stream string
+		bound        []string
+		failed       bool
+	}{
+		{"events within the bound", imageStream(strings.Repeat("P", 1<<20), image, imageDone(image)), []string{"ig_s", "msg_s"}, false},
+		{"a partial image past the bound", imageStream(big, image, imageDone(image)), []string{"ig_s", "msg_s"}, false},
+		{"an item event past the bound", imageStream("P", image, imageDone(big)), []string{"ig_s"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/responses", upstreamtest.Sequence(
+				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = w.Write([]byte(tt.stream))
+				}),
+				upstreamtest.Responses(), upstreamtest.Responses(), upstreamtest.Responses()))
+			up := upstreamtest.New(t, mux)
+			states := newFakeStates()
+			g := sharedGateway(t, up, states)
+			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+			resp, b := g.post(t, "/v1/responses", `{"model":"gpt-4.1","input":"Draw a cat.","tools":[{"type":"image_generation","partial_images":2}],"stream":true}`, h)
+			if resp.StatusCode != http.StatusOK || string(b) != tt.stream {
+				t.Fatalf("%d, %d bytes (want %d); want the stream byte for byte", resp.StatusCode, len(b), len(tt.stream))
+			}
+			states.mu.Lock()
+			for _, id := range []string{"ig_s", "msg_s"} {
+				owner := states.owner[memory.ProviderState{Kind: memory.StateItem, ID: id}]
+				if want := map[bool]string{true: "a/bob"}[slices.Contains(tt.bound, id)]; owner != want {
+					t.Errorf("%s bound to %q, want %q", id, owner, want)
+				}
+			}
+			if owner := states.owner[memory.ProviderState{Kind: memory.StateResponse, ID: "resp_s"}]; owner != "a/bob" {
+				t.Errorf("the response bound to %q, want a/bob", owner)
+			}
+			states.mu.Unlock()
+			if tt.failed {
+				g.waitMetric(t, `memgate_provider_states_total{outcome="bind_failed"} 1`)
+			}
+			// Multi-turn image editing: the image item sent back by id.
+			edit := `{"model":"gpt-4.1","input":[{"role":"user","content":"Make it blue."},` +
+				`{"type":"image_generation_call","id":"ig_s","status":"completed","result":null}],"tools":[{"type":"image_generation"}]}`
+			before := up.Calls()
+			if resp, b := g.post(t, "/v1/responses", edit, h); resp.StatusCode != http.StatusOK || up.Calls() != before+1 {
+				t.Errorf("the owner's edit: %d %s", resp.StatusCode, b)
+			}
+			h["X-Memory-User"] = "eve"
+			before = up.Calls()
+			resp, b = g.post(t, "/v1/responses", edit, h)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "Item with id 'ig_s' not found.") || up.Calls() != before {
+				t.Errorf("another user's edit: %d %s (upstream calls %d); want a 400", resp.StatusCode, b, up.Calls()-before)
+			}
+		})
+	}
+}
+
+// TestStatesStreamBoundPerRead: the states the events of one read of a
+// stream name are bound in one write, before that read returns; read a
+// byte at a time, each item is bound before the read completing the
+// first event naming it returns.
+func TestStatesStreamBoundPerRead(t *testing.T) {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	var stream string
+	ends := map[string]int{} // an id: the offset past the first event naming it
+	for _, e := range []struct{ id, typ, data string }{
+		{"resp_r", "response.created", `{"type":"response.created","response":{"id":"resp_r","output":[]}}`},
+		{"rs_r", "response.output_item.added", `{"type":"response.output_item.added","item":{"id":"rs_r","type":"reasoning"}}`},
+		{"", "response.output_item.done", `{"type":"response.output_item.done","item":{"id":"rs_r","type":"reasoning"}}`},
+		{"ws_r", "response.output_item.added", `{"type":"response.output_item.added","item":{"id":"ws_r","type":"web_search_call"}}`},
+		{"msg_r", "response.output_item.added", `{"type":"response.output_item.added","item":{"id":"msg_r","type":"message"}}`},
+		{"fc_r", "response.completed", `{"type":"response.completed","response":{"id":"resp_r","output":[{"id":"rs_r"},{"id":"ws_r"},{"id":"msg_r"},{"id":"fc_r"}]}}`},
+	} {
+		stream += ev(e.typ, e.data)
+		if e.id != "" {
+			ends[e.id] = len(stream)
+		}
+	}
+	for _, piece := range []int{len(stream), 1} {
+		states := newFakeStates()
+		g := sharedGateway(t, upstreamtest.New(t, nil), states)
+		b := g.p.newBind(nil, memory.Identity{Tenant: "a", User: "bob"}, memory.StateResponse, time.Now())
+		resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(stream))}
+		if err := b.attach(context.Background(), resp); err != nil {
+			t.Fatal(err)
+		}
+		read := 0
+		for buf := make([]byte, piece); ; {
+			n, err := resp.Body.Read(buf)
+			read += n
+			states.mu.Lock()
+			for id, end := range ends {
+				kind := memory.StateItem
+				if id == "resp_r" {
+					kind = memory.StateResponse
+				}
+				if owner := states.owner[memory.ProviderState{Kind: kind, ID: id}]; read >= end && owner != "a/bob" {
+					t.Fatalf("pieces of %d: %s not bound after %d bytes read (its event ends at %d)", piece, id, read, end)
+				}
+			}
+			states.mu.Unlock()
+			if err == io.EOF {
+				break
+			}
+		}
+		if n := states.Calls(); piece == len(stream) && n != 1 {
+			t.Errorf("read whole: %d writes, want one", n)
 		}
 	}
 }

@@ -10,12 +10,13 @@ import (
 
 // idRequired are the input item types whose id the API requires
 // (openai-python's ResponseInputItemParam: id Required): dropping it
-// would turn the client's request into a 400, so their ids are carried
-// as sent. The ids of every other type are optional (message — an
-// assistant's included, which the API accepts without one —
-// function_call, function_call_output, computer_call_output, custom and
-// shell tool calls and outputs, mcp_approval_response, …), and a type
-// not listed here is taken for one of those.
+// would turn the client's request into a 400, and the provider may read
+// the item it stored under it, so such an id is checked as a state the
+// request names (RequiredIDs). The ids of every other type are optional
+// (message — an assistant's included, which the API accepts without one
+// — function_call, function_call_output, computer_call_output, custom
+// and shell tool calls and outputs, mcp_approval_response, …), and a
+// type not listed here is taken for one of those.
 var idRequired = map[string]bool{
 	"file_search_call": true, "computer_call": true, "web_search_call": true,
 	"image_generation_call": true, "code_interpreter_call": true,
@@ -32,6 +33,35 @@ var idRequired = map[string]bool{
 func carriesID(id, typ string) bool {
 	return id != "" && typ != "reasoning" && !idRequired[typ]
 }
+
+// RequiredID is an id an input item gives that memgate can neither leave
+// unchecked nor drop: the id of an item whose type requires one
+// (idRequired), or the approval_request_id of an mcp_approval_response,
+// which names the approval request (an output item) it answers. Param
+// names the member ("input[3].id").
+type RequiredID struct {
+	ID, Param string
+}
+
+// requiredIDs returns the ids the item of members obj (members) at param
+// (input[i], items[i]), which gives typ, must have checked
+// (RequiredID).
+func requiredIDs(obj map[string]json.RawMessage, param, typ string) []RequiredID {
+	var out []RequiredID
+	if id := exactString(obj, "id"); id != "" && idRequired[typ] {
+		out = append(out, RequiredID{ID: id, Param: param + ".id"})
+	}
+	if id := exactString(obj, "approval_request_id"); id != "" && typ == "mcp_approval_response" {
+		out = append(out, RequiredID{ID: id, Param: param + ".approval_request_id"})
+	}
+	return out
+}
+
+// RequiredIDs are the ids the input's items give that must be the
+// caller's as they are sent (RequiredID), in input order: the provider
+// may read the item stored under such an id, and the API refuses the
+// item without it.
+func (r *Request) RequiredIDs() []RequiredID { return r.required }
 
 // carried is an input item that gives an id beside its content.
 type carried struct {

@@ -34,7 +34,8 @@ func TestCarriedIDs(t *testing.T) {
 		{`[{"type":"item_reference","id":"msg_1"},{"type":"reasoning","id":"rs_1","summary":[]}]`, nil},
 		// Its content is the encrypted blob issued for that id.
 		{`[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}]`, nil},
-		// The API requires their id: dropping it breaks the request.
+		// The API requires their id: dropping it breaks the request
+		// (RequiredIDs).
 		{`[{"type":"web_search_call","id":"ws_1","status":"completed"},{"type":"computer_call","id":"cu_1","call_id":"c","action":{},"pending_safety_checks":[],"status":"completed"}]`, nil},
 		{`[{"type":"message","id":"","role":"user","content":"hi"},{"type":"message","id":7,"role":"user","content":"hi"}]`, nil},
 		// Exact names, as the provider reads them.
@@ -164,5 +165,50 @@ func TestItemsBodyDropIDs(t *testing.T) {
 	out, err := b.DropIDs([]bool{true})
 	if want := `{"items":[{"type":"item_reference","id":"msg_0"},{"type":"message","role":"user","content":"hi"}],"metadata":{"a": 1}}`; err != nil || string(out) != want {
 		t.Errorf("DropIDs = %s, %v; want %s", out, err, want)
+	}
+}
+
+// TestRequiredIDs: the id of an item whose type requires one (a built-in
+// tool call's) and the approval request an MCP approval answers are
+// required ids, each with the member that gives it; an optional id, an
+// item named by id alone, an empty or non-string id are not. A
+// Conversations API body's items give them as a create body's input does.
+func TestRequiredIDs(t *testing.T) {
+	for _, tt := range []struct {
+		input string
+		want  []RequiredID
+	}{
+		{`[{"role":"user","content":"hi"},{"type":"web_search_call","id":"ws_1","status":"completed"}]`, []RequiredID{{"ws_1", "input[1].id"}}},
+		{`[{"type":"computer_call","id":"cu_1","call_id":"c","action":{},"pending_safety_checks":[],"status":"completed"},` +
+			`{"type":"computer_call_output","id":"cuo_1","call_id":"c","output":{}}]`, []RequiredID{{"cu_1", "input[0].id"}}},
+		{`[{"type":"mcp_list_tools","id":"mcpl_1","server_label":"s","tools":[]},{"type":"mcp_approval_request","id":"mcpr_1","name":"f","arguments":"{}","server_label":"s"},` +
+			`{"type":"mcp_approval_response","id":"mcpa_1","approval_request_id":"mcpr_1","approve":true},{"type":"mcp_call","id":"mcp_1","name":"f","arguments":"{}","server_label":"s"}]`,
+			[]RequiredID{{"mcpl_1", "input[0].id"}, {"mcpr_1", "input[1].id"}, {"mcpr_1", "input[2].approval_request_id"}, {"mcp_1", "input[3].id"}}},
+		{`[{"type":"file_search_call","id":"fs_1","queries":[],"status":"completed"},{"type":"image_generation_call","id":"ig_1","result":null,"status":"completed"},` +
+			`{"type":"code_interpreter_call","id":"ci_1","code":"","container_id":"c","outputs":[],"status":"completed"},{"type":"local_shell_call","id":"lsh_1","call_id":"c","action":{},"status":"completed"},` +
+			`{"type":"local_shell_call_output","id":"lsho_1","output":"x"}]`,
+			[]RequiredID{{"fs_1", "input[0].id"}, {"ig_1", "input[1].id"}, {"ci_1", "input[2].id"}, {"lsh_1", "input[3].id"}, {"lsho_1", "input[4].id"}}},
+		// Optional ids are carried (CarriedIDs), references are States'.
+		{`[{"type":"message","id":"msg_1","role":"user","content":"hi"},{"type":"item_reference","id":"msg_0"},{"type":"reasoning","id":"rs_1","summary":[]}]`, nil},
+		{`[{"type":"web_search_call","id":"","status":"completed"},{"type":"web_search_call","id":7,"status":"completed"},{"type":"web_search_call","ID":"ws_1","status":"completed"}]`, nil},
+	} {
+		r, err := ParseRequest([]byte(`{"model":"m","input":` + tt.input + `}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.input, err)
+		}
+		if got := r.RequiredIDs(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: RequiredIDs() = %v, want %v", tt.input, got, tt.want)
+		}
+		b, err := ParseItemsBody([]byte(`{"items":` + tt.input + `}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.input, err)
+		}
+		var want []RequiredID
+		for _, w := range tt.want {
+			want = append(want, RequiredID{w.ID, "items" + strings.TrimPrefix(w.Param, "input")})
+		}
+		if got := b.RequiredIDs(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ItemsBody.RequiredIDs() = %v, want %v", tt.input, got, want)
+		}
 	}
 }

@@ -54,6 +54,7 @@ type Request struct {
 	inputString  bool
 	itemRefs     []string        // ids of the input items the provider reads by id (reference)
 	carried      []carried       // the input items that give an id beside their content (carriesID)
+	required     []RequiredID    // the ids the input's items give that must be checked as sent (requiredIDs)
 	repeated     *RepeatedMember // the first input item or conversation object that gives a member twice
 	held         int             // the input items, from the first, the provider holds (see readInput)
 	referenced   bool            // the input holds an item_reference
@@ -271,11 +272,12 @@ func reference(obj map[string]json.RawMessage, id, typ string) bool {
 // ItemsBody is a body of the Conversations API that puts items in a
 // conversation (creating it, or adding to it), read once.
 type ItemsBody struct {
-	raw     []byte
-	obj     *body.Object
-	items   []json.RawMessage
-	refs    []memory.ProviderState
-	carried []carried
+	raw      []byte
+	obj      *body.Object
+	items    []json.RawMessage
+	refs     []memory.ProviderState
+	carried  []carried
+	required []RequiredID
 }
 
 // ParseItemsBody reads a body of the Conversations API that puts items in
@@ -311,9 +313,14 @@ func ParseItemsBody(b []byte) (*ItemsBody, error) {
 		case beside:
 			ib.carried = append(ib.carried, carried{index: i, id: id})
 		}
+		ib.required = append(ib.required, requiredIDs(obj, "items["+strconv.Itoa(i)+"]", exactString(obj, "type"))...)
 	}
 	return ib, nil
 }
+
+// RequiredIDs are the ids the body's items give that must be the
+// caller's as sent, as Request.RequiredIDs.
+func (b *ItemsBody) RequiredIDs() []RequiredID { return b.required }
 
 // States are the stored items the body names by id alone (reference).
 func (b *ItemsBody) States() []memory.ProviderState { return b.refs }
@@ -510,13 +517,15 @@ func (r *Request) readInput(required bool) error {
 			return body.Invalid("input["+strconv.Itoa(i)+"]", "an input item needs a type or a role")
 		}
 		if obj, repeated, ok := members(raw); ok { // an object (decoded above)
-			r.repeat("input["+strconv.Itoa(i)+"]", repeated)
+			param := "input[" + strconv.Itoa(i) + "]"
+			r.repeat(param, repeated)
 			switch id, use := idOf(obj); use {
 			case byID:
 				r.itemRefs = append(r.itemRefs, id)
 			case beside:
 				r.carried = append(r.carried, carried{index: i, id: id})
 			}
+			r.required = append(r.required, requiredIDs(obj, param, exactString(obj, "type"))...)
 		}
 	}
 	r.held = heldItems(items)

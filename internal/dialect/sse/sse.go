@@ -15,10 +15,13 @@ import (
 var ErrTooLarge = errors.New("event stream exceeds the capture limit")
 
 // Event is one dispatched event: its type ("message" when the stream named
-// none) and its data lines joined with "\n".
+// none) and its data lines joined with "\n". TooLarge reports an event
+// larger than the decoder's event limit (NewEventDecoder), handed on
+// without its data.
 type Event struct {
-	Type string
-	Data []byte
+	Type     string
+	Data     []byte
+	TooLarge bool
 }
 
 // Decoder splits the bytes written to it into events and hands each one to
@@ -26,15 +29,19 @@ type Event struct {
 // passed, or the callback failed) every Write returns that error and nothing
 // more is decoded.
 type Decoder struct {
-	limit   int64
-	total   int64
-	fn      func(Event) error
-	line    []byte // the line being read, without its terminator
-	afterCR bool   // the previous byte ended a line with CR: skip one LF
-	typ     string
-	data    []byte
-	hasData bool
-	err     error
+	limit int64
+	total int64
+	// eventLimit bounds the bytes of one event held (its data, the line
+	// being read); over marks the event past it, lineOver the line.
+	eventLimit     int64
+	over, lineOver bool
+	fn             func(Event) error
+	line           []byte // the line being read, without its terminator
+	afterCR        bool   // the previous byte ended a line with CR: skip one LF
+	typ            string
+	data           []byte
+	hasData        bool
+	err            error
 }
 
 // NewDecoder returns a Decoder that calls fn for every event and fails with
@@ -42,6 +49,15 @@ type Decoder struct {
 // limit). The Event's Data is only valid during the call.
 func NewDecoder(limit int64, fn func(Event) error) *Decoder {
 	return &Decoder{limit: limit, fn: fn}
+}
+
+// NewEventDecoder returns a Decoder that calls fn for every event of a
+// stream of any length, holding no more than about twice eventLimit
+// bytes: an event whose data (its data lines joined), or one of whose
+// lines (without its end), is longer than eventLimit bytes is handed on
+// with its type and TooLarge, without its data (eventLimit > 0).
+func NewEventDecoder(eventLimit int64, fn func(Event) error) *Decoder {
+	return &Decoder{eventLimit: eventLimit, fn: fn}
 }
 
 // Write decodes p. It never retains p.
@@ -65,19 +81,29 @@ func (d *Decoder) Write(p []byte) (int, error) {
 		}
 		i := bytes.IndexAny(p, "\r\n")
 		if i < 0 {
-			d.line = append(d.line, p...)
+			d.addLine(p)
 			break
 		}
-		d.line = append(d.line, p[:i]...)
+		d.addLine(p[:i])
 		d.afterCR = p[i] == '\r'
 		p = p[i+1:]
 		if err := d.processLine(d.line); err != nil {
 			d.err = err
 			return 0, err
 		}
-		d.line = d.line[:0]
+		d.line, d.lineOver = d.line[:0], false
 	}
 	return n, nil
+}
+
+// addLine adds b to the line being read; past the event limit, only the
+// line's first eventLimit bytes are kept (enough to tell its field).
+func (d *Decoder) addLine(b []byte) {
+	if d.eventLimit > 0 && int64(len(d.line)+len(b)) > d.eventLimit {
+		b = b[:max(0, d.eventLimit-int64(len(d.line)))]
+		d.lineOver = true
+	}
+	d.line = append(d.line, b...)
 }
 
 // Err returns the error that stopped decoding, or nil.
@@ -101,20 +127,35 @@ func (d *Decoder) processLine(line []byte) error {
 	switch string(field) {
 	case "event":
 		d.typ = string(value)
+		if d.lineOver {
+			d.tooLarge()
+		}
 	case "data":
-		if d.hasData {
+		if d.hasData && !d.over {
 			d.data = append(d.data, '\n')
 		}
-		d.data = append(d.data, value...)
 		d.hasData = true
+		if d.lineOver || d.eventLimit > 0 && int64(len(d.data)+len(value)) > d.eventLimit {
+			d.tooLarge()
+		}
+		if !d.over {
+			d.data = append(d.data, value...)
+		}
 	}
 	return nil
 }
 
+// tooLarge marks the event being read as past the event limit, and
+// lets its data go.
+func (d *Decoder) tooLarge() {
+	d.over = true
+	d.data = nil
+}
+
 // dispatch hands the pending event to the callback, if it has data.
 func (d *Decoder) dispatch() error {
-	typ, has := d.typ, d.hasData
-	d.typ, d.hasData = "", false
+	typ, has, over := d.typ, d.hasData, d.over
+	d.typ, d.hasData, d.over = "", false, false
 	if !has {
 		d.data = d.data[:0]
 		return nil
@@ -122,7 +163,11 @@ func (d *Decoder) dispatch() error {
 	if typ == "" {
 		typ = "message"
 	}
-	err := d.fn(Event{Type: typ, Data: d.data})
+	ev := Event{Type: typ, Data: d.data, TooLarge: over}
+	if over {
+		ev.Data = nil
+	}
+	err := d.fn(ev)
 	d.data = d.data[:0]
 	return err
 }

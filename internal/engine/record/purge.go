@@ -24,9 +24,9 @@ import (
 // counts of queued turns exact (Queue.Purge), and this Capturer stops
 // holding the user's conversations behind the turns it had queued for
 // them: their next turns are stored directly unless the shared queue
-// still counts turns of theirs. It returns how many entries it removed;
-// on an error, those it could not reach are dropped when processed, as
-// before. Then it tells Options.Scrubber, whatever it removed. A zero
+// still counts turns of theirs. It returns how many entries it removed
+// from each queue (Purged); on an error, those it could not reach are
+// dropped when processed, as before. Then it tells Options.Scrubber, whatever it removed. A zero
 // erasedAt (never erased) purges nothing.
 //
 // The engine calls it once the store has recorded the erasure (erasedAt
@@ -35,9 +35,9 @@ import (
 // save failed while the erasure ran, or a stored exchange handed to
 // enrichment just before the erasure committed. The store refuses what
 // it would write, and the entry leaves the queue when it is processed.
-func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedAt time.Time) (int, error) {
+func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedAt time.Time) (Purged, error) {
 	if erasedAt.IsZero() {
-		return 0, nil
+		return Purged{}, nil
 	}
 	voided := func(o queuedOwner) bool { return o.Tenant == tenant && o.User == user && !o.At.After(erasedAt) }
 	return c.purge(ctx, tenant, user, voided, func(id memory.Identity) bool { return id.Tenant == tenant && id.User == user })
@@ -57,7 +57,15 @@ func (c *Capturer) PurgeDeleted(ctx context.Context, id memory.Identity, deleted
 		return o.Tenant == id.Tenant && o.User == id.User && o.Conversation == id.Conversation &&
 			!cmp.Or(o.Received, o.At).After(deletedAt)
 	}
-	return c.purge(ctx, id.Tenant, id.User, voided, func(conv memory.Identity) bool { return conv == id })
+	n, err := c.purge(ctx, id.Tenant, id.User, voided, func(conv memory.Identity) bool { return conv == id })
+	return n.Turns + n.Enrichments, err
+}
+
+// Purged counts the entries a purge removed: Turns from the capture
+// queue (exchanges answered and not yet stored), Enrichments from the
+// enrichment queue (exchanges stored and waiting to be enriched).
+type Purged struct {
+	Turns, Enrichments int
 }
 
 // QueuedSince returns when the oldest entry of the capture queue was
@@ -77,24 +85,25 @@ func (c *Capturer) QueuedSince(ctx context.Context) (time.Time, error) {
 // purge removes from both queues the entries of (tenant, user)'s exchanges that
 // voided says are void, and forgets that the conversations conv selects
 // have turns queued (see PurgeErased).
-func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(queuedOwner) bool, conv func(memory.Identity) bool) (int, error) {
+func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(queuedOwner) bool, conv func(memory.Identity) bool) (Purged, error) {
 	var (
-		n    int
+		n    Purged
 		errs []error
 	)
 	for _, q := range []struct {
 		name  string
 		queue Queue
 		match func([]byte) bool
+		n     *int
 	}{
-		{"capture", c.queue, voidedBy(user, voided, false)},
-		{"enrichment", c.enrich, voidedBy(user, voided, true)},
+		{"capture", c.queue, voidedBy(user, voided, false), &n.Turns},
+		{"enrichment", c.enrich, voidedBy(user, voided, true), &n.Enrichments},
 	} {
 		if q.queue == nil {
 			continue
 		}
 		got, err := q.queue.Purge(ctx, q.match)
-		n += got
+		*q.n += got
 		if err != nil {
 			errs = append(errs, fmt.Errorf("purge the %s queue: %w", q.name, err))
 		}

@@ -59,7 +59,7 @@ func TestPurgeErasedVoidsWhatTheStoreWouldRefuse(t *testing.T) {
 			}
 			c := mustCapturer(t, capture, newFakeSaver(), nil, Options{Enrich: enrich})
 			n, err := c.PurgeErased(context.Background(), "acme", user, erasedAt)
-			if err != nil || n != 6 {
+			if err != nil || n != (Purged{Turns: 3, Enrichments: 3}) {
 				t.Fatalf("PurgeErased = %d, %v; want 3 entries of each queue", n, err)
 			}
 			for name, q := range map[string]*MemoryQueue{"capture": capture, "enrichment": enrich} {
@@ -83,7 +83,7 @@ func TestPurgeErasedVoidsWhatTheStoreWouldRefuse(t *testing.T) {
 					t.Errorf("%s queue after the purge holds %q, want %q", name, left, want)
 				}
 			}
-			if n, err := c.PurgeErased(context.Background(), "acme", user, time.Time{}); err != nil || n != 0 {
+			if n, err := c.PurgeErased(context.Background(), "acme", user, time.Time{}); err != nil || n != (Purged{}) {
 				t.Fatalf("PurgeErased of a user never erased = %d, %v; want nothing", n, err)
 			}
 		})
@@ -131,10 +131,10 @@ func TestPurgeTellsTheScrubberOnceBothQueuesAreDone(t *testing.T) {
 	}
 	scrub := &scrubLog{q: enrich}
 	c := mustCapturer(t, capture, newFakeSaver(), nil, Options{Enrich: enrich, Scrubber: scrub})
-	if n, err := c.PurgeErased(ctx, "acme", "alice", time.Time{}); err != nil || n != 0 || scrub.calls != 0 {
+	if n, err := c.PurgeErased(ctx, "acme", "alice", time.Time{}); err != nil || n != (Purged{}) || scrub.calls != 0 {
 		t.Fatalf("PurgeErased of a user never erased = %d, %v, %d scrubs; want nothing", n, err, scrub.calls)
 	}
-	if n, err := c.PurgeErased(ctx, "acme", "alice", erasedAt); err != nil || n != 1 {
+	if n, err := c.PurgeErased(ctx, "acme", "alice", erasedAt); err != nil || n != (Purged{Enrichments: 1}) {
 		t.Fatalf("PurgeErased = %d, %v; want the enrichment entry", n, err)
 	}
 	if !slices.Equal(scrub.held, []int64{0}) {
