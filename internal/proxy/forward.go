@@ -151,11 +151,15 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // isMemoryHeader reports whether a canonical header key is one of memgate's
-// own X-Memory-* request headers, which never go upstream.
+// own X-Memory-* headers: the client's never go upstream, the upstream's
+// never reach the client.
 func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 
 // modifyResponse renames the upstream's X-Request-Id (the gateway's own id
-// stays), times the upstream body, scrubs the operator's account out of
+// stays), drops its X-Memory-* headers (the gateway's own vocabulary, as on
+// the request: an upstream's, a chained memgate's say nothing of this
+// gateway's memory, and a second X-Memory-Conversation would reach the
+// client beside the gateway's), times the upstream body, scrubs the operator's account out of
 // the answer to a request that carried the operator's key, and attaches
 // the binding of the provider state the reply creates and the capture of
 // a memory-on exchange.
@@ -163,6 +167,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if v, ok := resp.Header["X-Request-Id"]; ok {
 		delete(resp.Header, "X-Request-Id")
 		resp.Header["X-Upstream-Request-Id"] = v
+	}
+	for k := range resp.Header {
+		if isMemoryHeader(k) {
+			delete(resp.Header, k)
+		}
 	}
 	f := forwardOf(resp.Request.Context())
 	if f == nil {
