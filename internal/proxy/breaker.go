@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/memgate/memgate/internal/memory"
 )
 
 // errBreakerOpen reports a request refused because the circuit breaker of
@@ -29,8 +33,27 @@ const maxBreakers = 1024
 
 // breakerKey identifies a breaker: an upstream host, a tenant ("" when the
 // request names none) and a model ("" on routes whose model the proxy does
-// not read).
+// not read; breakerModel of the body's model).
 type breakerKey struct{ host, tenant, model string }
+
+// maxBreakerModel bounds the model name a breaker and its gauge series
+// keep, in bytes: the name comes from the client's body, and a breaker
+// keeps it three times (its key, its name, the gauge's label), up to
+// maxBreakers of them.
+const maxBreakerModel = 128
+
+// breakerModel returns the name a breaker keeps for a request's model: the
+// model itself when at most maxBreakerModel bytes, else its first bytes, an
+// ellipsis and a digest of the whole (no provider's model id is that long,
+// and two such names still get breakers of their own).
+func breakerModel(model string) string {
+	if len(model) <= maxBreakerModel {
+		return model
+	}
+	sum := sha256.Sum256([]byte(model))
+	const digest = 16 // hex digits
+	return memory.Truncate(model, maxBreakerModel-len("…")-digest) + "…" + hex.EncodeToString(sum[:])[:digest]
+}
 
 // gaugeKey is a series of memgate_upstream_breaker_state: a host and a
 // model, whatever the tenant.
@@ -160,7 +183,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	k := breakerKey{host: req.URL.Host}
 	f := forwardOf(req.Context())
 	if f != nil {
-		k.tenant, k.model = f.tenant, f.model
+		k.tenant, k.model = f.tenant, breakerModel(f.model)
 	}
 	var cause error
 	resp, err := t.breakers.get(k).Execute(func() (*http.Response, error) {
