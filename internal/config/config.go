@@ -246,7 +246,10 @@ type Capture struct {
 	// (X-Memory-Degraded: capture). A client that resends its whole
 	// history stores its new turn each time, however long the chat; an
 	// edit it makes among the messages between supersedes the stored copy
-	// and what follows it, as an edit among the newest does.
+	// and what follows it, as an edit among the newest does. A current
+	// turn longer than that (user or tool messages in a row, no reply
+	// among them) is stored the same way: its first 256 and newest
+	// MaxHistoryMessages messages.
 	MaxHistoryMessages int `yaml:"max_history_messages"`
 }
 
