@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"container/list"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -36,24 +34,11 @@ const maxBreakers = 1024
 // not read; breakerModel of the body's model).
 type breakerKey struct{ host, tenant, model string }
 
-// maxBreakerModel bounds the model name a breaker and its gauge series
-// keep, in bytes: the name comes from the client's body, and a breaker
-// keeps it three times (its key, its name, the gauge's label), up to
-// maxBreakers of them.
-const maxBreakerModel = 128
-
-// breakerModel returns the name a breaker keeps for a request's model: the
-// model itself when at most maxBreakerModel bytes, else its first bytes, an
-// ellipsis and a digest of the whole (no provider's model id is that long,
-// and two such names still get breakers of their own).
-func breakerModel(model string) string {
-	if len(model) <= maxBreakerModel {
-		return model
-	}
-	sum := sha256.Sum256([]byte(model))
-	const digest = 16 // hex digits
-	return memory.Truncate(model, maxBreakerModel-len("…")-digest) + "…" + hex.EncodeToString(sum[:])[:digest]
-}
+// breakerModel returns the name a breaker keeps for a request's model:
+// memory.ModelLabel of it. The name comes from the client's body, and a
+// breaker keeps it three times (its key, its name, the gauge's label), up
+// to maxBreakers of them.
+func breakerModel(model string) string { return memory.ModelLabel(model) }
 
 // gaugeKey is a series of memgate_upstream_breaker_state: a host and a
 // model, whatever the tenant.
