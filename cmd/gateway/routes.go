@@ -83,6 +83,13 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		}
 	}
 	limiter := server.NewFailureLimiter(sec.FailedAuthBurst, sec.FailedAuthRefill.D(), maxLimitedClients, nil)
+	// /metrics names the models every tenant asks for: with any key
+	// configured, only the metrics key and the admin key open it; with
+	// none, the browser guard stands in front of it as of chat.
+	metricsGuard := chatGuard.Middleware(false, nil)
+	if len(cfg.Keys) > 0 || cfg.AdminKey != "" || sec.MetricsKey != "" {
+		metricsGuard = server.MetricsKeyGuard(identity.MatchKeys(cfg.AdminKey, sec.MetricsKey), nil)
+	}
 	up, br := cfg.Upstream, cfg.Upstream.Breaker
 	p, err := proxy.New(proxy.Options{
 		Upstream: proxy.Upstream{BaseURL: up.BaseURL, APIKey: up.APIKey, ConnectTimeout: up.ConnectTimeout.D(), FirstByteTimeout: up.FirstByteTimeout.D(),
@@ -117,7 +124,7 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 	if err != nil {
 		return nil, err
 	}
-	routes(srv, eng, limiter, manageGuard, p,
+	routes(srv, eng, limiter, manageGuard, metricsGuard, p,
 		admin.New(resolver, eng, rc, eng, cfg.MaxBodyBytes, cfg.Capture.MaxHistoryMessages, logger),
 		admin.NewImport(resolver, eng, eng, admin.ImportOptions{MaxMessages: cfg.Capture.ImportMaxMessages, MaxBodyBytes: cfg.MaxBodyBytes}, logger),
 		newMCP(cfg, eng, rc, logger).Handler(resolver, cfg.MaxBodyBytes), inspector)
@@ -125,14 +132,15 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 }
 
 // routes registers every route of the gateway on srv, each surface
-// behind its guards: the failed-key limiter, and the browser guard manage
-// on the management API, MCP and the inspector (nil when a key protects
-// them; the proxy holds the /v1 routes' own).
-func routes(srv *server.Server, eng *engine.Engine, limiter *server.FailureLimiter, manage *server.BrowserGuard,
+// behind its guards: the failed-key limiter, the browser guard manage on
+// the management API, MCP and the inspector (nil when a key protects them;
+// the proxy holds the /v1 routes' own), and metrics on /metrics.
+func routes(srv *server.Server, eng *engine.Engine, limiter *server.FailureLimiter, manage *server.BrowserGuard, metrics echo.MiddlewareFunc,
 	p *proxy.Proxy, api *admin.Admin, imp *admin.Import, mcp http.Handler, inspector *ui.UI) {
 	// GET /healthz, /readyz, /metrics: the server's own; /healthz/store:
 	// 200 while the memory store answers its ping.
 	srv.HandleStoreHealth(eng.Ping)
+	srv.UsePrefix("/metrics", limiter.Middleware(nil), metrics)
 	// /v1/chat/completions, /v1/messages, /v1/responses (POST with memory,
 	// the other methods passed through), /v1/messages/*, /v1/*.
 	p.Register(srv)

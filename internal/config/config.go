@@ -76,6 +76,13 @@ type Security struct {
 	// AllowedOrigins are the web origins ("https://app.example.com") whose
 	// pages may call the routes no key protects.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// MetricsKey opens /metrics (GATEWAY_METRICS_KEY): the key itself or
+	// "sha256:<hex>" of it, sent as "Authorization: Bearer <key>". With
+	// any key configured (gateway keys, admin_key or this one), /metrics
+	// answers only this key and the admin key, since its series name the
+	// models every tenant asks for; with none, it answers under the names
+	// the browser guard allows.
+	MetricsKey string `yaml:"metrics_key"`
 	// Passthrough lists the provider routes, beyond the three memgate serves
 	// with memory, that a gateway key may reach ("METHOD /path", a trailing
 	// "*" matching any rest). Every other route is refused with gateway keys
@@ -246,7 +253,10 @@ type Capture struct {
 	// (X-Memory-Degraded: capture). A client that resends its whole
 	// history stores its new turn each time, however long the chat; an
 	// edit it makes among the messages between supersedes the stored copy
-	// and what follows it, as an edit among the newest does.
+	// and what follows it, as an edit among the newest does. A current
+	// turn longer than that (user or tool messages in a row, no reply
+	// among them) is stored the same way: its first 256 and newest
+	// MaxHistoryMessages messages.
 	MaxHistoryMessages int `yaml:"max_history_messages"`
 }
 
@@ -665,6 +675,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		"GATEWAY_POSTGRES_URL":       &cfg.Store.PostgresURL,
 		"GATEWAY_REDIS_URL":          &cfg.Store.RedisURL,
 		"GATEWAY_ADMIN_KEY":          &cfg.AdminKey,
+		"GATEWAY_METRICS_KEY":        &cfg.Security.MetricsKey,
 	}
 	for name, dst := range str {
 		if v := getenv(name); v != "" {
@@ -870,6 +881,9 @@ func (c Config) Validate() error {
 		bad("admin_key", "a hashed key must be sha256:<64 hex digits>")
 	}
 	sec := c.Security
+	if strings.HasPrefix(sec.MetricsKey, "sha256:") && !validHash(sec.MetricsKey) {
+		bad("security.metrics_key", "a hashed key must be sha256:<64 hex digits>")
+	}
 	for i, p := range sec.Passthrough {
 		if !validRoute(p) {
 			bad(fmt.Sprintf("security.passthrough[%d]", i), "%q is not \"METHOD /path\" (a trailing * matches any rest)", p)

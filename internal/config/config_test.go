@@ -204,6 +204,7 @@ func TestValidateHashHex(t *testing.T) {
 	}{
 		{"admin non-hex", func(c *Config) { c.AdminKey = notHex }, "admin_key"},
 		{"admin short", func(c *Config) { c.AdminKey = "sha256:abcd" }, "admin_key"},
+		{"metrics key short", func(c *Config) { c.Security.MetricsKey = "sha256:abcd" }, "security.metrics_key"},
 		{"admin hex", func(c *Config) { c.AdminKey = "sha256:" + strings.Repeat("AB", 32) }, ""},
 		{"admin plain", func(c *Config) { c.AdminKey = "a plain admin secret" }, ""},
 		{"key non-hex", func(c *Config) { c.Keys = []Key{{Hash: notHex, Tenant: "t"}} }, "keys[0].hash"},

@@ -123,3 +123,36 @@ func AdminKeyHash(adminKey string) string {
 	}
 	return HashKey(adminKey)
 }
+
+// MatchKeys returns a check of whether an Authorization header presents one
+// of keys ("Bearer <key>"), each configured as the key itself or
+// "sha256:<hex>" of it; "" and malformed hashes match nothing. Every key is
+// compared in constant time.
+func MatchKeys(keys ...string) func(authorization string) bool {
+	var sums [][sha256.Size]byte
+	for _, k := range keys {
+		h, ok := parseHash(k)
+		switch {
+		case ok:
+		case k == "" || strings.HasPrefix(k, "sha256:"):
+			continue
+		default:
+			h = sha256.Sum256([]byte(k))
+		}
+		sums = append(sums, h)
+	}
+	return func(authorization string) bool {
+		token, ok := bearer(authorization)
+		if !ok {
+			return false
+		}
+		sum := sha256.Sum256([]byte(token))
+		found := false
+		for i := range sums {
+			if subtle.ConstantTimeCompare(sum[:], sums[i][:]) == 1 {
+				found = true
+			}
+		}
+		return found
+	}
+}

@@ -358,3 +358,28 @@ func TestHeaderErrorsSayWhatIsValid(t *testing.T) {
 		})
 	}
 }
+
+func TestMatchKeys(t *testing.T) {
+	match := MatchKeys("", "plain-key", HashKey("hashed-key"), "sha256:nothex")
+	tests := []struct {
+		auth string
+		want bool
+	}{
+		{"Bearer plain-key", true},
+		{"bearer  hashed-key ", true},
+		{"Bearer " + HashKey("hashed-key"), false}, // the hash is not the key
+		{"Bearer sha256:nothex", false},
+		{"Bearer ", false},
+		{"", false},
+		{"Basic plain-key", false},
+		{"Bearer other", false},
+	}
+	for _, tt := range tests {
+		if got := match(tt.auth); got != tt.want {
+			t.Errorf("match(%q) = %v, want %v", tt.auth, got, tt.want)
+		}
+	}
+	if MatchKeys()("Bearer x") || MatchKeys("")("Bearer ") {
+		t.Error("no key configured matched")
+	}
+}

@@ -70,6 +70,11 @@ type Cut struct {
 	Prior, Turn []Message
 	// Skipped is how many messages CutHistory left out (Exchange.Skipped).
 	Skipped int
+	// TurnSkipped is how many messages of the turn CutHistory left out
+	// (Exchange.TurnSkipped): a turn longer than a resent history may be
+	// is stored as such a history is, its first BranchHead and keep
+	// newest messages.
+	TurnSkipped int
 	// From and To locate the messages left out in the request's messages
 	// (system ones included): msgs[From:To] holds them, and the system
 	// messages between them. From == To when none is.
@@ -79,7 +84,8 @@ type Cut struct {
 // CutRequest returns the Cut of a request's messages msgs (system ones
 // included) whose exchange stores, of its resent history, the first
 // BranchHead and the keep newest messages (CutHistory; keep below 1 cuts
-// nothing). It copies only the messages stored.
+// nothing), and of its turn the same (TurnSkipped). It copies only the
+// messages stored, and a cut turn once more.
 func CutRequest(msgs []Message, keep int) Cut {
 	n, prior := 0, 0 // non-system messages; those through the last assistant one
 	for _, m := range msgs {
@@ -116,6 +122,13 @@ func CutRequest(msgs []Message, keep int) Cut {
 			c.Turn = append(c.Turn, m)
 		}
 		i++
+	}
+	// A turn is never cut at a reply, so one as long as a history may be
+	// (consecutive user or tool messages by the tens of thousands) is cut
+	// as a history is: its first BranchHead and keep newest messages,
+	// which end with the question.
+	if skipped := Unstored(len(c.Turn), keep); skipped > 0 {
+		c.Turn, c.TurnSkipped = CutHistory(c.Turn, keep)
 	}
 	return c
 }

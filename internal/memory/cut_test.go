@@ -107,3 +107,45 @@ func TestCutRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestCutRequestBoundsTheTurn: a request whose current turn alone (the
+// messages after its last assistant one: tens of thousands of user
+// messages in a row, no reply among them) is longer than a resent history
+// may be stores it cut as a history is — its first BranchHead and keep
+// newest messages, the question last — and says how many it left out
+// (TurnSkipped). Stored whole, 67,000 one-letter messages (2 MiB) cost
+// about 10 CPU-seconds of inserts and indexing.
+func TestCutRequestBoundsTheTurn(t *testing.T) {
+	const keep = 4
+	for _, tt := range []struct {
+		name             string
+		prior, turn      int
+		wantTurn, wantTS int
+	}{
+		{"a turn within the bound", 2, BranchHead + keep, BranchHead + keep, 0},
+		{"a turn past it", 0, BranchHead + keep + 50, BranchHead + keep, 50},
+		{"a turn past it after a reply", 2, BranchHead + keep + 7, BranchHead + keep, 7},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var msgs []Message
+			for i := range tt.prior {
+				msgs = append(msgs, Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprint("p", i)})
+			}
+			for i := range tt.turn {
+				msgs = append(msgs, Message{Role: "user", Content: fmt.Sprint("t", i)})
+			}
+			c := CutRequest(msgs, keep)
+			if len(c.Turn) != tt.wantTurn || c.TurnSkipped != tt.wantTS {
+				t.Fatalf("turn of %d messages, %d left out; want %d and %d", len(c.Turn), c.TurnSkipped, tt.wantTurn, tt.wantTS)
+			}
+			turn := msgs[tt.prior:]
+			want, _ := CutHistory(turn, keep)
+			if !slices.EqualFunc(c.Turn, want, func(a, b Message) bool { return a.Content == b.Content }) {
+				t.Fatal("the turn kept is not its first BranchHead and keep newest messages")
+			}
+			if c.Skipped != 0 || len(c.Prior) != tt.prior {
+				t.Fatalf("prior cut: %d skipped, %d kept; want none and %d", c.Skipped, len(c.Prior), tt.prior)
+			}
+		})
+	}
+}

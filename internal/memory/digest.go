@@ -158,7 +158,7 @@ func (r Resent) Message(pos int) (Message, bool) {
 // stores: the last len(msgs) of ex.Prior, ex.Turn and ex.Reply, in that
 // order). They are Known when ex resends its history (Prior), and, when it
 // left a part of it out (Skipped), has that part's digest (Gap) for the
-// messages after it.
+// messages after it; none are Known past a cut turn's gap (TurnSkipped).
 func Stamps(ex Exchange, stored int) []Stamp {
 	out := make([]Stamp, stored)
 	if len(ex.Prior) == 0 || stored == 0 {
@@ -180,6 +180,9 @@ func Stamps(ex Exchange, stored int) []Stamp {
 		buf []byte
 	)
 	for i := range n {
+		if ex.TurnSkipped > 0 && i == len(ex.Prior)+BranchHead {
+			return out // past the turn's gap: its length is not the turn's
+		}
 		pos := i
 		if ex.Skipped > 0 && i >= BranchHead {
 			if i == BranchHead {

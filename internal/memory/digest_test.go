@@ -112,3 +112,33 @@ func BenchmarkStamps(b *testing.B) {
 		Stamps(ex, 2)
 	}
 }
+
+// TestStampsOfACutTurn: an exchange whose turn was cut (TurnSkipped) stamps
+// its history and the turn's first BranchHead messages at their positions
+// in the client's history, and nothing past the turn's gap, whose
+// positions and digests it does not know.
+func TestStampsOfACutTurn(t *testing.T) {
+	const keep = 10
+	prior := digestHistory(6)
+	turn := make([]Message, BranchHead+keep+30)
+	for i := range turn {
+		turn[i] = Message{Role: "user", Content: fmt.Sprint("t", i)}
+	}
+	reply := Message{Role: "assistant", Content: "a"}
+	full := Digests(append(append(append([]Message(nil), prior...), turn...), reply), len(prior)+len(turn)+1)
+	cut, skipped := CutHistory(turn, keep)
+	ex := Exchange{Prior: prior, Turn: cut, TurnSkipped: skipped, Reply: reply}
+	stored := len(cut) + 1
+	sts := Stamps(ex, stored)
+	for k, st := range sts {
+		switch {
+		case k < BranchHead:
+			pos := len(prior) + k
+			if !st.Known || st.Pos != pos || st.Digest != full[pos] {
+				t.Fatalf("stamp of the turn's message %d is %+v, want known at %d", k, st, pos)
+			}
+		case st.Known:
+			t.Fatalf("stamp %d, past the turn's gap, is %+v, want none", k, st)
+		}
+	}
+}

@@ -309,6 +309,12 @@ type Exchange struct {
 	// holds the history's first BranchHead messages and its newest. Zero:
 	// Prior is the whole history.
 	Skipped int `json:"skipped,omitempty"`
+	// TurnSkipped is how many messages of the client's turn Turn leaves
+	// out, after its first BranchHead (CutHistory, as Skipped of Prior):
+	// a turn of tens of thousands of messages, no reply among them. The
+	// messages stored after them get no Stamp. Zero: Turn is the whole
+	// turn.
+	TurnSkipped int `json:"turn_skipped,omitempty"`
 	// Gap is the Digest of the messages Skipped leaves out (of their
 	// leaves at their positions, each as memgate stores it, sanitized and
 	// redacted: a digest at rest never sums a secret the store does not

@@ -189,3 +189,45 @@ func TestBreakersBounded(t *testing.T) {
 		t.Errorf("gauge of up/m = %v (%v), want open (2): mallory's breaker is", v, ok)
 	}
 }
+
+// TestBreakerModelNameBounded: the model name keys a breaker and labels
+// its gauge, and comes from the client's body: a name of a megabyte, in
+// a few hundred requests, held a copy per breaker and gauge series (up to
+// maxBreakers of them) and a /metrics page of gigabytes. A long name is
+// kept as a bounded prefix and a digest of the whole, so two long names
+// still get breakers of their own.
+func TestBreakerModelNameBounded(t *testing.T) {
+	prefix := strings.Repeat("x", 1<<20)
+	broken, healthy := prefix+"-broken", prefix+"-healthy"
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		var body struct{ Model string }
+		json.Unmarshal(raw, &body)
+		if body.Model == broken {
+			upstreamtest.Error(500, "server_error", "", "boom").ServeHTTP(w, r)
+			return
+		}
+		upstreamtest.Default().ServeHTTP(w, r)
+	}))
+	g := mustGateway(t, up, func(c *gatewayConfig) {
+		breakerConfig(c)
+		c.MaxBodyBytes = 4 << 20
+	}, Deps{})
+	for range 3 {
+		g.post(t, "/v1/chat/completions", chatFor(broken), nil)
+	}
+	if resp, b := g.post(t, "/v1/chat/completions", chatFor(broken), nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("failing model after 3 failures: status %d, want 503 (breaker open): %.200s", resp.StatusCode, b)
+	}
+	if resp, b := g.post(t, "/v1/chat/completions", chatFor(healthy), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another long model sharing its first megabyte: status %d, want 200 (a breaker of its own): %.200s", resp.StatusCode, b)
+	}
+	series := grepLines(g.metrics(t), "memgate_upstream_breaker_state{")
+	if strings.Count(series, "\n")+1 != 2 {
+		t.Errorf("breaker series, want one per long model:\n%.300s", series)
+	}
+	if len(series) > 1024 {
+		t.Errorf("breaker series take %d bytes for two models, want a bounded label:\n%.300s…", len(series), series)
+	}
+}

@@ -182,10 +182,12 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		Prior:    c.cut.Prior,
 		Turn:     c.cut.Turn,
 		Skipped:  c.cut.Skipped,
-		Reply:    reply,
-		Usage:    usage,
-		At:       c.at,
-		Received: c.received,
+
+		TurnSkipped: c.cut.TurnSkipped,
+		Reply:       reply,
+		Usage:       usage,
+		At:          c.at,
+		Received:    c.received,
 
 		Candidate:  c.candidate,
 		Derived:    c.derived,

@@ -42,6 +42,9 @@ type forward struct {
 	// models: a request with the operator's key reads the provider's
 	// models (see models.go).
 	models bool
+	// bodyRead: the gateway read the client's body before forwarding it
+	// (on memory routes, memory says so).
+	bodyRead bool
 	// bodyFailed is set when reading the client's streamed request body
 	// failed (malformed chunking, a client gone mid-upload): the upstream
 	// call failed for the client's sake, not the upstream's. The
@@ -138,11 +141,27 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	// With gateway keys the client's Authorization is its gateway key.
+	// Rewrite runs after the reverse proxy dropped the headers the
+	// client's Connection names, so what is set here goes as set.
 	t.authorize(h, p.requireKey())
 	if f == nil {
 		return
 	}
 	h["X-Request-Id"] = []string{f.x.ID()}
+	if f.memory || f.bodyRead {
+		// The gateway read the body, answering the client's Expect
+		// itself: forwarded, it would make the transport wait for an
+		// upstream 100 and relay it as the client's second.
+		delete(h, "Expect")
+		// The body is JSON the gateway read (and wrote, with memory):
+		// it goes with its type even when the client's Connection
+		// header named Content-Type away.
+		if ct, ok := pr.In.Header["Content-Type"]; ok {
+			h["Content-Type"] = ct
+		} else if f.memory {
+			h["Content-Type"] = []string{"application/json"}
+		}
+	}
 	if f.memory || t.shared() {
 		// Read here: for capture, or to scrub the operator's account out.
 		delete(h, "Accept-Encoding")
@@ -151,11 +170,16 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // isMemoryHeader reports whether a canonical header key is one of memgate's
-// own X-Memory-* request headers, which never go upstream.
+// own X-Memory-* headers: the client's never go upstream, the upstream's
+// never reach the client.
 func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 
 // modifyResponse renames the upstream's X-Request-Id (the gateway's own id
-// stays), times the upstream body, scrubs the operator's account out of
+// stays), drops its X-Memory-* headers and trailers (the gateway's own
+// vocabulary, as on the request: an upstream's, a chained memgate's say
+// nothing of this gateway's memory, and a second X-Memory-Conversation
+// would reach the client beside the gateway's) and its cookies (see
+// dropUpstreamOwn), times the upstream body, scrubs the operator's account out of
 // the answer to a request that carried the operator's key, and attaches
 // the binding of the provider state the reply creates and the capture of
 // a memory-on exchange.
@@ -163,6 +187,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if v, ok := resp.Header["X-Request-Id"]; ok {
 		delete(resp.Header, "X-Request-Id")
 		resp.Header["X-Upstream-Request-Id"] = v
+	}
+	dropUpstreamOwn(resp.Header)
+	// Trailers arrive, announced or not, when the body ends (over
+	// HTTP/2 in a map the transport may only then make).
+	dropUpstreamOwn(resp.Trailer)
+	if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection
+		resp.Body = &trailerBody{ReadCloser: resp.Body, trailer: &resp.Trailer}
 	}
 	f := forwardOf(resp.Request.Context())
 	if f == nil {
@@ -186,6 +217,41 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return f.capture.attach(resp.Request.Context(), resp)
 	}
 	return nil
+}
+
+// dropUpstreamOwn deletes from an upstream's response headers or trailers
+// what only the gateway may say on its origin: X-Memory-* (its memory
+// vocabulary) and Set-Cookie, Set-Cookie2 (the web inspector shares the
+// origin, its session is a cookie).
+func dropUpstreamOwn(h http.Header) {
+	for k := range h {
+		if isMemoryHeader(k) || k == "Set-Cookie" || k == "Set-Cookie2" {
+			delete(h, k)
+		}
+	}
+}
+
+// trailerBody is an upstream body whose trailers lose what
+// dropUpstreamOwn drops once the transport fills them in: at the end of
+// the body, and when it is closed (which the reverse proxy does before it
+// copies them).
+type trailerBody struct {
+	io.ReadCloser
+	trailer *http.Header
+}
+
+func (b *trailerBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		dropUpstreamOwn(*b.trailer)
+	}
+	return n, err
+}
+
+func (b *trailerBody) Close() error {
+	err := b.ReadCloser.Close()
+	dropUpstreamOwn(*b.trailer)
+	return err
 }
 
 // proxyError answers a request whose upstream call failed before a

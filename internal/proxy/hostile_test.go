@@ -232,3 +232,55 @@ func TestGatewayHeadersSurvive1xx(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamMemoryHeadersNotRelayed: X-Memory-* response headers are the
+// gateway's own vocabulary, as the request's are (never sent upstream). An
+// upstream that answers with its own — a memgate chained behind this one,
+// or a hostile provider — does not reach the client beside or instead of
+// the gateway's: a second X-Memory-Conversation (which clients join with a
+// comma and send back, a 400), an X-Memory-Degraded reporting a failure
+// that did not happen, token counts of another prompt.
+func TestUpstreamMemoryHeadersNotRelayed(t *testing.T) {
+	u := newHostileUpstream(t, func(c net.Conn, who string) bool {
+		body := `{"who":"` + who + `"}`
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"+
+			"X-Memory-Conversation: evil\r\nX-Memory-Degraded: recall\r\nX-Memory-Tokens-Sent: 1\r\nx-memory-user: mallory\r\n"+
+			"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+		return true
+	})
+	prep := preparerFunc(func(context.Context, memory.Request) (memory.Prepared, error) {
+		return memory.Prepared{}, memory.ErrUnavailable
+	})
+	g := mustGateway(t, upstreamtest.New(t, nil), func(c *gatewayConfig) { c.Upstream.BaseURL = u.url() },
+		Deps{Resolver: identity.New(nil), Preparer: prep})
+	tests := []struct {
+		name, path string
+		header     map[string]string
+		want       map[string]string // the X-Memory-* headers the client gets, each once
+	}{
+		{"memory", "/v1/chat/completions", map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"},
+			map[string]string{"X-Memory-Conversation": "c1", "X-Memory-Degraded": "store"}},
+		{"passthrough", "/v1/embeddings", nil, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := g.post(t, tt.path, memoryChat, tt.header)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			for k, vs := range resp.Header {
+				if !isMemoryHeader(k) {
+					continue
+				}
+				if want, ok := tt.want[k]; !ok || len(vs) != 1 || vs[0] != want {
+					t.Errorf("%s: %q, want %q", k, vs, tt.want[k])
+				}
+			}
+			for k, v := range tt.want {
+				if got := resp.Header.Values(k); len(got) != 1 || got[0] != v {
+					t.Errorf("%s: %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}

@@ -248,9 +248,10 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 
 // markUnstored adds memory.DegradedCapture to X-Memory-Degraded and to
 // x's access-log line, and counts it, when the request's cut leaves
-// messages of its resent history unstored (cut.Skipped).
+// messages of its resent history or of its turn unstored (cut.Skipped,
+// cut.TurnSkipped).
 func (p *Proxy) markUnstored(h http.Header, x *server.Exchange, cut memory.Cut) {
-	if cut.Skipped == 0 {
+	if cut.Skipped == 0 && cut.TurnSkipped == 0 {
 		return
 	}
 	p.m.degraded.WithLabelValues(memory.DegradedCapture).Inc()

@@ -577,3 +577,35 @@ func TestMemoryNamesUnstoredHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryNamesUnstoredTurn: a request whose current turn is longer than
+// a resent history may be (user messages in a row, no reply among them)
+// stores the turn cut as a history is — its first memory.BranchHead and
+// keep newest messages, the question last — and says so as it does for a
+// history: X-Memory-Degraded: capture.
+func TestMemoryNamesUnstoredTurn(t *testing.T) {
+	const keep, extra = 4, 9
+	var msgs []string
+	for i := range memory.BranchHead + keep + extra {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"t%d"}`, i))
+	}
+	body := `{"model":"gpt-4o","messages":[` + strings.Join(msgs, ",") + `]}`
+	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok"}))
+	captured := make(chanCapturer, 1)
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.MaxHistory = keep }, Deps{Resolver: identity.New(nil), Capturer: captured})
+	resp, b := g.post(t, "/v1/chat/completions", body, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if got := resp.Header.Get("X-Memory-Degraded"); got != memory.DegradedCapture {
+		t.Errorf("X-Memory-Degraded %q, want %q", got, memory.DegradedCapture)
+	}
+	ex := wait(t, captured, "capture")
+	if len(ex.Turn) != memory.BranchHead+keep || ex.TurnSkipped != extra || len(ex.Prior) != 0 {
+		t.Fatalf("the exchange stores %d turn messages (%d left out) and %d of history; want %d, %d and none",
+			len(ex.Turn), ex.TurnSkipped, len(ex.Prior), memory.BranchHead+keep, extra)
+	}
+	if last := ex.Turn[len(ex.Turn)-1].Content; last != fmt.Sprint("t", memory.BranchHead+keep+extra-1) {
+		t.Fatalf("the turn stored ends with %q, want the question", last)
+	}
+}

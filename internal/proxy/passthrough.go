@@ -88,6 +88,7 @@ func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apie
 	// states as a create body does; compact's reply is a response of the
 	// caller's.
 	if responsesSubPath(r.Method, r.URL.Path) {
+		f.bodyRead = true
 		if aerr := p.checkBody(c, id, dialect.ResponsesStates); aerr != nil {
 			return aerr
 		}
@@ -98,6 +99,7 @@ func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apie
 	// Items put in a conversation may name stored items by id: the
 	// provider copies them into it.
 	if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
+		f.bodyRead = true
 		return p.checkBody(c, id, dialect.ConversationItems)
 	}
 	return nil

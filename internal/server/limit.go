@@ -138,3 +138,30 @@ func ClientOf(remoteAddr string) string {
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
+
+// MetricsKeyGuard returns the echo middleware of /metrics when a key
+// protects it: it lets through only the requests whose Authorization
+// header match accepts (the metrics key, the admin key); any other gets 401 (written by
+// write, apierr.Write when nil), and one that presented a key is marked
+// with Exchange.AuthFailed for the failed-key limiter.
+func MetricsKeyGuard(match func(authorization string) bool, write ErrorWriter) echo.MiddlewareFunc {
+	if write == nil {
+		write = apierr.Write
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			auth := r.Header.Get("Authorization")
+			if match(auth) {
+				return next(c)
+			}
+			if x := ExchangeOf(r.Context()); x != nil && auth != "" {
+				x.AuthFailed()
+			}
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="memgate"`)
+			write(c.Response(), &apierr.Error{Status: http.StatusUnauthorized, Type: apierr.TypeAuthentication, Code: "invalid_api_key",
+				Message: "This route needs the metrics key or the admin key as Authorization: Bearer <key>."})
+			return nil
+		}
+	}
+}

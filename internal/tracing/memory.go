@@ -48,9 +48,10 @@ type tracedPreparer struct {
 	userIDs bool
 }
 
-// identity returns the attributes naming whose memory a span is about.
+// identity returns the attributes naming whose memory a span is about
+// (the model, from the client's body, bounded by memory.ModelLabel).
 func identity(id memory.Identity, model string, userIDs bool) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.String("memgate.tenant", id.Tenant), attribute.String("gen_ai.request.model", model)}
+	attrs := []attribute.KeyValue{attribute.String("memgate.tenant", id.Tenant), attribute.String("gen_ai.request.model", memory.ModelLabel(model))}
 	if userIDs {
 		attrs = append(attrs, attribute.String("memgate.user", id.User))
 	}

@@ -507,13 +507,14 @@ func (c *Capturer) drop(ctx context.Context, ex memory.Exchange, reason string) 
 		"exchange", ex.ID, "request_id", ex.RequestID, "tenant", ex.Tenant, "conversation", ex.Conversation)
 }
 
-// countCut counts an exchange whose history its request's owner cut
-// (memory.CutRequest; ex.Skipped messages left unstored). The Capturer
-// never cuts: what it stores is what the owner reported.
+// countCut counts an exchange whose history or turn its request's owner
+// cut (memory.CutRequest; ex.Skipped and ex.TurnSkipped messages left
+// unstored). The Capturer never cuts: what it stores is what the owner
+// reported.
 func (c *Capturer) countCut(ex memory.Exchange) {
-	if ex.Skipped > 0 {
+	if n := ex.Skipped + ex.TurnSkipped; n > 0 {
 		c.metrics.cut.Inc()
-		c.metrics.cutMessages.Add(float64(ex.Skipped))
+		c.metrics.cutMessages.Add(float64(n))
 	}
 }
 

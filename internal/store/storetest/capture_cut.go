@@ -104,3 +104,55 @@ func testCutHistory(t *testing.T, open func(t *testing.T) CaptureStore) {
 		assertContents(t, "the new conversation", got[:memory.BranchHead], contents(history[:memory.BranchHead]))
 	})
 }
+
+// testCutTurn: a turn far longer than one request stores (user messages in
+// a row, no reply among them: memory.CutRequest cuts it as a history,
+// TurnSkipped) stores its first memory.BranchHead and keep newest messages
+// and the reply; the client's next turns, resending it all as history
+// (cut), store exactly their two new messages, in order, and a
+// regeneration supersedes only the last turn.
+func testCutTurn(t *testing.T, open func(t *testing.T) CaptureStore) {
+	const (
+		keep = 100
+		long = 3000 // user messages in the first turn
+	)
+	conv := memory.Identity{Tenant: "t1", User: "alice", Conversation: "c-long-turn"}
+	var msgs []memory.Message
+	for i := range long {
+		msgs = append(msgs, msg(t, "user", fmt.Sprintf("line %d", i)))
+	}
+	c := memory.CutRequest(msgs, keep)
+	if c.TurnSkipped != long-memory.BranchHead-keep {
+		t.Fatalf("the cut left out %d of the turn's messages, want %d", c.TurnSkipped, long-memory.BranchHead-keep)
+	}
+	s := open(t)
+	first := exchange(conv, "ex-1", 0, c.Prior, c.Turn, msg(t, "assistant", "answer 1"))
+	first.TurnSkipped = c.TurnSkipped
+	if res := mustSave(t, s, first); res.Inserted != memory.BranchHead+keep+1 || res.Superseded != 0 || res.Parted {
+		t.Fatalf("the first save %+v, want %d inserted", counts(res), memory.BranchHead+keep+1)
+	}
+	want := slices.Concat(first.Turn, []memory.Message{first.Reply})
+	history := append(slices.Clone(msgs), first.Reply)
+	save := func(n int, regen bool) memory.Exchange {
+		t.Helper()
+		q := msg(t, "user", fmt.Sprint("question ", n))
+		all := append(slices.Clone(history), q)
+		c := memory.CutRequest(all, keep)
+		ex := exchange(conv, fmt.Sprint("ex-", n, regen), 0, c.Prior, c.Turn, msg(t, "assistant", fmt.Sprint("answer ", n, regen)))
+		ex.Skipped, ex.TurnSkipped = c.Skipped, c.TurnSkipped
+		res := mustSave(t, s, ex)
+		// A regeneration supersedes the stored question and answer with
+		// the new ones; a new turn supersedes nothing.
+		if res.Inserted != 2 || (res.Superseded != 0) != regen || res.Parted {
+			t.Fatalf("turn %d (regenerated: %v) saved %+v, want its 2 new messages", n, regen, counts(res))
+		}
+		return ex
+	}
+	ex2 := save(2, false)
+	history = append(history, ex2.Turn[0], ex2.Reply)
+	ex3 := save(3, false)
+	ex3b := save(3, true) // the client regenerates its last answer
+	want = append(want, ex2.Turn[0], ex2.Reply, ex3.Turn[0], ex3b.Reply)
+	live := mustRecent(t, s, conv, 10*long)
+	assertContents(t, "the conversation", live, contents(want))
+}

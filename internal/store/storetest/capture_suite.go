@@ -205,6 +205,7 @@ func RunCapture(t *testing.T, open func(t *testing.T) CaptureStore) {
 	})
 	t.Run("a save with a branch seed never supersedes another history", func(t *testing.T) { testGuard(t, open) })
 	t.Run("a resent history cut to its head and newest stores only what is new", func(t *testing.T) { testCutHistory(t, open) })
+	t.Run("a turn cut to its head and newest, resent as history, stores only what is new", func(t *testing.T) { testCutTurn(t, open) })
 	t.Run("a dead letter of a deleted conversation's turn is not written", func(t *testing.T) {
 		testDeadLetterOfDeletedConversation(t, open(t))
 	})
