@@ -69,7 +69,7 @@ func BenchmarkCache(b *testing.B) {
 	b.Run("forget-absent-user", func(b *testing.B) {
 		c := full()
 		for b.Loop() {
-			forget(c, "acme", "nobody")
+			c.Forget("acme", "nobody")
 		}
 	})
 	b.Run("forget-100-entries", func(b *testing.B) {
@@ -77,7 +77,7 @@ func BenchmarkCache(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			u := i % users
-			forget(c, "acme", fmt.Sprint("user-", u))
+			c.Forget("acme", fmt.Sprint("user-", u))
 			for _, k := range ks[u] {
 				c.Put(k, "value")
 			}

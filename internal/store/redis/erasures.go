@@ -101,7 +101,8 @@ func (e *Erasures) Collectors() []prometheus.Collector {
 // for pingAfter is pinged, and one that does not answer by the next
 // pingAfter is taken for dead (a half-open connection, whose writes still
 // succeed) and replaced: a notice lost to a dead subscription is made up
-// within two pingAfter by the Clear of the next.
+// within two pingAfter by the Clear of the next. A notice to forget
+// everyone (the sender's outbox overflowed) clears f too.
 func (e *Erasures) Run(ctx context.Context, f Forgetter) {
 	for {
 		subscribed, err := e.session(ctx, f)
