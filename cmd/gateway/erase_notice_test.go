@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 
+	"github.com/memgate/memgate/internal/engine"
 	"github.com/memgate/memgate/internal/engine/recall"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/redis"
@@ -21,6 +23,8 @@ func TestErasureReachesOtherProcesses(t *testing.T) {
 	up, cfg := teaConfig(t, "postgres+redis")
 	ctx := context.Background()
 	serving, other := openTestMemory(t, cfg), openTestMemory(t, cfg)
+	eng := engine.New(engine.Options{}, slog.New(slog.DiscardHandler))
+	eng.Use(serving.Core)
 
 	// Both subscribed before anything is erased.
 	rdb, err := redis.NewClient(cfg.Store.RedisURL)
@@ -44,9 +48,9 @@ func TestErasureReachesOtherProcesses(t *testing.T) {
 		name  string
 		erase func(user string) error
 	}{
-		{"user erased", func(user string) error { return serving.store.DeleteUser(ctx, memory.DefaultTenant, user) }},
+		{"user erased", func(user string) error { return eng.DeleteUser(ctx, memory.DefaultTenant, user) }},
 		{"conversation deleted", func(user string) error {
-			return serving.store.DeleteConversation(ctx, memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"})
+			return eng.DeleteConversation(ctx, memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"})
 		}},
 	}
 	for i, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +72,7 @@ var (
 	_ record.Scrubber       = (*redis.Queue)(nil)
 
 	_ enrich.ConversationLeases = (*redis.Leases)(nil)
+	_ engine.ErasureNotices     = (*redis.Erasures)(nil)
 )
 
 // Constants of the wiring.
@@ -206,17 +208,18 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// an erasure forgets the user's as it forgets their vectors.
 	answers := recall.NewAnswers()
 	cs := withReads(cfg, b.store, cache.Forgetters{b.embeddings, answers})
+	core := &engine.Core{Store: cs, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
+		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}
 	if b.erasures != nil {
 		// The erasures other processes serve reach this one's caches by
 		// their notices, and this one's reach theirs; without Redis, the
 		// caches' age bound (cache.UnrevisedMaxAge) does.
-		cs.erasures = b.erasures
+		core.Notices = b.erasures
+		core.Collectors = append(core.Collectors, b.erasures.Collectors()...)
 		b.closers = append(b.closers, runErasureNotices(b.erasures, noticed{cs.reads, b.store}))
 	}
 	b.store = cs
-	m := &memoryLayer{Core: &engine.Core{Store: b.store, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
-		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}, store: b.store, queue: b.queue,
-		embeddings: b.embeddings}
+	m := &memoryLayer{Core: core, store: b.store, queue: b.queue, embeddings: b.embeddings}
 	fail := func(err error) (*memoryLayer, error) { return nil, errors.Join(err, b.close()) }
 	var red record.Redactor
 	if cfg.Capture.Redact {
@@ -377,12 +380,11 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 
 // cachedStore is a store whose reads besides its searches (recent turns,
 // facts, summaries) the engine keeps, and whose saves and erasures reach
-// what it keeps (cache.Reads), and, by their notices, what the other
-// processes sharing Redis keep (erasures; nil: none).
+// what it keeps (cache.Reads). (What the other processes keep the
+// engine's erasure notices reach: engine.Core.Notices.)
 type cachedStore struct {
 	store
-	reads    *cache.Reads
-	erasures *redis.Erasures
+	reads *cache.Reads
 }
 
 // noticed is what an erasure notice reaches in this process: the engine's
@@ -403,18 +405,17 @@ func (n noticed) Forget(tenant, user string) {
 // guard and which costs most to read again, stays.
 func (n noticed) Clear() { n.reads.Clear() }
 
-// runErasureNotices makes f forget the users whose erasure notices arrive,
-// until the returned stop is called.
+// runErasureNotices publishes the erasure notices this process queues
+// and makes f forget the users whose notices arrive, until the returned
+// stop is called (which publishes what is left, within a short bound).
 func runErasureNotices(e *redis.Erasures, f redis.Forgetter) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(ctx, f)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { e.Run(ctx, f) })
+	wg.Go(func() { e.Send(ctx) })
 	return func() error {
 		cancel()
-		<-done
+		wg.Wait()
 		return nil
 	}
 }
@@ -433,25 +434,19 @@ func (s cachedStore) SaveExchanges(ctx context.Context, exs []memory.Exchange) (
 	return s.reads.SaveExchanges(ctx, exs)
 }
 
-// DeleteUser erases the user, drops what this process keeps of them and,
-// failed or not, tells the other processes to (their erasure notice).
+// DeleteUser erases the user and, failed or not, drops what this process
+// keeps of them (the engine's notice tells the other processes).
 func (s cachedStore) DeleteUser(ctx context.Context, tenant, user string) error {
-	err := s.reads.DeleteUser(ctx, tenant, user)
-	if s.erasures != nil {
-		s.erasures.Publish(ctx, tenant, user)
-	}
-	return err
+	return s.reads.DeleteUser(ctx, tenant, user)
 }
 
 // DeleteConversation deletes the conversation and, failed or not, drops
-// what every process keeps of its user that no revision guards (recall's
-// vectors and extraction answers, kept per user, not per conversation).
+// what this process keeps of its user that no revision guards (recall's
+// vectors and extraction answers, kept per user, not per conversation);
+// the engine's notice tells the other processes.
 func (s cachedStore) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	err := s.store.DeleteConversation(ctx, id)
 	s.reads.Forget(id.Tenant, id.User)
-	if s.erasures != nil {
-		s.erasures.Publish(ctx, id.Tenant, id.User)
-	}
 	return err
 }
 func (s cachedStore) Head(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Print, error) {

@@ -140,15 +140,20 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 // are saved, and its queued ones are purged; the call answers
 // memory.ErrNotFound only when there was nothing of it in the queues
 // either. Last, a few tombstones of conversations never stored that
-// nothing can be refused by any more go (expireTombstones).
+// nothing can be refused by any more go (expireTombstones). The other
+// processes are told once, after both deletions (Core.Notices).
 func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) error {
 	_, err := with(e, func(c *Core) (none, error) {
 		stored := c.Store.DeleteConversation(ctx, id)
-		if stored != nil && !errors.Is(stored, memory.ErrNotFound) {
-			return none{}, stored
+		failed := stored
+		if stored == nil || errors.Is(stored, memory.ErrNotFound) {
+			if failed = c.Store.DeleteConversation(ctx, id); errors.Is(failed, memory.ErrNotFound) {
+				failed = nil
+			}
 		}
-		if err := c.Store.DeleteConversation(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
-			return none{}, err
+		c.notify(id.Tenant, id.User)
+		if failed != nil {
+			return none{}, failed
 		}
 		purged, err := c.purgeDeleted(ctx, id)
 		if err == nil && purged == 0 {
@@ -215,7 +220,8 @@ func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) (int, error
 // erased with it.) Then the user's exchanges still waiting in the capture
 // and enrichment queues, which the store would refuse when they were
 // processed, are purged from them (record.Capturer.PurgeErased), so
-// their text does not outlive the call however long the backlog.
+// their text does not outlive the call however long the backlog. The
+// other processes are told once, after both erasures (Core.Notices).
 func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
 	_, err := e.EraseUser(ctx, tenant, user)
 	return err
@@ -226,14 +232,25 @@ func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
 // among no stored rows (those stored and waiting for enrichment are).
 func (e *Engine) EraseUser(ctx context.Context, tenant, user string) (queued int, err error) {
 	return with(e, func(c *Core) (int, error) {
-		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
-			return 0, err
+		err := c.Store.DeleteUser(ctx, tenant, user)
+		if err == nil {
+			err = c.Store.DeleteUser(ctx, tenant, user)
 		}
-		if err := c.Store.DeleteUser(ctx, tenant, user); err != nil {
+		c.notify(tenant, user)
+		if err != nil {
 			return 0, err
 		}
 		return c.purgeErased(ctx, tenant, user)
 	})
+}
+
+// notify tells the other processes, once, that the user was erased or
+// one of their conversations deleted (Core.Notices): after both passes,
+// failed or not, since a pass that failed may have removed some of it.
+func (c *Core) notify(tenant, user string) {
+	if c.Notices != nil {
+		c.Notices.Publish(tenant, user)
+	}
 }
 
 // purgeTimeout bounds the queue purge of an erasure.

@@ -70,6 +70,15 @@ type Store interface {
 	BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error)
 }
 
+// ErasureNotices tells the other processes sharing the store that the
+// user of tenant was erased, or one of their conversations deleted, so
+// that they drop what they keep of the user that no revision guards
+// (recall's vectors, the fact extraction model's answers). Publish queues
+// the notice and never waits for its delivery.
+type ErasureNotices interface {
+	Publish(tenant, user string)
+}
+
 // Core is one opened memory core: the store and the parts wired over it.
 type Core struct {
 	Store    Store
@@ -92,6 +101,9 @@ type Core struct {
 	// expire no tombstone (expireTombstones), which could still refuse a
 	// turn waiting there.
 	QueueUnreachable bool
+	// Notices tells the other processes sharing the store of each
+	// erasure and conversation deletion, once each (nil: none).
+	Notices ErasureNotices
 	// Collectors are the core's Prometheus collectors besides its parts'.
 	Collectors []prometheus.Collector
 	// Close releases the store and what was opened with it.

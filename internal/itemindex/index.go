@@ -92,10 +92,10 @@ func (x *Index) VectorUsage() (keys, bytes int) { return x.vectors.Usage() }
 
 // Forget drops what x holds of the user (erased): nothing waits for eviction.
 func (x *Index) Forget(tenant, user string) {
-	x.vectors.Drop(func(k Key) bool { return k.Tenant == tenant && k.User == user })
-	x.texts.Drop(func(k Key) bool { return k.Tenant == tenant && k.User == user })
-	x.items.Drop(func(k cache.Key[int64]) bool { return k.Tenant == tenant && k.User == user })
-	x.windows.Drop(func(k cache.Key[WindowKey]) bool { return k.Tenant == tenant && k.User == user })
+	x.vectors.Forget(tenant, user)
+	x.texts.Forget(tenant, user)
+	x.items.Forget(tenant, user)
+	x.windows.Forget(tenant, user)
 }
 
 // Collectors returns the Prometheus collectors of x's caches.

@@ -18,6 +18,9 @@ type Key struct {
 	Dims                int
 }
 
+// Owner is the user whose items k names.
+func (k Key) Owner() cache.Owner { return cache.Owner{Tenant: k.Tenant, User: k.User} }
+
 // loaded is what a slot holds: a pointer to a key's index, a T, read from
 // the Source row by row (add) in id order, and its size roughly in bytes.
 type loaded[T any] interface {

@@ -34,6 +34,10 @@ type memoKey struct {
 	enc         *encoding
 }
 
+// Owner is no one's: a count holds no user's text, and no erasure drops
+// it (the scope is a hash).
+func (memoKey) Owner() cache.Owner { return cache.Owner{} }
+
 func newMemo() *memo {
 	return &memo{seed: maphash.MakeSeed(),
 		counts: cache.New("tokens", memoBytes, func(memoKey, int) int { return memoCountBytes })}

@@ -4,7 +4,8 @@
 // used evicted first, with metrics. A key holds the revision of what its
 // value was read from, read once per request before the value: a write moves
 // the revision, and what was read before it ages out unread. Nothing is
-// invalidated entry by entry, but an erasure drops the user's entries.
+// invalidated entry by entry, but an erasure drops the user's entries
+// (Forget, which visits only theirs: the entries are linked by owner).
 // (Embeddings and token counts, fixed by text and model, have no revision.)
 // A cache whose keys name an owner but no revision (embeddings, the fact
 // extraction model's answers) is bounded in age too (ExpireAfter): an
@@ -13,7 +14,6 @@
 package cache
 
 import (
-	"container/list"
 	"sync"
 	"time"
 
@@ -32,20 +32,34 @@ import (
 // operator can state. A miss costs one embedding or extraction call.
 const UnrevisedMaxAge = 10 * time.Minute
 
-// entryOverhead is roughly an entry's list element, map entry and key.
+// entryOverhead is roughly an entry's links, map entries and key.
 const entryOverhead = 128
+
+// Owner is the user of a tenant whose value a key names.
+type Owner struct{ Tenant, User string }
+
+// Owned is a key that names its value's owner, by whom an erasure finds
+// the entries it drops (Cache.Forget); a key whose Owner is the zero
+// Owner (a token count's: no user's text) names none, and its entries
+// are not linked by owner.
+type Owned interface {
+	comparable
+	Owner() Owner
+}
 
 // Cache maps keys to values, bounded in bytes, least recently used evicted
 // first. It is safe for concurrent use. Its values are shared with every
-// caller, read-only.
-type Cache[K comparable, V any] struct {
+// caller, read-only. Its entries are linked by owner too, so that an
+// erasure visits only the user's (Forget).
+type Cache[K Owned, V any] struct {
 	sizeOf func(K, V) int
 	max    int
 
-	mu    sync.Mutex
-	elems map[K]*list.Element // of *entry[K, V]
-	order list.List           // most recently used first
-	bytes int
+	mu     sync.Mutex
+	elems  map[K]*entry[K, V]
+	owners map[Owner]*owned[K, V]
+	lru    entry[K, V] // the ring's root: lru.next is the most recently used
+	bytes  int
 
 	hits, misses, evictions prometheus.Counter
 	held                    prometheus.GaugeFunc
@@ -65,17 +79,33 @@ type Key[T comparable] struct {
 	Of           T
 }
 
+// Owner is the user whose value k names.
+func (k Key[T]) Owner() Owner { return Owner{k.Tenant, k.User} }
+
+// entry is a held value, on the ring of all entries in order of use
+// (prev, next) and on its owner's list (owner, prevOwned, nextOwned).
 type entry[K comparable, V any] struct {
 	key  K
 	val  V
 	size int
 	at   time.Time // when put, for an age bound (ExpireAfter)
+
+	prev, next           *entry[K, V]
+	owner                *owned[K, V]
+	prevOwned, nextOwned *entry[K, V]
+}
+
+// owned heads the list of one owner's entries.
+type owned[K comparable, V any] struct {
+	id    Owner
+	first *entry[K, V]
 }
 
 // New returns an empty Cache named name (its metrics' cache label), bounded
 // at max bytes, accounting each entry as sizeOf says (plus a fixed overhead).
-func New[K comparable, V any](name string, max int, sizeOf func(K, V) int) *Cache[K, V] {
-	c := &Cache[K, V]{sizeOf: sizeOf, max: max, elems: map[K]*list.Element{}}
+func New[K Owned, V any](name string, max int, sizeOf func(K, V) int) *Cache[K, V] {
+	c := &Cache[K, V]{sizeOf: sizeOf, max: max}
+	c.reset()
 	opts := func(n, help string) prometheus.Opts {
 		return prometheus.Opts{Name: "memgate_cache_" + n, Help: help, ConstLabels: prometheus.Labels{"cache": name}}
 	}
@@ -115,15 +145,15 @@ func (c *Cache[K, V]) Get(key K) (v V, ok bool) {
 		c.misses.Inc()
 		return v, false
 	}
-	en := e.Value.(*entry[K, V])
-	if c.maxAge > 0 && c.now().Sub(en.at) >= c.maxAge {
+	if c.maxAge > 0 && c.now().Sub(e.at) >= c.maxAge {
 		c.remove(e)
 		c.misses.Inc()
 		return v, false
 	}
 	c.hits.Inc()
-	c.order.MoveToFront(e)
-	return en.val, true
+	c.unlink(e)
+	c.pushFront(e)
+	return e.val, true
 }
 
 // Put keeps v under key in place of what it held, evicting least recently
@@ -146,16 +176,30 @@ func (c *Cache[K, V]) Put(key K, v V) {
 	if size > c.max {
 		return
 	}
-	c.elems[key] = c.order.PushFront(&entry[K, V]{key: key, val: v, size: size, at: at})
+	e := &entry[K, V]{key: key, val: v, size: size, at: at}
+	c.elems[key] = e
+	c.pushFront(e)
+	c.own(e)
 	c.bytes += size
 	for c.bytes > c.max {
-		c.remove(c.order.Back())
+		c.remove(c.lru.prev)
 		c.evictions.Inc()
 	}
 }
 
-// Drop removes every entry whose key match reports (visiting them all):
+// Forget drops the entries of the user of tenant, visiting only theirs:
 // what an erasure erased does not wait to be evicted.
+func (c *Cache[K, V]) Forget(tenant, user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.owners[Owner{tenant, user}]; o != nil {
+		for e := o.first; e != nil; e = o.first {
+			c.remove(e)
+		}
+	}
+}
+
+// Drop removes every entry whose key match reports, visiting them all.
 func (c *Cache[K, V]) Drop(match func(K) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -169,7 +213,7 @@ func (c *Cache[K, V]) Drop(match func(K) bool) {
 // sweep drops the entries put maxAge or longer before now; c.mu is held.
 func (c *Cache[K, V]) sweep(now time.Time) {
 	for _, e := range c.elems {
-		if now.Sub(e.Value.(*entry[K, V]).at) >= c.maxAge {
+		if now.Sub(e.at) >= c.maxAge {
 			c.remove(e)
 		}
 	}
@@ -177,13 +221,76 @@ func (c *Cache[K, V]) sweep(now time.Time) {
 }
 
 // Clear removes every entry.
-func (c *Cache[K, V]) Clear() { c.Drop(func(K) bool { return true }) }
+func (c *Cache[K, V]) Clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset()
+}
+
+// reset empties c; c.mu is held (or c is new).
+func (c *Cache[K, V]) reset() {
+	c.elems, c.owners, c.bytes = map[K]*entry[K, V]{}, map[Owner]*owned[K, V]{}, 0
+	c.lru.next, c.lru.prev = &c.lru, &c.lru
+}
 
 // remove forgets e; c.mu is held.
-func (c *Cache[K, V]) remove(e *list.Element) {
-	en := c.order.Remove(e).(*entry[K, V])
-	delete(c.elems, en.key)
-	c.bytes -= en.size
+func (c *Cache[K, V]) remove(e *entry[K, V]) {
+	c.unlink(e)
+	c.disown(e)
+	delete(c.elems, e.key)
+	c.bytes -= e.size
+}
+
+// pushFront puts e first on the ring, as the most recently used; c.mu
+// is held.
+func (c *Cache[K, V]) pushFront(e *entry[K, V]) {
+	e.prev, e.next = &c.lru, c.lru.next
+	e.next.prev, c.lru.next = e, e
+}
+
+// unlink takes e off the ring; c.mu is held.
+func (c *Cache[K, V]) unlink(e *entry[K, V]) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+// own puts e first on its owner's list, if it names one; c.mu is held.
+func (c *Cache[K, V]) own(e *entry[K, V]) {
+	id := e.key.Owner()
+	if id == (Owner{}) {
+		return
+	}
+	o := c.owners[id]
+	if o == nil {
+		o = &owned[K, V]{id: id}
+		c.owners[id] = o
+	}
+	e.owner, e.nextOwned = o, o.first
+	if o.first != nil {
+		o.first.prevOwned = e
+	}
+	o.first = e
+}
+
+// disown takes e off its owner's list, forgetting an owner left with
+// none; c.mu is held.
+func (c *Cache[K, V]) disown(e *entry[K, V]) {
+	o := e.owner
+	if o == nil {
+		return
+	}
+	if e.prevOwned != nil {
+		e.prevOwned.nextOwned = e.nextOwned
+	} else {
+		o.first = e.nextOwned
+	}
+	if e.nextOwned != nil {
+		e.nextOwned.prevOwned = e.prevOwned
+	}
+	e.owner, e.prevOwned, e.nextOwned = nil, nil, nil
+	if o.first == nil {
+		delete(c.owners, o.id)
+	}
 }
 
 // Usage reports how many entries c holds and the bytes it accounts for them.

@@ -2,7 +2,9 @@ package cache_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -16,6 +18,8 @@ type key struct {
 	rev  int64
 	id   int
 }
+
+func (k key) Owner() cache.Owner { return cache.Owner{User: k.user} }
 
 func newCache(max int) *cache.Cache[key, string] {
 	return cache.New("test", max, func(_ key, v string) int { return len(v) })
@@ -124,3 +128,70 @@ func value(t *testing.T, c prometheus.Collector) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// TestForget: Forget drops the user's entries, and only theirs, whatever
+// the entries went through before (replaced, evicted, expired, read,
+// forgotten): a cache that forgets by Forget holds what one that visits
+// every entry (Drop) does, after every step of a random run.
+func TestForget(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	one := 128 + 1
+	indexed := newCache(40*one).ExpireAfter(10*time.Minute, clk.now)
+	scanned := newCache(40*one).ExpireAfter(10*time.Minute, clk.now)
+	users := []string{"alice", "bob", "carol", "dave"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	all := func() []key {
+		var ks []key
+		for _, u := range users {
+			for rev := range int64(4) {
+				for id := range 4 {
+					ks = append(ks, key{u, rev, id})
+				}
+			}
+		}
+		return ks
+	}()
+	for step := range 5000 {
+		k := all[rng.IntN(len(all))]
+		switch op := rng.IntN(10); {
+		case op < 5:
+			indexed.Put(k, "v")
+			scanned.Put(k, "v")
+		case op < 8:
+			indexed.Get(k)
+			scanned.Get(k)
+		case op < 9:
+			indexed.Forget("", k.user)
+			scanned.Drop(func(o key) bool { return o.user == k.user })
+			for _, o := range all { // read both alike: a read drops an expired entry
+				scanned.Get(o)
+				if _, held := indexed.Get(o); held && o.user == k.user {
+					t.Fatalf("step %d: %v held after its user was forgotten", step, o)
+				}
+			}
+		default:
+			clk.t = clk.t.Add(time.Duration(rng.IntN(4)) * time.Minute)
+		}
+		if a, b := count(indexed), count(scanned); a != b {
+			t.Fatalf("step %d: Forget holds %d entries, Drop %d", step, a, b)
+		}
+	}
+	for _, k := range all {
+		_, a := indexed.Get(k)
+		_, b := scanned.Get(k)
+		if a != b {
+			t.Fatalf("%v held %v by Forget, %v by Drop", k, a, b)
+		}
+	}
+	indexed.Clear()
+	if n, bytes := indexed.Usage(); n != 0 || bytes != 0 {
+		t.Fatalf("after Clear: %d entries, %d bytes", n, bytes)
+	}
+	indexed.Put(all[0], "v") // usable after Clear
+	if _, held := indexed.Get(all[0]); !held {
+		t.Fatal("a Put after Clear not held")
+	}
+}
+
+// count is how many entries c holds.
+func count(c *cache.Cache[key, string]) int { n, _ := c.Usage(); return n }

@@ -238,11 +238,10 @@ func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
 // stale already (the erasure moved the user's revisions), the embeddings'
 // are not. r is a Forgetter.
 func (r *Reads) Forget(tenant, user string) {
-	of := func(k convKey) bool { return k.Tenant == tenant && k.User == user }
-	r.tails.Drop(of)
-	r.facts.Drop(of)
-	r.summaries.Drop(of)
-	r.heads.Drop(of)
+	r.tails.Forget(tenant, user)
+	r.facts.Forget(tenant, user)
+	r.summaries.Forget(tenant, user)
+	r.heads.Forget(tenant, user)
 	if r.emb != nil {
 		r.emb.Forget(tenant, user)
 	}

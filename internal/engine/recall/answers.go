@@ -64,7 +64,7 @@ func NewAnswers() *Answers {
 // Forget drops the answers to the user of tenant (erased): nothing of
 // what they said waits for eviction (cache.Forgetter).
 func (a *Answers) Forget(tenant, user string) {
-	a.c.Drop(func(k answerKey) bool { return k.Tenant == tenant && k.User == user })
+	a.c.Forget(tenant, user)
 }
 
 // Clear drops every answer (erasures may have been missed).

@@ -36,6 +36,11 @@ type EmbeddingKey struct {
 	Tenant, User, Hash string
 }
 
+// Owner is the user the vector was embedded for: their erasure drops it
+// (Embeddings' Forget, as cache.Reads.DeleteUser calls it); everyone
+// else's stay.
+func (k EmbeddingKey) Owner() cache.Owner { return cache.Owner{Tenant: k.Tenant, User: k.User} }
+
 // Owned is a text to embed on behalf of the user of a tenant whose query,
 // fact or message it is.
 type Owned struct{ Tenant, User, Text string }
@@ -60,12 +65,6 @@ func NewEmbeddingCache(max int) Embeddings {
 	return Embeddings{cache.New("embeddings", max, func(k EmbeddingKey, v []float32) int {
 		return len(k.Model) + len(k.Tenant) + len(k.User) + len(k.Hash) + 4*len(v)
 	}).ExpireAfter(cache.UnrevisedMaxAge, time.Now)}
-}
-
-// Forget drops the vectors embedded on behalf of the user of tenant, as
-// their erasure does (cache.Reads.DeleteUser); everyone else's stay.
-func (e Embeddings) Forget(tenant, user string) {
-	e.Drop(func(k EmbeddingKey) bool { return k.Tenant == tenant && k.User == user })
 }
 
 // Cached is an Embedder that embeds only the texts its cache lacks, each

@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,11 +18,14 @@ import (
 // processes keep of the erased user that no revision guards (recall's
 // vectors, the fact extraction model's answers) they drop on the notice
 // the erasing process publishes on a Redis channel, "<prefix>erasures",
-// that every process subscribes to (Erasures). Pub/sub keeps no message
-// for a subscriber that is not connected: on each (re)subscription, and
-// on each error receiving, a process drops everything it keeps of anyone
-// (Forgetter.Clear), for what it may have missed. Where no notice arrives
-// at all (no Redis), the caches' age bound (cache.UnrevisedMaxAge) does.
+// that every process subscribes to (Erasures). An erasure queues its
+// notice (Publish) and does not wait for Redis: Send publishes the
+// queued notices, retrying each until Redis takes it (erasures_send.go).
+// Pub/sub keeps no message for a subscriber that is not connected: on
+// each (re)subscription, and on each error receiving, a process drops
+// everything it keeps of anyone (Forgetter.Clear), for what it may have
+// missed. Where no notice arrives at all (no Redis, or a notice given up
+// at shutdown), the caches' age bound (cache.UnrevisedMaxAge) does.
 
 // Forgetter is what an erasure notice reaches: the caches of one process.
 type Forgetter interface {
@@ -31,7 +35,7 @@ type Forgetter interface {
 	Clear()
 }
 
-// publishTimeout bounds publishing one erasure notice.
+// publishTimeout bounds one attempt to publish an erasure notice.
 const publishTimeout = 2 * time.Second
 
 // pingAfter is how long Run waits for a notice before it pings.
@@ -48,6 +52,11 @@ type Erasures struct {
 	channel   string
 	logger    *slog.Logger
 	pingAfter time.Duration // silence before a ping, and a ping's wait
+	retry     backoff       // Send's pacing of the attempts that fail
+
+	outbox            // the notices Publish queued that Send has not published
+	published, failed prometheus.Counter
+	waiting           prometheus.GaugeFunc
 }
 
 // notice is an erasure notice's payload: the user erased (or one of whose
@@ -57,29 +66,33 @@ type notice struct {
 	User   string `json:"user"`
 }
 
+// everyonePayload is the notice that tells every process to forget
+// everyone (outbox overflowed). It is not JSON: a process of an older
+// build takes it for a malformed notice, on which it forgets everyone too.
+const everyonePayload = "*"
+
 // NewErasures returns the erasure notices of the deployment whose Redis
 // keys start with prefix (e.g. "memgate:").
 func NewErasures(rdb *redis.Client, prefix string, logger *slog.Logger) *Erasures {
-	return &Erasures{rdb: rdb, channel: prefix + "erasures", logger: logger, pingAfter: pingAfter}
+	e := &Erasures{rdb: rdb, channel: prefix + "erasures", logger: logger, pingAfter: pingAfter,
+		retry: backoff{first: 250 * time.Millisecond, max: 5 * time.Second}, outbox: newOutbox(maxPendingNotices)}
+	e.published = prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_erasure_notices_published_total",
+		Help: "Erasure notices published to the other processes (Redis took them)."})
+	e.failed = prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_erasure_notices_failed_total",
+		Help: "Attempts to publish an erasure notice that failed (Redis unreachable); each is tried again."})
+	e.waiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "memgate_erasure_notices_pending",
+		Help: "Erasure notices queued or being published, not yet taken by Redis."},
+		func() float64 { return float64(e.pending()) })
+	return e
 }
 
 // Channel is the channel the notices go over.
 func (e *Erasures) Channel() string { return e.channel }
 
-// Publish tells every subscribed process that the user of tenant was
-// erased, under ctx bounded by a short timeout: an erasure does not wait
-// on Redis. A notice that fails is logged (without the ids); the other
-// processes' caches then forget by their age bound.
-func (e *Erasures) Publish(ctx context.Context, tenant, user string) {
-	payload, err := json.Marshal(notice{Tenant: tenant, User: user})
-	if err == nil {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-		err = e.rdb.Publish(pctx, e.channel, payload).Err()
-		cancel()
-	}
-	if err != nil {
-		e.logger.Warn("redis: erasure notice not published; other processes forget by their caches' age bound", "err", err)
-	}
+// Collectors returns the notices' published and failed counts and how
+// many are pending.
+func (e *Erasures) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{e.published, e.failed, e.waiting}
 }
 
 // Run subscribes to the notices and makes f forget each one's user until
@@ -88,7 +101,8 @@ func (e *Erasures) Publish(ctx context.Context, tenant, user string) {
 // for pingAfter is pinged, and one that does not answer by the next
 // pingAfter is taken for dead (a half-open connection, whose writes still
 // succeed) and replaced: a notice lost to a dead subscription is made up
-// within two pingAfter by the Clear of the next.
+// within two pingAfter by the Clear of the next. A notice to forget
+// everyone (the sender's outbox overflowed) clears f too.
 func (e *Erasures) Run(ctx context.Context, f Forgetter) {
 	for {
 		subscribed, err := e.session(ctx, f)
@@ -151,6 +165,10 @@ func (e *Erasures) session(ctx context.Context, f Forgetter) (subscribed bool, e
 				f.Clear() // notices published before it were missed
 			}
 		case *redis.Message:
+			if m.Payload == everyonePayload {
+				f.Clear()
+				continue
+			}
 			var n notice
 			if err := json.Unmarshal([]byte(m.Payload), &n); err != nil {
 				e.logger.Warn("redis: malformed erasure notice; forgetting everyone", "err", err)

@@ -41,6 +41,15 @@ func (f *forgets) state() (users []string, cleared int) {
 	return append([]string(nil), f.users...), f.cleared
 }
 
+// sending runs e's Send until the test ends, and returns e.
+func sending(tb testing.TB, e *Erasures) *Erasures {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Send(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
 // until waits for cond, failing tb after a generous deadline.
 func until(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
@@ -68,7 +77,7 @@ func TestErasureNotices(t *testing.T) {
 	opts.ClientName = name
 	sub, pub := redis.NewClient(opts), mustClient(t)
 	t.Cleanup(func() { _ = sub.Close() })
-	received, published := NewErasures(sub, prefix, logger), NewErasures(pub, prefix, logger)
+	received, published := NewErasures(sub, prefix, logger), sending(t, NewErasures(pub, prefix, logger))
 	f := &forgets{}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -81,7 +90,7 @@ func TestErasureNotices(t *testing.T) {
 	}
 	until(t, "the subscription", subscribed(1))
 
-	published.Publish(ctx, "acme", "noor")
+	published.Publish("acme", "noor")
 	until(t, "noor forgotten", func() bool { users, _ := f.state(); return len(users) == 1 })
 	if users, _ := f.state(); users[0] != "acme/noor" {
 		t.Fatalf("forgot %q, want acme/noor", users[0])
@@ -110,7 +119,7 @@ func TestErasureNotices(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, "everyone forgotten on subscribing again", subscribed(2))
-	published.Publish(ctx, "acme", "omar")
+	published.Publish("acme", "omar")
 	until(t, "omar forgotten", func() bool { users, _ := f.state(); return len(users) == 2 })
 
 	cancel()
@@ -171,7 +180,7 @@ func TestErasureNoticesReplaceAHalfOpenSubscription(t *testing.T) {
 	}
 	sub, pub := redis.NewClient(opts), mustClient(t)
 	t.Cleanup(func() { _ = sub.Close() })
-	received, published := NewErasures(sub, prefix, logger), NewErasures(pub, prefix, logger)
+	received, published := NewErasures(sub, prefix, logger), sending(t, NewErasures(pub, prefix, logger))
 	received.pingAfter = 100 * time.Millisecond
 	f := &forgets{}
 	rctx, cancel := context.WithCancel(ctx)
@@ -184,7 +193,7 @@ func TestErasureNoticesReplaceAHalfOpenSubscription(t *testing.T) {
 		m.Store(true)
 	}
 	mu.Unlock()
-	published.Publish(ctx, "acme", "lost") // to the silent connection: lost
+	published.Publish("acme", "lost") // to the silent connection: lost
 	until(t, "everyone forgotten on a new subscription", func() bool { _, cleared := f.state(); return cleared >= 2 })
 	// Published until received: with a ping interval this short, a busy
 	// machine may take a slow pong for a dead subscription and replace a
@@ -193,7 +202,7 @@ func TestErasureNoticesReplaceAHalfOpenSubscription(t *testing.T) {
 		if users, _ := f.state(); slices.Contains(users, "acme/noor") {
 			return true
 		}
-		published.Publish(ctx, "acme", "noor")
+		published.Publish("acme", "noor")
 		return false
 	})
 
