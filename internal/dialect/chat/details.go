@@ -15,14 +15,20 @@ import (
 // and details of two types at one index stay two); their text and
 // summary strings are joined, any other member takes the last value that
 // is not null (a reasoning.text detail's signature comes in its last
-// piece), and the details keep the order they started in. A stream's
-// details are few, so they are searched in order.
+// piece), and the details keep the order they started in. A detail is
+// found by its index (byIndex), and no more than maxStreamDetails are
+// held: a stream naming more (no provider's does) is let go of them
+// (dropped), its pieces from there on not read, so a hostile upstream's
+// 4 MiB of one-index pieces costs neither a detail each nor a search of
+// every detail before each.
 type streamDetails struct {
-	list []*streamDetail
+	list    []*streamDetail
+	byIndex map[string][]*streamDetail // the details of an index, in list order
 	// lossless stays true while every piece read without loss
 	// (memory.Lossless): only then is the joined text the provider's.
 	lossless bool
 	seen     bool
+	dropped  bool
 }
 
 // streamDetail is one detail being streamed.
@@ -40,7 +46,7 @@ var joinedMembers = map[string]bool{"text": true, "summary": true}
 // add folds in one delta's reasoning_details (nil or null: none). It fails
 // with memory.ErrInvalid when they are not an array of objects.
 func (d *streamDetails) add(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 || string(raw) == "null" || d.dropped {
 		return nil
 	}
 	if !d.seen {
@@ -55,6 +61,10 @@ func (d *streamDetails) add(raw json.RawMessage) error {
 		var typ string
 		json.Unmarshal(p["type"], &typ) // a type that is not a string is none
 		cur := d.at(p["index"], typ)
+		if cur == nil { // past maxStreamDetails
+			d.list, d.byIndex, d.dropped = nil, nil, true
+			return nil
+		}
 		for k, v := range p {
 			if joinedMembers[k] {
 				var str string
@@ -80,19 +90,27 @@ func (d *streamDetails) add(raw json.RawMessage) error {
 }
 
 // at returns the detail a piece of type typ with index belongs to,
-// starting one when none does.
+// starting one when none does; nil when that would be one more than
+// maxStreamDetails.
 func (d *streamDetails) at(index json.RawMessage, typ string) *streamDetail {
 	if n := len(d.list); n > 0 && (index == nil || string(index) == "null") {
 		return d.list[n-1]
 	}
-	for _, c := range d.list {
-		if c.index != nil && string(c.index) == string(index) && (c.typ == typ || typ == "" || c.typ == "") {
+	for _, c := range d.byIndex[string(index)] {
+		if c.typ == typ || typ == "" || c.typ == "" {
 			return c
 		}
 	}
+	if len(d.list) == maxStreamDetails {
+		return nil
+	}
 	c := &streamDetail{typ: typ, members: map[string]json.RawMessage{}, joined: map[string][]byte{}}
-	if string(index) != "null" {
+	if index != nil && string(index) != "null" {
 		c.index = index
+		if d.byIndex == nil {
+			d.byIndex = map[string][]*streamDetail{}
+		}
+		d.byIndex[string(index)] = append(d.byIndex[string(index)], c)
 	}
 	d.list = append(d.list, c)
 	return c
@@ -125,3 +143,8 @@ func (d *streamDetails) result() (json.RawMessage, error) {
 	}
 	return body.Array(out), nil
 }
+
+// maxStreamDetails bounds the details a stream's reassembly holds
+// (streamDetails): a reply has a few (OpenRouter's: one a thinking block
+// or summary, one encrypted), and a stream naming more is let go of them.
+const maxStreamDetails = 128
