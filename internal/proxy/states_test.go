@@ -722,8 +722,9 @@ func imageDone(image string) string {
 // image editing), another user may not; the client gets the stream byte
 // for byte. An event naming items larger than maxCaptureBytes stops the
 // binding (fail closed: counted as failed), the items announced before
-// it stay bound; an oversized event that names none (a partial image)
-// is skipped.
+// it stay bound; an oversized event that names none (a partial image),
+// or a finished item's (the image in output_item.done: its item was
+// announced), is skipped, the items after it bound.
 func TestStatesLargeStreamItemsBound(t *testing.T) {
 	image := strings.Repeat("A", 3<<20)
 	big := strings.Repeat("B", 5<<20) // past maxCaptureBytes
@@ -734,7 +735,10 @@ func TestStatesLargeStreamItemsBound(t *testing.T) {
 	}{
 		{"events within the bound", imageStream(strings.Repeat("P", 1<<20), image, imageDone(image)), []string{"ig_s", "msg_s"}, false},
 		{"a partial image past the bound", imageStream(big, image, imageDone(image)), []string{"ig_s", "msg_s"}, false},
-		{"an item event past the bound", imageStream("P", image, imageDone(big)), []string{"ig_s"}, true},
+		{"a finished item's event past the bound", imageStream("P", image, imageDone(big)), []string{"ig_s", "msg_s"}, false},
+		{"an announcing item event past the bound", strings.Replace(imageStream("P", image, imageDone(image)),
+			`"item":{"id":"msg_s","type":"message","role":"assistant","status":"in_progress","content":[]}`,
+			`"item":{"id":"msg_s","type":"message","role":"assistant","status":"in_progress","content":[],"pad":"`+big+`"}`, 1), []string{"ig_s"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			mux := http.NewServeMux()

@@ -94,8 +94,9 @@ var terminalEvents = map[string]bool{"response.completed": true, "response.incom
 // final). It decodes only the events that may name them (namesStates),
 // and holds about twice its limit: an event to decode larger than that
 // stops it (every later Write fails), the ids it names never handed on;
-// a larger event of another kind (a partial image) is skipped. It is
-// used by one goroutine.
+// a larger event of another kind (a partial image), or a larger
+// output_item.done (a finished image: its item was announced in its
+// output_item.added), is skipped. It is used by one goroutine.
 type CreatedStream struct {
 	dec   *sse.Decoder
 	limit int64
@@ -140,7 +141,14 @@ func (s *CreatedStream) event(ev sse.Event) error {
 	if !namesStates(ev.Type) {
 		return nil
 	}
-	if ev.TooLarge {
+	switch {
+	case ev.TooLarge && ev.Type == "response.output_item.done":
+		// A finished item (a generated image in it): its id came in
+		// the output_item.added announcing it, and an id it alone
+		// names stays unbound, which refuses it; the items after it
+		// are still read.
+		return nil
+	case ev.TooLarge:
 		return fmt.Errorf("a %.64s event is larger than %d bytes", ev.Type, s.limit)
 	}
 	var e struct {

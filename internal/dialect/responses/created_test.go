@@ -70,7 +70,15 @@ func TestCreatedStreamLimit(t *testing.T) {
 		fails        bool
 	}{
 		{"within", head + ev("response.output_item.done", `{"type":"response.output_item.done","item":{"id":"ig_1","result":"AA"}}`) + tail, []string{"resp_1", "ig_1", "msg_1"}, false},
-		{"an item event over", head + ev("response.output_item.done", `{"type":"response.output_item.done","item":{"id":"ig_2","result":"`+big+`"}}`) + tail, []string{"resp_1", "ig_1"}, true},
+		{"an item event over", head + ev("response.output_item.added", `{"type":"response.output_item.added","item":{"id":"ig_2"}}`) +
+			ev("response.output_item.added", `{"type":"response.output_item.added","item":{"id":"ig_3","result":"`+big+`"}}`) + tail, []string{"resp_1", "ig_1", "ig_2"}, true},
+		// The item a finished item's event names was announced (added)
+		// before it: an image over the limit in it is skipped, and the
+		// items after it are still bound (a stateless client sends each
+		// back with its id, which must be its own).
+		{"a finished item's event over", head + ev("response.output_item.done", `{"type":"response.output_item.done","item":{"id":"ig_1","result":"`+big+`"}}`) +
+			ev("response.output_item.added", `{"type":"response.output_item.added","item":{"id":"ig_2"}}`) + tail, []string{"resp_1", "ig_1", "ig_2", "msg_1"}, false},
+		{"an unannounced finished item's event over", head + ev("response.output_item.done", `{"type":"response.output_item.done","item":{"id":"ig_9","result":"`+big+`"}}`) + tail, []string{"resp_1", "ig_1", "msg_1"}, false},
 		{"an untyped event over", head + "data: {\"type\":\"response.image_generation_call.partial_image\",\"b64\":\"" + big + "\"}\n\n" + tail, []string{"resp_1", "ig_1"}, true},
 		{"a terminal event over", head + ev("response.completed", `{"type":"response.completed","response":{"id":"resp_1","output":[{"id":"ig_1","result":"`+big+`"}]}}`), []string{"resp_1", "ig_1"}, true},
 	} {
