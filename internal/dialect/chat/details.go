@@ -53,11 +53,15 @@ func (d *streamDetails) add(raw json.RawMessage) error {
 		d.seen, d.lossless = true, true
 	}
 	d.lossless = d.lossless && memory.Lossless(raw)
-	var pieces []map[string]json.RawMessage
+	var pieces []json.RawMessage // each decoded only while details are held
 	if err := json.Unmarshal(raw, &pieces); err != nil {
 		return fmt.Errorf("%w: stream chunk: reasoning_details: %v", memory.ErrInvalid, err)
 	}
-	for _, p := range pieces {
+	for _, piece := range pieces {
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(piece, &p); err != nil {
+			return fmt.Errorf("%w: stream chunk: reasoning_details: %v", memory.ErrInvalid, err)
+		}
 		var typ string
 		json.Unmarshal(p["type"], &typ) // a type that is not a string is none
 		cur := d.at(p["index"], typ)
