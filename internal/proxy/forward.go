@@ -327,7 +327,9 @@ func (b *timedBody) Close() error {
 // sees the real status that follows. The reverse proxy clears the header
 // map after relaying a 1xx, and with it the gateway's own headers set
 // before the upstream call (X-Request-Id, X-Memory-*): the final status
-// puts them back, before the upstream's, as they stand without a 1xx.
+// puts them back, before the upstream's, as they stand without a 1xx. A
+// 1xx goes without X-Memory-* and cookies (dropUpstreamOwn), as the final
+// answer's upstream headers do.
 type finalWriter struct {
 	*echo.Response
 	// own is the gateway's headers when the writer was made; relayed1xx
@@ -344,7 +346,11 @@ func newFinalWriter(r *echo.Response) *finalWriter {
 
 func (w *finalWriter) WriteHeader(code int) {
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		// The reverse proxy put the upstream's 1xx headers beside the
+		// gateway's: what only the gateway may say goes in neither (the
+		// final status puts the gateway's own back).
 		w.relayed1xx = true
+		dropUpstreamOwn(w.Header())
 		w.Response.Writer.WriteHeader(code)
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,6 +282,68 @@ func TestUpstreamMemoryHeadersNotRelayed(t *testing.T) {
 				if got := resp.Header.Values(k); len(got) != 1 || got[0] != v {
 					t.Errorf("%s: %q, want %q", k, got, v)
 				}
+			}
+		})
+	}
+}
+
+// TestUpstreamMemoryHeadersNotRelayedIn1xx: an upstream's informational
+// response (103 Early Hints) is relayed with its headers, but not with
+// those only the gateway may send (dropUpstreamOwn): its X-Memory-* and
+// its cookies stay out of the 1xx as they stay out of the final answer.
+func TestUpstreamMemoryHeadersNotRelayedIn1xx(t *testing.T) {
+	u := newHostileUpstream(t, func(c net.Conn, who string) bool {
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\nSet-Cookie: memgate_session=evil; Path=/\r\n"+
+			"X-Memory-Conversation: evil\r\nX-Memory-Degraded: recall\r\n\r\n"+answer(who))
+		return true
+	})
+	prep := preparerFunc(func(context.Context, memory.Request) (memory.Prepared, error) {
+		return memory.Prepared{}, memory.ErrUnavailable
+	})
+	g := mustGateway(t, upstreamtest.New(t, nil), func(c *gatewayConfig) { c.Upstream.BaseURL = u.url() },
+		Deps{Resolver: identity.New(nil), Preparer: prep})
+	for _, tt := range []struct {
+		name, path string
+		header     map[string]string
+	}{
+		{"memory", "/v1/chat/completions", map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"}},
+		{"passthrough", "/v1/embeddings", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, g.URL+tt.path, strings.NewReader(memoryChat))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			var mu sync.Mutex
+			var interim []http.Header
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					mu.Lock()
+					defer mu.Unlock()
+					interim = append(interim, http.Header(h).Clone())
+					return nil
+				},
+			}))
+			resp, b := do(t, req)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(interim) != 1 || interim[0].Get("Link") != "</a>" {
+				t.Fatalf("interim responses %v, want the 103 with its Link", interim)
+			}
+			for k, v := range interim[0] {
+				if isMemoryHeader(k) || k == "Set-Cookie" {
+					t.Errorf("the 103 carried %s: %q", k, v)
+				}
+			}
+			if v := resp.Header.Values("Set-Cookie"); len(v) != 0 {
+				t.Errorf("the answer carried Set-Cookie %q", v)
 			}
 		})
 	}
