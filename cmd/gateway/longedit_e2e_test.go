@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +18,10 @@ import (
 // stored when it was among the newest, which its requests now leave out.
 // Through the gateway, on both stores, the stored copy of that message
 // alone leaves the live branch (the old text is no longer the
-// conversation's; the new one is in the cut, unstored), every other
-// message stays live, the turn is stored once, in the same conversation,
-// and the next turn stores only itself.
+// conversation's) and its new text takes its place, listed once and
+// recalled in another conversation; every other message stays live, the
+// turn is stored once, in the same conversation, and the next turn stores
+// only itself.
 func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 	const keep = 20
 	up := upstreamtest.New(t, echoUpstream())
@@ -54,7 +57,8 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 			before, _ := liveAndSuperseded(t, g, id)
 
 			const edited = memory.BranchHead + 6 // stored by the first turn, left out since
-			chat.history[1+edited]["content"] = "message 262, rewritten"
+			const rewritten = "message 262, rewritten: my zebra Quillfeather adores tangerines"
+			chat.history[1+edited]["content"] = rewritten
 			if c := chat.say("q3"); c != conv {
 				t.Fatalf("the edited chat went to %q, want %q", c, conv)
 			}
@@ -62,7 +66,9 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 			if old != edited {
 				t.Fatalf("the edited message was stored at %d, want %d", old, edited)
 			}
-			want := append(slices.Delete(slices.Clone(before), edited, edited+1), lines()[len(lines())-2:]...)
+			want := slices.Clone(before)
+			want[edited] = "user: " + rewritten
+			want = append(want, lines()[len(lines())-2:]...)
 			waitStored(t, g, id, len(want))
 			live, superseded := liveAndSuperseded(t, g, id)
 			if strings.Join(live, "\n") != strings.Join(want, "\n") {
@@ -81,6 +87,48 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 			}
 			// The conversation counts its live messages.
 			assertConversations(t, g, user, map[string]int{conv: len(want)})
+			// The new text is indexed like any stored message: a question
+			// in another conversation recalls it.
+			eventually(t, "the new text to be indexed", func() bool {
+				items, err := g.mem.recall.Manager.Search(context.Background(), memory.DefaultTenant, user, "zebra Quillfeather", 5)
+				return err == nil && slices.ContainsFunc(items, func(it memory.Item) bool { return strings.Contains(it.Text, "Quillfeather") })
+			})
+			const question = "What fruit does my zebra Quillfeather adore?"
+			if c := newForkChat(t, g.URL, user).say(question); c == conv {
+				t.Fatalf("a new chat went to %q, the edited one's", c)
+			}
+			if prompt := promptWith(t, up, question); !strings.Contains(prompt, "adores tangerines") {
+				t.Fatalf("the question in another conversation does not recall the new text; prompt:\n%s", prompt)
+			}
 		})
 	}
+}
+
+// promptWith returns the text of every message of the last chat request
+// upstream whose last message is question.
+func promptWith(t *testing.T, up *upstreamtest.Server, question string) string {
+	t.Helper()
+	reqs := up.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if reqs[i].Path != "/v1/chat/completions" || json.Unmarshal(reqs[i].Body, &req) != nil || len(req.Messages) == 0 {
+			continue
+		}
+		if last, err := memory.ParseMessage(req.Messages[len(req.Messages)-1]); err != nil || last.Content != question {
+			continue
+		}
+		var b strings.Builder
+		for _, raw := range req.Messages {
+			m, err := memory.ParseMessage(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(m.Role + ": " + m.Content + "\n")
+		}
+		return b.String()
+	}
+	t.Fatalf("no chat request asking %q reached the upstream", question)
+	return ""
 }

@@ -118,16 +118,22 @@ type Amend struct {
 // with the Stamp Digest and the Amend Was (zero: none) when the Capturer
 // read it, carries Amend from now on, and leaves the live branch when
 // Supersede is set (its text changed: its old copy goes, as an edit in
-// the window's does; the new text is in the cut, not stored). Without
-// Supersede the change was in the unstored run before it. A save that
-// finds the message otherwise ignores the Edit.
+// the window's does). Text, when set with Supersede, is the message's new
+// text as memgate stores it (sanitized and redacted): the save stores it
+// as the live message Seq at Pos, with the Stamp Digest and Amend, and
+// keeps the old text in a new superseded row (see contract.AmendRow);
+// unset (its redaction failed, or the request edited more messages than
+// one check stores), the old copy goes and the new text is not stored.
+// Without Supersede the change was in the unstored run before it. A save
+// that finds the message otherwise ignores the Edit.
 type Edit struct {
-	Seq       int64  `json:"seq"`
-	Pos       int    `json:"pos"`
-	Digest    Digest `json:"digest"`
-	Was       Digest `json:"was"`
-	Amend     Digest `json:"amend"`
-	Supersede bool   `json:"supersede,omitempty"`
+	Seq       int64    `json:"seq"`
+	Pos       int      `json:"pos"`
+	Digest    Digest   `json:"digest"`
+	Was       Digest   `json:"was"`
+	Amend     Digest   `json:"amend"`
+	Supersede bool     `json:"supersede,omitempty"`
+	Text      *Message `json:"text,omitempty"`
 }
 
 // Resent is a cut request's whole history as its client sent it, kept in

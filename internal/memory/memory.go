@@ -383,6 +383,12 @@ type SaveResult struct {
 	// conversation's newest turns can append them instead of reading the
 	// window again.
 	Stored []Message
+	// Revised are the new texts of messages the client edited where its
+	// requests no longer store them (Exchange.Edits), each stored as stored
+	// at the edited message's Seq (its old text moved to a superseded
+	// row), in Seq order; not counted in Inserted, nor part of Stored (they
+	// are not the conversation's newest).
+	Revised []Message
 	// Superseded is the number of stored messages moved off the live branch
 	// because the client edited or regenerated an earlier turn.
 	Superseded int

@@ -46,6 +46,7 @@ func (c coalesced) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		m.Prior = nil
 		res[k].Inserted += results[i].Inserted
 		res[k].Stored = append(slices.Clip(res[k].Stored), results[i].Stored...)
+		res[k].Revised = append(slices.Clip(res[k].Revised), results[i].Revised...)
 		res[k].Superseded += results[i].Superseded
 		if g := results[i].GuardSince; res[k].GuardSince.IsZero() || !g.IsZero() && g.Before(res[k].GuardSince) {
 			res[k].GuardSince = g // the earliest: what derives from the merged exchange derives from each

@@ -692,7 +692,9 @@ func (ix *Indexer) relocated(ctx context.Context, ex memory.Exchange) (memory.Ex
 // storedMessages returns the messages storing ex inserted, with their keys.
 // For a fresh save they are the last res.Inserted of prior, turn and reply
 // (the store inserts the unseen suffix of ex.Prior, then ex.Turn, then
-// ex.Reply, keyed memory.Key(ex.ID, 0..)); for a duplicate they are read
+// ex.Reply, keyed memory.Key(ex.ID, 0..)), then the new texts of the
+// messages ex edited where its requests no longer store them
+// (res.Revised, keyed after them); for a duplicate they are read
 // back from the store by key prefix.
 func (ix *Indexer) storedMessages(ctx context.Context, ex memory.Exchange, res memory.SaveResult) ([]memory.Message, error) {
 	if !res.Duplicate {
@@ -704,7 +706,7 @@ func (ix *Indexer) storedMessages(ctx context.Context, ex memory.Exchange, res m
 			m.Key = memory.Key(ex.ID, i)
 			out[i] = m
 		}
-		return out, nil
+		return append(out, res.Revised...), nil
 	}
 	_, live, err := ix.store.Conversation(ctx, ex.Identity)
 	if err != nil {

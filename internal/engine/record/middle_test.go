@@ -114,13 +114,20 @@ func testEditInUnstoredMiddle(t *testing.T, backend string, secrets bool) {
 				want = append(contentsOf(ch.history[:tt.at]), contentsOf(window)...)
 				want = append(want, "question 3", "answer 3")
 			case tt.at >= 0:
-				// An edit: the old text goes, the new one is in the cut
-				// (not stored), every other message stays.
-				want = slices.Delete(want, tt.at, tt.at+1)
+				// An edit: the old text goes, the new one takes its place
+				// (redacted as any stored message), every other message
+				// stays.
 			}
 			got := live()
 			if !slices.Equal(got, want) {
 				t.Fatalf("after the third turn the conversation holds %d messages (%s), want %d (%s)", len(got), around(got, tt.at), len(want), around(want, tt.at))
+			}
+			if !tt.fork {
+				// The same request again finds the conversation as its
+				// client has it: nothing to edit, nothing to rewind.
+				if again := ch.c.checkResent(context.Background(), withResent(ex, ch.lastMsgs, ch.lastCut)); len(again.Edits) > 0 || again.Rewind != nil || again.Gap == nil {
+					t.Fatalf("the same request checked again finds %d edits (rewind %v, gap %v), want none", len(again.Edits), again.Rewind != nil, again.Gap != nil)
+				}
 			}
 			// The next turn finds the conversation as the client has it:
 			// it stores its own two messages, and supersedes nothing.
@@ -208,6 +215,9 @@ type longChat struct {
 	keep    int              // the newest messages a request's cut keeps
 	secret  func(i int) bool // whether the client's message i holds SECRET; nil: none
 	history []memory.Message // the client's history, without its system prompt
+	// lastMsgs and lastCut are the last request's messages and its cut.
+	lastMsgs []memory.Message
+	lastCut  memory.Cut
 }
 
 // grow adds the client's messages up to n, "message i", alternating user
@@ -234,6 +244,7 @@ func (ch *longChat) send(n int) memory.Exchange {
 		Skipped: cut.Skipped, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)}}
 	ch.c.Capture(context.Background(), withResent(ex, msgs, cut))
 	ch.history = append(ch.history, question, ex.Reply)
+	ch.lastMsgs, ch.lastCut = msgs, cut
 	return ex
 }
 

@@ -26,6 +26,14 @@ type StampReader interface {
 // before it gives up: each costs a binary search of reads.
 const maxCorrections = 8
 
+// maxEditTexts bounds how many edited messages' new texts one request's
+// Edits carry for the save to store (memory.Edit.Text). The check finds at
+// most maxCorrections+1 stored messages changed (an edit or a correction
+// each) before it calls the change a fork (a Rewind), so every edit it
+// finds carries its text; the bound only makes the cost explicit: a save
+// writes two rows and indexes one message per text.
+const maxEditTexts = maxCorrections + 1
+
 // checkResent compares the part of a full-history client's resent history
 // that ex's cut leaves out (memory.Exchange.Skipped, ex.Resent) with what
 // the conversation stores there, through the Stamps the messages were
@@ -33,7 +41,8 @@ const maxCorrections = 8
 // save needs: the digest of that part (Gap), so the messages stored after
 // it are stamped; when the client edited messages there, each on its own,
 // the messages after them as they were, the Edits (the save supersedes
-// the edited messages only and amends the Stamps after them); and when
+// the edited messages only, stores their new texts in their place, as
+// stored: memory.Edit.Text, and amends the Stamps after them); and when
 // it changed the history otherwise (a deletion, an insertion, a fork),
 // the first stored message from which the stored history is no longer
 // the client's (Rewind), which the save supersedes with everything after
@@ -97,8 +106,10 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		edits  []memory.Edit
 		rewind *memory.Rewind // the first stored message the client changed
 	)
-	// edit adds delta to the Amend of the live message r.
-	edit := func(r memory.Stamped, delta memory.Digest, supersede bool) {
+	texts := 0 // the Edits carrying their message's new text
+	// edit adds delta to the Amend of the live message r; with supersede,
+	// the client's text is text, as stored (nil: not stored).
+	edit := func(r memory.Stamped, delta memory.Digest, supersede bool, text *memory.Message) {
 		amends = append(amends, memory.Amend{Seq: r.Seq, Pos: r.Pos, Delta: delta})
 		k := slices.IndexFunc(edits, func(e memory.Edit) bool { return e.Seq == r.Seq })
 		if k < 0 {
@@ -113,6 +124,9 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		}
 		edits[k].Amend = edits[k].Amend.Xor(delta)
 		edits[k].Supersede = edits[k].Supersede || supersede
+		if supersede && text != nil && edits[k].Text == nil && texts < maxEditTexts {
+			edits[k].Text, texts = text, texts+1
+		}
 	}
 	last, err := c.stamps.StampAt(ctx, ex.Identity, w-1)
 	// found returns ex with the gap's digest: from the client's digests
@@ -199,7 +213,7 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 			}
 			s := storedForm(sent, c.redactor)
 			d = memory.Leaf(p, sent).Xor(memory.Leaf(p, s))
-			edit(bad, memory.Leaf(p, s).Xor(memory.Leaf(p, bad.Message)), true)
+			edit(bad, memory.Leaf(p, s).Xor(memory.Leaf(p, bad.Message)), true, storedText(sent, c.redactor))
 		}
 		// The client's message at p is the stored one, or an edit of it.
 		// What else differs lies in the messages before it that carry no
@@ -233,7 +247,7 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 			// branch stored whole, fresh, after an Amend): either way
 			// they sum the history otherwise from p on, an Amend of p's
 			// (of stored forms: the stamps' and the client's, corrected).
-			edit(bad, r, false)
+			edit(bad, r, false, nil)
 		}
 		if last.Digest == client(last.Pos) {
 			return found(nil, true)
@@ -298,4 +312,20 @@ func storedForm(m memory.Message, red Redactor) memory.Message {
 		}
 	}
 	return m
+}
+
+// storedText returns m as the Capturer stores it (storedForm), to store
+// as an edited message's new text (memory.Edit.Text), or nil when red
+// cannot read it: text it could not redact is never stored.
+func storedText(m memory.Message, red Redactor) *memory.Message {
+	m, _ = SanitizeMessage(m)
+	if red != nil {
+		r, _, err := red.Message(m)
+		if err != nil {
+			return nil
+		}
+		m = r
+	}
+	m = m.Bare()
+	return &m
 }

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,6 +86,41 @@ func TestPlanSaveEdits(t *testing.T) {
 			}
 		})
 	}
+	// An Edit with the message's new text stores it at the message's seq,
+	// stamped as the message was and carrying the Amend; the old text
+	// moves past every seq planned. The conversation's tail holds the new
+	// text in its place, and the same edit again no longer holds.
+	t.Run("with its new text", func(t *testing.T) {
+		c := conv(stamp, memory.Digest{})
+		ex := exchange("r1", memory.Digest{}, memory.Digest{3})
+		ex.Edits[0].Text = &memory.Message{Role: "user", Content: "m300, rewritten"}
+		p := PlanSave(ex, at, time.Time{}, false, c)
+		if len(p.Amends) != 1 || !p.Amends[0].Revise || p.Amends[0].MoveTo != 103 || p.Amends[0].Amend != (memory.Digest{3}) {
+			t.Fatalf("planned %+v, want seq 90 revised, its old text moved to seq 103", p.Amends)
+		}
+		if p.Result.Inserted != 2 || p.Result.Stored[0].Seq != 101 || p.Result.Stored[1].Seq != 102 || p.Result.Superseded != 1 {
+			t.Fatalf("inserted %d (seqs %d, %d), superseded %d; want the turn and reply at 101, 102, one superseded",
+				p.Result.Inserted, p.Result.Stored[0].Seq, p.Result.Stored[1].Seq, p.Result.Superseded)
+		}
+		want := memory.Key("r1", len(ex.Prior)+len(ex.Turn)+1)
+		if r := p.Result.Revised; len(r) != 1 || r[0].Seq != 90 || r[0].Content != "m300, rewritten" || r[0].Key != want ||
+			r[0].Conversation != ex.Conversation || !r[0].CreatedAt.Equal(at) {
+			t.Fatalf("revised %+v, want the new text at seq 90 keyed %s", r, want)
+		}
+		if len(p.RevisedStamps) != 1 || p.RevisedStamps[0] != stamp {
+			t.Fatalf("revised stamps %+v, want the edited message's %+v", p.RevisedStamps, stamp)
+		}
+		if c.LastSeq != 103 {
+			t.Fatalf("last seq %d, want 103", c.LastSeq)
+		}
+		k := slices.IndexFunc(c.Tail, func(m memory.Message) bool { return m.Seq == 90 })
+		if k < 0 || c.Tail[k].Content != "m300, rewritten" {
+			t.Fatal("the tail does not hold the new text at seq 90")
+		}
+		if p := PlanSave(exchange("r2", memory.Digest{}, memory.Digest{5}), at, time.Time{}, false, c); len(p.Amends) != 0 {
+			t.Fatal("an edit read before the new text was stored holds")
+		}
+	})
 	t.Run("rewind clears", func(t *testing.T) {
 		c := conv(stamp, memory.Digest{})
 		c.SetRewound(40, memory.Stamp{Known: true, Pos: 280, Digest: memory.Digest{9}}, 61)

@@ -116,10 +116,17 @@ func (c *SaveConv) SetEdited(seq int64, st memory.Stamp, amend memory.Digest) {
 }
 
 // edits returns the Amends of ex's Edits that hold (each message as the
-// Capturer read it, c.Edited), and advances c: the ones to supersede
-// leave its Tail and Head.
-func (c *SaveConv) edits(ex memory.Exchange) []AmendRow {
-	var out []AmendRow
+// Capturer read it, c.Edited), with the new texts to store (Revised, the
+// message each replaces at its Seq, as an exchange that happened at at
+// stores it; their keys follow every message ex may append), and advances
+// c: a message superseded without a new text leaves its Tail and Head,
+// one with its new text is replaced there.
+func (c *SaveConv) edits(ex memory.Exchange, at time.Time) ([]AmendRow, []memory.Message, []memory.Stamp) {
+	var (
+		out     []AmendRow
+		revised []memory.Message
+		stamps  []memory.Stamp
+	)
 	for _, e := range ex.Edits {
 		r, ok := c.Edited[e.Seq]
 		if !ok || !r.Known || r.Pos != e.Pos || r.Digest != e.Digest || r.Amend != e.Was {
@@ -128,26 +135,60 @@ func (c *SaveConv) edits(ex memory.Exchange) []AmendRow {
 		out = append(out, AmendRow{Seq: e.Seq, Amend: e.Amend, Supersede: e.Supersede})
 		r.Amend = e.Amend
 		if e.Supersede {
-			r.Known = false
 			c.superseded++
-			drop := func(m memory.Message) bool { return m.Seq == e.Seq }
-			c.Tail = slices.DeleteFunc(slices.Clone(c.Tail), drop)
+			var m *memory.Message
+			if e.Text != nil {
+				// The new text takes the message's Seq, its Stamp and its
+				// Amend: the stamps after it sum the history as before,
+				// the Amend what changed (a later Edit of it reads both).
+				// The old text moves to a superseded row (MoveTo, PlanSave).
+				t := e.Text.Bare()
+				t.Tenant, t.User, t.Conversation = ex.Tenant, ex.User, ex.Conversation
+				t.Seq, t.Key = e.Seq, memory.Key(ex.ID, len(ex.Prior)+len(ex.Turn)+1+len(revised))
+				t.CreatedAt = at
+				m, out[len(out)-1].Revise = &t, true
+				revised, stamps = append(revised, t), append(stamps, memory.Stamp{Known: true, Pos: e.Pos, Digest: e.Digest})
+				c.appended++
+			} else {
+				r.Known = false
+			}
+			c.Tail = replace(c.Tail, e.Seq, m)
 			if !c.HeadAll {
-				c.Head = slices.DeleteFunc(slices.Clone(c.Head), drop)
+				c.Head = replace(c.Head, e.Seq, m)
 			}
 		}
 		c.Edited[e.Seq] = r
 	}
-	return out
+	return out, revised, stamps
+}
+
+// replace returns a copy of msgs with the message seq replaced by m, or
+// dropped when m is nil.
+func replace(msgs []memory.Message, seq int64, m *memory.Message) []memory.Message {
+	k := slices.IndexFunc(msgs, func(x memory.Message) bool { return x.Seq == seq })
+	if k < 0 {
+		return msgs
+	}
+	msgs = slices.Clone(msgs)
+	if m == nil {
+		return slices.Delete(msgs, k, k+1)
+	}
+	msgs[k] = *m
+	return msgs
 }
 
 // AmendRow is a write a save plans for an Edit that holds: the message
 // Seq carries Amend (zero: none) and, when Supersede, leaves the live
-// branch with its recall items.
+// branch with its recall items. When Revise, the edited message's new
+// text is stored in its place (SavePlan.Result.Revised, with Amend): the
+// old row first moves to seq MoveTo, past every other, superseded and
+// without an Amend, so the new text lists where the old one did.
 type AmendRow struct {
 	Seq       int64
 	Amend     memory.Digest
 	Supersede bool
+	Revise    bool
+	MoveTo    int64
 }
 
 // NeedsRewound reports whether a save of ex into c must read the live
@@ -235,6 +276,9 @@ type SavePlan struct {
 	// Amends are the Edits that hold, written before the new messages
 	// (each one superseded is counted in Result.Superseded).
 	Amends []AmendRow
+	// RevisedStamps are the Stamp of each of Result.Revised, in order
+	// (each written with its AmendRow's Amend).
+	RevisedStamps []memory.Stamp
 	// ClearAmendsFrom, when a Rewind holds, is its position: the Amends
 	// of the conversation's messages at or past it go with the branch
 	// it supersedes (-1: none).
@@ -256,7 +300,9 @@ type SavePlan struct {
 //     are superseded and its window (memory.Exchange.Window) is new;
 //   - else its Edits that hold (each message as the Capturer read it,
 //     conv.Edited) amend their messages and supersede the edited ones
-//     (Amends), and the history it resends is aligned with conv's tail
+//     (Amends), storing the new text of each that carries one at its seq
+//     (Result.Revised, RevisedStamps; the old row moves to a seq after
+//     the new messages', AmendRow.MoveTo), and the history it resends is aligned with conv's tail
 //     (memory.Align), the branch it replaced is superseded, and the new
 //     messages (the history not stored yet, the turn, the reply) are
 //     appended after conv.LastSeq, with ex's identity, the keys
@@ -290,7 +336,7 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 	case len(ex.Prior) > 0:
 		// Edits in the part left out, each on its own, the history after
 		// them unchanged: the edited messages go, the rest stays.
-		p.Amends = conv.edits(ex)
+		p.Amends, p.Result.Revised, p.RevisedStamps = conv.edits(ex, at)
 		for _, a := range p.Amends {
 			if a.Supersede {
 				p.Result.Superseded++
@@ -328,6 +374,14 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 		m.Seq, m.Key = conv.LastSeq, memory.Key(ex.ID, k)
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = at
+		}
+	}
+	// An edited message's old text moves past every seq planned, so its
+	// new text can take its place.
+	for k := range p.Amends {
+		if p.Amends[k].Revise {
+			conv.LastSeq++
+			p.Amends[k].MoveTo = conv.LastSeq
 		}
 	}
 	conv.Tail = append(conv.Tail, msgs...)

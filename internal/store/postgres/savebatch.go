@@ -178,6 +178,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 		if p.SupersedeFrom > 0 {
 			w.supersede(ex.Identity, p.SupersedeFrom, at)
 		}
+		w.revised(ex.Identity, p)
 		for k, m := range p.Result.Stored {
 			w.message(m, p.Stamps[k])
 			p.Result.Stored[k] = asStored(m)
@@ -202,7 +203,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 	for i := len(b.exs) - 1; i >= 0; i-- {
 		r, u := &results[i], contract.User{Tenant: b.exs[i].Tenant, User: b.exs[i].User}
 		if r.Inserted > 0 {
-			tails[u] -= int64(r.Inserted + r.Superseded)
+			tails[u] -= int64(r.Inserted + r.Superseded + 2*len(r.Revised)) // a revised message's row moved, and its amend
 			r.TailBefore, r.TailKnown = tails[u], r.Superseded == 0
 		}
 	}
@@ -443,6 +444,19 @@ func (w *batchWriter) amends(id memory.Identity, p contract.SavePlan, at time.Ti
 	}
 	w.flush()
 	for _, a := range p.Amends {
+		if a.Revise {
+			// The old text moves out of the way of the new one, which
+			// carries the Amend (revised); its items go.
+			w.p.Queue(`WITH edited AS (
+					UPDATE messages SET seq = $5, amend = NULL, superseded_at = $6
+					WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4
+					RETURNING key
+				)
+				DELETE FROM memory_items
+				WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source IN (SELECT key FROM edited)`,
+				id.Tenant, id.User, id.Conversation, a.Seq, a.MoveTo, at)
+			continue
+		}
 		w.p.Queue(`WITH edited AS (
 				UPDATE messages SET amend = $5, superseded_at = CASE WHEN $6 THEN $7 ELSE superseded_at END
 				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4
@@ -456,6 +470,27 @@ func (w *batchWriter) amends(id memory.Identity, p contract.SavePlan, at time.Ti
 		w.p.Queue(`UPDATE messages SET amend = NULL
 			WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND pos >= $4 AND amend IS NOT NULL`,
 			id.Tenant, id.User, id.Conversation, p.ClearAmendsFrom)
+	}
+}
+
+// revised queues, after the amends, the insert of the new texts of p's
+// edited messages (Result.Revised), each where its old text was, with its
+// Stamp and its AmendRow's Amend.
+func (w *batchWriter) revised(id memory.Identity, p contract.SavePlan) {
+	if len(p.Result.Revised) == 0 {
+		return
+	}
+	for k, m := range p.Result.Revised {
+		w.message(m, p.RevisedStamps[k])
+		p.Result.Revised[k] = asStored(m)
+	}
+	w.flush()
+	for _, a := range p.Amends {
+		if a.Revise {
+			w.p.Queue(`UPDATE messages SET amend = $5
+				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4`,
+				id.Tenant, id.User, id.Conversation, a.Seq, contract.AmendArg(a.Amend))
+		}
 	}
 }
 

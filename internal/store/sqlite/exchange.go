@@ -170,7 +170,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		return res, nil
 	}
 	if _, err := tx.ExecContext(ctx, sqlCountConversation,
-		ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at), res.Inserted-res.Superseded); err != nil {
+		ex.Tenant, ex.User, ex.Conversation, nanos(at), nanos(at), res.Inserted+len(res.Revised)-res.Superseded); err != nil {
 		return res, fmt.Errorf("update conversation: %w", err)
 	}
 	if p.SupersedeFrom > 0 {
@@ -193,6 +193,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 		return res, err
 	}
 	if err := insertMessages(ctx, tx, res.Stored, p.Stamps); err != nil {
+		return res, err
+	}
+	if err := writeRevised(ctx, tx, ex.Identity, p); err != nil {
 		return res, err
 	}
 	var prompt, completion int
@@ -264,6 +267,16 @@ func writeAmends(ctx context.Context, tx writeTx, id memory.Identity, p contract
 				return fmt.Errorf("drop items of edited message: %w", err)
 			}
 		}
+		if a.Revise {
+			// The old text moves out of the way of the new one, which
+			// carries the Amend (writeRevised).
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET seq = ?, amend = NULL, superseded_at = ?
+				WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?`,
+				a.MoveTo, nanos(time.Now()), id.Tenant, id.User, id.Conversation, a.Seq); err != nil {
+				return fmt.Errorf("move edited message: %w", err)
+			}
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE messages SET amend = ?,
 				superseded_at = CASE WHEN ? THEN ? ELSE superseded_at END
 			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?`,
@@ -276,6 +289,29 @@ func writeAmends(ctx context.Context, tx writeTx, id memory.Identity, p contract
 			WHERE tenant = ? AND user_id = ? AND conversation = ? AND pos >= ? AND amend IS NOT NULL`,
 			id.Tenant, id.User, id.Conversation, p.ClearAmendsFrom); err != nil {
 			return fmt.Errorf("clear amends: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeRevised inserts the new texts of p's edited messages
+// (Result.Revised), each where its old text was (writeAmends moved it),
+// with its Stamp and its AmendRow's Amend.
+func writeRevised(ctx context.Context, tx writeTx, id memory.Identity, p contract.SavePlan) error {
+	if len(p.Result.Revised) == 0 {
+		return nil
+	}
+	if err := insertMessages(ctx, tx, p.Result.Revised, p.RevisedStamps); err != nil {
+		return err
+	}
+	for _, a := range p.Amends {
+		if !a.Revise {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET amend = ?
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?`,
+			contract.AmendArg(a.Amend), id.Tenant, id.User, id.Conversation, a.Seq); err != nil {
+			return fmt.Errorf("amend edited message: %w", err)
 		}
 	}
 	return nil
