@@ -31,14 +31,9 @@ const maxBreakers = 1024
 
 // breakerKey identifies a breaker: an upstream host, a tenant ("" when the
 // request names none) and a model ("" on routes whose model the proxy does
-// not read; breakerModel of the body's model).
+// not read; else memory.ModelLabel of the body's model, bounded because a
+// breaker keeps it three times: its key, its name and the gauge's label).
 type breakerKey struct{ host, tenant, model string }
-
-// breakerModel returns the name a breaker keeps for a request's model:
-// memory.ModelLabel of it. The name comes from the client's body, and a
-// breaker keeps it three times (its key, its name, the gauge's label), up
-// to maxBreakers of them.
-func breakerModel(model string) string { return memory.ModelLabel(model) }
 
 // gaugeKey is a series of memgate_upstream_breaker_state: a host and a
 // model, whatever the tenant.
@@ -168,7 +163,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	k := breakerKey{host: req.URL.Host}
 	f := forwardOf(req.Context())
 	if f != nil {
-		k.tenant, k.model = f.tenant, breakerModel(f.model)
+		k.tenant, k.model = f.tenant, memory.ModelLabel(f.model)
 	}
 	var cause error
 	resp, err := t.breakers.get(k).Execute(func() (*http.Response, error) {
