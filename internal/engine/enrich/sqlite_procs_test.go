@@ -147,9 +147,12 @@ func TestSQLiteTwoEnrichersEnrichOnce(t *testing.T) {
 		leaseTTL time.Duration // 0: the default
 	}{
 		{"past StaleAfter", 0},
-		// A's round outlasts its lease's TTL many times over: A renews
-		// it while the round runs.
-		{"past the lease's TTL", 20 * time.Millisecond},
+		// A's round outlasts its lease's TTL three times over: A renews
+		// it while the round runs. The TTL is long enough that a busy
+		// machine's scheduling pauses (renewals come every third or
+		// quarter of it) do not let the lease lapse: a lapsed lease is
+		// rightly taken over, and this test would then fail.
+		{"past the lease's TTL", time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) { testTwoEnrichersEnrichOnce(t, tt.leaseTTL) })
 	}
