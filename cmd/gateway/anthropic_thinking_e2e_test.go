@@ -12,7 +12,8 @@ import (
 // TestAnthropicNewOnlyToolLoopWithThinking: a Claude client that sends
 // only its newest message, extended thinking on, in a tool loop. Its
 // first request asks; the reply (a signed thinking block, then the
-// tool_use) is stored. Its second sends only the tool_result: memgate
+// tool_use) is stored. Its second sends only the tool_result (alone, or
+// with a text block asking on): memgate
 // replays the stored call before it, and Anthropic requires that call's
 // assistant turn to start with its thinking block, signature and text as
 // the provider gave them (the fake refuses it otherwise, as the API
@@ -23,7 +24,9 @@ func TestAnthropicNewOnlyToolLoopWithThinking(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		stream, first bool // streamed; the first request thinks
-	}{{"stream", true, true}, {"whole", false, true}, {"asked without thinking", true, false}} {
+		ask           bool // the tool_result's message asks on in a text block
+	}{{"stream", true, true, false}, {"whole", false, true, false}, {"asked without thinking", true, false, false},
+		{"results with a question", true, true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			conv := "claude-thinking-" + strings.ReplaceAll(tc.name, " ", "-")
 			fake, gw, headers, _ := claudeGateway(t, conv)
@@ -51,7 +54,11 @@ func TestAnthropicNewOnlyToolLoopWithThinking(t *testing.T) {
 				apiCall(t, http.MethodGet, gw+"/v1/memory/conversations/"+conv+"?user=ana", nil, nil, &stored)
 				return len(stored.Messages) == 2
 			})
-			post(true, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+string(id)+`","content":"18C and sunny"}]}`)
+			ask := ""
+			if tc.ask {
+				ask = `,{"type":"text","text":"Should I take an umbrella?"}`
+			}
+			post(true, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+string(id)+`","content":"18C and sunny"}`+ask+`]}`)
 			reqs := fake.Requests()
 			var sent struct {
 				Messages []struct {

@@ -33,13 +33,24 @@ func (m Message) HasToolCalls() bool {
 // it resent and its current turn; it is memgate's one definition of the
 // current turn. The current turn is the trailing tool loop — assistant
 // messages with tool calls and the tool results answering them — together
-// with the user message(s) just before it, if any: for a client that sends
-// only what is new, [user], [user, assistant(tool_calls), tool] and
-// [assistant(tool_calls), tool] are all a current turn with no earlier
-// turns, and continue the stored conversation. Earlier is empty exactly when
-// the client sent no turn before its current one.
+// with the user message(s) just before it, if any, and the user message(s)
+// right after its results, which ask on before the assistant answered the
+// loop (Anthropic's user message holding tool_result blocks and text, a
+// Responses function_call_output followed by a message): for a client that
+// sends only what is new, [user], [user, assistant(tool_calls), tool],
+// [assistant(tool_calls), tool] and [tool, user] are all a current turn
+// with no earlier turns, and continue the stored conversation. Earlier is
+// empty exactly when the client sent no turn before its current one.
 func SplitCurrent(msgs []Message) (earlier, current []Message) {
 	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role == "user" {
+		i--
+	}
+	if i >= 0 && i < len(msgs)-1 && !IsResult(msgs[i].Role) {
+		// The user messages follow a reply (or an unanswered call):
+		// they alone are the current turn.
+		return msgs[:i+1], msgs[i+1:]
+	}
 	for i >= 0 && (IsResult(msgs[i].Role) || msgs[i].HasToolCalls()) {
 		i--
 	}

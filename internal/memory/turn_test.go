@@ -45,7 +45,11 @@ func TestSplitCurrentAndAnswered(t *testing.T) {
 		{"legacy function call", []string{"user", "assistant", "user", "legacy call", "function"}, 3, 1},
 		{"tool results after a plain assistant", []string{"user", "assistant", "tool"}, 1, 1},
 		{"user after a finished tool loop", []string{"user", "call", "tool", "assistant", "user"}, 1, 1},
-		{"user after tool results", []string{"user", "call", "tool", "user"}, 1, 2},
+		{"user after tool results", []string{"user", "call", "tool", "user"}, 4, 2},
+		{"new-only results with a question", []string{"tool", "user"}, 2, 2},
+		{"new-only parallel results with a question", []string{"tool", "tool", "user"}, 3, 3},
+		{"results with a question after history", []string{"user", "assistant", "user", "call", "tool", "user"}, 4, 2},
+		{"user after an unanswered call", []string{"user", "call", "user"}, 1, 1},
 		{"ends with the assistant", []string{"user", "assistant"}, 0, 0},
 	}
 	for _, tt := range tests {
@@ -82,6 +86,8 @@ func TestImpliedConversation(t *testing.T) {
 		{"new-only tool loop", []string{"user", "call", "tool"}, "default"},
 		{"resent history", []string{"user", "assistant", "user"}, "derived"},
 		{"resent history and a tool loop", []string{"user", "assistant", "user", "call", "tool"}, "derived"},
+		{"new-only results with a question", []string{"tool", "user"}, "default"},
+		{"resent history, results with a question", []string{"user", "assistant", "user", "call", "tool", "user"}, "derived"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -224,6 +224,10 @@ func (u *Upstream) messages(w http.ResponseWriter, r *http.Request, body []byte)
 			{Type: "text", Text: "Let me check the weather."},
 			{Type: "tool_use", ID: fmt.Sprintf("toolu_fake%04d", n), Name: "get_weather", Input: json.RawMessage(`{"city":"Porto"}`)},
 		}
+		for k := 1; k < u.toolUseCount(); k++ {
+			blocks = append(blocks, anthropicBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_fake%04d_%d", n, k), Name: "get_weather",
+				Input: json.RawMessage(fmt.Sprintf(`{"city":"City %d"}`, k))})
+		}
 		stop = "tool_use"
 	case result != "":
 		blocks = []anthropicBlock{{Type: "text", Text: "The tool says: " + result + "."}}

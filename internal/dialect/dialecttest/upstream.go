@@ -41,6 +41,7 @@ type Upstream struct {
 	stored    map[string]map[string]any   // the responses given out, completed
 	items     map[string][]map[string]any // each conversation's items
 	resolve   bool                        // read items by their ids (ResolveItemIDs)
+	toolUses  int                         // tool_use blocks per call answer (ToolUses; 0: one)
 	n         int
 }
 
@@ -83,6 +84,22 @@ func (u *Upstream) next() int {
 	defer u.mu.Unlock()
 	u.n++
 	return u.n
+}
+
+// ToolUses makes the fake's Messages answer that calls a tool hold n
+// tool_use blocks (parallel tool use: the weather in Porto, then other
+// cities), each with its own id; below 1, one (the default).
+func (u *Upstream) ToolUses(n int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.toolUses = n
+}
+
+// toolUseCount returns how many tool_use blocks a call answer holds.
+func (u *Upstream) toolUseCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return max(u.toolUses, 1)
 }
 
 // record reads and records the body, then calls h with it.
