@@ -66,6 +66,40 @@ func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 		return s
 	}
 	const question = `{"role":"user","content":"What is the weather in Porto?"}`
+	// as returns a Claude client's headers for user in conv (none: no
+	// X-Memory-Conversation).
+	as := func(user, conv string) map[string]string {
+		h := map[string]string{}
+		for k, v := range headers {
+			h[k] = v
+		}
+		h["X-Memory-User"] = user
+		delete(h, "X-Memory-Conversation")
+		if conv != "" {
+			h["X-Memory-Conversation"] = conv
+		}
+		return h
+	}
+	// ask posts question with tools and returns the reply's content and
+	// its tool_use ids, of which it wants calls.
+	ask := func(h map[string]string, messages string, calls int) (json.RawMessage, []string) {
+		t.Helper()
+		status, b := post(h, true, messages)
+		if status != http.StatusOK {
+			t.Fatalf("the question: %d %s", status, b)
+		}
+		var reply struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(b, &reply); err != nil {
+			t.Fatal(err)
+		}
+		ids := toolUseIDs(reply.Content)
+		if len(ids) != calls {
+			t.Fatalf("the reply holds %d tool calls, want %d: %s", len(ids), calls, b)
+		}
+		return reply.Content, ids
+	}
 	for _, tc := range []struct {
 		name  string
 		calls int  // tool_use blocks in the reply
@@ -80,11 +114,7 @@ func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conv := "claude-toolresult-" + strings.NewReplacer(" ", "-", ",", "").Replace(tc.name)
-			h := map[string]string{}
-			for k, v := range headers {
-				h[k] = v
-			}
-			h["X-Memory-Conversation"] = conv
+			h := as("ana", conv)
 			h["X-Memory-Cross"] = "off" // the other cases' questions are not recalled
 			fake.ToolUses(tc.calls)
 			t.Cleanup(func() { fake.ToolUses(1) })
@@ -97,20 +127,7 @@ func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 				stored = 2
 				eventually(t, "the first exchange to be stored", func() bool { return storedCount(t, gw, "ana", conv) == stored })
 			}
-			status, b := post(h, true, question)
-			if status != http.StatusOK {
-				t.Fatalf("the question: %d %s", status, b)
-			}
-			var reply struct {
-				Content json.RawMessage `json:"content"`
-			}
-			if err := json.Unmarshal(b, &reply); err != nil {
-				t.Fatal(err)
-			}
-			ids := toolUseIDs(reply.Content)
-			if len(ids) != tc.calls {
-				t.Fatalf("the reply holds %d tool calls, want %d: %s", len(ids), tc.calls, b)
-			}
+			content, ids := ask(h, question, tc.calls)
 			stored += 2
 			eventually(t, "the tool call to be stored", func() bool { return storedCount(t, gw, "ana", conv) == stored })
 
@@ -124,7 +141,7 @@ func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 			results := `{"role":"user","content":[` + strings.Join(blocks, ",") + `]}`
 			client := results
 			if tc.full {
-				client = question + `,{"role":"assistant","content":` + string(reply.Content) + `},` + results
+				client = question + `,{"role":"assistant","content":` + string(content) + `},` + results
 			}
 			if status, b := post(h, true, client); status != http.StatusOK {
 				t.Fatalf("the tool results went upstream without the call they answer (%d): %s", status, b)
@@ -181,32 +198,47 @@ func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 		})
 	}
 
+	// A full-history client naming no conversation: its tool loop's
+	// request ([question, call, results and text]) goes in default, where
+	// its first turn was stored, and its next request, which resends a
+	// reply, derives the chat's conversation and takes every turn with it:
+	// one conversation holding each message once.
+	t.Run("full history without a conversation header", func(t *testing.T) {
+		h := as("cara", "")
+		content, ids := ask(h, question, 1)
+		eventually(t, "the first turn to be stored", func() bool { return storedCount(t, gw, "cara", "default") == 2 })
+		history := question + `,{"role":"assistant","content":` + string(content) + `},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + ids[0] + `","content":"18C and sunny"},{"type":"text","text":"Should I take an umbrella?"}]}`
+		if status, b := post(h, true, history); status != http.StatusOK {
+			t.Fatalf("the tool loop: %d %s", status, b)
+		}
+		if n := len(lastSent().Messages); n != 3 {
+			t.Errorf("the tool loop went with %d messages, want the client's 3", n)
+		}
+		eventually(t, "the tool loop to be stored", func() bool { return storedCount(t, gw, "cara", "default") == 5 })
+		status, b := post(h, true, history+`,{"role":"assistant","content":[{"type":"text","text":"The tool says: 18C and sunny."}]},{"role":"user","content":"Thanks!"}`)
+		if status != http.StatusOK {
+			t.Fatalf("the next question: %d %s", status, b)
+		}
+		var list struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		eventually(t, "one conversation holding the chat's 7 messages", func() bool {
+			apiCall(t, http.MethodGet, gw+"/v1/memory/conversations?user=cara", nil, nil, &list)
+			return len(list.Data) == 1 && list.Data[0].ID != "default" && storedCount(t, gw, "cara", list.Data[0].ID) == 7
+		})
+	})
+
 	// Another user answering ana's call id, in a conversation of the same
 	// name: nothing of ana's goes upstream with it (her call is hers; the
 	// provider refuses a result that answers no call of this request).
 	t.Run("another user's call id", func(t *testing.T) {
 		conv := "claude-toolresult-owner"
-		h := map[string]string{}
-		for k, v := range headers {
-			h[k] = v
-		}
-		h["X-Memory-Conversation"] = conv
-		status, b := post(h, true, question)
-		if status != http.StatusOK {
-			t.Fatalf("the question: %d %s", status, b)
-		}
-		var reply struct {
-			Content json.RawMessage `json:"content"`
-		}
-		if err := json.Unmarshal(b, &reply); err != nil {
-			t.Fatal(err)
-		}
-		ids := toolUseIDs(reply.Content)
-		if len(ids) != 1 {
-			t.Fatalf("the reply holds no tool call: %s", b)
-		}
+		_, ids := ask(as("ana", conv), question, 1)
 		eventually(t, "ana's tool call to be stored", func() bool { return storedCount(t, gw, "ana", conv) == 2 })
-		h["X-Memory-User"] = "bob"
+		h := as("bob", conv)
 		before := len(fake.Requests())
 		post(h, true, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+ids[0]+`","content":"18C"},{"type":"text","text":"Umbrella?"}]}`)
 		if len(fake.Requests()) == before {

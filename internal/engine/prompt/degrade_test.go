@@ -98,6 +98,10 @@ func TestPrepareToolLoopContinuesStoredConversation(t *testing.T) {
 	}{
 		{"user, call and results", []string{u2, aCall, tool1, tool2}},
 		{"call and results only", []string{aCall, tool1, tool2}},
+		// Anthropic's [tool_result, text] message, read as tool messages
+		// and a user message: the results' call comes from the store.
+		{"results and a question", []string{tool1, tool2, uNew}},
+		{"user, call, results and a question", []string{u2, aCall, tool1, tool2, uNew}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +111,9 @@ func TestPrepareToolLoopContinuesStoredConversation(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []string{u1, a1, u2, aCall, tool1, tool2}
+			if tc.req[len(tc.req)-1] == uNew {
+				want = append(want, uNew)
+			}
 			if len(p.Messages) != len(want) {
 				t.Fatalf("messages:\n%s\nwant %d: the stored turns before the tool loop, each once", joined(p), len(want))
 			}
