@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
+	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // claudeMessages are the messages of an Anthropic request body, as far as
@@ -333,5 +336,59 @@ func TestResponsesNewestOnlyOutputWithMessage(t *testing.T) {
 				t.Errorf("the earlier exchange was not prepended:\n%s", body)
 			}
 		})
+	}
+}
+
+// TestChatNewestOnlyToolResultsWithQuestion: on chat completions, a client
+// that sends only what is new answers a stored call (here one made through
+// the Messages API: one memory serves every API) with its tool message and
+// a user message asking on, [tool, user]. The stored call goes before them,
+// and the client's messages go upstream whole (the tool message was left
+// out when [tool, user] was read as a resent history), the call right
+// before the tool message answering it, as chat's rules require.
+func TestChatNewestOnlyToolResultsWithQuestion(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
+	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	claude := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01", "X-Memory-User": "ana", "X-Memory-Conversation": "chat-toolresult"}
+	status, b := postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],`+
+		`"messages":[{"role":"user","content":"What is the weather in Porto?"}]}`, claude)
+	if status != http.StatusOK {
+		t.Fatalf("the question: %d %s", status, b)
+	}
+	var reply struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &reply); err != nil {
+		t.Fatal(err)
+	}
+	ids := toolUseIDs(reply.Content)
+	if len(ids) != 1 {
+		t.Fatalf("the reply holds no tool call: %s", b)
+	}
+	eventually(t, "the call to be stored", func() bool { return storedCount(t, gw, "ana", "chat-toolresult") == 2 })
+	chat := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": "ana", "X-Memory-Conversation": "chat-toolresult"}
+	status, b = postJSON(t, gw+"/v1/chat/completions", `{"model":"local-model","tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[`+
+		`{"role":"tool","tool_call_id":"`+ids[0]+`","content":"18C and sunny"},{"role":"user","content":"Should I take an umbrella?"}]}`, chat)
+	if status != http.StatusOK || !strings.Contains(string(b), "ack: Should I take an umbrella?") {
+		t.Fatalf("the tool message went upstream without the call it answers (%d): %s", status, b)
+	}
+	var sent struct {
+		Messages []struct {
+			Role      string `json:"role"`
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	last := openai.Last(t)
+	if err := json.Unmarshal(last.Body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	n := len(sent.Messages)
+	if n < 3 || sent.Messages[n-1].Role != "user" || sent.Messages[n-2].ToolCallID != ids[0] ||
+		len(sent.Messages[n-3].ToolCalls) != 1 || sent.Messages[n-3].ToolCalls[0].ID != ids[0] {
+		t.Errorf("upstream got %s, want the stored call, then the client's tool message and question", last.Body)
 	}
 }
