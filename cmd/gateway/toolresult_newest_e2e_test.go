@@ -37,6 +37,41 @@ func toolUseIDs(content json.RawMessage) []string {
 	return ids
 }
 
+// claudeTools declares the Messages API tool the fake provider calls.
+const claudeTools = `"tools":[{"name":"get_weather","description":"Current weather for a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+
+// postClaude posts messages to the gateway's /v1/messages with headers h,
+// declaring claudeTools when withTools, and returns the status and body.
+func postClaude(t *testing.T, gw string, h map[string]string, withTools bool, messages string) (int, []byte) {
+	t.Helper()
+	rest := `"model":"claude-sonnet-4-5","max_tokens":256,`
+	if withTools {
+		rest += claudeTools + ","
+	}
+	return postJSON(t, gw+"/v1/messages", `{`+rest+`"messages":[`+messages+`]}`, h)
+}
+
+// askClaude posts messages with claudeTools and returns the reply's
+// content and its tool_use ids, of which it wants calls.
+func askClaude(t *testing.T, gw string, h map[string]string, messages string, calls int) (json.RawMessage, []string) {
+	t.Helper()
+	status, b := postClaude(t, gw, h, true, messages)
+	if status != http.StatusOK {
+		t.Fatalf("the question: %d %s", status, b)
+	}
+	var reply struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &reply); err != nil {
+		t.Fatal(err)
+	}
+	ids := toolUseIDs(reply.Content)
+	if len(ids) != calls {
+		t.Fatalf("the reply holds %d tool calls, want %d: %s", len(ids), calls, b)
+	}
+	return reply.Content, ids
+}
+
 // TestAnthropicNewestOnlyToolResultWithText: a Claude client that sends
 // only its newest message (X-Memory-Conversation) answers a stored tool
 // call with one user message holding its tool_result blocks and, often,
@@ -50,14 +85,9 @@ func toolUseIDs(content json.RawMessage) []string {
 // the call itself (full history) gets neither twice.
 func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 	fake, gw, headers, _ := claudeGateway(t, "")
-	const tools = `"tools":[{"name":"get_weather","description":"Current weather for a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]`
 	post := func(h map[string]string, withTools bool, messages string) (int, []byte) {
 		t.Helper()
-		rest := `"model":"claude-sonnet-4-5","max_tokens":256,`
-		if withTools {
-			rest += tools + ","
-		}
-		return postJSON(t, gw+"/v1/messages", `{`+rest+`"messages":[`+messages+`]}`, h)
+		return postClaude(t, gw, h, withTools, messages)
 	}
 	lastSent := func() claudeMessages {
 		t.Helper()
@@ -83,25 +113,9 @@ func TestAnthropicNewestOnlyToolResultWithText(t *testing.T) {
 		}
 		return h
 	}
-	// ask posts question with tools and returns the reply's content and
-	// its tool_use ids, of which it wants calls.
 	ask := func(h map[string]string, messages string, calls int) (json.RawMessage, []string) {
 		t.Helper()
-		status, b := post(h, true, messages)
-		if status != http.StatusOK {
-			t.Fatalf("the question: %d %s", status, b)
-		}
-		var reply struct {
-			Content json.RawMessage `json:"content"`
-		}
-		if err := json.Unmarshal(b, &reply); err != nil {
-			t.Fatal(err)
-		}
-		ids := toolUseIDs(reply.Content)
-		if len(ids) != calls {
-			t.Fatalf("the reply holds %d tool calls, want %d: %s", len(ids), calls, b)
-		}
-		return reply.Content, ids
+		return askClaude(t, gw, h, messages, calls)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -351,24 +365,10 @@ func TestChatNewestOnlyToolResultsWithQuestion(t *testing.T) {
 	openai := upstreamtest.New(t, chatAndResponses(fake, recallUpstream()))
 	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
 	claude := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01", "X-Memory-User": "ana", "X-Memory-Conversation": "chat-toolresult"}
-	status, b := postJSON(t, gw+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],`+
-		`"messages":[{"role":"user","content":"What is the weather in Porto?"}]}`, claude)
-	if status != http.StatusOK {
-		t.Fatalf("the question: %d %s", status, b)
-	}
-	var reply struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(b, &reply); err != nil {
-		t.Fatal(err)
-	}
-	ids := toolUseIDs(reply.Content)
-	if len(ids) != 1 {
-		t.Fatalf("the reply holds no tool call: %s", b)
-	}
+	_, ids := askClaude(t, gw, claude, `{"role":"user","content":"What is the weather in Porto?"}`, 1)
 	eventually(t, "the call to be stored", func() bool { return storedCount(t, gw, "ana", "chat-toolresult") == 2 })
 	chat := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": "ana", "X-Memory-Conversation": "chat-toolresult"}
-	status, b = postJSON(t, gw+"/v1/chat/completions", `{"model":"local-model","tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[`+
+	status, b := postJSON(t, gw+"/v1/chat/completions", `{"model":"local-model","tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[`+
 		`{"role":"tool","tool_call_id":"`+ids[0]+`","content":"18C and sunny"},{"role":"user","content":"Should I take an umbrella?"}]}`, chat)
 	if status != http.StatusOK || !strings.Contains(string(b), "ack: Should I take an umbrella?") {
 		t.Fatalf("the tool message went upstream without the call it answers (%d): %s", status, b)
