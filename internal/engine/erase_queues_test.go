@@ -171,8 +171,8 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 
 	// Her turn queued while the store was down is counted: the one
 	// stored (waiting for enrichment only) is a stored row.
-	if queued, err := e.EraseUser(ctx, alice.Tenant, alice.User); err != nil || queued != 1 {
-		t.Fatalf("EraseUser = %d, %v; want alice's 1 queued turn", queued, err)
+	if p, err := e.EraseUser(ctx, alice.Tenant, alice.User); err != nil || p != (memory.QueuePurge{Queued: 1}) {
+		t.Fatalf("EraseUser = %+v, %v; want alice's 1 queued turn, purged", p, err)
 	}
 	after := top.atRest(t)
 	for _, w := range append(gone, alice.User) {
