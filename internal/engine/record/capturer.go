@@ -274,7 +274,7 @@ type Capturer struct {
 	// taken yet (retryPurges, under watcher).
 	purges *purgeBacklog
 	ctx    context.Context // cancelled when Close gives up
-	cancel   context.CancelFunc
+	cancel context.CancelFunc
 }
 
 // job is one captured exchange on its way to the store.
