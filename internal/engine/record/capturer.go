@@ -601,7 +601,9 @@ func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
 // Close stops accepting exchanges and waits until everything captured so
 // far is stored or in the capture queue. If ctx ends first, it abandons what
 // is left (counting and logging each exchange) and returns an error
-// wrapping ctx.Err(). Close is idempotent.
+// wrapping ctx.Err(). The erasures' purges the queues have not taken
+// yet (PurgeErased) are given up, logged and counted: their entries are
+// refused when processed. Close is idempotent.
 func (c *Capturer) Close(ctx context.Context) error {
 	c.closeMu.Lock()
 	if !c.closed {
@@ -627,6 +629,7 @@ func (c *Capturer) Close(ctx context.Context) error {
 	}
 	c.cancel()
 	c.watcher.Wait()
+	c.giveUpPurges()
 	return err
 }
 

@@ -221,8 +221,8 @@ func (c *Capturer) purgeSoon(ctx context.Context, k purgeKey, at time.Time) Purg
 
 // retryPurges tries the purges the queues did not take, oldest first,
 // until c.ctx ends, waiting after one that fails (doubling from
-// purgeRetryFirst to purgeRetryMax) before it tries again. What waits
-// when it ends is given up (logged and counted).
+// purgeRetryFirst to purgeRetryMax) before it tries again. What still
+// waits when the Capturer has closed is given up (giveUpPurges).
 func (c *Capturer) retryPurges() {
 	wait, failing := purgeRetryFirst, false
 	for {
@@ -230,7 +230,6 @@ func (c *Capturer) retryPurges() {
 		if !ok {
 			select {
 			case <-c.ctx.Done():
-				c.giveUpPurges()
 				return
 			case <-c.purges.wake:
 			}
@@ -241,7 +240,6 @@ func (c *Capturer) retryPurges() {
 		cancel()
 		c.gaveUp(c.purges.end(k, at, err, true))
 		if c.ctx.Err() != nil {
-			c.giveUpPurges()
 			return
 		}
 		if err == nil {
@@ -251,13 +249,17 @@ func (c *Capturer) retryPurges() {
 			wait, failing = purgeRetryFirst, false
 			continue
 		}
+		if !failing { // said once an outage; the metrics count the attempts
+			c.logger.Warn("queue purge retried in the background failed; trying again until the queues take it", "err", err)
+		}
 		failing = true
 		pace.Sleep(c.ctx, wait)
 		wait = min(2*wait, purgeRetryMax)
 	}
 }
 
-// giveUpPurges gives up the purges still waiting as the Capturer closes.
+// giveUpPurges gives up the purges still waiting once the Capturer has
+// closed (its attempts and retryPurges ended).
 func (c *Capturer) giveUpPurges() {
 	if n := c.purges.drop(); n > 0 {
 		c.logger.Error("queue purges given up at shutdown; their entries are refused when processed and leave the queues then", "purges", n)
