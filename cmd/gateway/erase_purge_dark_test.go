@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/redis"
+	"github.com/memgate/memgate/internal/tracing"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -40,28 +42,6 @@ func queueTurnDirectly(t *testing.T, q *redis.Queue, id memory.Identity, text st
 	if err := q.EnqueueTurn(context.Background(), record.ConvKey(id), payload); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// sample is the value of the metric name among cs (-1: none).
-func sample(t *testing.T, cs []prometheus.Collector, name string) float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(cs...)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name || len(mf.GetMetric()) == 0 {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		if g := m.GetGauge(); g != nil {
-			return g.GetValue()
-		}
-		return m.GetCounter().GetValue()
-	}
-	return -1
 }
 
 // TestErasureAnswersWhileRedisIsDark: with Redis unreachable (what is
@@ -97,14 +77,16 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 			g := newRedisGate(t, cfg.Store.RedisURL)
 			cfg.Store.RedisURL = g.url
 			m := openTestMemory(t, cfg) // no worker runs yet
-			logger := slog.New(slog.DiscardHandler)
-			h, err := newTestHTTP(cfg, m.Core, nil, logger)
+			// The gateway's /metrics shows the Capturer's metrics, as a
+			// connected engine registers them.
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(m.Capturer.Collectors()...)
+			h, err := newHTTP(cfg, engineFor(m.Core), tracing.Off(), reg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
 			hs := httptest.NewServer(h.srv.Handler())
 			t.Cleanup(hs.Close)
-			metrics := m.Capturer.Collectors()
 			alice := memory.Identity{Tenant: memory.DefaultTenant, User: "alice", Conversation: "c"}
 			queueTurnDirectly(t, q, alice, "my code word is zqxdark", time.Now().Add(-time.Minute))
 
@@ -151,11 +133,12 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 			if n, err := q.Pending(ctx); err != nil || n != 1 {
 				t.Fatalf("capture stream holds %d entries (%v) as the erasure answers; want alice's turn, its purge pending", n, err)
 			}
-			if v := sample(t, metrics, "memgate_erasure_purges_pending"); v != 1 {
-				t.Errorf("memgate_erasure_purges_pending = %v while Redis is dark, want 1", v)
+			if v := metricValue(t, hs.URL, "memgate_erasure_purges_pending"); v != "1" {
+				t.Errorf("memgate_erasure_purges_pending = %q while Redis is dark, want 1", v)
 			}
 			eventually(t, "an attempt to purge left unanswered", func() bool {
-				return sample(t, metrics, "memgate_erasure_purges_failed_total") >= 1
+				n, err := strconv.ParseFloat(metricValue(t, hs.URL, "memgate_erasure_purges_failed_total"), 64)
+				return err == nil && n >= 1
 			})
 			if n, err := q.Pending(ctx); err != nil || n != 1 {
 				t.Fatalf("capture stream holds %d entries (%v) while Redis is dark, want alice's turn", n, err)
@@ -168,7 +151,7 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 			t.Cleanup(func() { cancel(); <-done })
 			eventually(t, "the purge, once Redis is back", func() bool {
 				n, err := q.Pending(ctx)
-				return err == nil && n == 0 && sample(t, metrics, "memgate_erasure_purges_pending") == 0
+				return err == nil && n == 0 && metricValue(t, hs.URL, "memgate_erasure_purges_pending") == "0"
 			})
 			if msgs, err := m.store.Recent(ctx, alice, 10); err != nil || len(msgs) != 0 {
 				t.Fatalf("alice's erased turn stored after the purge: %d messages, %v", len(msgs), err)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/memgate/memgate/internal/engine"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
@@ -27,26 +25,6 @@ func (q unpurgeable) Purge(ctx context.Context, match func([]byte) bool) (int, e
 		return 0, fmt.Errorf("purge: %w", memory.ErrUnavailable)
 	}
 	return q.Queue.Purge(ctx, match)
-}
-
-// metric is the value of the metric name among cs (-1: none).
-func metric(t *testing.T, cs []prometheus.Collector, name string) float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(cs...)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
-			if g := mf.GetMetric()[0].GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return -1
 }
 
 // runPurgePendingTurnRefused: the queues cannot be purged (down) when
@@ -90,7 +68,7 @@ func runPurgePendingTurnRefused(t *testing.T, top queueTopology, erase func(ctx 
 	if err != nil || !p.Pending {
 		t.Fatalf("erasure with the queues down = %+v, %v; want the purge pending", p, err)
 	}
-	if v := metric(t, c.Collectors(), "memgate_erasure_purges_pending"); v != 1 {
+	if v := gauge(t, c.Collectors(), "memgate_erasure_purges_pending"); v != 1 {
 		t.Errorf("memgate_erasure_purges_pending = %v, want 1", v)
 	}
 	if n, err := top.queue.Pending(ctx); err != nil || n != 2 {
@@ -115,13 +93,13 @@ func runPurgePendingTurnRefused(t *testing.T, top queueTopology, erase func(ctx 
 	if err != nil || len(dls) != 0 {
 		t.Fatalf("dead letters = %+v, %v; want none", dls, err)
 	}
-	if v := metric(t, c.Collectors(), "memgate_erasure_purges_failed_total"); v < 1 {
+	if v := gauge(t, c.Collectors(), "memgate_erasure_purges_failed_total"); v < 1 {
 		t.Errorf("memgate_erasure_purges_failed_total = %v, want the failed attempt counted", v)
 	}
 
 	down.Store(false)
 	waitUntil(t, "the pending purge to go through", func() bool {
-		return metric(t, c.Collectors(), "memgate_erasure_purges_pending") == 0
+		return gauge(t, c.Collectors(), "memgate_erasure_purges_pending") == 0
 	})
 }
 
