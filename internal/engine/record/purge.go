@@ -33,7 +33,7 @@ import (
 // fail, it leaves running, and answers Pending. A pending purge is tried
 // again in the background until the queues take it (see retryPurges);
 // until then its entries are refused when they are processed, as before.
-// It never waits on ctx's end: the caller hanging up only stops its wait.
+// ctx ending ends only the wait (Pending): the purge goes on.
 //
 // The engine calls it once the store has recorded the erasure (erasedAt
 // is the store's ErasedAt), so that every entry queued before the call
