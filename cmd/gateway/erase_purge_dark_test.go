@@ -109,15 +109,7 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 				resp.Body.Close()
 				answered <- answer{status: resp.StatusCode, body: b}
 			}()
-			var a answer
-			eventually(t, "the answer", func() bool {
-				select {
-				case a = <-answered:
-					return true
-				default:
-					return false
-				}
-			})
+			a := awaitAnswer(t, answered)
 			if a.err != nil {
 				t.Fatal(a.err)
 			}

@@ -75,11 +75,7 @@ func runPurgePendingTurnRefused(t *testing.T, top queueTopology, erase func(ctx 
 		t.Fatalf("capture queue holds %d entries (%v), want both turns (nothing purged)", n, err)
 	}
 
-	top.runWorker(t)
-	waitUntil(t, "the worker to drain the queue", func() bool {
-		n, err := top.queue.Pending(ctx)
-		return err == nil && n == 0
-	})
+	top.drain(t, "the worker to drain the queue")
 	if msgs, err := top.store.Recent(ctx, alice, 10); err != nil || len(msgs) != 0 {
 		t.Fatalf("alice's turn received before the erasure stored from the queue: %q, %v", contents(msgs), err)
 	}
