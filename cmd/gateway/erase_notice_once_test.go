@@ -162,16 +162,7 @@ func TestErasureNoticeOutwaitsAnUnreachableRedis(t *testing.T) {
 			g.darken()
 			answered := make(chan error, 1)
 			go func() { answered <- tt.erase(ctx, eng, user) }()
-			var err error
-			eventually(t, "the answer", func() bool {
-				select {
-				case err = <-answered:
-					return true
-				default:
-					return false
-				}
-			})
-			if err != nil {
+			if err := awaitAnswer(t, answered); err != nil {
 				t.Fatal(err)
 			}
 			if n := g.abandoned(); n > 0 {
@@ -184,6 +175,22 @@ func TestErasureNoticeOutwaitsAnUnreachableRedis(t *testing.T) {
 			eventually(t, "the notice, once Redis is back", func() bool { return received.of(user) > 0 })
 		})
 	}
+}
+
+// awaitAnswer waits (eventually's deadline) for the call answering on
+// answered, and returns its answer.
+func awaitAnswer[T any](t *testing.T, answered <-chan T) T {
+	t.Helper()
+	var a T
+	eventually(t, "the answer", func() bool {
+		select {
+		case a = <-answered:
+			return true
+		default:
+			return false
+		}
+	})
+	return a
 }
 
 // redisGate is a TCP proxy in front of Redis that can go dark, as a

@@ -23,11 +23,30 @@ type Store interface {
 	Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error)
 }
 
-// QueueEraser is a Store whose erasure of a user also purges the user's
-// turns still queued for capture (answered, not yet stored) and says how
-// many it purged (engine.Engine.EraseUser).
+// QueueEraser is a Store whose erasure of a user, or deletion of a
+// conversation, also purges what it voids from the capture and
+// enrichment queues and says what became of it (engine.Engine's
+// EraseUser and EraseConversation): how many turns still queued for
+// capture (answered, not yet stored) it purged, or that the purge is
+// pending (the queues did not answer: it is retried in the background).
 type QueueEraser interface {
-	EraseUser(ctx context.Context, tenant, user string) (queued int, err error)
+	EraseUser(ctx context.Context, tenant, user string) (memory.QueuePurge, error)
+	EraseConversation(ctx context.Context, id memory.Identity) (memory.QueuePurge, error)
+}
+
+// Values of the answers' "queue_purge": whether what the erasure or
+// deletion voids in the capture and enrichment queues is purged.
+const (
+	queuePurgeDone    = "done"
+	queuePurgePending = "pending"
+)
+
+// queuePurgeState is the answers' "queue_purge" of p.
+func queuePurgeState(p memory.QueuePurge) string {
+	if p.Pending {
+		return queuePurgePending
+	}
+	return queuePurgeDone
 }
 
 // storeScope is scope for the conversation routes, answering 503 when no
@@ -95,6 +114,9 @@ func (a *Admin) handleGetConversation(c echo.Context) error {
 }
 
 // handleDeleteConversation serves DELETE /v1/memory/conversations/{id}?user=U.
+// When the store says (QueueEraser), the answer says whether the
+// conversation's entries in the queues are purged ("queue_purge": "done")
+// or the purge is still pending.
 func (a *Admin) handleDeleteConversation(c echo.Context) error {
 	id, aerr := a.storeScope(c, c.QueryParam("user"))
 	if aerr == nil {
@@ -103,10 +125,17 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
-	if err := a.store.DeleteConversation(c.Request().Context(), id); err != nil {
+	answer := map[string]any{"id": id.Conversation, "object": "conversation", "deleted": true}
+	if qe, ok := a.store.(QueueEraser); ok {
+		p, err := qe.EraseConversation(c.Request().Context(), id)
+		if err != nil {
+			return a.storeError(c, err)
+		}
+		answer["queue_purge"] = queuePurgeState(p)
+	} else if err := a.store.DeleteConversation(c.Request().Context(), id); err != nil {
 		return a.storeError(c, err)
 	}
-	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"id": id.Conversation, "object": "conversation", "deleted": true})
+	apierr.WriteJSON(c.Response(), http.StatusOK, answer)
 	return nil
 }
 
@@ -120,9 +149,12 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 // before the erasure ("stored": memory.Footprint, counted before it; left
 // out when the count failed) and, when the store says (QueueEraser), how
 // many of the user's turns were queued and not yet stored ("queued", the
-// capture queue's entries the erasure purged); "found" is whether either
-// held anything (left out when neither could say), so an operator who
-// mistyped a user sees that nothing was stored or queued under it.
+// capture queue's entries the erasure purged) and whether that purge is
+// done ("queue_purge": "done") or pending ("pending", retried in the
+// background while the queues do not answer; "queued" is then left out);
+// "found" is whether either held anything (left out when neither could
+// say), so an operator who mistyped a user sees that nothing was stored
+// or queued under it.
 func (a *Admin) handleDeleteUser(c echo.Context) error {
 	value := c.Param("user")
 	id, aerr := a.storeScope(c, value)
@@ -141,13 +173,20 @@ func (a *Admin) handleDeleteUser(c echo.Context) error {
 		answer["found"], answer["stored"] = !f.Empty(), f
 	}
 	if qe, ok := a.store.(QueueEraser); ok {
-		queued, err := qe.EraseUser(ctx, id.Tenant, id.User)
+		p, err := qe.EraseUser(ctx, id.Tenant, id.User)
 		if err != nil {
 			return a.storeError(c, err)
 		}
-		answer["queued"] = queued
-		if queued > 0 {
-			answer["found"] = true
+		answer["queue_purge"] = queuePurgeState(p)
+		switch {
+		case p.Pending:
+			if answer["found"] != true {
+				delete(answer, "found") // the queues could not say
+			}
+		case p.Queued > 0:
+			answer["queued"], answer["found"] = p.Queued, true
+		default:
+			answer["queued"] = 0
 		}
 	} else if err := a.store.DeleteUser(ctx, id.Tenant, id.User); err != nil {
 		return a.storeError(c, err)

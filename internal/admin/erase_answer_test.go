@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,46 +76,81 @@ func TestDeleteUserSaysWhatWasStored(t *testing.T) {
 }
 
 // queueStore is usersStore whose erasure also purged queued turns of the
-// user (EraseUser, as engine.Engine's).
+// user (EraseUser, as engine.Engine's), or left that purge pending.
 type queueStore struct {
 	usersStore
-	queued map[string]int
-	erased []string
+	queued  map[string]int
+	pending map[string]bool
+	erased  []string
 }
 
-func (s *queueStore) EraseUser(_ context.Context, _, user string) (int, error) {
+func (s *queueStore) EraseUser(_ context.Context, _, user string) (memory.QueuePurge, error) {
 	s.erased = append(s.erased, user)
-	return s.queued[user], nil
+	return memory.QueuePurge{Queued: s.queued[user], Pending: s.pending[user]}, nil
+}
+
+func (s *queueStore) EraseConversation(_ context.Context, id memory.Identity) (memory.QueuePurge, error) {
+	s.erased = append(s.erased, id.User+"/"+id.Conversation)
+	return memory.QueuePurge{Pending: s.pending[id.User]}, nil
 }
 
 // TestDeleteUserSaysWhatWasQueued: when the store also purges the user's
 // turns still queued (answered, not yet stored), the erasure's answer
-// counts them ("queued"), and a user with nothing stored but turns queued
-// was found; a store that cannot say leaves "queued" out.
+// counts them ("queued") and says the purge is done, and a user with
+// nothing stored but turns queued was found; when the queues did not take
+// the purge, the answer says it is pending and neither counts the turns
+// nor says whether any were found; a store that cannot say leaves
+// "queued" and "queue_purge" out. A conversation's deletion says the same
+// of its purge.
 func TestDeleteUserSaysWhatWasQueued(t *testing.T) {
-	st := &queueStore{queued: map[string]int{"ana": 2}}
+	st := &queueStore{queued: map[string]int{"ana": 2}, pending: map[string]bool{"cy": true}}
 	base := mustAdmin(t, New(nil, st, nil, nil, 1<<20, 0, nil))
 	type answer struct {
-		Found  *bool `json:"found"`
-		Queued *int  `json:"queued"`
+		Found      *bool  `json:"found"`
+		Queued     *int   `json:"queued"`
+		QueuePurge string `json:"queue_purge"`
 	}
+	ptr := func(v int) *int { return &v }
+	yes, no := true, false
 	for _, tc := range []struct {
 		user   string
-		found  bool
-		queued int
-	}{{"ana", true, 2}, {"bob", false, 0}} {
+		found  *bool
+		queued *int
+		purge  string
+	}{{"ana", &yes, ptr(2), "done"}, {"bob", &no, ptr(0), "done"}, {"cy", nil, nil, "pending"}} {
 		resp, b := deleteUser(t, base, tc.user)
 		var got answer
-		if resp.StatusCode != 200 || json.Unmarshal(b, &got) != nil || got.Found == nil || *got.Found != tc.found ||
-			got.Queued == nil || *got.Queued != tc.queued {
-			t.Errorf("DELETE user %q: %d %s; want found %v, queued %d", tc.user, resp.StatusCode, b, tc.found, tc.queued)
+		if resp.StatusCode != 200 || json.Unmarshal(b, &got) != nil || !equalPtr(got.Found, tc.found) ||
+			!equalPtr(got.Queued, tc.queued) || got.QueuePurge != tc.purge {
+			t.Errorf("DELETE user %q: %d %s; want found %v, queued %v, queue_purge %q", tc.user, resp.StatusCode, b, tc.found, tc.queued, tc.purge)
 		}
 	}
-	if len(st.erased) != 2 {
-		t.Errorf("EraseUser called for %v, want ana and bob", st.erased)
+	for user, purge := range map[string]string{"ana": "done", "cy": "pending"} {
+		req, _ := http.NewRequest(http.MethodDelete, base+"/v1/memory/conversations/c1?user="+user, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var got answer
+		if resp.StatusCode != 200 || json.Unmarshal(b, &got) != nil || got.QueuePurge != purge {
+			t.Errorf("DELETE %s's conversation: %d %s; want queue_purge %q", user, resp.StatusCode, b, purge)
+		}
+	}
+	if want := []string{"ana", "bob", "cy"}; len(st.erased) != 5 || !slices.Equal(st.erased[:3], want) {
+		t.Errorf("erased %v, want %v then their conversations", st.erased, want)
 	}
 	plain := mustAdmin(t, New(nil, &usersStore{}, nil, nil, 1<<20, 0, nil))
-	if resp, b := deleteUser(t, plain, "ana"); resp.StatusCode != 200 || bytes.Contains(b, []byte(`"queued"`)) {
-		t.Errorf("DELETE user without a queue count: %d %s; want no queued member", resp.StatusCode, b)
+	if resp, b := deleteUser(t, plain, "ana"); resp.StatusCode != 200 || bytes.Contains(b, []byte(`"queued"`)) || bytes.Contains(b, []byte(`"queue_purge"`)) {
+		t.Errorf("DELETE user without a queue count: %d %s; want no queued or queue_purge member", resp.StatusCode, b)
 	}
+}
+
+// equalPtr reports whether a and b are both nil or point to equal values.
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

@@ -134,16 +134,27 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 // a turn stored it again, and answers memory.ErrNotFound, which is not an
 // error here. Then the conversation's exchanges still waiting in the
 // capture and enrichment queues are purged from them
-// (record.Capturer.PurgeDeleted). A conversation the store does not hold
+// (record.Capturer.PurgeDeleted), or, while the queues do not answer,
+// left to a purge retried in the background (see EraseUser). A
+// conversation the store does not hold
 // yet (its turns all queued, or in flight) is deleted all the same: the
 // store dates the deletion, so its turns in flight are dropped when they
 // are saved, and its queued ones are purged; the call answers
 // memory.ErrNotFound only when there was nothing of it in the queues
-// either. Last, a few tombstones of conversations never stored that
-// nothing can be refused by any more go (expireTombstones). The other
-// processes are told once, after both deletions (Core.Notices).
+// either (a purge pending cannot say: it answers the deletion). Last, once
+// the queues have answered the purge, a few tombstones of conversations
+// never stored that nothing can be refused by any more go
+// (expireTombstones). The other processes are told once, after both
+// deletions (Core.Notices).
 func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) error {
-	_, err := with(e, func(c *Core) (none, error) {
+	_, err := e.EraseConversation(ctx, id)
+	return err
+}
+
+// EraseConversation is DeleteConversation, and says what became of the
+// conversation's entries in the queues (memory.QueuePurge).
+func (e *Engine) EraseConversation(ctx context.Context, id memory.Identity) (memory.QueuePurge, error) {
+	return with(e, func(c *Core) (memory.QueuePurge, error) {
 		stored := c.Store.DeleteConversation(ctx, id)
 		failed := stored
 		if stored == nil || errors.Is(stored, memory.ErrNotFound) {
@@ -153,18 +164,22 @@ func (e *Engine) DeleteConversation(ctx context.Context, id memory.Identity) err
 		}
 		c.notify(id.Tenant, id.User)
 		if failed != nil {
-			return none{}, failed
+			return memory.QueuePurge{}, failed
 		}
 		purged, err := c.purgeDeleted(ctx, id)
-		if err == nil && purged == 0 {
+		if err != nil || purged.Pending {
+			// The queues did not answer: asking them for their oldest
+			// entry would wait the same, so no tombstone goes this time.
+			return memory.QueuePurge{Pending: purged.Pending}, err
+		}
+		if purged.Turns+purged.Enrichments == 0 {
 			err = stored // nothing stored, nothing queued: not found
 		}
 		if err := c.expireTombstones(ctx); err != nil && e.log != nil {
 			e.log.Warn("conversation tombstones not expired; the next deletion tries again", "err", err)
 		}
-		return none{}, err
+		return memory.QueuePurge{Queued: purged.Turns}, err
 	})
-	return err
 }
 
 // expireTombstones deletes a few tombstones of conversations never stored
@@ -190,23 +205,16 @@ func (c *Core) expireTombstones(ctx context.Context) error {
 }
 
 // purgeDeleted purges the queues of what the deletion of conversation id
-// voids, as purgeErased does for an erasure, and returns how many entries
-// it removed.
-func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) (int, error) {
+// voids, as purgeErased does for an erasure, and returns what it removed.
+func (c *Core) purgeDeleted(ctx context.Context, id memory.Identity) (record.Purged, error) {
 	if c.Capturer == nil {
-		return 0, nil
+		return record.Purged{}, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeTimeout)
-	defer cancel()
-	at, err := c.Store.DeletedAt(ctx, id)
-	n := 0
-	if err == nil {
-		n, err = c.Capturer.PurgeDeleted(ctx, id, at)
-	}
+	at, err := dated(ctx, func(ctx context.Context) (time.Time, error) { return c.Store.DeletedAt(ctx, id) })
 	if err != nil {
-		return n, fmt.Errorf("conversation deleted, but not purged from the queues: %w", err)
+		return record.Purged{}, fmt.Errorf("conversation deleted, but not purged from the queues: %w", err)
 	}
-	return n, nil
+	return c.Capturer.PurgeDeleted(ctx, id, at), nil
 }
 
 // DeleteUser erases a user, twice. A store dates an erasure before it
@@ -227,18 +235,25 @@ func (e *Engine) DeleteUser(ctx context.Context, tenant, user string) error {
 	return err
 }
 
-// EraseUser is DeleteUser, and returns how many of the user's turns it
-// purged from the capture queue: answered, not yet stored, so counted
-// among no stored rows (those stored and waiting for enrichment are).
-func (e *Engine) EraseUser(ctx context.Context, tenant, user string) (queued int, err error) {
-	return with(e, func(c *Core) (int, error) {
+// EraseUser is DeleteUser, and says what became of the user's entries in
+// the queues: how many of the user's turns it purged from the capture
+// queue (answered, not yet stored, so counted among no stored rows; those
+// stored and waiting for enrichment are), or that the purge is pending.
+// The call waits for the purge while the queues answer; queues that stay
+// silent (Redis unreachable: each command would wait out the client's
+// timeouts) or fail leave it pending, retried in the background until
+// they take it, and the call answers the erasure the store made. The
+// entries still queued meanwhile are refused when a worker processes
+// them: they are dated at or before the erasure.
+func (e *Engine) EraseUser(ctx context.Context, tenant, user string) (memory.QueuePurge, error) {
+	return with(e, func(c *Core) (memory.QueuePurge, error) {
 		err := c.Store.DeleteUser(ctx, tenant, user)
 		if err == nil {
 			err = c.Store.DeleteUser(ctx, tenant, user)
 		}
 		c.notify(tenant, user)
 		if err != nil {
-			return 0, err
+			return memory.QueuePurge{}, err
 		}
 		return c.purgeErased(ctx, tenant, user)
 	})
@@ -253,30 +268,38 @@ func (c *Core) notify(tenant, user string) {
 	}
 }
 
-// purgeTimeout bounds the queue purge of an erasure.
-const purgeTimeout = 2 * time.Minute
-
 // purgeErased purges the queues of what the erasure of (tenant, user)
-// voids, and returns how many turns it purged from the capture queue.
-// The erasure has committed: the purge runs to its end even if
-// the caller hangs up (within purgeTimeout), and a failure says that
-// the user is erased but queued exchanges were not all purged (they are
+// voids (record.Capturer.PurgeErased). The erasure has committed: the
+// purge runs to its end even if the caller hangs up, and the store not
+// saying when it erased the user (it went down) is an error saying that
+// the user is erased but queued exchanges were not purged (they are
 // dropped when processed; erasing again purges them).
-func (c *Core) purgeErased(ctx context.Context, tenant, user string) (int, error) {
+func (c *Core) purgeErased(ctx context.Context, tenant, user string) (memory.QueuePurge, error) {
 	if c.Capturer == nil {
-		return 0, nil
+		return memory.QueuePurge{}, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeTimeout)
-	defer cancel()
-	at, err := c.Store.ErasedAt(ctx, tenant, user)
-	var n record.Purged
-	if err == nil {
-		n, err = c.Capturer.PurgeErased(ctx, tenant, user, at)
-	}
+	at, err := dated(ctx, func(ctx context.Context) (time.Time, error) { return c.Store.ErasedAt(ctx, tenant, user) })
 	if err != nil {
-		return n.Turns, fmt.Errorf("user erased, but not purged from the queues: %w", err)
+		return memory.QueuePurge{}, fmt.Errorf("user erased, but not purged from the queues: %w", err)
 	}
-	return n.Turns, nil
+	n := c.Capturer.PurgeErased(ctx, tenant, user, at)
+	if n.Pending {
+		return memory.QueuePurge{Pending: true}, nil
+	}
+	return memory.QueuePurge{Queued: n.Turns}, nil
+}
+
+// datedTimeout bounds the store's answer of when it erased a user or
+// deleted a conversation, asked once the erasure has committed.
+const datedTimeout = 2 * time.Minute
+
+// dated asks the store when it erased or deleted, within datedTimeout,
+// even if the caller hangs up: the erasure has committed, and its purge
+// needs that time.
+func dated(ctx context.Context, at func(context.Context) (time.Time, error)) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), datedTimeout)
+	defer cancel()
+	return at(ctx)
 }
 
 // ErasedAt reports when a user was last erased.

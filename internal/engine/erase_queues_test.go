@@ -70,6 +70,17 @@ func (top queueTopology) runWorker(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// drain runs a Worker on top's capture queue (runWorker) and waits for
+// what until the queue is empty.
+func (top queueTopology) drain(t *testing.T, what string) {
+	t.Helper()
+	top.runWorker(t)
+	waitUntil(t, what, func() bool {
+		n, err := top.queue.Pending(context.Background())
+		return err == nil && n == 0
+	})
+}
+
 // flakySaver fails every save with memory.ErrUnavailable while down.
 type flakySaver struct {
 	record.Saver
@@ -171,8 +182,8 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 
 	// Her turn queued while the store was down is counted: the one
 	// stored (waiting for enrichment only) is a stored row.
-	if queued, err := e.EraseUser(ctx, alice.Tenant, alice.User); err != nil || queued != 1 {
-		t.Fatalf("EraseUser = %d, %v; want alice's 1 queued turn", queued, err)
+	if p, err := e.EraseUser(ctx, alice.Tenant, alice.User); err != nil || p != (memory.QueuePurge{Queued: 1}) {
+		t.Fatalf("EraseUser = %+v, %v; want alice's 1 queued turn, purged", p, err)
 	}
 	after := top.atRest(t)
 	for _, w := range append(gone, alice.User) {
@@ -200,11 +211,7 @@ func runQueuedTurnErased(t *testing.T, top queueTopology) {
 	}
 
 	// The worker drains bob's turns, in order.
-	top.runWorker(t)
-	waitUntil(t, "bob's turns stored", func() bool {
-		n, err := top.queue.Pending(ctx)
-		return err == nil && n == 0
-	})
+	top.drain(t, "bob's turns stored")
 	want := "first " + kept[0] + " | Noted: first " + kept[0] + " | second " + kept[1] + " | Noted: second " + kept[1]
 	if msgs, err := top.store.Recent(ctx, bob, 10); err != nil || contents(msgs) != want {
 		t.Fatalf("bob's conversation = %q, %v; want %q", contents(msgs), err, want)

@@ -39,3 +39,17 @@ func TombstoneHorizon(now, oldestQueued time.Time) time.Time {
 	}
 	return now.Add(-UnstoredTombstoneLife)
 }
+
+// QueuePurge is what an erasure or a conversation deletion did to the
+// user's exchanges still waiting in the capture and enrichment queues
+// (answered or stored, not yet stored or enriched).
+type QueuePurge struct {
+	// Queued is how many turns the purge removed from the capture queue:
+	// answered, not yet stored (none while Pending).
+	Queued int
+	// Pending says the queues did not take the purge while the call
+	// waited (Redis unreachable): it is retried in the background until
+	// they do. Meanwhile the store refuses what those entries would
+	// write, since they are dated at or before the erasure or deletion.
+	Pending bool
+}

@@ -161,6 +161,11 @@ type Options struct {
 	SaveWait time.Duration
 	// OpTimeout bounds one store or queue call (default 5s).
 	OpTimeout time.Duration
+	// PurgeWait is how long an erasure's or a deletion's purge of the
+	// queues may go without a sign that they answer before the call
+	// returns with the purge pending, retried in the background
+	// (PurgeErased; default 2s).
+	PurgeWait time.Duration
 	// RetryBase is the first delay between retries of a failed save when
 	// there is no capture queue to hand it to; it doubles up to RetryMax
 	// (defaults 100ms and 30s). The first retry is immediate.
@@ -198,6 +203,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = 5 * time.Second
+	}
+	if o.PurgeWait <= 0 {
+		o.PurgeWait = 2 * time.Second
 	}
 	if o.RetryBase <= 0 {
 		o.RetryBase = 100 * time.Millisecond
@@ -262,8 +270,11 @@ type Capturer struct {
 	askAfter atomic.Int64
 
 	retrying atomic.Int64
-	ctx      context.Context // cancelled when Close gives up
-	cancel   context.CancelFunc
+	// purges are the erasures' and deletions' purges of the queues not
+	// taken yet (retryPurges, under watcher).
+	purges *purgeBacklog
+	ctx    context.Context // cancelled when Close gives up
+	cancel context.CancelFunc
 }
 
 // job is one captured exchange on its way to the store.
@@ -320,6 +331,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		metrics:  newCapturerMetrics(),
 		seed:     maphash.MakeSeed(),
 		convs:    map[memory.Identity]*convState{},
+		purges:   newPurgeBacklog(),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -342,6 +354,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		c.backlog.Store(c.queueHolds())
 		c.watcher.Go(c.watchQueued)
 	}
+	c.watcher.Go(c.retryPurges)
 	return c
 }
 
@@ -588,7 +601,9 @@ func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
 // Close stops accepting exchanges and waits until everything captured so
 // far is stored or in the capture queue. If ctx ends first, it abandons what
 // is left (counting and logging each exchange) and returns an error
-// wrapping ctx.Err(). Close is idempotent.
+// wrapping ctx.Err(). The erasures' purges the queues have not taken
+// yet (PurgeErased) are given up, logged and counted: their entries are
+// refused when processed. Close is idempotent.
 func (c *Capturer) Close(ctx context.Context) error {
 	c.closeMu.Lock()
 	if !c.closed {
@@ -614,6 +629,7 @@ func (c *Capturer) Close(ctx context.Context) error {
 	}
 	c.cancel()
 	c.watcher.Wait()
+	c.giveUpPurges()
 	return err
 }
 

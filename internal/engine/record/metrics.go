@@ -115,7 +115,7 @@ func newCapturerMetrics() *capturerMetrics {
 // waiting for retry.
 func (c *Capturer) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{
+	return append(c.purges.collectors(),
 		m.captured, m.queued, m.saved, m.duplicates, m.erased, m.dropped, m.deadLetters, m.redacted,
 		m.sanitized, m.waits, m.rerouted, m.enrichLost, m.cut, m.cutMessages, m.rewinds, m.failures, m.saveSeconds, m.groupSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -126,5 +126,5 @@ func (c *Capturer) Collectors() []prometheus.Collector {
 			Name: "memgate_capture_inflight",
 			Help: "Captured exchanges not yet stored (or queued).",
 		}, m.inflight),
-	}
+	)
 }

@@ -24,10 +24,16 @@ import (
 // counts of queued turns exact (Queue.Purge), and this Capturer stops
 // holding the user's conversations behind the turns it had queued for
 // them: their next turns are stored directly unless the shared queue
-// still counts turns of theirs. It returns how many entries it removed
-// from each queue (Purged); on an error, those it could not reach are
-// dropped when processed, as before. Then it tells Options.Scrubber, whatever it removed. A zero
-// erasedAt (never erased) purges nothing.
+// still counts turns of theirs. Then it tells Options.Scrubber, whatever
+// it removed. A zero erasedAt (never erased) purges nothing.
+//
+// It returns how many entries it removed from each queue (Purged) once
+// the purge is done, waiting as long as the queues answer; a purge the
+// queues leave unanswered for Options.PurgeWait (Redis unreachable), or
+// fail, it leaves running, and answers Pending. A pending purge is tried
+// again in the background until the queues take it (see retryPurges);
+// until then its entries are refused when they are processed, as before.
+// ctx ending ends only the wait (Pending): the purge goes on.
 //
 // The engine calls it once the store has recorded the erasure (erasedAt
 // is the store's ErasedAt), so that every entry queued before the call
@@ -35,12 +41,11 @@ import (
 // save failed while the erasure ran, or a stored exchange handed to
 // enrichment just before the erasure committed. The store refuses what
 // it would write, and the entry leaves the queue when it is processed.
-func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedAt time.Time) (Purged, error) {
+func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedAt time.Time) Purged {
 	if erasedAt.IsZero() {
-		return Purged{}, nil
+		return Purged{}
 	}
-	voided := func(o queuedOwner) bool { return o.Tenant == tenant && o.User == user && !o.At.After(erasedAt) }
-	return c.purge(ctx, tenant, user, voided, func(id memory.Identity) bool { return id.Tenant == tenant && id.User == user })
+	return c.purgeSoon(ctx, purgeKey{tenant: tenant, user: user}, erasedAt)
 }
 
 // PurgeDeleted is PurgeErased for the deletion of conversation id at
@@ -49,23 +54,40 @@ func (c *Capturer) PurgeErased(ctx context.Context, tenant, user string, erasedA
 // their At), which the store drops when they are processed, and stops
 // holding the conversation behind the turns it had queued for it. A zero
 // deletedAt purges nothing.
-func (c *Capturer) PurgeDeleted(ctx context.Context, id memory.Identity, deletedAt time.Time) (int, error) {
+func (c *Capturer) PurgeDeleted(ctx context.Context, id memory.Identity, deletedAt time.Time) Purged {
 	if deletedAt.IsZero() {
-		return 0, nil
+		return Purged{}
 	}
-	voided := func(o queuedOwner) bool {
-		return o.Tenant == id.Tenant && o.User == id.User && o.Conversation == id.Conversation &&
-			!cmp.Or(o.Received, o.At).After(deletedAt)
-	}
-	n, err := c.purge(ctx, id.Tenant, id.User, voided, func(conv memory.Identity) bool { return conv == id })
-	return n.Turns + n.Enrichments, err
+	return c.purgeSoon(ctx, purgeKey{tenant: id.Tenant, user: id.User, conversation: id.Conversation}, deletedAt)
 }
 
 // Purged counts the entries a purge removed: Turns from the capture
 // queue (exchanges answered and not yet stored), Enrichments from the
 // enrichment queue (exchanges stored and waiting to be enriched).
+// Pending says the purge was not done when the call returned (the counts
+// are then of what it had removed by then).
 type Purged struct {
 	Turns, Enrichments int
+	Pending            bool
+}
+
+// purgeKey names what a purge voids: the erasure of (tenant, user), or,
+// with a conversation, that conversation's deletion.
+type purgeKey struct{ tenant, user, conversation string }
+
+// run purges the queues of what k voids as of at (see PurgeErased),
+// calling beat each time a queue shows it is answering.
+func (c *Capturer) run(ctx context.Context, k purgeKey, at time.Time, beat func()) (Purged, error) {
+	if k.conversation == "" {
+		voided := func(o queuedOwner) bool { return o.Tenant == k.tenant && o.User == k.user && !o.At.After(at) }
+		return c.purge(ctx, k.tenant, k.user, voided, func(id memory.Identity) bool { return id.Tenant == k.tenant && id.User == k.user }, beat)
+	}
+	id := memory.Identity{Tenant: k.tenant, User: k.user, Conversation: k.conversation}
+	voided := func(o queuedOwner) bool {
+		return o.Tenant == id.Tenant && o.User == id.User && o.Conversation == id.Conversation &&
+			!cmp.Or(o.Received, o.At).After(at)
+	}
+	return c.purge(ctx, k.tenant, k.user, voided, func(conv memory.Identity) bool { return conv == id }, beat)
 }
 
 // QueuedSince returns when the oldest entry of the capture queue was
@@ -84,8 +106,9 @@ func (c *Capturer) QueuedSince(ctx context.Context) (time.Time, error) {
 
 // purge removes from both queues the entries of (tenant, user)'s exchanges that
 // voided says are void, and forgets that the conversations conv selects
-// have turns queued (see PurgeErased).
-func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(queuedOwner) bool, conv func(memory.Identity) bool) (Purged, error) {
+// have turns queued (see PurgeErased). It calls beat as each entry is
+// read and each queue is done: the queues are answering.
+func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(queuedOwner) bool, conv func(memory.Identity) bool, beat func()) (Purged, error) {
 	var (
 		n    Purged
 		errs []error
@@ -102,7 +125,9 @@ func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(q
 		if q.queue == nil {
 			continue
 		}
-		got, err := q.queue.Purge(ctx, q.match)
+		match := q.match
+		got, err := q.queue.Purge(ctx, func(payload []byte) bool { beat(); return match(payload) })
+		beat()
 		*q.n += got
 		if err != nil {
 			errs = append(errs, fmt.Errorf("purge the %s queue: %w", q.name, err))
