@@ -21,12 +21,16 @@ import (
 // or rediss:// for TLS). It does not connect until first used. Unless the
 // URL says otherwise (dial_timeout=…), dialing gives up after one second and
 // one retry, so an unreachable Redis degrades the cache quickly instead of
-// stalling requests.
+// stalling requests. Every command ends by its context's deadline: without
+// ContextTimeoutEnabled go-redis waits out its own read timeout (3 s, then
+// a retry) whatever the caller's deadline, and a Redis that drops packets
+// holds a request's memory load, or an erasure, that long.
 func NewClient(url string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis: parse url: %w", err)
 	}
+	opts.ContextTimeoutEnabled = true
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = time.Second
 	}
