@@ -57,7 +57,11 @@ func testEditRetractsItsFacts(t *testing.T, s KnowledgeStore) {
 	api.Conversation = ""
 	mustUpsertFact(t, s, api, 0) // also stated through the API
 	mustUpsertFact(t, s, stated("pet", "cat", said, 2), 0)
-	mustUpsertFact(t, s, stated("pet", "dog", said, 2), 0) // the old text's superseded value too
+	dog := stated("pet", "dog", said, 2)
+	dog.Rule = "pet" // another rule: a statement of its own
+	if got := mustUpsertFact(t, s, dog, 0); got.Value != "dog" {
+		t.Fatalf("pet is %q, want dog (cat, the old text's too, superseded)", got.Value)
+	}
 
 	// The client edits the statement where its requests no longer store it.
 	rewritten := msg(t, "user", "I live in Porto. I drink tea.")
