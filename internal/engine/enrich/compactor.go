@@ -189,7 +189,9 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 }
 
 // pin records the facts the user messages the save stored state (ex's
-// turn for a redelivery, which stored nothing) as pinned facts, each with
+// turn for a redelivery, which stored nothing), and those it revised
+// (res.Revised: the new texts of messages edited deep in a long chat,
+// each dated when its old text was said), as pinned facts, each with
 // the rule that pinned it and the key of the stored message that stated
 // it (see stated). A guarded pin (res.GuardSince set:
 // the hooks', which may run late) is recorded only as stated in a message
