@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -69,11 +68,6 @@ func TestLongChatEditRestatesFacts(t *testing.T) {
 			g := startGateway(t, cfg)
 			user := "editfacts-" + strings.ReplaceAll(name, "+", "-")
 			chat := newForkChat(t, g.URL, user)
-			grow := func(n int) { // the history's non-system messages, up to n
-				for i := len(chat.history) - 1; i < n; i++ {
-					chat.history = append(chat.history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprint("message ", i)})
-				}
-			}
 			// values returns the user's facts of key as "value" (current)
 			// or "value (superseded)", history included.
 			values := func(key string) []string {
@@ -109,13 +103,13 @@ func TestLongChatEditRestatesFacts(t *testing.T) {
 				}
 			}
 
-			grow(memory.BranchHead + keep - 6)
+			chat.grow(memory.BranchHead + keep - 6)
 			const edited = memory.BranchHead + keep - 6 // the position of the statement
 			conv := chat.say("I live in Lisbon.")       // stored whole
 			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}
 			waitStored(t, g, id, len(chat.history)-1)
 			settled("after the statement", []string{"Lisbon"})
-			grow(len(chat.history) - 1 + 40)
+			chat.grow(len(chat.history) - 1 + 40)
 			if c := chat.say("q2"); c != conv { // cut: the statement is left out
 				t.Fatalf("the second turn went to %q, want %q", c, conv)
 			}
