@@ -30,6 +30,14 @@ func newForkChat(t *testing.T, url, user string) *forkChat {
 	return &forkChat{t: t, url: url, user: user, history: []map[string]any{{"role": "system", "content": "You are helpful."}}}
 }
 
+// grow adds filler messages, "message i" alternating user and assistant,
+// until the chat's history holds n messages besides its system prompt.
+func (c *forkChat) grow(n int) {
+	for i := len(c.history) - 1; i < n; i++ {
+		c.history = append(c.history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprint("message ", i)})
+	}
+}
+
 // say sends text as the chat's next user message and returns the
 // conversation memgate answered in; the reply joins the history.
 func (c *forkChat) say(text string) string {

@@ -37,11 +37,6 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 			g := startGateway(t, cfg)
 			user := "longedit-" + strings.ReplaceAll(name, "+", "-")
 			chat := newForkChat(t, g.URL, user)
-			grow := func(n int) { // the history's non-system messages, up to n
-				for i := len(chat.history) - 1; i < n; i++ {
-					chat.history = append(chat.history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprint("message ", i)})
-				}
-			}
 			lines := func() []string { // the chat's non-system messages as stored lines
 				var out []string
 				for _, m := range chat.history[1:] {
@@ -49,11 +44,11 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 				}
 				return out
 			}
-			grow(memory.BranchHead + keep - 6)
+			chat.grow(memory.BranchHead + keep - 6)
 			conv := chat.say("q1") // stored whole
 			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}
 			waitStored(t, g, id, len(chat.history)-1)
-			grow(len(chat.history) - 1 + 40)
+			chat.grow(len(chat.history) - 1 + 40)
 			if c := chat.say("q2"); c != conv { // cut: 20 of its messages were never stored
 				t.Fatalf("the second turn went to %q, want %q", c, conv)
 			}

@@ -1,10 +1,12 @@
 package enrich
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -187,7 +189,9 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 }
 
 // pin records the facts the user messages the save stored state (ex's
-// turn for a redelivery, which stored nothing) as pinned facts, each with
+// turn for a redelivery, which stored nothing), and those it revised
+// (res.Revised: the new texts of messages edited deep in a long chat,
+// each dated when its old text was said), as pinned facts, each with
 // the rule that pinned it and the key of the stored message that stated
 // it (see stated). A guarded pin (res.GuardSince set:
 // the hooks', which may run late) is recorded only as stated in a message
@@ -212,6 +216,11 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	if len(res.Stored) > 0 {
 		said = res.Stored
 	}
+	// The messages the save revised (an edit of an old message, stored
+	// in its place) are read too, each stated in its own message, when
+	// the old text was said.
+	base := len(said)
+	said = append(slices.Clip(said), res.Revised...)
 	pins := make([][]Pin, len(said))
 	found := false
 	for i, m := range said {
@@ -229,14 +238,21 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 		return fmt.Errorf("pin facts: %w", err)
 	}
 	for i, ps := range pins {
-		if keys[i] == "" && !res.GuardSince.IsZero() {
+		key, when := "", at
+		switch {
+		case i < base:
+			key = keys[i]
+		default: // a revised message
+			key, when = said[i].Key, cmp.Or(said[i].CreatedAt, at)
+		}
+		if key == "" && !res.GuardSince.IsZero() {
 			continue
 		}
 		for _, p := range ps {
 			f := p.Fact
 			f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, conv
-			f.Rule, f.Source = p.Rule, keys[i]
-			f.CreatedAt, f.UpdatedAt = at, at
+			f.Rule, f.Source = p.Rule, key
+			f.CreatedAt, f.UpdatedAt = when, when
 			f.GuardSince = res.GuardSince
 			if _, err := c.facts.UpsertFact(ctx, f, c.opts.MaxFacts); err != nil {
 				return fmt.Errorf("pin fact: %w", err)

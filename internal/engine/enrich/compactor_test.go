@@ -656,3 +656,27 @@ func TestPinsTheHistoryASaveStored(t *testing.T) {
 		t.Fatalf("facts = %+v, want the first turn's pin, sourced h:0", st.facts)
 	}
 }
+
+// TestPinsARevisedMessage: a save that stored the new text of a message
+// edited deep in a long chat (SaveResult.Revised) has it read for pins,
+// each pin stated in that message at its time (the old text's), not the
+// exchange's; a revised assistant message pins nothing.
+func TestPinsARevisedMessage(t *testing.T) {
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	ex := exchange("ex9", "What should I cook tonight?")
+	said := ex.At.Add(-90 * 24 * time.Hour)
+	res := memory.SaveResult{Inserted: 2, Stored: []memory.Message{
+		{Role: "user", Content: "What should I cook tonight?", Key: "ex9:40"},
+		{Role: "assistant", Content: "A mushroom risotto.", Key: "ex9:41"},
+	}, Revised: []memory.Message{
+		{Role: "user", Content: "I live in Porto.", Key: "ex9:42", CreatedAt: said},
+		{Role: "assistant", Content: "I live in Braga.", Key: "ex9:43", CreatedAt: said},
+	}}
+	if err := c.AfterSave(context.Background(), ex, res); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.facts) != 1 || st.facts[0].Value != "Porto" || st.facts[0].Source != "ex9:42" || !st.facts[0].UpdatedAt.Equal(said) {
+		t.Fatalf("facts = %+v, want Porto pinned from ex9:42 at %v", st.facts, said)
+	}
+}

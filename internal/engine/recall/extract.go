@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,62 +124,85 @@ func (e *Extractor) AfterSave(ctx context.Context, ex memory.Exchange, res memor
 const batchCalls = 4
 
 // AfterSaveBatch does what AfterSave does for each exchange of a batch (it
-// implements record.Hook), asking the model about up to 4 exchanges
-// at a time, then recording their facts in the exchanges' order, so a later
-// statement still supersedes an earlier one. An exchange whose question
-// the model answered before (answers) is not asked again.
+// implements record.Hook), asking the model about up to 4 questions at a
+// time, then recording their facts in the exchanges' order, so a later
+// statement still supersedes an earlier one. An exchange asks about its
+// turn, and about each user message its save revised (res.Revised: an
+// edit of an old message, stored in its place) on its own, so the facts
+// of the new text are stated in that message, when it was said, and go
+// with it when it is edited again. A question the model answered before
+// (answers) is not asked again.
 func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
-	asked := make([][]memory.Fact, len(exs))
-	keys := make([]answerKey, len(exs))
-	sem := make(chan struct{}, batchCalls)
-	var wg sync.WaitGroup
+	var qs []asked
 	for i, ex := range exs {
 		if results[i].Duplicate || results[i].Dropped {
 			continue
 		}
-		input := question(ex)
-		if input == "" {
-			continue
+		if input := question(ex.Turn); input != "" {
+			qs = append(qs, asked{ex: i, input: input, source: statedIn(results[i]), at: ex.At})
 		}
-		keys[i] = e.answerKey(ex, input)
-		if facts, ok := e.answers.c.Get(keys[i]); ok {
+		for _, m := range results[i].Revised {
+			if input := question([]memory.Message{m}); input != "" {
+				qs = append(qs, asked{ex: i, input: input, source: m.Key, at: m.CreatedAt})
+			}
+		}
+	}
+	sem := make(chan struct{}, batchCalls)
+	var wg sync.WaitGroup
+	for k := range qs {
+		q := &qs[k]
+		q.key = e.answerKey(exs[q.ex], q.input)
+		if facts, ok := e.answers.c.Get(q.key); ok {
 			e.m.runs.WithLabelValues("reused").Inc()
-			asked[i] = facts
+			q.facts = facts
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			asked[i] = e.ask(ctx, ex.ID, input)
+			q.facts = e.ask(ctx, exs[q.ex].ID, q.input)
 		}()
 	}
 	wg.Wait()
 	var errs []error
-	for i, ex := range exs {
-		if asked[i] != nil {
+	for _, q := range qs {
+		if q.facts != nil {
 			// Kept before it is recorded: a round that cannot record it
 			// now (the store failed, the round was fenced) or cannot
 			// acknowledge it is redone without paying for it again.
-			e.answers.c.Put(keys[i], asked[i])
+			e.answers.c.Put(q.key, q.facts)
 		}
-		if err := e.record(ctx, ex, asked[i], results[i]); err != nil {
+		if err := e.record(ctx, exs[q.ex], q, results[q.ex].GuardSince); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// asked is one question AfterSaveBatch puts to the model about exchange
+// exs[ex]: its user text input, the message its facts are stated in
+// (source, "" for none) and when (at; zero: the exchange's time, else
+// now), with the answer's key and the facts answered.
+type asked struct {
+	ex     int
+	input  string
+	source string
+	at     time.Time
+	key    answerKey
+	facts  []memory.Fact
+}
+
 // maxExtractBytes bounds the user text of one exchange sent to the fact
 // extraction model: its first 16 KiB, as pin detection reads (enrich).
 const maxExtractBytes = 16 << 10
 
-// question returns the user text of ex the model is asked about: its
-// user messages that did not fail, the first 16 KiB of them; "" when
-// there is none.
-func question(ex memory.Exchange) string {
+// question returns the user text of msgs (an exchange's turn, or a
+// message its save revised) the model is asked about: its user messages
+// that did not fail, the first 16 KiB of them; "" when there is none.
+func question(msgs []memory.Message) string {
 	var user []string
-	for _, m := range ex.Turn {
+	for _, m := range msgs {
 		if m.Role == "user" && !m.Failed() && strings.TrimSpace(m.Content) != "" {
 			user = append(user, strings.TrimSpace(m.Content))
 		}
@@ -232,18 +256,19 @@ func (e *Extractor) ask(ctx context.Context, exID, input string) []memory.Fact {
 	return facts
 }
 
-// record upserts the facts asked of ex, guarded from res.GuardSince (see
-// memory.Fact.GuardSince), each stated in the last user message its save
-// stored (statedIn): a store refuses a late one once that message is gone
-// from ex's conversation. Guarded facts of a save that names no stored
-// user message (a result without Stored) are not recorded: a store
-// refuses a guarded fact naming no message.
-func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memory.Fact, res memory.SaveResult) error {
-	source := statedIn(res)
-	if len(facts) == 0 || source == "" && !res.GuardSince.IsZero() {
+// record upserts the facts asked of ex in q, guarded from guard (see
+// memory.Fact.GuardSince), each stated in q.source at q.at (ex's time
+// when zero): for a turn, the last user message its save stored
+// (statedIn), for a revised message, that message. A store refuses a late
+// one once that message is gone from ex's conversation. Guarded facts
+// that name no stored message (a turn stored before) are not recorded: a
+// store refuses a guarded fact naming no message.
+func (e *Extractor) record(ctx context.Context, ex memory.Exchange, q asked, guard time.Time) error {
+	facts, source := q.facts, q.source
+	if len(facts) == 0 || source == "" && !guard.IsZero() {
 		return nil
 	}
-	at := ex.At
+	at := cmp.Or(q.at, ex.At)
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -251,7 +276,7 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, facts []memo
 		f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
 		f.Mentions = 1
 		f.CreatedAt, f.UpdatedAt = at, at
-		f.GuardSince, f.Source = res.GuardSince, source
+		f.GuardSince, f.Source = guard, source
 		if ttl, ok := e.opts.TTL[f.Type]; ok && ttl > 0 {
 			exp := at.Add(ttl)
 			f.ExpiresAt = &exp

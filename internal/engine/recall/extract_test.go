@@ -289,3 +289,39 @@ func TestExtractorSendsABoundedPartOfALongMessage(t *testing.T) {
 		t.Fatalf("sent %d bytes (valid UTF-8: %v), want the message's start within %d bytes", len(prompt), utf8.ValidString(prompt), maxExtractBytes)
 	}
 }
+
+// TestExtractorAsksAboutRevisedMessages: a save that stored the new text
+// of a message edited deep in a long chat (SaveResult.Revised) has that
+// text put to the model on its own, besides its turn, and its facts are
+// stated in that message, at its time (the old text's), not in the turn.
+func TestExtractorAsksAboutRevisedMessages(t *testing.T) {
+	said, now := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	ex := memory.Exchange{ID: "e9", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: now,
+		Turn: []memory.Message{{Role: "user", Content: "I live in Faro."}}}
+	res := memory.SaveResult{Inserted: 2, Stored: []memory.Message{{Role: "user", Key: "e9:40", Content: "I live in Faro."}},
+		Revised: []memory.Message{
+			{Role: "user", Key: "e9:42", Content: "I live in Porto.", CreatedAt: said},
+			{Role: "assistant", Key: "e9:43", Content: "I live in Braga.", CreatedAt: said},
+		}}
+	st, chat := newFakeStore(), &cityChatter{}
+	x := NewExtractor(chat, st, ExtractorOptions{Model: "m"}, nil)
+	if err := x.AfterSaveBatch(context.Background(), []memory.Exchange{ex}, []memory.SaveResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	if chat.calls != 2 {
+		t.Fatalf("%d model calls, want 2: the turn, and the revised user message on its own", chat.calls)
+	}
+	got := map[string]memory.Fact{}
+	for _, f := range st.facts {
+		got[f.Value] = f
+	}
+	if f, ok := got["Porto"]; !ok || f.Source != "e9:42" || !f.UpdatedAt.Equal(said) {
+		t.Fatalf("the revised text's fact is %+v, want Porto stated in e9:42 at %v", f, said)
+	}
+	if f, ok := got["Faro"]; !ok || f.Source != "e9:40" || !f.UpdatedAt.Equal(now) {
+		t.Fatalf("the turn's fact is %+v, want Faro stated in e9:40 at %v", f, now)
+	}
+	if _, ok := got["Braga"]; ok {
+		t.Fatal("a revised assistant message was read as the user's statement")
+	}
+}

@@ -31,6 +31,7 @@ func TestPlanSaveEdits(t *testing.T) {
 		ex.Prior, ex.Skipped = memory.CutHistory(history, keep)
 		return ex
 	}
+	said := time.Unix(0, 500) // when message 90 was said
 	conv := func(st memory.Stamp, amend memory.Digest) *SaveConv {
 		c := &SaveConv{LastSeq: 100}
 		for s := 21; s <= 100; s++ {
@@ -41,7 +42,7 @@ func TestPlanSaveEdits(t *testing.T) {
 			}
 			c.Tail = append(c.Tail, m)
 		}
-		c.SetEdited(90, st, amend)
+		c.SetEdited(90, st, amend, said)
 		return c
 	}
 	at := time.Unix(1, 0)
@@ -104,8 +105,11 @@ func TestPlanSaveEdits(t *testing.T) {
 		}
 		want := memory.Key("r1", len(ex.Prior)+len(ex.Turn)+1)
 		if r := p.Result.Revised; len(r) != 1 || r[0].Seq != 90 || r[0].Content != "m300, rewritten" || r[0].Key != want ||
-			r[0].Conversation != ex.Conversation || !r[0].CreatedAt.Equal(at) {
-			t.Fatalf("revised %+v, want the new text at seq 90 keyed %s", r, want)
+			r[0].Conversation != ex.Conversation || !r[0].CreatedAt.Equal(said) {
+			t.Fatalf("revised %+v, want the new text at seq 90 keyed %s, said when the old text was", r, want)
+		}
+		if got := p.Unsaid(); !slices.Equal(got, []int64{103}) {
+			t.Fatalf("unsaid %v, want the old text's new seq, 103", got)
 		}
 		if len(p.RevisedStamps) != 1 || p.RevisedStamps[0] != stamp {
 			t.Fatalf("revised stamps %+v, want the edited message's %+v", p.RevisedStamps, stamp)

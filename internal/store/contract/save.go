@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -88,10 +89,12 @@ type Rewound struct {
 }
 
 // Edited is a message an exchange's Edit names, as a save read it: its
-// Stamp (Known false when it is not live or has none) and its Amend.
+// Stamp (Known false when it is not live or has none), its Amend and when
+// it was said (its CreatedAt; zero: unknown).
 type Edited struct {
 	memory.Stamp
 	Amend memory.Digest
+	Said  time.Time
 }
 
 // EditsToRead returns the seqs of the messages ex's Edits name that a
@@ -107,18 +110,19 @@ func (c *SaveConv) EditsToRead(ex memory.Exchange) []int64 {
 }
 
 // SetEdited records the message seq as read: its Stamp when live (st.Known
-// false when it is not live or has none) and its Amend (zero: none).
-func (c *SaveConv) SetEdited(seq int64, st memory.Stamp, amend memory.Digest) {
+// false when it is not live or has none), its Amend (zero: none) and when
+// it was said (its CreatedAt), which its new text keeps.
+func (c *SaveConv) SetEdited(seq int64, st memory.Stamp, amend memory.Digest, said time.Time) {
 	if c.Edited == nil {
 		c.Edited = map[int64]Edited{}
 	}
-	c.Edited[seq] = Edited{Stamp: st, Amend: amend}
+	c.Edited[seq] = Edited{Stamp: st, Amend: amend, Said: said}
 }
 
 // edits returns the Amends of ex's Edits that hold (each message as the
 // Capturer read it, c.Edited), with the new texts to store (Revised, the
-// message each replaces at its Seq, as an exchange that happened at at
-// stores it; their keys follow every message ex may append), and advances
+// message each replaces at its Seq, said when it was: Edited.Said, else
+// at; their keys follow every message ex may append), and advances
 // c: a message superseded without a new text leaves its Tail and Head,
 // one with its new text is replaced there.
 func (c *SaveConv) edits(ex memory.Exchange, at time.Time) ([]AmendRow, []memory.Message, []memory.Stamp) {
@@ -145,7 +149,10 @@ func (c *SaveConv) edits(ex memory.Exchange, at time.Time) ([]AmendRow, []memory
 				t := e.Text.Bare()
 				t.Tenant, t.User, t.Conversation = ex.Tenant, ex.User, ex.Conversation
 				t.Seq, t.Key = e.Seq, memory.Key(ex.ID, len(ex.Prior)+len(ex.Turn)+1+len(revised))
-				t.CreatedAt = at
+				// It was said where and when the old text was: what
+				// derives from it (a fact) is dated among the chat's
+				// other statements as the old text was.
+				t.CreatedAt = cmp.Or(r.Said, at)
 				m, out[len(out)-1].Revise = &t, true
 				revised, stamps = append(revised, t), append(stamps, memory.Stamp{Known: true, Pos: e.Pos, Digest: e.Digest})
 				c.appended++
@@ -283,6 +290,24 @@ type SavePlan struct {
 	// of the conversation's messages at or past it go with the branch
 	// it supersedes (-1: none).
 	ClearAmendsFrom int
+}
+
+// Unsaid returns the seqs where the texts p's Amends take off the live
+// branch lie once p is written (an edited message's old text, at MoveTo
+// when its new text takes its seq), oldest edit first; nil when none. The
+// facts only those texts stated go with them (a store's retractFacts), as
+// their recall items do: the user no longer says them.
+func (p SavePlan) Unsaid() []int64 {
+	var out []int64
+	for _, a := range p.Amends {
+		switch {
+		case a.Revise:
+			out = append(out, a.MoveTo)
+		case a.Supersede:
+			out = append(out, a.Seq)
+		}
+	}
+	return out
 }
 
 // PlanSave decides how ex, which happened at at (never zero), is stored

@@ -161,6 +161,51 @@ func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity)
 	return nil
 }
 
+// retractFactsSQL removes the facts that only the texts at seqs $4 of
+// conversation $3 of user ($1, $2) stated, which an edit just took off the
+// live branch (contract.SavePlan.Unsaid), in one statement: a fact
+// (current or superseded) goes, with its recall items, when every
+// statement of it is a mention (none came from the API or before mentions
+// were kept: mentions counts no more than its fact_mentions rows) and no
+// mention is of a message still live in a conversation that stated it; a
+// current one that goes gives way to the newest superseded fact of its
+// type and key, as reopenFactSQL does after a conversation's deletion.
+// The statement sees facts as it found them: what gone deletes is left out
+// of the reopening by id. The reopening's sort reads all of gone first, so
+// the deletions are done before a reopened fact takes the current slot
+// (facts_current).
+const retractFactsSQL = `
+WITH said AS (
+	SELECT DISTINCT m.fact_id FROM fact_mentions m
+	JOIN messages g ON g.tenant = m.tenant AND g.user_id = m.user_id AND g.key = m.message
+	WHERE m.tenant = $1 AND m.user_id = $2 AND g.conversation = $3 AND g.seq = ANY($4::bigint[])
+), gone AS (
+	DELETE FROM facts f USING said x
+	WHERE f.tenant = $1 AND f.user_id = $2 AND f.id = x.fact_id
+	  AND f.mentions <= (SELECT count(*) FROM fact_mentions c WHERE c.tenant = $1 AND c.user_id = $2 AND c.fact_id = f.id)
+	  AND NOT EXISTS (SELECT 1 FROM fact_mentions m
+		JOIN fact_sources s ON s.tenant = m.tenant AND s.user_id = m.user_id AND s.fact_id = m.fact_id
+		JOIN messages g ON g.tenant = s.tenant AND g.user_id = s.user_id AND g.conversation = s.conversation
+			AND g.key = m.message AND g.superseded_at IS NULL
+		WHERE m.tenant = $1 AND m.user_id = $2 AND m.fact_id = f.id)
+	RETURNING f.id, f.type, f.norm_key, f.superseded_at IS NULL AS current
+), gone_items AS (
+	DELETE FROM memory_items i USING gone g
+	WHERE i.tenant = $1 AND i.user_id = $2 AND i.kind = 'fact' AND i.source = g.id::text
+)
+UPDATE facts f SET superseded_at = NULL
+FROM (
+	SELECT DISTINCT ON (p.type, p.norm_key) p.id
+	FROM facts p JOIN gone k ON k.current AND p.type = k.type AND p.norm_key = k.norm_key
+	WHERE p.tenant = $1 AND p.user_id = $2 AND p.superseded_at IS NOT NULL
+	  AND p.id NOT IN (SELECT id FROM gone)
+	  AND NOT EXISTS (SELECT 1 FROM facts c WHERE c.tenant = $1 AND c.user_id = $2
+		AND c.type = p.type AND c.norm_key = p.norm_key AND c.superseded_at IS NULL
+		AND c.id NOT IN (SELECT id FROM gone))
+	ORDER BY p.type, p.norm_key, p.superseded_at DESC, p.id DESC
+) r
+WHERE f.tenant = $1 AND f.user_id = $2 AND f.id = r.id`
+
 // adoptFactSourcesSQL follows an Adopt from conversation $3 to $4 of user
 // ($1, $2) in one statement: the facts $3 stated may have come from the
 // moved exchanges, so $4 becomes one of their sources. When $3 is gone

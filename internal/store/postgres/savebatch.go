@@ -179,6 +179,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 			w.supersede(ex.Identity, p.SupersedeFrom, at)
 		}
 		w.revised(ex.Identity, p)
+		w.retract(ex.Identity, p)
 		for k, m := range p.Result.Stored {
 			w.message(m, p.Stamps[k])
 			p.Result.Stored[k] = asStored(m)
@@ -492,6 +493,21 @@ func (w *batchWriter) revised(id memory.Identity, p contract.SavePlan) {
 				id.Tenant, id.User, id.Conversation, a.Seq, contract.AmendArg(a.Amend))
 		}
 	}
+}
+
+// retract queues, after the amends and the new texts, the retraction of
+// the facts only the texts p's Amends took off the live branch stated
+// (retractFactsSQL), under the user's fact lock, as UpsertFact takes it:
+// a fact of the old text written before the lock is granted is retracted,
+// one after it finds its message superseded (contract.CheckLate).
+func (w *batchWriter) retract(id memory.Identity, p contract.SavePlan) {
+	seqs := p.Unsaid()
+	if len(seqs) == 0 {
+		return
+	}
+	w.flush()
+	w.p.Queue(factLockSQL, id.Tenant, id.User)
+	w.p.Queue(retractFactsSQL, id.Tenant, id.User, id.Conversation, seqs)
 }
 
 func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Time) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,7 +61,8 @@ func (b *saveBatch) rewound(ctx context.Context, conn *pgxpool.Conn, convs map[m
 }
 
 // edited reads, in the batch's transaction, the messages each exchange's
-// Edits name (contract.SaveConv.SetEdited): one read per such message, a
+// Edits name, as contract.SaveConv.SetEdited takes them (their Stamp,
+// Amend and when they were said): one read per such message, a
 // rare one (an edit in a cut history's left-out part).
 func (b *saveBatch) edited(ctx context.Context, conn *pgxpool.Conn, convs map[memory.Identity]*contract.SaveConv) error {
 	for _, i := range b.order {
@@ -74,10 +76,11 @@ func (b *saveBatch) edited(ctx context.Context, conn *pgxpool.Conn, convs map[me
 				pos           *int64
 				digest, amend []byte
 				live          bool
+				said          time.Time
 			)
-			err := conn.QueryRow(ctx, `SELECT pos, digest, amend, superseded_at IS NULL FROM messages
+			err := conn.QueryRow(ctx, `SELECT pos, digest, amend, superseded_at IS NULL, created_at FROM messages
 				WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND seq = $4`,
-				ex.Tenant, ex.User, ex.Conversation, seq).Scan(&pos, &digest, &amend, &live)
+				ex.Tenant, ex.User, ex.Conversation, seq).Scan(&pos, &digest, &amend, &live, &said)
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("read edited message: %w", unavailable(err))
 			}
@@ -85,7 +88,7 @@ func (b *saveBatch) edited(ctx context.Context, conn *pgxpool.Conn, convs map[me
 			if live {
 				stamp = contract.StampOf(pos, digest)
 			}
-			st.SetEdited(seq, stamp, contract.AmendOf(amend))
+			st.SetEdited(seq, stamp, contract.AmendOf(amend), said)
 		}
 	}
 	return nil

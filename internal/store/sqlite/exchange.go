@@ -198,6 +198,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if err := writeRevised(ctx, tx, ex.Identity, p); err != nil {
 		return res, err
 	}
+	if err := retractFacts(ctx, tx.Tx, ex.Identity, p.Unsaid()); err != nil {
+		return res, err
+	}
 	var prompt, completion int
 	if ex.Usage != nil {
 		prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens
@@ -231,7 +234,8 @@ func readRewound(ctx context.Context, tx writeTx, ex memory.Exchange, conv *cont
 }
 
 // readEdited reads, into conv, the messages ex's Edits name: their Stamp
-// when live and their Amend (contract.SaveConv.SetEdited).
+// when live, their Amend and when they were said
+// (contract.SaveConv.SetEdited).
 func readEdited(ctx context.Context, tx writeTx, ex memory.Exchange, conv *contract.SaveConv) error {
 	for _, seq := range conv.EditsToRead(ex) {
 		var (
@@ -239,9 +243,10 @@ func readEdited(ctx context.Context, tx writeTx, ex memory.Exchange, conv *contr
 			digest, amend []byte
 			live          bool
 		)
-		err := tx.QueryRowContext(ctx, `SELECT pos, digest, amend, superseded_at IS NULL FROM messages
+		var said int64
+		err := tx.QueryRowContext(ctx, `SELECT pos, digest, amend, superseded_at IS NULL, created_at FROM messages
 			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq = ?`,
-			ex.Tenant, ex.User, ex.Conversation, seq).Scan(&pos, &digest, &amend, &live)
+			ex.Tenant, ex.User, ex.Conversation, seq).Scan(&pos, &digest, &amend, &live, &said)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("read edited message: %w", err)
 		}
@@ -249,7 +254,11 @@ func readEdited(ctx context.Context, tx writeTx, ex memory.Exchange, conv *contr
 		if live {
 			st = contract.StampOf(pos, digest)
 		}
-		conv.SetEdited(seq, st, contract.AmendOf(amend))
+		var saidAt time.Time
+		if said != 0 {
+			saidAt = fromNanos(said)
+		}
+		conv.SetEdited(seq, st, contract.AmendOf(amend), saidAt)
 	}
 	return nil
 }

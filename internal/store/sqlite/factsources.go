@@ -98,7 +98,6 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 	if err != nil {
 		return fmt.Errorf("forget fact sources: %w", err)
 	}
-	type factKey struct{ typ, norm string }
 	var reopen []factKey
 	for _, fid := range ids {
 		var typ, norm string
@@ -131,15 +130,78 @@ func forgetConversationFacts(ctx context.Context, tx *sql.Tx, id memory.Identity
 			reopen = append(reopen, factKey{typ, norm})
 		}
 	}
-	for _, k := range reopen {
+	return reopenFacts(ctx, tx, id.Tenant, id.User, reopen)
+}
+
+// factKey is a fact's type and normalised key.
+type factKey struct{ typ, norm string }
+
+// reopenFacts makes the newest superseded fact of each of keys current
+// again, in tx, where none of its type and key is current: called once
+// the current one was deleted.
+func reopenFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keys []factKey) error {
+	for _, k := range keys {
 		if _, err := tx.ExecContext(ctx, `UPDATE facts SET superseded_at = NULL WHERE id = (
 				SELECT id FROM facts WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ?
 				AND superseded_at IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT 1)
 			AND NOT EXISTS (SELECT 1 FROM facts WHERE tenant = ? AND user_id = ? AND type = ? AND norm_key = ?
 				AND superseded_at IS NULL)`,
-			id.Tenant, id.User, k.typ, k.norm, id.Tenant, id.User, k.typ, k.norm); err != nil {
+			tenant, user, k.typ, k.norm, tenant, user, k.typ, k.norm); err != nil {
 			return fmt.Errorf("restore superseded fact: %w", err)
 		}
 	}
 	return nil
+}
+
+// retractFacts removes, in tx, the facts that only the texts at seqs of
+// conversation id stated, which an edit just took off the live branch
+// (contract.SavePlan.Unsaid): a fact (current or superseded) goes, with
+// its recall items, when every statement of it is a mention (none came
+// from the API or before mentions were kept: mentions counts no more
+// than its fact_mentions rows) and no mention is of a message still live
+// in a conversation that stated it. When a current fact goes, the newest
+// superseded fact of its type and key becomes current again, as when a
+// conversation is deleted (forgetConversationFacts): the user's facts
+// are what they would be had the old text never been said. A fact
+// another live message stated too stays.
+func retractFacts(ctx context.Context, tx *sql.Tx, id memory.Identity, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	args := []any{id.Tenant, id.User, id.Tenant, id.User, id.Conversation}
+	for _, seq := range seqs {
+		args = append(args, seq)
+	}
+	ids, err := queryAll(ctx, tx, scanInt64, `SELECT DISTINCT m.fact_id FROM fact_mentions m
+		WHERE m.tenant = ? AND m.user_id = ? AND m.message IN (SELECT key FROM messages
+			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq IN (`+list("?", len(seqs))+`))`, args...)
+	if err != nil {
+		return fmt.Errorf("find facts of edited messages: %w", err)
+	}
+	var reopen []factKey
+	for _, fid := range ids {
+		var k factKey
+		var current bool
+		err := tx.QueryRowContext(ctx, `DELETE FROM facts WHERE id = ?3 AND tenant = ?1 AND user_id = ?2
+			AND mentions <= (SELECT COUNT(*) FROM fact_mentions WHERE tenant = ?1 AND user_id = ?2 AND fact_id = ?3)
+			AND NOT EXISTS (SELECT 1 FROM fact_mentions m
+				JOIN fact_sources s ON s.tenant = m.tenant AND s.user_id = m.user_id AND s.fact_id = m.fact_id
+				JOIN messages g ON g.tenant = s.tenant AND g.user_id = s.user_id AND g.conversation = s.conversation
+					AND g.key = m.message AND g.superseded_at IS NULL
+				WHERE m.tenant = ?1 AND m.user_id = ?2 AND m.fact_id = ?3)
+			RETURNING type, norm_key, superseded_at IS NULL`, id.Tenant, id.User, fid).Scan(&k.typ, &k.norm, &current)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // stated otherwise too: it stays
+		case err != nil:
+			return fmt.Errorf("retract fact %d: %w", fid, err)
+		}
+		if err := deleteFactItems(ctx, tx, id.Tenant, id.User, fid); err != nil {
+			return err
+		}
+		if current {
+			reopen = append(reopen, k)
+		}
+	}
+	return reopenFacts(ctx, tx, id.Tenant, id.User, reopen)
 }

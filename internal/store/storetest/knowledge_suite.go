@@ -67,6 +67,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"GuardedWritesRaceConversationDelete", testGuardedWritesRaceConversationDelete},
 		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
+		{"EditRetractsItsFacts", testEditRetractsItsFacts},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 		{"EmbedItemsNeverWritesAgain", testEmbedItemsNeverWritesAgain},
 		{"IndexBacklog", testIndexBacklog},
