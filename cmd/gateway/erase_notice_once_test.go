@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -145,7 +146,12 @@ func TestOneErasureOneNotice(t *testing.T) {
 func TestErasureNoticeOutwaitsAnUnreachableRedis(t *testing.T) {
 	prefix := testenv.RedisPrefix(t)
 	g := newRedisGate(t, testenv.RedisURL(t))
-	rdb, err := redis.NewClient(g.url)
+	// An attempt to publish gives up when its client stops waiting for
+	// Redis's answer: at the client's read timeout (go-redis's default,
+	// 5s, bounds a read, not the attempt's context). An erasure that a
+	// busy machine slows past it would find an attempt given up that it
+	// never waited for; this client waits longer than the test runs.
+	rdb, err := redis.NewClient(withQuery(t, g.url, "read_timeout", noticeReadTimeout.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +190,23 @@ func TestErasureNoticeOutwaitsAnUnreachableRedis(t *testing.T) {
 			eventually(t, "the notice, once Redis is back", func() bool { return received.of(user) > 0 })
 		})
 	}
+}
+
+// noticeReadTimeout is how long TestErasureNoticeOutwaitsAnUnreachableRedis's
+// publisher waits for an answer from Redis: longer than the test waits.
+const noticeReadTimeout = 5 * time.Minute
+
+// withQuery returns rawURL with its query parameter name set to value.
+func withQuery(t *testing.T, rawURL, name, value string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(name, value)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // redisGate is a TCP proxy in front of Redis that can go dark, as a
