@@ -254,8 +254,9 @@ func TestWorkerKilledBetweenSaveAndHooks(t *testing.T) {
 	}}
 	opts := fastWorker()
 	// Long enough that the survivor does not reclaim its own entries while
-	// they wait for its hook stage (under -race on a busy machine).
-	opts.StaleAfter = 500 * time.Millisecond
+	// they wait for its hook stage (under -race on a busy machine, which
+	// may pause it for a second or so).
+	opts.StaleAfter = 2 * time.Second
 	opts.Consumer, opts.Hooks = "dies", []Hook{dying}
 	first := NewWorker(store.Outbox(), store, nil, workerWithStore(opts, store))
 	done := make(chan error, 1)
