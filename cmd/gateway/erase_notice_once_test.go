@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -81,6 +82,9 @@ func erasingEngine(t *testing.T, rdb *goredis.Client, prefix string) *engine.Eng
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	notices := redis.NewErasures(rdb, prefix, logger)
+	// An attempt to publish waits for Redis longer than a test runs: see
+	// TestErasureNoticeOutwaitsAnUnreachableRedis.
+	notices.PublishTimeout = noticeReadTimeout
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); notices.Send(ctx) }()
@@ -145,7 +149,11 @@ func TestOneErasureOneNotice(t *testing.T) {
 func TestErasureNoticeOutwaitsAnUnreachableRedis(t *testing.T) {
 	prefix := testenv.RedisPrefix(t)
 	g := newRedisGate(t, testenv.RedisURL(t))
-	rdb, err := redis.NewClient(g.url)
+	// An attempt to publish gives up at its publish timeout or the
+	// client's read timeout, whichever comes first. An erasure that a
+	// busy machine slows past them would find an attempt given up that
+	// it never waited for; both wait longer than the test runs.
+	rdb, err := redis.NewClient(withQuery(t, g.url, "read_timeout", noticeReadTimeout.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +199,23 @@ func awaitAnswer[T any](t *testing.T, answered <-chan T) T {
 		}
 	})
 	return a
+}
+
+// noticeReadTimeout is how long TestErasureNoticeOutwaitsAnUnreachableRedis's
+// publisher waits for an answer from Redis: longer than the test waits.
+const noticeReadTimeout = 5 * time.Minute
+
+// withQuery returns rawURL with its query parameter name set to value.
+func withQuery(t *testing.T, rawURL, name, value string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(name, value)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // redisGate is a TCP proxy in front of Redis that can go dark, as a

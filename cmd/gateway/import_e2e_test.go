@@ -77,10 +77,11 @@ func TestImportedHistoryIsRecalledWithItsDate(t *testing.T) {
 	}
 }
 
-// TestImportedHistoryGetsItsVectorsWithoutReindex: an import of 300
-// messages (150 exchanges, about 95 KB, three times a round's budget; kept
-// small so the race detector's run ends well within its deadline on a
-// busy machine) is indexed within its user's
+// TestImportedHistoryGetsItsVectorsWithoutReindex: an import of 80
+// messages (40 exchanges of about 1.2 KB a message, about 95 KB, three
+// times a round's budget; few and long, since the backfill's work goes by
+// items, so that the race detector's run ends well within its deadline on
+// a busy machine) is indexed within its user's
 // embedding budget a round of enrichment, its newest messages first; the
 // enricher embeds the rest while idle, so every imported message ends
 // with a vector without an operator's `gateway reindex`, on both stores.
@@ -88,12 +89,11 @@ func TestImportedHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 	up := upstreamtest.New(t, recallUpstream())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
-			cfg := mk(t)
-			cfg.Recall.Embeddings.Provider = "local" // the test checks the backfill, not the encoder
+			cfg := backfillConfig(mk(t))
 			g := startGateway(t, cfg)
-			const n = 150
+			const n = 40
 			said := time.Date(2023, 5, 7, 18, 30, 0, 0, time.UTC)
-			pad := strings.Repeat(" The garden gate squeaks in the evening.", 7)
+			pad := strings.Repeat(" The garden gate squeaks in the evening.", 28)
 			msgs := make([]map[string]any, 0, 2*n)
 			for i := range n {
 				at := said.Add(time.Duration(i) * time.Hour)
@@ -108,7 +108,7 @@ func TestImportedHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 			}
 			owner := memory.Identity{Tenant: memory.DefaultTenant, User: "imphist", Conversation: "old"}
 			waitForBackfill(t, g, owner, "Turn 0: the lantern0 goes by the gate."+pad, func() bool {
-				stored, err := g.mem.store.SearchText(context.Background(), memory.ItemQuery{Tenant: owner.Tenant, User: owner.User, Text: "lantern149", Limit: 1})
+				stored, err := g.mem.store.SearchText(context.Background(), memory.ItemQuery{Tenant: owner.Tenant, User: owner.User, Text: fmt.Sprintf("lantern%d", n-1), Limit: 1})
 				return err == nil && len(stored) > 0
 			})
 		})

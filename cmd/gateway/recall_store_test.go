@@ -359,14 +359,18 @@ func TestLongHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
-			cfg := mk(t)
-			cfg.Recall.Embeddings.Provider = "local" // the test checks the backfill, not the encoder
+			cfg := backfillConfig(mk(t))
 			g := startGateway(t, cfg)
-			const n = 1200 // about 80 KB: more than twice the budget
+			// About 80 KB, more than twice the budget, in messages of
+			// about 650 bytes: the backfill's work goes by items (a
+			// round of it embeds backfillBatch of them), so fewer, longer
+			// messages make the same point with a tenth of its rounds.
+			const n = 120
+			pad := strings.Repeat(" The garden gate squeaks in the evening.", 15)
 			history := make([]map[string]any, 0, n+1)
 			for i := range n / 2 {
-				history = append(history, user(fmt.Sprintf("Turn %d: the lantern%d goes by the garden gate.", i, i)),
-					assistant(fmt.Sprintf("Noted, lantern%d by the gate.", i)))
+				history = append(history, user(fmt.Sprintf("Turn %d: the lantern%d goes by the garden gate.%s", i, i, pad)),
+					assistant(fmt.Sprintf("Noted, lantern%d by the gate.%s", i, pad)))
 			}
 			history = append(history, user("Where does lantern3 go?"))
 			h := map[string]string{"X-Memory-User": "longhist", "X-Memory-Conversation": "c"}
@@ -374,9 +378,24 @@ func TestLongHistoryGetsItsVectorsWithoutReindex(t *testing.T) {
 				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
 			owner := memory.Identity{Tenant: memory.DefaultTenant, User: "longhist", Conversation: "c"}
-			waitForBackfill(t, g, owner, "Turn 0: the lantern0 goes by the garden gate.", nil)
+			waitForBackfill(t, g, owner, "Turn 0: the lantern0 goes by the garden gate."+pad, nil)
 		})
 	}
+}
+
+// backfillConfig is cfg for a test of the enricher's backfill of vectors:
+// the local embedder (the test checks the backfill, not the encoder), and
+// no compaction or fact extraction. Their side-model calls, which the
+// fake upstream answers with chat text, fail after compacting a long
+// history for tens of CPU-seconds under -race; each failure retries the
+// enrichment round, whose hooks then run out of their deadline, and the
+// enricher's pacing waits as long again before the next round: on a busy
+// machine the idle backfill started minutes late, past the wait below.
+func backfillConfig(cfg config.Config) config.Config {
+	cfg.Recall.Embeddings.Provider = "local"
+	cfg.Compaction.Enabled = false
+	cfg.Recall.Extraction.Enabled = false
+	return cfg
 }
 
 // waitForBackfill waits, for at most 5 minutes (the encoder under -race on a busy machine), until no stored item lacks
@@ -407,6 +426,6 @@ func waitForBackfill(t *testing.T, g *testGateway, owner memory.Identity, oldest
 		if time.Now().After(deadline) {
 			t.Fatalf("after 5m: %d items without a vector; the oldest turn's vector search finds %d items", len(left), len(hits))
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // each look is a vector search: leave the CPU to the backfill
 	}
 }

@@ -57,6 +57,7 @@ func dialectGateway(t *testing.T, prep Preparer, capt Capturer, mutate func(*gat
 	cfg.Upstream.BaseURL = fake.URL + "/v1"
 	cfg.Upstream.Anthropic.BaseURL = fake.URL + "/v1"
 	cfg.ShutdownGrace = 5 * time.Second
+	cfg.LoadTimeout = 10 * time.Second // as testConfig: a busy machine must not degrade the fake Preparers
 	if mutate != nil {
 		mutate(&cfg)
 	}

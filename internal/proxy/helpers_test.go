@@ -86,6 +86,11 @@ func testConfig(up *upstreamtest.Server) gatewayConfig {
 	cfg.Upstream.FirstByteTimeout = 10 * time.Second
 	cfg.ShutdownGrace = 5 * time.Second
 	cfg.Upstream.IdleStreamTimeout = 5 * time.Second
+	// The fake Preparers answer at once, but on a busy machine the
+	// goroutine running one may wait past the default 150ms deadline for
+	// a CPU, and the request would go upstream without memory. Tests of
+	// that deadline set a short one themselves.
+	cfg.LoadTimeout = 10 * time.Second
 	return cfg
 }
 

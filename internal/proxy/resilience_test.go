@@ -117,7 +117,10 @@ func TestBreakerOpensAnswersFastAndCloses(t *testing.T) {
 	g := mustGateway(t, up, func(c *gatewayConfig) {
 		c.Upstream.Retries = 0
 		c.Upstream.Breaker.ConsecutiveFailures = 3
-		c.Upstream.Breaker.OpenTimeout = 300 * time.Millisecond
+		// Long enough that a busy machine pausing the test for a second
+		// between the breaker opening and the requests below does not
+		// half-open it (a probe would reach the upstream's 500).
+		c.Upstream.Breaker.OpenTimeout = 3 * time.Second
 	}, Deps{})
 	for i := range 3 {
 		if resp, _ := g.post(t, "/v1/chat/completions", simpleChat, nil); resp.StatusCode != 500 {
@@ -178,7 +181,10 @@ func TestUpstreamTimeouts(t *testing.T) {
 		feed := upstreamtest.NewFeed()
 		up := upstreamtest.New(t, feed)
 		g := mustGateway(t, up, func(c *gatewayConfig) {
-			c.Upstream.IdleStreamTimeout = 150 * time.Millisecond
+			// Long enough that a busy machine's pause between the
+			// response's head and the first event does not abort the
+			// stream before it.
+			c.Upstream.IdleStreamTimeout = 2 * time.Second
 		}, Deps{})
 		resp := g.streamRequest(t, context.Background(), nil)
 		br := bufio.NewReader(resp.Body)

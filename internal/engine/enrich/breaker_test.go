@@ -12,7 +12,10 @@ import (
 func TestBreakerOpensAndRecovers(t *testing.T) {
 	down := errors.New("503")
 	inner := &fakeSummarizer{err: down}
-	b := NewBreaker(inner, 2, 50*time.Millisecond)
+	// Open long enough that a busy machine's pause of a second or so
+	// before the third call does not half-open it (a probe would reach
+	// the summariser).
+	b := NewBreaker(inner, 2, 2*time.Second)
 	in := Input{Messages: []memory.Message{{Role: "user", Content: "hi"}}, MaxTokens: 10}
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {

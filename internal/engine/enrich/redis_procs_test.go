@@ -207,15 +207,19 @@ func (l *cutLeases) Lease(ctx context.Context, holder string, ttl time.Duration,
 	return l.ConversationLeases.Lease(ctx, holder, ttl, keys...)
 }
 
-// gatedEnricher returns process p's enricher "a", with leases of 300ms
-// that fail once cut, whose hooks wait at gate and then compact: once
+// gatedEnricher returns process p's enricher "a", with leases of 3s that
+// fail once cut, whose hooks wait at gate and then compact: once
 // released, its compactor writes the city unless its round is fenced.
+// The lease is long enough that a busy machine's pause of a second or so
+// does not make the fence stop the round before the test cuts the
+// leases: renewed every quarter of it, the round is fenced three
+// quarters of it after the last renewal.
 func gatedEnricher(p *redisProc, opts EnrichOptions, gate *gateHook) (*Enricher, *cutLeases) {
 	o := redisEnrichOptions(opts, p, "a")
 	leases := &cutLeases{ConversationLeases: o.Conversations}
 	o.Conversations = leases
 	e := NewEnricher(p.enrich, []record.Hook{gate, pgCompactor(p.pg, nil, 1000, 500)}, nil, o)
-	e.leaseTTL = 300 * time.Millisecond
+	e.leaseTTL = 3 * time.Second
 	return e, leases
 }
 

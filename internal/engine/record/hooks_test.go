@@ -254,8 +254,9 @@ func TestWorkerKilledBetweenSaveAndHooks(t *testing.T) {
 	}}
 	opts := fastWorker()
 	// Long enough that the survivor does not reclaim its own entries while
-	// they wait for its hook stage (under -race on a busy machine).
-	opts.StaleAfter = 500 * time.Millisecond
+	// they wait for its hook stage (under -race on a busy machine, which
+	// may pause it for a second or so).
+	opts.StaleAfter = 2 * time.Second
 	opts.Consumer, opts.Hooks = "dies", []Hook{dying}
 	first := NewWorker(store.Outbox(), store, nil, workerWithStore(opts, store))
 	done := make(chan error, 1)
@@ -313,10 +314,11 @@ func TestWorkerGivesUpOnFailingBatchHook(t *testing.T) {
 	var calls atomic.Int32
 	rec := &batchRecorder{dups: map[string]int{}, fail: func([]string) error { calls.Add(1); return errors.New("always") }}
 	enqueue(t, q, exchange(t, "ex1", "hi", "hello"))
-	// A lease long enough that a busy machine never reclaims an entry
-	// while its delivery is still running (which would count two
-	// give-ups for one entry): redelivery follows each failed attempt.
-	w := NewWorker(q, s, nil, WorkerOptions{StaleAfter: 300 * time.Millisecond, Block: 5 * time.Millisecond,
+	// A lease long enough that a busy machine, pausing for a second or
+	// so, never reclaims an entry while its delivery is still running
+	// (which would count two give-ups for one entry): redelivery follows
+	// each failed attempt, once the lease ran out.
+	w := NewWorker(q, s, nil, WorkerOptions{StaleAfter: 1500 * time.Millisecond, Block: 5 * time.Millisecond,
 		BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, Hooks: []Hook{rec}})
 	mustRunWorker(t, w)
 	waitFor(t, "acknowledged", func() bool { return pending(t, q) == 0 })

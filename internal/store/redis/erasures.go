@@ -35,7 +35,9 @@ type Forgetter interface {
 	Clear()
 }
 
-// publishTimeout bounds one attempt to publish an erasure notice.
+// publishTimeout bounds one attempt to publish an erasure notice, unless
+// Erasures.PublishTimeout says otherwise (the client ends a command by its
+// context's deadline: NewClient).
 const publishTimeout = 2 * time.Second
 
 // pingAfter is how long Run waits for a notice before it pings.
@@ -53,6 +55,10 @@ type Erasures struct {
 	logger    *slog.Logger
 	pingAfter time.Duration // silence before a ping, and a ping's wait
 	retry     backoff       // Send's pacing of the attempts that fail
+
+	// PublishTimeout bounds one attempt to publish a notice, and Send's
+	// last flush; 0 means publishTimeout. Set it before Send starts.
+	PublishTimeout time.Duration
 
 	outbox            // the notices Publish queued that Send has not published
 	published, failed prometheus.Counter
@@ -84,6 +90,14 @@ func NewErasures(rdb *redis.Client, prefix string, logger *slog.Logger) *Erasure
 		Help: "Erasure notices queued or being published, not yet taken by Redis."},
 		func() float64 { return float64(e.pending()) })
 	return e
+}
+
+// publishWait is how long one attempt to publish may take.
+func (e *Erasures) publishWait() time.Duration {
+	if e.PublishTimeout > 0 {
+		return e.PublishTimeout
+	}
+	return publishTimeout
 }
 
 // Channel is the channel the notices go over.

@@ -25,10 +25,10 @@ func (e *Erasures) Publish(tenant, user string) {
 }
 
 // Send publishes the notices Publish queues, oldest first, until ctx
-// ends, each in an attempt bounded by publishTimeout: one that fails
+// ends, each in an attempt bounded by its publish timeout: one that fails
 // (Redis unreachable) is tried again, after a wait doubling from
 // retry.first to retry.max, before any queued after it. When ctx ends it
-// spends one more publishTimeout publishing what is left; what is still
+// spends one more publish timeout publishing what is left; what is still
 // left then is logged as given up (the other processes forget it by their
 // caches' age bound, cache.UnrevisedMaxAge).
 func (e *Erasures) Send(ctx context.Context) {
@@ -67,10 +67,10 @@ func (e *Erasures) Send(ctx context.Context) {
 	}
 }
 
-// flush publishes what is queued within one publishTimeout, as Send
+// flush publishes what is queued within one publish timeout, as Send
 // ends, and logs what it could not.
 func (e *Erasures) flush() {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), e.publishWait())
 	defer cancel()
 	for {
 		payload, undo, ok := e.take()
@@ -87,9 +87,9 @@ func (e *Erasures) flush() {
 	}
 }
 
-// publish publishes payload within publishTimeout.
+// publish publishes payload within its publish timeout.
 func (e *Erasures) publish(ctx context.Context, payload string) error {
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.publishWait())
 	defer cancel()
 	return e.rdb.Publish(ctx, e.channel, payload).Err()
 }

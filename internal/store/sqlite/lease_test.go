@@ -99,7 +99,9 @@ func TestOutboxClaimFollowsTheLease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustLease(t, a, "a", 20*time.Millisecond, true, true)
+	// A lease that outlasts a busy machine's pause of a second or so
+	// before the two claims under it; waitTaken then waits it out.
+	mustLease(t, a, "a", 2*time.Second, true, true)
 	if got := claimed(t, b, "b", time.Hour); got != "" {
 		t.Fatalf("b claimed %q under a's lease", got)
 	}
