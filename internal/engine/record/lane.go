@@ -107,11 +107,29 @@ func (c *Capturer) store(batch []*job) {
 		results []memory.SaveResult
 	)
 	for _, j := range batch {
-		if res, ok := c.storeOne(j, queued[j.ex.Identity], hold); ok {
+		h := c.narrowed(hold, j)
+		res, ok := c.storeOne(j, queued[j.ex.Identity], h)
+		if h != hold {
+			h.unlock()
+		}
+		if ok {
 			stored, results = append(stored, j), append(results, res)
 		}
 	}
 	c.enqueueEnrichment(stored, results)
+}
+
+// narrowed returns the hold j is stored under: hold, or, when hold could
+// not be taken and covers other chats than j's, a hold of j's chat alone
+// that starts from hold's failure, so that j's retries wait for no other
+// chat's locks (its caller releases it once j is done with).
+func (c *Capturer) narrowed(hold *chatHold, j *job) *chatHold {
+	if hold.held || hold.err == nil || len(hold.chats) < 2 {
+		return hold
+	}
+	own := c.chats.hold(j.ex)
+	own.err = hold.err
+	return own
 }
 
 // storeOne stores one exchange and reports whether it was saved (stored or
