@@ -177,7 +177,7 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_worker_failures_total",
-			Help: "Worker failures by stage (claim, save, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
+			Help: "Worker failures by stage (claim, save, chat_lock, chat_lock_lost, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
 		}, []string{"stage"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_lag_seconds",
