@@ -341,9 +341,9 @@ type Exchange struct {
 	// stored under, as the store's LockChats returned it: the store
 	// commits the save only while that hold still holds the lock, else
 	// refuses it with ErrLockLost. Zero: not checked (an exchange of no
-	// chat, or a store no other process shares; the capture path never
-	// stores a chat's turn without its store's lock). It never leaves
-	// the process (not encoded).
+	// chat, or a writer without the store's locks; record's capture,
+	// given them, never stores a chat's turn without them). It never
+	// leaves the process (not encoded).
 	Fence Fence `json:"-"`
 }
 

@@ -220,8 +220,9 @@ const lostChatsSQL = `SELECT count(*) FROM unnest($1::int4[], $2::int4[]) AS x(k
 // the locks of chats: recorded on this Store (not released) for them,
 // and the connection it took them on still holding them, read in tx (else
 // the connection broke, and another holder may have taken the chat). A
-// write under no hold (fence zero) is not checked: a write of no chat's
-// (record's capture never stores a chat's turn without its lock).
+// write under no hold (fence zero) is not checked: one of no chat, or by
+// a writer without the store's locks (record's capture, given them,
+// never stores a chat's turn without them).
 func (s *Store) fenceChats(ctx context.Context, tx pgx.Tx, fence memory.Fence, chats ...memory.Identity) error {
 	keys, pids, ok := s.heldChats(fence, chats...)
 	if !ok {
