@@ -340,8 +340,10 @@ type Exchange struct {
 	// Fence names the hold of the chat lock (ChatOf) the exchange is
 	// stored under, as the store's LockChats returned it: the store
 	// commits the save only while that hold still holds the lock, else
-	// refuses it with ErrLockLost. Zero: stored without the lock, not
-	// checked. It never leaves the process (not encoded).
+	// refuses it with ErrLockLost. Zero: not checked (an exchange of no
+	// chat, or a writer without the store's locks; record's capture,
+	// given them, never stores a chat's turn without them). It never
+	// leaves the process (not encoded).
 	Fence Fence `json:"-"`
 }
 

@@ -2,6 +2,8 @@ package record
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -42,25 +44,65 @@ type Adopter interface {
 	Continued(ctx context.Context, ex memory.Exchange) (bool, error)
 }
 
+// errUnlocked marks a chat turn not stored because its chat's locks
+// could not be taken (ChatLocks): it waits in the capture queue, or is
+// tried again later, never stored without them.
+var errUnlocked = errors.New("chat locks not taken")
+
+// prepare readies ex's save under hold: it takes hold's locks when hold
+// does not hold them (waiting at most wait), then, unless ex was checked
+// under this very take (*checked, the take it was checked under), adopts
+// its chat's first turns and checks whether it was stored ahead (ahead:
+// ex is a duplicate). An exchange of no chat needs neither. An error
+// means ex cannot be saved now: its locks not taken (errUnlocked), or its
+// adoption or check failed (memory.ErrLockLost among them) — the caller
+// tries again later, as after a failed save, and never saves ex without
+// them.
+func prepare(ctx context.Context, hold *chatHold, wait time.Duration, a Adopter, ex memory.Exchange, checked *int, logger *slog.Logger) (ahead bool, err error) {
+	if _, ok := memory.ChatOf(ex); !ok {
+		return false, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	err = hold.take(lctx)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errUnlocked, err)
+	}
+	if *checked == hold.takes {
+		return false, nil
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := adoptFirstTurns(actx, a, hold.fenced(ex), logger); err != nil {
+		return false, err
+	}
+	if ahead, err = storedAhead(actx, a, ex); err != nil {
+		return false, err
+	}
+	*checked = hold.takes
+	return ahead, nil
+}
+
 // adoptFirstTurns moves, before an exchange of a derived conversation (or
 // of a branch of one, from its Root) that resent history is stored, the
 // exchanges of that history stored in the user's default conversation into
-// it (see Adopter), so the save aligns
-// the history with them and stores nothing twice, under the chat's lock
-// hold ex names (memory.Exchange.Fence). A failure is logged and the save
-// goes on: the first turns then stay in default, as without an Adopter.
-func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) {
+// it (see Adopter), so the save aligns the history with them and stores
+// nothing twice, under the chat's lock hold ex names
+// (memory.Exchange.Fence). It returns the Adopter's error: the save must
+// not go on then (the first turns would stay in default, and be stored
+// again as the continuation's history), and is tried again later.
+func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) error {
 	if a == nil || !ex.Derived || len(ex.Prior) == 0 {
-		return
+		return nil
 	}
 	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior, ex.Received, ex.Fence)
-	switch {
-	case err != nil:
-		logger.Warn("capture could not move a chat's first turns into its conversation; they stay in the default conversation",
-			"exchange", ex.ID, "conversation", ex.Conversation, "err", err)
-	case n > 0:
+	if err != nil {
+		return fmt.Errorf("adopt the chat's first turns into %s: %w", ex.Conversation, err)
+	}
+	if n > 0 {
 		logger.Debug("capture moved a chat's first turns into its conversation", "exchange", ex.ID, "conversation", ex.Conversation, "messages", n)
 	}
+	return nil
 }
 
 // storedAhead reports whether ex, a full-history chat's first turn, is
@@ -68,15 +110,15 @@ func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger 
 // continuation was stored first, in the chat's conversation or a branch
 // of it: its capture overtook ex's, say when ex waited in the capture
 // queue). ex is then a duplicate and not stored in the default
-// conversation. A failure is logged and reported as false.
-func storedAhead(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) bool {
+// conversation. A failed check returns its error: ex is not stored
+// then (it may be a duplicate), and is tried again later.
+func storedAhead(ctx context.Context, a Adopter, ex memory.Exchange) (bool, error) {
 	if a == nil || ex.Candidate == "" {
-		return false
+		return false, nil
 	}
 	ok, err := a.Continued(ctx, ex)
 	if err != nil {
-		logger.Warn("capture could not check a first turn's candidate conversation", "exchange", ex.ID, "err", err)
-		return false
+		return false, fmt.Errorf("check the first turn's candidate conversation: %w", err)
 	}
-	return ok
+	return ok, nil
 }

@@ -287,7 +287,14 @@ type job struct {
 	payload  []byte // ex encoded, once the capture queue or a dead letter needs it
 	start    time.Time
 	attempts int
-	reroutes int           // times ex was refused and placed again
+	reroutes int // times ex was refused and placed again
+	// checked is the take of its chat's locks (chatHold.takes) ex's
+	// adoption and check ran under (prepare); zero: none yet.
+	checked int
+	// lockLost counts the saves the store refused for a lost chat lock
+	// (memory.ErrLockLost): the first is tried again at once, the next
+	// ones later, as failed saves.
+	lockLost int
 	done     chan struct{} // closed once ex is durable or given up
 	// outcome is what became of ex, set before done is closed.
 	outcome Outcome

@@ -24,16 +24,15 @@ type ChatLocker interface {
 	// LockChats waits until no holder, in this process or another, holds
 	// a lock on any of chats, then takes them all and returns the hold's
 	// fence and what releases them. It returns an error, holding nothing,
-	// when ctx ends first or the store fails. A lock whose holder died is
-	// released (its connection closed, or after a lease of a minute or
-	// more, renewed while its holder lives). The store's writes that name
-	// the fence (memory.Exchange.Fence, Adopter.Adopt's) commit, in their
-	// own transaction, only while that very hold still holds the lock —
-	// not another hold of the chat, in another process or this one — else
-	// fail with memory.ErrLockLost: the Capturer and the Worker then take
-	// it again (chatHold.retake) and check again before they store;
-	// refused again under the lock taken again, they store without it
-	// (chatHold.lostAgain). Writes naming no fence are not checked.
+	// when ctx ends first or the store fails. A lock whose holder died or
+	// froze is released (its connection closed, or after a lease of a
+	// minute or more, renewed while its holder lives). The store's writes
+	// that name the fence (memory.Exchange.Fence, Adopter.Adopt's) commit,
+	// in their own transaction, only while that very hold still holds the
+	// lock — not another hold of the chat, in another process or this one
+	// — else fail with memory.ErrLockLost: the Capturer and the Worker
+	// then take it again (chatHold.take) and check again before they
+	// store. Writes naming no fence are not checked.
 	LockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), err error)
 }
 
@@ -55,9 +54,11 @@ type ChatLocker interface {
 // processes the store's ChatLocker (NewChatLocks) serializes them, taken
 // after the process's, so of a process's stores waiting for one chat only
 // one waits in the store (holding a connection, or polling). Every write
-// under a hold names its fence (chatHold.fence), so the store refuses the
+// under a hold names its fence (chatHold.fenced), so the store refuses the
 // writes of a hold that ended or lost its lock, whoever holds the chat
-// since: the process's own lock is not what fences them. Storing holds no
+// since: the process's own lock is not what fences them. No chat turn is
+// stored without its locks: a turn whose locks cannot be taken waits in
+// the capture queue, or is retried, until they can. Storing holds no
 // other lock while it waits.
 type ChatLocks struct {
 	store ChatLocker // nil: this process only
@@ -71,17 +72,13 @@ func NewChatLocks(store ChatLocker) *ChatLocks {
 	return &ChatLocks{store: store}
 }
 
-// lock takes the locks of the chats of exs: the process's, one chat
-// after another in a fixed order, then the store's, and returns them
-// held. When one cannot be taken before ctx ends (a store of the same
-// chat holds it that long) or the store fails, it returns the error with
-// the locks it took held, released by unlock, and takes no more: the
-// caller stores as it would have without them. A nil ChatLocks locks
-// nothing.
-func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (*chatHold, error) {
-	h := &chatHold{}
+// hold returns the hold of the chats of exs (memory.ChatOf), holding
+// nothing yet: take takes them. A nil ChatLocks gives a hold that locks
+// nothing, as does an exchange of no chat.
+func (l *ChatLocks) hold(exs ...memory.Exchange) *chatHold {
+	h := &chatHold{locks: l}
 	if l == nil {
-		return h, nil
+		return h
 	}
 	for _, ex := range exs {
 		if id, ok := memory.ChatOf(ex); ok {
@@ -92,81 +89,72 @@ func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (*chatHold
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.User, b.User), cmp.Compare(a.Conversation, b.Conversation))
 	})
 	h.chats = slices.Compact(h.chats)
-	for _, id := range h.chats {
-		unlock, err := l.locks.Lock(ctx, id)
-		if err != nil {
-			return h, fmt.Errorf("lock chats in this process: %w", err)
-		}
-		h.local = append(h.local, unlock)
-	}
-	if l.store == nil || len(h.chats) == 0 {
-		return h, nil
-	}
-	h.store = l.store
-	if _, err := h.retake(ctx); err != nil {
-		return h, err
-	}
-	return h, nil
+	return h
 }
 
-// chatHold is the chat locks one store holds (ChatLocks.lock): the
-// process's, then the store's.
+// lock returns the hold of the chats of exs, taken (see chatHold.take):
+// with an error, it holds nothing, and none of those chats' turns may be
+// stored under it until a later take succeeds.
+func (l *ChatLocks) lock(ctx context.Context, exs ...memory.Exchange) (*chatHold, error) {
+	h := l.hold(exs...)
+	return h, h.take(ctx)
+}
+
+// chatHold is the chat locks one store holds (ChatLocks.hold): the
+// process's, then the store's, all or none.
 type chatHold struct {
+	locks   *ChatLocks // nil: none to take
 	chats   []memory.Identity
-	local   []func()   // the process's locks of chats
-	store   ChatLocker // nil: the process's locks alone
-	release func()     // releases the store's; nil when not held
+	local   []func() // the process's locks of chats, while held
+	release func()   // releases the store's; nil when not held
 	// fence names the store's hold while held (else zero): every write
 	// under it carries it (memory.Exchange.Fence), set just before.
 	fence memory.Fence
-	// takes counts the takes of the store's locks (retake): more than
-	// one, they were taken again after a loss.
+	// held: every lock of chats is held, as far as h knows (a write the
+	// store refused says otherwise: lost).
+	held bool
+	// takes counts the takes (take): a check made under the hold (an
+	// adoption, storedAhead) holds for the take it was made under only.
 	takes int
+	// err is the last take's failure; nil once a take succeeds.
+	err error
 }
 
-// retake gives up the store's locks of h's chats, if held, and takes them
-// again, keeping the process's. A store refused a write under them
-// (memory.ErrLockLost): they ran out unrenewed while their holder stalled
-// and another process may have taken them; retake waits until it is done
-// with them. It reports whether it took them; without them (ctx ended,
-// the store failed, or h holds no store's locks) the caller stores as it
-// would have without them.
-func (h *chatHold) retake(ctx context.Context) (bool, error) {
-	h.drop()
-	if h.store == nil || len(h.local) < len(h.chats) {
-		return false, nil
+// take takes the locks of h's chats, when h does not hold them: the
+// process's, one chat after another in a fixed order, then the store's.
+// When one cannot be taken before ctx ends (a store of the same chat
+// holds it that long, or its holder froze and its lease has not run out
+// yet) or the store fails, it releases those it took and returns the
+// error: h then holds nothing, and the caller stores none of its chats'
+// turns (they go to the capture queue, or are retried later).
+func (h *chatHold) take(ctx context.Context) error {
+	if h.held {
+		return nil
 	}
-	fence, release, err := h.store.LockChats(ctx, h.chats)
-	if err != nil {
-		return false, fmt.Errorf("lock chats in the store: %w", err)
+	h.unlock()
+	if h.locks != nil && len(h.chats) > 0 {
+		for _, id := range h.chats {
+			unlock, err := h.locks.locks.Lock(ctx, id)
+			if err != nil {
+				h.unlock()
+				h.err = fmt.Errorf("lock chats in this process: %w", err)
+				return h.err
+			}
+			h.local = append(h.local, unlock)
+		}
+		if h.locks.store != nil {
+			fence, release, err := h.locks.store.LockChats(ctx, h.chats)
+			if err != nil {
+				h.unlock()
+				h.err = fmt.Errorf("lock chats in the store: %w", err)
+				return h.err
+			}
+			h.fence, h.release = fence, release
+		}
 	}
-	h.fence, h.release = fence, release
+	h.held, h.err = true, nil
 	h.takes++
-	return true, nil
-}
-
-// lostAgain is called when the store refused a write under h's store
-// locks (memory.ErrLockLost). It reports whether they had been taken
-// again already (retake): a store refusing a write under a lock it just
-// granted cannot see it (a pooler between it and its lock's connection),
-// and would refuse every one. The store's locks are then released, and
-// the caller stores without them, as when they cannot be taken, rather
-// than take them and be refused again and again.
-func (h *chatHold) lostAgain() bool {
-	if h.takes < 2 {
-		return false
-	}
-	h.drop()
-	return true
-}
-
-// drop releases the store's locks h holds, if any: the writes that name
-// their fence are refused from then on.
-func (h *chatHold) drop() {
-	if h.release != nil {
-		h.release()
-		h.release, h.fence = nil, 0
-	}
+	return nil
 }
 
 // fenced returns ex to be written under h: with the fence of the store's
@@ -176,11 +164,18 @@ func (h *chatHold) fenced(ex memory.Exchange) memory.Exchange {
 	return ex
 }
 
-// unlock releases every lock h holds.
+// unlock releases every lock h holds: the writes that name its fence are
+// refused from then on. It is also what a holder does when the store
+// refused a write under them (memory.ErrLockLost: they ran out unrenewed
+// while it stalled, or their connection broke, and another holder may
+// have them): its next take waits until that holder is done.
 func (h *chatHold) unlock() {
-	h.drop()
-	for _, unlock := range h.local {
-		unlock()
+	if h.release != nil {
+		h.release()
+		h.release, h.fence = nil, 0
 	}
-	h.local = nil
+	for i := len(h.local) - 1; i >= 0; i-- {
+		h.local[i]()
+	}
+	h.local, h.held = nil, false
 }

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +83,35 @@ func TestAChatsWaitStallsNoOtherChat(t *testing.T) {
 		case <-deadline:
 			t.Fatal("another chat's lock waits for the stuck chat's")
 		}
+	}
+}
+
+// TestAStuckChatHoldsUpNoOtherChatsRetries: a lane's batch holds turns
+// of two chats, and one chat's lock is held by a process that froze: the
+// batch's locks cannot be taken. With no capture queue to hand them to,
+// each turn is retried under its own chat's locks: the other chat's turn
+// is stored while the stuck chat's waits, and that one is stored once
+// its lock is free.
+func TestAStuckChatHoldsUpNoOtherChatsRetries(t *testing.T) {
+	stuck, free := chatTurn(t, "t1", "stuck"), chatTurn(t, "t1", "free")
+	id, _ := memory.ChatOf(stuck)
+	locker := &stuckChatLocker{stuck: id, released: make(chan struct{}), waiting: make(chan struct{})}
+	s := newFakeSaver()
+	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, Chats: NewChatLocks(locker), OpTimeout: 200 * time.Millisecond,
+		RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	batch := []*job{newJob(free, time.Now()), newJob(stuck, time.Now())}
+	for _, j := range batch {
+		c.begin(j.id)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); c.store(batch) }()
+	waitFor(t, "the free chat's turn stored", func() bool { _, ok := s.get(free.ID); return ok })
+	if _, ok := s.get(stuck.ID); ok {
+		t.Fatal("the stuck chat's turn was stored without its lock")
+	}
+	close(locker.released)
+	<-done
+	if got, want := s.ids(), []string{free.ID, stuck.ID}; !slices.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
 	}
 }

@@ -37,12 +37,14 @@ func (c *Capturer) runLane(ch chan *job) {
 }
 
 // store stores a lane's batch, then queues the stored exchanges for
-// enrichment. The batch goes in one transaction when the saver can and no
-// conversation of it has turns waiting in the capture queue — even a batch
-// of one: the group commit is the saver's cheapest path (two round trips
-// on PostgreSQL, where one by one takes several per exchange). When that
-// transaction fails, the exchanges are stored one by one, so one bad
-// exchange never holds up the others.
+// enrichment. The batch goes in one transaction when the saver can, its
+// chats' locks are held and no conversation of it has turns waiting in
+// the capture queue — even a batch of one: the group commit is the
+// saver's cheapest path (two round trips on PostgreSQL, where one by one
+// takes several per exchange). Otherwise, or when that transaction fails,
+// the exchanges are stored one by one, so one bad exchange never holds up
+// the others, and a chat turn whose locks cannot be taken goes to the
+// capture queue (storeOne).
 func (c *Capturer) store(batch []*job) {
 	if c.ctx.Err() != nil {
 		for _, j := range batch {
@@ -55,12 +57,12 @@ func (c *Capturer) store(batch []*job) {
 	// continuation of one.
 	hold := c.lockChats(batch)
 	defer hold.unlock()
-	batch = c.adoptions(batch, hold)
+	batch, ready := c.adoptions(batch, hold)
 	if len(batch) == 0 {
 		return
 	}
 	queued := c.queuedConvs(batch)
-	if c.batch != nil && len(queued) == 0 {
+	if c.batch != nil && ready && len(queued) == 0 {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
 			exs[i] = hold.fenced(j.ex)
@@ -93,6 +95,10 @@ func (c *Capturer) store(batch []*job) {
 			c.enqueueEnrichment(stored, res)
 			return
 		}
+		if errors.Is(err, memory.ErrLockLost) {
+			// Taken again, and checked again, before the saves one by one.
+			hold.unlock()
+		}
 		c.metrics.failures.WithLabelValues("group").Inc()
 		c.logger.Warn("capture group commit failed; storing one by one", "exchanges", len(batch), "err", err)
 	}
@@ -101,65 +107,97 @@ func (c *Capturer) store(batch []*job) {
 		results []memory.SaveResult
 	)
 	for _, j := range batch {
-		if res, ok := c.storeOne(j, queued[j.ex.Identity], hold); ok {
+		h := c.narrowed(hold, j)
+		res, ok := c.storeOne(j, queued[j.ex.Identity], h)
+		if h != hold {
+			h.unlock()
+		}
+		if ok {
 			stored, results = append(stored, j), append(results, res)
 		}
 	}
 	c.enqueueEnrichment(stored, results)
 }
 
+// narrowed returns the hold j is stored under: hold, or, when hold could
+// not be taken and covers other chats than j's, a hold of j's chat alone
+// that starts from hold's failure, so that j's retries wait for no other
+// chat's locks (its caller releases it once j is done with).
+func (c *Capturer) narrowed(hold *chatHold, j *job) *chatHold {
+	if hold.held || hold.err == nil || len(hold.chats) < 2 {
+		return hold
+	}
+	own := c.chats.hold(j.ex)
+	own.err = hold.err
+	return own
+}
+
 // storeOne stores one exchange and reports whether it was saved (stored or
 // found stored before). An exchange whose conversation has turns in the
-// capture queue (queued, or since) follows them there. A failed save is
+// capture queue (queued, or since) follows them there. A chat turn is
+// saved only under its chat's locks (hold), adopted and checked under
+// them (ready): when they cannot be taken, or its adoption or check
+// fails, it is not saved but handled as a failed save. A failed save is
 // retried at once; if it fails again, the exchange goes to the capture
-// queue (and the conversation's later turns after it, in order), or,
-// without one (or when it fails too), is retried with backoff until it
-// is stored, Close gives up, or Options.RetryFor has passed since its
-// capture: then it becomes a dead letter (expired). Input the store
-// refuses for good becomes a dead letter at once. A save refused because
-// the lane stalled past the store's chat lock (memory.ErrLockLost) is
-// tried again under the lock taken again (relock), as the lane stored it
-// first.
+// queue (and the conversation's later turns after it, in order), where
+// the Worker stores it under the locks, or, without one (or when it fails
+// too), is retried with backoff until it is stored, Close gives up, or
+// Options.RetryFor has passed since its capture: then it becomes a dead
+// letter (expired). Input the store refuses for good becomes a dead
+// letter at once. A save refused because the lane stalled past the
+// store's chat lock (memory.ErrLockLost) is tried again at once under the
+// lock taken again, adopted and checked again; refused again, it is a
+// failed save.
 func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveResult, bool) {
 	delay := c.opts.RetryBase
 	var last error // the last save's failure
-	for {
+	for retake := false; ; retake = true {
 		if c.ctx.Err() != nil {
 			c.giveUp(j)
 			return memory.SaveResult{}, false
 		}
 		if !queued && !c.isQueued(j.ex.Identity) {
-			ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-			res, err := c.saver.SaveExchange(ctx, hold.fenced(j.ex))
-			cancel()
-			if err == nil && res.Parted {
-				if err = c.reroute(j, hold); err == nil {
-					queued = c.queuedConvs([]*job{j})[j.ex.Identity]
-					continue
-				}
-			}
-			if errors.Is(err, memory.ErrLockLost) && hold.release != nil {
-				if hold.lostAgain() {
-					c.metrics.failures.WithLabelValues("chat_lock").Inc()
-					c.logger.Warn("capture stores a chat's turns without their chat locks: the store refused a save under the locks it had just granted again",
-						"exchange", j.ex.ID)
-					continue
-				}
-				if c.relock(j, hold) {
-					return memory.SaveResult{}, false
-				}
-				continue
-			}
-			if err == nil {
-				c.saved(j, res)
-				return res, !res.Dropped
-			}
-			if c.refused(j, err) {
+			ahead, err := c.ready(j, hold, retake)
+			if err == nil && ahead {
+				c.saved(j, memory.SaveResult{Duplicate: true})
 				return memory.SaveResult{}, false
 			}
-			last = err
-			if j.attempts == 1 {
-				continue // the first retry is immediate
+			var res memory.SaveResult
+			if err == nil {
+				ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+				res, err = c.saver.SaveExchange(ctx, hold.fenced(j.ex))
+				cancel()
+				if err == nil && res.Parted {
+					if err = c.reroute(j); err == nil {
+						queued = c.queuedConvs([]*job{j})[j.ex.Identity]
+						continue
+					}
+				}
+			}
+			switch {
+			case err == nil:
+				c.saved(j, res)
+				return res, !res.Dropped
+			case errors.Is(err, errUnlocked):
+				c.metrics.failures.WithLabelValues("chat_lock").Inc()
+				c.logger.Warn("capture cannot take a chat's locks; its turn is not stored without them", "exchange", j.ex.ID, "err", err)
+				last = err
+			case errors.Is(err, memory.ErrLockLost):
+				hold.unlock()
+				c.metrics.failures.WithLabelValues("chat_lock_lost").Inc()
+				c.logger.Warn("capture lost a chat's lock before its save; storing it again under the lock", "exchange", j.ex.ID)
+				last = err
+				if j.lockLost++; j.lockLost == 1 {
+					continue
+				}
+			default:
+				if c.refused(j, err) {
+					return memory.SaveResult{}, false
+				}
+				last = err
+				if j.attempts == 1 {
+					continue // the first retry is immediate
+				}
 			}
 		}
 		if c.queue != nil && c.toQueue(j) {
@@ -175,37 +213,27 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 	}
 }
 
+// ready readies j's save under hold (prepare): its chat's locks taken,
+// waiting at most OpTimeout, its chat's first turns adopted and j checked
+// for a continuation stored ahead (ahead). Unless retake, a hold whose
+// last take failed (the batch's, just now) is not taken again: j is not
+// saved (errUnlocked), and its turn goes on to the capture queue at once.
+func (c *Capturer) ready(j *job, hold *chatHold, retake bool) (ahead bool, err error) {
+	if _, ok := memory.ChatOf(j.ex); ok && !retake && !hold.held && hold.err != nil {
+		return false, fmt.Errorf("%w: %w", errUnlocked, hold.err)
+	}
+	return prepare(c.ctx, hold, c.opts.OpTimeout, c.adopter, j.ex, &j.checked, c.logger)
+}
+
 // storeParted stores j, which its conversation refused in a group commit
 // (memory.SaveResult.Parted), in the conversation its history continues
 // (reroute; when that fails, the save refuses it again and storeOne
 // retries), as storeOne stores.
 func (c *Capturer) storeParted(j *job, hold *chatHold) (memory.SaveResult, bool) {
-	if err := c.reroute(j, hold); err != nil {
+	if err := c.reroute(j); err != nil {
 		c.logger.Warn("capture cannot place a refused exchange yet; retrying", "exchange", j.ex.ID, "err", err)
 	}
 	return c.storeOne(j, c.queuedConvs([]*job{j})[j.ex.Identity], hold)
-}
-
-// relock takes the store's chat locks of hold again after a save of j was
-// refused under them (memory.ErrLockLost: the lane stalled past their
-// lease, and another process may have stored the chat's turns since),
-// then adopts and checks again, as before j's first save. It reports
-// whether j is done with: stored ahead by its continuation, a duplicate.
-func (c *Capturer) relock(j *job, hold *chatHold) (done bool) {
-	c.metrics.failures.WithLabelValues("chat_lock_lost").Inc()
-	c.logger.Warn("capture lost a chat's lock before its save; storing it again under the lock", "exchange", j.ex.ID)
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-	defer cancel()
-	if _, err := hold.retake(ctx); err != nil {
-		c.metrics.failures.WithLabelValues("chat_lock").Inc()
-		c.logger.Warn("capture stores a chat's turns without their chat locks", "exchanges", 1, "err", err)
-	}
-	adoptFirstTurns(ctx, c.adopter, hold.fenced(j.ex), c.logger)
-	if storedAhead(ctx, c.adopter, j.ex, c.logger) {
-		c.saved(j, memory.SaveResult{Duplicate: true})
-		return true
-	}
-	return false
 }
 
 // maxReroutes bounds how often one exchange is refused and placed again:
@@ -214,12 +242,12 @@ const maxReroutes = maxBranchHops + 2
 
 // reroute moves j, which its conversation refused (memory.SaveResult.Parted:
 // its history parts from what the conversation holds now), to the
-// conversation its history continues now (Options.Router), and adopts its
-// chat's first turns there as before a save. Without a router, or once j
-// was placed maxReroutes times, j stays where it is, without the guard
-// (its BranchSeed cleared): stored there as an edit, logged. It adopts
-// under hold. An error is a failed read; j is then unchanged.
-func (c *Capturer) reroute(j *job, hold *chatHold) error {
+// conversation its history continues now (Options.Router); its chat's
+// first turns are adopted there before its save (ready), as before any
+// save. Without a router, or once j was placed maxReroutes times, j stays
+// where it is, without the guard (its BranchSeed cleared): stored there
+// as an edit, logged. An error is a failed read; j is then unchanged.
+func (c *Capturer) reroute(j *job) error {
 	if c.router == nil || j.reroutes >= maxReroutes {
 		c.logger.Warn("capture stores an exchange its conversation parts from as an edit",
 			"exchange", j.ex.ID, "conversation", j.ex.Conversation, "reroutes", j.reroutes)
@@ -238,7 +266,7 @@ func (c *Capturer) reroute(j *job, hold *chatHold) error {
 	c.logger.Debug("capture moved an exchange to the branch its history continues", "exchange", ex.ID,
 		"from", j.ex.Conversation, "to", ex.Conversation)
 	j.ex, j.payload = ex, nil
-	adoptFirstTurns(ctx, c.adopter, hold.fenced(j.ex), c.logger)
+	j.checked = 0 // adopted and checked again where it goes, before its save
 	return nil
 }
 
@@ -558,10 +586,11 @@ func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Du
 }
 
 // lockChats takes the chat locks of batch's exchanges (see ChatLocks),
-// waiting at most OpTimeout for them, and returns them held.
-// When one cannot be taken the batch is stored under those taken,
-// counted and logged: a turn is not held while the store is away, nor
-// while another store of its chat waits for it.
+// waiting at most OpTimeout for them, and returns them held. When they
+// cannot be taken (the store away, another store of a chat holding them
+// that long) the hold holds none of them, counted and logged: the batch's
+// chat turns are then not stored under it but go to the capture queue,
+// or are retried (storeOne); its other turns are stored as usual.
 func (c *Capturer) lockChats(batch []*job) *chatHold {
 	exs := make([]memory.Exchange, len(batch))
 	for i, j := range batch {
@@ -572,31 +601,30 @@ func (c *Capturer) lockChats(batch []*job) *chatHold {
 	hold, err := c.chats.lock(ctx, exs...)
 	if err != nil {
 		c.metrics.failures.WithLabelValues("chat_lock").Inc()
-		c.logger.Warn("capture stores a chat's turns without their chat locks", "exchanges", len(batch), "err", err)
+		c.logger.Warn("capture cannot take its chats' locks; their turns are not stored without them", "exchanges", len(batch), "err", err)
 	}
 	return hold
 }
 
 // adoptions keeps a full-history chat's turns in one conversation before
-// a batch is stored (see Adopter): an exchange of a derived conversation
-// first adopts the chat's first turns from the default conversation, and a
-// first turn whose continuation was stored ahead of it is done with, a
-// duplicate. It adopts under hold. It returns the jobs still to store.
-func (c *Capturer) adoptions(batch []*job, hold *chatHold) []*job {
-	if c.adopter == nil {
-		return batch
-	}
-	keep := batch[:0]
+// a batch is stored (see Adopter): under hold, an exchange of a derived
+// conversation first adopts the chat's first turns from the default
+// conversation, and a first turn whose continuation was stored ahead of
+// it is done with, a duplicate (ready). It returns the jobs still to
+// store, and whether every one of them is ready to be saved under hold
+// (false: hold not taken, or an adoption or a check failed, and the
+// batch is stored one by one, those jobs handled as failed saves).
+func (c *Capturer) adoptions(batch []*job, hold *chatHold) (keep []*job, ready bool) {
+	keep, ready = batch[:0], true
 	for _, j := range batch {
-		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
-		adoptFirstTurns(ctx, c.adopter, hold.fenced(j.ex), c.logger)
-		ahead := storedAhead(ctx, c.adopter, j.ex, c.logger)
-		cancel()
-		if ahead {
+		ahead, err := c.ready(j, hold, false)
+		if err != nil {
+			ready = false
+		} else if ahead {
 			c.saved(j, memory.SaveResult{Duplicate: true})
 			continue
 		}
 		keep = append(keep, j)
 	}
-	return keep
+	return keep, ready
 }

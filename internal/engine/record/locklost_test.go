@@ -63,19 +63,32 @@ func (s *fencedStore) lockCalls() int {
 // is a duplicate, never stored a second time in the default conversation,
 // nor set aside as a dead letter.
 func TestLockLostBeforeTheSave(t *testing.T) {
-	runLockLost(t, func() (lockingStore, *fencedStore) {
-		st := &fencedStore{fakeSaver: newFakeSaver()}
-		return st, st
-	}, 0, "the continuation holds the turn")
+	for _, via := range []string{"capturer", "worker"} {
+		t.Run(via, func(t *testing.T) {
+			st := &fencedStore{fakeSaver: newFakeSaver()}
+			first := chatTurn(t, "t1", "chat-x")
+			first.Conversation = memory.DefaultConversation
+			storeFirstTurn(t, via, st, first)
+			if got := st.ids(); len(got) != 0 {
+				t.Errorf("stored %q, want it not stored: the continuation holds the turn", got)
+			}
+			if n := st.lockCalls(); n != 2 {
+				t.Errorf("LockChats called %d times, want 2: once, and again after the first refused save", n)
+			}
+		})
+	}
 }
 
-// brokenFenceStore refuses every save made while a chat lock of it is
-// held (memory.ErrLockLost), as a store whose fence cannot see its own
-// lock does (a PostgreSQL pooler hiding the lock connection's backend);
-// without the lock its saves go through.
+// brokenFenceStore refuses the saves made while a chat lock of it is
+// held (memory.ErrLockLost), the first refuse of them, as a store whose
+// fence cannot see its own lock for a while does (a PostgreSQL pooler
+// hiding the lock connection's backend); without the lock its saves go
+// through.
 type brokenFenceStore struct {
 	*fencedStore
-	held int // locks taken and not released
+	held    int // locks taken and not released
+	refuse  int // saves under a lock still to refuse
+	unfence int // saves made without a lock
 }
 
 func (s *brokenFenceStore) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
@@ -96,41 +109,44 @@ func (s *brokenFenceStore) LockChats(ctx context.Context, chats []memory.Identit
 func (s *brokenFenceStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	s.mu.Lock()
 	held := s.held > 0
+	if !held {
+		s.unfence++
+	}
+	refuse := held && s.refuse > 0
+	if refuse {
+		s.refuse--
+	}
 	s.mu.Unlock()
-	if held {
+	if refuse {
 		return memory.SaveResult{}, memory.ErrLockLost
 	}
 	return s.fakeSaver.SaveExchange(ctx, ex)
 }
 
 // TestLockLostAgainAfterItsRetake: a save refused for a lost chat lock
-// again right after the lock was taken again says the store's fence
-// cannot see the lock: the Capturer or the Worker stores the turn without
-// the store's lock, as when it cannot be taken, once — it does not take
-// the lock and save again and again, never storing the turn.
+// again right after the lock was taken again (the store's fence cannot
+// see the lock for a while) is a failed save: the Capturer or the Worker
+// takes the lock again and saves again later, with backoff, under it —
+// it never stores the turn without the lock, and stores it once when the
+// store lets it.
 func TestLockLostAgainAfterItsRetake(t *testing.T) {
-	runLockLost(t, func() (lockingStore, *fencedStore) {
-		st := &brokenFenceStore{fencedStore: &fencedStore{fakeSaver: newFakeSaver()}}
-		return st, st.fencedStore
-	}, 1, "stored once without the lock")
-}
-
-// runLockLost has a Capturer and a Worker each store a chat's first turn
-// in a store newStore makes (fs: its fencedStore), and checks that they
-// stored it want times and took the chat's lock twice: once, and again
-// after the first refused save.
-func runLockLost(t *testing.T, newStore func() (st lockingStore, fs *fencedStore), want int, why string) {
+	const refused = 4
 	for _, via := range []string{"capturer", "worker"} {
 		t.Run(via, func(t *testing.T) {
-			st, fs := newStore()
+			st := &brokenFenceStore{fencedStore: &fencedStore{fakeSaver: newFakeSaver()}, refuse: refused}
 			first := chatTurn(t, "t1", "chat-x")
 			first.Conversation = memory.DefaultConversation
 			storeFirstTurn(t, via, st, first)
-			if got := fs.ids(); len(got) != want {
-				t.Errorf("stored %q, want it %d times: %s", got, want, why)
+			if got := st.ids(); len(got) != 1 {
+				t.Errorf("stored %q, want it once", got)
 			}
-			if n := fs.lockCalls(); n != 2 {
-				t.Errorf("LockChats called %d times, want 2: once, and again after the first refused save", n)
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.unfence != 0 {
+				t.Errorf("%d saves without the chat's lock, want none", st.unfence)
+			}
+			if st.locks != refused+1 {
+				t.Errorf("LockChats called %d times, want %d: once, and again after each refused save", st.locks, refused+1)
 			}
 		})
 	}

@@ -177,7 +177,7 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_worker_failures_total",
-			Help: "Worker failures by stage (claim, save, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
+			Help: "Worker failures by stage (claim, save, chat_lock, chat_lock_lost, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
 		}, []string{"stage"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_lag_seconds",
@@ -543,8 +543,13 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 }
 
 // save stores one queued exchange, retrying a failure in place: at once,
-// then with backoff, renewing the lease before each attempt. An exchange
-// its conversation refuses (memory.SaveResult.Parted) goes to the
+// then with backoff, renewing the lease before each attempt. A chat turn
+// is saved only under its chat's locks, adopted and checked under them
+// (prepare): when they cannot be taken, or its adoption or check fails,
+// it is not saved, and that counts as a failed attempt; its entry stays
+// in the queue, the batch behind it waiting, until they can (a holder
+// that froze loses them when their lease runs out). An exchange its
+// conversation refuses (memory.SaveResult.Parted) goes to the
 // conversation its history continues (WorkerOptions.Router), *ex then
 // naming it. done reports that the entry is finished without a result to
 // record (set aside as a dead letter, or stored but its after-save hooks
@@ -552,76 +557,67 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 // after-save hook (left to redelivery, as before).
 func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchange) (res memory.SaveResult, done bool, err error) {
 	delay := w.opts.BackoffBase
-	a := w.opts.Adopter
 	// From the adoption to the save (which records the candidate), no
 	// first turn of ex's chat is stored elsewhere, in this process or
 	// another, nor a continuation of it.
-	lctx, cancel := context.WithTimeout(ctx, workerChatLockWait)
-	hold, lerr := w.opts.Chats.lock(lctx, *ex)
-	cancel()
-	if lerr != nil {
-		w.failures.WithLabelValues("chat_lock").Inc()
-		w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
-	}
+	hold := w.opts.Chats.hold(*ex)
 	defer hold.unlock()
-	adoptFirstTurns(ctx, a, hold.fenced(*ex), w.logger)
-	if storedAhead(ctx, a, *ex, w.logger) {
-		return memory.SaveResult{Duplicate: true}, false, nil
-	}
-	reroutes := 0
+	var checked, reroutes, lost int
 	for attempt := 1; ; attempt++ {
-		res, err = w.saver.SaveExchange(ctx, hold.fenced(*ex))
-		if errors.Is(err, memory.ErrLockLost) && hold.release != nil && hold.lostAgain() {
-			w.failures.WithLabelValues("chat_lock").Inc()
-			w.logger.Warn("capture worker stores a chat's turn without its chat lock: the store refused a save under the lock it had just granted again",
-				"entry", d.ID, "exchange", ex.ID)
-			attempt--
-			continue
+		var ahead bool
+		ahead, err = prepare(ctx, hold, w.lockWait(), w.opts.Adopter, *ex, &checked, w.logger)
+		if err == nil && ahead {
+			return memory.SaveResult{Duplicate: true}, false, nil
 		}
-		if errors.Is(err, memory.ErrLockLost) && hold.release != nil {
+		if err == nil {
+			res, err = w.saver.SaveExchange(ctx, hold.fenced(*ex))
+			if err == nil && res.Parted {
+				if err = w.reroute(ctx, ex, &reroutes); err == nil {
+					checked = 0 // adopted and checked again where it goes
+					attempt--
+					continue
+				}
+			}
+		}
+		switch {
+		case err == nil:
+			return res, false, nil
+		case errors.Is(err, errUnlocked):
+			if ctx.Err() != nil {
+				return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			}
+			w.failures.WithLabelValues("chat_lock").Inc()
+			if attempt == 1 || attempt%10 == 0 {
+				w.logger.Warn("capture worker cannot take a chat's lock; its turn waits in the queue", "entry", d.ID, "exchange", ex.ID, "attempt", attempt, "err", err)
+			}
+		case errors.Is(err, memory.ErrLockLost):
 			// The worker stalled past the chat lock's lease, and the store
-			// refused the save: another process may have stored the chat's
-			// turns meanwhile. Take the lock again and look again.
+			// refused the write: another process may have stored the
+			// chat's turns meanwhile. Take the lock again and look again:
+			// at once the first time, after a wait the next.
+			hold.unlock()
 			w.failures.WithLabelValues("chat_lock_lost").Inc()
 			w.logger.Warn("capture worker lost a chat's lock before its save; storing it again under the lock", "entry", d.ID, "exchange", ex.ID)
-			lctx, cancel := context.WithTimeout(ctx, workerChatLockWait)
-			_, lerr := hold.retake(lctx)
-			cancel()
-			if lerr != nil {
-				w.logger.Warn("capture worker stores a chat's turn without its chat lock", "entry", d.ID, "exchange", ex.ID, "err", lerr)
-			}
-			adoptFirstTurns(ctx, a, hold.fenced(*ex), w.logger)
-			if storedAhead(ctx, a, *ex, w.logger) {
-				return memory.SaveResult{Duplicate: true}, false, nil
-			}
-			attempt--
-			continue
-		}
-		if err == nil && res.Parted {
-			if err = w.reroute(ctx, ex, hold, &reroutes); err == nil {
-				attempt--
+			if lost++; lost == 1 {
 				continue
 			}
-		}
-		if err != nil && errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts {
+		case errors.Is(err, ErrHook) && d.Attempts >= MaxHookAttempts:
 			w.failures.WithLabelValues("hook_gave_up").Inc()
 			w.logger.Error("capture worker gives up on after-save hooks; the exchange is stored", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
 			return res, true, nil
-		}
-		if err == nil {
-			return res, false, nil
-		}
-		w.failures.WithLabelValues("save").Inc()
-		if errors.Is(err, ErrHook) {
-			w.logger.Warn("capture worker after-save hooks failed; will retry", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
-			return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
-		}
-		if errors.Is(err, memory.ErrInvalid) || !transient(err) && attempt >= w.opts.MaxAttempts {
-			w.deadLetter(ctx, d, *ex, err)
-			return res, true, nil
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			w.logger.Warn("capture worker cannot save; retrying", "entry", d.ID, "exchange", ex.ID, "attempt", attempt, "err", err)
+		default:
+			w.failures.WithLabelValues("save").Inc()
+			if errors.Is(err, ErrHook) {
+				w.logger.Warn("capture worker after-save hooks failed; will retry", "entry", d.ID, "exchange", ex.ID, "attempts", d.Attempts, "err", err)
+				return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
+			}
+			if errors.Is(err, memory.ErrInvalid) || !transient(err) && attempt >= w.opts.MaxAttempts {
+				w.deadLetter(ctx, d, *ex, err)
+				return res, true, nil
+			}
+			if attempt == 1 || attempt%10 == 0 {
+				w.logger.Warn("capture worker cannot save; retrying", "entry", d.ID, "exchange", ex.ID, "attempt", attempt, "err", err)
+			}
 		}
 		if attempt > 1 {
 			if !pace.Sleep(ctx, delay) {
@@ -640,11 +636,22 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	}
 }
 
+// lockWait bounds one wait for a chat's locks (workerChatLockWait), and
+// with a lease to half its term, so that the worker renews its lease
+// between two waits and keeps the queue while a chat's holder keeps it
+// waiting.
+func (w *Worker) lockWait() time.Duration {
+	if w.opts.Lease == nil {
+		return workerChatLockWait
+	}
+	return min(workerChatLockWait, w.leaseTTL()/2)
+}
+
 // reroute moves ex, which its conversation refused, to the conversation
-// its history continues now (WorkerOptions.Router) and adopts its chat's
-// first turns there under hold, as Capturer.reroute does; *reroutes
-// counts the moves. An error is a failed read, ex unchanged.
-func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, hold *chatHold, reroutes *int) error {
+// its history continues now (WorkerOptions.Router), as Capturer.reroute
+// does; *reroutes counts the moves. An error is a failed read, ex
+// unchanged.
+func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, reroutes *int) error {
 	if w.opts.Router == nil || *reroutes >= maxReroutes {
 		w.logger.Warn("capture worker stores an exchange its conversation parts from as an edit",
 			"exchange", ex.ID, "conversation", ex.Conversation, "reroutes", *reroutes)
@@ -657,7 +664,6 @@ func (w *Worker) reroute(ctx context.Context, ex *memory.Exchange, hold *chatHol
 	}
 	*reroutes++
 	*ex = moved
-	adoptFirstTurns(ctx, w.opts.Adopter, hold.fenced(*ex), w.logger)
 	return nil
 }
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
@@ -29,8 +32,11 @@ const chatFenceClass int32 = 0x6d676366 // "mgcf"
 
 // fenceChatsSQL takes, in a write's transaction, before any other lock,
 // the fences of the chat lock keys $2, shared, in the order given
-// (ascending: fenceKeys).
-const fenceChatsSQL = `SELECT pg_advisory_xact_lock_shared($1::int4, x.k)
+// (ascending: fenceKeys), and bounds how long the transaction may sit
+// idle to $3 milliseconds (the chat locks' lease): a writer that froze
+// holding them keeps the chat's next holder waiting that long at most.
+const fenceChatsSQL = `SELECT set_config('idle_in_transaction_session_timeout', $3::text, true),
+		pg_advisory_xact_lock_shared($1::int4, x.k)
 	FROM unnest($2::int4[]) WITH ORDINALITY AS x(k, o) ORDER BY x.o`
 
 // fenceKeys returns keys distinct and ascending, as fenceChatsSQL takes
@@ -41,13 +47,25 @@ func fenceKeys(keys []int32) []int32 {
 	return slices.Compact(keys)
 }
 
+// defaultChatLockTTL is how long a chat lock outlives its holder's last
+// word (Store.chatLockTTL): its transaction's
+// idle_in_transaction_session_timeout, after which the server ends the
+// session of a holder that froze (a process stopped, a network cut
+// without a reset, which TCP alone may take hours to notice), and the
+// lock with it. A live holder speaks on the lock's connection every third
+// of that while it holds it, however long its saves take.
+const defaultChatLockTTL = time.Minute
+
 // LockChats takes the locks of chats (record.ChatLocker): transaction-
 // scoped advisory locks, in key order, in a transaction of their own on a
 // connection held until the release, which rolls it back (it writes
 // nothing). One round trip takes them (BEGIN and the locks, pipelined),
-// one releases them. The transaction is exempt from the server's
-// idle_in_transaction_session_timeout: a holder keeps them however long
-// its saves take, and loses them only with its connection. Each hold is
+// one releases them. The transaction sets its own
+// idle_in_transaction_session_timeout, the lock's lease
+// (Store.chatLockTTL), whatever the server's, and the holder renews it
+// while it holds them (a statement on the lock's connection every third
+// of it): a holder keeps them however long its saves take, and loses
+// them with its connection, or a lease after it froze. Each hold is
 // named by the fence returned: the Store's writes under it
 // (memory.Exchange.Fence) check, in their transaction, that the hold is
 // not released and that its lock connection's backend (its
@@ -83,10 +101,11 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	// The transaction sits idle while its holder stores: a server that
-	// ends such sessions (idle_in_transaction_session_timeout) would end
-	// it, and the locks with it, under a slow holder.
-	b.Queue("SET LOCAL idle_in_transaction_session_timeout = 0")
+	// The transaction sits idle while its holder stores: the server ends
+	// it, and the locks with it, once it has been idle a lease, renewed
+	// by the holder meanwhile (keepChats); the server's own setting, a
+	// shorter one say, is not the lease.
+	b.Queue("SET LOCAL idle_in_transaction_session_timeout = " + s.fenceIdle())
 	// The fence names the lock's connection by its server backend's pid,
 	// read on it: the pid the client was given at connect is a pooler's
 	// own behind one (pgbouncer), which no backend has.
@@ -102,9 +121,13 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 	}
 	// Only the session's locks go: the transaction's stay.
 	b.Queue(`SELECT pg_advisory_unlock_all()`)
-	var fence memory.Fence // set once granted
+	var (
+		fence memory.Fence // set once granted
+		stop  = func() {}  // the renewals, once granted
+	)
 	release := func() {
 		s.holds.Remove(fence) // nothing more is written under it
+		stop()                // a renewal under way gives up: the rollback is next
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// A connection still in the transaction (the rollback failed) is
@@ -125,7 +148,37 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 		return 0, nil, fmt.Errorf("postgres: lock chats: %w", unavailable(err))
 	}
 	fence = s.holds.Add(keys, pid)
-	return fence, release, nil
+	stop = s.keepChats(conn)
+	return fence, sync.OnceFunc(release), nil
+}
+
+// keepChats renews the lease of the chat locks held on conn
+// (LockChats), a statement every third of it, until the func it returns
+// is called. A renewal that fails is logged and tried again; the lock
+// may then run out, and the holder's writes under it are refused
+// (fenceChats).
+func (s *Store) keepChats(conn *pgxpool.Conn) (stop func()) {
+	return pace.Keep(context.Background(), s.chatLockTTL/3, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, s.chatLockTTL/3)
+		defer cancel()
+		if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+			if conn.Conn().IsClosed() {
+				return false, nil
+			}
+			return true, err
+		}
+		return true, nil
+	}, func(err error) {
+		s.logger.Warn("postgres: cannot renew chat locks; trying again", "err", err)
+	}, func() {
+		s.logger.Warn("postgres: chat locks lost with their connection; another holder may have them")
+	})
+}
+
+// fenceIdle is fenceChatsSQL's bound on a fenced write's idle
+// transaction: the chat locks' lease, in milliseconds.
+func (s *Store) fenceIdle() string {
+	return fmt.Sprint(s.chatLockTTL.Milliseconds())
 }
 
 // chatLockKeys returns the second keys of chats' advisory locks, distinct
@@ -167,8 +220,9 @@ const lostChatsSQL = `SELECT count(*) FROM unnest($1::int4[], $2::int4[]) AS x(k
 // the locks of chats: recorded on this Store (not released) for them,
 // and the connection it took them on still holding them, read in tx (else
 // the connection broke, and another holder may have taken the chat). A
-// write under no hold (fence zero) is not checked: its writer goes on
-// without the lock, as when the lock could not be taken.
+// write under no hold (fence zero) is not checked: one of no chat, or by
+// a writer without the store's locks (record's capture, given them,
+// never stores a chat's turn without them).
 func (s *Store) fenceChats(ctx context.Context, tx pgx.Tx, fence memory.Fence, chats ...memory.Identity) error {
 	keys, pids, ok := s.heldChats(fence, chats...)
 	if !ok {
@@ -177,7 +231,7 @@ func (s *Store) fenceChats(ctx context.Context, tx pgx.Tx, fence memory.Fence, c
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, fenceChatsSQL, chatFenceClass, fenceKeys(keys)); err != nil {
+	if _, err := tx.Exec(ctx, fenceChatsSQL, chatFenceClass, fenceKeys(keys), s.fenceIdle()); err != nil {
 		return fmt.Errorf("fence chat locks: %w", unavailable(err))
 	}
 	var lost int64

@@ -55,6 +55,7 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 				return nil, fmt.Errorf("postgres: save %d exchanges: exchange %s: %w", len(exs), ex.ID, memory.ErrLockLost)
 			}
 			b.fenceKeys, b.fencePIDs = append(b.fenceKeys, keys...), append(b.fencePIDs, pids...)
+			b.fenceIdle = s.fenceIdle()
 		}
 	}
 	conn, err := s.pool.Acquire(ctx)
@@ -101,6 +102,9 @@ type saveBatch struct {
 	// backends: the batch is refused when one of them is lost
 	// (fenceChats).
 	fenceKeys, fencePIDs []int32
+	// fenceIdle bounds how long the transaction may sit idle while it
+	// holds their fences (Store.fenceIdle).
+	fenceIdle string
 }
 
 func newSaveBatch(exs []memory.Exchange) *saveBatch {
@@ -283,7 +287,7 @@ func (b *saveBatch) read(ctx context.Context, conn *pgxpool.Conn) (map[contract.
 	if len(b.fenceKeys) > 0 {
 		// Before any other lock: a new holder of a chat waits for this
 		// transaction, once it took its fence, to end (chatFenceClass).
-		p.Queue(fenceChatsSQL, chatFenceClass, fenceKeys(b.fenceKeys))
+		p.Queue(fenceChatsSQL, chatFenceClass, fenceKeys(b.fenceKeys), b.fenceIdle)
 	}
 	p.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(t || '/' || u, 3))
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, u, o) ORDER BY o`, b.ut, b.uu)

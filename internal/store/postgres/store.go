@@ -36,6 +36,10 @@ import (
 // defaultMaxConns is the pool's size unless the URL sets pool_max_conns.
 const defaultMaxConns = 16
 
+// minConns is the smallest pool Open accepts: a chat lock's connection and
+// a connection for the saves under it (LockChats).
+const minConns = 2
+
 // cancelDelay is how long a query whose context ended may still run before
 // the server is asked to cancel it (its connection is cut after five
 // times that).
@@ -53,6 +57,9 @@ type Store struct {
 	// chatLockSlots bounds the connections LockChats holds to half the
 	// pool, so the saves made under them always find one (chatlock.go).
 	chatLockSlots chan struct{}
+	// chatLockTTL is how long a chat lock outlives its holder's last
+	// renewal (defaultChatLockTTL; chatlock.go).
+	chatLockTTL time.Duration
 	// holds are the holds of chat locks the Store has, by fence: their
 	// keys and their lock connection's backend pid, which the writes
 	// under each check (chatlock.go).
@@ -70,7 +77,7 @@ type Store struct {
 // Open connects to the database at url, applies pending migrations and
 // returns a ready Store. The pool registers pgvector's types on every
 // connection and holds up to 16 connections unless the URL's pool_max_conns
-// says otherwise. Close releases it.
+// says otherwise (at least 2: a pool of one is refused). Close releases it.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
 	return open(ctx, url, logger, nil)
 }
@@ -88,6 +95,19 @@ func open(ctx context.Context, url string, logger *slog.Logger, dial pgconn.Dial
 	if dial != nil {
 		cfg.ConnConfig.DialFunc = dial
 	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (the larger of 4 and the CPUs) starves a gateway:
+		// the capture lanes, the enricher and every request's memory reads
+		// share the pool, and on a small machine four connections made the
+		// requests queue for one (issue 15's benchmark).
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.MaxConns < minConns {
+		// A chat's turns are stored only under its chat lock, which holds
+		// a connection of its own while they are saved on another: with
+		// one connection no such turn could ever be stored.
+		return nil, fmt.Errorf("postgres: pool_max_conns is %d: at least %d connections are needed, one to hold a chat's lock and one to save under it", cfg.MaxConns, minConns)
+	}
 
 	// Migrate on a plain connection first: the pool's AfterConnect needs the
 	// vector type, which the first migration creates.
@@ -103,13 +123,6 @@ func open(ctx context.Context, url string, logger *slog.Logger, dial pgconn.Dial
 		return nil, err
 	}
 
-	if !strings.Contains(url, "pool_max_conns") {
-		// pgxpool's default (the larger of 4 and the CPUs) starves a gateway:
-		// the capture lanes, the enricher and every request's memory reads
-		// share the pool, and on a small machine four connections made the
-		// requests queue for one (issue 15's benchmark).
-		cfg.MaxConns = defaultMaxConns
-	}
 	// A request that gives up on its memory (memory.load_timeout) cancels
 	// the context of its queries. pgx's default then interrupts the
 	// connection at once and closes it, and under load that turned every
@@ -134,7 +147,7 @@ func open(ctx context.Context, url string, logger *slog.Logger, dial pgconn.Dial
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
-	s := &Store{pool: pool, logger: logger, chatLockSlots: make(chan struct{}, cfg.MaxConns/2)}
+	s := &Store{pool: pool, logger: logger, chatLockSlots: make(chan struct{}, cfg.MaxConns/2), chatLockTTL: defaultChatLockTTL}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()

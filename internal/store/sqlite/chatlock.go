@@ -121,8 +121,9 @@ func (s *Store) holdChats(keys []int64, holder string) (memory.Fence, func()) {
 // the write transactions of the processes sharing the file run one at a
 // time, so a holder whose row still names it stores before any other
 // holder takes the chat. A write under no hold (fence zero) is not
-// checked: its writer goes on without the lock, as when the lock could
-// not be taken.
+// checked: one of no chat, or by a writer without the store's locks
+// (record's capture, given them, never stores a chat's turn without
+// them).
 func (s *Store) fenceChats(ctx context.Context, tx *sql.Tx, fence memory.Fence, chats ...memory.Identity) error {
 	if fence == 0 {
 		return nil
