@@ -35,6 +35,8 @@ type EnrichOptions struct {
 	// Attempts is how many times a round's hooks are run when they fail
 	// before its entries are acknowledged anyway (default 3).
 	Attempts int
+	// HookTimeout bounds the hooks' work on a round (default 30s).
+	HookTimeout time.Duration
 	// BackoffBase and BackoffMax bound the wait between attempts and after a
 	// failed Claim (defaults 100ms and 10s).
 	BackoffBase, BackoffMax time.Duration
@@ -102,6 +104,9 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 3
+	}
+	if o.HookTimeout <= 0 {
+		o.HookTimeout = 30 * time.Second
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = 100 * time.Millisecond
@@ -350,7 +355,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	}
 	// The hooks' work survives a cancelled ctx for a bounded time, so that
 	// a stopping worker finishes the round it started.
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.HookTimeout)
 	defer cancel()
 	var f *fence
 	if len(keys) > 0 {
