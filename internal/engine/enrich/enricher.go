@@ -214,10 +214,13 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog}
 }
 
-// Run enriches until ctx is cancelled, then returns nil. A round whose hooks
-// fail is run again after a backoff, up to Attempts times, then its entries
-// are acknowledged anyway (counted as gave_up): enrichment is best effort
-// and never holds up what comes after it for long. Delivery is
+// Run enriches until ctx is cancelled, then returns nil. Each hook runs
+// under its own deadline (HookTimeout); a hook that fails is run again
+// after a backoff, up to Attempts times, without the hooks that succeeded,
+// then the round's entries are acknowledged anyway (counted as gave_up):
+// enrichment is best effort, a failing side model (the compactor's) never
+// holds up indexing or fact extraction, and nothing holds up what comes
+// after it for long. Delivery is
 // at-least-once — a round that cannot acknowledge is redelivered, whole or
 // in part — and what the hooks write is idempotent by the exchange's
 // stored messages: a fact stated again from its message counts no mention
