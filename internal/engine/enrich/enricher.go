@@ -3,6 +3,8 @@ package enrich
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -32,9 +34,16 @@ type EnrichOptions struct {
 	StaleAfter time.Duration
 	// Block is how long one Claim waits for new entries (default 2s).
 	Block time.Duration
-	// Attempts is how many times a round's hooks are run when they fail
-	// before its entries are acknowledged anyway (default 3).
+	// Attempts is how many times a hook is run over a round's part when
+	// it fails, before the part is acknowledged anyway (default 3). Only
+	// the hooks that failed are run again, and a hook that ran out its
+	// HookTimeout is not: it had its time.
 	Attempts int
+	// HookTimeout bounds one run of one hook over a part of a round
+	// (default 30s), and the hooks' work on a round once Run's ctx is
+	// cancelled. Each hook has its own: a hook that hangs (a side model
+	// that does not answer) never cuts off the hooks after it.
+	HookTimeout time.Duration
 	// BackoffBase and BackoffMax bound the wait between attempts and after a
 	// failed Claim (defaults 100ms and 10s).
 	BackoffBase, BackoffMax time.Duration
@@ -102,6 +111,9 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 3
+	}
+	if o.HookTimeout <= 0 {
+		o.HookTimeout = 30 * time.Second
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = 100 * time.Millisecond
@@ -202,10 +214,13 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog}
 }
 
-// Run enriches until ctx is cancelled, then returns nil. A round whose hooks
-// fail is run again after a backoff, up to Attempts times, then its entries
-// are acknowledged anyway (counted as gave_up): enrichment is best effort
-// and never holds up what comes after it for long. Delivery is
+// Run enriches until ctx is cancelled, then returns nil. Each hook runs
+// under its own deadline (HookTimeout); a hook that fails is run again
+// after a backoff, up to Attempts times, without the hooks that succeeded,
+// then the round's entries are acknowledged anyway (counted as gave_up):
+// enrichment is best effort, a failing side model (the compactor's) never
+// holds up indexing or fact extraction, and nothing holds up what comes
+// after it for long. Delivery is
 // at-least-once — a round that cannot acknowledge is redelivered, whole or
 // in part — and what the hooks write is idempotent by the exchange's
 // stored messages: a fact stated again from its message counts no mention
@@ -276,8 +291,8 @@ func (e *Enricher) Run(ctx context.Context) error {
 		delay = e.opts.BackoffBase
 		if block = e.opts.Block; len(ds) > 0 || len(e.deferred) > 0 {
 			start := time.Now()
-			e.round(ctx, ds, e.takeDeferred())
-			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start))/e.opts.Share)))
+			waited := e.round(ctx, ds, e.takeDeferred())
+			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start)-waited)/e.opts.Share)))
 		} else if e.opts.Idle != nil {
 			block = e.idle(ctx)
 		}
@@ -311,8 +326,9 @@ func (e *Enricher) idle(ctx context.Context) time.Duration {
 // (admit), a few conversations at a time (chunks), fenced by their leases:
 // each part is acknowledged and its conversations released as soon as it
 // is done, so that another enricher holding their next turns goes on
-// while this one does the rest.
-func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []claimed) {
+// while this one does the rest. It returns how long it waited between a
+// failed hook's attempts: that wait is not work the pacing (Share) counts.
+func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []claimed) (waited time.Duration) {
 	defer e.keepLease(ctx)()
 	var acks []string
 	now := time.Now()
@@ -334,7 +350,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	}
 	if len(all) == 0 {
 		e.ack(ctx, acks) // the undecodable entries
-		return
+		return 0
 	}
 	// Each conversation's turns together, in the order they were stored.
 	slices.SortStableFunc(all, func(a, b claimed) int {
@@ -349,9 +365,11 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 		}
 	}
 	// The hooks' work survives a cancelled ctx for a bounded time, so that
-	// a stopping worker finishes the round it started.
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// a stopping worker finishes the round it started; until then each
+	// hook's run is bounded on its own (runHook).
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(e.opts.HookTimeout, cancel) })()
 	var f *fence
 	if len(keys) > 0 {
 		hctx, f = e.fence(hctx, keys, at)
@@ -361,7 +379,12 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	parts := chunks(all, e.opts.Conversations != nil)
 	left := 0 // the exchanges the fence stopped
 	for i, part := range parts {
-		if fenced(hctx) || !e.runHooks(ctx, hctx, part) {
+		ok, w := false, time.Duration(0)
+		if !fenced(hctx) {
+			ok, w = e.runHooks(ctx, hctx, part)
+			waited += w
+		}
+		if !ok {
 			// Fenced: not acknowledged, so that they are redelivered, and
 			// enriched again — the hooks' writes are idempotent — by the
 			// enricher that holds their conversation then.
@@ -387,41 +410,69 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 		e.logger.Warn("enricher lost its conversations' leases during a round; what it did not finish is left for redelivery",
 			"exchanges", len(exs), "left", left)
 	}
+	return waited
 }
 
-// runHooks runs the hooks over part (one conversation's turns after
-// another's), again after a backoff when they fail, up to Attempts times,
-// and records the exchanges' lag. It reports whether part is done —
-// enriched, or given up — rather than stopped by the round's fence
-// (errLeaseLost), which leaves it to be enriched again.
-func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done bool) {
+// runHooks runs each hook over part (one conversation's turns after
+// another's), in order, each under its own deadline (runHook); a hook that
+// fails is run again after a backoff, up to Attempts times, while the
+// hooks that succeeded are not — unless a hook before them succeeds only
+// then (what it wrote, pins, a summary, is theirs to index) — so a failing
+// hook (a side model's) never holds up the others' work, nor makes them do
+// it twice. It records the exchanges' lag, and reports whether part is
+// done — enriched, or given up — rather than stopped by the round's fence
+// (errLeaseLost), which leaves it to be enriched again, and how long it
+// waited between attempts.
+func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done bool, waited time.Duration) {
 	if len(part) == 0 {
-		return true
+		return true, 0
 	}
 	exs := make([]memory.Exchange, len(part))
 	results := make([]memory.SaveResult, len(part))
 	for i, c := range part {
 		exs[i], results[i] = c.en.Exchange, c.en.Result
 	}
+	ok := make([]bool, len(e.hooks))    // the hooks done with part
+	spent := make([]bool, len(e.hooks)) // the hooks that ran out their time on it
 	delay := e.opts.BackoffBase
 	for attempt := 1; ; attempt++ {
-		err := record.RunHooks(hctx, e.hooks, exs, results)
-		if err == nil {
-			break
-		}
-		if fenced(hctx) {
-			return false
-		}
-		e.failures.WithLabelValues("hook").Inc()
-		if attempt >= e.opts.Attempts || ctx.Err() != nil {
-			e.failures.WithLabelValues("gave_up").Inc()
-			e.logger.Error("enricher gives up on a round; the exchanges stay stored", "exchanges", len(exs), "attempts", attempt, "err", err)
-			break
-		}
-		e.logger.Warn("enricher hooks failed; retrying", "exchanges", len(exs), "attempt", attempt, "err", err)
-		if !pace.Sleep(hctx, delay) {
+		var errs []error
+		retry, again := false, false
+		for i, hk := range e.hooks {
+			if spent[i] || ok[i] && !again {
+				continue
+			}
+			timedOut, err := e.runHook(hctx, hk, exs, results)
 			if fenced(hctx) {
-				return false
+				return false, waited
+			}
+			if err != nil {
+				ok[i] = false
+				e.failures.WithLabelValues("hook").Inc()
+				errs = append(errs, fmt.Errorf("hook %d (%T): %w", i, hk, err))
+				spent[i] = timedOut
+				retry = retry || !timedOut
+				continue
+			}
+			again = again || (attempt > 1 && !ok[i])
+			ok[i] = true
+		}
+		if len(errs) == 0 {
+			break
+		}
+		err := errors.Join(errs...)
+		if !retry || attempt >= e.opts.Attempts || ctx.Err() != nil {
+			e.failures.WithLabelValues("gave_up").Inc()
+			e.logger.Error("enricher gives up on a round's failed hooks; the exchanges stay stored", "exchanges", len(exs), "attempts", attempt, "err", err)
+			break
+		}
+		e.logger.Warn("enricher hooks failed; retrying those", "exchanges", len(exs), "attempt", attempt, "err", err)
+		slept := time.Now()
+		awake := pace.Sleep(hctx, delay)
+		waited += time.Since(slept)
+		if !awake {
+			if fenced(hctx) {
+				return false, waited
 			}
 			break
 		}
@@ -438,7 +489,17 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 		}
 	}
 	e.enriched.Add(float64(len(exs)))
-	return true
+	return true, waited
+}
+
+// runHook runs hk over exs (record.RunHooks) under its own deadline,
+// HookTimeout, and reports whether a failure is that deadline running out
+// (not the round's context ending).
+func (e *Enricher) runHook(hctx context.Context, hk record.Hook, exs []memory.Exchange, results []memory.SaveResult) (timedOut bool, err error) {
+	kctx, cancel := context.WithTimeout(hctx, e.opts.HookTimeout)
+	defer cancel()
+	err = record.RunHooks(kctx, []record.Hook{hk}, exs, results)
+	return err != nil && hctx.Err() == nil && errors.Is(kctx.Err(), context.DeadlineExceeded), err
 }
 
 // ack acknowledges ids; entries it fails to acknowledge are redelivered.
