@@ -421,8 +421,9 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 // hook (a side model's) never holds up the others' work, nor makes them do
 // it twice. It records the exchanges' lag, and reports whether part is
 // done — enriched, or given up — rather than stopped by the round's fence
-// (errLeaseLost), which leaves it to be enriched again, and how long it
-// waited between attempts.
+// (errLeaseLost), or by its enricher stopping while a failed hook was
+// still to be retried, which leaves it to be enriched again, and how
+// long it waited between attempts.
 func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done bool, waited time.Duration) {
 	if len(part) == 0 {
 		return true, 0
@@ -461,7 +462,13 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 			break
 		}
 		err := errors.Join(errs...)
-		if !retry || attempt >= e.opts.Attempts || ctx.Err() != nil {
+		if retry && attempt < e.opts.Attempts && ctx.Err() != nil {
+			// Stopping: a hook still to be retried is not given up for
+			// good; part stays unacknowledged, redelivered to the next run.
+			e.logger.Warn("enricher stops with a round's hooks failed; their exchanges are left for redelivery", "exchanges", len(exs), "attempts", attempt, "err", err)
+			return false, waited
+		}
+		if !retry || attempt >= e.opts.Attempts {
 			e.failures.WithLabelValues("gave_up").Inc()
 			e.logger.Error("enricher gives up on a round's failed hooks; the exchanges stay stored", "exchanges", len(exs), "attempts", attempt, "err", err)
 			break
@@ -471,10 +478,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 		awake := pace.Sleep(hctx, delay)
 		waited += time.Since(slept)
 		if !awake {
-			if fenced(hctx) {
-				return false, waited
-			}
-			break
+			// Fenced, or stopping past the hooks' grace: left for
+			// redelivery.
+			return false, waited
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
 	}
