@@ -49,20 +49,21 @@ type Adopter interface {
 // tried again later, never stored without them.
 var errUnlocked = errors.New("chat locks not taken")
 
-// prepare readies ex's save under hold: it takes hold's locks when hold
-// does not hold them (waiting at most wait), then, unless ex was checked
-// under this very take (*checked, the take it was checked under), adopts
-// its chat's first turns and checks whether it was stored ahead (ahead:
-// ex is a duplicate). An exchange of no chat needs neither. An error
-// means ex cannot be saved now: its locks not taken (errUnlocked), or its
+// lockAndCheck readies ex's save under hold: it takes hold's locks when
+// hold does not hold them (waiting at most lockWait), then, unless ex was
+// checked under this very take (*checked, the take it was checked under),
+// adopts its chat's first turns and checks whether it was stored ahead
+// (ahead: ex is a duplicate), within opWait (0: ctx alone bounds them, as
+// it does the save). An exchange of no chat needs neither. An error means
+// ex cannot be saved now: its locks not taken (errUnlocked), or its
 // adoption or check failed (memory.ErrLockLost among them) — the caller
 // tries again later, as after a failed save, and never saves ex without
 // them.
-func prepare(ctx context.Context, hold *chatHold, wait time.Duration, a Adopter, ex memory.Exchange, checked *int, logger *slog.Logger) (ahead bool, err error) {
+func lockAndCheck(ctx context.Context, hold *chatHold, lockWait, opWait time.Duration, a Adopter, ex memory.Exchange, checked *int, logger *slog.Logger) (ahead bool, err error) {
 	if _, ok := memory.ChatOf(ex); !ok {
 		return false, nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, wait)
+	lctx, cancel := context.WithTimeout(ctx, lockWait)
 	err = hold.take(lctx)
 	cancel()
 	if err != nil {
@@ -71,12 +72,15 @@ func prepare(ctx context.Context, hold *chatHold, wait time.Duration, a Adopter,
 	if *checked == hold.takes {
 		return false, nil
 	}
-	actx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if err := adoptFirstTurns(actx, a, hold.fenced(ex), logger); err != nil {
+	if opWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opWait)
+		defer cancel()
+	}
+	if err := adoptFirstTurns(ctx, a, hold.fenced(ex), logger); err != nil {
 		return false, err
 	}
-	if ahead, err = storedAhead(actx, a, ex); err != nil {
+	if ahead, err = storedAhead(ctx, a, ex); err != nil {
 		return false, err
 	}
 	*checked = hold.takes

@@ -289,7 +289,7 @@ type job struct {
 	attempts int
 	reroutes int // times ex was refused and placed again
 	// checked is the take of its chat's locks (chatHold.takes) ex's
-	// adoption and check ran under (prepare); zero: none yet.
+	// adoption and check ran under (lockAndCheck); zero: none yet.
 	checked int
 	// lockLost counts the saves the store refused for a lost chat lock
 	// (memory.ErrLockLost): the first is tried again at once, the next

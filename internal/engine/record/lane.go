@@ -213,7 +213,7 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 	}
 }
 
-// ready readies j's save under hold (prepare): its chat's locks taken,
+// ready readies j's save under hold (lockAndCheck): its chat's locks taken,
 // waiting at most OpTimeout, its chat's first turns adopted and j checked
 // for a continuation stored ahead (ahead). Unless retake, a hold whose
 // last take failed (the batch's, just now) is not taken again: j is not
@@ -222,7 +222,7 @@ func (c *Capturer) ready(j *job, hold *chatHold, retake bool) (ahead bool, err e
 	if _, ok := memory.ChatOf(j.ex); ok && !retake && !hold.held && hold.err != nil {
 		return false, fmt.Errorf("%w: %w", errUnlocked, hold.err)
 	}
-	return prepare(c.ctx, hold, c.opts.OpTimeout, c.adopter, j.ex, &j.checked, c.logger)
+	return lockAndCheck(c.ctx, hold, c.opts.OpTimeout, c.opts.OpTimeout, c.adopter, j.ex, &j.checked, c.logger)
 }
 
 // storeParted stores j, which its conversation refused in a group commit

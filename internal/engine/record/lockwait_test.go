@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
 	"github.com/memgate/memgate/internal/store/sqlite"
 	"github.com/memgate/memgate/internal/testenv"
 )
@@ -167,15 +168,19 @@ type failingChecks struct {
 	mu                 sync.Mutex
 	adoptFails, adopts int
 	checkFails, checks int
+	adoptTakes         time.Duration // how long each Adopt takes (a loaded store)
 }
 
 func (s *failingChecks) Adopt(ctx context.Context, to memory.Identity, candidate string, prior []memory.Message, received time.Time, fence memory.Fence) (int, error) {
 	s.mu.Lock()
 	s.adopts++
-	fail := s.adopts <= s.adoptFails
+	fail, takes := s.adopts <= s.adoptFails, s.adoptTakes
 	s.mu.Unlock()
 	if fail {
 		return 0, fmt.Errorf("adopt: %w", memory.ErrUnavailable)
+	}
+	if takes > 0 && !pace.Sleep(ctx, takes) {
+		return 0, fmt.Errorf("adopt: %w", ctx.Err())
 	}
 	return s.sharedStore.Adopt(ctx, to, candidate, prior, received, fence)
 }
@@ -246,5 +251,36 @@ func TestFailedAdoptionIsAFailedSave(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWorkerAdoptionOutlastsALockWait: the Worker's adoption of a chat's
+// first turns is bounded by its context, as its save is, not by one wait
+// for the chat's lock. An adoption that takes longer than that wait (many
+// first turns moved on a loaded store) went on failing at that deadline,
+// its entry retried for ever at the head of the queue; it is stored,
+// once, after its adoption.
+func TestWorkerAdoptionOutlastsALockWait(t *testing.T) {
+	st, _ := sharedStores()["sqlite"](t)
+	fs := &failingChecks{sharedStore: st}
+	q := captureQueue(t, st)
+	o := workerWithStore(fastWorker(), fs)
+	o.Chats, o.Lease = NewChatLocks(st), q
+	w := NewWorker(q, fs, nil, o)
+	mustRunWorker(t, w)
+
+	user := "ida-" + NewExchangeID()
+	first, next, _ := chatOf(t, user, "chat-z")
+	enqueue(t, q, first)
+	waitLong(t, "the first turn stored", func() bool { return len(texts(t, st, first.Identity)) > 0 })
+	fs.mu.Lock()
+	fs.adoptTakes = w.lockWait() + time.Second // past the wait, whatever the machine's pace
+	fs.mu.Unlock()
+	enqueue(t, q, next)
+	waitLong(t, "the continuation stored after its adoption", func() bool {
+		return slices.Equal(texts(t, st, next.Identity), []string{"hi", "hello", "plan a trip", "A2"})
+	})
+	if got := texts(t, st, first.Identity); len(got) != 0 {
+		t.Errorf("the default conversation holds %q, want nothing: the first turn adopted", got)
 	}
 }

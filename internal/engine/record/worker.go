@@ -545,7 +545,7 @@ func (w *Worker) process(ctx context.Context, ds []memory.Delivery, held *hookBa
 // save stores one queued exchange, retrying a failure in place: at once,
 // then with backoff, renewing the lease before each attempt. A chat turn
 // is saved only under its chat's locks, adopted and checked under them
-// (prepare): when they cannot be taken, or its adoption or check fails,
+// (lockAndCheck): when they cannot be taken, or its adoption or check fails,
 // it is not saved, and that counts as a failed attempt; its entry stays
 // in the queue, the batch behind it waiting, until they can (a holder
 // that froze loses them when their lease runs out). An exchange its
@@ -565,7 +565,10 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	var checked, reroutes, lost int
 	for attempt := 1; ; attempt++ {
 		var ahead bool
-		ahead, err = prepare(ctx, hold, w.lockWait(), w.opts.Adopter, *ex, &checked, w.logger)
+		// The adoption and the check are bounded by ctx alone, as the
+		// save is: a chat's many first turns moved on a loaded store
+		// may take longer than one wait for its lock.
+		ahead, err = lockAndCheck(ctx, hold, w.lockWait(), 0, w.opts.Adopter, *ex, &checked, w.logger)
 		if err == nil && ahead {
 			return memory.SaveResult{Duplicate: true}, false, nil
 		}
