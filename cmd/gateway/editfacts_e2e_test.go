@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,11 +62,7 @@ func TestLongChatEditRestatesFacts(t *testing.T) {
 	up := upstreamtest.New(t, extractingUpstream())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
-			cfg := mk(t)
-			cfg.Capture.MaxHistoryMessages = keep
-			g := startGateway(t, cfg)
-			user := "editfacts-" + strings.ReplaceAll(name, "+", "-")
-			chat := newForkChat(t, g.URL, user)
+			g, user, chat := startLongChat(t, mk, keep, "editfacts-", name)
 			// values returns the user's facts of key as "value" (current)
 			// or "value (superseded)", history included.
 			values := func(key string) []string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -27,16 +28,7 @@ func TestLongChatEditInUnstoredMiddle(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	for name, mk := range storeConfigs(t, up) {
 		t.Run(name, func(t *testing.T) {
-			cfg := mk(t)
-			cfg.Capture.MaxHistoryMessages = keep
-			// The test checks where the new text is stored and that it is
-			// indexed, not the encoder: the hashed embedder indexes the
-			// chat's 2,000 messages in seconds where the encoder, on a
-			// busy CI machine, took over the minute the test waits.
-			cfg.Recall.Embeddings.Provider = "local"
-			g := startGateway(t, cfg)
-			user := "longedit-" + strings.ReplaceAll(name, "+", "-")
-			chat := newForkChat(t, g.URL, user)
+			g, user, chat := startLongChat(t, mk, keep, "longedit-", name)
 			lines := func() []string { // the chat's non-system messages as stored lines
 				var out []string
 				for _, m := range chat.history[1:] {
@@ -131,4 +123,20 @@ func promptWith(t *testing.T, up *upstreamtest.Server, question string) string {
 	}
 	t.Fatalf("no chat request asking %q reached the upstream", question)
 	return ""
+}
+
+// startLongChat starts a gateway of store config mk (storeConfigs' name)
+// that stores a long chat's history cut to its head and its newest keep
+// messages, and returns it with a chat of user prefix+name. It indexes
+// with the hashed embedder: these tests check where text is stored and
+// what derives from it, not the encoder, which indexing a chat's 2,000
+// messages on a busy CI machine outlasted their minute's waits.
+func startLongChat(t *testing.T, mk func(*testing.T) config.Config, keep int, prefix, name string) (*testGateway, string, *forkChat) {
+	t.Helper()
+	cfg := mk(t)
+	cfg.Capture.MaxHistoryMessages = keep
+	cfg.Recall.Embeddings.Provider = "local"
+	g := startGateway(t, cfg)
+	user := prefix + strings.ReplaceAll(name, "+", "-")
+	return g, user, newForkChat(t, g.URL, user)
 }

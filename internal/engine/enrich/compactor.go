@@ -239,10 +239,9 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	}
 	for i, ps := range pins {
 		key, when := "", at
-		switch {
-		case i < base:
+		if i < base {
 			key = keys[i]
-		default: // a revised message
+		} else { // a revised message
 			key, when = said[i].Key, cmp.Or(said[i].CreatedAt, at)
 		}
 		if key == "" && !res.GuardSince.IsZero() {
