@@ -187,6 +187,10 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				c.metrics.failures.WithLabelValues("chat_lock_lost").Inc()
 				c.logger.Warn("capture lost a chat's lock before its save; storing it again under the lock", "exchange", j.ex.ID)
 				last = err
+				// While the lock was lost another gateway may have queued
+				// the chat's next turns: asked again, j follows them there
+				// rather than being stored after them.
+				queued = c.queuedConvs([]*job{j})[j.ex.Identity]
 				if j.lockLost++; j.lockLost == 1 {
 					continue
 				}
