@@ -295,6 +295,9 @@ type job struct {
 	// (memory.ErrLockLost): the first is tried again at once, the next
 	// ones later, as failed saves.
 	lockLost int
+	// lockHeld: ex waited for its chat's lock past RetryFor, reported
+	// (expired).
+	lockHeld bool
 	done     chan struct{} // closed once ex is durable or given up
 	// outcome is what became of ex, set before done is closed.
 	outcome Outcome

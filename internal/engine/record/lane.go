@@ -52,16 +52,31 @@ func (c *Capturer) store(batch []*job) {
 		}
 		return
 	}
+	// A chat turn whose conversation has turns in the capture queue
+	// follows them there (storeOne), its chat's lock not needed: asked
+	// first, those chats are not locked, so their turns never wait for a
+	// lock another store holds.
+	var queued map[memory.Identity]bool
+	if slices.ContainsFunc(batch, isChatTurn) {
+		queued = c.queuedConvs(batch)
+	}
 	// From the adoptions to the saves (which record the candidates), no
 	// first turn of a chat of the batch is stored elsewhere, nor a
 	// continuation of one.
-	hold := c.lockChats(batch)
+	hold := c.lockChats(unqueued(batch, queued))
 	defer hold.unlock()
-	batch, ready := c.adoptions(batch, hold)
+	batch, ready := c.adoptions(batch, hold, queued)
 	if len(batch) == 0 {
 		return
 	}
-	queued := c.queuedConvs(batch)
+	// Asked again, under the locks, for the rest: another gateway may
+	// have queued a chat's turns while they were taken.
+	for id := range c.queuedConvs(unqueued(batch, queued)) {
+		if queued == nil {
+			queued = map[memory.Identity]bool{}
+		}
+		queued[id] = true
+	}
 	if c.batch != nil && ready && len(queued) == 0 {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
@@ -303,18 +318,49 @@ func transient(err error) bool {
 // capture queue did not take.
 var errNotDurable = errors.New("the capture queue did not take it")
 
+// chatLockRetryFor bounds how long a turn waits in place for its chat's
+// lock, held by another store, past Options.RetryFor (expired): a day,
+// as capture.retry_for's bound, so that a turn received before a
+// conversation's deletion is stored or given up within a day of it
+// (memory.UnstoredTombstoneLife).
+const chatLockRetryFor = memory.UnstoredTombstoneLife / 7
+
 // expired reports whether j has waited Options.RetryFor since its capture
 // without being stored or queued, and then sets it aside as a dead letter
 // (see deadLetter: counted, logged, dropped when the dead letter cannot be
 // written either), last its last failure, so that it holds its lane and
-// its chat's locks no longer.
+// its chat's locks no longer. A turn whose last failure is its chat's
+// lock held by another store (lockHeld) is not set aside then — a dead
+// letter is never stored later, and the turn was answered — but keeps
+// waiting for the lock, which its holder gives up once stored (or, frozen,
+// once its lease ran out), reported once (failures{stage="chat_lock_held"},
+// logged at error), for up to chatLockRetryFor.
 func (c *Capturer) expired(j *job, last error) bool {
-	if time.Since(j.start) < c.opts.RetryFor {
+	age := time.Since(j.start)
+	if age < c.opts.RetryFor {
+		return false
+	}
+	if lockHeld(last) && age < chatLockRetryFor {
+		if !j.lockHeld {
+			j.lockHeld = true
+			c.metrics.failures.WithLabelValues("chat_lock_held").Inc()
+			c.logger.Error("capture still waits for a chat's lock, held by another store; the turn is kept and stored once it frees",
+				"exchange", j.ex.ID, "request_id", j.ex.RequestID, "tenant", j.ex.Tenant, "waited", age.Round(time.Second), "err", last)
+		}
 		return false
 	}
 	c.metrics.failures.WithLabelValues("expired").Inc()
 	c.deadLetter(j, fmt.Errorf("not stored within %s of its capture: %w", c.opts.RetryFor, cmp.Or(last, errNotDurable)))
 	return true
+}
+
+// lockHeld reports whether err is a chat turn left unsaved because its
+// chat's locks could not be taken within the wait (errUnlocked and a
+// deadline: another store holding them, or a store too slow to grant
+// them, which would take no dead letter either), not because the lock
+// store failed outright.
+func lockHeld(err error) bool {
+	return errors.Is(err, errUnlocked) && errors.Is(err, context.DeadlineExceeded)
 }
 
 // backoff waits before j's next attempt, doubling delay up to RetryMax. It
@@ -610,17 +656,42 @@ func (c *Capturer) lockChats(batch []*job) *chatHold {
 	return hold
 }
 
+// isChatTurn reports whether j is a turn of a full-history chat, stored
+// under its chat's locks (memory.ChatOf).
+func isChatTurn(j *job) bool {
+	_, ok := memory.ChatOf(j.ex)
+	return ok
+}
+
+// unqueued returns the jobs of batch whose conversations are not in
+// queued, in a slice of their own.
+func unqueued(batch []*job, queued map[memory.Identity]bool) []*job {
+	out := make([]*job, 0, len(batch))
+	for _, j := range batch {
+		if !queued[j.ex.Identity] {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // adoptions keeps a full-history chat's turns in one conversation before
 // a batch is stored (see Adopter): under hold, an exchange of a derived
 // conversation first adopts the chat's first turns from the default
 // conversation, and a first turn whose continuation was stored ahead of
-// it is done with, a duplicate (ready). It returns the jobs still to
-// store, and whether every one of them is ready to be saved under hold
-// (false: hold not taken, or an adoption or a check failed, and the
-// batch is stored one by one, those jobs handled as failed saves).
-func (c *Capturer) adoptions(batch []*job, hold *chatHold) (keep []*job, ready bool) {
+// it is done with, a duplicate (ready); a job whose conversation is in
+// queued is left for the capture queue, neither adopted nor checked. It
+// returns the jobs still to store, and whether every one of them is
+// ready to be saved under hold (false: one is queued, hold not taken, or
+// an adoption or a check failed, and the batch is stored one by one,
+// those jobs handled as failed saves).
+func (c *Capturer) adoptions(batch []*job, hold *chatHold, queued map[memory.Identity]bool) (keep []*job, ready bool) {
 	keep, ready = batch[:0], true
 	for _, j := range batch {
+		if queued[j.ex.Identity] {
+			keep, ready = append(keep, j), false // to the capture queue (storeOne)
+			continue
+		}
 		ahead, err := c.ready(j, hold, false)
 		if err != nil {
 			ready = false

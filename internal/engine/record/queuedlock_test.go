@@ -1,0 +1,98 @@
+package record
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/testenv"
+)
+
+// TestQueuedChatSkipsTheLockWait: a chat whose turns wait in the shared
+// capture queue (another gateway queued one) has its next turn sent to
+// the queue behind them at once, without waiting for the chat's lock
+// (held meanwhile by another gateway, here for the whole test, with
+// OpTimeout an hour): the turn is not stored there, only queued, so its
+// lock is not needed.
+func TestQueuedChatSkipsTheLockWait(t *testing.T) {
+	for name, open := range sharedStores() {
+		t.Run(name, func(t *testing.T) {
+			s1, s2 := open(t)
+			user := "ana-" + NewExchangeID()
+			_, next, third := chatOf(t, user, "chat-x")
+			chat, ok := memory.ChatOf(third)
+			if !ok {
+				t.Fatal("the turn is of no chat")
+			}
+			ctx := context.Background()
+
+			q := captureQueue(t, s2)
+			c := mustCapturer(t, q, s2, nil, withStore(Options{Chats: NewChatLocks(s2), Shared: q, OpTimeout: time.Hour}, s2))
+			// Gateway 1 queued the chat's turn before, and holds its lock.
+			if err := q.EnqueueTurn(ctx, ConvKey(next.Identity), mustJSON(t, next)); err != nil {
+				t.Fatal(err)
+			}
+			_, unlock, err := s1.LockChats(ctx, []memory.Identity{chat})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unlock()
+
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() { c.Capture(ctx, third) })
+			waitLong(t, "the turn queued behind the chat's queued turn", func() bool { return value(t, c.metrics.queued) == 1 })
+			if n := value(t, c.metrics.saved); n != 0 {
+				t.Errorf("%v turns stored, want none: the chat's turn waits in the queue", n)
+			}
+			if n := value(t, c.metrics.failures.WithLabelValues("chat_lock")); n != 0 {
+				t.Errorf("%v failed waits for the chat's lock, want none asked", n)
+			}
+		})
+	}
+}
+
+// TestHeldChatLockKeepsTheTurnWithoutQueue: without a capture queue
+// (PostgreSQL without Redis), a chat's turn whose lock another gateway
+// holds past Options.RetryFor is not set aside as a dead letter — a dead
+// letter is never stored later, and the turn was answered — but keeps
+// waiting in place, reported (failures{stage="chat_lock_held"}), and is
+// stored once the lock frees.
+func TestHeldChatLockKeepsTheTurnWithoutQueue(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	s1, s2 := mustPostgresAt(t, url), mustPostgresAt(t, url)
+	user := "ana-" + NewExchangeID()
+	_, next, _ := chatOf(t, user, "chat-x")
+	chat, ok := memory.ChatOf(next)
+	if !ok {
+		t.Fatal("the turn is of no chat")
+	}
+	ctx := context.Background()
+	_, unlock, err := s1.LockChats(ctx, []memory.Identity{chat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+
+	c := mustCapturer(t, nil, s2, nil, withStore(Options{Chats: NewChatLocks(s2), OpTimeout: time.Second, RetryFor: time.Second,
+		RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond, SaveWait: 10 * time.Millisecond}, s2))
+	held := c.metrics.failures.WithLabelValues("chat_lock_held")
+	c.Capture(ctx, next)
+	waitLong(t, "the turn past RetryFor: reported, or set aside", func() bool {
+		return value(t, held)+value(t, c.metrics.deadLetters) > 0
+	})
+	if n := value(t, c.metrics.deadLetters); n != 0 {
+		t.Fatalf("%v dead letters, want none: the turn waits for its chat's lock", n)
+	}
+	unlock()
+	waitLong(t, "the turn stored once the lock freed", func() bool { return value(t, c.metrics.saved) > 0 })
+	if got := texts(t, s2, next.Identity); !slices.Contains(got, "plan a trip") {
+		t.Errorf("conversation holds %q, want the turn", got)
+	}
+	if n := value(t, c.metrics.deadLetters); n != 0 {
+		t.Errorf("%v dead letters, want none", n)
+	}
+}
