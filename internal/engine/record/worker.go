@@ -76,6 +76,15 @@ type WorkerOptions struct {
 	// as they are stored; their entries stay claimed, and unacknowledged,
 	// until the hooks ran. At most StaleAfter/4.
 	HookDelay time.Duration
+	// LockStuckAfter is how long a queued chat turn may wait for its
+	// chat's lock — not taken, or lost before each save — before the
+	// worker reports it stuck: logged at error once, counted
+	// (failures{stage="chat_lock_stuck"}) and shown by the gauge
+	// memgate_capture_worker_lock_stuck until it is stored. The turn is
+	// kept and still retried: a lock that never holds is a deployment to
+	// fix (a pooler not in session mode), not a turn to drop. Default 5m,
+	// five chat lock leases.
+	LockStuckAfter time.Duration
 }
 
 // ProcessConsumer returns a consumer name of its own for each call: the
@@ -113,6 +122,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 5
 	}
+	if o.LockStuckAfter <= 0 {
+		o.LockStuckAfter = 5 * time.Minute
+	}
 	o.HookDelay = min(max(o.HookDelay, 0), o.StaleAfter/4)
 	return o
 }
@@ -143,6 +155,9 @@ type Worker struct {
 	saved, duplicates, dropped, poison, dead prometheus.Counter
 	failures                                 *prometheus.CounterVec
 	lag                                      prometheus.Histogram
+	// lockStuck is 1 while the entry being stored has waited for its
+	// chat's lock longer than LockStuckAfter.
+	lockStuck prometheus.Gauge
 }
 
 // NewWorker returns a Worker; logger may be nil.
@@ -177,8 +192,12 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_worker_failures_total",
-			Help: "Worker failures by stage (claim, save, chat_lock, chat_lock_lost, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts); the entries are retried.",
+			Help: "Worker failures by stage (claim, save, chat_lock, chat_lock_lost, hook, ack, prune; hook_gave_up: acknowledged after MaxHookAttempts; chat_lock_stuck: a turn waited for its chat's lock past LockStuckAfter); the entries are retried.",
 		}, []string{"stage"}),
+		lockStuck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "memgate_capture_worker_lock_stuck",
+			Help: "1 while the worker's current queued turn has waited for its chat's lock longer than 5 minutes (not taken, or lost before each save: a PostgreSQL pooler not in session mode?); the turn is kept and retried.",
+		}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_lag_seconds",
 			Help:    "Time from the exchange to its storage by the worker.",
@@ -189,7 +208,7 @@ func NewWorker(q Queue, saver Saver, logger *slog.Logger, opts WorkerOptions) *W
 
 // Collectors returns the Worker's metrics for the caller to register.
 func (w *Worker) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{w.saved, w.duplicates, w.dropped, w.poison, w.dead, w.failures, w.lag}
+	return []prometheus.Collector{w.saved, w.duplicates, w.dropped, w.poison, w.dead, w.failures, w.lag, w.lockStuck}
 }
 
 // Run claims and stores batches until ctx is cancelled, then returns nil.
@@ -563,6 +582,8 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 	hold := w.opts.Chats.hold(*ex)
 	defer hold.unlock()
 	var checked, reroutes, lost int
+	stuck := w.stuckWatch(d, *ex)
+	defer stuck.done()
 	for attempt := 1; ; attempt++ {
 		var ahead bool
 		// The adoption and the check are bounded by ctx alone, as the
@@ -590,6 +611,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 				return res, false, fmt.Errorf("save exchange %s: %w", ex.ID, err)
 			}
 			w.failures.WithLabelValues("chat_lock").Inc()
+			stuck.failed(err)
 			if attempt == 1 || attempt%10 == 0 {
 				w.logger.Warn("capture worker cannot take a chat's lock; its turn waits in the queue", "entry", d.ID, "exchange", ex.ID, "attempt", attempt, "err", err)
 			}
@@ -601,6 +623,7 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 			hold.unlock()
 			w.failures.WithLabelValues("chat_lock_lost").Inc()
 			w.logger.Warn("capture worker lost a chat's lock before its save; storing it again under the lock", "entry", d.ID, "exchange", ex.ID)
+			stuck.failed(err)
 			if lost++; lost == 1 {
 				continue
 			}
@@ -636,6 +659,49 @@ func (w *Worker) save(ctx context.Context, d memory.Delivery, ex *memory.Exchang
 			// redoes this entry and what follows, in order.
 			return res, false, fmt.Errorf("save exchange %s: lease lost: %w", ex.ID, err)
 		}
+	}
+}
+
+// lockStuckWatch tells, for one queued turn, when it has waited for its
+// chat's lock longer than WorkerOptions.LockStuckAfter (Worker.stuckWatch).
+type lockStuckWatch struct {
+	w        *Worker
+	d        memory.Delivery
+	ex       memory.Exchange
+	since    time.Time // the turn's first lock failure; zero: none yet
+	reported bool
+}
+
+// stuckWatch returns the watch of ex's waits for its chat's lock.
+func (w *Worker) stuckWatch(d memory.Delivery, ex memory.Exchange) *lockStuckWatch {
+	return &lockStuckWatch{w: w, d: d, ex: ex}
+}
+
+// failed records a failure to take, or to keep, the turn's chat lock.
+// Past LockStuckAfter from the first, it reports the turn stuck, once:
+// logged at error with the likely causes, counted, the gauge raised.
+func (s *lockStuckWatch) failed(err error) {
+	if s.since.IsZero() {
+		s.since = time.Now()
+	}
+	waited := time.Since(s.since)
+	if s.reported || waited < s.w.opts.LockStuckAfter {
+		return
+	}
+	s.reported = true
+	s.w.lockStuck.Inc()
+	s.w.failures.WithLabelValues("chat_lock_stuck").Inc()
+	s.w.logger.Error("capture worker cannot store a queued turn under its chat's lock; the turn is kept and retried, "+
+		"the queue behind it waits: another store holds the chat that long, or the chat locks never hold "+
+		"(PostgreSQL behind a pooler not in session mode, connections reaching different servers)",
+		"entry", s.d.ID, "exchange", s.ex.ID, "waited", waited.Round(time.Second), "err", err)
+}
+
+// done ends the watch: the turn is stored or left for redelivery.
+func (s *lockStuckWatch) done() {
+	if s.reported {
+		s.w.lockStuck.Dec()
+		s.w.logger.Info("capture worker is past the turn that waited for its chat's lock", "entry", s.d.ID, "exchange", s.ex.ID)
 	}
 }
 
