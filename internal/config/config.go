@@ -241,7 +241,8 @@ type Capture struct {
 	// RetryFor bounds how long a turn that can be neither stored nor
 	// queued (PostgreSQL without Redis, or the queue failing too) is
 	// retried in place before it is set aside as a dead letter (default
-	// 2m, at most MaxRetryFor).
+	// 2m, at most MaxRetryFor); a chat turn whose chat's lock another
+	// store holds waits for it past retry_for, up to a day.
 	RetryFor Duration `yaml:"retry_for"`
 	// ImportMaxMessages is the most messages one POST /v1/memory/import may
 	// hold (larger batches get 400: split them, oldest first).

@@ -176,7 +176,8 @@ type Options struct {
 	// too): past it, the exchange is set aside as a dead letter (dropped
 	// when the dead letter cannot be written either), counted and logged,
 	// so that a save that keeps failing holds its lane and its chat's
-	// locks no longer (default 2m).
+	// locks no longer (default 2m). A chat turn whose locks another store
+	// holds keeps waiting for them past it, up to a day (see expired).
 	RetryFor time.Duration
 	// MaxAttempts is how many times an exchange failing with an error that
 	// is neither invalid input nor an unreachable store is tried before it is
