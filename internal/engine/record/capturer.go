@@ -138,7 +138,7 @@ type Options struct {
 	// wherever they are captured. Nil: the Capturer knows only of the turns
 	// it queued itself (enough when one process owns the queue).
 	Shared SharedQueue
-	// Scrubber is told after every purge, whatever it removed (see
+	// Scrubber is told after every purge that went through, whatever it removed (see
 	// Scrubber); nil: none.
 	Scrubber Scrubber
 	// Lanes is how many conversations are stored at once (default 4). A
