@@ -270,3 +270,10 @@ func TestTombstoneExpiryContract(t *testing.T) {
 		}
 	})
 }
+
+func TestPendingPurgesContract(t *testing.T) {
+	storetest.RunPendingPurges(t, func(t *testing.T) storetest.PurgeLedger {
+		s, _ := mustTempStore(t)
+		return s
+	})
+}
