@@ -184,7 +184,7 @@ func voidedBy(user string, voided func(queuedOwner) bool, enrichment bool) func(
 	// writes it; when that is the id itself, an entry without it is
 	// passed over without decoding.
 	var hint []byte
-	if q, err := json.Marshal(user); err == nil && string(q) == `"`+user+`"` {
+	if q, err := json.Marshal(user); err == nil && user != "" && string(q) == `"`+user+`"` {
 		hint = q
 	}
 	return func(payload []byte) bool {
