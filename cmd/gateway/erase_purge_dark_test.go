@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -47,7 +48,8 @@ func queueTurnDirectly(t *testing.T, q *redis.Queue, id memory.Identity, text st
 // TestErasureAnswersWhileRedisIsDark: with Redis unreachable (what is
 // sent to it dropped, nothing answered), erasing a user or deleting a
 // conversation through the management API on PostgreSQL answers while
-// Redis is still dark: 200, the store's erasure done, the purge of the
+// Redis is still dark: 200 (404 for the conversation, which nothing
+// stored holds: the queues cannot say), the store's erasure done, the purge of the
 // user's turn waiting in the Redis capture stream pending (the turn still
 // there, memgate_erasure_purges_pending saying so). The purge is retried
 // in the background (memgate_erasure_purges_failed_total counts the
@@ -58,9 +60,10 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	for _, tt := range []struct {
 		name, path string
+		notFound   bool // nothing stored: the answer is 404, the purge pending all the same
 	}{
-		{"user erased", "/v1/memory/users/alice"},
-		{"conversation deleted", "/v1/memory/conversations/c?user=alice"},
+		{"user erased", "/v1/memory/users/alice", false},
+		{"conversation deleted", "/v1/memory/conversations/c?user=alice", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -119,7 +122,13 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 				Queued     *int   `json:"queued"`
 				QueuePurge string `json:"queue_purge"`
 			}
-			if a.status != http.StatusOK || json.Unmarshal(a.body, &got) != nil || !got.Deleted || got.QueuePurge != "pending" || got.Queued != nil {
+			if tt.notFound {
+				// The conversation's one turn waits in the stream: nothing is
+				// stored of it, and the queues cannot be asked.
+				if a.status != http.StatusNotFound || bytes.Contains(a.body, []byte(`"deleted"`)) {
+					t.Fatalf("answer while Redis is dark: %d %s; want 404 not_found (nothing stored, the queues silent)", a.status, a.body)
+				}
+			} else if a.status != http.StatusOK || json.Unmarshal(a.body, &got) != nil || !got.Deleted || got.QueuePurge != "pending" || got.Queued != nil {
 				t.Fatalf("answer while Redis is dark: %d %s; want 200, deleted, queue_purge pending, no queued count", a.status, a.body)
 			}
 			if n, err := q.Pending(ctx); err != nil || n != 1 {

@@ -46,6 +46,7 @@ type store interface {
 	record.Adopter
 	record.ChatLocker  // a chat's first turn and its continuation stored one at a time across processes
 	record.StampReader // capture's check of what a long history's cut leaves out
+	record.PurgeLedger // the queue purges not known to be done, retried by every process
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
@@ -254,7 +255,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	chats := record.NewChatLocks(b.store)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich, RetryFor: cfg.Capture.RetryFor.D(),
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
-		Stamps: b.store})
+		Stamps: b.store, Ledger: b.store})
 	if b.queue != nil {
 		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
 			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease, Prune: b.prune})

@@ -116,7 +116,10 @@ func (a *Admin) handleGetConversation(c echo.Context) error {
 // handleDeleteConversation serves DELETE /v1/memory/conversations/{id}?user=U.
 // When the store says (QueueEraser), the answer says whether the
 // conversation's entries in the queues are purged ("queue_purge": "done")
-// or the purge is still pending.
+// or the purge is still pending. A conversation nothing is stored of
+// answers 404 not_found when the queues hold none of it, and also when
+// they could not be asked (the purge pending; its message says so): the
+// deletion stands all the same, but nothing says there was one.
 func (a *Admin) handleDeleteConversation(c echo.Context) error {
 	id, aerr := a.storeScope(c, c.QueryParam("user"))
 	if aerr == nil {
@@ -128,6 +131,11 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 	answer := map[string]any{"id": id.Conversation, "object": "conversation", "deleted": true}
 	if qe, ok := a.store.(QueueEraser); ok {
 		p, err := qe.EraseConversation(c.Request().Context(), id)
+		if p.Pending && errors.Is(err, memory.ErrNotFound) {
+			return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Code: "not_found",
+				Message: "No such conversation is stored in this tenant. The queues could not be asked whether turns of it wait there; " +
+					"any that do are refused, and purged once the queues answer."}
+		}
 		if err != nil {
 			return a.storeError(c, err)
 		}

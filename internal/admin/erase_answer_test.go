@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -91,7 +92,33 @@ func (s *queueStore) EraseUser(_ context.Context, _, user string) (memory.QueueP
 
 func (s *queueStore) EraseConversation(_ context.Context, id memory.Identity) (memory.QueuePurge, error) {
 	s.erased = append(s.erased, id.User+"/"+id.Conversation)
+	if id.Conversation == "never" { // nothing stored of it
+		return memory.QueuePurge{Pending: s.pending[id.User]}, fmt.Errorf("delete conversation: %w", memory.ErrNotFound)
+	}
 	return memory.QueuePurge{Pending: s.pending[id.User]}, nil
+}
+
+// TestDeleteNeverStoredConversationWhilePurgePending: deleting a
+// conversation the store does not hold, while the queues could not be
+// asked (the purge pending), answers 404 not_found, as when the queues
+// hold none of it, never "deleted": true; its message says the queues
+// could not be asked.
+func TestDeleteNeverStoredConversationWhilePurgePending(t *testing.T) {
+	st := &queueStore{pending: map[string]bool{"cy": true}}
+	base := mustAdmin(t, New(nil, st, nil, nil, 1<<20, 0, nil))
+	for user, queues := range map[string]bool{"cy": false, "ana": true} {
+		req, _ := http.NewRequest(http.MethodDelete, base+"/v1/memory/conversations/never?user="+user, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || bytes.Contains(b, []byte(`"deleted"`)) ||
+			bytes.Contains(b, []byte("could not be asked")) == queues {
+			t.Errorf("DELETE %s's conversation never stored (queues answering: %v): %d %s; want 404 not_found", user, queues, resp.StatusCode, b)
+		}
+	}
 }
 
 // TestDeleteUserSaysWhatWasQueued: when the store also purges the user's

@@ -140,8 +140,11 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 // yet (its turns all queued, or in flight) is deleted all the same: the
 // store dates the deletion, so its turns in flight are dropped when they
 // are saved, and its queued ones are purged; the call answers
-// memory.ErrNotFound only when there was nothing of it in the queues
-// either (a purge pending cannot say: it answers the deletion). Last, once
+// memory.ErrNotFound when there was nothing of it in the queues
+// either, and also, with the purge pending, whenever the store held
+// nothing of it (the queues could not say; the QueuePurge says Pending,
+// and the deletion stands: turns of it still queued are refused, and
+// purged once the queues answer). Last, once
 // the queues have answered the purge, a few tombstones of conversations
 // never stored that nothing can be refused by any more go
 // (expireTombstones). The other processes are told once, after both
@@ -167,10 +170,16 @@ func (e *Engine) EraseConversation(ctx context.Context, id memory.Identity) (mem
 			return memory.QueuePurge{}, failed
 		}
 		purged, err := c.purgeDeleted(ctx, id)
-		if err != nil || purged.Pending {
+		if err != nil {
+			return memory.QueuePurge{}, err
+		}
+		if purged.Pending {
 			// The queues did not answer: asking them for their oldest
 			// entry would wait the same, so no tombstone goes this time.
-			return memory.QueuePurge{Pending: purged.Pending}, err
+			// Nothing stored, and the queues could not say whether they
+			// hold any of it: not found, as when they hold none (the
+			// deletion stands all the same, its purge pending).
+			return memory.QueuePurge{Pending: true}, stored
 		}
 		if purged.Turns+purged.Enrichments == 0 {
 			err = stored // nothing stored, nothing queued: not found

@@ -65,6 +65,11 @@ func runPurgePendingTurnRefused(t *testing.T, top queueTopology, erase func(ctx 
 
 	down.Store(true)
 	p, err := erase(ctx, e, alice)
+	// alice's conversation is not stored (its turn waits in the queue): a
+	// deletion says so (memory.ErrNotFound), the queues unable to tell.
+	if errors.Is(err, memory.ErrNotFound) {
+		err = nil
+	}
 	if err != nil || !p.Pending {
 		t.Fatalf("erasure with the queues down = %+v, %v; want the purge pending", p, err)
 	}
@@ -123,5 +128,37 @@ func TestPurgePendingTurnRefusedSQLite(t *testing.T) {
 func TestPurgePendingTurnRefusedPostgresRedis(t *testing.T) {
 	for _, tt := range pendingErasures {
 		t.Run(tt.name, func(t *testing.T) { runPurgePendingTurnRefused(t, postgresRedisTopology(t), tt.erase) })
+	}
+}
+
+// TestDeletingANeverStoredConversationWhileThePurgeIsPendingIsNotFound:
+// with the queues not taking purges, deleting a conversation the store
+// does not hold does not answer that it was deleted: it answers
+// memory.ErrNotFound, as when the queues answer and hold none of it, and
+// says the purge is pending (turns of it may wait there; they are purged
+// once the queues answer, and refused meanwhile). A stored conversation
+// is deleted, its purge pending.
+func TestDeletingANeverStoredConversationWhileThePurgeIsPendingIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	top := sqliteTopology(t)
+	var down atomic.Bool
+	c := record.New(unpurgeable{top.queue, &down}, top.store, nil, nil, record.Options{Enrich: unpurgeable{top.enrich, &down},
+		Shared: top.shared, OpTimeout: 5 * time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	e := engine.New(engine.Options{}, nil)
+	e.Use(&engine.Core{Store: top.store, Capturer: c})
+	stored := memory.Identity{Tenant: "acme", User: "alice", Conversation: "kept"}
+	c.Capture(ctx, turn(t, stored, "alice says hello"))
+	down.Store(true)
+	p, err := e.EraseConversation(ctx, memory.Identity{Tenant: "acme", User: "alice", Conversation: "never"})
+	if !errors.Is(err, memory.ErrNotFound) || !p.Pending {
+		t.Fatalf("deleting a conversation never stored, the queues down = %+v, %v; want memory.ErrNotFound, the purge pending", p, err)
+	}
+	if p, err := e.EraseConversation(ctx, stored); err != nil || !p.Pending {
+		t.Fatalf("deleting a stored conversation, the queues down = %+v, %v; want it deleted, the purge pending", p, err)
 	}
 }

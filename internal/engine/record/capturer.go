@@ -138,9 +138,18 @@ type Options struct {
 	// wherever they are captured. Nil: the Capturer knows only of the turns
 	// it queued itself (enough when one process owns the queue).
 	Shared SharedQueue
-	// Scrubber is told after every purge, whatever it removed (see
+	// Scrubber is told after every purge that went through, whatever it removed (see
 	// Scrubber); nil: none.
 	Scrubber Scrubber
+	// Ledger keeps the erasures' and deletions' queue purges not known to
+	// be done in the store (PurgeLedger), so that one left pending when
+	// the process stops, or given up, is retried by the next process (or
+	// this one's next sweep); nil: they live in this process's memory
+	// only.
+	Ledger PurgeLedger
+	// PurgeSweep is how often the purges the Ledger lists are retried
+	// (also once at start; default 1m).
+	PurgeSweep time.Duration
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in
 	// the order they were captured.
@@ -207,6 +216,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PurgeWait <= 0 {
 		o.PurgeWait = 2 * time.Second
+	}
+	if o.PurgeSweep <= 0 {
+		o.PurgeSweep = time.Minute
 	}
 	if o.RetryBase <= 0 {
 		o.RetryBase = 100 * time.Millisecond
@@ -366,6 +378,9 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		c.watcher.Go(c.watchQueued)
 	}
 	c.watcher.Go(c.retryPurges)
+	if opts.Ledger != nil {
+		c.watcher.Go(c.sweepPurges)
+	}
 	return c
 }
 

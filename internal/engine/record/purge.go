@@ -24,8 +24,9 @@ import (
 // counts of queued turns exact (Queue.Purge), and this Capturer stops
 // holding the user's conversations behind the turns it had queued for
 // them: their next turns are stored directly unless the shared queue
-// still counts turns of theirs. Then it tells Options.Scrubber, whatever
-// it removed. A zero erasedAt (never erased) purges nothing.
+// still counts turns of theirs. Then, once the purge went through both
+// queues, it tells Options.Scrubber, whatever it removed (not after an
+// attempt that failed). A zero erasedAt (never erased) purges nothing.
 //
 // It returns how many entries it removed from each queue (Purged) once
 // the purge is done, waiting as long as the queues answer; a purge the
@@ -136,9 +137,11 @@ func (c *Capturer) purge(ctx context.Context, tenant, user string, voided func(q
 			c.logger.Info("purged erased or deleted exchanges from a queue", "queue", q.name, "tenant", tenant, "entries", got)
 		}
 	}
-	if c.opts.Scrubber != nil {
+	if c.opts.Scrubber != nil && len(errs) == 0 {
 		// Whatever the purge removed: the queues' copies elsewhere (Redis's
-		// append-only file) hold the user's processed exchanges too.
+		// append-only file) hold the user's processed exchanges too. Once,
+		// when the purge went through: an attempt that failed is tried
+		// again, and the scrub follows the one that does.
 		c.opts.Scrubber.Scrub()
 	}
 	if c.shared != nil {
@@ -181,7 +184,7 @@ func voidedBy(user string, voided func(queuedOwner) bool, enrichment bool) func(
 	// writes it; when that is the id itself, an entry without it is
 	// passed over without decoding.
 	var hint []byte
-	if q, err := json.Marshal(user); err == nil && string(q) == `"`+user+`"` {
+	if q, err := json.Marshal(user); err == nil && user != "" && string(q) == `"`+user+`"` {
 		hint = q
 	}
 	return func(payload []byte) bool {

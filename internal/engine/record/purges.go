@@ -173,6 +173,7 @@ func (b *purgeBacklog) drop() int {
 // and answers Pending at once.
 func (c *Capturer) purgeSoon(ctx context.Context, k purgeKey, at time.Time) Purged {
 	if c.purges.down() {
+		c.recordPending(k, at)
 		c.gaveUp(c.purges.retry(k, at))
 		return Purged{Pending: true}
 	}
@@ -187,14 +188,19 @@ func (c *Capturer) purgeSoon(ctx context.Context, k purgeKey, at time.Time) Purg
 	c.closeMu.RLock()
 	if c.closed { // too late to start one: closing gives it up
 		c.closeMu.RUnlock()
+		c.recordPending(k, at) // the next process retries it
 		c.purges.givenUp.Inc()
 		return Purged{Pending: true}
 	}
 	c.purges.begin()
 	c.watcher.Go(func() {
+		c.recordPending(k, at)
 		actx, cancel := context.WithTimeout(c.ctx, purgeTimeout)
 		defer cancel()
 		n, err := c.run(actx, k, at, beat)
+		if err == nil {
+			c.recordDone(k, at)
+		}
 		c.gaveUp(c.purges.end(k, at, err, false))
 		if err != nil {
 			c.logger.Warn("queue purge of an erasure or deletion failed; retrying in the background until the queues take it", "tenant", k.tenant, "err", err)
@@ -238,6 +244,9 @@ func (c *Capturer) retryPurges() {
 		ctx, cancel := context.WithTimeout(c.ctx, purgeTimeout)
 		_, err := c.run(ctx, k, at, func() {})
 		cancel()
+		if err == nil {
+			c.recordDone(k, at)
+		}
 		c.gaveUp(c.purges.end(k, at, err, true))
 		if c.ctx.Err() != nil {
 			return

@@ -136,3 +136,35 @@ func (q *failingPurges) failed() int {
 	defer q.mu.Unlock()
 	return min(q.tries, q.fails)
 }
+
+// countScrubs counts the Scrubs it is told of.
+type countScrubs struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *countScrubs) Scrub() { s.mu.Lock(); s.n++; s.mu.Unlock() }
+
+func (s *countScrubs) count() int { s.mu.Lock(); defer s.mu.Unlock(); return s.n }
+
+// TestPurgeScrubsOnceItGoesThrough: a purge the queue refuses twice
+// before it goes through tells the Scrubber once, after it went through,
+// not after each failed attempt (each would rewrite Redis's append-only
+// file for nothing).
+func TestPurgeScrubsOnceItGoesThrough(t *testing.T) {
+	erasedAt := time.Now()
+	q := &failingPurges{MemoryQueue: NewMemoryQueue(0), fails: 2}
+	queueTurns(t, q.MemoryQueue, 1, erasedAt)
+	scrub := &countScrubs{}
+	c := mustCapturer(t, q, newFakeSaver(), nil, Options{Scrubber: scrub})
+	if n := c.PurgeErased(context.Background(), "acme", "alice", erasedAt); !n.Pending {
+		t.Fatalf("PurgeErased on a failing queue = %+v, want it pending", n)
+	}
+	waitFor(t, "the purge to go through", func() bool {
+		n, _ := q.Pending(context.Background())
+		return n == 0 && c.purges.pending() == 0
+	})
+	if n := scrub.count(); n != 1 {
+		t.Fatalf("%d scrubs for a purge that failed twice, then went through; want 1", n)
+	}
+}

@@ -20,7 +20,7 @@ const ExpiredStates = 64
 // StateDigest returns the key of provider state s: SHA-256 of its domain
 // tag, its kind and its id as netstrings.
 func StateDigest(s memory.ProviderState) []byte {
-	return tombstone(stateTag, string(s.Kind), s.ID)
+	return memory.TaggedDigest(stateTag, string(s.Kind), s.ID)
 }
 
 // StateLookup is the lookup of which of a list of states are bound: the

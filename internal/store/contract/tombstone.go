@@ -1,11 +1,6 @@
 package contract
 
-import (
-	"crypto/sha256"
-	"strconv"
-
-	"github.com/memgate/memgate/internal/memory"
-)
+import "github.com/memgate/memgate/internal/memory"
 
 // Tombstones. A user's erasure and a conversation's deletion leave a row
 // that refuses the writes in flight when they happened (an exchange
@@ -18,41 +13,18 @@ import (
 // tombstone and every backup of it. docs/architecture.md, "Why the
 // tombstone digests are not keyed", says what a key would take.)
 //
-// The digest is SHA-256 over a domain tag and the ids, each written as a
-// netstring (its length in bytes, a colon, its bytes, a comma), so that no
-// two lists of ids share an encoding; PostgreSQL computes the same bytes
-// in SQL (its migration 0027 re-keys the tombstones of earlier builds).
-
-// Domain tags of the tombstone digests, one per kind of tombstone.
-const (
-	userTombstoneTag         = "memgate/tombstone/user/v1\n"
-	conversationTombstoneTag = "memgate/tombstone/conversation/v1\n"
-)
+// The digest is memory.UserTombstone's or memory.ConversationTombstone's
+// (SHA-256 over a domain tag and the ids as netstrings); PostgreSQL
+// computes the same bytes in SQL (its migration 0027 re-keys the
+// tombstones of earlier builds).
 
 // UserTombstone returns the key of the erasure tombstone of (tenant,
-// user): SHA-256 of its domain tag and the two ids as netstrings.
-func UserTombstone(tenant, user string) []byte {
-	return tombstone(userTombstoneTag, tenant, user)
-}
+// user) (memory.UserTombstone).
+func UserTombstone(tenant, user string) []byte { return memory.UserTombstone(tenant, user) }
 
 // ConversationTombstone returns the key of the deletion tombstone of
-// conversation id: SHA-256 of its domain tag and the tenant, user and
-// conversation ids as netstrings.
-func ConversationTombstone(id memory.Identity) []byte {
-	return tombstone(conversationTombstoneTag, id.Tenant, id.User, id.Conversation)
-}
-
-func tombstone(tag string, ids ...string) []byte {
-	h := sha256.New()
-	h.Write([]byte(tag))
-	for _, id := range ids {
-		h.Write(strconv.AppendInt(nil, int64(len(id)), 10))
-		h.Write([]byte{':'})
-		h.Write([]byte(id))
-		h.Write([]byte{','})
-	}
-	return h.Sum(nil)
-}
+// conversation id (memory.ConversationTombstone).
+func ConversationTombstone(id memory.Identity) []byte { return memory.ConversationTombstone(id) }
 
 // Tombstones of conversations never stored. Deleting a conversation the
 // store does not hold (its turns still queued or in flight, or an id

@@ -131,3 +131,7 @@ func TestTombstoneExpiryContract(t *testing.T) {
 		}
 	})
 }
+
+func TestPendingPurgesContract(t *testing.T) {
+	storetest.RunPendingPurges(t, func(t *testing.T) storetest.PurgeLedger { return mustOpen(t) })
+}

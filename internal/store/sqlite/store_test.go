@@ -94,12 +94,13 @@ func TestOpenConfiguresDatabase(t *testing.T) {
 		}
 	}
 	// Every secondary index is led by tenant, but the tombstones' and the
-	// provider states', led by a digest of the tenant and the ids
-	// (contract.UserTombstone, contract.StateDigest) or by expiry.
+	// provider states' and the pending queue purges', led by a digest of
+	// the tenant and the ids (contract.UserTombstone, contract.StateDigest)
+	// or by expiry.
 	rows, err := db.Query(`SELECT il.name, ii.name FROM sqlite_master m
 		JOIN pragma_index_list(m.name) il
 		JOIN pragma_index_info(il.name) ii ON ii.seqno = 0
-		WHERE m.type = 'table' AND m.name NOT IN ('outbox', 'outbox_leases', 'schema_migrations', 'user_tombstones', 'conversation_tombstones', 'provider_states')
+		WHERE m.type = 'table' AND m.name NOT IN ('outbox', 'outbox_leases', 'schema_migrations', 'user_tombstones', 'conversation_tombstones', 'provider_states', 'queue_purges')
 			AND m.name NOT LIKE 'memory_items_fts%'`)
 	if err != nil {
 		t.Fatalf("list indexes: %v", err)
@@ -268,5 +269,12 @@ func TestTombstoneExpiryContract(t *testing.T) {
 				return n, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversation_tombstones`).Scan(&n)
 			},
 		}
+	})
+}
+
+func TestPendingPurgesContract(t *testing.T) {
+	storetest.RunPendingPurges(t, func(t *testing.T) storetest.PurgeLedger {
+		s, _ := mustTempStore(t)
+		return s
 	})
 }

@@ -1,0 +1,85 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/sqlite"
+)
+
+var _ PurgeLedger = (*sqlite.Store)(nil)
+
+// downPurges is a queue whose purges fail while down (a Redis that does
+// not answer), everything else going through.
+type downPurges struct {
+	Queue
+	down *atomic.Bool
+}
+
+func (q downPurges) Purge(ctx context.Context, match func([]byte) bool) (int, error) {
+	if q.down.Load() {
+		return 0, memory.ErrUnavailable
+	}
+	return q.Queue.Purge(ctx, match)
+}
+
+// TestPendingPurgeOutlivesTheProcess: an erasure's and a deletion's
+// purges the queue does not take are recorded in the store (Ledger); the
+// process stops with them pending (given up), and the next process over
+// the same store and queue — a restart — purges the erased user's and
+// the deleted conversation's turns at start, leaving the others' queued,
+// and records them done (nothing listed any more). The store holds the
+// purges by digest only: no id in the clear.
+func TestPendingPurgeOutlivesTheProcess(t *testing.T) {
+	ctx := context.Background()
+	st := mustSQLite(t)
+	erasedAt := time.Now()
+	enqueue := func(id memory.Identity, text string) {
+		t.Helper()
+		e := exchange(t, "x-"+id.User+id.Conversation, text, "Noted")
+		e.Identity, e.At, e.Received = id, erasedAt.Add(-time.Hour), erasedAt.Add(-time.Hour)
+		if err := st.Outbox().Enqueue(ctx, must(json.Marshal(e))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	bobGone := memory.Identity{Tenant: "acme", User: "bob", Conversation: "gone"}
+	bobKept := memory.Identity{Tenant: "acme", User: "bob", Conversation: "kept"}
+	enqueue(alice, "alice's code word")
+	enqueue(bobGone, "bob's deleted words")
+	enqueue(bobKept, "bob's kept words")
+
+	var down atomic.Bool
+	down.Store(true)
+	first := New(downPurges{st.Outbox(), &down}, st, nil, nil, Options{Ledger: st, PurgeWait: 100 * time.Millisecond})
+	if n := first.PurgeErased(ctx, "acme", "alice", erasedAt); !n.Pending {
+		t.Fatalf("PurgeErased, the queue down = %+v; want pending", n)
+	}
+	if n := first.PurgeDeleted(ctx, bobGone, erasedAt); !n.Pending {
+		t.Fatalf("PurgeDeleted, the queue down = %+v; want pending", n)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = first.Close(cctx) // gives the purges up
+	cancel()
+	if n := outboxPending(t, st); n != 3 {
+		t.Fatalf("the queue holds %d entries after the first process stopped; want all 3 (nothing purged)", n)
+	}
+	ps, err := st.PendingPurges(ctx, 10)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("pending purges in the store = %+v, %v; want the two", ps, err)
+	}
+
+	down.Store(false)
+	mustCapturer(t, downPurges{st.Outbox(), &down}, st, nil, Options{Ledger: st})
+	waitFor(t, "the restarted process to purge what the first left pending", func() bool {
+		ps, err := st.PendingPurges(ctx, 10)
+		return err == nil && len(ps) == 0
+	})
+	if n := outboxPending(t, st); n != 1 {
+		t.Fatalf("the queue holds %d entries after the restart's purge; want bob's kept turn alone", n)
+	}
+}
