@@ -37,9 +37,9 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	if err := contract.ValidExchange(exs...); err != nil {
 		return nil, fmt.Errorf("postgres: save exchanges: %w", err)
 	}
-	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" && exs[0].BranchSeed == "" {
+	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" && exs[0].BranchSeed == "" && exs[0].Rewind == nil {
 		// One exchange that only appends (no history to align or compare,
-		// no candidate conversation: see Adopt), the common case at low
+		// no Rewind, no candidate conversation: see Adopt), the common case at low
 		// load: one round trip, in one statement.
 		res, err := s.saveTurn(ctx, exs[0], cmp.Or(exs[0].At, time.Now()))
 		if err != nil {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,10 +15,21 @@ import (
 // superseded branch stated are retracted in the save's transaction, the
 // newest superseded value of a retracted current fact's key (stated by a
 // message still live) is current again, a fact a live message also stated
-// stays, and a late fact of the superseded message is refused.
+// stays, and a late fact of the superseded message is refused. The same
+// holds of a branch a Rewind supersedes (a change the client made past
+// the history its requests store).
 func testSupersededBranchRetractsItsFacts(t *testing.T, s KnowledgeStore) {
+	for _, rewind := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in window", true: "rewind"}[rewind], func(t *testing.T) {
+			testBranchRetracts(t, s, rewind)
+		})
+	}
+}
+
+func testBranchRetracts(t *testing.T, s KnowledgeStore, rewind bool) {
 	ctx := testCtx(t)
-	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	user := "alice-" + strconv.FormatBool(rewind)
+	id := memory.Identity{Tenant: "acme", User: user, Conversation: "c1"}
 	first := []memory.Message{msg(t, "user", "I lived in Madrid. I am vegan."), msg(t, "assistant", "noted")}
 	ex1 := exchange(id, "e1", 1, nil, first[:1], first[1])
 	mustSave(t, s, ex1)
@@ -36,7 +48,7 @@ func testSupersededBranchRetractsItsFacts(t *testing.T, s KnowledgeStore) {
 	}
 	said, madrid := keyOf(lisbon.Content), keyOf(first[0].Content)
 	stated := func(key, value, source string, n int) memory.Fact {
-		f := fact("acme", "alice", memory.FactProfile, key, value, n)
+		f := fact("acme", user, memory.FactProfile, key, value, n)
 		f.Source = source
 		return f
 	}
@@ -49,6 +61,20 @@ func testSupersededBranchRetractsItsFacts(t *testing.T, s KnowledgeStore) {
 	// The client edits its last message and resends the history.
 	porto := msg(t, "user", "I live in Porto.")
 	ex3 := exchange(id, "e3", 3, slices.Clone(first), []memory.Message{porto}, msg(t, "assistant", "ok"))
+	if rewind {
+		var seq int64
+		for _, m := range mustRecent(t, s, id, 10) {
+			if m.Key == said {
+				seq = m.Seq
+			}
+		}
+		st := memory.Stamps(ex2, 2)[0]
+		if !st.Known {
+			t.Fatal("the statement has no stamp")
+		}
+		ex3 = exchange(id, "e3", 3, nil, []memory.Message{porto}, msg(t, "assistant", "ok"))
+		ex3.Rewind = &memory.Rewind{Seq: seq, Pos: st.Pos, Digest: st.Digest}
+	}
 	res, err := s.SaveExchange(ctx, ex3)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +84,7 @@ func testSupersededBranchRetractsItsFacts(t *testing.T, s KnowledgeStore) {
 	}
 	values := func(history bool) []string {
 		t.Helper()
-		fs, err := s.Facts(ctx, "acme", "alice", baseTime.Add(time.Hour), history)
+		fs, err := s.Facts(ctx, "acme", user, baseTime.Add(time.Hour), history)
 		if err != nil {
 			t.Fatal(err)
 		}
