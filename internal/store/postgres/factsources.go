@@ -162,8 +162,9 @@ func forgetConversationFacts(ctx context.Context, tx pgx.Tx, id memory.Identity)
 }
 
 // retractFactsSQL removes the facts that only the texts at seqs $4 of
-// conversation $3 of user ($1, $2) stated, which an edit just took off the
-// live branch (contract.SavePlan.Unsaid), in one statement: a fact
+// conversation $3 of user ($1, $2), or (when $5 is positive) at seq $5 or
+// after it, stated, which an edit just took off the live branch
+// (contract.SavePlan.Unsaid, SupersedeFrom), in one statement: a fact
 // (current or superseded) goes, with its recall items, when every
 // statement of it is a mention (none came from the API or before mentions
 // were kept: mentions counts no more than its fact_mentions rows) and no
@@ -178,7 +179,8 @@ const retractFactsSQL = `
 WITH said AS (
 	SELECT DISTINCT m.fact_id FROM fact_mentions m
 	JOIN messages g ON g.tenant = m.tenant AND g.user_id = m.user_id AND g.key = m.message
-	WHERE m.tenant = $1 AND m.user_id = $2 AND g.conversation = $3 AND g.seq = ANY($4::bigint[])
+	WHERE m.tenant = $1 AND m.user_id = $2 AND g.conversation = $3
+	  AND (g.seq = ANY($4::bigint[]) OR ($5::bigint > 0 AND g.seq >= $5::bigint))
 ), gone AS (
 	DELETE FROM facts f USING said x
 	WHERE f.tenant = $1 AND f.user_id = $2 AND f.id = x.fact_id

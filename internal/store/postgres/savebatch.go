@@ -37,9 +37,9 @@ func (s *Store) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 	if err := contract.ValidExchange(exs...); err != nil {
 		return nil, fmt.Errorf("postgres: save exchanges: %w", err)
 	}
-	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" && exs[0].BranchSeed == "" {
+	if len(exs) == 1 && len(exs[0].Prior) == 0 && exs[0].Candidate == "" && exs[0].BranchSeed == "" && exs[0].Rewind == nil {
 		// One exchange that only appends (no history to align or compare,
-		// no candidate conversation: see Adopt), the common case at low
+		// no Rewind, no candidate conversation: see Adopt), the common case at low
 		// load: one round trip, in one statement.
 		res, err := s.saveTurn(ctx, exs[0], cmp.Or(exs[0].At, time.Now()))
 		if err != nil {
@@ -500,18 +500,20 @@ func (w *batchWriter) revised(id memory.Identity, p contract.SavePlan) {
 }
 
 // retract queues, after the amends and the new texts, the retraction of
-// the facts only the texts p's Amends took off the live branch stated
-// (retractFactsSQL), under the user's fact lock, as UpsertFact takes it:
-// a fact of the old text written before the lock is granted is retracted,
-// one after it finds its message superseded (contract.CheckLate).
+// the facts only the texts p's Amends, or its supersession from
+// SupersedeFrom, took off the live branch stated (retractFactsSQL), in the
+// same pipeline (no round trip of its own), under the user's fact lock, as
+// UpsertFact takes it: a fact of the old text written before the lock is
+// granted is retracted, one after it finds its message superseded
+// (contract.CheckLate).
 func (w *batchWriter) retract(id memory.Identity, p contract.SavePlan) {
 	seqs := p.Unsaid()
-	if len(seqs) == 0 {
+	if len(seqs) == 0 && p.SupersedeFrom <= 0 {
 		return
 	}
 	w.flush()
 	w.p.Queue(factLockSQL, id.Tenant, id.User)
-	w.p.Queue(retractFactsSQL, id.Tenant, id.User, id.Conversation, seqs)
+	w.p.Queue(retractFactsSQL, id.Tenant, id.User, id.Conversation, seqs, p.SupersedeFrom)
 }
 
 func (w *batchWriter) conversation(id memory.Identity, lastSeq int64, at time.Time) {

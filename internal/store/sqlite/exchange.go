@@ -198,7 +198,7 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if err := writeRevised(ctx, tx, ex.Identity, p); err != nil {
 		return res, err
 	}
-	if err := retractFacts(ctx, tx.Tx, ex.Identity, p.Unsaid()); err != nil {
+	if err := retractFacts(ctx, tx.Tx, ex.Identity, p.Unsaid(), p.SupersedeFrom); err != nil {
 		return res, err
 	}
 	var prompt, completion int

@@ -154,8 +154,9 @@ func reopenFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keys []fa
 }
 
 // retractFacts removes, in tx, the facts that only the texts at seqs of
-// conversation id stated, which an edit just took off the live branch
-// (contract.SavePlan.Unsaid): a fact (current or superseded) goes, with
+// conversation id, or (from positive) at seq from or after it, stated,
+// which an edit just took off the live branch (contract.SavePlan.Unsaid,
+// SupersedeFrom): a fact (current or superseded) goes, with
 // its recall items, when every statement of it is a mention (none came
 // from the API or before mentions were kept: mentions counts no more
 // than its fact_mentions rows) and no mention is of a message still live
@@ -164,17 +165,22 @@ func reopenFacts(ctx context.Context, tx *sql.Tx, tenant, user string, keys []fa
 // conversation is deleted (forgetConversationFacts): the user's facts
 // are what they would be had the old text never been said. A fact
 // another live message stated too stays.
-func retractFacts(ctx context.Context, tx *sql.Tx, id memory.Identity, seqs []int64) error {
-	if len(seqs) == 0 {
+func retractFacts(ctx context.Context, tx *sql.Tx, id memory.Identity, seqs []int64, from int64) error {
+	if len(seqs) == 0 && from <= 0 {
 		return nil
 	}
-	args := []any{id.Tenant, id.User, id.Tenant, id.User, id.Conversation}
+	args := []any{id.Tenant, id.User, id.Tenant, id.User, id.Conversation, from}
+	in := "" // the seqs beside the range: a list SQLite reads empty too
+	if len(seqs) > 0 {
+		in = list("?", len(seqs))
+	}
 	for _, seq := range seqs {
 		args = append(args, seq)
 	}
 	ids, err := queryAll(ctx, tx, scanInt64, `SELECT DISTINCT m.fact_id FROM fact_mentions m
 		WHERE m.tenant = ? AND m.user_id = ? AND m.message IN (SELECT key FROM messages
-			WHERE tenant = ? AND user_id = ? AND conversation = ? AND seq IN (`+list("?", len(seqs))+`))`, args...)
+			WHERE tenant = ? AND user_id = ? AND conversation = ?
+			AND ((? > 0 AND seq >= ?6) OR seq IN (`+in+`)))`, args...)
 	if err != nil {
 		return fmt.Errorf("find facts of edited messages: %w", err)
 	}

@@ -68,6 +68,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"DeleteConversationRacesIndexing", testDeleteConversationRacesIndexing},
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"EditRetractsItsFacts", testEditRetractsItsFacts},
+		{"SupersededBranchRetractsItsFacts", testSupersededBranchRetractsItsFacts},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
 		{"EmbedItemsNeverWritesAgain", testEmbedItemsNeverWritesAgain},
 		{"IndexBacklog", testIndexBacklog},
