@@ -94,6 +94,23 @@ type EnrichOptions struct {
 	// round that outlasts StaleAfter is reclaimed and enriched again (its
 	// side-model calls paid twice).
 	Conversations ConversationLeases
+	// Side, when set, are the after-save hooks that call a side model
+	// (compaction, fact extraction), followed by the indexing of what
+	// they write (recall.Indexer.Derived): they run in their own lane
+	// (side.go), so that a side model that hangs or crawls never holds up
+	// the hooks NewEnricher was given (the index lane: indexing a turn's
+	// messages, recall.Indexer.Messages). Each entry runs through both,
+	// the index lane first, and is acknowledged only when both are done
+	// with it (or gave it up): what a stop or a crash leaves is
+	// redelivered. nil: one lane runs every hook, in order.
+	Side []record.Hook
+	// SidePending bounds the entries indexed and waiting for the side
+	// lane, held in memory with their exchanges (default 4×Batch). The
+	// index lane leaves what finds it full claimed and unacknowledged
+	// (memgate_enrich_side_shed_total): redelivered after StaleAfter, it
+	// is offered to the side lane again, not indexed again by this
+	// process.
+	SidePending int
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -127,6 +144,9 @@ func (o EnrichOptions) withDefaults() EnrichOptions {
 	if o.Share <= 0 || o.Share > 1 {
 		o.Share = 0.5
 	}
+	if o.SidePending <= 0 {
+		o.SidePending = 4 * o.Batch
+	}
 	return o
 }
 
@@ -149,6 +169,13 @@ type Enricher struct {
 	failures                    *prometheus.CounterVec
 	lag                         prometheus.Histogram
 	backlog                     prometheus.Collector
+	// indexLag, sidePending and shed are the side lane's (side.go).
+	indexLag    prometheus.Histogram
+	sidePending prometheus.Collector
+	shed        prometheus.Counter
+
+	// side is the side lane; nil without EnrichOptions.Side.
+	side *sideLane
 
 	// leaseTTL is how long a lease lasts without renewal (see lease).
 	leaseTTL time.Duration
@@ -156,7 +183,8 @@ type Enricher struct {
 	holder string
 	// deferred are claimed entries of conversations another enricher
 	// held, kept for the next round (admit), at most Batch of them: Run
-	// claims no more than the room they leave; Run's goroutine only.
+	// claims no more than the room they leave; Run's goroutine only (the
+	// side lane's, with EnrichOptions.Side).
 	deferred []claimed
 }
 
@@ -192,6 +220,22 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
 	}
+	e.indexLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "memgate_enrich_index_lag_seconds",
+		Help:    "Time from an exchange's capture to the end of its indexing (with a side lane; else see memgate_enrich_lag_seconds).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	})
+	e.shed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "memgate_enrich_side_shed_total",
+		Help: "Indexed exchanges the full side lane left unacknowledged, for redelivery.",
+	})
+	if len(e.opts.Side) > 0 {
+		e.side = newSideLane(e.opts.SidePending, 4*e.opts.SidePending)
+	}
+	e.sidePending = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "memgate_enrich_side_pending",
+		Help: "Indexed exchanges this process holds for its side lane (side-model hooks): waiting or in a round.",
+	}, func() float64 { return float64(e.side.pending()) })
 	e.leaseTTL = max(4*e.opts.Block, 5*time.Second)
 	e.holder = holderToken(e.opts.Consumer)
 	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -211,7 +255,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 
 // Collectors returns the Enricher's metrics for the caller to register.
 func (e *Enricher) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog}
+	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog, e.indexLag, e.sidePending, e.shed}
 }
 
 // Run enriches until ctx is cancelled, then returns nil. Each hook runs
@@ -240,6 +284,13 @@ func (e *Enricher) Run(ctx context.Context) error {
 	// captured exchanges, and a store's enrichment queue knows its consumer
 	// is this one.
 	defer e.release(ctx)
+	if e.side != nil {
+		// The side lane stops with Run: it finishes its round (within
+		// the hooks' grace) and leaves what waits for it unacknowledged.
+		done := make(chan struct{})
+		go func() { defer close(done); e.runSide(ctx) }()
+		defer func() { <-done }()
+	}
 	delay, block := e.opts.BackoffBase, e.opts.Block
 	var next time.Time // the earliest start of the next round
 	for ctx.Err() == nil {
@@ -248,7 +299,10 @@ func (e *Enricher) Run(ctx context.Context) error {
 		}
 		held, taken, err := e.lease(ctx)
 		if err == nil && !held {
-			// Another enricher drains the queue; stand by.
+			// Another enricher drains the queue; stand by. It reclaims
+			// at once what this one claimed and did not acknowledge:
+			// what waits for the side lane is its to enrich now.
+			e.side.letGoWaiting()
 			if e.opts.Idle != nil {
 				e.idle(ctx)
 			}
@@ -268,10 +322,15 @@ func (e *Enricher) Run(ctx context.Context) error {
 		var ds []memory.Delivery
 		// The entries kept for the next round (admit) count against
 		// Batch: while they fill it, new entries stay in the queue, read
-		// once the kept ones are enriched or let go.
-		if room := e.opts.Batch - len(e.deferred); err == nil && room > 0 {
+		// once the kept ones are enriched or let go. With a side lane,
+		// that lane keeps them, and every claim may take a full Batch.
+		kept := 0
+		if e.side == nil {
+			kept = len(e.deferred)
+		}
+		if room := e.opts.Batch - kept; err == nil && room > 0 {
 			wait := block
-			if len(e.deferred) > 0 {
+			if kept > 0 {
 				wait = min(wait, e.opts.Interval) // kept entries wait for the next round only
 			}
 			ds, err = e.queue.Claim(ctx, e.opts.Consumer, room, stale, wait)
@@ -289,9 +348,14 @@ func (e *Enricher) Run(ctx context.Context) error {
 			continue
 		}
 		delay = e.opts.BackoffBase
-		if block = e.opts.Block; len(ds) > 0 || len(e.deferred) > 0 {
+		if block = e.opts.Block; len(ds) > 0 || kept > 0 {
 			start := time.Now()
-			waited := e.round(ctx, ds, e.takeDeferred())
+			var waited time.Duration
+			if e.side != nil {
+				waited = e.indexRound(ctx, ds)
+			} else {
+				waited = e.round(ctx, ds, e.takeDeferred())
+			}
 			next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start)-waited)/e.opts.Share)))
 		} else if e.opts.Idle != nil {
 			block = e.idle(ctx)
@@ -329,6 +393,11 @@ func (e *Enricher) idle(ctx context.Context) time.Duration {
 // while this one does the rest. It returns how long it waited between a
 // failed hook's attempts: that wait is not work the pacing (Share) counts.
 func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []claimed) (waited time.Duration) {
+	return e.roundOf(ctx, ds, deferred, e.hooks)
+}
+
+// roundOf is round with hooks (the side lane's: EnrichOptions.Side).
+func (e *Enricher) roundOf(ctx context.Context, ds []memory.Delivery, deferred []claimed, hooks []record.Hook) (waited time.Duration) {
 	defer e.keepLease(ctx)()
 	var acks []string
 	now := time.Now()
@@ -381,7 +450,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	for i, part := range parts {
 		ok, w := false, time.Duration(0)
 		if !fenced(hctx) {
-			ok, w = e.runHooks(ctx, hctx, part)
+			ok, w = e.runHooks(ctx, hctx, hooks, part)
 			waited += w
 		}
 		if !ok {
@@ -391,6 +460,8 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 			left += len(part)
 			continue
 		}
+		e.observe(e.lag, part)
+		e.enriched.Add(float64(len(part)))
 		for _, c := range part {
 			acks = append(acks, c.d.ID)
 		}
@@ -413,18 +484,17 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 	return waited
 }
 
-// runHooks runs each hook over part (one conversation's turns after
+// runHooks runs each of hooks over part (one conversation's turns after
 // another's), in order, each under its own deadline (runHook); a hook that
 // fails is run again after a backoff, up to Attempts times, while the
 // hooks that succeeded are not — unless a hook before them succeeds only
 // then (what it wrote, pins, a summary, is theirs to index) — so a failing
 // hook (a side model's) never holds up the others' work, nor makes them do
-// it twice. It records the exchanges' lag, and reports whether part is
-// done — enriched, or given up — rather than stopped by the round's fence
+// it twice. It reports whether part is done — enriched, or given up — rather than stopped by the round's fence
 // (errLeaseLost), or by its enricher stopping while a failed hook was
 // still to be retried, which leaves it to be enriched again, and how
 // long it waited between attempts.
-func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done bool, waited time.Duration) {
+func (e *Enricher) runHooks(ctx, hctx context.Context, hooks []record.Hook, part []claimed) (done bool, waited time.Duration) {
 	if len(part) == 0 {
 		return true, 0
 	}
@@ -433,13 +503,13 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 	for i, c := range part {
 		exs[i], results[i] = c.en.Exchange, c.en.Result
 	}
-	ok := make([]bool, len(e.hooks))    // the hooks done with part
-	spent := make([]bool, len(e.hooks)) // the hooks that ran out their time on it
+	ok := make([]bool, len(hooks))    // the hooks done with part
+	spent := make([]bool, len(hooks)) // the hooks that ran out their time on it
 	delay := e.opts.BackoffBase
 	for attempt := 1; ; attempt++ {
 		var errs []error
 		retry, again := false, false
-		for i, hk := range e.hooks {
+		for i, hk := range hooks {
 			if spent[i] || ok[i] && !again {
 				continue
 			}
@@ -484,6 +554,11 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
 	}
+	return true, waited
+}
+
+// observe records in h the time from each exchange's capture to now.
+func (e *Enricher) observe(h prometheus.Histogram, part []claimed) {
 	now := time.Now()
 	for _, c := range part {
 		start := c.en.CapturedAt
@@ -491,11 +566,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, part []claimed) (done boo
 			start = c.en.Exchange.At
 		}
 		if !start.IsZero() {
-			e.lag.Observe(now.Sub(start).Seconds())
+			h.Observe(now.Sub(start).Seconds())
 		}
 	}
-	e.enriched.Add(float64(len(exs)))
-	return true, waited
 }
 
 // runHook runs hk over exs (record.RunHooks) under its own deadline,

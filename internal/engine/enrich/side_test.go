@@ -113,7 +113,149 @@ func TestHungSideModelHoldsUpNoIndexing(t *testing.T) {
 	}
 }
 
-// newSideEnricher wires an Enricher as the gateway does.
+// newSideEnricher wires an Enricher as the gateway does: indexing in the
+// index lane, the side-model hooks and the indexing of what they write in
+// the side lane.
 func newSideEnricher(q record.Queue, compactor, extractor record.Hook, indexer *recall.Indexer, opts EnrichOptions) *Enricher {
-	return NewEnricher(q, []record.Hook{compactor, extractor, indexer}, nil, opts)
+	opts.Side = []record.Hook{compactor, extractor, indexer.Derived()}
+	return NewEnricher(q, []record.Hook{indexer.Messages()}, nil, opts)
+}
+
+// okHook is a hook that does nothing and succeeds.
+func okHook() *handedHook {
+	return &handedHook{h: record.HookFunc(func(context.Context, []memory.Exchange, []memory.SaveResult) error { return nil }), handed: map[string]int{}}
+}
+
+// TestFullSideLaneShedsForRedelivery: the side lane holds at most
+// SidePending entries. The index lane indexes every claimed entry; those
+// the full side lane cannot take are shed — left claimed and
+// unacknowledged, counted — and their redelivery is handed to the side
+// lane again without being indexed again. Once the side hooks run, every
+// entry is acknowledged: shedding loses nothing, and each exchange is
+// indexed once and handed to the side hooks.
+func TestFullSideLaneShedsForRedelivery(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := record.NewMemoryQueue(0)
+	const n = 6
+	for i := range n {
+		enqueueEnriched(t, q, fmt.Sprintf("c%d", i), fmt.Sprintf("turn %d", i))
+	}
+	index, side := okHook(), okHook()
+	e := NewEnricher(q, []record.Hook{index}, nil, EnrichOptions{Side: []record.Hook{side}, SidePending: 2,
+		StaleAfter: 20 * time.Millisecond, Block: 10 * time.Millisecond, Interval: time.Millisecond, BackoffBase: time.Millisecond})
+	claim := func(stale time.Duration) []memory.Delivery {
+		t.Helper()
+		ds, err := q.Claim(ctx, "a", 10, stale, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	indexedOnce := func(when string) {
+		t.Helper()
+		handed := index.counts()
+		if len(handed) != n {
+			t.Errorf("%s: %d exchanges indexed, want %d", when, len(handed), n)
+		}
+		for id, k := range handed {
+			if k != 1 {
+				t.Errorf("%s: exchange %s indexed %d times, want once", when, id, k)
+			}
+		}
+	}
+
+	e.indexRound(ctx, claim(time.Hour))
+	indexedOnce("first claim")
+	if got := value(t, e.shed); got != n-2 {
+		t.Errorf("%v entries shed by a side lane of 2, want %d", got, n-2)
+	}
+	if got := value(t, e.sidePending); got != 2 {
+		t.Errorf("side lane pending gauge %v, want 2", got)
+	}
+	if got := pending(t, q); got != n {
+		t.Errorf("%d entries unacknowledged, want all %d: none is done with its side hooks", got, n)
+	}
+
+	// Redelivered (reclaimed once stale: here at once), the shed entries
+	// are offered again, not indexed again; the held ones are left alone.
+	e.indexRound(ctx, claim(0))
+	indexedOnce("redelivery")
+	if got := value(t, e.shed); got != 2*(n-2) {
+		t.Errorf("%v entries shed after the redelivery, want %d", got, 2*(n-2))
+	}
+	if got := value(t, e.sidePending); got != 2 {
+		t.Errorf("side lane pending gauge %v after the redelivery, want 2", got)
+	}
+
+	// The lanes run: everything is enriched and acknowledged.
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, "every entry acknowledged", func() bool { return pending(t, q) == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	indexedOnce("the end")
+	if handed := side.counts(); len(handed) != n {
+		t.Errorf("%d exchanges handed to the side hooks, want %d", len(handed), n)
+	}
+	if got := value(t, e.sidePending); got != 0 {
+		t.Errorf("side lane pending gauge %v at the end, want 0", got)
+	}
+}
+
+// TestStoppedSideLaneLosesNothing: the enricher stops while its side hook
+// fails (a side model down) and exchanges wait for the side lane, all of
+// them indexed. None is acknowledged: the next run enriches every one.
+func TestStoppedSideLaneLosesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := record.NewMemoryQueue(0)
+	const n = 5
+	for i := range n {
+		enqueueEnriched(t, q, fmt.Sprintf("c%d", i), fmt.Sprintf("turn %d", i))
+	}
+	down := make(chan struct{})
+	var calls sync.WaitGroup
+	calls.Add(1)
+	var first sync.Once
+	stuck := record.HookFunc(func(ctx context.Context, _ []memory.Exchange, _ []memory.SaveResult) error {
+		first.Do(calls.Done)
+		select {
+		case <-down:
+			return fmt.Errorf("side model down")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	index := okHook()
+	opts := EnrichOptions{HookTimeout: time.Minute, Batch: 2, StaleAfter: time.Hour, Block: 10 * time.Millisecond,
+		Interval: time.Millisecond, BackoffBase: time.Millisecond}
+	o := opts
+	o.Side = []record.Hook{stuck}
+	e := NewEnricher(q, []record.Hook{index}, nil, o)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, "every exchange indexed", func() bool { return len(index.counts()) == n })
+	calls.Wait() // a side round is under way
+	cancel()
+	close(down)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(t, q); got != n {
+		t.Fatalf("%d entries left unacknowledged by the stopped enricher, want all %d", got, n)
+	}
+
+	side := okHook()
+	o = opts
+	o.Side = []record.Hook{side}
+	o.StaleAfter = 10 * time.Millisecond // the stopped run's entries are reclaimed
+	stop := runEnricher(t, NewEnricher(q, []record.Hook{okHook()}, nil, o))
+	waitFor(t, "every entry acknowledged by the next run", func() bool { return pending(t, q) == 0 })
+	stop()
+	if handed := side.counts(); len(handed) != n {
+		t.Errorf("%d exchanges handed to the next run's side hooks, want %d", len(handed), n)
+	}
 }

@@ -120,6 +120,48 @@ func (ix *Indexer) AfterSave(ctx context.Context, ex memory.Exchange, res memory
 // newest first. Exchanges dropped because their user was erased are
 // skipped.
 func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	return ix.index(ctx, exs, results, indexMessages|indexDerived)
+}
+
+// indexParts are the parts of what AfterSaveBatch indexes.
+type indexParts uint8
+
+const (
+	// indexMessages: each exchange's stored messages.
+	indexMessages indexParts = 1 << iota
+	// indexDerived: what the side hooks derived from the exchanges (the
+	// conversation's latest summary, the user's fresh facts).
+	indexDerived
+)
+
+// IndexPart is a hook (record.Hook, through AfterSaveBatch) that indexes
+// one part of what the Indexer indexes: Messages, or Derived.
+type IndexPart struct {
+	ix    *Indexer
+	parts indexParts
+}
+
+// Messages returns the hook that indexes only a batch's stored messages,
+// as AfterSaveBatch does, and not what hooks derive from them: the
+// enricher's index lane, which never waits for a side model, while
+// Derived runs after the side hooks (enrich.EnrichOptions.Side). The two
+// index together what AfterSaveBatch does, each message once.
+func (ix *Indexer) Messages() IndexPart { return IndexPart{ix: ix, parts: indexMessages} }
+
+// Derived returns the hook that indexes only what the hooks before it
+// derived from a batch — the conversations' latest summaries, the users'
+// facts updated since the exchanges — as AfterSaveBatch does, and not the
+// batch's messages (see Messages).
+func (ix *Indexer) Derived() IndexPart { return IndexPart{ix: ix, parts: indexDerived} }
+
+// AfterSaveBatch indexes p's part of the batch.
+func (p IndexPart) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
+	return p.ix.index(ctx, exs, results, p.parts)
+}
+
+// index indexes parts of a batch (see AfterSaveBatch).
+func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult, parts indexParts) error {
+	messages, derived := parts&indexMessages != 0, parts&indexDerived != 0
 	var (
 		items, textOnly []memory.Item
 		// later are the textOnly items only their user's budget left
@@ -174,6 +216,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 			if created.After(latest[ex.Identity]) {
 				latest[ex.Identity] = created
 			}
+			if !messages {
+				continue
+			}
 			// A long message, the user's or the assistant's, is cut to the
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
@@ -185,7 +230,7 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		// What one exchange adds to the full-text index is bounded (see
 		// exchangeIndexUnits); the rest of its text waits in the store's
 		// index backlog for later rounds (IndexBacklog).
-		if left := withinIndexBudget(mine, ix.exchangeUnits(), messageIndexFloor); left > 0 {
+		if left := withinIndexBudget(mine, ix.exchangeUnits(), messageIndexFloor); messages && left > 0 {
 			ix.logger.Info("long exchange indexed in part: the rest waits for the enricher's idle rounds",
 				"exchange", ex.ID, "chunks_not_indexed", left)
 			for i := len(mine) - 1; i >= 0; i-- { // newest first, as indexed
@@ -247,6 +292,9 @@ func (ix *Indexer) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 		items, textOnly, later = append(items, embedded...), append(textOnly, unembedded...), append(later, waiting...)
 	}
 	var summaryKeys []string
+	if !derived {
+		convs, users = nil, nil // no summaries nor facts to index
+	}
 	for _, id := range convs {
 		sum, err := ix.store.LatestSummary(ctx, id)
 		switch {

@@ -1,0 +1,269 @@
+package enrich
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/memgate/memgate/internal/engine/record"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/pace"
+	"github.com/memgate/memgate/internal/seen"
+	"github.com/memgate/memgate/internal/telemetry"
+)
+
+// sideLane holds the claimed entries the index lane is done with until
+// the side lane's rounds run the side hooks over them
+// (EnrichOptions.Side). Both lanes work on the same durable entries: an
+// entry is acknowledged only by the side lane's round, once the side
+// hooks are done with it (or gave it up), so a stop or a crash loses
+// nothing: what was claimed and not acknowledged is redelivered. The
+// lane holds at most max entries waiting; what finds it full is shed:
+// left claimed and unacknowledged, redelivered after StaleAfter. The
+// zero of *sideLane (nil) is no lane: it holds nothing.
+type sideLane struct {
+	max int
+	// indexed remembers the entries the index lane was done with and
+	// the side lane let go unacknowledged (shed, fenced, stopped), so
+	// that their redelivery goes to the side lane without being indexed
+	// again by this process.
+	indexed seen.Set
+	// wake is signalled when entries start waiting.
+	wake chan struct{}
+
+	mu sync.Mutex
+	// waiting are the entries indexed and waiting for a side round,
+	// oldest first.
+	waiting []claimed
+	// held are the ids of the entries waiting, kept by the side lane's
+	// rounds (admit) or in one: a redelivery of one is ignored.
+	held map[string]bool
+}
+
+// newSideLane returns a side lane holding at most max entries waiting,
+// remembering up to remember entries indexed and let go.
+func newSideLane(max, remember int) *sideLane {
+	return &sideLane{max: max, indexed: seen.Set{Max: remember}, wake: make(chan struct{}, 1), held: map[string]bool{}}
+}
+
+// holds reports whether the entry id is held by the side lane.
+func (s *sideLane) holds(id string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[id]
+}
+
+// pending is how many entries the lane holds: waiting, kept or in a round.
+func (s *sideLane) pending() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// offer queues cs, the index lane's work done, for the side lane, as far
+// as it has room, and returns the entries it shed: left unacknowledged,
+// and remembered as indexed.
+func (s *sideLane) offer(cs []claimed) (shed []claimed) {
+	s.mu.Lock()
+	room := max(s.max-len(s.waiting), 0)
+	take := cs[:min(room, len(cs))]
+	for _, c := range take {
+		s.held[c.d.ID] = true
+	}
+	s.waiting = append(s.waiting, take...)
+	shed = cs[len(take):]
+	s.mu.Unlock()
+	for _, c := range shed {
+		s.indexed.Add(c.d.ID)
+	}
+	if len(take) > 0 {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return shed
+}
+
+// take returns up to n entries waiting, oldest first, waiting for one at
+// most wait (a negative wait: until ctx ends).
+func (s *sideLane) take(ctx context.Context, n int, wait time.Duration) []claimed {
+	var timeout <-chan time.Time
+	if wait >= 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		s.mu.Lock()
+		k := min(n, len(s.waiting))
+		out := slices.Clone(s.waiting[:k])
+		s.waiting = slices.Delete(s.waiting, 0, k)
+		s.mu.Unlock()
+		if k > 0 || n <= 0 {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timeout:
+			return nil
+		case <-s.wake:
+		}
+	}
+}
+
+// letGo forgets cs, entries held and left unacknowledged (or
+// acknowledged: they are not redelivered), remembering them as indexed.
+func (s *sideLane) letGo(cs []claimed) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	for _, c := range cs {
+		delete(s.held, c.d.ID)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		s.indexed.Add(c.d.ID)
+	}
+}
+
+// letGoWaiting forgets the entries waiting, left unacknowledged: for the
+// enricher that took the queue's lease over, which reclaims them.
+func (s *sideLane) letGoWaiting() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	out := s.waiting
+	s.waiting = nil
+	s.mu.Unlock()
+	s.letGo(out)
+}
+
+// indexRound is the index lane's round (with EnrichOptions.Side): it runs
+// the index hooks (NewEnricher's) over a claimed batch, once per entry,
+// and hands the entries to the side lane, which acknowledges them. An
+// entry the side lane holds (reclaimed from this enricher after
+// StaleAfter while it waits) is left to it; one this process indexed and
+// the side lane let go is handed over without being indexed again. It
+// acknowledges only the undecodable entries. It returns how long it
+// waited between a failed hook's attempts.
+func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited time.Duration) {
+	defer e.keepLease(ctx)()
+	var acks []string
+	var fresh, again []claimed
+	now := time.Now()
+	for _, d := range ds {
+		if e.side.holds(d.ID) {
+			continue
+		}
+		en, err := record.DecodeEnrichment(d.Payload)
+		if err != nil {
+			acks = append(acks, d.ID)
+			e.poison.Inc()
+			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
+			continue
+		}
+		c := claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity)}
+		if e.side.indexed.Has(d.ID) {
+			again = append(again, c)
+		} else {
+			fresh = append(fresh, c)
+		}
+	}
+	e.ack(ctx, acks)
+	if len(fresh) > 0 {
+		// Each conversation's turns together, in the order they were stored.
+		slices.SortStableFunc(fresh, func(a, b claimed) int {
+			x, y := a.en.Exchange.Identity, b.en.Exchange.Identity
+			return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
+		})
+		exs := make([]memory.Exchange, len(fresh))
+		for i, c := range fresh {
+			exs[i] = c.en.Exchange
+		}
+		// As a round's: the work survives a cancelled ctx for the hooks'
+		// grace (see roundOf).
+		hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		defer context.AfterFunc(ctx, func() { time.AfterFunc(e.opts.HookTimeout, cancel) })()
+		hctx, span := telemetry.StartLinked(hctx, e.opts.Tracer, "memory.index", traceParents(exs), attribute.Int("memgate.exchanges", len(exs)))
+		ok, w := e.runHooks(ctx, hctx, e.hooks, fresh)
+		span.End()
+		waited = w
+		if !ok {
+			// Stopping with a hook to retry: every entry is left for
+			// redelivery, indexed again by the next run.
+			return waited
+		}
+		e.observe(e.indexLag, fresh)
+	}
+	if shed := e.side.offer(append(again, fresh...)); len(shed) > 0 {
+		e.shed.Add(float64(len(shed)))
+		e.logger.Warn("enricher's side lane is full; indexed exchanges are left for redelivery to it",
+			"exchanges", len(shed), "side_pending", e.side.pending())
+	}
+	return waited
+}
+
+// runSide runs the side lane until ctx ends: rounds (roundOf) of the side
+// hooks over what the index lane handed over, paced as Run's rounds are,
+// each acknowledging what it is done with. What waits for it when ctx
+// ends is left unacknowledged, redelivered to the next run.
+func (e *Enricher) runSide(ctx context.Context) {
+	var next time.Time
+	for ctx.Err() == nil {
+		if wait := time.Until(next); wait > 0 && !pace.Sleep(ctx, wait) {
+			return
+		}
+		kept := e.takeDeferred()
+		wait := time.Duration(-1)
+		if len(kept) > 0 {
+			wait = e.opts.Interval // kept entries wait for the next round only
+		}
+		batch := append(kept, e.side.take(ctx, e.opts.Batch-len(kept), wait)...)
+		if ctx.Err() != nil {
+			e.side.letGo(batch)
+			return
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		start := time.Now()
+		waited := e.roundOf(ctx, nil, batch, e.opts.Side)
+		// What the round kept (admit) stays held; the rest is done with:
+		// acknowledged, or left for redelivery (fenced, stopping, or of
+		// a conversation another enricher holds).
+		e.side.letGo(notIn(batch, e.deferred))
+		next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start)-waited)/e.opts.Share)))
+	}
+}
+
+// notIn returns the entries of all that none of outs holds.
+func notIn(all []claimed, outs ...[]claimed) []claimed {
+	ids := map[string]bool{}
+	for _, out := range outs {
+		for _, c := range out {
+			ids[c.d.ID] = true
+		}
+	}
+	var rest []claimed
+	for _, c := range all {
+		if !ids[c.d.ID] {
+			rest = append(rest, c)
+		}
+	}
+	return rest
+}
