@@ -186,7 +186,12 @@ type memoryLayer struct {
 	embeddings recall.Embeddings // recall's cached vectors
 	queue      record.Queue      // nil: captures are saved directly
 	hooks      []record.Hook
-	recall     *engine.Recall // nil when recall is off
+	// index and side are hooks split in the enricher's two lanes
+	// (enrich.EnrichOptions.Side): side the hooks that call a side model
+	// (compaction, fact extraction) and then index what they wrote,
+	// index the indexing of the exchanges' messages.
+	index, side []record.Hook
+	recall      *engine.Recall // nil when recall is off
 }
 
 // openMemory wires the memory core over the configured store: the
@@ -233,6 +238,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	if cfg.Compaction.Enabled {
 		comp := newCompactor(cfg, b.store, counter, logger)
 		m.hooks = append(m.hooks, comp)
+		m.side = append(m.side, comp)
 		m.Collectors = append(m.Collectors, comp.Collectors()...)
 	}
 	var rec prompt.Recaller
@@ -241,6 +247,10 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
+		m.index = append(m.index, m.recall.Index)
+		if len(m.side)+len(m.recall.Side) > 0 {
+			m.side = append(append(m.side, m.recall.Side...), m.recall.Derived)
+		}
 		m.Collectors = append(m.Collectors, m.recall.Collectors...)
 		m.Recall, rec = m.recall.Manager, m.recall.Recaller
 	}
@@ -264,7 +274,14 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// provider (see tracing.Start), a no-op one while tracing is off.
 	// The enricher's name is the process's own too (record.ProcessConsumer):
 	// on SQLite it names the enrichment outbox's lease holder.
-	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
+	// Side-model hooks run in their own lane: a side model that hangs
+	// never holds up indexing. Without any, the indexer runs alone.
+	hooks, side := m.hooks, []record.Hook(nil)
+	if len(m.side) > 0 {
+		hooks, side = m.index, m.side
+	}
+	m.Enricher = enrich.NewEnricher(b.enrich, hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(),
+		Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations, Side: side})
 	return m, nil
 }
 

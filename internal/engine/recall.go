@@ -121,8 +121,15 @@ type Recall struct {
 	Manager  *recall.Manager
 	// Hooks run after each capture, in order: fact extraction (with an
 	// Extractor), then indexing (which indexes the facts just stated).
-	Hooks      []record.Hook
-	Collectors []prometheus.Collector
+	Hooks []record.Hook
+	// Side, Index and Derived are Hooks split for an enricher's two
+	// lanes (enrich.EnrichOptions.Side): Side the hooks that call a side
+	// model (fact extraction), Index the indexing of the exchanges'
+	// messages (recall.Indexer.Messages), Derived the indexing of what
+	// the side hooks wrote (recall.Indexer.Derived), run after them.
+	Side           []record.Hook
+	Index, Derived record.Hook
+	Collectors     []prometheus.Collector
 	// indexer is the indexing hook, for Backfill.
 	indexer *recall.Indexer
 }
@@ -179,8 +186,10 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 		// One extraction per conversation over the turns a round of
 		// enrichment holds, not one per turn.
 		r.Hooks = append(r.Hooks, enrich.CoalesceTurns(x))
+		r.Side = append(r.Side, enrich.CoalesceTurns(x))
 		r.Collectors = append(r.Collectors, x.Collectors()...)
 	}
 	r.Hooks, r.indexer = append(r.Hooks, indexer), indexer
+	r.Index, r.Derived = indexer.Messages(), indexer.Derived()
 	return r
 }

@@ -264,7 +264,11 @@ func (e *Enricher) Collectors() []prometheus.Collector {
 // then the round's entries are acknowledged anyway (counted as gave_up):
 // enrichment is best effort, a failing side model (the compactor's) never
 // holds up indexing or fact extraction, and nothing holds up what comes
-// after it for long. Delivery is
+// after it for long. With EnrichOptions.Side, the side hooks run in their
+// own lane, rounds of their own over what the index lane's rounds
+// indexed (indexRound, runSide), so that not even a side model's
+// deadlines hold up indexing; an entry is acknowledged once both lanes
+// are done with it. Delivery is
 // at-least-once — a round that cannot acknowledge is redelivered, whole or
 // in part — and what the hooks write is idempotent by the exchange's
 // stored messages: a fact stated again from its message counts no mention

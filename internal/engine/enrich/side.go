@@ -176,6 +176,7 @@ func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited
 			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
 			continue
 		}
+		d.Payload = nil // decoded: the side lane holds the exchange only
 		c := claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity)}
 		if e.side.indexed.Has(d.ID) {
 			again = append(again, c)
