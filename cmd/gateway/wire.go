@@ -281,7 +281,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		hooks, side = m.index, m.side
 	}
 	m.Enricher = enrich.NewEnricher(b.enrich, hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(),
-		Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations, Side: side})
+		Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations, Side: side, Erased: b.store.ErasedAt})
 	return m, nil
 }
 

@@ -111,6 +111,12 @@ type EnrichOptions struct {
 	// is offered to the side lane again, not indexed again by this
 	// process.
 	SidePending int
+	// Erased, when set, reports when a user was last erased (the store's
+	// ErasedAt; zero: never). The side lane asks before each round, and
+	// leaves out, acknowledged, the entries of users erased since their
+	// exchange: their text, which waited in memory while the erasure
+	// purged the queue, never reaches a side model.
+	Erased func(ctx context.Context, tenant, user string) (time.Time, error)
 }
 
 func (o EnrichOptions) withDefaults() EnrichOptions {
@@ -212,7 +218,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_enrich_failures_total",
-			Help: "Enrichment failures by stage (claim, hook, gave_up, ack, idle).",
+			Help: "Enrichment failures by stage (claim, hook, gave_up, ack, idle, lease, lease_lost, erased).",
 		}, []string{"stage"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_enrich_lag_seconds",
@@ -425,11 +431,7 @@ func (e *Enricher) roundOf(ctx context.Context, ds []memory.Delivery, deferred [
 		e.ack(ctx, acks) // the undecodable entries
 		return 0
 	}
-	// Each conversation's turns together, in the order they were stored.
-	slices.SortStableFunc(all, func(a, b claimed) int {
-		x, y := a.en.Exchange.Identity, b.en.Exchange.Identity
-		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
-	})
+	byConversation(all)
 	exs := make([]memory.Exchange, len(all))
 	for i, c := range all {
 		exs[i] = c.en.Exchange
@@ -596,6 +598,15 @@ func (e *Enricher) ack(ctx context.Context, ids []string) {
 		e.failures.WithLabelValues("ack").Inc()
 		e.logger.Warn("enricher cannot acknowledge; entries will be redelivered", "entries", len(ids), "err", err)
 	}
+}
+
+// byConversation sorts cs so that each conversation's turns are together,
+// in the order they were stored.
+func byConversation(cs []claimed) {
+	slices.SortStableFunc(cs, func(a, b claimed) int {
+		x, y := a.en.Exchange.Identity, b.en.Exchange.Identity
+		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
+	})
 }
 
 // traceParents are the traceparents the exchanges carry from the requests

@@ -1,7 +1,6 @@
 package enrich
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -186,11 +185,7 @@ func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited
 	}
 	e.ack(ctx, acks)
 	if len(fresh) > 0 {
-		// Each conversation's turns together, in the order they were stored.
-		slices.SortStableFunc(fresh, func(a, b claimed) int {
-			x, y := a.en.Exchange.Identity, b.en.Exchange.Identity
-			return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.User, y.User), cmp.Compare(x.Conversation, y.Conversation))
-		})
+		byConversation(fresh)
 		exs := make([]memory.Exchange, len(fresh))
 		for i, c := range fresh {
 			exs[i] = c.en.Exchange
@@ -242,6 +237,9 @@ func (e *Enricher) runSide(ctx context.Context) {
 		if len(batch) == 0 {
 			continue
 		}
+		if batch = e.dropErased(ctx, batch); len(batch) == 0 {
+			continue
+		}
 		start := time.Now()
 		waited := e.roundOf(ctx, nil, batch, e.opts.Side)
 		// What the round kept (admit) stays held; the rest is done with:
@@ -250,6 +248,44 @@ func (e *Enricher) runSide(ctx context.Context) {
 		e.side.letGo(notIn(batch, e.deferred))
 		next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start)-waited)/e.opts.Share)))
 	}
+}
+
+// dropErased returns batch without the entries of users erased at or
+// after their exchange was said (or undated: see
+// record.Capturer.PurgeErased), which it acknowledges and lets go
+// (EnrichOptions.Erased). A user whose erasure cannot be read keeps their
+// entries: the stores' erasure guard still refuses what the hooks write.
+func (e *Enricher) dropErased(ctx context.Context, batch []claimed) []claimed {
+	if e.opts.Erased == nil || len(batch) == 0 {
+		return batch
+	}
+	type user struct{ tenant, user string }
+	erased := map[user]time.Time{}
+	var keep, gone []claimed
+	var acks []string
+	for _, c := range batch {
+		ex := c.en.Exchange
+		u := user{ex.Tenant, ex.User}
+		at, ok := erased[u]
+		if !ok {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			if at, err = e.opts.Erased(rctx, u.tenant, u.user); err != nil {
+				e.failures.WithLabelValues("erased").Inc()
+				e.logger.Warn("enricher's side lane cannot read a user's erasure", "err", err)
+			}
+			cancel()
+			erased[u] = at
+		}
+		if !at.IsZero() && (ex.At.IsZero() || !ex.At.After(at)) {
+			gone, acks = append(gone, c), append(acks, c.d.ID)
+			continue
+		}
+		keep = append(keep, c)
+	}
+	e.ack(ctx, acks)
+	e.side.letGo(gone)
+	return keep
 }
 
 // notIn returns the entries of all that none of outs holds.

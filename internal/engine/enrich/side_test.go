@@ -259,3 +259,46 @@ func TestStoppedSideLaneLosesNothing(t *testing.T) {
 		t.Errorf("%d exchanges handed to the next run's side hooks, want %d", len(handed), n)
 	}
 }
+
+// TestSideLaneLeavesErasedUsersOut: a user erased after their exchange
+// was stored (and indexed) has it left out of the side lane's rounds:
+// acknowledged, never handed to a side hook (a side model), while another
+// user's exchange is.
+func TestSideLaneLeavesErasedUsersOut(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := record.NewMemoryQueue(0)
+	enqueue := func(user string) string {
+		ex := storedExchange(t, record.NewExchangeID(), "I live in Lisbon.", "ok")
+		ex.User, ex.At = user, time.Now().Add(-time.Minute)
+		p, err := record.EncodeEnrichment(ex, memory.SaveResult{Inserted: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Enqueue(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return ex.ID
+	}
+	gone, kept := enqueue("gone"), enqueue("kept")
+	erasedAt := time.Now()
+	index, side := okHook(), okHook()
+	e := NewEnricher(q, []record.Hook{index}, nil, EnrichOptions{Side: []record.Hook{side},
+		Block: 10 * time.Millisecond, Interval: time.Millisecond, BackoffBase: time.Millisecond,
+		Erased: func(_ context.Context, _, user string) (time.Time, error) {
+			if user == "gone" {
+				return erasedAt, nil
+			}
+			return time.Time{}, nil
+		}})
+	stop := runEnricher(t, e)
+	waitFor(t, "every entry acknowledged", func() bool { return pending(t, q) == 0 })
+	stop()
+	handed := side.counts()
+	if handed[gone] != 0 {
+		t.Errorf("the erased user's exchange was handed to the side hooks %d times, want never", handed[gone])
+	}
+	if handed[kept] != 1 {
+		t.Errorf("the other user's exchange was handed to the side hooks %d times, want once", handed[kept])
+	}
+}
