@@ -83,3 +83,40 @@ func TestPendingPurgeOutlivesTheProcess(t *testing.T) {
 		t.Fatalf("the queue holds %d entries after the restart's purge; want bob's kept turn alone", n)
 	}
 }
+
+// TestPendingPurgeKeptByTheStoreAlone: with a store (Ledger), a purge
+// the queue fails is kept by the store alone: once the store lists it
+// done — another process took it — this process has nothing pending any
+// more, the queue down or not; and stopping gives up nothing the store
+// lists (memgate_erasure_purges_given_up_total stays 0): the next
+// process takes it.
+func TestPendingPurgeKeptByTheStoreAlone(t *testing.T) {
+	ctx := context.Background()
+	st := mustSQLite(t)
+	erasedAt := time.Now()
+	var down atomic.Bool
+	down.Store(true)
+	c := New(downPurges{st.Outbox(), &down}, st, nil, nil, Options{Ledger: st, PurgeWait: 100 * time.Millisecond})
+	if n := c.PurgeErased(ctx, "acme", "alice", erasedAt); !n.Pending {
+		t.Fatalf("PurgeErased, the queue down = %+v; want pending", n)
+	}
+	// Another process purged it, and said so in the store.
+	if err := st.DonePurges(ctx, []memory.PendingPurge{{Key: memory.UserTombstone("acme", "alice"), At: erasedAt}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "nothing pending once the store lists the purge done", func() bool { return c.purges.pending() == 0 })
+	if err := st.AddPendingPurge(ctx, memory.PendingPurge{Key: memory.UserTombstone("acme", "bob"), At: erasedAt}); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := value(t, c.purges.givenUp); n != 0 {
+		t.Fatalf("%v purges given up at shutdown; want none (the store keeps them)", n)
+	}
+	if ps, err := st.PendingPurges(ctx, 10); err != nil || len(ps) != 1 {
+		t.Fatalf("pending purges in the store after shutdown = %+v, %v; want bob's", ps, err)
+	}
+}
