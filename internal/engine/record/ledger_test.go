@@ -1,17 +1,31 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/sqlite"
+	"github.com/memgate/memgate/internal/store/storetest"
 )
 
-var _ PurgeLedger = (*sqlite.Store)(nil)
+var (
+	_ PurgeLedger = (*sqlite.Store)(nil)
+	_ PurgeLedger = (*memLedger)(nil)
+)
+
+// TestMemLedgerContract: a Capturer without a store keeps its pending
+// purges as a store does (storetest.RunPendingPurges), in memory.
+func TestMemLedgerContract(t *testing.T) {
+	storetest.RunPendingPurges(t, func(t *testing.T) storetest.PurgeLedger {
+		return newMemLedger(func(n int) { t.Errorf("%d purges given up below the bound", n) })
+	})
+}
 
 // downPurges is a queue whose purges fail while down (a Redis that does
 // not answer), everything else going through.
@@ -25,6 +39,25 @@ func (q downPurges) Purge(ctx context.Context, match func([]byte) bool) (int, er
 		return 0, memory.ErrUnavailable
 	}
 	return q.Queue.Purge(ctx, match)
+}
+
+// TestMemLedgerBound: past maxPendingPurges the memory ledger gives up
+// the oldest purge, and says how many it gave up.
+func TestMemLedgerBound(t *testing.T) {
+	ctx := context.Background()
+	gone := 0
+	l := newMemLedger(func(n int) { gone += n })
+	start := time.Now()
+	for i := range maxPendingPurges + 1 {
+		p := memory.PendingPurge{Key: memory.UserTombstone("acme", fmt.Sprint("u", i)), At: start.Add(time.Duration(i) * time.Second)}
+		if err := l.AddPendingPurge(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, _ := l.PendingPurges(ctx, 1)
+	if gone != 1 || len(ps) != 1 || !bytes.Equal(ps[0].Key, memory.UserTombstone("acme", "u1")) {
+		t.Fatalf("gave up %d, oldest left %+v; want u0 given up, u1 the oldest", gone, ps)
+	}
 }
 
 // TestPendingPurgeOutlivesTheProcess: an erasure's and a deletion's
