@@ -632,8 +632,9 @@ func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
 // far is stored or in the capture queue. If ctx ends first, it abandons what
 // is left (counting and logging each exchange) and returns an error
 // wrapping ctx.Err(). The erasures' purges the queues have not taken
-// yet (PurgeErased) are given up, logged and counted: their entries are
-// refused when processed. Close is idempotent.
+// yet (PurgeErased) stay in the store (Options.Ledger) for the next
+// process; without one they are given up, logged and counted: their
+// entries are refused when processed. Close is idempotent.
 func (c *Capturer) Close(ctx context.Context) error {
 	c.closeMu.Lock()
 	if !c.closed {
