@@ -278,11 +278,13 @@ func (c *Core) notify(tenant, user string) {
 }
 
 // purgeErased purges the queues of what the erasure of (tenant, user)
-// voids (record.Capturer.PurgeErased). The erasure has committed: the
-// purge runs to its end even if the caller hangs up, and the store not
-// saying when it erased the user (it went down) is an error saying that
-// the user is erased but queued exchanges were not purged (they are
-// dropped when processed; erasing again purges them).
+// voids (record.Capturer.PurgeErased). The erasure has committed, and
+// with it the purge it owes (the store records it with the tombstone):
+// the purge runs to its end even if the caller hangs up, and the store
+// not saying when it erased the user (it went down) is an error saying
+// that the user is erased but queued exchanges were not purged yet (they
+// are dropped when processed, and purged by the Capturer's next sweep of
+// the store's pending purges).
 func (c *Core) purgeErased(ctx context.Context, tenant, user string) (memory.QueuePurge, error) {
 	if c.Capturer == nil {
 		return memory.QueuePurge{}, nil

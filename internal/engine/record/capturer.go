@@ -142,13 +142,13 @@ type Options struct {
 	// Scrubber); nil: none.
 	Scrubber Scrubber
 	// Ledger keeps the erasures' and deletions' queue purges not known to
-	// be done in the store (PurgeLedger), so that one left pending when
-	// the process stops, or given up, is retried by the next process (or
-	// this one's next sweep); nil: they live in this process's memory
-	// only.
+	// be done in the store (PurgeLedger; the store's erasures record
+	// theirs with their tombstones), so that one left pending when the
+	// process stops is retried by the next process (or this one's next
+	// sweep); nil: they live in this process's memory only, bounded.
 	Ledger PurgeLedger
 	// PurgeSweep is how often the purges the Ledger lists are retried
-	// (also once at start; default 1m).
+	// (also once at start, and as soon as an attempt fails; default 1m).
 	PurgeSweep time.Duration
 	// Lanes is how many conversations are stored at once (default 4). A
 	// conversation always goes to the same lane, so its turns are stored in
@@ -283,9 +283,12 @@ type Capturer struct {
 	askAfter atomic.Int64
 
 	retrying atomic.Int64
-	// purges are the erasures' and deletions' purges of the queues not
-	// taken yet (retryPurges, under watcher).
-	purges *purgeBacklog
+	// ledger lists the erasures' and deletions' purges of the queues not
+	// done (Options.Ledger, else mem), retried by retryPurges under
+	// watcher; purges is what the Capturer knows of them beside it.
+	ledger PurgeLedger
+	mem    *memLedger // the ledger without Options.Ledger; nil with it
+	purges *purgeState
 	ctx    context.Context // cancelled when Close gives up
 	cancel context.CancelFunc
 }
@@ -354,7 +357,7 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		metrics:  newCapturerMetrics(),
 		seed:     maphash.MakeSeed(),
 		convs:    map[memory.Identity]*convState{},
-		purges:   newPurgeBacklog(),
+		purges:   newPurgeState(),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -377,10 +380,11 @@ func New(q Queue, saver Saver, redactor Redactor, logger *slog.Logger, opts Opti
 		c.backlog.Store(c.queueHolds())
 		c.watcher.Go(c.watchQueued)
 	}
-	c.watcher.Go(c.retryPurges)
-	if opts.Ledger != nil {
-		c.watcher.Go(c.sweepPurges)
+	if c.ledger = opts.Ledger; c.ledger == nil {
+		c.mem = newMemLedger(c.gaveUp)
+		c.ledger = c.mem
 	}
+	c.watcher.Go(c.retryPurges)
 	return c
 }
 
@@ -628,8 +632,9 @@ func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
 // far is stored or in the capture queue. If ctx ends first, it abandons what
 // is left (counting and logging each exchange) and returns an error
 // wrapping ctx.Err(). The erasures' purges the queues have not taken
-// yet (PurgeErased) are given up, logged and counted: their entries are
-// refused when processed. Close is idempotent.
+// yet (PurgeErased) stay in the store (Options.Ledger) for the next
+// process; without one they are given up, logged and counted: their
+// entries are refused when processed. Close is idempotent.
 func (c *Capturer) Close(ctx context.Context) error {
 	c.closeMu.Lock()
 	if !c.closed {

@@ -37,8 +37,8 @@ import (
 // ctx ending ends only the wait (Pending): the purge goes on.
 //
 // The engine calls it once the store has recorded the erasure (erasedAt
-// is the store's ErasedAt), so that every entry queued before the call
-// is covered. An entry can still reach a queue after it: a turn whose
+// is the store's ErasedAt), and with it the purge it owes (PurgeLedger),
+// so that every entry queued before the call is covered. An entry can still reach a queue after it: a turn whose
 // save failed while the erasure ran, or a stored exchange handed to
 // enrichment just before the erasure committed. The store refuses what
 // it would write, and the entry leaves the queue when it is processed.

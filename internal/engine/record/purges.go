@@ -26,155 +26,117 @@ const (
 	// the wait doubles from the first to the max.
 	purgeRetryFirst = 250 * time.Millisecond
 	purgeRetryMax   = 5 * time.Second
-	// maxPendingPurges bounds the purges waiting to be retried: past it
-	// the oldest is given up (its entries are refused when processed).
+	// maxPendingPurges bounds the purges a Capturer without a store
+	// keeps in memory (memLedger): past it the oldest is given up (its
+	// entries are refused when processed).
 	maxPendingPurges = 10_000
 )
 
-// purgeBacklog is the purges not taken yet, oldest first, each key once
-// (at its latest time, which voids more), bounded. It is safe for
-// concurrent use.
-type purgeBacklog struct {
-	wake chan struct{} // signalled by each retry
+// purgeState is what the Capturer knows of its purges beside its ledger
+// (PurgeLedger, which alone lists the purges not done): the attempts
+// running, whether the queues failed the last attempt that ended, and
+// how many purges the ledger listed at its last reading, plus the ones
+// owed since. It is safe for concurrent use.
+type purgeState struct {
+	wake chan struct{} // signalled by each purge owed
 
 	mu       sync.Mutex
-	order    []purgeKey
-	at       map[purgeKey]time.Time
-	inFlight int  // attempts running, a caller's or retryPurges'
+	inFlight int  // callers' attempts running
 	failing  bool // the last attempt that ended failed
+	listed   int  // not done, as the ledger last listed them (up to sweepBatch), and owed since
 
 	failed, givenUp prometheus.Counter
 }
 
-func newPurgeBacklog() *purgeBacklog {
-	return &purgeBacklog{wake: make(chan struct{}, 1), at: map[purgeKey]time.Time{},
+func newPurgeState() *purgeState {
+	return &purgeState{wake: make(chan struct{}, 1),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_erasure_purges_failed_total",
 			Help: "Attempts to purge an erasure's or a conversation deletion's entries from the capture and enrichment queues that failed or went unanswered (Redis unreachable); each is tried again."}),
 		givenUp: prometheus.NewCounter(prometheus.CounterOpts{Name: "memgate_erasure_purges_given_up_total",
-			Help: "Queue purges given up (over 10,000 waiting, or left at shutdown): their entries are refused when processed and leave the queues then."}),
+			Help: "Queue purges given up (kept in memory, without a store: over 10,000 waiting, or left at shutdown): their entries are refused when processed and leave the queues then."}),
 	}
 }
 
-// collectors are the backlog's metrics.
-func (b *purgeBacklog) collectors() []prometheus.Collector {
+// collectors are the purges' metrics.
+func (b *purgeState) collectors() []prometheus.Collector {
 	return []prometheus.Collector{b.failed, b.givenUp, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "memgate_erasure_purges_pending",
-		Help: "Erasures and conversation deletions whose purge of the capture and enrichment queues is being attempted or waits to be retried."},
+		Help: "Erasures and conversation deletions whose purge of the capture and enrichment queues is being attempted or waits to be retried (as the store last listed them, up to 256)."},
 		func() float64 { return float64(b.pending()) })}
 }
 
 // pending is how many purges wait or are being attempted.
-func (b *purgeBacklog) pending() int {
+func (b *purgeState) pending() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.order) + b.inFlight
+	return b.inFlight + b.listed
 }
 
-// down reports whether the queues failed the last attempt that ended
-// and purges wait to be retried: a caller then does not wait on them.
-func (b *purgeBacklog) down() bool {
+// down reports whether the queues failed the last attempt that ended:
+// a caller then does not wait on them.
+func (b *purgeState) down() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.failing && len(b.order) > 0
+	return b.failing
 }
 
-// begin counts an attempt running.
-func (b *purgeBacklog) begin() {
+// begin counts a caller's attempt running.
+func (b *purgeState) begin() {
 	b.mu.Lock()
 	b.inFlight++
 	b.mu.Unlock()
 }
 
-// end ends an attempt at k as of at: failed (err not nil), k waits to be
-// retried, at the front when front (retryPurges keeps its order). It
-// returns how many purges the bound gave up to make room.
-func (b *purgeBacklog) end(k purgeKey, at time.Time, err error, front bool) int {
+// end ends a caller's attempt, failed when err is not nil (settle).
+func (b *purgeState) end(err error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.inFlight--
+	b.mu.Unlock()
+	b.settle(err)
+}
+
+// settle records how an attempt ended: failed (err not nil), counted.
+func (b *purgeState) settle(err error) {
+	b.mu.Lock()
 	b.failing = err != nil
-	if err == nil {
-		return 0
+	b.mu.Unlock()
+	if err != nil {
+		b.failed.Inc()
 	}
-	b.failed.Inc()
-	return b.add(k, at, front)
 }
 
-// retry queues k as of at to be retried, without an attempt first.
-func (b *purgeBacklog) retry(k purgeKey, at time.Time) int {
+// owed counts a purge recorded as pending, and wakes retryPurges.
+func (b *purgeState) owed() {
+	b.mu.Lock()
+	b.listed++
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// list records how many purges the ledger listed not done. None: the
+// queues are not failing any purge (the next caller tries them).
+func (b *purgeState) list(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.add(k, at, false)
-}
-
-// add queues k as of at unless it waits already (then at its later
-// time), at the front when front, giving up the oldest past
-// maxPendingPurges; b.mu is held. It returns how many it gave up.
-func (b *purgeBacklog) add(k purgeKey, at time.Time, front bool) int {
-	defer func() {
-		select {
-		case b.wake <- struct{}{}:
-		default:
-		}
-	}()
-	if old, ok := b.at[k]; ok {
-		if at.After(old) {
-			b.at[k] = at
-		}
-		return 0
+	b.listed = n
+	if n == 0 {
+		b.failing = false
 	}
-	gone := 0
-	for len(b.order) >= maxPendingPurges {
-		delete(b.at, b.order[0])
-		b.order = b.order[1:]
-		gone++
-	}
-	b.givenUp.Add(float64(gone))
-	b.at[k] = at
-	if front {
-		b.order = append([]purgeKey{k}, b.order...)
-	} else {
-		b.order = append(b.order, k)
-	}
-	return gone
-}
-
-// next takes the oldest purge waiting, counting its attempt running.
-func (b *purgeBacklog) next() (purgeKey, time.Time, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.order) == 0 {
-		return purgeKey{}, time.Time{}, false
-	}
-	k := b.order[0]
-	b.order = b.order[1:]
-	at := b.at[k]
-	delete(b.at, k)
-	b.inFlight++
-	return k, at, true
-}
-
-// drop gives up every purge waiting, returning how many.
-func (b *purgeBacklog) drop() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := len(b.order)
-	b.order = nil
-	clear(b.at)
-	b.givenUp.Add(float64(n))
-	return n
 }
 
 // purgeSoon runs the purge of k as of at and waits for it while the
 // queues answer: it returns what the purge removed once it is done, or
 // Pending once the queues have been silent for Options.PurgeWait, the
-// attempt failed, or ctx ended. A purge not done is tried again in the
-// background (retryPurges) until the queues take it. While purges wait
-// for the queues to come back, it does not try: it queues k behind them
-// and answers Pending at once.
+// attempt failed, or ctx ended. A purge that fails is recorded pending
+// in the ledger (owe; a store's erasure recorded it already) and tried
+// again in the background (retryPurges) until the queues take it. While
+// the queues fail, it does not try: it records k pending and answers
+// Pending at once.
 func (c *Capturer) purgeSoon(ctx context.Context, k purgeKey, at time.Time) Purged {
 	if c.purges.down() {
-		c.recordPending(k, at)
-		c.gaveUp(c.purges.retry(k, at))
+		c.owe(k, at)
 		return Purged{Pending: true}
 	}
 	var last atomic.Int64 // unix nanoseconds of the queues' last sign of life
@@ -186,22 +148,26 @@ func (c *Capturer) purgeSoon(ctx context.Context, k purgeKey, at time.Time) Purg
 	}
 	done := make(chan result, 1)
 	c.closeMu.RLock()
-	if c.closed { // too late to start one: closing gives it up
+	if c.closed { // too late to start one
 		c.closeMu.RUnlock()
-		c.recordPending(k, at) // the next process retries it
-		c.purges.givenUp.Inc()
+		if c.mem == nil {
+			c.owe(k, at) // the store keeps it: the next process retries it
+		} else {
+			c.purges.givenUp.Inc()
+		}
 		return Purged{Pending: true}
 	}
 	c.purges.begin()
 	c.watcher.Go(func() {
-		c.recordPending(k, at)
 		actx, cancel := context.WithTimeout(c.ctx, purgeTimeout)
 		defer cancel()
 		n, err := c.run(actx, k, at, beat)
 		if err == nil {
 			c.recordDone(k, at)
+		} else {
+			c.owe(k, at)
 		}
-		c.gaveUp(c.purges.end(k, at, err, false))
+		c.purges.end(err)
 		if err != nil {
 			c.logger.Warn("queue purge of an erasure or deletion failed; retrying in the background until the queues take it", "tenant", k.tenant, "err", err)
 		}
@@ -225,59 +191,62 @@ func (c *Capturer) purgeSoon(ctx context.Context, k purgeKey, at time.Time) Purg
 	}
 }
 
-// retryPurges tries the purges the queues did not take, oldest first,
-// until c.ctx ends, waiting after one that fails (doubling from
-// purgeRetryFirst to purgeRetryMax) before it tries again. What still
-// waits when the Capturer has closed is given up (giveUpPurges).
+// retryPurges goes through the purges the ledger lists (sweep) until
+// c.ctx ends: at start (those a process that stopped left pending), every
+// Options.PurgeSweep (those another process gave up, or failed), and
+// each time one is owed here (an attempt failed). A sweep the queues
+// fail is tried again after a wait doubling from purgeRetryFirst to
+// purgeRetryMax, until they take it; a ledger that cannot be read waits
+// for the next sweep.
 func (c *Capturer) retryPurges() {
+	t := time.NewTicker(c.opts.PurgeSweep)
+	defer t.Stop()
 	wait, failing := purgeRetryFirst, false
-	for {
-		k, at, ok := c.purges.next()
-		if !ok {
-			select {
-			case <-c.ctx.Done():
-				return
-			case <-c.purges.wake:
-			}
-			continue
-		}
-		ctx, cancel := context.WithTimeout(c.ctx, purgeTimeout)
-		_, err := c.run(ctx, k, at, func() {})
-		cancel()
-		if err == nil {
-			c.recordDone(k, at)
-		}
-		c.gaveUp(c.purges.end(k, at, err, true))
+	for c.ctx.Err() == nil {
+		more, err := c.sweep()
 		if c.ctx.Err() != nil {
 			return
 		}
-		if err == nil {
-			if failing {
-				c.logger.Info("queue purges taken again")
+		if err != nil {
+			if !failing { // said once an outage; the metrics count the attempts
+				c.logger.Warn("queue purges retried in the background failed; trying again until the queues take them", "err", err)
 			}
-			wait, failing = purgeRetryFirst, false
+			failing = true
+			pace.Sleep(c.ctx, wait)
+			wait = min(2*wait, purgeRetryMax)
 			continue
 		}
-		if !failing { // said once an outage; the metrics count the attempts
-			c.logger.Warn("queue purge retried in the background failed; trying again until the queues take it", "err", err)
+		if failing {
+			c.logger.Info("queue purges taken again")
 		}
-		failing = true
-		pace.Sleep(c.ctx, wait)
-		wait = min(2*wait, purgeRetryMax)
+		wait, failing = purgeRetryFirst, false
+		if more {
+			continue
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		case <-c.purges.wake:
+		}
 	}
 }
 
 // giveUpPurges gives up the purges still waiting once the Capturer has
-// closed (its attempts and retryPurges ended).
+// closed (its attempts and retryPurges ended), when it keeps them in
+// memory; a store keeps them for the next process.
 func (c *Capturer) giveUpPurges() {
-	if n := c.purges.drop(); n > 0 {
+	if c.mem == nil {
+		return
+	}
+	if n := c.mem.drop(); n > 0 {
+		c.purges.givenUp.Add(float64(n))
 		c.logger.Error("queue purges given up at shutdown; their entries are refused when processed and leave the queues then", "purges", n)
 	}
 }
 
-// gaveUp logs the purges the backlog's bound gave up.
+// gaveUp counts and logs the purges the memory ledger's bound gave up.
 func (c *Capturer) gaveUp(n int) {
-	if n > 0 {
-		c.logger.Error("queue purges given up: too many waiting; their entries are refused when processed and leave the queues then", "purges", n)
-	}
+	c.purges.givenUp.Add(float64(n))
+	c.logger.Error("queue purges given up: too many waiting; their entries are refused when processed and leave the queues then", "purges", n)
 }

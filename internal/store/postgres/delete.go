@@ -91,7 +91,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 
 // dateDeletion records, in tx, that conversation id was deleted at at,
 // and whether it was stored: its tombstone holds digests of the ids, not
-// the ids (migration 0027).
+// the ids (migration 0027). The purge of its queued turns is owed from
+// the same commit (owePurge).
 func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Time, stored bool) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO conversation_tombstones AS t (user_digest, digest, deleted_at, stored)
 		VALUES (memgate_user_tombstone($1, $2), memgate_conversation_tombstone($1, $2, $3), $4, $5) ON CONFLICT (user_digest, digest)
@@ -99,7 +100,7 @@ func dateDeletion(ctx context.Context, tx pgx.Tx, id memory.Identity, at time.Ti
 		id.Tenant, id.User, id.Conversation, at, stored); err != nil {
 		return fmt.Errorf("date deletion: %w", unavailable(err))
 	}
-	return nil
+	return owePurge(ctx, tx, memory.PendingPurge{Key: memory.ConversationTombstone(id), Conversation: true, At: at})
 }
 
 // ExpireTombstones deletes up to contract.UnstoredTombstonePrune
@@ -166,7 +167,12 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if err := countDeleted(ctx, tx, tenant, user, items, messages); err != nil {
 			return err
 		}
-		return entomb(ctx, tx, tenant, user, now)
+		if err := entomb(ctx, tx, tenant, user, now); err != nil {
+			return err
+		}
+		// The purge of the user's queued turns is owed from the
+		// tombstone's commit on.
+		return owePurge(ctx, tx, memory.PendingPurge{Key: memory.UserTombstone(tenant, user), At: now})
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete user: %w", err)

@@ -5,16 +5,34 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // AddPendingPurge records that the queue purge p is not known to be done
 // (memory.PendingPurge): one row per digest, at the later of its times.
+// DeleteUser and DeleteConversation record theirs themselves, in the
+// tombstone's transaction (owePurge).
 func (s *Store) AddPendingPurge(ctx context.Context, p memory.PendingPurge) error {
-	if _, err := s.pool.Exec(ctx, `INSERT INTO queue_purges AS q (digest, conversation, voided_at) VALUES ($1, $2, $3)
+	if err := owePurge(ctx, s.pool, p); err != nil {
+		return fmt.Errorf("postgres: add pending purge: %w", err)
+	}
+	return nil
+}
+
+// owePurge records, through db (a transaction, or the pool), that the
+// queue purge p is not known to be done. An erasure and a deletion call
+// it in the transaction that writes their tombstone, so that no
+// tombstone commits without the purge of the queued turns it voids: a
+// process stopping right after the commit leaves the purge to the next
+// one's sweep.
+func owePurge(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, p memory.PendingPurge) error {
+	if _, err := db.Exec(ctx, `INSERT INTO queue_purges AS q (digest, conversation, voided_at) VALUES ($1, $2, $3)
 		ON CONFLICT (digest) DO UPDATE SET voided_at = GREATEST(q.voided_at, EXCLUDED.voided_at)`, p.Key, p.Conversation, p.At); err != nil {
-		return fmt.Errorf("postgres: add pending purge: %w", unavailable(err))
+		return fmt.Errorf("record the queue purge owed: %w", unavailable(err))
 	}
 	return nil
 }

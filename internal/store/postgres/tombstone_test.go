@@ -134,4 +134,5 @@ func TestTombstoneExpiryContract(t *testing.T) {
 
 func TestPendingPurgesContract(t *testing.T) {
 	storetest.RunPendingPurges(t, func(t *testing.T) storetest.PurgeLedger { return mustOpen(t) })
+	storetest.RunErasurePurges(t, func(t *testing.T) storetest.ErasingLedger { return mustOpen(t) })
 }

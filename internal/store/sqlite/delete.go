@@ -70,16 +70,18 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 
 // dateDeletion records, in tx, that conversation id is deleted now, and
 // whether it was stored: its tombstone holds digests of the ids, not the
-// ids (contract.ConversationTombstone).
+// ids (contract.ConversationTombstone). The purge of its queued turns is
+// owed from the same commit (owePurge).
 func dateDeletion(ctx context.Context, tx *sql.Tx, id memory.Identity, stored bool) error {
 	now := time.Now()
+	digest := contract.ConversationTombstone(id)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_tombstones (user_digest, digest, deleted_at, stored)
 		VALUES (?, ?, ?, ?) ON CONFLICT (user_digest, digest) DO UPDATE SET deleted_at = MAX(deleted_at, excluded.deleted_at),
 			stored = MAX(stored, excluded.stored)`,
-		contract.UserTombstone(id.Tenant, id.User), contract.ConversationTombstone(id), nanos(now), stored); err != nil {
+		contract.UserTombstone(id.Tenant, id.User), digest, nanos(now), stored); err != nil {
 		return fmt.Errorf("date deletion: %w", err)
 	}
-	return nil
+	return owePurge(ctx, tx, memory.PendingPurge{Key: digest, Conversation: true, At: now})
 }
 
 // ExpireTombstones deletes up to contract.UnstoredTombstonePrune

@@ -81,6 +81,11 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if err := entomb(ctx, tx, tenant, user, now); err != nil {
 			return err
 		}
+		// The purge of the user's queued turns is owed from the
+		// tombstone's commit on.
+		if err := owePurge(ctx, tx, memory.PendingPurge{Key: contract.UserTombstone(tenant, user), At: fromNanos(now)}); err != nil {
+			return err
+		}
 		// Every reader holding the user's memory reads it again, and finds
 		// nothing (erasing): the counters move before a row is deleted.
 		if _, err := tx.ExecContext(ctx, `UPDATE user_tombstones SET changed = changed + 1,

@@ -10,14 +10,25 @@ import (
 
 // AddPendingPurge records that the queue purge p is not known to be done
 // (memory.PendingPurge): one row per digest, at the later of its times.
+// DeleteUser and DeleteConversation record theirs themselves, in the
+// tombstone's transaction (owePurge).
 func (s *Store) AddPendingPurge(ctx context.Context, p memory.PendingPurge) error {
-	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO queue_purges (digest, conversation, voided_at) VALUES (?, ?, ?)
-			ON CONFLICT (digest) DO UPDATE SET voided_at = MAX(voided_at, excluded.voided_at)`, p.Key, p.Conversation, nanos(p.At))
-		return err
-	})
+	err := s.inWrite(ctx, func(tx *sql.Tx) error { return owePurge(ctx, tx, p) })
 	if err != nil {
 		return fmt.Errorf("add pending purge: %w", err)
+	}
+	return nil
+}
+
+// owePurge records, in tx, that the queue purge p is not known to be
+// done. An erasure and a deletion call it in the transaction that writes
+// their tombstone, so that no tombstone commits without the purge of the
+// queued turns it voids: a process stopping right after the commit
+// leaves the purge to the next one's sweep.
+func owePurge(ctx context.Context, tx *sql.Tx, p memory.PendingPurge) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO queue_purges (digest, conversation, voided_at) VALUES (?, ?, ?)
+		ON CONFLICT (digest) DO UPDATE SET voided_at = MAX(voided_at, excluded.voided_at)`, p.Key, p.Conversation, nanos(p.At)); err != nil {
+		return fmt.Errorf("record the queue purge owed: %w", err)
 	}
 	return nil
 }

@@ -277,4 +277,8 @@ func TestPendingPurgesContract(t *testing.T) {
 		s, _ := mustTempStore(t)
 		return s
 	})
+	storetest.RunErasurePurges(t, func(t *testing.T) storetest.ErasingLedger {
+		s, _ := mustTempStore(t)
+		return s
+	})
 }

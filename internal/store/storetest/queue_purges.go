@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -71,5 +72,83 @@ func RunPendingPurges(t *testing.T, open func(t *testing.T) PurgeLedger) {
 		if ps := list(10); len(ps) != 0 {
 			t.Fatalf("pending purges once all were done = %+v; want none", ps)
 		}
+	})
+}
+
+// ErasingLedger is a PurgeLedger whose erasures and conversation
+// deletions owe the queues a purge.
+type ErasingLedger interface {
+	Store
+	PurgeLedger
+}
+
+// RunErasurePurges runs the contract that an erasure's tombstone and its
+// pending purge are one write: once DeleteUser returns, the ledger lists
+// the purge of the user's queued turns (UserTombstone, at ErasedAt), and
+// once DeleteConversation returns, stored or not (memory.ErrNotFound),
+// the purge of the conversation's (ConversationTombstone, at DeletedAt),
+// so that no process stopping between the two leaves a tombstone whose
+// queued turns nobody purges. Erasing again moves the purge to its own
+// time; a purge done is listed no more.
+func RunErasurePurges(t *testing.T, open func(t *testing.T) ErasingLedger) {
+	t.Helper()
+	t.Run("ErasureOwesPurge", func(t *testing.T) {
+		s := open(t)
+		ctx := testCtx(t)
+		listed := func(what string, want ...memory.PendingPurge) {
+			t.Helper()
+			ps, err := s.PendingPurges(ctx, 10)
+			if err != nil {
+				t.Fatalf("%s: PendingPurges: %v", what, err)
+			}
+			ok := len(ps) == len(want)
+			for i := 0; ok && i < len(ps); i++ {
+				ok = bytes.Equal(ps[i].Key, want[i].Key) && ps[i].Conversation == want[i].Conversation && ps[i].At.Equal(want[i].At)
+			}
+			if !ok {
+				t.Fatalf("%s: pending purges = %+v; want %+v", what, ps, want)
+			}
+		}
+		erase := func() memory.PendingPurge {
+			t.Helper()
+			if err := s.DeleteUser(ctx, "acme", "alice"); err != nil {
+				t.Fatalf("DeleteUser: %v", err)
+			}
+			at, err := s.ErasedAt(ctx, "acme", "alice")
+			if err != nil || at.IsZero() {
+				t.Fatalf("ErasedAt = %v, %v; want the erasure's time", at, err)
+			}
+			return memory.PendingPurge{Key: memory.UserTombstone("acme", "alice"), At: at}
+		}
+		first := erase()
+		listed("after an erasure", first)
+		second := erase()
+		if !second.At.After(first.At) {
+			t.Fatalf("the second erasure is dated %v, not after the first's %v", second.At, first.At)
+		}
+		listed("after a second erasure", second)
+
+		stored := memory.Identity{Tenant: "acme", User: "bob", Conversation: "c1"}
+		mustSave(t, s, simple(t, stored, 1))
+		unstored := memory.Identity{Tenant: "acme", User: "bob", Conversation: "never"}
+		deleted := func(id memory.Identity) memory.PendingPurge {
+			t.Helper()
+			if err := s.DeleteConversation(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
+				t.Fatalf("DeleteConversation(%s): %v", id.Conversation, err)
+			}
+			at, err := s.DeletedAt(ctx, id)
+			if err != nil || at.IsZero() {
+				t.Fatalf("DeletedAt(%s) = %v, %v; want the deletion's time", id.Conversation, at, err)
+			}
+			return memory.PendingPurge{Key: memory.ConversationTombstone(id), Conversation: true, At: at}
+		}
+		c1 := deleted(stored)
+		never := deleted(unstored)
+		listed("after deleting a stored conversation and one never stored", second, c1, never)
+
+		if err := s.DonePurges(ctx, []memory.PendingPurge{second, c1, never}); err != nil {
+			t.Fatalf("DonePurges: %v", err)
+		}
+		listed("once the purges were done")
 	})
 }
