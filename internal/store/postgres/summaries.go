@@ -86,3 +86,36 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	}
 	return nil
 }
+
+// dropSummariesSQL deletes the summary versions of conversation $3 of
+// user ($1, $2) that cover a message a save takes off the live branch
+// (contract.SavePlan.Unsummarised: the seqs $4, and from $5 on when it is
+// positive), and their recall items (Ref "<conversation>:v<version>"),
+// in one statement.
+const dropSummariesSQL = `
+WITH gone AS (
+	DELETE FROM summaries
+	WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+	  AND (($5::bigint > 0 AND to_seq >= $5::bigint)
+	       OR EXISTS (SELECT 1 FROM unnest($4::bigint[]) AS s(seq) WHERE from_seq <= s.seq AND to_seq >= s.seq))
+	RETURNING version
+)
+DELETE FROM memory_items
+WHERE tenant = $1 AND user_id = $2 AND kind = 'summary' AND source IN (SELECT $3::text || ':v' || version FROM gone)`
+
+// summaries queues, in the save's pipeline, the deletion of the summary
+// versions of id that cover a message p takes off the live branch, with
+// their recall items (dropSummariesSQL): the latest version left covers
+// only live messages. A compaction that read a deleted version, or the
+// messages p supersedes, is refused when it saves (SaveSummary).
+func (w *batchWriter) summaries(id memory.Identity, p contract.SavePlan) {
+	seqs, from := p.Unsummarised()
+	if len(seqs) == 0 && from <= 0 {
+		return
+	}
+	if seqs == nil {
+		seqs = []int64{}
+	}
+	w.flush()
+	w.p.Queue(dropSummariesSQL, id.Tenant, id.User, id.Conversation, seqs, from)
+}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -85,6 +86,43 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	})
 	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
+	}
+	return nil
+}
+
+// unsummarisedSQL names, with ?1..?3 the conversation, ?4 a SupersedeFrom
+// (0: none) and ?5 a JSON array of seqs, the summary versions that cover
+// a message a save takes off the live branch
+// (contract.SavePlan.Unsummarised).
+const unsummarisedSQL = `tenant = ?1 AND user_id = ?2 AND conversation = ?3
+	AND ((?4 > 0 AND to_seq >= ?4) OR EXISTS (SELECT 1 FROM json_each(?5) AS s WHERE from_seq <= s.value AND to_seq >= s.value))`
+
+// dropSummaries deletes, in the save's transaction tx, the summary
+// versions of id that cover a message p takes off the live branch
+// (contract.SavePlan.Unsummarised), and their recall items (Ref
+// "<conversation>:v<version>"): the latest version left covers only live
+// messages. A compaction that read a deleted version, or the messages p
+// supersedes, is refused when it saves (SaveSummary).
+func dropSummaries(ctx context.Context, tx *sql.Tx, id memory.Identity, p contract.SavePlan) error {
+	seqs, from := p.Unsummarised()
+	if len(seqs) == 0 && from <= 0 {
+		return nil
+	}
+	if seqs == nil {
+		seqs = []int64{}
+	}
+	js, err := json.Marshal(seqs)
+	if err != nil {
+		return fmt.Errorf("drop summaries: %w", err)
+	}
+	args := []any{id.Tenant, id.User, id.Conversation, from, string(js)}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+		WHERE tenant = ?1 AND user_id = ?2 AND kind = 'summary' AND source IN (
+			SELECT ?3 || ':v' || version FROM summaries WHERE `+unsummarisedSQL+`)`, args...); err != nil {
+		return fmt.Errorf("drop items of superseded summaries: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM summaries WHERE `+unsummarisedSQL, args...); err != nil {
+		return fmt.Errorf("drop superseded summaries: %w", err)
 	}
 	return nil
 }

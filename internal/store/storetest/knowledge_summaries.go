@@ -1,0 +1,114 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// testSupersessionDropsItsSummaries covers the summaries of a branch a
+// save takes off the live branch (an edit or a deletion deep in the
+// history, memory.Edit; an edit or a regeneration in the window it
+// resends, SavePlan.SupersedeFrom; a Rewind): the versions that cover a
+// message the save supersedes go in its transaction, with their recall
+// items, so the conversation's latest summary is the newest version that
+// covers only messages still live (or none); a version that covers none
+// stays; and the next version is the one after it, written from the live
+// branch.
+func testSupersessionDropsItsSummaries(t *testing.T, s KnowledgeStore) {
+	for _, mode := range []string{"edit", "delete", "edit deep first", "in window", "rewind"} {
+		t.Run(mode, func(t *testing.T) {
+			testSupersessionDrops(t, s, mode)
+		})
+	}
+}
+
+func testSupersessionDrops(t *testing.T, s KnowledgeStore, mode string) {
+	ctx := testCtx(t)
+	id := memory.Identity{Tenant: "acme", User: "alice-" + strings.ReplaceAll(mode, " ", "-"), Conversation: "c1"}
+	history := []memory.Message{msg(t, "user", "My name is Alice."), msg(t, "assistant", "hello Alice")}
+	statement := msg(t, "user", "My phone is 555-0100 and I live in Lisbon.")
+	ex1 := exchange(id, "e1", 1, history, []memory.Message{statement}, msg(t, "assistant", "ok"))
+	mustSave(t, s, ex1)
+	live := mustRecent(t, s, id, 10)
+	if len(live) != 4 || live[2].Key != memory.Key("e1", 2) {
+		t.Fatalf("the exchange is stored as %d messages, want 4 with the statement third", len(live))
+	}
+	first, said := live[0].Seq, live[2].Seq
+	// v1 covers the history, v2 the statement too; each is indexed.
+	v1, v2 := summary(id, 1, live[1].Seq), summary(id, 2, live[3].Seq)
+	v1.Text, v2.Text = "Alice said hello.", "Alice said hello. Her phone is 555-0100; she lives in Lisbon."
+	for _, v := range []memory.Summary{v1, v2} {
+		if err := s.SaveSummary(ctx, v); err != nil {
+			t.Fatalf("SaveSummary(version %d): %v", v.Version, err)
+		}
+	}
+	mustAddItems(t, s, item(id, "summary", "c1:v1", v1.Text, vec4(0, 1, 0, 0)), item(id, "summary", "c1:v2", v2.Text, vec4(1, 0, 0, 0)))
+	q := memory.ItemQuery{Tenant: id.Tenant, User: id.User, Embedding: vec4(1, 0, 0, 0), Model: testModel, Dims: 4, Text: "phone Lisbon", Limit: 10}
+	assertRefs(t, "before the edit, the summary items found", mustSearchText(t, s, q), []string{"c1:v2"})
+
+	edited := msg(t, "user", "I live in Porto.")
+	var ex2 memory.Exchange
+	stamps := memory.Stamps(ex1, 4)
+	keep := 1 // the newest version left
+	switch mode {
+	case "edit", "delete":
+		// The client edits (or deletes) the statement where its requests
+		// no longer store it.
+		prior := append(slices.Clone(history), edited, msg(t, "assistant", "ok"))
+		e := memory.Edit{Seq: said, Pos: stamps[2].Pos, Digest: stamps[2].Digest, Amend: memory.Digest{1}, Supersede: true, Text: &edited}
+		if mode == "delete" {
+			prior = slices.Delete(prior, 2, 3)
+			e.Text = nil
+		}
+		ex2 = exchange(id, "e2", 10, prior, []memory.Message{msg(t, "user", "what now?")}, msg(t, "assistant", "anything"))
+		ex2.Edits = []memory.Edit{e}
+	case "edit deep first":
+		// An edit of the first message: every version covers it.
+		rename := msg(t, "user", "My name is Bob.")
+		prior := append([]memory.Message{rename, history[1], statement}, msg(t, "assistant", "ok"))
+		ex2 = exchange(id, "e2", 10, prior, []memory.Message{msg(t, "user", "what now?")}, msg(t, "assistant", "anything"))
+		ex2.Edits = []memory.Edit{{Seq: first, Pos: stamps[0].Pos, Digest: stamps[0].Digest, Amend: memory.Digest{1}, Supersede: true, Text: &rename}}
+		keep = 0
+	case "in window":
+		// The client edits its last message and resends the history.
+		ex2 = exchange(id, "e2", 10, slices.Clone(history), []memory.Message{edited}, msg(t, "assistant", "ok"))
+	case "rewind":
+		ex2 = exchange(id, "e2", 10, nil, []memory.Message{edited}, msg(t, "assistant", "ok"))
+		ex2.Rewind = &memory.Rewind{Seq: said, Pos: stamps[2].Pos, Digest: stamps[2].Digest}
+	}
+	res, err := s.SaveExchange(ctx, ex2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Superseded == 0 {
+		t.Fatal("the edit superseded nothing")
+	}
+	got, err := s.LatestSummary(ctx, id)
+	switch {
+	case keep == 0 && !errors.Is(err, memory.ErrNotFound):
+		t.Fatalf("after the edit LatestSummary = version %d %q, %v; want memory.ErrNotFound (every version covered the edited message)",
+			got.Version, got.Text, err)
+	case keep == 1 && err != nil:
+		t.Fatalf("after the edit LatestSummary: %v, want version 1", err)
+	case keep == 1:
+		assertSummary(t, got, v1)
+	}
+	assertRefs(t, "after the edit, the summary items found", mustSearchText(t, s, q), nil)
+	q.Text = "hello"
+	wantItems := []string{"c1:v1"}
+	if keep == 0 {
+		wantItems = nil
+	}
+	assertRefs(t, "after the edit, the summary items of the history found", mustSearchText(t, s, q), wantItems)
+	// The next version follows the one left, written from the live branch.
+	next := summary(id, keep+1, live[3].Seq+10)
+	next.Text = "rewritten"
+	if err := s.SaveSummary(ctx, next); err != nil {
+		t.Fatalf("SaveSummary(version %d) after the edit: %v", next.Version, err)
+	}
+	assertSummary(t, mustLatestSummary(t, s, id), next)
+}
