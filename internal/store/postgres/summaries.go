@@ -62,6 +62,19 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		if err := contract.CheckLate(ctx, tx.QueryRow, lateSQL, contract.SummarySource(sum)); err != nil {
 			return err
 		}
+		if sum.Covers != nil {
+			// A save that supersedes messages of the conversation holds its
+			// row from its upsert to its commit: the check below sees
+			// either none of it or all of it, and that save's deletion of
+			// the versions covering them sees this one once it commits.
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3 FOR SHARE`,
+				sum.Tenant, sum.User, sum.Conversation); err != nil {
+				return fmt.Errorf("lock conversation: %w", err)
+			}
+		}
+		if err := contract.CheckCovers(ctx, tx.QueryRow, coversSQL, sum, func(keys []string) any { return keys }); err != nil {
+			return err
+		}
 		var err error
 		tag, err = tx.Exec(ctx, `
 		INSERT INTO summaries (tenant, user_id, conversation, version, from_seq, to_seq, content,
@@ -86,6 +99,11 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	}
 	return nil
 }
+
+// coversSQL counts, of the keys $4, the live messages of conversation $3
+// of user ($1, $2) (contract.CheckCovers).
+const coversSQL = `SELECT count(*) FROM messages WHERE tenant = $1 AND user_id = $2 AND conversation = $3
+	AND superseded_at IS NULL AND key = ANY($4::text[])`
 
 // dropSummariesSQL deletes the summary versions of conversation $3 of
 // user ($1, $2) that cover a message a save takes off the live branch

@@ -59,6 +59,9 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		if err := contract.CheckLate(ctx, tx.QueryRowContext, lateSQL, contract.SummarySource(sum)); err != nil {
 			return err
 		}
+		if err := contract.CheckCovers(ctx, tx.QueryRowContext, coversSQL, sum, jsonKeys); err != nil {
+			return err
+		}
 		var latest sql.NullInt64
 		var conv int
 		err := tx.QueryRowContext(ctx, `SELECT
@@ -88,6 +91,17 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		return fmt.Errorf("save summary: %w", err)
 	}
 	return nil
+}
+
+// coversSQL counts, of the keys ?4 (a JSON array), the live messages of
+// conversation ?3 of user (?1, ?2) (contract.CheckCovers).
+const coversSQL = `SELECT COUNT(*) FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3
+	AND superseded_at IS NULL AND key IN (SELECT value FROM json_each(?4))`
+
+// jsonKeys returns keys as a JSON array, a json_each argument.
+func jsonKeys(keys []string) any {
+	b, _ := json.Marshal(keys) // strings always encode
+	return string(b)
 }
 
 // unsummarisedSQL names, with ?1..?3 the conversation, ?4 a SupersedeFrom

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -111,4 +112,59 @@ func testSupersessionDrops(t *testing.T, s KnowledgeStore, mode string) {
 		t.Fatalf("SaveSummary(version %d) after the edit: %v", next.Version, err)
 	}
 	assertSummary(t, mustLatestSummary(t, s, id), next)
+}
+
+// testLateSummaryOfSupersededBranch covers a summary version written from
+// messages read before a save superseded one of them (a compaction racing
+// an edit): SaveSummary refuses it with memory.ErrConflict, whatever the
+// message its Through names, and stores nothing; a version whose Covers
+// are all live is written.
+func testLateSummaryOfSupersededBranch(t *testing.T, s KnowledgeStore) {
+	ctx := testCtx(t)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	history := []memory.Message{msg(t, "user", "My name is Alice."), msg(t, "assistant", "hello Alice")}
+	statement := msg(t, "user", "My phone is 555-0100.")
+	ex1 := exchange(id, "e1", 1, history, []memory.Message{statement}, msg(t, "assistant", "ok"))
+	mustSave(t, s, ex1)
+	live := mustRecent(t, s, id, 10)
+	v1 := summary(id, 1, live[1].Seq)
+	v1.Covers, v1.Through, v1.GuardSince = []string{live[0].Key, live[1].Key}, live[1].Key, ex1.At
+	if err := s.SaveSummary(ctx, v1); err != nil {
+		t.Fatalf("SaveSummary(version 1 of live messages): %v", err)
+	}
+	// A compaction reads v1 and the messages after it...
+	late := summary(id, 2, live[3].Seq)
+	late.Text = "Her phone is 555-0100."
+	late.Covers, late.Through, late.GuardSince = []string{live[2].Key, live[3].Key}, live[3].Key, ex1.At
+	// ...while the client edits the statement (its reply stays live).
+	edited := msg(t, "user", "I have no phone.")
+	stamps := memory.Stamps(ex1, 4)
+	ex2 := exchange(id, "e2", 10, append(slices.Clone(history), edited, msg(t, "assistant", "ok")),
+		[]memory.Message{msg(t, "user", "what now?")}, msg(t, "assistant", "anything"))
+	ex2.Edits = []memory.Edit{{Seq: live[2].Seq, Pos: stamps[2].Pos, Digest: stamps[2].Digest, Amend: memory.Digest{1}, Supersede: true, Text: &edited}}
+	res, err := s.SaveExchange(ctx, ex2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Revised) != 1 {
+		t.Fatalf("the edit revised %d messages, want 1", len(res.Revised))
+	}
+	if err := s.SaveSummary(ctx, late); !errors.Is(err, memory.ErrConflict) {
+		t.Fatalf("SaveSummary of a version covering the edited message = %v, want memory.ErrConflict", err)
+	}
+	assertSummary(t, mustLatestSummary(t, s, id), v1)
+	unguarded := late
+	unguarded.Through, unguarded.GuardSince = "", time.Time{}
+	if err := s.SaveSummary(ctx, unguarded); !errors.Is(err, memory.ErrConflict) {
+		t.Fatalf("SaveSummary of an unguarded version covering the edited message = %v, want memory.ErrConflict", err)
+	}
+	assertSummary(t, mustLatestSummary(t, s, id), v1)
+	// Written again from the live branch, it is stored.
+	again := late
+	again.Text = "She has no phone."
+	again.Covers = []string{res.Revised[0].Key, live[3].Key}
+	if err := s.SaveSummary(ctx, again); err != nil {
+		t.Fatalf("SaveSummary of the version written from the live branch: %v", err)
+	}
+	assertSummary(t, mustLatestSummary(t, s, id), again)
 }
