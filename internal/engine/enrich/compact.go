@@ -93,7 +93,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		CreatedAt:     c.opts.Now(),
 		GuardSince:    guardSince,
 		Through:       leaving[len(leaving)-1].Key, // a store refuses a late version once it is gone
-		Covers:        keys(leaving),                // and one of a branch the user replaced meanwhile
+		Covers:        keys(leaving),               // and one of a branch the user replaced meanwhile
 	}
 	if prev != nil {
 		next.Version = prev.Version + 1
