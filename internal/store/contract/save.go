@@ -318,7 +318,11 @@ func (p SavePlan) Unsaid() []int64 {
 // <= ToSeq, or ToSeq >= SupersedeFrom) summarises what the user no longer
 // says: a store deletes it, with its recall items, in p's transaction
 // (storetest.Knowledge), so the latest version left covers only live
-// messages and compaction writes the next from the live branch.
+// messages and compaction writes the next from the live branch. An
+// amended tool result (role tool or function) is the exception: a client
+// that trims its old tool results does so on nearly every request, and
+// would otherwise have the summary written again from there each time;
+// the summary keeps what it said of the result.
 func (p SavePlan) Unsummarised() (seqs []int64, from int64) {
 	for _, a := range p.Amends {
 		if a.Supersede || a.Revise {

@@ -108,14 +108,16 @@ const coversSQL = `SELECT count(*) FROM messages WHERE tenant = $1 AND user_id =
 // dropSummariesSQL deletes the summary versions of conversation $3 of
 // user ($1, $2) that cover a message a save takes off the live branch
 // (contract.SavePlan.Unsummarised: the seqs $4, and from $5 on when it is
-// positive), and their recall items (Ref "<conversation>:v<version>"),
-// in one statement.
+// positive; but a tool result amended), and their recall items (Ref
+// "<conversation>:v<version>"), in one statement.
 const dropSummariesSQL = `
 WITH gone AS (
 	DELETE FROM summaries
 	WHERE tenant = $1 AND user_id = $2 AND conversation = $3
 	  AND (($5::bigint > 0 AND to_seq >= $5::bigint)
-	       OR EXISTS (SELECT 1 FROM unnest($4::bigint[]) AS s(seq) WHERE from_seq <= s.seq AND to_seq >= s.seq))
+	       OR EXISTS (SELECT 1 FROM unnest($4::bigint[]) AS s(seq) WHERE from_seq <= s.seq AND to_seq >= s.seq
+	                  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = $3
+	                                  AND m.seq = s.seq AND m.role IN ('tool', 'function'))))
 	RETURNING version
 )
 DELETE FROM memory_items

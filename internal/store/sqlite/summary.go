@@ -107,9 +107,11 @@ func jsonKeys(keys []string) any {
 // unsummarisedSQL names, with ?1..?3 the conversation, ?4 a SupersedeFrom
 // (0: none) and ?5 a JSON array of seqs, the summary versions that cover
 // a message a save takes off the live branch
-// (contract.SavePlan.Unsummarised).
+// (contract.SavePlan.Unsummarised), but a tool result the save amended.
 const unsummarisedSQL = `tenant = ?1 AND user_id = ?2 AND conversation = ?3
-	AND ((?4 > 0 AND to_seq >= ?4) OR EXISTS (SELECT 1 FROM json_each(?5) AS s WHERE from_seq <= s.value AND to_seq >= s.value))`
+	AND ((?4 > 0 AND to_seq >= ?4) OR EXISTS (SELECT 1 FROM json_each(?5) AS s WHERE from_seq <= s.value AND to_seq >= s.value
+		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = ?1 AND m.user_id = ?2 AND m.conversation = ?3
+			AND m.seq = s.value AND m.role IN ('tool', 'function'))))`
 
 // dropSummaries deletes, in the save's transaction tx, the summary
 // versions of id that cover a message p takes off the live branch

@@ -18,9 +18,10 @@ import (
 // items, so the conversation's latest summary is the newest version that
 // covers only messages still live (or none); a version that covers none
 // stays; and the next version is the one after it, written from the live
-// branch.
+// branch. A tool result a client trims (an edit of a result) leaves the
+// summary as it was.
 func testSupersessionDropsItsSummaries(t *testing.T, s KnowledgeStore) {
-	for _, mode := range []string{"edit", "delete", "edit deep first", "in window", "rewind"} {
+	for _, mode := range []string{"edit", "delete", "edit deep first", "in window", "rewind", "tool result trimmed"} {
 		t.Run(mode, func(t *testing.T) {
 			testSupersessionDrops(t, s, mode)
 		})
@@ -32,6 +33,10 @@ func testSupersessionDrops(t *testing.T, s KnowledgeStore, mode string) {
 	id := memory.Identity{Tenant: "acme", User: "alice-" + strings.ReplaceAll(mode, " ", "-"), Conversation: "c1"}
 	history := []memory.Message{msg(t, "user", "My name is Alice."), msg(t, "assistant", "hello Alice")}
 	statement := msg(t, "user", "My phone is 555-0100 and I live in Lisbon.")
+	if mode == "tool result trimmed" {
+		history[1] = rawMsg(t, `{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"profile","arguments":"{}"}}]}`)
+		statement = rawMsg(t, `{"role":"tool","tool_call_id":"c1","content":"phone 555-0100, lives in Lisbon"}`)
+	}
 	ex1 := exchange(id, "e1", 1, history, []memory.Message{statement}, msg(t, "assistant", "ok"))
 	mustSave(t, s, ex1)
 	live := mustRecent(t, s, id, 10)
@@ -56,6 +61,13 @@ func testSupersessionDrops(t *testing.T, s KnowledgeStore, mode string) {
 	stamps := memory.Stamps(ex1, 4)
 	keep := 1 // the newest version left
 	switch mode {
+	case "tool result trimmed":
+		// A client that trims its old tool results: the summary stays.
+		trimmed := rawMsg(t, `{"role":"tool","tool_call_id":"c1","content":"[trimmed]"}`)
+		prior := append(slices.Clone(history), trimmed, msg(t, "assistant", "ok"))
+		ex2 = exchange(id, "e2", 10, prior, []memory.Message{msg(t, "user", "what now?")}, msg(t, "assistant", "anything"))
+		ex2.Edits = []memory.Edit{{Seq: said, Pos: stamps[2].Pos, Digest: stamps[2].Digest, Amend: memory.Digest{1}, Supersede: true, Text: &trimmed}}
+		keep = 2
 	case "edit", "delete":
 		// The client edits (or deletes) the statement where its requests
 		// no longer store it.
@@ -89,6 +101,14 @@ func testSupersessionDrops(t *testing.T, s KnowledgeStore, mode string) {
 		t.Fatal("the edit superseded nothing")
 	}
 	got, err := s.LatestSummary(ctx, id)
+	if keep == 2 {
+		if err != nil {
+			t.Fatalf("after the trim LatestSummary: %v, want version 2", err)
+		}
+		assertSummary(t, got, v2)
+		assertRefs(t, "after the trim, the summary items found", mustSearchText(t, s, q), []string{"c1:v2"})
+		return
+	}
 	switch {
 	case keep == 0 && !errors.Is(err, memory.ErrNotFound):
 		t.Fatalf("after the edit LatestSummary = version %d %q, %v; want memory.ErrNotFound (every version covered the edited message)",
