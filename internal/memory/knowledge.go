@@ -114,6 +114,15 @@ type Summary struct {
 	// Through "" is refused. It is never stored: what a store returns has
 	// it "".
 	Through string `json:"-"`
+	// Covers are the keys of the messages the version summarised anew
+	// (those its predecessor did not cover), set by the compactor for the
+	// write check alone: SaveSummary refuses the version (ErrConflict)
+	// unless each is still a live message of Conversation, so a summary of
+	// a branch the user replaced while it was written (an edit, a
+	// deletion, a regeneration, a Rewind) never lands after the save that
+	// dropped the versions covering that branch. Nil: nothing is checked.
+	// It is never stored: what a store returns has it nil.
+	Covers []string `json:"-"`
 }
 
 // Preserved lists the specifics a summary must carry verbatim.

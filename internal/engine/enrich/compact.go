@@ -93,6 +93,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		CreatedAt:     c.opts.Now(),
 		GuardSince:    guardSince,
 		Through:       leaving[len(leaving)-1].Key, // a store refuses a late version once it is gone
+		Covers:        keys(leaving),               // and one of a branch the user replaced meanwhile
 	}
 	if prev != nil {
 		next.Version = prev.Version + 1
@@ -112,6 +113,15 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 		"messages", len(leaving), "to_seq", next.ToSeq, "summary_tokens", next.Tokens, "summariser", by)
 	decisions, sources := usersDecisions(out.Preserved.Decisions, leaving)
 	return c.pinDecisions(ctx, id, decisions, sources, guardSince)
+}
+
+// keys returns the keys of msgs, in order.
+func keys(msgs []memory.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Key
+	}
+	return out
 }
 
 // unsummarised loads the live messages after seq, page by page, up to maxLoad.

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -75,6 +76,38 @@ func CheckLate[R Row](ctx context.Context, query func(context.Context, string, .
 		return fmt.Errorf("message %s no longer live in conversation %s: %w", l.Key, l.Conversation, memory.ErrErased)
 	case l.moved != nil:
 		*l.moved = conv
+	}
+	return nil
+}
+
+// CheckCovers refuses a summary version whose Covers (the messages it
+// summarised anew) are not all still live in its conversation: the user
+// replaced one (an edit, a deletion, a regeneration, a Rewind) while it
+// was written, and the save that did so dropped the versions covering it
+// (SavePlan.Unsummarised). It returns an error wrapping
+// memory.ErrConflict then, so compaction skips it and writes the next
+// version from the live branch. Nothing is checked when s.Covers is nil.
+//
+// query runs, in SaveSummary's transaction (which holds its
+// conversation against a concurrent save, as that save's own lock
+// does), the store's sql with s's tenant, user, conversation and the
+// distinct keys of s.Covers (as args returns them), returning how many of
+// them are live messages of the conversation.
+func CheckCovers[R Row](ctx context.Context, query func(context.Context, string, ...any) R, sql string,
+	s memory.Summary, args func(keys []string) any) error {
+	if s.Covers == nil {
+		return nil
+	}
+	keys := slices.Clone(s.Covers)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var live int
+	if err := query(ctx, sql, s.Tenant, s.User, s.Conversation, args(keys)).Scan(&live); err != nil {
+		return fmt.Errorf("check the messages a summary covers: %w", err)
+	}
+	if live != len(keys) {
+		return fmt.Errorf("summary version %d of %s covers %d messages no longer live: %w",
+			s.Version, s.Conversation, len(keys)-live, memory.ErrConflict)
 	}
 	return nil
 }

@@ -310,6 +310,28 @@ func (p SavePlan) Unsaid() []int64 {
 	return out
 }
 
+// Unsummarised returns what p takes off the live branch, numbered as
+// before p is written: the seqs of the messages its Amends supersede
+// (an edited message's old text, where it lay, or a deleted one), oldest
+// edit first, and SupersedeFrom (0: none), from which on every live
+// message goes. A summary version covering one of them (FromSeq <= seq
+// <= ToSeq, or ToSeq >= SupersedeFrom) summarises what the user no longer
+// says: a store deletes it, with its recall items, in p's transaction
+// (storetest.Knowledge), so the latest version left covers only live
+// messages and compaction writes the next from the live branch. An
+// amended tool result (role tool or function) is the exception: a client
+// that trims its old tool results does so on nearly every request, and
+// would otherwise have the summary written again from there each time;
+// the summary keeps what it said of the result.
+func (p SavePlan) Unsummarised() (seqs []int64, from int64) {
+	for _, a := range p.Amends {
+		if a.Supersede || a.Revise {
+			seqs = append(seqs, a.Seq)
+		}
+	}
+	return seqs, p.SupersedeFrom
+}
+
 // PlanSave decides how ex, which happened at at (never zero), is stored
 // into conv by the store contract (storetest.Store), and advances conv:
 //   - Dropped when its user was erased at or after at (erased; zero: never),

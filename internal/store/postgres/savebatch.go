@@ -184,6 +184,7 @@ func (b *saveBatch) run(ctx context.Context, conn *pgxpool.Conn) ([]memory.SaveR
 		}
 		w.revised(ex.Identity, p)
 		w.retract(ex.Identity, p)
+		w.summaries(ex.Identity, p)
 		for k, m := range p.Result.Stored {
 			w.message(m, p.Stamps[k])
 			p.Result.Stored[k] = asStored(m)

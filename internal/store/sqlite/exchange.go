@@ -201,6 +201,9 @@ func saveExchange(ctx context.Context, tx writeTx, ex memory.Exchange) (memory.S
 	if err := retractFacts(ctx, tx.Tx, ex.Identity, p.Unsaid(), p.SupersedeFrom); err != nil {
 		return res, err
 	}
+	if err := dropSummaries(ctx, tx.Tx, ex.Identity, p); err != nil {
+		return res, err
+	}
 	var prompt, completion int
 	if ex.Usage != nil {
 		prompt, completion = ex.Usage.PromptTokens, ex.Usage.CompletionTokens

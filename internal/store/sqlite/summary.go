@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -58,6 +59,9 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 		if err := contract.CheckLate(ctx, tx.QueryRowContext, lateSQL, contract.SummarySource(sum)); err != nil {
 			return err
 		}
+		if err := contract.CheckCovers(ctx, tx.QueryRowContext, coversSQL, sum, jsonKeys); err != nil {
+			return err
+		}
 		var latest sql.NullInt64
 		var conv int
 		err := tx.QueryRowContext(ctx, `SELECT
@@ -85,6 +89,56 @@ func (s *Store) SaveSummary(ctx context.Context, sum memory.Summary) error {
 	})
 	if err != nil {
 		return fmt.Errorf("save summary: %w", err)
+	}
+	return nil
+}
+
+// coversSQL counts, of the keys ?4 (a JSON array), the live messages of
+// conversation ?3 of user (?1, ?2) (contract.CheckCovers).
+const coversSQL = `SELECT COUNT(*) FROM messages WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3
+	AND superseded_at IS NULL AND key IN (SELECT value FROM json_each(?4))`
+
+// jsonKeys returns keys as a JSON array, a json_each argument.
+func jsonKeys(keys []string) any {
+	b, _ := json.Marshal(keys) // strings always encode
+	return string(b)
+}
+
+// unsummarisedSQL names, with ?1..?3 the conversation, ?4 a SupersedeFrom
+// (0: none) and ?5 a JSON array of seqs, the summary versions that cover
+// a message a save takes off the live branch
+// (contract.SavePlan.Unsummarised), but a tool result the save amended.
+const unsummarisedSQL = `tenant = ?1 AND user_id = ?2 AND conversation = ?3
+	AND ((?4 > 0 AND to_seq >= ?4) OR EXISTS (SELECT 1 FROM json_each(?5) AS s WHERE from_seq <= s.value AND to_seq >= s.value
+		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = ?1 AND m.user_id = ?2 AND m.conversation = ?3
+			AND m.seq = s.value AND m.role IN ('tool', 'function'))))`
+
+// dropSummaries deletes, in the save's transaction tx, the summary
+// versions of id that cover a message p takes off the live branch
+// (contract.SavePlan.Unsummarised), and their recall items (Ref
+// "<conversation>:v<version>"): the latest version left covers only live
+// messages. A compaction that read a deleted version, or the messages p
+// supersedes, is refused when it saves (SaveSummary).
+func dropSummaries(ctx context.Context, tx *sql.Tx, id memory.Identity, p contract.SavePlan) error {
+	seqs, from := p.Unsummarised()
+	if len(seqs) == 0 && from <= 0 {
+		return nil
+	}
+	if seqs == nil {
+		seqs = []int64{}
+	}
+	js, err := json.Marshal(seqs)
+	if err != nil {
+		return fmt.Errorf("drop summaries: %w", err)
+	}
+	args := []any{id.Tenant, id.User, id.Conversation, from, string(js)}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_items
+		WHERE tenant = ?1 AND user_id = ?2 AND kind = 'summary' AND source IN (
+			SELECT ?3 || ':v' || version FROM summaries WHERE `+unsummarisedSQL+`)`, args...); err != nil {
+		return fmt.Errorf("drop items of superseded summaries: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM summaries WHERE `+unsummarisedSQL, args...); err != nil {
+		return fmt.Errorf("drop superseded summaries: %w", err)
 	}
 	return nil
 }
