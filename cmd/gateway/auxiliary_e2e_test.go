@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// Open WebUI's default task prompts (backend/open_webui/config.py), cut
+// to their first and last lines: the client fills {{MESSAGES:END:n}}
+// with the chat's last n messages as "ROLE: content" lines
+// (utils/misc.py get_messages_content) and sends the whole as one user
+// message, with "stream": false and max_completion_tokens (metadata is
+// popped before the request leaves Open WebUI).
+const (
+	owuiTitle = "### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the chat history.\n" +
+		"### Guidelines:\n- The title should clearly represent the main theme or subject of the conversation.\n" +
+		"### Output:\nJSON format: { \"title\": \"your concise title here\" }\n" +
+		"### Chat History:\n<chat_history>\n%s\n</chat_history>"
+	owuiFollowUps = "### Task:\nSuggest 3-5 relevant follow-up questions or prompts that the user might naturally ask next in this conversation as a **user**, based on the chat history, to help continue or deepen the discussion.\n" +
+		"### Output:\nJSON format: { \"follow_ups\": [\"Question 1?\", \"Question 2?\", \"Question 3?\"] }\n" +
+		"### Chat History:\n<chat_history>\n%s\n</chat_history>"
+	owuiTags = "### Task:\nGenerate 1-3 broad tags categorizing the main themes of the chat history, along with 1-3 more specific subtopic tags.\n" +
+		"### Output:\nJSON format: { \"tags\": [\"tag1\", \"tag2\", \"tag3\"] }\n" +
+		"### Chat History:\n<chat_history>\n%s\n</chat_history>"
+)
+
+// owuiTranscript renders the last n of msgs as Open WebUI's
+// {{MESSAGES:END:n}} does.
+func owuiTranscript(msgs []map[string]any, n int) string {
+	if len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	var lines []string
+	for _, m := range msgs {
+		lines = append(lines, strings.ToUpper(m["role"].(string))+": "+m["content"].(string))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// postBody posts a chat completion body as given, with headers.
+func postBody(t *testing.T, url string, headers map[string]string, body map[string]any) chatResult {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	return chatResult{resp.StatusCode, resp.Header, b}
+}
+
+// TestOpenWebUITaskRequestsAreNotTurns replays a short Open WebUI session
+// through the gateway, with no memgate header but the user's: two chat
+// turns (the whole history resent, streamed) and, after each reply, the
+// client's own task requests (title after the first, follow-ups and tags
+// after each), one user message quoting the chat's last messages. The task
+// requests are answered as sent (no memory block, no stored turn
+// prepended) and marked X-Memory-Auxiliary: transcript; the user's
+// memory holds the chat's four messages in one conversation, nothing of
+// the task prompts or their answers, and no default conversation. A
+// newest-only client's turn that quotes one earlier message of the user
+// (one role only) is still a turn, and stored.
+func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			who := "owui-" + strings.ReplaceAll(name, "+", "-")
+			h := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": who}
+			task := func(tmpl string, history []map[string]any, n int) chatResult {
+				content := strings.Replace(tmpl, "%s", owuiTranscript(history, n), 1)
+				res := postBody(t, g.URL, h, map[string]any{
+					"model": "gpt-4o-mini", "stream": false, "max_completion_tokens": 1000,
+					"messages": []map[string]any{{"role": "user", "content": content}},
+				})
+				if got := res.Header.Get("X-Memory-Auxiliary"); got != "transcript" {
+					t.Errorf("%.40q: X-Memory-Auxiliary %q, want transcript", content, got)
+				}
+				// Answered as sent: the one message, nothing injected.
+				var sent struct {
+					Messages []map[string]any `json:"messages"`
+				}
+				if err := json.Unmarshal(lastChat(t, up).Body, &sent); err != nil {
+					t.Fatal(err)
+				}
+				if len(sent.Messages) != 1 || sent.Messages[0]["content"] != content {
+					t.Errorf("%.40q went upstream as %d messages, want the client's one: %v", content, len(sent.Messages), sent.Messages)
+				}
+				return res
+			}
+
+			var history []map[string]any
+			var convs []string
+			for _, text := range []string{"I am planning a trip to Kyoto in April.", "My budget is two thousand euros."} {
+				history = append(history, user(text))
+				res := postBody(t, g.URL, h, map[string]any{"model": "gpt-4o-mini", "stream": true, "messages": history})
+				if res.Header.Get("X-Memory-Auxiliary") != "" {
+					t.Fatalf("chat turn %q marked auxiliary", text)
+				}
+				convs = append(convs, res.Header.Get("X-Memory-Conversation"))
+				history = append(history, assistant("ack: "+text))
+				if len(history) == 2 {
+					task(owuiTitle, history, 2)
+				}
+				task(owuiFollowUps, history, 6)
+				task(owuiTags, history, 6)
+			}
+			derived := convs[1]
+			id := memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: derived}
+			waitStored(t, g, id, 4)
+			got, _ := storedContents(t, g, id)
+			want := []string{
+				"user: I am planning a trip to Kyoto in April.", "assistant: ack: I am planning a trip to Kyoto in April.",
+				"user: My budget is two thousand euros.", "assistant: ack: My budget is two thousand euros.",
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			list, err := g.mem.store.Conversations(context.Background(), memory.DefaultTenant, who)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range list {
+				msgs, _ := storedContents(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: c.ID})
+				for _, m := range msgs {
+					if strings.Contains(m, "### Task") || strings.Contains(m, "<chat_history>") {
+						t.Errorf("conversation %s stores a task request: %.80q", c.ID, m)
+					}
+				}
+			}
+			if len(list) != 1 || list[0].ID != derived {
+				t.Errorf("conversations %+v, want only %s", list, derived)
+			}
+
+			// Recall finds the chat's turns, never a task prompt quoting them.
+			eventually(t, "the Kyoto turn recalled", func() bool {
+				rec, err := g.mem.recall.Recaller.Recall(context.Background(), memory.RecallQuery{
+					Identity: memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: "elsewhere"},
+					Text:     "Kyoto trip April budget chat history title", CrossConversation: true, Now: time.Now(),
+				})
+				if err != nil {
+					return false
+				}
+				found := false
+				for _, it := range rec.Items {
+					if it.Kind == "message" && it.Conversation != derived || strings.Contains(it.Text, "### Task") || strings.Contains(it.Text, "chat_history") {
+						t.Fatalf("recall returned a passage of %s: %.80q", it.Conversation, it.Text)
+					}
+					found = found || strings.Contains(it.Text, "Kyoto")
+				}
+				return found
+			})
+
+			// A newest-only client's user quoting their own earlier message
+			// (one role) says something new: it is a turn.
+			quote := "Earlier I wrote: I am planning a trip to Kyoto in April. Make it May instead."
+			res := chat(t, g.URL, map[string]string{"X-Memory-User": who, "X-Memory-Conversation": "notes"}, false, user(quote))
+			if res.Header.Get("X-Memory-Auxiliary") != "" {
+				t.Errorf("a user quoting one earlier message marked auxiliary")
+			}
+			waitStored(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: "notes"}, 2)
+		})
+	}
+}
