@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// TestTranscriptsTellARequestAboutTheChat: a message quoting, in order, the
+// openings of the user's turn and the reply of one of the user's newest
+// exchanges is about the chat, whatever the app's wording and framing;
+// one quoting one role, the two out of order, another user's exchange, an
+// exchange past transcriptMaxAge, or a pair too short to tell, is not.
+func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	said := "I am planning a trip to Kyoto in April.\nWhat should I pack?"
+	reply := "Great choice! April is cherry blossom season.\n\nPack layers."
+	jsonQuoted := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	for _, c := range []struct {
+		name string
+		user string // the request's user (default ana)
+		age  time.Duration
+		text string
+		want bool
+	}{
+		{name: "open webui title", text: "### Task:\nGenerate a concise, 3-5 word title.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\n</chat_history>", want: true},
+		{name: "librechat quoted and escaped", text: "Please generate a title.\n||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply[:50]+"...") + "\n\n||>Title:", want: true},
+		{name: "other case and punctuation", text: "Summarise: user said «i AM planning a trip — to kyoto in april»; you answered GREAT CHOICE, april is cherry blossom season", want: true},
+		{name: "user words only", text: "Earlier I wrote: I am planning a trip to Kyoto in April. Make it May.", want: false},
+		{name: "reply only", text: "You said: Great choice! April is cherry blossom season. Are you sure?", want: false},
+		{name: "reply before the user's words", text: "Great choice! April is cherry blossom season. I am planning a trip to Kyoto in April.", want: false},
+		{name: "another user", user: "bob", text: "USER: " + said + "\nASSISTANT: " + reply, want: false},
+		{name: "too old", age: transcriptMaxAge + time.Second, text: "USER: " + said + "\nASSISTANT: " + reply, want: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := now
+			tr := newTranscripts(func() time.Time { return clock })
+			ana := transcriptKey("t", "ana")
+			tr.remember(ana, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: reply})
+			clock = now.Add(c.age)
+			k := ana
+			if c.user != "" {
+				k = transcriptKey("t", c.user)
+			}
+			if got := tr.quotes(k, c.text); got != c.want {
+				t.Errorf("quotes = %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	t.Run("a greeting and a one-word reply are not kept", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		tr.remember(k, []memory.Message{{Role: "user", Content: "hi"}}, memory.Message{Role: "assistant", Content: "Hello!"})
+		if tr.quotes(k, "hi there, Hello! how are you") {
+			t.Error("a two-word pair matched")
+		}
+	})
+	t.Run("the newest pairs are kept", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		turn := func(i int) (string, string) {
+			n := strings.Repeat("x", i+1)
+			return "question number " + n + " about the trip", "answer number " + n + " about the trip"
+		}
+		for i := range transcriptPairs + 2 {
+			u, a := turn(i)
+			tr.remember(k, []memory.Message{{Role: "user", Content: u}}, memory.Message{Role: "assistant", Content: a})
+		}
+		for i := range transcriptPairs + 2 {
+			u, a := turn(i)
+			if got, want := tr.quotes(k, "USER: "+u+"\nASSISTANT: "+a), i >= 2; got != want {
+				t.Errorf("pair %d: quotes = %v, want %v", i, got, want)
+			}
+		}
+	})
+	t.Run("a failed reply is not kept", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		failed := memory.Message{Role: "assistant", Content: reply, Raw: json.RawMessage(`{"role":"assistant","content":"x","memgate_failed":"upstream broke"}`)}
+		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, failed)
+		if failed.Failed() && tr.quotes(k, "USER: "+said+"\nASSISTANT: "+reply) {
+			t.Error("a failed reply's exchange matched")
+		}
+	})
+}
+
+// TestOnlyUserMessage: a request's only message, system ones aside, when it
+// is a user message.
+func TestOnlyUserMessage(t *testing.T) {
+	m := func(role, text string) memory.Message { return memory.Message{Role: role, Content: text} }
+	for _, c := range []struct {
+		msgs []memory.Message
+		text string
+		ok   bool
+	}{
+		{[]memory.Message{m("user", "a")}, "a", true},
+		{[]memory.Message{m("system", "s"), m("developer", "d"), m("user", "a")}, "a", true},
+		{[]memory.Message{m("user", "a"), m("user", "b")}, "", false},
+		{[]memory.Message{m("user", "a"), m("assistant", "b"), m("user", "c")}, "", false},
+		{[]memory.Message{m("tool", "r")}, "", false},
+		{nil, "", false},
+	} {
+		if text, ok := onlyUserMessage(c.msgs); text != c.text || ok != c.ok {
+			t.Errorf("onlyUserMessage(%v) = %q, %v; want %q, %v", c.msgs, text, ok, c.text, c.ok)
+		}
+	}
+}
