@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/dialect/dialecttest"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -178,5 +179,76 @@ func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
 			}
 			waitStored(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: "notes"}, 2)
 		})
+	}
+}
+
+// TestAnthropicTitleRequestIsNotATurn: the same on the Anthropic Messages
+// API, framed as LibreChat frames its title request (a system prompt, then
+// one user message quoting the exchange as `||>User:` and `||>Response:`,
+// the reply JSON-escaped): the title request is marked and not stored, and
+// the chat (first turn alone, then its history resent) ends as one
+// conversation of four messages. Run end to end: `gateway serve` in front
+// of the dialecttest provider.
+func TestAnthropicTitleRequestIsNotATurn(t *testing.T) {
+	fake := dialecttest.NewUpstream(t)
+	openai := upstreamtest.New(t, chatAndResponses(fake, upstreamtest.Chat(upstreamtest.Reply{Content: "Noted."})))
+	gw := serveDialects(t, openai.URL(), fake.URL+"/v1")
+	h := map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01", "X-Memory-User": "lc-ana"}
+	post := func(body map[string]any) http.Header {
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, gw+"/v1/messages", bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		return resp.Header
+	}
+	const said = "Help me plan a vegetarian dinner for six friends on Saturday."
+	reply := "You said: " + said
+	history := []map[string]any{{"role": "user", "content": said}}
+	if got := post(map[string]any{"model": "claude-sonnet-4-6", "max_tokens": 1024, "stream": true, "system": "You are a helpful cook.", "messages": history}); got.Get("X-Memory-Auxiliary") != "" {
+		t.Fatal("the chat's first turn marked auxiliary")
+	}
+	quoted, _ := json.Marshal(reply)
+	title := "Please generate a concise, 5-word-or-less title for the conversation, using its same language, with no punctuation.\n\n" +
+		"||>User:\n\"" + said + "\"\n||>Response:\n\"" + string(quoted) + "\"\n\n||>Title:"
+	got := post(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 16, "system": "You are a title generator.",
+		"messages": []map[string]any{{"role": "user", "content": title}}})
+	if got.Get("X-Memory-Auxiliary") != "transcript" || got.Get("X-Memory-Conversation") != "" {
+		t.Errorf("title request: X-Memory-Auxiliary %q, conversation %q; want transcript and none",
+			got.Get("X-Memory-Auxiliary"), got.Get("X-Memory-Conversation"))
+	}
+	history = append(history, map[string]any{"role": "assistant", "content": reply},
+		map[string]any{"role": "user", "content": "Make it gluten free too."})
+	post(map[string]any{"model": "claude-sonnet-4-6", "max_tokens": 1024, "system": "You are a helpful cook.", "messages": history})
+
+	var list struct {
+		Data []struct {
+			ID           string `json:"id"`
+			MessageCount int    `json:"message_count"`
+		} `json:"data"`
+	}
+	eventually(t, "the chat stored as one conversation of four messages", func() bool {
+		if st := apiCall(t, http.MethodGet, gw+"/v1/memory/conversations?user=lc-ana", nil, nil, &list); st != 200 {
+			t.Fatalf("conversations: %d", st)
+		}
+		for _, c := range list.Data {
+			if c.ID != memory.DefaultConversation && c.MessageCount == 4 {
+				return true
+			}
+		}
+		return false
+	})
+	if len(list.Data) != 1 || list.Data[0].MessageCount != 4 || list.Data[0].ID == memory.DefaultConversation {
+		t.Errorf("conversations %+v, want the chat's alone, with its 4 messages", list.Data)
 	}
 }

@@ -51,8 +51,10 @@ const (
 	// transcriptWords is the most words of a message's opening a print covers.
 	transcriptWords = 8
 	// transcriptMinWords is the fewest words a pair's two prints must cover
-	// together: a greeting and a one-word reply are found in any text.
-	transcriptMinWords = 6
+	// together: a greeting and a one-word reply are found in any text, and
+	// a user may quote a short exchange back while asking on ("What is the
+	// capital of France? Paris. And of Spain?"), a turn memgate must store.
+	transcriptMinWords = 10
 	// transcriptMaxAge is how long an exchange is kept: apps ask about a
 	// chat right after its reply.
 	transcriptMaxAge = 10 * time.Minute

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // TestTranscriptsTellARequestAboutTheChat: a message quoting, in order, the
@@ -51,6 +53,14 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		})
 	}
 
+	t.Run("a short exchange quoted back is a turn", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		tr.remember(k, []memory.Message{{Role: "user", Content: "What is the capital of France?"}}, memory.Message{Role: "assistant", Content: "Paris."})
+		if tr.quotes(k, "What is the capital of France? Paris. And what is the capital of Spain?") {
+			t.Error("a seven-word exchange quoted back matched")
+		}
+	})
 	t.Run("a greeting and a one-word reply are not kept", func(t *testing.T) {
 		tr := newTranscripts(func() time.Time { return now })
 		k := transcriptKey("t", "ana")
@@ -107,5 +117,64 @@ func TestOnlyUserMessage(t *testing.T) {
 		if text, ok := onlyUserMessage(c.msgs); text != c.text || ok != c.ok {
 			t.Errorf("onlyUserMessage(%v) = %q, %v; want %q, %v", c.msgs, text, ok, c.text, c.ok)
 		}
+	}
+}
+
+// TestRequestAboutTheChatIsNotATurn: after a user's exchange is captured, a
+// request of that user whose one message quotes it (an app's title
+// request) goes upstream as sent, without the Preparer, is not captured,
+// and is marked X-Memory-Auxiliary: transcript and counted; the same
+// request of another tenant's user of that name, or with
+// Options.SkipTranscripts off, is a turn.
+func TestRequestAboutTheChatIsNotATurn(t *testing.T) {
+	said, reply := "My sister Alice lives in Porto since last year.", "That is lovely, Porto is a beautiful city by the river."
+	title := `{"model":"gpt-4o","stream":false,"max_completion_tokens":1000,"messages":[{"role":"user","content":` +
+		`"### Task:\nGenerate a concise title.\n<chat_history>\nUSER: ` + said + `\nASSISTANT: ` + reply + `\n</chat_history>"}]}`
+	for _, c := range []struct {
+		name   string
+		skip   bool
+		tenant string
+		want   bool
+	}{
+		{name: "on", skip: true, want: true},
+		{name: "another tenant", skip: true, tenant: "other", want: false},
+		{name: "off", skip: false, want: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prepared := make(chan memory.Request, 4)
+			captured := make(chanCapturer, 4)
+			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: reply}))
+			g := mustGateway(t, up, func(cfg *gatewayConfig) { cfg.SkipTranscripts = c.skip },
+				Deps{Resolver: identity.New(nil), Preparer: injecting(prepared), Capturer: captured})
+			h := map[string]string{"X-Memory-User": "ana"}
+			if resp, b := g.post(t, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"`+said+`"}]}`, h); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			wait(t, prepared, "the turn's Prepare")
+			wait(t, captured, "the turn's capture")
+
+			if c.tenant != "" {
+				h["X-Memory-Tenant"] = c.tenant
+			}
+			resp, b := g.post(t, "/v1/chat/completions", title, h)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if got := resp.Header.Get("X-Memory-Auxiliary") == "transcript"; got != c.want {
+				t.Fatalf("X-Memory-Auxiliary %q, want it %v", resp.Header.Get("X-Memory-Auxiliary"), c.want)
+			}
+			if !c.want {
+				wait(t, prepared, "the title request's Prepare")
+				wait(t, captured, "the title request's capture")
+				return
+			}
+			if sent := up.Requests(); !jsonEqual(t, sent[len(sent)-1].Body, []byte(title)) {
+				t.Errorf("went upstream as %s", sent[len(sent)-1].Body)
+			}
+			if len(prepared) != 0 || len(captured) != 0 || resp.Header.Get("X-Memory-Conversation") != "" {
+				t.Errorf("prepared %d, captured %d, conversation %q: want none", len(prepared), len(captured), resp.Header.Get("X-Memory-Conversation"))
+			}
+			g.waitMetric(t, `memgate_auxiliary_requests_total{api="chat"} 1`)
+		})
 	}
 }
