@@ -29,6 +29,9 @@ const (
 	owuiFollowUps = "### Task:\nSuggest 3-5 relevant follow-up questions or prompts that the user might naturally ask next in this conversation as a **user**, based on the chat history, to help continue or deepen the discussion.\n" +
 		"### Output:\nJSON format: { \"follow_ups\": [\"Question 1?\", \"Question 2?\", \"Question 3?\"] }\n" +
 		"### Chat History:\n<chat_history>\n%s\n</chat_history>"
+	owuiQueries = "### Task:\nAnalyze the chat history to determine the necessity of generating search queries, in the given language.\n" +
+		"### Output:\nStrictly return in JSON format: { \"queries\": [\"query1\", \"query2\"] }\n" +
+		"### Chat History:\n<chat_history>\n%s\n</chat_history>"
 	owuiTags = "### Task:\nGenerate 1-3 broad tags categorizing the main themes of the chat history, along with 1-3 more specific subtopic tags.\n" +
 		"### Output:\nJSON format: { \"tags\": [\"tag1\", \"tag2\", \"tag3\"] }\n" +
 		"### Chat History:\n<chat_history>\n%s\n</chat_history>"
@@ -72,7 +75,8 @@ func postBody(t *testing.T, url string, headers map[string]string, body map[stri
 // through the gateway, with no memgate header but the user's: two chat
 // turns (the whole history resent, streamed) and, after each reply, the
 // client's own task requests (title after the first, follow-ups and tags
-// after each), one user message quoting the chat's last messages. The task
+// after each, search queries before the second), one user message quoting
+// the chat's last messages. The task
 // requests are answered as sent (no memory block, no stored turn
 // prepended) and marked X-Memory-Auxiliary: transcript; the user's
 // memory holds the chat's four messages in one conversation, nothing of
@@ -112,6 +116,11 @@ func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
 			var convs []string
 			for _, text := range []string{"I am planning a trip to Kyoto in April.", "My budget is two thousand euros."} {
 				history = append(history, user(text))
+				if len(history) > 1 {
+					// With web search on, Open WebUI asks for search
+					// queries before the turn is answered.
+					task(owuiQueries, history, 6)
+				}
 				res := postBody(t, g.URL, h, map[string]any{"model": "gpt-4o-mini", "stream": true, "messages": history})
 				if res.Header.Get("X-Memory-Auxiliary") != "" {
 					t.Fatalf("chat turn %q marked auxiliary", text)

@@ -56,8 +56,9 @@ const (
 	// capital of France? Paris. And of Spain?"), a turn memgate must store.
 	transcriptMinWords = 10
 	// transcriptMaxAge is how long an exchange is kept: apps ask about a
-	// chat right after its reply.
-	transcriptMaxAge = 10 * time.Minute
+	// chat right after its reply (a title, tags, follow-ups), or before the
+	// user's next turn is answered (Open WebUI's search queries).
+	transcriptMaxAge = 30 * time.Minute
 	// transcriptUsers bounds the users remembered.
 	transcriptUsers = 4096
 	// wordBase is the polynomial base of the word-sequence hash (odd).
