@@ -36,9 +36,10 @@ import (
 // LRU of transcriptUsers users; each request only matches its own user's.
 // What a print covers is the first line of the message, up to
 // transcriptWords words, its words being runs of letters and digits, case
-// folded: a transcript that prefixes each line with a role name, quotes
-// it, escapes it into JSON or truncates it long after its opening still
-// holds the same words in the same order. A check hashes the request's
+// folded (each letter of a script written without spaces is a word): a
+// transcript that prefixes each line with a role name, quotes it, escapes
+// it into JSON or truncates it long after its opening still holds the same
+// words in the same order. A check hashes the request's
 // words once and looks for each print in one pass: its work grows with the
 // message's length times the prints kept (transcriptPairs pairs).
 //
@@ -110,14 +111,31 @@ func transcriptKey(tenant, user string) prefixKey {
 	return k
 }
 
+// unspaced are the scripts written without spaces between words: each of
+// their letters counts as a word.
+var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
+
 // words calls f with the hash of each word of s, in order: its runs of
-// letters and digits, case folded.
+// letters and digits, case folded, and each letter of a script written
+// without spaces.
 func (t *transcripts) words(s string, f func(h uint64)) {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	in := false
 	var buf [utf8.UTFMax]byte
 	for _, r := range s {
+		if r >= 0x0E00 && unicode.IsOneOf(unspaced, r) {
+			if in {
+				f(h.Sum64())
+				h.Reset()
+				in = false
+			}
+			n := utf8.EncodeRune(buf[:], r)
+			h.Write(buf[:n])
+			f(h.Sum64())
+			h.Reset()
+			continue
+		}
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			n := utf8.EncodeRune(buf[:], unicode.ToLower(r))
 			h.Write(buf[:n])

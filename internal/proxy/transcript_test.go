@@ -53,6 +53,17 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		})
 	}
 
+	t.Run("words of a script without spaces", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		tr.remember(k, []memory.Message{{Role: "user", Content: "四月に京都へ旅行します。"}}, memory.Message{Role: "assistant", Content: "桜の季節ですね。"})
+		if !tr.quotes(k, "### タスク:\n<chat_history>\nUSER: 四月に京都へ旅行します。\nASSISTANT: 桜の季節ですね。\n</chat_history>") {
+			t.Error("a Japanese transcript did not match")
+		}
+		if tr.quotes(k, "四月に京都へ旅行します。もっと教えて。") {
+			t.Error("the user's words alone matched")
+		}
+	})
 	t.Run("a short exchange quoted back is a turn", func(t *testing.T) {
 		tr := newTranscripts(func() time.Time { return now })
 		k := transcriptKey("t", "ana")
@@ -92,7 +103,10 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		k := transcriptKey("t", "ana")
 		failed := memory.Message{Role: "assistant", Content: reply, Raw: json.RawMessage(`{"role":"assistant","content":"x","memgate_failed":"upstream broke"}`)}
 		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, failed)
-		if failed.Failed() && tr.quotes(k, "USER: "+said+"\nASSISTANT: "+reply) {
+		if !failed.Failed() {
+			t.Fatal("the reply is not marked failed")
+		}
+		if tr.quotes(k, "USER: "+said+"\nASSISTANT: "+reply) {
 			t.Error("a failed reply's exchange matched")
 		}
 	})
