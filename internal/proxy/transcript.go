@@ -16,32 +16,47 @@ import (
 )
 
 // Chat apps send requests about a conversation beside its turns, through
-// the same endpoint and key: a title, tags, follow-up questions, a search
-// query (Open WebUI, LibreChat, LobeChat, big-AGI…). Each is one user
-// message holding the app's instructions and a transcript of the chat's
-// last messages. Stored, it would be a turn the user never said (its
-// instructions and the model's title recalled as the user's words, the
-// transcript stored a second time), and it would be answered with memory
-// it does not need.
+// the same endpoint and key: a title, tags, follow-up questions (Open
+// WebUI, LibreChat, LobeChat, big-AGI…). Each is one user message holding
+// the app's instructions and a transcript of the chat's last messages,
+// ending with the newest reply. Stored, it would be a turn the user never
+// said (its instructions and the model's title recalled as the user's
+// words, the transcript stored a second time), and it would be answered
+// with memory it does not need.
 //
 // transcripts tells such a request by its structure, not by any app's
 // wording: a request whose only message (system ones aside) is a user
-// message quoting, in order, the opening words of both the user's turn
-// and the reply of one of the user's newest captured exchanges. A user
-// who quotes their own earlier words, or the assistant's, quotes one role
-// and is not matched.
+// message that quotes, in order, the opening words of the user's turn, the
+// opening words of its reply and the closing words of that reply, of one
+// of the user's newest captured exchanges, and ends there: at most
+// transcriptTailWords words follow the reply's closing (a closing label,
+// Open WebUI's "</chat_history>", LibreChat's "||>Title:"). A user who
+// quotes their own earlier words, or the assistant's, quotes one role and
+// is not matched. An app that pastes the conversation so far into each new
+// user message ("Human: …\nAI: …\nHuman: {input}\nAI:") quotes the newest
+// exchange too, but its message goes on with the user's new words: it is
+// a turn, and stored — unless those words and its labels are
+// transcriptTailWords words or fewer ("Human: Thanks\nAI:"), a turn then
+// taken for a request about the chat and not stored. A transcript that
+// quotes the newest exchange and then the user's next message (Open
+// WebUI's search queries, asked before that message is answered: memgate
+// has not seen it yet), or that cuts the reply short of its closing words
+// (an app quoting a reply's first characters), is not matched either, and
+// is stored as before: the safe direction.
 //
-// It keeps, per user, prints of the newest exchanges' opening words (a
-// hash and a length in words, never the text) for transcriptMaxAge, in an
-// LRU of transcriptUsers users; each request only matches its own user's.
-// What a print covers is the first line of the message, up to
-// transcriptWords words, its words being runs of letters and digits, case
-// folded (each letter of a script written without spaces is a word): a
-// transcript that prefixes each line with a role name, quotes it, escapes
-// it into JSON or truncates it long after its opening still holds the same
-// words in the same order. A check hashes the request's
-// words once and looks for each print in one pass: its work grows with the
-// message's length times the prints kept (transcriptPairs pairs).
+// It keeps, per user, prints of the newest exchanges (a hash and a length
+// in words, never the text) for transcriptMaxAge, in an LRU of
+// transcriptUsers users; each request only matches its own user's. An
+// opening print covers the first line of a message holding words, up to
+// transcriptWords words; a closing print the last line holding words, its
+// last transcriptWords words at most. Words are runs of letters and
+// digits, case folded (each letter of a script written without spaces is
+// a word; a backslash and the letter of a JSON escape of white space,
+// \n, \r, \t, \b, \f, separate words): a transcript that prefixes each line
+// with a role name, quotes it or escapes it into JSON still holds the
+// same words in the same order. A check hashes the request's words once
+// and looks for each print in one pass: its work grows with the message's
+// length times the prints kept (transcriptPairs pairs).
 //
 // It is per process: an app's request that reaches another gateway
 // process than its chat's turns is not matched, and is stored as before.
@@ -56,9 +71,15 @@ const (
 	// a user may quote a short exchange back while asking on ("What is the
 	// capital of France? Paris. And of Spain?"), a turn memgate must store.
 	transcriptMinWords = 10
+	// transcriptTailWords is the most words a request about the chat may
+	// hold after the quoted reply's closing: the app's closing label
+	// (Open WebUI's "</chat_history>", two words; LibreChat's "||>Title:",
+	// one, and an escaped newline the reply ended with, another). More is
+	// taken for new words of the user's: a turn.
+	transcriptTailWords = 3
 	// transcriptMaxAge is how long an exchange is kept: apps ask about a
-	// chat right after its reply (a title, tags, follow-ups), or before the
-	// user's next turn is answered (Open WebUI's search queries).
+	// chat right after its reply (a title, tags, follow-ups), or a while
+	// later (a title regenerated, tags asked again).
 	transcriptMaxAge = 30 * time.Minute
 	// transcriptUsers bounds the users remembered.
 	transcriptUsers = 4096
@@ -73,10 +94,11 @@ type quotePrint struct {
 	words int
 }
 
-// pairPrint is one exchange's prints: the user's turn and the reply.
+// pairPrint is one exchange's prints: the opening of the user's turn, and
+// the opening and closing of the reply.
 type pairPrint struct {
-	user, reply quotePrint
-	at          time.Time
+	user, reply, end quotePrint
+	at               time.Time
 }
 
 // userTurns is a user's newest exchanges, the newest last.
@@ -117,13 +139,24 @@ var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Kata
 
 // words calls f with the hash of each word of s, in order: its runs of
 // letters and digits, case folded, and each letter of a script written
-// without spaces.
+// without spaces. A backslash and the letter after it of a JSON escape of
+// white space (\n, \r, \t, \b, \f) separate words, so that a reply's line
+// after a newline holds the same words JSON-escaped.
 func (t *transcripts) words(s string, f func(h uint64)) {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
-	in := false
+	in, escaped := false, false
 	var buf [utf8.UTFMax]byte
 	for _, r := range s {
+		if escaped {
+			escaped = false
+			if r == 'n' || r == 'r' || r == 't' || r == 'b' || r == 'f' {
+				continue
+			}
+		}
+		if r == '\\' {
+			escaped = true
+		}
 		if r >= 0x0E00 && unicode.IsOneOf(unspaced, r) {
 			if in {
 				f(h.Sum64())
@@ -171,6 +204,25 @@ func (t *transcripts) print(text string) quotePrint {
 	return p
 }
 
+// closing returns the print of text's closing: the last words of its last
+// line holding any, up to transcriptWords.
+func (t *transcripts) closing(text string) quotePrint {
+	var last, line []uint64
+	for l := range strings.Lines(text) {
+		line = line[:0]
+		t.words(l, func(w uint64) { line = append(line, w) })
+		if len(line) > 0 {
+			last, line = line, last
+		}
+	}
+	var p quotePrint
+	for _, w := range last[max(0, len(last)-transcriptWords):] {
+		p.hash = p.hash*wordBase + w
+		p.words++
+	}
+	return p
+}
+
 // remember records a captured exchange of the user k: the last user
 // message of its turn with text, and its reply when that has text. An
 // exchange without both is not kept.
@@ -185,7 +237,7 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 	if said == "" || reply.Role != "assistant" || reply.Failed() {
 		return
 	}
-	p := pairPrint{user: t.print(said), reply: t.print(reply.Content), at: t.now()}
+	p := pairPrint{user: t.print(said), reply: t.print(reply.Content), end: t.closing(reply.Content), at: t.now()}
 	if p.user.words == 0 || p.reply.words == 0 || p.user.words+p.reply.words < transcriptMinWords {
 		return
 	}
@@ -204,8 +256,10 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 	}
 }
 
-// quotes reports whether text quotes, in order, the openings of the user's
-// turn and of its reply, of one of the user k's exchanges kept.
+// quotes reports whether text quotes, in order, the opening of the user's
+// turn and the opening and closing of its reply, of one of the user k's
+// exchanges kept, with at most transcriptTailWords words after the
+// closing.
 func (t *transcripts) quotes(k prefixKey, text string) bool {
 	u, ok := t.lru.Get(k)
 	if !ok {
@@ -241,8 +295,20 @@ func (t *transcripts) quotes(k prefixKey, text string) bool {
 		}
 		return -1
 	}
+	n := len(prefix) - 1
 	for _, p := range pairs {
-		if i := at(p.user, 0); i >= 0 && at(p.reply, i+p.user.words) >= 0 {
+		i := at(p.user, 0)
+		if i < 0 {
+			continue
+		}
+		j := at(p.reply, i+p.user.words)
+		if j < 0 {
+			continue
+		}
+		// The closing starts where the opening does or after it (a short
+		// reply's two prints are the same words) and ends the text but
+		// for transcriptTailWords words.
+		if k := at(p.end, max(j, n-p.end.words-transcriptTailWords)); k >= 0 {
 			return true
 		}
 	}

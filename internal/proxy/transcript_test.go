@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +13,13 @@ import (
 )
 
 // TestTranscriptsTellARequestAboutTheChat: a message quoting, in order, the
-// openings of the user's turn and the reply of one of the user's newest
-// exchanges is about the chat, whatever the app's wording and framing;
-// one quoting one role, the two out of order, another user's exchange, an
-// exchange past transcriptMaxAge, or a pair too short to tell, is not.
+// opening of the user's turn and the opening and closing of the reply of
+// one of the user's newest exchanges, and ending there but for a label,
+// is about the chat, whatever the app's wording and framing; one quoting
+// one role, the two out of order, the reply cut short, the exchange
+// followed by new words (a pasted history, the user's next message),
+// another user's exchange, an exchange past transcriptMaxAge, or a pair
+// too short to tell, is not.
 func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	said := "I am planning a trip to Kyoto in April.\nWhat should I pack?"
@@ -29,8 +33,19 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		want bool
 	}{
 		{name: "open webui title", text: "### Task:\nGenerate a concise, 3-5 word title.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\n</chat_history>", want: true},
-		{name: "librechat quoted and escaped", text: "Please generate a title.\n||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply[:50]+"...") + "\n\n||>Title:", want: true},
-		{name: "other case and punctuation", text: "Summarise: user said «i AM planning a trip — to kyoto in april»; you answered GREAT CHOICE, april is cherry blossom season", want: true},
+		{name: "librechat quoted and escaped", text: "Please generate a title.\n||>User:\n\"" + said + "\"\n||>Response:\n\"" + jsonQuoted(reply) + "\"\n\n||>Title:", want: true},
+		{name: "escaped, the reply's trailing newline too", text: "||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply+"\n") + "\n\n||>Title:", want: true},
+		{name: "other case and punctuation", text: "Summarise: user said «i AM planning a trip — to kyoto in april»; you answered GREAT CHOICE, april is cherry blossom season ... PACK LAYERS!", want: true},
+		{name: "three words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nTitle in English:", want: true},
+		// The boundary, with a pasted history's labels: a one-word new
+		// input is three words after the reply, taken for a label (that
+		// turn is not stored); a two-word one is four, a turn.
+		{name: "pasted history, one new word", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks!\nAI:", want: true},
+		{name: "pasted history, two new words", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks, great\nAI:", want: false},
+		{name: "pasted history with the user's new input", text: "Current conversation:\nHuman: " + said + "\nAI: " + reply + "\nHuman: And what about the weather there?\nAI:", want: false},
+		{name: "the user's next message after the exchange", text: "### Task:\nGenerate search queries.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\nUSER: My budget is two thousand euros.\n</chat_history>", want: false},
+		{name: "the reply cut short", text: "Please generate a title.\n||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply[:50]+"...") + "\n\n||>Title:", want: false},
+		{name: "the reply's closing before its opening", text: "USER: " + said + "\nPack layers.\nASSISTANT: Great choice! April is cherry blossom season.", want: false},
 		{name: "user words only", text: "Earlier I wrote: I am planning a trip to Kyoto in April. Make it May.", want: false},
 		{name: "reply only", text: "You said: Great choice! April is cherry blossom season. Are you sure?", want: false},
 		{name: "reply before the user's words", text: "Great choice! April is cherry blossom season. I am planning a trip to Kyoto in April.", want: false},
@@ -190,5 +205,55 @@ func TestRequestAboutTheChatIsNotATurn(t *testing.T) {
 			}
 			g.waitMetric(t, `memgate_auxiliary_requests_total{api="chat"} 1`)
 		})
+	}
+}
+
+// TestPastedHistoryTurnsAreStored: an app that pastes the conversation so
+// far into each new user message (a LangChain-style template: "Current
+// conversation:", "Human: …", "AI: …", then the new input and "AI:")
+// quotes the user's newest exchange, both roles, in order; but its
+// message goes on with the user's new words after the reply, so every
+// turn is a turn: prepared with memory, captured, not marked.
+func TestPastedHistoryTurnsAreStored(t *testing.T) {
+	inputs := []string{
+		"Hi, I am planning a trip to Kyoto in April.",
+		"My budget is two thousand euros for the week.",
+		"Which temples should I visit first?",
+		"And is it easy to get there by train?",
+	}
+	replies := []string{
+		"Great choice! April is cherry blossom season.\n\nPack layers for the evenings.",
+		"Two thousand euros is enough for a comfortable week.\nBook early.",
+		"Start with Kiyomizu-dera and Fushimi Inari.\n\nGo at dawn to avoid the crowds.",
+		"Yes: the JR Nara line stops at Inari station.",
+	}
+	var hs []http.Handler
+	for _, r := range replies {
+		hs = append(hs, upstreamtest.Chat(upstreamtest.Reply{Content: r}))
+	}
+	up := upstreamtest.New(t, upstreamtest.Sequence(hs...))
+	prepared := make(chan memory.Request, len(inputs))
+	captured := make(chanCapturer, len(inputs))
+	g := mustGateway(t, up, func(cfg *gatewayConfig) { cfg.SkipTranscripts = true },
+		Deps{Resolver: identity.New(nil), Preparer: injecting(prepared), Capturer: captured})
+	h := map[string]string{"X-Memory-User": "ana"}
+	history := ""
+	for i, in := range inputs {
+		prompt := "The following is a friendly conversation between a human and an AI.\n\nCurrent conversation:\n" +
+			history + "Human: " + in + "\nAI:"
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []map[string]string{{"role": "user", "content": prompt}}})
+		resp, b := g.post(t, "/v1/chat/completions", string(body), h)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d: %s", i, resp.StatusCode, b)
+		}
+		if got := resp.Header.Get("X-Memory-Auxiliary"); got != "" {
+			t.Errorf("turn %d: X-Memory-Auxiliary %q, want none", i, got)
+		}
+		wait(t, prepared, "the turn's Prepare")
+		ex := wait(t, captured, "the turn's capture")
+		if n := len(ex.Turn); n == 0 || !strings.HasSuffix(ex.Turn[n-1].Content, in+"\nAI:") {
+			t.Errorf("turn %d: captured %+v, want the prompt ending with its input", i, ex.Turn)
+		}
+		history += "Human: " + in + "\nAI: " + replies[i] + "\n"
 	}
 }
