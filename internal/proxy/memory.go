@@ -257,8 +257,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 // auxiliary reports whether a memory-on request of a user is a request
 // about the user's conversation rather than a turn of it: its only message
 // (system ones aside) is a user message quoting one of the user's newest
-// captured exchanges, both the user's words and the reply, in order (see
-// transcripts). Off without Options.SkipTranscripts.
+// captured exchanges, both the user's words and the reply, in order, and
+// ending with the reply but for a label (see transcripts). Off without
+// Options.SkipTranscripts.
 func (p *Proxy) auxiliary(id memory.Identity, mode memory.Mode, msgs []memory.Message) bool {
 	if p.transcripts == nil || id.User == "" || mode == memory.ModeOff {
 		return false

@@ -44,8 +44,8 @@ type Options struct {
 	MaxHistory int
 	// SkipTranscripts answers a request about a conversation (an app's
 	// title, tags or follow-up request quoting the user's newest exchange,
-	// both roles: see transcripts) without memory and captures nothing of
-	// it (X-Memory-Auxiliary: transcript).
+	// both roles, and ending with its reply: see transcripts) without
+	// memory and captures nothing of it (X-Memory-Auxiliary: transcript).
 	SkipTranscripts bool
 	// StateRetention is how long a provider state (a stored response, a
 	// conversation) stays bound to the tenant's user that created it, when

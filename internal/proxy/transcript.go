@@ -48,8 +48,10 @@ import (
 // in words, never the text) for transcriptMaxAge, in an LRU of
 // transcriptUsers users; each request only matches its own user's. An
 // opening print covers the first line of a message holding words, up to
-// transcriptWords words; a closing print the last line holding words, its
-// last transcriptWords words at most. Words are runs of letters and
+// transcriptWords words; a closing print the message's last
+// transcriptWords words, across its lines (so that a reply ending with a
+// one-word line, "Enjoy!", is not found at the end of any text ending
+// with that word). Words are runs of letters and
 // digits, case folded (each letter of a script written without spaces is
 // a word; a backslash and the letter of a JSON escape of white space,
 // \n, \r, \t, \b, \f, separate words): a transcript that prefixes each line
@@ -74,8 +76,7 @@ const (
 	// transcriptTailWords is the most words a request about the chat may
 	// hold after the quoted reply's closing: the app's closing label
 	// (Open WebUI's "</chat_history>", two words; LibreChat's "||>Title:",
-	// one, and an escaped newline the reply ended with, another). More is
-	// taken for new words of the user's: a turn.
+	// one). More is taken for new words of the user's: a turn.
 	transcriptTailWords = 3
 	// transcriptMaxAge is how long an exchange is kept: apps ask about a
 	// chat right after its reply (a title, tags, follow-ups), or a while
@@ -204,20 +205,19 @@ func (t *transcripts) print(text string) quotePrint {
 	return p
 }
 
-// closing returns the print of text's closing: the last words of its last
-// line holding any, up to transcriptWords.
+// closing returns the print of text's closing: its last words, up to
+// transcriptWords, across its lines (a reply's last line is often one or
+// two words, "Enjoy!", that a user's new words may end with too).
 func (t *transcripts) closing(text string) quotePrint {
-	var last, line []uint64
-	for l := range strings.Lines(text) {
-		line = line[:0]
-		t.words(l, func(w uint64) { line = append(line, w) })
-		if len(line) > 0 {
-			last, line = line, last
-		}
-	}
+	var last [transcriptWords]uint64
+	n := 0
+	t.words(text, func(w uint64) {
+		last[n%transcriptWords] = w
+		n++
+	})
 	var p quotePrint
-	for _, w := range last[max(0, len(last)-transcriptWords):] {
-		p.hash = p.hash*wordBase + w
+	for i := max(0, n-transcriptWords); i < n; i++ {
+		p.hash = p.hash*wordBase + last[i%transcriptWords]
 		p.words++
 	}
 	return p

@@ -68,6 +68,18 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		})
 	}
 
+	t.Run("a reply ending with a short line", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		enjoy := "Great choice! April is cherry blossom season.\n\nPack layers.\nEnjoy!"
+		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: enjoy})
+		if !tr.quotes(k, "<chat_history>\nUSER: "+said+"\nASSISTANT: "+enjoy+"\n</chat_history>") {
+			t.Error("the transcript did not match")
+		}
+		if tr.quotes(k, "Human: "+said+"\nAI: "+enjoy+"\nHuman: I will, enjoy\nAI:") {
+			t.Error("a pasted history whose new input ends with the reply's last line matched")
+		}
+	})
 	t.Run("words of a script without spaces", func(t *testing.T) {
 		tr := newTranscripts(func() time.Time { return now })
 		k := transcriptKey("t", "ana")
