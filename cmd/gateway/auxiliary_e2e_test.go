@@ -279,3 +279,74 @@ func TestAnthropicTitleRequestIsNotATurn(t *testing.T) {
 		t.Errorf("conversations %+v, want the chat's alone, with its 4 messages", list.Data)
 	}
 }
+
+// TestPastedHistoryAppTurnsAreStored replays an app that pastes the
+// conversation so far into each new user message (a LangChain-style
+// template: "Human: …", "AI: …", then the new input and "AI:"), on both
+// stores: each request quotes the user's newest exchange, both roles, in
+// order, but goes on with the user's new words after the reply, so none
+// is marked X-Memory-Auxiliary and every turn is stored, its input and
+// its reply.
+func TestPastedHistoryAppTurnsAreStored(t *testing.T) {
+	// The reply names the new input: "Human: <input>\nAI:" ends the prompt.
+	reply := func(input string) string {
+		return "About " + input + " here is a careful answer with several words.\n\nEnjoy!"
+	}
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		json.Unmarshal(body, &req)
+		input := ""
+		if n := len(req.Messages); n > 0 {
+			c := strings.TrimSuffix(req.Messages[n-1].Content, "\nAI:")
+			input = c[strings.LastIndex(c, "Human: ")+len("Human: "):]
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		upstreamtest.Chat(upstreamtest.Reply{Content: reply(input)}).ServeHTTP(w, r)
+	}))
+	inputs := []string{
+		"I am planning a trip to Kyoto in April with my sister.",
+		"My budget is two thousand euros.",
+		"Which temples first?",
+		"Is the train easy?",
+	}
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			who := "pasted-" + strings.ReplaceAll(name, "+", "-")
+			h := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": who}
+			history := ""
+			for _, in := range inputs {
+				prompt := "The following is a friendly conversation between a human and an AI.\n\nCurrent conversation:\n" +
+					history + "Human: " + in + "\nAI:"
+				res := postBody(t, g.URL, h, map[string]any{"model": "gpt-4o-mini", "messages": []map[string]any{user(prompt)}})
+				if got := res.Header.Get("X-Memory-Auxiliary"); got != "" {
+					t.Errorf("turn %q: X-Memory-Auxiliary %q, want none", in, got)
+				}
+				history += "Human: " + in + "\nAI: " + reply(in) + "\n"
+			}
+			eventually(t, "every turn stored", func() bool {
+				list, err := g.mem.store.Conversations(context.Background(), memory.DefaultTenant, who)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var all []string
+				for _, c := range list {
+					msgs, _ := storedContents(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: c.ID})
+					all = append(all, msgs...)
+				}
+				joined := strings.Join(all, "\n")
+				for _, in := range inputs {
+					if !strings.Contains(joined, "Human: "+in+"\nAI:") || !strings.Contains(joined, "assistant: "+reply(in)) {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
