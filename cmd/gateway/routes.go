@@ -104,6 +104,8 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		CacheBreakpoints: cfg.Memory.CacheBreakpoints,
 		// Requests resending more history than the Capturer stores say so.
 		MaxHistory: cfg.Capture.MaxHistoryMessages,
+		// An app's request about a chat (its title, tags) is no turn of it.
+		SkipTranscripts: cfg.Capture.SkipTranscripts,
 		// With gateway keys and a shared upstream key, stored responses
 		// and conversations stay their creator's this long.
 		StateRetention: sec.ProviderStateRetention.D(),

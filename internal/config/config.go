@@ -259,6 +259,15 @@ type Capture struct {
 	// among them) is stored the same way: its first 256 and newest
 	// MaxHistoryMessages messages.
 	MaxHistoryMessages int `yaml:"max_history_messages"`
+	// SkipTranscripts treats a request about a conversation as what it is
+	// (default true): an app's title, tags or follow-up request, one user
+	// message quoting the user's newest exchange, both the user's words
+	// and the reply, in order, within minutes of it, and ending with the
+	// reply but for at most 3 words, is answered without memory and not
+	// stored (X-Memory-Auxiliary: transcript). A pasted-history app's
+	// turn, going on with the user's new words, is stored, unless those
+	// and its labels are 3 words or fewer.
+	SkipTranscripts bool `yaml:"skip_transcripts"`
 }
 
 // Memory configures memory injection.
@@ -567,7 +576,7 @@ func Default() Config {
 			RedisPrefix: "memgate:",
 		},
 		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), RetryFor: Duration(2 * time.Minute), ImportMaxMessages: 1000,
-			MaxHistoryMessages: 2000},
+			MaxHistoryMessages: 2000, SkipTranscripts: true},
 		Memory: Memory{
 			RecentMessages:    20,
 			Cache:             Cache{VectorsMB: 128, TextsMB: 128, ItemsMB: 32, TurnsMB: 16, RecentMB: 8},

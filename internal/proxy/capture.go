@@ -175,6 +175,9 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 			c.p.deps.Cache.Cached(c.id.Tenant, usage.CachedTokens)
 		}
 	}
+	if c.p.transcripts != nil {
+		c.p.transcripts.remember(transcriptKey(c.id.Tenant, c.id.User), c.cut.Turn, reply)
+	}
 	c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,

@@ -157,6 +157,14 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
+		if p.auxiliary(id, mode, req.Messages) {
+			// A request about the conversation (a title, tags, follow-up
+			// questions over a transcript of it): answered as sent, not a
+			// turn of it.
+			mode = memory.ModeOff
+			w.Header()["X-Memory-Auxiliary"] = []string{"transcript"}
+			p.m.auxiliary.WithLabelValues(string(a.name)).Inc()
+		}
 		// With the operator's key, the provider would hand any tenant the
 		// history of a state another created: only the caller's own go.
 		shared := p.sharedKey(a)
@@ -244,6 +252,20 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// auxiliary reports whether a memory-on request of a user is a request
+// about the user's conversation rather than a turn of it: its only message
+// (system ones aside) is a user message quoting one of the user's newest
+// captured exchanges, both the user's words and the reply, in order, and
+// ending with the reply but for a label (see transcripts). Off without
+// Options.SkipTranscripts.
+func (p *Proxy) auxiliary(id memory.Identity, mode memory.Mode, msgs []memory.Message) bool {
+	if p.transcripts == nil || id.User == "" || mode == memory.ModeOff {
+		return false
+	}
+	text, ok := onlyUserMessage(msgs)
+	return ok && p.transcripts.quotes(transcriptKey(id.Tenant, id.User), text)
 }
 
 // markUnstored adds memory.DegradedCapture to X-Memory-Degraded and to

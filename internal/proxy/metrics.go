@@ -22,6 +22,8 @@ type metrics struct {
 	prefixRepeated, providerCached prometheus.Counter
 	// states counts the provider state checks and bindings by outcome.
 	states *prometheus.CounterVec
+	// auxiliary counts the requests about a conversation, by API.
+	auxiliary *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -53,6 +55,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		states: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_provider_states_total", Help: "With gateway keys and a shared upstream key: provider states (stored responses, their items, conversations) bound to the tenant's user whose request created them or named the state they belong to (bound), not bound (bind_failed: its owner cannot name it again), and requests refused for naming one not bound to their tenant and user (refused) or that the store could not check (unverifiable), and input item ids given beside the item's content that were not the caller's, dropped before forwarding (id_dropped).",
 		}, []string{"outcome"}),
+		auxiliary: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_auxiliary_requests_total", Help: "Memory-on requests answered without memory and not captured because they are about the conversation (one user message quoting the user's newest exchange, both roles: an app's title, tags or follow-up request), by API.",
+		}, []string{"api"}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5},
@@ -63,7 +68,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture} {
 		m.degraded.WithLabelValues(part)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states} {
+	for _, api := range []string{"chat", "messages", "responses"} {
+		m.auxiliary.WithLabelValues(api)
+	}
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

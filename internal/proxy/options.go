@@ -42,6 +42,11 @@ type Options struct {
 	// and hands the cut to routing and capture; a request resending more
 	// is answered with X-Memory-Degraded naming memory.DegradedCapture.
 	MaxHistory int
+	// SkipTranscripts answers a request about a conversation (an app's
+	// title, tags or follow-up request quoting the user's newest exchange,
+	// both roles, and ending with its reply: see transcripts) without
+	// memory and captures nothing of it (X-Memory-Auxiliary: transcript).
+	SkipTranscripts bool
 	// StateRetention is how long a provider state (a stored response, a
 	// conversation) stays bound to the tenant's user that created it, when
 	// every tenant reaches the provider with the operator's key; past it,

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,9 @@ type Proxy struct {
 	// prefix measures what each request's prompt repeats of the previous
 	// request's (the provider's prompt cache).
 	prefix *prefixes
+	// transcripts tells requests about a conversation from its turns
+	// (nil without Options.SkipTranscripts).
+	transcripts *transcripts
 }
 
 // New returns a proxy for opts.Upstream whose metrics are registered on
@@ -107,6 +111,9 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	}
 	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
+	if opts.SkipTranscripts {
+		p.transcripts = newTranscripts(time.Now)
+	}
 	if p.allowed, err = parseRoutes(opts.Passthrough); err != nil {
 		return nil, fmt.Errorf("passthrough routes: %w", err)
 	}

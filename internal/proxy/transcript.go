@@ -1,0 +1,333 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// Chat apps send requests about a conversation beside its turns, through
+// the same endpoint and key: a title, tags, follow-up questions (Open
+// WebUI, LibreChat, LobeChat, big-AGI…). Each is one user message holding
+// the app's instructions and a transcript of the chat's last messages,
+// ending with the newest reply. Stored, it would be a turn the user never
+// said (its instructions and the model's title recalled as the user's
+// words, the transcript stored a second time), and it would be answered
+// with memory it does not need.
+//
+// transcripts tells such a request by its structure, not by any app's
+// wording: a request whose only message (system ones aside) is a user
+// message that quotes, in order, the opening words of the user's turn, the
+// opening words of its reply and the closing words of that reply, of one
+// of the user's newest captured exchanges, and ends there: at most
+// transcriptTailWords words follow the reply's closing (a closing label,
+// Open WebUI's "</chat_history>", LibreChat's "||>Title:"). A user who
+// quotes their own earlier words, or the assistant's, quotes one role and
+// is not matched. An app that pastes the conversation so far into each new
+// user message ("Human: …\nAI: …\nHuman: {input}\nAI:") quotes the newest
+// exchange too, but its message goes on with the user's new words: it is
+// a turn, and stored — unless those words and its labels are
+// transcriptTailWords words or fewer ("Human: Thanks\nAI:"), a turn then
+// taken for a request about the chat and not stored. A transcript that
+// quotes the newest exchange and then the user's next message (Open
+// WebUI's search queries, asked before that message is answered: memgate
+// has not seen it yet), or that cuts the reply short of its closing words
+// (an app quoting a reply's first characters), is not matched either, and
+// is stored as before: the safe direction.
+//
+// It keeps, per user, prints of the newest exchanges (a hash and a length
+// in words, never the text) for transcriptMaxAge, in an LRU of
+// transcriptUsers users; each request only matches its own user's. An
+// opening print covers the first line of a message holding words, up to
+// transcriptWords words; a closing print the message's last
+// transcriptWords words, across its lines (so that a reply ending with a
+// one-word line, "Enjoy!", is not found at the end of any text ending
+// with that word). Words are runs of letters and
+// digits, case folded (each letter of a script written without spaces is
+// a word; a backslash and the letter of a JSON escape of white space,
+// \n, \r, \t, \b, \f, separate words): a transcript that prefixes each line
+// with a role name, quotes it or escapes it into JSON still holds the
+// same words in the same order. A check hashes the request's words once
+// and looks for each print in one pass: its work grows with the message's
+// length times the prints kept (transcriptPairs pairs).
+//
+// It is per process: an app's request that reaches another gateway
+// process than its chat's turns is not matched, and is stored as before.
+
+const (
+	// transcriptPairs is how many of a user's newest exchanges are kept.
+	transcriptPairs = 4
+	// transcriptWords is the most words of a message's opening a print covers.
+	transcriptWords = 8
+	// transcriptMinWords is the fewest words a pair's two prints must cover
+	// together: a greeting and a one-word reply are found in any text, and
+	// a user may quote a short exchange back while asking on ("What is the
+	// capital of France? Paris. And of Spain?"), a turn memgate must store.
+	transcriptMinWords = 10
+	// transcriptTailWords is the most words a request about the chat may
+	// hold after the quoted reply's closing: the app's closing label
+	// (Open WebUI's "</chat_history>", two words; LibreChat's "||>Title:",
+	// one). More is taken for new words of the user's: a turn.
+	transcriptTailWords = 3
+	// transcriptMaxAge is how long an exchange is kept: apps ask about a
+	// chat right after its reply (a title, tags, follow-ups), or a while
+	// later (a title regenerated, tags asked again).
+	transcriptMaxAge = 30 * time.Minute
+	// transcriptUsers bounds the users remembered.
+	transcriptUsers = 4096
+	// wordBase is the polynomial base of the word-sequence hash (odd).
+	wordBase uint64 = 0x100000001b3
+)
+
+// quotePrint is the print of a message's opening: the hash of its words
+// in order and how many they are.
+type quotePrint struct {
+	hash  uint64
+	words int
+}
+
+// pairPrint is one exchange's prints: the opening of the user's turn, and
+// the opening and closing of the reply.
+type pairPrint struct {
+	user, reply, end quotePrint
+	at               time.Time
+}
+
+// userTurns is a user's newest exchanges, the newest last.
+type userTurns struct {
+	mu    sync.Mutex
+	pairs []pairPrint
+}
+
+// transcripts is the table, safe for concurrent use.
+type transcripts struct {
+	seed maphash.Seed
+	lru  *lru.Cache[prefixKey, *userTurns]
+	now  func() time.Time
+}
+
+func newTranscripts(now func() time.Time) *transcripts {
+	c, _ := lru.New[prefixKey, *userTurns](transcriptUsers) // errors only on a size <= 0
+	return &transcripts{seed: maphash.MakeSeed(), lru: c, now: now}
+}
+
+// transcriptKey is a user's key in the table.
+func transcriptKey(tenant, user string) prefixKey {
+	h := sha256.New()
+	for _, s := range []string{"transcript", tenant, user} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	var k prefixKey
+	h.Sum(k[:0])
+	return k
+}
+
+// unspaced are the scripts written without spaces between words: each of
+// their letters counts as a word.
+var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
+
+// words calls f with the hash of each word of s, in order: its runs of
+// letters and digits, case folded, and each letter of a script written
+// without spaces. A backslash and the letter after it of a JSON escape of
+// white space (\n, \r, \t, \b, \f) separate words, so that a reply's line
+// after a newline holds the same words JSON-escaped.
+func (t *transcripts) words(s string, f func(h uint64)) {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	in, escaped := false, false
+	var buf [utf8.UTFMax]byte
+	for _, r := range s {
+		if escaped {
+			escaped = false
+			if r == 'n' || r == 'r' || r == 't' || r == 'b' || r == 'f' {
+				continue
+			}
+		}
+		if r == '\\' {
+			escaped = true
+		}
+		if r >= 0x0E00 && unicode.IsOneOf(unspaced, r) {
+			if in {
+				f(h.Sum64())
+				h.Reset()
+				in = false
+			}
+			n := utf8.EncodeRune(buf[:], r)
+			h.Write(buf[:n])
+			f(h.Sum64())
+			h.Reset()
+			continue
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n := utf8.EncodeRune(buf[:], unicode.ToLower(r))
+			h.Write(buf[:n])
+			in = true
+			continue
+		}
+		if in {
+			f(h.Sum64())
+			h.Reset()
+			in = false
+		}
+	}
+	if in {
+		f(h.Sum64())
+	}
+}
+
+// print returns the print of text's opening: the words of its first line
+// holding any, up to transcriptWords.
+func (t *transcripts) print(text string) quotePrint {
+	var p quotePrint
+	for line := range strings.Lines(text) {
+		t.words(line, func(w uint64) {
+			if p.words < transcriptWords {
+				p.hash = p.hash*wordBase + w
+				p.words++
+			}
+		})
+		if p.words > 0 {
+			break
+		}
+	}
+	return p
+}
+
+// closing returns the print of text's closing: its last words, up to
+// transcriptWords, across its lines (a reply's last line is often one or
+// two words, "Enjoy!", that a user's new words may end with too).
+func (t *transcripts) closing(text string) quotePrint {
+	var last [transcriptWords]uint64
+	n := 0
+	t.words(text, func(w uint64) {
+		last[n%transcriptWords] = w
+		n++
+	})
+	var p quotePrint
+	for i := max(0, n-transcriptWords); i < n; i++ {
+		p.hash = p.hash*wordBase + last[i%transcriptWords]
+		p.words++
+	}
+	return p
+}
+
+// remember records a captured exchange of the user k: the last user
+// message of its turn with text, and its reply when that has text. An
+// exchange without both is not kept.
+func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.Message) {
+	var said string
+	for i := len(turn) - 1; i >= 0; i-- {
+		if turn[i].Role == "user" && strings.TrimSpace(turn[i].Content) != "" {
+			said = turn[i].Content
+			break
+		}
+	}
+	if said == "" || reply.Role != "assistant" || reply.Failed() {
+		return
+	}
+	p := pairPrint{user: t.print(said), reply: t.print(reply.Content), end: t.closing(reply.Content), at: t.now()}
+	if p.user.words == 0 || p.reply.words == 0 || p.user.words+p.reply.words < transcriptMinWords {
+		return
+	}
+	u, ok := t.lru.Get(k)
+	if !ok {
+		u = &userTurns{}
+		if prev, found, _ := t.lru.PeekOrAdd(k, u); found {
+			u = prev
+		}
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pairs = append(u.pairs, p)
+	if len(u.pairs) > transcriptPairs {
+		u.pairs = append(u.pairs[:0], u.pairs[len(u.pairs)-transcriptPairs:]...)
+	}
+}
+
+// quotes reports whether text quotes, in order, the opening of the user's
+// turn and the opening and closing of its reply, of one of the user k's
+// exchanges kept, with at most transcriptTailWords words after the
+// closing.
+func (t *transcripts) quotes(k prefixKey, text string) bool {
+	u, ok := t.lru.Get(k)
+	if !ok {
+		return false
+	}
+	oldest := t.now().Add(-transcriptMaxAge)
+	u.mu.Lock()
+	pairs := make([]pairPrint, 0, len(u.pairs))
+	for _, p := range u.pairs {
+		if p.at.After(oldest) {
+			pairs = append(pairs, p)
+		}
+	}
+	u.mu.Unlock()
+	if len(pairs) == 0 {
+		return false
+	}
+	// prefix[i] is the hash of the text's first i words; pow[n] is
+	// wordBase to the n.
+	prefix := []uint64{0}
+	t.words(text, func(w uint64) { prefix = append(prefix, prefix[len(prefix)-1]*wordBase+w) })
+	var pow [transcriptWords + 1]uint64
+	pow[0] = 1
+	for i := 1; i <= transcriptWords; i++ {
+		pow[i] = pow[i-1] * wordBase
+	}
+	// at returns where p first occurs at or after word from, or -1.
+	at := func(p quotePrint, from int) int {
+		for i := from; i+p.words < len(prefix); i++ {
+			if prefix[i+p.words]-prefix[i]*pow[p.words] == p.hash {
+				return i
+			}
+		}
+		return -1
+	}
+	n := len(prefix) - 1
+	for _, p := range pairs {
+		i := at(p.user, 0)
+		if i < 0 {
+			continue
+		}
+		j := at(p.reply, i+p.user.words)
+		if j < 0 {
+			continue
+		}
+		// The closing starts where the opening does or after it (a short
+		// reply's two prints are the same words) and ends the text but
+		// for transcriptTailWords words.
+		if k := at(p.end, max(j, n-p.end.words-transcriptTailWords)); k >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyUserMessage returns the text of a request's only message that is not
+// a system or developer one when it is a user message, and false
+// otherwise.
+func onlyUserMessage(msgs []memory.Message) (string, bool) {
+	text, n := "", 0
+	for _, m := range msgs {
+		if memory.IsSystem(m.Role) {
+			continue
+		}
+		if n++; n > 1 || m.Role != "user" {
+			return "", false
+		}
+		text = m.Content
+	}
+	return text, n == 1
+}

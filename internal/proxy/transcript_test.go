@@ -1,0 +1,271 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// TestTranscriptsTellARequestAboutTheChat: a message quoting, in order, the
+// opening of the user's turn and the opening and closing of the reply of
+// one of the user's newest exchanges, and ending there but for a label,
+// is about the chat, whatever the app's wording and framing; one quoting
+// one role, the two out of order, the reply cut short, the exchange
+// followed by new words (a pasted history, the user's next message),
+// another user's exchange, an exchange past transcriptMaxAge, or a pair
+// too short to tell, is not.
+func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	said := "I am planning a trip to Kyoto in April.\nWhat should I pack?"
+	reply := "Great choice! April is cherry blossom season.\n\nPack layers."
+	jsonQuoted := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	for _, c := range []struct {
+		name string
+		user string // the request's user (default ana)
+		age  time.Duration
+		text string
+		want bool
+	}{
+		{name: "open webui title", text: "### Task:\nGenerate a concise, 3-5 word title.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\n</chat_history>", want: true},
+		{name: "librechat quoted and escaped", text: "Please generate a title.\n||>User:\n\"" + said + "\"\n||>Response:\n\"" + jsonQuoted(reply) + "\"\n\n||>Title:", want: true},
+		{name: "escaped, the reply's trailing newline too", text: "||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply+"\n") + "\n\n||>Title:", want: true},
+		{name: "other case and punctuation", text: "Summarise: user said «i AM planning a trip — to kyoto in april»; you answered GREAT CHOICE, april is cherry blossom season ... PACK LAYERS!", want: true},
+		{name: "three words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nTitle in English:", want: true},
+		// The boundary, with a pasted history's labels: a one-word new
+		// input is three words after the reply, taken for a label (that
+		// turn is not stored); a two-word one is four, a turn.
+		{name: "pasted history, one new word", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks!\nAI:", want: true},
+		{name: "pasted history, two new words", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks, great\nAI:", want: false},
+		{name: "pasted history with the user's new input", text: "Current conversation:\nHuman: " + said + "\nAI: " + reply + "\nHuman: And what about the weather there?\nAI:", want: false},
+		{name: "the user's next message after the exchange", text: "### Task:\nGenerate search queries.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\nUSER: My budget is two thousand euros.\n</chat_history>", want: false},
+		{name: "the reply cut short", text: "Please generate a title.\n||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply[:50]+"...") + "\n\n||>Title:", want: false},
+		{name: "the reply's closing before its opening", text: "USER: " + said + "\nPack layers.\nASSISTANT: Great choice! April is cherry blossom season.", want: false},
+		{name: "user words only", text: "Earlier I wrote: I am planning a trip to Kyoto in April. Make it May.", want: false},
+		{name: "reply only", text: "You said: Great choice! April is cherry blossom season. Are you sure?", want: false},
+		{name: "reply before the user's words", text: "Great choice! April is cherry blossom season. I am planning a trip to Kyoto in April.", want: false},
+		{name: "another user", user: "bob", text: "USER: " + said + "\nASSISTANT: " + reply, want: false},
+		{name: "too old", age: transcriptMaxAge + time.Second, text: "USER: " + said + "\nASSISTANT: " + reply, want: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := now
+			tr := newTranscripts(func() time.Time { return clock })
+			ana := transcriptKey("t", "ana")
+			tr.remember(ana, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: reply})
+			clock = now.Add(c.age)
+			k := ana
+			if c.user != "" {
+				k = transcriptKey("t", c.user)
+			}
+			if got := tr.quotes(k, c.text); got != c.want {
+				t.Errorf("quotes = %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	t.Run("a reply ending with a short line", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		enjoy := "Great choice! April is cherry blossom season.\n\nPack layers.\nEnjoy!"
+		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: enjoy})
+		if !tr.quotes(k, "<chat_history>\nUSER: "+said+"\nASSISTANT: "+enjoy+"\n</chat_history>") {
+			t.Error("the transcript did not match")
+		}
+		if tr.quotes(k, "Human: "+said+"\nAI: "+enjoy+"\nHuman: I will, enjoy\nAI:") {
+			t.Error("a pasted history whose new input ends with the reply's last line matched")
+		}
+	})
+	t.Run("words of a script without spaces", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		tr.remember(k, []memory.Message{{Role: "user", Content: "四月に京都へ旅行します。"}}, memory.Message{Role: "assistant", Content: "桜の季節ですね。"})
+		if !tr.quotes(k, "### タスク:\n<chat_history>\nUSER: 四月に京都へ旅行します。\nASSISTANT: 桜の季節ですね。\n</chat_history>") {
+			t.Error("a Japanese transcript did not match")
+		}
+		if tr.quotes(k, "四月に京都へ旅行します。もっと教えて。") {
+			t.Error("the user's words alone matched")
+		}
+	})
+	t.Run("a short exchange quoted back is a turn", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		tr.remember(k, []memory.Message{{Role: "user", Content: "What is the capital of France?"}}, memory.Message{Role: "assistant", Content: "Paris."})
+		if tr.quotes(k, "What is the capital of France? Paris. And what is the capital of Spain?") {
+			t.Error("a seven-word exchange quoted back matched")
+		}
+	})
+	t.Run("a greeting and a one-word reply are not kept", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		tr.remember(k, []memory.Message{{Role: "user", Content: "hi"}}, memory.Message{Role: "assistant", Content: "Hello!"})
+		if tr.quotes(k, "hi there, Hello! how are you") {
+			t.Error("a two-word pair matched")
+		}
+	})
+	t.Run("the newest pairs are kept", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		turn := func(i int) (string, string) {
+			n := strings.Repeat("x", i+1)
+			return "question number " + n + " about the trip", "answer number " + n + " about the trip"
+		}
+		for i := range transcriptPairs + 2 {
+			u, a := turn(i)
+			tr.remember(k, []memory.Message{{Role: "user", Content: u}}, memory.Message{Role: "assistant", Content: a})
+		}
+		for i := range transcriptPairs + 2 {
+			u, a := turn(i)
+			if got, want := tr.quotes(k, "USER: "+u+"\nASSISTANT: "+a), i >= 2; got != want {
+				t.Errorf("pair %d: quotes = %v, want %v", i, got, want)
+			}
+		}
+	})
+	t.Run("a failed reply is not kept", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now })
+		k := transcriptKey("t", "ana")
+		failed := memory.Message{Role: "assistant", Content: reply, Raw: json.RawMessage(`{"role":"assistant","content":"x","memgate_failed":"upstream broke"}`)}
+		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, failed)
+		if !failed.Failed() {
+			t.Fatal("the reply is not marked failed")
+		}
+		if tr.quotes(k, "USER: "+said+"\nASSISTANT: "+reply) {
+			t.Error("a failed reply's exchange matched")
+		}
+	})
+}
+
+// TestOnlyUserMessage: a request's only message, system ones aside, when it
+// is a user message.
+func TestOnlyUserMessage(t *testing.T) {
+	m := func(role, text string) memory.Message { return memory.Message{Role: role, Content: text} }
+	for _, c := range []struct {
+		msgs []memory.Message
+		text string
+		ok   bool
+	}{
+		{[]memory.Message{m("user", "a")}, "a", true},
+		{[]memory.Message{m("system", "s"), m("developer", "d"), m("user", "a")}, "a", true},
+		{[]memory.Message{m("user", "a"), m("user", "b")}, "", false},
+		{[]memory.Message{m("user", "a"), m("assistant", "b"), m("user", "c")}, "", false},
+		{[]memory.Message{m("tool", "r")}, "", false},
+		{nil, "", false},
+	} {
+		if text, ok := onlyUserMessage(c.msgs); text != c.text || ok != c.ok {
+			t.Errorf("onlyUserMessage(%v) = %q, %v; want %q, %v", c.msgs, text, ok, c.text, c.ok)
+		}
+	}
+}
+
+// TestRequestAboutTheChatIsNotATurn: after a user's exchange is captured, a
+// request of that user whose one message quotes it (an app's title
+// request) goes upstream as sent, without the Preparer, is not captured,
+// and is marked X-Memory-Auxiliary: transcript and counted; the same
+// request of another tenant's user of that name, or with
+// Options.SkipTranscripts off, is a turn.
+func TestRequestAboutTheChatIsNotATurn(t *testing.T) {
+	said, reply := "My sister Alice lives in Porto since last year.", "That is lovely, Porto is a beautiful city by the river."
+	title := `{"model":"gpt-4o","stream":false,"max_completion_tokens":1000,"messages":[{"role":"user","content":` +
+		`"### Task:\nGenerate a concise title.\n<chat_history>\nUSER: ` + said + `\nASSISTANT: ` + reply + `\n</chat_history>"}]}`
+	for _, c := range []struct {
+		name   string
+		skip   bool
+		tenant string
+		want   bool
+	}{
+		{name: "on", skip: true, want: true},
+		{name: "another tenant", skip: true, tenant: "other", want: false},
+		{name: "off", skip: false, want: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prepared := make(chan memory.Request, 4)
+			captured := make(chanCapturer, 4)
+			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: reply}))
+			g := mustGateway(t, up, func(cfg *gatewayConfig) { cfg.SkipTranscripts = c.skip },
+				Deps{Resolver: identity.New(nil), Preparer: injecting(prepared), Capturer: captured})
+			h := map[string]string{"X-Memory-User": "ana"}
+			if resp, b := g.post(t, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"`+said+`"}]}`, h); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			wait(t, prepared, "the turn's Prepare")
+			wait(t, captured, "the turn's capture")
+
+			if c.tenant != "" {
+				h["X-Memory-Tenant"] = c.tenant
+			}
+			resp, b := g.post(t, "/v1/chat/completions", title, h)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if got := resp.Header.Get("X-Memory-Auxiliary") == "transcript"; got != c.want {
+				t.Fatalf("X-Memory-Auxiliary %q, want it %v", resp.Header.Get("X-Memory-Auxiliary"), c.want)
+			}
+			if !c.want {
+				wait(t, prepared, "the title request's Prepare")
+				wait(t, captured, "the title request's capture")
+				return
+			}
+			if sent := up.Requests(); !jsonEqual(t, sent[len(sent)-1].Body, []byte(title)) {
+				t.Errorf("went upstream as %s", sent[len(sent)-1].Body)
+			}
+			if len(prepared) != 0 || len(captured) != 0 || resp.Header.Get("X-Memory-Conversation") != "" {
+				t.Errorf("prepared %d, captured %d, conversation %q: want none", len(prepared), len(captured), resp.Header.Get("X-Memory-Conversation"))
+			}
+			g.waitMetric(t, `memgate_auxiliary_requests_total{api="chat"} 1`)
+		})
+	}
+}
+
+// TestPastedHistoryTurnsAreStored: an app that pastes the conversation so
+// far into each new user message (a LangChain-style template: "Current
+// conversation:", "Human: …", "AI: …", then the new input and "AI:")
+// quotes the user's newest exchange, both roles, in order; but its
+// message goes on with the user's new words after the reply, so every
+// turn is a turn: prepared with memory, captured, not marked.
+func TestPastedHistoryTurnsAreStored(t *testing.T) {
+	inputs := []string{
+		"Hi, I am planning a trip to Kyoto in April.",
+		"My budget is two thousand euros for the week.",
+		"Which temples should I visit first?",
+		"And is it easy to get there by train?",
+	}
+	replies := []string{
+		"Great choice! April is cherry blossom season.\n\nPack layers for the evenings.",
+		"Two thousand euros is enough for a comfortable week.\nBook early.",
+		"Start with Kiyomizu-dera and Fushimi Inari.\n\nGo at dawn to avoid the crowds.",
+		"Yes: the JR Nara line stops at Inari station.",
+	}
+	var hs []http.Handler
+	for _, r := range replies {
+		hs = append(hs, upstreamtest.Chat(upstreamtest.Reply{Content: r}))
+	}
+	up := upstreamtest.New(t, upstreamtest.Sequence(hs...))
+	prepared := make(chan memory.Request, len(inputs))
+	captured := make(chanCapturer, len(inputs))
+	g := mustGateway(t, up, func(cfg *gatewayConfig) { cfg.SkipTranscripts = true },
+		Deps{Resolver: identity.New(nil), Preparer: injecting(prepared), Capturer: captured})
+	h := map[string]string{"X-Memory-User": "ana"}
+	history := ""
+	for i, in := range inputs {
+		prompt := "The following is a friendly conversation between a human and an AI.\n\nCurrent conversation:\n" +
+			history + "Human: " + in + "\nAI:"
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []map[string]string{{"role": "user", "content": prompt}}})
+		resp, b := g.post(t, "/v1/chat/completions", string(body), h)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d: %s", i, resp.StatusCode, b)
+		}
+		if got := resp.Header.Get("X-Memory-Auxiliary"); got != "" {
+			t.Errorf("turn %d: X-Memory-Auxiliary %q, want none", i, got)
+		}
+		wait(t, prepared, "the turn's Prepare")
+		ex := wait(t, captured, "the turn's capture")
+		if n := len(ex.Turn); n == 0 || !strings.HasSuffix(ex.Turn[n-1].Content, in+"\nAI:") {
+			t.Errorf("turn %d: captured %+v, want the prompt ending with its input", i, ex.Turn)
+		}
+		history += "Human: " + in + "\nAI: " + replies[i] + "\n"
+	}
+}
