@@ -263,10 +263,10 @@ type Capture struct {
 	// (default true): an app's title, tags or follow-up request, one user
 	// message quoting the user's newest exchange, both the user's words
 	// and the reply, in order, within minutes of it, and ending with the
-	// reply but for at most 3 words, is answered without memory and not
+	// reply but for at most 2 words, is answered without memory and not
 	// stored (X-Memory-Auxiliary: transcript). A pasted-history app's
 	// turn, going on with the user's new words, is stored, unless those
-	// and its labels are 3 words or fewer.
+	// and its labels are 2 words or fewer.
 	SkipTranscripts bool `yaml:"skip_transcripts"`
 }
 

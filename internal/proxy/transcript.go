@@ -36,7 +36,7 @@ import (
 // user message ("Human: …\nAI: …\nHuman: {input}\nAI:") quotes the newest
 // exchange too, but its message goes on with the user's new words: it is
 // a turn, and stored — unless those words and its labels are
-// transcriptTailWords words or fewer ("Human: Thanks\nAI:"), a turn then
+// transcriptTailWords words or fewer (a bare "thanks" after the reply), a turn then
 // taken for a request about the chat and not stored. A transcript that
 // quotes the newest exchange and then the user's next message (Open
 // WebUI's search queries, asked before that message is answered: memgate
@@ -76,8 +76,9 @@ const (
 	// transcriptTailWords is the most words a request about the chat may
 	// hold after the quoted reply's closing: the app's closing label
 	// (Open WebUI's "</chat_history>", two words; LibreChat's "||>Title:",
-	// one). More is taken for new words of the user's: a turn.
-	transcriptTailWords = 3
+	// one). More is taken for new words of the user's: a turn (a pasted
+	// history's "Human: ok\nAI:" is three words, and stored).
+	transcriptTailWords = 2
 	// transcriptMaxAge is how long an exchange is kept: apps ask about a
 	// chat right after its reply (a title, tags, follow-ups), or a while
 	// later (a title regenerated, tags asked again).

@@ -36,11 +36,13 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		{name: "librechat quoted and escaped", text: "Please generate a title.\n||>User:\n\"" + said + "\"\n||>Response:\n\"" + jsonQuoted(reply) + "\"\n\n||>Title:", want: true},
 		{name: "escaped, the reply's trailing newline too", text: "||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply+"\n") + "\n\n||>Title:", want: true},
 		{name: "other case and punctuation", text: "Summarise: user said «i AM planning a trip — to kyoto in april»; you answered GREAT CHOICE, april is cherry blossom season ... PACK LAYERS!", want: true},
-		{name: "three words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nTitle in English:", want: true},
-		// The boundary, with a pasted history's labels: a one-word new
-		// input is three words after the reply, taken for a label (that
-		// turn is not stored); a two-word one is four, a turn.
-		{name: "pasted history, one new word", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks!\nAI:", want: true},
+		{name: "two words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nShort title:", want: true},
+		{name: "three words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nTitle in English:", want: false},
+		// The boundary: with a pasted history's labels, a one-word new
+		// input is three words after the reply, a turn; a bare word or two
+		// after the reply, no label, is taken for a label (not stored).
+		{name: "pasted history, one new word", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks!\nAI:", want: false},
+		{name: "two bare words after the reply", text: "Human: " + said + "\nAI: " + reply + "\nthanks mate", want: true},
 		{name: "pasted history, two new words", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks, great\nAI:", want: false},
 		{name: "pasted history with the user's new input", text: "Current conversation:\nHuman: " + said + "\nAI: " + reply + "\nHuman: And what about the weather there?\nAI:", want: false},
 		{name: "the user's next message after the exchange", text: "### Task:\nGenerate search queries.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\nUSER: My budget is two thousand euros.\n</chat_history>", want: false},
