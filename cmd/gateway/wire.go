@@ -257,8 +257,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
 		Stamps: b.store, Ledger: b.store})
 	if b.queue != nil {
-		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
-			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease, Prune: b.prune})
+		wo := workerOptions(cfg)
+		wo.Enrich, wo.DeadLetters, wo.Adopter, wo.Router, wo.Chats, wo.Lease, wo.Prune = b.enrich, b.store, b.store, m.Router, chats, b.lease, b.prune
+		m.Worker = record.NewWorker(b.queue, b.store, logger, wo)
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
@@ -266,6 +267,13 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// on SQLite it names the enrichment outbox's lease holder.
 	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
+}
+
+// workerOptions returns the capture worker's tunables from capture.*:
+// reclaim_after (StaleAfter) and lock_stuck_after (LockStuckAfter); the
+// wiring adds its dependencies.
+func workerOptions(cfg config.Config) record.WorkerOptions {
+	return record.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), LockStuckAfter: cfg.Capture.LockStuckAfter.D()}
 }
 
 // newAssembler builds the prompt assembler: budget, shares and template
