@@ -318,13 +318,6 @@ func transient(err error) bool {
 // capture queue did not take.
 var errNotDurable = errors.New("the capture queue did not take it")
 
-// chatLockRetryFor bounds how long a turn waits in place for its chat's
-// lock, held by another store, past Options.RetryFor (expired): a day,
-// as capture.retry_for's bound, so that a turn received before a
-// conversation's deletion is stored or given up within a day of it
-// (memory.UnstoredTombstoneLife).
-const chatLockRetryFor = memory.UnstoredTombstoneLife / 7
-
 // expired reports whether j has waited Options.RetryFor since its capture
 // without being stored or queued, and then sets it aside as a dead letter
 // (see deadLetter: counted, logged, dropped when the dead letter cannot be
@@ -334,13 +327,13 @@ const chatLockRetryFor = memory.UnstoredTombstoneLife / 7
 // letter is never stored later, and the turn was answered — but keeps
 // waiting for the lock, which its holder gives up once stored (or, frozen,
 // once its lease ran out), reported once (failures{stage="chat_lock_held"},
-// logged at error), for up to chatLockRetryFor.
+// logged at error), for up to Options.LockWaitFor.
 func (c *Capturer) expired(j *job, last error) bool {
 	age := time.Since(j.start)
 	if age < c.opts.RetryFor {
 		return false
 	}
-	if lockHeld(last) && age < chatLockRetryFor {
+	if lockHeld(last) && age < c.opts.LockWaitFor {
 		if !j.lockHeld {
 			j.lockHeld = true
 			c.metrics.failures.WithLabelValues("chat_lock_held").Inc()
