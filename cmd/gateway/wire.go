@@ -192,15 +192,12 @@ type memoryLayer struct {
 // openMemory wires the memory core over the configured store: the
 // after-save hooks (compaction, fact extraction, recall indexing), the
 // budgeted assembler with recall, and the capture pipeline. A store it
-// cannot open is engine.ErrStoreDown, except one a newer build migrated
-// (memory.ErrSchemaTooNew): retrying would not help, and serve refuses it.
+// cannot open is engine.ErrStoreDown (storeOpenError), except one
+// retrying would not help, which serve refuses.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	b, err := openStore(ctx, cfg, logger)
-	if errors.Is(err, memory.ErrSchemaTooNew) {
-		return nil, err
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
+		return nil, storeOpenError(err)
 	}
 	// What a request reads of the store besides its searches (recent
 	// turns, facts, summaries) is kept in memory by the engine, under the
@@ -267,6 +264,21 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// on SQLite it names the enrichment outbox's lease holder.
 	m.Enricher = enrich.NewEnricher(b.enrich, m.hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(), Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations})
 	return m, nil
+}
+
+// storeOpenError returns err, a store's Open failure, as openMemory
+// returns it: engine.ErrStoreDown, retried in the background while the
+// gateway serves as a plain proxy, except where retrying would not help
+// and serve refuses it: a schema a newer build migrated
+// (memory.ErrSchemaTooNew), or chat locks that do not hold on the way to
+// PostgreSQL (postgres.ErrChatLocksDoNotHold: a pooler in statement
+// mode, connections spread over several servers), under which no chat
+// turn could be stored.
+func storeOpenError(err error) error {
+	if errors.Is(err, memory.ErrSchemaTooNew) || errors.Is(err, postgres.ErrChatLocksDoNotHold) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
 }
 
 // workerOptions returns the capture worker's tunables from capture.*:
