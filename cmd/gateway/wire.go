@@ -197,15 +197,12 @@ type memoryLayer struct {
 // openMemory wires the memory core over the configured store: the
 // after-save hooks (compaction, fact extraction, recall indexing), the
 // budgeted assembler with recall, and the capture pipeline. A store it
-// cannot open is engine.ErrStoreDown, except one a newer build migrated
-// (memory.ErrSchemaTooNew): retrying would not help, and serve refuses it.
+// cannot open is engine.ErrStoreDown (storeOpenError), except one
+// retrying would not help, which serve refuses.
 func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
 	b, err := openStore(ctx, cfg, logger)
-	if errors.Is(err, memory.ErrSchemaTooNew) {
-		return nil, err
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
+		return nil, storeOpenError(err)
 	}
 	// What a request reads of the store besides its searches (recent
 	// turns, facts, summaries) is kept in memory by the engine, under the
@@ -267,8 +264,9 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
 		Stamps: b.store, Ledger: b.store})
 	if b.queue != nil {
-		m.Worker = record.NewWorker(b.queue, b.store, logger, record.WorkerOptions{StaleAfter: stale, Enrich: b.enrich,
-			DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Lease: b.lease, Prune: b.prune})
+		wo := workerOptions(cfg)
+		wo.Enrich, wo.DeadLetters, wo.Adopter, wo.Router, wo.Chats, wo.Lease, wo.Prune = b.enrich, b.store, b.store, m.Router, chats, b.lease, b.prune
+		m.Worker = record.NewWorker(b.queue, b.store, logger, wo)
 	}
 	// The enrichment rounds' spans come from the process's global tracer
 	// provider (see tracing.Start), a no-op one while tracing is off.
@@ -283,6 +281,28 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	m.Enricher = enrich.NewEnricher(b.enrich, hooks, logger, enrich.EnrichOptions{StaleAfter: stale, Interval: cfg.Capture.EnrichInterval.D(), Tracer: otel.GetTracerProvider(),
 		Idle: m.recall.Backfill(), Lease: b.enrichLease, Conversations: b.conversations, Side: side, Erased: b.store.ErasedAt})
 	return m, nil
+}
+
+// storeOpenError returns err, a store's Open failure, as openMemory
+// returns it: engine.ErrStoreDown, retried in the background while the
+// gateway serves as a plain proxy, except where retrying would not help
+// and serve refuses it: a schema a newer build migrated
+// (memory.ErrSchemaTooNew), or chat locks that do not hold on the way to
+// PostgreSQL (postgres.ErrChatLocksDoNotHold: a pooler in statement
+// mode, connections spread over several servers), under which no chat
+// turn could be stored.
+func storeOpenError(err error) error {
+	if errors.Is(err, memory.ErrSchemaTooNew) || errors.Is(err, postgres.ErrChatLocksDoNotHold) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", engine.ErrStoreDown, err)
+}
+
+// workerOptions returns the capture worker's tunables from capture.*:
+// reclaim_after (StaleAfter) and lock_stuck_after (LockStuckAfter); the
+// wiring adds its dependencies.
+func workerOptions(cfg config.Config) record.WorkerOptions {
+	return record.WorkerOptions{StaleAfter: cfg.Capture.ReclaimAfter.D(), LockStuckAfter: cfg.Capture.LockStuckAfter.D()}
 }
 
 // newAssembler builds the prompt assembler: budget, shares and template

@@ -244,6 +244,15 @@ type Capture struct {
 	// 2m, at most MaxRetryFor); a chat turn whose chat's lock another
 	// store holds waits for it past retry_for, up to a day.
 	RetryFor Duration `yaml:"retry_for"`
+	// LockStuckAfter is how long a queued chat turn may wait for its
+	// chat's lock (not taken, or lost before each save) before the
+	// capture worker reports it stuck: logged at error once, counted
+	// (failures{stage="chat_lock_stuck"}) and shown by the gauge
+	// memgate_capture_worker_lock_stuck until it is stored (default 5m,
+	// five chat lock leases; record.WorkerOptions.LockStuckAfter). The
+	// turn is kept and retried all the same: a lock that never holds is
+	// a deployment to fix, not a turn to drop.
+	LockStuckAfter Duration `yaml:"lock_stuck_after"`
 	// ImportMaxMessages is the most messages one POST /v1/memory/import may
 	// hold (larger batches get 400: split them, oldest first).
 	ImportMaxMessages int `yaml:"import_max_messages"`
@@ -575,7 +584,7 @@ func Default() Config {
 			SQLitePath:  "./data/memgate.db",
 			RedisPrefix: "memgate:",
 		},
-		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), RetryFor: Duration(2 * time.Minute), ImportMaxMessages: 1000,
+		Capture: Capture{Worker: true, Redact: true, ReclaimAfter: Duration(30 * time.Second), EnrichInterval: Duration(250 * time.Millisecond), RetryFor: Duration(2 * time.Minute), LockStuckAfter: Duration(5 * time.Minute), ImportMaxMessages: 1000,
 			MaxHistoryMessages: 2000, SkipTranscripts: true},
 		Memory: Memory{
 			RecentMessages:    20,
@@ -746,6 +755,7 @@ func (c Config) Validate() error {
 		"memory.embedding_timeout":      c.Memory.EmbeddingTimeout,
 		"capture.enrich_interval":       c.Capture.EnrichInterval,
 		"capture.retry_for":             c.Capture.RetryFor,
+		"capture.lock_stuck_after":      c.Capture.LockStuckAfter,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive")

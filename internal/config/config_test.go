@@ -75,6 +75,8 @@ func TestLoad(t *testing.T) {
 	noCache := write("nocache.yml", "memory:\n  cache:\n    turns_mb: 0\n")
 	noInterval := write("nointerval.yml", "capture:\n  enrich_interval: 0s\n")
 	longRetry := write("longretry.yml", "capture:\n  retry_for: 25h\n")
+	stuck := write("stuck.yml", "capture:\n  lock_stuck_after: 90s\n")
+	noStuck := write("nostuck.yml", "capture:\n  lock_stuck_after: 0s\n")
 	noHistory := write("nohistory.yml", "capture:\n  max_history_messages: 0\n")
 	nullPass := write("nullpass.yml", "security:\n  passthrough:\n")
 	noPass := write("nopass.yml", "security:\n  passthrough: []\n")
@@ -140,6 +142,17 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "zero cache", env: map[string]string{"GATEWAY_CONFIG": noCache}, wantErr: "memory.cache.turns_mb"},
 		{name: "zero enrich interval", env: map[string]string{"GATEWAY_CONFIG": noInterval}, wantErr: "capture.enrich_interval"},
+		{name: "lock stuck after default", env: nil, check: func(t *testing.T, c Config) {
+			if got := c.Capture.LockStuckAfter.D(); got != 5*time.Minute {
+				t.Errorf("capture.lock_stuck_after = %v, want 5m", got)
+			}
+		}},
+		{name: "lock stuck after", env: map[string]string{"GATEWAY_CONFIG": stuck}, check: func(t *testing.T, c Config) {
+			if got := c.Capture.LockStuckAfter.D(); got != 90*time.Second {
+				t.Errorf("capture.lock_stuck_after = %v, want 90s", got)
+			}
+		}},
+		{name: "zero lock stuck after", env: map[string]string{"GATEWAY_CONFIG": noStuck}, wantErr: "capture.lock_stuck_after"},
 		{name: "retries outliving a tombstone", env: map[string]string{"GATEWAY_CONFIG": longRetry}, wantErr: "capture.retry_for"},
 		{name: "no history stored", env: map[string]string{"GATEWAY_CONFIG": noHistory}, wantErr: "capture.max_history_messages"},
 		{name: "bad anthropic", env: map[string]string{"GATEWAY_ANTHROPIC_BASE_URL": "api.anthropic.com"}, wantErr: "upstream.anthropic.base_url"},

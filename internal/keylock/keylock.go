@@ -56,6 +56,29 @@ func (l *Locks[K]) Lock(ctx context.Context, key K) (unlock func(), err error) {
 	}
 }
 
+// TryLock takes key's lock when it is free, and reports whether it did;
+// it never waits. ok false: it holds nothing.
+func (l *Locks[K]) TryLock(key K) (unlock func(), ok bool) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[K]*entry{}
+	}
+	e := l.m[key]
+	if e == nil {
+		e = &entry{token: make(chan struct{}, 1)}
+		l.m[key] = e
+	}
+	e.refs++
+	l.mu.Unlock()
+	select {
+	case e.token <- struct{}{}:
+		return func() { <-e.token; l.release(key, e) }, true
+	default:
+		l.release(key, e)
+		return nil, false
+	}
+}
+
 // Waiting reports how many Lock calls wait for a key held by another.
 func (l *Locks[K]) Waiting() int64 { return l.waiting.Load() }
 

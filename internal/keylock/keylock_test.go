@@ -66,3 +66,31 @@ func BenchmarkLocks(b *testing.B) {
 		}
 	})
 }
+
+// TestTryLock: TryLock takes a free key and refuses a held one at once,
+// holding nothing then; a key it released is forgotten.
+func TestTryLock(t *testing.T) {
+	var l Locks[string]
+	unlock, ok := l.TryLock("a")
+	if !ok {
+		t.Fatal("a free key refused")
+	}
+	if _, ok := l.TryLock("a"); ok {
+		t.Fatal("a held key taken twice")
+	}
+	if _, ok := l.TryLock("b"); !ok {
+		t.Fatal("another key refused")
+	}
+	unlock()
+	again, ok := l.TryLock("a")
+	if !ok {
+		t.Fatal("a released key refused")
+	}
+	again()
+	l.mu.Lock()
+	n := len(l.m)
+	l.mu.Unlock()
+	if n != 1 { // "b" is still held
+		t.Errorf("%d keys remembered, want 1", n)
+	}
+}

@@ -186,8 +186,15 @@ type Options struct {
 	// when the dead letter cannot be written either), counted and logged,
 	// so that a save that keeps failing holds its lane and its chat's
 	// locks no longer (default 2m). A chat turn whose locks another store
-	// holds keeps waiting for them past it, up to a day (see expired).
+	// holds keeps waiting for them past it, up to LockWaitFor (see
+	// expired).
 	RetryFor time.Duration
+	// LockWaitFor bounds how long, counted from its capture, a chat turn
+	// whose chat's locks another store holds keeps waiting for them in
+	// place past RetryFor instead of becoming a dead letter (a dead
+	// letter is never stored later, and the turn was answered): default
+	// and at most DefaultLockWaitFor, a day.
+	LockWaitFor time.Duration
 	// MaxAttempts is how many times an exchange failing with an error that
 	// is neither invalid input nor an unreachable store is tried before it is
 	// set aside as a dead letter (default 8: about 13s of retries at the
@@ -232,8 +239,20 @@ func (o Options) withDefaults() Options {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 8
 	}
+	if o.LockWaitFor <= 0 || o.LockWaitFor > DefaultLockWaitFor {
+		o.LockWaitFor = DefaultLockWaitFor
+	}
 	return o
 }
+
+// DefaultLockWaitFor is Options.LockWaitFor's default and bound: a day,
+// the bound of a turn's retries in place (config.MaxRetryFor), so that a
+// turn received before its conversation's deletion is stored or given up
+// within a day of it, well within the seven days the tombstone of a
+// conversation never stored is kept (memory.UnstoredTombstoneLife): a
+// turn stored after its tombstone went would bring the deleted
+// conversation back.
+const DefaultLockWaitFor = 24 * time.Hour
 
 // Capturer stores exchanges in their conversations on the request path and
 // hands them to enrichment off it. Capture mints the exchange's key,

@@ -34,6 +34,11 @@ type ChatLocker interface {
 	// then take it again (chatHold.take) and check again before they
 	// store. Writes naming no fence are not checked.
 	LockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), err error)
+	// TryLockChats takes the locks of chats as LockChats does when no
+	// holder has one of them, and reports whether it took them; it never
+	// waits for another holder (one round trip). Not taken (ok false, or
+	// an error), it holds nothing.
+	TryLockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), ok bool, err error)
 }
 
 // ChatLocks serializes the storing of a full-history chat's first turn
@@ -155,6 +160,42 @@ func (h *chatHold) take(ctx context.Context) error {
 	h.held, h.err = true, nil
 	h.takes++
 	return nil
+}
+
+// tryTake takes the locks of h's chats, as take does, when no holder has
+// one of them — neither a store of this process nor another process —
+// and reports whether it holds them; it never waits for another holder.
+// Not taken (false, or an error: the store failed), h holds nothing, and
+// its err is left as it was: take is what the caller does next.
+func (h *chatHold) tryTake(ctx context.Context) (bool, error) {
+	if h.held {
+		return true, nil
+	}
+	h.unlock()
+	if h.locks != nil && len(h.chats) > 0 {
+		for _, id := range h.chats {
+			unlock, ok := h.locks.locks.TryLock(id)
+			if !ok {
+				h.unlock()
+				return false, nil
+			}
+			h.local = append(h.local, unlock)
+		}
+		if h.locks.store != nil {
+			fence, release, ok, err := h.locks.store.TryLockChats(ctx, h.chats)
+			if err != nil || !ok {
+				h.unlock()
+				if err != nil {
+					return false, fmt.Errorf("lock chats in the store: %w", err)
+				}
+				return false, nil
+			}
+			h.fence, h.release = fence, release
+		}
+	}
+	h.held, h.err = true, nil
+	h.takes++
+	return true, nil
 }
 
 // fenced returns ex to be written under h: with the fence of the store's

@@ -36,6 +36,16 @@ func (l *stuckChatLocker) LockChats(ctx context.Context, chats []memory.Identity
 	return 1, func() {}, nil
 }
 
+// TryLockChats takes chats' locks when none is the stuck chat's (held by
+// the dead process until released).
+func (l *stuckChatLocker) TryLockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), bool, error) {
+	if slices.Contains(chats, l.stuck) && !closed(l.released) {
+		return 0, nil, false, nil
+	}
+	fence, unlock, err := l.LockChats(ctx, chats)
+	return fence, unlock, err == nil, err
+}
+
 // chatTurn is a first turn of chat conv of tenant.
 func chatTurn(t *testing.T, tenant, conv string) memory.Exchange {
 	ex := exchange(t, NewExchangeID(), "hi", "hello")

@@ -53,29 +53,33 @@ func (c *Capturer) store(batch []*job) {
 		return
 	}
 	// A chat turn whose conversation has turns in the capture queue
-	// follows them there (storeOne), its chat's lock not needed: asked
-	// first, those chats are not locked, so their turns never wait for a
-	// lock another store holds.
-	var queued map[memory.Identity]bool
-	if slices.ContainsFunc(batch, isChatTurn) {
-		queued = c.queuedConvs(batch)
+	// follows them there (storeOne), its chat's lock not needed. Known
+	// here (this Capturer queued them), those chats are not locked. The
+	// others are asked about once their locks are held, so that turns
+	// another store queued before it let go of them are seen. When one of
+	// those locks is held by another store, the shared queue is asked
+	// before they are waited for too: a chat whose turns it queued is not
+	// locked, so its turn never waits for a lock another store holds.
+	queued := c.knownQueued(batch)
+	hold := c.tryLockChats(unqueued(batch, queued))
+	if !hold.held {
+		for id := range c.queuedConvs(unqueued(batch, queued)) {
+			queued = with(queued, id)
+		}
+		hold = c.lockChats(unqueued(batch, queued))
 	}
 	// From the adoptions to the saves (which record the candidates), no
 	// first turn of a chat of the batch is stored elsewhere, nor a
 	// continuation of one.
-	hold := c.lockChats(unqueued(batch, queued))
 	defer hold.unlock()
 	batch, ready := c.adoptions(batch, hold, queued)
 	if len(batch) == 0 {
 		return
 	}
-	// Asked again, under the locks, for the rest: another gateway may
-	// have queued a chat's turns while they were taken.
+	// Asked under the locks, for the rest: another gateway may have
+	// queued a chat's turns before they were taken.
 	for id := range c.queuedConvs(unqueued(batch, queued)) {
-		if queued == nil {
-			queued = map[memory.Identity]bool{}
-		}
-		queued[id] = true
+		queued = with(queued, id)
 	}
 	if c.batch != nil && ready && len(queued) == 0 {
 		exs := make([]memory.Exchange, len(batch))
@@ -318,13 +322,6 @@ func transient(err error) bool {
 // capture queue did not take.
 var errNotDurable = errors.New("the capture queue did not take it")
 
-// chatLockRetryFor bounds how long a turn waits in place for its chat's
-// lock, held by another store, past Options.RetryFor (expired): a day,
-// as capture.retry_for's bound, so that a turn received before a
-// conversation's deletion is stored or given up within a day of it
-// (memory.UnstoredTombstoneLife).
-const chatLockRetryFor = memory.UnstoredTombstoneLife / 7
-
 // expired reports whether j has waited Options.RetryFor since its capture
 // without being stored or queued, and then sets it aside as a dead letter
 // (see deadLetter: counted, logged, dropped when the dead letter cannot be
@@ -334,13 +331,13 @@ const chatLockRetryFor = memory.UnstoredTombstoneLife / 7
 // letter is never stored later, and the turn was answered — but keeps
 // waiting for the lock, which its holder gives up once stored (or, frozen,
 // once its lease ran out), reported once (failures{stage="chat_lock_held"},
-// logged at error), for up to chatLockRetryFor.
+// logged at error), for up to Options.LockWaitFor.
 func (c *Capturer) expired(j *job, last error) bool {
 	age := time.Since(j.start)
 	if age < c.opts.RetryFor {
 		return false
 	}
-	if lockHeld(last) && age < chatLockRetryFor {
+	if lockHeld(last) && age < c.opts.LockWaitFor {
 		if !j.lockHeld {
 			j.lockHeld = true
 			c.metrics.failures.WithLabelValues("chat_lock_held").Inc()
@@ -426,6 +423,42 @@ func (c *Capturer) isQueued(id memory.Identity) bool {
 	return st != nil && st.queued
 }
 
+// knownQueued returns the conversations of batch whose turns wait, or may
+// wait, in the capture queue as far as this Capturer knows without
+// asking the shared queue: queued by it, or any conversation during a
+// backlog it started with.
+func (c *Capturer) knownQueued(batch []*job) map[memory.Identity]bool {
+	queued, _ := c.localQueued(batch)
+	return queued
+}
+
+// localQueued returns the conversations of batch known here to have turns
+// in the capture queue (knownQueued), and, with a SharedQueue, the others,
+// each once, to ask it about.
+func (c *Capturer) localQueued(batch []*job) (queued map[memory.Identity]bool, ask []memory.Identity) {
+	backlog := c.backlog.Load()
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	for _, j := range batch {
+		id := j.ex.Identity
+		if st := c.convs[id]; backlog || st != nil && st.queued {
+			queued = with(queued, id)
+		} else if c.shared != nil && !slices.Contains(ask, id) {
+			ask = append(ask, id)
+		}
+	}
+	return queued, ask
+}
+
+// with returns set with id added, made when nil.
+func with(set map[memory.Identity]bool, id memory.Identity) map[memory.Identity]bool {
+	if set == nil {
+		set = map[memory.Identity]bool{}
+	}
+	set[id] = true
+	return set
+}
+
 // queuedConvs returns the conversations of batch whose turns wait, or may
 // wait, in the capture queue: queued by this Capturer, any conversation
 // during a backlog it started with, or, with a SharedQueue, queued by any
@@ -435,24 +468,7 @@ func (c *Capturer) isQueued(id memory.Identity) bool {
 // then either); the failure is counted and logged, and the next checks
 // wait a second.
 func (c *Capturer) queuedConvs(batch []*job) map[memory.Identity]bool {
-	var (
-		queued map[memory.Identity]bool
-		ask    []memory.Identity
-	)
-	backlog := c.backlog.Load()
-	c.convMu.Lock()
-	for _, j := range batch {
-		id := j.ex.Identity
-		if st := c.convs[id]; backlog || st != nil && st.queued {
-			if queued == nil {
-				queued = map[memory.Identity]bool{}
-			}
-			queued[id] = true
-		} else if c.shared != nil && !slices.Contains(ask, id) {
-			ask = append(ask, id)
-		}
-	}
-	c.convMu.Unlock()
+	queued, ask := c.localQueued(batch)
 	if len(ask) == 0 || time.Now().UnixNano() < c.askAfter.Load() {
 		return queued
 	}
@@ -473,10 +489,7 @@ func (c *Capturer) queuedConvs(batch []*job) map[memory.Identity]bool {
 	}
 	for i, q := range got {
 		if q && i < len(keys) {
-			if queued == nil {
-				queued = map[memory.Identity]bool{}
-			}
-			queued[ask[i%len(ask)]] = true
+			queued = with(queued, ask[i%len(ask)])
 		}
 	}
 	return queued
@@ -656,11 +669,22 @@ func (c *Capturer) lockChats(batch []*job) *chatHold {
 	return hold
 }
 
-// isChatTurn reports whether j is a turn of a full-history chat, stored
-// under its chat's locks (memory.ChatOf).
-func isChatTurn(j *job) bool {
-	_, ok := memory.ChatOf(j.ex)
-	return ok
+// tryLockChats takes the chat locks of batch's exchanges, as lockChats
+// does, when no other store holds one of them; it never waits for them.
+// Not taken (another store holds one, or the store failed), the hold it
+// returns holds none of them: lockChats is the caller's next step.
+func (c *Capturer) tryLockChats(batch []*job) *chatHold {
+	exs := make([]memory.Exchange, len(batch))
+	for i, j := range batch {
+		exs[i] = j.ex
+	}
+	hold := c.chats.hold(exs...)
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
+	defer cancel()
+	if _, err := hold.tryTake(ctx); err != nil {
+		c.logger.Debug("capture cannot try its chats' locks; waiting for them", "exchanges", len(batch), "err", err)
+	}
+	return hold
 }
 
 // unqueued returns the jobs of batch whose conversations are not in

@@ -29,6 +29,12 @@ func (s *fencedStore) LockChats(ctx context.Context, chats []memory.Identity) (m
 	return memory.Fence(s.locks), func() {}, nil
 }
 
+// TryLockChats takes the locks as LockChats does: nobody else holds them.
+func (s *fencedStore) TryLockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), bool, error) {
+	fence, unlock, err := s.LockChats(ctx, chats)
+	return fence, unlock, err == nil, err
+}
+
 func (s *fencedStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
 	s.mu.Lock()
 	if !s.refused {
@@ -104,6 +110,12 @@ func (s *brokenFenceStore) LockChats(ctx context.Context, chats []memory.Identit
 		defer s.mu.Unlock()
 		s.held--
 	}), nil
+}
+
+// TryLockChats takes the locks as LockChats does: nobody else holds them.
+func (s *brokenFenceStore) TryLockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), bool, error) {
+	fence, unlock, err := s.LockChats(ctx, chats)
+	return fence, unlock, err == nil, err
 }
 
 func (s *brokenFenceStore) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {

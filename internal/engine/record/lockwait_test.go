@@ -34,6 +34,19 @@ func (l *flakyLocks) LockChats(ctx context.Context, chats []memory.Identity) (me
 	return l.ChatLocker.LockChats(ctx, chats)
 }
 
+// TryLockChats fails as LockChats does while takes are to fail (the lock
+// store away), each try counted as a take.
+func (l *flakyLocks) TryLockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), bool, error) {
+	l.mu.Lock()
+	l.calls++
+	fail := l.calls <= l.fails
+	l.mu.Unlock()
+	if fail {
+		return 0, nil, false, fmt.Errorf("lock chats: %w", memory.ErrUnavailable)
+	}
+	return l.ChatLocker.TryLockChats(ctx, chats)
+}
+
 // count is how many takes were asked for.
 func (l *flakyLocks) count() int {
 	l.mu.Lock()

@@ -96,3 +96,48 @@ func TestHeldChatLockKeepsTheTurnWithoutQueue(t *testing.T) {
 		t.Errorf("%v dead letters, want none", n)
 	}
 }
+
+// TestHeldChatLockWaitIsBounded: a chat turn whose lock another gateway
+// holds waits past Options.RetryFor only up to Options.LockWaitFor: past
+// it the turn is set aside as a dead letter (reported as held first), so
+// that no turn waits in place for ever.
+func TestHeldChatLockWaitIsBounded(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	s1, s2 := mustPostgresAt(t, url), mustPostgresAt(t, url)
+	_, next, _ := chatOf(t, "ana-"+NewExchangeID(), "chat-x")
+	chat, ok := memory.ChatOf(next)
+	if !ok {
+		t.Fatal("the turn is of no chat")
+	}
+	ctx := context.Background()
+	_, unlock, err := s1.LockChats(ctx, []memory.Identity{chat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+
+	c := mustCapturer(t, nil, s2, nil, withStore(Options{Chats: NewChatLocks(s2), OpTimeout: 200 * time.Millisecond, RetryFor: time.Second,
+		LockWaitFor: 2 * time.Second, RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond, SaveWait: 10 * time.Millisecond}, s2))
+	c.Capture(ctx, next)
+	waitLong(t, "the turn set aside past LockWaitFor", func() bool { return value(t, c.metrics.deadLetters) == 1 })
+	if n := value(t, c.metrics.failures.WithLabelValues("chat_lock_held")); n != 1 {
+		t.Errorf("failures{stage=chat_lock_held} = %v, want 1: reported while it waited", n)
+	}
+	if n := value(t, c.metrics.saved); n != 0 {
+		t.Errorf("%v turns stored, want none: the lock never freed", n)
+	}
+}
+
+// TestLockWaitForDefaultsToADay: Options.LockWaitFor is a day unless set,
+// and never longer (DefaultLockWaitFor).
+func TestLockWaitForDefaultsToADay(t *testing.T) {
+	for _, tt := range []struct{ set, want time.Duration }{
+		{0, 24 * time.Hour},
+		{time.Hour, time.Hour},
+		{48 * time.Hour, 24 * time.Hour},
+	} {
+		if got := (Options{LockWaitFor: tt.set}).withDefaults().LockWaitFor; got != tt.want {
+			t.Errorf("LockWaitFor %v: got %v, want %v", tt.set, got, tt.want)
+		}
+	}
+}

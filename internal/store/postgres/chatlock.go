@@ -80,24 +80,38 @@ const defaultChatLockTTL = time.Minute
 // At most half the pool's connections hold chat locks at once (the saves
 // under them need the other half); a pool of one cannot lock.
 func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.Fence, func(), error) {
+	fence, unlock, _, err := s.lockChats(ctx, chats, false)
+	return fence, unlock, err
+}
+
+// TryLockChats takes the locks of chats as LockChats does when no other
+// holder has one of them (nor a write of a lost hold of them is under
+// way), in the same one round trip, and reports whether it took them; it
+// never waits for another holder. Not taken (ok false), it holds nothing.
+func (s *Store) TryLockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), ok bool, err error) {
+	return s.lockChats(ctx, chats, true)
+}
+
+// lockChats is LockChats, or with try TryLockChats.
+func (s *Store) lockChats(ctx context.Context, chats []memory.Identity, try bool) (memory.Fence, func(), bool, error) {
 	keys := chatLockKeys(chats)
 	if len(keys) == 0 {
-		return 0, func() {}, nil
+		return 0, func() {}, true, nil
 	}
 	// The saves made under the locks need connections of their own: the
 	// locks hold at most half the pool.
 	if cap(s.chatLockSlots) == 0 {
-		return 0, nil, fmt.Errorf("postgres: lock chats: %w: a pool of %d connection cannot hold a lock and save", memory.ErrUnavailable, s.pool.Config().MaxConns)
+		return 0, nil, false, fmt.Errorf("postgres: lock chats: %w: a pool of %d connection cannot hold a lock and save", memory.ErrUnavailable, s.pool.Config().MaxConns)
 	}
 	select {
 	case s.chatLockSlots <- struct{}{}:
 	case <-ctx.Done():
-		return 0, nil, fmt.Errorf("postgres: lock chats: %w", ctx.Err())
+		return 0, nil, false, fmt.Errorf("postgres: lock chats: %w", ctx.Err())
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		<-s.chatLockSlots
-		return 0, nil, fmt.Errorf("postgres: lock chats: acquire: %w", unavailable(err))
+		return 0, nil, false, fmt.Errorf("postgres: lock chats: acquire: %w", unavailable(err))
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -111,13 +125,31 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 	// own behind one (pgbouncer), which no backend has.
 	var pid int32
 	b.Queue(`SELECT pg_backend_pid()`).QueryRow(func(row pgx.Row) error { return row.Scan(&pid) })
+	// Tried, a lock another holder has is not waited for: its take
+	// reports false, and the transaction's rollback lets go of the
+	// others.
+	took := true
+	tried := func(row pgx.Row) error {
+		var ok bool
+		err := row.Scan(&ok)
+		took = took && ok
+		return err
+	}
 	for _, k := range keys {
-		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
+		if try {
+			b.Queue(`SELECT pg_try_advisory_xact_lock($1, $2)`, chatLockClass, k).QueryRow(tried)
+		} else {
+			b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, chatLockClass, k)
+		}
 	}
 	// Granted, wait for the writes still under way under a lost hold of
 	// the chats (chatFenceClass): a session lock each, taken and let go.
 	for _, k := range keys {
-		b.Queue(`SELECT pg_advisory_lock($1, $2)`, chatFenceClass, k)
+		if try {
+			b.Queue(`SELECT pg_try_advisory_lock($1, $2)`, chatFenceClass, k).QueryRow(tried)
+		} else {
+			b.Queue(`SELECT pg_advisory_lock($1, $2)`, chatFenceClass, k)
+		}
 	}
 	// Only the session's locks go: the transaction's stay.
 	b.Queue(`SELECT pg_advisory_unlock_all()`)
@@ -145,11 +177,15 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 		if ctx.Err() != nil { // PostgreSQL's cancel is the context's
 			err = ctx.Err()
 		}
-		return 0, nil, fmt.Errorf("postgres: lock chats: %w", unavailable(err))
+		return 0, nil, false, fmt.Errorf("postgres: lock chats: %w", unavailable(err))
+	}
+	if !took {
+		release()
+		return 0, nil, false, nil
 	}
 	fence = s.holds.Add(keys, pid)
 	stop = s.keepChats(conn)
-	return fence, sync.OnceFunc(release), nil
+	return fence, sync.OnceFunc(release), true, nil
 }
 
 // keepChats renews the lease of the chat locks held on conn

@@ -77,7 +77,9 @@ type Store struct {
 // Open connects to the database at url, applies pending migrations and
 // returns a ready Store. The pool registers pgvector's types on every
 // connection and holds up to 16 connections unless the URL's pool_max_conns
-// says otherwise (at least 2: a pool of one is refused). Close releases it.
+// says otherwise (at least 2: a pool of one is refused). It fails with
+// ErrChatLocksDoNotHold when a chat lock does not hold on the way to the
+// database (checkChatLocks). Close releases it.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
 	return open(ctx, url, logger, nil)
 }
@@ -150,6 +152,10 @@ func open(ctx context.Context, url string, logger *slog.Logger, dial pgconn.Dial
 	s := &Store{pool: pool, logger: logger, chatLockSlots: make(chan struct{}, cfg.MaxConns/2), chatLockTTL: defaultChatLockTTL}
 	s.SetCacheLimits(itemindex.DefaultLimits)
 	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.checkChatLocks(ctx, s.lostChats); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -65,6 +65,27 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 	}
 }
 
+// TryLockChats takes the locks of chats as LockChats does when no other
+// holder has a live one of them, in one write transaction, and reports
+// whether it took them; it never waits for another holder. Not taken (ok
+// false), it holds nothing.
+func (s *Store) TryLockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), ok bool, err error) {
+	keys := contract.ChatKeys(chats)
+	if len(keys) == 0 {
+		return 0, func() {}, true, nil
+	}
+	holder := rand.Text()
+	took, err := s.tryLockChats(ctx, keys, holder)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("sqlite: lock chats: %w", err)
+	}
+	if !took {
+		return 0, nil, false, nil
+	}
+	fence, unlock = s.holdChats(keys, holder)
+	return fence, unlock, true, nil
+}
+
 // tryLockChats takes the locks of keys for holder when no other holder has
 // a live one, and reports whether it took them.
 func (s *Store) tryLockChats(ctx context.Context, keys []int64, holder string) (took bool, err error) {

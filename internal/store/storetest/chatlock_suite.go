@@ -20,6 +20,10 @@ type ChatLockStore interface {
 	// writes under them name (memory.Exchange.Fence) and what releases
 	// them; it returns an error, holding nothing, when ctx ends first.
 	LockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), err error)
+	// TryLockChats takes chats' locks as LockChats does when no holder
+	// has one of them, and reports whether it took them, never waiting:
+	// not taken, it holds nothing.
+	TryLockChats(ctx context.Context, chats []memory.Identity) (fence memory.Fence, unlock func(), ok bool, err error)
 }
 
 // RunChatLocks runs the chat lock suite. open must return two handles on
@@ -32,6 +36,7 @@ func RunChatLocks(t *testing.T, open func(t *testing.T) (ChatLockStore, ChatLock
 		{"OtherChatsGoOn", testChatLockOtherChats},
 		{"OneHolderAtATime", testChatLockExclusive},
 		{"OverlappingSetsNeverDeadlock", testChatLockOverlapping},
+		{"TryTakesOnlyFreeLocks", testChatLockTry},
 	})
 }
 
@@ -155,4 +160,42 @@ func testChatLockOverlapping(t *testing.T, a, b ChatLockStore) {
 		}()
 	}
 	wg.Wait()
+}
+
+// testChatLockTry: TryLockChats takes free chats' locks as LockChats does
+// (another handle then cannot take them); while another handle holds one
+// of its chats it takes none of them, at once, not even the free ones;
+// once that one is released it takes them all.
+func testChatLockTry(t *testing.T, a, b ChatLockStore) {
+	x, y := chat("ana", "chat-x"), chat("ana", "chat-y")
+	unlockX := mustLockChats(t, a, x)
+	_, got, ok, err := b.TryLockChats(testCtx(t), []memory.Identity{x, y})
+	if err != nil {
+		t.Fatalf("TryLockChats: %v", err)
+	}
+	if ok {
+		t.Cleanup(got)
+		t.Fatal("TryLockChats took a chat another handle holds")
+	}
+	// Not taken, it holds none: y is free for a.
+	unlockY := mustLockChats(t, a, y)
+	unlockY()
+	unlockX()
+	fence, unlock, ok, err := b.TryLockChats(testCtx(t), []memory.Identity{x, y})
+	if err != nil || !ok {
+		t.Fatalf("TryLockChats of free chats = %v, %v; want them taken", ok, err)
+	}
+	t.Cleanup(unlock)
+	if fence == 0 {
+		t.Error("TryLockChats took the locks under no fence")
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	_, other, err := a.LockChats(ctx, []memory.Identity{y})
+	cancel()
+	if err == nil {
+		other()
+		t.Fatal("another handle took a chat TryLockChats holds")
+	}
+	unlock()
+	mustLockChats(t, a, x, y)()
 }
