@@ -30,30 +30,7 @@ func TestFirstMessageEditSupersedes(t *testing.T) {
 			g, user, _ := startLongChat(t, mk, 100, "firstedit-", name)
 			const conv = "hobbies"
 			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}
-			send := func(history ...map[string]any) []map[string]any {
-				t.Helper()
-				body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "user": user, "messages": history})
-				req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Memory-Conversation", conv)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				var out struct {
-					Choices []struct {
-						Message struct {
-							Content string `json:"content"`
-						} `json:"message"`
-					} `json:"choices"`
-				}
-				if err := json.Unmarshal(b, &out); resp.StatusCode != 200 || err != nil || len(out.Choices) != 1 {
-					t.Fatalf("status %d: %s", resp.StatusCode, b)
-				}
-				return append(slices.Clone(history), map[string]any{"role": "assistant", "content": out.Choices[0].Message.Content})
-			}
+			send := namedChatSender(t, g, user, conv)
 			say := func(s string) map[string]any { return map[string]any{"role": "user", "content": s} }
 			// recalled reports whether recall in conv finds the message keyed key.
 			recalled := func(text, key string) bool {
@@ -97,5 +74,35 @@ func TestFirstMessageEditSupersedes(t *testing.T) {
 			}
 			eventually(t, "the old first message no longer recalled", func() bool { return !recalled("antique barometers", old) })
 		})
+	}
+}
+
+// namedChatSender returns a function that sends history to g as user's
+// full-history client in the named conversation conv
+// (X-Memory-Conversation) and returns it with the reply appended.
+func namedChatSender(t *testing.T, g *testGateway, user, conv string) func(history ...map[string]any) []map[string]any {
+	return func(history ...map[string]any) []map[string]any {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "user": user, "messages": history})
+		req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Memory-Conversation", conv)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var out struct {
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &out); resp.StatusCode != 200 || err != nil || len(out.Choices) != 1 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		return append(slices.Clone(history), map[string]any{"role": "assistant", "content": out.Choices[0].Message.Content})
 	}
 }
