@@ -12,8 +12,10 @@ import (
 // that resends its history with the first message changed (the rest as
 // stored, or cut after it) edits the chat from its first message: the save
 // supersedes every live message and stores the history as the new branch.
-// A derived conversation's save, and one that compared only the newest
-// part of a longer conversation, supersede nothing.
+// A derived conversation's save, one that compared only the newest part
+// of a longer conversation, and one whose history shares not even the
+// second message with the stored branch (another chat under the same
+// name, a client that summarised its first messages) supersede nothing.
 func TestFirstMessageEditSupersedesFromStart(t *testing.T) {
 	msg := func(role, text string) memory.Message { return memory.Message{Role: role, Content: text} }
 	stored := func(n int) []memory.Message {
@@ -46,6 +48,8 @@ func TestFirstMessageEditSupersedesFromStart(t *testing.T) {
 		{"rest cut but one", 6, edited(2), false, 1, 2},
 		{"derived", 6, edited(6), true, 0, 6},
 		{"beyond the compared tail", 2*AlignSlack + 6, edited(6), false, 0, 6},
+		{"first messages summarised", 6, []memory.Message{msg("user", "summary of messages 0 to 2"), msg("assistant", "message 3"), msg("user", "message 4"), msg("assistant", "message 5")}, false, 0, 4},
+		{"another chat under the name", 6, []memory.Message{msg("user", "another chat"), msg("assistant", "its reply")}, false, 0, 2},
 		{"continuation", 6, append(stored(6)[:6:6], msg("user", "message 6"), msg("assistant", "message 7")), false, 0, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -456,17 +456,22 @@ func align(ex memory.Exchange, conv *SaveConv) memory.Plan {
 // else 0. A named conversation's client (not Derived: the conversation does
 // not follow from its first message) that resends a history matching none
 // of the stored branch, compared whole (tail starts at conv's first live
-// message), changed that first message: memory.Align found no run, since
-// every run starts at the history's first message, and the stored branch
-// is superseded from its start, as an edit of a later message supersedes
-// from there. A derived conversation never gets here with another first
-// message (it would derive another conversation); nor does the default
-// one, whose requests resend no history.
+// message) but for its second message, which it resends as stored,
+// changed that first message: memory.Align found no run, since every run
+// starts at the history's first message, and the stored branch is
+// superseded from its start, as an edit of a later message supersedes from
+// there. A history that shares not even that second message (another chat
+// sent under the same name, or one whose client summarised its first
+// messages into one) is stored after the branch, as before. A derived
+// conversation never gets here with another first message (it would derive
+// another conversation); nor does the default one, whose requests resend
+// no history.
 func editsFirst(ex memory.Exchange, conv *SaveConv, tail []memory.Message, plan memory.Plan) int64 {
 	switch {
 	case ex.Derived, ex.BranchSeed != "", ex.Conversation == memory.DefaultConversation,
-		len(tail) == 0, len(ex.Prior) == 0, plan.SupersedeFrom > 0, len(plan.Prior) < len(ex.Prior),
-		!conv.HeadAll, len(conv.Head) == 0, conv.Head[0].Seq != tail[0].Seq:
+		len(tail) < 2, len(ex.Prior) < 2, plan.SupersedeFrom > 0, len(plan.Prior) < len(ex.Prior),
+		!conv.HeadAll, len(conv.Head) == 0, conv.Head[0].Seq != tail[0].Seq,
+		ex.Prior[1].Fingerprint() != tail[1].Fingerprint():
 		return 0
 	}
 	return tail[0].Seq
