@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -30,30 +26,7 @@ func TestInWindowEditRestatesFacts(t *testing.T) {
 			g, user, _ := startLongChat(t, mk, keep, "branchfacts-", name)
 			const conv = "trip"
 			// send sends history in conv and returns it with the reply.
-			send := func(history ...map[string]any) []map[string]any {
-				t.Helper()
-				body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "user": user, "messages": history})
-				req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Memory-Conversation", conv)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				var out struct {
-					Choices []struct {
-						Message struct {
-							Content string `json:"content"`
-						} `json:"message"`
-					} `json:"choices"`
-				}
-				if err := json.Unmarshal(b, &out); resp.StatusCode != 200 || err != nil || len(out.Choices) != 1 {
-					t.Fatalf("status %d: %s", resp.StatusCode, b)
-				}
-				return append(slices.Clone(history), map[string]any{"role": "assistant", "content": out.Choices[0].Message.Content})
-			}
+			send := namedChatSender(t, g, user, conv)
 			values := func(key string) []string {
 				fs, err := g.mem.store.Facts(context.Background(), memory.DefaultTenant, user, time.Now(), true)
 				if err != nil {

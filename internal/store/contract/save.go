@@ -350,7 +350,9 @@ func (p SavePlan) Unsummarised() (seqs []int64, from int64) {
 //     (Amends), storing the new text of each that carries one at its seq
 //     (Result.Revised, RevisedStamps; the old row moves to a seq after
 //     the new messages', AmendRow.MoveTo), and the history it resends is aligned with conv's tail
-//     (memory.Align), the branch it replaced is superseded, and the new
+//     (memory.Align; a named conversation's history that changed its first
+//     message supersedes the branch from there, editsFirst), the branch it
+//     replaced is superseded, and the new
 //     messages (the history not stored yet, the turn, the reply) are
 //     appended after conv.LastSeq, with ex's identity, the keys
 //     memory.Key(ex.ID, i) and their own CreatedAt (at when zero), and
@@ -454,7 +456,12 @@ func PlanSave(ex memory.Exchange, at, erased time.Time, stored bool, conv *SaveC
 // its first messages).
 func align(ex memory.Exchange, conv *SaveConv) memory.Plan {
 	if ex.Skipped == 0 {
-		return memory.Align(conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):], ex.Prior)
+		tail := conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):]
+		plan := memory.Align(tail, ex.Prior)
+		if from := editsFirst(ex, conv, tail, plan); from > 0 {
+			plan.SupersedeFrom = from
+		}
+		return plan
 	}
 	if conv.HeadAll && len(conv.Head) < memory.BranchHead {
 		plan := memory.Align(conv.Head, ex.Prior[:memory.BranchHead])
@@ -464,6 +471,32 @@ func align(ex memory.Exchange, conv *SaveConv) memory.Plan {
 		return plan
 	}
 	return memory.Align(conv.Tail[max(0, len(conv.Tail)-TailLen(ex)):], ex.Window())
+}
+
+// editsFirst returns the seq of conv's first live message when the
+// history ex resends edits the conversation from its very first message,
+// else 0. A named conversation's client (not Derived: the conversation does
+// not follow from its first message) that resends a history matching none
+// of the stored branch, compared whole (tail starts at conv's first live
+// message) but for its second message, which it resends as stored,
+// changed that first message: memory.Align found no run, since every run
+// starts at the history's first message, and the stored branch is
+// superseded from its start, as an edit of a later message supersedes from
+// there. A history that shares not even that second message (another chat
+// sent under the same name, or one whose client summarised its first
+// messages into one) is stored after the branch, as before. A derived
+// conversation never gets here with another first message (it would derive
+// another conversation); nor does the default one, whose requests resend
+// no history.
+func editsFirst(ex memory.Exchange, conv *SaveConv, tail []memory.Message, plan memory.Plan) int64 {
+	switch {
+	case ex.Derived, ex.BranchSeed != "", ex.Conversation == memory.DefaultConversation,
+		len(tail) < 2, len(ex.Prior) < 2, plan.SupersedeFrom > 0, len(plan.Prior) < len(ex.Prior),
+		!conv.HeadAll, len(conv.Head) == 0, conv.Head[0].Seq != tail[0].Seq,
+		ex.Prior[1].Fingerprint() != tail[1].Fingerprint():
+		return 0
+	}
+	return tail[0].Seq
 }
 
 // parts reports whether head, a conversation's first live messages, parts
