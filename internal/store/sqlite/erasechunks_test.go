@@ -218,6 +218,7 @@ func BenchmarkDeleteUserLongestWait(b *testing.B) {
 func TestDeleteUserKeepsATurnReceivedDuringIt(t *testing.T) {
 	ctx := context.Background()
 	s, victim := seedVictim(t, "c1")
+	sqlite.StopResuming(s) // the hook is for this DeleteUser's chunks alone
 
 	fresh := memory.Exchange{ID: "fresh", Identity: memory.Identity{Tenant: victim.Tenant, User: victim.User, Conversation: "c2"},
 		Turn: []memory.Message{{Role: "user", Content: "sent after the erasure began"}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
