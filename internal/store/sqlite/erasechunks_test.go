@@ -140,6 +140,7 @@ func TestDeleteUserResumesAfterAStop(t *testing.T) {
 	total := userRows(t, db, victim.Tenant, victim.User)
 
 	stopped := errors.New("stopped")
+	sqlite.StopResuming(s) // the erasure stays stopped until s2 opens
 	sqlite.SetEraseChunks(s, func(chunk int) error {
 		if chunk >= 2 {
 			return stopped
@@ -322,6 +323,7 @@ func TestDeleteUserContinuedNothing(t *testing.T) {
 func stopErasure(t *testing.T, s *sqlite.Store, victim memory.Identity) {
 	t.Helper()
 	stopped := errors.New("stopped")
+	sqlite.StopResuming(s) // the erasure stays stopped: no background round goes on with it
 	sqlite.SetEraseChunks(s, func(int) error { return stopped })
 	if err := s.DeleteUser(context.Background(), victim.Tenant, victim.User); !errors.Is(err, stopped) {
 		t.Fatalf("DeleteUser = %v, want it stopped", err)
