@@ -140,6 +140,7 @@ func TestDeleteUserResumesAfterAStop(t *testing.T) {
 	total := userRows(t, db, victim.Tenant, victim.User)
 
 	stopped := errors.New("stopped")
+	sqlite.StopResuming(s) // the erasure stays stopped until s2 opens
 	sqlite.SetEraseChunks(s, func(chunk int) error {
 		if chunk >= 2 {
 			return stopped
@@ -218,6 +219,7 @@ func BenchmarkDeleteUserLongestWait(b *testing.B) {
 func TestDeleteUserKeepsATurnReceivedDuringIt(t *testing.T) {
 	ctx := context.Background()
 	s, victim := seedVictim(t, "c1")
+	sqlite.StopResuming(s) // the hook is for this DeleteUser's chunks alone
 
 	fresh := memory.Exchange{ID: "fresh", Identity: memory.Identity{Tenant: victim.Tenant, User: victim.User, Conversation: "c2"},
 		Turn: []memory.Message{{Role: "user", Content: "sent after the erasure began"}}, Reply: memory.Message{Role: "assistant", Content: "ok"}}
@@ -321,6 +323,7 @@ func TestDeleteUserContinuedNothing(t *testing.T) {
 func stopErasure(t *testing.T, s *sqlite.Store, victim memory.Identity) {
 	t.Helper()
 	stopped := errors.New("stopped")
+	sqlite.StopResuming(s) // the erasure stays stopped: no background round goes on with it
 	sqlite.SetEraseChunks(s, func(int) error { return stopped })
 	if err := s.DeleteUser(context.Background(), victim.Tenant, victim.User); !errors.Is(err, stopped) {
 		t.Fatalf("DeleteUser = %v, want it stopped", err)
