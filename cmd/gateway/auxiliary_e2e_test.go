@@ -50,25 +50,15 @@ func owuiTranscript(msgs []map[string]any, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// postBody posts a chat completion body as given, with headers.
+// postBody posts a chat completion body as given, with headers, and
+// fails the test unless it is answered 200.
 func postBody(t *testing.T, url string, headers map[string]string, body map[string]any) chatResult {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
+	r := sendChatBody(t, url, headers, body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
-	}
-	return chatResult{resp.StatusCode, resp.Header, b}
+	return r
 }
 
 // TestOpenWebUITaskRequestsAreNotTurns replays a short Open WebUI session

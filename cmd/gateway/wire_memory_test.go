@@ -168,8 +168,14 @@ type chatResult struct {
 // chat sends one chat completion with the given headers and messages.
 func chat(t *testing.T, url string, headers map[string]string, stream bool, msgs ...map[string]any) chatResult {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "messages": msgs, "stream": stream})
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(body))
+	return sendChatBody(t, url, headers, map[string]any{"model": "gpt-4o-mini", "messages": msgs, "stream": stream})
+}
+
+// sendChatBody posts a chat completion body as given, with headers.
+func sendChatBody(t *testing.T, url string, headers map[string]string, body map[string]any) chatResult {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)

@@ -28,17 +28,7 @@ type entry struct {
 // returns what unlocks it. A free key is taken even when ctx has ended;
 // a wait that ctx ends returns ctx's error, holding nothing.
 func (l *Locks[K]) Lock(ctx context.Context, key K) (unlock func(), err error) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[K]*entry{}
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &entry{token: make(chan struct{}, 1)}
-		l.m[key] = e
-	}
-	e.refs++
-	l.mu.Unlock()
+	e := l.ref(key)
 	unlock = func() { <-e.token; l.release(key, e) }
 	select {
 	case e.token <- struct{}{}:
@@ -59,17 +49,7 @@ func (l *Locks[K]) Lock(ctx context.Context, key K) (unlock func(), err error) {
 // TryLock takes key's lock when it is free, and reports whether it did;
 // it never waits. ok false: it holds nothing.
 func (l *Locks[K]) TryLock(key K) (unlock func(), ok bool) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[K]*entry{}
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &entry{token: make(chan struct{}, 1)}
-		l.m[key] = e
-	}
-	e.refs++
-	l.mu.Unlock()
+	e := l.ref(key)
 	select {
 	case e.token <- struct{}{}:
 		return func() { <-e.token; l.release(key, e) }, true
@@ -81,6 +61,22 @@ func (l *Locks[K]) TryLock(key K) (unlock func(), ok bool) {
 
 // Waiting reports how many Lock calls wait for a key held by another.
 func (l *Locks[K]) Waiting() int64 { return l.waiting.Load() }
+
+// ref takes a reference to key's entry, made when there is none.
+func (l *Locks[K]) ref(key K) *entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[K]*entry{}
+	}
+	e := l.m[key]
+	if e == nil {
+		e = &entry{token: make(chan struct{}, 1)}
+		l.m[key] = e
+	}
+	e.refs++
+	return e
+}
 
 // release drops a reference to key's entry e, and the entry with the last.
 func (l *Locks[K]) release(key K, e *entry) {
