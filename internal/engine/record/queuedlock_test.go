@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/postgres"
 	"github.com/memgate/memgate/internal/testenv"
 )
 
@@ -62,20 +63,9 @@ func TestQueuedChatSkipsTheLockWait(t *testing.T) {
 // waiting in place, reported (failures{stage="chat_lock_held"}), and is
 // stored once the lock frees.
 func TestHeldChatLockKeepsTheTurnWithoutQueue(t *testing.T) {
-	url := testenv.PostgresURL(t)
-	s1, s2 := mustPostgresAt(t, url), mustPostgresAt(t, url)
-	user := "ana-" + NewExchangeID()
-	_, next, _ := chatOf(t, user, "chat-x")
-	chat, ok := memory.ChatOf(next)
-	if !ok {
-		t.Fatal("the turn is of no chat")
-	}
-	ctx := context.Background()
-	_, unlock, err := s1.LockChats(ctx, []memory.Identity{chat})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, next, unlock := heldChatTurn(t)
 	defer unlock()
+	ctx := context.Background()
 
 	c := mustCapturer(t, nil, s2, nil, withStore(Options{Chats: NewChatLocks(s2), OpTimeout: time.Second, RetryFor: time.Second,
 		RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond, SaveWait: 10 * time.Millisecond}, s2))
@@ -102,19 +92,9 @@ func TestHeldChatLockKeepsTheTurnWithoutQueue(t *testing.T) {
 // it the turn is set aside as a dead letter (reported as held first), so
 // that no turn waits in place for ever.
 func TestHeldChatLockWaitIsBounded(t *testing.T) {
-	url := testenv.PostgresURL(t)
-	s1, s2 := mustPostgresAt(t, url), mustPostgresAt(t, url)
-	_, next, _ := chatOf(t, "ana-"+NewExchangeID(), "chat-x")
-	chat, ok := memory.ChatOf(next)
-	if !ok {
-		t.Fatal("the turn is of no chat")
-	}
-	ctx := context.Background()
-	_, unlock, err := s1.LockChats(ctx, []memory.Identity{chat})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, next, unlock := heldChatTurn(t)
 	defer unlock()
+	ctx := context.Background()
 
 	c := mustCapturer(t, nil, s2, nil, withStore(Options{Chats: NewChatLocks(s2), OpTimeout: 200 * time.Millisecond, RetryFor: time.Second,
 		LockWaitFor: 2 * time.Second, RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond, SaveWait: 10 * time.Millisecond}, s2))
@@ -140,4 +120,24 @@ func TestLockWaitForDefaultsToADay(t *testing.T) {
 			t.Errorf("LockWaitFor %v: got %v, want %v", tt.set, got, tt.want)
 		}
 	}
+}
+
+// heldChatTurn returns a second PostgreSQL store, a chat turn to capture
+// through it, and what unlocks that chat's lock, held by a first store
+// (another gateway) until then.
+func heldChatTurn(t *testing.T) (s2 *postgres.Store, next memory.Exchange, unlock func()) {
+	t.Helper()
+	url := testenv.PostgresURL(t)
+	s1 := mustPostgresAt(t, url)
+	s2 = mustPostgresAt(t, url)
+	_, next, _ = chatOf(t, "ana-"+NewExchangeID(), "chat-x")
+	chat, ok := memory.ChatOf(next)
+	if !ok {
+		t.Fatal("the turn is of no chat")
+	}
+	_, unlock, err := s1.LockChats(context.Background(), []memory.Identity{chat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s2, next, unlock
 }
