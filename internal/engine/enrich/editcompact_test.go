@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/store/sqlite"
 )
 
 // A compaction that read a message the user then edited (the edit saved
@@ -19,12 +18,7 @@ import (
 // the summary from the live branch.
 func TestCompactionRacingAnEditDoesNotKeepTheOldText(t *testing.T) {
 	ctx := context.Background()
-	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sq.Close() })
-	st := &beforeSummary{Store: sq}
+	st := &beforeSummary{Store: mustSQLiteAt(t, filepath.Join(t.TempDir(), "memgate.db"))}
 	id := memory.Identity{Tenant: "t", User: "u", Conversation: "c"}
 	at := time.Now().Add(-time.Hour)
 	const phone = "My phone is 555-0100, call me."
