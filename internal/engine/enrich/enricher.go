@@ -175,14 +175,18 @@ type Enricher struct {
 	failures                    *prometheus.CounterVec
 	lag                         prometheus.Histogram
 	backlog                     prometheus.Collector
-	// indexLag, sidePending and shed are the side lane's (side.go).
-	indexLag    prometheus.Histogram
-	sidePending prometheus.Collector
-	shed        prometheus.Counter
+	// indexLag, sidePending, shed and released are the side lane's
+	// (side.go).
+	indexLag       prometheus.Histogram
+	sidePending    prometheus.Collector
+	shed, released prometheus.Counter
 
 	// side is the side lane; nil without EnrichOptions.Side.
 	side *sideLane
 
+	// clock tells when an entry was first held (claimed.since) and how
+	// long it has been held since (time.Now; a test's clock).
+	clock func() time.Time
 	// leaseTTL is how long a lease lasts without renewal (see lease).
 	leaseTTL time.Duration
 	// holder names this enricher in the conversation leases (holderToken).
@@ -235,6 +239,10 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		Name: "memgate_enrich_side_shed_total",
 		Help: "Indexed exchanges the full side lane left unacknowledged, for redelivery.",
 	})
+	e.released = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "memgate_enrich_side_released_total",
+		Help: "Indexed exchanges the side lane let go unacknowledged, for redelivery, having held them past half of the reclaim time: another process may have reclaimed them.",
+	})
 	if len(e.opts.Side) > 0 {
 		e.side = newSideLane(e.opts.SidePending, 4*e.opts.SidePending)
 	}
@@ -242,6 +250,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		Name: "memgate_enrich_side_pending",
 		Help: "Indexed exchanges this process holds for its side lane (side-model hooks): waiting or in a round.",
 	}, func() float64 { return float64(e.side.pending()) })
+	e.clock = time.Now
 	e.leaseTTL = max(4*e.opts.Block, 5*time.Second)
 	e.holder = holderToken(e.opts.Consumer)
 	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -261,7 +270,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 
 // Collectors returns the Enricher's metrics for the caller to register.
 func (e *Enricher) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog, e.indexLag, e.sidePending, e.shed}
+	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog, e.indexLag, e.sidePending, e.shed, e.released}
 }
 
 // Run enriches until ctx is cancelled, then returns nil. Each hook runs
@@ -410,7 +419,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 func (e *Enricher) roundOf(ctx context.Context, ds []memory.Delivery, deferred []claimed, hooks []record.Hook) (waited time.Duration) {
 	defer e.keepLease(ctx)()
 	var acks []string
-	now := time.Now()
+	now := e.clock()
 	all := deferred
 	for _, d := range ds {
 		en, err := record.DecodeEnrichment(d.Payload)
