@@ -30,7 +30,10 @@ type EnrichOptions struct {
 	// the longer it gets.
 	Batch int
 	// StaleAfter is when another consumer's unacknowledged entries are
-	// reclaimed (default 30s).
+	// reclaimed (default 30s). With a side lane (Side), an entry held
+	// for half of it before its side round starts is let go instead,
+	// unacknowledged, for redelivery (memgate_enrich_side_released_total):
+	// another process may have reclaimed it and run its side hooks.
 	StaleAfter time.Duration
 	// Block is how long one Claim waits for new entries (default 2s).
 	Block time.Duration
@@ -109,7 +112,8 @@ type EnrichOptions struct {
 	// index lane leaves what finds it full claimed and unacknowledged
 	// (memgate_enrich_side_shed_total): redelivered after StaleAfter, it
 	// is offered to the side lane again, not indexed again by this
-	// process.
+	// process. What waits in it past half of StaleAfter is let go the
+	// same way when its turn comes (see releaseStale).
 	SidePending int
 	// Erased, when set, reports when a user was last erased (the store's
 	// ErasedAt; zero: never). The side lane asks before each round, and

@@ -27,7 +27,8 @@ import (
 type sideLane struct {
 	max int
 	// indexed remembers the entries the index lane was done with and
-	// the side lane let go unacknowledged (shed, fenced, stopped), so
+	// the side lane let go unacknowledged (shed, released, fenced,
+	// stopped), so
 	// that their redelivery goes to the side lane without being indexed
 	// again by this process.
 	indexed seen.Set
@@ -216,8 +217,10 @@ func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited
 
 // runSide runs the side lane until ctx ends: rounds (roundOf) of the side
 // hooks over what the index lane handed over, paced as Run's rounds are,
-// each acknowledging what it is done with. What waits for it when ctx
-// ends is left unacknowledged, redelivered to the next run.
+// each acknowledging what it is done with; what it held past half of
+// StaleAfter it lets go first, unacknowledged (releaseStale). What waits
+// for it when ctx ends is left unacknowledged, redelivered to the next
+// run.
 func (e *Enricher) runSide(ctx context.Context) {
 	var next time.Time
 	for ctx.Err() == nil {
