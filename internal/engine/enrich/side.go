@@ -272,20 +272,23 @@ func (e *Enricher) runSide(ctx context.Context) {
 // that starts now the other half, less its lease round trip, before
 // anyone can reclaim: from there its conversations' leases
 // (EnrichOptions.Conversations) keep another process's side lane off
-// them while the round runs. A released entry is not lost: left claimed
+// them while the round runs (on SQLite, the outbox's lease keeps every
+// other process from claiming). A released entry is not lost: left claimed
 // and unacknowledged, it is redelivered once stale — to this process,
 // which hands it to the side lane again without indexing it again
 // (sideLane.indexed), or to another, which enriches it once.
 //
 // Released rather than kept: renewing the claims of the entries waiting
 // (XCLAIM to self, a newer claimed_at) would let a process whose side
-// lane hangs hold them for as long as it lives, and asking the queue
-// whether each entry is still this process's before its round costs a
-// round trip per round and a method of every queue, yet leaves the
-// same race between the answer and the hooks. An entry that waits that
-// long finds the lane backed up, so its side work would wait anyway: a
-// release costs it StaleAfter more of waiting and its redelivery, never
-// a second side-model call.
+// lane hangs hold them for as long as it lives; asking the queue before
+// each round whether this consumer still holds each entry would cost a
+// round trip per round and a method of every queue. The age is known
+// here for nothing and bounds the same thing: no process reclaims an
+// entry within StaleAfter of its claim. An entry that waits that long
+// finds the lane backed up, so its side work would wait anyway: a
+// release costs it StaleAfter more of waiting and its redelivery (and,
+// when another process reclaims it, an indexing there), never a second
+// side-model call.
 func (e *Enricher) releaseStale(batch []claimed) []claimed {
 	limit := e.opts.StaleAfter / 2
 	now := e.clock()
