@@ -94,7 +94,7 @@ func (e *Enricher) admit(ctx context.Context, batch []claimed) (run []claimed, k
 			keys = append(keys, k)
 		}
 	}
-	now := time.Now()
+	now := e.clock()
 	for _, c := range batch {
 		switch {
 		case held[idx[c.key]]:

@@ -30,7 +30,10 @@ type EnrichOptions struct {
 	// the longer it gets.
 	Batch int
 	// StaleAfter is when another consumer's unacknowledged entries are
-	// reclaimed (default 30s).
+	// reclaimed (default 30s). With a side lane (Side), an entry held
+	// for half of it before its side round starts is let go instead,
+	// unacknowledged, for redelivery (memgate_enrich_side_released_total):
+	// another process may have reclaimed it and run its side hooks.
 	StaleAfter time.Duration
 	// Block is how long one Claim waits for new entries (default 2s).
 	Block time.Duration
@@ -109,7 +112,8 @@ type EnrichOptions struct {
 	// index lane leaves what finds it full claimed and unacknowledged
 	// (memgate_enrich_side_shed_total): redelivered after StaleAfter, it
 	// is offered to the side lane again, not indexed again by this
-	// process.
+	// process. What waits in it past half of StaleAfter is let go the
+	// same way when its turn comes (see releaseStale).
 	SidePending int
 	// Erased, when set, reports when a user was last erased (the store's
 	// ErasedAt; zero: never). The side lane asks before each round, and
@@ -175,14 +179,18 @@ type Enricher struct {
 	failures                    *prometheus.CounterVec
 	lag                         prometheus.Histogram
 	backlog                     prometheus.Collector
-	// indexLag, sidePending and shed are the side lane's (side.go).
-	indexLag    prometheus.Histogram
-	sidePending prometheus.Collector
-	shed        prometheus.Counter
+	// indexLag, sidePending, shed and released are the side lane's
+	// (side.go).
+	indexLag       prometheus.Histogram
+	sidePending    prometheus.Collector
+	shed, released prometheus.Counter
 
 	// side is the side lane; nil without EnrichOptions.Side.
 	side *sideLane
 
+	// clock tells when an entry was first held (claimed.since) and how
+	// long it has been held since (time.Now; a test's clock).
+	clock func() time.Time
 	// leaseTTL is how long a lease lasts without renewal (see lease).
 	leaseTTL time.Duration
 	// holder names this enricher in the conversation leases (holderToken).
@@ -235,6 +243,10 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		Name: "memgate_enrich_side_shed_total",
 		Help: "Indexed exchanges the full side lane left unacknowledged, for redelivery.",
 	})
+	e.released = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "memgate_enrich_side_released_total",
+		Help: "Indexed exchanges the side lane let go unacknowledged, for redelivery, having held them past half of the reclaim time: another process may have reclaimed them.",
+	})
 	if len(e.opts.Side) > 0 {
 		e.side = newSideLane(e.opts.SidePending, 4*e.opts.SidePending)
 	}
@@ -242,6 +254,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 		Name: "memgate_enrich_side_pending",
 		Help: "Indexed exchanges this process holds for its side lane (side-model hooks): waiting or in a round.",
 	}, func() float64 { return float64(e.side.pending()) })
+	e.clock = time.Now
 	e.leaseTTL = max(4*e.opts.Block, 5*time.Second)
 	e.holder = holderToken(e.opts.Consumer)
 	e.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -261,7 +274,7 @@ func NewEnricher(q record.Queue, hooks []record.Hook, logger *slog.Logger, opts 
 
 // Collectors returns the Enricher's metrics for the caller to register.
 func (e *Enricher) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog, e.indexLag, e.sidePending, e.shed}
+	return []prometheus.Collector{e.enriched, e.coalesced, e.poison, e.failures, e.lag, e.backlog, e.indexLag, e.sidePending, e.shed, e.released}
 }
 
 // Run enriches until ctx is cancelled, then returns nil. Each hook runs
@@ -410,7 +423,7 @@ func (e *Enricher) round(ctx context.Context, ds []memory.Delivery, deferred []c
 func (e *Enricher) roundOf(ctx context.Context, ds []memory.Delivery, deferred []claimed, hooks []record.Hook) (waited time.Duration) {
 	defer e.keepLease(ctx)()
 	var acks []string
-	now := time.Now()
+	now := e.clock()
 	all := deferred
 	for _, d := range ds {
 		en, err := record.DecodeEnrichment(d.Payload)

@@ -27,7 +27,8 @@ import (
 type sideLane struct {
 	max int
 	// indexed remembers the entries the index lane was done with and
-	// the side lane let go unacknowledged (shed, fenced, stopped), so
+	// the side lane let go unacknowledged (shed, released, fenced,
+	// stopped), so
 	// that their redelivery goes to the side lane without being indexed
 	// again by this process.
 	indexed seen.Set
@@ -163,7 +164,7 @@ func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited
 	defer e.keepLease(ctx)()
 	var acks []string
 	var fresh, again []claimed
-	now := time.Now()
+	now := e.clock()
 	for _, d := range ds {
 		if e.side.holds(d.ID) {
 			continue
@@ -216,8 +217,10 @@ func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited
 
 // runSide runs the side lane until ctx ends: rounds (roundOf) of the side
 // hooks over what the index lane handed over, paced as Run's rounds are,
-// each acknowledging what it is done with. What waits for it when ctx
-// ends is left unacknowledged, redelivered to the next run.
+// each acknowledging what it is done with; what it held past half of
+// StaleAfter it lets go first, unacknowledged (releaseStale). What waits
+// for it when ctx ends is left unacknowledged, redelivered to the next
+// run.
 func (e *Enricher) runSide(ctx context.Context) {
 	var next time.Time
 	for ctx.Err() == nil {
@@ -240,6 +243,9 @@ func (e *Enricher) runSide(ctx context.Context) {
 		if batch = e.dropErased(ctx, batch); len(batch) == 0 {
 			continue
 		}
+		if batch = e.releaseStale(batch); len(batch) == 0 {
+			continue
+		}
 		start := time.Now()
 		waited := e.roundOf(ctx, nil, batch, e.opts.Side)
 		// What the round kept (admit) stays held; the rest is done with:
@@ -248,6 +254,59 @@ func (e *Enricher) runSide(ctx context.Context) {
 		e.side.letGo(notIn(batch, e.deferred))
 		next = start.Add(max(e.opts.Interval, time.Duration(float64(time.Since(start)-waited)/e.opts.Share)))
 	}
+}
+
+// releaseStale returns batch without the entries held for half of
+// StaleAfter or more (since claimed.since, when this enricher claimed
+// them), which it lets go unacknowledged, counted
+// (memgate_enrich_side_released_total), before any side work starts on
+// them: the side lane never starts paid side-model work for an entry
+// this process may no longer own.
+//
+// An entry waits in the side lane (a full lane behind a slow side model)
+// while its claim ages in the queue. Past StaleAfter, another process
+// sharing the queue (gateways and workers on one Redis stream; on SQLite,
+// the process that takes the outbox's lease over) reclaims it, indexes it
+// and runs its side hooks; if this process then ran them too, the side
+// model would be paid twice for it. Half of StaleAfter leaves the round
+// that starts now the other half, less its lease round trip, before
+// anyone can reclaim: from there its conversations' leases
+// (EnrichOptions.Conversations) keep another process's side lane off
+// them while the round runs (on SQLite, the outbox's lease keeps every
+// other process from claiming). A released entry is not lost: left claimed
+// and unacknowledged, it is redelivered once stale — to this process,
+// which hands it to the side lane again without indexing it again
+// (sideLane.indexed), or to another, which enriches it once.
+//
+// Released rather than kept: renewing the claims of the entries waiting
+// (XCLAIM to self, a newer claimed_at) would let a process whose side
+// lane hangs hold them for as long as it lives; asking the queue before
+// each round whether this consumer still holds each entry would cost a
+// round trip per round and a method of every queue. The age is known
+// here for nothing and bounds the same thing: no process reclaims an
+// entry within StaleAfter of its claim. An entry that waits that long
+// finds the lane backed up, so its side work would wait anyway: a
+// release costs it StaleAfter more of waiting and its redelivery (and,
+// when another process reclaims it, an indexing there), never a second
+// side-model call.
+func (e *Enricher) releaseStale(batch []claimed) []claimed {
+	limit := e.opts.StaleAfter / 2
+	now := e.clock()
+	var keep, stale []claimed
+	for _, c := range batch {
+		if now.Sub(c.since) >= limit {
+			stale = append(stale, c)
+			continue
+		}
+		keep = append(keep, c)
+	}
+	if len(stale) > 0 {
+		e.side.letGo(stale)
+		e.released.Add(float64(len(stale)))
+		e.logger.Warn("enricher's side lane releases exchanges that waited past half of the reclaim time; they are left for redelivery",
+			"exchanges", len(stale), "stale_after", e.opts.StaleAfter)
+	}
+	return keep
 }
 
 // dropErased returns batch without the entries of users erased at or
