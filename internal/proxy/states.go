@@ -149,6 +149,8 @@ func stateNoun(k memory.StateKind) string {
 		return "conversation"
 	case memory.StateItem:
 		return "input item"
+	case memory.StateContainer:
+		return "container"
 	}
 	return "previous response"
 }
@@ -175,6 +177,9 @@ func unknownState(s memory.ProviderState) *apierr.Error {
 	case memory.StateConversation:
 		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "conversation",
 			Message: fmt.Sprintf("Conversation with id '%s' not found.", s.ID)}
+	case memory.StateContainer:
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "tools",
+			Message: fmt.Sprintf("Container with id '%s' not found.", s.ID)}
 	}
 	return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.TypeInvalidRequest, Param: "previous_response_id",
 		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
@@ -238,7 +243,8 @@ func (p *Proxy) newBind(x *server.Exchange, id memory.Identity, kind memory.Stat
 }
 
 // states are the states c names: its own id, of b's kind (unless b binds
-// items only), and its items' ids.
+// items only), its items' ids and the containers they ran in (which the
+// provider keeps whether or not it keeps the response).
 func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 	var out []memory.ProviderState
 	if c.ID != "" && !b.items {
@@ -246,6 +252,9 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 	}
 	for _, id := range c.Items {
 		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+	}
+	for _, id := range c.Containers {
+		out = append(out, memory.ProviderState{Kind: memory.StateContainer, ID: id})
 	}
 	return out
 }
