@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
@@ -74,6 +76,93 @@ func TestStatesContainersBound(t *testing.T) {
 				}
 				if up.Calls() != before {
 					t.Errorf("%s naming container %s reached the upstream", tt.user, tt.id)
+				}
+			}
+		})
+	}
+}
+
+// anthropicContainerReply is a Messages reply whose code execution ran
+// in the container container_bob, which the provider made for it.
+const anthropicContainerReply = `{"id":"msg_ce","type":"message","role":"assistant","model":"claude-sonnet-4-5",` +
+	`"content":[{"type":"text","text":"1"}],"stop_reason":"end_turn","stop_sequence":null,` +
+	`"container":{"id":"container_bob","expires_at":"2026-12-02T15:00:00Z"},"usage":{"input_tokens":1,"output_tokens":1}}`
+
+// anthropicContainerStream is anthropicContainerReply streamed: the
+// container comes in the message_delta event.
+const anthropicContainerStream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_ce\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"container\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n" +
+	"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+	"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"1\"}}\n\n" +
+	"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null,\"container\":{\"id\":\"container_bob\",\"expires_at\":\"2026-12-02T15:00:00Z\"}},\"usage\":{\"output_tokens\":1}}\n\n" +
+	"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+
+// TestStatesAnthropicContainersBound: with gateway keys and the
+// operator's Anthropic key, the container a Messages reply's code
+// execution ran in (its container.id, whole or in a stream's events) is
+// bound to the caller, and a request naming a container (container: an
+// id, or an object's id) goes upstream only when it is the caller's, as
+// on the Responses API: the provider would run another tenant's
+// container, its files in reach. A container object giving a member
+// twice is refused.
+func TestStatesAnthropicContainersBound(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = w.Write([]byte(anthropicContainerStream))
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(anthropicContainerReply))
+			}))
+			up := upstreamtest.New(t, mux)
+			states := newFakeStates()
+			keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+			g := mustGateway(t, up, func(c *gatewayConfig) {
+				c.Upstream.Anthropic.BaseURL = up.URL()
+				c.Upstream.Anthropic.APIKey = "sk-ant-operator"
+				c.StateRetention = time.Hour
+			}, Deps{Resolver: identity.New(keys), States: states})
+			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
+			first := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Run it."}],` +
+				`"tools":[{"type":"code_execution_20250825","name":"code_execution"}],"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `}`
+			if resp, b := g.post(t, "/v1/messages", first, h); resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			states.mu.Lock()
+			owner := states.owner[memory.ProviderState{Kind: memory.StateContainer, ID: "container_bob"}]
+			states.mu.Unlock()
+			if owner != "a/bob" {
+				t.Fatalf("container container_bob bound to %q, want a/bob (bindings %v)", owner, states.owner)
+			}
+			named := `{"model":"claude-sonnet-4-5","max_tokens":64,"container":"container_bob","messages":[{"role":"user","content":"Again."}]}`
+			object := strings.Replace(named, `"container_bob"`, `{"id":"container_bob"}`, 1)
+			for _, body := range []string{named, object} {
+				if resp, b := g.post(t, "/v1/messages", body, h); resp.StatusCode != http.StatusOK {
+					t.Errorf("the owner naming its container: %d %s", resp.StatusCode, b)
+				}
+			}
+			for _, tt := range []struct {
+				user, body string
+				status     int
+				want       string
+			}{
+				{"eve", named, http.StatusNotFound, "Container with id 'container_bob' not found."},
+				{"eve", object, http.StatusNotFound, "Container with id 'container_bob' not found."},
+				{"eve", strings.Replace(named, "container_bob", "container_never", 1), http.StatusNotFound, "Container with id 'container_never' not found."},
+				{"bob", strings.Replace(object, `{"id":"container_bob"}`, `{"id":"container_eve","id":"container_bob"}`, 1), http.StatusBadRequest, `the key \"id\"`},
+			} {
+				h["X-Memory-User"] = tt.user
+				before := up.Calls()
+				resp, b := g.post(t, "/v1/messages", tt.body, h)
+				if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) || !strings.Contains(string(b), `"type":"error"`) {
+					t.Errorf("%s: %s: %d %s", tt.user, tt.body, resp.StatusCode, b)
+				}
+				if up.Calls() != before {
+					t.Errorf("%s: %s reached the upstream", tt.user, tt.body)
 				}
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -221,6 +222,9 @@ type stateBind struct {
 	// ids; its own id is not read, and a reply naming none binds
 	// nothing.
 	items bool
+	// container: the reply is a Messages reply, of which only the
+	// container it ran in is bound (attachContainer).
+	container bool
 	// created is set once the reply's own id was bound (or given up
 	// on); done once its items were too: nothing more is read. named is
 	// set once a reply read as it is relayed (CreatedReader) gave its id.
@@ -233,6 +237,14 @@ type stateBind struct {
 func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
 	b := p.newBind(x, id, memory.StateItem, time.Now())
 	b.items = true
+	return b
+}
+
+// containerBind returns the binding to id's tenant and user of the
+// container a Messages reply to the request of x names.
+func (p *Proxy) containerBind(x *server.Exchange, id memory.Identity) *stateBind {
+	b := p.newBind(x, id, memory.StateContainer, time.Now())
+	b.items, b.container = true, true
 	return b
 }
 
@@ -276,6 +288,9 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 // binding of items reads a whole reply's output or list items
 // (responses.ItemsFromJSON) and a stream's output items.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
+	if b.container {
+		return b.attachContainer(ctx, resp)
+	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		body := &stateBody{ReadCloser: resp.Body, b: b}
 		body.scan = responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
@@ -324,6 +339,48 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	return nil
 }
 
+// attachContainer binds the container a Messages reply names before the
+// client reads it: a whole JSON reply is read here, up to
+// maxCaptureBytes (a larger one binds nothing: its container cannot be
+// named again); an event stream of any length is read event by event as
+// it is relayed (anthropic.ContainerStream), the container bound before
+// the read that completes the event naming it returns.
+func (b *stateBind) attachContainer(ctx context.Context, resp *http.Response) error {
+	container := func(id string) []memory.ProviderState {
+		return []memory.ProviderState{{Kind: memory.StateContainer, ID: id}}
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		body := &stateBody{ReadCloser: resp.Body, b: b}
+		body.scan = anthropic.NewContainerStream(maxCaptureBytes, func(id string, final bool) {
+			body.final = body.final || final
+			if id != "" {
+				body.found = append(body.found, container(id)...)
+			}
+		})
+		body.bind = func() { b.bind(ctx, body.found) }
+		resp.Body = body
+		return nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
+	if err != nil {
+		return fmt.Errorf("read upstream reply: %w", err)
+	}
+	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	b.created, b.done = true, true
+	if len(buf) > maxCaptureBytes {
+		b.failed(ctx, errors.New("the reply is too large to read its container"))
+		return nil
+	}
+	id, err := anthropic.ContainerFromJSON(buf)
+	switch {
+	case err != nil:
+		b.failed(ctx, err)
+	case id != "":
+		b.bind(ctx, container(id))
+	}
+	return nil
+}
+
 // bind records that sts belong to the request's tenant and user,
 // detached from the client (a hang-up does not undo it).
 func (b *stateBind) bind(ctx context.Context, sts []memory.ProviderState) {
@@ -357,7 +414,7 @@ func (b *stateBind) failed(ctx context.Context, err error) {
 type stateBody struct {
 	io.ReadCloser
 	b     *stateBind
-	scan  *responses.CreatedStream
+	scan  io.Writer              // a responses.CreatedStream, an anthropic.ContainerStream
 	found []memory.ProviderState // named by the events of this read
 	final bool                   // the terminal event was read
 	bind  func()                 // binds found
