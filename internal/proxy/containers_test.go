@@ -23,6 +23,32 @@ const containerStream = "event: response.created\ndata: {\"type\":\"response.cre
 	"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"id\":\"ci_1\",\"type\":\"code_interpreter_call\",\"status\":\"in_progress\",\"code\":\"\",\"container_id\":\"cntr_bob\"}}\n\n" +
 	"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":" + containerReply + "}\n\n"
 
+// replyUpstream is a fake upstream answering pattern's requests with
+// whole, or with the event stream streamed.
+func replyUpstream(t *testing.T, pattern, whole, streamed string, stream bool) *upstreamtest.Server {
+	mux := http.NewServeMux()
+	mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte(streamed))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(whole))
+	}))
+	return upstreamtest.New(t, mux)
+}
+
+// mustOwn stops the test unless st is bound to owner ("tenant/user").
+func mustOwn(t *testing.T, states *fakeStates, st memory.ProviderState, owner string) {
+	t.Helper()
+	states.mu.Lock()
+	defer states.mu.Unlock()
+	if got := states.owner[st]; got != owner {
+		t.Fatalf("%v bound to %q, want %s (bindings %v)", st, got, owner, states.owner)
+	}
+}
+
 // TestStatesContainersBound: with a shared upstream key, the container a
 // reply's code interpreter ran in (its items' container_id) is bound to
 // the caller, and a request whose code interpreter tool names a container
@@ -33,17 +59,7 @@ const containerStream = "event: response.created\ndata: {\"type\":\"response.cre
 func TestStatesContainersBound(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
-			mux := http.NewServeMux()
-			mux.Handle("POST /v1/responses", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if stream {
-					w.Header().Set("Content-Type", "text/event-stream")
-					_, _ = w.Write([]byte(containerStream))
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(containerReply))
-			}))
-			up := upstreamtest.New(t, mux)
+			up := replyUpstream(t, "POST /v1/responses", containerReply, containerStream, stream)
 			states := newFakeStates()
 			g := sharedGateway(t, up, states)
 			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
@@ -52,12 +68,7 @@ func TestStatesContainersBound(t *testing.T) {
 			if resp, b := g.post(t, "/v1/responses", auto, h); resp.StatusCode != http.StatusOK {
 				t.Fatalf("%d %s", resp.StatusCode, b)
 			}
-			states.mu.Lock()
-			owner := states.owner[memory.ProviderState{Kind: memory.StateContainer, ID: "cntr_bob"}]
-			states.mu.Unlock()
-			if owner != "a/bob" {
-				t.Fatalf("container cntr_bob bound to %q, want a/bob (bindings %v)", owner, states.owner)
-			}
+			mustOwn(t, states, memory.ProviderState{Kind: memory.StateContainer, ID: "cntr_bob"}, "a/bob")
 			named := `{"model":"gpt-4.1","input":"Again.","tools":[{"type":"code_interpreter","container":"cntr_bob"}]}`
 			if resp, b := g.post(t, "/v1/responses", named, h); resp.StatusCode != http.StatusOK {
 				t.Errorf("the owner naming its container: %d %s", resp.StatusCode, b)
@@ -108,17 +119,7 @@ const anthropicContainerStream = "event: message_start\ndata: {\"type\":\"messag
 func TestStatesAnthropicContainersBound(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
-			mux := http.NewServeMux()
-			mux.Handle("POST /v1/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if stream {
-					w.Header().Set("Content-Type", "text/event-stream")
-					_, _ = w.Write([]byte(anthropicContainerStream))
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(anthropicContainerReply))
-			}))
-			up := upstreamtest.New(t, mux)
+			up := replyUpstream(t, "POST /v1/messages", anthropicContainerReply, anthropicContainerStream, stream)
 			states := newFakeStates()
 			keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
 			g := mustGateway(t, up, func(c *gatewayConfig) {
@@ -132,12 +133,7 @@ func TestStatesAnthropicContainersBound(t *testing.T) {
 			if resp, b := g.post(t, "/v1/messages", first, h); resp.StatusCode != http.StatusOK {
 				t.Fatalf("%d %s", resp.StatusCode, b)
 			}
-			states.mu.Lock()
-			owner := states.owner[memory.ProviderState{Kind: memory.StateContainer, ID: "container_bob"}]
-			states.mu.Unlock()
-			if owner != "a/bob" {
-				t.Fatalf("container container_bob bound to %q, want a/bob (bindings %v)", owner, states.owner)
-			}
+			mustOwn(t, states, memory.ProviderState{Kind: memory.StateContainer, ID: "container_bob"}, "a/bob")
 			named := `{"model":"claude-sonnet-4-5","max_tokens":64,"container":"container_bob","messages":[{"role":"user","content":"Again."}]}`
 			object := strings.Replace(named, `"container_bob"`, `{"id":"container_bob"}`, 1)
 			for _, body := range []string{named, object} {

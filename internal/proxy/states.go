@@ -291,15 +291,13 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	if b.container {
 		return b.attachContainer(ctx, resp)
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		body := &stateBody{ReadCloser: resp.Body, b: b}
-		body.scan = responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
-			b.created = b.created || c.ID != ""
-			body.final = body.final || final
-			body.found = append(body.found, b.states(c)...)
+	if eventStream(resp) {
+		b.scanStream(ctx, resp, func(found func([]memory.ProviderState, bool)) io.Writer {
+			return responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
+				b.created = b.created || c.ID != ""
+				found(b.states(c), final)
+			})
 		})
-		body.bind = func() { b.bind(ctx, body.found) }
-		resp.Body = body
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
@@ -349,16 +347,16 @@ func (b *stateBind) attachContainer(ctx context.Context, resp *http.Response) er
 	container := func(id string) []memory.ProviderState {
 		return []memory.ProviderState{{Kind: memory.StateContainer, ID: id}}
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		body := &stateBody{ReadCloser: resp.Body, b: b}
-		body.scan = anthropic.NewContainerStream(maxCaptureBytes, func(id string, final bool) {
-			body.final = body.final || final
-			if id != "" {
-				body.found = append(body.found, container(id)...)
-			}
+	if eventStream(resp) {
+		b.scanStream(ctx, resp, func(found func([]memory.ProviderState, bool)) io.Writer {
+			return anthropic.NewContainerStream(maxCaptureBytes, func(id string, final bool) {
+				if id == "" {
+					found(nil, final)
+					return
+				}
+				found(container(id), final)
+			})
 		})
-		body.bind = func() { b.bind(ctx, body.found) }
-		resp.Body = body
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
@@ -379,6 +377,27 @@ func (b *stateBind) attachContainer(ctx context.Context, resp *http.Response) er
 		b.bind(ctx, container(id))
 	}
 	return nil
+}
+
+// eventStream reports whether resp's body is an event stream.
+func eventStream(resp *http.Response) bool {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return ct == "text/event-stream"
+}
+
+// scanStream relays resp's event stream through the scanner newScan makes
+// (a responses.CreatedStream, an anthropic.ContainerStream) over found,
+// which the scanner calls with the states an event names, and final for
+// the terminal one: the states the events a read completes name are bound
+// before it returns.
+func (b *stateBind) scanStream(ctx context.Context, resp *http.Response, newScan func(found func([]memory.ProviderState, bool)) io.Writer) {
+	body := &stateBody{ReadCloser: resp.Body, b: b}
+	body.scan = newScan(func(sts []memory.ProviderState, final bool) {
+		body.final = body.final || final
+		body.found = append(body.found, sts...)
+	})
+	body.bind = func() { b.bind(ctx, body.found) }
+	resp.Body = body
 }
 
 // bind records that sts belong to the request's tenant and user,
