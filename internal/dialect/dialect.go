@@ -73,8 +73,9 @@ type Request struct {
 	// input items named by id): memory is injected, stored turns are not.
 	NoRecent bool
 	// States are the provider states the request names (Responses API:
-	// previous_response_id, conversation), which the provider resolves
-	// with the key the request goes upstream with.
+	// previous_response_id, conversation, items by id, the containers its
+	// tools name; Messages API: its container), which the provider
+	// resolves with the key the request goes upstream with.
 	States []memory.ProviderState
 	// CarriedIDs are the ids a Responses body's input items give beside
 	// their content (responses.Request.CarriedIDs): the provider reads
@@ -92,8 +93,10 @@ type Request struct {
 	// (responses.RepeatedMember): States hold what memgate reads of it,
 	// and the provider may read the other value; or for instructions
 	// given as items (responses.Request.InstructionItems), whose
-	// references and ids are not among States and CarriedIDs. Where
-	// States are checked, the request is refused with it.
+	// references and ids are not among States and CarriedIDs; or for a
+	// Messages body naming a container that gives a member twice, or
+	// whose container object does. Where States are checked, the request
+	// is refused with it.
 	AmbiguousStates *apierr.Error
 	// Stateless is true when the provider keeps nothing the reply creates
 	// (Responses store: false), so no later request can name the
@@ -150,8 +153,13 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 		if err != nil {
 			return nil, invalid(err)
 		}
+		var repeated *apierr.Error
+		if param, key := r.Repeated(); key != "" {
+			repeated = apierr.RepeatedKey(param, key)
+		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: r.User, Stream: r.Stream, MaxTokens: r.MaxTokens,
-			Messages: r.Messages, NoTools: r.NoTools, Thinking: r.Thinking, render: r.Render, messages: r}, nil
+			Messages: r.Messages, NoTools: r.NoTools, Thinking: r.Thinking, States: r.States(), AmbiguousStates: repeated,
+			render: r.Render, messages: r}, nil
 	case Responses:
 		r, err := responses.ParseRequest(raw)
 		if err != nil {

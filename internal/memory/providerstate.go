@@ -17,6 +17,11 @@ const (
 	// reasoning item, a tool call), which a later request may name by id
 	// alone (item_reference).
 	StateItem StateKind = "item"
+	// StateContainer is a container a provider runs tools' code in (the
+	// Responses API's code interpreter), which holds the files earlier
+	// runs uploaded and wrote; a later request may name it by id
+	// (tools[].container) to run in it again.
+	StateContainer StateKind = "container"
 )
 
 // ProviderState is state a provider keeps for a client between requests —

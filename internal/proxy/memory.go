@@ -203,6 +203,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			// following item is paired with it by id), which stay
 			// the caller's to send (dropForeignIDs).
 			f.bind = p.itemsBind(x, id)
+		case shared && a.name == dialect.Messages:
+			// The container its code execution ran in.
+			f.bind = p.containerBind(x, id)
 		}
 		out := req.Raw
 		// A Responses request may hold nothing memory can read (only item

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/apierr"
+	"github.com/memgate/memgate/internal/dialect/anthropic"
 	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
@@ -149,6 +150,8 @@ func stateNoun(k memory.StateKind) string {
 		return "conversation"
 	case memory.StateItem:
 		return "input item"
+	case memory.StateContainer:
+		return "container"
 	}
 	return "previous response"
 }
@@ -175,6 +178,9 @@ func unknownState(s memory.ProviderState) *apierr.Error {
 	case memory.StateConversation:
 		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "conversation",
 			Message: fmt.Sprintf("Conversation with id '%s' not found.", s.ID)}
+	case memory.StateContainer:
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "tools",
+			Message: fmt.Sprintf("Container with id '%s' not found.", s.ID)}
 	}
 	return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.TypeInvalidRequest, Param: "previous_response_id",
 		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
@@ -216,6 +222,9 @@ type stateBind struct {
 	// ids; its own id is not read, and a reply naming none binds
 	// nothing.
 	items bool
+	// container: the reply is a Messages reply, of which only the
+	// container it ran in is bound (attachContainer).
+	container bool
 	// created is set once the reply's own id was bound (or given up
 	// on); done once its items were too: nothing more is read. named is
 	// set once a reply read as it is relayed (CreatedReader) gave its id.
@@ -231,6 +240,14 @@ func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
 	return b
 }
 
+// containerBind returns the binding to id's tenant and user of the
+// container a Messages reply to the request of x names.
+func (p *Proxy) containerBind(x *server.Exchange, id memory.Identity) *stateBind {
+	b := p.newBind(x, id, memory.StateContainer, time.Now())
+	b.items, b.container = true, true
+	return b
+}
+
 // newBind returns the binding to id's tenant and user of the state of
 // kind a reply to the request of x, arrived at at, creates.
 func (p *Proxy) newBind(x *server.Exchange, id memory.Identity, kind memory.StateKind, at time.Time) *stateBind {
@@ -238,7 +255,8 @@ func (p *Proxy) newBind(x *server.Exchange, id memory.Identity, kind memory.Stat
 }
 
 // states are the states c names: its own id, of b's kind (unless b binds
-// items only), and its items' ids.
+// items only), its items' ids and the containers they ran in (which the
+// provider keeps whether or not it keeps the response).
 func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 	var out []memory.ProviderState
 	if c.ID != "" && !b.items {
@@ -246,6 +264,9 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 	}
 	for _, id := range c.Items {
 		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
+	}
+	for _, id := range c.Containers {
+		out = append(out, memory.ProviderState{Kind: memory.StateContainer, ID: id})
 	}
 	return out
 }
@@ -267,15 +288,16 @@ func (b *stateBind) states(c responses.Created) []memory.ProviderState {
 // binding of items reads a whole reply's output or list items
 // (responses.ItemsFromJSON) and a stream's output items.
 func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		body := &stateBody{ReadCloser: resp.Body, b: b}
-		body.scan = responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
-			b.created = b.created || c.ID != ""
-			body.final = body.final || final
-			body.found = append(body.found, b.states(c)...)
+	if b.container {
+		return b.attachContainer(ctx, resp)
+	}
+	if eventStream(resp) {
+		b.scanStream(ctx, resp, func(found func([]memory.ProviderState, bool)) io.Writer {
+			return responses.NewCreatedStream(maxCaptureBytes, func(c responses.Created, final bool) {
+				b.created = b.created || c.ID != ""
+				found(b.states(c), final)
+			})
 		})
-		body.bind = func() { b.bind(ctx, body.found) }
-		resp.Body = body
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
@@ -315,6 +337,69 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	return nil
 }
 
+// attachContainer binds the container a Messages reply names before the
+// client reads it: a whole JSON reply is read here, up to
+// maxCaptureBytes (a larger one binds nothing: its container cannot be
+// named again); an event stream of any length is read event by event as
+// it is relayed (anthropic.ContainerStream), the container bound before
+// the read that completes the event naming it returns.
+func (b *stateBind) attachContainer(ctx context.Context, resp *http.Response) error {
+	container := func(id string) []memory.ProviderState {
+		return []memory.ProviderState{{Kind: memory.StateContainer, ID: id}}
+	}
+	if eventStream(resp) {
+		b.scanStream(ctx, resp, func(found func([]memory.ProviderState, bool)) io.Writer {
+			return anthropic.NewContainerStream(maxCaptureBytes, func(id string, final bool) {
+				if id == "" {
+					found(nil, final)
+					return
+				}
+				found(container(id), final)
+			})
+		})
+		return nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
+	if err != nil {
+		return fmt.Errorf("read upstream reply: %w", err)
+	}
+	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	b.created, b.done = true, true
+	if len(buf) > maxCaptureBytes {
+		b.failed(ctx, errors.New("the reply is too large to read its container"))
+		return nil
+	}
+	id, err := anthropic.ContainerFromJSON(buf)
+	switch {
+	case err != nil:
+		b.failed(ctx, err)
+	case id != "":
+		b.bind(ctx, container(id))
+	}
+	return nil
+}
+
+// eventStream reports whether resp's body is an event stream.
+func eventStream(resp *http.Response) bool {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return ct == "text/event-stream"
+}
+
+// scanStream relays resp's event stream through the scanner newScan makes
+// (a responses.CreatedStream, an anthropic.ContainerStream) over found,
+// which the scanner calls with the states an event names, and final for
+// the terminal one: the states the events a read completes name are bound
+// before it returns.
+func (b *stateBind) scanStream(ctx context.Context, resp *http.Response, newScan func(found func([]memory.ProviderState, bool)) io.Writer) {
+	body := &stateBody{ReadCloser: resp.Body, b: b}
+	body.scan = newScan(func(sts []memory.ProviderState, final bool) {
+		body.final = body.final || final
+		body.found = append(body.found, sts...)
+	})
+	body.bind = func() { b.bind(ctx, body.found) }
+	resp.Body = body
+}
+
 // bind records that sts belong to the request's tenant and user,
 // detached from the client (a hang-up does not undo it).
 func (b *stateBind) bind(ctx context.Context, sts []memory.ProviderState) {
@@ -348,7 +433,7 @@ func (b *stateBind) failed(ctx context.Context, err error) {
 type stateBody struct {
 	io.ReadCloser
 	b     *stateBind
-	scan  *responses.CreatedStream
+	scan  io.Writer              // a responses.CreatedStream, an anthropic.ContainerStream
 	found []memory.ProviderState // named by the events of this read
 	final bool                   // the terminal event was read
 	bind  func()                 // binds found

@@ -276,7 +276,7 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 	for _, st := range []memory.ProviderState{{Kind: memory.StateItem, ID: "msg_alice"}, {Kind: memory.StateConversation, ID: "conv_alice"}} {
 		states.owner[st] = "a/alice"
 	}
-	for _, st := range []memory.ProviderState{{Kind: memory.StateItem, ID: "msg_bob"}, {Kind: memory.StateConversation, ID: "conv_bob"}} {
+	for _, st := range []memory.ProviderState{{Kind: memory.StateItem, ID: "msg_bob"}, {Kind: memory.StateConversation, ID: "conv_bob"}, {Kind: memory.StateContainer, ID: "cntr_bob"}} {
 		states.owner[st] = "a/bob"
 	}
 	shared := sharedGateway(t, up, states, "POST /v1/conversations")
@@ -288,6 +288,7 @@ func TestStatesRepeatedMemberRefused(t *testing.T) {
 			`{"type":"item_reference","type":"message","role":"user","content":"hi","id":"msg_alice"}]}`, "input[1]", "type"},
 		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","conversation":{"id":"conv_alice","id":"conv_bob"}}`, "conversation", "id"},
 		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","conversation":"conv_alice","conversation":"conv_bob"}`, "", "conversation"},
+		{"/v1/responses", `{"model":"gpt-4.1","input":"hi","tools":[{"type":"code_interpreter","container":"cntr_alice","container":"cntr_bob"}]}`, "tools[0]", "container"},
 		{"/v1/conversations", `{"items":[{"type":"item_reference","id":"msg_alice","id":"msg_bob"}]}`, "items[0]", "id"},
 		{"/v1/conversations", `{"items":[{"type":"item_reference","id":"msg_alice"}],"items":[]}`, "", "items"},
 	} {

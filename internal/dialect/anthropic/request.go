@@ -48,6 +48,12 @@ type Request struct {
 	// thinkingOff is set by Render when it turned the client's thinking
 	// off (ThinkingDisabled).
 	thinkingOff bool
+	// container is the id of the container the body names, when
+	// namesContainer; containerRepeated the first member its container
+	// object gives twice (readContainer).
+	container         string
+	namesContainer    bool
+	containerRepeated string
 }
 
 // ParseRequest reads a Messages API request body. It fails with a
@@ -82,6 +88,7 @@ func ParseRequest(b []byte) (*Request, error) {
 		}
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
+	r.readContainer()
 	if obj.Has("thinking") {
 		var th struct {
 			Type string `json:"type"`

@@ -12,11 +12,27 @@ import (
 )
 
 // Created is what a reply created at the provider: its own id (a
-// response's, or a conversation's of the Conversations API) and the ids
-// of a response's output items, which later requests may name.
+// response's, or a conversation's of the Conversations API), the ids
+// of a response's output items, which later requests may name, and the
+// containers its items ran in (a code interpreter call's container_id),
+// which a later request's tool may name to run in again.
 type Created struct {
-	ID    string
-	Items []string
+	ID         string
+	Items      []string
+	Containers []string
+}
+
+// names reports whether c names anything.
+func (c Created) names() bool { return c.ID != "" || len(c.Items) > 0 || len(c.Containers) > 0 }
+
+// add adds the ids an item gives: its own and its container's.
+func (c *Created) add(it itemID) {
+	if it.ID != "" {
+		c.Items = append(c.Items, it.ID)
+	}
+	if it.ContainerID != "" {
+		c.Containers = append(c.Containers, it.ContainerID)
+	}
 }
 
 // createdJSON is the part of a reply, or of a stream event's response,
@@ -28,9 +44,10 @@ type createdJSON struct {
 	Data   itemList `json:"data"`
 }
 
-// itemID is the part of an item naming it.
+// itemID is the part of an item naming it and the container it ran in.
 type itemID struct {
-	ID string `json:"id"`
+	ID          string `json:"id"`
+	ContainerID string `json:"container_id"`
 }
 
 // itemList is a member listing items. A member of that name that is not
@@ -49,14 +66,13 @@ func (l *itemList) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*[]itemID)(l))
 }
 
-func (c createdJSON) items() []string {
-	var ids []string
+// created is what c names: its id, and its items' ids and containers.
+func (c createdJSON) created() Created {
+	out := Created{ID: c.ID}
 	for _, it := range append(c.Output, c.Data...) {
-		if it.ID != "" {
-			ids = append(ids, it.ID)
-		}
+		out.add(it)
 	}
-	return ids
+	return out
 }
 
 // CreatedFromJSON reads what a whole reply created: its top-level id and
@@ -79,7 +95,7 @@ func ItemsFromJSON(b []byte) (Created, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Created{}, err
 	}
-	return Created{ID: c.ID, Items: c.items()}, nil
+	return c.created(), nil
 }
 
 // terminalEvents end a stream with the response's output.
@@ -160,8 +176,8 @@ func (s *CreatedStream) event(ev sse.Event) error {
 		return nil
 	}
 	if e.Item != nil && (e.Type == "response.output_item.added" || e.Type == "response.output_item.done") {
-		if ids := s.unseen([]string{e.Item.ID}); len(ids) > 0 {
-			s.fn(Created{Items: ids}, false)
+		if c := s.unseen(Created{Items: []string{e.Item.ID}, Containers: []string{e.Item.ContainerID}}); c.names() {
+			s.fn(c, false)
 		}
 		return nil
 	}
@@ -173,22 +189,32 @@ func (s *CreatedStream) event(ev sse.Event) error {
 		s.fn(Created{ID: e.Response.ID}, false)
 	}
 	if terminalEvents[e.Type] {
-		s.fn(Created{Items: s.unseen(e.Response.items())}, true)
+		c := e.Response.created()
+		c.ID = ""
+		s.fn(s.unseen(c), true)
 	}
 	return nil
 }
 
-// unseen returns those of ids not handed on yet, remembering them.
-func (s *CreatedStream) unseen(ids []string) []string {
+// unseen returns the items and containers of c not handed on yet,
+// remembering them.
+func (s *CreatedStream) unseen(c Created) Created {
+	return Created{Items: s.unseenOf("i", c.Items), Containers: s.unseenOf("c", c.Containers)}
+}
+
+// unseenOf returns those of ids (of the kind tag) not handed on yet,
+// remembering them.
+func (s *CreatedStream) unseenOf(tag string, ids []string) []string {
 	var out []string
 	for _, id := range ids {
-		if id == "" || s.seen[id] {
+		k := tag + id
+		if id == "" || s.seen[k] {
 			continue
 		}
 		out = append(out, id)
-		if s.seenBytes+len(id) <= maxSeenBytes {
-			s.seen[id] = true
-			s.seenBytes += len(id)
+		if s.seenBytes+len(k) <= maxSeenBytes {
+			s.seen[k] = true
+			s.seenBytes += len(k)
 		}
 	}
 	return out
@@ -303,7 +329,7 @@ func (r *CreatedReader) step() {
 		if err == errReadWhole {
 			r.fn(r.found, true)
 		} else {
-			if r.found.ID != "" || len(r.found.Items) > 0 {
+			if r.found.names() {
 				r.fn(r.found, false) // read whole before what stopped the reading
 			}
 			r.fail(err)
@@ -312,7 +338,7 @@ func (r *CreatedReader) step() {
 		r.safe = math.MaxInt64
 		return
 	}
-	if r.found.ID == "" && len(r.found.Items) == 0 {
+	if !r.found.names() {
 		r.safe = r.dec.InputOffset()
 		return
 	}
@@ -346,9 +372,7 @@ func (r *CreatedReader) next() error {
 			if err := r.dec.Decode(&it); err != nil {
 				return err
 			}
-			if it.ID != "" {
-				r.found.Items = append(r.found.Items, it.ID)
-			}
+			r.found.add(it)
 			return nil
 		}
 		_, err := r.dec.Token() // ]

@@ -316,3 +316,37 @@ func BenchmarkCreatedStream(b *testing.B) {
 		}
 	}
 }
+
+// TestCreatedContainers: the containers a reply's items ran in (a code
+// interpreter call's container_id) are read with the items' ids, from a
+// whole reply, a reply read as it is relayed and a stream (each handed
+// on once, though several events name it).
+func TestCreatedContainers(t *testing.T) {
+	const reply = `{"id":"resp_1","object":"response","output":[` +
+		`{"id":"ci_1","type":"code_interpreter_call","container_id":"cntr_1","code":"print(1)"},` +
+		`{"id":"ci_2","type":"code_interpreter_call","container_id":"cntr_1","code":"print(2)"},` +
+		`{"id":"msg_1","type":"message","content":[]}]}`
+	want := Created{ID: "resp_1", Items: []string{"ci_1", "ci_2", "msg_1"}, Containers: []string{"cntr_1", "cntr_1"}}
+	if c, err := CreatedFromJSON([]byte(reply)); err != nil || !reflect.DeepEqual(c, want) {
+		t.Errorf("CreatedFromJSON = %+v, %v; want %+v", c, err, want)
+	}
+	var relayed Created
+	r := NewCreatedReader(strings.NewReader(reply), 256, 1<<20, func(c Created, final bool) {
+		relayed.Items = append(relayed.Items, c.Items...)
+		relayed.Containers = append(relayed.Containers, c.Containers...)
+	}, func(err error) { t.Errorf("stopped: %v", err) })
+	if _, err := io.ReadAll(r); err != nil || !slices.Equal(relayed.Containers, want.Containers) || !slices.Equal(relayed.Items, want.Items) {
+		t.Errorf("CreatedReader handed on %+v, %v; want the items and containers of %+v", relayed, err, want)
+	}
+	stream := "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"ci_1\",\"type\":\"code_interpreter_call\",\"container_id\":\"cntr_1\"}}\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"id\":\"ci_1\",\"type\":\"code_interpreter_call\",\"container_id\":\"cntr_1\"}}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":" + reply + "}\n\n"
+	var streamed Created
+	s := NewCreatedStream(1<<20, func(c Created, final bool) {
+		streamed.Items = append(streamed.Items, c.Items...)
+		streamed.Containers = append(streamed.Containers, c.Containers...)
+	})
+	if _, err := s.Write([]byte(stream)); err != nil || !slices.Equal(streamed.Containers, []string{"cntr_1"}) || !slices.Equal(streamed.Items, want.Items) {
+		t.Errorf("CreatedStream handed on %+v, %v; want items %v and container cntr_1 once", streamed, err, want.Items)
+	}
+}

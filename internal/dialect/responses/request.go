@@ -53,6 +53,7 @@ type Request struct {
 	items        []json.RawMessage // the input items (one synthetic item for a string input)
 	inputString  bool
 	itemRefs     []string        // ids of the input items the provider reads by id (reference)
+	containers   []string        // ids of the containers the tools name (readContainers)
 	carried      []carried       // the input items that give an id beside their content (carriesID)
 	required     []RequiredID    // the ids the input's items give that must be checked as sent (requiredIDs)
 	repeated     *RepeatedMember // the first input item or conversation object that gives a member twice
@@ -126,6 +127,9 @@ func parseRequest(b []byte, create bool) (*Request, error) {
 		r.repeat("conversation", repeated)
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
+	if !r.NoTools {
+		r.readContainers(obj.Get("tools"))
+	}
 	if err := r.readInstructions(); err != nil {
 		return nil, err
 	}
@@ -150,10 +154,11 @@ func (r *Request) ProviderHistory() bool { return r.PreviousResponseID != "" || 
 func (r *Request) HeldHistory() bool { return r.ProviderHistory() || r.referenced }
 
 // States are the provider states the request names: the stored response
-// it continues, the conversation it is in, and the stored items its input
+// it continues, the conversation it is in, the stored items its input
 // names by id alone (item references, reasoning items without their
-// encrypted content), each with the id it gives ("" when the member
-// holds none: an id no owner has).
+// encrypted content) and the containers its tools name (readContainers),
+// each with the id it gives ("" when the member holds none: an id no
+// owner has).
 func (r *Request) States() []memory.ProviderState {
 	var out []memory.ProviderState
 	if r.PreviousResponseID != "" {
@@ -165,7 +170,40 @@ func (r *Request) States() []memory.ProviderState {
 	for _, id := range r.itemRefs {
 		out = append(out, memory.ProviderState{Kind: memory.StateItem, ID: id})
 	}
+	for _, id := range r.containers {
+		out = append(out, memory.ProviderState{Kind: memory.StateContainer, ID: id})
+	}
 	return out
+}
+
+// readContainers reads the containers the tools name by id: a tool's
+// container member given as a string (the code interpreter's, naming a
+// container an earlier request's run left, with its files), by its exact
+// name, as the provider reads it. A tool that gives a container and
+// another member twice is recorded (repeat): which value counts would
+// depend on the parser. The other forms ({"type": "auto"}: a new
+// container) name none. The provider refuses tools that are not a list
+// of objects.
+func (r *Request) readContainers(tools json.RawMessage) {
+	var list []json.RawMessage
+	if json.Unmarshal(tools, &list) != nil {
+		return
+	}
+	for i, t := range list {
+		obj, repeated, ok := members(t)
+		if !ok {
+			continue
+		}
+		c, has := obj["container"]
+		if !has {
+			continue
+		}
+		r.repeat("tools["+strconv.Itoa(i)+"]", repeated)
+		var id string
+		if json.Unmarshal(c, &id) == nil {
+			r.containers = append(r.containers, id)
+		}
+	}
 }
 
 // conversationID is the id a conversation member gives: the string, or
