@@ -26,10 +26,10 @@ func TestTitleRequestOnAnotherProcessIsNotATurn(t *testing.T) {
 	h := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": who}
 	said := "I am planning a trip to Kyoto in April with my sister."
 	history := []map[string]any{user(said)}
-	turn := postBody(t, a.URL, h, map[string]any{"model": "gpt-4o-mini", "stream": true, "messages": history})
-	conv := turn.Header.Get("X-Memory-Conversation")
-	id := memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: conv}
-	waitStored(t, a, id, 2)
+	// The chat's first turn, stored in the user's default conversation
+	// until its second derives the chat's.
+	postBody(t, a.URL, h, map[string]any{"model": "gpt-4o-mini", "stream": true, "messages": history})
+	waitStored(t, a, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: memory.DefaultConversation}, 2)
 	history = append(history, assistant("ack: "+said))
 
 	title := map[string]any{"model": "gpt-4o-mini", "stream": false, "max_completion_tokens": 1000,
@@ -44,7 +44,8 @@ func TestTitleRequestOnAnotherProcessIsNotATurn(t *testing.T) {
 	// Nothing of it stored: a later turn of the chat (on B) finds the
 	// user's memory as the first turn left it.
 	history = append(history, user("Which temples should we visit first?"))
-	postBody(t, b.URL, h, map[string]any{"model": "gpt-4o-mini", "messages": history})
+	conv := postBody(t, b.URL, h, map[string]any{"model": "gpt-4o-mini", "messages": history}).Header.Get("X-Memory-Conversation")
+	id := memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: conv}
 	waitStored(t, b, id, 4)
 	list, err := b.mem.store.Conversations(context.Background(), memory.DefaultTenant, who)
 	if err != nil {
