@@ -82,9 +82,9 @@ func TestPrintsKeepTheNewestAndExpire(t *testing.T) {
 	}
 }
 
-// TestPrintsFailWithinTheirDeadline: with Redis unreachable, each call
-// fails (and by its context's deadline), rather than answering nothing.
-func TestPrintsFailWithinTheirDeadline(t *testing.T) {
+// TestPrintsFailWithoutRedis: with Redis unreachable, each call fails,
+// rather than answering that the user has no prints.
+func TestPrintsFailWithoutRedis(t *testing.T) {
 	rdb, err := NewClient("redis://127.0.0.1:1/0")
 	if err != nil {
 		t.Fatal(err)
