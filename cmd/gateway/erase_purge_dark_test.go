@@ -84,7 +84,7 @@ func TestErasureAnswersWhileRedisIsDark(t *testing.T) {
 			// connected engine registers them.
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(m.Capturer.Collectors()...)
-			h, err := newHTTP(cfg, engineFor(m.Core), tracing.Off(), reg, slog.New(slog.DiscardHandler))
+			h, err := newHTTP(cfg, engineFor(m.Core), nil, tracing.Off(), reg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

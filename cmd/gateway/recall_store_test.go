@@ -321,7 +321,7 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mem, err := openMemory(context.Background(), mk(t), counter, slog.New(slog.DiscardHandler))
+			mem, err := openMemory(context.Background(), mk(t), counter, nil, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,11 +15,13 @@ import (
 	"github.com/memgate/memgate/internal/admin"
 	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/engine"
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/mcpserver"
 	"github.com/memgate/memgate/internal/proxy"
 	"github.com/memgate/memgate/internal/savings"
 	"github.com/memgate/memgate/internal/server"
+	"github.com/memgate/memgate/internal/store/redis"
 	"github.com/memgate/memgate/internal/tracing"
 	"github.com/memgate/memgate/internal/ui"
 )
@@ -27,6 +29,13 @@ import (
 // The engine's erasure says how many queued turns it purged (the
 // management API's answer counts them).
 var _ admin.QueueEraser = (*engine.Engine)(nil)
+
+// The Redis prints are the ones the proxy's processes share; the proxy
+// forgets an erased user's (openMemory).
+var (
+	_ proxy.PrintStore = (*redis.Prints)(nil)
+	_ cache.Forgetter  = (*proxy.Proxy)(nil)
+)
 
 // maxLimitedClients bounds the clients the failed-key limiter remembers.
 const maxLimitedClients = 10_000
@@ -55,7 +64,9 @@ type gatewayHTTP struct {
 // newHTTP wires the HTTP side over eng: the server (whose metrics, the Go
 // and process collectors and eng's, reg holds and /metrics serves), the
 // proxy forwarding /v1, the management API, MCP and the web inspector.
-func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *prometheus.Registry, logger *slog.Logger) (*gatewayHTTP, error) {
+// prints are the prints of exchanges the gateway processes share (nil:
+// each process's own; see openPrints).
+func newHTTP(cfg config.Config, eng *engine.Engine, prints *redis.Prints, tr *tracing.Tracing, reg *prometheus.Registry, logger *slog.Logger) (*gatewayHTTP, error) {
 	for _, c := range append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, eng.Collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -91,6 +102,10 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		metricsGuard = server.MetricsKeyGuard(identity.MatchKeys(cfg.AdminKey, sec.MetricsKey), nil)
 	}
 	up, br := cfg.Upstream, cfg.Upstream.Breaker
+	var shared proxy.PrintStore // nil, not a nil *redis.Prints
+	if prints != nil {
+		shared = prints
+	}
 	p, err := proxy.New(proxy.Options{
 		Upstream: proxy.Upstream{BaseURL: up.BaseURL, APIKey: up.APIKey, ConnectTimeout: up.ConnectTimeout.D(), FirstByteTimeout: up.FirstByteTimeout.D(),
 			IdleStreamTimeout: up.IdleStreamTimeout.D(), MaxIdleConns: up.MaxIdleConns, Retries: up.Retries, RetryBaseDelay: up.RetryBaseDelay.D(),
@@ -106,11 +121,14 @@ func newHTTP(cfg config.Config, eng *engine.Engine, tr *tracing.Tracing, reg *pr
 		MaxHistory: cfg.Capture.MaxHistoryMessages,
 		// An app's request about a chat (its title, tags) is no turn of it.
 		SkipTranscripts: cfg.Capture.SkipTranscripts,
+		// The prints other processes share are read as memory is: within
+		// memory.load_timeout, past which the check is this process's.
+		PrintsTimeout: cfg.Memory.LoadTimeout.D(),
 		// With gateway keys and a shared upstream key, stored responses
 		// and conversations stay their creator's this long.
 		StateRetention: sec.ProviderStateRetention.D(),
 	}, proxy.Deps{Resolver: resolver, Preparer: tr.Preparer(rec.Wrap(eng)), Capturer: tr.Capturer(eng), Router: eng, States: eng,
-		Browser: chatGuard, Limiter: limiter, Cache: rec}, logger, reg)
+		Browser: chatGuard, Limiter: limiter, Cache: rec, Prints: shared}, logger, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -148,12 +148,20 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(counter.Collectors()...)
 	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
-	g, err := newHTTP(cfg, eng, tr, reg, logger)
+	// Closed last: the erasures the engine serves or notices reach the
+	// proxy's shared prints until the engine is closed.
+	prints, closePrints, err := openPrints(cfg)
+	if err != nil {
+		return fmt.Errorf("shared prints: %w", err)
+	}
+	defer closePrints()
+	g, err := newHTTP(cfg, eng, prints, tr, reg, logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	if err := eng.Start(ctx, func(ctx context.Context) (*engine.Core, error) {
-		m, err := openMemory(ctx, cfg, counter, logger)
+		// An erasure makes the proxy forget the user's prints too.
+		m, err := openMemory(ctx, cfg, counter, g.proxy, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +250,7 @@ func start(ctx context.Context, getenv func(string) string, logw io.Writer) (con
 	if err != nil {
 		return cfg, nil, nil, fmt.Errorf("tokens: %w", err)
 	}
-	mem, err := openMemory(ctx, cfg, counter, logger)
+	mem, err := openMemory(ctx, cfg, counter, nil, logger)
 	return cfg, logger, mem, err
 }
 

@@ -179,6 +179,24 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
 }
 
+// openPrints opens the prints of users' newest exchanges that the gateway
+// processes share, so that an app's request about a chat is told on any
+// of them (proxy.PrintStore): on the Redis beside PostgreSQL
+// (store.redis_url), over a client of their own, when
+// capture.skip_transcripts is on; else nil (each process's own). close
+// releases the client.
+func openPrints(cfg config.Config) (prints *redis.Prints, close func() error, err error) {
+	sc := cfg.Store
+	if sc.Driver != "postgres" || sc.RedisURL == "" || !cfg.Capture.SkipTranscripts {
+		return nil, func() error { return nil }, nil
+	}
+	rdb, err := redis.NewClient(sc.RedisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return redis.NewPrints(rdb, sc.RedisPrefix), rdb.Close, nil
+}
+
 // memoryLayer is the wired memory core with the wiring's view of it.
 type memoryLayer struct {
 	*engine.Core
@@ -196,10 +214,13 @@ type memoryLayer struct {
 
 // openMemory wires the memory core over the configured store: the
 // after-save hooks (compaction, fact extraction, recall indexing), the
-// budgeted assembler with recall, and the capture pipeline. A store it
+// budgeted assembler with recall, and the capture pipeline. An erasure
+// (served here, or noticed from another process) makes forget forget the
+// user too: what the process keeps of them outside the memory core (the
+// proxy's prints of their exchanges; nil: nothing). A store it
 // cannot open is engine.ErrStoreDown (storeOpenError), except one
 // retrying would not help, which serve refuses.
-func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, logger *slog.Logger) (*memoryLayer, error) {
+func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, forget cache.Forgetter, logger *slog.Logger) (*memoryLayer, error) {
 	b, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, storeOpenError(err)
@@ -210,7 +231,11 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 	// The fact extraction model's answers are kept in memory too, and
 	// an erasure forgets the user's as it forgets their vectors.
 	answers := recall.NewAnswers()
-	cs := withReads(cfg, b.store, cache.Forgetters{b.embeddings, answers})
+	forgets := cache.Forgetters{b.embeddings, answers}
+	if forget != nil {
+		forgets = append(forgets, forget)
+	}
+	cs := withReads(cfg, b.store, forgets)
 	core := &engine.Core{Store: cs, Close: b.close, EnrichInProcess: !b.durable, QueueUnreachable: b.queueUnreachable,
 		Collectors: slices.Concat(b.store.Collectors(), cs.reads.Collectors(), b.embeddings.Collectors(), b.collectors)}
 	if b.erasures != nil {

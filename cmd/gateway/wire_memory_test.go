@@ -75,7 +75,7 @@ func newTestHTTP(cfg config.Config, core *engine.Core, tr *tracing.Tracing, logg
 	if tr == nil {
 		tr = tracing.Off()
 	}
-	return newHTTP(cfg, engineFor(core), tr, prometheus.NewRegistry(), logger)
+	return newHTTP(cfg, engineFor(core), nil, tr, prometheus.NewRegistry(), logger)
 }
 
 // startGateway wires the gateway for cfg and stops it at the end of the test
@@ -93,16 +93,28 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if tr == nil {
+		tr = tracing.Off()
+	}
+	// Wired as serve wires it: the HTTP side first, with the prints the
+	// processes share, then the memory core whose erasures reach them.
+	prints, closePrints, err := openPrints(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closePrints() })
+	eng := engine.New(engine.Options{}, slog.New(slog.DiscardHandler))
+	srv, err := newHTTP(cfg, eng, prints, tr, prometheus.NewRegistry(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mem, err := openMemory(ctx, cfg, counter, logger)
+	mem, err := openMemory(ctx, cfg, counter, srv.proxy, logger)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	srv, err := newTestHTTP(cfg, mem.Core, tr, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng.Use(mem.Core)
 	hs := httptest.NewServer(srv.srv.Handler())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = mem.RunWorkers(ctx, true, logger) })

@@ -275,7 +275,10 @@ type Capture struct {
 	// reply but for at most 2 words, is answered without memory and not
 	// stored (X-Memory-Auxiliary: transcript). A pasted-history app's
 	// turn, going on with the user's new words, is stored, unless those
-	// and its labels are 2 words or fewer.
+	// and its labels are 2 words or fewer. With store.redis_url the
+	// gateway processes share the hashes this is told by (read within
+	// memory.load_timeout), so a request that reaches another process
+	// than its chat's turns is told too.
 	SkipTranscripts bool `yaml:"skip_transcripts"`
 }
 

@@ -78,6 +78,11 @@ const (
 	// stores (capture.max_history_messages): its older messages, past the
 	// first ones, are not stored.
 	DegradedCapture = "capture"
+	// DegradedTranscripts: the prints of the user's newest exchanges that
+	// the gateway processes share (Redis) did not load: the request was
+	// checked for one about the chat (X-Memory-Auxiliary) against this
+	// process's own prints only.
+	DegradedTranscripts = "transcripts"
 	// DegradedAll: preparing the prompt failed as a whole; the client's
 	// messages went upstream unchanged.
 	DegradedAll = "all"

@@ -65,6 +65,9 @@ type exchangeCapture struct {
 	derived   bool
 	root      string
 	seed      string
+	// transcript is the user's key in the prints of their exchanges
+	// (transcriptKey), when the proxy keeps them.
+	transcript prefixKey
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -175,9 +178,27 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 			c.p.deps.Cache.Cached(c.id.Tenant, usage.CachedTokens)
 		}
 	}
-	if c.p.transcripts != nil {
-		c.p.transcripts.remember(transcriptKey(c.id.Tenant, c.id.User), c.cut.Turn, reply)
+	// The exchange's prints, for the app's requests about the chat: this
+	// process's at once, the shared ones (one round trip, bounded) while
+	// the Capturer takes the exchange, both before the client sees the
+	// reply end.
+	var shared chan error
+	if t := c.p.transcripts; t != nil {
+		if pp, ok := t.remember(c.transcript, c.cut.Turn, reply); ok && t.shared != nil {
+			shared = make(chan error, 1)
+			go func() { shared <- t.share(context.WithoutCancel(ctx), c.transcript, pp) }()
+		}
 	}
+	defer func() {
+		if shared == nil {
+			return
+		}
+		if err := <-shared; err != nil {
+			c.p.m.prints.WithLabelValues(printsWrite).Inc()
+			c.p.log.LogAttrs(ctx, slog.LevelDebug, "exchange's prints not shared",
+				slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
+		}
+	}()
 	c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,

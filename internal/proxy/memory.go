@@ -157,7 +157,19 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		if p.auxiliary(id, mode, req.Messages) {
+		// The user's key in the prints of their exchanges, read by the
+		// check below and written by capture (zero when off).
+		var tk prefixKey
+		if p.transcripts != nil && id.User != "" {
+			tk = transcriptKey(id.Tenant, id.User)
+		}
+		aux, printsErr := p.auxiliary(r.Context(), tk, id, mode, req.Messages)
+		if printsErr != nil {
+			p.m.prints.WithLabelValues(printsRead).Inc()
+			p.log.LogAttrs(r.Context(), slog.LevelDebug, "shared prints unavailable; checked against this process's own",
+				slog.String("request_id", x.ID()), slog.String("error", printsErr.Error()))
+		}
+		if aux {
 			// A request about the conversation (a title, tags, follow-up
 			// questions over a transcript of it): answered as sent, not a
 			// turn of it.
@@ -224,7 +236,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
 				p.markUnstored(w.Header(), x, cut)
-				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, msgs: req.Messages, at: at, received: received}
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, msgs: req.Messages, at: at, received: received, transcript: tk}
 				if implied {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived
@@ -242,6 +254,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				defer f.capture.abandon()
 			}
 		}
+		if printsErr != nil {
+			p.addDegraded(w.Header(), x, memory.DegradedTranscripts)
+		}
 		fr := withForward(r, f)
 		fr.Body = io.NopCloser(bytes.NewReader(out))
 		fr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
@@ -257,18 +272,23 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 	}
 }
 
-// auxiliary reports whether a memory-on request of a user is a request
-// about the user's conversation rather than a turn of it: its only message
-// (system ones aside) is a user message quoting one of the user's newest
-// captured exchanges, both the user's words and the reply, in order, and
-// ending with the reply but for a label (see transcripts). Off without
-// Options.SkipTranscripts.
-func (p *Proxy) auxiliary(id memory.Identity, mode memory.Mode, msgs []memory.Message) bool {
+// auxiliary reports whether a memory-on request of a user, whose key in
+// the prints of exchanges is k, is a request about the user's
+// conversation rather than a turn of it: its only message (system ones
+// aside) is a user message quoting one of the user's newest captured
+// exchanges, both the user's words and the reply, in order, and ending
+// with the reply but for a label (see transcripts). err reports that the
+// prints the processes share did not load: the answer is this process's
+// prints' alone. Off without Options.SkipTranscripts.
+func (p *Proxy) auxiliary(ctx context.Context, k prefixKey, id memory.Identity, mode memory.Mode, msgs []memory.Message) (bool, error) {
 	if p.transcripts == nil || id.User == "" || mode == memory.ModeOff {
-		return false
+		return false, nil
 	}
 	text, ok := onlyUserMessage(msgs)
-	return ok && p.transcripts.quotes(transcriptKey(id.Tenant, id.User), text)
+	if !ok {
+		return false, nil
+	}
+	return p.transcripts.quotes(ctx, k, text)
 }
 
 // markUnstored adds memory.DegradedCapture to X-Memory-Degraded and to
@@ -279,13 +299,19 @@ func (p *Proxy) markUnstored(h http.Header, x *server.Exchange, cut memory.Cut) 
 	if cut.Skipped == 0 && cut.TurnSkipped == 0 {
 		return
 	}
-	p.m.degraded.WithLabelValues(memory.DegradedCapture).Inc()
-	x.AddDegraded(memory.DegradedCapture)
+	p.addDegraded(h, x, memory.DegradedCapture)
+}
+
+// addDegraded adds part to X-Memory-Degraded, after the parts already
+// there, and to x's access-log line, and counts it.
+func (p *Proxy) addDegraded(h http.Header, x *server.Exchange, part string) {
+	p.m.degraded.WithLabelValues(part).Inc()
+	x.AddDegraded(part)
 	if d := h.Get("X-Memory-Degraded"); d != "" {
-		h["X-Memory-Degraded"] = []string{d + "," + memory.DegradedCapture}
+		h["X-Memory-Degraded"] = []string{d + "," + part}
 		return
 	}
-	h["X-Memory-Degraded"] = []string{memory.DegradedCapture}
+	h["X-Memory-Degraded"] = []string{part}
 }
 
 // inject asks the Preparer for the prompt to send and returns the body the

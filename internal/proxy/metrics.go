@@ -6,6 +6,13 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// The shared prints' operations (the prints metric's label).
+const (
+	printsRead   = "read"
+	printsWrite  = "write"
+	printsForget = "forget"
+)
+
 // metrics are the proxy's collectors.
 type metrics struct {
 	breaker   *prometheus.GaugeVec
@@ -24,6 +31,9 @@ type metrics struct {
 	states *prometheus.CounterVec
 	// auxiliary counts the requests about a conversation, by API.
 	auxiliary *prometheus.CounterVec
+	// prints counts the reads, writes and deletions of the prints the
+	// gateway processes share that failed or were late, by op.
+	prints *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -32,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memgate_upstream_breaker_state", Help: "Circuit breaker state per upstream host and model, the most open of its tenants' breakers: 0 closed, 1 half-open, 2 open.",
 		}, []string{"host", "model"}),
 		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected), all, or capture (the request resent more history than one request stores: its older messages went unstored).",
+			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected), all, capture (the request resent more history than one request stores: its older messages went unstored), or transcripts (the prints of the user's newest exchanges shared through Redis did not load: the request was checked for one about the chat against this process's own).",
 		}, []string{"part"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_upstream_retries_total", Help: "Upstream attempts retried (could not connect, or 502, 503, 504 before the body).",
@@ -58,6 +68,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		auxiliary: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_auxiliary_requests_total", Help: "Memory-on requests answered without memory and not captured because they are about the conversation (one user message quoting the user's newest exchange, both roles: an app's title, tags or follow-up request), by API.",
 		}, []string{"api"}),
+		prints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_auxiliary_prints_failed_total", Help: "Reads (read: the request was checked against this process's own prints only), writes (write: other processes will not tell the exchange's requests about the chat) and erasures (forget) of the prints of users' newest exchanges that the gateway processes share through Redis, that failed or were late.",
+		}, []string{"op"}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5},
@@ -65,13 +78,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every part is exported from the start, at 0.
 	for _, part := range []string{memory.DegradedHistory, memory.DegradedSummary, memory.DegradedFacts,
-		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture} {
+		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture, memory.DegradedTranscripts} {
 		m.degraded.WithLabelValues(part)
 	}
 	for _, api := range []string{"chat", "messages", "responses"} {
 		m.auxiliary.WithLabelValues(api)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary} {
+	for _, op := range []string{printsRead, printsWrite, printsForget} {
+		m.prints.WithLabelValues(op)
+	}
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -47,6 +47,10 @@ type Options struct {
 	// both roles, and ending with its reply: see transcripts) without
 	// memory and captures nothing of it (X-Memory-Auxiliary: transcript).
 	SkipTranscripts bool
+	// PrintsTimeout bounds each read and write of the prints the gateway
+	// processes share (Deps.Prints); a read past it leaves the check to
+	// this process's own prints (X-Memory-Degraded: transcripts). 0: 150ms.
+	PrintsTimeout time.Duration
 	// StateRetention is how long a provider state (a stored response, a
 	// conversation) stays bound to the tenant's user that created it, when
 	// every tenant reaches the provider with the operator's key; past it,

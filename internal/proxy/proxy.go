@@ -11,6 +11,8 @@
 package proxy
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -52,6 +54,12 @@ type Deps struct {
 	// key replaces the client's; nil then refuses every request naming one
 	// (503) and binds nothing.
 	States StateBinder
+
+	// Prints, when set, are the prints of users' newest exchanges that
+	// the gateway processes share (Redis), so that a request about a chat
+	// is told on any of them (Options.SkipTranscripts); nil: each
+	// process's own.
+	Prints PrintStore
 
 	// Cache, when set, counts per tenant the prompt tokens that repeat the
 	// previous request's prefix and those the provider reported reading
@@ -112,7 +120,7 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
 	if opts.SkipTranscripts {
-		p.transcripts = newTranscripts(time.Now)
+		p.transcripts = newTranscripts(time.Now, deps.Prints, cmp.Or(opts.PrintsTimeout, printsTimeout))
 	}
 	if p.allowed, err = parseRoutes(opts.Passthrough); err != nil {
 		return nil, fmt.Errorf("passthrough routes: %w", err)
@@ -173,6 +181,29 @@ func (p *Proxy) Wait() { p.captures.Wait() }
 
 // CloseIdleConnections closes the pooled upstream connections.
 func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
+
+// Forget drops the prints of the user of tenant kept to tell their
+// requests about a chat (see transcripts), this process's and the shared
+// ones (within a short bound; a failure is counted and logged): the user
+// was erased, or one of their conversations deleted. Proxy is so a
+// cache.Forgetter the erasures reach.
+func (p *Proxy) Forget(tenant, user string) {
+	if p.transcripts == nil {
+		return
+	}
+	if err := p.transcripts.forget(context.Background(), transcriptKey(tenant, user)); err != nil {
+		p.m.prints.WithLabelValues(printsForget).Inc()
+		p.log.Warn("the shared prints of an erased user were not deleted; they expire on their own", "within", transcriptMaxAge.String(), "error", err.Error())
+	}
+}
+
+// Clear drops this process's prints of every user (erasures may have
+// been missed); the shared ones, which the erasing process deleted, stay.
+func (p *Proxy) Clear() {
+	if p.transcripts != nil {
+		p.transcripts.lru.Purge()
+	}
+}
 
 // requireKey reports whether gateway keys guard the /v1 routes.
 func (p *Proxy) requireKey() bool { return p.deps.Resolver != nil && p.deps.Resolver.RequireKey() }

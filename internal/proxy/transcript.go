@@ -1,9 +1,9 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"hash/maphash"
 	"strings"
 	"sync"
 	"time"
@@ -56,12 +56,22 @@ import (
 // a word; a backslash and the letter of a JSON escape of white space,
 // \n, \r, \t, \b, \f, separate words): a transcript that prefixes each line
 // with a role name, quotes it or escapes it into JSON still holds the
-// same words in the same order. A check hashes the request's words once
+// same words in the same order. A word's hash is FNV-1a seeded by the
+// user's key, the same in every process (and no two users' prints of the
+// same words alike). A check hashes the request's words once
 // and looks for each print in one pass: its work grows with the message's
 // length times the prints kept (transcriptPairs pairs).
 //
-// It is per process: an app's request that reaches another gateway
-// process than its chat's turns is not matched, and is stored as before.
+// Gateway processes behind one load balancer share the prints through a
+// PrintStore (Redis): an app's request that reaches another process than
+// its chat's turns is told by the prints the turn's process wrote there.
+// Each process keeps its own too, and checks them first: the shared
+// prints are read (one round trip, within the store's timeout) only for a
+// request of the candidate shape, long enough to quote a pair, that its
+// own prints do not match; a read that fails or is late leaves the
+// answer to its own (X-Memory-Degraded: transcripts). Without a
+// PrintStore the prints are per process: a request that reaches another
+// process than its chat's turns is stored as before.
 
 const (
 	// transcriptPairs is how many of a user's newest exchanges are kept.
@@ -85,6 +95,11 @@ const (
 	transcriptMaxAge = 30 * time.Minute
 	// transcriptUsers bounds the users remembered.
 	transcriptUsers = 4096
+	// forgetTimeout bounds the deletion of an erased user's shared prints.
+	forgetTimeout = 2 * time.Second
+	// printsTimeout bounds each read and write of the shared prints when
+	// Options.PrintsTimeout does not say.
+	printsTimeout = 150 * time.Millisecond
 	// wordBase is the polynomial base of the word-sequence hash (odd).
 	wordBase uint64 = 0x100000001b3
 )
@@ -109,19 +124,37 @@ type userTurns struct {
 	pairs []pairPrint
 }
 
+// PrintStore keeps the prints of each user's newest exchanges where every
+// gateway process sharing it reads them (implemented by
+// internal/store/redis.Prints). A user is named by a digest of their
+// tenant and user (transcriptKey), a print is opaque bytes (never text);
+// each call is one round trip, bounded by its context.
+type PrintStore interface {
+	// Prints returns the prints kept for user, newest first.
+	Prints(ctx context.Context, user [32]byte) ([][]byte, error)
+	// AddPrint keeps print as user's newest, keeps the keep newest, and
+	// makes them expire ttl from now.
+	AddPrint(ctx context.Context, user [32]byte, print []byte, keep int, ttl time.Duration) error
+	// ForgetPrints drops every print kept for user.
+	ForgetPrints(ctx context.Context, user [32]byte) error
+}
+
 // transcripts is the table, safe for concurrent use.
 type transcripts struct {
-	seed maphash.Seed
-	lru  *lru.Cache[prefixKey, *userTurns]
-	now  func() time.Time
+	lru *lru.Cache[prefixKey, *userTurns]
+	now func() time.Time
+	// shared are the prints the gateway processes share (nil: none);
+	// timeout bounds each read and write of them.
+	shared  PrintStore
+	timeout time.Duration
 }
 
-func newTranscripts(now func() time.Time) *transcripts {
+func newTranscripts(now func() time.Time, shared PrintStore, timeout time.Duration) *transcripts {
 	c, _ := lru.New[prefixKey, *userTurns](transcriptUsers) // errors only on a size <= 0
-	return &transcripts{seed: maphash.MakeSeed(), lru: c, now: now}
+	return &transcripts{lru: c, now: now, shared: shared, timeout: timeout}
 }
 
-// transcriptKey is a user's key in the table.
+// transcriptKey is a user's key in the table and in the shared prints.
 func transcriptKey(tenant, user string) prefixKey {
 	h := sha256.New()
 	for _, s := range []string{"transcript", tenant, user} {
@@ -135,20 +168,34 @@ func transcriptKey(tenant, user string) prefixKey {
 	return k
 }
 
+// seedOf is the seed of the user k's word hashes.
+func seedOf(k prefixKey) uint64 { return binary.BigEndian.Uint64(k[:8]) }
+
+// FNV-1a's 64-bit offset basis and prime.
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
 // unspaced are the scripts written without spaces between words: each of
 // their letters counts as a word.
 var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
 
-// words calls f with the hash of each word of s, in order: its runs of
-// letters and digits, case folded, and each letter of a script written
-// without spaces. A backslash and the letter after it of a JSON escape of
-// white space (\n, \r, \t, \b, \f) separate words, so that a reply's line
-// after a newline holds the same words JSON-escaped.
-func (t *transcripts) words(s string, f func(h uint64)) {
-	var h maphash.Hash
-	h.SetSeed(t.seed)
+// words calls f with the hash of each word of s, in order, seeded by
+// seed: its runs of letters and digits, case folded, and each letter of a
+// script written without spaces. A backslash and the letter after it of a
+// JSON escape of white space (\n, \r, \t, \b, \f) separate words, so
+// that a reply's line after a newline holds the same words JSON-escaped.
+func words(seed uint64, s string, f func(h uint64)) {
+	start := fnvOffset ^ seed
+	h := start
 	in, escaped := false, false
 	var buf [utf8.UTFMax]byte
+	write := func(b []byte) {
+		for _, c := range b {
+			h = (h ^ uint64(c)) * fnvPrime
+		}
+	}
 	for _, r := range s {
 		if escaped {
 			escaped = false
@@ -161,39 +208,39 @@ func (t *transcripts) words(s string, f func(h uint64)) {
 		}
 		if r >= 0x0E00 && unicode.IsOneOf(unspaced, r) {
 			if in {
-				f(h.Sum64())
-				h.Reset()
+				f(h)
+				h = start
 				in = false
 			}
 			n := utf8.EncodeRune(buf[:], r)
-			h.Write(buf[:n])
-			f(h.Sum64())
-			h.Reset()
+			write(buf[:n])
+			f(h)
+			h = start
 			continue
 		}
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			n := utf8.EncodeRune(buf[:], unicode.ToLower(r))
-			h.Write(buf[:n])
+			write(buf[:n])
 			in = true
 			continue
 		}
 		if in {
-			f(h.Sum64())
-			h.Reset()
+			f(h)
+			h = start
 			in = false
 		}
 	}
 	if in {
-		f(h.Sum64())
+		f(h)
 	}
 }
 
-// print returns the print of text's opening: the words of its first line
-// holding any, up to transcriptWords.
-func (t *transcripts) print(text string) quotePrint {
+// opening returns the print of text's opening, its words seeded by seed:
+// the words of its first line holding any, up to transcriptWords.
+func opening(seed uint64, text string) quotePrint {
 	var p quotePrint
 	for line := range strings.Lines(text) {
-		t.words(line, func(w uint64) {
+		words(seed, line, func(w uint64) {
 			if p.words < transcriptWords {
 				p.hash = p.hash*wordBase + w
 				p.words++
@@ -206,13 +253,14 @@ func (t *transcripts) print(text string) quotePrint {
 	return p
 }
 
-// closing returns the print of text's closing: its last words, up to
-// transcriptWords, across its lines (a reply's last line is often one or
-// two words, "Enjoy!", that a user's new words may end with too).
-func (t *transcripts) closing(text string) quotePrint {
+// closing returns the print of text's closing, its words seeded by seed:
+// its last words, up to transcriptWords, across its lines (a reply's last
+// line is often one or two words, "Enjoy!", that a user's new words may
+// end with too).
+func closing(seed uint64, text string) quotePrint {
 	var last [transcriptWords]uint64
 	n := 0
-	t.words(text, func(w uint64) {
+	words(seed, text, func(w uint64) {
 		last[n%transcriptWords] = w
 		n++
 	})
@@ -224,10 +272,47 @@ func (t *transcripts) closing(text string) quotePrint {
 	return p
 }
 
-// remember records a captured exchange of the user k: the last user
-// message of its turn with text, and its reply when that has text. An
-// exchange without both is not kept.
-func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.Message) {
+// printVersion starts an encoded pairPrint; printLen is its length: the
+// version, each of its three prints' hash and word count, and its time in
+// Unix milliseconds.
+const (
+	printVersion = 1
+	printLen     = 1 + 3*9 + 8
+)
+
+// encode returns p as the shared prints keep it.
+func (p pairPrint) encode() []byte {
+	b := make([]byte, 1, printLen)
+	b[0] = printVersion
+	for _, q := range []quotePrint{p.user, p.reply, p.end} {
+		b = binary.BigEndian.AppendUint64(b, q.hash)
+		b = append(b, byte(q.words))
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(p.at.UnixMilli()))
+}
+
+// decodePair returns the pairPrint b encodes, false when b is not one.
+func decodePair(b []byte) (pairPrint, bool) {
+	if len(b) != printLen || b[0] != printVersion {
+		return pairPrint{}, false
+	}
+	var p pairPrint
+	for i, q := range []*quotePrint{&p.user, &p.reply, &p.end} {
+		at := 1 + 9*i
+		q.hash, q.words = binary.BigEndian.Uint64(b[at:]), int(b[at+8])
+		if q.words == 0 || q.words > transcriptWords {
+			return pairPrint{}, false
+		}
+	}
+	p.at = time.UnixMilli(int64(binary.BigEndian.Uint64(b[1+3*9:])))
+	return p, true
+}
+
+// remember records a captured exchange of the user k in this process's
+// table: the last user message of its turn with text, and its reply when
+// that has text. It returns the exchange's prints, for the shared ones
+// (share); an exchange without both is not kept (false).
+func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.Message) (pairPrint, bool) {
 	var said string
 	for i := len(turn) - 1; i >= 0; i-- {
 		if turn[i].Role == "user" && strings.TrimSpace(turn[i].Content) != "" {
@@ -236,11 +321,12 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 		}
 	}
 	if said == "" || reply.Role != "assistant" || reply.Failed() {
-		return
+		return pairPrint{}, false
 	}
-	p := pairPrint{user: t.print(said), reply: t.print(reply.Content), end: t.closing(reply.Content), at: t.now()}
+	seed := seedOf(k)
+	p := pairPrint{user: opening(seed, said), reply: opening(seed, reply.Content), end: closing(seed, reply.Content), at: t.now()}
 	if p.user.words == 0 || p.reply.words == 0 || p.user.words+p.reply.words < transcriptMinWords {
-		return
+		return pairPrint{}, false
 	}
 	u, ok := t.lru.Get(k)
 	if !ok {
@@ -255,33 +341,93 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 	if len(u.pairs) > transcriptPairs {
 		u.pairs = append(u.pairs[:0], u.pairs[len(u.pairs)-transcriptPairs:]...)
 	}
+	return p, true
 }
 
-// quotes reports whether text quotes, in order, the opening of the user's
-// turn and the opening and closing of its reply, of one of the user k's
-// exchanges kept, with at most transcriptTailWords words after the
-// closing.
-func (t *transcripts) quotes(k prefixKey, text string) bool {
+// share adds p, an exchange of the user k, to the shared prints (the
+// transcriptPairs newest kept, for transcriptMaxAge), in one round trip
+// within the timeout. Without shared prints it does nothing.
+func (t *transcripts) share(ctx context.Context, k prefixKey, p pairPrint) error {
+	if t.shared == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.shared.AddPrint(ctx, k, p.encode(), transcriptPairs, transcriptMaxAge)
+}
+
+// forget drops the user k's prints, this process's and the shared ones
+// (within forgetTimeout).
+func (t *transcripts) forget(ctx context.Context, k prefixKey) error {
+	t.lru.Remove(k)
+	if t.shared == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, forgetTimeout)
+	defer cancel()
+	return t.shared.ForgetPrints(ctx, k)
+}
+
+// own returns this process's prints of the user k newer than oldest.
+func (t *transcripts) own(k prefixKey, oldest time.Time) []pairPrint {
 	u, ok := t.lru.Get(k)
 	if !ok {
-		return false
+		return nil
 	}
-	oldest := t.now().Add(-transcriptMaxAge)
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	pairs := make([]pairPrint, 0, len(u.pairs))
 	for _, p := range u.pairs {
 		if p.at.After(oldest) {
 			pairs = append(pairs, p)
 		}
 	}
-	u.mu.Unlock()
+	return pairs
+}
+
+// quotes reports whether text quotes, in order, the opening of the user's
+// turn and the opening and closing of its reply, of one of the user k's
+// exchanges kept, with at most transcriptTailWords words after the
+// closing. It checks this process's prints first, then, when they do not
+// match and text has words enough to quote a pair, the shared ones (one
+// read within the timeout); err reports a shared read that failed or was
+// late, the answer then being this process's prints' alone.
+func (t *transcripts) quotes(ctx context.Context, k prefixKey, text string) (bool, error) {
+	// prefix[i] is the hash of the text's first i words.
+	prefix := []uint64{0}
+	words(seedOf(k), text, func(w uint64) { prefix = append(prefix, prefix[len(prefix)-1]*wordBase+w) })
+	if len(prefix)-1 < transcriptMinWords {
+		return false, nil
+	}
+	oldest := t.now().Add(-transcriptMaxAge)
+	if matches(prefix, t.own(k, oldest)) {
+		return true, nil
+	}
+	if t.shared == nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	raw, err := t.shared.Prints(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	pairs := make([]pairPrint, 0, len(raw))
+	for _, b := range raw {
+		if p, ok := decodePair(b); ok && p.at.After(oldest) {
+			pairs = append(pairs, p)
+		}
+	}
+	return matches(prefix, pairs), nil
+}
+
+// matches reports whether the text whose word-prefix hashes are prefix
+// quotes one of pairs (see quotes).
+func matches(prefix []uint64, pairs []pairPrint) bool {
 	if len(pairs) == 0 {
 		return false
 	}
-	// prefix[i] is the hash of the text's first i words; pow[n] is
-	// wordBase to the n.
-	prefix := []uint64{0}
-	t.words(text, func(w uint64) { prefix = append(prefix, prefix[len(prefix)-1]*wordBase+w) })
+	// pow[n] is wordBase to the n.
 	var pow [transcriptWords + 1]uint64
 	pow[0] = 1
 	for i := 1; i <= transcriptWords; i++ {

@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +60,7 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := now
-			tr := newTranscripts(func() time.Time { return clock })
+			tr := newTranscripts(func() time.Time { return clock }, nil, 0)
 			ana := transcriptKey("t", "ana")
 			tr.remember(ana, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: reply})
 			clock = now.Add(c.age)
@@ -64,53 +68,53 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 			if c.user != "" {
 				k = transcriptKey("t", c.user)
 			}
-			if got := tr.quotes(k, c.text); got != c.want {
+			if got := tr.has(k, c.text); got != c.want {
 				t.Errorf("quotes = %v, want %v", got, c.want)
 			}
 		})
 	}
 
 	t.Run("a reply ending with a short line", func(t *testing.T) {
-		tr := newTranscripts(func() time.Time { return now })
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
 		k := transcriptKey("t", "ana")
 		enjoy := "Great choice! April is cherry blossom season.\n\nPack layers.\nEnjoy!"
 		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: enjoy})
-		if !tr.quotes(k, "<chat_history>\nUSER: "+said+"\nASSISTANT: "+enjoy+"\n</chat_history>") {
+		if !tr.has(k, "<chat_history>\nUSER: "+said+"\nASSISTANT: "+enjoy+"\n</chat_history>") {
 			t.Error("the transcript did not match")
 		}
-		if tr.quotes(k, "Human: "+said+"\nAI: "+enjoy+"\nHuman: I will, enjoy\nAI:") {
+		if tr.has(k, "Human: "+said+"\nAI: "+enjoy+"\nHuman: I will, enjoy\nAI:") {
 			t.Error("a pasted history whose new input ends with the reply's last line matched")
 		}
 	})
 	t.Run("words of a script without spaces", func(t *testing.T) {
-		tr := newTranscripts(func() time.Time { return now })
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
 		k := transcriptKey("t", "ana")
 		tr.remember(k, []memory.Message{{Role: "user", Content: "四月に京都へ旅行します。"}}, memory.Message{Role: "assistant", Content: "桜の季節ですね。"})
-		if !tr.quotes(k, "### タスク:\n<chat_history>\nUSER: 四月に京都へ旅行します。\nASSISTANT: 桜の季節ですね。\n</chat_history>") {
+		if !tr.has(k, "### タスク:\n<chat_history>\nUSER: 四月に京都へ旅行します。\nASSISTANT: 桜の季節ですね。\n</chat_history>") {
 			t.Error("a Japanese transcript did not match")
 		}
-		if tr.quotes(k, "四月に京都へ旅行します。もっと教えて。") {
+		if tr.has(k, "四月に京都へ旅行します。もっと教えて。") {
 			t.Error("the user's words alone matched")
 		}
 	})
 	t.Run("a short exchange quoted back is a turn", func(t *testing.T) {
-		tr := newTranscripts(func() time.Time { return now })
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
 		k := transcriptKey("t", "ana")
 		tr.remember(k, []memory.Message{{Role: "user", Content: "What is the capital of France?"}}, memory.Message{Role: "assistant", Content: "Paris."})
-		if tr.quotes(k, "What is the capital of France? Paris. And what is the capital of Spain?") {
+		if tr.has(k, "What is the capital of France? Paris. And what is the capital of Spain?") {
 			t.Error("a seven-word exchange quoted back matched")
 		}
 	})
 	t.Run("a greeting and a one-word reply are not kept", func(t *testing.T) {
-		tr := newTranscripts(func() time.Time { return now })
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
 		k := transcriptKey("t", "ana")
 		tr.remember(k, []memory.Message{{Role: "user", Content: "hi"}}, memory.Message{Role: "assistant", Content: "Hello!"})
-		if tr.quotes(k, "hi there, Hello! how are you") {
+		if tr.has(k, "hi there, Hello! how are you") {
 			t.Error("a two-word pair matched")
 		}
 	})
 	t.Run("the newest pairs are kept", func(t *testing.T) {
-		tr := newTranscripts(func() time.Time { return now })
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
 		k := transcriptKey("t", "ana")
 		turn := func(i int) (string, string) {
 			n := strings.Repeat("x", i+1)
@@ -122,20 +126,20 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		}
 		for i := range transcriptPairs + 2 {
 			u, a := turn(i)
-			if got, want := tr.quotes(k, "USER: "+u+"\nASSISTANT: "+a), i >= 2; got != want {
+			if got, want := tr.has(k, "USER: "+u+"\nASSISTANT: "+a), i >= 2; got != want {
 				t.Errorf("pair %d: quotes = %v, want %v", i, got, want)
 			}
 		}
 	})
 	t.Run("a failed reply is not kept", func(t *testing.T) {
-		tr := newTranscripts(func() time.Time { return now })
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
 		k := transcriptKey("t", "ana")
 		failed := memory.Message{Role: "assistant", Content: reply, Raw: json.RawMessage(`{"role":"assistant","content":"x","memgate_failed":"upstream broke"}`)}
 		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, failed)
 		if !failed.Failed() {
 			t.Fatal("the reply is not marked failed")
 		}
-		if tr.quotes(k, "USER: "+said+"\nASSISTANT: "+reply) {
+		if tr.has(k, "USER: "+said+"\nASSISTANT: "+reply) {
 			t.Error("a failed reply's exchange matched")
 		}
 	})
@@ -269,5 +273,114 @@ func TestPastedHistoryTurnsAreStored(t *testing.T) {
 			t.Errorf("turn %d: captured %+v, want the prompt ending with its input", i, ex.Turn)
 		}
 		history += "Human: " + in + "\nAI: " + replies[i] + "\n"
+	}
+}
+
+// has is quotes without shared prints.
+func (t *transcripts) has(k prefixKey, text string) bool {
+	ok, _ := t.quotes(context.Background(), k, text)
+	return ok
+}
+
+// memPrints is a PrintStore in memory; err, when set, fails every call.
+type memPrints struct {
+	mu    sync.Mutex
+	lists map[[32]byte][][]byte
+	reads int
+	err   error
+}
+
+func (m *memPrints) Prints(_ context.Context, user [32]byte) ([][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	if m.err != nil {
+		return nil, m.err
+	}
+	return slices.Clone(m.lists[user]), nil
+}
+
+func (m *memPrints) AddPrint(_ context.Context, user [32]byte, print []byte, keep int, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	if m.lists == nil {
+		m.lists = map[[32]byte][][]byte{}
+	}
+	l := append([][]byte{print}, m.lists[user]...)
+	m.lists[user] = l[:min(len(l), keep)]
+	return nil
+}
+
+func (m *memPrints) ForgetPrints(_ context.Context, user [32]byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	delete(m.lists, user)
+	return nil
+}
+
+// TestTranscriptsShareTheirPrints: two processes' tables over one
+// PrintStore: an exchange one remembered and shared is told by the other,
+// for its user only, within transcriptMaxAge; forgotten, it is gone from
+// both. A request too short to quote a pair, or that its own prints
+// match, reads nothing shared. A store that fails leaves the answer to
+// the table's own prints, and says so.
+func TestTranscriptsShareTheirPrints(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	said, reply := "I am planning a trip to Kyoto in April.", "Great choice! April is cherry blossom season.\n\nPack layers."
+	title := "### Task:\nGenerate a title.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\n</chat_history>"
+	store := &memPrints{}
+	a, b := newTranscripts(clock, store, time.Second), newTranscripts(clock, store, time.Second)
+	ana := transcriptKey("t", "ana")
+	p, ok := a.remember(ana, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: reply})
+	if !ok {
+		t.Fatal("the exchange was not kept")
+	}
+	if got, ok := decodePair(p.encode()); !ok || got.user != p.user || got.reply != p.reply || got.end != p.end || !got.at.Equal(p.at) {
+		t.Fatalf("encoded and decoded: %+v, %v; want %+v", got, ok, p)
+	}
+	if err := a.share(ctx, ana, p); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.quotes(ctx, ana, title); !got || err != nil {
+		t.Errorf("the other process: quotes = %v, %v; want true", got, err)
+	}
+	if got, _ := b.quotes(ctx, transcriptKey("t", "bob"), title); got {
+		t.Error("another user's request matched the shared prints")
+	}
+	reads := store.reads
+	if got, _ := b.quotes(ctx, ana, "Kyoto in April, cherry blossom season?"); got || store.reads != reads {
+		t.Errorf("a request too short to quote a pair: quotes %v, shared reads %d, want none", got, store.reads-reads)
+	}
+	if got, _ := a.quotes(ctx, ana, title); !got || store.reads != reads {
+		t.Errorf("a request its own prints match: quotes %v, shared reads %d, want none", got, store.reads-reads)
+	}
+	later := newTranscripts(func() time.Time { return now.Add(transcriptMaxAge + time.Second) }, store, time.Second)
+	if got, _ := later.quotes(ctx, ana, title); got {
+		t.Error("a shared print older than transcriptMaxAge matched")
+	}
+
+	store.err = errors.New("redis down")
+	if got, err := b.quotes(ctx, ana, title); got || err == nil {
+		t.Errorf("with the store down, a process without the prints: quotes = %v, %v; want false and the error", got, err)
+	}
+	if got, err := a.quotes(ctx, ana, title); !got || err != nil {
+		t.Errorf("with the store down, the process with the prints: quotes = %v, %v; want true", got, err)
+	}
+	store.err = nil
+
+	if err := b.forget(ctx, ana); err != nil {
+		t.Fatal(err)
+	}
+	a.lru.Remove(ana) // a's own, which its Forget drops (the erasure's notice)
+	if got, _ := a.quotes(ctx, ana, title); got {
+		t.Error("forgotten prints still matched")
 	}
 }
