@@ -215,7 +215,7 @@ func TestStartupWarnsWhenOpen(t *testing.T) {
 			case err := <-done:
 				cancel()
 				t.Fatalf("serve ended: %v\n%s", err, logs)
-			case <-time.After(30 * time.Second):
+			case <-time.After(2 * time.Minute):
 				cancel()
 				t.Fatalf("no listening line:\n%s", logs)
 			}

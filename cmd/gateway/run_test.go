@@ -60,8 +60,9 @@ func mustServe(t *testing.T, up *upstreamtest.Server) (string, *logSink) {
 }
 
 // mustServeEnv runs `gateway serve` in-process with vars (plus a free
-// loopback port) and returns its base URL once /healthz answers; the server
-// stops, and its run error is checked, when the test ends.
+// loopback port) and returns its base URL once /healthz answers (start-up
+// may take a minute on a loaded 2-core CI machine: migrations, the encoder);
+// the server stops, and its run error is checked, when the test ends.
 func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
 	t.Helper()
 	logs := &logSink{addr: make(chan string, 1)}
@@ -87,7 +88,7 @@ func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
 	case addr = <-logs.addr:
 	case err := <-done:
 		t.Fatalf("run returned early: %v\n%s", err, logs)
-	case <-time.After(30 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatalf("no listening line:\n%s", logs)
 	}
 	url := "http://" + addr
