@@ -3,6 +3,7 @@ package contract
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -350,8 +351,10 @@ func (p SavePlan) Unsummarised() (seqs []int64, from int64) {
 //     (Amends), storing the new text of each that carries one at its seq
 //     (Result.Revised, RevisedStamps; the old row moves to a seq after
 //     the new messages', AmendRow.MoveTo), and the history it resends is aligned with conv's tail
-//     (memory.Align; a named conversation's history that changed its first
-//     message supersedes the branch from there, editsFirst), the branch it
+//     (memory.Align; a named conversation's history that changed only its
+//     first message, every message after it resent as stored, two at
+//     least, one of them the user's, supersedes the branch from there,
+//     editsFirst: anything less is stored beside it), the branch it
 //     replaced is superseded, and the new
 //     messages (the history not stored yet, the turn, the reply) are
 //     appended after conv.LastSeq, with ex's identity, the keys
@@ -477,26 +480,53 @@ func align(ex memory.Exchange, conv *SaveConv) memory.Plan {
 // history ex resends edits the conversation from its very first message,
 // else 0. A named conversation's client (not Derived: the conversation does
 // not follow from its first message) that resends a history matching none
-// of the stored branch, compared whole (tail starts at conv's first live
-// message) but for its second message, which it resends as stored,
-// changed that first message: memory.Align found no run, since every run
-// starts at the history's first message, and the stored branch is
-// superseded from its start, as an edit of a later message supersedes from
-// there. A history that shares not even that second message (another chat
-// sent under the same name, or one whose client summarised its first
-// messages into one) is stored after the branch, as before. A derived
-// conversation never gets here with another first message (it would derive
-// another conversation); nor does the default one, whose requests resend
-// no history.
+// of the stored branch (memory.Align found no run: every run starts at the
+// history's first message) changed that first message only on strong
+// evidence (resentAsStored): compared whole (tail starts at conv's first
+// live message), every message it resends after the first is the stored
+// one at its position, at least two of them, one a user's message with
+// text. Then the stored branch is superseded from its start, as an edit
+// of a later message supersedes from there. Anything less is stored after
+// the branch, which stays live: a duplicate is the safe way, superseding a
+// real history is not. Another chat sent under the same name resends at
+// first [its first message, its first reply], and that reply may well be
+// the stored one's (a greeting): one reply matching is no edit; nor are a
+// history that shares not even the second message (another chat, or one
+// whose client summarised its first messages into one), one that resends
+// a later message otherwise, or more messages than the branch holds (what
+// it holds beyond them cannot be compared). A derived conversation never
+// gets here with another first message (it would derive another
+// conversation); nor does the default one, whose requests resend no
+// history.
 func editsFirst(ex memory.Exchange, conv *SaveConv, tail []memory.Message, plan memory.Plan) int64 {
 	switch {
 	case ex.Derived, ex.BranchSeed != "", ex.Conversation == memory.DefaultConversation,
-		len(tail) < 2, len(ex.Prior) < 2, plan.SupersedeFrom > 0, len(plan.Prior) < len(ex.Prior),
-		!conv.HeadAll, len(conv.Head) == 0, conv.Head[0].Seq != tail[0].Seq,
-		ex.Prior[1].Fingerprint() != tail[1].Fingerprint():
+		plan.SupersedeFrom > 0, len(plan.Prior) < len(ex.Prior),
+		!conv.HeadAll, len(conv.Head) == 0, len(tail) == 0, conv.Head[0].Seq != tail[0].Seq,
+		!resentAsStored(ex.Prior, tail):
 		return 0
 	}
 	return tail[0].Seq
+}
+
+// resentAsStored reports whether prior, a resent history, repeats stored,
+// a conversation's live messages from its first, after their first
+// message: every message of prior after the first is the stored one at its
+// position (by Fingerprint), at least two of them, and one of those is a
+// user's message with text (a reply, or a tool call's empty text, repeats
+// across chats more readily than what a user says).
+func resentAsStored(prior, stored []memory.Message) bool {
+	if len(prior) < 3 || len(prior) > len(stored) {
+		return false
+	}
+	said := false
+	for i := 1; i < len(prior); i++ {
+		if prior[i].Fingerprint() != stored[i].Fingerprint() {
+			return false
+		}
+		said = said || prior[i].Role == "user" && strings.TrimSpace(prior[i].Content) != ""
+	}
+	return said
 }
 
 // parts reports whether head, a conversation's first live messages, parts

@@ -69,6 +69,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		{"SupersededItemsLeaveSearch", testSupersededItemsLeaveSearch},
 		{"EditRetractsItsFacts", testEditRetractsItsFacts},
 		{"SupersededBranchRetractsItsFacts", testSupersededBranchRetractsItsFacts},
+		{"FirstMessageEditSupersedes", testFirstMessageEdit},
 		{"SupersessionDropsItsSummaries", testSupersessionDropsItsSummaries},
 		{"LateSummaryOfSupersededBranch", testLateSummaryOfSupersededBranch},
 		{"LateIndexRacesSupersession", testLateIndexRacesSupersession},
