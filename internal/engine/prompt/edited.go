@@ -56,17 +56,21 @@ func (a *Assembler) summaryEdited(ctx context.Context, rev *memory.Revisions, id
 // old tool results does so on nearly every request, and the save keeps
 // the summary for it. The summary is edited when the run stops inside the
 // covered messages: the client changed, dropped or inserted a message
-// there, or its history ends there (a rewind). A client sharing no
-// message with them edits nothing: all of its history is new to the save.
+// there, or its history ends there (a rewind). With no run, it is edited
+// when the client resends the conversation's second message as stored
+// (the first changed: the save supersedes the branch from its start);
+// a client sharing not even that edits nothing, all of its history is
+// new to the save.
 func editsSummary(held []memory.Held, toSeq int64, client []memory.Message, form func(memory.Message) memory.Message) bool {
 	covered := len(held)
 	for covered > 0 && held[covered-1].Seq > toSeq {
 		covered--
 	}
-	held = held[:covered]
-	if covered == 0 {
+	if covered == 0 || len(client) == 0 {
 		return false
 	}
+	whole, sent := held, client
+	held = held[:covered]
 	// A run from any offset is at most len(held) long: the client's later
 	// messages never decide it.
 	client = client[:min(len(client), len(held))]
@@ -111,5 +115,20 @@ func editsSummary(held []memory.Held, toSeq int64, client []memory.Message, form
 			bestOff, bestLen = off, n
 		}
 	}
-	return bestOff >= 0 && bestOff+bestLen < len(held)
+	if bestOff < 0 {
+		// No run: a history that resends the second message as stored
+		// changed the first (contract's editsFirst), which the summary
+		// covers; one that shares not even that is another chat's.
+		return len(sent) > 1 && len(whole) > 1 && resends(sent[1], whole[1], form)
+	}
+	return bestOff+bestLen < len(held)
+}
+
+// resends reports whether m, a client's message, is h as stored (as sent,
+// or as form stores it).
+func resends(m memory.Message, h memory.Held, form func(memory.Message) memory.Message) bool {
+	if m.Print().Sum == h.Sum {
+		return true
+	}
+	return form != nil && form(m).Print().Sum == h.Sum
 }
