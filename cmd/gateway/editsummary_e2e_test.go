@@ -87,6 +87,27 @@ func (c *phoneChat) summary() (memory.Summary, bool) {
 	return s, true
 }
 
+// eachPhoneChat runs test on a phoneChat of each store, its user named
+// from prefix.
+func eachPhoneChat(t *testing.T, prefix string, test func(t *testing.T, c *phoneChat)) {
+	up := &summariserUpstream{}
+	srv := upstreamtest.New(t, up)
+	for name, mk := range storeConfigs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			test(t, startPhoneChat(t, up, mk, prefix+"-"+strings.ReplaceAll(name, "+", "-")))
+		})
+	}
+}
+
+// sayWithSummary is say, failing unless the prompt carries the summary
+// with the number.
+func (c *phoneChat) sayWithSummary(text string) {
+	c.t.Helper()
+	if p := c.say(text + editFiller); !strings.Contains(p, "MODEL SUMMARY") || !strings.Contains(p, editPhone) {
+		c.t.Fatalf("%q, without an edit, is not shown the summary with the number:\n%s", text, p)
+	}
+}
+
 // TestEditDropsTheSummaryOfTheOldText: a full-history chat states a phone
 // number in its second message, and grows until the summary that stands in
 // for its oldest messages carries the number. The user then edits that
@@ -95,54 +116,38 @@ func (c *phoneChat) summary() (memory.Summary, bool) {
 // longer carries the number, and the summary compaction writes next is
 // the edited text's.
 func TestEditDropsTheSummaryOfTheOldText(t *testing.T) {
-	up := &summariserUpstream{}
-	srv := upstreamtest.New(t, up)
-	for name, mk := range storeConfigs(t, srv) {
-		t.Run(name, func(t *testing.T) {
-			c := startPhoneChat(t, up, mk, "sumedit-"+strings.ReplaceAll(name, "+", "-"))
-			if p := c.say("And juice?" + editFiller); !strings.Contains(p, "MODEL SUMMARY") || !strings.Contains(p, editPhone) {
-				t.Fatalf("before the edit the prompt does not carry the summary with the number:\n%s", p)
-			}
+	eachPhoneChat(t, "sumedit", func(t *testing.T, c *phoneChat) {
+		c.sayWithSummary("And juice?")
 
-			// The user edits the message and resends the history.
-			c.editPhoneOut()
-			c.say("And milk?" + editFiller)
-			if s, ok := c.summary(); ok && strings.Contains(s.Text, editPhone) {
-				t.Fatalf("after the edit the summary still says %q", s.Text)
-			}
-			if p := c.say("And lemonade?" + editFiller); strings.Contains(p, editPhone) {
-				t.Fatalf("after the edit the prompt still carries the number:\n%s", p)
-			}
-			eventually(t, "a summary of the edited chat", func() bool {
-				s, ok := c.summary()
-				return ok && !strings.Contains(s.Text, editPhone)
-			})
+		// The user edits the message and resends the history.
+		c.editPhoneOut()
+		c.say("And milk?" + editFiller)
+		if s, ok := c.summary(); ok && strings.Contains(s.Text, editPhone) {
+			t.Fatalf("after the edit the summary still says %q", s.Text)
+		}
+		if p := c.say("And lemonade?" + editFiller); strings.Contains(p, editPhone) {
+			t.Fatalf("after the edit the prompt still carries the number:\n%s", p)
+		}
+		eventually(t, "a summary of the edited chat", func() bool {
+			s, ok := c.summary()
+			return ok && !strings.Contains(s.Text, editPhone)
 		})
-	}
+	})
 }
 
 // TestEditLeavesTheOldSummaryOutOfItsOwnPrompt: the request that carries
 // the edit of a message the summary covers is assembled before its save
 // drops that summary; through the gateway, on both stores, its own prompt
 // is sent without the summary (the client's edited history tells), while
-// the same request without the edit, and the one after it, carry it.
+// the requests before it, resending the history unchanged, carry it.
 func TestEditLeavesTheOldSummaryOutOfItsOwnPrompt(t *testing.T) {
-	up := &summariserUpstream{}
-	srv := upstreamtest.New(t, up)
-	for name, mk := range storeConfigs(t, srv) {
-		t.Run(name, func(t *testing.T) {
-			c := startPhoneChat(t, up, mk, "editsum-"+strings.ReplaceAll(name, "+", "-"))
-			if p := c.say("And juice?" + editFiller); !strings.Contains(p, "MODEL SUMMARY") || !strings.Contains(p, editPhone) {
-				t.Fatalf("a request without an edit is not shown the summary with the number:\n%s", p)
-			}
-			if p := c.say("And soda?" + editFiller); !strings.Contains(p, "MODEL SUMMARY") || !strings.Contains(p, editPhone) {
-				t.Fatalf("the next request without an edit is not shown the summary with the number:\n%s", p)
-			}
+	eachPhoneChat(t, "editsum", func(t *testing.T, c *phoneChat) {
+		c.sayWithSummary("And juice?")
+		c.sayWithSummary("And soda?")
 
-			c.editPhoneOut()
-			if p := c.say("And milk?" + editFiller); strings.Contains(p, "MODEL SUMMARY") {
-				t.Fatalf("the request carrying the edit is shown the summary of the old text:\n%s", p)
-			}
-		})
-	}
+		c.editPhoneOut()
+		if p := c.say("And milk?" + editFiller); strings.Contains(p, "MODEL SUMMARY") {
+			t.Fatalf("the request carrying the edit is shown the summary of the old text:\n%s", p)
+		}
+	})
 }
