@@ -59,7 +59,7 @@ func newWarmConversation(tb testing.TB, turns int, record bool) *warmConversatio
 	}
 	tb.Cleanup(func() { st.Close() })
 	cfg := config.Default()
-	asm, err := newAssembler(cfg, withReads(cfg, st, nil), nil, counter, nil)
+	asm, err := newAssembler(cfg, withReads(cfg, st, nil), nil, nil, counter, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func BenchmarkPrepare(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	asm, err := newAssembler(cfg, withReads(cfg, w.st, nil), rl.Recaller, counter, nil)
+	asm, err := newAssembler(cfg, withReads(cfg, w.st, nil), rl.Recaller, nil, counter, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 		StaleAfter: cfg.Capture.ReclaimAfter.D(), Block: 50 * time.Millisecond,
 		BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
 	})
-	if mem.Prompt, err = newAssembler(cfg, withReads(cfg, st, nil), nil, counter, logger); err != nil {
+	if mem.Prompt, err = newAssembler(cfg, withReads(cfg, st, nil), nil, nil, counter, logger); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := newTestHTTP(cfg, mem.Core, nil, logger)

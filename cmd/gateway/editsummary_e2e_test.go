@@ -6,9 +6,107 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/config"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
+
+// editPhone is the number phoneChat's second message states.
+const editPhone = "555-0100"
+
+// editFiller makes a question long enough that the history overflows
+// phoneChat's budget.
+var editFiller = strings.Repeat(" Please answer at length, with examples, history and tips.", 6)
+
+// phoneChat is a full-history chat through a gateway whose second message
+// states editPhone, grown until the summary that stands in for its oldest
+// messages carries the number.
+type phoneChat struct {
+	t       *testing.T
+	g       *testGateway
+	up      *summariserUpstream
+	hdr     map[string]string
+	id      memory.Identity
+	history []map[string]any
+}
+
+// startPhoneChat starts a gateway of mk's configuration (compacting
+// often, with a budget the history overflows, recall off) and grows the
+// chat until its summary carries editPhone.
+func startPhoneChat(t *testing.T, up *summariserUpstream, mk func(*testing.T) config.Config, user string) *phoneChat {
+	t.Helper()
+	cfg := mk(t)
+	cfg.Compaction.MaxMessages, cfg.Compaction.KeepMessages = 4, 2
+	cfg.Recall.Enabled, cfg.Recall.Extraction.Enabled = false, false
+	cfg.Memory.MaxContextTokens = 400 // the history overflows: the summary stands in for its oldest turns
+	c := &phoneChat{t: t, g: startGateway(t, cfg), up: up,
+		hdr: map[string]string{"X-Memory-User": user, "X-Memory-Conversation": "c"},
+		id:  memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"}}
+	c.say("Hello!")
+	c.say("My phone number is " + editPhone + " and I like green tea.")
+	for _, q := range []string{"Tell me about tea.", "And coffee?", "What about cocoa?", "And water?"} {
+		c.say(q + editFiller)
+	}
+	eventually(t, "a summary carrying the phone number", func() bool {
+		s, ok := c.summary()
+		return ok && strings.Contains(s.Text, editPhone)
+	})
+	return c
+}
+
+// say sends the history with text as its newest user message, waits for
+// the turn to be stored and returns the text of the prompt sent upstream.
+func (c *phoneChat) say(text string) string {
+	c.t.Helper()
+	c.history = append(c.history, map[string]any{"role": "user", "content": text})
+	if r := chat(c.t, c.g.URL, c.hdr, false, c.history...); r.Status != 200 {
+		c.t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	prompts := c.up.chatPrompts()
+	c.history = append(c.history, map[string]any{"role": "assistant", "content": "ack: " + text})
+	waitStored(c.t, c.g, c.id, len(c.history))
+	return promptText(c.t, prompts[len(prompts)-1])
+}
+
+// editPhoneOut edits the message stating the number (and its answer) as
+// the user would to remove it.
+func (c *phoneChat) editPhoneOut() {
+	c.history[2]["content"], c.history[3]["content"] = "I like green tea.", "ack: I like green tea."
+}
+
+// summary returns the conversation's newest summary, if any.
+func (c *phoneChat) summary() (memory.Summary, bool) {
+	c.t.Helper()
+	s, err := c.g.mem.store.LatestSummary(context.Background(), c.id)
+	if errors.Is(err, memory.ErrNotFound) {
+		return s, false
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return s, true
+}
+
+// eachPhoneChat runs test on a phoneChat of each store, its user named
+// from prefix.
+func eachPhoneChat(t *testing.T, prefix string, test func(t *testing.T, c *phoneChat)) {
+	up := &summariserUpstream{}
+	srv := upstreamtest.New(t, up)
+	for name, mk := range storeConfigs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			test(t, startPhoneChat(t, up, mk, prefix+"-"+strings.ReplaceAll(name, "+", "-")))
+		})
+	}
+}
+
+// sayWithSummary is say, failing unless the prompt carries the summary
+// with the number.
+func (c *phoneChat) sayWithSummary(text string) {
+	c.t.Helper()
+	if p := c.say(text + editFiller); !strings.Contains(p, "MODEL SUMMARY") || !strings.Contains(p, editPhone) {
+		c.t.Fatalf("%q, without an edit, is not shown the summary with the number:\n%s", text, p)
+	}
+}
 
 // TestEditDropsTheSummaryOfTheOldText: a full-history chat states a phone
 // number in its second message, and grows until the summary that stands in
@@ -18,70 +116,38 @@ import (
 // longer carries the number, and the summary compaction writes next is
 // the edited text's.
 func TestEditDropsTheSummaryOfTheOldText(t *testing.T) {
-	const phone = "555-0100"
-	up := &summariserUpstream{}
-	srv := upstreamtest.New(t, up)
-	for name, mk := range storeConfigs(t, srv) {
-		t.Run(name, func(t *testing.T) {
-			cfg := mk(t)
-			cfg.Compaction.MaxMessages, cfg.Compaction.KeepMessages = 4, 2
-			cfg.Recall.Enabled, cfg.Recall.Extraction.Enabled = false, false
-			cfg.Memory.MaxContextTokens = 400 // the history overflows: the summary stands in for its oldest turns
-			g := startGateway(t, cfg)
-			user := "sumedit-" + strings.ReplaceAll(name, "+", "-")
-			hdr := map[string]string{"X-Memory-User": user, "X-Memory-Conversation": "c"}
-			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: "c"}
-			var history []map[string]any
-			say := func(text string) string {
-				t.Helper()
-				history = append(history, map[string]any{"role": "user", "content": text})
-				if r := chat(t, g.URL, hdr, false, history...); r.Status != 200 {
-					t.Fatalf("status %d: %s", r.Status, r.Body)
-				}
-				prompts := up.chatPrompts()
-				history = append(history, map[string]any{"role": "assistant", "content": "ack: " + text})
-				waitStored(t, g, id, len(history))
-				return promptText(t, prompts[len(prompts)-1])
-			}
-			say("Hello!")
-			say("My phone number is " + phone + " and I like green tea.")
-			filler := strings.Repeat(" Please answer at length, with examples, history and tips.", 6)
-			for _, q := range []string{"Tell me about tea.", "And coffee?", "What about cocoa?", "And water?"} {
-				say(q + filler)
-			}
-			summary := func() (memory.Summary, bool) {
-				s, err := g.mem.store.LatestSummary(context.Background(), id)
-				if errors.Is(err, memory.ErrNotFound) {
-					return s, false
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s, true
-			}
-			eventually(t, "a summary carrying the phone number", func() bool {
-				s, ok := summary()
-				return ok && strings.Contains(s.Text, phone)
-			})
-			if p := say("And juice?" + filler); !strings.Contains(p, "MODEL SUMMARY") || !strings.Contains(p, phone) {
-				t.Fatalf("before the edit the prompt does not carry the summary with the number:\n%s", p)
-			}
+	eachPhoneChat(t, "sumedit", func(t *testing.T, c *phoneChat) {
+		c.sayWithSummary("And juice?")
 
-			// The user edits the message and resends the history.
-			history[2]["content"], history[3]["content"] = "I like green tea.", "ack: I like green tea."
-			// The request that carries the edit is assembled before its
-			// save supersedes anything: the prompts after it are checked.
-			say("And milk?" + filler)
-			if s, ok := summary(); ok && strings.Contains(s.Text, phone) {
-				t.Fatalf("after the edit the summary still says %q", s.Text)
-			}
-			if p := say("And lemonade?" + filler); strings.Contains(p, phone) {
-				t.Fatalf("after the edit the prompt still carries the number:\n%s", p)
-			}
-			eventually(t, "a summary of the edited chat", func() bool {
-				s, ok := summary()
-				return ok && !strings.Contains(s.Text, phone)
-			})
+		// The user edits the message and resends the history.
+		c.editPhoneOut()
+		c.say("And milk?" + editFiller)
+		if s, ok := c.summary(); ok && strings.Contains(s.Text, editPhone) {
+			t.Fatalf("after the edit the summary still says %q", s.Text)
+		}
+		if p := c.say("And lemonade?" + editFiller); strings.Contains(p, editPhone) {
+			t.Fatalf("after the edit the prompt still carries the number:\n%s", p)
+		}
+		eventually(t, "a summary of the edited chat", func() bool {
+			s, ok := c.summary()
+			return ok && !strings.Contains(s.Text, editPhone)
 		})
-	}
+	})
+}
+
+// TestEditLeavesTheOldSummaryOutOfItsOwnPrompt: the request that carries
+// the edit of a message the summary covers is assembled before its save
+// drops that summary; through the gateway, on both stores, its own prompt
+// is sent without the summary (the client's edited history tells), while
+// the requests before it, resending the history unchanged, carry it.
+func TestEditLeavesTheOldSummaryOutOfItsOwnPrompt(t *testing.T) {
+	eachPhoneChat(t, "editsum", func(t *testing.T, c *phoneChat) {
+		c.sayWithSummary("And juice?")
+		c.sayWithSummary("And soda?")
+
+		c.editPhoneOut()
+		if p := c.say("And milk?" + editFiller); strings.Contains(p, "MODEL SUMMARY") {
+			t.Fatalf("the request carrying the edit is shown the summary of the old text:\n%s", p)
+		}
+	})
 }

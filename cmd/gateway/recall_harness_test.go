@@ -76,7 +76,7 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asm, err := newAssembler(cfg, withReads(cfg, st, nil), rl.Recaller, counter, logger)
+	asm, err := newAssembler(cfg, withReads(cfg, st, nil), rl.Recaller, nil, counter, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func BenchmarkMemoryTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	cs := withReads(cfg, w.st, nil)
-	asm, err := newAssembler(cfg, cs, rl.Recaller, counter, nil)
+	asm, err := newAssembler(cfg, cs, rl.Recaller, nil, counter, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

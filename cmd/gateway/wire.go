@@ -276,7 +276,7 @@ func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter,
 		m.Collectors = append(m.Collectors, m.recall.Collectors...)
 		m.Recall, rec = m.recall.Manager, m.recall.Recaller
 	}
-	if m.Prompt, err = newAssembler(cfg, cs, rec, counter, logger); err != nil {
+	if m.Prompt, err = newAssembler(cfg, cs, rec, red, counter, logger); err != nil {
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
@@ -331,15 +331,18 @@ func workerOptions(cfg config.Config) record.WorkerOptions {
 }
 
 // newAssembler builds the prompt assembler: budget, shares and template
-// from memory.*, facts cap from recall.*. rec nil: no recall.
-func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
+// from memory.*, facts cap from recall.*. rec nil: no recall. red is the
+// capture's redactor (nil: none): the check of a resent history against
+// the summary compares messages as the capture stores them.
+func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red record.Redactor, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
 	// Claude models (on /v1/messages, or any API) are counted with the documented upper-bound
 	// estimate of internal/dialect/anthropic; a request, through its owner's view of counter.
 	reads, unknown := st.reads, tokens.DefaultContextWindow
 	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st, Counter: anthropic.NewCounter(counter, unknown),
 		Owned: func(t, u string) prompt.TokenCounter { return anthropic.NewCounter(counter.Owned(t, u), unknown) }}
 	if cfg.Compaction.Enabled {
-		deps.Summaries = reads
+		deps.Summaries, deps.Heads = reads, reads
+		deps.StoredForm = func(m memory.Message) memory.Message { return record.StoredForm(m, red) }
 	}
 	mc, sh := cfg.Memory, cfg.Memory.Shares
 	a, err := prompt.NewAssembler(deps, prompt.Options{

@@ -32,7 +32,7 @@ func TestAssemblerCountsPerOwner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			asm, err := newAssembler(cfg, withReads(cfg, bk.store, nil), nil, counter, nil)
+			asm, err := newAssembler(cfg, withReads(cfg, bk.store, nil), nil, nil, counter, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

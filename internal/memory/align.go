@@ -72,6 +72,15 @@ func runs(stored, prior []Message) []int {
 	for _, m := range stored {
 		seq = append(seq, number(m))
 	}
+	return Runs(seq, len(prior))
+}
+
+// Runs returns, for each offset of the part of seq after its first n+1
+// entries (a separator that equals no other entry at n), how many entries
+// of seq's first n, from its first, repeat from that offset on: the
+// Z-function of seq, linear in its length. Align numbers a client's
+// history, a separator and the stored messages so.
+func Runs(seq []int, n int) []int {
 	// z[i] is the length of the longest common prefix of seq and seq[i:];
 	// [l, r) is the rightmost match found so far.
 	z := make([]int, len(seq))
@@ -86,5 +95,5 @@ func runs(stored, prior []Message) []int {
 			l, r = i, i+z[i]
 		}
 	}
-	return z[len(prior)+1:]
+	return z[n+1:]
 }

@@ -121,3 +121,18 @@ func (m Message) Print() Print {
 func (p Print) Diverges(q Print) bool {
 	return p.Sum != q.Sum && !(p.Assistant && q.Assistant)
 }
+
+// Held is a stored message as a conversation's first messages are kept
+// (internal/engine/cache's Head): its Print, its Seq, and whether it is a
+// tool result (IsResult), which the prompt's check of a resent
+// history against the summary needs (a client trims its old tool results).
+type Held struct {
+	Print
+	Seq  int64
+	Tool bool
+}
+
+// Held returns m's Held.
+func (m Message) Held() Held {
+	return Held{Print: m.Print(), Seq: m.Seq, Tool: IsResult(m.Role)}
+}

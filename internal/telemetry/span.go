@@ -98,3 +98,11 @@ func StartLinked(ctx context.Context, tp trace.TracerProvider, name string, trac
 	}
 	return tp.Tracer(Scope).Start(ctx, name, trace.WithNewRoot(), trace.WithLinks(Links(traceparents)...), trace.WithAttributes(attrs...))
 }
+
+// Note sets the string attribute key on the span ctx carries, when it
+// records: what a step decided, on the step's span.
+func Note(ctx context.Context, key, value string) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String(key, value))
+	}
+}

@@ -79,6 +79,22 @@ func TestHeadReadOnceAsAChatGoesOn(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: Head(%d) holds %d prints, not those of the %d first live messages", step, n, len(got), len(want))
 		}
+		// HeadHeld answers from the same entry, with the seqs.
+		before = reads.Load()
+		held, err := r.HeadHeld(ctx, &rev, id, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := reads.Load() - before; got != 0 {
+			t.Fatalf("%s: HeadHeld after Head read SQL %d times", step, got)
+		}
+		wantHeld := make([]memory.Held, len(msgs))
+		for i, m := range msgs {
+			wantHeld[i] = m.Held()
+		}
+		if !slices.Equal(held, wantHeld) {
+			t.Fatalf("%s: HeadHeld(%d) = %v, want %v", step, n, held, wantHeld)
+		}
 	}
 	history = save(id, nil, "q1")
 	head("first", len(history)+2, 1)

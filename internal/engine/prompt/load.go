@@ -16,7 +16,11 @@ import (
 // loaded is the memory one request may draw on.
 type loaded struct {
 	summary *memory.Summary
-	stored  []memory.Message // newest stored messages, oldest first
+	// summaryEdited: the conversation's summary was left out, the
+	// request's resent history edits or drops a message it covers
+	// (summaryEdited).
+	summaryEdited bool
+	stored        []memory.Message // newest stored messages, oldest first
 	// resent are the keys of the stored messages the client's own
 	// messages repeat, left out of stored (continuation): in the prompt
 	// as the client's copies, so recall does not show them.
@@ -48,6 +52,9 @@ type partResult struct {
 	err     error
 	took    time.Duration
 	summary *memory.Summary
+	// edited: the summary was left out, the resent history edits what it
+	// covers (summaryEdited).
+	edited  bool
 	stored  []memory.Message
 	facts   []memory.Fact
 	current []memory.Fact
@@ -104,10 +111,25 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			if errors.Is(err, memory.ErrNotFound) {
 				return nil
 			}
-			if err == nil {
-				r.summary = &s
+			if err != nil {
+				return err
 			}
-			return err
+			if fullHistory {
+				// The request's save will drop a summary of messages its
+				// history edits: its own prompt goes without it.
+				earlier, _ := memory.SplitCurrent(rest)
+				edited, err := a.summaryEdited(ctx, rev, req.Identity, s, earlier)
+				if err != nil {
+					return err
+				}
+				if edited {
+					r.edited = true
+					telemetry.Note(ctx, "memgate.summary.left_out", "edited")
+					return nil
+				}
+			}
+			r.summary = &s
+			return nil
 		})
 	}
 	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
@@ -191,7 +213,7 @@ wait:
 		return r, true
 	}
 	if r, ok := part(partSummary); ok {
-		ld.summary = r.summary
+		ld.summary, ld.summaryEdited = r.summary, r.edited
 	}
 	if r, ok := part(partHistory); ok {
 		ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)

@@ -80,19 +80,28 @@ type TokenCounter interface {
 // handed to each of them; without it (or when the lookup fails) they get
 // nil.
 //
+// Heads, when set with Summaries, checks a full-history request's resent
+// history against the summary before it is shown (summaryEdited): a
+// request that edits or drops a message the summary covers is assembled
+// without it, as its save will drop it. StoredForm is a message as memgate
+// stores it (sanitized and redacted, record.StoredForm), what the check
+// compares a message the client sends otherwise with; nil: as sent.
+//
 // Owned, when set, gives the counter a request counts through, taken once
 // per request for its owner, the user of a tenant: Counter's view whose
 // remembered counts no other owner's request finds (*tokens.Counter's
 // Owned), so a request's latency tells nothing of what others sent. nil:
 // Counter counts every request.
 type Deps struct {
-	History   HistoryReader
-	Summaries SummaryReader
-	Facts     FactReader
-	Recaller  Recaller
-	Counter   TokenCounter
-	Owned     func(tenant, user string) TokenCounter
-	Revisions RevisionReader
+	History    HistoryReader
+	Summaries  SummaryReader
+	Facts      FactReader
+	Recaller   Recaller
+	Counter    TokenCounter
+	Owned      func(tenant, user string) TokenCounter
+	Revisions  RevisionReader
+	Heads      HeadReader
+	StoredForm func(memory.Message) memory.Message
 }
 
 // Shares are the most each memory part may take of the budget, as fractions.
@@ -409,7 +418,7 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 	p.Degraded = ld.degraded
 	a.logger.DebugContext(ctx, "prompt assembled", "conversation", req.Conversation,
 		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
-		"over_budget", p.OverBudget, "parts", p.Parts)
+		"over_budget", p.OverBudget, "parts", p.Parts, "summary_edited", ld.summaryEdited)
 	return p, nil
 }
 

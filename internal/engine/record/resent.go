@@ -198,7 +198,7 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 		case !ok:
 			return forked()
 		case sent.Fingerprint() == bad.Fingerprint():
-		case storedForm(sent, c.redactor).Fingerprint() == bad.Fingerprint():
+		case StoredForm(sent, c.redactor).Fingerprint() == bad.Fingerprint():
 			// Stored sanitized or redacted: the stored leaf is the stored
 			// text's.
 			d = memory.Leaf(p, sent).Xor(memory.Leaf(p, bad.Message))
@@ -211,7 +211,7 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 			if rewind == nil {
 				rewind = &memory.Rewind{Seq: bad.Seq, Pos: p, Digest: bad.Digest}
 			}
-			s := storedForm(sent, c.redactor)
+			s := StoredForm(sent, c.redactor)
 			d = memory.Leaf(p, sent).Xor(memory.Leaf(p, s))
 			edit(bad, memory.Leaf(p, s).Xor(memory.Leaf(p, bad.Message)), true, storedText(sent, c.redactor))
 		}
@@ -259,7 +259,7 @@ func (c *Capturer) checkResent(ctx context.Context, ex memory.Exchange) memory.E
 
 // storedGap returns the digest of the non-system messages of r at
 // positions from to to (exclusive), each as the Capturer stores it
-// (storedForm): the digests the save stamps are at rest, where whoever
+// (StoredForm): the digests the save stamps are at rest, where whoever
 // reads the database could confirm a guess of a text they sum, so they
 // never sum a secret the redactor keeps out of the store. It redacts
 // every message of the gap: only a chat's first cut request and a rewind
@@ -280,7 +280,7 @@ func storedGap(r memory.Resent, from, to int, red Redactor) memory.Digest {
 			break
 		}
 		if pos >= from {
-			d = d.Xor(memory.Leaf(pos, storedForm(m, red)))
+			d = d.Xor(memory.Leaf(pos, StoredForm(m, red)))
 		}
 		pos++
 	}
@@ -302,9 +302,9 @@ func unstampedFix(r memory.Resent, digests []memory.Digest, from, to int, red Re
 	return d
 }
 
-// storedForm returns m as the Capturer stores it: sanitized, and redacted
+// StoredForm returns m as the Capturer stores it: sanitized, and redacted
 // by red (nil: none). A message red cannot read is as sanitized only.
-func storedForm(m memory.Message, red Redactor) memory.Message {
+func StoredForm(m memory.Message, red Redactor) memory.Message {
 	m, _ = SanitizeMessage(m)
 	if red != nil {
 		if r, _, err := red.Message(m); err == nil {
@@ -314,7 +314,7 @@ func storedForm(m memory.Message, red Redactor) memory.Message {
 	return m
 }
 
-// storedText returns m as the Capturer stores it (storedForm), to store
+// storedText returns m as the Capturer stores it (StoredForm), to store
 // as an edited message's new text (memory.Edit.Text), or nil when red
 // cannot read it: text it could not redact is never stored.
 func storedText(m memory.Message, red Redactor) *memory.Message {

@@ -185,7 +185,7 @@ func (r *Router) storedForm(client []memory.Message, i int, stored map[int]memor
 	if m, ok := stored[i]; ok {
 		return m
 	}
-	m := storedForm(client[i], r.redactor)
+	m := StoredForm(client[i], r.redactor)
 	stored[i] = m
 	return m
 }

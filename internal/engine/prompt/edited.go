@@ -1,0 +1,134 @@
+package prompt
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// HeadReader reads a conversation's first live messages (rev: see
+// HistoryReader): internal/engine/cache's Reads, which keeps them under
+// the user's revision counters and extends them with the chat's own
+// saves, so a chat that goes on is not read again.
+type HeadReader interface {
+	// HeadHeld returns up to n first live messages, oldest first, as
+	// memory.Held. The slice is shared and must not be written to.
+	HeadHeld(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Held, error)
+}
+
+// summaryCheck bounds how many of the messages a summary covers, from
+// the conversation's first, a resent history is checked against
+// (editsSummary): an edit past them, deep in a chat of thousands of
+// messages, is found by the request's save alone, which drops the summary
+// from the next request's prompt on.
+const summaryCheck = 4096
+
+// summaryEdited reports whether the resent history of a full-history
+// request (client: its non-system messages before the current turn)
+// edits or drops a live message s covers, reading the conversation's
+// first messages through a.deps.Heads as of rev (the request's revision
+// counters: a chat that goes on reads them from the store once). Without
+// Heads it reports false.
+func (a *Assembler) summaryEdited(ctx context.Context, rev *memory.Revisions, id memory.Identity, s memory.Summary, client []memory.Message) (bool, error) {
+	if a.deps.Heads == nil || s.ToSeq <= 0 || len(client) == 0 {
+		return false, nil
+	}
+	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, int(min(s.ToSeq, summaryCheck)))
+	if err != nil {
+		return false, fmt.Errorf("read the messages the summary covers: %w", err)
+	}
+	return editsSummary(held, s.ToSeq, client, a.deps.StoredForm), nil
+}
+
+// editsSummary reports whether storing client (a full-history request's
+// non-system messages before its current turn) after held (its
+// conversation's first live messages, oldest first) would take a message
+// the summary through toSeq covers off the live branch: the judgement the
+// request's save makes (memory.Align; contract.SavePlan.Unsummarised,
+// which then deletes the summary versions covering it). Client is matched
+// against held's covered messages at the offset where the longest run of
+// equal messages starts (the latest on ties), so a client that resends
+// only a window of its history is matched where its window starts;
+// messages are equal by Fingerprint, the client's as memgate stores it
+// (form: sanitized and redacted; nil: as sent) when it differs as sent.
+// Two tool results are equal whatever they say: a client that trims its
+// old tool results does so on nearly every request, and the save keeps
+// the summary for it. The summary is edited when the run stops inside the
+// covered messages: the client changed, dropped or inserted a message
+// there, or its history ends there (a rewind). With no run, it is edited
+// when the client resends the conversation's second message as stored
+// (the first changed: the save supersedes the branch from its start);
+// a client sharing not even that edits nothing, all of its history is
+// new to the save.
+func editsSummary(held []memory.Held, toSeq int64, client []memory.Message, form func(memory.Message) memory.Message) bool {
+	covered := len(held)
+	for covered > 0 && held[covered-1].Seq > toSeq {
+		covered--
+	}
+	if covered == 0 || len(client) == 0 {
+		return false
+	}
+	whole, sent := held, client
+	held = held[:covered]
+	// A run from any offset is at most len(held) long: the client's later
+	// messages never decide it.
+	client = client[:min(len(client), len(held))]
+	const tool = 0
+	ids := make(map[[16]byte]int, len(held))
+	seq := make([]int, 0, len(client)+1+len(held))
+	for _, h := range held {
+		if _, ok := ids[h.Sum]; !ok && !h.Tool {
+			ids[h.Sum] = len(ids) + 1
+		}
+	}
+	fresh := len(ids) + 1 // ids no held message has
+	number := func(m memory.Message) int {
+		if memory.IsResult(m.Role) {
+			return tool
+		}
+		if id, ok := ids[m.Print().Sum]; ok {
+			return id
+		}
+		if form != nil {
+			if id, ok := ids[form(m).Print().Sum]; ok {
+				return id
+			}
+		}
+		fresh++
+		return fresh
+	}
+	for _, m := range client {
+		seq = append(seq, number(m))
+	}
+	seq = append(seq, -1) // matches no message: a run never crosses it
+	for _, h := range held {
+		id := tool
+		if !h.Tool {
+			id = ids[h.Sum]
+		}
+		seq = append(seq, id)
+	}
+	bestOff, bestLen := -1, 0
+	for off, n := range memory.Runs(seq, len(client)) {
+		if n > 0 && n >= bestLen {
+			bestOff, bestLen = off, n
+		}
+	}
+	if bestOff < 0 {
+		// No run: a history that resends the second message as stored
+		// changed the first (contract's editsFirst), which the summary
+		// covers; one that shares not even that is another chat's.
+		return len(sent) > 1 && len(whole) > 1 && resends(sent[1], whole[1], form)
+	}
+	return bestOff+bestLen < len(held)
+}
+
+// resends reports whether m, a client's message, is h as stored (as sent,
+// or as form stores it).
+func resends(m memory.Message, h memory.Held, form func(memory.Message) memory.Message) bool {
+	if m.Print().Sum == h.Sum {
+		return true
+	}
+	return form != nil && form(m).Print().Sum == h.Sum
+}

@@ -1,0 +1,182 @@
+package prompt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// fakeHeads serves a conversation's first live messages, counting reads.
+type fakeHeads struct {
+	live  []memory.Message
+	reads int
+}
+
+func (f *fakeHeads) HeadHeld(_ context.Context, _ *memory.Revisions, _ memory.Identity, n int) ([]memory.Held, error) {
+	f.reads++
+	out := make([]memory.Held, 0, n)
+	for _, m := range f.live[:min(n, len(f.live))] {
+		out = append(out, m.Held())
+	}
+	return out, nil
+}
+
+// editChat is a stored chat of n messages, user and assistant in turn,
+// their seqs from 1 with a gap (a superseded reply) after seq 3.
+func editChat(n int) []memory.Message {
+	out := make([]memory.Message, n)
+	seq := int64(0)
+	for i := range out {
+		seq++
+		if seq == 4 {
+			seq++ // the gap a superseded reply leaves
+		}
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		out[i] = memory.Message{Role: role, Content: fmt.Sprintf("message %d", i), Seq: seq}
+	}
+	return out
+}
+
+// TestEditsSummary: the judgement a save makes of a resent history,
+// against the messages a summary covers (through the seq of stored[5]).
+func TestEditsSummary(t *testing.T) {
+	stored := editChat(12)
+	stored[2] = memory.Message{Role: "tool", Content: "the full tool output", Seq: stored[2].Seq}
+	stored[4].Content = "my key is [REDACTED]"
+	toSeq := stored[5].Seq
+	// form stores "my key is sk-1" redacted.
+	form := func(m memory.Message) memory.Message {
+		m.Content = strings.ReplaceAll(m.Content, "sk-1", "[REDACTED]")
+		return m
+	}
+	client := func(edit func([]memory.Message) []memory.Message) []memory.Message {
+		c := make([]memory.Message, len(stored))
+		for i, m := range stored {
+			c[i] = memory.Message{Role: m.Role, Content: m.Content}
+		}
+		c[4].Content = "my key is sk-1" // as the client sent it
+		return edit(c)
+	}
+	same := func(c []memory.Message) []memory.Message { return c }
+	for _, tc := range []struct {
+		name   string
+		client []memory.Message
+		want   bool
+	}{
+		{"the history as stored", client(same), false},
+		{"the history and a new turn", client(func(c []memory.Message) []memory.Message {
+			return append(c, memory.Message{Role: "user", Content: "new"}, memory.Message{Role: "assistant", Content: "re: new"})
+		}), false},
+		{"a covered user message edited", client(func(c []memory.Message) []memory.Message { c[4].Content = "edited"; return c }), true},
+		{"the first message edited", client(func(c []memory.Message) []memory.Message { c[0].Content = "edited"; return c }), true},
+		{"the first two messages edited", client(func(c []memory.Message) []memory.Message {
+			c[0].Content, c[1].Content = "edited", "edited too"
+			return c
+		}), false},
+		{"a covered reply edited", client(func(c []memory.Message) []memory.Message { c[3].Content = "edited"; return c }), true},
+		{"the last covered message edited", client(func(c []memory.Message) []memory.Message { c[5].Content = "edited"; return c }), true},
+		{"a covered message dropped", client(func(c []memory.Message) []memory.Message { return slices.Delete(c, 1, 2) }), true},
+		{"a message inserted among the covered", client(func(c []memory.Message) []memory.Message {
+			return slices.Insert(c, 2, memory.Message{Role: "user", Content: "inserted"})
+		}), true},
+		{"rewound to a covered message", client(func(c []memory.Message) []memory.Message { return c[:3] }), true},
+		{"a message after the summary edited", client(func(c []memory.Message) []memory.Message { c[6].Content = "edited"; return c }), false},
+		{"a message after the summary dropped", client(func(c []memory.Message) []memory.Message { return slices.Delete(c, 7, 9) }), false},
+		{"rewound past the summary", client(func(c []memory.Message) []memory.Message { return c[:7] }), false},
+		{"a covered tool result trimmed", client(func(c []memory.Message) []memory.Message { c[2].Content = "[trimmed]"; return c }), false},
+		{"a window from a covered message on", client(func(c []memory.Message) []memory.Message { return c[3:] }), false},
+		{"a window after the summary", client(func(c []memory.Message) []memory.Message { return c[8:] }), false},
+		{"a window with a covered message edited", client(func(c []memory.Message) []memory.Message { c[4].Content = "edited"; return c[2:] }), true},
+		{"another chat", []memory.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := make([]memory.Held, len(stored))
+			for i, m := range stored {
+				held[i] = m.Held()
+			}
+			if got := editsSummary(held, toSeq, tc.client, form); got != tc.want {
+				t.Fatalf("editsSummary = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("a message stored redacted, compared as sent", func(t *testing.T) {
+		held := make([]memory.Held, len(stored))
+		for i, m := range stored {
+			held[i] = m.Held()
+		}
+		if !editsSummary(held, toSeq, client(same), nil) {
+			t.Fatal("without the stored form, the redacted message is not told from an edit")
+		}
+	})
+}
+
+// TestPrepareLeavesOutTheSummaryAnEditChanges: a full-history client
+// whose resent history edits a message the summary covers gets no
+// summary (nor its share: the turns take it), one that resends it
+// unchanged gets it, and a client sending only its newest turn is not
+// checked.
+func TestPrepareLeavesOutTheSummaryAnEditChanges(t *testing.T) {
+	stored := editChat(6)
+	heads := &fakeHeads{live: stored}
+	mem := &fakeMemory{stored: stored, summary: &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[3].Seq,
+		Text: "SUMMARY OF THE OLD TEXT", Summariser: memory.SummariserModel}}
+	a, err := NewAssembler(Deps{History: mem, Summaries: mem, Heads: heads, Counter: byteCounter{}},
+		Options{RecentMessages: 8, MaxContextTokens: 700, Shares: Shares{Summary: 0.2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := func(history []memory.Message, q string) []string {
+		var out []string
+		for _, m := range history {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content + strings.Repeat(" padding", 10)})
+			out = append(out, string(raw))
+		}
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
+		return append(out, string(raw))
+	}
+	resend := func(history []memory.Message) []memory.Message {
+		out := make([]memory.Message, len(history))
+		for i, m := range history {
+			out[i] = memory.Message{Role: m.Role, Content: m.Content + strings.Repeat(" padding", 10)}
+		}
+		return out
+	}
+	// The stored messages are what the client sent.
+	padded := resend(stored)
+	for i := range padded {
+		padded[i].Seq = stored[i].Seq
+	}
+	heads.live, mem.stored = padded, padded
+	edited := slices.Clone(stored)
+	edited[0].Content = "edited"
+	for _, tc := range []struct {
+		name        string
+		req         memory.Request
+		wantSummary bool
+	}{
+		{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), true},
+		{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), false},
+		{"newest turn only", request(t, memory.ModeOn, raws(nil, "next?")...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := a.Prepare(context.Background(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(joined(p), "SUMMARY OF THE OLD TEXT"); got != tc.wantSummary {
+				t.Fatalf("summary shown: %v, want %v:\n%s", got, tc.wantSummary, joined(p))
+			}
+			if len(p.Degraded) > 0 {
+				t.Fatalf("degraded %v: an edit is no failure", p.Degraded)
+			}
+		})
+	}
+}
