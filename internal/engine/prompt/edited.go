@@ -3,6 +3,7 @@ package prompt
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -116,12 +117,36 @@ func editsSummary(held []memory.Held, toSeq int64, client []memory.Message, form
 		}
 	}
 	if bestOff < 0 {
-		// No run: a history that resends the second message as stored
-		// changed the first (contract's editsFirst), which the summary
-		// covers; one that shares not even that is another chat's.
-		return len(sent) > 1 && len(whole) > 1 && resends(sent[1], whole[1], form)
+		// No run: a history that resends the rest as stored changed the
+		// first message (contract's editsFirst), which the summary
+		// covers; any other is another chat's.
+		return resentAsStored(sent, whole, form)
 	}
 	return bestOff+bestLen < len(held)
+}
+
+// resentAsStored reports whether sent, a client's history whose first
+// message matches no stored one, resends every later message held has
+// (the conversation's first ones, those the summary covers) as stored at
+// the same position, at least two of them and one a user's words: the bar
+// contract's editsFirst sets before a save supersedes the branch from its
+// first message (the save also compares the messages after held's). Another
+// chat sent under the same name, opening with the same greeting reply,
+// does not meet it: its save stores it beside the branch, and its prompt
+// keeps the summary.
+func resentAsStored(sent []memory.Message, held []memory.Held, form func(memory.Message) memory.Message) bool {
+	n := min(len(sent), len(held))
+	if n < 3 {
+		return false
+	}
+	said := false
+	for i := 1; i < n; i++ {
+		if !resends(sent[i], held[i], form) {
+			return false
+		}
+		said = said || sent[i].Role == "user" && strings.TrimSpace(sent[i].Content) != ""
+	}
+	return said
 }
 
 // resends reports whether m, a client's message, is h as stored (as sent,

@@ -96,6 +96,12 @@ func TestEditsSummary(t *testing.T) {
 		{"a window after the summary", client(func(c []memory.Message) []memory.Message { return c[8:] }), false},
 		{"a window with a covered message edited", client(func(c []memory.Message) []memory.Message { c[4].Content = "edited"; return c[2:] }), true},
 		{"another chat", []memory.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}, false},
+		{"another chat opening with the same reply", []memory.Message{{Role: "user", Content: "hey"}, {Role: stored[1].Role, Content: stored[1].Content}}, false},
+		{"the first message edited, only its reply resent", client(func(c []memory.Message) []memory.Message { c[0].Content = "edited"; return c[:2] }), false},
+		{"the first message edited, the rest resent but a message", client(func(c []memory.Message) []memory.Message {
+			c[0].Content, c[9].Content = "edited", "edited too"
+			return c
+		}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			held := make([]memory.Held, len(stored))
