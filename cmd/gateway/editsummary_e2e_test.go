@@ -137,17 +137,39 @@ func TestEditDropsTheSummaryOfTheOldText(t *testing.T) {
 
 // TestEditLeavesTheOldSummaryOutOfItsOwnPrompt: the request that carries
 // the edit of a message the summary covers is assembled before its save
-// drops that summary; through the gateway, on both stores, its own prompt
-// is sent without the summary (the client's edited history tells), while
-// the requests before it, resending the history unchanged, carry it.
+// drops that summary and retracts the pin only the old text stated;
+// through the gateway, on both stores, its own prompt is sent without the
+// summary and without the number anywhere (summary, pinned facts, facts,
+// recall: the client's edited history tells), while the requests before
+// it, resending the history unchanged, carry both.
 func TestEditLeavesTheOldSummaryOutOfItsOwnPrompt(t *testing.T) {
 	eachPhoneChat(t, "editsum", func(t *testing.T, c *phoneChat) {
 		c.sayWithSummary("And juice?")
-		c.sayWithSummary("And soda?")
+		if p := c.say("And soda?" + editFiller); !strings.Contains(pinnedBlock(p), editPhone) {
+			t.Fatalf("without an edit, the prompt does not pin the number:\n%s", p)
+		}
 
 		c.editPhoneOut()
-		if p := c.say("And milk?" + editFiller); strings.Contains(p, "MODEL SUMMARY") {
+		p := c.say("And milk?" + editFiller)
+		if strings.Contains(p, "MODEL SUMMARY") {
 			t.Fatalf("the request carrying the edit is shown the summary of the old text:\n%s", p)
 		}
+		if strings.Contains(p, editPhone) {
+			t.Fatalf("the request carrying the edit is shown the old number:\n%s", p)
+		}
 	})
+}
+
+// pinnedBlock returns the pinned facts' part of a prompt's text: from its
+// "Pinned —" header to the next blank line ("" without one).
+func pinnedBlock(p string) string {
+	i := strings.Index(p, "Pinned —")
+	if i < 0 {
+		return ""
+	}
+	p = p[i:]
+	if j := strings.Index(p, "\n\n"); j >= 0 {
+		p = p[:j]
+	}
+	return p
 }
