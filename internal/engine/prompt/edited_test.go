@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -327,5 +328,71 @@ func TestPrepareLeavesOutWhatAnEditUnsays(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrepareShowsNoKeptBlockToAnEdit: with KeepRecallResent, a resent
+// turn is rendered with the recalled block it was sent with, which may
+// show the old text (recalled where the window no longer showed it); the request
+// carrying an edit of a message the summary covers renders its resent
+// turns without their kept blocks, while a request resending the history
+// unchanged shows them.
+func TestPrepareShowsNoKeptBlockToAnEdit(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	stored := editChat(6)
+	for i := range stored {
+		stored[i].Key = fmt.Sprintf("x:%d", i)
+	}
+	stored[2].Content = "my phone is 555-0100"
+	// The old text, recalled where the prompt's window no longer shows it.
+	items := []memory.Item{{ID: 1, Kind: "message", Ref: "x:2", Conversation: "c", Score: 1,
+		Text: "Earlier: my phone is 555-0100.", CreatedAt: now.Add(-time.Hour)}}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	mem := &fakeMemory{stored: stored, summary: &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[3].Seq,
+		Text: "SUMMARY", Summariser: memory.SummariserModel}}
+	a, err := NewAssembler(Deps{History: mem, Summaries: mem, Recaller: rec, Heads: &fakeHeads{live: stored},
+		Revisions: &messageRevisions{messages: 7}, Counter: byteCounter{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Facts: 0.2, Recall: 0.5}, FactsMax: 20,
+			FillRecall: true, FillWhen: FillAsked, KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := func(history []memory.Message, more ...string) []string {
+		var out []string
+		for _, m := range history {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		for i, s := range more {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			raw, _ := json.Marshal(map[string]string{"role": role, "content": s})
+			out = append(out, string(raw))
+		}
+		return out
+	}
+	prep := func(raws []string) string {
+		t.Helper()
+		p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return joined(p)
+	}
+	if p := prep(raws(stored, "What is my phone number?")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
+		t.Fatalf("the asking turn recalled nothing:\n%s", p)
+	}
+	items = nil // later requests recall nothing: what they show of the old text is the kept block
+	if p := prep(raws(stored, "What is my phone number?", "It is 555-0100.", "Thanks.")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
+		t.Fatalf("a resent turn is not shown with its kept block:\n%s", p)
+	}
+	edited := slices.Clone(stored)
+	edited[2].Content = "my phone is private"
+	if p := prep(raws(edited, "What is my phone number?", "I do not know it.", "Thanks.")); strings.Contains(p, "555-0100") {
+		t.Fatalf("the request carrying the edit is shown the old number in a kept block:\n%s", p)
 	}
 }
