@@ -31,13 +31,14 @@ type phoneChat struct {
 }
 
 // startPhoneChat starts a gateway of mk's configuration (compacting
-// often, with a budget the history overflows, recall off) and grows the
-// chat until its summary carries editPhone.
-func startPhoneChat(t *testing.T, up *summariserUpstream, mk func(*testing.T) config.Config, user string) *phoneChat {
+// often, with a budget the history overflows, recall on only with recall,
+// and then without extraction) and grows the chat until its summary
+// carries editPhone.
+func startPhoneChat(t *testing.T, up *summariserUpstream, mk func(*testing.T) config.Config, user string, recall bool) *phoneChat {
 	t.Helper()
 	cfg := mk(t)
 	cfg.Compaction.MaxMessages, cfg.Compaction.KeepMessages = 4, 2
-	cfg.Recall.Enabled, cfg.Recall.Extraction.Enabled = false, false
+	cfg.Recall.Enabled, cfg.Recall.Extraction.Enabled = recall, false
 	cfg.Memory.MaxContextTokens = 400 // the history overflows: the summary stands in for its oldest turns
 	c := &phoneChat{t: t, g: startGateway(t, cfg), up: up,
 		hdr: map[string]string{"X-Memory-User": user, "X-Memory-Conversation": "c"},
@@ -88,13 +89,18 @@ func (c *phoneChat) summary() (memory.Summary, bool) {
 }
 
 // eachPhoneChat runs test on a phoneChat of each store, its user named
-// from prefix.
+// from prefix, recall off.
 func eachPhoneChat(t *testing.T, prefix string, test func(t *testing.T, c *phoneChat)) {
+	eachPhoneChatOf(t, prefix, false, test)
+}
+
+// eachPhoneChatOf is eachPhoneChat, with recall on when recall.
+func eachPhoneChatOf(t *testing.T, prefix string, recall bool, test func(t *testing.T, c *phoneChat)) {
 	up := &summariserUpstream{}
 	srv := upstreamtest.New(t, up)
 	for name, mk := range storeConfigs(t, srv) {
 		t.Run(name, func(t *testing.T) {
-			test(t, startPhoneChat(t, up, mk, prefix+"-"+strings.ReplaceAll(name, "+", "-")))
+			test(t, startPhoneChat(t, up, mk, prefix+"-"+strings.ReplaceAll(name, "+", "-"), recall))
 		})
 	}
 }
@@ -137,17 +143,57 @@ func TestEditDropsTheSummaryOfTheOldText(t *testing.T) {
 
 // TestEditLeavesTheOldSummaryOutOfItsOwnPrompt: the request that carries
 // the edit of a message the summary covers is assembled before its save
-// drops that summary; through the gateway, on both stores, its own prompt
-// is sent without the summary (the client's edited history tells), while
-// the requests before it, resending the history unchanged, carry it.
+// drops that summary and retracts the pin only the old text stated;
+// through the gateway, on both stores, its own prompt is sent without the
+// summary and without the number anywhere (summary, pinned facts, facts,
+// recall: the client's edited history tells), while the requests before
+// it, resending the history unchanged, carry both.
 func TestEditLeavesTheOldSummaryOutOfItsOwnPrompt(t *testing.T) {
 	eachPhoneChat(t, "editsum", func(t *testing.T, c *phoneChat) {
 		c.sayWithSummary("And juice?")
-		c.sayWithSummary("And soda?")
+		if p := c.say("And soda?" + editFiller); !strings.Contains(pinnedBlock(p), editPhone) {
+			t.Fatalf("without an edit, the prompt does not pin the number:\n%s", p)
+		}
 
 		c.editPhoneOut()
-		if p := c.say("And milk?" + editFiller); strings.Contains(p, "MODEL SUMMARY") {
+		p := c.say("And milk?" + editFiller)
+		if strings.Contains(p, "MODEL SUMMARY") {
 			t.Fatalf("the request carrying the edit is shown the summary of the old text:\n%s", p)
+		}
+		if strings.Contains(p, editPhone) {
+			t.Fatalf("the request carrying the edit is shown the old number:\n%s", p)
+		}
+	})
+}
+
+// pinnedBlock returns the pinned facts' part of a prompt's text: from its
+// "Pinned —" header to the next blank line ("" without one).
+func pinnedBlock(p string) string {
+	i := strings.Index(p, "Pinned —")
+	if i < 0 {
+		return ""
+	}
+	p = p[i:]
+	if j := strings.Index(p, "\n\n"); j >= 0 {
+		p = p[:j]
+	}
+	return p
+}
+
+// TestEditLeavesTheOldTextOutOfItsOwnRecall is
+// TestEditLeavesTheOldSummaryOutOfItsOwnPrompt with recall on: a question
+// about the number, asked where the prompt's window no longer shows the
+// message stating it, recalls the old text; the request carrying the
+// edit, which asks again, is shown the number nowhere (no summary, pin,
+// recalled passage, or kept block of an earlier turn).
+func TestEditLeavesTheOldTextOutOfItsOwnRecall(t *testing.T) {
+	eachPhoneChatOf(t, "editrec", true, func(t *testing.T, c *phoneChat) {
+		if p := c.say("What is my phone number?"); !strings.Contains(p, editPhone) {
+			t.Fatalf("without an edit, the number is not shown:\n%s", p)
+		}
+		c.editPhoneOut()
+		if p := c.say("What is my phone number, again?"); strings.Contains(p, editPhone) {
+			t.Fatalf("the request carrying the edit is shown the old number:\n%s", p)
 		}
 	})
 }

@@ -125,14 +125,17 @@ func (p Print) Diverges(q Print) bool {
 // Held is a stored message as a conversation's first messages are kept
 // (internal/engine/cache's Head): its Print, its Seq, and whether it is a
 // tool result (IsResult), which the prompt's check of a resent
-// history against the summary needs (a client trims its old tool results).
+// history against the summary needs (a client trims its old tool results),
+// and its Key, which names it as the source of the facts it stated
+// (Fact.Source): those an edit of it leaves out of its request's prompt.
 type Held struct {
 	Print
 	Seq  int64
 	Tool bool
+	Key  string
 }
 
 // Held returns m's Held.
 func (m Message) Held() Held {
-	return Held{Print: m.Print(), Seq: m.Seq, Tool: IsResult(m.Role)}
+	return Held{Print: m.Print(), Seq: m.Seq, Tool: IsResult(m.Role), Key: m.Key}
 }

@@ -73,4 +73,10 @@ func helds(msgs []memory.Message) []memory.Held {
 }
 
 // headSize is roughly what a held head takes, in bytes.
-func headSize(k convKey, h head) int { return 64 + len(k.Of) + 40*len(h.held) }
+func headSize(k convKey, h head) int {
+	n := 64 + len(k.Of) + 56*len(h.held)
+	for _, m := range h.held {
+		n += len(m.Key)
+	}
+	return n
+}

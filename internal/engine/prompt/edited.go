@@ -30,16 +30,23 @@ const summaryCheck = 4096
 // edits or drops a live message s covers, reading the conversation's
 // first messages through a.deps.Heads as of rev (the request's revision
 // counters: a chat that goes on reads them from the store once). Without
-// Heads it reports false.
-func (a *Assembler) summaryEdited(ctx context.Context, rev *memory.Revisions, id memory.Identity, s memory.Summary, client []memory.Message) (bool, error) {
+// Heads it reports false. When it does, it returns the keys of the
+// messages among those read whose text the request's save takes off the
+// live branch too (unsaid: all, all the request's non-system messages,
+// its current turn included), whose facts and passages the request's
+// prompt leaves out (withoutUnsaid).
+func (a *Assembler) summaryEdited(ctx context.Context, rev *memory.Revisions, id memory.Identity, s memory.Summary, client, all []memory.Message) (bool, map[string]bool, error) {
 	if a.deps.Heads == nil || s.ToSeq <= 0 || len(client) == 0 {
-		return false, nil
+		return false, nil, nil
 	}
 	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, int(min(s.ToSeq, summaryCheck)))
 	if err != nil {
-		return false, fmt.Errorf("read the messages the summary covers: %w", err)
+		return false, nil, fmt.Errorf("read the messages the summary covers: %w", err)
 	}
-	return editsSummary(held, s.ToSeq, client, a.deps.StoredForm), nil
+	if !editsSummary(held, s.ToSeq, client, a.deps.StoredForm) {
+		return false, nil, nil
+	}
+	return true, unsaid(held, all, a.deps.StoredForm), nil
 }
 
 // editsSummary reports whether storing client (a full-history request's
@@ -70,8 +77,23 @@ func editsSummary(held []memory.Held, toSeq int64, client []memory.Message, form
 	if covered == 0 || len(client) == 0 {
 		return false
 	}
-	whole, sent := held, client
-	held = held[:covered]
+	bestOff, bestLen := bestRun(held[:covered], client, form)
+	if bestOff < 0 {
+		// No run: a history that resends the rest as stored changed the
+		// first message (contract's editsFirst), which the summary
+		// covers; any other is another chat's.
+		return resentAsStored(client, held, form)
+	}
+	return bestOff+bestLen < covered
+}
+
+// bestRun returns where client (a full-history request's non-system
+// messages before its current turn) is matched against held (its
+// conversation's first live messages, oldest first): the offset in held
+// where the longest run of equal messages starts (the latest on ties), and
+// its length; -1 and 0 when no message of client's is one of held's.
+// Messages are equal as editsSummary tells.
+func bestRun(held []memory.Held, client []memory.Message, form func(memory.Message) memory.Message) (off, n int) {
 	// A run from any offset is at most len(held) long: the client's later
 	// messages never decide it.
 	client = client[:min(len(client), len(held))]
@@ -110,19 +132,53 @@ func editsSummary(held []memory.Held, toSeq int64, client []memory.Message, form
 		}
 		seq = append(seq, id)
 	}
-	bestOff, bestLen := -1, 0
-	for off, n := range memory.Runs(seq, len(client)) {
-		if n > 0 && n >= bestLen {
-			bestOff, bestLen = off, n
+	off, n = -1, 0
+	for o, k := range memory.Runs(seq, len(client)) {
+		if k > 0 && k >= n {
+			off, n = o, k
 		}
 	}
-	if bestOff < 0 {
-		// No run: a history that resends the rest as stored changed the
-		// first message (contract's editsFirst), which the summary
-		// covers; any other is another chat's.
-		return resentAsStored(sent, whole, form)
+	return off, n
+}
+
+// unsaid returns the keys of the messages of held (a conversation's first
+// live messages, oldest first) whose text storing client (a full-history
+// request's non-system messages before its current turn) takes off the
+// live branch, nil when none: the messages from where client's run
+// (bestRun) stops that client does not resend as stored at the same
+// position — edited, or dropped — or, with no run, the first message when
+// the rest is resent as stored (resentAsStored). The facts only those
+// texts stated are what the request's save retracts (the store's
+// retractFacts); a message client resends unchanged after an edit still
+// states what it did. Two tool results are equal whatever they say, as
+// bestRun takes them.
+func unsaid(held []memory.Held, client []memory.Message, form func(memory.Message) memory.Message) map[string]bool {
+	if len(held) == 0 || len(client) == 0 {
+		return nil
 	}
-	return bestOff+bestLen < len(held)
+	off, n := bestRun(held, client, form)
+	at := off + n
+	if off < 0 {
+		if !resentAsStored(client, held, form) {
+			return nil
+		}
+		off, at = 0, 0
+	}
+	var gone map[string]bool
+	for i := at; i < len(held); i++ {
+		h := held[i]
+		if j := i - off; j < len(client) && (h.Tool && memory.IsResult(client[j].Role) || resends(client[j], h, form)) {
+			continue
+		}
+		if h.Key == "" {
+			continue
+		}
+		if gone == nil {
+			gone = map[string]bool{}
+		}
+		gone[h.Key] = true
+	}
+	return gone
 }
 
 // resentAsStored reports whether sent, a client's history whose first

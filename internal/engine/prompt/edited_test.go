@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -184,5 +185,214 @@ func TestPrepareLeavesOutTheSummaryAnEditChanges(t *testing.T) {
 				t.Fatalf("degraded %v: an edit is no failure", p.Degraded)
 			}
 		})
+	}
+}
+
+// TestUnsaid: the stored messages whose text a resent history takes off
+// the live branch, as its save does (their facts go with them).
+func TestUnsaid(t *testing.T) {
+	stored := editChat(8)
+	stored[2] = memory.Message{Role: "tool", Content: "the full tool output", Seq: stored[2].Seq}
+	held := make([]memory.Held, len(stored))
+	for i := range stored {
+		stored[i].Key = fmt.Sprintf("x:%d", i)
+		held[i] = stored[i].Held()
+	}
+	client := func(edit func([]memory.Message) []memory.Message) []memory.Message {
+		c := make([]memory.Message, len(stored))
+		for i, m := range stored {
+			c[i] = memory.Message{Role: m.Role, Content: m.Content}
+		}
+		return edit(c)
+	}
+	keys := func(is ...int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, stored[i].Key)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		client []memory.Message
+		want   []string
+	}{
+		{"the history as stored", client(func(c []memory.Message) []memory.Message { return c }), nil},
+		{"the history and a new turn", client(func(c []memory.Message) []memory.Message {
+			return append(c, memory.Message{Role: "user", Content: "new"})
+		}), nil},
+		{"a user message edited", client(func(c []memory.Message) []memory.Message { c[4].Content = "edited"; return c }), keys(4)},
+		{"a message and its reply edited", client(func(c []memory.Message) []memory.Message {
+			c[4].Content, c[5].Content = "edited", "edited too"
+			return c
+		}), keys(4, 5)},
+		{"the first message edited, the rest resent", client(func(c []memory.Message) []memory.Message { c[0].Content = "edited"; return c }), keys(0)},
+		{"a tool result trimmed", client(func(c []memory.Message) []memory.Message { c[2].Content = "[trimmed]"; return c }), nil},
+		{"rewound", client(func(c []memory.Message) []memory.Message { return c[:6] }), keys(6, 7)},
+		{"a message dropped: the rest is no longer where it was", client(func(c []memory.Message) []memory.Message { return slices.Delete(c, 5, 6) }), keys(5, 6, 7)},
+		{"a window with a message edited", client(func(c []memory.Message) []memory.Message { c[4].Content = "edited"; return c[3:] }), keys(4)},
+		{"another chat", []memory.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for k := range unsaid(held, tc.client, nil) {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("unsaid = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPrepareLeavesOutWhatAnEditUnsays: the request that edits a message
+// the summary covers is assembled before its save retracts what the old
+// text alone stated; its prompt leaves out the pinned and recalled facts
+// whose source is that message (unless stated again), and the recalled
+// passages showing it or the conversation's summary, and keeps the rest.
+// A request resending the history unchanged is shown all of it.
+func TestPrepareLeavesOutWhatAnEditUnsays(t *testing.T) {
+	stored := editChat(6)
+	for i := range stored {
+		stored[i].Content += strings.Repeat(" padding", 10)
+		stored[i].Key = fmt.Sprintf("x:%d", i)
+	}
+	stored[2].Content = "my phone is 555-0100" + strings.Repeat(" padding", 10)
+	heads := &fakeHeads{live: stored}
+	pin := func(key, value, source string, mentions int) memory.Fact {
+		return memory.Fact{Type: memory.FactPreference, Key: key, Value: value, Pinned: true, Confidence: 1,
+			Mentions: mentions, Conversation: "c", Source: source}
+	}
+	facts := []memory.Fact{
+		pin("phone", "555-0100", "x:2", 1),                // only the edited text stated it
+		pin("tea", "likes green tea 555-0101", "x:2", 2),  // stated again elsewhere
+		pin("city", "lives in Lisbon 555-0102", "x:0", 1), // an unedited message's
+		{Type: memory.FactPreference, Key: "pager", Value: "pager 555-0103", Confidence: 1, Mentions: 1,
+			Conversation: "other", Source: "x:2"}, // another conversation's message of that key
+	}
+	mem := &fakeMemory{stored: stored, facts: facts, summary: &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[3].Seq,
+		Text: "SUMMARY OF THE OLD TEXT", Summariser: memory.SummariserModel}}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Facts: facts, Items: []memory.Item{
+			{Conversation: "c", Kind: "message", Ref: "x:2", Text: "PASSAGE OF THE OLD TEXT"},
+			{Conversation: "c", Kind: "message", Ref: "x:1", Text: "PASSAGE AROUND THE OLD TEXT",
+				Turns: []memory.PassageTurn{{Key: "x:1", Role: "assistant", Text: "around"}, {Key: "x:2", Role: "user", Text: "old", Hit: true}}},
+			{Conversation: "c", Kind: "summary", Ref: "c:v1", Text: "RECALLED OLD SUMMARY"},
+			{Conversation: "d", Kind: "message", Ref: "y:2", Text: "PASSAGE OF ANOTHER CHAT"},
+		}}, nil
+	})
+	a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Recaller: rec, Heads: heads, Counter: byteCounter{}},
+		Options{RecentMessages: 8, MaxContextTokens: 8000, CompletionReserve: 1024,
+			Shares: Shares{Summary: 0.2, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := func(history []memory.Message, q string) []string {
+		var out []string
+		for _, m := range history {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
+		return append(out, string(raw))
+	}
+	edited := slices.Clone(stored)
+	edited[2].Content = "my phone is private"
+	kept := []string{"555-0101", "555-0102", "555-0103", "PASSAGE OF ANOTHER CHAT"}
+	gone := []string{"555-0100", "SUMMARY OF THE OLD TEXT", "PASSAGE OF THE OLD TEXT", "PASSAGE AROUND THE OLD TEXT", "RECALLED OLD SUMMARY"}
+	for _, tc := range []struct {
+		name    string
+		req     memory.Request
+		shown   []string
+		leftOut []string
+	}{
+		// The summary, of messages all in view, is not needed.
+		{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), append(slices.Clone(kept), gone[0], gone[2], gone[3]), nil},
+		{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), kept, gone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := a.Prepare(context.Background(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := joined(p)
+			for _, s := range tc.shown {
+				if !strings.Contains(text, s) {
+					t.Errorf("%q is not shown:\n%s", s, text)
+				}
+			}
+			for _, s := range tc.leftOut {
+				if strings.Contains(text, s) {
+					t.Errorf("%q is shown:\n%s", s, text)
+				}
+			}
+		})
+	}
+}
+
+// TestPrepareShowsNoKeptBlockToAnEdit: with KeepRecallResent, a resent
+// turn is rendered with the recalled block it was sent with, which may
+// show the old text (recalled where the window no longer showed it); the request
+// carrying an edit of a message the summary covers renders its resent
+// turns without their kept blocks, while a request resending the history
+// unchanged shows them.
+func TestPrepareShowsNoKeptBlockToAnEdit(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	stored := editChat(6)
+	for i := range stored {
+		stored[i].Key = fmt.Sprintf("x:%d", i)
+	}
+	stored[2].Content = "my phone is 555-0100"
+	// The old text, recalled where the prompt's window no longer shows it.
+	items := []memory.Item{{ID: 1, Kind: "message", Ref: "x:2", Conversation: "c", Score: 1,
+		Text: "Earlier: my phone is 555-0100.", CreatedAt: now.Add(-time.Hour)}}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Items: items}, nil
+	})
+	mem := &fakeMemory{stored: stored, summary: &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[3].Seq,
+		Text: "SUMMARY", Summariser: memory.SummariserModel}}
+	a, err := NewAssembler(Deps{History: mem, Summaries: mem, Recaller: rec, Heads: &fakeHeads{live: stored},
+		Revisions: &messageRevisions{messages: 7}, Counter: byteCounter{}},
+		Options{RecentMessages: 10, MaxContextTokens: 4000, Shares: Shares{Facts: 0.2, Recall: 0.5}, FactsMax: 20,
+			FillRecall: true, FillWhen: FillAsked, KeepRecallResent: true, Now: func() time.Time { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := func(history []memory.Message, more ...string) []string {
+		var out []string
+		for _, m := range history {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		for i, s := range more {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			raw, _ := json.Marshal(map[string]string{"role": role, "content": s})
+			out = append(out, string(raw))
+		}
+		return out
+	}
+	prep := func(raws []string) string {
+		t.Helper()
+		p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return joined(p)
+	}
+	if p := prep(raws(stored, "What is my phone number?")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
+		t.Fatalf("the asking turn recalled nothing:\n%s", p)
+	}
+	items = nil // later requests recall nothing: what they show of the old text is the kept block
+	if p := prep(raws(stored, "What is my phone number?", "It is 555-0100.", "Thanks.")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
+		t.Fatalf("a resent turn is not shown with its kept block:\n%s", p)
+	}
+	edited := slices.Clone(stored)
+	edited[2].Content = "my phone is private"
+	if p := prep(raws(edited, "What is my phone number?", "I do not know it.", "Thanks.")); strings.Contains(p, "555-0100") {
+		t.Fatalf("the request carrying the edit is shown the old number in a kept block:\n%s", p)
 	}
 }

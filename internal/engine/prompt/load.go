@@ -20,7 +20,11 @@ type loaded struct {
 	// request's resent history edits or drops a message it covers
 	// (summaryEdited).
 	summaryEdited bool
-	stored        []memory.Message // newest stored messages, oldest first
+	// unsaid are the keys of the stored messages whose text the request's
+	// resent history edits or drops (summaryEdited's unsaid): the facts
+	// and passages only they stated are left out (withoutUnsaid).
+	unsaid map[string]bool
+	stored []memory.Message // newest stored messages, oldest first
 	// resent are the keys of the stored messages the client's own
 	// messages repeat, left out of stored (continuation): in the prompt
 	// as the client's copies, so recall does not show them.
@@ -54,7 +58,9 @@ type partResult struct {
 	summary *memory.Summary
 	// edited: the summary was left out, the resent history edits what it
 	// covers (summaryEdited).
-	edited  bool
+	edited bool
+	// unsaid: see loaded.unsaid.
+	unsaid  map[string]bool
 	stored  []memory.Message
 	facts   []memory.Fact
 	current []memory.Fact
@@ -118,12 +124,12 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 				// The request's save will drop a summary of messages its
 				// history edits: its own prompt goes without it.
 				earlier, _ := memory.SplitCurrent(rest)
-				edited, err := a.summaryEdited(ctx, rev, req.Identity, s, earlier)
+				edited, unsaid, err := a.summaryEdited(ctx, rev, req.Identity, s, earlier, rest)
 				if err != nil {
 					return err
 				}
 				if edited {
-					r.edited = true
+					r.edited, r.unsaid = true, unsaid
 					telemetry.Note(ctx, "memgate.summary.left_out", "edited")
 					return nil
 				}
@@ -213,7 +219,7 @@ wait:
 		return r, true
 	}
 	if r, ok := part(partSummary); ok {
-		ld.summary, ld.summaryEdited = r.summary, r.edited
+		ld.summary, ld.summaryEdited, ld.unsaid = r.summary, r.edited, r.unsaid
 	}
 	if r, ok := part(partHistory); ok {
 		ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)
@@ -242,12 +248,48 @@ wait:
 			part(partFacts)
 		}
 	}
+	if ld.summaryEdited {
+		ld.withoutUnsaid(req.Conversation)
+	}
 	slices.Sort(ld.degraded)
 	if err := ctx.Err(); err != nil {
 		// The request's caller gave up: nothing is assembled for it.
 		return loaded{}, fmt.Errorf("load memory: %w", err)
 	}
 	return ld, nil
+}
+
+// withoutUnsaid leaves out of ld what the request's edit takes back, which
+// its save, made after its prompt is sent, removes from memory: the facts
+// conv's messages ld.unsaid stated, unless stated again (Mentions over
+// one: the save keeps a fact another live message also stated), the
+// passages of conv showing those messages, and conv's summaries, the
+// newest of which the edit changes (summaryEdited).
+func (ld *loaded) withoutUnsaid(conv string) {
+	said := func(f memory.Fact) bool {
+		return f.Conversation == conv && f.Mentions <= 1 && ld.unsaid[f.Source]
+	}
+	if len(ld.unsaid) > 0 {
+		ld.facts = slices.DeleteFunc(slices.Clone(ld.facts), said)
+		ld.current = slices.DeleteFunc(slices.Clone(ld.current), said)
+	}
+	ld.items = slices.DeleteFunc(slices.Clone(ld.items), func(it memory.Item) bool {
+		if it.Conversation != conv {
+			return false
+		}
+		if it.Kind == "summary" {
+			return true
+		}
+		if ld.unsaid[it.Ref] {
+			return true
+		}
+		for _, t := range it.Turns {
+			if ld.unsaid[t.Key] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // revisions reads the user's revision counters for one request, within
