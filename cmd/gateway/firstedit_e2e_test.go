@@ -32,19 +32,7 @@ func TestFirstMessageEditSupersedes(t *testing.T) {
 			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}
 			send := namedChatSender(t, g, user, conv)
 			say := func(s string) map[string]any { return map[string]any{"role": "user", "content": s} }
-			// recalled reports whether recall in conv finds the message keyed key.
-			recalled := func(text, key string) bool {
-				rec, err := g.mem.recall.Recaller.Recall(context.Background(), memory.RecallQuery{Identity: id, Text: text, Now: time.Now()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, it := range rec.Items {
-					if it.Ref == key {
-						return true
-					}
-				}
-				return false
-			}
+			recalled := recalledIn(t, g, id)
 
 			history := send(say("My sister Mariana collects antique barometers."))
 			history = send(append(history, say("What should I get her for her birthday?"))...)
@@ -109,13 +97,7 @@ func TestFirstMessageEditReusedNameKeepsOldChat(t *testing.T) {
 			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}
 			send := namedChatSender(t, g, user, conv)
 			say := func(s string) map[string]any { return map[string]any{"role": "user", "content": s} }
-			recalled := func(text, key string) bool {
-				rec, err := g.mem.recall.Recaller.Recall(context.Background(), memory.RecallQuery{Identity: id, Text: text, Now: time.Now()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return slices.ContainsFunc(rec.Items, func(it memory.Item) bool { return it.Ref == key })
-			}
+			recalled := recalledIn(t, g, id)
 
 			old := send(say("hi"))
 			old = send(append(old, say("My sister Mariana collects antique barometers."))...)
@@ -182,5 +164,18 @@ func namedChatSender(t *testing.T, g *testGateway, user, conv string, headers ..
 			t.Fatalf("status %d: %s", resp.StatusCode, b)
 		}
 		return append(slices.Clone(history), map[string]any{"role": "assistant", "content": out.Choices[0].Message.Content})
+	}
+}
+
+// recalledIn returns whether recall in id's conversation, asked text,
+// finds the message keyed key.
+func recalledIn(t *testing.T, g *testGateway, id memory.Identity) func(text, key string) bool {
+	return func(text, key string) bool {
+		t.Helper()
+		rec, err := g.mem.recall.Recaller.Recall(context.Background(), memory.RecallQuery{Identity: id, Text: text, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(rec.Items, func(it memory.Item) bool { return it.Ref == key })
 	}
 }
