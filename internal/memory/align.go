@@ -1,5 +1,7 @@
 package memory
 
+import "strings"
+
 // Plan is what storing an exchange does to a conversation's live branch,
 // decided by Align.
 type Plan struct {
@@ -96,4 +98,29 @@ func Runs(seq []int, n int) []int {
 		}
 	}
 	return z[n+1:]
+}
+
+// ResendsRest reports whether sent, a client's history whose first message
+// differs from its stored conversation's, resends the rest as stored: its
+// messages 1 to n-1 are each the stored one at that position (stored(i)),
+// at least two of them, and one is a user's message with text (a reply,
+// or a tool call's empty text, repeats across chats more readily than what
+// a user says). It is the bar an edit of a named conversation's first
+// message meets before its save supersedes the branch from there
+// (internal/store/contract), and the prompt of the request carrying it
+// leaves out the summary of the old text (internal/engine/prompt); another
+// chat sent under the same name, opening with the same greeting reply,
+// does not meet it.
+func ResendsRest(sent []Message, n int, stored func(i int) bool) bool {
+	if n < 3 || n > len(sent) {
+		return false
+	}
+	said := false
+	for i := 1; i < n; i++ {
+		if !stored(i) {
+			return false
+		}
+		said = said || sent[i].Role == "user" && strings.TrimSpace(sent[i].Content) != ""
+	}
+	return said
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,33 @@ func BenchmarkAlignRepetitive(b *testing.B) {
 	}
 	for b.Loop() {
 		Align(stored, prior)
+	}
+}
+
+// TestResendsRest: the bar a changed first message's history meets.
+func TestResendsRest(t *testing.T) {
+	msg := func(role, content string) Message { return Message{Role: role, Content: content} }
+	stored := []Message{msg("user", "hi"), msg("assistant", "Hello! How can I help?"), msg("user", "plan my trip"), msg("assistant", "sure")}
+	for _, tc := range []struct {
+		name string
+		sent []Message
+		want bool
+	}{
+		{"the rest resent", []Message{msg("user", "hey"), stored[1], stored[2], stored[3]}, true},
+		{"the reply and a user message", []Message{msg("user", "hey"), stored[1], stored[2]}, true},
+		{"only the reply", []Message{msg("user", "hey"), stored[1]}, false},
+		{"no user words among them", []Message{msg("user", "hey"), stored[1], stored[3]}, false},
+		{"a later message otherwise", []Message{msg("user", "hey"), stored[1], msg("user", "another trip")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// By role and text, position aside: the case "no user words
+			// among them" resends two replies only.
+			same := func(i int) bool {
+				return slices.ContainsFunc(stored, func(m Message) bool { return m.Fingerprint() == tc.sent[i].Fingerprint() })
+			}
+			if got := ResendsRest(tc.sent, len(tc.sent), same); got != tc.want {
+				t.Fatalf("ResendsRest = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

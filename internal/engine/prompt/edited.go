@@ -3,7 +3,6 @@ package prompt
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -182,27 +181,12 @@ func unsaid(held []memory.Held, client []memory.Message, form func(memory.Messag
 }
 
 // resentAsStored reports whether sent, a client's history whose first
-// message matches no stored one, resends every later message held has
-// (the conversation's first ones, those the summary covers) as stored at
-// the same position, at least two of them and one a user's words: the bar
-// contract's editsFirst sets before a save supersedes the branch from its
-// first message (the save also compares the messages after held's). Another
-// chat sent under the same name, opening with the same greeting reply,
-// does not meet it: its save stores it beside the branch, and its prompt
-// keeps the summary.
+// message matches no stored one, resends the messages held has (the
+// conversation's first ones, those the summary covers) as stored
+// (memory.ResendsRest, the bar of contract's editsFirst; the save also
+// compares the messages after held's).
 func resentAsStored(sent []memory.Message, held []memory.Held, form func(memory.Message) memory.Message) bool {
-	n := min(len(sent), len(held))
-	if n < 3 {
-		return false
-	}
-	said := false
-	for i := 1; i < n; i++ {
-		if !resends(sent[i], held[i], form) {
-			return false
-		}
-		said = said || sent[i].Role == "user" && strings.TrimSpace(sent[i].Content) != ""
-	}
-	return said
+	return memory.ResendsRest(sent, min(len(sent), len(held)), func(i int) bool { return resends(sent[i], held[i], form) })
 }
 
 // resends reports whether m, a client's message, is h as stored (as sent,

@@ -3,7 +3,6 @@ package contract
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -511,22 +510,12 @@ func editsFirst(ex memory.Exchange, conv *SaveConv, tail []memory.Message, plan 
 
 // resentAsStored reports whether prior, a resent history, repeats stored,
 // a conversation's live messages from its first, after their first
-// message: every message of prior after the first is the stored one at its
-// position (by Fingerprint), at least two of them, and one of those is a
-// user's message with text (a reply, or a tool call's empty text, repeats
-// across chats more readily than what a user says).
+// message, by Fingerprint (memory.ResendsRest); a history longer than
+// stored cannot be compared whole and does not.
 func resentAsStored(prior, stored []memory.Message) bool {
-	if len(prior) < 3 || len(prior) > len(stored) {
-		return false
-	}
-	said := false
-	for i := 1; i < len(prior); i++ {
-		if prior[i].Fingerprint() != stored[i].Fingerprint() {
-			return false
-		}
-		said = said || prior[i].Role == "user" && strings.TrimSpace(prior[i].Content) != ""
-	}
-	return said
+	return len(prior) <= len(stored) && memory.ResendsRest(prior, len(prior), func(i int) bool {
+		return prior[i].Fingerprint() == stored[i].Fingerprint()
+	})
 }
 
 // parts reports whether head, a conversation's first live messages, parts
