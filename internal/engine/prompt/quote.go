@@ -5,6 +5,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -17,28 +19,30 @@ import (
 // quoteText does it by escaping the opening bracket of anything in the
 // text that reads as a tag: "<", or a fullwidth or small less-than sign,
 // followed — after spaces, invisible format characters, combining marks
-// and slashes — by a letter, "!" or "?", or by nothing (the end of the
-// text), becomes "&lt;". "</memory>", "< /MEMORY>", "<\u200b/memory>" and
-// "＜/ｍｅｍｏｒｙ＞" all lose their bracket, as does a tag of any other
-// name (a custom template's own delimiters included) and "a < b", while
-// "<3", "a <= b" and "->" stay as they were. The text reads the same to a
-// model (an escaped tag is still visibly a tag, as text); only memgate's
-// own delimiters remain tags.
+// and slashes, however many — by a letter, "!" or "?", or by nothing (the
+// end of the text), becomes "&lt;". A character is read as the one its
+// compatibility decomposition starts with (NFKD, as a tokenizer that
+// normalises text to NFKC reads it): a circled "ⓜ" or a Roman numeral
+// "ⅿ" is a letter, a fullwidth "！" an "!". "</memory>", "< /MEMORY>",
+// "<\u200b/memory>", "</ⓜemory>" and "＜/ｍｅｍｏｒｙ＞" all lose their
+// bracket, as does a tag of any other name (a custom template's own
+// delimiters included) and "a < b", while "<3", "a <= b" and "->" stay as
+// they were. The text reads the same to a model (an escaped tag is still
+// visibly a tag, as text); only memgate's own delimiters remain tags.
 
 // tagBrackets are the characters quoteText treats as a tag's opening
-// bracket: the less-than sign and its fullwidth and small forms.
+// bracket: the less-than sign and the characters NFKC turns into one,
+// its fullwidth and small forms.
 const tagBrackets = "<\uFF1C\uFE64"
 
 // escapedBracket replaces a tag's opening bracket.
 const escapedBracket = "&lt;"
 
-// maxTagLookahead bounds how far past a bracket quoteText looks for the
-// tag's name (runes): each bracket costs at most this much, so quoting is
-// linear in the text's length.
-const maxTagLookahead = 32
-
 // quoteText returns s with every tag-like opening bracket escaped (see
-// above); s itself when it has none.
+// above); s itself when it has none. It is linear in s's length: each
+// bracket's look ahead stops at the first character that is not
+// skipped, a bracket at the latest, so no character is looked at for
+// two brackets.
 func quoteText(s string) string {
 	i := strings.IndexAny(s, tagBrackets)
 	if i < 0 {
@@ -68,19 +72,19 @@ func quoteText(s string) string {
 }
 
 // opensTag reports whether rest, the text after a bracket, starts like a
-// tag: after at most maxTagLookahead spaces, format characters, marks and
-// slashes, a letter, "!" or "?" — or nothing at all: what follows the
-// text in the block (a template's next line, another field) is not the
-// text's to choose, so a bracket that ends it is escaped too.
+// tag: after any spaces, format characters, marks and slashes, a letter,
+// "!" or "?" — or nothing at all: what follows the text in the block (a
+// template's next line, another field) is not the text's to choose, so a
+// bracket that ends it is escaped too. Each character is read as its
+// compatibility decomposition's first (tagRune).
 func opensTag(rest string) bool {
-	for n, r := range rest {
-		if n >= maxTagLookahead*utf8.UTFMax {
-			return false
-		}
+	for i := 0; i < len(rest); {
+		r, size := tagRune(rest[i:])
+		i += size
 		switch {
 		case unicode.IsLetter(r) || r == '!' || r == '?':
 			return true
-		case r == '/' || r == '\\' || r == '\uFF0F' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r):
+		case r == '/' || r == '\\' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r):
 			// Marks are as invisible as format characters: a combining
 			// grapheme joiner or a variation selector in "</\u034fmemory>"
 			// hides nothing from a reader.
@@ -89,6 +93,20 @@ func opensTag(rest string) bool {
 		return false
 	}
 	return true
+}
+
+// tagRune returns the first character of s as opensTag reads it — the
+// first of its compatibility decomposition (NFKD: "ⓜ" is "m", "！" is
+// "!", "／" is "/"), itself when it has none — and its size in s.
+func tagRune(s string) (rune, int) {
+	r, size := utf8.DecodeRuneInString(s)
+	if r < utf8.RuneSelf {
+		return r, size
+	}
+	if d := norm.NFKD.PropertiesString(s).Decomposition(); len(d) > 0 {
+		r, _ = utf8.DecodeRune(d)
+	}
+	return r, size
 }
 
 // continuationIndent is what each line of stored text after its first
