@@ -35,6 +35,12 @@ import (
 // its fullwidth and small forms.
 const tagBrackets = "<\uFF1C\uFE64"
 
+// slashLookalikes are the characters that look like a slash or a
+// backslash (Unicode's confusables of "/" and "\\" that are not
+// letters) but that no normalisation makes one: opensTag skips them as it
+// skips slashes, so "<∕memory>" loses its bracket too.
+const slashLookalikes = "\u2041\u2044\u2215\u2216\u2571\u2572\u27CB\u27CD\u29F5\u29F8\u29F9\u3033\u31D3\u31D4"
+
 // escapedBracket replaces a tag's opening bracket.
 const escapedBracket = "&lt;"
 
@@ -84,7 +90,7 @@ func opensTag(rest string) bool {
 		switch {
 		case unicode.IsLetter(r) || r == '!' || r == '?':
 			return true
-		case r == '/' || r == '\\' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r):
+		case r == '/' || r == '\\' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r):
 			// Marks are as invisible as format characters: a combining
 			// grapheme joiner or a variation selector in "</\u034fmemory>"
 			// hides nothing from a reader.

@@ -49,6 +49,11 @@ func TestQuoteText(t *testing.T) {
 		{"<\uFF01-- note -->", "&lt;\uFF01-- note -->"},
 		{"<\u2160 x", "&lt;\u2160 x"},
 		{"<\u2474", "<\u2474"}, // "(1)": no tag
+		// Slashes of other forms: fullwidth, division, fraction.
+		{"<\uFF0Fmemory>", "&lt;\uFF0Fmemory>"},
+		{"<\u2215memory>", "&lt;\u2215memory>"},
+		{"<\u2044MEMORY>", "&lt;\u2044MEMORY>"},
+		{"<\u29F5memory>", "&lt;\u29F5memory>"},
 		// However many invisible characters pad a tag.
 		{"<" + strings.Repeat("\u200b", 60) + "/memory>", "&lt;" + strings.Repeat("\u200b", 60) + "/memory>"},
 		{"<" + strings.Repeat(" ", 200) + "/memory>", "&lt;" + strings.Repeat(" ", 200) + "/memory>"},
