@@ -39,12 +39,7 @@ func TestContainerStaysWithItsTenant(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
-	cfg := "keys:\n" +
-		"  - hash: " + identity.HashKey("key-a") + "\n    tenant: ta\n" +
-		"  - hash: " + identity.HashKey("key-b") + "\n    tenant: tb\n" +
-		"memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n"
-	gw := serveConfigured(t, cfg, map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL + "/v1", "GATEWAY_UPSTREAM_API_KEY": "sk-operator",
-		"GATEWAY_ANTHROPIC_BASE_URL": up.URL + "/v1", "GATEWAY_ANTHROPIC_API_KEY": "sk-ant-operator"})
+	gw := serveTwoTenants(t, up.URL)
 	owner, other := caller{"key-a", "ann"}, caller{"key-b", "ann"}
 	for _, tt := range []struct{ path, create, named, id string }{
 		{"/v1/responses", `{"model":"gpt-4.1","input":"Run it.","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`,
@@ -67,6 +62,19 @@ func TestContainerStaysWithItsTenant(t *testing.T) {
 			t.Errorf("%s naming %s as its owner %v: %d %s", tt.path, tt.id, owner, status, b)
 		}
 	}
+}
+
+// serveTwoTenants runs `gateway serve` with gateway keys key-a (tenant
+// ta) and key-b (tenant tb) and the operator's keys for the OpenAI and
+// Anthropic APIs of the provider at upURL, and returns its URL.
+func serveTwoTenants(t *testing.T, upURL string) string {
+	t.Helper()
+	cfg := "keys:\n" +
+		"  - hash: " + identity.HashKey("key-a") + "\n    tenant: ta\n" +
+		"  - hash: " + identity.HashKey("key-b") + "\n    tenant: tb\n" +
+		"memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n"
+	return serveConfigured(t, cfg, map[string]string{"GATEWAY_UPSTREAM_BASE_URL": upURL + "/v1", "GATEWAY_UPSTREAM_API_KEY": "sk-operator",
+		"GATEWAY_ANTHROPIC_BASE_URL": upURL + "/v1", "GATEWAY_ANTHROPIC_API_KEY": "sk-ant-operator"})
 }
 
 // TestFileStaysWithItsTenant: with gateway keys and the operator's
@@ -115,12 +123,7 @@ func TestFileStaysWithItsTenant(t *testing.T) {
 			`"container":{"id":"container_w","expires_at":"2026-12-02T15:00:00Z"},"usage":{"input_tokens":1,"output_tokens":1}}`))
 	}))
 	t.Cleanup(up.Close)
-	cfg := "keys:\n" +
-		"  - hash: " + identity.HashKey("key-a") + "\n    tenant: ta\n" +
-		"  - hash: " + identity.HashKey("key-b") + "\n    tenant: tb\n" +
-		"memory:\n  load_timeout: 10s\ncompaction:\n  enabled: false\n"
-	gw := serveConfigured(t, cfg, map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL + "/v1", "GATEWAY_UPSTREAM_API_KEY": "sk-operator",
-		"GATEWAY_ANTHROPIC_BASE_URL": up.URL + "/v1", "GATEWAY_ANTHROPIC_API_KEY": "sk-ant-operator"})
+	gw := serveTwoTenants(t, up.URL)
 	owner, other := caller{"key-a", "ann"}, caller{"key-b", "ann"}
 	for _, tt := range []struct{ stream, file string }{{"false", "file_whole"}, {"true", "file_streamed"}} {
 		create := `{"model":"claude-sonnet-4-5","max_tokens":64,"stream":` + tt.stream + `,"messages":[{"role":"user","content":"Plot it."}],` +
@@ -135,7 +138,7 @@ func TestFileStaysWithItsTenant(t *testing.T) {
 		} {
 			before := calls.Load()
 			status, b := postJSON(t, gw+"/v1/messages", named, other.headers())
-			if status != http.StatusNotFound || !strings.Contains(string(b), "File with id '"+tt.file+"' not found.") || !strings.Contains(string(b), `"not_found_error"`) {
+			if status != http.StatusNotFound || !strings.Contains(string(b), "File with id '"+tt.file+"' not found.") || !strings.Contains(string(b), `"type":"error"`) {
 				t.Errorf("%s as %v: %d %s, want a 404", tt.file, other, status, b)
 			}
 			if n := calls.Load() - before; n != 0 {

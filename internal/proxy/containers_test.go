@@ -108,6 +108,20 @@ const anthropicContainerStream = "event: message_start\ndata: {\"type\":\"messag
 	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null,\"container\":{\"id\":\"container_bob\",\"expires_at\":\"2026-12-02T15:00:00Z\"}},\"usage\":{\"output_tokens\":1}}\n\n" +
 	"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 
+// anthropicGateway is a gateway with a gateway key for tenant a and the
+// operator's Anthropic key for every tenant, over states, forwarding
+// passthrough.
+func anthropicGateway(t *testing.T, up *upstreamtest.Server, states StateBinder, passthrough ...string) *gateway {
+	t.Helper()
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	return mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.Anthropic.BaseURL = up.URL()
+		c.Upstream.Anthropic.APIKey = "sk-ant-operator"
+		c.StateRetention = time.Hour
+		c.Passthrough = passthrough
+	}, Deps{Resolver: identity.New(keys), States: states})
+}
+
 // TestStatesAnthropicContainersBound: with gateway keys and the
 // operator's Anthropic key, the container a Messages reply's code
 // execution ran in (its container.id, whole or in a stream's events) is
@@ -121,12 +135,7 @@ func TestStatesAnthropicContainersBound(t *testing.T) {
 		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
 			up := replyUpstream(t, "POST /v1/messages", anthropicContainerReply, anthropicContainerStream, stream)
 			states := newFakeStates()
-			keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
-			g := mustGateway(t, up, func(c *gatewayConfig) {
-				c.Upstream.Anthropic.BaseURL = up.URL()
-				c.Upstream.Anthropic.APIKey = "sk-ant-operator"
-				c.StateRetention = time.Hour
-			}, Deps{Resolver: identity.New(keys), States: states})
+			g := anthropicGateway(t, up, states)
 			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
 			first := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Run it."}],` +
 				`"tools":[{"type":"code_execution_20250825","name":"code_execution"}],"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `}`
@@ -209,13 +218,7 @@ func TestStatesAnthropicFilesBound(t *testing.T) {
 			}
 			up := replyUpstream(t, "POST /v1/messages", anthropicFileReply(pad), anthropicFileStream, variant == "streamed")
 			states := newFakeStates()
-			keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
-			g := mustGateway(t, up, func(c *gatewayConfig) {
-				c.Upstream.Anthropic.BaseURL = up.URL()
-				c.Upstream.Anthropic.APIKey = "sk-ant-operator"
-				c.StateRetention = time.Hour
-				c.Passthrough = []string{"POST /v1/messages/count_tokens"}
-			}, Deps{Resolver: identity.New(keys), States: states})
+			g := anthropicGateway(t, up, states, "POST /v1/messages/count_tokens")
 			h := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}
 			first := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Plot it."}],` +
 				`"tools":[{"type":"code_execution_20250825","name":"code_execution"}],"stream":` + map[bool]string{false: "false", true: "true"}[variant == "streamed"] + `}`
