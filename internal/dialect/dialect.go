@@ -331,18 +331,16 @@ func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p)
 
 // MessagesStates reads the body of a Messages token count
 // (/v1/messages/count_tokens): the provider states it names, as a create
-// body's (Request.States: its container, the files its messages name);
-// a body that breaks the API's rules, or whose container object or body
-// gives a member twice (Request.AmbiguousStates), is a 400.
+// body's (Request.States: its container, the files its messages name;
+// anthropic.ReadStates); one whose container object or body gives a
+// member twice (Request.AmbiguousStates) is a 400. The rest of the body
+// is the provider's to check.
 func MessagesStates(raw []byte) (*StateBody, *apierr.Error) {
-	r, aerr := Parse(Messages, raw)
-	if aerr != nil {
-		return nil, aerr
+	states, param, key := anthropic.ReadStates(raw)
+	if key != "" {
+		return nil, apierr.RepeatedKey(param, key)
 	}
-	if r.AmbiguousStates != nil {
-		return nil, r.AmbiguousStates
-	}
-	return &StateBody{States: r.States, drop: func([]bool) ([]byte, error) { return raw, nil }}, nil
+	return &StateBody{States: states, drop: func([]bool) ([]byte, error) { return raw, nil }}, nil
 }
 
 // ResponsesStates reads the body of a request to a fixed sub-path of the

@@ -70,3 +70,19 @@ func (r *Request) Repeated() (param, key string) {
 	}
 	return "", ""
 }
+
+// ReadStates reads what a Messages body names of provider state, as
+// ParseRequest's States and Repeated do, without reading the rest of
+// the body: a token count's, whose other members the provider checks.
+// A body that is not a JSON object names none (the provider refuses it).
+func ReadStates(b []byte) (states []memory.ProviderState, param, key string) {
+	obj, err := body.Parse(b)
+	if err != nil {
+		return nil, "", ""
+	}
+	r := &Request{obj: obj}
+	r.readContainer()
+	r.files = readFiles(b)
+	param, key = r.Repeated()
+	return r.States(), param, key
+}
