@@ -87,13 +87,15 @@ func serveTwoTenants(t *testing.T, upURL string) string {
 // Run end to end: the real `gateway serve` with its SQLite store, in
 // front of a provider speaking the Messages wire format.
 func TestFileStaysWithItsTenant(t *testing.T) {
-	var calls atomic.Int64
+	var calls atomic.Int64 // the Messages and Files API requests (not the side model's)
 	result := func(file string) string {
 		return `{"type":"bash_code_execution_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"bash_code_execution_result",` +
 			`"stdout":"","stderr":"","return_code":0,"content":[{"type":"bash_code_execution_output","file_id":"` + file + `"}]}}`
 	}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasPrefix(r.URL.Path, "/v1/files") {
+			calls.Add(1)
+		}
 		if r.URL.Path != "/v1/messages" {
 			http.NotFound(w, r)
 			return
