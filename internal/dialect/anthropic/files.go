@@ -105,25 +105,58 @@ func filesIn(dec *json.Decoder, ids []string) ([]string, error) {
 	}
 }
 
-// mayNameFile reports whether b may give a member named file_id: it
-// holds the name as such, or a \u escape of one of its letters (the
-// only escape that writes a letter).
+// mayNameFile reports whether b may give a member named file_id, told
+// by a byte scan, a small part of what reading b token by token costs
+// (some 60 MB/s): b gives the name as a member's ("file_id" opened by a
+// quote not escaped, then a colon; the name in a message's text, where
+// its quotes are escaped, is not), or a \u escape of one of its letters
+// (the only escape that writes a letter).
 func mayNameFile(b []byte) bool {
-	if bytes.Contains(b, []byte("file_id")) {
-		return true
-	}
-	for i := bytes.Index(b, []byte(`\u00`)); i >= 0; {
-		if i+6 <= len(b) {
-			switch string(bytes.ToLower(b[i+4 : i+6])) {
-			case "66", "69", "6c", "65", "5f", "64": // f i l e _ d
-				return true
-			}
-		}
-		j := bytes.Index(b[i+1:], []byte(`\u00`))
+	name := []byte(`"file_id"`)
+	for i := 0; ; {
+		j := bytes.Index(b[i:], name)
 		if j < 0 {
 			break
 		}
-		i += 1 + j
+		i += j
+		if !escapedAt(b, i) && colonAt(b, i+len(name)) {
+			return true
+		}
+		i++
+	}
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\u00`))
+		if j < 0 || i+j+6 > len(b) {
+			return false
+		}
+		i += j
+		switch string(bytes.ToLower(b[i+4 : i+6])) {
+		case "66", "69", "6c", "65", "5f", "64": // f i l e _ d
+			return true
+		}
+		i++
+	}
+}
+
+// escapedAt reports whether the byte of b at i is escaped: an odd run of
+// backslashes comes before it.
+func escapedAt(b []byte, i int) bool {
+	n := 0
+	for i > 0 && b[i-1] == '\\' {
+		n++
+		i--
+	}
+	return n%2 == 1
+}
+
+// colonAt reports whether b holds a colon at i, after JSON whitespace.
+func colonAt(b []byte, i int) bool {
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return b[i] == ':'
 	}
 	return false
 }

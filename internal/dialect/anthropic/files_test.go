@@ -39,6 +39,8 @@ func TestRequestFiles(t *testing.T) {
 		want       []memory.ProviderState
 	}{
 		{"text", user(`{"type":"text","text":"file_id"}`), nil},
+		{"json in text", user(`{"type":"text","text":"{\"file_id\": \"file_x\"}"}`), nil},
+		{"spaced", user(`{"type":"container_upload","file_id" : "file_sp"}`), files("file_sp")},
 		{"document", user(`{"type":"document","source":{"type":"file","file_id":"file_doc"}},{"type":"text","text":"Read it."}`), files("file_doc")},
 		{"image", user(`{"type":"image","source":{"type":"file","file_id":"file_img"}}`), files("file_img")},
 		{"container upload", user(`{"type":"container_upload","file_id":"file_up"}`), files("file_up")},
@@ -65,6 +67,30 @@ func TestRequestFiles(t *testing.T) {
 	}
 	if want := append([]memory.ProviderState{{Kind: memory.StateContainer, ID: "container_1"}}, files("file_up")...); !reflect.DeepEqual(r.States(), want) {
 		t.Errorf("container and file: %v, want %v", r.States(), want)
+	}
+}
+
+// TestMayNameFile: the byte scan that spares reading a body token by
+// token finds every member named file_id, and passes over the name in a
+// message's text.
+func TestMayNameFile(t *testing.T) {
+	for _, tt := range []struct {
+		b    string
+		want bool
+	}{
+		{`{"file_id":"f"}`, true},
+		{`{"file_id"` + "\n\t :" + `"f"}`, true},
+		{`{"file\u005Fid":"f"}`, true},
+		{`{"\u0066ile_id":"f"}`, true},
+		{`{"text":"file_id"}`, false},
+		{`{"text":"{\"file_id\":1}"}`, false},
+		{`{"text":"caf\u00e9"}`, false},
+		{`{"text":"\\"file_id":1}`, true}, // an escaped backslash: the quote is not
+		{`{"text":"x\u00`, false},
+	} {
+		if got := mayNameFile([]byte(tt.b)); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.b, got, tt.want)
+		}
 	}
 }
 
