@@ -329,6 +329,20 @@ func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) 
 // as the client sent it.
 func (r *Request) Render(p memory.Prepared) ([]byte, error) { return r.render(p) }
 
+// MessagesStates reads the body of a Messages token count
+// (/v1/messages/count_tokens): the provider states it names, as a create
+// body's (Request.States: its container, the files its messages name;
+// anthropic.ReadStates); one whose container object or body gives a
+// member twice (Request.AmbiguousStates) is a 400. The rest of the body
+// is the provider's to check.
+func MessagesStates(raw []byte) (*StateBody, *apierr.Error) {
+	states, param, key := anthropic.ReadStates(raw)
+	if key != "" {
+		return nil, apierr.RepeatedKey(param, key)
+	}
+	return &StateBody{States: states, drop: func([]bool) ([]byte, error) { return raw, nil }}, nil
+}
+
 // ResponsesStates reads the body of a request to a fixed sub-path of the
 // Responses API (input_tokens, compact): the provider states it names and
 // the ids its items carry, as a create body's (Request.States,

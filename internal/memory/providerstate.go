@@ -22,6 +22,11 @@ const (
 	// runs uploaded and wrote; a later request may name it by id
 	// (tools[].container) to run in it again.
 	StateContainer StateKind = "container"
+	// StateFile is a file of a provider's Files API (Anthropic's file_…)
+	// that a run of the code execution tool wrote; a later request may
+	// name it by id (a document or image source, a container_upload) to
+	// read it.
+	StateFile StateKind = "file"
 )
 
 // ProviderState is state a provider keeps for a client between requests —

@@ -216,7 +216,8 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			// the caller's to send (dropForeignIDs).
 			f.bind = p.itemsBind(x, id)
 		case shared && a.name == dialect.Messages:
-			// The container its code execution ran in.
+			// The container its code execution ran in, the files
+			// its code wrote.
 			f.bind = p.containerBind(x, id)
 		}
 		out := req.Raw

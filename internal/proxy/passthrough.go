@@ -96,6 +96,12 @@ func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apie
 			f.bind = p.newBind(f.x, id, memory.StateResponse, time.Now())
 		}
 	}
+	// A Messages token count reads the files its messages name (and
+	// tells their size).
+	if f.api.name == dialect.Messages && r.Method == http.MethodPost && r.URL.Path == countTokensPath {
+		f.bodyRead = true
+		return p.checkBody(c, id, dialect.MessagesStates)
+	}
 	// Items put in a conversation may name stored items by id: the
 	// provider copies them into it.
 	if r.Method == http.MethodPost && conversationItems(r.URL.Path) {
@@ -104,6 +110,9 @@ func (p *Proxy) passStates(c echo.Context, id memory.Identity, f *forward) *apie
 	}
 	return nil
 }
+
+// countTokensPath counts the tokens of a Messages body.
+const countTokensPath = "/v1/messages/count_tokens"
 
 // conversationsPath creates a conversation of the Conversations API.
 const conversationsPath = "/v1/conversations"

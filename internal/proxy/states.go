@@ -152,6 +152,8 @@ func stateNoun(k memory.StateKind) string {
 		return "input item"
 	case memory.StateContainer:
 		return "container"
+	case memory.StateFile:
+		return "file"
 	}
 	return "previous response"
 }
@@ -181,6 +183,9 @@ func unknownState(s memory.ProviderState) *apierr.Error {
 	case memory.StateContainer:
 		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "tools",
 			Message: fmt.Sprintf("Container with id '%s' not found.", s.ID)}
+	case memory.StateFile:
+		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.TypeInvalidRequest, Param: "messages",
+			Message: fmt.Sprintf("File with id '%s' not found.", s.ID)}
 	}
 	return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.TypeInvalidRequest, Param: "previous_response_id",
 		Code: "previous_response_not_found", Message: fmt.Sprintf("Previous response with id '%s' not found.", s.ID)}
@@ -223,7 +228,8 @@ type stateBind struct {
 	// nothing.
 	items bool
 	// container: the reply is a Messages reply, of which only the
-	// container it ran in is bound (attachContainer).
+	// container it ran in and the files its code wrote are bound
+	// (attachContainer).
 	container bool
 	// created is set once the reply's own id was bound (or given up
 	// on); done once its items were too: nothing more is read. named is
@@ -241,7 +247,7 @@ func (p *Proxy) itemsBind(x *server.Exchange, id memory.Identity) *stateBind {
 }
 
 // containerBind returns the binding to id's tenant and user of the
-// container a Messages reply to the request of x names.
+// container and the files a Messages reply to the request of x names.
 func (p *Proxy) containerBind(x *server.Exchange, id memory.Identity) *stateBind {
 	b := p.newBind(x, id, memory.StateContainer, time.Now())
 	b.items, b.container = true, true
@@ -337,25 +343,20 @@ func (b *stateBind) attach(ctx context.Context, resp *http.Response) error {
 	return nil
 }
 
-// attachContainer binds the container a Messages reply names before the
-// client reads it: a whole JSON reply is read here, up to
-// maxCaptureBytes (a larger one binds nothing: its container cannot be
-// named again); an event stream of any length is read event by event as
-// it is relayed (anthropic.ContainerStream), the container bound before
-// the read that completes the event naming it returns.
+// attachContainer binds the states a Messages reply names — the
+// container it ran in and the files its code execution wrote — before
+// the client reads them: a whole JSON reply is read here, up to
+// maxCaptureBytes; a larger one is read as it is relayed
+// (anthropic.ReplyReader), a top-level member or a content block at a
+// time, each state bound before the client reads the bytes naming it,
+// and nothing from a block larger than maxCaptureBytes, or past
+// maxBoundReplyBytes, on; an event stream of any length is read event by
+// event as it is relayed (anthropic.StateStream), each state bound
+// before the read that completes the event naming it returns.
 func (b *stateBind) attachContainer(ctx context.Context, resp *http.Response) error {
-	container := func(id string) []memory.ProviderState {
-		return []memory.ProviderState{{Kind: memory.StateContainer, ID: id}}
-	}
 	if eventStream(resp) {
 		b.scanStream(ctx, resp, func(found func([]memory.ProviderState, bool)) io.Writer {
-			return anthropic.NewContainerStream(maxCaptureBytes, func(id string, final bool) {
-				if id == "" {
-					found(nil, final)
-					return
-				}
-				found(container(id), final)
-			})
+			return anthropic.NewStateStream(maxCaptureBytes, found)
 		})
 		return nil
 	}
@@ -363,18 +364,25 @@ func (b *stateBind) attachContainer(ctx context.Context, resp *http.Response) er
 	if err != nil {
 		return fmt.Errorf("read upstream reply: %w", err)
 	}
-	resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	rest := io.MultiReader(bytes.NewReader(buf), resp.Body)
 	b.created, b.done = true, true
 	if len(buf) > maxCaptureBytes {
-		b.failed(ctx, errors.New("the reply is too large to read its container"))
+		// Too large to hold: read as it is relayed, a member or a
+		// content block at a time, each no larger than maxCaptureBytes.
+		resp.Body = readCloser{Reader: anthropic.NewReplyReader(rest, maxCaptureBytes, maxBoundReplyBytes, func(sts []memory.ProviderState, _ bool) {
+			if len(sts) > 0 {
+				b.bind(ctx, sts)
+			}
+		}, func(err error) { b.failed(ctx, err) }), Closer: resp.Body}
 		return nil
 	}
-	id, err := anthropic.ContainerFromJSON(buf)
+	resp.Body = readCloser{Reader: rest, Closer: resp.Body}
+	sts, err := anthropic.ReplyStates(buf)
 	switch {
 	case err != nil:
 		b.failed(ctx, err)
-	case id != "":
-		b.bind(ctx, container(id))
+	case len(sts) > 0:
+		b.bind(ctx, sts)
 	}
 	return nil
 }
@@ -386,7 +394,7 @@ func eventStream(resp *http.Response) bool {
 }
 
 // scanStream relays resp's event stream through the scanner newScan makes
-// (a responses.CreatedStream, an anthropic.ContainerStream) over found,
+// (a responses.CreatedStream, an anthropic.StateStream) over found,
 // which the scanner calls with the states an event names, and final for
 // the terminal one: the states the events a read completes name are bound
 // before it returns.
@@ -433,7 +441,7 @@ func (b *stateBind) failed(ctx context.Context, err error) {
 type stateBody struct {
 	io.ReadCloser
 	b     *stateBind
-	scan  io.Writer              // a responses.CreatedStream, an anthropic.ContainerStream
+	scan  io.Writer              // a responses.CreatedStream, an anthropic.StateStream
 	found []memory.ProviderState // named by the events of this read
 	final bool                   // the terminal event was read
 	bind  func()                 // binds found

@@ -2,10 +2,8 @@ package anthropic
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/memgate/memgate/internal/dialect/body"
-	"github.com/memgate/memgate/internal/dialect/sse"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -14,8 +12,8 @@ import (
 // tool in the container an earlier reply named (its container.id), with
 // the files that run uploaded and wrote. With one provider key for every
 // tenant the provider cannot tell whose it is; memgate binds each
-// container a reply names to its caller (ContainerFromJSON,
-// ContainerStream) and checks the one a request names (States).
+// container a reply names to its caller (ReplyStates, StateStream) and
+// checks the one a request names (States).
 
 // readContainer reads the container member: its id, as the provider
 // reads it (by exact names; an object giving a member twice is recorded
@@ -44,12 +42,17 @@ func (r *Request) readContainer() {
 }
 
 // States are the provider states the request names: the container it
-// asks to run in, by its id ("" when the member holds none).
+// asks to run in, by its id ("" when the member holds none), and the
+// files its messages name (readFiles).
 func (r *Request) States() []memory.ProviderState {
-	if !r.namesContainer {
-		return nil
+	var out []memory.ProviderState
+	if r.namesContainer {
+		out = append(out, memory.ProviderState{Kind: memory.StateContainer, ID: r.container})
 	}
-	return []memory.ProviderState{{Kind: memory.StateContainer, ID: r.container}}
+	for _, id := range r.files {
+		out = append(out, memory.ProviderState{Kind: memory.StateFile, ID: id})
+	}
+	return out
 }
 
 // Repeated is the first member the body or its container object gives
@@ -68,86 +71,18 @@ func (r *Request) Repeated() (param, key string) {
 	return "", ""
 }
 
-// containerJSON is the part of a reply, or of a stream event's message
-// or delta, naming the container it ran in.
-type containerJSON struct {
-	Container *struct {
-		ID string `json:"id"`
-	} `json:"container"`
-}
-
-func (c containerJSON) id() string {
-	if c.Container == nil {
-		return ""
+// ReadStates reads what a Messages body names of provider state, as
+// ParseRequest's States and Repeated do, without reading the rest of
+// the body: a token count's, whose other members the provider checks.
+// A body that is not a JSON object names none (the provider refuses it).
+func ReadStates(b []byte) (states []memory.ProviderState, param, key string) {
+	obj, err := body.Parse(b)
+	if err != nil {
+		return nil, "", ""
 	}
-	return c.Container.ID
-}
-
-// ContainerFromJSON returns the id of the container a whole Messages
-// reply ran in ("" when none).
-func ContainerFromJSON(b []byte) (string, error) {
-	var c containerJSON
-	if err := json.Unmarshal(b, &c); err != nil {
-		return "", err
-	}
-	return c.id(), nil
-}
-
-// ContainerStream reads the container a streamed Messages reply of any
-// length ran in from its events as they are relayed, in whatever
-// pieces: message_start's message and message_delta's delta may name
-// it; fn is called with each id named, as soon as its event completes,
-// and with final once message_stop was read. An event that may name it
-// larger than limit bytes stops it (every later Write fails); the other
-// events are not decoded. It is used by one goroutine.
-type ContainerStream struct {
-	dec   *sse.Decoder
-	limit int64
-	fn    func(id string, final bool)
-}
-
-// NewContainerStream returns a ContainerStream calling fn, holding about
-// twice limit bytes.
-func NewContainerStream(limit int64, fn func(id string, final bool)) *ContainerStream {
-	s := &ContainerStream{limit: limit, fn: fn}
-	s.dec = sse.NewEventDecoder(limit, s.event)
-	return s
-}
-
-// Write reads p, a piece of the stream.
-func (s *ContainerStream) Write(p []byte) (int, error) { return s.dec.Write(p) }
-
-func (s *ContainerStream) event(ev sse.Event) error {
-	switch ev.Type {
-	case "message_stop":
-		s.fn("", true)
-		return nil
-	case "message_start", "message_delta", "message":
-	default:
-		return nil
-	}
-	if ev.TooLarge {
-		return fmt.Errorf("a %.64s event is larger than %d bytes", ev.Type, s.limit)
-	}
-	var e struct {
-		Type    string        `json:"type"`
-		Message containerJSON `json:"message"`
-		Delta   containerJSON `json:"delta"`
-	}
-	if json.Unmarshal(ev.Data, &e) != nil {
-		return nil
-	}
-	switch e.Type {
-	case "message_start":
-		if id := e.Message.id(); id != "" {
-			s.fn(id, false)
-		}
-	case "message_delta":
-		if id := e.Delta.id(); id != "" {
-			s.fn(id, false)
-		}
-	case "message_stop":
-		s.fn("", true)
-	}
-	return nil
+	r := &Request{obj: obj}
+	r.readContainer()
+	r.files = readFiles(b)
+	param, key = r.Repeated()
+	return r.States(), param, key
 }

@@ -54,6 +54,8 @@ type Request struct {
 	container         string
 	namesContainer    bool
 	containerRepeated string
+	// files are the Files API ids the messages name (readFiles).
+	files []string
 }
 
 // ParseRequest reads a Messages API request body. It fails with a
@@ -89,6 +91,7 @@ func ParseRequest(b []byte) (*Request, error) {
 	}
 	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
 	r.readContainer()
+	r.files = readFiles(b)
 	if obj.Has("thinking") {
 		var th struct {
 			Type string `json:"type"`

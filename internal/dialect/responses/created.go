@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
+	"github.com/memgate/memgate/internal/dialect/body"
 	"github.com/memgate/memgate/internal/dialect/sse"
 )
 
@@ -224,36 +224,12 @@ func (s *CreatedStream) unseenOf(tag string, ids []string) []string {
 // byte, and reads what it names as it goes (as ItemsFromJSON does of a
 // reply held whole: its top-level id, its output or list items' ids),
 // handing each on before any byte naming it is read from the
-// CreatedReader. It decodes with encoding/json's Decoder, one top-level
-// member or one item at a time, and holds at most about three times its
-// limit: the decoder's unread input and the bytes it has read and not
-// yet handed out, each bounded by one value of at most limit bytes (a
-// member other than the lists, or one item) and what was read with it.
-// It reads no more than total bytes of the reply (decoding costs some
-// 20 ns a byte). A value larger than limit, a reply larger than total or
-// that is not a JSON object stops the reading: what it names from there
-// on is never handed on (fail), and the rest is relayed as it comes. It
+// CreatedReader: a body.Reader over the reply's top-level id and its
+// lists of items (output, data), one member or one item at a time. It
 // is used by one goroutine.
 type CreatedReader struct {
-	src          io.Reader
-	dec          *json.Decoder
-	limit, total int64
-	fn           func(c Created, final bool)
-	fail         func(error)
-
-	pending []byte  // bytes read from src and not yet handed out
-	base    int64   // the reply's offset of pending[0]
-	read    int64   // bytes read from src
-	safe    int64   // the offset up to which bytes may be handed out
-	found   Created // what was read and not yet handed on
-	depth   int     // 1 in the top-level object, 2 in a list of items
-	over    bool    // the reading ended (read whole, or stopped)
-	srcErr  error   // src's error, once pending is handed out
+	*body.Reader
 }
-
-// createdFlushBytes is how many bytes read past what was last handed on
-// a CreatedReader holds before handing on the ids it found.
-const createdFlushBytes = 1 << 20
 
 // NewCreatedReader returns a CreatedReader relaying src, which calls fn
 // with the ids it finds, before the bytes naming them are read from it
@@ -262,173 +238,43 @@ const createdFlushBytes = 1 << 20
 // reply over total bytes or that is not a JSON object, an id that is
 // not a string.
 func NewCreatedReader(src io.Reader, limit, total int64, fn func(c Created, final bool), fail func(error)) *CreatedReader {
-	r := &CreatedReader{src: src, limit: limit, total: total, fn: fn, fail: fail}
-	r.dec = json.NewDecoder(createdSource{r})
-	return r
+	return &CreatedReader{body.NewReader(src, limit, total, &createdVisitor{fn: fn}, fail)}
 }
 
-// createdSource is what a CreatedReader's decoder reads: src, each byte
-// kept in pending until it is handed out.
-type createdSource struct{ r *CreatedReader }
-
-func (s createdSource) Read(p []byte) (int, error) {
-	r := s.r
-	// The decoder holds what it read past its offset (one value, and
-	// what was read with it): no more than limit bytes, and it reads
-	// no more than that at once.
-	room := r.limit - (r.read - r.dec.InputOffset())
-	if room < 0 {
-		return 0, fmt.Errorf("a value of the reply is larger than %d bytes", r.limit)
-	}
-	if r.read >= r.total {
-		return 0, fmt.Errorf("the reply is larger than %d bytes", r.total)
-	}
-	if int64(len(p)) > min(room+1, r.total-r.read) {
-		p = p[:min(room+1, r.total-r.read)]
-	}
-	n, err := r.src.Read(p)
-	r.pending = append(r.pending, p[:n]...)
-	r.read += int64(n)
-	if err != nil && err != io.EOF {
-		r.srcErr = err
-	}
-	return n, err
+// createdVisitor reads a reply's top-level id and its lists' items
+// (body.Visitor), as createdJSON does.
+type createdVisitor struct {
+	fn    func(c Created, final bool)
+	found Created // what was read and not yet handed on
 }
 
-// Read hands out the reply's next bytes, once the ids they name were
-// handed on.
-func (r *CreatedReader) Read(p []byte) (int, error) {
-	for r.safe == r.base && !r.over {
-		r.step()
-	}
-	if len(r.pending) > 0 {
-		n := copy(p, r.pending[:min(int64(len(r.pending)), r.safe-r.base)])
-		r.pending = r.pending[n:]
-		r.base += int64(n)
-		if len(r.pending) == 0 {
-			r.pending = nil // the held bytes go with what was handed out
-		}
-		return n, nil
-	}
-	if r.srcErr != nil {
-		return 0, r.srcErr
-	}
-	// Read whole or stopped: the rest goes as it comes.
-	n, err := r.src.Read(p)
-	r.base += int64(n)
-	return n, err
-}
-
-// step decodes the next top-level member or item, then hands on what
-// was found when the reading ended or createdFlushBytes were read past
-// what was handed out, and lets out the bytes decoded so far when no id
-// read from them waits.
-func (r *CreatedReader) step() {
-	if err := r.next(); err != nil {
-		r.over = true
-		if err == errReadWhole {
-			r.fn(r.found, true)
-		} else {
-			if r.found.names() {
-				r.fn(r.found, false) // read whole before what stopped the reading
-			}
-			r.fail(err)
-		}
-		r.found = Created{}
-		r.safe = math.MaxInt64
-		return
-	}
-	if !r.found.names() {
-		r.safe = r.dec.InputOffset()
-		return
-	}
-	if r.read-r.safe >= createdFlushBytes {
-		r.fn(r.found, false)
-		r.found = Created{}
-		r.safe = r.dec.InputOffset()
-	}
-}
-
-// errReadWhole ends a CreatedReader's reading of a reply read whole.
-var errReadWhole = errors.New("read whole")
-
-// next decodes the start of the reply, one top-level member or one item
-// of a list; errReadWhole once the top-level object is closed.
-func (r *CreatedReader) next() error {
-	if r.depth == 0 { // the start: next is not called past the end
-		tok, err := r.dec.Token()
-		if err != nil {
-			return err
-		}
-		if tok != json.Delim('{') {
-			return errors.New("the reply is not a JSON object")
-		}
-		r.depth = 1
-		return nil
-	}
-	if r.depth == 2 {
-		if r.dec.More() {
-			var it itemID
-			if err := r.dec.Decode(&it); err != nil {
-				return err
-			}
-			r.found.add(it)
-			return nil
-		}
-		_, err := r.dec.Token() // ]
-		r.depth = 1
-		return err
-	}
-	if !r.dec.More() {
-		if _, err := r.dec.Token(); err != nil { // }
-			return err
-		}
-		return errReadWhole
-	}
-	tok, err := r.dec.Token()
-	if err != nil {
-		return err
-	}
-	key, _ := tok.(string)
+func (v *createdVisitor) Member(key string, dec *json.Decoder) (bool, error) {
 	switch {
 	case strings.EqualFold(key, "id"): // encoding/json's match, as createdJSON's
 		var id string
-		if err := r.dec.Decode(&id); err != nil {
-			return err
+		if err := dec.Decode(&id); err != nil {
+			return false, err
 		}
-		r.found.ID = id
-		return nil
+		v.found.ID = id
+		return false, nil
 	case strings.EqualFold(key, "output"), strings.EqualFold(key, "data"):
-		return r.list()
+		return true, nil
 	}
-	var skip json.RawMessage
-	return r.dec.Decode(&skip)
+	return false, body.Skip(dec)
 }
 
-// list reads the start of a member that lists items: a list is read an
-// item at a time (next), any other value skipped (itemList: it names
-// none).
-func (r *CreatedReader) list() error {
-	tok, err := r.dec.Token()
-	if err != nil {
+func (v *createdVisitor) Element(dec *json.Decoder) error {
+	var it itemID
+	if err := dec.Decode(&it); err != nil {
 		return err
 	}
-	switch tok {
-	case json.Delim('['):
-		r.depth = 2
-	case json.Delim('{'):
-		for open := 1; open > 0; { // skip the object, token by token
-			tok, err := r.dec.Token()
-			if err != nil {
-				return err
-			}
-			switch tok {
-			case json.Delim('{'), json.Delim('['):
-				open++
-			case json.Delim('}'), json.Delim(']'):
-				open--
-			}
-		}
-	}
+	v.found.add(it)
 	return nil
+}
+
+func (v *createdVisitor) Found() bool { return v.found.names() }
+
+func (v *createdVisitor) Flush(final bool) {
+	v.fn(v.found, final)
+	v.found = Created{}
 }

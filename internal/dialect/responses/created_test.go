@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/internal/dialect/body"
 )
 
 // TestCreatedStream: fed a stream in pieces of any size, CreatedStream
@@ -234,7 +236,7 @@ func TestCreatedReaderBounded(t *testing.T) {
 		p := make([]byte, 1000)
 		n, err := r.Read(p)
 		out = append(out, p[:n]...)
-		held = max(held, len(r.pending))
+		held = max(held, r.Held())
 		if err == io.EOF {
 			break
 		}
@@ -242,7 +244,7 @@ func TestCreatedReaderBounded(t *testing.T) {
 	if string(out) != reply || !slices.Equal(handed, ids) {
 		t.Errorf("a %d-byte reply: relayed %d bytes, %d ids handed on; want it whole and %d", len(reply), len(out), len(handed), len(ids))
 	}
-	if bound := createdFlushBytes + 2*(limit+1); held > bound {
+	if bound := body.FlushBytes + 2*(limit+1); held > bound {
 		t.Errorf("held %d bytes at once, want at most %d", held, bound)
 	}
 
