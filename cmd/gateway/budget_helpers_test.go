@@ -41,7 +41,7 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	bk, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, nil, logger)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

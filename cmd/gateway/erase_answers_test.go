@@ -21,7 +21,7 @@ func openTestMemory(t *testing.T, cfg config.Config) *memoryLayer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := openMemory(context.Background(), cfg, counter, nil, slog.New(slog.DiscardHandler))
+	m, err := openMemory(context.Background(), cfg, nil, counter, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func startHostileGateway(tb testing.TB, tune func(*config.Config)) *hostileGatew
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	mem, err := openMemory(ctx, cfg, counter, nil, logger)
+	mem, err := openMemory(ctx, cfg, nil, counter, nil, logger)
 	if err != nil {
 		cancel()
 		tb.Fatal(err)

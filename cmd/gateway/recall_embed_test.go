@@ -66,7 +66,7 @@ func TestOpenAIEmbedderWiredWithCache(t *testing.T) {
 			cfg := mk(t)
 			cfg.Recall.Embeddings = config.Embeddings{Provider: "openai", BaseURL: emb.URL(), Model: "text-embedding-3-small", Dimensions: 256, Batch: 2}
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			bk, err := openStore(context.Background(), cfg, logger)
+			bk, err := openStore(context.Background(), cfg, nil, logger)
 			if err != nil {
 				t.Fatal(err)
 			}

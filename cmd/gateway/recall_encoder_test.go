@@ -26,7 +26,7 @@ func TestEncoderIsTheDefaultEmbedder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := mk(t)
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			bk, err := openStore(context.Background(), cfg, logger)
+			bk, err := openStore(context.Background(), cfg, nil, logger)
 			if err != nil {
 				t.Fatal(err)
 			}

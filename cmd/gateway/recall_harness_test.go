@@ -66,7 +66,7 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	bk, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

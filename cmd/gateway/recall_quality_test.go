@@ -120,7 +120,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 	cfg.Recall.Extraction.Enabled = false
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	bk, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestExtractionRepliesNeverPollute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := mk(t)
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			bk, err := openStore(context.Background(), cfg, logger)
+			bk, err := openStore(context.Background(), cfg, nil, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestReindexCommand(t *testing.T) {
 	}
 	// Index three passages with 384-dimensional vectors.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	bk, err := openStore(context.Background(), mustLoad(t, getenv), logger)
+	bk, err := openStore(context.Background(), mustLoad(t, getenv), nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestReindexIndexesTheBacklog(t *testing.T) {
 	}
 	ctx := context.Background()
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	bk, err := openStore(ctx, mustLoad(t, getenv), logger)
+	bk, err := openStore(ctx, mustLoad(t, getenv), nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestReindexIndexesTheBacklog(t *testing.T) {
 	if err := run(ctx, []string{"gateway", "reindex"}, getenv, nil, &out, &logs); err != nil {
 		t.Fatalf("reindex: %v\n%s", err, logs.String())
 	}
-	bk, err = openStore(ctx, mustLoad(t, getenv), logger)
+	bk, err = openStore(ctx, mustLoad(t, getenv), nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func BenchmarkRecall(b *testing.B) {
 	cfg.Store.SQLitePath = filepath.Join(b.TempDir(), "memgate.db")
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ctx := context.Background()
-	bk, err := openStore(ctx, cfg, logger)
+	bk, err := openStore(ctx, cfg, nil, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestEveryStoreGivesRecallItsReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mem, err := openMemory(context.Background(), mk(t), counter, nil, slog.New(slog.DiscardHandler))
+			mem, err := openMemory(context.Background(), mk(t), nil, counter, nil, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

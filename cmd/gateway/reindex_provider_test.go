@@ -83,7 +83,7 @@ func mustOpenMemory(t *testing.T, cfg config.Config) *memoryLayer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := openMemory(context.Background(), cfg, counter, nil, slog.New(slog.DiscardHandler))
+	mem, err := openMemory(context.Background(), cfg, nil, counter, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

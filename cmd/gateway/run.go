@@ -148,20 +148,24 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(counter.Collectors()...)
 	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
-	// Closed last: the erasures the engine serves or notices reach the
-	// proxy's shared prints until the engine is closed.
-	prints, closePrints, err := openPrints(cfg)
+	// One Redis client serves the store's queues and erasure notices and
+	// the proxy's shared prints. Closed last: the erasures the engine
+	// serves or notices reach the shared prints until the engine is
+	// closed, and a store the engine opens again borrows it again.
+	rdb, err := openRedis(cfg)
 	if err != nil {
-		return fmt.Errorf("shared prints: %w", err)
+		return fmt.Errorf("redis: %w", err)
 	}
-	defer closePrints()
-	g, err := newHTTP(cfg, eng, prints, tr, reg, logger)
+	if rdb != nil {
+		defer rdb.Close()
+	}
+	g, err := newHTTP(cfg, eng, openPrints(cfg, rdb), tr, reg, logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	if err := eng.Start(ctx, func(ctx context.Context) (*engine.Core, error) {
 		// An erasure makes the proxy forget the user's prints too.
-		m, err := openMemory(ctx, cfg, counter, g.proxy, logger)
+		m, err := openMemory(ctx, cfg, rdb, counter, g.proxy, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +254,7 @@ func start(ctx context.Context, getenv func(string) string, logw io.Writer) (con
 	if err != nil {
 		return cfg, nil, nil, fmt.Errorf("tokens: %w", err)
 	}
-	mem, err := openMemory(ctx, cfg, counter, nil, logger)
+	mem, err := openMemory(ctx, cfg, nil, counter, nil, logger)
 	return cfg, logger, mem, err
 }
 
@@ -274,7 +278,7 @@ func migrate(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	if err != nil {
 		return err
 	}
-	b, err := openStore(ctx, cfg, logger)
+	b, err := openStore(ctx, cfg, nil, logger)
 	if err != nil {
 		return err
 	}
@@ -296,7 +300,7 @@ func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 	if err != nil {
 		return err
 	}
-	b, err := openStore(ctx, cfg, logger)
+	b, err := openStore(ctx, cfg, nil, logger)
 	if err != nil {
 		return err
 	}

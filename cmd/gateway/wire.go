@@ -122,7 +122,10 @@ func (b *backend) close() error {
 // openStore opens the configured store, applying its migrations, and its
 // queues: SQLite's outboxes; PostgreSQL's Redis streams and embedding
 // cache when store.redis_url is set, else queues in this process's memory.
-func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*backend, error) {
+// The Redis ones go over rdb, the process's client of store.redis_url
+// (openRedis), which the backend borrows and never closes; nil: the
+// backend opens a client of its own and closes it with the rest.
+func openStore(ctx context.Context, cfg config.Config, rdb *redis.Client, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
 	lim := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20, Windows: c.TurnsMB << 20}
 	emb := recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes)
@@ -148,11 +151,12 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 		if sc.RedisURL == "" {
 			return b, nil
 		}
-		rdb, err := redis.NewClient(sc.RedisURL)
-		if err != nil {
-			return nil, errors.Join(err, b.close())
+		if rdb == nil {
+			if rdb, err = redis.NewClient(sc.RedisURL); err != nil {
+				return nil, errors.Join(err, b.close())
+			}
+			b.closers = append(b.closers, rdb.Close)
 		}
-		b.closers = append(b.closers, rdb.Close)
 		b.erasures = redis.NewErasures(rdb, sc.RedisPrefix, logger)
 		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix, Logger: logger})
 		if err != nil {
@@ -179,22 +183,29 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*ba
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
 }
 
-// openPrints opens the prints of users' newest exchanges that the gateway
-// processes share, so that an app's request about a chat is told on any
-// of them (proxy.PrintStore): on the Redis beside PostgreSQL
-// (store.redis_url), over a client of their own, when
-// capture.skip_transcripts is on; else nil (each process's own). close
-// releases the client.
-func openPrints(cfg config.Config) (prints *redis.Prints, close func() error, err error) {
-	sc := cfg.Store
-	if sc.Driver != "postgres" || sc.RedisURL == "" || !cfg.Capture.SkipTranscripts {
-		return nil, func() error { return nil }, nil
+// openRedis returns the client of the Redis beside PostgreSQL
+// (store.redis_url) that a serving process's Redis users share: the
+// capture and enrichment queues and the erasure notices (openStore), and
+// the prints of users' newest exchanges (openPrints); nil without one.
+// It does not connect until first used. The caller closes it once, after
+// all of them.
+func openRedis(cfg config.Config) (*redis.Client, error) {
+	if sc := cfg.Store; sc.Driver == "postgres" && sc.RedisURL != "" {
+		return redis.NewClient(sc.RedisURL)
 	}
-	rdb, err := redis.NewClient(sc.RedisURL)
-	if err != nil {
-		return nil, nil, err
+	return nil, nil
+}
+
+// openPrints returns the prints of users' newest exchanges that the
+// gateway processes share, so that an app's request about a chat is told
+// on any of them (proxy.PrintStore): over rdb, the client of the Redis
+// beside PostgreSQL (openRedis), when capture.skip_transcripts is on;
+// else nil (each process's own).
+func openPrints(cfg config.Config, rdb *redis.Client) *redis.Prints {
+	if rdb == nil || !cfg.Capture.SkipTranscripts {
+		return nil
 	}
-	return redis.NewPrints(rdb, sc.RedisPrefix), rdb.Close, nil
+	return redis.NewPrints(rdb, cfg.Store.RedisPrefix)
 }
 
 // memoryLayer is the wired memory core with the wiring's view of it.
@@ -219,9 +230,10 @@ type memoryLayer struct {
 // user too: what the process keeps of them outside the memory core (the
 // proxy's prints of their exchanges; nil: nothing). A store it
 // cannot open is engine.ErrStoreDown (storeOpenError), except one
-// retrying would not help, which serve refuses.
-func openMemory(ctx context.Context, cfg config.Config, counter *tokens.Counter, forget cache.Forgetter, logger *slog.Logger) (*memoryLayer, error) {
-	b, err := openStore(ctx, cfg, logger)
+// retrying would not help, which serve refuses. rdb is the process's
+// Redis client, which the store borrows (see openStore; nil: its own).
+func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, counter *tokens.Counter, forget cache.Forgetter, logger *slog.Logger) (*memoryLayer, error) {
+	b, err := openStore(ctx, cfg, rdb, logger)
 	if err != nil {
 		return nil, storeOpenError(err)
 	}

@@ -96,20 +96,23 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 	if tr == nil {
 		tr = tracing.Off()
 	}
-	// Wired as serve wires it: the HTTP side first, with the prints the
-	// processes share, then the memory core whose erasures reach them.
-	prints, closePrints, err := openPrints(cfg)
+	// Wired as serve wires it: one Redis client (closed after the
+	// gateway stops), the HTTP side first, with the prints the processes
+	// share, then the memory core whose erasures reach them.
+	rdb, err := openRedis(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = closePrints() })
+	if rdb != nil {
+		t.Cleanup(func() { _ = rdb.Close() })
+	}
 	eng := engine.New(engine.Options{}, slog.New(slog.DiscardHandler))
-	srv, err := newHTTP(cfg, eng, prints, tr, prometheus.NewRegistry(), logger)
+	srv, err := newHTTP(cfg, eng, openPrints(cfg, rdb), tr, prometheus.NewRegistry(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mem, err := openMemory(ctx, cfg, counter, srv.proxy, logger)
+	mem, err := openMemory(ctx, cfg, rdb, counter, srv.proxy, logger)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

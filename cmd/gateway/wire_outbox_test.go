@@ -22,7 +22,7 @@ import (
 func TestSQLiteOutboxIsShared(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store.SQLitePath = filepath.Join(t.TempDir(), "memgate.db")
-	bk, err := openStore(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	bk, err := openStore(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRedisEnrichmentIsLeasedPerConversation(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store.Driver, cfg.Store.PostgresURL = "postgres", testenv.PostgresURL(t)
 	cfg.Store.RedisURL, cfg.Store.RedisPrefix = testenv.RedisURL(t), testenv.RedisPrefix(t)
-	bk, err := openStore(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	bk, err := openStore(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

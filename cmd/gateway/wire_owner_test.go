@@ -21,7 +21,7 @@ import (
 func TestAssemblerCountsPerOwner(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store.SQLitePath = filepath.Join(t.TempDir(), "memgate.db")
-	bk, err := openStore(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	bk, err := openStore(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

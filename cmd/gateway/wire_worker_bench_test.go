@@ -85,7 +85,7 @@ func benchCaptureWorker(b *testing.B, store string, batched bool) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mem, err := openMemory(ctx, cfg, counter, nil, logger)
+	mem, err := openMemory(ctx, cfg, nil, counter, nil, logger)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -137,6 +137,14 @@ func (p *Proxy) prepareWithin(ctx context.Context, req memory.Request) (memory.P
 // everything that must agree on it: the check of the messages that may be
 // stored (dialect.Request.Memory), X-Memory-Degraded: capture
 // (markUnstored), routing, and the exchange the Capturer stores.
+//
+// Whether the request is about its conversation rather than a turn of it
+// (auxiliary) is answered at once by this process's prints; when the
+// answer needs the prints the processes share, their read runs beside
+// routing and Prepare, and the answer is taken before the prompt is
+// rendered, the request forwarded or its exchange set to be captured: a
+// request about the conversation goes as sent, the memory loaded for it
+// unused.
 func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r, w := c.Request(), c.Response()
@@ -163,19 +171,13 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if p.transcripts != nil && id.User != "" {
 			tk = transcriptKey(id.Tenant, id.User)
 		}
-		aux, printsErr := p.auxiliary(r.Context(), tk, id, mode, req.Messages)
-		if printsErr != nil {
-			p.m.prints.WithLabelValues(printsRead).Inc()
-			p.log.LogAttrs(r.Context(), slog.LevelDebug, "shared prints unavailable; checked against this process's own",
-				slog.String("request_id", x.ID()), slog.String("error", printsErr.Error()))
-		}
-		if aux {
-			// A request about the conversation (a title, tags, follow-up
-			// questions over a transcript of it): answered as sent, not a
-			// turn of it.
+		// Whether the request is about its conversation rather than a turn
+		// of it. An answer that waits on the prints the processes share
+		// is taken after the memory loads, which run meanwhile as for a
+		// turn; until then nothing is rendered, forwarded or captured.
+		aux := p.auxiliary(r.Context(), tk, id, mode, req.Messages, w.Header(), x, string(a.name))
+		if aux.ready() && aux.take(r.Context()) {
 			mode = memory.ModeOff
-			w.Header()["X-Memory-Auxiliary"] = []string{"transcript"}
-			p.m.auxiliary.WithLabelValues(string(a.name)).Inc()
 		}
 		// With the operator's key, the provider would hand any tenant the
 		// history of a state another created: only the caller's own go.
@@ -191,11 +193,22 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// What the exchange stores: read by the key check and capture when
 		// the request stores, and by routing (its Head) when the request
 		// names no conversation, in any mode that reads or writes memory.
-		var cut memory.Cut
-		if id.User != "" && (mode.Stores() || mode.Injects() && id.Conversation == "") {
-			cut = memory.CutRequest(req.Messages, p.opts.MaxHistory)
+		plan := func() (memory.Cut, memory.Request, *apierr.Error) {
+			var cut memory.Cut
+			if id.User != "" && (mode.Stores() || mode.Injects() && id.Conversation == "") {
+				cut = memory.CutRequest(req.Messages, p.opts.MaxHistory)
+			}
+			mreq, aerr := req.Memory(r.Header, id, mode, cut)
+			return cut, mreq, aerr
 		}
-		mreq, aerr := req.Memory(r.Header, id, mode, cut)
+		cut, mreq, aerr := plan()
+		if aerr != nil && !aux.taken && aux.take(r.Context()) {
+			// Refused as a turn that would be stored (a message giving
+			// a key twice), the request is about the conversation: it
+			// stores nothing, and goes as sent.
+			mode = memory.ModeOff
+			cut, mreq, aerr = plan()
+		}
 		if aerr != nil {
 			return fail(aerr)
 		}
@@ -223,17 +236,29 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		out := req.Raw
 		// A Responses request may hold nothing memory can read (only item
 		// references, continuing a stored response).
-		if id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0 {
-			implied := id.Conversation == ""
-			var root string
+		withMemory := id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0
+		implied, injects := id.Conversation == "", mode.Injects() && p.deps.Preparer != nil
+		var root string
+		var prep prepareResult
+		if withMemory {
 			if implied {
 				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
 				mreq.Identity, mreq.Root = id, root
 			}
-			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
-			if mode.Injects() && p.deps.Preparer != nil {
+			if injects {
 				req.SetCacheBreakpoints(p.cacheBreakpoints(r.Header))
-				out = p.inject(r.Context(), w.Header(), x, req, mreq)
+				prep.p, prep.err = p.prepareWithin(r.Context(), mreq)
+			}
+		}
+		if aux.take(r.Context()) {
+			// About the conversation after all (the shared prints, read
+			// while the memory loaded, told it): that memory goes unused.
+			withMemory = false
+		}
+		if withMemory {
+			w.Header()["X-Memory-Conversation"] = []string{id.Conversation}
+			if injects {
+				out = p.inject(r.Context(), w.Header(), x, req, mreq, prep)
 			}
 			if mode.Stores() && p.deps.Capturer != nil {
 				p.markUnstored(w.Header(), x, cut)
@@ -255,7 +280,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				defer f.capture.abandon()
 			}
 		}
-		if printsErr != nil {
+		if aux.readErr() != nil {
 			p.addDegraded(w.Header(), x, memory.DegradedTranscripts)
 		}
 		fr := withForward(r, f)
@@ -271,25 +296,6 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		}
 		return nil
 	}
-}
-
-// auxiliary reports whether a memory-on request of a user, whose key in
-// the prints of exchanges is k, is a request about the user's
-// conversation rather than a turn of it: its only message (system ones
-// aside) is a user message quoting one of the user's newest captured
-// exchanges, both the user's words and the reply, in order, and ending
-// with the reply but for a label (see transcripts). err reports that the
-// prints the processes share did not load: the answer is this process's
-// prints' alone. Off without Options.SkipTranscripts.
-func (p *Proxy) auxiliary(ctx context.Context, k prefixKey, id memory.Identity, mode memory.Mode, msgs []memory.Message) (bool, error) {
-	if p.transcripts == nil || id.User == "" || mode == memory.ModeOff {
-		return false, nil
-	}
-	text, ok := onlyUserMessage(msgs)
-	if !ok {
-		return false, nil
-	}
-	return p.transcripts.quotes(ctx, k, text)
 }
 
 // markUnstored adds memory.DegradedCapture to X-Memory-Degraded and to
@@ -315,15 +321,15 @@ func (p *Proxy) addDegraded(h http.Header, x *server.Exchange, part string) {
 	h["X-Memory-Degraded"] = []string{part}
 }
 
-// inject asks the Preparer for the prompt to send and returns the body the
-// API's adapter renders from it, setting the X-Memory-* response headers
+// inject returns the body the API's adapter renders from prepared, the
+// Preparer's answer for mreq (prepareWithin), setting the X-Memory-* response headers
 // and the exchange's memory accounting. A part that did not load is named
 // in X-Memory-Degraded (comma-separated, e.g. "embedding" or
 // "recall,summary") and the rest of memory is still used; when preparing
 // fails as a whole the client's body goes unchanged, marked "store" when
 // the store is unreachable, else "all".
-func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *dialect.Request, mreq memory.Request) []byte {
-	prep, err := p.prepareWithin(ctx, mreq)
+func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, req *dialect.Request, mreq memory.Request, prepared prepareResult) []byte {
+	prep, err := prepared.p, prepared.err
 	var out []byte
 	if err == nil {
 		out, err = req.Render(prep)

@@ -68,8 +68,10 @@ import (
 // Each process keeps its own too, and checks them first: the shared
 // prints are read (one round trip, within the store's timeout) only for a
 // request of the candidate shape, long enough to quote a pair, that its
-// own prints do not match; a read that fails or is late leaves the
-// answer to its own (X-Memory-Degraded: transcripts). Without a
+// own prints do not match, and while the request's memory loads, as a
+// turn's would (check; the proxy takes the answer before it forwards or
+// captures anything); a read that fails or is late leaves the answer to
+// its own (X-Memory-Degraded: transcripts). Without a
 // PrintStore the prints are per process: a request that reaches another
 // process than its chat's turns is stored as before.
 
@@ -388,37 +390,81 @@ func (t *transcripts) own(k prefixKey, oldest time.Time) []pairPrint {
 // quotes reports whether text quotes, in order, the opening of the user's
 // turn and the opening and closing of its reply, of one of the user k's
 // exchanges kept, with at most transcriptTailWords words after the
-// closing. It checks this process's prints first, then, when they do not
-// match and text has words enough to quote a pair, the shared ones (one
-// read within the timeout); err reports a shared read that failed or was
-// late, the answer then being this process's prints' alone.
+// closing: check's answer, waited for.
 func (t *transcripts) quotes(ctx context.Context, k prefixKey, text string) (bool, error) {
+	return t.check(ctx, k, text).wait()
+}
+
+// check starts quotes: it checks this process's prints at once and, when
+// they do not match and text has words enough to quote a pair, reads the
+// shared ones in the background (one read within the timeout, ended too
+// by ctx), so that the caller goes on meanwhile. The answer's err reports
+// a shared read that failed or was late, the answer then being this
+// process's prints' alone.
+func (t *transcripts) check(ctx context.Context, k prefixKey, text string) *quoteCheck {
 	// prefix[i] is the hash of the text's first i words.
 	prefix := []uint64{0}
 	words(seedOf(k), text, func(w uint64) { prefix = append(prefix, prefix[len(prefix)-1]*wordBase+w) })
 	if len(prefix)-1 < transcriptMinWords {
-		return false, nil
+		return &quoteCheck{}
 	}
 	oldest := t.now().Add(-transcriptMaxAge)
 	if matches(prefix, t.own(k, oldest)) {
-		return true, nil
+		return &quoteCheck{quotes: true}
 	}
 	if t.shared == nil {
-		return false, nil
+		return &quoteCheck{}
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	raw, err := t.shared.Prints(ctx, k)
-	if err != nil {
-		return false, err
-	}
-	pairs := make([]pairPrint, 0, len(raw))
-	for _, b := range raw {
-		if p, ok := decodePair(b); ok && p.at.After(oldest) {
-			pairs = append(pairs, p)
+	c := &quoteCheck{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		ctx, cancel := context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+		raw, err := t.shared.Prints(ctx, k)
+		if err != nil {
+			c.err = err
+			return
 		}
+		pairs := make([]pairPrint, 0, len(raw))
+		for _, b := range raw {
+			if p, ok := decodePair(b); ok && p.at.After(oldest) {
+				pairs = append(pairs, p)
+			}
+		}
+		c.quotes = matches(prefix, pairs)
+	}()
+	return c
+}
+
+// quoteCheck is transcripts.check's answer, which may still be coming
+// from the shared prints.
+type quoteCheck struct {
+	// done is closed once quotes and err are set; nil: they were at once.
+	done   chan struct{}
+	quotes bool
+	err    error
+}
+
+// wait returns the answer, waiting for it: whether the text quotes an
+// exchange kept, and the shared read's error.
+func (c *quoteCheck) wait() (bool, error) {
+	if c.done != nil {
+		<-c.done
 	}
-	return matches(prefix, pairs), nil
+	return c.quotes, c.err
+}
+
+// ready reports whether the answer has come: wait will not block.
+func (c *quoteCheck) ready() bool {
+	if c.done == nil {
+		return true
+	}
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // matches reports whether the text whose word-prefix hashes are prefix

@@ -17,6 +17,12 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
+// Client is a pool of connections to one Redis (go-redis's client), safe
+// for concurrent use: one serves every service of this package a process
+// opens on that Redis (NewQueue, NewErasures, NewPrints). Whoever opened
+// it closes it, once, after the services it serves.
+type Client = redis.Client
+
 // NewClient returns a Redis client for url (redis://[:password@]host:port/db
 // or rediss:// for TLS). It does not connect until first used. Unless the
 // URL says otherwise (dial_timeout=…), dialing gives up after one second and
@@ -25,7 +31,7 @@ import (
 // ContextTimeoutEnabled go-redis waits out its own read timeout (3 s, then
 // a retry) whatever the caller's deadline, and a Redis that drops packets
 // holds a request's memory load, or an erasure, that long.
-func NewClient(url string) (*redis.Client, error) {
+func NewClient(url string) (*Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis: parse url: %w", err)
