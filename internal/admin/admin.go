@@ -131,10 +131,18 @@ func tenantOf(r *http.Request) string {
 	return memory.DefaultTenant
 }
 
+// Where a route takes its user, as a blank one's 400 names it.
+const (
+	userInQuery = "The user query parameter"
+	userInPath  = "The user in the path"
+	userInBody  = "The body's user member"
+)
+
 // scope returns the caller's tenant (decided by guard) and the user the
-// request addresses.
-func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Error) {
-	return scopeOf(r, user)
+// request addresses, taken from where (userInQuery, userInPath,
+// userInBody).
+func (a *Admin) scope(r *http.Request, user, where string) (memory.Identity, *apierr.Error) {
+	return scopeOf(r, user, where)
 }
 
 // scopeOf is scope for any guarded route. The user is an id, or the
@@ -145,10 +153,10 @@ func (a *Admin) scope(r *http.Request, user string) (memory.Identity, *apierr.Er
 // a digest's ("u-…") included, names itself: the operator names the user
 // the inspector shows. A blank
 // value names no user there, and is refused here.
-func scopeOf(r *http.Request, user string) (memory.Identity, *apierr.Error) {
+func scopeOf(r *http.Request, user, where string) (memory.Identity, *apierr.Error) {
 	id := memory.NamedUserID(user)
 	if id == "" {
-		return memory.Identity{}, apierr.Invalid("user", "The user query parameter is required (blank names no user).")
+		return memory.Identity{}, apierr.Invalid("user", where+" is required (blank names no user).")
 	}
 	return memory.Identity{Tenant: tenantOf(r), User: id}, nil
 }

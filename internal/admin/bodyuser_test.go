@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -119,5 +120,52 @@ func TestAdminRefusesABlankUser(t *testing.T) {
 	}
 	if len(st.users) != 0 {
 		t.Errorf("the store was asked for %q", st.users)
+	}
+}
+
+// nameRecall is a Recall whose methods the test never reaches: the user is
+// refused first.
+type nameRecall struct{ Recall }
+
+// TestAdminBlankUserSaysWhere: the 400 for a missing or blank user says
+// where the route takes it — the query parameter, the path, or the body's
+// user member — so a caller of POST /v1/memory/search is not sent looking
+// for a query parameter the route does not read.
+func TestAdminBlankUserSaysWhere(t *testing.T) {
+	base := mustAdmin(t, New(nil, &usersStore{}, nameRecall{}, nil, 1<<20, 0, nil))
+	get := func(path string) (*http.Response, []byte) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	tests := []struct {
+		name  string
+		call  func() (*http.Response, []byte)
+		where string
+	}{
+		{"conversations without user", func() (*http.Response, []byte) { return get("/v1/memory/conversations") }, "query parameter"},
+		{"facts of a blank user", func() (*http.Response, []byte) { return get("/v1/memory/users/%20/facts") }, "path"},
+		{"erase a blank user", func() (*http.Response, []byte) { return deleteUser(t, base, " ") }, "path"},
+		{"search without user", func() (*http.Response, []byte) {
+			return post(t, base+"/v1/memory/search", `{"query":"x"}`, map[string]string{"Content-Type": "application/json"})
+		}, "body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := tt.call()
+			var e struct {
+				Error struct{ Message, Param string } `json:"error"`
+			}
+			if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || e.Error.Param != "user" {
+				t.Fatalf("%d %s, want a 400 naming user", resp.StatusCode, b)
+			}
+			if !strings.Contains(e.Error.Message, tt.where) {
+				t.Errorf("message %q does not say the user goes in the %s", e.Error.Message, tt.where)
+			}
+		})
 	}
 }

@@ -51,11 +51,11 @@ func queuePurgeState(p memory.QueuePurge) string {
 
 // storeScope is scope for the conversation routes, answering 503 when no
 // store is configured.
-func (a *Admin) storeScope(c echo.Context, user string) (memory.Identity, *apierr.Error) {
+func (a *Admin) storeScope(c echo.Context, user, where string) (memory.Identity, *apierr.Error) {
 	if a.store == nil {
 		return memory.Identity{}, apierr.Unavailable("Memory is not configured on this gateway.")
 	}
-	return a.scope(c.Request(), user)
+	return a.scope(c.Request(), user, where)
 }
 
 // conversationID reads and checks the :id path parameter.
@@ -78,7 +78,7 @@ func (a *Admin) storeError(c echo.Context, err error) *apierr.Error {
 
 // handleListConversations serves GET /v1/memory/conversations?user=U.
 func (a *Admin) handleListConversations(c echo.Context) error {
-	id, aerr := a.storeScope(c, c.QueryParam("user"))
+	id, aerr := a.storeScope(c, c.QueryParam("user"), userInQuery)
 	if aerr != nil {
 		return aerr
 	}
@@ -95,7 +95,7 @@ func (a *Admin) handleListConversations(c echo.Context) error {
 
 // handleGetConversation serves GET /v1/memory/conversations/{id}?user=U.
 func (a *Admin) handleGetConversation(c echo.Context) error {
-	id, aerr := a.storeScope(c, c.QueryParam("user"))
+	id, aerr := a.storeScope(c, c.QueryParam("user"), userInQuery)
 	if aerr == nil {
 		id.Conversation, aerr = conversationID(c)
 	}
@@ -121,7 +121,7 @@ func (a *Admin) handleGetConversation(c echo.Context) error {
 // they could not be asked (the purge pending; its message says so): the
 // deletion stands all the same, but nothing says there was one.
 func (a *Admin) handleDeleteConversation(c echo.Context) error {
-	id, aerr := a.storeScope(c, c.QueryParam("user"))
+	id, aerr := a.storeScope(c, c.QueryParam("user"), userInQuery)
 	if aerr == nil {
 		id.Conversation, aerr = conversationID(c)
 	}
@@ -165,7 +165,7 @@ func (a *Admin) handleDeleteConversation(c echo.Context) error {
 // or queued under it.
 func (a *Admin) handleDeleteUser(c echo.Context) error {
 	value := c.Param("user")
-	id, aerr := a.storeScope(c, value)
+	id, aerr := a.storeScope(c, value, userInPath)
 	if aerr != nil {
 		return aerr
 	}

@@ -134,7 +134,7 @@ func (im *Import) handle(c echo.Context) error {
 	if dec.More() {
 		return apierr.Invalid("", "The request body must hold one JSON object.")
 	}
-	id, aerr := scopeOf(r, req.User)
+	id, aerr := scopeOf(r, req.User, userInBody)
 	if aerr != nil {
 		return aerr
 	}

@@ -39,11 +39,11 @@ const (
 
 // recallScope is scope for the recall routes, answering 503 when recall is
 // not configured.
-func (a *Admin) recallScope(c echo.Context, user string) (memory.Identity, *apierr.Error) {
+func (a *Admin) recallScope(c echo.Context, user, where string) (memory.Identity, *apierr.Error) {
 	if a.recall == nil {
 		return memory.Identity{}, apierr.Unavailable("Recall is not configured on this gateway.")
 	}
-	return a.scope(c.Request(), user)
+	return a.scope(c.Request(), user, where)
 }
 
 // recallError translates a recall error for the management API.
@@ -77,7 +77,7 @@ func decodeStrict(c echo.Context, v any) *apierr.Error {
 
 // handleListFacts serves GET /v1/memory/users/{user}/facts[?history=true].
 func (a *Admin) handleListFacts(c echo.Context) error {
-	id, aerr := a.recallScope(c, c.Param("user"))
+	id, aerr := a.recallScope(c, c.Param("user"), userInPath)
 	if aerr != nil {
 		return aerr
 	}
@@ -113,7 +113,7 @@ type factRequest struct {
 // handleAddFact serves POST /v1/memory/users/{user}/facts: add a fact, or
 // pin one (the same type, key and value with "pinned": true).
 func (a *Admin) handleAddFact(c echo.Context) error {
-	id, aerr := a.recallScope(c, c.Param("user"))
+	id, aerr := a.recallScope(c, c.Param("user"), userInPath)
 	if aerr != nil {
 		return aerr
 	}
@@ -138,7 +138,7 @@ func (a *Admin) handleAddFact(c echo.Context) error {
 
 // handleDeleteFact serves DELETE /v1/memory/users/{user}/facts/{id}.
 func (a *Admin) handleDeleteFact(c echo.Context) error {
-	id, aerr := a.recallScope(c, c.Param("user"))
+	id, aerr := a.recallScope(c, c.Param("user"), userInPath)
 	if aerr != nil {
 		return aerr
 	}
@@ -165,14 +165,14 @@ type searchRequest struct {
 // user's best memory items for query, with scores, best first.
 func (a *Admin) handleSearch(c echo.Context) error {
 	if a.recall == nil {
-		_, aerr := a.recallScope(c, "")
+		_, aerr := a.recallScope(c, "", userInBody)
 		return aerr
 	}
 	var req searchRequest
 	if aerr := decodeStrict(c, &req); aerr != nil {
 		return aerr
 	}
-	id, aerr := a.recallScope(c, req.User)
+	id, aerr := a.recallScope(c, req.User, userInBody)
 	if aerr != nil {
 		return aerr
 	}

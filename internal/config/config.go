@@ -1021,7 +1021,7 @@ func (c Config) Budget(window int) int {
 func (c Config) Warnings() []string {
 	var w []string
 	if c.Compaction.Enabled && c.Compaction.APIKey == "" && c.Upstream.APIKey == "" {
-		w = append(w, "no key for the summariser (enrich.api_key or upstream.api_key): summaries are extractive")
+		w = append(w, "no key for the summariser (compaction.api_key or upstream.api_key): summaries are extractive")
 	}
 	if c.Recall.Enabled && c.Recall.Extraction.Enabled && c.Recall.Extraction.APIKey == "" && c.Upstream.APIKey == "" {
 		w = append(w, "no key for fact extraction (recall.extraction.api_key or upstream.api_key): only pattern-detected facts are kept")

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -405,5 +406,54 @@ func TestDerivedSettings(t *testing.T) {
 				t.Errorf("Warnings() = %q, want %d", got, tt.wantWarnings)
 			}
 		})
+	}
+}
+
+// TestWarningsNameRealKeys holds the start-up warnings to the keys an
+// operator can set: each dotted key a warning names (compaction.api_key)
+// must be a key of Config, or the operator looks for one that does not
+// exist.
+func TestWarningsNameRealKeys(t *testing.T) {
+	keys := map[string]bool{}
+	yamlKeys(reflect.TypeOf(Config{}), "", keys)
+	c := Default()
+	c.Upstream.APIKey = ""
+	warnings := c.Warnings()
+	if len(warnings) == 0 {
+		t.Fatal("Default() without an upstream key gives no warnings")
+	}
+	dotted := regexp.MustCompile(`\b[a-z_]+(\.[a-z_]+)+\b`)
+	for _, w := range warnings {
+		named := dotted.FindAllString(w, -1)
+		if len(named) == 0 {
+			t.Errorf("warning %q names no key", w)
+		}
+		for _, k := range named {
+			if !keys[k] {
+				t.Errorf("warning %q names %s, which is not a configuration key", w, k)
+			}
+		}
+	}
+}
+
+// yamlKeys adds to keys the dotted YAML path of every field of t, under
+// prefix.
+func yamlKeys(t reflect.Type, prefix string, keys map[string]bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if prefix != "" {
+			name = prefix + "." + name
+		}
+		keys[name] = true
+		yamlKeys(t.Field(i).Type, name, keys)
 	}
 }

@@ -309,10 +309,19 @@ func resendsHistory(msgs []memory.Message) bool {
 }
 
 // Headers completes req, a memory request of any API, with the request's
-// X-Memory-Budget (a whole number ≥ 1) and X-Memory-Cross (off disables
-// cross-conversation recall) headers.
+// X-Memory-Budget (a whole number ≥ 1) and X-Memory-Cross (off, false or 0
+// disables cross-conversation recall; on, true, 1 or none leaves it on)
+// headers. Any other value of either is a 400 naming the header: a value
+// memgate cannot read must not recall what the client asked to keep out.
 func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) {
-	req.CrossConversation = !strings.EqualFold(strings.TrimSpace(h.Get("X-Memory-Cross")), "off")
+	switch strings.ToLower(strings.TrimSpace(h.Get("X-Memory-Cross"))) {
+	case "", "on", "true", "1":
+		req.CrossConversation = true
+	case "off", "false", "0":
+		req.CrossConversation = false
+	default:
+		return req, apierr.Invalid("X-Memory-Cross", "X-Memory-Cross must be on or off.")
+	}
 	if v := h.Get("X-Memory-Budget"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {

@@ -371,3 +371,50 @@ func memoryRequest(t *testing.T, api API, body string) (*Request, memory.Request
 	}
 	return r, mreq
 }
+
+// TestHeadersCross: X-Memory-Cross turns cross-conversation recall off with
+// off (or false, 0: the values X-Memory-Cache-Breakpoints reads as off),
+// and leaves it on when absent or on (true, 1). Any other value is a 400
+// naming the header: read as on, "X-Memory-Cross: no" would recall the
+// user's other conversations into a request that asked not to.
+func TestHeadersCross(t *testing.T) {
+	tests := []struct {
+		value   string // "-": no header
+		cross   bool
+		wantErr bool
+	}{
+		{"-", true, false},
+		{"", true, false},
+		{"off", false, false},
+		{" OFF ", false, false},
+		{"false", false, false},
+		{"0", false, false},
+		{"on", true, false},
+		{"True", true, false},
+		{"1", true, false},
+		{"no", false, true},
+		{"disabled", false, true},
+		{"off,off", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			h := http.Header{}
+			if tt.value != "-" {
+				h.Set("X-Memory-Cross", tt.value)
+			}
+			req, aerr := Headers(h, memory.Request{})
+			if tt.wantErr {
+				if aerr == nil || aerr.Status != http.StatusBadRequest || aerr.Param != "X-Memory-Cross" {
+					t.Fatalf("Headers(X-Memory-Cross: %q) = %v, want a 400 naming X-Memory-Cross", tt.value, aerr)
+				}
+				return
+			}
+			if aerr != nil {
+				t.Fatalf("Headers(X-Memory-Cross: %q): %v", tt.value, aerr)
+			}
+			if req.CrossConversation != tt.cross {
+				t.Errorf("X-Memory-Cross: %q gives CrossConversation %v, want %v", tt.value, req.CrossConversation, tt.cross)
+			}
+		})
+	}
+}

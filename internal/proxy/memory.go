@@ -218,6 +218,10 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			return fail(aerr)
 		}
 		mreq.At = at
+		breakpoints, aerr := p.cacheBreakpoints(r.Header)
+		if aerr != nil {
+			return fail(aerr)
+		}
 		f := &forward{x: x, api: a, memory: true, tenant: id.Tenant, model: req.Model}
 		switch {
 		case shared && a.name == dialect.Responses && !req.Stateless:
@@ -246,7 +250,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				mreq.Identity, mreq.Root = id, root
 			}
 			if injects {
-				req.SetCacheBreakpoints(p.cacheBreakpoints(r.Header))
+				req.SetCacheBreakpoints(breakpoints)
 				prep.p, prep.err = p.prepareWithin(r.Context(), mreq)
 			}
 		}
@@ -380,14 +384,17 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 }
 
 // cacheBreakpoints reports whether a /v1/messages prompt gets cache_control
-// breakpoints: X-Memory-Cache-Breakpoints (on or off) when the request
-// sends it, else Options.CacheBreakpoints.
-func (p *Proxy) cacheBreakpoints(h http.Header) bool {
-	switch strings.ToLower(h.Get("X-Memory-Cache-Breakpoints")) {
+// breakpoints: X-Memory-Cache-Breakpoints (on, true, 1 or off, false, 0)
+// when the request sends it, else Options.CacheBreakpoints. Any other value
+// is a 400 naming the header.
+func (p *Proxy) cacheBreakpoints(h http.Header) (bool, *apierr.Error) {
+	switch strings.ToLower(strings.TrimSpace(h.Get("X-Memory-Cache-Breakpoints"))) {
 	case "on", "true", "1":
-		return true
+		return true, nil
 	case "off", "false", "0":
-		return false
+		return false, nil
+	case "":
+		return p.opts.CacheBreakpoints, nil
 	}
-	return p.opts.CacheBreakpoints
+	return false, apierr.Invalid("X-Memory-Cache-Breakpoints", "X-Memory-Cache-Breakpoints must be on or off.")
 }

@@ -134,12 +134,14 @@ func TestPrefixesBounded(t *testing.T) {
 // TestCacheBreakpointsHeader: X-Memory-Cache-Breakpoints: on adds
 // cache_control after the stable memory of a /v1/messages prompt and at the
 // end of its recent turns (the app's own breakpoint kept); off, or absent
-// with the option off, adds none.
+// with the option off, adds none. Any other value is a 400 naming the
+// header, in Anthropic's shape, and nothing goes upstream: read as absent,
+// a misspelt "no" would follow the gateway's option instead.
 func TestCacheBreakpointsHeader(t *testing.T) {
 	for _, tc := range []struct {
 		header string
-		want   int // cache_control blocks upstream; the client sends 1
-	}{{"on", 3}, {"off", 1}, {"", 1}} {
+		want   int // cache_control blocks upstream; the client sends 1; -1: a 400
+	}{{"on", 3}, {"off", 1}, {"", 1}, {"False", 1}, {"no", -1}, {"enabled", -1}} {
 		t.Run("header "+tc.header, func(t *testing.T) {
 			g, fake := dialectGateway(t, rememberingPreparer(nil), nil, nil)
 			h := map[string]string{}
@@ -150,6 +152,16 @@ func TestCacheBreakpointsHeader(t *testing.T) {
 				h["X-Memory-Cache-Breakpoints"] = tc.header
 			}
 			resp, b := g.post(t, "/v1/messages", claudeBody, h)
+			if tc.want < 0 {
+				if resp.StatusCode != 400 || !strings.Contains(string(b), `"type":"invalid_request_error"`) ||
+					!strings.Contains(string(b), "X-Memory-Cache-Breakpoints") {
+					t.Fatalf("status %d: %s; want a 400 naming X-Memory-Cache-Breakpoints", resp.StatusCode, b)
+				}
+				if n := len(fake.Requests()); n != 0 {
+					t.Errorf("%d requests went upstream", n)
+				}
+				return
+			}
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, b)
 			}

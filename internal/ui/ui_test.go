@@ -405,3 +405,20 @@ func TestUsersSearchFindsABodyUserByItsValue(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginWithoutKeysSaysLeaveItEmpty: a gateway with no key configured
+// lets loopback clients in with any key, an empty one included; its login
+// page says so, or a newcomer who ran `make run` looks for a key that does
+// not exist.
+func TestLoginWithoutKeysSaysLeaveItEmpty(t *testing.T) {
+	base := mustUI(t, mustStore(t), KeyGuard(identity.New(nil), ""))
+	c := browser(t)
+	resp, page := do(t, c, "GET", base+"/ui/login", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "no key configured") || !strings.Contains(page, "leave it empty") {
+		t.Fatalf("login page (%d) does not tell a gateway without keys to leave the key empty:\n%s", resp.StatusCode, page)
+	}
+	login(t, c, base, "")
+	if resp, _ := do(t, c, "GET", base+"/ui/users", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("after an empty key's login, /ui/users answers %d", resp.StatusCode)
+	}
+}
