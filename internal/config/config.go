@@ -197,7 +197,9 @@ type Anthropic struct {
 
 // Breaker configures a circuit breaker.
 type Breaker struct {
-	// ConsecutiveFailures opens the breaker.
+	// ConsecutiveFailures is how many consecutive failed attempts open the
+	// breaker; each retry is an attempt of its own (a client call is up to
+	// 1 + Upstream.Retries attempts).
 	ConsecutiveFailures int `yaml:"consecutive_failures"`
 	// OpenTimeout is how long the breaker stays open before letting probes through.
 	OpenTimeout Duration `yaml:"open_timeout"`

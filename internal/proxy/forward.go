@@ -175,7 +175,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 func isMemoryHeader(k string) bool { return len(k) > 9 && k[:9] == "X-Memory-" }
 
 // modifyResponse renames the upstream's X-Request-Id (the gateway's own id
-// stays), drops its X-Memory-* headers and trailers (the gateway's own
+// stays), gives an Anthropic answer without request-id the gateway's
+// id there (setRequestID), drops its X-Memory-* headers and trailers (the gateway's own
 // vocabulary, as on the request: an upstream's, a chained memgate's say
 // nothing of this gateway's memory, and a second X-Memory-Conversation
 // would reach the client beside the gateway's) and its cookies (see
@@ -200,6 +201,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
+	if f.api == p.messages {
+		// The Anthropic SDKs read a request's id from request-id.
+		setRequestID(resp.Header, f.x.ID())
+	}
 	if f.api != nil && f.api.up.shared() {
 		if err := p.scrub(resp, f.api, f.x.ID(), f.models); err != nil {
 			return err

@@ -25,7 +25,9 @@ func messagesAPI(up *target) *api {
 }
 
 // writeAnthropicError writes e as {"type":"error","error":{"type","message"}}
-// (a 413 as Anthropic's request_too_large).
+// (a 413 as Anthropic's request_too_large), with request-id, where the
+// Anthropic SDKs read a request's id (error.requestID): the gateway's
+// X-Request-Id, unless w already holds one.
 func writeAnthropicError(w http.ResponseWriter, e *apierr.Error) {
 	typ := e.Type
 	if e.Status == http.StatusRequestEntityTooLarge {
@@ -33,8 +35,17 @@ func writeAnthropicError(w http.ResponseWriter, e *apierr.Error) {
 	}
 	b := append(anthropic.ErrorBody(e.Status, typ, e.Message, e.Param, e.Code), '\n')
 	h := w.Header()
+	setRequestID(h, h.Get("X-Request-Id"))
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(e.Status)
 	w.Write(b)
+}
+
+// setRequestID sets request-id, the Anthropic API's request id header, to
+// id in h unless h has one (a provider's own stays) or id is "".
+func setRequestID(h http.Header, id string) {
+	if _, ok := h["Request-Id"]; !ok && id != "" {
+		h["Request-Id"] = []string{id}
+	}
 }

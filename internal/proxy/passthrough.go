@@ -38,8 +38,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 			}
 			f.tenant = id.Tenant
 			if !p.allowedRoute(r) {
-				a.writeError(c.Response(), &apierr.Error{Status: http.StatusForbidden, Type: apierr.TypePermission, Code: "route_not_allowed",
-					Message: "This gateway does not forward " + r.Method + " " + r.URL.Path + ": provider routes beyond chat, messages, responses, embeddings and models reach data every tenant shares; the operator may allow it in security.passthrough."})
+				a.writeError(c.Response(), routeNotAllowed(r))
 				return nil
 			}
 			if p.sharedKey(a) {
@@ -63,6 +62,58 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 		p.rp.ServeHTTP(newFinalWriter(c.Response()), withForward(r, f))
 		return nil
 	}
+}
+
+// routeNotAllowed answers a request for a route gateway keys may not reach.
+func routeNotAllowed(r *http.Request) *apierr.Error {
+	return &apierr.Error{Status: http.StatusForbidden, Type: apierr.TypePermission, Code: "route_not_allowed",
+		Message: "This gateway does not forward " + r.Method + " " + r.URL.Path + ": provider routes beyond chat, messages, responses, embeddings and models reach data every tenant shares; the operator may allow it in security.passthrough."}
+}
+
+// handleOther returns the handler of the /v1 routes no API owns. An
+// Anthropic client's request (anthropicClient) for the model list or a
+// model (GET /v1/models, /v1/models/{id}) goes to the Anthropic upstream;
+// any other of its requests is refused (404 not_found_error, in
+// Anthropic's shape; with gateway keys after the key and route checks, so
+// a bad key is still a 401) without going upstream: it would reach the
+// OpenAI upstream with the client's Anthropic credentials. Every other
+// request goes to the OpenAI upstream.
+func (p *Proxy) handleOther() echo.HandlerFunc {
+	claude, openai := p.handlePassthrough(p.messages), p.handlePassthrough(p.chat)
+	return func(c echo.Context) error {
+		r := c.Request()
+		if !anthropicClient(r.Header) {
+			return openai(c)
+		}
+		if models, _ := modelsRequest(r); models {
+			return claude(c)
+		}
+		if p.requireKey() {
+			if _, _, aerr := p.identify(r, ""); aerr != nil {
+				p.messages.writeError(c.Response(), aerr)
+				return nil
+			}
+			if !p.allowedRoute(r) {
+				p.messages.writeError(c.Response(), routeNotAllowed(r))
+				return nil
+			}
+		}
+		p.messages.writeError(c.Response(), &apierr.Error{Status: http.StatusNotFound, Type: "not_found_error",
+			Message: "This gateway forwards an Anthropic client's requests (anthropic-version, or x-api-key without Authorization) for /v1/messages, /v1/messages/… and GET /v1/models only; " +
+				r.Method + " " + r.URL.Path + " would go to the OpenAI upstream."})
+		return nil
+	}
+}
+
+// anthropicClient reports whether a request with header h is an Anthropic
+// client's: it carries anthropic-version (every Anthropic SDK sends it,
+// the Anthropic API requires it), or x-api-key without Authorization
+// (Anthropic's credential header; OpenAI clients send Authorization).
+func anthropicClient(h http.Header) bool {
+	_, version := h["Anthropic-Version"]
+	_, apiKey := h["X-Api-Key"]
+	_, auth := h["Authorization"]
+	return version || apiKey && !auth
 }
 
 // passStates checks the provider states a passthrough request under the

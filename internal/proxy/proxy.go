@@ -146,8 +146,8 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 // Register adds the proxy's routes to srv: the three APIs served with
 // memory (routes "chat", "messages", "responses" in metrics and logs), and
 // every other /v1 route passed through ("passthrough") — /v1/messages/…
-// (count_tokens, batches) to the Anthropic upstream, the rest to the OpenAI
-// one; with gateway keys, only the allow-listed ones (Options.Passthrough).
+// (count_tokens, batches) and an Anthropic client's /v1/models to the
+// Anthropic upstream, the rest to the OpenAI one (handleOther); with gateway keys, only the allow-listed ones (Options.Passthrough).
 // Every route is behind the failed-key limiter and the browser guard
 // (Deps), which answer in the route's error shape.
 func (p *Proxy) Register(srv *server.Server) {
@@ -164,7 +164,7 @@ func (p *Proxy) Register(srv *server.Server) {
 		e.Match(others, a.path, p.handlePassthrough(a.api), p.edge(pass, a.api, false)...)
 	}
 	e.Any("/v1/messages/*", p.handlePassthrough(p.messages), p.edge(pass, p.messages, false)...)
-	e.Any("/v1/*", p.handlePassthrough(p.chat), p.edge(pass, p.chat, false)...)
+	e.Any("/v1/*", p.handleOther(), p.edge(pass, p.chat, false)...)
 }
 
 // edge returns a route's middleware: its name, then the failed-key limiter
