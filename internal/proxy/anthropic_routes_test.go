@@ -10,8 +10,8 @@ import (
 )
 
 // TestAnthropicClientModels: an Anthropic client's model list and lookup
-// (the request carries anthropic-version, or x-api-key without
-// Authorization) go to the Anthropic upstream with its Anthropic
+// (the request carries anthropic-version; x-api-key alone is an
+// OpenAI-compatible client's) go to the Anthropic upstream with its Anthropic
 // credentials; an OpenAI client's to the OpenAI upstream; an Anthropic
 // client's request for another route the gateway would send to the OpenAI
 // upstream is refused in Anthropic's shape. A client's credentials never
@@ -43,7 +43,7 @@ func TestAnthropicClientModels(t *testing.T) {
 		{"sdk auth token", false, "", "", "/v1/models", map[string]string{"Authorization": "Bearer sk-ant-oat", "Anthropic-Version": "2023-06-01"},
 			"claude", "", map[string]string{"Authorization": "Bearer sk-ant-oat", "X-Api-Key": ""}},
 		{"x-api-key alone", false, "", "", "/v1/models", map[string]string{"X-Api-Key": "sk-ant"},
-			"claude", "", map[string]string{"X-Api-Key": "sk-ant", "Authorization": ""}},
+			"openai", "", map[string]string{"X-Api-Key": "sk-ant", "Authorization": ""}},
 		{"openai client", false, "", "", "/v1/models", map[string]string{"Authorization": "Bearer sk-oa"},
 			"openai", "", map[string]string{"Authorization": "Bearer sk-oa", "X-Api-Key": ""}},
 		{"gateway keys, client's anthropic key", true, "", "", "/v1/models",

@@ -99,7 +99,7 @@ func (p *Proxy) handleOther() echo.HandlerFunc {
 			}
 		}
 		p.messages.writeError(c.Response(), &apierr.Error{Status: http.StatusNotFound, Type: "not_found_error",
-			Message: "This gateway forwards an Anthropic client's requests (anthropic-version, or x-api-key without Authorization) for /v1/messages, /v1/messages/… and GET /v1/models only; " +
+			Message: "This gateway forwards an Anthropic client's requests (anthropic-version) for /v1/messages, /v1/messages/… and GET /v1/models only; " +
 				r.Method + " " + r.URL.Path + " would go to the OpenAI upstream."})
 		return nil
 	}
@@ -107,13 +107,12 @@ func (p *Proxy) handleOther() echo.HandlerFunc {
 
 // anthropicClient reports whether a request with header h is an Anthropic
 // client's: it carries anthropic-version (every Anthropic SDK sends it,
-// the Anthropic API requires it), or x-api-key without Authorization
-// (Anthropic's credential header; OpenAI clients send Authorization).
+// the Anthropic API requires it). x-api-key alone does not make one: an
+// OpenAI-compatible upstream may take its key in that header, and such a
+// client's requests go to the OpenAI upstream as before.
 func anthropicClient(h http.Header) bool {
 	_, version := h["Anthropic-Version"]
-	_, apiKey := h["X-Api-Key"]
-	_, auth := h["Authorization"]
-	return version || apiKey && !auth
+	return version
 }
 
 // passStates checks the provider states a passthrough request under the
