@@ -340,9 +340,12 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red re
 	reads, unknown := st.reads, tokens.DefaultContextWindow
 	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st, Counter: anthropic.NewCounter(counter, unknown),
 		Owned: func(t, u string) prompt.TokenCounter { return anthropic.NewCounter(counter.Owned(t, u), unknown) }}
+	// The check of a full-history request's edits (Heads) serves the
+	// summary, with compaction, and the facts and passages either way.
+	deps.Heads = reads
+	deps.StoredForm = func(m memory.Message) memory.Message { return record.StoredForm(m, red) }
 	if cfg.Compaction.Enabled {
-		deps.Summaries, deps.Heads = reads, reads
-		deps.StoredForm = func(m memory.Message) memory.Message { return record.StoredForm(m, red) }
+		deps.Summaries = reads
 	}
 	mc, sh := cfg.Memory, cfg.Memory.Shares
 	a, err := prompt.NewAssembler(deps, prompt.Options{
@@ -350,7 +353,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red re
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall, StatementRecall: sh.StatementRecall},
 		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall, KeepRecallResent: mc.KeepRecallResent,
 		FillWhen: prompt.RecallFill(mc.FillRecallWhen), StableFacts: mc.StableFacts, HoldSummary: mc.HoldSummary,
-		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
+		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(), HistoryKeep: cfg.Capture.MaxHistoryMessages,
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("memory.template: %w", err)

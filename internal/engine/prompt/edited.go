@@ -17,35 +17,35 @@ type HeadReader interface {
 	HeadHeld(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Held, error)
 }
 
-// summaryCheck bounds how many of the messages a summary covers, from
-// the conversation's first, a resent history is checked against
-// (editsSummary): an edit past them, deep in a chat of thousands of
-// messages, is found by the request's save alone, which drops the summary
-// from the next request's prompt on.
-const summaryCheck = 4096
+// headCheck bounds how many of a conversation's first live messages a
+// full-history request's resent history is checked against (edits): an
+// edit past them, deep in a chat of thousands of messages, is found by
+// the request's save alone, which drops what the old text said (the
+// summary covering it, its facts and passages) from the next request's
+// prompt on. The messages are read as prints (memory.Held), kept in the
+// cache under the user's revisions and extended by the chat's own saves
+// (HeadReader): a chat that goes on reads them from the store once.
+const headCheck = 4096
 
-// summaryEdited reports whether the resent history of a full-history
-// request (client: its non-system messages before the current turn)
-// edits or drops a live message s covers, reading the conversation's
-// first messages through a.deps.Heads as of rev (the request's revision
-// counters: a chat that goes on reads them from the store once). Without
-// Heads it reports false. When it does, it returns the keys of the
-// messages among those read whose text the request's save takes off the
-// live branch too (unsaid: all, all the request's non-system messages,
-// its current turn included), whose facts and passages the request's
-// prompt leaves out (withoutUnsaid).
-func (a *Assembler) summaryEdited(ctx context.Context, rev *memory.Revisions, id memory.Identity, s memory.Summary, client, all []memory.Message) (bool, map[string]bool, error) {
-	if a.deps.Heads == nil || s.ToSeq <= 0 || len(client) == 0 {
+// edits reads the first live messages of id's conversation through
+// a.deps.Heads as of rev (the request's revision counters) and reports
+// what the resent history of a full-history request (client: its
+// non-system messages before the current turn; all: all of them, the
+// current turn included) takes back, as its save will after its prompt
+// is sent: whether it edits or drops a live message s covers
+// (editsSummary; false when s is nil), and the keys of the messages
+// among those read whose text it takes off the live branch (unsaid), nil
+// when none. Without Heads it reads nothing and reports nothing.
+func (a *Assembler) edits(ctx context.Context, rev *memory.Revisions, id memory.Identity, s *memory.Summary, client, all []memory.Message) (bool, map[string]bool, error) {
+	if a.deps.Heads == nil || len(client) == 0 {
 		return false, nil, nil
 	}
-	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, int(min(s.ToSeq, summaryCheck)))
+	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, headCheck)
 	if err != nil {
-		return false, nil, fmt.Errorf("read the messages the summary covers: %w", err)
+		return false, nil, fmt.Errorf("read the conversation's first messages: %w", err)
 	}
-	if !editsSummary(held, s.ToSeq, client, a.deps.StoredForm) {
-		return false, nil, nil
-	}
-	return true, unsaid(held, all, a.deps.StoredForm), nil
+	summary := s != nil && s.ToSeq > 0 && editsSummary(held, s.ToSeq, client, a.deps.StoredForm)
+	return summary, unsaid(held, all, a.deps.StoredForm), nil
 }
 
 // editsSummary reports whether storing client (a full-history request's

@@ -18,11 +18,11 @@ type loaded struct {
 	summary *memory.Summary
 	// summaryEdited: the conversation's summary was left out, the
 	// request's resent history edits or drops a message it covers
-	// (summaryEdited).
+	// (edits).
 	summaryEdited bool
 	// unsaid are the keys of the stored messages whose text the request's
-	// resent history edits or drops (summaryEdited's unsaid): the facts
-	// and passages only they stated are left out (withoutUnsaid).
+	// resent history edits or drops (edits' unsaid): the facts and
+	// passages only they stated are left out (withoutUnsaid).
 	unsaid map[string]bool
 	stored []memory.Message // newest stored messages, oldest first
 	// resent are the keys of the stored messages the client's own
@@ -57,8 +57,11 @@ type partResult struct {
 	took    time.Duration
 	summary *memory.Summary
 	// edited: the summary was left out, the resent history edits what it
-	// covers (summaryEdited).
+	// covers (edits).
 	edited bool
+	// checked: the resent history was checked against the conversation's
+	// first messages (edits), whatever the outcome.
+	checked bool
 	// unsaid: see loaded.unsaid.
 	unsaid  map[string]bool
 	stored  []memory.Message
@@ -86,6 +89,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	now := a.opts.Now()
 	ld := loaded{now: now}
 	conv := req.Conversation != ""
+	earlier, _ := memory.SplitCurrent(rest)
 	storeDL, recallDL := a.deadlines(start)
 	// The user's revision counters, read once before the parts run (by
 	// routing, for a request it placed: req.Revisions): every part's reads
@@ -123,13 +127,14 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			if fullHistory {
 				// The request's save will drop a summary of messages its
 				// history edits: its own prompt goes without it.
-				earlier, _ := memory.SplitCurrent(rest)
-				edited, unsaid, err := a.summaryEdited(ctx, rev, req.Identity, s, earlier, rest)
+				r.checked = true
+				edited, unsaid, err := a.edits(ctx, rev, req.Identity, &s, earlier, rest)
 				if err != nil {
 					return err
 				}
+				r.unsaid = unsaid
 				if edited {
-					r.edited, r.unsaid = true, unsaid
+					r.edited = true
 					telemetry.Note(ctx, "memgate.summary.left_out", "edited")
 					return nil
 				}
@@ -218,8 +223,12 @@ wait:
 		}
 		return r, true
 	}
+	checked := false
 	if r, ok := part(partSummary); ok {
 		ld.summary, ld.summaryEdited, ld.unsaid = r.summary, r.edited, r.unsaid
+	}
+	if r, ok := got[partSummary]; ok {
+		checked = r.checked
 	}
 	if r, ok := part(partHistory); ok {
 		ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)
@@ -248,7 +257,28 @@ wait:
 			part(partFacts)
 		}
 	}
-	if ld.summaryEdited {
+	if fullHistory && conv && !checked && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
+		// No summary was checked against the history (there is none, or
+		// it failed): what the request's memory holds of its conversation
+		// is, read against the conversation's first messages, now.
+		dctx, cancel := context.WithDeadline(ctx, storeDL)
+		_, unsaid, err := a.edits(dctx, rev, req.Identity, nil, earlier, rest)
+		cancel()
+		if err != nil {
+			// Unknown: the prompt is what it would be without the check;
+			// the request's save still retracts what an edit unsays.
+			a.logger.WarnContext(ctx, "checking a resent history for edits: read failed",
+				"conversation", req.Conversation, "error", err)
+		}
+		ld.unsaid = unsaid
+	}
+	if !ld.summaryEdited && memory.Unstored(len(earlier), a.opts.HistoryKeep) > 0 {
+		// A history longer than one request stores is not stored as it
+		// is sent (memory.CutHistory): its save aligns the newest part,
+		// which the conversation's first messages do not tell.
+		ld.unsaid = nil
+	}
+	if ld.summaryEdited || len(ld.unsaid) > 0 {
 		ld.withoutUnsaid(req.Conversation)
 	}
 	slices.Sort(ld.degraded)
@@ -263,8 +293,8 @@ wait:
 // its save, made after its prompt is sent, removes from memory: the facts
 // conv's messages ld.unsaid stated, unless stated again (Mentions over
 // one: the save keeps a fact another live message also stated), the
-// passages of conv showing those messages, and conv's summaries, the
-// newest of which the edit changes (summaryEdited).
+// passages of conv showing those messages, and, when the edit changes
+// what the newest summary covers (summaryEdited), conv's summaries.
 func (ld *loaded) withoutUnsaid(conv string) {
 	said := func(f memory.Fact) bool {
 		return f.Conversation == conv && f.Mentions <= 1 && ld.unsaid[f.Source]
@@ -278,7 +308,7 @@ func (ld *loaded) withoutUnsaid(conv string) {
 			return false
 		}
 		if it.Kind == "summary" {
-			return true
+			return ld.summaryEdited
 		}
 		if ld.unsaid[it.Ref] {
 			return true
@@ -290,6 +320,24 @@ func (ld *loaded) withoutUnsaid(conv string) {
 		}
 		return false
 	})
+}
+
+// mayShowUnsaid reports whether ld holds anything of conv that an edit of
+// the request's history could take back, so that the history is worth
+// checking (edits): a fact of conv stated by one message of it (Mentions
+// at most one, a Source), a passage of conv, or, kept, the recalled
+// blocks of its resent turns (keepsRecall). A request whose memory holds
+// none of these reads nothing to find out.
+func (ld *loaded) mayShowUnsaid(conv string, kept bool) bool {
+	once := func(f memory.Fact) bool { return f.Conversation == conv && f.Mentions <= 1 && f.Source != "" }
+	return kept || slices.ContainsFunc(ld.facts, once) || slices.ContainsFunc(ld.current, once) ||
+		slices.ContainsFunc(ld.items, func(it memory.Item) bool { return it.Conversation == conv && it.Kind != "summary" })
+}
+
+// keptFor reports whether req's resent turns would be rendered with
+// recalled blocks kept for them (keepsRecall) as of rev.
+func (a *Assembler) keptFor(req memory.Request, rev *memory.Revisions) bool {
+	return a.keepsRecall(req, true) && len(a.kept.lookup(req.Identity, req.Root, rev)) > 0
 }
 
 // revisions reads the user's revision counters for one request, within
