@@ -18,7 +18,7 @@ type HeadReader interface {
 }
 
 // headCheck bounds how many of a conversation's first live messages a
-// full-history request's resent history is checked against (edits): an
+// full-history request's resent history is checked against (head): an
 // edit past them, deep in a chat of thousands of messages, is found by
 // the request's save alone, which drops what the old text said (the
 // summary covering it, its facts and passages) from the next request's
@@ -27,25 +27,19 @@ type HeadReader interface {
 // (HeadReader): a chat that goes on reads them from the store once.
 const headCheck = 4096
 
-// edits reads the first live messages of id's conversation through
-// a.deps.Heads as of rev (the request's revision counters) and reports
-// what the resent history of a full-history request (client: its
-// non-system messages before the current turn; all: all of them, the
-// current turn included) takes back, as its save will after its prompt
-// is sent: whether it edits or drops a live message s covers
-// (editsSummary; false when s is nil), and the keys of the messages
-// among those read whose text it takes off the live branch (unsaid), nil
-// when none. Without Heads it reads nothing and reports nothing.
-func (a *Assembler) edits(ctx context.Context, rev *memory.Revisions, id memory.Identity, s *memory.Summary, client, all []memory.Message) (bool, map[string]bool, error) {
-	if a.deps.Heads == nil || len(client) == 0 {
-		return false, nil, nil
-	}
+// head reads the first live messages of id's conversation, up to
+// headCheck, as memory.Held, through a.deps.Heads as of rev (the
+// request's revision counters): what a full-history request's resent
+// history is checked against for edits, as its save will judge it after
+// its prompt is sent (editsSummary: the summary; unsaid: the messages
+// whose text it takes back). The slice is shared and must not be written
+// to.
+func (a *Assembler) head(ctx context.Context, rev *memory.Revisions, id memory.Identity) ([]memory.Held, error) {
 	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, headCheck)
 	if err != nil {
-		return false, nil, fmt.Errorf("read the conversation's first messages: %w", err)
+		return nil, fmt.Errorf("read the conversation's first messages: %w", err)
 	}
-	summary := s != nil && s.ToSeq > 0 && editsSummary(held, s.ToSeq, client, a.deps.StoredForm)
-	return summary, unsaid(held, all, a.deps.StoredForm), nil
+	return held, nil
 }
 
 // editsSummary reports whether storing client (a full-history request's

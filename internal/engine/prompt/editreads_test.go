@@ -191,3 +191,84 @@ func TestEditCheckReadsTheHeadFromTheCache(t *testing.T) {
 	}
 	t.Logf("the edit: %d store reads of the head", n)
 }
+
+// BenchmarkEditCheck is the cost of the edit check to a full-history
+// request of a chat of 200 stored messages whose memory holds a pin the
+// chat stated (so the check runs), with the chat's head in the cache, as
+// a chat that goes on finds it: Prepare with the check (check=true) and
+// without it (no Heads). storereads/op counts the store reads of the head.
+func BenchmarkEditCheck(b *testing.B) {
+	ctx := context.Background()
+	sq, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "memgate.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sq.Close() })
+	counter, err := tokens.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := &countedStore{Store: sq}
+	reads := cache.NewReads(st, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	id := memory.Identity{Tenant: "default", User: "u", Conversation: "c"}
+	msg := func(role, content string) memory.Message {
+		m, err := memory.ParseMessage([]byte(fmt.Sprintf(`{"role":%q,"content":%q}`, role, content)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	var history []memory.Message
+	for i := range 100 {
+		turn := msg("user", fmt.Sprintf("Question %d about tea, coffee and the weather in Lisbon.", i))
+		if i == 1 {
+			turn = msg("user", "My phone number is 555-0100 and I like green tea.")
+		}
+		reply := msg("assistant", fmt.Sprintf("Answer %d: a reply of a few words about tea and coffee.", i))
+		ex := memory.Exchange{ID: fmt.Sprintf("ex%03d", i), Identity: id, Model: "gpt-4o-mini", At: time.Now(),
+			Prior: history, Turn: []memory.Message{turn}, Reply: reply}
+		if _, err := reads.SaveExchange(ctx, ex); err != nil {
+			b.Fatal(err)
+		}
+		history = append(history, turn, reply)
+	}
+	stored, err := sq.Recent(ctx, id, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head, err := sq.MessagesAfter(ctx, id, 0, 3)
+	if err != nil || len(stored) == 0 {
+		b.Fatal(err)
+	}
+	if _, err := sq.UpsertFact(ctx, memory.Fact{Tenant: "default", User: "u", Type: memory.FactPreference, Key: "taste: green tea",
+		Value: "My phone number is 555-0100 and I like green tea.", Pinned: true, Confidence: 0.6, Mentions: 1,
+		Conversation: "c", Source: head[2].Key}, 100); err != nil {
+		b.Fatal(err)
+	}
+	req := memory.Request{Identity: id, Mode: memory.ModeOn, Model: "gpt-4o-mini",
+		Messages: append(append([]memory.Message(nil), history...), msg("user", "And what about cocoa?"))}
+	for _, check := range []bool{false, true} {
+		b.Run(fmt.Sprintf("check=%v", check), func(b *testing.B) {
+			deps := prompt.Deps{History: reads, Facts: reads, Revisions: sq, Counter: counter}
+			if check {
+				deps.Heads = reads
+			}
+			asm, err := prompt.NewAssembler(deps, prompt.Options{RecentMessages: 20, MaxContextTokens: 16000, CompletionReserve: 1024,
+				Shares: prompt.Shares{Pinned: 0.1, Facts: 0.15}, FactsMax: 20}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := asm.Prepare(ctx, req); err != nil { // warms the caches
+				b.Fatal(err)
+			}
+			before := st.after
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := asm.Prepare(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(st.after-before)/float64(b.N), "storereads/op")
+		})
+	}
+}

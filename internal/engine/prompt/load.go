@@ -18,11 +18,11 @@ type loaded struct {
 	summary *memory.Summary
 	// summaryEdited: the conversation's summary was left out, the
 	// request's resent history edits or drops a message it covers
-	// (edits).
+	// (editsSummary).
 	summaryEdited bool
 	// unsaid are the keys of the stored messages whose text the request's
-	// resent history edits or drops (edits' unsaid): the facts and
-	// passages only they stated are left out (withoutUnsaid).
+	// resent history edits or drops (unsaid): the facts and passages only
+	// they stated are left out (withoutUnsaid).
 	unsaid map[string]bool
 	stored []memory.Message // newest stored messages, oldest first
 	// resent are the keys of the stored messages the client's own
@@ -57,11 +57,13 @@ type partResult struct {
 	took    time.Duration
 	summary *memory.Summary
 	// edited: the summary was left out, the resent history edits what it
-	// covers (edits).
+	// covers (editsSummary).
 	edited bool
-	// checked: the resent history was checked against the conversation's
-	// first messages (edits), whatever the outcome.
+	// checked: the conversation's first messages were read to check the
+	// resent history against (head), whatever the outcome; held are
+	// they.
 	checked bool
+	held    []memory.Held
 	// unsaid: see loaded.unsaid.
 	unsaid  map[string]bool
 	stored  []memory.Message
@@ -124,17 +126,17 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			if err != nil {
 				return err
 			}
-			if fullHistory {
+			if fullHistory && a.deps.Heads != nil {
 				// The request's save will drop a summary of messages its
 				// history edits: its own prompt goes without it.
 				r.checked = true
-				edited, unsaid, err := a.edits(ctx, rev, req.Identity, &s, earlier, rest)
+				held, err := a.head(ctx, rev, req.Identity)
 				if err != nil {
 					return err
 				}
-				r.unsaid = unsaid
-				if edited {
-					r.edited = true
+				r.held = held
+				if editsSummary(held, s.ToSeq, earlier, a.deps.StoredForm) {
+					r.edited, r.unsaid = true, unsaid(held, rest, a.deps.StoredForm)
 					telemetry.Note(ctx, "memgate.summary.left_out", "edited")
 					return nil
 				}
@@ -223,12 +225,8 @@ wait:
 		}
 		return r, true
 	}
-	checked := false
 	if r, ok := part(partSummary); ok {
 		ld.summary, ld.summaryEdited, ld.unsaid = r.summary, r.edited, r.unsaid
-	}
-	if r, ok := got[partSummary]; ok {
-		checked = r.checked
 	}
 	if r, ok := part(partHistory); ok {
 		ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)
@@ -257,26 +255,28 @@ wait:
 			part(partFacts)
 		}
 	}
-	if fullHistory && conv && !checked && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
-		// No summary was checked against the history (there is none, or
-		// it failed): what the request's memory holds of its conversation
-		// is, read against the conversation's first messages, now.
-		dctx, cancel := context.WithDeadline(ctx, storeDL)
-		_, unsaid, err := a.edits(dctx, rev, req.Identity, nil, earlier, rest)
-		cancel()
+	if fullHistory && conv && a.deps.Heads != nil && !ld.summaryEdited &&
+		memory.Unstored(len(earlier), a.opts.HistoryKeep) == 0 && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
+		// An edit the summary's check did not find (of a message it does
+		// not cover, or in a chat without one) takes back what the old
+		// text said too. The messages the summary's check read serve;
+		// without them they are read now. A history longer than one
+		// request stores (memory.CutHistory) is not judged: its save
+		// aligns the newest part, which the first messages do not tell.
+		r := got[partSummary]
+		held, err := r.held, error(nil)
+		if !r.checked {
+			dctx, cancel := context.WithDeadline(ctx, storeDL)
+			held, err = a.head(dctx, rev, req.Identity)
+			cancel()
+		}
 		if err != nil {
 			// Unknown: the prompt is what it would be without the check;
 			// the request's save still retracts what an edit unsays.
 			a.logger.WarnContext(ctx, "checking a resent history for edits: read failed",
 				"conversation", req.Conversation, "error", err)
 		}
-		ld.unsaid = unsaid
-	}
-	if !ld.summaryEdited && memory.Unstored(len(earlier), a.opts.HistoryKeep) > 0 {
-		// A history longer than one request stores is not stored as it
-		// is sent (memory.CutHistory): its save aligns the newest part,
-		// which the conversation's first messages do not tell.
-		ld.unsaid = nil
+		ld.unsaid = unsaid(held, rest, a.deps.StoredForm)
 	}
 	if ld.summaryEdited || len(ld.unsaid) > 0 {
 		ld.withoutUnsaid(req.Conversation)
