@@ -42,6 +42,22 @@ func (a *Assembler) head(ctx context.Context, rev *memory.Revisions, id memory.I
 	return held, nil
 }
 
+// judged returns the parts of held (a conversation's first live
+// messages) and of a full-history request's messages (client: before its
+// current turn; all: with it) that the edit check compares: all of them,
+// or, of a history longer than one request stores (Options.HistoryKeep,
+// memory.CutHistory), the first memory.BranchHead of each. Such a history
+// is stored as its first messages and a window of its newest, which its
+// save aligns with the conversation's newest: held does not show it in
+// order past its first messages, and an edit there is left to the save.
+func (a *Assembler) judged(held []memory.Held, client, all []memory.Message) ([]memory.Held, []memory.Message, []memory.Message) {
+	if memory.Unstored(len(client), a.opts.HistoryKeep) == 0 {
+		return held, client, all
+	}
+	n := memory.BranchHead
+	return held[:min(n, len(held))], client[:min(n, len(client))], all[:min(n, len(all))]
+}
+
 // editsSummary reports whether storing client (a full-history request's
 // non-system messages before its current turn) after held (its
 // conversation's first live messages, oldest first) would take a message

@@ -558,41 +558,78 @@ func TestPrepareReadsNoHeadForNothingToLeaveOut(t *testing.T) {
 	}
 }
 
-// TestPrepareKeepsWhatACutHistorySays: a history longer than one request
-// stores (Options.HistoryKeep) is stored as its first memory.BranchHead
-// messages and a window of its newest, which the conversation's first
-// messages do not show in order; resent unchanged, it is no edit, and its
-// prompt shows the pin a message of the window stated.
-func TestPrepareKeepsWhatACutHistorySays(t *testing.T) {
+// TestPrepareJudgesACutHistoryByItsHead: a history longer than one
+// request stores (Options.HistoryKeep) is stored as its first
+// memory.BranchHead messages and a window of its newest, which the
+// conversation's first messages do not show in order. Resent unchanged,
+// with or without a summary reaching into the window, it is no edit: its
+// prompt shows the summary (its history overflows) and the pins of the
+// window's messages. An edit among its first messages is judged as any:
+// the pin only that message stated is left out.
+func TestPrepareJudgesACutHistoryByItsHead(t *testing.T) {
 	const keep = 4
 	history := editChat(memory.BranchHead + 20)
 	for i := range history {
 		history[i].Key = fmt.Sprintf("x:%d", i)
 	}
-	last := len(history) - 2 // a user message of the window
-	history[last].Content = "my phone is 555-0100"
+	early, late := 10, len(history)-2 // user messages of the head and of the window
+	history[early].Content = "my city is Lisbon"
+	history[late].Content = "my phone is 555-0100"
 	// What the conversation holds: the cut's head and window.
 	stored := slices.Concat(history[:memory.BranchHead], history[len(history)-keep:])
-	facts := []memory.Fact{{Type: memory.FactPreference, Key: "phone", Value: "555-0100", Pinned: true, Confidence: 1,
-		Mentions: 1, Conversation: "c", Source: history[last].Key}}
-	var raws []string
-	for _, m := range history {
-		raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-		raws = append(raws, string(raw))
+	for i := range stored {
+		stored[i].Seq = int64(i + 1)
 	}
-	raw, _ := json.Marshal(map[string]string{"role": "user", "content": "next?"})
-	raws = append(raws, string(raw))
-	mem := &fakeMemory{stored: stored, facts: facts}
-	a, err := NewAssembler(Deps{History: mem, Facts: mem, Heads: &fakeHeads{live: stored}, Counter: byteCounter{}},
-		Options{RecentMessages: 8, MaxContextTokens: 100000, HistoryKeep: keep, Shares: Shares{Pinned: 0.1}}, nil)
-	if err != nil {
-		t.Fatal(err)
+	fact := func(key, value, source string) memory.Fact {
+		return memory.Fact{Type: memory.FactPreference, Key: key, Value: value, Pinned: true, Confidence: 1,
+			Mentions: 1, Conversation: "c", Source: source}
 	}
-	p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws...))
-	if err != nil {
-		t.Fatal(err)
+	facts := []memory.Fact{fact("phone", "555-0100", history[late].Key), fact("city", "Lisbon", history[early].Key)}
+	raws := func(msgs []memory.Message) []string {
+		var out []string
+		for _, m := range msgs {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": "next?"})
+		return append(out, string(raw))
 	}
-	if !strings.Contains(joined(p), "phone: 555-0100") {
-		t.Fatalf("the cut history, resent unchanged, is not shown its pin:\n%s", joined(p))
+	edited := slices.Clone(history)
+	edited[early].Content = "my city is a secret"
+	summary := &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[len(stored)-2].Seq, Text: "THE SUMMARY", Summariser: memory.SummariserModel}
+	for _, tc := range []struct {
+		name    string
+		summary *memory.Summary
+		msgs    []memory.Message
+		shown   []string
+		leftOut []string
+	}{
+		{"resent unchanged", nil, history, []string{"phone: 555-0100", "city: Lisbon"}, nil},
+		{"resent unchanged, with a summary", summary, history, []string{"phone: 555-0100", "city: Lisbon", "THE SUMMARY"}, nil},
+		{"an early message edited", nil, edited, []string{"phone: 555-0100"}, []string{"Lisbon"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := &fakeMemory{stored: stored, facts: facts, summary: tc.summary}
+			a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Heads: &fakeHeads{live: stored}, Counter: byteCounter{}},
+				Options{RecentMessages: 8, MaxContextTokens: 6000, HistoryKeep: keep, Shares: Shares{Summary: 0.1, Pinned: 0.1}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws(tc.msgs)...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := joined(p)
+			for _, s := range tc.shown {
+				if !strings.Contains(text, s) {
+					t.Errorf("%q is not shown:\n%s", s, text)
+				}
+			}
+			for _, s := range tc.leftOut {
+				if strings.Contains(text, s) {
+					t.Errorf("%q is shown:\n%s", s, text)
+				}
+			}
+		})
 	}
 }

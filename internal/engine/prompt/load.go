@@ -135,8 +135,9 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 					return err
 				}
 				r.held = held
-				if editsSummary(held, s.ToSeq, earlier, a.deps.StoredForm) {
-					r.edited, r.unsaid = true, unsaid(held, rest, a.deps.StoredForm)
+				held, client, all := a.judged(held, earlier, rest)
+				if editsSummary(held, s.ToSeq, client, a.deps.StoredForm) {
+					r.edited, r.unsaid = true, unsaid(held, all, a.deps.StoredForm)
 					telemetry.Note(ctx, "memgate.summary.left_out", "edited")
 					return nil
 				}
@@ -255,14 +256,11 @@ wait:
 			part(partFacts)
 		}
 	}
-	if fullHistory && conv && a.deps.Heads != nil && !ld.summaryEdited &&
-		memory.Unstored(len(earlier), a.opts.HistoryKeep) == 0 && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
+	if fullHistory && conv && a.deps.Heads != nil && !ld.summaryEdited && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
 		// An edit the summary's check did not find (of a message it does
 		// not cover, or in a chat without one) takes back what the old
 		// text said too. The messages the summary's check read serve;
-		// without them they are read now. A history longer than one
-		// request stores (memory.CutHistory) is not judged: its save
-		// aligns the newest part, which the first messages do not tell.
+		// without them they are read now.
 		r := got[partSummary]
 		held, err := r.held, error(nil)
 		if !r.checked {
@@ -276,7 +274,8 @@ wait:
 			a.logger.WarnContext(ctx, "checking a resent history for edits: read failed",
 				"conversation", req.Conversation, "error", err)
 		}
-		ld.unsaid = unsaid(held, rest, a.deps.StoredForm)
+		held, _, all := a.judged(held, earlier, rest)
+		ld.unsaid = unsaid(held, all, a.deps.StoredForm)
 	}
 	if ld.summaryEdited || len(ld.unsaid) > 0 {
 		ld.withoutUnsaid(req.Conversation)

@@ -151,9 +151,9 @@ type Options struct {
 	// HistoryKeep is how many of a resent history's newest messages one
 	// request stores beside its first memory.BranchHead
 	// (capture.max_history_messages, memory.CutHistory); 0: all. A longer
-	// history is stored as a window, which the check of its edits against
-	// the conversation's first messages (Deps.Heads) does not tell apart
-	// from an edit: only the summary's check is made of it.
+	// history is stored as those and a window, which the conversation's
+	// first messages do not show in order: the check of its edits
+	// (Deps.Heads) compares its first memory.BranchHead messages only.
 	HistoryKeep int
 	// LoadTimeout bounds loading each stored part (recent turns, summary,
 	// pinned facts) and recall's store queries; a part not back by then is
