@@ -332,8 +332,8 @@ func workerOptions(cfg config.Config) record.WorkerOptions {
 
 // newAssembler builds the prompt assembler: budget, shares and template
 // from memory.*, facts cap from recall.*. rec nil: no recall. red is the
-// capture's redactor (nil: none): the check of a resent history against
-// the summary compares messages as the capture stores them.
+// capture's redactor (nil: none): the check of a resent history for
+// edits compares messages as the capture stores them.
 func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red record.Redactor, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
 	// Claude models (on /v1/messages, or any API) are counted with the documented upper-bound
 	// estimate of internal/dialect/anthropic; a request, through its owner's view of counter.

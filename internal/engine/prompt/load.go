@@ -323,10 +323,10 @@ func (ld *loaded) withoutUnsaid(conv string) {
 
 // mayShowUnsaid reports whether ld holds anything of conv that an edit of
 // the request's history could take back, so that the history is worth
-// checking (edits): a fact of conv stated by one message of it (Mentions
-// at most one, a Source), a passage of conv, or, kept, the recalled
-// blocks of its resent turns (keepsRecall). A request whose memory holds
-// none of these reads nothing to find out.
+// checking (head, unsaid): a fact of conv stated by one message of it
+// (Mentions at most one, a Source), a passage of conv, or, kept, the
+// recalled blocks of its resent turns (keepsRecall). A request whose
+// memory holds none of these reads nothing to find out.
 func (ld *loaded) mayShowUnsaid(conv string, kept bool) bool {
 	once := func(f memory.Fact) bool { return f.Conversation == conv && f.Mentions <= 1 && f.Source != "" }
 	return kept || slices.ContainsFunc(ld.facts, once) || slices.ContainsFunc(ld.current, once) ||
