@@ -190,6 +190,25 @@ func unsaid(held []memory.Held, client []memory.Message, form func(memory.Messag
 	return gone
 }
 
+// usersUnsaid is unsaid less the assistant replies: a client may resend
+// a reply otherwise than memgate stored it (its thinking left out,
+// trimmed, reformatted), on every request, which is no edit of what the
+// user said, as routing holds (memory.Print.Diverges). An edit of a
+// message no summary covers takes back what the user's own messages
+// stated; what a changed reply stated is left to the save.
+func usersUnsaid(held []memory.Held, client []memory.Message, form func(memory.Message) memory.Message) map[string]bool {
+	gone := unsaid(held, client, form)
+	for _, h := range held {
+		if h.Assistant {
+			delete(gone, h.Key)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return gone
+}
+
 // resentAsStored reports whether sent, a client's history whose first
 // message matches no stored one, resends the messages held has (the
 // conversation's first ones, those the summary covers) as stored

@@ -421,6 +421,7 @@ func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
 		pin("phone", "555-0100", "x:6", 1),                // only the edited text stated it
 		pin("tea", "likes green tea 555-0101", "x:6", 2),  // stated again elsewhere
 		pin("city", "lives in Lisbon 555-0102", "x:0", 1), // an unedited message's
+		pin("reply", "the reply said 555-0104", "x:7", 1), // the reply after it, changed or not
 	}
 	items := []memory.Item{
 		{Conversation: "c", Kind: "message", Ref: "x:6", Text: "PASSAGE OF THE OLD TEXT"},
@@ -443,8 +444,12 @@ func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
 	edited[6].Content = "my phone is private"
 	// The summary ending before the edit is shown (its history
 	// overflows no budget here: the recalled version stands for it).
-	kept := []string{"555-0101", "555-0102", "PASSAGE OF ANOTHER CHAT", "RECALLED SUMMARY"}
+	kept := []string{"555-0101", "555-0102", "555-0104", "PASSAGE OF ANOTHER CHAT", "RECALLED SUMMARY"}
 	gone := []string{"555-0100", "PASSAGE OF THE OLD TEXT"}
+	// A client may resend a reply otherwise than it was stored (its
+	// thinking left out, say): no edit of what the user said.
+	changedReply := slices.Clone(stored)
+	changedReply[7].Content = "message 7, trimmed"
 	for _, sum := range []struct {
 		name    string
 		summary *memory.Summary
@@ -461,8 +466,9 @@ func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
 		}{
 			{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), append(slices.Clone(kept), gone[0]), nil},
 			{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), kept, gone},
+			{"a reply resent changed", request(t, memory.ModeOn, raws(changedReply, "next?")...), append(slices.Clone(kept), gone...), nil},
 			// The stored turns show the message; its passage is not repeated.
-			{"newest turn only", request(t, memory.ModeOn, raws(nil, "next?")...), append(slices.Clone(kept[:3]), gone[0]), nil},
+			{"newest turn only", request(t, memory.ModeOn, raws(nil, "next?")...), append(slices.Clone(kept[:4]), gone[0]), nil},
 		} {
 			t.Run(sum.name+"/"+tc.name, func(t *testing.T) {
 				mem := &fakeMemory{stored: stored, facts: facts, summary: sum.summary}

@@ -259,8 +259,8 @@ wait:
 	if fullHistory && conv && a.deps.Heads != nil && !ld.summaryEdited && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
 		// An edit the summary's check did not find (of a message it does
 		// not cover, or in a chat without one) takes back what the old
-		// text said too. The messages the summary's check read serve;
-		// without them they are read now.
+		// text of the user's said too. The messages the summary's check
+		// read serve; without them they are read now.
 		r := got[partSummary]
 		held, err := r.held, error(nil)
 		if !r.checked {
@@ -275,7 +275,7 @@ wait:
 				"conversation", req.Conversation, "error", err)
 		}
 		held, _, all := a.judged(held, earlier, rest)
-		ld.unsaid = unsaid(held, all, a.deps.StoredForm)
+		ld.unsaid = usersUnsaid(held, all, a.deps.StoredForm)
 	}
 	if ld.summaryEdited || len(ld.unsaid) > 0 {
 		ld.withoutUnsaid(req.Conversation)
