@@ -344,17 +344,20 @@ func workerOptions(cfg config.Config) record.WorkerOptions {
 
 // newAssembler builds the prompt assembler: budget, shares and template
 // from memory.*, facts cap from recall.*. rec nil: no recall. red is the
-// capture's redactor (nil: none): the check of a resent history against
-// the summary compares messages as the capture stores them.
+// capture's redactor (nil: none): the check of a resent history for
+// edits compares messages as the capture stores them.
 func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red record.Redactor, counter *tokens.Counter, logger *slog.Logger) (*prompt.Assembler, error) {
 	// Claude models (on /v1/messages, or any API) are counted with the documented upper-bound
 	// estimate of internal/dialect/anthropic; a request, through its owner's view of counter.
 	reads, unknown := st.reads, tokens.DefaultContextWindow
 	deps := prompt.Deps{History: reads, Facts: reads, Recaller: rec, Revisions: st, Counter: anthropic.NewCounter(counter, unknown),
 		Owned: func(t, u string) prompt.TokenCounter { return anthropic.NewCounter(counter.Owned(t, u), unknown) }}
+	// The check of a full-history request's edits (Heads) serves the
+	// summary, with compaction, and the facts and passages either way.
+	deps.Heads = reads
+	deps.StoredForm = func(m memory.Message) memory.Message { return record.StoredForm(m, red) }
 	if cfg.Compaction.Enabled {
-		deps.Summaries, deps.Heads = reads, reads
-		deps.StoredForm = func(m memory.Message) memory.Message { return record.StoredForm(m, red) }
+		deps.Summaries = reads
 	}
 	mc, sh := cfg.Memory, cfg.Memory.Shares
 	a, err := prompt.NewAssembler(deps, prompt.Options{
@@ -362,7 +365,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red re
 		Shares:   prompt.Shares{Summary: sh.Summary, ExtractiveSummary: sh.ExtractiveSummary, Pinned: sh.Pinned, Facts: sh.Facts, Recall: sh.Recall, StatementRecall: sh.StatementRecall},
 		FactsMax: cfg.Recall.FactsMaxInjected, Template: mc.Template, Position: prompt.Position(mc.Position), FillRecall: mc.FillRecall, KeepRecall: mc.KeepRecall, KeepRecallResent: mc.KeepRecallResent,
 		FillWhen: prompt.RecallFill(mc.FillRecallWhen), StableFacts: mc.StableFacts, HoldSummary: mc.HoldSummary,
-		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(),
+		LoadTimeout: mc.LoadTimeout.D(), EmbedTimeout: mc.EmbeddingTimeout.D(), HistoryKeep: cfg.Capture.MaxHistoryMessages,
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("memory.template: %w", err)

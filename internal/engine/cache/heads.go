@@ -32,8 +32,9 @@ func (r *Reads) Head(ctx context.Context, rev *memory.Revisions, id memory.Ident
 }
 
 // HeadHeld is Head with each message's Seq and whether it is a tool
-// result (memory.Held): what the prompt checks a resent history against
-// the summary with. The slice is shared and must not be written to.
+// result (memory.Held): what the prompt checks a resent history for
+// edits with (the summary's, and what the edited messages stated). The
+// slice is shared and must not be written to.
 func (r *Reads) HeadHeld(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Held, error) {
 	if rev == nil || n <= 0 {
 		msgs, err := r.src.MessagesAfter(ctx, id, 0, n)

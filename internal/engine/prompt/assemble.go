@@ -199,12 +199,13 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		keptBy     map[turnKey]string
 		blockCosts map[string]int // made once a kept block is found
 	)
-	// A request whose history edits what the summary covers shows none:
-	// a kept block may show the old text (recalled where the window no
-	// longer showed it), which its save retracts, and a rendered block
-	// cannot be filtered as its passages were (withoutUnsaid). Its prompt
-	// differs from the previous one from the edit on anyway.
-	if a.keepsRecall(req, fullHistory) && !ld.summaryEdited {
+	// A request whose history edits what the summary covers, or any
+	// message, shows none: a kept block may show the old text (recalled
+	// where the window no longer showed it), which its save retracts, and
+	// a rendered block cannot be filtered as its passages were
+	// (withoutUnsaid). Its prompt differs from the previous one from the
+	// edit on anyway.
+	if a.keepsRecall(req, fullHistory) && !ld.summaryEdited && len(ld.unsaid) == 0 {
 		keptBy = a.kept.lookup(req.Identity, req.Root, ld.rev)
 	}
 	// inBlocks is the text of the kept blocks the recent turns show: known

@@ -17,35 +17,45 @@ type HeadReader interface {
 	HeadHeld(ctx context.Context, rev *memory.Revisions, id memory.Identity, n int) ([]memory.Held, error)
 }
 
-// summaryCheck bounds how many of the messages a summary covers, from
-// the conversation's first, a resent history is checked against
-// (editsSummary): an edit past them, deep in a chat of thousands of
-// messages, is found by the request's save alone, which drops the summary
-// from the next request's prompt on.
-const summaryCheck = 4096
+// headCheck bounds how many of a conversation's first live messages a
+// full-history request's resent history is checked against (head): an
+// edit past them, deep in a chat of thousands of messages, is found by
+// the request's save alone, which drops what the old text said (the
+// summary covering it, its facts and passages) from the next request's
+// prompt on. The messages are read as prints (memory.Held), kept in the
+// cache under the user's revisions and extended by the chat's own saves
+// (HeadReader): a chat that goes on reads them from the store once.
+const headCheck = 4096
 
-// summaryEdited reports whether the resent history of a full-history
-// request (client: its non-system messages before the current turn)
-// edits or drops a live message s covers, reading the conversation's
-// first messages through a.deps.Heads as of rev (the request's revision
-// counters: a chat that goes on reads them from the store once). Without
-// Heads it reports false. When it does, it returns the keys of the
-// messages among those read whose text the request's save takes off the
-// live branch too (unsaid: all, all the request's non-system messages,
-// its current turn included), whose facts and passages the request's
-// prompt leaves out (withoutUnsaid).
-func (a *Assembler) summaryEdited(ctx context.Context, rev *memory.Revisions, id memory.Identity, s memory.Summary, client, all []memory.Message) (bool, map[string]bool, error) {
-	if a.deps.Heads == nil || s.ToSeq <= 0 || len(client) == 0 {
-		return false, nil, nil
-	}
-	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, int(min(s.ToSeq, summaryCheck)))
+// head reads the first live messages of id's conversation, up to
+// headCheck, as memory.Held, through a.deps.Heads as of rev (the
+// request's revision counters): what a full-history request's resent
+// history is checked against for edits, as its save will judge it after
+// its prompt is sent (editsSummary: the summary; unsaid: the messages
+// whose text it takes back). The slice is shared and must not be written
+// to.
+func (a *Assembler) head(ctx context.Context, rev *memory.Revisions, id memory.Identity) ([]memory.Held, error) {
+	held, err := a.deps.Heads.HeadHeld(ctx, rev, id, headCheck)
 	if err != nil {
-		return false, nil, fmt.Errorf("read the messages the summary covers: %w", err)
+		return nil, fmt.Errorf("read the conversation's first messages: %w", err)
 	}
-	if !editsSummary(held, s.ToSeq, client, a.deps.StoredForm) {
-		return false, nil, nil
+	return held, nil
+}
+
+// judged returns the parts of held (a conversation's first live
+// messages) and of a full-history request's messages (client: before its
+// current turn; all: with it) that the edit check compares: all of them,
+// or, of a history longer than one request stores (Options.HistoryKeep,
+// memory.CutHistory), the first memory.BranchHead of each. Such a history
+// is stored as its first messages and a window of its newest, which its
+// save aligns with the conversation's newest: held does not show it in
+// order past its first messages, and an edit there is left to the save.
+func (a *Assembler) judged(held []memory.Held, client, all []memory.Message) ([]memory.Held, []memory.Message, []memory.Message) {
+	if memory.Unstored(len(client), a.opts.HistoryKeep) == 0 {
+		return held, client, all
 	}
-	return true, unsaid(held, all, a.deps.StoredForm), nil
+	n := memory.BranchHead
+	return held[:min(n, len(held))], client[:min(n, len(client))], all[:min(n, len(all))]
 }
 
 // editsSummary reports whether storing client (a full-history request's
@@ -176,6 +186,25 @@ func unsaid(held []memory.Held, client []memory.Message, form func(memory.Messag
 			gone = map[string]bool{}
 		}
 		gone[h.Key] = true
+	}
+	return gone
+}
+
+// usersUnsaid is unsaid less the assistant replies: a client may resend
+// a reply otherwise than memgate stored it (its thinking left out,
+// trimmed, reformatted), on every request, which is no edit of what the
+// user said, as routing holds (memory.Print.Diverges). An edit of a
+// message no summary covers takes back what the user's own messages
+// stated; what a changed reply stated is left to the save.
+func usersUnsaid(held []memory.Held, client []memory.Message, form func(memory.Message) memory.Message) map[string]bool {
+	gone := unsaid(held, client, form)
+	for _, h := range held {
+		if h.Assistant {
+			delete(gone, h.Key)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
 	}
 	return gone
 }

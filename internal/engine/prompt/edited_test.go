@@ -396,3 +396,246 @@ func TestPrepareShowsNoKeptBlockToAnEdit(t *testing.T) {
 		t.Fatalf("the request carrying the edit is shown the old number in a kept block:\n%s", p)
 	}
 }
+
+// TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays: an edit of a message
+// no summary covers — the conversation has none yet, or the message is
+// newer than the summary's end — is assembled before its save retracts
+// what the old text alone stated too; its prompt leaves out the pinned
+// and recalled facts only that message stated and the passages showing
+// it, and keeps the rest, the summary and its recalled versions included
+// (they do not cover the edit). A history resent unchanged, one longer
+// than a request stores (HistoryKeep: its window is aligned, not its
+// start), and a client sending only its newest turn are shown all of it.
+func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
+	stored := editChat(8)
+	for i := range stored {
+		stored[i].Content += strings.Repeat(" padding", 10)
+		stored[i].Key = fmt.Sprintf("x:%d", i)
+	}
+	stored[6].Content = "my phone is 555-0100" + strings.Repeat(" padding", 10)
+	pin := func(key, value, source string, mentions int) memory.Fact {
+		return memory.Fact{Type: memory.FactPreference, Key: key, Value: value, Pinned: true, Confidence: 1,
+			Mentions: mentions, Conversation: "c", Source: source}
+	}
+	facts := []memory.Fact{
+		pin("phone", "555-0100", "x:6", 1),                // only the edited text stated it
+		pin("tea", "likes green tea 555-0101", "x:6", 2),  // stated again elsewhere
+		pin("city", "lives in Lisbon 555-0102", "x:0", 1), // an unedited message's
+		pin("reply", "the reply said 555-0104", "x:7", 1), // the reply after it, changed or not
+	}
+	items := []memory.Item{
+		{Conversation: "c", Kind: "message", Ref: "x:6", Text: "PASSAGE OF THE OLD TEXT"},
+		{Conversation: "c", Kind: "summary", Ref: "c:v1", Text: "RECALLED SUMMARY"},
+		{Conversation: "d", Kind: "message", Ref: "y:6", Text: "PASSAGE OF ANOTHER CHAT"},
+	}
+	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
+		return memory.Recalled{Facts: facts, Items: items}, nil
+	})
+	raws := func(history []memory.Message, q string) []string {
+		var out []string
+		for _, m := range history {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
+		return append(out, string(raw))
+	}
+	edited := slices.Clone(stored)
+	edited[6].Content = "my phone is private"
+	// The summary ending before the edit is shown (its history
+	// overflows no budget here: the recalled version stands for it).
+	kept := []string{"555-0101", "555-0102", "555-0104", "PASSAGE OF ANOTHER CHAT", "RECALLED SUMMARY"}
+	gone := []string{"555-0100", "PASSAGE OF THE OLD TEXT"}
+	// A client may resend a reply otherwise than it was stored (its
+	// thinking left out, say): no edit of what the user said.
+	changedReply := slices.Clone(stored)
+	changedReply[7].Content = "message 7, trimmed"
+	for _, sum := range []struct {
+		name    string
+		summary *memory.Summary
+	}{
+		{"no summary", nil},
+		{"a summary ending before the edit", &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[3].Seq,
+			Text: "THE SUMMARY", Summariser: memory.SummariserModel}},
+	} {
+		for _, tc := range []struct {
+			name    string
+			req     memory.Request
+			shown   []string
+			leftOut []string
+		}{
+			{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), append(slices.Clone(kept), gone[0]), nil},
+			{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), kept, gone},
+			{"a reply resent changed", request(t, memory.ModeOn, raws(changedReply, "next?")...), append(slices.Clone(kept), gone...), nil},
+			// The stored turns show the message; its passage is not repeated.
+			{"newest turn only", request(t, memory.ModeOn, raws(nil, "next?")...), append(slices.Clone(kept[:4]), gone[0]), nil},
+		} {
+			t.Run(sum.name+"/"+tc.name, func(t *testing.T) {
+				mem := &fakeMemory{stored: stored, facts: facts, summary: sum.summary}
+				heads := &fakeHeads{live: stored}
+				a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Recaller: rec, Heads: heads, Counter: byteCounter{}},
+					Options{RecentMessages: 8, MaxContextTokens: 8000, CompletionReserve: 1024,
+						Shares: Shares{Summary: 0.2, Pinned: 0.1, Facts: 0.15, Recall: 0.2}, FactsMax: 20}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := a.Prepare(context.Background(), tc.req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if heads.reads > 1 {
+					t.Errorf("the conversation's first messages were read %d times, want at most once", heads.reads)
+				}
+				text := joined(p)
+				if sum.summary != nil {
+					_, rest := splitSystem(tc.req.Messages)
+					earlier, _ := memory.SplitCurrent(rest)
+					ld, err := a.load(context.Background(), tc.req, rest, len(earlier) > 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ld.summary == nil || ld.summaryEdited {
+						t.Errorf("the summary, which covers no edited message, is left out")
+					}
+				}
+				for _, s := range tc.shown {
+					if s == "RECALLED SUMMARY" && sum.summary != nil {
+						continue // the summary itself may stand for it
+					}
+					if !strings.Contains(text, s) {
+						t.Errorf("%q is not shown:\n%s", s, text)
+					}
+				}
+				for _, s := range tc.leftOut {
+					if strings.Contains(text, s) {
+						t.Errorf("%q is shown:\n%s", s, text)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPrepareReadsNoHeadForNothingToLeaveOut: a full-history request with
+// no summary whose memory holds nothing of its conversation an edit could
+// take back (no fact stated once by one of its messages, no passage of
+// it) does not read the conversation's first messages; one whose memory
+// holds such a fact does.
+func TestPrepareReadsNoHeadForNothingToLeaveOut(t *testing.T) {
+	stored := editChat(6)
+	for i := range stored {
+		stored[i].Key = fmt.Sprintf("x:%d", i)
+	}
+	raws := func(history []memory.Message, q string) []string {
+		var out []string
+		for _, m := range history {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
+		return append(out, string(raw))
+	}
+	for _, tc := range []struct {
+		name  string
+		facts []memory.Fact
+		reads int
+	}{
+		{"no facts", nil, 0},
+		{"another conversation's fact", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 1, Conversation: "d", Source: "y:1"}}, 0},
+		{"a fact stated twice", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 2, Conversation: "c", Source: "x:2"}}, 0},
+		{"a fact of the API", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 1}}, 0},
+		{"a fact stated once here", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 1, Conversation: "c", Source: "x:2"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			heads := &fakeHeads{live: stored}
+			mem := &fakeMemory{stored: stored, facts: tc.facts}
+			a, err := NewAssembler(Deps{History: mem, Facts: mem, Heads: heads, Counter: byteCounter{}},
+				Options{RecentMessages: 8, MaxContextTokens: 8000, Shares: Shares{Pinned: 0.1}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws(stored, "next?")...)); err != nil {
+				t.Fatal(err)
+			}
+			if heads.reads != tc.reads {
+				t.Fatalf("read the conversation's first messages %d times, want %d", heads.reads, tc.reads)
+			}
+		})
+	}
+}
+
+// TestPrepareJudgesACutHistoryByItsHead: a history longer than one
+// request stores (Options.HistoryKeep) is stored as its first
+// memory.BranchHead messages and a window of its newest, which the
+// conversation's first messages do not show in order. Resent unchanged,
+// with or without a summary reaching into the window, it is no edit: its
+// prompt shows the summary (its history overflows) and the pins of the
+// window's messages. An edit among its first messages is judged as any:
+// the pin only that message stated is left out.
+func TestPrepareJudgesACutHistoryByItsHead(t *testing.T) {
+	const keep = 4
+	history := editChat(memory.BranchHead + 20)
+	for i := range history {
+		history[i].Key = fmt.Sprintf("x:%d", i)
+	}
+	early, late := 10, len(history)-2 // user messages of the head and of the window
+	history[early].Content = "my city is Lisbon"
+	history[late].Content = "my phone is 555-0100"
+	// What the conversation holds: the cut's head and window.
+	stored := slices.Concat(history[:memory.BranchHead], history[len(history)-keep:])
+	for i := range stored {
+		stored[i].Seq = int64(i + 1)
+	}
+	fact := func(key, value, source string) memory.Fact {
+		return memory.Fact{Type: memory.FactPreference, Key: key, Value: value, Pinned: true, Confidence: 1,
+			Mentions: 1, Conversation: "c", Source: source}
+	}
+	facts := []memory.Fact{fact("phone", "555-0100", history[late].Key), fact("city", "Lisbon", history[early].Key)}
+	raws := func(msgs []memory.Message) []string {
+		var out []string
+		for _, m := range msgs {
+			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+			out = append(out, string(raw))
+		}
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": "next?"})
+		return append(out, string(raw))
+	}
+	edited := slices.Clone(history)
+	edited[early].Content = "my city is a secret"
+	summary := &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[len(stored)-2].Seq, Text: "THE SUMMARY", Summariser: memory.SummariserModel}
+	for _, tc := range []struct {
+		name    string
+		summary *memory.Summary
+		msgs    []memory.Message
+		shown   []string
+		leftOut []string
+	}{
+		{"resent unchanged", nil, history, []string{"phone: 555-0100", "city: Lisbon"}, nil},
+		{"resent unchanged, with a summary", summary, history, []string{"phone: 555-0100", "city: Lisbon", "THE SUMMARY"}, nil},
+		{"an early message edited", nil, edited, []string{"phone: 555-0100"}, []string{"Lisbon"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := &fakeMemory{stored: stored, facts: facts, summary: tc.summary}
+			a, err := NewAssembler(Deps{History: mem, Summaries: mem, Facts: mem, Heads: &fakeHeads{live: stored}, Counter: byteCounter{}},
+				Options{RecentMessages: 8, MaxContextTokens: 6000, HistoryKeep: keep, Shares: Shares{Summary: 0.1, Pinned: 0.1}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws(tc.msgs)...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := joined(p)
+			for _, s := range tc.shown {
+				if !strings.Contains(text, s) {
+					t.Errorf("%q is not shown:\n%s", s, text)
+				}
+			}
+			for _, s := range tc.leftOut {
+				if strings.Contains(text, s) {
+					t.Errorf("%q is shown:\n%s", s, text)
+				}
+			}
+		})
+	}
+}

@@ -18,11 +18,11 @@ type loaded struct {
 	summary *memory.Summary
 	// summaryEdited: the conversation's summary was left out, the
 	// request's resent history edits or drops a message it covers
-	// (summaryEdited).
+	// (editsSummary).
 	summaryEdited bool
 	// unsaid are the keys of the stored messages whose text the request's
-	// resent history edits or drops (summaryEdited's unsaid): the facts
-	// and passages only they stated are left out (withoutUnsaid).
+	// resent history edits or drops (unsaid): the facts and passages only
+	// they stated are left out (withoutUnsaid).
 	unsaid map[string]bool
 	stored []memory.Message // newest stored messages, oldest first
 	// resent are the keys of the stored messages the client's own
@@ -57,8 +57,13 @@ type partResult struct {
 	took    time.Duration
 	summary *memory.Summary
 	// edited: the summary was left out, the resent history edits what it
-	// covers (summaryEdited).
+	// covers (editsSummary).
 	edited bool
+	// checked: the conversation's first messages were read to check the
+	// resent history against (head), whatever the outcome; held are
+	// they.
+	checked bool
+	held    []memory.Held
 	// unsaid: see loaded.unsaid.
 	unsaid  map[string]bool
 	stored  []memory.Message
@@ -86,6 +91,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	now := a.opts.Now()
 	ld := loaded{now: now}
 	conv := req.Conversation != ""
+	earlier, _ := memory.SplitCurrent(rest)
 	storeDL, recallDL := a.deadlines(start)
 	// The user's revision counters, read once before the parts run (by
 	// routing, for a request it placed: req.Revisions): every part's reads
@@ -120,16 +126,18 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			if err != nil {
 				return err
 			}
-			if fullHistory {
+			if fullHistory && a.deps.Heads != nil {
 				// The request's save will drop a summary of messages its
 				// history edits: its own prompt goes without it.
-				earlier, _ := memory.SplitCurrent(rest)
-				edited, unsaid, err := a.summaryEdited(ctx, rev, req.Identity, s, earlier, rest)
+				r.checked = true
+				held, err := a.head(ctx, rev, req.Identity)
 				if err != nil {
 					return err
 				}
-				if edited {
-					r.edited, r.unsaid = true, unsaid
+				r.held = held
+				held, client, all := a.judged(held, earlier, rest)
+				if editsSummary(held, s.ToSeq, client, a.deps.StoredForm) {
+					r.edited, r.unsaid = true, unsaid(held, all, a.deps.StoredForm)
 					telemetry.Note(ctx, "memgate.summary.left_out", "edited")
 					return nil
 				}
@@ -248,7 +256,28 @@ wait:
 			part(partFacts)
 		}
 	}
-	if ld.summaryEdited {
+	if fullHistory && conv && a.deps.Heads != nil && !ld.summaryEdited && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
+		// An edit the summary's check did not find (of a message it does
+		// not cover, or in a chat without one) takes back what the old
+		// text of the user's said too. The messages the summary's check
+		// read serve; without them they are read now.
+		r := got[partSummary]
+		held, err := r.held, error(nil)
+		if !r.checked {
+			dctx, cancel := context.WithDeadline(ctx, storeDL)
+			held, err = a.head(dctx, rev, req.Identity)
+			cancel()
+		}
+		if err != nil {
+			// Unknown: the prompt is what it would be without the check;
+			// the request's save still retracts what an edit unsays.
+			a.logger.WarnContext(ctx, "checking a resent history for edits: read failed",
+				"conversation", req.Conversation, "error", err)
+		}
+		held, _, all := a.judged(held, earlier, rest)
+		ld.unsaid = usersUnsaid(held, all, a.deps.StoredForm)
+	}
+	if ld.summaryEdited || len(ld.unsaid) > 0 {
 		ld.withoutUnsaid(req.Conversation)
 	}
 	slices.Sort(ld.degraded)
@@ -263,8 +292,8 @@ wait:
 // its save, made after its prompt is sent, removes from memory: the facts
 // conv's messages ld.unsaid stated, unless stated again (Mentions over
 // one: the save keeps a fact another live message also stated), the
-// passages of conv showing those messages, and conv's summaries, the
-// newest of which the edit changes (summaryEdited).
+// passages of conv showing those messages, and, when the edit changes
+// what the newest summary covers (summaryEdited), conv's summaries.
 func (ld *loaded) withoutUnsaid(conv string) {
 	said := func(f memory.Fact) bool {
 		return f.Conversation == conv && f.Mentions <= 1 && ld.unsaid[f.Source]
@@ -278,7 +307,7 @@ func (ld *loaded) withoutUnsaid(conv string) {
 			return false
 		}
 		if it.Kind == "summary" {
-			return true
+			return ld.summaryEdited
 		}
 		if ld.unsaid[it.Ref] {
 			return true
@@ -290,6 +319,24 @@ func (ld *loaded) withoutUnsaid(conv string) {
 		}
 		return false
 	})
+}
+
+// mayShowUnsaid reports whether ld holds anything of conv that an edit of
+// the request's history could take back, so that the history is worth
+// checking (head, unsaid): a fact of conv stated by one message of it
+// (Mentions at most one, a Source), a passage of conv, or, kept, the
+// recalled blocks of its resent turns (keepsRecall). A request whose
+// memory holds none of these reads nothing to find out.
+func (ld *loaded) mayShowUnsaid(conv string, kept bool) bool {
+	once := func(f memory.Fact) bool { return f.Conversation == conv && f.Mentions <= 1 && f.Source != "" }
+	return kept || slices.ContainsFunc(ld.facts, once) || slices.ContainsFunc(ld.current, once) ||
+		slices.ContainsFunc(ld.items, func(it memory.Item) bool { return it.Conversation == conv && it.Kind != "summary" })
+}
+
+// keptFor reports whether req's resent turns would be rendered with
+// recalled blocks kept for them (keepsRecall) as of rev.
+func (a *Assembler) keptFor(req memory.Request, rev *memory.Revisions) bool {
+	return a.keepsRecall(req, true) && len(a.kept.lookup(req.Identity, req.Root, rev)) > 0
 }
 
 // revisions reads the user's revision counters for one request, within

@@ -80,12 +80,17 @@ type TokenCounter interface {
 // handed to each of them; without it (or when the lookup fails) they get
 // nil.
 //
-// Heads, when set with Summaries, checks a full-history request's resent
-// history against the summary before it is shown (summaryEdited): a
-// request that edits or drops a message the summary covers is assembled
-// without it, as its save will drop it. StoredForm is a message as memgate
-// stores it (sanitized and redacted, record.StoredForm), what the check
-// compares a message the client sends otherwise with; nil: as sent.
+// Heads, when set, checks a full-history request's resent history against
+// its conversation's first messages (edits), as its save, made after the
+// prompt is sent, will: a request that edits or drops a message the
+// summary covers is assembled without the summary, and one that edits or
+// drops any message (covered or not) without the facts only that message
+// stated and the passages showing it. The check reads the messages (from
+// Heads' cache, as a chat goes on) only when the summary is loaded or the
+// request's memory holds a fact stated once or a passage of the
+// conversation. StoredForm is a message as memgate stores it (sanitized
+// and redacted, record.StoredForm), what the check compares a message the
+// client sends otherwise with; nil: as sent.
 //
 // Owned, when set, gives the counter a request counts through, taken once
 // per request for its owner, the user of a tenant: Counter's view whose
@@ -143,6 +148,13 @@ type Options struct {
 	// Template is the memory block's text/template over BlockData; empty
 	// uses DefaultTemplate.
 	Template string
+	// HistoryKeep is how many of a resent history's newest messages one
+	// request stores beside its first memory.BranchHead
+	// (capture.max_history_messages, memory.CutHistory); 0: all. A longer
+	// history is stored as those and a window, which the conversation's
+	// first messages do not show in order: the check of its edits
+	// (Deps.Heads) compares its first memory.BranchHead messages only.
+	HistoryKeep int
 	// LoadTimeout bounds loading each stored part (recent turns, summary,
 	// pinned facts) and recall's store queries; a part not back by then is
 	// left out (Prepared.Degraded). 0: only the request's context bounds them.
@@ -418,7 +430,7 @@ func (a *Assembler) Prepare(ctx context.Context, req memory.Request) (memory.Pre
 	p.Degraded = ld.degraded
 	a.logger.DebugContext(ctx, "prompt assembled", "conversation", req.Conversation,
 		"budget", p.Budget, "tokens_sent", p.TokensSent, "tokens_original", p.TokensOriginal,
-		"over_budget", p.OverBudget, "parts", p.Parts, "summary_edited", ld.summaryEdited)
+		"over_budget", p.OverBudget, "parts", p.Parts, "summary_edited", ld.summaryEdited, "unsaid", len(ld.unsaid))
 	return p, nil
 }
 
