@@ -20,6 +20,7 @@ type Stream struct {
 	reply *StreamReply
 	dec   *sse.Decoder
 	err   error
+	done  bool // the [DONE] sentinel arrived
 }
 
 // NewStream returns a Stream that gives up (every later Write and Result
@@ -27,7 +28,10 @@ type Stream struct {
 func NewStream(limit int64) *Stream {
 	s := &Stream{reply: NewStreamReply()}
 	s.dec = sse.NewDecoder(limit, func(ev sse.Event) error {
-		if p := bytes.TrimSpace(ev.Data); len(p) > 0 && string(p) != "[DONE]" {
+		switch p := bytes.TrimSpace(ev.Data); {
+		case string(p) == "[DONE]":
+			s.done = true
+		case len(p) > 0:
 			return s.reply.AddEvent(ev.Type, p)
 		}
 		return nil
@@ -50,13 +54,21 @@ func (s *Stream) Write(chunk []byte) (int, error) {
 // Result returns the reassembled reply (see StreamReply.Result). A last
 // event the upstream did not end with a blank line still counts. It fails
 // with the error a Write failed with (an event StreamReply rejects, a
-// stream over the limit).
+// stream over the limit), and with memory.ErrInvalid when the stream
+// ended before its end — neither the [DONE] sentinel nor a finish_reason
+// of choice 0 arrived (some upstreams send one without the other), and
+// no error event broke it off — as the Anthropic and Responses streams
+// fail without their terminal events: an upstream cut off mid-answer
+// that still ended its body cleanly must not be stored as a whole reply.
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if s.err != nil {
 		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", s.err)
 	}
 	if _, err := s.dec.Write([]byte("\n\n")); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", err)
+	}
+	if !s.done && s.reply.FinishReason() == "" && s.reply.Failed() == "" && s.reply.chunks > 0 {
+		return memory.Message{}, nil, fmt.Errorf("%w: chat stream ended before [DONE] or a finish_reason", memory.ErrInvalid)
 	}
 	return s.reply.Result()
 }
