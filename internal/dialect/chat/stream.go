@@ -99,6 +99,13 @@ type StreamReply struct {
 	chunks       int
 }
 
+// maxStreamToolCalls bounds the tool calls of one streamed reply. Far
+// more than any model makes at once, it stops an upstream that streams
+// empty deltas at ever new indices (about 12 bytes each, a ~60-byte call
+// reassembled and a slot held for each) from making a reply that holds and
+// stores many times what the capture cap lets through.
+const maxStreamToolCalls = 1024
+
 // streamCall is a tool call being streamed. Its pieces are joined in
 // builders, so that many small ones cost time linear in their length.
 type streamCall struct {
@@ -154,8 +161,9 @@ func NewStreamReply() *StreamReply {
 
 // Add folds in one chunk: data is the JSON payload of one SSE "data:"
 // event (never the [DONE] sentinel). It fails with memory.ErrInvalid on a
-// payload that is not JSON. A chunk carrying an error object marks the reply
-// failed (see AddEvent).
+// payload that is not JSON, or one that brings the reply past
+// maxStreamToolCalls tool calls. A chunk carrying an error object marks
+// the reply failed (see AddEvent).
 func (s *StreamReply) Add(data []byte) error { return s.AddEvent("message", data) }
 
 // AddEvent folds in one SSE event of type typ ("message" for unnamed
@@ -216,6 +224,9 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 				cur = nil
 			}
 			if cur == nil {
+				if len(s.calls) == maxStreamToolCalls {
+					return fmt.Errorf("%w: stream has more than %d tool calls", memory.ErrInvalid, maxStreamToolCalls)
+				}
 				cur = &streamCall{}
 				s.calls[slot] = cur
 				s.next = max(s.next, slot+1)
